@@ -1,0 +1,42 @@
+"""flowgrad: OneFlow's eager autograd, in Python on NumPy. `import flowgrad as flow`.
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([-1.0, 2.0], requires_grad=True)
+>>> flow.relu(x).sum().backward()
+>>> x.grad
+tensor([0., 1.])
+"""
+from . import (
+    autograd,
+    nn,  # noqa: E402,I001 - nn builds on everything above
+    ops,
+)
+from .autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from .device import device
+from .dtypes import *  # noqa: F401,F403
+from .dtypes import dtype, get_default_dtype, promote_types, result_type, set_default_dtype
+from .ops.activation import *  # noqa: F401,F403
+from .ops.creation import *  # noqa: F401,F403
+from .ops.elementwise import *  # noqa: F401,F403
+from .ops.index import *  # noqa: F401,F403
+from .ops.linalg import *  # noqa: F401,F403
+from .ops.reduce import *  # noqa: F401,F403
+from .ops.shape import *  # noqa: F401,F403
+from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .tensor import Size, Tensor
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(input) -> int:
+    return input.numel()

@@ -1,0 +1,15 @@
+"""flowgrad's autograd: the seed's engine, interpreter and grad-function machinery.
+
+- `meta`: AutogradMeta (requires_grad, is_leaf, acc_grad, current_grad, hooks)
+- `node`: FunctionNode, AccumulateGrad, CaptureState, SavedTensor
+- `interpreter`: AutogradInterpreter.apply / add_node
+- `engine`: GraphTask, backward, grad
+- `grad_mode`: no_grad, enable_grad, set_grad_enabled, inference_mode
+- `function`: custom autograd.Function
+"""
+from .engine import backward, grad
+from .function import Function, FunctionCtx, once_differentiable
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
+           "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled"]

@@ -1,0 +1,367 @@
+"""The backward engine: GraphTask, dependency counting and the ready queue.
+
+`run_backward` is the seed's run_backward_and_save_grads_for_leaf_tensor; `grad` is its
+functional twin. Everything is iterative: a chain of a million nodes needs no recursion.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from ..errors import freed_graph_error, saved_tensor_error
+from . import grad_mode
+from .node import AccumulateGrad
+
+
+class GraphTask:
+    """One backward run over the graph reachable from `roots`.
+
+    `targets` (metas) restricts the run to nodes that lead to them, as `autograd.grad` and
+    `backward(inputs=...)` need; without targets every reachable node runs.
+    """
+
+    __slots__ = ("roots", "dependencies", "retain_graph", "save_grad_for_leaf", "targets",
+                 "captured")
+
+    def __init__(self, roots, retain_graph, save_grad_for_leaf, targets=None):
+        self.roots = list(dict.fromkeys(roots))
+        self.retain_graph = retain_graph
+        self.save_grad_for_leaf = save_grad_for_leaf
+        self.targets = targets or {}
+        self.captured = {}
+        self.dependencies = None
+
+    def compute_dependencies(self):
+        """Count, for every reachable node, the edges that point at it (iterative DFS).
+
+        Also checks, before anything runs, that no node has freed or lost its saved tensors,
+        so a failing backward leaves every grad as it was.
+        """
+        deps = dict.fromkeys(self.roots, 0)
+        stack = list(self.roots)
+        while stack:
+            node = stack.pop()
+            _check_runnable(node)
+            for nxt in node.next_nodes:
+                if nxt is None:
+                    continue
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:
+                    deps[nxt] = 1
+                    stack.append(nxt)
+        if self.targets:
+            deps = self._prune(deps)
+        self.dependencies = deps
+
+    def _prune(self, deps):
+        """Keep only nodes with a path to a target meta; recount edges among them."""
+        targets = self.targets
+        order, remaining = [], dict(deps)
+        ready = [r for r in self.roots if remaining[r] == 0]
+        while ready:  # Kahn's order: consumers before producers
+            node = ready.pop()
+            order.append(node)
+            for nxt in node.next_nodes:
+                if nxt is not None:
+                    remaining[nxt] -= 1
+                    if remaining[nxt] == 0:
+                        ready.append(nxt)
+        needed = set()
+        for node in reversed(order):  # producers first, so `needed` of next nodes is known
+            if (any(m in targets for m in node.input_metas)
+                    or any(n in needed for n in node.next_nodes)
+                    or (type(node) is AccumulateGrad and node.output_metas[0] in targets)):
+                needed.add(node)
+        pruned = {n: 0 for n in order if n in needed}
+        for node in pruned:
+            for nxt in node.next_nodes:
+                if nxt in pruned:
+                    pruned[nxt] += 1
+        return pruned
+
+    def apply(self):
+        """Run every node once, after all its consumers (the ready queue of the seed)."""
+        deps, targets = self.dependencies, self.targets
+        ready = deque(r for r in self.roots if deps.get(r) == 0)
+        while ready:
+            node = ready.pop()
+            if type(node) is AccumulateGrad:
+                if self.save_grad_for_leaf:
+                    acc_grad_for_leaf(node.output_metas[0])
+            else:
+                self._run_node(node, deps, targets)
+            for nxt in node.next_nodes:
+                if nxt is not None and nxt in deps:
+                    left = deps[nxt] - 1
+                    deps[nxt] = left
+                    if left == 0:
+                        ready.append(nxt)
+
+    def _run_node(self, node, deps, targets):
+        out_grads = [self._take_grad(m, info) for m, info in
+                     zip(node.output_metas, node.output_infos)]
+        in_grads = node.backward_fn(out_grads)
+        if type(in_grads) is not tuple:
+            in_grads = (in_grads,) if not isinstance(in_grads, list) else tuple(in_grads)
+        metas = node.input_metas
+        if len(in_grads) != len(metas):
+            raise RuntimeError(
+                f"{node.name} returned {len(in_grads)} gradients but its op has "
+                f"{len(metas)} inputs; return one gradient (or None) per input")
+        for meta, nxt, g, info in zip(metas, node.next_nodes, in_grads, node.input_infos):
+            if meta is None or g is None or (nxt not in deps and meta not in targets):
+                continue
+            shape, dtype = info
+            if g._data.shape != shape or g._data.dtype != dtype:
+                g = _fit_grad(g, shape, dtype, node)
+            cur = meta.current_grad
+            meta.current_grad = g if cur is None else cur + g
+        if not self.retain_graph:
+            node.release()
+
+    def _take_grad(self, meta, info):
+        """The summed grad of one tensor, after its hooks; feeds retain_grad and targets."""
+        g = meta.current_grad
+        meta.current_grad = None
+        if g is None:
+            from ..tensor import Tensor
+
+            g = Tensor._zeros(*info)
+        if meta.hooks:
+            g = _run_hooks(meta.hooks, g)
+        if meta.retain_grad:
+            _accumulate(meta, g)
+        if meta in self.targets:
+            self.captured[meta] = g
+        return g
+
+    def collect(self, meta):
+        """The gradient a target received (None when nothing reached it)."""
+        if meta in self.captured:
+            return self.captured[meta]
+        if meta.current_grad is None:
+            return None
+        g = meta.current_grad
+        meta.current_grad = None
+        if meta.hooks:
+            g = _run_hooks(meta.hooks, g)
+        return g
+
+    def clear(self):
+        """Drop partial grads left by a run that failed half-way."""
+        for node in self.dependencies or ():
+            for meta in node.output_metas:
+                meta.current_grad = None
+            for meta in node.input_metas:
+                if meta is not None:
+                    meta.current_grad = None
+        for meta in self.targets:
+            meta.current_grad = None
+
+
+def _check_runnable(node):
+    if node.released and node.saved_something:
+        raise freed_graph_error(node)
+    ctx = node.ctx
+    if ctx is not None:
+        for group in (ctx._inputs, ctx._outputs):
+            for saved in group or ():
+                if saved is not None and saved.counter.value != saved.version:
+                    raise saved_tensor_error(node, saved)
+
+
+def _run_hooks(hooks, g):
+    for hook in hooks:
+        result = hook(g)
+        if result is not None:
+            g = result
+    return g
+
+
+def _fit_grad(g, shape, dtype, node):
+    """Un-broadcast (sum over broadcast dims) and cast a grad to its input's shape/dtype.
+
+    The one place where broadcasting is undone: rules return grads of the broadcast shape.
+    """
+    from ..ops.reduce import sum_to
+
+    if g._data.shape != shape:
+        try:
+            g = sum_to(g, shape)
+        except ValueError:
+            raise RuntimeError(
+                f"{node.name}: gradient of shape {tuple(g._data.shape)} cannot be reduced to "
+                f"the input's shape {tuple(shape)}; the op's gradient rule is wrong") from None
+    if g._data.dtype != dtype:
+        g = g.to(dtype)
+    return g
+
+
+def _accumulate(meta, g):
+    """acc_grad += g (the seed's copy_or_acc_grad). Takes g's storage when nothing else
+    can see it, as torch does; otherwise copies, so two .grad never alias."""
+    acc = meta.acc_grad
+    if acc is None:
+        if grad_mode.is_grad_enabled():
+            meta.acc_grad = g
+        else:
+            meta.acc_grad = g if _sole_owner(g) else g.detach().clone()
+    elif grad_mode.is_grad_enabled():
+        meta.acc_grad = acc + g
+    else:
+        if acc._grad_fn is None and acc._data.shape == g._data.shape:
+            acc._data += g._data  # in place: keeps the .grad object the optimizer holds
+        else:
+            meta.acc_grad = (acc + g).detach()
+
+
+def _sole_owner(g) -> bool:
+    import sys
+
+    # refs to the tensor: caller frames (2) + getrefcount's argument; to the array: the
+    # tensor only. Anything more means someone else can see this storage.
+    return (g._grad_fn is None and sys.getrefcount(g) <= 4
+            and g._data.base is None and sys.getrefcount(g._data) <= 2)
+
+
+def acc_grad_for_leaf(meta):
+    """A leaf's accumulate_grad step: hooks, then acc_grad += current_grad, then
+    post-accumulate hooks."""
+    g = meta.current_grad
+    if g is None:
+        return
+    meta.current_grad = None
+    if meta.hooks:
+        g = _run_hooks(meta.hooks, g)
+    _accumulate(meta, g)
+    if meta.post_accumulate_hooks:
+        for hook in meta.post_accumulate_hooks:
+            hook()
+
+
+def _roots_and_seeds(outputs, grad_outputs, create_graph):
+    from ..tensor import Tensor
+
+    roots = []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if out._meta is None or not out._meta.requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn; "
+                f"call backward on a result computed from tensors with requires_grad=True")
+        if g is None:
+            if out._data.size != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for scalar outputs; output {i} has "
+                    f"shape {tuple(out._data.shape)}: pass gradient= (a tensor of that shape)")
+            g = Tensor._wrap(out._data.dtype.type(1) * __import__("numpy").ones_like(out._data))
+        else:
+            if not isinstance(g, Tensor):
+                g = Tensor(g, dtype=out.dtype)
+            if g._data.shape != out._data.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of "
+                    f"{tuple(g._data.shape)} and output[{i}] has a shape of "
+                    f"{tuple(out._data.shape)}; pass a gradient shaped like the output")
+            if not create_graph:
+                g = g.detach()
+        node = out._grad_fn if out._grad_fn is not None else out._meta.grad_accumulator()
+        roots.append((node, out._meta, g))
+    return roots
+
+
+def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, targets):
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _roots_and_seeds(outputs, grad_outputs, create_graph)
+    task = GraphTask([r[0] for r in roots], retain_graph, save_grad_for_leaf, targets)
+    task.compute_dependencies()  # may raise: nothing has been touched yet
+    with grad_mode.set_grad_enabled(create_graph):
+        try:
+            for _, meta, g in roots:
+                cur = meta.current_grad
+                meta.current_grad = g if cur is None else cur + g
+            task.apply()
+        except BaseException:
+            task.clear()
+            raise
+    return task
+
+
+def _as_tuple(x):
+    if x is None:
+        return None
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate d(tensors)/d(leaves) into each leaf's `.grad` (torch.autograd.backward).
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor([1.0, 2.0], requires_grad=True)
+    >>> flow.autograd.backward((x * x).sum()); x.grad
+    tensor([2., 4.])
+    """
+    tensors = _as_tuple(tensors)
+    grads = _as_tuple(grad_tensors) or (None,) * len(tensors)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"backward: got {len(tensors)} tensors but {len(grads)} gradients")
+    targets = None
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("backward: 'inputs' must not be empty")
+        targets = {t._meta: i for i, t in enumerate(inputs) if t._meta is not None}
+        if len(targets) != len(inputs):
+            raise RuntimeError("backward: every tensor in 'inputs' must require grad")
+    task = _run(tensors, grads, retain_graph, create_graph, True, targets)
+    if targets:  # non-leaf inputs: their summed grad goes into their .grad as well
+        with grad_mode.set_grad_enabled(create_graph):
+            for meta in targets:
+                if meta.is_leaf:
+                    continue
+                g = task.collect(meta)
+                already = meta.retain_grad and meta in task.captured  # _take_grad did it
+                if g is not None and not already:
+                    _accumulate(meta, g)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=None, materialize_grads=False):
+    """Gradients of `outputs` with respect to `inputs`, returned, `.grad` untouched.
+
+    Only nodes that lead to some input run.
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor(3.0, requires_grad=True)
+    >>> flow.autograd.grad(x ** 3, x)[0]
+    tensor(27.)
+    """
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    grads = _as_tuple(grad_outputs) or (None,) * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"grad: got {len(outputs)} outputs but {len(grads)} grad_outputs")
+    for i, t in enumerate(inputs):
+        if t._meta is None or not t._meta.requires_grad:
+            raise RuntimeError(
+                f"grad: input {i} (shape {tuple(t.shape)}) does not require grad; "
+                f"set requires_grad=True on it before computing the outputs")
+    targets = dict.fromkeys(t._meta for t in inputs)
+    task = _run(outputs, grads, retain_graph, create_graph, False, targets)
+    result = []
+    for i, t in enumerate(inputs):
+        g = task.collect(t._meta)
+        if g is None:
+            if materialize_grads:
+                from ..tensor import Tensor
+
+                g = Tensor._zeros(t._data.shape, t._data.dtype)
+            elif not allow_unused:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (input {i}, shape {tuple(t.shape)}) "
+                    f"appears to not have been used in the graph. Set allow_unused=True if "
+                    f"this is the desired behavior.")
+        elif not create_graph:
+            g = g.detach()
+        result.append(g)
+    return tuple(result)

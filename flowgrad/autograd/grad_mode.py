@@ -1,0 +1,101 @@
+"""Grad mode: whether the AutogradInterpreter records ops. Thread-local, like torch's.
+
+`no_grad`, `enable_grad`, `set_grad_enabled` and `inference_mode` work as context managers
+and as decorators (`@no_grad()` or bare `@no_grad`).
+
+>>> import flowgrad as flow
+>>> x = flow.ones(2, requires_grad=True)
+>>> with flow.no_grad():
+...     (x * 2).requires_grad
+False
+"""
+from __future__ import annotations
+
+import functools
+import threading
+
+
+class _GradState(threading.local):
+    enabled = True  # a class attribute: every new thread starts with grad mode on
+
+
+_state = _GradState()
+
+
+def is_grad_enabled() -> bool:
+    """True when ops record a backward graph in this thread."""
+    return _state.enabled
+
+
+class _GradMode:
+    """Sets grad mode to `self.mode` inside a `with` block or a decorated function.
+
+    `mode = None` leaves grad mode as it is (`inference_mode(False)`).
+    """
+
+    mode: bool | None = True
+
+    def __new__(cls, *args, **kwargs):
+        # bare decorator form: @no_grad applied straight to a function
+        if cls in (no_grad, enable_grad, inference_mode) and len(args) == 1 and callable(args[0]):
+            return cls()(args[0])
+        return super().__new__(cls)
+
+    def __enter__(self):
+        self._prev = _state.enabled
+        if self.mode is not None:
+            _state.enabled = self.mode
+
+    def __exit__(self, *exc):
+        _state.enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            prev = _state.enabled
+            if mode is not None:
+                _state.enabled = mode
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _state.enabled = prev
+        return wrapper
+
+
+class no_grad(_GradMode):  # noqa: N801 - torch's name
+    """Disable recording: ops run, outputs do not require grad."""
+
+    mode = False
+
+
+class enable_grad(_GradMode):  # noqa: N801
+    """Re-enable recording inside a `no_grad` block."""
+
+    mode = True
+
+
+class set_grad_enabled(_GradMode):  # noqa: N801
+    """Set grad mode to `mode`. Takes effect at once, so a plain call works too."""
+
+    def __init__(self, mode: bool):
+        self.mode = bool(mode)
+        self._prev = _state.enabled
+        _state.enabled = self.mode
+
+    def __enter__(self):
+        pass  # __init__ already switched
+
+    def __call__(self, fn):
+        _state.enabled = self._prev  # used as a decorator: undo the switch __init__ made
+        return super().__call__(fn)
+
+
+class inference_mode(_GradMode):  # noqa: N801
+    """Like `no_grad` (flowgrad has no separate inference tensors).
+    `inference_mode(False)` leaves grad mode as it is."""
+
+    def __init__(self, mode: bool = True):
+        self.mode = False if mode else None

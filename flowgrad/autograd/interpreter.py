@@ -1,0 +1,166 @@
+"""The AutogradInterpreter: runs an op's kernel and records its backward node.
+
+`apply(op, inputs, attrs)` follows the seed step by step:
+1. outputs require grad iff grad mode is on and any input requires grad;
+2. the kernel runs with grad mode off;
+3. if grad is required, the op's rule captures what it needs and `add_node` links a
+   FunctionNode to the inputs' nodes (leaves get their accumulate_grad node).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import grad_mode
+from .meta import AutogradMeta, VersionCounter
+from .node import CaptureState, FunctionNode, SavedTensor
+
+_state = grad_mode._state
+_FLOAT_KINDS = frozenset("fV")  # 'V': ml_dtypes' bfloat16
+
+
+def _needs_record(inputs) -> bool:
+    for t in inputs:
+        m = t._meta
+        if m is not None and m.requires_grad:
+            return True
+    return False
+
+
+class AutogradInterpreter:
+    """Eager execution with autograd recording; one call per op."""
+
+    @staticmethod
+    def apply(op, inputs, attrs):
+        """Run `op` on tensors `inputs` with keyword `attrs`; return its output tensor(s)."""
+        from ..tensor import Tensor
+
+        arrays = [t._data for t in inputs]
+        record = _state.enabled and op.backward is not None and _needs_record(inputs)
+        if record:
+            _state.enabled = False  # ops inside the kernel record nothing
+            try:
+                result = op.kernel(np, *arrays, **attrs)
+            finally:
+                _state.enabled = True
+        else:
+            result = op.kernel(np, *arrays, **attrs)
+        wrap = Tensor._wrap
+        n_out = op.n_out
+        if n_out == 1 and type(result) is not tuple:
+            out = wrap(result)
+            if op.is_view:
+                _share_version(inputs[0], out)
+            if record:
+                add_node(op, inputs, (out,), attrs, ())
+            return out
+        outs = tuple(wrap(r) for r in result[:n_out])
+        if op.is_view:
+            for out in outs:
+                _share_version(inputs[0], out)
+        if record:
+            aux = tuple(wrap(r) for r in result[n_out:])
+            add_node(op, inputs, outs, attrs, aux)
+        return outs if n_out > 1 else outs[0]
+
+
+def add_node(op, inputs, outputs, attrs, aux):
+    """Link a FunctionNode for `op` into the graph: the seed's add_node."""
+    input_metas, next_nodes, input_infos = [], [], []
+    for t in inputs:
+        meta = t._meta
+        if meta is not None and meta.requires_grad:
+            input_metas.append(meta)
+            node = t._grad_fn
+            next_nodes.append(node if node is not None else meta.grad_accumulator())
+        else:
+            input_metas.append(None)
+            next_nodes.append(None)
+        input_infos.append((t._data.shape, t._data.dtype))
+    node = FunctionNode(op.node_name, op, input_metas, next_nodes, input_infos)
+    needs = tuple(m is not None for m in input_metas)
+    ctx = CaptureState(node, attrs, needs)
+    out_metas = []
+    for out in outputs:
+        if out._data.dtype.kind in _FLOAT_KINDS:
+            meta = AutogradMeta(True, False)
+            out._meta, out._grad_fn = meta, node
+            out_metas.append(meta)
+        else:
+            out_metas.append(AutogradMeta(False, False))  # an index output: never gets grad
+    node.output_metas = out_metas
+    node.output_infos = [(o._data.shape, o._data.dtype) for o in outputs]
+    save = op.save
+    if save:
+        if save & 1:
+            ctx._inputs = [SavedTensor(t, False) for t in inputs]
+        if save & 2:
+            ctx._outputs = [SavedTensor(o, True) for o in outputs]
+        node.saved_something = True
+    if aux:
+        ctx.aux = aux
+        node.saved_something = True
+    node.ctx = ctx
+    return node
+
+
+def _share_version(base, view):
+    """A view and its base see the same storage, so they share one version counter."""
+    counter = base._version
+    if counter is None:
+        counter = base._version = VersionCounter()
+    view._version = counter
+
+
+def bump_version(tensor):
+    counter = tensor._version
+    if counter is None:
+        counter = tensor._version = VersionCounter()
+    counter.value += 1
+
+
+def run_inplace(name, fn, target, *args, **kwargs):
+    """`target.<name>(*args)`: compute `fn(target, *args)` out of place, then write the result
+    into target's storage (views and detach() see it) and bump its version.
+
+    When recording, the op runs on a clone of the pre-op value (the write destroys it, and
+    rules may need it) and target is rebased onto the op's node: new grad_fn, fresh meta.
+    """
+    from ..tensor import Tensor
+
+    meta = target._meta
+    recording = False
+    if _state.enabled:
+        if meta is not None and meta.requires_grad:
+            if target._grad_fn is None:
+                raise RuntimeError(
+                    f"{name}: a leaf tensor that requires grad (shape {tuple(target.shape)}) "
+                    f"is being used in an in-place operation; wrap it in "
+                    f"`with flowgrad.no_grad():` or use the out-of-place op")
+            recording = True
+        else:
+            recording = any(isinstance(a, Tensor) and a.requires_grad for a in args)
+    src = target.clone() if recording else target
+    return write_inplace(target, fn(src, *args, **kwargs), name)
+
+
+def write_inplace(target, result, name):
+    """Copy `result` into `target`'s storage; if result was recorded, rebase target on it."""
+    data = result._data
+    if data.dtype != target._data.dtype and not np.can_cast(data.dtype, target._data.dtype,
+                                                            "same_kind"):
+        raise RuntimeError(
+            f"{name}: result type {data.dtype} can't be cast to the desired output type "
+            f"{target._data.dtype}; use the out-of-place op, or convert the tensor first")
+    if data.shape != target._data.shape:
+        raise RuntimeError(
+            f"{name}: output with shape {tuple(target._data.shape)} doesn't match the "
+            f"broadcast shape {tuple(data.shape)}; in-place ops cannot change a tensor's shape")
+    if data is not target._data:
+        target._data[...] = data
+    bump_version(target)
+    if result._grad_fn is not None:
+        old = target._meta
+        if old is not None and old.retain_grad:
+            result._meta.retain_grad = True
+        target._meta, target._grad_fn = result._meta, result._grad_fn
+    return target

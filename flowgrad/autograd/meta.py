@@ -1,0 +1,46 @@
+"""AutogradMeta: the autograd half of a tensor, as in the seed's TensorImpl.
+
+A tensor that does not require grad carries no AutogradMeta at all (`tensor._meta is None`).
+During one backward run `current_grad` sums the gradients arriving at this tensor; `acc_grad`
+is what `tensor.grad` reads and what leaves accumulate into.
+"""
+from __future__ import annotations
+
+import weakref
+
+
+class AutogradMeta:
+    """Per-tensor autograd state. Holds no reference to the tensor, nor to its grad_fn,
+    so graphs free by reference counting without cycles."""
+
+    __slots__ = ("requires_grad", "is_leaf", "retain_grad", "acc_grad", "current_grad",
+                 "hooks", "post_accumulate_hooks", "_accumulator", "__weakref__")
+
+    def __init__(self, requires_grad: bool = False, is_leaf: bool = True):
+        self.requires_grad = requires_grad
+        self.is_leaf = is_leaf
+        self.retain_grad = False
+        self.acc_grad = None       # the Tensor `.grad` reads
+        self.current_grad = None   # TensorArg of the seed: sum of partial grads in one run
+        self.hooks = None          # list of callables grad -> grad | None
+        self.post_accumulate_hooks = None
+        self._accumulator = None   # weakref to this leaf's AccumulateGrad node
+
+    def grad_accumulator(self):
+        """The leaf's accumulate_grad node, created on first use and shared while alive."""
+        from .node import AccumulateGrad
+
+        node = self._accumulator() if self._accumulator is not None else None
+        if node is None:
+            node = AccumulateGrad(self)
+            self._accumulator = weakref.ref(node)
+        return node
+
+
+class VersionCounter:
+    """Counts in-place writes to one storage; shared by a tensor, its views and detach()."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0

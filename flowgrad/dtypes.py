@@ -1,0 +1,177 @@
+"""Data types and torch's type-promotion rules.
+
+A flowgrad dtype wraps a NumPy dtype and knows its category (bool < integer < floating).
+`promote_types` and `result_type` follow torch: within a category the wider type wins;
+a higher category wins across categories; dimensioned tensors outrank zero-dim tensors,
+which outrank Python scalars, but only inside one category.
+
+>>> import flowgrad as flow
+>>> flow.promote_types(flow.int32, flow.float16)
+flowgrad.float16
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+__all__ = [
+    "dtype", "float16", "half", "float32", "float", "float64", "double", "bfloat16",
+    "int8", "int16", "int32", "int", "int64", "long", "uint8", "bool",
+    "promote_types", "result_type", "get_default_dtype", "set_default_dtype",
+]
+
+
+class dtype:  # noqa: N801 - named like torch.dtype
+    """A tensor element type: its NumPy dtype plus torch's category and name."""
+
+    __slots__ = ("name", "np", "category", "itemsize")
+
+    def __init__(self, name: str, np_dtype, category: int):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.itemsize = self.np.itemsize
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.category == 2
+
+    @property
+    def is_signed(self) -> bool:
+        return self.name != "uint8" and self.category > 0
+
+    def __repr__(self) -> str:
+        return f"flowgrad.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+
+def _by_name(name):
+    return _BY_NAME[name]
+
+
+bool = dtype("bool", np.bool_, 0)  # noqa: A001 - torch's name
+uint8 = dtype("uint8", np.uint8, 1)
+int8 = dtype("int8", np.int8, 1)
+int16 = dtype("int16", np.int16, 1)
+int32 = dtype("int32", np.int32, 1)
+int64 = dtype("int64", np.int64, 1)
+float16 = dtype("float16", np.float16, 2)
+float32 = dtype("float32", np.float32, 2)
+float64 = dtype("float64", np.float64, 2)
+half, float, double, int, long = float16, float32, float64, int32, int64  # noqa: A001
+
+_ALL = [bool, uint8, int8, int16, int32, int64, float16, float32, float64]
+try:  # bfloat16 is optional: it needs the ml_dtypes package
+    import ml_dtypes
+
+    bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2)
+    _ALL.append(bfloat16)
+except ImportError:  # pragma: no cover - depends on the environment
+    bfloat16 = None
+
+_BY_NAME = {d.name: d for d in _ALL}
+_FROM_NP = {d.np: d for d in _ALL}
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    """The flowgrad dtype of a NumPy dtype; raises TypeError for unsupported ones."""
+    try:
+        return _FROM_NP[np_dtype]
+    except KeyError:
+        d = _FROM_NP.get(np.dtype(np_dtype))
+        if d is None:
+            raise TypeError(
+                f"flowgrad does not support NumPy dtype {np.dtype(np_dtype)}; "
+                f"supported: {', '.join(x.name for x in _ALL)}") from None
+        return d
+
+
+def as_dtype(d) -> dtype:
+    """Accept a flowgrad dtype, a NumPy dtype or type, a Python type, a torch dtype or a name."""
+    if type(d) is dtype:
+        return d
+    if d is builtins.float:
+        return get_default_dtype()
+    if d is builtins.int:
+        return int64
+    if d is builtins.bool:
+        return bool
+    if isinstance(d, str) or type(d).__module__ == "torch":
+        name = str(d).replace("torch.", "").replace("flowgrad.", "")
+        name = {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
+                "int": "int32"}.get(name, name)
+        if name in _BY_NAME:
+            return _BY_NAME[name]
+        raise TypeError(f"unknown dtype {d!r}; supported: {', '.join(_BY_NAME)}")
+    return from_numpy_dtype(d)
+
+
+# Promotion lattice among types of one category, as torch defines it.
+_ORDER = {"bool": 0, "uint8": 1, "int8": 1, "int16": 2, "int32": 3, "int64": 4,
+          "float16": 5, "bfloat16": 5, "float32": 6, "float64": 7}
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """The smallest dtype both `a` and `b` convert to without loss, by torch's table."""
+    if a is b:
+        return a
+    na, nb = a.name, b.name
+    if {na, nb} == {"uint8", "int8"}:
+        return int16
+    if {na, nb} == {"float16", "bfloat16"}:
+        return float32
+    return a if _ORDER[na] >= _ORDER[nb] else b
+
+
+_default_float = [float32]
+
+
+def get_default_dtype() -> dtype:
+    """The dtype of floating tensors made from Python floats (float32 unless changed)."""
+    return _default_float[0]
+
+
+def set_default_dtype(d) -> None:
+    """Set the dtype used for Python floats and float factories.
+
+    >>> import flowgrad as flow
+    >>> flow.set_default_dtype(flow.float64); flow.tensor(1.5).dtype
+    flowgrad.float64
+    >>> flow.set_default_dtype(flow.float32)
+    """
+    d = as_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating dtypes can be the default, got {d}")
+    _default_float[0] = d
+
+
+def result_type(*operands) -> dtype:
+    """torch.result_type over tensors and Python scalars.
+
+    Dimensioned tensors decide first; zero-dim tensors and then Python scalars only
+    raise the result when they belong to a higher category.
+    """
+    from .tensor import Tensor
+
+    tiers = [None, None, None]  # dimensioned tensors, zero-dim tensors, Python scalars
+    for x in operands:
+        if isinstance(x, Tensor):
+            d, tier = x.dtype, (0 if x._data.ndim else 1)
+        elif isinstance(x, (builtins.bool, np.bool_)):
+            d, tier = bool, 2
+        elif isinstance(x, (builtins.int, np.integer)):
+            d, tier = int64, 2
+        elif isinstance(x, (builtins.float, np.floating)):
+            d, tier = get_default_dtype(), 2
+        else:
+            d, tier = as_dtype(x), 0
+        cur = tiers[tier]
+        tiers[tier] = d if cur is None else promote_types(cur, d)
+    result = None
+    for d in tiers:
+        if d is not None and (result is None or d.category > result.category):
+            result = d
+    return result

@@ -1,0 +1,25 @@
+"""Error messages that name the op, the shapes and dtypes, and what to do."""
+from __future__ import annotations
+
+
+def describe(x) -> str:
+    """'Tensor(shape=(2, 3), dtype=float32)' for tensors, repr for anything else."""
+    data = getattr(x, "_data", None)
+    if data is not None:
+        return f"Tensor(shape={tuple(data.shape)}, dtype={data.dtype})"
+    return repr(x)
+
+
+def saved_tensor_error(node, saved):
+    return RuntimeError(
+        f"one of the tensors saved by {node.name} for backward was modified by an in-place "
+        f"operation: it was saved at version {saved.version} and is now at version "
+        f"{saved.counter.value}. Use the out-of-place op (e.g. `x = x * 2` instead of "
+        f"`x.mul_(2)`), or clone() the tensor before modifying it.")
+
+
+def freed_graph_error(node):
+    return RuntimeError(
+        f"Trying to backward through the graph a second time: {node.name} has already "
+        f"freed its saved tensors. Pass retain_graph=True to the first backward() or "
+        f"autograd.grad() if you need to backward through the graph again.")

@@ -1,0 +1,680 @@
+"""Elementwise ops: arithmetic with broadcasting and Python scalars, unary math, where,
+clamp, comparisons. Each op's kernel and gradient rule sit side by side.
+
+Binary ops take two tensors of one dtype (the public functions promote first, by torch's
+rules); `scalar_*` ops take a Python number as an attribute, as OneFlow's do.
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([1.0, 2.0], requires_grad=True)
+>>> (2 * x + 1).sum().backward(); x.grad
+tensor([2., 2.])
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+from .. import dtypes as _dt
+from ..autograd.interpreter import run_inplace
+from ..tensor import Tensor, tensor_method
+from .registry import op
+
+__all__ = [
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow", "neg",
+    "negative", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "square",
+    "reciprocal", "where", "clamp", "clip", "eq", "ne", "lt", "le", "gt", "ge", "equal",
+    "maximum", "minimum", "logical_not", "logical_and", "logical_or", "logical_xor",
+    "isnan", "isinf", "isfinite", "sign", "allclose", "isclose",
+]
+
+
+# ---- arithmetic: tensor (op) tensor -------------------------------------------------------
+@op("add")
+def _add(xp, a, b):
+    return a + b
+
+
+@_add.grad
+def _(ctx, dy):
+    return dy, dy
+
+
+@op("sub")
+def _sub(xp, a, b):
+    return a - b
+
+
+@_sub.grad
+def _(ctx, dy):
+    return dy, (-dy if ctx.needs_input_grad[1] else None)
+
+
+@op("mul", save="inputs")
+def _mul(xp, a, b):
+    return a * b
+
+
+@_mul.grad
+def _(ctx, dy):
+    a, b = ctx.inputs
+    need = ctx.needs_input_grad
+    return (dy * b if need[0] else None), (dy * a if need[1] else None)
+
+
+@op("div", save="inputs")
+def _div(xp, a, b):
+    return a / b
+
+
+@_div.grad
+def _(ctx, dy):
+    a, b = ctx.inputs
+    da = dy / b
+    return da, (-da * a / b if ctx.needs_input_grad[1] else None)
+
+
+@op("pow", save="inputs outputs")
+def _pow(xp, a, b):
+    return a ** b
+
+
+@_pow.grad
+def _(ctx, dy):
+    (a, b), y = ctx.inputs, ctx.out
+    need = ctx.needs_input_grad
+    da = dy * b * a ** (b - 1) if need[0] else None
+    # torch's convention: d(a**b)/db is 0 where a == 0 (instead of 0 * log 0 = nan)
+    db = dy * where(a == 0, 0.0, y * log(where(a == 0, 1.0, a))) if need[1] else None
+    return da, db
+
+
+# ---- arithmetic: tensor (op) Python scalar -------------------------------------------------
+@op("scalar_add")
+def _scalar_add(xp, x, *, value):
+    return x + value
+
+
+@_scalar_add.grad
+def _(ctx, dy):
+    return dy
+
+
+@op("scalar_mul")
+def _scalar_mul(xp, x, *, value):
+    return x * value
+
+
+@_scalar_mul.grad
+def _(ctx, dy):
+    return dy * ctx.value
+
+
+@op("scalar_div")
+def _scalar_div(xp, x, *, value):
+    return x / value
+
+
+@_scalar_div.grad
+def _(ctx, dy):
+    return dy / ctx.value
+
+
+@op("scalar_rdiv", save="inputs outputs")
+def _scalar_rdiv(xp, x, *, value):
+    return value / x
+
+
+@_scalar_rdiv.grad
+def _(ctx, dy):
+    return -dy * ctx.out / ctx.inputs[0]
+
+
+@op("scalar_pow", save="inputs")
+def _scalar_pow(xp, x, *, exponent):
+    return x ** exponent
+
+
+@_scalar_pow.grad
+def _(ctx, dy):
+    (x,), e = ctx.inputs, ctx.exponent
+    if e == 0:
+        return dy * 0.0
+    if e == 1:
+        return dy
+    if e == 2:
+        return dy * x * 2.0
+    return dy * (x ** (e - 1)) * e
+
+
+@op("scalar_rpow", save="outputs")
+def _scalar_rpow(xp, x, *, base):
+    return base ** x
+
+
+@_scalar_rpow.grad
+def _(ctx, dy):
+    return dy * ctx.out * math.log(ctx.base) if ctx.base > 0 else dy * 0.0
+
+
+# ---- unary math ------------------------------------------------------------------------------
+@op("neg")
+def _neg(xp, x):
+    return -x
+
+
+@_neg.grad
+def _(ctx, dy):
+    return -dy
+
+
+@op("abs", save="inputs")
+def _abs(xp, x):
+    return xp.abs(x)
+
+
+@_abs.grad
+def _(ctx, dy):
+    return dy * sign(ctx.inputs[0])
+
+
+@op("sign", differentiable=False)
+def _sign(xp, x):
+    return xp.sign(x)
+
+
+@op("exp", save="outputs")
+def _exp(xp, x):
+    return xp.exp(x)
+
+
+@_exp.grad
+def _(ctx, dy):
+    return dy * ctx.out
+
+
+@op("log", save="inputs")
+def _log(xp, x):
+    return xp.log(x)
+
+
+@_log.grad
+def _(ctx, dy):
+    return dy / ctx.inputs[0]
+
+
+@op("sqrt", save="outputs")
+def _sqrt(xp, x):
+    return xp.sqrt(x)
+
+
+@_sqrt.grad
+def _(ctx, dy):
+    return dy / (ctx.out * 2.0)
+
+
+@op("rsqrt", save="outputs")
+def _rsqrt(xp, x):
+    return 1.0 / xp.sqrt(x)
+
+
+@_rsqrt.grad
+def _(ctx, dy):
+    y = ctx.out
+    return dy * y * y * y * -0.5
+
+
+@op("sin", save="inputs")
+def _sin(xp, x):
+    return xp.sin(x)
+
+
+@_sin.grad
+def _(ctx, dy):
+    return dy * cos(ctx.inputs[0])
+
+
+@op("cos", save="inputs")
+def _cos(xp, x):
+    return xp.cos(x)
+
+
+@_cos.grad
+def _(ctx, dy):
+    return -dy * sin(ctx.inputs[0])
+
+
+@op("tanh", save="outputs")
+def _tanh(xp, x):
+    return xp.tanh(x)
+
+
+@_tanh.grad
+def _(ctx, dy):
+    return _tanh_grad(ctx.out, dy)
+
+
+@op("tanh_grad", save="inputs")
+def _tanh_grad(xp, y, dy):
+    return dy * (1 - y * y)
+
+
+@_tanh_grad.grad
+def _(ctx, ddx):
+    y, dy = ctx.inputs
+    return (ddx * dy * y * -2.0 if ctx.needs_input_grad[0] else None), _tanh_grad(y, ddx)
+
+
+@op("sigmoid", save="outputs")
+def _sigmoid(xp, x):
+    # split by sign so exp never overflows
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+@_sigmoid.grad
+def _(ctx, dy):
+    return _sigmoid_grad(ctx.out, dy)
+
+
+@op("sigmoid_grad", save="inputs")
+def _sigmoid_grad(xp, y, dy):
+    return dy * y * (1 - y)
+
+
+@_sigmoid_grad.grad
+def _(ctx, ddx):
+    y, dy = ctx.inputs
+    return (ddx * dy * (1.0 - y * 2.0) if ctx.needs_input_grad[0] else None), \
+        _sigmoid_grad(y, ddx)
+
+
+# ---- selection ---------------------------------------------------------------------------------
+@op("where", save="inputs")
+def _where(xp, cond, x, y):
+    return xp.where(cond, x, y)
+
+
+@_where.grad
+def _(ctx, dy):
+    cond = ctx.inputs[0]
+    zero = dy.new_zeros(())
+    need = ctx.needs_input_grad
+    return (None, _where(cond, dy, zero) if need[1] else None,
+            _where(cond, zero, dy) if need[2] else None)
+
+
+@op("clamp", save="inputs")
+def _clamp(xp, x, *, min, max):
+    return xp.clip(x, min, max)
+
+
+@_clamp.grad
+def _(ctx, dy):
+    x = ctx.inputs[0]._data
+    keep = Tensor._wrap(((x >= ctx.min) if ctx.min is not None else True)
+                        & ((x <= ctx.max) if ctx.max is not None else True))
+    return _where(keep, dy, dy.new_zeros(()))
+
+
+@op("maximum", save="inputs")
+def _maximum(xp, a, b):
+    return xp.maximum(a, b)
+
+
+@_maximum.grad
+def _(ctx, dy):
+    a, b = ctx.inputs
+    return _split_tie_grad(dy, a._data > b._data, a._data == b._data)
+
+
+@op("minimum", save="inputs")
+def _minimum(xp, a, b):
+    return xp.minimum(a, b)
+
+
+@_minimum.grad
+def _(ctx, dy):
+    a, b = ctx.inputs
+    return _split_tie_grad(dy, a._data < b._data, a._data == b._data)
+
+
+def _split_tie_grad(dy, first_wins, tie):
+    """Grads of max/min of two tensors: to the winner; split in half on ties, as torch."""
+    w = Tensor._wrap((first_wins + 0.5 * tie).astype(dy._data.dtype))
+    return dy * w, dy * (1.0 - w)
+
+
+# ---- comparisons and logic (no gradient) -----------------------------------------------------
+def _compare(name, fn):
+    k = op(name, differentiable=False)(fn)
+
+    def compare(input, other):
+        other = other if isinstance(other, Tensor) else Tensor._wrap(
+            input._data.dtype.type(other) if input._data.dtype.kind in "fV"
+            and isinstance(other, (int, float)) else __import__("numpy").asarray(other))
+        return k(input, other)
+    compare.__name__ = name
+    return compare
+
+
+eq = _compare("eq", lambda xp, a, b: a == b)
+ne = _compare("ne", lambda xp, a, b: a != b)
+lt = _compare("lt", lambda xp, a, b: a < b)
+le = _compare("le", lambda xp, a, b: a <= b)
+gt = _compare("gt", lambda xp, a, b: a > b)
+ge = _compare("ge", lambda xp, a, b: a >= b)
+logical_and = _compare("logical_and", lambda xp, a, b: xp.logical_and(a, b))
+logical_or = _compare("logical_or", lambda xp, a, b: xp.logical_or(a, b))
+logical_xor = _compare("logical_xor", lambda xp, a, b: xp.logical_xor(a, b))
+
+
+@op("logical_not", differentiable=False)
+def logical_not(xp, x):
+    return xp.logical_not(x)
+
+
+@op("isnan", differentiable=False)
+def isnan(xp, x):
+    return xp.isnan(x)
+
+
+@op("isinf", differentiable=False)
+def isinf(xp, x):
+    return xp.isinf(x)
+
+
+@op("isfinite", differentiable=False)
+def isfinite(xp, x):
+    return xp.isfinite(x)
+
+
+def equal(input, other) -> bool:
+    """True when both tensors have the same shape and elements."""
+    return input.shape == other.shape and bool((input._data == other._data).all())
+
+
+def isclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
+    import numpy as np
+
+    return Tensor._wrap(np.isclose(input._data, other._data, rtol, atol, equal_nan))
+
+
+def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
+    import numpy as np
+
+    return bool(np.allclose(input._data, other._data, rtol, atol, equal_nan))
+
+
+# ---- public functions: promotion, then the op ---------------------------------------------
+_SCALARS = (builtins.int, builtins.float, builtins.bool)
+
+
+def _promote_pair(a, b, op_name):
+    """Both operands as tensors of torch's result dtype."""
+    if not isinstance(a, Tensor):
+        a, b = b, a
+        swapped = True
+    else:
+        swapped = False
+    if not isinstance(b, Tensor):
+        if not isinstance(b, _SCALARS) and not hasattr(b, "__array__"):
+            raise TypeError(f"{op_name}(): unsupported operand type {type(b).__name__}; "
+                            f"expected a Tensor or a number")
+        import numpy as np
+
+        b = Tensor._wrap(np.asarray(b))
+        d = _dt.result_type(a, b if b._data.ndim else b.item())
+    else:
+        d = _dt.result_type(a, b)
+    a = a if a._data.dtype == d.np else a.to(d)
+    b = b if b._data.dtype == d.np else b.to(d)
+    return (b, a) if swapped else (a, b)
+
+
+def _scalar_dtype_ok(x, value):
+    """True when `x op value` keeps x's dtype (torch's scalar promotion)."""
+    kind = x._data.dtype.kind
+    if kind in "fV":
+        return True
+    if isinstance(value, builtins.float):
+        return False
+    return kind != "b" or isinstance(value, builtins.bool)
+
+
+def _float_of(x):
+    """Ints and bools promote to the default float dtype for float-valued ops."""
+    return x if x._data.dtype.kind in "fV" else x.to(_dt.get_default_dtype())
+
+
+def _binary(tensor_op, a, b, name):
+    if type(a) is type(b) is Tensor and a._data.dtype is b._data.dtype:
+        return tensor_op(a, b)
+    a, b = _promote_pair(a, b, name)
+    return tensor_op(a, b)
+
+
+def add(input, other, *, alpha=1, out=None):
+    """input + alpha * other, broadcasting, with torch's type promotion."""
+    if alpha != 1:
+        other = other * alpha
+    if isinstance(other, _SCALARS) and isinstance(input, Tensor):
+        if _scalar_dtype_ok(input, other):
+            return _scalar_add(input, value=other)
+    return _binary(_add, input, other, "add")
+
+
+def sub(input, other, *, alpha=1, out=None):
+    """input - alpha * other."""
+    if alpha != 1:
+        other = other * alpha
+    if isinstance(other, _SCALARS) and isinstance(input, Tensor):
+        if _scalar_dtype_ok(input, other):
+            return _scalar_add(input, value=-other)
+    return _binary(_sub, input, other, "sub")
+
+
+def mul(input, other, *, out=None):
+    """input * other, broadcasting."""
+    if isinstance(other, _SCALARS) and isinstance(input, Tensor):
+        if _scalar_dtype_ok(input, other):
+            return _scalar_mul(input, value=other)
+    return _binary(_mul, input, other, "mul")
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    """input / other (true division: integers give floats), or floor/trunc division."""
+    if rounding_mode is not None:
+        from .elementwise_more import _rounded_div
+
+        return _rounded_div(input, other, rounding_mode)
+    if isinstance(other, _SCALARS) and isinstance(input, Tensor):
+        return _scalar_div(_float_of(input), value=other)
+    a, b = _promote_pair(input, other, "div")
+    return _div(_float_of(a), _float_of(b))
+
+
+def pow(input, exponent, *, out=None):
+    """input ** exponent; either may be a Python number."""
+    if isinstance(exponent, _SCALARS) and isinstance(input, Tensor):
+        if _scalar_dtype_ok(input, exponent):
+            return _scalar_pow(input, exponent=exponent)
+        return _scalar_pow(_float_of(input), exponent=exponent)
+    if isinstance(input, _SCALARS):
+        return _scalar_rpow(_float_of(exponent), base=input)
+    return _binary(_pow, input, exponent, "pow")
+
+
+def neg(input):
+    """-input."""
+    return _neg(input)
+
+
+def abs(input):
+    """|input|; its gradient is sign(input) (0 at 0)."""
+    return _abs(input)
+
+
+def sign(input):
+    """-1, 0 or 1 by the sign of each element (no gradient)."""
+    return _sign(input)
+
+
+def exp(input):
+    return _exp(_float_of(input))
+
+
+def log(input):
+    return _log(_float_of(input))
+
+
+def sqrt(input):
+    return _sqrt(_float_of(input))
+
+
+def rsqrt(input):
+    return _rsqrt(_float_of(input))
+
+
+def sin(input):
+    return _sin(_float_of(input))
+
+
+def cos(input):
+    return _cos(_float_of(input))
+
+
+def tanh(input):
+    return _tanh(_float_of(input))
+
+
+def sigmoid(input):
+    return _sigmoid(_float_of(input))
+
+
+def square(input):
+    return pow(input, 2)
+
+
+def reciprocal(input):
+    return _scalar_rdiv(_float_of(input), value=1.0)
+
+
+def where(condition, input=None, other=None):
+    """Elementwise `input if condition else other`; scalars allowed for either branch.
+
+    Only the branch taken receives gradient, so a NaN gradient in the other branch does not
+    leak through.
+    """
+    if input is None and other is None:
+        from .index import nonzero
+
+        return nonzero(condition, as_tuple=True)
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor) or \
+            input._data.dtype != other._data.dtype:
+        input, other = _promote_pair(input, other, "where")
+    if condition._data.dtype.kind != "b":
+        condition = condition.to(_dt.bool)
+    return _where(condition, input, other)
+
+
+def clamp(input, min=None, max=None, *, out=None):
+    """Limit values to [min, max]; either bound may be None or a tensor."""
+    if min is None and max is None:
+        raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        y = input
+        if min is not None:
+            y = maximum(y, min if isinstance(min, Tensor) else Tensor._wrap(
+                __import__("numpy").asarray(min, input._data.dtype)))
+        if max is not None:
+            y = minimum(y, max if isinstance(max, Tensor) else Tensor._wrap(
+                __import__("numpy").asarray(max, input._data.dtype)))
+        return y
+    if input._data.dtype.kind not in "fV" and (isinstance(min, float) or isinstance(max, float)):
+        input = _float_of(input)
+    return _clamp(input, min=min, max=max)
+
+
+clip = clamp
+
+
+def maximum(input, other):
+    """Elementwise max of two tensors (ties split the gradient)."""
+    return _binary(_maximum, input, other, "maximum")
+
+
+def minimum(input, other):
+    """Elementwise min of two tensors (ties split the gradient)."""
+    return _binary(_minimum, input, other, "minimum")
+
+
+subtract, multiply, divide, true_divide, negative = sub, mul, div, div, neg
+
+
+# ---- Tensor methods and operators -------------------------------------------------------------
+for _fn in (add, sub, mul, div, pow, neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid,
+            square, reciprocal, clamp, eq, ne, lt, le, gt, ge, maximum, minimum, sign, isnan,
+            isinf, isfinite, logical_not, logical_and, logical_or, logical_xor, equal, allclose,
+            isclose):
+    tensor_method(_fn.__name__)(_fn)
+for _alias, _fn in (("subtract", sub), ("multiply", mul), ("divide", div), ("true_divide", div),
+                    ("negative", neg), ("clip", clamp), ("greater", gt), ("less", lt),
+                    ("greater_equal", ge), ("less_equal", le), ("not_equal", ne)):
+    tensor_method(_alias)(_fn)
+
+
+@tensor_method("where")
+def _where_method(self, condition, other):
+    return where(condition, self, other)
+
+
+def _rsub(self, other):
+    return add(neg(self), other)
+
+
+def _rdiv(self, other):
+    if isinstance(other, _SCALARS):
+        return _scalar_rdiv(_float_of(self), value=other)
+    return div(other, self)
+
+
+def _rpow(self, other):
+    return pow(other, self)
+
+
+Tensor.__add__ = Tensor.__radd__ = add
+Tensor.__sub__ = sub
+Tensor.__rsub__ = _rsub
+Tensor.__mul__ = Tensor.__rmul__ = mul
+Tensor.__truediv__ = div
+Tensor.__rtruediv__ = _rdiv
+Tensor.__pow__ = pow
+Tensor.__rpow__ = _rpow
+Tensor.__neg__ = neg
+Tensor.__abs__ = abs
+Tensor.__eq__ = eq
+Tensor.__ne__ = ne
+Tensor.__lt__ = lt
+Tensor.__le__ = le
+Tensor.__gt__ = gt
+Tensor.__ge__ = ge
+Tensor.__invert__ = logical_not
+Tensor.__and__ = logical_and
+Tensor.__or__ = logical_or
+Tensor.__xor__ = logical_xor
+
+
+def _inplace_binary(name, fn):
+    def method(self, *args, **kwargs):
+        return run_inplace(name, fn, self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+for _name, _fn in (("add_", add), ("sub_", sub), ("mul_", mul), ("div_", div), ("pow_", pow),
+                   ("clamp_", clamp), ("clip_", clamp)):
+    setattr(Tensor, _name, _inplace_binary(_name, _fn))
+Tensor.__iadd__ = Tensor.add_
+Tensor.__isub__ = Tensor.sub_
+Tensor.__imul__ = Tensor.mul_
+Tensor.__itruediv__ = Tensor.div_

@@ -1,0 +1,202 @@
+"""Indexing: `x[index]` and `x[index] = value` with every NumPy/torch index form (ints,
+slices, None, Ellipsis, index tensors, bool masks), narrow, nonzero.
+
+Basic indexing returns a view (shared storage and version counter); advanced indexing a
+copy. Both have the same gradient: the output grad scattered back (summed on repeats).
+
+>>> import flowgrad as flow
+>>> x = flow.zeros(3, requires_grad=True)
+>>> x[flow.tensor([0, 0, 2])].sum().backward(); x.grad
+tensor([2., 0., 1.])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd import grad_mode
+from ..autograd.interpreter import bump_version, write_inplace
+from ..tensor import Tensor, _wrap_dim, tensor_method
+from .registry import op
+
+__all__ = ["narrow", "nonzero", "index_select", "masked_fill"]
+
+
+def normalize_index(index, shape=None):
+    """Tensors and lists in an index -> NumPy arrays; says whether indexing is advanced."""
+    items = index if isinstance(index, tuple) else (index,)
+    out, advanced = [], False
+    for item in items:
+        if isinstance(item, Tensor):
+            item = item._data
+            if item.dtype.kind not in "iub":
+                raise IndexError(
+                    f"tensors used as indices must be long, int, byte or bool tensors, got "
+                    f"{item.dtype}")
+            if item.ndim == 0 and item.dtype.kind != "b":
+                item = int(item)
+            else:
+                advanced = True
+        elif isinstance(item, (list, np.ndarray)):
+            item = np.asarray(item)
+            if item.dtype.kind not in "iub":
+                raise IndexError(f"lists used as indices must hold ints or bools, got "
+                                 f"{item.dtype}")
+            advanced = True
+        elif isinstance(item, (bool, np.bool_)):
+            advanced = True
+        elif not (item is None or item is Ellipsis or isinstance(item, (int, slice,
+                                                                          np.integer))):
+            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or "
+                             f"bool tensors are valid indices, got {type(item).__name__}")
+        out.append(item)
+    return tuple(out), advanced
+
+
+def _checked(fn, x, index, shape):
+    try:
+        return fn()
+    except IndexError as e:
+        raise IndexError(f"index {_show(index)} is out of bounds for tensor of shape "
+                         f"{tuple(shape)}: {e}") from None
+
+
+def _show(index):
+    return tuple(f"tensor(shape={i.shape})" if isinstance(i, np.ndarray) else i
+                 for i in index) if isinstance(index, tuple) else index
+
+
+@op("getitem", is_view=True)
+def _getitem(xp, x, *, index):
+    return x[index]
+
+
+@op("index")
+def _index(xp, x, *, index):
+    return x[index]
+
+
+def _getitem_grad(ctx, dy):
+    return _index_backward(dy, shape=ctx.input_shapes[0], index=ctx.index,
+                           advanced=ctx.node.op is _index)
+
+
+_getitem.grad(_getitem_grad)
+_index.grad(_getitem_grad)
+
+
+@op("index_backward")
+def _index_backward(xp, dy, *, shape, index, advanced):
+    dx = xp.zeros(shape, dy.dtype)
+    if advanced:
+        xp.add.at(dx, index, dy)  # repeated indices sum their grads
+    else:
+        dx[index] = dy
+    return dx
+
+
+@_index_backward.grad
+def _(ctx, ddx):
+    return (_index if ctx.advanced else _getitem)(ddx, index=ctx.index)
+
+
+def getitem(x, index):
+    idx, advanced = normalize_index(index)
+    if len(idx) == 1:
+        idx = idx[0]
+    fn = _index if advanced else _getitem
+    return _checked(lambda: fn(x, index=idx), x, idx, x._data.shape)
+
+
+@op("setitem")
+def _setitem(xp, x, value, *, index):
+    out = x.copy()
+    out[index] = value
+    return out
+
+
+@_setitem.grad
+def _(ctx, dy):
+    need = ctx.needs_input_grad
+    dx = _setitem(dy, dy.new_zeros(()), index=ctx.index) if need[0] else None
+    dv = getitem(dy, ctx.index) if need[1] else None
+    return dx, dv
+
+
+def setitem(x, index, value):
+    """`x[index] = value` in place; recorded (x is rebased) when value or x needs grad."""
+    idx, _ = normalize_index(index)
+    if len(idx) == 1:
+        idx = idx[0]
+    if not isinstance(value, Tensor):
+        value = Tensor._wrap(np.asarray(value, dtype=x._data.dtype))
+    elif value._data.dtype != x._data.dtype:
+        value = value.to(x.dtype)
+    meta = x._meta
+    enabled = grad_mode.is_grad_enabled()
+    if enabled and meta is not None and meta.requires_grad and x._grad_fn is None:
+        raise RuntimeError(
+            f"setitem: a leaf tensor that requires grad (shape {tuple(x.shape)}) is being used "
+            f"in an in-place operation; wrap it in `with flowgrad.no_grad():` or clone() it")
+    if enabled and (value.requires_grad or (meta is not None and meta.requires_grad)):
+        result = _checked(lambda: _setitem(x, value, index=idx), x, idx, x._data.shape)
+        write_inplace(x, result, "setitem")
+        return
+    try:
+        x._data[idx] = value._data
+    except (IndexError, ValueError) as e:
+        raise type(e)(f"setitem: cannot assign value of shape {tuple(value.shape)} to index "
+                      f"{_show(idx)} of tensor of shape {tuple(x.shape)}: {e}") from None
+    bump_version(x)
+
+
+Tensor.__getitem__ = getitem
+Tensor.__setitem__ = setitem
+
+
+@tensor_method()
+def narrow(input, dim, start, length):
+    """The slice start:start+length along dim (a view)."""
+    d = _wrap_dim(dim, input._data.ndim, "narrow")
+    size = input._data.shape[d]
+    if start < 0:
+        start += size
+    if not (0 <= start and start + length <= size and length >= 0):
+        raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension size "
+                         f"({size}) of dim {d}")
+    return _getitem(input, index=(slice(None),) * d + (slice(start, start + length),))
+
+
+@op("nonzero", differentiable=False)
+def _nonzero(xp, x):
+    return xp.stack(xp.nonzero(x), axis=-1) if x.ndim else xp.zeros((int(x != 0), 0), xp.int64)
+
+
+@tensor_method()
+def nonzero(input, *, as_tuple=False):
+    """Indices of non-zero elements: (n, ndim) int64, or a tuple of index vectors."""
+    if as_tuple:
+        return tuple(Tensor._wrap(i.astype(np.int64)) for i in np.nonzero(input._data))
+    return _nonzero(input).to(_dt.int64)
+
+
+@tensor_method()
+def index_select(input, dim, index):
+    """Entries of `input` along `dim` at the positions in the 1-D `index`."""
+    d = _wrap_dim(dim, input._data.ndim, "index_select")
+    if index._data.ndim > 1:
+        raise IndexError(f"index_select(): Index is supposed to be a vector, got shape "
+                         f"{tuple(index.shape)}")
+    return getitem(input, (slice(None),) * d + (index,))
+
+
+@tensor_method()
+def masked_fill(input, mask, value):
+    """`value` where mask is True, input elsewhere (mask broadcasts)."""
+    from .elementwise import where
+
+    if isinstance(value, Tensor):
+        value = value.to(input.dtype)
+    else:
+        value = Tensor._wrap(np.asarray(value, input._data.dtype))
+    return where(mask, value, input)

@@ -1,0 +1,259 @@
+"""Reductions: sum, mean, max/min (values and indices), amax/amin, argmax/argmin, and
+`sum_to`, the engine's one un-broadcasting step.
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([[1.0, 5.0], [3.0, 2.0]], requires_grad=True)
+>>> x.max(dim=1).values.sum().backward(); x.grad
+tensor([[0., 1.],
+        [1., 0.]])
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, _wrap_dim, tensor_method
+from .registry import op
+
+__all__ = ["sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "sum_to"]
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def normalize_dims(dim, ndim, op_name):
+    """dim (None, int or sequence) -> sorted tuple of non-negative axes."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(ndim))
+    if isinstance(dim, (tuple, list)):
+        axes = tuple(sorted({_wrap_dim(d, ndim, op_name) for d in dim}))
+        if len(axes) != len(dim):
+            raise RuntimeError(f"{op_name}: dim {tuple(dim)} appears multiple times in the "
+                               f"list of dims")
+        return axes
+    return (_wrap_dim(dim, ndim, op_name),)
+
+
+def keepdim_shape(shape, axes):
+    return tuple(1 if i in axes else s for i, s in enumerate(shape))
+
+
+def expand_reduced(dy, shape, axes):
+    """Broadcast a reduced gradient back over the reduced axes of `shape`."""
+    kd = keepdim_shape(shape, axes)
+    if dy._data.shape != kd:
+        dy = dy.reshape(kd)
+    return dy.expand(shape)
+
+
+# ---- sum_to: where broadcasting is undone --------------------------------------------------
+@op("sum_to")
+def _sum_to(xp, x, *, shape):
+    lead = x.ndim - len(shape)
+    if lead < 0:
+        raise ValueError("target has more dims")
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
+    if any(s != 1 and x.shape[lead + i] != s for i, s in enumerate(shape)):
+        raise ValueError("incompatible shape")
+    y = x.sum(axis=axes, keepdims=True) if axes else x
+    return y.reshape(shape) if lead else y
+
+
+@_sum_to.grad
+def _(ctx, dy):
+    return dy.expand(ctx.input_shapes[0])
+
+
+def sum_to(x, shape):
+    """Sum `x` over its broadcast dimensions so it has `shape` (the inverse of expand)."""
+    return x if tuple(x.shape) == tuple(shape) else _sum_to(x, shape=tuple(shape))
+
+
+# ---- sum and mean ------------------------------------------------------------------------------
+@op("sum")
+def _sum(xp, x, *, axes, keepdim):
+    return x.sum(axis=axes, keepdims=keepdim)
+
+
+@_sum.grad
+def _(ctx, dy):
+    return expand_reduced(dy, ctx.input_shapes[0], ctx.axes)
+
+
+@op("mean")
+def _mean(xp, x, *, axes, keepdim):
+    return x.mean(axis=axes, keepdims=keepdim)
+
+
+@_mean.grad
+def _(ctx, dy):
+    shape = ctx.input_shapes[0]
+    count = int(np.prod([shape[a] for a in ctx.axes]))
+    return expand_reduced(dy / count, shape, ctx.axes)
+
+
+def _sum_dtype(x, dtype):
+    if dtype is not None:
+        return x.to(dtype)
+    if x._data.dtype.kind in "biu":  # torch sums integers and bools in int64
+        return x.to(_dt.int64)
+    return x
+
+
+@tensor_method()
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum over `dim` (an int, a tuple, or None for all)."""
+    x = _sum_dtype(input, dtype)
+    return _sum(x, axes=normalize_dims(dim, x._data.ndim, "sum"), keepdim=keepdim)
+
+
+@tensor_method()
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean over `dim`; floating inputs only, as torch."""
+    x = input.to(dtype) if dtype is not None else input
+    if x._data.dtype.kind not in "fV":
+        raise RuntimeError(
+            f"mean(): could not infer output dtype. Input dtype must be either a floating "
+            f"point or complex dtype. Got: {x.dtype.name}; call .float() first or pass dtype=")
+    return _mean(x, axes=normalize_dims(dim, x._data.ndim, "mean"), keepdim=keepdim)
+
+
+# ---- max / min -------------------------------------------------------------------------------
+@op("amax", save="inputs outputs")
+def _amax(xp, x, *, axes, keepdim):
+    return x.max(axis=axes, keepdims=keepdim)
+
+
+@op("amin", save="inputs outputs")
+def _amin(xp, x, *, axes, keepdim):
+    return x.min(axis=axes, keepdims=keepdim)
+
+
+def _extremum_grad(ctx, dy):
+    """Gradient of amax/amin: shared evenly between tied extremes, as torch does."""
+    (x,), y = ctx.inputs, ctx.out
+    shape = ctx.input_shapes[0]
+    hit = Tensor._wrap((x._data == np.reshape(y._data, keepdim_shape(shape, ctx.axes)))
+                       .astype(x._data.dtype))
+    count = hit.sum(dim=ctx.axes, keepdim=True)
+    return expand_reduced(dy, shape, ctx.axes) * (hit / count)
+
+
+_amax.grad(_extremum_grad)
+_amin.grad(_extremum_grad)
+
+
+def _check_nonempty(x, axes, name):
+    if x._data.size == 0 or any(x._data.shape[a] == 0 for a in axes):
+        raise IndexError(f"{name}(): Expected reduction dim to have non-zero size; input has "
+                         f"shape {tuple(x.shape)}")
+
+
+@tensor_method()
+def amax(input, dim=(), keepdim=False):
+    """Maximum over `dim` (all dims when empty); ties share the gradient."""
+    axes = normalize_dims(dim, input._data.ndim, "amax")
+    _check_nonempty(input, axes, "amax")
+    return _amax(input, axes=axes, keepdim=keepdim)
+
+
+@tensor_method()
+def amin(input, dim=(), keepdim=False):
+    """Minimum over `dim` (all dims when empty); ties share the gradient."""
+    axes = normalize_dims(dim, input._data.ndim, "amin")
+    _check_nonempty(input, axes, "amin")
+    return _amin(input, axes=axes, keepdim=keepdim)
+
+
+@op("max_dim", save="inputs", n_out=2)
+def _max_dim(xp, x, *, dim, keepdim):
+    idx = xp.expand_dims(xp.argmax(x, axis=dim), dim)
+    vals = xp.take_along_axis(x, idx, dim)
+    return (vals, idx) if keepdim else (vals.squeeze(dim), idx.squeeze(dim))
+
+
+@op("min_dim", save="inputs", n_out=2)
+def _min_dim(xp, x, *, dim, keepdim):
+    idx = xp.expand_dims(xp.argmin(x, axis=dim), dim)
+    vals = xp.take_along_axis(x, idx, dim)
+    return (vals, idx) if keepdim else (vals.squeeze(dim), idx.squeeze(dim))
+
+
+def _index_dim_grad(ctx, dy, _):
+    """max/min along a dim: the gradient goes to the selected index only."""
+    x = ctx.inputs[0]._data
+    dim = ctx.dim
+    idx = np.argmax(x, axis=dim) if ctx.node.op is _max_dim else np.argmin(x, axis=dim)
+    positions = np.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - dim - 1))
+    hit = Tensor._wrap((positions == np.expand_dims(idx, dim)).astype(x.dtype))
+    return expand_reduced(dy, x.shape, (dim,)) * hit
+
+
+_max_dim.grad(_index_dim_grad)
+_min_dim.grad(_index_dim_grad)
+
+
+def _max_min(input, dim, keepdim, other, name):
+    if isinstance(dim, Tensor):
+        from .elementwise import maximum, minimum
+
+        return (maximum if name == "max" else minimum)(input, dim)
+    if other is not None:
+        from .elementwise import maximum, minimum
+
+        return (maximum if name == "max" else minimum)(input, other)
+    if dim is None:
+        return amax(input) if name == "max" else amin(input)
+    d = _wrap_dim(dim, input._data.ndim, name)
+    _check_nonempty(input, (d,) if input._data.ndim else (), name)
+    if input._data.ndim == 0:
+        return values_indices(input, Tensor._wrap(np.zeros((), np.int64)))
+    fn = _max_dim if name == "max" else _min_dim
+    values, indices = fn(input, dim=d, keepdim=keepdim)
+    return values_indices(values, indices.to(_dt.int64))
+
+
+@tensor_method()
+def max(input, dim=None, keepdim=False, *, other=None):
+    """max(x): the largest element; max(x, dim): (values, indices); max(x, y): maximum."""
+    return _max_min(input, dim, keepdim, other, "max")
+
+
+@tensor_method()
+def min(input, dim=None, keepdim=False, *, other=None):
+    """min(x): the smallest element; min(x, dim): (values, indices); min(x, y): minimum."""
+    return _max_min(input, dim, keepdim, other, "min")
+
+
+@op("argmax", differentiable=False)
+def _argmax(xp, x, *, dim, keepdim):
+    if dim is None:
+        r = xp.argmax(x)
+        return xp.reshape(r, (1,) * x.ndim) if keepdim else xp.asarray(r)
+    r = xp.argmax(x, axis=dim)
+    return xp.expand_dims(r, dim) if keepdim else r
+
+
+@op("argmin", differentiable=False)
+def _argmin(xp, x, *, dim, keepdim):
+    if dim is None:
+        r = xp.argmin(x)
+        return xp.reshape(r, (1,) * x.ndim) if keepdim else xp.asarray(r)
+    r = xp.argmin(x, axis=dim)
+    return xp.expand_dims(r, dim) if keepdim else r
+
+
+@tensor_method()
+def argmax(input, dim=None, keepdim=False):
+    """Index of the largest element (over all elements when dim is None); int64."""
+    d = None if dim is None else _wrap_dim(dim, input._data.ndim, "argmax")
+    return _argmax(input, dim=d, keepdim=keepdim).to(_dt.int64)
+
+
+@tensor_method()
+def argmin(input, dim=None, keepdim=False):
+    """Index of the smallest element; int64."""
+    d = None if dim is None else _wrap_dim(dim, input._data.ndim, "argmin")
+    return _argmin(input, dim=d, keepdim=keepdim).to(_dt.int64)

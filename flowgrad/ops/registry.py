@@ -1,0 +1,66 @@
+"""The op registry: one entry per op, its kernel and its gradient rule side by side.
+
+    @op("tanh", save="outputs")
+    def tanh(xp, x):                 # kernel: arrays in, arrays out; xp from the device
+        return xp.tanh(x)
+
+    @tanh.grad
+    def _(ctx, dy):                  # rule: flowgrad tensors in, flowgrad tensors out
+        return tanh_grad(ctx.out, dy)
+
+The rule receives the op's CaptureState (`ctx.inputs`, `ctx.outputs`, `ctx.out`, attributes
+as `ctx.<name>`, `ctx.needs_input_grad`) and one gradient per output; it returns one
+gradient (or None) per input, of the broadcast shape: the engine un-broadcasts.
+Because rules are written with flowgrad ops, their own backward is recorded when
+`create_graph=True`, which gives higher derivatives and lets graph mode trace them.
+"""
+from __future__ import annotations
+
+from ..autograd.interpreter import AutogradInterpreter
+from ..autograd.node import NodeName
+
+REGISTRY: dict[str, Op] = {}
+_SAVE = {None: 0, "inputs": 1, "outputs": 2, "inputs outputs": 3, "all": 3}
+
+
+class Op:
+    """A registered op: name, kernel, gradient rule, and what the rule needs saved."""
+
+    __slots__ = ("name", "kernel", "backward", "save", "n_out", "node_name",
+                 "differentiable", "is_view")
+
+    def __init__(self, name, kernel, save=None, n_out=1, differentiable=True, is_view=False):
+        if name in REGISTRY:
+            raise ValueError(f"op {name!r} is registered twice")
+        self.name = name
+        self.kernel = kernel
+        self.backward = None
+        self.save = _SAVE[save]
+        self.n_out = n_out
+        self.node_name = NodeName(f"{name}_backward")
+        self.differentiable = differentiable
+        self.is_view = is_view
+        REGISTRY[name] = self
+
+    def grad(self, rule):
+        """Register `rule(ctx, *output_grads) -> input_grads` as this op's gradient."""
+        self.backward = rule
+        return rule
+
+    def __call__(self, *inputs, **attrs):
+        return AutogradInterpreter.apply(self, inputs, attrs)
+
+    @property
+    def __name__(self):
+        return self.name
+
+    def __repr__(self):
+        return f"<op {self.name}>"
+
+
+def op(name, save=None, n_out=1, differentiable=True, is_view=False):
+    """Decorator: register a kernel as op `name`. Follow with `@<op>.grad` for its rule,
+    or pass differentiable=False for ops with no gradient (comparisons, argmax)."""
+    def register(kernel):
+        return Op(name, kernel, save, n_out, differentiable, is_view)
+    return register

@@ -1,0 +1,393 @@
+"""Shape ops: reshape/view, transpose/permute, expand, squeeze/unsqueeze, flatten, cat,
+stack, clone, and dtype casts. View ops share storage (and the version counter) with their
+input, as torch's do.
+
+>>> import flowgrad as flow
+>>> flow.arange(6).reshape(2, 3).T.shape
+flowgrad.Size([3, 2])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Size, Tensor, _wrap_dim, tensor_method
+from .registry import op
+
+__all__ = ["reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "cat",
+           "concat", "concatenate", "stack", "clone", "broadcast_to", "swapaxes", "swapdims",
+           "t", "expand_copy"]
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+def _infer_shape(shape, numel, op_name, in_shape):
+    shape = list(shape)
+    if shape.count(-1) > 1:
+        raise RuntimeError(f"{op_name}: only one dimension can be inferred, got shape {shape}")
+    known = int(np.prod([s for s in shape if s != -1]))
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"{op_name}: shape '{shape}' is invalid for input of size "
+                               f"{numel} (input shape {tuple(in_shape)})")
+        shape[shape.index(-1)] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"{op_name}: shape '{shape}' is invalid for input of size {numel} "
+                           f"(input shape {tuple(in_shape)})")
+    return tuple(shape)
+
+
+# ---- reshape / view --------------------------------------------------------------------
+@op("reshape", is_view=True)
+def _reshape(xp, x, *, shape):
+    return x.reshape(shape)
+
+
+@_reshape.grad
+def _(ctx, dy):
+    return _reshape(dy, shape=ctx.input_shapes[0])
+
+
+@tensor_method()
+def reshape(input, *shape):
+    """The same elements in a new shape (one dim may be -1)."""
+    shape = _infer_shape(_shape_arg(shape), input._data.size, "reshape", input._data.shape)
+    return _reshape(input, shape=shape)
+
+
+@tensor_method()
+def view(input, *shape):
+    """reshape that requires a layout where no copy is needed (like torch.view)."""
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
+        return input.to(shape[0])
+    shape = _infer_shape(_shape_arg(shape), input._data.size, "view", input._data.shape)
+    y = _reshape(input, shape=shape)
+    if input._data.size and not np.shares_memory(y._data, input._data):
+        raise RuntimeError(
+            f"view size is not compatible with input tensor's size and stride (input shape "
+            f"{tuple(input.shape)}, requested {shape}); use .reshape(...) instead")
+    return y
+
+
+@tensor_method()
+def view_as(input, other):
+    return view(input, other.shape)
+
+
+@tensor_method()
+def reshape_as(input, other):
+    return reshape(input, other.shape)
+
+
+@tensor_method()
+def flatten(input, start_dim=0, end_dim=-1):
+    """Merge dims start_dim..end_dim into one."""
+    nd = input._data.ndim
+    if nd == 0:
+        return reshape(input, 1)
+    s, e = _wrap_dim(start_dim, nd, "flatten"), _wrap_dim(end_dim, nd, "flatten")
+    if s > e:
+        raise RuntimeError(f"flatten() has invalid args: start_dim ({start_dim}) cannot come "
+                           f"after end_dim ({end_dim})")
+    shp = input._data.shape
+    return reshape(input, shp[:s] + (int(np.prod(shp[s:e + 1])),) + shp[e + 1:])
+
+
+@tensor_method()
+def unflatten(input, dim, sizes):
+    d = _wrap_dim(dim, input._data.ndim, "unflatten")
+    shp = input._data.shape
+    sizes = _infer_shape(tuple(sizes), shp[d], "unflatten", shp)
+    return reshape(input, shp[:d] + sizes + shp[d + 1:])
+
+
+# ---- permutations ------------------------------------------------------------------------
+@op("permute", is_view=True)
+def _permute(xp, x, *, dims):
+    return x.transpose(dims)
+
+
+@_permute.grad
+def _(ctx, dy):
+    return _permute(dy, dims=tuple(np.argsort(ctx.dims)))
+
+
+@tensor_method()
+def permute(input, *dims):
+    """Reorder the dims."""
+    dims = _shape_arg(dims)
+    nd = input._data.ndim
+    if len(dims) != nd:
+        raise RuntimeError(f"permute: number of dims don't match: the tensor has {nd} dims "
+                           f"but {len(dims)} were given ({dims})")
+    dims = tuple(_wrap_dim(d, nd, "permute") for d in dims)
+    if len(set(dims)) != nd:
+        raise RuntimeError(f"permute: repeated dim in {dims}")
+    return _permute(input, dims=dims)
+
+
+@tensor_method()
+def transpose(input, dim0, dim1):
+    """Swap two dims."""
+    nd = input._data.ndim
+    if nd == 0:
+        return _reshape(input, shape=())
+    a, b = _wrap_dim(dim0, nd, "transpose"), _wrap_dim(dim1, nd, "transpose")
+    dims = list(range(nd))
+    dims[a], dims[b] = b, a
+    return _permute(input, dims=tuple(dims))
+
+
+swapaxes = swapdims = transpose
+tensor_method("swapaxes")(transpose)
+tensor_method("swapdims")(transpose)
+
+
+@tensor_method()
+def t(input):
+    """Transpose a matrix (<= 2 dims)."""
+    if input._data.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{input._data.ndim}D; use transpose(dim0, dim1) or .mT")
+    return transpose(input, 0, 1) if input._data.ndim == 2 else input
+
+
+Tensor.T = property(lambda self: _permute(self, dims=tuple(range(self._data.ndim))[::-1]))
+Tensor.mT = property(lambda self: transpose(self, -2, -1))
+
+
+# ---- expand / squeeze ---------------------------------------------------------------------
+@op("expand", is_view=True)
+def _expand(xp, x, *, shape):
+    return xp.broadcast_to(x, shape)
+
+
+@_expand.grad
+def _(ctx, dy):
+    from .reduce import sum_to
+
+    return sum_to(dy, ctx.input_shapes[0])
+
+
+@tensor_method()
+def expand(input, *sizes):
+    """Broadcast size-1 dims to `sizes` (-1 keeps a dim) without copying."""
+    sizes = _shape_arg(sizes)
+    shp = input._data.shape
+    lead = len(sizes) - len(shp)
+    if lead < 0:
+        raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be "
+                           f"greater or equal to the number of dimensions in the tensor "
+                           f"({len(shp)})")
+    out = []
+    for i, s in enumerate(sizes):
+        if i < lead:
+            out.append(s)
+            continue
+        cur = shp[i - lead]
+        if s == -1:
+            s = cur
+        if cur != 1 and s != cur:
+            raise RuntimeError(
+                f"expand: the expanded size of the tensor ({s}) must match the existing size "
+                f"({cur}) at non-singleton dimension {i}. Target sizes: {list(sizes)}. "
+                f"Tensor sizes: {list(shp)}")
+        out.append(s)
+    out = tuple(out)
+    if out == shp:
+        return input
+    return _expand(input, shape=out)
+
+
+@tensor_method()
+def expand_as(input, other):
+    return expand(input, other.shape)
+
+
+def broadcast_to(input, shape):
+    """expand to `shape` (a torch function name)."""
+    return expand(input, tuple(shape))
+
+
+tensor_method("broadcast_to")(broadcast_to)
+
+
+def expand_copy(input, *sizes):
+    return expand(input, *sizes).clone()
+
+
+@tensor_method()
+def squeeze(input, dim=None):
+    """Drop size-1 dims (all, or those in `dim`)."""
+    shp = input._data.shape
+    if dim is None:
+        new = tuple(s for s in shp if s != 1)
+    else:
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        axes = {_wrap_dim(d, len(shp), "squeeze") for d in dims} if shp else set()
+        new = tuple(s for i, s in enumerate(shp) if not (i in axes and s == 1))
+    return _reshape(input, shape=new)
+
+
+@tensor_method()
+def unsqueeze(input, dim):
+    """Insert a size-1 dim at `dim`."""
+    nd = input._data.ndim + 1
+    d = _wrap_dim(dim, nd, "unsqueeze")
+    shp = input._data.shape
+    return _reshape(input, shape=shp[:d] + (1,) + shp[d:])
+
+
+# ---- copies and casts ------------------------------------------------------------------------
+@op("clone")
+def _clone(xp, x):
+    return x.copy()
+
+
+@_clone.grad
+def _(ctx, dy):
+    return dy
+
+
+@tensor_method()
+def clone(input, *, memory_format=None):
+    """A copy with its own storage; gradients flow back to the original."""
+    return _clone(input)
+
+
+@tensor_method()
+def contiguous(input, memory_format=None):
+    return input if input._data.flags.c_contiguous else _clone(input)
+
+
+@op("cast")
+def _cast(xp, x, *, dtype):
+    return x.astype(dtype)
+
+
+@_cast.grad
+def _(ctx, dy):
+    return dy  # the engine casts the grad back to the input's dtype
+
+
+@tensor_method("to")
+def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False, **_):
+    """Convert dtype (`x.to(flow.float64)`, `x.to(other)`); devices: 'cpu' only."""
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a.dtype
+        elif isinstance(a, (_dt.dtype, type)) or type(a).__module__ == "torch" and \
+                "dtype" in type(a).__name__:
+            dtype = a
+        elif isinstance(a, str) and a.replace("torch.", "") in _dt._BY_NAME:
+            dtype = a
+        else:
+            from ..device import device as _device
+
+            _device(a)  # raises for unavailable devices
+    if dtype is None:
+        return input.clone() if copy else input
+    d = _dt.as_dtype(dtype)
+    if d.np == input._data.dtype:
+        return input.clone() if copy else input
+    return _cast(input, dtype=d.np)
+
+
+def _caster(d):
+    return lambda self, memory_format=None: to(self, d)
+
+
+for _name, _d in (("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16),
+                  ("long", _dt.int64), ("int", _dt.int32), ("short", _dt.int16),
+                  ("bool", _dt.bool), ("byte", _dt.uint8), ("char", _dt.int8)):
+    setattr(Tensor, _name, _caster(_d))
+if _dt.bfloat16 is not None:
+    Tensor.bfloat16 = _caster(_dt.bfloat16)
+
+
+@tensor_method()
+def type_as(input, other):
+    return to(input, other.dtype)
+
+
+@tensor_method("type")
+def _type(input, dtype=None):
+    if dtype is None:
+        return f"flowgrad.{input.dtype.name.capitalize()}Tensor"
+    return to(input, dtype)
+
+
+@tensor_method()
+def cpu(input):
+    return input
+
+
+@tensor_method()
+def cuda(input, *args, **kwargs):
+    raise RuntimeError("flowgrad has no CUDA device yet: tensors live on 'cpu' (NumPy)")
+
+
+# ---- joining ------------------------------------------------------------------------------
+@op("cat")
+def _cat(xp, *xs, dim):
+    return xp.concatenate(xs, axis=dim)
+
+
+@_cat.grad
+def _(ctx, dy):
+    sizes = [s[ctx.dim] for s in ctx.input_shapes]
+    bounds = np.cumsum([0] + sizes)
+    return tuple(dy.narrow(ctx.dim, int(b), int(n)) if need else None
+                 for b, n, need in zip(bounds[:-1], sizes, ctx.needs_input_grad))
+
+
+def _promote_all(tensors, op_name):
+    if not isinstance(tensors, (list, tuple)) or not tensors:
+        raise RuntimeError(f"{op_name}(): expected a non-empty list of Tensors")
+    for i, t_ in enumerate(tensors):
+        if not isinstance(t_, Tensor):
+            raise TypeError(f"{op_name}(): expected Tensor as element {i} in argument 0, but "
+                            f"got {type(t_).__name__}")
+    d = _dt.result_type(*tensors) if len({x._data.dtype for x in tensors}) > 1 else None
+    return [x.to(d) for x in tensors] if d is not None else list(tensors)
+
+
+def cat(tensors, dim=0, *, out=None):
+    """Join tensors along an existing dim."""
+    tensors = _promote_all(tensors, "cat")
+    ref = next((x for x in tensors if x._data.ndim), tensors[0])
+    if ref._data.ndim == 0:
+        raise RuntimeError("cat(): zero-dimensional tensor cannot be concatenated")
+    d = _wrap_dim(dim, ref._data.ndim, "cat")
+    tensors = [x for x in tensors if not (x._data.ndim == 1 and x._data.shape[0] == 0)] or \
+        tensors[:1]
+    for i, x in enumerate(tensors):
+        if x._data.ndim != ref._data.ndim or any(
+                a != b for k, (a, b) in enumerate(zip(x._data.shape, ref._data.shape))
+                if k != d):
+            raise RuntimeError(
+                f"cat(): Sizes of tensors must match except in dimension {d}. Expected shape "
+                f"{tuple(ref.shape)} (up to dim {d}) but got {tuple(x.shape)} for tensor "
+                f"number {i} in the list")
+    if len(tensors) == 1:
+        return _cat(tensors[0], dim=d)
+    return _cat(*tensors, dim=d)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0, *, out=None):
+    """Join same-shaped tensors along a new dim."""
+    tensors = _promote_all(tensors, "stack")
+    shp = tensors[0]._data.shape
+    for i, x in enumerate(tensors):
+        if x._data.shape != shp:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{tuple(shp)} at entry 0 and {tuple(x.shape)} at entry {i}")
+    d = _wrap_dim(dim, len(shp) + 1, "stack")
+    return cat([unsqueeze(x, d) for x in tensors], d)

@@ -1,0 +1,72 @@
+"""Random number generation: a global generator seeded by `manual_seed`.
+
+>>> import flowgrad as flow
+>>> _ = flow.manual_seed(0); a = flow.rand(2)
+>>> _ = flow.manual_seed(0); bool((flow.rand(2) == a).all())
+True
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class Generator:
+    """A random stream (NumPy's PCG64). Pass one as `generator=` to sample from it."""
+
+    def __init__(self, device="cpu"):
+        self._seed = 67280421310721
+        self.np = np.random.Generator(np.random.PCG64(self._seed))
+
+    def manual_seed(self, seed):
+        self._seed = int(seed)
+        self.np = np.random.Generator(np.random.PCG64(self._seed))
+        return self
+
+    def seed(self):
+        return self.manual_seed(np.random.SeedSequence().entropy % (2 ** 63))._seed
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self):
+        import json
+
+        from .tensor import Tensor
+
+        state = json.dumps(self.np.bit_generator.state).encode()
+        return Tensor._wrap(np.frombuffer(state, dtype=np.uint8).copy())
+
+    def set_state(self, state):
+        import json
+
+        self.np.bit_generator.state = json.loads(bytes(np.asarray(state, np.uint8)).decode())
+        return self
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed):
+    """Seed the global generator; returns it."""
+    return default_generator.manual_seed(seed)
+
+
+def seed():
+    return default_generator.seed()
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    return default_generator.get_state()
+
+
+def set_rng_state(state):
+    default_generator.set_state(state)
+
+
+def numpy_generator(generator=None):
+    """The NumPy generator behind `generator` (the global one when None)."""
+    return (generator or default_generator).np

@@ -1,0 +1,393 @@
+"""The Tensor: a NumPy array plus, when it takes part in autograd, an AutogradMeta.
+
+Most methods are attached by the op modules (`@tensor_method`), so each op lives in one
+place; this file holds what is the tensor's own: storage, autograd state, conversions.
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([-1.0, 2.0], requires_grad=True)
+>>> y = flow.relu(x).sum()
+>>> y.backward(); x.grad
+tensor([0., 1.])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as _dt
+from .autograd import engine
+from .autograd.meta import AutogradMeta, VersionCounter
+from .device import CPU
+
+
+class Tensor:
+    """An n-dimensional array with autograd. Construct with `flowgrad.tensor(data)`.
+
+    `Tensor(data)` and `Tensor(*sizes)` behave as torch's legacy constructor: the default
+    float dtype, and uninitialised storage for sizes.
+    """
+
+    __slots__ = ("_data", "_meta", "_grad_fn", "_version", "__weakref__")
+    __array_priority__ = 1000  # numpy defers `ndarray * Tensor` to Tensor.__rmul__
+
+    def __init__(self, *args, dtype=None, requires_grad=False, device=None):
+        from .ops.creation import as_array
+
+        dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+        if not args:
+            data = np.empty((0,), dt.np)
+        elif all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
+            data = np.empty(tuple(int(a) for a in args), dt.np)
+        else:
+            data = as_array(args[0], dt)
+        self._data = data
+        self._meta = None
+        self._grad_fn = None
+        self._version = None
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @classmethod
+    def _wrap(cls, array):
+        """Wrap an array without copying (kernels may return NumPy scalars: made 0-d)."""
+        t = object.__new__(Tensor)
+        t._data = array if type(array) is np.ndarray else np.asarray(array)
+        t._meta = None
+        t._grad_fn = None
+        t._version = None
+        return t
+
+    @classmethod
+    def _zeros(cls, shape, np_dtype):
+        return cls._wrap(np.zeros(shape, np_dtype))
+
+    # ---- storage and metadata -------------------------------------------------------
+    @property
+    def shape(self):
+        """The tensor's size, a `flowgrad.Size` (a tuple)."""
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        """`size()` is the shape; `size(dim)` one of its entries."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim, "size")]
+
+    @property
+    def dtype(self):
+        return _dt._FROM_NP[self._data.dtype]
+
+    @property
+    def device(self):
+        return CPU
+
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def dim(self):
+        return self._data.ndim
+
+    def ndimension(self):
+        return self._data.ndim
+
+    def numel(self):
+        return self._data.size
+
+    def nelement(self):
+        return self._data.size
+
+    def element_size(self):
+        return self._data.itemsize
+
+    def is_floating_point(self):
+        return self._data.dtype.kind in "fV"
+
+    def is_contiguous(self, memory_format=None):
+        return self._data.flags.c_contiguous
+
+    def stride(self, dim=None):
+        st = tuple(s // self._data.itemsize for s in self._data.strides)
+        return st if dim is None else st[_wrap_dim(dim, self._data.ndim, "stride")]
+
+    def data_ptr(self):
+        return self._data.__array_interface__["data"][0]
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __hash__(self):
+        return id(self)
+
+    # ---- autograd state ---------------------------------------------------------------
+    @property
+    def requires_grad(self):
+        m = self._meta
+        return m is not None and m.requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad=True):
+        """Set requires_grad on a leaf, in place; returns self.
+
+        >>> import flowgrad as flow
+        >>> flow.zeros(2).requires_grad_().requires_grad
+        True
+        """
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables; this tensor "
+                    f"was computed by {self._grad_fn.name}. Use detach() to get a tensor "
+                    "that does not require grad")
+            return self
+        if requires_grad and self._data.dtype.kind not in "fV":
+            raise RuntimeError(
+                f"only tensors of floating point dtype can require gradients; got "
+                f"{self.dtype} (shape {tuple(self._data.shape)}); convert with .float() first")
+        if self._meta is None:
+            if not requires_grad:
+                return self
+            self._meta = AutogradMeta(True, True)
+        else:
+            self._meta.requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def grad(self):
+        """The accumulated gradient (`acc_grad`): set for leaves, and for non-leaves only
+        after `retain_grad()`."""
+        m = self._meta
+        return None if m is None else m.acc_grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad must be a Tensor or None, got {type(value)}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(
+                    f"assigned grad has shape {tuple(value.shape)} but the tensor has shape "
+                    f"{tuple(self.shape)}; they must match")
+        if self._meta is None:
+            if value is None:
+                return
+            self._meta = AutogradMeta(False, True)
+        self._meta.acc_grad = value
+
+    def retain_grad(self):
+        """Keep this non-leaf tensor's gradient in `.grad` after backward."""
+        if self._meta is None or not self._meta.requires_grad:
+            raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
+        if self._grad_fn is not None:
+            self._meta.retain_grad = True
+
+    @property
+    def retains_grad(self):
+        m = self._meta
+        return m is not None and m.retain_grad
+
+    def register_hook(self, hook):
+        """Call `hook(grad)` with this tensor's summed gradient during backward; a return
+        value other than None replaces the gradient. Returns a handle with `remove()`.
+
+        >>> import flowgrad as flow
+        >>> x = flow.ones(2, requires_grad=True)
+        >>> h = x.register_hook(lambda g: g * 2)
+        >>> x.sum().backward(); x.grad
+        tensor([2., 2.])
+        """
+        m = self._meta
+        if m is None or not m.requires_grad:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require gradient")
+        if m.hooks is None:
+            m.hooks = []
+        return RemovableHandle(m.hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """On a leaf: call `hook(tensor)` after its `.grad` has been accumulated."""
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors")
+        m = self._meta
+        if m is None or not m.requires_grad:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require gradient")
+        if m.post_accumulate_hooks is None:
+            m.post_accumulate_hooks = []
+        import weakref
+
+        ref = weakref.ref(self)
+        return RemovableHandle(m.post_accumulate_hooks, lambda: hook(ref()))
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor into the leaves' `.grad`.
+
+        A scalar seeds with 1; otherwise pass `gradient` shaped like the tensor.
+        """
+        engine.backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def detach(self):
+        """A new leaf sharing this tensor's storage (writes show in both), no grad."""
+        t = Tensor._wrap(self._data)
+        if self._version is None:
+            self._version = VersionCounter()
+        t._version = self._version
+        return t
+
+    def detach_(self):
+        """Detach in place: this tensor becomes a leaf that does not require grad."""
+        self._grad_fn = None
+        self._meta = None
+        return self
+
+    @property
+    def data(self):
+        return self.detach()
+
+    @data.setter
+    def data(self, value):
+        self._data = value._data if isinstance(value, Tensor) else np.asarray(value)
+
+    @property
+    def _version_value(self):
+        return 0 if self._version is None else self._version.value
+
+    # ---- conversion ---------------------------------------------------------------------
+    def numpy(self, force=False):
+        """The array itself (shared storage); refuses tensors that require grad."""
+        if self.requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on a tensor that requires grad. Use "
+                "tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar; "
+                f"item() needs exactly one element")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {self._data.size} elements is ambiguous")
+        return bool(self._data.reshape(()))
+
+    def __repr__(self):
+        from .printing import tensor_repr
+
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (self._data, self.requires_grad))
+
+    def __deepcopy__(self, memo):
+        t = Tensor._wrap(self._data.copy())
+        if self._meta is not None and self._grad_fn is None:
+            t.requires_grad_(self._meta.requires_grad)
+        if type(self) is not Tensor:
+            t = type(self)(t, requires_grad=t.requires_grad)
+        memo[id(self)] = t
+        return t
+
+
+def _rebuild(data, requires_grad):
+    return Tensor._wrap(data).requires_grad_(requires_grad)
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as `flowgrad.Size([2, 3])`."""
+
+    def __repr__(self):
+        return f"flowgrad.Size({list(self)})"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class RemovableHandle:
+    """Returned by hook registrations; `remove()` unregisters the hook."""
+
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+        hooks.append(hook)
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _wrap_dim(dim, ndim, op_name="op"):
+    """Normalise a possibly negative dim, with torch's error when out of range."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(
+            f"{op_name}: Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+            f"but got {dim})")
+    return dim % n
+
+
+def tensor_method(name=None):
+    """Decorator: also expose a function as a Tensor method (first argument is self)."""
+    def attach(fn):
+        setattr(Tensor, name or fn.__name__, fn)
+        return fn
+    return attach
+
