@@ -1,2 +1,3 @@
 """flowgrad.nn: modules, parameters and the functional API."""
-from . import functional  # noqa: F401
+from . import functional
+from .parameter import Parameter

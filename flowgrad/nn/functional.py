@@ -1,7 +1,7 @@
-"""flowgrad.nn.functional: the functional forms of layers, activations and losses."""
-from ..ops.activation import gelu, leaky_relu, log_softmax, relu, silu, softmax, softplus
-from ..ops.elementwise import sigmoid, tanh
-from ..ops.loss import cross_entropy, mse_loss, nll_loss
+"""flowgrad.nn.functional: the functional forms of layers, activations and losses.
 
-__all__ = ["gelu", "leaky_relu", "log_softmax", "relu", "silu", "softmax", "softplus",
-           "sigmoid", "tanh", "cross_entropy", "mse_loss", "nll_loss"]
+Each op family module lists its public names in `__all__`; this module gathers them.
+"""
+from ..ops.activation import *  # noqa: F401,F403
+from ..ops.elementwise import sigmoid, tanh  # noqa: F401
+from ..ops.loss import *  # noqa: F401,F403

@@ -447,7 +447,7 @@ def _float_of(x):
 
 
 def _binary(tensor_op, a, b, name):
-    if type(a) is type(b) is Tensor and a._data.dtype is b._data.dtype:
+    if isinstance(b, Tensor) and isinstance(a, Tensor) and a._data.dtype is b._data.dtype:
         return tensor_op(a, b)
     a, b = _promote_pair(a, b, name)
     return tensor_op(a, b)
