@@ -15,6 +15,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .autograd import engine
+from .autograd import interpreter as _interpreter
 from .autograd.meta import AutogradMeta, VersionCounter
 from .device import CPU
 
@@ -337,6 +338,9 @@ class Tensor:
             t = type(self)(t, requires_grad=t.requires_grad)
         memo[id(self)] = t
         return t
+
+
+_interpreter.bind_tensor_class(Tensor)
 
 
 def _rebuild(data, requires_grad):

@@ -98,8 +98,14 @@ class GraphTask:
                         ready.append(nxt)
 
     def _run_node(self, node, deps, targets):
-        out_grads = [self._take_grad(m, info) for m, info in
-                     zip(node.output_metas, node.output_infos)]
+        out_grads = []
+        for meta, info in zip(node.output_metas, node.output_infos):
+            g = meta.current_grad
+            if g is None or meta.hooks or meta.retain_grad or targets:
+                g = self._take_grad(meta, info)  # zeros, hooks, retain_grad, capture
+            else:
+                meta.current_grad = None
+            out_grads.append(g)
         in_grads = node.backward_fn(out_grads)
         if type(in_grads) is not tuple:
             in_grads = (in_grads,) if not isinstance(in_grads, list) else tuple(in_grads)

@@ -26,69 +26,88 @@ def _needs_record(inputs) -> bool:
     return False
 
 
+Tensor = None  # bound by flowgrad.tensor once the class exists (import order)
+
+
+def bind_tensor_class(cls):
+    global Tensor
+    Tensor = cls
+
+
 class AutogradInterpreter:
     """Eager execution with autograd recording; one call per op."""
 
     @staticmethod
     def apply(op, inputs, attrs):
         """Run `op` on tensors `inputs` with keyword `attrs`; return its output tensor(s)."""
-        from ..tensor import Tensor
-
-        arrays = [t._data for t in inputs]
         record = _state.enabled and op.backward is not None and _needs_record(inputs)
         if record:
             _state.enabled = False  # ops inside the kernel record nothing
             try:
-                result = op.kernel(np, *arrays, **attrs)
+                result = op.kernel(np, *[t._data for t in inputs], **attrs)
             finally:
                 _state.enabled = True
         else:
-            result = op.kernel(np, *arrays, **attrs)
-        wrap = Tensor._wrap
-        n_out = op.n_out
-        if n_out == 1 and type(result) is not tuple:
-            out = wrap(result)
+            result = op.kernel(np, *[t._data for t in inputs], **attrs)
+        if op.n_out == 1 and type(result) is not tuple:
+            out = _new(Tensor)
+            out._data = result if type(result) is np.ndarray else np.asarray(result)
+            out._meta = out._grad_fn = out._version = None
             if op.is_view:
                 _share_version(inputs[0], out)
             if record:
                 add_node(op, inputs, (out,), attrs, ())
             return out
-        outs = tuple(wrap(r) for r in result[:n_out])
+        n_out = op.n_out
+        outs = tuple(Tensor._wrap(r) for r in result[:n_out])
         if op.is_view:
             for out in outs:
                 _share_version(inputs[0], out)
         if record:
-            aux = tuple(wrap(r) for r in result[n_out:])
+            aux = tuple(Tensor._wrap(r) for r in result[n_out:])
             add_node(op, inputs, outs, attrs, aux)
         return outs if n_out > 1 else outs[0]
 
 
+_new = object.__new__
+
+
 def add_node(op, inputs, outputs, attrs, aux):
-    """Link a FunctionNode for `op` into the graph: the seed's add_node."""
-    input_metas, next_nodes, input_infos = [], [], []
+    """Link a FunctionNode for `op` into the graph: the seed's add_node.
+
+    Leaf inputs that require grad get their accumulate_grad node; each floating output gets
+    a fresh AutogradMeta and this node as grad_fn; the op's capture state saves what the
+    rule declared it needs.
+    """
+    input_metas, next_nodes, input_infos, needs = [], [], [], []
     for t in inputs:
+        data = t._data
+        input_infos.append((data.shape, data.dtype))
         meta = t._meta
         if meta is not None and meta.requires_grad:
             input_metas.append(meta)
             node = t._grad_fn
             next_nodes.append(node if node is not None else meta.grad_accumulator())
+            needs.append(True)
         else:
             input_metas.append(None)
             next_nodes.append(None)
-        input_infos.append((t._data.shape, t._data.dtype))
+            needs.append(False)
     node = FunctionNode(op.node_name, op, input_metas, next_nodes, input_infos)
-    needs = tuple(m is not None for m in input_metas)
-    ctx = CaptureState(node, attrs, needs)
-    out_metas = []
+    ctx = node.ctx = CaptureState(node, attrs, needs)
+    out_metas, out_infos = [], []
     for out in outputs:
-        if out._data.dtype.kind in _FLOAT_KINDS:
+        data = out._data
+        out_infos.append((data.shape, data.dtype))
+        if data.dtype.kind in _FLOAT_KINDS:
             meta = AutogradMeta(True, False)
-            out._meta, out._grad_fn = meta, node
-            out_metas.append(meta)
+            out._meta = meta
+            out._grad_fn = node
         else:
-            out_metas.append(AutogradMeta(False, False))  # an index output: never gets grad
+            meta = AutogradMeta(False, False)  # an index output: never gets a grad
+        out_metas.append(meta)
     node.output_metas = out_metas
-    node.output_infos = [(o._data.shape, o._data.dtype) for o in outputs]
+    node.output_infos = out_infos
     save = op.save
     if save:
         if save & 1:
@@ -99,7 +118,6 @@ def add_node(op, inputs, outputs, attrs, aux):
     if aux:
         ctx.aux = aux
         node.saved_something = True
-    node.ctx = ctx
     return node
 
 
