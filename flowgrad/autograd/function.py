@@ -24,28 +24,35 @@ from .node import NodeName, SavedTensor
 
 
 class FunctionCtx:
-    """The `ctx` of a custom Function: saved tensors, flags, and any attributes you set."""
+    """The `ctx` of a custom Function: saved tensors, flags, and any attributes you set.
+
+    Once the node is recorded, the saved tensors live in the node's capture state (so a run
+    without retain_graph frees them, and in-place changes to them are detected); the ctx
+    reaches the node only while its backward runs, which keeps the graph free of cycles.
+    """
 
     def __init__(self):
         self._saved = ()
-        self._node = None
+        self._state = None   # the node's CaptureState, set while backward runs
         self.needs_input_grad = ()
         self.non_differentiable = set()
         self.dirty = set()
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors):
+        """Keep tensors (or None) for backward; read them back with `ctx.saved_tensors`."""
         self._saved = tensors
 
     @property
     def saved_tensors(self):
-        out = []
-        for s in self._saved:
-            if isinstance(s, SavedTensor):
-                out.append(s.unpack(self._node))
-            else:
-                out.append(s)
-        return tuple(out)
+        state = self._state
+        if state is None:
+            return tuple(self._saved or ())  # forward time: not yet recorded
+        if state._inputs is None:
+            from ..errors import freed_graph_error
+
+            raise freed_graph_error(state.node)
+        return state.inputs
 
     def mark_non_differentiable(self, *tensors):
         self.non_differentiable.update(id(t) for t in tensors)
@@ -69,20 +76,27 @@ class _FunctionOp:
 
     def backward(self, state, *grads):
         ctx = state.attrs["ctx"]
-        ctx._node = state.node
-        if not ctx.materialize_grads:
-            grads = tuple(None if g is None else g for g in grads)
-        with grad_mode.enable_grad() if grad_mode.is_grad_enabled() else grad_mode.no_grad():
+        ctx._state = state
+        try:
             result = self.fn.backward(ctx, *grads)
+        finally:
+            ctx._state = None
         result = result if isinstance(result, tuple) else (result,)
-        n_in = len(state.attrs["positions"])
+        positions = state.attrs["positions"]
         n_args = state.attrs["n_args"]
         if len(result) != n_args:
             raise RuntimeError(
-                f"function {self.fn.__name__}Backward returned an incorrect number of "
-                f"gradients (expected {n_args}, got {len(result)}); return one per forward "
-                f"argument (None for non-tensors)")
-        return tuple(result[i] for i in state.attrs["positions"])[:n_in]
+                f"function {self.node_name} returned an incorrect number of gradients "
+                f"(expected {n_args}, got {len(result)}); return one per forward argument "
+                f"(None for non-tensors)")
+        tensor_args = set(positions)
+        for i, g in enumerate(result):
+            if g is not None and i not in tensor_args:
+                raise RuntimeError(
+                    f"function {self.node_name} returned a gradient different than None at "
+                    f"position {i + 1}, but the corresponding forward input was not a Tensor; "
+                    f"return None there")
+        return tuple(result[i] for i in positions)
 
 
 class Function:
@@ -115,28 +129,33 @@ class Function:
             outputs = cls.forward(ctx, *args, **kwargs)
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        if record:
-            # outputs that alias an input (returned as-is) get their own tensor object
-            tensor_outs = []
-            for o in outs:
-                if isinstance(o, Tensor) and any(o is t for t in tensors) and \
-                        id(o) not in ctx.dirty:
-                    o = o.detach()
-                tensor_outs.append(o)
-            outs = tuple(tensor_outs)
-            diff = [o for o in outs if isinstance(o, Tensor)
-                    and id(o) not in ctx.non_differentiable]
-            for o in outs:
-                if isinstance(o, Tensor) and id(o) in ctx.dirty:
-                    o._grad_fn = None
-                    o._meta = None
-            attrs = {"ctx": ctx, "positions": positions, "n_args": len(args)}
-            node = add_node(cls._op, tensors, diff, attrs, ())
-            ctx._node = node
-            ctx._saved = tuple(
-                SavedTensor(t, any(t is o for o in diff)) if isinstance(t, Tensor) else t
-                for t in ctx._saved)
-            node.saved_something = bool(ctx._saved)
+        if not record:
+            return outputs
+        for o in outs:
+            if isinstance(o, Tensor) and id(o) in ctx.dirty and o.requires_grad \
+                    and o._grad_fn is None:
+                raise RuntimeError(
+                    f"{cls.__name__}: a leaf tensor that requires grad (shape "
+                    f"{tuple(o.shape)}) was modified in place by forward (mark_dirty); "
+                    f"clone() it before passing it in")
+        # an output that is an input returned as-is (not modified) becomes a new tensor
+        # sharing its storage, as torch returns a view: the input keeps its own history
+        outs = tuple(o.detach() if isinstance(o, Tensor) and id(o) not in ctx.dirty
+                     and any(o is t for t in tensors) else o for o in outs)
+        tensor_outs = [o for o in outs if isinstance(o, Tensor)]
+        attrs = {"ctx": ctx, "positions": positions, "n_args": len(args)}
+        node = add_node(cls._op, tensors, tensor_outs, attrs, ())
+        for o in tensor_outs:
+            if id(o) in ctx.non_differentiable:
+                o._meta, o._grad_fn = None, None  # its grad arrives as zeros
+        diff = [o for o in tensor_outs if o._grad_fn is node]
+        saved = ctx._saved
+        if saved:
+            node.ctx._inputs = [
+                None if t is None else SavedTensor(t, any(t is o for o in diff))
+                for t in saved]
+            node.saved_something = True
+        ctx._saved = None
         return outs[0] if single else outs
 
 

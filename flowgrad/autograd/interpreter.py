@@ -94,7 +94,7 @@ def add_node(op, inputs, outputs, attrs, aux):
             next_nodes.append(None)
             needs.append(False)
     node = FunctionNode(op.node_name, op, input_metas, next_nodes, input_infos)
-    ctx = node.ctx = CaptureState(node, attrs, needs)
+    ctx = node.ctx = CaptureState(attrs, needs)
     out_metas, out_infos = [], []
     for out in outputs:
         data = out._data

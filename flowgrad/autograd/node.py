@@ -45,13 +45,15 @@ class SavedTensor:
 class CaptureState:
     """What an op's gradient rule reads: saved tensors, attributes, which inputs need grad.
 
-    Attributes of the op call are readable as `ctx.<name>` (e.g. `ctx.dim`).
+    Attributes of the op call are readable as `ctx.<name>` (e.g. `ctx.dim`). `ctx.node` is
+    the node being run; it is set only while the rule runs, so that node -> ctx -> node is
+    never a reference cycle and a graph is freed by reference counting alone.
     """
 
     __slots__ = ("node", "_inputs", "_outputs", "attrs", "needs_input_grad", "aux")
 
-    def __init__(self, node, attrs, needs_input_grad):
-        self.node = node
+    def __init__(self, attrs, needs_input_grad):
+        self.node = None
         self.attrs = attrs
         self.needs_input_grad = needs_input_grad
         self._inputs = self._outputs = self.aux = None
@@ -80,7 +82,8 @@ class CaptureState:
         try:
             return self.attrs[name]
         except KeyError:
-            raise AttributeError(f"{self.node.name}: no saved attribute {name!r}") from None
+            where = self.node.name if self.node is not None else "capture state"
+            raise AttributeError(f"{where}: no saved attribute {name!r}") from None
 
 
 class FunctionNode:
@@ -107,7 +110,12 @@ class FunctionNode:
 
     def backward_fn(self, out_grads):
         """Run the op's gradient rule: incoming output grads -> grads of the inputs."""
-        return self.op.backward(self.ctx, *out_grads)
+        ctx = self.ctx
+        ctx.node = self
+        try:
+            return self.op.backward(ctx, *out_grads)
+        finally:
+            ctx.node = None
 
     def release(self):
         """Free saved tensors after a backward run without retain_graph."""
