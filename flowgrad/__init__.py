@@ -10,7 +10,10 @@ from . import (
     autograd,
     nn,  # noqa: E402,I001 - nn builds on everything above
     ops,
+    optim,
+    utils,
 )
+from . import linalg
 from .autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -23,12 +26,34 @@ from .dtypes import *  # noqa: F401,F403
 from .dtypes import dtype, get_default_dtype, promote_types, result_type, set_default_dtype
 from .ops.activation import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403
+from .ops.diag import *  # noqa: F401,F403
 from .ops.elementwise import *  # noqa: F401,F403
+from .ops.elementwise_more import *  # noqa: F401,F403
+from .ops.gather import *  # noqa: F401,F403
 from .ops.index import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
+from .ops.einsum import *  # noqa: F401,F403
+from .linalg import det, inv as inverse, logdet, slogdet  # noqa: F401
+from .ops.math import *  # noqa: F401,F403
 from .ops.reduce import *  # noqa: F401,F403
+from .ops.nn_misc import (  # noqa: F401 - torch.* has these with F's signature
+    alpha_dropout,
+    cdist,
+    cosine_similarity,
+    dropout,
+    feature_alpha_dropout,
+    pairwise_distance,
+)
+from .ops.normalization import group_norm, layer_norm, rms_norm  # noqa: F401
+from .ops.norm import *  # noqa: F401,F403
+from .ops.scan import *  # noqa: F401,F403
+from .ops.stats import *  # noqa: F401,F403
+from .ops.reorder import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403
+from .ops.sort import *  # noqa: F401,F403
+from .ops.split import *  # noqa: F401,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .serialization import load, save
 from .tensor import Size, Tensor
 
 __version__ = "0.1.0"

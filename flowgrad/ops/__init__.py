@@ -2,13 +2,29 @@
 Tensor methods. `REGISTRY` maps op names to their kernel and gradient rule."""
 from . import (  # noqa: F401 - imported to register their ops
     activation,
+    attention,
     creation,
+    einsum,
+    diag,
     elementwise,
+    elementwise_more,
+    gather,
     index,
     linalg,
     loss,
+    loss_more,
+    norm,
+    math,
+    nn_misc,
+    normalization,
+    pad,
     reduce,
+    scan,
+    reorder,
     shape,
+    stats,
+    sort,
+    split,
 )
 from .registry import REGISTRY, Op, op
 

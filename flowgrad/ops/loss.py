@@ -1,4 +1,7 @@
-"""Losses: cross_entropy (log_softmax + nll_loss), nll_loss, mse_loss.
+"""Losses over classes and regression losses: cross_entropy (a fused primitive for class
+indices: log_softmax and nll in one kernel), nll_loss, mse_loss, l1_loss, smooth_l1_loss,
+huber_loss. The rest are in loss_more.py (probabilities, margins, divergences) and
+loss_ctc.py.
 
 >>> import flowgrad as flow
 >>> logits = flow.zeros(2, 3, requires_grad=True)
@@ -7,35 +10,46 @@
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
+from ..autograd import grad_mode
 from ..tensor import Tensor
-from .activation import log_softmax
+from .activation import softmax
+from .elementwise import where
 from .registry import op
 
-__all__ = ["nll_loss", "cross_entropy", "mse_loss"]
+__all__ = ["nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-def _check_reduction(reduction, name):
+def check_reduction(reduction, name):
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{name}: {reduction!r} is not a valid value for reduction; use one "
                          f"of {_REDUCTIONS}")
 
 
-def _class_weights(x, target, weight, ignore_index):
+_check_reduction = check_reduction
+
+
+def reduce_loss(loss, reduction):
+    """Apply 'none' / 'mean' / 'sum' to a per-element loss."""
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.mean()
+
+
+def _class_weights(dtype, target, weight, ignore_index):
     """Per-sample weights (0 where target == ignore_index) and safe targets."""
     valid = target != ignore_index
     safe = np.where(valid, target, 0)
-    w = weight[safe] if weight is not None else np.ones(safe.shape, x.dtype)
-    return (w * valid).astype(x.dtype), safe
+    w = weight[safe] if weight is not None else np.ones(safe.shape, dtype)
+    return (w * valid).astype(dtype), safe
 
 
-@op("nll_loss")
-def _nll_loss(xp, x, *, target, weight, ignore_index, reduction):
-    w, safe = _class_weights(x, target, weight, ignore_index)
-    picked = xp.take_along_axis(x, xp.expand_dims(safe, 1), axis=1).squeeze(1)
+def _reduce_picked(xp, picked, w, reduction):
     loss = -w * picked
     if reduction == "none":
         return loss
@@ -44,40 +58,109 @@ def _nll_loss(xp, x, *, target, weight, ignore_index, reduction):
     return loss.sum() / w.sum()
 
 
-@_nll_loss.grad
-def _(ctx, dy):
-    shape = ctx.input_shapes[0]
+def _sample_coef(ctx, dy):
+    """d(loss)/d(picked log-prob) per sample, times dy: -w_i (scaled for 'mean')."""
     dtype = dy._data.dtype
-    w, safe = _class_weights(np.empty(0, dtype), ctx.target, ctx.weight, ctx.ignore_index)
+    w, safe = _class_weights(dtype, ctx.target, ctx.weight, ctx.ignore_index)
     if ctx.reduction == "mean":
         w = w / w.sum()
-    onehot = np.zeros(shape, dtype)
-    np.put_along_axis(onehot, np.expand_dims(safe, 1), np.expand_dims(-w, 1), axis=1)
-    if ctx.reduction == "none":
-        dy = dy.unsqueeze(1)
-    return Tensor._wrap(onehot) * dy
+    return dy * Tensor._wrap(w), safe
+
+
+# ---- nll_loss ------------------------------------------------------------------------------
+@op("nll_loss")
+def _nll_loss(xp, x, *, target, weight, ignore_index, reduction):
+    w, safe = _class_weights(x.dtype, target, weight, ignore_index)
+    picked = xp.take_along_axis(x, xp.expand_dims(safe, 1), axis=1).squeeze(1)
+    return _reduce_picked(xp, picked, w, reduction)
+
+
+@_nll_loss.grad
+def _(ctx, dy):
+    coef, safe = _sample_coef(ctx, dy)
+    hit = np.zeros(ctx.input_shapes[0], bool)
+    np.put_along_axis(hit, np.expand_dims(safe, 1), True, axis=1)
+    return where(Tensor._wrap(hit), -coef.unsqueeze(1), 0.0)
+
+
+# ---- cross_entropy with class indices: one fused kernel --------------------------------
+@op("cross_entropy", save="inputs")
+def _cross_entropy(xp, x, *, target, weight, ignore_index, reduction):
+    shifted = x - x.max(axis=1, keepdims=True)
+    logp = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
+    w, safe = _class_weights(x.dtype, target, weight, ignore_index)
+    picked = xp.take_along_axis(logp, xp.expand_dims(safe, 1), axis=1).squeeze(1)
+    return _reduce_picked(xp, picked, w, reduction), logp  # logp: aux, for the rule
+
+
+@_cross_entropy.grad
+def _(ctx, dy):
+    coef, safe = _sample_coef(ctx, dy)
+    coef = coef.unsqueeze(1)
+    hit = np.zeros(ctx.input_shapes[0], bool)
+    np.put_along_axis(hit, np.expand_dims(safe, 1), True, axis=1)
+    # d/dx of -w * log_softmax(x)[t] = w * (softmax(x) - onehot(t))
+    if grad_mode.is_grad_enabled():  # create_graph: softmax as a differentiable op
+        p = softmax(ctx.inputs[0], 1)
+    else:
+        p = ctx.aux[0].exp()
+    return p * coef - where(Tensor._wrap(hit), coef, 0.0)
+
+
+
+def _check_class_target(input, target, weight, ignore_index, name):
+    """Validate (N, C, d1, ...) input against (N, d1, ...) integer targets; return the 2D+
+    input, target array and weight array."""
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{name}: expected target to be a Tensor, got {type(target).__name__}")
+    if target._data.dtype.kind not in "iu":
+        raise RuntimeError(f"{name}: expected target of an integer dtype (class indices), "
+                           f"got {target.dtype}; use .long()")
+    if input._data.ndim == 0:
+        raise ValueError(f"{name}: input must have at least 1 dimension (C,) or (N, C, ...)")
+    x = input if input._data.ndim > 1 else input.unsqueeze(0)
+    t = target._data if input._data.ndim > 1 else target._data.reshape(-1)
+    if input._data.ndim == 1 and target._data.ndim != 0:
+        raise ValueError(f"{name}: for an unbatched input of shape {tuple(input.shape)} the "
+                         f"target must be a 0-D class index, got shape {tuple(target.shape)}")
+    expected = x._data.shape[:1] + x._data.shape[2:]
+    if t.shape != expected:
+        if t.shape[:1] != expected[:1]:
+            raise ValueError(f"{name}: expected input batch_size ({expected[0]}) to match "
+                             f"target batch_size ({t.shape[0] if t.ndim else 0}); input shape "
+                             f"{tuple(input.shape)}, target shape {tuple(target.shape)}")
+        raise ValueError(f"{name}: expected target of shape {expected} for input of shape "
+                         f"{tuple(input.shape)}, got target shape {tuple(target.shape)}")
+    n_classes = x._data.shape[1]
+    bad = (t != ignore_index) & ((t < 0) | (t >= n_classes))
+    if bad.any():
+        raise IndexError(f"{name}: target {int(t[bad][0])} is out of bounds for "
+                         f"{n_classes} classes (input shape {tuple(input.shape)})")
+    w = None
+    if weight is not None:
+        if tuple(weight.shape) != (n_classes,):
+            raise RuntimeError(f"{name}: weight tensor should be defined either for all "
+                               f"{n_classes} classes or no classes but got weight tensor of "
+                               f"shape: {list(weight.shape)}")
+        w = weight._data.astype(x._data.dtype, copy=False)
+    return x, t, w
+
+
+def _float_input(input, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}: expected input to be a Tensor, got {type(input).__name__}")
+    if input._data.dtype.kind not in "fV":
+        raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}")
+    return input
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log-likelihood of class indices `target` under log-probabilities `input`
-    (N, C, d1, ...)."""
-    _check_reduction(reduction, "nll_loss")
-    if target._data.dtype.kind not in "iu":
-        raise RuntimeError(f"nll_loss: expected target of an integer dtype (class indices), "
-                           f"got {target.dtype}; use .long()")
-    x = input if input._data.ndim > 1 else input.unsqueeze(0)
-    t = target._data if input._data.ndim > 1 else target._data.reshape(1)
-    if x._data.shape[:1] + x._data.shape[2:] != t.shape:
-        raise ValueError(f"nll_loss: expected target of shape "
-                         f"{tuple(x.shape[:1] + x.shape[2:])} for input of shape "
-                         f"{tuple(input.shape)}, got target shape {tuple(target.shape)}")
-    n_classes = x._data.shape[1]
-    bad = (t != ignore_index) & ((t < 0) | (t >= n_classes))
-    if bad.any():
-        raise IndexError(f"nll_loss: target {int(t[bad][0])} is out of bounds for "
-                         f"{n_classes} classes (input shape {tuple(input.shape)})")
-    w = weight._data if weight is not None else None
+    (N, C, d1, ...); 'mean' divides by the summed weights of the non-ignored targets."""
+    check_reduction(reduction, "nll_loss")
+    _float_input(input, "nll_loss")
+    x, t, w = _check_class_target(input, target, weight, ignore_index, "nll_loss")
     out = _nll_loss(x, target=t, weight=w, ignore_index=ignore_index, reduction=reduction)
     if reduction == "none" and input._data.ndim == 1:
         out = out.squeeze(0)
@@ -86,24 +169,75 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
-    """log_softmax over dim 1, then nll_loss with class indices."""
-    if target._data.dtype.kind == "f" or label_smoothing:
+    """Cross entropy between logits `input` (N, C, d1, ...) and class indices (N, d1, ...)
+    or class probabilities (the input's shape); with optional class weights, ignore_index
+    and label smoothing. Stable for large logits (log-sum-exp)."""
+    check_reduction(reduction, "cross_entropy")
+    _float_input(input, "cross_entropy")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got "
+                         f"{label_smoothing}")
+    if isinstance(target, Tensor) and target._data.dtype.kind in "fV" or label_smoothing:
         from .loss_more import cross_entropy_soft
 
         return cross_entropy_soft(input, target, weight, ignore_index, reduction,
                                   label_smoothing)
-    dim = 1 if input._data.ndim > 1 else 0
-    return nll_loss(log_softmax(input, dim), target, weight, ignore_index=ignore_index,
-                    reduction=reduction)
+    x, t, w = _check_class_target(input, target, weight, ignore_index, "cross_entropy")
+    out = _cross_entropy(x, target=t, weight=w, ignore_index=ignore_index,
+                         reduction=reduction)
+    if reduction == "none" and input._data.ndim == 1:
+        out = out.squeeze(0)
+    return out
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """Mean squared error (sum or per element with `reduction`)."""
-    _check_reduction(reduction, "mse_loss")
+# ---- regression losses -----------------------------------------------------------------------
+def _pair(input, target, name, reduction):
+    check_reduction(reduction, name)
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{name}: expected target to be a Tensor, got {type(target).__name__}")
     if input.shape != target.shape:
-        import warnings
+        warnings.warn(f"{name}: using a target size ({tuple(target.shape)}) that is different "
+                      f"to the input size ({tuple(input.shape)}); they will be broadcast, "
+                      f"which is likely wrong. Ensure they have the same size.", stacklevel=3)
+        try:
+            np.broadcast_shapes(tuple(input.shape), tuple(target.shape))
+        except ValueError:
+            raise RuntimeError(f"{name}: the size of input {tuple(input.shape)} and target "
+                               f"{tuple(target.shape)} must match (or broadcast)") from None
+    return input - target
 
-        warnings.warn(f"mse_loss: target size {tuple(target.shape)} differs from input size "
-                      f"{tuple(input.shape)}; they will be broadcast", stacklevel=2)
-    sq = (input - target) ** 2
-    return sq if reduction == "none" else sq.sum() if reduction == "sum" else sq.mean()
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error (sum or per element with `reduction`)."""
+    d = _pair(input, target, "mse_loss", reduction)
+    sq = d * d
+    return reduce_loss(sq * weight if weight is not None else sq, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error."""
+    d = _pair(input, target, "l1_loss", reduction).abs()
+    return reduce_loss(d * weight if weight is not None else d, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d**2 / beta where |d| < beta, else |d| - 0.5 beta (beta=0: l1_loss)."""
+    if beta < 0:
+        raise RuntimeError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+    d = _pair(input, target, "smooth_l1_loss", reduction)
+    a = d.abs()
+    if beta == 0:
+        return reduce_loss(a, reduction)
+    small = Tensor._wrap(a._data < beta)
+    return reduce_loss(where(small, d * d * (0.5 / beta), a - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d**2 where |d| < delta, else delta * (|d| - 0.5 delta)."""
+    if delta <= 0:
+        raise RuntimeError(f"huber_loss: delta must be positive, got {delta}")
+    d = _pair(input, target, "huber_loss", reduction)
+    a = d.abs()
+    small = Tensor._wrap(a._data < delta)
+    loss = where(small, d * d * 0.5, (a - 0.5 * delta) * delta)
+    return reduce_loss(loss * weight if weight is not None else loss, reduction)

@@ -1,0 +1,335 @@
+"""More losses, composed from differentiable ops (so every order of derivative comes from
+theirs): cross_entropy with probabilities or label smoothing, binary_cross_entropy (+ with
+logits), kl_div, poisson_nll_loss, gaussian_nll_loss, and the margin losses.
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([0.0, 0.0])
+>>> round(flow.nn.functional.binary_cross_entropy_with_logits(x, flow.ones(2)).item(), 4)
+0.6931
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ..tensor import Tensor
+from .activation import log_softmax, softplus
+from .elementwise import minimum, where
+from .loss import (
+    _check_class_target,
+    _float_input,
+    check_reduction,
+    nll_loss,
+    reduce_loss,
+)
+
+__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+           "poisson_nll_loss", "gaussian_nll_loss", "cosine_embedding_loss",
+           "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss",
+           "multi_margin_loss", "soft_margin_loss", "multilabel_soft_margin_loss"]
+
+
+def _class_view(t, ndim):
+    """A (C,) tensor viewed to broadcast along dim 1 of an ndim-D input."""
+    return t.reshape((1, -1) + (1,) * (ndim - 2)) if ndim > 1 else t
+
+
+# ---- cross_entropy with probabilities or label smoothing --------------------------------------
+def cross_entropy_soft(input, target, weight, ignore_index, reduction, label_smoothing):
+    """torch's cross_entropy for class-probability targets, and for class indices with
+    label_smoothing > 0 (the smoothed part normalised like nll_loss)."""
+    dim = 1 if input._data.ndim > 1 else 0
+    n_classes = input._data.shape[dim]
+    logp = log_softmax(input, dim)
+    if weight is not None and tuple(weight.shape) != (n_classes,):
+        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all "
+                           f"{n_classes} classes or no classes but got weight tensor of shape: "
+                           f"{list(weight.shape)}")
+    w = _class_view(weight.to(input.dtype), input._data.ndim) if weight is not None else None
+    if target._data.dtype.kind in "fV":
+        if tuple(target.shape) != tuple(input.shape):
+            raise ValueError(f"cross_entropy: class-probability target must have the input's "
+                             f"shape {tuple(input.shape)}, got {tuple(target.shape)}")
+        if ignore_index >= 0:
+            raise RuntimeError(f"cross_entropy: ignore_index ({ignore_index}) is not supported "
+                               f"for floating point (probability) targets")
+        t = target.to(input.dtype)
+        if label_smoothing > 0:
+            t = t * (1 - label_smoothing) + label_smoothing / n_classes
+        prod = logp * t if w is None else logp * t * w
+        if reduction == "none":
+            return -prod.sum(dim)
+        total = -prod.sum()
+        return total if reduction == "sum" else total / (input._data.size // n_classes)
+    x, t, wa = _check_class_target(input, target, weight, ignore_index, "cross_entropy")
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    smooth = -(logp * w).sum(dim) if w is not None else -logp.sum(dim)
+    ignored = target._data == ignore_index
+    if ignored.any():
+        smooth = where(Tensor._wrap(ignored), 0.0, smooth)
+    if reduction == "mean":
+        denom = wa[t[~ignored]].sum() if wa is not None else (~ignored).sum()
+        smooth = smooth.sum() / float(denom)
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_classes)
+
+
+# ---- binary cross entropy -----------------------------------------------------------------
+def _same_shape(input, target, name):
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{name}: expected target to be a Tensor, got {type(target).__name__}")
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"{name}: using a target size ({tuple(target.shape)}) that is "
+                         f"different to the input size ({tuple(input.shape)}) is deprecated. "
+                         f"Please ensure they have the same size.")
+    return target.to(input.dtype) if target._data.dtype != input._data.dtype else target
+
+
+def _broadcastable(t, shape, name, what):
+    if t is None:
+        return None
+    try:
+        np.broadcast_to(np.empty(tuple(t.shape), np.int8), tuple(shape))
+    except ValueError:
+        raise RuntimeError(f"{name}: {what} of shape {tuple(t.shape)} can't be broadcast to "
+                           f"the input's shape {tuple(shape)}") from None
+    return t
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """-(t log x + (1 - t) log(1 - x)), the logs clamped at -100 as torch does; input must be
+    probabilities in [0, 1]."""
+    check_reduction(reduction, "binary_cross_entropy")
+    x = _float_input(input, "binary_cross_entropy")
+    t = _same_shape(x, target, "binary_cross_entropy")
+    _broadcastable(weight, x.shape, "binary_cross_entropy", "weight")
+    data = x._data
+    if data.size and ((data < 0) | (data > 1) | np.isnan(data)).any():
+        bad = data[(data < 0) | (data > 1) | np.isnan(data)][0]
+        raise RuntimeError(f"binary_cross_entropy: all elements of input should be between 0 "
+                           f"and 1, got {float(bad)}; apply sigmoid first or use "
+                           f"binary_cross_entropy_with_logits")
+    log_x = x.log().clamp(min=-100.0)
+    log_1mx = (1.0 - x).log().clamp(min=-100.0)
+    loss = -(t * log_x + (1.0 - t) * log_1mx)
+    if weight is not None:
+        loss = loss * weight.to(x.dtype)
+    return reduce_loss(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
+                                     reduce=None, reduction="mean", pos_weight=None):
+    """BCE of sigmoid(input), computed stably: (1 - t) x + (1 + (pw - 1) t) softplus(-x).
+
+    >>> import flowgrad as flow
+    >>> F = flow.nn.functional
+    >>> F.binary_cross_entropy_with_logits(flow.tensor([1e4]), flow.tensor([0.0])).item()
+    10000.0
+    """
+    check_reduction(reduction, "binary_cross_entropy_with_logits")
+    x = _float_input(input, "binary_cross_entropy_with_logits")
+    if not isinstance(target, Tensor) or tuple(target.shape) != tuple(x.shape):
+        raise ValueError(f"binary_cross_entropy_with_logits: target size "
+                         f"({tuple(getattr(target, 'shape', ()))}) must be the same as input "
+                         f"size ({tuple(x.shape)})")
+    t = target.to(x.dtype) if target._data.dtype != x._data.dtype else target
+    _broadcastable(weight, x.shape, "binary_cross_entropy_with_logits", "weight")
+    _broadcastable(pos_weight, x.shape, "binary_cross_entropy_with_logits", "pos_weight")
+    sp = softplus(-x)  # -log(sigmoid(x)), linear for large -x: no overflow
+    if pos_weight is not None:
+        sp = sp * ((pos_weight.to(x.dtype) - 1.0) * t + 1.0)
+    loss = (1.0 - t) * x + sp
+    if weight is not None:
+        loss = loss * weight.to(x.dtype)
+    return reduce_loss(loss, reduction)
+
+
+# ---- divergences and likelihoods ---------------------------------------------------------------
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """KL(target || exp(input)) pointwise: target * (log target - input); input holds
+    log-probabilities. reduction='batchmean' divides the sum by the batch size."""
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"kl_div: {reduction!r} is not a valid value for reduction; use one of "
+                         f"('none', 'mean', 'sum', 'batchmean')")
+    x = _float_input(input, "kl_div")
+    t = target.to(x.dtype) if target._data.dtype != x._data.dtype else target
+    if log_target:
+        loss = t.exp() * (t - x)
+    else:
+        pos = Tensor._wrap(t._data > 0)
+        # xlogy: 0 * log 0 = 0, and no NaN gradient from the branch not taken
+        loss = where(pos, t * where(pos, t, 1.0).log(), 0.0) - t * x
+    if reduction == "batchmean":
+        return loss.sum() / (x._data.shape[0] if x._data.ndim else 1)
+    if reduction == "mean":
+        warnings.warn("kl_div: reduction='mean' divides the total loss by both the batch size "
+                      "and the support size; 'batchmean' gives the true KL divergence",
+                      stacklevel=2)
+    return reduce_loss(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """Poisson negative log-likelihood: exp(x) - t x (log_input) or x - t log(x + eps);
+    `full` adds Stirling's term for t > 1."""
+    check_reduction(reduction, "poisson_nll_loss")
+    x = _float_input(input, "poisson_nll_loss")
+    t = target.to(x.dtype) if target._data.dtype != x._data.dtype else target
+    loss = x.exp() - t * x if log_input else x - t * (x + eps).log()
+    if full:
+        big = Tensor._wrap(t._data > 1)
+        ts = where(big, t, 1.0)
+        stirling = ts * ts.log() - ts + (ts * (2 * math.pi)).log() * 0.5
+        loss = loss + where(big, stirling, 0.0)
+    return reduce_loss(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5 (log var + (input - target)^2 / var) (+ 0.5 log 2 pi when full); var is clamped at
+    eps for stability without blocking its gradient, as torch does."""
+    check_reduction(reduction, "gaussian_nll_loss")
+    x = _float_input(input, "gaussian_nll_loss")
+    if not isinstance(var, Tensor):
+        var = Tensor._wrap(np.full(tuple(x.shape), float(var), x._data.dtype))
+    if tuple(var.shape) != tuple(x.shape):
+        if tuple(x.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (tuple(x.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError(f"gaussian_nll_loss: var is of incorrect size {tuple(var.shape)} "
+                             f"for input of size {tuple(x.shape)}; use the input's shape, or "
+                             f"it without (or with 1 as) its last dim")
+    if (var._data < 0).any():
+        raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+    clamped = np.maximum(var._data, eps)
+    # the clamp shifts the value but passes the gradient straight through (torch's no_grad)
+    v = var + Tensor._wrap((clamped - var._data).astype(var._data.dtype))
+    d = x - target
+    loss = (v.log() + d * d / v) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return reduce_loss(loss, reduction)
+
+
+# ---- margin losses ----------------------------------------------------------------------------
+def _sign_target(target, name):
+    return Tensor._wrap(target._data == 1), Tensor._wrap(target._data == -1)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """1 - cos(x1, x2) where target is 1; max(0, cos(x1, x2) - margin) where it is -1."""
+    check_reduction(reduction, "cosine_embedding_loss")
+    if input1._data.ndim not in (1, 2) or input1.shape != input2.shape:
+        raise RuntimeError(f"cosine_embedding_loss: expected 1D or 2D inputs of one shape, got "
+                           f"{tuple(input1.shape)} and {tuple(input2.shape)}")
+    dim = input1._data.ndim - 1
+    if tuple(target.shape) != tuple(input1.shape[:dim]):
+        raise RuntimeError(f"cosine_embedding_loss: expected target of shape "
+                           f"{tuple(input1.shape[:dim])}, got {tuple(target.shape)}")
+    eps = 1e-12
+    prod = (input1 * input2).sum(dim)
+    denom = (((input1 * input1).sum(dim) + eps) * ((input2 * input2).sum(dim) + eps)).sqrt()
+    cos = prod / denom
+    is_pos, is_neg = _sign_target(target, "cosine_embedding_loss")
+    loss = where(is_pos, 1.0 - cos, 0.0) + where(is_neg, (cos - margin).clamp(min=0.0), 0.0)
+    return reduce_loss(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """max(0, -target * (x1 - x2) + margin)."""
+    check_reduction(reduction, "margin_ranking_loss")
+    if not (input1._data.ndim == input2._data.ndim == target._data.ndim):
+        raise RuntimeError(f"margin_ranking_loss: all input tensors should have the same "
+                           f"number of dims; got input1: {tuple(input1.shape)}, input2: "
+                           f"{tuple(input2.shape)}, target: {tuple(target.shape)}")
+    t = target.to(input1.dtype)
+    return reduce_loss((-t * (input1 - input2) + margin).clamp(min=0.0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """x where target is 1, max(0, margin - x) where it is -1."""
+    check_reduction(reduction, "hinge_embedding_loss")
+    t = target._data
+    loss = where(Tensor._wrap(t != 1), (margin - input).clamp(min=0.0), 0.0) + \
+        where(Tensor._wrap(t != -1), input, 0.0)
+    return reduce_loss(loss, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """max(0, d(a, p) - d(a, n) + margin), d the pairwise p-norm distance."""
+    from .nn_misc import pairwise_distance
+
+    check_reduction(reduction, "triplet_margin_loss")
+    nd = anchor._data.ndim
+    if not (nd == positive._data.ndim == negative._data.ndim) or nd not in (1, 2):
+        raise RuntimeError(f"triplet_margin_loss: expected anchor, positive and negative to "
+                           f"be 1D or 2D with the same number of dims, got "
+                           f"{tuple(anchor.shape)}, {tuple(positive.shape)}, "
+                           f"{tuple(negative.shape)}")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return reduce_loss((d_pos - d_neg + margin).clamp(min=0.0), reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """Multi-class hinge: sum over j != y of w[y] max(0, margin - x[y] + x[j])**p / C."""
+    check_reduction(reduction, "multi_margin_loss")
+    if p not in (1, 2):
+        raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got {p}")
+    x = _float_input(input, "multi_margin_loss")
+    x2 = x if x._data.ndim == 2 else x.unsqueeze(0)
+    if x._data.ndim not in (1, 2) or target._data.reshape(-1).shape[0] != x2._data.shape[0]:
+        raise ValueError(f"multi_margin_loss: expected input (N, C) or (C,) and target (N,) "
+                         f"or (), got input {tuple(x.shape)} and target {tuple(target.shape)}")
+    t = target._data.reshape(-1)
+    n, c = x2._data.shape
+    if t.dtype.kind not in "iu" or t.size and (t.min() < 0 or t.max() >= c):
+        raise IndexError(f"multi_margin_loss: target must hold class indices in [0, {c}), got "
+                         f"{t.tolist() if t.size < 10 else t.dtype}")
+    rows = np.arange(n)
+    picked = x2[Tensor._wrap(rows), Tensor._wrap(t)].unsqueeze(1)
+    z = (x2 - picked + margin).clamp(min=0.0)
+    if p == 2:
+        z = z * z
+    other = np.ones((n, c), bool)
+    other[rows, t] = False
+    z = where(Tensor._wrap(other), z, 0.0)
+    if weight is not None:
+        if tuple(weight.shape) != (c,):
+            raise RuntimeError(f"multi_margin_loss: weight must have shape ({c},), got "
+                               f"{tuple(weight.shape)}")
+        z = z * weight.to(x.dtype)[Tensor._wrap(t)].unsqueeze(1)
+    loss = z.sum(1) / c
+    if x._data.ndim == 1:
+        loss = loss.squeeze(0)
+    return reduce_loss(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target * input)), averaged over all elements."""
+    check_reduction(reduction, "soft_margin_loss")
+    t = _same_shape(input, target, "soft_margin_loss")
+    return reduce_loss(softplus(-t * input), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    """Per-class BCE-with-logits, averaged over the classes (last dim) of each sample."""
+    check_reduction(reduction, "multilabel_soft_margin_loss")
+    t = _same_shape(input, target, "multilabel_soft_margin_loss")
+    # -(t log sigmoid(x) + (1 - t) log sigmoid(-x)) = t softplus(-x) + (1 - t) softplus(x)
+    loss = t * softplus(-input) + (1.0 - t) * softplus(input)
+    if weight is not None:
+        loss = loss * weight.to(input.dtype)
+    c = input._data.shape[-1]
+    return reduce_loss(loss.sum(-1) / c, reduction)

@@ -1,0 +1,344 @@
+"""Embedding lookups, dropout, one_hot and distances: embedding, embedding_bag, dropout,
+dropout1d/2d/3d, alpha_dropout, feature_alpha_dropout, one_hot, cosine_similarity,
+pairwise_distance, cdist.
+
+Dropout masks come from flowgrad.random's generator (so `manual_seed` reproduces them); they
+are constants of the graph, and the op is one multiply (and add, for alpha dropout).
+
+>>> import flowgrad as flow
+>>> w = flow.eye(3, requires_grad=True)
+>>> flow.nn.functional.embedding(flow.tensor([2, 0]), w)
+tensor([[0., 0., 1.],
+        [1., 0., 0.]], grad_fn=<embedding_backward>)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd.interpreter import bump_version, run_inplace
+from ..random import numpy_generator
+from ..tensor import Tensor, _wrap_dim
+from .normalization import dist_norm
+from .registry import op
+
+__all__ = ["embedding", "embedding_bag", "dropout", "dropout1d", "dropout2d", "dropout3d",
+           "alpha_dropout", "feature_alpha_dropout", "one_hot", "cosine_similarity",
+           "pairwise_distance", "cdist"]
+
+
+# ---- embedding -----------------------------------------------------------------------------------
+@op("embedding")
+def _embedding(xp, weight, *, indices, padding_idx):
+    return weight[indices]
+
+
+@_embedding.grad
+def _(ctx, dy):
+    return _embedding_backward(dy, indices=ctx.indices, num_weights=ctx.input_shapes[0][0],
+                               padding_idx=ctx.padding_idx)
+
+
+@op("embedding_backward")
+def _embedding_backward(xp, dy, *, indices, num_weights, padding_idx):
+    dw = xp.zeros((num_weights,) + dy.shape[indices.ndim:], dy.dtype)
+    xp.add.at(dw, indices, dy)  # repeated indices sum their rows
+    if padding_idx is not None:
+        dw[padding_idx] = 0  # the padding row never learns
+    return dw
+
+
+@_embedding_backward.grad
+def _(ctx, ddw):
+    out = _embedding(ddw, indices=ctx.indices, padding_idx=None)
+    if ctx.padding_idx is not None:
+        keep = Tensor._wrap((ctx.indices != ctx.padding_idx).astype(ddw._data.dtype))
+        out = out * keep.reshape(ctx.indices.shape + (1,) * (out._data.ndim - ctx.indices.ndim))
+    return out
+
+
+def _indices(input, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}: expected input to be a Tensor of indices, got "
+                        f"{type(input).__name__}")
+    if input._data.dtype.kind not in "iu":
+        raise RuntimeError(f"{name}: expected indices of an integer dtype (Long or Int), got "
+                           f"{input.dtype}; use .long()")
+    return input._data
+
+
+def _padding_idx(padding_idx, n, name):
+    if padding_idx is None:
+        return None
+    if not -n <= padding_idx < n:
+        raise AssertionError(f"{name}: padding_idx must be within num_embeddings ({n}), got "
+                             f"{padding_idx}")
+    return padding_idx + n if padding_idx < 0 else padding_idx
+
+
+def _renorm_rows(weight, idx, max_norm, norm_type):
+    """torch's embedding_renorm_: rescale the looked-up rows of weight to norm <= max_norm,
+    in place and outside autograd."""
+    rows = np.unique(idx)
+    w = weight._data
+    norms = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
+    big = norms > max_norm
+    if big.any():
+        scale = max_norm / (norms[big] + 1e-7)
+        w[rows[big]] = (w[rows[big]] * scale[:, None]).astype(w.dtype)
+        bump_version(weight)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of `weight` (num_embeddings, dim) picked by the integer `input`; the
+    padding_idx row gets no gradient; with max_norm the picked rows are renormalised in
+    place first, as torch does."""
+    idx = _indices(input, "embedding")
+    if weight._data.ndim != 2:
+        raise RuntimeError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), "
+                           f"got shape {tuple(weight.shape)}")
+    n = weight._data.shape[0]
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        bad = idx[(idx < 0) | (idx >= n)][0]
+        raise IndexError(f"embedding: index {int(bad)} is out of range for weight with "
+                         f"{n} rows (shape {tuple(weight.shape)})")
+    idx = np.where(idx < 0, idx + n, idx) if idx.size and idx.min() < 0 else idx
+    pad = _padding_idx(padding_idx, n, "embedding")
+    if max_norm is not None:
+        _renorm_rows(weight, idx, max_norm, norm_type)
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding: scale_grad_by_freq=True is not supported")
+    return _embedding(weight, indices=idx, padding_idx=pad)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """Sum, mean or max of the embeddings in each bag. `input` is 2-D (B, L: fixed bags) or
+    1-D with `offsets` (start of each bag). Empty bags give zeros."""
+    idx = _indices(input, "embedding_bag")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights is only supported for "
+                                  f"mode='sum' (got mode={mode!r})")
+    if idx.ndim == 2:
+        if offsets is not None:
+            raise ValueError("embedding_bag: if input is 2D, then offsets has to be None, as "
+                             "input is treated is a mini-batch of fixed length sequences")
+        b, length = idx.shape
+        starts = np.arange(b) * length
+        ends = starts + length
+        flat = idx.reshape(-1)
+        psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
+    elif idx.ndim == 1:
+        if offsets is None:
+            raise ValueError("embedding_bag: offsets has to be a 1D Tensor but got None")
+        starts = np.asarray(offsets._data, np.int64).reshape(-1)
+        if starts.size == 0 or starts[0] != 0:
+            raise ValueError(f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence "
+                             f"in the mini-batch has to start from position 0, got "
+                             f"{starts[:1].tolist()}")
+        flat, psw = idx, per_sample_weights
+        if include_last_offset:
+            starts, ends = starts[:-1], np.minimum(starts[1:], flat.size)
+        else:
+            ends = np.append(starts[1:], flat.size)
+    else:
+        raise ValueError(f"embedding_bag: input has to be 1D or 2D Tensor, but got Tensor of "
+                         f"dimension {idx.ndim}")
+    n = weight._data.shape[0]
+    pad = _padding_idx(padding_idx, n, "embedding_bag")
+    lengths = ends - starts
+    emb = embedding(Tensor._wrap(flat), weight, max_norm=max_norm, norm_type=norm_type)
+    # pad the bags to one length: positions (bags, longest) into the flat rows, and a mask
+    longest = max(int(lengths.max()) if lengths.size else 0, 1)
+    pos = starts[:, None] + np.arange(longest)[None, :]
+    mask = np.arange(longest)[None, :] < lengths[:, None]
+    if pad is not None:
+        mask &= flat[np.minimum(pos, max(flat.size - 1, 0))] != pad
+    pos = np.where(mask, pos, 0)
+    if flat.size == 0:
+        return weight.new_zeros((starts.size, weight._data.shape[1]))
+    rows = emb[Tensor._wrap(pos)]  # (bags, longest, dim)
+    m = Tensor._wrap(mask[:, :, None])
+    if mode == "max":
+        from .elementwise import where
+
+        rows = where(m, rows, -math.inf).amax(1)
+        return where(Tensor._wrap(mask.any(1)[:, None]), rows, 0.0)
+    wts = Tensor._wrap(mask[:, :, None].astype(weight._data.dtype))
+    if psw is not None:
+        wts = wts * psw.to(weight.dtype)[Tensor._wrap(pos)].unsqueeze(-1)
+    total = (rows * wts).sum(1)
+    if mode == "sum":
+        return total
+    count = np.maximum(mask.sum(1, keepdims=True), 1).astype(weight._data.dtype)
+    return total / Tensor._wrap(count)
+
+
+# ---- dropout ------------------------------------------------------------------------------------
+def _check_p(p, name):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{name}: dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _noise(x, p, feature_dims, generator=None):
+    """Bernoulli(1 - p) keep-mask, per element or per (sample, channel) for feature dropout."""
+    shape = tuple(x.shape)
+    if feature_dims is not None:
+        batched = x._data.ndim == feature_dims + 2
+        lead = 2 if batched else 1
+        shape = shape[:lead] + (1,) * (len(shape) - lead)
+    keep = numpy_generator(generator).random(shape) >= p
+    return keep.astype(x._data.dtype)
+
+
+def _dropout_impl(input, p, training, inplace, name, alpha=False, feature_dims=None):
+    _check_p(p, name)
+    if not training or p == 0:
+        return input
+    if input._data.dtype.kind not in "fV":
+        raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}")
+    if feature_dims is not None and input._data.ndim not in (feature_dims + 1,
+                                                              feature_dims + 2):
+        raise RuntimeError(f"{name}: expected {feature_dims + 1}D or {feature_dims + 2}D "
+                           f"input, got input of shape {tuple(input.shape)}")
+
+    def apply(x):
+        if p == 1:
+            return x * 0.0
+        noise = _noise(x, p, feature_dims)
+        if not alpha:
+            return x * Tensor._wrap(noise / (1 - p))
+        # torch's alpha dropout keeps the SELU fixed point: mean 0, variance 1
+        a_const = 1.7580993408473766
+        a = 1.0 / math.sqrt((a_const * a_const * p + 1) * (1 - p))
+        b = (noise - 1) * (a_const * a) + a_const * a * p
+        return x * Tensor._wrap(noise * a) + Tensor._wrap(b.astype(x._data.dtype))
+
+    return run_inplace(name + "_", apply, input) if inplace else apply(input)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p (in training) and scale the rest by 1/(1-p).
+
+    >>> import flowgrad as flow
+    >>> x = flow.ones(4)
+    >>> bool((flow.nn.functional.dropout(x, 0.5, training=False) == x).all())
+    True
+    """
+    return _dropout_impl(input, p, training, inplace, "dropout")
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) or (C, L) input with probability p."""
+    return _dropout_impl(input, p, training, inplace, "dropout1d", feature_dims=1)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, H, W) or (C, H, W) input with probability p."""
+    return _dropout_impl(input, p, training, inplace, "dropout2d", feature_dims=2)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p."""
+    return _dropout_impl(input, p, training, inplace, "dropout3d", feature_dims=3)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for SELU networks: dropped values go to SELU's negative saturation, then an
+    affine map keeps mean and variance."""
+    return _dropout_impl(input, p, training, inplace, "alpha_dropout", alpha=True)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout of whole channels (dims 0 and 1 of the input keep their own mask)."""
+    _check_p(p, "feature_alpha_dropout")
+    if training and p and input._data.ndim < 2:
+        raise RuntimeError(f"feature_alpha_dropout: expected at least 2D input, got input of "
+                           f"shape {tuple(input.shape)}")
+    return _dropout_impl(input, p, training, inplace, "feature_alpha_dropout", alpha=True,
+                         feature_dims=max(input._data.ndim - 2, 0))
+
+
+# ---- one_hot ------------------------------------------------------------------------------
+def one_hot(tensor, num_classes=-1):
+    """int64 one-hot encoding along a new last dim (num_classes=-1: max + 1)."""
+    idx = _indices(tensor, "one_hot")
+    if idx.size and idx.min() < 0:
+        raise RuntimeError(f"one_hot: class values must be non-negative, got {int(idx.min())}")
+    if num_classes == -1:
+        if idx.size == 0:
+            raise RuntimeError("one_hot: can not infer total number of classes from empty "
+                               "tensor; pass num_classes")
+        num_classes = int(idx.max()) + 1
+    if idx.size and idx.max() >= num_classes:
+        raise RuntimeError(f"one_hot: class values must be smaller than num_classes "
+                           f"({num_classes}), got {int(idx.max())}")
+    out = (idx[..., None] == np.arange(num_classes)).astype(np.int64)
+    return Tensor._wrap(out)
+
+
+# ---- distances ------------------------------------------------------------------------------
+def _float_pair(x1, x2, name):
+    from .elementwise import _promote_pair
+
+    a, b = _promote_pair(x1, x2, name)
+    if a._data.dtype.kind not in "fV":
+        a, b = a.to(_dt.get_default_dtype()), b.to(_dt.get_default_dtype())
+    return a, b
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along dim (broadcasting)."""
+    a, b = _float_pair(x1, x2, "cosine_similarity")
+    shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    a, b = a.expand(*shape), b.expand(*shape)
+    d = _wrap_dim(dim, len(shape), "cosine_similarity")
+    na = dist_norm(a, 2, d, keepdim=True).clamp(min=eps)
+    nb = dist_norm(b, 2, d, keepdim=True).clamp(min=eps)
+    return ((a / na) * (b / nb)).sum(d)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p along the last dim (broadcasting)."""
+    a, b = _float_pair(x1, x2, "pairwise_distance")
+    diff = a - b + eps
+    if diff._data.ndim == 0:
+        diff = diff.unsqueeze(0)
+    return dist_norm(diff, p, -1, keepdim=keepdim)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """p-norm distances between each row of x1 (B, P, M) and each row of x2 (B, R, M).
+
+    For p=2 with more than 25 rows on a side, uses ||a||^2 + ||b||^2 - 2 a.b (matmul) as
+    torch does by default; otherwise the direct differences.
+    """
+    if x1._data.ndim < 2 or x2._data.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: "
+                           f"{x1._data.ndim}D, X2 got: {x2._data.ndim}D")
+    if x1._data.shape[-1] != x2._data.shape[-1]:
+        raise RuntimeError(f"cdist: X1 and X2 must have the same number of columns. X1: "
+                           f"{x1._data.shape[-1]} X2: {x2._data.shape[-1]}")
+    if p < 0:
+        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    modes = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+             "donot_use_mm_for_euclid_dist")
+    if compute_mode not in modes:
+        raise ValueError(f"cdist: {compute_mode!r} is not a valid value for compute_mode; "
+                         f"use one of {modes}")
+    a, b = _float_pair(x1, x2, "cdist")
+    rows1, rows2 = a._data.shape[-2], b._data.shape[-2]
+    use_mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or (
+        compute_mode == modes[0] and (rows1 > 25 or rows2 > 25)))
+    if use_mm:
+        sq = (a * a).sum(-1, keepdim=True) + (b * b).sum(-1).unsqueeze(-2) \
+            - 2 * (a @ b.transpose(-1, -2))
+        return sq.clamp(min=1e-30).sqrt()
+    diff = a.unsqueeze(-2) - b.unsqueeze(-3)
+    return dist_norm(diff, p, -1)

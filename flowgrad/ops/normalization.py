@@ -1,0 +1,349 @@
+"""Normalisation layers' functional forms: batch_norm, instance_norm, layer_norm, group_norm,
+rms_norm, local_response_norm, normalize.
+
+batch/instance/layer/group norm share one fused primitive, `norm_affine`: mean and variance
+over `axes`, normalise, then scale and shift, in one kernel. Its rule runs a fused NumPy
+backward (`norm_affine_backward`) for a plain backward; under create_graph it writes the same
+formula with flowgrad ops, so higher derivatives come out by construction.
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([[1.0, 3.0]])
+>>> flow.nn.functional.layer_norm(x, (2,))
+tensor([[-1.0000,  1.0000]])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd import grad_mode
+from ..autograd.interpreter import bump_version
+from ..tensor import Tensor, _wrap_dim
+from .registry import op
+
+__all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
+           "local_response_norm", "normalize"]
+
+
+# ---- the fused primitive ---------------------------------------------------------------------
+@op("norm_affine", save="inputs")
+def _norm_affine(xp, x, *wb, axes, eps, has_w, has_b):
+    mean = x.mean(axis=axes, keepdims=True)
+    xc = x - mean
+    var = (xc * xc).mean(axis=axes, keepdims=True)
+    rstd = (1.0 / xp.sqrt(var + eps)).astype(x.dtype, copy=False)
+    y = xc * rstd
+    if has_w:
+        y *= wb[0]
+    if has_b:
+        y += wb[1 if has_w else 0]
+    return y, mean, rstd  # mean and rstd: aux outputs kept for the rule
+
+
+@_norm_affine.grad
+def _(ctx, dy):
+    x, *wb = ctx.inputs
+    w = wb[0] if ctx.has_w else None
+    need = ctx.needs_input_grad
+    need_w = bool(ctx.has_w and need[1])
+    need_b = bool(ctx.has_b and need[-1])
+    axes = ctx.axes
+    if not grad_mode.is_grad_enabled():  # plain backward: one fused NumPy pass
+        mean, rstd = ctx.aux
+        args = (x, mean, rstd, dy) + ((w,) if w is not None else ())
+        dx, dw, db = _norm_affine_backward(*args, axes=axes, need_w=need_w, need_b=need_b)
+    else:  # create_graph: the same formula in flowgrad ops, differentiable in x and w
+        mean = x.mean(axes, keepdim=True)
+        xc = x - mean
+        rstd = ((xc * xc).mean(axes, keepdim=True) + ctx.eps).rsqrt()
+        xhat = xc * rstd
+        g = dy * w if w is not None else dy
+        dx = rstd * (g - g.mean(axes, keepdim=True) - xhat * (g * xhat).mean(axes, keepdim=True))
+        dw = dy * xhat if need_w else None
+        db = dy
+    grads = [dx if need[0] else None]
+    if ctx.has_w:
+        grads.append(dw if need_w else None)
+    if ctx.has_b:
+        grads.append(db if need_b else None)
+    return tuple(grads)
+
+
+@op("norm_affine_backward", n_out=3, differentiable=False)
+def _norm_affine_backward(xp, x, mean, rstd, dy, *w, axes, need_w, need_b):
+    xhat = (x - mean) * rstd
+    g = dy * w[0] if w else dy
+    dx = rstd * (g - g.mean(axis=axes, keepdims=True)
+                 - xhat * (g * xhat).mean(axis=axes, keepdims=True))
+    empty = xp.zeros((0,), x.dtype)
+    # dw/db come back in x's shape; the engine sums them down to the parameter's shape
+    return dx, (dy * xhat if need_w else empty), (dy if need_b else empty)
+
+
+def _as_float(x, name):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: expected input to be a Tensor, got {type(x).__name__}")
+    if x._data.dtype.kind not in "fV":
+        raise RuntimeError(f"{name}: expected a floating point input, got {x.dtype}; call "
+                           f".float() first")
+    return x
+
+
+def _param(t, size, shape, name, what):
+    """Check a per-channel parameter (weight, bias, running stat) and view it as `shape`."""
+    if t is None:
+        return None
+    if tuple(t.shape) != tuple(size):
+        raise RuntimeError(f"{name}: expected {what} of shape {tuple(size)}, got "
+                           f"{tuple(t.shape)}")
+    return t.reshape(shape) if tuple(shape) != tuple(size) else t
+
+
+def _affine_normalize(x, axes, eps, w, b):
+    wb = tuple(t for t in (w, b) if t is not None)
+    if any(t._data.dtype != x._data.dtype for t in wb):
+        wb = tuple(t.to(x.dtype) for t in wb)
+    return _norm_affine(x, *wb, axes=axes, eps=float(eps), has_w=w is not None,
+                        has_b=b is not None)
+
+
+# ---- batch_norm and instance_norm ---------------------------------------------------------
+def _update_running(running, new, momentum):
+    """running <- (1 - momentum) * running + momentum * new, in place (no autograd)."""
+    data = running._data
+    data[...] = (1 - momentum) * data + momentum * new.astype(data.dtype)
+    bump_version(running)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) over the batch and spatial dims.
+
+    Training: batch statistics; running_mean/running_var (if given) are updated in place with
+    `momentum` and the unbiased batch variance, as torch does. Eval: the running statistics.
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor([[1.0], [3.0]])
+    >>> flow.nn.functional.batch_norm(x, None, None, training=True)
+    tensor([[-1.0000],
+            [ 1.0000]])
+    """
+    x = _as_float(input, "batch_norm")
+    if x._data.ndim < 2:
+        raise ValueError(f"batch_norm: expected 2D or more input (N, C, ...), got input of "
+                         f"shape {tuple(x.shape)}")
+    c = x._data.shape[1]
+    bshape = (1, c) + (1,) * (x._data.ndim - 2)
+    w = _param(weight, (c,), bshape, "batch_norm", "weight")
+    b = _param(bias, (c,), bshape, "batch_norm", "bias")
+    for t, what in ((running_mean, "running_mean"), (running_var, "running_var")):
+        _param(t, (c,), (c,), "batch_norm", what)
+    axes = (0,) + tuple(range(2, x._data.ndim))
+    if training:
+        count = x._data.size // c
+        if count <= 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when "
+                             f"training, got input size {tuple(x.shape)}")
+        out = _affine_normalize(x, axes, eps, w, b)
+        if running_mean is not None or running_var is not None:
+            data = x._data.astype(np.float64)
+            if running_mean is not None:
+                _update_running(running_mean, data.mean(axis=axes), momentum)
+            if running_var is not None:
+                _update_running(running_var, data.var(axis=axes) * count / (count - 1),
+                                momentum)
+        return out
+    if running_mean is None or running_var is None:
+        raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
+                           "evaluation mode (training=False)")
+    rm = running_mean.reshape(bshape).to(x.dtype)
+    rv = running_var.reshape(bshape).to(x.dtype)
+    y = (x - rm) * (rv + eps).rsqrt()
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return y
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each (sample, channel) over its spatial dims; running stats, if given, are
+    updated with the batch-averaged instance statistics."""
+    x = _as_float(input, "instance_norm")
+    if x._data.ndim < 3:
+        raise ValueError(f"instance_norm: expected 3D or more input (N, C, L, ...), got "
+                         f"input of shape {tuple(x.shape)}")
+    if not use_input_stats:
+        return batch_norm(x, running_mean, running_var, weight, bias, False, momentum, eps)
+    c = x._data.shape[1]
+    bshape = (1, c) + (1,) * (x._data.ndim - 2)
+    w = _param(weight, (c,), bshape, "instance_norm", "weight")
+    b = _param(bias, (c,), bshape, "instance_norm", "bias")
+    axes = tuple(range(2, x._data.ndim))
+    out = _affine_normalize(x, axes, eps, w, b)
+    if running_mean is not None or running_var is not None:
+        data = x._data.astype(np.float64)
+        count = int(np.prod([x._data.shape[a] for a in axes]))
+        if running_mean is not None:
+            _update_running(running_mean, data.mean(axis=axes).mean(0), momentum)
+        if running_var is not None:
+            var = data.var(axis=axes) * count / max(count - 1, 1)
+            _update_running(running_var, var.mean(0), momentum)
+    return out
+
+
+# ---- layer_norm, group_norm, rms_norm ----------------------------------------------------
+def _normalized_shape(x, normalized_shape, name):
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
+        tuple(int(s) for s in normalized_shape)
+    if len(shape) == 0 or len(shape) > x._data.ndim or \
+            tuple(x.shape[x._data.ndim - len(shape):]) != shape:
+        raise RuntimeError(f"{name}: given normalized_shape={list(shape)}, expected input "
+                           f"with shape [*, {', '.join(map(str, shape))}], but got input of "
+                           f"size {list(x.shape)}")
+    return shape
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last len(normalized_shape) dims, then scale by weight and shift by
+    bias (both of normalized_shape).
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.layer_norm(flow.tensor([[0.0, 2.0, 4.0]]), 3).shape
+    flowgrad.Size([1, 3])
+    """
+    x = _as_float(input, "layer_norm")
+    shape = _normalized_shape(x, normalized_shape, "layer_norm")
+    w = _param(weight, shape, shape, "layer_norm", "weight")
+    b = _param(bias, shape, shape, "layer_norm", "bias")
+    axes = tuple(range(x._data.ndim - len(shape), x._data.ndim))
+    return _affine_normalize(x, axes, eps, w, b)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Split the channels (dim 1) into num_groups groups and normalise each group of each
+    sample; then a per-channel weight and bias."""
+    x = _as_float(input, "group_norm")
+    if x._data.ndim < 2:
+        raise RuntimeError(f"group_norm: expected at least 2 dims (N, C, ...), got input of "
+                           f"shape {tuple(x.shape)}")
+    n, c = x._data.shape[:2]
+    if num_groups <= 0 or c % num_groups:
+        raise RuntimeError(f"group_norm: expected number of channels in input to be "
+                           f"divisible by num_groups, but got input of shape "
+                           f"{tuple(x.shape)} and num_groups={num_groups}")
+    bshape = (1, c) + (1,) * (x._data.ndim - 2)
+    w = _param(weight, (c,), bshape, "group_norm", "weight")
+    b = _param(bias, (c,), bshape, "group_norm", "bias")
+    y = _affine_normalize(x.reshape(n, num_groups, -1), (2,), eps, None, None)
+    y = y.reshape(tuple(x.shape))
+    if w is not None:
+        y = y * w.to(x.dtype)
+    if b is not None:
+        y = y + b.to(x.dtype)
+    return y
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x**2 over the last dims) + eps) * weight; eps defaults to the dtype's
+    machine epsilon, as torch."""
+    x = _as_float(input, "rms_norm")
+    shape = _normalized_shape(x, normalized_shape, "rms_norm")
+    w = _param(weight, shape, shape, "rms_norm", "weight")
+    if eps is None:
+        eps = float(np.finfo(x._data.dtype).eps) if x._data.dtype.kind == "f" else 2.0 ** -7
+    dims = tuple(range(x._data.ndim - len(shape), x._data.ndim))
+    y = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
+    return y * w.to(x.dtype) if w is not None else y
+
+
+# ---- local_response_norm and normalize ---------------------------------------------------------
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha/size * sum of x**2 over `size` neighbouring channels) ** beta."""
+    from .shape import cat
+
+    x = _as_float(input, "local_response_norm")
+    if x._data.ndim < 3:
+        raise ValueError(f"local_response_norm: expected 3D or higher dimensionality input, "
+                         f"got input of shape {tuple(x.shape)}")
+    if size <= 0:
+        raise ValueError(f"local_response_norm: size must be positive, got {size}")
+    c = x._data.shape[1]
+    sq = x * x
+    lo, hi = size // 2, (size - 1) // 2
+    pad_shape = list(x.shape)
+    parts = []
+    if lo:
+        pad_shape[1] = lo
+        parts.append(sq.new_zeros(tuple(pad_shape)))
+    parts.append(sq)
+    if hi:
+        pad_shape[1] = hi
+        parts.append(sq.new_zeros(tuple(pad_shape)))
+    padded = cat(parts, dim=1) if len(parts) > 1 else sq
+    window = padded[:, 0:c]
+    for tap in range(1, size):  # a handful of channel taps, each one vectorised op
+        window = window + padded[:, tap:tap + c]
+    div = (window * (alpha / size) + k) ** beta
+    return x / div
+
+
+@op("dist_norm", save="inputs outputs")
+def _dist_norm(xp, x, *, p, dim, keepdim):
+    a = xp.abs(x)
+    if p == 2:
+        r = xp.sqrt((x * x).sum(axis=dim, keepdims=keepdim))
+    elif p == 1:
+        r = a.sum(axis=dim, keepdims=keepdim)
+    elif p == math.inf:
+        r = a.max(axis=dim, keepdims=keepdim)
+    elif p == -math.inf:
+        r = a.min(axis=dim, keepdims=keepdim)
+    elif p == 0:
+        r = (a != 0).sum(axis=dim, keepdims=keepdim)
+    else:
+        r = (a ** p).sum(axis=dim, keepdims=keepdim) ** (1.0 / p)
+    return xp.asarray(r, dtype=x.dtype)
+
+
+@_dist_norm.grad
+def _(ctx, dy):
+    from .elementwise import where
+
+    (x,), n, p = ctx.inputs, ctx.out, ctx.p
+    if not ctx.keepdim:
+        dy, n = dy.unsqueeze(ctx.dim), n.unsqueeze(ctx.dim)
+    if p == 0:
+        return dy * x * 0.0
+    if p == 1:
+        return dy * x.sign()
+    zero = Tensor._wrap(n._data == 0)
+    safe_n = where(zero, 1.0, n)  # torch's convention: the norm's gradient at 0 is 0
+    if p == 2:
+        return dy * x / safe_n
+    if p in (math.inf, -math.inf):
+        hit = Tensor._wrap((np.abs(x._data) == n._data).astype(x._data.dtype))
+        return dy * x.sign() * hit / hit.sum(ctx.dim, keepdim=True)
+    return dy * x.sign() * x.abs() ** (p - 1) / safe_n ** (p - 1)
+
+
+def dist_norm(x, p, dim, keepdim=False):
+    """The p-norm of x along one dim (p = 2, 1, inf, -inf, 0 or any other real), with a zero
+    gradient where the norm is zero (the distance functions' convention)."""
+    return _dist_norm(x, p=float(p), dim=_wrap_dim(dim, x._data.ndim, "norm"), keepdim=keepdim)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p along dim, eps).
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.normalize(flow.tensor([[3.0, 4.0]]))
+    tensor([[0.6000, 0.8000]])
+    """
+    x = _as_float(input, "normalize")
+    if x._data.ndim == 0:
+        raise IndexError("normalize: input must have at least one dimension")
+    denom = dist_norm(x, p, dim, keepdim=True).clamp(min=eps)
+    return x / denom

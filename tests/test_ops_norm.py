@@ -1,0 +1,128 @@
+"""Normalisation ops against torch (forward and grads) and by float64 finite differences to
+second order; running-statistics updates; bad arguments. One line per case."""
+import numpy as np
+import pytest
+import torch
+from helpers import Positive, check, gradcheck
+
+import flowgrad as flow
+
+RM = np.array([0.1, -0.2, 0.3])
+RV = np.array([0.5, 1.5, 2.0])
+
+
+def F(m):
+    return m.nn.functional
+
+
+def _bn_eval(m, x, w, b):
+    rm, rv = m.tensor(RM, dtype=x.dtype), m.tensor(RV, dtype=x.dtype)
+    return F(m).batch_norm(x, rm, rv, w, b, training=False)
+
+
+CASES = [
+    ("layer_norm", lambda m, x, w, b: F(m).layer_norm(x, (4,), w, b), (3, 4), (4,), (4,)),
+    ("layer_norm_2d", lambda m, x: F(m).layer_norm(x, (2, 3), eps=1e-3), (2, 2, 3)),
+    ("layer_norm_w", lambda m, x, w: F(m).layer_norm(x, [3], w), (2, 3), (3,)),
+    ("batch_norm_train", lambda m, x, w, b: F(m).batch_norm(x, None, None, w, b, True),
+     (4, 3, 2), (3,), (3,)),
+    ("batch_norm_train_2d", lambda m, x: F(m).batch_norm(x, None, None, training=True),
+     (5, 3)),
+    ("batch_norm_eval", _bn_eval, (4, 3), (3,), (3,)),
+    ("instance_norm", lambda m, x, w, b: F(m).instance_norm(x, weight=w, bias=b),
+     (2, 3, 4), (3,), (3,)),
+    ("group_norm", lambda m, x, w, b: F(m).group_norm(x, 2, w, b), (2, 4, 3), (4,), (4,)),
+    ("group_norm_plain", lambda m, x: F(m).group_norm(x, 3), (2, 3, 2, 2)),
+    ("rms_norm", lambda m, x, w: F(m).rms_norm(x, (4,), w), (3, 4), (4,)),
+    ("rms_norm_eps", lambda m, x: F(m).rms_norm(x, (2, 3), eps=1e-3), (2, 2, 3)),
+    ("local_response_norm", lambda m, x: F(m).local_response_norm(x, 3), (2, 5, 3)),
+    ("local_response_norm_even", lambda m, x: F(m).local_response_norm(x, 2, 0.1, 0.5, 2.0),
+     (2, 4, 3)),
+    ("normalize", lambda m, x: F(m).normalize(x), (3, 4)),
+    ("normalize_p1", lambda m, x: F(m).normalize(x, p=1, dim=0), (3, 4)),
+    ("normalize_p3", lambda m, x: F(m).normalize(x, p=3, dim=-1), (3, 4)),
+    ("normalize_inf", lambda m, x: F(m).normalize(x, p=float("inf")), (3, 4)),
+    ("flow_layer_norm", lambda m, x: m.layer_norm(x, (4,)), (2, 4)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_against_torch(case):
+    name, fn, *specs = case
+    check(fn, *specs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_finite_differences(case):
+    name, fn, *specs = case
+    gradcheck(fn, *specs)
+
+
+def test_layer_norm_large_input_fp32():
+    check(lambda m, x, w, b: F(m).layer_norm(x, (64,), w, b), (32, 64), (64,), (64,))
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5)])
+def test_batch_norm_running_stats(training, shape):
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    stats = {}
+    for m in (flow, torch):
+        rm, rv = m.tensor(RM.astype(np.float32)), m.tensor(RV.astype(np.float32))
+        y = F(m).batch_norm(m.tensor(x), rm, rv, training=training, momentum=0.3)
+        stats[m] = (y.numpy(), rm.numpy(), rv.numpy())
+    for ours, theirs in zip(stats[flow], stats[torch]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_instance_norm_running_stats():
+    x = np.random.default_rng(2).standard_normal((2, 3, 4)).astype(np.float32)
+    out = {}
+    for m in (flow, torch):
+        rm, rv = m.tensor(RM.astype(np.float32)), m.tensor(RV.astype(np.float32))
+        F(m).instance_norm(m.tensor(x), rm, rv, momentum=0.2)
+        out[m] = (rm.numpy(), rv.numpy())
+    for ours, theirs in zip(out[flow], out[torch]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_batch_norm_running_stats_bump_version():
+    rm = flow.zeros(3)
+    before = rm._version_value
+    F(flow).batch_norm(flow.randn(4, 3), rm, None, training=True)
+    assert rm._version_value > before
+
+
+BAD = [
+    ("layer_norm_shape", lambda: F(flow).layer_norm(flow.randn(2, 3), (4,)),
+     RuntimeError, "layer_norm: given normalized_shape"),
+    ("layer_norm_weight", lambda: F(flow).layer_norm(flow.randn(2, 3), (3,), flow.ones(2)),
+     RuntimeError, r"layer_norm: expected weight of shape \(3,\)"),
+    ("batch_norm_one_value", lambda: F(flow).batch_norm(flow.randn(1, 3), None, None,
+                                                        training=True),
+     ValueError, "more than 1 value per channel"),
+    ("batch_norm_eval_no_stats", lambda: F(flow).batch_norm(flow.randn(2, 3), None, None),
+     RuntimeError, "running_mean and running_var must be defined"),
+    ("batch_norm_bias", lambda: F(flow).batch_norm(flow.randn(2, 3), None, None,
+                                                   bias=flow.ones(4), training=True),
+     RuntimeError, r"batch_norm: expected bias of shape \(3,\), got \(4,\)"),
+    ("group_norm_groups", lambda: F(flow).group_norm(flow.randn(2, 4, 3), 3),
+     RuntimeError, "divisible by num_groups.*num_groups=3"),
+    ("instance_norm_2d", lambda: F(flow).instance_norm(flow.randn(2, 3)),
+     ValueError, "instance_norm: expected 3D"),
+    ("layer_norm_int", lambda: F(flow).layer_norm(flow.tensor([[1, 2]]), (2,)),
+     RuntimeError, "layer_norm: expected a floating point input"),
+    ("lrn_2d", lambda: F(flow).local_response_norm(flow.randn(2, 3), 2),
+     ValueError, "local_response_norm: expected 3D"),
+]
+
+
+@pytest.mark.parametrize("case", BAD, ids=[c[0] for c in BAD])
+def test_bad_arguments(case):
+    name, fn, exc, match = case
+    with pytest.raises(exc, match=match):
+        fn()
+
+
+def test_norm_positive_var_input():
+    check(lambda m, x: F(m).layer_norm(x * 100.0, (3,)), Positive((2, 3)))
