@@ -1,0 +1,686 @@
+"""nn.Module: the base class of layers. Attributes that are Parameters, buffers or Modules
+are registered on assignment, so `parameters()`, `state_dict()`, `to()` and `train()` find
+them; `__call__` runs forward pre-hooks, `forward`, forward hooks and sets up backward hooks.
+
+>>> import flowgrad as flow
+>>> class Affine(flow.nn.Module):
+...     def __init__(self):
+...         super().__init__()
+...         self.scale = flow.nn.Parameter(flow.ones(2))
+...         self.register_buffer("shift", flow.zeros(2))
+...     def forward(self, x):
+...         return x * self.scale + self.shift
+>>> m = Affine()
+>>> [n for n, _ in m.named_parameters()], list(m.state_dict())
+(['scale'], ['scale', 'shift'])
+"""
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd.function import Function
+from ..autograd.grad_mode import no_grad
+from ..autograd.interpreter import bump_version
+from ..tensor import Tensor
+from .parameter import Parameter
+
+__all__ = ["Module", "RemovableHandle"]
+
+
+class RemovableHandle:
+    """Returned by the hook registrations; `remove()` unregisters the hook."""
+
+    _next_id = itertools.count()
+
+    def __init__(self, *hook_dicts):
+        self.id = next(RemovableHandle._next_id)
+        self._dicts = hook_dicts
+
+    def remove(self):
+        for d in self._dicts:
+            d.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What `load_state_dict` returns: the keys it missed and the keys it did not use."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return (f"_IncompatibleKeys(missing_keys={self.missing_keys}, "
+                f"unexpected_keys={self.unexpected_keys})")
+
+    __str__ = __repr__
+
+
+def _addindent(s, n):
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
+
+
+def _type_name(value):
+    return type(value).__module__ + "." + type(value).__qualname__
+
+
+def _as_array(value, key):
+    """A state-dict value as a NumPy array: flowgrad or torch tensors, arrays, numbers."""
+    if isinstance(value, Tensor):
+        return value._data
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
+        return value.detach().cpu().numpy()
+    try:
+        return np.asarray(value)
+    except Exception as e:  # noqa: BLE001 - reported with the key
+        raise TypeError(f"state_dict value for {key!r} is a {type(value).__name__}, which "
+                        f"cannot be converted to an array; pass tensors or arrays") from e
+
+
+class _HookState:
+    """What one call's backward hooks share between the output and the input boundary."""
+
+    def __init__(self, module, n_args, input_positions, input_needs):
+        self.module = module
+        self.n_args = n_args
+        self.input_positions = input_positions  # arg index of each wrapped tensor
+        self.input_needs = input_needs
+        self.grad_outputs = None
+
+
+class _BackwardHookIdentity(Function):
+    """Identity on a set of tensors; its backward is where module backward hooks run."""
+
+    @staticmethod
+    def forward(ctx, state, at_output, *tensors):
+        ctx.state, ctx.at_output = state, at_output
+        return tuple(t.detach() for t in tensors)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        state, module = ctx.state, ctx.state.module
+        if ctx.at_output:
+            grads = tuple(grads)
+            for hook in list(module._backward_pre_hooks.values()):
+                res = hook(module, grads)
+                if res is not None:
+                    grads = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+            state.grad_outputs = grads
+            if not state.input_positions:
+                # no input requires grad: the hooks see grad_input of all None, as in torch
+                grad_input = (None,) * state.n_args
+                for hook in list(module._backward_hooks.values()):
+                    res = hook(module, grad_input, grads)
+                    if res is not None and any(r is not None for r in res):
+                        raise RuntimeError(
+                            "Backward hook for Modules where no input requires gradient "
+                            "should always return None or None for all gradients.")
+            return (None, None) + grads
+        grad_input = [None] * state.n_args
+        for pos, g in zip(state.input_positions, grads):
+            grad_input[pos] = g
+        grad_input = tuple(grad_input)
+        for hook in list(module._backward_hooks.values()):
+            res = hook(module, grad_input, state.grad_outputs)
+            if res is not None:
+                res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+                if len(res) != len(grad_input):
+                    raise RuntimeError(
+                        f"Backward hook returned an invalid number of grad_input, got "
+                        f"{len(res)}, but expected {len(grad_input)}")
+                grad_input = res
+        return (None, None) + tuple(grad_input[p] for p in state.input_positions)
+
+
+class Module:
+    """Base class for all neural network modules; subclasses define `forward`."""
+
+    training: bool
+    _version = 1
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(
+                f"{type(self).__name__}.__init__() got unexpected arguments; Module.__init__ "
+                f"takes none")
+        sa = object.__setattr__
+        sa(self, "training", True)
+        sa(self, "_parameters", {})
+        sa(self, "_buffers", {})
+        sa(self, "_non_persistent_buffers_set", set())
+        sa(self, "_modules", {})
+        sa(self, "_forward_pre_hooks", OrderedDict())
+        sa(self, "_forward_pre_hooks_with_kwargs", {})
+        sa(self, "_forward_hooks", OrderedDict())
+        sa(self, "_forward_hooks_with_kwargs", {})
+        sa(self, "_backward_hooks", OrderedDict())
+        sa(self, "_backward_pre_hooks", OrderedDict())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    # ---- registration -------------------------------------------------------------------
+    def _check_name(self, name, kind):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+
+    def register_parameter(self, name, param):
+        """Add a Parameter (or None) under `name`."""
+        self._check_name(name, "parameter")
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is None:
+            self._parameters[name] = None
+            return
+        if not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{_type_name(param)}' object to parameter '{name}' "
+                            f"(flowgrad.nn.Parameter or None required)")
+        if param.grad_fn is not None:
+            raise ValueError(
+                f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must "
+                f"be created explicitly. To express '{name}' as a function of another Tensor, "
+                f"compute the value in the forward() method.")
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Add a buffer: state that is not a parameter (running stats). Non-persistent
+        buffers are left out of `state_dict`."""
+        self._check_name(name, "buffer")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' "
+                            f"(flowgrad Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name, module):
+        """Add a child module under `name`."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{_type_name(module)} is not a Module subclass")
+        self._check_name(name, "module")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __setattr__(self, name, value):
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            for store in (d, self._buffers, self._modules):
+                store.pop(name, None)
+            self._non_persistent_buffers_set.discard(name)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
+                                f"(flowgrad.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        elif isinstance(value, Module):
+            if params is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            for store in (d, params, self._buffers):
+                store.pop(name, None)
+            self._non_persistent_buffers_set.discard(name)
+            self._modules[name] = value
+        elif d.get("_modules") is not None and name in self._modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_type_name(value)}' as child module "
+                                f"'{name}' (flowgrad.nn.Module or None expected)")
+            self._modules[name] = value
+        elif d.get("_buffers") is not None and name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
+                                f"(flowgrad Tensor or None expected)")
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            s = d.get(store)
+            if s is not None and name in s:
+                return s[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        for store in (self._parameters, self._buffers, self._modules):
+            if name in store:
+                del store[name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        keys = list(object.__dir__(self)) + list(self._parameters) + list(self._buffers) + \
+            list(self._modules)
+        return sorted(k for k in set(keys) if not k[0].isdigit())
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def get_submodule(self, target):
+        """The submodule at dotted path `target` ("" is self)."""
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return mod
+
+    def get_parameter(self, target):
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if name not in mod._parameters:
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return mod._parameters[name]
+
+    def get_buffer(self, target):
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return mod._buffers[name]
+
+    # ---- traversal ----------------------------------------------------------------------
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """Yield (dotted name, module) for self and every descendant, each once."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub, remove_duplicate)
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        memo = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in memo:
+                memo.add(id(module))
+                yield name, module
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
+        memo = set()
+        mods = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+                if recurse else [(prefix, self)])
+        for mod_prefix, mod in mods:
+            for k, v in get_members(mod):
+                if v is None or (remove_duplicate and id(v) in memo):
+                    continue
+                if remove_duplicate:
+                    memo.add(id(v))
+                yield mod_prefix + ("." if mod_prefix else "") + k, v
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """Yield (dotted name, parameter); shared parameters once unless
+        remove_duplicate=False."""
+        yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse,
+                                       remove_duplicate)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse,
+                                       remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # ---- state ----------------------------------------------------------------------------
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        """An OrderedDict of every parameter and persistent buffer by dotted name; values
+        share storage with the module's tensors (detached unless keep_vars)."""
+        if args:  # torch's deprecated positional form (destination, prefix, keep_vars)
+            destination = args[0]
+            prefix = args[1] if len(args) > 1 else prefix
+            keep_vars = args[2] if len(args) > 2 else keep_vars
+        if destination is None:
+            destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".",
+                                  keep_vars=keep_vars)
+        return destination
+
+    def _state_entries(self):
+        """(key, owning module, attribute name, kind) for every state_dict entry."""
+        out = []
+        for mod_prefix, mod in self.named_modules(remove_duplicate=False):
+            pre = mod_prefix + ("." if mod_prefix else "")
+            for name, p in mod._parameters.items():
+                if p is not None:
+                    out.append((pre + name, mod, name, "param"))
+            for name, b in mod._buffers.items():
+                if b is not None and name not in mod._non_persistent_buffers_set:
+                    out.append((pre + name, mod, name, "buffer"))
+        return out
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy values into this module's parameters and buffers (the same objects keep
+        their identity). Returns (missing_keys, unexpected_keys); with strict=True either
+        kind raises. A shape mismatch raises naming the key; nothing is changed on error."""
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        entries = self._state_entries()
+        own = {key for key, *_ in entries}
+        missing = [key for key, *_ in entries if key not in state_dict]
+        unexpected = [key for key in state_dict.keys() if key not in own]
+        errors = []
+        if strict:
+            if unexpected:
+                errors.append("Unexpected key(s) in state_dict: " +
+                              ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            if missing:
+                errors.append("Missing key(s) in state_dict: " +
+                              ", ".join(f'"{k}"' for k in missing) + ". ")
+        plan = []
+        for key, mod, name, kind in entries:
+            if key not in state_dict:
+                continue
+            current = getattr(mod, name)
+            arr = _as_array(state_dict[key], key)
+            if tuple(arr.shape) != tuple(current.shape):
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape "
+                    f"flowgrad.Size({list(arr.shape)}) from checkpoint, the shape in current "
+                    f"model is flowgrad.Size({list(current.shape)}).")
+                continue
+            plan.append((mod, name, kind, current, arr))
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" +
+                               "\n\t".join(errors))
+        with no_grad():
+            for mod, name, kind, current, arr in plan:
+                if assign:
+                    t = Tensor._wrap(np.array(arr, dtype=arr.dtype))
+                    if kind == "param":
+                        setattr(mod, name, Parameter(t, current.requires_grad))
+                    else:
+                        mod._buffers[name] = t
+                else:
+                    current._data[...] = arr.astype(current._data.dtype, copy=False)
+                    bump_version(current)
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ---- modes and conversion ---------------------------------------------------------------
+    def train(self, mode=True):
+        """Set training mode on self and all descendants; returns self."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for m in self.children():
+            m.train(mode)
+        return self
+
+    def eval(self):
+        """Evaluation mode (dropout off, batch norm uses running stats); returns self."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradients of all parameters: to None by default, else to zeros."""
+        for p in self.parameters():
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    g = p.grad
+                    if g.grad_fn is not None:
+                        g = g.detach()
+                        p.grad = g
+                    g._data[...] = 0
+                    bump_version(g)
+
+    def apply(self, fn):
+        """Call `fn(m)` on every submodule (children first) and self; returns self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def _apply(self, fn):
+        """Convert every parameter, its grad and every buffer's storage with `fn(array)`;
+        parameters keep their identity."""
+        for m in self.modules():
+            for p in m._parameters.values():
+                if p is not None:
+                    p._data = fn(p._data)
+                    if p.grad is not None:
+                        p.grad._data = fn(p.grad._data)
+            for name, b in m._buffers.items():
+                if b is not None:
+                    b._data = fn(b._data)
+        return self
+
+    def to(self, *args, **kwargs):
+        """`to(dtype)`, `to(device)`, `to(tensor)` or keywords: floating parameters and
+        buffers are cast to the dtype (flowgrad runs on the CPU only)."""
+        dtype = kwargs.pop("dtype", None)
+        kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype = a.dtype
+            elif isinstance(a, _dt.dtype) or (a is not None and not isinstance(a, str) and
+                                              not type(a).__name__ == "device"):
+                try:
+                    dtype = _dt.as_dtype(a)
+                except (TypeError, KeyError, ValueError):
+                    pass
+        if dtype is None:
+            return self
+        dtype = _dt.as_dtype(dtype)
+        if not dtype.is_floating_point:
+            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got "
+                            f"desired dtype={dtype}")
+        target = dtype.np
+        return self._apply(lambda a: a.astype(target) if a.dtype.kind in "fV" else a)
+
+    def float(self):
+        return self.to(_dt.float32)
+
+    def double(self):
+        return self.to(_dt.float64)
+
+    def half(self):
+        return self.to(_dt.float16)
+
+    def bfloat16(self):
+        return self.to(_dt.bfloat16)
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None):
+        raise RuntimeError("flowgrad runs on the CPU only; there is no CUDA device")
+
+    def type(self, dst_type):
+        return self.to(dst_type)
+
+    def share_memory(self):
+        return self
+
+    # ---- hooks --------------------------------------------------------------------------------
+    @staticmethod
+    def _add_hook(store, hook, prepend, extra=None, extra_value=None):
+        handle = RemovableHandle(store, *([extra] if extra is not None else []))
+        store[handle.id] = hook
+        if extra is not None and extra_value:
+            extra[handle.id] = True
+        if prepend:
+            store.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """`hook(module, args)` (or `(module, args, kwargs)` with with_kwargs) runs before
+        forward; a non-None result replaces the args. Returns a removable handle."""
+        return self._add_hook(self._forward_pre_hooks, hook, prepend,
+                              self._forward_pre_hooks_with_kwargs, with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        """`hook(module, args, output)` runs after forward; a non-None result replaces
+        the output. Returns a removable handle."""
+        return self._add_hook(self._forward_hooks, hook, prepend,
+                              self._forward_hooks_with_kwargs, with_kwargs)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """`hook(module, grad_input, grad_output)` runs when the gradients with respect to
+        the module's inputs are computed; it may return a replacement grad_input."""
+        return self._add_hook(self._backward_hooks, hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """`hook(module, grad_output)` runs when the output gradients are known; it may
+        return a replacement grad_output."""
+        return self._add_hook(self._backward_pre_hooks, hook, prepend)
+
+    def register_backward_hook(self, hook):
+        return self.register_full_backward_hook(hook)
+
+    def __call__(self, *args, **kwargs):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or
+                self._backward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        for hid, hook in list(self._forward_pre_hooks.items()):
+            if hid in self._forward_pre_hooks_with_kwargs:
+                res = hook(self, args, kwargs)
+                if res is not None:
+                    if not (isinstance(res, tuple) and len(res) == 2):
+                        raise RuntimeError(
+                            "forward pre-hook must return None or a tuple of (new_args, "
+                            f"new_kwargs), but got {res}.")
+                    args, kwargs = res
+            else:
+                res = hook(self, args)
+                if res is not None:
+                    args = res if isinstance(res, tuple) else (res,)
+        state = None
+        if self._backward_hooks or self._backward_pre_hooks:
+            args, state = self._wrap_inputs(args)
+        result = self.forward(*args, **kwargs)
+        for hid, hook in list(self._forward_hooks.items()):
+            if hid in self._forward_hooks_with_kwargs:
+                res = hook(self, args, kwargs, result)
+            else:
+                res = hook(self, args, result)
+            if res is not None:
+                result = res
+        if state is not None:
+            result = self._wrap_outputs(result, state)
+        return result
+
+    def _wrap_inputs(self, args):
+        from ..autograd.grad_mode import is_grad_enabled
+
+        positions = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+        state = _HookState(self, len(args), positions if is_grad_enabled() else [], None)
+        if not state.input_positions:
+            return args, state
+        wrapped = _BackwardHookIdentity.apply(state, False, *(args[i] for i in positions))
+        args = list(args)
+        for i, w in zip(positions, wrapped):
+            args[i] = w
+        return tuple(args), state
+
+    @staticmethod
+    def _wrap_outputs(result, state):
+        single = isinstance(result, Tensor)
+        outs = [result] if single else list(result) if isinstance(result, (tuple, list)) \
+            else None
+        if outs is None:
+            return result
+        idx = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
+        if not idx:
+            return result
+        wrapped = _BackwardHookIdentity.apply(state, True, *(outs[i] for i in idx))
+        for i, w in zip(idx, wrapped):
+            outs[i] = w
+        if single:
+            return outs[0]
+        return type(result)(outs) if isinstance(result, list) else tuple(outs)
+
+    # ---- printing ------------------------------------------------------------------------------
+    def _get_name(self):
+        return type(self).__name__
+
+    def extra_repr(self):
+        """The layer's own settings, shown inside its repr; override in subclasses."""
+        return ""
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({key}): " + _addindent(repr(m), 2)
+                       for key, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"

@@ -1,0 +1,391 @@
+"""Recurrent layers: RNN, LSTM, GRU (multi-layer, bidirectional, batch_first) and their
+single-step cells. Parameter names follow torch (`weight_ih_l0`, `bias_hh_l1_reverse`).
+
+The input projection of a layer runs as one matmul over all time steps; the recurrence is
+a Python loop over time, vectorised over the batch.
+
+>>> import flowgrad as flow
+>>> lstm = flow.nn.LSTM(3, 4, num_layers=2, batch_first=True)
+>>> out, (h, c) = lstm(flow.randn(2, 5, 3))
+>>> tuple(out.shape), tuple(h.shape)
+((2, 5, 4), (2, 2, 4))
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+from ...ops.creation import zeros
+from ...ops.elementwise import sigmoid, tanh
+from ...ops.shape import cat, stack
+from .. import functional as F
+from .. import init
+from ..module import Module
+from ._utils import new_param
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _affine(x, w, b):
+    y = x.matmul(w.t())
+    return y if b is None else y + b
+
+
+def _lstm_step(gx, h, c, w_hh, b_hh, w_hr):
+    gates = gx + _affine(h, w_hh, b_hh)
+    hs = c.shape[-1]
+    i = sigmoid(gates[..., :hs])
+    f = sigmoid(gates[..., hs:2 * hs])
+    g = tanh(gates[..., 2 * hs:3 * hs])
+    o = sigmoid(gates[..., 3 * hs:])
+    c = f * c + i * g
+    h = o * tanh(c)
+    if w_hr is not None:
+        h = h.matmul(w_hr.t())
+    return h, c
+
+
+def _gru_step(gx, h, w_hh, b_hh):
+    gh = _affine(h, w_hh, b_hh)
+    hs = h.shape[-1]
+    r = sigmoid(gx[..., :hs] + gh[..., :hs])
+    z = sigmoid(gx[..., hs:2 * hs] + gh[..., hs:2 * hs])
+    n = tanh(gx[..., 2 * hs:] + r * gh[..., 2 * hs:])
+    return (1 - z) * n + z * h
+
+
+def _rnn_step(gx, h, w_hh, b_hh, relu):
+    pre = gx + _affine(h, w_hh, b_hh)
+    return F.relu(pre) if relu else tanh(pre)
+
+
+class RNNBase(Module):
+    """What RNN, LSTM and GRU share: parameters, validation and the layer/direction loop."""
+
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
+                 device=None, dtype=None):
+        super().__init__()
+        if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or \
+                not 0 <= dropout <= 1:
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
+                          f"non-zero dropout expects num_layers greater than 1, but got "
+                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
+        if not isinstance(hidden_size, int) or hidden_size <= 0:
+            raise ValueError("hidden_size must be an integer greater than zero")
+        if not isinstance(num_layers, int) or num_layers <= 0:
+            raise ValueError("num_layers must be an integer greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        gate_size = _GATES[mode] * hidden_size
+        num_dirs = 2 if bidirectional else 1
+        real_hidden = proj_size if proj_size > 0 else hidden_size
+        self._flat_weights_names = []
+        for layer in range(num_layers):
+            for direction in range(num_dirs):
+                layer_in = input_size if layer == 0 else real_hidden * num_dirs
+                sfx = f"_l{layer}" + ("_reverse" if direction == 1 else "")
+                names = [f"weight_ih{sfx}", f"weight_hh{sfx}"]
+                setattr(self, names[0], new_param(gate_size, layer_in, dtype=dtype))
+                setattr(self, names[1], new_param(gate_size, real_hidden, dtype=dtype))
+                if bias:
+                    names += [f"bias_ih{sfx}", f"bias_hh{sfx}"]
+                    setattr(self, names[2], new_param(gate_size, dtype=dtype))
+                    setattr(self, names[3], new_param(gate_size, dtype=dtype))
+                if proj_size > 0:
+                    names.append(f"weight_hr{sfx}")
+                    setattr(self, names[-1], new_param(proj_size, hidden_size, dtype=dtype))
+                self._flat_weights_names.extend(names)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def flatten_parameters(self):
+        """A no-op kept for torch compatibility (there is no cuDNN weight buffer)."""
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, n) for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        return [[p for p in self._layer_params(sfx) if p is not None]
+                for sfx in self._suffixes()]
+
+    def _suffixes(self):
+        return [f"_l{layer}" + ("_reverse" if d else "") for layer in range(self.num_layers)
+                for d in range(2 if self.bidirectional else 1)]
+
+    def _layer_params(self, sfx):
+        get = self.__dict__["_parameters"].get
+        return (get(f"weight_ih{sfx}"), get(f"weight_hh{sfx}"), get(f"bias_ih{sfx}"),
+                get(f"bias_hh{sfx}"), get(f"weight_hr{sfx}"))
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+    def _check_hidden(self, hx, expected, what="hidden"):
+        if tuple(hx.shape) != tuple(expected):
+            raise RuntimeError(f"Expected {what} size {tuple(expected)}, got "
+                               f"{list(hx.shape)}")
+
+    def _prepare(self, input):
+        """(input as (T, N, C), batched flag), with torch's checks."""
+        name = type(self).__name__
+        if input.dim() not in (2, 3):
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
+                             f"tensor instead")
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.shape[-1]}")
+        batched = input.dim() == 3
+        if not batched:
+            input = input.unsqueeze(1)
+        elif self.batch_first:
+            input = input.transpose(0, 1)
+        return input, batched
+
+    def _run(self, input, states):
+        """Run every layer and direction. `states` holds one list per state kind (h, or h
+        and c), each indexed by layer*num_dirs + direction. Returns output and final
+        states in the same layout."""
+        num_dirs = 2 if self.bidirectional else 1
+        seq_len = input.shape[0]
+        finals = [[] for _ in states]
+        layer_input = input
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(num_dirs):
+                idx = layer * num_dirs + d
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_params(
+                    f"_l{layer}" + ("_reverse" if d else ""))
+                gx_all = _affine(layer_input, w_ih, b_ih)  # all time steps in one matmul
+                state = [s[idx] for s in states]
+                ys = [None] * seq_len
+                for t in (range(seq_len - 1, -1, -1) if d else range(seq_len)):
+                    gx = gx_all[t]
+                    if self.mode == "LSTM":
+                        state = list(_lstm_step(gx, state[0], state[1], w_hh, b_hh, w_hr))
+                    elif self.mode == "GRU":
+                        state = [_gru_step(gx, state[0], w_hh, b_hh)]
+                    else:
+                        state = [_rnn_step(gx, state[0], w_hh, b_hh,
+                                           self.mode == "RNN_RELU")]
+                    ys[t] = state[0]
+                outs.append(stack(ys, 0))
+                for f, s in zip(finals, state):
+                    f.append(s)
+            layer_input = outs[0] if num_dirs == 1 else cat(outs, 2)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        return layer_input, [stack(f, 0) for f in finals]
+
+    def _finish(self, output, finals, batched):
+        if not batched:
+            return output.squeeze(1), [f.squeeze(1) for f in finals]
+        if self.batch_first:
+            output = output.transpose(0, 1)
+        return output, finals
+
+    def _zeros_state(self, batch, size, like):
+        n = self.num_layers * (2 if self.bidirectional else 1)
+        return zeros(n, batch, size, dtype=like.dtype)
+
+
+class RNN(RNNBase):
+    """Elman RNN: h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh) (or relu)."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, device=None,
+                 dtype=None):
+        if nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
+                             f"'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__(mode, input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, 0, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        x, batched = self._prepare(input)
+        n = x.shape[1]
+        exp = (self.num_layers * (2 if self.bidirectional else 1), n, self.hidden_size)
+        if hx is None:
+            hx = self._zeros_state(n, self.hidden_size, x)
+        else:
+            if not batched:
+                hx = hx.unsqueeze(1)
+            self._check_hidden(hx, exp)
+        out, (h,) = self._run(x, [hx])
+        out, (h,) = self._finish(out, [h], batched)
+        return out, h
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit (gates r, z, n in torch's order)."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, 0, device, dtype)
+
+    forward = RNN.forward
+
+
+class LSTM(RNNBase):
+    """Long short-term memory (gates i, f, g, o in torch's order); returns
+    output, (h_n, c_n)."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, proj_size, device, dtype)
+
+    def forward(self, input, hx=None):
+        x, batched = self._prepare(input)
+        n = x.shape[1]
+        layers = self.num_layers * (2 if self.bidirectional else 1)
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if hx is None:
+            h0 = self._zeros_state(n, real_hidden, x)
+            c0 = self._zeros_state(n, self.hidden_size, x)
+        else:
+            if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                raise TypeError("LSTM: hx must be a tuple (h_0, c_0)")
+            h0, c0 = hx
+            if not batched:
+                if h0.dim() != 2 or c0.dim() != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx and cx should also be "
+                                       f"2-D but got ({h0.dim()}-D, {c0.dim()}-D) tensors")
+                h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
+            self._check_hidden(h0, (layers, n, real_hidden))
+            self._check_hidden(c0, (layers, n, self.hidden_size), "cell")
+        out, finals = self._run(x, [h0, c0])
+        out, (h, c) = self._finish(out, finals, batched)
+        return out, (h, c)
+
+
+class _CellBase(Module):
+    _gates = 1
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        g = self._gates * hidden_size
+        self.weight_ih = new_param(g, input_size, dtype=dtype)
+        self.weight_hh = new_param(g, hidden_size, dtype=dtype)
+        if bias:
+            self.bias_ih = new_param(g, dtype=dtype)
+            self.bias_hh = new_param(g, dtype=dtype)
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    reset_parameters = RNNBase.reset_parameters
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        nl = getattr(self, "nonlinearity", "tanh")
+        if nl != "tanh":
+            s += f", nonlinearity={nl}"
+        return s
+
+    def _prep(self, input, hx):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got "
+                             f"{input.dim()}D instead")
+        batched = input.dim() == 2
+        if not batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            hx = zeros(input.shape[0], self.hidden_size, dtype=input.dtype)
+        elif not batched:
+            hx = hx.unsqueeze(0)
+        return input, hx, batched
+
+
+class RNNCell(_CellBase):
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
+                 dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        self.nonlinearity = nonlinearity
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        x, h, batched = self._prep(input, hx)
+        h = _rnn_step(_affine(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
+                      self.bias_hh, self.nonlinearity == "relu")
+        return h if batched else h.squeeze(0)
+
+
+class GRUCell(_CellBase):
+    _gates = 3
+
+    def forward(self, input, hx=None):
+        x, h, batched = self._prep(input, hx)
+        h = _gru_step(_affine(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
+                      self.bias_hh)
+        return h if batched else h.squeeze(0)
+
+
+class LSTMCell(_CellBase):
+    _gates = 4
+
+    def forward(self, input, hx=None):
+        if hx is None:
+            x, h, batched = self._prep(input, None)
+            c = h
+        else:
+            x, h, batched = self._prep(input, hx[0])
+            c = hx[1] if batched else hx[1].unsqueeze(0)
+        h, c = _lstm_step(_affine(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
+                          self.bias_hh, None)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))

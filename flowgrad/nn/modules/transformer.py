@@ -1,0 +1,422 @@
+"""MultiheadAttention and the Transformer family (encoder/decoder layers and stacks).
+
+Parameter names follow torch (`in_proj_weight`, `out_proj.weight`, `linear1.weight`,
+`norm1.weight`), so state dicts map one to one.
+
+>>> import flowgrad as flow
+>>> mha = flow.nn.MultiheadAttention(8, 2)
+>>> out, w = mha(flow.randn(5, 3, 8), flow.randn(4, 3, 8), flow.randn(4, 3, 8))
+>>> tuple(out.shape), tuple(w.shape)
+((5, 3, 8), (3, 5, 4))
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+
+from ...ops.creation import zeros
+from ...ops.shape import cat
+from ...tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..module import Module
+from .container import ModuleList
+from .dropout import Dropout
+from .linear import Linear, NonDynamicallyQuantizableLinear
+from .normalization import LayerNorm
+
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer",
+           "TransformerEncoder", "TransformerDecoder", "Transformer"]
+
+
+def _float_mask(mask, name, dtype):
+    """Bool masks (True = masked out) become additive -inf masks; float masks pass."""
+    if mask is None:
+        return None
+    if mask.dtype.name == "bool":
+        return Tensor._wrap(np.where(mask._data, -np.inf, 0.0).astype(dtype.np))
+    if not mask.is_floating_point():
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return mask
+
+
+def _causal_mask(size, dtype):
+    return Tensor._wrap(np.triu(np.full((size, size), -np.inf), 1).astype(dtype.np))
+
+
+class MultiheadAttention(Module):
+    """Multi-head scaled dot-product attention, torch's layout (L, N, E) or batch_first.
+
+    Returns (output, weights): weights (N, L, S) averaged over heads, (N, H, L, S) with
+    average_attn_weights=False, None with need_weights=False.
+    """
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
+                 dtype=None):
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        from ._utils import new_param
+
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = new_param(embed_dim, embed_dim, dtype=dtype)
+            self.k_proj_weight = new_param(embed_dim, self.kdim, dtype=dtype)
+            self.v_proj_weight = new_param(embed_dim, self.vdim, dtype=dtype)
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = new_param(3 * embed_dim, embed_dim, dtype=dtype)
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = new_param(3 * embed_dim, dtype=dtype)
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
+                                                        dtype=dtype)
+        if add_bias_kv:
+            self.bias_k = new_param(1, 1, embed_dim, dtype=dtype)
+            self.bias_v = new_param(1, 1, embed_dim, dtype=dtype)
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
+
+    def _in_projection(self, query, key, value):
+        e = self.embed_dim
+        b = self.in_proj_bias
+        bq, bk, bv = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight
+            wq, wk, wv = w[:e], w[e:2 * e], w[2 * e:]
+        else:
+            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):
+        if query.dim() not in (2, 3):
+            raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but "
+                                 f"received {query.dim()}-D query tensor")
+        batched = query.dim() == 3
+        if not batched:
+            query, key, value = (x.unsqueeze(1) for x in (query, key, value))
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        elif self.batch_first:
+            query, key, value = (x.transpose(0, 1) for x in (query, key, value))
+        tgt_len, bsz, embed_dim = query.shape
+        if embed_dim != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
+                                 f"got {embed_dim}")
+        if key.shape[:2] != value.shape[:2]:
+            raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape "
+                                 f"{tuple(value.shape)}")
+        dtype = query.dtype
+        key_padding_mask = _float_mask(key_padding_mask, "key_padding_mask", dtype)
+        if is_causal and attn_mask is None:
+            attn_mask = _causal_mask(tgt_len, dtype)
+        attn_mask = _float_mask(attn_mask, "attn_mask", dtype)
+        h, hd = self.num_heads, self.head_dim
+        q, k, v = self._in_projection(query, key, value)
+        if attn_mask is not None:
+            if attn_mask.dim() == 2:
+                if tuple(attn_mask.shape) != (tgt_len, key.shape[0]):
+                    raise RuntimeError(f"The shape of the 2D attn_mask is "
+                                       f"{tuple(attn_mask.shape)}, but should be "
+                                       f"{(tgt_len, key.shape[0])}.")
+                attn_mask = attn_mask.unsqueeze(0)
+            elif attn_mask.dim() == 3:
+                if tuple(attn_mask.shape) != (bsz * h, tgt_len, key.shape[0]):
+                    raise RuntimeError(f"The shape of the 3D attn_mask is "
+                                       f"{tuple(attn_mask.shape)}, but should be "
+                                       f"{(bsz * h, tgt_len, key.shape[0])}.")
+            else:
+                raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+        if self.bias_k is not None:
+            k = cat([k, self.bias_k.expand(1, bsz, embed_dim)])
+            v = cat([v, self.bias_v.expand(1, bsz, embed_dim)])
+            attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))
+            key_padding_mask = None if key_padding_mask is None else \
+                F.pad(key_padding_mask, (0, 1))
+        q = q.reshape(tgt_len, bsz * h, hd).transpose(0, 1)
+        k = k.reshape(k.shape[0], bsz * h, hd).transpose(0, 1)
+        v = v.reshape(v.shape[0], bsz * h, hd).transpose(0, 1)
+        if self.add_zero_attn:
+            k = cat([k, zeros(bsz * h, 1, hd, dtype=dtype)], 1)
+            v = cat([v, zeros(bsz * h, 1, hd, dtype=dtype)], 1)
+            attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))
+            key_padding_mask = None if key_padding_mask is None else \
+                F.pad(key_padding_mask, (0, 1))
+        src_len = k.shape[1]
+        if key_padding_mask is not None:
+            if tuple(key_padding_mask.shape) != (bsz, src_len):
+                raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, "
+                                     f"but got {tuple(key_padding_mask.shape)}")
+            kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, h, 1, src_len)
+            kpm = kpm.reshape(bsz * h, 1, src_len)
+            attn_mask = kpm if attn_mask is None else attn_mask + kpm
+        scores = (q * math.sqrt(1.0 / hd)).matmul(k.transpose(-2, -1))
+        if attn_mask is not None:
+            scores = scores + attn_mask
+        weights = scores.softmax(-1)
+        if self.dropout > 0.0 and self.training:
+            weights = F.dropout(weights, self.dropout, True)
+        out = weights.matmul(v)  # (N*H, L, hd)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = self.out_proj(out).reshape(tgt_len, bsz, embed_dim)
+        if self.batch_first and batched:
+            out = out.transpose(0, 1)
+        if not batched:
+            out = out.squeeze(1)
+        if not need_weights:
+            return out, None
+        weights = weights.reshape(bsz, h, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(1)
+        if not batched:
+            weights = weights.squeeze(0)
+        return out, weights
+
+
+def _activation(activation):
+    if isinstance(activation, str):
+        if activation == "relu":
+            return F.relu
+        if activation == "gelu":
+            return F.gelu
+        raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+    return activation
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention and a feed-forward block, each with residual, dropout and LayerNorm
+    (after the residual, or before with norm_first=True)."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm2(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout2(x)
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, cross-attention over `memory`, and a feed-forward block."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, dtype=dtype)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                                 batch_first=batch_first, dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask,
+                                   tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask,
+                                    memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask,
+                                              tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask,
+                                               memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           is_causal=is_causal, need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
+                                key_padding_mask=key_padding_mask, is_causal=is_causal,
+                                need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout3(x)
+
+
+def _get_clones(module, n):
+    return ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
+class TransformerEncoder(Module):
+    """`num_layers` deep copies of `encoder_layer`, then an optional norm."""
+
+    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
+                 mask_check=True):
+        super().__init__()
+        self.layers = _get_clones(encoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        out = src
+        for mod in self.layers:
+            out = mod(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
+                      is_causal=bool(is_causal))
+        if self.norm is not None:
+            out = self.norm(out)
+        return out
+
+
+class TransformerDecoder(Module):
+    """`num_layers` deep copies of `decoder_layer`, then an optional norm."""
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        self.layers = _get_clones(decoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+        out = tgt
+        for mod in self.layers:
+            out = mod(out, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                      tgt_key_padding_mask=tgt_key_padding_mask,
+                      memory_key_padding_mask=memory_key_padding_mask,
+                      tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+        if self.norm is not None:
+            out = self.norm(out)
+        return out
+
+
+class Transformer(Module):
+    """The encoder-decoder Transformer of "Attention Is All You Need"."""
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
+                 dim_feedforward=2048, dropout=0.1, activation="relu", custom_encoder=None,
+                 custom_decoder=None, layer_norm_eps=1e-5, batch_first=False, norm_first=False,
+                 bias=True, device=None, dtype=None):
+        super().__init__()
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout,
+                                            activation, layer_norm_eps, batch_first,
+                                            norm_first, bias, dtype=dtype)
+            self.encoder = TransformerEncoder(
+                layer, num_encoder_layers,
+                LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout,
+                                            activation, layer_norm_eps, batch_first,
+                                            norm_first, bias, dtype=dtype)
+            self.decoder = TransformerDecoder(
+                layer, num_decoder_layers,
+                LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+        self._reset_parameters()
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+
+    def _reset_parameters(self):
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
+                src_key_padding_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        batched = src.dim() == 3
+        if batched and src.shape[0 if self.batch_first else 1] != \
+                tgt.shape[0 if self.batch_first else 1]:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask,
+                            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """A float mask with -inf above the diagonal (position i sees positions <= i)."""
+        from ... import dtypes as _dt
+
+        dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+        return _causal_mask(sz, dt)
