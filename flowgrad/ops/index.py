@@ -19,7 +19,7 @@ from ..autograd.interpreter import bump_version, write_inplace
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
-__all__ = ["narrow", "nonzero", "index_select", "masked_fill"]
+__all__ = ["narrow", "select", "nonzero", "index_select", "masked_fill", "argwhere"]
 
 
 def normalize_index(index, shape=None):
@@ -33,12 +33,18 @@ def normalize_index(index, shape=None):
                 raise IndexError(
                     f"tensors used as indices must be long, int, byte or bool tensors, got "
                     f"{item.dtype}")
+            if item.dtype == np.uint8:  # torch reads byte tensors as masks
+                item = item.astype(bool)
             if item.ndim == 0 and item.dtype.kind != "b":
                 item = int(item)
             else:
                 advanced = True
         elif isinstance(item, (list, np.ndarray)):
+            if isinstance(item, list) and any(isinstance(i, Tensor) for i in item):
+                item = [i._data if isinstance(i, Tensor) else i for i in item]
             item = np.asarray(item)
+            if item.size == 0 and item.dtype.kind == "f":  # `x[[]]` selects nothing
+                item = item.astype(np.int64)
             if item.dtype.kind not in "iub":
                 raise IndexError(f"lists used as indices must hold ints or bools, got "
                                  f"{item.dtype}")
@@ -119,7 +125,12 @@ def _setitem(xp, x, value, *, index):
 def _(ctx, dy):
     need = ctx.needs_input_grad
     dx = _setitem(dy, dy.new_zeros(()), index=ctx.index) if need[0] else None
-    dv = getitem(dy, ctx.index) if need[1] else None
+    dv = None
+    if need[1]:
+        dv = getitem(dy, ctx.index)
+        extra = len(ctx.input_shapes[1]) - dv._data.ndim
+        if extra > 0:  # NumPy/torch drop a value's leading size-1 dims; put them back
+            dv = dv.reshape((1,) * extra + dv._data.shape)
     return dx, dv
 
 
@@ -167,6 +178,20 @@ def narrow(input, dim, start, length):
     return _getitem(input, index=(slice(None),) * d + (slice(start, start + length),))
 
 
+@tensor_method()
+def select(input, dim, index):
+    """The slice at `index` along `dim`, without that dim (a view)."""
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, nd, "select")
+    size = input._data.shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{tuple(input.shape)} at dimension {d}")
+    return _getitem(input, index=(slice(None),) * d + (int(index) % size,))
+
+
 @op("nonzero", differentiable=False)
 def _nonzero(xp, x):
     return xp.stack(xp.nonzero(x), axis=-1) if x.ndim else xp.zeros((int(x != 0), 0), xp.int64)
@@ -195,8 +220,30 @@ def masked_fill(input, mask, value):
     """`value` where mask is True, input elsewhere (mask broadcasts)."""
     from .elementwise import where
 
+    if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
+        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
+                           f"{got}; use mask.bool()")
     if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value._data.ndim} dimension(s)")
         value = value.to(input.dtype)
     else:
         value = Tensor._wrap(np.asarray(value, input._data.dtype))
     return where(mask, value, input)
+
+
+@tensor_method()
+def argwhere(input):
+    """Indices of the non-zero elements, (n, ndim) int64 (nonzero's matrix form)."""
+    return nonzero(input)
+
+
+def _masked_fill_(self, mask, value):
+    from ..autograd.interpreter import run_inplace
+
+    return run_inplace("masked_fill_", masked_fill, self, mask, value)
+
+
+Tensor.masked_fill_ = _masked_fill_

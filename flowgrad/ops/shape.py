@@ -16,7 +16,9 @@ from .registry import op
 
 __all__ = ["reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "cat",
            "concat", "concatenate", "stack", "clone", "broadcast_to", "swapaxes", "swapdims",
-           "t", "expand_copy"]
+           "t", "expand_copy", "movedim", "moveaxis", "hstack", "vstack", "row_stack",
+           "dstack", "column_stack", "atleast_1d", "atleast_2d", "atleast_3d",
+           "broadcast_tensors", "broadcast_shapes", "meshgrid"]
 
 
 def _shape_arg(shape):
@@ -391,3 +393,135 @@ def stack(tensors, dim=0, *, out=None):
                                f"{tuple(shp)} at entry 0 and {tuple(x.shape)} at entry {i}")
     d = _wrap_dim(dim, len(shp) + 1, "stack")
     return cat([unsqueeze(x, d) for x in tensors], d)
+
+
+@tensor_method()
+def movedim(input, source, destination):
+    """Move dims `source` to positions `destination`; the others keep their order."""
+    nd = input._data.ndim
+    src = tuple(source) if isinstance(source, (tuple, list)) else (source,)
+    dst = tuple(destination) if isinstance(destination, (tuple, list)) else (destination,)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({list(dst)} dims)")
+    src = tuple(_wrap_dim(d, nd, "movedim") for d in src)
+    dst = tuple(_wrap_dim(d, nd, "movedim") for d in dst)
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in source {list(src)} or destination "
+                           f"{list(dst)}")
+    if nd == 0:
+        return _reshape(input, shape=())
+    order = [d for d in range(nd) if d not in src]
+    for d_, s_ in sorted(zip(dst, src)):
+        order.insert(d_, s_)
+    return _permute(input, dims=tuple(order))
+
+
+moveaxis = movedim
+tensor_method("moveaxis")(movedim)
+
+
+# ---- stacks of 1-D/2-D pieces ----------------------------------------------------------------
+def atleast_1d(*tensors):
+    """Each tensor with at least 1 dim (scalars become shape (1,))."""
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    out = [t_.reshape(1) if t_._data.ndim == 0 else t_ for t_ in ts]
+    return out[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(out)
+
+
+def atleast_2d(*tensors):
+    """Each tensor with at least 2 dims (1-D becomes a row)."""
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    out = [t_.reshape((1,) * (2 - t_._data.ndim) + t_._data.shape) if t_._data.ndim < 2
+           else t_ for t_ in ts]
+    return out[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(out)
+
+
+def atleast_3d(*tensors):
+    """Each tensor with at least 3 dims ((n,) -> (1, n, 1), (m, n) -> (m, n, 1))."""
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    out = []
+    for t_ in ts:
+        shp = t_._data.shape
+        new = {0: (1, 1, 1), 1: (1,) + shp + (1,), 2: shp + (1,)}.get(len(shp), shp)
+        out.append(t_.reshape(new) if new != shp else t_)
+    return out[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(out)
+
+
+def _seq(tensors, name):
+    if not isinstance(tensors, (list, tuple)) or not tensors:
+        raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")
+    return list(tensors)
+
+
+def hstack(tensors, *, out=None):
+    """cat along dim 1 (dim 0 for 1-D tensors)."""
+    ts = atleast_1d(_seq(tensors, "hstack"))
+    return cat(ts, 0 if ts[0]._data.ndim == 1 else 1)
+
+
+def vstack(tensors, *, out=None):
+    """cat of the tensors as rows (1-D tensors become (1, n))."""
+    return cat(atleast_2d(_seq(tensors, "vstack")), 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors, *, out=None):
+    """cat along dim 2 of the tensors made at least 3-D."""
+    return cat(atleast_3d(_seq(tensors, "dstack")), 2)
+
+
+def column_stack(tensors, *, out=None):
+    """The tensors as columns (0-D/1-D become (n, 1)), joined along dim 1."""
+    ts = [t_.reshape(t_._data.size, 1) if t_._data.ndim <= 1 else t_
+          for t_ in _seq(tensors, "column_stack")]
+    return cat(ts, 1)
+
+
+# ---- broadcasting helpers ------------------------------------------------------------------
+def broadcast_shapes(*shapes):
+    """The shape all `shapes` broadcast to."""
+    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    try:
+        return Size(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise RuntimeError(f"broadcast_shapes: shapes {shapes} cannot be broadcast together; "
+                           f"sizes must match or be 1 in each trailing dim") from None
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded (views) to their common broadcast shape."""
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    try:
+        shape = np.broadcast_shapes(*(t_._data.shape for t_ in ts))
+    except ValueError:
+        raise RuntimeError(f"broadcast_tensors: shapes {[tuple(t_.shape) for t_ in ts]} cannot "
+                           f"be broadcast together") from None
+    return tuple(expand(t_, shape) for t_ in ts)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids from 1-D tensors: indexing='ij' (matrix) or 'xy' (Cartesian)."""
+    ts = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) \
+        else list(tensors)
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"meshgrid: indexing must be one of 'xy' or 'ij', but received: "
+                           f"{indexing}")
+    for i, t_ in enumerate(ts):
+        if t_._data.ndim > 1:
+            raise RuntimeError(f"meshgrid: Expected 0D or 1D tensor in the tensor list but got "
+                               f"{t_._data.ndim}D at position {i}")
+    ts = [t_.reshape(-1) for t_ in ts]
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t_._data.shape[0] for t_ in ts)
+    n = len(ts)
+    out = [expand(t_.reshape((1,) * i + (-1,) + (1,) * (n - i - 1)), shape)
+           for i, t_ in enumerate(ts)]
+    if swap:
+        out[0], out[1] = out[1], out[0]
+    return tuple(out)

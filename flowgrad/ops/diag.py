@@ -1,0 +1,163 @@
+"""Triangles and diagonals: tril, triu, diagonal (a view), diag_embed, diag, trace.
+
+diagonal and diag_embed are each other's gradient: diagonal reads a strided view, and
+diag_embed writes a diagonal into zeros.
+
+>>> import flowgrad as flow
+>>> flow.diagonal(flow.arange(9.0).reshape(3, 3))
+tensor([0., 4., 8.])
+"""
+from __future__ import annotations
+
+from numpy.lib.stride_tricks import as_strided
+
+from ..autograd.interpreter import run_inplace
+from ..tensor import Tensor, _wrap_dim, tensor_method
+from .registry import op
+
+__all__ = ["tril", "triu", "diagonal", "diag_embed", "diag", "trace", "diagflat"]
+
+
+# ---- triangles ------------------------------------------------------------------------------
+@op("tril")
+def _tril(xp, x, *, diagonal):
+    return xp.tril(x, diagonal)
+
+
+@_tril.grad
+def _(ctx, dy):
+    return _tril(dy, diagonal=ctx.diagonal)
+
+
+@op("triu")
+def _triu(xp, x, *, diagonal):
+    return xp.triu(x, diagonal)
+
+
+@_triu.grad
+def _(ctx, dy):
+    return _triu(dy, diagonal=ctx.diagonal)
+
+
+def _check_2d(input, name):
+    if input._data.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions, got shape "
+                           f"{tuple(input.shape)}")
+
+
+@tensor_method()
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dims (entries on and below `diagonal`)."""
+    _check_2d(input, "tril")
+    return _tril(input, diagonal=int(diagonal))
+
+
+@tensor_method()
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dims (entries on and above `diagonal`)."""
+    _check_2d(input, "triu")
+    return _triu(input, diagonal=int(diagonal))
+
+
+# ---- diagonal / diag_embed --------------------------------------------------------------------
+def _diag_view(x, offset, dim1, dim2):
+    """A writable strided view of the diagonal, moved to the last dim (torch's layout)."""
+    n1, n2 = x.shape[dim1], x.shape[dim2]
+    length = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+    start = [0] * x.ndim
+    if length:
+        if offset >= 0:
+            start[dim2] = offset
+        else:
+            start[dim1] = -offset
+    base = x[tuple(slice(s, None) for s in start)] if length else x
+    keep = [k for k in range(x.ndim) if k not in (dim1, dim2)]
+    shape = tuple(x.shape[k] for k in keep) + (length,)
+    strides = tuple(base.strides[k] for k in keep) + (base.strides[dim1] + base.strides[dim2],)
+    return as_strided(base, shape, strides, writeable=x.flags.writeable)
+
+
+@op("diagonal", is_view=True)
+def _diagonal(xp, x, *, offset, dim1, dim2):
+    return _diag_view(x, offset, dim1, dim2)
+
+
+@_diagonal.grad
+def _(ctx, dy):
+    return _diag_embed(dy, shape=ctx.input_shapes[0], offset=ctx.offset, dim1=ctx.dim1,
+                       dim2=ctx.dim2)
+
+
+@op("diag_embed")
+def _diag_embed(xp, v, *, shape, offset, dim1, dim2):
+    out = xp.zeros(shape, v.dtype)
+    _diag_view(out, offset, dim1, dim2)[...] = v
+    return out
+
+
+@_diag_embed.grad
+def _(ctx, ddx):
+    return _diagonal(ddx, offset=ctx.offset, dim1=ctx.dim1, dim2=ctx.dim2)
+
+
+@tensor_method()
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The diagonal of dims (dim1, dim2) as the last dim; a view sharing storage."""
+    nd = input._data.ndim
+    if nd < 2:
+        raise RuntimeError(f"diagonal(): input must have at least 2 dimensions, got shape "
+                           f"{tuple(input.shape)}")
+    d1, d2 = _wrap_dim(dim1, nd, "diagonal"), _wrap_dim(dim2, nd, "diagonal")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal(): dimensions cannot be identical {dim1}, {dim2}")
+    return _diagonal(input, offset=int(offset), dim1=d1, dim2=d2)
+
+
+@tensor_method()
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Matrices (in dims dim1, dim2 of the result) whose diagonal is input's last dim."""
+    nd = input._data.ndim + 1
+    d1, d2 = _wrap_dim(dim1, nd, "diag_embed"), _wrap_dim(dim2, nd, "diag_embed")
+    if d1 == d2:
+        raise RuntimeError(f"diag_embed(): diagonal dimensions cannot be identical {dim1}, "
+                           f"{dim2}")
+    shp = input._data.shape
+    n = (shp[-1] if shp else 1) + abs(int(offset))
+    rest = list(shp[:-1])
+    shape = []
+    for k in range(nd):
+        shape.append(n if k in (d1, d2) else rest.pop(0))
+    v = input if shp else input.reshape(1)
+    return _diag_embed(v, shape=tuple(shape), offset=int(offset), dim1=d1, dim2=d2)
+
+
+@tensor_method()
+def diag(input, diagonal=0):
+    """1-D input: a square matrix with it on the `diagonal`; 2-D input: that diagonal."""
+    nd = input._data.ndim
+    if nd == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if nd == 2:
+        return _diagonal(input, offset=int(diagonal), dim1=0, dim2=1).clone()
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {nd}D (shape "
+                       f"{tuple(input.shape)})")
+
+
+@tensor_method()
+def diagflat(input, offset=0):
+    """diag of the flattened input."""
+    return diag_embed(input.reshape(-1), offset, 0, 1)
+
+
+@tensor_method()
+def trace(input):
+    """The sum of the main diagonal of a matrix."""
+    if input._data.ndim != 2:
+        raise RuntimeError(f"trace(): expected a matrix, but got tensor with shape "
+                           f"{tuple(input.shape)}")
+    return diagonal(input).sum()
+
+
+for _name, _fn in (("tril_", tril), ("triu_", triu)):
+    setattr(Tensor, _name, lambda self, *a, _n=_name, _f=_fn, **k: run_inplace(_n, _f, self,
+                                                                               *a, **k))

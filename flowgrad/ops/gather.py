@@ -1,0 +1,444 @@
+"""Gather and scatter: gather, scatter, scatter_add, scatter_reduce, index_add, index_copy,
+index_fill, index_put, take, masked_select, masked_scatter.
+
+All of them reduce to two primitives on *flat positions* (int arrays of offsets into the
+row-major input), computed with NumPy index bookkeeping:
+
+    take_flat(x, flat)             -> x.ravel()[flat]
+    put_flat(v, shape, flat, acc)  -> zeros(shape) with v written (or summed) at flat
+
+Each is the other's gradient, so every op here has derivatives of any order.
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
+>>> flow.gather(x, 1, flow.tensor([[1], [0]]))
+tensor([[2.],
+        [3.]])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.interpreter import run_inplace
+from ..tensor import Tensor, _wrap_dim, tensor_method
+from .registry import op
+
+__all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
+           "index_fill", "index_put", "take", "take_along_dim", "masked_select",
+           "masked_scatter"]
+
+
+# ---- the two primitives ---------------------------------------------------------------------
+@op("take_flat")
+def _take_flat(xp, x, *, flat):
+    return xp.take(x, flat)
+
+
+@_take_flat.grad
+def _(ctx, dy):
+    return _put_flat(dy, shape=ctx.input_shapes[0], flat=ctx.flat, accumulate=True)
+
+
+@op("put_flat")
+def _put_flat(xp, v, *, shape, flat, accumulate):
+    out = xp.zeros(int(np.prod(shape)), v.dtype)
+    vals = xp.broadcast_to(v, flat.shape).reshape(-1)
+    if accumulate:
+        xp.add.at(out, flat.reshape(-1), vals)  # repeated positions sum (fast in NumPy >= 2)
+    else:
+        out[flat.reshape(-1)] = vals
+    return out.reshape(shape)
+
+
+@_put_flat.grad
+def _(ctx, ddx):
+    return _take_flat(ddx, flat=ctx.flat)
+
+
+def _mask_of(shape, flat):
+    mask = np.zeros(int(np.prod(shape)), bool)
+    mask[flat.reshape(-1)] = True
+    return Tensor._wrap(mask.reshape(shape))
+
+
+# ---- argument checks ----------------------------------------------------------------------------
+def _as_index(index, name, arg="index"):
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(index).__name__}")
+    if index._data.dtype != np.int64 and name in ("gather", "scatter", "scatter_add",
+                                                    "scatter_reduce", "take_along_dim"):
+        raise RuntimeError(f"{name}(): Expected dtype int64 for {arg}, got {index.dtype}; "
+                           f"convert it with .long()")
+    if index._data.dtype.kind not in "iu":
+        raise IndexError(f"{name}(): Expected dtype int32/int64 for {arg}, got {index.dtype}")
+    return index._data.astype(np.int64, copy=False)
+
+
+def _check_range(idx, size, name, dim, allow_negative=False):
+    lo = -size if allow_negative else 0
+    if idx.size and (idx.min() < lo or idx.max() >= size):
+        bad = idx[(idx < lo) | (idx >= size)].reshape(-1)[0]
+        raise IndexError(f"{name}(): index {bad} is out of bounds for dimension {dim} with "
+                         f"size {size}")
+    return np.where(idx < 0, idx + size, idx) if allow_negative else idx
+
+
+def _dim_flat(shape, dim, idx):
+    """Flat positions of `shape`'s elements at coordinates (grid..., idx along dim, grid...)."""
+    grids = list(np.indices(idx.shape, sparse=True))
+    grids[dim] = idx
+    return np.ravel_multi_index(grids, shape) if len(shape) else np.zeros(idx.shape, np.int64)
+
+
+def _gather_flat(input, dim, index, name, src=None):
+    """Checks of gather/scatter (dims, sizes, range) -> (dim, flat positions)."""
+    shape = input._data.shape
+    nd = max(len(shape), 1)
+    d = _wrap_dim(dim, len(shape), name)
+    idx = _as_index(index, name)
+    if idx.ndim != len(shape) and not (idx.ndim <= 1 and len(shape) <= 1):
+        raise RuntimeError(f"{name}(): Index tensor must have the same number of dimensions as "
+                           f"input tensor (index {tuple(idx.shape)}, input {tuple(shape)})")
+    ishape = shape if shape else (1,)
+    idx_n = idx.reshape(-1) if idx.ndim == 0 or not shape else idx  # 0-d acts as 1-d
+    for k in range(nd):
+        if k != d and idx_n.shape[k] > ishape[k]:
+            raise RuntimeError(f"{name}(): Size does not match at dimension {k} expected index "
+                               f"{list(idx.shape)} to be smaller than self {list(shape)} apart "
+                               f"from dimension {d}")
+        if src is not None and idx_n.shape[k] > (src.shape or (1,))[k]:
+            raise RuntimeError(f"{name}(): Expected index {list(idx.shape)} to be smaller than "
+                               f"src {list(src.shape)} in every dimension")
+    _check_range(idx_n, ishape[d], name, d)
+    flat = _dim_flat(ishape, d, idx_n).reshape(idx.shape)
+    return d, flat
+
+
+def _src_part(src, index_shape):
+    """The leading index-shaped block of src (torch reads only that much of it)."""
+    if tuple(src.shape) == tuple(index_shape):
+        return src
+    if src._data.ndim == 0:
+        return src.reshape(index_shape)
+    return src[tuple(slice(0, n) for n in index_shape)]
+
+
+def _as_value(value, like):
+    if isinstance(value, Tensor):
+        return value if value._data.dtype == like._data.dtype else value.to(like.dtype)
+    return Tensor._wrap(np.asarray(value, like._data.dtype))
+
+
+def _check_dtype(input, src, name):
+    if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
+        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype, got "
+                           f"{input.dtype} and {src.dtype}; convert src with .to(self.dtype)")
+
+
+# ---- gather / take ---------------------------------------------------------------------------
+@tensor_method()
+def gather(input, dim, index, *, sparse_grad=False):
+    """out[i][j] = input[index[i][j]][j] (dim=0): values picked along `dim` by `index`."""
+    _, flat = _gather_flat(input, dim, index, "gather")
+    return _take_flat(input, flat=flat)
+
+
+@tensor_method()
+def take_along_dim(input, indices, dim=None):
+    """gather with broadcasting of input and indices (dim=None: over the flattened input)."""
+    if dim is None:
+        return take(input.reshape(-1), indices.reshape(-1))
+    d = _wrap_dim(dim, input._data.ndim, "take_along_dim")
+    ishape, jshape = list(input.shape), list(indices.shape)
+    ishape[d] = jshape[d] = 1
+    b = np.broadcast_shapes(tuple(ishape), tuple(jshape))
+    x = input.expand(b[:d] + (input.shape[d],) + b[d + 1:])
+    return gather(x, d, indices.expand(b[:d] + (indices.shape[d],) + b[d + 1:]))
+
+
+@tensor_method()
+def take(input, index):
+    """Elements of the flattened input at `index` (negative indices count from the end)."""
+    idx = _as_index(index, "take")
+    flat = _check_range(idx, input._data.size, "take", 0, allow_negative=True)
+    return _take_flat(input, flat=flat)
+
+
+# ---- scatter family ----------------------------------------------------------------------------
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+@op("scatter_reduce_flat", save="inputs outputs")
+def _scatter_reduce_flat(xp, x, s, *, flat, reduce, include_self):
+    out = x.reshape(-1).copy()
+    f, v = flat.reshape(-1), xp.broadcast_to(s, flat.shape).reshape(-1)
+    if reduce in ("sum", "mean"):
+        if not include_self:
+            out[f] = 0
+        xp.add.at(out, f, v)
+        if reduce == "mean":
+            cnt = xp.bincount(f, minlength=out.size) + (1 if include_self else 0)
+            touched = cnt > 0
+            if out.dtype.kind in "fV":
+                out[touched] = out[touched] / cnt[touched]
+            else:  # torch floors integer means
+                out[touched] = out[touched] // cnt[touched]
+    elif reduce == "prod":
+        if not include_self:
+            out[f] = 1
+        xp.multiply.at(out, f, v)
+    else:
+        if not include_self:
+            info = xp.finfo if out.dtype.kind in "fV" else xp.iinfo
+            out[f] = info(out.dtype).min if reduce == "amax" else info(out.dtype).max
+        (xp.maximum if reduce == "amax" else xp.minimum).at(out, f, v)
+    return out.reshape(x.shape)
+
+
+@_scatter_reduce_flat.grad
+def _(ctx, dy):
+    from .elementwise import where
+
+    (x, s), out = ctx.inputs, ctx.out
+    flat, red, incl = ctx.flat, ctx.reduce, ctx.include_self
+    f = flat.reshape(-1)
+    dt = dy._data.dtype
+    hit = np.zeros(x._data.size, bool)
+    hit[f] = True
+    keep = (~hit | incl).reshape(x.shape)  # where x still takes part in the result
+    need_x, need_s = ctx.needs_input_grad
+    dx = ds = None
+    if red == "sum":
+        dx = dy * Tensor._wrap(keep.astype(dt)) if need_x else None
+        ds = _take_flat(dy, flat=flat) if need_s else None
+    elif red == "mean":
+        cnt = (np.bincount(f, minlength=x._data.size).reshape(x.shape) + keep).astype(dt)
+        cnt = Tensor._wrap(np.maximum(cnt, 1))
+        dx = dy * Tensor._wrap(keep.astype(dt)) / cnt if need_x else None
+        ds = _take_flat(dy / cnt, flat=flat) if need_s else None
+    elif red in ("amax", "amin"):
+        # ties share the gradient evenly, as torch does
+        xh = (x._data == out._data) & keep
+        sh = np.broadcast_to(s._data, flat.shape) == out._data.reshape(-1)[flat]
+        n = (np.bincount(f, weights=sh.reshape(-1), minlength=x._data.size)
+             .reshape(x.shape) + xh).astype(dt)
+        n = Tensor._wrap(np.maximum(n, 1))
+        dx = dy * Tensor._wrap(xh.astype(dt)) / n if need_x else None
+        ds = _take_flat(dy / n, flat=flat) * Tensor._wrap(sh.astype(dt)) if need_s else None
+    else:  # prod, safe where factors are zero (torch's formula)
+        if need_x:
+            if incl:  # d out / d x = the product of the scattered values
+                ones = Tensor._wrap(np.ones(x._data.shape, dt))
+                dx = dy * _scatter_reduce_flat(ones, s, flat=flat, reduce="prod",
+                                               include_self=True)
+            else:
+                dx = dy * Tensor._wrap(keep.astype(dt))
+        if need_s:
+            sb = np.broadcast_to(s._data, flat.shape)
+            zero = sb == 0
+            nz = np.bincount(f, weights=zero.reshape(-1), minlength=x._data.size)[flat]
+            single = Tensor._wrap(zero & (nz == 1))
+            sv = s.expand(flat.shape) if s._data.shape != flat.shape else s
+            masked = where(single, 1.0, sv)
+            r1 = _scatter_reduce_flat(x, masked, flat=flat, reduce="prod", include_self=incl)
+            g1 = _take_flat(dy * r1, flat=flat)
+            g2 = _take_flat(dy * out, flat=flat) / where(Tensor._wrap(zero), 1.0, sv)
+            ds = where(single, g1, g2)
+    return dx, ds
+
+
+def _scatter_args(input, dim, index, src, name):
+    if not isinstance(src, Tensor):
+        _, flat = _gather_flat(input, dim, index, name)
+        return flat, _as_value(src, input)
+    _check_dtype(input, src, name)
+    _, flat = _gather_flat(input, dim, index, name, src=src)
+    return flat, _src_part(src, flat.shape)
+
+
+@tensor_method()
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    """A copy of input with `src` (or `value`) written at `index` along `dim`."""
+    from .elementwise import where
+
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError("scatter(): pass src (a Tensor) or value (a number)")
+    if reduce is not None:
+        modes = {"add": "sum", "multiply": "prod"}
+        if reduce not in modes:
+            raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, "
+                               f"got {reduce!r}")
+        return scatter_reduce(input, dim, index, src if isinstance(src, Tensor)
+                              else _as_value(src, input).expand(index.shape), modes[reduce])
+    flat, s = _scatter_args(input, dim, index, src, "scatter")
+    written = _put_flat(s, shape=input._data.shape, flat=flat, accumulate=False)
+    return where(_mask_of(input._data.shape, flat), written, input)
+
+
+@tensor_method()
+def scatter_add(input, dim, index, src):
+    """A copy of input with `src` added at `index` along `dim` (repeats accumulate)."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_add(): argument 'src' must be Tensor, not "
+                        f"{type(src).__name__}")
+    flat, s = _scatter_args(input, dim, index, src, "scatter_add")
+    return input + _put_flat(s, shape=input._data.shape, flat=flat, accumulate=True)
+
+
+@tensor_method()
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """Reduce `src` into a copy of input at `index` along `dim` with sum, prod, mean, amax or
+    amin; include_self=False leaves input's own values at scattered positions out."""
+    if reduce not in _REDUCES:
+        raise RuntimeError(f"scatter_reduce(): reduce argument must be one of {_REDUCES}, got "
+                           f"{reduce!r}")
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not "
+                        f"{type(src).__name__}")
+    flat, s = _scatter_args(input, dim, index, src, "scatter_reduce")
+    return _scatter_reduce_flat(input, s, flat=flat, reduce=reduce,
+                                include_self=bool(include_self))
+
+
+# ---- index_* along one dim ----------------------------------------------------------------------
+def _index_dim(input, dim, index, name, source=None):
+    """index_add/copy/fill checks -> flat positions of shape source.shape."""
+    shape = input._data.shape
+    d = _wrap_dim(dim, len(shape), name)
+    idx = _as_index(index, name)
+    if idx.ndim > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector, got shape "
+                         f"{tuple(idx.shape)}")
+    idx = idx.reshape(-1)
+    size = shape[d] if shape else 1
+    idx = _check_range(idx, size, name, d, allow_negative=True)
+    ishape = shape if shape else (1,)
+    want = ishape[:d] + (idx.size,) + ishape[d + 1:]
+    if source is not None and source._data.ndim and tuple(source.shape) != want:
+        raise RuntimeError(f"{name}(): source of shape {tuple(source.shape)} does not match "
+                           f"the expected shape {want} (self {tuple(shape)} with dim {d} "
+                           f"replaced by the index length {idx.size})")
+    flat = _dim_flat(ishape, d, idx.reshape((1,) * d + (-1,) + (1,) * (len(ishape) - d - 1)))
+    return np.broadcast_to(flat, want)
+
+
+@tensor_method()
+def index_add(input, dim, index, source, *, alpha=1):
+    """input with alpha * source added at `index` along `dim`."""
+    _check_dtype(input, source, "index_add")
+    flat = _index_dim(input, dim, index, "index_add", source)
+    src = source if alpha == 1 else source * alpha
+    return input + _put_flat(src, shape=input._data.shape, flat=flat, accumulate=True)
+
+
+@tensor_method()
+def index_copy(input, dim, index, source):
+    """input with the slices of source written at `index` along `dim`."""
+    from .elementwise import where
+
+    _check_dtype(input, source, "index_copy")
+    flat = _index_dim(input, dim, index, "index_copy", source)
+    written = _put_flat(source, shape=input._data.shape, flat=flat, accumulate=False)
+    return where(_mask_of(input._data.shape, flat), written, input)
+
+
+@tensor_method()
+def index_fill(input, dim, index, value):
+    """input with `value` at `index` along `dim`."""
+    from .index import masked_fill
+
+    flat = _index_dim(input, dim, index, "index_fill")
+    return masked_fill(input, _mask_of(input._data.shape, flat), value)
+
+
+@tensor_method()
+def index_put(input, indices, values, accumulate=False):
+    """input with `values` at `input[indices]` (a tuple of index tensors), summed when
+    accumulate=True."""
+    from .elementwise import where
+    from .index import normalize_index
+
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): argument 'indices' must be a tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    idx, _ = normalize_index(tuple(indices))
+    positions = np.arange(input._data.size).reshape(input._data.shape)
+    try:
+        flat = positions[idx]
+    except IndexError as e:
+        raise IndexError(f"index_put(): {e} (self has shape {tuple(input.shape)})") from None
+    values = _as_value(values, input)
+    try:
+        np.broadcast_shapes(values._data.shape, flat.shape)
+        if len(values._data.shape) > flat.ndim:
+            raise ValueError
+    except ValueError:
+        raise RuntimeError(f"index_put(): shape mismatch: value tensor of shape "
+                           f"{list(values.shape)} cannot be broadcast to indexing result of "
+                           f"shape {list(flat.shape)}") from None
+    written = _put_flat(values, shape=input._data.shape, flat=flat, accumulate=accumulate)
+    if accumulate:
+        return input + written
+    return where(_mask_of(input._data.shape, flat), written, input)
+
+
+# ---- masks --------------------------------------------------------------------------------------
+def _bool_mask(mask, name):
+    if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
+        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise RuntimeError(f"{name}: expected BoolTensor for mask, got {got}; use mask.bool()")
+    return mask
+
+
+@tensor_method()
+def masked_select(input, mask):
+    """The elements of input where mask (broadcast) is True, as a 1-D tensor."""
+    _bool_mask(mask, "masked_select")
+    try:
+        shape = np.broadcast_shapes(input._data.shape, mask._data.shape)
+    except ValueError:
+        raise RuntimeError(f"masked_select(): the shape of the mask {tuple(mask.shape)} must "
+                           f"broadcast with the input shape {tuple(input.shape)}") from None
+    flat = np.flatnonzero(np.broadcast_to(mask._data, shape))
+    if input._data.shape != shape:
+        input = input.expand(shape)
+    return _take_flat(input, flat=flat)
+
+
+@tensor_method()
+def masked_scatter(input, mask, source):
+    """input with the leading elements of `source` written, in order, where mask is True."""
+    from .elementwise import where
+
+    _bool_mask(mask, "masked_scatter")
+    shape = input._data.shape
+    try:
+        m = np.broadcast_to(mask._data, shape)
+    except ValueError:
+        raise RuntimeError(f"masked_scatter(): the shape of the mask {tuple(mask.shape)} must "
+                           f"broadcast to the input shape {tuple(shape)}") from None
+    _check_dtype(input, source, "masked_scatter")
+    flat = np.flatnonzero(m)
+    if flat.size > source._data.size:
+        raise RuntimeError(f"masked_scatter(): Number of elements of source < number of ones "
+                           f"in mask ({source._data.size} < {flat.size})")
+    vals = _take_flat(source, flat=np.arange(flat.size))
+    written = _put_flat(vals, shape=shape, flat=flat, accumulate=False)
+    return where(Tensor._wrap(m), written, input)
+
+
+# ---- in-place variants ------------------------------------------------------------------
+def _inplace(name, fn):
+    def method(self, *args, **kwargs):
+        return run_inplace(name, fn, self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+for _name, _fn in (("scatter_", scatter), ("scatter_add_", scatter_add),
+                   ("scatter_reduce_", scatter_reduce), ("index_add_", index_add),
+                   ("index_copy_", index_copy), ("index_fill_", index_fill),
+                   ("index_put_", index_put), ("masked_scatter_", masked_scatter)):
+    setattr(Tensor, _name, _inplace(_name, _fn))

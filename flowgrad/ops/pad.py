@@ -1,0 +1,98 @@
+"""F.pad: constant, reflect, replicate and circular padding of the trailing dims.
+
+Negative pads crop first (a view). Constant padding is one op whose gradient slices the
+output gradient; the other modes gather from the input with one index per padded dim
+(built by `np.pad` on `arange`), so their gradients sum the copies back through that index.
+
+>>> import flowgrad as flow
+>>> import flowgrad.nn.functional as F
+>>> F.pad(flow.tensor([[1.0, 2.0, 3.0]]), (2, 1), mode="reflect")
+tensor([[3., 2., 1., 2., 3., 2.]])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import op
+
+__all__ = ["pad"]
+
+_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
+          "circular": "wrap"}
+
+
+@op("pad_constant")
+def _pad_constant(xp, x, *, pads, value):
+    return xp.pad(x, pads, mode="constant", constant_values=value)
+
+
+@_pad_constant.grad
+def _(ctx, dy):
+    shape = ctx.input_shapes[0]
+    return dy[tuple(slice(lo, lo + n) for (lo, _), n in zip(ctx.pads, shape))]
+
+
+def _check(input, pad, mode, value):
+    if mode not in _MODES:
+        raise NotImplementedError(f"pad(): Unrecognised padding mode {mode}; use one of "
+                                  f"{tuple(_MODES)}")
+    if len(pad) % 2:
+        raise RuntimeError(f"pad(): Padding length must be divisible by 2, got pad={pad}")
+    nd = input._data.ndim
+    if len(pad) // 2 > nd:
+        raise RuntimeError(f"pad(): Padding length should be less than or equal to two times "
+                           f"the input dimension but got padding length {len(pad)} and input "
+                           f"of dimension {nd}")
+    if mode == "constant":
+        return
+    if value is not None and value != 0:
+        raise RuntimeError(f'pad(): Padding mode "{mode}" doesn\'t take in value argument')
+    k = len(pad) // 2
+    if k not in (1, 2, 3) or nd not in (k + 1, k + 2):
+        raise NotImplementedError(
+            f"pad(): Padding size {len(pad)} is not supported for {nd}D input tensor (shape "
+            f"{tuple(input.shape)}). Supported combinations for non-constant padding: 2D or "
+            f"3D input with padding size 2, 3D or 4D with 4, 4D or 5D with 6")
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last len(pad)//2 dims: pad = (left of last dim, right of last dim, left of the
+    dim before, ...). Negative pads crop."""
+    pad = tuple(int(p) for p in pad)
+    _check(input, pad, mode, value)
+    nd = input._data.ndim
+    k = len(pad) // 2
+    pairs = [(0, 0)] * (nd - k) + [(pad[2 * i], pad[2 * i + 1]) for i in range(k)][::-1]
+    if any(lo < 0 or hi < 0 for lo, hi in pairs):
+        shape = input._data.shape
+        input = input[tuple(slice(-min(lo, 0), n + min(hi, 0)) for (lo, hi), n in
+                            zip(pairs, shape))]
+        pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
+    if not any(lo or hi for lo, hi in pairs):
+        return input if mode != "constant" or input._data.base is None else input.clone()
+    if mode == "constant":
+        return _pad_constant(input, pads=tuple(pairs), value=0 if value is None else value)
+    from ..tensor import Tensor
+
+    shape = input._data.shape
+    first = next(d for d, p in enumerate(pairs) if p != (0, 0))
+    m = nd - first
+    sel = [slice(None)] * first
+    for d in range(first, nd):
+        lo, hi = pairs[d]
+        n = shape[d]
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise RuntimeError(f"pad(): Padding size should be less than the corresponding "
+                               f"input dimension, but got: padding ({lo}, {hi}) at dimension "
+                               f"{d} of input {list(shape)}")
+        if mode == "circular" and (lo > n or hi > n):
+            raise RuntimeError(f"pad(): Padding value causes wrapping around more than once "
+                               f"(padding ({lo}, {hi}) at dimension {d} of size {n})")
+        if mode == "replicate" and n == 0 and (lo or hi):
+            raise RuntimeError(f"pad(): cannot replicate-pad the empty dimension {d} of input "
+                               f"{list(shape)}")
+        idx = np.pad(np.arange(n), (lo, hi), mode=_MODES[mode])
+        # outer-product index over the trailing dims: one gather for all of them
+        j = d - first
+        sel.append(Tensor._wrap(idx.reshape((1,) * j + (-1,) + (1,) * (m - j - 1))))
+    return input[tuple(sel)]

@@ -1,0 +1,172 @@
+"""Reordering and repetition: flip, fliplr, flipud, roll, rot90, repeat, tile,
+repeat_interleave.
+
+>>> import flowgrad as flow
+>>> flow.tensor([1, 2]).repeat(2)
+tensor([1, 2, 1, 2])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor, _wrap_dim, tensor_method
+from .registry import op
+
+__all__ = ["flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat_interleave"]
+
+
+def _dims(dims, nd, name):
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    out = tuple(_wrap_dim(d, nd, name) for d in dims)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"{name}(): dims has duplicates, original flip dims size="
+                           f"{len(dims)}, but unique flip dims size={len(set(out))}")
+    return out
+
+
+# ---- flip / roll / rot90 --------------------------------------------------------------------
+@op("flip")
+def _flip(xp, x, *, dims):
+    return xp.flip(x, dims).copy()  # torch's flip returns a copy, not a view
+
+
+@_flip.grad
+def _(ctx, dy):
+    return _flip(dy, dims=ctx.dims)
+
+
+@tensor_method()
+def flip(input, *dims):
+    """Reverse the order of elements along `dims`."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    nd = input._data.ndim
+    d = _dims(dims, nd, "flip") if nd else ()
+    return _flip(input, dims=d)
+
+
+@tensor_method()
+def fliplr(input):
+    if input._data.ndim < 2:
+        raise RuntimeError("fliplr(): Input must be >= 2-d.")
+    return flip(input, 1)
+
+
+@tensor_method()
+def flipud(input):
+    if input._data.ndim < 1:
+        raise RuntimeError("flipud(): Input must be >= 1-d.")
+    return flip(input, 0)
+
+
+@op("roll")
+def _roll(xp, x, *, shifts, dims):
+    return xp.roll(x, shifts, dims)
+
+
+@_roll.grad
+def _(ctx, dy):
+    return _roll(dy, shifts=tuple(-s for s in ctx.shifts), dims=ctx.dims)
+
+
+@tensor_method()
+def roll(input, shifts, dims=None):
+    """Shift elements along `dims` cyclically (over the flattened tensor when dims=None)."""
+    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (int(shifts),)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"roll(): shifts {shifts} needs dims of the same length")
+        return _roll(input.reshape(-1), shifts=shifts, dims=(0,)).reshape(input.shape)
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll(): shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims: {len(dims)}")
+    nd = input._data.ndim
+    dims = tuple(_wrap_dim(d, nd, "roll") for d in dims)
+    return _roll(input, shifts=tuple(int(s) for s in shifts), dims=dims)
+
+
+@tensor_method()
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotate by 90 degrees k times in the plane of `dims` (from dims[0] towards dims[1])."""
+    nd = input._data.ndim
+    if len(dims) != 2:
+        raise RuntimeError(f"rot90(): expected total rotation dims == 2, but got dims = "
+                           f"{len(dims)}")
+    if nd < 2:
+        raise RuntimeError(f"rot90(): expected total dims >= 2, but got total dims = {nd}")
+    a, b = _wrap_dim(dims[0], nd, "rot90"), _wrap_dim(dims[1], nd, "rot90")
+    if a == b:
+        raise RuntimeError(f"rot90(): expected rotation dims to be different, but got dim0 = "
+                           f"{a} and dim1 = {b}")
+    k %= 4
+    if k == 1:
+        return flip(input, b).transpose(a, b)
+    if k == 2:
+        return flip(input, (a, b))
+    if k == 3:
+        return flip(input, a).transpose(a, b)
+    return input.clone()
+
+
+# ---- repeat / tile ------------------------------------------------------------------------------
+@op("repeat")
+def _repeat(xp, x, *, reps):
+    lead = len(reps) - x.ndim
+    return xp.tile(x.reshape((1,) * lead + x.shape), reps)
+
+
+@_repeat.grad
+def _(ctx, dy):
+    # view the output as (r0, s0, r1, s1, ...) and sum the copies
+    reps = ctx.reps
+    src = (1,) * (len(reps) - len(ctx.input_shapes[0])) + tuple(ctx.input_shapes[0])
+    inter = tuple(v for r, s in zip(reps, src) for v in (r, s))
+    return dy.reshape(inter).sum(tuple(range(0, len(inter), 2))).reshape(src)
+
+
+@tensor_method("repeat")
+def repeat(input, *sizes):
+    """Tile the tensor: sizes[i] copies along dim i (sizes may add leading dims)."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = sizes[0]
+    sizes = tuple(int(s) for s in sizes)
+    if len(sizes) < input._data.ndim:
+        raise RuntimeError(f"repeat(): Number of dimensions of repeat dims ({len(sizes)}) can "
+                           f"not be smaller than number of dimensions of tensor "
+                           f"({input._data.ndim})")
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"repeat(): repeats must be non-negative, got {list(sizes)}")
+    return _repeat(input, reps=sizes)
+
+
+@tensor_method()
+def tile(input, dims):
+    """repeat, with `dims` padded with leading 1s when shorter than input.ndim."""
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    dims = (1,) * (input._data.ndim - len(dims)) + dims
+    return repeat(input, dims)
+
+
+@tensor_method()
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element `repeats` times along `dim` (flattened when dim=None).
+    `repeat_interleave(counts)` alone gives [0]*counts[0] + [1]*counts[1] + ..."""
+    if repeats is None:  # the index form
+        counts = input._data
+        if counts.ndim != 1 or counts.dtype.kind not in "iu":
+            raise RuntimeError("repeat_interleave(): repeats must be a 1-D integer tensor")
+        return Tensor._wrap(np.repeat(np.arange(counts.size), counts).astype(np.int64))
+    x = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else _wrap_dim(dim, input._data.ndim, "repeat_interleave")
+    n = x._data.shape[d] if x._data.ndim else 1
+    reps = repeats._data if isinstance(repeats, Tensor) else np.asarray(repeats)
+    if reps.ndim > 1 or (reps.ndim == 1 and reps.size not in (1, n)):
+        raise RuntimeError(f"repeat_interleave(): repeats must have the same size as input "
+                           f"along dim {d}: got {reps.size} repeats for size {n}")
+    if (reps < 0).any():
+        raise RuntimeError("repeat_interleave(): repeats can not be negative")
+    idx = np.repeat(np.arange(n), np.broadcast_to(reps.reshape(-1), (n,)))
+    from .index import index_select
+
+    return index_select(x, d, Tensor._wrap(idx.astype(np.int64)))

@@ -1,0 +1,154 @@
+"""Ordering: sort, argsort, msort, topk, kthvalue, unique, searchsorted, bucketize.
+
+Sorted values are a gather of the input at the sorting indices, so their gradient is a
+scatter back (gather's rule); the index outputs and unique/searchsorted carry no gradient.
+
+>>> import flowgrad as flow
+>>> flow.sort(flow.tensor([3.0, 1.0, 2.0])).values
+tensor([1., 2., 3.])
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ..tensor import Tensor, _wrap_dim, tensor_method
+from .gather import gather
+
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "searchsorted",
+           "bucketize"]
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def _argsort(a, axis, descending):
+    """Stable argsort; descending keeps ties in their original order, as torch's does."""
+    if not descending:
+        return np.argsort(a, axis=axis, kind="stable")
+    n = a.shape[axis]
+    rev = np.argsort(np.flip(a, axis), axis=axis, kind="stable")
+    return np.flip(n - 1 - rev, axis)
+
+
+@tensor_method()
+def sort(input, dim=-1, descending=False, stable=False):
+    """(values, indices) sorted along `dim` (NaN sorts as the largest value)."""
+    if input._data.ndim == 0:
+        return values_indices(input.clone(), Tensor._wrap(np.zeros((), np.int64)))
+    d = _wrap_dim(dim, input._data.ndim, "sort")
+    idx = Tensor._wrap(_argsort(input._data, d, descending).astype(np.int64))
+    return values_indices(gather(input, d, idx), idx)
+
+
+@tensor_method()
+def argsort(input, dim=-1, descending=False, stable=False):
+    """The indices that sort `input` along `dim`."""
+    return sort(input, dim, descending, stable).indices
+
+
+@tensor_method()
+def msort(input):
+    """sort along dim 0 (values only)."""
+    return sort(input, 0).values
+
+
+@tensor_method()
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The k largest (or smallest) entries along `dim`, with their indices."""
+    nd = input._data.ndim
+    d = _wrap_dim(dim, nd, "topk")
+    size = input._data.shape[d] if nd else 1
+    if not 0 <= k <= size:
+        raise RuntimeError(f"topk(): selected index k ({k}) out of range for dimension {d} "
+                           f"with size {size}")
+    if nd == 0:
+        return values_indices(input.clone(), Tensor._wrap(np.zeros((), np.int64)))
+    idx = _argsort(input._data, d, largest)
+    idx = Tensor._wrap(np.take(idx, np.arange(k), axis=d).astype(np.int64))
+    return values_indices(gather(input, d, idx), idx)
+
+
+@tensor_method()
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The k-th smallest entry along `dim` (k counts from 1), with its index."""
+    nd = input._data.ndim
+    d = _wrap_dim(dim, nd, "kthvalue")
+    size = input._data.shape[d] if nd else 1
+    if not 1 <= k <= size:
+        raise IndexError(f"kthvalue(): selected number k ({k}) out of range for dimension "
+                         f"{d} with size {size}")
+    if nd == 0:
+        return values_indices(input.clone(), Tensor._wrap(np.zeros((), np.int64)))
+    idx = np.take(_argsort(input._data, d, False), [k - 1], axis=d).astype(np.int64)
+    values = gather(input, d, Tensor._wrap(idx))
+    if not keepdim:
+        values, idx = values.squeeze(d), idx.squeeze(d)
+    return values_indices(values, Tensor._wrap(idx))
+
+
+@tensor_method()
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct values (or distinct slices along `dim`), sorted; optionally the inverse
+    indices and counts. No gradient, as in torch."""
+    a = input._data
+    if dim is not None:
+        d = _wrap_dim(dim, a.ndim, "unique")
+        vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True, axis=d)
+    else:
+        vals, inv, cnt = np.unique(a.reshape(-1), return_inverse=True, return_counts=True)
+        inv = inv.reshape(a.shape)
+    out = [Tensor._wrap(vals)]
+    if return_inverse:
+        out.append(Tensor._wrap(inv.reshape(-1).astype(np.int64) if dim is not None
+                                else inv.astype(np.int64)))
+    if return_counts:
+        out.append(Tensor._wrap(cnt.astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _search(seq, values, right):
+    """searchsorted of each row of values in the matching row of seq (vectorised)."""
+    if seq.ndim == 1:
+        return np.searchsorted(seq, values, side="right" if right else "left")
+    # compare every value with every boundary of its row; counts give the insertion points
+    less = seq[..., None, :] <= values[..., :, None] if right else \
+        seq[..., None, :] < values[..., :, None]
+    return less.sum(-1)
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
+                 sorter=None):
+    """Insertion points of `input` in the innermost dim of `sorted_sequence`."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"searchsorted(): side can only be 'left' or 'right' but got "
+                               f"{side!r}")
+        if right and side == "left":
+            raise RuntimeError("searchsorted(): side and right can't be set to opposites, got "
+                               "side of left while right was True")
+        right = side == "right"
+    seq = sorted_sequence._data
+    if sorter is not None:
+        seq = np.take_along_axis(seq, sorter._data, -1)
+    scalar = not isinstance(input, Tensor)
+    vals = np.asarray(input) if scalar else input._data
+    if seq.ndim > 1 and (scalar or seq.shape[:-1] != vals.shape[:-1]):
+        raise RuntimeError(
+            f"searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+            f"dimensions of boundaries tensor and input value tensor must match, but we got "
+            f"boundaries tensor {list(seq.shape)} and input value tensor "
+            f"{list(vals.shape)}")
+    res = _search(seq, vals, right).astype(np.int32 if out_int32 else np.int64)
+    return Tensor._wrap(np.asarray(res))
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The bucket index of each element of input given 1-D sorted `boundaries`."""
+    if boundaries._data.ndim != 1:
+        raise RuntimeError(f"bucketize(): boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries._data.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+tensor_method("bucketize")(bucketize)
