@@ -1,0 +1,13 @@
+"""flowgrad.nn.utils: gradient clipping and parameter/vector conversion, as torch.nn.utils."""
+from . import clip_grad, convert_parameters
+from .clip_grad import (
+    clip_grad_norm,
+    clip_grad_norm_,
+    clip_grad_value_,
+    clip_grads_with_norm_,
+    get_total_norm,
+)
+from .convert_parameters import parameters_to_vector, vector_to_parameters
+
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
+           "clip_grads_with_norm_", "parameters_to_vector", "vector_to_parameters"]

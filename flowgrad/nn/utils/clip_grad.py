@@ -1,0 +1,112 @@
+"""Gradient clipping: by total norm (`clip_grad_norm_`) and by value (`clip_grad_value_`).
+
+The gradients are scaled in place: the `.grad` tensors keep their identities.
+
+>>> import flowgrad as flow
+>>> w = flow.ones(4, requires_grad=True)
+>>> (w * 3).sum().backward()
+>>> flow.nn.utils.clip_grad_norm_([w], max_norm=1.0)
+tensor(6.)
+>>> round(float(w.grad.pow(2).sum().sqrt()), 4)
+1.0
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...autograd.interpreter import bump_version
+from ...tensor import Tensor
+
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
+           "clip_grads_with_norm_"]
+
+
+def _tensors(tensors):
+    if isinstance(tensors, Tensor):
+        return [tensors]
+    return list(tensors)
+
+
+def _grads(parameters):
+    return [p.grad for p in _tensors(parameters) if p.grad is not None]
+
+
+def _vector_norm(a, p):
+    """torch.linalg.vector_norm of a flat array, in the array's dtype."""
+    a = np.abs(a.reshape(-1))
+    if p == math.inf:
+        return a.max() if a.size else a.dtype.type(0)
+    if p == -math.inf:
+        return a.min() if a.size else a.dtype.type(math.inf)
+    if p == 0:
+        return a.dtype.type(np.count_nonzero(a))
+    if p == 1:
+        return a.sum(dtype=a.dtype)
+    if p == 2:
+        return np.sqrt(np.dot(a, a)) if a.size else a.dtype.type(0)
+    return (a ** p).sum(dtype=a.dtype) ** (1.0 / p)
+
+
+def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The norm of the norms of `tensors` (as if they were one concatenated vector); a 0-d
+    tensor. Raises on a non-finite norm when `error_if_nonfinite`."""
+    tensors = [t for t in _tensors(tensors) if t is not None]
+    norm_type = float(norm_type)
+    if not tensors:
+        return Tensor._wrap(np.zeros((), np.float32))
+    norms = [_vector_norm(t._data, norm_type) for t in tensors]
+    dtype = np.result_type(*[t._data.dtype for t in tensors])
+    total = _vector_norm(np.asarray(norms, dtype=dtype), norm_type)
+    if error_if_nonfinite and not np.isfinite(total):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is "
+            "non-finite, so it cannot be clipped. To disable this error and scale the "
+            "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+    return Tensor._wrap(np.asarray(total, dtype=dtype))
+
+
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Scale the gradients by min(1, max_norm / (total_norm + 1e-6)), in place."""
+    grads = _grads(parameters)
+    if not grads:
+        return
+    total = np.asarray(total_norm._data if isinstance(total_norm, Tensor) else total_norm)
+    coef = np.minimum(np.asarray(max_norm, total.dtype) / (total + total.dtype.type(1e-6)), 1.0)
+    for g in grads:
+        g._data *= coef.astype(g._data.dtype)
+        bump_version(g)
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                    foreach=None):
+    """Clip the gradients of `parameters` so their total `norm_type` norm is at most
+    `max_norm` (in place); returns the total norm before clipping, a 0-d tensor.
+
+    `norm_type` may be `inf` (the largest absolute entry). With `error_if_nonfinite=True`
+    a nan/inf total norm raises instead of scaling the gradients by it.
+    """
+    parameters = _tensors(parameters)
+    grads = _grads(parameters)
+    total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total, foreach)
+    return total
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                   foreach=None):
+    """Deprecated alias of `clip_grad_norm_` (as in torch)."""
+    import warnings
+
+    warnings.warn("`flowgrad.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`flowgrad.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def clip_grad_value_(parameters, clip_value, foreach=None):
+    """Clamp every gradient entry into [-clip_value, clip_value], in place."""
+    clip_value = float(clip_value)
+    for g in _grads(parameters):
+        np.clip(g._data, -clip_value, clip_value, out=g._data)
+        bump_version(g)

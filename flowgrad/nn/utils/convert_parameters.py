@@ -1,0 +1,48 @@
+"""Flatten parameters into one vector and back (for second-order methods, ES, ...).
+
+>>> import flowgrad as flow
+>>> a, b = flow.zeros(2, 2), flow.zeros(3)
+>>> v = flow.nn.utils.parameters_to_vector([a, b]); v.shape
+flowgrad.Size([7])
+>>> flow.nn.utils.vector_to_parameters(flow.arange(7.0), [a, b]); b
+tensor([4., 5., 6.])
+"""
+from __future__ import annotations
+
+from ...tensor import Tensor
+
+__all__ = ["parameters_to_vector", "vector_to_parameters"]
+
+
+def _typename(obj):
+    return type(obj).__module__ + "." + type(obj).__qualname__
+
+
+def parameters_to_vector(parameters):
+    """One 1-D tensor: every parameter flattened and concatenated (differentiable)."""
+    from ...ops.shape import cat
+
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return cat([p.reshape(-1) for p in parameters])
+
+
+def vector_to_parameters(vec, parameters):
+    """Make each parameter's data the matching slice of `vec` (they share storage with
+    `vec` afterwards, as torch's `param.data = ...` does)."""
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected flowgrad.Tensor, but got: {_typename(vec)}")
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    parameters = list(parameters)
+    total = sum(p.numel() for p in parameters)
+    if vec.dim() != 1 or vec.numel() < total:
+        raise RuntimeError(
+            f"vector_to_parameters: vec must be 1-D with at least as many entries as the "
+            f"parameters ({total}), got shape {tuple(vec.shape)}")
+    flat = vec._data
+    start = 0
+    for p in parameters:
+        n = p.numel()
+        p._data = flat[start:start + n].reshape(p._data.shape)
+        start += n

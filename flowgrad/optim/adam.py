@@ -1,0 +1,134 @@
+"""Adam, AdamW and Adamax: first and second moment estimates with bias correction."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from .optimizer import Optimizer, _lerp_, _no_differentiable, _validate
+
+__all__ = ["Adam", "AdamW", "Adamax"]
+
+
+def _step_tensor():
+    # torch keeps the step count as a float32 0-d tensor; state dicts carry it that way
+    return Tensor._wrap(np.zeros((), np.float32))
+
+
+def _advance(state):
+    step = state["step"]._data
+    step += 1
+    return float(step)
+
+
+def _check_betas(lr, eps, betas, weight_decay):
+    _validate("learning rate", lr)
+    _validate("epsilon value", eps)
+    for i in (0, 1):
+        if not 0.0 <= betas[i] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+    _validate("weight_decay value", weight_decay)
+
+
+class Adam(Optimizer):
+    """torch.optim.Adam (Kingma & Ba), with amsgrad, L2 weight decay and maximize:
+
+        m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
+        p = p - lr / (1-b1^t) * m / (sqrt(v) / sqrt(1-b2^t) + eps)
+
+    >>> import flowgrad as flow
+    >>> w = flow.ones(2, requires_grad=True)
+    >>> opt = flow.optim.Adam([w], lr=0.1)
+    >>> w.sum().backward(); opt.step(); w.detach()
+    tensor([0.9000, 0.9000])
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
+        _check_betas(lr, eps, betas, weight_decay)
+        _no_differentiable(type(self).__name__, differentiable, fused)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def _init_state(self, p, group, state):
+        state["step"] = _step_tensor()
+        state["exp_avg"] = Tensor._wrap(np.zeros_like(p._data))
+        state["exp_avg_sq"] = Tensor._wrap(np.zeros_like(p._data))
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = Tensor._wrap(np.zeros_like(p._data))
+
+    def _update(self, param, grad, state, group):
+        g = -grad if group["maximize"] else grad
+        step = _advance(state)
+        lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                param *= 1 - lr * wd
+            else:
+                g = g + wd * param
+        m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+        _lerp_(m, g, 1 - beta1)
+        v *= beta2
+        v += (1 - beta2) * g * g
+        step_size = lr / (1 - beta1 ** step)
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        if group["amsgrad"]:
+            if "max_exp_avg_sq" not in state:  # amsgrad switched on after the first step
+                state["max_exp_avg_sq"] = Tensor._wrap(np.zeros_like(param))
+            vmax = state["max_exp_avg_sq"]._data
+            np.maximum(vmax, v, out=vmax)
+            denom = np.sqrt(vmax) / bias_correction2_sqrt
+        else:
+            denom = np.sqrt(v) / bias_correction2_sqrt
+        denom += group["eps"]
+        param += -step_size * (m / denom)
+
+
+class AdamW(Adam):
+    """torch.optim.AdamW: Adam with decoupled weight decay, `p = p * (1 - lr * wd)` before
+    the Adam step (Loshchilov & Hutter). Default weight_decay is 1e-2."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+
+class Adamax(Optimizer):
+    """torch.optim.Adamax: Adam with the infinity norm,
+
+        m = b1 m + (1-b1) g;  u = max(b2 u, |g| + eps);  p = p - lr / (1-b1^t) * m / u
+    """
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 foreach=None, *, maximize=False, differentiable=False, capturable=False):
+        _check_betas(lr, eps, betas, weight_decay)
+        _no_differentiable("Adamax", differentiable)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        foreach=foreach, maximize=maximize, differentiable=differentiable,
+                        capturable=capturable)
+        super().__init__(params, defaults)
+
+    def _init_state(self, p, group, state):
+        state["step"] = _step_tensor()
+        state["exp_avg"] = Tensor._wrap(np.zeros_like(p._data))
+        state["exp_inf"] = Tensor._wrap(np.zeros_like(p._data))
+
+    def _update(self, param, grad, state, group):
+        g = -grad if group["maximize"] else grad
+        step = _advance(state)
+        beta1, beta2 = group["betas"]
+        if group["weight_decay"] != 0:
+            g = g + group["weight_decay"] * param
+        m, u = state["exp_avg"]._data, state["exp_inf"]._data
+        _lerp_(m, g, 1 - beta1)
+        u *= beta2
+        np.maximum(u, np.abs(g) + group["eps"], out=u)
+        clr = group["lr"] / (1 - beta1 ** step)
+        param += -clr * (m / u)

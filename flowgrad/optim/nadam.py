@@ -1,0 +1,107 @@
+"""NAdam (Nesterov-accelerated Adam) and RAdam (rectified Adam)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from .adam import _advance, _check_betas, _step_tensor
+from .optimizer import Optimizer, _lerp_, _no_differentiable, _validate
+
+__all__ = ["NAdam", "RAdam"]
+
+
+class NAdam(Optimizer):
+    """torch.optim.NAdam (Dozat): Adam with a Nesterov momentum schedule
+    mu_t = b1 (1 - 0.5 * 0.96^(t * momentum_decay)); `decoupled_weight_decay=True` gives
+    NAdamW."""
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False):
+        _check_betas(lr, eps, betas, weight_decay)
+        _validate("momentum_decay value", momentum_decay)
+        _no_differentiable("NAdam", differentiable)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _init_state(self, p, group, state):
+        state["step"] = _step_tensor()
+        state["mu_product"] = Tensor._wrap(np.ones((), np.float32))
+        state["exp_avg"] = Tensor._wrap(np.zeros_like(p._data))
+        state["exp_avg_sq"] = Tensor._wrap(np.zeros_like(p._data))
+
+    def _update(self, param, grad, state, group):
+        g = -grad if group["maximize"] else grad
+        step = _advance(state)
+        lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
+        bias_correction2 = 1 - beta2 ** step
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                param *= 1 - lr * wd
+            else:
+                g = g + wd * param
+        decay = group["momentum_decay"]
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * decay))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * decay))
+        mu_product = state["mu_product"]._data
+        mu_product *= mu  # a float32 product, as torch keeps it
+        m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+        _lerp_(m, g, 1 - beta1)
+        v *= beta2
+        v += (1 - beta2) * g * g
+        denom = np.sqrt(v / bias_correction2)
+        denom += group["eps"]
+        mu_prod = float(mu_product)
+        mu_product_next = mu_prod * mu_next
+        param += (-lr * (1.0 - mu) / (1.0 - mu_prod)) * (g / denom)
+        param += ((-lr * mu_next) / (1.0 - mu_product_next)) * (m / denom)
+
+
+class RAdam(Optimizer):
+    """torch.optim.RAdam (Liu et al.): Adam whose adaptive term is switched on only once the
+    variance of the adaptive learning rate is tractable (rho_t > 5), with a rectification."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False,
+                 capturable=False, differentiable=False):
+        _check_betas(lr, eps, betas, weight_decay)
+        _no_differentiable("RAdam", differentiable)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        decoupled_weight_decay=decoupled_weight_decay,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _init_state(self, p, group, state):
+        state["step"] = _step_tensor()
+        state["exp_avg"] = Tensor._wrap(np.zeros_like(p._data))
+        state["exp_avg_sq"] = Tensor._wrap(np.zeros_like(p._data))
+
+    def _update(self, param, grad, state, group):
+        g = -grad if group["maximize"] else grad
+        step = _advance(state)
+        lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                param *= 1 - lr * wd
+            else:
+                g = g + wd * param
+        m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+        _lerp_(m, g, 1 - beta1)
+        v *= beta2
+        v += (1 - beta2) * g * g
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        corrected = m / bias_correction1
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        if rho_t > 5.0:
+            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                    / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            adaptive = (bias_correction2 ** 0.5) / (np.sqrt(v) + group["eps"])
+            param += -1.0 * (corrected * lr * adaptive * rect)
+        else:
+            param += -1.0 * (corrected * lr)

@@ -1,0 +1,315 @@
+"""Optimizer: parameter groups, per-parameter state, and torch-format state dicts.
+
+Subclasses give their defaults and two hooks: `_init_state(p, group, state)` fills a new
+parameter's state, `_update(param, grad, state, group)` applies one step to the NumPy
+arrays in place (vectorised; the parameter and `.grad` objects keep their identities).
+
+>>> import flowgrad as flow
+>>> w = flow.nn.Parameter(flow.ones(2))
+>>> opt = flow.optim.SGD([w], lr=0.5)
+>>> (w * w).sum().backward(); opt.step(); w
+Parameter containing:
+tensor([0., 0.], requires_grad=True)
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+from collections import OrderedDict, defaultdict
+
+import numpy as np
+
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.interpreter import bump_version
+from ..tensor import RemovableHandle, Tensor
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    """Marks a default every parameter group must set itself (SGD's lr in old torch)."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _typename(obj):
+    return type(obj).__module__ + "." + type(obj).__qualname__
+
+
+def _as_state_tensor(value, like=None):
+    """A loaded state value as a flowgrad Tensor: torch tensors and arrays are converted
+    (copied), floating values take the parameter's dtype as torch's load_state_dict does."""
+    if isinstance(value, Tensor):
+        data = value._data
+    else:
+        data = np.asarray(value.detach().cpu().numpy() if hasattr(value, "detach") else value)
+    if like is not None and like._data.dtype.kind in "fV" and data.dtype.kind in "fV":
+        data = data.astype(like._data.dtype)
+    return Tensor._wrap(np.array(data, copy=True))
+
+
+class Optimizer:
+    """Base class of all optimizers: holds `param_groups` (dicts with 'params' and the
+    hyperparameters) and `state` (a dict per parameter, keyed by the parameter)."""
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self._step_pre_hooks = OrderedDict()
+        self._step_post_hooks = OrderedDict()
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or "
+                f"dicts, but got {_typename(params)}")
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __repr__(self):
+        lines = [self.__class__.__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(group):
+                if key != "params":
+                    lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state,
+                "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_step_pre_hooks", OrderedDict())
+        self.__dict__.setdefault("_step_post_hooks", OrderedDict())
+
+    # ---- parameter groups ---------------------------------------------------------------
+    def add_param_group(self, param_group):
+        """Add a group of parameters with its own options (missing ones take the defaults).
+
+        >>> import flowgrad as flow
+        >>> a, b = flow.zeros(2, requires_grad=True), flow.zeros(3, requires_grad=True)
+        >>> opt = flow.optim.SGD([a], lr=0.1)
+        >>> opt.add_param_group({"params": [b], "lr": 0.01})
+        >>> [g["lr"] for g in opt.param_groups]
+        [0.1, 0.01]
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in sets will change between runs. Please use a list "
+                "instead.")
+        params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        params = [p[1] if isinstance(p, tuple) else p for p in params]
+        if names and len(names) != len(params):
+            raise ValueError("all optimizer params should be with/without names. Some param "
+                             "names are missing")
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params "
+                                f"is {_typename(p)}")
+            if not (p.is_leaf or p.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        group = dict(param_group)
+        group["params"] = params
+        if names:
+            group["param_names"] = names
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError("parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            group.setdefault(name, default)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if len({id(p) for p in params}) != len(params):
+            import warnings
+
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; "
+                          "in future, this will cause an error", UserWarning, stacklevel=3)
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    # ---- gradients and steps ------------------------------------------------------------
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradients: drop them (`set_to_none=True`, the default) or zero them in
+        place, keeping the `.grad` tensors."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g._data[...] = 0
+                    bump_version(g)
+
+    def step(self, closure=None):
+        """Update every parameter that has a gradient; `closure` (optional) re-evaluates the
+        model and returns the loss, which step returns."""
+        for hook in list(self._step_pre_hooks.values()):
+            result = hook(self, (), {"closure": closure} if closure is not None else {})
+            if result is not None:
+                raise RuntimeError("optimizer step pre hooks may not change the arguments "
+                                   "in flowgrad; return None")
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                self._check_group(group)
+                for p in group["params"]:
+                    g = p.grad
+                    if g is None:
+                        continue
+                    state = self.state[p]
+                    if not state:
+                        self._init_state(p, group, state)
+                    self._update(p._data, g._data, state, group)
+                    bump_version(p)
+        for hook in list(self._step_post_hooks.values()):
+            hook(self, (), {})
+        return loss
+
+    def _check_group(self, group):
+        """Validate options that users may have changed since construction."""
+
+    def _init_state(self, p, group, state):
+        """Fill `state` for parameter `p` on its first step."""
+
+    def _update(self, param, grad, state, group):
+        raise NotImplementedError(f"{type(self).__name__} does not implement _update")
+
+    def register_step_pre_hook(self, hook):
+        """Call `hook(optimizer, args, kwargs)` before every step."""
+        return _DictHandle(self._step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook):
+        """Call `hook(optimizer, args, kwargs)` after every step."""
+        return _DictHandle(self._step_post_hooks, hook)
+
+    # ---- state dicts --------------------------------------------------------------------
+    def state_dict(self):
+        """{'state': {param_id: {...}}, 'param_groups': [{..., 'params': [ids]}]}, as torch:
+        ids number the parameters in group order; state values are the live tensors."""
+        mapping = {}
+        groups = []
+        start = 0
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                mapping.setdefault(id(p), i)
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            groups.append(packed)
+        state = {(mapping[id(k)] if isinstance(k, Tensor) else k): v
+                 for k, v in self.state.items() if not isinstance(k, Tensor) or v}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Load a state dict made by `state_dict()` (flowgrad's or torch's: torch tensors
+        are converted). Validates everything before changing anything."""
+        if not isinstance(state_dict, dict) or "param_groups" not in state_dict \
+                or "state" not in state_dict:
+            raise ValueError("optimizer state dict must be a dict with keys 'state' and "
+                             "'param_groups'")
+        groups = self.param_groups
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+        id_map = dict(zip(itertools.chain.from_iterable(g["params"] for g in saved_groups),
+                          itertools.chain.from_iterable(g["params"] for g in groups)))
+
+        def cast(param, value, key=None):
+            if isinstance(value, Tensor) or hasattr(value, "__array__") and not \
+                    isinstance(value, (list, tuple, dict)):
+                return _as_state_tensor(value, None if key == "step" else param)
+            if isinstance(value, dict):
+                return {k: cast(param, v, k) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(cast(param, v) for v in value)
+            return value
+
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            key = int(k) if isinstance(k, str) and k.isdigit() else k
+            if key in id_map:
+                state[id_map[key]] = cast(id_map[key], v)
+            else:
+                state[key] = v
+        new_groups = []
+        for group, saved in zip(groups, saved_groups):
+            for key, value in saved.items():
+                if isinstance(value, list) and key == "betas":
+                    saved[key] = tuple(value)  # JSON round trips turn tuples into lists
+            saved["params"] = group["params"]
+            if "param_names" in group and "param_names" not in saved:
+                saved["param_names"] = group["param_names"]
+            new_groups.append(saved)
+        self.state = state
+        self.param_groups = new_groups
+
+
+class _DictHandle(RemovableHandle):
+    """A hook handle over an OrderedDict of hooks (optimizers keep hooks by id)."""
+
+    _next = itertools.count()
+
+    def __init__(self, hooks, hook):
+        self._hooks, self._id = hooks, next(self._next)
+        hooks[self._id] = hook
+
+    def remove(self):
+        self._hooks.pop(self._id, None)
+
+
+def _validate(name, value, low=0.0, strict=False, high=None, message=None):
+    """Raise torch's `ValueError('Invalid <name>: <value>')` for a bad hyperparameter."""
+    bad = value < low if not strict else value <= low
+    if high is not None:
+        bad = bad or value >= high
+    if bad:
+        raise ValueError(message or f"Invalid {name}: {value}")
+
+
+def _lerp_(a, b, weight):
+    """a.lerp_(b, weight) as torch computes it (two formulas split at weight 0.5)."""
+    if weight < 0.5:
+        a += weight * (b - a)
+    else:
+        a[...] = b - (b - a) * (1 - weight)
+
+
+def _no_differentiable(defaults_name, differentiable, fused=None):
+    if differentiable:
+        raise NotImplementedError(
+            f"{defaults_name}: differentiable=True is not supported by flowgrad's optimizers "
+            "(updates run in place under no_grad)")
+    if fused:
+        raise RuntimeError(f"{defaults_name}: fused=True is not supported; flowgrad's update "
+                           "is already one vectorised NumPy pass per parameter")
+

@@ -1,0 +1,2 @@
+"""flowgrad.utils: data loading (`flowgrad.utils.data`)."""
+from . import data

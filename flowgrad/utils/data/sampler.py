@@ -1,0 +1,164 @@
+"""Samplers: iterables over dataset indices (or batches of them) for the DataLoader.
+
+>>> import flowgrad as flow
+>>> from flowgrad.utils.data import BatchSampler, SequentialSampler
+>>> list(BatchSampler(SequentialSampler(range(5)), batch_size=2, drop_last=False))
+[[0, 1], [2, 3], [4]]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...random import Generator, default_generator
+from ...tensor import Tensor
+
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
+           "WeightedRandomSampler", "BatchSampler"]
+
+
+def _fresh_generator(generator):
+    """`generator` itself, or (as torch) a new one seeded from the global generator, so
+    `flowgrad.manual_seed` makes every epoch's order reproducible."""
+    if generator is not None:
+        return generator
+    seed = int(default_generator.np.integers(0, 2 ** 63 - 1))
+    return Generator().manual_seed(seed)
+
+
+class Sampler:
+    """Base class: subclasses define `__iter__` (and `__len__` when it is known)."""
+
+    def __init__(self, data_source=None):
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError
+
+
+class SequentialSampler(Sampler):
+    """0, 1, ..., len(data_source) - 1."""
+
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A random permutation of the indices (each epoch a new one), or `num_samples` draws
+    with replacement."""
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        if not isinstance(replacement, bool):
+            raise TypeError("replacement should be a boolean value, but got "
+                            f"replacement={replacement}")
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError("num_samples should be a positive integer value, but got "
+                             f"num_samples={self.num_samples}")
+
+    @property
+    def num_samples(self):
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        n = len(self.data_source)
+        rng = _fresh_generator(self.generator).np
+        if self.replacement:
+            yield from rng.integers(0, n, self.num_samples).tolist()
+            return
+        for _ in range(self.num_samples // n):
+            yield from rng.permutation(n).tolist()
+        yield from rng.permutation(n)[:self.num_samples % n].tolist()
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices in a random order."""
+
+    def __init__(self, indices, generator=None):
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self):
+        for i in _fresh_generator(self.generator).np.permutation(len(self.indices)).tolist():
+            yield self.indices[i]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """`num_samples` indices drawn with probabilities proportional to `weights`."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) \
+                or num_samples <= 0:
+            raise ValueError("num_samples should be a positive integer value, but got "
+                             f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError("replacement should be a boolean value, but got "
+                             f"replacement={replacement}")
+        w = np.asarray(weights._data if isinstance(weights, Tensor) else weights, np.float64)
+        if w.ndim != 1:
+            raise ValueError("weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(w.shape)}")
+        if (w < 0).any() or not np.isfinite(w).all() or w.sum() <= 0:
+            raise RuntimeError("WeightedRandomSampler: weights must be finite, non-negative "
+                               "and not all zero")
+        if not replacement and num_samples > np.count_nonzero(w):
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                               f"replacement (num_samples={num_samples}, "
+                               f"{np.count_nonzero(w)} nonzero weights)")
+        self.weights = Tensor._wrap(w)
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self):
+        rng = _fresh_generator(self.generator).np
+        w = self.weights._data
+        draws = rng.choice(w.size, self.num_samples, replace=self.replacement, p=w / w.sum())
+        yield from draws.tolist()
+
+    def __len__(self):
+        return self.num_samples
+
+
+class BatchSampler(Sampler):
+    """Group another sampler's indices into lists of `batch_size`."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError("batch_size should be a positive integer value, but got "
+                             f"batch_size={batch_size}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got "
+                             f"drop_last={drop_last}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self):
+        batch = []
+        for idx in self.sampler:
+            batch.append(idx)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self):
+        if self.drop_last:
+            return len(self.sampler) // self.batch_size
+        return (len(self.sampler) + self.batch_size - 1) // self.batch_size

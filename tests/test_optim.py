@@ -1,0 +1,309 @@
+"""Optimizers against torch: the same small model, the same weights and data, 20 steps,
+every loss compared (float32, relative 1e-4); state dicts in torch's format."""
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+import flowgrad as flow
+
+RNG = np.random.default_rng(0)
+SHAPES = [(8, 5), (8,), (3, 8), (3,)]
+INIT = [(RNG.standard_normal(s) * 0.5).astype(np.float32) for s in SHAPES]
+X = RNG.standard_normal((16, 5)).astype(np.float32)
+Y = RNG.integers(0, 3, 16)
+T = RNG.standard_normal((16, 3)).astype(np.float32)
+
+
+def make_params(m):
+    return [m.tensor(a.copy(), requires_grad=True) for a in INIT]
+
+
+def loss_fn(m, ps, kind="ce"):
+    h = m.tanh(m.matmul(m.tensor(X), ps[0].t()) + ps[1])
+    out = m.matmul(h, ps[2].t()) + ps[3]
+    if kind == "ce":
+        return m.nn.functional.cross_entropy(out, m.tensor(Y))
+    return m.nn.functional.mse_loss(m.relu(out), m.tensor(T))
+
+
+def groups(ps, spec):
+    """spec None: one group; else a list of per-group option dicts over halves."""
+    if spec is None:
+        return ps
+    return [dict(params=ps[:2], **spec[0]), dict(params=ps[2:], **spec[1])]
+
+
+def train(m, name, kwargs, steps=20, kind="ce", spec=None, lr_change=None):
+    ps = make_params(m)
+    opt = getattr(m.optim, name)(groups(ps, spec), **kwargs)
+    losses = []
+    for i in range(steps):
+        if lr_change is not None and i == steps // 2:
+            for g in opt.param_groups:
+                g["lr"] = g["lr"] * lr_change
+        opt.zero_grad()
+        loss = loss_fn(m, ps, kind)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return np.array(losses), [p.detach().numpy().copy() for p in ps], opt
+
+
+CASES = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.8, dampening=0.3, maximize=False)),
+    ("Adam", dict(lr=0.01)),
+    ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1)),
+    ("Adam", dict(lr=0.01, betas=(0.8, 0.9), eps=1e-6, decoupled_weight_decay=True,
+                  weight_decay=0.1)),
+    ("AdamW", dict(lr=0.01)),
+    ("AdamW", dict(lr=0.01, amsgrad=True, weight_decay=0.5)),
+    ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, alpha=0.9, centered=True, momentum=0.5, weight_decay=0.01)),
+    ("Adagrad", dict(lr=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1,
+                     weight_decay=0.01)),
+    ("Adadelta", dict(lr=1.0)),
+    ("Adadelta", dict(lr=0.5, rho=0.8, weight_decay=0.01)),
+    ("Adamax", dict(lr=0.01)),
+    ("Adamax", dict(lr=0.02, weight_decay=0.05)),
+    ("NAdam", dict(lr=0.01)),
+    ("NAdam", dict(lr=0.01, momentum_decay=0.01, weight_decay=0.1)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("RAdam", dict(lr=0.01)),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+]
+
+
+def _compare(a, b):
+    la, pa, _ = a
+    lb, pb, _ = b
+    np.testing.assert_allclose(la, lb, rtol=1e-4, err_msg="losses differ from torch")
+    for x, y in zip(pa, pb):
+        np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5, err_msg="params differ")
+
+
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{i}" for i, (n, _) in
+                                                     enumerate(CASES)])
+def test_matches_torch(name, kwargs):
+    _compare(train(flow, name, kwargs), train(torch, name, kwargs))
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop", "Adagrad", "Adadelta", "Adamax",
+                                  "NAdam", "RAdam", "AdamW"])
+def test_maximize_groups_mse_and_lr_change(name):
+    kw = dict(lr=0.01, maximize=True) if name != "SGD" else dict(lr=0.01, maximize=True,
+                                                                   momentum=0.5)
+    spec = [dict(lr=0.02), dict(weight_decay=0.1)]
+    for args in [dict(kind="mse", spec=spec), dict(kwargs_extra=True)]:
+        if "kwargs_extra" in args:
+            _compare(train(flow, name, kw, lr_change=0.1), train(torch, name, kw, lr_change=0.1))
+        else:
+            _compare(train(flow, name, kw, **args), train(torch, name, kw, **args))
+
+
+def _np(v):
+    return v.detach().numpy() if isinstance(v, torch.Tensor) else v.numpy()
+
+
+@pytest.mark.parametrize("name,kwargs", [CASES[2], CASES[5], CASES[10], CASES[12], CASES[14],
+                                         CASES[16], CASES[18], CASES[21]])
+def test_state_dict_format_matches_torch(name, kwargs):
+    _, _, ours = train(flow, name, kwargs, steps=3)
+    _, _, theirs = train(torch, name, kwargs, steps=3)
+    a, b = ours.state_dict(), theirs.state_dict()
+    assert a["param_groups"] == b["param_groups"]
+    assert a["state"].keys() == b["state"].keys()
+    for k in b["state"]:
+        assert a["state"][k].keys() == b["state"][k].keys()
+        for key, v in b["state"][k].items():
+            assert isinstance(a["state"][k][key], flow.Tensor)
+            assert tuple(a["state"][k][key].shape) == tuple(v.shape)
+            np.testing.assert_allclose(_np(a["state"][k][key]), _np(v), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,kwargs", [CASES[2], CASES[5], CASES[10], CASES[12], CASES[14],
+                                         CASES[16], CASES[18], CASES[21]])
+def test_resume_from_state_dict(name, kwargs):
+    """10 steps, state_dict into a fresh optimizer (from flowgrad's own dict, and from
+    torch's dict), 10 more: the same losses as 20 uninterrupted steps."""
+    full, _, _ = train(flow, name, kwargs, steps=20)
+    for source in (flow, torch):
+        first, weights, opt = train(source, name, kwargs, steps=10)
+        ps = [flow.tensor(w, requires_grad=True) for w in weights]
+        sd = opt.state_dict()
+        if source is flow:
+            sd = copy.deepcopy(sd)
+        opt2 = getattr(flow.optim, name)(ps, **kwargs)
+        opt2.load_state_dict(sd)
+        rest = []
+        for _ in range(10):
+            opt2.zero_grad()
+            loss = loss_fn(flow, ps)
+            loss.backward()
+            opt2.step()
+            rest.append(loss.item())
+        np.testing.assert_allclose(np.r_[first, rest], full, rtol=1e-4)
+
+
+def test_identities_kept_and_version_bumped():
+    w = flow.nn.Parameter(flow.ones(3))
+    opt = flow.optim.Adam([w], lr=0.1)
+    y = (w * w).sum()
+    y.backward(retain_graph=True)
+    data, grad = w._data, w.grad
+    opt.step()
+    assert w._data is data and w.grad is grad
+    assert not np.allclose(w.detach().numpy(), 1.0)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.backward()
+
+
+def test_zero_grad():
+    w = flow.ones(2, requires_grad=True)
+    opt = flow.optim.SGD([w], lr=0.1)
+    (w * 3).sum().backward()
+    g = w.grad
+    opt.zero_grad(set_to_none=False)
+    assert w.grad is g and w.grad.tolist() == [0.0, 0.0]
+    opt.zero_grad()
+    assert w.grad is None
+    opt.step()  # no grad: nothing happens
+    assert w.tolist() == [1.0, 1.0]
+
+
+def test_closure_and_hooks():
+    w = flow.ones(2, requires_grad=True)
+    opt = flow.optim.SGD([w], lr=0.5)
+    calls = []
+    opt.register_step_pre_hook(lambda o, a, k: calls.append("pre"))
+    h = opt.register_step_post_hook(lambda o, a, k: calls.append("post"))
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+
+    assert opt.step(closure).item() == 2.0
+    assert w.tolist() == [0.0, 0.0]
+    h.remove()
+    opt.step(closure)
+    assert calls == ["pre", "post", "pre"]
+
+
+def test_add_param_group_and_defaults():
+    a, b = flow.zeros(2, requires_grad=True), flow.zeros(3, requires_grad=True)
+    opt = flow.optim.Adam([a], lr=0.1, betas=(0.5, 0.6))
+    opt.add_param_group({"params": b, "lr": 0.01})
+    assert [g["lr"] for g in opt.param_groups] == [0.1, 0.01]
+    assert opt.param_groups[1]["betas"] == (0.5, 0.6)
+    assert opt.param_groups[1]["params"][0] is b
+    named = flow.optim.SGD([("w", a), ("v", b)], lr=0.1)
+    assert named.param_groups[0]["param_names"] == ["w", "v"]
+    assert "Adam (" in repr(opt)
+
+
+def _leaf():
+    return flow.zeros(2, requires_grad=True)
+
+
+ERRORS = [
+    (lambda: flow.optim.SGD(_leaf(), lr=0.1), TypeError, "iterable of Tensors or dicts"),
+    (lambda: flow.optim.SGD([], lr=0.1), ValueError, "empty parameter list"),
+    (lambda: flow.optim.SGD([{"params": {_leaf()}}], lr=0.1), TypeError,
+     "ordered collections"),
+    (lambda: flow.optim.SGD([1.0], lr=0.1), TypeError, "can only optimize Tensors"),
+    (lambda: flow.optim.SGD([_leaf() * 2], lr=0.1), ValueError, "non-leaf Tensor"),
+    (lambda: flow.optim.SGD([("a", _leaf()), _leaf()]), ValueError, "names are missing"),
+    (lambda: flow.optim.SGD([_leaf()], lr=-1), ValueError, "Invalid learning rate: -1"),
+    (lambda: flow.optim.SGD([_leaf()], momentum=-1), ValueError, "Invalid momentum value"),
+    (lambda: flow.optim.SGD([_leaf()], weight_decay=-1), ValueError, "Invalid weight_decay"),
+    (lambda: flow.optim.SGD([_leaf()], nesterov=True), ValueError, "Nesterov momentum"),
+    (lambda: flow.optim.SGD([_leaf()], fused=True), RuntimeError, "fused=True"),
+    (lambda: flow.optim.Adam([_leaf()], differentiable=True), NotImplementedError,
+     "differentiable"),
+    (lambda: flow.optim.Adam([_leaf()], eps=-1), ValueError, "Invalid epsilon value"),
+    (lambda: flow.optim.Adam([_leaf()], betas=(1.0, 0.9)), ValueError,
+     "beta parameter at index 0"),
+    (lambda: flow.optim.AdamW([_leaf()], betas=(0.9, -0.1)), ValueError,
+     "beta parameter at index 1"),
+    (lambda: flow.optim.RMSprop([_leaf()], alpha=-1), ValueError, "Invalid alpha value"),
+    (lambda: flow.optim.Adagrad([_leaf()], lr_decay=-1), ValueError, "Invalid lr_decay"),
+    (lambda: flow.optim.Adagrad([_leaf()], initial_accumulator_value=-1), ValueError,
+     "initial_accumulator_value"),
+    (lambda: flow.optim.Adadelta([_leaf()], rho=1.5), ValueError, "Invalid rho value"),
+    (lambda: flow.optim.NAdam([_leaf()], momentum_decay=-1), ValueError, "momentum_decay"),
+    (lambda: flow.optim.RAdam([_leaf()], lr=-0.1), ValueError, "Invalid learning rate"),
+    (lambda: flow.optim.Adamax([_leaf()], weight_decay=-1), ValueError, "weight_decay"),
+]
+
+
+@pytest.mark.parametrize("fn,exc,match", ERRORS)
+def test_errors(fn, exc, match):
+    with pytest.raises(exc, match=match):
+        fn()
+
+
+def test_add_param_group_errors():
+    a = _leaf()
+    opt = flow.optim.SGD([a], lr=0.1)
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        opt.add_param_group({"params": [a]})
+    with pytest.raises(TypeError, match="param_group must be a dict"):
+        opt.add_param_group([a])
+    req = flow.optim.Optimizer([{"params": [_leaf()], "lr": 0.1}],
+                               {"lr": flow.optim.optimizer.required})
+    with pytest.raises(ValueError, match="required optimization parameter lr"):
+        req.add_param_group({"params": [_leaf()]})
+    assert len(opt.param_groups) == 1
+
+
+def test_load_state_dict_errors_change_nothing():
+    a, b = _leaf(), _leaf()
+    opt = flow.optim.Adam([a, b], lr=0.1)
+    before = opt.state_dict()
+    other = flow.optim.Adam([{"params": [a]}, {"params": [b]}], lr=0.2)
+    with pytest.raises(ValueError, match="different number of parameter groups"):
+        opt.load_state_dict(other.state_dict())
+    single = flow.optim.Adam([_leaf()], lr=0.2)
+    with pytest.raises(ValueError, match="doesn't match the size"):
+        opt.load_state_dict(single.state_dict())
+    with pytest.raises(ValueError, match="'state' and 'param_groups'"):
+        opt.load_state_dict({"state": {}})
+    assert opt.state_dict()["param_groups"] == before["param_groups"]
+
+
+def test_load_state_dict_casts_state_to_param_dtype():
+    w = flow.zeros(2, dtype=flow.float64, requires_grad=True)
+    opt = flow.optim.Adam([w], lr=0.1)
+    sd = {"state": {0: {"step": flow.tensor(3.0), "exp_avg": flow.ones(2),
+                        "exp_avg_sq": flow.ones(2)}},
+          "param_groups": opt.state_dict()["param_groups"]}
+    opt.load_state_dict(sd)
+    st = opt.state[w]
+    assert st["exp_avg"].dtype == flow.float64 and st["step"].dtype == flow.float32
+    assert st["exp_avg"] is not sd["state"][0]["exp_avg"]  # loading copies
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+def test_other_float_dtypes(dtype):
+    """Updates run in the parameter's dtype (as torch's do)."""
+    init = np.array([1.0, -2.0, 0.5])
+    ws = {m: m.tensor(init, dtype=getattr(m, dtype), requires_grad=True) for m in (flow, torch)}
+    for m, w in ws.items():
+        opt = m.optim.Adam([w], lr=0.1)
+        for _ in range(5):
+            opt.zero_grad()
+            (w * w).sum().backward()
+            opt.step()
+    a, b = ws[flow].detach().numpy(), ws[torch].detach().numpy()
+    assert a.dtype == b.dtype
+    # torch computes half-precision updates in float32 registers; NumPy rounds each step
+    np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64),
+                               **(dict(rtol=1e-2, atol=1e-3) if dtype == "float16"
+                                  else dict(rtol=1e-12)))
