@@ -1,0 +1,178 @@
+"""ctc_loss: the connectionist temporal classification loss, a fused op. The forward
+(alpha) and backward (beta) recursions run in log space, vectorised over the batch and the
+label positions, with a loop over time steps.
+
+The gradient is the exact one with respect to log_probs (-posterior occupancy); after a
+log_softmax it equals torch's (torch returns the gradient with respect to the logits).
+
+>>> import flowgrad as flow
+>>> lp = flow.zeros(2, 1, 2).log_softmax(2)         # T=2, N=1, C=2 (blank 0)
+>>> round(flow.nn.functional.ctc_loss(lp, flow.tensor([[1]]), [2], [1]).item(), 4)
+0.2877
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from .loss import check_reduction
+from .registry import op
+
+__all__ = ["ctc_loss"]
+
+_NEG = -np.inf
+
+
+def _extended(targets, target_lengths, blank):
+    """Labels with blanks interleaved, (N, 2S+1), and where a skip over a blank is allowed."""
+    n, s = targets.shape
+    ext = np.full((n, 2 * s + 1), blank, np.int64)
+    ext[:, 1::2] = targets
+    skip = np.zeros(ext.shape, bool)
+    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    valid = np.arange(2 * s + 1)[None, :] < (2 * target_lengths[:, None] + 1)
+    return ext, skip, valid
+
+
+def _shift(a, k):
+    out = np.full_like(a, _NEG)
+    out[:, k:] = a[:, :-k]
+    return out
+
+
+@op("ctc_loss", save="inputs")
+def _ctc_loss(xp, lp, *, targets, input_lengths, target_lengths, blank):
+    t_max, n, _ = lp.shape
+    ext, skip, valid = _extended(targets, target_lengths, blank)
+    lpe = lp.astype(np.float64)[np.arange(t_max)[:, None, None], np.arange(n)[None, :, None],
+                                ext[None]]  # (T, N, S'): log-prob of each extended label
+    alpha = np.full(lpe.shape, _NEG)
+    alpha[0, :, 0] = lpe[0, :, 0]
+    has_label = target_lengths > 0
+    alpha[0, has_label, 1] = lpe[0, has_label, 1]
+    with np.errstate(invalid="ignore"):
+        for t in range(1, t_max):
+            a = alpha[t - 1]
+            acc = np.logaddexp(a, _shift(a, 1))
+            acc = np.logaddexp(acc, np.where(skip, _shift(a, 2), _NEG))
+            alpha[t] = np.where(valid, acc + lpe[t], _NEG)
+    rows = np.arange(n)
+    last = alpha[input_lengths - 1, rows]  # (N, S') at each sample's last frame
+    end = 2 * target_lengths
+    ll = np.logaddexp(last[rows, end], np.where(has_label, last[rows, end - 1], _NEG))
+    return (-ll).astype(lp.dtype), alpha  # alpha: aux, for the rule
+
+
+@_ctc_loss.grad
+def _(ctx, dy):
+    (lp,) = ctx.inputs
+    return _ctc_loss_grad(lp, ctx.aux[0], dy, targets=ctx.targets,
+                          input_lengths=ctx.input_lengths, target_lengths=ctx.target_lengths,
+                          blank=ctx.blank)
+
+
+@op("ctc_loss_grad")
+def _ctc_loss_grad(xp, lp, alpha, dy, *, targets, input_lengths, target_lengths, blank):
+    t_max, n, c = lp.shape
+    ext, skip, valid = _extended(targets, target_lengths, blank)
+    lpe = lp.astype(np.float64)[np.arange(t_max)[:, None, None], np.arange(n)[None, :, None],
+                                ext[None]]
+    rows = np.arange(n)
+    end = 2 * target_lengths
+    init = np.full(lpe.shape[1:], _NEG)
+    init[rows, end] = 0.0
+    has_label = target_lengths > 0
+    init[rows[has_label], end[has_label] - 1] = 0.0
+    skip_next = np.zeros_like(skip)
+    skip_next[:, :-2] = skip[:, 2:]  # from s, a skip lands on s + 2
+    beta = np.full(lpe.shape, _NEG)
+    nxt = np.full(lpe.shape[1:], _NEG)
+    with np.errstate(invalid="ignore"):
+        for t in range(t_max - 1, -1, -1):
+            acc = np.logaddexp(nxt, np.pad(nxt[:, 1:], ((0, 0), (0, 1)),
+                                           constant_values=_NEG))
+            acc = np.logaddexp(acc, np.where(skip_next, np.pad(
+                nxt[:, 2:], ((0, 0), (0, 2)), constant_values=_NEG), _NEG))
+            first = (t == input_lengths - 1)[:, None]
+            alive = (t < input_lengths - 1)[:, None]
+            cur = np.where(first, init, np.where(alive, acc, _NEG))
+            beta[t] = np.where(valid, cur + lpe[t], _NEG)
+            nxt = beta[t]
+        log_ll = np.logaddexp(beta[0, :, 0], np.where(has_label, beta[0, :, 1], _NEG))
+        # occupancy of each extended label at each frame, normalised by the path sum
+        occ = np.exp(alpha + beta - lpe - log_ll[None, :, None])
+    occ = np.where(np.isfinite(log_ll)[None, :, None], np.nan_to_num(occ), 0.0)
+    grad = np.zeros((t_max, n, c))
+    np.add.at(grad, (np.arange(t_max)[:, None, None], rows[None, :, None], ext[None]), occ)
+    return (-grad * dy.astype(np.float64)[None, :, None]).astype(lp.dtype)
+
+
+@_ctc_loss_grad.grad
+def _(ctx, ddx):
+    raise RuntimeError("ctc_loss: double backward is not implemented (nor is it in torch); "
+                       "differentiate ctc_loss once only")
+
+
+def _lengths(v, n, name):
+    a = np.asarray(v._data if isinstance(v, Tensor) else v, np.int64).reshape(-1)
+    if a.shape[0] != n:
+        raise RuntimeError(f"ctc_loss: {name} must have length {n} (the batch), got "
+                           f"{a.shape[0]}")
+    if (a < 0).any():
+        raise RuntimeError(f"ctc_loss: {name} must be non-negative, got {a.tolist()}")
+    return a
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """CTC loss of log_probs (T, N, C) or (T, C) against targets (N, S) padded, or 1-D
+    concatenated. 'mean' divides each loss by its target length, then averages the batch.
+    zero_infinity: impossible alignments give 0 (and zero gradient) instead of inf."""
+    check_reduction(reduction, "ctc_loss")
+    lp = log_probs
+    if lp._data.dtype.kind not in "fV":
+        raise RuntimeError(f"ctc_loss: expected floating point log_probs, got {lp.dtype}")
+    batched = lp._data.ndim == 3
+    if lp._data.ndim not in (2, 3):
+        raise ValueError(f"ctc_loss: log_probs must be (T, N, C) or (T, C), got shape "
+                         f"{tuple(lp.shape)}")
+    if not batched:
+        lp = lp.unsqueeze(1)
+    t_max, n, c = lp._data.shape
+    if not 0 <= blank < c:
+        raise ValueError(f"ctc_loss: blank ({blank}) must be a class index in [0, {c})")
+    in_len = _lengths(input_lengths, n, "input_lengths")
+    tg_len = _lengths(target_lengths, n, "target_lengths")
+    if (in_len > t_max).any():
+        i = int(np.argmax(in_len > t_max))
+        raise RuntimeError(f"ctc_loss: input_lengths[{i}] = {in_len[i]} exceeds the {t_max} "
+                           f"time steps of log_probs")
+    tg = np.asarray(targets._data if isinstance(targets, Tensor) else targets, np.int64)
+    if not batched:
+        tg = tg.reshape(1, -1)
+    if tg.ndim == 1:  # concatenated targets: split by target_lengths, pad to the longest
+        if tg.shape[0] != tg_len.sum():
+            raise RuntimeError(f"ctc_loss: 1-D targets must hold sum(target_lengths) = "
+                               f"{int(tg_len.sum())} labels, got {tg.shape[0]}")
+        smax = int(tg_len.max()) if n else 0
+        starts = np.concatenate([[0], np.cumsum(tg_len)[:-1]])
+        pos = starts[:, None] + np.arange(smax)[None, :]
+        tg = np.where(np.arange(smax)[None, :] < tg_len[:, None],
+                      tg[np.minimum(pos, max(tg.shape[0] - 1, 0))], blank)
+    elif tg.shape[0] != n or (tg.shape[1] < tg_len.max() if n else False):
+        raise RuntimeError(f"ctc_loss: targets of shape {tg.shape} don't fit batch {n} with "
+                           f"target_lengths {tg_len.tolist()}")
+    if tg.size and (tg.min() < 0 or tg.max() >= c):
+        raise IndexError(f"ctc_loss: target labels must lie in [0, {c}), got values in "
+                         f"[{int(tg.min())}, {int(tg.max())}]")
+    loss = _ctc_loss(lp, targets=tg, input_lengths=in_len, target_lengths=tg_len, blank=blank)
+    if zero_infinity:
+        from .elementwise import where
+
+        loss = where(Tensor._wrap(np.isinf(loss._data)), 0.0, loss)
+    if reduction == "mean":
+        denom = Tensor._wrap(np.maximum(tg_len, 1).astype(loss._data.dtype))
+        return (loss / denom).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss if batched else loss.squeeze(0)
