@@ -1,5 +1,6 @@
-"""Reductions: sum, mean, max/min (values and indices), amax/amin, argmax/argmin, and
-`sum_to`, the engine's one un-broadcasting step.
+"""Reductions: sum, mean, prod, max/min (values and indices), amax/amin, argmax/argmin,
+logsumexp, all/any/count_nonzero, and `sum_to`, the engine's one un-broadcasting step.
+Statistics (var, std, median, mode) live in stats.py, scans (cumsum, cummax) in scan.py.
 
 >>> import flowgrad as flow
 >>> x = flow.tensor([[1.0, 5.0], [3.0, 2.0]], requires_grad=True)
@@ -9,6 +10,7 @@ tensor([[0., 1.],
 """
 from __future__ import annotations
 
+import builtins
 from collections import namedtuple
 
 import numpy as np
@@ -17,7 +19,8 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
-__all__ = ["sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "sum_to"]
+__all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "sum_to",
+           "logsumexp", "all", "any", "count_nonzero"]
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -55,7 +58,7 @@ def _sum_to(xp, x, *, shape):
         raise ValueError("target has more dims")
     axes = tuple(range(lead)) + tuple(
         lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
-    if any(s != 1 and x.shape[lead + i] != s for i, s in enumerate(shape)):
+    if builtins.any(s != 1 and x.shape[lead + i] != s for i, s in enumerate(shape)):
         raise ValueError("incompatible shape")
     y = x.sum(axis=axes, keepdims=True) if axes else x
     return y.reshape(shape) if lead else y
@@ -146,7 +149,7 @@ _amin.grad(_extremum_grad)
 
 
 def _check_nonempty(x, axes, name):
-    if x._data.size == 0 or any(x._data.shape[a] == 0 for a in axes):
+    if x._data.size == 0 or builtins.any(x._data.shape[a] == 0 for a in axes):
         raise IndexError(f"{name}(): Expected reduction dim to have non-zero size; input has "
                          f"shape {tuple(x.shape)}")
 
@@ -257,3 +260,149 @@ def argmin(input, dim=None, keepdim=False):
     """Index of the smallest element; int64."""
     d = None if dim is None else _wrap_dim(dim, input._data.ndim, "argmin")
     return _argmin(input, dim=d, keepdim=keepdim).to(_dt.int64)
+
+
+# ---- gather / scatter along one dim: the rules of index-returning reductions ---------------
+def _along_index(index, dim, shape):
+    """A full index tuple that addresses `index` (positions along `dim`) in `shape`."""
+    grids = list(np.ogrid[tuple(slice(0, s) for s in index.shape)])
+    grids[dim] = index
+    return tuple(grids)
+
+
+@op("select_along")
+def _select_along(xp, x, *, index, dim):
+    return xp.take_along_axis(x, index, dim)
+
+
+@_select_along.grad
+def _(ctx, dy):
+    return _select_along_backward(dy, index=ctx.index, dim=ctx.dim, shape=ctx.input_shapes[0])
+
+
+@op("select_along_backward")
+def _select_along_backward(xp, dy, *, index, dim, shape):
+    dx = xp.zeros(shape, dy.dtype)
+    xp.add.at(dx, _along_index(index, dim, shape), dy)  # repeated positions (cummax) add up
+    return dx
+
+
+@_select_along_backward.grad
+def _(ctx, ddx):
+    return _select_along(ddx, index=ctx.index, dim=ctx.dim)
+
+
+def select_along(x, index, dim):
+    """x gathered at `index` (a NumPy int array shaped like the result) along `dim`."""
+    return _select_along(x, index=index, dim=dim)
+
+
+# ---- prod ----------------------------------------------------------------------------------
+@op("prod", save="inputs outputs")
+def _prod(xp, x, *, axes, keepdim):
+    return x.prod(axis=axes, keepdims=keepdim)
+
+
+@_prod.grad
+def _(ctx, dy):
+    (x,), y = ctx.inputs, ctx.out
+    shape, axes = ctx.input_shapes[0], ctx.axes
+    g = expand_reduced(dy, shape, axes)
+    if not (x._data == 0).any():
+        return g * (expand_reduced(y, shape, axes) / x)
+    return g * _prod_of_others(x, axes)  # a zero in x: y / x would be 0 / 0
+
+
+def _prod_of_others(x, axes):
+    """For each element, the product of the other elements of its reduction group, without
+    division: exclusive cumulative products from the left and from the right."""
+    from .scan import cumprod
+    from .shape import cat
+
+    nd = x._data.ndim
+    rest = tuple(i for i in range(nd) if i not in axes)
+    perm = rest + tuple(axes)
+    xp_ = x.permute(*perm) if perm != tuple(range(nd)) else x
+    lead = xp_._data.shape[:len(rest)]
+    flat = xp_.reshape(*lead, -1)
+    one = flat[..., :1] * 0 + 1
+    left = cumprod(cat([one, flat[..., :-1]], dim=-1), -1)
+    n = flat._data.shape[-1]
+    rev = Tensor._wrap(np.arange(n - 1, -1, -1))
+    right = cumprod(cat([one, flat.index_select(-1, rev[:-1])], dim=-1), -1).index_select(-1, rev)
+    others = (left * right).reshape(xp_._data.shape)
+    return others.permute(*np.argsort(perm).tolist()) if perm != tuple(range(nd)) else others
+
+
+@tensor_method()
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product over `dim` (one int, or None for all); zeros get torch's gradient."""
+    x = _sum_dtype(input, dtype)
+    if dim is not None and isinstance(dim, (tuple, list)):
+        raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}; "
+                        f"reduce one dim at a time")
+    return _prod(x, axes=normalize_dims(dim, x._data.ndim, "prod"), keepdim=keepdim)
+
+
+# ---- logsumexp -----------------------------------------------------------------------------
+@op("logsumexp", save="inputs outputs")
+def _logsumexp(xp, x, *, axes, keepdim):
+    m = x.max(axis=axes, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or an inf) rows: shift by 0
+    with np.errstate(divide="ignore"):  # every element -inf: log(0) = -inf, as torch
+        y = xp.log(xp.exp(x - m).sum(axis=axes, keepdims=True)) + m
+    return y if keepdim else y.squeeze(axes)
+
+
+@_logsumexp.grad
+def _(ctx, dy):
+    (x,), y = ctx.inputs, ctx.out
+    shape = ctx.input_shapes[0]
+    # d/dx logsumexp = softmax(x) = exp(x - y): never overflows since x <= y
+    return expand_reduced(dy, shape, ctx.axes) * (x - expand_reduced(y, shape, ctx.axes)).exp()
+
+
+@tensor_method()
+def logsumexp(input, dim=None, keepdim=False):
+    """log(sum(exp(x))) over `dim`, computed stably (|x| ~ 1e4 is fine)."""
+    x = input if input._data.dtype.kind in "fV" else input.to(_dt.get_default_dtype())
+    axes = normalize_dims(dim, x._data.ndim, "logsumexp")
+    if x._data.ndim == 0:
+        return x.clone()
+    return _logsumexp(x, axes=axes, keepdim=keepdim)
+
+
+# ---- boolean reductions ----------------------------------------------------------------------
+@op("all", differentiable=False)
+def _all(xp, x, *, axes, keepdim):
+    r = xp.all(x, axis=axes, keepdims=keepdim)
+    return r.astype(x.dtype) if x.dtype == xp.uint8 else r  # torch keeps uint8
+
+
+@op("any", differentiable=False)
+def _any(xp, x, *, axes, keepdim):
+    r = xp.any(x, axis=axes, keepdims=keepdim)
+    return r.astype(x.dtype) if x.dtype == xp.uint8 else r
+
+
+@op("count_nonzero", differentiable=False)
+def _count_nonzero(xp, x, *, axes):
+    return xp.count_nonzero(x, axis=axes).astype(xp.int64)
+
+
+@tensor_method()
+def all(input, dim=None, keepdim=False):
+    """True where every element (over `dim`) is non-zero."""
+    return _all(input, axes=normalize_dims(dim, input._data.ndim, "all"), keepdim=keepdim)
+
+
+@tensor_method()
+def any(input, dim=None, keepdim=False):
+    """True where some element (over `dim`) is non-zero."""
+    return _any(input, axes=normalize_dims(dim, input._data.ndim, "any"), keepdim=keepdim)
+
+
+@tensor_method()
+def count_nonzero(input, dim=None):
+    """Number of non-zero elements over `dim` (int64)."""
+    return _count_nonzero(input, axes=normalize_dims(dim, input._data.ndim, "count_nonzero"))

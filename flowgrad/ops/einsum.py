@@ -1,0 +1,223 @@
+"""einsum (any equation: repeated indices, diagonals, `...` broadcasting) and tensordot.
+
+The public function rewrites the equation into a canonical one (explicit output, `...`
+spelled as letters, size-1 dims expanded), so the op sees letters of one size each. Its
+kernel is `numpy.einsum` along a contraction path found once per equation and shapes
+(pairs go to BLAS through tensordot). The gradient for operand i is again an einsum: of the
+output gradient with the other operands, producing operand i's subscripts; a letter repeated
+in operand i (a diagonal) is produced through an identity matrix, a letter summed away only
+in operand i is broadcast back.
+
+>>> import flowgrad as flow
+>>> a = flow.ones(2, 3, requires_grad=True)
+>>> flow.einsum("ij,j->i", a, flow.arange(3.0)).sum().backward(); a.grad
+tensor([[0., 1., 2.],
+        [0., 1., 2.]])
+"""
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor
+from .registry import op
+
+__all__ = ["einsum", "tensordot"]
+
+_LETTERS = string.ascii_letters
+_PATHS: dict = {}
+
+
+def _path(eq, arrays):
+    key = (eq, tuple(a.shape for a in arrays))
+    path = _PATHS.get(key)
+    if path is None:
+        if len(_PATHS) > 4096:  # bound the cache in long runs with varying shapes
+            _PATHS.clear()
+        path = _PATHS[key] = np.einsum_path(eq, *arrays, optimize="greedy")[0]
+    return path
+
+
+@op("einsum", save="inputs")
+def _einsum(xp, *arrays, eq):
+    if len(arrays) == 1:
+        r = xp.einsum(eq, arrays[0])
+        # einsum may hand back a view ('ij->ji', 'ii->i'); an op's output owns its storage
+        return r.copy() if xp.may_share_memory(r, arrays[0]) else r
+    return xp.einsum(eq, *arrays, optimize=_path(eq, arrays))
+
+
+@_einsum.grad
+def _(ctx, dy):
+    ins, out = ctx.eq.split("->")
+    subs = ins.split(",")
+    operands = ctx.inputs
+    grads = []
+    for i, sub in enumerate(subs):
+        if not ctx.needs_input_grad[i]:
+            grads.append(None)
+            continue
+        grads.append(_operand_grad(dy, out, subs, operands, i))
+    return tuple(grads)
+
+
+def _operand_grad(dy, out, subs, operands, i):
+    """d(output)/d(operand i) applied to dy, as one einsum."""
+    sub = subs[i]
+    shape = operands[i]._data.shape
+    in_subs = [out] + [s for j, s in enumerate(subs) if j != i]
+    args = [dy] + [t for j, t in enumerate(operands) if j != i]
+    used = set("".join(subs) + out)
+    fresh = iter(c for c in _LETTERS if c not in used)
+    target, seen = [], set()
+    for pos, c in enumerate(sub):
+        if c in seen:  # a diagonal: a fresh letter tied to c through an identity matrix
+            f = next(fresh)
+            eye = np.eye(shape[pos], dtype=dy._data.dtype)
+            in_subs.append(c + f)
+            args.append(Tensor._wrap(eye))
+            target.append(f)
+        else:
+            seen.add(c)
+            target.append(c)
+    present = set("".join(in_subs))
+    kept = "".join(c for c in target if c in present)
+    g = _einsum(*args, eq=",".join(in_subs) + "->" + kept)
+    if len(kept) != len(target):  # letters summed away only in operand i: broadcast back
+        g = g.reshape(*[shape[p] if c in present else 1 for p, c in enumerate(target)])
+        g = g.expand(*shape)
+    return g
+
+
+def _parse(equation, operands):
+    """Canonical equation ('ij,jk->ik' form, letters only) and the broadcast operands."""
+    eq = equation.replace(" ", "")
+    ins, arrow, out = eq.partition("->")
+    subs = ins.split(",")
+    if len(subs) > len(operands):
+        raise RuntimeError(f"einsum(): fewer operands were provided than specified in the "
+                           f"equation {equation!r} ({len(operands)} given)")
+    if len(subs) < len(operands):
+        raise RuntimeError(f"einsum(): more operands were provided than specified in the "
+                           f"equation {equation!r} ({len(operands)} given)")
+    for s in subs + [out]:
+        bad = set(s.replace("...", "")) - set(_LETTERS)
+        if bad or s.count("...") > 1:
+            raise RuntimeError(f"einsum(): invalid subscript {s!r} in equation {equation!r}: "
+                               f"use letters a-z, A-Z and at most one '...' per operand")
+    used = set(eq) & set(_LETTERS)
+    spare = [c for c in _LETTERS if c not in used]
+    n_ell = 0
+    for k, (s, t) in enumerate(zip(subs, operands)):
+        n_letters = len(s.replace("...", ""))
+        nd = t._data.ndim
+        if ("..." not in s and n_letters != nd) or n_letters > nd:
+            raise RuntimeError(
+                f"einsum(): the number of subscripts in the equation ({n_letters}) does not "
+                f"match the number of dimensions ({nd}) for operand {k}"
+                f"{' and no ellipsis was given' if '...' not in s else ''}")
+        if "..." in s:
+            n_ell = max(n_ell, nd - n_letters)
+    ell = "".join(spare[:n_ell])
+    canon = []
+    for s, t in zip(subs, operands):
+        if "..." in s:
+            k = t._data.ndim - len(s.replace("...", ""))
+            s = s.replace("...", ell[n_ell - k:])
+        canon.append(s)
+    if arrow:
+        if "..." in out:
+            out = out.replace("...", ell)
+        elif ell and any("..." in s for s in subs):
+            pass  # torch sums the broadcast dims away when the output omits '...'
+    else:
+        counts = {c: "".join(canon).count(c) for c in set("".join(canon))}
+        out = ell + "".join(sorted((c for c, n in counts.items() if n == 1 and c not in ell),
+                                   key=_LETTERS.index))
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"einsum(): output subscript appears more than once in "
+                           f"{equation!r}")
+    missing = set(out) - set("".join(canon))
+    if missing:
+        raise RuntimeError(f"einsum(): output subscript {sorted(missing)[0]} does not appear "
+                           f"in the equation for any input operand ({equation!r})")
+    sizes: dict = {}
+    for k, (s, t) in enumerate(zip(canon, operands)):
+        for c, n in zip(s, t._data.shape):
+            prev = sizes.get(c)
+            if prev is not None and n != prev and 1 not in (n, prev):
+                raise RuntimeError(
+                    f"einsum(): subscript {c} has size {n} for operand {k} (shape "
+                    f"{tuple(t.shape)}) which does not broadcast with previously seen size "
+                    f"{prev} in {equation!r}")
+            sizes[c] = n if prev in (None, 1) else prev
+    expanded = []
+    for s, t in zip(canon, operands):
+        want = tuple(sizes[c] for c in s)
+        if len(set(s)) != len(s) and want != t._data.shape:
+            raise RuntimeError(f"einsum(): a repeated subscript in {s!r} needs dims of one "
+                               f"size, got shape {tuple(t.shape)}")
+        expanded.append(t.expand(*want) if want != t._data.shape else t)
+    return ",".join(canon) + "->" + out, expanded
+
+
+def einsum(equation, *operands):
+    """Einstein summation, as torch.einsum: einsum('bij,bjk->bik', a, b).
+
+    Accepts repeated subscripts ('ii->i' diagonals, 'ii' traces), '...' broadcasting, an
+    implicit output (letters seen once, alphabetically), and operands given as one list.
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): the equation must be a string, got "
+                        f"{type(equation).__name__}")
+    for k, t in enumerate(operands):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"einsum(): operand {k} must be a Tensor, got {type(t).__name__}")
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    dtypes = {t._data.dtype for t in operands}
+    if len(dtypes) > 1:
+        d = _dt.result_type(*operands)
+        operands = tuple(t.to(d) for t in operands)
+    eq, ops = _parse(equation, operands)
+    return _einsum(*ops, eq=eq)
+
+
+def tensordot(a, b, dims=2):
+    """Contract `dims` trailing dims of a with leading dims of b (or the listed dims)."""
+    na, nb = a._data.ndim, b._data.ndim
+    if isinstance(dims, int):
+        if dims < 0 or dims > min(na, nb):
+            raise RuntimeError(f"tensordot: dims must be in [0, {min(na, nb)}] for shapes "
+                               f"{tuple(a.shape)} and {tuple(b.shape)}, got {dims}")
+        da, db = list(range(na - dims, na)), list(range(dims))
+    else:
+        da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
+        if isinstance(da, Tensor) or isinstance(db, Tensor):
+            da, db = list(np.asarray(da).tolist()), list(np.asarray(db).tolist())
+    if len(da) != len(db):
+        raise RuntimeError(f"tensordot: both dim lists must have the same length, got {da} "
+                           f"and {db}")
+    from ..tensor import _wrap_dim
+
+    da = [_wrap_dim(d, na, "tensordot") for d in da]
+    db = [_wrap_dim(d, nb, "tensordot") for d in db]
+    for x, y in zip(da, db):
+        if a._data.shape[x] != b._data.shape[y]:
+            raise RuntimeError(
+                f"tensordot: contracted dimensions need to match, but first has size "
+                f"{a._data.shape[x]} in dim {x} and second has size {b._data.shape[y]} in dim "
+                f"{y} (shapes {tuple(a.shape)} and {tuple(b.shape)})")
+    sa = list(_LETTERS[:na])
+    sb = [None] * nb
+    for x, y in zip(da, db):
+        sb[y] = sa[x]
+    rest = iter(_LETTERS[na:])
+    sb = [c if c is not None else next(rest) for c in sb]
+    out = [c for k, c in enumerate(sa) if k not in da] + [c for k, c in enumerate(sb)
+                                                          if k not in db]
+    return einsum(f"{''.join(sa)},{''.join(sb)}->{''.join(out)}", a, b)

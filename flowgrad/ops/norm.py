@@ -1,0 +1,95 @@
+"""Vector norms (one op, `vector_norm`, for every order) and torch.norm / Tensor.norm.
+Matrix norms are in flowgrad.linalg.
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([3.0, -4.0], requires_grad=True)
+>>> flow.norm(x).backward(); x.grad
+tensor([ 0.6000, -0.8000])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..tensor import Tensor, tensor_method
+from .reduce import expand_reduced, normalize_dims
+from .registry import op
+
+__all__ = ["norm"]
+
+
+@op("vector_norm", save="inputs outputs")
+def _vector_norm(xp, x, *, ord, axes, keepdim):
+    a = xp.abs(x)
+    if ord == math.inf:
+        return a.max(axis=axes, keepdims=keepdim)
+    if ord == -math.inf:
+        return a.min(axis=axes, keepdims=keepdim)
+    if ord == 0:
+        return (a != 0).sum(axis=axes, keepdims=keepdim).astype(x.dtype)
+    if ord == 1:
+        return a.sum(axis=axes, keepdims=keepdim)
+    if ord == 2:
+        return xp.sqrt((x * x).sum(axis=axes, keepdims=keepdim))
+    return (a ** ord).sum(axis=axes, keepdims=keepdim) ** (1.0 / ord)
+
+
+@_vector_norm.grad
+def _(ctx, dy):
+    from .elementwise import where
+
+    (x,), y, p = ctx.inputs, ctx.out, ctx.ord
+    shape, axes = ctx.input_shapes[0], ctx.axes
+    g = expand_reduced(dy, shape, axes)
+    if p == 0:
+        return g * 0.0
+    if p == 1:
+        return g * x.sign()
+    y = expand_reduced(y, shape, axes)
+    if math.isinf(p):  # ties at the extreme share the gradient, as for amax
+        hit = Tensor._wrap((np.abs(x._data) == y._data).astype(x._data.dtype))
+        return g * x.sign() * (hit / hit.sum(dim=axes, keepdim=True))
+    safe_y = where(y == 0, 1.0, y)  # the norm of a zero slice: gradient 0, as torch
+    if p == 2:
+        return where(y == 0, 0.0, g * x / safe_y)
+    return where(y == 0, 0.0, g * x.sign() * (x.abs() / safe_y) ** (p - 1))
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """The `ord`-norm of x over `dim` (all elements when None), for any real `ord`."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"linalg.vector_norm(): expected a Tensor, got {type(x).__name__}")
+    if dtype is not None:
+        x = x.to(dtype)
+    if x._data.dtype.kind not in "fV":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {x.dtype.name}; call .float() first")
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}; use "
+                           f"linalg.matrix_norm for 'fro' and 'nuc'")
+    axes = normalize_dims(dim, x._data.ndim, "linalg.vector_norm")
+    if ord < 0 and x._data.size == 0:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty "
+                           f"tensor because the operation does not have an identity")
+    return _vector_norm(x, ord=float(ord), axes=axes, keepdim=keepdim)
+
+
+@tensor_method()
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """torch.norm: 'fro' (the 2-norm over `dim`), 'nuc' (matrix), or a number p (vector
+    p-norm over `dim`, all elements when None)."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if p == "nuc":
+        from ..linalg import matrix_norm
+
+        return matrix_norm(input, "nuc", dim if dim is not None else (-2, -1), keepdim,
+                           dtype=dtype)
+    if p == "fro":
+        if dim is not None and len(dim) > 2:
+            raise RuntimeError(f"norm: 'fro' expects at most 2 dims, got dim={tuple(dim)}")
+        p = 2
+    elif isinstance(p, str):
+        raise RuntimeError(f"norm: p must be 'fro', 'nuc' or a number, got {p!r}")
+    return vector_norm(input, p, dim, keepdim, dtype=dtype)

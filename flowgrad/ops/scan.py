@@ -1,0 +1,146 @@
+"""Scans along one dim: cumsum, cumprod, cummax, cummin.
+
+cumsum's gradient is a reversed cumsum (the op carries a `reverse` flag, so its rule is
+itself); cumprod divides by the input where it can and falls back to a division-free form
+when the input holds zeros; cummax/cummin send each gradient to the index that won.
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([1.0, 2.0, 3.0], requires_grad=True)
+>>> flow.cumsum(x, 0).sum().backward(); x.grad
+tensor([3., 2., 1.])
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, _wrap_dim, tensor_method
+from .registry import op
+
+__all__ = ["cumsum", "cumprod", "cummax", "cummin"]
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def _scan_input(input, dim, dtype, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): expected a Tensor, got {type(input).__name__}")
+    x = input.to(dtype) if dtype is not None else input
+    if dtype is None and x._data.dtype.kind in "biu":  # torch scans integers in int64
+        x = x.to(_dt.int64)
+    return x, _wrap_dim(dim, x._data.ndim, name)
+
+
+# ---- cumsum ----------------------------------------------------------------------------------
+@op("cumsum")
+def _cumsum(xp, x, *, dim, reverse):
+    if reverse:
+        return xp.flip(xp.cumsum(xp.flip(x, dim), axis=dim), dim)
+    return xp.cumsum(x, axis=dim)
+
+
+@_cumsum.grad
+def _(ctx, dy):
+    return _cumsum(dy, dim=ctx.dim, reverse=not ctx.reverse)
+
+
+@tensor_method()
+def cumsum(input, dim, *, dtype=None):
+    """Running sum along `dim`."""
+    x, d = _scan_input(input, dim, dtype, "cumsum")
+    if x._data.ndim == 0:
+        return x.clone()
+    return _cumsum(x, dim=d, reverse=False)
+
+
+# ---- cumprod ---------------------------------------------------------------------------------
+@op("cumprod", save="inputs outputs")
+def _cumprod(xp, x, *, dim):
+    return xp.cumprod(x, axis=dim)
+
+
+@_cumprod.grad
+def _(ctx, dy):
+    (x,), y, dim = ctx.inputs, ctx.out, ctx.dim
+    if not (x._data == 0).any():
+        # dx_i = sum_{k >= i} dy_k y_k / x_i
+        return _cumsum(dy * y, dim=dim, reverse=True) / x
+    return _cumprod_grad_with_zeros(x, dy, dim)
+
+
+def _cumprod_grad_with_zeros(x, dy, dim):
+    """dx_i = sum_{k >= i} dy_k prod_{j <= k, j != i} x_j, without dividing by x: build the
+    n x n table of products with x_i replaced by 1 (O(n^2), only taken when x has zeros)."""
+    from .elementwise import where
+
+    nd = x._data.ndim
+    xl = x.transpose(dim, -1) if dim != nd - 1 else x
+    gl = dy.transpose(dim, -1) if dim != nd - 1 else dy
+    n = xl._data.shape[-1]
+    eye = Tensor._wrap(np.eye(n, dtype=bool))
+    table = where(eye, 1.0, xl.unsqueeze(-2).expand(*xl._data.shape[:-1], n, n))
+    upper = Tensor._wrap(np.triu(np.ones((n, n), dtype=x._data.dtype)))  # k >= i
+    dx = (_cumprod(table, dim=nd) * upper * gl.unsqueeze(-2)).sum(-1)
+    return dx.transpose(dim, -1) if dim != nd - 1 else dx
+
+
+@tensor_method()
+def cumprod(input, dim, *, dtype=None):
+    """Running product along `dim`; the gradient is exact where the input has zeros."""
+    x, d = _scan_input(input, dim, dtype, "cumprod")
+    if x._data.ndim == 0:
+        return x.clone()
+    return _cumprod(x, dim=d)
+
+
+# ---- cummax / cummin -------------------------------------------------------------------------
+def _running_extremum(xp, x, dim, ufunc):
+    values = ufunc.accumulate(x, axis=dim)
+    pos = np.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - dim - 1))
+    # the latest position where x reached the running extreme (torch picks the last tie)
+    hit = xp.where(x == values, pos, 0)
+    return values, np.maximum.accumulate(hit, axis=dim).astype(np.int64)
+
+
+@op("cummax", n_out=2, save="outputs")
+def _cummax(xp, x, *, dim):
+    return _running_extremum(xp, x, dim, xp.maximum)
+
+
+@op("cummin", n_out=2, save="outputs")
+def _cummin(xp, x, *, dim):
+    return _running_extremum(xp, x, dim, xp.minimum)
+
+
+def _cum_extremum_grad(ctx, dy, _):
+    from .reduce import _select_along_backward
+
+    idx = ctx.outputs[1]._data
+    return _select_along_backward(dy, index=idx, dim=ctx.dim, shape=ctx.input_shapes[0])
+
+
+_cummax.grad(_cum_extremum_grad)
+_cummin.grad(_cum_extremum_grad)
+
+
+def _cum_extremum(input, dim, fn, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): expected a Tensor, got {type(input).__name__}")
+    d = _wrap_dim(dim, input._data.ndim, name)
+    if input._data.ndim == 0:
+        return values_indices(input.clone(), Tensor._wrap(np.zeros((), np.int64)))
+    return values_indices(*fn(input, dim=d))
+
+
+@tensor_method()
+def cummax(input, dim):
+    """Running maximum along `dim`: (values, indices)."""
+    return _cum_extremum(input, dim, _cummax, "cummax")
+
+
+@tensor_method()
+def cummin(input, dim):
+    """Running minimum along `dim`: (values, indices)."""
+    return _cum_extremum(input, dim, _cummin, "cummin")

@@ -1,0 +1,196 @@
+"""Statistics over dims: var, std, var_mean, std_mean (with `correction`/`unbiased`),
+median (all elements, or values+indices along a dim) and mode.
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([1.0, 2.0, 4.0], requires_grad=True)
+>>> flow.var(x, correction=0).backward(); x.grad
+tensor([-0.8889, -0.2222,  1.1111])
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ..tensor import Tensor, _wrap_dim, tensor_method
+from .reduce import _select_along_backward, expand_reduced, keepdim_shape, normalize_dims
+from .registry import op
+
+__all__ = ["var", "std", "var_mean", "std_mean", "median", "mode"]
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def _count(shape, axes):
+    return int(np.prod([shape[a] for a in axes]))
+
+
+def _centered(x, axes):
+    return x - x.mean(dim=axes, keepdim=True)
+
+
+# ---- var / std -------------------------------------------------------------------------------
+@op("var", save="inputs")
+def _var(xp, x, *, axes, keepdim, correction):
+    with np.errstate(divide="ignore", invalid="ignore"):  # N <= correction: inf/nan, as torch
+        return x.var(axis=axes, ddof=correction, keepdims=keepdim)
+
+
+@_var.grad
+def _(ctx, dy):
+    (x,), shape, axes = ctx.inputs, ctx.input_shapes[0], ctx.axes
+    scale = 2.0 / max(_count(shape, axes) - ctx.correction, 0)
+    return expand_reduced(dy, shape, axes) * _centered(x, axes) * scale
+
+
+@op("std", save="inputs outputs")
+def _std(xp, x, *, axes, keepdim, correction):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return x.std(axis=axes, ddof=correction, keepdims=keepdim)
+
+
+@_std.grad
+def _(ctx, dy):
+    from .elementwise import where
+
+    (x,), y, shape, axes = ctx.inputs, ctx.out, ctx.input_shapes[0], ctx.axes
+    y = expand_reduced(y, shape, axes)
+    # a constant slice has std 0: torch gives it gradient 0 rather than 0/0
+    g = where(y == 0, 0.0, expand_reduced(dy, shape, axes) / where(y == 0, 1.0, y))
+    return g * _centered(x, axes) * (1.0 / max(_count(shape, axes) - ctx.correction, 0))
+
+
+def _var_args(input, dim, unbiased, keepdim, correction, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): expected a Tensor, got {type(input).__name__}")
+    if isinstance(dim, bool):  # var(x, unbiased)
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError(f"{name}(): pass either unbiased or correction, not both")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    if input._data.dtype.kind not in "fV":
+        raise RuntimeError(f"{name}(): std and var only support floating point and complex "
+                           f"dtypes, got {input.dtype.name}; call .float() first")
+    return normalize_dims(dim, input._data.ndim, name), keepdim, correction
+
+
+@tensor_method()
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over `dim` with `correction` (default 1: Bessel's correction)."""
+    axes, keepdim, c = _var_args(input, dim, unbiased, keepdim, correction, "var")
+    return _var(input, axes=axes, keepdim=keepdim, correction=c)
+
+
+@tensor_method()
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation over `dim` with `correction` (default 1)."""
+    axes, keepdim, c = _var_args(input, dim, unbiased, keepdim, correction, "std")
+    return _std(input, axes=axes, keepdim=keepdim, correction=c)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) over `dim`."""
+    axes, keepdim, c = _var_args(input, dim, unbiased, keepdim, correction, "var_mean")
+    return (_var(input, axes=axes, keepdim=keepdim, correction=c),
+            input.mean(dim=axes, keepdim=keepdim))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) over `dim`."""
+    axes, keepdim, c = _var_args(input, dim, unbiased, keepdim, correction, "std_mean")
+    return (_std(input, axes=axes, keepdim=keepdim, correction=c),
+            input.mean(dim=axes, keepdim=keepdim))
+
+
+# ---- median ----------------------------------------------------------------------------------
+@op("median", save="inputs outputs")
+def _median(xp, x):
+    flat = x.reshape(-1)
+    return xp.partition(flat, (flat.size - 1) // 2)[(flat.size - 1) // 2]  # the lower median
+
+
+@_median.grad
+def _(ctx, dy):
+    (x,), y = ctx.inputs, ctx.out
+    # ties share the gradient evenly, as torch's median() does
+    hit = Tensor._wrap((x._data == y._data).astype(x._data.dtype))
+    return dy * (hit / hit.sum())
+
+
+def _select_kth(xp, x, dim, keepdim, kth_of):
+    idx = xp.take_along_axis(xp.argpartition(x, kth_of(x.shape[dim]), axis=dim),
+                             np.full(keepdim_shape(x.shape, (dim,)), kth_of(x.shape[dim])), dim)
+    vals = xp.take_along_axis(x, idx, dim)
+    return (vals, idx) if keepdim else (vals.squeeze(dim), idx.squeeze(dim))
+
+
+@op("median_dim", n_out=2, save="outputs")
+def _median_dim(xp, x, *, dim, keepdim):
+    return _select_kth(xp, x, dim, keepdim, lambda n: (n - 1) // 2)
+
+
+def _index_output_grad(ctx, dy, _):
+    """Gradient of (values, indices) ops: each value's gradient goes to its index."""
+    idx = ctx.outputs[1]._data
+    shape, dim = ctx.input_shapes[0], ctx.dim
+    if not ctx.keepdim:
+        idx = np.expand_dims(idx, dim)
+        dy = dy.unsqueeze(dim)
+    return _select_along_backward(dy, index=idx, dim=dim, shape=shape)
+
+
+_median_dim.grad(_index_output_grad)
+
+
+@tensor_method()
+def median(input, dim=None, keepdim=False):
+    """median(x): the lower median of all elements; median(x, dim): (values, indices)."""
+    if input._data.size == 0:
+        raise IndexError(f"median(): cannot compute the median of an empty tensor of shape "
+                         f"{tuple(input.shape)}")
+    if dim is None:
+        return _median(input)
+    d = _wrap_dim(dim, input._data.ndim, "median")
+    if input._data.ndim == 0:
+        return values_indices(input.clone(), Tensor._wrap(np.zeros((), np.int64)))
+    return values_indices(*_median_dim(input, dim=d, keepdim=keepdim))
+
+
+# ---- mode ------------------------------------------------------------------------------------
+@op("mode", n_out=2, save="outputs")
+def _mode(xp, x, *, dim, keepdim):
+    xl = xp.moveaxis(x, dim, -1)
+    lead, n = xl.shape[:-1], xl.shape[-1]
+    rows = xl.reshape(-1, n)
+    order = xp.argsort(rows, axis=1, kind="stable")
+    s = xp.take_along_axis(rows, order, 1)
+    # label runs of equal sorted values with ids unique across rows, count them with bincount
+    new_run = xp.ones(s.shape, bool)
+    new_run[:, 1:] = s[:, 1:] != s[:, :-1]
+    run_id = xp.cumsum(new_run.reshape(-1)).reshape(s.shape) - 1
+    counts = xp.bincount(run_id.reshape(-1))[run_id]
+    best = xp.argmax(counts, axis=1)  # the first, i.e. smallest, of the most frequent values
+    r = xp.arange(rows.shape[0])
+    # torch reports the last position holding that value: the end of its (stable) run
+    last = best + counts[r, best] - 1
+    vals = s[r, best].reshape(lead)
+    idx = order[r, last].astype(np.int64).reshape(lead)
+    if keepdim:
+        vals, idx = xp.expand_dims(vals, dim), xp.expand_dims(idx, dim)
+    return vals, idx
+
+
+_mode.grad(_index_output_grad)
+
+
+@tensor_method()
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along `dim` (the smallest on ties) and its index."""
+    d = _wrap_dim(dim, input._data.ndim, "mode")
+    if input._data.ndim == 0:
+        return values_indices(input.clone(), Tensor._wrap(np.zeros((), np.int64)))
+    if input._data.shape[d] == 0:
+        raise IndexError(f"mode(): expected reduction dim {d} to have non-zero size; input "
+                         f"has shape {tuple(input.shape)}")
+    return values_indices(*_mode(input, dim=d, keepdim=keepdim))
