@@ -65,12 +65,9 @@ def _mask_of(shape, flat):
 def _as_index(index, name, arg="index"):
     if not isinstance(index, Tensor):
         raise TypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(index).__name__}")
-    if index._data.dtype != np.int64 and name in ("gather", "scatter", "scatter_add",
-                                                    "scatter_reduce", "take_along_dim"):
-        raise RuntimeError(f"{name}(): Expected dtype int64 for {arg}, got {index.dtype}; "
-                           f"convert it with .long()")
     if index._data.dtype.kind not in "iu":
-        raise IndexError(f"{name}(): Expected dtype int32/int64 for {arg}, got {index.dtype}")
+        raise RuntimeError(f"{name}(): Expected dtype int32 or int64 for {arg}, got "
+                           f"{index.dtype}; convert it with .long()")
     return index._data.astype(np.int64, copy=False)
 
 
@@ -83,9 +80,10 @@ def _check_range(idx, size, name, dim, allow_negative=False):
     return np.where(idx < 0, idx + size, idx) if allow_negative else idx
 
 
-def _dim_flat(shape, dim, idx):
-    """Flat positions of `shape`'s elements at coordinates (grid..., idx along dim, grid...)."""
-    grids = list(np.indices(idx.shape, sparse=True))
+def _dim_flat(shape, dim, idx, out_shape=None):
+    """Flat positions in `shape` of the coordinates (grid..., idx along dim, grid...) over
+    `out_shape` (default: idx's shape; idx broadcasts to it)."""
+    grids = list(np.indices(idx.shape if out_shape is None else out_shape, sparse=True))
     grids[dim] = idx
     return np.ravel_multi_index(grids, shape) if len(shape) else np.zeros(idx.shape, np.int64)
 
@@ -320,7 +318,8 @@ def _index_dim(input, dim, index, name, source=None):
         raise RuntimeError(f"{name}(): source of shape {tuple(source.shape)} does not match "
                            f"the expected shape {want} (self {tuple(shape)} with dim {d} "
                            f"replaced by the index length {idx.size})")
-    flat = _dim_flat(ishape, d, idx.reshape((1,) * d + (-1,) + (1,) * (len(ishape) - d - 1)))
+    flat = _dim_flat(ishape, d, idx.reshape((1,) * d + (-1,) + (1,) * (len(ishape) - d - 1)),
+                     want)
     return np.broadcast_to(flat, want)
 
 

@@ -49,6 +49,9 @@ def normalize_index(index, shape=None):
                 raise IndexError(f"lists used as indices must hold ints or bools, got "
                                  f"{item.dtype}")
             advanced = True
+        elif isinstance(item, slice) and item.step is not None and item.step <= 0:
+            raise ValueError(f"step must be greater than zero, got slice {item}; use "
+                             f"flip() to reverse a dim")
         elif isinstance(item, (bool, np.bool_)):
             advanced = True
         elif not (item is None or item is Ellipsis or isinstance(item, (int, slice,
@@ -106,8 +109,42 @@ def _(ctx, ddx):
     return (_index if ctx.advanced else _getitem)(ddx, index=ctx.index)
 
 
+def _is_int(item):
+    return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
+
+
+def torch_order(idx, shape):
+    """NumPy counts an int beside an index array as advanced, which can move the result's
+    dims; torch applies ints first as selects. Rewrite such an index as coordinates that
+    give torch's result directly."""
+    if not any(_is_int(i) for i in idx) or any(isinstance(i, (bool, np.bool_)) for i in idx):
+        return idx
+    first, then = [], []
+    for item in idx:
+        if _is_int(item):
+            first.append(item)
+        elif item is None or isinstance(item, slice):
+            first.append(item)
+            then.append(slice(None))
+        elif item is Ellipsis:
+            first.append(item)
+            then.append(item)
+        else:  # an index array (a bool mask spans one dim per mask dim)
+            first.extend([slice(None)] * (item.ndim if item.dtype == np.bool_ else 1))
+            then.append(item)
+    positions = np.arange(int(np.prod(shape))).reshape(shape)
+    try:
+        positions = positions[tuple(first)][tuple(then)]
+    except IndexError as e:
+        raise IndexError(f"index {_show(idx)} is out of bounds for tensor of shape "
+                         f"{tuple(shape)}: {e}") from None
+    return np.unravel_index(positions, shape)
+
+
 def getitem(x, index):
     idx, advanced = normalize_index(index)
+    if advanced:
+        idx = torch_order(idx, x._data.shape)
     if len(idx) == 1:
         idx = idx[0]
     fn = _index if advanced else _getitem
@@ -136,7 +173,9 @@ def _(ctx, dy):
 
 def setitem(x, index, value):
     """`x[index] = value` in place; recorded (x is rebased) when value or x needs grad."""
-    idx, _ = normalize_index(index)
+    idx, advanced = normalize_index(index)
+    if advanced:
+        idx = torch_order(idx, x._data.shape)
     if len(idx) == 1:
         idx = idx[0]
     if not isinstance(value, Tensor):
@@ -209,6 +248,10 @@ def nonzero(input, *, as_tuple=False):
 def index_select(input, dim, index):
     """Entries of `input` along `dim` at the positions in the 1-D `index`."""
     d = _wrap_dim(dim, input._data.ndim, "index_select")
+    if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu":
+        got = index.dtype if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"index_select(): Expected dtype int32 or int64 for index, got "
+                           f"{got}")
     if index._data.ndim > 1:
         raise IndexError(f"index_select(): Index is supposed to be a vector, got shape "
                          f"{tuple(index.shape)}")

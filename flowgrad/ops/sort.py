@@ -149,6 +149,3 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
         raise RuntimeError(f"bucketize(): boundaries tensor must be 1 dimension, but got dim("
                            f"{boundaries._data.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
-
-
-tensor_method("bucketize")(bucketize)
