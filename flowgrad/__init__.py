@@ -25,6 +25,7 @@ from .device import device
 from .dtypes import *  # noqa: F401,F403
 from .dtypes import dtype, get_default_dtype, promote_types, result_type, set_default_dtype
 from .ops.activation import *  # noqa: F401,F403
+from .ops.conv import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403
 from .ops.diag import *  # noqa: F401,F403
 from .ops.elementwise import *  # noqa: F401,F403
@@ -35,6 +36,15 @@ from .ops.linalg import *  # noqa: F401,F403
 from .ops.einsum import *  # noqa: F401,F403
 from .linalg import det, inv as inverse, logdet, slogdet  # noqa: F401
 from .ops.math import *  # noqa: F401,F403
+from .ops.pool import (  # noqa: F401 - the pools torch.* has too
+    adaptive_avg_pool1d,
+    adaptive_max_pool1d,
+    avg_pool1d,
+    max_pool1d,
+    max_pool1d_with_indices,
+    max_pool2d,
+    max_pool3d,
+)
 from .ops.reduce import *  # noqa: F401,F403
 from .ops.nn_misc import (  # noqa: F401 - torch.* has these with F's signature
     alpha_dropout,
@@ -51,6 +61,7 @@ from .ops.stats import *  # noqa: F401,F403
 from .ops.reorder import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403
 from .ops.sort import *  # noqa: F401,F403
+from .ops.spatial import pixel_shuffle, pixel_unshuffle  # noqa: F401
 from .ops.split import *  # noqa: F401,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .serialization import load, save

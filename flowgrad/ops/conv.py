@@ -1,0 +1,400 @@
+"""Convolutions: conv1d/2d/3d and conv_transpose1d/2d/3d, by im2col and one GEMM.
+
+Three bilinear ops close under differentiation, so every derivative order is a convolution:
+`conv(x, w)`, its adjoint in x `conv_transpose(z, w)` (col2im of W^T z), and its adjoint in w
+`conv_weight(x, dy)` (the GEMM of dy with im2col(x)). Each one's rule calls the other two.
+
+>>> import flowgrad as flow
+>>> import flowgrad.nn.functional as F
+>>> x = flow.randn(1, 3, 8, 8, requires_grad=True)
+>>> F.conv2d(x, flow.randn(4, 3, 3, 3), padding="same").shape
+flowgrad.Size([1, 4, 8, 8])
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ..tensor import Tensor
+from .registry import op
+
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d"]
+
+
+# ---- array helpers shared with pooling and fold/unfold ---------------------------------
+def out_size(size, k, s, pad, d):
+    """Sliding-window count along one dim for padding pad=(lo, hi)."""
+    return (size + pad[0] + pad[1] - d * (k - 1) - 1) // s + 1
+
+
+def pad_array(xp, x, pads, value=0.0):
+    """Pad the trailing len(pads) dims of x by (lo, hi) pairs (hi may be negative: crop)."""
+    if not any(lo or hi for lo, hi in pads):
+        return x
+    nd = len(pads)
+    lead = x.shape[:x.ndim - nd]
+    shape = lead + tuple(s + lo + max(hi, 0) for s, (lo, hi) in zip(x.shape[x.ndim - nd:], pads))
+    out = xp.full(shape, value, dtype=x.dtype)
+    out[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in
+                            zip(x.shape[x.ndim - nd:], pads))] = x
+    return out
+
+
+def windows(xp, x, ksize, stride, dilation, out):
+    """Read-only view (*lead, *out, *ksize) of the windows of x's trailing len(ksize) dims."""
+    nd = len(ksize)
+    lead = x.ndim - nd
+    st = x.strides
+    shape = x.shape[:lead] + tuple(out) + tuple(ksize)
+    strides = (st[:lead] + tuple(st[lead + i] * stride[i] for i in range(nd))
+               + tuple(st[lead + i] * dilation[i] for i in range(nd)))
+    return xp.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
+
+
+def tap_slices(tap, stride, dilation, out):
+    """The strided slice of the padded input that kernel tap `tap` reads for every output."""
+    return tuple(slice(k * d, k * d + s * (o - 1) + 1, s)
+                 for k, s, d, o in zip(tap, stride, dilation, out))
+
+
+def col2im(xp, cols, size, ksize, stride, padding, dilation):
+    """Adjoint of windows(): cols (N, C, *ksize, *out) summed into (N, C, *size).
+
+    Loops over kernel taps only; each tap adds one strided slab for all positions at once."""
+    nd = len(ksize)
+    out = cols.shape[2 + nd:]
+    need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, stride, ksize, dilation)]
+    padded = tuple(max(n, sz + lo + hi) for n, sz, (lo, hi) in zip(need, size, padding))
+    buf = xp.zeros(cols.shape[:2] + padded, dtype=cols.dtype)
+    for tap in itertools.product(*(range(k) for k in ksize)):
+        buf[(Ellipsis,) + tap_slices(tap, stride, dilation, out)] += cols[(slice(None),) * 2
+                                                                          + tap]
+    return buf[(Ellipsis,) + tuple(slice(lo, lo + sz) for sz, (lo, _) in zip(size, padding))]
+
+
+def _gemm_cols(xp, x, ksize, stride, padding, dilation, groups, out):
+    """im2col of x (N, C, *S) as a (groups, N * prod(out), prod(k) * C/groups) matrix stack.
+
+    Channels go last (one transposing copy of x first) so the window copy moves contiguous
+    runs of C and the GEMM's long dimension N * prod(out) is its row count: OpenBLAS is
+    several times faster in that orientation than with a short M and a long K."""
+    n, c = x.shape[:2]
+    nd = len(ksize)
+    xl = xp.ascontiguousarray(xp.moveaxis(pad_array(xp, x, padding), 1, -1))  # (N, *P, C)
+    st = xl.strides
+    shape = (n,) + tuple(out) + tuple(ksize) + (groups, c // groups)
+    strides = ((st[0],) + tuple(st[1 + i] * stride[i] for i in range(nd))
+               + tuple(st[1 + i] * dilation[i] for i in range(nd)) + (st[-1] * (c // groups),
+                                                                       st[-1]))
+    win = xp.lib.stride_tricks.as_strided(xl, shape, strides, writeable=False)
+    if groups > 1:
+        win = xp.moveaxis(win, 1 + 2 * nd, 0)  # (g, N, *out, *k, Cg)
+    return xp.ascontiguousarray(win).reshape(groups, n * math.prod(out), -1)
+
+
+def _weight_matrix(xp, w, groups):
+    """(O, Cg, *k) -> (groups, prod(k) * Cg, O/groups), matching _gemm_cols' columns."""
+    o, cg = w.shape[:2]
+    wl = xp.moveaxis(w, 1, -1).reshape(groups, o // groups, -1)
+    return wl.transpose(0, 2, 1)
+
+
+def _to_groups(xp, y, groups):
+    """(N, O, *sp) -> (groups, N * prod(sp), O/groups), the GEMM layout."""
+    n, o = y.shape[:2]
+    yl = y.reshape(n, groups, o // groups, -1).transpose(1, 0, 3, 2)
+    return xp.ascontiguousarray(yl).reshape(groups, -1, o // groups)
+
+
+def _from_groups(xp, y, n, sp):
+    """(groups, N * prod(sp), O/groups) -> (N, O, *sp)."""
+    g, _, og = y.shape
+    yl = y.reshape(g, n, -1, og).transpose(1, 0, 3, 2)
+    return xp.ascontiguousarray(yl).reshape((n, g * og) + tuple(sp))
+
+
+# ---- the three ops -----------------------------------------------------------------------
+@op("conv", save="inputs")
+def _conv(xp, x, w, *, stride, padding, dilation, groups, out=None):
+    ksize = w.shape[2:]
+    if out is None:
+        out = tuple(out_size(s, k, st, p, d) for s, k, st, p, d in
+                    zip(x.shape[2:], ksize, stride, padding, dilation))
+    cols = _gemm_cols(xp, x, ksize, stride, padding, dilation, groups, out)
+    y = xp.matmul(cols, _weight_matrix(xp, w, groups))  # (g, N*L, Og)
+    # cols goes along as an aux output: the weight gradient reuses it instead of redoing it
+    return _from_groups(xp, y, x.shape[0], tuple(out)), cols
+
+
+@op("conv_transpose", save="inputs")
+def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
+    n, o = z.shape[:2]
+    ksize, sp = w.shape[2:], z.shape[2:]
+    nd = len(ksize)
+    reach = [d * (k - 1) for d, k in zip(dilation, ksize)]
+    if all(s == 1 for s in stride) and all(r >= lo for r, (lo, _) in zip(reach, padding)):
+        # unit stride: a plain convolution of z with the flipped, transposed kernel; its
+        # im2col copy is cheaper than col2im's read-modify-write of every tap
+        cg, og = w.shape[1], o // groups
+        wf = w.reshape((groups, og, cg) + ksize).swapaxes(1, 2).reshape((groups * cg, og)
+                                                                        + ksize)
+        wf = wf[(Ellipsis,) + (slice(None, None, -1),) * nd]
+        pads = tuple((r - lo, max(0, sz + lo - q)) for r, (lo, _), sz, q in
+                     zip(reach, padding, size, sp))
+        return _conv.kernel(xp, z, wf, stride=stride, padding=pads, dilation=dilation,
+                            groups=groups, out=tuple(size))[0]
+    cg = w.shape[1]
+    cols = xp.matmul(_to_groups(xp, z, groups), _weight_matrix(xp, w, groups).transpose(0, 2, 1))
+    cols = cols.reshape((groups, n) + sp + ksize + (cg,))
+    # accumulate channels-last: every tap adds a slab whose inner run of Cg is contiguous
+    need = [(q - 1) * s + (k - 1) * d + 1 for q, s, k, d in zip(sp, stride, ksize, dilation)]
+    padded = tuple(max(m, sz + lo + hi) for m, sz, (lo, hi) in zip(need, size, padding))
+    buf = xp.zeros((n,) + padded + (groups, cg), dtype=cols.dtype)
+    src = xp.moveaxis(cols, 0, -2)  # (N, *sp, *k, g, Cg) view
+    for tap in itertools.product(*(range(k) for k in ksize)):
+        dst = (slice(None),) + tap_slices(tap, stride, dilation, sp)
+        buf[dst] += src[(slice(None),) * (1 + nd) + tap]
+    buf = buf[(slice(None),) + tuple(slice(lo, lo + sz) for sz, (lo, _) in zip(size, padding))]
+    return xp.ascontiguousarray(xp.moveaxis(buf.reshape(buf.shape[:-2] + (-1,)), -1, 1))
+
+
+@op("conv_weight", save="inputs")
+def _conv_weight(xp, x, dy, *, stride, padding, dilation, groups, ksize, cols=None):
+    if cols is None:
+        cols = _gemm_cols(xp, x, ksize, stride, padding, dilation, groups, dy.shape[2:])
+    dw = xp.matmul(cols.transpose(0, 2, 1), _to_groups(xp, dy, groups))  # (g, K*Cg, Og)
+    cg = x.shape[1] // groups
+    dw = dw.reshape((groups,) + tuple(ksize) + (cg, -1))
+    dw = xp.moveaxis(xp.moveaxis(dw, -1, 1), -1, 2)  # (g, Og, Cg, *k)
+    return xp.ascontiguousarray(dw).reshape((dy.shape[1], cg) + tuple(ksize))
+
+
+def _attrs(ctx):
+    return dict(stride=ctx.stride, padding=ctx.padding, dilation=ctx.dilation,
+                groups=ctx.groups)
+
+
+@_conv.grad
+def _(ctx, dy):
+    x, w = ctx.inputs
+    need, a = ctx.needs_input_grad, _attrs(ctx)
+    dx = _conv_transpose(dy, w, size=ctx.input_shapes[0][2:], **a) if need[0] else None
+    cols = ctx.aux[0]._data if ctx.aux else None
+    dw = _conv_weight(x, dy, ksize=ctx.input_shapes[1][2:], cols=cols, **a) if need[1] else None
+    return dx, dw
+
+
+@_conv_transpose.grad
+def _(ctx, dy):
+    z, w = ctx.inputs
+    need, a = ctx.needs_input_grad, _attrs(ctx)
+    dz = _conv(dy, w, out=ctx.input_shapes[0][2:], **a) if need[0] else None
+    dw = _conv_weight(dy, z, ksize=ctx.input_shapes[1][2:], **a) if need[1] else None
+    return dz, dw
+
+
+@_conv_weight.grad
+def _(ctx, dw):
+    x, dy = ctx.inputs
+    need, a = ctx.needs_input_grad, _attrs(ctx)
+    dx = _conv_transpose(dy, dw, size=ctx.input_shapes[0][2:], **a) if need[0] else None
+    ddy = _conv(x, dw, out=ctx.input_shapes[1][2:], **a) if need[1] else None
+    return dx, ddy
+
+
+# ---- argument checking -------------------------------------------------------------------
+def ntuple(value, n, name, op_name):
+    """int or sequence -> tuple of n ints (torch's _ntuple), with a clear error."""
+    if isinstance(value, (int, np.integer)):
+        return (int(value),) * n
+    value = tuple(int(v) for v in value)
+    if len(value) == 1:
+        return value * n
+    if len(value) != n:
+        raise RuntimeError(f"{op_name}: expected {name} to be a single int or a tuple of {n} "
+                           f"ints, but got {name}={value}")
+    return value
+
+
+def _dims_str(shape):
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _same_dtype(x, w, name):
+    if not isinstance(x, Tensor) or not isinstance(w, Tensor):
+        raise TypeError(f"{name}(): expected input and weight to be Tensors, got "
+                        f"{type(x).__name__} and {type(w).__name__}")
+    if x._data.dtype.kind not in "fV":
+        raise RuntimeError(f"{name}(): expected a floating point input, got {x.dtype}; call "
+                           f".float() first")
+    if w.dtype != x.dtype:
+        raise RuntimeError(f"{name}(): Input type ({x.dtype}) and weight type ({w.dtype}) "
+                           f"should be the same; convert one with .to()")
+
+
+def _batched(input, nd, name):
+    rank = input._data.ndim
+    if rank not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                           f"{name}, but got input of size: {_dims_str(input.shape)}")
+    return (input.unsqueeze(0), False) if rank == nd + 1 else (input, True)
+
+
+def _check_common(stride, dilation, groups, padding):
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+
+
+def _check_bias(bias, n_out, w):
+    if bias is not None and (bias._data.ndim != 1 or bias.shape[0] != n_out):
+        raise RuntimeError(f"Given weight of size {_dims_str(w.shape)}, expected bias to be "
+                           f"1-dimensional with {n_out} elements, but got bias of size "
+                           f"{_dims_str(bias.shape)} instead")
+
+
+def _add_bias(y, bias, nd):
+    if bias is None:
+        return y
+    return y + bias.to(y.dtype).reshape((1, -1) + (1,) * nd)
+
+
+def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
+    name = f"conv{nd}d"
+    _same_dtype(input, weight, name)
+    x, batched = _batched(input, nd, name)
+    if weight._data.ndim != nd + 2:
+        raise RuntimeError(f"{name}: expected weight to be {nd + 2}-dimensional (out_channels, "
+                           f"in_channels/groups, *kernel_size), but got weight of size "
+                           f"{_dims_str(weight.shape)}")
+    stride = ntuple(stride, nd, "stride", name)
+    dilation = ntuple(dilation, nd, "dilation", name)
+    ksize = weight.shape[2:]
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = ((0, 0),) * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            # torch pads the odd leftover on the right
+            total = [d * (k - 1) for d, k in zip(dilation, ksize)]
+            pads = tuple((t // 2, t - t // 2) for t in total)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'; expected 'valid' or "
+                               f"'same' ({name})")
+        flat_pad = (0,)
+    else:
+        flat_pad = ntuple(padding, nd, "padding", name)
+        pads = tuple((p, p) for p in flat_pad)
+    _check_common(stride, dilation, groups, flat_pad)
+    c_out = weight.shape[0]
+    if c_out % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{_dims_str(weight.shape)}] "
+                           f"instead")
+    if x.shape[1] != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {_dims_str(weight.shape)}, "
+                           f"expected input{_dims_str(x.shape)} to have "
+                           f"{weight.shape[1] * groups} channels, but got {x.shape[1]} channels "
+                           f"instead")
+    _check_bias(bias, c_out, weight)
+    padded = [s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads)]
+    eff = [d * (k - 1) + 1 for d, k in zip(dilation, ksize)]
+    if any(p < e for p, e in zip(padded, eff)):
+        raise RuntimeError(f"{name}: Calculated padded input size per channel: "
+                           f"({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, eff))}). Kernel size can't be greater than "
+                           f"actual input size")
+    y = _conv(x, weight, stride=stride, padding=pads, dilation=dilation, groups=groups)
+    y = _add_bias(y, bias, nd)
+    return y if batched else y.squeeze(0)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution (cross-correlation) over (N, C, L) or (C, L) input."""
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution over (N, C, H, W) or (C, H, W); padding may be 'same' or 'valid'.
+
+    >>> import flowgrad as flow
+    >>> flow.conv2d(flow.ones(1, 1, 3, 3), flow.ones(1, 1, 2, 2)).shape
+    flowgrad.Size([1, 1, 2, 2])
+    """
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution over (N, C, D, H, W) or (C, D, H, W)."""
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 3)
+
+
+def _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation,
+                      nd):
+    name = f"conv_transpose{nd}d"
+    _same_dtype(input, weight, name)
+    x, batched = _batched(input, nd, name)
+    if weight._data.ndim != nd + 2:
+        raise RuntimeError(f"{name}: expected weight to be {nd + 2}-dimensional (in_channels, "
+                           f"out_channels/groups, *kernel_size), but got weight of size "
+                           f"{_dims_str(weight.shape)}")
+    stride = ntuple(stride, nd, "stride", name)
+    dilation = ntuple(dilation, nd, "dilation", name)
+    padding = ntuple(padding, nd, "padding", name)
+    output_padding = ntuple(output_padding, nd, "output_padding", name)
+    _check_common(stride, dilation, groups, padding)
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)) or \
+            any(op < 0 for op in output_padding):
+        raise RuntimeError(f"{name}: output padding must be smaller than either stride or "
+                           f"dilation, but got output_padding={output_padding}, "
+                           f"stride={stride}, dilation={dilation}")
+    c_in = weight.shape[0]
+    if c_in % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{_dims_str(weight.shape)}] "
+                           f"instead")
+    if x.shape[1] != c_in:
+        raise RuntimeError(f"Given transposed=1, weight of size {_dims_str(weight.shape)}, "
+                           f"expected input{_dims_str(x.shape)} to have {c_in} channels, but "
+                           f"got {x.shape[1]} channels instead")
+    ksize = weight.shape[2:]
+    size = tuple((z - 1) * s - 2 * p + d * (k - 1) + op + 1 for z, s, p, d, k, op in
+                 zip(x.shape[2:], stride, padding, dilation, ksize, output_padding))
+    if any(s <= 0 for s in size):
+        raise RuntimeError(f"{name}: Given input size per channel {tuple(x.shape[2:])}, the "
+                           f"calculated output size {size} is too small")
+    _check_bias(bias, weight.shape[1] * groups, weight)
+    y = _conv_transpose(x, weight, stride=stride, padding=tuple((p, p) for p in padding),
+                        dilation=dilation, groups=groups, size=size)
+    y = _add_bias(y, bias, nd)
+    return y if batched else y.squeeze(0)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """1-D transposed convolution; weight is (in_channels, out_channels/groups, k)."""
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
+                             dilation, 1)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """2-D transposed convolution (the gradient of conv2d in its input)."""
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
+                             dilation, 2)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """3-D transposed convolution."""
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
+                             dilation, 3)

@@ -1,0 +1,415 @@
+"""Pooling: max_pool, avg_pool, adaptive_avg/max_pool and lp_pool in 1, 2 and 3 dims.
+
+Max pools return the argmax as a flat index into each input plane (torch's `indices`); their
+gradient scatters by it (`max_pool_backward`), whose own gradient gathers by it again, so
+every order is exact. Average pools are a window sum (linear, its adjoint a col2im) times a
+constant divisor; adaptive average pools are one small matrix per spatial dim.
+
+>>> import flowgrad as flow
+>>> import flowgrad.nn.functional as F
+>>> F.max_pool2d(flow.arange(16.0).reshape(1, 1, 4, 4), 2)
+tensor([[[[ 5.,  7.],
+          [13., 15.]]]])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..tensor import Tensor
+from .conv import col2im, ntuple, pad_array, windows
+from .registry import op
+
+__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+           "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+           "lp_pool1d", "lp_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices"]
+
+
+def _flat_index(xp, positions, size):
+    """Per-dim integer positions (broadcastable) -> flat index into a plane of `size`."""
+    idx = 0
+    for pos, s in zip(positions, size):
+        idx = idx * s + pos
+    return xp.asarray(idx, dtype=xp.int64)
+
+
+def _hi_pads(size, out, ksize, stride, padding, dilation):
+    """(lo, hi) padding so every window of `out` fits (ceil_mode windows overhang)."""
+    return tuple((p, max(0, (o - 1) * s + d * (k - 1) + 1 - n - p))
+                 for n, o, k, s, p, d in zip(size, out, ksize, stride, padding, dilation))
+
+
+# ---- max pooling: values + argmax, gradient by scatter -----------------------------------------
+@op("max_pool", n_out=2, save="outputs")
+def _max_pool(xp, x, *, ksize, stride, padding, dilation, out):
+    nd = len(ksize)
+    size = x.shape[2:]
+    pads = _hi_pads(size, out, ksize, stride, padding, dilation)
+    win = windows(xp, pad_array(xp, x, pads, -xp.inf), ksize, stride, dilation, out)
+    flat = win.reshape(win.shape[:2 + nd] + (-1,))
+    am = flat.argmax(-1)  # first maximum in scan order, and NaN wins, as torch
+    vals = xp.take_along_axis(flat, am[..., None], -1)[..., 0]
+    taps = np.unravel_index(am, ksize)
+    grid = np.ix_(*(np.arange(o) for o in out))
+    positions = [g * s - p + t * d for g, s, p, t, d in zip(grid, stride, padding, taps, dilation)]
+    return vals, _flat_index(xp, positions, size)
+
+
+@op("max_pool_backward", save="inputs")  # the rule gathers by the indices
+def _max_pool_backward(xp, dy, idx, *, shape):
+    nc, plane = shape[0] * shape[1], math.prod(shape[2:])
+    flat = idx.reshape(nc, -1) + (xp.arange(nc) * plane)[:, None]
+    dx = xp.bincount(flat.ravel(), weights=dy.ravel(), minlength=nc * plane)
+    return dx.astype(dy.dtype).reshape(shape)
+
+
+@op("max_pool_gather", save="inputs")
+def _max_pool_gather(xp, x, idx):
+    n, c = x.shape[:2]
+    return xp.take_along_axis(x.reshape(n, c, -1), idx.reshape(n, c, -1), -1).reshape(idx.shape)
+
+
+def _max_rule(ctx, dy, _):
+    idx = ctx.outputs[1]
+    return _max_pool_backward(dy, idx, shape=ctx.input_shapes[0])
+
+
+_max_pool.grad(_max_rule)
+
+
+@_max_pool_backward.grad
+def _(ctx, g):
+    return _max_pool_gather(g, ctx.inputs[1]), None
+
+
+
+@_max_pool_gather.grad
+def _(ctx, g):
+    return _max_pool_backward(g, ctx.inputs[1], shape=ctx.input_shapes[0]), None
+
+
+
+# ---- argument checking shared by the pools -------------------------------------------------
+def _pool_input(input, nd, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): expected a Tensor input, got {type(input).__name__}")
+    rank = input._data.ndim
+    if rank not in (nd + 1, nd + 2) or input._data.size == 0:
+        raise RuntimeError(f"{name}: non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor "
+                           f"expected for input, but got input of size {list(input.shape)}")
+    if input._data.dtype.kind not in "fV":
+        raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}")
+    return (input.unsqueeze(0), False) if rank == nd + 1 else (input, True)
+
+
+def _pool_out(size, k, s, p, d, ceil_mode):
+    """torch's pooling_output_shape: a ceil_mode window must start inside input + left pad."""
+    span = size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    o = span // s + 1
+    if ceil_mode and (o - 1) * s >= size + p:
+        o -= 1
+    return o
+
+
+def _pool_args(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name):
+    ksize = ntuple(kernel_size, nd, "kernel_size", name)
+    stride = ksize if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
+        else ntuple(stride, nd, "stride", name)
+    padding = ntuple(padding, nd, "padding", name)
+    dilation = ntuple(dilation, nd, "dilation", name)
+    if any(k <= 0 for k in ksize):
+        raise RuntimeError(f"{name}: kernel_size must be greater than zero, but got {ksize}")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"{name}: stride should not be zero (got stride={stride})")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"{name}: dilation must be greater than zero, but got {dilation}")
+    for k, p, d in zip(ksize, padding, dilation):
+        if p < 0 or p > ((k - 1) * d + 1) // 2:
+            raise RuntimeError(f"{name}: pad should be at most half of effective kernel size, "
+                               f"but got pad={p}, kernel_size={k} and dilation={d}")
+    size = x.shape[2:]
+    out = tuple(_pool_out(n, k, s, p, d, ceil_mode)
+                for n, k, s, p, d in zip(size, ksize, stride, padding, dilation))
+    if any(o < 1 for o in out):
+        raise RuntimeError(f"{name}: Given input size: ({'x'.join(map(str, x.shape[1:]))}). "
+                           f"Calculated output size: ({'x'.join(map(str, (x.shape[1],) + out))})"
+                           f". Output size is too small")
+    return ksize, stride, padding, dilation, out
+
+
+def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd):
+    name = f"max_pool{nd}d"
+    x, batched = _pool_input(input, nd, name)
+    ksize, stride, padding, dilation, out = _pool_args(x, kernel_size, stride, padding,
+                                                       dilation, ceil_mode, nd, name)
+    y, idx = _max_pool(x, ksize=ksize, stride=stride, padding=padding, dilation=dilation,
+                       out=out)
+    if not batched:
+        y, idx = y.squeeze(0), idx.squeeze(0)
+    return (y, idx) if return_indices else y
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """1-D max pooling over (N, C, L) or (C, L); indices are positions along L."""
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode,
+                       return_indices, 1)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """2-D max pooling; with return_indices, also each max's flat index into its H*W plane.
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.max_pool2d(flow.ones(1, 1, 4, 4), 2).shape
+    flowgrad.Size([1, 1, 2, 2])
+    """
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode,
+                       return_indices, 2)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """3-D max pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode,
+                       return_indices, 3)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+# ---- average pooling: window sum / divisor -------------------------------------------------
+@op("window_sum")
+def _window_sum(xp, x, *, ksize, stride, padding, out):
+    nd = len(ksize)
+    win = windows(xp, pad_array(xp, x, padding), ksize, stride, (1,) * nd, out)
+    return win.sum(axis=tuple(range(-nd, 0)))
+
+
+@op("window_sum_adjoint")
+def _window_sum_adjoint(xp, dy, *, ksize, stride, padding, size):
+    nd = len(ksize)
+    cols = xp.broadcast_to(dy[(slice(None),) * 2 + (None,) * nd],
+                           dy.shape[:2] + tuple(ksize) + dy.shape[2:])
+    return xp.ascontiguousarray(col2im(xp, cols, size, ksize, stride, padding, (1,) * nd))
+
+
+@_window_sum.grad
+def _(ctx, dy):
+    return _window_sum_adjoint(dy, ksize=ctx.ksize, stride=ctx.stride, padding=ctx.padding,
+                               size=ctx.input_shapes[0][2:])
+
+
+@_window_sum_adjoint.grad
+def _(ctx, g):
+    return _window_sum(g, ksize=ctx.ksize, stride=ctx.stride, padding=ctx.padding,
+                       out=ctx.input_shapes[0][2:])
+
+
+def _avg_divisor(size, out, ksize, stride, padding, count_include_pad):
+    """Per-output window counts, separable over dims (torch's pool_size / clipped size)."""
+    div = np.ones((), np.float64)
+    for n, o, k, s, p in zip(size, out, ksize, stride, padding):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, n + p)
+        cnt = end - start if count_include_pad else np.minimum(end, n) - np.maximum(start, 0)
+        div = np.multiply.outer(div, np.maximum(cnt, 1))  # an all-pad window sums to 0
+    return div
+
+
+def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                divisor_override, nd):
+    name = f"avg_pool{nd}d"
+    x, batched = _pool_input(input, nd, name)
+    ksize, stride, padding, _, out = _pool_args(x, kernel_size, stride, padding, 1, ceil_mode,
+                                                nd, name)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError(f"{name}: divisor must be not zero")
+    size = x.shape[2:]
+    pads = _hi_pads(size, out, ksize, stride, padding, (1,) * nd)
+    y = _window_sum(x, ksize=ksize, stride=stride, padding=pads, out=out)
+    if divisor_override is not None:
+        y = y / float(divisor_override)
+    else:
+        div = _avg_divisor(size, out, ksize, stride, padding, count_include_pad)
+        y = y * Tensor._wrap((1.0 / div).astype(x._data.dtype))
+    return y if batched else y.squeeze(0)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """1-D average pooling over (N, C, L) or (C, L)."""
+    return _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None,
+                       1)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """2-D average pooling; count_include_pad counts zero padding in each window's divisor.
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.avg_pool2d(flow.ones(1, 1, 4, 4), 2, padding=1,
+    ...                               count_include_pad=False).sum().item()
+    9.0
+    """
+    return _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                       divisor_override, 2)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """3-D average pooling."""
+    return _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                       divisor_override, 3)
+
+
+# ---- adaptive pools ------------------------------------------------------------------------
+def _adaptive_bounds(n, o):
+    i = np.arange(o)
+    return (i * n) // o, -((-(i + 1) * n) // o)  # floor(i*n/o), ceil((i+1)*n/o)
+
+
+def _adaptive_args(input, output_size, nd, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): expected a Tensor input, got {type(input).__name__}")
+    rank = input._data.ndim
+    if rank not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    x, batched = (input.unsqueeze(0), False) if rank == nd + 1 else (input, True)
+    if isinstance(output_size, (int, np.integer)) or output_size is None:
+        output_size = (output_size,) * nd
+    output_size = tuple(output_size)
+    if len(output_size) != nd:
+        raise RuntimeError(f"{name}(): output_size must be {nd} ints, got {output_size}")
+    out = tuple(n if o is None else int(o) for n, o in zip(x.shape[2:], output_size))
+    if any(o < 0 for o in out) or any(n == 0 for n in x.shape[2:]):
+        raise RuntimeError(f"{name}(): expected non-empty input and non-negative output_size, "
+                           f"got input {list(input.shape)} and output_size {out}")
+    return x, batched, out
+
+
+def _along(x, mats):
+    """Contract each spatial dim i of x (N, C, *S) with matrix mats[i] (O_i, S_i)."""
+    lead = x.shape[:2]
+    for i, m in enumerate(mats):
+        shp = tuple(x.shape)
+        before, after = math.prod(shp[2:2 + i]), math.prod(shp[3 + i:])
+        y = x.reshape(lead[0] * lead[1] * before, shp[2 + i], after)
+        x = (m @ y).reshape(shp[:2 + i] + (m.shape[0],) + shp[3 + i:])
+    return x
+
+
+def _adaptive_avg(input, output_size, nd):
+    name = f"adaptive_avg_pool{nd}d"
+    x, batched, out = _adaptive_args(input, output_size, nd, name)
+    mats = []
+    for n, o in zip(x.shape[2:], out):
+        start, end = _adaptive_bounds(n, o)
+        cols = np.arange(n)
+        m = ((cols >= start[:, None]) & (cols < end[:, None])) / (end - start)[:, None]
+        mats.append(Tensor._wrap(m.astype(x._data.dtype)))
+    y = _along(x, mats)
+    return y if batched else y.squeeze(0)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average pooling to a fixed output length, windows [floor(i*L/o), ceil((i+1)*L/o))."""
+    return _adaptive_avg(input, output_size, 1)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling to a fixed (H, W) output (an entry may be None: keep that size).
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.adaptive_avg_pool2d(flow.ones(1, 2, 5, 7), 1).shape
+    flowgrad.Size([1, 2, 1, 1])
+    """
+    return _adaptive_avg(input, output_size, 2)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return _adaptive_avg(input, output_size, 3)
+
+
+@op("adaptive_max_pool", n_out=2, save="outputs")
+def _adaptive_max_pool(xp, x, *, out):
+    nd = len(out)
+    size = x.shape[2:]
+    index, kmax = [], []
+    for i, (n, o) in enumerate(zip(size, out)):
+        start, end = _adaptive_bounds(n, o)
+        k = int((end - start).max())
+        # pad short windows by repeating their last element: a repeat doesn't change the max
+        ix = np.minimum(start[:, None] + np.arange(k), (end - 1)[:, None])
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = o, k
+        index.append(ix.reshape(shape))
+        kmax.append(k)
+    win = x[(slice(None), slice(None)) + tuple(index)]  # (N, C, *out, *k)
+    flat = win.reshape(win.shape[:2 + nd] + (-1,))
+    am = flat.argmax(-1)
+    vals = xp.take_along_axis(flat, am[..., None], -1)[..., 0]
+    taps = np.unravel_index(am, kmax)
+    grid = np.ix_(*(np.arange(o) for o in out))
+    positions = [ix.reshape(ix.shape[i], -1)[g, t] for i, (ix, g, t) in
+                 enumerate(zip(index, grid, taps))]
+    return vals, _flat_index(xp, positions, size)
+
+
+_adaptive_max_pool.grad(_max_rule)
+
+
+def _adaptive_max(input, output_size, return_indices, nd):
+    name = f"adaptive_max_pool{nd}d"
+    x, batched, out = _adaptive_args(input, output_size, nd, name)
+    if any(o == 0 for o in out):
+        raise RuntimeError(f"{name}(): output_size must be positive, got {out}")
+    y, idx = _adaptive_max_pool(x, out=out)
+    if not batched:
+        y, idx = y.squeeze(0), idx.squeeze(0)
+    return (y, idx) if return_indices else y
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Max pooling to a fixed output length."""
+    return _adaptive_max(input, output_size, return_indices, 1)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max pooling to a fixed (H, W) output; indices are flat positions in each H*W plane."""
+    return _adaptive_max(input, output_size, return_indices, 2)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return _adaptive_max(input, output_size, return_indices, 3)
+
+
+# ---- power-average pooling -----------------------------------------------------------------
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nd):
+    from .activation import relu
+
+    ksize = ntuple(kernel_size, nd, "kernel_size", f"lp_pool{nd}d")
+    pool = avg_pool1d if nd == 1 else avg_pool2d
+    out = pool(input ** norm_type, kernel_size, stride, 0, ceil_mode)
+    # torch's formula exactly, so its gradient (sign * relu guard) matches too
+    return ((out.sign() * relu(out.abs())) * float(math.prod(ksize))) ** (1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling: (sum of x**p over each window) ** (1/p)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """2-D power-average pooling: (sum of x**p over each window) ** (1/p)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)

@@ -1,0 +1,380 @@
+"""Spatial ops: unfold/fold (im2col and its adjoint), pixel_shuffle, interpolate,
+grid_sample and affine_grid.
+
+unfold and fold are each other's adjoint, so each one's rule is the other. interpolate is
+separable and linear: one small (out, in) matrix per spatial dim applied by matmul, so its
+gradient (the transposed matrices) and every higher order come from matmul's rule.
+grid_sample gathers the corner pixels by index and blends them with weights computed from
+the grid by flowgrad ops, so it is differentiable in both arguments to any order.
+
+>>> import flowgrad as flow
+>>> import flowgrad.nn.functional as F
+>>> F.interpolate(flow.ones(1, 1, 2, 2), scale_factor=2, mode="bilinear").shape
+flowgrad.Size([1, 1, 4, 4])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..tensor import Tensor
+from .conv import col2im, ntuple, out_size, pad_array, windows
+from .registry import op
+
+__all__ = ["unfold", "fold", "pixel_shuffle", "pixel_unshuffle", "interpolate", "upsample",
+           "grid_sample", "affine_grid"]
+
+
+# ---- unfold / fold -------------------------------------------------------------------------
+@op("unfold")
+def _unfold(xp, x, *, ksize, stride, padding, dilation):
+    n, c = x.shape[:2]
+    nd = len(ksize)
+    out = tuple(out_size(s, k, st, p, d) for s, k, st, p, d in
+                zip(x.shape[2:], ksize, stride, padding, dilation))
+    win = windows(xp, pad_array(xp, x, padding), ksize, stride, dilation, out)
+    perm = (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
+    return xp.ascontiguousarray(win.transpose(perm)).reshape(n, c * math.prod(ksize), -1)
+
+
+@op("fold")
+def _fold(xp, cols, *, ksize, stride, padding, dilation, size):
+    n, ck = cols.shape[:2]
+    out = tuple(out_size(s, k, st, p, d) for s, k, st, p, d in
+                zip(size, ksize, stride, padding, dilation))
+    c = cols.reshape((n, ck // math.prod(ksize)) + tuple(ksize) + out)
+    return xp.ascontiguousarray(col2im(xp, c, size, ksize, stride, padding, dilation))
+
+
+@_unfold.grad
+def _(ctx, dy):
+    return _fold(dy, ksize=ctx.ksize, stride=ctx.stride, padding=ctx.padding,
+                 dilation=ctx.dilation, size=ctx.input_shapes[0][2:])
+
+
+@_fold.grad
+def _(ctx, g):
+    return _unfold(g, ksize=ctx.ksize, stride=ctx.stride, padding=ctx.padding,
+                   dilation=ctx.dilation)
+
+
+def _window_args(kernel_size, dilation, padding, stride, name):
+    ksize = ntuple(kernel_size, 2, "kernel_size", name)
+    dilation = ntuple(dilation, 2, "dilation", name)
+    padding = ntuple(padding, 2, "padding", name)
+    stride = ntuple(stride, 2, "stride", name)
+    for label, vals, least in (("kernel_size", ksize, 1), ("dilation", dilation, 1),
+                               ("stride", stride, 1), ("padding", padding, 0)):
+        if any(v < least for v in vals):
+            raise RuntimeError(f"{name}: expected {label} to be "
+                               f"{'positive' if least else 'non-negative'}, but got "
+                               f"{label}={vals}")
+    return ksize, dilation, padding, stride
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Extract sliding blocks: (N, C, H, W) -> (N, C * kh * kw, L), torch's im2col.
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.unfold(flow.ones(1, 2, 3, 3), 2).shape
+    flowgrad.Size([1, 8, 4])
+    """
+    ksize, dilation, padding, stride = _window_args(kernel_size, dilation, padding, stride,
+                                                    "unfold")
+    rank = input._data.ndim
+    if rank not in (3, 4):
+        raise RuntimeError(f"unfold: Input Error: Only 3D or 4D input Tensors are supported "
+                           f"(got {rank}D)")
+    x = input if rank == 4 else input.unsqueeze(0)
+    out = [out_size(s, k, st, (p, p), d) for s, k, st, p, d in
+           zip(x.shape[2:], ksize, stride, padding, dilation)]
+    if any(o < 1 for o in out):
+        raise RuntimeError(f"unfold: Given input with spatial size {tuple(x.shape[2:])}, "
+                           f"kernel_size={ksize}, dilation={dilation}, padding={padding}, "
+                           f"calculated shape of the array of sliding blocks as {tuple(out)}, "
+                           f"but its components must be at least one.")
+    y = _unfold(x, ksize=ksize, stride=stride, padding=tuple((p, p) for p in padding),
+                dilation=dilation)
+    return y if rank == 4 else y.squeeze(0)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Sum sliding blocks back into an image: (N, C * kh * kw, L) -> (N, C, *output_size)."""
+    ksize, dilation, padding, stride = _window_args(kernel_size, dilation, padding, stride,
+                                                    "fold")
+    size = ntuple(output_size, 2, "output_size", "fold")
+    rank = input._data.ndim
+    if rank not in (2, 3):
+        raise RuntimeError(f"fold: Input Error: Only unbatched (2D) or batched (3D) input "
+                           f"Tensors are supported (got {rank}D)")
+    x = input if rank == 3 else input.unsqueeze(0)
+    kprod = math.prod(ksize)
+    if x.shape[1] % kprod:
+        raise RuntimeError(f"fold: Expected size of input's dimension 1 to be divisible by the "
+                           f"product of kernel_size, but got input.size(1)={x.shape[1]} and "
+                           f"kernel_size={ksize}.")
+    out = [out_size(s, k, st, (p, p), d) for s, k, st, p, d in
+           zip(size, ksize, stride, padding, dilation)]
+    if any(o < 1 for o in out) or x.shape[2] != math.prod(out):
+        raise RuntimeError(f"fold: Given output_size={size}, kernel_size={ksize}, dilation="
+                           f"{dilation}, padding={padding}, stride={stride}, expected size of "
+                           f"input's dimension 2 to match the calculated number of sliding "
+                           f"blocks {out[0]} * {out[1]} = {math.prod(out)}, but got "
+                           f"input.size(2)={x.shape[2]}.")
+    y = _fold(x, ksize=ksize, stride=stride, padding=tuple((p, p) for p in padding),
+              dilation=dilation, size=size)
+    return y if rank == 3 else y.squeeze(0)
+
+
+# ---- pixel shuffle -------------------------------------------------------------------------
+def pixel_shuffle(input, upscale_factor):
+    """(*, C * r**2, H, W) -> (*, C, H * r, W * r): channels become sub-pixel positions."""
+    r = int(upscale_factor)
+    if input._data.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input._data.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    nl = len(lead)
+    y = input.reshape(*lead, c // (r * r), r, r, h, w)
+    perm = tuple(range(nl)) + tuple(nl + i for i in (0, 3, 1, 4, 2))
+    return y.permute(*perm).reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H * r, W * r) -> (*, C * r**2, H, W), the inverse of pixel_shuffle."""
+    r = int(downscale_factor)
+    if input._data.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input._data.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    for label, size, pos in (("height", h, -2), ("width", w, -1)):
+        if size % r:
+            raise RuntimeError(f"pixel_unshuffle expects {label} to be divisible by "
+                               f"downscale_factor, but input.size({pos})={size} is not "
+                               f"divisible by {r}")
+    nl = len(lead)
+    y = input.reshape(*lead, c, h // r, r, w // r, r)
+    perm = tuple(range(nl)) + tuple(nl + i for i in (0, 2, 4, 1, 3))
+    return y.permute(*perm).reshape(*lead, c * r * r, h // r, w // r)
+
+
+# ---- interpolate: one (out, in) matrix per spatial dim -----------------------------------------
+_MODES = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
+_RANK = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
+
+
+def _cubic(t, a=-0.75):
+    """Keys' cubic convolution weights for taps -1, 0, 1, 2 at fraction t (torch's A)."""
+    def near(x):
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _interp_matrix(n_in, n_out, mode, align_corners, scale):
+    """The (n_out, n_in) matrix of one dim's interpolation, by torch's index rules."""
+    dst = np.arange(n_out, dtype=np.float64)
+    m = np.zeros((n_out, n_in))
+    rows = np.arange(n_out)
+    if mode in ("nearest", "nearest-exact"):
+        # torch computes nearest indices in float32
+        s = np.float32(1.0 / scale if scale else n_in / n_out)
+        off = np.float32(0.5 if mode == "nearest-exact" else 0.0)
+        src = np.floor((dst.astype(np.float32) + off) * s).astype(np.int64)
+        m[rows, np.minimum(src, n_in - 1)] = 1.0
+        return m
+    if align_corners:
+        src = dst * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    else:
+        s = 1.0 / scale if scale else n_in / n_out
+        src = (dst + 0.5) * s - 0.5
+        if mode != "bicubic":
+            src = np.maximum(src, 0.0)
+    i0 = np.floor(src).astype(np.int64)
+    t = src - i0
+    if mode == "bicubic":
+        for off, w in zip((-1, 0, 1, 2), _cubic(t)):
+            np.add.at(m, (rows, np.clip(i0 + off, 0, n_in - 1)), w)
+        return m
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    np.add.at(m, (rows, i0), 1.0 - t)
+    np.add.at(m, (rows, i1), t)
+    return m
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize by nearest, (bi/tri)linear, bicubic or area interpolation, as torch's.
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.interpolate(flow.ones(1, 1, 3), size=5, mode="linear").shape
+    flowgrad.Size([1, 1, 5])
+    """
+    rank = input._data.ndim
+    if mode not in _MODES.split(" | ") or rank not in (3, 4, 5):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
+                                  f"(got {rank}D) for the modes: {_MODES} (got {mode})")
+    if mode in _RANK and rank != _RANK[mode]:
+        raise NotImplementedError(f"Got {rank}D input, but {mode} mode needs {_RANK[mode]}D "
+                                  f"input")
+    if align_corners is not None and mode not in _RANK:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported by flowgrad")
+    nd = rank - 2
+    spatial = tuple(input.shape[2:])
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined" if size is not None
+                         else "either size or scale_factor should be defined")
+    scales = (None,) * nd
+    if size is not None:
+        out = (size,) * nd if isinstance(size, (int, np.integer)) else tuple(size)
+        if len(out) != nd:
+            raise ValueError(f"Input and output must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of "
+                             f"{list(spatial)} and output size of {list(out)}. Please provide "
+                             f"input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+                             f"(o1, o2, ...,oK) format.")
+        out = tuple(int(o) for o in out)
+    else:
+        sf = (scale_factor,) * nd if isinstance(scale_factor, (int, float)) \
+            else tuple(scale_factor)
+        if len(sf) != nd:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of "
+                             f"{list(spatial)} and scale_factor of shape {list(sf)}. Please "
+                             f"provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                             f"scale_factor in (s1, s2, ...,sK) format.")
+        out = tuple(int(math.floor(float(n) * float(s))) for n, s in zip(spatial, sf))
+        if not recompute_scale_factor:
+            scales = tuple(float(s) for s in sf)
+    if any(o <= 0 for o in out):
+        raise RuntimeError(f"interpolate: input {list(input.shape)} and output size "
+                           f"{list(out)} should be greater than 0")
+    if input._data.dtype.kind not in "fV":
+        raise RuntimeError(f"interpolate: expected a floating point input, got {input.dtype}")
+    if mode == "area":
+        from .pool import _adaptive_avg
+
+        return _adaptive_avg(input, out, nd)
+    mats = [Tensor._wrap(_interp_matrix(n, o, mode, bool(align_corners), s)
+                         .astype(input._data.dtype))
+            for n, o, s in zip(spatial, out, scales)]
+    from .pool import _along
+
+    return _along(input, mats)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of interpolate, kept as torch keeps it."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+# ---- grid_sample / affine_grid --------------------------------------------------------------
+def _unnormalize(coord, size, align_corners):
+    if align_corners:
+        return (coord + 1) * ((size - 1) / 2)
+    return ((coord + 1) * size - 1) / 2
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Sample input (N, C, H, W) at grid (N, Ho, Wo, 2) locations in [-1, 1] (x, then y).
+
+    >>> import flowgrad as flow
+    >>> x = flow.arange(4.0).reshape(1, 1, 2, 2)
+    >>> flow.nn.functional.grid_sample(x, flow.zeros(1, 1, 1, 2), align_corners=True)
+    tensor([[[[1.5000]]]])
+    """
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if mode == "bicubic" or padding_mode == "reflection":
+        raise NotImplementedError(f"grid_sample: mode='{mode}' with padding_mode="
+                                  f"'{padding_mode}' is not implemented in flowgrad; use "
+                                  f"bilinear or nearest with zeros or border padding")
+    if input._data.ndim != 4 or grid._data.ndim != 4:
+        raise RuntimeError(f"grid_sampler(): expected 4D input and grid (5D volumetric "
+                           f"sampling is not implemented), but got input with sizes "
+                           f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.shape[-1] != 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension, "
+                           f"but got grid with sizes {list(grid.shape)}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
+                           f"but got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    if grid.dtype != input.dtype:
+        raise RuntimeError(f"grid_sampler(): expected input and grid to have the same dtype, "
+                           f"but input has {input.dtype} and grid has {grid.dtype}")
+    n, c, h, w = input.shape
+    ix = _unnormalize(grid[..., 0], w, align_corners)
+    iy = _unnormalize(grid[..., 1], h, align_corners)
+    if padding_mode == "border":
+        ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
+    pixels = input.permute(0, 2, 3, 1)  # (N, H, W, C): one gather picks all channels
+    batch = np.arange(n).reshape(n, 1, 1)
+    dtype = input._data.dtype
+
+    def tap(yy, xx):
+        """Pixels at integer (yy, xx) arrays, zero outside the image; (N, C, Ho, Wo)."""
+        inside = ((xx >= 0) & (xx < w) & (yy >= 0) & (yy < h)).astype(dtype)
+        v = pixels[batch, np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)]
+        return v.permute(0, 3, 1, 2) * Tensor._wrap(inside[:, None])
+
+    if mode == "nearest":
+        # round half to even, as torch's nearbyint; torch gives grid a zero gradient here
+        out = tap(np.rint(iy._data).astype(np.int64), np.rint(ix._data).astype(np.int64))
+        return out + (grid.sum() * 0.0 if grid.requires_grad else 0.0)
+    x0 = np.floor(ix._data).astype(np.int64)
+    y0 = np.floor(iy._data).astype(np.int64)
+    fx = (ix - Tensor._wrap(x0.astype(dtype))).unsqueeze(1)  # weight of the east column
+    fy = (iy - Tensor._wrap(y0.astype(dtype))).unsqueeze(1)
+    return (tap(y0, x0) * ((1 - fx) * (1 - fy)) + tap(y0, x0 + 1) * (fx * (1 - fy))
+            + tap(y0 + 1, x0) * ((1 - fx) * fy) + tap(y0 + 1, x0 + 1) * (fx * fy))
+
+
+def _base_coords(steps, align_corners):
+    if steps <= 1:
+        return np.zeros(max(steps, 1))
+    r = np.linspace(-1.0, 1.0, steps)
+    return r if align_corners else r * (steps - 1) / steps
+
+
+def affine_grid(theta, size, align_corners=None):
+    """Sampling grid (N, H, W, 2) for grid_sample from affine matrices theta (N, 2, 3);
+    or (N, D, H, W, 3) from (N, 3, 4) for a 5-D size."""
+    size = tuple(int(s) for s in size)
+    if len(size) not in (4, 5):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    nd = len(size) - 2
+    if theta._data.ndim != 3 or tuple(theta.shape[1:]) != (nd, nd + 1) or \
+            theta.shape[0] != size[0]:
+        raise ValueError(f"Expected a batch of {nd}D affine matrices of shape "
+                         f"Nx{nd}x{nd + 1} for size {size}. Got {theta.shape}.")
+    if theta._data.dtype.kind not in "fV":
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if any(s <= 0 for s in size[2:]):
+        raise ValueError(f"affine_grid: expected non-zero, positive output size, got {size}")
+    spatial = size[2:]
+    axes = [_base_coords(s, align_corners) for s in reversed(spatial)]  # x, y(, z)
+    mesh = np.meshgrid(*axes[::-1], indexing="ij")[::-1]  # each (D,) H, W
+    base = np.stack(list(mesh) + [np.ones(spatial)], axis=-1).reshape(-1, nd + 1)
+    base = Tensor._wrap(base.astype(theta._data.dtype))
+    grid = base @ theta.transpose(1, 2)  # (N, prod(spatial), nd)
+    return grid.reshape(size[0], *spatial, nd)

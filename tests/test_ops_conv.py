@@ -1,0 +1,156 @@
+"""Convolutions against torch (forward and both gradients) and by float64 finite differences
+to second order; bad arguments raise torch-like errors. One line per case."""
+import numpy as np
+import pytest
+import torch
+from helpers import check, gradcheck
+
+import flowgrad as flow
+
+# torch warns that it copies the input for an even 'same' kernel; nothing to act on here
+pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same':UserWarning")
+
+
+def F(m):
+    return m.nn.functional
+
+
+CASES = [
+    ("conv1d", lambda m, x, w, b: F(m).conv1d(x, w, b), (2, 3, 7), (4, 3, 3), (4,)),
+    ("conv1d_stride_pad_dil", lambda m, x, w: F(m).conv1d(x, w, stride=2, padding=2, dilation=2),
+     (2, 3, 9), (4, 3, 3)),
+    ("conv1d_same_even", lambda m, x, w: F(m).conv1d(x, w, padding="same", dilation=3),
+     (2, 3, 9), (4, 3, 4)),
+    ("conv1d_unbatched", lambda m, x, w: m.conv1d(x, w), (3, 6), (2, 3, 2)),
+    ("conv2d", lambda m, x, w, b: F(m).conv2d(x, w, b, padding=1), (2, 3, 5, 6), (4, 3, 3, 3),
+     (4,)),
+    ("conv2d_stride_dil_groups", lambda m, x, w, b: F(m).conv2d(
+        x, w, b, stride=2, padding=1, dilation=2, groups=2), (2, 4, 9, 8), (6, 2, 3, 2), (6,)),
+    ("conv2d_asym", lambda m, x, w: F(m).conv2d(x, w, stride=(1, 2), padding=(2, 0),
+                                                dilation=(1, 2)), (2, 2, 6, 7), (3, 2, 2, 3)),
+    ("conv2d_depthwise", lambda m, x, w: F(m).conv2d(x, w, padding=1, groups=4),
+     (2, 4, 5, 5), (8, 1, 3, 3)),
+    ("conv2d_same", lambda m, x, w: F(m).conv2d(x, w, padding="same"), (2, 3, 5, 6),
+     (2, 3, 2, 3)),
+    ("conv2d_valid", lambda m, x, w: F(m).conv2d(x, w, padding="valid"), (2, 3, 5, 6),
+     (2, 3, 2, 3)),
+    ("conv2d_big_pad", lambda m, x, w: F(m).conv2d(x, w, padding=3), (2, 2, 4, 4),
+     (3, 2, 3, 3)),
+    ("conv2d_unbatched", lambda m, x, w: m.conv2d(x, w, stride=2), (3, 6, 5), (2, 3, 2, 2)),
+    ("conv3d", lambda m, x, w, b: F(m).conv3d(x, w, b, padding=1, stride=(1, 2, 1)),
+     (2, 2, 4, 5, 3), (3, 2, 2, 3, 2), (3,)),
+    ("conv3d_groups", lambda m, x, w: m.conv3d(x, w, groups=2, dilation=(1, 1, 2)),
+     (1, 4, 3, 3, 5), (2, 2, 2, 2, 2)),
+    ("conv_transpose1d", lambda m, x, w, b: F(m).conv_transpose1d(
+        x, w, b, stride=2, padding=1, output_padding=1), (2, 3, 5), (3, 2, 3), (2,)),
+    ("conv_transpose2d", lambda m, x, w, b: F(m).conv_transpose2d(x, w, b, padding=1),
+     (2, 4, 5, 5), (4, 3, 3, 3), (3,)),
+    ("conv_transpose2d_full", lambda m, x, w: F(m).conv_transpose2d(
+        x, w, stride=(2, 3), padding=1, output_padding=(1, 2), groups=2, dilation=(1, 2)),
+     (2, 4, 5, 4), (4, 3, 3, 2)),
+    ("conv_transpose2d_dil_outpad", lambda m, x, w: m.conv_transpose2d(
+        x, w, dilation=3, output_padding=2), (2, 2, 3, 3), (2, 2, 2, 2)),
+    ("conv_transpose2d_unbatched", lambda m, x, w: m.conv_transpose2d(x, w, stride=2),
+     (2, 3, 3), (2, 1, 2, 2)),
+    ("conv_transpose3d", lambda m, x, w: m.conv_transpose3d(x, w, stride=2, padding=1),
+     (1, 2, 2, 3, 2), (2, 2, 3, 2, 2)),
+]
+
+GRAD_CASES = [
+    ("conv1d", lambda m, x, w, b: F(m).conv1d(x, w, b, stride=2, padding=1), (1, 2, 5),
+     (2, 2, 2), (2,)),
+    ("conv2d", lambda m, x, w: F(m).conv2d(x, w, padding=1), (1, 2, 3, 3), (1, 2, 2, 2)),
+    ("conv2d_groups_stride", lambda m, x, w: F(m).conv2d(x, w, stride=2, padding=1, groups=2),
+     (1, 2, 4, 3), (2, 1, 2, 2)),
+    ("conv2d_dilation", lambda m, x, w: F(m).conv2d(x, w, dilation=2), (1, 1, 4, 4),
+     (1, 1, 2, 2)),
+    ("conv3d", lambda m, x, w: F(m).conv3d(x, w), (1, 1, 2, 3, 3), (1, 1, 2, 2, 1)),
+    ("conv_transpose1d", lambda m, x, w: F(m).conv_transpose1d(x, w, stride=2, padding=1,
+                                                               output_padding=1),
+     (1, 2, 3), (2, 2, 3)),
+    ("conv_transpose2d", lambda m, x, w: F(m).conv_transpose2d(x, w, padding=1), (1, 2, 3, 3),
+     (2, 1, 2, 2)),
+    ("conv_transpose2d_stride", lambda m, x, w: F(m).conv_transpose2d(x, w, stride=2,
+                                                                      groups=2),
+     (1, 2, 2, 2), (2, 1, 2, 2)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_against_torch(case):
+    name, fn, *specs = case
+    check(fn, *specs)
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
+def test_finite_differences(case):
+    name, fn, *specs = case
+    gradcheck(fn, *specs)
+
+
+def test_double_backward_matches_torch():
+    """grad of grad (create_graph) through conv2d against torch's."""
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(s).astype(np.float32) for s in [(2, 4, 6, 5), (4, 2, 3, 3)]]
+    res = []
+    for m in (flow, torch):
+        x, w = (m.tensor(a, requires_grad=True) for a in xs)
+        y = F(m).conv2d(x, w, stride=2, padding=1, groups=2)
+        gx, gw = m.autograd.grad((y * y).sum(), [x, w], create_graph=True)
+        ((gx ** 2).sum() + (gw ** 3).sum()).backward()
+        res.append([t.detach().numpy() for t in (x.grad, w.grad)])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-3)
+
+
+def _t(*shape):
+    return flow.randn(*shape)
+
+
+ERRORS = [
+    (lambda: flow.conv2d(_t(1, 4, 8, 8), _t(6, 3, 3, 3)), RuntimeError,
+     r"weight of size \[6, 3, 3, 3\], expected input\[1, 4, 8, 8\] to have 3 channels"),
+    (lambda: flow.conv2d(_t(1, 4, 8, 8), _t(3, 2, 3, 3), groups=2), RuntimeError,
+     "Given groups=2, expected weight to be divisible by 2"),
+    (lambda: flow.conv2d(_t(1, 4, 8, 8), _t(6, 4, 3, 3), stride=0), RuntimeError,
+     "non-positive stride"),
+    (lambda: flow.conv2d(_t(1, 4, 8, 8), _t(6, 4, 3, 3), groups=0), RuntimeError,
+     "non-positive groups"),
+    (lambda: flow.conv2d(_t(1, 4, 8, 8), _t(6, 4, 3, 3), dilation=0), RuntimeError,
+     "dilation should be greater than zero"),
+    (lambda: flow.conv2d(_t(1, 4, 8, 8), _t(6, 4, 3, 3), padding=-1), RuntimeError,
+     "negative padding"),
+    (lambda: flow.conv2d(_t(1, 4, 8, 8), _t(6, 4, 3, 3), stride=2, padding="same"),
+     RuntimeError, "padding='same' is not supported for strided convolutions"),
+    (lambda: flow.conv2d(_t(1, 4, 8, 8), _t(6, 4, 3, 3), padding="full"), RuntimeError,
+     "Invalid padding string: 'full'"),
+    (lambda: flow.conv2d(_t(4, 8), _t(6, 4, 3, 3)), RuntimeError,
+     r"Expected 3D \(unbatched\) or 4D \(batched\) input to conv2d, but got input of size: "
+     r"\[4, 8\]"),
+    (lambda: flow.conv1d(_t(1, 4, 8), _t(6, 4, 3, 3)), RuntimeError,
+     "expected weight to be 3-dimensional"),
+    (lambda: flow.conv2d(_t(1, 4, 2, 2), _t(6, 4, 3, 3)), RuntimeError,
+     "Kernel size can't be greater than actual input size"),
+    (lambda: flow.conv2d(_t(1, 4, 8, 8), _t(6, 4, 3, 3), bias=_t(5)), RuntimeError,
+     "expected bias to be 1-dimensional with 6 elements"),
+    (lambda: flow.conv2d(_t(1, 4, 8, 8), _t(6, 4, 3, 3).double()), RuntimeError,
+     r"Input type \(flowgrad.float32\) and weight type \(flowgrad.float64\) should be "
+     r"the same"),
+    (lambda: flow.conv2d(_t(1, 4, 8, 8), _t(6, 4, 3, 3), stride=(1, 1, 1)), RuntimeError,
+     "conv2d: expected stride to be a single int or a tuple of 2 ints"),
+    (lambda: flow.conv_transpose2d(_t(1, 4, 8, 8), _t(4, 2, 3, 3), stride=2, output_padding=2),
+     RuntimeError, "output padding must be smaller than either stride or dilation"),
+    (lambda: flow.conv_transpose2d(_t(1, 3, 8, 8), _t(4, 2, 3, 3)), RuntimeError,
+     r"Given transposed=1, weight of size \[4, 2, 3, 3\], expected input\[1, 3, 8, 8\] to have "
+     r"4 channels"),
+    (lambda: flow.conv_transpose2d(_t(1, 4, 8, 8), _t(4, 2, 3, 3), groups=3), RuntimeError,
+     "Given groups=3, expected weight to be divisible by 3"),
+    (lambda: flow.conv_transpose1d(_t(1, 4, 2), _t(4, 2, 1), padding=2), RuntimeError,
+     "conv_transpose1d: .* calculated output size .* is too small"),
+]
+
+
+@pytest.mark.parametrize("fn,exc,match", ERRORS)
+def test_bad_arguments(fn, exc, match):
+    with pytest.raises(exc, match=match):
+        fn()
