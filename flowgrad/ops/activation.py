@@ -1,5 +1,9 @@
-"""Activations and softmax: relu (the seed's example), gelu, softplus, silu, leaky_relu,
-softmax, log_softmax.
+"""Activations and softmax: relu (the seed's example) and its relatives, the elu family,
+gelu, softplus, the hard* and *shrink functions, prelu, glu, logsigmoid, softmax/softmin.
+
+Smooth activations with a cheap composition (silu, mish, softsign, tanhshrink, hardswish)
+are composed from primitives and need no rule; ones that must stay finite or that branch
+(elu, softplus, logsigmoid, hardtanh, softmax) are fused ops with their own rule.
 
 relu follows the seed to the letter: the forward saves only its output y, and the rule calls
 the `relu_grad` op, whose kernel is `dx = dy if y > 0 else 0`.
@@ -13,10 +17,17 @@ from __future__ import annotations
 
 import math
 
+from ..autograd.interpreter import run_inplace
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from .elementwise import _float_of, clamp, sigmoid, tanh, where
 from .registry import op
 
-__all__ = ["relu", "gelu", "softplus", "silu", "leaky_relu", "softmax", "log_softmax"]
+__all__ = [
+    "relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus",
+    "softsign", "hardtanh", "hardsigmoid", "hardswish", "hardshrink", "softshrink", "tanhshrink",
+    "threshold", "prelu", "glu", "logsigmoid", "softmax", "log_softmax", "softmin",
+    "relu_", "elu_", "selu_", "celu_", "leaky_relu_", "hardtanh_", "threshold_",
+]
 
 
 # ---- relu, as in the seed --------------------------------------------------------------------
@@ -44,7 +55,14 @@ def _(ctx, ddx):
 @tensor_method()
 def relu(input, inplace=False):
     """max(x, 0)."""
+    if inplace:
+        return run_inplace("relu_", _relu, input)
     return _relu(input)
+
+
+def _mask(x, fn):
+    """A constant (non-differentiable) boolean tensor computed from x's values."""
+    return Tensor._wrap(fn(x._data))
 
 
 @op("leaky_relu", save="inputs")
@@ -61,7 +79,125 @@ def _(ctx, dy):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x for x > 0, negative_slope * x otherwise."""
+    if inplace:
+        return run_inplace("leaky_relu_", leaky_relu, input, negative_slope)
     return _leaky_relu(input, slope=negative_slope)
+
+
+# ---- hardtanh and relu6: clamp whose gradient is 0 on the boundary, as torch ---------------
+@op("hardtanh", save="inputs")
+def _hardtanh(xp, x, *, lo, hi):
+    return xp.clip(x, lo, hi).astype(x.dtype, copy=False)
+
+
+@_hardtanh.grad
+def _(ctx, dy):
+    lo, hi = ctx.lo, ctx.hi
+    return where(_mask(ctx.inputs[0], lambda x: (x > lo) & (x < hi)), dy, 0.0)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """Clamp to [min_val, max_val]."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val cannot be greater than max_val (got min_val="
+                         f"{min_val}, max_val={max_val})")
+    if inplace:
+        return run_inplace("hardtanh_", hardtanh, input, min_val, max_val)
+    return _hardtanh(input, lo=min_val, hi=max_val)
+
+
+def relu6(input, inplace=False):
+    """min(max(x, 0), 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    """relu6(x + 3) / 6: a piecewise-linear sigmoid."""
+    if inplace:
+        return run_inplace("hardsigmoid_", hardsigmoid, input)
+    return _hardtanh(input + 3.0, lo=0.0, hi=6.0) * (1.0 / 6.0)
+
+
+def hardswish(input, inplace=False):
+    """x * relu6(x + 3) / 6."""
+    if inplace:
+        return run_inplace("hardswish_", hardswish, input)
+    return input * hardsigmoid(input)
+
+
+# ---- elu, selu, celu: one fused op -----------------------------------------------------------
+@op("elu", save="inputs")
+def _elu(xp, x, *, alpha, scale, input_scale):
+    # expm1 on min(x, 0) only: the positive side never overflows
+    neg = xp.expm1(xp.minimum(x, 0) * input_scale) * alpha
+    return (xp.where(x > 0, x, neg) * scale).astype(x.dtype, copy=False)
+
+
+@_elu.grad
+def _(ctx, dy):
+    x = ctx.inputs[0]
+    k = ctx.alpha * ctx.scale * ctx.input_scale
+    neg = (clamp(x, max=0.0) * ctx.input_scale).exp() * k
+    return dy * where(_mask(x, lambda a: a > 0), ctx.scale, neg)
+
+
+def _elu_call(name, input, inplace, **attrs):
+    if inplace:
+        return run_inplace(name + "_", lambda x: _elu(x, **attrs), input)
+    return _elu(input, **attrs)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    return _elu_call("elu", input, inplace, alpha=float(alpha), scale=1.0, input_scale=1.0)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    """scale * elu(x, alpha) with the self-normalising constants."""
+    return _elu_call("selu", input, inplace, alpha=_SELU_ALPHA, scale=_SELU_SCALE,
+                     input_scale=1.0)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    if alpha == 0:
+        raise RuntimeError("celu: ZeroDivisionError: alpha must not be 0 (it divides x)")
+    return _elu_call("celu", input, inplace, alpha=float(alpha), scale=1.0,
+                     input_scale=1.0 / alpha)
+
+
+def relu_(input):
+    """relu, in place."""
+    return relu(input, inplace=True)
+
+
+def elu_(input, alpha=1.0):
+    """elu, in place."""
+    return elu(input, alpha, True)
+
+
+def selu_(input):
+    """selu, in place."""
+    return selu(input, True)
+
+
+def celu_(input, alpha=1.0):
+    """celu, in place."""
+    return celu(input, alpha, True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """leaky_relu, in place."""
+    return leaky_relu(input, negative_slope, True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """hardtanh, in place."""
+    return hardtanh(input, min_val, max_val, True)
 
 
 # ---- gelu --------------------------------------------------------------------------------------
@@ -128,13 +264,103 @@ def _(ctx, dy):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    """log(1 + exp(beta x)) / beta, linear above `threshold`."""
-    return _softplus(input, beta=beta, threshold=threshold)
+    """log(1 + exp(beta x)) / beta, linear above `threshold`; finite for any x."""
+    return _softplus(_float_of(input), beta=beta, threshold=threshold)
 
 
 def silu(input, inplace=False):
     """x * sigmoid(x)."""
-    return input * input.sigmoid()
+    if inplace:
+        return run_inplace("silu_", silu, input)
+    return input * sigmoid(input)
+
+
+def mish(input, inplace=False):
+    """x * tanh(softplus(x))."""
+    if inplace:
+        return run_inplace("mish_", mish, input)
+    return input * tanh(softplus(input))
+
+
+def softsign(input):
+    """x / (1 + |x|)."""
+    return input / (input.abs() + 1.0)
+
+
+def tanhshrink(input):
+    """x - tanh(x)."""
+    return input - tanh(input)
+
+
+def hardshrink(input, lambd=0.5):
+    """x where |x| > lambd, else 0."""
+    return where(_mask(input, lambda x: abs(x) > lambd), input, 0.0)
+
+
+def softshrink(input, lambd=0.5):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    if lambd < 0:
+        raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
+                           f"{lambd}.")
+    return input - clamp(input, -lambd, lambd)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x where x > threshold, else value."""
+    if inplace:
+        return run_inplace("threshold_", lambda x: _threshold(x, threshold, value), input)
+    return _threshold(input, threshold, value)
+
+
+def _threshold(input, th, value):
+    return where(_mask(input, lambda x: x > th), input, value)
+
+
+def threshold_(input, threshold_value, value):
+    """threshold, in place."""
+    return threshold(input, threshold_value, value, inplace=True)
+
+
+@tensor_method()
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), weight per channel (dim 1) or a single one."""
+    channels = input._data.shape[1] if input._data.ndim >= 2 else 1
+    if weight._data.size != 1 and weight._data.size != channels:
+        raise RuntimeError(
+            f"prelu: Mismatch of parameter numbers and input channel size. Found parameter "
+            f"numbers = {weight._data.size} and channel size = {channels}; pass a weight of "
+            f"1 or {channels} elements")
+    if weight._data.size == 1:
+        w = weight.reshape(())
+    else:
+        w = weight.reshape((channels,) + (1,) * (input._data.ndim - 2))
+    return where(_mask(input, lambda x: x > 0), input, input * w)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b), where a and b are the two halves of input along dim."""
+    if input._data.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = _wrap_dim(dim, input._data.ndim, "glu")
+    n = input._data.shape[d]
+    if n % 2:
+        raise RuntimeError(f"glu: Halving dimension must be even, but dimension {d} is size {n}")
+    return input.narrow(d, 0, n // 2) * sigmoid(input.narrow(d, n // 2, n // 2))
+
+
+@op("logsigmoid", save="inputs")
+def _logsigmoid(xp, x):
+    return -xp.logaddexp(xp.zeros((), x.dtype), -x)  # log(1 / (1 + exp(-x))), no overflow
+
+
+@_logsigmoid.grad
+def _(ctx, dy):
+    return dy * sigmoid(-ctx.inputs[0])
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)), finite for any x."""
+    return _logsigmoid(_float_of(input))
 
 
 # ---- softmax family (fused: one kernel, one rule) -----------------------------------------
@@ -185,3 +411,13 @@ def log_softmax(input, dim=None, dtype=None):
     """log(softmax(x)) along dim, stable for large |x|."""
     input, d = _softmax_dim(input, dim, dtype, "log_softmax")
     return _log_softmax(input, dim=d)
+
+
+def softmin(input, dim=None, dtype=None):
+    """softmax(-x) along dim."""
+    input, d = _softmax_dim(input, dim, dtype, "softmin")
+    return _softmax(-input, dim=d)
+
+
+tensor_method("relu_")(relu_)
+tensor_method("hardshrink")(hardshrink)

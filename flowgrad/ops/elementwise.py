@@ -14,6 +14,8 @@ from __future__ import annotations
 import builtins
 import math
 
+import numpy as np
+
 from .. import dtypes as _dt
 from ..autograd.interpreter import run_inplace
 from ..tensor import Tensor, tensor_method
@@ -69,8 +71,8 @@ def _div(xp, a, b):
 @_div.grad
 def _(ctx, dy):
     a, b = ctx.inputs
-    da = dy / b
-    return da, (-da * a / b if ctx.needs_input_grad[1] else None)
+    da = _grad_div(dy, b)
+    return da, (-_grad_div(da * a, b) if ctx.needs_input_grad[1] else None)
 
 
 @op("pow", save="inputs outputs")
@@ -82,7 +84,7 @@ def _pow(xp, a, b):
 def _(ctx, dy):
     (a, b), y = ctx.inputs, ctx.out
     need = ctx.needs_input_grad
-    da = dy * b * a ** (b - 1) if need[0] else None
+    da = _grad_mul(dy, b * a ** (b - 1)) if need[0] else None
     # torch's convention: d(a**b)/db is 0 where a == 0 (instead of 0 * log 0 = nan)
     db = dy * where(a == 0, 0.0, y * log(where(a == 0, 1.0, a))) if need[1] else None
     return da, db
@@ -126,7 +128,7 @@ def _scalar_rdiv(xp, x, *, value):
 
 @_scalar_rdiv.grad
 def _(ctx, dy):
-    return -dy * ctx.out / ctx.inputs[0]
+    return -_grad_mul(dy, ctx.out / ctx.inputs[0])
 
 
 @op("scalar_pow", save="inputs")
@@ -143,7 +145,7 @@ def _(ctx, dy):
         return dy
     if e == 2:
         return dy * x * 2.0
-    return dy * (x ** (e - 1)) * e
+    return _grad_mul(dy, (x ** (e - 1)) * e)  # x ** -0.5 at 0: inf, masked where dy == 0
 
 
 @op("scalar_rpow", save="outputs")
@@ -154,6 +156,38 @@ def _scalar_rpow(xp, x, *, base):
 @_scalar_rpow.grad
 def _(ctx, dy):
     return dy * ctx.out * math.log(ctx.base) if ctx.base > 0 else dy * 0.0
+
+
+# ---- masked gradient products ----------------------------------------------------------------
+# `where(x > 0, sqrt(x), 0)` must give x a zero gradient at x < 0, not nan: the branch not
+# taken gets dy == 0, and 0 * (1 / (2 * sqrt(x))) is nan. Rules whose factor can be inf or nan
+# use these instead of `*` and `/`: they return exactly 0 wherever dy is 0 (one kernel still).
+@op("grad_mul", save="inputs")
+def _grad_mul(xp, dy, d):
+    r = dy * d
+    return xp.where(dy == 0, xp.zeros((), r.dtype), r)
+
+
+@_grad_mul.grad
+def _(ctx, g):
+    dy, d = ctx.inputs
+    need = ctx.needs_input_grad
+    # masked on dy again: where dy == 0, g may be nan (it came through d) and must not leak
+    return (_grad_mul(g, d) if need[0] else None), (_grad_mul(dy, g) if need[1] else None)
+
+
+@op("grad_div", save="inputs")
+def _grad_div(xp, dy, d):
+    r = dy / d
+    return xp.where(dy == 0, xp.zeros((), r.dtype), r)
+
+
+@_grad_div.grad
+def _(ctx, g):
+    dy, d = ctx.inputs
+    need = ctx.needs_input_grad
+    gd = _grad_div(g, d) if need[0] else None
+    return gd, (-_grad_div(_grad_div(_grad_mul(dy, g), d), d) if need[1] else None)
 
 
 # ---- unary math ------------------------------------------------------------------------------
@@ -177,9 +211,19 @@ def _(ctx, dy):
     return dy * sign(ctx.inputs[0])
 
 
-@op("sign", differentiable=False)
+@op("sign")
 def _sign(xp, x):
     return xp.sign(x)
+
+
+@_sign.grad
+def _(ctx, dy):
+    return _zero_grad(dy)  # torch: sign's gradient is zero everywhere
+
+
+def _zero_grad(dy):
+    """A constant zero gradient (for step functions: sign, floor, round, ...)."""
+    return Tensor._wrap(np.zeros_like(dy._data))
 
 
 @op("exp", save="outputs")
@@ -199,7 +243,7 @@ def _log(xp, x):
 
 @_log.grad
 def _(ctx, dy):
-    return dy / ctx.inputs[0]
+    return _grad_div(dy, ctx.inputs[0])
 
 
 @op("sqrt", save="outputs")
@@ -209,7 +253,7 @@ def _sqrt(xp, x):
 
 @_sqrt.grad
 def _(ctx, dy):
-    return dy / (ctx.out * 2.0)
+    return _grad_div(dy, ctx.out * 2.0)
 
 
 @op("rsqrt", save="outputs")
@@ -220,7 +264,7 @@ def _rsqrt(xp, x):
 @_rsqrt.grad
 def _(ctx, dy):
     y = ctx.out
-    return dy * y * y * y * -0.5
+    return _grad_mul(dy, y * y * y * -0.5)
 
 
 @op("sin", save="inputs")
@@ -305,7 +349,7 @@ def _(ctx, dy):
 
 @op("clamp", save="inputs")
 def _clamp(xp, x, *, min, max):
-    return xp.clip(x, min, max)
+    return xp.clip(x, min, max).astype(x.dtype, copy=False)  # clip gives float32 for bfloat16
 
 
 @_clamp.grad
@@ -465,6 +509,11 @@ def add(input, other, *, alpha=1, out=None):
 
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other."""
+    if isinstance(input, Tensor) and input._data.dtype.kind == "b" and (
+            isinstance(other, builtins.bool) or isinstance(other, Tensor)
+            and other._data.dtype.kind == "b"):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
     if alpha != 1:
         other = other * alpha
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
@@ -494,18 +543,39 @@ def div(input, other, *, rounding_mode=None, out=None):
 
 
 def pow(input, exponent, *, out=None):
-    """input ** exponent; either may be a Python number."""
+    """input ** exponent; either may be a Python number.
+
+    >>> import flowgrad as flow
+    >>> flow.pow(flow.tensor([1.0, 2.0]), 2), flow.pow(2, flow.tensor([1, 2]))
+    (tensor([1., 4.]), tensor([2, 4]))
+    """
     if isinstance(exponent, _SCALARS) and isinstance(input, Tensor):
         if _scalar_dtype_ok(input, exponent):
+            if input._data.dtype.kind in "iu" and exponent < 0:
+                raise RuntimeError(f"pow: Integers to negative integer powers are not allowed "
+                                   f"(got a {input.dtype.name} tensor ** {exponent}); convert "
+                                   f"the tensor with .float() first")
             return _scalar_pow(input, exponent=exponent)
         return _scalar_pow(_float_of(input), exponent=exponent)
     if isinstance(input, _SCALARS):
-        return _scalar_rpow(_float_of(exponent), base=input)
-    return _binary(_pow, input, exponent, "pow")
+        d = _dt.result_type(exponent, input)
+        return _scalar_rpow(exponent if exponent.dtype is d else exponent.to(d), base=input)
+    if isinstance(exponent, Tensor) and input._data.dtype is exponent._data.dtype:
+        a, b = input, exponent
+    else:
+        a, b = _promote_pair(input, exponent, "pow")
+    if b._data.dtype.kind in "iu" and (b._data < 0).any():
+        raise RuntimeError("pow: Integers to negative integer powers are not allowed; convert "
+                           "the tensors with .float() first")
+    return _pow(a, b)
 
 
 def neg(input):
     """-input."""
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
+                           "you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
     return _neg(input)
 
 
@@ -582,14 +652,9 @@ def clamp(input, min=None, max=None, *, out=None):
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        y = input
-        if min is not None:
-            y = maximum(y, min if isinstance(min, Tensor) else Tensor._wrap(
-                __import__("numpy").asarray(min, input._data.dtype)))
-        if max is not None:
-            y = minimum(y, max if isinstance(max, Tensor) else Tensor._wrap(
-                __import__("numpy").asarray(max, input._data.dtype)))
-        return y
+        from .elementwise_more import clamp_tensor
+
+        return clamp_tensor(input, min, max)
     if input._data.dtype.kind not in "fV" and (isinstance(min, float) or isinstance(max, float)):
         input = _float_of(input)
     return _clamp(input, min=min, max=max)
@@ -672,7 +737,13 @@ def _inplace_binary(name, fn):
 
 
 for _name, _fn in (("add_", add), ("sub_", sub), ("mul_", mul), ("div_", div), ("pow_", pow),
-                   ("clamp_", clamp), ("clip_", clamp)):
+                   ("clamp_", clamp), ("clip_", clamp), ("neg_", neg), ("negative_", neg),
+                   ("abs_", abs), ("sign_", sign), ("exp_", exp), ("log_", log), ("sqrt_", sqrt),
+                   ("rsqrt_", rsqrt), ("sin_", sin), ("cos_", cos), ("tanh_", tanh),
+                   ("sigmoid_", sigmoid), ("square_", square), ("reciprocal_", reciprocal),
+                   ("eq_", eq), ("ne_", ne), ("lt_", lt), ("le_", le), ("gt_", gt), ("ge_", ge),
+                   ("logical_not_", logical_not), ("logical_and_", logical_and),
+                   ("logical_or_", logical_or), ("logical_xor_", logical_xor)):
     setattr(Tensor, _name, _inplace_binary(_name, _fn))
 Tensor.__iadd__ = Tensor.add_
 Tensor.__isub__ = Tensor.sub_

@@ -1,0 +1,526 @@
+"""More elementwise binary ops: rounded division, remainder/fmod, atan2, hypot, xlogy, lerp,
+addcmul/addcdiv, fmax/fmin, nan_to_num, clamp with tensor bounds, bitwise ops, and the
+in-place writers nn.init needs (fill_, zero_, copy_, uniform_, normal_).
+
+>>> import flowgrad as flow
+>>> flow.remainder(flow.tensor([-3, 5]), 3), flow.div(flow.tensor([-7.0]), 2, rounding_mode="trunc")
+(tensor([0, 2]), tensor([-3.]))
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd.interpreter import run_inplace
+from ..random import numpy_generator
+from ..tensor import Tensor, tensor_method
+from .elementwise import (
+    _SCALARS,
+    _float_of,
+    _grad_div,
+    _grad_mul,
+    _inplace_binary,
+    _promote_pair,
+    _zero_grad,
+    div,
+    log,
+    mul,
+    sub,
+    where,
+)
+from .registry import op
+
+__all__ = [
+    "floor_divide", "remainder", "fmod", "atan2", "arctan2", "hypot", "xlogy", "lerp",
+    "addcmul", "addcdiv", "fmax", "fmin", "nan_to_num", "clamp_min", "clamp_max",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+    "bitwise_right_shift",
+]
+
+
+def _const(mask):
+    return Tensor._wrap(mask)
+
+
+def _check_int_zero(b, name):
+    if b._data.dtype.kind in "iub" and not b._data.all():
+        raise RuntimeError(f"ZeroDivisionError: {name} of integer tensors by zero")
+
+
+# ---- rounded division, remainder, fmod ------------------------------------------------------
+@op("div_rounded")
+def _div_rounded(xp, a, b, *, mode):
+    if a.dtype.kind in "iub":
+        q = a // b
+        if mode == "trunc":  # a // b floors; step back toward zero where signs differ
+            q = q + (((a - q * b) != 0) & ((a < 0) != (b < 0)))
+        return q.astype(a.dtype, copy=False)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = xp.floor_divide(a, b) if mode == "floor" else xp.trunc(a / b)
+    return q.astype(a.dtype, copy=False)
+
+
+@_div_rounded.grad
+def _(ctx, dy):
+    return _zero_grad(dy), _zero_grad(dy)  # a step function: zero almost everywhere, as torch
+
+
+def _rounded_div(input, other, rounding_mode):
+    """div(..., rounding_mode='floor' | 'trunc'): keeps integer dtypes, as torch."""
+    if rounding_mode not in ("floor", "trunc"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found {rounding_mode!r}")
+    a, b = _promote_pair(input, other, "div")
+    _check_int_zero(b, "div")
+    return _div_rounded(a, b, mode=rounding_mode)
+
+
+@tensor_method()
+def floor_divide(input, other):
+    """input // other, rounding toward -inf (Python's rule)."""
+    return _rounded_div(input, other, "floor")
+
+
+@op("remainder", save="inputs")
+def _remainder(xp, a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return xp.remainder(a, b)
+
+
+@_remainder.grad
+def _(ctx, dy):
+    a, b = ctx.inputs
+    db = -dy * _div_rounded(a, b, mode="floor") if ctx.needs_input_grad[1] else None
+    return dy, db
+
+
+@op("fmod", save="inputs")
+def _fmod(xp, a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return xp.fmod(a, b)
+
+
+@_fmod.grad
+def _(ctx, dy):
+    a, b = ctx.inputs
+    db = -dy * _div_rounded(a, b, mode="trunc") if ctx.needs_input_grad[1] else None
+    return dy, db
+
+
+@tensor_method()
+def remainder(input, other):
+    """Python's modulus: the result takes the sign of the divisor."""
+    a, b = _promote_pair(input, other, "remainder")
+    _check_int_zero(b, "remainder")
+    return _remainder(a, b)
+
+
+@tensor_method()
+def fmod(input, other):
+    """C's fmod: the result takes the sign of the dividend."""
+    a, b = _promote_pair(input, other, "fmod")
+    _check_int_zero(b, "fmod")
+    return _fmod(a, b)
+
+
+# ---- atan2, hypot, xlogy ---------------------------------------------------------------------
+@op("atan2", save="inputs")
+def _atan2(xp, a, b):
+    return xp.arctan2(a, b)
+
+
+@_atan2.grad
+def _(ctx, dy):
+    a, b = ctx.inputs
+    g = dy / (a * a + b * b)
+    need = ctx.needs_input_grad
+    return (g * b if need[0] else None), (-g * a if need[1] else None)
+
+
+@op("hypot", save="inputs outputs")
+def _hypot(xp, a, b):
+    return xp.hypot(a, b)
+
+
+@_hypot.grad
+def _(ctx, dy):
+    (a, b), y = ctx.inputs, ctx.out
+    need = ctx.needs_input_grad
+    return (_grad_div(dy * a, y) if need[0] else None), (_grad_div(dy * b, y) if need[1]
+                                                         else None)
+
+
+@op("xlogy", save="inputs")
+def _xlogy(xp, x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = x * xp.log(y)
+    return xp.where((x == 0) & ~xp.isnan(y), xp.zeros((), r.dtype), r)
+
+
+@_xlogy.grad
+def _(ctx, dy):
+    x, y = ctx.inputs
+    need = ctx.needs_input_grad
+    # log(y) only where x != 0: where y <= 0 and x == 0 the gradient is 0, not nan
+    dx = _grad_mul(dy, where(_const(x._data != 0), log(y), 0.0)) if need[0] else None
+    return dx, (_grad_div(dy * x, y) if need[1] else None)
+
+
+def _float_pair(a, b, name):
+    a, b = _promote_pair(a, b, name)
+    return _float_of(a), _float_of(b)
+
+
+@tensor_method()
+def atan2(input, other):
+    """Angle of (other, input) in radians, in [-pi, pi]."""
+    return _atan2(*_float_pair(input, other, "atan2"))
+
+
+@tensor_method()
+def hypot(input, other):
+    """sqrt(input**2 + other**2) without overflow."""
+    return _hypot(*_float_pair(input, other, "hypot"))
+
+
+@tensor_method()
+def xlogy(input, other):
+    """input * log(other), and 0 where input == 0 (unless other is nan)."""
+    return _xlogy(*_float_pair(input, other, "xlogy"))
+
+
+arctan2 = atan2
+
+
+# ---- lerp, addcmul, addcdiv (composed: their rules come from mul and add) ----------------
+@tensor_method()
+def lerp(input, end, weight):
+    """input + weight * (end - input); weight a number or a tensor."""
+    for name, t in (("end", end), ("weight", weight)):
+        if isinstance(t, Tensor) and t._data.dtype != input._data.dtype:
+            raise RuntimeError(f"lerp: expected dtype {input.dtype.name} for `{name}` but got "
+                               f"dtype {t.dtype.name}; convert it with .to(input.dtype)")
+    return input + weight * (end - input)
+
+
+@tensor_method()
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2."""
+    prod = tensor1 * tensor2
+    return input + (prod if value == 1 else prod * value)
+
+
+@tensor_method()
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2 (true division; integer tensors are refused)."""
+    if tensor1._data.dtype.kind in "iub" and tensor2._data.dtype.kind in "iub":
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported (got tensor1 "
+            f"{tensor1.dtype.name} and tensor2 {tensor2.dtype.name}); use "
+            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) instead")
+    q = tensor1 / tensor2
+    return input + (q if value == 1 else q * value)
+
+
+# ---- fmax / fmin: nan-ignoring maximum / minimum ---------------------------------------
+@op("fmax", save="inputs")
+def _fmax(xp, a, b):
+    return xp.fmax(a, b)
+
+
+@_fmax.grad
+def _(ctx, dy):
+    a, b = (t._data for t in ctx.inputs)
+    return _pick_grad(dy, (a >= b) | np.isnan(b))  # torch: ties go to the first input
+
+
+@op("fmin", save="inputs")
+def _fmin(xp, a, b):
+    return xp.fmin(a, b)
+
+
+@_fmin.grad
+def _(ctx, dy):
+    a, b = (t._data for t in ctx.inputs)
+    return _pick_grad(dy, (a <= b) | np.isnan(b))
+
+
+def _pick_grad(dy, first):
+    zero = dy.new_zeros(())
+    return _where_op(_const(first), dy, zero), _where_op(_const(~first), dy, zero)
+
+
+def _where_op(cond, a, b):
+    from .elementwise import _where
+
+    return _where(cond, a, b)
+
+
+@tensor_method()
+def fmax(input, other):
+    """Elementwise max that ignores nan (nan only where both are nan)."""
+    return _fmax(*_promote_pair(input, other, "fmax"))
+
+
+@tensor_method()
+def fmin(input, other):
+    """Elementwise min that ignores nan."""
+    return _fmin(*_promote_pair(input, other, "fmin"))
+
+
+# ---- nan_to_num ---------------------------------------------------------------------------
+def _finfo(dtype):
+    if dtype.kind == "V":
+        import ml_dtypes
+
+        return ml_dtypes.finfo(dtype)
+    return np.finfo(dtype)
+
+
+@op("nan_to_num", save="inputs")
+def _nan_to_num(xp, x, *, nan, posinf, neginf):
+    fi = _finfo(x.dtype)
+    hi = fi.max if posinf is None else posinf
+    lo = fi.min if neginf is None else neginf
+    y = xp.where(xp.isnan(x), xp.asarray(nan, x.dtype), x)
+    y = xp.where(y == xp.inf, xp.asarray(hi, x.dtype), y)
+    return xp.where(y == -xp.inf, xp.asarray(lo, x.dtype), y)
+
+
+@_nan_to_num.grad
+def _(ctx, dy):
+    return _where_op(_const(np.isfinite(ctx.inputs[0]._data)), dy, dy.new_zeros(()))
+
+
+@tensor_method()
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """Replace nan, +inf and -inf (by default with 0 and the dtype's largest/lowest values)."""
+    if input._data.dtype.kind not in "fV":
+        return input.clone()
+    return _nan_to_num(input, nan=nan, posinf=posinf, neginf=neginf)
+
+
+# ---- clamp with tensor bounds ---------------------------------------------------------------
+@op("clamp_tensor", save="inputs")
+def _clamp_tensor(xp, x, *bounds, has_min, has_max):
+    y = xp.maximum(x, bounds[0]) if has_min else x
+    return xp.minimum(y, bounds[-1]) if has_max else y
+
+
+@_clamp_tensor.grad
+def _(ctx, dy):
+    x, *bounds = (t._data for t in ctx.inputs)
+    lo = bounds[0] if ctx.has_min else None
+    hi = bounds[-1] if ctx.has_max else None
+    keep_x = np.ones((), bool)
+    grads = []
+    if lo is not None:
+        keep_x = keep_x & (x >= lo)
+        grads.append((x < lo) & (lo < hi) if hi is not None else x < lo)
+    if hi is not None:
+        keep_x = keep_x & (x <= hi)
+        grads.append((x > hi) | (lo > hi) if lo is not None else x > hi)  # min > max: max wins
+    zero = dy.new_zeros(())
+    return tuple(_where_op(_const(m), dy, zero) if need else None
+                 for m, need in zip([keep_x, *grads], ctx.needs_input_grad))
+
+
+def clamp_tensor(input, min=None, max=None):
+    """clamp with tensor (or mixed) bounds, promoted together with input."""
+    bounds = [b for b in (min, max) if b is not None]
+    d = _dt.result_type(input, *bounds)
+    ts = [t.to(d) if isinstance(t, Tensor) else Tensor._wrap(np.asarray(t, d.np))
+          for t in (input, *bounds)]
+    return _clamp_tensor(*ts, has_min=min is not None, has_max=max is not None)
+
+
+@tensor_method()
+def clamp_min(input, min):
+    """max(input, min)."""
+    return input.clamp(min=min)
+
+
+@tensor_method()
+def clamp_max(input, max):
+    """min(input, max)."""
+    return input.clamp(max=max)
+
+
+# ---- bitwise ops (integer and bool tensors; no gradient) -----------------------------------
+_TORCH_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
+                "float64": "Double"}
+
+
+def _bitwise_check(name, *xs):
+    for x in xs:
+        if isinstance(x, Tensor) and x._data.dtype.kind in "fV" or isinstance(x, builtins.float):
+            d = x.dtype.name if isinstance(x, Tensor) else "float"
+            raise NotImplementedError(
+                f"{name}: not implemented for {d} (\"{name}_cpu\" not implemented for "
+                f"'{_TORCH_NAMES.get(d, 'Float')}'); bitwise ops take integer or bool tensors, "
+                f"got {', '.join(_describe(v) for v in xs)}")
+
+
+def _describe(x):
+    return x.dtype.name if isinstance(x, Tensor) else type(x).__name__
+
+
+def _bitwise(name, fn, shift=False):
+    k = op(name, differentiable=False)(fn)
+
+    def public(input, other):
+        _bitwise_check(name, input, other)
+        a, b = _promote_pair(input, other, name)
+        if shift and a._data.dtype.kind == "b":
+            a, b = a.to(_dt.int64), b.to(_dt.int64)
+        return k(a, b)
+    public.__name__ = name
+    public.__doc__ = f"Elementwise {name.replace('_', ' ')} of integer or bool tensors."
+    return tensor_method()(public)
+
+
+bitwise_and = _bitwise("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b))
+bitwise_or = _bitwise("bitwise_or", lambda xp, a, b: xp.bitwise_or(a, b))
+bitwise_xor = _bitwise("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b))
+bitwise_left_shift = _bitwise("bitwise_left_shift",
+                              lambda xp, a, b: xp.left_shift(a, b), shift=True)
+bitwise_right_shift = _bitwise("bitwise_right_shift",
+                               lambda xp, a, b: xp.right_shift(a, b), shift=True)
+
+
+@op("bitwise_not", differentiable=False)
+def _bitwise_not(xp, x):
+    return xp.invert(x)
+
+
+@tensor_method()
+def bitwise_not(input):
+    """~input: bit inversion for integers, logical not for bools."""
+    _bitwise_check("bitwise_not", input)
+    return _bitwise_not(input)
+
+
+def _invert(self):
+    if self._data.dtype.kind in "fV":
+        raise TypeError(f"~ (operator.invert) is only implemented on integer and Boolean-type "
+                        f"tensors, got {self.dtype.name}")
+    return _bitwise_not(self)
+
+
+def _swap(fn):
+    return lambda self, other: fn(other, self)
+
+
+Tensor.__and__, Tensor.__rand__ = bitwise_and, _swap(bitwise_and)
+Tensor.__or__, Tensor.__ror__ = bitwise_or, _swap(bitwise_or)
+Tensor.__xor__, Tensor.__rxor__ = bitwise_xor, _swap(bitwise_xor)
+Tensor.__lshift__, Tensor.__rlshift__ = bitwise_left_shift, _swap(bitwise_left_shift)
+Tensor.__rshift__, Tensor.__rrshift__ = bitwise_right_shift, _swap(bitwise_right_shift)
+Tensor.__invert__ = _invert
+Tensor.__floordiv__, Tensor.__rfloordiv__ = floor_divide, _swap(floor_divide)
+Tensor.__mod__, Tensor.__rmod__ = remainder, _swap(remainder)
+for _alias, _fn in (("arctan2", atan2), ("true_divide", div)):
+    tensor_method(_alias)(_fn)
+
+
+# ---- in-place writers: fill_, zero_, copy_, uniform_, normal_ ----------------------------
+@op("fill")
+def _fill(xp, x, value):
+    return xp.broadcast_to(value, x.shape).astype(x.dtype)
+
+
+@_fill.grad
+def _(ctx, dy):
+    # the old value is overwritten: no gradient to it; the source gets dy (un-broadcast)
+    return None, (dy if ctx.needs_input_grad[1] else None)
+
+
+def _filled(x, value):
+    return _fill(x, value)
+
+
+def _value_tensor(target, value, name):
+    if isinstance(value, Tensor):
+        return value
+    if not isinstance(value, _SCALARS) and not isinstance(value, np.generic):
+        raise TypeError(f"{name}: expected a number or a 0-dim tensor as the value, got "
+                        f"{type(value).__name__}")
+    return Tensor._wrap(np.asarray(value, target._data.dtype))
+
+
+def fill_(self, value):
+    """Fill with `value` (a number or a 0-dim tensor, whose gradient is then recorded)."""
+    if isinstance(value, Tensor) and value._data.ndim:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                           f"{value._data.ndim} dimensions")
+    return run_inplace("fill_", _filled, self, _value_tensor(self, value, "fill_"))
+
+
+def zero_(self):
+    """Fill with zeros."""
+    return run_inplace("zero_", _filled, self, Tensor._wrap(np.zeros((), self._data.dtype)))
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy `src` (broadcast to this shape, cast to this dtype) into this tensor."""
+    src = _value_tensor(self, src, "copy_")
+    try:
+        shape = np.broadcast_shapes(src._data.shape, self._data.shape)
+    except ValueError:
+        shape = None
+    if shape != self._data.shape:
+        raise RuntimeError(f"copy_: the source of shape {tuple(src.shape)} is not broadcastable "
+                           f"to the destination of shape {tuple(self.shape)}")
+    return run_inplace("copy_", _filled, self, src)
+
+
+def _write_sample(self, name, draw):
+    if self._data.dtype.kind not in "fV":
+        raise RuntimeError(f"{name}: expects a floating point tensor, got {self.dtype.name}; "
+                           f"convert it with .float() first")
+    sample = draw(self._data.shape).astype(self._data.dtype)
+    return run_inplace(name, _filled, self, Tensor._wrap(sample))
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    """Fill with samples from U[a, b) (torch's `from`, `to`)."""
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={a} > to={b}")
+    return _write_sample(self, "uniform_",
+                         lambda shape: numpy_generator(generator).uniform(a, b, shape))
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fill with samples from N(mean, std**2)."""
+    if std < 0:
+        raise RuntimeError(f"normal_ expects std >= 0.0, but found std {std}")
+    return _write_sample(self, "normal_",
+                         lambda shape: numpy_generator(generator).normal(mean, std, shape))
+
+
+Tensor.fill_, Tensor.zero_, Tensor.copy_ = fill_, zero_, copy_
+Tensor.uniform_, Tensor.normal_ = uniform_, normal_
+
+
+def _masked_fill(self, mask, value):
+    return self.masked_fill(mask, value)
+
+
+for _name, _fn in (("floor_divide_", floor_divide), ("remainder_", remainder),
+                   ("fmod_", fmod), ("atan2_", atan2), ("hypot_", hypot), ("xlogy_", xlogy),
+                   ("lerp_", lerp), ("addcmul_", addcmul), ("addcdiv_", addcdiv),
+                   ("nan_to_num_", nan_to_num), ("clamp_min_", clamp_min),
+                   ("clamp_max_", clamp_max), ("bitwise_and_", bitwise_and),
+                   ("bitwise_or_", bitwise_or), ("bitwise_xor_", bitwise_xor),
+                   ("bitwise_not_", bitwise_not), ("masked_fill_", _masked_fill),
+                   ("true_divide_", div), ("subtract_", sub), ("multiply_", mul),
+                   ("divide_", div), ("arctan2_", atan2),
+                   ("bitwise_left_shift_", bitwise_left_shift),
+                   ("bitwise_right_shift_", bitwise_right_shift)):
+    setattr(Tensor, _name, _inplace_binary(_name, _fn))
+Tensor.__iand__, Tensor.__ior__ = Tensor.bitwise_and_, Tensor.bitwise_or_
+Tensor.__ixor__ = Tensor.bitwise_xor_
+Tensor.__ifloordiv__, Tensor.__imod__ = Tensor.floor_divide_, Tensor.remainder_
