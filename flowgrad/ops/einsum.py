@@ -128,10 +128,8 @@ def _parse(equation, operands):
             s = s.replace("...", ell[n_ell - k:])
         canon.append(s)
     if arrow:
-        if "..." in out:
-            out = out.replace("...", ell)
-        elif ell and any("..." in s for s in subs):
-            pass  # torch sums the broadcast dims away when the output omits '...'
+        # an output without '...' sums the broadcast dims away, as torch does
+        out = out.replace("...", ell)
     else:
         counts = {c: "".join(canon).count(c) for c in set("".join(canon))}
         out = ell + "".join(sorted((c for c, n in counts.items() if n == 1 and c not in ell),
