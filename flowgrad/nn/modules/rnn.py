@@ -196,7 +196,8 @@ class RNNBase(Module):
                 idx = layer * num_dirs + d
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_params(
                     f"_l{layer}" + ("_reverse" if d else ""))
-                gx_all = _affine(layer_input, w_ih, b_ih)  # all time steps in one matmul
+                # all time steps in one matmul, then one view per step
+                gx_all = _affine(layer_input, w_ih, b_ih).unbind(0)
                 state = [s[idx] for s in states]
                 ys = [None] * seq_len
                 for t in (range(seq_len - 1, -1, -1) if d else range(seq_len)):
