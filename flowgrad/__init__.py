@@ -36,6 +36,15 @@ from .ops.linalg import *  # noqa: F401,F403
 from .ops.einsum import *  # noqa: F401,F403
 from .linalg import det, inv as inverse, logdet, slogdet  # noqa: F401
 from .ops.math import *  # noqa: F401,F403
+from .ops.nn_misc import (  # noqa: F401 - torch.* has these with F's signature
+    alpha_dropout,
+    cdist,
+    cosine_similarity,
+    dropout,
+    feature_alpha_dropout,
+    pairwise_distance,
+)
+from .ops.normalization import group_norm, layer_norm, rms_norm  # noqa: F401
 from .ops.pool import (  # noqa: F401 - the pools torch.* has too
     adaptive_avg_pool1d,
     adaptive_max_pool1d,
@@ -46,15 +55,6 @@ from .ops.pool import (  # noqa: F401 - the pools torch.* has too
     max_pool3d,
 )
 from .ops.reduce import *  # noqa: F401,F403
-from .ops.nn_misc import (  # noqa: F401 - torch.* has these with F's signature
-    alpha_dropout,
-    cdist,
-    cosine_similarity,
-    dropout,
-    feature_alpha_dropout,
-    pairwise_distance,
-)
-from .ops.normalization import group_norm, layer_norm, rms_norm  # noqa: F401
 from .ops.norm import *  # noqa: F401,F403
 from .ops.scan import *  # noqa: F401,F403
 from .ops.stats import *  # noqa: F401,F403
