@@ -146,6 +146,7 @@ def save(obj, f):
 class _Reader:
     def __init__(self, name, arrays):
         self.name, self.arrays, self.used = name, arrays, set()
+        self.loaded = {}  # key -> object: a tensor saved once and referenced twice is shared
 
     def bad(self, what):
         return ValueError(f"flowgrad.load: {self.name}: {what}; the file is corrupt or was not "
@@ -192,6 +193,13 @@ class _Reader:
             raise self.bad(f"tensor {key!r} is {arr.dtype.name}{list(arr.shape)} in the file "
                            f"but {n.get('dtype')}{n.get('shape')} in the metadata")
         self.used.add(key)
+        if key in self.loaded:
+            return self.loaded[key]
+        self.loaded[key] = out = self._build(arr, n)
+        return out
+
+    @staticmethod
+    def _build(arr, n):
         if n.get("ndarray"):
             return arr
         t = Tensor._wrap(arr)
