@@ -516,3 +516,25 @@ def test_manual_seed_reproduces_init():
     flow.manual_seed(3)
     b = nn.Linear(4, 4).weight.detach().numpy()
     np.testing.assert_array_equal(a, b)
+
+
+def test_full_backward_hook_two_inputs_matches_torch():
+    t = torch.nn.Bilinear(3, 3, 2)
+    m = nn.Bilinear(3, 3, 2)
+    m.load_state_dict(t.state_dict())
+    rec = _backward_hook_record(m, t, (4, 3), n_inputs=2)
+    (gi_f, go_f), = rec["f"]
+    (gi_t, go_t), = rec["t"]
+    assert len(gi_f) == len(gi_t) == 2
+    for a, b in zip(gi_f, gi_t):
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_full_backward_hook_on_module_with_tuple_output():
+    m = nn.LSTM(3, 4)
+    got = []
+    m.register_full_backward_hook(lambda mod, gi, go: got.append((len(gi), len(go))))
+    x = flow.randn(5, 2, 3, requires_grad=True)
+    out, (h, c) = m(x)
+    out.sum().backward()
+    assert got == [(1, 1)] and x.grad is not None
