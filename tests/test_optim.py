@@ -307,3 +307,27 @@ def test_other_float_dtypes(dtype):
     np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64),
                                **(dict(rtol=1e-2, atol=1e-3) if dtype == "float16"
                                   else dict(rtol=1e-12)))
+
+
+def test_end_to_end_with_nn_modules_scheduler_and_clipping():
+    """nn.Linear models with copied weights: AdamW + OneCycleLR + clip_grad_norm_, 20 steps,
+    every loss and every clipping norm equal to torch's."""
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    fm = flow.nn.Sequential(flow.nn.Linear(5, 8), flow.nn.Tanh(), flow.nn.Linear(8, 3))
+    fm.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    res = {}
+    for m, model in ((flow, fm), (torch, tm)):
+        opt = m.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.05)
+        sched = m.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=20)
+        out = []
+        for _ in range(20):
+            opt.zero_grad()
+            loss = m.nn.functional.cross_entropy(model(m.tensor(X)), m.tensor(Y))
+            loss.backward()
+            norm = m.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            opt.step()
+            sched.step()
+            out.append((loss.item(), norm.item(), sched.get_last_lr()[0]))
+        res[m] = np.array(out)
+    np.testing.assert_allclose(res[flow], res[torch], rtol=1e-4)
