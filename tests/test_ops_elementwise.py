@@ -422,6 +422,7 @@ ERRORS = [
     ("uniform_range", lambda: F32.clone().uniform_(2, 1), RuntimeError, "from=2 > to=1"),
     ("normal_std", lambda: F32.clone().normal_(0, -1), RuntimeError, "std >= 0.0.*-1"),
     ("uniform_int", lambda: I64.clone().uniform_(), RuntimeError, "uniform_.*int64"),
+    ("hypot_int", lambda: flow.hypot(I64, I64), NotImplementedError, "hypot.*int64"),
 ]
 
 

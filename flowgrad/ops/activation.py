@@ -205,10 +205,11 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 def _gelu(xp, x, *, approximate):
     if approximate == "tanh":
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)
-        return 0.5 * x * (1 + xp.tanh(inner))
+        return (0.5 * x * (1 + xp.tanh(inner))).astype(x.dtype, copy=False)
     from .special import erf
 
-    return 0.5 * x * (1 + erf(xp, x / math.sqrt(2)))
+    # astype: ml_dtypes computes bfloat16 * Python float in float32
+    return (0.5 * x * (1 + erf(xp, x / math.sqrt(2)))).astype(x.dtype, copy=False)
 
 
 @_gelu.grad
@@ -228,7 +229,7 @@ def _(ctx, dy):
 def _gelu_cdf(xp, x):
     from .special import erf
 
-    return 0.5 * (1 + erf(xp, x / math.sqrt(2)))
+    return (0.5 * (1 + erf(xp, x / math.sqrt(2)))).astype(x.dtype, copy=False)
 
 
 @_gelu_cdf.grad

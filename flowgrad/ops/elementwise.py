@@ -91,9 +91,14 @@ def _(ctx, dy):
 
 
 # ---- arithmetic: tensor (op) Python scalar -------------------------------------------------
+def _same(x, r):
+    """r in x's dtype: ml_dtypes computes `bfloat16 array * Python float` in float32."""
+    return r if r.dtype is x.dtype else r.astype(x.dtype)
+
+
 @op("scalar_add")
 def _scalar_add(xp, x, *, value):
-    return x + value
+    return _same(x, x + value)
 
 
 @_scalar_add.grad
@@ -103,7 +108,7 @@ def _(ctx, dy):
 
 @op("scalar_mul")
 def _scalar_mul(xp, x, *, value):
-    return x * value
+    return _same(x, x * value)
 
 
 @_scalar_mul.grad
@@ -113,7 +118,7 @@ def _(ctx, dy):
 
 @op("scalar_div")
 def _scalar_div(xp, x, *, value):
-    return x / value
+    return _same(x, x / value)
 
 
 @_scalar_div.grad
@@ -123,7 +128,7 @@ def _(ctx, dy):
 
 @op("scalar_rdiv", save="inputs outputs")
 def _scalar_rdiv(xp, x, *, value):
-    return value / x
+    return _same(x, value / x)
 
 
 @_scalar_rdiv.grad
@@ -133,7 +138,7 @@ def _(ctx, dy):
 
 @op("scalar_pow", save="inputs")
 def _scalar_pow(xp, x, *, exponent):
-    return x ** exponent
+    return _same(x, x ** exponent)
 
 
 @_scalar_pow.grad
@@ -150,7 +155,7 @@ def _(ctx, dy):
 
 @op("scalar_rpow", save="outputs")
 def _scalar_rpow(xp, x, *, base):
-    return base ** x
+    return _same(x, base ** x)
 
 
 @_scalar_rpow.grad
@@ -482,7 +487,10 @@ def _scalar_dtype_ok(x, value):
         return True
     if isinstance(value, builtins.float):
         return False
-    return kind != "b" or isinstance(value, builtins.bool)
+    if kind == "b":
+        return isinstance(value, builtins.bool)
+    info = np.iinfo(x._data.dtype)  # out of range: NumPy raises, torch wraps (via a cast)
+    return info.min <= value <= info.max
 
 
 def _float_of(x):
@@ -517,7 +525,7 @@ def sub(input, other, *, alpha=1, out=None):
     if alpha != 1:
         other = other * alpha
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
-        if _scalar_dtype_ok(input, other):
+        if _scalar_dtype_ok(input, -other):
             return _scalar_add(input, value=-other)
     return _binary(_sub, input, other, "sub")
 
@@ -550,13 +558,15 @@ def pow(input, exponent, *, out=None):
     (tensor([1., 4.]), tensor([2, 4]))
     """
     if isinstance(exponent, _SCALARS) and isinstance(input, Tensor):
+        if input._data.dtype.kind in "iu" and not isinstance(exponent, builtins.float) \
+                and exponent < 0:
+            raise RuntimeError(f"pow: Integers to negative integer powers are not allowed "
+                               f"(got a {input.dtype.name} tensor ** {exponent}); convert "
+                               f"the tensor with .float() first")
         if _scalar_dtype_ok(input, exponent):
-            if input._data.dtype.kind in "iu" and exponent < 0:
-                raise RuntimeError(f"pow: Integers to negative integer powers are not allowed "
-                                   f"(got a {input.dtype.name} tensor ** {exponent}); convert "
-                                   f"the tensor with .float() first")
             return _scalar_pow(input, exponent=exponent)
-        return _scalar_pow(_float_of(input), exponent=exponent)
+        if isinstance(exponent, builtins.float):
+            return _scalar_pow(_float_of(input), exponent=exponent)
     if isinstance(input, _SCALARS):
         d = _dt.result_type(exponent, input)
         return _scalar_rpow(exponent if exponent.dtype is d else exponent.to(d), base=input)

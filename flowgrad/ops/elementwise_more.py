@@ -181,8 +181,12 @@ def atan2(input, other):
 
 @tensor_method()
 def hypot(input, other):
-    """sqrt(input**2 + other**2) without overflow."""
-    return _hypot(*_float_pair(input, other, "hypot"))
+    """sqrt(input**2 + other**2) without overflow (floating tensors only, as torch)."""
+    a, b = _promote_pair(input, other, "hypot")
+    if a._data.dtype.kind not in "fV":
+        raise NotImplementedError(f"hypot: not implemented for {a.dtype.name} (\"hypot_cpu\" "
+                                  f"not implemented for integer types); convert with .float()")
+    return _hypot(a, b)
 
 
 @tensor_method()

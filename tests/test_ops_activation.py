@@ -1,0 +1,179 @@
+"""Activations against torch (forward and gradients) and by float64 finite differences to
+second order; in-place forms; stability for |x| ~ 1e4; errors. One line per case."""
+import numpy as np
+import pytest
+import torch
+from helpers import check, gradcheck
+
+import flowgrad as flow
+import flowgrad.nn.functional as FF
+
+# away from the kinks at 0, +-0.5, +-1, +-3 so finite differences see one smooth piece
+SPREAD = np.array([[-4.1, -2.9, -1.3, -0.7, -0.2], [0.3, 0.8, 1.6, 2.7, 6.4]])
+
+
+def C(name, fn, *specs, second=True, **kw):
+    return pytest.param(fn, specs, second, kw, id=name)
+
+
+CASES = [
+    C("relu", lambda m, x: m.relu(x), (2, 5)),
+    C("relu_method", lambda m, x: x.relu(), (2, 5)),
+    C("relu6", lambda m, x: m.nn.functional.relu6(x * 4), SPREAD),
+    C("leaky_relu", lambda m, x: m.nn.functional.leaky_relu(x, 0.2), (2, 5)),
+    C("elu", lambda m, x: m.nn.functional.elu(x), (2, 5)),
+    C("elu_alpha", lambda m, x: m.nn.functional.elu(x, alpha=0.5), SPREAD),
+    C("selu", lambda m, x: m.selu(x), (2, 5)),
+    C("celu", lambda m, x: m.nn.functional.celu(x, alpha=2.0), (2, 5)),
+    C("gelu", lambda m, x: m.nn.functional.gelu(x), (2, 5)),
+    C("gelu_tanh", lambda m, x: m.nn.functional.gelu(x, approximate="tanh"), (2, 5)),
+    C("silu", lambda m, x: m.nn.functional.silu(x), (2, 5)),
+    C("mish", lambda m, x: m.nn.functional.mish(x), (2, 5)),
+    C("softplus", lambda m, x: m.nn.functional.softplus(x), (2, 5)),
+    C("softplus_beta", lambda m, x: m.nn.functional.softplus(x, beta=2.0, threshold=3.0),
+      SPREAD),
+    C("softsign", lambda m, x: m.nn.functional.softsign(x), (2, 5)),
+    C("hardtanh", lambda m, x: m.nn.functional.hardtanh(x), SPREAD),
+    C("hardtanh_range", lambda m, x: m.nn.functional.hardtanh(x, -2.0, 0.5), SPREAD),
+    C("hardsigmoid", lambda m, x: m.nn.functional.hardsigmoid(x), SPREAD),
+    C("hardswish", lambda m, x: m.nn.functional.hardswish(x), SPREAD),
+    C("hardshrink", lambda m, x: m.nn.functional.hardshrink(x), SPREAD),
+    C("hardshrink_method", lambda m, x: x.hardshrink(1.0), SPREAD),
+    C("softshrink", lambda m, x: m.nn.functional.softshrink(x, 1.0), SPREAD),
+    C("tanhshrink", lambda m, x: m.nn.functional.tanhshrink(x), (2, 5)),
+    C("threshold", lambda m, x: m.nn.functional.threshold(x, 0.5, -2.0), SPREAD),
+    C("prelu", lambda m, x, w: m.nn.functional.prelu(x, w), (2, 3, 4), (3,)),
+    C("prelu_single", lambda m, x, w: m.prelu(x, w), (2, 5), (1,)),
+    C("prelu_method", lambda m, x, w: x.prelu(w), (2, 5), (5,)),
+    C("glu", lambda m, x: m.nn.functional.glu(x), (2, 6)),
+    C("glu_dim0", lambda m, x: m.nn.functional.glu(x, dim=0), (4, 3)),
+    C("logsigmoid", lambda m, x: m.nn.functional.logsigmoid(x), (2, 5)),
+    C("sigmoid", lambda m, x: m.nn.functional.sigmoid(x), (2, 5)),
+    C("tanh", lambda m, x: m.nn.functional.tanh(x), (2, 5)),
+    C("softmax", lambda m, x: m.softmax(x, dim=1), (2, 5)),
+    C("softmax_dim0", lambda m, x: m.nn.functional.softmax(x, dim=0), (3, 4)),
+    C("softmax_method_dtype", lambda m, x: x.softmax(-1, dtype=m.float64), (2, 5)),
+    C("log_softmax", lambda m, x: m.log_softmax(x, dim=-1), (2, 5)),
+    C("log_softmax_3d", lambda m, x: m.nn.functional.log_softmax(x, dim=1), (2, 3, 2)),
+    C("softmin", lambda m, x: m.nn.functional.softmin(x, dim=1), (2, 5)),
+]
+
+
+@pytest.mark.parametrize(("fn", "specs", "second", "kw"), CASES)
+def test_against_torch(fn, specs, second, kw):
+    check(fn, *specs, **kw)
+
+
+@pytest.mark.parametrize(("fn", "specs", "second", "kw"), CASES)
+def test_finite_differences(fn, specs, second, kw):
+    gradcheck(fn, *specs, second_order=second)
+
+
+INPLACE = [
+    C("relu_inplace", lambda m, x: m.nn.functional.relu(x * 1, inplace=True), (2, 5)),
+    C("relu_", lambda m, x: m.relu_(x * 1), (2, 5)),
+    C("relu_method_", lambda m, x: (x * 1).relu_(), (2, 5)),
+    C("leaky_relu_", lambda m, x: m.nn.functional.leaky_relu_(x * 1, 0.1), (2, 5)),
+    C("elu_", lambda m, x: m.nn.functional.elu_(x * 1), (2, 5)),
+    C("selu_inplace", lambda m, x: m.nn.functional.selu(x * 1, inplace=True), (2, 5)),
+    C("celu_", lambda m, x: m.nn.functional.celu(x * 1, 1.5, inplace=True), (2, 5)),
+    C("hardtanh_", lambda m, x: m.nn.functional.hardtanh_(x * 1, -0.5, 0.5), SPREAD),
+    C("relu6_inplace", lambda m, x: m.nn.functional.relu6(x * 2, inplace=True), SPREAD),
+    C("hardswish_inplace", lambda m, x: m.nn.functional.hardswish(x * 1, inplace=True), SPREAD),
+    C("silu_inplace", lambda m, x: m.nn.functional.silu(x * 1, inplace=True), (2, 5)),
+    C("threshold_", lambda m, x: m.nn.functional.threshold_(x * 1, 0.5, 0.0), SPREAD),
+    C("sigmoid_", lambda m, x: (x * 1).sigmoid_(), (2, 5)),
+]
+
+
+@pytest.mark.parametrize(("fn", "specs", "second", "kw"), INPLACE)
+def test_inplace_against_torch(fn, specs, second, kw):
+    check(fn, *specs, **kw)
+
+
+def test_inplace_writes_the_input():
+    x = flow.tensor([-1.0, 2.0])
+    assert FF.relu(x, inplace=True) is x and x.tolist() == [0.0, 2.0]
+    assert FF.elu(x, inplace=True) is x
+
+
+# ---- numerical stability: finite values and gradients for |x| ~ 1e4 -----------------------
+BIG = np.array([[-1e4, -100.0, -30.0, 0.0, 30.0, 100.0, 1e4]])
+STABLE = [
+    C("sigmoid", lambda m, x: m.sigmoid(x), BIG),
+    C("logsigmoid", lambda m, x: m.nn.functional.logsigmoid(x), BIG),
+    C("softplus", lambda m, x: m.nn.functional.softplus(x), BIG),
+    C("softplus_beta", lambda m, x: m.nn.functional.softplus(x, beta=3.0, threshold=50.0), BIG),
+    C("log_softmax", lambda m, x: m.log_softmax(x, dim=1), BIG),
+    C("log_softmax_rows", lambda m, x: m.log_softmax(x.reshape(7, 1) * m.ones(1, 3), 1), BIG),
+    C("softmax", lambda m, x: m.softmax(x, dim=1), BIG),
+    C("softmin", lambda m, x: m.nn.functional.softmin(x, dim=1), BIG),
+    C("tanh", lambda m, x: m.tanh(x), BIG),
+    C("elu", lambda m, x: m.nn.functional.elu(x), BIG),
+    C("selu", lambda m, x: m.nn.functional.selu(x), BIG),
+    C("celu", lambda m, x: m.nn.functional.celu(x, 0.5), BIG),
+    C("silu", lambda m, x: m.nn.functional.silu(x), BIG),
+    C("mish", lambda m, x: m.nn.functional.mish(x), BIG),
+    C("gelu", lambda m, x: m.nn.functional.gelu(x), BIG),
+    C("softsign", lambda m, x: m.nn.functional.softsign(x), BIG),
+    C("logsumexp", lambda m, x: m.logsumexp(x, dim=1), BIG),
+    C("logsumexp_rows", lambda m, x: m.logsumexp(x.reshape(7, 1) * m.ones(1, 3), 1), BIG),
+]
+
+
+@pytest.mark.parametrize(("fn", "specs", "second", "kw"), STABLE)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_stable_for_huge_inputs(fn, specs, second, kw, dtype):
+    x = flow.tensor(specs[0].astype(dtype), requires_grad=True)
+    y = fn(flow, x)
+    y.sum().backward()
+    assert np.isfinite(y.detach().numpy()).all(), "forward overflowed"
+    assert np.isfinite(x.grad.numpy()).all(), "gradient overflowed"
+    check(fn, *specs, dtype=dtype, **kw)
+
+
+# ---- names: F.*, flow.* and Tensor methods wherever torch has them --------------------------
+def test_names_match_torch():
+    from flowgrad.ops import activation
+
+    missing = []
+    for name in activation.__all__:
+        if hasattr(torch.nn.functional, name) and not hasattr(FF, name):
+            missing.append(f"F.{name}")
+        if hasattr(torch, name) and not hasattr(flow, name):
+            missing.append(f"flow.{name}")
+        if hasattr(torch.Tensor, name) and not hasattr(flow.Tensor, name):
+            missing.append(f"Tensor.{name}")
+    for name in ("relu", "relu_", "sigmoid", "sigmoid_", "tanh", "softmax", "log_softmax",
+                 "hardshrink", "prelu"):
+        if not hasattr(flow.Tensor, name):
+            missing.append(f"Tensor.{name}")
+    assert not missing, f"missing: {missing}"
+
+
+# ---- bad arguments -------------------------------------------------------------------------
+X = flow.ones(2, 3, 4)
+ERRORS = [
+    ("prelu_size", lambda: FF.prelu(X, flow.ones(2)), RuntimeError,
+     "prelu.*parameter numbers = 2 and channel size = 3"),
+    ("glu_odd", lambda: FF.glu(X, dim=1), RuntimeError,
+     "Halving dimension must be even, but dimension 1 is size 3"),
+    ("glu_scalar", lambda: FF.glu(flow.tensor(1.0)), RuntimeError, "glu does not support"),
+    ("glu_dim", lambda: FF.glu(X, dim=3), IndexError, "glu.*Dimension out of range"),
+    ("hardtanh_range", lambda: FF.hardtanh(X, 2.0, 1.0), ValueError,
+     "min_val cannot be greater than max_val.*min_val=2.0, max_val=1.0"),
+    ("softshrink_neg", lambda: FF.softshrink(X, -1.0), RuntimeError,
+     "lambda must be greater or equal to 0, but found to be -1.0"),
+    ("celu_zero", lambda: FF.celu(X, 0.0), RuntimeError, "celu.*alpha"),
+    ("gelu_mode", lambda: FF.gelu(X, approximate="fast"), RuntimeError,
+     "approximate must be 'none' or 'tanh', got 'fast'"),
+    ("softmax_dim", lambda: FF.softmax(X, dim=3), IndexError, "softmax.*out of range"),
+    ("relu_inplace_leaf", lambda: FF.relu(flow.ones(2, requires_grad=True), inplace=True),
+     RuntimeError, "relu_.*leaf"),
+]
+
+
+@pytest.mark.parametrize(("name", "fn", "exc", "match"), ERRORS, ids=[e[0] for e in ERRORS])
+def test_bad_arguments(name, fn, exc, match):
+    with pytest.raises(exc, match=match):
+        fn()
