@@ -11,11 +11,14 @@ def describe(x) -> str:
 
 
 def saved_tensor_error(node, saved):
+    data = saved.tensor._data if saved.tensor is not None else saved.data
+    what = "output" if saved.is_output else "input"
     return RuntimeError(
-        f"one of the tensors saved by {node.name} for backward was modified by an in-place "
-        f"operation: it was saved at version {saved.version} and is now at version "
-        f"{saved.counter.value}. Use the out-of-place op (e.g. `x = x * 2` instead of "
-        f"`x.mul_(2)`), or clone() the tensor before modifying it.")
+        f"one of the tensors needed for gradient computation has been modified by an "
+        f"in-place operation: {what} Tensor(shape={tuple(data.shape)}, dtype={data.dtype}) "
+        f"saved by {node.name} for backward was saved at version {saved.version} and is now "
+        f"at version {saved.counter.value}. Use the out-of-place op (e.g. `x = x * 2` "
+        f"instead of `x.mul_(2)`), or clone() the tensor before modifying it.")
 
 
 def freed_graph_error(node):

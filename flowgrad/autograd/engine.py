@@ -33,14 +33,13 @@ class GraphTask:
     def compute_dependencies(self):
         """Count, for every reachable node, the edges that point at it (iterative DFS).
 
-        Also checks, before anything runs, that no node has freed or lost its saved tensors,
-        so a failing backward leaves every grad as it was.
+        Also checks, before anything runs, that no node that will run has freed or lost its
+        saved tensors, so a failing backward leaves every grad as it was.
         """
         deps = dict.fromkeys(self.roots, 0)
         stack = list(self.roots)
         while stack:
             node = stack.pop()
-            _check_runnable(node)
             for nxt in node.next_nodes:
                 if nxt is None:
                     continue
@@ -50,7 +49,9 @@ class GraphTask:
                     deps[nxt] = 1
                     stack.append(nxt)
         if self.targets:
-            deps = self._prune(deps)
+            deps = self._prune(deps)  # nodes on branches leading to no target never run
+        for node in deps:
+            _check_runnable(node)
         self.dependencies = deps
 
     def _prune(self, deps):
@@ -196,10 +197,14 @@ def _fit_grad(g, shape, dtype, node):
             g = sum_to(g, shape)
         except ValueError:
             raise RuntimeError(
-                f"{node.name}: gradient of shape {tuple(g._data.shape)} cannot be reduced to "
-                f"the input's shape {tuple(shape)}; the op's gradient rule is wrong") from None
+                f"{node.name} returned an invalid gradient: shape {tuple(g._data.shape)} "
+                f"cannot be reduced to the input's shape {tuple(shape)}; the gradient rule "
+                f"must return one gradient per input, shaped like that input or broadcastable "
+                f"to it") from None
     if g._data.dtype != dtype:
-        g = g.to(dtype)
+        from ..dtypes import _FROM_NP
+
+        g = g.to(_FROM_NP[dtype])
     return g
 
 
@@ -208,8 +213,8 @@ def _accumulate(meta, g):
     can see it, as torch does; otherwise copies, so two .grad never alias."""
     acc = meta.acc_grad
     if acc is None:
-        if grad_mode.is_grad_enabled():
-            meta.acc_grad = g
+        if grad_mode.is_grad_enabled():  # create_graph: keep g's history, own the storage
+            meta.acc_grad = g if _sole_owner(g) else g.clone()
         else:
             meta.acc_grad = g if _sole_owner(g) else g.detach().clone()
     elif grad_mode.is_grad_enabled():
@@ -242,7 +247,10 @@ def acc_grad_for_leaf(meta):
     _accumulate(meta, g)
     if meta.post_accumulate_hooks:
         for hook in meta.post_accumulate_hooks:
-            hook()
+            if hook() is not None:
+                raise RuntimeError(
+                    "Tensor post accumulate grad hooks should return None; modify "
+                    "tensor.grad in place instead of returning a value")
 
 
 def _roots_and_seeds(outputs, grad_outputs, create_graph):

@@ -12,6 +12,7 @@ False
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 
 
@@ -30,7 +31,7 @@ def is_grad_enabled() -> bool:
 class _GradMode:
     """Sets grad mode to `self.mode` inside a `with` block or a decorated function.
 
-    `mode = None` leaves grad mode as it is (`inference_mode(False)`).
+    `mode = None` leaves grad mode as it is.
     """
 
     mode: bool | None = True
@@ -52,6 +53,8 @@ class _GradMode:
 
     def __call__(self, fn):
         mode = self.mode
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(fn, mode)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -63,6 +66,53 @@ class _GradMode:
             finally:
                 _state.enabled = prev
         return wrapper
+
+
+def _wrap_generator(fn, mode):
+    """A decorated generator runs each step (not just its creation) in `mode`."""
+    def switch():
+        prev = _state.enabled
+        if mode is not None:
+            _state.enabled = mode
+        return prev
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        prev = switch()
+        try:
+            response = gen.send(None)
+        except StopIteration as stop:
+            return stop.value
+        finally:
+            _state.enabled = prev
+        while True:
+            try:
+                request = yield response
+            except GeneratorExit:
+                prev = switch()
+                try:
+                    gen.close()
+                finally:
+                    _state.enabled = prev
+                raise
+            except BaseException as exc:
+                prev = switch()
+                try:
+                    response = gen.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+                finally:
+                    _state.enabled = prev
+            else:
+                prev = switch()
+                try:
+                    response = gen.send(request)
+                except StopIteration as stop:
+                    return stop.value
+                finally:
+                    _state.enabled = prev
+    return wrapper
 
 
 class no_grad(_GradMode):  # noqa: N801 - torch's name
@@ -95,7 +145,7 @@ class set_grad_enabled(_GradMode):  # noqa: N801
 
 class inference_mode(_GradMode):  # noqa: N801
     """Like `no_grad` (flowgrad has no separate inference tensors).
-    `inference_mode(False)` leaves grad mode as it is."""
+    `inference_mode(False)` turns grad mode on, as torch's does."""
 
     def __init__(self, mode: bool = True):
-        self.mode = False if mode else None
+        self.mode = not mode
