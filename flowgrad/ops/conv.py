@@ -75,6 +75,16 @@ def col2im(xp, cols, size, ksize, stride, padding, dilation):
     return buf[(Ellipsis,) + tuple(slice(lo, lo + sz) for sz, (lo, _) in zip(size, padding))]
 
 
+def _channels_last_padded(xp, x, padding):
+    """(N, C, *S) -> zero-padded (N, *P, C) in one copy."""
+    size = x.shape[2:]
+    out = xp.zeros((x.shape[0],) + tuple(s + lo + max(hi, 0) for s, (lo, hi) in
+                                        zip(size, padding)) + (x.shape[1],), dtype=x.dtype)
+    inner = tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, padding))
+    out[(slice(None),) + inner] = xp.moveaxis(x, 1, -1)
+    return out
+
+
 def _gemm_cols(xp, x, ksize, stride, padding, dilation, groups, out):
     """im2col of x (N, C, *S) as a (groups, N * prod(out), prod(k) * C/groups) matrix stack.
 
@@ -83,7 +93,7 @@ def _gemm_cols(xp, x, ksize, stride, padding, dilation, groups, out):
     several times faster in that orientation than with a short M and a long K."""
     n, c = x.shape[:2]
     nd = len(ksize)
-    xl = xp.ascontiguousarray(xp.moveaxis(pad_array(xp, x, padding), 1, -1))  # (N, *P, C)
+    xl = _channels_last_padded(xp, x, padding)  # (N, *P, C)
     st = xl.strides
     shape = (n,) + tuple(out) + tuple(ksize) + (groups, c // groups)
     strides = ((st[0],) + tuple(st[1 + i] * stride[i] for i in range(nd))
@@ -93,6 +103,17 @@ def _gemm_cols(xp, x, ksize, stride, padding, dilation, groups, out):
     if groups > 1:
         win = xp.moveaxis(win, 1 + 2 * nd, 0)  # (g, N, *out, *k, Cg)
     return xp.ascontiguousarray(win).reshape(groups, n * math.prod(out), -1)
+
+
+def _cols_channel_major(xp, x, ksize, stride, padding, dilation, groups, out):
+    """im2col as (groups, C/groups * prod(k), N * prod(out)): for inputs with few channels,
+    where a channels-last copy would move runs of only one or two values."""
+    n, c = x.shape[:2]
+    nd = len(ksize)
+    win = windows(xp, pad_array(xp, x, padding), ksize, stride, dilation, out)
+    perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))
+    cols = xp.ascontiguousarray(win.transpose(perm))  # (C, *k, N, *out): rows of outputs
+    return cols.reshape(groups, -1, n * math.prod(out))
 
 
 def _weight_matrix(xp, w, groups):
@@ -116,6 +137,19 @@ def _from_groups(xp, y, n, sp):
     return xp.ascontiguousarray(yl).reshape((n, g * og) + tuple(sp))
 
 
+# The input gradient of a unit-stride conv runs as a convolution when the input has at least
+# this many channels per group (the GEMM's width); below it the col2im path measured faster.
+_CONV_DX_MIN_CHANNELS = 16
+
+
+
+
+def _channel_major(cg, out):
+    """im2col layout choice: the window copy's contiguous run is Cg values channels-last and
+    an output row channel-major; pick the longer (measured on LeNet's and ResNet's layers)."""
+    return cg * 4 <= out[-1]
+
+
 # ---- the three ops -----------------------------------------------------------------------
 @op("conv", save="inputs")
 def _conv(xp, x, w, *, stride, padding, dilation, groups, out=None):
@@ -123,6 +157,12 @@ def _conv(xp, x, w, *, stride, padding, dilation, groups, out=None):
     if out is None:
         out = tuple(out_size(s, k, st, p, d) for s, k, st, p, d in
                     zip(x.shape[2:], ksize, stride, padding, dilation))
+    n, o = x.shape[0], w.shape[0]
+    if _channel_major(w.shape[1], out):
+        cols = _cols_channel_major(xp, x, ksize, stride, padding, dilation, groups, out)
+        y = xp.matmul(w.reshape(groups, o // groups, -1), cols)  # (g, Og, N*L)
+        y = xp.ascontiguousarray(y.reshape(o, n, -1).transpose(1, 0, 2))
+        return y.reshape((n, o) + tuple(out)), cols
     cols = _gemm_cols(xp, x, ksize, stride, padding, dilation, groups, out)
     y = xp.matmul(cols, _weight_matrix(xp, w, groups))  # (g, N*L, Og)
     # cols goes along as an aux output: the weight gradient reuses it instead of redoing it
@@ -134,11 +174,12 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
     n, o = z.shape[:2]
     ksize, sp = w.shape[2:], z.shape[2:]
     nd = len(ksize)
+    cg, og = w.shape[1], o // groups
     reach = [d * (k - 1) for d, k in zip(dilation, ksize)]
-    if all(s == 1 for s in stride) and all(r >= lo for r, (lo, _) in zip(reach, padding)):
-        # unit stride: a plain convolution of z with the flipped, transposed kernel; its
-        # im2col copy is cheaper than col2im's read-modify-write of every tap
-        cg, og = w.shape[1], o // groups
+    if cg >= _CONV_DX_MIN_CHANNELS and all(s == 1 for s in stride) and \
+            all(r >= lo for r, (lo, _) in zip(reach, padding)):
+        # unit stride and enough channels for a well-shaped GEMM: a plain convolution of z
+        # with the flipped, transposed kernel; its im2col copy beats col2im's per-tap adds
         wf = w.reshape((groups, og, cg) + ksize).swapaxes(1, 2).reshape((groups * cg, og)
                                                                         + ksize)
         wf = wf[(Ellipsis,) + (slice(None, None, -1),) * nd]
@@ -146,27 +187,30 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
                      zip(reach, padding, size, sp))
         return _conv.kernel(xp, z, wf, stride=stride, padding=pads, dilation=dilation,
                             groups=groups, out=tuple(size))[0]
-    cg = w.shape[1]
-    cols = xp.matmul(_to_groups(xp, z, groups), _weight_matrix(xp, w, groups).transpose(0, 2, 1))
-    cols = cols.reshape((groups, n) + sp + ksize + (cg,))
-    # accumulate channels-last: every tap adds a slab whose inner run of Cg is contiguous
-    need = [(q - 1) * s + (k - 1) * d + 1 for q, s, k, d in zip(sp, stride, ksize, dilation)]
-    padded = tuple(max(m, sz + lo + hi) for m, sz, (lo, hi) in zip(need, size, padding))
-    buf = xp.zeros((n,) + padded + (groups, cg), dtype=cols.dtype)
-    src = xp.moveaxis(cols, 0, -2)  # (N, *sp, *k, g, Cg) view
-    for tap in itertools.product(*(range(k) for k in ksize)):
-        dst = (slice(None),) + tap_slices(tap, stride, dilation, sp)
-        buf[dst] += src[(slice(None),) * (1 + nd) + tap]
-    buf = buf[(slice(None),) + tuple(slice(lo, lo + sz) for sz, (lo, _) in zip(size, padding))]
-    return xp.ascontiguousarray(xp.moveaxis(buf.reshape(buf.shape[:-2] + (-1,)), -1, 1))
+    # cols^T = W^T z in (C, *k, N, *sp) order: each tap's slab then has the output row as
+    # its contiguous inner run, and col2im adds it into a (C, N, *size) buffer
+    zt = xp.ascontiguousarray(z.reshape(n, groups, og, -1).transpose(1, 2, 0, 3))
+    wt = w.reshape(groups, og, -1).transpose(0, 2, 1)  # (g, Cg*K, Og)
+    cols = xp.matmul(wt, zt.reshape(groups, og, -1)).reshape((groups * cg,) + ksize + (n,) + sp)
+    cols = xp.moveaxis(cols, 1 + nd, 1)  # (C, N, *k, *sp) view
+    buf = col2im(xp, cols, size, ksize, stride, padding, dilation)  # (C, N, *size)
+    return xp.ascontiguousarray(xp.moveaxis(buf, 0, 1))
 
 
 @op("conv_weight", save="inputs")
 def _conv_weight(xp, x, dy, *, stride, padding, dilation, groups, ksize, cols=None):
+    cg = x.shape[1] // groups
+    n, o = dy.shape[:2]
+    if _channel_major(cg, dy.shape[2:]):
+        if cols is None:
+            cols = _cols_channel_major(xp, x, ksize, stride, padding, dilation, groups,
+                                       dy.shape[2:])
+        dyg = xp.ascontiguousarray(dy.reshape(n, o, -1).transpose(1, 0, 2))
+        dw = xp.matmul(dyg.reshape(groups, o // groups, -1), cols.transpose(0, 2, 1))
+        return dw.reshape((o, cg) + tuple(ksize))
     if cols is None:
         cols = _gemm_cols(xp, x, ksize, stride, padding, dilation, groups, dy.shape[2:])
     dw = xp.matmul(cols.transpose(0, 2, 1), _to_groups(xp, dy, groups))  # (g, K*Cg, Og)
-    cg = x.shape[1] // groups
     dw = dw.reshape((groups,) + tuple(ksize) + (cg, -1))
     dw = xp.moveaxis(xp.moveaxis(dw, -1, 1), -1, 2)  # (g, Og, Cg, *k)
     return xp.ascontiguousarray(dw).reshape((dy.shape[1], cg) + tuple(ksize))

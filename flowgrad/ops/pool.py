@@ -13,12 +13,13 @@ tensor([[[[ 5.,  7.],
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
 from ..tensor import Tensor
-from .conv import col2im, ntuple, pad_array, windows
+from .conv import col2im, ntuple, pad_array, tap_slices, windows
 from .registry import op
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
@@ -44,17 +45,27 @@ def _hi_pads(size, out, ksize, stride, padding, dilation):
 # ---- max pooling: values + argmax, gradient by scatter -----------------------------------------
 @op("max_pool", n_out=2, save="outputs")
 def _max_pool(xp, x, *, ksize, stride, padding, dilation, out):
-    nd = len(ksize)
     size = x.shape[2:]
     pads = _hi_pads(size, out, ksize, stride, padding, dilation)
-    win = windows(xp, pad_array(xp, x, pads, -xp.inf), ksize, stride, dilation, out)
-    flat = win.reshape(win.shape[:2 + nd] + (-1,))
-    am = flat.argmax(-1)  # first maximum in scan order, and NaN wins, as torch
-    vals = xp.take_along_axis(flat, am[..., None], -1)[..., 0]
-    taps = np.unravel_index(am, ksize)
-    grid = np.ix_(*(np.arange(o) for o in out))
-    positions = [g * s - p + t * d for g, s, p, t, d in zip(grid, stride, padding, taps, dilation)]
-    return vals, _flat_index(xp, positions, size)
+    xpad = pad_array(xp, x, pads, -xp.inf)
+    # one pass per kernel tap over strided views (no window copy, no argmax over a short
+    # axis); torch's CPU rule: a tap wins if it is greater, or NaN
+    vals = arg = None
+    for t, tap in enumerate(itertools.product(*(range(k) for k in ksize))):
+        v = xpad[(Ellipsis,) + tap_slices(tap, stride, dilation, out)]
+        if vals is None:
+            vals, arg = v.copy(), xp.zeros(v.shape, xp.int64)
+            continue
+        win = (v > vals) | (v != v)
+        xp.copyto(vals, v, where=win)
+        xp.copyto(arg, t, where=win)
+    # flat index = window origin + tap offset, both linear in the per-dim positions
+    plane = np.cumprod((1,) + tuple(size[:0:-1]))[::-1]  # row-major strides of the plane
+    origin = _flat_index(xp, [g * s - p for g, s, p in
+                              zip(np.ix_(*(np.arange(o) for o in out)), stride, padding)], size)
+    offsets = np.array([sum(k * d * st for k, d, st in zip(tap, dilation, plane)) for tap in
+                        itertools.product(*(range(k) for k in ksize))], np.int64)
+    return vals, origin + offsets[arg]
 
 
 @op("max_pool_backward", save="inputs")  # the rule gathers by the indices
