@@ -98,7 +98,8 @@ def _same(x, r):
 
 @op("scalar_add")
 def _scalar_add(xp, x, *, value):
-    return _same(x, x + value)
+    r = x + value
+    return r if r.dtype is x.dtype else r.astype(x.dtype)  # inline _same: hot path
 
 
 @_scalar_add.grad
@@ -108,7 +109,8 @@ def _(ctx, dy):
 
 @op("scalar_mul")
 def _scalar_mul(xp, x, *, value):
-    return _same(x, x * value)
+    r = x * value
+    return r if r.dtype is x.dtype else r.astype(x.dtype)  # inline _same: hot path
 
 
 @_scalar_mul.grad
