@@ -8,12 +8,12 @@ tensor([0., 1.])
 """
 from . import (
     autograd,
+    linalg,
     nn,  # noqa: E402,I001 - nn builds on everything above
     ops,
     optim,
     utils,
 )
-from . import linalg
 from .autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -24,17 +24,18 @@ from .autograd.grad_mode import (
 from .device import device
 from .dtypes import *  # noqa: F401,F403
 from .dtypes import dtype, get_default_dtype, promote_types, result_type, set_default_dtype
+from .linalg import det, logdet, slogdet  # noqa: F401
+from .linalg import inv as inverse
 from .ops.activation import *  # noqa: F401,F403
 from .ops.conv import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403
 from .ops.diag import *  # noqa: F401,F403
+from .ops.einsum import *  # noqa: F401,F403
 from .ops.elementwise import *  # noqa: F401,F403
 from .ops.elementwise_more import *  # noqa: F401,F403
 from .ops.gather import *  # noqa: F401,F403
 from .ops.index import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
-from .ops.einsum import *  # noqa: F401,F403
-from .linalg import det, inv as inverse, logdet, slogdet  # noqa: F401
 from .ops.math import *  # noqa: F401,F403
 from .ops.nn_misc import (  # noqa: F401 - torch.* has these with F's signature
     alpha_dropout,
@@ -44,6 +45,7 @@ from .ops.nn_misc import (  # noqa: F401 - torch.* has these with F's signature
     feature_alpha_dropout,
     pairwise_distance,
 )
+from .ops.norm import *  # noqa: F401,F403
 from .ops.normalization import group_norm, layer_norm, rms_norm  # noqa: F401
 from .ops.pool import (  # noqa: F401 - the pools torch.* has too
     adaptive_avg_pool1d,
@@ -55,14 +57,13 @@ from .ops.pool import (  # noqa: F401 - the pools torch.* has too
     max_pool3d,
 )
 from .ops.reduce import *  # noqa: F401,F403
-from .ops.norm import *  # noqa: F401,F403
-from .ops.scan import *  # noqa: F401,F403
-from .ops.stats import *  # noqa: F401,F403
 from .ops.reorder import *  # noqa: F401,F403
+from .ops.scan import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403
 from .ops.sort import *  # noqa: F401,F403
 from .ops.spatial import pixel_shuffle, pixel_unshuffle  # noqa: F401
 from .ops.split import *  # noqa: F401,F403
+from .ops.stats import *  # noqa: F401,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .serialization import load, save
 from .tensor import Size, Tensor

@@ -6,6 +6,7 @@ from ..ops.activation import *  # noqa: F401,F403
 from ..ops.attention import *  # noqa: F401,F403
 from ..ops.conv import *  # noqa: F401,F403
 from ..ops.elementwise import sigmoid, tanh  # noqa: F401
+from ..ops.linalg import bilinear, linear  # noqa: F401
 from ..ops.loss import *  # noqa: F401,F403
 from ..ops.loss_ctc import *  # noqa: F401,F403
 from ..ops.loss_more import *  # noqa: F401,F403
@@ -14,4 +15,3 @@ from ..ops.normalization import *  # noqa: F401,F403
 from ..ops.pad import *  # noqa: F401,F403
 from ..ops.pool import *  # noqa: F401,F403
 from ..ops.spatial import *  # noqa: F401,F403
-from ..ops.linalg import bilinear, linear  # noqa: F401
