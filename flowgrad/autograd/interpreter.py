@@ -59,6 +59,8 @@ class AutogradInterpreter:
                 add_node(op, inputs, (out,), attrs, ())
             return out
         n_out = op.n_out
+        if n_out is None:  # variadic: every array the kernel returns is an output
+            n_out = len(result)
         outs = tuple(Tensor._wrap(r) for r in result[:n_out])
         if op.is_view:
             for out in outs:
@@ -66,7 +68,7 @@ class AutogradInterpreter:
         if record:
             aux = tuple(Tensor._wrap(r) for r in result[n_out:])
             add_node(op, inputs, outs, attrs, aux)
-        return outs if n_out > 1 else outs[0]
+        return outs if n_out != 1 or op.n_out is None else outs[0]
 
 
 _new = object.__new__

@@ -60,7 +60,10 @@ class Op:
 
 def op(name, save=None, n_out=1, differentiable=True, is_view=False):
     """Decorator: register a kernel as op `name`. Follow with `@<op>.grad` for its rule,
-    or pass differentiable=False for ops with no gradient (comparisons, argmax)."""
+    or pass differentiable=False for ops with no gradient (comparisons, argmax).
+
+    `n_out` is how many of the kernel's returned arrays are outputs (more are saved for the
+    rule as `ctx.aux`); None means all of them, however many (split, unbind)."""
     def register(kernel):
         return Op(name, kernel, save, n_out, differentiable, is_view)
     return register
