@@ -27,7 +27,7 @@ class Tensor:
     float dtype, and uninitialised storage for sizes.
     """
 
-    __slots__ = ("_data", "_meta", "_grad_fn", "_version", "__weakref__")
+    __slots__ = ("_data", "_meta", "_grad_fn", "_version", "_view", "__weakref__")
     __array_priority__ = 1000  # numpy defers `ndarray * Tensor` to Tensor.__rmul__
 
     def __init__(self, *args, dtype=None, requires_grad=False, device=None):
@@ -44,6 +44,7 @@ class Tensor:
         self._meta = None
         self._grad_fn = None
         self._version = None
+        self._view = None  # (root base, view ops from it) for views made in grad mode
         if requires_grad:
             self.requires_grad_(True)
 
@@ -55,6 +56,7 @@ class Tensor:
         t._meta = None
         t._grad_fn = None
         t._version = None
+        t._view = None
         return t
 
     @classmethod

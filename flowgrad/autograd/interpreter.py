@@ -52,9 +52,9 @@ class AutogradInterpreter:
         if op.n_out == 1 and type(result) is not tuple:
             out = _new(Tensor)
             out._data = result if type(result) is np.ndarray else np.asarray(result)
-            out._meta = out._grad_fn = out._version = None
+            out._meta = out._grad_fn = out._version = out._view = None
             if op.is_view:
-                _share_version(inputs[0], out)
+                _mark_view(inputs[0], out, op, attrs, None)
             if record:
                 add_node(op, inputs, (out,), attrs, ())
             return out
@@ -63,8 +63,8 @@ class AutogradInterpreter:
             n_out = len(result)
         outs = tuple(Tensor._wrap(r) for r in result[:n_out])
         if op.is_view:
-            for out in outs:
-                _share_version(inputs[0], out)
+            for i, out in enumerate(outs):
+                _mark_view(inputs[0], out, op, attrs, i)
         if record:
             aux = tuple(Tensor._wrap(r) for r in result[n_out:])
             add_node(op, inputs, outs, attrs, aux)
@@ -123,12 +123,29 @@ def add_node(op, inputs, outputs, attrs, aux):
     return node
 
 
-def _share_version(base, view):
-    """A view and its base see the same storage, so they share one version counter."""
-    counter = base._version
+def _mark_view(src, view, op, attrs, index):
+    """A view shares its source's storage, so it shares the version counter; in grad mode it
+    also remembers its root base and the view ops that lead from it (replayed when an
+    in-place op writes through the view)."""
+    if not np.may_share_memory(view._data, src._data):
+        return  # e.g. reshape of a non-contiguous tensor: a copy, not a view
+    counter = src._version
     if counter is None:
-        counter = base._version = VersionCounter()
+        counter = src._version = VersionCounter()
     view._version = counter
+    if _state.enabled:
+        step = ((op, attrs, index),)
+        info = src._view
+        view._view = (src, step) if info is None else (info[0], info[1] + step)
+
+
+def replay_view(x, chain):
+    """Apply a view chain (from `Tensor._view`) to tensor `x`, recorded like any op."""
+    for op, attrs, index in chain:
+        x = op(x, **attrs)
+        if index is not None:
+            x = x[index]
+    return x
 
 
 def bump_version(tensor):
@@ -140,32 +157,64 @@ def bump_version(tensor):
 
 def run_inplace(name, fn, target, *args, **kwargs):
     """`target.<name>(*args)`: compute `fn(target, *args)` out of place, then write the result
-    into target's storage (views and detach() see it) and bump its version.
-
-    When recording, the op runs on a clone of the pre-op value (the write destroys it, and
-    rules may need it) and target is rebased onto the op's node: new grad_fn, fresh meta.
-    """
+    into target's storage (views and detach() see it) and bump its version."""
     from ..tensor import Tensor
 
-    meta = target._meta
+    args_need_grad = any(isinstance(a, Tensor) and a.requires_grad for a in args)
+    return inplace_update(name, target, lambda src: fn(src, *args, **kwargs), args_need_grad)
+
+
+def inplace_update(name, target, compute, args_need_grad=False):
+    """Replace target's values by `compute(target)`, in place, with autograd.
+
+    When recording, `compute` runs on a clone of the pre-op value (the write destroys it, and
+    rules may need it) and target is rebased onto the op's node: new grad_fn, fresh meta.
+    When target is a view, its root base is rebased too, as torch's CopySlices does: the
+    base's new value is its old value with the view's region replaced.
+    """
+    view = target._view
     recording = False
     if _state.enabled:
-        if meta is not None and meta.requires_grad:
-            if target._grad_fn is None:
-                raise RuntimeError(
-                    f"{name}: a leaf tensor that requires grad (shape {tuple(target.shape)}) "
-                    f"is being used in an in-place operation; wrap it in "
-                    f"`with flowgrad.no_grad():` or use the out-of-place op")
-            recording = True
-        else:
-            recording = any(isinstance(a, Tensor) and a.requires_grad for a in args)
-    src = target.clone() if recording else target
-    return write_inplace(target, fn(src, *args, **kwargs), name)
+        meta = target._meta
+        if meta is not None and meta.requires_grad and target._grad_fn is None:
+            raise RuntimeError(
+                f"{name}: a leaf tensor that requires grad (shape {tuple(target.shape)}) "
+                f"is being used in an in-place operation; wrap it in "
+                f"`with flowgrad.no_grad():` or use the out-of-place op")
+        base = view[0] if view is not None else None
+        base_needs = base is not None and base.requires_grad
+        if base_needs and base._grad_fn is None:
+            raise RuntimeError(
+                f"{name}: a view of a leaf tensor that requires grad (base shape "
+                f"{tuple(base.shape)}, view shape {tuple(target.shape)}) is being used in an "
+                f"in-place operation; wrap it in `with flowgrad.no_grad():` or clone() first")
+        recording = (meta is not None and meta.requires_grad) or base_needs or args_need_grad
+    if not recording:
+        return write_inplace(target, compute(target), name)
+    if view is None:
+        return write_inplace(target, compute(target.clone()), name)
+    return _inplace_through_view(name, target, compute)
 
 
-def write_inplace(target, result, name):
-    """Copy `result` into `target`'s storage; if result was recorded, rebase target on it."""
-    data = result._data
+def _inplace_through_view(name, target, compute):
+    from ..ops.registry import REGISTRY
+
+    base, chain = target._view
+    base_old = base.clone()
+    region = compute(replay_view(base_old, chain))
+    _check_writable(target, region._data, name)
+    new_base = REGISTRY["view_scatter"](base_old, region.to(target.dtype), chain=chain)
+    target._data[...] = region._data  # the storage is shared: base sees the new values
+    bump_version(target)
+    retain = base._meta is not None and base._meta.retain_grad
+    base._meta, base._grad_fn = new_base._meta, new_base._grad_fn
+    base._meta.retain_grad = retain
+    rebased = replay_view(new_base, chain)
+    target._meta, target._grad_fn = rebased._meta, rebased._grad_fn
+    return target
+
+
+def _check_writable(target, data, name):
     if data.dtype != target._data.dtype and not np.can_cast(data.dtype, target._data.dtype,
                                                             "same_kind"):
         raise RuntimeError(
@@ -175,6 +224,17 @@ def write_inplace(target, result, name):
         raise RuntimeError(
             f"{name}: output with shape {tuple(target._data.shape)} doesn't match the "
             f"broadcast shape {tuple(data.shape)}; in-place ops cannot change a tensor's shape")
+    if not target._data.flags.writeable:
+        raise RuntimeError(
+            f"{name}: unsupported operation: more than one element of the written-to tensor "
+            f"(shape {tuple(target.shape)}) refers to a single memory location (an expanded "
+            f"view); call .clone() before the in-place operation")
+
+
+def write_inplace(target, result, name):
+    """Copy `result` into `target`'s storage; if result was recorded, rebase target on it."""
+    data = result._data
+    _check_writable(target, data, name)
     if data is not target._data:
         target._data[...] = data
     bump_version(target)

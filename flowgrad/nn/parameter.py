@@ -25,6 +25,7 @@ class Parameter(Tensor):
         p._meta = None
         p._grad_fn = None
         p._version = data._version
+        p._view = None
         if requires_grad:
             p.requires_grad_(True)
         return p

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd import grad_mode
-from ..autograd.interpreter import bump_version, write_inplace
+from ..autograd.interpreter import bump_version, inplace_update
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -182,15 +182,11 @@ def setitem(x, index, value):
         value = Tensor._wrap(np.asarray(value, dtype=x._data.dtype))
     elif value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
-    meta = x._meta
-    enabled = grad_mode.is_grad_enabled()
-    if enabled and meta is not None and meta.requires_grad and x._grad_fn is None:
-        raise RuntimeError(
-            f"setitem: a leaf tensor that requires grad (shape {tuple(x.shape)}) is being used "
-            f"in an in-place operation; wrap it in `with flowgrad.no_grad():` or clone() it")
-    if enabled and (value.requires_grad or (meta is not None and meta.requires_grad)):
-        result = _checked(lambda: _setitem(x, value, index=idx), x, idx, x._data.shape)
-        write_inplace(x, result, "setitem")
+    if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad or (
+            x._view is not None and x._view[0].requires_grad)):
+        inplace_update("setitem", x, lambda src: _checked(
+            lambda: _setitem(src, value, index=idx), src, idx, src._data.shape),
+            value.requires_grad)
         return
     try:
         x._data[idx] = value._data

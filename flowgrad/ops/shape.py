@@ -525,3 +525,28 @@ def meshgrid(*tensors, indexing="ij"):
     if swap:
         out[0], out[1] = out[1], out[0]
     return tuple(out)
+
+
+# ---- writing through a view (the CopySlices of torch) -----------------------------------------
+@op("view_scatter")
+def _view_scatter(xp, base, region, *, chain):
+    """`base` with the region that `chain` (a view's ops from its base) selects replaced."""
+    out = base.copy()
+    view = out
+    for view_op, attrs, index in chain:
+        view = view_op.kernel(xp, view, **attrs)
+        if index is not None:
+            view = view[index]
+    view[...] = region
+    return out
+
+
+@_view_scatter.grad
+def _(ctx, dy):
+    from ..autograd.interpreter import replay_view
+
+    region_shape, region_dtype = ctx.node.input_infos[1]
+    zeros = Tensor._wrap(np.zeros(region_shape, region_dtype))
+    need = ctx.needs_input_grad
+    return (_view_scatter(dy, zeros, chain=ctx.chain) if need[0] else None,
+            replay_view(dy, ctx.chain) if need[1] else None)

@@ -1,0 +1,90 @@
+"""In-place ops through views rebase the view's base, as torch's CopySlices does."""
+import numpy as np
+import pytest
+import torch
+
+import flowgrad as flow
+
+
+def _run(m, scenario):
+    a = m.tensor([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]], requires_grad=True)
+    w = m.tensor([0.5, -1.5, 2.0], requires_grad=True)
+    out = scenario(m, a, w)
+    (out * out).sum().backward()
+    grads = [np.zeros(3 if t is w else (2, 3)) if t.grad is None else t.grad.numpy().copy()
+             for t in (a, w)]
+    return [out.detach().numpy().copy()] + grads
+
+
+def _slice_mul(m, a, w):
+    y = a * 2
+    y[0, 0:2].mul_(3)
+    return y
+
+
+def _transposed_setitem(m, a, w):
+    y = a + 0
+    v = y.t()
+    v[1] = w[:2]
+    return y
+
+
+def _row_iadd(m, a, w):
+    y = a * w
+    row = y[1]
+    row += w
+    return y
+
+
+def _view_of_view(m, a, w):
+    y = a * 3  # (a.exp() would save y itself, and torch too would refuse the backward)
+    y.reshape(3, 2)[1:].mul_(w[:2])
+    return y
+
+
+def _select_copy(m, a, w):
+    z = m.zeros(2, 3)
+    z[1].copy_(w * a[0])
+    return z
+
+
+def _then_use_view(m, a, w):
+    y = a * 1.0
+    v = y[:, 1]
+    v.mul_(2)
+    return y + v.sum()
+
+
+SCENARIOS = [_slice_mul, _transposed_setitem, _row_iadd, _view_of_view, _select_copy,
+             _then_use_view]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
+def test_inplace_through_view_matches_torch(scenario):
+    ours, theirs = _run(flow, scenario), _run(torch, scenario)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_inplace_on_view_of_leaf_raises_and_changes_nothing():
+    x = flow.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="view of a leaf tensor that requires grad"):
+        x.reshape(3, 1).mul_(2)
+    with pytest.raises(RuntimeError, match="a leaf tensor that requires grad"):
+        x[1:] = 0.0
+    assert x.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_inplace_on_view_of_leaf_is_allowed_under_no_grad():
+    x = flow.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with flow.no_grad():
+        x[1:].mul_(2)
+    assert x.tolist() == [1.0, 4.0, 6.0]
+    assert x.is_leaf and x.requires_grad
+
+
+def test_writing_into_an_expanded_view_raises():
+    y = flow.ones(3, requires_grad=True) * 1.0
+    e = y.expand(2, 3)
+    with pytest.raises(RuntimeError, match="refers to a single memory location"):
+        e.mul_(2)
