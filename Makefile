@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 
 .PHONY: demo test lint bench clean
 
-$(VENV)/.base:
+$(VENV)/.base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e .
