@@ -150,6 +150,25 @@ def _channel_major(cg, out):
     return cg * 4 <= out[-1]
 
 
+def _conv_transpose_batch_last(xp, z, w, stride, padding, dilation, groups, size):
+    """conv_transpose by GEMM then col2im, with the batch as the innermost axis of both the
+    GEMM's columns and col2im's buffer: each kernel tap's slab then moves runs of
+    (out-width x batch) values (unit stride) or of batch values, not of one output row."""
+    n, o = z.shape[:2]
+    ksize, sp = w.shape[2:], z.shape[2:]
+    cg, og = w.shape[1], o // groups
+    zt = xp.ascontiguousarray(xp.moveaxis(z.reshape((n, groups, og) + sp), 0, -1))
+    wt = w.reshape(groups, og, -1).transpose(0, 2, 1)  # (g, Cg*K, Og)
+    cols = xp.matmul(wt, zt.reshape(groups, og, -1)).reshape((groups * cg,) + ksize + sp + (n,))
+    need = [(q - 1) * s + (k - 1) * d + 1 for q, s, k, d in zip(sp, stride, ksize, dilation)]
+    grid = tuple(max(m, sz + lo + hi) for m, sz, (lo, hi) in zip(need, size, padding))
+    buf = xp.zeros((groups * cg,) + grid + (n,), dtype=cols.dtype)
+    for tap in itertools.product(*(range(k) for k in ksize)):
+        buf[(slice(None),) + tap_slices(tap, stride, dilation, sp)] += cols[(slice(None),) + tap]
+    buf = buf[(slice(None),) + tuple(slice(lo, lo + sz) for sz, (lo, _) in zip(size, padding))]
+    return xp.ascontiguousarray(xp.moveaxis(buf, -1, 0))
+
+
 # ---- the three ops -----------------------------------------------------------------------
 @op("conv", save="inputs")
 def _conv(xp, x, w, *, stride, padding, dilation, groups, out=None):
@@ -176,6 +195,10 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
     nd = len(ksize)
     cg, og = w.shape[1], o // groups
     reach = [d * (k - 1) for d, k in zip(dilation, ksize)]
+    if cg < _CONV_DX_MIN_CHANNELS and 5 * cg * math.prod(ksize) > og * sp[-1]:
+        # many taps and channels against short output rows: the batch-innermost col2im's
+        # one transposing copy of z (~3 ns a value) beats per-row adds (~15 ns a row)
+        return _conv_transpose_batch_last(xp, z, w, stride, padding, dilation, groups, size)
     if cg >= _CONV_DX_MIN_CHANNELS and all(s == 1 for s in stride) and \
             all(r >= lo for r, (lo, _) in zip(reach, padding)):
         # unit stride and enough channels for a well-shaped GEMM: a plain convolution of z
