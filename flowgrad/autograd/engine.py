@@ -1,6 +1,6 @@
 """The backward engine: GraphTask, dependency counting and the ready queue.
 
-`run_backward` is the seed's run_backward_and_save_grads_for_leaf_tensor; `grad` is its
+`backward` is the seed's run_backward_and_save_grads_for_leaf_tensor; `grad` is its
 functional twin. Everything is iterative: a chain of a million nodes needs no recursion.
 """
 from __future__ import annotations
