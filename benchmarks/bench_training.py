@@ -1,20 +1,42 @@
 """Issue 4 benchmarks, flowgrad beside torch in one run: one epoch of the digits CNN (the
 demo's model, Adam, batch 64) and one Transformer-encoder training step. Ratios printed.
 
-Run: .venv/bin/python benchmarks/bench_training.py
+Run: .venv/bin/python benchmarks/bench_training.py [--threads N] [--clock cpu]
+
+On a busy machine `--threads 1 --clock cpu` (process CPU time, one BLAS/torch thread each)
+is the steadier comparison: it doesn't count time spent waiting for a core.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+import time
 
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import report, timeit  # noqa: E402
+from common import report  # noqa: E402
 
 import flowgrad as flow  # noqa: E402
+
+CLOCK = time.perf_counter  # --clock cpu: time.process_time
+
+
+def timeit_pair(ours, theirs, repeat=7, warmup=2):
+    """Median seconds per call of ours() and theirs(), read on CLOCK, timed in alternation so
+    that machine load hits both alike."""
+    for _ in range(warmup):
+        ours()
+        theirs()
+    a, b = [], []
+    for _ in range(repeat):
+        for fn, samples in ((ours, a), (theirs, b)):
+            t0 = CLOCK()
+            fn()
+            samples.append(CLOCK() - t0)
+    return float(np.median(a)), float(np.median(b))
 
 
 def digits_cnn(m):
@@ -47,8 +69,7 @@ def bench_cnn_epoch():
                 opt.step()
         return epoch
 
-    ours, theirs = timeit(make(flow), repeat=3, warmup=1), timeit(make(torch), repeat=3,
-                                                                   warmup=1)
+    ours, theirs = timeit_pair(make(flow), make(torch), repeat=5, warmup=1)
     return report("digits CNN, one epoch (1437 images, b64, Adam)", ours, theirs)
 
 
@@ -71,12 +92,23 @@ def bench_transformer_step(batch=32, seq=64, d_model=128, nhead=4, layers=2):
             opt.step()
         return step
 
-    ours, theirs = timeit(make(flow), repeat=7), timeit(make(torch), repeat=7)
+    ours, theirs = timeit_pair(make(flow), make(torch), repeat=7)
     return report(f"Transformer encoder step ({layers}x d{d_model} b{batch} L{seq})", ours,
                   theirs)
 
 
 if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
+    args = ap.parse_args()
+    if args.threads:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.threads, user_api="blas")
+        torch.set_num_threads(args.threads)
+    if args.clock == "cpu":
+        CLOCK = time.process_time
     print(f"flowgrad vs torch {torch.__version__}, {torch.get_num_threads()} torch threads")
     bench_cnn_epoch()
     bench_transformer_step()
