@@ -26,7 +26,7 @@ demo: $(VENV)/.demo
 
 test: $(VENV)/.test
 	$(PY) -m ruff check flowgrad tests benchmarks examples
-	$(PY) -m pytest -n 2 tests
+	$(PY) -m pytest -n 2
 
 lint: $(VENV)/.test
 	$(PY) -m ruff check flowgrad tests benchmarks examples

@@ -8,23 +8,33 @@ from . import dtypes as _dt
 _DEFAULT_SUFFIXLESS = ("int64", "bool")
 
 
+def _float_format(finite):
+    """torch's choice: integral values as '3.', wide ranges in scientific, else 4 decimals."""
+    def special(v):
+        return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+
+    if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
+        return lambda v: f"{v:.0f}." if np.isfinite(v) else special(v)
+    nonzero = np.abs(finite[finite != 0])
+    if finite.size and (np.abs(finite).max() >= 1e8 or nonzero.min(initial=1) < 1e-4):
+        return lambda v: f"{v:.4e}" if np.isfinite(v) else special(v)
+    return lambda v: f"{v:.4f}" if np.isfinite(v) else special(v)
+
+
 def _format_array(a):
+    options = dict(separator=", ", prefix="tensor(", threshold=1000, edgeitems=3)
     if a.dtype.kind in "fV":
         a = a.astype(np.float64)
-        finite = a[np.isfinite(a)]
-        if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
-            fmt = {"float": lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)}
-        elif finite.size and (np.abs(finite).max() >= 1e8 or
-                              np.abs(finite[finite != 0]).min(initial=1) < 1e-4):
-            fmt = {"float": lambda v: f"{v:.4e}"}
-        else:
-            fmt = {"float": lambda v: f"{v:.4f}" if np.isfinite(v) else str(v)}
-        return np.array2string(a, separator=", ", formatter=fmt, prefix="tensor(",
-                               threshold=1000, edgeitems=3)
+        fmt = _float_format(a[np.isfinite(a)])
+        # every element right-aligned to the widest one, as torch prints
+        width = max((len(fmt(v)) for v in a.ravel()), default=0)
+        return np.array2string(a, formatter={"float": lambda v: fmt(v).rjust(width)},
+                               **options)
     if a.dtype.kind == "b":
-        return np.array2string(a, separator=", ", prefix="tensor(",
-                               formatter={"bool": lambda v: "True" if v else "False"})
-    return np.array2string(a, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3)
+        width = 5 if (~a).any() else 4
+        return np.array2string(a, formatter={"bool": lambda v: str(bool(v)).rjust(width)},
+                               **options)
+    return np.array2string(a, **options)
 
 
 def tensor_repr(t) -> str:
