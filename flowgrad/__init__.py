@@ -72,8 +72,10 @@ __version__ = "0.1.0"
 
 
 def is_tensor(obj) -> bool:
+    """True if `obj` is a flowgrad Tensor (Parameters included), as torch.is_tensor."""
     return isinstance(obj, Tensor)
 
 
 def numel(input) -> int:
+    """The number of elements of `input`, as torch.numel."""
     return input.numel()

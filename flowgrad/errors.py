@@ -11,6 +11,7 @@ def describe(x) -> str:
 
 
 def saved_tensor_error(node, saved):
+    """The RuntimeError for a saved tensor modified in place after it was saved for backward."""
     data = saved.tensor._data if saved.tensor is not None else saved.data
     what = "output" if saved.is_output else "input"
     return RuntimeError(
@@ -22,6 +23,7 @@ def saved_tensor_error(node, saved):
 
 
 def freed_graph_error(node):
+    """The RuntimeError for a second backward through a graph whose saved tensors were freed."""
     return RuntimeError(
         f"Trying to backward through the graph a second time: {node.name} has already "
         f"freed its saved tensors. Pass retain_graph=True to the first backward() or "

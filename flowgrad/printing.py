@@ -38,6 +38,7 @@ def _format_array(a):
 
 
 def tensor_repr(t) -> str:
+    """torch's repr of a tensor: formatted values plus dtype/grad_fn/requires_grad suffixes."""
     a = t._data
     body = _format_array(a)
     extras = []

@@ -52,18 +52,22 @@ def manual_seed(seed):
 
 
 def seed():
+    """Seed the global generator from a non-deterministic source; returns the seed used."""
     return default_generator.seed()
 
 
 def initial_seed():
+    """The seed the global generator was last seeded with."""
     return default_generator.initial_seed()
 
 
 def get_rng_state():
+    """The global generator's state, to pass to set_rng_state later."""
     return default_generator.get_state()
 
 
 def set_rng_state(state):
+    """Restore the global generator to a state from get_rng_state."""
     default_generator.set_state(state)
 
 

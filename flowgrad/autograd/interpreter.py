@@ -30,6 +30,7 @@ Tensor = None  # bound by flowgrad.tensor once the class exists (import order)
 
 
 def bind_tensor_class(cls):
+    """Called once by flowgrad.tensor to hand this module the Tensor class (an import cycle)."""
     global Tensor
     Tensor = cls
 
@@ -149,6 +150,7 @@ def replay_view(x, chain):
 
 
 def bump_version(tensor):
+    """Mark an in-place write to `tensor`: bump its version counter (created on first write)."""
     counter = tensor._version
     if counter is None:
         counter = tensor._version = VersionCounter()

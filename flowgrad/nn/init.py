@@ -102,10 +102,12 @@ def constant_(tensor, val):
 
 
 def ones_(tensor):
+    """Fill `tensor` with ones in place, unrecorded by autograd; returns it (nn.init.ones_)."""
     return _write(tensor, 1)
 
 
 def zeros_(tensor):
+    """Fill `tensor` with zeros in place, unrecorded by autograd; returns it (nn.init.zeros_)."""
     return _write(tensor, 0)
 
 

@@ -115,6 +115,7 @@ def from_numpy(array):
 
 
 def scalar_tensor(value, dtype=None):
+    """A 0-dim tensor holding `value` (default float dtype), as torch.scalar_tensor."""
     return tensor(value, dtype=dtype or _dt.get_default_dtype())
 
 
@@ -171,18 +172,22 @@ def _like(x, dtype):
 
 
 def zeros_like(x, dtype=None, device=None, requires_grad=False, **_):
+    """Zeros with the shape of `x` and its dtype unless `dtype` is given."""
     return _finish(np.zeros(x._data.shape, _like(x, dtype).np), requires_grad)
 
 
 def ones_like(x, dtype=None, device=None, requires_grad=False, **_):
+    """Ones with the shape of `x` and its dtype unless `dtype` is given."""
     return _finish(np.ones(x._data.shape, _like(x, dtype).np), requires_grad)
 
 
 def empty_like(x, dtype=None, device=None, requires_grad=False, **_):
+    """An uninitialised tensor shaped like `x`; flowgrad fills it with zeros."""
     return zeros_like(x, dtype, requires_grad=requires_grad)
 
 
 def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **_):
+    """A tensor shaped like `x` filled with `fill_value`, in x's dtype unless `dtype` is given."""
     return _finish(np.full(x._data.shape, fill_value, _like(x, dtype).np), requires_grad)
 
 
@@ -212,6 +217,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    """`steps` values base ** t for t evenly spaced from start to end, inclusive."""
     return _finish(np.logspace(start, end, int(steps), base=base).astype(_float_dtype(dtype).np),
                    requires_grad)
 
@@ -251,14 +257,17 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
 
 
 def rand_like(x, dtype=None, generator=None, **_):
+    """Uniform [0, 1) samples shaped like `x`, in x's dtype unless `dtype` is given."""
     return rand(*x.shape, dtype=dtype or x.dtype, generator=generator)
 
 
 def randn_like(x, dtype=None, generator=None, **_):
+    """Standard normal samples shaped like `x`."""
     return randn(*x.shape, dtype=dtype or x.dtype, generator=generator)
 
 
 def randint_like(x, low, high=None, dtype=None, generator=None, **_):
+    """Integers uniform in [low, high) shaped like `x`; randint_like(x, high) starts at 0."""
     if high is None:
         low, high = 0, low
     return randint(low, high, tuple(x.shape), dtype=dtype or x.dtype, generator=generator)

@@ -421,21 +421,25 @@ logical_xor = _compare("logical_xor", lambda xp, a, b: xp.logical_xor(a, b))
 
 @op("logical_not", differentiable=False)
 def logical_not(xp, x):
+    """Elementwise `not x` (nonzero is True); returns bool."""
     return xp.logical_not(x)
 
 
 @op("isnan", differentiable=False)
 def isnan(xp, x):
+    """Elementwise test for NaN; returns bool."""
     return xp.isnan(x)
 
 
 @op("isinf", differentiable=False)
 def isinf(xp, x):
+    """Elementwise test for +/-inf; returns bool."""
     return xp.isinf(x)
 
 
 @op("isfinite", differentiable=False)
 def isfinite(xp, x):
+    """Elementwise test for finite values (not inf, not NaN); returns bool."""
     return xp.isfinite(x)
 
 
@@ -445,12 +449,14 @@ def equal(input, other) -> bool:
 
 
 def isclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
+    """Elementwise |input - other| <= atol + rtol * |other|; returns bool."""
     import numpy as np
 
     return Tensor._wrap(np.isclose(input._data, other._data, rtol, atol, equal_nan))
 
 
 def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
+    """True if every element of input is close to other (see isclose); a Python bool."""
     import numpy as np
 
     return bool(np.allclose(input._data, other._data, rtol, atol, equal_nan))
@@ -602,42 +608,52 @@ def sign(input):
 
 
 def exp(input):
+    """e ** x, elementwise; integer inputs are computed in the default float dtype."""
     return _exp(_float_of(input))
 
 
 def log(input):
+    """Natural logarithm, elementwise; integer inputs are computed in the default float dtype."""
     return _log(_float_of(input))
 
 
 def sqrt(input):
+    """Square root, elementwise; integer inputs are computed in the default float dtype."""
     return _sqrt(_float_of(input))
 
 
 def rsqrt(input):
+    """1 / sqrt(x), elementwise; integer inputs are computed in the default float dtype."""
     return _rsqrt(_float_of(input))
 
 
 def sin(input):
+    """Sine, elementwise; integer inputs are computed in the default float dtype."""
     return _sin(_float_of(input))
 
 
 def cos(input):
+    """Cosine, elementwise; integer inputs are computed in the default float dtype."""
     return _cos(_float_of(input))
 
 
 def tanh(input):
+    """Hyperbolic tangent, elementwise; integer inputs are computed in the default float dtype."""
     return _tanh(_float_of(input))
 
 
 def sigmoid(input):
+    """1 / (1 + exp(-x)), elementwise; integer inputs are computed in the default float dtype."""
     return _sigmoid(_float_of(input))
 
 
 def square(input):
+    """x * x, elementwise (keeps integer dtypes, as torch.square)."""
     return pow(input, 2)
 
 
 def reciprocal(input):
+    """1 / x, elementwise; integer inputs are computed in the default float dtype."""
     return _scalar_rdiv(_float_of(input), value=1.0)
 
 

@@ -142,6 +142,8 @@ def torch_order(idx, shape):
 
 
 def getitem(x, index):
+    """x[index] (Tensor.__getitem__): basic indexing gives a view, advanced (tensor/list/bool)
+    indexing a copy."""
     idx, advanced = normalize_index(index)
     if advanced:
         idx = torch_order(idx, x._data.shape)

@@ -26,6 +26,7 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 
 def check_reduction(reduction, name):
+    """Raise ValueError naming loss `name` unless `reduction` is 'none', 'mean' or 'sum'."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{name}: {reduction!r} is not a valid value for reduction; use one "
                          f"of {_REDUCTIONS}")

@@ -237,11 +237,13 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=True):
+    """max_pool1d returning (output, indices) (torch.nn.functional.max_pool1d_with_indices)."""
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=True):
+    """max_pool2d returning (output, indices) (torch.nn.functional.max_pool2d_with_indices)."""
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
@@ -396,6 +398,7 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def adaptive_avg_pool3d(input, output_size):
+    """Average pooling over (N, C, D, H, W) to a fixed `output_size`."""
     return _adaptive_avg(input, output_size, 3)
 
 
@@ -449,6 +452,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Max pooling over (N, C, D, H, W) to a fixed `output_size`; with return_indices also the
+    argmaxes."""
     return _adaptive_max(input, output_size, return_indices, 3)
 
 

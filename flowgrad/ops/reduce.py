@@ -39,6 +39,7 @@ def normalize_dims(dim, ndim, op_name):
 
 
 def keepdim_shape(shape, axes):
+    """`shape` with the dims in `axes` set to 1 (the shape a keepdim=True reduction returns)."""
     return tuple(1 if i in axes else s for i, s in enumerate(shape))
 
 

@@ -47,6 +47,7 @@ def flip(input, *dims):
 
 @tensor_method()
 def fliplr(input):
+    """Reverse dim 1 (left/right); input must be at least 2-D."""
     if input._data.ndim < 2:
         raise RuntimeError("fliplr(): Input must be >= 2-d.")
     return flip(input, 1)
@@ -54,6 +55,7 @@ def fliplr(input):
 
 @tensor_method()
 def flipud(input):
+    """Reverse dim 0 (up/down); input must be at least 1-D."""
     if input._data.ndim < 1:
         raise RuntimeError("flipud(): Input must be >= 1-d.")
     return flip(input, 0)

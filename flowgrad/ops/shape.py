@@ -77,11 +77,13 @@ def view(input, *shape):
 
 @tensor_method()
 def view_as(input, other):
+    """view(input, other.shape)."""
     return view(input, other.shape)
 
 
 @tensor_method()
 def reshape_as(input, other):
+    """reshape(input, other.shape)."""
     return reshape(input, other.shape)
 
 
@@ -101,6 +103,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 @tensor_method()
 def unflatten(input, dim, sizes):
+    """Split dim `dim` into `sizes` (one may be -1), as torch.unflatten."""
     d = _wrap_dim(dim, input._data.ndim, "unflatten")
     shp = input._data.shape
     sizes = _infer_shape(tuple(sizes), shp[d], "unflatten", shp)
@@ -207,6 +210,7 @@ def expand(input, *sizes):
 
 @tensor_method()
 def expand_as(input, other):
+    """expand(input, other.shape): broadcast without copying."""
     return expand(input, other.shape)
 
 
@@ -219,6 +223,7 @@ tensor_method("broadcast_to")(broadcast_to)
 
 
 def expand_copy(input, *sizes):
+    """expand(input, *sizes), copied into a new tensor."""
     return expand(input, *sizes).clone()
 
 
@@ -263,6 +268,7 @@ def clone(input, *, memory_format=None):
 
 @tensor_method()
 def contiguous(input, memory_format=None):
+    """`input` itself if C-contiguous, else a contiguous copy (memory_format is ignored)."""
     return input if input._data.flags.c_contiguous else _clone(input)
 
 
@@ -313,6 +319,7 @@ if _dt.bfloat16 is not None:
 
 @tensor_method()
 def type_as(input, other):
+    """`input` converted to other's dtype."""
     return to(input, other.dtype)
 
 
@@ -325,11 +332,13 @@ def _type(input, dtype=None):
 
 @tensor_method()
 def cpu(input):
+    """`input` itself: flowgrad tensors always live on the CPU."""
     return input
 
 
 @tensor_method()
 def cuda(input, *args, **kwargs):
+    """Always raises: flowgrad has no CUDA device."""
     raise RuntimeError("flowgrad has no CUDA device yet: tensors live on 'cpu' (NumPy)")
 
 

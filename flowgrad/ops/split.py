@@ -129,14 +129,17 @@ def _split_by(input, s, dim, name, need):
 
 @tensor_method()
 def hsplit(input, sections):
+    """split along dim 1 (dim 0 for 1-D input) into `sections` equal parts or at indices."""
     return _split_by(input, sections, 1 if input._data.ndim > 1 else 0, "hsplit", 1)
 
 
 @tensor_method()
 def vsplit(input, sections):
+    """split along dim 0 of a >= 2-D input into `sections` equal parts or at the given indices."""
     return _split_by(input, sections, 0, "vsplit", 2)
 
 
 @tensor_method()
 def dsplit(input, sections):
+    """split along dim 2 of a >= 3-D input into `sections` equal parts or at the given indices."""
     return _split_by(input, sections, 2, "dsplit", 3)

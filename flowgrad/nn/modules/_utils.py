@@ -35,6 +35,8 @@ def new_param(*shape, dtype=None, requires_grad=True):
 
 
 def new_tensor(*shape, dtype=None, fill=0.0):
+    """A fresh tensor of `shape` filled with `fill`, in `dtype` (default: the default float dtype);
+    used to create parameters."""
     from ...ops.creation import full
 
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()

@@ -88,10 +88,12 @@ class Hardswish(_Inplace):
 
 
 class Sigmoid(_Plain):
+    """1 / (1 + exp(-x)), elementwise (torch.nn.Sigmoid)."""
     _fn = "sigmoid"
 
 
 class Tanh(_Plain):
+    """Hyperbolic tangent, elementwise (torch.nn.Tanh)."""
     _fn = "tanh"
 
 

@@ -61,4 +61,5 @@ class AlphaDropout(_DropoutNd):
 
 
 class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels (torch.nn.FeatureAlphaDropout); identity in eval mode."""
     _fn = "feature_alpha_dropout"

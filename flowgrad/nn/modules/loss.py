@@ -85,6 +85,7 @@ class NLLLoss(_WeightedLoss):
 
 
 class SmoothL1Loss(_Loss):
+    """Smooth L1: 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (torch.nn.SmoothL1Loss)."""
     def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
@@ -94,6 +95,7 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
+    """Huber loss: 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (torch.nn.HuberLoss)."""
     def __init__(self, reduction="mean", delta=1.0):
         super().__init__(reduction=reduction)
         self.delta = delta
@@ -126,6 +128,8 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
+    """KL divergence with `input` given as log-probabilities; `target` too if log_target
+    (torch.nn.KLDivLoss)."""
     def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
@@ -135,6 +139,8 @@ class KLDivLoss(_Loss):
 
 
 class PoissonNLLLoss(_Loss):
+    """Poisson negative log-likelihood; `input` is the log-rate when log_input
+    (torch.nn.PoissonNLLLoss)."""
     def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                  reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -148,6 +154,8 @@ class PoissonNLLLoss(_Loss):
 
 
 class GaussianNLLLoss(_Loss):
+    """Gaussian negative log-likelihood of `target` with mean `input` and variance `var`, called as
+    loss(input, target, var)."""
     def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
         super().__init__(reduction=reduction)
         self.full = full
@@ -168,18 +176,22 @@ class _MarginLoss(_Loss):
 
 
 class CosineEmbeddingLoss(_MarginLoss):
+    """1 - cos(x1, x2) for target 1, max(0, cos(x1, x2) - margin) for target -1
+    (torch.nn.CosineEmbeddingLoss)."""
     def forward(self, input1, input2, target):
         return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
                                        reduction=self.reduction)
 
 
 class MarginRankingLoss(_MarginLoss):
+    """max(0, -target * (x1 - x2) + margin), target in {1, -1} (torch.nn.MarginRankingLoss)."""
     def forward(self, input1, input2, target):
         return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
                                      reduction=self.reduction)
 
 
 class HingeEmbeddingLoss(_MarginLoss):
+    """x for target 1, max(0, margin - x) for target -1 (torch.nn.HingeEmbeddingLoss)."""
     _default = 1.0
 
     def forward(self, input, target):
@@ -188,6 +200,7 @@ class HingeEmbeddingLoss(_MarginLoss):
 
 
 class TripletMarginLoss(_Loss):
+    """max(d(a, p) - d(a, n) + margin, 0) with p-norm distance d (torch.nn.TripletMarginLoss)."""
     def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
                  reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -202,6 +215,7 @@ class TripletMarginLoss(_Loss):
 
 
 class TripletMarginWithDistanceLoss(_Loss):
+    """Triplet margin loss with a custom `distance_function` (default: pairwise L2 distance)."""
     def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
         super().__init__(reduction=reduction)
         if margin <= 0:
@@ -217,6 +231,7 @@ class TripletMarginWithDistanceLoss(_Loss):
 
 
 class MultiMarginLoss(_WeightedLoss):
+    """Multi-class hinge loss on class-index targets, p in {1, 2} (torch.nn.MultiMarginLoss)."""
     def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                  reduction="mean"):
         super().__init__(weight, size_average, reduce, reduction)
@@ -234,17 +249,21 @@ class MultiMarginLoss(_WeightedLoss):
 
 
 class MultiLabelMarginLoss(_Loss):
+    """Multi-label hinge loss; each target row lists class indices, ended by -1
+    (torch.nn.MultiLabelMarginLoss)."""
     def forward(self, input, target):
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """Multi-label one-vs-all loss: per-class BCE on logits, averaged over classes."""
     def forward(self, input, target):
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
                                              reduction=self.reduction)
 
 
 class SoftMarginLoss(_Loss):
+    """Two-class logistic loss log(1 + exp(-y x)), y in {1, -1} (torch.nn.SoftMarginLoss)."""
     def forward(self, input, target):
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 

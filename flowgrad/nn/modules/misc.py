@@ -83,11 +83,13 @@ class Upsample(Module):
 
 
 class UpsamplingNearest2d(Upsample):
+    """Upsample(mode='nearest') for (N, C, H, W) inputs (torch.nn.UpsamplingNearest2d)."""
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="nearest")
 
 
 class UpsamplingBilinear2d(Upsample):
+    """Upsample(mode='bilinear', align_corners=True) for (N, C, H, W) inputs."""
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 

@@ -108,6 +108,7 @@ class BatchNorm2d(_BatchNorm):
 
 
 class BatchNorm3d(_BatchNorm):
+    """Batch norm over (N, C, D, H, W) inputs (torch.nn.BatchNorm3d)."""
     _dims = (5,)
 
 
@@ -130,6 +131,7 @@ class _InstanceNorm(_NormBase):
 
 
 class InstanceNorm1d(_InstanceNorm):
+    """Instance norm over (N, C, L) or (C, L) inputs: each sample and channel normalised alone."""
     _dims = (2, 3)
 
 
@@ -140,6 +142,7 @@ class InstanceNorm2d(_InstanceNorm):
 
 
 class InstanceNorm3d(_InstanceNorm):
+    """Instance norm over (N, C, D, H, W) or (C, D, H, W) inputs."""
     _dims = (4, 5)
 
 
@@ -248,6 +251,8 @@ class RMSNorm(Module):
 
 
 class LocalResponseNorm(Module):
+    """Normalise each channel by the activity of its `size` neighbour channels
+    (torch.nn.LocalResponseNorm)."""
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
         super().__init__()
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k

@@ -47,14 +47,19 @@ class _ConstantPadNd(_PadNd):
 
 
 class ConstantPad1d(_ConstantPadNd):
+    """Pad the last 1 dim(s) with `value`; `padding` is an int or a 2-tuple (left, right)."""
     _n = 1
 
 
 class ConstantPad2d(_ConstantPadNd):
+    """Pad the last 2 dim(s) with `value`; `padding` is an int or a 4-tuple (left, right, top,
+    bottom)."""
     _n = 2
 
 
 class ConstantPad3d(_ConstantPadNd):
+    """Pad the last 3 dim(s) with `value`; `padding` is an int or a 6-tuple (left, right, top,
+    bottom, front, back)."""
     _n = 3
 
 
@@ -64,48 +69,60 @@ class _ZeroPadNd(_PadNd):
 
 
 class ZeroPad1d(_ZeroPadNd):
+    """Pad the last 1 dim(s) with zeros; `padding` is an int or a 2-tuple."""
     _n = 1
 
 
 class ZeroPad2d(_ZeroPadNd):
+    """Pad the last 2 dim(s) with zeros; `padding` is an int or a 4-tuple."""
     _n = 2
 
 
 class ZeroPad3d(_ZeroPadNd):
+    """Pad the last 3 dim(s) with zeros; `padding` is an int or a 6-tuple."""
     _n = 3
 
 
 class ReflectionPad1d(_PadNd):
+    """Pad the last 1 dim(s) by reflection at the edge (edge not repeated); padding < dim size."""
     _n, _mode = 1, "reflect"
 
 
 class ReflectionPad2d(_PadNd):
+    """Pad the last 2 dim(s) by reflection at the edge (edge not repeated); padding < dim size."""
     _n, _mode = 2, "reflect"
 
 
 class ReflectionPad3d(_PadNd):
+    """Pad the last 3 dim(s) by reflection at the edge (edge not repeated); padding < dim size."""
     _n, _mode = 3, "reflect"
 
 
 class ReplicationPad1d(_PadNd):
+    """Pad the last 1 dim(s) by repeating the edge value."""
     _n, _mode = 1, "replicate"
 
 
 class ReplicationPad2d(_PadNd):
+    """Pad the last 2 dim(s) by repeating the edge value."""
     _n, _mode = 2, "replicate"
 
 
 class ReplicationPad3d(_PadNd):
+    """Pad the last 3 dim(s) by repeating the edge value."""
     _n, _mode = 3, "replicate"
 
 
 class CircularPad1d(_PadNd):
+    """Pad the last 1 dim(s) by wrapping around (periodic padding)."""
     _n, _mode = 1, "circular"
 
 
 class CircularPad2d(_PadNd):
+    """Pad the last 2 dim(s) by wrapping around (periodic padding)."""
     _n, _mode = 2, "circular"
 
 
 class CircularPad3d(_PadNd):
+    """Pad the last 3 dim(s) by wrapping around (periodic padding)."""
     _n, _mode = 3, "circular"

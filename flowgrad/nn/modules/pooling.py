@@ -137,6 +137,7 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
 
 
 class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """Average pooling to a fixed (D, H, W) `output_size` over (N, C, D, H, W) inputs."""
     _fn = "adaptive_avg_pool3d"
 
 
@@ -156,6 +157,8 @@ class _AdaptiveMaxPoolNd(Module):
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """Max pooling to a fixed length `output_size` over (N, C, L) inputs; return_indices gives the
+    argmax positions."""
     _fn = "adaptive_max_pool1d"
 
 
@@ -166,4 +169,5 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
 
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Max pooling to a fixed (D, H, W) `output_size` over (N, C, D, H, W) inputs."""
     _fn = "adaptive_max_pool3d"

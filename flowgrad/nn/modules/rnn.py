@@ -352,6 +352,7 @@ class _CellBase(Module):
 
 
 class RNNCell(_CellBase):
+    """One step of an Elman RNN: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (or relu)."""
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
                  dtype=None):
         if nonlinearity not in ("tanh", "relu"):
@@ -368,6 +369,7 @@ class RNNCell(_CellBase):
 
 
 class GRUCell(_CellBase):
+    """One step of a GRU (gates r, z, n in torch's order); hx defaults to zeros."""
     _gates = 3
 
     def forward(self, input, hx=None):
@@ -378,6 +380,7 @@ class GRUCell(_CellBase):
 
 
 class LSTMCell(_CellBase):
+    """One step of an LSTM (gates i, f, g, o): (h, c) -> (h', c'); hx defaults to zeros."""
     _gates = 4
 
     def forward(self, input, hx=None):
