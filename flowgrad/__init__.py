@@ -8,6 +8,7 @@ tensor([0., 1.])
 """
 from . import (
     autograd,
+    cuda,
     linalg,
     nn,  # noqa: E402,I001 - nn builds on everything above
     ops,

@@ -1,0 +1,30 @@
+"""`flowgrad.cuda`: flowgrad runs on the CPU (NumPy) today, so torch scripts that ask
+`torch.cuda.is_available()` take their CPU branch.
+
+>>> import flowgrad as flow
+>>> flow.cuda.is_available(), flow.cuda.device_count()
+(False, 0)
+"""
+from __future__ import annotations
+
+
+def is_available() -> bool:
+    """False: there is no CUDA backend yet."""
+    return False
+
+
+def device_count() -> int:
+    """0: there is no CUDA backend yet."""
+    return 0
+
+
+def manual_seed(seed) -> None:
+    """Accepted for torch compatibility; there is no CUDA generator to seed."""
+
+
+def manual_seed_all(seed) -> None:
+    """Accepted for torch compatibility; there is no CUDA generator to seed."""
+
+
+def synchronize(device=None) -> None:
+    """Nothing to wait for: CPU ops finish when they return."""
