@@ -56,7 +56,13 @@ def _(ctx, ddx):
 
 @tensor_method()
 def relu(input, inplace=False):
-    """max(x, 0)."""
+    """max(x, 0).
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.relu(flow.tensor([-1.0, 0.0, 2.0]))
+    tensor([0., 0., 2.])
+    """
     if inplace:
         return run_inplace("relu_", _relu, input)
     return _relu(input)
@@ -242,7 +248,13 @@ def _(ctx, dy):
 
 @tensor_method()
 def gelu(input, approximate="none"):
-    """x * Phi(x) (exact, with erf) or its tanh approximation."""
+    """x * Phi(x) (exact, with erf) or its tanh approximation.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.gelu(flow.tensor([-1.0, 0.0, 1.0]))
+    tensor([-0.1587,  0.0000,  0.8413])
+    """
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return _gelu(input, approximate=approximate)
@@ -404,14 +416,26 @@ def _softmax_dim(input, dim, dtype, name):
 
 @tensor_method()
 def softmax(input, dim=None, dtype=None):
-    """exp(x) / sum(exp(x)) along dim, computed stably."""
+    """exp(x) / sum(exp(x)) along dim, computed stably.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.softmax(flow.tensor([[1.0, 2.0, 3.0]]), dim=1)
+    tensor([[0.0900, 0.2447, 0.6652]])
+    """
     input, d = _softmax_dim(input, dim, dtype, "softmax")
     return _softmax(input, dim=d)
 
 
 @tensor_method()
 def log_softmax(input, dim=None, dtype=None):
-    """log(softmax(x)) along dim, stable for large |x|."""
+    """log(softmax(x)) along dim, stable for large |x|.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.log_softmax(flow.tensor([1.0, 2.0, 3.0]), dim=0)
+    tensor([-2.4076, -1.4076, -0.4076])
+    """
     input, d = _softmax_dim(input, dim, dtype, "log_softmax")
     return _log_softmax(input, dim=d)
 

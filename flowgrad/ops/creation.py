@@ -145,12 +145,26 @@ def _float_dtype(dtype):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
-    """A tensor of zeros (default float dtype)."""
+    """A tensor of zeros (default float dtype).
+
+    >>> import flowgrad as flow
+    >>> flow.zeros(2, 3)
+    tensor([[0., 0., 0.],
+            [0., 0., 0.]])
+    >>> flow.zeros(2, dtype=flow.int64)
+    tensor([0, 0])
+    """
     return _finish(np.zeros(_size(size, "zeros"), _float_dtype(dtype).np), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
-    """A tensor of ones (default float dtype)."""
+    """A tensor of ones (default float dtype).
+
+    >>> import flowgrad as flow
+    >>> flow.ones(2, 2)
+    tensor([[1., 1.],
+            [1., 1.]])
+    """
     return _finish(np.ones(_size(size, "ones"), _float_dtype(dtype).np), requires_grad)
 
 
@@ -160,7 +174,15 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **_):
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
-    """A tensor filled with `fill_value`; dtype inferred from it as torch does."""
+    """A tensor filled with `fill_value`; dtype inferred from it as torch does.
+
+    >>> import flowgrad as flow
+    >>> flow.full((2, 2), 7)
+    tensor([[7, 7],
+            [7, 7]])
+    >>> flow.full((2,), 0.5)
+    tensor([0.5000, 0.5000])
+    """
     if dtype is None:
         dtype = _infer_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
     return _finish(np.full(_size((size,), "full"), fill_value, _dt.as_dtype(dtype).np),
@@ -172,7 +194,13 @@ def _like(x, dtype):
 
 
 def zeros_like(x, dtype=None, device=None, requires_grad=False, **_):
-    """Zeros with the shape of `x` and its dtype unless `dtype` is given."""
+    """Zeros with the shape of `x` and its dtype unless `dtype` is given.
+
+    >>> import flowgrad as flow
+    >>> flow.zeros_like(flow.tensor([[1, 2], [3, 4]]))
+    tensor([[0, 0],
+            [0, 0]])
+    """
     return _finish(np.zeros(x._data.shape, _like(x, dtype).np), requires_grad)
 
 
@@ -187,12 +215,24 @@ def empty_like(x, dtype=None, device=None, requires_grad=False, **_):
 
 
 def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **_):
-    """A tensor shaped like `x` filled with `fill_value`, in x's dtype unless `dtype` is given."""
+    """A tensor shaped like `x` filled with `fill_value`, in x's dtype unless `dtype` is given.
+
+    >>> import flowgrad as flow
+    >>> flow.full_like(flow.ones(3), 2.5)
+    tensor([2.5000, 2.5000, 2.5000])
+    """
     return _finish(np.full(x._data.shape, fill_value, _like(x, dtype).np), requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-    """Values from start (default 0) up to end, exclusive; int64 for integer arguments."""
+    """Values from start (default 0) up to end, exclusive; int64 for integer arguments.
+
+    >>> import flowgrad as flow
+    >>> flow.arange(5)
+    tensor([0, 1, 2, 3, 4])
+    >>> flow.arange(1, 2.5, 0.5)
+    tensor([1.0000, 1.5000, 2.0000])
+    """
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
@@ -211,7 +251,12 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    """`steps` evenly spaced values from start to end, inclusive."""
+    """`steps` evenly spaced values from start to end, inclusive.
+
+    >>> import flowgrad as flow
+    >>> flow.linspace(0, 1, steps=5)
+    tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
+    """
     return _finish(np.linspace(start, end, int(steps)).astype(_float_dtype(dtype).np),
                    requires_grad)
 
@@ -223,20 +268,39 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
-    """An n x m identity matrix."""
+    """An n x m identity matrix.
+
+    >>> import flowgrad as flow
+    >>> flow.eye(2, 3)
+    tensor([[1., 0., 0.],
+            [0., 1., 0.]])
+    """
     return _finish(np.eye(n, n if m is None else m, dtype=_float_dtype(dtype).np),
                    requires_grad)
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    """Uniform samples in [0, 1)."""
+    """Uniform samples in [0, 1).
+
+    >>> import flowgrad as flow
+    >>> g = flow.manual_seed(0)  # flowgrad's stream (NumPy's PCG64), not torch's values
+    >>> flow.rand(3)
+    tensor([0.6370, 0.2698, 0.0410])
+    """
     d = _float_dtype(dtype)
     arr = numpy_generator(generator).random(_size(size, "rand"), dtype=np.float64).astype(d.np)
     return _finish(arr, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    """Standard normal samples."""
+    """Standard normal samples.
+
+    >>> import flowgrad as flow
+    >>> g = flow.manual_seed(0)
+    >>> flow.randn(2, 2)
+    tensor([[ 0.1257, -0.1321],
+            [ 0.6404,  0.1049]])
+    """
     d = _float_dtype(dtype)
     arr = numpy_generator(generator).standard_normal(_size(size, "randn")).astype(d.np)
     return _finish(arr, requires_grad)
@@ -244,7 +308,14 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
 
 def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
             requires_grad=False):
-    """Integers uniform in [low, high); int64 by default."""
+    """Integers uniform in [low, high); int64 by default.
+
+    >>> import flowgrad as flow
+    >>> g = flow.manual_seed(0)
+    >>> x = flow.randint(0, 10, (2, 3))
+    >>> x.dtype, bool(((x >= 0) & (x < 10)).all())
+    (flowgrad.int64, True)
+    """
     if size is None:
         low, high, size = 0, low, high
     if high is None:

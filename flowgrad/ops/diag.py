@@ -47,7 +47,14 @@ def _check_2d(input, name):
 
 @tensor_method()
 def tril(input, diagonal=0):
-    """The lower triangle of the last two dims (entries on and below `diagonal`)."""
+    """The lower triangle of the last two dims (entries on and below `diagonal`).
+
+    >>> import flowgrad as flow
+    >>> flow.tril(flow.ones(3, 3))
+    tensor([[1., 0., 0.],
+            [1., 1., 0.],
+            [1., 1., 1.]])
+    """
     _check_2d(input, "tril")
     return _tril(input, diagonal=int(diagonal))
 

@@ -166,6 +166,13 @@ def einsum(equation, *operands):
 
     Accepts repeated subscripts ('ii->i' diagonals, 'ii' traces), '...' broadcasting, an
     implicit output (letters seen once, alphabetically), and operands given as one list.
+
+    >>> import flowgrad as flow
+    >>> a = flow.arange(6.0).reshape(2, 3)
+    >>> flow.einsum("ij->ji", a).shape
+    flowgrad.Size([3, 2])
+    >>> flow.einsum("ij,ij->i", a, a)
+    tensor([ 5., 50.])
     """
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])

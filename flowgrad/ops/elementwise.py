@@ -449,7 +449,12 @@ def equal(input, other) -> bool:
 
 
 def isclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
-    """Elementwise |input - other| <= atol + rtol * |other|; returns bool."""
+    """Elementwise |input - other| <= atol + rtol * |other|; returns bool.
+
+    >>> import flowgrad as flow
+    >>> flow.isclose(flow.tensor([1.0, 2.0]), flow.tensor([1.0 + 1e-7, 2.1]))
+    tensor([ True, False])
+    """
     import numpy as np
 
     return Tensor._wrap(np.isclose(input._data, other._data, rtol, atol, equal_nan))
@@ -514,7 +519,14 @@ def _binary(tensor_op, a, b, name):
 
 
 def add(input, other, *, alpha=1, out=None):
-    """input + alpha * other, broadcasting, with torch's type promotion."""
+    """input + alpha * other, broadcasting, with torch's type promotion.
+
+    >>> import flowgrad as flow
+    >>> flow.add(flow.tensor([1.0, 2.0]), flow.tensor([10.0, 20.0]), alpha=2)
+    tensor([21., 42.])
+    >>> flow.tensor([1, 2]) + 0.5
+    tensor([1.5000, 2.5000])
+    """
     if alpha != 1:
         other = other * alpha
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
@@ -524,7 +536,12 @@ def add(input, other, *, alpha=1, out=None):
 
 
 def sub(input, other, *, alpha=1, out=None):
-    """input - alpha * other."""
+    """input - alpha * other.
+
+    >>> import flowgrad as flow
+    >>> flow.sub(flow.tensor([5, 7]), 2)
+    tensor([3, 5])
+    """
     if isinstance(input, Tensor) and input._data.dtype.kind == "b" and (
             isinstance(other, builtins.bool) or isinstance(other, Tensor)
             and other._data.dtype.kind == "b"):
@@ -539,7 +556,13 @@ def sub(input, other, *, alpha=1, out=None):
 
 
 def mul(input, other, *, out=None):
-    """input * other, broadcasting."""
+    """input * other, broadcasting.
+
+    >>> import flowgrad as flow
+    >>> flow.mul(flow.tensor([[1.0], [2.0]]), flow.tensor([1.0, 10.0]))
+    tensor([[ 1., 10.],
+            [ 2., 20.]])
+    """
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         if _scalar_dtype_ok(input, other):
             return _scalar_mul(input, value=other)
@@ -547,7 +570,14 @@ def mul(input, other, *, out=None):
 
 
 def div(input, other, *, rounding_mode=None, out=None):
-    """input / other (true division: integers give floats), or floor/trunc division."""
+    """input / other (true division: integers give floats), or floor/trunc division.
+
+    >>> import flowgrad as flow
+    >>> flow.div(flow.tensor([7, -7]), 2)
+    tensor([ 3.5000, -3.5000])
+    >>> flow.div(flow.tensor([7, -7]), 2, rounding_mode="floor")
+    tensor([ 3, -4])
+    """
     if rounding_mode is not None:
         from .elementwise_more import _rounded_div
 
@@ -608,17 +638,32 @@ def sign(input):
 
 
 def exp(input):
-    """e ** x, elementwise; integer inputs are computed in the default float dtype."""
+    """e ** x, elementwise; integer inputs are computed in the default float dtype.
+
+    >>> import flowgrad as flow
+    >>> flow.exp(flow.tensor([0.0, 1.0]))
+    tensor([1.0000, 2.7183])
+    """
     return _exp(_float_of(input))
 
 
 def log(input):
-    """Natural logarithm, elementwise; integer inputs are computed in the default float dtype."""
+    """Natural logarithm, elementwise; integer inputs are computed in the default float dtype.
+
+    >>> import flowgrad as flow
+    >>> flow.log(flow.tensor([1.0, 100.0]))
+    tensor([0.0000, 4.6052])
+    """
     return _log(_float_of(input))
 
 
 def sqrt(input):
-    """Square root, elementwise; integer inputs are computed in the default float dtype."""
+    """Square root, elementwise; integer inputs are computed in the default float dtype.
+
+    >>> import flowgrad as flow
+    >>> flow.sqrt(flow.tensor([4, 2]))
+    tensor([2.0000, 1.4142])
+    """
     return _sqrt(_float_of(input))
 
 
@@ -662,6 +707,11 @@ def where(condition, input=None, other=None):
 
     Only the branch taken receives gradient, so a NaN gradient in the other branch does not
     leak through.
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor([-1.0, 2.0, -3.0])
+    >>> flow.where(x > 0, x, 0.0)
+    tensor([0., 2., 0.])
     """
     if input is None and other is None:
         from .index import nonzero
@@ -676,7 +726,12 @@ def where(condition, input=None, other=None):
 
 
 def clamp(input, min=None, max=None, *, out=None):
-    """Limit values to [min, max]; either bound may be None or a tensor."""
+    """Limit values to [min, max]; either bound may be None or a tensor.
+
+    >>> import flowgrad as flow
+    >>> flow.clamp(flow.tensor([-2.0, 0.5, 3.0]), min=-1, max=1)
+    tensor([-1.0000,  0.5000,  1.0000])
+    """
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
@@ -692,7 +747,12 @@ clip = clamp
 
 
 def maximum(input, other):
-    """Elementwise max of two tensors (ties split the gradient)."""
+    """Elementwise max of two tensors (ties split the gradient).
+
+    >>> import flowgrad as flow
+    >>> flow.maximum(flow.tensor([1.0, 5.0]), flow.tensor([3.0, 2.0]))
+    tensor([3., 5.])
+    """
     return _binary(_maximum, input, other, "maximum")
 
 

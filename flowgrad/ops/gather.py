@@ -136,7 +136,14 @@ def _check_dtype(input, src, name):
 # ---- gather / take ---------------------------------------------------------------------------
 @tensor_method()
 def gather(input, dim, index, *, sparse_grad=False):
-    """out[i][j] = input[index[i][j]][j] (dim=0): values picked along `dim` by `index`."""
+    """out[i][j] = input[index[i][j]][j] (dim=0): values picked along `dim` by `index`.
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor([[1, 2], [3, 4]])
+    >>> flow.gather(x, 1, flow.tensor([[0, 0], [1, 0]]))
+    tensor([[1, 1],
+            [4, 3]])
+    """
     _, flat = _gather_flat(input, dim, index, "gather")
     return _take_flat(input, flat=flat)
 
@@ -256,7 +263,15 @@ def _scatter_args(input, dim, index, src, name):
 
 @tensor_method()
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):
-    """A copy of input with `src` (or `value`) written at `index` along `dim`."""
+    """A copy of input with `src` (or `value`) written at `index` along `dim`.
+
+    >>> import flowgrad as flow
+    >>> index = flow.tensor([[0, 1, 2]])
+    >>> flow.zeros(3, 3).scatter(0, index, flow.ones(1, 3))
+    tensor([[1., 0., 0.],
+            [0., 1., 0.],
+            [0., 0., 1.]])
+    """
     from .elementwise import where
 
     if src is None:

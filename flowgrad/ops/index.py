@@ -244,7 +244,13 @@ def nonzero(input, *, as_tuple=False):
 
 @tensor_method()
 def index_select(input, dim, index):
-    """Entries of `input` along `dim` at the positions in the 1-D `index`."""
+    """Entries of `input` along `dim` at the positions in the 1-D `index`.
+
+    >>> import flowgrad as flow
+    >>> flow.index_select(flow.arange(6).reshape(3, 2), 0, flow.tensor([2, 0]))
+    tensor([[4, 5],
+            [0, 1]])
+    """
     d = _wrap_dim(dim, input._data.ndim, "index_select")
     if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu":
         got = index.dtype if isinstance(index, Tensor) else type(index).__name__
@@ -258,7 +264,13 @@ def index_select(input, dim, index):
 
 @tensor_method()
 def masked_fill(input, mask, value):
-    """`value` where mask is True, input elsewhere (mask broadcasts)."""
+    """`value` where mask is True, input elsewhere (mask broadcasts).
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor([1.0, -2.0, 3.0])
+    >>> x.masked_fill(x < 0, 0.0)
+    tensor([1., 0., 3.])
+    """
     from .elementwise import where
 
     if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:

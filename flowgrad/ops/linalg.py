@@ -88,7 +88,15 @@ def _check_matmul(a, b, name):
 
 @tensor_method()
 def matmul(input, other):
-    """Matrix product with NumPy/torch broadcasting rules."""
+    """Matrix product with NumPy/torch broadcasting rules.
+
+    >>> import flowgrad as flow
+    >>> a = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> flow.matmul(a, flow.tensor([1.0, 1.0]))
+    tensor([3., 7.])
+    >>> (a @ a).shape, flow.matmul(flow.ones(5, 2, 3), flow.ones(3, 4)).shape
+    (flowgrad.Size([2, 2]), flowgrad.Size([5, 2, 4]))
+    """
     a, b = _check_matmul(input, other, "matmul")
     return _matmul(a, b)
 
@@ -104,7 +112,13 @@ def _ndim_check(x, n, name, what):
 
 @tensor_method()
 def mm(input, mat2):
-    """2-D matrix product."""
+    """2-D matrix product.
+
+    >>> import flowgrad as flow
+    >>> flow.mm(flow.eye(2), flow.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor([[1., 2.],
+            [3., 4.]])
+    """
     _ndim_check(input, 2, "mm", "self")
     _ndim_check(mat2, 2, "mm", "mat2")
     return matmul(input, mat2)
@@ -112,7 +126,12 @@ def mm(input, mat2):
 
 @tensor_method()
 def bmm(input, mat2):
-    """Batched 3-D matrix product (no broadcasting)."""
+    """Batched 3-D matrix product (no broadcasting).
+
+    >>> import flowgrad as flow
+    >>> flow.bmm(flow.ones(4, 2, 3), flow.ones(4, 3, 5)).shape
+    flowgrad.Size([4, 2, 5])
+    """
     _ndim_check(input, 3, "bmm", "batch1")
     _ndim_check(mat2, 3, "bmm", "batch2")
     if input.shape[0] != mat2.shape[0]:
@@ -207,7 +226,14 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 # ---- layers' functional forms (exported as F.linear, F.bilinear) --------------------------
 def linear(input, weight, bias=None):
-    """F.linear: input @ weight.T + bias, with weight of shape (out_features, in_features)."""
+    """F.linear: input @ weight.T + bias, with weight of shape (out_features, in_features).
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> w = flow.tensor([[1.0, 1.0], [0.0, 1.0]])
+    >>> F.linear(flow.tensor([[1.0, 2.0]]), w, flow.tensor([0.5, 0.0]))
+    tensor([[3.5000, 2.0000]])
+    """
     if weight._data.ndim not in (1, 2):
         raise RuntimeError(f"linear: weight must be 1-D or 2-D, got shape "
                            f"{tuple(weight.shape)}")

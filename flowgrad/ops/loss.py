@@ -158,7 +158,13 @@ def _float_input(input, name):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log-likelihood of class indices `target` under log-probabilities `input`
-    (N, C, d1, ...); 'mean' divides by the summed weights of the non-ignored targets."""
+    (N, C, d1, ...); 'mean' divides by the summed weights of the non-ignored targets.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.nll_loss(flow.tensor([[-0.1, -2.3], [-1.6, -0.2]]), flow.tensor([0, 1]))
+    tensor(0.1500)
+    """
     check_reduction(reduction, "nll_loss")
     _float_input(input, "nll_loss")
     x, t, w = _check_class_target(input, target, weight, ignore_index, "nll_loss")
@@ -172,7 +178,18 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """Cross entropy between logits `input` (N, C, d1, ...) and class indices (N, d1, ...)
     or class probabilities (the input's shape); with optional class weights, ignore_index
-    and label smoothing. Stable for large logits (log-sum-exp)."""
+    and label smoothing. Stable for large logits (log-sum-exp).
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> logits = flow.tensor([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0]], requires_grad=True)
+    >>> loss = F.cross_entropy(logits, flow.tensor([0, 2]))
+    >>> loss
+    tensor(0.1755, grad_fn=<cross_entropy_backward>)
+    >>> loss.backward(); logits.grad
+    tensor([[-0.1072,  0.0876,  0.0196],
+            [ 0.0247,  0.0272, -0.0519]])
+    """
     check_reduction(reduction, "cross_entropy")
     _float_input(input, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
@@ -209,7 +226,13 @@ def _pair(input, target, name, reduction):
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """Mean squared error (sum or per element with `reduction`)."""
+    """Mean squared error (sum or per element with `reduction`).
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.mse_loss(flow.tensor([1.0, 2.0]), flow.tensor([0.0, 4.0]))
+    tensor(2.5000)
+    """
     d = _pair(input, target, "mse_loss", reduction)
     sq = d * d
     return reduce_loss(sq * weight if weight is not None else sq, reduction)

@@ -102,7 +102,13 @@ def _broadcastable(t, shape, name, what):
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)), the logs clamped at -100 as torch does; input must be
-    probabilities in [0, 1]."""
+    probabilities in [0, 1].
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.binary_cross_entropy(flow.tensor([0.9, 0.2]), flow.tensor([1.0, 0.0]))
+    tensor(0.1643)
+    """
     check_reduction(reduction, "binary_cross_entropy")
     x = _float_input(input, "binary_cross_entropy")
     t = _same_shape(x, target, "binary_cross_entropy")

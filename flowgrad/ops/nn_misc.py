@@ -95,7 +95,18 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of `weight` (num_embeddings, dim) picked by the integer `input`; the
     padding_idx row gets no gradient; with max_norm the picked rows are renormalised in
-    place first, as torch does."""
+    place first, as torch does.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> weight = flow.tensor([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
+    >>> F.embedding(flow.tensor([[1, 2], [0, 1]]), weight)
+    tensor([[[1., 2.],
+             [3., 4.]],
+    <BLANKLINE>
+            [[0., 0.],
+             [1., 2.]]])
+    """
     idx = _indices(input, "embedding")
     if weight._data.ndim != 2:
         raise RuntimeError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), "

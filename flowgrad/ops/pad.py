@@ -57,7 +57,15 @@ def _check(input, pad, mode, value):
 
 def pad(input, pad, mode="constant", value=None):
     """Pad the last len(pad)//2 dims: pad = (left of last dim, right of last dim, left of the
-    dim before, ...). Negative pads crop."""
+    dim before, ...). Negative pads crop.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.pad(flow.tensor([[1.0, 2.0]]), (1, 2))
+    tensor([[0., 1., 2., 0., 0.]])
+    >>> F.pad(flow.ones(1, 1, 2, 2), (1, 1, 1, 1)).shape
+    flowgrad.Size([1, 1, 4, 4])
+    """
     pad = tuple(int(p) for p in pad)
     _check(input, pad, mode, value)
     nd = input._data.ndim

@@ -108,14 +108,30 @@ def _sum_dtype(x, dtype):
 
 @tensor_method()
 def sum(input, dim=None, keepdim=False, *, dtype=None):
-    """Sum over `dim` (an int, a tuple, or None for all)."""
+    """Sum over `dim` (an int, a tuple, or None for all).
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> flow.sum(x)
+    tensor(10.)
+    >>> x.sum(dim=0)
+    tensor([4., 6.])
+    >>> x.sum(1, keepdim=True)
+    tensor([[3.],
+            [7.]])
+    """
     x = _sum_dtype(input, dtype)
     return _sum(x, axes=normalize_dims(dim, x._data.ndim, "sum"), keepdim=keepdim)
 
 
 @tensor_method()
 def mean(input, dim=None, keepdim=False, *, dtype=None):
-    """Mean over `dim`; floating inputs only, as torch."""
+    """Mean over `dim`; floating inputs only, as torch.
+
+    >>> import flowgrad as flow
+    >>> flow.tensor([[1.0, 2.0], [3.0, 4.0]]).mean(dim=1)
+    tensor([1.5000, 3.5000])
+    """
     x = input.to(dtype) if dtype is not None else input
     if x._data.dtype.kind not in "fV":
         raise RuntimeError(
@@ -221,13 +237,27 @@ def _max_min(input, dim, keepdim, other, name):
 
 @tensor_method()
 def max(input, dim=None, keepdim=False, *, other=None):
-    """max(x): the largest element; max(x, dim): (values, indices); max(x, y): maximum."""
+    """max(x): the largest element; max(x, dim): (values, indices); max(x, y): maximum.
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor([[1.0, 5.0], [3.0, 2.0]])
+    >>> flow.max(x)
+    tensor(5.)
+    >>> values, indices = flow.max(x, dim=1)
+    >>> values, indices
+    (tensor([5., 3.]), tensor([1, 0]))
+    """
     return _max_min(input, dim, keepdim, other, "max")
 
 
 @tensor_method()
 def min(input, dim=None, keepdim=False, *, other=None):
-    """min(x): the smallest element; min(x, dim): (values, indices); min(x, y): minimum."""
+    """min(x): the smallest element; min(x, dim): (values, indices); min(x, y): minimum.
+
+    >>> import flowgrad as flow
+    >>> flow.min(flow.tensor([[1.0, 5.0], [3.0, 2.0]]), dim=0).indices
+    tensor([0, 1])
+    """
     return _max_min(input, dim, keepdim, other, "min")
 
 
@@ -251,7 +281,15 @@ def _argmin(xp, x, *, dim, keepdim):
 
 @tensor_method()
 def argmax(input, dim=None, keepdim=False):
-    """Index of the largest element (over all elements when dim is None); int64."""
+    """Index of the largest element (over all elements when dim is None); int64.
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor([[1.0, 5.0], [3.0, 2.0]])
+    >>> flow.argmax(x)
+    tensor(1)
+    >>> flow.argmax(x, dim=1)
+    tensor([1, 0])
+    """
     d = None if dim is None else _wrap_dim(dim, input._data.ndim, "argmax")
     return _argmax(input, dim=d, keepdim=keepdim).to(_dt.int64)
 
@@ -337,7 +375,12 @@ def _prod_of_others(x, axes):
 
 @tensor_method()
 def prod(input, dim=None, keepdim=False, *, dtype=None):
-    """Product over `dim` (one int, or None for all); zeros get torch's gradient."""
+    """Product over `dim` (one int, or None for all); zeros get torch's gradient.
+
+    >>> import flowgrad as flow
+    >>> flow.prod(flow.tensor([[1.0, 2.0], [3.0, 4.0]]), dim=1)
+    tensor([ 2., 12.])
+    """
     x = _sum_dtype(input, dtype)
     if dim is not None and isinstance(dim, (tuple, list)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}; "

@@ -37,7 +37,13 @@ def _(ctx, dy):
 
 @tensor_method()
 def flip(input, *dims):
-    """Reverse the order of elements along `dims`."""
+    """Reverse the order of elements along `dims`.
+
+    >>> import flowgrad as flow
+    >>> flow.arange(4).reshape(2, 2).flip(0)
+    tensor([[2, 3],
+            [0, 1]])
+    """
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
     nd = input._data.ndim

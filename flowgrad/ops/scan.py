@@ -48,7 +48,12 @@ def _(ctx, dy):
 
 @tensor_method()
 def cumsum(input, dim, *, dtype=None):
-    """Running sum along `dim`."""
+    """Running sum along `dim`.
+
+    >>> import flowgrad as flow
+    >>> flow.cumsum(flow.tensor([1, 2, 3]), dim=0)
+    tensor([1, 3, 6])
+    """
     x, d = _scan_input(input, dim, dtype, "cumsum")
     if x._data.ndim == 0:
         return x.clone()

@@ -56,14 +56,28 @@ def _(ctx, dy):
 
 @tensor_method()
 def reshape(input, *shape):
-    """The same elements in a new shape (one dim may be -1)."""
+    """The same elements in a new shape (one dim may be -1).
+
+    >>> import flowgrad as flow
+    >>> flow.arange(6).reshape(2, -1)
+    tensor([[0, 1, 2],
+            [3, 4, 5]])
+    """
     shape = _infer_shape(_shape_arg(shape), input._data.size, "reshape", input._data.shape)
     return _reshape(input, shape=shape)
 
 
 @tensor_method()
 def view(input, *shape):
-    """reshape that requires a layout where no copy is needed (like torch.view)."""
+    """reshape that requires a layout where no copy is needed (like torch.view).
+
+    >>> import flowgrad as flow
+    >>> x = flow.arange(6.0)
+    >>> v = x.view(3, 2)
+    >>> v[0, 0] = 100.0
+    >>> x
+    tensor([100.,   1.,   2.,   3.,   4.,   5.])
+    """
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
         return input.to(shape[0])
     shape = _infer_shape(_shape_arg(shape), input._data.size, "view", input._data.shape)
@@ -89,7 +103,12 @@ def reshape_as(input, other):
 
 @tensor_method()
 def flatten(input, start_dim=0, end_dim=-1):
-    """Merge dims start_dim..end_dim into one."""
+    """Merge dims start_dim..end_dim into one.
+
+    >>> import flowgrad as flow
+    >>> flow.zeros(2, 3, 4).flatten(1).shape
+    flowgrad.Size([2, 12])
+    """
     nd = input._data.ndim
     if nd == 0:
         return reshape(input, 1)
@@ -103,7 +122,13 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 @tensor_method()
 def unflatten(input, dim, sizes):
-    """Split dim `dim` into `sizes` (one may be -1), as torch.unflatten."""
+    """Split dim `dim` into `sizes` (one may be -1), as torch.unflatten.
+
+    >>> import flowgrad as flow
+    >>> flow.arange(6).unflatten(0, (2, 3))
+    tensor([[0, 1, 2],
+            [3, 4, 5]])
+    """
     d = _wrap_dim(dim, input._data.ndim, "unflatten")
     shp = input._data.shape
     sizes = _infer_shape(tuple(sizes), shp[d], "unflatten", shp)
@@ -123,7 +148,12 @@ def _(ctx, dy):
 
 @tensor_method()
 def permute(input, *dims):
-    """Reorder the dims."""
+    """Reorder the dims.
+
+    >>> import flowgrad as flow
+    >>> flow.zeros(2, 3, 4).permute(2, 0, 1).shape
+    flowgrad.Size([4, 2, 3])
+    """
     dims = _shape_arg(dims)
     nd = input._data.ndim
     if len(dims) != nd:
@@ -137,7 +167,14 @@ def permute(input, *dims):
 
 @tensor_method()
 def transpose(input, dim0, dim1):
-    """Swap two dims."""
+    """Swap two dims.
+
+    >>> import flowgrad as flow
+    >>> flow.arange(6).reshape(2, 3).transpose(0, 1)
+    tensor([[0, 3],
+            [1, 4],
+            [2, 5]])
+    """
     nd = input._data.ndim
     if nd == 0:
         return _reshape(input, shape=())
@@ -180,7 +217,13 @@ def _(ctx, dy):
 
 @tensor_method()
 def expand(input, *sizes):
-    """Broadcast size-1 dims to `sizes` (-1 keeps a dim) without copying."""
+    """Broadcast size-1 dims to `sizes` (-1 keeps a dim) without copying.
+
+    >>> import flowgrad as flow
+    >>> flow.tensor([[1], [2]]).expand(2, 3)
+    tensor([[1, 1, 1],
+            [2, 2, 2]])
+    """
     sizes = _shape_arg(sizes)
     shp = input._data.shape
     lead = len(sizes) - len(shp)
@@ -229,7 +272,14 @@ def expand_copy(input, *sizes):
 
 @tensor_method()
 def squeeze(input, dim=None):
-    """Drop size-1 dims (all, or those in `dim`)."""
+    """Drop size-1 dims (all, or those in `dim`).
+
+    >>> import flowgrad as flow
+    >>> flow.zeros(2, 1, 3, 1).squeeze().shape
+    flowgrad.Size([2, 3])
+    >>> flow.zeros(2, 1, 3, 1).squeeze(1).shape
+    flowgrad.Size([2, 3, 1])
+    """
     shp = input._data.shape
     if dim is None:
         new = tuple(s for s in shp if s != 1)
@@ -242,7 +292,13 @@ def squeeze(input, dim=None):
 
 @tensor_method()
 def unsqueeze(input, dim):
-    """Insert a size-1 dim at `dim`."""
+    """Insert a size-1 dim at `dim`.
+
+    >>> import flowgrad as flow
+    >>> flow.tensor([1, 2]).unsqueeze(1)
+    tensor([[1],
+            [2]])
+    """
     nd = input._data.ndim + 1
     d = _wrap_dim(dim, nd, "unsqueeze")
     shp = input._data.shape
@@ -368,7 +424,16 @@ def _promote_all(tensors, op_name):
 
 
 def cat(tensors, dim=0, *, out=None):
-    """Join tensors along an existing dim."""
+    """Join tensors along an existing dim.
+
+    >>> import flowgrad as flow
+    >>> a, b = flow.tensor([[1, 2]]), flow.tensor([[3, 4]])
+    >>> flow.cat([a, b])
+    tensor([[1, 2],
+            [3, 4]])
+    >>> flow.cat([a, b], dim=1)
+    tensor([[1, 2, 3, 4]])
+    """
     tensors = _promote_all(tensors, "cat")
     ref = next((x for x in tensors if x._data.ndim), tensors[0])
     if ref._data.ndim == 0:
@@ -393,7 +458,13 @@ concat = concatenate = cat
 
 
 def stack(tensors, dim=0, *, out=None):
-    """Join same-shaped tensors along a new dim."""
+    """Join same-shaped tensors along a new dim.
+
+    >>> import flowgrad as flow
+    >>> flow.stack([flow.tensor([1, 2]), flow.tensor([3, 4])], dim=1)
+    tensor([[1, 3],
+            [2, 4]])
+    """
     tensors = _promote_all(tensors, "stack")
     shp = tensors[0]._data.shape
     for i, x in enumerate(tensors):

@@ -55,7 +55,12 @@ def msort(input):
 
 @tensor_method()
 def topk(input, k, dim=-1, largest=True, sorted=True):
-    """The k largest (or smallest) entries along `dim`, with their indices."""
+    """The k largest (or smallest) entries along `dim`, with their indices.
+
+    >>> import flowgrad as flow
+    >>> flow.topk(flow.tensor([1.0, 4.0, 2.0, 3.0]), 2).indices
+    tensor([1, 3])
+    """
     nd = input._data.ndim
     d = _wrap_dim(dim, nd, "topk")
     size = input._data.shape[d] if nd else 1

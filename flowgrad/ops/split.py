@@ -52,7 +52,12 @@ def _size(input, dim, name):
 
 @tensor_method()
 def split(tensor, split_size_or_sections, dim=0):
-    """Pieces of `split_size` along `dim` (the last may be smaller), or of the given sizes."""
+    """Pieces of `split_size` along `dim` (the last may be smaller), or of the given sizes.
+
+    >>> import flowgrad as flow
+    >>> flow.arange(5).split([1, 4])
+    (tensor([0]), tensor([1, 2, 3, 4]))
+    """
     d, n = _size(tensor, dim, "split")
     s = split_size_or_sections
     if isinstance(s, (list, tuple)):
@@ -73,7 +78,12 @@ def split(tensor, split_size_or_sections, dim=0):
 
 @tensor_method()
 def chunk(input, chunks, dim=0):
-    """At most `chunks` equal pieces along `dim` (the last may be smaller)."""
+    """At most `chunks` equal pieces along `dim` (the last may be smaller).
+
+    >>> import flowgrad as flow
+    >>> flow.arange(5).chunk(2)
+    (tensor([0, 1, 2]), tensor([3, 4]))
+    """
     if chunks <= 0:
         raise RuntimeError(f"chunk(): chunk expects `chunks` to be greater than 0, got: "
                            f"{chunks}")

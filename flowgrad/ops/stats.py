@@ -84,7 +84,12 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 @tensor_method()
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """Standard deviation over `dim` with `correction` (default 1)."""
+    """Standard deviation over `dim` with `correction` (default 1).
+
+    >>> import flowgrad as flow
+    >>> flow.std(flow.tensor([1.0, 2.0, 3.0, 4.0]))
+    tensor(1.2910)
+    """
     axes, keepdim, c = _var_args(input, dim, unbiased, keepdim, correction, "std")
     return _std(input, axes=axes, keepdim=keepdim, correction=c)
 
