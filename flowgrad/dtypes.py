@@ -18,7 +18,8 @@ import numpy as np
 __all__ = [
     "dtype", "float16", "half", "float32", "float", "float64", "double", "bfloat16",
     "int8", "int16", "int32", "int", "int64", "long", "uint8", "bool",
-    "promote_types", "result_type", "get_default_dtype", "set_default_dtype",
+    "promote_types", "result_type", "get_default_dtype", "set_default_dtype", "finfo", "iinfo",
+    "is_floating_point",
 ]
 
 
@@ -175,3 +176,54 @@ def result_type(*operands) -> dtype:
         if d is not None and (result is None or d.category > result.category):
             result = d
     return result
+
+
+class finfo:  # noqa: N801 - torch's name
+    """Machine limits of a floating dtype (default: the default dtype), as torch.finfo.
+
+    >>> import flowgrad as flow
+    >>> flow.finfo(flow.float16).max, flow.finfo().eps
+    (65504.0, 1.1920928955078125e-07)
+    """
+
+    def __init__(self, type=None):
+        d = as_dtype(type) if type is not None else get_default_dtype()
+        if not d.is_floating_point:
+            raise TypeError(f"finfo: {d} is not a floating point dtype; use iinfo for integers")
+        info = ml_dtypes.finfo(d.np) if d.name == "bfloat16" else np.finfo(d.np)
+        self.dtype = d.name
+        self.bits = d.itemsize * 8
+        self.eps = builtins.float(info.eps)
+        self.max = builtins.float(info.max)
+        self.min = builtins.float(info.min)
+        self.tiny = self.smallest_normal = builtins.float(info.tiny)
+        self.resolution = 10.0 ** -builtins.int(info.precision)  # as torch: a power of ten
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, "
+                f"eps={self.eps}, smallest_normal={self.tiny}, dtype={self.dtype})")
+
+
+class iinfo:  # noqa: N801 - torch's name
+    """Machine limits of an integer dtype, as torch.iinfo.
+
+    >>> import flowgrad as flow
+    >>> flow.iinfo(flow.int8).min, flow.iinfo(flow.uint8).max
+    (-128, 255)
+    """
+
+    def __init__(self, type):
+        d = as_dtype(type)
+        if d.category != 1:
+            raise TypeError(f"iinfo: {d} is not an integer dtype; use finfo for floats")
+        info = np.iinfo(d.np)
+        self.dtype, self.bits = d.name, d.itemsize * 8
+        self.min, self.max = builtins.int(info.min), builtins.int(info.max)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def is_floating_point(input) -> builtins.bool:
+    """True when the tensor's dtype is a floating point type."""
+    return input.dtype.is_floating_point

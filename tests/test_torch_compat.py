@@ -54,3 +54,31 @@ def test_torch_training_script_runs_with_the_import_changed(framework, tmp_path)
     assert namespace["accuracy"] > 0.9
     assert namespace["summary"] == (256, (256, 20), True, 8, 0.05, 4)
     assert np.isfinite(namespace["loss"].item())
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_finfo_matches_torch(name):
+    import torch
+
+    import flowgrad as flow
+
+    ours, theirs = flow.finfo(getattr(flow, name)), torch.finfo(getattr(torch, name))
+    for field in ("bits", "eps", "max", "min", "tiny", "resolution"):
+        assert getattr(ours, field) == getattr(theirs, field), field
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "int64"])
+def test_iinfo_matches_torch(name):
+    import torch
+
+    import flowgrad as flow
+
+    ours, theirs = flow.iinfo(getattr(flow, name)), torch.iinfo(getattr(torch, name))
+    assert (ours.bits, ours.min, ours.max) == (theirs.bits, theirs.min, theirs.max)
+
+
+def test_finfo_of_an_integer_dtype_raises():
+    import flowgrad as flow
+
+    with pytest.raises(TypeError, match="not a floating point dtype"):
+        flow.finfo(flow.int32)
