@@ -224,7 +224,16 @@ def load(f, map_location=None, weights_only=True, mmap=None):
     """Read a checkpoint written by `save` (from a path or binary file object). A plain
     safetensors file (no flowgrad metadata) loads as a flat {name: tensor} dict.
     `map_location`, `weights_only` and `mmap` are accepted for torch compatibility: there
-    is only the CPU, and nothing but data is ever read."""
+    is only the CPU, and nothing but data is ever read.
+
+    >>> import flowgrad as flow
+    >>> import io
+    >>> buf = io.BytesIO()
+    >>> flow.save({"w": flow.tensor([1.0, 2.0]), "step": 3}, buf)
+    >>> _ = buf.seek(0)
+    >>> flow.load(buf)
+    {'w': tensor([1., 2.]), 'step': 3}
+    """
     from safetensors import deserialize
 
     data, name = _read(f)

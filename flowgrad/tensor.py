@@ -248,6 +248,14 @@ class Tensor:
         """Accumulate the gradient of this tensor into the leaves' `.grad`.
 
         A scalar seeds with 1; otherwise pass `gradient` shaped like the tensor.
+
+        >>> import flowgrad as flow
+        >>> x = flow.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = (x * x).sum()
+        >>> y.backward(); x.grad
+        tensor([2., 4.])
+        >>> (x * 3).backward(flow.tensor([1.0, 0.0])); x.grad
+        tensor([5., 4.])
         """
         engine.backward(self, gradient, retain_graph, create_graph, inputs)
 

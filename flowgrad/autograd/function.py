@@ -100,7 +100,23 @@ class _FunctionOp:
 
 
 class Function:
-    """Base class for ops written as a forward/backward pair in flowgrad code."""
+    """Base class for ops written as a forward/backward pair in flowgrad code.
+
+    >>> import flowgrad as flow
+    >>> class Exp(flow.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         y = x.exp()
+    ...         ctx.save_for_backward(y)
+    ...         return y
+    ...     @staticmethod
+    ...     def backward(ctx, dy):
+    ...         (y,) = ctx.saved_tensors
+    ...         return dy * y
+    >>> x = flow.tensor([0.0, 1.0], requires_grad=True)
+    >>> Exp.apply(x).sum().backward(); x.grad
+    tensor([1.0000, 2.7183])
+    """
 
     _op = None
 

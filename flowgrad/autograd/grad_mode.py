@@ -116,13 +116,35 @@ def _wrap_generator(fn, mode):
 
 
 class no_grad(_GradMode):  # noqa: N801 - torch's name
-    """Disable recording: ops run, outputs do not require grad."""
+    """Disable recording: ops run, outputs do not require grad.
+
+    >>> import flowgrad as flow
+    >>> x = flow.ones(2, requires_grad=True)
+    >>> with flow.no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    >>> @flow.no_grad()
+    ... def f(t):
+    ...     return t + 1
+    >>> f(x).requires_grad
+    False
+    """
 
     mode = False
 
 
 class enable_grad(_GradMode):  # noqa: N801
-    """Re-enable recording inside a `no_grad` block."""
+    """Re-enable recording inside a `no_grad` block.
+
+    >>> import flowgrad as flow
+    >>> x = flow.ones(2, requires_grad=True)
+    >>> with flow.no_grad():
+    ...     with flow.enable_grad():
+    ...         y = x * 2
+    >>> y.requires_grad
+    True
+    """
 
     mode = True
 

@@ -203,7 +203,15 @@ class Module:
 
     def register_buffer(self, name, tensor, persistent=True):
         """Add a buffer: state that is not a parameter (running stats). Non-persistent
-        buffers are left out of `state_dict`."""
+        buffers are left out of `state_dict`.
+
+        >>> import flowgrad as flow
+        >>> from flowgrad import nn
+        >>> m = nn.Module()
+        >>> m.register_buffer("steps", flow.zeros(()))
+        >>> list(m.state_dict()), list(m.parameters())
+        (['steps'], [])
+        """
         self._check_name(name, "buffer")
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
@@ -330,6 +338,14 @@ class Module:
             yield from module.named_modules(memo, sub, remove_duplicate)
 
     def modules(self):
+        """Yield self and every descendant module (pre-order), each once.
+
+        >>> import flowgrad as flow
+        >>> from flowgrad import nn
+        >>> m = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU()))
+        >>> [type(c).__name__ for c in m.modules()]
+        ['Sequential', 'Linear', 'Sequential', 'ReLU']
+        """
         for _, m in self.named_modules():
             yield m
 
@@ -341,6 +357,14 @@ class Module:
                 yield name, module
 
     def children(self):
+        """Yield the direct submodules, each once.
+
+        >>> import flowgrad as flow
+        >>> from flowgrad import nn
+        >>> m = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU()))
+        >>> [type(c).__name__ for c in m.children()]
+        ['Linear', 'Sequential']
+        """
         for _, m in self.named_children():
             yield m
 
@@ -358,11 +382,26 @@ class Module:
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
         """Yield (dotted name, parameter); shared parameters once unless
-        remove_duplicate=False."""
+        remove_duplicate=False.
+
+        >>> import flowgrad as flow
+        >>> from flowgrad import nn
+        >>> m = nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 1, bias=False))
+        >>> [(name, tuple(p.shape)) for name, p in m.named_parameters()]
+        [('0.weight', (2, 3)), ('0.bias', (2,)), ('1.weight', (1, 2))]
+        """
         yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse,
                                        remove_duplicate)
 
     def parameters(self, recurse=True):
+        """Yield every parameter of this module and (with recurse) its descendants, each once.
+
+        >>> import flowgrad as flow
+        >>> from flowgrad import nn
+        >>> m = nn.Sequential(nn.Linear(3, 2), nn.ReLU(), nn.Linear(2, 1))
+        >>> [tuple(p.shape) for p in m.parameters()]
+        [(2, 3), (2,), (1, 2), (1,)]
+        """
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
@@ -385,7 +424,16 @@ class Module:
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """An OrderedDict of every parameter and persistent buffer by dotted name; values
-        share storage with the module's tensors (detached unless keep_vars)."""
+        share storage with the module's tensors (detached unless keep_vars).
+
+        >>> import flowgrad as flow
+        >>> from flowgrad import nn
+        >>> m = nn.BatchNorm1d(2)
+        >>> list(m.state_dict())
+        ['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']
+        >>> m.state_dict()["running_var"]
+        tensor([1., 1.])
+        """
         if args:  # torch's deprecated positional form (destination, prefix, keep_vars)
             destination = args[0]
             prefix = args[1] if len(args) > 1 else prefix
@@ -415,7 +463,18 @@ class Module:
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy values into this module's parameters and buffers (the same objects keep
         their identity). Returns (missing_keys, unexpected_keys); with strict=True either
-        kind raises. A shape mismatch raises naming the key; nothing is changed on error."""
+        kind raises. A shape mismatch raises naming the key; nothing is changed on error.
+
+        >>> import flowgrad as flow
+        >>> from flowgrad import nn
+        >>> m = nn.Linear(2, 1)
+        >>> m.load_state_dict({"weight": flow.tensor([[1.0, 2.0]]), "bias": flow.tensor([0.5])})
+        <All keys matched successfully>
+        >>> m(flow.tensor([[1.0, 1.0]]))
+        tensor([[3.5000]], grad_fn=<add_backward>)
+        >>> m.load_state_dict({"weight": flow.zeros(1, 2)}, strict=False).missing_keys
+        ['bias']
+        """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         entries = self._state_entries()
@@ -461,7 +520,14 @@ class Module:
 
     # ---- modes and conversion ---------------------------------------------------------------
     def train(self, mode=True):
-        """Set training mode on self and all descendants; returns self."""
+        """Set training mode on self and all descendants; returns self.
+
+        >>> import flowgrad as flow
+        >>> from flowgrad import nn
+        >>> m = nn.Sequential(nn.Dropout(0.5))
+        >>> m.eval()[0].training, m.train()[0].training
+        (False, True)
+        """
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
@@ -479,7 +545,18 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
-        """Reset the gradients of all parameters: to None by default, else to zeros."""
+        """Reset the gradients of all parameters: to None by default, else to zeros.
+
+        >>> import flowgrad as flow
+        >>> from flowgrad import nn
+        >>> m = nn.Linear(2, 1)
+        >>> m(flow.ones(1, 2)).sum().backward()
+        >>> m.bias.grad
+        tensor([1.])
+        >>> m.zero_grad()
+        >>> m.bias.grad is None
+        True
+        """
         for p in self.parameters():
             if p.grad is not None:
                 if set_to_none:
@@ -584,7 +661,19 @@ class Module:
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
                               always_call=False):
         """`hook(module, args, output)` runs after forward; a non-None result replaces
-        the output. Returns a removable handle."""
+        the output. Returns a removable handle.
+
+        >>> import flowgrad as flow
+        >>> from flowgrad import nn
+        >>> m = nn.Linear(2, 3)
+        >>> seen = []
+        >>> handle = m.register_forward_hook(lambda mod, args, out: seen.append(tuple(out.shape)))
+        >>> _ = m(flow.zeros(4, 2))
+        >>> handle.remove()
+        >>> _ = m(flow.zeros(1, 2))
+        >>> seen
+        [(4, 3)]
+        """
         return self._add_hook(self._forward_hooks, hook, prepend,
                               self._forward_hooks_with_kwargs, with_kwargs)
 

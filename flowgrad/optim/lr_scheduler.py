@@ -208,7 +208,17 @@ class MultiplicativeLR(_LambdaState, LRScheduler):
 
 
 class StepLR(LRScheduler):
-    """Multiply lr by gamma every `step_size` epochs."""
+    """Multiply lr by gamma every `step_size` epochs.
+
+    >>> import flowgrad as flow
+    >>> opt = flow.optim.SGD([flow.zeros(1, requires_grad=True)], lr=0.1)
+    >>> sched = flow.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.1)
+    >>> for epoch in range(5):
+    ...     opt.step()
+    ...     sched.step()
+    >>> sched.get_last_lr()
+    [0.0010000000000000002]
+    """
 
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
         self.step_size = step_size
@@ -336,7 +346,19 @@ class PolynomialLR(LRScheduler):
 
 class CosineAnnealingLR(LRScheduler):
     """Cosine annealing from the initial lr to eta_min over T_max epochs (SGDR without
-    restarts), computed recursively as torch does."""
+    restarts), computed recursively as torch does.
+
+    >>> import flowgrad as flow
+    >>> opt = flow.optim.SGD([flow.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = flow.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4)
+    >>> lrs = []
+    >>> for _ in range(4):
+    ...     opt.step()
+    ...     sched.step()
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    >>> lrs
+    [0.8536, 0.5, 0.1464, 0.0]
+    """
 
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):  # noqa: N803
         self.T_max = T_max

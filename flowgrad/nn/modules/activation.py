@@ -45,7 +45,13 @@ class _Plain(Module):
 
 
 class ReLU(_Inplace):
-    """max(0, x)."""
+    """max(0, x).
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> nn.ReLU()(flow.tensor([-1.0, 2.0]))
+    tensor([0., 2.])
+    """
 
     _fn = "relu"
 

@@ -26,7 +26,16 @@ def _index(idx, n, kind):
 
 
 class Sequential(Module):
-    """Runs its modules in order, each on the previous one's output."""
+    """Runs its modules in order, each on the previous one's output.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    >>> m(flow.zeros(3, 4)).shape
+    flowgrad.Size([3, 2])
+    >>> m[0]
+    Linear(in_features=4, out_features=8, bias=True)
+    """
 
     def __init__(self, *args):
         super().__init__()

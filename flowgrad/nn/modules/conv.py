@@ -138,7 +138,16 @@ class Conv1d(_Conv):
 
 
 class Conv2d(_Conv):
-    """2-D convolution over (N, C_in, H, W) inputs."""
+    """2-D convolution over (N, C_in, H, W) inputs.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> m = nn.Conv2d(3, 8, kernel_size=3, stride=2, padding=1)
+    >>> m.weight.shape
+    flowgrad.Size([8, 3, 3, 3])
+    >>> m(flow.zeros(2, 3, 32, 32)).shape
+    flowgrad.Size([2, 8, 16, 16])
+    """
 
     _n, _fn = 2, "conv2d"
 

@@ -31,7 +31,18 @@ class _DropoutNd(Module):
 
 
 class Dropout(_DropoutNd):
-    """Zero each element with probability p and scale the rest by 1/(1-p)."""
+    """Zero each element with probability p and scale the rest by 1/(1-p).
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> g = flow.manual_seed(0)
+    >>> m = nn.Dropout(p=0.5)
+    >>> y = m(flow.ones(1000))
+    >>> sorted(set(y.tolist()))
+    [0.0, 2.0]
+    >>> m.eval()(flow.ones(3))
+    tensor([1., 1., 1.])
+    """
 
     _fn = "dropout"
 

@@ -27,7 +27,17 @@ class Identity(Module):
 
 
 class Linear(Module):
-    """y = x W^T + b, with W of shape (out_features, in_features)."""
+    """y = x W^T + b, with W of shape (out_features, in_features).
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> g = flow.manual_seed(0)
+    >>> m = nn.Linear(4, 3)
+    >>> m.weight.shape, m.bias.shape
+    (flowgrad.Size([3, 4]), flowgrad.Size([3]))
+    >>> m(flow.randn(8, 4)).shape
+    flowgrad.Size([8, 3])
+    """
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()

@@ -57,7 +57,14 @@ class MSELoss(_Loss):
 
 
 class CrossEntropyLoss(_WeightedLoss):
-    """log_softmax + NLL; targets are class indices or probabilities."""
+    """log_softmax + NLL; targets are class indices or probabilities.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
+    >>> loss_fn(flow.tensor([[3.0, 0.0, 0.0]]), flow.tensor([0]))
+    tensor(0.2949)
+    """
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean", label_smoothing=0.0):

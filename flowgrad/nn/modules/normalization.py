@@ -102,7 +102,20 @@ class BatchNorm1d(_BatchNorm):
 
 
 class BatchNorm2d(_BatchNorm):
-    """Batch norm over (N, C, H, W) inputs; running stats use the unbiased variance."""
+    """Batch norm over (N, C, H, W) inputs; running stats use the unbiased variance.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> bn = nn.BatchNorm2d(2)
+    >>> x = flow.arange(16.0).reshape(2, 2, 2, 2)
+    >>> y = bn(x)
+    >>> bool(y.mean(dim=(0, 2, 3)).abs().max() < 1e-6)
+    True
+    >>> bn.running_mean
+    tensor([0.5500, 0.9500])
+    >>> bn.num_batches_tracked
+    tensor(1)
+    """
 
     _dims = (4,)
 
@@ -147,7 +160,13 @@ class InstanceNorm3d(_InstanceNorm):
 
 
 class LayerNorm(Module):
-    """Normalise over the last len(normalized_shape) dims, then scale and shift."""
+    """Normalise over the last len(normalized_shape) dims, then scale and shift.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> nn.LayerNorm(3)(flow.tensor([[1.0, 2.0, 3.0]]))
+    tensor([[-1.2247,  0.0000,  1.2247]], grad_fn=<norm_affine_backward>)
+    """
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):

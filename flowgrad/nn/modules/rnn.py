@@ -264,7 +264,14 @@ class RNN(RNNBase):
 
 
 class GRU(RNNBase):
-    """Gated recurrent unit (gates r, z, n in torch's order)."""
+    """Gated recurrent unit (gates r, z, n in torch's order).
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> out, h = nn.GRU(4, 8)(flow.zeros(5, 3, 4))
+    >>> out.shape, h.shape
+    (flowgrad.Size([5, 3, 8]), flowgrad.Size([1, 3, 8]))
+    """
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, device=None, dtype=None):
@@ -276,7 +283,16 @@ class GRU(RNNBase):
 
 class LSTM(RNNBase):
     """Long short-term memory (gates i, f, g, o in torch's order); returns
-    output, (h_n, c_n)."""
+    output, (h_n, c_n).
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> g = flow.manual_seed(0)
+    >>> lstm = nn.LSTM(input_size=4, hidden_size=8, num_layers=2, batch_first=True)
+    >>> out, (h, c) = lstm(flow.randn(3, 5, 4))
+    >>> out.shape, h.shape, c.shape
+    (flowgrad.Size([3, 5, 8]), flowgrad.Size([2, 3, 8]), flowgrad.Size([2, 3, 8]))
+    """
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):

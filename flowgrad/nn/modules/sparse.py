@@ -18,7 +18,16 @@ __all__ = ["Embedding"]
 
 class Embedding(Module):
     """Rows of `weight` (num_embeddings, embedding_dim) picked by integer indices; the row
-    at padding_idx starts at zero and gets no gradient."""
+    at padding_idx starts at zero and gets no gradient.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> emb = nn.Embedding(10, 3, padding_idx=0)
+    >>> emb(flow.tensor([[0, 2], [4, 0]])).shape
+    flowgrad.Size([2, 2, 3])
+    >>> emb.weight[0]
+    tensor([0., 0., 0.], grad_fn=<getitem_backward>)
+    """
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,

@@ -51,6 +51,17 @@ class MultiheadAttention(Module):
 
     Returns (output, weights): weights (N, L, S) averaged over heads, (N, H, L, S) with
     average_attn_weights=False, None with need_weights=False.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> g = flow.manual_seed(0)
+    >>> mha = nn.MultiheadAttention(embed_dim=8, num_heads=2, batch_first=True)
+    >>> x = flow.randn(2, 5, 8)
+    >>> out, weights = mha(x, x, x)
+    >>> out.shape, weights.shape
+    (flowgrad.Size([2, 5, 8]), flowgrad.Size([2, 5, 5]))
+    >>> weights.sum(-1).allclose(flow.ones(2, 5))
+    True
     """
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
@@ -220,7 +231,16 @@ def _activation(activation):
 
 class TransformerEncoderLayer(Module):
     """Self-attention and a feed-forward block, each with residual, dropout and LayerNorm
-    (after the residual, or before with norm_first=True)."""
+    (after the residual, or before with norm_first=True).
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> g = flow.manual_seed(0)
+    >>> layer = nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32,
+    ...                                    batch_first=True)
+    >>> layer(flow.randn(2, 7, 16)).shape
+    flowgrad.Size([2, 7, 16])
+    """
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,

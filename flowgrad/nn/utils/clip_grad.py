@@ -86,6 +86,14 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
     `norm_type` may be `inf` (the largest absolute entry). With `error_if_nonfinite=True`
     a nan/inf total norm raises instead of scaling the gradients by it.
+
+    >>> import flowgrad as flow
+    >>> w = flow.tensor([3.0, 4.0], requires_grad=True)
+    >>> (w * w).sum().backward()
+    >>> flow.nn.utils.clip_grad_norm_([w], max_norm=1.0)
+    tensor(10.)
+    >>> w.grad
+    tensor([0.6000, 0.8000])
     """
     parameters = _tensors(parameters)
     grads = _grads(parameters)

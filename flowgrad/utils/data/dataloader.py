@@ -155,6 +155,17 @@ class DataLoader:
     or batch_sampler (custom index orders), drop_last, collate_fn (default_collate),
     num_workers (worker processes; 0 loads in the main process), worker_init_fn,
     multiprocessing_context ('fork', 'spawn', ... or a context), prefetch_factor, timeout.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.utils.data import DataLoader, TensorDataset
+    >>> ds = TensorDataset(flow.arange(5.0), flow.tensor([0, 1, 0, 1, 1]))
+    >>> for x, y in DataLoader(ds, batch_size=2):
+    ...     print(x, y)
+    tensor([0., 1.]) tensor([0, 1])
+    tensor([2., 3.]) tensor([0, 1])
+    tensor([4.]) tensor([1])
+    >>> len(DataLoader(ds, batch_size=2, drop_last=True))
+    2
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,

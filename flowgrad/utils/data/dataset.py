@@ -46,7 +46,16 @@ class IterableDataset(Dataset):
 
 
 class TensorDataset(Dataset):
-    """Samples are tuples of rows of the given tensors (same first dimension)."""
+    """Samples are tuples of rows of the given tensors (same first dimension).
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.utils.data import DataLoader, TensorDataset
+    >>> ds = TensorDataset(flow.arange(6.0).reshape(3, 2), flow.tensor([0, 1, 0]))
+    >>> len(ds)
+    3
+    >>> ds[1]
+    (tensor([2., 3.]), tensor(1))
+    """
 
     def __init__(self, *tensors):
         if any(tensors[0].size(0) != t.size(0) for t in tensors):
