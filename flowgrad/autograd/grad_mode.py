@@ -150,7 +150,15 @@ class enable_grad(_GradMode):  # noqa: N801
 
 
 class set_grad_enabled(_GradMode):  # noqa: N801
-    """Set grad mode to `mode`. Takes effect at once, so a plain call works too."""
+    """Set grad mode to `mode`. Takes effect at once, so a plain call works too.
+
+    >>> import flowgrad as flow
+    >>> x = flow.ones(1, requires_grad=True)
+    >>> with flow.set_grad_enabled(False):
+    ...     y = x * 2
+    >>> y.requires_grad, flow.is_grad_enabled()
+    (False, True)
+    """
 
     def __init__(self, mode: bool):
         self.mode = bool(mode)
@@ -167,7 +175,15 @@ class set_grad_enabled(_GradMode):  # noqa: N801
 
 class inference_mode(_GradMode):  # noqa: N801
     """Like `no_grad` (flowgrad has no separate inference tensors).
-    `inference_mode(False)` turns grad mode on, as torch's does."""
+    `inference_mode(False)` turns grad mode on, as torch's does.
+
+    >>> import flowgrad as flow
+    >>> x = flow.ones(1, requires_grad=True)
+    >>> with flow.inference_mode():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    """
 
     def __init__(self, mode: bool = True):
         self.mode = not mode

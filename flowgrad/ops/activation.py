@@ -86,7 +86,12 @@ def _(ctx, dy):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """x for x > 0, negative_slope * x otherwise."""
+    """x for x > 0, negative_slope * x otherwise.
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.leaky_relu(flow.tensor([-2.0, 3.0]), 0.1)
+    tensor([-0.2000,  3.0000])
+    """
     if inplace:
         return run_inplace("leaky_relu_", leaky_relu, input, negative_slope)
     return _leaky_relu(input, slope=negative_slope)
@@ -279,12 +284,22 @@ def _(ctx, dy):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    """log(1 + exp(beta x)) / beta, linear above `threshold`; finite for any x."""
+    """log(1 + exp(beta x)) / beta, linear above `threshold`; finite for any x.
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.softplus(flow.tensor([-1.0, 0.0, 30.0]))
+    tensor([ 0.3133,  0.6931, 30.0000])
+    """
     return _softplus(_float_of(input), beta=beta, threshold=threshold)
 
 
 def silu(input, inplace=False):
-    """x * sigmoid(x)."""
+    """x * sigmoid(x).
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.silu(flow.tensor([-1.0, 0.0, 1.0]))
+    tensor([-0.2689,  0.0000,  0.7311])
+    """
     if inplace:
         return run_inplace("silu_", silu, input)
     return input * sigmoid(input)

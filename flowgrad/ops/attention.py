@@ -35,6 +35,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     (..., L, S). is_causal: attend only to positions <= own. Rows with nothing to attend to
     give zeros, as torch's math kernel does. enable_gqa: key/value may have fewer heads
     (dim -3) than query, which must be a multiple.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> q = flow.tensor([[[1.0, 0.0], [0.0, 1.0]]])
+    >>> v = flow.tensor([[[1.0, 2.0], [3.0, 4.0]]])
+    >>> F.scaled_dot_product_attention(q, q, v, is_causal=True)
+    tensor([[[1.0000, 2.0000],
+             [2.3395, 3.3395]]])
     """
     q, k, v = query, key, value
     for name, t in (("query", q), ("key", k), ("value", v)):

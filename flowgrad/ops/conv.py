@@ -386,7 +386,12 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-D convolution (cross-correlation) over (N, C, L) or (C, L) input."""
+    """1-D convolution (cross-correlation) over (N, C, L) or (C, L) input.
+
+    >>> import flowgrad as flow
+    >>> flow.conv1d(flow.tensor([[[1.0, 2.0, 3.0, 4.0]]]), flow.tensor([[[1.0, -1.0]]]))
+    tensor([[[-1., -1., -1.]]])
+    """
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 1)
 
 

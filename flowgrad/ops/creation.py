@@ -97,7 +97,13 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
 
 def as_tensor(data, dtype=None, device=None):
-    """Like `tensor`, but shares memory with a tensor or array of the same dtype."""
+    """Like `tensor`, but shares memory with a tensor or array of the same dtype.
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor([1.0, 2.0])
+    >>> flow.as_tensor(x) is x, flow.as_tensor([1, 2]).dtype
+    (True, flowgrad.int64)
+    """
     if isinstance(data, Tensor) and (dtype is None or _dt.as_dtype(dtype) is data.dtype):
         return data
     if isinstance(data, np.ndarray) and (dtype is None or _dt.as_dtype(dtype).np == data.dtype):
@@ -107,7 +113,16 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def from_numpy(array):
-    """A tensor sharing memory with a NumPy array."""
+    """A tensor sharing memory with a NumPy array.
+
+    >>> import flowgrad as flow
+    >>> import numpy as np
+    >>> a = np.array([1.0, 2.0])
+    >>> t = flow.from_numpy(a)
+    >>> a[0] = 5.0
+    >>> t
+    tensor([5., 2.], dtype=flowgrad.float64)
+    """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
     _dt.from_numpy_dtype(array.dtype)
@@ -169,7 +184,12 @@ def ones(*size, dtype=None, device=None, requires_grad=False):
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, **_):
-    """An uninitialised tensor (zeros here, so results never depend on stale memory)."""
+    """An uninitialised tensor (zeros here, so results never depend on stale memory).
+
+    >>> import flowgrad as flow
+    >>> flow.empty(2, 3).shape
+    flowgrad.Size([2, 3])
+    """
     return _finish(np.zeros(_size(size, "empty"), _float_dtype(dtype).np), requires_grad)
 
 
@@ -345,7 +365,13 @@ def randint_like(x, low, high=None, dtype=None, generator=None, **_):
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
-    """A random permutation of 0..n-1 (int64)."""
+    """A random permutation of 0..n-1 (int64).
+
+    >>> import flowgrad as flow
+    >>> g = flow.manual_seed(0)
+    >>> sorted(flow.randperm(5).tolist())
+    [0, 1, 2, 3, 4]
+    """
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     return _finish(numpy_generator(generator).permutation(int(n)).astype(d.np), requires_grad)
 
@@ -362,14 +388,25 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None):
 
 
 def bernoulli(p, generator=None):
-    """1 with probability p (elementwise), else 0; the result has p's dtype."""
+    """1 with probability p (elementwise), else 0; the result has p's dtype.
+
+    >>> import flowgrad as flow
+    >>> flow.bernoulli(flow.tensor([0.0, 1.0, 1.0]))
+    tensor([0., 1., 1.])
+    """
     probs = p._data
     arr = (numpy_generator(generator).random(probs.shape) < probs).astype(probs.dtype)
     return Tensor._wrap(arr)
 
 
 def multinomial(probs, num_samples, replacement=False, generator=None):
-    """Draw category indices from each row of (unnormalised) probabilities."""
+    """Draw category indices from each row of (unnormalised) probabilities.
+
+    >>> import flowgrad as flow
+    >>> g = flow.manual_seed(0)
+    >>> flow.multinomial(flow.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
+    tensor([1, 1])
+    """
     gen = numpy_generator(generator)
     p = probs._data.astype(np.float64)
     rows = p.reshape(-1, p.shape[-1])

@@ -61,7 +61,14 @@ def tril(input, diagonal=0):
 
 @tensor_method()
 def triu(input, diagonal=0):
-    """The upper triangle of the last two dims (entries on and above `diagonal`)."""
+    """The upper triangle of the last two dims (entries on and above `diagonal`).
+
+    >>> import flowgrad as flow
+    >>> flow.triu(flow.ones(3, 3), diagonal=1)
+    tensor([[0., 1., 1.],
+            [0., 0., 1.],
+            [0., 0., 0.]])
+    """
     _check_2d(input, "triu")
     return _triu(input, diagonal=int(diagonal))
 
@@ -140,7 +147,15 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
 @tensor_method()
 def diag(input, diagonal=0):
-    """1-D input: a square matrix with it on the `diagonal`; 2-D input: that diagonal."""
+    """1-D input: a square matrix with it on the `diagonal`; 2-D input: that diagonal.
+
+    >>> import flowgrad as flow
+    >>> flow.diag(flow.tensor([1, 2]))
+    tensor([[1, 0],
+            [0, 2]])
+    >>> flow.diag(flow.tensor([[1, 2], [3, 4]]))
+    tensor([1, 4])
+    """
     nd = input._data.ndim
     if nd == 1:
         return diag_embed(input, diagonal, 0, 1)

@@ -628,7 +628,12 @@ def neg(input):
 
 
 def abs(input):
-    """|input|; its gradient is sign(input) (0 at 0)."""
+    """|input|; its gradient is sign(input) (0 at 0).
+
+    >>> import flowgrad as flow
+    >>> flow.abs(flow.tensor([-1.5, 2.0]))
+    tensor([1.5000, 2.0000])
+    """
     return _abs(input)
 
 
@@ -757,7 +762,12 @@ def maximum(input, other):
 
 
 def minimum(input, other):
-    """Elementwise min of two tensors (ties split the gradient)."""
+    """Elementwise min of two tensors (ties split the gradient).
+
+    >>> import flowgrad as flow
+    >>> flow.minimum(flow.tensor([1.0, 5.0]), flow.tensor([3.0, 2.0]))
+    tensor([1., 2.])
+    """
     return _binary(_minimum, input, other, "minimum")
 
 

@@ -201,7 +201,12 @@ arctan2 = atan2
 # ---- lerp, addcmul, addcdiv (composed: their rules come from mul and add) ----------------
 @tensor_method()
 def lerp(input, end, weight):
-    """input + weight * (end - input); weight a number or a tensor."""
+    """input + weight * (end - input); weight a number or a tensor.
+
+    >>> import flowgrad as flow
+    >>> flow.lerp(flow.tensor([0.0, 10.0]), flow.tensor([10.0, 20.0]), 0.25)
+    tensor([ 2.5000, 12.5000])
+    """
     for name, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and t._data.dtype != input._data.dtype:
             raise RuntimeError(f"lerp: expected dtype {input.dtype.name} for `{name}` but got "
@@ -300,7 +305,12 @@ def _(ctx, dy):
 
 @tensor_method()
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
-    """Replace nan, +inf and -inf (by default with 0 and the dtype's largest/lowest values)."""
+    """Replace nan, +inf and -inf (by default with 0 and the dtype's largest/lowest values).
+
+    >>> import flowgrad as flow
+    >>> flow.nan_to_num(flow.tensor([float("nan"), float("inf"), -1.0]), posinf=100.0)
+    tensor([  0., 100.,  -1.])
+    """
     if input._data.dtype.kind not in "fV":
         return input.clone()
     return _nan_to_num(input, nan=nan, posinf=posinf, neginf=neginf)

@@ -150,7 +150,14 @@ def gather(input, dim, index, *, sparse_grad=False):
 
 @tensor_method()
 def take_along_dim(input, indices, dim=None):
-    """gather with broadcasting of input and indices (dim=None: over the flattened input)."""
+    """gather with broadcasting of input and indices (dim=None: over the flattened input).
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor([[10.0, 30.0, 20.0], [60.0, 40.0, 50.0]])
+    >>> flow.take_along_dim(x, x.argmax(dim=1, keepdim=True), dim=1)
+    tensor([[30.],
+            [60.]])
+    """
     if dim is None:
         return take(input.reshape(-1), indices.reshape(-1))
     d = _wrap_dim(dim, input._data.ndim, "take_along_dim")
@@ -292,7 +299,12 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
 
 @tensor_method()
 def scatter_add(input, dim, index, src):
-    """A copy of input with `src` added at `index` along `dim` (repeats accumulate)."""
+    """A copy of input with `src` added at `index` along `dim` (repeats accumulate).
+
+    >>> import flowgrad as flow
+    >>> flow.zeros(3).scatter_add(0, flow.tensor([0, 2, 0]), flow.tensor([1.0, 2.0, 3.0]))
+    tensor([4., 0., 2.])
+    """
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_add(): argument 'src' must be Tensor, not "
                         f"{type(src).__name__}")
@@ -340,7 +352,14 @@ def _index_dim(input, dim, index, name, source=None):
 
 @tensor_method()
 def index_add(input, dim, index, source, *, alpha=1):
-    """input with alpha * source added at `index` along `dim`."""
+    """input with alpha * source added at `index` along `dim`.
+
+    >>> import flowgrad as flow
+    >>> flow.zeros(3, 2).index_add(0, flow.tensor([0, 2]), flow.ones(2, 2))
+    tensor([[1., 1.],
+            [0., 0.],
+            [1., 1.]])
+    """
     _check_dtype(input, source, "index_add")
     flat = _index_dim(input, dim, index, "index_add", source)
     src = source if alpha == 1 else source * alpha
@@ -408,7 +427,13 @@ def _bool_mask(mask, name):
 
 @tensor_method()
 def masked_select(input, mask):
-    """The elements of input where mask (broadcast) is True, as a 1-D tensor."""
+    """The elements of input where mask (broadcast) is True, as a 1-D tensor.
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor([[1.0, -2.0], [-3.0, 4.0]])
+    >>> flow.masked_select(x, x > 0)
+    tensor([1., 4.])
+    """
     _bool_mask(mask, "masked_select")
     try:
         shape = np.broadcast_shapes(input._data.shape, mask._data.shape)

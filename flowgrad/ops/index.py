@@ -204,7 +204,13 @@ Tensor.__setitem__ = setitem
 
 @tensor_method()
 def narrow(input, dim, start, length):
-    """The slice start:start+length along dim (a view)."""
+    """The slice start:start+length along dim (a view).
+
+    >>> import flowgrad as flow
+    >>> flow.narrow(flow.arange(6).reshape(2, 3), 1, 1, 2)
+    tensor([[1, 2],
+            [4, 5]])
+    """
     d = _wrap_dim(dim, input._data.ndim, "narrow")
     size = input._data.shape[d]
     if start < 0:
@@ -236,7 +242,13 @@ def _nonzero(xp, x):
 
 @tensor_method()
 def nonzero(input, *, as_tuple=False):
-    """Indices of non-zero elements: (n, ndim) int64, or a tuple of index vectors."""
+    """Indices of non-zero elements: (n, ndim) int64, or a tuple of index vectors.
+
+    >>> import flowgrad as flow
+    >>> flow.nonzero(flow.tensor([[0, 1], [2, 0]]))
+    tensor([[0, 1],
+            [1, 0]])
+    """
     if as_tuple:
         return tuple(Tensor._wrap(i.astype(np.int64)) for i in np.nonzero(input._data))
     return _nonzero(input).to(_dt.int64)

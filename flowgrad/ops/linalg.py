@@ -150,7 +150,12 @@ def mv(input, vec):
 
 @tensor_method()
 def dot(input, other):
-    """Inner product of two 1-D tensors."""
+    """Inner product of two 1-D tensors.
+
+    >>> import flowgrad as flow
+    >>> flow.dot(flow.tensor([1.0, 2.0]), flow.tensor([3.0, 4.0]))
+    tensor(11.)
+    """
     _ndim_check(input, 1, "dot", "self")
     _ndim_check(other, 1, "dot", "other")
     return matmul(input, other)
@@ -158,7 +163,13 @@ def dot(input, other):
 
 @tensor_method()
 def outer(input, vec2):
-    """Outer product of two vectors."""
+    """Outer product of two vectors.
+
+    >>> import flowgrad as flow
+    >>> flow.outer(flow.tensor([1, 2]), flow.tensor([1, 10, 100]))
+    tensor([[  1,  10, 100],
+            [  2,  20, 200]])
+    """
     _ndim_check(input, 1, "outer", "self")
     _ndim_check(vec2, 1, "outer", "vec2")
     return input.unsqueeze(1) * vec2.unsqueeze(0)
@@ -195,7 +206,13 @@ def _scaled_add(input, prod, beta, alpha, name):
 
 @tensor_method()
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """beta * input + alpha * (mat1 @ mat2)."""
+    """beta * input + alpha * (mat1 @ mat2).
+
+    >>> import flowgrad as flow
+    >>> flow.addmm(flow.ones(2, 2), flow.eye(2), flow.tensor([[1.0, 2.0], [3.0, 4.0]]), beta=0.5)
+    tensor([[1.5000, 2.5000],
+            [3.5000, 4.5000]])
+    """
     return _scaled_add(input, mm(mat1, mat2), beta, alpha, "addmm")
 
 

@@ -239,13 +239,25 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """Mean absolute error."""
+    """Mean absolute error.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.l1_loss(flow.tensor([1.0, 2.0]), flow.tensor([0.0, 4.0]))
+    tensor(1.5000)
+    """
     d = _pair(input, target, "l1_loss", reduction).abs()
     return reduce_loss(d * weight if weight is not None else d, reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
-    """0.5 d**2 / beta where |d| < beta, else |d| - 0.5 beta (beta=0: l1_loss)."""
+    """0.5 d**2 / beta where |d| < beta, else |d| - 0.5 beta (beta=0: l1_loss).
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.smooth_l1_loss(flow.tensor([0.5, 3.0]), flow.tensor([0.0, 0.0]), reduction="none")
+    tensor([0.1250, 2.5000])
+    """
     if beta < 0:
         raise RuntimeError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
     d = _pair(input, target, "smooth_l1_loss", reduction)
@@ -257,7 +269,13 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    """0.5 d**2 where |d| < delta, else delta * (|d| - 0.5 delta)."""
+    """0.5 d**2 where |d| < delta, else delta * (|d| - 0.5 delta).
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.huber_loss(flow.tensor([0.5, 3.0]), flow.tensor([0.0, 0.0]), reduction="none", delta=2.0)
+    tensor([0.1250, 4.0000])
+    """
     if delta <= 0:
         raise RuntimeError(f"huber_loss: delta must be positive, got {delta}")
     d = _pair(input, target, "huber_loss", reduction)

@@ -157,7 +157,14 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # ---- divergences and likelihoods ---------------------------------------------------------------
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """KL(target || exp(input)) pointwise: target * (log target - input); input holds
-    log-probabilities. reduction='batchmean' divides the sum by the batch size."""
+    log-probabilities. reduction='batchmean' divides the sum by the batch size.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> p = flow.tensor([[0.25, 0.75]])
+    >>> F.kl_div(p.log(), flow.tensor([[0.5, 0.5]]), reduction="batchmean")
+    tensor(0.1438)
+    """
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"kl_div: {reduction!r} is not a valid value for reduction; use one of "
                          f"('none', 'mean', 'sum', 'batchmean')")
@@ -247,7 +254,14 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
-    """max(0, -target * (x1 - x2) + margin)."""
+    """max(0, -target * (x1 - x2) + margin).
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> x1, x2 = flow.tensor([1.0, 2.0]), flow.tensor([2.0, 1.0])
+    >>> F.margin_ranking_loss(x1, x2, flow.tensor([1.0, 1.0]))
+    tensor(0.5000)
+    """
     check_reduction(reduction, "margin_ranking_loss")
     if not (input1._data.ndim == input2._data.ndim == target._data.ndim):
         raise RuntimeError(f"margin_ranking_loss: all input tensors should have the same "
@@ -269,7 +283,14 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
-    """max(0, d(a, p) - d(a, n) + margin), d the pairwise p-norm distance."""
+    """max(0, d(a, p) - d(a, n) + margin), d the pairwise p-norm distance.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> a = flow.tensor([[0.0, 0.0]])
+    >>> F.triplet_margin_loss(a, flow.tensor([[0.0, 1.0]]), flow.tensor([[3.0, 0.0]]), margin=1.0)
+    tensor(0.)
+    """
     from .nn_misc import pairwise_distance
 
     check_reduction(reduction, "triplet_margin_loss")

@@ -244,7 +244,12 @@ def _keep_ints(k, input, **attrs):
 
 
 def floor(input):
-    """Round down to a whole number (integer dtypes are returned as they are)."""
+    """Round down to a whole number (integer dtypes are returned as they are).
+
+    >>> import flowgrad as flow
+    >>> flow.floor(flow.tensor([-1.5, 1.5]))
+    tensor([-2.,  1.])
+    """
     return _keep_ints(_floor, input)
 
 

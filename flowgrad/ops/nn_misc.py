@@ -129,7 +129,15 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                   mode="mean", sparse=False, per_sample_weights=None,
                   include_last_offset=False, padding_idx=None):
     """Sum, mean or max of the embeddings in each bag. `input` is 2-D (B, L: fixed bags) or
-    1-D with `offsets` (start of each bag). Empty bags give zeros."""
+    1-D with `offsets` (start of each bag). Empty bags give zeros.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> w = flow.tensor([[1.0, 1.0], [2.0, 4.0], [3.0, 9.0]])
+    >>> F.embedding_bag(flow.tensor([[0, 1], [1, 2]]), w, mode="mean")
+    tensor([[1.5000, 2.5000],
+            [2.5000, 6.5000]])
+    """
     idx = _indices(input, "embedding_bag")
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
@@ -278,7 +286,15 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 # ---- one_hot ------------------------------------------------------------------------------
 def one_hot(tensor, num_classes=-1):
-    """int64 one-hot encoding along a new last dim (num_classes=-1: max + 1)."""
+    """int64 one-hot encoding along a new last dim (num_classes=-1: max + 1).
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.one_hot(flow.tensor([0, 2, 1]), num_classes=4)
+    tensor([[1, 0, 0, 0],
+            [0, 0, 1, 0],
+            [0, 1, 0, 0]])
+    """
     idx = _indices(tensor, "one_hot")
     if idx.size and idx.min() < 0:
         raise RuntimeError(f"one_hot: class values must be non-negative, got {int(idx.min())}")

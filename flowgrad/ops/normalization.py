@@ -226,7 +226,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-5):
     """Normalise each (sample, channel) over its spatial dims; running stats, if given, are
-    updated with the batch-averaged instance statistics."""
+    updated with the batch-averaged instance statistics.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.instance_norm(flow.tensor([[[1.0, 2.0, 3.0]]]))
+    tensor([[[-1.2247,  0.0000,  1.2247]]])
+    """
     x = _as_float(input, "instance_norm")
     if x._data.ndim < 3:
         raise ValueError(f"instance_norm: expected 3D or more input (N, C, L, ...), got "
@@ -280,7 +286,13 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Split the channels (dim 1) into num_groups groups and normalise each group of each
-    sample; then a per-channel weight and bias."""
+    sample; then a per-channel weight and bias.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.group_norm(flow.arange(8.0).reshape(1, 4, 2), 2).shape
+    flowgrad.Size([1, 4, 2])
+    """
     x = _as_float(input, "group_norm")
     if x._data.ndim < 2:
         raise RuntimeError(f"group_norm: expected at least 2 dims (N, C, ...), got input of "

@@ -447,7 +447,14 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    """Max pooling to a fixed (H, W) output; indices are flat positions in each H*W plane."""
+    """Max pooling to a fixed (H, W) output; indices are flat positions in each H*W plane.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.adaptive_max_pool2d(flow.arange(16.0).reshape(1, 1, 4, 4), 2)
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+    """
     return _adaptive_max(input, output_size, return_indices, 2)
 
 

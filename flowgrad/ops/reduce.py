@@ -173,7 +173,12 @@ def _check_nonempty(x, axes, name):
 
 @tensor_method()
 def amax(input, dim=(), keepdim=False):
-    """Maximum over `dim` (all dims when empty); ties share the gradient."""
+    """Maximum over `dim` (all dims when empty); ties share the gradient.
+
+    >>> import flowgrad as flow
+    >>> flow.amax(flow.tensor([[1.0, 5.0], [3.0, 2.0]]), dim=0)
+    tensor([3., 5.])
+    """
     axes = normalize_dims(dim, input._data.ndim, "amax")
     _check_nonempty(input, axes, "amax")
     return _amax(input, axes=axes, keepdim=keepdim)
@@ -296,7 +301,12 @@ def argmax(input, dim=None, keepdim=False):
 
 @tensor_method()
 def argmin(input, dim=None, keepdim=False):
-    """Index of the smallest element; int64."""
+    """Index of the smallest element; int64.
+
+    >>> import flowgrad as flow
+    >>> flow.argmin(flow.tensor([[1.0, 5.0], [3.0, 2.0]]), dim=1)
+    tensor([0, 1])
+    """
     d = None if dim is None else _wrap_dim(dim, input._data.ndim, "argmin")
     return _argmin(input, dim=d, keepdim=keepdim).to(_dt.int64)
 
@@ -408,7 +418,12 @@ def _(ctx, dy):
 
 @tensor_method()
 def logsumexp(input, dim=None, keepdim=False):
-    """log(sum(exp(x))) over `dim`, computed stably (|x| ~ 1e4 is fine)."""
+    """log(sum(exp(x))) over `dim`, computed stably (|x| ~ 1e4 is fine).
+
+    >>> import flowgrad as flow
+    >>> flow.logsumexp(flow.tensor([[0.0, 0.0], [100.0, 100.0]]), dim=1)
+    tensor([  0.6931, 100.6931])
+    """
     x = input if input._data.dtype.kind in "fV" else input.to(_dt.get_default_dtype())
     axes = normalize_dims(dim, x._data.ndim, "logsumexp")
     if x._data.ndim == 0:
@@ -436,13 +451,24 @@ def _count_nonzero(xp, x, *, axes):
 
 @tensor_method()
 def all(input, dim=None, keepdim=False):
-    """True where every element (over `dim`) is non-zero."""
+    """True where every element (over `dim`) is non-zero.
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor([[True, False], [True, True]])
+    >>> flow.all(x), flow.all(x, dim=1)
+    (tensor(False), tensor([False,  True]))
+    """
     return _all(input, axes=normalize_dims(dim, input._data.ndim, "all"), keepdim=keepdim)
 
 
 @tensor_method()
 def any(input, dim=None, keepdim=False):
-    """True where some element (over `dim`) is non-zero."""
+    """True where some element (over `dim`) is non-zero.
+
+    >>> import flowgrad as flow
+    >>> flow.any(flow.tensor([0, 0, 3]))
+    tensor(True)
+    """
     return _any(input, axes=normalize_dims(dim, input._data.ndim, "any"), keepdim=keepdim)
 
 

@@ -79,7 +79,12 @@ def _(ctx, dy):
 
 @tensor_method()
 def roll(input, shifts, dims=None):
-    """Shift elements along `dims` cyclically (over the flattened tensor when dims=None)."""
+    """Shift elements along `dims` cyclically (over the flattened tensor when dims=None).
+
+    >>> import flowgrad as flow
+    >>> flow.roll(flow.arange(5), 2)
+    tensor([3, 4, 0, 1, 2])
+    """
     shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (int(shifts),)
     if dims is None:
         if len(shifts) != 1:
@@ -150,7 +155,13 @@ def repeat(input, *sizes):
 
 @tensor_method()
 def tile(input, dims):
-    """repeat, with `dims` padded with leading 1s when shorter than input.ndim."""
+    """repeat, with `dims` padded with leading 1s when shorter than input.ndim.
+
+    >>> import flowgrad as flow
+    >>> flow.tile(flow.tensor([1, 2]), (2, 2))
+    tensor([[1, 2, 1, 2],
+            [1, 2, 1, 2]])
+    """
     dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
     dims = (1,) * (input._data.ndim - len(dims)) + dims
     return repeat(input, dims)
@@ -159,7 +170,12 @@ def tile(input, dims):
 @tensor_method()
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element `repeats` times along `dim` (flattened when dim=None).
-    `repeat_interleave(counts)` alone gives [0]*counts[0] + [1]*counts[1] + ..."""
+    `repeat_interleave(counts)` alone gives [0]*counts[0] + [1]*counts[1] + ...
+
+    >>> import flowgrad as flow
+    >>> flow.repeat_interleave(flow.tensor([1, 2]), 2)
+    tensor([1, 1, 2, 2])
+    """
     if repeats is None:  # the index form
         counts = input._data
         if counts.ndim != 1 or counts.dtype.kind not in "iu":

@@ -93,7 +93,12 @@ def _cumprod_grad_with_zeros(x, dy, dim):
 
 @tensor_method()
 def cumprod(input, dim, *, dtype=None):
-    """Running product along `dim`; the gradient is exact where the input has zeros."""
+    """Running product along `dim`; the gradient is exact where the input has zeros.
+
+    >>> import flowgrad as flow
+    >>> flow.cumprod(flow.tensor([1.0, 2.0, 3.0]), dim=0)
+    tensor([1., 2., 6.])
+    """
     x, d = _scan_input(input, dim, dtype, "cumprod")
     if x._data.ndim == 0:
         return x.clone()

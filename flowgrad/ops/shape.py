@@ -258,7 +258,13 @@ def expand_as(input, other):
 
 
 def broadcast_to(input, shape):
-    """expand to `shape` (a torch function name)."""
+    """expand to `shape` (a torch function name).
+
+    >>> import flowgrad as flow
+    >>> flow.broadcast_to(flow.tensor([1, 2]), (2, 2))
+    tensor([[1, 2],
+            [1, 2]])
+    """
     return expand(input, tuple(shape))
 
 
@@ -318,7 +324,14 @@ def _(ctx, dy):
 
 @tensor_method()
 def clone(input, *, memory_format=None):
-    """A copy with its own storage; gradients flow back to the original."""
+    """A copy with its own storage; gradients flow back to the original.
+
+    >>> import flowgrad as flow
+    >>> x = flow.tensor([1.0, 2.0], requires_grad=True)
+    >>> y = x.clone()
+    >>> y
+    tensor([1., 2.], grad_fn=<clone_backward>)
+    """
     return _clone(input)
 
 
@@ -536,7 +549,12 @@ def _seq(tensors, name):
 
 
 def hstack(tensors, *, out=None):
-    """cat along dim 1 (dim 0 for 1-D tensors)."""
+    """cat along dim 1 (dim 0 for 1-D tensors).
+
+    >>> import flowgrad as flow
+    >>> flow.hstack([flow.tensor([1, 2]), flow.tensor([3])])
+    tensor([1, 2, 3])
+    """
     ts = atleast_1d(_seq(tensors, "hstack"))
     return cat(ts, 0 if ts[0]._data.ndim == 1 else 1)
 
@@ -584,7 +602,17 @@ def broadcast_tensors(*tensors):
 
 
 def meshgrid(*tensors, indexing="ij"):
-    """Coordinate grids from 1-D tensors: indexing='ij' (matrix) or 'xy' (Cartesian)."""
+    """Coordinate grids from 1-D tensors: indexing='ij' (matrix) or 'xy' (Cartesian).
+
+    >>> import flowgrad as flow
+    >>> xs, ys = flow.meshgrid(flow.tensor([1, 2]), flow.tensor([3, 4, 5]), indexing="ij")
+    >>> xs
+    tensor([[1, 1, 1],
+            [2, 2, 2]])
+    >>> ys
+    tensor([[3, 4, 5],
+            [3, 4, 5]])
+    """
     ts = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) \
         else list(tensors)
     if indexing not in ("ij", "xy"):

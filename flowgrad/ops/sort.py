@@ -33,7 +33,13 @@ def _argsort(a, axis, descending):
 
 @tensor_method()
 def sort(input, dim=-1, descending=False, stable=False):
-    """(values, indices) sorted along `dim` (NaN sorts as the largest value)."""
+    """(values, indices) sorted along `dim` (NaN sorts as the largest value).
+
+    >>> import flowgrad as flow
+    >>> values, indices = flow.sort(flow.tensor([[3.0, 1.0, 2.0]]), dim=1)
+    >>> values, indices
+    (tensor([[1., 2., 3.]]), tensor([[1, 2, 0]]))
+    """
     if input._data.ndim == 0:
         return values_indices(input.clone(), Tensor._wrap(np.zeros((), np.int64)))
     d = _wrap_dim(dim, input._data.ndim, "sort")
@@ -43,7 +49,12 @@ def sort(input, dim=-1, descending=False, stable=False):
 
 @tensor_method()
 def argsort(input, dim=-1, descending=False, stable=False):
-    """The indices that sort `input` along `dim`."""
+    """The indices that sort `input` along `dim`.
+
+    >>> import flowgrad as flow
+    >>> flow.argsort(flow.tensor([3.0, 1.0, 2.0]), descending=True)
+    tensor([0, 2, 1])
+    """
     return sort(input, dim, descending, stable).indices
 
 
@@ -95,7 +106,12 @@ def kthvalue(input, k, dim=-1, keepdim=False):
 @tensor_method()
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values (or distinct slices along `dim`), sorted; optionally the inverse
-    indices and counts. No gradient, as in torch."""
+    indices and counts. No gradient, as in torch.
+
+    >>> import flowgrad as flow
+    >>> flow.unique(flow.tensor([3, 1, 3, 2, 1]), return_counts=True)
+    (tensor([1, 2, 3]), tensor([2, 1, 2]))
+    """
     a = input._data
     if dim is not None:
         d = _wrap_dim(dim, a.ndim, "unique")
@@ -124,7 +140,12 @@ def _search(seq, values, right):
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
                  sorter=None):
-    """Insertion points of `input` in the innermost dim of `sorted_sequence`."""
+    """Insertion points of `input` in the innermost dim of `sorted_sequence`.
+
+    >>> import flowgrad as flow
+    >>> flow.searchsorted(flow.tensor([1.0, 3.0, 5.0]), flow.tensor([0.0, 3.0, 6.0]))
+    tensor([0, 1, 3])
+    """
     if side is not None:
         if side not in ("left", "right"):
             raise RuntimeError(f"searchsorted(): side can only be 'left' or 'right' but got "

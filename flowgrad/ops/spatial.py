@@ -100,7 +100,15 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """Sum sliding blocks back into an image: (N, C * kh * kw, L) -> (N, C, *output_size)."""
+    """Sum sliding blocks back into an image: (N, C * kh * kw, L) -> (N, C, *output_size).
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.fold(F.unfold(flow.ones(1, 1, 3, 3), 2), (3, 3), 2)
+    tensor([[[[1., 2., 1.],
+              [2., 4., 2.],
+              [1., 2., 1.]]]])
+    """
     ksize, dilation, padding, stride = _window_args(kernel_size, dilation, padding, stride,
                                                     "fold")
     size = ntuple(output_size, 2, "output_size", "fold")

@@ -121,7 +121,12 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 @tensor_method()
 def unbind(input, dim=0):
-    """The slices along `dim`, each without that dim (views)."""
+    """The slices along `dim`, each without that dim (views).
+
+    >>> import flowgrad as flow
+    >>> flow.unbind(flow.tensor([[1, 2], [3, 4]]), dim=1)
+    (tensor([1, 3]), tensor([2, 4]))
+    """
     d, n = _size(input, dim, "unbind")
     return _pieces(input, d, list(range(n + 1)), squeeze=True) if n else ()
 

@@ -77,7 +77,12 @@ def _var_args(input, dim, unbiased, keepdim, correction, name):
 
 @tensor_method()
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """Variance over `dim` with `correction` (default 1: Bessel's correction)."""
+    """Variance over `dim` with `correction` (default 1: Bessel's correction).
+
+    >>> import flowgrad as flow
+    >>> flow.var(flow.tensor([[1.0, 2.0, 3.0, 4.0]]), dim=1)
+    tensor([1.6667])
+    """
     axes, keepdim, c = _var_args(input, dim, unbiased, keepdim, correction, "var")
     return _var(input, axes=axes, keepdim=keepdim, correction=c)
 
@@ -150,7 +155,12 @@ _median_dim.grad(_index_output_grad)
 
 @tensor_method()
 def median(input, dim=None, keepdim=False):
-    """median(x): the lower median of all elements; median(x, dim): (values, indices)."""
+    """median(x): the lower median of all elements; median(x, dim): (values, indices).
+
+    >>> import flowgrad as flow
+    >>> flow.median(flow.tensor([3.0, 1.0, 4.0, 2.0]))
+    tensor(2.)
+    """
     if input._data.size == 0:
         raise IndexError(f"median(): cannot compute the median of an empty tensor of shape "
                          f"{tuple(input.shape)}")
