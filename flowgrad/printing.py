@@ -9,15 +9,23 @@ _DEFAULT_SUFFIXLESS = ("int64", "bool")
 
 
 def _float_format(finite):
-    """torch's choice: integral values as '3.', wide ranges in scientific, else 4 decimals."""
+    """torch's choice from the nonzero finite values: integral ones print as '3.', 4 decimals
+    otherwise; scientific when they span more than 1000x, exceed 1e8, or (non-integral) go
+    below 1e-4."""
     def special(v):
         return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
 
-    if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
-        return lambda v: f"{v:.0f}." if np.isfinite(v) else special(v)
     nonzero = np.abs(finite[finite != 0])
-    if finite.size and (np.abs(finite).max() >= 1e8 or nonzero.min(initial=1) < 1e-4):
+    integral = np.all(nonzero == np.ceil(nonzero))
+    if nonzero.size:
+        lo, hi = nonzero.min(), nonzero.max()
+        scientific = hi / lo > 1000.0 or hi > 1e8 or (not integral and lo < 1e-4)
+    else:
+        scientific = False
+    if scientific:
         return lambda v: f"{v:.4e}" if np.isfinite(v) else special(v)
+    if integral:
+        return lambda v: f"{v:.0f}." if np.isfinite(v) else special(v)
     return lambda v: f"{v:.4f}" if np.isfinite(v) else special(v)
 
 

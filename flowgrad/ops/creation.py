@@ -349,12 +349,20 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
 
 def rand_like(x, dtype=None, generator=None, **_):
     """Uniform [0, 1) samples shaped like `x`, in x's dtype unless `dtype` is given."""
-    return rand(*x.shape, dtype=dtype or x.dtype, generator=generator)
+    d = _dt.as_dtype(dtype) if dtype is not None else x.dtype
+    if not d.is_floating_point:
+        raise RuntimeError(f"rand_like: uniform sampling needs a floating dtype, got {d.name}; "
+                           f"pass dtype=flowgrad.float32")
+    return rand(*x.shape, dtype=d, generator=generator)
 
 
 def randn_like(x, dtype=None, generator=None, **_):
     """Standard normal samples shaped like `x`."""
-    return randn(*x.shape, dtype=dtype or x.dtype, generator=generator)
+    d = _dt.as_dtype(dtype) if dtype is not None else x.dtype
+    if not d.is_floating_point:
+        raise RuntimeError(f"randn_like: normal sampling needs a floating dtype, got {d.name}; "
+                           f"pass dtype=flowgrad.float32")
+    return randn(*x.shape, dtype=d, generator=generator)
 
 
 def randint_like(x, low, high=None, dtype=None, generator=None, **_):
