@@ -11,18 +11,17 @@ tensor([[0., 1.],
 from __future__ import annotations
 
 import builtins
-from collections import namedtuple
 
 import numpy as np
 
 from .. import dtypes as _dt
+from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "sum_to",
            "logsumexp", "all", "any", "count_nonzero"]
 
-values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
 def normalize_dims(dim, ndim, op_name):
@@ -234,10 +233,10 @@ def _max_min(input, dim, keepdim, other, name):
     d = _wrap_dim(dim, input._data.ndim, name)
     _check_nonempty(input, (d,) if input._data.ndim else (), name)
     if input._data.ndim == 0:
-        return values_indices(input, Tensor._wrap(np.zeros((), np.int64)))
+        return of_zero_dim(name, input)
     fn = _max_dim if name == "max" else _min_dim
     values, indices = fn(input, dim=d, keepdim=keepdim)
-    return values_indices(values, indices.to(_dt.int64))
+    return values_indices(name, values, indices.to(_dt.int64))
 
 
 @tensor_method()

@@ -11,17 +11,15 @@ tensor([3., 2., 1.])
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from .. import dtypes as _dt
+from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
 __all__ = ["cumsum", "cumprod", "cummax", "cummin"]
 
-values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
 def _scan_input(input, dim, dtype, name):
@@ -140,8 +138,8 @@ def _cum_extremum(input, dim, fn, name):
         raise TypeError(f"{name}(): expected a Tensor, got {type(input).__name__}")
     d = _wrap_dim(dim, input._data.ndim, name)
     if input._data.ndim == 0:
-        return values_indices(input.clone(), Tensor._wrap(np.zeros((), np.int64)))
-    return values_indices(*fn(input, dim=d))
+        return of_zero_dim(name, input)
+    return values_indices(name, *fn(input, dim=d))
 
 
 @tensor_method()

@@ -9,17 +9,15 @@ tensor([1., 2., 3.])
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
+from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .gather import gather
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "searchsorted",
            "bucketize"]
 
-values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
 def _argsort(a, axis, descending):
@@ -41,10 +39,10 @@ def sort(input, dim=-1, descending=False, stable=False):
     (tensor([[1., 2., 3.]]), tensor([[1, 2, 0]]))
     """
     if input._data.ndim == 0:
-        return values_indices(input.clone(), Tensor._wrap(np.zeros((), np.int64)))
+        return of_zero_dim("sort", input)
     d = _wrap_dim(dim, input._data.ndim, "sort")
     idx = Tensor._wrap(_argsort(input._data, d, descending).astype(np.int64))
-    return values_indices(gather(input, d, idx), idx)
+    return values_indices("sort", gather(input, d, idx), idx)
 
 
 @tensor_method()
@@ -79,10 +77,10 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
         raise RuntimeError(f"topk(): selected index k ({k}) out of range for dimension {d} "
                            f"with size {size}")
     if nd == 0:
-        return values_indices(input.clone(), Tensor._wrap(np.zeros((), np.int64)))
+        return of_zero_dim("topk", input)
     idx = _argsort(input._data, d, largest)
     idx = Tensor._wrap(np.take(idx, np.arange(k), axis=d).astype(np.int64))
-    return values_indices(gather(input, d, idx), idx)
+    return values_indices("topk", gather(input, d, idx), idx)
 
 
 @tensor_method()
@@ -95,12 +93,12 @@ def kthvalue(input, k, dim=-1, keepdim=False):
         raise IndexError(f"kthvalue(): selected number k ({k}) out of range for dimension "
                          f"{d} with size {size}")
     if nd == 0:
-        return values_indices(input.clone(), Tensor._wrap(np.zeros((), np.int64)))
+        return of_zero_dim("kthvalue", input)
     idx = np.take(_argsort(input._data, d, False), [k - 1], axis=d).astype(np.int64)
     values = gather(input, d, Tensor._wrap(idx))
     if not keepdim:
         values, idx = values.squeeze(d), idx.squeeze(d)
-    return values_indices(values, Tensor._wrap(idx))
+    return values_indices("kthvalue", values, Tensor._wrap(idx))
 
 
 @tensor_method()

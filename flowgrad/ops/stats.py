@@ -8,17 +8,15 @@ tensor([-0.8889, -0.2222,  1.1111])
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
+from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .reduce import _select_along_backward, expand_reduced, keepdim_shape, normalize_dims
 from .registry import op
 
 __all__ = ["var", "std", "var_mean", "std_mean", "median", "mode"]
 
-values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
 def _count(shape, axes):
@@ -168,8 +166,8 @@ def median(input, dim=None, keepdim=False):
         return _median(input)
     d = _wrap_dim(dim, input._data.ndim, "median")
     if input._data.ndim == 0:
-        return values_indices(input.clone(), Tensor._wrap(np.zeros((), np.int64)))
-    return values_indices(*_median_dim(input, dim=d, keepdim=keepdim))
+        return of_zero_dim("median", input)
+    return values_indices("median", *_median_dim(input, dim=d, keepdim=keepdim))
 
 
 # ---- mode ------------------------------------------------------------------------------------
@@ -204,8 +202,8 @@ def mode(input, dim=-1, keepdim=False):
     """The most frequent value along `dim` (the smallest on ties) and its index."""
     d = _wrap_dim(dim, input._data.ndim, "mode")
     if input._data.ndim == 0:
-        return values_indices(input.clone(), Tensor._wrap(np.zeros((), np.int64)))
+        return of_zero_dim("mode", input)
     if input._data.shape[d] == 0:
         raise IndexError(f"mode(): expected reduction dim {d} to have non-zero size; input "
                          f"has shape {tuple(input.shape)}")
-    return values_indices(*_mode(input, dim=d, keepdim=keepdim))
+    return values_indices("mode", *_mode(input, dim=d, keepdim=keepdim))
