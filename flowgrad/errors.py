@@ -28,3 +28,34 @@ def freed_graph_error(node):
         f"Trying to backward through the graph a second time: {node.name} has already "
         f"freed its saved tensors. Pass retain_graph=True to the first backward() or "
         f"autograd.grad() if you need to backward through the graph again.")
+
+
+def _broadcast_mismatch(shapes):
+    """torch's wording for the first pair of sizes that cannot broadcast, or None."""
+    ndim = max(len(s) for s in shapes)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    for dim in range(ndim):
+        sizes = {p[dim] for p in padded} - {1}
+        if len(sizes) > 1:
+            a, b = sorted(sizes)[:2]
+            return (f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                    f"non-singleton dimension {dim}")
+    return None
+
+
+def kernel_error(op, inputs, error):
+    """Re-raise an error from inside a kernel with the op's name and its inputs.
+
+    Broadcasting failures become torch's RuntimeError; other errors keep their type. Errors
+    that already name the op pass through unchanged.
+    """
+    message = str(error)
+    if message.startswith((f"{op.name}:", f"{op.name}(")):
+        return error
+    described = ", ".join(describe(t) for t in inputs)
+    if "could not be broadcast" in message:
+        mismatch = _broadcast_mismatch([t._data.shape for t in inputs])
+        if mismatch is not None:
+            return RuntimeError(f"{op.name}: {mismatch}; inputs: {described}. Make the shapes "
+                                f"broadcastable (reshape, unsqueeze or expand one of them)")
+    return type(error)(f"{op.name}: {message}; inputs: {described}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import kernel_error
 from . import grad_mode
 from .meta import AutogradMeta, VersionCounter
 from .node import CaptureState, FunctionNode, SavedTensor
@@ -42,14 +43,17 @@ class AutogradInterpreter:
     def apply(op, inputs, attrs):
         """Run `op` on tensors `inputs` with keyword `attrs`; return its output tensor(s)."""
         record = _state.enabled and op.backward is not None and _needs_record(inputs)
-        if record:
-            _state.enabled = False  # ops inside the kernel record nothing
-            try:
+        try:
+            if record:
+                _state.enabled = False  # ops inside the kernel record nothing
+                try:
+                    result = op.kernel(np, *[t._data for t in inputs], **attrs)
+                finally:
+                    _state.enabled = True
+            else:
                 result = op.kernel(np, *[t._data for t in inputs], **attrs)
-            finally:
-                _state.enabled = True
-        else:
-            result = op.kernel(np, *[t._data for t in inputs], **attrs)
+        except (ValueError, IndexError, TypeError) as error:
+            raise kernel_error(op, inputs, error) from None
         if op.n_out == 1 and type(result) is not tuple:
             out = _new(Tensor)
             out._data = result if type(result) is np.ndarray else np.asarray(result)

@@ -62,14 +62,6 @@ def normalize_index(index, shape=None):
     return tuple(out), advanced
 
 
-def _checked(fn, x, index, shape):
-    try:
-        return fn()
-    except IndexError as e:
-        raise IndexError(f"index {_show(index)} is out of bounds for tensor of shape "
-                         f"{tuple(shape)}: {e}") from None
-
-
 def _show(index):
     return tuple(f"tensor(shape={i.shape})" if isinstance(i, np.ndarray) else i
                  for i in index) if isinstance(index, tuple) else index
@@ -150,7 +142,7 @@ def getitem(x, index):
     if len(idx) == 1:
         idx = idx[0]
     fn = _index if advanced else _getitem
-    return _checked(lambda: fn(x, index=idx), x, idx, x._data.shape)
+    return fn(x, index=idx)  # kernel errors come back naming the op and the input
 
 
 @op("setitem")
@@ -186,9 +178,8 @@ def setitem(x, index, value):
         value = value.to(x.dtype)
     if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad or (
             x._view is not None and x._view[0].requires_grad)):
-        inplace_update("setitem", x, lambda src: _checked(
-            lambda: _setitem(src, value, index=idx), src, idx, src._data.shape),
-            value.requires_grad)
+        inplace_update("setitem", x, lambda src: _setitem(src, value, index=idx),
+                       value.requires_grad)
         return
     try:
         x._data[idx] = value._data
