@@ -57,7 +57,7 @@ def _div_rounded(xp, a, b, *, mode):
         if mode == "trunc":  # a // b floors; step back toward zero where signs differ
             q = q + (((a - q * b) != 0) & ((a < 0) != (b < 0)))
         return q.astype(a.dtype, copy=False)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with xp.errstate(divide="ignore", invalid="ignore"):
         q = xp.floor_divide(a, b) if mode == "floor" else xp.trunc(a / b)
     return q.astype(a.dtype, copy=False)
 
@@ -85,7 +85,7 @@ def floor_divide(input, other):
 
 @op("remainder", save="inputs")
 def _remainder(xp, a, b):
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with xp.errstate(divide="ignore", invalid="ignore"):
         return xp.remainder(a, b)
 
 
@@ -98,7 +98,7 @@ def _(ctx, dy):
 
 @op("fmod", save="inputs")
 def _fmod(xp, a, b):
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with xp.errstate(divide="ignore", invalid="ignore"):
         return xp.fmod(a, b)
 
 
@@ -154,7 +154,7 @@ def _(ctx, dy):
 
 @op("xlogy", save="inputs")
 def _xlogy(xp, x, y):
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with xp.errstate(divide="ignore", invalid="ignore"):
         r = x * xp.log(y)
     return xp.where((x == 0) & ~xp.isnan(y), xp.zeros((), r.dtype), r)
 

@@ -41,7 +41,7 @@ def _(ctx, dy):
 
 @op("put_flat")
 def _put_flat(xp, v, *, shape, flat, accumulate):
-    out = xp.zeros(int(np.prod(shape)), v.dtype)
+    out = xp.zeros(int(xp.prod(shape)), v.dtype)
     vals = xp.broadcast_to(v, flat.shape).reshape(-1)
     if accumulate:
         xp.add.at(out, flat.reshape(-1), vals)  # repeated positions sum (fast in NumPy >= 2)

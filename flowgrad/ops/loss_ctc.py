@@ -44,22 +44,22 @@ def _shift(a, k):
 def _ctc_loss(xp, lp, *, targets, input_lengths, target_lengths, blank):
     t_max, n, _ = lp.shape
     ext, skip, valid = _extended(targets, target_lengths, blank)
-    lpe = lp.astype(np.float64)[np.arange(t_max)[:, None, None], np.arange(n)[None, :, None],
+    lpe = lp.astype(xp.float64)[xp.arange(t_max)[:, None, None], xp.arange(n)[None, :, None],
                                 ext[None]]  # (T, N, S'): log-prob of each extended label
-    alpha = np.full(lpe.shape, _NEG)
+    alpha = xp.full(lpe.shape, _NEG)
     alpha[0, :, 0] = lpe[0, :, 0]
     has_label = target_lengths > 0
     alpha[0, has_label, 1] = lpe[0, has_label, 1]
-    with np.errstate(invalid="ignore"):
+    with xp.errstate(invalid="ignore"):
         for t in range(1, t_max):
             a = alpha[t - 1]
-            acc = np.logaddexp(a, _shift(a, 1))
-            acc = np.logaddexp(acc, np.where(skip, _shift(a, 2), _NEG))
-            alpha[t] = np.where(valid, acc + lpe[t], _NEG)
-    rows = np.arange(n)
+            acc = xp.logaddexp(a, _shift(a, 1))
+            acc = xp.logaddexp(acc, xp.where(skip, _shift(a, 2), _NEG))
+            alpha[t] = xp.where(valid, acc + lpe[t], _NEG)
+    rows = xp.arange(n)
     last = alpha[input_lengths - 1, rows]  # (N, S') at each sample's last frame
     end = 2 * target_lengths
-    ll = np.logaddexp(last[rows, end], np.where(has_label, last[rows, end - 1], _NEG))
+    ll = xp.logaddexp(last[rows, end], xp.where(has_label, last[rows, end - 1], _NEG))
     return (-ll).astype(lp.dtype), alpha  # alpha: aux, for the rule
 
 
@@ -75,36 +75,36 @@ def _(ctx, dy):
 def _ctc_loss_grad(xp, lp, alpha, dy, *, targets, input_lengths, target_lengths, blank):
     t_max, n, c = lp.shape
     ext, skip, valid = _extended(targets, target_lengths, blank)
-    lpe = lp.astype(np.float64)[np.arange(t_max)[:, None, None], np.arange(n)[None, :, None],
+    lpe = lp.astype(xp.float64)[xp.arange(t_max)[:, None, None], xp.arange(n)[None, :, None],
                                 ext[None]]
-    rows = np.arange(n)
+    rows = xp.arange(n)
     end = 2 * target_lengths
-    init = np.full(lpe.shape[1:], _NEG)
+    init = xp.full(lpe.shape[1:], _NEG)
     init[rows, end] = 0.0
     has_label = target_lengths > 0
     init[rows[has_label], end[has_label] - 1] = 0.0
-    skip_next = np.zeros_like(skip)
+    skip_next = xp.zeros_like(skip)
     skip_next[:, :-2] = skip[:, 2:]  # from s, a skip lands on s + 2
-    beta = np.full(lpe.shape, _NEG)
-    nxt = np.full(lpe.shape[1:], _NEG)
-    with np.errstate(invalid="ignore"):
+    beta = xp.full(lpe.shape, _NEG)
+    nxt = xp.full(lpe.shape[1:], _NEG)
+    with xp.errstate(invalid="ignore"):
         for t in range(t_max - 1, -1, -1):
-            acc = np.logaddexp(nxt, np.pad(nxt[:, 1:], ((0, 0), (0, 1)),
+            acc = xp.logaddexp(nxt, xp.pad(nxt[:, 1:], ((0, 0), (0, 1)),
                                            constant_values=_NEG))
-            acc = np.logaddexp(acc, np.where(skip_next, np.pad(
+            acc = xp.logaddexp(acc, xp.where(skip_next, xp.pad(
                 nxt[:, 2:], ((0, 0), (0, 2)), constant_values=_NEG), _NEG))
             first = (t == input_lengths - 1)[:, None]
             alive = (t < input_lengths - 1)[:, None]
-            cur = np.where(first, init, np.where(alive, acc, _NEG))
-            beta[t] = np.where(valid, cur + lpe[t], _NEG)
+            cur = xp.where(first, init, xp.where(alive, acc, _NEG))
+            beta[t] = xp.where(valid, cur + lpe[t], _NEG)
             nxt = beta[t]
-        log_ll = np.logaddexp(beta[0, :, 0], np.where(has_label, beta[0, :, 1], _NEG))
+        log_ll = xp.logaddexp(beta[0, :, 0], xp.where(has_label, beta[0, :, 1], _NEG))
         # occupancy of each extended label at each frame, normalised by the path sum
-        occ = np.exp(alpha + beta - lpe - log_ll[None, :, None])
-    occ = np.where(np.isfinite(log_ll)[None, :, None], np.nan_to_num(occ), 0.0)
-    grad = np.zeros((t_max, n, c))
-    np.add.at(grad, (np.arange(t_max)[:, None, None], rows[None, :, None], ext[None]), occ)
-    return (-grad * dy.astype(np.float64)[None, :, None]).astype(lp.dtype)
+        occ = xp.exp(alpha + beta - lpe - log_ll[None, :, None])
+    occ = xp.where(xp.isfinite(log_ll)[None, :, None], xp.nan_to_num(occ), 0.0)
+    grad = xp.zeros((t_max, n, c))
+    xp.add.at(grad, (xp.arange(t_max)[:, None, None], rows[None, :, None], ext[None]), occ)
+    return (-grad * dy.astype(xp.float64)[None, :, None]).astype(lp.dtype)
 
 
 @_ctc_loss_grad.grad

@@ -100,11 +100,11 @@ def _max_pool(xp, x, *, ksize, stride, padding, dilation, out):
         xp.copyto(vals, v, where=win)
         xp.copyto(arg, t, where=win)
     # flat index = window origin + tap offset, both linear in the per-dim positions
-    plane = np.cumprod((1,) + tuple(size[:0:-1]))[::-1]  # row-major strides of the plane
+    plane = xp.cumprod((1,) + tuple(size[:0:-1]))[::-1]  # row-major strides of the plane
     origin = _flat_index(xp, [g * s - p for g, s, p in
-                              zip(np.ix_(*(np.arange(o) for o in out)), stride, padding)], size)
-    offsets = np.array([sum(k * d * st for k, d, st in zip(tap, dilation, plane)) for tap in
-                        itertools.product(*(range(k) for k in ksize))], np.int64)
+                              zip(xp.ix_(*(xp.arange(o) for o in out)), stride, padding)], size)
+    offsets = xp.array([sum(k * d * st for k, d, st in zip(tap, dilation, plane)) for tap in
+                        itertools.product(*(range(k) for k in ksize))], xp.int64)
     return vals, origin + offsets[arg]
 
 
@@ -411,7 +411,7 @@ def _adaptive_max_pool(xp, x, *, out):
         start, end = _adaptive_bounds(n, o)
         k = int((end - start).max())
         # pad short windows by repeating their last element: a repeat doesn't change the max
-        ix = np.minimum(start[:, None] + np.arange(k), (end - 1)[:, None])
+        ix = xp.minimum(start[:, None] + xp.arange(k), (end - 1)[:, None])
         shape = [1] * (2 * nd)
         shape[i], shape[nd + i] = o, k
         index.append(ix.reshape(shape))
@@ -420,8 +420,8 @@ def _adaptive_max_pool(xp, x, *, out):
     flat = win.reshape(win.shape[:2 + nd] + (-1,))
     am = flat.argmax(-1)
     vals = xp.take_along_axis(flat, am[..., None], -1)[..., 0]
-    taps = np.unravel_index(am, kmax)
-    grid = np.ix_(*(np.arange(o) for o in out))
+    taps = xp.unravel_index(am, kmax)
+    grid = xp.ix_(*(xp.arange(o) for o in out))
     positions = [ix.reshape(ix.shape[i], -1)[g, t] for i, (ix, g, t) in
                  enumerate(zip(index, grid, taps))]
     return vals, _flat_index(xp, positions, size)

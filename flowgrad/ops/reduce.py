@@ -402,7 +402,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 def _logsumexp(xp, x, *, axes, keepdim):
     m = x.max(axis=axes, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or an inf) rows: shift by 0
-    with np.errstate(divide="ignore"):  # every element -inf: log(0) = -inf, as torch
+    with xp.errstate(divide="ignore"):  # every element -inf: log(0) = -inf, as torch
         y = xp.log(xp.exp(x - m).sum(axis=axes, keepdims=True)) + m
     return y if keepdim else y.squeeze(axes)
 

@@ -30,7 +30,7 @@ def _centered(x, axes):
 # ---- var / std -------------------------------------------------------------------------------
 @op("var", save="inputs")
 def _var(xp, x, *, axes, keepdim, correction):
-    with np.errstate(divide="ignore", invalid="ignore"):  # N <= correction: inf/nan, as torch
+    with xp.errstate(divide="ignore", invalid="ignore"):  # N <= correction: inf/nan, as torch
         return x.var(axis=axes, ddof=correction, keepdims=keepdim)
 
 
@@ -43,7 +43,7 @@ def _(ctx, dy):
 
 @op("std", save="inputs outputs")
 def _std(xp, x, *, axes, keepdim, correction):
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with xp.errstate(divide="ignore", invalid="ignore"):
         return x.std(axis=axes, ddof=correction, keepdims=keepdim)
 
 
@@ -188,7 +188,7 @@ def _mode(xp, x, *, dim, keepdim):
     # torch reports the last position holding that value: the end of its (stable) run
     last = best + counts[r, best] - 1
     vals = s[r, best].reshape(lead)
-    idx = order[r, last].astype(np.int64).reshape(lead)
+    idx = order[r, last].astype(xp.int64).reshape(lead)
     if keepdim:
         vals, idx = xp.expand_dims(vals, dim), xp.expand_dims(idx, dim)
     return vals, idx
