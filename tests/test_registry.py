@@ -17,3 +17,22 @@ def test_non_differentiable_ops_have_no_rule():
 def test_registry_is_keyed_by_op_name():
     assert all(op.name == name for name, op in REGISTRY.items())
     assert REGISTRY["relu"].node_name == "relu_backward"
+
+
+def test_kernels_take_their_array_module_from_xp():
+    """Kernels use the `xp` they are given (the device's array module), never `np` directly,
+    so a GPU array module can run every op unchanged."""
+    import ast
+    import pathlib
+
+    ops_dir = pathlib.Path(flowgrad.__file__).parent / "ops"
+    offenders = []
+    for path in sorted(ops_dir.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and any(
+                    isinstance(d, ast.Call) and getattr(d.func, "id", "") == "op"
+                    for d in node.decorator_list):
+                uses_np = any(isinstance(n, ast.Name) and n.id == "np" for n in ast.walk(node))
+                if uses_np:
+                    offenders.append(f"{path.name}:{node.name}")
+    assert not offenders, f"kernels that use numpy directly instead of xp: {offenders}"
