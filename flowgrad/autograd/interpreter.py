@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..device import ARRAY_MODULES
 from ..errors import kernel_error
 from . import grad_mode
 from .meta import AutogradMeta, VersionCounter
@@ -43,15 +44,17 @@ class AutogradInterpreter:
     def apply(op, inputs, attrs):
         """Run `op` on tensors `inputs` with keyword `attrs`; return its output tensor(s)."""
         record = _state.enabled and op.backward is not None and _needs_record(inputs)
+        arrays = [t._data for t in inputs]
+        xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np  # from the device
         try:
             if record:
                 _state.enabled = False  # ops inside the kernel record nothing
                 try:
-                    result = op.kernel(np, *[t._data for t in inputs], **attrs)
+                    result = op.kernel(xp, *arrays, **attrs)
                 finally:
                     _state.enabled = True
             else:
-                result = op.kernel(np, *[t._data for t in inputs], **attrs)
+                result = op.kernel(xp, *arrays, **attrs)
         except (ValueError, IndexError, TypeError) as error:
             raise kernel_error(op, inputs, error) from None
         if op.n_out == 1 and type(result) is not tuple:
