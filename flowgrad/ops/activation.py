@@ -233,22 +233,35 @@ def _(ctx, dy):
         t = (k * (x + x * x * x * 0.044715)).tanh()
         dinner = k * (1 + x * x * (3 * 0.044715))
         return dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner)
-    cdf = _gelu_cdf(x)
-    pdf = (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
-    return dy * (cdf + x * pdf)
+    return _gelu_grad(x, dy)
 
 
-@op("normal_cdf", save="inputs")
-def _gelu_cdf(xp, x):
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+
+@op("gelu_grad", save="inputs")
+def _gelu_grad(xp, x, dy):
+    """dy * gelu'(x) = dy * (Phi(x) + x phi(x)) in one pass (exact gelu)."""
     from .special import erf
 
-    return (0.5 * (1 + erf(xp, x / math.sqrt(2)))).astype(x.dtype, copy=False)
+    x32 = x.astype(xp.float32) if x.dtype.kind == "V" else x
+    cdf = erf(xp, x32 * (1 / math.sqrt(2)))
+    cdf += 1
+    cdf *= 0.5
+    pdf = xp.exp(x32 * x32 * -0.5)
+    pdf *= x32 * _INV_SQRT_2PI
+    cdf += pdf
+    cdf *= dy
+    return cdf.astype(dy.dtype, copy=False)
 
 
-@_gelu_cdf.grad
-def _(ctx, dy):
-    x = ctx.inputs[0]
-    return dy * (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+@_gelu_grad.grad
+def _(ctx, ddx):
+    x, dy = ctx.inputs
+    need = ctx.needs_input_grad
+    # gelu''(x) = phi(x) (2 - x^2)
+    dx = ddx * dy * (x * x * -0.5).exp() * _INV_SQRT_2PI * (2 - x * x) if need[0] else None
+    return dx, (_gelu_grad(x, ddx) if need[1] else None)
 
 
 @tensor_method()
@@ -396,7 +409,7 @@ def logsigmoid(input):
 # ---- softmax family (fused: one kernel, one rule) -----------------------------------------
 @op("softmax", save="outputs")
 def _softmax(xp, x, *, dim):
-    e = xp.exp(x - x.max(axis=dim, keepdims=True))
+    e = xp.exp(x - x.max(axis=dim, keepdims=True, initial=-xp.inf))  # initial: empty dims
     e /= e.sum(axis=dim, keepdims=True)
     return e
 
@@ -409,7 +422,7 @@ def _(ctx, dy):
 
 @op("log_softmax", save="outputs")
 def _log_softmax(xp, x, *, dim):
-    shifted = x - x.max(axis=dim, keepdims=True)
+    shifted = x - x.max(axis=dim, keepdims=True, initial=-xp.inf)  # initial: empty dims
     shifted -= xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
     return shifted
 

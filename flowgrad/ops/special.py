@@ -23,22 +23,31 @@ _Q = (1.0, 0.50411105165109027, 0.11736759520890126, 0.016254408134349196,
       0.001414158158866222, 7.1761868716291508e-05, 2.542298847223178e-07)
 
 
-def _horner(coefs, t):
-    acc = coefs[-1]
-    for c in coefs[-2::-1]:
-        acc = acc * t + c
+def _polynomial(xp, coefs, t):
+    """sum_k coefs[k] t^k by Horner's rule, in place on one buffer."""
+    acc = t * xp.float32(coefs[-1])
+    for c in coefs[-2:0:-1]:
+        acc += xp.float32(c)
+        acc *= t
+    acc += xp.float32(coefs[0])
     return acc
 
 
 def _erf_rational(xp, x):
     """erf for float32 (and narrower) inputs, computed in float32."""
-    x = x.astype(xp.float32)
-    inner = xp.clip(x, -4.0, 4.0)
+    shape = x.shape
+    x = x.astype(xp.float32, copy=False).reshape(-1)  # 1-d: 0-d arithmetic gives scalars
+    inner = xp.clip(x, -3.9, 3.9)
     t = inner * inner
-    p = _horner([xp.float32(c) for c in _P], t)
-    q = _horner([xp.float32(c) for c in _Q], t)
+    result = _polynomial(xp, _P, t)
+    result *= inner
+    result /= _polynomial(xp, _Q, t)
+    xp.clip(result, -1.0, 1.0, out=result)
     # beyond 3.9, erf(x) rounds to +-1 in float32: exact ones keep 1 + erf(x) exactly 0
-    return xp.where(xp.abs(x) > 3.9, xp.sign(x), xp.clip(inner * p / q, -1.0, 1.0))
+    tails = xp.abs(x) > 3.9
+    if tails.any():
+        result[tails] = xp.sign(x[tails])
+    return result.reshape(shape)
 
 
 def _erf_series(xp, a):
