@@ -77,6 +77,10 @@ def _(ctx, dy):
 
 @op("pow", save="inputs outputs")
 def _pow(xp, a, b):
+    if b.dtype.kind in "iu" and (b < 0).any():
+        # torch truncates integer a ** -n = 1 / a ** n: 0 unless |a| == 1 (NumPy raises)
+        r = a ** xp.abs(b)
+        return xp.where((b >= 0) | (xp.abs(a) == 1), r, xp.zeros((), r.dtype))
     return a ** b
 
 
@@ -220,7 +224,7 @@ def _(ctx, dy):
 
 @op("sign")
 def _sign(xp, x):
-    return xp.sign(x)
+    return x.copy() if x.dtype.kind == "b" else xp.sign(x)  # NumPy has no bool sign
 
 
 @_sign.grad
@@ -400,9 +404,10 @@ def _compare(name, fn):
     k = op(name, differentiable=False)(fn)
 
     def compare(input, other):
-        other = other if isinstance(other, Tensor) else Tensor._wrap(
-            input._data.dtype.type(other) if input._data.dtype.kind in "fV"
-            and isinstance(other, (int, float)) else __import__("numpy").asarray(other))
+        if not isinstance(other, Tensor) or other._data.dtype is not input._data.dtype:
+            # torch compares in the promoted dtype: float16 vs a 0-d float64 rounds the
+            # latter to float16, and uint8 vs -3 wraps -3 to 253 as torch's cast does
+            input, other = _promote_pair(input, other, name)
         return k(input, other)
     compare.__name__ = name
     return compare
@@ -471,8 +476,10 @@ def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
 _SCALARS = (builtins.int, builtins.float, builtins.bool)
 
 
-def _promote_pair(a, b, op_name):
-    """Both operands as tensors of torch's result dtype."""
+def _promote_pair(a, b, op_name, floating=False):
+    """Both operands as tensors of torch's result dtype; `floating`: lifted to the default
+    float dtype when that is integral (cast straight to float, so that in `-3 / uint8` the
+    -3 is not first wrapped to 253 by a cast to uint8)."""
     if not isinstance(a, Tensor):
         a, b = b, a
         swapped = True
@@ -488,6 +495,8 @@ def _promote_pair(a, b, op_name):
         d = _dt.result_type(a, b if b._data.ndim else b.item())
     else:
         d = _dt.result_type(a, b)
+    if floating and not d.is_floating_point:
+        d = _dt.get_default_dtype()
     a = a if a._data.dtype == d.np else a.to(d)
     b = b if b._data.dtype == d.np else b.to(d)
     return (b, a) if swapped else (a, b)
@@ -542,11 +551,15 @@ def sub(input, other, *, alpha=1, out=None):
     >>> flow.sub(flow.tensor([5, 7]), 2)
     tensor([3, 5])
     """
-    if isinstance(input, Tensor) and input._data.dtype.kind == "b" and (
-            isinstance(other, builtins.bool) or isinstance(other, Tensor)
-            and other._data.dtype.kind == "b"):
+    bools = [isinstance(x, builtins.bool) or isinstance(x, Tensor) and x._data.dtype.kind == "b"
+             for x in (input, other)]
+    if all(bools):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
+    if any(bools):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
     if alpha != 1:
         other = other * alpha
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
@@ -584,8 +597,7 @@ def div(input, other, *, rounding_mode=None, out=None):
         return _rounded_div(input, other, rounding_mode)
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         return _scalar_div(_float_of(input), value=other)
-    a, b = _promote_pair(input, other, "div")
-    return _div(_float_of(a), _float_of(b))
+    return _div(*_promote_pair(input, other, "div", floating=True))
 
 
 def pow(input, exponent, *, out=None):
@@ -605,16 +617,14 @@ def pow(input, exponent, *, out=None):
             return _scalar_pow(input, exponent=exponent)
         if isinstance(exponent, builtins.float):
             return _scalar_pow(_float_of(input), exponent=exponent)
-    if isinstance(input, _SCALARS):
+    if isinstance(input, _SCALARS) and _dt.result_type(exponent, input).is_floating_point:
         d = _dt.result_type(exponent, input)
         return _scalar_rpow(exponent if exponent.dtype is d else exponent.to(d), base=input)
-    if isinstance(exponent, Tensor) and input._data.dtype is exponent._data.dtype:
+    if isinstance(input, Tensor) and isinstance(exponent, Tensor) and \
+            input._data.dtype is exponent._data.dtype:
         a, b = input, exponent
     else:
         a, b = _promote_pair(input, exponent, "pow")
-    if b._data.dtype.kind in "iu" and (b._data < 0).any():
-        raise RuntimeError("pow: Integers to negative integer powers are not allowed; convert "
-                           "the tensors with .float() first")
     return _pow(a, b)
 
 
@@ -743,8 +753,9 @@ def clamp(input, min=None, max=None, *, out=None):
         from .elementwise_more import clamp_tensor
 
         return clamp_tensor(input, min, max)
-    if input._data.dtype.kind not in "fV" and (isinstance(min, float) or isinstance(max, float)):
-        input = _float_of(input)
+    d = _dt.result_type(input, *(v for v in (min, max) if v is not None))
+    if d is not input.dtype:  # torch promotes: a bool tensor clamped to ints gives int64
+        input = input.to(d)
     return _clamp(input, min=min, max=max)
 
 
@@ -792,7 +803,7 @@ def _where_method(self, condition, other):
 
 
 def _rsub(self, other):
-    return add(neg(self), other)
+    return sub(other, self)  # not -self + other: -uint8 wraps
 
 
 def _rdiv(self, other):

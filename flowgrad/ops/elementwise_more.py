@@ -18,7 +18,6 @@ from ..random import numpy_generator
 from ..tensor import Tensor, tensor_method
 from .elementwise import (
     _SCALARS,
-    _float_of,
     _grad_div,
     _grad_mul,
     _inplace_binary,
@@ -169,8 +168,7 @@ def _(ctx, dy):
 
 
 def _float_pair(a, b, name):
-    a, b = _promote_pair(a, b, name)
-    return _float_of(a), _float_of(b)
+    return _promote_pair(a, b, name, floating=True)
 
 
 @tensor_method()
