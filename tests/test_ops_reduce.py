@@ -153,7 +153,7 @@ ERRORS = [
     ("amax_empty", lambda: flow.amax(flow.ones(0, 3), 0), IndexError, r"amax\(\).*non-zero"),
     ("cumsum_dim", lambda: flow.cumsum(flow.ones(2, 3), 2), IndexError, r"cumsum.*range"),
     ("cummax_dim", lambda: flow.cummax(flow.ones(2, 3), -3), IndexError, r"cummax.*range"),
-    ("median_empty", lambda: flow.median(flow.ones(0)), IndexError, r"median\(\).*empty"),
+    ("median_empty", lambda: flow.median(flow.ones(0), 0), IndexError, r"median\(\).*empty"),
     ("mode_dim", lambda: flow.mode(flow.ones(2, 3), 5), IndexError, r"mode.*range"),
     ("logsumexp_dim", lambda: flow.logsumexp(flow.ones(2), 1), IndexError, r"logsumexp"),
     ("norm_p_str", lambda: flow.norm(flow.ones(2), "abc"), RuntimeError, r"norm: p must"),

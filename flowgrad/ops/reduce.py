@@ -28,6 +28,10 @@ def normalize_dims(dim, ndim, op_name):
     """dim (None, int or sequence) -> sorted tuple of non-negative axes."""
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return tuple(range(ndim))
+    if ndim == 0:  # torch takes dim 0 / -1 of a 0-d tensor: checked, then nothing to reduce
+        for d in dim if isinstance(dim, (tuple, list)) else (dim,):
+            _wrap_dim(d, 0, op_name)
+        return ()
     if isinstance(dim, (tuple, list)):
         axes = tuple(sorted({_wrap_dim(d, ndim, op_name) for d in dim}))
         if len(axes) != len(dim):
@@ -165,7 +169,7 @@ _amin.grad(_extremum_grad)
 
 
 def _check_nonempty(x, axes, name):
-    if x._data.size == 0 or builtins.any(x._data.shape[a] == 0 for a in axes):
+    if builtins.any(x._data.shape[a] == 0 for a in axes):  # (2, 0) over dim 0 is fine: (0,)
         raise IndexError(f"{name}(): Expected reduction dim to have non-zero size; input has "
                          f"shape {tuple(x.shape)}")
 
@@ -295,6 +299,7 @@ def argmax(input, dim=None, keepdim=False):
     tensor([1, 0])
     """
     d = None if dim is None else _wrap_dim(dim, input._data.ndim, "argmax")
+    d = None if input._data.ndim == 0 else d  # dim 0 of a 0-d tensor: the element itself
     return _argmax(input, dim=d, keepdim=keepdim).to(_dt.int64)
 
 
@@ -307,6 +312,7 @@ def argmin(input, dim=None, keepdim=False):
     tensor([0, 1])
     """
     d = None if dim is None else _wrap_dim(dim, input._data.ndim, "argmin")
+    d = None if input._data.ndim == 0 else d  # dim 0 of a 0-d tensor: the element itself
     return _argmin(input, dim=d, keepdim=keepdim).to(_dt.int64)
 
 
@@ -400,7 +406,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 # ---- logsumexp -----------------------------------------------------------------------------
 @op("logsumexp", save="inputs outputs")
 def _logsumexp(xp, x, *, axes, keepdim):
-    m = x.max(axis=axes, keepdims=True)
+    m = x.max(axis=axes, keepdims=True, initial=-xp.inf)  # initial: empty dims give -inf
     m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or an inf) rows: shift by 0
     with xp.errstate(divide="ignore"):  # every element -inf: log(0) = -inf, as torch
         y = xp.log(xp.exp(x - m).sum(axis=axes, keepdims=True)) + m

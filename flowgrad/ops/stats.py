@@ -37,7 +37,8 @@ def _var(xp, x, *, axes, keepdim, correction):
 @_var.grad
 def _(ctx, dy):
     (x,), shape, axes = ctx.inputs, ctx.input_shapes[0], ctx.axes
-    scale = 2.0 / max(_count(shape, axes) - ctx.correction, 0)
+    dof = _count(shape, axes) - ctx.correction
+    scale = 2.0 / dof if dof > 0 else np.inf  # as torch: 0 / 0 = nan at dof <= 0
     return expand_reduced(dy, shape, axes) * _centered(x, axes) * scale
 
 
@@ -55,7 +56,8 @@ def _(ctx, dy):
     y = expand_reduced(y, shape, axes)
     # a constant slice has std 0: torch gives it gradient 0 rather than 0/0
     g = where(y == 0, 0.0, expand_reduced(dy, shape, axes) / where(y == 0, 1.0, y))
-    return g * _centered(x, axes) * (1.0 / max(_count(shape, axes) - ctx.correction, 0))
+    dof = _count(shape, axes) - ctx.correction
+    return g * _centered(x, axes) * (1.0 / dof if dof > 0 else np.inf)  # dof <= 0: as var
 
 
 def _var_args(input, dim, unbiased, keepdim, correction, name):
@@ -159,7 +161,9 @@ def median(input, dim=None, keepdim=False):
     >>> flow.median(flow.tensor([3.0, 1.0, 4.0, 2.0]))
     tensor(2.)
     """
-    if input._data.size == 0:
+    if input._data.size == 0 and dim is None and input.is_floating_point():
+        return Tensor._wrap(np.full((), np.nan, input._data.dtype))  # as torch: nan
+    if input._data.size == 0 and (dim is None or input.shape[dim] == 0):
         raise IndexError(f"median(): cannot compute the median of an empty tensor of shape "
                          f"{tuple(input.shape)}")
     if dim is None:
