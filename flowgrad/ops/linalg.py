@@ -14,6 +14,8 @@ tensor([[1., 1., 1.],
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -27,7 +29,8 @@ __all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "addmv", "baddb
 @op("matmul", save="inputs")
 def _matmul(xp, a, b):
     if a.ndim > 2 and b.ndim == 2:  # fold the batch into rows: one BLAS call
-        return xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+        rows = math.prod(a.shape[:-1])  # not -1: ambiguous when a dim is 0
+        return xp.matmul(a.reshape(rows, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
     return xp.matmul(a, b)
 
 
@@ -40,7 +43,8 @@ def _(ctx, dy):
     if b._data.ndim == 2 and a._data.ndim > 2:  # rows of a batch: db is one 2-D product
         k, n = b._data.shape
         da = _matmul(dy, b.mT) if need[0] else None
-        db = _matmul(a.reshape(-1, k).mT, dy.reshape(-1, n)) if need[1] else None
+        rows = math.prod(a._data.shape[:-1])  # not -1: ambiguous when a dim is 0
+        db = _matmul(a.reshape(rows, k).mT, dy.reshape(rows, n)) if need[1] else None
         return da, db
     a2 = a.unsqueeze(0) if a._data.ndim == 1 else a
     b2 = b.unsqueeze(-1) if b._data.ndim == 1 else b
