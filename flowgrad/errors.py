@@ -58,4 +58,8 @@ def kernel_error(op, inputs, error):
         if mismatch is not None:
             return RuntimeError(f"{op.name}: {mismatch}; inputs: {described}. Make the shapes "
                                 f"broadcastable (reshape, unsqueeze or expand one of them)")
-    return type(error)(f"{op.name}: {message}; inputs: {described}")
+    text = f"{op.name}: {message}; inputs: {described}"
+    try:
+        return type(error)(text)
+    except TypeError:  # e.g. NumPy's _UFuncNoLoopError takes more than a message
+        return TypeError(text) if isinstance(error, TypeError) else RuntimeError(text)

@@ -48,3 +48,15 @@ def test_a_failed_op_records_no_node():
     y = (a * 2).sum()
     y.backward()
     assert a.grad.tolist() == [[2.0] * 3] * 2
+
+
+def test_errors_whose_type_needs_more_than_a_message_keep_their_text():
+    from flowgrad.errors import kernel_error
+
+    class NoLoop(TypeError):  # like NumPy's _UFuncNoLoopError: (ufunc, dtypes) arguments
+        def __init__(self, ufunc, dtypes):
+            super().__init__(f"ufunc {ufunc!r} has no loop for {dtypes}")
+
+    error = kernel_error(flow.ops.REGISTRY["add"], (flow.ones(2),), NoLoop("sign", "bool"))
+    assert isinstance(error, TypeError)
+    assert str(error).startswith("add: ufunc 'sign' has no loop for bool; inputs: Tensor(")
