@@ -71,6 +71,8 @@ from .tensor import Size, Tensor
 
 __version__ = "0.1.0"
 
+utils.memory.keep_freed_memory(True)  # reuse freed activation buffers: see utils/memory.py
+
 
 def is_tensor(obj) -> bool:
     """True if `obj` is a flowgrad Tensor (Parameters included), as torch.is_tensor."""

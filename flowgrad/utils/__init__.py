@@ -1,2 +1,2 @@
-"""flowgrad.utils: data loading (`flowgrad.utils.data`)."""
-from . import data
+"""flowgrad.utils: data loading (`flowgrad.utils.data`) and memory reuse (`memory`)."""
+from . import data, memory

@@ -1,0 +1,49 @@
+"""Memory reuse for large arrays (Linux/glibc).
+
+glibc hands every allocation above a threshold (128 KiB to start) its own mmap and unmaps it
+on free, so a training step that frees and re-allocates the same activation and gradient
+buffers pays a page fault per 4 KiB page, every step: on a 784-512-512-10 MLP step that is a
+third of the time. PyTorch's allocators avoid it by caching; flowgrad asks glibc to serve
+large blocks from its heap and keep freed memory for reuse. `import flowgrad` turns this on;
+the cost is that freed memory returns to the OS later (the process keeps its high-water mark,
+as with torch's caching allocators).
+
+>>> from flowgrad.utils.memory import keep_freed_memory
+>>> keep_freed_memory(True) in (True, False)   # False where glibc is not available
+True
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import sys
+
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_KEEP = 32 * 2**20          # blocks up to 32 MiB from the heap (glibc's maximum)
+_TRIM = 1 * 2**30           # return freed heap memory to the OS past 1 GiB at the top
+_GLIBC_DEFAULT = 128 * 2**10
+
+
+def _libc():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "mallopt") else None
+    except OSError:
+        return None
+
+
+def keep_freed_memory(enable: bool = True) -> bool:
+    """Serve large arrays from glibc's heap and keep freed memory for reuse (enable=True),
+    or go back to glibc's thresholds (enable=False). Returns whether glibc took the setting.
+    """
+    libc = _libc()
+    if libc is None:
+        return False
+    mmap_threshold, trim_threshold = (_KEEP, _TRIM) if enable else (_GLIBC_DEFAULT,
+                                                                     _GLIBC_DEFAULT)
+    ok = libc.mallopt(_M_MMAP_THRESHOLD, mmap_threshold)
+    ok &= libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold)
+    return bool(ok)
