@@ -20,6 +20,28 @@ def _advance(state):
     return float(step)
 
 
+def _decayed_grad(param, grad, group):
+    """The gradient the Adam family steps with: negated under `maximize`, then weight decay,
+    either added to it (L2) or applied to the parameter itself (decoupled, AdamW)."""
+    g = -grad if group["maximize"] else grad
+    wd = group["weight_decay"]
+    if wd != 0:
+        if group.get("decoupled_weight_decay", False):
+            param *= 1 - group["lr"] * wd
+        else:
+            g = g + wd * param
+    return g
+
+
+def _update_moments(state, g, beta1, beta2):
+    """In place: m <- lerp(m, g, 1 - beta1), v <- beta2 v + (1 - beta2) g^2; returns m, v."""
+    m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+    _lerp_(m, g, 1 - beta1)
+    v *= beta2
+    v += (1 - beta2) * g * g
+    return m, v
+
+
 def _check_betas(lr, eps, betas, weight_decay):
     _validate("learning rate", lr)
     _validate("epsilon value", eps)
@@ -61,18 +83,10 @@ class Adam(Optimizer):
             state["max_exp_avg_sq"] = Tensor._wrap(np.zeros_like(p._data))
 
     def _update(self, param, grad, state, group):
-        g = -grad if group["maximize"] else grad
+        g = _decayed_grad(param, grad, group)
         step = _advance(state)
-        lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
-        if wd != 0:
-            if group["decoupled_weight_decay"]:
-                param *= 1 - lr * wd
-            else:
-                g = g + wd * param
-        m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
-        _lerp_(m, g, 1 - beta1)
-        v *= beta2
-        v += (1 - beta2) * g * g
+        lr, (beta1, beta2) = group["lr"], group["betas"]
+        m, v = _update_moments(state, g, beta1, beta2)
         step_size = lr / (1 - beta1 ** step)
         bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
         if group["amsgrad"]:
@@ -121,11 +135,9 @@ class Adamax(Optimizer):
         state["exp_inf"] = Tensor._wrap(np.zeros_like(p._data))
 
     def _update(self, param, grad, state, group):
-        g = -grad if group["maximize"] else grad
+        g = _decayed_grad(param, grad, group)
         step = _advance(state)
         beta1, beta2 = group["betas"]
-        if group["weight_decay"] != 0:
-            g = g + group["weight_decay"] * param
         m, u = state["exp_avg"]._data, state["exp_inf"]._data
         _lerp_(m, g, 1 - beta1)
         u *= beta2

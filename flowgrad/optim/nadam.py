@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
-from .adam import _advance, _check_betas, _step_tensor
-from .optimizer import Optimizer, _lerp_, _no_differentiable, _validate
+from .adam import _advance, _check_betas, _decayed_grad, _step_tensor, _update_moments
+from .optimizer import Optimizer, _no_differentiable, _validate
 
 __all__ = ["NAdam", "RAdam"]
 
@@ -34,24 +34,16 @@ class NAdam(Optimizer):
         state["exp_avg_sq"] = Tensor._wrap(np.zeros_like(p._data))
 
     def _update(self, param, grad, state, group):
-        g = -grad if group["maximize"] else grad
+        g = _decayed_grad(param, grad, group)
         step = _advance(state)
-        lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
+        lr, (beta1, beta2) = group["lr"], group["betas"]
         bias_correction2 = 1 - beta2 ** step
-        if wd != 0:
-            if group["decoupled_weight_decay"]:
-                param *= 1 - lr * wd
-            else:
-                g = g + wd * param
         decay = group["momentum_decay"]
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * decay))
         mu_product = state["mu_product"]._data
         mu_product *= mu  # a float32 product, as torch keeps it
-        m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
-        _lerp_(m, g, 1 - beta1)
-        v *= beta2
-        v += (1 - beta2) * g * g
+        m, v = _update_moments(state, g, beta1, beta2)
         denom = np.sqrt(v / bias_correction2)
         denom += group["eps"]
         mu_prod = float(mu_product)
@@ -81,18 +73,10 @@ class RAdam(Optimizer):
         state["exp_avg_sq"] = Tensor._wrap(np.zeros_like(p._data))
 
     def _update(self, param, grad, state, group):
-        g = -grad if group["maximize"] else grad
+        g = _decayed_grad(param, grad, group)
         step = _advance(state)
-        lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
-        if wd != 0:
-            if group["decoupled_weight_decay"]:
-                param *= 1 - lr * wd
-            else:
-                g = g + wd * param
-        m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
-        _lerp_(m, g, 1 - beta1)
-        v *= beta2
-        v += (1 - beta2) * g * g
+        lr, (beta1, beta2) = group["lr"], group["betas"]
+        m, v = _update_moments(state, g, beta1, beta2)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
         corrected = m / bias_correction1
