@@ -70,48 +70,32 @@ class _GradMode:
 
 def _wrap_generator(fn, mode):
     """A decorated generator runs each step (not just its creation) in `mode`."""
-    def switch():
+    def in_mode(step, *args):
         prev = _state.enabled
         if mode is not None:
             _state.enabled = mode
-        return prev
+        try:
+            return step(*args)
+        finally:
+            _state.enabled = prev
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         gen = fn(*args, **kwargs)
-        prev = switch()
         try:
-            response = gen.send(None)
+            response = in_mode(gen.send, None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    in_mode(gen.close)
+                    raise
+                except BaseException as exc:
+                    response = in_mode(gen.throw, exc)
+                else:
+                    response = in_mode(gen.send, request)
         except StopIteration as stop:
             return stop.value
-        finally:
-            _state.enabled = prev
-        while True:
-            try:
-                request = yield response
-            except GeneratorExit:
-                prev = switch()
-                try:
-                    gen.close()
-                finally:
-                    _state.enabled = prev
-                raise
-            except BaseException as exc:
-                prev = switch()
-                try:
-                    response = gen.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-                finally:
-                    _state.enabled = prev
-            else:
-                prev = switch()
-                try:
-                    response = gen.send(request)
-                except StopIteration as stop:
-                    return stop.value
-                finally:
-                    _state.enabled = prev
     return wrapper
 
 
