@@ -538,3 +538,16 @@ def test_full_backward_hook_on_module_with_tuple_output():
     out, (h, c) = m(x)
     out.sum().backward()
     assert got == [(1, 1)] and x.grad is not None
+
+
+def test_del_from_sequential_and_module_list_renumbers_like_torch():
+    for_modules = []
+    for m in (flow, torch):
+        s = m.nn.Sequential(m.nn.ReLU(), m.nn.Tanh(), m.nn.Sigmoid(), m.nn.GELU())
+        del s[1]
+        del s[-1]
+        ml = m.nn.ModuleList([m.nn.ReLU(), m.nn.Tanh(), m.nn.Sigmoid(), m.nn.GELU()])
+        del ml[0:2]
+        for_modules.append(([type(x).__name__ for x in s], list(s._modules),
+                            [type(x).__name__ for x in ml], list(ml._modules)))
+    assert for_modules[0] == for_modules[1]

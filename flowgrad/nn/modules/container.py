@@ -25,6 +25,18 @@ def _index(idx, n, kind):
     return idx % n
 
 
+def _delete_and_renumber(container, idx, name):
+    """`del container[idx]` (an int or a slice), then number the rest 0..n-1 as torch does."""
+    keys = list(container._modules)
+    doomed = keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys), name)]]
+    for key in doomed:
+        delattr(container, key)
+    modules = list(container._modules.values())
+    container._modules.clear()
+    for i, module in enumerate(modules):
+        container._modules[str(i)] = module
+
+
 class Sequential(Module):
     """Runs its modules in order, each on the previous one's output.
 
@@ -57,17 +69,7 @@ class Sequential(Module):
         setattr(self, key, module)
 
     def __delitem__(self, idx):
-        keys = list(self._modules)
-        if isinstance(idx, slice):
-            for key in keys[idx]:
-                delattr(self, key)
-        else:
-            delattr(self, keys[_index(idx, len(self), "Sequential")])
-        # keep the numbering contiguous, as torch does
-        mods = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
+        _delete_and_renumber(self, idx, "Sequential")
 
     def __len__(self):
         return len(self._modules)
@@ -131,15 +133,7 @@ class ModuleList(Module):
         setattr(self, str(_index(idx, len(self), "ModuleList")), module)
 
     def __delitem__(self, idx):
-        if isinstance(idx, slice):
-            for k in range(len(self))[idx]:
-                delattr(self, str(k))
-        else:
-            delattr(self, str(_index(idx, len(self), "ModuleList")))
-        mods = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
+        _delete_and_renumber(self, idx, "ModuleList")
 
     def __len__(self):
         return len(self._modules)
