@@ -31,7 +31,7 @@ test: $(VENV)/.test
 lint: $(VENV)/.test
 	$(PY) -m ruff check flowgrad tests benchmarks examples
 
-bench: $(VENV)/.test
+bench: $(VENV)/.test $(VENV)/.demo  # the training benchmark reads the digits data
 	$(PY) benchmarks/run_all.py
 
 clean:
