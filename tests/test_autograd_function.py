@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from test_autograd_semantics import X, flags, leaf, raises, same
 
 import flowgrad as flow
@@ -383,3 +384,44 @@ def test_custom_backward_sees_grad_mode_of_create_graph():
     same(scenario)
     assert seen["flowgrad"] == [False, True]
 
+
+
+def test_set_materialize_grads_false_passes_none_like_torch():
+    seen = {}
+
+    def make(m):
+        class TwoOut(m.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.set_materialize_grads(False)
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                seen[m.__name__] = (g1 is None, g2 is None)
+                return g1 * 2 if g1 is not None else None
+        return TwoOut
+
+    for m in (flow, torch):
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        a, _ = make(m).apply(x)
+        a.sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+    assert seen["flowgrad"] == seen["torch"] == (False, True)
+
+
+def test_materialized_grads_are_zeros_by_default():
+    class TwoOut(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            assert g2 is not None and g2.tolist() == [0.0, 0.0]
+            return g1 * 2 + g2 * 3
+
+    x = flow.tensor([1.0, 2.0], requires_grad=True)
+    a, _ = TwoOut.apply(x)
+    a.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]

@@ -103,7 +103,7 @@ class GraphTask:
         for meta, info in zip(node.output_metas, node.output_infos):
             g = meta.current_grad
             if g is None or meta.hooks or meta.retain_grad or targets:
-                g = self._take_grad(meta, info)  # zeros, hooks, retain_grad, capture
+                g = self._take_grad(meta, info, node)  # zeros, hooks, retain_grad, capture
             else:
                 meta.current_grad = None
             out_grads.append(g)
@@ -126,11 +126,18 @@ class GraphTask:
         if not self.retain_graph:
             node.release()
 
-    def _take_grad(self, meta, info):
-        """The summed grad of one tensor, after its hooks; feeds retain_grad and targets."""
+    def _take_grad(self, meta, info, node=None):
+        """The summed grad of one tensor, after its hooks; feeds retain_grad and targets.
+
+        An output that received nothing gets zeros of its recorded shape, unless its node
+        asks for None instead (a custom Function after ctx.set_materialize_grads(False)).
+        """
         g = meta.current_grad
         meta.current_grad = None
         if g is None:
+            materialize = getattr(node.op, "materialize_grads", None) if node else None
+            if materialize is not None and not materialize(node.ctx):
+                return None
             from ..tensor import Tensor
 
             g = Tensor._zeros(*info)

@@ -74,6 +74,11 @@ class _FunctionOp:
         self.node_name = NodeName(f"{fn.__name__}Backward")
         self.save, self.n_out = 0, 1
 
+    @staticmethod
+    def materialize_grads(state):
+        """Whether outputs that received no gradient reach backward as zeros (or None)."""
+        return state.attrs["ctx"].materialize_grads
+
     def backward(self, state, *grads):
         ctx = state.attrs["ctx"]
         ctx._state = state
