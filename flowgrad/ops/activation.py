@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from ..autograd.interpreter import run_inplace
+from ..random import numpy_generator
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import _float_of, clamp, sigmoid, tanh, where
 from .registry import op
@@ -27,6 +28,7 @@ __all__ = [
     "softsign", "hardtanh", "hardsigmoid", "hardswish", "hardshrink", "softshrink", "tanhshrink",
     "threshold", "prelu", "glu", "logsigmoid", "softmax", "log_softmax", "softmin",
     "relu_", "elu_", "selu_", "celu_", "leaky_relu_", "hardtanh_", "threshold_",
+    "rrelu", "rrelu_",
 ]
 
 
@@ -95,6 +97,38 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     if inplace:
         return run_inplace("leaky_relu_", leaky_relu, input, negative_slope)
     return _leaky_relu(input, slope=negative_slope)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU: in training each x <= 0 is scaled by its own slope drawn
+    uniformly from [lower, upper] (flowgrad.random's generator); in eval the slope is
+    (lower + upper) / 2, as torch.
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.rrelu(flow.tensor([-2.0, 3.0]), 0.1, 0.3)
+    tensor([-0.4000,  3.0000])
+    """
+    if lower > upper:
+        raise RuntimeError(f"rrelu: lower bound should be less than or equal to the upper "
+                           f"bound (got lower={lower}, upper={upper})")
+    if input._data.dtype.kind not in "fV":
+        raise RuntimeError(f"rrelu: expected a floating point input, got {input.dtype}")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+
+    def apply(x):
+        # the slopes are constants of the graph: the gradient is the same slope, as torch's
+        data = x._data
+        slope = numpy_generator().uniform(lower, upper, data.shape)
+        noise = (data > 0) + (data <= 0) * slope
+        return x * Tensor._wrap(noise.astype(data.dtype, copy=False))
+
+    return run_inplace("rrelu_", apply, input) if inplace else apply(input)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In-place rrelu."""
+    return rrelu(input, lower, upper, training, inplace=True)
 
 
 # ---- hardtanh and relu6: clamp whose gradient is 0 on the boundary, as torch ---------------
