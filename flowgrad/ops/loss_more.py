@@ -28,7 +28,8 @@ from .loss import (
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
            "poisson_nll_loss", "gaussian_nll_loss", "cosine_embedding_loss",
            "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss",
-           "multi_margin_loss", "soft_margin_loss", "multilabel_soft_margin_loss"]
+           "multi_margin_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
+           "multilabel_margin_loss", "triplet_margin_with_distance_loss"]
 
 
 def _class_view(t, ndim):
@@ -307,6 +308,37 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return reduce_loss((d_pos - d_neg + margin).clamp(min=0.0), reduction)
 
 
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """max(0, d(a, p) - d(a, n) + margin) for any distance d (pairwise_distance by default);
+    with swap, d(a, n) is replaced by min(d(a, n), d(p, n)).
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> a = flow.tensor([[0.0, 0.0]])
+    >>> F.triplet_margin_with_distance_loss(a, a + 1, a, margin=0.5)
+    tensor(1.9142)
+    """
+    from .nn_misc import pairwise_distance
+
+    check_reduction(reduction, "triplet_margin_with_distance_loss")
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: margin must be greater than 0, "
+                         f"got {margin}")
+    dims = [t._data.ndim for t in (anchor, positive, negative)]
+    if len(set(dims)) != 1:
+        raise RuntimeError(f"triplet_margin_with_distance_loss: the anchor, positive, and "
+                           f"negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, and "
+                           f"negative {dims[2]}D inputs")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = minimum(d_neg, dist(positive, negative))
+    return reduce_loss((margin + d_pos - d_neg).clamp(min=0.0), reduction)
+
+
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """Multi-class hinge: sum over j != y of w[y] max(0, margin - x[y] + x[j])**p / C."""
@@ -360,3 +392,45 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
         loss = loss * weight.to(input.dtype)
     c = input._data.shape[-1]
     return reduce_loss(loss.sum(-1) / c, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label hinge: for each sample, sum over its target classes j (the indices in
+    target before the first -1) and non-target classes i of max(0, 1 - (x[j] - x[i])) / C.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> F.multilabel_margin_loss(flow.tensor([0.1, 0.2, 0.4, 0.8]), flow.tensor([3, 0, -1, 1]))
+    tensor(0.8500)
+    """
+    check_reduction(reduction, "multilabel_margin_loss")
+    x = _float_input(input, "multilabel_margin_loss")
+    nd = x._data.ndim
+    if nd > 2 or nd == 2 and x._data.shape[1] == 0 or nd < 2 and x._data.size == 0:
+        raise RuntimeError(f"multilabel_margin_loss: expected non-empty vector or matrix with "
+                           f"optional 0-dim batch size, but got: {list(x.shape)}")
+    if not isinstance(target, Tensor) or target._data.dtype.kind not in "iu":
+        got = target.dtype if isinstance(target, Tensor) else type(target).__name__
+        raise RuntimeError(f"multilabel_margin_loss: expected target of an integer dtype "
+                           f"(Long) holding class indices, got {got}; use .long()")
+    if tuple(target.shape) != tuple(x.shape) and not (nd == 0 and target._data.size == 1):
+        raise RuntimeError(f"multilabel_margin_loss: inconsistent target size: "
+                           f"{list(target.shape)} for input of size: {list(x.shape)}")
+    x2 = x.reshape(-1, x._data.shape[-1] if nd else 1)
+    t = target._data.reshape(x2._data.shape).astype(np.int64)
+    n, c = t.shape
+    if t.size and (t.min() < -1 or t.max() >= c):
+        raise RuntimeError(f"multilabel_margin_loss: target is out of range: class indices "
+                           f"must lie in [0, {c}) or be -1 (padding), got {t.min()}..{t.max()}")
+    # the targets of a row are the indices before its first -1
+    valid = np.cumprod(t != -1, axis=1).astype(bool)
+    safe = np.where(valid, t, 0)
+    is_target = np.zeros((n, c), bool)
+    rows = np.broadcast_to(np.arange(n)[:, None], t.shape)
+    is_target[rows[valid], safe[valid]] = True
+    picked = x2[Tensor._wrap(rows.copy()), Tensor._wrap(safe)]  # (N, C) x[y_j]
+    z = (1.0 - picked.unsqueeze(2) + x2.unsqueeze(1)).clamp(min=0.0)  # (N, j, i)
+    pair = valid[:, :, None] & ~is_target[:, None, :]
+    loss = where(Tensor._wrap(pair), z, 0.0).sum((1, 2)) / c
+    loss = loss.reshape(()) if nd < 2 else loss
+    return reduce_loss(loss, reduction)
