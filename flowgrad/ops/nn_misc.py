@@ -31,19 +31,21 @@ __all__ = ["embedding", "embedding_bag", "dropout", "dropout1d", "dropout2d", "d
 
 # ---- embedding -----------------------------------------------------------------------------------
 @op("embedding")
-def _embedding(xp, weight, *, indices, padding_idx):
+def _embedding(xp, weight, *, indices, padding_idx, freq_scale):
     return weight[indices]
 
 
 @_embedding.grad
 def _(ctx, dy):
     return _embedding_backward(dy, indices=ctx.indices, num_weights=ctx.input_shapes[0][0],
-                               padding_idx=ctx.padding_idx)
+                               padding_idx=ctx.padding_idx, freq_scale=ctx.freq_scale)
 
 
 @op("embedding_backward")
-def _embedding_backward(xp, dy, *, indices, num_weights, padding_idx):
+def _embedding_backward(xp, dy, *, indices, num_weights, padding_idx, freq_scale):
     dw = xp.zeros((num_weights,) + dy.shape[indices.ndim:], dy.dtype)
+    if freq_scale is not None:  # scale_grad_by_freq: each lookup's row / its index's count
+        dy = dy * freq_scale.reshape(indices.shape + (1,) * (dy.ndim - indices.ndim))
     xp.add.at(dw, indices, dy)  # repeated indices sum their rows
     if padding_idx is not None:
         dw[padding_idx] = 0  # the padding row never learns
@@ -52,9 +54,14 @@ def _embedding_backward(xp, dy, *, indices, num_weights, padding_idx):
 
 @_embedding_backward.grad
 def _(ctx, ddw):
-    out = _embedding(ddw, indices=ctx.indices, padding_idx=None)
+    out = _embedding(ddw, indices=ctx.indices, padding_idx=None, freq_scale=None)
+    keep = np.ones(ctx.indices.shape, ddw._data.dtype)
     if ctx.padding_idx is not None:
-        keep = Tensor._wrap((ctx.indices != ctx.padding_idx).astype(ddw._data.dtype))
+        keep = keep * (ctx.indices != ctx.padding_idx)
+    if ctx.freq_scale is not None:
+        keep = keep * ctx.freq_scale
+    if ctx.padding_idx is not None or ctx.freq_scale is not None:
+        keep = Tensor._wrap(keep.astype(ddw._data.dtype))
         out = out * keep.reshape(ctx.indices.shape + (1,) * (out._data.ndim - ctx.indices.ndim))
     return out
 
@@ -94,7 +101,8 @@ def _renorm_rows(weight, idx, max_norm, norm_type):
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of `weight` (num_embeddings, dim) picked by the integer `input`; the
-    padding_idx row gets no gradient; with max_norm the picked rows are renormalised in
+    padding_idx row gets no gradient; with scale_grad_by_freq each row's gradient is divided
+    by how often its index occurs in `input`; with max_norm the picked rows are renormalised in
     place first, as torch does.
 
     >>> import flowgrad as flow
@@ -120,9 +128,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     pad = _padding_idx(padding_idx, n, "embedding")
     if max_norm is not None:
         _renorm_rows(weight, idx, max_norm, norm_type)
+    freq = None
     if scale_grad_by_freq:
-        raise NotImplementedError("embedding: scale_grad_by_freq=True is not supported")
-    return _embedding(weight, indices=idx, padding_idx=pad)
+        counts = np.bincount(idx.reshape(-1), minlength=n)
+        freq = (1.0 / counts[idx]).astype(weight._data.dtype) if idx.size else None
+    return _embedding(weight, indices=idx, padding_idx=pad, freq_scale=freq)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
