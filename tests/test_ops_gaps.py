@@ -11,11 +11,28 @@ import flowgrad.nn.functional as F
 
 ML_T = np.array([[3, 0, -1, 1], [2, 2, 1, -1], [-1, 0, 1, 2]], dtype=np.int64)
 ML_T1 = np.array([3, 0, -1, 1], dtype=np.int64)
+GRID4 = np.random.default_rng(3).uniform(-1.4, 1.4, (2, 3, 2, 2))
+GRID5 = np.random.default_rng(5).uniform(-1.4, 1.4, (2, 2, 3, 2, 3))
+GRID4_TINY = np.random.default_rng(4).uniform(-1.3, 1.3, (1, 2, 2, 2))
+GRID5_TINY = np.random.default_rng(6).uniform(-1.3, 1.3, (1, 1, 2, 2, 3))
 EMB_I = np.array([[1, 2, 1], [4, 1, 0]], dtype=np.int64)
 
 
 def _l1(a, b):
     return (a - b).abs().sum(-1)
+
+
+def _gs(mode, pad, ac):
+    return lambda m, x, g: m.nn.functional.grid_sample(x, g, mode=mode, padding_mode=pad,
+                                                        align_corners=ac)
+
+
+GS_CASES = [(f"gs{nd}_{mode}_{pad}_{ac}", _gs(mode, pad, ac), (2, 3) + (4, 5, 6)[3 - nd:],
+             GRID4 if nd == 2 else GRID5)
+            for nd in (2, 3) for mode in ("bilinear", "nearest", "bicubic")
+            for pad in ("zeros", "border", "reflection") for ac in (False, True)
+            if not (nd == 3 and mode == "bicubic") and (pad == "reflection" or mode == "bicubic"
+                                                        or nd == 3)]
 
 
 def _rrelu_train(m, x):
@@ -52,7 +69,7 @@ CASES = [
         i, w, padding_idx=1, scale_grad_by_freq=True), (5, 3), EMB_I),
     ("emb_module_freq", lambda m, w, i: m.nn.functional.embedding(
         i, w * 2, scale_grad_by_freq=True) ** 2, (5, 2), EMB_I),
-]
+] + GS_CASES
 
 
 @pytest.mark.parametrize("name,fn,specs", [(c[0], c[1], c[2:]) for c in CASES],
@@ -67,6 +84,14 @@ GRAD_CASES = [
     ("mlm", lambda m, x, t: F.multilabel_margin_loss(x, t), (3, 4), ML_T),
     ("tmwd", lambda m, a, p, n: F.triplet_margin_with_distance_loss(a, p, n, swap=True),
      (2, 3), (2, 3), (2, 3)),
+    ("gs_bicubic_zeros", _gs("bicubic", "zeros", False), (1, 1, 3, 3), GRID4_TINY),
+    ("gs_bicubic_reflection_ac", _gs("bicubic", "reflection", True), (1, 1, 3, 3), GRID4_TINY),
+    ("gs_bicubic_border", _gs("bicubic", "border", False), (1, 1, 3, 3), GRID4_TINY),
+    ("gs_bilinear_reflection", _gs("bilinear", "reflection", False), (1, 1, 3, 3),
+     GRID4_TINY),
+    ("gs5_bilinear_reflection", _gs("bilinear", "reflection", True), (1, 1, 2, 2, 2),
+     GRID5_TINY),
+    ("gs5_bilinear_zeros", _gs("bilinear", "zeros", False), (1, 1, 2, 2, 2), GRID5_TINY),
 ]
 
 
@@ -156,6 +181,14 @@ BAD = [
      "same number of dimensions"),
     (lambda: F.triplet_margin_with_distance_loss(X34, X34, X34, reduction="x"), ValueError,
      "not a valid value for reduction"),
+    (lambda: F.grid_sample(flow.randn(1, 1, 2, 2, 2), flow.randn(1, 1, 1, 1, 3),
+                           mode="bicubic"), RuntimeError, "bicubic interpolation only supports 4D"),
+    (lambda: F.grid_sample(flow.randn(1, 1, 2, 2, 2), flow.randn(1, 1, 1, 1, 2)), RuntimeError,
+     "expected grid to have size 3 in last dimension"),
+    (lambda: F.grid_sample(flow.randn(1, 1, 2, 2, 2), flow.randn(1, 1, 1, 3)), RuntimeError,
+     "same number of dimensions"),
+    (lambda: F.grid_sample(flow.randn(1, 2, 2), flow.randn(1, 1, 1)), RuntimeError,
+     "expected 4D or 5D input"),
 ]
 
 

@@ -14,12 +14,14 @@ flowgrad.Size([1, 1, 4, 4])
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
 from ..tensor import Tensor
 from .conv import col2im, ntuple, out_size, pad_array, windows
+from .elementwise import where
 from .registry import op
 
 __all__ = ["unfold", "fold", "pixel_shuffle", "pixel_unshuffle", "interpolate", "upsample",
@@ -297,8 +299,52 @@ def _unnormalize(coord, size, align_corners):
     return ((coord + 1) * size - 1) / 2
 
 
+def _reflect(c, twice_low, twice_high, dtype):
+    """torch's reflect_coordinates for a float tensor (differentiable: slope +-1) or, when c
+    is a NumPy array, for integer tap positions."""
+    if twice_low == twice_high:
+        return c * 0
+    lo, span = twice_low / 2, (twice_high - twice_low) / 2
+    d = abs(c - lo)
+    raw = d._data if isinstance(d, Tensor) else d
+    flips = np.floor(raw / span)
+    extra = d - _const(flips * span, dtype) if isinstance(d, Tensor) else d - flips * span
+    even = flips % 2 == 0
+    if isinstance(d, Tensor):
+        return where(Tensor._wrap(even), extra + lo, (span + lo) - extra)
+    return np.where(even, extra + lo, span - extra + lo)
+
+
+def _const(a, dtype):
+    return Tensor._wrap(np.asarray(a).astype(dtype))
+
+
+def _pad_coord(c, size, padding_mode, align_corners, dtype):
+    """Apply torch's border/reflection padding to source coordinates (tensor or array)."""
+    if padding_mode == "zeros":
+        return c
+    if padding_mode == "reflection":
+        c = (_reflect(c, 0, 2 * (size - 1), dtype) if align_corners
+             else _reflect(c, -1, 2 * size - 1, dtype))
+    return c.clamp(0, size - 1) if isinstance(c, Tensor) else np.clip(c, 0, size - 1)
+
+
+def _cubic_weights(t):
+    """torch's cubic convolution coefficients (A = -0.75) for the 4 taps around t in [0, 1)."""
+    a = -0.75
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """Sample input (N, C, H, W) at grid (N, Ho, Wo, 2) locations in [-1, 1] (x, then y).
+    """Sample input (N, C, H, W) at grid (N, Ho, Wo, 2) locations in [-1, 1] (x, then y),
+    or input (N, C, D, H, W) at grid (N, Do, Ho, Wo, 3) (bilinear here means trilinear).
 
     >>> import flowgrad as flow
     >>> x = flow.arange(4.0).reshape(1, 1, 2, 2)
@@ -311,17 +357,14 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
-    if mode == "bicubic" or padding_mode == "reflection":
-        raise NotImplementedError(f"grid_sample: mode='{mode}' with padding_mode="
-                                  f"'{padding_mode}' is not implemented in flowgrad; use "
-                                  f"bilinear or nearest with zeros or border padding")
-    if input._data.ndim != 4 or grid._data.ndim != 4:
-        raise RuntimeError(f"grid_sampler(): expected 4D input and grid (5D volumetric "
-                           f"sampling is not implemented), but got input with sizes "
+    nd = input._data.ndim - 2
+    if nd not in (2, 3) or grid._data.ndim != nd + 2:
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with the same "
+                           f"number of dimensions, but got input with sizes "
                            f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
-    if grid.shape[-1] != 2:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension, "
-                           f"but got grid with sizes {list(grid.shape)}")
+    if grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last "
+                           f"dimension, but got grid with sizes {list(grid.shape)}")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
                            f"but got input with sizes {list(input.shape)} and grid with sizes "
@@ -329,31 +372,49 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if grid.dtype != input.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have the same dtype, "
                            f"but input has {input.dtype} and grid has {grid.dtype}")
-    n, c, h, w = input.shape
-    ix = _unnormalize(grid[..., 0], w, align_corners)
-    iy = _unnormalize(grid[..., 1], h, align_corners)
-    if padding_mode == "border":
-        ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
-    pixels = input.permute(0, 2, 3, 1)  # (N, H, W, C): one gather picks all channels
-    batch = np.arange(n).reshape(n, 1, 1)
+    if mode == "bicubic" and nd != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    n, sizes = input.shape[0], tuple(input.shape[2:])  # (D,) H, W
     dtype = input._data.dtype
+    # grid's last dim is (x, y(, z)): reversed, it lines up with sizes
+    coords = [_unnormalize(grid[..., nd - 1 - k], sizes[k], align_corners) for k in range(nd)]
+    pixels = input.permute(0, *range(2, nd + 2), 1)  # (N, ..., C): one gather, all channels
+    batch = np.arange(n).reshape((n,) + (1,) * nd)
 
-    def tap(yy, xx):
-        """Pixels at integer (yy, xx) arrays, zero outside the image; (N, C, Ho, Wo)."""
-        inside = ((xx >= 0) & (xx < w) & (yy >= 0) & (yy < h)).astype(dtype)
-        v = pixels[batch, np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)]
-        return v.permute(0, 3, 1, 2) * Tensor._wrap(inside[:, None])
+    def tap(idx):
+        """Pixels at integer positions (one array per spatial dim), zero outside; (N, C, ...)."""
+        inside = np.ones(idx[0].shape, bool)
+        for i, size in zip(idx, sizes):
+            inside &= (i >= 0) & (i < size)
+        v = pixels[(batch,) + tuple(np.clip(i, 0, s - 1) for i, s in zip(idx, sizes))]
+        return v.permute(0, nd + 1, *range(1, nd + 1)) * _const(inside[:, None], dtype)
 
+    if mode == "bicubic":
+        # the taps' positions are padded (constants); the grid's gradient comes from the
+        # cubic weights of the fractional parts, as torch's
+        base = [np.floor(c._data) for c in coords]
+        ws = [_cubic_weights((c - _const(b, dtype)).unsqueeze(1)) for c, b in zip(coords, base)]
+        pos = [[_pad_coord(b + (k - 1), s, padding_mode, align_corners, dtype).astype(np.int64)
+                for k in range(4)] for b, s in zip(base, sizes)]
+        out = 0
+        for j in range(4):
+            for i in range(4):
+                out = out + tap((pos[0][j], pos[1][i])) * (ws[0][j] * ws[1][i])
+        return out
+    coords = [_pad_coord(c, s, padding_mode, align_corners, dtype) for c, s in zip(coords, sizes)]
     if mode == "nearest":
         # round half to even, as torch's nearbyint; torch gives grid a zero gradient here
-        out = tap(np.rint(iy._data).astype(np.int64), np.rint(ix._data).astype(np.int64))
+        out = tap([np.rint(c._data).astype(np.int64) for c in coords])
         return out + (grid.sum() * 0.0 if grid.requires_grad else 0.0)
-    x0 = np.floor(ix._data).astype(np.int64)
-    y0 = np.floor(iy._data).astype(np.int64)
-    fx = (ix - Tensor._wrap(x0.astype(dtype))).unsqueeze(1)  # weight of the east column
-    fy = (iy - Tensor._wrap(y0.astype(dtype))).unsqueeze(1)
-    return (tap(y0, x0) * ((1 - fx) * (1 - fy)) + tap(y0, x0 + 1) * (fx * (1 - fy))
-            + tap(y0 + 1, x0) * ((1 - fx) * fy) + tap(y0 + 1, x0 + 1) * (fx * fy))
+    low = [np.floor(c._data).astype(np.int64) for c in coords]
+    frac = [(c - _const(lo, dtype)).unsqueeze(1) for c, lo in zip(coords, low)]
+    out = 0
+    for corner in itertools.product((0, 1), repeat=nd):
+        w = 1
+        for up, f in zip(corner, frac):
+            w = w * (f if up else 1 - f)
+        out = out + tap([lo + up for lo, up in zip(low, corner)]) * w
+    return out
 
 
 def _base_coords(steps, align_corners):
