@@ -178,3 +178,27 @@ def gradcheck(fn, *specs, eps=1e-6, atol=1e-5, rtol=1e-3, second_order=True, see
         got = np.zeros_like(n) if a is None else a.numpy()
         np.testing.assert_allclose(got, n, atol=atol * 10, rtol=rtol * 10,
                                    err_msg=f"second derivative of input {i} vs finite diff")
+
+
+def op_table_tests(cases, fd_cases=None):
+    """The two standard tests over a table of (name, fn, *specs) rows, ids from the names:
+    against torch (values and every gradient) and by float64 finite differences to second
+    order (over `fd_cases` when only some rows suit finite differences). In a test module:
+        test_against_torch, test_finite_differences = op_table_tests(CASES)
+    """
+    import pytest
+
+    def by_name(rows):
+        return pytest.mark.parametrize("case", rows, ids=[c[0] for c in rows])
+
+    @by_name(cases)
+    def test_against_torch(case):
+        name, fn, *specs = case
+        check(fn, *specs)
+
+    @by_name(cases if fd_cases is None else fd_cases)
+    def test_finite_differences(case):
+        name, fn, *specs = case
+        gradcheck(fn, *specs)
+
+    return test_against_torch, test_finite_differences

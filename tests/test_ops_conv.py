@@ -3,7 +3,7 @@ to second order; bad arguments raise torch-like errors. One line per case."""
 import numpy as np
 import pytest
 import torch
-from helpers import check, gradcheck
+from helpers import op_table_tests
 
 import flowgrad as flow
 
@@ -90,16 +90,7 @@ GRAD_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_against_torch(case):
-    name, fn, *specs = case
-    check(fn, *specs)
-
-
-@pytest.mark.parametrize("case", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
-def test_finite_differences(case):
-    name, fn, *specs = case
-    gradcheck(fn, *specs)
+test_against_torch, test_finite_differences = op_table_tests(CASES, GRAD_CASES)
 
 
 def test_double_backward_matches_torch():

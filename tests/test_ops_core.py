@@ -1,8 +1,7 @@
 """Issue-2 ops against torch (forward and backward) and by float64 finite differences to
 second order. One line per case."""
 import numpy as np
-import pytest
-from helpers import Positive, check, gradcheck
+from helpers import Positive, op_table_tests
 
 IDX = np.array([2, 0, 1, 2], dtype=np.int64)
 
@@ -70,13 +69,4 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_against_torch(case):
-    name, fn, *specs = case
-    check(fn, *specs)
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_finite_differences(case):
-    name, fn, *specs = case
-    gradcheck(fn, *specs)
+test_against_torch, test_finite_differences = op_table_tests(CASES)

@@ -4,7 +4,7 @@ and by float64 finite differences to second order; bad arguments raise and write
 import numpy as np
 import pytest
 import torch
-from helpers import check, gradcheck
+from helpers import check, gradcheck, op_table_tests
 
 import flowgrad as flow
 
@@ -105,16 +105,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_against_torch(case):
-    name, fn, *specs = case
-    check(fn, *specs)
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_finite_differences(case):
-    name, fn, *specs = case
-    gradcheck(fn, *specs)
+test_against_torch, test_finite_differences = op_table_tests(CASES)
 
 
 # ---- scatter_reduce: every reduction, with and without self -------------------------------------

@@ -3,7 +3,7 @@ finite differences to second order; dropout by its properties; bad arguments."""
 import numpy as np
 import pytest
 import torch
-from helpers import check, gradcheck
+from helpers import op_table_tests
 
 import flowgrad as flow
 
@@ -67,20 +67,11 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_against_torch(case):
-    name, fn, *specs = case
-    check(fn, *specs)
-
-
 # padding_idx blocks the padding row's gradient on purpose, so finite differences disagree
 FD_CASES = [c for c in CASES if "padding" not in c[0]]
 
 
-@pytest.mark.parametrize("case", FD_CASES, ids=[c[0] for c in FD_CASES])
-def test_finite_differences(case):
-    name, fn, *specs = case
-    gradcheck(fn, *specs)
+test_against_torch, test_finite_differences = op_table_tests(CASES, FD_CASES)
 
 
 def test_embedding_padding_row_gets_no_grad():

@@ -3,7 +3,7 @@ second order; running-statistics updates; bad arguments. One line per case."""
 import numpy as np
 import pytest
 import torch
-from helpers import Positive, check, gradcheck
+from helpers import Positive, check, op_table_tests
 
 import flowgrad as flow
 
@@ -46,16 +46,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_against_torch(case):
-    name, fn, *specs = case
-    check(fn, *specs)
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_finite_differences(case):
-    name, fn, *specs = case
-    gradcheck(fn, *specs)
+test_against_torch, test_finite_differences = op_table_tests(CASES)
 
 
 def test_layer_norm_large_input_fp32():

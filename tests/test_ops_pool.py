@@ -1,7 +1,7 @@
 """Pooling against torch (values, indices, gradients) and by float64 finite differences to
 second order; bad arguments raise torch-like errors. One line per case."""
 import pytest
-from helpers import Positive, check, gradcheck
+from helpers import Positive, check, op_table_tests
 
 import flowgrad as flow
 
@@ -64,16 +64,7 @@ GRAD_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_against_torch(case):
-    name, fn, *specs = case
-    check(fn, *specs)
-
-
-@pytest.mark.parametrize("case", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
-def test_finite_differences(case):
-    name, fn, *specs = case
-    gradcheck(fn, *specs)
+test_against_torch, test_finite_differences = op_table_tests(CASES, GRAD_CASES)
 
 
 def test_max_pool_ties_and_nan_follow_torch():

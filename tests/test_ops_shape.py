@@ -4,7 +4,7 @@ storage; bad arguments raise; hypothesis checks shapes against torch."""
 import numpy as np
 import pytest
 import torch
-from helpers import check, gradcheck
+from helpers import check, gradcheck, op_table_tests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -111,17 +111,8 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_against_torch(case):
-    name, fn, *specs = case
-    check(fn, *specs)
-
-
 # ops where the second derivative is identically zero still run it: gradcheck returns early
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_finite_differences(case):
-    name, fn, *specs = case
-    gradcheck(fn, *specs)
+test_against_torch, test_finite_differences = op_table_tests(CASES)
 
 
 # ---- in-place variants ----------------------------------------------------------------------

@@ -2,7 +2,7 @@
 float64 finite differences to second order; bad arguments raise torch-like errors."""
 import numpy as np
 import pytest
-from helpers import check, gradcheck
+from helpers import op_table_tests
 
 import flowgrad as flow
 
@@ -88,16 +88,7 @@ GRAD_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_against_torch(case):
-    name, fn, *specs = case
-    check(fn, *specs)
-
-
-@pytest.mark.parametrize("case", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
-def test_finite_differences(case):
-    name, fn, *specs = case
-    gradcheck(fn, *specs)
+test_against_torch, test_finite_differences = op_table_tests(CASES, GRAD_CASES)
 
 
 def _t(*shape):
