@@ -21,6 +21,27 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "Insta
            "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
 
 
+def _add_affine(module, shape, enabled, bias, dtype):
+    """Register `weight` (and `bias` unless bias=False) of `shape`, or None when disabled."""
+    if enabled:
+        module.weight = new_param(*shape, dtype=dtype)
+        if bias:
+            module.bias = new_param(*shape, dtype=dtype)
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module):
+    """weight to ones and bias to zeros, as torch's norm layers start."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+        if module.bias is not None:
+            init.zeros_(module.bias)
+
+
 class _NormBase(Module):
     """Parameters (weight, bias) and running-statistics buffers shared by batch and
     instance norm."""
@@ -33,15 +54,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = new_param(num_features, dtype=dtype)
-            if bias:
-                self.bias = new_param(num_features, dtype=dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _add_affine(self, (num_features,), affine, bias, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", new_tensor(num_features, dtype=dtype))
             self.register_buffer("running_var", new_tensor(num_features, dtype=dtype,
@@ -61,10 +74,7 @@ class _NormBase(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input_dim(self, input):
         if input.dim() not in self._dims:
@@ -176,22 +186,11 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = new_param(*self.normalized_shape, dtype=dtype)
-            if bias:
-                self.bias = new_param(*self.normalized_shape, dtype=dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _add_affine(self, self.normalized_shape, elementwise_affine, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -214,22 +213,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = new_param(num_channels, dtype=dtype)
-            if bias:
-                self.bias = new_param(num_channels, dtype=dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _add_affine(self, (num_channels,), affine, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
