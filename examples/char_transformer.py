@@ -61,7 +61,7 @@ class CharTransformer(nn.Module):
 
 
 @flow.no_grad()
-def sample(model, stoi, itos, prompt, n_chars, temperature=0.8):
+def sample(model, stoi, itos, prompt, n_chars, temperature=0.7):
     model.eval()
     idx = [stoi.get(c, 0) for c in prompt]
     for _ in range(n_chars):
@@ -80,6 +80,7 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--context", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sample-chars", type=int, default=400)
     args = parser.parse_args()
     flow.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
@@ -92,11 +93,15 @@ def main():
 
     model = CharTransformer(len(chars), context=args.context)
     print(f"model: {sum(p.numel() for p in model.parameters()):,} parameters")
-    opt = flow.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    deadline = time.perf_counter() + 60 * args.minutes
+    base_lr = 3e-3
+    opt = flow.optim.AdamW(model.parameters(), lr=base_lr, weight_decay=0.01)
+    budget = 60 * args.minutes
     start, running = time.perf_counter(), None
     step = 0
-    while step < args.steps and time.perf_counter() < deadline:
+    while step < args.steps and time.perf_counter() - start < budget:
+        # cosine decay over the time budget: the last minutes refine instead of bouncing
+        progress = max((time.perf_counter() - start) / budget, step / args.steps)
+        opt.param_groups[0]["lr"] = base_lr * 0.5 * (1 + math.cos(math.pi * progress))
         starts = rng.integers(0, len(data) - args.context - 1, args.batch)
         window = data[starts[:, None] + np.arange(args.context + 1)]
         x, y = flow.tensor(window[:, :-1]), flow.tensor(window[:, 1:])
@@ -112,7 +117,7 @@ def main():
             print(f"step {step:5d}  loss {running:.3f}  ({running / math.log(2):.2f} bits/char)"
                   f"  {time.perf_counter() - start:6.1f}s", flush=True)
     print("\n--- sample ---")
-    print(sample(model, stoi, itos, "def ", 400))
+    print(sample(model, stoi, itos, "def ", args.sample_chars))
 
 
 if __name__ == "__main__":
