@@ -103,8 +103,9 @@ def add_node(op, inputs, outputs, attrs, aux):
             input_metas.append(None)
             next_nodes.append(None)
             needs.append(False)
-    node = FunctionNode(op.node_name, op, input_metas, next_nodes, input_infos)
-    ctx = node.ctx = CaptureState(attrs, needs)
+    # tuples of plain data drop out of the cycle collector's sight; lists never do
+    node = FunctionNode(op.node_name, op, input_metas, next_nodes, tuple(input_infos))
+    ctx = node.ctx = CaptureState(attrs, tuple(needs))
     out_metas, out_infos = [], []
     for out in outputs:
         data = out._data
@@ -117,7 +118,7 @@ def add_node(op, inputs, outputs, attrs, aux):
             meta = AutogradMeta(False, False)  # an index output: never gets a grad
         out_metas.append(meta)
     node.output_metas = out_metas
-    node.output_infos = out_infos
+    node.output_infos = tuple(out_infos)
     save = op.save
     if save:
         if save & 1:
