@@ -6,6 +6,8 @@
 >>> x.grad
 tensor([0., 1.])
 """
+import warnings as _warnings
+
 from . import (
     autograd,
     cuda,
@@ -71,6 +73,9 @@ from .tensor import Size, Tensor
 
 __version__ = "0.1.0"
 
+# NumPy warns (log(0), 0/0, overflow) where torch is silent and returns inf/nan: ignore the
+# RuntimeWarnings raised from flowgrad's own code; the user's NumPy code still warns.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"flowgrad\.")
 utils.memory.keep_freed_memory(True)  # reuse freed activation buffers: see utils/memory.py
 
 
