@@ -15,8 +15,13 @@ sizes or metadata don't add up raises ValueError naming the file and the problem
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import hashlib
 import json
 import os
+import re
+import tempfile
 from collections import OrderedDict
 
 import numpy as np
@@ -27,19 +32,66 @@ from .tensor import Tensor
 __all__ = ["save", "load"]
 
 _FORMAT = "flowgrad-checkpoint-1"
+_FORMAT_VIEWS = "flowgrad-checkpoint-2"  # the same, plus storages shared by several views
 # safetensors' header dtype codes -> NumPy dtypes (bfloat16 when ml_dtypes is present)
 _CODES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
           "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
 if _dt.bfloat16 is not None:
     _CODES["BF16"] = _dt.bfloat16.np
+_BY_NAME = {np.dtype(t).name: np.dtype(t) for t in _CODES.values()}
+# How deeply dicts/lists/tuples may nest in a checkpoint. Each level is at most 3 JSON levels
+# in the structure metadata; loading checks the JSON depth before parsing it, so a crafted
+# file raises ValueError instead of RecursionError.
+_MAX_DEPTH = 200
+_MAX_JSON_DEPTH = 3 * _MAX_DEPTH + 8
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _where(path):
+    return ".".join(path) or "the root"
+
+
+def _bounds(a):
+    """[first byte, last byte + 1) of a non-empty array's elements in memory."""
+    ptr = a.__array_interface__["data"][0]
+    lo = hi = ptr
+    for n, s in zip(a.shape, a.strides):
+        if s < 0:
+            lo += s * (n - 1)
+        else:
+            hi += s * (n - 1)
+    return lo, hi + a.itemsize
+
+
+def _digest(structure, arrays):
+    """sha256 over the structure metadata and every stored tensor (name, dtype, shape and
+    bytes, in name order): independent of where safetensors places the data."""
+    h = hashlib.sha256(structure.encode())
+    for key in sorted(arrays):
+        a = arrays[key]
+        h.update(f"\0{key}\0{a.dtype.name}\0{list(a.shape)}\0".encode())
+        h.update(np.ascontiguousarray(a).reshape(-1).view(np.uint8))
+    return "sha256:" + h.hexdigest()
+
+
+def _json_depth(text):
+    """The deepest nesting of [ and { in JSON text (strings skipped), without recursing."""
+    b = np.frombuffer(_JSON_STRING.sub('""', text).encode(), np.uint8)
+    step = np.isin(b, (91, 123)).astype(np.int64) - np.isin(b, (93, 125))
+    return int(np.cumsum(step).max(initial=0))
 
 
 class _Writer:
-    """Walks the object: collects arrays under unique path keys, returns the JSON tree."""
+    """Walks the object: collects the distinct tensors and arrays (leaves), then stores each
+    as a flat array under a unique path key, or, where several of them overlap in memory
+    (a tensor and its views), their common storage once plus each one's offset and strides.
+    Returns the JSON tree of the nesting."""
 
     def __init__(self):
         self.arrays = {}
-        self.seen = {}  # id(tensor) -> key: a tensor referenced twice is stored once
+        self.leaves = []  # (array, path, node) per distinct tensor/array, in walk order
+        self.seen = {}  # id(obj) -> node: an object referenced twice is stored once
+        self.views = False
 
     def key(self, path):
         base = ".".join(path) or "_"
@@ -48,43 +100,38 @@ class _Writer:
             key, n = f"{base}#{n}", n + 1
         return key
 
-    def tensor(self, data, path, extra):
-        if not data.flags.c_contiguous:  # (np.ascontiguousarray would make 0-d arrays 1-d)
-            data = data.copy(order="C")
-        if data.dtype.byteorder == ">":
-            data = data.astype(data.dtype.newbyteorder("<"))
-        if data.dtype.name not in ("bfloat16",) and data.dtype.type not in _CODES.values():
+    def leaf(self, obj, data, path, extra):
+        if id(obj) in self.seen:
+            return self.seen[id(obj)]
+        if data.dtype.name != "bfloat16" and data.dtype.type not in _CODES.values():
             raise TypeError(f"flowgrad.save: cannot store an array of dtype {data.dtype} at "
-                            f"{'.'.join(path) or 'the root'}")
-        key = self.key(path)
-        self.arrays[key] = data
-        return {"T": key, "dtype": data.dtype.name, "shape": list(data.shape), **extra}
+                            f"{_where(path)}")
+        node = dict(extra)
+        self.seen[id(obj)] = node
+        self.leaves.append((data, path, node))
+        return node
 
     def node(self, obj, path):
         if isinstance(obj, Tensor):
-            if id(obj) in self.seen:
-                key = self.seen[id(obj)]
-                arr = self.arrays[key]
-                return {"T": key, "dtype": arr.dtype.name, "shape": list(arr.shape),
-                        **self._flags(obj)}
-            out = self.tensor(obj._data, path, self._flags(obj))
-            self.seen[id(obj)] = out["T"]
-            return out
+            return self.leaf(obj, obj._data, path, self._flags(obj))
         if isinstance(obj, np.ndarray):
-            return self.tensor(obj, path, {"ndarray": True})
+            return self.leaf(obj, obj, path, {"ndarray": True})
         if obj is None or isinstance(obj, (bool, int, float, str)):
             return {"V": obj}
         if isinstance(obj, np.generic):
             return {"V": obj.item()}
         if isinstance(obj, _dt.dtype):
             return {"dtype_obj": obj.name}
+        if isinstance(obj, (dict, list, tuple)) and len(path) >= _MAX_DEPTH:
+            raise ValueError(f"flowgrad.save: the object nests dicts/lists/tuples more than "
+                             f"{_MAX_DEPTH} levels deep (at {_where(path[:8])}...); "
+                             "checkpoints allow at most that: flatten the structure")
         if isinstance(obj, dict):
             items = []
             for k, v in obj.items():
                 if not (k is None or isinstance(k, (bool, int, float, str))):
                     raise TypeError(f"flowgrad.save: dict keys must be str, int, float, bool "
-                                    f"or None; got {type(k).__name__} at "
-                                    f"{'.'.join(path) or 'the root'}")
+                                    f"or None; got {type(k).__name__} at {_where(path)}")
                 items.append([k, self.node(v, path + [str(k)])])
             out = {"D": items}
             if isinstance(obj, OrderedDict):
@@ -95,8 +142,61 @@ class _Writer:
             return {tag: [self.node(v, path + [str(i)]) for i, v in enumerate(obj)]}
         raise TypeError(
             f"flowgrad.save: cannot store an object of type {type(obj).__name__} at "
-            f"{'.'.join(path) or 'the root'}; checkpoints hold tensors, arrays, dicts, lists, "
+            f"{_where(path)}; checkpoints hold tensors, arrays, dicts, lists, "
             "tuples and str/int/float/bool/None (no pickle). Save its state_dict() instead")
+
+    def finish(self):
+        """Store the leaves: group those whose memory overlaps, each group once."""
+        spans = sorted((*_bounds(a), i) for i, (a, _, _) in enumerate(self.leaves) if a.size)
+        groups, end = [], None
+        for lo, hi, i in spans:
+            if groups and lo < end:
+                groups[-1].append(i)
+                end = max(end, hi)
+            else:
+                groups.append([i])
+                end = hi
+        shared = set()
+        for members in groups:
+            if len(members) > 1 and self.store_shared(sorted(members)):
+                shared.update(members)
+        for i, (a, path, node) in enumerate(self.leaves):
+            if i not in shared:
+                node.update(self.store(a, path))
+
+    def store(self, data, path):
+        if not data.flags.c_contiguous:  # (np.ascontiguousarray would make 0-d arrays 1-d)
+            data = data.copy(order="C")
+        if data.dtype.byteorder == ">":
+            data = data.astype(data.dtype.newbyteorder("<"))
+        key = self.key(path)
+        self.arrays[key] = data
+        return {"T": key, "dtype": data.dtype.name, "shape": list(data.shape)}
+
+    def store_shared(self, members):
+        """Store the bytes that overlapping leaves span once; each leaf becomes a view of
+        them (byte offset and byte strides), as torch.save keeps one storage per tensor
+        family. Returns False (store them apart) for byte orders other than little."""
+        arrays = [self.leaves[i][0] for i in members]
+        if any(a.dtype.byteorder == ">" for a in arrays):
+            return False
+        spans = [_bounds(a) for a in arrays]
+        lo, hi = min(s[0] for s in spans), max(s[1] for s in spans)
+        # overlapping byte ranges of live arrays lie in one allocation, so all of [lo, hi)
+        # is readable memory of that allocation
+        raw = np.frombuffer(ctypes.string_at(lo, hi - lo), np.uint8)
+        dtype = arrays[0].dtype
+        if all(a.dtype == dtype for a in arrays) and raw.size % dtype.itemsize == 0:
+            raw = raw.view(dtype)  # a typed storage reads well in other safetensors tools
+        key = self.key(self.leaves[members[0]][1])
+        self.arrays[key] = raw
+        for i, a, (start, _) in zip(members, arrays, spans):
+            offset = a.__array_interface__["data"][0] - lo
+            self.leaves[i][2].update({"T": key, "dtype": a.dtype.name, "shape": list(a.shape),
+                                      "view": {"offset": offset, "strides": list(a.strides)},
+                                      "ref": i})
+        self.views = True
+        return True
 
     @staticmethod
     def _flags(t):
@@ -110,9 +210,42 @@ class _Writer:
         return flags
 
 
+def _umask():
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+def _write_atomic(path, blob):
+    """Write to a fresh temporary file beside `path`, then rename it over `path`: readers
+    see the old file or the new one, never a part; concurrent savers never share a file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                               dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give what open() would
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
 def save(obj, f):
     """Write `obj` (tensors nested in dicts/lists/tuples, plus plain values) to the path or
-    binary file object `f` in the safetensors format.
+    binary file object `f` in the safetensors format. Tensors that share memory (a tensor
+    and its views) are stored once and share it again after `load`. A sha256 checksum of
+    the data is stored and checked by `load`. Saving to a path writes a temporary file and
+    renames it, so concurrent savers and loaders of one path never see a partial file.
 
     >>> import flowgrad as flow, os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.safetensors")
@@ -124,29 +257,25 @@ def save(obj, f):
 
     writer = _Writer()
     tree = writer.node(obj, [])
+    writer.finish()  # fills the tree's tensor nodes
+    structure = json.dumps(tree)
     specs = {k: TensorSpec(dtype=a.dtype.name, shape=list(a.shape), data_ptr=a.ctypes.data,
                            data_len=a.nbytes) for k, a in writer.arrays.items()}
-    metadata = {"format": _FORMAT, "structure": json.dumps(tree)}
+    metadata = {"format": _FORMAT_VIEWS if writer.views else _FORMAT, "structure": structure,
+                "checksum": _digest(structure, writer.arrays)}
     blob = serialize(specs, metadata=metadata)
     del writer  # the arrays stayed alive until serialize copied them
     if hasattr(f, "write"):
         f.write(blob)
         return
-    path = os.fspath(f)
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:  # write then rename: an interrupted save leaves any old checkpoint intact
-        with open(tmp, "wb") as fh:
-            fh.write(blob)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    _write_atomic(os.fspath(f), blob)
 
 
 class _Reader:
     def __init__(self, name, arrays):
         self.name, self.arrays, self.used = name, arrays, set()
-        self.loaded = {}  # key -> object: a tensor saved once and referenced twice is shared
+        # (key, ref) -> object: a tensor saved once and referenced twice is one object again
+        self.loaded = {}
 
     def bad(self, what):
         return ValueError(f"flowgrad.load: {self.name}: {what}; the file is corrupt or was not "
@@ -188,15 +317,40 @@ class _Reader:
         key = n["T"]
         if not isinstance(key, str) or key not in self.arrays:
             raise self.bad(f"metadata refers to tensor {key!r} (at {path}) that the file lacks")
+        self.used.add(key)
+        ref = (key, n.get("ref"))
+        if ref in self.loaded:
+            return self.loaded[ref]
         arr = self.arrays[key]
-        if n.get("dtype") != arr.dtype.name or n.get("shape") != list(arr.shape):
+        if "view" in n:
+            arr = self.view(arr, n, key, path)
+        elif n.get("dtype") != arr.dtype.name or n.get("shape") != list(arr.shape):
             raise self.bad(f"tensor {key!r} is {arr.dtype.name}{list(arr.shape)} in the file "
                            f"but {n.get('dtype')}{n.get('shape')} in the metadata")
-        self.used.add(key)
-        if key in self.loaded:
-            return self.loaded[key]
-        self.loaded[key] = out = self._build(arr, n)
+        self.loaded[ref] = out = self._build(arr, n)
         return out
+
+    def view(self, storage, n, key, path):
+        """A view into a shared storage: bounds are checked (np.ndarray refuses a view
+        reaching outside its buffer), so a crafted file cannot read other memory."""
+        v, shape, dtype = n["view"], n.get("shape"), _BY_NAME.get(n.get("dtype"))
+
+        def ints(xs):
+            return isinstance(xs, list) and all(
+                isinstance(x, int) and not isinstance(x, bool) for x in xs)
+
+        if dtype is None or not ints(shape) or any(d < 0 for d in shape) or \
+                not isinstance(v, dict) or not ints(v.get("strides")) or \
+                len(v["strides"]) != len(shape) or not ints([v.get("offset")]) or \
+                v["offset"] < 0 or storage.ndim != 1:
+            raise self.bad(f"view metadata at {path} (of storage {key!r}) is malformed")
+        try:
+            return np.ndarray(tuple(shape), dtype, buffer=storage, offset=v["offset"],
+                              strides=tuple(v["strides"]))
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise self.bad(f"view at {path}: {n.get('dtype')}{shape} at byte offset "
+                           f"{v['offset']} with strides {v['strides']} does not fit in "
+                           f"storage {key!r} of {storage.nbytes} bytes ({exc})") from None
 
     @staticmethod
     def _build(arr, n):
@@ -252,15 +406,34 @@ def load(f, map_location=None, weights_only=True, mmap=None):
         arrays[key] = np.frombuffer(e["data"], _CODES[e["dtype"]]).reshape(e["shape"])
     meta = header.get("__metadata__") or {}
     reader = _Reader(name, arrays)
-    if meta.get("format") != _FORMAT:
+    if meta.get("format") not in (_FORMAT, _FORMAT_VIEWS):
         if "structure" in meta:
             raise reader.bad(f"unknown checkpoint format {meta.get('format')!r}")
         return {k: Tensor._wrap(a) for k, a in arrays.items()}
+    structure = meta.get("structure")
+    if not isinstance(structure, str):
+        raise reader.bad("its structure metadata is missing")
+    if "checksum" in meta and meta["checksum"] != _digest(structure, arrays):
+        raise ValueError(
+            f"flowgrad.load: {name}: checksum mismatch: the tensor data or structure differs "
+            f"from what was saved (recorded {meta['checksum'][:20]}...); the file was "
+            "corrupted or altered after flowgrad.save wrote it. Restore a good copy or "
+            "save it again")
+    depth = _json_depth(structure)
+    if depth > _MAX_JSON_DEPTH:
+        raise reader.bad(f"its structure metadata nests {depth} levels deep, more than a "
+                         f"checkpoint may ({_MAX_JSON_DEPTH}, i.e. {_MAX_DEPTH} levels of "
+                         "dicts/lists/tuples)")
     try:
-        tree = json.loads(meta["structure"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise reader.bad(f"its structure metadata is not valid JSON ({exc})") from None
-    obj = reader.node(tree)
+        tree = json.loads(structure)
+        obj = reader.node(tree)
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise reader.bad(f"its structure metadata is not valid JSON ({exc})") from None
+        raise
+    except RecursionError:
+        raise reader.bad("its structure metadata nests too deeply for the current "
+                         "recursion limit") from None
     unused = sorted(arrays.keys() - reader.used)
     if unused:
         raise reader.bad(f"tensors {unused} are not referenced by the metadata")
