@@ -2,6 +2,11 @@
 DataLoader in the main process and with worker processes (fork and spawn)."""
 import collections
 import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -272,3 +277,53 @@ def test_dataloader_errors(kw, exc, match):
     ds = _Count(3) if kw.pop("iterable", False) else _ds(3)
     with pytest.raises(exc, match=match):
         DataLoader(ds, **kw)
+
+
+_ORPHAN_SCRIPT = """
+import sys, time
+import flowgrad as flow
+import flowgrad.utils.data.dataloader as dl
+from flowgrad.utils.data import DataLoader, TensorDataset
+dl._USE_PDEATHSIG = sys.argv[1] == "1"
+it = iter(DataLoader(TensorDataset(flow.arange(64.0)), batch_size=2, num_workers=2,
+                     multiprocessing_context=sys.argv[2]))
+next(it)
+print(" ".join(str(w.pid) for w in it._workers), flush=True)
+time.sleep(120)
+"""
+
+
+def _running(pid):
+    """Whether `pid` exists and is not a zombie (an orphan that exited but that a
+    non-reaping init has not collected)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("pdeathsig,method", [("1", "fork"), ("0", "fork"),
+                                              ("1", "forkserver")],
+                         ids=["pdeathsig-fork", "watchdog-only-fork", "pdeathsig-forkserver"])
+def test_workers_exit_when_the_main_process_is_killed(pdeathsig, method):
+    proc = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT, pdeathsig, method],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        pids = [int(p) for p in line.split()]
+        assert len(pids) == 2 and all(_running(p) for p in pids), line
+        time.sleep(0.2)
+        assert all(_running(p) for p in pids)  # workers live while the loader does
+    finally:
+        proc.kill()  # SIGKILL: no cleanup runs in the main process
+        proc.wait()
+        proc.stdout.close()
+    deadline = time.monotonic() + 8.0
+    while any(_running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in pids if _running(p)]
+    for p in left:  # don't leak them into the rest of the run if the test fails
+        os.kill(p, signal.SIGKILL)
+    assert left == [], f"DataLoader workers {left} outlived their killed main process"

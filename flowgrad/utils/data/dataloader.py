@@ -15,9 +15,15 @@ worker_init_fn must be picklable).
 """
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
 import queue
 import random
+import signal
+import sys
+import threading
+import time
 import traceback
 
 from ...random import default_generator, manual_seed
@@ -29,6 +35,8 @@ __all__ = ["DataLoader", "get_worker_info", "WorkerInfo"]
 
 _worker_info = None
 _POLL_S = 1.0  # how often a waiting loader checks that its workers are still alive
+_WATCHDOG_S = 0.5  # how often a worker checks that the loader's process is still alive
+_USE_PDEATHSIG = True  # Linux: workers ask the kernel to kill them when their parent dies
 
 
 class WorkerInfo:
@@ -109,10 +117,58 @@ class _Fetcher:
         return self.collate_fn(data)
 
 
+def _alive(pid):
+    """Whether process `pid` exists and is not a zombie (one that exited, unreaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
+def _exit_with_parent(main_pid):
+    """Make this worker exit when the loader's process dies, so no orphan outlives it:
+    on Linux, prctl(PR_SET_PDEATHSIG, SIGKILL) has the kernel kill it with its parent; on
+    every platform a daemon thread checks every `_WATCHDOG_S` seconds that the parent is
+    the same (an orphan is re-parented) and, where a forkserver is the parent, that the
+    main process still exists, and ends the worker with os._exit if not."""
+    parent = os.getppid()
+    if _USE_PDEATHSIG and sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+    def parent_gone():
+        if os.getppid() != parent:
+            return True
+        return parent != main_pid and not _alive(main_pid)
+
+    if parent != main_pid and not _alive(main_pid):
+        os._exit(1)  # the loader died before this worker got here
+
+    def watch():
+        while not parent_gone():
+            time.sleep(_WATCHDOG_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="DataLoader-watchdog", daemon=True).start()
+
+
 def _worker_loop(dataset, index_queue, data_queue, auto_collation, collate_fn, batch_size,
-                 drop_last, seed, init_fn, worker_id, num_workers):
-    """The body of one worker process: fetch what the index queue asks, until None."""
+                 drop_last, seed, init_fn, worker_id, num_workers, main_pid=None):
+    """The body of one worker process: fetch what the index queue asks, until None; exit
+    at once if the loader's process dies."""
     global _worker_info
+    if main_pid is not None:
+        _exit_with_parent(main_pid)
     manual_seed(seed)
     random.seed(seed)
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
@@ -294,7 +350,7 @@ class _MultiProcessIter:
             w = ctx.Process(target=_worker_loop, daemon=True, args=(
                 loader.dataset, iq, self._data_queue, loader._auto_collation,
                 loader.collate_fn, loader.batch_size, loader.drop_last, seed + wid,
-                loader.worker_init_fn, wid, loader.num_workers))
+                loader.worker_init_fn, wid, loader.num_workers, os.getpid()))
             w.start()
             self._index_queues.append(iq)
             self._workers.append(w)
