@@ -17,6 +17,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from .elementwise import where
 from .registry import op
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "sum_to",
@@ -145,19 +146,27 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
 # ---- max / min -------------------------------------------------------------------------------
 @op("amax", save="inputs outputs")
-def _amax(xp, x, *, axes, keepdim):
+def _amax(xp, x, *, axes, keepdim, whole=False):
     return x.max(axis=axes, keepdims=keepdim)
 
 
 @op("amin", save="inputs outputs")
-def _amin(xp, x, *, axes, keepdim):
+def _amin(xp, x, *, axes, keepdim, whole=False):
     return x.min(axis=axes, keepdims=keepdim)
 
 
 def _extremum_grad(ctx, dy):
-    """Gradient of amax/amin: shared evenly between tied extremes, as torch does."""
+    """Gradient of amax/amin: shared evenly between tied extremes, as torch does (torch's
+    amax multiplies by the mask: an inf dy gives nan at the others, as here).
+
+    `whole` (max(x) / min(x) of every element): torch's evenly_distribute_backward, which
+    fills the hits (the nans when the result is nan) and leaves exactly 0 elsewhere."""
     (x,), y = ctx.inputs, ctx.out
     shape = ctx.input_shapes[0]
+    if ctx.attrs.get("whole"):
+        hit = x._data != x._data if y._data != y._data else x._data == y._data
+        share = dy / float(np.count_nonzero(hit))
+        return where(Tensor._wrap(hit), share.reshape(()), 0.0)
     hit = Tensor._wrap((x._data == np.reshape(y._data, keepdim_shape(shape, ctx.axes)))
                        .astype(x._data.dtype))
     count = hit.sum(dim=ctx.axes, keepdim=True)
@@ -215,8 +224,9 @@ def _index_dim_grad(ctx, dy, _):
     dim = ctx.dim
     idx = np.argmax(x, axis=dim) if ctx.node.op is _max_dim else np.argmin(x, axis=dim)
     positions = np.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - dim - 1))
-    hit = Tensor._wrap((positions == np.expand_dims(idx, dim)).astype(x.dtype))
-    return expand_reduced(dy, x.shape, (dim,)) * hit
+    hit = Tensor._wrap(positions == np.expand_dims(idx, dim))
+    # selected, not multiplied by the mask: exactly 0 off the index even for an inf dy
+    return where(hit, expand_reduced(dy, x.shape, (dim,)), 0.0)
 
 
 _max_dim.grad(_index_dim_grad)
@@ -233,7 +243,9 @@ def _max_min(input, dim, keepdim, other, name):
 
         return (maximum if name == "max" else minimum)(input, other)
     if dim is None:
-        return amax(input) if name == "max" else amin(input)
+        axes = tuple(range(input._data.ndim))
+        _check_nonempty(input, axes, name)
+        return (_amax if name == "max" else _amin)(input, axes=axes, keepdim=False, whole=True)
     d = _wrap_dim(dim, input._data.ndim, name)
     _check_nonempty(input, (d,) if input._data.ndim else (), name)
     if input._data.ndim == 0:
