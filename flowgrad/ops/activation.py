@@ -20,7 +20,7 @@ import math
 from ..autograd.interpreter import run_inplace
 from ..random import numpy_generator
 from ..tensor import Tensor, _wrap_dim, tensor_method
-from .elementwise import _float_of, clamp, sigmoid, tanh, where
+from .elementwise import _float_of, clamp, masked_product, sigmoid, tanh, where
 from .registry import op
 
 __all__ = [
@@ -45,9 +45,9 @@ def _(ctx, dy):
 
 @op("relu_grad", save="inputs")
 def _relu_grad(xp, y, dy):
-    # a multiply by the mask is ~10x faster than xp.where in NumPy; it differs from torch
-    # only where dy itself is inf/nan at y <= 0
-    return xp.multiply(dy, y > 0, dtype=dy.dtype)
+    # a multiply by the mask (~10x faster than xp.where in NumPy), redone with where only
+    # when dy is inf/nan at some y <= 0: torch gives 0 there, not 0 * inf = nan
+    return masked_product(xp, y > 0, dy)
 
 
 @_relu_grad.grad
@@ -165,11 +165,24 @@ def hardsigmoid(input, inplace=False):
     return _hardtanh(input + 3.0, lo=0.0, hi=6.0) * (1.0 / 6.0)
 
 
+@op("hardswish", save="inputs")
+def _hardswish(xp, x):
+    return (x * xp.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+
+
+@_hardswish.grad
+def _(ctx, dy):
+    # torch's piecewise rule: exactly 0 below -3 (even for an inf dy), dy above 3
+    x = ctx.inputs[0]
+    mid = where(_mask(x, lambda a: a < 3), dy * (x * (1.0 / 3.0) + 0.5), dy)
+    return where(_mask(x, lambda a: ~(a <= -3)), mid, 0.0)  # nan x: dy, as torch
+
+
 def hardswish(input, inplace=False):
     """x * relu6(x + 3) / 6."""
     if inplace:
         return run_inplace("hardswish_", hardswish, input)
-    return input * hardsigmoid(input)
+    return _hardswish(input)
 
 
 # ---- elu, selu, celu: one fused op -----------------------------------------------------------
@@ -379,7 +392,10 @@ def softshrink(input, lambd=0.5):
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
                            f"{lambd}.")
-    return input - clamp(input, -lambd, lambd)
+    # selected, not x - clamp(x): the gradient between -lambd and lambd is exactly 0 (as
+    # torch), where dy - dy would be nan for an infinite dy
+    shifted = where(_mask(input, lambda x: x > 0), input - lambd, input + lambd)
+    return where(_mask(input, lambda x: ~(abs(x) <= lambd)), shifted, 0.0)
 
 
 def threshold(input, threshold, value, inplace=False):

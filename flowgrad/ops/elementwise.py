@@ -132,14 +132,15 @@ def _(ctx, dy):
     return dy / ctx.value
 
 
-@op("scalar_rdiv", save="inputs outputs")
+@op("scalar_rdiv", save="inputs")
 def _scalar_rdiv(xp, x, *, value):
     return _same(x, value / x)
 
 
 @_scalar_rdiv.grad
-def _(ctx, dy):
-    return -_grad_mul(dy, ctx.out / ctx.inputs[0])
+def _(ctx, dy):  # from the input alone: `y = 1 / x; y.add_(1)` leaves backward valid
+    (x,) = ctx.inputs
+    return -_grad_mul(dy, ctx.value / (x * x))
 
 
 @op("scalar_pow", save="inputs")
@@ -173,10 +174,20 @@ def _(ctx, dy):
 # `where(x > 0, sqrt(x), 0)` must give x a zero gradient at x < 0, not nan: the branch not
 # taken gets dy == 0, and 0 * (1 / (2 * sqrt(x))) is nan. Rules whose factor can be inf or nan
 # use these instead of `*` and `/`: they return exactly 0 wherever dy is 0 (one kernel still).
+def masked_product(xp, m, d):
+    """m * d, exactly 0 wherever m is 0 (False) even where d is inf or nan (0 * inf is nan),
+    as torch's masked_fill-style rules. Only a nan product can differ there (up to the sign
+    of a zero), so the all-finite case costs one isnan pass, not a `where` on a
+    data-dependent mask (several times slower in NumPy)."""
+    r = xp.multiply(m, d, dtype=d.dtype if m.dtype.kind == "b" else None)
+    if xp.isnan(r).any():
+        r = xp.where(m != 0, r, xp.zeros((), r.dtype))
+    return r
+
+
 @op("grad_mul", save="inputs")
 def _grad_mul(xp, dy, d):
-    r = dy * d
-    return xp.where(dy == 0, xp.zeros((), r.dtype), r)
+    return masked_product(xp, dy, d)
 
 
 @_grad_mul.grad
@@ -344,7 +355,7 @@ def _(ctx, ddx):
 
 
 # ---- selection ---------------------------------------------------------------------------------
-@op("where", save="inputs")
+@op("where", save="inputs[0]")  # the condition only: writes to x or y stay valid
 def _where(xp, cond, x, y):
     return xp.where(cond, x, y)
 
@@ -394,9 +405,10 @@ def _(ctx, dy):
 
 
 def _split_tie_grad(dy, first_wins, tie):
-    """Grads of max/min of two tensors: to the winner; split in half on ties, as torch."""
-    w = Tensor._wrap((first_wins + 0.5 * tie).astype(dy._data.dtype))
-    return dy * w, dy * (1.0 - w)
+    """Grads of max/min of two tensors: to the winner; split in half on ties, as torch. The
+    loser gets exactly 0 even where dy is inf or nan (grad_mul masks on its first factor)."""
+    w = (first_wins + 0.5 * tie).astype(dy._data.dtype)
+    return _grad_mul(Tensor._wrap(w), dy), _grad_mul(Tensor._wrap(1.0 - w), dy)
 
 
 # ---- comparisons and logic (no gradient) -----------------------------------------------------

@@ -60,12 +60,19 @@ def _reduce_picked(xp, picked, w, reduction):
 
 
 def _sample_coef(ctx, dy):
-    """d(loss)/d(picked log-prob) per sample, times dy: -w_i (scaled for 'mean')."""
+    """d(loss)/d(picked log-prob) per sample, times dy: -w_i (scaled for 'mean'); exactly 0
+    for ignored samples, as torch (which never writes them), even when every target is
+    ignored ('mean': 0 / 0) or dy is inf or nan there ('none')."""
     dtype = dy._data.dtype
     w, safe = _class_weights(dtype, ctx.target, ctx.weight, ctx.ignore_index)
+    valid = ctx.target != ctx.ignore_index
     if ctx.reduction == "mean":
-        w = w / w.sum()
-    return dy * Tensor._wrap(w), safe
+        total = w.sum()
+        w = w / total if total != 0 else w  # all ignored: w is all 0 and so is the gradient
+        if total == 0 and valid.any():  # valid targets of weight 0 (torch: 0 * inf = nan)
+            w = np.where(valid, np.nan, 0.0).astype(dtype)
+    coef = dy * Tensor._wrap(w)
+    return (where(Tensor._wrap(valid), coef, 0.0) if not valid.all() else coef), safe
 
 
 # ---- nll_loss ------------------------------------------------------------------------------
