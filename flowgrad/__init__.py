@@ -26,9 +26,7 @@ from .autograd.grad_mode import (
 )
 from .device import device
 from .dtypes import *  # noqa: F401,F403
-from .dtypes import dtype, get_default_dtype, promote_types, result_type, set_default_dtype
-from .linalg import det, logdet, slogdet  # noqa: F401
-from .linalg import inv as inverse
+from .dtypes import dtype, get_default_dtype, promote_types, set_default_dtype
 from .ops.activation import *  # noqa: F401,F403
 from .ops.conv import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403
@@ -41,15 +39,12 @@ from .ops.index import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from .ops.math import *  # noqa: F401,F403
 from .ops.nn_misc import (  # noqa: F401 - torch.* has these with F's signature
-    alpha_dropout,
     cdist,
     cosine_similarity,
-    dropout,
-    feature_alpha_dropout,
     pairwise_distance,
 )
 from .ops.norm import *  # noqa: F401,F403
-from .ops.normalization import group_norm, layer_norm, rms_norm  # noqa: F401
+from .ops.normalization import rms_norm  # noqa: F401
 from .ops.pool import (  # noqa: F401 - the pools torch.* has too
     adaptive_avg_pool1d,
     adaptive_max_pool1d,
@@ -67,6 +62,7 @@ from .ops.sort import *  # noqa: F401,F403
 from .ops.spatial import pixel_shuffle, pixel_unshuffle  # noqa: F401
 from .ops.split import *  # noqa: F401,F403
 from .ops.stats import *  # noqa: F401,F403
+from .ops.torch_spellings import *  # noqa: F401,F403 - after the *s: torch.* keyword names
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .serialization import load, save
 from .tensor import Size, Tensor

@@ -62,3 +62,21 @@ def array_module(array):
     True
     """
     return ARRAY_MODULES.get(type(array), np)
+
+
+def check_device(spec, op_name):
+    """Nothing for None or the CPU; else the RuntimeError naming `op_name` for a device
+    flowgrad cannot honour (e.g. 'cuda': there is no CUDA backend).
+
+    >>> check_device("cpu:0", "zeros")
+    >>> check_device("cuda", "zeros")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    RuntimeError: zeros(): device 'cuda' is not available: flowgrad runs on the 'cpu' ...
+    """
+    if spec is None or spec is CPU or spec == "cpu":
+        return
+    try:
+        device(spec)
+    except RuntimeError as error:
+        raise RuntimeError(f"{op_name}(): {error}") from None

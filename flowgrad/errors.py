@@ -63,3 +63,22 @@ def kernel_error(op, inputs, error):
         return type(error)(text)
     except TypeError:  # e.g. NumPy's _UFuncNoLoopError takes more than a message
         return TypeError(text) if isinstance(error, TypeError) else RuntimeError(text)
+
+
+
+def not_a_tensor(op_name, value, arg="input"):
+    """Call from an `except AttributeError:` block (so valid calls pay nothing): raises
+    torch's TypeError when `value` is not a tensor, else re-raises the AttributeError.
+
+    >>> try:
+    ...     "a"._data
+    ... except AttributeError:
+    ...     not_a_tensor("sum", "a")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: sum(): argument 'input' (position 1) must be Tensor, not str; ...
+    """
+    if hasattr(value, "_data"):
+        raise  # noqa: PLE0704 - the AttributeError being handled had another cause
+    raise TypeError(f"{op_name}(): argument '{arg}' (position 1) must be Tensor, not "
+                    f"{type(value).__name__}; wrap data with flowgrad.tensor(...)") from None

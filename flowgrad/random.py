@@ -74,9 +74,9 @@ def get_rng_state():
     return default_generator.get_state()
 
 
-def set_rng_state(state):
+def set_rng_state(new_state):
     """Restore the global generator to a state from get_rng_state."""
-    default_generator.set_state(state)
+    default_generator.set_state(new_state)
 
 
 def numpy_generator(generator=None):

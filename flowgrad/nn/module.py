@@ -25,6 +25,7 @@ from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ..autograd.interpreter import bump_version
+from ..device import check_device, device
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -594,7 +595,7 @@ class Module:
         """`to(dtype)`, `to(device)`, `to(tensor)` or keywords: floating parameters and
         buffers are cast to the dtype (flowgrad runs on the CPU only)."""
         dtype = kwargs.pop("dtype", None)
-        kwargs.pop("device", None)
+        check_device(kwargs.pop("device", None), "Module.to")
         kwargs.pop("non_blocking", None)
         kwargs.pop("memory_format", None)
         if kwargs:
@@ -602,6 +603,8 @@ class Module:
         for a in args:
             if isinstance(a, Tensor):
                 dtype = a.dtype
+            elif isinstance(a, (str, device)):
+                check_device(a, "Module.to")
             elif isinstance(a, _dt.dtype) or (a is not None and not isinstance(a, str) and
                                               not type(a).__name__ == "device"):
                 try:

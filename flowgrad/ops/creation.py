@@ -9,10 +9,14 @@ flowgrad.Size([2, 3])
 from __future__ import annotations
 
 import builtins
+import math
+import numbers
+import operator
 
 import numpy as np
 
 from .. import dtypes as _dt
+from ..device import check_device
 from ..random import numpy_generator
 from ..tensor import Size, Tensor
 
@@ -86,10 +90,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     >>> flow.tensor([1, 2]).dtype, flow.tensor([1.0, 2]).dtype
     (flowgrad.int64, flowgrad.float32)
     """
-    if device is not None:
-        from ..device import device as _device
-
-        _device(device)
+    check_device(device, "tensor")
     t = Tensor._wrap(as_array(data, _dt.as_dtype(dtype) if dtype is not None else None))
     if requires_grad:
         t.requires_grad_(True)
@@ -104,6 +105,7 @@ def as_tensor(data, dtype=None, device=None):
     >>> flow.as_tensor(x) is x, flow.as_tensor([1, 2]).dtype
     (True, flowgrad.int64)
     """
+    check_device(device, "as_tensor")
     if isinstance(data, Tensor) and (dtype is None or _dt.as_dtype(dtype) is data.dtype):
         return data
     if isinstance(data, np.ndarray) and (dtype is None or _dt.as_dtype(dtype).np == data.dtype):
@@ -129,23 +131,68 @@ def from_numpy(array):
     return Tensor._wrap(array)
 
 
-def scalar_tensor(value, dtype=None):
-    """A 0-dim tensor holding `value` (default float dtype), as torch.scalar_tensor."""
-    return tensor(value, dtype=dtype or _dt.get_default_dtype())
+def scalar_tensor(s, dtype=None, device=None, requires_grad=False):
+    """A 0-dim tensor holding `s` (default float dtype), as torch.scalar_tensor.
+
+    >>> import flowgrad as flow
+    >>> flow.scalar_tensor(3)
+    tensor(3.)
+    """
+    return tensor(s, dtype=dtype or _dt.get_default_dtype(), device=device,
+                  requires_grad=requires_grad)
+
+
+def _as_int(value, op_name, arg):
+    """`value` as a Python int; TypeError naming the op and argument for floats, strings,
+    bools and anything else without __index__ (torch refuses them too)."""
+    if value.__class__ is builtins.int:
+        return value
+    try:
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op_name}(): argument '{arg}' must be an int, not "
+                        f"{type(value).__name__} ({value!r}); pass a whole number") from None
 
 
 def _size(size, op_name):
     if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
         size = tuple(size[0])
     try:
-        size = tuple(builtins.int(s) for s in size)
+        size = tuple(s if s.__class__ is builtins.int else _as_int(s, op_name, "size")
+                     for s in size)
     except TypeError:
-        raise TypeError(f"{op_name}(): size must be ints or one tuple of ints, got "
-                        f"{size!r}") from None
+        raise TypeError(f"{op_name}(): argument 'size' must be ints or one tuple of ints, got "
+                        f"{size!r}; pass whole numbers such as (2, 3)") from None
     if any(s < 0 for s in size):
         raise RuntimeError(f"{op_name}(): Trying to create tensor with negative dimension "
                            f"in size {size}; sizes must be >= 0")
     return size
+
+
+def _size_arg(size_args, size, op_name):
+    """The sizes given positionally (`zeros(2, 3)`) or as torch's `size=(2, 3)` keyword."""
+    if size is None:
+        return size_args
+    if size_args:
+        raise TypeError(f"{op_name}(): got 'size' both positionally and as a keyword")
+    return (size,)
+
+
+def _alloc(op_name, shape, dtype, make):
+    """`make()`, with NumPy's size and memory failures turned into torch's RuntimeError."""
+    try:
+        return make()
+    except (ValueError, MemoryError, OverflowError) as error:
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        if nbytes < 2 ** 63 and not isinstance(error, MemoryError):
+            raise
+        what = ("Storage size calculation overflowed" if nbytes >= 2 ** 63 else
+                "not enough memory")
+        raise RuntimeError(f"{op_name}(): {what} with sizes={list(shape)} and dtype "
+                           f"{np.dtype(dtype)} ({nbytes} bytes); ask for a smaller "
+                           f"tensor") from None
 
 
 def _finish(array, requires_grad):
@@ -159,7 +206,7 @@ def _float_dtype(dtype):
     return _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
+def zeros(*size_args, size=None, dtype=None, device=None, requires_grad=False):
     """A tensor of zeros (default float dtype).
 
     >>> import flowgrad as flow
@@ -169,10 +216,12 @@ def zeros(*size, dtype=None, device=None, requires_grad=False):
     >>> flow.zeros(2, dtype=flow.int64)
     tensor([0, 0])
     """
-    return _finish(np.zeros(_size(size, "zeros"), _float_dtype(dtype).np), requires_grad)
+    check_device(device, "zeros")
+    shape, d = _size(_size_arg(size_args, size, "zeros"), "zeros"), _float_dtype(dtype).np
+    return _finish(_alloc("zeros", shape, d, lambda: np.zeros(shape, d)), requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
+def ones(*size_args, size=None, dtype=None, device=None, requires_grad=False):
     """A tensor of ones (default float dtype).
 
     >>> import flowgrad as flow
@@ -180,17 +229,21 @@ def ones(*size, dtype=None, device=None, requires_grad=False):
     tensor([[1., 1.],
             [1., 1.]])
     """
-    return _finish(np.ones(_size(size, "ones"), _float_dtype(dtype).np), requires_grad)
+    check_device(device, "ones")
+    shape, d = _size(_size_arg(size_args, size, "ones"), "ones"), _float_dtype(dtype).np
+    return _finish(_alloc("ones", shape, d, lambda: np.ones(shape, d)), requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, **_):
+def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, **_):
     """An uninitialised tensor (zeros here, so results never depend on stale memory).
 
     >>> import flowgrad as flow
     >>> flow.empty(2, 3).shape
     flowgrad.Size([2, 3])
     """
-    return _finish(np.zeros(_size(size, "empty"), _float_dtype(dtype).np), requires_grad)
+    check_device(device, "empty")
+    shape, d = _size(_size_arg(size_args, size, "empty"), "empty"), _float_dtype(dtype).np
+    return _finish(_alloc("empty", shape, d, lambda: np.zeros(shape, d)), requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -203,9 +256,16 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     >>> flow.full((2,), 0.5)
     tensor([0.5000, 0.5000])
     """
+    check_device(device, "full")
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    elif not isinstance(fill_value, (numbers.Number, np.generic)):
+        raise TypeError(f"full(): argument 'fill_value' must be a number, not "
+                        f"{type(fill_value).__name__} ({fill_value!r})")
     if dtype is None:
-        dtype = _infer_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
-    return _finish(np.full(_size((size,), "full"), fill_value, _dt.as_dtype(dtype).np),
+        dtype = _infer_dtype(fill_value)
+    shape, d = _size((size,), "full"), _dt.as_dtype(dtype).np
+    return _finish(_alloc("full", shape, d, lambda: np.full(shape, fill_value, d)),
                    requires_grad)
 
 
@@ -221,16 +281,19 @@ def zeros_like(x, dtype=None, device=None, requires_grad=False, **_):
     tensor([[0, 0],
             [0, 0]])
     """
+    check_device(device, "zeros_like")
     return _finish(np.zeros(x._data.shape, _like(x, dtype).np), requires_grad)
 
 
 def ones_like(x, dtype=None, device=None, requires_grad=False, **_):
     """Ones with the shape of `x` and its dtype unless `dtype` is given."""
+    check_device(device, "ones_like")
     return _finish(np.ones(x._data.shape, _like(x, dtype).np), requires_grad)
 
 
 def empty_like(x, dtype=None, device=None, requires_grad=False, **_):
     """An uninitialised tensor shaped like `x`; flowgrad fills it with zeros."""
+    check_device(device, "empty_like")
     return zeros_like(x, dtype, requires_grad=requires_grad)
 
 
@@ -241,6 +304,7 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **_):
     >>> flow.full_like(flow.ones(3), 2.5)
     tensor([2.5000, 2.5000, 2.5000])
     """
+    check_device(device, "full_like")
     return _finish(np.full(x._data.shape, fill_value, _like(x, dtype).np), requires_grad)
 
 
@@ -253,21 +317,30 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     >>> flow.arange(1, 2.5, 0.5)
     tensor([1.0000, 1.5000, 2.0000])
     """
+    check_device(device, "arange")
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    for arg, v in (("start", start), ("end", end), ("step", step)):
+        if not isinstance(v, (numbers.Real, np.generic)):
+            raise TypeError(f"arange(): argument '{arg}' must be a number, not "
+                            f"{type(v).__name__} ({v!r})")
+        if not math.isfinite(v):
+            raise RuntimeError(f"arange(): unsupported range: {start} -> {end} (step {step}); "
+                               f"'{arg}' must be finite")
     if step == 0:
-        raise RuntimeError("arange: step must be nonzero")
+        raise RuntimeError("arange(): step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+        raise RuntimeError(f"arange(): upper bound and larger bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
     if dtype is None:
         dtype = _infer_dtype([start, end, step])
     dtype = _dt.as_dtype(dtype)
     n = builtins.max(0, int(np.ceil((end - start) / step)))
-    return _finish((start + step * np.arange(n, dtype=np.float64)).astype(dtype.np)
-                   if dtype.is_floating_point else np.arange(start, end, step, dtype=dtype.np)
-                   [:n], requires_grad)
+    return _finish(_alloc("arange", (n,), dtype.np, lambda: (
+        (start + step * np.arange(n, dtype=np.float64)).astype(dtype.np)
+        if dtype.is_floating_point else np.arange(start, end, step, dtype=dtype.np)[:n])),
+        requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
@@ -277,13 +350,25 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     >>> flow.linspace(0, 1, steps=5)
     tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
     """
-    return _finish(np.linspace(start, end, int(steps)).astype(_float_dtype(dtype).np),
+    check_device(device, "linspace")
+    n, d = _steps(steps, "linspace"), _float_dtype(dtype).np
+    return _finish(_alloc("linspace", (n,), d, lambda: np.linspace(start, end, n).astype(d)),
                    requires_grad)
+
+
+def _steps(steps, op_name):
+    n = _as_int(steps, op_name, "steps")
+    if n < 0:
+        raise RuntimeError(f"{op_name}(): number of steps must be non-negative, got {n}")
+    return n
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
     """`steps` values base ** t for t evenly spaced from start to end, inclusive."""
-    return _finish(np.logspace(start, end, int(steps), base=base).astype(_float_dtype(dtype).np),
+    check_device(device, "logspace")
+    n, d = _steps(steps, "logspace"), _float_dtype(dtype).np
+    return _finish(_alloc("logspace", (n,), d,
+                          lambda: np.logspace(start, end, n, base=base).astype(d)),
                    requires_grad)
 
 
@@ -295,11 +380,18 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     tensor([[1., 0., 0.],
             [0., 1., 0.]])
     """
-    return _finish(np.eye(n, n if m is None else m, dtype=_float_dtype(dtype).np),
-                   requires_grad)
+    check_device(device, "eye")
+    n = _as_int(n, "eye", "n")
+    m = n if m is None else _as_int(m, "eye", "m")
+    for arg, v in (("n", n), ("m", m)):
+        if v < 0:
+            raise RuntimeError(f"eye(): {arg} must be greater or equal to 0, got {v}")
+    d = _float_dtype(dtype).np
+    return _finish(_alloc("eye", (n, m), d, lambda: np.eye(n, m, dtype=d)), requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def rand(*size_args, size=None, generator=None, dtype=None, device=None,
+         requires_grad=False):
     """Uniform samples in [0, 1).
 
     >>> import flowgrad as flow
@@ -307,12 +399,15 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     >>> flow.rand(3)
     tensor([0.6370, 0.2698, 0.0410])
     """
-    d = _float_dtype(dtype)
-    arr = numpy_generator(generator).random(_size(size, "rand"), dtype=np.float64).astype(d.np)
+    check_device(device, "rand")
+    d, shape = _float_dtype(dtype).np, _size(_size_arg(size_args, size, "rand"), "rand")
+    gen = numpy_generator(generator)
+    arr = _alloc("rand", shape, d, lambda: gen.random(shape, np.float64).astype(d))
     return _finish(arr, requires_grad)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def randn(*size_args, size=None, generator=None, dtype=None, device=None,
+          requires_grad=False):
     """Standard normal samples.
 
     >>> import flowgrad as flow
@@ -321,8 +416,10 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     tensor([[ 0.1257, -0.1321],
             [ 0.6404,  0.1049]])
     """
-    d = _float_dtype(dtype)
-    arr = numpy_generator(generator).standard_normal(_size(size, "randn")).astype(d.np)
+    check_device(device, "randn")
+    d, shape = _float_dtype(dtype).np, _size(_size_arg(size_args, size, "randn"), "randn")
+    gen = numpy_generator(generator)
+    arr = _alloc("randn", shape, d, lambda: gen.standard_normal(shape).astype(d))
     return _finish(arr, requires_grad)
 
 
@@ -336,40 +433,65 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
     >>> x.dtype, bool(((x >= 0) & (x < 10)).all())
     (flowgrad.int64, True)
     """
+    check_device(device, "randint")
     if size is None:
         low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
+    if size is None:
+        raise TypeError("randint(): argument 'size' is missing; pass a tuple of ints, e.g. "
+                        "randint(0, 10, (2, 3))")
+    low, high = _as_int(low, "randint", "low"), _as_int(high, "randint", "high")
     if low >= high:
-        raise RuntimeError(f"randint: expects low < high, got low={low}, high={high}")
+        raise RuntimeError(f"randint(): expects low < high, got low={low}, high={high}")
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
-    arr = numpy_generator(generator).integers(low, high, _size((size,), "randint"))
+    shape, gen = _size((size,), "randint"), numpy_generator(generator)
+    arr = _alloc("randint", shape, np.int64, lambda: gen.integers(low, high, shape))
     return _finish(arr.astype(d.np), requires_grad)
 
 
-def rand_like(x, dtype=None, generator=None, **_):
-    """Uniform [0, 1) samples shaped like `x`, in x's dtype unless `dtype` is given."""
-    d = _dt.as_dtype(dtype) if dtype is not None else x.dtype
+def rand_like(input, dtype=None, generator=None, device=None, requires_grad=False, **_):
+    """Uniform [0, 1) samples shaped like `input`, in its dtype unless `dtype` is given.
+
+    >>> import flowgrad as flow
+    >>> flow.rand_like(flow.zeros(2, 3)).shape
+    flowgrad.Size([2, 3])
+    """
+    check_device(device, "rand_like")
+    d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
     if not d.is_floating_point:
         raise RuntimeError(f"rand_like: uniform sampling needs a floating dtype, got {d.name}; "
                            f"pass dtype=flowgrad.float32")
-    return rand(*x.shape, dtype=d, generator=generator)
+    return rand(*input.shape, dtype=d, generator=generator, requires_grad=requires_grad)
 
 
-def randn_like(x, dtype=None, generator=None, **_):
-    """Standard normal samples shaped like `x`."""
-    d = _dt.as_dtype(dtype) if dtype is not None else x.dtype
+def randn_like(input, dtype=None, generator=None, device=None, requires_grad=False, **_):
+    """Standard normal samples shaped like `input`.
+
+    >>> import flowgrad as flow
+    >>> flow.randn_like(flow.zeros(2)).dtype
+    flowgrad.float32
+    """
+    check_device(device, "randn_like")
+    d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
     if not d.is_floating_point:
         raise RuntimeError(f"randn_like: normal sampling needs a floating dtype, got {d.name}; "
                            f"pass dtype=flowgrad.float32")
-    return randn(*x.shape, dtype=d, generator=generator)
+    return randn(*input.shape, dtype=d, generator=generator, requires_grad=requires_grad)
 
 
-def randint_like(x, low, high=None, dtype=None, generator=None, **_):
-    """Integers uniform in [low, high) shaped like `x`; randint_like(x, high) starts at 0."""
+def randint_like(input, low=0, high=None, dtype=None, generator=None, device=None,
+                 requires_grad=False, **_):
+    """Integers uniform in [low, high) shaped like `input`; randint_like(x, high) starts at 0.
+
+    >>> import flowgrad as flow
+    >>> flow.randint_like(flow.zeros(3, dtype=flow.int64), 1).tolist()
+    [0, 0, 0]
+    """
     if high is None:
         low, high = 0, low
-    return randint(low, high, tuple(x.shape), dtype=dtype or x.dtype, generator=generator)
+    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
+                   generator=generator, device=device, requires_grad=requires_grad)
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
@@ -380,34 +502,79 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     >>> sorted(flow.randperm(5).tolist())
     [0, 1, 2, 3, 4]
     """
+    check_device(device, "randperm")
+    n = _as_int(n, "randperm", "n")
+    if n < 0:
+        raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: "
+                           f"[{n}]; n must be >= 0")
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
-    return _finish(numpy_generator(generator).permutation(int(n)).astype(d.np), requires_grad)
+    gen = numpy_generator(generator)
+    return _finish(_alloc("randperm", (n,), np.int64, lambda: gen.permutation(n)).astype(d.np),
+                   requires_grad)
 
 
-def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None):
-    """Normal samples with the given mean and std (tensors or numbers)."""
+def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None,
+           requires_grad=False):
+    """Normal samples with the given mean and std (tensors or numbers).
+
+    >>> import flowgrad as flow
+    >>> flow.normal(2.0, 0.0, size=(2,))
+    tensor([2., 2.])
+    """
+    check_device(device, "normal")
     m = mean._data if isinstance(mean, Tensor) else mean
     s = std._data if isinstance(std, Tensor) else std
     shape = size if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
     d = _float_dtype(dtype if dtype is not None else
                      (mean.dtype if isinstance(mean, Tensor) else None))
     arr = (m + s * numpy_generator(generator).standard_normal(shape)).astype(d.np)
-    return Tensor._wrap(arr)
+    return _finish(arr, requires_grad)
 
 
-def bernoulli(p, generator=None):
-    """1 with probability p (elementwise), else 0; the result has p's dtype.
+def bernoulli(input, p=None, *, generator=None):
+    """1 with probability input (elementwise), else 0, in input's dtype; with `p`, every
+    element is 1 with probability p.
 
     >>> import flowgrad as flow
     >>> flow.bernoulli(flow.tensor([0.0, 1.0, 1.0]))
     tensor([0., 1., 1.])
+    >>> flow.bernoulli(flow.zeros(2), p=1.0)
+    tensor([1., 1.])
     """
-    probs = p._data
+    probs = input._data if p is None else np.full(input._data.shape, p, input._data.dtype)
     arr = (numpy_generator(generator).random(probs.shape) < probs).astype(probs.dtype)
     return Tensor._wrap(arr)
 
 
-def multinomial(probs, num_samples, replacement=False, generator=None):
+def _check_probs(input, num_samples):
+    """multinomial's checks, as torch's: a float 1-D or 2-D tensor of finite, non-negative
+    weights with a positive sum per row; returns them as float64."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"multinomial(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f"multinomial(): only supports floating-point dtypes for input, "
+                           f"got {input.dtype}; convert with .float()")
+    if input._data.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial(): prob_dist must be 1 or 2 dim, got shape "
+                           f"{tuple(input.shape)}")
+    n = _as_int(num_samples, "multinomial", "num_samples")
+    if n <= 0:
+        raise RuntimeError(f"multinomial(): cannot sample n_sample <= 0 samples (num_samples="
+                           f"{n})")
+    p = input._data.astype(np.float64)
+    if p.size and not (p.min() >= 0 and np.isfinite(p.max())):  # NaN fails both
+        raise RuntimeError(f"multinomial(): probability tensor contains either `inf`, `nan` "
+                           f"or element < 0 (input of shape {tuple(p.shape)}); pass finite, "
+                           f"non-negative weights")
+    if p.shape[-1] == 0 or (p.sum(-1) <= 0).any():
+        raise RuntimeError(f"multinomial(): invalid multinomial distribution (sum of "
+                           f"probabilities <= 0) in input of shape {tuple(p.shape)}; every "
+                           f"row needs a positive weight")
+    return p
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Draw category indices from each row of (unnormalised) probabilities.
 
     >>> import flowgrad as flow
@@ -416,10 +583,10 @@ def multinomial(probs, num_samples, replacement=False, generator=None):
     tensor([1, 1])
     """
     gen = numpy_generator(generator)
-    p = probs._data.astype(np.float64)
+    p = _check_probs(input, num_samples)
     rows = p.reshape(-1, p.shape[-1])
     if not replacement and num_samples > rows.shape[1]:
-        raise RuntimeError(f"multinomial: cannot sample n_sample={num_samples} > "
+        raise RuntimeError(f"multinomial(): cannot sample n_sample={num_samples} > "
                            f"prob_dist.size(-1)={rows.shape[1]} samples without replacement")
     if replacement:
         cdf = np.cumsum(rows, axis=1)
@@ -435,7 +602,8 @@ def multinomial(probs, num_samples, replacement=False, generator=None):
 
 def _new(name, factory):
     def method(self, *size, dtype=None, device=None, requires_grad=False, **_):
-        return factory(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return factory(*size, dtype=dtype or self.dtype, device=device,
+                       requires_grad=requires_grad)
     method.__name__ = name
     setattr(Tensor, name, method)
 
@@ -446,11 +614,12 @@ _new("new_empty", empty)
 
 
 def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
-    return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device,
+                requires_grad=requires_grad)
 
 
 def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
-    return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
 
 Tensor.new_full = _new_full

@@ -71,12 +71,13 @@ def _as_index(index, name, arg="index"):
     return index._data.astype(np.int64, copy=False)
 
 
-def _check_range(idx, size, name, dim, allow_negative=False):
+def _check_range(idx, size, name, dim, allow_negative=False, error=IndexError):
     lo = -size if allow_negative else 0
     if idx.size and (idx.min() < lo or idx.max() >= size):
         bad = idx[(idx < lo) | (idx >= size)].reshape(-1)[0]
-        raise IndexError(f"{name}(): index {bad} is out of bounds for dimension {dim} with "
-                         f"size {size}")
+        valid = f"[{lo}, {size - 1}]" if size else "none (the dimension is empty)"
+        raise error(f"{name}(): index {bad} is out of bounds for dimension {dim} with "
+                    f"size {size}; valid indices are {valid}")
     return np.where(idx < 0, idx + size, idx) if allow_negative else idx
 
 
@@ -328,8 +329,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 
 
 # ---- index_* along one dim ----------------------------------------------------------------------
-def _index_dim(input, dim, index, name, source=None):
-    """index_add/copy/fill checks -> flat positions of shape source.shape."""
+def _index_dim(input, dim, index, name, source=None, allow_negative=False, error=IndexError):
+    """index_add/copy/fill checks -> flat positions of shape source.shape. As in torch, only
+    index_fill takes negative indices; index_add raises RuntimeError, the others IndexError."""
     shape = input._data.shape
     d = _wrap_dim(dim, len(shape), name)
     idx = _as_index(index, name)
@@ -338,7 +340,7 @@ def _index_dim(input, dim, index, name, source=None):
                          f"{tuple(idx.shape)}")
     idx = idx.reshape(-1)
     size = shape[d] if shape else 1
-    idx = _check_range(idx, size, name, d, allow_negative=True)
+    idx = _check_range(idx, size, name, d, allow_negative, error)
     ishape = shape if shape else (1,)
     want = ishape[:d] + (idx.size,) + ishape[d + 1:]
     if source is not None and source._data.ndim and tuple(source.shape) != want:
@@ -361,7 +363,7 @@ def index_add(input, dim, index, source, *, alpha=1):
             [1., 1.]])
     """
     _check_dtype(input, source, "index_add")
-    flat = _index_dim(input, dim, index, "index_add", source)
+    flat = _index_dim(input, dim, index, "index_add", source, error=RuntimeError)
     src = source if alpha == 1 else source * alpha
     return input + _put_flat(src, shape=input._data.shape, flat=flat, accumulate=True)
 
@@ -382,7 +384,7 @@ def index_fill(input, dim, index, value):
     """input with `value` at `index` along `dim`."""
     from .index import masked_fill
 
-    flat = _index_dim(input, dim, index, "index_fill")
+    flat = _index_dim(input, dim, index, "index_fill", allow_negative=True)
     return masked_fill(input, _mask_of(input._data.shape, flat), value)
 
 

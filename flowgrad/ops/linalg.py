@@ -114,9 +114,17 @@ def _ndim_check(x, n, name, what):
         raise RuntimeError(f"{name}: {what} must be a {n}D tensor, got shape {tuple(x.shape)}")
 
 
+def _out_dtype(tensors, out_dtype):
+    """The operands cast to torch's `out_dtype` (the product is computed and returned in it)."""
+    if out_dtype is None:
+        return tensors
+    d = _dt.as_dtype(out_dtype)
+    return tuple(t if t.dtype is d else t.to(d) for t in tensors)
+
+
 @tensor_method()
-def mm(input, mat2):
-    """2-D matrix product.
+def mm(input, mat2, out_dtype=None):
+    """2-D matrix product; with `out_dtype`, computed and returned in that dtype.
 
     >>> import flowgrad as flow
     >>> flow.mm(flow.eye(2), flow.tensor([[1.0, 2.0], [3.0, 4.0]]))
@@ -125,12 +133,14 @@ def mm(input, mat2):
     """
     _ndim_check(input, 2, "mm", "self")
     _ndim_check(mat2, 2, "mm", "mat2")
+    if out_dtype is not None:
+        input, mat2 = _out_dtype((input, mat2), out_dtype)
     return matmul(input, mat2)
 
 
 @tensor_method()
-def bmm(input, mat2):
-    """Batched 3-D matrix product (no broadcasting).
+def bmm(input, mat2, out_dtype=None):
+    """Batched 3-D matrix product (no broadcasting); `out_dtype` as in mm.
 
     >>> import flowgrad as flow
     >>> flow.bmm(flow.ones(4, 2, 3), flow.ones(4, 3, 5)).shape
@@ -141,6 +151,8 @@ def bmm(input, mat2):
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"bmm: batch sizes differ: {tuple(input.shape)} and "
                            f"{tuple(mat2.shape)}")
+    if out_dtype is not None:
+        input, mat2 = _out_dtype((input, mat2), out_dtype)
     return matmul(input, mat2)
 
 
@@ -153,7 +165,7 @@ def mv(input, vec):
 
 
 @tensor_method()
-def dot(input, other):
+def dot(input, tensor):
     """Inner product of two 1-D tensors.
 
     >>> import flowgrad as flow
@@ -161,8 +173,8 @@ def dot(input, other):
     tensor(11.)
     """
     _ndim_check(input, 1, "dot", "self")
-    _ndim_check(other, 1, "dot", "other")
-    return matmul(input, other)
+    _ndim_check(tensor, 1, "dot", "tensor")
+    return matmul(input, tensor)
 
 
 @tensor_method()
@@ -209,14 +221,16 @@ def _scaled_add(input, prod, beta, alpha, name):
 
 
 @tensor_method()
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """beta * input + alpha * (mat1 @ mat2).
+def addmm(input, mat1, mat2, out_dtype=None, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2), in `out_dtype` when given.
 
     >>> import flowgrad as flow
     >>> flow.addmm(flow.ones(2, 2), flow.eye(2), flow.tensor([[1.0, 2.0], [3.0, 4.0]]), beta=0.5)
     tensor([[1.5000, 2.5000],
             [3.5000, 4.5000]])
     """
+    if out_dtype is not None:
+        input, mat1, mat2 = _out_dtype((input, mat1, mat2), out_dtype)
     return _scaled_add(input, mm(mat1, mat2), beta, alpha, "addmm")
 
 
@@ -227,8 +241,10 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
 
 
 @tensor_method()
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
-    """beta * input + alpha * bmm(batch1, batch2)."""
+def baddbmm(input, batch1, batch2, out_dtype=None, *, beta=1, alpha=1):
+    """beta * input + alpha * bmm(batch1, batch2), in `out_dtype` when given."""
+    if out_dtype is not None:
+        input, batch1, batch2 = _out_dtype((input, batch1, batch2), out_dtype)
     return _scaled_add(input, bmm(batch1, batch2), beta, alpha, "baddbmm")
 
 

@@ -120,11 +120,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         raise RuntimeError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), "
                            f"got shape {tuple(weight.shape)}")
     n = weight._data.shape[0]
-    if idx.size and (idx.min() < -n or idx.max() >= n):
+    if idx.size and (idx.min() < 0 or idx.max() >= n):  # torch: negatives do not wrap
         bad = idx[(idx < 0) | (idx >= n)][0]
-        raise IndexError(f"embedding: index {int(bad)} is out of range for weight with "
-                         f"{n} rows (shape {tuple(weight.shape)})")
-    idx = np.where(idx < 0, idx + n, idx) if idx.size and idx.min() < 0 else idx
+        raise IndexError(f"embedding: index out of range in self: index {int(bad)} is out of "
+                         f"range for weight with {n} rows (shape {tuple(weight.shape)}); "
+                         f"indices must be in [0, {n - 1}]")
     pad = _padding_idx(padding_idx, n, "embedding")
     if max_norm is not None:
         _renorm_rows(weight, idx, max_norm, norm_type)
@@ -295,7 +295,7 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 
 # ---- one_hot ------------------------------------------------------------------------------
-def one_hot(tensor, num_classes=-1):
+def one_hot(input, num_classes=-1):
     """int64 one-hot encoding along a new last dim (num_classes=-1: max + 1).
 
     >>> import flowgrad as flow
@@ -305,7 +305,7 @@ def one_hot(tensor, num_classes=-1):
             [0, 0, 1, 0],
             [0, 1, 0, 0]])
     """
-    idx = _indices(tensor, "one_hot")
+    idx = _indices(input, "one_hot")
     if idx.size and idx.min() < 0:
         raise RuntimeError(f"one_hot: class values must be non-negative, got {int(idx.min())}")
     if num_classes == -1:

@@ -35,15 +35,27 @@ def _(ctx, dy):
     return _flip(dy, dims=ctx.dims)
 
 
+def _varargs(args, keyword, op_name, name):
+    """The ints given positionally (`x.flip(0, 1)`) or as torch's keyword (`dims=(0, 1)`)."""
+    if keyword is None:
+        return args
+    if args:
+        raise TypeError(f"{op_name}(): got '{name}' both positionally and as a keyword")
+    return (keyword,)
+
+
 @tensor_method()
-def flip(input, *dims):
-    """Reverse the order of elements along `dims`.
+def flip(input, *args, dims=None):
+    """Reverse the order of elements along `dims` (a tuple, or ints as the method takes).
 
     >>> import flowgrad as flow
     >>> flow.arange(4).reshape(2, 2).flip(0)
     tensor([[2, 3],
             [0, 1]])
+    >>> flow.flip(flow.arange(3), dims=(0,))
+    tensor([2, 1, 0])
     """
+    dims = _varargs(args, dims, "flip", "dims")
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
     nd = input._data.ndim
@@ -139,8 +151,15 @@ def _(ctx, dy):
 
 
 @tensor_method("repeat")
-def repeat(input, *sizes):
-    """Tile the tensor: sizes[i] copies along dim i (sizes may add leading dims)."""
+def repeat(input, *sizes, repeats=None):
+    """Tile the tensor: sizes[i] copies along dim i (sizes may add leading dims).
+
+    >>> import flowgrad as flow
+    >>> flow.tensor([1, 2]).repeat(repeats=(2, 1))
+    tensor([[1, 2],
+            [1, 2]])
+    """
+    sizes = _varargs(sizes, repeats, "repeat", "repeats")
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = sizes[0]
     sizes = tuple(int(s) for s in sizes)

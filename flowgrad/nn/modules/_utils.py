@@ -5,6 +5,7 @@ import collections.abc
 from itertools import repeat
 
 from ... import dtypes as _dt
+from ...device import check_device
 from ...ops.creation import empty
 from ..parameter import Parameter
 
@@ -28,8 +29,10 @@ def _reverse_repeat_tuple(t, n):
     return tuple(x for x in reversed(t) for _ in range(n))
 
 
-def new_param(*shape, dtype=None, requires_grad=True):
-    """An uninitialised Parameter of the given shape and (default float) dtype."""
+def new_param(*shape, dtype=None, requires_grad=True, device=None):
+    """An uninitialised Parameter of the given shape and (default float) dtype; a `device`
+    other than the CPU raises (the layer's device= argument ends here)."""
+    check_device(device, "nn.Module")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
     return Parameter(empty(*shape, dtype=dt), requires_grad=requires_grad)
 

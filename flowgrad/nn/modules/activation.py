@@ -259,7 +259,7 @@ class PReLU(Module):
         super().__init__()
         self.num_parameters = num_parameters
         self.init = init
-        self.weight = new_param(num_parameters, dtype=dtype)
+        self.weight = new_param(num_parameters, dtype=dtype, device=device)
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -72,9 +72,9 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups, *self.kernel_size)
         else:
             shape = (out_channels, in_channels // groups, *self.kernel_size)
-        self.weight = new_param(*shape, dtype=dtype)
+        self.weight = new_param(*shape, dtype=dtype, device=device)
         if bias:
-            self.bias = new_param(out_channels, dtype=dtype)
+            self.bias = new_param(out_channels, dtype=dtype, device=device)
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

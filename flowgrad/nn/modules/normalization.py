@@ -21,12 +21,12 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "Insta
            "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
 
 
-def _add_affine(module, shape, enabled, bias, dtype):
+def _add_affine(module, shape, enabled, bias, dtype, device=None):
     """Register `weight` (and `bias` unless bias=False) of `shape`, or None when disabled."""
     if enabled:
-        module.weight = new_param(*shape, dtype=dtype)
+        module.weight = new_param(*shape, dtype=dtype, device=device)
         if bias:
-            module.bias = new_param(*shape, dtype=dtype)
+            module.bias = new_param(*shape, dtype=dtype, device=device)
         else:
             module.register_parameter("bias", None)
     else:
@@ -54,7 +54,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        _add_affine(self, (num_features,), affine, bias, dtype)
+        _add_affine(self, (num_features,), affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", new_tensor(num_features, dtype=dtype))
             self.register_buffer("running_var", new_tensor(num_features, dtype=dtype,
@@ -186,7 +186,7 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        _add_affine(self, self.normalized_shape, elementwise_affine, bias, dtype)
+        _add_affine(self, self.normalized_shape, elementwise_affine, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -213,7 +213,7 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        _add_affine(self, (num_channels,), affine, bias, dtype)
+        _add_affine(self, (num_channels,), affine, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -240,7 +240,7 @@ class RMSNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = new_param(*self.normalized_shape, dtype=dtype)
+            self.weight = new_param(*self.normalized_shape, dtype=dtype, device=device)
         else:
             self.register_parameter("weight", None)
         self.reset_parameters()

@@ -107,15 +107,17 @@ class RNNBase(Module):
                 layer_in = input_size if layer == 0 else real_hidden * num_dirs
                 sfx = f"_l{layer}" + ("_reverse" if direction == 1 else "")
                 names = [f"weight_ih{sfx}", f"weight_hh{sfx}"]
-                setattr(self, names[0], new_param(gate_size, layer_in, dtype=dtype))
-                setattr(self, names[1], new_param(gate_size, real_hidden, dtype=dtype))
+                setattr(self, names[0], new_param(gate_size, layer_in, dtype=dtype, device=device))
+                setattr(self, names[1], new_param(gate_size, real_hidden, dtype=dtype,
+                                                  device=device))
                 if bias:
                     names += [f"bias_ih{sfx}", f"bias_hh{sfx}"]
-                    setattr(self, names[2], new_param(gate_size, dtype=dtype))
-                    setattr(self, names[3], new_param(gate_size, dtype=dtype))
+                    setattr(self, names[2], new_param(gate_size, dtype=dtype, device=device))
+                    setattr(self, names[3], new_param(gate_size, dtype=dtype, device=device))
                 if proj_size > 0:
                     names.append(f"weight_hr{sfx}")
-                    setattr(self, names[-1], new_param(proj_size, hidden_size, dtype=dtype))
+                    setattr(self, names[-1], new_param(proj_size, hidden_size, dtype=dtype,
+                                                       device=device))
                 self._flat_weights_names.extend(names)
         self.reset_parameters()
 
@@ -332,11 +334,11 @@ class _CellBase(Module):
         self.hidden_size = hidden_size
         self.bias = bias
         g = self._gates * hidden_size
-        self.weight_ih = new_param(g, input_size, dtype=dtype)
-        self.weight_hh = new_param(g, hidden_size, dtype=dtype)
+        self.weight_ih = new_param(g, input_size, dtype=dtype, device=device)
+        self.weight_hh = new_param(g, hidden_size, dtype=dtype, device=device)
         if bias:
-            self.bias_ih = new_param(g, dtype=dtype)
-            self.bias_hh = new_param(g, dtype=dtype)
+            self.bias_ih = new_param(g, dtype=dtype, device=device)
+            self.bias_hh = new_param(g, dtype=dtype, device=device)
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)

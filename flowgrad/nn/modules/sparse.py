@@ -49,7 +49,7 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            self.weight = new_param(num_embeddings, embedding_dim, dtype=dtype,
+            self.weight = new_param(num_embeddings, embedding_dim, dtype=dtype, device=device,
                                     requires_grad=not _freeze)
             self.reset_parameters()
         else:

@@ -1,0 +1,186 @@
+"""Bad input raises torch's exception type with a message naming the op and the argument,
+and leaves every tensor unchanged."""
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import flowgrad as flow
+import flowgrad.nn.functional as F
+
+
+def _both(fn):
+    """(torch's exception type, flowgrad's exception) for fn run on each library."""
+    with pytest.raises(Exception) as t_info:
+        fn(torch)
+    with pytest.raises(Exception) as f_info:
+        fn(flow)
+    return t_info.type, f_info.value
+
+
+# (id, fn(lib), a regex flowgrad's message must match)
+SAME_TYPE = [
+    ("embedding_neg", lambda m: m.nn.functional.embedding(m.tensor([0, -1]), m.ones(3, 2)),
+     r"embedding: index out of range in self: index -1 .*3 rows.*\[0, 2\]"),
+    ("embedding_high", lambda m: m.nn.functional.embedding(m.tensor([3]), m.ones(3, 2)),
+     r"index 3 .*3 rows"),
+    ("nn_embedding_neg", lambda m: m.nn.Embedding(3, 2)(m.tensor([-1])), r"index -1"),
+    ("index_add_neg", lambda m: m.zeros(3, 2).index_add(0, m.tensor([-1]), m.ones(1, 2)),
+     r"index_add\(\): index -1 is out of bounds for dimension 0 with size 3"),
+    ("index_copy_neg", lambda m: m.zeros(3, 2).index_copy(0, m.tensor([-1]), m.ones(1, 2)),
+     r"index_copy\(\): index -1 is out of bounds"),
+    ("multinomial_neg", lambda m: m.multinomial(m.tensor([-1.0, 1.0]), 1),
+     r"multinomial\(\): probability tensor contains.*element < 0"),
+    ("multinomial_nan", lambda m: m.multinomial(m.tensor([float("nan"), 1.0]), 1),
+     r"multinomial\(\): probability tensor contains either `inf`, `nan`"),
+    ("multinomial_inf", lambda m: m.multinomial(m.tensor([float("inf"), 1.0]), 1), r"`inf`"),
+    ("multinomial_zero", lambda m: m.multinomial(m.tensor([[1.0, 0.0], [0.0, 0.0]]), 1),
+     r"multinomial\(\): invalid multinomial distribution \(sum of probabilities <= 0\)"),
+    ("multinomial_3d", lambda m: m.multinomial(m.ones(2, 2, 2), 1), r"1 or 2 dim"),
+    ("multinomial_int", lambda m: m.multinomial(m.tensor([1, 2]), 1), r"floating-point"),
+    ("multinomial_n0", lambda m: m.multinomial(m.ones(2), 0), r"n_sample <= 0"),
+    ("randn_float_size", lambda m: m.randn(2, 3.5), r"randn\(\): argument 'size'.*3\.5"),
+    ("zeros_float_size", lambda m: m.zeros((2, 3.5)), r"zeros\(\): argument 'size'"),
+    ("ones_str", lambda m: m.ones("a"), r"ones\(\): argument 'size'.*'a'"),
+    ("randint_float_size", lambda m: m.randint(0, 3, (2, 0.5)), r"randint\(\): argument 'size'"),
+    ("randperm_neg", lambda m: m.randperm(-1), r"randperm\(\): .*negative dimension -1"),
+    ("randperm_float", lambda m: m.randperm(3.5), r"randperm\(\): argument 'n' must be an int"),
+    ("arange_inf", lambda m: m.arange(0, float("inf")), r"arange\(\): unsupported range.*'end'"),
+    ("arange_nan", lambda m: m.arange(float("nan"), 2), r"arange\(\): .*'start' must be finite"),
+    ("linspace_neg", lambda m: m.linspace(0, 1, -1),
+     r"linspace\(\): number of steps must be non-negative, got -1"),
+    ("logspace_neg", lambda m: m.logspace(0, 1, -2), r"logspace\(\): number of steps"),
+    ("linspace_float", lambda m: m.linspace(0, 1, 2.5), r"linspace\(\): argument 'steps'"),
+    ("eye_neg", lambda m: m.eye(-1), r"eye\(\): n must be greater or equal to 0, got -1"),
+    ("eye_neg_m", lambda m: m.eye(2, -1), r"eye\(\): m must be greater or equal to 0"),
+    ("eye_float", lambda m: m.eye(2.5), r"eye\(\): argument 'n' must be an int"),
+    ("sum_str", lambda m: m.sum("a"), r"sum\(\): argument 'input' \(position 1\) must be "
+                                      r"Tensor, not str"),
+    ("mean_list", lambda m: m.mean([1.0]), r"mean\(\): argument 'input'.*not list"),
+    ("full_str", lambda m: m.full((2,), "a"), r"full\(\): argument 'fill_value'"),
+    ("zeros_overflow", lambda m: m.zeros(2 ** 62),
+     r"zeros\(\): Storage size calculation overflowed with sizes=\[4611686018427387904\]"),
+    ("zeros_overflow_2d", lambda m: m.zeros(1 << 40, 1 << 40), r"zeros\(\): Storage size"),
+    ("ones_overflow", lambda m: m.ones((1 << 40, 1 << 40)), r"ones\(\): Storage size"),
+    ("empty_overflow", lambda m: m.empty(1 << 40, 1 << 40), r"empty\(\): Storage size"),
+    ("full_overflow", lambda m: m.full((1 << 40, 1 << 40), 1.0), r"full\(\): Storage size"),
+    ("rand_overflow", lambda m: m.rand(1 << 40, 1 << 40), r"rand\(\): Storage size"),
+    ("randn_overflow", lambda m: m.randn(1 << 40, 1 << 40), r"randn\(\): Storage size"),
+    ("arange_overflow", lambda m: m.arange(0, 1e30), r"arange\(\):"),
+]
+
+
+@pytest.mark.parametrize("fn,pattern", [c[1:] for c in SAME_TYPE], ids=[c[0] for c in SAME_TYPE])
+def test_bad_arguments_raise_torchs_exception_type(fn, pattern):
+    torch_type, error = _both(fn)
+    assert type(error) is torch_type or isinstance(error, torch_type), (torch_type, error)
+    assert re.search(pattern, str(error)), str(error)
+
+
+def test_memory_that_cannot_be_allocated_is_a_runtime_error():
+    # 16 TiB: below the overflow limit, but no machine running these tests has it
+    with pytest.raises(RuntimeError, match=r"zeros\(\): not enough memory with sizes="
+                                           r"\[4398046511104\]"):
+        flow.zeros(1 << 42)
+
+
+def test_failed_index_add_and_embedding_change_nothing():
+    x = flow.zeros(3, 2)
+    weight = flow.ones(3, 2, requires_grad=True)
+    version = x._version_value
+    with pytest.raises(RuntimeError, match="index_add"):
+        x.index_add_(0, flow.tensor([0, -1]), flow.ones(2, 2))
+    with pytest.raises(IndexError, match="embedding"):
+        F.embedding(flow.tensor([-1]), weight, max_norm=0.5)
+    assert x.tolist() == [[0.0, 0.0]] * 3 and x._version_value == version
+    assert weight.tolist() == [[1.0, 1.0]] * 3 and weight.grad is None
+
+
+def test_in_range_indices_still_work_and_index_fill_keeps_negative_indices():
+    weight = flow.tensor([[1.0], [2.0], [3.0]])
+    assert F.embedding(flow.tensor([2, 0]), weight).tolist() == [[3.0], [1.0]]
+    x = flow.zeros(3).index_add(0, flow.tensor([2, 2]), flow.ones(2))
+    assert x.tolist() == [0.0, 0.0, 2.0]
+    got = flow.zeros(3).index_fill(0, flow.tensor([-1]), 5.0).tolist()
+    assert got == torch.zeros(3).index_fill(0, torch.tensor([-1]), 5.0).tolist()
+
+
+def test_valid_multinomial_and_factories_are_unchanged():
+    flow.manual_seed(0)
+    draws = flow.multinomial(flow.tensor([[0.0, 1.0], [3.0, 0.0]]), 1).tolist()
+    assert draws == [[1], [0]]
+    assert flow.multinomial(flow.tensor([1.0, 1.0, 0.0]), 2).sort().values.tolist() == [0, 1]
+    assert flow.randperm(0).tolist() == [] and sorted(flow.randperm(4).tolist()) == [0, 1, 2, 3]
+    assert flow.zeros(np.int64(2), flow.tensor(3)).shape == (2, 3)
+    assert flow.zeros(size=(2, 1)).shape == (2, 1) and flow.eye(0).shape == (0, 0)
+    assert flow.linspace(0, 1, 0).shape == (0,) and flow.arange(-1.0, 1.0, 0.5).shape == (4,)
+
+
+@pytest.mark.xfail(reason="binary_cross_entropy lives in flowgrad/ops/loss_more.py, owned by "
+                          "another change: it still needs the target range check", strict=False)
+def test_binary_cross_entropy_rejects_targets_outside_0_1():
+    for target in (2.0, -0.5, float("nan")):
+        with pytest.raises(RuntimeError, match="target"):
+            F.binary_cross_entropy(flow.tensor([0.5]), flow.tensor([target]))
+
+
+DEVICE_FACTORIES = [
+    ("tensor", lambda d: flow.tensor([1.0], device=d)),
+    ("as_tensor", lambda d: flow.as_tensor([1.0], device=d)),
+    ("scalar_tensor", lambda d: flow.scalar_tensor(1.0, device=d)),
+    ("zeros", lambda d: flow.zeros(2, device=d)),
+    ("ones", lambda d: flow.ones(2, device=d)),
+    ("empty", lambda d: flow.empty(2, device=d)),
+    ("full", lambda d: flow.full((2,), 1.0, device=d)),
+    ("zeros_like", lambda d: flow.zeros_like(flow.ones(2), device=d)),
+    ("ones_like", lambda d: flow.ones_like(flow.ones(2), device=d)),
+    ("empty_like", lambda d: flow.empty_like(flow.ones(2), device=d)),
+    ("full_like", lambda d: flow.full_like(flow.ones(2), 3.0, device=d)),
+    ("rand_like", lambda d: flow.rand_like(flow.ones(2), device=d)),
+    ("randn_like", lambda d: flow.randn_like(flow.ones(2), device=d)),
+    ("randint_like", lambda d: flow.randint_like(flow.ones(2), 3, device=d)),
+    ("arange", lambda d: flow.arange(3, device=d)),
+    ("linspace", lambda d: flow.linspace(0, 1, 3, device=d)),
+    ("logspace", lambda d: flow.logspace(0, 1, 3, device=d)),
+    ("eye", lambda d: flow.eye(2, device=d)),
+    ("rand", lambda d: flow.rand(2, device=d)),
+    ("randn", lambda d: flow.randn(2, device=d)),
+    ("randint", lambda d: flow.randint(0, 3, (2,), device=d)),
+    ("randperm", lambda d: flow.randperm(3, device=d)),
+    ("normal", lambda d: flow.normal(0.0, 1.0, size=(2,), device=d)),
+    ("new_zeros", lambda d: flow.ones(2).new_zeros(2, device=d)),
+    ("new_ones", lambda d: flow.ones(2).new_ones(2, device=d)),
+    ("new_empty", lambda d: flow.ones(2).new_empty(2, device=d)),
+    ("new_full", lambda d: flow.ones(2).new_full((2,), 1.0, device=d)),
+    ("new_tensor", lambda d: flow.ones(2).new_tensor([1.0], device=d)),
+    ("Linear", lambda d: flow.nn.Linear(2, 2, device=d)),
+    ("Conv2d", lambda d: flow.nn.Conv2d(1, 1, 1, device=d)),
+    ("LayerNorm", lambda d: flow.nn.LayerNorm(2, device=d)),
+    ("BatchNorm1d", lambda d: flow.nn.BatchNorm1d(2, device=d)),
+    ("Embedding", lambda d: flow.nn.Embedding(2, 2, device=d)),
+    ("LSTM", lambda d: flow.nn.LSTM(2, 2, device=d)),
+    ("MultiheadAttention", lambda d: flow.nn.MultiheadAttention(4, 2, device=d)),
+    ("Module.to", lambda d: flow.nn.Linear(2, 2).to(d)),
+    ("Module.to_kw", lambda d: flow.nn.Linear(2, 2).to(device=d)),
+    ("Tensor.to", lambda d: flow.ones(2).to(d if d is not None else "cpu")),
+]
+
+
+@pytest.mark.parametrize("make", [c[1] for c in DEVICE_FACTORIES],
+                         ids=[c[0] for c in DEVICE_FACTORIES])
+def test_devices_other_than_the_cpu_raise_and_cpu_spellings_work(make):
+    for spec in ("cuda", "cuda:0", "mps"):
+        with pytest.raises(RuntimeError, match=f"device '{spec.split(':')[0]}' is not "
+                                               f"available.*use device='cpu'"):
+            make(spec)
+    for spec in (None, "cpu", "cpu:0", flow.device("cpu")):
+        assert make(spec) is not None
+
+
+def test_failed_module_to_changes_nothing():
+    m = flow.nn.Linear(2, 2)
+    before = m.weight.detach().numpy().copy()
+    with pytest.raises(RuntimeError, match="Module.to"):
+        m.to("cuda", flow.float64)
+    assert m.weight.dtype is flow.float32 and np.array_equal(m.weight.detach().numpy(), before)
