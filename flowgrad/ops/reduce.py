@@ -15,6 +15,7 @@ import builtins
 import numpy as np
 
 from .. import dtypes as _dt
+from ..errors import not_a_tensor
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
@@ -124,7 +125,10 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     tensor([[3.],
             [7.]])
     """
-    x = _sum_dtype(input, dtype)
+    try:
+        x = _sum_dtype(input, dtype)
+    except AttributeError:
+        not_a_tensor("sum", input)
     return _sum(x, axes=normalize_dims(dim, x._data.ndim, "sum"), keepdim=keepdim)
 
 
@@ -137,7 +141,11 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     tensor([1.5000, 3.5000])
     """
     x = input.to(dtype) if dtype is not None else input
-    if x._data.dtype.kind not in "fV":
+    try:
+        kind = x._data.dtype.kind
+    except AttributeError:
+        not_a_tensor("mean", input)
+    if kind not in "fV":
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be either a floating "
             f"point or complex dtype. Got: {x.dtype.name}; call .float() first or pass dtype=")
@@ -408,7 +416,10 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     >>> flow.prod(flow.tensor([[1.0, 2.0], [3.0, 4.0]]), dim=1)
     tensor([ 2., 12.])
     """
-    x = _sum_dtype(input, dtype)
+    try:
+        x = _sum_dtype(input, dtype)
+    except AttributeError:
+        not_a_tensor("prod", input)
     if dim is not None and isinstance(dim, (tuple, list)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}; "
                         f"reduce one dim at a time")
