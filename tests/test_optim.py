@@ -331,3 +331,103 @@ def test_end_to_end_with_nn_modules_scheduler_and_clipping():
             out.append((loss.item(), norm.item(), sched.get_last_lr()[0]))
         res[m] = np.array(out)
     np.testing.assert_allclose(res[flow], res[torch], rtol=1e-4)
+
+
+def _stepped(opt_cls, params, **kw):
+    opt = opt_cls(params, lr=0.1, **kw)
+    for p in params:
+        p.grad = flow.ones(p.shape)
+    opt.step()
+    return opt
+
+
+def _snapshot(opt):
+    return ([{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups],
+            {id(p): {k: (v, v.numpy().copy()) for k, v in st.items()}
+             for p, st in opt.state.items()})
+
+
+def _assert_unchanged(opt, snap):
+    groups, state = _snapshot(opt)
+    assert groups == snap[0]
+    assert state.keys() == snap[1].keys()
+    for pid, st in snap[1].items():
+        for k, (obj, val) in st.items():
+            assert state[pid][k][0] is obj  # the same tensor objects, same values
+            np.testing.assert_array_equal(state[pid][k][1], val)
+
+
+def test_load_state_dict_counts_mismatch_like_torch_and_names_the_numbers():
+    for n_groups, sizes in (((2,), (1, 1)), ((3,), (2, 1))):
+        tp = [torch.zeros(2, requires_grad=True) for _ in range(2)]
+        t = torch.optim.SGD(tp, lr=0.1)
+        other = torch.optim.SGD([{"params": [p]} for p in tp] if sizes == (1, 1)
+                                else [torch.zeros(2, requires_grad=True)] * 1, lr=0.1)
+        with pytest.raises(ValueError) as t_err:
+            t.load_state_dict(other.state_dict())
+        fp = [_leaf(), _leaf()]
+        f = _stepped(flow.optim.SGD, fp, momentum=0.9)
+        snap = _snapshot(f)
+        f_other = flow.optim.SGD([{"params": [p]} for p in fp] if sizes == (1, 1)
+                                 else [_leaf()], lr=0.1)
+        with pytest.raises(ValueError) as f_err:
+            f.load_state_dict(f_other.state_dict())
+        assert str(f_err.value).startswith(str(t_err.value))  # torch's message, then details
+        assert "group" in str(f_err.value) and "state dict" in str(f_err.value)
+        _assert_unchanged(f, snap)
+
+
+def test_load_state_dict_refuses_state_of_another_shape():
+    w = flow.zeros(2, 3, requires_grad=True)
+    opt = _stepped(flow.optim.SGD, [w], momentum=0.9)
+    snap = _snapshot(opt)
+    sd = opt.state_dict()
+    sd = {"state": {0: {"momentum_buffer": flow.ones(3, 2)}}, "param_groups": sd["param_groups"]}
+    with pytest.raises(ValueError, match=r"SGD.load_state_dict: state 'momentum_buffer' of "
+                                         r"parameter 0 has shape \(3, 2\) but the parameter "
+                                         r"has shape \(2, 3\)"):
+        opt.load_state_dict(sd)
+    _assert_unchanged(opt, snap)
+    # torch loads it without a word (and fails later, in step)
+    tw = torch.zeros(2, 3, requires_grad=True)
+    t = torch.optim.SGD([tw], lr=0.1, momentum=0.9)
+    t.load_state_dict({"state": {0: {"momentum_buffer": torch.ones(3, 2)}},
+                       "param_groups": t.state_dict()["param_groups"]})
+    assert t.state[tw]["momentum_buffer"].shape == (3, 2)
+    bad_step = {"state": {0: {"step": flow.ones(2), "exp_avg": flow.zeros(2, 3),
+                              "exp_avg_sq": flow.zeros(2, 3)}},
+                "param_groups": flow.optim.Adam([w]).state_dict()["param_groups"]}
+    adam = flow.optim.Adam([w])
+    with pytest.raises(ValueError, match="state 'step' of parameter 0 must be a scalar"):
+        adam.load_state_dict(bad_step)
+    assert not adam.state
+
+
+@pytest.mark.parametrize("saved,loader,match", [
+    ("Adam", "SGD", "lacks 'dampening', 'momentum', 'nesterov', which SGD keeps"),
+    ("SGD", "Adam", "lacks 'amsgrad', 'betas', 'eps', which Adam keeps"),
+    ("Adam", "Adamax", "has 'exp_avg_sq', which Adamax does not keep"),
+    ("RMSprop", "Adagrad", "which Adagrad keeps"),
+])
+def test_load_state_dict_refuses_another_optimizer_class(saved, loader, match):
+    a, b = flow.zeros(2, requires_grad=True), flow.zeros(2, requires_grad=True)
+    src = _stepped(getattr(flow.optim, saved), [a])
+    dst = _stepped(getattr(flow.optim, loader), [b])
+    snap = _snapshot(dst)
+    with pytest.raises(ValueError, match=match) as err:
+        dst.load_state_dict(src.state_dict())
+    assert f"{loader}.load_state_dict" in str(err.value) and "another optimizer" in \
+        str(err.value)
+    _assert_unchanged(dst, snap)
+
+
+def test_load_state_dict_accepts_torch_state_dicts_of_the_same_class():
+    tw = torch.zeros(2, 3, requires_grad=True)
+    t = torch.optim.AdamW([tw], lr=0.1, amsgrad=True)
+    tw.grad = torch.ones(2, 3)
+    t.step()
+    w = flow.zeros(2, 3, requires_grad=True)
+    f = flow.optim.AdamW([w], lr=0.1, amsgrad=True)
+    f.load_state_dict(t.state_dict())
+    np.testing.assert_array_equal(f.state[w]["exp_avg"].numpy(),
+                                  t.state[tw]["exp_avg"].numpy())

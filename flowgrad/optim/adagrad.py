@@ -19,6 +19,8 @@ class Adagrad(Optimizer):
     torch's does.
     """
 
+    _state_keys = frozenset({"step", "sum"})
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
                  initial_accumulator_value=0, eps=1e-10, foreach=None, *, maximize=False,
                  differentiable=False, fused=None):
@@ -61,6 +63,8 @@ class Adadelta(Optimizer):
         v = rho v + (1-rho) g^2;  d = sqrt(u + eps) / sqrt(v + eps) * g
         u = rho u + (1-rho) d^2;  p = p - lr d
     """
+
+    _state_keys = frozenset({"step", "square_avg", "acc_delta"})
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):

@@ -64,6 +64,8 @@ class Adam(Optimizer):
     tensor([0.9000, 0.9000])
     """
 
+    _state_keys = frozenset({"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"})
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
@@ -105,6 +107,8 @@ class AdamW(Adam):
     """torch.optim.AdamW: Adam with decoupled weight decay, `p = p * (1 - lr * wd)` before
     the Adam step (Loshchilov & Hutter). Default weight_decay is 1e-2."""
 
+    _state_keys = Adam._state_keys
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  amsgrad=False, *, maximize=False, foreach=None, capturable=False,
                  differentiable=False, fused=None):
@@ -119,6 +123,8 @@ class Adamax(Optimizer):
 
         m = b1 m + (1-b1) g;  u = max(b2 u, |g| + eps);  p = p - lr / (1-b1^t) * m / u
     """
+
+    _state_keys = frozenset({"step", "exp_avg", "exp_inf"})
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):

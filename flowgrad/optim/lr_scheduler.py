@@ -23,6 +23,7 @@ from bisect import bisect_right
 from collections import Counter
 from functools import wraps
 
+from ._state_check import check_scheduler_state
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
@@ -108,6 +109,9 @@ class LRScheduler:
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict):
+        """Load `state_dict()` output, refusing (and changing nothing) one from another
+        scheduler class or options, or with per-group lists of another length."""
+        check_scheduler_state(self, state_dict)
         self.__dict__.update(state_dict)
 
     def get_last_lr(self):
@@ -158,6 +162,7 @@ class _LambdaState:
         return sd
 
     def load_state_dict(self, state_dict):
+        check_scheduler_state(self, state_dict)
         state_dict = dict(state_dict)
         lambdas = state_dict.pop("lr_lambdas")
         self.__dict__.update(state_dict)
@@ -611,8 +616,9 @@ class CyclicLR(LRScheduler):
         return sd
 
     def load_state_dict(self, state_dict):
+        check_scheduler_state(self, state_dict)
         state_dict = dict(state_dict)
-        fn = state_dict.pop("_scale_fn_custom")
+        fn = state_dict.pop("_scale_fn_custom", None)
         super().load_state_dict(state_dict)
         if fn is not None:
             self._scale_fn_custom.__dict__.update(fn)
@@ -713,6 +719,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold_mode = threshold_mode
 
     def load_state_dict(self, state_dict):
+        check_scheduler_state(self, state_dict)
         self.__dict__.update(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
 
@@ -743,6 +750,7 @@ class _Composite(LRScheduler):
         return sd
 
     def load_state_dict(self, state_dict):
+        check_scheduler_state(self, state_dict)
         state_dict = dict(state_dict)
         children = state_dict.pop("_schedulers")
         self.__dict__.update(state_dict)

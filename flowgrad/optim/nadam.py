@@ -15,6 +15,8 @@ class NAdam(Optimizer):
     mu_t = b1 (1 - 0.5 * 0.96^(t * momentum_decay)); `decoupled_weight_decay=True` gives
     NAdamW."""
 
+    _state_keys = frozenset({"step", "mu_product", "exp_avg", "exp_avg_sq"})
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
                  maximize=False, capturable=False, differentiable=False):
@@ -55,6 +57,8 @@ class NAdam(Optimizer):
 class RAdam(Optimizer):
     """torch.optim.RAdam (Liu et al.): Adam whose adaptive term is switched on only once the
     variance of the adaptive learning rate is tractable (rho_t > 5), with a rectification."""
+
+    _state_keys = frozenset({"step", "exp_avg", "exp_avg_sq"})
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False,

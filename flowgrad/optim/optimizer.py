@@ -22,6 +22,7 @@ import numpy as np
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.interpreter import bump_version
 from ..tensor import RemovableHandle, Tensor
+from ._state_check import check_optimizer_state
 
 __all__ = ["Optimizer", "required"]
 
@@ -229,18 +230,12 @@ class Optimizer:
 
     def load_state_dict(self, state_dict):
         """Load a state dict made by `state_dict()` (flowgrad's or torch's: torch tensors
-        are converted). Validates everything before changing anything."""
-        if not isinstance(state_dict, dict) or "param_groups" not in state_dict \
-                or "state" not in state_dict:
-            raise ValueError("optimizer state dict must be a dict with keys 'state' and "
-                             "'param_groups'")
+        are converted). Validates everything before changing anything: the number of param groups
+        and of params per group, that the state dict comes from this optimizer class, and
+        that each state tensor has its parameter's shape (torch checks only the counts)."""
         groups = self.param_groups
+        check_optimizer_state(self, state_dict)
         saved_groups = copy.deepcopy(state_dict["param_groups"])
-        if len(groups) != len(saved_groups):
-            raise ValueError("loaded state dict has a different number of parameter groups")
-        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
-            raise ValueError("loaded state dict contains a parameter group that doesn't match "
-                             "the size of optimizer's group")
         id_map = dict(zip(itertools.chain.from_iterable(g["params"] for g in saved_groups),
                           itertools.chain.from_iterable(g["params"] for g in groups)))
 

@@ -17,6 +17,8 @@ class RMSprop(Optimizer):
         b = momentum b + g / (sqrt(v~) + eps);  p = p - lr b   (or p - lr g / (...))
     """
 
+    _state_keys = frozenset({"step", "square_avg", "momentum_buffer", "grad_avg"})
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):

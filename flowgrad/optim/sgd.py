@@ -20,6 +20,8 @@ class SGD(Optimizer):
     tensor([0.9000, 0.9000])
     """
 
+    _state_keys = frozenset({"momentum_buffer"})
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
