@@ -159,3 +159,47 @@ ERRORS = [
 def test_bad_arguments(fn, exc, match):
     with pytest.raises(exc, match=match):
         fn()
+
+
+def _empty(name, fn, x_shape, w_shape):
+    return pytest.param(fn, x_shape, w_shape, id=name)
+
+
+EMPTY_BATCH = [
+    _empty("conv1d", lambda m, x, w: m.nn.functional.conv1d(x, w, padding=1), (0, 2, 5),
+           (3, 2, 3)),
+    _empty("conv2d", lambda m, x, w: m.nn.functional.conv2d(x, w, stride=2), (0, 2, 5, 5),
+           (3, 2, 3, 3)),
+    _empty("conv2d_groups", lambda m, x, w: m.nn.functional.conv2d(x, w, groups=2),
+           (0, 4, 5, 5), (4, 2, 3, 3)),
+    _empty("conv2d_many_channels", lambda m, x, w: m.nn.functional.conv2d(x, w, padding=1),
+           (0, 32, 4, 4), (32, 32, 3, 3)),
+    _empty("conv3d", lambda m, x, w: m.nn.functional.conv3d(x, w), (0, 2, 4, 4, 4),
+           (3, 2, 2, 2, 2)),
+    _empty("conv_transpose1d", lambda m, x, w: m.nn.functional.conv_transpose1d(x, w, stride=2),
+           (0, 2, 5), (2, 3, 3)),
+    _empty("conv_transpose2d", lambda m, x, w: m.nn.functional.conv_transpose2d(
+        x, w, stride=2, output_padding=1), (0, 2, 4, 4), (2, 3, 3, 3)),
+    _empty("conv_transpose2d_many_channels", lambda m, x, w: m.nn.functional.conv_transpose2d(
+        x, w, padding=1), (0, 32, 4, 4), (32, 32, 3, 3)),
+    _empty("conv_transpose3d", lambda m, x, w: m.nn.functional.conv_transpose3d(x, w),
+           (0, 2, 3, 3, 3), (2, 3, 2, 2, 2)),
+]
+
+
+@pytest.mark.parametrize("fn,x_shape,w_shape", EMPTY_BATCH)
+def test_empty_batch_matches_torch(fn, x_shape, w_shape):
+    """A batch of size 0: an empty output of torch's shape, an empty input gradient and a
+    zero weight gradient (a sum of no terms), with create_graph too."""
+    w_data = np.random.default_rng(0).standard_normal(w_shape)
+    res = {}
+    for m in (torch, flow):
+        x = m.zeros(x_shape, dtype=m.float64, requires_grad=True)
+        w = m.tensor(w_data, requires_grad=True)
+        y = fn(m, x, w)
+        gx, gw = m.autograd.grad(y.sum(), (x, w), create_graph=True)
+        res[m] = tuple(y.shape), tuple(gx.shape), gw.detach().numpy()
+    assert res[flow][:2] == res[torch][:2]
+    assert res[flow][0][0] == 0 and res[flow][1] == x_shape
+    np.testing.assert_array_equal(res[flow][2], res[torch][2])
+    np.testing.assert_array_equal(res[flow][2], np.zeros(w_shape))

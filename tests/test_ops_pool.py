@@ -113,3 +113,55 @@ ERRORS = [
 def test_bad_arguments(fn, exc, match):
     with pytest.raises(exc, match=match):
         fn()
+
+
+def _empty_batch_case(name, fn, shape):
+    return pytest.param(fn, shape, id=name)
+
+
+EMPTY_BATCH = [
+    _empty_batch_case("max_pool1d", lambda m, x: F(m).max_pool1d(x, 2), (0, 2, 6)),
+    _empty_batch_case("max_pool2d", lambda m, x: F(m).max_pool2d(x, 2), (0, 2, 6, 6)),
+    _empty_batch_case("max_pool2d_overlap", lambda m, x: F(m).max_pool2d(x, 3, 1, 1),
+                      (0, 2, 6, 6)),
+    _empty_batch_case("max_pool2d_indices",
+                      lambda m, x: F(m).max_pool2d(x, 2, return_indices=True)[0], (0, 2, 6, 6)),
+    _empty_batch_case("max_pool3d", lambda m, x: F(m).max_pool3d(x, 2), (0, 2, 4, 4, 4)),
+    _empty_batch_case("avg_pool1d", lambda m, x: F(m).avg_pool1d(x, 2), (0, 2, 6)),
+    _empty_batch_case("avg_pool2d", lambda m, x: F(m).avg_pool2d(x, 3, 2, 1), (0, 2, 6, 6)),
+    _empty_batch_case("avg_pool3d", lambda m, x: F(m).avg_pool3d(x, 2), (0, 2, 4, 4, 4)),
+    _empty_batch_case("adaptive_avg_pool1d", lambda m, x: F(m).adaptive_avg_pool1d(x, 3),
+                      (0, 2, 7)),
+    _empty_batch_case("adaptive_avg_pool2d",
+                      lambda m, x: F(m).adaptive_avg_pool2d(x, (3, 2)), (0, 2, 7, 5)),
+    _empty_batch_case("adaptive_avg_pool3d", lambda m, x: F(m).adaptive_avg_pool3d(x, 2),
+                      (0, 2, 4, 4, 4)),
+    _empty_batch_case("adaptive_max_pool1d", lambda m, x: F(m).adaptive_max_pool1d(x, 3),
+                      (0, 2, 7)),
+    _empty_batch_case("adaptive_max_pool2d",
+                      lambda m, x: F(m).adaptive_max_pool2d(x, (3, 2)), (0, 2, 7, 5)),
+    _empty_batch_case("adaptive_max_pool3d", lambda m, x: F(m).adaptive_max_pool3d(x, 2),
+                      (0, 2, 4, 4, 4)),
+    _empty_batch_case("lp_pool2d", lambda m, x: F(m).lp_pool2d(x, 2, 2), (0, 2, 6, 6)),
+]
+
+
+@pytest.mark.parametrize("fn,shape", EMPTY_BATCH)
+def test_empty_batch_gives_empty_output_and_gradient(fn, shape):
+    """A batch of size 0 pools to an empty output of torch's shape and back-propagates an
+    empty gradient, as torch (no error)."""
+    import torch
+
+    out = {}
+    for m in (torch, flow):
+        x = m.zeros(shape, dtype=m.float64, requires_grad=True)
+        y = fn(m, x)
+        y.sum().backward()
+        out[m] = tuple(y.shape), tuple(x.grad.shape)
+    assert out[flow] == out[torch]
+    assert out[flow][0][0] == 0 and out[flow][1] == shape
+
+
+def test_empty_non_batch_dim_raises_as_torch():
+    with pytest.raises(RuntimeError, match=r"optional 0 dim batch size"):
+        flow.max_pool2d(_t(1, 0, 8, 8), 2)

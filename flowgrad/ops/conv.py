@@ -177,6 +177,8 @@ def _conv(xp, x, w, *, stride, padding, dilation, groups, out=None):
         out = tuple(out_size(s, k, st, p, d) for s, k, st, p, d in
                     zip(x.shape[2:], ksize, stride, padding, dilation))
     n, o = x.shape[0], w.shape[0]
+    if n == 0:  # an empty batch: an empty output (and no columns for the weight gradient)
+        return xp.zeros((0, o) + tuple(out), x.dtype), xp.zeros((groups, 0, 0), x.dtype)
     if _channel_major(w.shape[1], out):
         cols = _cols_channel_major(xp, x, ksize, stride, padding, dilation, groups, out)
         y = xp.matmul(w.reshape(groups, o // groups, -1), cols)  # (g, Og, N*L)
@@ -194,6 +196,8 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
     ksize, sp = w.shape[2:], z.shape[2:]
     nd = len(ksize)
     cg, og = w.shape[1], o // groups
+    if n == 0:  # an empty batch
+        return xp.zeros((0, groups * cg) + tuple(size), z.dtype)
     reach = [d * (k - 1) for d, k in zip(dilation, ksize)]
     if cg < _CONV_DX_MIN_CHANNELS and 5 * cg * math.prod(ksize) > og * sp[-1]:
         # many taps and channels against short output rows: the batch-innermost col2im's
@@ -224,6 +228,8 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
 def _conv_weight(xp, x, dy, *, stride, padding, dilation, groups, ksize, cols=None):
     cg = x.shape[1] // groups
     n, o = dy.shape[:2]
+    if n == 0:  # an empty batch: a sum of no terms
+        return xp.zeros((o, cg) + tuple(ksize), dy.dtype)
     if _channel_major(cg, dy.shape[2:]):
         if cols is None:
             cols = _cols_channel_major(xp, x, ksize, stride, padding, dilation, groups,

@@ -305,7 +305,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     bshape = (1, c) + (1,) * (x._data.ndim - 2)
     w = _param(weight, (c,), bshape, "group_norm", "weight")
     b = _param(bias, (c,), bshape, "group_norm", "bias")
-    y = _affine_normalize(x.reshape(n, num_groups, -1), (2,), eps, None, None)
+    group = c // num_groups * math.prod(x._data.shape[2:])  # not -1: an empty batch has n = 0
+    y = _affine_normalize(x.reshape(n, num_groups, group), (2,), eps, None, None)
     y = y.reshape(tuple(x.shape))
     if w is not None:
         y = y * w.to(x.dtype)

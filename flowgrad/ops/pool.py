@@ -60,7 +60,8 @@ def _max_pool_tiles(xp, x, ksize, out):
     x = x[(Ellipsis,) + tuple(slice(0, o * k) for o, k in zip(out, ksize))]
     x = x.reshape(lead + sum(((o, k) for o, k in zip(out, ksize)), ()))
     perm = tuple(3 + 2 * i for i in range(nd)) + (0, 1) + tuple(2 + 2 * i for i in range(nd))
-    taps = xp.ascontiguousarray(x.transpose(perm)).reshape((-1,) + lead + tuple(out))
+    taps = xp.ascontiguousarray(x.transpose(perm)).reshape((math.prod(ksize),) + lead
+                                                           + tuple(out))
     vals = taps.max(axis=0)
     if (vals != vals).any():
         return None
@@ -81,6 +82,9 @@ def _max_pool_tiles(xp, x, ksize, out):
 @op("max_pool", n_out=2, save="outputs")
 def _max_pool(xp, x, *, ksize, stride, padding, dilation, out):
     size = x.shape[2:]
+    if x.size == 0:  # an empty batch
+        shape = x.shape[:2] + tuple(out)
+        return xp.empty(shape, x.dtype), xp.empty(shape, xp.int64)
     if tuple(stride) == tuple(ksize) and _disjoint(ksize, stride, padding, dilation) and \
             all(o * k <= n for o, k, n in zip(out, ksize, size)):
         res = _max_pool_tiles(xp, x, ksize, out)
@@ -111,6 +115,8 @@ def _max_pool(xp, x, *, ksize, stride, padding, dilation, out):
 @op("max_pool_backward", save="inputs")  # the rule gathers by the indices
 def _max_pool_backward(xp, dy, idx, *, shape, unique=False):
     nc, plane = shape[0] * shape[1], math.prod(shape[2:])
+    if nc == 0:  # an empty batch
+        return xp.zeros(shape, dy.dtype)
     flat = idx.reshape(nc, -1) + (xp.arange(nc) * plane)[:, None]
     if unique:  # disjoint windows: no index repeats, so a scatter needs no sum
         dx = xp.zeros(nc * plane, dy.dtype)
@@ -123,6 +129,8 @@ def _max_pool_backward(xp, dy, idx, *, shape, unique=False):
 @op("max_pool_gather", save="inputs")
 def _max_pool_gather(xp, x, idx):
     n, c = x.shape[:2]
+    if idx.size == 0:  # an empty batch
+        return xp.zeros(idx.shape, x.dtype)
     return xp.take_along_axis(x.reshape(n, c, -1), idx.reshape(n, c, -1), -1).reshape(idx.shape)
 
 
@@ -154,9 +162,13 @@ def _pool_input(input, nd, name):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): expected a Tensor input, got {type(input).__name__}")
     rank = input._data.ndim
-    if rank not in (nd + 1, nd + 2) or input._data.size == 0:
+    if rank not in (nd + 1, nd + 2):
         raise RuntimeError(f"{name}: non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor "
                            f"expected for input, but got input of size {list(input.shape)}")
+    if 0 in input._data.shape[rank - nd - 1:]:  # as torch: only a batch may be empty
+        raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with "
+                           f"optional 0 dim batch size for input, but got input of size "
+                           f"{list(input.shape)}")
     if input._data.dtype.kind not in "fV":
         raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}")
     return (input.unsqueeze(0), False) if rank == nd + 1 else (input, True)
@@ -406,6 +418,8 @@ def adaptive_avg_pool3d(input, output_size):
 def _adaptive_max_pool(xp, x, *, out):
     nd = len(out)
     size = x.shape[2:]
+    if x.size == 0:  # an empty batch
+        return xp.empty(x.shape[:2] + out, x.dtype), xp.empty(x.shape[:2] + out, xp.int64)
     index, kmax = [], []
     for i, (n, o) in enumerate(zip(size, out)):
         start, end = _adaptive_bounds(n, o)
