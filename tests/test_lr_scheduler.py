@@ -256,3 +256,68 @@ def test_onecycle_overstep_raises():
     with pytest.raises(ValueError, match="Tried to step 4 times"):
         sched.step()
     assert math.isfinite(sched.get_last_lr()[0])
+
+
+def _two_group_opt():
+    a, b = flow.zeros(2, requires_grad=True), flow.zeros(2, requires_grad=True)
+    return flow.optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.5}], lr=0.1, momentum=0.9)
+
+
+def test_scheduler_load_state_dict_refuses_another_class_and_changes_nothing():
+    opt = _two_group_opt()
+    cos = flow.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10)
+    opt.step()
+    cos.step()
+    before = cos.state_dict()
+    step = flow.optim.lr_scheduler.StepLR(_two_group_opt(), step_size=3)
+    with pytest.raises(ValueError, match=r"CosineAnnealingLR.load_state_dict: .* lacks "
+                                         r"'T_max', 'eta_min' and has 'gamma', 'step_size'"):
+        cos.load_state_dict(step.state_dict())
+    assert cos.state_dict() == before
+    # torch takes it silently, mixing the two schedulers' attributes
+    t_opt = torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1)
+    t_cos = torch.optim.lr_scheduler.CosineAnnealingLR(t_opt, T_max=10)
+    t_cos.load_state_dict(torch.optim.lr_scheduler.StepLR(t_opt, step_size=3).state_dict())
+    assert t_cos.step_size == 3
+
+
+def test_scheduler_load_state_dict_refuses_other_group_counts_and_types():
+    opt = _two_group_opt()
+    lam = flow.optim.lr_scheduler.LambdaLR(opt, lambda e: 0.9 ** e)
+    before = lam.state_dict()
+    one = flow.optim.SGD([flow.zeros(2, requires_grad=True)], lr=0.1)
+    with pytest.raises(ValueError, match="'base_lrs' has 2 entries here .* but 1 entries"):
+        lam.load_state_dict(flow.optim.lr_scheduler.LambdaLR(one, lambda e: 1.0).state_dict())
+    bad = dict(before, last_epoch="3")
+    with pytest.raises(ValueError, match="'last_epoch' must be a number, got str"):
+        lam.load_state_dict(bad)
+    with pytest.raises(TypeError, match="expected the dict LambdaLR.state_dict"):
+        lam.load_state_dict([1, 2])
+    assert lam.state_dict() == before
+    plateau = flow.optim.lr_scheduler.ReduceLROnPlateau(opt, min_lr=[0.0, 0.1])
+    with pytest.raises(ValueError, match="'min_lrs' has 2 entries"):
+        plateau.load_state_dict(dict(plateau.state_dict(), min_lrs=[0.0]))
+
+
+def test_composite_scheduler_checks_its_children_before_loading():
+    def build():
+        opt = _two_group_opt()
+        s1 = flow.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=2)
+        s2 = flow.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
+        return flow.optim.lr_scheduler.SequentialLR(opt, [s1, s2], milestones=[2])
+
+    seq = build()
+    for _ in range(3):
+        seq.optimizer.step()
+        seq.step()
+    good = seq.state_dict()
+    fresh = build()
+    before = fresh.state_dict()
+    bad = dict(good, _schedulers=[good["_schedulers"][1], good["_schedulers"][0]])
+    with pytest.raises(ValueError, match="LinearLR.load_state_dict: .* lacks"):
+        fresh.load_state_dict(bad)
+    assert fresh.state_dict() == before and fresh._schedulers[0].last_epoch == 0
+    with pytest.raises(ValueError, match="holds 1 scheduler states for 2 schedulers"):
+        fresh.load_state_dict(dict(good, _schedulers=good["_schedulers"][:1]))
+    fresh.load_state_dict(good)
+    assert fresh.state_dict() == good

@@ -125,18 +125,21 @@ def check_scheduler_state(sched, state_dict):
             f"{_keys(missing) or 'nothing'} and has {_keys(extra) or 'nothing'} extra; it was "
             f"saved from another scheduler class or one built with other options. Load it "
             "into a scheduler of the class and options that saved it")
+    n_groups = len(sched.optimizer.param_groups)
     for k, mine in own.items():
-        if k not in state_dict:
+        if k not in state_dict or k == "_schedulers":
             continue
         theirs = state_dict[k]
         if isinstance(mine, (list, tuple)):
             if not isinstance(theirs, (list, tuple)) or len(theirs) != len(mine):
                 got = (f"{len(theirs)} entries" if isinstance(theirs, (list, tuple))
                        else type(theirs).__name__)
-                raise ValueError(
-                    f"{where}: {k!r} has {len(mine)} entries here (the optimizer has "
-                    f"{len(sched.optimizer.param_groups)} param groups) but {got} in the "
-                    "state dict; it was saved for an optimizer with other param groups")
+                why = (f"(the optimizer has {n_groups} param groups) but {got} in the state "
+                       "dict; it was saved for an optimizer with other param groups"
+                       if len(mine) == n_groups else
+                       f"but {got} in the state dict; it was saved from a scheduler built "
+                       "with other options")
+                raise ValueError(f"{where}: {k!r} has {len(mine)} entries here {why}")
         elif isinstance(mine, (int, float)) and not isinstance(mine, bool) and not (
                 isinstance(theirs, (int, float)) and not isinstance(theirs, bool)):
             raise ValueError(f"{where}: {k!r} must be a number, got "
