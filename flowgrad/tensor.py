@@ -17,6 +17,7 @@ from . import dtypes as _dt
 from .autograd import engine
 from .autograd import interpreter as _interpreter
 from .autograd.meta import AutogradMeta, VersionCounter
+from .autograd.views import sync_view
 from .device import CPU
 
 
@@ -44,7 +45,7 @@ class Tensor:
         self._meta = None
         self._grad_fn = None
         self._version = None
-        self._view = None  # (root base, view ops from it) for views made in grad mode
+        self._view = None  # a ViewInfo when this tensor is a view (autograd/views.py)
         if requires_grad:
             self.requires_grad_(True)
 
@@ -127,14 +128,23 @@ class Tensor:
     def __iter__(self):
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))
+        from .ops.split import unbind
+
+        return iter(unbind(self, 0))  # as torch: the elements are views from one unbind
 
     def __hash__(self):
         return id(self)
 
     # ---- autograd state ---------------------------------------------------------------
+    def _sync(self):
+        """A view whose base was written in place since its grad_fn was set: regenerate it."""
+        view = self._view
+        if view is not None and view.version != self._version.value:
+            sync_view(self)
+
     @property
     def requires_grad(self):
+        self._sync()
         m = self._meta
         return m is not None and m.requires_grad
 
@@ -149,6 +159,7 @@ class Tensor:
         >>> flow.zeros(2).requires_grad_().requires_grad
         True
         """
+        self._sync()
         if self._grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError(
@@ -170,10 +181,12 @@ class Tensor:
 
     @property
     def is_leaf(self):
+        self._sync()
         return self._grad_fn is None
 
     @property
     def grad_fn(self):
+        self._sync()
         return self._grad_fn
 
     @property
@@ -200,6 +213,7 @@ class Tensor:
 
     def retain_grad(self):
         """Keep this non-leaf tensor's gradient in `.grad` after backward."""
+        self._sync()
         if self._meta is None or not self._meta.requires_grad:
             raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
         if self._grad_fn is not None:
@@ -220,6 +234,7 @@ class Tensor:
         >>> x.sum().backward(); x.grad
         tensor([2., 2.])
         """
+        self._sync()
         m = self._meta
         if m is None or not m.requires_grad:
             raise RuntimeError(
@@ -257,6 +272,7 @@ class Tensor:
         >>> (x * 3).backward(flow.tensor([1.0, 0.0])); x.grad
         tensor([5., 4.])
         """
+        self._sync()
         engine.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self):
@@ -269,13 +285,19 @@ class Tensor:
 
     def detach_(self):
         """Detach in place: this tensor becomes a leaf that does not require grad."""
+        if self._view is not None:
+            raise RuntimeError(
+                f"Can't detach views in-place (this tensor of shape {tuple(self.shape)} is a "
+                f"view of another tensor). Use detach() instead")
         self._grad_fn = None
         self._meta = None
         return self
 
     @property
     def data(self):
-        return self.detach()
+        """The storage as a tensor outside autograd. Unlike detach(), it has a version counter
+        of its own, so writes through `.data` are invisible to autograd's checks (torch's)."""
+        return Tensor._wrap(self._data)
 
     @data.setter
     def data(self, value):

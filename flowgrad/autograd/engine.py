@@ -5,9 +5,10 @@ functional twin. Everything is iterative: a chain of a million nodes needs no re
 """
 from __future__ import annotations
 
+import threading
 from collections import deque
 
-from ..errors import freed_graph_error, saved_tensor_error
+from ..errors import freed_graph_error
 from . import grad_mode
 from .node import AccumulateGrad
 
@@ -180,8 +181,8 @@ def _check_runnable(node):
     if ctx is not None:
         for group in (ctx._inputs, ctx._outputs):
             for saved in group or ():
-                if saved is not None and saved.counter.value != saved.version:
-                    raise saved_tensor_error(node, saved)
+                if saved is not None:
+                    saved.check(node)
 
 
 def _run_hooks(hooks, g):
@@ -265,6 +266,7 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
 
     roots = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        out._sync()
         if out._meta is None or not out._meta.requires_grad:
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn; "
@@ -290,7 +292,19 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
     return roots
 
 
+# One backward run at a time: runs in several threads may share leaves, whose current_grad
+# and acc_grad they would otherwise update at once (re-entrant: a hook may run backward).
+_BACKWARD_LOCK = threading.RLock()
+
+
 def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, targets):
+    with _BACKWARD_LOCK:
+        return _run_locked(outputs, grad_outputs, retain_graph, create_graph,
+                           save_grad_for_leaf, targets)
+
+
+def _run_locked(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf,
+                targets):
     if retain_graph is None:
         retain_graph = create_graph
     roots = _roots_and_seeds(outputs, grad_outputs, create_graph)
@@ -331,6 +345,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         inputs = _as_tuple(inputs)
         if not inputs:
             raise RuntimeError("backward: 'inputs' must not be empty")
+        for t in inputs:
+            t._sync()
         targets = {t._meta: i for i, t in enumerate(inputs) if t._meta is not None}
         if len(targets) != len(inputs):
             raise RuntimeError("backward: every tensor in 'inputs' must require grad")
@@ -363,6 +379,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if len(grads) != len(outputs):
         raise RuntimeError(f"grad: got {len(outputs)} outputs but {len(grads)} grad_outputs")
     for i, t in enumerate(inputs):
+        t._sync()
         if t._meta is None or not t._meta.requires_grad:
             raise RuntimeError(
                 f"grad: input {i} (shape {tuple(t.shape)}) does not require grad; "

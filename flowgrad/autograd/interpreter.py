@@ -15,17 +15,22 @@ from ..errors import kernel_error
 from . import grad_mode
 from .meta import AutogradMeta, VersionCounter
 from .node import CaptureState, FunctionNode, SavedTensor
+from .views import mark_view, replay_view, sync_view, view_error, writable_alias
 
 _state = grad_mode._state
 _FLOAT_KINDS = frozenset("fV")  # 'V': ml_dtypes' bfloat16
 
 
 def _needs_record(inputs) -> bool:
+    needs = False
     for t in inputs:
+        view = t._view
+        if view is not None and view.version != t._version.value:
+            sync_view(t)  # its base was written in place since its grad_fn was set
         m = t._meta
         if m is not None and m.requires_grad:
-            return True
-    return False
+            needs = True
+    return needs
 
 
 Tensor = None  # bound by flowgrad.tensor once the class exists (import order)
@@ -61,8 +66,8 @@ class AutogradInterpreter:
             out = _new(Tensor)
             out._data = result if type(result) is np.ndarray else np.asarray(result)
             out._meta = out._grad_fn = out._version = out._view = None
-            if op.is_view:
-                _mark_view(inputs[0], out, op, attrs, None)
+            if op.is_view and np.may_share_memory(out._data, inputs[0]._data):
+                mark_view(inputs[0], out, op, attrs, None)
             if record:
                 add_node(op, inputs, (out,), attrs, ())
             return out
@@ -71,8 +76,10 @@ class AutogradInterpreter:
             n_out = len(result)
         outs = tuple(Tensor._wrap(r) for r in result[:n_out])
         if op.is_view:
+            src = inputs[0]
             for i, out in enumerate(outs):
-                _mark_view(inputs[0], out, op, attrs, i)
+                if np.may_share_memory(out._data, src._data):
+                    mark_view(src, out, op, attrs, i)
         if record:
             aux = tuple(Tensor._wrap(r) for r in result[n_out:])
             add_node(op, inputs, outs, attrs, aux)
@@ -122,7 +129,9 @@ def add_node(op, inputs, outputs, attrs, aux):
     save = op.save
     if save:
         if save & 1:
-            ctx._inputs = [SavedTensor(t, False) for t in inputs]
+            keep = op.saved_inputs
+            ctx._inputs = [SavedTensor(t, False) if keep is None or i in keep else None
+                           for i, t in enumerate(inputs)]
         if save & 2:
             ctx._outputs = [SavedTensor(o, True) for o in outputs]
         node.saved_something = True
@@ -130,31 +139,6 @@ def add_node(op, inputs, outputs, attrs, aux):
         ctx.aux = aux
         node.saved_something = True
     return node
-
-
-def _mark_view(src, view, op, attrs, index):
-    """A view shares its source's storage, so it shares the version counter; in grad mode it
-    also remembers its root base and the view ops that lead from it (replayed when an
-    in-place op writes through the view)."""
-    if not np.may_share_memory(view._data, src._data):
-        return  # e.g. reshape of a non-contiguous tensor: a copy, not a view
-    counter = src._version
-    if counter is None:
-        counter = src._version = VersionCounter()
-    view._version = counter
-    if _state.enabled:
-        step = ((op, attrs, index),)
-        info = src._view
-        view._view = (src, step) if info is None else (info[0], info[1] + step)
-
-
-def replay_view(x, chain):
-    """Apply a view chain (from `Tensor._view`) to tensor `x`, recorded like any op."""
-    for op, attrs, index in chain:
-        x = op(x, **attrs)
-        if index is not None:
-            x = x[index]
-    return x
 
 
 def bump_version(tensor):
@@ -185,20 +169,14 @@ def inplace_update(name, target, compute, args_need_grad=False):
     view = target._view
     recording = False
     if _state.enabled:
+        if view is not None and view.version != target._version.value:
+            sync_view(target)
         meta = target._meta
-        if meta is not None and meta.requires_grad and target._grad_fn is None:
-            raise RuntimeError(
-                f"{name}: a leaf tensor that requires grad (shape {tuple(target.shape)}) "
-                f"is being used in an in-place operation; wrap it in "
-                f"`with flowgrad.no_grad():` or use the out-of-place op")
-        base = view[0] if view is not None else None
+        base = view.base if view is not None else None
         base_needs = base is not None and base.requires_grad
-        if base_needs and base._grad_fn is None:
-            raise RuntimeError(
-                f"{name}: a view of a leaf tensor that requires grad (base shape "
-                f"{tuple(base.shape)}, view shape {tuple(target.shape)}) is being used in an "
-                f"in-place operation; wrap it in `with flowgrad.no_grad():` or clone() first")
         recording = (meta is not None and meta.requires_grad) or base_needs or args_need_grad
+        if recording:
+            _check_inplace_allowed(name, target, view, meta, base_needs)
     if not recording:
         return write_inplace(target, compute(target), name)
     if view is None:
@@ -206,22 +184,66 @@ def inplace_update(name, target, compute, args_need_grad=False):
     return _inplace_through_view(name, target, compute)
 
 
+def _check_inplace_allowed(name, target, view, meta, base_needs):
+    """torch's check_inplace: refuse recorded writes that autograd cannot rebase."""
+    if view is not None and view.creation:
+        raise view_error(target, view.creation, "is being modified inplace")
+    if base_needs and view.base._grad_fn is None:
+        raise RuntimeError(
+            f"{name}: a view of a leaf tensor that requires grad (base shape "
+            f"{tuple(view.base.shape)}, view shape {tuple(target.shape)}) is being used in an "
+            f"in-place operation; wrap it in `with flowgrad.no_grad():` or clone() first")
+    if view is None and meta is not None and meta.requires_grad and target._grad_fn is None:
+        raise RuntimeError(
+            f"{name}: a leaf tensor that requires grad (shape {tuple(target.shape)}) "
+            f"is being used in an in-place operation; wrap it in "
+            f"`with flowgrad.no_grad():` or use the out-of-place op")
+
+
 def _inplace_through_view(name, target, compute):
     from ..ops.registry import REGISTRY
 
-    base, chain = target._view
+    info = target._view
+    base, chain = info.base, info.chain
     base_old = base.clone()
     region = compute(replay_view(base_old, chain))
     _check_writable(target, region._data, name)
     new_base = REGISTRY["view_scatter"](base_old, region.to(target.dtype), chain=chain)
-    target._data[...] = region._data  # the storage is shared: base sees the new values
+    _writable(target._data, name)[...] = region._data  # shared storage: base sees it too
     bump_version(target)
+    _adopt_saved_outputs(region, target)
     retain = base._meta is not None and base._meta.retain_grad
     base._meta, base._grad_fn = new_base._meta, new_base._grad_fn
     base._meta.retain_grad = retain
     rebased = replay_view(new_base, chain)
     target._meta, target._grad_fn = rebased._meta, rebased._grad_fn
+    info.version = target._version.value
     return target
+
+
+def _adopt_saved_outputs(result, target):
+    """An op that saved its output (relu_, exp_, ...) and whose result was then written into
+    target: the saved output now lives in target's storage, so a later write to target is
+    caught in backward, as in torch."""
+    node = result._grad_fn
+    ctx = node.ctx if node is not None else None
+    if ctx is None or not ctx._outputs:
+        return
+    for saved in ctx._outputs:
+        if saved.data is result._data:
+            saved.data, saved.counter = target._data, target._version
+            saved.version = target._version.value
+
+
+# in-place ops that torch lets write through an expanded (self-overlapping) view
+_OVERLAP_OK = frozenset(("fill_", "zero_", "masked_fill_"))
+
+
+def _writable(data, name):
+    """`data` itself, or for an expanded view that `name` may write, a writable alias."""
+    if data.flags.writeable or name not in _OVERLAP_OK:
+        return data
+    return writable_alias(data)
 
 
 def _check_writable(target, data, name):
@@ -234,7 +256,7 @@ def _check_writable(target, data, name):
         raise RuntimeError(
             f"{name}: output with shape {tuple(target._data.shape)} doesn't match the "
             f"broadcast shape {tuple(data.shape)}; in-place ops cannot change a tensor's shape")
-    if not target._data.flags.writeable:
+    if not target._data.flags.writeable and name not in _OVERLAP_OK:
         raise RuntimeError(
             f"{name}: unsupported operation: more than one element of the written-to tensor "
             f"(shape {tuple(target.shape)}) refers to a single memory location (an expanded "
@@ -246,11 +268,14 @@ def write_inplace(target, result, name):
     data = result._data
     _check_writable(target, data, name)
     if data is not target._data:
-        target._data[...] = data
+        _writable(target._data, name)[...] = data
     bump_version(target)
     if result._grad_fn is not None:
         old = target._meta
         if old is not None and old.retain_grad:
             result._meta.retain_grad = True
         target._meta, target._grad_fn = result._meta, result._grad_fn
+        _adopt_saved_outputs(result, target)
+        if target._view is not None:
+            target._view.version = target._version.value
     return target

@@ -28,11 +28,21 @@ class SavedTensor:
         if is_output:
             self.data, self.meta, self.tensor = tensor._data, tensor._meta, None
         else:
-            self.tensor = tensor
+            self.tensor, self.grad_fn = tensor, tensor._grad_fn
 
-    def unpack(self, node):
+    def check(self, node):
+        """Raise if the tensor was written in place, or detach_()ed, since it was saved."""
         if self.counter.value != self.version:
             raise saved_tensor_error(node, self)
+        if self.tensor is not None and self.grad_fn is not None and \
+                self.tensor._grad_fn is None:
+            raise RuntimeError(
+                f"{node.name}: trying to use a saved tensor (shape "
+                f"{tuple(self.tensor.shape)}) that has been detached in-place, i.e. with "
+                f".detach_(). This is not supported; use the out-of-place .detach() instead")
+
+    def unpack(self, node):
+        self.check(node)
         if self.tensor is not None:
             return self.tensor
         from ..tensor import Tensor

@@ -132,14 +132,15 @@ def _(ctx, dy):
     return dy / ctx.value
 
 
-@op("scalar_rdiv", save="inputs outputs")
+@op("scalar_rdiv", save="inputs")
 def _scalar_rdiv(xp, x, *, value):
     return _same(x, value / x)
 
 
 @_scalar_rdiv.grad
-def _(ctx, dy):
-    return -_grad_mul(dy, ctx.out / ctx.inputs[0])
+def _(ctx, dy):  # from the input alone: `y = 1 / x; y.add_(1)` leaves backward valid
+    (x,) = ctx.inputs
+    return -_grad_mul(dy, ctx.value / (x * x))
 
 
 @op("scalar_pow", save="inputs")
@@ -354,7 +355,7 @@ def _(ctx, ddx):
 
 
 # ---- selection ---------------------------------------------------------------------------------
-@op("where", save="inputs")
+@op("where", save="inputs[0]")  # the condition only: writes to x or y stay valid
 def _where(xp, cond, x, y):
     return xp.where(cond, x, y)
 

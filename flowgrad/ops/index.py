@@ -69,7 +69,10 @@ def _show(index):
 
 @op("getitem", is_view=True)
 def _getitem(xp, x, *, index):
-    return x[index]
+    out = x[index]
+    if type(out) is not xp.ndarray:  # ints all the way down: a 0-d view, not a scalar copy
+        out = x[(*index, Ellipsis) if type(index) is tuple else (index, Ellipsis)]
+    return out
 
 
 @op("index")
@@ -177,7 +180,7 @@ def setitem(x, index, value):
     elif value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
     if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad or (
-            x._view is not None and x._view[0].requires_grad)):
+            x._view is not None and x._view.base.requires_grad)):
         inplace_update("setitem", x, lambda src: _setitem(src, value, index=idx),
                        value.requires_grad)
         return

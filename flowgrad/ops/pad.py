@@ -77,7 +77,7 @@ def pad(input, pad, mode="constant", value=None):
                             zip(pairs, shape))]
         pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
     if not any(lo or hi for lo, hi in pairs):
-        return input if mode != "constant" or input._data.base is None else input.clone()
+        return input.clone()  # a new tensor, as torch's: never the input itself
     if mode == "constant":
         return _pad_constant(input, pads=tuple(pairs), value=0 if value is None else value)
     from ..tensor import Tensor

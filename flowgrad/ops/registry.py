@@ -23,10 +23,18 @@ REGISTRY: dict[str, Op] = {}
 _SAVE = {None: 0, "inputs": 1, "outputs": 2, "inputs outputs": 3, "all": 3}
 
 
+def _saved_inputs(save):
+    """`save="inputs[0]"` (or "inputs[0, 2]") saves only those inputs; the others are None
+    in `ctx.inputs`, so an in-place write to them does not invalidate the backward."""
+    if save is None or not save.startswith("inputs["):
+        return _SAVE[save], None
+    return 1, tuple(int(i) for i in save[len("inputs["):-1].split(","))
+
+
 class Op:
     """A registered op: name, kernel, gradient rule, and what the rule needs saved."""
 
-    __slots__ = ("name", "kernel", "backward", "save", "n_out", "node_name",
+    __slots__ = ("name", "kernel", "backward", "save", "saved_inputs", "n_out", "node_name",
                  "differentiable", "is_view")
 
     def __init__(self, name, kernel, save=None, n_out=1, differentiable=True, is_view=False):
@@ -35,7 +43,7 @@ class Op:
         self.name = name
         self.kernel = kernel
         self.backward = None
-        self.save = _SAVE[save]
+        self.save, self.saved_inputs = _saved_inputs(save)
         self.n_out = n_out
         self.node_name = NodeName(f"{name}_backward")
         self.differentiable = differentiable

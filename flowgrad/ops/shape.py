@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.views import writable_alias
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -79,7 +80,7 @@ def view(input, *shape):
     tensor([100.,   1.,   2.,   3.,   4.,   5.])
     """
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
-        return input.to(shape[0])
+        return _view_as_dtype(input, _dt.as_dtype(shape[0]))
     shape = _infer_shape(_shape_arg(shape), input._data.size, "view", input._data.shape)
     y = _reshape(input, shape=shape)
     if input._data.size and not np.shares_memory(y._data, input._data):
@@ -87,6 +88,29 @@ def view(input, *shape):
             f"view size is not compatible with input tensor's size and stride (input shape "
             f"{tuple(input.shape)}, requested {shape}); use .reshape(...) instead")
     return y
+
+
+@op("view_dtype", differentiable=False, is_view=True)
+def _view_dtype(xp, x, *, dtype):
+    return x.view(dtype)
+
+
+def _view_as_dtype(input, dtype):
+    """The same bytes read as `dtype` (torch's `view(dtype)`): with another element size the
+    last dim grows or shrinks, which needs it contiguous (stride 1)."""
+    data = input._data
+    old, new = data.dtype.itemsize, np.dtype(dtype.np).itemsize
+    if old != new:
+        what = f"to view {input.dtype} as {dtype} (different element sizes)"
+        if data.ndim == 0:
+            raise RuntimeError(f"view(dtype): self.dim() cannot be 0 {what}")
+        if data.strides[-1] != old and data.shape[-1] != 1:
+            raise RuntimeError(f"view(dtype): self.stride(-1) must be 1 {what}, but got "
+                               f"{data.strides[-1] // old}")
+        if (data.shape[-1] * old) % new:
+            raise RuntimeError(f"view(dtype): self.size(-1) must be divisible by "
+                               f"{max(new // old, 1)} {what}, but got {data.shape[-1]}")
+    return _view_dtype(input, dtype=dtype.np)
 
 
 @tensor_method()
@@ -176,9 +200,9 @@ def transpose(input, dim0, dim1):
             [2, 5]])
     """
     nd = input._data.ndim
+    a, b = _wrap_dim(dim0, nd, "transpose"), _wrap_dim(dim1, nd, "transpose")
     if nd == 0:
         return _reshape(input, shape=())
-    a, b = _wrap_dim(dim0, nd, "transpose"), _wrap_dim(dim1, nd, "transpose")
     dims = list(range(nd))
     dims[a], dims[b] = b, a
     return _permute(input, dims=tuple(dims))
@@ -195,7 +219,8 @@ def t(input):
     if input._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input._data.ndim}D; use transpose(dim0, dim1) or .mT")
-    return transpose(input, 0, 1) if input._data.ndim == 2 else input
+    # 0-d and 1-d: a view of the same shape, as torch's (not the input itself)
+    return transpose(input, 0, min(1, input._data.ndim - 1) if input._data.ndim else 0)
 
 
 Tensor.T = property(lambda self: _permute(self, dims=tuple(range(self._data.ndim))[::-1]))
@@ -245,10 +270,7 @@ def expand(input, *sizes):
                 f"({cur}) at non-singleton dimension {i}. Target sizes: {list(sizes)}. "
                 f"Tensor sizes: {list(shp)}")
         out.append(s)
-    out = tuple(out)
-    if out == shp:
-        return input
-    return _expand(input, shape=out)
+    return _expand(input, shape=tuple(out))
 
 
 @tensor_method()
@@ -414,7 +436,10 @@ def cuda(input, *args, **kwargs):
 # ---- joining ------------------------------------------------------------------------------
 @op("cat")
 def _cat(xp, *xs, dim):
-    return xp.concatenate(xs, axis=dim)
+    shape = list(xs[0].shape)
+    shape[dim] = sum(x.shape[dim] for x in xs)
+    out = xp.empty(shape, xs[0].dtype)  # C order whatever the inputs' layout, as torch's
+    return xp.concatenate(xs, axis=dim, out=out)
 
 
 @_cat.grad
@@ -645,6 +670,8 @@ def _view_scatter(xp, base, region, *, chain):
         view = view_op.kernel(xp, view, **attrs)
         if index is not None:
             view = view[index]
+    if not view.flags.writeable:  # an expanded view: fill_/zero_ may write every alias
+        view = writable_alias(view)
     view[...] = region
     return out
 

@@ -23,8 +23,8 @@ __all__ = ["split", "chunk", "tensor_split", "unbind", "hsplit", "vsplit", "dspl
 def _split(xp, x, *, dim, bounds, squeeze):
     pieces = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
-        index = (slice(None),) * dim + ((lo if squeeze else slice(lo, hi)),)
-        pieces.append(x[index])
+        index = (slice(None),) * dim + ((lo if squeeze else slice(lo, hi)), Ellipsis)
+        pieces.append(x[index])  # the Ellipsis keeps a 0-d piece a view, not a copy
     return tuple(pieces)
 
 

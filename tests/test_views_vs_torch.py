@@ -1,0 +1,398 @@
+"""Views and in-place writes, program by program, against torch in float64: the same values,
+the same gradients, and the same raise/no-raise. Each case is a regression test for a family
+of silent wrong results (issue 7)."""
+import threading
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import flowgrad as flow
+
+
+def _np(t):
+    if t is None:
+        return None
+    return np.array(t.detach().numpy(), copy=True)
+
+
+def run_both(program):
+    """Run `program(m)` with m = torch and m = flowgrad; it returns a dict of tensors (or None)
+    to compare. Both must raise, or neither."""
+    results = []
+    for m in (torch, flow):
+        m.manual_seed(0)
+        try:
+            out = program(m)
+        except (RuntimeError, IndexError, ValueError, TypeError) as error:
+            results.append(("raised", type(error).__name__, str(error)))
+            continue
+        results.append(("ok", {k: _np(v) for k, v in (out or {}).items()}))
+    theirs, ours = results
+    assert theirs[0] == ours[0], f"torch {theirs}, flowgrad {ours}"
+    if theirs[0] == "ok":
+        assert theirs[1].keys() == ours[1].keys()
+        for key, want in theirs[1].items():
+            got = ours[1][key]
+            if want is None or got is None:
+                assert want is None and got is None, f"{key}: torch {want}, flowgrad {got}"
+                continue
+            assert got.shape == want.shape, f"{key}: shape {got.shape} vs torch {want.shape}"
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=key)
+    return ours
+
+
+def leaf(m, values, requires_grad=True):
+    return m.tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
+
+
+# ---- 1. element views are views (0-d included) ---------------------------------------------
+def p_int_index_fill(m):
+    x = m.zeros(3, dtype=m.float64)
+    x[1].fill_(5)
+    x.select(0, 2).add_(7)
+    return {"x": x}
+
+
+def p_iterate_add(m):
+    x = m.zeros(2, 3, dtype=m.float64)
+    for row in x:
+        row.add_(1)
+    for e in x[0]:
+        e.mul_(3)
+    return {"x": x}
+
+
+def p_bias_element_no_grad(m):
+    m.manual_seed(0)
+    lin = m.nn.Linear(2, 3).double()
+    with m.no_grad():
+        lin.bias.zero_()
+        lin.bias[0].fill_(9)
+    return {"bias": lin.bias}
+
+
+def p_element_mul_grad(m):
+    a = leaf(m, [1.0, 2.0, 3.0])
+    x = a * 1
+    x[0].mul_(10)
+    (x * leaf(m, [1.0, 2.0, 3.0], False)).sum().backward()
+    return {"x": x, "a.grad": a.grad}
+
+
+def p_leaf_element_write(m):
+    a = leaf(m, [1.0, 2.0, 3.0])
+    a[0].add_(1)
+
+
+def p_element_of_matrix(m):
+    a = leaf(m, [[1.0, 2.0], [3.0, 4.0]])
+    x = a.exp()
+    e = x[1, 0]
+    e.mul_(a[0, 1])
+    x.sum().backward()
+    return {"x": x, "a.grad": a.grad}
+
+
+# ---- 2. a view taken before an in-place write to its base -----------------------------------
+def p_stale_slice(m):
+    x = leaf(m, [1.0, 2.0, 3.0])
+    w = leaf(m, [5.0, 7.0], False)
+    b = x * 1
+    v = b[0:2]
+    b.mul_(2)
+    (v * w).sum().backward()
+    return {"v": v, "x.grad": x.grad}
+
+
+def p_stale_column_setitem(m):
+    x = leaf(m, [[1.0, 2.0], [3.0, 4.0]])
+    y = leaf(m, [10.0, 20.0])
+    b = x * 1
+    col = b[:, 0]
+    b[1] = y
+    (col * col).sum().backward()
+    return {"col": col, "x.grad": x.grad, "y.grad": y.grad}
+
+
+def p_stale_view_of_view(m):
+    x = leaf(m, [1.0, 2.0, 3.0, 4.0])
+    b = x * 1
+    v = b[1:]
+    vv = v[0:2]
+    b.mul_(3)
+    vv.sum().backward()
+    return {"x.grad": x.grad}
+
+
+def p_sibling_view_write(m):
+    x = leaf(m, [1.0, 2.0, 3.0])
+    b = x * 1
+    v1, v2 = b[0:2], b[1:3]
+    v1.mul_(5)
+    (v2 * v2).sum().backward()
+    return {"v2": v2, "x.grad": x.grad}
+
+
+def p_stale_transposed(m):
+    x = leaf(m, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    w = leaf(m, [0.5, -1.0, 2.0])
+    b = x.tanh()
+    t = b.t()
+    b[0].mul_(w)
+    (t * t).sum().backward()
+    return {"t": t, "x.grad": x.grad, "w.grad": w.grad}
+
+
+def p_plain_base_gains_grad(m):
+    w = leaf(m, [1.0, 2.0, 3.0])
+    c = m.zeros(3, dtype=m.float64)
+    v = c[0:2]
+    c.add_(w)
+    (v * 3).sum().backward()
+    return {"v": v, "w.grad": w.grad}
+
+
+def p_stale_grad_fn_property(m):
+    x = leaf(m, [1.0, 2.0])
+    b = x * 1
+    v = b[0:1]
+    b.mul_(2)
+    return {"is_leaf": m.tensor(float(v.is_leaf)), "rg": m.tensor(float(v.requires_grad))}
+
+
+# ---- 3. views made under no_grad, written or reused in grad mode ---------------------------
+def p_no_grad_view_written(m):
+    x = leaf(m, [1.0, 2.0, 3.0])
+    b = x * 1
+    with m.no_grad():
+        v = b[0:2]
+    v.mul_(2)
+
+
+def p_no_grad_view_of_plain_written_with_grad(m):
+    w = leaf(m, [1.0, 2.0])
+    c = m.zeros(3, dtype=m.float64)
+    with m.no_grad():
+        v = c[0:2]
+    v.mul_(w)
+
+
+def p_no_grad_view_of_plain_written(m):
+    c = m.ones(3, dtype=m.float64)
+    with m.no_grad():
+        v = c[0:2]
+    v.mul_(2)
+    return {"c": c}
+
+
+def p_no_grad_view_reused_after_step(m):
+    p = leaf(m, [1.0, 2.0, 3.0])
+    with m.no_grad():
+        pv = p[0:2]
+        p.mul_(2)
+    (pv * 2).sum().backward()
+
+
+def p_no_grad_view_written_no_grad(m):
+    x = leaf(m, [1.0, 2.0, 3.0])
+    b = x * 1
+    with m.no_grad():
+        v = b[0:2]
+        v.mul_(2)
+    (b * b).sum().backward()
+    return {"b": b, "x.grad": x.grad}
+
+
+# ---- 4. "views" that were the input itself ----------------------------------------------------
+def p_identity_views_are_new(m):
+    x = leaf(m, [1.0, 2.0])
+    s = leaf(m, 3.0)
+    outs = [x.t(), s.t(), x.expand(2), x.expand_as(x), m.broadcast_to(x, (2,)),
+            m.nn.functional.pad(x, (0, 0))]
+    return {f"new{i}": m.tensor(float(o is not x and o is not s)) for i, o in enumerate(outs)}
+
+
+def p_identity_view_hook(m):
+    x = leaf(m, [1.0, 2.0])
+    y = x.expand(2)
+    y.register_hook(lambda g: g * 10)
+    (y * 1).sum().backward()
+    return {"x.grad": x.grad, "leaf": m.tensor(float(y.is_leaf))}
+
+
+def p_t_of_vector_is_a_view(m):
+    x = m.zeros(3, dtype=m.float64)
+    x.t()[1] = 4
+    m.nn.functional.pad(x, (0, 0))[0] = 9  # a copy, as torch's
+    return {"x": x}
+
+
+def p_transpose_0d(m):
+    m.tensor(1.0).transpose(0, 1)
+
+
+def p_transpose_0d_ok(m):
+    return {"t": m.tensor(1.0).transpose(0, -1)}
+
+
+# ---- 9. torch raises, flowgrad carried on ---------------------------------------------------
+def p_detach_view_inplace(m):
+    m.zeros(3)[0:2].detach_()
+
+
+def p_unbind_output_written(m):
+    x = leaf(m, [1.0, 2.0, 3.0])
+    b = x * 1
+    b.unbind(0)[0].add_(1)
+
+
+def p_split_output_written(m):
+    x = leaf(m, [1.0, 2.0, 3.0, 4.0])
+    b = x * 1
+    b.split(2)[1].mul_(2)
+
+
+def p_chunk_output_written(m):
+    x = leaf(m, [1.0, 2.0, 3.0, 4.0])
+    (x * 1).chunk(2)[0].mul_(2)
+
+
+def p_iteration_output_written(m):
+    x = leaf(m, [1.0, 2.0])
+    for e in x * 1:
+        e.add_(1)
+
+
+def p_split_output_after_base_write(m):
+    x = leaf(m, [1.0, 2.0, 3.0, 4.0])
+    b = x * 1
+    u = b.split(1)
+    b.mul_(2)
+    (u[0] * 1).sum().backward()
+
+
+def p_split_of_plain_written(m):
+    x = m.zeros(4, dtype=m.float64)
+    x.split(2)[0].add_(1)
+    return {"x": x}
+
+
+def p_detach_saved_input(m):
+    x = leaf(m, [1.0, 2.0])
+    y = x * 1
+    w = y * y
+    y.detach_()
+    w.sum().backward()
+
+
+@pytest.mark.parametrize("act", ["relu_", "sigmoid_", "tanh_", "exp_"])
+def test_write_after_inplace_activation_saved_its_output(act):
+    def program(m):
+        x = leaf(m, [-1.0, 0.5, 2.0])
+        y = x * 1
+        getattr(y, act)()
+        y.mul_(2)
+        y.sum().backward()
+    run_both(program)
+
+
+# ---- 10. flowgrad raised, torch computes ----------------------------------------------------
+def p_where_then_write_other(m):
+    a = leaf(m, [1.0, -2.0, 3.0])
+    b = leaf(m, [4.0, 5.0, 6.0]) * 1
+    c = m.where(a > 0, a, b)
+    b.add_(1)
+    (c * c).sum().backward()
+    return {"a.grad": a.grad}
+
+
+def p_reciprocal_then_write(m):
+    x = leaf(m, [1.0, 2.0, 4.0])
+    y = 1.0 / x
+    y.add_(1)
+    (y * y).sum().backward()
+    return {"y": y, "x.grad": x.grad}
+
+
+def p_data_write_between(m):
+    x = leaf(m, [1.0, 2.0, 3.0])
+    y = x * x
+    x.data.mul_(2)
+    y.sum().backward()
+    return {"x": x, "x.grad": x.grad}
+
+
+@pytest.mark.parametrize("write", ["fill", "zero", "masked_fill", "copy", "add"])
+def test_write_into_expanded_view(write):
+    def program(m):
+        e = m.zeros(3, dtype=m.float64).expand(2, 3)
+        if write == "fill":
+            e.fill_(2)
+        elif write == "zero":
+            e.zero_()
+        elif write == "masked_fill":
+            e.masked_fill_(m.ones(2, 3, dtype=m.bool), 2.0)
+        elif write == "copy":
+            e.copy_(m.ones(2, 3, dtype=m.float64))
+        else:
+            e.add_(1)
+        return {"e": e}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning)  # torch: masked_fill_ note
+        run_both(program)
+
+
+def p_cat_of_transposed_is_contiguous(m):
+    q = m.arange(6.0, dtype=m.float64).reshape(2, 3)
+    heads = [q.t(), (q * 2).t()]
+    return {"cat": m.cat(heads, 1).view(-1), "stack": m.stack(heads).view(-1)}
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float16", "float32", "uint8"])
+def test_view_dtype_reinterprets_bytes(dtype):
+    def program(m):
+        x = m.tensor(np.arange(8.0, dtype=np.float32).reshape(2, 4) * 1.5)
+        v = x.view(getattr(m, dtype))
+        return {"v": v.to(m.float64), "shape": m.tensor(list(v.shape))}
+    run_both(program)
+
+
+def p_view_dtype_shares_storage(m):
+    x = m.zeros(4)
+    x.view(m.int32)[1] = 1065353216  # the bits of 1.0f
+    return {"x": x}
+
+
+def p_view_dtype_bad_size(m):
+    m.zeros(2, 3).view(m.float64)
+
+
+def p_view_dtype_0d(m):
+    m.zeros(()).view(m.float16)
+
+
+PROGRAMS = [v for k, v in dict(globals()).items() if k.startswith("p_")]
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p.__name__[2:] for p in PROGRAMS])
+def test_program_matches_torch(program):
+    run_both(program)
+
+
+# ---- 5. concurrent backward into one shared leaf --------------------------------------------
+def test_concurrent_backward_accumulates_exactly():
+    w = flow.zeros(100_000, requires_grad=True)
+    x = flow.ones(100_000)
+
+    def worker():
+        for _ in range(50):
+            (w * x).sum().backward()
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full(100_000, 300.0, np.float32))
