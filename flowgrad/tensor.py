@@ -144,9 +144,11 @@ class Tensor:
 
     @property
     def requires_grad(self):
-        self._sync()
         m = self._meta
-        return m is not None and m.requires_grad
+        if m is not None and m.requires_grad:
+            return True
+        view = self._view  # a view requires grad when its base does (torch's rule)
+        return view is not None and view.base.requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value):
@@ -289,8 +291,14 @@ class Tensor:
             raise RuntimeError(
                 f"Can't detach views in-place (this tensor of shape {tuple(self.shape)} is a "
                 f"view of another tensor). Use detach() instead")
+        meta = self._meta
+        if meta is not None:  # keeps .grad and hooks, as torch's
+            if self._grad_fn is not None:
+                new = self._meta = AutogradMeta(False, True)
+                new.acc_grad, new.hooks = meta.acc_grad, meta.hooks
+            else:
+                meta.requires_grad = False
         self._grad_fn = None
-        self._meta = None
         return self
 
     @property

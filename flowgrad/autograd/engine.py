@@ -250,6 +250,8 @@ def acc_grad_for_leaf(meta):
     if g is None:
         return
     meta.current_grad = None
+    if not meta.requires_grad:  # requires_grad_(False) since the graph was recorded: torch's
+        return
     if meta.hooks:
         g = _run_hooks(meta.hooks, g)
     _accumulate(meta, g)

@@ -24,10 +24,15 @@ _FLOAT_KINDS = frozenset("fV")  # 'V': ml_dtypes' bfloat16
 def _needs_record(inputs) -> bool:
     needs = False
     for t in inputs:
-        view = t._view
-        if view is not None and view.version != t._version.value:
-            sync_view(t)  # its base was written in place since its grad_fn was set
         m = t._meta
+        view = t._view
+        if view is not None:
+            if view.version != t._version.value:
+                sync_view(t)  # its base was written in place since its grad_fn was set
+                m = t._meta
+            elif m is None and view.base.requires_grad:
+                needs = True  # a view with no history of a base that requires grad: torch's
+                continue      # output requires grad, the gradient to this input goes nowhere
         if m is not None and m.requires_grad:
             needs = True
     return needs
@@ -127,7 +132,7 @@ def add_node(op, inputs, outputs, attrs, aux):
     node.output_metas = out_metas
     node.output_infos = tuple(out_infos)
     save = op.save
-    if save:
+    if save:  # 4: the rule reads data kept in attributes (index arrays): still "saved"
         if save & 1:
             keep = op.saved_inputs
             ctx._inputs = [SavedTensor(t, False) if keep is None or i in keep else None
@@ -207,9 +212,9 @@ def _inplace_through_view(name, target, compute):
     base, chain = info.base, info.chain
     base_old = base.clone()
     region = compute(replay_view(base_old, chain))
-    _check_writable(target, region._data, name)
+    _checkwritable(target, region._data, name)
     new_base = REGISTRY["view_scatter"](base_old, region.to(target.dtype), chain=chain)
-    _writable(target._data, name)[...] = region._data  # shared storage: base sees it too
+    writable(target._data, name)[...] = region._data  # shared storage: base sees it too
     bump_version(target)
     _adopt_saved_outputs(region, target)
     retain = base._meta is not None and base._meta.retain_grad
@@ -239,14 +244,26 @@ def _adopt_saved_outputs(result, target):
 _OVERLAP_OK = frozenset(("fill_", "zero_", "masked_fill_"))
 
 
-def _writable(data, name):
-    """`data` itself, or for an expanded view that `name` may write, a writable alias."""
-    if data.flags.writeable or name not in _OVERLAP_OK:
+def self_overlapping(data):
+    """Whether some elements of `data` share one memory location (a stride-0 dim)."""
+    return any(st == 0 and n > 1 for st, n in zip(data.strides, data.shape))
+
+
+def writable(data, name):
+    """`data` itself, or a writable alias of a read-only view from expand: NumPy marks every
+    broadcast read-only, torch refuses only writes where elements overlap (`name` being
+    one of fill_/zero_/masked_fill_ may write even those)."""
+    if data.flags.writeable:
         return data
+    if name not in _OVERLAP_OK and self_overlapping(data):
+        raise RuntimeError(
+            f"{name}: unsupported operation: more than one element of the written-to tensor "
+            f"(shape {tuple(data.shape)}) refers to a single memory location (an expanded "
+            f"view); call .clone() before the in-place operation")
     return writable_alias(data)
 
 
-def _check_writable(target, data, name):
+def _checkwritable(target, data, name):
     if data.dtype != target._data.dtype and not np.can_cast(data.dtype, target._data.dtype,
                                                             "same_kind"):
         raise RuntimeError(
@@ -256,19 +273,15 @@ def _check_writable(target, data, name):
         raise RuntimeError(
             f"{name}: output with shape {tuple(target._data.shape)} doesn't match the "
             f"broadcast shape {tuple(data.shape)}; in-place ops cannot change a tensor's shape")
-    if not target._data.flags.writeable and name not in _OVERLAP_OK:
-        raise RuntimeError(
-            f"{name}: unsupported operation: more than one element of the written-to tensor "
-            f"(shape {tuple(target.shape)}) refers to a single memory location (an expanded "
-            f"view); call .clone() before the in-place operation")
+    writable(target._data, name)  # raises for a write torch refuses
 
 
 def write_inplace(target, result, name):
     """Copy `result` into `target`'s storage; if result was recorded, rebase target on it."""
     data = result._data
-    _check_writable(target, data, name)
+    _checkwritable(target, data, name)
     if data is not target._data:
-        _writable(target._data, name)[...] = data
+        writable(target._data, name)[...] = data
     bump_version(target)
     if result._grad_fn is not None:
         old = target._meta

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd import grad_mode
-from ..autograd.interpreter import bump_version, inplace_update
+from ..autograd.interpreter import bump_version, inplace_update, writable
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -75,7 +75,7 @@ def _getitem(xp, x, *, index):
     return out
 
 
-@op("index")
+@op("index", save="attrs")  # the index arrays: a second backward raises, as torch's
 def _index(xp, x, *, index):
     return x[index]
 
@@ -185,7 +185,7 @@ def setitem(x, index, value):
                        value.requires_grad)
         return
     try:
-        x._data[idx] = value._data
+        writable(x._data, "setitem")[idx] = value._data
     except (IndexError, ValueError) as e:
         raise type(e)(f"setitem: cannot assign value of shape {tuple(value.shape)} to index "
                       f"{_show(idx)} of tensor of shape {tuple(x.shape)}: {e}") from None

@@ -20,7 +20,7 @@ from ..autograd.interpreter import AutogradInterpreter
 from ..autograd.node import NodeName
 
 REGISTRY: dict[str, Op] = {}
-_SAVE = {None: 0, "inputs": 1, "outputs": 2, "inputs outputs": 3, "all": 3}
+_SAVE = {None: 0, "inputs": 1, "outputs": 2, "inputs outputs": 3, "all": 3, "attrs": 4}
 
 
 def _saved_inputs(save):
