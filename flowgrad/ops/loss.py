@@ -55,8 +55,8 @@ def _reduce_picked(xp, picked, w, reduction):
     if reduction == "none":
         return loss
     if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
+        return xp.add.reduce(loss, axis=None)
+    return xp.add.reduce(loss, axis=None) / xp.add.reduce(w, axis=None)  # all ignored: nan
 
 
 def _sample_coef(ctx, dy):

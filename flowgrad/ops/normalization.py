@@ -20,6 +20,7 @@ import numpy as np
 from ..autograd import grad_mode
 from ..autograd.interpreter import bump_version
 from ..tensor import Tensor, _wrap_dim
+from .reduce import mean_array
 from .registry import op
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
@@ -44,7 +45,7 @@ def _channel_sum(xp, a, b=None):
     if b is not None:
         a3 = a3 * b.reshape(n, c, -1)
     rows = xp.matmul(a3, xp.ones(a3.shape[2], a.dtype))
-    return rows.sum(axis=0, dtype=xp.float64).reshape((1, c) + (1,) * (a.ndim - 2))
+    return xp.add.reduce(rows, axis=0, dtype=xp.float64).reshape((1, c) + (1,) * (a.ndim - 2))
 
 
 def _channel_stats(xp, x):
@@ -67,9 +68,10 @@ def _norm_affine(xp, x, *wb, axes, eps, has_w, has_b, stats=None):
         y = x * alpha.astype(x.dtype)
         y += beta.astype(x.dtype)
         return y, mean.astype(x.dtype), rstd.astype(x.dtype)
-    mean = x.mean(axis=axes, keepdims=True)
+    # mean_array, not x.mean: an inf - inf there warns from NumPy's code (see reduce._sum)
+    mean = mean_array(xp, x, axes, True)
     xc = x - mean
-    var = (xc * xc).mean(axis=axes, keepdims=True)
+    var = mean_array(xp, xc * xc, axes, True)
     rstd = (1.0 / xp.sqrt(var + eps)).astype(x.dtype, copy=False)
     y = xc * rstd
     if has_w:
@@ -126,8 +128,7 @@ def _norm_affine_backward(xp, x, mean, rstd, dy, *w, axes, need_w, need_b):
                 (sdy.astype(x.dtype) if need_b else empty))
     xhat = (x - mean) * rstd
     g = dy * w[0] if w else dy
-    dx = rstd * (g - g.mean(axis=axes, keepdims=True)
-                 - xhat * (g * xhat).mean(axis=axes, keepdims=True))
+    dx = rstd * (g - mean_array(xp, g, axes, True) - xhat * mean_array(xp, g * xhat, axes, True))
     # dw/db come back in x's shape; the engine sums them down to the parameter's shape
     return dx, (dy * xhat if need_w else empty), (dy if need_b else empty)
 

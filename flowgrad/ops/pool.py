@@ -264,7 +264,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 def _window_sum(xp, x, *, ksize, stride, padding, out):
     nd = len(ksize)
     win = windows(xp, pad_array(xp, x, padding), ksize, stride, (1,) * nd, out)
-    return win.sum(axis=tuple(range(-nd, 0)))
+    return xp.add.reduce(win, axis=tuple(range(-nd, 0)))  # not win.sum: see reduce._sum
 
 
 @op("window_sum_adjoint")

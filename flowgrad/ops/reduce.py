@@ -11,6 +11,7 @@ tensor([[0., 1.],
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
@@ -66,7 +67,7 @@ def _sum_to(xp, x, *, shape):
         lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
     if builtins.any(s != 1 and x.shape[lead + i] != s for i, s in enumerate(shape)):
         raise ValueError("incompatible shape")
-    y = x.sum(axis=axes, keepdims=True) if axes else x
+    y = xp.add.reduce(x, axis=axes, keepdims=True) if axes else x
     return y.reshape(shape) if lead else y
 
 
@@ -81,9 +82,12 @@ def sum_to(x, shape):
 
 
 # ---- sum and mean ------------------------------------------------------------------------------
+# The kernels call the ufuncs' reduce, not x.sum() / x.mean(): those run through NumPy's own
+# Python code (numpy/_core/_methods.py), so an inf - inf or an empty mean would warn from a
+# NumPy frame, out of reach of flowgrad's filter for RuntimeWarnings raised from its modules.
 @op("sum")
 def _sum(xp, x, *, axes, keepdim):
-    return x.sum(axis=axes, keepdims=keepdim)
+    return xp.add.reduce(x, axis=axes, keepdims=keepdim)
 
 
 @_sum.grad
@@ -93,7 +97,20 @@ def _(ctx, dy):
 
 @op("mean")
 def _mean(xp, x, *, axes, keepdim):
-    return x.mean(axis=axes, keepdims=keepdim)
+    return mean_array(xp, x, axes, keepdim)
+
+
+def mean_array(xp, x, axes, keepdim):
+    """x.mean(axis=axes, keepdims=keepdim), same values and types, for kernels."""
+    if x.dtype == xp.float16:  # NumPy accumulates float16 in float32: keep its x.mean
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            return x.mean(axis=axes, keepdims=keepdim)
+    # x.mean's own steps: the sum, divided in place by the count (empty: 0 / 0 = nan, as torch)
+    count = math.prod(x.shape[a] for a in axes)
+    total = xp.add.reduce(x, axis=axes, keepdims=keepdim)
+    if isinstance(total, xp.ndarray):
+        return xp.true_divide(total, count, out=total, casting="unsafe")
+    return total.dtype.type(total / count)
 
 
 @_mean.grad
@@ -374,7 +391,7 @@ def select_along(x, index, dim):
 # ---- prod ----------------------------------------------------------------------------------
 @op("prod", save="inputs outputs")
 def _prod(xp, x, *, axes, keepdim):
-    return x.prod(axis=axes, keepdims=keepdim)
+    return xp.multiply.reduce(x, axis=axes, keepdims=keepdim)
 
 
 @_prod.grad
@@ -399,7 +416,7 @@ def _prod_of_others(x, axes):
     xp_ = x.permute(*perm) if perm != tuple(range(nd)) else x
     lead = xp_._data.shape[:len(rest)]
     flat = xp_.reshape(*lead, -1)
-    one = flat[..., :1] * 0 + 1
+    one = Tensor._wrap(np.ones(lead + (1,), x._data.dtype))  # not x * 0 + 1: inf * 0 is nan
     left = cumprod(cat([one, flat[..., :-1]], dim=-1), -1)
     n = flat._data.shape[-1]
     rev = Tensor._wrap(np.arange(n - 1, -1, -1))

@@ -34,9 +34,12 @@ def _scan_input(input, dim, dtype, name):
 # ---- cumsum ----------------------------------------------------------------------------------
 @op("cumsum")
 def _cumsum(xp, x, *, dim, reverse):
+    # floats: the ufunc's accumulate, not xp.cumsum, which runs through NumPy's Python code
+    # (fromnumeric.py), where an inf - inf would warn out of reach of flowgrad's filter
+    scan = xp.add.accumulate if x.dtype.kind in "fV" else xp.cumsum
     if reverse:
-        return xp.flip(xp.cumsum(xp.flip(x, dim), axis=dim), dim)
-    return xp.cumsum(x, axis=dim)
+        return xp.flip(scan(xp.flip(x, dim), axis=dim), dim)
+    return scan(x, axis=dim)
 
 
 @_cumsum.grad
@@ -61,7 +64,7 @@ def cumsum(input, dim, *, dtype=None):
 # ---- cumprod ---------------------------------------------------------------------------------
 @op("cumprod", save="inputs outputs")
 def _cumprod(xp, x, *, dim):
-    return xp.cumprod(x, axis=dim)
+    return (xp.multiply.accumulate if x.dtype.kind in "fV" else xp.cumprod)(x, axis=dim)
 
 
 @_cumprod.grad
@@ -84,8 +87,9 @@ def _cumprod_grad_with_zeros(x, dy, dim):
     n = xl._data.shape[-1]
     eye = Tensor._wrap(np.eye(n, dtype=bool))
     table = where(eye, 1.0, xl.unsqueeze(-2).expand(*xl._data.shape[:-1], n, n))
-    upper = Tensor._wrap(np.triu(np.ones((n, n), dtype=x._data.dtype)))  # k >= i
-    dx = (_cumprod(table, dim=nd) * upper * gl.unsqueeze(-2)).sum(-1)
+    upper = Tensor._wrap(np.triu(np.ones((n, n), dtype=bool)))  # k >= i
+    # selected, not multiplied by the 0/1 mask: an inf running product at k < i gives 0 there
+    dx = (where(upper, _cumprod(table, dim=nd), 0.0) * gl.unsqueeze(-2)).sum(-1)
     return dx.transpose(dim, -1) if dim != nd - 1 else dx
 
 
