@@ -71,7 +71,7 @@ class AutogradInterpreter:
             out = _new(Tensor)
             out._data = result if type(result) is np.ndarray else np.asarray(result)
             out._meta = out._grad_fn = out._version = out._view = None
-            if op.is_view and np.may_share_memory(out._data, inputs[0]._data):
+            if op.is_view and _shares(out._data, inputs[0]._data):
                 mark_view(inputs[0], out, op, attrs, None)
             if record:
                 add_node(op, inputs, (out,), attrs, ())
@@ -83,7 +83,7 @@ class AutogradInterpreter:
         if op.is_view:
             src = inputs[0]
             for i, out in enumerate(outs):
-                if np.may_share_memory(out._data, src._data):
+                if _shares(out._data, src._data):
                     mark_view(src, out, op, attrs, i)
         if record:
             aux = tuple(Tensor._wrap(r) for r in result[n_out:])
@@ -92,6 +92,12 @@ class AutogradInterpreter:
 
 
 _new = object.__new__
+
+
+def _shares(view, src):
+    """A view op's result is a view unless it had to copy (reshape of a non-contiguous
+    input); an empty result shares no bytes but is a view all the same, as torch's."""
+    return view.size == 0 or np.may_share_memory(view, src)
 
 
 def add_node(op, inputs, outputs, attrs, aux):

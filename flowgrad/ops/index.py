@@ -16,6 +16,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..autograd.interpreter import bump_version, inplace_update, writable
+from ..autograd.views import writable_alias
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -184,8 +185,12 @@ def setitem(x, index, value):
         inplace_update("setitem", x, lambda src: _setitem(src, value, index=idx),
                        value.requires_grad)
         return
+    data = x._data
     try:
-        writable(x._data, "setitem")[idx] = value._data
+        if not data.flags.writeable:  # an expand: refuse only if the written region overlaps
+            writable(data if advanced else data[idx], "setitem")
+            data = writable_alias(data)
+        data[idx] = value._data
     except (IndexError, ValueError) as e:
         raise type(e)(f"setitem: cannot assign value of shape {tuple(value.shape)} to index "
                       f"{_show(idx)} of tensor of shape {tuple(x.shape)}: {e}") from None
