@@ -184,3 +184,86 @@ def test_failed_module_to_changes_nothing():
     with pytest.raises(RuntimeError, match="Module.to"):
         m.to("cuda", flow.float64)
     assert m.weight.dtype is flow.float32 and np.array_equal(m.weight.detach().numpy(), before)
+
+
+def test_tensor_of_a_list_that_contains_itself_is_a_value_error():
+    looped = [1.0, 2.0]
+    looped.append(looped)
+    wide = []
+    wide += [wide, wide]  # each level doubles: must not be walked element by element
+    inner = [1]
+    through_tuple = (inner,)
+    inner.append(through_tuple)
+    for data in (looped, wide, through_tuple):
+        for dtype in (None, flow.float64):
+            with pytest.raises(ValueError, match=r"flow\.tensor\(\): .*contains itself"):
+                flow.tensor(data, dtype=dtype)
+
+
+def test_tensor_of_data_nested_5000_deep_is_a_value_error_not_recursion():
+    deep = [1.0]
+    for _ in range(5000):
+        deep = [deep]
+    for dtype in (None, flow.float64):
+        with pytest.raises(ValueError, match=r"flow\.tensor\(\): .*nested more than 64 .*deep"):
+            flow.tensor(deep, dtype=dtype)
+    doubling = [1.0]
+    for _ in range(100):  # 2**100 elements if expanded; rejected by depth, not walked
+        doubling = [doubling, doubling]
+    with pytest.raises(ValueError, match="nested more than 64"):
+        flow.tensor(doubling)
+    at_limit = [1.0]
+    for _ in range(63):
+        at_limit = [at_limit]
+    assert flow.tensor(at_limit).shape == (1,) * 64
+
+
+_ROW = [1.0] * 3
+ORDINARY = [
+    ("floats", lambda m: [[1.0, 2.0], [3.0, 4.5]]), ("ints", lambda m: [1, 2, 3]),
+    ("bools", lambda m: [True, False]), ("mixed", lambda m: [True, 2, 3.5]),
+    ("bool_int", lambda m: [True, 2]), ("tuples", lambda m: ((1, 2), (3, 4))),
+    ("list_of_tuples", lambda m: [(1, 2), [3, 4]]), ("empty", lambda m: []),
+    ("empty_rows", lambda m: [[], []]), ("int", lambda m: 3), ("float", lambda m: 2.5),
+    ("bool", lambda m: True), ("shared_rows", lambda m: [_ROW] * 4),
+    ("np_scalars", lambda m: [np.float32(1.5), np.int32(2)]),
+    ("np_bools", lambda m: [np.bool_(True)]),
+    ("np_array", lambda m: np.array([[1, 2]], dtype=np.int16)),
+    ("np_scalar", lambda m: np.float16(1.5)),
+    ("tensors_0d", lambda m: [m.tensor(1.5), m.tensor(2.5)]),
+    ("tensor_and_float", lambda m: [m.tensor(1), 2.5]),
+    ("nested_tensor", lambda m: [[m.tensor(1.0)], [3]]),
+    ("inf_nan", lambda m: [float("inf"), float("nan")]),
+]
+
+
+@pytest.mark.parametrize("make", [c[1] for c in ORDINARY], ids=[c[0] for c in ORDINARY])
+def test_tensor_of_ordinary_data_matches_torch(make):
+    want, got = torch.tensor(make(torch)), flow.tensor(make(flow))
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    as64 = flow.tensor(make(flow), dtype=flow.float64)
+    np.testing.assert_array_equal(as64.numpy(), want.double().numpy())
+
+
+def test_tensor_of_tensors_and_numpy_float64_keep_flowgrads_typing():
+    # where flowgrad already differs from torch (which refuses lists of multi-element
+    # tensors, and types np.float64 leaves float64): unchanged by the iterative walk
+    pairs = flow.tensor([flow.tensor([1, 2]), flow.tensor([3, 4])])
+    assert pairs.dtype is flow.int64 and pairs.tolist() == [[1, 2], [3, 4]]
+    mixed = flow.tensor([flow.tensor([1, 2], dtype=flow.int32), [1.0, 2.5]])
+    assert mixed.dtype is flow.float32 and mixed.tolist() == [[1.0, 2.0], [1.0, 2.5]]
+    small = flow.tensor([flow.tensor([1], dtype=flow.uint8), [True]])
+    assert small.dtype is flow.uint8 and small.tolist() == [[1], [1]]
+    wide = flow.tensor([flow.tensor([1.5], dtype=flow.float64)])
+    assert wide.dtype is flow.float64 and wide.shape == (1, 1)
+    assert flow.tensor([np.float64(1.5), 2]).dtype is flow.float32
+
+
+def test_tensor_of_complex_or_other_objects_still_raises_type_error():
+    for data in ([1 + 2j], 1j, ["a"], [None], [{1, 2}]):
+        with pytest.raises(TypeError):
+            flow.tensor(data)
+    with pytest.raises(ValueError, match="inhomogeneous"):
+        flow.tensor([[1, 2], [3]])

@@ -9,6 +9,7 @@ flowgrad.Size([2, 3])
 from __future__ import annotations
 
 import builtins
+import itertools
 import math
 import numbers
 import operator
@@ -28,39 +29,114 @@ __all__ = [
 ]
 
 
-def _infer_dtype(data):
-    """torch's dtype inference for nested Python data: bool < int64 < default float."""
-    kinds = set()
-    stack = [data]
+_MAX_DIMS = 64  # NumPy's limit on an array's dims
+_SEQ = (list, tuple)
+_SEQ_TYPES = frozenset(_SEQ)
+
+
+def _contains_itself(data):
+    """Whether a list/tuple in `data` is nested inside itself (depth-first, explicit stack;
+    each sublist is entered once)."""
+    done, path = set(), set()
+    stack = [(data, iter(data))]
+    path.add(id(data))
     while stack:
-        x = stack.pop()
-        if isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif isinstance(x, Tensor):
-            kinds.add(x.dtype)
-        elif isinstance(x, (bool, np.bool_)):
+        seq, items = stack[-1]
+        for x in items:
+            if isinstance(x, _SEQ) and id(x) not in done:
+                if id(x) in path:
+                    return True
+                path.add(id(x))
+                stack.append((x, iter(x)))
+                break
+        else:
+            stack.pop()
+            path.discard(id(seq))
+            done.add(id(seq))
+    return False
+
+
+def _nesting_error(data):
+    if _contains_itself(data):
+        return ValueError("flow.tensor(): the data contains itself (a list or tuple nested "
+                          "inside itself), so it has no finite shape; pass nested lists of "
+                          "numbers")
+    return ValueError(f"flow.tensor(): the data is nested more than {_MAX_DIMS} lists/tuples "
+                      f"deep, but a tensor has at most {_MAX_DIMS} dims")
+
+
+def _scan(data):
+    """Walk nested lists/tuples level by level, with no recursion: ({leaf type: one leaf of
+    that type}, the Tensor leaves). A sublist repeated at one level is visited once, so
+    `[[1.0] * 100] * 100` visits one inner list. Data that contains itself or nests more
+    than 64 deep raises a ValueError saying so."""
+    examples, tensors = {}, []
+    level = [data]
+    depth = 0
+    while level:
+        types = set(map(type, level))
+        if not types <= _SEQ_TYPES:
+            leaf = {t for t in types if not issubclass(t, _SEQ)}
+            for t in leaf - examples.keys():
+                examples[t] = next(x for x in level if type(x) is t)
+            if any(issubclass(t, Tensor) for t in leaf):
+                tensors.extend(x for x in level if isinstance(x, Tensor))
+            if len(leaf) == len(types):
+                break
+            level = [x for x in level if type(x) not in leaf]
+        depth += 1
+        if depth > _MAX_DIMS:
+            raise _nesting_error(data)
+        level = list(itertools.chain.from_iterable(dict(zip(map(id, level), level)).values()))
+    return examples, tensors
+
+
+def _dtype_of(examples, tensors):
+    """torch's dtype inference from _scan's leaves: bool < int64 < default float."""
+    kinds = {x.dtype for x in tensors}
+    for t, x in examples.items():
+        if issubclass(t, Tensor):
+            continue
+        if issubclass(t, (bool, np.bool_)):
             kinds.add(_dt.bool)
-        elif isinstance(x, (int, np.integer)):
+        elif issubclass(t, (int, np.integer)):
             kinds.add(_dt.int64)
-        elif isinstance(x, (float, np.floating)):
+        elif issubclass(t, (float, np.floating)):
             kinds.add(_dt.get_default_dtype())
-        elif isinstance(x, complex):
+        elif issubclass(t, complex):
             raise TypeError("flowgrad does not support complex numbers")
         else:
             raise TypeError(f"tensor(): could not infer a dtype for element {x!r} of type "
-                            f"{type(x).__name__}; pass numbers, lists, arrays or tensors")
+                            f"{t.__name__}; pass numbers, lists, arrays or tensors")
     result = None
     for d in kinds:
         result = d if result is None else _dt.promote_types(result, d)
     return result or _dt.get_default_dtype()
 
 
-def _unwrap(x):
-    if isinstance(x, Tensor):
-        return x._data
-    if isinstance(x, (list, tuple)):
-        return [_unwrap(v) for v in x]
-    return x
+def _infer_dtype(data):
+    """torch's dtype inference for nested Python data: bool < int64 < default float."""
+    return _dtype_of(*_scan(data))
+
+
+def _unwrap(data):
+    """`data` (acyclic: _scan checked) with each Tensor leaf replaced by its array; the
+    lists/tuples are copied as lists, iteratively (each shared sublist once)."""
+    copies = {}
+    root = [data]
+    stack = [root]
+    while stack:
+        seq = stack.pop()
+        for i, x in enumerate(seq):
+            if isinstance(x, Tensor):
+                seq[i] = x._data
+            elif isinstance(x, _SEQ):
+                copy = copies.get(id(x))
+                if copy is None:
+                    copy = copies[id(x)] = list(x)
+                    stack.append(copy)
+                seq[i] = copy
+    return root[0]
 
 
 def as_array(data, dtype=None):
@@ -76,11 +152,12 @@ def as_array(data, dtype=None):
     if np.isscalar(data) and isinstance(data, np.generic):
         d = dtype or _dt.from_numpy_dtype(data.dtype)
         return np.asarray(data, d.np)
+    examples, tensors = _scan(data)
     if dtype is None:
-        dtype = _infer_dtype(data)
-    if hasattr(data, "__array__") and not isinstance(data, (list, tuple)):
+        dtype = _dtype_of(examples, tensors)
+    if hasattr(data, "__array__") and not isinstance(data, _SEQ):
         return np.array(data, dtype=dtype.np)
-    return np.array(_unwrap(data), dtype=dtype.np)
+    return np.array(_unwrap(data) if tensors else data, dtype=dtype.np)
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
