@@ -161,7 +161,8 @@ class Tensor:
         >>> flow.zeros(2).requires_grad_().requires_grad
         True
         """
-        self._sync()
+        if not requires_grad:  # torch checks leafness (regenerating a view) only to turn it off
+            self._sync()
         if self._grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError(
@@ -215,9 +216,9 @@ class Tensor:
 
     def retain_grad(self):
         """Keep this non-leaf tensor's gradient in `.grad` after backward."""
-        self._sync()
-        if self._meta is None or not self._meta.requires_grad:
+        if not self.requires_grad:
             raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
+        self._sync()
         if self._grad_fn is not None:
             self._meta.retain_grad = True
 

@@ -108,3 +108,20 @@ def test_no_runtime_warning_and_torch_values(fn):
     for e, g in zip(expected, got):
         assert g.shape == e.shape
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=0, equal_nan=True)
+
+
+def test_import_installs_the_filter_for_user_scripts():
+    """In a plain script (no pytest filters), flowgrad's kernels stay silent while the
+    user's own NumPy code still warns."""
+    import subprocess
+    import sys
+
+    script = ("import numpy as np, flowgrad as flow\n"
+              "x = flow.tensor([0.0, -1.0], requires_grad=True)\n"
+              "(flow.log(x) + flow.sqrt(x)).sum().backward()\n"
+              "np.log(np.zeros(1))\n")
+    done = subprocess.run([sys.executable, "-W", "default", "-c", script],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "flowgrad" not in done.stderr, done.stderr
+    assert done.stderr.count("RuntimeWarning") == 1, done.stderr  # the user's np.log(0)

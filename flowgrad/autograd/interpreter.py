@@ -141,6 +141,9 @@ def add_node(op, inputs, outputs, attrs, aux):
     if save:  # 4: the rule reads data kept in attributes (index arrays): still "saved"
         if save & 1:
             keep = op.saved_inputs
+            if keep == "others":
+                n_need = needs.count(True)
+                keep = [i for i, need in enumerate(needs) if n_need - need]
             ctx._inputs = [SavedTensor(t, False) if keep is None or i in keep else None
                            for i, t in enumerate(inputs)]
         if save & 2:
@@ -165,8 +168,26 @@ def run_inplace(name, fn, target, *args, **kwargs):
     into target's storage (views and detach() see it) and bump its version."""
     from ..tensor import Tensor
 
-    args_need_grad = any(isinstance(a, Tensor) and a.requires_grad for a in args)
+    args_need_grad = False
+    for a in args:
+        if isinstance(a, Tensor):
+            args_need_grad = args_need_grad or a.requires_grad
+            _check_no_partial_overlap(name, target._data, a._data)
     return inplace_update(name, target, lambda src: fn(src, *args, **kwargs), args_need_grad)
+
+
+def _check_no_partial_overlap(name, data, other):
+    """torch refuses an in-place op whose operand shares some, but not all, of the written
+    memory (`x[1:].add_(x[:-1])`): the result would depend on the order of the writes."""
+    if other is data or not np.may_share_memory(other, data):
+        return
+    if (other.shape == data.shape and other.strides == data.strides
+            and other.__array_interface__["data"][0] == data.__array_interface__["data"][0]):
+        return  # the same elements: `x.add_(x[:])` is fine
+    raise RuntimeError(
+        f"{name}: unsupported operation: some elements of the input tensor (shape "
+        f"{tuple(other.shape)}) and the written-to tensor (shape {tuple(data.shape)}) refer "
+        f"to a single memory location; clone() the input before the in-place operation")
 
 
 def inplace_update(name, target, compute, args_need_grad=False):
@@ -197,14 +218,15 @@ def inplace_update(name, target, compute, args_need_grad=False):
 
 def _check_inplace_allowed(name, target, view, meta, base_needs):
     """torch's check_inplace: refuse recorded writes that autograd cannot rebase."""
+    own = meta is not None and meta.requires_grad
     if view is not None and view.creation:
         raise view_error(target, view.creation, "is being modified inplace")
-    if base_needs and view.base._grad_fn is None:
+    if view is not None and (own or base_needs) and view.base._grad_fn is None:
         raise RuntimeError(
             f"{name}: a view of a leaf tensor that requires grad (base shape "
             f"{tuple(view.base.shape)}, view shape {tuple(target.shape)}) is being used in an "
             f"in-place operation; wrap it in `with flowgrad.no_grad():` or clone() first")
-    if view is None and meta is not None and meta.requires_grad and target._grad_fn is None:
+    if view is None and own and target._grad_fn is None:
         raise RuntimeError(
             f"{name}: a leaf tensor that requires grad (shape {tuple(target.shape)}) "
             f"is being used in an in-place operation; wrap it in "

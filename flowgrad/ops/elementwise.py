@@ -51,7 +51,7 @@ def _(ctx, dy):
     return dy, (-dy if ctx.needs_input_grad[1] else None)
 
 
-@op("mul", save="inputs")
+@op("mul", save="inputs for others")
 def _mul(xp, a, b):
     return a * b
 
@@ -191,7 +191,7 @@ def _grad_mul(xp, dy, d):
 
 
 @_grad_mul.grad
-def _(ctx, g):
+def _(ctx, g):  # grad_mul is a product too, but saves both: dy's mask is needed for dy's grad
     dy, d = ctx.inputs
     need = ctx.needs_input_grad
     # masked on dy again: where dy == 0, g may be nan (it came through d) and must not leak

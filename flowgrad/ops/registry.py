@@ -25,7 +25,11 @@ _SAVE = {None: 0, "inputs": 1, "outputs": 2, "inputs outputs": 3, "all": 3, "att
 
 def _saved_inputs(save):
     """`save="inputs[0]"` (or "inputs[0, 2]") saves only those inputs; the others are None
-    in `ctx.inputs`, so an in-place write to them does not invalidate the backward."""
+    in `ctx.inputs`, so an in-place write to them does not invalidate the backward.
+    `save="inputs for others"` (a product's rule: each input's gradient needs the others)
+    saves an input only when some other input needs grad, as torch unpacks only those."""
+    if save == "inputs for others":
+        return 1, "others"
     if save is None or not save.startswith("inputs["):
         return _SAVE[save], None
     return 1, tuple(int(i) for i in save[len("inputs["):-1].split(","))
