@@ -35,6 +35,10 @@ CASES = [
     C("softshrink", lambda m, x: m.nn.functional.softshrink(x, 1.0), X),
     C("prelu", lambda m, x, w: m.nn.functional.prelu(x, w), X, np.array([0.25])),
     C("elu", lambda m, x: m.nn.functional.elu(x), X),
+    C("silu", lambda m, x: m.nn.functional.silu(x), X),
+    C("silu_far", lambda m, x: m.nn.functional.silu(x), X * 300),  # sigmoid 0: nan, as torch
+    C("mish", lambda m, x: m.nn.functional.mish(x), X),
+    C("mish_far", lambda m, x: m.nn.functional.mish(x), X * 300),
     C("clamp", lambda m, x: m.clamp(x, -1.0, 1.0), X),
     C("clamp_min", lambda m, x: m.clamp(x, min=0.0), X),
     C("clamp_tensor", lambda m, x, lo: m.clamp(x, min=lo), X, Y),

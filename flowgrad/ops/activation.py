@@ -1,9 +1,10 @@
 """Activations and softmax: relu (the seed's example) and its relatives, the elu family,
 gelu, softplus, the hard* and *shrink functions, prelu, glu, logsigmoid, softmax/softmin.
 
-Smooth activations with a cheap composition (silu, mish, softsign, tanhshrink, hardswish)
-are composed from primitives and need no rule; ones that must stay finite or that branch
-(elu, softplus, logsigmoid, hardtanh, softmax) are fused ops with their own rule.
+Smooth activations with a cheap composition (softsign, tanhshrink) are composed from
+primitives and need no rule; ones that must stay finite, that branch, or whose composed rule
+would turn an inf upstream gradient into nan (elu, softplus, logsigmoid, hardtanh, hardswish,
+silu, mish, softmax) are fused ops with their own rule.
 
 relu follows the seed to the letter: the forward saves only its output y, and the rule calls
 the `relu_grad` op, whose kernel is `dx = dy if y > 0 else 0`.
@@ -99,15 +100,19 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _leaky_relu(input, slope=negative_slope)
 
 
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *,
+          generator=None):
     """Randomized leaky ReLU: in training each x <= 0 is scaled by its own slope drawn
-    uniformly from [lower, upper] (flowgrad.random's generator); in eval the slope is
-    (lower + upper) / 2, as torch.
+    uniformly from [lower, upper] (from `generator`, or flowgrad.random's default one); in
+    eval the slope is (lower + upper) / 2, as torch. torch.rrelu's fifth positional argument
+    is the generator (F.rrelu's is inplace): a generator passed there is taken as one.
 
     >>> import flowgrad as flow
     >>> flow.nn.functional.rrelu(flow.tensor([-2.0, 3.0]), 0.1, 0.3)
     tensor([-0.4000,  3.0000])
     """
+    if inplace is not None and not isinstance(inplace, (bool, int)):
+        generator, inplace = inplace, False  # torch.rrelu(input, lower, upper, training, gen)
     if lower > upper:
         raise RuntimeError(f"rrelu: lower bound should be less than or equal to the upper "
                            f"bound (got lower={lower}, upper={upper})")
@@ -119,16 +124,16 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     def apply(x):
         # the slopes are constants of the graph: the gradient is the same slope, as torch's
         data = x._data
-        slope = numpy_generator().uniform(lower, upper, data.shape)
+        slope = numpy_generator(generator).uniform(lower, upper, data.shape)
         noise = (data > 0) + (data <= 0) * slope
         return x * Tensor._wrap(noise.astype(data.dtype, copy=False))
 
     return run_inplace("rrelu_", apply, input) if inplace else apply(input)
 
 
-def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     """In-place rrelu."""
-    return rrelu(input, lower, upper, training, inplace=True)
+    return rrelu(input, lower, upper, training, inplace=True, generator=generator)
 
 
 # ---- hardtanh and relu6: clamp whose gradient is 0 on the boundary, as torch ---------------
@@ -235,9 +240,11 @@ def relu_(input):
     return relu(input, inplace=True)
 
 
-def elu_(input, alpha=1.0):
-    """elu, in place."""
-    return elu(input, alpha, True)
+def elu_(input, alpha=1.0, scale=1.0, input_scale=1.0):
+    """elu, in place; scale and input_scale as torch's elu_: scale * elu(input_scale * x)
+    with alpha applied to the negative side."""
+    return _elu_call("elu", input, True, alpha=float(alpha), scale=float(scale),
+                     input_scale=float(input_scale))
 
 
 def selu_(input):
@@ -353,6 +360,53 @@ def softplus(input, beta=1.0, threshold=20.0):
     return _softplus(_float_of(input), beta=beta, threshold=threshold)
 
 
+def _as_float(xp, x):
+    """x in a dtype NumPy's ufuncs compute well (bfloat16 in float32)."""
+    return x.astype(xp.float32) if x.dtype.kind == "V" else x
+
+
+def _sigmoid_of(xp, x):
+    """1 / (1 + exp(-x)), as torch's silu/mish kernels (exp(-x) may overflow to inf: 0)."""
+    with xp.errstate(over="ignore"):
+        e = xp.exp(-x)
+    e += 1
+    return xp.reciprocal(e, out=e)
+
+
+# silu and mish: one op each with a one-pass rule (torch's formulas), so an inf upstream
+# gradient gives +-inf, not the nan of 0 * inf that the composed rules gave
+@op("silu", save="inputs")
+def _silu(xp, x):
+    s = _sigmoid_of(xp, _as_float(xp, x))
+    return (x * s).astype(x.dtype, copy=False), s.astype(x.dtype, copy=False)  # s: aux
+
+
+@_silu.grad
+def _(ctx, dy):
+    return _silu_grad(ctx.inputs[0], ctx.aux[0], dy)
+
+
+@op("silu_grad", save="inputs")
+def _silu_grad(xp, x, s, dy):
+    # torch's silu_backward: dy * s * (1 + x * (1 - s)), s = sigmoid(x)
+    r = 1 - s
+    r *= x
+    r += 1
+    r *= s
+    return xp.multiply(dy, r, out=r) if r.dtype == dy.dtype else (dy * r).astype(dy.dtype)
+
+
+@_silu_grad.grad
+def _(ctx, ddx):
+    x, s, dy = ctx.inputs
+    need = ctx.needs_input_grad
+    dx = None
+    if need[0]:  # silu''(x) = s (1 - s) (2 + x (1 - 2 s)), s a function of x again
+        sx = sigmoid(x)
+        dx = ddx * dy * (sx * (1 - sx) * (x * (1 - sx * 2) + 2))
+    return dx, None, (_silu_grad(x, s, ddx) if need[2] else None)
+
+
 def silu(input, inplace=False):
     """x * sigmoid(x).
 
@@ -362,14 +416,52 @@ def silu(input, inplace=False):
     """
     if inplace:
         return run_inplace("silu_", silu, input)
-    return input * sigmoid(input)
+    return _silu(_float_of(input))
+
+
+@op("mish", save="inputs")
+def _mish(xp, x):
+    xf = _as_float(xp, x)
+    with xp.errstate(over="ignore"):
+        t = xp.exp(xf)  # inf above ~88 (float32): log1p(inf) = inf, tanh(inf) = 1
+    xp.log1p(t, out=t)
+    xp.tanh(t, out=t)
+    return (xf * t).astype(x.dtype, copy=False), t.astype(x.dtype, copy=False)  # t: aux
+
+
+@_mish.grad
+def _(ctx, dy):
+    return _mish_grad(ctx.inputs[0], ctx.aux[0], dy)
+
+
+@op("mish_grad", save="inputs")
+def _mish_grad(xp, x, t, dy):
+    # torch's mish_backward: dy * (t + x * s * (1 - t^2)), t = tanh(softplus(x))
+    xf, tf = _as_float(xp, x), _as_float(xp, t)
+    r = tf * tf
+    xp.subtract(1, r, out=r)
+    r *= _sigmoid_of(xp, xf)
+    r *= xf
+    r += tf
+    return (dy * r).astype(dy.dtype, copy=False)
+
+
+@_mish_grad.grad
+def _(ctx, ddx):
+    x, t, dy = ctx.inputs
+    need = ctx.needs_input_grad
+    dx = None
+    if need[0]:  # mish''(x) = s (1 - t^2) (2 + x (1 - s - 2 t s)), t and s functions of x
+        s, tx = sigmoid(x), tanh(softplus(x))
+        dx = ddx * dy * (s * (1 - tx * tx) * (x * (1 - s - tx * s * 2) + 2))
+    return dx, None, (_mish_grad(x, t, ddx) if need[2] else None)
 
 
 def mish(input, inplace=False):
     """x * tanh(softplus(x))."""
     if inplace:
         return run_inplace("mish_", mish, input)
-    return input * tanh(softplus(input))
+    return _mish(_float_of(input))
 
 
 def softsign(input):
@@ -409,9 +501,10 @@ def _threshold(input, th, value):
     return where(_mask(input, lambda x: x > th), input, value)
 
 
-def threshold_(input, threshold_value, value):
+def threshold_(input, threshold, value):
     """threshold, in place."""
-    return threshold(input, threshold_value, value, inplace=True)
+    th = threshold
+    return run_inplace("threshold_", lambda x: _threshold(x, th, value), input)
 
 
 @tensor_method()
@@ -482,9 +575,12 @@ def _(ctx, dy):
     return dy - ctx.out.exp() * dy.sum(ctx.dim, keepdim=True)
 
 
-def _softmax_dim(input, dim, dtype, name):
+def _softmax_dim(input, dim, dtype, name, stacklevel):
     if dtype is not None:
-        input = input.to(dtype)
+        if isinstance(dtype, int):  # F.softmax(x, dim, _stacklevel, dtype): torch's order
+            dtype = stacklevel if not isinstance(stacklevel, int) else None
+        if dtype is not None:
+            input = input.to(dtype)
     if input._data.dtype.kind not in "fV":
         input = input.float()
     if dim is None:
@@ -493,34 +589,36 @@ def _softmax_dim(input, dim, dtype, name):
 
 
 @tensor_method()
-def softmax(input, dim=None, dtype=None):
-    """exp(x) / sum(exp(x)) along dim, computed stably.
+def softmax(input, dim=None, dtype=None, _stacklevel=3):
+    """exp(x) / sum(exp(x)) along dim, computed stably. `_stacklevel` (torch's F.softmax)
+    is accepted and ignored.
 
     >>> import flowgrad as flow
     >>> import flowgrad.nn.functional as F
     >>> F.softmax(flow.tensor([[1.0, 2.0, 3.0]]), dim=1)
     tensor([[0.0900, 0.2447, 0.6652]])
     """
-    input, d = _softmax_dim(input, dim, dtype, "softmax")
+    input, d = _softmax_dim(input, dim, dtype, "softmax", _stacklevel)
     return _softmax(input, dim=d)
 
 
 @tensor_method()
-def log_softmax(input, dim=None, dtype=None):
-    """log(softmax(x)) along dim, stable for large |x|.
+def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
+    """log(softmax(x)) along dim, stable for large |x|. `_stacklevel` is accepted and
+    ignored, as torch's F.log_softmax.
 
     >>> import flowgrad as flow
     >>> import flowgrad.nn.functional as F
     >>> F.log_softmax(flow.tensor([1.0, 2.0, 3.0]), dim=0)
     tensor([-2.4076, -1.4076, -0.4076])
     """
-    input, d = _softmax_dim(input, dim, dtype, "log_softmax")
+    input, d = _softmax_dim(input, dim, dtype, "log_softmax", _stacklevel)
     return _log_softmax(input, dim=d)
 
 
-def softmin(input, dim=None, dtype=None):
-    """softmax(-x) along dim."""
-    input, d = _softmax_dim(input, dim, dtype, "softmin")
+def softmin(input, dim=None, dtype=None, _stacklevel=3):
+    """softmax(-x) along dim (`_stacklevel` accepted and ignored, as torch)."""
+    input, d = _softmax_dim(input, dim, dtype, "softmin", _stacklevel)
     return _softmax(-input, dim=d)
 
 

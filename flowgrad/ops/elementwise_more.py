@@ -475,9 +475,14 @@ def zero_(self):
     return run_inplace("zero_", _filled, self, Tensor._wrap(np.zeros((), self._data.dtype)))
 
 
-def copy_(self, src, non_blocking=False):
-    """Copy `src` (broadcast to this shape, cast to this dtype) into this tensor."""
-    src = _value_tensor(self, src, "copy_")
+def copy_(self, other=None, non_blocking=False, *, src=None):
+    """Copy `other` (broadcast to this shape, cast to this dtype) into this tensor. `other` is
+    the keyword torch's Tensor.copy_ binds; `src`, the name in its docs and schema, works too."""
+    if (other is None) == (src is None):
+        raise TypeError("copy_() takes the source once: as `other` (positional or keyword) "
+                        "or as `src`" if src is not None else
+                        "copy_() missing 1 required positional argument: 'other'")
+    src = _value_tensor(self, other if src is None else src, "copy_")
     try:
         shape = np.broadcast_shapes(src._data.shape, self._data.shape)
     except ValueError:
@@ -496,13 +501,24 @@ def _write_sample(self, name, draw):
     return run_inplace(name, _filled, self, Tensor._wrap(sample))
 
 
-def uniform_(self, a=0.0, b=1.0, *, generator=None):
-    """Fill with samples from U[a, b) (torch's `from`, `to`)."""
+def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
+    """Fill with samples from U[a, b); torch's keywords `from` and `to` (`from` is a Python
+    keyword, hence **kwargs) name a and b."""
+    if kwargs:
+        a, b = _uniform_keywords(a, b, kwargs)
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a} > to={b}")
     return _write_sample(self, "uniform_",
                          lambda shape: numpy_generator(generator).uniform(a, b, shape))
+
+
+def _uniform_keywords(a, b, kwargs):
+    unknown = set(kwargs) - {"from", "to"}
+    if unknown:
+        raise TypeError(f"uniform_() got an unexpected keyword argument {sorted(unknown)[0]!r}; "
+                        f"it takes from, to and generator")
+    return kwargs.get("from", a), kwargs.get("to", b)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
