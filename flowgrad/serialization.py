@@ -240,12 +240,17 @@ def _write_atomic(path, blob):
         raise
 
 
-def save(obj, f):
+def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False):
     """Write `obj` (tensors nested in dicts/lists/tuples, plus plain values) to the path or
     binary file object `f` in the safetensors format. Tensors that share memory (a tensor
     and its views) are stored once and share it again after `load`. A sha256 checksum of
     the data is stored and checked by `load`. Saving to a path writes a temporary file and
     renames it, so concurrent savers and loaders of one path never see a partial file.
+
+    pickle_module, pickle_protocol, _use_new_zipfile_serialization and
+    _disable_byteorder_record are accepted for torch.save's signature and ignored: nothing is
+    pickled, and the safetensors format has one layout (little-endian).
 
     >>> import flowgrad as flow, os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.safetensors")

@@ -28,6 +28,14 @@ def _shape_arg(shape):
     return tuple(int(s) for s in shape)
 
 
+def _keyword(args, value, op_name, name):
+    """(value,) for a shape given as keyword `name=`; positional sizes too are an error."""
+    if args:
+        raise TypeError(f"{op_name}() got multiple values for argument '{name}' (sizes given "
+                        f"positionally and as {name}=)")
+    return (value,)
+
+
 def _infer_shape(shape, numel, op_name, in_shape):
     shape = list(shape)
     if shape.count(-1) > 1:
@@ -56,21 +64,26 @@ def _(ctx, dy):
 
 
 @tensor_method()
-def reshape(input, *shape):
-    """The same elements in a new shape (one dim may be -1).
+def reshape(input, *sizes, shape=None):
+    """The same elements in a new shape (one dim may be -1): sizes, a tuple, or `shape=`.
 
     >>> import flowgrad as flow
     >>> flow.arange(6).reshape(2, -1)
     tensor([[0, 1, 2],
             [3, 4, 5]])
+    >>> flow.reshape(flow.arange(6), shape=(3, 2)).shape
+    flowgrad.Size([3, 2])
     """
-    shape = _infer_shape(_shape_arg(shape), input._data.size, "reshape", input._data.shape)
+    if shape is not None:
+        sizes = _keyword(sizes, shape, "reshape", "shape")
+    shape = _infer_shape(_shape_arg(sizes), input._data.size, "reshape", input._data.shape)
     return _reshape(input, shape=shape)
 
 
 @tensor_method()
-def view(input, *shape):
-    """reshape that requires a layout where no copy is needed (like torch.view).
+def view(input, *shape, size=None, dtype=None):
+    """reshape that requires a layout where no copy is needed (like torch.view); `size=` as
+    a keyword, or a dtype (positional or `dtype=`) to read the same bytes as that dtype.
 
     >>> import flowgrad as flow
     >>> x = flow.arange(6.0)
@@ -78,7 +91,17 @@ def view(input, *shape):
     >>> v[0, 0] = 100.0
     >>> x
     tensor([100.,   1.,   2.,   3.,   4.,   5.])
+    >>> x.view(size=(2, 3)).shape, x.view(dtype=flow.int64).dtype
+    (flowgrad.Size([2, 3]), flowgrad.int64)
     """
+    if size is not None or dtype is not None:
+        if size is not None and dtype is not None:
+            raise TypeError("view() takes a size or a dtype, not both")
+        if dtype is not None:
+            if shape:
+                raise TypeError("view() got sizes and dtype=: it takes a size or a dtype")
+            return _view_as_dtype(input, _dt.as_dtype(dtype))
+        shape = _keyword(shape, size, "view", "size")
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
         return _view_as_dtype(input, _dt.as_dtype(shape[0]))
     shape = _infer_shape(_shape_arg(shape), input._data.size, "view", input._data.shape)
@@ -171,14 +194,18 @@ def _(ctx, dy):
 
 
 @tensor_method()
-def permute(input, *dims):
-    """Reorder the dims.
+def permute(input, *order, dims=None):
+    """Reorder the dims: given as ints, a tuple, or `dims=`.
 
     >>> import flowgrad as flow
     >>> flow.zeros(2, 3, 4).permute(2, 0, 1).shape
     flowgrad.Size([4, 2, 3])
+    >>> flow.permute(flow.zeros(2, 3), dims=(1, 0)).shape
+    flowgrad.Size([3, 2])
     """
-    dims = _shape_arg(dims)
+    if dims is not None:
+        order = _keyword(order, dims, "permute", "dims")
+    dims = _shape_arg(order)
     nd = input._data.ndim
     if len(dims) != nd:
         raise RuntimeError(f"permute: number of dims don't match: the tensor has {nd} dims "
@@ -208,8 +235,18 @@ def transpose(input, dim0, dim1):
     return _permute(input, dims=tuple(dims))
 
 
-swapaxes = swapdims = transpose
-tensor_method("swapaxes")(transpose)
+def swapaxes(input, axis0, axis1):
+    """transpose(input, axis0, axis1), under NumPy's name and argument names (as torch's).
+
+    >>> import flowgrad as flow
+    >>> flow.swapaxes(flow.zeros(2, 3), axis0=0, axis1=1).shape
+    flowgrad.Size([3, 2])
+    """
+    return transpose(input, axis0, axis1)
+
+
+swapdims = transpose
+tensor_method("swapaxes")(swapaxes)
 tensor_method("swapdims")(transpose)
 
 
@@ -241,14 +278,19 @@ def _(ctx, dy):
 
 
 @tensor_method()
-def expand(input, *sizes):
-    """Broadcast size-1 dims to `sizes` (-1 keeps a dim) without copying.
+def expand(input, *sizes, size=None, implicit=False):
+    """Broadcast size-1 dims to `sizes` (-1 keeps a dim) without copying: sizes, a tuple or
+    `size=`. `implicit` (torch's internal flag for expands broadcasting made) has no effect.
 
     >>> import flowgrad as flow
     >>> flow.tensor([[1], [2]]).expand(2, 3)
     tensor([[1, 1, 1],
             [2, 2, 2]])
+    >>> flow.tensor([[1], [2]]).expand(size=(2, 2)).shape
+    flowgrad.Size([2, 2])
     """
+    if size is not None:
+        sizes = _keyword(sizes, size, "expand", "size")
     sizes = _shape_arg(sizes)
     shp = input._data.shape
     lead = len(sizes) - len(shp)
@@ -279,23 +321,29 @@ def expand_as(input, other):
     return expand(input, other.shape)
 
 
-def broadcast_to(input, shape):
-    """expand to `shape` (a torch function name).
+def broadcast_to(input, size):
+    """expand to `size` (a torch function name).
 
     >>> import flowgrad as flow
     >>> flow.broadcast_to(flow.tensor([1, 2]), (2, 2))
     tensor([[1, 2],
             [1, 2]])
     """
-    return expand(input, tuple(shape))
+    return expand(input, tuple(size))
 
 
 tensor_method("broadcast_to")(broadcast_to)
 
 
-def expand_copy(input, *sizes):
-    """expand(input, *sizes), copied into a new tensor."""
-    return expand(input, *sizes).clone()
+def expand_copy(input, *sizes, size=None, implicit=False):
+    """expand(input, *sizes) (or `size=`), copied into a new tensor; `implicit` has no effect.
+
+    >>> import flowgrad as flow
+    >>> flow.expand_copy(flow.tensor([1, 2]), size=(2, 2))
+    tensor([[1, 2],
+            [1, 2]])
+    """
+    return expand(input, *sizes, size=size).clone()
 
 
 @tensor_method()
@@ -422,8 +470,8 @@ def _type(input, dtype=None):
 
 
 @tensor_method()
-def cpu(input):
-    """`input` itself: flowgrad tensors always live on the CPU."""
+def cpu(input, memory_format=None):
+    """`input` itself: flowgrad tensors always live on the CPU (memory_format is ignored)."""
     return input
 
 

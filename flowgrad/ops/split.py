@@ -76,6 +76,20 @@ def split(tensor, split_size_or_sections, dim=0):
     return _pieces(tensor, d, list(range(0, n, s)) + [n])
 
 
+def _split_method(self, split_size, dim=0):
+    """Tensor.split: torch names the method's argument `split_size` (the function's
+    `split_size_or_sections`); it takes a size or a list of sizes all the same.
+
+    >>> import flowgrad as flow
+    >>> flow.arange(5).split(split_size=3)
+    (tensor([0, 1, 2]), tensor([3, 4]))
+    """
+    return split(self, split_size, dim)
+
+
+tensor_method("split")(_split_method)
+
+
 @tensor_method()
 def chunk(input, chunks, dim=0):
     """At most `chunks` equal pieces along `dim` (the last may be smaller).
@@ -91,12 +105,47 @@ def chunk(input, chunks, dim=0):
     return split(input, max(-(-n // chunks), 1) if n else 1, d)
 
 
+# torch's keyword spellings of a split's pieces: (accepted types, what the message says)
+_KINDS = {"sections": ((int, np.integer), "an int"),
+          "indices": ((list, tuple), "a list or tuple of ints"),
+          "tensor_indices_or_sections": (Tensor, "a Tensor")}
+
+
+def _one_of(name, given):
+    """The one value given among torch's keyword spellings {keyword: value or None}; a
+    TypeError if none, several, or one of the wrong kind (sections=[1], indices=2) is."""
+    named = [(k, v) for k, v in given.items() if v is not None]
+    if len(named) != 1:
+        got = ", ".join(k for k, _ in named) or "none"
+        raise TypeError(f"{name}() takes exactly one of {', '.join(given)}; got {got}")
+    key, value = named[0]
+    if key in _KINDS:
+        types, what = _KINDS[key]
+        if not isinstance(value, types) or isinstance(value, bool):
+            raise TypeError(f"{name}(): {key} must be {what}, got {type(value).__name__}")
+    return value
+
+
 @tensor_method()
-def tensor_split(input, indices_or_sections, dim=0):
+def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indices=None,
+                 tensor_indices_or_sections=None):
     """`sections` nearly equal pieces (the first n % sections one longer), or pieces between
-    the given indices."""
-    d, n = _size(input, dim, "tensor_split")
+    the given indices; as torch, the keyword is `sections=`, `indices=` or
+    `tensor_indices_or_sections=` (an int tensor: 0-d for sections, 1-d for indices).
+
+    >>> import flowgrad as flow
+    >>> flow.tensor_split(flow.arange(5), sections=2)
+    (tensor([0, 1, 2]), tensor([3, 4]))
+    >>> flow.arange(5).tensor_split(indices=[1, 4])
+    (tensor([0]), tensor([1, 2, 3]), tensor([4]))
+    """
     s = indices_or_sections
+    if s is None or sections is not None or indices is not None or \
+            tensor_indices_or_sections is not None:
+        s = _one_of("tensor_split", {"indices_or_sections": s, "sections": sections,
+                                     "indices": indices,
+                                     "tensor_indices_or_sections": tensor_indices_or_sections})
+    d, n = _size(input, dim, "tensor_split")
     if isinstance(s, Tensor):
         if s._data.dtype.kind not in "iu":
             raise RuntimeError(f"tensor_split(): tensor_indices_or_sections must be an integer "
@@ -143,18 +192,27 @@ def _split_by(input, s, dim, name, need):
 
 
 @tensor_method()
-def hsplit(input, sections):
-    """split along dim 1 (dim 0 for 1-D input) into `sections` equal parts or at indices."""
+def hsplit(input, sections=None, *, indices=None):
+    """split along dim 1 (dim 0 for 1-D input) into `sections` equal parts or at indices.
+    torch's keywords: `sections=` (an int) or `indices=` (a list)."""
+    if sections is None or indices is not None:
+        sections = _one_of("hsplit", {"sections": sections, "indices": indices})
     return _split_by(input, sections, 1 if input._data.ndim > 1 else 0, "hsplit", 1)
 
 
 @tensor_method()
-def vsplit(input, sections):
-    """split along dim 0 of a >= 2-D input into `sections` equal parts or at the given indices."""
+def vsplit(input, sections=None, *, indices=None):
+    """split along dim 0 of a >= 2-D input into `sections` equal parts or at the given indices.
+    torch's keywords: `sections=` (an int) or `indices=` (a list)."""
+    if sections is None or indices is not None:
+        sections = _one_of("vsplit", {"sections": sections, "indices": indices})
     return _split_by(input, sections, 0, "vsplit", 2)
 
 
 @tensor_method()
-def dsplit(input, sections):
-    """split along dim 2 of a >= 3-D input into `sections` equal parts or at the given indices."""
+def dsplit(input, sections=None, *, indices=None):
+    """split along dim 2 of a >= 3-D input into `sections` equal parts or at the given indices.
+    torch's keywords: `sections=` (an int) or `indices=` (a list)."""
+    if sections is None or indices is not None:
+        sections = _one_of("dsplit", {"sections": sections, "indices": indices})
     return _split_by(input, sections, 2, "dsplit", 3)
