@@ -117,12 +117,19 @@ def test_valid_multinomial_and_factories_are_unchanged():
     assert flow.linspace(0, 1, 0).shape == (0,) and flow.arange(-1.0, 1.0, 0.5).shape == (4,)
 
 
-@pytest.mark.xfail(reason="binary_cross_entropy lives in flowgrad/ops/loss_more.py, owned by "
-                          "another change: it still needs the target range check", strict=False)
 def test_binary_cross_entropy_rejects_targets_outside_0_1():
     for target in (2.0, -0.5, float("nan")):
-        with pytest.raises(RuntimeError, match="target"):
-            F.binary_cross_entropy(flow.tensor([0.5]), flow.tensor([target]))
+        torch_type, error = _both(lambda m: m.nn.functional.binary_cross_entropy(
+            m.tensor([[0.5, 0.5]]), m.tensor([[0.0, target]])))
+        assert type(error) is torch_type is RuntimeError
+        assert re.search(r"binary_cross_entropy: all elements of target should be between 0 "
+                         r"and 1, got .*target of shape \(1, 2\)", str(error)), str(error)
+    # the input is checked first, as torch
+    with pytest.raises(RuntimeError, match="elements of input"):
+        F.binary_cross_entropy(flow.tensor([1.5]), flow.tensor([2.0]))
+    # the ends of the range are valid
+    loss = F.binary_cross_entropy(flow.tensor([0.5, 0.5]), flow.tensor([0.0, 1.0]))
+    assert loss.item() == pytest.approx(0.6931, abs=1e-4)
 
 
 DEVICE_FACTORIES = [

@@ -12,6 +12,9 @@ import flowgrad as flow
 
 X = np.array([[-3.0, -1.0, 0.0, 0.5, 1.0], [2.0, 6.0, 7.0, -0.5, 1.0]])
 Y = np.array([[-3.0, 0.0, 0.0, 1.0, 1.0], [2.0, 6.0, 8.0, -0.5, -2.0]])  # ties with X too
+P = np.array([[0.1, 0.9, 0.3, 1.0, 0.0], [0.5, 0.2, 0.7, 1.0, 0.0]])  # probabilities
+T = np.array([[1.0, 0.0, 1.0, 1.0, 0.0], [0.0, 0.3, 1.0, 0.0, 1.0]])  # targets, ties with P
+W = np.array([0.5, 2.0, 0.0, 1.0, 3.0])
 
 
 def C(name, fn, *arrays):
@@ -61,6 +64,17 @@ CASES = [
     C("max_pool3d", lambda m, x: m.nn.functional.max_pool3d(_pool_in(x, 3), (1, 2, 2)), X),
     C("adaptive_max_pool1d",
       lambda m, x: m.nn.functional.adaptive_max_pool1d(_pool_in(x, 1), 2), X),
+    C("bce", lambda m, x, t: m.nn.functional.binary_cross_entropy(x, t, reduction="none"),
+      P, T),
+    C("bce_mean", lambda m, x, t: m.nn.functional.binary_cross_entropy(x, t), P, T),
+    C("bce_weight", lambda m, x, t: m.nn.functional.binary_cross_entropy(
+        x, t, weight=m.tensor(W), reduction="none"), P, T),
+    C("bce_logits", lambda m, x, t: m.nn.functional.binary_cross_entropy_with_logits(
+        x, t, reduction="none"), X, T),
+    C("bce_logits_sum", lambda m, x, t: m.nn.functional.binary_cross_entropy_with_logits(
+        x, t, reduction="sum"), X, T),
+    C("bce_logits_pos_weight", lambda m, x, t: m.nn.functional.binary_cross_entropy_with_logits(
+        x, t, pos_weight=m.tensor(W), reduction="none"), X, T),  # torch: no pos_weight grad
     C("smooth_l1", lambda m, x, y: m.nn.functional.smooth_l1_loss(x, y, reduction="none"),
       X, Y),
     C("nll_none_ignored", lambda m, x: m.nn.functional.nll_loss(

@@ -75,7 +75,10 @@ CASES = [
     ("bce", lambda m, x, t: F(m).binary_cross_entropy(m.sigmoid(x), t), (2, 3), PROBS),
     ("bce_weight", lambda m, x, t: F(m).binary_cross_entropy(
         m.sigmoid(x), t, weight=m.tensor([0.5, 1.0, 2.0], dtype=x.dtype), reduction="none"),
-     (2, 3), BITS),
+     (2, 3), PROBS),
+    # targets of exactly 0 and 1, constant: finite differences would step outside [0, 1]
+    ("bce_bits", lambda m, x: F(m).binary_cross_entropy(
+        m.sigmoid(x), m.tensor(BITS, dtype=x.dtype), reduction="sum"), (2, 3)),
     ("bce_logits", lambda m, x, t: F(m).binary_cross_entropy_with_logits(x, t), (2, 3), BITS),
     ("bce_logits_pw", lambda m, x, t: F(m).binary_cross_entropy_with_logits(
         x, t, pos_weight=_w(m, x), reduction="sum"), (2, 3), PROBS),

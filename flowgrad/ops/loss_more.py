@@ -1,6 +1,7 @@
 """More losses, composed from differentiable ops (so every order of derivative comes from
-theirs): cross_entropy with probabilities or label smoothing, binary_cross_entropy (+ with
-logits), kl_div, poisson_nll_loss, gaussian_nll_loss, and the margin losses.
+theirs): cross_entropy with probabilities or label smoothing, kl_div, poisson_nll_loss,
+gaussian_nll_loss, and the margin losses. binary_cross_entropy (+ with logits) are
+elementwise ops with torch's rules (written with flowgrad ops, so differentiable again).
 
 >>> import flowgrad as flow
 >>> x = flow.tensor([0.0, 0.0])
@@ -24,6 +25,7 @@ from .loss import (
     nll_loss,
     reduce_loss,
 )
+from .registry import op
 
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
            "poisson_nll_loss", "gaussian_nll_loss", "cosine_embedding_loss",
@@ -100,10 +102,72 @@ def _broadcastable(t, shape, name, what):
     return t
 
 
+def _check_unit_range(data, what):
+    """Raise torch's RuntimeError unless every element of `data` lies in [0, 1] (nan does
+    not); one min and one max pass for valid data."""
+    if not data.size:
+        return
+    lo, hi = np.minimum.reduce(data, axis=None), np.maximum.reduce(data, axis=None)
+    if lo >= 0 and hi <= 1:  # false for nan: min/max propagate it
+        return
+    bad = data[~((data >= 0) & (data <= 1))].reshape(-1)[0]
+    raise RuntimeError(f"binary_cross_entropy: all elements of {what} should be between 0 and "
+                       f"1, got {float(bad)} ({what} of shape {tuple(data.shape)})"
+                       + ("; apply sigmoid first or use binary_cross_entropy_with_logits"
+                          if what == "input" else ""))
+
+
+# One op each (elementwise loss, torch's formulas), so that an inf upstream gradient gives
+# inf * finite = +-inf where the composed rules gave nan (0 * inf); reductions and weights
+# stay ordinary ops.
+@op("binary_cross_entropy", save="inputs")
+def _bce(xp, x, t):
+    with xp.errstate(divide="ignore"):
+        log_x = xp.maximum(xp.log(x), -100)
+        log_1mx = xp.maximum(xp.log1p(-x), -100)
+    return ((t - 1) * log_1mx - t * log_x).astype(x.dtype, copy=False)
+
+
+@_bce.grad
+def _(ctx, dy):
+    x, t = ctx.inputs
+    need = ctx.needs_input_grad
+    # torch: dy (x - t) / max(x (1 - x), 1e-12) and, for the target, -dy logit(x)
+    dx = dy * (x - t) / ((1.0 - x) * x).clamp(min=1e-12) if need[0] else None
+    dt = dy * ((-x).log1p() - x.log()) if need[1] else None
+    return dx, dt
+
+
+@op("binary_cross_entropy_with_logits", save="inputs")
+def _bce_logits(xp, x, t, *pos_weight):
+    sp = xp.logaddexp(xp.zeros((), x.dtype), -x)  # softplus(-x) = -log(sigmoid(x))
+    if pos_weight:
+        sp *= (pos_weight[0] - 1) * t + 1
+    sp += (1 - t) * x
+    return sp.astype(x.dtype, copy=False)
+
+
+@_bce_logits.grad
+def _(ctx, dy):
+    x, t, *pos_weight = ctx.inputs
+    need = ctx.needs_input_grad
+    s = x.sigmoid() if need[0] else None
+    if not pos_weight:
+        return (dy * (s - t) if need[0] else None), (dy * -x if need[1] else None)
+    pw = pos_weight[0]
+    sp = softplus(-x) if need[1] or need[2] else None
+    pt = pw * t
+    dx = dy * ((pt + 1.0 - t) * s - pt) if need[0] else None
+    # d/dt: (pw - 1) softplus(-x) - x; d/dpw: t softplus(-x)
+    dt = dy * ((pw - 1.0) * sp - x) if need[1] else None
+    dpw = dy * t * sp if need[2] else None
+    return dx, dt, dpw
+
+
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
-    """-(t log x + (1 - t) log(1 - x)), the logs clamped at -100 as torch does; input must be
-    probabilities in [0, 1].
+    """-(t log x + (1 - t) log(1 - x)), the logs clamped at -100 as torch does; input and
+    target must be probabilities in [0, 1].
 
     >>> import flowgrad as flow
     >>> import flowgrad.nn.functional as F
@@ -114,15 +178,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     x = _float_input(input, "binary_cross_entropy")
     t = _same_shape(x, target, "binary_cross_entropy")
     _broadcastable(weight, x.shape, "binary_cross_entropy", "weight")
-    data = x._data
-    if data.size and ((data < 0) | (data > 1) | np.isnan(data)).any():
-        bad = data[(data < 0) | (data > 1) | np.isnan(data)][0]
-        raise RuntimeError(f"binary_cross_entropy: all elements of input should be between 0 "
-                           f"and 1, got {float(bad)}; apply sigmoid first or use "
-                           f"binary_cross_entropy_with_logits")
-    log_x = x.log().clamp(min=-100.0)
-    log_1mx = (1.0 - x).log().clamp(min=-100.0)
-    loss = -(t * log_x + (1.0 - t) * log_1mx)
+    _check_unit_range(x._data, "input")
+    _check_unit_range(t._data, "target")
+    loss = _bce(x, t)
     if weight is not None:
         loss = loss * weight.to(x.dtype)
     return reduce_loss(loss, reduction)
@@ -146,10 +204,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     t = target.to(x.dtype) if target._data.dtype != x._data.dtype else target
     _broadcastable(weight, x.shape, "binary_cross_entropy_with_logits", "weight")
     _broadcastable(pos_weight, x.shape, "binary_cross_entropy_with_logits", "pos_weight")
-    sp = softplus(-x)  # -log(sigmoid(x)), linear for large -x: no overflow
-    if pos_weight is not None:
-        sp = sp * ((pos_weight.to(x.dtype) - 1.0) * t + 1.0)
-    loss = (1.0 - t) * x + sp
+    if pos_weight is None:
+        loss = _bce_logits(x, t)
+    else:
+        loss = _bce_logits(x, t, pos_weight.to(x.dtype))
     if weight is not None:
         loss = loss * weight.to(x.dtype)
     return reduce_loss(loss, reduction)
