@@ -162,6 +162,35 @@ def test_ctc_zero_infinity():
             np.testing.assert_allclose(out[flow][1], out[torch][1], atol=1e-6)
 
 
+# (targets, target_lengths, input_lengths, x's shape): targets of length 0, alone or mixed
+CTC_EMPTY = {
+    "padded_all_empty": ([[]] * 3, [0, 0, 0], [5, 4, 2], (5, 3, 4)),
+    "padded_some_empty": ([[1, 2], [0, 0], [3, 0]], [2, 0, 1], [5, 4, 3], (5, 3, 4)),
+    "concat_all_empty": ([], [0, 0], [5, 3], (5, 2, 4)),
+    "concat_some_empty": ([2, 3, 1], [0, 3, 0], [5, 5, 1], (5, 3, 4)),
+    "unbatched_empty": ([], [0], [4], (4, 3)),
+}
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("case", sorted(CTC_EMPTY))
+def test_ctc_empty_targets_match_torch(case, reduction):
+    targets, target_lengths, input_lengths, shape = CTC_EMPTY[case]
+    x = np.random.default_rng(3).standard_normal(shape)
+    out = {}
+    for m in (flow, torch):
+        xt = m.tensor(x, requires_grad=True)
+        batched = len(shape) == 3
+        lengths = [m.tensor(v if batched else v[0]) for v in (input_lengths, target_lengths)]
+        loss = F(m).ctc_loss(xt.log_softmax(-1), m.tensor(targets, dtype=m.int64), *lengths,
+                             reduction=reduction)
+        loss.sum().backward()
+        out[m] = (loss.detach().numpy(), xt.grad.numpy())
+    assert np.isfinite(out[flow][0]).all()
+    np.testing.assert_allclose(out[flow][0], out[torch][0], rtol=1e-10)
+    np.testing.assert_allclose(out[flow][1], out[torch][1], rtol=1e-8, atol=1e-12)
+
+
 HUGE = np.array([[1e4, -1e4, 0.0], [-1e4, 3.0, 1e4]], dtype=np.float32)
 
 

@@ -162,7 +162,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     elif tg.shape[0] != n or (tg.shape[1] < tg_len.max() if n else False):
         raise RuntimeError(f"ctc_loss: targets of shape {tg.shape} don't fit batch {n} with "
                            f"target_lengths {tg_len.tolist()}")
-    if tg.size and (tg.min() < 0 or tg.max() >= c):
+    if tg.shape[1] == 0:  # every target empty: a padding column (2S+1 = 3 labels, not 1)
+        tg = np.full((n, 1), blank, np.int64)
+    elif tg.size and (tg.min() < 0 or tg.max() >= c):
         raise IndexError(f"ctc_loss: target labels must lie in [0, {c}), got values in "
                          f"[{int(tg.min())}, {int(tg.max())}]")
     loss = _ctc_loss(lp, targets=tg, input_lengths=in_len, target_lengths=tg_len, blank=blank)
