@@ -181,6 +181,11 @@ def _check_no_partial_overlap(name, data, other):
     memory (`x[1:].add_(x[:-1])`): the result would depend on the order of the writes."""
     if other is data or not np.may_share_memory(other, data):
         return
+    try:  # bounds overlap; do elements? (interleaved columns of one matrix don't)
+        if not np.shares_memory(other, data, max_work=10_000):
+            return
+    except np.exceptions.TooHardError:
+        pass  # undecided: refuse, as the safe answer
     if (other.shape == data.shape and other.strides == data.strides
             and other.__array_interface__["data"][0] == data.__array_interface__["data"][0]):
         return  # the same elements: `x.add_(x[:])` is fine
@@ -240,9 +245,9 @@ def _inplace_through_view(name, target, compute):
     base, chain = info.base, info.chain
     base_old = base.clone()
     region = compute(replay_view(base_old, chain))
-    _checkwritable(target, region._data, name)
+    _check_writable(target, region._data, name)
     new_base = REGISTRY["view_scatter"](base_old, region.to(target.dtype), chain=chain)
-    writable(target._data, name)[...] = region._data  # shared storage: base sees it too
+    assign(target._data, region._data, name)  # shared storage: base sees it too
     bump_version(target)
     _adopt_saved_outputs(region, target)
     retain = base._meta is not None and base._meta.retain_grad
@@ -268,8 +273,9 @@ def _adopt_saved_outputs(result, target):
             saved.version = target._version.value
 
 
-# in-place ops that torch lets write through an expanded (self-overlapping) view
-_OVERLAP_OK = frozenset(("fill_", "zero_", "masked_fill_"))
+# in-place ops that torch lets write through an expanded (self-overlapping) view; setitem
+# checks the region it writes itself
+_OVERLAP_OK = frozenset(("fill_", "zero_", "masked_fill_", "setitem"))
 
 
 def self_overlapping(data):
@@ -291,7 +297,19 @@ def writable(data, name):
     return writable_alias(data)
 
 
-def _checkwritable(target, data, name):
+def assign(dst, values, name):
+    """dst[...] = values, for an in-place op `name`. Where dst is an expand whose elements
+    share memory, only the changed elements are written: copying back an unchanged alias
+    would undo the write to another (a masked_fill_ or setitem of one aliased element)."""
+    dst = writable(dst, name)
+    if dst.flags.writeable and not self_overlapping(dst):
+        dst[...] = values
+        return
+    changed = values != dst
+    dst[changed] = np.broadcast_to(values, dst.shape)[changed]
+
+
+def _check_writable(target, data, name):
     if data.dtype != target._data.dtype and not np.can_cast(data.dtype, target._data.dtype,
                                                             "same_kind"):
         raise RuntimeError(
@@ -307,9 +325,9 @@ def _checkwritable(target, data, name):
 def write_inplace(target, result, name):
     """Copy `result` into `target`'s storage; if result was recorded, rebase target on it."""
     data = result._data
-    _checkwritable(target, data, name)
+    _check_writable(target, data, name)
     if data is not target._data:
-        writable(target._data, name)[...] = data
+        assign(target._data, data, name)
     bump_version(target)
     if result._grad_fn is not None:
         old = target._meta

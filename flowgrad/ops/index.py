@@ -180,15 +180,20 @@ def setitem(x, index, value):
         value = Tensor._wrap(np.asarray(value, dtype=x._data.dtype))
     elif value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
-    if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad or (
-            x._view is not None and x._view.base.requires_grad)):
+    data = x._data
+    if not data.flags.writeable and not advanced:
+        # an expand: torch refuses a slice assignment only where the written region overlaps
+        # itself (index tensors go through index_put_, which writes anyway)
+        try:
+            writable(data[idx], "copy_")
+        except IndexError:
+            pass  # reported below, with the shapes
+    if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad):
         inplace_update("setitem", x, lambda src: _setitem(src, value, index=idx),
                        value.requires_grad)
         return
-    data = x._data
     try:
-        if not data.flags.writeable:  # an expand: refuse only if the written region overlaps
-            writable(data if advanced else data[idx], "setitem")
+        if not data.flags.writeable:
             data = writable_alias(data)
         data[idx] = value._data
     except (IndexError, ValueError) as e:

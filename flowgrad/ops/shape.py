@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from ..autograd.views import writable_alias
+from ..autograd.interpreter import assign
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -718,9 +718,7 @@ def _view_scatter(xp, base, region, *, chain):
         view = view_op.kernel(xp, view, **attrs)
         if index is not None:
             view = view[index]
-    if not view.flags.writeable:  # an expanded view: fill_/zero_ may write every alias
-        view = writable_alias(view)
-    view[...] = region
+    assign(view, region, "setitem")  # an expand's aliases are written as in place
     return out
 
 

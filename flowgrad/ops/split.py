@@ -102,7 +102,9 @@ def chunk(input, chunks, dim=0):
         raise RuntimeError(f"chunk(): chunk expects `chunks` to be greater than 0, got: "
                            f"{chunks}")
     d, n = _size(input, dim, "chunk")
-    return split(input, max(-(-n // chunks), 1) if n else 1, d)
+    if n == 0:  # torch: `chunks` empty pieces
+        return _pieces(input, d, [0] * (chunks + 1))
+    return split(input, -(-n // chunks), d)
 
 
 # torch's keyword spellings of a split's pieces: (accepted types, what the message says)
