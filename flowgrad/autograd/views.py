@@ -79,12 +79,16 @@ def sync_view(view):
         return
     base = info.base
     base_meta = base._meta
-    if base_meta is None or not base_meta.requires_grad:
-        info.version = version
+    if view._grad_fn is None and (base_meta is None or not base_meta.requires_grad):
+        info.version = version  # no history to refresh (a plain view, or a view leaf)
         return
     if info.creation:
         raise view_error(view, info.creation, "its base or another view of its base has been "
                          "modified inplace")
+    if base_meta is None or not base_meta.requires_grad:
+        # the base stopped requiring grad (requires_grad_(False), detach_()): like torch, the
+        # view keeps a history, but one that leads nowhere: a throwaway stand-in base
+        base = base.detach().requires_grad_()
     enabled = _state.enabled
     _state.enabled = True
     try:

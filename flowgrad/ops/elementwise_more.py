@@ -13,6 +13,7 @@ import builtins
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.interpreter import run_inplace
 from ..random import numpy_generator
 from ..tensor import Tensor, tensor_method
@@ -483,6 +484,8 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
                         "or as `src`" if src is not None else
                         "copy_() missing 1 required positional argument: 'other'")
     src = _value_tensor(self, other if src is None else src, "copy_")
+    if src is self and not (is_grad_enabled() and self.requires_grad):
+        return self  # torch's copy_ returns at once (even into an expand)
     try:
         shape = np.broadcast_shapes(src._data.shape, self._data.shape)
     except ValueError:
