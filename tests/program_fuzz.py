@@ -393,7 +393,10 @@ def b_inplace(g):
             return False
         need = (2,) + sh[1:]
         b = g.partner(need)
-        src = f"{b}.expand({', '.join(map(str, need))})" if b else \
+        # a fresh source: one aliasing the destination makes torch's result depend on the
+        # order of its writes (flowgrad refuses it), and torch saves the source only for its
+        # shape, so a later write to it fails torch's backward (flowgrad saves nothing)
+        src = f"({b} * 1.0).expand({', '.join(map(str, need))})" if b else \
             f"m.ones({', '.join(map(str, need))}, dtype=m.float64)"
         i, j = rng.randrange(sh[0]), rng.randrange(sh[0])
         code = f"{a}.index_add_(0, m.tensor([{i}, {j}]), {src})"

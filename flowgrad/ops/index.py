@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd import grad_mode
-from ..autograd.interpreter import bump_version, inplace_update, writable
+from ..autograd.interpreter import bump_version, inplace_update, self_overlapping, writable
 from ..autograd.views import writable_alias
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
@@ -189,6 +189,9 @@ def setitem(x, index, value):
         except IndexError:
             pass  # reported below, with the shapes
     if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad):
+        if not advanced and self_overlapping(data):  # an expand: write the region it selects
+            _getitem(x, index=idx).copy_(value)      # (torch's x[i] = v is x[i].copy_(v))
+            return
         inplace_update("setitem", x, lambda src: _setitem(src, value, index=idx),
                        value.requires_grad)
         return
