@@ -181,7 +181,8 @@ def _check_runnable(node):
     if ctx is not None:
         for group in (ctx._inputs, ctx._outputs):
             for saved in group or ():
-                if saved is not None:
+                if saved is not None and (
+                        saved.counter.value != saved.version or saved.tensor is not None):
                     saved.check(node)
 
 

@@ -34,17 +34,20 @@ class SavedTensor:
         """Raise if the tensor was written in place, or detach_()ed, since it was saved."""
         if self.counter.value != self.version:
             raise saved_tensor_error(node, self)
-        if self.tensor is not None and self.grad_fn is not None and \
-                self.tensor._grad_fn is None:
+        tensor = self.tensor
+        if tensor is not None and self.grad_fn is not None and tensor._grad_fn is None:
             raise RuntimeError(
                 f"{node.name}: trying to use a saved tensor (shape "
-                f"{tuple(self.tensor.shape)}) that has been detached in-place, i.e. with "
+                f"{tuple(tensor.shape)}) that has been detached in-place, i.e. with "
                 f".detach_(). This is not supported; use the out-of-place .detach() instead")
 
     def unpack(self, node):
-        self.check(node)
-        if self.tensor is not None:
-            return self.tensor
+        tensor = self.tensor
+        if self.counter.value != self.version or (
+                tensor is not None and self.grad_fn is not None and tensor._grad_fn is None):
+            self.check(node)  # raises, saying which
+        if tensor is not None:
+            return tensor
         from ..tensor import Tensor
 
         t = Tensor._wrap(self.data)
