@@ -276,7 +276,8 @@ class Tensor:
         tensor([5., 4.])
         """
         self._sync()
-        engine.backward(self, gradient, retain_graph, create_graph, inputs)
+        engine.backward(self, None if gradient is None else (gradient,), retain_graph,
+                        create_graph, inputs)
 
     def detach(self):
         """A new leaf sharing this tensor's storage (writes show in both), no grad."""

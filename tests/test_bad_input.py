@@ -68,6 +68,16 @@ SAME_TYPE = [
     ("rand_overflow", lambda m: m.rand(1 << 40, 1 << 40), r"rand\(\): Storage size"),
     ("randn_overflow", lambda m: m.randn(1 << 40, 1 << 40), r"randn\(\): Storage size"),
     ("arange_overflow", lambda m: m.arange(0, 1e30), r"arange\(\):"),
+    ("index_select_neg", lambda m: m.index_select(m.ones(3, 2), 0, m.tensor([-1])),
+     r"index_select\(\): index out of range in self: index -1 for dim 0 of size 3"),
+    ("index_select_high", lambda m: m.ones(2, 3, 4).index_select(2, m.tensor([0, 4])),
+     r"index 4 for dim 2 of size 4"),
+    ("backward_str", lambda m: (m.ones(2, requires_grad=True) * 2).sum().backward("a"),
+     r"backward: gradients can be either Tensors or None, but got str"),
+    ("backward_list", lambda m: (m.ones(2, requires_grad=True) * 2).backward([1.0, 2.0]),
+     r"but got list for output 0 \(shape \(2,\)\)"),
+    ("transpose_0d", lambda m: m.tensor(1.0).transpose(0, 1),
+     r"transpose: Dimension out of range \(expected to be in range of \[-1, 0\], but got 1\)"),
 ]
 
 

@@ -282,7 +282,10 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
             g = Tensor._wrap(out._data.dtype.type(1) * __import__("numpy").ones_like(out._data))
         else:
             if not isinstance(g, Tensor):
-                g = Tensor(g, dtype=out.dtype)
+                raise TypeError(
+                    f"backward: gradients can be either Tensors or None, but got "
+                    f"{type(g).__name__} for output {i} (shape {tuple(out._data.shape)}); pass "
+                    f"flowgrad.tensor(...) shaped like the output")
             if g._data.shape != out._data.shape:
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of "

@@ -278,6 +278,12 @@ def index_select(input, dim, index):
     if index._data.ndim > 1:
         raise IndexError(f"index_select(): Index is supposed to be a vector, got shape "
                          f"{tuple(index.shape)}")
+    idx, size = index._data, input._data.shape[d] if input._data.ndim else 1
+    if idx.size and (idx.min() < 0 or idx.max() >= size):  # no wrapping of -1, as torch
+        bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
+        raise IndexError(f"index_select(): index out of range in self: index {bad} for dim {d} "
+                         f"of size {size} (input shape {tuple(input.shape)}); indices must be "
+                         f"in [0, {size - 1}]")
     return getitem(input, (slice(None),) * d + (index,))
 
 
