@@ -151,15 +151,18 @@ class GraphTask:
         return g
 
     def collect(self, meta):
-        """The gradient a target received (None when nothing reached it)."""
+        """The gradient a target received (None when nothing reached it), after its hooks;
+        a retain_grad target also keeps it in `.grad`, as torch's autograd.grad does."""
         if meta in self.captured:
-            return self.captured[meta]
+            return self.captured[meta]  # _take_grad ran its hooks and retain_grad
         if meta.current_grad is None:
             return None
         g = meta.current_grad
         meta.current_grad = None
         if meta.hooks:
             g = _run_hooks(meta.hooks, g)
+        if meta.retain_grad:
+            _accumulate(meta, g)
         return g
 
     def clear(self):
@@ -363,8 +366,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 if meta.is_leaf:
                     continue
                 g = task.collect(meta)
-                already = meta.retain_grad and meta in task.captured  # _take_grad did it
-                if g is not None and not already:
+                if g is not None and not meta.retain_grad:  # collect kept retained ones
                     _accumulate(meta, g)
 
 
@@ -394,7 +396,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     task = _run(outputs, grads, retain_graph, create_graph, False, targets)
     result = []
     for i, t in enumerate(inputs):
-        g = task.collect(t._meta)
+        with grad_mode.set_grad_enabled(create_graph):
+            g = task.collect(t._meta)
         if g is None:
             if materialize_grads:
                 from ..tensor import Tensor
