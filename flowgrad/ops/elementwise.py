@@ -111,7 +111,8 @@ def _(ctx, dy):
     return dy
 
 
-@op("scalar_mul")
+@op("scalar_mul", save="attrs")  # torch keeps the scalar as a saved tensor: a 2nd backward
+                                 # through a freed graph raises there, so here too
 def _scalar_mul(xp, x, *, value):
     r = x * value
     return r if r.dtype is x.dtype else r.astype(x.dtype)  # inline _same: hot path
@@ -122,7 +123,7 @@ def _(ctx, dy):
     return dy * ctx.value
 
 
-@op("scalar_div")
+@op("scalar_div", save="attrs")  # as scalar_mul
 def _scalar_div(xp, x, *, value):
     return _same(x, x / value)
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
-from ..autograd.interpreter import run_inplace
+from ..autograd.interpreter import bump_version, run_inplace
 from ..random import numpy_generator
 from ..tensor import Tensor, tensor_method
 from .elementwise import (
@@ -484,8 +484,10 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
                         "or as `src`" if src is not None else
                         "copy_() missing 1 required positional argument: 'other'")
     src = _value_tensor(self, other if src is None else src, "copy_")
-    if src is self and not (is_grad_enabled() and self.requires_grad):
-        return self  # torch's copy_ returns at once (even into an expand)
+    if src is self and not (is_grad_enabled() and self.requires_grad and (
+            self._grad_fn is None or self._view is not None and self._view.base.is_leaf)):
+        bump_version(self)  # torch's copy_ of itself writes nothing, once autograd's leaf
+        return self         # checks pass, but counts as a write
     try:
         shape = np.broadcast_shapes(src._data.shape, self._data.shape)
     except ValueError:

@@ -181,6 +181,9 @@ def setitem(x, index, value):
     elif value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
     data = x._data
+    if value is x and not advanced and _is_whole(data, idx):
+        x.copy_(x)  # x[:] = x: torch's slice covering all of x is x itself
+        return
     if not data.flags.writeable and not advanced:
         # an expand: torch refuses a slice assignment only where the written region overlaps
         # itself (index tensors go through index_put_, which writes anyway)
@@ -203,6 +206,15 @@ def setitem(x, index, value):
         raise type(e)(f"setitem: cannot assign value of shape {tuple(value.shape)} to index "
                       f"{_show(idx)} of tensor of shape {tuple(x.shape)}: {e}") from None
     bump_version(x)
+
+
+def _is_whole(data, idx):
+    try:
+        region = data[idx]
+    except IndexError:
+        return False
+    return (region.shape == data.shape and region.strides == data.strides
+            and region.__array_interface__["data"][0] == data.__array_interface__["data"][0])
 
 
 Tensor.__getitem__ = getitem
