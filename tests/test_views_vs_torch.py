@@ -214,6 +214,18 @@ def p_identity_views_are_new(m):
     return {f"new{i}": m.tensor(float(o is not x and o is not s)) for i, o in enumerate(outs)}
 
 
+def p_functions_that_return_the_input_itself(m):
+    x = leaf(m, [[1.0, 2.0], [3.0, 4.0]])
+    outs = {"flatten_1_1": x.flatten(1, 1), "broadcast": m.broadcast_tensors(x, x)[0],
+            "positive": m.positive(x), "pos": +x, "conj": x.conj(), "real": x.real,
+            "resolve_conj": x.resolve_conj(), "resolve_neg": x.resolve_neg(),
+            "contiguous": x.contiguous(), "float": x.double()}
+    flags = {k: m.tensor(float(o is x)) for k, o in outs.items()}
+    r = x.t().ravel()  # a copy (not contiguous); x.ravel() is a view
+    x.detach().ravel()[0] = 9.0
+    return {**flags, "ravel_t": r, "x": x}
+
+
 def p_identity_view_hook(m):
     x = leaf(m, [1.0, 2.0])
     y = x.expand(2)

@@ -19,7 +19,8 @@ __all__ = ["reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten",
            "concat", "concatenate", "stack", "clone", "broadcast_to", "swapaxes", "swapdims",
            "t", "expand_copy", "movedim", "moveaxis", "hstack", "vstack", "row_stack",
            "dstack", "column_stack", "atleast_1d", "atleast_2d", "atleast_3d",
-           "broadcast_tensors", "broadcast_shapes", "meshgrid"]
+           "broadcast_tensors", "broadcast_shapes", "meshgrid", "ravel", "positive", "conj",
+           "resolve_conj", "resolve_neg"]
 
 
 def _shape_arg(shape):
@@ -163,6 +164,8 @@ def flatten(input, start_dim=0, end_dim=-1):
     if s > e:
         raise RuntimeError(f"flatten() has invalid args: start_dim ({start_dim}) cannot come "
                            f"after end_dim ({end_dim})")
+    if s == e:
+        return input  # nothing to merge: torch returns the input itself
     shp = input._data.shape
     return reshape(input, shp[:s] + (int(np.prod(shp[s:e + 1])),) + shp[e + 1:])
 
@@ -403,6 +406,31 @@ def clone(input, *, memory_format=None):
     tensor([1., 2.], grad_fn=<clone_backward>)
     """
     return _clone(input)
+
+
+@tensor_method()
+def ravel(input):
+    """The elements as a 1-D tensor: a view when the layout allows, else a copy.
+
+    >>> import flowgrad as flow
+    >>> flow.arange(6).reshape(2, 3).t().ravel()
+    tensor([0, 3, 1, 4, 2, 5])
+    """
+    return reshape(input, -1)
+
+
+def _itself(name):
+    def itself(input):
+        return input
+    itself.__name__ = itself.__qualname__ = name
+    itself.__doc__ = f"`input` itself, as torch's {name} of a real (not complex) tensor."
+    return itself
+
+
+positive, conj, resolve_conj, resolve_neg = (
+    tensor_method()(_itself(n)) for n in ("positive", "conj", "resolve_conj", "resolve_neg"))
+Tensor.__pos__ = positive
+Tensor.real = property(positive, doc="The real part: the tensor itself (no complex dtypes).")
 
 
 @tensor_method()
@@ -671,7 +699,7 @@ def broadcast_tensors(*tensors):
     except ValueError:
         raise RuntimeError(f"broadcast_tensors: shapes {[tuple(t_.shape) for t_ in ts]} cannot "
                            f"be broadcast together") from None
-    return tuple(expand(t_, shape) for t_ in ts)
+    return tuple(t_ if t_._data.shape == shape else expand(t_, shape) for t_ in ts)  # torch's
 
 
 def meshgrid(*tensors, indexing="ij"):
