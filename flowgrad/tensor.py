@@ -218,8 +218,7 @@ class Tensor:
         """Keep this non-leaf tensor's gradient in `.grad` after backward."""
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
-        self._sync()
-        if self._grad_fn is not None:
+        if self._grad_fn is not None:  # (a stale view keeps the flag for its next history)
             self._meta.retain_grad = True
 
     @property

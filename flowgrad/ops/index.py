@@ -149,7 +149,7 @@ def getitem(x, index):
     return fn(x, index=idx)  # kernel errors come back naming the op and the input
 
 
-@op("setitem")
+@op("setitem", save="attrs")  # torch's CopySlices: a second backward through it raises
 def _setitem(xp, x, value, *, index):
     out = x.copy()
     out[index] = value

@@ -737,7 +737,7 @@ def meshgrid(*tensors, indexing="ij"):
 
 
 # ---- writing through a view (the CopySlices of torch) -----------------------------------------
-@op("view_scatter")
+@op("view_scatter", save="attrs")  # torch's CopySlices: a second backward through it raises
 def _view_scatter(xp, base, region, *, chain):
     """`base` with the region that `chain` (a view's ops from its base) selects replaced."""
     out = base.copy()
