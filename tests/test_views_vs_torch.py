@@ -385,12 +385,48 @@ def p_view_dtype_0d(m):
     m.zeros(()).view(m.float16)
 
 
+def p_slice_write_into_expand_with_autograd(m):
+    x = leaf(m, [1.0, 2.0, 3.0, 4.0])
+    b = x * 1
+    b.expand(3, 4)[1] = leaf(m, [4.0, 3.0, 2.0, 1.0])  # one row: no element written twice
+    (b * b).sum().backward()
+    return {"b": b, "x.grad": x.grad}
+
+
 PROGRAMS = [v for k, v in dict(globals()).items() if k.startswith("p_")]
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.__name__[2:] for p in PROGRAMS])
 def test_program_matches_torch(program):
     run_both(program)
+
+
+# ---- writes through an expand whose elements share memory, with autograd -------------------
+# torch computes these forward but its backward refuses them ("more than one element of the
+# written-to tensor refers to a single memory location"); flowgrad addresses such a write to
+# the base's elements, so it must equal the same write done on the base, run in torch.
+def _write_through_expand(m, through_expand):
+    x = leaf(m, [-1.44, -0.37, 0.17, 0.68])
+    v = leaf(m, [5.0, 7.0])
+    a = x * 2
+    if through_expand:
+        a.expand(2, 4)[[0, 1], [1, 1]] = v  # both rows alias a[1]: the last write wins
+        a.expand(3, 4).masked_fill_(a > 0, 0.5)
+    else:
+        a[[1, 1]] = v
+        a.masked_fill_(a > 0, 0.5)
+    s = x.sum()
+    if through_expand:
+        s.expand(3)[[1, 1]] += 1.5  # a 0-d base
+    else:
+        s[()] = s + 1.5
+    ((a * a).sum() + s * 3).backward()
+    return [t.detach().numpy().copy() for t in (a, s, x.grad, v.grad)]
+
+
+def test_writes_through_an_expand_equal_writes_to_its_base():
+    for got, want in zip(_write_through_expand(flow, True), _write_through_expand(torch, False)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
 # ---- 5. concurrent backward into one shared leaf --------------------------------------------

@@ -287,7 +287,7 @@ _OVERLAP_OK = frozenset(("fill_", "zero_", "masked_fill_", "setitem"))
 
 def self_overlapping(data):
     """Whether some elements of `data` share one memory location (a stride-0 dim)."""
-    return any(st == 0 and n > 1 for st, n in zip(data.strides, data.shape))
+    return data.size > 1 and any(st == 0 and n > 1 for st, n in zip(data.strides, data.shape))
 
 
 def writable(data, name):

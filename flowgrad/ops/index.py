@@ -192,8 +192,11 @@ def setitem(x, index, value):
         except IndexError:
             pass  # reported below, with the shapes
     if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad):
-        if not advanced and self_overlapping(data):  # an expand: write the region it selects
-            _getitem(x, index=idx).copy_(value)      # (torch's x[i] = v is x[i].copy_(v))
+        if self_overlapping(data):  # an expand whose elements share memory
+            if advanced:
+                _write_base_elements(x, idx, value)
+            else:  # write the region it selects (torch's x[i] = v is x[i].copy_(v))
+                _getitem(x, index=idx).copy_(value)
             return
         inplace_update("setitem", x, lambda src: _setitem(src, value, index=idx),
                        value.requires_grad)
@@ -206,6 +209,27 @@ def setitem(x, index, value):
         raise type(e)(f"setitem: cannot assign value of shape {tuple(value.shape)} to index "
                       f"{_show(idx)} of tensor of shape {tuple(x.shape)}: {e}") from None
     bump_version(x)
+
+
+def _write_base_elements(x, idx, value):
+    """x[idx] = value for an expand x whose elements share memory, addressed to the elements
+    of its base instead, so that each memory location is written, and differentiated, once."""
+    info = x._view
+    base = info.base
+    positions = np.arange(base._data.size).reshape(base._data.shape)
+    for view_op, attrs, index in info.chain:
+        positions = view_op.kernel(np, positions, **attrs)
+        if index is not None:
+            positions = positions[index]
+    positions = positions[idx]
+    if value._data.shape != positions.shape:
+        value = value.reshape(value._data.shape[-positions.ndim:] if positions.ndim else ())
+        value = value.expand(positions.shape)
+    if base._data.ndim == 0:  # every position is the one element: the last write wins
+        if positions.size:
+            setitem(base, (), value.reshape(-1)[-1])
+        return
+    setitem(base, np.unravel_index(positions, base._data.shape), value)
 
 
 def _is_whole(data, idx):
@@ -333,6 +357,10 @@ def argwhere(input):
 def _masked_fill_(self, mask, value):
     from ..autograd.interpreter import run_inplace
 
+    if (grad_mode.is_grad_enabled() and self_overlapping(self._data) and isinstance(mask, Tensor)
+            and (self.requires_grad or isinstance(value, Tensor) and value.requires_grad)):
+        setitem(self, mask.expand(self._data.shape), value)  # element by element of the base
+        return self
     return run_inplace("masked_fill_", masked_fill, self, mask, value)
 
 
