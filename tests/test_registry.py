@@ -36,3 +36,24 @@ def test_kernels_take_their_array_module_from_xp():
                 if uses_np:
                     offenders.append(f"{path.name}:{node.name}")
     assert not offenders, f"kernels that use numpy directly instead of xp: {offenders}"
+
+
+def test_op_calls_go_to_the_current_interpreter():
+    """Op.__call__ dispatches to the interpreter in use, so a tracer needs no op changed."""
+    from flowgrad.autograd.interpreter import AutogradInterpreter, using_interpreter
+
+    seen = []
+
+    class Recording:
+        @staticmethod
+        def apply(op, inputs, attrs):
+            seen.append(op.name)
+            return AutogradInterpreter.apply(op, inputs, attrs)
+
+    x = flowgrad.ones(2, requires_grad=True)
+    with using_interpreter(Recording):
+        y = (x * 3).relu().sum()
+    y.backward()
+    assert seen[:3] == ["scalar_mul", "relu", "sum"], seen
+    assert x.grad.tolist() == [3.0, 3.0]
+    assert flowgrad.ones(1).relu() is not None and len(seen) == 3  # eager again after the with

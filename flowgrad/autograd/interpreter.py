@@ -93,6 +93,32 @@ class AutogradInterpreter:
 
 _new = object.__new__
 
+# The interpreter every op call goes to (`Op.__call__`): eager with autograd by default; a
+# tracing interpreter (graph mode) swaps itself in with `using_interpreter`.
+current = AutogradInterpreter
+
+
+class using_interpreter:
+    """Context manager: run the ops called inside with `interpreter` (anything with
+    `apply(op, inputs, attrs)`), then restore the previous one.
+
+    >>> from flowgrad.autograd.interpreter import AutogradInterpreter, using_interpreter
+    >>> with using_interpreter(AutogradInterpreter):
+    ...     pass
+    """
+
+    def __init__(self, interpreter):
+        self.interpreter = interpreter
+
+    def __enter__(self):
+        global current
+        self.previous, current = current, self.interpreter
+        return self.interpreter
+
+    def __exit__(self, *exc):
+        global current
+        current = self.previous
+
 
 def _shares(view, src):
     """A view op's result is a view unless it had to copy (reshape of a non-contiguous

@@ -16,7 +16,7 @@ Because rules are written with flowgrad ops, their own backward is recorded when
 """
 from __future__ import annotations
 
-from ..autograd.interpreter import AutogradInterpreter
+from ..autograd import interpreter as _interpreter
 from ..autograd.node import NodeName
 
 REGISTRY: dict[str, Op] = {}
@@ -60,7 +60,7 @@ class Op:
         return rule
 
     def __call__(self, *inputs, **attrs):
-        return AutogradInterpreter.apply(self, inputs, attrs)
+        return _interpreter.current.apply(self, inputs, attrs)  # eager unless a tracer is in
 
     @property
     def __name__(self):
