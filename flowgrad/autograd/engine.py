@@ -5,6 +5,7 @@ functional twin. Everything is iterative: a chain of a million nodes needs no re
 """
 from __future__ import annotations
 
+import functools
 import threading
 from collections import deque
 
@@ -306,14 +307,15 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
 _BACKWARD_LOCK = threading.RLock()
 
 
+def _one_run_at_a_time(entry):
+    @functools.wraps(entry)
+    def locked(*args, **kwargs):
+        with _BACKWARD_LOCK:
+            return entry(*args, **kwargs)
+    return locked
+
+
 def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, targets):
-    with _BACKWARD_LOCK:
-        return _run_locked(outputs, grad_outputs, retain_graph, create_graph,
-                           save_grad_for_leaf, targets)
-
-
-def _run_locked(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf,
-                targets):
     if retain_graph is None:
         retain_graph = create_graph
     roots = _roots_and_seeds(outputs, grad_outputs, create_graph)
@@ -337,6 +339,7 @@ def _as_tuple(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
+@_one_run_at_a_time
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate d(tensors)/d(leaves) into each leaf's `.grad` (torch.autograd.backward).
 
@@ -370,6 +373,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                     _accumulate(meta, g)
 
 
+@_one_run_at_a_time
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=None, materialize_grads=False):
     """Gradients of `outputs` with respect to `inputs`, returned, `.grad` untouched.
