@@ -123,8 +123,8 @@ def view_error(view, creation, what):
     """torch's error for writing (or using after a write) a view it cannot rebase."""
     shape = tuple(view._data.shape)
     if creation & MULTI_OUTPUT:
-        op = view._view.chain[-1][0].name
-        head = (f"Output {view._view.chain[-1][2]} of {op} (shape {shape}) is a view and "
+        op, _, index = next(s for s in reversed(view._view.chain) if s[0].n_out is None)
+        head = (f"Output {index} of {op.name} (shape {shape}) is a view and "
                 f"{what}. This view is the output of a function that returns multiple views "
                 f"(split, chunk, unbind, iteration). Such functions do not allow the output "
                 f"views to be modified inplace. ")
