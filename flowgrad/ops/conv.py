@@ -224,8 +224,10 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
     return xp.ascontiguousarray(xp.moveaxis(buf, 0, 1))
 
 
-@op("conv_weight", save="inputs")
-def _conv_weight(xp, x, dy, *, stride, padding, dilation, groups, ksize, cols=None):
+@op("conv_weight", save="inputs[0, 1]")  # not the optional cols: the rule never reads it
+def _conv_weight(xp, x, dy, *cols, stride, padding, dilation, groups, ksize):
+    """The weight gradient; `cols` (optional) is conv's aux output, im2col(x), reused."""
+    cols = cols[0] if cols else None
     cg = x.shape[1] // groups
     n, o = dy.shape[:2]
     if n == 0:  # an empty batch: a sum of no terms
@@ -255,8 +257,8 @@ def _(ctx, dy):
     x, w = ctx.inputs
     need, a = ctx.needs_input_grad, _attrs(ctx)
     dx = _conv_transpose(dy, w, size=ctx.input_shapes[0][2:], **a) if need[0] else None
-    cols = ctx.aux[0]._data if ctx.aux else None
-    dw = _conv_weight(x, dy, ksize=ctx.input_shapes[1][2:], cols=cols, **a) if need[1] else None
+    dw = _conv_weight(x, dy, *(ctx.aux or ()), ksize=ctx.input_shapes[1][2:], **a) \
+        if need[1] else None
     return dx, dw
 
 
@@ -271,11 +273,11 @@ def _(ctx, dy):
 
 @_conv_weight.grad
 def _(ctx, dw):
-    x, dy = ctx.inputs
+    x, dy = ctx.inputs[:2]
     need, a = ctx.needs_input_grad, _attrs(ctx)
     dx = _conv_transpose(dy, dw, size=ctx.input_shapes[0][2:], **a) if need[0] else None
     ddy = _conv(x, dw, out=ctx.input_shapes[1][2:], **a) if need[1] else None
-    return dx, ddy
+    return (dx, ddy) + (None,) * (len(need) - 2)  # cols: im2col(x), reached through x
 
 
 # ---- argument checking -------------------------------------------------------------------

@@ -38,30 +38,31 @@ def _matmul(xp, a, b):
 def _(ctx, dy):
     a, b = ctx.inputs
     need = ctx.needs_input_grad
-    if a._data.ndim == 2 and b._data.ndim == 2:  # the common case: no reshaping
+    na, nb = a.ndim, b.ndim
+    if na == 2 and nb == 2:  # the common case: no reshaping
         return (_matmul(dy, b.mT) if need[0] else None), (_matmul(a.mT, dy) if need[1] else None)
-    if b._data.ndim == 2 and a._data.ndim > 2:  # rows of a batch: db is one 2-D product
-        k, n = b._data.shape
+    if nb == 2 and na > 2:  # rows of a batch: db is one 2-D product
+        k, n = b.shape
         da = _matmul(dy, b.mT) if need[0] else None
-        rows = math.prod(a._data.shape[:-1])  # not -1: ambiguous when a dim is 0
+        rows = math.prod(a.shape[:-1])  # not -1: ambiguous when a dim is 0
         db = _matmul(a.reshape(rows, k).mT, dy.reshape(rows, n)) if need[1] else None
         return da, db
-    a2 = a.unsqueeze(0) if a._data.ndim == 1 else a
-    b2 = b.unsqueeze(-1) if b._data.ndim == 1 else b
-    shape = list(dy._data.shape)
-    if b._data.ndim == 1:
+    a2 = a.unsqueeze(0) if na == 1 else a
+    b2 = b.unsqueeze(-1) if nb == 1 else b
+    shape = list(dy.shape)
+    if nb == 1:
         shape.append(1)
-    if a._data.ndim == 1:
+    if na == 1:
         shape.insert(len(shape) - 1, 1)
     dy2 = dy.reshape(shape)
     da = db = None
     if need[0]:
         da = _matmul(dy2, b2.mT)
-        if a._data.ndim == 1:
+        if na == 1:
             da = da.squeeze(-2)
     if need[1]:
         db = _matmul(a2.mT, dy2)
-        if b._data.ndim == 1:
+        if nb == 1:
             db = db.squeeze(-1)
     return da, db
 

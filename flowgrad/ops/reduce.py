@@ -116,7 +116,7 @@ def mean_array(xp, x, axes, keepdim):
 @_mean.grad
 def _(ctx, dy):
     shape = ctx.input_shapes[0]
-    count = int(np.prod([shape[a] for a in ctx.axes]))
+    count = math.prod(shape[a] for a in ctx.axes)
     return expand_reduced(dy / count, shape, ctx.axes)
 
 
@@ -399,7 +399,7 @@ def _(ctx, dy):
     (x,), y = ctx.inputs, ctx.out
     shape, axes = ctx.input_shapes[0], ctx.axes
     g = expand_reduced(dy, shape, axes)
-    if not (x._data == 0).any():
+    if not (x == 0).any():  # a data-dependent branch: a tracer records it as a guard
         return g * (expand_reduced(y, shape, axes) / x)
     return g * _prod_of_others(x, axes)  # a zero in x: y / x would be 0 / 0
 
@@ -410,19 +410,19 @@ def _prod_of_others(x, axes):
     from .scan import cumprod
     from .shape import cat
 
-    nd = x._data.ndim
+    nd = x.ndim
     rest = tuple(i for i in range(nd) if i not in axes)
     perm = rest + tuple(axes)
     xp_ = x.permute(*perm) if perm != tuple(range(nd)) else x
-    lead = xp_._data.shape[:len(rest)]
+    lead = tuple(xp_.shape[:len(rest)])
     flat = xp_.reshape(*lead, -1)
-    one = Tensor._wrap(np.ones(lead + (1,), x._data.dtype))  # not x * 0 + 1: inf * 0 is nan
+    one = x.new_ones(lead + (1,))  # not x * 0 + 1: inf * 0 is nan
     left = cumprod(cat([one, flat[..., :-1]], dim=-1), -1)
-    n = flat._data.shape[-1]
-    rev = Tensor._wrap(np.arange(n - 1, -1, -1))
-    right = cumprod(cat([one, flat.index_select(-1, rev[:-1])], dim=-1), -1).index_select(-1, rev)
-    others = (left * right).reshape(xp_._data.shape)
-    return others.permute(*np.argsort(perm).tolist()) if perm != tuple(range(nd)) else others
+    right = cumprod(cat([one, flat[..., 1:].flip(-1)], dim=-1), -1).flip(-1)
+    others = (left * right).reshape(xp_.shape)
+    if perm == tuple(range(nd)):
+        return others
+    return others.permute(*sorted(range(nd), key=perm.__getitem__))
 
 
 @tensor_method()

@@ -70,7 +70,7 @@ def _cumprod(xp, x, *, dim):
 @_cumprod.grad
 def _(ctx, dy):
     (x,), y, dim = ctx.inputs, ctx.out, ctx.dim
-    if not (x._data == 0).any():
+    if not (x == 0).any():  # a data-dependent branch: a tracer records it as a guard
         # dx_i = sum_{k >= i} dy_k y_k / x_i
         return _cumsum(dy * y, dim=dim, reverse=True) / x
     return _cumprod_grad_with_zeros(x, dy, dim)
@@ -79,15 +79,16 @@ def _(ctx, dy):
 def _cumprod_grad_with_zeros(x, dy, dim):
     """dx_i = sum_{k >= i} dy_k prod_{j <= k, j != i} x_j, without dividing by x: build the
     n x n table of products with x_i replaced by 1 (O(n^2), only taken when x has zeros)."""
+    from .creation import eye as _eye
     from .elementwise import where
 
-    nd = x._data.ndim
+    nd = x.ndim
     xl = x.transpose(dim, -1) if dim != nd - 1 else x
     gl = dy.transpose(dim, -1) if dim != nd - 1 else dy
-    n = xl._data.shape[-1]
-    eye = Tensor._wrap(np.eye(n, dtype=bool))
-    table = where(eye, 1.0, xl.unsqueeze(-2).expand(*xl._data.shape[:-1], n, n))
-    upper = Tensor._wrap(np.triu(np.ones((n, n), dtype=bool)))  # k >= i
+    n = xl.shape[-1]
+    eye = _eye(n, dtype=_dt.bool)
+    table = where(eye, 1.0, xl.unsqueeze(-2).expand(*xl.shape[:-1], n, n))
+    upper = x.new_ones((n, n), dtype=_dt.bool).triu()  # k >= i
     # selected, not multiplied by the 0/1 mask: an inf running product at k < i gives 0 there
     dx = (where(upper, _cumprod(table, dim=nd), 0.0) * gl.unsqueeze(-2)).sum(-1)
     return dx.transpose(dim, -1) if dim != nd - 1 else dx

@@ -8,6 +8,8 @@ flowgrad.Size([3, 2])
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -193,7 +195,8 @@ def _permute(xp, x, *, dims):
 
 @_permute.grad
 def _(ctx, dy):
-    return _permute(dy, dims=tuple(np.argsort(ctx.dims)))
+    dims = ctx.dims
+    return _permute(dy, dims=tuple(sorted(range(len(dims)), key=dims.__getitem__)))
 
 
 @tensor_method()
@@ -521,9 +524,9 @@ def _cat(xp, *xs, dim):
 @_cat.grad
 def _(ctx, dy):
     sizes = [s[ctx.dim] for s in ctx.input_shapes]
-    bounds = np.cumsum([0] + sizes)
-    return tuple(dy.narrow(ctx.dim, int(b), int(n)) if need else None
-                 for b, n, need in zip(bounds[:-1], sizes, ctx.needs_input_grad))
+    starts = itertools.accumulate(sizes, initial=0)
+    return tuple(dy.narrow(ctx.dim, b, n) if need else None
+                 for b, n, need in zip(starts, sizes, ctx.needs_input_grad))
 
 
 def _promote_all(tensors, op_name):
@@ -755,7 +758,7 @@ def _(ctx, dy):
     from ..autograd.interpreter import replay_view
 
     region_shape, region_dtype = ctx.node.input_infos[1]
-    zeros = Tensor._wrap(np.zeros(region_shape, region_dtype))
+    zeros = dy.new_zeros(region_shape, dtype=_dt.from_numpy_dtype(region_dtype))
     need = ctx.needs_input_grad
     return (_view_scatter(dy, zeros, chain=ctx.chain) if need[0] else None,
             replay_view(dy, ctx.chain) if need[1] else None)

@@ -8,6 +8,7 @@ tensor([-0.8889, -0.2222,  1.1111])
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -22,7 +23,7 @@ __all__ = ["var", "std", "var_mean", "std_mean", "median", "mode"]
 
 
 def _count(shape, axes):
-    return int(np.prod([shape[a] for a in axes]))
+    return math.prod(shape[a] for a in axes)
 
 
 def _moment(xp, x, fn, axes, keepdim, correction):
@@ -51,7 +52,7 @@ def _var(xp, x, *, axes, keepdim, correction):
 def _(ctx, dy):
     (x,), shape, axes = ctx.inputs, ctx.input_shapes[0], ctx.axes
     dof = _count(shape, axes) - ctx.correction
-    scale = 2.0 / dof if dof > 0 else np.inf  # as torch: 0 / 0 = nan at dof <= 0
+    scale = 2.0 / dof if dof > 0 else math.inf  # as torch: 0 / 0 = nan at dof <= 0
     return expand_reduced(dy, shape, axes) * _centered(x, axes) * scale
 
 
@@ -69,7 +70,7 @@ def _(ctx, dy):
     # a constant slice has std 0: torch gives it gradient 0 rather than 0/0
     g = where(y == 0, 0.0, expand_reduced(dy, shape, axes) / where(y == 0, 1.0, y))
     dof = _count(shape, axes) - ctx.correction
-    return g * _centered(x, axes) * (1.0 / dof if dof > 0 else np.inf)  # dof <= 0: as var
+    return g * _centered(x, axes) * (1.0 / dof if dof > 0 else math.inf)  # dof <= 0: as var
 
 
 def _var_args(input, dim, unbiased, keepdim, correction, name):
@@ -136,7 +137,7 @@ def _median(xp, x):
 def _(ctx, dy):
     (x,), y = ctx.inputs, ctx.out
     # ties share the gradient evenly, as torch's median() does
-    hit = Tensor._wrap((x._data == y._data).astype(x._data.dtype))
+    hit = (x == y).to(x.dtype)
     return dy * (hit / hit.sum())
 
 
