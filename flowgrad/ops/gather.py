@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..autograd.interpreter import run_inplace
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
@@ -29,18 +30,19 @@ __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "i
 
 
 # ---- the two primitives ---------------------------------------------------------------------
-@op("take_flat")
-def _take_flat(xp, x, *, flat):
+@op("take_flat", save="inputs[1]")
+def _take_flat(xp, x, flat):
     return xp.take(x, flat)
 
 
 @_take_flat.grad
 def _(ctx, dy):
-    return _put_flat(dy, shape=ctx.input_shapes[0], flat=ctx.flat, accumulate=True)
+    flat = ctx.inputs[1]
+    return _put_flat(dy, flat, shape=ctx.input_shapes[0], accumulate=True), None
 
 
-@op("put_flat")
-def _put_flat(xp, v, *, shape, flat, accumulate):
+@op("put_flat", save="inputs[1]")
+def _put_flat(xp, v, flat, *, shape, accumulate):
     out = xp.zeros(int(xp.prod(shape)), v.dtype)
     vals = xp.broadcast_to(v, flat.shape).reshape(-1)
     if accumulate:
@@ -52,13 +54,47 @@ def _put_flat(xp, v, *, shape, flat, accumulate):
 
 @_put_flat.grad
 def _(ctx, ddx):
-    return _take_flat(ddx, flat=ctx.flat)
+    flat = ctx.inputs[1]
+    return _take_flat(ddx, flat), None
 
 
-def _mask_of(shape, flat):
-    mask = np.zeros(int(np.prod(shape)), bool)
-    mask[flat.reshape(-1)] = True
-    return Tensor._wrap(mask.reshape(shape))
+# ---- index bookkeeping, as ops (no gradient) so a trace replays it on new indices ------------
+@op("dim_flat", differentiable=False)
+def _dim_flat(xp, idx, *, shape, dim, out_shape=None):
+    """Flat positions in `shape` of the coordinates (grid..., idx along dim, grid...) over
+    `out_shape` (default: idx's shape; idx broadcasts to it); negative indices wrap."""
+    idx = xp.where(idx < 0, idx + shape[dim], idx).astype(xp.int64, copy=False)
+    if len(shape) == 1:
+        return idx if out_shape is None else xp.broadcast_to(idx, out_shape)
+    grids = list(xp.indices(idx.shape if out_shape is None else out_shape, sparse=True))
+    grids[dim] = idx
+    flat = xp.ravel_multi_index(grids, shape)
+    return flat if out_shape is None else xp.broadcast_to(flat, out_shape)
+
+
+@op("flat_count", differentiable=False)
+def _flat_count(xp, flat, *weights, shape):
+    """How often (or with what summed weight) each position of `shape` occurs in flat."""
+    size = 1
+    for n in shape:
+        size *= n
+    w = xp.broadcast_to(weights[0], flat.shape).reshape(-1).astype(xp.float64) \
+        if weights else None
+    return xp.bincount(flat.reshape(-1), weights=w, minlength=size).reshape(shape)
+
+
+@op("flat_mask", differentiable=False)
+def _flat_mask(xp, flat, *, shape):
+    """True at the positions of `shape` that flat names."""
+    mask = xp.zeros(shape, bool)
+    mask.reshape(-1)[flat.reshape(-1)] = True
+    return mask
+
+
+@op("flat_nonzero", differentiable=False)
+def _flat_nonzero(xp, mask, *, shape):
+    """Flat positions where `mask`, broadcast to `shape`, is True."""
+    return xp.flatnonzero(xp.broadcast_to(mask, shape))
 
 
 # ---- argument checks ----------------------------------------------------------------------------
@@ -71,6 +107,11 @@ def _as_index(index, name, arg="index"):
     return index._data.astype(np.int64, copy=False)
 
 
+def _long(index):
+    """The index tensor as int64 (an op, so a trace keeps reading the new indices)."""
+    return index if index._data.dtype == np.int64 else index.to(_dt.int64)
+
+
 def _check_range(idx, size, name, dim, allow_negative=False, error=IndexError):
     lo = -size if allow_negative else 0
     if idx.size and (idx.min() < lo or idx.max() >= size):
@@ -79,14 +120,6 @@ def _check_range(idx, size, name, dim, allow_negative=False, error=IndexError):
         raise error(f"{name}(): index {bad} is out of bounds for dimension {dim} with "
                     f"size {size}; valid indices are {valid}")
     return np.where(idx < 0, idx + size, idx) if allow_negative else idx
-
-
-def _dim_flat(shape, dim, idx, out_shape=None):
-    """Flat positions in `shape` of the coordinates (grid..., idx along dim, grid...) over
-    `out_shape` (default: idx's shape; idx broadcasts to it)."""
-    grids = list(np.indices(idx.shape if out_shape is None else out_shape, sparse=True))
-    grids[dim] = idx
-    return np.ravel_multi_index(grids, shape) if len(shape) else np.zeros(idx.shape, np.int64)
 
 
 def _gather_flat(input, dim, index, name, src=None):
@@ -109,8 +142,11 @@ def _gather_flat(input, dim, index, name, src=None):
             raise RuntimeError(f"{name}(): Expected index {list(idx.shape)} to be smaller than "
                                f"src {list(src.shape)} in every dimension")
     _check_range(idx_n, ishape[d], name, d)
-    flat = _dim_flat(ishape, d, idx_n).reshape(idx.shape)
-    return d, flat
+    t = _long(index)
+    if idx.ndim == 0 or not shape:
+        t = t.reshape(-1)
+    flat = _dim_flat(t, shape=ishape, dim=d)
+    return d, flat.reshape(idx.shape) if tuple(flat.shape) != idx.shape else flat
 
 
 def _src_part(src, index_shape):
@@ -146,7 +182,7 @@ def gather(input, dim, index, *, sparse_grad=False):
             [4, 3]])
     """
     _, flat = _gather_flat(input, dim, index, "gather")
-    return _take_flat(input, flat=flat)
+    return _take_flat(input, flat)
 
 
 @tensor_method()
@@ -173,8 +209,8 @@ def take_along_dim(input, indices, dim=None):
 def take(input, index):
     """Elements of the flattened input at `index` (negative indices count from the end)."""
     idx = _as_index(index, "take")
-    flat = _check_range(idx, input._data.size, "take", 0, allow_negative=True)
-    return _take_flat(input, flat=flat)
+    _check_range(idx, input._data.size, "take", 0, allow_negative=True)
+    return _take_flat(input, _dim_flat(_long(index), shape=(input._data.size,), dim=0))
 
 
 # ---- scatter family ----------------------------------------------------------------------------
@@ -182,7 +218,7 @@ _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
 @op("scatter_reduce_flat", save="inputs outputs")
-def _scatter_reduce_flat(xp, x, s, *, flat, reduce, include_self):
+def _scatter_reduce_flat(xp, x, s, flat, *, reduce, include_self):
     out = x.reshape(-1).copy()
     f, v = flat.reshape(-1), xp.broadcast_to(s, flat.shape).reshape(-1)
     if reduce in ("sum", "mean"):
@@ -210,54 +246,49 @@ def _scatter_reduce_flat(xp, x, s, *, flat, reduce, include_self):
 
 @_scatter_reduce_flat.grad
 def _(ctx, dy):
-    from .elementwise import where
+    from .elementwise import maximum, where
 
-    (x, s), out = ctx.inputs, ctx.out
-    flat, red, incl = ctx.flat, ctx.reduce, ctx.include_self
-    f = flat.reshape(-1)
-    dt = dy._data.dtype
-    hit = np.zeros(x._data.size, bool)
-    hit[f] = True
-    keep = (~hit | incl).reshape(x.shape)  # where x still takes part in the result
-    need_x, need_s = ctx.needs_input_grad
+    (x, s, flat), out = ctx.inputs, ctx.out
+    red, incl = ctx.reduce, ctx.include_self
+    shape = ctx.input_shapes[0]
+    dt = dy.dtype
+    count = _flat_count(flat, shape=shape)
+    keep = None if incl else count == 0  # where x still takes part in the result (None: all)
+    need_x, need_s = ctx.needs_input_grad[:2]
     dx = ds = None
+    kept = dy if incl else dy * keep.to(dt)
     if red == "sum":
-        dx = dy * Tensor._wrap(keep.astype(dt)) if need_x else None
-        ds = _take_flat(dy, flat=flat) if need_s else None
+        dx = kept if need_x else None
+        ds = _take_flat(dy, flat) if need_s else None
     elif red == "mean":
-        cnt = (np.bincount(f, minlength=x._data.size).reshape(x.shape) + keep).astype(dt)
-        cnt = Tensor._wrap(np.maximum(cnt, 1))
-        dx = dy * Tensor._wrap(keep.astype(dt)) / cnt if need_x else None
-        ds = _take_flat(dy / cnt, flat=flat) if need_s else None
+        cnt = maximum(count + 1 if incl else count + keep.to(count.dtype), 1).to(dt)
+        dx = kept / cnt if need_x else None
+        ds = _take_flat(dy / cnt, flat) if need_s else None
     elif red in ("amax", "amin"):
         # ties share the gradient evenly, as torch does
-        xh = (x._data == out._data) & keep
-        sh = np.broadcast_to(s._data, flat.shape) == out._data.reshape(-1)[flat]
-        n = (np.bincount(f, weights=sh.reshape(-1), minlength=x._data.size)
-             .reshape(x.shape) + xh).astype(dt)
-        n = Tensor._wrap(np.maximum(n, 1))
-        dx = dy * Tensor._wrap(xh.astype(dt)) / n if need_x else None
-        ds = _take_flat(dy / n, flat=flat) * Tensor._wrap(sh.astype(dt)) if need_s else None
+        xh = x == out if incl else (x == out) & keep
+        sh = s.expand(tuple(flat.shape)) == _take_flat(out, flat)
+        n = maximum(_flat_count(flat, sh, shape=shape) + xh.to(count.dtype), 1).to(dt)
+        dx = dy * xh.to(dt) / n if need_x else None
+        ds = _take_flat(dy / n, flat) * sh.to(dt) if need_s else None
     else:  # prod, safe where factors are zero (torch's formula)
         if need_x:
             if incl:  # d out / d x = the product of the scattered values
-                ones = Tensor._wrap(np.ones(x._data.shape, dt))
-                dx = dy * _scatter_reduce_flat(ones, s, flat=flat, reduce="prod",
+                dx = dy * _scatter_reduce_flat(x.new_ones(shape), s, flat, reduce="prod",
                                                include_self=True)
             else:
-                dx = dy * Tensor._wrap(keep.astype(dt))
+                dx = kept
         if need_s:
-            sb = np.broadcast_to(s._data, flat.shape)
-            zero = sb == 0
-            nz = np.bincount(f, weights=zero.reshape(-1), minlength=x._data.size)[flat]
-            single = Tensor._wrap(zero & (nz == 1))
-            sv = s.expand(flat.shape) if s._data.shape != flat.shape else s
+            sv = s.expand(tuple(flat.shape)) if tuple(s.shape) != tuple(flat.shape) else s
+            zero = sv == 0
+            nz = _take_flat(_flat_count(flat, zero, shape=shape), flat)
+            single = zero & (nz == 1)
             masked = where(single, 1.0, sv)
-            r1 = _scatter_reduce_flat(x, masked, flat=flat, reduce="prod", include_self=incl)
-            g1 = _take_flat(dy * r1, flat=flat)
-            g2 = _take_flat(dy * out, flat=flat) / where(Tensor._wrap(zero), 1.0, sv)
+            r1 = _scatter_reduce_flat(x, masked, flat, reduce="prod", include_self=incl)
+            g1 = _take_flat(dy * r1, flat)
+            g2 = _take_flat(dy * out, flat) / where(zero, 1.0, sv)
             ds = where(single, g1, g2)
-    return dx, ds
+    return dx, ds, None
 
 
 def _scatter_args(input, dim, index, src, name):
@@ -294,8 +325,8 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
         return scatter_reduce(input, dim, index, src if isinstance(src, Tensor)
                               else _as_value(src, input).expand(index.shape), modes[reduce])
     flat, s = _scatter_args(input, dim, index, src, "scatter")
-    written = _put_flat(s, shape=input._data.shape, flat=flat, accumulate=False)
-    return where(_mask_of(input._data.shape, flat), written, input)
+    written = _put_flat(s, flat, shape=input._data.shape, accumulate=False)
+    return where(_flat_mask(flat, shape=input._data.shape), written, input)
 
 
 @tensor_method()
@@ -310,7 +341,7 @@ def scatter_add(input, dim, index, src):
         raise TypeError(f"scatter_add(): argument 'src' must be Tensor, not "
                         f"{type(src).__name__}")
     flat, s = _scatter_args(input, dim, index, src, "scatter_add")
-    return input + _put_flat(s, shape=input._data.shape, flat=flat, accumulate=True)
+    return input + _put_flat(s, flat, shape=input._data.shape, accumulate=True)
 
 
 @tensor_method()
@@ -324,7 +355,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not "
                         f"{type(src).__name__}")
     flat, s = _scatter_args(input, dim, index, src, "scatter_reduce")
-    return _scatter_reduce_flat(input, s, flat=flat, reduce=reduce,
+    return _scatter_reduce_flat(input, s, flat, reduce=reduce,
                                 include_self=bool(include_self))
 
 
@@ -347,9 +378,8 @@ def _index_dim(input, dim, index, name, source=None, allow_negative=False, error
         raise RuntimeError(f"{name}(): source of shape {tuple(source.shape)} does not match "
                            f"the expected shape {want} (self {tuple(shape)} with dim {d} "
                            f"replaced by the index length {idx.size})")
-    flat = _dim_flat(ishape, d, idx.reshape((1,) * d + (-1,) + (1,) * (len(ishape) - d - 1)),
-                     want)
-    return np.broadcast_to(flat, want)
+    t = _long(index).reshape((1,) * d + (-1,) + (1,) * (len(ishape) - d - 1))
+    return _dim_flat(t, shape=ishape, dim=d, out_shape=want)
 
 
 @tensor_method()
@@ -365,7 +395,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     _check_dtype(input, source, "index_add")
     flat = _index_dim(input, dim, index, "index_add", source, error=RuntimeError)
     src = source if alpha == 1 else source * alpha
-    return input + _put_flat(src, shape=input._data.shape, flat=flat, accumulate=True)
+    return input + _put_flat(src, flat, shape=input._data.shape, accumulate=True)
 
 
 @tensor_method()
@@ -375,8 +405,8 @@ def index_copy(input, dim, index, source):
 
     _check_dtype(input, source, "index_copy")
     flat = _index_dim(input, dim, index, "index_copy", source)
-    written = _put_flat(source, shape=input._data.shape, flat=flat, accumulate=False)
-    return where(_mask_of(input._data.shape, flat), written, input)
+    written = _put_flat(source, flat, shape=input._data.shape, accumulate=False)
+    return where(_flat_mask(flat, shape=input._data.shape), written, input)
 
 
 @tensor_method()
@@ -385,7 +415,7 @@ def index_fill(input, dim, index, value):
     from .index import masked_fill
 
     flat = _index_dim(input, dim, index, "index_fill", allow_negative=True)
-    return masked_fill(input, _mask_of(input._data.shape, flat), value)
+    return masked_fill(input, _flat_mask(flat, shape=input._data.shape), value)
 
 
 @tensor_method()
@@ -393,30 +423,31 @@ def index_put(input, indices, values, accumulate=False):
     """input with `values` at `input[indices]` (a tuple of index tensors), summed when
     accumulate=True."""
     from .elementwise import where
-    from .index import normalize_index
+    from .index import _index, parse_index
 
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put(): argument 'indices' must be a tuple of Tensors, not "
                         f"{type(indices).__name__}")
-    idx, _ = normalize_index(tuple(indices))
-    positions = np.arange(input._data.size).reshape(input._data.shape)
+    spec, arrays, _ = parse_index(tuple(indices), select_ints=False)
+    positions = Tensor._wrap(np.arange(input._data.size).reshape(input._data.shape))
     try:
-        flat = positions[idx]
+        flat = _index(positions, *arrays, spec=spec)  # an op: a trace reads the new indices
     except IndexError as e:
         raise IndexError(f"index_put(): {e} (self has shape {tuple(input.shape)})") from None
     values = _as_value(values, input)
+    fshape = tuple(flat.shape)
     try:
-        np.broadcast_shapes(values._data.shape, flat.shape)
-        if len(values._data.shape) > flat.ndim:
+        np.broadcast_shapes(values._data.shape, fshape)
+        if len(values._data.shape) > len(fshape):
             raise ValueError
     except ValueError:
         raise RuntimeError(f"index_put(): shape mismatch: value tensor of shape "
                            f"{list(values.shape)} cannot be broadcast to indexing result of "
-                           f"shape {list(flat.shape)}") from None
-    written = _put_flat(values, shape=input._data.shape, flat=flat, accumulate=accumulate)
+                           f"shape {list(fshape)}") from None
+    written = _put_flat(values, flat, shape=input._data.shape, accumulate=accumulate)
     if accumulate:
         return input + written
-    return where(_mask_of(input._data.shape, flat), written, input)
+    return where(_flat_mask(flat, shape=input._data.shape), written, input)
 
 
 # ---- masks --------------------------------------------------------------------------------------
@@ -442,10 +473,10 @@ def masked_select(input, mask):
     except ValueError:
         raise RuntimeError(f"masked_select(): the shape of the mask {tuple(mask.shape)} must "
                            f"broadcast with the input shape {tuple(input.shape)}") from None
-    flat = np.flatnonzero(np.broadcast_to(mask._data, shape))
+    flat = _flat_nonzero(mask, shape=shape)
     if input._data.shape != shape:
         input = input.expand(shape)
-    return _take_flat(input, flat=flat)
+    return _take_flat(input, flat)
 
 
 @tensor_method()
@@ -456,18 +487,20 @@ def masked_scatter(input, mask, source):
     _bool_mask(mask, "masked_scatter")
     shape = input._data.shape
     try:
-        m = np.broadcast_to(mask._data, shape)
+        if np.broadcast_shapes(mask._data.shape, shape) != shape:
+            raise ValueError
     except ValueError:
         raise RuntimeError(f"masked_scatter(): the shape of the mask {tuple(mask.shape)} must "
                            f"broadcast to the input shape {tuple(shape)}") from None
     _check_dtype(input, source, "masked_scatter")
-    flat = np.flatnonzero(m)
-    if flat.size > source._data.size:
+    flat = _flat_nonzero(mask, shape=shape)
+    k = flat._data.size
+    if k > source._data.size:
         raise RuntimeError(f"masked_scatter(): Number of elements of source < number of ones "
-                           f"in mask ({source._data.size} < {flat.size})")
-    vals = _take_flat(source, flat=np.arange(flat.size))
-    written = _put_flat(vals, shape=shape, flat=flat, accumulate=False)
-    return where(Tensor._wrap(m), written, input)
+                           f"in mask ({source._data.size} < {k})")
+    vals = source.reshape(-1)[:k]  # the leading k elements, in order
+    written = _put_flat(vals, flat, shape=shape, accumulate=False)
+    return where(mask if tuple(mask.shape) == shape else mask.expand(shape), written, input)
 
 
 # ---- in-place variants ------------------------------------------------------------------

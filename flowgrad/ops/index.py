@@ -4,6 +4,11 @@ slices, None, Ellipsis, index tensors, bool masks), narrow, nonzero.
 Basic indexing returns a view (shared storage and version counter); advanced indexing a
 copy. Both have the same gradient: the output grad scattered back (summed on repeats).
 
+An index is split in two: its static structure (`spec`, a tuple of slices, ints, None,
+Ellipsis, bools and an `ARRAY` placeholder where each index array goes), an attribute, and
+the index arrays themselves, passed to the op as extra (non-differentiable) input tensors.
+A traced op thus reads its index arrays from its inputs, never from a frozen attribute.
+
 >>> import flowgrad as flow
 >>> x = flow.zeros(3, requires_grad=True)
 >>> x[flow.tensor([0, 0, 2])].sum().backward(); x.grad
@@ -23,52 +28,105 @@ from .registry import op
 __all__ = ["narrow", "select", "nonzero", "index_select", "masked_fill", "argwhere"]
 
 
-def normalize_index(index, shape=None):
-    """Tensors and lists in an index -> NumPy arrays; says whether indexing is advanced."""
+class _ArrayPlace:
+    """Where an index array goes in an index spec (the array is an op input)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "ARRAY"
+
+    def __reduce__(self):
+        return "ARRAY"
+
+
+ARRAY = _ArrayPlace()
+# save the index arrays (inputs from `first` on; NumPy allows at most 64 index dims), so a
+# second backward raises, as torch's, and an in-place write to an index array is caught
+_MAX_ARRAYS = 64
+
+
+def _save_from(first):
+    return "inputs[" + ", ".join(str(i) for i in range(first, first + _MAX_ARRAYS)) + "]"
+
+
+def parse_index(index, select_ints=True):
+    """Split an index into (spec, index tensors, advanced): tensors and lists become input
+    tensors, their places in spec the ARRAY placeholder. 0-d integer tensors become ints
+    (selects, as torch's) unless select_ints=False (index_put: they index as arrays)."""
     items = index if isinstance(index, tuple) else (index,)
-    out, advanced = [], False
+    spec, arrays, advanced = [], [], False
     for item in items:
         if isinstance(item, Tensor):
-            item = item._data
-            if item.dtype.kind not in "iub":
+            data = item._data
+            if data.dtype.kind not in "iub":
                 raise IndexError(
                     f"tensors used as indices must be long, int, byte or bool tensors, got "
-                    f"{item.dtype}")
-            if item.dtype == np.uint8:  # torch reads byte tensors as masks
-                item = item.astype(bool)
-            if item.ndim == 0 and item.dtype.kind != "b":
-                item = int(item)
+                    f"{data.dtype}")
+            if data.ndim == 0 and data.dtype.kind != "b" and select_ints:
+                item = int(data)  # a 0-d index selects (a view), as torch's
             else:
+                if data.dtype == np.uint8:  # torch reads byte tensors as masks
+                    item = item.to(_dt.bool)
+                arrays.append(item)
+                item = ARRAY
                 advanced = True
         elif isinstance(item, (list, np.ndarray)):
             if isinstance(item, list) and any(isinstance(i, Tensor) for i in item):
                 item = [i._data if isinstance(i, Tensor) else i for i in item]
-            item = np.asarray(item)
-            if item.size == 0 and item.dtype.kind == "f":  # `x[[]]` selects nothing
-                item = item.astype(np.int64)
-            if item.dtype.kind not in "iub":
+            data = np.asarray(item)
+            if data.size == 0 and data.dtype.kind == "f":  # `x[[]]` selects nothing
+                data = data.astype(np.int64)
+            if data.dtype.kind not in "iub":
                 raise IndexError(f"lists used as indices must hold ints or bools, got "
-                                 f"{item.dtype}")
+                                 f"{data.dtype}")
+            arrays.append(Tensor._wrap(data))
+            item = ARRAY
             advanced = True
         elif isinstance(item, slice) and item.step is not None and item.step <= 0:
             raise ValueError(f"step must be greater than zero, got slice {item}; use "
                              f"flip() to reverse a dim")
         elif isinstance(item, (bool, np.bool_)):
+            item = bool(item)
             advanced = True
-        elif not (item is None or item is Ellipsis or isinstance(item, (int, slice,
-                                                                          np.integer))):
+        elif isinstance(item, np.integer):
+            item = int(item)
+        elif not (item is None or item is Ellipsis or isinstance(item, (int, slice))):
             raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or "
                              f"bool tensors are valid indices, got {type(item).__name__}")
-        out.append(item)
-    return tuple(out), advanced
+        spec.append(item)
+    return tuple(spec), arrays, advanced
+
+
+def normalize_index(index, shape=None):
+    """The NumPy index of `index` (index arrays in place, in torch's order when `shape` is
+    given) and whether it is advanced."""
+    spec, arrays, advanced = parse_index(index)
+    data = [a._data for a in arrays]
+    if shape is None:
+        it = iter(data)
+        return tuple(next(it) if s is ARRAY else s for s in spec), advanced
+    return build_index(np, spec, data, shape), advanced
+
+
+def _is_advanced(spec):
+    return any(s is ARRAY or type(s) is bool for s in spec)
+
+
+def build_index(xp, spec, arrays, shape):
+    """The NumPy index of `spec` with its index arrays put back, in torch's order (kernels)."""
+    if arrays:
+        it = iter(arrays)
+        spec = tuple(next(it) if s is ARRAY else s for s in spec)
+    return torch_order(xp, spec, shape)
 
 
 def _show(index):
-    return tuple(f"tensor(shape={i.shape})" if isinstance(i, np.ndarray) else i
+    return tuple(f"tensor(shape={i.shape})" if hasattr(i, "shape") else i
                  for i in index) if isinstance(index, tuple) else index
 
 
-@op("getitem", is_view=True)
+@op("getitem", is_view=True)  # basic indices only: a view, replayable from its attributes
 def _getitem(xp, x, *, index):
     out = x[index]
     if type(out) is not xp.ndarray:  # ints all the way down: a 0-d view, not a scalar copy
@@ -76,44 +134,58 @@ def _getitem(xp, x, *, index):
     return out
 
 
-@op("index", save="attrs")  # the index arrays: a second backward raises, as torch's
-def _index(xp, x, *, index):
-    return x[index]
+@_getitem.grad
+def _(ctx, dy):
+    return _getitem_backward(dy, shape=ctx.input_shapes[0], index=ctx.index)
 
 
-def _getitem_grad(ctx, dy):
-    return _index_backward(dy, shape=ctx.input_shapes[0], index=ctx.index,
-                           advanced=ctx.node.op is _index)
-
-
-_getitem.grad(_getitem_grad)
-_index.grad(_getitem_grad)
-
-
-@op("index_backward")
-def _index_backward(xp, dy, *, shape, index, advanced):
+@op("getitem_backward")
+def _getitem_backward(xp, dy, *, shape, index):
     dx = xp.zeros(shape, dy.dtype)
-    if advanced:
-        xp.add.at(dx, index, dy)  # repeated indices sum their grads
-    else:
-        dx[index] = dy
+    dx[index] = dy
+    return dx
+
+
+@_getitem_backward.grad
+def _(ctx, ddx):
+    return _getitem(ddx, index=ctx.index)
+
+
+@op("index", save=_save_from(1))  # the index arrays: a second backward raises, as torch's
+def _index(xp, x, *arrays, spec):
+    return x[build_index(xp, spec, arrays, x.shape)]
+
+
+@_index.grad
+def _(ctx, dy):
+    arrays = ctx.inputs[1:]
+    return (_index_backward(dy, *arrays, shape=ctx.input_shapes[0], spec=ctx.spec),) + \
+        (None,) * len(arrays)
+
+
+@op("index_backward", save=_save_from(1))
+def _index_backward(xp, dy, *arrays, shape, spec):
+    dx = xp.zeros(shape, dy.dtype)
+    xp.add.at(dx, build_index(xp, spec, arrays, shape), dy)  # repeated indices sum
     return dx
 
 
 @_index_backward.grad
 def _(ctx, ddx):
-    return (_index if ctx.advanced else _getitem)(ddx, index=ctx.index)
+    arrays = ctx.inputs[1:]
+    return (_index(ddx, *arrays, spec=ctx.spec),) + (None,) * len(arrays)
 
 
 def _is_int(item):
     return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
 
 
-def torch_order(idx, shape):
+def torch_order(xp, idx, shape):
     """NumPy counts an int beside an index array as advanced, which can move the result's
     dims; torch applies ints first as selects. Rewrite such an index as coordinates that
     give torch's result directly."""
-    if not any(_is_int(i) for i in idx) or any(isinstance(i, (bool, np.bool_)) for i in idx):
+    if type(idx) is not tuple or not any(_is_int(i) for i in idx) or \
+            not any(hasattr(i, "ndim") for i in idx) or any(type(i) is bool for i in idx):
         return idx
     first, then = [], []
     for item in idx:
@@ -126,82 +198,88 @@ def torch_order(idx, shape):
             first.append(item)
             then.append(item)
         else:  # an index array (a bool mask spans one dim per mask dim)
-            first.extend([slice(None)] * (item.ndim if item.dtype == np.bool_ else 1))
+            first.extend([slice(None)] * (item.ndim if item.dtype == xp.bool_ else 1))
             then.append(item)
-    positions = np.arange(int(np.prod(shape))).reshape(shape)
+    n = 1
+    for s in shape:
+        n *= s
+    positions = xp.arange(n).reshape(shape)
     try:
         positions = positions[tuple(first)][tuple(then)]
     except IndexError as e:
         raise IndexError(f"index {_show(idx)} is out of bounds for tensor of shape "
                          f"{tuple(shape)}: {e}") from None
-    return np.unravel_index(positions, shape)
+    return xp.unravel_index(positions, shape)
 
 
 def getitem(x, index):
     """x[index] (Tensor.__getitem__): basic indexing gives a view, advanced (tensor/list/bool)
     indexing a copy."""
-    idx, advanced = normalize_index(index)
+    spec, arrays, advanced = parse_index(index)
     if advanced:
-        idx = torch_order(idx, x._data.shape)
-    if len(idx) == 1:
-        idx = idx[0]
-    fn = _index if advanced else _getitem
-    return fn(x, index=idx)  # kernel errors come back naming the op and the input
+        return _index(x, *arrays, spec=spec)  # kernel errors come back naming the op
+    return _getitem(x, index=spec[0] if len(spec) == 1 else spec)
 
 
-@op("setitem", save="attrs")  # torch's CopySlices: a second backward through it raises
-def _setitem(xp, x, value, *, index):
+def _take_index(x, spec, arrays):
+    """x[spec] for a spec and its index arrays (the setitem rule's gradient of value)."""
+    if _is_advanced(spec):
+        return _index(x, *arrays, spec=spec)
+    return _getitem(x, index=spec)
+
+
+@op("setitem", save=_save_from(2))  # torch's CopySlices: a second backward through it raises
+def _setitem(xp, x, value, *arrays, spec):
     out = x.copy()
-    out[index] = value
+    out[build_index(xp, spec, arrays, x.shape)] = value
     return out
 
 
 @_setitem.grad
 def _(ctx, dy):
     need = ctx.needs_input_grad
-    dx = _setitem(dy, dy.new_zeros(()), index=ctx.index) if need[0] else None
+    arrays = ctx.inputs[2:]
+    dx = _setitem(dy, dy.new_zeros(()), *arrays, spec=ctx.spec) if need[0] else None
     dv = None
     if need[1]:
-        dv = getitem(dy, ctx.index)
-        extra = len(ctx.input_shapes[1]) - dv._data.ndim
+        dv = _take_index(dy, ctx.spec, arrays)
+        extra = len(ctx.input_shapes[1]) - dv.dim()
         if extra > 0:  # NumPy/torch drop a value's leading size-1 dims; put them back
-            dv = dv.reshape((1,) * extra + dv._data.shape)
-    return dx, dv
+            dv = dv.reshape((1,) * extra + tuple(dv.shape))
+    return (dx, dv) + (None,) * len(arrays)
 
 
 def setitem(x, index, value):
     """`x[index] = value` in place; recorded (x is rebased) when value or x needs grad."""
-    idx, advanced = normalize_index(index)
-    if advanced:
-        idx = torch_order(idx, x._data.shape)
-    if len(idx) == 1:
-        idx = idx[0]
+    spec, arrays, advanced = parse_index(index)
     if not isinstance(value, Tensor):
         value = Tensor._wrap(np.asarray(value, dtype=x._data.dtype))
     elif value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
     data = x._data
-    if value is x and not advanced and _is_whole(data, idx):
+    if value is x and not advanced and _is_whole(data, spec):
         x.copy_(x)  # x[:] = x: torch's slice covering all of x is x itself
         return
     if not data.flags.writeable and not advanced:
         # an expand: torch refuses a slice assignment only where the written region overlaps
         # itself (index tensors go through index_put_, which writes anyway)
         try:
-            writable(data[idx], "copy_")
+            writable(data[spec], "copy_")
         except IndexError:
             pass  # reported below, with the shapes
     if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad):
         if self_overlapping(data):  # an expand whose elements share memory
             if advanced:
-                _write_base_elements(x, idx, value)
+                _write_base_elements(x, spec, arrays, value)
             else:  # write the region it selects (torch's x[i] = v is x[i].copy_(v))
-                _getitem(x, index=idx).copy_(value)
+                _getitem(x, index=spec).copy_(value)
             return
-        inplace_update("setitem", x, lambda src: _setitem(src, value, index=idx),
+        inplace_update("setitem", x, lambda src: _setitem(src, value, *arrays, spec=spec),
                        value.requires_grad)
         return
+    idx = spec
     try:
+        idx = build_index(np, spec, [a._data for a in arrays], data.shape)
         if not data.flags.writeable:
             data = writable_alias(data)
         data[idx] = value._data
@@ -211,7 +289,7 @@ def setitem(x, index, value):
     bump_version(x)
 
 
-def _write_base_elements(x, idx, value):
+def _write_base_elements(x, spec, arrays, value):
     """x[idx] = value for an expand x whose elements share memory, addressed to the elements
     of its base instead, so that each memory location is written, and differentiated, once."""
     info = x._view
@@ -221,7 +299,7 @@ def _write_base_elements(x, idx, value):
         positions = view_op.kernel(np, positions, **attrs)
         if index is not None:
             positions = positions[index]
-    positions = positions[idx]
+    positions = positions[build_index(np, spec, [a._data for a in arrays], x._data.shape)]
     if value._data.shape != positions.shape:
         value = value.reshape(value._data.shape[-positions.ndim:] if positions.ndim else ())
         value = value.expand(positions.shape)
