@@ -19,6 +19,26 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.interpreter import run_inplace
 from ..tensor import Tensor, tensor_method
+from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
+    allclose,
+    clamp_mask,
+    eq,
+    equal,
+    ge,
+    gt,
+    isclose,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    ne,
+    tie_weights,
+)
 from .registry import op
 
 __all__ = [
@@ -377,10 +397,7 @@ def _clamp(xp, x, *, min, max):
 
 @_clamp.grad
 def _(ctx, dy):
-    x = ctx.inputs[0]._data
-    keep = Tensor._wrap(((x >= ctx.min) if ctx.min is not None else True)
-                        & ((x <= ctx.max) if ctx.max is not None else True))
-    return _where(keep, dy, dy.new_zeros(()))
+    return _where(clamp_mask(ctx.inputs[0], min=ctx.min, max=ctx.max), dy, dy.new_zeros(()))
 
 
 @op("maximum", save="inputs")
@@ -390,8 +407,7 @@ def _maximum(xp, a, b):
 
 @_maximum.grad
 def _(ctx, dy):
-    a, b = ctx.inputs
-    return _split_tie_grad(dy, a._data > b._data, a._data == b._data)
+    return _split_tie_grad(dy, *ctx.inputs, ">")
 
 
 @op("minimum", save="inputs")
@@ -401,88 +417,14 @@ def _minimum(xp, a, b):
 
 @_minimum.grad
 def _(ctx, dy):
-    a, b = ctx.inputs
-    return _split_tie_grad(dy, a._data < b._data, a._data == b._data)
+    return _split_tie_grad(dy, *ctx.inputs, "<")
 
 
-def _split_tie_grad(dy, first_wins, tie):
+def _split_tie_grad(dy, a, b, first_wins):
     """Grads of max/min of two tensors: to the winner; split in half on ties, as torch. The
     loser gets exactly 0 even where dy is inf or nan (grad_mul masks on its first factor)."""
-    w = (first_wins + 0.5 * tie).astype(dy._data.dtype)
-    return _grad_mul(Tensor._wrap(w), dy), _grad_mul(Tensor._wrap(1.0 - w), dy)
-
-
-# ---- comparisons and logic (no gradient) -----------------------------------------------------
-def _compare(name, fn):
-    k = op(name, differentiable=False)(fn)
-
-    def compare(input, other):
-        if not isinstance(other, Tensor) or other._data.dtype is not input._data.dtype:
-            # torch compares in the promoted dtype: float16 vs a 0-d float64 rounds the
-            # latter to float16, and uint8 vs -3 wraps -3 to 253 as torch's cast does
-            input, other = _promote_pair(input, other, name)
-        return k(input, other)
-    compare.__name__ = name
-    return compare
-
-
-eq = _compare("eq", lambda xp, a, b: a == b)
-ne = _compare("ne", lambda xp, a, b: a != b)
-lt = _compare("lt", lambda xp, a, b: a < b)
-le = _compare("le", lambda xp, a, b: a <= b)
-gt = _compare("gt", lambda xp, a, b: a > b)
-ge = _compare("ge", lambda xp, a, b: a >= b)
-logical_and = _compare("logical_and", lambda xp, a, b: xp.logical_and(a, b))
-logical_or = _compare("logical_or", lambda xp, a, b: xp.logical_or(a, b))
-logical_xor = _compare("logical_xor", lambda xp, a, b: xp.logical_xor(a, b))
-
-
-@op("logical_not", differentiable=False)
-def logical_not(xp, x):
-    """Elementwise `not x` (nonzero is True); returns bool."""
-    return xp.logical_not(x)
-
-
-@op("isnan", differentiable=False)
-def isnan(xp, x):
-    """Elementwise test for NaN; returns bool."""
-    return xp.isnan(x)
-
-
-@op("isinf", differentiable=False)
-def isinf(xp, x):
-    """Elementwise test for +/-inf; returns bool."""
-    return xp.isinf(x)
-
-
-@op("isfinite", differentiable=False)
-def isfinite(xp, x):
-    """Elementwise test for finite values (not inf, not NaN); returns bool."""
-    return xp.isfinite(x)
-
-
-def equal(input, other) -> bool:
-    """True when both tensors have the same shape and elements."""
-    return input.shape == other.shape and bool((input._data == other._data).all())
-
-
-def isclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
-    """Elementwise |input - other| <= atol + rtol * |other|; returns bool.
-
-    >>> import flowgrad as flow
-    >>> flow.isclose(flow.tensor([1.0, 2.0]), flow.tensor([1.0 + 1e-7, 2.1]))
-    tensor([ True, False])
-    """
-    import numpy as np
-
-    return Tensor._wrap(np.isclose(input._data, other._data, rtol, atol, equal_nan))
-
-
-def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
-    """True if every element of input is close to other (see isclose); a Python bool."""
-    import numpy as np
-
-    return bool(np.allclose(input._data, other._data, rtol, atol, equal_nan))
+    w, rest = tie_weights(a, b, first_wins=first_wins, dtype=dy.dtype)
+    return _grad_mul(w, dy), _grad_mul(rest, dy)
 
 
 # ---- public functions: promotion, then the op ---------------------------------------------

@@ -25,7 +25,10 @@ from .elementwise import (
     _promote_pair,
     _zero_grad,
     div,
+    isfinite,
+    isnan,
     log,
+    logical_not,
     mul,
     sub,
     where,
@@ -38,10 +41,6 @@ __all__ = [
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
     "bitwise_right_shift",
 ]
-
-
-def _const(mask):
-    return Tensor._wrap(mask)
 
 
 def _check_int_zero(b, name):
@@ -164,7 +163,7 @@ def _(ctx, dy):
     x, y = ctx.inputs
     need = ctx.needs_input_grad
     # log(y) only where x != 0: where y <= 0 and x == 0 the gradient is 0, not nan
-    dx = _grad_mul(dy, where(_const(x._data != 0), log(y), 0.0)) if need[0] else None
+    dx = _grad_mul(dy, where(x != 0, log(y), 0.0)) if need[0] else None
     return dx, (_grad_div(dy * x, y) if need[1] else None)
 
 
@@ -240,8 +239,8 @@ def _fmax(xp, a, b):
 
 @_fmax.grad
 def _(ctx, dy):
-    a, b = (t._data for t in ctx.inputs)
-    return _pick_grad(dy, (a >= b) | np.isnan(b))  # torch: ties go to the first input
+    a, b = ctx.inputs
+    return _pick_grad(dy, (a >= b) | isnan(b))  # torch: ties go to the first input
 
 
 @op("fmin", save="inputs")
@@ -251,13 +250,13 @@ def _fmin(xp, a, b):
 
 @_fmin.grad
 def _(ctx, dy):
-    a, b = (t._data for t in ctx.inputs)
-    return _pick_grad(dy, (a <= b) | np.isnan(b))
+    a, b = ctx.inputs
+    return _pick_grad(dy, (a <= b) | isnan(b))
 
 
 def _pick_grad(dy, first):
     zero = dy.new_zeros(())
-    return _where_op(_const(first), dy, zero), _where_op(_const(~first), dy, zero)
+    return _where_op(first, dy, zero), _where_op(logical_not(first), dy, zero)
 
 
 def _where_op(cond, a, b):
@@ -299,7 +298,7 @@ def _nan_to_num(xp, x, *, nan, posinf, neginf):
 
 @_nan_to_num.grad
 def _(ctx, dy):
-    return _where_op(_const(np.isfinite(ctx.inputs[0]._data)), dy, dy.new_zeros(()))
+    return _where_op(isfinite(ctx.inputs[0]), dy, dy.new_zeros(()))
 
 
 @tensor_method()
@@ -324,19 +323,22 @@ def _clamp_tensor(xp, x, *bounds, has_min, has_max):
 
 @_clamp_tensor.grad
 def _(ctx, dy):
-    x, *bounds = (t._data for t in ctx.inputs)
+    x, *bounds = ctx.inputs
     lo = bounds[0] if ctx.has_min else None
     hi = bounds[-1] if ctx.has_max else None
-    keep_x = np.ones((), bool)
+    keeps = []
     grads = []
     if lo is not None:
-        keep_x = keep_x & (x >= lo)
+        keeps.append(x >= lo)
         grads.append((x < lo) & (lo < hi) if hi is not None else x < lo)
     if hi is not None:
-        keep_x = keep_x & (x <= hi)
+        keeps.append(x <= hi)
         grads.append((x > hi) | (lo > hi) if lo is not None else x > hi)  # min > max: max wins
     zero = dy.new_zeros(())
-    return tuple(_where_op(_const(m), dy, zero) if need else None
+    if not keeps:  # no bounds: the identity
+        return (dy,)
+    keep_x = keeps[0] & keeps[1] if len(keeps) == 2 else keeps[0]
+    return tuple(_where_op(m, dy, zero) if need else None
                  for m, need in zip([keep_x, *grads], ctx.needs_input_grad))
 
 

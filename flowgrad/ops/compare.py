@@ -1,0 +1,111 @@
+"""Comparisons and logic (no gradient: eq, lt, logical_and, isnan, isclose, ...), and the
+masks gradient rules select with (clamp_mask, tie_weights): ops, so a rule that needs
+a mask records it like any other op.
+
+>>> import flowgrad as flow
+>>> flow.tensor([1, 2, 3]) >= 2
+tensor([False,  True,  True])
+"""
+from __future__ import annotations
+
+from ..tensor import Tensor
+from .registry import op
+
+__all__ = ["eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
+           "logical_xor", "isnan", "isinf", "isfinite", "equal", "allclose", "isclose"]
+
+
+def _promote_pair(input, other, name):
+    from .elementwise import _promote_pair  # elementwise imports this module
+
+    return _promote_pair(input, other, name)
+
+
+# ---- comparisons and logic (no gradient) -----------------------------------------------------
+def _compare(name, fn):
+    k = op(name, differentiable=False)(fn)
+
+    def compare(input, other):
+        if not isinstance(other, Tensor) or other._data.dtype is not input._data.dtype:
+            # torch compares in the promoted dtype: float16 vs a 0-d float64 rounds the
+            # latter to float16, and uint8 vs -3 wraps -3 to 253 as torch's cast does
+            input, other = _promote_pair(input, other, name)
+        return k(input, other)
+    compare.__name__ = name
+    return compare
+
+
+eq = _compare("eq", lambda xp, a, b: a == b)
+ne = _compare("ne", lambda xp, a, b: a != b)
+lt = _compare("lt", lambda xp, a, b: a < b)
+le = _compare("le", lambda xp, a, b: a <= b)
+gt = _compare("gt", lambda xp, a, b: a > b)
+ge = _compare("ge", lambda xp, a, b: a >= b)
+logical_and = _compare("logical_and", lambda xp, a, b: xp.logical_and(a, b))
+logical_or = _compare("logical_or", lambda xp, a, b: xp.logical_or(a, b))
+logical_xor = _compare("logical_xor", lambda xp, a, b: xp.logical_xor(a, b))
+
+
+@op("logical_not", differentiable=False)
+def logical_not(xp, x):
+    """Elementwise `not x` (nonzero is True); returns bool."""
+    return xp.logical_not(x)
+
+
+@op("isnan", differentiable=False)
+def isnan(xp, x):
+    """Elementwise test for NaN; returns bool."""
+    return xp.isnan(x)
+
+
+@op("isinf", differentiable=False)
+def isinf(xp, x):
+    """Elementwise test for +/-inf; returns bool."""
+    return xp.isinf(x)
+
+
+@op("isfinite", differentiable=False)
+def isfinite(xp, x):
+    """Elementwise test for finite values (not inf, not NaN); returns bool."""
+    return xp.isfinite(x)
+
+
+def equal(input, other) -> bool:
+    """True when both tensors have the same shape and elements."""
+    return input.shape == other.shape and bool((input._data == other._data).all())
+
+
+def isclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
+    """Elementwise |input - other| <= atol + rtol * |other|; returns bool.
+
+    >>> import flowgrad as flow
+    >>> flow.isclose(flow.tensor([1.0, 2.0]), flow.tensor([1.0 + 1e-7, 2.1]))
+    tensor([ True, False])
+    """
+    import numpy as np
+
+    return Tensor._wrap(np.isclose(input._data, other._data, rtol, atol, equal_nan))
+
+
+def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
+    """True if every element of input is close to other (see isclose); a Python bool."""
+    import numpy as np
+
+    return bool(np.allclose(input._data, other._data, rtol, atol, equal_nan))
+
+
+# ---- masks for gradient rules ------------------------------------------------------------
+@op("clamp_mask", differentiable=False)
+def clamp_mask(xp, x, *, min, max):
+    """Where clamp(x, min, max) passes x through (its gradient flows): a bool mask."""
+    return (((x >= min) if min is not None else True)
+            & ((x <= max) if max is not None else True))
+
+
+@op("tie_weights", n_out=2, differentiable=False)
+def tie_weights(xp, a, b, *, first_wins, dtype):
+    """The shares of maximum(a, b) (`first_wins` ">") or minimum(a, b) ("<") gradients: 1 to
+    the winner, 0 to the loser, half each on a tie, as torch; in `dtype` (a flowgrad dtype)."""
+    first = a > b if first_wins == ">" else a < b
+    w = (first + 0.5 * (a == b)).astype(dtype.np)
+    return w, 1.0 - w
