@@ -82,3 +82,15 @@ def set_rng_state(new_state):
 def numpy_generator(generator=None):
     """The NumPy generator behind `generator` (the global one when None)."""
     return (generator or default_generator).np
+
+
+def resolve(generator=None):
+    """The Generator object a random op draws from: `generator`, or the global one when None.
+
+    Random ops take it as an attribute and draw inside their kernel, so a recorded op call
+    replayed later draws fresh numbers from the same stream.
+
+    >>> resolve() is default_generator
+    True
+    """
+    return default_generator if generator is None else generator

@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 
 from ..autograd.interpreter import run_inplace
-from ..random import numpy_generator
-from ..tensor import Tensor, _wrap_dim, tensor_method
+from ..random import numpy_generator, resolve
+from ..tensor import _wrap_dim, tensor_method
 from .elementwise import _float_of, clamp, masked_product, sigmoid, tanh, where
 from .registry import op
 
@@ -71,11 +71,6 @@ def relu(input, inplace=False):
     return _relu(input)
 
 
-def _mask(x, fn):
-    """A constant (non-differentiable) boolean tensor computed from x's values."""
-    return Tensor._wrap(fn(x._data))
-
-
 @op("leaky_relu", save="inputs")
 def _leaky_relu(xp, x, *, slope):
     return xp.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
@@ -84,7 +79,7 @@ def _leaky_relu(xp, x, *, slope):
 @_leaky_relu.grad
 def _(ctx, dy):
     x = ctx.inputs[0]
-    w = Tensor._wrap((x._data > 0).astype(dy._data.dtype) * (1 - ctx.slope) + ctx.slope)
+    w = (x > 0).to(dy.dtype) * (1 - ctx.slope) + ctx.slope
     return dy * w
 
 
@@ -121,14 +116,25 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *,
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
 
-    def apply(x):
-        # the slopes are constants of the graph: the gradient is the same slope, as torch's
-        data = x._data
-        slope = numpy_generator(generator).uniform(lower, upper, data.shape)
-        noise = (data > 0) + (data <= 0) * slope
-        return x * Tensor._wrap(noise.astype(data.dtype, copy=False))
+    gen = resolve(generator)
+    if inplace:
+        return run_inplace("rrelu_", lambda x: _rrelu(x, lower=lower, upper=upper,
+                                                      generator=gen), input)
+    return _rrelu(input, lower=lower, upper=upper, generator=gen)
 
-    return run_inplace("rrelu_", apply, input) if inplace else apply(input)
+
+@op("rrelu", n_out=1)
+def _rrelu(xp, x, *, lower, upper, generator):
+    """x * slope, slope 1 where x > 0 and drawn from U[lower, upper] (from `generator`, a
+    flowgrad Generator) elsewhere; the slopes are an aux output for the rule."""
+    slope = numpy_generator(generator).uniform(lower, upper, x.shape)
+    noise = ((x > 0) + (x <= 0) * slope).astype(x.dtype, copy=False)
+    return x * noise, noise
+
+
+@_rrelu.grad
+def _(ctx, dy):
+    return dy * ctx.aux[0]  # the drawn slopes are constants: the gradient is the slope
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
@@ -145,7 +151,8 @@ def _hardtanh(xp, x, *, lo, hi):
 @_hardtanh.grad
 def _(ctx, dy):
     lo, hi = ctx.lo, ctx.hi
-    return where(_mask(ctx.inputs[0], lambda x: (x > lo) & (x < hi)), dy, 0.0)
+    x = ctx.inputs[0]
+    return where((x > lo) & (x < hi), dy, 0.0)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -179,8 +186,8 @@ def _hardswish(xp, x):
 def _(ctx, dy):
     # torch's piecewise rule: exactly 0 below -3 (even for an inf dy), dy above 3
     x = ctx.inputs[0]
-    mid = where(_mask(x, lambda a: a < 3), dy * (x * (1.0 / 3.0) + 0.5), dy)
-    return where(_mask(x, lambda a: ~(a <= -3)), mid, 0.0)  # nan x: dy, as torch
+    mid = where(x < 3, dy * (x * (1.0 / 3.0) + 0.5), dy)
+    return where(~(x <= -3), mid, 0.0)  # nan x: dy, as torch
 
 
 def hardswish(input, inplace=False):
@@ -203,7 +210,7 @@ def _(ctx, dy):
     x = ctx.inputs[0]
     k = ctx.alpha * ctx.scale * ctx.input_scale
     neg = (clamp(x, max=0.0) * ctx.input_scale).exp() * k
-    return dy * where(_mask(x, lambda a: a > 0), ctx.scale, neg)
+    return dy * where(x > 0, ctx.scale, neg)
 
 
 def _elu_call(name, input, inplace, **attrs):
@@ -344,10 +351,7 @@ def _softplus(xp, x, *, beta, threshold):
 def _(ctx, dy):
     x = ctx.inputs[0]
     bx = x * ctx.beta
-    keep = Tensor._wrap((bx._data > ctx.threshold))
-    from .elementwise import where
-
-    return where(keep, dy, dy * bx.sigmoid())
+    return where(bx > ctx.threshold, dy, dy * bx.sigmoid())
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -476,7 +480,7 @@ def tanhshrink(input):
 
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
-    return where(_mask(input, lambda x: abs(x) > lambd), input, 0.0)
+    return where((input > lambd) | (input < -lambd), input, 0.0)
 
 
 def softshrink(input, lambd=0.5):
@@ -486,8 +490,8 @@ def softshrink(input, lambd=0.5):
                            f"{lambd}.")
     # selected, not x - clamp(x): the gradient between -lambd and lambd is exactly 0 (as
     # torch), where dy - dy would be nan for an infinite dy
-    shifted = where(_mask(input, lambda x: x > 0), input - lambd, input + lambd)
-    return where(_mask(input, lambda x: ~(abs(x) <= lambd)), shifted, 0.0)
+    shifted = where(input > 0, input - lambd, input + lambd)
+    return where(~((input <= lambd) & (input >= -lambd)), shifted, 0.0)
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -498,7 +502,7 @@ def threshold(input, threshold, value, inplace=False):
 
 
 def _threshold(input, th, value):
-    return where(_mask(input, lambda x: x > th), input, value)
+    return where(input > th, input, value)
 
 
 def threshold_(input, threshold, value):
@@ -520,7 +524,7 @@ def prelu(input, weight):
         w = weight.reshape(())
     else:
         w = weight.reshape((channels,) + (1,) * (input._data.ndim - 2))
-    return where(_mask(input, lambda x: x > 0), input, input * w)
+    return where(input > 0, input, input * w)
 
 
 def glu(input, dim=-1):

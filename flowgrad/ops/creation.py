@@ -1,6 +1,8 @@
 """Tensor factories: tensor, zeros, ones, full, arange, linspace, eye, random sampling.
 
-Factories set requires_grad last, so making a tensor records nothing.
+Factories set requires_grad last, so making a tensor records nothing. The samplers are ops
+(not differentiable) whose kernels draw from the Generator passed as their `generator`
+attribute (the global one by default), so a recorded call replays with fresh numbers.
 
 >>> import flowgrad as flow
 >>> flow.zeros(2, 3).shape
@@ -18,8 +20,9 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..device import check_device
-from ..random import numpy_generator
+from ..random import numpy_generator, resolve
 from ..tensor import Size, Tensor
+from .registry import op
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
@@ -478,9 +481,69 @@ def rand(*size_args, size=None, generator=None, dtype=None, device=None,
     """
     check_device(device, "rand")
     d, shape = _float_dtype(dtype).np, _size(_size_arg(size_args, size, "rand"), "rand")
+    gen = resolve(generator)
+    out = _alloc("rand", shape, d, lambda: _rand(shape=shape, dtype=d, generator=gen))
+    return _finish_op(out, requires_grad)
+
+
+# ---- random sampling: kernels draw from the Generator attribute ---------------------------
+@op("rand", differentiable=False)
+def _rand(xp, *, shape, dtype, generator):
+    return numpy_generator(generator).random(shape, xp.float64).astype(dtype)
+
+
+@op("randn", differentiable=False)
+def _randn(xp, *, shape, dtype, generator):
+    return numpy_generator(generator).standard_normal(shape).astype(dtype)
+
+
+@op("randint", differentiable=False)
+def _randint(xp, *, low, high, shape, dtype, generator):
+    return numpy_generator(generator).integers(low, high, shape).astype(dtype)
+
+
+@op("randperm", differentiable=False)
+def _randperm(xp, *, n, dtype, generator):
+    return numpy_generator(generator).permutation(n).astype(dtype)
+
+
+@op("normal", differentiable=False)
+def _normal(xp, *tensors, mean, std, shape, dtype, generator):
+    """mean + std * N(0, 1); `mean` / `std` are numbers, or None where they are the inputs
+    (in that order)."""
+    given = iter(tensors)
+    m = next(given) if mean is None else mean
+    s = next(given) if std is None else std
+    return (m + s * numpy_generator(generator).standard_normal(shape)).astype(dtype)
+
+
+@op("bernoulli", differentiable=False)
+def _bernoulli(xp, x, *, p, generator):
+    probs = x if p is None else xp.full(x.shape, p, x.dtype)
+    return (numpy_generator(generator).random(probs.shape) < probs).astype(probs.dtype)
+
+
+@op("multinomial", differentiable=False)
+def _multinomial(xp, x, *, num_samples, replacement, generator):
     gen = numpy_generator(generator)
-    arr = _alloc("rand", shape, d, lambda: gen.random(shape, np.float64).astype(d))
-    return _finish(arr, requires_grad)
+    p = x.astype(xp.float64)
+    rows = p.reshape(-1, p.shape[-1])
+    if replacement:
+        cdf = xp.cumsum(rows, axis=1)
+        cdf /= cdf[:, -1:]
+        u = gen.random((rows.shape[0], num_samples))
+        out = xp.minimum((u[:, :, None] > cdf[:, None, :]).sum(-1), rows.shape[1] - 1)
+    else:  # Gumbel top-k gives sampling without replacement in one vectorised step
+        g = xp.log(xp.maximum(rows, 1e-300)) - xp.log(-xp.log(gen.random(rows.shape)))
+        g[rows <= 0] = -xp.inf
+        out = xp.argsort(-g, axis=1)[:, :num_samples]
+    return out.reshape(p.shape[:-1] + (num_samples,)).astype(xp.int64)
+
+
+def _finish_op(out, requires_grad):
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
 
 
 def randn(*size_args, size=None, generator=None, dtype=None, device=None,
@@ -495,9 +558,9 @@ def randn(*size_args, size=None, generator=None, dtype=None, device=None,
     """
     check_device(device, "randn")
     d, shape = _float_dtype(dtype).np, _size(_size_arg(size_args, size, "randn"), "randn")
-    gen = numpy_generator(generator)
-    arr = _alloc("randn", shape, d, lambda: gen.standard_normal(shape).astype(d))
-    return _finish(arr, requires_grad)
+    gen = resolve(generator)
+    out = _alloc("randn", shape, d, lambda: _randn(shape=shape, dtype=d, generator=gen))
+    return _finish_op(out, requires_grad)
 
 
 def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
@@ -522,9 +585,10 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
     if low >= high:
         raise RuntimeError(f"randint(): expects low < high, got low={low}, high={high}")
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
-    shape, gen = _size((size,), "randint"), numpy_generator(generator)
-    arr = _alloc("randint", shape, np.int64, lambda: gen.integers(low, high, shape))
-    return _finish(arr.astype(d.np), requires_grad)
+    shape, gen = _size((size,), "randint"), resolve(generator)
+    out = _alloc("randint", shape, np.int64, lambda: _randint(
+        low=low, high=high, shape=shape, dtype=d.np, generator=gen))
+    return _finish_op(out, requires_grad)
 
 
 def rand_like(input, dtype=None, generator=None, device=None, requires_grad=False, **_):
@@ -585,9 +649,9 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
         raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: "
                            f"[{n}]; n must be >= 0")
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
-    gen = numpy_generator(generator)
-    return _finish(_alloc("randperm", (n,), np.int64, lambda: gen.permutation(n)).astype(d.np),
-                   requires_grad)
+    gen = resolve(generator)
+    return _finish_op(_alloc("randperm", (n,), np.int64, lambda: _randperm(
+        n=n, dtype=d.np, generator=gen)), requires_grad)
 
 
 def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None,
@@ -604,8 +668,11 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
     shape = size if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
     d = _float_dtype(dtype if dtype is not None else
                      (mean.dtype if isinstance(mean, Tensor) else None))
-    arr = (m + s * numpy_generator(generator).standard_normal(shape)).astype(d.np)
-    return _finish(arr, requires_grad)
+    tensors = tuple(t for t in (mean, std) if isinstance(t, Tensor))
+    out = _normal(*tensors, mean=None if isinstance(mean, Tensor) else mean,
+                  std=None if isinstance(std, Tensor) else std, shape=tuple(shape),
+                  dtype=d.np, generator=resolve(generator))
+    return _finish_op(out, requires_grad)
 
 
 def bernoulli(input, p=None, *, generator=None):
@@ -618,9 +685,7 @@ def bernoulli(input, p=None, *, generator=None):
     >>> flow.bernoulli(flow.zeros(2), p=1.0)
     tensor([1., 1.])
     """
-    probs = input._data if p is None else np.full(input._data.shape, p, input._data.dtype)
-    arr = (numpy_generator(generator).random(probs.shape) < probs).astype(probs.dtype)
-    return Tensor._wrap(arr)
+    return _bernoulli(input, p=p, generator=resolve(generator))
 
 
 def _check_probs(input, num_samples):
@@ -659,22 +724,12 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     >>> flow.multinomial(flow.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
     tensor([1, 1])
     """
-    gen = numpy_generator(generator)
     p = _check_probs(input, num_samples)
-    rows = p.reshape(-1, p.shape[-1])
-    if not replacement and num_samples > rows.shape[1]:
+    if not replacement and num_samples > p.shape[-1]:
         raise RuntimeError(f"multinomial(): cannot sample n_sample={num_samples} > "
-                           f"prob_dist.size(-1)={rows.shape[1]} samples without replacement")
-    if replacement:
-        cdf = np.cumsum(rows, axis=1)
-        cdf /= cdf[:, -1:]
-        u = gen.random((rows.shape[0], num_samples))
-        out = np.minimum((u[:, :, None] > cdf[:, None, :]).sum(-1), rows.shape[1] - 1)
-    else:  # Gumbel top-k gives sampling without replacement in one vectorised step
-        g = np.log(np.maximum(rows, 1e-300)) - np.log(-np.log(gen.random(rows.shape)))
-        g[rows <= 0] = -np.inf
-        out = np.argsort(-g, axis=1)[:, :num_samples]
-    return Tensor._wrap(out.reshape(p.shape[:-1] + (num_samples,)).astype(np.int64))
+                           f"prob_dist.size(-1)={p.shape[-1]} samples without replacement")
+    return _multinomial(input, num_samples=int(num_samples), replacement=bool(replacement),
+                        generator=resolve(generator))
 
 
 def _new(name, factory):

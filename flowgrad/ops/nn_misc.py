@@ -2,8 +2,10 @@
 dropout1d/2d/3d, alpha_dropout, feature_alpha_dropout, one_hot, cosine_similarity,
 pairwise_distance, cdist.
 
-Dropout masks come from flowgrad.random's generator (so `manual_seed` reproduces them); they
-are constants of the graph, and the op is one multiply (and add, for alpha dropout).
+Dropout is one op whose kernel draws its mask from the flowgrad.random Generator passed as
+its `generator` attribute (the global one: `manual_seed` reproduces the masks), so each call,
+or a recorded call replayed, draws a fresh mask; the mask is kept for the rule as an aux
+output. Embedding takes its indices as an op input.
 
 >>> import flowgrad as flow
 >>> w = flow.eye(3, requires_grad=True)
@@ -19,7 +21,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.interpreter import bump_version, run_inplace
-from ..random import numpy_generator
+from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim
 from .normalization import dist_norm
 from .registry import op
@@ -30,22 +32,31 @@ __all__ = ["embedding", "embedding_bag", "dropout", "dropout1d", "dropout2d", "d
 
 
 # ---- embedding -----------------------------------------------------------------------------------
-@op("embedding")
-def _embedding(xp, weight, *, indices, padding_idx, freq_scale):
+@op("embedding", save="inputs[1]")
+def _embedding(xp, weight, indices, *, padding_idx, scale_grad_by_freq):
     return weight[indices]
 
 
 @_embedding.grad
 def _(ctx, dy):
-    return _embedding_backward(dy, indices=ctx.indices, num_weights=ctx.input_shapes[0][0],
-                               padding_idx=ctx.padding_idx, freq_scale=ctx.freq_scale)
+    indices = ctx.inputs[1]
+    return _embedding_backward(dy, indices, num_weights=ctx.input_shapes[0][0],
+                               padding_idx=ctx.padding_idx,
+                               scale_grad_by_freq=ctx.scale_grad_by_freq), None
 
 
-@op("embedding_backward")
-def _embedding_backward(xp, dy, *, indices, num_weights, padding_idx, freq_scale):
+def _freq_scale(xp, indices, num_weights, dtype):
+    """scale_grad_by_freq: 1 / (how often each lookup's index occurs), per lookup."""
+    counts = xp.bincount(indices.reshape(-1), minlength=num_weights)
+    return (1.0 / counts[indices]).astype(dtype)
+
+
+@op("embedding_backward", save="inputs[1]")
+def _embedding_backward(xp, dy, indices, *, num_weights, padding_idx, scale_grad_by_freq):
     dw = xp.zeros((num_weights,) + dy.shape[indices.ndim:], dy.dtype)
-    if freq_scale is not None:  # scale_grad_by_freq: each lookup's row / its index's count
-        dy = dy * freq_scale.reshape(indices.shape + (1,) * (dy.ndim - indices.ndim))
+    if scale_grad_by_freq and indices.size:  # each lookup's row / its index's count
+        freq = _freq_scale(xp, indices, num_weights, dy.dtype)
+        dy = dy * freq.reshape(indices.shape + (1,) * (dy.ndim - indices.ndim))
     xp.add.at(dw, indices, dy)  # repeated indices sum their rows
     if padding_idx is not None:
         dw[padding_idx] = 0  # the padding row never learns
@@ -54,16 +65,27 @@ def _embedding_backward(xp, dy, *, indices, num_weights, padding_idx, freq_scale
 
 @_embedding_backward.grad
 def _(ctx, ddw):
-    out = _embedding(ddw, indices=ctx.indices, padding_idx=None, freq_scale=None)
-    keep = np.ones(ctx.indices.shape, ddw._data.dtype)
-    if ctx.padding_idx is not None:
-        keep = keep * (ctx.indices != ctx.padding_idx)
-    if ctx.freq_scale is not None:
-        keep = keep * ctx.freq_scale
-    if ctx.padding_idx is not None or ctx.freq_scale is not None:
-        keep = Tensor._wrap(keep.astype(ddw._data.dtype))
-        out = out * keep.reshape(ctx.indices.shape + (1,) * (out._data.ndim - ctx.indices.ndim))
-    return out
+    indices = ctx.inputs[1]
+    out = _embedding(ddw, indices, padding_idx=None, scale_grad_by_freq=False)
+    if ctx.padding_idx is not None or (ctx.scale_grad_by_freq and indices.numel()):
+        keep = _embedding_row_weights(indices, num_weights=ctx.num_weights,
+                                      padding_idx=ctx.padding_idx,
+                                      scale_grad_by_freq=ctx.scale_grad_by_freq)
+        shape = tuple(indices.shape) + (1,) * (out.dim() - indices.dim())
+        out = out * keep.to(ddw.dtype).reshape(shape)
+    return out, None
+
+
+@op("embedding_row_weights", differentiable=False)
+def _embedding_row_weights(xp, indices, *, num_weights, padding_idx, scale_grad_by_freq):
+    """What embedding_backward multiplies each looked-up row by: 0 at padding_idx, and
+    1 / count with scale_grad_by_freq (float64; the rule casts it)."""
+    keep = xp.ones(indices.shape, xp.float64)
+    if padding_idx is not None:
+        keep = keep * (indices != padding_idx)
+    if scale_grad_by_freq and indices.size:
+        keep = keep * _freq_scale(xp, indices, num_weights, xp.float64)
+    return keep
 
 
 def _indices(input, name):
@@ -128,11 +150,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     pad = _padding_idx(padding_idx, n, "embedding")
     if max_norm is not None:
         _renorm_rows(weight, idx, max_norm, norm_type)
-    freq = None
-    if scale_grad_by_freq:
-        counts = np.bincount(idx.reshape(-1), minlength=n)
-        freq = (1.0 / counts[idx]).astype(weight._data.dtype) if idx.size else None
-    return _embedding(weight, indices=idx, padding_idx=pad, freq_scale=freq)
+    return _embedding(weight, input, padding_idx=pad,
+                      scale_grad_by_freq=bool(scale_grad_by_freq))
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
@@ -215,15 +234,32 @@ def _check_p(p, name):
         raise ValueError(f"{name}: dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _noise(x, p, feature_dims, generator=None):
-    """Bernoulli(1 - p) keep-mask, per element or per (sample, channel) for feature dropout."""
-    shape = tuple(x.shape)
+_ALPHA = 1.7580993408473766  # torch's alpha dropout keeps the SELU fixed point: mean 0, var 1
+
+
+@op("dropout", n_out=1)
+def _dropout(xp, x, *, p, feature_dims, alpha, generator):
+    """x times a Bernoulli(1 - p) keep-mask drawn from `generator` (a flowgrad Generator), per
+    element, or per (sample, channel) for feature dropout (`feature_dims` set), scaled by
+    1 / (1 - p); alpha dropout maps dropped values to SELU's saturation and keeps mean and
+    variance. Returns the output and the multiplier (an aux output: the rule's gradient)."""
+    shape = x.shape
     if feature_dims is not None:
-        batched = x._data.ndim == feature_dims + 2
-        lead = 2 if batched else 1
+        lead = 2 if x.ndim == feature_dims + 2 else 1
         shape = shape[:lead] + (1,) * (len(shape) - lead)
-    keep = numpy_generator(generator).random(shape) >= p
-    return keep.astype(x._data.dtype)
+    noise = (numpy_generator(generator).random(shape) >= p).astype(x.dtype)
+    if not alpha:
+        scale = noise / (1 - p)
+        return x * scale, scale
+    a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
+    b = (noise - 1) * (_ALPHA * a) + _ALPHA * a * p
+    scale = noise * a
+    return x * scale + b.astype(x.dtype), scale
+
+
+@_dropout.grad
+def _(ctx, dy):
+    return dy * ctx.aux[0]
 
 
 def _dropout_impl(input, p, training, inplace, name, alpha=False, feature_dims=None):
@@ -237,17 +273,12 @@ def _dropout_impl(input, p, training, inplace, name, alpha=False, feature_dims=N
         raise RuntimeError(f"{name}: expected {feature_dims + 1}D or {feature_dims + 2}D "
                            f"input, got input of shape {tuple(input.shape)}")
 
+    gen = resolve()
+
     def apply(x):
         if p == 1:
             return x * 0.0
-        noise = _noise(x, p, feature_dims)
-        if not alpha:
-            return x * Tensor._wrap(noise / (1 - p))
-        # torch's alpha dropout keeps the SELU fixed point: mean 0, variance 1
-        a_const = 1.7580993408473766
-        a = 1.0 / math.sqrt((a_const * a_const * p + 1) * (1 - p))
-        b = (noise - 1) * (a_const * a) + a_const * a * p
-        return x * Tensor._wrap(noise * a) + Tensor._wrap(b.astype(x._data.dtype))
+        return _dropout(x, p=p, feature_dims=feature_dims, alpha=alpha, generator=gen)
 
     return run_inplace(name + "_", apply, input) if inplace else apply(input)
 
