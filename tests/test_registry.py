@@ -103,3 +103,19 @@ def test_gradient_rules_are_pure_flowgrad_code():
         "\n".join(f"  {key}: {', '.join(uses)}" for key, uses in sorted(new.items()))
     done = sorted(_PENDING - impure.keys())
     assert not done, f"rules in _PENDING that are pure now: remove them from _PENDING: {done}"
+
+
+def test_ops_attached_as_tensor_methods_bind_the_tensor():
+    """`Tensor.isnan = isnan` (an Op): `x.isnan()` passes x as the op's input."""
+    import torch
+
+    from flowgrad.ops.registry import Op
+
+    attached = [k for k, v in vars(flowgrad.Tensor).items() if isinstance(v, Op)]
+    assert attached, "expected some ops attached directly as Tensor methods"
+    data = [1.0, float("nan"), float("inf"), 0.0]
+    x, t = flowgrad.tensor(data), torch.tensor(data)
+    for name in attached:
+        arg = (x != 0) if name.startswith("logical") else x
+        targ = (t != 0) if name.startswith("logical") else t
+        assert getattr(arg, name)().tolist() == getattr(targ, name)().tolist(), name

@@ -16,6 +16,8 @@ Because rules are written with flowgrad ops, their own backward is recorded when
 """
 from __future__ import annotations
 
+import types
+
 from ..autograd import interpreter as _interpreter
 from ..autograd.node import NodeName
 
@@ -58,6 +60,10 @@ class Op:
         """Register `rule(ctx, *output_grads) -> input_grads` as this op's gradient."""
         self.backward = rule
         return rule
+
+    def __get__(self, tensor, owner=None):
+        """As a Tensor method (`Tensor.isnan = isnan`), `x.isnan()` passes x as the input."""
+        return self if tensor is None else types.MethodType(self, tensor)
 
     def __call__(self, *inputs, **attrs):
         return _interpreter.current.apply(self, inputs, attrs)  # eager unless a tracer is in
