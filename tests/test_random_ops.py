@@ -366,10 +366,30 @@ def _embedding_forward_backward():
     return [out, w.grad]
 
 
-@pytest.mark.parametrize("name", list(SAMPLERS) + list(DROPOUTS) + ["embedding"])
+def _embedding_bag_forward_backward(mode, two_d=False):
+    w = flow.randn(5, 3, requires_grad=True)
+    if two_d:
+        out = F.embedding_bag(flow.tensor([[1, 4], [2, 0]]), w, mode=mode, padding_idx=0)
+    else:
+        out = F.embedding_bag(flow.tensor([0, 2, 1, 3, 3, 1]), w, flow.tensor([0, 2, 2, 5]),
+                              mode=mode, per_sample_weights=flow.rand(6) if mode == "sum"
+                              else None)
+    (out * out).sum().backward()
+    return [out, w.grad]
+
+
+EMBEDDINGS = {
+    "embedding": ("embedding_backward", _embedding_forward_backward),
+    "embedding_bag_sum": ("embedding_bag_layout", lambda: _embedding_bag_forward_backward("sum")),
+    "embedding_bag_max": ("embedding_bag_layout", lambda: _embedding_bag_forward_backward("max")),
+    "embedding_bag_mean_2d": ("embedding_bag_layout",
+                              lambda: _embedding_bag_forward_backward("mean", True)),
+}
+
+
+@pytest.mark.parametrize("name", list(SAMPLERS) + list(DROPOUTS) + list(EMBEDDINGS))
 def test_no_op_gets_numpy_arrays_as_attributes(name, monkeypatch):
-    op_name, calls = {**SAMPLERS, **DROPOUTS,
-                      "embedding": ("embedding_backward", _embedding_forward_backward)}[name]
+    op_name, calls = {**SAMPLERS, **DROPOUTS, **EMBEDDINGS}[name]
     NoArrayAttributes.seen = []
     monkeypatch.setattr(interpreter, "current", NoArrayAttributes)
     outs = calls()

@@ -178,54 +178,61 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("embedding_bag: if input is 2D, then offsets has to be None, as "
                              "input is treated is a mini-batch of fixed length sequences")
         b, length = idx.shape
-        starts = np.arange(b) * length
-        ends = starts + length
-        flat = idx.reshape(-1)
+        starts = Tensor._wrap(np.arange(b, dtype=np.int64) * length)  # from the shape only
+        flat = input.reshape(-1)
         psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
+        last = False
     elif idx.ndim == 1:
         if offsets is None:
             raise ValueError("embedding_bag: offsets has to be a 1D Tensor but got None")
-        starts = np.asarray(offsets._data, np.int64).reshape(-1)
-        if starts.size == 0 or starts[0] != 0:
+        first = np.asarray(offsets._data).reshape(-1)[:1]
+        if first.size == 0 or first[0] != 0:
             raise ValueError(f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence "
                              f"in the mini-batch has to start from position 0, got "
-                             f"{starts[:1].tolist()}")
-        flat, psw = idx, per_sample_weights
-        if include_last_offset:
-            starts, ends = starts[:-1], np.minimum(starts[1:], flat.size)
-        else:
-            ends = np.append(starts[1:], flat.size)
+                             f"{first.tolist()}")
+        starts, flat, psw, last = offsets.reshape(-1), input, per_sample_weights, \
+            bool(include_last_offset)
     else:
         raise ValueError(f"embedding_bag: input has to be 1D or 2D Tensor, but got Tensor of "
                          f"dimension {idx.ndim}")
     n = weight._data.shape[0]
     pad = _padding_idx(padding_idx, n, "embedding_bag")
-    lengths = ends - starts
-    emb = embedding(Tensor._wrap(flat), weight, max_norm=max_norm, norm_type=norm_type)
-    # pad the bags to one length: positions (bags, longest) into the flat rows, and a mask
-    longest = max(int(lengths.max()) if lengths.size else 0, 1)
-    pos = starts[:, None] + np.arange(longest)[None, :]
-    mask = np.arange(longest)[None, :] < lengths[:, None]
-    if pad is not None:
-        mask &= flat[np.minimum(pos, max(flat.size - 1, 0))] != pad
-    pos = np.where(mask, pos, 0)
-    if flat.size == 0:
-        return weight.new_zeros((starts.size, weight._data.shape[1]))
-    rows = emb[Tensor._wrap(pos)]  # (bags, longest, dim)
-    m = Tensor._wrap(mask[:, :, None])
+    emb = embedding(flat, weight, max_norm=max_norm, norm_type=norm_type)
+    if idx.size == 0:
+        return weight.new_zeros((starts.shape[0] - last, weight._data.shape[1]))
+    # the bags padded to one length: positions (bags, longest) into the flat rows, and a mask
+    pos, mask = _bag_layout(flat, starts, include_last_offset=last, padding_idx=pad)
+    rows = emb[pos]  # (bags, longest, dim)
     if mode == "max":
         from .elementwise import where
 
-        rows = where(m, rows, -math.inf).amax(1)
-        return where(Tensor._wrap(mask.any(1)[:, None]), rows, 0.0)
-    wts = Tensor._wrap(mask[:, :, None].astype(weight._data.dtype))
+        rows = where(mask.unsqueeze(-1), rows, -math.inf).amax(1)
+        return where(mask.any(1).unsqueeze(-1), rows, 0.0)
+    wts = mask.unsqueeze(-1).to(weight.dtype)
     if psw is not None:
-        wts = wts * psw.to(weight.dtype)[Tensor._wrap(pos)].unsqueeze(-1)
+        wts = wts * psw.to(weight.dtype)[pos].unsqueeze(-1)
     total = (rows * wts).sum(1)
     if mode == "sum":
         return total
-    count = np.maximum(mask.sum(1, keepdims=True), 1).astype(weight._data.dtype)
-    return total / Tensor._wrap(count)
+    return total / mask.sum(1, keepdim=True).clamp(min=1).to(weight.dtype)
+
+
+@op("embedding_bag_layout", n_out=2, differentiable=False)
+def _bag_layout(xp, flat, starts, *, include_last_offset, padding_idx):
+    """Each bag's positions in the flat indices, padded to the longest bag (bags, longest),
+    and the mask of real (non-padding) entries; from the indices and the bags' starts."""
+    starts = starts.astype(xp.int64)
+    if include_last_offset:
+        starts, ends = starts[:-1], xp.minimum(starts[1:], flat.size)
+    else:
+        ends = xp.append(starts[1:], flat.size)
+    lengths = ends - starts
+    longest = max(int(lengths.max()) if lengths.size else 0, 1)
+    pos = starts[:, None] + xp.arange(longest)[None, :]
+    mask = xp.arange(longest)[None, :] < lengths[:, None]
+    if padding_idx is not None:
+        mask &= flat[xp.minimum(pos, max(flat.size - 1, 0))] != padding_idx
+    return xp.where(mask, pos, 0), mask
 
 
 # ---- dropout ------------------------------------------------------------------------------------
