@@ -115,6 +115,8 @@ def _is_advanced(spec):
 
 def build_index(xp, spec, arrays, shape):
     """The NumPy index of `spec` with its index arrays put back, in torch's order (kernels)."""
+    if len(spec) == 1:
+        return arrays[0] if arrays else spec  # x[t]: the commonest advanced index
     if arrays:
         it = iter(arrays)
         spec = tuple(next(it) if s is ARRAY else s for s in spec)

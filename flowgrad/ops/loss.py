@@ -42,12 +42,12 @@ def reduce_loss(loss, reduction):
     return loss.sum() if reduction == "sum" else loss.mean()
 
 
-def _class_weights(dtype, target, weight, ignore_index):
-    """Per-sample weights (0 where target == ignore_index) and safe targets."""
+def _class_weights(xp, dtype, target, weight, ignore_index):
+    """Per-sample weights (0 where target == ignore_index) and safe targets (kernels)."""
     valid = target != ignore_index
-    safe = np.where(valid, target, 0)
-    w = weight[safe] if weight is not None else np.ones(safe.shape, dtype)
-    return (w * valid).astype(dtype), safe
+    safe = xp.where(valid, target, 0)
+    w = weight[0][safe] if weight else xp.ones(safe.shape, dtype)
+    return (w * valid).astype(dtype, copy=False), safe, valid
 
 
 def _reduce_picked(xp, picked, w, reduction):
@@ -59,66 +59,87 @@ def _reduce_picked(xp, picked, w, reduction):
     return xp.add.reduce(loss, axis=None) / xp.add.reduce(w, axis=None)  # all ignored: nan
 
 
-def _sample_coef(ctx, dy):
-    """d(loss)/d(picked log-prob) per sample, times dy: -w_i (scaled for 'mean'); exactly 0
-    for ignored samples, as torch (which never writes them), even when every target is
-    ignored ('mean': 0 / 0) or dy is inf or nan there ('none')."""
-    dtype = dy._data.dtype
-    w, safe = _class_weights(dtype, ctx.target, ctx.weight, ctx.ignore_index)
-    valid = ctx.target != ctx.ignore_index
-    if ctx.reduction == "mean":
+def _coef_arrays(xp, dy, target, weight, n_classes, ignore_index, reduction):
+    """For the rules of nll_loss and cross_entropy: d(loss)/d(picked log-prob) per sample,
+    over -dy (-w_i, scaled for 'mean'), where the target is valid, and the one-hot mask of
+    the valid targets. Ignored samples get exactly 0, as torch (which never writes them),
+    even when every target is ignored ('mean': 0 / 0); valid targets of total weight 0 give
+    nan (torch: 0 * inf)."""
+    w, safe, valid = _class_weights(xp, dy.dtype, target, weight, ignore_index)
+    if reduction == "mean":
         total = w.sum()
-        w = w / total if total != 0 else w  # all ignored: w is all 0 and so is the gradient
-        if total == 0 and valid.any():  # valid targets of weight 0 (torch: 0 * inf = nan)
-            w = np.where(valid, np.nan, 0.0).astype(dtype)
-    coef = dy * Tensor._wrap(w)
-    return (where(Tensor._wrap(valid), coef, 0.0) if not valid.all() else coef), safe
+        if total != 0:
+            w = w / total
+        elif valid.any():
+            w = xp.where(valid, xp.nan, 0.0).astype(dy.dtype)
+    classes = xp.arange(n_classes).reshape((1, n_classes) + (1,) * (safe.ndim - 1))
+    hit = (classes == xp.expand_dims(safe, 1)) & xp.expand_dims(valid, 1)
+    return w, valid, hit
+
+
+@op("nll_coef", n_out=3, differentiable=False)
+def _nll_coef(xp, dy, target, *weight, n_classes, ignore_index, reduction):
+    return _coef_arrays(xp, dy, target, weight, n_classes, ignore_index, reduction)
+
+
+@op("cross_entropy_grad", differentiable=False)
+def _cross_entropy_grad(xp, logp, dy, target, *weight, ignore_index, reduction):
+    """cross_entropy's plain backward in one kernel: coef * (softmax(x) - onehot(t))."""
+    w, valid, hit = _coef_arrays(xp, dy, target, weight, logp.shape[1], ignore_index,
+                                 reduction)
+    coef = xp.expand_dims(xp.where(valid, dy * w, 0.0), 1).astype(logp.dtype, copy=False)
+    return xp.exp(logp) * coef - xp.where(hit, coef, 0.0)
+
+
+def _sample_coef(ctx, dy, target, weight):
+    """dy times each sample's weight, 0 for ignored samples; and the one-hot target mask."""
+    w, valid, hit = _nll_coef(dy, target, *weight, n_classes=ctx.input_shapes[0][1],
+                              ignore_index=ctx.ignore_index, reduction=ctx.reduction)
+    return where(valid, dy * w, 0.0), hit
 
 
 # ---- nll_loss ------------------------------------------------------------------------------
-@op("nll_loss")
-def _nll_loss(xp, x, *, target, weight, ignore_index, reduction):
-    w, safe = _class_weights(x.dtype, target, weight, ignore_index)
+@op("nll_loss", save="inputs[1, 2]")
+def _nll_loss(xp, x, target, *weight, ignore_index, reduction):
+    w, safe, _ = _class_weights(xp, x.dtype, target, weight, ignore_index)
     picked = xp.take_along_axis(x, xp.expand_dims(safe, 1), axis=1).squeeze(1)
     return _reduce_picked(xp, picked, w, reduction)
 
 
 @_nll_loss.grad
 def _(ctx, dy):
-    coef, safe = _sample_coef(ctx, dy)
-    hit = np.zeros(ctx.input_shapes[0], bool)
-    np.put_along_axis(hit, np.expand_dims(safe, 1), True, axis=1)
-    return where(Tensor._wrap(hit), -coef.unsqueeze(1), 0.0)
+    _, target, *weight = ctx.inputs
+    coef, hit = _sample_coef(ctx, dy, target, weight)
+    return (where(hit, -coef.unsqueeze(1), 0.0), None) + (None,) * len(weight)
 
 
 # ---- cross_entropy with class indices: one fused kernel --------------------------------
 @op("cross_entropy", save="inputs")
-def _cross_entropy(xp, x, *, target, weight, ignore_index, reduction):
+def _cross_entropy(xp, x, target, *weight, ignore_index, reduction):
     shifted = x - x.max(axis=1, keepdims=True)
     logp = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
-    w, safe = _class_weights(x.dtype, target, weight, ignore_index)
+    w, safe, _ = _class_weights(xp, x.dtype, target, weight, ignore_index)
     picked = xp.take_along_axis(logp, xp.expand_dims(safe, 1), axis=1).squeeze(1)
     return _reduce_picked(xp, picked, w, reduction), logp  # logp: aux, for the rule
 
 
 @_cross_entropy.grad
 def _(ctx, dy):
-    coef, safe = _sample_coef(ctx, dy)
-    coef = coef.unsqueeze(1)
-    hit = np.zeros(ctx.input_shapes[0], bool)
-    np.put_along_axis(hit, np.expand_dims(safe, 1), True, axis=1)
+    x, target, *weight = ctx.inputs
+    none = (None,) * (1 + len(weight))
     # d/dx of -w * log_softmax(x)[t] = w * (softmax(x) - onehot(t))
-    if grad_mode.is_grad_enabled():  # create_graph: softmax as a differentiable op
-        p = softmax(ctx.inputs[0], 1)
-    else:
-        p = ctx.aux[0].exp()
-    return p * coef - where(Tensor._wrap(hit), coef, 0.0)
-
+    if not grad_mode.is_grad_enabled():  # plain backward: one fused kernel
+        return (_cross_entropy_grad(ctx.aux[0], dy, target, *weight,
+                                    ignore_index=ctx.ignore_index, reduction=ctx.reduction),
+                ) + none
+    coef, hit = _sample_coef(ctx, dy, target, weight)  # create_graph: differentiable ops
+    coef = coef.unsqueeze(1)
+    return (softmax(x, 1) * coef - where(hit, coef, 0.0),) + none
 
 
 def _check_class_target(input, target, weight, ignore_index, name):
     """Validate (N, C, d1, ...) input against (N, d1, ...) integer targets; return the 2D+
-    input, target array and weight array."""
+    input, the target and the weight (in the input's dtype) tensors."""
     if not isinstance(target, Tensor):
         raise TypeError(f"{name}: expected target to be a Tensor, got {type(target).__name__}")
     if target._data.dtype.kind not in "iu":
@@ -127,10 +148,10 @@ def _check_class_target(input, target, weight, ignore_index, name):
     if input._data.ndim == 0:
         raise ValueError(f"{name}: input must have at least 1 dimension (C,) or (N, C, ...)")
     x = input if input._data.ndim > 1 else input.unsqueeze(0)
-    t = target._data if input._data.ndim > 1 else target._data.reshape(-1)
     if input._data.ndim == 1 and target._data.ndim != 0:
         raise ValueError(f"{name}: for an unbatched input of shape {tuple(input.shape)} the "
                          f"target must be a 0-D class index, got shape {tuple(target.shape)}")
+    t = target._data if input._data.ndim > 1 else target._data.reshape(-1)
     expected = x._data.shape[:1] + x._data.shape[2:]
     if t.shape != expected:
         if t.shape[:1] != expected[:1]:
@@ -150,8 +171,8 @@ def _check_class_target(input, target, weight, ignore_index, name):
             raise RuntimeError(f"{name}: weight tensor should be defined either for all "
                                f"{n_classes} classes or no classes but got weight tensor of "
                                f"shape: {list(weight.shape)}")
-        w = weight._data.astype(x._data.dtype, copy=False)
-    return x, t, w
+        w = weight if weight._data.dtype == x._data.dtype else weight.to(x.dtype)
+    return x, target if input._data.ndim > 1 else target.reshape(-1), w
 
 
 def _float_input(input, name):
@@ -175,7 +196,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     check_reduction(reduction, "nll_loss")
     _float_input(input, "nll_loss")
     x, t, w = _check_class_target(input, target, weight, ignore_index, "nll_loss")
-    out = _nll_loss(x, target=t, weight=w, ignore_index=ignore_index, reduction=reduction)
+    out = _nll_loss(x, t, *(() if w is None else (w,)), ignore_index=ignore_index,
+                    reduction=reduction)
     if reduction == "none" and input._data.ndim == 1:
         out = out.squeeze(0)
     return out
@@ -208,7 +230,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return cross_entropy_soft(input, target, weight, ignore_index, reduction,
                                   label_smoothing)
     x, t, w = _check_class_target(input, target, weight, ignore_index, "cross_entropy")
-    out = _cross_entropy(x, target=t, weight=w, ignore_index=ignore_index,
+    out = _cross_entropy(x, t, *(() if w is None else (w,)), ignore_index=ignore_index,
                          reduction=reduction)
     if reduction == "none" and input._data.ndim == 1:
         out = out.squeeze(0)
@@ -271,7 +293,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     a = d.abs()
     if beta == 0:
         return reduce_loss(a, reduction)
-    small = Tensor._wrap(a._data < beta)
+    small = a < beta
     return reduce_loss(where(small, d * d * (0.5 / beta), a - 0.5 * beta), reduction)
 
 
@@ -287,6 +309,6 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         raise RuntimeError(f"huber_loss: delta must be positive, got {delta}")
     d = _pair(input, target, "huber_loss", reduction)
     a = d.abs()
-    small = Tensor._wrap(a._data < delta)
+    small = a < delta
     loss = where(small, d * d * 0.5, (a - 0.5 * delta) * delta)
     return reduce_loss(loss * weight if weight is not None else loss, reduction)

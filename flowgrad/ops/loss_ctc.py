@@ -23,27 +23,27 @@ __all__ = ["ctc_loss"]
 _NEG = -np.inf
 
 
-def _extended(targets, target_lengths, blank):
+def _extended(xp, targets, target_lengths, blank):
     """Labels with blanks interleaved, (N, 2S+1), and where a skip over a blank is allowed."""
     n, s = targets.shape
-    ext = np.full((n, 2 * s + 1), blank, np.int64)
+    ext = xp.full((n, 2 * s + 1), blank, xp.int64)
     ext[:, 1::2] = targets
-    skip = np.zeros(ext.shape, bool)
+    skip = xp.zeros(ext.shape, bool)
     skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
-    valid = np.arange(2 * s + 1)[None, :] < (2 * target_lengths[:, None] + 1)
+    valid = xp.arange(2 * s + 1)[None, :] < (2 * target_lengths[:, None] + 1)
     return ext, skip, valid
 
 
-def _shift(a, k):
-    out = np.full_like(a, _NEG)
+def _shift(xp, a, k):
+    out = xp.full_like(a, _NEG)
     out[:, k:] = a[:, :-k]
     return out
 
 
 @op("ctc_loss", save="inputs")
-def _ctc_loss(xp, lp, *, targets, input_lengths, target_lengths, blank):
+def _ctc_loss(xp, lp, targets, input_lengths, target_lengths, *, blank):
     t_max, n, _ = lp.shape
-    ext, skip, valid = _extended(targets, target_lengths, blank)
+    ext, skip, valid = _extended(xp, targets, target_lengths, blank)
     lpe = lp.astype(xp.float64)[xp.arange(t_max)[:, None, None], xp.arange(n)[None, :, None],
                                 ext[None]]  # (T, N, S'): log-prob of each extended label
     alpha = xp.full(lpe.shape, _NEG)
@@ -53,8 +53,8 @@ def _ctc_loss(xp, lp, *, targets, input_lengths, target_lengths, blank):
     with xp.errstate(invalid="ignore"):
         for t in range(1, t_max):
             a = alpha[t - 1]
-            acc = xp.logaddexp(a, _shift(a, 1))
-            acc = xp.logaddexp(acc, xp.where(skip, _shift(a, 2), _NEG))
+            acc = xp.logaddexp(a, _shift(xp, a, 1))
+            acc = xp.logaddexp(acc, xp.where(skip, _shift(xp, a, 2), _NEG))
             alpha[t] = xp.where(valid, acc + lpe[t], _NEG)
     rows = xp.arange(n)
     last = alpha[input_lengths - 1, rows]  # (N, S') at each sample's last frame
@@ -65,16 +65,15 @@ def _ctc_loss(xp, lp, *, targets, input_lengths, target_lengths, blank):
 
 @_ctc_loss.grad
 def _(ctx, dy):
-    (lp,) = ctx.inputs
-    return _ctc_loss_grad(lp, ctx.aux[0], dy, targets=ctx.targets,
-                          input_lengths=ctx.input_lengths, target_lengths=ctx.target_lengths,
-                          blank=ctx.blank)
+    lp, targets, input_lengths, target_lengths = ctx.inputs
+    return _ctc_loss_grad(lp, ctx.aux[0], dy, targets, input_lengths, target_lengths,
+                          blank=ctx.blank), None, None, None
 
 
 @op("ctc_loss_grad")
-def _ctc_loss_grad(xp, lp, alpha, dy, *, targets, input_lengths, target_lengths, blank):
+def _ctc_loss_grad(xp, lp, alpha, dy, targets, input_lengths, target_lengths, *, blank):
     t_max, n, c = lp.shape
-    ext, skip, valid = _extended(targets, target_lengths, blank)
+    ext, skip, valid = _extended(xp, targets, target_lengths, blank)
     lpe = lp.astype(xp.float64)[xp.arange(t_max)[:, None, None], xp.arange(n)[None, :, None],
                                 ext[None]]
     rows = xp.arange(n)
@@ -123,6 +122,15 @@ def _lengths(v, n, name):
     return a
 
 
+def _as_input(given, checked):
+    """The checked int64 array as an op input: the given tensor itself where it already is
+    that array's values (so a trace reads new ones), else a tensor of the array."""
+    if isinstance(given, Tensor) and given._data.dtype == np.int64 and \
+            given._data.shape == checked.shape:
+        return given
+    return Tensor._wrap(checked)
+
+
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     """CTC loss of log_probs (T, N, C) or (T, C) against targets (N, S) padded, or 1-D
@@ -167,14 +175,15 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     elif tg.size and (tg.min() < 0 or tg.max() >= c):
         raise IndexError(f"ctc_loss: target labels must lie in [0, {c}), got values in "
                          f"[{int(tg.min())}, {int(tg.max())}]")
-    loss = _ctc_loss(lp, targets=tg, input_lengths=in_len, target_lengths=tg_len, blank=blank)
+    tg_len_t = _as_input(target_lengths, tg_len)
+    loss = _ctc_loss(lp, _as_input(targets, tg), _as_input(input_lengths, in_len), tg_len_t,
+                     blank=blank)
     if zero_infinity:
         from .elementwise import where
 
-        loss = where(Tensor._wrap(np.isinf(loss._data)), 0.0, loss)
+        loss = where(loss.abs() == float("inf"), 0.0, loss)
     if reduction == "mean":
-        denom = Tensor._wrap(np.maximum(tg_len, 1).astype(loss._data.dtype))
-        return (loss / denom).mean()
+        return (loss / tg_len_t.clamp(min=1).to(loss.dtype)).mean()
     if reduction == "sum":
         return loss.sum()
     return loss if batched else loss.squeeze(0)

@@ -66,15 +66,18 @@ def cross_entropy_soft(input, target, weight, ignore_index, reduction, label_smo
             return -prod.sum(dim)
         total = -prod.sum()
         return total if reduction == "sum" else total / (input._data.size // n_classes)
-    x, t, wa = _check_class_target(input, target, weight, ignore_index, "cross_entropy")
+    _, t, wa = _check_class_target(input, target, weight, ignore_index, "cross_entropy")
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     smooth = -(logp * w).sum(dim) if w is not None else -logp.sum(dim)
-    ignored = target._data == ignore_index
-    if ignored.any():
-        smooth = where(Tensor._wrap(ignored), 0.0, smooth)
+    valid = target != ignore_index  # ops, so a trace reads the new targets
+    smooth = where(valid, smooth, 0.0)
     if reduction == "mean":
-        denom = wa[t[~ignored]].sum() if wa is not None else (~ignored).sum()
-        smooth = smooth.sum() / float(denom)
+        valid = t != ignore_index
+        if wa is not None:
+            denom = (wa[where(valid, t, 0)] * valid.to(wa.dtype)).sum()
+        else:
+            denom = valid.sum().to(smooth.dtype)
+        smooth = smooth.sum() / denom
     elif reduction == "sum":
         smooth = smooth.sum()
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_classes)

@@ -18,7 +18,6 @@ import math
 import numpy as np
 
 from ..autograd import grad_mode
-from ..autograd.interpreter import bump_version
 from ..tensor import Tensor, _wrap_dim
 from .reduce import mean_array
 from .registry import op
@@ -56,12 +55,22 @@ def _channel_stats(xp, x):
     return mean, _channel_sum(xp, xc, xc) / count
 
 
+@op("batch_stats", n_out=2, differentiable=False)
+def _batch_stats(xp, x, *, axes):
+    """Mean and biased variance over `axes` (keepdims), in float64 as torch on CPU."""
+    if _per_channel(x, axes):
+        return _channel_stats(xp, x)
+    data = x.astype(xp.float64)
+    return data.mean(axis=axes, keepdims=True), data.var(axis=axes, keepdims=True)
+
+
 @op("norm_affine", save="inputs")
-def _norm_affine(xp, x, *wb, axes, eps, has_w, has_b, stats=None):
-    if stats is not None or _per_channel(x, axes):
+def _norm_affine(xp, x, *wb_stats, axes, eps, has_w, has_b, has_stats=False):
+    wb = wb_stats[:has_w + has_b]
+    if has_stats or _per_channel(x, axes):
         # batch norm: float64 statistics (batch_norm hands in the ones it already computed
-        # for the running averages), then torch's CPU form y = x * alpha + beta per channel
-        mean, var = stats if stats is not None else _channel_stats(xp, x)
+        # for the running averages, as inputs), then torch's CPU form y = x * alpha + beta
+        mean, var = wb_stats[-2:] if has_stats else _channel_stats(xp, x)
         rstd = 1.0 / xp.sqrt(var + eps)
         alpha = rstd * wb[0] if has_w else rstd
         beta = (wb[1 if has_w else 0] if has_b else 0.0) - mean * alpha
@@ -87,7 +96,7 @@ def _(ctx, dy):
     w = wb[0] if ctx.has_w else None
     need = ctx.needs_input_grad
     need_w = bool(ctx.has_w and need[1])
-    need_b = bool(ctx.has_b and need[-1])
+    need_b = bool(ctx.has_b and need[1 + ctx.has_w])
     axes = ctx.axes
     if not grad_mode.is_grad_enabled():  # plain backward: one fused NumPy pass
         mean, rstd = ctx.aux
@@ -107,6 +116,8 @@ def _(ctx, dy):
         grads.append(dw if need_w else None)
     if ctx.has_b:
         grads.append(db if need_b else None)
+    if ctx.has_stats:
+        grads += [None, None]
     return tuple(grads)
 
 
@@ -156,16 +167,26 @@ def _affine_normalize(x, axes, eps, w, b, stats=None):
     wb = tuple(t for t in (w, b) if t is not None)
     if any(t._data.dtype != x._data.dtype for t in wb):
         wb = tuple(t.to(x.dtype) for t in wb)
-    return _norm_affine(x, *wb, axes=axes, eps=float(eps), has_w=w is not None,
-                        has_b=b is not None, stats=stats)
+    return _norm_affine(x, *wb, *(stats or ()), axes=axes, eps=float(eps), has_w=w is not None,
+                        has_b=b is not None, has_stats=stats is not None)
 
 
 # ---- batch_norm and instance_norm ---------------------------------------------------------
-def _update_running(running, new, momentum):
-    """running <- (1 - momentum) * running + momentum * new, in place (no autograd)."""
-    data = running._data
-    data[...] = (1 - momentum) * data + momentum * new.astype(data.dtype)
-    bump_version(running)
+@op("running_update", differentiable=False)
+def _running_update(xp, running, stat, *, momentum, scale):
+    """(1 - momentum) * running + momentum * scale * stat, in running's dtype."""
+    return ((1 - momentum) * running + momentum * (stat * scale).astype(running.dtype)
+            ).astype(running.dtype, copy=False)
+
+
+def _update_running(running, stat, momentum, scale=1.0):
+    """running <- (1 - momentum) * running + momentum * scale * stat: the one path by which
+    batch and instance norm write their running statistics (an op computes the new value,
+    a copy_ under no_grad writes it into the buffer and bumps its version)."""
+    new = _running_update(running, stat.reshape(tuple(running.shape)), momentum=momentum,
+                          scale=scale)
+    with grad_mode.no_grad():
+        running.copy_(new)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
@@ -197,19 +218,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if count <= 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                              f"training, got input size {tuple(x.shape)}")
+        tracked = running_mean is not None or running_var is not None
         stats = None
-        if _per_channel(x._data, axes):  # one set of float64 stats for both uses
-            stats = _channel_stats(np, x._data)
-        out = _affine_normalize(x, axes, eps, w, b, stats)
-        if running_mean is not None or running_var is not None:
-            if stats is None:
-                data = x._data.astype(np.float64)
-                stats = data.mean(axis=axes), data.var(axis=axes)
-            mean, var = (s.reshape(c) for s in stats)
-            if running_mean is not None:
-                _update_running(running_mean, mean, momentum)
-            if running_var is not None:
-                _update_running(running_var, var * count / (count - 1), momentum)
+        if tracked or _per_channel(x._data, axes):  # one set of float64 stats for both uses
+            stats = _batch_stats(x, axes=axes)
+        out = _affine_normalize(x, axes, eps, w, b,
+                                stats if _per_channel(x._data, axes) else None)
+        if running_mean is not None:
+            _update_running(running_mean, stats[0], momentum)
+        if running_var is not None:
+            _update_running(running_var, stats[1], momentum, count / (count - 1))
         return out
     if running_mean is None or running_var is None:
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
@@ -247,13 +265,12 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     axes = tuple(range(2, x._data.ndim))
     out = _affine_normalize(x, axes, eps, w, b)
     if running_mean is not None or running_var is not None:
-        data = x._data.astype(np.float64)
-        count = int(np.prod([x._data.shape[a] for a in axes]))
+        mean, var = _batch_stats(x, axes=axes)  # per (sample, channel)
+        count = math.prod(x._data.shape[a] for a in axes)
         if running_mean is not None:
-            _update_running(running_mean, data.mean(axis=axes).mean(0), momentum)
+            _update_running(running_mean, mean.mean(0), momentum)
         if running_var is not None:
-            var = data.var(axis=axes) * count / max(count - 1, 1)
-            _update_running(running_var, var.mean(0), momentum)
+            _update_running(running_var, var.mean(0), momentum, count / max(count - 1, 1))
     return out
 
 
