@@ -60,49 +60,137 @@ def test_op_calls_go_to_the_current_interpreter():
 
 
 # Rules that still read arrays directly, in files other engineers are converting now; keyed
-# "file.py:<op the rule belongs to>" (the decorator's base name). Remove an entry when its rule
-# is converted: the test fails while a listed rule is already pure, so the set only shrinks.
+# "file.py:<op the rule belongs to>" (the decorator's or the `<op>.grad(fn)` call's base name).
+# Remove an entry when its rule is converted: the test fails while a listed rule is already
+# pure, so the set only shrinks.
 _PENDING = {
     "normalization.py:_dist_norm",
 }
 
 
-def _impure_rules():
-    """{"file.py:op": ["line N uses np", ...]} for every gradient rule (a function decorated
-    `@<op>.grad`) that reads `np` or `._data` anywhere in its body; and how many rules exist."""
+def _array_uses(fn):
+    """["line N uses np", "line M uses ._data", ...] for a function's (or lambda's) body."""
+    import ast
+
+    return sorted({f"line {n.lineno} uses {'np' if isinstance(n, ast.Name) else '._data'}"
+                   for n in ast.walk(fn)
+                   if (isinstance(n, ast.Name) and n.id == "np")
+                   or (isinstance(n, ast.Attribute) and n.attr == "_data")})
+
+
+def _walk_rules(name, source):
+    """Yield (op base name, rule node) for every gradient rule of one ops file: a function
+    decorated `@<op>.grad`, and the argument of a call `<op>.grad(fn)` where fn is a function
+    defined at the module's top level (resolved by name) or a lambda. A call whose argument
+    resolves to neither raises, so a rule cannot slip past unchecked."""
+    import ast
+
+    tree = ast.parse(source)
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for d in node.decorator_list:
+                if isinstance(d, ast.Attribute) and d.attr == "grad":
+                    yield ast.unparse(d.value), node
+                    break
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "grad" and len(node.args) == 1 and not node.keywords):
+            arg = node.args[0]
+            if isinstance(arg, ast.Name) and arg.id in defs:
+                yield ast.unparse(node.func.value), defs[arg.id]
+            elif isinstance(arg, ast.Lambda):
+                yield ast.unparse(node.func.value), arg
+            else:
+                raise AssertionError(f"{name} line {node.lineno}: {ast.unparse(node)} attaches "
+                                     f"a rule that is not a function defined in this file")
+
+
+def _impure_rules(files=None):
+    """({"file.py:op": ["line N uses np", ...]}, number of rules, number attached by a call)
+    over `files` ((name, source) pairs; default: flowgrad/ops/*.py). A rule that reads `np` or
+    `._data` anywhere in its body is listed under every op it is attached to; a function
+    attached to several ops counts as one rule."""
     import ast
     import pathlib
 
-    ops_dir = pathlib.Path(flowgrad.__file__).parent / "ops"
-    impure, n_rules = {}, 0
-    for path in sorted(ops_dir.glob("*.py")):
-        for fn in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            bases = [ast.unparse(d.value) for d in fn.decorator_list
-                     if isinstance(d, ast.Attribute) and d.attr == "grad"]
-            if not bases:
-                continue
-            n_rules += 1
-            uses = sorted({f"line {n.lineno} uses {'np' if isinstance(n, ast.Name) else '._data'}"
-                           for n in ast.walk(fn)
-                           if (isinstance(n, ast.Name) and n.id == "np")
-                           or (isinstance(n, ast.Attribute) and n.attr == "_data")})
+    if files is None:
+        ops_dir = pathlib.Path(flowgrad.__file__).parent / "ops"
+        files = [(path.name, path.read_text()) for path in sorted(ops_dir.glob("*.py"))]
+    impure, rules, called = {}, set(), set()
+    for name, source in files:
+        for base, fn in _walk_rules(name, source):
+            rules.add((name, fn.lineno, fn.col_offset))
+            if isinstance(fn, ast.Lambda) or not any(
+                    isinstance(d, ast.Attribute) and d.attr == "grad"
+                    for d in fn.decorator_list):
+                called.add((name, fn.lineno, fn.col_offset))
+            uses = _array_uses(fn)
             if uses:
-                impure.setdefault(f"{path.name}:{bases[0]}", []).extend(uses)
-    return impure, n_rules
+                entry = impure.setdefault(f"{name}:{base}", [])
+                entry.extend(u for u in uses if u not in entry)
+    return impure, len(rules), len(called)
 
 
 def test_gradient_rules_are_pure_flowgrad_code():
     """A gradient rule is flowgrad ops and Python on metadata only: no `np`, no `._data`, so a
     graph-mode tracer can record every rule as ops (masks and constants come from ops too)."""
-    impure, n_rules = _impure_rules()
+    impure, n_rules, n_called = _impure_rules()
     assert n_rules > 100, f"the walk found only {n_rules} gradient rules: is it still looking?"
+    assert n_called >= 5, f"the walk found only {n_called} rules attached by `<op>.grad(fn)`"
     new = {key: uses for key, uses in impure.items() if key not in _PENDING}
     assert not new, "gradient rules that use np or ._data (write them with flowgrad ops):\n" + \
         "\n".join(f"  {key}: {', '.join(uses)}" for key, uses in sorted(new.items()))
     done = sorted(_PENDING - impure.keys())
     assert not done, f"rules in _PENDING that are pure now: remove them from _PENDING: {done}"
+
+
+_SAMPLE_OPS_FILE = """
+import numpy as np
+
+
+def _shared(ctx, dy):
+    return dy * Tensor._wrap(np.sign(ctx.inputs[0]._data))
+
+
+def _clean(ctx, dy):
+    return dy * 2
+
+
+_a.grad(_shared)
+_b.grad(_shared)
+_c.grad(_clean)
+
+
+def _make(name):
+    k = op(name)(None)
+    k.grad(lambda ctx, dy: dy * np.pi)
+    return k
+
+
+@_d.grad
+def _(ctx, dy):
+    return dy._data
+"""
+
+
+def test_the_walk_checks_rules_attached_by_a_call():
+    """`<op>.grad(fn)` rules are found through fn's definition in the same file (and lambdas
+    in place), reported under each op they are attached to, and counted once each."""
+    impure, n_rules, n_called = _impure_rules([("sample.py", _SAMPLE_OPS_FILE)])
+    assert impure == {
+        "sample.py:_a": ["line 6 uses ._data", "line 6 uses np"],
+        "sample.py:_b": ["line 6 uses ._data", "line 6 uses np"],
+        "sample.py:k": ["line 20 uses np"],
+        "sample.py:_d": ["line 26 uses ._data"],
+    }
+    assert (n_rules, n_called) == (4, 3)
+
+
+def test_the_walk_refuses_a_rule_it_cannot_resolve():
+    import pytest
+
+    with pytest.raises(AssertionError, match=r"sample.py line 2: _a.grad\(helpers.rule\)"):
+        _impure_rules([("sample.py", "import helpers\n_a.grad(helpers.rule)\n")])
 
 
 def test_ops_attached_as_tensor_methods_bind_the_tensor():

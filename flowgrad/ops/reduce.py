@@ -13,8 +13,6 @@ from __future__ import annotations
 import builtins
 import math
 
-import numpy as np
-
 from .. import dtypes as _dt
 from ..errors import not_a_tensor
 from ..return_types import of_zero_dim, values_indices
@@ -52,7 +50,7 @@ def keepdim_shape(shape, axes):
 def expand_reduced(dy, shape, axes):
     """Broadcast a reduced gradient back over the reduced axes of `shape`."""
     kd = keepdim_shape(shape, axes)
-    if dy._data.shape != kd:
+    if tuple(dy.shape) != kd:
         dy = dy.reshape(kd)
     return dy.expand(shape)
 
@@ -180,6 +178,15 @@ def _amin(xp, x, *, axes, keepdim, whole=False):
     return x.min(axis=axes, keepdims=keepdim)
 
 
+@op("extremum_hits", differentiable=False)
+def _extremum_hits(xp, x, y, *, axes, whole):
+    """Where x holds its reduction's result y: amax/amin's 1/0 in x's dtype (y broadcast back
+    over `axes`); `whole` (max(x) / min(x)): True/False, and a nan y hits the nans."""
+    if whole:
+        return x != x if y != y else x == y
+    return (x == y.reshape(keepdim_shape(x.shape, axes))).astype(x.dtype)
+
+
 def _extremum_grad(ctx, dy):
     """Gradient of amax/amin: shared evenly between tied extremes, as torch does (torch's
     amax multiplies by the mask: an inf dy gives nan at the others, as here).
@@ -187,13 +194,11 @@ def _extremum_grad(ctx, dy):
     `whole` (max(x) / min(x) of every element): torch's evenly_distribute_backward, which
     fills the hits (the nans when the result is nan) and leaves exactly 0 elsewhere."""
     (x,), y = ctx.inputs, ctx.out
-    shape = ctx.input_shapes[0]
-    if ctx.attrs.get("whole"):
-        hit = x._data != x._data if y._data != y._data else x._data == y._data
-        share = dy / float(np.count_nonzero(hit))
-        return where(Tensor._wrap(hit), share.reshape(()), 0.0)
-    hit = Tensor._wrap((x._data == np.reshape(y._data, keepdim_shape(shape, ctx.axes)))
-                       .astype(x._data.dtype))
+    shape, whole = ctx.input_shapes[0], bool(ctx.attrs.get("whole"))
+    hit = _extremum_hits(x, y, axes=ctx.axes, whole=whole)
+    if whole:
+        share = dy / count_nonzero(hit)  # dy is 0-d, as the result is
+        return where(hit, share if share.ndim == 0 else share.reshape(()), 0.0)
     count = hit.sum(dim=ctx.axes, keepdim=True)
     return expand_reduced(dy, shape, ctx.axes) * (hit / count)
 
@@ -243,15 +248,22 @@ def _min_dim(xp, x, *, dim, keepdim):
     return (vals, idx) if keepdim else (vals.squeeze(dim), idx.squeeze(dim))
 
 
+@op("arg_extremum_mask", differentiable=False)
+def _arg_extremum_mask(xp, x, *, dim, largest):
+    """True at the index that max(x, dim) (largest) or min(x, dim) picks along `dim`."""
+    idx = (xp.argmax if largest else xp.argmin)(x, axis=dim)
+    positions = xp.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - dim - 1))
+    return positions == xp.expand_dims(idx, dim)
+
+
 def _index_dim_grad(ctx, dy, _):
-    """max/min along a dim: the gradient goes to the selected index only."""
-    x = ctx.inputs[0]._data
-    dim = ctx.dim
-    idx = np.argmax(x, axis=dim) if ctx.node.op is _max_dim else np.argmin(x, axis=dim)
-    positions = np.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - dim - 1))
-    hit = Tensor._wrap(positions == np.expand_dims(idx, dim))
+    """max/min along a dim: the gradient goes to the selected index only (recomputed from the
+    saved input, as only the input is saved)."""
+    x, dim = ctx.inputs[0], ctx.dim
+    shape = ctx.input_shapes[0]
+    hit = _arg_extremum_mask(x, dim=dim, largest=ctx.node.op is _max_dim)
     # selected, not multiplied by the mask: exactly 0 off the index even for an inf dy
-    return where(hit, expand_reduced(dy, x.shape, (dim,)), 0.0)
+    return where(hit, expand_reduced(dy, shape, (dim,)), 0.0)
 
 
 _max_dim.grad(_index_dim_grad)
@@ -354,38 +366,41 @@ def argmin(input, dim=None, keepdim=False):
 
 
 # ---- gather / scatter along one dim: the rules of index-returning reductions ---------------
-def _along_index(index, dim, shape):
-    """A full index tuple that addresses `index` (positions along `dim`) in `shape`."""
-    grids = list(np.ogrid[tuple(slice(0, s) for s in index.shape)])
+# The index is an op input (an int64 tensor shaped like the result), not an attribute, so a
+# trace replays the op on new indices.
+def _along_index(xp, index, dim):
+    """A full index tuple that addresses `index` (positions along `dim`) in its target."""
+    grids = list(xp.indices(index.shape, sparse=True))
     grids[dim] = index
     return tuple(grids)
 
 
-@op("select_along")
-def _select_along(xp, x, *, index, dim):
+@op("select_along", save="inputs[1]")
+def _select_along(xp, x, index, *, dim):
     return xp.take_along_axis(x, index, dim)
 
 
 @_select_along.grad
 def _(ctx, dy):
-    return _select_along_backward(dy, index=ctx.index, dim=ctx.dim, shape=ctx.input_shapes[0])
+    index = ctx.inputs[1]
+    return _select_along_backward(dy, index, dim=ctx.dim, shape=ctx.input_shapes[0]), None
 
 
-@op("select_along_backward")
-def _select_along_backward(xp, dy, *, index, dim, shape):
+@op("select_along_backward", save="inputs[1]")
+def _select_along_backward(xp, dy, index, *, dim, shape):
     dx = xp.zeros(shape, dy.dtype)
-    xp.add.at(dx, _along_index(index, dim, shape), dy)  # repeated positions (cummax) add up
+    xp.add.at(dx, _along_index(xp, index, dim), dy)  # repeated positions (cummax) add up
     return dx
 
 
 @_select_along_backward.grad
 def _(ctx, ddx):
-    return _select_along(ddx, index=ctx.index, dim=ctx.dim)
+    return _select_along(ddx, ctx.inputs[1], dim=ctx.dim), None
 
 
 def select_along(x, index, dim):
-    """x gathered at `index` (a NumPy int array shaped like the result) along `dim`."""
-    return _select_along(x, index=index, dim=dim)
+    """x gathered at `index` (an int64 tensor shaped like the result) along `dim`."""
+    return _select_along(x, index, dim=dim)
 
 
 # ---- prod ----------------------------------------------------------------------------------
@@ -491,6 +506,8 @@ def _any(xp, x, *, axes, keepdim):
 
 @op("count_nonzero", differentiable=False)
 def _count_nonzero(xp, x, *, axes):
+    if len(axes) == x.ndim:  # all of it: the fast whole-array count, not a sum over axes
+        return xp.asarray(xp.count_nonzero(x), dtype=xp.int64)
     return xp.count_nonzero(x, axis=axes).astype(xp.int64)
 
 

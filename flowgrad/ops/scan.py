@@ -11,8 +11,6 @@ tensor([3., 2., 1.])
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import dtypes as _dt
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -111,10 +109,10 @@ def cumprod(input, dim, *, dtype=None):
 # ---- cummax / cummin -------------------------------------------------------------------------
 def _running_extremum(xp, x, dim, ufunc):
     values = ufunc.accumulate(x, axis=dim)
-    pos = np.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - dim - 1))
+    pos = xp.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - dim - 1))
     # the latest position where x reached the running extreme (torch picks the last tie)
     hit = xp.where(x == values, pos, 0)
-    return values, np.maximum.accumulate(hit, axis=dim).astype(np.int64)
+    return values, xp.maximum.accumulate(hit, axis=dim).astype(xp.int64)
 
 
 @op("cummax", n_out=2, save="outputs")
@@ -128,10 +126,10 @@ def _cummin(xp, x, *, dim):
 
 
 def _cum_extremum_grad(ctx, dy, _):
+    """Each running extreme's gradient goes to the index that won (summed where repeated)."""
     from .reduce import _select_along_backward
 
-    idx = ctx.outputs[1]._data
-    return _select_along_backward(dy, index=idx, dim=ctx.dim, shape=ctx.input_shapes[0])
+    return _select_along_backward(dy, ctx.outputs[1], dim=ctx.dim, shape=ctx.input_shapes[0])
 
 
 _cummax.grad(_cum_extremum_grad)

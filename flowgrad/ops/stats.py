@@ -143,7 +143,7 @@ def _(ctx, dy):
 
 def _select_kth(xp, x, dim, keepdim, kth_of):
     idx = xp.take_along_axis(xp.argpartition(x, kth_of(x.shape[dim]), axis=dim),
-                             np.full(keepdim_shape(x.shape, (dim,)), kth_of(x.shape[dim])), dim)
+                             xp.full(keepdim_shape(x.shape, (dim,)), kth_of(x.shape[dim])), dim)
     vals = xp.take_along_axis(x, idx, dim)
     return (vals, idx) if keepdim else (vals.squeeze(dim), idx.squeeze(dim))
 
@@ -155,12 +155,11 @@ def _median_dim(xp, x, *, dim, keepdim):
 
 def _index_output_grad(ctx, dy, _):
     """Gradient of (values, indices) ops: each value's gradient goes to its index."""
-    idx = ctx.outputs[1]._data
+    idx = ctx.outputs[1]
     shape, dim = ctx.input_shapes[0], ctx.dim
     if not ctx.keepdim:
-        idx = np.expand_dims(idx, dim)
-        dy = dy.unsqueeze(dim)
-    return _select_along_backward(dy, index=idx, dim=dim, shape=shape)
+        idx, dy = idx.unsqueeze(dim), dy.unsqueeze(dim)
+    return _select_along_backward(dy, idx, dim=dim, shape=shape)
 
 
 _median_dim.grad(_index_output_grad)
