@@ -59,13 +59,10 @@ def test_op_calls_go_to_the_current_interpreter():
     assert flowgrad.ones(1).relu() is not None and len(seen) == 3  # eager again after the with
 
 
-# Rules that still read arrays directly, in files other engineers are converting now; keyed
-# "file.py:<op the rule belongs to>" (the decorator's or the `<op>.grad(fn)` call's base name).
-# Remove an entry when its rule is converted: the test fails while a listed rule is already
-# pure, so the set only shrinks.
-_PENDING = {
-    "normalization.py:_dist_norm",
-}
+# Rules allowed to read arrays directly while being converted, keyed "file.py:<op the rule
+# belongs to>" (the decorator's or the `<op>.grad(fn)` call's base name); none are left. The
+# test fails while a listed rule is already pure, so the set only shrinks.
+_PENDING = set()
 
 
 def _array_uses(fn):
