@@ -319,6 +319,7 @@ class Tensor:
     # ---- conversion ---------------------------------------------------------------------
     def numpy(self, force=False):
         """The array itself (shared storage); refuses tensors that require grad."""
+        _interpreter.check_read(self, "numpy()")
         if self.requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on a tensor that requires grad. Use "
@@ -329,6 +330,7 @@ class Tensor:
         return self._data if dtype is None else self._data.astype(dtype)
 
     def item(self):
+        _interpreter.check_read(self, "item()")
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar; "
@@ -336,12 +338,15 @@ class Tensor:
         return self._data.reshape(()).item()
 
     def tolist(self):
+        _interpreter.check_read(self, "tolist()")
         return self._data.tolist()
 
     def __float__(self):
+        _interpreter.check_read(self, "float()")
         return float(self.item())
 
     def __int__(self):
+        _interpreter.check_read(self, "int()")
         return int(self.item())
 
     def __index__(self):
@@ -351,6 +356,7 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self):
+        _interpreter.check_read(self, "bool()")
         if self._data.size != 1:
             raise RuntimeError(
                 f"Boolean value of Tensor with {self._data.size} elements is ambiguous")
@@ -359,6 +365,7 @@ class Tensor:
     def __repr__(self):
         from .printing import tensor_repr
 
+        _interpreter.check_read(self, "printing")
         return tensor_repr(self)
 
     __str__ = __repr__

@@ -11,6 +11,7 @@ from collections import deque
 
 from ..errors import freed_graph_error
 from . import grad_mode
+from . import interpreter as _interpreter
 from .node import AccumulateGrad
 
 
@@ -348,6 +349,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     >>> flow.autograd.backward((x * x).sum()); x.grad
     tensor([2., 4.])
     """
+    tracer = _interpreter.current
+    if tracer is not _interpreter.AutogradInterpreter and hasattr(tracer, "backward"):
+        return tracer.backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
     tensors = _as_tuple(tensors)
     grads = _as_tuple(grad_tensors) or (None,) * len(tensors)
     if len(grads) != len(tensors):

@@ -98,6 +98,14 @@ _new = object.__new__
 current = AutogradInterpreter
 
 
+def check_read(tensor, what):
+    """Reading a tensor's value (item(), bool(), numpy(), printing): a tracer refuses it, as
+    its plan could not repeat it."""
+    hook = getattr(current, "read", None)
+    if hook is not None:
+        hook(tensor, what)
+
+
 class using_interpreter:
     """Context manager: run the ops called inside with `interpreter` (anything with
     `apply(op, inputs, attrs)`), then restore the previous one.
@@ -183,6 +191,10 @@ def add_node(op, inputs, outputs, attrs, aux):
 
 def bump_version(tensor):
     """Mark an in-place write to `tensor`: bump its version counter (created on first write)."""
+    if current is not AutogradInterpreter:
+        hook = getattr(current, "inplace", None)  # a tracer refuses what it cannot record
+        if hook is not None:
+            hook(tensor)
     counter = tensor._version
     if counter is None:
         counter = tensor._version = VersionCounter()

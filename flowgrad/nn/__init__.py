@@ -3,3 +3,11 @@ from . import functional, init, utils
 from .module import Module
 from .modules import *  # noqa: F401,F403
 from .parameter import Parameter
+
+
+def __getattr__(name):
+    if name == "Graph":  # lazy mode lives in flowgrad.graph, which builds on nn and optim
+        from ..graph import Graph
+
+        return Graph
+    raise AttributeError(f"module 'flowgrad.nn' has no attribute {name!r}")

@@ -1,0 +1,260 @@
+"""`flow.nn.Graph`: OneFlow's lazy mode. The first call traces `build` into a Program (the
+backward joins it through the autograd pass), runs the optimization passes and generates a
+plan; later calls run the plan without running `build` again.
+
+>>> import flowgrad as flow
+>>> model = flow.nn.Linear(3, 1)
+>>> opt = flow.optim.SGD(model.parameters(), lr=0.1)
+>>> class Step(flow.nn.Graph):
+...     def __init__(self):
+...         super().__init__()
+...         self.model = model
+...         self.add_optimizer(opt)
+...     def build(self, x, y):
+...         loss = ((self.model(x) - y) ** 2).mean()
+...         loss.backward()
+...         return loss
+>>> step = Step()
+>>> x, y = flow.ones(4, 3), flow.zeros(4, 1)
+>>> first, second = step(x, y), step(x, y)
+>>> bool(second < first), step.is_compiled
+(True, True)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.interpreter import using_interpreter
+from ..device import ARRAY_MODULES
+from ..nn.module import Module
+from ..optim.optimizer import Optimizer
+from ..tensor import Tensor
+from . import codegen, passes
+from .ir import INPUT, NODE, STATE
+from .tracer import Tracer
+
+
+class GraphConfig:
+    """`graph.config`: the switches OneFlow's nn.Graph has; recorded, honoured where they
+    mean something to this compiler."""
+
+    def __init__(self):
+        self.gradient_accumulation_steps = 1
+        self.switches = {}
+
+    def set_gradient_accumulation_steps(self, steps):
+        if steps != 1:
+            raise NotImplementedError("nn.Graph: gradient accumulation is not supported yet")
+        self.gradient_accumulation_steps = steps
+
+    def enable_amp(self, mode=True, **kwargs):
+        if mode:
+            raise NotImplementedError("nn.Graph: flowgrad has no mixed precision yet")
+
+    def __getattr__(self, name):
+        if name.startswith(("allow_", "enable_", "set_")):
+            return lambda *args, **kwargs: self.switches.__setitem__(name, (args, kwargs))
+        raise AttributeError(name)
+
+
+class Graph:
+    """Subclass, call `super().__init__()`, assign modules, `add_optimizer`, write `build`."""
+
+    def __init__(self):
+        object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_optimizers", [])
+        object.__setattr__(self, "_compiled", None)
+        object.__setattr__(self, "config", GraphConfig())
+        object.__setattr__(self, "_name", f"{type(self).__name__}_{Graph._count}")
+        Graph._count += 1
+
+    _count = 0
+
+    def __setattr__(self, name, value):
+        if "_modules" not in self.__dict__:
+            raise RuntimeError(f"nn.Graph: call super().__init__() in {type(self).__name__}."
+                               f"__init__ before assigning attributes (here: {name!r})")
+        if isinstance(value, Optimizer):
+            raise RuntimeError(f"nn.Graph: attribute {name!r} is an optimizer; register it "
+                               f"with self.add_optimizer({name}) instead")
+        if isinstance(value, Tensor):
+            raise RuntimeError(f"nn.Graph: attribute {name!r} is a Tensor; a graph holds "
+                               f"tensors through modules: register it as a parameter or "
+                               f"buffer of an nn.Module assigned to the graph")
+        if isinstance(value, Module):
+            self._modules[name] = value
+        object.__setattr__(self, name, value)
+
+    def add_optimizer(self, optimizer, *, lr_sch=None, is_sparse=False):
+        """Make the graph a training graph: each call also steps `optimizer` (clipping
+        gradients as its param groups' clip_grad_max_norm/clip_grad_norm_type say), zeroes
+        the gradients, then steps `lr_sch`."""
+        self._optimizers.append((optimizer, lr_sch))
+
+    def build(self, *args, **kwargs):
+        raise NotImplementedError(f"nn.Graph: {type(self).__name__} must override build() with "
+                                  f"the step to compile")
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def is_compiled(self):
+        return self._compiled is not None
+
+    # ---- calling -----------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if type(self).build is Graph.build:
+            self.build()
+        flat = _flatten_inputs(args, kwargs)
+        if self._compiled is None:
+            result, grads = self._compile(args, kwargs, flat)
+        else:
+            result, grads = self._run(flat)
+        self._update(grads)
+        return result
+
+    def _state(self):
+        seen = {}
+        for module in self._modules.values():
+            for t in list(module.parameters()) + list(module.buffers()):
+                seen.setdefault(id(t), t)
+        return list(seen.values())
+
+    def _compile(self, args, kwargs, flat):
+        tracer = Tracer()
+        for t in self._state():
+            tracer.bind(t, STATE, t)
+        for i, t in enumerate(flat):
+            if isinstance(t, Tensor):
+                tracer.program.inputs.append(tracer.bind(t, INPUT, i))
+        with using_interpreter(tracer):
+            out = self.build(*args, **kwargs)
+        program = tracer.program
+        leaves, rebuild = _flatten_outputs(out)
+        program.outputs = [tracer.value(t) for t in leaves]
+        first = [tracer.tensor_of[v.id] for v in program.results()]
+        passes.optimize(program)
+        plan = codegen.generate(program)
+        object.__setattr__(self, "_compiled", (program, plan, rebuild, _signature(flat)))
+        n = len(program.outputs)
+        grads = {p: g._data for p, g in zip(program.grads, first[n:])}
+        return rebuild([t.detach() for t in first[:n]]), grads
+
+    def _run(self, flat):
+        program, plan, rebuild, signature = self._compiled
+        _check_signature(signature, _signature(flat))
+        arrays = [t._data for t in flat if isinstance(t, Tensor)]
+        xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np
+        results = plan.run(xp, [t._data if isinstance(t, Tensor) else None for t in flat])
+        n = len(program.outputs)
+        outs = [Tensor._wrap(a) for a in results[:n]]
+        return rebuild(outs), dict(zip(program.grads, results[n:]))
+
+    def _update(self, grads):
+        """The optimizer part of a training step: set the gradients, clip, step, zero."""
+        if not self._optimizers:
+            return
+        program = self._compiled[0]
+        for p, array in grads.items():
+            if program.grads[p].kind != NODE or array.base is not None:
+                array = array.copy()  # never hand out a constant's, or a view's, storage
+            p.grad = Tensor._wrap(array)
+        from ..nn.utils import clip_grad_norm_
+
+        for optimizer, lr_sch in self._optimizers:
+            for group in optimizer.param_groups:
+                if "clip_grad_max_norm" in group:
+                    clip_grad_norm_(group["params"], group["clip_grad_max_norm"],
+                                    group.get("clip_grad_norm_type", 2.0))
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            if lr_sch is not None:
+                lr_sch.step()
+
+    # ---- state and printing -------------------------------------------------------------------
+    def state_dict(self):
+        """Module states by attribute name, and each optimizer's state."""
+        state = {name: m.state_dict() for name, m in self._modules.items()}
+        state["_optimizers"] = [opt.state_dict() for opt, _ in self._optimizers]
+        return state
+
+    def load_state_dict(self, state):
+        for name, module in self._modules.items():
+            module.load_state_dict(state[name])
+        for (opt, _), opt_state in zip(self._optimizers, state.get("_optimizers", ())):
+            opt.load_state_dict(opt_state)
+
+    def debug(self, v_level=0):
+        """Print the compiled program (after the passes) and the generated plan."""
+        if self._compiled is not None:
+            print(self._compiled[0])
+            print(self._compiled[1].source)
+
+    def __repr__(self):
+        lines = [f"({self._name}): ("]
+        lines += [f"  ({name}): {module!r}".replace("\n", "\n  ")
+                  for name, module in self._modules.items()]
+        if self._compiled is not None:
+            lines.append("  (compiled program):\n    " +
+                         repr(self._compiled[0]).replace("\n", "\n    "))
+        return "\n".join(lines) + "\n)"
+
+
+def _flatten_inputs(args, kwargs):
+    flat = list(args) + [kwargs[k] for k in sorted(kwargs)]
+    for i, a in enumerate(flat):
+        if not (a is None or isinstance(a, (Tensor, int, float, bool, str))):
+            raise TypeError(f"nn.Graph: input {i} is a {type(a).__name__}; a graph takes "
+                            f"tensors, None and Python scalars")
+    return flat
+
+
+def _flatten_outputs(out):
+    """The tensors of a (nested) result, and a function rebuilding the structure."""
+    leaves = []
+
+    def walk(obj):
+        if isinstance(obj, Tensor):
+            leaves.append(obj)
+            return len(leaves) - 1
+        if isinstance(obj, (list, tuple)):
+            return type(obj), [walk(o) for o in obj]
+        if isinstance(obj, dict):
+            return dict, {k: walk(v) for k, v in obj.items()}
+        if obj is None:
+            return None
+        raise TypeError(f"nn.Graph: build() returned a {type(obj).__name__}; return tensors, "
+                        f"or lists, tuples and dicts of them")
+
+    spec = walk(out)
+
+    def rebuild(tensors, spec=spec):
+        if spec is None:
+            return None
+        if isinstance(spec, int):
+            return tensors[spec]
+        kind, inner = spec
+        if kind is dict:
+            return {k: rebuild(tensors, s) for k, s in inner.items()}
+        return kind(rebuild(tensors, s) for s in inner)
+
+    return leaves, rebuild
+
+
+def _signature(flat):
+    return [(tuple(t.shape), t.dtype) if isinstance(t, Tensor) else t for t in flat]
+
+
+def _check_signature(expected, actual):
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        if e != a:
+            raise RuntimeError(
+                f"nn.Graph ONLY accepts static inputs tensor meta, please check whether your "
+                f"input tensor meta each step is the same as the input of first call. The "
+                f"expected tensor meta is: {e}, but the actual tensor meta is: {a}. The input "
+                f"index is {i}.")
+    if len(expected) != len(actual):
+        raise RuntimeError(f"nn.Graph: called with {len(actual)} inputs, compiled for "
+                           f"{len(expected)}")

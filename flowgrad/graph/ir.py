@@ -1,0 +1,78 @@
+"""The traced job: values (arrays with a shape and dtype) and nodes (an op, its input values,
+its attributes, its output values), in the order they ran.
+
+A value comes from a graph input, from module state (a parameter or buffer, read by
+reference at every run), from a captured constant (an eager tensor the step used, also read by
+reference), or from a node. Passes (`passes.py`) rewrite a Program; `codegen.py` turns one
+into a plan.
+"""
+from __future__ import annotations
+
+INPUT, STATE, CONST, NODE = "input", "state", "const", "node"
+
+
+class Value:
+    """One array of the job: where it comes from, and its shape and dtype at trace time."""
+
+    __slots__ = ("id", "kind", "shape", "dtype", "source")
+
+    def __init__(self, vid, kind, shape, dtype, source=None):
+        self.id = vid
+        self.kind = kind      # INPUT, STATE, CONST or NODE
+        self.shape = shape
+        self.dtype = dtype
+        self.source = source  # INPUT: arg index; STATE/CONST: the tensor; NODE: the Node
+
+    def __repr__(self):
+        return f"v{self.id}"
+
+
+class Node:
+    """One op call: `outputs = op.kernel(xp, *inputs, **attrs)`; `outputs` lists every array
+    the kernel returns (aux arrays included, as backward rules may read them)."""
+
+    __slots__ = ("op", "inputs", "attrs", "outputs", "n_results", "phase")
+
+    def __init__(self, op, inputs, attrs, outputs, phase):
+        self.op = op
+        self.inputs = inputs
+        self.attrs = attrs
+        self.outputs = outputs
+        self.n_results = len(outputs)  # the op's outputs; the rest are its aux arrays
+        self.phase = phase  # "forward" or "backward"
+
+    def __repr__(self):
+        ins = ", ".join(map(repr, self.inputs))
+        outs = ", ".join(map(repr, self.outputs))
+        attrs = "".join(f", {k}={v!r}" for k, v in self.attrs.items())
+        return f"{outs} = {self.op.name}({ins}{attrs})"
+
+
+class Program:
+    """A traced job: its values, its nodes in execution order, and what it returns."""
+
+    def __init__(self):
+        self.values = []
+        self.nodes = []
+        self.inputs = []    # Values of the graph's tensor arguments, by position
+        self.outputs = []   # Values the step returns (its flattened result)
+        self.grads = {}     # parameter tensor -> the Value of its gradient
+
+    def new_value(self, kind, array, source=None):
+        value = Value(len(self.values), kind, array.shape, array.dtype, source)
+        self.values.append(value)
+        return value
+
+    def state_values(self, kind):
+        return [v for v in self.values if v.kind == kind]
+
+    def results(self):
+        """Every Value the plan must produce: the outputs, then the parameters' gradients."""
+        return list(self.outputs) + list(self.grads.values())
+
+    def __repr__(self):
+        lines = [f"inputs: {self.inputs}"]
+        lines += [f"  [{n.phase}] {n!r}" for n in self.nodes]
+        lines.append(f"outputs: {self.outputs}")
+        lines += [f"grad of {tuple(p.shape)} parameter: {v!r}" for p, v in self.grads.items()]
+        return "\n".join(lines)

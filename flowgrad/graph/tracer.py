@@ -1,0 +1,164 @@
+"""Tracing `nn.Graph.build`: the interpreter that records the job, and the autograd pass.
+
+While `build` runs, `Tracer` is the current interpreter (`interpreter.using_interpreter`):
+every op still runs eagerly through `AutogradInterpreter.apply`, so values, shapes and the
+eager capture states are real, and is also recorded as a `Node` of the `Program`. Arrays are
+told apart by identity: a tensor that shares its array with a recorded value (a `detach()`,
+a saved tensor unpacked) is that value.
+
+`loss.backward()` inside `build` does not run the eager engine: it runs `autograd_pass`, a
+pass over the recorded forward nodes in reverse that calls each op's registered gradient rule
+through this same tracer, so the backward ops join the Program as ordinary nodes.
+"""
+from __future__ import annotations
+
+import os
+import traceback
+
+from ..autograd import engine, grad_mode
+from ..autograd.interpreter import AutogradInterpreter
+from .ir import CONST, INPUT, NODE, STATE, Node, Program
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_line():
+    """'file:line: code' of the innermost frame outside flowgrad (the user's build line)."""
+    for frame in reversed(traceback.extract_stack()):
+        if not os.path.abspath(frame.filename).startswith(_PACKAGE):
+            return f"{frame.filename}:{frame.lineno}: {frame.line}"
+    return "<unknown>"
+
+
+class Tracer:
+    """The interpreter in use while `build` runs: eager execution, recorded into a Program."""
+
+    def __init__(self):
+        self.program = Program()
+        self.value_of = {}     # id(array) -> Value
+        self.tensor_of = {}    # value id -> a tensor holding it (results of the first call)
+        self.function_of = {}  # Node -> the eager FunctionNode its rule runs from
+        self.keep = []         # every array seen: alive, so ids stay unique during the trace
+        self.phase = "forward"
+
+    # ---- values ------------------------------------------------------------------------------
+    def bind(self, tensor, kind, source=None):
+        """Register an external tensor (a graph input or module state) as a Value."""
+        value = self.program.new_value(kind, tensor._data, source)
+        self._remember(tensor, value)
+        return value
+
+    def value(self, tensor):
+        """The Value a tensor holds; an unknown one is a captured constant (used by reference:
+        the plan reads its storage at every run)."""
+        value = self.value_of.get(id(tensor._data))
+        if value is None:
+            value = self.bind(tensor, CONST, tensor)
+        return value
+
+    def _remember(self, tensor, value):
+        self.value_of[id(tensor._data)] = value
+        self.tensor_of.setdefault(value.id, tensor)
+        self.keep.append(tensor._data)
+
+    # ---- the interpreter -----------------------------------------------------------------
+    def apply(self, op, inputs, attrs):
+        """Run the op eagerly and record it: its inputs' Values, attributes and outputs."""
+        in_values = [self.value(t) for t in inputs]
+        result = AutogradInterpreter.apply(op, inputs, attrs)
+        outs = result if type(result) is tuple else (result,)
+        function = next((o._grad_fn for o in outs
+                         if o._grad_fn is not None and o._grad_fn.op is op), None)
+        aux = function.ctx.aux if function is not None and function.ctx.aux else ()
+        node = Node(op, in_values, dict(attrs), [], self.phase)
+        for tensor in outs + tuple(aux):
+            value = self.program.new_value(NODE, tensor._data, node)
+            node.outputs.append(value)
+            self._remember(tensor, value)
+        node.n_results = len(outs)
+        self.program.nodes.append(node)
+        if function is not None:
+            self.function_of[node] = function
+        return result
+
+    def read(self, tensor, what):
+        """Reading a value that depends on the graph's inputs or state would freeze it into the
+        plan: refuse, naming the line. Constants may be read, and so may the autograd pass
+        (a rule's guard, e.g. prod's "any zero?")."""
+        value = self.value_of.get(id(tensor._data))
+        if self.phase == "backward" or value is None or value.kind == CONST:
+            return  # a constant (or a Python number being wrapped) reads the same every run
+        raise RuntimeError(
+            f"nn.Graph: {what} of a tensor (shape {tuple(tensor.shape)}) inside build() reads "
+            f"its value, which the compiled plan cannot do: at {user_line()}. Keep the "
+            f"computation in tensor ops (flow.where instead of `if`), or pass the value to the "
+            f"graph as a Python argument")
+
+    def inplace(self, tensor):
+        raise NotImplementedError(
+            f"nn.Graph: in-place writes inside build() (to a tensor of shape "
+            f"{tuple(tensor.shape)}, at {user_line()}) are not supported yet; use the "
+            f"out-of-place op (e.g. `x = x * 2` for `x.mul_(2)`), or run this step eagerly")
+
+    # ---- the autograd pass ---------------------------------------------------------------
+    def backward(self, tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+                 inputs=None):
+        """`loss.backward()` inside build: the autograd pass over the recorded job."""
+        tensors = tensors if isinstance(tensors, (tuple, list)) else (tensors,)
+        if len(tensors) != 1 or grad_tensors not in (None, (None,)) or inputs is not None \
+                or create_graph:
+            raise NotImplementedError(
+                f"nn.Graph: only `loss.backward()` of one scalar loss is supported inside "
+                f"build() yet (at {user_line()})")
+        autograd_pass(self, tensors[0])
+
+
+def autograd_pass(tracer, loss):
+    """Walk the forward nodes from the loss back, calling each op's gradient rule (through the
+    tracer, so its ops are recorded), and record each trainable state's gradient."""
+    from ..ops.creation import ones_like
+
+    program = tracer.program
+    if loss._data.size != 1:
+        raise RuntimeError(f"nn.Graph: backward() needs a scalar loss, got shape "
+                           f"{tuple(loss.shape)} (at {user_line()})")
+    grads = {}  # value id -> gradient tensor
+    forward = [n for n in program.nodes if n.phase == "forward"]
+    tracer.phase = "backward"
+    try:
+        with grad_mode.no_grad():
+            grads[tracer.value(loss).id] = ones_like(loss)
+            for node in reversed(forward):
+                function = tracer.function_of.get(node)
+                results = node.outputs[:node.n_results]
+                if function is None or not any(v.id in grads for v in results):
+                    continue
+                out_grads = [grads.get(v.id) for v in results]
+                out_grads = [g if g is not None else _zeros(v) for g, v in zip(out_grads,
+                                                                                 results)]
+                in_grads = function.backward_fn(out_grads)
+                if type(in_grads) is not tuple:
+                    in_grads = tuple(in_grads) if isinstance(in_grads, list) else (in_grads,)
+                for meta, g, value, info in zip(function.input_metas, in_grads, node.inputs,
+                                                function.input_infos):
+                    if meta is None or g is None:
+                        continue
+                    if g._data.shape != info[0] or g._data.dtype != info[1]:
+                        g = engine._fit_grad(g, info[0], info[1], function)
+                    old = grads.get(value.id)
+                    grads[value.id] = g if old is None else old + g
+                    tracer.value(grads[value.id])
+    finally:
+        tracer.phase = "forward"
+    for value in program.values:
+        if value.kind == STATE and value.id in grads and value.source.requires_grad:
+            program.grads[value.source] = tracer.value(grads[value.id])
+
+
+def _zeros(value):
+    from ..tensor import Tensor
+
+    return Tensor._zeros(value.shape, value.dtype)
+
+
+__all__ = ["Tracer", "autograd_pass", "user_line", "INPUT", "STATE", "CONST"]

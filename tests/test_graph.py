@@ -1,0 +1,245 @@
+"""nn.Graph (lazy mode) against eager flowgrad: a different batch on every call, the same
+losses, parameters and optimizer state; and the errors of OneFlow's contract."""
+import numpy as np
+import pytest
+
+import flowgrad as flow
+import flowgrad.nn.functional as F
+
+
+def _mlp(seed=0):
+    flow.manual_seed(seed)
+    return flow.nn.Sequential(flow.nn.Linear(8, 16), flow.nn.Tanh(), flow.nn.Linear(16, 16),
+                              flow.nn.ReLU(), flow.nn.Linear(16, 4))
+
+
+def _batches(n, seed=1):
+    rng = np.random.default_rng(seed)
+    return [(flow.tensor(rng.standard_normal((12, 8)).astype(np.float32)),
+             flow.tensor(rng.integers(0, 4, 12))) for _ in range(n)]
+
+
+OPTIMIZERS = {
+    "sgd_momentum": lambda ps: (flow.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True,
+                                               weight_decay=1e-3), None),
+    "adam": lambda ps: (flow.optim.Adam(ps, lr=1e-2), None),
+    "adamw_cosine": lambda ps: (lambda o: (o, flow.optim.lr_scheduler.CosineAnnealingLR(
+        o, T_max=7)))(flow.optim.AdamW(ps, lr=1e-2, weight_decay=0.1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_training_graph_matches_eager(name):
+    batches = _batches(20)
+    eager, graphed = _mlp(), _mlp()
+    opt_e, sch_e = OPTIMIZERS[name](eager.parameters())
+    opt_g, sch_g = OPTIMIZERS[name](graphed.parameters())
+
+    class Train(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = graphed
+            self.add_optimizer(opt_g, lr_sch=sch_g)
+
+        def build(self, x, y):
+            loss = F.cross_entropy(self.model(x), y)
+            loss.backward()
+            return loss
+
+    train = Train()
+    for x, y in batches:
+        loss_e = F.cross_entropy(eager(x), y)
+        opt_e.zero_grad()
+        loss_e.backward()
+        opt_e.step()
+        if sch_e is not None:
+            sch_e.step()
+        loss_g = train(x, y)
+        np.testing.assert_allclose(loss_g.numpy(), loss_e.detach().numpy(), rtol=1e-5)
+    for pe, pg in zip(eager.parameters(), graphed.parameters()):
+        np.testing.assert_allclose(pg.detach().numpy(), pe.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+    assert train.is_compiled
+    assert all(p.grad is None for p in graphed.parameters())  # zeroed after each step
+
+
+def test_eval_graph_with_nested_outputs_none_input_and_keywords():
+    model = _mlp()
+    model.eval()
+
+    class Eval(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x, mask=None, *, scale):
+            logits = self.model(x) * scale
+            return {"logits": logits, "pair": (logits.softmax(-1), logits.argmax(-1))}
+
+    graph = Eval()
+    for x, _ in _batches(3):
+        got = graph(x, None, scale=2.0)
+        want = model(x) * 2.0
+        np.testing.assert_allclose(got["logits"].numpy(), want.detach().numpy(), rtol=1e-6)
+        np.testing.assert_allclose(got["pair"][0].numpy(), want.softmax(-1).detach().numpy(),
+                                   rtol=1e-6)
+        assert got["pair"][1].tolist() == want.argmax(-1).tolist()
+
+
+def test_eager_writes_to_parameters_are_seen_and_graph_steps_are_visible():
+    model = flow.nn.Linear(3, 1)
+
+    class Fwd(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            return self.model(x)
+
+    graph = Fwd()
+    x = flow.ones(2, 3)
+    graph(x)
+    with flow.no_grad():
+        model.weight.fill_(1.0)
+        model.bias.fill_(0.5)
+    assert graph(x).tolist() == [[3.5], [3.5]]
+
+
+def test_dropout_in_a_graph_draws_fresh_masks_and_follows_the_seed():
+    class Drop(flow.nn.Graph):
+        def build(self, x):
+            return F.dropout(x, 0.5, training=True)
+
+    x = flow.ones(64)
+    flow.manual_seed(3)
+    graph = Drop()
+    a, b = graph(x), graph(x)
+    assert a.tolist() != b.tolist()
+    flow.manual_seed(3)
+    eager = [F.dropout(x, 0.5, training=True) for _ in range(2)]
+    assert [a.tolist(), b.tolist()] == [e.tolist() for e in eager]
+
+
+def test_static_inputs_only():
+    class Fwd(flow.nn.Graph):
+        def build(self, x):
+            return x * 2
+
+    graph = Fwd()
+    graph(flow.ones(2, 3))
+    with pytest.raises(RuntimeError, match="nn.Graph ONLY accepts static inputs tensor meta.*"
+                                           "The input index is 0"):
+        graph(flow.ones(3, 3))
+
+
+def test_reading_a_value_inside_build_names_the_line():
+    class Peek(flow.nn.Graph):
+        def build(self, x):
+            if x.sum() > 0:  # a Python branch on data
+                return x
+            return -x
+
+    with pytest.raises(RuntimeError, match=r"bool\(\) of a tensor .*test_graph.py:\d+"):
+        Peek()(flow.ones(2))
+
+
+def test_in_place_inside_build_is_refused_clearly():
+    class Inplace(flow.nn.Graph):
+        def build(self, x):
+            y = x * 1
+            y.mul_(2)
+            return y
+
+    with pytest.raises(NotImplementedError, match="in-place writes inside build"):
+        Inplace()(flow.ones(2))
+
+
+def test_contract_errors():
+    class NoSuper(flow.nn.Graph):
+        def __init__(self):
+            self.model = flow.nn.Linear(1, 1)
+
+    with pytest.raises(RuntimeError, match="super\\(\\).__init__"):
+        NoSuper()
+
+    class NoBuild(flow.nn.Graph):
+        pass
+
+    with pytest.raises(NotImplementedError, match="must override build"):
+        NoBuild()(flow.ones(1))
+
+    class Attrs(flow.nn.Graph):
+        def __init__(self, value):
+            super().__init__()
+            self.thing = value
+
+    model = flow.nn.Linear(1, 1)
+    with pytest.raises(RuntimeError, match="add_optimizer"):
+        Attrs(flow.optim.SGD(model.parameters(), lr=0.1))
+    with pytest.raises(RuntimeError, match="is a Tensor"):
+        Attrs(flow.ones(1))
+
+
+def test_state_dict_round_trip_and_printing(tmp_path):
+    model = _mlp()
+    opt = flow.optim.Adam(model.parameters(), lr=1e-2)
+
+    class Train(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x, y):
+            loss = F.cross_entropy(self.model(x), y)
+            loss.backward()
+            return loss
+
+    graph = Train()
+    for x, y in _batches(2):
+        graph(x, y)
+    path = tmp_path / "graph.safetensors"
+    flow.save(graph.state_dict(), path)
+    state = flow.load(path)
+    other_model = _mlp(seed=5)
+    other_opt = flow.optim.Adam(other_model.parameters(), lr=1e-2)
+
+    class Other(Train):
+        def __init__(self):
+            flow.nn.Graph.__init__(self)
+            self.model = other_model
+            self.add_optimizer(other_opt)
+
+    other = Other()
+    other.load_state_dict(state)
+    for p, q in zip(model.parameters(), other_model.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    assert other_opt.state_dict()["state"].keys() == opt.state_dict()["state"].keys()
+    text = repr(graph)
+    assert "(model): Sequential" in text and "cross_entropy" in text and "[backward]" in text
+
+
+def test_backward_ops_are_recorded_by_the_autograd_pass():
+    """The backward is a pass over the traced job: its ops are in the Program, each
+    produced by a registered rule, and the plan runs them without any eager autograd."""
+    model = flow.nn.Linear(4, 2)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1)
+
+    class Train(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x):
+            loss = self.model(x).tanh().sum()
+            loss.backward()
+            return loss
+
+    graph = Train()
+    graph(flow.ones(3, 4))
+    program = graph._compiled[0]
+    backward_ops = {n.op.name for n in program.nodes if n.phase == "backward"}
+    assert "tanh_grad" in backward_ops, backward_ops
+    assert set(program.grads) == set(model.parameters())
