@@ -144,15 +144,74 @@ def test_reading_a_value_inside_build_names_the_line():
         Peek()(flow.ones(2))
 
 
-def test_in_place_inside_build_is_refused_clearly():
+def test_in_place_ops_inside_build_match_eager():
+    def step(x):
+        y = x * 1
+        y.mul_(2)
+        y[0] = 5.0
+        y[1:].add_(x[1:])
+        y.relu_()
+        return y * 3
+
     class Inplace(flow.nn.Graph):
         def build(self, x):
-            y = x * 1
-            y.mul_(2)
-            return y
+            return step(x)
 
-    with pytest.raises(NotImplementedError, match="in-place writes inside build"):
-        Inplace()(flow.ones(2))
+    graph = Inplace()
+    for x, _ in _batches(3):
+        np.testing.assert_array_equal(graph(x).numpy(), step(x).numpy())
+
+
+def test_using_a_view_after_its_base_was_written_in_build_is_refused():
+    class Stale(flow.nn.Graph):
+        def build(self, x):
+            y = x * 1
+            row = y[0]
+            y.mul_(2)
+            return row + 1
+
+    with pytest.raises(NotImplementedError, match="after an in-place write"):
+        Stale()(flow.ones(2, 3))
+
+
+def test_cnn_with_batch_norm_and_dropout_trains_as_eager():
+    def make():
+        flow.manual_seed(0)
+        return flow.nn.Sequential(
+            flow.nn.Conv2d(1, 4, 3, padding=1), flow.nn.BatchNorm2d(4), flow.nn.ReLU(),
+            flow.nn.MaxPool2d(2), flow.nn.Flatten(), flow.nn.Dropout(0.25),
+            flow.nn.Linear(4 * 4 * 4, 3))
+
+    rng = np.random.default_rng(2)
+    batches = [(flow.tensor(rng.standard_normal((6, 1, 8, 8)).astype(np.float32)),
+                flow.tensor(rng.integers(0, 3, 6))) for _ in range(5)]
+    eager, graphed = make(), make()
+    opt_e = flow.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
+    opt_g = flow.optim.SGD(graphed.parameters(), lr=0.05, momentum=0.9)
+
+    class Train(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = graphed
+            self.add_optimizer(opt_g)
+
+        def build(self, x, y):
+            loss = F.cross_entropy(self.model(x), y)
+            loss.backward()
+            return loss
+
+    train = Train()
+    for i, (x, y) in enumerate(batches):
+        flow.manual_seed(100 + i)  # the same dropout masks in both
+        loss_e = F.cross_entropy(eager(x), y)
+        opt_e.zero_grad()
+        loss_e.backward()
+        opt_e.step()
+        flow.manual_seed(100 + i)
+        loss_g = train(x, y)
+        np.testing.assert_allclose(loss_g.numpy(), loss_e.detach().numpy(), rtol=1e-5)
+    for (name, a), (_, b) in zip(eager.state_dict().items(), graphed.state_dict().items()):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 def test_contract_errors():

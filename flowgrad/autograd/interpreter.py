@@ -253,9 +253,9 @@ def inplace_update(name, target, compute, args_need_grad=False):
         recording = (meta is not None and meta.requires_grad) or base_needs or args_need_grad
         if recording:
             _check_inplace_allowed(name, target, view, meta, base_needs)
-    if not recording:
+    if not recording and (view is None or current is AutogradInterpreter):
         return write_inplace(target, compute(target), name)
-    if view is None:
+    if view is None:  # (a tracer records a write through a view as view_scatter on the base)
         return write_inplace(target, compute(target.clone()), name)
     return _inplace_through_view(name, target, compute)
 
@@ -297,11 +297,22 @@ def _inplace_through_view(name, target, compute):
     _adopt_saved_outputs(region, target)
     retain = base._meta is not None and base._meta.retain_grad
     base._meta, base._grad_fn = new_base._meta, new_base._grad_fn
-    base._meta.retain_grad = retain
+    if retain:
+        base._meta.retain_grad = True
     rebased = replay_view(new_base, chain)
     target._meta, target._grad_fn = rebased._meta, rebased._grad_fn
     info.version = target._version.value
+    _tell_tracer(base, new_base)
+    _tell_tracer(target, rebased)
     return target
+
+
+def _tell_tracer(target, result):
+    """A tracer (nn.Graph) learns which recorded value an in-place write left in `target`."""
+    if current is not AutogradInterpreter:
+        hook = getattr(current, "written", None)
+        if hook is not None:
+            hook(target, result)
 
 
 def _adopt_saved_outputs(result, target):
@@ -382,4 +393,5 @@ def write_inplace(target, result, name):
         _adopt_saved_outputs(result, target)
         if target._view is not None:
             target._view.version = target._version.value
+    _tell_tracer(target, result)
     return target

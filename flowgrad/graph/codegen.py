@@ -24,6 +24,7 @@ import functools
 
 import numpy as np
 
+from ..autograd.interpreter import bump_version
 from .ir import CONST, INPUT, STATE
 
 
@@ -66,6 +67,12 @@ def generate(program):
             for k, value in enumerate(node.outputs):
                 lines.append(f"    v{value.id} = r[{k}] if r[{k}].__class__ is ND else "
                              f"AS(r[{k}])")
+    state_value = {id(v.source): v for v in program.values if v.kind == STATE}
+    for i, (tensor, value) in enumerate(program.writebacks.items()):
+        scope[f"w{i}"], scope["BUMP"] = tensor, bump_version
+        lines.append(f"    w{i}._data[...] = v{value.id}  # in-place write to "
+                     f"{'state' if id(tensor) in state_value else 'a tensor'}")
+        lines.append(f"    BUMP(w{i})")
     results = ", ".join(f"v{v.id}" for v in program.results())
     lines.append(f"    return [{results}]")
     source = "\n".join(lines)

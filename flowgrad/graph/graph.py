@@ -131,6 +131,7 @@ class Graph:
                 tracer.program.inputs.append(tracer.bind(t, INPUT, i))
         with using_interpreter(tracer):
             out = self.build(*args, **kwargs)
+        tracer.finish()
         program = tracer.program
         leaves, rebuild = _flatten_outputs(out)
         program.outputs = [tracer.value(t) for t in leaves]
@@ -139,7 +140,7 @@ class Graph:
         plan = codegen.generate(program)
         object.__setattr__(self, "_compiled", (program, plan, rebuild, _signature(flat)))
         n = len(program.outputs)
-        grads = {p: g._data for p, g in zip(program.grads, first[n:])}
+        grads = {p: g._data for p, g in zip(program.grads, first[n:n + len(program.grads)])}
         return rebuild([t.detach() for t in first[:n]]), grads
 
     def _run(self, flat):

@@ -57,6 +57,7 @@ class Program:
         self.inputs = []    # Values of the graph's tensor arguments, by position
         self.outputs = []   # Values the step returns (its flattened result)
         self.grads = {}     # parameter tensor -> the Value of its gradient
+        self.writebacks = {}  # parameter/buffer tensor -> the Value written into it in place
 
     def new_value(self, kind, array, source=None):
         value = Value(len(self.values), kind, array.shape, array.dtype, source)
@@ -67,12 +68,15 @@ class Program:
         return [v for v in self.values if v.kind == kind]
 
     def results(self):
-        """Every Value the plan must produce: the outputs, then the parameters' gradients."""
-        return list(self.outputs) + list(self.grads.values())
+        """Every Value the plan must produce: the outputs, the parameters' gradients, then the
+        values written back into parameters and buffers."""
+        return list(self.outputs) + list(self.grads.values()) + list(self.writebacks.values())
 
     def __repr__(self):
         lines = [f"inputs: {self.inputs}"]
         lines += [f"  [{n.phase}] {n!r}" for n in self.nodes]
         lines.append(f"outputs: {self.outputs}")
         lines += [f"grad of {tuple(p.shape)} parameter: {v!r}" for p, v in self.grads.items()]
+        lines += [f"write back into {tuple(t.shape)} state: {v!r}"
+                  for t, v in self.writebacks.items()]
         return "\n".join(lines)

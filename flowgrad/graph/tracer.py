@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import traceback
 
+import numpy as np
+
 from ..autograd import engine, grad_mode
 from ..autograd.interpreter import AutogradInterpreter
 from .ir import CONST, INPUT, NODE, STATE, Node, Program
@@ -38,7 +40,8 @@ class Tracer:
         self.value_of = {}     # id(array) -> Value
         self.tensor_of = {}    # value id -> a tensor holding it (results of the first call)
         self.function_of = {}  # Node -> the eager FunctionNode its rule runs from
-        self.keep = []         # every array seen: alive, so ids stay unique during the trace
+        self.arrays = {}       # id -> every array seen: alive, so ids stay unique meanwhile
+        self.stale = {}        # id(array) -> Value, for arrays an in-place write changed
         self.phase = "forward"
 
     # ---- values ------------------------------------------------------------------------------
@@ -51,7 +54,13 @@ class Tracer:
     def value(self, tensor):
         """The Value a tensor holds; an unknown one is a captured constant (used by reference:
         the plan reads its storage at every run)."""
-        value = self.value_of.get(id(tensor._data))
+        key = id(tensor._data)
+        if key in self.stale:
+            raise NotImplementedError(
+                f"nn.Graph: a tensor (shape {tuple(tensor.shape)}) is used inside build() after "
+                f"an in-place write changed its storage through another tensor (a view or its "
+                f"base), at {user_line()}; this is not supported yet: use out-of-place ops")
+        value = self.value_of.get(key)
         if value is None:
             value = self.bind(tensor, CONST, tensor)
         return value
@@ -59,7 +68,7 @@ class Tracer:
     def _remember(self, tensor, value):
         self.value_of[id(tensor._data)] = value
         self.tensor_of.setdefault(value.id, tensor)
-        self.keep.append(tensor._data)
+        self.arrays[id(tensor._data)] = tensor._data
 
     # ---- the interpreter -----------------------------------------------------------------
     def apply(self, op, inputs, attrs):
@@ -95,10 +104,32 @@ class Tracer:
             f"graph as a Python argument")
 
     def inplace(self, tensor):
-        raise NotImplementedError(
-            f"nn.Graph: in-place writes inside build() (to a tensor of shape "
-            f"{tuple(tensor.shape)}, at {user_line()}) are not supported yet; use the "
-            f"out-of-place op (e.g. `x = x * 2` for `x.mul_(2)`), or run this step eagerly")
+        """An in-place write is about to change `tensor`'s storage: every known array sharing
+        it is stale until `written` says which recorded value it now holds."""
+        data = tensor._data
+        for key, array in self.arrays.items():
+            if key not in self.stale and np.may_share_memory(array, data):
+                self.stale[key] = self.value_of.get(key)
+
+    def written(self, target, result):
+        """An in-place op left `result`'s value in `target` (its storage now holds it); a write
+        to a parameter or buffer becomes a write-back at the end of the plan."""
+        key = id(target._data)
+        before = self.stale.pop(key, None) or self.value_of.get(key)
+        if result._data is not target._data:
+            self.value_of[key] = self.value(result)
+        if before is not None and before.kind == STATE:
+            self.program.writebacks[before.source] = self.value_of[key]
+
+    def finish(self):
+        """After build: a parameter or buffer written by something the trace cannot replay."""
+        for key, before in self.stale.items():
+            if before is not None and before.kind == STATE and \
+                    before.source not in self.program.writebacks:
+                raise NotImplementedError(
+                    f"nn.Graph: build() wrote a parameter or buffer (shape {before.shape}) in a "
+                    f"way the trace cannot replay (a write through a view of it, or into its "
+                    f"array directly); write it with an op (x.copy_(...), x.add_(...))")
 
     # ---- the autograd pass ---------------------------------------------------------------
     def backward(self, tensors, grad_tensors=None, retain_graph=None, create_graph=False,

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd import grad_mode
+from ..autograd import interpreter as _interpreter
 from ..autograd.interpreter import bump_version, inplace_update, self_overlapping, writable
 from ..autograd.views import writable_alias
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -269,7 +270,8 @@ def setitem(x, index, value):
             writable(data[spec], "copy_")
         except IndexError:
             pass  # reported below, with the shapes
-    if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad):
+    if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad) or \
+            _interpreter.current is not _interpreter.AutogradInterpreter:  # or a tracer: as an op
         if self_overlapping(data):  # an expand whose elements share memory
             if advanced:
                 _write_base_elements(x, spec, arrays, value)

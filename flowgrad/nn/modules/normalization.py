@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 
 from ... import dtypes as _dt
+from ...autograd.grad_mode import no_grad
 from ...ops.creation import tensor as _tensor
 from .. import functional as F
 from .. import init
@@ -94,7 +95,8 @@ class _BatchNorm(_NormBase):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked._data += 1  # a counter: no autograd involved
+            with no_grad():  # a counter: no autograd, but an op (a traced graph repeats it)
+                self.num_batches_tracked.add_(1)
             if self.momentum is None:  # cumulative moving average
                 factor = 1.0 / float(self.num_batches_tracked.item())
         # eval mode normalises with the running stats when it has them
