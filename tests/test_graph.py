@@ -302,3 +302,37 @@ def test_backward_ops_are_recorded_by_the_autograd_pass():
     backward_ops = {n.op.name for n in program.nodes if n.phase == "backward"}
     assert "tanh_grad" in backward_ops, backward_ops
     assert set(program.grads) == set(model.parameters())
+
+
+def test_gradient_accumulation_is_the_full_batch_step():
+    """Mean-reduced loss over k equal micro-batches: the mean gradient is the full batch's,
+    so k micro-batches and one update equal one eager step on the whole batch."""
+    batches = _batches(4)
+    eager, graphed = _mlp(), _mlp()
+    opt_e = flow.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
+    opt_g = flow.optim.SGD(graphed.parameters(), lr=0.1, momentum=0.9)
+
+    class Train(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = graphed
+            self.add_optimizer(opt_g)
+            self.config.set_gradient_accumulation_steps(3)
+
+        def build(self, x, y):
+            loss = F.cross_entropy(self.model(x), y)
+            loss.backward()
+            return loss
+
+    train = Train()
+    for x, y in batches:
+        losses = train(x, y)
+        assert tuple(losses.shape) == (3,)
+        want = [F.cross_entropy(eager(xs), ys).item() for xs, ys in zip(x.chunk(3), y.chunk(3))]
+        np.testing.assert_allclose(losses.numpy(), want, rtol=1e-5)
+        opt_e.zero_grad()
+        F.cross_entropy(eager(x), y).backward()
+        opt_e.step()
+    for pe, pg in zip(eager.parameters(), graphed.parameters()):
+        np.testing.assert_allclose(pg.detach().numpy(), pe.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)

@@ -43,8 +43,12 @@ class GraphConfig:
         self.switches = {}
 
     def set_gradient_accumulation_steps(self, steps):
-        if steps != 1:
-            raise NotImplementedError("nn.Graph: gradient accumulation is not supported yet")
+        """Split each call's batch (dim 0 of every tensor input) into `steps` micro-batches:
+        the step runs on each, their mean gradient makes one update, and every output comes
+        back with one row per micro-batch."""
+        if not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"nn.Graph: gradient accumulation steps must be a positive int, "
+                             f"got {steps!r}")
         self.gradient_accumulation_steps = steps
 
     def enable_amp(self, mode=True, **kwargs):
@@ -107,13 +111,30 @@ class Graph:
     def __call__(self, *args, **kwargs):
         if type(self).build is Graph.build:
             self.build()
+        steps = self.config.gradient_accumulation_steps
+        if steps == 1:
+            result, grads = self._step(args, kwargs)
+            self._update(grads)
+            return result
+        # gradient accumulation: k micro-batches along dim 0, their mean gradient, one update;
+        # each output comes back stacked, one row per micro-batch
+        results, total = [], {}
+        for micro_args, micro_kwargs in _micro_batches(args, kwargs, steps):
+            result, grads = self._step(micro_args, micro_kwargs)
+            results.append(result)
+            for p, g in grads.items():
+                total[p] = g / steps if p not in total else total[p] + g / steps
+        self._update(total)
+        leaves = [_flatten_outputs(r)[0] for r in results]
+        rebuild = _flatten_outputs(results[0])[1]
+        return rebuild([Tensor._wrap(np.stack([ls[i]._data for ls in leaves]))
+                        for i in range(len(leaves[0]))])
+
+    def _step(self, args, kwargs):
         flat = _flatten_inputs(args, kwargs)
         if self._compiled is None:
-            result, grads = self._compile(args, kwargs, flat)
-        else:
-            result, grads = self._run(flat)
-        self._update(grads)
-        return result
+            return self._compile(args, kwargs, flat)
+        return self._run(flat)
 
     def _state(self):
         seen = {}
@@ -242,6 +263,23 @@ def _flatten_outputs(out):
         return kind(rebuild(tensors, s) for s in inner)
 
     return leaves, rebuild
+
+
+def _micro_batches(args, kwargs, steps):
+    """The (args, kwargs) of each micro-batch: tensors split along dim 0, the rest as given."""
+    def split(obj):
+        if not isinstance(obj, Tensor):
+            return [obj] * steps
+        if obj.ndim == 0 or obj.shape[0] % steps:
+            raise RuntimeError(f"nn.Graph: gradient accumulation over {steps} micro-batches "
+                               f"needs every tensor input's dim 0 divisible by {steps}; got "
+                               f"shape {tuple(obj.shape)}")
+        return list(obj.chunk(steps, 0))
+
+    arg_parts = [split(a) for a in args]
+    kwarg_parts = {k: split(v) for k, v in kwargs.items()}
+    return [(tuple(p[i] for p in arg_parts), {k: p[i] for k, p in kwarg_parts.items()})
+            for i in range(steps)]
 
 
 def _signature(flat):
