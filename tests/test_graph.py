@@ -336,3 +336,31 @@ def test_gradient_accumulation_is_the_full_batch_step():
     for pe, pg in zip(eager.parameters(), graphed.parameters()):
         np.testing.assert_allclose(pg.detach().numpy(), pe.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
+
+
+def test_dynamic_input_shapes_compile_one_plan_per_signature():
+    model = _mlp()
+
+    @flow.nn.Graph.with_dynamic_input_shape(size=2)
+    class Fwd(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            return self.model(x).sum(-1)
+
+    graph = Fwd()
+    rng = np.random.default_rng(0)
+    for n in (3, 5, 3, 7, 5, 3):
+        x = flow.tensor(rng.standard_normal((n, 8)).astype(np.float32))
+        np.testing.assert_allclose(graph(x).numpy(), model(x).sum(-1).detach().numpy(),
+                                   rtol=1e-6)
+    assert len(graph._plans) == 2
+
+
+def test_graph_trace_of_a_function():
+    w = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
+    step = flow.nn.Graph.trace(lambda x: (x @ w).relu())
+    for x in (flow.ones(1, 2), -flow.ones(1, 2), flow.tensor([[2.0, -1.0]])):
+        assert step(x).tolist() == (x @ w).relu().tolist()

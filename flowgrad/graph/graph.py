@@ -67,7 +67,8 @@ class Graph:
     def __init__(self):
         object.__setattr__(self, "_modules", {})
         object.__setattr__(self, "_optimizers", [])
-        object.__setattr__(self, "_compiled", None)
+        object.__setattr__(self, "_compiled", None)  # the plan last run
+        object.__setattr__(self, "_plans", {})       # input signature -> plan (dynamic shapes)
         object.__setattr__(self, "config", GraphConfig())
         object.__setattr__(self, "_name", f"{type(self).__name__}_{Graph._count}")
         Graph._count += 1
@@ -134,7 +135,41 @@ class Graph:
         flat = _flatten_inputs(args, kwargs)
         if self._compiled is None:
             return self._compile(args, kwargs, flat)
+        signature = _signature(flat)
+        if self._dynamic_size and signature != self._compiled[3]:
+            compiled = self._plans.get(_key(signature))
+            if compiled is None:
+                return self._compile(args, kwargs, flat)
+            object.__setattr__(self, "_compiled", compiled)
         return self._run(flat)
+
+    _dynamic_size = 0  # with_dynamic_input_shape(size=n): up to n plans, one per signature
+
+    @staticmethod
+    def with_dynamic_input_shape(size=10):
+        """Class decorator: compile one plan per input signature (shapes and dtypes), keeping
+        up to `size` of them; they share the modules' state."""
+        def decorate(cls):
+            cls._dynamic_size = int(size)
+            return cls
+        return decorate
+
+    @staticmethod
+    def trace(function):
+        """A graph compiled from `function(*tensors)` (an eval step: no optimizer), called like
+        the function.
+
+        >>> import flowgrad as flow
+        >>> double = flow.nn.Graph.trace(lambda x: x * 2)
+        >>> double(flow.ones(2)).tolist()
+        [2.0, 2.0]
+        """
+        class Traced(Graph):
+            def build(self, *args, **kwargs):
+                return function(*args, **kwargs)
+
+        Traced.__name__ = Traced.__qualname__ = f"Traced_{getattr(function, '__name__', 'fn')}"
+        return Traced()
 
     def _state(self):
         seen = {}
@@ -159,7 +194,12 @@ class Graph:
         first = [tracer.tensor_of[v.id] for v in program.results()]
         passes.optimize(program)
         plan = codegen.generate(program)
-        object.__setattr__(self, "_compiled", (program, plan, rebuild, _signature(flat)))
+        compiled = (program, plan, rebuild, _signature(flat))
+        object.__setattr__(self, "_compiled", compiled)
+        if self._dynamic_size:
+            if len(self._plans) >= self._dynamic_size:
+                self._plans.pop(next(iter(self._plans)))  # the oldest signature goes
+            self._plans[_key(compiled[3])] = compiled
         n = len(program.outputs)
         grads = {p: g._data for p, g in zip(program.grads, first[n:n + len(program.grads)])}
         return rebuild([t.detach() for t in first[:n]]), grads
@@ -280,6 +320,10 @@ def _micro_batches(args, kwargs, steps):
     kwarg_parts = {k: split(v) for k, v in kwargs.items()}
     return [(tuple(p[i] for p in arg_parts), {k: p[i] for k, p in kwarg_parts.items()})
             for i in range(steps)]
+
+
+def _key(signature):
+    return repr(signature)
 
 
 def _signature(flat):
