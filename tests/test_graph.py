@@ -364,3 +364,54 @@ def test_graph_trace_of_a_function():
     step = flow.nn.Graph.trace(lambda x: (x @ w).relu())
     for x in (flow.ones(1, 2), -flow.ones(1, 2), flow.tensor([[2.0, -1.0]])):
         assert step(x).tolist() == (x @ w).relu().tolist()
+
+
+class _Cube(flow.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, dy):
+        (x,) = ctx.saved_tensors
+        return dy * 3 * x * x
+
+
+def _penalised_loss(model, x, y):
+    """cross-entropy + a gradient penalty (the input gradient's squared norm) through a
+    custom Function: differentiating twice, as WGAN-GP does."""
+    x = x.detach().requires_grad_()
+    logits = model(_Cube.apply(x * 0.5))
+    loss = F.cross_entropy(logits, y)
+    (gx,) = flow.autograd.grad(loss, [x], create_graph=True)
+    return loss + 0.1 * (gx * gx).sum()
+
+
+def test_gradient_penalty_and_custom_function_inside_build_match_eager():
+    batches = _batches(5)
+    eager, graphed = _mlp(), _mlp()
+    opt_e = flow.optim.Adam(eager.parameters(), lr=1e-2)
+    opt_g = flow.optim.Adam(graphed.parameters(), lr=1e-2)
+
+    class Train(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = graphed
+            self.add_optimizer(opt_g)
+
+        def build(self, x, y):
+            loss = _penalised_loss(self.model, x, y)
+            loss.backward()
+            return loss
+
+    train = Train()
+    for x, y in batches:
+        loss_e = _penalised_loss(eager, x, y)
+        opt_e.zero_grad()
+        loss_e.backward()
+        opt_e.step()
+        np.testing.assert_allclose(train(x, y).numpy(), loss_e.detach().numpy(), rtol=1e-5)
+    for pe, pg in zip(eager.parameters(), graphed.parameters()):
+        np.testing.assert_allclose(pg.detach().numpy(), pe.detach().numpy(), rtol=1e-4,
+                                   atol=1e-6)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 
 from . import grad_mode
+from . import interpreter as _interpreter
 from .interpreter import add_node
 from .node import NodeName, SavedTensor
 
@@ -177,6 +178,9 @@ class Function:
                 for t in saved]
             node.saved_something = True
         ctx._saved = None
+        tracer = getattr(_interpreter.current, "function_node", None)
+        if tracer is not None:  # nn.Graph: the autograd pass must run this backward
+            tracer(node, tensors, diff)
         return outs[0] if single else outs
 
 

@@ -39,13 +39,15 @@ class Node:
         self.attrs = attrs
         self.outputs = outputs
         self.n_results = len(outputs)  # the op's outputs; the rest are its aux arrays
-        self.phase = phase  # "forward" or "backward"
+        self.phase = phase  # "forward", "backward" or "function" (a custom Function's link,
+        #                     never run: its forward's own ops compute its outputs)
 
     def __repr__(self):
         ins = ", ".join(map(repr, self.inputs))
         outs = ", ".join(map(repr, self.outputs))
         attrs = "".join(f", {k}={v!r}" for k, v in self.attrs.items())
-        return f"{outs} = {self.op.name}({ins}{attrs})"
+        name = getattr(self.op, "name", None) or self.op.node_name  # a custom Function's
+        return f"{outs} = {name}({ins}{attrs})"
 
 
 class Program:

@@ -42,6 +42,7 @@ class Tracer:
         self.function_of = {}  # Node -> the eager FunctionNode its rule runs from
         self.arrays = {}       # id -> every array seen: alive, so ids stay unique meanwhile
         self.stale = {}        # id(array) -> Value, for arrays an in-place write changed
+        self.functions = []    # (position among the nodes, node) of custom Functions
         self.phase = "forward"
 
     # ---- values ------------------------------------------------------------------------------
@@ -131,35 +132,69 @@ class Tracer:
                     f"way the trace cannot replay (a write through a view of it, or into its "
                     f"array directly); write it with an op (x.copy_(...), x.add_(...))")
 
+    # ---- custom autograd.Function ----------------------------------------------------------
+    def function_node(self, function, inputs, outputs):
+        """A custom Function ran: its forward's ops are recorded already; remember the node that
+        links its inputs to its outputs, so the autograd pass runs its backward."""
+        node = Node(function.op, [self.value(t) for t in inputs],
+                    {}, [self.value(t) for t in outputs], "function")
+        self.functions.append((len(self.program.nodes), node))
+        self.function_of[node] = function
+
     # ---- the autograd pass ---------------------------------------------------------------
     def backward(self, tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                  inputs=None):
-        """`loss.backward()` inside build: the autograd pass over the recorded job."""
+        """`loss.backward()` inside build: the autograd pass over the recorded job; each
+        trainable parameter's gradient becomes a result of the plan."""
         tensors = tensors if isinstance(tensors, (tuple, list)) else (tensors,)
-        if len(tensors) != 1 or grad_tensors not in (None, (None,)) or inputs is not None \
-                or create_graph:
+        if len(tensors) != 1 or grad_tensors not in (None, (None,)) or inputs is not None:
             raise NotImplementedError(
                 f"nn.Graph: only `loss.backward()` of one scalar loss is supported inside "
                 f"build() yet (at {user_line()})")
-        autograd_pass(self, tensors[0])
+        loss = tensors[0]
+        if loss._data.size != 1:
+            raise RuntimeError(f"nn.Graph: backward() needs a scalar loss, got shape "
+                               f"{tuple(loss.shape)} (at {user_line()})")
+        grads = autograd_pass(self, [loss], None, create_graph)
+        for value in self.program.values:
+            if value.kind == STATE and value.id in grads and value.source.requires_grad:
+                self.program.grads[value.source] = self.value(grads[value.id])
+
+    def grad(self, outputs, inputs, grad_outputs=None, create_graph=False, allow_unused=False):
+        """`flow.autograd.grad` inside build: the same pass, returning the gradients as traced
+        tensors (differentiable again with create_graph=True: a gradient penalty)."""
+        grads = autograd_pass(self, list(outputs), grad_outputs, create_graph)
+        result = []
+        for i, t in enumerate(inputs):
+            g = grads.get(self.value(t).id)
+            if g is None and not allow_unused:
+                raise RuntimeError(f"nn.Graph: input {i} of autograd.grad was not used to "
+                                   f"compute the outputs; pass allow_unused=True")
+            result.append(g)
+        return tuple(result)
 
 
-def autograd_pass(tracer, loss):
-    """Walk the forward nodes from the loss back, calling each op's gradient rule (through the
-    tracer, so its ops are recorded), and record each trainable state's gradient."""
+def autograd_pass(tracer, roots, seeds, create_graph):
+    """Walk the recorded nodes from `roots` back, calling each op's registered gradient rule
+    (through the tracer, so its ops join the Program); returns {value id: gradient tensor}.
+    With create_graph the rules' ops are recorded for autograd too, so a later pass can
+    differentiate them again."""
     from ..ops.creation import ones_like
 
     program = tracer.program
-    if loss._data.size != 1:
-        raise RuntimeError(f"nn.Graph: backward() needs a scalar loss, got shape "
-                           f"{tuple(loss.shape)} (at {user_line()})")
+    nodes = list(program.nodes)
+    for position, node in reversed(tracer.functions):  # custom Functions, in place
+        nodes.insert(position, node)
     grads = {}  # value id -> gradient tensor
-    forward = [n for n in program.nodes if n.phase == "forward"]
+    phase = tracer.phase
     tracer.phase = "backward"
     try:
-        with grad_mode.no_grad():
-            grads[tracer.value(loss).id] = ones_like(loss)
-            for node in reversed(forward):
+        with grad_mode.set_grad_enabled(create_graph):
+            for i, root in enumerate(roots):
+                seed = seeds[i] if seeds is not None and seeds[i] is not None else \
+                    ones_like(root)
+                _add(tracer, grads, tracer.value(root), seed)
+            for node in reversed(nodes):
                 function = tracer.function_of.get(node)
                 results = node.outputs[:node.n_results]
                 if function is None or not any(v.id in grads for v in results):
@@ -176,14 +211,16 @@ def autograd_pass(tracer, loss):
                         continue
                     if g._data.shape != info[0] or g._data.dtype != info[1]:
                         g = engine._fit_grad(g, info[0], info[1], function)
-                    old = grads.get(value.id)
-                    grads[value.id] = g if old is None else old + g
-                    tracer.value(grads[value.id])
+                    _add(tracer, grads, value, g)
     finally:
-        tracer.phase = "forward"
-    for value in program.values:
-        if value.kind == STATE and value.id in grads and value.source.requires_grad:
-            program.grads[value.source] = tracer.value(grads[value.id])
+        tracer.phase = phase
+    return grads
+
+
+def _add(tracer, grads, value, g):
+    old = grads.get(value.id)
+    grads[value.id] = g if old is None else old + g
+    tracer.value(grads[value.id])
 
 
 def _zeros(value):
