@@ -415,3 +415,16 @@ def test_gradient_penalty_and_custom_function_inside_build_match_eager():
     for pe, pg in zip(eager.parameters(), graphed.parameters()):
         np.testing.assert_allclose(pg.detach().numpy(), pe.detach().numpy(), rtol=1e-4,
                                    atol=1e-6)
+
+
+def test_a_kernel_failing_at_run_time_names_the_op_and_the_build_line():
+    class Gather(flow.nn.Graph):
+        def build(self, x, idx):
+            return x[idx] * 2  # the line the error must name
+
+    graph = Gather()
+    x = flow.arange(6.0).reshape(3, 2)
+    assert graph(x, flow.tensor([2, 0])).tolist() == [[8.0, 10.0], [0.0, 2.0]]
+    with pytest.raises(IndexError, match=r"nn.Graph: op index failed .*test_graph.py:\d+: "
+                                         r"return x\[idx\] \* 2"):
+        graph(x, flow.tensor([5, 0]))

@@ -29,20 +29,44 @@ from .ir import CONST, INPUT, STATE
 
 
 class Plan:
-    """A compiled step: `run(xp, input_arrays)` returns the result arrays in Program order."""
+    """A compiled step: `run(xp, input_arrays)` returns the result arrays in Program order. A
+    kernel that fails names its op and the user's line that created it."""
 
-    def __init__(self, source, function):
+    def __init__(self, source, function, node_at_line):
         self.source = source
         self.function = function
+        self.node_at_line = node_at_line  # line of the plan's source -> Node
 
     def run(self, xp, arrays):
-        return self.function(xp, arrays)
+        try:
+            return self.function(xp, arrays)
+        except Exception as error:
+            node = self._failed_node(error)
+            if node is None:
+                raise
+            from .tracer import user_line
+
+            where = user_line(node.where) if node.where else "an unknown line"
+            raise type(error)(f"nn.Graph: op {node.op.name} failed while running the compiled "
+                              f"plan: {error}. It was created at {where}") from error
+
+    def _failed_node(self, error):
+        tb, line = error.__traceback__, None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == _FILENAME:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        return self.node_at_line.get(line)
+
+
+_FILENAME = "<nn.Graph plan>"
 
 
 def generate(program):
     """Python source for the program, compiled; state and constants are read by reference."""
     scope = {"ND": np.ndarray, "AS": np.asarray}
     lines = ["def plan(xp, args):"]
+    node_at_line = {}
     used = {v.id for node in program.nodes for v in node.inputs}
     used.update(v.id for v in program.results())
     for value in program.values:
@@ -59,6 +83,7 @@ def generate(program):
         scope[f"k{i}"] = functools.partial(kernel, **node.attrs) if node.attrs else kernel
         args = "".join(f", v{v.id}" for v in node.inputs)
         lines.append(f"    r = k{i}(xp{args})")
+        node_at_line[len(lines)] = node
         if len(node.outputs) == 1 and (node.op.n_out == 1):
             v = node.outputs[0].id
             lines.append(f"    v{v} = r if r.__class__ is ND else AS(r[0] if r.__class__ is "
@@ -76,5 +101,5 @@ def generate(program):
     results = ", ".join(f"v{v.id}" for v in program.results())
     lines.append(f"    return [{results}]")
     source = "\n".join(lines)
-    exec(compile(source, "<nn.Graph plan>", "exec"), scope)  # our own generated code
-    return Plan(source, scope["plan"])
+    exec(compile(source, _FILENAME, "exec"), scope)  # our own generated code
+    return Plan(source, scope["plan"], node_at_line)

@@ -31,7 +31,7 @@ class Node:
     """One op call: `outputs = op.kernel(xp, *inputs, **attrs)`; `outputs` lists every array
     the kernel returns (aux arrays included, as backward rules may read them)."""
 
-    __slots__ = ("op", "inputs", "attrs", "outputs", "n_results", "phase")
+    __slots__ = ("op", "inputs", "attrs", "outputs", "n_results", "phase", "where")
 
     def __init__(self, op, inputs, attrs, outputs, phase):
         self.op = op
@@ -41,6 +41,7 @@ class Node:
         self.n_results = len(outputs)  # the op's outputs; the rest are its aux arrays
         self.phase = phase  # "forward", "backward" or "function" (a custom Function's link,
         #                     never run: its forward's own ops compute its outputs)
+        self.where = None   # (file, line) of the user's code that called the op
 
     def __repr__(self):
         ins = ", ".join(map(repr, self.inputs))

@@ -12,8 +12,9 @@ through this same tracer, so the backward ops join the Program as ordinary nodes
 """
 from __future__ import annotations
 
+import linecache
 import os
-import traceback
+import sys
 
 import numpy as np
 
@@ -24,12 +25,18 @@ from .ir import CONST, INPUT, NODE, STATE, Node, Program
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def user_line():
-    """'file:line: code' of the innermost frame outside flowgrad (the user's build line)."""
-    for frame in reversed(traceback.extract_stack()):
-        if not os.path.abspath(frame.filename).startswith(_PACKAGE):
-            return f"{frame.filename}:{frame.lineno}: {frame.line}"
-    return "<unknown>"
+def user_frame():
+    """(file, line) of the innermost frame outside flowgrad: the user's line in build."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("?", 0)
+
+
+def user_line(where=None):
+    """'file:line: code' of the user's line (the innermost frame outside flowgrad)."""
+    filename, lineno = where or user_frame()
+    return f"{filename}:{lineno}: {linecache.getline(filename, lineno).strip()}"
 
 
 class Tracer:
@@ -81,6 +88,7 @@ class Tracer:
                          if o._grad_fn is not None and o._grad_fn.op is op), None)
         aux = function.ctx.aux if function is not None and function.ctx.aux else ()
         node = Node(op, in_values, dict(attrs), [], self.phase)
+        node.where = user_frame()
         for tensor in outs + tuple(aux):
             value = self.program.new_value(NODE, tensor._data, node)
             node.outputs.append(value)
