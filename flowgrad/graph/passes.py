@@ -1,4 +1,10 @@
-"""Passes over a traced Program. Each takes a Program and rewrites it in place.
+"""Passes over a traced Program. Each takes a Program, rewrites it in place and returns it.
+
+`optimize` runs `PIPELINE`: algebraic simplification, common-subexpression elimination,
+constant folding, dead-code elimination, elementwise fusion (`fusion.py`), then the liveness
+annotation codegen may use to drop arrays early. No pass changes a number: a rewrite is made
+only where the result is bitwise the same array (same dtype, shape and values), and never
+where it would make a result returned to the user share storage it did not share before.
 
 >>> from flowgrad.graph.ir import Program
 >>> eliminate_dead_code(Program()).nodes
@@ -6,7 +12,226 @@
 """
 from __future__ import annotations
 
+import math
 
+import numpy as np
+
+from .fusion import fuse_elementwise
+from .ir import CONST, NODE
+
+
+# ---- helpers ------------------------------------------------------------------------------
+def trace(fn, *tensors):
+    """The forward Program of `fn(*tensors)` (tensors as graph inputs): for examples and tests.
+
+    >>> import flowgrad as flow
+    >>> trace(lambda x: x * 2, flow.ones(2))
+    inputs: [v0]
+      [forward] v1 = scalar_mul(v0, value=2)
+    outputs: [v1]
+    """
+    from ..autograd.interpreter import using_interpreter
+    from .tracer import Tracer
+
+    tracer = Tracer()
+    for i, t in enumerate(tensors):
+        tracer.program.inputs.append(tracer.bind(t, "input", i))
+    with using_interpreter(tracer):
+        out = fn(*tensors)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    tracer.program.outputs = [tracer.value(t) for t in outs]
+    return tracer.program
+
+
+def _results(program):
+    return {v.id for v in program.results()}
+
+
+def _replace_uses(program, replace):
+    """Point every use of value id `k` (node inputs, outputs, gradients, write-backs) at
+    `replace[k]`."""
+    if not replace:
+        return program
+
+    def get(value):
+        while value.id in replace:
+            value = replace[value.id]
+        return value
+
+    for node in program.nodes:
+        node.inputs = [get(v) for v in node.inputs]
+    program.outputs = [get(v) for v in program.outputs]
+    program.grads = {p: get(v) for p, v in program.grads.items()}
+    writebacks = getattr(program, "writebacks", None)
+    if writebacks:
+        program.writebacks = {t: get(v) for t, v in writebacks.items()}
+    return program
+
+
+def is_random(node):
+    """A node drawing from a Generator (its attributes hold one): every run differs."""
+    from ..random import Generator
+
+    return "generator" in node.attrs or any(isinstance(a, Generator)
+                                            for a in node.attrs.values())
+
+
+def _has_aux(node):
+    return len(node.outputs) != node.n_results
+
+
+def _key(obj):
+    """A hashable key equal only for attributes that make a kernel compute the same: the type
+    is part of it (1, 1.0 and True promote differently), floats by repr (0.0 vs -0.0, nan),
+    containers and slices elementwise, dtypes by value; anything else by identity."""
+    kind = type(obj)
+    if obj is None or kind in (bool, int, str, complex, np.dtype):
+        return kind, obj
+    if kind is float or isinstance(obj, np.generic):
+        return kind, repr(obj)
+    if kind in (tuple, list):
+        return kind, tuple(_key(o) for o in obj)
+    if kind is slice:
+        return kind, _key(obj.start), _key(obj.stop), _key(obj.step)
+    if kind is dict:
+        return kind, tuple((k, _key(v)) for k, v in sorted(obj.items()))
+    return "id", id(obj)
+
+
+# ---- common-subexpression elimination -------------------------------------------------------
+def eliminate_common_subexpressions(program):
+    """Two nodes with the same op, the same input values and equal attributes compute the same:
+    keep the first, point uses of the other's outputs at the first's. Random nodes and nodes
+    with aux outputs are never merged, nor two results (they would share storage).
+
+    >>> import flowgrad as flow
+    >>> p = trace(lambda x: (x.exp() + x.exp()).sum(), flow.ones(3))
+    >>> [n.op.name for n in eliminate_common_subexpressions(p).nodes]
+    ['exp', 'add', 'sum']
+    """
+    results = {}  # value id -> how many times it is a result
+    for v in program.results():
+        results[v.id] = results.get(v.id, 0) + 1
+    seen, replace, kept = {}, {}, []
+    for node in program.nodes:
+        node.inputs = [replace.get(v.id, v) for v in node.inputs]
+        if is_random(node) or _has_aux(node):
+            kept.append(node)
+            continue
+        key = (id(node.op), tuple(v.id for v in node.inputs),
+               tuple((k, _key(a)) for k, a in sorted(node.attrs.items())))
+        first = seen.get(key)
+        if first is None or any(results.get(a.id) and results.get(b.id)
+                                for a, b in zip(first.outputs, node.outputs)):
+            seen.setdefault(key, node)
+            kept.append(node)
+            continue
+        for a, b in zip(first.outputs, node.outputs):
+            replace[b.id] = a
+            if b.id in results:
+                results[a.id] = results.pop(b.id)
+    program.nodes = kept
+    return _replace_uses(program, replace)
+
+
+# ---- constant folding -------------------------------------------------------------------
+def frozen_values(program):
+    """Ids of CONST values whose arrays nobody can change between runs: the ones the tracer
+    or a pass marked in `program.frozen` (a set; absent means none). Captured eager tensors are
+    not frozen: the plan reads them by reference, and the user may write them between calls."""
+    return getattr(program, "frozen", None) or set()
+
+
+def fold_constants(program):
+    """Evaluate once, at compile time, a deterministic node (no random attribute) whose inputs
+    are all frozen constants (a node without inputs qualifies); its outputs become frozen
+    constants (read-only arrays), so chains fold. A node whose output is a result is left to
+    run: the plan must hand the user a fresh array each call.
+
+    >>> import flowgrad as flow
+    >>> p = trace(lambda x: x * 2, flow.ones(2))
+    >>> len(fold_constants(p).nodes)  # x is an input: nothing to fold
+    1
+    """
+    from ..device import ARRAY_MODULES
+    from ..tensor import Tensor
+
+    frozen = set(frozen_values(program))
+    results = _results(program)
+    kept = []
+    for node in program.nodes:
+        if is_random(node) or any(v.id not in frozen for v in node.inputs) or \
+                any(v.id in results for v in node.outputs):
+            kept.append(node)
+            continue
+        arrays = [v.source._data for v in node.inputs]
+        xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np
+        out = node.op.kernel(xp, *arrays, **node.attrs)
+        out = out if type(out) in (tuple, list) else (out,)
+        for value, array in zip(node.outputs, out):
+            array = array if hasattr(array, "flags") else np.asarray(array)
+            array.flags.writeable = False
+            value.kind, value.source = CONST, Tensor._wrap(array)
+            frozen.add(value.id)
+    program.frozen = frozen
+    program.nodes = kept
+    return program
+
+
+# ---- algebraic simplification --------------------------------------------------------------
+def _is_identity_scalar(node, x):
+    """x * 1, x / 1, x + (-0.0) and x + 0 on integers: bitwise x. (x + 0.0 is not:
+    -0.0 + 0.0 is +0.0; x * 1.0 on integers goes through float64; a float multiply by 1
+    quiets a signalling NaN, which NumPy never produces, so that one is accepted.)"""
+    value, kind = node.attrs.get("value"), np.dtype(x.dtype).kind
+    if type(value) not in (int, float) or kind not in "iufc":
+        return False
+    if kind in "iu" and type(value) is float:
+        return False
+    if node.op.name in ("scalar_mul", "scalar_div"):
+        return value == 1
+    if node.op.name == "scalar_add":
+        return value == 0 and (type(value) is int and kind in "iu"
+                               or type(value) is float and math.copysign(1.0, value) < 0)
+    return False
+
+
+def simplify_algebra(program):
+    """Rewrites that leave every bit of the result unchanged: permute of a permute becomes one
+    permute (or nothing, when the two cancel), reshape of a reshape one reshape (or nothing,
+    back at the input's shape), `x * 1`, `x / 1` and `x + (-0.0)` (integers: `x + 0`) are x.
+    A node whose output is a result is never replaced by its input (the user would get a
+    tensor sharing the input's storage).
+
+    >>> import flowgrad as flow
+    >>> p = trace(lambda x: (x.t().t() * 1.0).sum(), flow.ones(2, 3))
+    >>> [n.op.name for n in eliminate_dead_code(simplify_algebra(p)).nodes]
+    ['sum']
+    """
+    results = _results(program)
+    replace = {}
+    for node in program.nodes:
+        node.inputs = [replace.get(v.id, v) for v in node.inputs]
+        name, out = node.op.name, node.outputs[0]
+        if _has_aux(node) or len(node.inputs) != 1:
+            continue
+        x = node.inputs[0]
+        inner = x.source if x.kind == NODE and x.source.op is node.op else None
+        if name == "permute" and inner is not None:
+            dims = tuple(inner.attrs["dims"][d] for d in node.attrs["dims"])
+            node.inputs, node.attrs = [inner.inputs[0]], dict(node.attrs, dims=dims)
+        elif name == "reshape" and inner is not None:
+            node.inputs = [inner.inputs[0]]
+        x = node.inputs[0]
+        if out.id in results or tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype:
+            continue
+        if name == "permute" and node.attrs["dims"] == tuple(range(len(out.shape))) or \
+                name == "reshape" or name.startswith("scalar_") and _is_identity_scalar(node, x):
+            replace[out.id] = x
+    return _replace_uses(program, replace)
+
+
+# ---- dead code and liveness ----------------------------------------------------------------
 def eliminate_dead_code(program):
     """Keep only the nodes some result depends on (walking back from the results)."""
     needed = {v.id for v in program.results()}
@@ -19,7 +244,40 @@ def eliminate_dead_code(program):
     return program
 
 
-PIPELINE = (eliminate_dead_code,)
+def liveness(program):
+    """`{node index: [value ids]}`: the values no later node reads and the plan does not
+    return, once node `index` has run (its inputs read for the last time, its outputs nobody
+    reads, such as unused aux arrays). Codegen can emit `del v<id>` there: the array is
+    freed as soon as nothing else (a view, a constant's tensor) holds it.
+
+    >>> import flowgrad as flow
+    >>> p = trace(lambda x: x.exp().tanh().sum(), flow.ones(2))
+    >>> liveness(p)  # v1 (exp) dies after tanh, v2 (tanh) after sum; x (v0) is an input
+    {1: [1], 2: [2]}
+    """
+    results = _results(program)
+    last = {}
+    for i, node in enumerate(program.nodes):
+        for v in node.outputs:
+            last[v.id] = i
+        for v in node.inputs:
+            last[v.id] = i
+    dead = {}
+    kinds = {v.id: v.kind for v in program.values}
+    for vid, i in sorted(last.items()):
+        if vid not in results and kinds.get(vid) == NODE:
+            dead.setdefault(i, []).append(vid)
+    return dead
+
+
+def annotate_liveness(program):
+    """Store `liveness(program)` as `program.dead_after` for codegen (changes no node)."""
+    program.dead_after = liveness(program)
+    return program
+
+
+PIPELINE = (simplify_algebra, eliminate_common_subexpressions, fold_constants,
+            eliminate_dead_code, fuse_elementwise, annotate_liveness)
 
 
 def optimize(program):

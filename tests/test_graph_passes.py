@@ -1,0 +1,310 @@
+"""The nn.Graph compiler's passes (flowgrad/graph/passes.py, fusion.py): each rewrites what it
+should, leaves what it must not, and changes no bit of any result; a training step compiled
+with the whole pipeline gives eager's losses."""
+import types
+
+import numpy as np
+import pytest
+
+import flowgrad as flow
+import flowgrad.nn.functional as F
+from flowgrad.graph import codegen, passes
+from flowgrad.graph.fusion import STEPS, fuse_elementwise
+from flowgrad.graph.ir import CONST, NODE, Node, Program
+from flowgrad.graph.passes import trace
+from flowgrad.ops.registry import REGISTRY
+
+
+def _names(program):
+    return [n.op.name for n in program.nodes]
+
+
+def _run(program, *arrays):
+    return codegen.generate(program).run(np, list(arrays))
+
+
+def _same_bits(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert g.tobytes() == w.tobytes()
+
+
+def _check_pass(fn, tensors, run_pass, names):
+    """`run_pass` on the trace of fn leaves ops `names`, and the plan's bits don't change."""
+    arrays = [t.numpy() for t in tensors]
+    want = _run(trace(fn, *tensors), *arrays)
+    program = passes.eliminate_dead_code(run_pass(trace(fn, *tensors)))
+    assert _names(program) == names, program
+    _same_bits(_run(program, *arrays), want)
+    return program
+
+
+# ---- common-subexpression elimination ------------------------------------------------------
+def test_cse_merges_equal_nodes_and_rewrites_results():
+    x = flow.tensor([0.5, -1.0, 2.0])
+    cse = passes.eliminate_common_subexpressions
+    _check_pass(lambda x: (x.exp() + x.exp()).sum(), [x], cse, ["exp", "add", "sum"])
+    # a duplicate that is a result points at the first node (not a result itself)
+    p = _check_pass(lambda x: (x.exp().sum(), x.exp()), [x], cse, ["exp", "sum"])
+    assert p.outputs[1] is p.nodes[0].outputs[0]
+    # equal tuple attributes merge; different ones do not
+    _check_pass(lambda x: x.sum(0) + x.sum(0) + x.sum(0, keepdim=True), [flow.ones(2, 3)], cse,
+                ["sum", "add", "sum", "add"])
+
+
+def test_cse_keeps_random_nodes_aux_nodes_distinct_attrs_and_two_results():
+    x = flow.ones(64)
+    cse = passes.eliminate_common_subexpressions
+    p = cse(trace(lambda x: F.dropout(x, 0.5, training=True) + F.dropout(x, 0.5,
+                                                                         training=True), x))
+    assert _names(p).count("dropout") == 2
+    img, w = flow.ones(1, 1, 4, 4), flow.ones(1, 1, 3, 3, requires_grad=True)
+    p = cse(trace(lambda a, b: F.conv2d(a, b) + F.conv2d(a, b), img, w))
+    assert _names(p).count("conv") == 2  # conv keeps aux columns for its backward
+    # 1, 1.0 and True promote differently: an integer tensor keeps all three products
+    i = flow.tensor([1, 2, 3])
+    _check_pass(lambda i: i * 1 + i * 1 + i * True, [i], cse,
+                ["scalar_mul", "add", "scalar_mul", "add"])
+    # two results never share storage
+    p = cse(trace(lambda x: (x.exp(), x.exp()), x))
+    assert p.outputs[0] is not p.outputs[1]
+
+
+def test_attribute_keys():
+    key = passes._key
+    assert key(0.0) != key(-0.0) and key(1) != key(1.0) and key(1) != key(True)
+    assert key(float("nan")) == key(float("nan"))
+    assert key((1, slice(0, 3, None))) == key((1, slice(0, 3, None)))
+    assert key(slice(0, 3)) != key(slice(0, 4))
+    assert key(np.dtype("float32")) == key(np.dtype(np.float32)) != key(np.dtype("float64"))
+    gen = flow.Generator()
+    assert key(gen) == key(gen) != key(flow.Generator())
+
+
+def test_cse_rewrites_gradient_and_write_back_values():
+    program = Program()
+    x = program.new_value("input", np.ones(2))
+    program.inputs.append(x)
+    op = types.SimpleNamespace(name="neg", kernel=lambda xp, a: -a, n_out=1)
+    nodes = [Node(op, [x], {}, [], "forward") for _ in range(2)]
+    for node in nodes:
+        node.outputs.append(program.new_value(NODE, np.ones(2), node))
+        node.n_results = 1
+    program.nodes = nodes
+    program.grads = {"p": nodes[1].outputs[0]}
+    program.writebacks = {"buffer": nodes[1].outputs[0]}
+    passes.eliminate_common_subexpressions(program)
+    assert program.nodes == [nodes[0]] and program.grads["p"] is nodes[0].outputs[0]
+    assert program.writebacks["buffer"] is nodes[0].outputs[0]
+
+
+# ---- constant folding --------------------------------------------------------------------
+def _const_program():
+    c = flow.tensor([1.0, 2.0])
+    program = trace(lambda x: x + (c * 2.0).exp(), flow.ones(2))
+    return program, c, program.state_values(CONST)[0]
+
+
+def test_constants_captured_by_reference_are_not_folded():
+    program, c, _ = _const_program()
+    passes.fold_constants(program)
+    assert _names(program) == ["scalar_mul", "exp", "add"]
+    plan = codegen.generate(program)
+    with flow.no_grad():
+        c.fill_(0.0)  # the user changes the captured tensor between calls: the plan sees it
+    assert plan.run(np, [np.zeros(2, np.float32)])[0].tolist() == [1.0, 1.0]
+
+
+def test_frozen_constants_fold_in_chains_to_read_only_arrays():
+    program, c, value = _const_program()
+    want = _run(program, np.ones(2, np.float32))
+    program.frozen = {value.id}
+    passes.fold_constants(program)
+    assert _names(program) == ["add"]
+    folded = program.nodes[0].inputs[1]
+    assert folded.kind == CONST and not folded.source._data.flags.writeable
+    _same_bits(_run(program, np.ones(2, np.float32)), want)
+
+
+def test_folding_zero_input_nodes_but_never_random_ones_or_results():
+    program = Program()
+    op = types.SimpleNamespace(name="arange3", kernel=lambda xp: xp.arange(3.0), n_out=1)
+    make = Node(op, [], {}, [], "forward")
+    make.outputs.append(program.new_value(NODE, np.zeros(3), make))
+    neg = Node(REGISTRY["neg"], make.outputs, {}, [], "forward")
+    neg.outputs.append(program.new_value(NODE, np.zeros(3), neg))
+    program.nodes, program.outputs = [make, neg], list(neg.outputs)
+    passes.fold_constants(program)
+    assert program.nodes == [neg]  # folded; neg's output is a result: it still runs
+    assert _run(program)[0].tolist() == [0.0, -1.0, -2.0]
+    random = passes.fold_constants(trace(lambda x: x + flow.rand(2), flow.ones(2)))
+    assert _names(random) == ["rand", "add"]
+
+
+# ---- algebraic simplification --------------------------------------------------------------
+def test_simplify_permutes_and_reshapes():
+    x = flow.tensor(np.arange(24.0, dtype=np.float32).reshape(2, 3, 4))
+    simp = passes.simplify_algebra
+    _check_pass(lambda x: x.permute(2, 0, 1).permute(1, 2, 0).sum(), [x], simp, ["sum"])
+    p = _check_pass(lambda x: x.permute(2, 0, 1).permute(0, 2, 1).sum(0), [x], simp,
+                    ["permute", "sum"])
+    assert p.nodes[0].attrs["dims"] == (2, 1, 0)
+    _check_pass(lambda x: x.reshape(6, 4).reshape(4, 6).reshape(24).sum(), [x], simp,
+                ["reshape", "sum"])
+    _check_pass(lambda x: x.reshape(6, 4).reshape(2, 3, 4).exp(), [x], simp, ["exp"])
+    # a result is never replaced by its input: the user's tensor would share x's storage
+    _check_pass(lambda x: x.permute(1, 0, 2).permute(1, 0, 2), [x], simp,
+                ["permute"])
+
+
+def test_simplify_identity_scalars_only_where_bitwise_identical():
+    f = flow.tensor([-0.0, 1.5, float("nan"), float("inf"), 1e-40])
+    i = flow.tensor([2 ** 60 + 1, -3])
+    simp = passes.simplify_algebra
+    _check_pass(lambda f: (f * 1.0).exp() + (f * 1).exp() + (f / 1.0).exp(), [f], simp,
+                ["exp", "exp", "add", "exp", "add"])
+    _check_pass(lambda f: (f + -0.0).exp(), [f], simp, ["exp"])
+    _check_pass(lambda f: (f + 0.0).exp(), [f], simp, ["scalar_add", "exp"])  # -0 + 0 is +0
+    program = Program()  # (flowgrad's i * 1.0 casts first; a scalar_mul would go via float64)
+    v = program.new_value("input", i.numpy())
+    node = Node(REGISTRY["scalar_mul"], [v], {"value": 1.0}, [], "forward")
+    assert not passes._is_identity_scalar(node, v)
+    assert passes._is_identity_scalar(Node(REGISTRY["scalar_mul"], [v], {"value": 1}, [], ""), v)
+    _check_pass(lambda i: (i * 1 + 0).neg(), [i], simp, ["neg"])
+    _check_pass(lambda f: f * 1.0, [f], simp, ["scalar_mul"])  # a result: fresh array
+
+
+# ---- elementwise fusion -------------------------------------------------------------------
+_DATA = np.array([-0.0, 0.0, 1.5, -2.25, np.nan, np.inf, -np.inf, 1e-40, 3.0, 0.5] * 7,
+                 np.float32)
+
+
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_each_fused_step_is_bitwise_its_kernel(name):
+    """Every STEPS entry, first in a chain and inside one, against the op's own kernel."""
+    rng = np.random.default_rng(0)
+    x = flow.tensor(_DATA)
+    other = flow.tensor(rng.standard_normal(_DATA.shape).astype(np.float32))
+    calls = {"scalar_mul": lambda a: a * 1.5, "scalar_add": lambda a: a + 0.25,
+             "scalar_div": lambda a: a / 3.0, "neg": flow.neg, "tanh": flow.tanh,
+             "exp": flow.exp, "sqrt": flow.sqrt, "relu": flow.relu,
+             "add": lambda a: a + other, "sub": lambda a: other - a,
+             "mul": lambda a: a * other, "div": lambda a: other / a}
+    if name in calls:
+        step = calls[name]
+    else:  # the gradient ops: dy through the chain, y the other input
+        step = lambda a: REGISTRY[name](other, a)  # noqa: E731
+    for fn in (lambda x: step(x).tanh(), lambda x: step(x.tanh() * 2.0) * 0.5):
+        program = trace(fn, x)
+        want = _run(program, _DATA)
+        fuse_elementwise(program)
+        assert len(program.nodes) == 1 and program.nodes[0].op.name.startswith("fused[")
+        with np.errstate(all="ignore"):
+            _same_bits(_run(program, _DATA), want)
+
+
+def test_fusion_leaves_shared_values_integers_broadcasts_and_0d():
+    x = flow.tensor(_DATA[:4])
+    p = fuse_elementwise(trace(lambda x: (x * 2.0).tanh().exp(), x))
+    assert _names(p) == ["fused[scalar_mul+tanh+exp]"]
+    p = fuse_elementwise(trace(lambda x: (lambda t: (t, t.exp()))((x * 2.0).tanh()), x))
+    assert _names(p) == ["fused[scalar_mul+tanh]", "exp"]  # t is a result: the chain ends
+    assert p.outputs[0] is p.nodes[0].outputs[0]
+    y = x * 2.0  # a value read by two nodes stays between them
+    p = fuse_elementwise(trace(lambda x: (lambda y: y.exp() + y.tanh())(x * 2.0), x))
+    assert "scalar_mul" in _names(p) and y is not None
+    p = fuse_elementwise(trace(lambda i: (i * 2).neg(), flow.tensor([1, 2])))
+    assert _names(p) == ["scalar_mul", "neg"]
+    p = fuse_elementwise(trace(lambda x, b: (x * 2.0) + b, flow.ones(2, 3), flow.ones(3)))
+    assert _names(p) == ["scalar_mul", "add"]
+    p = fuse_elementwise(trace(lambda x: (x * 2.0).exp(), flow.tensor(1.0)))
+    assert _names(p) == ["scalar_mul", "exp"]
+
+
+# ---- liveness ----------------------------------------------------------------------------
+def test_liveness_frees_each_intermediate_after_its_last_reader():
+    x = flow.ones(3)
+    program = trace(lambda x: (x.exp(), (x.exp().tanh() * x.exp()).sum()), x)
+    e1, e2, t, e3, m, s = (n.outputs[0].id for n in program.nodes)
+    dead = passes.liveness(program)
+    assert dead == {2: [e2], 4: [t, e3], 5: [m]}  # e1, s are results; x an input
+    img, w = flow.ones(1, 1, 4, 4), flow.ones(1, 1, 3, 3, requires_grad=True)
+    program = trace(lambda a, b: F.conv2d(a, b).sum(), img, w)
+    conv = program.nodes[0]
+    assert len(conv.outputs) == 2  # the aux columns: unread, dead right after the conv
+    assert passes.liveness(program) == {0: [conv.outputs[1].id], 1: [conv.outputs[0].id]}
+    assert passes.optimize(program).dead_after == passes.liveness(program)
+
+
+# ---- the whole pipeline -------------------------------------------------------------------
+def _mlp(seed=0):
+    flow.manual_seed(seed)
+    return flow.nn.Sequential(flow.nn.Linear(8, 16), flow.nn.Tanh(), flow.nn.Linear(16, 16),
+                              flow.nn.ReLU(), flow.nn.Linear(16, 4))
+
+
+def _train_both(eager, graphed, build, batches, lr=0.1):
+    opt_e = flow.optim.SGD(eager.parameters(), lr=lr, momentum=0.9)
+    opt_g = flow.optim.SGD(graphed.parameters(), lr=lr, momentum=0.9)
+
+    class Train(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = graphed
+            self.add_optimizer(opt_g)
+
+        def build(self, *args):
+            loss = build(self.model, *args)
+            loss.backward()
+            return loss
+
+    train = Train()
+    for args in batches:
+        loss_e = build(eager, *args)
+        opt_e.zero_grad()
+        loss_e.backward()
+        opt_e.step()
+        np.testing.assert_array_equal(train(*args).numpy(), loss_e.detach().numpy())
+    for pe, pg in zip(eager.parameters(), graphed.parameters()):
+        np.testing.assert_array_equal(pg.detach().numpy(), pe.detach().numpy())
+    return train._compiled[0]
+
+
+def test_pipeline_runs_every_pass():
+    assert passes.PIPELINE[-2:] == (fuse_elementwise, passes.annotate_liveness)
+    assert {passes.simplify_algebra, passes.eliminate_common_subexpressions,
+            passes.fold_constants, passes.eliminate_dead_code} <= set(passes.PIPELINE)
+
+
+def test_mlp_training_with_the_full_pipeline_matches_eager_bitwise():
+    rng = np.random.default_rng(1)
+    batches = [(flow.tensor(rng.standard_normal((12, 8)).astype(np.float32)),
+                flow.tensor(rng.integers(0, 4, 12))) for _ in range(8)]
+
+    def build(model, x, y):  # a transpose pair and a `* 1.0` the passes take out
+        logits = model(x.t().t()) * 1.0
+        return F.cross_entropy(logits, y) + 0.0 * (logits.exp() + logits.exp()).mean()
+
+    program = _train_both(_mlp(), _mlp(), build, batches)
+    assert "permute" not in _names(program)
+    assert _names(program).count("exp") <= 1
+
+
+def test_elementwise_chain_training_fuses_and_matches_eager_bitwise():
+    class Holder(flow.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.x = flow.nn.Parameter(flow.tensor(np.linspace(0.1, 1.0, 50, dtype=np.float32)))
+
+    def build(model, scale):
+        y = model.x
+        for _ in range(6):
+            y = flow.relu(flow.tanh(y * 1.0001 + 0.0001))
+        return (y * scale).sum()
+
+    scale = flow.tensor(np.float32(1.5))
+    program = _train_both(Holder(), Holder(), build, [(scale,)] * 5, lr=0.01)
+    fused = [n for n in _names(program) if n.startswith("fused[")]
+    assert len(fused) >= 7, _names(program)  # 6 forward chains, the backward in one or more
