@@ -67,6 +67,7 @@ def generate(program):
     scope = {"ND": np.ndarray, "AS": np.asarray}
     lines = ["def plan(xp, args):"]
     node_at_line = {}
+    dead_after = getattr(program, "dead_after", None) or {}
     used = {v.id for node in program.nodes for v in node.inputs}
     used.update(v.id for v in program.results())
     for value in program.values:
@@ -92,6 +93,9 @@ def generate(program):
             for k, value in enumerate(node.outputs):
                 lines.append(f"    v{value.id} = r[{k}] if r[{k}].__class__ is ND else "
                              f"AS(r[{k}])")
+        dead = dead_after.get(i)
+        if dead:  # free intermediates once nothing reads them: a lower peak memory
+            lines.append(f"    del {', '.join(f'v{vid}' for vid in dead)}")
     state_value = {id(v.source): v for v in program.values if v.kind == STATE}
     for i, (tensor, value) in enumerate(program.writebacks.items()):
         scope[f"w{i}"], scope["BUMP"] = tensor, bump_version
