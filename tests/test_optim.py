@@ -431,3 +431,80 @@ def test_load_state_dict_accepts_torch_state_dicts_of_the_same_class():
     f.load_state_dict(t.state_dict())
     np.testing.assert_array_equal(f.state[w]["exp_avg"].numpy(),
                                   t.state[tw]["exp_avg"].numpy())
+
+
+FOREACH_SHAPES = [(8, 5), (8,), (300, 200), (64, 100), (3,), (2, 3)]  # packed, chunked, whole
+FOREACH_CASES = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01, maximize=True)),
+    ("SGD", dict(lr=0.1, momentum=0.8, dampening=0.3, weight_decay=0.1)),
+    ("Adam", dict(lr=0.01)),
+    ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1, maximize=True)),
+    ("Adam", dict(lr=0.01, betas=(0.3, 0.9), eps=1e-6, decoupled_weight_decay=True,
+                  weight_decay=0.1)),
+    ("AdamW", dict(lr=0.01)),
+    ("AdamW", dict(lr=0.01, amsgrad=True, weight_decay=0.5, maximize=True)),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name,kwargs", FOREACH_CASES,
+                         ids=[f"{n}-{i}" for i, (n, _) in enumerate(FOREACH_CASES)])
+def test_foreach_path_is_bit_identical_to_the_per_parameter_loop(name, kwargs, dtype):
+    """foreach=None/True (packed small parameters, chunked large ones, scratch arrays) gives
+    the same bits as foreach=False (one `_update` per parameter), params and state, over
+    steps with a param without grad, two groups and an lr change."""
+    rng = np.random.default_rng(1)
+    init = [rng.standard_normal(s).astype(dtype) for s in FOREACH_SHAPES]
+    grads = [[rng.standard_normal(s).astype(dtype) for s in FOREACH_SHAPES] for _ in range(4)]
+    runs = []
+    for foreach in (False, None, True):
+        ps = [flow.tensor(a.copy(), requires_grad=True) for a in init]
+        opt = getattr(flow.optim, name)([dict(params=ps[:4]), dict(params=ps[4:], lr=0.2)],
+                                        foreach=foreach, **kwargs)
+        for i, gs in enumerate(grads):
+            opt.zero_grad()
+            for j, (p, g) in enumerate(zip(ps, gs)):
+                if (i, j) != (1, 3):
+                    p.grad = flow.tensor(g)
+            if i == 2:
+                opt.param_groups[0]["lr"] *= 0.5
+            opt.step()
+        state = {k: {n: v.numpy().copy() for n, v in s.items()}
+                 for k, s in opt.state_dict()["state"].items()}
+        runs.append(([p.detach().numpy().copy() for p in ps], state))
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+    (ref_p, ref_s), *fast = runs
+    has_state = name != "SGD" or kwargs.get("momentum", 0) != 0
+    assert len(ref_s) == (len(FOREACH_SHAPES) if has_state else 0)
+    for ps, state in fast:
+        for a, b, a0 in zip(ref_p, ps, init):
+            assert not np.array_equal(a, a0) and a.dtype == b.dtype
+            np.testing.assert_array_equal(a.view(bits), b.view(bits))
+        assert state.keys() == ref_s.keys()
+        for k in ref_s:
+            assert state[k].keys() == ref_s[k].keys()
+            for n, v in ref_s[k].items():
+                np.testing.assert_array_equal(v, state[k][n])
+                assert v.dtype == state[k][n].dtype
+
+
+def test_foreach_falls_back_for_tensor_hyperparameters_and_other_dtypes():
+    """A tensor lr (not a Python number) or a bfloat16 parameter takes the per-parameter
+    path; the results match foreach=False exactly."""
+    out = []
+    for foreach in (False, None):
+        a = flow.tensor([1.0, 2.0], requires_grad=True)
+        b = flow.tensor([1.0, -2.0], dtype=flow.bfloat16, requires_grad=True)
+        opt = flow.optim.Adam([dict(params=[a]), dict(params=[b], lr=flow.tensor(0.1))],
+                              lr=0.1, foreach=foreach)
+        for _ in range(3):
+            opt.zero_grad()
+            (a * a).sum().backward()
+            (b * b).sum().backward()
+            opt.step()
+        out.append((a.detach().numpy(), b.float().detach().numpy()))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    assert not np.array_equal(out[0][0], [1.0, 2.0])

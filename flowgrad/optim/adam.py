@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
+from ._foreach import SMALL, advance, apply, bump, fast_dtype, plain_numbers
 from .optimizer import Optimizer, _lerp_, _no_differentiable, _validate
 
 __all__ = ["Adam", "AdamW", "Adamax"]
@@ -101,6 +102,95 @@ class Adam(Optimizer):
             denom = np.sqrt(v) / bias_correction2_sqrt
         denom += group["eps"]
         param += -step_size * (m / denom)
+
+    def _batched(self, group):
+        betas = group["betas"]
+        return (type(betas) is tuple and len(betas) == 2
+                and plain_numbers(group["lr"], group["eps"], group["weight_decay"], *betas))
+
+    def _step_group(self, group):
+        lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
+        amsgrad = group["amsgrad"]
+        decay = None
+        if wd != 0 and group.get("decoupled_weight_decay", False):
+            decay = 1 - lr * wd
+        head = (bool(group["maximize"]), wd, decay, 1 - beta1, beta2, 1 - beta2)
+        eps = group["eps"]
+        scratch, states = self._scratch(), self.state
+        packer = self._packer(group, _adam_kernel, 5, (0, 2, 3, 4))
+        last_step, args = None, None
+        for p in group["params"]:
+            m = p._meta
+            g = None if m is None else m.acc_grad
+            if g is None:
+                continue
+            pd, gd = p._data, g._data
+            if not fast_dtype(pd, gd):
+                self._step_one(p, g, group)
+                continue
+            state = states[p]
+            if not state:
+                self._init_state(p, group, state)
+            ea, eas = state["exp_avg"]._data, state["exp_avg_sq"]._data
+            vmax = None
+            if amsgrad:
+                if "max_exp_avg_sq" not in state:  # amsgrad switched on after the first step
+                    state["max_exp_avg_sq"] = Tensor._wrap(np.zeros_like(pd))
+                vmax = state["max_exp_avg_sq"]._data
+            dt = pd.dtype
+            if not (ea.dtype is dt and eas.dtype is dt and (vmax is None or vmax.dtype is dt)):
+                self._update(pd, gd, state, group)  # state of another dtype: the reference
+                bump(p)
+                continue
+            step = advance(state["step"])
+            if step != last_step:
+                last_step = step
+                neg_step_size = -(lr / (1 - beta1 ** step))
+                args = head + ((1 - beta2 ** step) ** 0.5, eps, neg_step_size)
+            if packer is not None and pd.size <= SMALL:
+                packer.add((pd, gd, ea, eas, vmax), args)
+            else:
+                apply(_adam_kernel, scratch, (pd, gd, ea, eas, vmax), args)
+            bump(p)
+        if packer is not None:
+            packer.flush()
+
+
+def _adam_kernel(arrays, tmps, args):
+    """Adam._update with `out=` into the scratch arrays t1, t2 (the same operations)."""
+    p, g, m, v, vmax = arrays
+    t1, t2 = tmps
+    maximize, wd, decay, w, beta2, c2, bc2_sqrt, eps, neg_step_size = args
+    if maximize:
+        np.negative(g, out=t1)
+        g = t1
+    if wd != 0:
+        if decay is not None:
+            p *= decay
+        else:
+            np.multiply(p, wd, out=t2)
+            np.add(g, t2, out=t1)
+            g = t1
+    np.subtract(g, m, out=t2)  # _lerp_(m, g, w)
+    if w < 0.5:
+        t2 *= w
+        m += t2
+    else:
+        t2 *= 1 - w
+        np.subtract(g, t2, out=m)
+    v *= beta2
+    np.multiply(g, c2, out=t2)
+    t2 *= g
+    v += t2
+    if vmax is not None:
+        np.maximum(vmax, v, out=vmax)
+        v = vmax
+    np.sqrt(v, out=t2)
+    t2 /= bc2_sqrt
+    t2 += eps
+    np.divide(m, t2, out=t2)
+    t2 *= neg_step_size
+    p += t2
 
 
 class AdamW(Adam):

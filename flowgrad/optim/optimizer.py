@@ -22,6 +22,7 @@ import numpy as np
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.interpreter import bump_version
 from ..tensor import RemovableHandle, Tensor
+from ._foreach import Packer, Scratch
 from ._state_check import check_optimizer_state
 
 __all__ = ["Optimizer", "required"]
@@ -151,19 +152,22 @@ class Optimizer:
         """Reset the gradients: drop them (`set_to_none=True`, the default) or zero them in
         place, keeping the `.grad` tensors."""
         for group in self.param_groups:
+            if set_to_none:
+                for p in group["params"]:
+                    m = p._meta  # p.grad = None, without the property and its checks
+                    if m is not None and m.acc_grad is not None:
+                        m.acc_grad = None
+                continue
             for p in group["params"]:
                 g = p.grad
                 if g is None:
                     continue
-                if set_to_none:
-                    p.grad = None
+                if g.grad_fn is not None:
+                    g.detach_()
                 else:
-                    if g.grad_fn is not None:
-                        g.detach_()
-                    else:
-                        g.requires_grad_(False)
-                    g._data[...] = 0
-                    bump_version(g)
+                    g.requires_grad_(False)
+                g._data[...] = 0
+                bump_version(g)
 
     def step(self, closure=None):
         """Update every parameter that has a gradient; `closure` (optional) re-evaluates the
@@ -180,21 +184,50 @@ class Optimizer:
         with no_grad():
             for group in self.param_groups:
                 self._check_group(group)
+                if group.get("foreach") is not False and self._batched(group):
+                    self._step_group(group)
+                    continue
                 for p in group["params"]:
                     g = p.grad
-                    if g is None:
-                        continue
-                    state = self.state[p]
-                    if not state:
-                        self._init_state(p, group, state)
-                    self._update(p._data, g._data, state, group)
-                    bump_version(p)
+                    if g is not None:
+                        self._step_one(p, g, group)
         for hook in list(self._step_post_hooks.values()):
             hook(self, (), {})
         return loss
 
     def _check_group(self, group):
         """Validate options that users may have changed since construction."""
+
+    # The batched path (foreach=None or True; foreach=False takes the loop over `_update`):
+    # a subclass that defines `_step_group(group)` updates the whole group in one pass,
+    # with the same numbers as `_update` (see _foreach.py); `_batched(group)` says whether
+    # the group qualifies (plain Python hyperparameters).
+    def _batched(self, group):
+        return False
+
+    def _step_one(self, p, g, group):
+        """The reference per-parameter step (also the batched path's fallback)."""
+        state = self.state[p]
+        if not state:
+            self._init_state(p, group, state)
+        self._update(p._data, g._data, state, group)
+        bump_version(p)
+
+    def _scratch(self, n=2, name="tmp"):
+        """Scratch arrays for the batched path (not part of the state or of pickles)."""
+        pool = self.__dict__.setdefault("_scratch_arrays", {})
+        scratch = pool.get(name)
+        if scratch is None or scratch.n != n:
+            scratch = pool[name] = Scratch(n)
+        return scratch
+
+    def _packer(self, group, kernel, n_operands, written):
+        """A Packer for the group's small parameters, or None where the group lists a
+        parameter twice (its updates must then run one after the other)."""
+        params = group["params"]
+        if len({id(p) for p in params}) != len(params):
+            return None
+        return Packer(kernel, self._scratch(), self._scratch(n_operands, "pack"), written)
 
     def _init_state(self, p, group, state):
         """Fill `state` for parameter `p` on its first step."""

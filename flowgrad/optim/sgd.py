@@ -1,7 +1,10 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..tensor import Tensor
+from ._foreach import SMALL, apply, bump, fast_dtype, plain_numbers
 from .optimizer import Optimizer, _no_differentiable, _validate
 
 __all__ = ["SGD"]
@@ -51,3 +54,80 @@ class SGD(Optimizer):
                 b += (1 - group["dampening"]) * g
             g = g + momentum * buf._data if group["nesterov"] else buf._data
         param += -group["lr"] * g
+
+    def _batched(self, group):
+        return plain_numbers(group["lr"], group["momentum"], group["dampening"],
+                             group["weight_decay"])
+
+    def _step_group(self, group):
+        lr, momentum, wd = group["lr"], group["momentum"], group["weight_decay"]
+        damp1 = 1 - group["dampening"]
+        args = (-lr, momentum, damp1, wd, bool(group["nesterov"]), bool(group["maximize"]))
+        first_args = args + (True,)
+        args += (False,)
+        scratch, states = self._scratch(), self.state
+        packer = self._packer(group, _sgd_kernel, 3, (0, 2))
+        neg_lr = -lr
+        plain = momentum == 0 and wd == 0 and not group["maximize"]
+        for p in group["params"]:
+            m = p._meta
+            g = None if m is None else m.acc_grad
+            if g is None:
+                continue
+            pd, gd = p._data, g._data
+            if not fast_dtype(pd, gd):
+                self._step_one(p, g, group)
+                continue
+            a = args
+            buf = None
+            if momentum != 0:
+                state = states[p]
+                bt = state.get("momentum_buffer")
+                if bt is None:
+                    bt = state["momentum_buffer"] = Tensor._wrap(np.empty(pd.shape, pd.dtype))
+                    a = first_args
+                buf = bt._data
+                if buf.dtype is not pd.dtype and buf.dtype != pd.dtype:
+                    self._step_one(p, g, group)
+                    continue
+            if plain and pd.size <= SMALL:
+                pd += neg_lr * gd  # the whole update: one call beats packing
+            elif packer is not None and pd.size <= SMALL:
+                packer.add((pd, gd, buf), a)
+            else:
+                apply(_sgd_kernel, scratch, (pd, gd, buf), a)
+            bump(p)
+        if packer is not None:
+            packer.flush()
+
+
+def _sgd_kernel(arrays, tmps, args):
+    """SGD._update with `out=` into the scratch arrays t1, t2 (the same operations)."""
+    p, g, b = arrays
+    t1, t2 = tmps
+    neg_lr, momentum, damp1, wd, nesterov, maximize, first = args
+    if maximize:
+        np.negative(g, out=t1)
+        g = t1
+    if wd != 0:
+        np.multiply(p, wd, out=t2)
+        np.add(g, t2, out=t1)
+        g = t1
+    if b is not None:
+        if first:
+            np.copyto(b, g)
+        else:
+            b *= momentum
+            if damp1 == 1:  # 1 * g is g exactly
+                b += g
+            else:
+                np.multiply(g, damp1, out=t2)
+                b += t2
+        if nesterov:
+            np.multiply(b, momentum, out=t2)
+            np.add(g, t2, out=t2)
+            g = t2
+        else:
+            g = b
+    np.multiply(g, neg_lr, out=t2)
+    p += t2
