@@ -72,7 +72,19 @@ CASES = [
      (2, 4, 2)),
     ("addbmm", lambda m, c, a, b: m.addbmm(c, a, b), (3, 2), (2, 3, 4), (2, 4, 2)),
     ("linear", lambda m, x, w, b: m.nn.functional.linear(x, w, b), (4, 3), (2, 3), (2,)),
+    ("linear_nobias", lambda m, x, w: m.nn.functional.linear(x, w), (4, 3), (2, 3)),
+    ("linear_1d", lambda m, x, w, b: m.nn.functional.linear(x, w, b), (3,), (2, 3), (2,)),
+    ("linear_1d_nobias", lambda m, x, w: m.nn.functional.linear(x, w), (3,), (2, 3)),
+    ("linear_3d", lambda m, x, w, b: m.nn.functional.linear(x, w, b), (2, 4, 3), (2, 3),
+     (2,)),
     ("linear_3d_nobias", lambda m, x, w: m.nn.functional.linear(x, w), (2, 4, 3), (2, 3)),
+    ("linear_4d", lambda m, x, w, b: m.nn.functional.linear(x, w, b), (2, 1, 2, 3), (4, 3),
+     (4,)),
+    ("linear_w1d", lambda m, x, w: m.nn.functional.linear(x, w), (4, 3), (3,)),
+    ("linear_w1d_3d_nobias", lambda m, x, w: m.nn.functional.linear(x, w), (2, 4, 3), (3,)),
+    ("linear_1d_w1d", lambda m, x, w: m.nn.functional.linear(x, w), (3,), (3,)),
+    ("linear_bias_bcast", lambda m, x, w, b: m.nn.functional.linear(x, w, b), (4, 3), (2, 3),
+     (1,)),
     ("bilinear", lambda m, x, y, w, b: m.nn.functional.bilinear(x, y, w, b), (2, 3), (2, 2),
      (2, 3, 2), (2,)),
     ("det", lambda m, a: m.linalg.det(a), (3, 3)),
@@ -115,6 +127,23 @@ def test_against_torch(case):
     check(fn, *specs, atol=1e-4, rtol=1e-4)
 
 
+# torch only: finite differences would perturb the detached operands too
+TORCH_ONLY = [
+    ("linear_x_only", lambda m, x, w, b: m.nn.functional.linear(x, w.detach(), b.detach()),
+     (2, 4, 3), (2, 3), (2,)),
+    ("linear_w_only", lambda m, x, w, b: m.nn.functional.linear(x.detach(), w, b), (2, 4, 3),
+     (2, 3), (2,)),
+    ("linear_b_only", lambda m, x, w, b: m.nn.functional.linear(x.detach(), w.detach(), b),
+     (4, 3), (2, 3), (2,)),
+]
+
+
+@pytest.mark.parametrize("case", TORCH_ONLY, ids=[c[0] for c in TORCH_ONLY])
+def test_against_torch_partial_grads(case):
+    name, fn, *specs = case
+    check(fn, *specs, atol=1e-4, rtol=1e-4)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_finite_differences(case):
     name, fn, *specs = case
@@ -151,6 +180,205 @@ def test_matmul_2d_rule_hands_views_to_blas():
     assert len(seen) == 3 and all(c1 and c2 for c1, c2, _ in seen)
     assert any(views for *_, views in seen[1:])  # the backward products read .mT views
     np.testing.assert_allclose(a.grad.numpy(), w.numpy() @ b.detach().numpy().T, rtol=1e-5)
+
+
+class _OpRecorder:
+    """An interpreter that notes the name of every op run through it, then runs it eagerly."""
+
+    def __init__(self):
+        self.names = []
+
+    def apply(self, op, inputs, attrs):
+        from flowgrad.autograd.interpreter import AutogradInterpreter
+
+        self.names.append(op.name)
+        return AutogradInterpreter.apply(op, inputs, attrs)
+
+
+def _ops_run_by(fn):
+    from flowgrad.autograd.interpreter import using_interpreter
+
+    rec = _OpRecorder()
+    with using_interpreter(rec):
+        fn()
+    return rec.names
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (2, 5, 3)], ids=["2d", "3d"])
+def test_linear_backward_is_two_gemms_and_one_reduction(shape):
+    # no transpose/permute/clone: dx = dy @ w, dw = dy^T @ x (rows folded), db = sum(dy), and
+    # each leaf's .grad takes the fresh array
+    x = flow.randn(*shape, requires_grad=True)
+    w = flow.randn(4, 3, requires_grad=True)
+    b = flow.randn(4, requires_grad=True)
+    y = flow.nn.functional.linear(x, w, b)
+    dy = flow.randn(*y.shape)
+    assert _ops_run_by(lambda: y.backward(dy)) == ["matmul", "linear_wgrad", "sum"]
+    x2, dy2 = x.detach().numpy().reshape(-1, 3), dy.numpy().reshape(-1, 4)
+    np.testing.assert_allclose(w.grad.numpy(), dy2.T @ x2, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), dy2.sum(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy().reshape(-1, 3), dy2 @ w.detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    assert w.grad.is_contiguous() and w.grad.shape == w.shape
+
+
+def _inplace_after_linear(m, which):
+    """Write to one operand in place between forward and backward; return the grads."""
+    x0 = m.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    w = m.tensor(np.ones((4, 3)), requires_grad=which != "x_frozen_w")
+    b = m.tensor(np.ones(4), requires_grad=True)
+    x = x0 * 1
+    y = m.nn.functional.linear(x, w, b)
+    if which == "bias":
+        with m.no_grad():
+            b.add_(1)
+    else:
+        x.mul_(2)
+    y.sum().backward()
+    return x0.grad.numpy(), b.grad.numpy()
+
+
+@pytest.mark.parametrize("which", ["bias", "x_frozen_w", "x"])
+def test_linear_saves_what_torch_saves(which):
+    # torch's addmm keeps x only for the weight's grad and never the bias: writing to those
+    # in place before backward is legal, and writing to a saved x raises, in both
+    if which == "x":
+        with pytest.raises(RuntimeError, match="modified by an in-?place operation"):
+            _inplace_after_linear(torch, which)
+        with pytest.raises(RuntimeError, match="modified by an in-?place operation"):
+            _inplace_after_linear(flow, which)
+        return
+    for ours, theirs in zip(_inplace_after_linear(flow, which),
+                            _inplace_after_linear(torch, which)):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+# ---- a leaf's .grad takes a fresh gradient's storage, and never shares one ----------------
+def _arrays_seen_elsewhere(grad):
+    """Every array a live tensor or saved tensor other than `grad` holds."""
+    import gc
+
+    from flowgrad.autograd.node import SavedTensor
+
+    gc.collect()
+    out = []
+    for o in gc.get_objects():
+        if issubclass(type(o), flow.Tensor) and o is not grad:
+            out.append(o._data)
+        elif type(o) is SavedTensor and o.is_output:
+            out.append(o.data)
+    return out
+
+
+def assert_grads_own_storage(*leaves):
+    for i, p in enumerate(leaves):
+        assert p.grad is not None, f"leaf {i} got no grad"
+        shared = [a.shape for a in _arrays_seen_elsewhere(p.grad)
+                  if np.may_share_memory(p.grad._data, a)]
+        assert not shared, f"leaf {i}'s .grad shares storage with arrays of shapes {shared}"
+
+
+def _mlp_step_leaves():
+    x = flow.randn(8, 6)
+    target = flow.tensor(np.arange(8) % 3)
+    l1, l2 = flow.nn.Linear(6, 5), flow.nn.Linear(5, 3)
+    loss = flow.nn.functional.cross_entropy(l2(flow.relu(l1(x))), target)
+    return loss, [l1.weight, l1.bias, l2.weight, l2.bias]
+
+
+def test_training_step_grads_take_storage_without_copies():
+    loss, params = _mlp_step_leaves()
+    names = _ops_run_by(loss.backward)
+    assert "clone" not in names and "transpose" not in names and "permute" not in names
+    assert_grads_own_storage(*params)
+    grads = [p.grad for p in params]
+    loss2, _ = _mlp_step_leaves()  # a second step accumulates into the same .grad objects
+    assert all(p.grad is g for p, g in zip(params, grads))
+
+
+def test_broadcast_grad_reduced_by_the_engine_is_taken():
+    # sum_to's result is a reshape of its own reduction: private, so taken, not copied
+    x = flow.randn(4, 3, requires_grad=True)
+    b = flow.randn(3, requires_grad=True)
+    names = _ops_run_by(lambda: (x * 2 + b).sum().backward())
+    assert names.count("clone") == 0
+    assert_grads_own_storage(x, b)
+    np.testing.assert_array_equal(b.grad.numpy(), np.full(3, 4.0, np.float32))
+
+
+def test_same_grad_flowing_to_two_leaves_is_copied_once():
+    a = flow.randn(3, 2, requires_grad=True)
+    b = flow.randn(3, 2, requires_grad=True)
+    c = flow.full((3, 2), 2.0)
+    names = _ops_run_by(lambda: ((a + b) * c).sum().backward())  # add passes dy on twice
+    assert names.count("clone") == 1
+    assert_grads_own_storage(a, b)
+    a.grad.add_(1)
+    np.testing.assert_array_equal(b.grad.numpy(), np.full((3, 2), 2.0, np.float32))
+
+
+def test_users_gradient_is_copied():
+    # backward(gradient=g): g stays the caller's, so the leaf's .grad must not take it
+    a = flow.randn(3, 2, requires_grad=True)
+    g = flow.ones(3, 2)
+    a.backward(g)
+    assert_grads_own_storage(a)
+    (a * 1).backward(g)
+    np.testing.assert_array_equal(g.numpy(), np.ones((3, 2), np.float32))
+
+
+def test_grad_that_is_a_view_of_another_grad_is_copied():
+    # add hands the same dy to a and to reshape's rule, whose result views dy's storage
+    a = flow.randn(6, requires_grad=True)
+    b = flow.randn(2, 3, requires_grad=True)
+    (a + b.reshape(6)).backward(flow.arange(6.0))
+    assert_grads_own_storage(a, b)
+    a.grad.zero_()
+    np.testing.assert_array_equal(b.grad.numpy(), np.arange(6.0).reshape(2, 3))
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph")
+def test_create_graph_grads_share_nothing():
+    x = flow.randn(4, 3, requires_grad=True)
+    w = flow.randn(2, 3, requires_grad=True)
+    b = flow.randn(2, requires_grad=True)
+    y = flow.nn.functional.linear(x, w, b)
+    (y * y).sum().backward(create_graph=True)
+    assert w.grad.grad_fn is not None
+    assert_grads_own_storage(x, w, b)
+    tw = torch.tensor(w.detach().numpy(), requires_grad=True)
+    tx = torch.tensor(x.detach().numpy())
+    ty = torch.nn.functional.linear(tx, tw, torch.tensor(b.detach().numpy()))
+    (ty * ty).sum().backward(create_graph=True)
+    w.grad.sum().backward()  # the second derivative reads the saved tensors unharmed
+    tw.grad.sum().backward()
+    np.testing.assert_allclose(w.grad.detach().numpy(), tw.grad.detach().numpy(), rtol=1e-5)
+
+
+def test_hooks_returning_their_input():
+    w = flow.randn(2, 3, requires_grad=True)
+    w.register_hook(lambda g: g)
+    x = flow.randn(4, 3, requires_grad=True)
+    stash = []
+    x.register_hook(lambda g: stash.append(g) or g)  # someone else keeps it: must copy
+    h = flow.nn.functional.linear(x, w)
+    h.retain_grad()
+    h.register_hook(lambda g: g)
+    c = flow.randn(4, 2)
+    names = _ops_run_by(lambda: (h * c).sum().backward())
+    assert names.count("clone") == 2  # h (retain_grad: the gradient flows on) and x
+    assert_grads_own_storage(w, x, h)
+    assert not np.may_share_memory(x.grad._data, stash[0]._data)
+
+
+def test_autograd_grad_result_does_not_alias_retained_grad():
+    x = flow.randn(3, requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    g, = flow.autograd.grad((y * 3).sum(), [y])
+    assert y.grad is not None and not np.may_share_memory(g._data, y.grad._data)
+    g.zero_()
+    np.testing.assert_array_equal(y.grad.numpy(), np.full(3, 3.0, np.float32))
 
 
 def test_einsum_path_is_cached():

@@ -6,6 +6,7 @@ functional twin. Everything is iterative: a chain of a million nodes needs no re
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from collections import deque
 
@@ -222,15 +223,19 @@ def _fit_grad(g, shape, dtype, node):
     return g
 
 
-def _accumulate(meta, g):
-    """acc_grad += g (the seed's copy_or_acc_grad). Takes g's storage when nothing else
-    can see it, as torch does; otherwise copies, so two .grad never alias."""
+def _accumulate(meta, g, owned=False):
+    """acc_grad += g (the seed's copy_or_acc_grad). `owned`: the caller drops g afterwards (a
+    leaf's accumulate step), so .grad may take g's storage when nothing else can see it, as
+    torch does; otherwise (retain_grad, autograd.grad's results: g flows on) or when something
+    else can see it, it copies, so a .grad never aliases another .grad or a live tensor."""
     acc = meta.acc_grad
     if acc is None:
-        if grad_mode.is_grad_enabled():  # create_graph: keep g's history, own the storage
-            meta.acc_grad = g if _sole_owner(g) else g.clone()
+        if owned and _sole_owner(g):
+            meta.acc_grad = g
+        elif grad_mode.is_grad_enabled():  # create_graph: keep g's history
+            meta.acc_grad = g.clone()
         else:
-            meta.acc_grad = g if _sole_owner(g) else g.detach().clone()
+            meta.acc_grad = g.detach().clone()
     elif grad_mode.is_grad_enabled():
         meta.acc_grad = acc + g
     else:
@@ -241,12 +246,23 @@ def _accumulate(meta, g):
 
 
 def _sole_owner(g) -> bool:
-    import sys
-
-    # refs to the tensor: caller frames (2) + getrefcount's argument; to the array: the
-    # tensor only. Anything more means someone else can see this storage.
-    return (g._grad_fn is None and sys.getrefcount(g) <= 4
-            and g._data.base is None and sys.getrefcount(g._data) <= 2)
+    """Whether nothing but the callers' frames can see g or its storage: g has no history
+    and is no flowgrad view; the references to g are the two caller frames
+    (acc_grad_for_leaf, _accumulate), this one's and getrefcount's; the array's is g's (+ the
+    local and getrefcount's). The array may be a reshape of a private buffer (a reduction
+    with keepdims then reshaped, a rule's reshape of a product): a C-contiguous view of all
+    of an array that owns its memory and is referenced by that view alone."""
+    if g._grad_fn is not None or g._view is not None or sys.getrefcount(g) > 4:
+        return False
+    data = g._data
+    if sys.getrefcount(data) > 3 or not data.flags.writeable:
+        return False
+    base = data.base
+    if base is None:
+        return True
+    # a view of a view points at the owner itself (NumPy collapses bases), so one level
+    return (type(base) is type(data) and base.base is None and sys.getrefcount(base) <= 3
+            and data.flags.c_contiguous and data.nbytes == base.nbytes)
 
 
 def acc_grad_for_leaf(meta):
@@ -260,7 +276,7 @@ def acc_grad_for_leaf(meta):
         return
     if meta.hooks:
         g = _run_hooks(meta.hooks, g)
-    _accumulate(meta, g)
+    _accumulate(meta, g, owned=True)
     if meta.post_accumulate_hooks:
         for hook in meta.post_accumulate_hooks:
             if hook() is not None:

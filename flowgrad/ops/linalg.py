@@ -19,7 +19,9 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.node import FunctionNode
 from ..tensor import Tensor, tensor_method
+from .reduce import _sum
 from .registry import op
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "addmv", "baddbmm", "addbmm",
@@ -263,6 +265,78 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 
 # ---- layers' functional forms (exported as F.linear, F.bilinear) --------------------------
+# linear is one op: y = x @ w.T (+ b). Its rule is one GEMM for the input grad (dy @ w), one
+# for the weight grad (dy^T @ x with the batch dims folded into rows: linear_wgrad) and one
+# reduction for the bias, so a weight gradient comes out of BLAS as a fresh (out, in) array
+# that the leaf's .grad can take without a copy.
+@op("linear", save="inputs for others")
+def _linear(xp, x, w, *b):
+    if w.ndim == 2 and x.ndim > 2:  # fold the batch into rows: one BLAS call
+        rows = math.prod(x.shape[:-1])  # not -1: ambiguous when a dim is 0
+        y = xp.matmul(x.reshape(rows, x.shape[-1]), w.T).reshape(x.shape[:-1] + w.shape[:1])
+    else:
+        y = xp.matmul(x, w.T)  # w.T is a view: BLAS reads it transposed, no copy
+    if b:
+        b = b[0]
+        if y.ndim and b.shape == y.shape[-1:] and b.dtype == y.dtype:
+            xp.add(y, b, out=y)  # y is the product's own fresh array
+        else:
+            y = y + b
+    return y
+
+
+@_linear.grad
+def _(ctx, dy):
+    x, w = ctx.inputs[:2]
+    need = ctx.needs_input_grad
+    dx = dw = db = None
+    if need[0]:
+        dx = _matmul(dy, w) if w.ndim == 2 else dy.unsqueeze(-1) * w
+    if need[1]:
+        dw = _linear_wgrad(dy, x)
+    if len(need) > 2 and need[2]:
+        n = ctx.input_shapes[2]
+        if len(n) == 1 and dy.ndim > 1 and dy.shape[-1] == n[0]:
+            db = _sum(dy, axes=tuple(range(dy.ndim - 1)), keepdim=False)
+        else:
+            db = dy  # the engine sums it down to the bias's shape
+    return (dx, dw) if len(need) == 2 else (dx, dw, db)
+
+
+@op("linear_wgrad", save="inputs")
+def _linear_wgrad(xp, dy, x):
+    """linear's weight gradient: dy^T @ x over all rows (2-D weight), x^T @ dy (1-D)."""
+    rows = math.prod(x.shape[:-1])
+    x2 = x.reshape(rows, x.shape[-1])
+    if dy.ndim == x.ndim:  # 2-D weight: (n, k) = (rows, n)^T @ (rows, k)
+        return xp.matmul(dy.reshape(rows, dy.shape[-1]).T, x2)
+    return xp.matmul(dy.reshape(rows), x2)  # 1-D weight: (k,)
+
+
+@_linear_wgrad.grad
+def _(ctx, ddw):
+    dy, x = ctx.inputs
+    need = ctx.needs_input_grad
+    d_dy = _linear(x, ddw) if need[0] else None
+    if not need[1]:
+        return d_dy, None
+    return d_dy, (_matmul(dy, ddw) if ddw.ndim == 2 else dy.unsqueeze(-1) * ddw)
+
+
+def _drop_unneeded_saves(y):
+    """Keep what linear's rule reads, as torch's addmm does: x only for the weight's grad,
+    the weight only for x's, never the bias (so writing to them in place stays legal)."""
+    node = y._grad_fn
+    if type(node) is FunctionNode and node.op is _linear and node.ctx._inputs is not None:
+        need = node.ctx.needs_input_grad
+        saved = node.ctx._inputs
+        saved[2] = None
+        if not need[1]:
+            saved[0] = None
+        if not need[0]:
+            saved[1] = None
+
+
 def linear(input, weight, bias=None):
     """F.linear: input @ weight.T + bias, with weight of shape (out_features, in_features).
 
@@ -272,19 +346,30 @@ def linear(input, weight, bias=None):
     >>> F.linear(flow.tensor([[1.0, 2.0]]), w, flow.tensor([0.5, 0.0]))
     tensor([[3.5000, 2.0000]])
     """
-    if weight._data.ndim not in (1, 2):
+    for t in (input, weight) if bias is None else (input, weight, bias):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"linear(): expected Tensor arguments, got {type(t).__name__}")
+    wd = weight._data
+    if wd.ndim not in (1, 2):
         raise RuntimeError(f"linear: weight must be 1-D or 2-D, got shape "
                            f"{tuple(weight.shape)}")
-    if input._data.ndim == 0 or input.shape[-1] != weight.shape[-1]:
+    xs = input._data.shape
+    if not xs or xs[-1] != wd.shape[-1]:
         raise RuntimeError(
             f"linear: mat1 and mat2 shapes cannot be multiplied "
             f"({'x'.join(map(str, input.shape))} and "
-            f"{'x'.join(map(str, weight.mT.shape if weight.ndim == 2 else weight.shape))}): "
-            f"input's last dim must equal weight's in_features ({weight.shape[-1]})")
-    a, w = _check_matmul(input, weight.mT if weight._data.ndim == 2 else weight, "linear")
-    y = _matmul(a, w)  # weight.mT is a view: BLAS reads it transposed, no copy
-    if bias is not None:
-        y = y + bias
+            f"{'x'.join(map(str, wd.shape[::-1]))}): "
+            f"input's last dim must equal weight's in_features ({wd.shape[-1]})")
+    if input._data.dtype != wd.dtype:
+        raise RuntimeError(
+            f"linear: expected both operands to have the same dtype, but got "
+            f"{input.dtype.name} and {weight.dtype.name}; convert one with "
+            f".to({_dt.result_type(input, weight)})")
+    if bias is None:
+        return _linear(input, weight)
+    y = _linear(input, weight, bias)
+    if y._grad_fn is not None:
+        _drop_unneeded_saves(y)
     return y
 
 
