@@ -111,35 +111,6 @@ MODELS = {
     "layernorm_gelu_mha": (AttentionBlock, _vectors, _ce),
 }
 
-FUSION_BUG = ("flowgrad/graph/fusion.py fuses a binary op into two chains (one per operand: "
-              "x.tanh() * y.exp()); the first chain's nodes are dropped -> UnboundLocalError")
-
-
-def _fusion_bug():
-    """True while fuse_elementwise lets two chains take the same binary node (its chain
-    extension does not check `taken`): the plan then reads a value nothing computes."""
-    f = nn.Graph.trace(lambda x, y: x.tanh() * y.exp())
-    x = flow.ones(3)
-    f(x, x)  # the first call runs the trace; the second the plan
-    try:
-        f(x, x)
-    except UnboundLocalError:
-        return True
-    return False
-
-
-# Known flowgrad/graph failures: (name, test) -> probe, one-line cause. Skipped only while the
-# probe still finds the bug, so the tests run again once it is fixed.
-KNOWN = {(name, kind): (_fusion_bug, FUSION_BUG)  # LSTM f*c + i*g, GRU (1-z)*n + z*h
-         for name in ("lstm_forecaster", "embedding_gru") for kind in ("train", "eval")}
-
-
-def _skip_if_known(name, kind):
-    probe, cause = KNOWN.get((name, kind), (None, None))
-    if probe is not None and probe():
-        pytest.skip(cause)
-
-
 def _build(name, seed=0):
     flow.manual_seed(seed)
     return MODELS[name][0]()
@@ -154,7 +125,6 @@ def _optimizer(params, scheduled):
 @pytest.mark.parametrize("scheduled", [False, True], ids=["adam", "adam_steplr"])
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_training_graph_matches_eager(name, scheduled):
-    _skip_if_known(name, "train")
     _, make_batch, loss_fn = MODELS[name]
     rng = np.random.default_rng(1)
     batches = [make_batch(rng) for _ in range(STEPS)]
@@ -193,7 +163,6 @@ def test_training_graph_matches_eager(name, scheduled):
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_eval_graph_returns_eager_logits(name):
-    _skip_if_known(name, "eval")
     _, make_batch, _ = MODELS[name]
     model = _build(name)
     model.eval()

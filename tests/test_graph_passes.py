@@ -308,3 +308,13 @@ def test_elementwise_chain_training_fuses_and_matches_eager_bitwise():
     program = _train_both(Holder(), Holder(), build, [(scale,)] * 5, lr=0.01)
     fused = [n for n in _names(program) if n.startswith("fused[")]
     assert len(fused) >= 7, _names(program)  # 6 forward chains, the backward in one or more
+
+
+def test_a_binary_op_joins_one_fusion_chain_only():
+    """x.tanh() * y.exp(): the product could extend either operand's chain; fusing it into
+    both dropped the first chain's nodes (the LSTM's f * c + i * g hit this)."""
+    for fn in (lambda x, y: x.tanh() * y.exp(), lambda a, b: a.tanh() * b + a.exp() * b.neg()):
+        graph = flow.nn.Graph.trace(fn)
+        x, y = flow.tensor([0.5, -1.0, 2.0]), flow.tensor([1.5, 0.25, -0.5])
+        for _ in range(3):  # the first call runs the trace; the later ones the plan
+            np.testing.assert_array_equal(graph(x, y).numpy(), fn(x, y).numpy())

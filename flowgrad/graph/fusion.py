@@ -133,6 +133,8 @@ def fuse_elementwise(program):
         while True:
             out = chain[-1][0].outputs[0]
             nxt = consumer.get(out.id) if uses.get(out.id) == 1 else None
+            if nxt is not None and id(nxt) in taken:  # a binary op joins one chain only:
+                nxt = None                            # the chain of its other operand has it
             pos = _fusable(nxt, out) if nxt is not None else None
             if pos is None or nxt.inputs[pos].id != out.id or out.dtype != nxt.outputs[0].dtype:
                 break
