@@ -428,3 +428,35 @@ def test_a_kernel_failing_at_run_time_names_the_op_and_the_build_line():
     with pytest.raises(IndexError, match=r"nn.Graph: op index failed .*test_graph.py:\d+: "
                                          r"return x\[idx\] \* 2"):
         graph(x, flow.tensor([5, 0]))
+
+
+def test_depend_keeps_an_otherwise_unused_op_in_the_plan():
+    class Step(flow.nn.Graph):
+        def build(self, x):
+            return F.depend(x * 2, x.exp())  # nothing reads exp: only depend keeps it
+
+    step = Step()
+    for _ in range(2):
+        assert step(flow.ones(2)).tolist() == [2.0, 2.0]
+    assert "exp" in {n.op.name for n in step._compiled[0].nodes}
+    x = flow.ones(2, requires_grad=True)
+    F.depend(x * 3, x * 5).sum().backward()  # eagerly: the identity, gradient to x only
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_an_unused_random_draw_still_advances_the_generator():
+    class Step(flow.nn.Graph):
+        def build(self, x):
+            flow.rand(3)  # unused, but eagerly it moved the generator
+            return x + flow.rand(2)
+
+    step = Step()
+    x = flow.zeros(2)
+    flow.manual_seed(7)
+    got = [step(x).tolist() for _ in range(3)]
+    flow.manual_seed(7)
+    want = []
+    for _ in range(3):
+        flow.rand(3)
+        want.append((x + flow.rand(2)).tolist())
+    assert got == want

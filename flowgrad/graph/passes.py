@@ -233,11 +233,13 @@ def simplify_algebra(program):
 
 # ---- dead code and liveness ----------------------------------------------------------------
 def eliminate_dead_code(program):
-    """Keep only the nodes some result depends on (walking back from the results)."""
+    """Keep only the nodes some result depends on (walking back from the results), and random
+    nodes: a draw nobody reads still advances its generator, as it did eagerly, so the numbers
+    drawn after it stay the eager ones."""
     needed = {v.id for v in program.results()}
     kept = []
     for node in reversed(program.nodes):
-        if any(v.id in needed for v in node.outputs):
+        if any(v.id in needed for v in node.outputs) or is_random(node):
             kept.append(node)
             needed.update(v.id for v in node.inputs)
     program.nodes = kept[::-1]

@@ -28,7 +28,7 @@ from .registry import op
 
 __all__ = ["embedding", "embedding_bag", "dropout", "dropout1d", "dropout2d", "dropout3d",
            "alpha_dropout", "feature_alpha_dropout", "one_hot", "cosine_similarity",
-           "pairwise_distance", "cdist"]
+           "pairwise_distance", "cdist", "depend"]
 
 
 # ---- embedding -----------------------------------------------------------------------------------
@@ -417,3 +417,32 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         return sq.clamp(min=1e-30).sqrt()
     diff = a.unsqueeze(-2) - b.unsqueeze(-3)
     return dist_norm(diff, p, -1)
+
+
+# ---- control dependencies (OneFlow's nn.functional.depend) ----------------------------------
+@op("depend", is_view=True)
+def _depend(xp, x, *dependencies):
+    return x.view()  # the dependencies are inputs only so that a compiled plan keeps them
+
+
+@_depend.grad
+def _(ctx, dy):
+    return (dy,) + (None,) * (len(ctx.input_shapes) - 1)
+
+
+def depend(input, depend):
+    """`input` (a view of it), computed after `depend` (a tensor or a list of tensors): in an
+    nn.Graph the plan keeps and orders those ops even when nothing else uses them; eagerly
+    they ran already.
+
+    >>> import flowgrad as flow
+    >>> x = flow.ones(2)
+    >>> flow.nn.functional.depend(x, [x * 2]).tolist()
+    [1.0, 1.0]
+    """
+    deps = list(depend) if isinstance(depend, (list, tuple)) else [depend]
+    for i, d in enumerate(deps):
+        if not isinstance(d, Tensor):
+            raise TypeError(f"depend(): dependency {i} must be a Tensor, got "
+                            f"{type(d).__name__}")
+    return _depend(input, *deps)
