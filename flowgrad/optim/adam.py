@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
-from ._foreach import SMALL, advance, apply, bump, fast_dtype, plain_numbers
+from ._foreach import SMALL, advance, apply, bump, plain_numbers
 from .optimizer import Optimizer, _lerp_, _no_differentiable, _validate
 
 __all__ = ["Adam", "AdamW", "Adamax"]
@@ -119,15 +119,7 @@ class Adam(Optimizer):
         scratch, states = self._scratch(), self.state
         packer = self._packer(group, _adam_kernel, 5, (0, 2, 3, 4))
         last_step, args = None, None
-        for p in group["params"]:
-            m = p._meta
-            g = None if m is None else m.acc_grad
-            if g is None:
-                continue
-            pd, gd = p._data, g._data
-            if not fast_dtype(pd, gd):
-                self._step_one(p, g, group)
-                continue
+        for p, g, pd, gd in self._batchable(group):
             state = states[p]
             if not state:
                 self._init_state(p, group, state)

@@ -22,7 +22,7 @@ import numpy as np
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.interpreter import bump_version
 from ..tensor import RemovableHandle, Tensor
-from ._foreach import Packer, Scratch
+from ._foreach import Packer, Scratch, fast_dtype
 from ._state_check import check_optimizer_state
 
 __all__ = ["Optimizer", "required"]
@@ -204,6 +204,20 @@ class Optimizer:
     # the group qualifies (plain Python hyperparameters).
     def _batched(self, group):
         return False
+
+    def _batchable(self, group):
+        """(param, grad, their arrays) for the group's params with a gradient that the batched
+        path takes; the others (another dtype, ...) are updated one by one here."""
+        for p in group["params"]:
+            m = p._meta
+            g = None if m is None else m.acc_grad
+            if g is None:
+                continue
+            pd, gd = p._data, g._data
+            if not fast_dtype(pd, gd):
+                self._step_one(p, g, group)
+                continue
+            yield p, g, pd, gd
 
     def _step_one(self, p, g, group):
         """The reference per-parameter step (also the batched path's fallback)."""

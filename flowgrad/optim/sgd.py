@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
-from ._foreach import SMALL, apply, bump, fast_dtype, plain_numbers
+from ._foreach import SMALL, apply, bump, plain_numbers
 from .optimizer import Optimizer, _no_differentiable, _validate
 
 __all__ = ["SGD"]
@@ -69,15 +69,7 @@ class SGD(Optimizer):
         packer = self._packer(group, _sgd_kernel, 3, (0, 2))
         neg_lr = -lr
         plain = momentum == 0 and wd == 0 and not group["maximize"]
-        for p in group["params"]:
-            m = p._meta
-            g = None if m is None else m.acc_grad
-            if g is None:
-                continue
-            pd, gd = p._data, g._data
-            if not fast_dtype(pd, gd):
-                self._step_one(p, g, group)
-                continue
+        for p, g, pd, gd in self._batchable(group):
             a = args
             buf = None
             if momentum != 0:
