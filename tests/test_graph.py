@@ -19,6 +19,27 @@ def _batches(n, seed=1):
              flow.tensor(rng.integers(0, 4, 12))) for _ in range(n)]
 
 
+def _cross_entropy(model, x, y):
+    return F.cross_entropy(model(x), y)
+
+
+def _train_graph(model, optimizer, lr_sch=None, loss_fn=_cross_entropy, accumulation=1):
+    """The usual training step as an nn.Graph: the loss, its backward, the optimizer."""
+    class Train(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(optimizer, lr_sch=lr_sch)
+            self.config.set_gradient_accumulation_steps(accumulation)
+
+        def build(self, x, y):
+            loss = loss_fn(self.model, x, y)
+            loss.backward()
+            return loss
+
+    return Train()
+
+
 OPTIMIZERS = {
     "sgd_momentum": lambda ps: (flow.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True,
                                                weight_decay=1e-3), None),
@@ -35,18 +56,7 @@ def test_training_graph_matches_eager(name):
     opt_e, sch_e = OPTIMIZERS[name](eager.parameters())
     opt_g, sch_g = OPTIMIZERS[name](graphed.parameters())
 
-    class Train(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = graphed
-            self.add_optimizer(opt_g, lr_sch=sch_g)
-
-        def build(self, x, y):
-            loss = F.cross_entropy(self.model(x), y)
-            loss.backward()
-            return loss
-
-    train = Train()
+    train = _train_graph(graphed, opt_g, lr_sch=sch_g)
     for x, y in batches:
         loss_e = F.cross_entropy(eager(x), y)
         opt_e.zero_grad()
@@ -189,18 +199,7 @@ def test_cnn_with_batch_norm_and_dropout_trains_as_eager():
     opt_e = flow.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
     opt_g = flow.optim.SGD(graphed.parameters(), lr=0.05, momentum=0.9)
 
-    class Train(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = graphed
-            self.add_optimizer(opt_g)
-
-        def build(self, x, y):
-            loss = F.cross_entropy(self.model(x), y)
-            loss.backward()
-            return loss
-
-    train = Train()
+    train = _train_graph(graphed, opt_g)
     for i, (x, y) in enumerate(batches):
         flow.manual_seed(100 + i)  # the same dropout masks in both
         loss_e = F.cross_entropy(eager(x), y)
@@ -244,18 +243,7 @@ def test_state_dict_round_trip_and_printing(tmp_path):
     model = _mlp()
     opt = flow.optim.Adam(model.parameters(), lr=1e-2)
 
-    class Train(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(opt)
-
-        def build(self, x, y):
-            loss = F.cross_entropy(self.model(x), y)
-            loss.backward()
-            return loss
-
-    graph = Train()
+    graph = _train_graph(model, opt)
     for x, y in _batches(2):
         graph(x, y)
     path = tmp_path / "graph.safetensors"
@@ -264,13 +252,7 @@ def test_state_dict_round_trip_and_printing(tmp_path):
     other_model = _mlp(seed=5)
     other_opt = flow.optim.Adam(other_model.parameters(), lr=1e-2)
 
-    class Other(Train):
-        def __init__(self):
-            flow.nn.Graph.__init__(self)
-            self.model = other_model
-            self.add_optimizer(other_opt)
-
-    other = Other()
+    other = _train_graph(other_model, other_opt)
     other.load_state_dict(state)
     for p, q in zip(model.parameters(), other_model.parameters()):
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
@@ -312,19 +294,7 @@ def test_gradient_accumulation_is_the_full_batch_step():
     opt_e = flow.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
     opt_g = flow.optim.SGD(graphed.parameters(), lr=0.1, momentum=0.9)
 
-    class Train(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = graphed
-            self.add_optimizer(opt_g)
-            self.config.set_gradient_accumulation_steps(3)
-
-        def build(self, x, y):
-            loss = F.cross_entropy(self.model(x), y)
-            loss.backward()
-            return loss
-
-    train = Train()
+    train = _train_graph(graphed, opt_g, accumulation=3)
     for x, y in batches:
         losses = train(x, y)
         assert tuple(losses.shape) == (3,)
@@ -394,18 +364,7 @@ def test_gradient_penalty_and_custom_function_inside_build_match_eager():
     opt_e = flow.optim.Adam(eager.parameters(), lr=1e-2)
     opt_g = flow.optim.Adam(graphed.parameters(), lr=1e-2)
 
-    class Train(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = graphed
-            self.add_optimizer(opt_g)
-
-        def build(self, x, y):
-            loss = _penalised_loss(self.model, x, y)
-            loss.backward()
-            return loss
-
-    train = Train()
+    train = _train_graph(graphed, opt_g, loss_fn=_penalised_loss)
     for x, y in batches:
         loss_e = _penalised_loss(eager, x, y)
         opt_e.zero_grad()
