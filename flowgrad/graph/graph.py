@@ -29,7 +29,7 @@ from ..device import ARRAY_MODULES
 from ..nn.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
-from . import codegen, passes
+from . import checkpointing, codegen, passes
 from .ir import INPUT, NODE, STATE
 from .tracer import Tracer
 
@@ -70,6 +70,7 @@ class Graph:
         object.__setattr__(self, "_compiled", None)  # the plan last run
         object.__setattr__(self, "_plans", {})       # input signature -> plan (dynamic shapes)
         object.__setattr__(self, "config", GraphConfig())
+        object.__setattr__(self, "_graph_modules", {})  # id(module) -> (module, GraphModule)
         object.__setattr__(self, "_name", f"{type(self).__name__}_{Graph._count}")
         Graph._count += 1
 
@@ -86,8 +87,11 @@ class Graph:
             raise RuntimeError(f"nn.Graph: attribute {name!r} is a Tensor; a graph holds "
                                f"tensors through modules: register it as a parameter or "
                                f"buffer of an nn.Module assigned to the graph")
-        if isinstance(value, Module):
+        if isinstance(value, checkpointing.ProxyModule):
+            value = value._module
+        if isinstance(value, Module):  # seen through a proxy, as in OneFlow (checkpointing.py)
             self._modules[name] = value
+            value = checkpointing.ProxyModule(value, self, name)
         object.__setattr__(self, name, value)
 
     def add_optimizer(self, optimizer, *, lr_sch=None, is_sparse=False):
@@ -185,7 +189,8 @@ class Graph:
         for i, t in enumerate(flat):
             if isinstance(t, Tensor):
                 tracer.program.inputs.append(tracer.bind(t, INPUT, i))
-        with using_interpreter(tracer):
+        with using_interpreter(tracer), checkpointing.tracking(
+                tracer.program, checkpointing.checkpointed_modules(self)):
             out = self.build(*args, **kwargs)
         tracer.finish()
         program = tracer.program

@@ -1,10 +1,12 @@
 """Passes over a traced Program. Each takes a Program, rewrites it in place and returns it.
 
 `optimize` runs `PIPELINE`: algebraic simplification, common-subexpression elimination,
-constant folding, dead-code elimination, elementwise fusion (`fusion.py`), then the liveness
-annotation codegen may use to drop arrays early. No pass changes a number: a rewrite is made
-only where the result is bitwise the same array (same dtype, shape and values), and never
-where it would make a result returned to the user share storage it did not share before.
+constant folding, activation checkpointing's recomputation (`checkpointing.py`: after CSE,
+which would merge a recomputed node back into its original), dead-code elimination,
+elementwise fusion (`fusion.py`), then the liveness annotation codegen may use to drop arrays
+early. No pass changes a number: a rewrite is made only where the result is bitwise the same
+array (same dtype, shape and values), and never where it would make a result returned to the
+user share storage it did not share before.
 
 >>> from flowgrad.graph.ir import Program
 >>> eliminate_dead_code(Program()).nodes
@@ -16,6 +18,7 @@ import math
 
 import numpy as np
 
+from .checkpointing import recompute_checkpoints
 from .fusion import fuse_elementwise
 from .ir import CONST, NODE
 
@@ -279,7 +282,7 @@ def annotate_liveness(program):
 
 
 PIPELINE = (simplify_algebra, eliminate_common_subexpressions, fold_constants,
-            eliminate_dead_code, fuse_elementwise, annotate_liveness)
+            recompute_checkpoints, eliminate_dead_code, fuse_elementwise, annotate_liveness)
 
 
 def optimize(program):
