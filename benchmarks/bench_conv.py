@@ -1,34 +1,29 @@
-"""Convolution and pooling speed, flowgrad beside torch in one run.
+"""Convolution and pooling speed, flowgrad against torch.
 
-    .venv/bin/python benchmarks/bench_conv.py [--reps 15] [--threads N] [--clock cpu]
+    .venv/bin/python benchmarks/bench_conv.py [--reps 15] [--rounds 3] [--threads N]
+        [--clock cpu]
 
-Each case runs forward + backward on the same inputs in both frameworks. The two are timed
-in alternation (flowgrad rep, torch rep, ...) so machine load hits both alike; we report the
-median of each and the flowgrad/torch ratio. torch gets as many threads as NumPy's BLAS
-(--threads sets both). On a busy machine `--threads 1 --clock cpu` (process CPU time of one
-thread each) is the steadier comparison: it doesn't count time spent waiting for a core.
+Each case runs forward + backward on the same inputs in both frameworks. How it measures:
+never both frameworks in one process (their BLAS pools would fight for the cores). Each round
+runs a torch worker process, then a flowgrad one (`--worker FW`, importing only that
+framework), each timing every case as the median of --reps reps after two warm-ups; the table
+shows the median over --rounds rounds and the flowgrad/torch ratio. Both frameworks get
+--threads BLAS/OpenMP threads (default: all cores). On a busy machine
+`--threads 1 --clock cpu` (process CPU time of one thread each) is the steadier comparison: it
+doesn't count time spent waiting for a core.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 
 import numpy as np
-import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import flowgrad as flow  # noqa: E402
-
-
-def blas_threads():
-    try:
-        from threadpoolctl import threadpool_info
-
-        return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
-    except Exception:
-        return os.cpu_count() or 1
+sys.path.insert(0, os.path.dirname(__file__))
+from common import header, load, run_workers, timeit  # noqa: E402
 
 
 def conv_case(n, c_in, c_out, size, k, padding, bias, input_grad):
@@ -86,41 +81,26 @@ CASES = [
 ]
 
 
-def timed(fn, clock):
-    t = clock()
-    fn()
-    return clock() - t
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.threads:
-        try:
-            from threadpoolctl import threadpool_limits
-
-            threadpool_limits(args.threads, user_api="blas")
-        except ImportError:
-            print("threadpoolctl missing: NumPy's BLAS keeps its own thread count")
-    threads = args.threads or blas_threads()
-    torch.set_num_threads(threads)
     clock = time.perf_counter if args.clock == "wall" else time.process_time
-    print(f"numpy {np.__version__}, torch {torch.__version__}, {threads} threads, "
-          f"{args.clock} clock, median of {args.reps} alternating reps (forward + backward)")
+    if args.worker:
+        m = load(args.worker)
+        print(json.dumps({name: timeit(make(m), args.reps, clock=clock) for name, make in CASES}))
+        return
+    header(args.threads, args.rounds, f", {args.clock} clock, each the median of {args.reps} "
+           "reps (forward + backward)")
+    r = run_workers(__file__, ["--reps", args.reps, "--clock", args.clock], args.rounds,
+                    args.threads)
     print(f"{'case':36s} {'flowgrad ms':>12s} {'torch ms':>10s} {'ratio':>7s}")
-    for name, make in CASES:
-        ours, theirs = make(flow), make(torch)
-        for _ in range(2):  # warm up caches and allocators
-            ours()
-            theirs()
-        a, b = [], []
-        for _ in range(args.reps):
-            a.append(timed(ours, clock))
-            b.append(timed(theirs, clock))
-        ma, mb = np.median(a) * 1e3, np.median(b) * 1e3
+    for name, _ in CASES:
+        ma, mb = r["flowgrad"][name] * 1e3, r["torch"][name] * 1e3
         print(f"{name:36s} {ma:12.2f} {mb:10.2f} {ma / mb:7.2f}")
 
 

@@ -1,42 +1,30 @@
-"""Issue 4 benchmarks, flowgrad beside torch in one run: one epoch of the digits CNN (the
-demo's model, Adam, batch 64) and one Transformer-encoder training step. Ratios printed.
+"""Issue 4 benchmarks, flowgrad against torch: one epoch of the digits CNN (the demo's model,
+Adam, batch 64) and one Transformer-encoder training step. Ratios printed.
 
-Run: .venv/bin/python benchmarks/bench_training.py [--threads N] [--clock cpu]
+Run: .venv/bin/python benchmarks/bench_training.py [--rounds 3] [--threads N] [--clock cpu]
 
-On a busy machine `--threads 1 --clock cpu` (process CPU time, one BLAS/torch thread each)
-is the steadier comparison: it doesn't count time spent waiting for a core.
+How it measures: never both frameworks in one process (their BLAS pools would fight for the
+cores). Each round runs a torch worker process, then a flowgrad one (`--worker FW`, importing
+only that framework), each timing both workloads as the median of its repeats; the table shows
+the median over --rounds rounds and the flowgrad/torch ratio. Both frameworks get --threads
+BLAS/OpenMP threads (default: all cores). On a busy machine `--threads 1 --clock cpu`
+(process CPU time, one thread each) is the steadier comparison: it doesn't count time spent
+waiting for a core.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 
 import numpy as np
-import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import report  # noqa: E402
+from common import header, load, report, run_workers, timeit  # noqa: E402
 
-import flowgrad as flow  # noqa: E402
-
-CLOCK = time.perf_counter  # --clock cpu: time.process_time
-
-
-def timeit_pair(ours, theirs, repeat=7, warmup=2):
-    """Median seconds per call of ours() and theirs(), read on CLOCK, timed in alternation so
-    that machine load hits both alike."""
-    for _ in range(warmup):
-        ours()
-        theirs()
-    a, b = [], []
-    for _ in range(repeat):
-        for fn, samples in ((ours, a), (theirs, b)):
-            t0 = CLOCK()
-            fn()
-            samples.append(CLOCK() - t0)
-    return float(np.median(a)), float(np.median(b))
+TRANSFORMER = dict(batch=32, seq=64, d_model=128, nhead=4, layers=2)
 
 
 def digits_cnn(m):
@@ -48,67 +36,66 @@ def digits_cnn(m):
         nn.Dropout(0.25), nn.Linear(128, 10))
 
 
-def bench_cnn_epoch():
+def cnn_epoch(m, clock):
     from sklearn.datasets import load_digits
 
     d = load_digits()
     x = (d.images / 16.0).astype(np.float32)[:, None][:1437]
     y = d.target.astype(np.int64)[:1437]
 
-    def make(m):
-        model = digits_cnn(m)
-        opt = m.optim.Adam(model.parameters(), lr=1e-3)
-        xs, ys = m.tensor(x), m.tensor(y)
+    model = digits_cnn(m)
+    opt = m.optim.Adam(model.parameters(), lr=1e-3)
+    xs, ys = m.tensor(x), m.tensor(y)
 
-        def epoch():
-            model.train()
-            for i in range(0, len(x), 64):
-                opt.zero_grad()
-                loss = m.nn.functional.cross_entropy(model(xs[i:i + 64]), ys[i:i + 64])
-                loss.backward()
-                opt.step()
-        return epoch
-
-    ours, theirs = timeit_pair(make(flow), make(torch), repeat=5, warmup=1)
-    return report("digits CNN, one epoch (1437 images, b64, Adam)", ours, theirs)
+    def epoch():
+        model.train()
+        for i in range(0, len(x), 64):
+            opt.zero_grad()
+            loss = m.nn.functional.cross_entropy(model(xs[i:i + 64]), ys[i:i + 64])
+            loss.backward()
+            opt.step()
+    return timeit(epoch, repeat=5, warmup=1, clock=clock)
 
 
-def bench_transformer_step(batch=32, seq=64, d_model=128, nhead=4, layers=2):
+def transformer_step(m, clock, batch, seq, d_model, nhead, layers):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((batch, seq, d_model)).astype(np.float32)
     target = rng.standard_normal((batch, seq, d_model)).astype(np.float32)
+    layer = m.nn.TransformerEncoderLayer(d_model, nhead, 4 * d_model, dropout=0.0,
+                                         batch_first=True)
+    model = m.nn.TransformerEncoder(layer, layers)
+    opt = m.optim.AdamW(model.parameters(), lr=1e-3)
+    xs, ts = m.tensor(x), m.tensor(target)
 
-    def make(m):
-        layer = m.nn.TransformerEncoderLayer(d_model, nhead, 4 * d_model, dropout=0.0,
-                                             batch_first=True)
-        model = m.nn.TransformerEncoder(layer, layers)
-        opt = m.optim.AdamW(model.parameters(), lr=1e-3)
-        xs, ts = m.tensor(x), m.tensor(target)
+    def step():
+        opt.zero_grad()
+        loss = m.nn.functional.mse_loss(model(xs), ts)
+        loss.backward()
+        opt.step()
+    return timeit(step, repeat=7, clock=clock)
 
-        def step():
-            opt.zero_grad()
-            loss = m.nn.functional.mse_loss(model(xs), ts)
-            loss.backward()
-            opt.step()
-        return step
 
-    ours, theirs = timeit_pair(make(flow), make(torch), repeat=7)
-    return report(f"Transformer encoder step ({layers}x d{d_model} b{batch} L{seq})", ours,
-                  theirs)
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        m = load(args.worker)
+        clock = time.perf_counter if args.clock == "wall" else time.process_time
+        print(json.dumps({"cnn": cnn_epoch(m, clock),
+                          "transformer": transformer_step(m, clock, **TRANSFORMER)}))
+        return
+    header(args.threads, args.rounds, f", {args.clock} clock")
+    r = run_workers(__file__, ["--clock", args.clock], args.rounds, args.threads)
+    f, t = r["flowgrad"], r["torch"]
+    report("digits CNN, one epoch (1437 images, b64, Adam)", f["cnn"], t["cnn"])
+    c = TRANSFORMER
+    report(f"Transformer encoder step ({c['layers']}x d{c['d_model']} b{c['batch']} "
+           f"L{c['seq']})", f["transformer"], t["transformer"])
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
-    args = ap.parse_args()
-    if args.threads:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(args.threads, user_api="blas")
-        torch.set_num_threads(args.threads)
-    if args.clock == "cpu":
-        CLOCK = time.process_time
-    print(f"flowgrad vs torch {torch.__version__}, {torch.get_num_threads()} torch threads")
-    bench_cnn_epoch()
-    bench_transformer_step()
+    main()

@@ -1,4 +1,7 @@
-"""Run every benchmarks/bench_*.py script in turn (each prints flowgrad/torch ratios)."""
+"""Run every benchmarks/bench_*.py script in turn. Those that compare with torch (bench_core,
+bench_conv, bench_training, bench_optim) time each framework in its own worker processes,
+alternating (the first three through common.run_workers); bench_graph and bench_linear are
+flowgrad only."""
 from __future__ import annotations
 
 import glob
