@@ -98,16 +98,7 @@ def test_eval_graph_with_nested_outputs_none_input_and_keywords():
 
 def test_eager_writes_to_parameters_are_seen_and_graph_steps_are_visible():
     model = flow.nn.Linear(3, 1)
-
-    class Fwd(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            return self.model(x)
-
-    graph = Fwd()
+    graph = flow.nn.Graph.trace(model)
     x = flow.ones(2, 3)
     graph(x)
     with flow.no_grad():

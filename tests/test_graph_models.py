@@ -166,16 +166,7 @@ def test_eval_graph_returns_eager_logits(name):
     _, make_batch, _ = MODELS[name]
     model = _build(name)
     model.eval()
-
-    class Eval(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            return self.model(x)
-
-    graph = Eval()
+    graph = nn.Graph.trace(model)
     rng = np.random.default_rng(2)
     for _ in range(3):
         x, _ = make_batch(rng)
