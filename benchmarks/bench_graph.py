@@ -19,67 +19,50 @@ import flowgrad as flow
 import flowgrad.nn.functional as F
 
 
+def training_step(loss_of, module, optimizer, graph, *inputs):
+    """One optimizer step on `loss_of(*inputs)`: eager, or compiled once by nn.Graph."""
+    if not graph:
+        def step():
+            optimizer.zero_grad()
+            loss = loss_of(*inputs)
+            loss.backward()
+            optimizer.step()
+            return loss
+        return step
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.module = module  # registers its parameters as the graph's state
+            self.add_optimizer(optimizer)
+
+        def build(self, *args):
+            loss = loss_of(*args)
+            loss.backward()
+            return loss
+
+    compiled = Step()
+    return lambda: compiled(*inputs)
+
+
 def chain_step(graph):
-    x = flow.nn.Parameter(flow.tensor(np.random.default_rng(0).uniform(0.1, 1, 100)
-                                      .astype(np.float32)))
     holder = flow.nn.Module()
-    holder.x = x
-    opt = flow.optim.SGD([x], lr=0.0)
+    holder.x = flow.nn.Parameter(flow.tensor(np.random.default_rng(0).uniform(0.1, 1, 100)
+                                             .astype(np.float32)))
 
     def forward():
-        y = x
+        y = holder.x
         for _ in range(50):
             y = flow.relu(flow.tanh(y * 1.0001 + 0.0001))
         return y.sum()
 
-    if not graph:
-        def step():
-            opt.zero_grad()
-            loss = forward()
-            loss.backward()
-            opt.step()
-            return loss
-        return step
-
-    class Chain(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.holder = holder
-            self.add_optimizer(opt)
-
-        def build(self):
-            loss = forward()
-            loss.backward()
-            return loss
-
-    return Chain()
+    return training_step(forward, holder, flow.optim.SGD([holder.x], lr=0.0), graph)
 
 
 def model_step(graph, model, make_batch):
     opt = flow.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x, y = make_batch()
-    if not graph:
-        def step():
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        return step
-
-    class Train(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(opt)
-
-        def build(self, xb, yb):
-            loss = F.cross_entropy(self.model(xb), yb)
-            loss.backward()
-            return loss
-
-    train = Train()
-    return lambda: train(x, y)
+    return training_step(lambda x, y: F.cross_entropy(model(x), y), model, opt, graph,
+                         *make_batch())
 
 
 def mlp(graph):
