@@ -2,6 +2,7 @@
 losses, parameters and optimizer state; and the errors of OneFlow's contract."""
 import numpy as np
 import pytest
+from graph_helpers import steps_match_eager, train_graph
 
 import flowgrad as flow
 import flowgrad.nn.functional as F
@@ -17,27 +18,6 @@ def _batches(n, seed=1):
     rng = np.random.default_rng(seed)
     return [(flow.tensor(rng.standard_normal((12, 8)).astype(np.float32)),
              flow.tensor(rng.integers(0, 4, 12))) for _ in range(n)]
-
-
-def _cross_entropy(model, x, y):
-    return F.cross_entropy(model(x), y)
-
-
-def _train_graph(model, optimizer, lr_sch=None, loss_fn=_cross_entropy, accumulation=1):
-    """The usual training step as an nn.Graph: the loss, its backward, the optimizer."""
-    class Train(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(optimizer, lr_sch=lr_sch)
-            self.config.set_gradient_accumulation_steps(accumulation)
-
-        def build(self, x, y):
-            loss = loss_fn(self.model, x, y)
-            loss.backward()
-            return loss
-
-    return Train()
 
 
 OPTIMIZERS = {
@@ -56,20 +36,11 @@ def test_training_graph_matches_eager(name):
     opt_e, sch_e = OPTIMIZERS[name](eager.parameters())
     opt_g, sch_g = OPTIMIZERS[name](graphed.parameters())
 
-    train = _train_graph(graphed, opt_g, lr_sch=sch_g)
-    for x, y in batches:
-        loss_e = F.cross_entropy(eager(x), y)
-        opt_e.zero_grad()
-        loss_e.backward()
-        opt_e.step()
-        if sch_e is not None:
-            sch_e.step()
-        loss_g = train(x, y)
-        np.testing.assert_allclose(loss_g.numpy(), loss_e.detach().numpy(), rtol=1e-5)
+    train = train_graph(graphed, opt_g, lr_sch=sch_g)
+    steps_match_eager(train, eager, opt_e, sch_e, batches)
     for pe, pg in zip(eager.parameters(), graphed.parameters()):
         np.testing.assert_allclose(pg.detach().numpy(), pe.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
-    assert train.is_compiled
     assert all(p.grad is None for p in graphed.parameters())  # zeroed after each step
 
 
@@ -190,7 +161,7 @@ def test_cnn_with_batch_norm_and_dropout_trains_as_eager():
     opt_e = flow.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
     opt_g = flow.optim.SGD(graphed.parameters(), lr=0.05, momentum=0.9)
 
-    train = _train_graph(graphed, opt_g)
+    train = train_graph(graphed, opt_g)
     for i, (x, y) in enumerate(batches):
         flow.manual_seed(100 + i)  # the same dropout masks in both
         loss_e = F.cross_entropy(eager(x), y)
@@ -234,7 +205,7 @@ def test_state_dict_round_trip_and_printing(tmp_path):
     model = _mlp()
     opt = flow.optim.Adam(model.parameters(), lr=1e-2)
 
-    graph = _train_graph(model, opt)
+    graph = train_graph(model, opt)
     for x, y in _batches(2):
         graph(x, y)
     path = tmp_path / "graph.safetensors"
@@ -243,7 +214,7 @@ def test_state_dict_round_trip_and_printing(tmp_path):
     other_model = _mlp(seed=5)
     other_opt = flow.optim.Adam(other_model.parameters(), lr=1e-2)
 
-    other = _train_graph(other_model, other_opt)
+    other = train_graph(other_model, other_opt)
     other.load_state_dict(state)
     for p, q in zip(model.parameters(), other_model.parameters()):
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
@@ -285,7 +256,7 @@ def test_gradient_accumulation_is_the_full_batch_step():
     opt_e = flow.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
     opt_g = flow.optim.SGD(graphed.parameters(), lr=0.1, momentum=0.9)
 
-    train = _train_graph(graphed, opt_g, accumulation=3)
+    train = train_graph(graphed, opt_g, accumulation=3)
     for x, y in batches:
         losses = train(x, y)
         assert tuple(losses.shape) == (3,)
@@ -355,7 +326,7 @@ def test_gradient_penalty_and_custom_function_inside_build_match_eager():
     opt_e = flow.optim.Adam(eager.parameters(), lr=1e-2)
     opt_g = flow.optim.Adam(graphed.parameters(), lr=1e-2)
 
-    train = _train_graph(graphed, opt_g, loss_fn=_penalised_loss)
+    train = train_graph(graphed, opt_g, loss_fn=_penalised_loss)
     for x, y in batches:
         loss_e = _penalised_loss(eager, x, y)
         opt_e.zero_grad()

@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 import pytest
+from graph_helpers import steps_match_eager, train_graph
 
 import flowgrad as flow
 import flowgrad.nn as nn
@@ -132,28 +133,11 @@ def test_training_graph_matches_eager(name, scheduled):
     opt_e, sch_e = _optimizer(eager.parameters(), scheduled)
     opt_g, sch_g = _optimizer(graphed.parameters(), scheduled)
 
-    class Train(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = graphed
-            self.add_optimizer(opt_g, lr_sch=sch_g)
+    def loss_of(model, x, y):
+        return loss_fn(model(x), y)
 
-        def build(self, x, y):
-            loss = loss_fn(self.model(x), y)
-            loss.backward()
-            return loss
-
-    train = Train()
-    for x, y in batches:
-        loss_e = loss_fn(eager(x), y)
-        opt_e.zero_grad()
-        loss_e.backward()
-        opt_e.step()
-        if sch_e is not None:
-            sch_e.step()
-        loss_g = train(x, y)
-        np.testing.assert_allclose(loss_g.numpy(), loss_e.detach().numpy(), rtol=1e-5)
-    assert train.is_compiled
+    train = train_graph(graphed, opt_g, lr_sch=sch_g, loss_fn=loss_of)
+    steps_match_eager(train, eager, opt_e, sch_e, batches, loss_of)
     for (pname, pe), pg in zip(eager.named_parameters(), graphed.parameters()):
         np.testing.assert_allclose(pg.detach().numpy(), pe.detach().numpy(), rtol=1e-5,
                                    atol=1e-6, err_msg=pname)
