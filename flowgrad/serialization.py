@@ -27,9 +27,12 @@ from collections import OrderedDict
 import numpy as np
 
 from . import dtypes as _dt
+from . import torch_format
 from .tensor import Tensor
+from .torch_format import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "clear_safe_globals", "get_safe_globals",
+           "safe_globals"]
 
 _FORMAT = "flowgrad-checkpoint-1"
 _FORMAT_VIEWS = "flowgrad-checkpoint-2"  # the same, plus storages shared by several views
@@ -240,17 +243,35 @@ def _write_atomic(path, blob):
         raise
 
 
+def _torch_format_wanted(obj, f, format):
+    """torch's zip format: asked for, a .pt/.pth path, or a whole nn.Module."""
+    from .nn.module import Module
+
+    if format not in (None, "torch", "safetensors"):
+        raise ValueError(f"flowgrad.save: format must be 'torch' or 'safetensors', got "
+                         f"{format!r}")
+    if format is not None:
+        return format == "torch"
+    if isinstance(obj, Module):
+        return True
+    name = getattr(f, "name", f) if hasattr(f, "write") else f
+    return isinstance(name, (str, os.PathLike)) and \
+        os.fspath(name).lower().endswith((".pt", ".pth"))
+
+
 def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
-         _disable_byteorder_record=False):
+         _disable_byteorder_record=False, format=None):
     """Write `obj` (tensors nested in dicts/lists/tuples, plus plain values) to the path or
     binary file object `f` in the safetensors format. Tensors that share memory (a tensor
     and its views) are stored once and share it again after `load`. A sha256 checksum of
     the data is stored and checked by `load`. Saving to a path writes a temporary file and
     renames it, so concurrent savers and loaders of one path never see a partial file.
 
+    `format="torch"`, a path ending in `.pt`/`.pth`, or an `nn.Module` as `obj` (a whole
+    model) write PyTorch's zip format instead (flowgrad/torch_format.py): `torch.load` reads
+    it, with `weights_only=True` unless it holds objects other than data (a whole model).
     pickle_module, pickle_protocol, _use_new_zipfile_serialization and
-    _disable_byteorder_record are accepted for torch.save's signature and ignored: nothing is
-    pickled, and the safetensors format has one layout (little-endian).
+    _disable_byteorder_record are accepted for torch.save's signature and ignored.
 
     >>> import flowgrad as flow, os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.safetensors")
@@ -258,6 +279,13 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
     >>> flow.load(path)["w"].shape
     flowgrad.Size([2, 3])
     """
+    if _torch_format_wanted(obj, f, format):
+        blob = torch_format.save_bytes(obj)
+        if hasattr(f, "write"):
+            f.write(blob)
+        else:
+            _write_atomic(os.fspath(f), blob)
+        return
     from safetensors import TensorSpec, serialize
 
     writer = _Writer()
@@ -379,11 +407,14 @@ def _read(f):
         return fh.read(), repr(path)
 
 
-def load(f, map_location=None, weights_only=True, mmap=None):
+def load(f, map_location=None, weights_only=None, mmap=None):
     """Read a checkpoint written by `save` (from a path or binary file object). A plain
-    safetensors file (no flowgrad metadata) loads as a flat {name: tensor} dict.
-    `map_location`, `weights_only` and `mmap` are accepted for torch compatibility: there
-    is only the CPU, and nothing but data is ever read.
+    safetensors file (no flowgrad metadata) loads as a flat {name: tensor} dict. A PyTorch
+    checkpoint (`torch.save`'s zip format) is read without torch: with `weights_only`
+    (the default, as torch's) only tensors, containers and plain values are rebuilt and any
+    other pickled global is refused, naming it; `weights_only=False` unpickles anything,
+    so use it only for files you trust. `map_location` and `mmap` are accepted for torch
+    compatibility: there is only the CPU.
 
     >>> import flowgrad as flow
     >>> import io
@@ -396,6 +427,8 @@ def load(f, map_location=None, weights_only=True, mmap=None):
     from safetensors import deserialize
 
     data, name = _read(f)
+    if torch_format.is_torch_file(data):
+        return torch_format.load_bytes(data, name, weights_only is not False)
     try:
         entries = deserialize(data)
         n = int.from_bytes(data[:8], "little")

@@ -1,0 +1,402 @@
+"""PyTorch's checkpoint format (`torch.save`'s zip: a pickled structure plus one raw record
+per storage), read and written without torch.
+
+Reading goes through a restricted unpickler, as `torch.load(weights_only=True)`: only tensor
+and storage rebuilds, containers (dict, OrderedDict, list, tuple, set), plain values, dtypes,
+`Size` and `device` are allowed, plus what `add_safe_globals` / `safe_globals` name; any other
+global is refused (`pickle.UnpicklingError` naming it) before anything from it runs.
+`weights_only=False` unpickles everything: only for files from a trusted source.
+
+Writing emits the same opcodes torch writes (`torch._utils._rebuild_tensor_v2` over a
+persistent storage id), so `torch.load(path, weights_only=True)` reads flowgrad's files.
+
+>>> import flowgrad as flow, io
+>>> buf = io.BytesIO()
+>>> flow.save({"w": flow.arange(3.0)}, buf, format="torch"); _ = buf.seek(0)
+>>> flow.load(buf)
+{'w': tensor([0., 1., 2.])}
+"""
+from __future__ import annotations
+
+import _compat_pickle
+import contextlib
+import io
+import pickle
+import zipfile
+from collections import Counter, OrderedDict
+
+import numpy as np
+
+from . import dtypes as _dt
+from .tensor import Size, Tensor
+
+__all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
+
+# torch's legacy storage class names <-> flowgrad dtype names
+_STORAGES = {"FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
+             "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
+             "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
+             "BoolStorage": "bool"}
+_STORAGE_OF = {v: k for k, v in _STORAGES.items()}
+# the names `torch.<dtype>` pickles as (GLOBAL 'torch float32'), aliases included
+_TORCH_DTYPES = {"float32": "float32", "float": "float32", "float64": "float64",
+                 "double": "float64", "float16": "float16", "half": "float16",
+                 "bfloat16": "bfloat16", "int64": "int64", "long": "int64", "int32": "int32",
+                 "int": "int32", "int16": "int16", "short": "int16", "int8": "int8",
+                 "uint8": "uint8", "bool": "bool"}
+_ZIP_MAGIC = b"PK\x03\x04"
+_LEGACY_MAGIC = b"\x80\x02\x8a\x0a"  # torch.save before 1.6: a pickled magic number
+_USER_SAFE_GLOBALS = {}  # "module.name" -> object, from add_safe_globals
+
+
+class _StorageType:
+    """What `torch.FloatStorage` etc. unpickle to: only its dtype matters here."""
+
+    def __init__(self, name):
+        self.name = name
+        self.dtype = _STORAGES[name]
+
+
+class _Storage:
+    """A storage being written: a 1-d array and its record key."""
+
+    def __init__(self, key, array):
+        self.key, self.array = key, array
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False,
+                       backward_hooks=None, metadata=None):
+    """torch._utils._rebuild_tensor_v2: a view of `storage` (a 1-d array). Bounds are
+    checked by NumPy (an ndarray refuses a view reaching outside its buffer), so a crafted
+    file cannot read other memory."""
+    if not isinstance(storage, np.ndarray) or storage.ndim != 1:
+        raise pickle.UnpicklingError("_rebuild_tensor_v2: the storage argument is not a "
+                                     "storage record of the file")
+    size, stride = tuple(size), tuple(stride)
+    if not all(isinstance(v, int) and v >= 0 for v in (storage_offset, *size, *stride)) \
+            or len(size) != len(stride):
+        raise pickle.UnpicklingError(
+            f"_rebuild_tensor_v2: malformed view (offset {storage_offset}, size {size}, "
+            f"stride {stride})")
+    item = storage.itemsize
+    try:
+        arr = np.ndarray(size, storage.dtype, buffer=storage, offset=storage_offset * item,
+                         strides=tuple(s * item for s in stride))
+    except (ValueError, TypeError) as exc:
+        raise pickle.UnpicklingError(
+            f"_rebuild_tensor_v2: a tensor of size {list(size)}, stride {list(stride)} at "
+            f"offset {storage_offset} does not fit in its storage of {storage.size} "
+            f"elements ({exc}); the file is corrupt") from None
+    t = Tensor._wrap(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks=None, state=None):
+    from .nn.parameter import Parameter
+
+    p = Parameter(data, requires_grad)
+    for k, v in (state or {}).items():
+        setattr(p, k, v)
+    return p
+
+
+def _rebuild_from_type_v2(func, new_type, args, state):
+    """torch._tensor._rebuild_from_type_v2 (tensors with attributes, Parameters)."""
+    t = func(*args)
+    if new_type is not Tensor and not isinstance(t, new_type):
+        t = new_type(t)
+    for k, v in (state or {}).items():
+        setattr(t, k, v)
+    return t
+
+
+def _encode(obj, encoding="latin1"):
+    """_codecs.encode, as protocol 2 pickles bytes; only str to bytes."""
+    if not isinstance(obj, str) or encoding != "latin1":
+        raise pickle.UnpicklingError("_codecs.encode is allowed only for bytes (str, latin1)")
+    return obj.encode("latin1")
+
+
+def _device(spec="cpu", index=None):
+    from .device import device
+
+    try:
+        return device(spec, index)
+    except RuntimeError:  # a 'cuda:0' in a checkpoint: flowgrad loads everything on the CPU
+        return device("cpu")
+
+
+def _allowed_globals():
+    from .nn.parameter import Parameter
+
+    allowed = {"collections.OrderedDict": OrderedDict, "collections.Counter": Counter,
+               "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
+               "torch._utils._rebuild_parameter": _rebuild_parameter,
+               "torch._utils._rebuild_parameter_with_state": _rebuild_parameter,
+               "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
+               "torch.nn.parameter.Parameter": Parameter, "torch.Tensor": Tensor,
+               "torch.Size": Size, "torch.device": _device, "_codecs.encode": _encode,
+               "builtins.set": set, "builtins.frozenset": frozenset,
+               "builtins.bytearray": bytearray, "builtins.complex": complex}
+    allowed.update({f"torch.{k}": _dt._BY_NAME[v] for k, v in _TORCH_DTYPES.items()
+                    if v in _dt._BY_NAME})
+    allowed.update({f"torch.{k}": _StorageType(k) for k in _STORAGES})
+    return allowed
+
+
+def _refusal(qualname):
+    return pickle.UnpicklingError(
+        "Weights only load failed. This file can still be loaded, to do so you have two "
+        "options, do those steps only if you trust the source of the checkpoint.\n\t(1) "
+        "Re-running `flowgrad.load` with `weights_only` set to `False` will likely succeed, "
+        "but it can result in arbitrary code execution. Do it only if you got the file from "
+        "a trusted source.\n\t(2) Alternatively, to load with `weights_only=True` please "
+        "check the recommended steps in the following error message.\n\tWeightsUnpickler "
+        f"error: Unsupported global: GLOBAL {qualname} was not an allowed global by default. "
+        f"Please use `flowgrad.serialization.add_safe_globals([{qualname}])` or the "
+        f"`flowgrad.serialization.safe_globals([{qualname}])` context manager to allowlist "
+        "this global if you trust this class/function.")
+
+
+def _qualname(obj):
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
+
+
+def add_safe_globals(safe_globals):
+    """Allow these classes/functions in `load(weights_only=True)`; entries are objects or
+    `(object, "module.name")` pairs, as torch.serialization.add_safe_globals.
+
+    >>> import flowgrad as flow
+    >>> class Config: pass
+    >>> flow.serialization.add_safe_globals([Config])
+    >>> Config in flow.serialization.get_safe_globals()
+    True
+    >>> flow.serialization.clear_safe_globals()
+    """
+    for entry in safe_globals:
+        if isinstance(entry, tuple):
+            obj, name = entry
+        else:
+            obj, name = entry, _qualname(entry)
+        _USER_SAFE_GLOBALS[name] = obj
+
+
+def get_safe_globals():
+    """The objects `add_safe_globals` allowed (torch's function of the same name)."""
+    return list(_USER_SAFE_GLOBALS.values())
+
+
+def clear_safe_globals():
+    """Forget every `add_safe_globals` entry."""
+    _USER_SAFE_GLOBALS.clear()
+
+
+@contextlib.contextmanager
+def safe_globals(safe_globals):
+    """Context manager: `add_safe_globals(safe_globals)` for the `with` block only.
+
+    >>> import flowgrad as flow
+    >>> with flow.serialization.safe_globals([Counter]):
+    ...     len(flow.serialization.get_safe_globals())
+    1
+    """
+    saved = dict(_USER_SAFE_GLOBALS)
+    add_safe_globals(safe_globals)
+    try:
+        yield
+    finally:
+        _USER_SAFE_GLOBALS.clear()
+        _USER_SAFE_GLOBALS.update(saved)
+
+
+class _Unpickler(pickle.Unpickler):
+    """Resolves torch's names to flowgrad's; with `restricted` (weights_only) nothing but
+    the allow-list: find_class is the only way a pickle reaches a callable."""
+
+    def __init__(self, file, zf, prefix, restricted):
+        super().__init__(file)
+        self.zf, self.prefix, self.restricted = zf, prefix, restricted
+        self.allowed = _allowed_globals()
+        self.storages = {}
+
+    def find_class(self, module, name):
+        # protocol 2 spells Python 3 names the Python 2 way (__builtin__.set)
+        if (module, name) in _compat_pickle.NAME_MAPPING:
+            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+        module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+        qualname = f"{module}.{name}"
+        if qualname in self.allowed:
+            return self.allowed[qualname]
+        if qualname in _USER_SAFE_GLOBALS:
+            return _USER_SAFE_GLOBALS[qualname]
+        if self.restricted:
+            raise _refusal(qualname)
+        if module == "torch" or module.startswith("torch."):
+            raise pickle.UnpicklingError(
+                f"flowgrad.load: the checkpoint pickles the torch object {qualname}, which "
+                "flowgrad cannot rebuild; save its state_dict() with torch and load that")
+        return super().find_class(module, name)
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
+                and isinstance(pid[1], _StorageType) and isinstance(pid[2], str)):
+            raise pickle.UnpicklingError(f"flowgrad.load: unsupported persistent id {pid!r}; "
+                                         "only torch tensor storages are read")
+        _, stype, key, _location, numel = pid
+        if key not in self.storages:
+            dtype = _dt._BY_NAME.get(stype.dtype)
+            if dtype is None:
+                raise pickle.UnpicklingError(f"flowgrad.load: {stype.name} needs the "
+                                             "ml_dtypes package (bfloat16)")
+            name = f"{self.prefix}data/{key}"
+            try:
+                raw = self.zf.read(name)
+            except KeyError:
+                raise pickle.UnpicklingError(f"flowgrad.load: the storage record {name!r} "
+                                             "is missing; the file is corrupt") from None
+            if not isinstance(numel, int) or len(raw) < numel * dtype.itemsize:
+                raise pickle.UnpicklingError(
+                    f"flowgrad.load: storage {key!r} holds {len(raw)} bytes, fewer than "
+                    f"{numel} {dtype.name} elements; the file is corrupt")
+            # a bytearray buffer: the loaded tensors are writable, as torch's
+            arr = np.frombuffer(bytearray(raw[:numel * dtype.itemsize]), dtype.np)
+            self.storages[key] = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+        return self.storages[key]
+
+
+def is_torch_file(data):
+    """True for torch.save's zip format (and its legacy pickle format)."""
+    return data[:4] == _ZIP_MAGIC or data[:4] == _LEGACY_MAGIC
+
+
+def load_bytes(data, name, weights_only=True):
+    """Read the bytes of a torch checkpoint (see the module docstring)."""
+    if data[:4] == _LEGACY_MAGIC:
+        raise ValueError(f"flowgrad.load: {name} is in torch's legacy (pre-1.6) format, which "
+                         "flowgrad does not read; re-save it with a newer torch.save")
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        names = zf.namelist()
+    except (zipfile.BadZipFile, ValueError) as exc:
+        raise ValueError(f"flowgrad.load: {name} is not a valid torch zip checkpoint ({exc})") \
+            from None
+    pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
+    if len(pkl) != 1:
+        raise ValueError(f"flowgrad.load: {name} is a zip file without the data.pkl record "
+                         "of a torch checkpoint")
+    prefix = pkl[0][:-len("data.pkl")]
+    byteorder = f"{prefix}byteorder"
+    if byteorder in names and zf.read(byteorder).strip() not in (b"little", b""):
+        raise ValueError(f"flowgrad.load: {name} was written on a big-endian machine; "
+                         "flowgrad reads little-endian checkpoints")
+    unpickler = _Unpickler(io.BytesIO(zf.read(pkl[0])), zf, prefix, weights_only)
+    try:
+        return unpickler.load()
+    except RecursionError:
+        raise pickle.UnpicklingError(f"flowgrad.load: {name} nests too deeply") from None
+
+
+class _Pickler(pickle._Pickler):
+    """The pure-Python pickler, with tensors, dtypes, sizes and devices written as torch
+    writes them (GLOBAL torch names that cannot be imported here, hence emitted by hand)."""
+
+    def __init__(self, file):
+        super().__init__(file, protocol=2)
+        self.storages = {}  # id(root array) -> _Storage
+
+    def global_name(self, module, name):
+        self.write(pickle.GLOBAL + f"{module}\n{name}\n".encode())
+
+    def save(self, obj, save_persistent_id=True):
+        from .device import device
+        from .nn.parameter import Parameter
+
+        kind = type(obj)
+        if not (isinstance(obj, (Tensor, _dt.dtype, _StorageType, device)) or kind is Size):
+            return super().save(obj, save_persistent_id)
+        memo = self.memo.get(id(obj))
+        if memo is not None:
+            self.write(self.get(memo[0]))
+            return
+        if isinstance(obj, _StorageType):
+            self.global_name("torch", obj.name)
+            return  # a marker made per storage: not memoised
+        if isinstance(obj, _dt.dtype):
+            self.global_name("torch", obj.name)
+        elif kind is Size:
+            self.global_name("torch", "Size")
+            self.save((tuple(int(s) for s in obj),))
+            self.write(pickle.REDUCE)
+        elif isinstance(obj, device):
+            self.global_name("torch", "device")
+            self.save((obj.type,))
+            self.write(pickle.REDUCE)
+        elif isinstance(obj, Parameter):
+            self.global_name("torch._utils", "_rebuild_parameter")
+            self.write(pickle.MARK)
+            self.save_tensor(obj, False)
+            self.save(obj.requires_grad)
+            self.save(OrderedDict())
+            self.write(pickle.TUPLE + pickle.REDUCE)
+        else:
+            self.save_tensor(obj, obj.requires_grad)
+        self.memoize(obj)
+
+    def save_tensor(self, t, requires_grad):
+        storage, offset, strides = self.storage_of(t._data)
+        self.global_name("torch._utils", "_rebuild_tensor_v2")
+        self.save((storage, offset, tuple(t._data.shape), strides, requires_grad,
+                   OrderedDict()))
+        self.write(pickle.REDUCE)
+
+    def storage_of(self, data):
+        """(storage, element offset, element strides): the root array the data views when
+        it is one contiguous allocation (views then share it, as torch's), else a copy."""
+        root = data
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        item = data.itemsize
+        ptr, rptr = data.__array_interface__["data"][0], root.__array_interface__["data"][0]
+        if root.flags.c_contiguous and root.dtype == data.dtype and \
+                data.dtype.byteorder != ">" and (ptr - rptr) % item == 0 and \
+                all(s >= 0 and s % item == 0 for s in data.strides) and \
+                rptr <= ptr and ptr + sum((n - 1) * s for n, s in zip(data.shape, data.strides)
+                                          if n) + item <= rptr + root.nbytes:
+            return self.storage(root), (ptr - rptr) // item, tuple(s // item
+                                                                  for s in data.strides)
+        flat = np.ascontiguousarray(data.reshape(-1)).astype(data.dtype.newbyteorder("<"))
+        contiguous = tuple(int(np.prod(data.shape[i + 1:])) for i in range(data.ndim))
+        return self.storage(flat), 0, contiguous
+
+    def storage(self, root):
+        s = self.storages.get(id(root))
+        if s is None:
+            name = _dt.from_numpy_dtype(root.dtype).name
+            if name not in _STORAGE_OF:
+                raise TypeError(f"flowgrad.save: torch has no storage for dtype {name}")
+            s = self.storages[id(root)] = _Storage(str(len(self.storages)), root)
+        return s
+
+    def persistent_id(self, obj):
+        if isinstance(obj, _Storage):
+            name = _STORAGE_OF[_dt.from_numpy_dtype(obj.array.dtype).name]
+            return ("storage", _StorageType(name), obj.key, "cpu", int(obj.array.size))
+        return None
+
+
+def save_bytes(obj):
+    """`obj` in torch's zip format (the bytes of a .pt file)."""
+    buf = io.BytesIO()
+    pickler = _Pickler(buf)
+    pickler.dump(obj)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("archive/data.pkl", buf.getvalue())
+        zf.writestr("archive/byteorder", "little")
+        for s in pickler.storages.values():
+            zf.writestr(f"archive/data/{s.key}", np.ascontiguousarray(s.array).tobytes())
+        zf.writestr("archive/version", "3\n")
+    return out.getvalue()
+
