@@ -15,6 +15,7 @@ from . import (
     nn,  # noqa: E402,I001 - nn builds on everything above
     ops,
     optim,
+    special,
     utils,
 )
 from .autograd.grad_mode import (
@@ -60,6 +61,7 @@ from .ops.scan import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403
 from .ops.sort import *  # noqa: F401,F403
 from .ops.spatial import pixel_shuffle, pixel_unshuffle  # noqa: F401
+from .ops.special_fns import *  # noqa: F401,F403
 from .ops.split import *  # noqa: F401,F403
 from .ops.stats import *  # noqa: F401,F403
 from .ops.torch_spellings import *  # noqa: F401,F403 - after the *s: torch.* keyword names

@@ -1,9 +1,10 @@
 """Data types and torch's type-promotion rules.
 
-A flowgrad dtype wraps a NumPy dtype and knows its category (bool < integer < floating).
-`promote_types` and `result_type` follow torch: within a category the wider type wins;
-a higher category wins across categories; dimensioned tensors outrank zero-dim tensors,
-which outrank Python scalars, but only inside one category.
+A flowgrad dtype wraps a NumPy dtype and knows its category (bool < integer < floating <
+complex). `promote_types` and `result_type` follow torch: within a category the wider type
+wins; a higher category wins across categories (a complex one keeps the wider float's
+precision: float64 with complex64 gives complex128); dimensioned tensors outrank zero-dim
+tensors, which outrank Python scalars, but only inside one category.
 
 >>> import flowgrad as flow
 >>> flow.promote_types(flow.int32, flow.float16)
@@ -18,6 +19,7 @@ import numpy as np
 __all__ = [
     "dtype", "float16", "half", "float32", "float", "float64", "double", "bfloat16",
     "int8", "int16", "int32", "int", "int64", "long", "uint8", "bool",
+    "complex64", "cfloat", "complex128", "cdouble",
     "promote_types", "result_type", "get_default_dtype", "set_default_dtype", "finfo", "iinfo",
     "is_floating_point",
 ]
@@ -31,12 +33,16 @@ class dtype:  # noqa: N801 - named like torch.dtype
     def __init__(self, name: str, np_dtype, category: int):
         self.name = name
         self.np = np.dtype(np_dtype)
-        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.category = category  # 0 bool, 1 integer, 2 floating, 3 complex
         self.itemsize = self.np.itemsize
 
     @property
     def is_floating_point(self) -> bool:
         return self.category == 2
+
+    @property
+    def is_complex(self) -> bool:
+        return self.category == 3
 
     @property
     def is_signed(self) -> bool:
@@ -62,9 +68,12 @@ int64 = dtype("int64", np.int64, 1)
 float16 = dtype("float16", np.float16, 2)
 float32 = dtype("float32", np.float32, 2)
 float64 = dtype("float64", np.float64, 2)
+complex64 = dtype("complex64", np.complex64, 3)
+complex128 = dtype("complex128", np.complex128, 3)
 half, float, double, int, long = float16, float32, float64, int32, int64  # noqa: A001
+cfloat, cdouble = complex64, complex128
 
-_ALL = [bool, uint8, int8, int16, int32, int64, float16, float32, float64]
+_ALL = [bool, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128]
 try:  # bfloat16 is optional: it needs the ml_dtypes package
     import ml_dtypes
 
@@ -80,22 +89,60 @@ _FROM_NP = {d.np: d for d in _ALL}
 def from_numpy_dtype(np_dtype) -> dtype:
     """The flowgrad dtype of a NumPy dtype; raises TypeError for unsupported ones."""
     try:
-        return _FROM_NP[np_dtype]
+        d = _FROM_NP[np_dtype]
     except KeyError:
         d = _FROM_NP.get(np.dtype(np_dtype))
         if d is None:
             raise TypeError(
                 f"flowgrad does not support NumPy dtype {np.dtype(np_dtype)}; "
                 f"supported: {', '.join(x.name for x in _ALL)}") from None
+    if d.category == 3:
+        complex_in_use()
+    return d
+
+
+_complex_seen = [False]
+
+
+def complex_in_use():
+    """Called where a complex dtype enters (factories, casts, tensor data, promotion): from
+    then on the interpreter refuses complex inputs to ops not audited for them. Until then
+    real-only programs pay nothing for the check."""
+    if not _complex_seen[0]:
+        _complex_seen[0] = True
+        from .autograd import interpreter
+
+        interpreter.complex_checks = True
+
+
+def to_complex(d: dtype) -> dtype:
+    """The complex dtype with `d`'s precision: complex128 for float64, complex64 otherwise
+    (torch's complex32 for float16 does not exist here)."""
+    if d.category == 3:
         return d
+    return complex128 if d is float64 else complex64
+
+
+def to_real(d: dtype) -> dtype:
+    """The real dtype of a complex dtype's parts (float32 for complex64); others unchanged."""
+    return {complex64: float32, complex128: float64}.get(d, d)
+
+
+def default_complex() -> dtype:
+    """complex64, or complex128 when the default float dtype is float64 (torch's)."""
+    return to_complex(get_default_dtype())
 
 
 def as_dtype(d) -> dtype:
     """Accept a flowgrad dtype, a NumPy dtype or type, a Python type, a torch dtype or a name."""
     if type(d) is dtype:
+        if d.category == 3:
+            complex_in_use()
         return d
     if d is builtins.float:
         return get_default_dtype()
+    if d is builtins.complex:
+        return as_dtype(default_complex())
     if d is builtins.int:
         return int64
     if d is builtins.bool:
@@ -103,9 +150,9 @@ def as_dtype(d) -> dtype:
     if isinstance(d, str) or type(d).__module__ == "torch":
         name = str(d).replace("torch.", "").replace("flowgrad.", "")
         name = {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
-                "int": "int32"}.get(name, name)
+                "int": "int32", "cfloat": "complex64", "cdouble": "complex128"}.get(name, name)
         if name in _BY_NAME:
-            return _BY_NAME[name]
+            return as_dtype(_BY_NAME[name])
         raise TypeError(f"unknown dtype {d!r}; supported: {', '.join(_BY_NAME)}")
     return from_numpy_dtype(d)
 
@@ -116,9 +163,19 @@ _ORDER = {"bool": 0, "uint8": 1, "int8": 1, "int16": 2, "int32": 3, "int64": 4,
 
 
 def promote_types(a: dtype, b: dtype) -> dtype:
-    """The smallest dtype both `a` and `b` convert to without loss, by torch's table."""
+    """The smallest dtype both `a` and `b` convert to without loss, by torch's table.
+
+    >>> import flowgrad as flow
+    >>> flow.promote_types(flow.float64, flow.complex64)
+    flowgrad.complex128
+    """
     if a is b:
         return a
+    if a.category == 3 or b.category == 3:
+        ra, rb = to_real(a), to_real(b)
+        if ra.category < 2 or rb.category < 2:
+            return a if a.category == 3 else b
+        return to_complex(promote_types(ra, rb))
     na, nb = a.name, b.name
     if {na, nb} == {"uint8", "int8"}:
         return int16
@@ -167,15 +224,25 @@ def result_type(*operands) -> dtype:
             d, tier = int64, 2
         elif isinstance(x, (builtins.float, np.floating)):
             d, tier = get_default_dtype(), 2
+        elif isinstance(x, (builtins.complex, np.complexfloating)):
+            d, tier = default_complex(), 2
         else:
             d, tier = as_dtype(x), 0
         cur = tiers[tier]
         tiers[tier] = d if cur is None else promote_types(cur, d)
-    result = None
-    for d in tiers:
-        if d is not None and (result is None or d.category > result.category):
-            result = d
-    return result
+    return _combine(tiers[0], _combine(tiers[1], tiers[2]))
+
+
+def _combine(higher, lower):
+    """torch's combine_categories: `higher` (a higher tier) wins unless `lower` has a higher
+    category; a complex lower tier keeps a floating higher tier's precision."""
+    if higher is None:
+        return lower
+    if lower is None or lower.category <= higher.category:
+        return higher
+    if lower.category == 3 and higher.category == 2:
+        return to_complex(higher)
+    return lower if lower.category == 3 else promote_types(higher, lower)
 
 
 class finfo:  # noqa: N801 - torch's name
@@ -187,7 +254,7 @@ class finfo:  # noqa: N801 - torch's name
     """
 
     def __init__(self, type=None):
-        d = as_dtype(type) if type is not None else get_default_dtype()
+        d = to_real(as_dtype(type)) if type is not None else get_default_dtype()
         if not d.is_floating_point:
             raise TypeError(f"finfo: {d} is not a floating point dtype; use iinfo for integers")
         info = ml_dtypes.finfo(d.np) if d.name == "bfloat16" else np.finfo(d.np)

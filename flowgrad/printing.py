@@ -38,6 +38,15 @@ def _format_array(a):
         width = max((len(fmt(v)) for v in a.ravel()), default=0)
         return np.array2string(a, formatter={"float": lambda v: fmt(v).rjust(width)},
                                **options)
+    if a.dtype.kind == "c":  # torch formats the real and the imaginary parts separately
+        re, im = a.real.astype(np.float64), a.imag.astype(np.float64)
+        fre, fim = _float_format(re[np.isfinite(re)]), _float_format(im[np.isfinite(im)])
+        width = max((len(fre(v)) for v in re.ravel()), default=0)
+
+        def element(v):
+            imag = fim(v.imag)
+            return fre(v.real).rjust(width) + ("" if imag[0] in "+-" else "+") + imag + "j"
+        return np.array2string(a, formatter={"complexfloat": element}, **options)
     if a.dtype.kind == "b":
         width = 5 if (~a).any() else 4
         return np.array2string(a, formatter={"bool": lambda v: str(bool(v)).rjust(width)},
@@ -52,7 +61,8 @@ def tensor_repr(t) -> str:
     extras = []
     name = a.dtype.name if a.dtype.kind != "V" else "bfloat16"
     default = _dt.get_default_dtype().name
-    if name not in _DEFAULT_SUFFIXLESS and name != default:
+    if name not in _DEFAULT_SUFFIXLESS and name != default and \
+            name != _dt.to_complex(_dt.get_default_dtype()).name:
         extras.append(f"dtype=flowgrad.{name}")
     if a.size == 0 and a.ndim != 1:
         extras.append(f"size={tuple(a.shape)}")

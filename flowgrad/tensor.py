@@ -170,9 +170,9 @@ class Tensor:
                     f"was computed by {self._grad_fn.name}. Use detach() to get a tensor "
                     "that does not require grad")
             return self
-        if requires_grad and self._data.dtype.kind not in "fV":
+        if requires_grad and self._data.dtype.kind not in "fVc":
             raise RuntimeError(
-                f"only tensors of floating point dtype can require gradients; got "
+                f"only tensors of floating point and complex dtype can require gradients; got "
                 f"{self.dtype} (shape {tuple(self._data.shape)}); convert with .float() first")
         if self._meta is None:
             if not requires_grad:

@@ -278,8 +278,8 @@ def test_tensor_of_tensors_and_numpy_float64_keep_flowgrads_typing():
     assert flow.tensor([np.float64(1.5), 2]).dtype is flow.float32
 
 
-def test_tensor_of_complex_or_other_objects_still_raises_type_error():
-    for data in ([1 + 2j], 1j, ["a"], [None], [{1, 2}]):
+def test_tensor_of_other_objects_still_raises_type_error():
+    for data in (["a"], [None], [{1, 2}]):
         with pytest.raises(TypeError):
             flow.tensor(data)
     with pytest.raises(ValueError, match="inhomogeneous"):

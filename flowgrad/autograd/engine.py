@@ -219,6 +219,8 @@ def _fit_grad(g, shape, dtype, node):
     if g._data.dtype != dtype:
         from ..dtypes import _FROM_NP
 
+        if g._data.dtype.kind == "c" and dtype.kind != "c":  # a real input of a complex op:
+            g = g.real                                       # its grad is the real part
         g = g.to(_FROM_NP[dtype])
     return g
 
@@ -300,6 +302,11 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
                 raise RuntimeError(
                     f"grad can be implicitly created only for scalar outputs; output {i} has "
                     f"shape {tuple(out._data.shape)}: pass gradient= (a tensor of that shape)")
+            if out._data.dtype.kind == "c":
+                raise RuntimeError(
+                    f"grad can be implicitly created only for real scalar outputs but got "
+                    f"{out.dtype}; call backward on a real loss (.abs(), .real) or pass "
+                    f"gradient=")
             g = Tensor._wrap(out._data.dtype.type(1) * __import__("numpy").ones_like(out._data))
         else:
             if not isinstance(g, Tensor):

@@ -18,7 +18,19 @@ from .node import CaptureState, FunctionNode, SavedTensor
 from .views import mark_view, replay_view, sync_view, view_error, writable_alias
 
 _state = grad_mode._state
-_FLOAT_KINDS = frozenset("fV")  # 'V': ml_dtypes' bfloat16
+_FLOAT_KINDS = frozenset("fVc")  # 'V': ml_dtypes' bfloat16; 'c': complex (differentiable)
+complex_checks = False  # set once a complex dtype is first used (dtypes.complex_in_use)
+
+
+def refuse_complex(op, inputs):
+    """torch refuses complex inputs to relu, max, comparisons...: so does every op here that
+    was not audited for complex (`@op(..., complex=True)`), rather than computing NumPy's
+    lexicographic order or a gradient without the conjugates."""
+    for t in inputs:
+        if t._data.dtype.kind == "c":
+            raise RuntimeError(
+                f"{op.name} is not supported for complex tensors (got {t.dtype}, shape "
+                f"{tuple(t._data.shape)}); apply it to .real, .imag or .abs() instead")
 
 
 def _needs_record(inputs) -> bool:
@@ -53,6 +65,8 @@ class AutogradInterpreter:
     @staticmethod
     def apply(op, inputs, attrs):
         """Run `op` on tensors `inputs` with keyword `attrs`; return its output tensor(s)."""
+        if complex_checks and not op.complex:
+            refuse_complex(op, inputs)
         record = _state.enabled and op.backward is not None and _needs_record(inputs)
         arrays = [t._data for t in inputs]
         xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np  # from the device

@@ -106,8 +106,8 @@ def _dtype_of(examples, tensors):
             kinds.add(_dt.int64)
         elif issubclass(t, (float, np.floating)):
             kinds.add(_dt.get_default_dtype())
-        elif issubclass(t, complex):
-            raise TypeError("flowgrad does not support complex numbers")
+        elif issubclass(t, (complex, np.complexfloating)):
+            kinds.add(_dt.as_dtype(complex))
         else:
             raise TypeError(f"tensor(): could not infer a dtype for element {x!r} of type "
                             f"{t.__name__}; pass numbers, lists, arrays or tensors")

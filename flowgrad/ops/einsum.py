@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor
+from .complex import conj
 from .registry import op
 
 __all__ = ["einsum", "tensordot"]
@@ -40,7 +41,7 @@ def _path(eq, arrays):
     return path
 
 
-@op("einsum", save="inputs")
+@op("einsum", save="inputs", complex=True)
 def _einsum(xp, *arrays, eq):
     if len(arrays) == 1:
         r = xp.einsum(eq, arrays[0])
@@ -53,7 +54,7 @@ def _einsum(xp, *arrays, eq):
 def _(ctx, dy):
     ins, out = ctx.eq.split("->")
     subs = ins.split(",")
-    operands = ctx.inputs
+    operands = [conj(t) for t in ctx.inputs]  # torch's convention for complex
     grads = []
     for i, sub in enumerate(subs):
         if not ctx.needs_input_grad[i]:

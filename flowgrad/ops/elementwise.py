@@ -39,6 +39,7 @@ from .compare import (  # noqa: F401 - comparisons, re-exported; their module si
     ne,
     tie_weights,
 )
+from .complex import conj
 from .registry import op
 
 __all__ = [
@@ -51,7 +52,7 @@ __all__ = [
 
 
 # ---- arithmetic: tensor (op) tensor -------------------------------------------------------
-@op("add")
+@op("add", complex=True)
 def _add(xp, a, b):
     return a + b
 
@@ -61,7 +62,7 @@ def _(ctx, dy):
     return dy, dy
 
 
-@op("sub")
+@op("sub", complex=True)
 def _sub(xp, a, b):
     return a - b
 
@@ -71,19 +72,19 @@ def _(ctx, dy):
     return dy, (-dy if ctx.needs_input_grad[1] else None)
 
 
-@op("mul", save="inputs for others")
+@op("mul", save="inputs for others", complex=True)
 def _mul(xp, a, b):
     return a * b
 
 
 @_mul.grad
-def _(ctx, dy):
+def _(ctx, dy):  # conj: the identity for real tensors (complex: torch's convention)
     a, b = ctx.inputs
     need = ctx.needs_input_grad
-    return (dy * b if need[0] else None), (dy * a if need[1] else None)
+    return (dy * conj(b) if need[0] else None), (dy * conj(a) if need[1] else None)
 
 
-@op("div", save="inputs")
+@op("div", save="inputs", complex=True)
 def _div(xp, a, b):
     return a / b
 
@@ -91,11 +92,12 @@ def _div(xp, a, b):
 @_div.grad
 def _(ctx, dy):
     a, b = ctx.inputs
+    b = conj(b)
     da = _grad_div(dy, b)
-    return da, (-_grad_div(da * a, b) if ctx.needs_input_grad[1] else None)
+    return da, (-_grad_div(da * conj(a), b) if ctx.needs_input_grad[1] else None)
 
 
-@op("pow", save="inputs outputs")
+@op("pow", save="inputs outputs", complex=True)
 def _pow(xp, a, b):
     if b.dtype.kind in "iu" and (b < 0).any():
         # torch truncates integer a ** -n = 1 / a ** n: 0 unless |a| == 1 (NumPy raises)
@@ -108,9 +110,9 @@ def _pow(xp, a, b):
 def _(ctx, dy):
     (a, b), y = ctx.inputs, ctx.out
     need = ctx.needs_input_grad
-    da = _grad_mul(dy, b * a ** (b - 1)) if need[0] else None
+    da = _grad_mul(dy, conj(b * a ** (b - 1))) if need[0] else None
     # torch's convention: d(a**b)/db is 0 where a == 0 (instead of 0 * log 0 = nan)
-    db = dy * where(a == 0, 0.0, y * log(where(a == 0, 1.0, a))) if need[1] else None
+    db = dy * conj(where(a == 0, 0.0, y * log(where(a == 0, 1.0, a)))) if need[1] else None
     return da, db
 
 
@@ -120,7 +122,7 @@ def _same(x, r):
     return r if r.dtype is x.dtype else r.astype(x.dtype)
 
 
-@op("scalar_add")
+@op("scalar_add", complex=True)
 def _scalar_add(xp, x, *, value):
     r = x + value
     return r if r.dtype is x.dtype else r.astype(x.dtype)  # inline _same: hot path
@@ -131,8 +133,9 @@ def _(ctx, dy):
     return dy
 
 
-@op("scalar_mul", save="attrs")  # torch keeps the scalar as a saved tensor: a 2nd backward
-                                 # through a freed graph raises there, so here too
+# torch keeps the scalar as a saved tensor: a 2nd backward through a freed graph raises there,
+# so here too
+@op("scalar_mul", save="attrs", complex=True)
 def _scalar_mul(xp, x, *, value):
     r = x * value
     return r if r.dtype is x.dtype else r.astype(x.dtype)  # inline _same: hot path
@@ -143,7 +146,7 @@ def _(ctx, dy):
     return dy * ctx.value
 
 
-@op("scalar_div", save="attrs")  # as scalar_mul
+@op("scalar_div", save="attrs", complex=True)  # as scalar_mul
 def _scalar_div(xp, x, *, value):
     return _same(x, x / value)
 
@@ -153,7 +156,7 @@ def _(ctx, dy):
     return dy / ctx.value
 
 
-@op("scalar_rdiv", save="inputs")
+@op("scalar_rdiv", save="inputs", complex=True)
 def _scalar_rdiv(xp, x, *, value):
     return _same(x, value / x)
 
@@ -161,10 +164,10 @@ def _scalar_rdiv(xp, x, *, value):
 @_scalar_rdiv.grad
 def _(ctx, dy):  # from the input alone: `y = 1 / x; y.add_(1)` leaves backward valid
     (x,) = ctx.inputs
-    return -_grad_mul(dy, ctx.value / (x * x))
+    return -_grad_mul(dy, ctx.value / conj(x * x))
 
 
-@op("scalar_pow", save="inputs")
+@op("scalar_pow", save="inputs", complex=True)
 def _scalar_pow(xp, x, *, exponent):
     return _same(x, x ** exponent)
 
@@ -172,6 +175,7 @@ def _scalar_pow(xp, x, *, exponent):
 @_scalar_pow.grad
 def _(ctx, dy):
     (x,), e = ctx.inputs, ctx.exponent
+    x = conj(x)
     if e == 0:
         return dy * 0.0
     if e == 1:
@@ -181,14 +185,14 @@ def _(ctx, dy):
     return _grad_mul(dy, (x ** (e - 1)) * e)  # x ** -0.5 at 0: inf, masked where dy == 0
 
 
-@op("scalar_rpow", save="outputs")
+@op("scalar_rpow", save="outputs", complex=True)
 def _scalar_rpow(xp, x, *, base):
     return _same(x, base ** x)
 
 
 @_scalar_rpow.grad
 def _(ctx, dy):
-    return dy * ctx.out * math.log(ctx.base) if ctx.base > 0 else dy * 0.0
+    return dy * conj(ctx.out) * math.log(ctx.base) if ctx.base > 0 else dy * 0.0
 
 
 # ---- masked gradient products ----------------------------------------------------------------
@@ -206,7 +210,7 @@ def masked_product(xp, m, d):
     return r
 
 
-@op("grad_mul", save="inputs")
+@op("grad_mul", save="inputs", complex=True)
 def _grad_mul(xp, dy, d):
     return masked_product(xp, dy, d)
 
@@ -216,10 +220,11 @@ def _(ctx, g):  # grad_mul is a product too, but saves both: dy's mask is needed
     dy, d = ctx.inputs
     need = ctx.needs_input_grad
     # masked on dy again: where dy == 0, g may be nan (it came through d) and must not leak
-    return (_grad_mul(g, d) if need[0] else None), (_grad_mul(dy, g) if need[1] else None)
+    return (_grad_mul(g, conj(d)) if need[0] else None), \
+        (_grad_mul(conj(dy), g) if need[1] else None)
 
 
-@op("grad_div", save="inputs")
+@op("grad_div", save="inputs", complex=True)
 def _grad_div(xp, dy, d):
     r = dy / d
     return xp.where(dy == 0, xp.zeros((), r.dtype), r)
@@ -228,13 +233,14 @@ def _grad_div(xp, dy, d):
 @_grad_div.grad
 def _(ctx, g):
     dy, d = ctx.inputs
+    dy, d = conj(dy), conj(d)
     need = ctx.needs_input_grad
     gd = _grad_div(g, d) if need[0] else None
     return gd, (-_grad_div(_grad_div(_grad_mul(dy, g), d), d) if need[1] else None)
 
 
 # ---- unary math ------------------------------------------------------------------------------
-@op("neg")
+@op("neg", complex=True)
 def _neg(xp, x):
     return -x
 
@@ -244,14 +250,16 @@ def _(ctx, dy):
     return -dy
 
 
-@op("abs", save="inputs")
+@op("abs", save="inputs", complex=True)
 def _abs(xp, x):
     return xp.abs(x)
 
 
 @_abs.grad
 def _(ctx, dy):
-    return dy * sign(ctx.inputs[0])
+    from .complex import sgn
+
+    return dy * sgn(ctx.inputs[0])  # sign for real tensors, z / |z| for complex
 
 
 @op("sign")
@@ -269,75 +277,78 @@ def _zero_grad(dy):
     return Tensor._wrap(np.zeros_like(dy._data))
 
 
-@op("exp", save="outputs")
+@op("exp", save="outputs", complex=True)
 def _exp(xp, x):
     return xp.exp(x)
 
 
 @_exp.grad
 def _(ctx, dy):
-    return dy * ctx.out
+    return dy * conj(ctx.out)
 
 
-@op("log", save="inputs")
+@op("log", save="inputs", complex=True)
 def _log(xp, x):
     return xp.log(x)
 
 
 @_log.grad
 def _(ctx, dy):
-    return _grad_div(dy, ctx.inputs[0])
+    return _grad_div(dy, conj(ctx.inputs[0]))
 
 
-@op("sqrt", save="outputs")
+@op("sqrt", save="outputs", complex=True)
 def _sqrt(xp, x):
     return xp.sqrt(x)
 
 
 @_sqrt.grad
 def _(ctx, dy):
-    return _grad_div(dy, ctx.out * 2.0)
+    return _grad_div(dy, conj(ctx.out) * 2.0)
 
 
-@op("rsqrt", save="outputs")
+@op("rsqrt", save="outputs", complex=True)
 def _rsqrt(xp, x):
     return 1.0 / xp.sqrt(x)
 
 
 @_rsqrt.grad
 def _(ctx, dy):
-    y = ctx.out
+    y = conj(ctx.out)
     return _grad_mul(dy, y * y * y * -0.5)
 
 
-@op("sin", save="inputs")
+@op("sin", save="inputs", complex=True)
 def _sin(xp, x):
     return xp.sin(x)
 
 
 @_sin.grad
 def _(ctx, dy):
-    return dy * cos(ctx.inputs[0])
+    return dy * conj(cos(ctx.inputs[0]))
 
 
-@op("cos", save="inputs")
+@op("cos", save="inputs", complex=True)
 def _cos(xp, x):
     return xp.cos(x)
 
 
 @_cos.grad
 def _(ctx, dy):
-    return -dy * sin(ctx.inputs[0])
+    return -dy * conj(sin(ctx.inputs[0]))
 
 
-@op("tanh", save="outputs")
+@op("tanh", save="outputs", complex=True)
 def _tanh(xp, x):
     return xp.tanh(x)
 
 
 @_tanh.grad
 def _(ctx, dy):
-    return _tanh_grad(ctx.out, dy)
+    y = ctx.out
+    if y._data.dtype.kind == "c":  # composed of complex-aware ops, to any order
+        return dy * conj(1 - y * y)
+    return _tanh_grad(y, dy)
 
 
 @op("tanh_grad", save="inputs")
@@ -351,8 +362,10 @@ def _(ctx, ddx):
     return (ddx * dy * y * -2.0 if ctx.needs_input_grad[0] else None), _tanh_grad(y, ddx)
 
 
-@op("sigmoid", save="outputs")
+@op("sigmoid", save="outputs", complex=True)
 def _sigmoid(xp, x):
+    if x.dtype.kind == "c":
+        return 1 / (1 + xp.exp(-x))
     # split by sign so exp never overflows
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
@@ -360,7 +373,10 @@ def _sigmoid(xp, x):
 
 @_sigmoid.grad
 def _(ctx, dy):
-    return _sigmoid_grad(ctx.out, dy)
+    y = ctx.out
+    if y._data.dtype.kind == "c":
+        return dy * conj(y * (1 - y))
+    return _sigmoid_grad(y, dy)
 
 
 @op("sigmoid_grad", save="inputs")
@@ -376,7 +392,7 @@ def _(ctx, ddx):
 
 
 # ---- selection ---------------------------------------------------------------------------------
-@op("where", save="inputs[0]")  # the condition only: writes to x or y stay valid
+@op("where", save="inputs[0]", complex=True)  # the condition only: writes to x or y stay valid
 def _where(xp, cond, x, y):
     return xp.where(cond, x, y)
 
@@ -441,7 +457,7 @@ def _promote_pair(a, b, op_name, floating=False):
     else:
         swapped = False
     if not isinstance(b, Tensor):
-        if not isinstance(b, _SCALARS) and not hasattr(b, "__array__"):
+        if not isinstance(b, (*_SCALARS, builtins.complex)) and not hasattr(b, "__array__"):
             raise TypeError(f"{op_name}(): unsupported operand type {type(b).__name__}; "
                             f"expected a Tensor or a number")
         import numpy as np
@@ -460,7 +476,7 @@ def _promote_pair(a, b, op_name, floating=False):
 def _scalar_dtype_ok(x, value):
     """True when `x op value` keeps x's dtype (torch's scalar promotion)."""
     kind = x._data.dtype.kind
-    if kind in "fV":
+    if kind in "fVc":
         return True
     if isinstance(value, builtins.float):
         return False
@@ -472,7 +488,7 @@ def _scalar_dtype_ok(x, value):
 
 def _float_of(x):
     """Ints and bools promote to the default float dtype for float-valued ops."""
-    return x if x._data.dtype.kind in "fV" else x.to(_dt.get_default_dtype())
+    return x if x._data.dtype.kind in "fVc" else x.to(_dt.get_default_dtype())
 
 
 def _binary(tensor_op, a, b, name):

@@ -21,6 +21,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.node import FunctionNode
 from ..tensor import Tensor, tensor_method
+from .complex import conj
 from .reduce import _sum
 from .registry import op
 
@@ -28,7 +29,7 @@ __all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "addmv", "baddb
            "inner"]
 
 
-@op("matmul", save="inputs")
+@op("matmul", save="inputs", complex=True)
 def _matmul(xp, a, b):
     if a.ndim > 2 and b.ndim == 2:  # fold the batch into rows: one BLAS call
         rows = math.prod(a.shape[:-1])  # not -1: ambiguous when a dim is 0
@@ -39,6 +40,7 @@ def _matmul(xp, a, b):
 @_matmul.grad
 def _(ctx, dy):
     a, b = ctx.inputs
+    a, b = conj(a), conj(b)  # torch's convention for complex; the identity for real
     need = ctx.needs_input_grad
     na, nb = a.ndim, b.ndim
     if na == 2 and nb == 2:  # the common case: no reshaping
@@ -269,7 +271,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 # for the weight grad (dy^T @ x with the batch dims folded into rows: linear_wgrad) and one
 # reduction for the bias, so a weight gradient comes out of BLAS as a fresh (out, in) array
 # that the leaf's .grad can take without a copy.
-@op("linear", save="inputs for others")
+@op("linear", save="inputs for others", complex=True)
 def _linear(xp, x, w, *b):
     if w.ndim == 2 and x.ndim > 2:  # fold the batch into rows: one BLAS call
         rows = math.prod(x.shape[:-1])  # not -1: ambiguous when a dim is 0
@@ -287,7 +289,7 @@ def _linear(xp, x, w, *b):
 
 @_linear.grad
 def _(ctx, dy):
-    x, w = ctx.inputs[:2]
+    x, w = (None if t is None else conj(t) for t in ctx.inputs[:2])
     need = ctx.needs_input_grad
     dx = dw = db = None
     if need[0]:
@@ -303,7 +305,7 @@ def _(ctx, dy):
     return (dx, dw) if len(need) == 2 else (dx, dw, db)
 
 
-@op("linear_wgrad", save="inputs")
+@op("linear_wgrad", save="inputs", complex=True)
 def _linear_wgrad(xp, dy, x):
     """linear's weight gradient: dy^T @ x over all rows (2-D weight), x^T @ dy (1-D)."""
     rows = math.prod(x.shape[:-1])
@@ -315,7 +317,7 @@ def _linear_wgrad(xp, dy, x):
 
 @_linear_wgrad.grad
 def _(ctx, ddw):
-    dy, x = ctx.inputs
+    dy, x = (conj(t) for t in ctx.inputs)
     need = ctx.needs_input_grad
     d_dy = _linear(x, ddw) if need[0] else None
     if not need[1]:

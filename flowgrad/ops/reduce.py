@@ -17,6 +17,7 @@ from .. import dtypes as _dt
 from ..errors import not_a_tensor
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from .complex import conj
 from .elementwise import where
 from .registry import op
 
@@ -404,7 +405,7 @@ def select_along(x, index, dim):
 
 
 # ---- prod ----------------------------------------------------------------------------------
-@op("prod", save="inputs outputs")
+@op("prod", save="inputs outputs", complex=True)
 def _prod(xp, x, *, axes, keepdim):
     return xp.multiply.reduce(x, axis=axes, keepdims=keepdim)
 
@@ -412,6 +413,7 @@ def _prod(xp, x, *, axes, keepdim):
 @_prod.grad
 def _(ctx, dy):
     (x,), y = ctx.inputs, ctx.out
+    x, y = conj(x), conj(y)  # torch's convention for complex; the identity for real
     shape, axes = ctx.input_shapes[0], ctx.axes
     g = expand_reduced(dy, shape, axes)
     if not (x == 0).any():  # a data-dependent branch: a tracer records it as a guard

@@ -41,9 +41,10 @@ class Op:
     """A registered op: name, kernel, gradient rule, and what the rule needs saved."""
 
     __slots__ = ("name", "kernel", "backward", "save", "saved_inputs", "n_out", "node_name",
-                 "differentiable", "is_view")
+                 "differentiable", "is_view", "complex")
 
-    def __init__(self, name, kernel, save=None, n_out=1, differentiable=True, is_view=False):
+    def __init__(self, name, kernel, save=None, n_out=1, differentiable=True, is_view=False,
+                 complex=False):
         if name in REGISTRY:
             raise ValueError(f"op {name!r} is registered twice")
         self.name = name
@@ -54,6 +55,7 @@ class Op:
         self.node_name = NodeName(f"{name}_backward")
         self.differentiable = differentiable
         self.is_view = is_view
+        self.complex = complex  # audited for complex inputs (its rule conjugates as torch's)
         REGISTRY[name] = self
 
     def grad(self, rule):
@@ -76,12 +78,14 @@ class Op:
         return f"<op {self.name}>"
 
 
-def op(name, save=None, n_out=1, differentiable=True, is_view=False):
+def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=False):
     """Decorator: register a kernel as op `name`. Follow with `@<op>.grad` for its rule,
     or pass differentiable=False for ops with no gradient (comparisons, argmax).
 
     `n_out` is how many of the kernel's returned arrays are outputs (more are saved for the
-    rule as `ctx.aux`); None means all of them, however many (split, unbind)."""
+    rule as `ctx.aux`); None means all of them, however many (split, unbind). `complex=True`:
+    the op accepts complex inputs and its rule gives torch's (conjugate Wirtinger) gradients;
+    other ops refuse complex inputs with an error naming the op."""
     def register(kernel):
-        return Op(name, kernel, save, n_out, differentiable, is_view)
+        return Op(name, kernel, save, n_out, differentiable, is_view, complex)
     return register

@@ -14,6 +14,7 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from .complex import conj
 from .registry import op
 
 __all__ = ["cumsum", "cumprod", "cummax", "cummin"]
@@ -60,7 +61,7 @@ def cumsum(input, dim, *, dtype=None):
 
 
 # ---- cumprod ---------------------------------------------------------------------------------
-@op("cumprod", save="inputs outputs")
+@op("cumprod", save="inputs outputs", complex=True)
 def _cumprod(xp, x, *, dim):
     return (xp.multiply.accumulate if x.dtype.kind in "fV" else xp.cumprod)(x, axis=dim)
 
@@ -68,6 +69,7 @@ def _cumprod(xp, x, *, dim):
 @_cumprod.grad
 def _(ctx, dy):
     (x,), y, dim = ctx.inputs, ctx.out, ctx.dim
+    x, y = conj(x), conj(y)  # torch's convention for complex; the identity for real
     if not (x == 0).any():  # a data-dependent branch: a tracer records it as a guard
         # dx_i = sum_{k >= i} dy_k y_k / x_i
         return _cumsum(dy * y, dim=dim, reverse=True) / x

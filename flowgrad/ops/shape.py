@@ -21,7 +21,7 @@ __all__ = ["reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten",
            "concat", "concatenate", "stack", "clone", "broadcast_to", "swapaxes", "swapdims",
            "t", "expand_copy", "movedim", "moveaxis", "hstack", "vstack", "row_stack",
            "dstack", "column_stack", "atleast_1d", "atleast_2d", "atleast_3d",
-           "broadcast_tensors", "broadcast_shapes", "meshgrid", "ravel", "positive", "conj",
+           "broadcast_tensors", "broadcast_shapes", "meshgrid", "ravel", "positive",
            "resolve_conj", "resolve_neg"]
 
 
@@ -430,10 +430,9 @@ def _itself(name):
     return itself
 
 
-positive, conj, resolve_conj, resolve_neg = (
-    tensor_method()(_itself(n)) for n in ("positive", "conj", "resolve_conj", "resolve_neg"))
+positive, resolve_conj, resolve_neg = (  # conj, real, imag: ops/complex.py
+    tensor_method()(_itself(n)) for n in ("positive", "resolve_conj", "resolve_neg"))
 Tensor.__pos__ = positive
-Tensor.real = property(positive, doc="The real part: the tensor itself (no complex dtypes).")
 
 
 @tensor_method()

@@ -1,0 +1,391 @@
+"""Special functions beyond erf: the gamma family (lgamma, digamma, polygamma, mvlgamma, igamma),
+Bessel functions, the normal distribution (ndtr, ndtri, log_ndtr), erfcx, xlog1py, zeta, sinc,
+entr. Kernels call SciPy's special-function ufuncs (`scipy.special`, or CuPy's twin on a CuPy
+device) in float64 and cast back: their algorithms are the reference ones (Cephes, Boost,
+AMOS) and writing twenty of them again would only add bugs. Gradients follow torch's
+derivatives.yaml; where torch has none (the Bessel functions of torch.special, airy_ai) the op
+is not differentiable, as there.
+
+>>> import flowgrad as flow
+>>> flow.lgamma(flow.tensor([1.0, 5.0]))
+tensor([0.0000, 3.1781])
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+from ..tensor import Tensor, tensor_method
+from .elementwise import (
+    _float_of,
+    _grad_div,
+    _grad_mul,
+    _inplace_binary,
+    _promote_pair,
+    cos,
+    exp,
+    log,
+    sign,
+    where,
+)
+from .math import log1p
+from .registry import op
+
+__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "i0", "igamma", "igammac", "sinc"]
+
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+@functools.cache
+def _scipy_special(xp_name):
+    if xp_name == "numpy":
+        import scipy.special
+        return scipy.special
+    import cupyx.scipy.special  # a CuPy device: the same ufuncs on the GPU
+    return cupyx.scipy.special
+
+
+def scipy_call(xp, name, *arrays):
+    """scipy.special.<name>(*arrays) computed in float64, cast back to the first array's dtype
+    (float32 inputs keep float32 results, as torch's)."""
+    fn = getattr(_scipy_special(xp.__name__), name)
+    with xp.errstate(all="ignore"):
+        out = fn(*(a.astype(xp.float64, copy=False) for a in arrays))
+    return out.astype(arrays[0].dtype, copy=False)
+
+
+def _unary(name, scipy_name=None, save="inputs", differentiable=True):
+    """Register op `name` whose kernel is scipy.special.<scipy_name> of one array."""
+    sname = scipy_name or name
+    return op(name, save=save, differentiable=differentiable)(
+        lambda xp, x: scipy_call(xp, sname, x))
+
+
+def _safe(x):
+    """x with its zeros replaced by ones: for a rule's x in a denominator, the x == 0 entries
+    are then set by a `where`, and no nan reaches either branch's gradient."""
+    return where(x == 0, 1.0, x)
+
+
+# ---- the gamma family ------------------------------------------------------------------------
+_lgamma = _unary("lgamma", "gammaln")
+_digamma = _unary("digamma", "psi")
+
+
+@op("polygamma", save="inputs")
+def _polygamma(xp, x, *, n):
+    if n == 0:
+        return scipy_call(xp, "psi", x)
+    return scipy_call(xp, "polygamma", xp.full(x.shape, n, dtype=x.dtype), x)
+
+
+@_lgamma.grad
+def _(ctx, dy):
+    return dy * _digamma(ctx.inputs[0])
+
+
+@_digamma.grad
+def _(ctx, dy):
+    return dy * _polygamma(ctx.inputs[0], n=1)
+
+
+@_polygamma.grad
+def _(ctx, dy):
+    return dy * _polygamma(ctx.inputs[0], n=ctx.n + 1)
+
+
+def _not_implemented(what):
+    raise RuntimeError(f"the derivative for '{what}' is not implemented (as in torch); "
+                       f"pass that argument as a tensor that does not require grad")
+
+
+@op("igamma", save="inputs")
+def _igamma(xp, a, x):
+    return scipy_call(xp, "gammainc", a, x)
+
+
+@op("igammac", save="inputs")
+def _igammac(xp, a, x):
+    return scipy_call(xp, "gammaincc", a, x)
+
+
+def _igamma_density(ctx, name):
+    """d/dx P(a, x) = x^(a-1) e^-x / Gamma(a); torch has no derivative in a."""
+    a, x = ctx.inputs
+    if ctx.needs_input_grad[0]:
+        _not_implemented(f"{name}: input")
+    return exp((a - 1.0) * log(x) - x - _lgamma(a))
+
+
+@_igamma.grad
+def _(ctx, dy):
+    return None, dy * _igamma_density(ctx, "igamma")
+
+
+@_igammac.grad
+def _(ctx, dy):
+    return None, -dy * _igamma_density(ctx, "igammac")
+
+
+@tensor_method()
+def lgamma(input):
+    """log|Gamma(input)|.
+
+    >>> import flowgrad as flow
+    >>> flow.lgamma(flow.tensor([0.5]))
+    tensor([0.5724])
+    """
+    return _lgamma(_float_of(input))
+
+
+@tensor_method()
+def digamma(input):
+    """The logarithmic derivative of Gamma: lgamma'(input); -inf at 0, as torch.
+
+    >>> import flowgrad as flow
+    >>> flow.digamma(flow.tensor([1.0]))
+    tensor([-0.5772])
+    """
+    return _digamma(_float_of(input))
+
+
+def polygamma(n, input):
+    """The n-th derivative of digamma (n >= 0).
+
+    >>> import flowgrad as flow
+    >>> flow.polygamma(1, flow.tensor([1.0]))
+    tensor([1.6449])
+    """
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise RuntimeError(f"polygamma(n, x): n must be a non-negative integer, got {n!r}")
+    return _polygamma(_float_of(input), n=n)
+
+
+@tensor_method()
+def mvlgamma(input, p):
+    """The multivariate log-gamma function of dimension p:
+    sum_i lgamma(input - i/2) + p(p-1)/4 log(pi), i = 0..p-1; every element must be > (p-1)/2.
+
+    >>> import flowgrad as flow
+    >>> flow.mvlgamma(flow.tensor([2.5]), p=2)
+    tensor([0.8570])
+    """
+    x = _float_of(input)
+    if not isinstance(p, int) or p < 1:
+        raise RuntimeError(f"mvlgamma: p has to be greater than or equal to 1, got {p!r}")
+    if not (x._data > (p - 1) / 2).all():
+        raise RuntimeError(f"mvlgamma: All elements must be greater than (p-1)/2 = {(p - 1) / 2}"
+                           f" (p={p}); shift the input or lower p")
+    from .creation import arange  # creation imports elementwise: import here, once used
+    steps = arange(p, dtype=x.dtype) * -0.5
+    return lgamma(x.unsqueeze(-1) + steps).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+
+
+@tensor_method()
+def igamma(input, other):
+    """The regularized lower incomplete gamma function P(input, other); differentiable in
+    `other` only, as torch.
+
+    >>> import flowgrad as flow
+    >>> flow.igamma(flow.tensor([1.0]), flow.tensor([1.0]))
+    tensor([0.6321])
+    """
+    return _igamma(*_promote_pair(input, other, "igamma", floating=True))
+
+
+@tensor_method()
+def igammac(input, other):
+    """The regularized upper incomplete gamma function Q(input, other) = 1 - P(input, other).
+
+    >>> import flowgrad as flow
+    >>> flow.igammac(flow.tensor([1.0]), flow.tensor([1.0]))
+    tensor([0.3679])
+    """
+    return _igammac(*_promote_pair(input, other, "igammac", floating=True))
+
+
+# ---- erfcx, the normal distribution ----------------------------------------------------------
+_erfcx = _unary("erfcx", save="inputs outputs")
+_ndtr = _unary("ndtr")
+_ndtri = _unary("ndtri", save="outputs")
+_log_ndtr = _unary("log_ndtr", save="inputs outputs")
+
+
+@_erfcx.grad
+def _(ctx, dy):
+    return dy * (ctx.inputs[0] * ctx.out * 2.0 - _TWO_OVER_SQRT_PI)
+
+
+@_ndtr.grad
+def _(ctx, dy):
+    x = ctx.inputs[0]
+    return dy * exp(x * x * -0.5) * (1.0 / _SQRT_2PI)
+
+
+@_ndtri.grad
+def _(ctx, dy):
+    y = ctx.out
+    return dy * exp(y * y * 0.5) * _SQRT_2PI
+
+
+@_log_ndtr.grad
+def _(ctx, dy):
+    x, y = ctx.inputs[0], ctx.out
+    return dy * exp(x * x * -0.5 - y) * (1.0 / _SQRT_2PI)
+
+
+# ---- modified Bessel functions of the first kind (torch.i0, torch.special.i0e/i1/i1e) --------
+_i0 = _unary("i0")
+_i0e = _unary("i0e", save="inputs outputs")
+_i1 = _unary("i1", save="inputs outputs")
+_i1e = _unary("i1e", save="inputs outputs")
+
+
+@_i0.grad
+def _(ctx, dy):
+    return dy * _i1(ctx.inputs[0])
+
+
+@_i0e.grad
+def _(ctx, dy):
+    x = ctx.inputs[0]
+    return dy * (_i1e(x) - sign(x) * ctx.out)
+
+
+@_i1.grad
+def _(ctx, dy):
+    x = ctx.inputs[0]
+    return dy * where(x == 0, 0.5, _i0(x) - ctx.out / _safe(x))  # i1'(0) = 1/2
+
+
+@_i1e.grad
+def _(ctx, dy):
+    x = ctx.inputs[0]
+    return dy * where(x == 0, 0.5, _i0e(x) - ctx.out * (sign(x) + 1.0 / _safe(x)))
+
+
+@tensor_method()
+def i0(input):
+    """The modified Bessel function of the first kind, order 0.
+
+    >>> import flowgrad as flow
+    >>> flow.i0(flow.tensor([0.0, 1.0]))
+    tensor([1.0000, 1.2661])
+    """
+    return _i0(_float_of(input))
+
+
+# ---- xlog1py, zeta, sinc, entr ---------------------------------------------------------------
+@op("xlog1py", save="inputs")
+def _xlog1py(xp, x, y):
+    return scipy_call(xp, "xlog1py", x, y)
+
+
+@_xlog1py.grad
+def _(ctx, dy):
+    x, y = ctx.inputs
+    need = ctx.needs_input_grad
+    dx = _grad_mul(dy, where(x != 0, log1p(y), 0.0)) if need[0] else None
+    return dx, (_grad_div(dy * x, y + 1.0) if need[1] else None)
+
+
+@op("zeta", save="inputs")
+def _zeta(xp, x, q):
+    return scipy_call(xp, "zeta", x, q)
+
+
+@_zeta.grad
+def _(ctx, dy):
+    x, q = ctx.inputs
+    if ctx.needs_input_grad[0]:
+        _not_implemented("zeta")
+    return None, dy * -x * _zeta(x + 1.0, q)
+
+
+@op("sinc", save="inputs")
+def _sinc(xp, x):
+    with xp.errstate(all="ignore"):
+        return xp.sinc(x)
+
+
+@_sinc.grad
+def _(ctx, dy):
+    x = ctx.inputs[0]
+    xs = _safe(x)
+    return dy * where(x == 0, 0.0, (cos(xs * math.pi) - _sinc(xs)) / xs)
+
+
+@op("entr", save="inputs")
+def _entr(xp, x):
+    with xp.errstate(all="ignore"):
+        r = -x * xp.log(x)
+    r = xp.where(x == 0, xp.zeros((), x.dtype), r)
+    return xp.where(x < 0, xp.full((), -xp.inf, x.dtype), r)
+
+
+@_entr.grad
+def _(ctx, dy):
+    return dy * -(log(ctx.inputs[0]) + 1.0)
+
+
+@tensor_method()
+def sinc(input):
+    """The normalized sinc: sin(pi x) / (pi x), and 1 at 0.
+
+    >>> import flowgrad as flow
+    >>> flow.sinc(flow.tensor([0.0, 0.5]))
+    tensor([1.0000, 0.6366])
+    """
+    return _sinc(_float_of(input))
+
+
+# ---- torch.special's Bessel and Airy functions: no gradient in torch ------------------------
+_NO_GRAD = {"bessel_j0": "j0", "bessel_j1": "j1", "bessel_y0": "y0", "bessel_y1": "y1",
+            "modified_bessel_i0": "i0", "modified_bessel_i1": "i1", "modified_bessel_k0": "k0",
+            "modified_bessel_k1": "k1", "scaled_modified_bessel_k0": "k0e",
+            "scaled_modified_bessel_k1": "k1e"}
+NO_GRAD_OPS = {name: _unary(name, sname, save=None, differentiable=False)
+               for name, sname in _NO_GRAD.items()}
+
+
+@op("spherical_bessel_j0", differentiable=False)
+def _spherical_bessel_j0(xp, x):
+    safe = xp.where(x == 0, xp.ones((), x.dtype), x)
+    return xp.where(x == 0, xp.ones((), x.dtype), xp.sin(safe) / safe)
+
+
+@op("airy_ai", differentiable=False)
+def _airy_ai(xp, x):
+    fn = _scipy_special(xp.__name__).airy
+    with xp.errstate(all="ignore"):
+        return fn(x.astype(xp.float64, copy=False))[0].astype(x.dtype, copy=False)
+
+
+NO_GRAD_OPS["spherical_bessel_j0"] = _spherical_bessel_j0
+NO_GRAD_OPS["airy_ai"] = _airy_ai
+
+# the ops torch.special names without a top-level twin, for flowgrad.special
+SPECIAL_OPS = {"erfcx": _erfcx, "ndtr": _ndtr, "ndtri": _ndtri, "log_ndtr": _log_ndtr,
+               "i0e": _i0e, "i1": _i1, "i1e": _i1e, "entr": _entr}
+
+
+def xlog1py(input, other):
+    """input * log1p(other), and 0 where input == 0 (unless other is nan)."""
+    return _xlog1py(*_promote_pair(input, other, "xlog1py", floating=True))
+
+
+def zeta(input, other):
+    """The Hurwitz zeta function sum_k (k + other)^-input; differentiable in `other` only."""
+    return _zeta(*_promote_pair(input, other, "zeta", floating=True))
+
+
+# ---- Tensor methods and in-place variants ----------------------------------------------------
+def _polygamma_method(self, n):
+    """x.polygamma(n) is torch.polygamma(n, x)."""
+    return polygamma(n, self)
+
+
+Tensor.polygamma = _polygamma_method
+for _name in ("lgamma", "digamma", "i0", "sinc", "igamma", "igammac", "mvlgamma", "polygamma"):
+    setattr(Tensor, _name + "_", _inplace_binary(_name + "_", getattr(Tensor, _name)))

@@ -1,0 +1,154 @@
+"""flow.special and the special functions of flow.* against torch (forward and every input
+gradient), by float64 finite differences to second order; the functions torch gives no
+gradient (Bessel, Airy, polynomials) against torch on a wide grid; errors."""
+import numpy as np
+import pytest
+import torch
+from helpers import Positive, Unit, check, gradcheck
+
+import flowgrad as flow
+
+A = np.array([[0.7, 1.5, 3.0], [2.2, 0.9, 5.0]], dtype=np.float32)  # gammainc's a, zeta's x
+ZERO = np.array([[0.0, 0.3, -1.2], [2.5, -0.4, 4.0]])  # with an exact 0
+GRID = np.array([-30.0, -5.5, -2.0, -1.0, -0.3, 0.0, 1e-3, 0.3, 1.0, 2.0, 5.5, 12.0, 40.0])
+
+
+def C(name, fn, *specs, fd=True, **kw):
+    return pytest.param(fn, specs, fd, kw, id=name)
+
+
+CASES = [
+    C("lgamma", lambda m, x: m.lgamma(x), (2, 3)),
+    C("gammaln", lambda m, x: m.special.gammaln(x), Positive((2, 3))),
+    C("digamma", lambda m, x: m.digamma(x), Positive((2, 3))),
+    C("psi", lambda m, x: m.special.psi(x), (2, 3)),
+    C("polygamma0", lambda m, x: m.polygamma(0, x), Positive((2, 3))),
+    C("polygamma1", lambda m, x: m.special.polygamma(1, x), Positive((2, 3))),
+    C("polygamma3", lambda m, x: x.polygamma(3), Positive((2, 3)), rtol=1e-3),
+    C("mvlgamma", lambda m, x: m.mvlgamma(x + 2, p=3), Positive((2, 3))),
+    C("multigammaln", lambda m, x: m.special.multigammaln(x + 1, 2), Positive((2, 3))),
+    C("gammainc", lambda m, x: m.special.gammainc(m.tensor(A), x), Positive((2, 3))),
+    C("gammaincc", lambda m, x: m.special.gammaincc(m.tensor(A), x), Positive((2, 3))),
+    C("igamma", lambda m, x: m.igamma(m.tensor(A), x), Positive((2, 3))),
+    C("igammac", lambda m, x: m.tensor(A).igammac(x * 2), Positive((2, 3))),
+    C("i0", lambda m, x: m.i0(x), (2, 3)),
+    C("special_i0", lambda m, x: m.special.i0(x * 3), (2, 3)),
+    C("i0e_at_0", lambda m, x: m.special.i0e(x * 3), ZERO, fd=False),  # a kink at 0
+    C("i0e", lambda m, x: m.special.i0e(x * 3), (2, 3)),
+    C("i1", lambda m, x: m.special.i1(x * 3), ZERO),
+    C("i1e", lambda m, x: m.special.i1e(x * 3), ZERO),
+    C("ndtr", lambda m, x: m.special.ndtr(x), (2, 3)),
+    C("ndtri", lambda m, x: m.special.ndtri(m.sigmoid(x)), (2, 3)),
+    C("log_ndtr", lambda m, x: m.special.log_ndtr(x * 4), (2, 3)),
+    C("erfcx", lambda m, x: m.special.erfcx(x * 3), (2, 3)),
+    C("erf", lambda m, x: m.special.erf(x), (2, 3)),
+    C("erfc", lambda m, x: m.special.erfc(x), (2, 3)),
+    C("erfinv", lambda m, x: m.special.erfinv(x), Unit((2, 3))),
+    C("expit", lambda m, x: m.special.expit(x), (2, 3)),
+    C("logit", lambda m, x: m.special.logit(m.sigmoid(x)), (2, 3)),
+    C("logit_eps", lambda m, x: m.special.logit(m.sigmoid(x * 3), eps=0.1), (2, 3)),
+    C("exp2", lambda m, x: m.special.exp2(x), (2, 3)),
+    C("expm1", lambda m, x: m.special.expm1(x), (2, 3)),
+    C("log1p", lambda m, x: m.special.log1p(x), Positive((2, 3))),
+    C("xlogy", lambda m, x, y: m.special.xlogy(x, y), (2, 3), Positive((3,))),
+    C("xlog1py", lambda m, x, y: m.special.xlog1py(x, y), (2, 3), Positive((2, 3))),
+    C("xlog1py_zero_x", lambda m, x, y: m.special.xlog1py(x * 0, y), (2, 3), Positive((2, 3))),
+    C("zeta", lambda m, q: m.special.zeta(m.tensor(A) + 1, q), Positive((2, 3))),
+    C("sinc", lambda m, x: m.sinc(x), ZERO, fd=False),  # 2nd order at 0 is masked, as torch
+    C("special_sinc", lambda m, x: m.special.sinc(x * 2), (2, 3)),
+    C("entr", lambda m, x: m.special.entr(x), Positive((2, 3))),
+    C("round", lambda m, x: m.special.round(x * 5), (2, 3), fd=False),
+    C("softmax", lambda m, x: m.special.softmax(x, 1), (2, 3)),
+    C("log_softmax", lambda m, x: m.special.log_softmax(x, 0), (2, 3)),
+    C("logsumexp", lambda m, x: m.special.logsumexp(x, 1, keepdim=True), (2, 3)),
+]
+
+
+@pytest.mark.parametrize("fn, specs, fd, kw", CASES)
+def test_against_torch(fn, specs, fd, kw):
+    check(fn, *specs, **kw)
+
+
+@pytest.mark.parametrize("fn, specs, fd, kw", [c for c in CASES if c.values[2]])
+def test_finite_differences(fn, specs, fd, kw):
+    gradcheck(fn, *specs)
+
+
+def test_float64_values_and_edges():
+    x = np.array([0.0, -1.0, -2.5, 1e-8, 0.5, 7.0, 30.0, np.inf, np.nan])
+    for name in ("gammaln", "digamma", "i0", "i0e", "i1", "i1e", "ndtr", "log_ndtr", "erfcx",
+                 "sinc", "entr"):
+        ours = getattr(flow.special, name)(flow.tensor(x)).numpy()
+        theirs = getattr(torch.special, name)(torch.tensor(x)).numpy()
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-300, err_msg=name)
+    p = np.array([0.0, 1e-300, 0.025, 0.5, 1 - 1e-16, 1.0, 1.5])
+    np.testing.assert_allclose(flow.special.ndtri(flow.tensor(p)).numpy(),
+                               torch.special.ndtri(torch.tensor(p)).numpy(), rtol=1e-12)
+
+
+NO_GRAD = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+           "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0"]
+
+
+@pytest.mark.parametrize("name", NO_GRAD)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bessel_airy_match_torch_without_gradient(name, dtype):
+    x = GRID.astype(dtype)
+    ours = getattr(flow.special, name)(flow.tensor(x, requires_grad=True))
+    theirs = getattr(torch.special, name)(torch.tensor(x, requires_grad=True))
+    assert ours.requires_grad == theirs.requires_grad is False
+    assert ours.dtype.itemsize == theirs.dtype.itemsize
+    # near their zeros torch's float64 j0/y1 are off by up to 4e-7 (j0(5.5): 2e-5 relative to
+    # mpmath; SciPy's within 1e-15), so the comparison has an absolute floor
+    tol = dict(rtol=1e-4, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-8, atol=5e-7)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), **tol)
+
+
+POLYS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+         "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+         "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+         "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+         "laguerre_polynomial_l", "legendre_polynomial_p"]
+
+
+@pytest.mark.parametrize("name", POLYS)
+def test_polynomials_match_torch(name):
+    x = np.linspace(-1.5, 1.5, 13)[:, None]
+    n = np.arange(-1, 11)[None, :]
+    ours = getattr(flow.special, name)(flow.tensor(x), flow.tensor(n)).numpy()
+    theirs = getattr(torch.special, name)(torch.tensor(x), torch.tensor(n)).numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-9)
+    ours = getattr(flow.special, name)(flow.tensor(x.astype(np.float32)), 3)
+    theirs = getattr(torch.special, name)(torch.tensor(x.astype(np.float32)), 3)
+    assert ours.dtype == flow.float32 and not ours.requires_grad
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_int_inputs_promote_and_methods():
+    i = np.array([1, 2, 5])
+    for name in ("lgamma", "digamma", "i0", "sinc"):
+        ours, theirs = getattr(flow, name)(flow.tensor(i)), getattr(torch, name)(torch.tensor(i))
+        assert ours.dtype == flow.float32
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+    for name, args in (("lgamma_", ()), ("digamma_", ()), ("i0_", ()), ("sinc_", ()),
+                       ("polygamma_", (2,)), ("mvlgamma_", (2,)), ("igamma_", (0.5,)),
+                       ("igammac_", (0.5,))):
+        a, b = flow.tensor(A + 1.0), torch.tensor(A + 1.0)
+        getattr(a, name)(*(flow.tensor(v) if isinstance(v, float) else v for v in args))
+        getattr(b, name)(*(torch.tensor(v) if isinstance(v, float) else v for v in args))
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, err_msg=name)
+
+
+def test_errors():
+    x = flow.tensor([0.5, 1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="derivative for 'zeta' is not implemented"):
+        flow.special.zeta(x + 1, flow.tensor([1.0, 2.0])).sum().backward()
+    with pytest.raises(RuntimeError, match="igamma: input"):
+        flow.special.gammainc(x, flow.tensor([1.0, 2.0])).sum().backward()
+    with pytest.raises(RuntimeError, match="non-negative integer"):
+        flow.polygamma(-1, x)
+    with pytest.raises(RuntimeError, match=r"greater than \(p-1\)/2"):
+        flow.special.multigammaln(x, 3)
+    with pytest.raises(TypeError, match="chebyshev_polynomial_t: expected input or n"):
+        flow.special.chebyshev_polynomial_t(0.5, 2)
