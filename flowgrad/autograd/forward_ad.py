@@ -1,0 +1,289 @@
+"""Forward-mode AD: dual tensors carry a tangent through every op.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.autograd.forward_ad as fwAD
+    >>> x = flow.tensor([1.0, 2.0])
+    >>> with fwAD.dual_level():
+    ...     y = fwAD.make_dual(x, flow.tensor([1.0, 0.0])).exp() * 2
+    ...     fwAD.unpack_dual(y).tangent
+    tensor([5.4366, 0.0000])
+
+A level is an interpreter wrapping the one current when it was entered: an op with a dual
+input runs one level down (so outer levels, autograd and vmap see it), then its output
+tangent comes from the op's forward rule, run one level down as well (so an outer level
+differentiates the rule: forward over forward). The rule is the op's row in
+`jvp_rules.JVP_RULES` when one is written, else it is derived from the op's reverse rule:
+the VJP u -> J^T u is linear in u, so differentiating <J^T u, t> with respect to u gives
+J t (the double-vjp trick). Ops with no dual input cost one dict lookup.
+"""
+from __future__ import annotations
+
+import weakref
+from collections import namedtuple
+
+from . import grad_mode
+from . import interpreter as _interpreter
+from .levels import apply_full, delegate, pack, reverse_scope
+from .node import CaptureState, FunctionNode, SavedTensor
+
+__all__ = ["dual_level", "make_dual", "unpack_dual", "enter_dual_level", "exit_dual_level",
+           "UnpackedDualTensor"]
+
+UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+
+_LEVELS = []  # forward levels entered, outermost first
+
+
+class ForwardLevel:
+    """The interpreter of one forward-AD level: a table tensor -> tangent."""
+
+    def __init__(self, inner, index):
+        self.inner = inner
+        self.index = index
+        self.tangents = {}
+
+    def tangent(self, t):
+        entry = self.tangents.get(id(t))
+        return None if entry is None else entry[1]
+
+    def set_tangent(self, t, tangent):
+        table, key = self.tangents, id(t)
+        if tangent is None:
+            table.pop(key, None)
+            return
+        table[key] = (weakref.ref(t, lambda _, key=key: table.pop(key, None)), tangent)
+
+    def apply(self, op, inputs, attrs):
+        table = self.tangents
+        if not table or not any(id(t) in table for t in inputs):
+            return self.inner.apply(op, inputs, attrs)
+        return pack(op, self.apply_full(op, inputs, attrs)[0])
+
+    def apply_full(self, op, inputs, attrs):
+        table = self.tangents
+        if not table or not any(id(t) in table for t in inputs):
+            return apply_full(self.inner, op, inputs, attrs)
+        outs, aux = apply_full(self.inner, op, inputs, attrs)
+        tans = [self.tangent(t) for t in inputs]
+        if op.differentiable:
+            with _interpreter.using_interpreter(self.inner):
+                out_tans = output_tangents(op, inputs, outs, tans, attrs, aux)
+                for o, t in zip(outs, out_tans):
+                    if t is not None and o._data.dtype.kind in "fV":
+                        self.set_tangent(o, _fit(t, o))
+        return outs, aux
+
+    # hooks the eager functions call on the current interpreter
+    def written(self, target, result):
+        """An in-place op wrote `result` into `target`: target's tangent is result's."""
+        self.set_tangent(target, self.tangent(result))
+        delegate(self.inner, "written", target, result)
+
+    def read(self, tensor, what):
+        delegate(self.inner, "read", tensor, what)
+
+    def inplace(self, tensor):
+        delegate(self.inner, "inplace", tensor)
+
+    def function_ran(self, cls, ctx, args, outputs):
+        """A custom Function ran: with a `jvp` staticmethod, its output tangents come from
+        it (else from the ops its forward ran, which this level saw)."""
+        from .function import Function
+
+        if getattr(cls, "jvp", Function.jvp) is Function.jvp or not any(
+                id(a) in self.tangents for a in args):
+            return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
+        from ..tensor import Tensor
+
+        tans = [self.tangent(a) if isinstance(a, Tensor) else None for a in args]
+        with _interpreter.using_interpreter(self.inner):
+            t_out = cls.jvp(ctx, *tans)
+        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        t_outs = t_out if isinstance(t_out, tuple) else (t_out,)
+        for o, t in zip(outs, t_outs):
+            if isinstance(o, Tensor):
+                self.set_tangent(o, None if t is None else _fit(t, o))
+        return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
+
+
+def _fit(t, like):
+    """A tangent of exactly `like`'s shape and dtype (rules may return broadcastable ones)."""
+    if tuple(t.shape) != tuple(like.shape):
+        t = t.expand(*like.shape)
+    if t.dtype != like.dtype:
+        t = t.to(like.dtype)
+    return t
+
+
+def output_tangents(op, inputs, outs, tans, attrs, aux):
+    """The tangents of an op's outputs: its written rule, else the one derived from its
+    reverse rule. Returns one tangent (or None) per output."""
+    from .jvp_rules import JVP_RULES
+
+    rule = JVP_RULES.get(op.name)
+    if rule is not None:
+        result = rule(op, inputs, outs, tans, attrs, aux)
+        if result is not NotImplemented:
+            return result if isinstance(result, (tuple, list)) else (result,)
+    return derived_jvp(op, inputs, outs, tans, attrs, aux)
+
+
+def capture(op, inputs, outs, attrs, aux, needs):
+    """A CaptureState as the op's node would hold, for calling its reverse rule directly."""
+    ctx = CaptureState(attrs, tuple(needs))
+    ctx._inputs = [SavedTensor(t, False) for t in inputs]
+    ctx._outputs = [SavedTensor(o, False) for o in outs]
+    ctx.aux = tuple(aux) or None
+    infos = tuple((t._data.shape, t._data.dtype) for t in inputs)
+    node = FunctionNode(op.node_name, op, [None] * len(inputs), [None] * len(inputs), infos)
+    node.ctx = ctx
+    return ctx, node
+
+
+def call_rule(op, ctx, node, grads):
+    ctx.node = node
+    try:
+        result = op.backward(ctx, *grads)
+    finally:
+        ctx.node = None
+    return result if isinstance(result, (tuple, list)) else (result,)
+
+
+def derived_jvp(op, inputs, outs, tans, attrs, aux):
+    """J t from the reverse rule: d/du <vjp(u), t> at any u (zero here)."""
+    from . import engine
+    from .function import _FunctionOp
+
+    if isinstance(op, _FunctionOp):
+        raise RuntimeError(
+            f"forward-mode AD through the custom Function {op.fn.__name__}: it defines no "
+            f"`jvp` staticmethod; add one (jvp(ctx, *input_tangents) -> output tangents)")
+    Tensor = _interpreter.Tensor
+    needs = [t is not None and x._data.dtype.kind in "fV" for x, t in zip(inputs, tans)]
+    ctx, node = capture(op, inputs, outs, attrs, aux, needs)
+    with grad_mode.enable_grad(), reverse_scope():
+        us = [Tensor._zeros(o._data.shape, o._data.dtype) for o in outs]
+        for u in us:
+            if u._data.dtype.kind in "fV":
+                u.requires_grad_(True)
+        grads = call_rule(op, ctx, node, us)
+        total = None
+        for g, t, need in zip(grads, tans, needs):
+            if need and g is not None and g.requires_grad:
+                term = (g * t).sum()
+                total = term if total is None else total + term
+        diff = [u for u in us if u.requires_grad]
+        if total is None or not diff:
+            return [None] * len(outs)
+        keep = any(t.requires_grad for t in inputs) or any(
+            t is not None and t.requires_grad for t in tans)
+        got = iter(engine.grad(total, diff, allow_unused=True, create_graph=keep))
+    result = []
+    for u in us:
+        g = next(got) if u.requires_grad else None
+        result.append(g if g is None or keep else g.detach())
+    return result
+
+
+# ---- the public API: torch.autograd.forward_ad -----------------------------------------------
+def enter_dual_level():
+    """Enter a new forward-AD level and return its index (prefer `with dual_level()`)."""
+    level = ForwardLevel(_interpreter.current, len(_LEVELS))
+    level._ctx = _interpreter.using_interpreter(level)
+    level._ctx.__enter__()
+    _LEVELS.append(level)
+    return level.index
+
+
+def exit_dual_level(*, level=None):
+    """Leave the innermost forward-AD level: its dual tensors become plain tensors."""
+    if not _LEVELS or (level is not None and level != _LEVELS[-1].index):
+        raise RuntimeError("exit_dual_level: no such forward-AD level is entered (levels "
+                           "must be exited innermost first)")
+    lvl = _LEVELS.pop()
+    lvl.tangents.clear()
+    lvl._ctx.__exit__(None, None, None)
+
+
+class dual_level:
+    """Context manager for forward-mode AD: tangents set with `make_dual` inside it flow
+    through every op, and are dropped when it ends.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.autograd.forward_ad as fwAD
+    >>> with fwAD.dual_level():
+    ...     x = fwAD.make_dual(flow.tensor(3.0), flow.tensor(1.0))
+    ...     fwAD.unpack_dual(x * x).tangent
+    tensor(6.)
+    """
+
+    def __enter__(self):
+        return enter_dual_level()
+
+    def __exit__(self, *exc):
+        exit_dual_level()
+
+
+def _level(level, what):
+    if not _LEVELS:
+        raise RuntimeError(f"{what}: no forward-AD level is entered; use it inside "
+                           f"`with flowgrad.autograd.forward_ad.dual_level():`")
+    if level is None:
+        return _LEVELS[-1]
+    for lvl in _LEVELS:
+        if lvl.index == level:
+            return lvl
+    raise RuntimeError(f"{what}: forward-AD level {level} is not entered")
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """A view of `tensor` carrying `tangent` (same shape and dtype) at the level.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.autograd.forward_ad as fwAD
+    >>> with fwAD.dual_level():
+    ...     d = fwAD.make_dual(flow.ones(2), flow.tensor([1.0, 2.0]))
+    ...     fwAD.unpack_dual(d.sin()).tangent
+    tensor([0.5403, 1.0806])
+    """
+    lvl = _level(level, "make_dual")
+    if tuple(tangent.shape) != tuple(tensor.shape):
+        raise RuntimeError(
+            f"make_dual: trying to set a forward gradient that has a different size than "
+            f"that of the original Tensor: primal shape {tuple(tensor.shape)}, tangent shape "
+            f"{tuple(tangent.shape)}; pass a tangent shaped like the primal")
+    if not tensor.is_floating_point():
+        raise ValueError(f"make_dual: expected a floating point primal, got {tensor.dtype}")
+    if tangent.dtype != tensor.dtype:
+        raise ValueError(f"make_dual: the tangent's dtype {tangent.dtype} differs from the "
+                         f"primal's {tensor.dtype}; convert it with .to(primal.dtype)")
+    with _interpreter.using_interpreter(lvl.inner):
+        dual = tensor.view_as(tensor)
+    lvl.set_tangent(dual, tangent)
+    return dual
+
+
+def unpack_dual(tensor, *, level=None):
+    """(primal, tangent) of a dual tensor; tangent is None for a plain tensor."""
+    lvl = _level(level, "unpack_dual") if _LEVELS or level is not None else None
+    if lvl is None:
+        return UnpackedDualTensor(tensor, None)
+    tangent = lvl.tangent(tensor)
+    if tangent is None:
+        return UnpackedDualTensor(tensor, None)
+    with _interpreter.using_interpreter(lvl.inner):
+        primal = tensor.view_as(tensor)
+    return UnpackedDualTensor(primal, tangent)
+
+
+def copy_tangents(src, dst):
+    """Give `dst` the tangents `src` has at every entered level (a detached alias that must
+    stay dual: func.grad's inputs)."""
+    for lvl in _LEVELS:
+        t = lvl.tangent(src)
+        if t is not None:
+            lvl.set_tangent(dst, t)
+
+
+def active_levels():
+    return tuple(_LEVELS)

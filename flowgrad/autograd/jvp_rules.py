@@ -1,0 +1,140 @@
+"""Forward-mode (JVP) rules written for the hot op families; every other differentiable op
+gets the rule derived from its reverse rule (`forward_ad.derived_jvp`).
+
+A rule is `rule(op, inputs, outputs, tangents, attrs, aux) -> output tangent(s)`; a tangent
+is None where the input has none. Rules are written with flowgrad ops, so they are
+themselves differentiable and batchable. The families:
+- linear ops (shape and view ops, sums, gathers, add/sub, cat...): J t is the op applied to
+  the tangents (zeros where none), the integer inputs (indices) kept;
+- multilinear ops (mul, matmul, linear, einsum, conv): the sum over each input of the op with
+  that input replaced by its tangent;
+- elementwise ops (unary math, activations, binary arithmetic): the Jacobian is diagonal, so
+  J t = J^T t: the reverse rule applied to the tangent broadcast to the output's shape;
+- softmax, log_softmax, logsumexp: their closed forms.
+"""
+from __future__ import annotations
+
+from .forward_ad import call_rule, capture
+
+
+def _floating(x):
+    return x._data.dtype.kind in "fV"
+
+
+def _zeros_like(x):
+    from ..tensor import Tensor
+
+    return Tensor._zeros(x._data.shape, x._data.dtype)
+
+
+def _linear(op, inputs, outs, tans, attrs, aux, **override):
+    """J t = op(tangents): the op is linear in its floating inputs jointly."""
+    args = [t if t is not None else (_zeros_like(x) if _floating(x) else x)
+            for x, t in zip(inputs, tans)]
+    return op(*args, **(dict(attrs, **override) if override else attrs))
+
+
+def _multilinear(op, inputs, outs, tans, attrs, aux):
+    """J t = sum_i op(x_0, .., t_i, .., x_n): the op is linear in each input separately."""
+    total = None
+    for i, t in enumerate(tans):
+        if t is None or not _floating(inputs[i]):
+            continue
+        term = op(*(t if j == i else x for j, x in enumerate(inputs)), **attrs)
+        total = term if total is None else total + term
+    return total
+
+
+def _linear_layer(op, inputs, outs, tans, attrs, aux):
+    """linear(x, w, b) = x w^T + b: bilinear in (x, w), linear in b."""
+    x, w = inputs[:2]
+    tx, tw = tans[:2]
+    tb = tans[2] if len(tans) > 2 else None
+    total = None
+    if tx is not None or tb is not None:
+        first = [tx if tx is not None else _zeros_like(x), w]
+        if tb is not None:
+            first.append(tb)
+        total = op(*first, **attrs)
+    if tw is not None:
+        term = op(x, tw, **attrs)
+        total = term if total is None else total + term
+    return total
+
+
+def _diagonal(op, inputs, outs, tans, attrs, aux):
+    """Elementwise ops: J is diagonal, so J t = J^T t, the reverse rule applied to t."""
+    out = outs[0]
+    needs = [t is not None and _floating(x) for x, t in zip(inputs, tans)]
+    ctx, node = capture(op, inputs, outs, attrs, aux, needs)
+    total = None
+    for i, need in enumerate(needs):
+        if not need:
+            continue
+        t = tans[i]
+        if tuple(t.shape) != tuple(out.shape):
+            t = t.expand(*out.shape)
+        ctx.needs_input_grad = tuple(j == i for j in range(len(needs)))
+        g = call_rule(op, ctx, node, [t])[i]
+        if g is None:
+            continue
+        if tuple(g.shape) != tuple(out.shape):
+            return NotImplemented  # the rule un-broadcast itself: derive instead
+        total = g if total is None else total + g
+    return total
+
+
+def _first(op, inputs, outs, tans, attrs, aux):
+    return tans[0]
+
+
+def _pad_constant(op, inputs, outs, tans, attrs, aux):
+    return _linear(op, inputs, outs, tans, attrs, aux, value=0.0)
+
+
+def _softmax(op, inputs, outs, tans, attrs, aux):
+    y, t = outs[0], tans[0]
+    return y * (t - (y * t).sum(attrs["dim"], keepdim=True))
+
+
+def _log_softmax(op, inputs, outs, tans, attrs, aux):
+    y, t = outs[0], tans[0]
+    return t - (y.exp() * t).sum(attrs["dim"], keepdim=True)
+
+
+def _logsumexp(op, inputs, outs, tans, attrs, aux):
+    (x,), (t,) = inputs, tans
+    axes = attrs["axes"]
+    axes = tuple(range(x.ndim)) if axes is None else axes
+    lse = outs[0] if attrs["keepdim"] else outs[0].reshape(
+        *[1 if d in {a % max(x.ndim, 1) for a in axes} else n for d, n in enumerate(x.shape)])
+    return ((x - lse).exp() * t).sum(tuple(axes), keepdim=attrs["keepdim"])
+
+
+LINEAR = ("add", "sub", "neg", "clone", "cast", "reshape", "permute", "expand", "getitem",
+          "getitem_backward", "flip", "roll", "diagonal", "diag_embed", "tril", "triu",
+          "repeat", "cumsum", "sum", "mean", "sum_to", "split", "cat", "select_along",
+          "select_along_backward", "take_flat", "put_flat", "index", "index_backward",
+          "embedding", "embedding_backward", "max_pool_gather", "max_pool_backward",
+          "window_sum", "window_sum_adjoint", "fold", "unfold", "where", "fill", "setitem",
+          "view_scatter", "scalar_mul", "scalar_div")
+MULTILINEAR = ("mul", "matmul", "einsum", "conv", "conv_transpose", "linear_wgrad")
+DIAGONAL = ("abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin",
+            "sinh", "tan", "tanh", "exp", "exp2", "expm1", "log", "log10", "log1p", "log2",
+            "sqrt", "rsqrt", "sigmoid", "erf", "erfc", "erfinv", "relu", "gelu", "silu",
+            "mish", "elu", "leaky_relu", "hardtanh", "hardswish", "softplus", "logsigmoid",
+            "clamp", "clamp_tensor", "sign", "floor", "ceil", "trunc", "round", "nan_to_num",
+            "scalar_pow", "scalar_rdiv", "scalar_rpow", "div", "pow", "atan2", "hypot", "fmod",
+            "remainder", "maximum", "minimum", "fmax", "fmin", "xlogy", "div_rounded",
+            "dropout", "rrelu", "relu_grad", "tanh_grad", "sigmoid_grad", "gelu_grad",
+            "silu_grad", "mish_grad", "grad_mul", "grad_div", "digamma", "lgamma", "entr",
+            "erfcx", "i0", "i0e", "i1", "i1e", "log_ndtr", "ndtr", "ndtri", "sinc",
+            "polygamma", "xlog1py")
+
+JVP_RULES = {}
+JVP_RULES.update(dict.fromkeys(LINEAR, _linear))
+JVP_RULES.update(dict.fromkeys(MULTILINEAR, _multilinear))
+JVP_RULES.update(dict.fromkeys(DIAGONAL, _diagonal))
+JVP_RULES.update({"linear": _linear_layer, "scalar_add": _first, "depend": _first,
+                  "pad_constant": _pad_constant, "softmax": _softmax,
+                  "log_softmax": _log_softmax, "logsumexp": _logsumexp})

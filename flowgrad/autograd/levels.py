@@ -1,0 +1,86 @@
+"""What the function transforms (forward-mode AD, vmap) share: running an op one level
+down and getting its auxiliary arrays back, and the stack of transform levels entered.
+
+A transform is an interpreter (`interpreter.using_interpreter`) that wraps the one that was
+current when it was entered (its `inner`): `Op.__call__` reaches the innermost transform
+first, which handles its own tensors (dual or batched) and hands plain work down. Nothing
+here runs unless a transform is in use.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..device import ARRAY_MODULES
+from ..errors import kernel_error
+from . import grad_mode
+from . import interpreter as _interpreter
+from .views import mark_view
+
+# vmap levels currently entered, outermost first (see `reverse_scope`)
+VMAP_STACK = []
+
+
+def eager_full(op, inputs, attrs):
+    """The eager interpreter's apply, returning (outputs tuple, aux tuple): the aux arrays a
+    kernel returns past its outputs (a dropout mask, a log-softmax) are what a rule reads."""
+    interp = _interpreter.AutogradInterpreter
+    state = grad_mode._state
+    if state.enabled and op.backward is not None and _interpreter._needs_record(inputs):
+        out = interp.apply(op, inputs, attrs)
+        outs = out if type(out) is tuple else (out,)
+        node = next((o._grad_fn for o in outs if o._grad_fn is not None), None)
+        aux = node.ctx.aux if node is not None and node.ctx.aux else ()
+        return outs, tuple(aux)
+    Tensor = _interpreter.Tensor
+    arrays = [t._data for t in inputs]
+    xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np
+    try:
+        result = op.kernel(xp, *arrays, **attrs)
+    except (ValueError, IndexError, TypeError) as error:
+        raise kernel_error(op, inputs, error) from None
+    single = op.n_out == 1 and type(result) is not tuple
+    result = (result,) if type(result) is not tuple else result
+    n_out = len(result) if op.n_out is None else op.n_out
+    outs = tuple(Tensor._wrap(r) for r in result[:n_out])
+    if op.is_view and inputs:
+        for i, out in enumerate(outs):
+            if out._data.size == 0 or np.may_share_memory(out._data, inputs[0]._data):
+                mark_view(inputs[0], out, op, attrs, None if single or op.n_out == 1 else i)
+    return outs, tuple(Tensor._wrap(r) for r in result[n_out:])
+
+
+def apply_full(interp, op, inputs, attrs):
+    """Run `op` with interpreter `interp`; return (outputs tuple, aux tuple)."""
+    full = getattr(interp, "apply_full", None)
+    if full is not None:
+        return full(op, inputs, attrs)
+    return eager_full(op, inputs, attrs)
+
+
+def pack(op, outs):
+    """What `Op.__call__` returns for these outputs: one tensor, or a tuple."""
+    return outs[0] if op.n_out == 1 else tuple(outs)
+
+
+class reverse_scope:
+    """Reverse-mode AD is about to run inside the vmap levels entered so far (func.grad, a
+    vjp, a jvp derived from a vjp): while it lasts they record autograd on their logical
+    (per-example) tensors, so a backward run inside them is per-example too."""
+
+    def __enter__(self):
+        self.levels = list(VMAP_STACK)
+        for level in self.levels:
+            level.logical += 1
+        return self
+
+    def __exit__(self, *exc):
+        for level in self.levels:
+            level.logical -= 1
+
+
+def delegate(interp, hook, *args):
+    """Call the hook (read, inplace, written, ...) of the interpreter below, if it has one."""
+    fn = getattr(interp, hook, None)
+    if fn is not None:
+        return fn(*args)
+    return None
