@@ -28,6 +28,7 @@ from .autograd.grad_mode import (
 from .device import device
 from .dtypes import *  # noqa: F401,F403
 from .dtypes import dtype, get_default_dtype, promote_types, set_default_dtype
+from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .ops.activation import *  # noqa: F401,F403
 from .ops.conv import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403

@@ -6,10 +6,17 @@
 - `engine`: GraphTask, backward, grad
 - `grad_mode`: no_grad, enable_grad, set_grad_enabled, inference_mode
 - `function`: custom autograd.Function
+- `graph`: torch.autograd.graph (Node API, node hooks, saved-tensor hooks); `node_hooks`,
+  `saved_hooks` implement them; `anomaly`: detect_anomaly
 """
+from . import graph
+from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, \
+    set_detect_anomaly
 from .engine import backward, grad
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
-           "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled"]
+           "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "graph",
+           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled"]

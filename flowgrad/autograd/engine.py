@@ -11,6 +11,7 @@ import threading
 from collections import deque
 
 from ..errors import freed_graph_error
+from . import anomaly as _anomaly
 from . import grad_mode
 from . import interpreter as _interpreter
 from .node import AccumulateGrad
@@ -88,13 +89,16 @@ class GraphTask:
         """Run every node once, after all its consumers (the ready queue of the seed)."""
         deps, targets = self.dependencies, self.targets
         ready = deque(r for r in self.roots if deps.get(r) == 0)
+        run_node = self._run_node
+        if _anomaly.enabled:  # NaN checks and forward tracebacks, for this run
+            run_node = _anomaly.checked_runner(run_node)
         while ready:
             node = ready.pop()
             if type(node) is AccumulateGrad:
                 if self.save_grad_for_leaf:
                     acc_grad_for_leaf(node.output_metas[0])
             else:
-                self._run_node(node, deps, targets)
+                run_node(node, deps, targets)
             for nxt in node.next_nodes:
                 if nxt is not None and nxt in deps:
                     left = deps[nxt] - 1
@@ -329,13 +333,20 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
 # One backward run at a time: runs in several threads may share leaves, whose current_grad
 # and acc_grad they would otherwise update at once (re-entrant: a hook may run backward).
 _BACKWARD_LOCK = threading.RLock()
+# The runs in progress, innermost last (autograd.graph's current_graph_task_id and
+# will_engine_execute_node read it); a run stays listed until its entry point returns.
+_TASKS = []
 
 
 def _one_run_at_a_time(entry):
     @functools.wraps(entry)
     def locked(*args, **kwargs):
         with _BACKWARD_LOCK:
-            return entry(*args, **kwargs)
+            depth = len(_TASKS)
+            try:
+                return entry(*args, **kwargs)
+            finally:
+                del _TASKS[depth:]
     return locked
 
 
@@ -345,6 +356,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, 
     roots = _roots_and_seeds(outputs, grad_outputs, create_graph)
     task = GraphTask([r[0] for r in roots], retain_graph, save_grad_for_leaf, targets)
     task.compute_dependencies()  # may raise: nothing has been touched yet
+    _TASKS.append(task)
     with grad_mode.set_grad_enabled(create_graph):
         try:
             for _, meta, g in roots:

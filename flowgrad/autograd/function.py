@@ -20,6 +20,7 @@ import functools
 
 from . import grad_mode
 from . import interpreter as _interpreter
+from . import saved_hooks as _saved_hooks
 from .interpreter import add_node
 from .node import NodeName, SavedTensor
 
@@ -138,6 +139,30 @@ class Function:
     def backward(ctx, *grads):
         raise NotImplementedError("subclasses of Function must implement backward")
 
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Override (with a `forward` that takes no ctx) to save what backward needs from
+        the forward's `inputs` (a tuple) and `output`, as torch's setup_context style.
+
+        >>> import flowgrad as flow
+        >>> class Square(flow.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(x):
+        ...         return x * x
+        ...     @staticmethod
+        ...     def setup_context(ctx, inputs, output):
+        ...         ctx.save_for_backward(inputs[0])
+        ...     @staticmethod
+        ...     def backward(ctx, dy):
+        ...         (x,) = ctx.saved_tensors
+        ...         return 2 * x * dy
+        >>> x = flow.tensor(3.0, requires_grad=True)
+        >>> Square.apply(x).backward(); x.grad
+        tensor(6.)
+        """
+        raise NotImplementedError("setup_context is overridden together with a forward that "
+                                  "takes no ctx")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         from ..tensor import Tensor
@@ -148,7 +173,11 @@ class Function:
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         record = grad_mode.is_grad_enabled() and any(t.requires_grad for t in tensors)
         with grad_mode.no_grad():
-            outputs = cls.forward(ctx, *args, **kwargs)
+            if cls.setup_context is Function.setup_context:
+                outputs = cls.forward(ctx, *args, **kwargs)
+            else:  # torch's newer style: forward(*args) without ctx, then setup_context
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outputs)
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         if not record:
@@ -177,6 +206,8 @@ class Function:
                 None if t is None else SavedTensor(t, any(t is o for o in diff))
                 for t in saved]
             node.saved_something = True
+            if _saved_hooks.state.stack:
+                node.ctx._inputs = _saved_hooks.pack_saved(node.ctx._inputs, saved)
         ctx._saved = None
         tracer = getattr(_interpreter.current, "function_node", None)
         if tracer is not None:  # nn.Graph: the autograd pass must run this backward

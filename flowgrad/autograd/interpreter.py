@@ -12,7 +12,9 @@ import numpy as np
 
 from ..device import ARRAY_MODULES
 from ..errors import kernel_error
+from . import anomaly as _anomaly
 from . import grad_mode
+from . import saved_hooks as _saved_hooks
 from .meta import AutogradMeta, VersionCounter
 from .node import CaptureState, FunctionNode, SavedTensor
 from .views import mark_view, replay_view, sync_view, view_error, writable_alias
@@ -197,9 +199,13 @@ def add_node(op, inputs, outputs, attrs, aux):
         if save & 2:
             ctx._outputs = [SavedTensor(o, True) for o in outputs]
         node.saved_something = True
+        if _saved_hooks.state.stack:  # inside saved_tensors_hooks (checkpoint, save_on_cpu)
+            _saved_hooks.pack_capture(ctx, inputs, outputs)
     if aux:
         ctx.aux = aux
         node.saved_something = True
+    if _anomaly.enabled:
+        _anomaly.record_traceback(node)
     return node
 
 

@@ -6,6 +6,7 @@ As in the seed, a node holds AutogradMeta of its inputs and outputs, not tensors
 from __future__ import annotations
 
 from ..errors import saved_tensor_error
+from .graph import Node
 from .meta import VersionCounter
 
 
@@ -99,7 +100,7 @@ class CaptureState:
             raise AttributeError(f"{where}: no saved attribute {name!r}") from None
 
 
-class FunctionNode:
+class FunctionNode(Node):
     """A node of the backward graph (the seed's GraphFunctionNode).
 
     `input_metas[i]` is the AutogradMeta the gradient for input i is added into (None when

@@ -23,12 +23,11 @@ from . import (  # noqa: F401 - imported to register their ops
     pool,
     reduce,
     reorder,
+    rnn,
     scan,
     shape,
     sort,
     spatial,
-    special_fns,
-    special_poly,
     split,
     stats,
 )

@@ -2,7 +2,9 @@
 single-step cells. Parameter names follow torch (`weight_ih_l0`, `bias_hh_l1_reverse`).
 
 The input projection of a layer runs as one matmul over all time steps; the recurrence is
-a Python loop over time, vectorised over the batch.
+one fused op per layer and direction (flowgrad/ops/rnn.py: rnn_seq, lstm_seq, gru_seq) with
+its own fused backward. The cells run the same ops for one step. LSTM with proj_size keeps
+the step composed from ops. A PackedSequence input runs each step on its own rows.
 
 >>> import flowgrad as flow
 >>> lstm = flow.nn.LSTM(3, 4, num_layers=2, batch_first=True)
@@ -17,10 +19,12 @@ import warnings
 
 from ...ops.creation import zeros
 from ...ops.elementwise import sigmoid, tanh
+from ...ops.rnn import gru_seq, lstm_seq, rnn_seq
 from ...ops.shape import cat, stack
 from .. import functional as F
 from .. import init
 from ..module import Module
+from ..utils.rnn import PackedSequence
 from ._utils import new_param
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
@@ -45,20 +49,6 @@ def _lstm_step(gx, h, c, w_hh, b_hh, w_hr):
     if w_hr is not None:
         h = h.matmul(w_hr.t())
     return h, c
-
-
-def _gru_step(gx, h, w_hh, b_hh):
-    gh = _affine(h, w_hh, b_hh)
-    hs = h.shape[-1]
-    r = sigmoid(gx[..., :hs] + gh[..., :hs])
-    z = sigmoid(gx[..., hs:2 * hs] + gh[..., hs:2 * hs])
-    n = tanh(gx[..., 2 * hs:] + r * gh[..., 2 * hs:])
-    return (1 - z) * n + z * h
-
-
-def _rnn_step(gx, h, w_hh, b_hh, relu):
-    pre = gx + _affine(h, w_hh, b_hh)
-    return F.relu(pre) if relu else tanh(pre)
 
 
 class RNNBase(Module):
@@ -169,8 +159,15 @@ class RNNBase(Module):
                                f"{list(hx.shape)}")
 
     def _prepare(self, input):
-        """(input as (T, N, C), batched flag), with torch's checks."""
+        """(input as (T, N, C) or packed rows, batched flag, batch_sizes or None, batch
+        size), with torch's checks."""
         name = type(self).__name__
+        if isinstance(input, PackedSequence):
+            sizes = tuple(int(b) for b in input.batch_sizes.tolist())
+            if input.data.dim() != 2 or input.data.shape[-1] != self.input_size:
+                raise RuntimeError(f"{name}: packed data must be (rows, {self.input_size}), "
+                                   f"got {list(input.data.shape)}")
+            return input.data, True, sizes, sizes[0]
         if input.dim() not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
                              f"tensor instead")
@@ -182,12 +179,54 @@ class RNNBase(Module):
             input = input.unsqueeze(1)
         elif self.batch_first:
             input = input.transpose(0, 1)
-        return input, batched
+        return input, batched, None, input.shape[1]
 
-    def _run(self, input, states):
-        """Run every layer and direction. `states` holds one list per state kind (h, or h
-        and c), each indexed by layer*num_dirs + direction. Returns output and final
-        states in the same layout."""
+    def _run(self, input, states, batch_sizes=None):
+        """Run every layer and direction. `input` is (T, N, C), or the packed rows (L, C)
+        with `batch_sizes`; `states` holds one list per state kind (h, or h and c), each
+        indexed by layer*num_dirs + direction. Returns the output in the input's layout and
+        the final states in the layout of `states`."""
+        if self.proj_size > 0:
+            if batch_sizes is not None:
+                raise NotImplementedError("LSTM(proj_size > 0) does not take a PackedSequence "
+                                          "yet; pad the batch and pass a tensor")
+            return self._run_composed(input, states)
+        num_dirs = 2 if self.bidirectional else 1
+        shape = input.shape
+        layer_input = input if batch_sizes is not None else input.reshape(-1, shape[-1])
+        finals = [[] for _ in states]
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(num_dirs):
+                idx = layer * num_dirs + d
+                w_ih, w_hh, b_ih, b_hh = self._layer_params(
+                    f"_l{layer}" + ("_reverse" if d else ""))[:4]
+                # one GEMM projects every time step; the op runs the recurrence
+                if self.mode == "GRU":
+                    gx = F.linear(layer_input, w_ih, b_ih)
+                    y, h = gru_seq(gx, states[0][idx], w_hh, b_hh, batch_sizes, d == 1)
+                    state = (h,)
+                else:
+                    gx = F.linear(layer_input, w_ih, None if b_ih is None else b_ih + b_hh)
+                    if self.mode == "LSTM":
+                        y, *state = lstm_seq(gx, states[0][idx], states[1][idx], w_hh,
+                                             batch_sizes, d == 1)
+                    else:
+                        y, h = rnn_seq(gx, states[0][idx], w_hh, batch_sizes, d == 1,
+                                       "relu" if self.mode == "RNN_RELU" else "tanh")
+                        state = (h,)
+                outs.append(y)
+                for f, s in zip(finals, state):
+                    f.append(s)
+            layer_input = outs[0] if num_dirs == 1 else cat(outs, -1)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        if batch_sizes is None:
+            layer_input = layer_input.reshape(shape[0], shape[1], -1)
+        return layer_input, [stack(f, 0) for f in finals]
+
+    def _run_composed(self, input, states):
+        """LSTM with projections: the step composed from ops, a Python loop over time."""
         num_dirs = 2 if self.bidirectional else 1
         seq_len = input.shape[0]
         finals = [[] for _ in states]
@@ -198,19 +237,11 @@ class RNNBase(Module):
                 idx = layer * num_dirs + d
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_params(
                     f"_l{layer}" + ("_reverse" if d else ""))
-                # all time steps in one matmul, then one view per step
                 gx_all = _affine(layer_input, w_ih, b_ih).unbind(0)
                 state = [s[idx] for s in states]
                 ys = [None] * seq_len
                 for t in (range(seq_len - 1, -1, -1) if d else range(seq_len)):
-                    gx = gx_all[t]
-                    if self.mode == "LSTM":
-                        state = list(_lstm_step(gx, state[0], state[1], w_hh, b_hh, w_hr))
-                    elif self.mode == "GRU":
-                        state = [_gru_step(gx, state[0], w_hh, b_hh)]
-                    else:
-                        state = [_rnn_step(gx, state[0], w_hh, b_hh,
-                                           self.mode == "RNN_RELU")]
+                    state = list(_lstm_step(gx_all[t], state[0], state[1], w_hh, b_hh, w_hr))
                     ys[t] = state[0]
                 outs.append(stack(ys, 0))
                 for f, s in zip(finals, state):
@@ -220,7 +251,18 @@ class RNNBase(Module):
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, [stack(f, 0) for f in finals]
 
-    def _finish(self, output, finals, batched):
+    def _sorted(self, hx, input):
+        """A caller's state in the packed batch's (sorted) order."""
+        if isinstance(input, PackedSequence) and input.sorted_indices is not None:
+            return hx.index_select(1, input.sorted_indices)
+        return hx
+
+    def _finish(self, output, finals, batched, input):
+        if isinstance(input, PackedSequence):
+            if input.unsorted_indices is not None:
+                finals = [f.index_select(1, input.unsorted_indices) for f in finals]
+            return PackedSequence(output, input.batch_sizes, input.sorted_indices,
+                                  input.unsorted_indices), finals
         if not batched:
             return output.squeeze(1), [f.squeeze(1) for f in finals]
         if self.batch_first:
@@ -251,8 +293,7 @@ class RNN(RNNBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):
-        x, batched = self._prepare(input)
-        n = x.shape[1]
+        x, batched, sizes, n = self._prepare(input)
         exp = (self.num_layers * (2 if self.bidirectional else 1), n, self.hidden_size)
         if hx is None:
             hx = self._zeros_state(n, self.hidden_size, x)
@@ -260,8 +301,9 @@ class RNN(RNNBase):
             if not batched:
                 hx = hx.unsqueeze(1)
             self._check_hidden(hx, exp)
-        out, (h,) = self._run(x, [hx])
-        out, (h,) = self._finish(out, [h], batched)
+            hx = self._sorted(hx, input)
+        out, (h,) = self._run(x, [hx], sizes)
+        out, (h,) = self._finish(out, [h], batched, input)
         return out, h
 
 
@@ -302,8 +344,7 @@ class LSTM(RNNBase):
                          dropout, bidirectional, proj_size, device, dtype)
 
     def forward(self, input, hx=None):
-        x, batched = self._prepare(input)
-        n = x.shape[1]
+        x, batched, sizes, n = self._prepare(input)
         layers = self.num_layers * (2 if self.bidirectional else 1)
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
         if hx is None:
@@ -320,8 +361,9 @@ class LSTM(RNNBase):
                 h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
             self._check_hidden(h0, (layers, n, real_hidden))
             self._check_hidden(c0, (layers, n, self.hidden_size), "cell")
-        out, finals = self._run(x, [h0, c0])
-        out, (h, c) = self._finish(out, finals, batched)
+            h0, c0 = self._sorted(h0, input), self._sorted(c0, input)
+        out, finals = self._run(x, [h0, c0], sizes)
+        out, (h, c) = self._finish(out, finals, batched, input)
         return out, (h, c)
 
 
@@ -345,6 +387,9 @@ class _CellBase(Module):
         self.reset_parameters()
 
     reset_parameters = RNNBase.reset_parameters
+
+    def _bias_sum(self):
+        return None if self.bias_ih is None else self.bias_ih + self.bias_hh
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
@@ -381,8 +426,8 @@ class RNNCell(_CellBase):
 
     def forward(self, input, hx=None):
         x, h, batched = self._prep(input, hx)
-        h = _rnn_step(_affine(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
-                      self.bias_hh, self.nonlinearity == "relu")
+        _, h = rnn_seq(F.linear(x, self.weight_ih, self._bias_sum()), h, self.weight_hh,
+                       nonlinearity=self.nonlinearity)
         return h if batched else h.squeeze(0)
 
 
@@ -392,8 +437,8 @@ class GRUCell(_CellBase):
 
     def forward(self, input, hx=None):
         x, h, batched = self._prep(input, hx)
-        h = _gru_step(_affine(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
-                      self.bias_hh)
+        _, h = gru_seq(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
+                       self.bias_hh)
         return h if batched else h.squeeze(0)
 
 
@@ -408,6 +453,6 @@ class LSTMCell(_CellBase):
         else:
             x, h, batched = self._prep(input, hx[0])
             c = hx[1] if batched else hx[1].unsqueeze(0)
-        h, c = _lstm_step(_affine(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
-                          self.bias_hh, None)
+        _, h, c = lstm_seq(F.linear(x, self.weight_ih, self._bias_sum()), h, c,
+                           self.weight_hh)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))

@@ -1,5 +1,5 @@
 """flowgrad.nn.utils: gradient clipping and parameter/vector conversion, as torch.nn.utils."""
-from . import clip_grad, convert_parameters
+from . import clip_grad, convert_parameters, rnn
 from .clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,

@@ -1,0 +1,182 @@
+"""Anomaly mode: find the forward line behind a NaN in backward.
+
+While anomaly mode is on, every recorded node keeps the stack of the forward call that made
+it (`node.metadata["traceback_"]`), and a backward run checks each node's gradients: one
+holding NaN/inf raises naming the node, and any error raised by a node first prints (as a
+warning) the forward traceback of that node. Off, it costs one flag check per recorded op and
+one per backward run.
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([0.0, 1.0], requires_grad=True)
+>>> with flow.autograd.set_detect_anomaly(True):
+...     flow.is_anomaly_enabled()
+True
+>>> flow.is_anomaly_enabled()
+False
+"""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+import warnings
+
+enabled = False      # read by interpreter.add_node and GraphTask.apply
+check_nan = True
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def is_anomaly_enabled() -> bool:
+    """Whether anomaly mode is on (`detect_anomaly` / `set_detect_anomaly`)."""
+    return enabled
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly mode checks backward results for NaN/inf."""
+    return check_nan
+
+
+def _set(mode, nan):
+    global enabled, check_nan
+    enabled, check_nan = bool(mode), bool(nan)
+
+
+class set_detect_anomaly:  # noqa: N801 - torch's name
+    """Turn anomaly mode on or off; takes effect at once, restores on leaving a `with`.
+
+    >>> import flowgrad as flow
+    >>> _ = flow.autograd.set_detect_anomaly(True); flow.is_anomaly_enabled()
+    True
+    >>> _ = flow.autograd.set_detect_anomaly(False); flow.is_anomaly_enabled()
+    False
+    """
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self.prev = (enabled, globals()["check_nan"])
+        _set(mode, check_nan)
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        _set(*self.prev)
+        return False
+
+
+class detect_anomaly:  # noqa: N801 - torch's name
+    """Context manager (or decorator) running its block in anomaly mode.
+
+    >>> import flowgrad as flow
+    >>> import warnings
+    >>> x = flow.tensor([0.0, 1.0], requires_grad=True)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     with flow.autograd.detect_anomaly():
+    ...         y = (x / x).sum()
+    ...         try:
+    ...             y.backward()
+    ...         except RuntimeError as e:
+    ...             print(str(e).split(".")[0])
+    Function 'div_backward' returned nan values in its 1th output
+    """
+
+    def __init__(self, check_nan: bool = True):
+        self.check_nan = check_nan
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
+                      "and should only be enabled for debugging.", stacklevel=2)
+
+    def __enter__(self):
+        self.prev = (enabled, check_nan)
+        _set(True, self.check_nan)
+
+    def __exit__(self, *exc):
+        _set(*self.prev)
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__(self.check_nan):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+def record_traceback(node):
+    """Keep the forward stack of a node being recorded (called by add_node in anomaly mode).
+
+    Frames are stored unformatted (no source lines read), so recording stays cheap; they are
+    formatted only when an error needs them.
+    """
+    from .graph import node_metadata
+
+    stack = traceback.StackSummary.extract(traceback.walk_stack(sys._getframe(1)),
+                                           lookup_lines=False)
+    stack.reverse()
+    node_metadata(node)["traceback_"] = stack
+
+
+def forward_traceback(node) -> str:
+    """The user's part of the forward stack that created `node` ('' when not recorded)."""
+    from .graph import node_metadata
+
+    stack = node_metadata(node).get("traceback_")
+    if not stack:
+        return ""
+    user = [f for f in stack if not f.filename.startswith(_PACKAGE)] or list(stack)
+    return "".join(traceback.StackSummary.from_list(user).format())
+
+
+def _warn_forward_traceback(node):
+    text = forward_traceback(node)
+    if text:
+        warnings.warn(f"Error detected in {node.name}. Traceback of forward call that caused "
+                      f"the error:\n{text}", stacklevel=2)
+    else:
+        warnings.warn(f"Error detected in {node.name}. No forward pass information available."
+                      f" Enable detect anomaly during forward pass for more information.",
+                      stacklevel=2)
+
+
+def checked_runner(run_node):
+    """Wrap GraphTask._run_node for one backward run in anomaly mode: each node's results
+    are checked for NaN/inf (node_hooks.HookedNode), and any error a node raises warns with
+    the forward traceback of that node before propagating."""
+    from .node import FunctionNode
+    from .node_hooks import HookedNode
+
+    def run(node, deps, targets):
+        plain = type(node) is FunctionNode
+        if plain:
+            node.__class__ = HookedNode  # its backward_fn checks the results
+        try:
+            run_node(node, deps, targets)
+        except Exception as error:
+            if not getattr(error, "_anomaly_reported", False):
+                _warn_forward_traceback(node)
+                try:
+                    error._anomaly_reported = True  # an outer (re-entrant) run says it once
+                except AttributeError:
+                    pass
+            raise
+        finally:
+            if plain:
+                node.__class__ = FunctionNode
+    return run
+
+
+def check_results(node, in_grads):
+    """Raise when one of a node's gradients holds NaN (torch's check and message), or else
+    inf (flowgrad checks that too)."""
+    import numpy as np
+
+    grads = in_grads if isinstance(in_grads, (tuple, list)) else (in_grads,)
+    grads = [(i, g._data) for i, g in enumerate(grads)
+             if g is not None and g._data.dtype.kind in "fc"]
+    for what, bad in (("nan", np.isnan), ("inf", np.isinf)):
+        for i, data in grads:
+            if bad(data).any():
+                raise RuntimeError(f"Function '{node.name}' returned {what} values in its "
+                                   f"{i}th output.")

@@ -1,0 +1,128 @@
+"""Hooks on backward nodes: `grad_fn.register_prehook` / `grad_fn.register_hook`.
+
+A node with hooks (or one running under anomaly mode) has its class switched to HookedNode,
+whose `backward_fn` runs: pre-hooks on the output grads, the op's rule, post-hooks on
+(grad_inputs, grad_outputs), then anomaly mode's NaN check. Plain nodes never pay for it.
+Hooks on a leaf's accumulate node become hooks on the leaf's gradient, which is where that
+node's work happens (`engine.acc_grad_for_leaf`).
+
+>>> import flowgrad as flow
+>>> x = flow.ones(2, requires_grad=True)
+>>> y = (x * 3).sum()
+>>> h = y.grad_fn.register_prehook(lambda grad_outputs: (grad_outputs[0] * 10,))
+>>> y.backward(); x.grad
+tensor([30., 30.])
+"""
+from __future__ import annotations
+
+import weakref
+
+from . import anomaly
+from .node import AccumulateGrad, FunctionNode
+
+
+class _Hooks:
+    __slots__ = ("pre", "post")
+
+    def __init__(self):
+        self.pre, self.post = [], []
+
+
+_HOOKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class HookedNode(FunctionNode):
+    """A FunctionNode whose backward runs its hooks and anomaly checks."""
+
+    __slots__ = ()
+
+    def backward_fn(self, out_grads):
+        hooks = _HOOKS.get(self)
+        if hooks is not None and hooks.pre:
+            grads = tuple(out_grads)
+            for hook in tuple(hooks.pre):
+                result = hook(grads)
+                if result is not None:
+                    grads = _check_count(result, len(grads), "pre-hook", self, "outputs")
+            out_grads = list(grads)
+        in_grads = FunctionNode.backward_fn(self, out_grads)
+        if hooks is not None and hooks.post:
+            if type(in_grads) is not tuple:
+                in_grads = tuple(in_grads) if isinstance(in_grads, list) else (in_grads,)
+            for hook in tuple(hooks.post):
+                result = hook(in_grads, tuple(out_grads))
+                if result is not None:
+                    in_grads = _check_count(result, len(in_grads), "hook", self, "inputs")
+        if anomaly.enabled and anomaly.check_nan:
+            anomaly.check_results(self, in_grads)
+        return in_grads
+
+
+def _check_count(result, n, kind, node, what):
+    result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    if len(result) != n:
+        raise RuntimeError(f"{kind} of {node.name} returned {len(result)} gradients, expected "
+                           f"{n} (one per {what[:-1]} of the node)")
+    return result
+
+
+def register(node, hook, pre):
+    """Add a node hook; returns a handle whose remove() takes it off."""
+    from ..tensor import RemovableHandle
+
+    if not callable(hook):
+        raise TypeError(f"{node.name}.register_{'pre' if pre else ''}hook: the hook must be "
+                        f"callable, got {type(hook).__name__}")
+    if type(node) is AccumulateGrad:
+        return _register_on_leaf(node, hook, pre)
+    if type(node) is FunctionNode:
+        node.__class__ = HookedNode
+    hooks = _HOOKS.get(node)
+    if hooks is None:
+        hooks = _HOOKS[node] = _Hooks()
+    return RemovableHandle(hooks.pre if pre else hooks.post, hook)
+
+
+def _register_on_leaf(node, hook, pre):
+    """An accumulate node's hooks, as torch calls them: pre-hook((grad,)) -> (grad,) | None
+    before the leaf's .grad is updated; hook((), (grad,)) after it."""
+    from ..tensor import RemovableHandle
+
+    meta = node.variable_meta
+    if meta.hooks is None:
+        meta.hooks = []
+    if pre:
+        def as_tensor_hook(grad):
+            result = hook((grad,))
+            return None if result is None else _check_count(result, 1, "pre-hook", node,
+                                                            "outputs")[0]
+        return RemovableHandle(meta.hooks, as_tensor_hook)
+    seen = []
+
+    def remember(grad):
+        seen[:] = [grad]
+
+    def after():
+        if seen:
+            hook((), (seen.pop(),))
+
+    if meta.post_accumulate_hooks is None:
+        meta.post_accumulate_hooks = []
+    first = RemovableHandle(meta.hooks, remember)
+    second = RemovableHandle(meta.post_accumulate_hooks, after)
+    return _BothHandles(first, second)
+
+
+class _BothHandles:
+    def __init__(self, *handles):
+        self.handles = handles
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()

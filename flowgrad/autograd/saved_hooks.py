@@ -1,0 +1,171 @@
+"""Saved-tensor hooks: decide how tensors saved for backward are stored.
+
+Inside `saved_tensors_hooks(pack, unpack)`, every tensor an op saves for its gradient rule
+is handed to `pack(tensor)` and only its result is kept; when backward needs the tensor it
+calls `unpack(packed)`. The unpacked values get the saved tensor's autograd identity back
+(its grad_fn and meta), so version checks and double backward work as without hooks.
+Off, recording pays one check of a thread-local per op that saves something.
+
+>>> import flowgrad as flow
+>>> packed = []
+>>> def pack(t):
+...     packed.append(tuple(t.shape)); return t
+>>> x = flow.ones(3, requires_grad=True)
+>>> with flow.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+...     y = (x * x).sum()
+>>> y.backward(); packed, x.grad
+([(3,), (3,)], tensor([2., 2., 2.]))
+"""
+from __future__ import annotations
+
+import threading
+
+
+class _HookState(threading.local):
+    stack = ()               # (pack, unpack) pairs, innermost last
+    disabled_message = None  # set by disable_saved_tensors_hooks
+
+
+state = _HookState()
+
+
+class saved_tensors_hooks:  # noqa: N801 - torch's name
+    """Context manager: tensors saved for backward inside go through `pack_hook` when saved
+    and `unpack_hook` when backward reads them (the innermost pair applies)."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
+
+    def __enter__(self):
+        if state.disabled_message is not None:
+            raise RuntimeError(state.disabled_message)
+        state.stack = state.stack + ((self.pack_hook, self.unpack_hook),)
+        return self
+
+    def __exit__(self, *exc):
+        state.stack = state.stack[:-1]
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801
+    """Keep saved tensors on the CPU until backward (torch moves them off the GPU; flowgrad
+    tensors already live on the CPU, so each is kept as a plain copy of its storage, and
+    `pin_memory` is accepted for compatibility).
+
+    >>> import flowgrad as flow
+    >>> x = flow.ones(2, requires_grad=True)
+    >>> with flow.autograd.graph.save_on_cpu():
+    ...     y = (x.exp() * x).sum()
+    >>> y.backward(); x.grad
+    tensor([5.4366, 5.4366])
+    """
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack(t):
+            return (t.device, t.detach().cpu().clone())
+
+        def unpack(packed):
+            device, t = packed
+            return t.to(device)
+        super().__init__(pack, unpack)
+
+
+class disable_saved_tensors_hooks:  # noqa: N801
+    """Inside, entering `saved_tensors_hooks` raises RuntimeError(error_message); also as a
+    decorator.
+
+    >>> import flowgrad as flow
+    >>> with flow.autograd.graph.disable_saved_tensors_hooks("not here"):
+    ...     try:
+    ...         flow.autograd.graph.save_on_cpu().__enter__()
+    ...     except RuntimeError as e:
+    ...         print(e)
+    not here
+    """
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+
+    def __enter__(self):
+        if state.stack:
+            raise RuntimeError(self.error_message)
+        self.prev, state.disabled_message = state.disabled_message, self.error_message
+
+    def __exit__(self, *exc):
+        state.disabled_message = self.prev
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__(self.error_message):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class PackedTensor:
+    """A saved tensor kept as whatever `pack` returned (in the place of node.SavedTensor).
+
+    It keeps the saved tensor's autograd identity (meta, grad_fn, version counter) but not
+    its data; `unpack(node)` rebuilds the tensor from `unpack_hook(packed)`.
+    """
+
+    __slots__ = ("packed", "unpack_hook", "meta", "grad_fn", "counter", "version",
+                 "is_output", "tensor", "data")
+
+    def __init__(self, saved, tensor, pack, unpack):
+        self.counter, self.version, self.is_output = saved.counter, saved.version, saved.is_output
+        self.meta = tensor._meta
+        self.grad_fn = None if saved.is_output else tensor._grad_fn
+        self.tensor = None
+        self.data = _stand_in(tensor._data)  # zero bytes: shape and dtype for messages
+        self.unpack_hook = unpack
+        self.packed = pack(tensor)
+
+    def check(self, node):
+        if self.counter.value != self.version:
+            from ..errors import saved_tensor_error
+
+            raise saved_tensor_error(node, self)
+
+    def unpack(self, node):
+        from ..tensor import Tensor
+
+        self.check(node)
+        value = self.unpack_hook(self.packed)
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{node.name}: the saved-tensor unpack hook must return a Tensor, "
+                            f"got {type(value).__name__}")
+        t = Tensor._wrap(value._data)
+        t._meta = self.meta
+        t._grad_fn = node if self.is_output else self.grad_fn
+        t._version = self.counter
+        return t
+
+
+def _stand_in(data):
+    import numpy as np
+
+    return np.broadcast_to(np.zeros((), data.dtype), data.shape)
+
+
+def _pack_list(saved, tensors, pack, unpack):
+    return [None if s is None else PackedTensor(s, t, pack, unpack)
+            for s, t in zip(saved, tensors)]
+
+
+def pack_capture(ctx, inputs, outputs):
+    """Pass what add_node saved in `ctx` through the innermost hooks (hooks are on)."""
+    pack, unpack = state.stack[-1]
+    if ctx._inputs is not None:
+        ctx._inputs = _pack_list(ctx._inputs, inputs, pack, unpack)
+    if ctx._outputs is not None:
+        ctx._outputs = _pack_list(ctx._outputs, outputs, pack, unpack)
+
+
+def pack_saved(saved, tensors):
+    """The same for a custom Function's `ctx.save_for_backward` list."""
+    pack, unpack = state.stack[-1]
+    return _pack_list(saved, tensors, pack, unpack)

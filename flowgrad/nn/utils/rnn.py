@@ -1,0 +1,195 @@
+"""Variable-length sequences for the recurrent layers, as torch.nn.utils.rnn: PackedSequence
+and pad_sequence / pack_padded_sequence / pad_packed_sequence / pack_sequence /
+unpad_sequence / unpack_sequence.
+
+A PackedSequence stores the steps one after another: `batch_sizes[t]` rows for step t, the
+sequences sorted longest first (`sorted_indices` maps back to the caller's order). RNN, LSTM
+and GRU take one and run each step on its rows only.
+
+>>> import flowgrad as flow
+>>> from flowgrad.nn.utils.rnn import pack_sequence, pad_packed_sequence
+>>> p = pack_sequence([flow.tensor([1., 2., 3.]), flow.tensor([4., 5.])])
+>>> p.data, p.batch_sizes
+(tensor([1., 4., 2., 5., 3.]), tensor([2, 2, 1]))
+>>> pad_packed_sequence(p, batch_first=True)[0]
+tensor([[1., 2., 3.],
+        [4., 5., 0.]])
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ... import dtypes
+from ...ops.creation import full, tensor
+from ...ops.index import index_select
+from ...ops.shape import cat, stack
+from ...tensor import Tensor
+
+__all__ = ["PackedSequence", "pad_sequence", "pack_padded_sequence", "pad_packed_sequence",
+           "pack_sequence", "unpad_sequence", "unpack_sequence", "invert_permutation"]
+
+
+def invert_permutation(permutation):
+    """The inverse of an index permutation (None stays None)."""
+    if permutation is None:
+        return None
+    p = np.asarray(permutation.tolist(), dtype=np.int64)
+    inv = np.empty_like(p)
+    inv[p] = np.arange(len(p))
+    return tensor(inv)
+
+
+class PackedSequence(namedtuple("PackedSequence",
+                                ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
+    """Packed steps of sorted sequences: `data` (sum of lengths, *), `batch_sizes` (int64,
+    rows per step), `sorted_indices` / `unsorted_indices` (or None when already sorted)."""
+
+    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
+        if unsorted_indices is None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+
+    def to(self, *args, **kwargs):
+        data = self.data.to(*args, **kwargs)
+        return self if data is self.data else type(self)(data, self.batch_sizes,
+                                                         self.sorted_indices,
+                                                         self.unsorted_indices)
+
+    def cpu(self):
+        return self
+
+    def double(self):
+        return self.to(dtype=dtypes.float64)
+
+    def float(self):
+        return self.to(dtype=dtypes.float32)
+
+    @property
+    def is_cuda(self):
+        return False
+
+    def is_pinned(self):
+        return False
+
+
+def _lengths_list(lengths):
+    if isinstance(lengths, Tensor):
+        if lengths.dim() != 1:
+            raise RuntimeError(f"lengths must be a 1D tensor, got {lengths.dim()}D")
+        return [int(v) for v in lengths.tolist()]
+    return [int(v) for v in lengths]
+
+
+def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
+    """Stack tensors of shape (L_i, *) into (T, B, *) (or (B, T, *)), padding to the longest.
+
+    >>> import flowgrad as flow
+    >>> pad_sequence([flow.ones(2), flow.ones(1)], batch_first=True)
+    tensor([[1., 1.],
+            [1., 0.]])
+    """
+    if isinstance(sequences, Tensor):
+        sequences = sequences.unbind(0)
+    if not sequences:
+        raise RuntimeError("pad_sequence: received an empty list of sequences")
+    if padding_side not in ("left", "right"):
+        raise ValueError(f"Expected padding_side to be one of left or right, but got "
+                         f"{padding_side}.")
+    longest = max(s.shape[0] for s in sequences)
+    rows = []
+    for s in sequences:
+        n = longest - s.shape[0]
+        if n:
+            pad = full((n, *s.shape[1:]), padding_value, dtype=s.dtype)
+            s = cat([s, pad] if padding_side == "right" else [pad, s], 0)
+        rows.append(s)
+    return stack(rows, 0 if batch_first else 1)
+
+
+def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
+    """Pack a padded batch (T, B, *) (or (B, T, *)) of sequences with the given lengths.
+
+    >>> import flowgrad as flow
+    >>> pack_padded_sequence(flow.arange(6.).reshape(3, 2), [3, 1]).data
+    tensor([0., 1., 2., 4.])
+    """
+    lens = _lengths_list(lengths)
+    if batch_first:
+        input = input.transpose(0, 1)
+    if len(lens) != input.shape[1]:
+        raise RuntimeError(f"pack_padded_sequence: expected {input.shape[1]} lengths (the batch "
+                           f"size), got {len(lens)}")
+    if any(n <= 0 for n in lens):
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an "
+                           "element in 'lengths' that is <= 0")
+    sorted_indices = None
+    if enforce_sorted:
+        if any(a < b for a, b in zip(lens, lens[1:])):
+            raise RuntimeError("`lengths` array must be sorted in decreasing order when "
+                               "`enforce_sorted` is True. You can pass `enforce_sorted=False` "
+                               "to pack_padded_sequence and/or pack_sequence to sidestep this "
+                               "requirement if you do not need ONNX exportability.")
+    else:
+        order = sorted(range(len(lens)), key=lambda i: -lens[i])
+        sorted_indices = tensor(np.asarray(order, dtype=np.int64))
+        input = index_select(input, 1, sorted_indices)
+        lens = [lens[i] for i in order]
+    if lens[0] > input.shape[0]:
+        raise RuntimeError(f"pack_padded_sequence: a length {lens[0]} exceeds the padded "
+                           f"length {input.shape[0]}")
+    batch_sizes = [sum(1 for n in lens if n > t) for t in range(lens[0])]
+    data = cat([input[t, :b] for t, b in enumerate(batch_sizes)], 0)
+    return PackedSequence(data, tensor(np.asarray(batch_sizes, dtype=np.int64)),
+                          sorted_indices, None)
+
+
+def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
+    """Undo pack_padded_sequence: (padded (T, B, *) or (B, T, *), lengths as int64).
+
+    See the module example."""
+    data, sizes = sequence.data, [int(b) for b in sequence.batch_sizes.tolist()]
+    steps = len(sizes)
+    if total_length is not None:
+        if total_length < steps:
+            raise ValueError(f"Expected total_length to be at least the length of the longest "
+                             f"sequence in input, but got total_length={total_length} and max "
+                             f"sequence length being {steps}")
+        steps = total_length
+    batch, rows, off = sizes[0], [], 0
+    for t in range(steps):
+        b = sizes[t] if t < len(sizes) else 0
+        step = data[off:off + b]
+        off += b
+        if b < batch:
+            pad = full((batch - b, *data.shape[1:]), padding_value, dtype=data.dtype)
+            step = cat([step, pad], 0) if b else pad
+        rows.append(step)
+    out = stack(rows, 0)
+    lens = np.asarray([sum(1 for s in sizes if s > i) for i in range(batch)], dtype=np.int64)
+    if sequence.unsorted_indices is not None:
+        out = index_select(out, 1, sequence.unsorted_indices)
+        lens = lens[np.asarray(sequence.unsorted_indices.tolist(), dtype=np.int64)]
+    if batch_first:
+        out = out.transpose(0, 1)
+    return out, tensor(lens)
+
+
+def pack_sequence(sequences, enforce_sorted=True):
+    """Pack a list of (L_i, *) tensors (longest first unless enforce_sorted=False)."""
+    lengths = [s.shape[0] for s in sequences]
+    return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
+
+
+def unpad_sequence(padded_sequences, lengths, batch_first=False):
+    """The list of sequences of a padded batch, each cut to its length."""
+    if not batch_first:
+        padded_sequences = padded_sequences.transpose(0, 1)
+    return [padded_sequences[i, :n] for i, n in enumerate(_lengths_list(lengths))]
+
+
+def unpack_sequence(packed_sequences):
+    """The list of sequences of a PackedSequence, in the caller's order."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)

@@ -1,0 +1,101 @@
+"""Saved-tensor hooks against torch's: what is packed, when unpack runs, the grads."""
+import numpy as np
+import pytest
+import torch
+
+import flowgrad as flow
+
+
+def _run(m, hooks):
+    packed, unpacked = [], []
+
+    def pack(t):
+        packed.append(tuple(t.shape))
+        return t * 1 if hooks == "copy" else t
+
+    def unpack(t):
+        unpacked.append(tuple(t.shape))
+        return t
+
+    x = m.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+    w = m.tensor(np.ones((3, 4), np.float32), requires_grad=True)
+    with m.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = (x @ w).tanh()
+    assert unpacked == []  # not before backward
+    y.sum().backward()
+    return sorted(packed), sorted(unpacked), x.grad.numpy(), w.grad.numpy()
+
+
+@pytest.mark.parametrize("hooks", ["same", "copy"])
+def test_pack_unpack_like_torch(hooks):
+    ours, theirs = _run(flow, hooks), _run(torch, hooks)
+    assert ours[0] == theirs[0] and ours[1] == theirs[1]
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(ours[3], theirs[3], rtol=1e-6, atol=1e-7)
+
+
+def test_custom_function_saves_go_through_hooks_and_double_backward_works():
+    class Cube(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, dy):
+            (x,) = ctx.saved_tensors
+            return dy * 3 * x ** 2
+
+    seen = []
+    x = flow.tensor([1.0, 2.0], requires_grad=True)
+    with flow.autograd.graph.saved_tensors_hooks(lambda t: seen.append(1) or t.detach().numpy().copy(),
+                                                 lambda a: flow.tensor(a)):
+        y = Cube.apply(x).sum()
+        z = (x * x).sum()  # the packed copy is a NumPy array, not a tensor
+    (g,) = flow.autograd.grad(y + z, x, create_graph=True)
+    assert len(seen) == 3 and g.tolist() == [5.0, 16.0]
+    (gg,) = flow.autograd.grad(g.sum(), x)
+    assert gg.tolist() == [8.0, 14.0]  # 6x + 2: the unpacked x is still x in the graph
+
+
+def test_inplace_after_pack_is_still_caught():
+    x = flow.ones(3, requires_grad=True)
+    with flow.autograd.graph.saved_tensors_hooks(lambda t: t.detach().clone(), lambda t: t):
+        a = x * 1.0
+        y = (a * a).sum()
+    a.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.backward()
+
+
+def test_save_on_cpu_and_nesting():
+    x = flow.randn(3, 4, requires_grad=True)
+    ref = flow.autograd.grad((x.sigmoid() * x).sum(), x)[0]
+    outer = []
+    with flow.autograd.graph.saved_tensors_hooks(lambda t: outer.append(1) or t, lambda t: t):
+        with flow.autograd.graph.save_on_cpu(pin_memory=True):
+            y = (x.sigmoid() * x).sum()  # the innermost hooks apply
+    assert outer == []
+    np.testing.assert_array_equal(flow.autograd.grad(y, x)[0].numpy(), ref.numpy())
+
+
+def test_unpack_must_return_tensor_and_disable():
+    x = flow.ones(2, requires_grad=True)
+    with flow.autograd.graph.saved_tensors_hooks(lambda t: 1, lambda p: p):
+        y = (x * x).sum()
+    with pytest.raises(TypeError, match="unpack hook must return a Tensor"):
+        y.backward()
+    for m in (flow, torch):
+        with m.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+            with pytest.raises(RuntimeError, match="no hooks here"):
+                with m.autograd.graph.save_on_cpu():
+                    pass
+
+    @flow.autograd.graph.disable_saved_tensors_hooks("off in f")
+    def f():
+        with flow.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+            pass
+    with pytest.raises(RuntimeError, match="off in f"):
+        f()
+    with flow.autograd.graph.save_on_cpu():  # enabled again afterwards
+        pass
