@@ -12,6 +12,7 @@ from flowgrad.graph import codegen, passes
 from flowgrad.graph.fusion import STEPS, fuse_elementwise
 from flowgrad.graph.ir import CONST, NODE, Node, Program
 from flowgrad.graph.passes import trace
+from flowgrad.graph.optimizer_pass import place_updates
 from flowgrad.ops.registry import REGISTRY
 
 
@@ -273,7 +274,7 @@ def _train_both(eager, graphed, build, batches, lr=0.1):
 
 
 def test_pipeline_runs_every_pass():
-    assert passes.PIPELINE[-2:] == (fuse_elementwise, passes.annotate_liveness)
+    assert passes.PIPELINE[-3:] == (fuse_elementwise, place_updates, passes.annotate_liveness)
     assert {passes.simplify_algebra, passes.eliminate_common_subexpressions,
             passes.fold_constants, passes.eliminate_dead_code} <= set(passes.PIPELINE)
 

@@ -85,7 +85,9 @@ def generate(program):
         args = "".join(f", v{v.id}" for v in node.inputs)
         lines.append(f"    r = k{i}(xp{args})")
         node_at_line[len(lines)] = node
-        if len(node.outputs) == 1 and (node.op.n_out == 1):
+        if not node.outputs:  # an update: its effect is the point
+            pass
+        elif len(node.outputs) == 1 and (node.op.n_out == 1):
             v = node.outputs[0].id
             lines.append(f"    v{v} = r if r.__class__ is ND else AS(r[0] if r.__class__ is "
                          f"tuple else r)")

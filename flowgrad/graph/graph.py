@@ -29,7 +29,7 @@ from ..device import ARRAY_MODULES
 from ..nn.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
-from . import checkpointing, codegen, passes
+from . import checkpointing, codegen, optimizer_pass, passes
 from .ir import INPUT, NODE, STATE
 from .tracer import Tracer
 
@@ -125,11 +125,11 @@ class Graph:
         # each output comes back stacked, one row per micro-batch
         results, total = [], {}
         for micro_args, micro_kwargs in _micro_batches(args, kwargs, steps):
-            result, grads = self._step(micro_args, micro_kwargs)
+            result, (grads, _) = self._step(micro_args, micro_kwargs)
             results.append(result)
             for p, g in grads.items():
                 total[p] = g / steps if p not in total else total[p] + g / steps
-        self._update(total)
+        self._update((total, None))
         leaves = [_flatten_outputs(r)[0] for r in results]
         rebuild = _flatten_outputs(results[0])[1]
         return rebuild([Tensor._wrap(np.stack([ls[i]._data for ls in leaves]))
@@ -197,40 +197,50 @@ class Graph:
         leaves, rebuild = _flatten_outputs(out)
         program.outputs = [tracer.value(t) for t in leaves]
         first = [tracer.tensor_of[v.id] for v in program.results()]
+        n = len(program.outputs)
+        grads = {p: g._data for p, g in zip(program.grads, first[n:n + len(program.grads)])}
+        eager_update = optimizer_pass.plan_updates(
+            program, [opt for opt, _ in self._optimizers], self.config)
         passes.optimize(program)
         plan = codegen.generate(program)
-        compiled = (program, plan, rebuild, _signature(flat))
+        compiled = (program, plan, rebuild, _signature(flat), eager_update)
         object.__setattr__(self, "_compiled", compiled)
         if self._dynamic_size:
             if len(self._plans) >= self._dynamic_size:
                 self._plans.pop(next(iter(self._plans)))  # the oldest signature goes
             self._plans[_key(compiled[3])] = compiled
-        n = len(program.outputs)
-        grads = {p: g._data for p, g in zip(program.grads, first[n:n + len(program.grads)])}
-        return rebuild([t.detach() for t in first[:n]]), grads
+        return rebuild([t.detach() for t in first[:n]]), (grads, None)
 
     def _run(self, flat):
-        program, plan, rebuild, signature = self._compiled
+        program, plan, rebuild, signature, eager_update = self._compiled
         _check_signature(signature, _signature(flat))
         arrays = [t._data for t in flat if isinstance(t, Tensor)]
         xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np
         results = plan.run(xp, [t._data if isinstance(t, Tensor) else None for t in flat])
         n = len(program.outputs)
         outs = [Tensor._wrap(a) for a in results[:n]]
-        return rebuild(outs), dict(zip(program.grads, results[n:]))
+        return rebuild(outs), (dict(zip(program.grads, results[n:])), eager_update)
 
     def _update(self, grads):
-        """The optimizer part of a training step: set the gradients, clip, step, zero."""
+        """The optimizer part of a training step after the plan ran: set the gradients, clip,
+        step and zero for the optimizers the plan does not update (`eager`; None: all of
+        them, as on the first call), then step the schedulers."""
+        grads, eager = grads
         if not self._optimizers:
             return
         program = self._compiled[0]
         for p, array in grads.items():
-            if program.grads[p].kind != NODE or array.base is not None:
+            grad_value = program.grads.get(p)
+            if grad_value is None or grad_value.kind != NODE or array.base is not None:
                 array = array.copy()  # never hand out a constant's, or a view's, storage
             p.grad = Tensor._wrap(array)
         from ..nn.utils import clip_grad_norm_
 
         for optimizer, lr_sch in self._optimizers:
+            if eager is not None and optimizer not in eager:
+                if lr_sch is not None:
+                    lr_sch.step()
+                continue
             for group in optimizer.param_groups:
                 if "clip_grad_max_norm" in group:
                     clip_grad_norm_(group["params"], group["clip_grad_max_norm"],

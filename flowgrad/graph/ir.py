@@ -39,8 +39,9 @@ class Node:
         self.attrs = attrs
         self.outputs = outputs
         self.n_results = len(outputs)  # the op's outputs; the rest are its aux arrays
-        self.phase = phase  # "forward", "backward" or "function" (a custom Function's link,
-        #                     never run: its forward's own ops compute its outputs)
+        self.phase = phase  # "forward", "backward", "update" (an optimizer's step), or
+        #                     "function" (a custom Function's link, never run: its
+        #                     forward's own ops compute its outputs)
         self.where = None   # (file, line) of the user's code that called the op
 
     def __repr__(self):
@@ -48,7 +49,8 @@ class Node:
         outs = ", ".join(map(repr, self.outputs))
         attrs = "".join(f", {k}={v!r}" for k, v in self.attrs.items())
         name = getattr(self.op, "name", None) or self.op.node_name  # a custom Function's
-        return f"{outs} = {name}({ins}{attrs})"
+        call = f"{name}({ins}{attrs})"
+        return f"{outs} = {call}" if outs else call  # an update returns nothing
 
 
 class Program:

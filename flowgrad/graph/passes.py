@@ -3,8 +3,9 @@
 `optimize` runs `PIPELINE`: algebraic simplification, common-subexpression elimination,
 constant folding, activation checkpointing's recomputation (`checkpointing.py`: after CSE,
 which would merge a recomputed node back into its original), dead-code elimination,
-elementwise fusion (`fusion.py`), then the liveness annotation codegen may use to drop arrays
-early. No pass changes a number: a rewrite is made only where the result is bitwise the same
+elementwise fusion (`fusion.py`), the optimizer's update nodes (`optimizer_pass.py`: last,
+so no rewrite moves a read of a parameter past its update), then the liveness annotation
+codegen may use to drop arrays early. No pass changes a number: a rewrite is made only where the result is bitwise the same
 array (same dtype, shape and values), and never where it would make a result returned to the
 user share storage it did not share before.
 
@@ -21,6 +22,7 @@ import numpy as np
 from .checkpointing import recompute_checkpoints
 from .fusion import fuse_elementwise
 from .ir import CONST, NODE
+from .optimizer_pass import place_updates
 
 
 # ---- helpers ------------------------------------------------------------------------------
@@ -238,11 +240,12 @@ def simplify_algebra(program):
 def eliminate_dead_code(program):
     """Keep only the nodes some result depends on (walking back from the results), and random
     nodes: a draw nobody reads still advances its generator, as it did eagerly, so the numbers
-    drawn after it stay the eager ones."""
+    drawn after it stay the eager ones. Nodes with an effect (optimizer updates) stay too."""
     needed = {v.id for v in program.results()}
     kept = []
     for node in reversed(program.nodes):
-        if any(v.id in needed for v in node.outputs) or is_random(node):
+        if (any(v.id in needed for v in node.outputs) or is_random(node)
+                or getattr(node.op, "effect", False)):
             kept.append(node)
             needed.update(v.id for v in node.inputs)
     program.nodes = kept[::-1]
@@ -282,7 +285,8 @@ def annotate_liveness(program):
 
 
 PIPELINE = (simplify_algebra, eliminate_common_subexpressions, fold_constants,
-            recompute_checkpoints, eliminate_dead_code, fuse_elementwise, annotate_liveness)
+            recompute_checkpoints, eliminate_dead_code, fuse_elementwise, place_updates,
+            annotate_liveness)
 
 
 def optimize(program):
