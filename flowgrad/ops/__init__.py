@@ -28,6 +28,8 @@ from . import (  # noqa: F401 - imported to register their ops
     shape,
     sort,
     spatial,
+    special_fns,
+    special_poly,
     split,
     stats,
 )
