@@ -1,0 +1,255 @@
+"""L-BFGS with an optional strong-Wolfe line search, as torch.optim.LBFGS (a port of its
+algorithm: same two-loop recursion, history, stopping tests and cubic interpolation), on the
+parameters' NumPy arrays flattened into one vector.
+
+>>> import flowgrad as flow
+>>> w = flow.nn.Parameter(flow.tensor([3.0, -2.0]))
+>>> opt = flow.optim.LBFGS([w], line_search_fn="strong_wolfe")
+>>> def closure():
+...     opt.zero_grad()
+...     loss = ((w - 1.0) ** 2).sum()
+...     loss.backward()
+...     return loss
+>>> _ = opt.step(closure)
+>>> [round(v, 4) for v in w.tolist()]
+[1.0, 1.0]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.interpreter import bump_version
+from .optimizer import Optimizer
+
+__all__ = ["LBFGS"]
+
+
+def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
+    # minimiser of the cubic through two points with their slopes, clamped to the bounds
+    xmin_bound, xmax_bound = bounds if bounds is not None else ((x1, x2) if x1 <= x2
+                                                                else (x2, x1))
+    d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
+    d2_square = d1 ** 2 - g1 * g2
+    if d2_square >= 0:
+        d2 = np.sqrt(d2_square)
+        if x1 <= x2:
+            min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+        else:
+            min_pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+        return min(max(min_pos, xmin_bound), xmax_bound)
+    return (xmin_bound + xmax_bound) / 2.0
+
+
+def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9,
+                  max_ls=25):
+    """Step length t along d meeting the strong Wolfe conditions (bracketing, then zoom)."""
+    d_norm = np.abs(d).max()
+    g = g.copy()
+    f_new, g_new = obj_func(x, t, d)
+    ls_func_evals = 1
+    gtd_new = g_new.dot(d)
+    t_prev, f_prev, g_prev, gtd_prev = 0, f, g, gtd
+    done = False
+    ls_iter = 0
+    while ls_iter < max_ls:
+        if f_new > (f + c1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev):
+            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
+            bracket_g, bracket_gtd = [g_prev, g_new.copy()], [gtd_prev, gtd_new]
+            break
+        if abs(gtd_new) <= -c2 * gtd:
+            bracket, bracket_f, bracket_g = [t], [f_new], [g_new]
+            done = True
+            break
+        if gtd_new >= 0:
+            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
+            bracket_g, bracket_gtd = [g_prev, g_new.copy()], [gtd_prev, gtd_new]
+            break
+        min_step, max_step = t + 0.01 * (t - t_prev), t * 10
+        tmp = t
+        t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
+                               bounds=(min_step, max_step))
+        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new.copy(), gtd_new
+        f_new, g_new = obj_func(x, t, d)
+        ls_func_evals += 1
+        gtd_new = g_new.dot(d)
+        ls_iter += 1
+    if ls_iter == max_ls:
+        bracket, bracket_f, bracket_g = [0, t], [f, f_new], [g, g_new]
+        bracket_gtd = [gtd, gtd_new]
+    insuf_progress = False
+    low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[-1] else (1, 0)
+    while not done and ls_iter < max_ls:
+        if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
+            break
+        t = _cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0], bracket[1],
+                               bracket_f[1], bracket_gtd[1])
+        eps = 0.1 * (max(bracket) - min(bracket))
+        if min(max(bracket) - t, t - min(bracket)) < eps:
+            if insuf_progress or t >= max(bracket) or t <= min(bracket):
+                t = max(bracket) - eps if abs(t - max(bracket)) < abs(t - min(bracket)) \
+                    else min(bracket) + eps
+                insuf_progress = False
+            else:
+                insuf_progress = True
+        else:
+            insuf_progress = False
+        f_new, g_new = obj_func(x, t, d)
+        ls_func_evals += 1
+        gtd_new = g_new.dot(d)
+        ls_iter += 1
+        if f_new > (f + c1 * t * gtd) or f_new >= bracket_f[low_pos]:
+            bracket[high_pos], bracket_f[high_pos] = t, f_new
+            bracket_g[high_pos], bracket_gtd[high_pos] = g_new.copy(), gtd_new
+            low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[1] else (1, 0)
+        else:
+            if abs(gtd_new) <= -c2 * gtd:
+                done = True
+            elif gtd_new * (bracket[high_pos] - bracket[low_pos]) >= 0:
+                bracket[high_pos], bracket_f[high_pos] = bracket[low_pos], bracket_f[low_pos]
+                bracket_g[high_pos] = bracket_g[low_pos]
+                bracket_gtd[high_pos] = bracket_gtd[low_pos]
+            bracket[low_pos], bracket_f[low_pos] = t, f_new
+            bracket_g[low_pos], bracket_gtd[low_pos] = g_new.copy(), gtd_new
+    t = bracket[low_pos]
+    return bracket_f[low_pos], bracket_g[low_pos], t, ls_func_evals
+
+
+class LBFGS(Optimizer):
+    """torch.optim.LBFGS: `step(closure)` runs up to `max_iter` quasi-Newton iterations
+    (history of `history_size` curvature pairs), with `line_search_fn="strong_wolfe"` or a
+    fixed step `lr`. One parameter group only. See the module example."""
+
+    def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
+                 tolerance_change=1e-9, history_size=100, line_search_fn=None):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if max_eval is None:
+            max_eval = max_iter * 5 // 4
+        if line_search_fn not in (None, "strong_wolfe"):
+            raise ValueError(f"LBFGS: line_search_fn must be None or 'strong_wolfe', got "
+                             f"{line_search_fn!r}")
+        defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
+                        tolerance_grad=tolerance_grad, tolerance_change=tolerance_change,
+                        history_size=history_size, line_search_fn=line_search_fn)
+        super().__init__(params, defaults)
+        if len(self.param_groups) != 1:
+            raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
+        self._params = self.param_groups[0]["params"]
+
+    def _gather_flat_grad(self):
+        return np.concatenate([np.zeros(p._data.size, p._data.dtype) if p.grad is None
+                               else p.grad._data.reshape(-1) for p in self._params])
+
+    def _add_grad(self, step_size, update):
+        offset = 0
+        for p in self._params:
+            n = p._data.size
+            p._data += (step_size * update[offset:offset + n]).reshape(p._data.shape) \
+                .astype(p._data.dtype, copy=False)
+            bump_version(p)
+            offset += n
+
+    def _set_param(self, params_data):
+        for p, data in zip(self._params, params_data):
+            p._data[...] = data
+            bump_version(p)
+
+    def _directional_evaluate(self, closure, x, t, d):
+        self._add_grad(t, d)
+        loss = float(closure())
+        flat_grad = self._gather_flat_grad()
+        self._set_param(x)
+        return loss, flat_grad
+
+    def step(self, closure):
+        """One optimisation step: `closure()` zeroes the grads, computes and backpropagates
+        the loss and returns it; returns the first loss."""
+        if closure is None:
+            raise RuntimeError("LBFGS.step needs a closure that recomputes the loss")
+        with no_grad():
+            return self._step(closure)
+
+    def _step(self, closure):  # noqa: C901 - torch's algorithm, kept in one piece
+        def evaluate():
+            with enable_grad():
+                return closure()
+
+        group = self.param_groups[0]
+        lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
+        tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
+        line_search_fn, history_size = group["line_search_fn"], group["history_size"]
+        state = self.state[self._params[0]]
+        state.setdefault("func_evals", 0)
+        state.setdefault("n_iter", 0)
+        orig_loss = evaluate()
+        loss = float(orig_loss)
+        current_evals = 1
+        state["func_evals"] += 1
+        flat_grad = self._gather_flat_grad()
+        if np.abs(flat_grad).max() <= tolerance_grad:
+            return orig_loss
+        d, t = state.get("d"), state.get("t")
+        old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
+        h_diag, prev_flat_grad = state.get("H_diag"), state.get("prev_flat_grad")
+        prev_loss = state.get("prev_loss")
+        n_iter = 0
+        while n_iter < max_iter:
+            n_iter += 1
+            state["n_iter"] += 1
+            if state["n_iter"] == 1:
+                d, old_dirs, old_stps, ro, h_diag = -flat_grad, [], [], [], 1
+            else:
+                y = flat_grad - prev_flat_grad
+                s = d * t
+                ys = y.dot(s)
+                if ys > 1e-10:
+                    if len(old_dirs) == history_size:
+                        old_dirs.pop(0)
+                        old_stps.pop(0)
+                        ro.pop(0)
+                    old_dirs.append(y)
+                    old_stps.append(s)
+                    ro.append(1.0 / ys)
+                    h_diag = ys / y.dot(y)
+                al = [None] * len(old_dirs)
+                q = -flat_grad
+                for i in range(len(old_dirs) - 1, -1, -1):
+                    al[i] = old_stps[i].dot(q) * ro[i]
+                    q = q - al[i] * old_dirs[i]
+                d = r = q * h_diag
+                for i in range(len(old_dirs)):
+                    be_i = old_dirs[i].dot(r) * ro[i]
+                    r += (al[i] - be_i) * old_stps[i]
+            prev_flat_grad = flat_grad.copy()
+            prev_loss = loss
+            t = min(1.0, 1.0 / np.abs(flat_grad).sum()) * lr if state["n_iter"] == 1 else lr
+            gtd = flat_grad.dot(d)
+            if gtd > -tolerance_change:
+                break
+            ls_func_evals = 0
+            if line_search_fn is not None:
+                x_init = [p._data.copy() for p in self._params]
+                loss, flat_grad, t, ls_func_evals = _strong_wolfe(
+                    lambda x, t, d: self._directional_evaluate(evaluate, x, t, d),
+                    x_init, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals)
+                self._add_grad(t, d)
+                opt_cond = np.abs(flat_grad).max() <= tolerance_grad
+            else:
+                self._add_grad(t, d)
+                opt_cond = False
+                if n_iter != max_iter:
+                    loss = float(evaluate())
+                    flat_grad = self._gather_flat_grad()
+                    opt_cond = np.abs(flat_grad).max() <= tolerance_grad
+                    ls_func_evals = 1
+            current_evals += ls_func_evals
+            state["func_evals"] += ls_func_evals
+            if n_iter == max_iter or current_evals >= max_eval or opt_cond:
+                break
+            if np.abs(d * t).max() <= tolerance_change or abs(loss - prev_loss) < \
+                    tolerance_change:
+                break
+        state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=h_diag,
+                     prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
+        return orig_loss

@@ -1,0 +1,94 @@
+"""Rprop and ASGD, with torch's update formulas.
+
+>>> import flowgrad as flow
+>>> w = flow.nn.Parameter(flow.tensor([1.0, -1.0]))
+>>> opt = flow.optim.Rprop([w], lr=0.1)
+>>> (w * w).sum().backward(); _ = opt.step(); w
+Parameter containing:
+tensor([ 0.9000, -0.9000], requires_grad=True)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from .adam import _advance, _step_tensor
+from .optimizer import Optimizer, _no_differentiable, _validate
+
+__all__ = ["Rprop", "ASGD"]
+
+
+class Rprop(Optimizer):
+    """torch.optim.Rprop: a per-element step size grows by etas[1] while the gradient keeps
+    its sign and shrinks by etas[0] when it flips (that step is skipped); p -= sign(g) step."""
+
+    _state_keys = frozenset({"step", "prev", "step_size"})
+
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        _validate("learning rate", lr)
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        _no_differentiable("Rprop", differentiable)
+        super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes,
+                                      capturable=capturable, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable))
+
+    def _init_state(self, p, group, state):
+        state["step"] = _step_tensor()
+        state["prev"] = Tensor._wrap(np.zeros_like(p._data))
+        state["step_size"] = Tensor._wrap(np.full_like(p._data, group["lr"]))
+
+    def _update(self, param, grad, state, group):
+        g = -grad if group["maximize"] else grad
+        _advance(state)
+        etaminus, etaplus = group["etas"]
+        lo, hi = group["step_sizes"]
+        prev, step_size = state["prev"]._data, state["step_size"]._data
+        sign = np.sign(g * prev)
+        factor = np.where(sign > 0, etaplus, np.where(sign < 0, etaminus, 1.0))
+        step_size *= factor.astype(step_size.dtype)
+        np.clip(step_size, lo, hi, out=step_size)
+        g = np.where(factor == etaminus, 0, g).astype(param.dtype, copy=False)
+        param -= np.sign(g) * step_size
+        prev[...] = g
+
+
+class ASGD(Optimizer):
+    """torch.optim.ASGD (averaged SGD): p = p (1 - lambd eta) - eta g; the running average
+    `ax` of the iterates starts after t0 steps; eta = lr / (1 + lambd lr step)^alpha."""
+
+    _state_keys = frozenset({"step", "eta", "mu", "ax"})
+
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
+                 foreach=None, maximize=False, differentiable=False, capturable=False):
+        _validate("learning rate", lr)
+        _validate("weight_decay value", weight_decay)
+        _no_differentiable("ASGD", differentiable)
+        super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0,
+                                      weight_decay=weight_decay, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
+
+    def _init_state(self, p, group, state):
+        state["step"] = _step_tensor()
+        state["eta"] = Tensor._wrap(np.asarray(group["lr"], np.float32))
+        state["mu"] = Tensor._wrap(np.ones((), np.float32))
+        state["ax"] = Tensor._wrap(np.zeros_like(p._data))
+
+    def _update(self, param, grad, state, group):
+        g = -grad if group["maximize"] else grad
+        step = _advance(state)
+        if group["weight_decay"] != 0:
+            g = g + group["weight_decay"] * param
+        eta, mu = float(state["eta"]._data), float(state["mu"]._data)
+        param *= 1 - group["lambd"] * eta
+        param -= eta * g
+        ax = state["ax"]._data
+        if mu != 1:
+            ax += (param - ax) * mu
+        else:
+            ax[...] = param
+        lr, lambd = group["lr"], group["lambd"]
+        state["eta"]._data[...] = lr / ((1 + lambd * lr * step) ** group["alpha"])
+        state["mu"]._data[...] = 1 / max(1, step - group["t0"])
