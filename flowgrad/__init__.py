@@ -11,6 +11,7 @@ import warnings as _warnings
 from . import (
     autograd,
     cuda,
+    fft,
     linalg,
     nn,  # noqa: E402,I001 - nn builds on everything above
     ops,

@@ -7,6 +7,7 @@ from . import (  # noqa: F401 - imported to register their ops
     creation,
     diag,
     einsum,
+    fft,
     elementwise,
     elementwise_more,
     gather,

@@ -144,7 +144,7 @@ def complex(real, imag):
 
     >>> import flowgrad as flow
     >>> flow.complex(flow.tensor([1.0, 2.0]), flow.tensor([0.5, -1.0]))
-    tensor([1.0000+0.5000j, 2.0000-1.0000j])
+    tensor([1.+0.5000j, 2.-1.0000j])
     """
     for name, t in (("real", real), ("imag", imag)):
         if not isinstance(t, Tensor) or t._data.dtype.kind != "f" or t._data.itemsize < 4:
@@ -235,7 +235,7 @@ def _angle(xp, x):
 @_angle.grad
 def _(ctx, dy):
     (z,) = ctx.inputs
-    if z._data.dtype.kind != "c":
+    if not z.is_complex():
         return dy * 0.0
     # d angle: dy * i z / |z|^2, 0 at z == 0 (torch's angle_backward)
     a2 = real(z * conj(z))

@@ -346,7 +346,7 @@ def _tanh(xp, x):
 @_tanh.grad
 def _(ctx, dy):
     y = ctx.out
-    if y._data.dtype.kind == "c":  # composed of complex-aware ops, to any order
+    if y.is_complex():  # composed of complex-aware ops, to any order
         return dy * conj(1 - y * y)
     return _tanh_grad(y, dy)
 
@@ -374,7 +374,7 @@ def _sigmoid(xp, x):
 @_sigmoid.grad
 def _(ctx, dy):
     y = ctx.out
-    if y._data.dtype.kind == "c":
+    if y.is_complex():
         return dy * conj(y * (1 - y))
     return _sigmoid_grad(y, dy)
 
@@ -466,7 +466,7 @@ def _promote_pair(a, b, op_name, floating=False):
         d = _dt.result_type(a, b if b._data.ndim else b.item())
     else:
         d = _dt.result_type(a, b)
-    if floating and not d.is_floating_point:
+    if floating and d.category < 2:
         d = _dt.get_default_dtype()
     a = a if a._data.dtype == d.np else a.to(d)
     b = b if b._data.dtype == d.np else b.to(d)

@@ -161,7 +161,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
         kind = x._data.dtype.kind
     except AttributeError:
         not_a_tensor("mean", input)
-    if kind not in "fV":
+    if kind not in "fVc":
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be either a floating "
             f"point or complex dtype. Got: {x.dtype.name}; call .float() first or pass dtype=")
