@@ -1,0 +1,2 @@
+"""Differentiable collectives (torch.distributed.nn): see `functional`."""
+from . import functional
