@@ -34,8 +34,15 @@ UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 _LEVELS = []  # forward levels entered, outermost first
 
 
+def _key(t):
+    """Tangents are keyed by storage: the array (the batch tensor of a BatchedTensor), so a
+    saved output rebuilt by a rule, or a detached alias, keeps its tangent."""
+    phys = getattr(t, "_phys", None)
+    return t._data if phys is None else phys
+
+
 class ForwardLevel:
-    """The interpreter of one forward-AD level: a table tensor -> tangent."""
+    """The interpreter of one forward-AD level: a table storage -> tangent."""
 
     def __init__(self, inner, index):
         self.inner = inner
@@ -43,25 +50,26 @@ class ForwardLevel:
         self.tangents = {}
 
     def tangent(self, t):
-        entry = self.tangents.get(id(t))
+        entry = self.tangents.get(id(_key(t)))
         return None if entry is None else entry[1]
 
     def set_tangent(self, t, tangent):
-        table, key = self.tangents, id(t)
+        store = _key(t)
+        table, key = self.tangents, id(store)
         if tangent is None:
             table.pop(key, None)
             return
-        table[key] = (weakref.ref(t, lambda _, key=key: table.pop(key, None)), tangent)
+        table[key] = (weakref.ref(store, lambda _, key=key: table.pop(key, None)), tangent)
 
     def apply(self, op, inputs, attrs):
         table = self.tangents
-        if not table or not any(id(t) in table for t in inputs):
+        if not table or not any(id(_key(t)) in table for t in inputs):
             return self.inner.apply(op, inputs, attrs)
         return pack(op, self.apply_full(op, inputs, attrs)[0])
 
     def apply_full(self, op, inputs, attrs):
         table = self.tangents
-        if not table or not any(id(t) in table for t in inputs):
+        if not table or not any(id(_key(t)) in table for t in inputs):
             return apply_full(self.inner, op, inputs, attrs)
         outs, aux = apply_full(self.inner, op, inputs, attrs)
         tans = [self.tangent(t) for t in inputs]
@@ -88,12 +96,12 @@ class ForwardLevel:
     def function_ran(self, cls, ctx, args, outputs):
         """A custom Function ran: with a `jvp` staticmethod, its output tangents come from
         it (else from the ops its forward ran, which this level saw)."""
+        from ..tensor import Tensor
         from .function import Function
 
         if getattr(cls, "jvp", Function.jvp) is Function.jvp or not any(
-                id(a) in self.tangents for a in args):
+                isinstance(a, Tensor) and self.tangent(a) is not None for a in args):
             return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
-        from ..tensor import Tensor
 
         tans = [self.tangent(a) if isinstance(a, Tensor) else None for a in args]
         with _interpreter.using_interpreter(self.inner):
@@ -258,7 +266,7 @@ def make_dual(tensor, tangent, *, level=None):
         raise ValueError(f"make_dual: the tangent's dtype {tangent.dtype} differs from the "
                          f"primal's {tensor.dtype}; convert it with .to(primal.dtype)")
     with _interpreter.using_interpreter(lvl.inner):
-        dual = tensor.view_as(tensor)
+        dual = tensor.reshape(tensor.shape)
     lvl.set_tangent(dual, tangent)
     return dual
 
@@ -272,7 +280,7 @@ def unpack_dual(tensor, *, level=None):
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
     with _interpreter.using_interpreter(lvl.inner):
-        primal = tensor.view_as(tensor)
+        primal = tensor.reshape(tensor.shape)
     return UnpackedDualTensor(primal, tangent)
 
 

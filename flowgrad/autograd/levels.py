@@ -65,10 +65,14 @@ def pack(op, outs):
 class reverse_scope:
     """Reverse-mode AD is about to run inside the vmap levels entered so far (func.grad, a
     vjp, a jvp derived from a vjp): while it lasts they record autograd on their logical
-    (per-example) tensors, so a backward run inside them is per-example too."""
+    (per-example) tensors, so a backward run inside them is per-example too. `levels`: only
+    those (the ones around the transform's forward, for its vjp_fn called later)."""
+
+    def __init__(self, levels=None):
+        self.levels = list(VMAP_STACK) if levels is None else [
+            lv for lv in levels if lv in VMAP_STACK]
 
     def __enter__(self):
-        self.levels = list(VMAP_STACK)
         for level in self.levels:
             level.logical += 1
         return self

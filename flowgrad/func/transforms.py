@@ -1,0 +1,363 @@
+"""torch.func's transforms: grad, grad_and_value, vjp, jvp, jacrev, jacfwd, hessian,
+linearize, functional_call.
+
+Reverse mode runs the eager engine on fresh aliases of the differentiated inputs (inside a
+`reverse_scope`, so the vmap levels around it record per-example); forward mode enters a
+forward-AD level. Transforms nest: the aliases keep their inputs' history and tangents, and
+gradients keep their graph when an outer transform differentiates them.
+"""
+from __future__ import annotations
+
+import functools
+
+from ..autograd import engine, forward_ad, grad_mode
+from ..autograd.levels import reverse_scope
+from ..tensor import Tensor
+from .batched import BatchedTensor, wrap
+from .vmap import vmap
+
+
+def _flatten(tree):
+    if isinstance(tree, (tuple, list)):
+        return [leaf for t in tree for leaf in _flatten(t)]
+    if isinstance(tree, dict):
+        return [leaf for v in tree.values() for leaf in _flatten(v)]
+    return [tree]
+
+
+def _unflatten(tree, leaves):
+    it = iter(leaves)
+
+    def build(t):
+        if isinstance(t, (tuple, list)):
+            return type(t)(build(x) for x in t)
+        if isinstance(t, dict):
+            return {k: build(v) for k, v in t.items()}
+        return next(it)
+    return build(tree)
+
+
+def _detached(x):
+    """x.detach(), keeping x's tangents and batching at every level."""
+    if type(x) is BatchedTensor:
+        y = wrap(_detached(x._phys), x._level)
+    else:
+        y = x.detach()
+    forward_ad.copy_tangents(x, y)
+    return y
+
+
+def _fresh(x):
+    """An alias of x that autograd.grad can target: a differentiable view when x already
+    requires grad (an outer transform differentiates through it), else a new leaf."""
+    if not isinstance(x, Tensor):
+        return x
+    if x.requires_grad:
+        return x.reshape(x.shape)
+    if not x.is_floating_point():
+        raise RuntimeError(f"func transforms: can only differentiate floating point inputs, "
+                           f"got one of dtype {x.dtype}; convert it with .float()")
+    return _detached(x).requires_grad_(True)
+
+
+def _argnums(argnums, n, what):
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+    for a in nums:
+        if not isinstance(a, int) or not -n <= a < n:
+            raise RuntimeError(f"{what}: argnums {argnums!r} out of range for {n} positional "
+                               f"arguments; pass int(s) in [-{n}, {n - 1}]")
+    return tuple(a % n for a in nums)
+
+
+def _grad_of(outputs, inputs, cotangents, keep):
+    """Gradients (zeros where unused); with their graph when `keep`, else detached with
+    their tangents (the engine keeps tangents only when creating the graph)."""
+    grads = engine.grad(outputs, inputs, cotangents, retain_graph=True,
+                        create_graph=keep or bool(forward_ad.active_levels()),
+                        allow_unused=True)
+    result = []
+    for g, x in zip(grads, inputs):
+        if g is None:
+            g = Tensor._zeros(x._data.shape, x._data.dtype)
+            g = x * 0 if type(x) is BatchedTensor else g
+        result.append(g if keep else _detached(g))
+    return result
+
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """(gradient of func's scalar output w.r.t. args[argnums], output) as torch.func.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.func import grad_and_value
+    >>> grad_and_value(lambda x: (x * x).sum())(flow.tensor([1.0, 2.0]))
+    (tensor([2., 4.]), tensor(5.))
+    """
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        nums = _argnums(argnums, len(args), "grad")
+        with reverse_scope(), grad_mode.enable_grad():
+            args = list(args)
+            keep = any(isinstance(x, Tensor) and x.requires_grad
+                       for i in nums for x in _flatten(args[i]))
+            for i in nums:
+                args[i] = _unflatten(args[i], [_fresh(x) for x in _flatten(args[i])])
+            out = func(*args, **kwargs)
+            aux = None
+            if has_aux:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise RuntimeError("grad(f, has_aux=True): f must return a (output, aux) "
+                                       "tuple")
+                out, aux = out
+            if not isinstance(out, Tensor) or out.numel() != 1:
+                raise RuntimeError(
+                    f"grad(f): expected f to return a scalar (one-element) tensor, got "
+                    f"{'shape ' + str(tuple(out.shape)) if isinstance(out, Tensor) else type(out)}"
+                    f"; use vjp or jacrev for non-scalar outputs")
+            leaves = [x for i in nums for x in _flatten(args[i])]
+            if out.requires_grad:
+                grads = _grad_of((out,), leaves, None, keep)
+            else:
+                grads = [x * 0 for x in leaves]
+        it = iter(grads)
+        g = tuple(_unflatten(args[i], [next(it) for _ in _flatten(args[i])]) for i in nums)
+        g = g if isinstance(argnums, tuple) else g[0]
+        value = out if keep else _detached(out)
+        return (g, (value, aux)) if has_aux else (g, value)
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """The function computing func's gradient w.r.t. args[argnums] (torch.func.grad).
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.func import grad
+    >>> grad(grad(lambda x: x ** 3))(flow.tensor(2.0))
+    tensor(12.)
+    """
+    gv = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        g, value = gv(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    return wrapper
+
+
+def vjp(func, *primals, has_aux=False):
+    """(func(*primals), vjp_fn): vjp_fn(cotangents) gives the cotangents of the primals.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.func import vjp
+    >>> out, fn = vjp(lambda x: x * 3, flow.tensor([1.0, 2.0]))
+    >>> fn(flow.tensor([1.0, 1.0]))
+    (tensor([3., 3.]),)
+    """
+    scope = reverse_scope()
+    with scope, grad_mode.enable_grad():
+        keep = any(isinstance(x, Tensor) and x.requires_grad for x in _flatten(primals))
+        fresh = _unflatten(list(primals), [_fresh(x) for x in _flatten(primals)])
+        out = func(*fresh)
+        aux = None
+        if has_aux:
+            out, aux = out
+    leaves = [x for x in _flatten(fresh) if isinstance(x, Tensor)]
+    outs = _flatten(out)
+
+    def vjp_fn(*cotangents):
+        cots = _flatten(cotangents[0] if len(cotangents) == 1 and not isinstance(out, Tensor)
+                        else cotangents)
+        if len(cots) != len(outs):
+            raise RuntimeError(f"vjp_fn: expected {len(outs)} cotangents (one per output), "
+                               f"got {len(cots)}")
+        pairs = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
+        with reverse_scope(scope.levels):
+            if not pairs:
+                grads = [x * 0 for x in leaves]
+            else:
+                grads = _grad_of([o for o, _ in pairs], leaves, [c for _, c in pairs],
+                                 keep or any(c.requires_grad for _, c in pairs))
+        return tuple(_unflatten(list(primals), grads))
+
+    value = out if keep else _unflatten(out, [_detached(o) for o in outs])
+    return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """(func(*primals), J tangents) by forward-mode AD (torch.func.jvp).
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.func import jvp
+    >>> jvp(lambda x: x.sin(), (flow.tensor(0.0),), (flow.tensor(2.0),))
+    (tensor(0.), tensor(2.))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise RuntimeError("jvp(f, primals, tangents): primals and tangents must be tuples")
+    if len(primals) != len(tangents):
+        raise RuntimeError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents; "
+                           f"give one tangent per primal")
+    with forward_ad.dual_level():
+        duals = [forward_ad.make_dual(p, t) for p, t in zip(primals, tangents)]
+        out = func(*duals)
+        aux = None
+        if has_aux:
+            out, aux = out
+        pairs = [forward_ad.unpack_dual(o) for o in _flatten(out)]
+        prim = [p for p, _ in pairs]
+        tang = [t if t is not None else p * 0 for p, t in pairs]
+    result = (_unflatten(out, prim), _unflatten(out, tang))
+    return result + (aux,) if has_aux else result
+
+
+def linearize(func, *primals):
+    """(func(*primals), jvp_fn) with jvp_fn(*tangents) = J tangents."""
+    out = func(*primals)
+    return out, lambda *tangents: jvp(func, primals, tangents)[1]
+
+
+def _basis(x):
+    from ..ops.creation import eye
+
+    n = x.numel()
+    return eye(n, dtype=x.dtype).reshape(n, *x.shape)
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
+    """The Jacobian of func w.r.t. args[argnums] by reverse mode: one vmapped vjp.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.func import jacrev
+    >>> jacrev(lambda x: x ** 2)(flow.tensor([1.0, 3.0]))
+    tensor([[2., 0.],
+            [0., 6.]])
+    """
+    @functools.wraps(func)
+    def wrapper(*args):
+        nums = _argnums(argnums, len(args), "jacrev")
+        diff = [args[i] for i in nums]
+
+        def f(*d):
+            full = list(args)
+            for i, v in zip(nums, d):
+                full[i] = v
+            return func(*full)
+        res = vjp(f, *diff, has_aux=has_aux)
+        out, fn = res[:2]
+        outs = _flatten(out)
+        jacs = []
+        for j, o in enumerate(outs):
+            def one(c, j=j):
+                cots = [c if k == j else q * 0 for k, q in enumerate(outs)]
+                return fn(_unflatten(out, cots)) if not isinstance(out, Tensor) else fn(c)
+            per_in = vmap(one)(_basis(o))
+            jacs.append(tuple(g.reshape(*o.shape, *x.shape) for g, x in zip(per_in, diff)))
+        jac = [j if isinstance(argnums, tuple) else j[0] for j in jacs]
+        jac = jac[0] if isinstance(out, Tensor) else _unflatten(out, jac)
+        return (jac, res[2]) if has_aux else jac
+    return wrapper
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """The Jacobian of func w.r.t. args[argnums] by forward mode: one vmapped jvp.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.func import jacfwd
+    >>> jacfwd(lambda x: x.sum() * x)(flow.tensor([1.0, 2.0]))
+    tensor([[4., 1.],
+            [2., 5.]])
+    """
+    @functools.wraps(func)
+    def wrapper(*args):
+        nums = _argnums(argnums, len(args), "jacfwd")
+        diff = [args[i] for i in nums]
+
+        def f(*d):
+            full = list(args)
+            for i, v in zip(nums, d):
+                full[i] = v
+            return func(*full)
+        per_arg, aux = [], None
+        for k, x in enumerate(diff):
+            def push(t, k=k):
+                tans = [t if m == k else y * 0 for m, y in enumerate(diff)]
+                r = jvp(f, tuple(diff), tuple(tans), has_aux=has_aux)
+                return (r[1], r[2]) if has_aux else r[1]
+            r = vmap(push, randomness=randomness)(_basis(x))
+            tang = r[0] if has_aux else r
+            if has_aux:
+                aux = _flatten(r[1])  # the same per basis vector: keep the first
+                aux = _unflatten(r[1], [a[0] if isinstance(a, Tensor) else a for a in aux])
+            per_arg.append([t.movedim(0, -1).reshape(*t.shape[1:], *x.shape)
+                            for t in _flatten(tang)])
+            template = tang
+        outs = [tuple(p[j] for p in per_arg) for j in range(len(per_arg[0]))]
+        outs = [o if isinstance(argnums, tuple) else o[0] for o in outs]
+        jac = outs[0] if isinstance(template, Tensor) else _unflatten(template, outs)
+        return (jac, aux) if has_aux else jac
+    return wrapper
+
+
+def hessian(func, argnums=0):
+    """The Hessian: jacfwd(jacrev(func)) (forward over reverse), as torch.func.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.func import hessian
+    >>> hessian(lambda x: (x ** 3).sum())(flow.tensor([1.0, 2.0]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
+                    tie_weights=True, strict=False):
+    """Call `module` with its parameters and buffers replaced by the given tensors.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.func import functional_call
+    >>> m = flow.nn.Linear(2, 1, bias=False)
+    >>> functional_call(m, {"weight": flow.ones(1, 2)}, (flow.tensor([[1.0, 2.0]]),))
+    tensor([[3.]])
+    """
+    dicts = parameter_and_buffer_dicts
+    if isinstance(dicts, (tuple, list)):
+        merged = {}
+        for d in dicts:
+            for k in d:
+                if k in merged:
+                    raise ValueError(f"functional_call: {k!r} appears in more than one dict")
+            merged.update(d)
+        dicts = merged
+    known = dict(module.named_parameters(remove_duplicate=False)) if tie_weights is not None \
+        else {}
+    known.update(dict(module.named_buffers()))
+    if strict:
+        missing = sorted(set(known) - set(dicts))
+        unexpected = sorted(set(dicts) - set(known))
+        if missing or unexpected:
+            raise RuntimeError(f"functional_call (strict): missing keys {missing}, unexpected "
+                               f"keys {unexpected}")
+    swapped = []
+    try:
+        for name, value in dicts.items():
+            *path, leaf = name.split(".")
+            sub = module.get_submodule(".".join(path))
+            for store in (sub._parameters, sub._buffers):
+                if leaf in store:
+                    swapped.append((store, leaf, store[leaf]))
+                    store[leaf] = value
+                    break
+            else:
+                swapped.append((sub.__dict__, leaf, sub.__dict__.get(leaf, _MISSING)))
+                sub.__dict__[leaf] = value
+        if not isinstance(args, tuple):
+            args = (args,)
+        return module(*args, **(kwargs or {}))
+    finally:
+        for store, leaf, old in reversed(swapped):
+            if old is _MISSING:
+                store.pop(leaf, None)
+            else:
+                store[leaf] = old
+
+
+_MISSING = object()

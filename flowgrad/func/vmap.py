@@ -1,0 +1,281 @@
+"""vmap: run a function written for one example over a batch of them.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.func import vmap
+    >>> vmap(lambda x: x.sum())(flow.ones(3, 4))
+    tensor([4., 4., 4.])
+
+Each call enters a `VmapLevel`, an interpreter wrapping the one that was current: inputs
+are moved to a leading batch dim and wrapped as BatchedTensors (batched.py); an op with a
+batched input runs its batching rule (batch_rules.py) one level down, on the physical
+tensors; a per-example loop (`fallback`) serves ops without a rule. Autograd is recorded on
+the physical tensors, so a backward outside vmap sees ordinary ops; while a reverse-mode
+transform runs inside the level (func.grad, jacrev, a derived JVP) it is recorded on the
+per-example tensors instead (a node per op whose rule runs batched), so gradients inside
+vmap are per-example: `vmap(grad(loss))` gives per-sample gradients.
+"""
+from __future__ import annotations
+
+from ..autograd import grad_mode
+from ..autograd import interpreter as _interpreter
+from ..autograd.levels import VMAP_STACK, apply_full, delegate, pack
+from ..autograd.node import SavedTensor
+from ..tensor import Tensor
+from .batched import BatchedTensor, batched_at, wrap
+
+RANDOM = frozenset(("bernoulli", "dropout", "rrelu", "normal", "rand", "randn", "randint",
+                    "randperm", "multinomial"))
+
+
+class SavedBatched(SavedTensor):
+    """A saved output of a per-example node: kept as (physical tensor, meta), rebuilt."""
+
+    __slots__ = ()
+
+    def __init__(self, tensor):
+        super().__init__(tensor, True)
+        self.data, self.grad_fn = tensor._phys, tensor._level
+
+    def unpack(self, node):
+        if self.counter.value != self.version:
+            self.check(node)
+        t = wrap(self.data, self.grad_fn)
+        t._meta, t._grad_fn, t._version = self.meta, node, self.counter
+        return t
+
+
+class _VmapOp:
+    """The op of a node recorded on per-example tensors: the op's own rule, run batched."""
+
+    __slots__ = ("op", "name", "node_name", "save", "saved_inputs")
+
+    def __init__(self, op):
+        self.op, self.name, self.node_name = op, op.name, op.node_name
+        self.save, self.saved_inputs = op.save, op.saved_inputs
+
+    def backward(self, ctx, *grads):
+        return self.op.backward(ctx, *grads)
+
+
+class VmapLevel:
+    """The interpreter of one vmap call: batch size, randomness mode, depth."""
+
+    def __init__(self, inner, size, randomness, depth):
+        self.inner, self.size, self.randomness, self.depth = inner, size, randomness, depth
+        self.logical = 0  # > 0 while a reverse-mode transform runs inside this level
+
+    def apply(self, op, inputs, attrs):
+        return pack(op, self.apply_full(op, inputs, attrs)[0])
+
+    def apply_full(self, op, inputs, attrs):
+        from .batch_rules import BATCH_RULES, fallback, same_randomness
+
+        flags = [batched_at(t, self) for t in inputs]
+        rule = BATCH_RULES.get(op.name, fallback)
+        if op.name in RANDOM:
+            rule = self._random_rule(op, inputs, flags, attrs, rule)
+            if rule is same_randomness and not any(flags):
+                return apply_full(self.inner, op, inputs, attrs)
+        elif not any(flags):
+            return apply_full(self.inner, op, inputs, attrs)
+        if not any(flags):  # a random op, different per example: draw a batch
+            if "shape" in attrs:
+                attrs = dict(attrs, shape=(self.size,) + tuple(attrs["shape"]))
+                with _interpreter.using_interpreter(self.inner):
+                    outs, aux = apply_full(self.inner, op, inputs, attrs)
+                return tuple(wrap(o, self) for o in outs), tuple(wrap(a, self) for a in aux)
+            with _interpreter.using_interpreter(self.inner):
+                first = inputs[0].unsqueeze(0).expand(self.size, *inputs[0].shape)
+            inputs = [wrap(first, self)] + list(inputs[1:])
+            flags = [True] + flags[1:]
+        logical = (self.logical and grad_mode._state.enabled and op.backward is not None
+                   and any(t.requires_grad for t in inputs))
+        phys = [t._phys if f else t for t, f in zip(inputs, flags)]
+        with _interpreter.using_interpreter(self.inner):
+            if logical:
+                with grad_mode.no_grad():
+                    outs, aux = rule(self, op, phys, flags, attrs)
+            else:
+                outs, aux = rule(self, op, phys, flags, attrs)
+        wrapped = tuple(wrap(o, self) for o in outs)
+        aux = tuple(wrap(a, self) for a in aux)
+        if logical:
+            self._record(op, inputs, wrapped, attrs, aux)
+        else:
+            for w, o in zip(wrapped, outs):
+                w._meta, w._grad_fn = o._meta, o._grad_fn  # autograd on the physical tensor
+        return wrapped, aux
+
+    def _random_rule(self, op, inputs, flags, attrs, rule):
+        from .batch_rules import same_randomness
+
+        if self.randomness == "error":
+            raise RuntimeError(
+                f"vmap: called random operation {op.name} while in randomness error mode. "
+                f"Please either use the 'same' or 'different' randomness flags on vmap or "
+                f"perform the randomness operation out of vmap")
+        return same_randomness if self.randomness == "same" else rule
+
+    def _record(self, op, inputs, outputs, attrs, aux):
+        from ..autograd.interpreter import add_node
+
+        for t in inputs:
+            if type(t) is BatchedTensor and t._meta is not None and t._meta is t._phys._meta \
+                    and t._meta.requires_grad:
+                raise NotImplementedError(
+                    f"vmap: {op.name}: differentiating inside vmap (func.grad, jacrev) with "
+                    f"respect to a tensor that also requires grad outside vmap is not "
+                    f"supported; detach() the vmapped inputs, or differentiate outside")
+        node = add_node(_VmapOp(op), inputs, outputs, attrs, aux)
+        ctx = node.ctx
+        if ctx._outputs:
+            ctx._outputs = [SavedBatched(o) for o in outputs]
+
+    # hooks the eager functions call on the current interpreter
+    def written(self, target, result):
+        """An in-place op wrote `result` into `target`: target now holds result's examples."""
+        if batched_at(result, self):
+            if not batched_at(target, self):
+                raise RuntimeError(
+                    f"vmap: an in-place operation would write a batched result into a tensor "
+                    f"that is not batched (shape {tuple(target.shape)}); use the out-of-place "
+                    f"op, or pass the tensor in as a batched input")
+            target._phys = result._phys
+        delegate(self.inner, "written", target, result)
+
+    def read(self, tensor, what):
+        delegate(self.inner, "read", tensor, what)
+
+    def inplace(self, tensor):
+        if type(tensor) is BatchedTensor and tensor._view is not None:
+            raise RuntimeError("vmap: an in-place write through a view of a batched tensor is "
+                               "not supported; clone() it first")
+        delegate(self.inner, "inplace", tensor)
+
+    def function_apply(self, cls, args, kwargs):
+        """A custom Function under vmap: its `vmap` staticmethod, else (with
+        generate_vmap_rule=True) its forward's ops, batched one by one."""
+        from ..autograd.function import Function
+
+        if not any(batched_at(a, self) for a in args):
+            return delegate(self.inner, "function_apply", cls, args, kwargs)
+        if getattr(cls, "generate_vmap_rule", False):
+            return None
+        if getattr(cls, "vmap", Function.vmap) is Function.vmap:
+            raise RuntimeError(
+                f"vmap: {cls.__name__}: to use an autograd.Function with vmap, you must either "
+                f"override the vmap staticmethod or set generate_vmap_rule=True")
+        in_dims = tuple(0 if batched_at(a, self) else None for a in args)
+        phys = [a._phys if batched_at(a, self) else a for a in args]
+        with _interpreter.using_interpreter(self.inner):
+            out, out_dims = cls.vmap(VmapInfo(self.size, self.randomness), in_dims, *phys,
+                                     **kwargs)
+        single = not isinstance(out, tuple)
+        outs = (out,) if single else out
+        dims = (out_dims,) * len(outs) if not isinstance(out_dims, tuple) else out_dims
+        result = []
+        with _interpreter.using_interpreter(self.inner):
+            for o, d in zip(outs, dims):
+                result.append(o if d is None or not isinstance(o, Tensor)
+                              else wrap(o.movedim(d, 0), self))
+        return result[0] if single else tuple(result)
+
+    def function_ran(self, cls, ctx, args, outputs):
+        return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
+
+
+class VmapInfo:
+    """What a custom Function's `vmap` staticmethod is told: batch_size, randomness."""
+
+    def __init__(self, batch_size, randomness):
+        self.batch_size, self.randomness = batch_size, randomness
+
+
+# ---- entering and leaving a level ----------------------------------------------------------
+def _map(fn, tree, dims, what):
+    """Apply fn(leaf, dim) over a tuple/list/dict tree, with dims a matching tree or one value
+    for a whole subtree."""
+    if isinstance(tree, (tuple, list)):
+        if isinstance(dims, (tuple, list)):
+            if len(dims) != len(tree):
+                raise ValueError(f"vmap: {what}={dims!r} has {len(dims)} entries but the "
+                                 f"structure has {len(tree)}; give one per element")
+            return type(tree)(_map(fn, t, d, what) for t, d in zip(tree, dims))
+        return type(tree)(_map(fn, t, dims, what) for t in tree)
+    if isinstance(tree, dict):
+        if isinstance(dims, dict):
+            return {k: _map(fn, v, dims[k], what) for k, v in tree.items()}
+        return {k: _map(fn, v, dims, what) for k, v in tree.items()}
+    if isinstance(dims, (tuple, list, dict)):
+        raise ValueError(f"vmap: {what}={dims!r} is a structure but the value it applies to is "
+                         f"a {type(tree).__name__}")
+    return fn(tree, dims)
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """Vectorize `func` over dim `in_dims` of its inputs (None: not batched); the results
+    are stacked along `out_dims`. `randomness`: 'error', 'same' or 'different' random draws
+    across the batch. Nested vmap works; batching rules cover the common op families and a
+    per-example loop the rest.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.func import vmap
+    >>> x, w = flow.ones(5, 3), flow.ones(3, 2)
+    >>> vmap(lambda v, m: v @ m, in_dims=(0, None))(x, w).shape
+    flowgrad.Size([5, 2])
+    """
+    if randomness not in ("error", "same", "different"):
+        raise ValueError(f"vmap: randomness must be 'error', 'same' or 'different', got "
+                         f"{randomness!r}")
+
+    def wrapped(*args, **kwargs):
+        dims = in_dims if isinstance(in_dims, (tuple, list)) or len(args) != 1 else (in_dims,)
+        sizes = []
+
+        def size_of(x, d):
+            if d is None:
+                return x
+            if not isinstance(x, Tensor):
+                raise ValueError(f"vmap: in_dim {d} given for an input of type "
+                                 f"{type(x).__name__}; only tensors can be batched (use None)")
+            if not -x.dim() <= d < max(x.dim(), 1) or x.dim() == 0:
+                raise ValueError(f"vmap: in_dim {d} is out of range for an input of shape "
+                                 f"{tuple(x.shape)}")
+            sizes.append(x.shape[d])
+            return x
+        _map(size_of, list(args), list(dims) if isinstance(dims, (tuple, list)) else dims,
+             "in_dims")
+        if not sizes:
+            raise ValueError("vmap: at least one input must be a Tensor batched along an "
+                             "in_dim (in_dims are all None)")
+        if len(set(sizes)) != 1:
+            raise ValueError(f"vmap: expected all batched inputs to have the same size along "
+                             f"their in_dims, got sizes {sizes}")
+        level = VmapLevel(_interpreter.current, sizes[0], randomness, len(VMAP_STACK) + 1)
+        batched = _map(lambda x, d: x if d is None else wrap(x.movedim(d, 0), level),
+                       list(args), list(dims) if isinstance(dims, (tuple, list)) else dims,
+                       "in_dims")
+        VMAP_STACK.append(level)
+        try:
+            with _interpreter.using_interpreter(level):
+                out = func(*batched, **kwargs)
+        finally:
+            VMAP_STACK.remove(level)
+        return _unwrap_tree(out, level, out_dims)
+
+    wrapped.__doc__ = getattr(func, "__doc__", None)
+    return wrapped
+
+
+def _unwrap_tree(out, level, out_dims):
+    def unwrap(x, d):
+        if not isinstance(x, Tensor):
+            return x
+        if batched_at(x, level):
+            return x._phys if d == 0 else x._phys.movedim(0, d)
+        if d is None:
+            return x
+        return x.unsqueeze(d).expand(*x.shape[:d % (x.dim() + 1)], level.size,
+                                     *x.shape[d % (x.dim() + 1):])
+    single = not isinstance(out, (tuple, list, dict))
+    return _map(unwrap, out, out_dims, "out_dims") if not single else unwrap(out, out_dims)
