@@ -12,6 +12,7 @@ from . import (
     autograd,
     cuda,
     fft,
+    func,
     linalg,
     nn,  # noqa: E402,I001 - nn builds on everything above
     ops,

@@ -8,8 +8,10 @@
 - `function`: custom autograd.Function
 - `graph`: torch.autograd.graph (Node API, node hooks, saved-tensor hooks); `node_hooks`,
   `saved_hooks` implement them; `anomaly`: detect_anomaly
+- `forward_ad`: forward-mode AD (dual_level, make_dual, unpack_dual); `jvp_rules` its rules;
+  `functional`: vjp, jvp, jacobian, hessian, vhp, hvp; `levels`: shared by the transforms
 """
-from . import graph
+from . import forward_ad, functional, graph
 from .anomaly import (
            detect_anomaly,
            is_anomaly_check_nan_enabled,
@@ -20,7 +22,8 @@ from .engine import backward, grad
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 
-__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
+__all__ = ["backward", "grad", "forward_ad", "functional", "Function", "FunctionCtx",
+           "once_differentiable", "no_grad",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "graph",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled"]

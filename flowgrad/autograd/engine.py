@@ -414,16 +414,22 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 @_one_run_at_a_time
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, materialize_grads=False):
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of `outputs` with respect to `inputs`, returned, `.grad` untouched.
 
-    Only nodes that lead to some input run.
+    Only nodes that lead to some input run. `is_grads_batched=True`: dim 0 of each
+    grad_output indexes a batch of cotangents, run as one vmapped backward.
 
     >>> import flowgrad as flow
     >>> x = flow.tensor(3.0, requires_grad=True)
     >>> flow.autograd.grad(x ** 3, x)[0]
     tensor(27.)
     """
+    if is_grads_batched:
+        from ..func.transforms import batched_grad
+
+        return batched_grad(grad, outputs, inputs, grad_outputs, retain_graph, create_graph,
+                            allow_unused, materialize_grads)
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
     tracer = _interpreter.current

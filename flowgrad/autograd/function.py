@@ -163,10 +163,31 @@ class Function:
         raise NotImplementedError("setup_context is overridden together with a forward that "
                                   "takes no ctx")
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        """Forward mode: output tangents from input tangents (override to support it)."""
+        raise NotImplementedError("to use forward-mode AD through this Function, define its "
+                                  "jvp staticmethod")
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """Batching rule under func.vmap: (outputs, out_dims) from the batched arguments
+        (override, or set generate_vmap_rule = True to batch forward's ops one by one)."""
+        raise NotImplementedError("to use this Function with vmap, override its vmap "
+                                  "staticmethod or set generate_vmap_rule = True")
+
+    generate_vmap_rule = False
+
     @classmethod
     def apply(cls, *args, **kwargs):
         from ..tensor import Tensor
 
+        transform = _interpreter.current  # a func transform (vmap, forward AD) may take over
+        hook = getattr(transform, "function_apply", None)
+        if hook is not None:
+            done = hook(cls, args, kwargs)
+            if done is not None:
+                return done
         ctx = FunctionCtx()
         positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         tensors = [args[i] for i in positions]
@@ -178,6 +199,9 @@ class Function:
             else:  # torch's newer style: forward(*args) without ctx, then setup_context
                 outputs = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, outputs)
+        ran = getattr(transform, "function_ran", None)
+        if ran is not None:  # forward AD: tangents from the jvp staticmethod
+            ran(cls, ctx, args, outputs)
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         if not record:

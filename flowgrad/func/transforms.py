@@ -361,3 +361,34 @@ def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
 
 
 _MISSING = object()
+
+
+def batched_grad(grad_fn, outputs, inputs, grad_outputs, retain_graph, create_graph,
+                 allow_unused, materialize_grads):
+    """autograd.grad(..., is_grads_batched=True): one backward vmapped over dim 0 of the
+    grad_outputs (the graph, recorded outside, runs its rules on batched cotangents)."""
+    gos = grad_outputs if isinstance(grad_outputs, (tuple, list)) else (grad_outputs,)
+    if any(g is None for g in gos):
+        raise RuntimeError("grad(is_grads_batched=True): every grad_output must be a tensor "
+                           "whose dim 0 is the batch")
+    inputs_t = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+
+    def one(*g):
+        res = grad_fn(outputs, inputs, g, retain_graph=True, create_graph=create_graph,
+                      allow_unused=True, materialize_grads=materialize_grads)
+        return tuple(r if r is not None else _missing(x, allow_unused, materialize_grads)
+                     for r, x in zip(res, inputs_t))
+    result = vmap(one)(*gos)
+    return tuple(None if isinstance(r, _Unused) else r for r in result)
+
+
+class _Unused:
+    """An input that received no gradient (allow_unused): None after vmap."""
+
+
+def _missing(x, allow_unused, materialize):
+    if not allow_unused:
+        raise RuntimeError(f"One of the differentiated Tensors (shape {tuple(x.shape)}) appears "
+                           f"to not have been used in the graph. Set allow_unused=True if this "
+                           f"is the desired behavior.")
+    return _Unused()
