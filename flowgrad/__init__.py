@@ -9,16 +9,25 @@ tensor([0., 1.])
 import warnings as _warnings
 
 from . import (
+    accelerator,
     autograd,
+    backends,
+    compiler,
     cuda,
     fft,
     func,
+    hub,
+    jit,
     linalg,
+    mps,
+    multiprocessing,
     nn,  # noqa: E402,I001 - nn builds on everything above
+    onnx,
     ops,
     optim,
     special,
     utils,
+    xpu,
 )
 from .autograd.grad_mode import (
     enable_grad,
@@ -27,6 +36,7 @@ from .autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from .compiler import compile  # torch.compile's name
 from .device import device
 from .dtypes import *  # noqa: F401,F403
 from .dtypes import dtype, get_default_dtype, promote_types, set_default_dtype
@@ -68,9 +78,17 @@ from .ops.special_fns import *  # noqa: F401,F403
 from .ops.split import *  # noqa: F401,F403
 from .ops.stats import *  # noqa: F401,F403
 from .ops.torch_spellings import *  # noqa: F401,F403 - after the *s: torch.* keyword names
+from .ops.windows import *  # noqa: F401,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .serialization import load, save
 from .tensor import Size, Tensor
+from .threads import (
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
+)
+from .typed_tensors import *  # noqa: F401,F403 - FloatTensor..., channels_last...
 
 __version__ = "0.1.0"
 

@@ -28,3 +28,26 @@ def manual_seed_all(seed) -> None:
 
 def synchronize(device=None) -> None:
     """Nothing to wait for: CPU ops finish when they return."""
+
+
+def empty_cache() -> None:
+    """Nothing to free: there is no CUDA memory (torch's call is safe without a GPU too)."""
+
+
+def memory_allocated(device=None) -> int:
+    """0 bytes: nothing lives on a GPU."""
+    return 0
+
+
+def max_memory_allocated(device=None) -> int:
+    """0 bytes: nothing lives on a GPU."""
+    return 0
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Nothing to reset: there is no CUDA memory."""
+
+
+def is_bf16_supported(including_emulation=True) -> bool:
+    """False: there is no CUDA device (as torch answers without one)."""
+    return False

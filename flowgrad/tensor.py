@@ -88,6 +88,8 @@ class Tensor:
     def is_cuda(self):
         return False
 
+    is_xpu = is_mps = is_meta = is_cuda  # flowgrad tensors live on the CPU only
+
     @property
     def ndim(self):
         return self._data.ndim
@@ -111,6 +113,10 @@ class Tensor:
         return self._data.dtype.kind in "fV"
 
     def is_contiguous(self, memory_format=None):
+        if memory_format is not None and memory_format.name != "contiguous_format":
+            from .typed_tensors import recorded_memory_format  # channels_last: as recorded
+
+            return recorded_memory_format(self) is memory_format
         return self._data.flags.c_contiguous
 
     def stride(self, dim=None):

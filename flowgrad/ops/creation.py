@@ -668,6 +668,9 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
     shape = size if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
     d = _float_dtype(dtype if dtype is not None else
                      (mean.dtype if isinstance(mean, Tensor) else None))
+    if not d.is_floating_point:  # torch has no normal kernel for integers
+        raise NotImplementedError(f"normal(): not implemented for dtype {d.name}; normal "
+                                  "samples need a floating dtype (e.g. dtype=flowgrad.float32)")
     tensors = tuple(t for t in (mean, std) if isinstance(t, Tensor))
     out = _normal(*tensors, mean=None if isinstance(mean, Tensor) else mean,
                   std=None if isinstance(std, Tensor) else std, shape=tuple(shape),

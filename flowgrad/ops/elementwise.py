@@ -703,6 +703,12 @@ def where(condition, input=None, other=None):
         from .index import nonzero
 
         return nonzero(condition, as_tuple=True)
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        # two Python scalars: torch's dtype for them (where(c, 1, 0) is int64)
+        import numpy as np
+
+        d = _dt.result_type(input, other)
+        input, other = (Tensor._wrap(np.asarray(v, d.np)) for v in (input, other))
     if not isinstance(input, Tensor) or not isinstance(other, Tensor) or \
             input._data.dtype != other._data.dtype:
         input, other = _promote_pair(input, other, "where")

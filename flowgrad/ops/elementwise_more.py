@@ -485,7 +485,10 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
         raise TypeError("copy_() takes the source once: as `other` (positional or keyword) "
                         "or as `src`" if src is not None else
                         "copy_() missing 1 required positional argument: 'other'")
-    src = _value_tensor(self, other if src is None else src, "copy_")
+    src = other if src is None else src
+    if isinstance(src, np.ndarray):  # OneFlow's Tensor.copy_ takes a NumPy array too
+        src = Tensor._wrap(src)
+    src = _value_tensor(self, src, "copy_")
     if src is self and not (is_grad_enabled() and self.requires_grad and (
             self._grad_fn is None or self._view is not None and self._view.base.is_leaf)):
         bump_version(self)  # torch's copy_ of itself writes nothing, once autograd's leaf

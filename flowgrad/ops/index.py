@@ -58,6 +58,8 @@ def parse_index(index, select_ints=True):
     items = index if isinstance(index, tuple) else (index,)
     spec, arrays, advanced = [], [], False
     for item in items:
+        if isinstance(item, range):  # torch reads a range as the list of its ints
+            item = list(item)
         if isinstance(item, Tensor):
             data = item._data
             if data.dtype.kind not in "iub":

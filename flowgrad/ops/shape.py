@@ -22,7 +22,8 @@ __all__ = ["reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten",
            "t", "expand_copy", "movedim", "moveaxis", "hstack", "vstack", "row_stack",
            "dstack", "column_stack", "atleast_1d", "atleast_2d", "atleast_3d",
            "broadcast_tensors", "broadcast_shapes", "meshgrid", "ravel", "positive",
-           "resolve_conj", "resolve_neg"]
+           "resolve_conj", "resolve_neg",
+           "expand", "view"]  # flow.expand / flow.view: OneFlow has them as functions
 
 
 def _shape_arg(shape):
@@ -437,8 +438,14 @@ Tensor.__pos__ = positive
 
 @tensor_method()
 def contiguous(input, memory_format=None):
-    """`input` itself if C-contiguous, else a contiguous copy (memory_format is ignored)."""
-    return input if input._data.flags.c_contiguous else _clone(input)
+    """`input` itself if C-contiguous, else a contiguous copy (the arrays stay row-major; a
+    memory_format is recorded: flowgrad/typed_tensors.py)."""
+    out = input if input._data.flags.c_contiguous else _clone(input)
+    if memory_format is not None:
+        from ..typed_tensors import record_memory_format
+
+        record_memory_format(out, memory_format)
+    return out
 
 
 @op("cast")
@@ -452,8 +459,13 @@ def _(ctx, dy):
 
 
 @tensor_method("to")
-def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False, **_):
-    """Convert dtype (`x.to(flow.float64)`, `x.to(other)`); devices: 'cpu' only."""
+def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False,
+       memory_format=None, **_):
+    """Convert dtype (`x.to(flow.float64)`, `x.to(other)`); devices: 'cpu' only; a
+    memory_format is recorded (see contiguous)."""
+    if memory_format is not None:
+        out = to(input, *args, dtype=dtype, device=device, copy=copy)
+        return contiguous(out, memory_format)
     for a in args:
         if isinstance(a, Tensor):
             dtype = a.dtype
@@ -493,10 +505,14 @@ def type_as(input, other):
 
 
 @tensor_method("type")
-def _type(input, dtype=None):
+def _type(input, dtype=None, non_blocking=False, **kwargs):
+    """Without an argument the type's name ('flowgrad.FloatTensor'); with a dtype, a typed
+    class (flow.DoubleTensor) or a name ('torch.LongTensor'), `input` converted to it."""
+    from ..typed_tensors import as_tensor_dtype, type_name
+
     if dtype is None:
-        return f"flowgrad.{input.dtype.name.capitalize()}Tensor"
-    return to(input, dtype)
+        return type_name(input.dtype)
+    return to(input, as_tensor_dtype(dtype))
 
 
 @tensor_method()
@@ -718,6 +734,9 @@ def meshgrid(*tensors, indexing="ij"):
     """
     ts = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) \
         else list(tensors)
+    if not ts:
+        raise RuntimeError("meshgrid expects a non-empty TensorList: pass one or more 1-D "
+                           "tensors")
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"meshgrid: indexing must be one of 'xy' or 'ij', but received: "
                            f"{indexing}")

@@ -43,6 +43,13 @@ def _update_moments(state, g, beta1, beta2):
     return m, v
 
 
+def _bias_corrections(group, lr, beta1, beta2, step):
+    """(lr / (1 - b1^t), sqrt(1 - b2^t)); (lr, 1) under OneFlow's do_bias_correction=False."""
+    if not group.get("do_bias_correction", True):
+        return lr, 1.0
+    return lr / (1 - beta1 ** step), (1 - beta2 ** step) ** 0.5
+
+
 def _check_betas(lr, eps, betas, weight_decay):
     _validate("learning rate", lr)
     _validate("epsilon value", eps)
@@ -58,6 +65,9 @@ class Adam(Optimizer):
         m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
         p = p - lr / (1-b1^t) * m / (sqrt(v) / sqrt(1-b2^t) + eps)
 
+    OneFlow's options: `do_bias_correction=False` drops both (1-b^t) factors;
+    `contiguous_params` is accepted and changes nothing (see SGD).
+
     >>> import flowgrad as flow
     >>> w = flow.ones(2, requires_grad=True)
     >>> opt = flow.optim.Adam([w], lr=0.1)
@@ -69,13 +79,16 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
-                 differentiable=False, fused=None, decoupled_weight_decay=False):
+                 differentiable=False, fused=None, decoupled_weight_decay=False,
+                 do_bias_correction=True, contiguous_params=False):
         _check_betas(lr, eps, betas, weight_decay)
         _no_differentiable(type(self).__name__, differentiable, fused)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
+        if not do_bias_correction:  # OneFlow's option; absent (True) keeps torch's groups
+            defaults["do_bias_correction"] = False
         super().__init__(params, defaults)
 
     def _init_state(self, p, group, state):
@@ -90,8 +103,7 @@ class Adam(Optimizer):
         step = _advance(state)
         lr, (beta1, beta2) = group["lr"], group["betas"]
         m, v = _update_moments(state, g, beta1, beta2)
-        step_size = lr / (1 - beta1 ** step)
-        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        step_size, bias_correction2_sqrt = _bias_corrections(group, lr, beta1, beta2, step)
         if group["amsgrad"]:
             if "max_exp_avg_sq" not in state:  # amsgrad switched on after the first step
                 state["max_exp_avg_sq"] = Tensor._wrap(np.zeros_like(param))
@@ -137,8 +149,8 @@ class Adam(Optimizer):
             step = advance(state["step"])
             if step != last_step:
                 last_step = step
-                neg_step_size = -(lr / (1 - beta1 ** step))
-                args = head + ((1 - beta2 ** step) ** 0.5, eps, neg_step_size)
+                step_size, bc2_sqrt = _bias_corrections(group, lr, beta1, beta2, step)
+                args = head + (bc2_sqrt, eps, -step_size)
             if packer is not None and pd.size <= SMALL:
                 packer.add((pd, gd, ea, eas, vmax), args)
             else:
@@ -193,11 +205,13 @@ class AdamW(Adam):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  amsgrad=False, *, maximize=False, foreach=None, capturable=False,
-                 differentiable=False, fused=None):
+                 differentiable=False, fused=None, do_bias_correction=True,
+                 contiguous_params=False):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
                          maximize=maximize, capturable=capturable,
                          differentiable=differentiable, fused=fused,
-                         decoupled_weight_decay=True)
+                         decoupled_weight_decay=True, do_bias_correction=do_bias_correction,
+                         contiguous_params=contiguous_params)
 
 
 class Adamax(Optimizer):

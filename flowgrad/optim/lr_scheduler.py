@@ -29,7 +29,7 @@ from .optimizer import Optimizer
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
            "ConstantLR", "LinearLR", "ExponentialLR", "PolynomialLR", "CosineAnnealingLR",
            "CosineAnnealingWarmRestarts", "OneCycleLR", "CyclicLR", "ReduceLROnPlateau",
-           "SequentialLR", "ChainedScheduler"]
+           "SequentialLR", "ChainedScheduler", "CosineDecayLR", "WarmupLR"]
 
 _EPOCH_WARNING = ("The epoch parameter in `scheduler.step()` is deprecated (as in torch); "
                   "with an epoch the closed form is used instead of the chainable form")
@@ -330,14 +330,38 @@ class ExponentialLR(LRScheduler):
 
 
 class PolynomialLR(LRScheduler):
-    """Decay lr to 0 over `total_iters` epochs as (1 - t/T)^power."""
+    """Decay lr to 0 over `total_iters` epochs as (1 - t/T)^power.
 
-    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+    OneFlow's arguments select its form: `steps` (T), `end_learning_rate` (the floor e,
+    0.0001 by default) and `cycle` (T grows to the next multiple of itself after each
+    decay): lr = (base - e) * (1 - t/T)^power + e; `last_step` is `last_epoch`.
+    """
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1, *, steps=None,
+                 end_learning_rate=None, cycle=False, last_step=None, verbose=False):
+        self._oneflow = steps is not None or end_learning_rate is not None or cycle
+        if self._oneflow:
+            total_iters = total_iters if steps is None else steps
+            if total_iters <= 0:
+                raise ValueError(f"steps must be greater than zero, but got {total_iters}")
         self.total_iters = total_iters
         self.power = power
-        super().__init__(optimizer, last_epoch)
+        self.end_learning_rate = 0.0001 if end_learning_rate is None else end_learning_rate
+        self.cycle = cycle
+        super().__init__(optimizer, last_epoch if last_step is None else last_step)
+
+    def _oneflow_form(self):
+        t, n = self.last_epoch, self.total_iters
+        if self.cycle:
+            n = n * max(1, math.ceil(t / n))
+        else:
+            t = min(t, n)
+        e = self.end_learning_rate
+        return [(b - e) * (1 - t / n) ** self.power + e for b in self.base_lrs]
 
     def get_lr(self):
+        if self._oneflow:
+            return self._oneflow_form()
         if self._is_initial or self.last_epoch > self.total_iters:
             return _lrs(self.optimizer)
         t, n = self.last_epoch, self.total_iters
@@ -345,6 +369,8 @@ class PolynomialLR(LRScheduler):
         return [g["lr"] * factor for g in self.optimizer.param_groups]
 
     def _closed_form(self):
+        if self._oneflow:
+            return self._oneflow_form()
         return [b * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
                 ** self.power for b in self.base_lrs]
 
@@ -389,9 +415,17 @@ class CosineAnnealingLR(LRScheduler):
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
-    """SGDR: cosine annealing restarted every T_i epochs, T_i = T_0 * T_mult^k."""
+    """SGDR: cosine annealing restarted every T_i epochs, T_i = T_0 * T_mult^k.
 
-    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):  # noqa: N803
+    OneFlow's arguments: `decay_rate` scales the peak by decay_rate^k in cycle k, and after
+    `restart_limit` cycles (0: no limit) the lr stays at eta_min; `last_step` is
+    `last_epoch`.
+    """
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1,  # noqa: N803
+                 decay_rate=1.0, restart_limit=0, last_step=None, verbose=False):
+        last_epoch = last_epoch if last_step is None else last_step
+        self.decay_rate, self.restart_limit = decay_rate, restart_limit
         if T_0 <= 0 or not isinstance(T_0, int):
             raise ValueError(f"Expected positive integer T_0, but got {T_0}")
         if T_mult < 1 or not isinstance(T_mult, int):
@@ -407,8 +441,24 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        return [self.eta_min + (b - self.eta_min)
+        gamma = 1.0
+        if self.decay_rate != 1.0 or self.restart_limit:
+            k = self._cycle()
+            if 0 < self.restart_limit <= k:
+                return [self.eta_min for _ in self.base_lrs]
+            gamma = self.decay_rate ** k
+        return [self.eta_min + (b * gamma - self.eta_min)
                 * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2 for b in self.base_lrs]
+
+    def _cycle(self):
+        """Which restart cycle `last_epoch` lies in (counted exactly, without logs)."""
+        t = max(self.last_epoch, 0)
+        if self.T_mult == 1:
+            return t // self.T_0
+        k, start, span = 0, 0, self.T_0
+        while t >= start + span:
+            start, span, k = start + span, span * self.T_mult, k + 1
+        return k
 
     def step(self, epoch=None):
         """Advance one epoch, or jump to `epoch` (fractional epochs allowed)."""
@@ -726,3 +776,4 @@ class ReduceLROnPlateau(LRScheduler):
 
 # schedulers made of schedulers live in their own module (this one would pass ~800 lines)
 from ._composite import ChainedScheduler, SequentialLR  # noqa: E402,F401 - needs the above
+from .lr_scheduler_oneflow import CosineDecayLR, WarmupLR  # noqa: E402,F401 - OneFlow's

@@ -16,6 +16,9 @@ class SGD(Optimizer):
         g = grad + lambda * p;  b = mu * b + (1 - tau) * g  (b = g on the first step)
         g = g + mu * b if nesterov else b;  p = p - lr * g
 
+    OneFlow's `contiguous_params` (one buffer for all parameters, a speed option) is
+    accepted and changes nothing: small parameters are already stepped in batches.
+
     >>> import flowgrad as flow
     >>> w = flow.ones(2, requires_grad=True)
     >>> opt = flow.optim.SGD([w], lr=0.1, momentum=0.9)
@@ -27,7 +30,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
-                 fused=None):
+                 fused=None, contiguous_params=False):
         _validate("learning rate", lr)
         _validate("momentum value", momentum)
         _validate("weight_decay value", weight_decay)

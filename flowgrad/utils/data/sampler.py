@@ -48,6 +48,9 @@ class SequentialSampler(Sampler):
         return len(self.data_source)
 
 
+_CHUNK = 4096
+
+
 class RandomSampler(Sampler):
     """A random permutation of the indices (each epoch a new one), or `num_samples` draws
     with replacement."""
@@ -71,8 +74,9 @@ class RandomSampler(Sampler):
     def __iter__(self):
         n = len(self.data_source)
         rng = _fresh_generator(self.generator).np
-        if self.replacement:
-            yield from rng.integers(0, n, self.num_samples).tolist()
+        if self.replacement:  # drawn in chunks: num_samples may exceed memory (10**10)
+            for start in range(0, self.num_samples, _CHUNK):
+                yield from rng.integers(0, n, min(_CHUNK, self.num_samples - start)).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()

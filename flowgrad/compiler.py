@@ -1,0 +1,261 @@
+"""`flow.compile` (torch.compile's place) on the nn.Graph compiler, and `flow.compiler`.
+
+`flow.compile(model)` returns a module whose calls run compiled plans: the forward is one
+traced `nn.Graph`; when a gradient is needed, the call is a custom autograd Function whose
+backward is a second graph (the forward recomputed, then the autograd pass) run with the
+random generator state the forward had, so dropout masks match and `loss.backward()` outside
+works as eagerly. A model the tracer cannot follow (reading values with `.item()`, Python
+branches on data, non-tensor arguments) runs eagerly instead, with a warning saying why.
+
+>>> import flowgrad as flow
+>>> model = flow.compile(flow.nn.Linear(3, 1))
+>>> x = flow.ones(2, 3)
+>>> model(x).sum().backward()
+>>> model.weight.grad.shape
+flowgrad.Size([1, 3])
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+
+from .autograd import grad_mode
+from .autograd.function import Function
+from .nn.module import Module
+from .tensor import Tensor
+
+__all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling",
+           "allow_in_graph", "assume_constant_result"]
+
+_compiling = [False]
+
+
+def is_compiling() -> bool:
+    """True while flowgrad traces a compiled call (as torch.compiler.is_compiling)."""
+    return _compiling[0]
+
+
+is_dynamo_compiling = is_compiling
+
+
+def reset() -> None:
+    """Nothing to clear: each compiled module keeps its own plans."""
+
+
+def disable(fn=None, recursive=True):
+    """Decorator: run `fn` eagerly (every function runs eagerly unless compiled)."""
+    return fn if fn is not None else (lambda f: f)
+
+
+def allow_in_graph(fn):
+    """Accepted for torch compatibility: flowgrad traces every op of `fn` anyway."""
+    return fn
+
+
+def assume_constant_result(fn):
+    """Accepted for torch compatibility; returns `fn`."""
+    return fn
+
+
+def _graphs():
+    from .graph.graph import Graph, _flatten_outputs
+
+    @Graph.with_dynamic_input_shape(size=8)
+    class Forward(Graph):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def build(self, *args):
+            return self.model(*args)
+
+    @Graph.with_dynamic_input_shape(size=8)
+    class Backward(Graph):
+        """The forward again, then the gradients of its outputs for the inputs that need
+        them and the parameters (zeros where none flows)."""
+
+        def __init__(self, model, needs):
+            super().__init__()
+            self.model, self.needs = model, needs
+
+        def build(self, *args):
+            n = len(self.needs)
+            inputs, out_grads = args[:n], args[n:]
+            with grad_mode.enable_grad():
+                outs = _flatten_outputs(self.model(*inputs))[0]
+                wrt = [x for x, need in zip(inputs, self.needs) if need] + _params(self.model)
+                grads = _grad_fn()(outs, wrt, out_grads, allow_unused=True)
+            return [g if g is not None else w.detach() * 0 for g, w in zip(grads, wrt)]
+
+    return Forward, Backward
+
+
+def _grad_fn():
+    from .autograd import grad
+
+    return grad
+
+
+def _params(model):
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+class _CompiledCall(Function):
+    """One call of the compiled model inside eager autograd."""
+
+    @staticmethod
+    def forward(ctx, owner, n_inputs, *tensors):
+        from .random import get_rng_state
+
+        inputs = tensors[:n_inputs]
+        ctx.owner, ctx.inputs = owner, [x.detach() for x in inputs]
+        ctx.needs = tuple(x.requires_grad for x in inputs)
+        ctx.rng = get_rng_state()
+        outs, ctx.rebuild = owner._run_forward(inputs)
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx, *out_grads):
+        grads = ctx.owner._run_backward(ctx.inputs, ctx.needs, ctx.rng, out_grads)
+        it = iter(grads)
+        return (None, None, *[next(it) if need else None for need in ctx.needs],
+                *it)
+
+
+class OptimizedModule(Module):
+    """What `flow.compile(module)` returns: the module (`_orig_mod`) called through compiled
+    graphs; its parameters and state_dict are the module's (keys prefixed `_orig_mod.`, as
+    torch's)."""
+
+    def __init__(self, module, fullgraph=False):
+        super().__init__()
+        self._orig_mod = module
+        object.__setattr__(self, "_fullgraph", fullgraph)
+        object.__setattr__(self, "_graphs", {})  # (training, needs) -> Graph
+        object.__setattr__(self, "_eager_reason", None)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_orig_mod"], name)
+
+    def forward(self, *args, **kwargs):
+        model = self._orig_mod
+        if self._eager_reason is None and (kwargs or not args or not all(
+                isinstance(a, Tensor) for a in args)):
+            self._fall_back("only positional tensor arguments are compiled")
+        if self._eager_reason is not None:
+            return model(*args, **kwargs)
+        try:
+            if grad_mode.is_grad_enabled() and (
+                    any(a.requires_grad for a in args) or _params(model)):
+                outs = _CompiledCall.apply(self, len(args), *args, *_params(model))
+                return self._rebuild(list(outs))
+            outs, rebuild = self._run_forward(args)
+            return rebuild(outs)
+        except _TraceFailure as failure:
+            self._fall_back(str(failure.__cause__))
+            return model(*args, **kwargs)
+
+    def _fall_back(self, reason):
+        if self._fullgraph:
+            raise RuntimeError(f"flowgrad.compile(fullgraph=True): {reason}")
+        object.__setattr__(self, "_eager_reason", reason)
+        warnings.warn(f"flowgrad.compile: running {type(self._orig_mod).__name__} eagerly: "
+                      f"{reason}", UserWarning, stacklevel=3)
+
+    def _graph(self, key, make):
+        graph = self._graphs.get(key)
+        first = graph is None
+        if first:
+            graph = self._graphs[key] = make()
+        return graph, first
+
+    def _call_graph(self, key, make, args):
+        graph, first = self._graph(key, make)
+        _compiling[0] = True
+        try:
+            return graph(*args)
+        except Exception as exc:
+            if first or not graph.is_compiled:
+                self._graphs.pop(key, None)
+                raise _TraceFailure() from exc
+            raise
+        finally:
+            _compiling[0] = False
+
+    def _run_forward(self, inputs):
+        from .graph.graph import _flatten_outputs
+
+        Forward, _ = _graphs()
+        model = self._orig_mod
+        out = self._call_graph(("forward", model.training), lambda: Forward(model), inputs)
+        outs, rebuild = _flatten_outputs(out)
+        object.__setattr__(self, "_rebuild", rebuild)
+        return outs, rebuild
+
+    def _run_backward(self, inputs, needs, rng, out_grads):
+        from .random import get_rng_state, set_rng_state
+
+        _, Backward = _graphs()
+        model = self._orig_mod
+        # the recomputed forward must neither draw other random numbers nor update
+        # buffers (BatchNorm's running stats) a second time
+        buffers = [(b, b._data.copy()) for b in model.buffers()]
+        now = get_rng_state()
+        set_rng_state(rng)
+        try:
+            inputs = [x.detach().requires_grad_(need) for x, need in zip(inputs, needs)]
+            with grad_mode.no_grad():
+                return self._call_graph(("backward", model.training, needs),
+                                        lambda: Backward(model, needs),
+                                        [*inputs, *out_grads])
+        finally:
+            set_rng_state(now)
+            for b, saved in buffers:
+                b._data[...] = saved
+
+
+class _TraceFailure(Exception):
+    """Tracing or compiling a graph failed: the caller runs the model eagerly."""
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
+            options=None, disable=False):
+    """torch.compile on flowgrad's graph compiler: a module comes back as an
+    `OptimizedModule`, a function as a compiled function (forward only, see the module
+    docstring). `fullgraph=True` raises where the eager fallback would be taken; the other
+    options are accepted and ignored. Usable as a decorator, with or without arguments.
+
+    >>> import flowgrad as flow
+    >>> @flow.compile
+    ... def f(x):
+    ...     return (x * 2).relu()
+    >>> f(flow.tensor([-1.0, 3.0]))
+    tensor([0., 6.])
+    """
+    if model is None:
+        return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic,
+                                 backend=backend, mode=mode, options=options, disable=disable)
+    if disable:
+        return model
+    if isinstance(model, Module):
+        return OptimizedModule(model, fullgraph)
+    wrapper = OptimizedModule(_FunctionModule(model), fullgraph)
+
+    @functools.wraps(model)
+    def compiled(*args, **kwargs):
+        return wrapper(*args, **kwargs)
+
+    compiled._torchdynamo_orig_callable = model
+    return compiled
+
+
+class _FunctionModule(Module):
+    def __init__(self, fn):
+        super().__init__()
+        object.__setattr__(self, "fn", fn)
+
+    def forward(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)

@@ -1,0 +1,132 @@
+"""torch's legacy typed tensor classes (`flow.FloatTensor`, `flow.LongTensor`, ...) and
+memory formats (`flow.channels_last`, ...).
+
+A typed class constructs a tensor of its dtype from data or sizes, and `isinstance(t,
+flow.FloatTensor)` is True exactly when `t.dtype` is float32, as torch's. The memory formats
+are accepted where torch takes them; flowgrad's arrays stay row-major (NCHW), and the format
+asked for is recorded, so `t.is_contiguous(memory_format=flow.channels_last)` answers True
+for a tensor converted with `t.contiguous(memory_format=flow.channels_last)`.
+
+>>> import flowgrad as flow
+>>> x = flow.FloatTensor([1, 2])
+>>> x, isinstance(x, flow.FloatTensor), isinstance(x, flow.LongTensor)
+(tensor([1., 2.]), True, False)
+>>> flow.LongTensor(2, 3).shape, x.type(), x.type("torch.LongTensor")
+(flowgrad.Size([2, 3]), 'flowgrad.FloatTensor', tensor([1, 2]))
+"""
+from __future__ import annotations
+
+import weakref
+
+from . import dtypes as _dt
+from .tensor import Tensor
+
+__all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+           "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+           "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
+           "preserve_format"]
+
+_CLASS_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+                "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+                "bool": "BoolTensor"}
+
+
+class _TypedTensorMeta(type):
+    """Calling the class makes a plain Tensor of its dtype; isinstance compares dtypes."""
+
+    def __call__(cls, *args, **kwargs):
+        if "dtype" in kwargs:
+            raise TypeError(f"{cls.__name__}(): the dtype is {cls.dtype}; don't pass dtype=")
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            return args[0].to(cls.dtype)
+        return Tensor(*args, dtype=cls.dtype, **kwargs)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype
+
+    def __repr__(cls):
+        return f"<class 'flowgrad.{cls.__name__}'>"
+
+
+def _make(dtype_name):
+    name = _CLASS_NAMES[dtype_name]
+    dtype = _dt._BY_NAME.get(dtype_name)
+    doc = f"Tensors of dtype {dtype}: `{name}(data)` or `{name}(*sizes)` (uninitialised)."
+    return _TypedTensorMeta(name, (Tensor,), {"__slots__": (), "dtype": dtype, "__doc__": doc,
+                                              "__module__": "flowgrad"})
+
+
+FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, LongTensor, IntTensor, ShortTensor, \
+    CharTensor, ByteTensor, BoolTensor = (_make(n) for n in _CLASS_NAMES)
+_BY_CLASS_NAME = {name: _dt._BY_NAME.get(d) for d, name in _CLASS_NAMES.items()}
+
+
+def type_name(dtype) -> str:
+    """'flowgrad.FloatTensor' for float32, etc. (what `Tensor.type()` returns)."""
+    return f"flowgrad.{_CLASS_NAMES.get(dtype.name, dtype.name.capitalize() + 'Tensor')}"
+
+
+def as_tensor_dtype(spec):
+    """The dtype a `Tensor.type(spec)` argument names: a dtype, a typed class, or a name
+    ('torch.FloatTensor', 'flowgrad.LongTensor', 'torch.float64')."""
+    if isinstance(spec, _TypedTensorMeta):
+        return spec.dtype
+    if isinstance(spec, str):
+        short = spec.rsplit(".", 1)[-1]
+        if short in _BY_CLASS_NAME:
+            return _BY_CLASS_NAME[short]
+        if short.startswith("cuda") or ".cuda." in spec:
+            raise RuntimeError(f"type({spec!r}): flowgrad has no CUDA device")
+    return _dt.as_dtype(spec)
+
+
+class memory_format:  # noqa: N801 - torch's name
+    """A memory layout torch can give a tensor; recorded by flowgrad (arrays stay
+    row-major)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"flowgrad.{self.name}"
+
+    def __reduce__(self):
+        return (_format_by_name, (self.name,))
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+_FORMATS = {f.name: f for f in (contiguous_format, channels_last, channels_last_3d,
+                                preserve_format)}
+_recorded = {}  # id(tensor) -> (weakref, memory_format)
+
+
+def _format_by_name(name):
+    return _FORMATS[name]
+
+
+def record_memory_format(tensor, fmt):
+    """Remember `fmt` as the layout `tensor` was asked to have (None or preserve: keep)."""
+    if fmt is None or fmt is preserve_format:
+        return tensor
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"memory_format must be a flowgrad.memory_format such as "
+                        f"flowgrad.channels_last, got {fmt!r}")
+    if fmt is channels_last and tensor.ndim != 4 or fmt is channels_last_3d and \
+            tensor.ndim != 5:
+        raise RuntimeError(f"required rank {4 if fmt is channels_last else 5} tensor to use "
+                           f"{fmt.name} format")
+    key = id(tensor)
+    _recorded[key] = (weakref.ref(tensor, lambda _, key=key: _recorded.pop(key, None)), fmt)
+    return tensor
+
+
+def recorded_memory_format(tensor):
+    """The format recorded for `tensor` (contiguous_format when none was asked for)."""
+    entry = _recorded.get(id(tensor))
+    return entry[1] if entry is not None and entry[0]() is tensor else contiguous_format
