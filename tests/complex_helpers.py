@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from helpers import Positive
+from helpers import Positive, op_table_tests
 
 import flowgrad as flow
 
@@ -183,19 +183,4 @@ def cgradcheck(fn, *specs, eps=1e-6, atol=1e-5, rtol=1e-3, second_order=True, se
 
 def complex_table_tests(cases, fd_cases=None):
     """test_against_torch and test_finite_differences over (name, fn, *specs) rows."""
-    import pytest
-
-    def by_name(rows):
-        return pytest.mark.parametrize("case", rows, ids=[c[0] for c in rows])
-
-    @by_name(cases)
-    def test_against_torch(case):
-        name, fn, *specs = case
-        ccheck(fn, *specs)
-
-    @by_name(cases if fd_cases is None else fd_cases)
-    def test_finite_differences(case):
-        name, fn, *specs = case
-        cgradcheck(fn, *specs)
-
-    return test_against_torch, test_finite_differences
+    return op_table_tests(cases, fd_cases, check_fn=ccheck, fd_fn=cgradcheck)

@@ -180,11 +180,12 @@ def gradcheck(fn, *specs, eps=1e-6, atol=1e-5, rtol=1e-3, second_order=True, see
                                    err_msg=f"second derivative of input {i} vs finite diff")
 
 
-def op_table_tests(cases, fd_cases=None):
+def op_table_tests(cases, fd_cases=None, check_fn=None, fd_fn=None):
     """The two standard tests over a table of (name, fn, *specs) rows, ids from the names:
     against torch (values and every gradient) and by float64 finite differences to second
     order (over `fd_cases` when only some rows suit finite differences). In a test module:
         test_against_torch, test_finite_differences = op_table_tests(CASES)
+    `check_fn` / `fd_fn` replace check / gradcheck (complex_helpers passes its complex ones).
     """
     import pytest
 
@@ -194,11 +195,11 @@ def op_table_tests(cases, fd_cases=None):
     @by_name(cases)
     def test_against_torch(case):
         name, fn, *specs = case
-        check(fn, *specs)
+        (check_fn or check)(fn, *specs)
 
     @by_name(cases if fd_cases is None else fd_cases)
     def test_finite_differences(case):
         name, fn, *specs = case
-        gradcheck(fn, *specs)
+        (fd_fn or gradcheck)(fn, *specs)
 
     return test_against_torch, test_finite_differences

@@ -150,3 +150,11 @@ def test_complex_grad_is_conjugate_wirtinger():
 def test_ccheck_catches_a_wrong_rule():
     with pytest.raises(AssertionError):  # the helper is not vacuous: conj(z) is not z
         ccheck(lambda m, a: m.conj(a) if m is flow else a, (3,))
+
+
+def test_isreal_complex_scalar_and_inplace_forms():
+    data = [1 + 0j, 3 - 4j, 0j]
+    assert flow.isreal(flow.tensor(data)).tolist() == torch.isreal(torch.tensor(data)).tolist()
+    assert flow.ones(2).isreal().tolist() == [True, True] and not flow.ones(1).is_neg()
+    assert complex(flow.tensor(2 - 1j)) == complex(torch.tensor(2 - 1j))
+    ccheck(lambda m, a: (a * 1).sgn_() * (a * 2).conj_physical_(), (3,))

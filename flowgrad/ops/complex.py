@@ -13,12 +13,16 @@ tensor([0.6000+0.8000j])
 """
 from __future__ import annotations
 
+import builtins
+
 from .. import dtypes as _dt
+from ..autograd.interpreter import run_inplace
 from ..tensor import Tensor, tensor_method
 from .registry import REGISTRY, op
 
 __all__ = ["real", "imag", "conj", "conj_physical", "is_complex", "is_conj", "angle", "sgn",
-           "view_as_real", "view_as_complex", "complex", "polar", "adjoint"]
+           "view_as_real", "view_as_complex", "complex", "polar", "adjoint", "isreal",
+           "is_neg"]
 
 
 def is_complex(input) -> bool:
@@ -34,6 +38,23 @@ def is_complex(input) -> bool:
 def is_conj(input) -> bool:
     """Always False: conj() materialises the conjugate here (torch may return a lazy view)."""
     return False
+
+
+def is_neg(input) -> bool:
+    """Always False: there are no lazy negative views here."""
+    return False
+
+
+def isreal(input):
+    """True where an element's imaginary part is 0 (everywhere for real tensors).
+
+    >>> import flowgrad as flow
+    >>> flow.isreal(flow.tensor([1 + 0j, 1j]))
+    tensor([ True, False])
+    """
+    if input._data.dtype.kind != "c":
+        return input.new_ones(input.shape, dtype=_dt.bool)
+    return imag(input) == 0
 
 
 # ---- conj ------------------------------------------------------------------------------------
@@ -284,8 +305,11 @@ def sgn(input):
 
 
 # ---- Tensor methods ---------------------------------------------------------------------------
-for _fn in (conj, conj_physical, is_complex, is_conj, angle, sgn, adjoint):
+for _fn in (conj, conj_physical, is_complex, is_conj, is_neg, isreal, angle, sgn, adjoint):
     tensor_method(_fn.__name__)(_fn)
+Tensor.__complex__ = lambda self: builtins.complex(self.item())
+Tensor.conj_physical_ = lambda self: run_inplace("conj_physical_", conj_physical, self)
+Tensor.sgn_ = lambda self: run_inplace("sgn_", sgn, self)
 Tensor.real = property(real, doc="The real part (a view for complex tensors).")
 Tensor.imag = property(imag, doc="The imaginary part, a view (complex tensors only).")
 Tensor.mH = property(adjoint, doc="The conjugate transpose of the last two dims.")
