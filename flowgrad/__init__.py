@@ -51,6 +51,21 @@ from .ops.elementwise_more import *  # noqa: F401,F403
 from .ops.gather import *  # noqa: F401,F403
 from .ops.index import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
+from .ops.linalg_func import (  # noqa: F401 - torch.* spellings of linalg functions
+    chain_matmul,
+    cross,
+    geqrf,
+    ger,
+    matrix_exp,
+    matrix_power,
+    orgqr,
+    ormqr,
+    triangular_solve,
+    vdot,
+)
+from .ops.linalg_func import torch_lu as lu, torch_lu_solve as lu_solve  # noqa: F401
+from .ops.linalg_func import torch_qr as qr, torch_svd as svd, torch_vander as vander  # noqa
+from .ops.linalg_solve import cholesky_inverse, cholesky_solve, lu_unpack, pinverse  # noqa
 from .ops.math import *  # noqa: F401,F403
 from .ops.nn_misc import (  # noqa: F401 - torch.* has these with F's signature
     cdist,

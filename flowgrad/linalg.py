@@ -1,8 +1,13 @@
-"""flowgrad.linalg: norms, det/slogdet, inv, solve, cholesky, qr, svd/svdvals, eigh/eigvalsh.
+"""flowgrad.linalg: torch.linalg's functions. The ops live by family in flowgrad/ops/:
+linalg_decomp.py (det, inv, solve, cholesky, qr, svd, eigh, norms), linalg_solve.py (LU,
+triangular solves, the `_ex` forms, pinv, lstsq, matrix_rank, tensor forms) and
+linalg_func.py (matrix_exp, matrix_power, cond, multi_dot, vander, vecdot, cross,
+householder_product, LDL^T).
 
-Each decomposition is one op whose rule is the standard matrix-calculus formula written in
-flowgrad ops, so second derivatives (of svdvals, eigvalsh, det, ...) come by construction.
-Inputs are batches of matrices (..., m, n); float32 and float64.
+Each decomposition is one op whose rule is torch's formula written in flowgrad ops, so second
+derivatives (of svdvals, eigvalsh, det, lu, ...) come by construction; the other functions are
+composed of differentiable ops. Inputs are batches of matrices (..., m, n); float32 and
+float64. eig/eigvals are not here: they return complex tensors.
 
 >>> import flowgrad as flow
 >>> a = flow.tensor([[2.0, 1.0], [1.0, 3.0]], requires_grad=True)
@@ -12,362 +17,56 @@ tensor([[ 3., -1.],
 """
 from __future__ import annotations
 
-import math
-from collections import namedtuple
-
-import numpy as np
-
 from .ops.linalg import matmul
-from .ops.norm import vector_norm
-from .ops.registry import op
-from .tensor import Tensor, _wrap_dim, tensor_method
+from .ops.linalg_decomp import (
+    cholesky,
+    det,
+    diagonal,
+    eigh,
+    eigvalsh,
+    inv,
+    logdet,
+    matrix_norm,
+    norm,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    svdvals,
+    vector_norm,
+)
+from .ops.linalg_func import (
+    cond,
+    householder_product,
+    ldl_factor,
+    ldl_factor_ex,
+    ldl_solve,
+    matrix_exp,
+    matrix_power,
+    multi_dot,
+    vander,
+    vecdot,
+)
+from .ops.linalg_func import linalg_cross as cross
+from .ops.linalg_solve import (
+    cholesky_ex,
+    inv_ex,
+    lstsq,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
+    matrix_rank,
+    pinv,
+    solve_ex,
+    solve_triangular,
+    tensorinv,
+    tensorsolve,
+)
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "det", "slogdet", "logdet", "inv", "solve",
-           "cholesky", "qr", "svd", "svdvals", "eigh", "eigvalsh", "matmul", "diagonal"]
-
-QR = namedtuple("QR", ["Q", "R"])
-SVD = namedtuple("SVD", ["U", "S", "Vh"])
-EIGH = namedtuple("EIGH", ["eigenvalues", "eigenvectors"])
-SLOGDET = namedtuple("SLOGDET", ["sign", "logabsdet"])
-
-
-def _square(A, name):
-    _matrix(A, name)
-    if A._data.shape[-1] != A._data.shape[-2]:
-        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
-                           f"{A._data.shape[-2]} by {A._data.shape[-1]} matrices")
-    return A
-
-
-def _matrix(A, name):
-    if not isinstance(A, Tensor):
-        raise TypeError(f"{name}: expected a Tensor, got {type(A).__name__}")
-    if A._data.ndim < 2:
-        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions, got "
-                           f"shape {tuple(A.shape)}")
-    if A._data.dtype.kind not in "f" or A._data.dtype.itemsize < 4:
-        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
-                           f"Got {A.dtype.name}; convert with .float() or .double()")
-    return A
-
-
-def _lapack(fn, name, what="the input is singular"):
-    """Run a NumPy LAPACK call, turning LinAlgError into torch's RuntimeError."""
-    try:
-        return fn()
-    except np.linalg.LinAlgError as e:
-        raise RuntimeError(f"{name}: The factorization could not be completed because {what} "
-                           f"({e})") from None
-
-
-def _diag_embed(v):
-    n = v._data.shape[-1]
-    return v.unsqueeze(-1) * Tensor._wrap(np.eye(n, dtype=v._data.dtype))
-
-
-def diagonal(A, offset=0, dim1=-2, dim2=-1):
-    """The diagonal of (batches of) matrices, as a tensor (a copy, differentiable)."""
-    from .ops.einsum import einsum
-
-    if (offset, dim1 % A.ndim, dim2 % A.ndim) != (0, A.ndim - 2, A.ndim - 1):
-        raise NotImplementedError("linalg.diagonal: only offset=0 over the last two dims")
-    return einsum("...ii->...i", A)
-
-
-def _tril_const(n, dtype, diag_value=1.0):
-    m = np.tril(np.ones((n, n), dtype=dtype), -1)
-    np.fill_diagonal(m, diag_value)
-    return Tensor._wrap(m)
-
-
-def _is_zero(g):
-    return g._grad_fn is None and not g._data.any()
-
-
-# ---- det / slogdet / inv / solve -------------------------------------------------------------
-@op("linalg_det", save="inputs outputs")
-def _det(xp, A):
-    return xp.linalg.det(A)
-
-
-@_det.grad
-def _(ctx, dy):
-    (A,), d = ctx.inputs, ctx.out
-    # d det(A) = det(A) tr(A^-1 dA): the gradient is det(A) A^-T (A invertible)
-    return (dy * d).unsqueeze(-1).unsqueeze(-1) * inv(A).mT
-
-
-def det(A):
-    """Determinant of (batches of) square matrices."""
-    return _det(_square(A, "linalg.det"))
-
-
-@op("linalg_slogdet", n_out=2, save="inputs")
-def _slogdet(xp, A):
-    sign, logabs = xp.linalg.slogdet(A)
-    return sign, logabs
-
-
-@_slogdet.grad
-def _(ctx, dsign, dlog):
-    (A,) = ctx.inputs
-    return dlog.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
-
-
-def slogdet(A):
-    """(sign, log|det A|); differentiable in logabsdet."""
-    return SLOGDET(*_slogdet(_square(A, "linalg.slogdet")))
-
-
-def logdet(A):
-    """log det A (nan for negative determinants, as torch)."""
-    sign, logabs = slogdet(A)
-    from .ops.elementwise import where
-
-    return where(sign < 0, math.nan, logabs)  # sign 0 already gives logabsdet = -inf
-
-
-@op("linalg_inv", save="outputs")
-def _inv(xp, A):
-    return xp.linalg.inv(A)
-
-
-@_inv.grad
-def _(ctx, dy):
-    Y = ctx.out
-    return -(Y.mT @ dy @ Y.mT)
-
-
-def inv(A):
-    """Inverse of (batches of) square matrices; raises for singular ones."""
-    _square(A, "linalg.inv")
-    return _lapack(lambda: _inv(A), "linalg.inv", "the input matrix is singular")
-
-
-@op("linalg_solve", save="inputs outputs")
-def _solve(xp, A, B):
-    return xp.linalg.solve(A, B)
-
-
-@_solve.grad
-def _(ctx, dX):
-    (A, _), X = ctx.inputs, ctx.out
-    dB = _solve(A.mT, dX)
-    return (-(dB @ X.mT) if ctx.needs_input_grad[0] else None), dB
-
-
-def solve(A, B, *, left=True):
-    """X with A @ X = B (left=True) or X @ A = B; B may be a (batch of) vector(s)."""
-    _square(A, "linalg.solve")
-    if not isinstance(B, Tensor):
-        raise TypeError(f"linalg.solve: B must be a Tensor, got {type(B).__name__}")
-    if A._data.dtype != B._data.dtype:
-        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
-                           f"A of type {A.dtype.name} and B of type {B.dtype.name} instead")
-    if not left:
-        return solve(A.mT, B.mT).mT
-    n = A._data.shape[-1]
-    vector = B._data.ndim == 1 or (B._data.ndim == A._data.ndim - 1 and
-                                   B._data.shape == A._data.shape[:-1])
-    Bm = B.unsqueeze(-1) if vector else B
-    if Bm._data.shape[-2] != n:
-        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
-                           f"AX = B ({'x'.join(map(str, A.shape))} and "
-                           f"{'x'.join(map(str, B.shape))})")
-    X = _lapack(lambda: _solve(A, Bm), "linalg.solve", "the input matrix is singular")
-    return X.squeeze(-1) if vector else X
-
-
-# ---- cholesky / qr ---------------------------------------------------------------------------
-@op("linalg_cholesky", save="outputs")
-def _cholesky(xp, A):
-    return xp.linalg.cholesky(A)
-
-
-@_cholesky.grad
-def _(ctx, gL):
-    L = ctx.out
-    n = L._data.shape[-1]
-    # A = L L^T  =>  gA = L^-T Phi(L^T gL) L^-1, Phi = lower triangle with halved diagonal;
-    # symmetrised, since only symmetric perturbations of A are meaningful
-    P = (L.mT @ gL) * _tril_const(n, L._data.dtype, 0.5)
-    Linv = inv(L)
-    gA = Linv.mT @ P @ Linv
-    return (gA + gA.mT) * 0.5
-
-
-def cholesky(A, *, upper=False):
-    """Lower (or upper) Cholesky factor of symmetric positive-definite matrices."""
-    _square(A, "linalg.cholesky")
-    L = _lapack(lambda: _cholesky(A), "linalg.cholesky",
-                "the input is not positive-definite")
-    return L.mT if upper else L
-
-
-@op("linalg_qr", n_out=2, save="outputs")
-def _qr(xp, A, *, mode):
-    return xp.linalg.qr(A, mode="complete" if mode == "complete" else "reduced")
-
-
-@_qr.grad
-def _(ctx, gQ, gR):
-    Q, R = ctx.outputs
-    m, n = Q._data.shape[-2], R._data.shape[-1]
-    if m < n or Q._data.shape[-1] != n:
-        raise RuntimeError(f"linalg.qr: the derivative is only implemented for m >= n in "
-                           f"reduced mode (or square inputs), got a {m} by {n} input in "
-                           f"mode={ctx.mode!r}")
-    # gA = (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q (Walter & Lehmann / Seeger)
-    M = R @ gR.mT - gQ.mT @ Q
-    low = M * _tril_const(n, M._data.dtype)
-    copyltu = low + (M * _tril_const(n, M._data.dtype, 0.0)).mT
-    return (gQ + Q @ copyltu) @ inv(R).mT
-
-
-def qr(A, mode="reduced"):
-    """QR decomposition: Q (orthonormal columns) and R (upper triangular)."""
-    _matrix(A, "linalg.qr")
-    if mode not in ("reduced", "complete", "r"):
-        raise RuntimeError(f"linalg.qr: qr received unrecognized mode '{mode}' but expected "
-                           f"one of 'reduced' (default), 'r', or 'complete'")
-    Q, R = _qr(A, mode=mode)
-    if mode == "r":
-        return QR(Tensor._wrap(np.empty((0,), A._data.dtype)), R)
-    return QR(Q, R)
-
-
-# ---- svd / eigh ------------------------------------------------------------------------------
-@op("linalg_svd", n_out=3, save="outputs")
-def _svd(xp, A, *, full_matrices):
-    U, S, Vh = xp.linalg.svd(A, full_matrices=full_matrices)
-    return U, S, Vh
-
-
-@_svd.grad
-def _(ctx, gU, gS, gVh):
-    U, S, Vh = ctx.outputs
-    m, n = U._data.shape[-2], Vh._data.shape[-1]
-    k = S._data.shape[-1]
-    if U._data.shape[-1] != k or Vh._data.shape[-2] != k:
-        U, Vh = U[..., :k], Vh[..., :k, :]  # full_matrices: only the first k columns matter
-        gU, gVh = gU[..., :k], gVh[..., :k, :]
-    V = Vh.mT
-    inner = _diag_embed(gS)
-    if not (_is_zero(gU) and _is_zero(gVh)):
-        # gA = U [skew(U^T gU)/E S + S skew(V^T gV)/E + diag(gS)] V^T
-        #      + (I - U U^T) gU S^-1 V^T + U S^-1 gV^T (I - V V^T),  E_jk = s_k^2 - s_j^2
-        gV = gVh.mT
-        s2 = S * S
-        E = s2.unsqueeze(-2) - s2.unsqueeze(-1)
-        eye = Tensor._wrap(np.eye(k, dtype=S._data.dtype))
-        E = E + eye  # the diagonal of skew(.) is 0: any non-zero value does
-        UtgU, VtgV = U.mT @ gU, V.mT @ gV
-        skew_u, skew_v = (UtgU - UtgU.mT) / E, (VtgV - VtgV.mT) / E
-        inner = inner + skew_u * S.unsqueeze(-2) + S.unsqueeze(-1) * skew_v
-        gA = U @ inner @ Vh
-        sinv = 1.0 / S
-        if m > k:
-            gA = gA + (gU - U @ UtgU) @ (V * sinv.unsqueeze(-2)).mT
-        if n > k:
-            gA = gA + (U * sinv.unsqueeze(-2)) @ (gV.mT - VtgV.mT @ Vh)
-        return gA
-    return U @ inner @ Vh
-
-
-def svd(A, full_matrices=True):
-    """U, S, Vh with A = U diag(S) Vh; differentiable for full_matrices=False or square A
-    (the gradient is undefined where singular values repeat)."""
-    _matrix(A, "linalg.svd")
-    return SVD(*_lapack(lambda: _svd(A, full_matrices=full_matrices), "linalg.svd",
-                        "the SVD did not converge"))
-
-
-def svdvals(A):
-    """Singular values, descending; gradient U diag(gS) V^T."""
-    _matrix(A, "linalg.svdvals")
-    return _svd(A, full_matrices=False)[1]
-
-
-@op("linalg_eigh", n_out=2, save="outputs")
-def _eigh(xp, A, *, UPLO):
-    w, V = xp.linalg.eigh(A, UPLO=UPLO)
-    return w, V
-
-
-@_eigh.grad
-def _(ctx, gL, gV):
-    L, V = ctx.outputs
-    inner = _diag_embed(gL)
-    if not _is_zero(gV):
-        # gA = V (diag(gL) + (V^T gV) / E) V^T,  E_ij = l_j - l_i off the diagonal
-        n = L._data.shape[-1]
-        off = Tensor._wrap(1.0 - np.eye(n, dtype=L._data.dtype))
-        E = L.unsqueeze(-2) - L.unsqueeze(-1) + Tensor._wrap(np.eye(n, dtype=L._data.dtype))
-        inner = inner + (V.mT @ gV) * off / E
-    return V @ inner @ V.mT
-
-
-def eigh(A, UPLO="L"):
-    """Eigenvalues (ascending) and eigenvectors of symmetric matrices; only the UPLO
-    triangle is read."""
-    _square(A, "linalg.eigh")
-    if UPLO not in ("L", "U"):
-        raise RuntimeError(f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
-    return EIGH(*_lapack(lambda: _eigh(A, UPLO=UPLO), "linalg.eigh",
-                         "the eigenvalue algorithm did not converge"))
-
-
-def eigvalsh(A, UPLO="L"):
-    """Eigenvalues of symmetric matrices, ascending."""
-    return eigh(A, UPLO)[0]
-
-
-# ---- norms -----------------------------------------------------------------------------------
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """Matrix norm over the two dims `dim`: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2."""
-    _matrix(A, "linalg.matrix_norm")
-    if dtype is not None:
-        A = A.to(dtype)
-    if not isinstance(dim, (tuple, list)) or len(dim) != 2 or \
-            _wrap_dim(dim[0], A.ndim, "linalg.matrix_norm") == \
-            _wrap_dim(dim[1], A.ndim, "linalg.matrix_norm"):
-        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple of different dims, got "
-                           f"{dim}")
-    r0, r1 = dim[0] % A.ndim, dim[1] % A.ndim
-    if ord == "fro":
-        return vector_norm(A, 2, (r0, r1), keepdim)
-    if ord in ("nuc", 2, -2):
-        B = A.permute(*[i for i in range(A.ndim) if i not in (r0, r1)], r0, r1)
-        s = svdvals(B)
-        out = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
-        return out.unsqueeze(min(r0, r1)).unsqueeze(max(r0, r1)) if keepdim else out
-    if ord in (1, -1, math.inf, -math.inf):
-        # 1: the largest absolute column sum; inf: the largest absolute row sum
-        sum_dim, ext_dim = (r0, r1) if ord in (1, -1) else (r1, r0)
-        sums = A.abs().sum(dim=sum_dim, keepdim=True)
-        out = sums.amax(ext_dim, keepdim=True) if ord > 0 else sums.amin(ext_dim, keepdim=True)
-        return out if keepdim else out.squeeze((r0, r1))
-    raise RuntimeError(f"linalg.matrix_norm: Order {ord!r} not supported; use 'fro', 'nuc', "
-                       f"inf, -inf, 1, -1, 2 or -2")
-
-
-def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
-    """linalg.norm: a vector norm (1 dim, or all when ord is None) or a matrix norm
-    (2 dims, or a 2-D input with ord given)."""
-    if isinstance(dim, int):
-        dim = (dim,)
-    if dim is not None and len(dim) == 2 or (dim is None and ord is not None and A.ndim == 2):
-        return matrix_norm(A, "fro" if ord is None else ord, dim or (-2, -1), keepdim,
-                           dtype=dtype)
-    if dim is None and ord is not None and A.ndim != 1:
-        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must "
-                           f"be 1D or 2D. Got {A.ndim}D")
-    if isinstance(ord, str):
-        raise RuntimeError(f"linalg.norm: ord={ord!r} needs a matrix: pass two dims")
-    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
-
-
-# ---- torch.* spellings and Tensor methods --------------------------------------------------
-for _name, _fn in (("det", det), ("logdet", logdet), ("slogdet", slogdet), ("inverse", inv),
-                   ("cholesky", cholesky)):
-    tensor_method(_name)(_fn)
+           "cholesky", "qr", "svd", "svdvals", "eigh", "eigvalsh", "matmul", "diagonal",
+           "cond", "householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve",
+           "matrix_exp", "matrix_power", "multi_dot", "vander", "vecdot", "cross",
+           "cholesky_ex", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+           "matrix_rank", "pinv", "solve_ex", "solve_triangular", "tensorinv", "tensorsolve"]

@@ -1,0 +1,559 @@
+"""linalg's matrix functions and products: matrix_exp, matrix_power, cond, multi_dot, vander,
+vecdot, cross, householder_product (orgqr, ormqr, geqrf), LDL^T (ldl_factor, ldl_solve), and
+the torch.* spellings of the older API (svd, qr, lu, lu_solve, triangular_solve, ...).
+
+matrix_exp is one op (Pade 13 with scaling and squaring) whose rule is torch's: the top-right
+block of exp([[A^T, G], [0, A^T]]), itself a matrix_exp, so it differentiates to any order.
+The rest is composed of differentiable ops. ldl_factor/ldl_solve and geqrf have no gradient,
+as in torch.
+
+>>> import flowgrad as flow
+>>> flow.linalg.matrix_exp(flow.zeros(2, 2))
+tensor([[1., 0.],
+        [0., 1.]])
+"""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from ..tensor import Tensor, tensor_method
+from .linalg import matmul
+from .linalg_decomp import _eye, _matrix, _square, inv, matrix_norm, qr, svd, svdvals
+from .linalg_solve import LU_FACTOR, inv_ex, lu_factor_ex, lu_solve
+from .linalg_solve import solve_triangular as _solve_triangular
+from .registry import op
+
+__all__ = ["matrix_exp", "matrix_power", "cond", "multi_dot", "vander", "vecdot", "cross",
+           "householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve"]
+
+LDL = namedtuple("LDL", ["LD", "pivots"])
+LDL_EX = namedtuple("LDL_EX", ["LD", "pivots", "info"])
+SVD_V = namedtuple("SVD_V", ["U", "S", "V"])
+GEQRF = namedtuple("GEQRF", ["a", "tau"])
+TRIANGULAR = namedtuple("TRIANGULAR", ["solution", "cloned_coefficient"])
+
+# ---- matrix_exp ------------------------------------------------------------------------------
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+           129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
+           40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152  # the largest 1-norm Pade 13 handles in float64 (Higham 2005)
+
+
+@op("linalg_matrix_exp", save="inputs")
+def _matrix_exp(xp, A):
+    if A.shape[-1] == 0:
+        return A.copy()
+    a = A.astype(xp.float64)
+    norm1 = xp.abs(a).sum(-2).max(-1)  # each matrix is scaled by its own power of two
+    with xp.errstate(divide="ignore"):
+        s = xp.ceil(xp.log2(norm1 / _THETA13))
+    s = xp.where(xp.isfinite(s) & (s > 0), s, 0).astype(xp.int64)
+    a = a / (2.0 ** s)[..., None, None]
+    b, eye = _PADE13, xp.eye(a.shape[-1])
+    a2 = a @ a
+    a4 = a2 @ a2
+    a6 = a4 @ a2
+    u = a @ (a6 @ (b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4 + b[3] * a2
+             + b[1] * eye)
+    v = a6 @ (b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 \
+        + b[0] * eye
+    r = xp.linalg.solve(v - u, v + u)
+    for i in range(int(s.max(initial=0))):
+        r = xp.where((i < s)[..., None, None], r @ r, r)
+    return r.astype(A.dtype)
+
+
+@_matrix_exp.grad
+def _(ctx, g):
+    from .shape import cat
+
+    (A,) = ctx.inputs
+    n = A.shape[-1]
+    At = A.mT
+    block = cat([cat([At, g], -1), cat([At * 0, At], -1)], -2)
+    return _matrix_exp(block)[..., :n, n:]
+
+
+@tensor_method()
+def matrix_exp(A):
+    """The matrix exponential sum_k A^k / k!.
+
+    >>> import flowgrad as flow
+    >>> flow.linalg.matrix_exp(flow.tensor([[0.0, 1.0], [0.0, 0.0]]))
+    tensor([[1., 1.],
+            [0., 1.]])
+    """
+    _square(A, "linalg.matrix_exp")
+    return _matrix_exp(A)
+
+
+@tensor_method()
+def matrix_power(A, n):
+    """A^n by repeated squaring (n < 0: the inverse's power; n = 0: the identity).
+
+    >>> import flowgrad as flow
+    >>> flow.linalg.matrix_power(flow.tensor([[1.0, 1.0], [0.0, 1.0]]), 3)
+    tensor([[1., 3.],
+            [0., 1.]])
+    """
+    if not isinstance(A, Tensor) or A._data.ndim < 2 or A._data.shape[-1] != A._data.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: expected a tensor of square matrices, got "
+                           f"shape {tuple(getattr(A, 'shape', ()))}")
+    n = int(n)
+    if n == 0:
+        return A * 0 + _eye(A.shape[-1], A)
+    if n < 0:
+        A, n = inv(A), -n
+    result, base = None, A
+    while n:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return result
+
+
+def cond(A, p=None):
+    """Condition number: s_max / s_min for p None or 2 (s_min / s_max for -2), else
+    norm(A, p) * norm(A^-1, p) on square A (inf for a singular one, as torch's).
+
+    >>> import flowgrad as flow
+    >>> flow.linalg.cond(flow.tensor([[2.0, 0.0], [0.0, 0.5]]))
+    tensor(4.)
+    """
+    _matrix(A, "linalg.cond")
+    if p in (None, 2, -2):
+        S = svdvals(A)
+        return S[..., -1] / S[..., 0] if p == -2 else S[..., 0] / S[..., -1]
+    _square(A, "linalg.cond")
+    from .elementwise import where
+
+    Ainv, info = inv_ex(A)
+    value = matrix_norm(A, p) * matrix_norm(where(Ainv.isnan(), 0.0, Ainv), p)
+    return where(info != 0, math.inf, value)
+
+
+# ---- products --------------------------------------------------------------------------------
+def _chain_order(dims):
+    """Matrix-chain order by dynamic programming: split[i][j] for the product of i..j."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def multi_dot(tensors):
+    """The product of 2-D matrices in the cheapest order; the first may be a row vector and
+    the last a column vector (1-D).
+
+    >>> import flowgrad as flow
+    >>> flow.linalg.multi_dot([flow.ones(3), flow.ones(3, 2), flow.ones(2)])
+    tensor(6.)
+    """
+    if len(tensors) < 2:
+        raise RuntimeError(f"linalg.multi_dot(): expected at least 2 tensors but got "
+                           f"{len(tensors)}")
+    ts = list(tensors)
+    first, last = ts[0]._data.ndim == 1, ts[-1]._data.ndim == 1
+    ts[0] = ts[0].unsqueeze(0) if first else ts[0]
+    ts[-1] = ts[-1].unsqueeze(-1) if last else ts[-1]
+    for i, t in enumerate(ts):
+        if t._data.ndim != 2:
+            raise RuntimeError(f"linalg.multi_dot(): tensor {i} must be 2D (1D allowed only "
+                               f"first and last) but got {t._data.ndim}D")
+        if i and ts[i - 1]._data.shape[1] != t._data.shape[0]:
+            raise RuntimeError(f"linalg.multi_dot(): tensors {i - 1} and {i} with shapes "
+                               f"{tuple(tensors[i - 1].shape)} and {tuple(tensors[i].shape)} "
+                               f"cannot be multiplied")
+    split = _chain_order([ts[0]._data.shape[0]] + [t._data.shape[1] for t in ts])
+
+    def product(i, j):
+        if i == j:
+            return ts[i]
+        k = split[i][j]
+        return matmul(product(i, k), product(k + 1, j))
+
+    out = product(0, len(ts) - 1)
+    if first:
+        out = out.squeeze(0)
+    return out.squeeze(-1) if last else out
+
+
+def chain_matmul(*matrices):
+    """torch.chain_matmul: multi_dot of 2-D matrices."""
+    return multi_dot(matrices)
+
+
+def vander(x, *, N=None):
+    """linalg.vander: columns x^0, x^1, ..., x^(N-1) (N defaults to x.shape[-1]).
+
+    >>> import flowgrad as flow
+    >>> flow.linalg.vander(flow.tensor([1.0, 2.0, 3.0]))
+    tensor([[1., 1., 1.],
+            [1., 2., 4.],
+            [1., 3., 9.]])
+    """
+    from .creation import ones_like
+    from .shape import stack
+
+    if x._data.ndim < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    N = x._data.shape[-1] if N is None else int(N)
+    if N <= 1:
+        raise RuntimeError(f"linalg.vander: N must be greater than 1, got {N}")
+    cols = [ones_like(x)]
+    for _ in range(N - 1):
+        cols.append(cols[-1] * x)
+    return stack(cols, -1)
+
+
+def torch_vander(x, N=None, increasing=False):
+    """torch.vander: x^(N-1) ... x^0 by default (increasing=True reverses)."""
+    if x._data.ndim != 1:
+        raise RuntimeError("vander: x must be a one-dimensional tensor")
+    N = x._data.shape[0] if N is None else int(N)
+    if N == 0:
+        return x.unsqueeze(-1)[:, :0]
+    out = vander(x, N=max(N, 2))[:, :N] if N > 1 else (x * 0 + 1).unsqueeze(-1)
+    return out if increasing else out.flip(-1)
+
+
+def vecdot(x, y, *, dim=-1):
+    """Dot products along `dim` (broadcasting), for real tensors sum(x * y, dim).
+
+    >>> import flowgrad as flow
+    >>> flow.linalg.vecdot(flow.tensor([[1.0, 2.0], [3.0, 4.0]]), flow.tensor([1.0, 1.0]))
+    tensor([3., 7.])
+    """
+    return (x * y).sum(dim)
+
+
+@tensor_method()
+def vdot(input, other):
+    """torch.vdot: the dot product of two 1-D tensors (conjugating the first if complex)."""
+    if input._data.ndim != 1 or other._data.ndim != 1:
+        raise RuntimeError(f"vdot: 1D tensors expected, but got {input._data.ndim}D and "
+                           f"{other._data.ndim}D tensors")
+    return (input * other).sum()
+
+
+@tensor_method()
+def ger(input, vec2):
+    """torch.ger: the outer product (torch.outer's old name)."""
+    from .linalg import outer
+
+    return outer(input, vec2)
+
+
+def _cross(input, other, dim, name):
+    from .shape import broadcast_tensors, cat
+
+    if input._data.ndim != other._data.ndim:
+        raise RuntimeError(f"{name}: inputs must have the same number of dimensions, got "
+                           f"shapes {tuple(input.shape)} and {tuple(other.shape)}")
+    a, b = broadcast_tensors(input, other)
+    dim = dim % a.ndim if a.ndim else 0
+    if a._data.ndim == 0 or a._data.shape[dim] != 3:
+        raise RuntimeError(f"{name}: inputs dimension {dim} must have length 3. Got "
+                           f"{tuple(input.shape)} and {tuple(other.shape)}")
+    a0, a1, a2 = (a.narrow(dim, i, 1) for i in range(3))
+    b0, b1, b2 = (b.narrow(dim, i, 1) for i in range(3))
+    return cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
+
+
+def linalg_cross(input, other, *, dim=-1):
+    """linalg.cross: the cross product of 3-vectors along `dim` (broadcasting).
+
+    >>> import flowgrad as flow
+    >>> flow.linalg.cross(flow.tensor([1.0, 0.0, 0.0]), flow.tensor([0.0, 1.0, 0.0]))
+    tensor([0., 0., 1.])
+    """
+    return _cross(input, other, dim, "linalg.cross")
+
+
+@tensor_method()
+def cross(input, other, dim=None):
+    """torch.cross: as linalg.cross; `dim=None` takes the first dim of size 3."""
+    if dim is None:
+        import warnings
+
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.",
+                      UserWarning, stacklevel=2)
+        shape = np.broadcast_shapes(input._data.shape, other._data.shape)
+        dim = next((i for i, s in enumerate(shape) if s == 3), -1)
+    return _cross(input, other, dim, "cross")
+
+
+# ---- Householder reflectors ------------------------------------------------------------------
+def _apply_reflectors(A, tau, C, left, transpose):
+    """Q C, Q^T C, C Q or C Q^T for Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i the i-th
+    column of A below the diagonal with a unit on it (LAPACK's geqrf storage)."""
+    from .diag import tril
+
+    m, k = A._data.shape[-2], tau._data.shape[-1]
+    V = tril(A, -1)[..., :, :k] + _eye(m, A, k)
+    order = range(k) if left == transpose else reversed(range(k))
+    for i in order:
+        v, t = V[..., :, i], tau[..., i].unsqueeze(-1)
+        if left:
+            C = C - (t * v).unsqueeze(-1) * (v.unsqueeze(-2) @ C)
+        else:
+            C = C - (C @ v.unsqueeze(-1)) * (t * v).unsqueeze(-2)
+    return C
+
+
+def householder_product(A, tau):
+    """The first n columns of H_1 ... H_k (the Q of geqrf's A and tau); differentiable in
+    both, composed of matrix products.
+
+    >>> import flowgrad as flow
+    >>> a, tau = flow.geqrf(flow.tensor([[3.0, 1.0], [4.0, 2.0]]))
+    >>> flow.linalg.householder_product(a, tau).abs()
+    tensor([[0.6000, 0.8000],
+            [0.8000, 0.6000]])
+    """
+    _matrix(A, "linalg.householder_product")
+    m, n = A._data.shape[-2:]
+    if m < n or tau._data.shape[-1] > n or tau._data.shape[:-1] != A._data.shape[:-2]:
+        raise RuntimeError(f"linalg.householder_product: expected input (..., m, n) with "
+                           f"m >= n and tau (..., k) with k <= n and the same batch dims, got "
+                           f"{tuple(A.shape)} and {tuple(tau.shape)}")
+    eye = _eye(m, A, n).expand(*A._data.shape[:-2], m, n)
+    return _apply_reflectors(A, tau, eye, True, False)
+
+
+@tensor_method()
+def orgqr(input, tau):
+    """torch.orgqr: householder_product's older name."""
+    return householder_product(input, tau)
+
+
+@tensor_method()
+def ormqr(input, tau, other, left=True, transpose=False):
+    """torch.ormqr: Q @ other (or Q^T, or on the right) for geqrf's reflectors, without
+    forming Q."""
+    return _apply_reflectors(input, tau, other, left, transpose)
+
+
+@op("geqrf", n_out=2, differentiable=False)
+def _geqrf(xp, A):
+    h, tau = xp.linalg.qr(A, mode="raw")
+    return xp.ascontiguousarray(xp.swapaxes(h, -1, -2)), tau
+
+
+@tensor_method()
+def geqrf(input):
+    """torch.geqrf: LAPACK's QR storage (R above the diagonal, reflectors below, and tau);
+    not differentiable, as torch's."""
+    _matrix(input, "geqrf")
+    return GEQRF(*_geqrf(input))
+
+
+# ---- LDL^T (Bunch-Kaufman, as LAPACK's sytrf with the lower triangle) -------------------------
+_BK_ALPHA = (1 + math.sqrt(17)) / 8
+
+
+def _sytf2(xp, a):
+    """In-place Bunch-Kaufman factorization of one symmetric matrix (lower triangle read):
+    returns 1-based pivots (negative for 2 x 2 blocks) and info, as LAPACK's dsytf2."""
+    n = a.shape[0]
+    piv = [0] * n
+    info, k = 0, 0
+    while k < n:
+        kstep, absakk = 1, abs(a[k, k])
+        imax, colmax = k, 0.0
+        if k < n - 1:
+            imax = k + 1 + int(abs(a[k + 1:, k]).argmax())
+            colmax = abs(a[imax, k])
+        if max(absakk, colmax) == 0:
+            info = info or k + 1
+            kp = k
+        elif absakk >= _BK_ALPHA * colmax:
+            kp = k
+        else:
+            rowmax = abs(a[imax, k:imax]).max()
+            if imax < n - 1:
+                rowmax = max(rowmax, abs(a[imax + 1:, imax]).max())
+            if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
+                kp = k
+            elif abs(a[imax, imax]) >= _BK_ALPHA * rowmax:
+                kp = imax
+            else:
+                kp, kstep = imax, 2
+        kk = k + kstep - 1
+        if kp != kk and max(absakk, colmax) != 0:
+            a[kp + 1:, [kk, kp]] = a[kp + 1:, [kp, kk]]
+            seg = a[kk + 1:kp, kk].copy()
+            a[kk + 1:kp, kk] = a[kp, kk + 1:kp]
+            a[kp, kk + 1:kp] = seg
+            a[kk, kk], a[kp, kp] = a[kp, kp], a[kk, kk]
+            if kstep == 2:
+                a[k + 1, k], a[kp, k] = a[kp, k], a[k + 1, k]
+        if max(absakk, colmax) != 0:
+            if kstep == 1 and k < n - 1:
+                x = a[k + 1:, k] / a[k, k]
+                a[k + 1:, k + 1:] -= xp.outer(x, a[k + 1:, k])
+                a[k + 1:, k] = x
+            elif kstep == 2 and k < n - 2:
+                d21 = a[k + 1, k]
+                d11, d22 = a[k + 1, k + 1] / d21, a[k, k] / d21
+                d21 = (1 / (d11 * d22 - 1)) / d21
+                wk = d21 * (d11 * a[k + 2:, k] - a[k + 2:, k + 1])
+                wkp1 = d21 * (d22 * a[k + 2:, k + 1] - a[k + 2:, k])
+                a[k + 2:, k + 2:] -= xp.outer(a[k + 2:, k], wk) + xp.outer(a[k + 2:, k + 1], wkp1)
+                a[k + 2:, k], a[k + 2:, k + 1] = wk, wkp1
+        if kstep == 1:
+            piv[k] = kp + 1
+        else:
+            piv[k] = piv[k + 1] = -(kp + 1)
+        k += kstep
+    return piv, info
+
+
+def _sytrs(xp, ld, piv, b):
+    """Solve with _sytf2's factors (LAPACK's dsytrs, lower): b is overwritten with X."""
+    n = ld.shape[0]
+    k = 0
+    while k < n:  # L D Y = P^T B
+        if piv[k] > 0:
+            kp = piv[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            b[k + 1:] -= xp.outer(ld[k + 1:, k], b[k])
+            b[k] /= ld[k, k]
+            k += 1
+        else:
+            kp = -piv[k] - 1
+            b[[k + 1, kp]] = b[[kp, k + 1]]
+            b[k + 2:] -= xp.outer(ld[k + 2:, k], b[k]) + xp.outer(ld[k + 2:, k + 1], b[k + 1])
+            akm1k = ld[k + 1, k]
+            akm1, ak = ld[k, k] / akm1k, ld[k + 1, k + 1] / akm1k
+            denom = akm1 * ak - 1
+            bkm1, bk = b[k] / akm1k, b[k + 1] / akm1k
+            b[k], b[k + 1] = (ak * bkm1 - bk) / denom, (akm1 * bk - bkm1) / denom
+            k += 2
+    k = n - 1
+    while k >= 0:  # L^T P^T X = Y
+        b[k] -= ld[k + 1:, k] @ b[k + 1:]
+        if piv[k] > 0:
+            kp = piv[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            k -= 1
+        else:
+            b[k - 1] -= ld[k + 1:, k - 1] @ b[k + 1:]
+            kp = -piv[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            k -= 2
+    return b
+
+
+@op("linalg_ldl_factor", n_out=3, differentiable=False)
+def _ldl_factor(xp, A):
+    n = A.shape[-1]
+    a = xp.tril(A.reshape((-1, n, n))).copy()
+    piv = xp.zeros(a.shape[:2], dtype=xp.int32)
+    info = xp.zeros(a.shape[0], dtype=xp.int32)
+    for i in range(a.shape[0]):  # pivoting is data dependent: one matrix at a time
+        p, info[i] = _sytf2(xp, a[i])
+        piv[i] = p
+    return xp.tril(a).reshape(A.shape), piv.reshape(A.shape[:-1]), info.reshape(A.shape[:-2])
+
+
+@op("linalg_ldl_solve", differentiable=False)
+def _ldl_solve(xp, LD, pivots, B):
+    n = LD.shape[-1]
+    batch = xp.broadcast_shapes(LD.shape[:-2], B.shape[:-2])
+    ld = xp.broadcast_to(LD, batch + (n, n)).reshape(-1, n, n)
+    pv = xp.broadcast_to(pivots, batch + (n,)).reshape(-1, n)
+    b = xp.broadcast_to(B, batch + B.shape[-2:]).reshape((-1,) + B.shape[-2:]).copy()
+    for i in range(b.shape[0]):
+        _sytrs(xp, ld[i], pv[i], b[i])
+    return b.reshape(batch + B.shape[-2:])
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    """(LD, pivots, info) of A = P L D L^T P^T (Bunch-Kaufman, LAPACK sytrf's lower form):
+    L unit lower below the diagonal of LD, D's 1 x 1 and 2 x 2 blocks on it, pivots 1-based
+    (negative for a 2 x 2 block). Not differentiable, as torch's; `hermitian` changes
+    nothing for real matrices."""
+    _square(A, "linalg.ldl_factor_ex")
+    LD, pivots, info = _ldl_factor(A)
+    if check_errors and info._data.any():
+        raise RuntimeError(f"linalg.ldl_factor_ex: the factorization could not be completed: "
+                           f"D is singular (info = {info.tolist()})")
+    return LDL_EX(LD, pivots, info)
+
+
+def ldl_factor(A, *, hermitian=False):
+    """(LD, pivots): ldl_factor_ex without info.
+
+    >>> import flowgrad as flow
+    >>> LD, pivots = flow.linalg.ldl_factor(flow.tensor([[4.0, 2.0], [2.0, 3.0]]))
+    >>> LD, pivots
+    (tensor([[4.0000, 0.0000],
+            [0.5000, 2.0000]]), tensor([1, 2], dtype=flowgrad.int32))
+    """
+    LD, pivots, _ = ldl_factor_ex(A, hermitian=hermitian)
+    return LDL(LD, pivots)
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False):
+    """X with A X = B from ldl_factor's result (not differentiable, as torch's)."""
+    _square(LD, "linalg.ldl_solve")
+    _matrix(B, "linalg.ldl_solve")
+    if B._data.shape[-2] != LD._data.shape[-1]:
+        raise RuntimeError(f"linalg.ldl_solve: Incompatible shapes of A and B for the equation "
+                           f"AX = B ({tuple(LD.shape)} and {tuple(B.shape)})")
+    return _ldl_solve(LD, pivots, B)
+
+
+# ---- torch.* spellings of the older API ------------------------------------------------------
+@tensor_method("svd")
+def torch_svd(input, some=True, compute_uv=True):
+    """torch.svd: (U, S, V) with V = Vh^T; zero U and V when not compute_uv."""
+    U, S, Vh = svd(input, full_matrices=not some)
+    if not compute_uv:
+        m, n = input.shape[-2:]
+        z = np.zeros
+        d = input._data.dtype
+        return SVD_V(Tensor._wrap(z(tuple(input.shape[:-2]) + (m, m), d)), svdvals(input),
+                     Tensor._wrap(z(tuple(input.shape[:-2]) + (n, n), d)))
+    return SVD_V(U, S, Vh.mT)
+
+
+@tensor_method("qr")
+def torch_qr(input, some=True):
+    """torch.qr: linalg.qr in 'reduced' (some=True) or 'complete' mode."""
+    return qr(input, "reduced" if some else "complete")
+
+
+@tensor_method("lu")
+def torch_lu(A, pivot=True, get_infos=False):
+    """torch.lu: (LU, pivots) or, with get_infos, (LU, pivots, infos)."""
+    out = lu_factor_ex(A, pivot=pivot)
+    return out if get_infos else LU_FACTOR(out.LU, out.pivots)
+
+
+@tensor_method("lu_solve")
+def torch_lu_solve(b, LU_data, LU_pivots):
+    """torch.lu_solve(b, LU_data, LU_pivots): linalg.lu_solve's older argument order."""
+    return lu_solve(LU_data, LU_pivots, b)
+
+
+@tensor_method()
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
+    """torch.triangular_solve: (X, A's copy) with A X = b (A^T X = b when `transpose`)."""
+    T = A.mT if transpose else A
+    X = _solve_triangular(T, b, upper=upper != transpose, unitriangular=unitriangular)
+    return TRIANGULAR(X, A.clone())

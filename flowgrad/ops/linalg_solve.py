@@ -1,0 +1,470 @@
+"""linalg's solvers: solve_triangular, LU (lu_factor, lu, lu_unpack, lu_solve), the `_ex`
+forms that report failure in `info` instead of raising, cholesky_solve/cholesky_inverse,
+pinv, lstsq, matrix_rank, tensorinv/tensorsolve.
+
+LU is one op (partial pivoting, LAPACK getrf's packed LU and 1-based pivots) with torch's
+rule; the rest is composed of differentiable ops, so torch's gradients (lu_solve's for LU and
+B, solve_triangular's masked to its triangle, lstsq's through pinv) come by construction.
+
+>>> import flowgrad as flow
+>>> A = flow.tensor([[4.0, 3.0], [6.0, 3.0]])
+>>> LU, pivots = flow.linalg.lu_factor(A)
+>>> flow.linalg.lu_solve(LU, pivots, flow.tensor([[10.0], [12.0]])).round(decimals=4)
+tensor([[1.],
+        [2.]])
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ..tensor import Tensor, tensor_method
+from .linalg_decomp import (
+    _eye,
+    _lapack,
+    _matrix,
+    _square,
+    cholesky,
+    eigvalsh,
+    inv,
+    solve,
+    svdvals,
+)
+from .registry import op
+
+__all__ = ["solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_unpack", "lu_solve",
+           "solve_ex", "inv_ex", "cholesky_ex", "cholesky_solve", "cholesky_inverse", "pinv",
+           "lstsq", "matrix_rank", "tensorinv", "tensorsolve"]
+
+LU_FACTOR = namedtuple("LU_FACTOR", ["LU", "pivots"])
+LU_FACTOR_EX = namedtuple("LU_FACTOR_EX", ["LU", "pivots", "info"])
+PLU = namedtuple("PLU", ["P", "L", "U"])
+SOLVE_EX = namedtuple("SOLVE_EX", ["result", "info"])
+INV_EX = namedtuple("INV_EX", ["inverse", "info"])
+CHOLESKY_EX = namedtuple("CHOLESKY_EX", ["L", "info"])
+LSTSQ = namedtuple("LSTSQ", ["solution", "residuals", "rank", "singular_values"])
+
+
+def _unit_diag(T):
+    eye = _eye(T.shape[-1], T)
+    return T * (1.0 - eye) + eye
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+    """X with A X = B (left) or X A = B, reading only A's upper or lower triangle (and taking
+    its diagonal as ones when `unitriangular`); A's gradient is masked to that triangle.
+
+    >>> import flowgrad as flow
+    >>> A = flow.tensor([[2.0, 1.0], [0.0, 4.0]])
+    >>> flow.linalg.solve_triangular(A, flow.tensor([[4.0], [8.0]]), upper=True)
+    tensor([[1.],
+            [2.]])
+    """
+    from .diag import tril, triu
+
+    _square(A, "linalg.solve_triangular")
+    _matrix(B, "linalg.solve_triangular")
+    T = triu(A) if upper else tril(A)
+    if unitriangular:
+        T = _unit_diag(T)
+    return solve(T, B, left=left)
+
+
+# ---- LU --------------------------------------------------------------------------------------
+@op("linalg_lu_factor", n_out=3, save="outputs")
+def _lu_factor(xp, A):
+    """Doolittle with partial pivoting, vectorised over the batch: LAPACK getrf's packed LU,
+    1-based row-swap pivots (int32) and info (the first zero pivot, 1-based; 0 if none)."""
+    m, n = A.shape[-2:]
+    k = min(m, n)
+    batch = A.shape[:-2]
+    a = A.reshape((-1, m, n)).copy()
+    rows = xp.arange(a.shape[0])
+    piv = xp.zeros((a.shape[0], k), dtype=xp.int32)
+    info = xp.zeros(a.shape[0], dtype=xp.int32)
+    for j in range(k):
+        p = j + xp.argmax(xp.abs(a[:, j:, j]), axis=1)
+        piv[:, j] = p + 1
+        row_j = a[rows, j].copy()
+        a[rows, j] = a[rows, p]
+        a[rows, p] = row_j
+        pivot = a[:, j, j]
+        zero = pivot == 0
+        info = xp.where(zero & (info == 0), j + 1, info).astype(xp.int32)
+        scale = xp.where(zero, 0, 1 / xp.where(zero, 1, pivot))
+        a[:, j + 1:, j] *= scale[:, None]
+        a[:, j + 1:, j + 1:] -= a[:, j + 1:, j, None] * a[:, None, j, j + 1:]
+    return a.reshape(A.shape), piv.reshape(batch + (k,)), info.reshape(batch)
+
+
+@op("linalg_lu_permutation", differentiable=False)
+def _permutation(xp, pivots, LU):
+    """P with A = P L U from getrf's row swaps: apply the swaps to the rows of I, transposed.
+    (LU only gives the size and dtype.)"""
+    m, dtype = LU.shape[-2], LU.dtype
+    batch, k = pivots.shape[:-1], pivots.shape[-1]
+    perm = xp.broadcast_to(xp.arange(m), batch + (m,)).reshape(-1, m).copy()
+    piv = pivots.reshape(-1, k) - 1
+    rows = xp.arange(perm.shape[0])
+    for j in range(k):
+        p = piv[:, j]
+        pj = perm[rows, j].copy()
+        perm[rows, j] = perm[rows, p]
+        perm[rows, p] = pj
+    eye = xp.eye(m, dtype=dtype)
+    return xp.swapaxes(eye[perm], -1, -2).reshape(batch + (m, m))
+
+
+def _unpack(LU, pivots):
+    """P, L (unit lower, m x k), U (upper, k x n) from the packed LU."""
+    from .diag import tril, triu
+
+    m, n = LU.shape[-2:]
+    k = min(m, n)
+    L = tril(LU, -1)[..., :, :k] + _eye(m, LU, k)
+    U = triu(LU)[..., :k, :]
+    P = _permutation(pivots, LU)
+    return P, L, U
+
+
+@_lu_factor.grad
+def _(ctx, gLU, _gpivots, _ginfo):
+    from .diag import tril, triu
+    from .shape import cat
+
+    LU, pivots, _ = ctx.outputs
+    P, L, U = _unpack(LU, pivots)
+    m, n = LU.shape[-2:]
+    k = min(m, n)
+    gL, gU = tril(gLU, -1)[..., :, :k], triu(gLU)[..., :k, :]
+    # torch's linalg_lu_backward; square: gA = P L^-T (tril_-1(L^T gL) + triu(gU U^T)) U^-T
+    if m == n:
+        gA = tril(L.mT @ gL, -1) + triu(gU @ U.mT)
+        gA = solve_triangular(U.mT, gA, upper=False, left=False)
+        return P @ solve_triangular(L.mT, gA, upper=True, unitriangular=True)
+    if m < n:  # wide: U = [U1 U2], U1 square
+        U1 = U[..., :k]
+        gA = tril(L.mT @ gL - triu(gU) @ U.mT, -1)
+        gA = solve_triangular(U1.mT, gA, upper=False, left=False)
+        gA = cat([gA + triu(gU[..., :k]), gU[..., k:]], -1)
+        return P @ solve_triangular(L.mT, gA, upper=True, unitriangular=True)
+    L1 = L[..., :k, :]  # tall: L = [L1; L2], L1 square
+    gA = triu(gU @ U.mT - L.mT @ tril(gL, -1))
+    gA = solve_triangular(L1.mT, gA, upper=True, unitriangular=True)
+    gA = cat([gA + tril(gL[..., :k, :], -1), gL[..., k:, :]], -2)
+    return P @ solve_triangular(U.mT, gA, upper=False, left=False)
+
+
+def _check_pivot(pivot, name):
+    if not pivot:
+        raise RuntimeError(f"{name}: LU without pivoting is not implemented on the CPU; "
+                           f"pass pivot=True")
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False):
+    """(LU, pivots, info): getrf's packed factors; info > 0 names the first zero pivot of U
+    (the factorization still completes, as LAPACK's)."""
+    _matrix(A, "linalg.lu_factor_ex")
+    _check_pivot(pivot, "linalg.lu_factor_ex")
+    LU, pivots, info = _lu_factor(A)
+    if check_errors and info._data.any():
+        raise RuntimeError(f"linalg.lu_factor_ex: U[{int(info._data.max())}, "
+                           f"{int(info._data.max())}] is zero (the matrix is singular)")
+    return LU_FACTOR_EX(LU, pivots, info)
+
+
+def lu_factor(A, *, pivot=True):
+    """(LU, pivots) of A = P L U with partial pivoting; raises for a singular A (use
+    lu_factor_ex or lu to factor it anyway). Gradient as torch's linalg_lu_backward."""
+    _matrix(A, "linalg.lu_factor")
+    _check_pivot(pivot, "linalg.lu_factor")
+    LU, pivots, info = _lu_factor(A)
+    if info._data.any():
+        i = int(info._data.max())
+        raise RuntimeError(f"linalg.lu_factor: U[{i},{i}] is zero and using it on lu_solve "
+                           f"would result in a division by zero. If you still want to perform "
+                           f"the factorization, consider calling linalg.lu(A, pivot) or "
+                           f"linalg.lu_factor_ex(A, pivot)")
+    return LU_FACTOR(LU, pivots)
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """torch.lu_unpack: (P, L, U) from the packed LU and its pivots."""
+    P, L, U = _unpack(LU_data, LU_pivots)
+    empty = Tensor._wrap(np.empty((0,), LU_data._data.dtype))
+    return PLU(P if unpack_pivots else empty, L if unpack_data else empty,
+               U if unpack_data else empty)
+
+
+def lu(A, *, pivot=True):
+    """P, L, U with A = P L U (L unit lower m x k, U upper k x n, k = min(m, n)).
+
+    >>> import flowgrad as flow
+    >>> P, L, U = flow.linalg.lu(flow.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    >>> P @ L @ U
+    tensor([[1., 2.],
+            [3., 4.]])
+    """
+    _matrix(A, "linalg.lu")
+    _check_pivot(pivot, "linalg.lu")
+    LU, pivots, _ = _lu_factor(A)
+    return PLU(*_unpack(LU, pivots))
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+    """X with A X = B (or X A = B when not `left`; A^T in place of A when `adjoint`) from
+    lu_factor's result; differentiable in LU and B."""
+    _square(LU, "linalg.lu_solve")
+    _matrix(B, "linalg.lu_solve")
+    P, L, U = _unpack(LU, pivots)
+
+    def tri(T, X, upper, left, unit=False):
+        return solve_triangular(T, X, upper=upper, left=left, unitriangular=unit)
+
+    if left and not adjoint:  # U^-1 L^-1 P^T B
+        return tri(U, tri(L, P.mT @ B, False, True, True), True, True)
+    if left:  # P L^-T U^-T B
+        return P @ tri(L.mT, tri(U.mT, B, False, True), True, True, True)
+    if not adjoint:  # B U^-1 L^-1 P^T
+        return tri(L, tri(U, B, True, False), False, False, True) @ P.mT
+    return tri(U.mT, tri(L.mT, B @ P, True, False, True), False, False)  # B P L^-T U^-T
+
+
+# ---- the _ex forms: failure goes to info ------------------------------------------------------
+def _ex(result, info, name, check_errors):
+    """Replace the results of failed matrices by NaN (torch leaves LAPACK's partial results
+    there; flowgrad does not promise them)."""
+    if not info._data.any():
+        return result
+    if check_errors:
+        raise RuntimeError(f"{name}: the factorization could not be completed (info = "
+                           f"{info.tolist()})")
+    from .elementwise import where
+
+    bad = info != 0
+    while bad.ndim < result.ndim:
+        bad = bad.unsqueeze(-1)
+    return where(bad, float("nan"), result)
+
+
+def _safe(A, info):
+    from .elementwise import where
+
+    bad = (info != 0).unsqueeze(-1).unsqueeze(-1)
+    return where(bad, _eye(A.shape[-1], A), A)
+
+
+def inv_ex(A, *, check_errors=False):
+    """(inverse, info): info > 0 for a singular matrix (whose inverse is NaN here).
+
+    >>> import flowgrad as flow
+    >>> flow.linalg.inv_ex(flow.tensor([[1.0, 2.0], [2.0, 4.0]])).info
+    tensor(2, dtype=flowgrad.int32)
+    """
+    _square(A, "linalg.inv_ex")
+    info = _lu_factor(A)[2]
+    return INV_EX(_ex(inv(_safe(A, info)), info, "linalg.inv_ex", check_errors), info)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """(result, info) of linalg.solve; info > 0 for a singular A (result NaN there)."""
+    _square(A, "linalg.solve_ex")
+    info = _lu_factor(A)[2]
+    X = solve(_safe(A, info), B, left=left)
+    return SOLVE_EX(_ex(X, info, "linalg.solve_ex", check_errors), info)
+
+
+@op("linalg_cholesky_info", differentiable=False)
+def _cholesky_info(xp, A):
+    """The order of the first leading minor that is not positive-definite (0 if none), by an
+    unblocked Cholesky over the batch, as potrf reports it."""
+    n = A.shape[-1]
+    a = xp.tril(A.reshape((-1, n, n))).astype(xp.float64)
+    info = xp.zeros(a.shape[0], dtype=xp.int32)
+    for j in range(n):
+        d = a[:, j, j] - xp.sum(a[:, j, :j] ** 2, axis=1)
+        info = xp.where(~(d > 0) & (info == 0), j + 1, info).astype(xp.int32)
+        ljj = xp.sqrt(xp.where(d > 0, d, 1))
+        a[:, j, j] = ljj
+        below = a[:, j + 1:, j] - (a[:, j + 1:, :j] @ a[:, j, :j, None])[..., 0]
+        a[:, j + 1:, j] = below / ljj[:, None]
+    return info.reshape(A.shape[:-2])
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """(L, info): info = k > 0 when the leading k x k minor is not positive-definite."""
+    _square(A, "linalg.cholesky_ex")
+    info = _cholesky_info(A)
+    L = _ex(cholesky(_safe(A, info), upper=upper), info, "linalg.cholesky_ex", check_errors)
+    return CHOLESKY_EX(L, info)
+
+
+@tensor_method()
+def cholesky_solve(B, L, upper=False):
+    """torch.cholesky_solve: X with A X = B where A = L L^T (or U^T U when `upper`)."""
+    U = L if upper else L.mT
+    Y = solve_triangular(U.mT, B, upper=False)
+    return solve_triangular(U, Y, upper=True)
+
+
+@tensor_method()
+def cholesky_inverse(L, upper=False):
+    """torch.cholesky_inverse: A^-1 from A's Cholesky factor."""
+    return cholesky_solve(_eye(L.shape[-1], L).expand(*L.shape), L, upper)
+
+
+# ---- pseudo-inverse, least squares, rank ----------------------------------------------------
+def _tolerances(A, atol, rtol, name):
+    for t in (atol, rtol):
+        if isinstance(t, Tensor):
+            if t.numel() != 1:
+                raise NotImplementedError(f"{name}: atol/rtol as tensors of several values are "
+                                          f"not supported; pass floats")
+    atol = 0.0 if atol is None else float(atol)
+    if rtol is None:
+        m, n = A._data.shape[-2:]
+        rtol = np.finfo(A._data.dtype).eps * max(m, n) if atol <= 0 else 0.0
+    return atol, float(rtol)
+
+
+@op("linalg_pinv", save="inputs outputs")
+def _pinv(xp, A, *, atol, rtol, hermitian):
+    if hermitian:
+        w, V = xp.linalg.eigh(A)
+        tol = xp.maximum(atol, rtol * xp.abs(w).max(-1, initial=0))[..., None]
+        winv = xp.where(xp.abs(w) > tol, 1 / xp.where(w == 0, 1, w), 0)
+        return (V * winv[..., None, :]) @ xp.swapaxes(V, -1, -2)
+    U, S, Vh = xp.linalg.svd(A, full_matrices=False)
+    tol = xp.maximum(atol, rtol * S.max(-1, initial=0))[..., None]
+    sinv = xp.where(S > tol, 1 / xp.where(S == 0, 1, S), 0)
+    return xp.swapaxes(Vh, -1, -2) @ (sinv[..., :, None] * xp.swapaxes(U, -1, -2))
+
+
+@_pinv.grad
+def _(ctx, g):
+    # torch's pinv_backward: exact where the rank is locally constant
+    (A,), P = ctx.inputs, ctx.out
+    m, n = A.shape[-2:]
+    Ph, gh = P.mT, g.mT
+    if m <= n:
+        K = gh @ P
+        KPh = K @ Ph
+        return -(P @ K).mT + KPh - (A @ P) @ KPh + (Ph @ P) @ (gh - K @ A)
+    K = P @ gh
+    PhK = Ph @ K
+    return -(K @ P).mT + (gh - A @ K) @ P @ Ph + PhK - PhK @ P @ A
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
+    """Moore-Penrose pseudo-inverse (singular values <= max(atol, rtol * s_max) dropped).
+    The gradient is torch's, valid where the rank does not change under perturbation.
+
+    >>> import flowgrad as flow
+    >>> flow.linalg.pinv(flow.tensor([[1.0, 0.0], [0.0, 0.0]]))
+    tensor([[1., 0.],
+            [0., 0.]])
+    """
+    _matrix(A, "linalg.pinv")
+    atol, rtol = _tolerances(A, atol, rtol, "linalg.pinv")
+    return _lapack(lambda: _pinv(A, atol=atol, rtol=rtol, hermitian=bool(hermitian)),
+                   "linalg.pinv", "the SVD did not converge")
+
+
+@tensor_method()
+def pinverse(input, rcond=1e-15):
+    """torch.pinverse: pinv with relative tolerance `rcond`."""
+    return pinv(input, rtol=rcond)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
+    """The number of singular values above max(atol, rtol * s_max) (int64, no gradient).
+
+    >>> import flowgrad as flow
+    >>> flow.linalg.matrix_rank(flow.tensor([[1.0, 2.0], [2.0, 4.0]]))
+    tensor(1)
+    """
+    _matrix(A, "linalg.matrix_rank")
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    atol, rtol = _tolerances(A, atol, rtol, "linalg.matrix_rank")
+    from ..autograd.grad_mode import no_grad
+
+    with no_grad():
+        S = eigvalsh(A).abs() if hermitian else svdvals(A)
+        tol_ = (S.amax(-1, keepdim=True) * rtol).clamp(min=atol)
+        return (S > tol_).sum(-1)
+
+
+_DRIVERS = (None, "gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """Least squares: (solution, residuals, rank, singular_values) as torch's CPU drivers
+    return them. The solution is pinv(A) @ B (the minimum-norm one: equal to every driver's
+    for a full-rank A; gelsy's differs for a rank-deficient A); its gradient is torch's
+    (through pinv). residuals: squared residual norms for m > n and full rank (not 'gelsy').
+
+    >>> import flowgrad as flow
+    >>> A = flow.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> flow.linalg.lstsq(A, flow.tensor([[1.0], [1.0], [2.0]])).solution.round(decimals=4)
+    tensor([[1.],
+            [1.]])
+    """
+    _matrix(A, "linalg.lstsq")
+    if driver not in _DRIVERS:
+        raise RuntimeError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
+                           f"gelsd, gelss), got {driver!r}")
+    vector = B._data.ndim == A._data.ndim - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm._data.shape[-2] != A._data.shape[-2]:
+        raise RuntimeError(f"linalg.lstsq: input.size(-2) should match other.size(-2), got "
+                           f"{tuple(A.shape)} and {tuple(B.shape)}")
+    m, n = A._data.shape[-2:]
+    rtol = rcond if rcond is not None and rcond > 0 else np.finfo(A._data.dtype).eps * max(m, n)
+    X = pinv(A, rtol=rtol) @ Bm
+    dtype = A._data.dtype
+    empty = Tensor._wrap(np.empty((0,), dtype))
+    rank = empty.long() if driver == "gels" else matrix_rank(A, rtol=rtol)
+    svals = svdvals(A.detach()) if driver in ("gelsd", "gelss") else empty
+    residuals = empty
+    if m > n and driver != "gelsy" and driver is not None and \
+            bool((matrix_rank(A) == n).all()):
+        residuals = ((A @ X - Bm) ** 2).sum(-2)
+        residuals = residuals.squeeze(-1) if vector else residuals
+    return LSTSQ(X.squeeze(-1) if vector else X, residuals, rank, svals)
+
+
+# ---- tensor forms ------------------------------------------------------------------------------
+def tensorinv(A, ind=2):
+    """The inverse of A seen as a map from its first `ind` dims' space to the rest's.
+
+    >>> import flowgrad as flow
+    >>> flow.linalg.tensorinv(flow.eye(4).reshape(4, 2, 2), ind=1).shape
+    flowgrad.Size([2, 2, 4])
+    """
+    if ind <= 0:
+        raise RuntimeError(f"linalg.tensorinv: Expected a strictly positive integer for 'ind', "
+                           f"but got {ind}")
+    out_shape, in_shape = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    rows, cols = int(np.prod(out_shape)), int(np.prod(in_shape))
+    if rows != cols:
+        raise RuntimeError(f"linalg.tensorinv: Expected self to satisfy the requirement "
+                           f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got {cols} "
+                           f"!= {rows}")
+    return inv(A.reshape(rows, cols)).reshape(*in_shape, *out_shape)
+
+
+def tensorsolve(A, B, dims=None):
+    """X with tensordot(A, X, X.ndim) = B; `dims` first moves those dims of A to the end."""
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = A.permute(*[d for d in range(A.ndim) if d not in dims], *dims)
+    x_shape = tuple(A.shape[B.ndim:])
+    rows, cols = int(np.prod(tuple(A.shape[:B.ndim]))), int(np.prod(x_shape))
+    if rows != cols or tuple(A.shape[:B.ndim]) != tuple(B.shape):
+        raise RuntimeError(f"linalg.tensorsolve: Expected self to satisfy the requirement "
+                           f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]) "
+                           f"with A's leading dims equal to B's shape; got A {tuple(A.shape)} "
+                           f"and B {tuple(B.shape)}")
+    return solve(A.reshape(rows, cols), B.reshape(rows)).reshape(*x_shape)
