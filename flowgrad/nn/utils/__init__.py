@@ -1,5 +1,5 @@
 """flowgrad.nn.utils: gradient clipping and parameter/vector conversion, as torch.nn.utils."""
-from . import clip_grad, convert_parameters, rnn
+from . import clip_grad, convert_parameters, parametrizations, parametrize, rnn
 from .clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -8,6 +8,9 @@ from .clip_grad import (
     get_total_norm,
 )
 from .convert_parameters import parameters_to_vector, vector_to_parameters
+from .weight_norm import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
-           "clip_grads_with_norm_", "parameters_to_vector", "vector_to_parameters"]
+           "clip_grads_with_norm_", "parameters_to_vector", "vector_to_parameters",
+           "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm",
+           "parametrize", "parametrizations", "rnn"]

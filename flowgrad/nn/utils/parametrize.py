@@ -1,0 +1,222 @@
+"""Parametrizations of a module's tensors, as torch.nn.utils.parametrize: after
+`register_parametrization(module, "weight", P())`, `module.weight` is computed as
+`P()(original)` each time it is read, and the trained tensor is
+`module.parametrizations.weight.original` (state dict keys as torch's).
+
+The module's class is swapped for a subclass holding one property per parametrized name,
+as torch does, so reading `module.weight` runs the parametrization.
+
+>>> import flowgrad as flow
+>>> from flowgrad import nn
+>>> class Symmetric(nn.Module):
+...     def forward(self, X):
+...         return X.triu() + X.triu(1).transpose(-1, -2)
+>>> m = nn.Linear(3, 3)
+>>> _ = register_parametrization(m, "weight", Symmetric())
+>>> bool((m.weight == m.weight.T).all())
+True
+>>> sorted(m.state_dict())
+['bias', 'parametrizations.weight.original']
+"""
+from __future__ import annotations
+
+import contextlib
+
+from ...autograd.grad_mode import no_grad
+from ...tensor import Tensor
+from ..modules.container import ModuleDict, ModuleList
+from ..parameter import Parameter
+
+__all__ = ["register_parametrization", "remove_parametrizations", "is_parametrized",
+           "cached", "ParametrizationList", "type_before_parametrizations",
+           "transfer_parametrizations_and_params"]
+
+_cache_enabled = 0
+_cache = {}
+
+
+@contextlib.contextmanager
+def cached():
+    """Inside this context a parametrized tensor is computed once per module and name."""
+    global _cache_enabled
+    _cache_enabled += 1
+    try:
+        yield
+    finally:
+        _cache_enabled -= 1
+        if not _cache_enabled:
+            _cache.clear()
+
+
+def _as_original(value, like):
+    """Wrap a right_inverse result as a Parameter when the original was one."""
+    if isinstance(like, Parameter):
+        return Parameter(value.detach(), like.requires_grad)
+    return value.detach()
+
+
+class ParametrizationList(ModuleList):
+    """The parametrizations of one tensor and its `original` (or `original0`,
+    `original1`, ... when the first right_inverse returns several tensors)."""
+
+    def __init__(self, modules, original, unsafe=False):
+        super().__init__(modules)
+        self.unsafe = unsafe
+        with no_grad():
+            new = original
+            for module in reversed(list(self)):
+                if hasattr(module, "right_inverse"):
+                    new = module.right_inverse(new)
+        self.is_tensor = isinstance(new, Tensor)
+        self.ntensors = 1 if self.is_tensor else len(new)
+        if self.is_tensor:
+            if new is not original:
+                if tuple(new.shape) == tuple(original.shape):
+                    with no_grad():
+                        original.copy_(new)  # keeps the Parameter an optimizer may hold
+                else:
+                    original = _as_original(new, original)
+            self._register("original", original)
+        else:
+            for i, t in enumerate(new):
+                self._register(f"original{i}", _as_original(t, original))
+
+    def _register(self, name, value):
+        if isinstance(value, Parameter):
+            self.register_parameter(name, value)
+        else:
+            self.register_buffer(name, value)
+
+    def right_inverse(self, value):
+        """Set the originals so that the parametrized tensor becomes `value`."""
+        with no_grad():
+            for module in reversed(list(self)):
+                if hasattr(module, "right_inverse"):
+                    value = module.right_inverse(value)
+            if self.is_tensor:
+                self.original.copy_(value)
+            else:
+                for i, t in enumerate(value):
+                    getattr(self, f"original{i}").copy_(t)
+
+    def forward(self):
+        if self.is_tensor:
+            x = self[0](self.original)
+        else:
+            x = self[0](*(getattr(self, f"original{i}") for i in range(self.ntensors)))
+        for module in list(self)[1:]:
+            x = module(x)
+        return x
+
+
+def _get(module, name):
+    if _cache_enabled:
+        key = (id(module), name)
+        if key not in _cache:
+            _cache[key] = module.parametrizations[name]()
+        return _cache[key]
+    return module.parametrizations[name]()
+
+
+def _inject(module, name):
+    cls = type(module)
+    if not getattr(cls, "_is_parametrized_class", False):
+        cls = type(f"Parametrized{cls.__name__}", (cls,), {"_is_parametrized_class": True,
+                                                           "_original_class": cls})
+        module.__class__ = cls
+    setattr(cls, name, property(lambda self: _get(self, name),
+                                lambda self, value: self.parametrizations[name]
+                                .right_inverse(value)))
+
+
+def register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
+    """Make `module.<tensor_name>` computed by `parametrization` from a stored original;
+    a second call on the same name chains the parametrizations. See the module example."""
+    parametrization.train(module.training)
+    if is_parametrized(module, tensor_name):
+        module.parametrizations[tensor_name].append(parametrization)
+        return module
+    if tensor_name not in module._parameters and tensor_name not in module._buffers:
+        raise ValueError(f"Module '{module}' does not have a parameter, a buffer, or a "
+                         f"parametrized element with name '{tensor_name}'")
+    original = getattr(module, tensor_name)
+    plist = ParametrizationList([parametrization], original, unsafe=unsafe)
+    if not unsafe:
+        with no_grad():
+            value = plist()
+        if not isinstance(value, Tensor):
+            raise ValueError(f"A parametrization must return a tensor. Got {type(value)}.")
+    delattr(module, tensor_name)
+    if not is_parametrized(module):
+        module.parametrizations = ModuleDict()
+    module.parametrizations[tensor_name] = plist
+    _inject(module, tensor_name)
+    return module
+
+
+def is_parametrized(module, tensor_name=None):
+    """Whether `module` has parametrizations (on `tensor_name`, if given)."""
+    plist = module.__dict__["_modules"].get("parametrizations")
+    if plist is None or not isinstance(plist, ModuleDict):
+        return False
+    return len(plist) > 0 if tensor_name is None else tensor_name in plist._modules
+
+
+def remove_parametrizations(module, tensor_name, leave_parametrized=True):
+    """Drop the parametrizations of `tensor_name`; the tensor becomes a plain parameter
+    again, holding the parametrized value (or the original with leave_parametrized=False)."""
+    if not is_parametrized(module, tensor_name):
+        raise ValueError(f"Module {module} does not have a parametrization on {tensor_name}")
+    plist = module.parametrizations[tensor_name]
+    if plist.is_tensor:
+        original = plist.original
+        if leave_parametrized:
+            with no_grad():
+                value = getattr(module, tensor_name)
+                if tuple(value.shape) == tuple(original.shape):
+                    original.copy_(value)
+                else:
+                    original = _as_original(value, original)
+    else:
+        if not leave_parametrized:
+            raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a tensor "
+                             "that is parametrized in terms of a sequence of tensors.")
+        with no_grad():
+            value = getattr(module, tensor_name)
+        original = Parameter(value.detach(), value.requires_grad) \
+            if isinstance(plist.original0, Parameter) else value.detach()
+    cls = type(module)
+    delattr(cls, tensor_name)
+    del module.parametrizations[tensor_name]
+    if isinstance(original, Parameter):
+        module.register_parameter(tensor_name, original)
+    else:
+        module.register_buffer(tensor_name, original)
+    if not is_parametrized(module):
+        delattr(module, "parametrizations")
+        module.__class__ = cls._original_class
+    return module
+
+
+def type_before_parametrizations(module):
+    """The module's class before parametrizations swapped it."""
+    cls = type(module)
+    return cls._original_class if getattr(cls, "_is_parametrized_class", False) else cls
+
+
+def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
+    """Copy the parametrizations (and their originals) of `from_module` onto `to_module`."""
+    names = [tensor_name] if tensor_name else list(from_module.parametrizations._modules)
+    for name in names:
+        plist = from_module.parametrizations[name]
+        if not is_parametrized(to_module, name):
+            for p in plist:
+                register_parametrization(to_module, name, p)
+        with no_grad():
+            if plist.is_tensor:
+                to_module.parametrizations[name].original.copy_(plist.original)
+            else:
+                for i in range(plist.ntensors):
+                    getattr(to_module.parametrizations[name], f"original{i}").copy_(
+                        getattr(plist, f"original{i}"))
+    return to_module
