@@ -25,6 +25,7 @@ import functools
 import numpy as np
 
 from ..autograd.interpreter import bump_version
+from .fusion import FusedOp
 from .ir import CONST, INPUT, STATE
 
 
@@ -80,6 +81,15 @@ def generate(program):
             scope[f"t{value.id}"] = value.source
             lines.append(f"    {name} = t{value.id}._data")
     for i, node in enumerate(program.nodes):
+        if isinstance(node.op, FusedOp):  # written inline: no call per chain
+            body, constants = node.op.inline([f"v{v.id}" for v in node.inputs],
+                                             [f"v{v.id}" for v in node.outputs], f"f{i}_")
+            scope.update(constants)
+            for line in body:
+                lines.append("    " + line)
+                node_at_line[len(lines)] = node
+            _free(lines, dead_after.get(i))
+            continue
         kernel = node.op.kernel
         scope[f"k{i}"] = functools.partial(kernel, **node.attrs) if node.attrs else kernel
         args = "".join(f", v{v.id}" for v in node.inputs)
@@ -95,9 +105,7 @@ def generate(program):
             for k, value in enumerate(node.outputs):
                 lines.append(f"    v{value.id} = r[{k}] if r[{k}].__class__ is ND else "
                              f"AS(r[{k}])")
-        dead = dead_after.get(i)
-        if dead:  # free intermediates once nothing reads them: a lower peak memory
-            lines.append(f"    del {', '.join(f'v{vid}' for vid in dead)}")
+        _free(lines, dead_after.get(i))
     state_value = {id(v.source): v for v in program.values if v.kind == STATE}
     for i, (tensor, value) in enumerate(program.writebacks.items()):
         scope[f"w{i}"], scope["BUMP"] = tensor, bump_version
@@ -109,3 +117,8 @@ def generate(program):
     source = "\n".join(lines)
     exec(compile(source, _FILENAME, "exec"), scope)  # our own generated code
     return Plan(source, scope["plan"], node_at_line)
+
+
+def _free(lines, dead):
+    if dead:  # free intermediates once nothing reads them: a lower peak memory
+        lines.append(f"    del {', '.join(f'v{vid}' for vid in dead)}")

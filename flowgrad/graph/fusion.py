@@ -1,12 +1,19 @@
-"""Elementwise fusion: a chain of elementwise nodes, each feeding only the next, runs as one
-generated kernel. The first step allocates a fresh array; every later step writes into it
-with the ufunc's `out=` (NumPy has no numexpr here), so the chain costs one Python call and
-one allocation instead of one of each per op, with the same ufunc loops, in the same
-operand order: bitwise the values the separate kernels give.
+"""Elementwise fusion: a chain of elementwise nodes, each feeding the next, runs as one block
+of ufunc calls that codegen writes inline into the plan. The first step allocates a fresh
+array; every later step writes into it with the ufunc's `out=` (NumPy has no numexpr here),
+so the chain costs no Python call per op and one allocation per array it must hand out, with
+the same ufunc loops, in the same operand order: bitwise the values the separate kernels give.
 
-A step is fused only when its array is float, of the chain's shape and dtype (no
-broadcast, no cast, not 0-d), and the value between two steps is read by nothing else: not
-a result, not another node's input (forward or backward).
+A value in the middle of a chain that something else reads (a result, or a backward rule's
+saved output) is handed out as it is made: the chain goes on in a fresh array. The fused node
+stands where the chain's last node stood, so every such reader must come later.
+
+Constants are 0-d arrays of the chain's dtype: NumPy converts a Python scalar on every call
+(about as long as a ufunc on 100 floats) and gives the same bits for the 0-d array.
+
+`relu_grad` multiplies by a float mask (heaviside(y, 0)), which turns an inf or nan gradient
+at y <= 0 into nan where eager gives 0. Every step carries a nan on to the chain's last
+array, so one check at the end finds it, and the chain then reruns with the ops' own kernels.
 
 >>> import numpy as np
 >>> import flowgrad as flow
@@ -23,43 +30,110 @@ import numpy as np
 
 from .ir import Node
 
-# op name -> (the input the chain runs through, the step's source; {x} is the chain array,
-# {i0}, {i1} the node's inputs, {c} its `value` attribute, {o} is "" for the first step and
-# ", out=b" after; each step leaves its result in `b`)
+# op name -> (the input the chain runs through, the step's source, whether it is a masked
+# step that needs the nan check). {x} is the chain array, {i0}, {i1} the node's inputs, {c}
+# its `value` attribute, {zero} and {one} 0-d constants, {t} a temporary, {o} "" for a step
+# that allocates and ", out={b}" for one that writes into the chain's array {b}
 STEPS = {
-    "scalar_mul": (0, "b = xp.multiply({x}, {c}{o})"),
-    "scalar_add": (0, "b = xp.add({x}, {c}{o})"),
-    "scalar_div": (0, "b = xp.true_divide({x}, {c}{o})"),
-    "neg": (0, "b = xp.negative({x}{o})"),
-    "tanh": (0, "b = xp.tanh({x}{o})"),
-    "exp": (0, "b = xp.exp({x}{o})"),
-    "sqrt": (0, "b = xp.sqrt({x}{o})"),
-    "relu": (0, "b = xp.maximum({x}, 0{o})"),
-    "add": (None, "b = xp.add({i0}, {i1}{o})"),
-    "sub": (None, "b = xp.subtract({i0}, {i1}{o})"),
-    "mul": (None, "b = xp.multiply({i0}, {i1}{o})"),
-    "div": (None, "b = xp.true_divide({i0}, {i1}{o})"),
+    "scalar_mul": (0, "{b} = xp.multiply({x}, {c}{o})", False),
+    "scalar_add": (0, "{b} = xp.add({x}, {c}{o})", False),
+    "scalar_div": (0, "{b} = xp.true_divide({x}, {c}{o})", False),
+    "neg": (0, "{b} = xp.negative({x}{o})", False),
+    "tanh": (0, "{b} = xp.tanh({x}{o})", False),
+    "exp": (0, "{b} = xp.exp({x}{o})", False),
+    "sqrt": (0, "{b} = xp.sqrt({x}{o})", False),
+    "relu": (0, "{b} = xp.maximum({x}, {zero}{o})", False),
+    "add": (None, "{b} = xp.add({i0}, {i1}{o})", False),
+    "sub": (None, "{b} = xp.subtract({i0}, {i1}{o})", False),
+    "mul": (None, "{b} = xp.multiply({i0}, {i1}{o})", False),
+    "div": (None, "{b} = xp.true_divide({i0}, {i1}{o})", False),
     # dy * (1 - y * y), as _tanh_grad
-    "tanh_grad": (1, "t = {i0} * {i0}\n"
-                     "t = xp.subtract(1, t, out=t)\n"
-                     "b = xp.multiply({x}, t{o})"),
-    # masked_product(xp, y > 0, dy), as _relu_grad
-    "relu_grad": (1, "m = {i0} > 0\n"
-                     "b = xp.multiply(m, {x}, dtype={x}.dtype{o})\n"
-                     "if xp.isnan(b).any():\n"
-                     "    b = xp.where(m != 0, b, xp.zeros((), b.dtype))"),
+    "tanh_grad": (1, "{t} = xp.multiply({i0}, {i0})\n"
+                     "{t} = xp.subtract({one}, {t}, out={t})\n"
+                     "{b} = xp.multiply({x}, {t}{o})", False),
+    # dy where y > 0, else 0, as _relu_grad (nan/inf at y <= 0: the check at the end)
+    "relu_grad": (1, "{t} = xp.heaviside({i0}, {zero})\n"
+                     "{b} = xp.multiply({x}, {t}{o})", True),
 }
 
 
 class FusedOp:
-    """The op of a fused node: what codegen reads of an op (name, kernel, n_out)."""
+    """The op of a fused node. `inline(args, outs, prefix)` gives its source lines over the
+    given variable names and the constants they read; `kernel` is the same code as a
+    function, for a plan that calls it and for tests."""
 
-    def __init__(self, name, kernel, source):
-        self.name, self.kernel, self.source = name, kernel, source
-        self.n_out = 1
+    def __init__(self, chain, exports):
+        self.chain = chain        # [(node, index of the input the chain runs through)]
+        self.exports = exports    # chain positions whose value is an output, the last included
+        names = [n.op.name for n, _ in chain]
+        if len(names) > 6:
+            names = [f"{len(names)} ops: {names[0]}", names[1], "...", names[-1]]
+        self.name = "fused[" + "+".join(names) + "]"
+        self.n_out = len(exports)
+        self.masked = any(STEPS[n.op.name][2] for n, _ in chain)
+        lines, scope = self.inline([f"a{i}" for i in range(self.n_in)],
+                                   [f"r{k}" for k in range(self.n_out)], "")
+        results = ", ".join(f"r{k}" for k in range(self.n_out))
+        source = "\n".join([f"def fused(xp, {', '.join(f'a{i}' for i in range(self.n_in))}):"]
+                           + ["    " + line for line in lines]
+                           + [f"    return {results}" + ("," if self.n_out == 1 else "")])
+        exec(compile(source, "<fused kernel>", "exec"), scope)  # our own generated code
+        function = scope["fused"]
+        self.source = source
+        self.kernel = (lambda xp, *a: function(xp, *a)[0]) if self.n_out == 1 else function
+
+    @property
+    def n_in(self):
+        return 1 + sum(len(n.inputs) - 1 for n, _ in self.chain)
 
     def __repr__(self):
         return f"<fused op {self.name}>"
+
+    def inline(self, args, outs, prefix):
+        """Source lines computing `outs` from `args` (variable names), and their constants."""
+        dtype = np.dtype(self.chain[-1][0].outputs[0].dtype)
+        scope = {f"{prefix}zero": np.zeros((), dtype), f"{prefix}one": np.ones((), dtype)}
+        names = dict(b=f"{prefix}b", t=f"{prefix}t", zero=f"{prefix}zero", one=f"{prefix}one")
+        lines, x, fresh, arg, out = [], args[0], True, 1, 0
+        for k, (node, pos) in enumerate(self.chain):
+            inputs = {}
+            for i in range(len(node.inputs)):
+                if i == pos:
+                    inputs[f"i{i}"] = x
+                else:
+                    inputs[f"i{i}"] = args[arg]
+                    arg += 1
+            if "value" in node.attrs:
+                scope[f"{prefix}c{k}"] = np.asarray(node.attrs["value"], dtype)
+            o = "" if fresh else f", out={names['b']}"
+            lines += STEPS[node.op.name][1].format(x=x, c=f"{prefix}c{k}", o=o, **names,
+                                                    **inputs).split("\n")
+            x, fresh = names["b"], False
+            if k in self.exports:
+                lines.append(f"{outs[out]} = {x}")
+                out, fresh = out + 1, True  # the next step must not write into a handed-out array
+        if self.masked:  # a nan reached the end: redo the chain with the ops' own kernels
+            scope[f"{prefix}exact"] = self.exact
+            lines.append(f"if xp.isnan({outs[-1]}).any():")
+            lines.append(f"    {', '.join(outs)}{',' if len(outs) == 1 else ''} = "
+                         f"{prefix}exact(xp, {', '.join(args)})")
+        return lines, scope
+
+    def exact(self, xp, *args):
+        """The chain with each node's own kernel (the path eager takes)."""
+        x, arg, outs = args[0], 1, []
+        for k, (node, pos) in enumerate(self.chain):
+            inputs = []
+            for i in range(len(node.inputs)):
+                if i == pos:
+                    inputs.append(x)
+                else:
+                    inputs.append(args[arg])
+                    arg += 1
+            x = node.op.kernel(xp, *inputs, **node.attrs)
+            if k in self.exports:
+                outs.append(x)
+        return tuple(outs)
 
 
 def _fusable(node, chain_value=None):
@@ -82,79 +156,80 @@ def _fusable(node, chain_value=None):
     return hits[0] if len(hits) == 1 else None
 
 
-def _compile(chain):
-    """One kernel for the chain of nodes: `kernel(xp, x, *others)`."""
-    args, scope, lines = ["x"], {}, []
-    x = "x"
-    for k, (node, pos) in enumerate(chain):
-        names = {}
-        for i, v in enumerate(node.inputs):
-            if i == pos:
-                names[f"i{i}"] = x
-            else:
-                names[f"i{i}"] = f"a{len(args)}"
-                args.append(names[f"i{i}"])
-        if "value" in node.attrs:
-            scope[f"c{k}"] = node.attrs["value"]
-        source = STEPS[node.op.name][1].format(x=x, c=f"c{k}", o=", out=b" if k else "",
-                                               **names)
-        lines += ["    " + line for line in source.split("\n")]
-        x = "b"
-    source = "\n".join([f"def fused(xp, {', '.join(args)}):"] + lines + ["    return b"])
-    exec(compile(source, "<fused kernel>", "exec"), scope)  # our own generated code
-    return scope["fused"], source
-
-
-def _uses(program):
-    count = {}
-    for node in program.nodes:
+def _readers(program):
+    """Value id -> indices of the nodes reading it (results: read after every node)."""
+    readers = {}
+    for i, node in enumerate(program.nodes):
         for v in node.inputs:
-            count[v.id] = count.get(v.id, 0) + 1
+            readers.setdefault(v.id, []).append(i)
+    end = len(program.nodes)
     for v in program.results():
-        count[v.id] = count.get(v.id, 0) + 1
-    return count
+        readers.setdefault(v.id, []).append(end)
+    return readers
 
 
 def fuse_elementwise(program):
     """Replace each chain of two or more fusable elementwise nodes by one fused node (at the
     place of the chain's last node, where every input is ready)."""
-    uses = _uses(program)
-    consumer = {}  # value id -> the one node reading it
-    for node in program.nodes:
-        for v in node.inputs:
-            consumer[v.id] = node
+    readers = _readers(program)
     order = {id(node): i for i, node in enumerate(program.nodes)}
     taken, new_at = set(), {}
     for node in program.nodes:
         pos = _fusable(node)
         if id(node) in taken or pos is None:
             continue
-        chain = [(node, pos)]
+        chain, exports = [(node, pos)], []
+        first_outside = len(program.nodes) + 1  # the earliest reader outside the chain so far
         while True:
-            out = chain[-1][0].outputs[0]
-            nxt = consumer.get(out.id) if uses.get(out.id) == 1 else None
-            if nxt is not None and id(nxt) in taken:  # a binary op joins one chain only:
-                nxt = None                            # the chain of its other operand has it
-            pos = _fusable(nxt, out) if nxt is not None else None
-            if pos is None or nxt.inputs[pos].id != out.id or out.dtype != nxt.outputs[0].dtype:
+            last = chain[-1][0]
+            out = last.outputs[0]
+            nxt = _next_step(program, readers.get(out.id, ()), out, taken)
+            if nxt is not None:
+                j = order[id(nxt)]
+                outside = [i for i in readers[out.id] if i != j]
+                first = min([first_outside] + outside)
+                if first <= j:  # a reader of a handed-out value would run before the chain
+                    nxt = None
+            if nxt is None:
+                exports.append(len(chain) - 1)
                 break
-            chain.append((nxt, pos))
+            if outside:
+                exports.append(len(chain) - 1)
+                first_outside = first
+            chain.append((nxt, _fusable(nxt, out)))
         if len(chain) < 2:
             continue
-        kernel, source = _compile(chain)
-        inputs = [node.inputs[chain[0][1]]]
+        outputs = [chain[k][0].outputs[0] for k in exports]
+        inputs = [node.inputs[pos]]
         for n, p in chain:
             inputs += [v for i, v in enumerate(n.inputs) if i != p]
-        name = "fused[" + "+".join(n.op.name for n, _ in chain) + "]"
         last = chain[-1][0]
-        fused = Node(FusedOp(name, kernel, source), inputs, {}, [last.outputs[0]], last.phase)
+        fused = Node(FusedOp(chain, exports), inputs, {}, outputs, last.phase)
         fused.where = getattr(last, "where", None)  # a failing plan names the user's line
-        last.outputs[0].source = fused
+        for v in outputs:
+            v.source = fused
         taken.update(id(n) for n, _ in chain)
         new_at[order[id(last)]] = fused
     program.nodes = [new_at.get(i, n) for i, n in enumerate(program.nodes)
                      if id(n) not in taken or i in new_at]
     return program
+
+
+def _next_step(program, reader_indices, out, taken):
+    """The one node that can continue the chain through `out`: a fusable reader of the same
+    dtype that reads it once, not already in a chain (a binary op joins one chain only: the
+    chain of its other operand may have it)."""
+    steps = []
+    for i in set(reader_indices):
+        if i >= len(program.nodes) or reader_indices.count(i) != 1:
+            continue
+        node = program.nodes[i]
+        if id(node) in taken:
+            continue
+        pos = _fusable(node, out)
+        if pos is not None and node.inputs[pos].id == out.id and node.outputs[0].dtype == out.dtype:
+            steps.append(node)
+    return steps[0] if len(steps) == 1 else None
 
 
 __all__ = ["fuse_elementwise", "FusedOp", "STEPS"]
