@@ -6,10 +6,10 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from graph_helpers import steps_match_eager, train_graph
 
 import flowgrad as flow
 import flowgrad.nn.functional as F
-from graph_helpers import steps_match_eager, train_graph
 
 
 def _mlp(seed=0, sizes=(8, 16, 4)):

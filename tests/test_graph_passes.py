@@ -11,8 +11,8 @@ import flowgrad.nn.functional as F
 from flowgrad.graph import codegen, passes
 from flowgrad.graph.fusion import STEPS, fuse_elementwise
 from flowgrad.graph.ir import CONST, NODE, Node, Program
-from flowgrad.graph.passes import trace
 from flowgrad.graph.optimizer_pass import place_updates
+from flowgrad.graph.passes import trace
 from flowgrad.ops.registry import REGISTRY
 
 

@@ -5,9 +5,9 @@ constant folding, activation checkpointing's recomputation (`checkpointing.py`: 
 which would merge a recomputed node back into its original), dead-code elimination,
 elementwise fusion (`fusion.py`), the optimizer's update nodes (`optimizer_pass.py`: last,
 so no rewrite moves a read of a parameter past its update), then the liveness annotation
-codegen may use to drop arrays early. No pass changes a number: a rewrite is made only where the result is bitwise the same
-array (same dtype, shape and values), and never where it would make a result returned to the
-user share storage it did not share before.
+codegen may use to drop arrays early. No pass changes a number: a rewrite is made only where
+the result is bitwise the same array (same dtype, shape and values), and never where it would
+make a result returned to the user share storage it did not share before.
 
 >>> from flowgrad.graph.ir import Program
 >>> eliminate_dead_code(Program()).nodes
