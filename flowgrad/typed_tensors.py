@@ -73,11 +73,12 @@ def as_tensor_dtype(spec):
     if isinstance(spec, _TypedTensorMeta):
         return spec.dtype
     if isinstance(spec, str):
+        if ".cuda." in spec:
+            raise RuntimeError(f"type({spec!r}): flowgrad has no CUDA device; use the CPU "
+                               f"type {spec.replace('.cuda', '')!r}")
         short = spec.rsplit(".", 1)[-1]
         if short in _BY_CLASS_NAME:
             return _BY_CLASS_NAME[short]
-        if short.startswith("cuda") or ".cuda." in spec:
-            raise RuntimeError(f"type({spec!r}): flowgrad has no CUDA device")
     return _dt.as_dtype(spec)
 
 
