@@ -74,6 +74,7 @@ from .ops.nn_misc import (  # noqa: F401 - torch.* has these with F's signature
 )
 from .ops.norm import *  # noqa: F401,F403
 from .ops.normalization import rms_norm  # noqa: F401
+from .ops.odds import *  # noqa: F401,F403
 from .ops.pool import (  # noqa: F401 - the pools torch.* has too
     adaptive_avg_pool1d,
     adaptive_max_pool1d,
@@ -84,6 +85,7 @@ from .ops.pool import (  # noqa: F401 - the pools torch.* has too
     max_pool3d,
 )
 from .ops.reduce import *  # noqa: F401,F403
+from .ops.reduce_nan import *  # noqa: F401,F403
 from .ops.reorder import *  # noqa: F401,F403
 from .ops.scan import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403

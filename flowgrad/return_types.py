@@ -13,7 +13,8 @@ from collections import namedtuple
 
 import numpy as np
 
-_NAMES = ("max", "min", "sort", "topk", "kthvalue", "median", "mode", "cummax", "cummin")
+_NAMES = ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
+          "cummin")
 
 
 def _make(name):

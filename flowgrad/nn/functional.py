@@ -14,4 +14,5 @@ from ..ops.nn_misc import *  # noqa: F401,F403
 from ..ops.normalization import *  # noqa: F401,F403
 from ..ops.pad import *  # noqa: F401,F403
 from ..ops.pool import *  # noqa: F401,F403
+from ..ops.pool_more import *  # noqa: F401,F403
 from ..ops.spatial import *  # noqa: F401,F403

@@ -25,7 +25,8 @@ from .registry import op
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
            "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
-           "lp_pool1d", "lp_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices"]
+           "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_pool1d_with_indices",
+           "max_pool2d_with_indices"]
 
 
 def _flat_index(xp, positions, size):
@@ -483,7 +484,7 @@ def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nd):
     from .activation import relu
 
     ksize = ntuple(kernel_size, nd, "kernel_size", f"lp_pool{nd}d")
-    pool = avg_pool1d if nd == 1 else avg_pool2d
+    pool = (avg_pool1d, avg_pool2d, avg_pool3d)[nd - 1]
     out = pool(input ** norm_type, kernel_size, stride, 0, ceil_mode)
     # torch's formula exactly, so its gradient (sign * relu guard) matches too
     return ((out.sign() * relu(out.abs())) * float(math.prod(ksize))) ** (1.0 / norm_type)
@@ -497,3 +498,13 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """2-D power-average pooling: (sum of x**p over each window) ** (1/p)."""
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """3-D power-average pooling: (sum of x**p over each window) ** (1/p).
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.lp_pool3d(flow.ones(1, 1, 2, 2, 2), 2, 2).flatten()
+    tensor([2.8284])
+    """
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)

@@ -241,8 +241,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if align_corners is not None and mode not in _RANK:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by flowgrad")
+    if antialias and (mode not in ("bilinear", "bicubic") or rank != 4):
+        raise NotImplementedError("Anti-alias option is restricted to bilinear and bicubic "
+                                  "modes and requires a 4-D tensor as input")
     nd = rank - 2
     spatial = tuple(input.shape[2:])
     if (size is None) == (scale_factor is None):
@@ -279,8 +280,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         from .pool import _adaptive_avg
 
         return _adaptive_avg(input, out, nd)
-    mats = [Tensor._wrap(_interp_matrix(n, o, mode, bool(align_corners), s)
-                         .astype(input._data.dtype))
+    from .pool_more import antialias_matrix
+
+    weights = antialias_matrix if antialias else _interp_matrix
+    mats = [Tensor._wrap(weights(n, o, mode, bool(align_corners), s).astype(input._data.dtype))
             for n, o, s in zip(spatial, out, scales)]
     from .pool import _along
 

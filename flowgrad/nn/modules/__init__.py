@@ -3,6 +3,7 @@ from .activation import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
+from .extra import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403

@@ -1,0 +1,337 @@
+"""Odds and ends of torch.*: kron, diff, cartesian_prod, combinations, trapezoid and
+cumulative_trapezoid, histc/histogram, unique_consecutive, tril_indices/triu_indices, and
+Tensor.unfold (sliding windows along one dim, a view).
+
+The differentiable ones are compositions of registered ops (their gradients come from those),
+except Tensor.unfold, one view op whose rule sums the windows back. The counting ones
+(histc, histogram, unique_consecutive, the index builders) have no gradient, as in torch.
+
+>>> import flowgrad as flow
+>>> flow.diff(flow.tensor([1.0, 4.0, 9.0]))
+tensor([3., 5.])
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, _wrap_dim, tensor_method
+from .index import index_select, narrow
+from .registry import op
+from .shape import cat, meshgrid, stack
+
+__all__ = ["kron", "diff", "cartesian_prod", "combinations", "trapezoid", "trapz",
+           "cumulative_trapezoid", "histc", "histogram", "unique_consecutive", "tril_indices",
+           "triu_indices"]
+
+
+@tensor_method()
+def kron(input, other):
+    """The Kronecker product: block (i, j) of the result is input[i, j] * other.
+
+    >>> import flowgrad as flow
+    >>> flow.kron(flow.tensor([1.0, 2.0]), flow.tensor([1.0, 10.0]))
+    tensor([ 1., 10.,  2., 20.])
+    """
+    nd = max(input._data.ndim, other._data.ndim)
+    a = input.reshape((1,) * (nd - input._data.ndim) + tuple(input.shape))
+    b = other.reshape((1,) * (nd - other._data.ndim) + tuple(other.shape))
+    # interleave: a's dims at even positions, b's at odd ones, then merge each pair
+    a_shape = [s for n in a.shape for s in (n, 1)]
+    b_shape = [s for n in b.shape for s in (1, n)]
+    out = a.reshape(a_shape) * b.reshape(b_shape)
+    return out.reshape([m * n for m, n in zip(a.shape, b.shape)])
+
+
+@tensor_method()
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim (after concatenating prepend/append).
+
+    >>> import flowgrad as flow
+    >>> flow.diff(flow.tensor([1, 4, 9, 16]), n=2)
+    tensor([2, 2])
+    """
+    if input._data.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    d = _wrap_dim(dim, input._data.ndim, "diff")
+    parts = [t if t._data.ndim else t.expand(*input.shape[:d], 1, *input.shape[d + 1:])
+             for t in (prepend, input, append) if t is not None]
+    x = cat(parts, d) if len(parts) > 1 else input
+    for _ in range(n):
+        length = x._data.shape[d]
+        if length == 0:
+            break
+        hi, lo = narrow(x, d, 1, length - 1), narrow(x, d, 0, length - 1)
+        x = hi ^ lo if x._data.dtype == np.bool_ else hi - lo
+    return x
+
+
+def cartesian_prod(*tensors):
+    """All combinations of one element from each 1-D tensor, one per row.
+
+    >>> import flowgrad as flow
+    >>> flow.cartesian_prod(flow.tensor([1, 2]), flow.tensor([3, 4]))
+    tensor([[1, 3],
+            [1, 4],
+            [2, 3],
+            [2, 4]])
+    """
+    for t in tensors:
+        if t._data.ndim != 1:
+            raise RuntimeError(f"cartesian_prod: expect a 1D vector, but got shape "
+                               f"{tuple(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    return stack([g.reshape(-1) for g in meshgrid(*tensors, indexing="ij")], 1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The r-length combinations of a 1-D tensor's elements, one per row (itertools order).
+
+    >>> import flowgrad as flow
+    >>> flow.combinations(flow.tensor([1, 2, 3]))
+    tensor([[1, 2],
+            [1, 3],
+            [2, 3]])
+    """
+    if input._data.ndim != 1:
+        raise RuntimeError(f"combinations: Expect a 1D vector, but got shape "
+                           f"{tuple(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"combinations: Expect a non-negative number, but got {r}")
+    if r == 0:
+        return Tensor._wrap(np.empty((0,), input._data.dtype))
+    pick = itertools.combinations_with_replacement if with_replacement \
+        else itertools.combinations
+    rows = np.array(list(pick(range(input._data.shape[0]), r)), np.int64).reshape(-1, r)
+    if rows.shape[0] == 0:
+        return Tensor._wrap(np.empty((0, r), input._data.dtype))[:, :]
+    return stack([index_select(input, 0, Tensor._wrap(rows[:, k].copy())) for k in range(r)], 1)
+
+
+# ---- trapezoidal rule ------------------------------------------------------------------------
+def _trapezoid_terms(y, x, dx, d, name):
+    """The per-interval areas along d: (y[i] + y[i+1]) / 2 * (x[i+1] - x[i])."""
+    n = y._data.shape[d]
+    mids = (narrow(y, d, 1, n - 1) + narrow(y, d, 0, n - 1)) * 0.5
+    if x is None:
+        return mids * (1.0 if dx is None else dx)
+    if dx is not None:
+        raise RuntimeError(f"{name}: cannot pass both x and dx")
+    if x._data.ndim == 1:
+        if x._data.shape[0] != n:
+            raise RuntimeError(f"{name}: There must be one `x` value for each sample point; "
+                               f"got {x._data.shape[0]} x values and {n} samples")
+        steps = diff(x).reshape([n - 1 if k == d else 1 for k in range(y._data.ndim)])
+    else:
+        steps = diff(x, dim=d - y._data.ndim)
+    return mids * steps
+
+
+@tensor_method()
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """Integral of y along dim by the trapezoidal rule (sample points x, or spacing dx).
+
+    >>> import flowgrad as flow
+    >>> flow.trapezoid(flow.tensor([1.0, 2.0, 3.0]))
+    tensor(4.)
+    """
+    d = _wrap_dim(dim, y._data.ndim, "trapezoid")
+    if y._data.shape[d] == 0:
+        return y.sum(d)
+    return _trapezoid_terms(y, x, dx, d, "trapezoid").sum(d)
+
+
+def trapz(y, x=None, *, dx=None, dim=-1):
+    """trapezoid's older name (torch.trapz).
+
+    >>> import flowgrad as flow
+    >>> flow.trapz(flow.tensor([0.0, 1.0]), dx=2.0)
+    tensor(1.)
+    """
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoidal integral along dim (one element shorter than y).
+
+    >>> import flowgrad as flow
+    >>> flow.cumulative_trapezoid(flow.tensor([1.0, 2.0, 3.0]))
+    tensor([1.5000, 4.0000])
+    """
+    d = _wrap_dim(dim, y._data.ndim, "cumulative_trapezoid")
+    if y._data.shape[d] == 0:
+        return y
+    return _trapezoid_terms(y, x, dx, d, "cumulative_trapezoid").cumsum(d)
+
+
+# ---- counting: no gradient -------------------------------------------------------------------
+def _float_input(input, name):
+    if input._data.dtype.kind not in "fV":
+        raise RuntimeError(f"{name}: \"{name}_cpu\" not implemented for '{input.dtype}'; "
+                           f"convert the input with .float()")
+    return input._data
+
+
+@tensor_method()
+def histc(input, bins=100, min=0, max=0):
+    """Counts in `bins` equal bins over [min, max] (the data's range when both are 0);
+    elements outside are ignored. No gradient.
+
+    >>> import flowgrad as flow
+    >>> flow.histc(flow.tensor([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
+    tensor([0., 2., 1., 0.])
+    """
+    a = _float_input(input, "histc")
+    if bins <= 0:
+        raise RuntimeError(f"histc: bins must be > 0, but got {bins}")
+    lo, hi = float(min), float(max)
+    if lo == hi and a.size:
+        lo, hi = float(a.min()), float(a.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi or not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"histc: range of [{lo}, {hi}] is not finite or max < min")
+    counts, _ = np.histogram(a.reshape(-1), bins, (lo, hi))
+    return Tensor._wrap(counts.astype(a.dtype))
+
+
+@tensor_method()
+def histogram(input, bins, *, range=None, weight=None, density=False):
+    """(hist, bin_edges): counts (or weighted sums, or a density) in `bins` equal bins over
+    `range` (default the data's), or in the bins whose edges the 1-D tensor `bins` gives.
+
+    >>> import flowgrad as flow
+    >>> flow.histogram(flow.tensor([1.0, 2.0, 1.0]), 2)
+    (tensor([2., 1.]), tensor([1.0000, 1.5000, 2.0000]))
+    """
+    a = _float_input(input, "histogram")
+    edges = bins._data.astype(np.float64) if isinstance(bins, Tensor) else int(bins)
+    w = None if weight is None else weight._data.reshape(-1)
+    rng = None if range is None else (float(range[0]), float(range[1]))
+    if rng is None and not isinstance(bins, Tensor) and a.size:
+        rng = (float(a.min()), float(a.max()))
+    if rng is not None and rng[0] == rng[1]:
+        rng = (rng[0] - 0.5, rng[1] + 0.5)  # numpy's (and torch's) widening of one value
+    hist, out_edges = np.histogram(a.reshape(-1), edges, rng, weights=w, density=density)
+    if isinstance(bins, Tensor):
+        out_edges = bins._data.copy()
+    return Tensor._wrap(hist.astype(a.dtype)), Tensor._wrap(out_edges.astype(a.dtype))
+
+
+@tensor_method()
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Collapse each run of equal consecutive elements (or slices along dim) to one;
+    optionally the inverse indices and the run lengths. No gradient.
+
+    >>> import flowgrad as flow
+    >>> flow.unique_consecutive(flow.tensor([1, 1, 2, 2, 3, 1, 1]))
+    tensor([1, 2, 3, 1])
+    """
+    a = input._data
+    if dim is None:
+        flat = a.reshape(-1)
+        starts = np.ones(flat.shape, bool)
+        starts[1:] = flat[1:] != flat[:-1]
+        values = flat[starts]
+        inv_shape = a.shape
+    else:
+        d = _wrap_dim(dim, a.ndim, "unique_consecutive")
+        moved = np.moveaxis(a, d, 0).reshape(a.shape[d], -1)
+        starts = np.ones(a.shape[d], bool)
+        starts[1:] = (moved[1:] != moved[:-1]).any(axis=1)
+        values = np.compress(starts, a, axis=d)
+        inv_shape = (a.shape[d],)
+    out = [Tensor._wrap(np.ascontiguousarray(values))]
+    if return_inverse:
+        out.append(Tensor._wrap((np.cumsum(starts) - 1).astype(np.int64).reshape(inv_shape)))
+    if return_counts:
+        edges = np.flatnonzero(np.append(starts, True))
+        out.append(Tensor._wrap(np.diff(edges).astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _tri_indices(row, col, offset, dtype, lower):
+    dtype = _dt.int64 if dtype is None else dtype
+    if dtype not in (_dt.int64, _dt.int32):
+        raise RuntimeError(f"\"{'tril' if lower else 'triu'}_indices\" not implemented for "
+                           f"'{dtype}'; pass dtype=flow.long or flow.int")
+    r, c = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
+    return Tensor._wrap(np.stack([r, c]).astype(_dt.as_dtype(dtype).np).reshape(2, -1))
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (2, N) coordinates of the lower triangle of a row x col matrix, row by row.
+
+    >>> import flowgrad as flow
+    >>> flow.tril_indices(2, 2)
+    tensor([[0, 1, 1],
+            [0, 0, 1]])
+    """
+    return _tri_indices(row, col, offset, dtype, True)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (2, N) coordinates of the upper triangle of a row x col matrix, row by row.
+
+    >>> import flowgrad as flow
+    >>> flow.triu_indices(2, 2)
+    tensor([[0, 0, 1],
+            [0, 1, 1]])
+    """
+    return _tri_indices(row, col, offset, dtype, False)
+
+
+# ---- Tensor.unfold: windows along one dim, a view --------------------------------------------
+@op("unfold_dim", is_view=True)
+def _unfold_dim(xp, x, *, dim, size, step):
+    windows = xp.lib.stride_tricks.sliding_window_view(x, size, axis=dim,
+                                                       writeable=x.flags.writeable)
+    return windows[(slice(None),) * dim + (slice(None, None, step),)]
+
+
+@_unfold_dim.grad
+def _(ctx, dy):
+    return _unfold_dim_backward(dy, shape=ctx.input_shapes[0], dim=ctx.dim, size=ctx.size,
+                                step=ctx.step)
+
+
+@op("unfold_dim_backward")
+def _unfold_dim_backward(xp, dy, *, shape, dim, size, step):
+    out = xp.zeros(shape, dy.dtype)
+    count = dy.shape[dim]
+    target = xp.moveaxis(out, dim, -1)
+    source = xp.moveaxis(dy, dim, -2)  # (..., windows, size)
+    for k in range(size):  # each offset within the windows hits a strided slice
+        target[..., k:k + (count - 1) * step + 1:step] += source[..., k]
+    return out
+
+
+@_unfold_dim_backward.grad
+def _(ctx, g):
+    return _unfold_dim(g, dim=ctx.dim, size=ctx.size, step=ctx.step)
+
+
+def _tensor_unfold(self, dimension, size, step):
+    """Every `size`-long window along `dimension`, `step` apart, as a new last dim (a view).
+
+    >>> import flowgrad as flow
+    >>> flow.arange(5.0).unfold(0, 2, 2)
+    tensor([[0., 1.],
+            [2., 3.]])
+    """
+    x = self if self._data.ndim else self.reshape(1)
+    d = _wrap_dim(dimension, x._data.ndim, "unfold")
+    length = x._data.shape[d]
+    if size < 0 or size > length:
+        raise RuntimeError(f"unfold: maximum size for tensor at dimension {d} is {length} but "
+                           f"size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"unfold: step is {step} but must be > 0")
+    return _unfold_dim(x, dim=d, size=int(size), step=int(step))
+
+
+Tensor.unfold = _tensor_unfold

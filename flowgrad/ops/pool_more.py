@@ -1,0 +1,242 @@
+"""More pooling: max_unpool1d/2d/3d (the inverse of max pooling with its indices), fractional
+max pooling (2-D and 3-D, Graham's pseudo-random windows, torch's interval rule), and the
+per-dim weights of interpolate(antialias=True) (torch's, after PIL's resampling filters).
+
+All are compositions: unpooling is a scatter, fractional pooling a gather then a max, and
+antialiased resizing a product with one weight matrix per dim, so the gradients (and second
+derivatives) are those ops'.
+
+>>> import flowgrad as flow
+>>> import flowgrad.nn.functional as F
+>>> y, i = F.max_pool1d(flow.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2, return_indices=True)
+>>> F.max_unpool1d(y, i, 2)
+tensor([[[0., 3., 2., 0.]]])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..random import numpy_generator
+from ..tensor import Tensor
+from .conv import ntuple
+from .gather import gather
+
+__all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "fractional_max_pool2d",
+           "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+           "fractional_max_pool3d_with_indices"]
+
+
+# ---- max_unpool ------------------------------------------------------------------------------
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
+    name = f"max_unpool{nd}d"
+    k = ntuple(kernel_size, nd, "kernel_size", name)
+    s = k if stride is None else ntuple(stride, nd, "stride", name)
+    p = ntuple(padding, nd, "padding", name)
+    if input._data.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}: expected a {nd + 1}D or {nd + 2}D input, got shape "
+                           f"{tuple(input.shape)}")
+    if tuple(indices.shape) != tuple(input.shape) or indices._data.dtype != np.int64:
+        raise RuntimeError(f"{name}: expected indices (int64) of the input's shape "
+                           f"{tuple(input.shape)}, got {indices.dtype} {tuple(indices.shape)}; "
+                           f"pass the indices max_pool{nd}d(..., return_indices=True) gave")
+    batched = input._data.ndim == nd + 2
+    x, idx = (input, indices) if batched else (input.unsqueeze(0), indices.unsqueeze(0))
+    spatial = x.shape[2:]
+    if output_size is None:
+        out = tuple((n - 1) * st - 2 * pd + kk for n, st, pd, kk in zip(spatial, s, p, k))
+    else:
+        out = tuple(int(o) for o in tuple(output_size)[-nd:])
+    size = math.prod(out)
+    flat = idx._data.reshape(idx.shape[0], idx.shape[1], -1)
+    if flat.size and (flat.min() < 0 or flat.max() >= size):
+        raise RuntimeError(f"{name}: found an invalid max index {int(flat.max())} (output "
+                           f"volumes are of size {'x'.join(map(str, out))})")
+    n, c = x.shape[0], x.shape[1]
+    zeros = Tensor._wrap(np.zeros((n, c, size), x._data.dtype))
+    y = zeros.scatter(2, idx.reshape(n, c, -1), x.reshape(n, c, -1)).reshape(n, c, *out)
+    return y if batched else y.squeeze(0)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Put each value back at its max_pool1d index (zeros elsewhere).
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.max_unpool1d(flow.tensor([[[5.0]]]), flow.tensor([[[1]]]), 2)
+    tensor([[[0., 5.]]])
+    """
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Put each value back at its max_pool2d index (flat over H*W), zeros elsewhere.
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.max_unpool2d(flow.ones(1, 1, 1, 1), flow.tensor([[[[3]]]]), 2)
+    tensor([[[[0., 0.],
+              [0., 1.]]]])
+    """
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Put each value back at its max_pool3d index (flat over D*H*W), zeros elsewhere.
+
+    >>> import flowgrad as flow
+    >>> flow.nn.functional.max_unpool3d(flow.ones(1, 1, 1, 1, 1), flow.tensor([[[[[7]]]]]), 2).sum()
+    tensor(1.)
+    """
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
+
+
+# ---- fractional max pooling ------------------------------------------------------------------
+def _intervals(sample, n_in, n_out, pool):
+    """The window starts of one dim (torch's generate_intervals, in the input's dtype)."""
+    dt = sample.dtype.type
+    i = np.arange(n_out - 1, dtype=sample.dtype)[None, :]
+    starts = np.empty(sample.shape + (n_out,), np.int64)
+    if n_out > 1:
+        alpha = dt(n_in - pool) / dt(n_out - 1)
+        s = sample[..., None]
+        starts[..., :-1] = ((i + s) * alpha).astype(np.int64) - (s * alpha).astype(np.int64)
+    starts[..., -1] = n_in - pool
+    return starts
+
+
+def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices,
+                         samples, nd):
+    name = f"fractional_max_pool{nd}d"
+    k = ntuple(kernel_size, nd, "kernel_size", name)
+    if input._data.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}: expected a {nd + 1}D or {nd + 2}D input, got shape "
+                           f"{tuple(input.shape)}")
+    batched = input._data.ndim == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    n, c, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    if output_size is None:
+        if output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output_size or an "
+                             f"output_ratio")
+        ratio = (output_ratio,) * nd if isinstance(output_ratio, (int, float)) \
+            else tuple(output_ratio)
+        out = tuple(int(s * r) for s, r in zip(spatial, ratio))
+    else:
+        out = ntuple(output_size, nd, "output_size", name)
+    for size, kk, o in zip(spatial, k, out):
+        if o + kk - 1 > size:
+            raise RuntimeError(f"{name}: output_size {out} + kernel_size {k} - 1 is too large "
+                               f"for the input's spatial size {spatial}")
+    if samples is None:
+        samples = numpy_generator().random((n, c, nd)).astype(x._data.dtype)
+    else:
+        samples = samples._data
+    # torch draws the samples per dim in the order (W, H) for 2-D and (T, H, W) for 3-D
+    order = (1, 0) if nd == 2 else (0, 1, 2)
+    flat = np.zeros((n, c) + out + k, np.int64)
+    stride = 1
+    for d in reversed(range(nd)):
+        starts = _intervals(samples[..., order[d]], spatial[d], out[d], k[d])  # (n, c, o_d)
+        pos = starts[..., :, None] + np.arange(k[d])  # (n, c, o_d, k_d)
+        shape = [n, c] + [1] * (2 * nd)
+        shape[2 + d], shape[2 + nd + d] = out[d], k[d]
+        flat = flat + pos.reshape(shape) * stride
+        stride *= spatial[d]
+    taps = flat.reshape(n, c, math.prod(out), math.prod(k))
+    picked = gather(x.reshape(n, c, -1), 2, Tensor._wrap(taps.reshape(n, c, -1)))
+    values, which = picked.reshape(n, c, math.prod(out), math.prod(k)).max(-1)
+    values = values.reshape(n, c, *out)
+    if not batched:
+        values = values.squeeze(0)
+    if not return_indices:
+        return values
+    idx = np.take_along_axis(taps, which._data[..., None], -1).reshape((n, c) + out)
+    return values, Tensor._wrap(idx if batched else idx[0])
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """Max over pseudo-random kh x kw windows that tile (N, C, H, W) down to output_size
+    (or output_ratio of the input size); `_random_samples` (N, C, 2) fixes the windows.
+
+    >>> import flowgrad as flow
+    >>> F = flow.nn.functional
+    >>> F.fractional_max_pool2d(flow.ones(1, 1, 5, 5), 2, output_size=3).shape
+    flowgrad.Size([1, 1, 3, 3])
+    """
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples, 2)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """3-D fractional max pooling over (N, C, T, H, W); `_random_samples` is (N, C, 3).
+
+    >>> import flowgrad as flow
+    >>> F = flow.nn.functional
+    >>> F.fractional_max_pool3d(flow.ones(1, 1, 4, 4, 4), 2, output_ratio=0.5).shape
+    flowgrad.Size([1, 1, 2, 2, 2])
+    """
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples, 3)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None,
+                                       output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """fractional_max_pool2d returning (values, indices), as torch's.
+
+    >>> import flowgrad as flow
+    >>> F = flow.nn.functional
+    >>> len(F.fractional_max_pool2d_with_indices(flow.ones(1, 1, 4, 4), 2, output_size=2))
+    2
+    """
+    return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True,
+                                 _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None,
+                                       output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """fractional_max_pool3d returning (values, indices), as torch's.
+
+    >>> import flowgrad as flow
+    >>> F = flow.nn.functional
+    >>> len(F.fractional_max_pool3d_with_indices(flow.ones(1, 1, 4, 4, 4), 2, output_size=2))
+    2
+    """
+    return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True,
+                                 _random_samples)
+
+
+# ---- interpolate(antialias=True): torch's separable filter weights ---------------------------
+def _aa_filter(mode, t):
+    t = np.abs(t)
+    if mode == "bilinear":
+        return np.where(t < 1.0, 1.0 - t, 0.0)
+    a = -0.5  # torch's antialiased bicubic uses Keys' a = -0.5 (PIL's), not -0.75
+    near = ((a + 2) * t - (a + 3)) * t * t + 1
+    far = ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+    return np.where(t < 1.0, near, np.where(t < 2.0, far, 0.0))
+
+
+def antialias_matrix(n_in, n_out, mode, align_corners, scale):
+    """The (n_out, n_in) weights of one dim of interpolate(antialias=True): the filter is
+    stretched by the downscaling factor so each output averages all the inputs it covers."""
+    if align_corners:
+        s = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        s = 1.0 / scale if scale else n_in / n_out
+    half = 1.0 if mode == "bilinear" else 2.0
+    support = half * s if s >= 1.0 else half
+    inv = 1.0 / s if s >= 1.0 else 1.0
+    max_taps = int(math.ceil(support)) * 2 + 1
+    m = np.zeros((n_out, n_in))
+    for i in range(n_out):
+        center = s * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)
+        size = min(max(min(int(center + support + 0.5), n_in) - lo, 0), max_taps)
+        w = _aa_filter(mode, (np.arange(size) + lo - center + 0.5) * inv)
+        total = w.sum()
+        m[i, lo:lo + size] = w / total if total != 0 else w
+    return m

@@ -1,0 +1,209 @@
+"""NaN-skipping reductions (nansum, nanmean, nanmedian), quantile/nanquantile, logcumsumexp.
+
+The order statistics are composed from sort and gather (NaN sorts last), so their gradients
+are those ops' and reach the selected elements only, as torch's do; logcumsumexp is one op.
+
+>>> import flowgrad as flow
+>>> flow.nansum(flow.tensor([1.0, float("nan"), 2.0]))
+tensor(3.)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..return_types import values_indices
+from ..tensor import Tensor, _wrap_dim, tensor_method
+from .elementwise import exp, log, where
+from .gather import gather
+from .registry import op
+from .reorder import flip
+from .shape import stack
+from .sort import sort
+
+__all__ = ["nansum", "nanmean", "nanmedian", "quantile", "nanquantile", "logcumsumexp"]
+
+
+def _zero_nans(input):
+    return where(input.isnan(), 0.0, input) if input._data.dtype.kind in "fV" else input
+
+
+@tensor_method()
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum over `dim`, NaNs counted as zero (their gradient is zero).
+
+    >>> import flowgrad as flow
+    >>> flow.tensor([[1.0, float("nan")], [2.0, 3.0]]).nansum(1)
+    tensor([1., 5.])
+    """
+    return _zero_nans(input).sum(dim, keepdim, dtype=dtype)
+
+
+@tensor_method()
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean of the non-NaN elements over `dim` (NaN where all are NaN).
+
+    >>> import flowgrad as flow
+    >>> flow.nanmean(flow.tensor([1.0, float("nan"), 2.0]))
+    tensor(1.5000)
+    """
+    if input._data.dtype.kind not in "fV":
+        raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
+                           f"{input.dtype}; convert it with .float()")
+    count = (~input.isnan()).sum(dim, keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / count
+
+
+def _nan_last_sorted(input, dim):
+    """(sorted values, their indices, count of non-NaN) along dim."""
+    values, indices = sort(input, dim)
+    count = (~input.isnan()).sum(dim, keepdim=True)
+    return values, indices, count
+
+
+@tensor_method()
+def nanmedian(input, dim=None, keepdim=False):
+    """The lower median of the non-NaN elements (NaN if all are NaN); with `dim`,
+    (values, indices) as torch.
+
+    >>> import flowgrad as flow
+    >>> flow.nanmedian(flow.tensor([3.0, float("nan"), 1.0, 2.0]))
+    tensor(2.)
+    """
+    if dim is None:
+        if input._data.size == 0:
+            return Tensor._wrap(np.full((), np.nan, input._data.dtype))
+        return nanmedian(input.reshape(-1), 0).values
+    if input._data.ndim == 0:
+        return values_indices("nanmedian", input.clone(), Tensor._wrap(np.zeros((), np.int64)))
+    d = _wrap_dim(dim, input._data.ndim, "nanmedian")
+    if input._data.shape[d] == 0:
+        raise IndexError(f"nanmedian(): expected reduction dim {d} to have non-zero size; "
+                         f"input has shape {tuple(input.shape)}")
+    values, indices, count = _nan_last_sorted(input, d)
+    k = ((count - 1) // 2).clamp(min=0)
+    v, i = gather(values, d, k), gather(indices, d, k)
+    if not keepdim:
+        v, i = v.squeeze(d), i.squeeze(d)
+    return values_indices("nanmedian", v, i)
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
+    if input._data.dtype.kind not in "fV":
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype, got "
+                           f"{input.dtype}")
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"{name}() interpolation must be one of {', '.join(_INTERPOLATIONS)}."
+                         f" Got {interpolation!r}")
+    scalar_q = not isinstance(q, Tensor)
+    qa = np.asarray(q._data if not scalar_q else q, dtype=np.float64)
+    if qa.ndim > 1:
+        raise RuntimeError(f"{name}() q must be a scalar or 1D tensor, got {qa.ndim}D")
+    if not ((qa >= 0) & (qa <= 1)).all():
+        raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+    if not scalar_q and q._data.dtype != input._data.dtype:
+        raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor, got "
+                           f"{q.dtype} and {input.dtype}")
+    if input._data.size == 0:
+        raise IndexError(f"{name}() input tensor must be non-empty")
+    x = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else _wrap_dim(dim, input._data.ndim, name)
+    if x._data.ndim == 0:
+        x, d = x.reshape(1), 0
+    values, _, count = _nan_last_sorted(x, d)
+    n = count._data.astype(np.float64)
+    if not ignore_nan:  # a NaN anywhere makes the row's result NaN: point at the last (NaN)
+        full = x._data.shape[d]
+        n = np.where(n < full, np.inf, n)
+    qs = qa.reshape(-1)
+    # ranks per q, shape (len(q), *row shape with dim kept)
+    ranks = qs.reshape((-1,) + (1,) * n.ndim) * (np.maximum(n, 1) - 1)
+    last = x._data.shape[d] - 1
+    ranks = np.where(np.isinf(n), last, ranks)
+    if interpolation == "lower":
+        ranks = np.floor(ranks)
+    elif interpolation == "higher":
+        ranks = np.ceil(ranks)
+    elif interpolation == "nearest":
+        ranks = np.round(ranks)  # half to even, as torch
+    below = np.floor(ranks).astype(np.int64)
+    above = np.minimum(np.ceil(ranks), last).astype(np.int64)
+    weight = 0.5 if interpolation == "midpoint" else ranks - below
+    outs = []
+    for j in range(qs.size):
+        lo = gather(values, d, Tensor._wrap(below[j]))
+        hi = gather(values, d, Tensor._wrap(above[j]))
+        w = Tensor._wrap(np.asarray(weight if np.isscalar(weight) else weight[j],
+                                    dtype=x._data.dtype))
+        outs.append(lo + (hi - lo) * w)
+    out = stack(outs, 0)
+    if dim is None:
+        out = out.reshape(qs.size, *([1] * input._data.ndim)) if keepdim else out.reshape(-1)
+    elif not keepdim:
+        out = out.squeeze(d + 1)
+    return out[0] if scalar_q or qa.ndim == 0 else out
+
+
+@tensor_method()
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The q-th quantiles along `dim` (all elements when None); q a float or a 1-D tensor
+    (then the quantiles are stacked in a new first dim). NaN if the row has a NaN.
+
+    >>> import flowgrad as flow
+    >>> flow.quantile(flow.tensor([1.0, 2.0, 3.0, 4.0]), 0.5)
+    tensor(2.5000)
+    """
+    return _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
+
+
+@tensor_method()
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """quantile ignoring NaNs (NaN only where a row is all NaN).
+
+    >>> import flowgrad as flow
+    >>> flow.nanquantile(flow.tensor([1.0, float("nan"), 3.0]), 0.5)
+    tensor(2.)
+    """
+    return _quantile(input, q, dim, keepdim, interpolation, True, "nanquantile")
+
+
+# ---- logcumsumexp ----------------------------------------------------------------------------
+@op("logcumsumexp", save="inputs outputs")
+def _logcumsumexp(xp, x, *, dim):
+    with xp.errstate(all="ignore"):
+        return xp.logaddexp.accumulate(x, axis=dim)
+
+
+def _reverse_logcumsumexp(z, dim):
+    return flip(_logcumsumexp(flip(z, [dim]), dim=dim), [dim])
+
+
+@_logcumsumexp.grad
+def _(ctx, dy):
+    x, y, d = ctx.inputs[0], ctx.out, ctx.dim
+    # dx_i = sum_{j >= i} dy_j exp(x_i - y_j); split by the sign of dy so that each part is a
+    # reversed logcumsumexp of log|dy| - y, stable for any |x| (torch's scheme). The lowest
+    # finite float stands for log 0: -inf would make -inf - -inf = nan in the double backward
+    lowest = float(_dt.finfo(x.dtype).min)
+    log_abs = log(dy.abs())
+    pos, neg = where(dy > 0, log_abs, lowest), where(dy < 0, log_abs, lowest)
+    return (exp(_reverse_logcumsumexp(pos - y, d) + x)
+            - exp(_reverse_logcumsumexp(neg - y, d) + x))
+
+
+@tensor_method()
+def logcumsumexp(input, dim):
+    """log(cumsum(exp(input))) along dim, computed stably.
+
+    >>> import flowgrad as flow
+    >>> flow.logcumsumexp(flow.tensor([0.0, 0.0, 0.0]), 0)
+    tensor([0.0000, 0.6931, 1.0986])
+    """
+    x = input if input._data.dtype.kind in "fV" else input.to(_dt.get_default_dtype())
+    if x._data.ndim == 0:
+        _wrap_dim(dim, 1, "logcumsumexp")
+        return x.clone()
+    return _logcumsumexp(x, dim=_wrap_dim(dim, x._data.ndim, "logcumsumexp"))
