@@ -71,16 +71,25 @@ class FusedOp:
         self.name = "fused[" + "+".join(names) + "]"
         self.n_out = len(exports)
         self.masked = any(STEPS[n.op.name][2] for n, _ in chain)
-        lines, scope = self.inline([f"a{i}" for i in range(self.n_in)],
-                                   [f"r{k}" for k in range(self.n_out)], "")
-        results = ", ".join(f"r{k}" for k in range(self.n_out))
-        source = "\n".join([f"def fused(xp, {', '.join(f'a{i}' for i in range(self.n_in))}):"]
-                           + ["    " + line for line in lines]
-                           + [f"    return {results}" + ("," if self.n_out == 1 else "")])
-        exec(compile(source, "<fused kernel>", "exec"), scope)  # our own generated code
-        function = scope["fused"]
-        self.source = source
-        self.kernel = (lambda xp, *a: function(xp, *a)[0]) if self.n_out == 1 else function
+        self._kernel = None
+
+    @property
+    def kernel(self):
+        """The chain as a function `kernel(xp, *inputs)` (made on first use: plans inline
+        the chain and never call it)."""
+        if self._kernel is None:
+            lines, scope = self.inline([f"a{i}" for i in range(self.n_in)],
+                                       [f"r{k}" for k in range(self.n_out)], "")
+            args = ", ".join(f"a{i}" for i in range(self.n_in))
+            results = ", ".join(f"r{k}" for k in range(self.n_out))
+            self.source = "\n".join([f"def fused(xp, {args}):"]
+                                    + ["    " + line for line in lines]
+                                    + [f"    return {results}" + ("," if self.n_out == 1 else "")])
+            exec(compile(self.source, "<fused kernel>", "exec"), scope)  # our generated code
+            function = scope["fused"]
+            self._kernel = ((lambda xp, *a: function(xp, *a)[0]) if self.n_out == 1
+                            else function)
+        return self._kernel
 
     @property
     def n_in(self):
@@ -93,9 +102,10 @@ class FusedOp:
         """Source lines computing `outs` from `args` (variable names), and their constants."""
         dtype = np.dtype(self.chain[-1][0].outputs[0].dtype)
         scope = {f"{prefix}zero": np.zeros((), dtype), f"{prefix}one": np.ones((), dtype)}
-        names = dict(b=f"{prefix}b", t=f"{prefix}t", zero=f"{prefix}zero", one=f"{prefix}one")
+        names = dict(t=f"{prefix}t", zero=f"{prefix}zero", one=f"{prefix}one")
         lines, x, fresh, arg, out = [], args[0], True, 1, 0
         for k, (node, pos) in enumerate(self.chain):
+            names["b"] = outs[out]  # each stretch is computed in the array it hands out
             inputs = {}
             for i in range(len(node.inputs)):
                 if i == pos:
@@ -109,9 +119,8 @@ class FusedOp:
             lines += STEPS[node.op.name][1].format(x=x, c=f"{prefix}c{k}", o=o, **names,
                                                     **inputs).split("\n")
             x, fresh = names["b"], False
-            if k in self.exports:
-                lines.append(f"{outs[out]} = {x}")
-                out, fresh = out + 1, True  # the next step must not write into a handed-out array
+            if k in self.exports:  # handed out: the next step must not write into it
+                out, fresh = out + 1, True
         if self.masked:  # a nan reached the end: redo the chain with the ops' own kernels
             scope[f"{prefix}exact"] = self.exact
             lines.append(f"if xp.isnan({outs[-1]}).any():")
