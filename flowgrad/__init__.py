@@ -25,6 +25,7 @@ from . import (
     onnx,
     ops,
     optim,
+    sparse,
     special,
     utils,
     xpu,
@@ -66,6 +67,7 @@ from .ops.linalg_func import (  # noqa: F401 - torch.* spellings of linalg funct
 from .ops.linalg_func import torch_lu as lu, torch_lu_solve as lu_solve  # noqa: F401
 from .ops.linalg_func import torch_qr as qr, torch_svd as svd, torch_vander as vander  # noqa
 from .ops.linalg_solve import cholesky_inverse, cholesky_solve, lu_unpack, pinverse  # noqa
+from .sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: F401
 from .ops.math import *  # noqa: F401,F403
 from .ops.nn_misc import (  # noqa: F401 - torch.* has these with F's signature
     cdist,

@@ -106,8 +106,18 @@ def matmul(input, other):
     >>> (a @ a).shape, flow.matmul(flow.ones(5, 2, 3), flow.ones(3, 4)).shape
     (flowgrad.Size([2, 2]), flowgrad.Size([5, 2, 4]))
     """
+    if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
+        if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
+            return _sparse_mm(input, other)
     a, b = _check_matmul(input, other, "matmul")
     return _matmul(a, b)
+
+
+def _sparse_mm(a, b):
+    """A sparse COO operand goes to flowgrad.sparse.mm, the one sparse product."""
+    from .. import sparse
+
+    return sparse.mm(a, b)
 
 
 Tensor.__matmul__ = matmul
@@ -136,6 +146,9 @@ def mm(input, mat2, out_dtype=None):
     tensor([[1., 2.],
             [3., 4.]])
     """
+    if not (isinstance(input, Tensor) and isinstance(mat2, Tensor)):
+        if getattr(input, "is_sparse", False) or getattr(mat2, "is_sparse", False):
+            return _sparse_mm(input, mat2)
     _ndim_check(input, 2, "mm", "self")
     _ndim_check(mat2, 2, "mm", "mat2")
     if out_dtype is not None:

@@ -1,0 +1,421 @@
+"""flowgrad.sparse: sparse COO tensors, enough for graph convolutions.
+
+A `SparseTensor` holds two dense flowgrad tensors, `indices` (sparse_dim, nnz) int64 and
+`values` (nnz, *dense_shape), and its size. Every operation on it is composed of dense ops on
+those two (index_select to gather, index_add to scatter), so gradients reach the values (and
+the dense operand of a product) through the ordinary rules, to any order: there is no sparse
+kernel and no sparse rule. What is not listed here raises, pointing to `to_dense()`.
+
+>>> import flowgrad as flow
+>>> A = flow.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3.0, 4.0, 5.0], (2, 3))
+>>> flow.sparse.mm(A, flow.ones(3, 2))
+tensor([[3., 3.],
+        [9., 9.]])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .tensor import Tensor
+
+__all__ = ["SparseTensor", "sparse_coo_tensor", "mm", "sum", "addmm", "strided", "sparse_coo",
+           "layout"]
+
+
+class layout:
+    """A tensor's memory layout: `flowgrad.strided` (dense) or `flowgrad.sparse_coo`."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"flowgrad.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+Tensor.layout = property(lambda self: strided, doc="flowgrad.strided: dense tensors")
+Tensor.is_sparse = property(lambda self: False, doc="False: dense tensors")
+
+_SUPPORTED = ("to_dense, coalesce, is_coalesced, indices, values, _indices, _values, "
+              "sparse_dim, dense_dim, _nnz, size, t, transpose, detach, clone, to, "
+              "float, double, mul/div by a scalar, neg, mm/spmm/@ with a dense matrix, "
+              "flowgrad.sparse.sum")
+
+
+def _as_tensor(x, dtype=None):
+    from .ops.creation import tensor
+
+    if isinstance(x, Tensor):
+        return x if dtype is None else x.to(dtype)
+    return tensor(x, dtype=dtype)
+
+
+class SparseTensor:
+    """A sparse COO tensor (see the module's docstring). Made by `flowgrad.sparse_coo_tensor`
+    or `Tensor.to_sparse()`."""
+
+    __slots__ = ("_idx", "_vals", "_size", "_coalesced")
+    is_sparse = True
+    layout = sparse_coo
+
+    def __init__(self, indices, values, size, coalesced=False):
+        self._idx, self._vals, self._size = indices, values, tuple(int(s) for s in size)
+        self._coalesced = coalesced
+
+    # ---- metadata --------------------------------------------------------------------------
+    @property
+    def shape(self):
+        from .tensor import Size
+
+        return Size(self._size)
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self._size[dim]
+
+    def dim(self):
+        return len(self._size)
+
+    ndim = property(dim)
+    dtype = property(lambda self: self._vals.dtype)
+    device = property(lambda self: self._vals.device)
+    requires_grad = property(lambda self: self._vals.requires_grad)
+    is_leaf = property(lambda self: self._vals.is_leaf)
+
+    def sparse_dim(self):
+        return self._idx.shape[0]
+
+    def dense_dim(self):
+        return len(self._size) - self.sparse_dim()
+
+    def _nnz(self):
+        return self._idx.shape[1]
+
+    def is_coalesced(self):
+        return self._coalesced
+
+    def requires_grad_(self, requires_grad=True):
+        self._vals.requires_grad_(requires_grad)
+        return self
+
+    @property
+    def grad(self):
+        """The gradient at this tensor's entries, as a coalesced sparse tensor (torch's form:
+        a duplicated index appears once, with the gradient of each of its copies)."""
+        g = self._vals.grad
+        if g is None:
+            return None
+        uniq_idx, _, first = self._unique()
+        return SparseTensor(uniq_idx, g[Tensor._wrap(first)], self._size, coalesced=True)
+
+    # ---- parts -----------------------------------------------------------------------------
+    def _indices(self):
+        return self._idx
+
+    def _values(self):
+        return self._vals
+
+    def indices(self):
+        if not self._coalesced:
+            raise RuntimeError("Cannot get indices on an uncoalesced tensor, please call "
+                               ".coalesce() first")
+        return self._idx
+
+    def values(self):
+        if not self._coalesced:
+            raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
+                               ".coalesce() first")
+        return self._vals
+
+    def _linear_index(self):
+        """Row-major position of each entry among the sparse dims (int64 tensor)."""
+        sizes = self._size[:self.sparse_dim()]
+        strides = [math.prod(sizes[d + 1:]) for d in range(len(sizes))]
+        lin = None
+        for d, s in enumerate(strides):
+            term = self._idx[d] * s
+            lin = term if lin is None else lin + term
+        return lin
+
+    def _unique(self):
+        """(sorted unique indices, each entry's position among them, each one's first entry)."""
+        sizes = self._size[:self.sparse_dim()]
+        uniq, first, inverse = np.unique(self._linear_index()._data, return_index=True,
+                                         return_inverse=True)
+        idx = np.stack(np.unravel_index(uniq, sizes)) if sizes else np.zeros((0, len(uniq)))
+        return (Tensor._wrap(idx.astype(np.int64).reshape(len(sizes), -1)),
+                Tensor._wrap(inverse.reshape(-1).astype(np.int64)), first.astype(np.int64))
+
+    def coalesce(self):
+        """Sorted, unique indices; the values of duplicates summed (differentiable)."""
+        if self._coalesced:
+            return self
+        from .ops.creation import zeros
+
+        idx, inverse, _ = self._unique()
+        vals = zeros((idx.shape[1],) + tuple(self._vals.shape[1:]), dtype=self._vals.dtype)
+        return SparseTensor(idx, vals.index_add(0, inverse, self._vals), self._size,
+                            coalesced=True)
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        """The dense tensor (duplicates summed); gradients flow to the values."""
+        from .ops.creation import zeros
+
+        nsparse = math.prod(self._size[:self.sparse_dim()])
+        dense = self._size[self.sparse_dim():]
+        out = zeros((nsparse,) + dense, dtype=self._vals.dtype)
+        out = out.index_add(0, self._linear_index(), self._vals).reshape(*self._size)
+        return out if dtype is None else out.to(dtype)
+
+    def to_sparse(self, *args, **kwargs):
+        return self
+
+    # ---- a few elementwise forms on the values ---------------------------------------------
+    def _with_values(self, values):
+        return SparseTensor(self._idx, values, self._size, self._coalesced)
+
+    def __mul__(self, other):
+        if isinstance(other, (int, float)) or (isinstance(other, Tensor) and other.ndim == 0):
+            return self._with_values(self._vals * other)
+        return self._unsupported("mul by a non-scalar")()
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        if isinstance(other, (int, float)) or (isinstance(other, Tensor) and other.ndim == 0):
+            return self._with_values(self._vals / other)
+        return self._unsupported("div by a non-scalar")()
+
+    def __neg__(self):
+        return self._with_values(-self._vals)
+
+    def detach(self):
+        return self._with_values(self._vals.detach())
+
+    def clone(self):
+        return SparseTensor(self._idx.clone(), self._vals.clone(), self._size, self._coalesced)
+
+    def to(self, dtype):
+        return self._with_values(self._vals.to(dtype))
+
+    def float(self):
+        return self.to(self._float("float32"))
+
+    def double(self):
+        return self.to(self._float("float64"))
+
+    @staticmethod
+    def _float(name):
+        from . import dtypes
+
+        return getattr(dtypes, name)
+
+    def transpose(self, dim0, dim1):
+        """Swap two sparse dims (the result is not coalesced, as torch's)."""
+        n = self.sparse_dim()
+        d0, d1 = dim0 % self.dim(), dim1 % self.dim()
+        if d0 >= n or d1 >= n:
+            raise NotImplementedError("transpose of a sparse tensor's dense dims is not "
+                                      "supported; call .to_dense() first")
+        order = list(range(n))
+        order[d0], order[d1] = order[d1], order[d0]
+        size = list(self._size)
+        size[d0], size[d1] = size[d1], size[d0]
+        return SparseTensor(self._idx[order], self._vals, size)
+
+    def t(self):
+        if self.dim() != 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                               f"{self.dim()}D")
+        return self.transpose(0, 1)
+
+    def __matmul__(self, other):
+        return mm(self, other)
+
+    def __rmatmul__(self, other):
+        return mm(other, self)
+
+    def __len__(self):
+        return self._size[0]
+
+    def __repr__(self):
+        # torch's layout: continuation lines under the inner tensors' first element, a
+        # non-default dtype after nnz
+        from .dtypes import get_default_dtype
+
+        idx = repr(self._idx).replace("\n", "\n" + " " * 15)
+        vals = repr(self._vals).replace("\n", "\n" + " " * 7)
+        dtype = ""
+        if self.dtype is not get_default_dtype():
+            vals = vals.replace(f", dtype={self.dtype}", "")
+            dtype = f"dtype={self.dtype}, "
+        return (f"tensor(indices={idx},\n       values={vals},\n       size={self._size}, "
+                f"nnz={self._nnz()}, {dtype}layout=flowgrad.sparse_coo)")
+
+    # ---- everything else -------------------------------------------------------------------
+    def _unsupported(self, name):
+        def raise_():
+            raise NotImplementedError(
+                f"{name} is not supported on flowgrad's sparse COO tensors (size {self._size}); "
+                f"call .to_dense() first. Supported: {_SUPPORTED}")
+        return raise_
+
+    def __getattr__(self, name):
+        if hasattr(Tensor, name):
+            self._unsupported(name)()
+        raise AttributeError(f"'SparseTensor' object has no attribute {name!r}")
+
+    def __add__(self, other):
+        self._unsupported("add")()
+
+    __radd__ = __sub__ = __rsub__ = __add__
+
+
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
+                      requires_grad=False, check_invariants=None, is_coalesced=None):
+    """A sparse COO tensor from `indices` (sparse_dim, nnz) and `values` (nnz, *dense).
+    `size` defaults to the smallest that holds the indices. With requires_grad the values
+    become a leaf that accumulates the gradient (`S.grad` is sparse with the same indices).
+
+    >>> import flowgrad as flow
+    >>> flow.sparse_coo_tensor([[0, 2]], [1.0, 5.0], (4,)).to_dense()
+    tensor([1., 0., 5., 0.])
+    """
+    from . import dtypes
+
+    idx = _as_tensor(indices, dtypes.int64)
+    vals = _as_tensor(values, dtype)
+    if idx._data.ndim != 2:
+        raise RuntimeError(f"sparse_coo_tensor: indices must be sparse_dim x nnz, but got "
+                           f"shape {tuple(idx.shape)}")
+    if idx._data.dtype.kind not in "iu":
+        raise RuntimeError(f"sparse_coo_tensor: indices must be an int64 tensor, got "
+                           f"{idx.dtype}")
+    nsparse, nnz = idx._data.shape
+    if vals._data.ndim == 0 or vals._data.shape[0] != nnz:
+        raise RuntimeError(f"sparse_coo_tensor: number of dimensions... indices have {nnz} "
+                           f"entries but values have shape {tuple(vals.shape)}: values must be "
+                           f"(nnz, *dense_shape)")
+    idx = idx.long()
+    dense = tuple(vals._data.shape[1:])
+    if size is None:
+        top = idx._data.max(1) + 1 if nnz else np.zeros(nsparse, np.int64)
+        size = tuple(int(t) for t in top) + dense
+    size = tuple(int(s) for s in size)
+    if len(size) != nsparse + len(dense) or tuple(size[nsparse:]) != dense:
+        raise RuntimeError(f"sparse_coo_tensor: size {size} does not match {nsparse} sparse "
+                           f"dims and values' dense shape {dense}")
+    if nnz and ((idx._data < 0).any() or (idx._data.max(1) >= np.array(size[:nsparse])).any()):
+        raise RuntimeError(f"sparse_coo_tensor: indices out of bounds for size {size} (max "
+                           f"per dim {idx._data.max(1).tolist()}, min {int(idx._data.min())})")
+    if requires_grad:
+        vals = vals.detach().requires_grad_(True)
+    return SparseTensor(idx, vals, size, coalesced=bool(is_coalesced))
+
+
+def _to_sparse(self, sparse_dim=None, *, layout=None):
+    """Tensor.to_sparse: the non-zero entries (over the first `sparse_dim` dims; a slice of
+    the remaining dims is kept when any of it is non-zero). Gradients flow back to self."""
+    if layout not in (None, sparse_coo):
+        raise NotImplementedError(f"to_sparse: only layout=flowgrad.sparse_coo is supported, "
+                                  f"got {layout}")
+    n = self.ndim if sparse_dim is None else int(sparse_dim)
+    if not 0 < n <= self.ndim:
+        raise RuntimeError(f"to_sparse: sparse_dim must be in 1..{self.ndim}, got {sparse_dim}")
+    data = self._data
+    mask = data != 0 if n == data.ndim else (data != 0).any(axis=tuple(range(n, data.ndim)))
+    idx = np.stack(np.nonzero(mask)).astype(np.int64)
+    values = self[tuple(Tensor._wrap(i) for i in idx)]
+    return SparseTensor(Tensor._wrap(idx), values, tuple(self.shape), coalesced=True)
+
+
+Tensor.to_sparse = _to_sparse
+Tensor.to_sparse_coo = lambda self: _to_sparse(self)
+Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: (
+    self if dtype is None else self.to(dtype))
+
+
+def _check_mm(a, b, name):
+    if a.dim() != 2 or b.dim() != 2:
+        raise RuntimeError(f"{name}: expected 2-D operands, got {a.dim()}-D and {b.dim()}-D")
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"{name}: mat1 and mat2 shapes cannot be multiplied "
+                           f"({a.shape[0]}x{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{name}: expected both operands to have the same dtype, but got "
+                           f"{a.dtype} and {b.dtype}; convert one with .to()")
+
+
+def mm(mat1, mat2):
+    """sparse @ dense (or dense @ sparse) -> dense: gradients for the dense operand and the
+    sparse values. out[i] = sum over entries (i, j, v) of v * dense[j].
+
+    >>> import flowgrad as flow
+    >>> A = flow.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
+    >>> flow.sparse.mm(A, flow.tensor([[1.0], [10.0]]))
+    tensor([[20.],
+            [ 3.]])
+    """
+    from .ops.creation import zeros
+
+    s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
+    if s1 and s2:
+        raise NotImplementedError("sparse.mm: sparse @ sparse is not supported; call "
+                                  ".to_dense() on one operand")
+    if not (s1 or s2):
+        from .ops.linalg import mm as dense_mm
+
+        return dense_mm(mat1, mat2)
+    _check_mm(mat1, mat2, "sparse.mm")
+    if s2:  # dense @ sparse = (sparse^T @ dense^T)^T
+        return mm(mat2.t(), mat1.t()).t()
+    if mat1.dense_dim():
+        raise NotImplementedError("sparse.mm: hybrid sparse tensors (dense dims in the values) "
+                                  "are not supported")
+    rows, cols = mat1._idx[0], mat1._idx[1]
+    contrib = mat1._vals.unsqueeze(-1) * mat2.index_select(0, cols)
+    out = zeros(mat1.shape[0], mat2.shape[1], dtype=contrib.dtype)
+    return out.index_add(0, rows, contrib)
+
+
+def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
+    """beta * mat + alpha * (mat1 @ mat2) with a sparse mat1 (torch.sparse.addmm)."""
+    return mat * beta + mm(mat1, mat2) * alpha
+
+
+def sum(input, dim=None, dtype=None):
+    """Sum of a sparse tensor: all of it (a dense 0-d tensor), or over `dim` (sparse while
+    sparse dims remain, dense otherwise), as torch.sparse.sum.
+
+    >>> import flowgrad as flow
+    >>> A = flow.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3.0, 4.0, 5.0], (2, 3))
+    >>> flow.sparse.sum(A), flow.sparse.sum(A, 0).to_dense()
+    (tensor(12.), tensor([4., 0., 8.]))
+    """
+    if not isinstance(input, SparseTensor):
+        raise TypeError(f"sparse.sum: expected a sparse tensor, got {type(input).__name__}")
+    vals = input._vals if dtype is None else input._vals.to(dtype)
+    if dim is None:
+        return vals.sum()
+    dims = sorted({d % input.dim() for d in ((dim,) if isinstance(dim, int) else dim)})
+    ns = input.sparse_dim()
+    dense_dims = [1 + d - ns for d in dims if d >= ns]
+    if dense_dims:
+        vals = vals.sum(tuple(dense_dims))
+    keep = [d for d in range(ns) if d not in dims]
+    size = [s for d, s in enumerate(input._size) if d not in dims]
+    if not keep:
+        return vals.sum(0)
+    return SparseTensor(input._idx[keep], vals, size).coalesce()
+
+
+def spmm(input, mat2):
+    """torch.spmm: sparse @ dense."""
+    return mm(input, mat2)
