@@ -107,25 +107,30 @@ class detect_anomaly:  # noqa: N801 - torch's name
 def record_traceback(node):
     """Keep the forward stack of a node being recorded (called by add_node in anomaly mode).
 
-    Frames are stored unformatted (no source lines read), so recording stays cheap; they are
-    formatted only when an error needs them.
+    Only (code, line) pairs are kept, outermost first; file names and source lines are
+    looked up when an error needs them, so recording stays cheap.
     """
     from .graph import node_metadata
 
-    stack = traceback.StackSummary.extract(traceback.walk_stack(sys._getframe(1)),
-                                           lookup_lines=False)
-    stack.reverse()
-    node_metadata(node)["traceback_"] = stack
+    frames = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        frames.append((frame.f_code, frame.f_lineno))
+        frame = frame.f_back
+    frames.reverse()
+    node_metadata(node)["traceback_"] = frames
 
 
 def forward_traceback(node) -> str:
     """The user's part of the forward stack that created `node` ('' when not recorded)."""
     from .graph import node_metadata
 
-    stack = node_metadata(node).get("traceback_")
-    if not stack:
+    frames = node_metadata(node).get("traceback_")
+    if not frames:
         return ""
-    user = [f for f in stack if not f.filename.startswith(_PACKAGE)] or list(stack)
+    summary = [traceback.FrameSummary(code.co_filename, line, code.co_name)
+               for code, line in frames]
+    user = [f for f in summary if not f.filename.startswith(_PACKAGE)] or summary
     return "".join(traceback.StackSummary.from_list(user).format())
 
 
@@ -175,6 +180,8 @@ def check_results(node, in_grads):
     grads = in_grads if isinstance(in_grads, (tuple, list)) else (in_grads,)
     grads = [(i, g._data) for i, g in enumerate(grads)
              if g is not None and g._data.dtype.kind in "fc"]
+    if all(np.isfinite(data).all() for _, data in grads):
+        return
     for what, bad in (("nan", np.isnan), ("inf", np.isinf)):
         for i, data in grads:
             if bad(data).any():

@@ -1,2 +1,3 @@
-"""flowgrad.utils: data loading (`flowgrad.utils.data`) and memory reuse (`memory`)."""
-from . import data, memory
+"""flowgrad.utils: data loading (`data`), memory reuse (`memory`), activation checkpointing
+(`checkpoint`) and pictures of the backward graph (`viz`)."""
+from . import checkpoint, data, memory
