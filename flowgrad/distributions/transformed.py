@@ -1,0 +1,176 @@
+"""Independent (batch dimensions read as event dimensions), TransformedDistribution (a base
+distribution pushed through transforms, log_prob by the change of variables) and LogNormal.
+
+>>> import flowgrad as flow
+>>> from flowgrad.distributions import Normal
+>>> d = Independent(Normal(flow.zeros(3), 1.0), 1)
+>>> d.batch_shape, d.event_shape, d.log_prob(flow.zeros(3))
+(flowgrad.Size([]), flowgrad.Size([3]), tensor(-2.7568))
+"""
+from __future__ import annotations
+
+import flowgrad as flow
+
+from . import constraints
+from .continuous import Normal
+from .distribution import Distribution, sum_rightmost
+from .transforms import ComposeTransform, ExpTransform, Transform
+
+__all__ = ["Independent", "TransformedDistribution", "LogNormal"]
+
+
+class Independent(Distribution):
+    """`base_distribution` with its `reinterpreted_batch_ndims` rightmost batch dimensions
+    read as event dimensions (log_prob and entropy sum over them)."""
+
+    arg_constraints = {}
+
+    def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
+        n = reinterpreted_batch_ndims
+        if n > len(base_distribution.batch_shape):
+            raise ValueError(f"Expected reinterpreted_batch_ndims <= "
+                             f"len(base_distribution.batch_shape), actual {n} vs "
+                             f"{len(base_distribution.batch_shape)}")
+        shape = tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape)
+        event_dim = n + len(base_distribution.event_shape)
+        self.base_dist = base_distribution
+        self.reinterpreted_batch_ndims = n
+        super().__init__(shape[:len(shape) - event_dim], shape[len(shape) - event_dim:],
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        batch_shape = tuple(batch_shape)
+        base = self.base_dist.expand(batch_shape + tuple(
+            self.event_shape[:self.reinterpreted_batch_ndims]))
+        return Independent(base, self.reinterpreted_batch_ndims, validate_args=False)
+
+    has_rsample = property(lambda self: self.base_dist.has_rsample)
+    has_enumerate_support = property(lambda self: False)
+
+    @property
+    def support(self):
+        s = self.base_dist.support
+        return s if self.reinterpreted_batch_ndims == 0 or s is None else \
+            constraints.independent(s, self.reinterpreted_batch_ndims)
+
+    mean = property(lambda self: self.base_dist.mean)
+    mode = property(lambda self: self.base_dist.mode)
+    variance = property(lambda self: self.base_dist.variance)
+
+    def sample(self, sample_shape=()):
+        return self.base_dist.sample(sample_shape)
+
+    def rsample(self, sample_shape=()):
+        return self.base_dist.rsample(sample_shape)
+
+    def log_prob(self, value):
+        return sum_rightmost(self.base_dist.log_prob(value), self.reinterpreted_batch_ndims)
+
+    def entropy(self):
+        return sum_rightmost(self.base_dist.entropy(), self.reinterpreted_batch_ndims)
+
+    def __repr__(self):
+        return f"Independent({self.base_dist!r}, {self.reinterpreted_batch_ndims})"
+
+
+class TransformedDistribution(Distribution):
+    """The distribution of t_n(...t_1(x)) for x ~ `base_distribution`."""
+
+    arg_constraints = {}
+
+    def __init__(self, base_distribution, transforms, validate_args=None):
+        if isinstance(transforms, Transform):
+            transforms = [transforms]
+        elif not all(isinstance(t, Transform) for t in transforms):
+            raise ValueError(f"transforms must be a Transform or a list of Transforms, but "
+                             f"was {transforms}")
+        self.transforms = list(transforms)
+        self.base_dist = base_distribution
+        shape = tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape)
+        chain = ComposeTransform(self.transforms)
+        event_dim = max(chain.codomain.event_dim, len(base_distribution.event_shape))
+        super().__init__(shape[:len(shape) - event_dim], shape[len(shape) - event_dim:],
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        shape = tuple(batch_shape) + tuple(self.event_shape)
+        base = self.base_dist.expand(shape[:len(shape) - len(self.base_dist.event_shape)])
+        return type(self)._rebuild(base, self.transforms)
+
+    @classmethod
+    def _rebuild(cls, base, transforms):
+        new = object.__new__(cls)
+        TransformedDistribution.__init__(new, base, transforms, validate_args=False)
+        return new
+
+    has_rsample = property(lambda self: self.base_dist.has_rsample)
+
+    @property
+    def support(self):
+        return self.transforms[-1].codomain if self.transforms else self.base_dist.support
+
+    def sample(self, sample_shape=()):
+        with flow.no_grad():
+            return self.rsample(sample_shape) if self.base_dist.has_rsample else \
+                self._push(self.base_dist.sample(sample_shape))
+
+    def rsample(self, sample_shape=()):
+        return self._push(self.base_dist.rsample(sample_shape))
+
+    def _push(self, x):
+        for t in self.transforms:
+            x = t(x)
+        return x
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        event_dim = len(self.event_shape)
+        log_prob = 0.0
+        y = value
+        for t in reversed(self.transforms):
+            x = t.inv(y)
+            event_dim += t.domain.event_dim - t.codomain.event_dim
+            log_prob = log_prob - sum_rightmost(t.log_abs_det_jacobian(x, y),
+                                                event_dim - t.domain.event_dim)
+            y = x
+        return log_prob + sum_rightmost(self.base_dist.log_prob(y),
+                                        event_dim - len(self.base_dist.event_shape))
+
+    def cdf(self, value):
+        for t in reversed(self.transforms):
+            value = t.inv(value)
+        value = self.base_dist.cdf(value)
+        sign = 1
+        for t in self.transforms:
+            sign = sign * t.sign
+        return value if isinstance(sign, int) and sign == 1 else sign * (value - 0.5) + 0.5
+
+
+class LogNormal(TransformedDistribution):
+    """exp of a Normal(loc, scale)."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        super().__init__(Normal(loc, scale, validate_args=validate_args), ExpTransform(),
+                         validate_args=validate_args)
+
+    @classmethod
+    def _rebuild(cls, base, transforms):
+        return LogNormal(base.loc, base.scale, validate_args=False)
+
+    loc = property(lambda self: self.base_dist.loc)
+    scale = property(lambda self: self.base_dist.scale)
+    mean = property(lambda self: (self.loc + self.scale ** 2 / 2).exp())
+    mode = property(lambda self: (self.loc - self.scale ** 2).exp())
+
+    @property
+    def variance(self):
+        s2 = self.scale ** 2
+        return flow.expm1(s2) * (2 * self.loc + s2).exp()
+
+    def entropy(self):
+        return self.base_dist.entropy() + self.loc
