@@ -83,14 +83,7 @@ class EmbeddingBag(Embedding):
                                per_sample_weights, self.include_last_offset, self.padding_idx)
 
     def extra_repr(self):
-        s = f"{self.num_embeddings}, {self.embedding_dim}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += ", scale_grad_by_freq=True"
-        s += f", mode={self.mode!r}"
+        s = f"{self.num_embeddings}, {self.embedding_dim}{self._norm_repr()}, mode={self.mode!r}"
         return s + ("" if self.padding_idx is None else f", padding_idx={self.padding_idx}")
 
     @classmethod

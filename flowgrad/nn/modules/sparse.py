@@ -71,16 +71,18 @@ class Embedding(Module):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq, self.sparse)
 
+    def _norm_repr(self):
+        """The max_norm, norm_type, scale_grad_by_freq part of the repr (EmbeddingBag's too)."""
+        s = "" if self.max_norm is None else f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        return s + (", scale_grad_by_freq=True" if self.scale_grad_by_freq is not False else "")
+
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += ", scale_grad_by_freq=True"
+        s += self._norm_repr()
         if self.sparse is not False:
             s += ", sparse=True"
         return s
