@@ -21,9 +21,10 @@ from .anomaly import (
 from .engine import backward, grad
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = ["backward", "grad", "forward_ad", "functional", "Function", "FunctionCtx",
            "once_differentiable", "no_grad",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "graph",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
-           "is_anomaly_check_nan_enabled"]
+           "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck", "GradcheckError"]
