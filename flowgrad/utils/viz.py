@@ -13,7 +13,7 @@ the tensor the graph was taken from is the root.
 >>> dot.splitlines()[0], "weight (2, 3)" in dot, "relu_backward" in dot
 ('digraph backward {', True, True)
 >>> print(viz.memory_report(y).splitlines()[-1])
-total saved: 3 tensors, 56 B
+total saved: 2 tensors, 80 B
 """
 from __future__ import annotations
 
