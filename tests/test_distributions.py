@@ -226,3 +226,17 @@ def test_validation_errors_match_torch():
     D.Normal(0.0, flow.tensor(-1.0), validate_args=False)  # no check when turned off
     with pytest.raises(NotImplementedError, match="No KL"):
         D.kl_divergence(D.Normal(0.0, 1.0), D.Poisson(flow.tensor(1.0)))
+
+
+@pytest.mark.parametrize("name", ["Categorical", "Bernoulli", "OneHotCategorical"])
+def test_sampling_first_keeps_the_lazy_parameters_differentiable(name):
+    """sample() reads `probs` (computed lazily from logits): it must be cached with its
+    history, or a later entropy()/log_prob gets no gradient through it."""
+    grads = []
+    for fw in (torch, flow):
+        logits = (torch.tensor(CONC) if fw is torch else flow.tensor(CONC)).requires_grad_()
+        d = getattr(fw.distributions, name)(logits=logits)
+        d.sample()
+        d.entropy().sum().backward()
+        grads.append(logits.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-7, atol=1e-10)

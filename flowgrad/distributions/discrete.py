@@ -63,8 +63,9 @@ class Bernoulli(Distribution):
         return flow.where(self.probs == 0.5, flow.full_like(mode, float("nan")), mode)
 
     def sample(self, sample_shape=()):
+        probs = self.probs  # outside no_grad: a lazy property is cached with its history
         with flow.no_grad():
-            return flow.bernoulli(self.probs.expand(*self._extended_shape(sample_shape)))
+            return flow.bernoulli(probs.expand(*self._extended_shape(sample_shape)))
 
     def log_prob(self, value):
         if self._validate_args:
@@ -128,8 +129,9 @@ class Categorical(Distribution):
 
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
+        probs = self.probs  # outside no_grad: a lazy property is cached with its history
         with flow.no_grad():
-            probs_2d = self.probs.reshape(-1, self._num_events)
+            probs_2d = probs.reshape(-1, self._num_events)
             n = max(1, int(flow.Size(sample_shape).numel()))
             draws = flow.multinomial(probs_2d, n, True).T
             return draws.reshape(*shape)
@@ -263,8 +265,9 @@ class Binomial(Distribution):
 
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
+        probs = self.probs  # outside no_grad: a lazy property is cached with its history
         with flow.no_grad():
-            return binomial(self.total_count.expand(*shape), self.probs.expand(*shape))
+            return binomial(self.total_count.expand(*shape), probs.expand(*shape))
 
     def log_prob(self, value):
         if self._validate_args:
