@@ -32,6 +32,7 @@ from . import (
     xpu,
 )
 from .autograd.grad_mode import (
+from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
     enable_grad,
     inference_mode,
     is_grad_enabled,
@@ -39,10 +40,10 @@ from .autograd.grad_mode import (
     set_grad_enabled,
 )
 from .compiler import compile  # torch.compile's name
+from .autograd.inference import is_inference_mode_enabled
 from .device import device
 from .dtypes import *  # noqa: F401,F403
 from .dtypes import dtype, get_default_dtype, promote_types, set_default_dtype
-from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .ops.activation import *  # noqa: F401,F403
 from .ops.conv import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403

@@ -176,6 +176,11 @@ class Tensor:
                     f"was computed by {self._grad_fn.name}. Use detach() to get a tensor "
                     "that does not require grad")
             return self
+        if requires_grad and self._version is not None \
+                and self._version.__class__ is not VersionCounter:  # an inference tensor
+            from .autograd.inference import check_requires_grad
+
+            check_requires_grad(self)
         if requires_grad and self._data.dtype.kind not in "fVc":
             raise RuntimeError(
                 f"only tensors of floating point and complex dtype can require gradients; got "
@@ -187,6 +192,10 @@ class Tensor:
         else:
             self._meta.requires_grad = bool(requires_grad)
         return self
+
+    def is_inference(self):
+        """Whether this tensor was made in inference mode (see autograd/inference.py)."""
+        return self._version is not None and self._version.__class__ is not VersionCounter
 
     @property
     def is_leaf(self):

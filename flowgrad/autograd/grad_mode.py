@@ -158,16 +158,47 @@ class set_grad_enabled(_GradMode):  # noqa: N801
 
 
 class inference_mode(_GradMode):  # noqa: N801
-    """Like `no_grad` (flowgrad has no separate inference tensors).
-    `inference_mode(False)` turns grad mode on, as torch's does.
+    """Like `no_grad`, cheaper, and the results are inference tensors (`is_inference()`),
+    which autograd refuses later (saved for backward, written in place outside inference
+    mode). `inference_mode(False)` turns grad mode on, as torch's does. See `inference.py`.
 
     >>> import flowgrad as flow
     >>> x = flow.ones(1, requires_grad=True)
     >>> with flow.inference_mode():
     ...     y = x * 2
-    >>> y.requires_grad
-    False
+    >>> y.requires_grad, y.is_inference()
+    (False, True)
     """
 
     def __init__(self, mode: bool = True):
+        self.inference = bool(mode)
         self.mode = not mode
+
+    def __enter__(self):
+        from . import inference
+
+        super().__enter__()
+        self._prev_inference = inference.state.enabled
+        if self.inference:
+            inference.enter()
+        else:
+            inference.state.enabled = False
+
+    def __exit__(self, *exc):
+        from . import inference
+
+        super().__exit__(*exc)
+        if self.inference:
+            inference.leave(self._prev_inference)
+        else:
+            inference.state.enabled = self._prev_inference
+        return False
+
+    def __call__(self, fn):
+        mode = self.inference
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+        return wrapper

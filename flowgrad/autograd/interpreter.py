@@ -218,6 +218,10 @@ def bump_version(tensor):
     counter = tensor._version
     if counter is None:
         counter = tensor._version = VersionCounter()
+    elif counter.__class__ is not VersionCounter:  # an inference tensor's
+        from .inference import check_write
+
+        check_write(tensor)
     counter.value += 1
 
 

@@ -23,6 +23,10 @@ class SavedTensor:
         counter = tensor._version
         if counter is None:
             counter = tensor._version = VersionCounter()
+        elif counter.__class__ is not VersionCounter:  # an inference tensor's
+            from .inference import saved_error
+
+            raise saved_error(tensor)
         self.counter = counter
         self.version = counter.value
         self.is_output = is_output

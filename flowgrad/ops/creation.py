@@ -19,6 +19,7 @@ import operator
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd import interpreter as _interpreter
 from ..device import check_device
 from ..random import numpy_generator, resolve
 from ..tensor import Size, Tensor
@@ -171,10 +172,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     (flowgrad.int64, flowgrad.float32)
     """
     check_device(device, "tensor")
-    t = Tensor._wrap(as_array(data, _dt.as_dtype(dtype) if dtype is not None else None))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return _finish(as_array(data, _dt.as_dtype(dtype) if dtype is not None else None),
+                   requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -277,6 +276,11 @@ def _alloc(op_name, shape, dtype, make):
 
 def _finish(array, requires_grad):
     t = Tensor._wrap(array)
+    if _interpreter.current is not _interpreter.AutogradInterpreter:
+        from ..autograd import inference
+
+        if inference.state.enabled:  # a factory in inference mode makes an inference tensor
+            t._version = inference.INFERENCE_COUNTER
     if requires_grad:
         t.requires_grad_(True)
     return t
