@@ -120,6 +120,12 @@ def _trailing(level, op, phys, flags, attrs):
     return _call(level, op, phys, attrs)
 
 
+def _pad_constant(level, op, phys, flags, attrs):
+    if not _only_first(flags):
+        return fallback(level, op, phys, flags, attrs)
+    return _call(level, op, phys, dict(attrs, pads=((0, 0),) + tuple(attrs["pads"])))
+
+
 def _reshape(level, op, phys, flags, attrs):
     return _call(level, op, phys, dict(attrs, shape=(phys[0].shape[0],) + tuple(attrs["shape"])))
 
@@ -181,7 +187,7 @@ def _matmul(level, op, phys, flags, attrs):
     fa, fb = flags
     ka, kb = _ndim(a, fa), _ndim(b, fb)
     if fa and fb and ka == 1 and kb == 1:
-        return (a * b).sum(-1), ()
+        return ((a * b).sum(-1),), ()
     if fa and ka == 1 and not fb and kb == 2:  # (B, k) @ (k, m): one GEMM
         return _call(level, op, [a, b], attrs)
     a2 = a.unsqueeze(-2 if not fa else 1) if ka == 1 else a
@@ -274,7 +280,7 @@ ELEMENTWISE = ("add", "sub", "mul", "div", "pow", "where", "clone", "cast", "eq"
                "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
                "bitwise_not", "scalar_add", "scalar_mul", "scalar_div", "scalar_rdiv",
                "scalar_pow", "scalar_rpow", "fill")
-TRAILING = ("tril", "triu", "pad_constant", "linalg_cholesky", "linalg_det", "linalg_inv",
+TRAILING = ("tril", "triu", "linalg_cholesky", "linalg_det", "linalg_inv",
             "linalg_slogdet", "linalg_eigh", "linalg_qr", "linalg_svd")
 IMAGES = ("max_pool", "adaptive_max_pool", "window_sum", "unfold", "fold")
 
@@ -292,7 +298,8 @@ def _build():
     rules.update({
         "flip": _dims_rule("dims"), "roll": _dims_rule("dims", all_if_none=False),
         "diagonal": _dims_rule("dim1", "dim2"), "norm_affine": _dims_rule("axes"),
-        "reshape": _reshape, "expand": _expand, "sum_to": _sum_to, "permute": _permute,
+        "pad_constant": _pad_constant, "reshape": _reshape, "expand": _expand,
+        "sum_to": _sum_to, "permute": _permute,
         "cat": _cat, "getitem": _getitem, "conv": _conv, "conv_transpose": _conv,
         "matmul": _matmul, "linear": _linear, "linear_wgrad": _linear_wgrad,
         "einsum": _einsum, "embedding": _embedding, "cross_entropy": _class_loss,

@@ -56,6 +56,21 @@ class BatchedTensor(Tensor):
 
     __str__ = __repr__
 
+    def view(self, *shape):
+        """A reshape: the examples' storage is the batch tensor's, not this placeholder."""
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            if isinstance(shape[0], (tuple, list)):
+                shape = tuple(shape[0])
+            else:
+                return super().view(*shape)  # a dtype view
+        return self.reshape(*shape)
+
+    def view_as(self, other):
+        return self.reshape(*other.shape)
+
+    def is_contiguous(self, memory_format=None):
+        return True
+
     def detach(self):
         return wrap(self._phys.detach(), self._level)
 
