@@ -239,36 +239,56 @@ def _embedding(level, op, phys, flags, attrs):
     return _call(level, op, phys, attrs)
 
 
+def _per_example_count(target, ignore_index):
+    """(B,) count of targets that are not ignored: what 'mean' divides by, per example."""
+    from ..dtypes import get_default_dtype
+
+    kept = (target != ignore_index).to(get_default_dtype())
+    return kept.reshape(kept.shape[0], -1).sum(1)
+
+
 def _class_loss(level, op, phys, flags, attrs):
-    """cross_entropy / nll_loss with class-index targets, reduction 'none': the batch joins
-    the loss's own batch (mean and sum reduce per example from 'none')."""
+    """cross_entropy / nll_loss with class-index targets: the vmap batch joins the loss's own
+    batch at reduction 'none'; 'sum' and 'mean' then reduce each example's row."""
     x, target = phys[:2]
-    if any(flags[2:]) or target.dtype.is_floating_point or attrs["reduction"] != "none":
+    reduction = attrs["reduction"]
+    if any(flags[2:]) or len(phys) > 2 or target.dtype.is_floating_point:
         return fallback(level, op, phys, flags, attrs)
     x = _expand_batch(level, x, flags[0])
     target = _expand_batch(level, target, flags[1])
-    b = level.size
+    none = dict(attrs, reduction="none")
     if x.dim() == 2:  # one example is (C,) with a () target
-        return _call(level, op, [x, target] + list(phys[2:]), attrs)
-    c = x.shape[2]
-    xf = x.movedim(2, -1).reshape(-1, c)
-    (out,), aux = _call(level, op, [xf, target.reshape(-1)] + list(phys[2:]), attrs)
-    out = out.reshape(target.shape)
-    aux = tuple(a.reshape(*x.movedim(2, -1).shape).movedim(-1, 2) for a in aux
-                if a.dim() == 2 and a.shape[0] == xf.shape[0])
-    del b
+        (out,), aux = _call(level, op, [x, target], none)
+    else:
+        c = x.shape[2]
+        xf = x.movedim(2, -1).reshape(-1, c)
+        (out,), aux = _call(level, op, [xf, target.reshape(-1)], none)
+        out = out.reshape(target.shape)
+        aux = tuple(a.reshape(*x.movedim(2, -1).shape).movedim(-1, 2) for a in aux
+                    if a.dim() == 2 and a.shape[0] == xf.shape[0])
+    if reduction != "none":
+        out = out.reshape(out.shape[0], -1).sum(1)
+        if reduction == "mean":
+            out = out / _per_example_count(target, attrs["ignore_index"]).to(out.dtype)
     return (out,), aux
 
 
 def _cross_entropy_grad(level, op, phys, flags, attrs):
     logp, dy, target = phys[:3]
-    if attrs["reduction"] != "none" or any(flags[3:]) or logp.dim() - flags[0] != 2:
+    reduction = attrs["reduction"]
+    if len(phys) > 3 or logp.dim() - flags[0] not in (1, 2):
         return fallback(level, op, phys, flags, attrs)
     logp, dy, target = (_expand_batch(level, p, f) for p, f in zip(phys[:3], flags[:3]))
-    b, n, c = logp.shape
+    b, c = logp.shape[0], logp.shape[-1]
+    n = target[0].numel()
+    if reduction != "none":  # d(sum)/d(row) is dy; d(mean) divides by the kept count
+        if reduction == "mean":
+            dy = dy / _per_example_count(target, attrs["ignore_index"]).to(dy.dtype)
+        dy = dy.reshape(b, 1).expand(b, n)
     (out,), aux = _call(level, op, [logp.reshape(b * n, c), dy.reshape(b * n),
-                                    target.reshape(b * n)] + list(phys[3:]), attrs)
-    return (out.reshape(b, n, c),), ()
+                                    target.reshape(b * n)],
+                        dict(attrs, reduction="none"))
+    return (out.reshape(*logp.shape),), ()
 
 
 REDUCE_AXES = ("sum", "mean", "amax", "amin", "prod", "logsumexp", "var", "std", "vector_norm",
