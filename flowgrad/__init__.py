@@ -59,17 +59,19 @@ from .ops.linalg_func import (  # noqa: F401 - torch.* spellings of linalg funct
     cross,
     geqrf,
     ger,
-    matrix_exp,
-    matrix_power,
     orgqr,
     ormqr,
     triangular_solve,
     vdot,
 )
-from .ops.linalg_func import torch_lu as lu, torch_lu_solve as lu_solve  # noqa: F401
-from .ops.linalg_func import torch_qr as qr, torch_svd as svd, torch_vander as vander  # noqa
-from .ops.linalg_solve import cholesky_inverse, cholesky_solve, lu_unpack, pinverse  # noqa
-from .sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: F401
+from .ops.linalg_func import torch_lu as lu  # noqa: F401
+from .ops.linalg_func import torch_lu_solve as lu_solve  # noqa: F401
+from .ops.linalg_func import torch_matrix_exp as matrix_exp  # noqa: F401
+from .ops.linalg_func import torch_matrix_power as matrix_power  # noqa: F401
+from .ops.linalg_func import torch_qr as qr  # noqa: F401
+from .ops.linalg_func import torch_svd as svd  # noqa: F401
+from .ops.linalg_func import torch_vander as vander  # noqa: F401
+from .ops.linalg_solve import cholesky_inverse, cholesky_solve, lu_unpack, pinverse  # noqa: F401
 from .ops.math import *  # noqa: F401,F403
 from .ops.nn_misc import (  # noqa: F401 - torch.* has these with F's signature
     cdist,
@@ -102,6 +104,7 @@ from .ops.torch_spellings import *  # noqa: F401,F403 - after the *s: torch.* ke
 from .ops.windows import *  # noqa: F401,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .serialization import load, save
+from .sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: F401
 from .tensor import Size, Tensor
 from .threads import (
     get_num_interop_threads,

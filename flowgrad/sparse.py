@@ -320,12 +320,14 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     return SparseTensor(idx, vals, size, coalesced=bool(is_coalesced))
 
 
-def _to_sparse(self, sparse_dim=None, *, layout=None):
+def _to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
     """Tensor.to_sparse: the non-zero entries (over the first `sparse_dim` dims; a slice of
     the remaining dims is kept when any of it is non-zero). Gradients flow back to self."""
-    if layout not in (None, sparse_coo):
+    if layout not in (None, sparse_coo) or blocksize is not None:
         raise NotImplementedError(f"to_sparse: only layout=flowgrad.sparse_coo is supported, "
-                                  f"got {layout}")
+                                  f"got {layout} (blocksize {blocksize})")
+    if dense_dim is not None:
+        sparse_dim = self.ndim - int(dense_dim)
     n = self.ndim if sparse_dim is None else int(sparse_dim)
     if not 0 < n <= self.ndim:
         raise RuntimeError(f"to_sparse: sparse_dim must be in 1..{self.ndim}, got {sparse_dim}")
@@ -416,6 +418,8 @@ def sum(input, dim=None, dtype=None):
     return SparseTensor(input._idx[keep], vals, size).coalesce()
 
 
-def spmm(input, mat2):
-    """torch.spmm: sparse @ dense."""
+def spmm(input, mat2, out_dtype=None):
+    """torch.spmm: sparse @ dense (in `out_dtype` when given)."""
+    if out_dtype is not None:
+        input, mat2 = input.to(out_dtype), mat2.to(out_dtype)
     return mm(input, mat2)

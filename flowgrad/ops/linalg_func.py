@@ -77,7 +77,6 @@ def _(ctx, g):
     return _matrix_exp(block)[..., :n, n:]
 
 
-@tensor_method()
 def matrix_exp(A):
     """The matrix exponential sum_k A^k / k!.
 
@@ -90,7 +89,6 @@ def matrix_exp(A):
     return _matrix_exp(A)
 
 
-@tensor_method()
 def matrix_power(A, n):
     """A^n by repeated squaring (n < 0: the inverse's power; n = 0: the identity).
 
@@ -115,6 +113,18 @@ def matrix_power(A, n):
         if n:
             base = base @ base
     return result
+
+
+@tensor_method("matrix_exp")
+def torch_matrix_exp(input):
+    """torch.matrix_exp: linalg.matrix_exp."""
+    return matrix_exp(input)
+
+
+@tensor_method("matrix_power")
+def torch_matrix_power(input, n):
+    """torch.matrix_power: linalg.matrix_power."""
+    return matrix_power(input, n)
 
 
 def cond(A, p=None):
@@ -335,16 +345,16 @@ def householder_product(A, tau):
 
 
 @tensor_method()
-def orgqr(input, tau):
-    """torch.orgqr: householder_product's older name."""
-    return householder_product(input, tau)
+def orgqr(input, input2):
+    """torch.orgqr: householder_product's older name (input2 is tau)."""
+    return householder_product(input, input2)
 
 
 @tensor_method()
-def ormqr(input, tau, other, left=True, transpose=False):
-    """torch.ormqr: Q @ other (or Q^T, or on the right) for geqrf's reflectors, without
-    forming Q."""
-    return _apply_reflectors(input, tau, other, left, transpose)
+def ormqr(input, input2, input3, left=True, transpose=False):
+    """torch.ormqr: Q @ input3 (or Q^T, or on the right) for geqrf's reflectors (input,
+    tau = input2), without forming Q."""
+    return _apply_reflectors(input, input2, input3, left, transpose)
 
 
 @op("geqrf", n_out=2, differentiable=False)
@@ -546,14 +556,15 @@ def torch_lu(A, pivot=True, get_infos=False):
 
 
 @tensor_method("lu_solve")
-def torch_lu_solve(b, LU_data, LU_pivots):
+def torch_lu_solve(input, LU_data, LU_pivots):
     """torch.lu_solve(b, LU_data, LU_pivots): linalg.lu_solve's older argument order."""
-    return lu_solve(LU_data, LU_pivots, b)
+    return lu_solve(LU_data, LU_pivots, input)
 
 
 @tensor_method()
-def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
-    """torch.triangular_solve: (X, A's copy) with A X = b (A^T X = b when `transpose`)."""
+def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False):
+    """torch.triangular_solve: (X, A's copy) with A X = input (A^T X = input when
+    `transpose`)."""
     T = A.mT if transpose else A
-    X = _solve_triangular(T, b, upper=upper != transpose, unitriangular=unitriangular)
+    X = _solve_triangular(T, input, upper=upper != transpose, unitriangular=unitriangular)
     return TRIANGULAR(X, A.clone())

@@ -301,17 +301,18 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
 
 
 @tensor_method()
-def cholesky_solve(B, L, upper=False):
-    """torch.cholesky_solve: X with A X = B where A = L L^T (or U^T U when `upper`)."""
-    U = L if upper else L.mT
-    Y = solve_triangular(U.mT, B, upper=False)
+def cholesky_solve(input, input2, upper=False):
+    """torch.cholesky_solve: X with A X = input where A = L L^T for L = input2 (or U^T U
+    when `upper`)."""
+    U = input2 if upper else input2.mT
+    Y = solve_triangular(U.mT, input, upper=False)
     return solve_triangular(U, Y, upper=True)
 
 
 @tensor_method()
-def cholesky_inverse(L, upper=False):
+def cholesky_inverse(input, upper=False):
     """torch.cholesky_inverse: A^-1 from A's Cholesky factor."""
-    return cholesky_solve(_eye(L.shape[-1], L).expand(*L.shape), L, upper)
+    return cholesky_solve(_eye(input.shape[-1], input).expand(*input.shape), input, upper)
 
 
 # ---- pseudo-inverse, least squares, rank ----------------------------------------------------
