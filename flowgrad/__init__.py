@@ -31,16 +31,16 @@ from . import (
     utils,
     xpu,
 )
-from .autograd.grad_mode import (
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
+from .autograd.grad_mode import (
     enable_grad,
     inference_mode,
     is_grad_enabled,
     no_grad,
     set_grad_enabled,
 )
-from .compiler import compile  # torch.compile's name
 from .autograd.inference import is_inference_mode_enabled
+from .compiler import compile  # torch.compile's name
 from .device import device
 from .dtypes import *  # noqa: F401,F403
 from .dtypes import dtype, get_default_dtype, promote_types, set_default_dtype
