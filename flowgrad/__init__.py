@@ -14,6 +14,7 @@ from . import (
     backends,
     compiler,
     cuda,
+    distributed,
     distributions,
     fft,
     func,

@@ -1,8 +1,9 @@
 """flowgrad.nn: modules, parameters, initialisation and the functional API."""
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .module import Module
 from .modules import *  # noqa: F401,F403
 from .parameter import Parameter
+from .parallel import DataParallel  # torch.nn has it too
 
 
 def __getattr__(name):

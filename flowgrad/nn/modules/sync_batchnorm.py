@@ -37,12 +37,13 @@ class SyncBatchNorm(_BatchNorm):
             raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
 
     def _group(self):
-        from ... import distributed as dist
+        """The ProcessGroup to synchronise over, or None to behave as BatchNorm."""
+        from ...distributed import process_group as pgs
 
-        if not (self.training and dist.is_initialized()):
+        if not (self.training and pgs.is_initialized()):
             return None
-        group = self.process_group
-        return group if dist.get_world_size(group) > 1 else None
+        group = pgs.resolve(self.process_group, "SyncBatchNorm")
+        return group if group is not None and group.size() > 1 else None
 
     def forward(self, input):
         group = self._group()
