@@ -330,3 +330,34 @@ def test_a_binary_op_joins_one_fusion_chain_only():
         x, y = flow.tensor([0.5, -1.0, 2.0]), flow.tensor([1.5, 0.25, -0.5])
         for _ in range(3):  # the first call runs the trace; the later ones the plan
             np.testing.assert_array_equal(graph(x, y).numpy(), fn(x, y).numpy())
+
+
+# ---- constants made inside build -----------------------------------------------------------
+def test_constants_made_inside_build_fold_and_each_call_sees_them_as_made():
+    def step(x):
+        mask = flow.ones(3)
+        mask[1] = 0.0  # written inside build: each eager call makes and writes it anew
+        scale = flow.arange(3.0).exp()  # computed from factories only: folded
+        return x * mask * scale
+
+    graph = flow.nn.Graph.trace(step)
+    for k in range(3):
+        x = flow.tensor([1.0, 2.0, 3.0]) * (k + 1)
+        np.testing.assert_array_equal(graph(x).numpy(), step(x).numpy())
+    assert "exp" not in _names(graph._compiled[0])
+
+
+def test_a_captured_tensor_written_inside_build_keeps_each_write_as_eagerly():
+    counter, eager_counter = flow.zeros(2), flow.zeros(2)
+
+    def make(c):
+        def step(x):
+            c.add_(1.0)
+            return x + c
+        return step
+
+    graph = flow.nn.Graph.trace(make(counter))
+    eager = make(eager_counter)
+    for _ in range(3):
+        np.testing.assert_array_equal(graph(flow.ones(2)).numpy(), eager(flow.ones(2)).numpy())
+    np.testing.assert_array_equal(counter.numpy(), [3.0, 3.0])

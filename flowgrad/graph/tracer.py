@@ -20,6 +20,7 @@ import numpy as np
 
 from ..autograd import engine, grad_mode
 from ..autograd.interpreter import AutogradInterpreter
+from ..tensor import Tensor
 from .ir import CONST, INPUT, NODE, STATE, Node, Program
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -50,6 +51,7 @@ class Tracer:
         self.arrays = {}       # id -> every array seen: alive, so ids stay unique meanwhile
         self.stale = {}        # id(array) -> Value, for arrays an in-place write changed
         self.functions = []    # (position among the nodes, node) of custom Functions
+        self.made_here = []    # tensors a factory (zeros, arange, ...) made during build
         self.phase = "forward"
 
     # ---- values ------------------------------------------------------------------------------
@@ -71,7 +73,19 @@ class Tracer:
         value = self.value_of.get(key)
         if value is None:
             value = self.bind(tensor, CONST, tensor)
+            if any(t._data is tensor._data for t in self.made_here):
+                self._freeze(value, tensor)
         return value
+
+    def _freeze(self, value, tensor):
+        """A constant a factory (zeros, arange, ...) made inside build is the same on every
+        call: the plan reads a read-only copy of it as made (a later write to the tensor,
+        inside build or by the user, does not reach the plan, as eagerly each call makes
+        it anew), and constant folding may evaluate what is computed from it once."""
+        snapshot = tensor._data.copy()
+        snapshot.flags.writeable = False
+        value.source = Tensor._wrap(snapshot)
+        self.program.__dict__.setdefault("frozen", set()).add(value.id)
 
     def _remember(self, tensor, value):
         self.value_of[id(tensor._data)] = value
@@ -127,7 +141,10 @@ class Tracer:
         before = self.stale.pop(key, None) or self.value_of.get(key)
         if result._data is not target._data:
             self.value_of[key] = self.value(result)
-        if before is not None and before.kind == STATE:
+        if before is None:
+            return
+        if before.kind == STATE or (before.kind == CONST and before.source._data is target._data):
+            # a parameter, buffer or captured eager tensor keeps the write, as eagerly
             self.program.writebacks[before.source] = self.value_of[key]
 
     def finish(self):

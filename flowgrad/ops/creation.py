@@ -277,6 +277,9 @@ def _alloc(op_name, shape, dtype, make):
 def _finish(array, requires_grad):
     t = Tensor._wrap(array)
     if _interpreter.current is not _interpreter.AutogradInterpreter:
+        made_here = getattr(_interpreter.current, "made_here", None)
+        if made_here is not None:  # made while nn.Graph traces build: a constant it may fold
+            made_here.append(t)
         from ..autograd import inference
 
         if inference.state.enabled:  # a factory in inference mode makes an inference tensor
