@@ -382,3 +382,22 @@ def test_an_unused_random_draw_still_advances_the_generator():
         flow.rand(3)
         want.append((x + flow.rand(2)).tolist())
     assert got == want
+
+
+def test_debug_logs_the_trace_and_each_pass_by_level(capsys):
+    def step(x):
+        return (x * 2.0).tanh().sum()
+
+    for level, shows, hides in ((0, ["traced 3 nodes", "pass fuse_elementwise", "codegen"],
+                                 ["optimized program", "def plan"]),
+                                (1, ["optimized program"], ["traced program", "def plan"]),
+                                (2, ["traced program", "def plan"], [])):
+        graph = flow.nn.Graph.trace(step)
+        graph.debug(level)
+        graph(flow.ones(3))
+        out = capsys.readouterr().out
+        assert all(s in out for s in shows) and not any(s in out for s in hides), out
+    graph = flow.nn.Graph.trace(step)
+    graph.debug(-1)
+    graph(flow.ones(3))
+    assert capsys.readouterr().out == ""
