@@ -222,11 +222,13 @@ class _TraceFailure(Exception):
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
-            options=None, disable=False):
+            options=None, name=None, disable=False, recompile_limit=None,
+            isolate_recompiles=False, shapes_spec=None):
     """torch.compile on flowgrad's graph compiler: a module comes back as an
     `OptimizedModule`, a function as a compiled function (forward only, see the module
     docstring). `fullgraph=True` raises where the eager fallback would be taken; the other
-    options are accepted and ignored. Usable as a decorator, with or without arguments.
+    options (backend, mode, dynamic: plans are kept per input shape anyway) are accepted
+    and ignored. Usable as a decorator, with or without arguments.
 
     >>> import flowgrad as flow
     >>> @flow.compile
@@ -236,8 +238,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     tensor([0., 6.])
     """
     if model is None:
-        return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic,
-                                 backend=backend, mode=mode, options=options, disable=disable)
+        return functools.partial(compile, fullgraph=fullgraph, disable=disable)
     if disable:
         return model
     if isinstance(model, Module):
