@@ -213,6 +213,12 @@ def point_to_point():
         w = dist.irecv(got, src=0, tag=3)
         assert w.wait() and w.source_rank() == 0
         same(got, data(7))
+    scalar = flow.tensor(3.5 if R == 0 else 0.0, dtype=flow.float64)  # 0-d
+    if R == 0:
+        dist.send(scalar, dst=1)
+    else:
+        dist.recv(scalar, src=0)
+    same(scalar, 3.5)
 
 
 # ---- mismatches raise on every rank -------------------------------------------------------
@@ -480,6 +486,7 @@ def main(out_dir):
             results[fn.__name__] = traceback.format_exc()
     with open(os.path.join(out_dir, f"rank{R}.json"), "w") as f:
         json.dump(results, f)
+    print(f"{sum(e is None for e in results.values())}/{len(results)} checks passed", flush=True)
     dist.destroy_process_group()
 
 

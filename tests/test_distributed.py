@@ -40,72 +40,43 @@ def launch(args, timeout=120):
     return proc.returncode, out, err, time.monotonic() - start
 
 
-@pytest.fixture(scope="module")
-def worker(tmp_path_factory):
-    out_dir = tmp_path_factory.mktemp("dist")
+# every check of the worker, by what it covers (one job: under `pytest -n 2` a shared
+# fixture would start it once per xdist process)
+GROUPS = {
+    "group state, subgroups, init twice raises, gloo -> mpi": [
+        "group_state", "subgroups", "gloo_is_mpi_after_destroy"],
+    "collectives against NumPy": [
+        "all_reduce_ops", "in_place_semantics", "async_work_keeps_order", "rooted_collectives",
+        "gathers_and_scatters", "point_to_point"],
+    "mismatched collectives raise on every rank": ["mismatches_raise"],
+    "collectives backpropagate": [
+        "differentiable_collectives", "in_place_all_reduce_of_activation_backpropagates_a_sum"],
+    "DDP on 2 ranks equals 1 process on the whole batch (float64, 1e-6)": [
+        "ddp_mlp_equals_one_process", "ddp_cnn_with_sync_batchnorm_equals_one_process"],
+    "DDP buckets, no_sync, find_unused_parameters, broadcast_buffers": [
+        "ddp_buckets_state_dict_and_module", "ddp_no_sync_accumulates",
+        "ddp_find_unused_parameters", "ddp_broadcast_buffers"],
+    "docstring examples under 2 ranks": ["docstring_examples_under_two_ranks"],
+}
+
+
+@mpi
+def test_two_rank_job_passes_every_check(tmp_path):
     code, out, err, _ = launch(["--nproc-per-node", "2", "--timeout", "240",
-                                "tests/distributed_worker.py", str(out_dir)])
+                                "tests/distributed_worker.py", str(tmp_path)])
     assert code == 0, f"worker job failed ({code}):\n{out[-2000:]}\n{err[-4000:]}"
     results = {}
     for rank in (0, 1):
-        with open(out_dir / f"rank{rank}.json") as f:
+        with open(tmp_path / f"rank{rank}.json") as f:
             results[rank] = json.load(f)
-    return results, out
-
-
-def passed(worker, *names):
-    results, _ = worker
-    for name in names:
-        for rank in (0, 1):
-            assert name in results[rank], f"the worker has no check {name}"
-            assert results[rank][name] is None, f"rank {rank}, {name}:\n{results[rank][name]}"
-
-
-@mpi
-def test_every_worker_check_ran_on_both_ranks(worker):
-    results, out = worker
-    assert set(results[0]) == set(results[1]) and len(results[0]) >= 18
-    failed = {(r, n): e for r in (0, 1) for n, e in results[r].items() if e is not None}
-    assert not failed, "\n".join(f"rank {r} {n}:\n{e}" for (r, n), e in failed.items())
-    assert "[rank0]: " in out or "[rank1]: " in out or out == ""  # prefixed when it prints
-
-
-@mpi
-def test_group_state_subgroups_and_init_twice(worker):
-    passed(worker, "group_state", "subgroups")
-
-
-@mpi
-def test_collectives_against_numpy(worker):
-    passed(worker, "all_reduce_ops", "in_place_semantics", "async_work_keeps_order",
-           "rooted_collectives", "gathers_and_scatters", "point_to_point")
-
-
-@mpi
-def test_mismatched_collectives_raise_on_every_rank(worker):
-    passed(worker, "mismatches_raise")
-
-
-@mpi
-def test_collectives_backpropagate(worker):
-    passed(worker, "differentiable_collectives",
-           "in_place_all_reduce_of_activation_backpropagates_a_sum")
-
-
-@mpi
-def test_ddp_two_processes_equal_one_process(worker):
-    passed(worker, "ddp_mlp_equals_one_process", "ddp_cnn_with_sync_batchnorm_equals_one_process")
-
-
-@mpi
-def test_ddp_no_sync_unused_parameters_buffers(worker):
-    passed(worker, "ddp_buckets_state_dict_and_module", "ddp_no_sync_accumulates",
-           "ddp_find_unused_parameters", "ddp_broadcast_buffers")
-
-
-@mpi
-def test_docstring_examples_run_under_two_ranks(worker):
-    passed(worker, "docstring_examples_under_two_ranks", "gloo_is_mpi_after_destroy")
+        # the launcher prefixes each rank's lines
+        assert f"[rank{rank}]: {len(results[rank])}/{len(results[rank])} checks passed" in out
+    expected = {name for names in GROUPS.values() for name in names}
+    assert set(results[0]) == set(results[1]) == expected
+    failed = [f"{what} -- rank {rank}, {name}:\n{results[rank][name]}"
+              for what, names in GROUPS.items() for name in names for rank in (0, 1)
+              if results[rank][name] is not None]
+    assert not failed, "\n".join(failed)
 
 
 # ---- faults -------------------------------------------------------------------------------
@@ -189,11 +160,15 @@ def test_the_launcher_timeout_kills_the_job(tmp_path):
 # ---- the example --------------------------------------------------------------------------
 @mpi
 def test_ddp_digits_two_processes_print_the_one_process_accuracy(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
     args = ["examples/ddp_digits.py", "--epochs", "1", "--train-size", "128"]
+    with ThreadPoolExecutor(2) as pool:  # both jobs at once: their start-up overlaps
+        jobs = {n: pool.submit(launch, ["--nproc-per-node", str(n), *args, "--out",
+                                        str(tmp_path / str(n))], 240) for n in (2, 1)}
     runs = {}
-    for n in (2, 1):
-        code, out, err, _ = launch(["--nproc-per-node", str(n), *args, "--out",
-                                    str(tmp_path / str(n))], timeout=240)
+    for n, job in jobs.items():
+        code, out, err, _ = job.result()
         assert code == 0, err[-3000:]
         lines = [line.split("]: ", 1)[-1] for line in out.splitlines()]
         runs[n] = [line for line in lines if line.startswith(("epoch", "test accuracy"))]

@@ -139,7 +139,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
 
     def run():
         MPI = _mpi()
-        buf = target.buf if pg.rank() == root else target.buf.copy()
+        buf = target.buf  # only the root's is written
         data, mpi_op = wire.reducible(buf, op, "reduce")
         pg.check_same("reduce", *fingerprint("reduce", buf, root, op))
         if pg.rank() == root:
@@ -301,13 +301,18 @@ def _splits(sizes, rows, world, name):
 
 
 # ---- point to point: bytes, so a size mismatch is seen before the receive --------------
+def _bytes(a):
+    """The bytes of the contiguous array `a` (a view: a receive writes into a)."""
+    return a.reshape(-1).view(np.uint8)
+
+
 def send(tensor, dst=None, group=None, tag=0, group_dst=None):
     """Send `tensor` to rank `dst` (blocks until it can be reused)."""
     pg = resolve(group, "send")
     if pg is None:
         return None
     peer = _root(pg, dst, group_dst, "send", "dst")
-    data = _readable(tensor, "send").view(np.uint8)
+    data = _bytes(_readable(tensor, "send"))
     _watch("send", lambda: pg.comm.Send(data, dest=peer, tag=tag), pg)
 
 
@@ -328,7 +333,7 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
             f"recv: the message from rank {pg.ranks[status.source]} has {size} bytes, but the "
             f"tensor {tuple(target.buf.shape)} {target.buf.dtype} holds {target.buf.nbytes}; "
             f"send and receive tensors of the same size and dtype")
-    pg.comm.Recv(target.buf.view(np.uint8), source=status.source, tag=status.tag)
+    pg.comm.Recv(_bytes(target.buf), source=status.source, tag=status.tag)
     target.done()
     return pg.ranks[status.source]
 
@@ -339,7 +344,7 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     if pg is None:
         return None
     peer = _root(pg, dst, group_dst, "isend", "dst")
-    data = _readable(tensor, "isend").view(np.uint8)
+    data = _bytes(_readable(tensor, "isend"))
     return Work(request=pg.comm.Isend(data, dest=peer, tag=tag),
                 finish=lambda status, keep=data: None)  # data lives until the send is done
 
@@ -358,7 +363,7 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     def finish(status):
         target.done()
         return pg.ranks[status.source]
-    return Work(request=pg.comm.Irecv(target.buf.view(np.uint8), source=peer, tag=tag),
+    return Work(request=pg.comm.Irecv(_bytes(target.buf), source=peer, tag=tag),
                 finish=finish)
 
 

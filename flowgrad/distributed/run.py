@@ -71,8 +71,13 @@ def launch(args):
     run_dir = tempfile.mkdtemp(prefix="flowgrad-run-")
     env = dict(os.environ)
     env[_RUN_DIR] = run_dir
+    cores = os.cpu_count() or 1
     if args.nproc_per_node > 1 and "OMP_NUM_THREADS" not in env:  # as torchrun: no BLAS
-        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // args.nproc_per_node))
+        env["OMP_NUM_THREADS"] = str(max(1, cores // args.nproc_per_node))  # oversubscription
+    if 2 * args.nproc_per_node > cores:
+        # each rank's communication thread spins in MPI while waiting; with fewer cores than
+        # threads, let the spin yield to the compute that shares its core
+        env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
     cmd = [_mpirun(), "-n", str(args.nproc_per_node), "--oversubscribe", "--bind-to", "none"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-run-as-root")

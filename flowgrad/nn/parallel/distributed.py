@@ -30,6 +30,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ...autograd import grad_mode
+from ...autograd.interpreter import bump_version
 from ...autograd.node import AccumulateGrad
 from ...distributed import wire
 from ...distributed.process_group import ReduceOp, resolve
@@ -119,8 +120,8 @@ def _coalesced_broadcast(pg, tensors):
         if pg.rank() != 0:
             start = 0
             for t in group:
-                with grad_mode.no_grad():
-                    t._data[...] = flat[start:start + t._data.size].reshape(t._data.shape)
+                t._data[...] = flat[start:start + t._data.size].reshape(t._data.shape)
+                bump_version(t)  # an in-place write, as torch's broadcast
                 start += t._data.size
 
 
