@@ -154,6 +154,10 @@ def rooted_collectives():
     if R == 0:
         for r, o in enumerate(outs):
             same(o, data(r))
+    wrong = [flow.zeros(2, 3, dtype=flow.float64)] * (1 if R == 0 else 2)  # both ranks err
+    raises(ValueError, [["needs one tensor per rank of the group (2), got 1"],
+                        ["gather_list`` must NOT be specified on non-destination"]][R],
+           lambda: dist.gather(flow.tensor(data(R)), wrong, dst=0))
     got = flow.zeros(2, 3, dtype=flow.float64)
     parts = [flow.tensor(data(5 + r)) for r in range(W)] if R == 1 else None
     dist.scatter(got, parts, src=1)

@@ -83,12 +83,23 @@ def _root(pg, rank, group_rank, what, name):
     return pg.group_rank(0 if rank is None else rank, what)
 
 
-def _same_size(tensors, numel, dtype, what, name):
+def _per_rank(tensors, pg, like, what, name, given=True, role=""):
+    """Check `tensors`: one per rank, each with the elements and dtype of the array `like`;
+    or, where `given` is False (not the root), that none were passed, as torch's."""
+    if not given:
+        if tensors:
+            raise ValueError(f"{what}: Argument ``{name}`` must NOT be specified on "
+                             f"non-{role} ranks.")
+        return
+    if tensors is None or len(tensors) != pg.size():
+        raise ValueError(f"{what}: {name} needs one tensor per rank of the group "
+                         f"({pg.size()}), got {None if tensors is None else len(tensors)}")
     for i, t in enumerate(tensors):
         data = _array(t, what, f"{name}[{i}]")
-        if data.size != numel or data.dtype != dtype:
+        if data.size != like.size or data.dtype != like.dtype:
             raise ValueError(f"{what}: {name}[{i}] has {data.size} elements of {data.dtype}; "
-                             f"each must have {numel} elements of {dtype}, as the tensor")
+                             f"each must have {like.size} elements of {like.dtype}, as the "
+                             f"tensor")
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
@@ -157,10 +168,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     if pg is None:
         return None
     src = _readable(tensor, "all_gather")
-    if len(tensor_list) != pg.size():
-        raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors; it needs "
-                         f"one per rank of the group ({pg.size()})")
-    _same_size(tensor_list, src.size, src.dtype, "all_gather", "tensor_list")
+    _per_rank(tensor_list, pg, src, "all_gather", "tensor_list")
     out = np.empty((pg.size(),) + src.shape, src.dtype)
 
     def run():
@@ -218,14 +226,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     root = _root(pg, dst, group_dst, "gather", "dst")
     src = _readable(tensor, "gather")
     me = pg.rank() == root
-    if me:
-        if gather_list is None or len(gather_list) != pg.size():
-            raise ValueError(f"gather: the destination needs gather_list with one tensor per "
-                             f"rank ({pg.size()})")
-        _same_size(gather_list, src.size, src.dtype, "gather", "gather_list")
-    elif gather_list:
-        raise ValueError("gather: Argument ``gather_list`` must NOT be specified on "
-                         "non-destination ranks.")
+    _per_rank(gather_list, pg, src, "gather", "gather_list", me, "destination")
     out = np.empty((pg.size(),) + src.shape, src.dtype) if me else None
 
     def run():
@@ -246,15 +247,9 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
     root = _root(pg, src, group_src, "scatter", "src")
     target = _Target(tensor, "scatter")
     me = pg.rank() == root
+    _per_rank(scatter_list, pg, target.buf, "scatter", "scatter_list", me, "source")
     if me:
-        if scatter_list is None or len(scatter_list) != pg.size():
-            raise ValueError(f"scatter: the source needs scatter_list with one tensor per "
-                             f"rank ({pg.size()})")
-        _same_size(scatter_list, target.buf.size, target.buf.dtype, "scatter", "scatter_list")
         parts = np.stack([np.ascontiguousarray(t._data).reshape(-1) for t in scatter_list])
-    elif scatter_list:
-        raise ValueError("scatter: Argument ``scatter_list`` must NOT be specified on "
-                         "non-source ranks.")
 
     def run():
         pg.check_same("scatter", *fingerprint("scatter", target.buf, root))
