@@ -361,3 +361,20 @@ def test_a_captured_tensor_written_inside_build_keeps_each_write_as_eagerly():
     for _ in range(3):
         np.testing.assert_array_equal(graph(flow.ones(2)).numpy(), eager(flow.ones(2)).numpy())
     np.testing.assert_array_equal(counter.numpy(), [3.0, 3.0])
+
+
+def test_a_chain_reading_a_gemm_result_alone_computes_in_it_unless_switched_off():
+    model = flow.nn.Sequential(flow.nn.Linear(4, 8), flow.nn.ReLU(), flow.nn.Linear(8, 2))
+
+    def step(x):
+        return model(x) * 2.0 + 1.0
+
+    x = flow.tensor(np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32))
+    for switch, expected in ((None, [True, True]), (False, [False])):  # off: relu stays alone
+        graph = flow.nn.Graph.trace(step)
+        if switch is not None:
+            graph.config.allow_fuse_add_to_output(switch)
+        for _ in range(2):
+            np.testing.assert_array_equal(graph(x).numpy(), step(x).detach().numpy())
+        fused = [n.op for n in graph._compiled[0].nodes if n.op.name.startswith("fused[")]
+        assert [op.into_input for op in fused] == expected

@@ -62,9 +62,10 @@ class FusedOp:
     given variable names and the constants they read; `kernel` is the same code as a
     function, for a plan that calls it and for tests."""
 
-    def __init__(self, chain, exports):
+    def __init__(self, chain, exports, into_input=False):
         self.chain = chain        # [(node, index of the input the chain runs through)]
         self.exports = exports    # chain positions whose value is an output, the last included
+        self.into_input = into_input  # the first step writes into the chain's input array
         names = [n.op.name for n, _ in chain]
         if len(names) > 6:
             names = [f"{len(names)} ops: {names[0]}", names[1], "...", names[-1]]
@@ -103,7 +104,9 @@ class FusedOp:
         dtype = np.dtype(self.chain[-1][0].outputs[0].dtype)
         scope = {f"{prefix}zero": np.zeros((), dtype), f"{prefix}one": np.ones((), dtype)}
         names = dict(t=f"{prefix}t", zero=f"{prefix}zero", one=f"{prefix}one")
-        lines, x, fresh, arg, out = [], args[0], True, 1, 0
+        lines, x, fresh, arg, out = [], args[0], not self.into_input, 1, 0
+        if self.into_input:
+            lines.append(f"{outs[0]} = {args[0]}")
         for k, (node, pos) in enumerate(self.chain):
             names["b"] = outs[out]  # each stretch is computed in the array it hands out
             inputs = {}
@@ -121,6 +124,8 @@ class FusedOp:
             x, fresh = names["b"], False
             if k in self.exports:  # handed out: the next step must not write into it
                 out, fresh = out + 1, True
+        if any("{t}" in STEPS[n.op.name][1] for n, _ in self.chain):
+            lines.append(f"del {names['t']}")  # a temporary must not outlive the chain
         if self.masked:  # a nan reached the end: redo the chain with the ops' own kernels
             scope[f"{prefix}exact"] = self.exact
             lines.append(f"if xp.isnan({outs[-1]}).any():")
@@ -177,9 +182,26 @@ def _readers(program):
     return readers
 
 
+# ops whose kernel returns an array of its own (a GEMM's or a convolution's result): a chain
+# that alone reads it may write into it (OneFlow's "add to output")
+FRESH_OUTPUT = frozenset({"linear", "matmul", "conv", "conv_transpose"})
+
+
+def _writable_input(node, pos, readers, program):
+    value = node.inputs[pos]
+    producer = value.source if value.kind == "node" else None
+    switches = getattr(program, "switches", {})
+    return (producer is not None and getattr(producer.op, "name", None) in FRESH_OUTPUT
+            and producer.n_results == 1 and len(producer.outputs) == 1
+            and len(readers.get(value.id, ())) == 1
+            and switches.get("allow_fuse_add_to_output", True))
+
+
 def fuse_elementwise(program):
     """Replace each chain of two or more fusable elementwise nodes by one fused node (at the
-    place of the chain's last node, where every input is ready)."""
+    place of the chain's last node, where every input is ready). A chain that starts from a
+    GEMM's or convolution's result nothing else reads computes in that array (one node is
+    enough then), unless `config.allow_fuse_add_to_output(False)`."""
     readers = _readers(program)
     order = {id(node): i for i, node in enumerate(program.nodes)}
     taken, new_at = set(), {}
@@ -206,14 +228,16 @@ def fuse_elementwise(program):
                 exports.append(len(chain) - 1)
                 first_outside = first
             chain.append((nxt, _fusable(nxt, out)))
-        if len(chain) < 2:
+        into_input = _writable_input(node, pos, readers, program) and not any(
+            STEPS[n.op.name][2] for n, _ in chain)  # a masked chain's rerun needs its input
+        if len(chain) < 2 and not into_input:
             continue
         outputs = [chain[k][0].outputs[0] for k in exports]
         inputs = [node.inputs[pos]]
         for n, p in chain:
             inputs += [v for i, v in enumerate(n.inputs) if i != p]
         last = chain[-1][0]
-        fused = Node(FusedOp(chain, exports), inputs, {}, outputs, last.phase)
+        fused = Node(FusedOp(chain, exports, into_input), inputs, {}, outputs, last.phase)
         fused.where = getattr(last, "where", None)  # a failing plan names the user's line
         for v in outputs:
             v.source = fused

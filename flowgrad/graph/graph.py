@@ -209,6 +209,8 @@ class Graph:
                      f"({phases.count('forward')} forward, {phases.count('backward')} backward) "
                      f"in {(time.perf_counter() - started) * 1e3:.1f} ms")
         self._log(2, f"  traced program:\n{program!r}")
+        program.switches = {name: bool(args[0]) if args else True
+                            for name, (args, _) in self.config.switches.items()}
         passes.optimize(program, log=(lambda m: self._log(0, "  " + m)))
         self._log(1, f"  optimized program:\n{program!r}")
         started = time.perf_counter()
