@@ -1,7 +1,8 @@
 """Word-level language-model training steps, flowgrad against torch: 2-layer LSTM, GRU and
 tanh-RNN (embedding, recurrent layers, decoder, cross-entropy, clip_grad_norm_, SGD), as
-in PyTorch's word_language_model example (PTB size: vocab 10000, 200 units, bptt 35,
-batch 20). Ratios printed.
+in PyTorch's word_language_model example: PTB size (vocab 10000, 200 units, bptt 35,
+batch 20), where the decoder GEMM is a large share, and a small-vocabulary one (vocab 1000,
+256 units, batch 32) where the recurrent layers dominate. Ratios printed.
 
 Run: .venv/bin/python benchmarks/bench_rnn.py [--rounds 3] [--threads N] [--clock cpu]
 
@@ -23,7 +24,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 from common import header, load, report, run_workers, timeit  # noqa: E402
 
-LM = dict(vocab=10000, units=200, layers=2, bptt=35, batch=20)
+CONFIGS = {"ptb": dict(vocab=10000, units=200, layers=2, bptt=35, batch=20),
+           "small-vocab": dict(vocab=1000, units=256, layers=2, bptt=35, batch=32)}
 MODES = ("LSTM", "GRU", "RNN")
 
 
@@ -63,16 +65,18 @@ def main():
     if args.worker:
         m = load(args.worker)
         clock = time.perf_counter if args.clock == "wall" else time.process_time
-        print(json.dumps({mode: lm_step(m, clock, mode, **LM) for mode in modes}))
+        print(json.dumps({f"{mode} {name}": lm_step(m, clock, mode, **c)
+                          for name, c in CONFIGS.items() for mode in modes}))
         return
     header(args.threads, args.rounds, f", {args.clock} clock")
     r = run_workers(__file__, ["--clock", args.clock, "--modes", args.modes], args.rounds,
                     args.threads)
     f, t = r["flowgrad"], r["torch"]
-    c = LM
-    for mode in modes:
-        report(f"{c['layers']}-layer {mode} LM step (v{c['vocab']} h{c['units']} "
-               f"L{c['bptt']} b{c['batch']})", f[mode], t[mode])
+    for name, c in CONFIGS.items():
+        for mode in modes:
+            key = f"{mode} {name}"
+            report(f"{c['layers']}-layer {mode} LM step (v{c['vocab']} h{c['units']} "
+                   f"L{c['bptt']} b{c['batch']})", f[key], t[key])
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from ..autograd import grad_mode
 from .activation import _relu_grad, relu
+from .creation import tensor
 from .elementwise import sigmoid, tanh
 from .linalg import _linear_wgrad
 from .registry import op
@@ -64,6 +65,28 @@ class _ArrayFns:
     def cat_last(self, xs):
         return self.xp.concatenate(xs, -1)
 
+    def gate_consts(self, hs, like):
+        return tuple(self.xp.asarray(v, like.dtype) for v in _gate_consts(hs))
+
+    def t(self, w):
+        return self.xp.ascontiguousarray(w.T)  # a contiguous right operand: faster GEMMs
+
+    @staticmethod
+    def addmm(x, h, wt):
+        z = h @ wt
+        z += x
+        return z
+
+    def lstm_gates(self, z, consts):
+        """All four gates in one pass, in place on the fresh pre-activations z: sigmoid(x)
+        is 0.5 tanh(x / 2) + 0.5, so one tanh over the row, scaled per gate."""
+        s, a, b = consts
+        z *= s
+        self.xp.tanh(z, out=z)
+        z *= a
+        z += b
+        return z
+
 
 class _TensorFns:
     """The same functions as flowgrad ops (the double-backward side)."""
@@ -81,8 +104,31 @@ class _TensorFns:
     def cat_last(xs):
         return cat(xs, -1)
 
+    @staticmethod
+    def gate_consts(hs, like):
+        return tuple(tensor(v, dtype=like.dtype) for v in _gate_consts(hs))
+
+    @staticmethod
+    def t(w):
+        return w.T
+
+    @staticmethod
+    def addmm(x, h, wt):
+        return x + h @ wt
+
+    @staticmethod
+    def lstm_gates(z, consts):
+        s, a, b = consts
+        return tanh(z * s) * a + b
+
 
 _TENSORS = _TensorFns()
+
+
+def _gate_consts(hs):
+    """Per-column scale, multiplier and offset taking tanh to the LSTM gates i, f, g, o."""
+    half, one, zero = [0.5] * hs, [1.0] * hs, [0.0] * hs
+    return half * 2 + one + half, half * 2 + one + half, half * 2 + zero + half
 
 
 def _steps(batch_sizes, reverse):
@@ -106,11 +152,11 @@ def _in_order(parts, reverse):
 # ---- forward loops: (outputs..., saved for the backward...) ---------------------------------
 def _rnn_forward(m, gx, h0, w_hh, batch_sizes, reverse, nonlinearity):
     act = m.relu if nonlinearity == "relu" else m.tanh
-    wt, h = w_hh.T, h0
+    wt, h = m.t(w_hh), h0
     ys, hprev = [], []
     for off, bs in _steps(batch_sizes, reverse):
         hp = h[:bs]
-        y = act(gx[off:off + bs] + hp @ wt)
+        y = act(m.addmm(gx[off:off + bs], hp, wt))
         ys.append(y)
         hprev.append(hp)
         h = _keep(m, y, h, bs)
@@ -119,19 +165,17 @@ def _rnn_forward(m, gx, h0, w_hh, batch_sizes, reverse, nonlinearity):
 
 def _lstm_forward(m, gx, h0, c0, w_hh, batch_sizes, reverse):
     hs = h0.shape[-1]
-    wt, h, c = w_hh.T, h0, c0
+    wt, h, c = m.t(w_hh), h0, c0
     ys, acts, tcs, hprev, cprev = [], [], [], [], []
+    consts = m.gate_consts(hs, gx)
     for off, bs in _steps(batch_sizes, reverse):
         hp, cp = h[:bs], c[:bs]
-        z = gx[off:off + bs] + hp @ wt
-        sif = m.sigmoid(z[:, :2 * hs])
-        g = m.tanh(z[:, 2 * hs:3 * hs])
-        o = m.sigmoid(z[:, 3 * hs:])
-        cn = sif[:, hs:] * cp + sif[:, :hs] * g
+        a = m.lstm_gates(m.addmm(gx[off:off + bs], hp, wt), consts)
+        cn = a[:, hs:2 * hs] * cp + a[:, :hs] * a[:, 2 * hs:3 * hs]
         tc = m.tanh(cn)
-        y = o * tc
+        y = a[:, 3 * hs:] * tc
         ys.append(y)
-        acts.append(m.cat_last([sif, g, o]))
+        acts.append(a)
         tcs.append(tc)
         hprev.append(hp)
         cprev.append(cp)
@@ -143,7 +187,7 @@ def _lstm_forward(m, gx, h0, c0, w_hh, batch_sizes, reverse):
 
 def _gru_forward(m, gx, h0, w_hh, b_hh, batch_sizes, reverse):
     hs = h0.shape[-1]
-    wt, h = w_hh.T, h0
+    wt, h = m.t(w_hh), h0
     ys, acts, ghn, hprev = [], [], [], []
     for off, bs in _steps(batch_sizes, reverse):
         hp, x = h[:bs], gx[off:off + bs]
@@ -175,33 +219,36 @@ def _rnn_backward(m, ys, w_hh, dys, dh, batch_sizes, reverse, nonlinearity):
 
 def _lstm_backward(m, acts, tcs, cprev, w_hh, dys, dh, dc, batch_sizes, reverse):
     hs = tcs.shape[-1]
+    i, f, g, o = acts[:, :hs], acts[:, hs:2 * hs], acts[:, 2 * hs:3 * hs], acts[:, 3 * hs:]
+    # what does not depend on the recurrence is computed for all steps at once
+    k3 = m.cat_last([g * i * (1 - i), cprev * f * (1 - f), i * (1 - g * g)])
+    ko, ao = tcs * o * (1 - o), o * (1 - tcs * tcs)
     dgs = []
     for off, bs in _steps(batch_sizes, reverse)[::-1]:
-        a, tc = acts[off:off + bs], tcs[off:off + bs]
-        i, f, g, o = a[:, :hs], a[:, hs:2 * hs], a[:, 2 * hs:3 * hs], a[:, 3 * hs:]
-        dha = dh[:bs] + dys[off:off + bs]
-        dca = dc[:bs] + dha * o * (1 - tc * tc)
-        dg = m.cat_last([dca * g * i * (1 - i), dca * cprev[off:off + bs] * f * (1 - f),
-                         dca * i * (1 - g * g), dha * tc * o * (1 - o)])
+        rows = slice(off, off + bs)
+        dha = dh[:bs] + dys[rows]
+        dca = dc[:bs] + dha * ao[rows]
+        dg = m.cat_last([(k3[rows].reshape(bs, 3, hs) * dca.reshape(bs, 1, hs))
+                         .reshape(bs, 3 * hs), dha * ko[rows]])
         dgs.append(dg)
-        dh, dc = _keep(m, dg @ w_hh, dh, bs), _keep(m, dca * f, dc, bs)
+        dh, dc = _keep(m, dg @ w_hh, dh, bs), _keep(m, dca * f[rows], dc, bs)
     return m.cat(_in_order(dgs, not reverse)), dh, dc
 
 
 def _gru_backward(m, acts, ghn, hprev, w_hh, dys, dh, batch_sizes, reverse):
     hs = ghn.shape[-1]
+    r, z, n = acts[:, :hs], acts[:, hs:2 * hs], acts[:, 2 * hs:]
+    pn, pr, pz = (1 - z) * (1 - n * n), ghn * r * (1 - r), (hprev - n) * z * (1 - z)
     dgx, dgh = [], []
     for off, bs in _steps(batch_sizes, reverse)[::-1]:
-        a = acts[off:off + bs]
-        r, z, n = a[:, :hs], a[:, hs:2 * hs], a[:, 2 * hs:]
-        dha = dh[:bs] + dys[off:off + bs]
-        dn = dha * (1 - z) * (1 - n * n)
-        dr = dn * ghn[off:off + bs] * r * (1 - r)
-        dz = dha * (hprev[off:off + bs] - n) * z * (1 - z)
+        rows = slice(off, off + bs)
+        dha = dh[:bs] + dys[rows]
+        dn = dha * pn[rows]
+        dr, dz = dn * pr[rows], dha * pz[rows]
         dgx.append(m.cat_last([dr, dz, dn]))
-        gh = m.cat_last([dr, dz, dn * r])
+        gh = m.cat_last([dr, dz, dn * r[rows]])
         dgh.append(gh)
-        dh = _keep(m, dha * z + gh @ w_hh, dh, bs)
+        dh = _keep(m, dha * z[rows] + gh @ w_hh, dh, bs)
     return m.cat(_in_order(dgx, not reverse)), m.cat(_in_order(dgh, not reverse)), dh
 
 
