@@ -24,8 +24,8 @@ def _noise(fn, shape, like):
     return fn(*shape, dtype=like.dtype) if shape else fn(1, dtype=like.dtype).reshape(())
 
 
-class Normal(Distribution):
-    """Gaussian with mean `loc` and standard deviation `scale`. See the module example."""
+class _LocScale(Distribution):
+    """What Normal and Laplace share: a real location and a positive scale."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -37,6 +37,11 @@ class Normal(Distribution):
 
     mean = property(lambda self: self.loc)
     mode = property(lambda self: self.loc)
+
+
+class Normal(_LocScale):
+    """Gaussian with mean `loc` and standard deviation `scale`. See the module example."""
+
     stddev = property(lambda self: self.scale)
     variance = property(lambda self: self.scale ** 2)
 
@@ -136,19 +141,9 @@ class Exponential(Distribution):
         return 1.0 - self.rate.log()
 
 
-class Laplace(Distribution):
+class Laplace(_LocScale):
     """Laplace with location `loc` and scale `scale`."""
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
-
-    mean = property(lambda self: self.loc)
-    mode = property(lambda self: self.loc)
     stddev = property(lambda self: 2 ** 0.5 * self.scale)
     variance = property(lambda self: 2 * self.scale ** 2)
 

@@ -28,7 +28,19 @@ def _one_of(probs, logits):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
-class Bernoulli(Distribution):
+class _BinaryParams(Distribution):
+    """`probs` and `logits` of a success probability, each computed from the other."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+
+class Bernoulli(_BinaryParams):
     """1 with probability `probs` (or sigmoid(`logits`)), else 0."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -45,13 +57,6 @@ class Bernoulli(Distribution):
             shape = self.logits.shape
         super().__init__(shape, validate_args=validate_args)
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     param_shape = property(lambda self: self._batch_shape)
     mean = property(lambda self: self.probs)
@@ -230,7 +235,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(_BinaryParams):
     """Successes in `total_count` trials of probability `probs` (or sigmoid(`logits`))."""
 
     arg_constraints = {"total_count": constraints.nonnegative_integer,
@@ -248,13 +253,6 @@ class Binomial(Distribution):
         param = self.__dict__.get("probs", self.__dict__.get("logits"))
         super().__init__(param.shape, validate_args=validate_args)
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def support(self):
