@@ -3,7 +3,8 @@ and DDP's overlap of gradient all-reduces with backward.
 
 1. `dist.all_reduce` of float32 tensors, 1 KiB .. 64 MiB, beside `comm.Allreduce` of the
    same NumPy array (in place, SUM): algorithm bandwidth (bytes / time) and the ratio.
-   flowgrad's call adds the agreement check (one 48-byte all-reduce) and Python overhead.
+   flowgrad's call adds the agreement check (one 80-byte all-reduce) and Python overhead;
+   "unchecked" is the same call with dist.set_debug_level(DebugLevel.OFF).
 2. One training step (forward, backward, SGD) of an MLP at batch B per rank: plain (no
    communication; both ranks run it at once, so the cores are shared alike) against DDP
    (the same B per rank, gradients averaged), and against all-reducing the gradients after
@@ -22,29 +23,34 @@ import time
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 
-def best_of(fn, seconds=0.3, rounds=5):
-    """Median over `rounds` of the mean time per call over about `seconds`; the ranks agree
-    on the number of calls (rank 0's estimate), so their collectives pair up."""
+def best_of(fns, seconds=0.3, rounds=7):
+    """Seconds per call of each of `fns`: the median over `rounds` of the mean over about
+    seconds / rounds of calls, the fns taking turns within each round (so a burst of load
+    from elsewhere hits them alike); the slowest rank's figure. The ranks agree on the
+    number of calls (rank 0's estimate), so their collectives pair up."""
     import numpy as np
 
     import flowgrad.distributed as dist
 
-    fn()
-    t0 = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - t0, 1e-7)
-    n = [max(3, int(seconds / rounds / once))]
-    dist.broadcast_object_list(n, src=0)
-    samples = []
-    for _ in range(rounds):
-        dist.barrier()
+    counts = []
+    for fn in fns:
+        fn()
         t0 = time.perf_counter()
-        for _ in range(n[0]):
-            fn()
-        samples.append((time.perf_counter() - t0) / n[0])
-    worst = np.array([statistics.median(samples)])
+        fn()
+        once = max(time.perf_counter() - t0, 1e-7)
+        counts.append(max(3, int(seconds / rounds / once)))
+    dist.broadcast_object_list(counts, src=0)
+    samples = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, n, out in zip(fns, counts, samples):
+            dist.barrier()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            out.append((time.perf_counter() - t0) / n)
+    worst = np.array([statistics.median(s) for s in samples])
     dist.all_reduce(flow_tensor(worst), op=dist.ReduceOp.MAX)
-    return float(worst[0])
+    return worst.tolist()
 
 
 def flow_tensor(array):
@@ -62,20 +68,27 @@ def bandwidth(rank):
 
     comm = MPI.COMM_WORLD
     if rank == 0:
-        print(f"{'size':>8} {'mpi4py GB/s':>12} {'flowgrad GB/s':>14} {'ratio':>6}")
+        print(f"{'size':>8} {'mpi4py GB/s':>12} {'flowgrad GB/s':>14} {'ratio':>6}"
+              f" {'unchecked GB/s':>15} {'ratio':>6}")
     ratios = []
     for kib in (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536):
         n = kib * 256
         array = np.ones(n, np.float32)
         tensor = flow.ones(n)
-        seconds = 0.4 if kib < 4096 else 1.5
-        direct = best_of(lambda: comm.Allreduce(MPI.IN_PLACE, array, op=MPI.SUM), seconds)
-        ours = best_of(lambda: dist.all_reduce(tensor), seconds)
+        seconds = 0.6 if kib < 4096 else 2.0
+        def unchecked():
+            dist.set_debug_level(dist.DebugLevel.OFF)
+            dist.all_reduce(tensor)
+            dist.set_debug_level(dist.DebugLevel.DETAIL)
+
+        direct, ours, bare = best_of([lambda: comm.Allreduce(MPI.IN_PLACE, array, op=MPI.SUM),
+                                      lambda: dist.all_reduce(tensor), unchecked], seconds)
         ratios.append(direct / ours)
         if rank == 0:
             size = f"{kib} KiB" if kib < 1024 else f"{kib // 1024} MiB"
             print(f"{size:>8} {n * 4 / direct / 1e9:>12.3f} {n * 4 / ours / 1e9:>14.3f} "
-                  f"{direct / ours:>6.2f}", flush=True)
+                  f"{direct / ours:>6.2f} {n * 4 / bare / 1e9:>15.3f} {direct / bare:>6.2f}",
+                  flush=True)
     return ratios
 
 
@@ -123,9 +136,9 @@ def overlap(rank, batch=64, width=1024, depth=4):
             g.copy_(flat[start:start + g.numel()].reshape(g.shape))
             start += g.numel()
 
-    t_plain = best_of(stepper(plain), 2.0)
-    t_ddp = best_of(stepper(ddp_model), 2.0)
-    t_late = best_of(stepper(late_model, all_reduce_after_backward), 2.0)
+    t_plain, t_ddp, t_late = best_of(
+        [stepper(plain), stepper(ddp_model), stepper(late_model, all_reduce_after_backward)],
+        6.0, rounds=9)
     params = sum(p.numel() for p in plain.parameters())
     if rank == 0:
         print(f"\nMLP 784-{width}x{depth - 1}-10 ({params / 1e6:.2f} M parameters, "
@@ -142,9 +155,9 @@ def main():
                os.path.abspath(__file__), *sys.argv[1:]]
         sys.exit(subprocess.call(cmd, cwd=ROOT))
     sys.path.insert(0, ROOT)
-    import flowgrad.distributed as dist
-
     import argparse
+
+    import flowgrad.distributed as dist
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=["all", "bandwidth", "overlap"], default="all")

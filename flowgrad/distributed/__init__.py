@@ -19,6 +19,7 @@ from .process_group import (
     _STATE,
     DEFAULT_TIMEOUT,
     NON_GROUP_MEMBER,
+    DebugLevel,
     ProcessGroup,
     RedOpType,
     ReduceOp,
@@ -26,12 +27,14 @@ from .process_group import (
     barrier,
     destroy_process_group,
     get_backend,
+    get_debug_level,
     get_rank,
     get_world_size,
     init_process_group,
     is_available,
     is_initialized,
     new_group,
+    set_debug_level,
 )
 
 

@@ -48,6 +48,32 @@ class RedOpType(enum.IntEnum):
 ReduceOp = RedOpType
 
 
+class DebugLevel(enum.IntEnum):
+    """torch's debug levels. flowgrad checks that the ranks agree on every collective (one
+    small extra all-reduce) at every level but OFF, and starts at DETAIL: a mismatch then
+    raises instead of hanging or corrupting. OFF skips the check (for latency-bound code)."""
+
+    OFF = 0
+    INFO = 1
+    DETAIL = 2
+
+
+def set_debug_level(level):
+    """Set the debug level; call it alike on every rank (the check is itself a collective).
+
+    >>> import flowgrad.distributed as dist
+    >>> dist.set_debug_level(dist.DebugLevel.OFF); dist.get_debug_level()
+    <DebugLevel.OFF: 0>
+    >>> dist.set_debug_level(dist.DebugLevel.DETAIL)
+    """
+    _STATE.debug_level = DebugLevel(level)
+
+
+def get_debug_level():
+    """The debug level (DETAIL unless set_debug_level changed it)."""
+    return _STATE.debug_level
+
+
 def is_available() -> bool:
     """Whether `mpi4py` is installed (checked without importing it: that starts MPI).
 
@@ -58,13 +84,20 @@ def is_available() -> bool:
     return importlib.util.find_spec("mpi4py") is not None
 
 
+_MPI = None
+
+
 def _mpi():
-    import mpi4py
+    """mpi4py's MPI module, imported (and MPI started) on first use."""
+    global _MPI
+    if _MPI is None:
+        import mpi4py
 
-    mpi4py.rc.thread_level = "multiple"  # the worker thread and the caller both call MPI
-    from mpi4py import MPI
+        mpi4py.rc.thread_level = "multiple"  # the worker thread and the caller both call MPI
+        from mpi4py import MPI
 
-    return MPI
+        _MPI = MPI
+    return _MPI
 
 
 class Work:
@@ -258,11 +291,14 @@ class ProcessGroup:
     def check_same(self, what, *fields):
         """Raise on every rank if the ranks disagree on `fields` (ints: the collective, its
         root, element count, dtype...). One small all-reduce of MAX over (f, -f)."""
+        if _STATE.debug_level == DebugLevel.OFF:
+            return
         MPI = _mpi()
-        fp = np.array(fields, np.int64)
-        both = np.concatenate([fp, -fp])
+        both = np.array(fields + tuple(-f for f in fields), np.int64)
         self.comm.Allreduce(MPI.IN_PLACE, both, op=MPI.MAX)
-        if np.array_equal(both[:len(fp)], -both[len(fp):]):
+        high = both.tolist()
+        n = len(fields)
+        if high[:n] == [-v for v in high[n:]]:  # max == min for every field
             return
         seen = self.comm.allgather(fields)
         lines = ", ".join(f"rank {self.ranks[r]}: {describe(f)}" for r, f in enumerate(seen))
@@ -277,15 +313,19 @@ _KINDS = ["all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_te
           "all_gather_object", "broadcast_object_list"]
 
 
+_KIND_CODE = {kind: i for i, kind in enumerate(_KINDS)}
+_DTYPE_CODE: dict = {}
+
+
 def fingerprint(kind, arr=None, root=-1, op=-1):
     """The ints `check_same` compares: collective, root, reduction, element count, dtype."""
     if arr is None:
-        return (_KINDS.index(kind), root, op, -1, -1)
-    return (_KINDS.index(kind), root, op, arr.size, _dtype_code(arr.dtype))
-
-
-def _dtype_code(dtype):
-    return (dtype.kind.encode()[0] << 16) | (dtype.itemsize << 8) | (dtype.name == "bfloat16")
+        return (_KIND_CODE[kind], root, op, -1, -1)
+    code = _DTYPE_CODE.get(arr.dtype)
+    if code is None:
+        dt = arr.dtype
+        code = _DTYPE_CODE[dt] = (ord(dt.kind) << 16) | (dt.itemsize << 8)
+    return (_KIND_CODE[kind], root, op, arr.size, code)
 
 
 def describe(fields):
@@ -306,6 +346,7 @@ def describe(fields):
 # ---- the default group ------------------------------------------------------------------
 class _State:
     default: ProcessGroup | None = None
+    debug_level = DebugLevel.DETAIL
     groups: list = []
     backend = None
     excepthook = None

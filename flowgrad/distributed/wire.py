@@ -27,6 +27,8 @@ _BOOL_OP = {ReduceOp.SUM: "MAX", ReduceOp.MAX: "MAX", ReduceOp.BOR: "MAX", Reduc
 
 def reduce_op(op, what):
     """`op` as a ReduceOp, or a clear error."""
+    if type(op) is ReduceOp:
+        return op
     try:
         return ReduceOp(op)
     except ValueError:
