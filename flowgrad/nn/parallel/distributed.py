@@ -264,34 +264,50 @@ class DistributedDataParallel(Module):
                     part[...] = 0
                 else:
                     part[...] = grad._data.reshape(-1)
-            bucket.work = pg.run("all_reduce", lambda f=flat: wire.all_reduce(
-                pg, f, ReduceOp.SUM), True)
+            bucket.work = pg.run("all_reduce", self._reducer(bucket), True)
         if self._next == len(self._buckets):
             self._finish()
 
+    def _reducer(self, bucket):
+        """The worker thread's job for a bucket: all-reduce it, then (unless unused
+        parameters must be settled first, in `_finish`) write the averages into the
+        gradients right there, overlapping the copy with the rest of backward. Backward
+        no longer touches these gradients: each parameter's is accumulated once per pass."""
+        pg = self.process_group
+
+        def run():
+            wire.all_reduce(pg, bucket.flat, ReduceOp.SUM)
+            if self._used is None:
+                self._write_back(bucket, None)
+        return run
+
+    def _write_back(self, bucket, used):
+        size = self.process_group.size()
+        for k, i in enumerate(bucket.indices):
+            if used is not None and not used[i]:
+                continue  # no rank used it: its gradient stays as it was (None), as torch's
+            p = self._params[i]
+            part = bucket.flat[bucket.offsets[k]:bucket.offsets[k + 1]]
+            grad = p.grad
+            if grad is None:
+                p.grad = Tensor._wrap(part.reshape(p._data.shape) / size)
+            else:
+                np.divide(part.reshape(grad._data.shape), size, out=grad._data)
+
     def _finish(self):
-        """Wait for the buckets, then write the averages into the gradients."""
+        """Wait for the buckets (and, with find_unused_parameters, agree on which
+        parameters some rank used, then write the gradients)."""
         self._expect = False
         pg = self.process_group
         used = None
-        if self._used is not None:  # a parameter no rank used keeps its gradient (None)
+        if self._used is not None:
             used = self._used.copy()
             pg.run("all_reduce", lambda: wire.all_reduce(pg, used, ReduceOp.MAX), False)
-        size = pg.size()
         for bucket in self._buckets:
             bucket.work.wait()
             bucket.work = None
-            np.divide(bucket.flat, size, out=bucket.flat)
-            for k, i in enumerate(bucket.indices):
-                if used is not None and not used[i]:
-                    continue
-                p = self._params[i]
-                part = bucket.flat[bucket.offsets[k]:bucket.offsets[k + 1]]
-                grad = p.grad
-                if grad is None:
-                    p.grad = Tensor._wrap(part.reshape(p._data.shape).copy())
-                else:
-                    grad._data[...] = part.reshape(grad._data.shape)
+            if used is not None:
+                self._write_back(bucket, used)
 
     # ---- torch's API around it -----------------------------------------------------------
     @contextmanager
