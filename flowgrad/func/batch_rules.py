@@ -294,7 +294,7 @@ def _cross_entropy_grad(level, op, phys, flags, attrs):
 REDUCE_AXES = ("sum", "mean", "amax", "amin", "prod", "logsumexp", "var", "std", "vector_norm",
                "all", "any", "count_nonzero")
 DIM_OPS = ("softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "max_dim",
-           "min_dim", "median_dim", "mode", "split", "dist_norm")
+           "min_dim", "median_dim", "mode", "split", "dist_norm", "argsort")
 ELEMENTWISE = ("add", "sub", "mul", "div", "pow", "where", "clone", "cast", "eq", "ne", "lt",
                "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_and", "logical_or",
                "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",

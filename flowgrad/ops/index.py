@@ -274,7 +274,9 @@ def setitem(x, index, value):
             pass  # reported below, with the shapes
     if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad) or \
             _interpreter.current is not _interpreter.AutogradInterpreter:  # or a tracer: as an op
-        if self_overlapping(data):  # an expand whose elements share memory
+        # an expand whose elements share memory (always a view: a tensor that is none owns
+        # its elements, a vmap placeholder's zero strides included)
+        if x._view is not None and self_overlapping(data):
             if advanced:
                 _write_base_elements(x, spec, arrays, value)
             else:  # write the region it selects (torch's x[i] = v is x[i].copy_(v))

@@ -94,7 +94,11 @@ def _tril_const(n, like, diag_value=1.0):
 
 
 def _is_zero(g):
-    return g._grad_fn is None and not g._data.any()
+    """A constant all-zero grad (an output nobody used), so a rule may skip its terms. A grad
+    that requires grad is a variable (a derived JVP differentiates the rule at zero), and a
+    transform's tensor (vmap) holds no values of its own: neither is skipped."""
+    return (type(g) is Tensor and not g.requires_grad and g._grad_fn is None
+            and not g._data.any())
 
 
 # ---- det / slogdet / inv / solve -------------------------------------------------------------
@@ -258,7 +262,8 @@ def cholesky(A, *, upper=False):
 
 @op("linalg_qr", n_out=2, save="outputs")
 def _qr(xp, A, *, mode):
-    return xp.linalg.qr(A, mode="complete" if mode == "complete" else "reduced")
+    Q, R = xp.linalg.qr(A, mode="complete" if mode == "complete" else "reduced")
+    return Q, R  # a plain tuple: NumPy's QRResult is a namedtuple
 
 
 @_qr.grad

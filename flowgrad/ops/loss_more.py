@@ -235,7 +235,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         loss = t.exp() * (t - x)
     else:
-        pos = Tensor._wrap(t._data > 0)
+        pos = t > 0
         # xlogy: 0 * log 0 = 0, and no NaN gradient from the branch not taken
         loss = where(pos, t * where(pos, t, 1.0).log(), 0.0) - t * x
     if reduction == "batchmean":
@@ -256,7 +256,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     t = target.to(x.dtype) if target._data.dtype != x._data.dtype else target
     loss = x.exp() - t * x if log_input else x - t * (x + eps).log()
     if full:
-        big = Tensor._wrap(t._data > 1)
+        big = t > 1
         ts = where(big, t, 1.0)
         stirling = ts * ts.log() - ts + (ts * (2 * math.pi)).log() * 0.5
         loss = loss + where(big, stirling, 0.0)
@@ -291,7 +291,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 
 # ---- margin losses ----------------------------------------------------------------------------
 def _sign_target(target, name):
-    return Tensor._wrap(target._data == 1), Tensor._wrap(target._data == -1)
+    return target == 1, target == -1
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
@@ -337,9 +337,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
                          reduction="mean"):
     """x where target is 1, max(0, margin - x) where it is -1."""
     check_reduction(reduction, "hinge_embedding_loss")
-    t = target._data
-    loss = where(Tensor._wrap(t != 1), (margin - input).clamp(min=0.0), 0.0) + \
-        where(Tensor._wrap(t != -1), input, 0.0)
+    loss = where(target != 1, (margin - input).clamp(min=0.0), 0.0) + \
+        where(target != -1, input, 0.0)
     return reduce_loss(loss, reduction)
 
 

@@ -14,19 +14,20 @@ import numpy as np
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .gather import gather
+from .registry import op
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "searchsorted",
            "bucketize"]
 
 
-
-def _argsort(a, axis, descending):
-    """Stable argsort; descending keeps ties in their original order, as torch's does."""
+@op("argsort", differentiable=False)
+def _argsort(xp, a, *, dim, descending):
+    """Stable argsort (int64); descending keeps ties in their original order, as torch's."""
     if not descending:
-        return np.argsort(a, axis=axis, kind="stable")
-    n = a.shape[axis]
-    rev = np.argsort(np.flip(a, axis), axis=axis, kind="stable")
-    return np.flip(n - 1 - rev, axis)
+        return xp.argsort(a, axis=dim, kind="stable").astype(xp.int64)
+    n = a.shape[dim]
+    rev = xp.argsort(xp.flip(a, dim), axis=dim, kind="stable")
+    return xp.flip(n - 1 - rev, dim).astype(xp.int64)
 
 
 @tensor_method()
@@ -41,7 +42,7 @@ def sort(input, dim=-1, descending=False, stable=False):
     if input._data.ndim == 0:
         return of_zero_dim("sort", input)
     d = _wrap_dim(dim, input._data.ndim, "sort")
-    idx = Tensor._wrap(_argsort(input._data, d, descending).astype(np.int64))
+    idx = _argsort(input, dim=d, descending=descending)
     return values_indices("sort", gather(input, d, idx), idx)
 
 
@@ -78,8 +79,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
                            f"with size {size}")
     if nd == 0:
         return of_zero_dim("topk", input)
-    idx = _argsort(input._data, d, largest)
-    idx = Tensor._wrap(np.take(idx, np.arange(k), axis=d).astype(np.int64))
+    idx = _argsort(input, dim=d, descending=largest).narrow(d, 0, k)
     return values_indices("topk", gather(input, d, idx), idx)
 
 
@@ -94,11 +94,11 @@ def kthvalue(input, k, dim=-1, keepdim=False):
                          f"{d} with size {size}")
     if nd == 0:
         return of_zero_dim("kthvalue", input)
-    idx = np.take(_argsort(input._data, d, False), [k - 1], axis=d).astype(np.int64)
-    values = gather(input, d, Tensor._wrap(idx))
+    idx = _argsort(input, dim=d, descending=False).narrow(d, k - 1, 1)
+    values = gather(input, d, idx)
     if not keepdim:
         values, idx = values.squeeze(d), idx.squeeze(d)
-    return values_indices("kthvalue", values, Tensor._wrap(idx))
+    return values_indices("kthvalue", values, idx)
 
 
 @tensor_method()

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from .conv import col2im, ntuple, out_size, pad_array, windows
+from .creation import arange
 from .elementwise import where
 from .registry import op
 
@@ -302,34 +303,26 @@ def _unnormalize(coord, size, align_corners):
     return ((coord + 1) * size - 1) / 2
 
 
-def _reflect(c, twice_low, twice_high, dtype):
-    """torch's reflect_coordinates for a float tensor (differentiable: slope +-1) or, when c
-    is a NumPy array, for integer tap positions."""
+def _reflect(c, twice_low, twice_high):
+    """torch's reflect_coordinates on a float tensor (slope +-1; the fold count is a
+    constant, as torch's)."""
     if twice_low == twice_high:
         return c * 0
     lo, span = twice_low / 2, (twice_high - twice_low) / 2
-    d = abs(c - lo)
-    raw = d._data if isinstance(d, Tensor) else d
-    flips = np.floor(raw / span)
-    extra = d - _const(flips * span, dtype) if isinstance(d, Tensor) else d - flips * span
-    even = flips % 2 == 0
-    if isinstance(d, Tensor):
-        return where(Tensor._wrap(even), extra + lo, (span + lo) - extra)
-    return np.where(even, extra + lo, span - extra + lo)
+    d = (c - lo).abs()
+    flips = (d / span).floor().detach()
+    extra = d - flips * span
+    return where(flips.remainder(2) == 0, extra + lo, (span + lo) - extra)
 
 
-def _const(a, dtype):
-    return Tensor._wrap(np.asarray(a).astype(dtype))
-
-
-def _pad_coord(c, size, padding_mode, align_corners, dtype):
-    """Apply torch's border/reflection padding to source coordinates (tensor or array)."""
+def _pad_coord(c, size, padding_mode, align_corners):
+    """Apply torch's border/reflection padding to float source coordinates."""
     if padding_mode == "zeros":
         return c
     if padding_mode == "reflection":
-        c = (_reflect(c, 0, 2 * (size - 1), dtype) if align_corners
-             else _reflect(c, -1, 2 * size - 1, dtype))
-    return c.clamp(0, size - 1) if isinstance(c, Tensor) else np.clip(c, 0, size - 1)
+        c = (_reflect(c, 0, 2 * (size - 1)) if align_corners
+             else _reflect(c, -1, 2 * size - 1))
+    return c.clamp(0, size - 1)
 
 
 def _cubic_weights(t):
@@ -378,39 +371,45 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if mode == "bicubic" and nd != 2:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     n, sizes = input.shape[0], tuple(input.shape[2:])  # (D,) H, W
-    dtype = input._data.dtype
+    dtype = input.dtype
     # grid's last dim is (x, y(, z)): reversed, it lines up with sizes
     coords = [_unnormalize(grid[..., nd - 1 - k], sizes[k], align_corners) for k in range(nd)]
-    pixels = input.permute(0, *range(2, nd + 2), 1)  # (N, ..., C): one gather, all channels
-    batch = np.arange(n).reshape((n,) + (1,) * nd)
+    # (N * prod(sizes), C): one row per pixel, so each tap is one index_select of all channels
+    pixels = input.permute(0, *range(2, nd + 2), 1).reshape(-1, input.shape[1])
+    strides = [math.prod(sizes[k + 1:]) for k in range(nd)]
+    batch = arange(n).reshape((n,) + (1,) * nd) * math.prod(sizes)
 
     def tap(idx):
-        """Pixels at integer positions (one array per spatial dim), zero outside; (N, C, ...)."""
-        inside = np.ones(idx[0].shape, bool)
-        for i, size in zip(idx, sizes):
-            inside &= (i >= 0) & (i < size)
-        v = pixels[(batch,) + tuple(np.clip(i, 0, s - 1) for i, s in zip(idx, sizes))]
-        return v.permute(0, nd + 1, *range(1, nd + 1)) * _const(inside[:, None], dtype)
+        """Pixels at integer positions (int64 tensors, one per spatial dim), zero outside;
+        (N, C, ...)."""
+        inside, flat = None, batch
+        for i, size, stride in zip(idx, sizes, strides):
+            ok = (i >= 0) & (i < size)
+            inside = ok if inside is None else inside & ok
+            flat = flat + i.clamp(0, size - 1) * stride
+        v = pixels.index_select(0, flat.reshape(-1)).reshape(*flat.shape, -1)
+        return v.permute(0, nd + 1, *range(1, nd + 1)) * inside.unsqueeze(1).to(dtype)
 
     if mode == "bicubic":
         # the taps' positions are padded (constants); the grid's gradient comes from the
         # cubic weights of the fractional parts, as torch's
-        base = [np.floor(c._data) for c in coords]
-        ws = [_cubic_weights((c - _const(b, dtype)).unsqueeze(1)) for c, b in zip(coords, base)]
-        pos = [[_pad_coord(b + (k - 1), s, padding_mode, align_corners, dtype).astype(np.int64)
+        base = [c.detach().floor() for c in coords]
+        ws = [_cubic_weights((c - b).unsqueeze(1)) for c, b in zip(coords, base)]
+        pos = [[_pad_coord(b + (k - 1), s, padding_mode, align_corners).long()
                 for k in range(4)] for b, s in zip(base, sizes)]
         out = 0
         for j in range(4):
             for i in range(4):
                 out = out + tap((pos[0][j], pos[1][i])) * (ws[0][j] * ws[1][i])
         return out
-    coords = [_pad_coord(c, s, padding_mode, align_corners, dtype) for c, s in zip(coords, sizes)]
+    coords = [_pad_coord(c, s, padding_mode, align_corners) for c, s in zip(coords, sizes)]
     if mode == "nearest":
         # round half to even, as torch's nearbyint; torch gives grid a zero gradient here
-        out = tap([np.rint(c._data).astype(np.int64) for c in coords])
+        out = tap([c.detach().round().long() for c in coords])
         return out + (grid.sum() * 0.0 if grid.requires_grad else 0.0)
-    low = [np.floor(c._data).astype(np.int64) for c in coords]
-    frac = [(c - _const(lo, dtype)).unsqueeze(1) for c, lo in zip(coords, low)]
+    low = [c.detach().floor() for c in coords]
+    frac = [(c - lo).unsqueeze(1) for c, lo in zip(coords, low)]
+    low = [lo.long() for lo in low]
     out = 0
     for corner in itertools.product((0, 1), repeat=nd):
         w = 1
