@@ -10,9 +10,11 @@ import warnings as _warnings
 
 from . import (
     accelerator,
+    amp,
     autograd,
     backends,
     compiler,
+    cpu,
     cuda,
     distributed,
     distributions,
@@ -31,6 +33,24 @@ from . import (
     special,
     utils,
     xpu,
+)
+from .amp.autocast_mode import (  # noqa: F401 - torch.* names of the autocast state
+    autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+    set_autocast_gpu_dtype,
 )
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .autograd.grad_mode import (

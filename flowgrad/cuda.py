@@ -7,6 +7,8 @@
 """
 from __future__ import annotations
 
+from .amp import cuda_amp as amp  # noqa: F401 - torch.cuda.amp (autocast, GradScaler)
+
 
 def is_available() -> bool:
     """False: there is no CUDA backend yet."""

@@ -26,6 +26,7 @@ import time
 
 import numpy as np
 
+from ..amp.autocast_mode import autocast
 from ..autograd.interpreter import using_interpreter
 from ..device import ARRAY_MODULES
 from ..nn.module import Module
@@ -43,6 +44,7 @@ class GraphConfig:
     def __init__(self):
         self.gradient_accumulation_steps = 1
         self.switches = {}
+        self.amp, self.amp_dtype = False, None
 
     def set_gradient_accumulation_steps(self, steps):
         """Split each call's batch (dim 0 of every tensor input) into `steps` micro-batches:
@@ -53,9 +55,13 @@ class GraphConfig:
                              f"got {steps!r}")
         self.gradient_accumulation_steps = steps
 
-    def enable_amp(self, mode=True, **kwargs):
-        if mode:
-            raise NotImplementedError("nn.Graph: flowgrad has no mixed precision yet")
+    def enable_amp(self, mode=True, *, dtype=None):
+        """Trace `build` under CPU autocast (`flowgrad.autocast`) in `dtype` (OneFlow's
+        default float16): the compiled plan holds the casts eager autocast would make."""
+        from .. import dtypes
+
+        self.amp_dtype = dtypes.float16 if dtype is None else dtypes.as_dtype(dtype)
+        self.amp = bool(mode)
 
     def __getattr__(self, name):
         if name.startswith(("allow_", "enable_", "set_")):
@@ -192,7 +198,8 @@ class Graph:
         for i, t in enumerate(flat):
             if isinstance(t, Tensor):
                 tracer.program.inputs.append(tracer.bind(t, INPUT, i))
-        with using_interpreter(tracer), checkpointing.tracking(
+        with using_interpreter(tracer), autocast("cpu", self.config.amp_dtype, self.config.amp,
+                                                 cache_enabled=False), checkpointing.tracking(
                 tracer.program, checkpointing.checkpointed_modules(self)):
             out = self.build(*args, **kwargs)
         tracer.finish()
