@@ -66,6 +66,7 @@ from .device import device
 from .dtypes import *  # noqa: F401,F403
 from .dtypes import dtype, get_default_dtype, promote_types, set_default_dtype
 from .ops.activation import *  # noqa: F401,F403
+from .ops.complex import *  # noqa: F401,F403
 from .ops.conv import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403
 from .ops.diag import *  # noqa: F401,F403
@@ -94,6 +95,8 @@ from .ops.linalg_func import torch_svd as svd  # noqa: F401
 from .ops.linalg_func import torch_vander as vander  # noqa: F401
 from .ops.linalg_solve import cholesky_inverse, cholesky_solve, lu_unpack, pinverse  # noqa: F401
 from .ops.math import *  # noqa: F401,F403
+from .ops.math_extra import *  # noqa: F401,F403
+from .ops.nn_extra import *  # noqa: F401,F403 - torch.* spellings of nn functions
 from .ops.nn_misc import (  # noqa: F401 - torch.* has these with F's signature
     cdist,
     cosine_similarity,
@@ -121,6 +124,7 @@ from .ops.spatial import pixel_shuffle, pixel_unshuffle  # noqa: F401
 from .ops.special_fns import *  # noqa: F401,F403
 from .ops.split import *  # noqa: F401,F403
 from .ops.stats import *  # noqa: F401,F403
+from .ops.tensor_extra import *  # noqa: F401,F403
 from .ops.torch_spellings import *  # noqa: F401,F403 - after the *s: torch.* keyword names
 from .ops.windows import *  # noqa: F401,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state

@@ -10,6 +10,16 @@ from ..ops.linalg import bilinear, linear  # noqa: F401
 from ..ops.loss import *  # noqa: F401,F403
 from ..ops.loss_ctc import *  # noqa: F401,F403
 from ..ops.loss_more import *  # noqa: F401,F403
+from ..ops.nn_extra import (  # noqa: F401 - F's names only (torch.*'s differ)
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d_with_indices,
+    channel_shuffle,
+    max_pool3d_with_indices,
+    pdist,
+    upsample_bilinear,
+    upsample_nearest,
+)
 from ..ops.nn_misc import *  # noqa: F401,F403
 from ..ops.normalization import *  # noqa: F401,F403
 from ..ops.pad import *  # noqa: F401,F403

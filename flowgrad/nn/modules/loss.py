@@ -16,7 +16,8 @@ __all__ = ["L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "SmoothL1Loss", "
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
            "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
            "TripletMarginLoss", "TripletMarginWithDistanceLoss", "MultiMarginLoss",
-           "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "SoftMarginLoss", "CTCLoss"]
+           "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "SoftMarginLoss", "CTCLoss",
+           "NLLLoss2d"]
 
 
 def _legacy_reduction(size_average, reduce):
@@ -89,6 +90,16 @@ class NLLLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """torch's deprecated name of NLLLoss for (N, C, H, W) log-probabilities."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean"):
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
+                      "drop-in replacement.", FutureWarning, stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class SmoothL1Loss(_Loss):

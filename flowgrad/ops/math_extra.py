@@ -1,0 +1,373 @@
+"""More elementwise math, torch's spellings: absolute, deg2rad/rad2deg, copysign, signbit,
+float_power, frexp, ldexp, logaddexp/logaddexp2, nextafter, heaviside, gcd/lcm,
+isposinf/isneginf, the long comparison names (greater, less_equal, ...), rsub and the
+is_nonzero/is_same_size/is_signed predicates.
+
+Most are compositions of existing ops, so their gradients (to every order) come from those
+ops' rules; the kernels here are the value-only ones (bit-level tests, integer arithmetic).
+
+>>> import flowgrad as flow
+>>> flow.logaddexp(flow.tensor([0.0]), flow.tensor([0.0]))
+tensor([0.6931])
+"""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, tensor_method
+from .elementwise import (
+    _float_of,
+    _inplace_binary,
+    _promote_pair,
+    abs,
+    eq,
+    ge,
+    gt,
+    le,
+    lt,
+    maximum,
+    ne,
+    pow,
+    sub,
+    where,
+)
+from .math import log1p
+from .registry import op
+
+__all__ = ["absolute", "deg2rad", "rad2deg", "copysign", "signbit", "float_power", "frexp",
+           "ldexp", "logaddexp", "logaddexp2", "nextafter", "heaviside", "gcd", "lcm",
+           "isposinf", "isneginf", "greater", "greater_equal", "less", "less_equal",
+           "not_equal", "rsub", "is_nonzero", "is_same_size", "is_signed"]
+
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+@tensor_method()
+def absolute(input):
+    """|input|, torch's long name for abs.
+
+    >>> import flowgrad as flow
+    >>> flow.absolute(flow.tensor([-1.5, 2.0]))
+    tensor([1.5000, 2.0000])
+    """
+    return abs(input)
+
+
+@tensor_method()
+def deg2rad(input):
+    """Degrees to radians (integers promote to the default float dtype).
+
+    >>> import flowgrad as flow
+    >>> flow.deg2rad(flow.tensor([180.0]))
+    tensor([3.1416])
+    """
+    return _float_of(input) * (math.pi / 180.0)
+
+
+@tensor_method()
+def rad2deg(input):
+    """Radians to degrees.
+
+    >>> import flowgrad as flow
+    >>> flow.rad2deg(flow.tensor([3.1415927]))
+    tensor([180.])
+    """
+    return _float_of(input) * (180.0 / math.pi)
+
+
+# ---- sign-bit functions ----------------------------------------------------------------------
+@op("signbit", differentiable=False)
+def _signbit(xp, x):
+    return xp.signbit(x)
+
+
+@tensor_method()
+def signbit(input):
+    """True where the sign bit is set (-0.0 included).
+
+    >>> import flowgrad as flow
+    >>> flow.signbit(flow.tensor([-0.0, 0.0, -2.0]))
+    tensor([ True, False,  True])
+    """
+    return _signbit(input)
+
+
+@tensor_method()
+def copysign(input, other):
+    """|input| with the sign bit of other; the gradient reaches input only, as torch's
+    (other's is zero).
+
+    >>> import flowgrad as flow
+    >>> flow.copysign(flow.tensor([1.0, -2.0]), flow.tensor([-0.0, 3.0]))
+    tensor([-1.,  2.])
+    """
+    a, b = _promote_pair(input, other, "copysign", floating=True)
+    m = abs(a)
+    return where(signbit(b), -m, m)
+
+
+# ---- powers of two, float_power --------------------------------------------------------------
+@tensor_method()
+def float_power(input, exponent):
+    """input ** exponent computed in float64 (complex128 for complex operands).
+
+    >>> import flowgrad as flow
+    >>> flow.float_power(flow.tensor([2, 3]), 2)
+    tensor([4., 9.], dtype=flowgrad.float64)
+    """
+    def wide(t):
+        if not isinstance(t, Tensor):
+            return t
+        return t.to(_dt.complex128 if t.is_complex() else _dt.float64)
+    return pow(wide(input), wide(exponent))
+
+
+def _float_power_(self, exponent):
+    if self.dtype is not _dt.float64 and not self.is_complex():
+        raise RuntimeError(f"float_power_(): the base given to float_power_ has dtype "
+                           f"{self.dtype.name} but the operation's result requires dtype "
+                           f"float64; call .double() first or use float_power")
+    return Tensor.pow_(self, exponent.double() if isinstance(exponent, Tensor) else exponent)
+
+
+_frexp_type = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+@op("frexp_exponent", differentiable=False)
+def _frexp_exponent(xp, x):
+    return xp.frexp(x)[1].astype(xp.int32)
+
+
+@tensor_method()
+def frexp(input):
+    """(mantissa, exponent) with input = mantissa * 2 ** exponent, |mantissa| in [0.5, 1);
+    the mantissa is input * 2 ** -exponent, so its gradient is 2 ** -exponent.
+
+    >>> import flowgrad as flow
+    >>> flow.frexp(flow.tensor([8.0, 0.75]))
+    frexp(mantissa=tensor([0.5000, 0.7500]), exponent=tensor([4, 0], dtype=flowgrad.int32))
+    """
+    if not input.is_floating_point():
+        raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, got "
+                           f"{input.dtype.name}; convert with .float()")
+    e = _frexp_exponent(input)
+    return _frexp_type(input * pow(2.0, -e.to(input.dtype)), e)
+
+
+@tensor_method()
+def ldexp(input, other):
+    """input * 2 ** other (a float result).
+
+    >>> import flowgrad as flow
+    >>> flow.ldexp(flow.tensor([1.0, 3.0]), flow.tensor([2, -1]))
+    tensor([4.0000, 1.5000])
+    """
+    a = _float_of(input)
+    return a * pow(2.0, other.to(a.dtype) if isinstance(other, Tensor) else other)
+
+
+# ---- logaddexp ---------------------------------------------------------------------------
+def _logaddexp(input, other, base_log1p_exp):
+    a, b = _promote_pair(input, other, "logaddexp", floating=True)
+    m = maximum(a, b)
+    # equal infinities: the answer is that infinity (inf - inf would give nan)
+    same_inf = (a == b) & (a.abs() == math.inf)
+    d = where(same_inf, 0.0, a - b)
+    return where(same_inf, a, m + base_log1p_exp(-d.abs()))
+
+
+@tensor_method()
+def logaddexp(input, other):
+    """log(exp(input) + exp(other)) without overflow.
+
+    >>> import flowgrad as flow
+    >>> flow.logaddexp(flow.tensor([1000.0]), flow.tensor([1000.0]))
+    tensor([1000.6932])
+    """
+    return _logaddexp(input, other, lambda t: log1p(t.exp()))
+
+
+@tensor_method()
+def logaddexp2(input, other):
+    """log2(2 ** input + 2 ** other) without overflow.
+
+    >>> import flowgrad as flow
+    >>> flow.logaddexp2(flow.tensor([3.0]), flow.tensor([3.0]))
+    tensor([4.])
+    """
+    return _logaddexp(input, other, lambda t: log1p(pow(2.0, t)) * (1.0 / math.log(2.0)))
+
+
+# ---- value-only kernels ------------------------------------------------------------------
+@op("nextafter")
+def _nextafter(xp, a, b):
+    return xp.nextafter(a, b)
+
+
+@_nextafter.grad
+def _(ctx, dy):  # torch's: the identity for input, nothing for other
+    return dy, None
+
+
+@tensor_method()
+def nextafter(input, other):
+    """The next floating-point value after input towards other.
+
+    >>> import flowgrad as flow
+    >>> (flow.nextafter(flow.tensor([1.0]), flow.tensor([2.0])) - 1).item() > 0
+    True
+    """
+    a, b = _promote_pair(input, other, "nextafter")
+    if not a.is_floating_point():
+        raise RuntimeError(f"nextafter: not implemented for {a.dtype.name}; floating "
+                           f"tensors only")
+    return _nextafter(a, b)
+
+
+@op("heaviside")
+def _heaviside(xp, x, values):
+    return xp.where(x == 0, values, (x > 0).astype(x.dtype)).astype(x.dtype)
+
+
+@_heaviside.grad
+def _(ctx, dy):
+    raise RuntimeError("the derivative for heaviside is not implemented (as in torch); "
+                       "use a smooth step such as sigmoid(k * x) to differentiate")
+
+
+@tensor_method()
+def heaviside(input, values):
+    """0 where input < 0, values where input == 0, 1 where input > 0.
+
+    >>> import flowgrad as flow
+    >>> flow.heaviside(flow.tensor([-1.0, 0.0, 2.0]), flow.tensor([0.5]))
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    if not isinstance(values, Tensor) or input.dtype is not values.dtype:
+        raise RuntimeError(f"heaviside is not yet implemented for tensors with different "
+                           f"dtypes ({input.dtype.name} and "
+                           f"{getattr(values, 'dtype', type(values)).__str__()}); convert "
+                           f"values to the input's dtype")
+    return _heaviside(input, values)
+
+
+def _integer_pair(input, other, name):
+    a, b = _promote_pair(input, other, name)
+    if a._data.dtype.kind not in "iu":
+        raise RuntimeError(f"{name}: \"{name}_cpu\" not implemented for '{a.dtype.name}'; "
+                           f"{name} takes integer tensors")
+    return a, b
+
+
+@op("gcd", differentiable=False)
+def _gcd(xp, a, b):
+    return xp.gcd(a, b)
+
+
+@op("lcm", differentiable=False)
+def _lcm(xp, a, b):
+    return xp.lcm(a, b)
+
+
+@tensor_method()
+def gcd(input, other):
+    """Greatest common divisor, elementwise (integer tensors).
+
+    >>> import flowgrad as flow
+    >>> flow.gcd(flow.tensor([12, -9, 0]), flow.tensor([18, 6, 5]))
+    tensor([6, 3, 5])
+    """
+    return _gcd(*_integer_pair(input, other, "gcd"))
+
+
+@tensor_method()
+def lcm(input, other):
+    """Least common multiple, elementwise (integer tensors).
+
+    >>> import flowgrad as flow
+    >>> flow.lcm(flow.tensor([4, -3]), flow.tensor([6, 5]))
+    tensor([12, 15])
+    """
+    return _lcm(*_integer_pair(input, other, "lcm"))
+
+
+@tensor_method()
+def isposinf(input):
+    """True where input is +inf.
+
+    >>> import flowgrad as flow
+    >>> flow.isposinf(flow.tensor([float("inf"), -float("inf"), 1.0]))
+    tensor([ True, False, False])
+    """
+    return eq(input, math.inf)
+
+
+@tensor_method()
+def isneginf(input):
+    """True where input is -inf.
+
+    >>> import flowgrad as flow
+    >>> flow.isneginf(flow.tensor([float("inf"), -float("inf"), 1.0]))
+    tensor([False,  True, False])
+    """
+    return eq(input, -math.inf)
+
+
+def rsub(input, other, alpha=1):
+    """other - alpha * input (sub with its operands swapped).
+
+    >>> import flowgrad as flow
+    >>> flow.rsub(flow.tensor([1.0, 2.0]), 10.0, alpha=2)
+    tensor([8., 6.])
+    """
+    return sub(other, input * alpha if alpha != 1 else input)
+
+
+# ---- predicates --------------------------------------------------------------------------
+@tensor_method()
+def is_nonzero(input):
+    """Whether a one-element tensor is non-zero (an error for any other size).
+
+    >>> import flowgrad as flow
+    >>> flow.is_nonzero(flow.tensor([0.5])), flow.is_nonzero(flow.tensor(0))
+    (True, False)
+    """
+    n = input.numel()
+    if n != 1:
+        what = "no values" if n == 0 else "more than one value"
+        raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous (shape "
+                           f"{tuple(input.shape)}); use .any() or .all()")
+    return bool(input.item() != 0)
+
+
+@tensor_method()
+def is_same_size(input, other):
+    """Whether two tensors have one shape.
+
+    >>> import flowgrad as flow
+    >>> flow.is_same_size(flow.ones(2, 3), flow.zeros(2, 3))
+    True
+    """
+    return tuple(input.shape) == tuple(other.shape)
+
+
+@tensor_method()
+def is_signed(input):
+    """Whether the dtype is signed (floats, complex and int8..int64; not uint8 or bool).
+
+    >>> import flowgrad as flow
+    >>> flow.is_signed(flow.tensor([1], dtype=flow.uint8)), flow.tensor([1.0]).is_signed()
+    (False, True)
+    """
+    return input._data.dtype.kind in "ifcV"
+
+
+for _name, _fn in (("absolute_", abs), ("deg2rad_", deg2rad), ("rad2deg_", rad2deg),
+                   ("copysign_", copysign), ("ldexp_", ldexp), ("nextafter_", nextafter),
+                   ("heaviside_", heaviside), ("gcd_", gcd), ("lcm_", lcm),
+                   ("greater_", gt), ("greater_equal_", ge), ("less_", lt),
+                   ("less_equal_", le), ("not_equal_", ne)):
+    setattr(Tensor, _name, _inplace_binary(_name, _fn))
+Tensor.float_power_ = _float_power_

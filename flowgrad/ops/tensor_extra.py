@@ -1,0 +1,426 @@
+"""Small compositions of existing ops under torch's names: dist, renorm, addr, aminmax,
+cov/corrcoef, the functional scatters (diagonal/select/slice_scatter), block_diag,
+split_with_sizes, sum_to_size, unravel_index, bincount, fill_diagonal_, and the in-place
+spellings of existing ops (addmm_, cumsum_, ...).
+
+Each is built from registered ops, so its gradient (to every order), vmap and nn.Graph
+tracing come from theirs; only bincount has a kernel of its own (it has no gradient).
+
+>>> import flowgrad as flow
+>>> flow.dist(flow.tensor([0.0, 0.0]), flow.tensor([3.0, 4.0]))
+tensor(5.)
+"""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from ..autograd.interpreter import run_inplace
+from ..tensor import Tensor, _wrap_dim, tensor_method
+from .creation import zeros
+from .elementwise import where
+from .linalg import _scaled_add, addbmm, addmm, addmv, baddbmm, outer
+from .norm import vector_norm
+from .reduce import amax, amin, sum_to
+from .registry import op
+from .scan import cumprod, cumsum
+from .shape import cat
+from .split import split
+
+__all__ = ["dist", "renorm", "addr", "aminmax", "cov", "corrcoef", "diagonal_scatter",
+           "select_scatter", "slice_scatter", "block_diag", "split_with_sizes",
+           "unravel_index", "bincount", "detach", "typename", "is_inference"]
+
+
+@tensor_method()
+def dist(input, other, p=2):
+    """The p-norm of input - other (broadcast), over all elements.
+
+    >>> import flowgrad as flow
+    >>> flow.dist(flow.tensor([1.0, 1.0]), flow.tensor([2.0, 3.0]), p=1)
+    tensor(3.)
+    """
+    return vector_norm(input - other, p)
+
+
+@tensor_method()
+def renorm(input, p, dim, maxnorm):
+    """Each slice along `dim` whose p-norm exceeds maxnorm, scaled down to norm maxnorm.
+
+    >>> import flowgrad as flow
+    >>> flow.renorm(flow.tensor([[3.0, 4.0], [0.3, 0.4]]), 2, 0, 1.0)
+    tensor([[0.6000, 0.8000],
+            [0.3000, 0.4000]])
+    """
+    if p <= 0:
+        raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    nd = input.dim()
+    d = _wrap_dim(dim, nd, "renorm")
+    others = tuple(k for k in range(nd) if k != d)
+    norm = vector_norm(input, p, dim=others, keepdim=True)
+    # torch's factor: the same 1e-7 keeps a zero slice finite
+    factor = where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+    return input * factor
+
+
+@tensor_method()
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """beta * input + alpha * outer(vec1, vec2).
+
+    >>> import flowgrad as flow
+    >>> flow.addr(flow.zeros(2, 2), flow.tensor([1.0, 2.0]), flow.tensor([1.0, 3.0]))
+    tensor([[1., 3.],
+            [2., 6.]])
+    """
+    return _scaled_add(input, outer(vec1, vec2), beta, alpha, "addr")
+
+
+_aminmax_type = namedtuple("aminmax", ["min", "max"])
+
+
+@tensor_method()
+def aminmax(input, *, dim=None, keepdim=False):
+    """(amin, amax) over `dim` (all elements when None).
+
+    >>> import flowgrad as flow
+    >>> flow.aminmax(flow.tensor([[1.0, 5.0], [3.0, 2.0]]), dim=1)
+    aminmax(min=tensor([1., 2.]), max=tensor([5., 3.]))
+    """
+    dims = () if dim is None else dim
+    if dim is None and keepdim:
+        dims = tuple(range(input.dim()))
+    return _aminmax_type(amin(input, dims, keepdim), amax(input, dims, keepdim))
+
+
+# ---- covariance --------------------------------------------------------------------------
+@tensor_method()
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """Covariance of the rows (variables) over the columns (observations) of a 1-D or 2-D
+    input, with optional frequency and observation weights, as torch.cov.
+
+    >>> import flowgrad as flow
+    >>> flow.cov(flow.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
+    tensor([[ 1., -1.],
+            [-1.,  1.]])
+    """
+    if input.dim() > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                         f"input with {input.dim()} dimensions")
+    x = input.reshape(1, -1) if input.dim() < 2 else input
+    if not (x.is_floating_point() or x.is_complex()):
+        x = x.float()
+    n = x.shape[1]
+    w = None
+    if fweights is not None:
+        if fweights.is_floating_point():
+            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got "
+                               f"fweights with {fweights.dtype.name} dtype")
+        w = fweights.to(x.dtype)
+    if aweights is not None:
+        a = aweights.to(x.dtype)
+        w = a if w is None else w * a
+    if w is None:
+        w_sum = n
+        avg = x.mean(1)
+    else:
+        w_sum = w.sum()
+        avg = (x * w).sum(1) / w_sum
+    if w is None:
+        norm = w_sum - correction
+    elif correction == 0:
+        norm = w_sum
+    elif aweights is None:
+        norm = w_sum - correction
+    else:
+        norm = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
+    if isinstance(norm, Tensor):
+        norm = norm.clamp(min=0)
+    else:
+        norm = max(norm, 0)
+    xm = x - avg.unsqueeze(1)
+    c = ((xm * w) if w is not None else xm) @ xm.mT.conj()
+    return (c / norm).squeeze()
+
+
+@tensor_method()
+def corrcoef(input):
+    """Pearson correlation coefficients of the rows of input (cov scaled by the standard
+    deviations, clipped to [-1, 1] as torch does).
+
+    >>> import flowgrad as flow
+    >>> flow.corrcoef(flow.tensor([[0.0, 1.0, 2.0], [2.0, 1.5, 0.0]])).round(decimals=4)
+    tensor([[ 1.0000, -0.9608],
+            [-0.9608,  1.0000]])
+    """
+    c = cov(input)
+    if c.dim() == 0:
+        return c / c
+    std = c.diagonal().real.sqrt() if c.is_complex() else c.diagonal().sqrt()
+    c = c / std.unsqueeze(1) / std.unsqueeze(0)
+    return c if c.is_complex() else c.clamp(-1, 1)
+
+
+# ---- functional scatters: a copy of input with a region replaced -------------------------
+def _scatter_into(input, src, region, name):
+    out = input.clone()
+    view = region(out)
+    if tuple(view.shape) != tuple(src.shape):
+        raise RuntimeError(f"{name}(): expected src to have a size equal to the slice of "
+                           f"self; src size = {list(src.shape)}, slice size = "
+                           f"{list(view.shape)}")
+    view.copy_(src)
+    return out
+
+
+@tensor_method()
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """input with its diagonal (as `diagonal(offset, dim1, dim2)`) replaced by src;
+    differentiable in both.
+
+    >>> import flowgrad as flow
+    >>> flow.diagonal_scatter(flow.zeros(2, 2), flow.tensor([1.0, 2.0]))
+    tensor([[1., 0.],
+            [0., 2.]])
+    """
+    return _scatter_into(input, src, lambda t: t.diagonal(offset, dim1, dim2),
+                         "diagonal_scatter")
+
+
+@tensor_method()
+def select_scatter(input, src, dim, index):
+    """input with `input.select(dim, index)` replaced by src.
+
+    >>> import flowgrad as flow
+    >>> flow.select_scatter(flow.zeros(2, 2), flow.ones(2), 0, 1)
+    tensor([[0., 0.],
+            [1., 1.]])
+    """
+    return _scatter_into(input, src, lambda t: t.select(dim, index), "select_scatter")
+
+
+@tensor_method()
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """input with the slice start:end:step along dim replaced by src.
+
+    >>> import flowgrad as flow
+    >>> flow.slice_scatter(flow.zeros(4), flow.ones(2), start=1, step=2)
+    tensor([0., 1., 0., 1.])
+    """
+    d = _wrap_dim(dim, input.dim(), "slice_scatter")
+    index = (slice(None),) * d + (slice(start, end, step),)
+    return _scatter_into(input, src, lambda t: t[index], "slice_scatter")
+
+
+def block_diag(*tensors):
+    """The block-diagonal matrix of the given (0-, 1- or 2-D) tensors.
+
+    >>> import flowgrad as flow
+    >>> flow.block_diag(flow.tensor([[1, 2]]), flow.tensor(3))
+    tensor([[1, 2, 0],
+            [0, 0, 3]])
+    """
+    from .. import dtypes as _dt
+    from .pad import pad
+
+    blocks = []
+    for i, t in enumerate(tensors):
+        if t.dim() > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input {i} has {t.dim()} dimensions")
+        blocks.append(t.reshape(1, -1) if t.dim() < 2 else t)
+    if not blocks:
+        return zeros(1, 0)
+    dtype = blocks[0].dtype
+    for b in blocks[1:]:
+        dtype = _dt.promote_types(dtype, b.dtype)
+    width = sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        rows.append(pad(b.to(dtype), (left, width - left - b.shape[1])))
+        left += b.shape[1]
+    return cat(rows, 0)
+
+
+@tensor_method()
+def split_with_sizes(input, split_sizes, dim=0):
+    """Pieces of the given sizes along dim (split with a list).
+
+    >>> import flowgrad as flow
+    >>> flow.split_with_sizes(flow.arange(5), [2, 3])
+    (tensor([0, 1]), tensor([2, 3, 4]))
+    """
+    return split(input, list(split_sizes), dim)
+
+
+def sum_to_size(self, *sizes, size=None):
+    """self summed down to `size` (which must expand to self's shape).
+
+    >>> import flowgrad as flow
+    >>> flow.ones(2, 3).sum_to_size(1, 3)
+    tensor([[2., 2., 2.]])
+    """
+    if size is None:
+        size = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    size = tuple(size)
+    try:
+        if np.broadcast_shapes(size, tuple(self.shape)) != tuple(self.shape):
+            raise ValueError
+    except ValueError:
+        raise RuntimeError(f"sum_to_size: size {list(size)} is not expandable to size of "
+                           f"tensor {list(self.shape)}") from None
+    return sum_to(self, size)
+
+
+Tensor.sum_to_size = sum_to_size
+
+
+def unravel_index(indices, shape):
+    """The coordinates (one tensor per dim of `shape`) of flat `indices`.
+
+    >>> import flowgrad as flow
+    >>> flow.unravel_index(flow.tensor([4, 5]), (2, 3))
+    (tensor([1, 1]), tensor([1, 2]))
+    """
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if not isinstance(indices, Tensor):
+        from .creation import tensor
+        indices = tensor(indices)
+    if indices.is_floating_point() or indices.is_complex() or indices.dtype.name == "bool":
+        raise TypeError(f"unravel_index: expected 'indices' to be an integer tensor, but got "
+                        f"{indices.dtype.name}")
+    if any(s < 0 for s in shape):
+        raise ValueError("unravel_index: 'shape' cannot have negative values, but got "
+                         f"{shape}")
+    total = math.prod(shape)
+    if indices.numel() and ((indices < -total) | (indices >= total)).any().item():
+        raise ValueError(f"unravel_index: index out of bounds for shape {shape}")
+    flat = where(indices < 0, indices + total, indices)
+    out = []
+    for k, s in enumerate(shape):
+        stride = math.prod(shape[k + 1:])
+        out.append((flat // stride) % s if s else flat * 0)
+    return tuple(out)
+
+
+@op("bincount", differentiable=False)
+def _bincount(xp, x, *weights, minlength):
+    w = weights[0] if weights else None
+    out = xp.bincount(x, weights=w, minlength=minlength)
+    return out.astype(w.dtype) if w is not None else out.astype(xp.int64)
+
+
+@tensor_method()
+def bincount(input, weights=None, minlength=0):
+    """How often each value 0..max(input) occurs in a 1-D non-negative integer tensor
+    (the summed weights instead when given). No gradient, as torch's.
+
+    >>> import flowgrad as flow
+    >>> flow.bincount(flow.tensor([0, 1, 1, 3]))
+    tensor([1, 2, 0, 1])
+    """
+    if input.dim() != 1 or input.is_floating_point() or input.is_complex():
+        raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs, got "
+                           f"shape {tuple(input.shape)} of dtype {input.dtype.name}")
+    if minlength < 0:
+        raise RuntimeError(f"bincount: minlength should be >= 0, got {minlength}")
+    if input.numel() and (input < 0).any().item():
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs; the "
+                           "input has negative values")
+    if weights is not None:
+        if tuple(weights.shape) != tuple(input.shape):
+            raise RuntimeError(f"bincount: weights should be 1-d and have the same length as "
+                               f"input, got {tuple(weights.shape)} for {tuple(input.shape)}")
+        return _bincount(input, weights, minlength=int(minlength))
+    return _bincount(input, minlength=int(minlength))
+
+
+def _fill_diagonal_(self, fill_value, wrap=False):
+    nd = self.dim()
+    if nd < 2:
+        raise RuntimeError(f"fill_diagonal_: dimensions must larger than 1, got shape "
+                           f"{tuple(self.shape)}")
+    shape = tuple(self.shape)
+    if nd > 2 and len(set(shape)) != 1:
+        raise RuntimeError(f"fill_diagonal_: all dimensions of input must be of equal length, "
+                           f"got shape {shape}")
+    numel = math.prod(shape)
+    step = sum(math.prod(shape[k + 1:]) for k in range(nd))
+    end = numel if (wrap and nd == 2) else min(shape) * step
+    mask = np.zeros(numel, bool)
+    mask[0:end:step] = True
+    # the mask depends on the shape only: a constant, so the fill is one masked_fill_
+    return self.masked_fill_(Tensor._wrap(mask.reshape(shape)), fill_value)
+
+
+Tensor.fill_diagonal_ = _fill_diagonal_
+
+
+def detach(input):
+    """torch.detach: the tensor cut from the graph (shares storage).
+
+    >>> import flowgrad as flow
+    >>> flow.detach(flow.ones(2, requires_grad=True)).requires_grad
+    False
+    """
+    return input.detach()
+
+
+def typename(obj):
+    """The type name of a tensor (`x.type()`) or, for anything else, its class's qualified
+    name.
+
+    >>> import flowgrad as flow
+    >>> flow.typename(flow.ones(2)), flow.typename(3)
+    ('flowgrad.FloatTensor', 'int')
+    """
+    if isinstance(obj, Tensor):
+        return obj.type()
+    cls = obj if isinstance(obj, type) else type(obj)
+    module = cls.__module__
+    prefix = "" if module in ("builtins", "__builtin__", None) else module + "."
+    return prefix + cls.__qualname__
+
+
+def is_inference(input):
+    """torch.is_inference: whether input was made in inference mode.
+
+    >>> import flowgrad as flow
+    >>> flow.is_inference(flow.ones(1))
+    False
+    """
+    return input.is_inference()
+
+
+def _inplace(name, fn):
+    def method(self, *args, **kwargs):
+        return run_inplace(name, fn, self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+for _name, _fn in (("addmm_", addmm), ("addmv_", addmv), ("addbmm_", addbmm),
+                   ("baddbmm_", baddbmm), ("addr_", addr), ("cumsum_", cumsum),
+                   ("cumprod_", cumprod), ("renorm_", renorm)):
+    setattr(Tensor, _name, _inplace(_name, _fn))
+
+
+def _contains(self, element):
+    if not isinstance(element, (Tensor, int, float, complex, bool)):
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you "
+                           f"passed in a {type(element).__name__}")
+    return bool((self == element).any().item())
+
+
+def _reversed(self):
+    return self if self.dim() == 0 else self.flip(0)
+
+
+Tensor.__contains__ = _contains
+Tensor.__reversed__ = _reversed
+Tensor.__ipow__ = Tensor.pow_
+Tensor.__ilshift__ = Tensor.bitwise_left_shift_
+Tensor.__irshift__ = Tensor.bitwise_right_shift_
