@@ -2,12 +2,12 @@
 linalg_decomp.py (det, inv, solve, cholesky, qr, svd, eigh, norms), linalg_solve.py (LU,
 triangular solves, the `_ex` forms, pinv, lstsq, matrix_rank, tensor forms) and
 linalg_func.py (matrix_exp, matrix_power, cond, multi_dot, vander, vecdot, cross,
-householder_product, LDL^T).
+householder_product, LDL^T) and linalg_eig.py (eig, eigvals: complex results).
 
 Each decomposition is one op whose rule is torch's formula written in flowgrad ops, so second
 derivatives (of svdvals, eigvalsh, det, lu, ...) come by construction; the other functions are
 composed of differentiable ops. Inputs are batches of matrices (..., m, n); float32 and
-float64. eig/eigvals are not here: they return complex tensors.
+float64 (eig, eigvals, inv and solve take complex64/complex128 too).
 
 >>> import flowgrad as flow
 >>> a = flow.tensor([[2.0, 1.0], [1.0, 3.0]], requires_grad=True)
@@ -35,6 +35,7 @@ from .ops.linalg_decomp import (
     svdvals,
     vector_norm,
 )
+from .ops.linalg_eig import eig, eigvals
 from .ops.linalg_func import (
     cond,
     householder_product,
@@ -69,4 +70,5 @@ __all__ = ["norm", "vector_norm", "matrix_norm", "det", "slogdet", "logdet", "in
            "cond", "householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve",
            "matrix_exp", "matrix_power", "multi_dot", "vander", "vecdot", "cross",
            "cholesky_ex", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
-           "matrix_rank", "pinv", "solve_ex", "solve_triangular", "tensorinv", "tensorsolve"]
+           "matrix_rank", "pinv", "solve_ex", "solve_triangular", "tensorinv", "tensorsolve",
+           "eig", "eigvals"]

@@ -3,6 +3,7 @@ Tensor methods. `REGISTRY` maps op names to their kernel and gradient rule."""
 from . import (  # noqa: F401 - imported to register their ops
     activation,
     attention,
+    complex,
     conv,
     creation,
     diag,
@@ -14,6 +15,7 @@ from . import (  # noqa: F401 - imported to register their ops
     index,
     linalg,
     linalg_decomp,
+    linalg_eig,
     linalg_func,
     linalg_solve,
     loss,
@@ -41,5 +43,7 @@ from . import (  # noqa: F401 - imported to register their ops
     stats,
 )
 from .registry import REGISTRY, Op, op
+
+complex.mark_complex_ops()
 
 __all__ = ["REGISTRY", "Op", "op"]

@@ -19,6 +19,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from .complex import adjoint
 from .linalg import matmul
 from .norm import vector_norm
 from .registry import op
@@ -32,21 +33,21 @@ EIGH = namedtuple("EIGH", ["eigenvalues", "eigenvectors"])
 SLOGDET = namedtuple("SLOGDET", ["sign", "logabsdet"])
 
 
-def _square(A, name):
-    _matrix(A, name)
+def _square(A, name, complex_ok=False):
+    _matrix(A, name, complex_ok)
     if A._data.shape[-1] != A._data.shape[-2]:
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                            f"{A._data.shape[-2]} by {A._data.shape[-1]} matrices")
     return A
 
 
-def _matrix(A, name):
+def _matrix(A, name, complex_ok=False):
     if not isinstance(A, Tensor):
         raise TypeError(f"{name}: expected a Tensor, got {type(A).__name__}")
     if A._data.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions, got "
                            f"shape {tuple(A.shape)}")
-    if A._data.dtype.kind not in "f" or A._data.dtype.itemsize < 4:
+    if A._data.dtype.kind not in ("fc" if complex_ok else "f") or A._data.dtype.itemsize < 4:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
                            f"Got {A.dtype.name}; convert with .float() or .double()")
     return A
@@ -183,24 +184,24 @@ def logdet(A):
     return where(sign < 0, math.nan, logabs)  # sign 0 already gives logabsdet = -inf
 
 
-@op("linalg_inv", save="outputs")
+@op("linalg_inv", save="outputs", complex=True)
 def _inv(xp, A):
     return xp.linalg.inv(A)
 
 
 @_inv.grad
 def _(ctx, dy):
-    Y = ctx.out
-    return -(Y.mT @ dy @ Y.mT)
+    Yh = adjoint(ctx.out)  # Y^T for real Y; Y^H under torch's conjugate Wirtinger convention
+    return -(Yh @ dy @ Yh)
 
 
 def inv(A):
     """Inverse of (batches of) square matrices; raises for singular ones."""
-    _square(A, "linalg.inv")
+    _square(A, "linalg.inv", complex_ok=True)
     return _lapack(lambda: _inv(A), "linalg.inv", "the input matrix is singular")
 
 
-@op("linalg_solve", save="inputs outputs")
+@op("linalg_solve", save="inputs outputs", complex=True)
 def _solve(xp, A, B):
     return xp.linalg.solve(A, B)
 
@@ -208,13 +209,13 @@ def _solve(xp, A, B):
 @_solve.grad
 def _(ctx, dX):
     (A, _), X = ctx.inputs, ctx.out
-    dB = _solve(A.mT, dX)
-    return (-(dB @ X.mT) if ctx.needs_input_grad[0] else None), dB
+    dB = _solve(adjoint(A), dX)
+    return (-(dB @ adjoint(X)) if ctx.needs_input_grad[0] else None), dB
 
 
 def solve(A, B, *, left=True):
     """X with A @ X = B (left=True) or X @ A = B; B may be a (batch of) vector(s)."""
-    _square(A, "linalg.solve")
+    _square(A, "linalg.solve", complex_ok=True)
     if not isinstance(B, Tensor):
         raise TypeError(f"linalg.solve: B must be a Tensor, got {type(B).__name__}")
     if A._data.dtype != B._data.dtype:
