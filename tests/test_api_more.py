@@ -21,6 +21,7 @@ EXPS = np.array([[1, -2, 0], [3, 0, -1]], dtype=np.int64)
 EXPS_POS = np.abs(EXPS)
 COUNTS = np.array([0, 3, 1, 1, 5, 3], dtype=np.int64)
 FREQ = np.array([1, 2, 1, 3], dtype=np.int64)
+POS_WEIGHT = np.array([0.5, 2.0, 1.5], dtype=np.float32)
 LABELS = np.array([1.0, -1.0, -1.0, 1.0], dtype=np.float32)
 IDX = np.array([[0, 2], [3, 1]], dtype=np.int64)
 CLS = np.array([[[0, 2], [1, 1]], [[2, 0], [0, 1]]], dtype=np.int64)
@@ -156,8 +157,8 @@ CASES = [
         a, b, m.tensor(LABELS), 0.1, 1), (4, 3), (4, 3)),
     ("torch_triplet", lambda m, a, p, n: m.triplet_margin_loss(a, p, n, 1.0, 2, 1e-6, True, 1),
      (3, 4), (3, 4), (3, 4)),
-    ("torch_bce_logits", lambda m, x, t, pw: m.binary_cross_entropy_with_logits(
-        x, t.sigmoid(), None, pw.detach().abs(), 2), (2, 3), (2, 3), (3,)),
+    ("torch_bce_logits", lambda m, x, t: m.binary_cross_entropy_with_logits(
+        x, t.sigmoid(), None, m.tensor(POS_WEIGHT), 2), (2, 3), (2, 3)),
     ("NLLLoss2d", lambda m, x: nn(m).NLLLoss2d()(x.log_softmax(1), m.tensor(CLS)),
      (2, 3, 2, 2)),
 ]

@@ -165,15 +165,17 @@ def corrcoef(input):
 
 
 # ---- functional scatters: a copy of input with a region replaced -------------------------
-def _scatter_into(input, src, region, name):
-    out = input.clone()
-    view = region(out)
-    if tuple(view.shape) != tuple(src.shape):
+# Each is one index_copy (out of place, differentiable in both, batchable by vmap), with the
+# region's positions computed from the shape alone.
+def _check_src(src, region_shape, name):
+    if tuple(src.shape) != tuple(region_shape):
         raise RuntimeError(f"{name}(): expected src to have a size equal to the slice of "
                            f"self; src size = {list(src.shape)}, slice size = "
-                           f"{list(view.shape)}")
-    view.copy_(src)
-    return out
+                           f"{list(region_shape)}")
+
+
+def _positions(values):
+    return Tensor._wrap(np.asarray(values, dtype=np.int64).reshape(-1))
 
 
 @tensor_method()
@@ -186,8 +188,24 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     tensor([[1., 0.],
             [0., 2.]])
     """
-    return _scatter_into(input, src, lambda t: t.diagonal(offset, dim1, dim2),
-                         "diagonal_scatter")
+    nd = input.dim()
+    d1, d2 = _wrap_dim(dim1, nd, "diagonal_scatter"), _wrap_dim(dim2, nd, "diagonal_scatter")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal(): dimensions cannot be identical {dim1}, {dim2}")
+    rows, cols = input.shape[d1], input.shape[d2]
+    r0, c0 = max(-offset, 0), max(offset, 0)
+    n = max(min(rows - r0, cols - c0), 0)
+    rest = [k for k in range(nd) if k not in (d1, d2)]
+    _check_src(src, [input.shape[k] for k in rest] + [n], "diagonal_scatter")
+    # (rest..., rows * cols): the diagonal is every (cols + 1)-th element from r0 * cols + c0
+    moved = input.permute(*rest, d1, d2)
+    flat = moved.reshape(*moved.shape[:-2], rows * cols)
+    where_ = _positions([(k + r0) * cols + k + c0 for k in range(n)])
+    out = flat.index_copy(flat.dim() - 1, where_, src).reshape(moved.shape)
+    inverse = [0] * nd
+    for i, k in enumerate(rest + [d1, d2]):
+        inverse[k] = i
+    return out.permute(*inverse)
 
 
 @tensor_method()
@@ -199,7 +217,13 @@ def select_scatter(input, src, dim, index):
     tensor([[0., 0.],
             [1., 1.]])
     """
-    return _scatter_into(input, src, lambda t: t.select(dim, index), "select_scatter")
+    d = _wrap_dim(dim, input.dim(), "select_scatter")
+    n = input.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select_scatter(): index {index} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {d}")
+    _check_src(src, input.shape[:d] + input.shape[d + 1:], "select_scatter")
+    return input.index_copy(d, _positions([index % n]), src.unsqueeze(d))
 
 
 @tensor_method()
@@ -211,8 +235,9 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     tensor([0., 1., 0., 1.])
     """
     d = _wrap_dim(dim, input.dim(), "slice_scatter")
-    index = (slice(None),) * d + (slice(start, end, step),)
-    return _scatter_into(input, src, lambda t: t[index], "slice_scatter")
+    picked = range(input.shape[d])[slice(start, end, step)]
+    _check_src(src, input.shape[:d] + (len(picked),) + input.shape[d + 1:], "slice_scatter")
+    return input.index_copy(d, _positions(list(picked)), src)
 
 
 def block_diag(*tensors):
