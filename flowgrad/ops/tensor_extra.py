@@ -17,10 +17,9 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..autograd.interpreter import run_inplace
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .creation import zeros
-from .elementwise import where
+from .elementwise import _inplace_binary, where
 from .linalg import _scaled_add, addbmm, addmm, addmv, baddbmm, outer
 from .norm import vector_norm
 from .reduce import amax, amin, sum_to
@@ -420,17 +419,10 @@ def is_inference(input):
     return input.is_inference()
 
 
-def _inplace(name, fn):
-    def method(self, *args, **kwargs):
-        return run_inplace(name, fn, self, *args, **kwargs)
-    method.__name__ = name
-    return method
-
-
 for _name, _fn in (("addmm_", addmm), ("addmv_", addmv), ("addbmm_", addbmm),
                    ("baddbmm_", baddbmm), ("addr_", addr), ("cumsum_", cumsum),
                    ("cumprod_", cumprod), ("renorm_", renorm)):
-    setattr(Tensor, _name, _inplace(_name, _fn))
+    setattr(Tensor, _name, _inplace_binary(_name, _fn))
 
 
 def _contains(self, element):
