@@ -203,7 +203,7 @@ class _Watchdog(threading.Thread):
                 if now - start > timeout:
                     rank = _STATE.default.rank() if _STATE.default is not None else "?"
                     sys.stderr.write(
-                        f"[rank{rank}]: flowgrad.distributed: {what} on {group or 'a group'} "
+                        f"flowgrad.distributed: rank {rank}: {what} on {group or 'a group'} "
                         f"timed out after {timeout:g} s waiting for its peers (a rank failed, "
                         f"hangs, or called a different collective); aborting the job\n")
                     sys.stderr.flush()
@@ -425,7 +425,8 @@ def _abort_on_uncaught(kind, value, tb):
     """An uncaught error on one rank would leave it in MPI_Finalize and its peers in their
     next collective forever: print it, then abort the job (as `python -m mpi4py` does)."""
     rank = _STATE.default.rank() if _STATE.default is not None else "?"
-    sys.stderr.write(f"[rank{rank}]: uncaught {kind.__name__}, aborting the MPI job\n")
+    sys.stderr.write(f"flowgrad.distributed: rank {rank}: uncaught {kind.__name__}, "
+                     f"aborting the MPI job\n")
     traceback.print_exception(kind, value, tb)
     sys.stderr.flush()
     sys.stdout.flush()
