@@ -289,9 +289,9 @@ class DistributedDataParallel(Module):
             p = self._params[i]
             part = bucket.flat[bucket.offsets[k]:bucket.offsets[k + 1]]
             grad = p.grad
-            if grad is None:
+            if grad is None or not grad._data.flags.writeable:
                 p.grad = Tensor._wrap(part.reshape(p._data.shape) / size)
-            else:
+            else:  # in place: an optimizer may hold this .grad
                 np.divide(part.reshape(grad._data.shape), size, out=grad._data)
 
     def _finish(self):
