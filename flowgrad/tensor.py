@@ -16,6 +16,7 @@ import numpy as np
 from . import dtypes as _dt
 from .autograd import engine
 from .autograd import interpreter as _interpreter
+from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.meta import AutogradMeta, VersionCounter
 from .autograd.views import sync_view
 from .device import CPU
@@ -295,7 +296,10 @@ class Tensor:
 
     def detach(self):
         """A new leaf sharing this tensor's storage (writes show in both), no grad."""
-        t = Tensor._wrap(self._data)
+        data = self._data
+        if _FORWARD_LEVELS:  # forward AD keys tangents by array: a new one has none (torch's)
+            data = data.view()
+        t = Tensor._wrap(data)
         if self._version is None:
             self._version = VersionCounter()
         t._version = self._version

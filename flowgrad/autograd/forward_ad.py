@@ -36,7 +36,8 @@ _LEVELS = []  # forward levels entered, outermost first
 
 def _key(t):
     """Tangents are keyed by storage: the array (the batch tensor of a BatchedTensor), so a
-    saved output rebuilt by a rule, or a detached alias, keeps its tangent."""
+    saved output rebuilt by a rule keeps its tangent (detach() wraps a new array object while
+    a level is entered: it drops the tangent, as torch's)."""
     phys = getattr(t, "_phys", None)
     return t._data if phys is None else phys
 
@@ -169,6 +170,10 @@ def derived_jvp(op, inputs, outs, tans, attrs, aux):
     Tensor = _interpreter.Tensor
     needs = [t is not None and x._data.dtype.kind in "fV" for x, t in zip(inputs, tans)]
     ctx, node = capture(op, inputs, outs, attrs, aux, needs)
+    # the tangent keeps a graph only where grad mode was on and something it depends on
+    # requires grad (as torch's); the rule itself always runs recording, to be differentiated
+    keep = grad_mode._state.enabled and (any(t.requires_grad for t in inputs) or any(
+        t is not None and t.requires_grad for t in tans))
     with grad_mode.enable_grad(), reverse_scope():
         us = [Tensor._zeros(o._data.shape, o._data.dtype) for o in outs]
         for u in us:
@@ -183,8 +188,6 @@ def derived_jvp(op, inputs, outs, tans, attrs, aux):
         diff = [u for u in us if u.requires_grad]
         if total is None or not diff:
             return [None] * len(outs)
-        keep = any(t.requires_grad for t in inputs) or any(
-            t is not None and t.requires_grad for t in tans)
         got = iter(engine.grad(total, diff, allow_unused=True, create_graph=keep))
     result = []
     for u in us:

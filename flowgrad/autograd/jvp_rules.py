@@ -10,10 +10,12 @@ themselves differentiable and batchable. The families:
   that input replaced by its tangent;
 - elementwise ops (unary math, activations, binary arithmetic): the Jacobian is diagonal, so
   J t = J^T t: the reverse rule applied to the tangent broadcast to the output's shape;
-- softmax, log_softmax, logsumexp: their closed forms.
+- softmax, log_softmax, logsumexp: their closed forms;
+- qr, svd, eigh, logcumsumexp: torch's formulas (`jvp_linalg.py`).
 """
 from __future__ import annotations
 
+from . import jvp_linalg
 from .forward_ad import call_rule, capture
 
 
@@ -138,3 +140,4 @@ JVP_RULES.update(dict.fromkeys(DIAGONAL, _diagonal))
 JVP_RULES.update({"linear": _linear_layer, "scalar_add": _first, "depend": _first,
                   "pad_constant": _pad_constant, "softmax": _softmax,
                   "log_softmax": _log_softmax, "logsumexp": _logsumexp})
+JVP_RULES.update(jvp_linalg.RULES)
