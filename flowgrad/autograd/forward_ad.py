@@ -160,6 +160,7 @@ def call_rule(op, ctx, node, grads):
 
 def derived_jvp(op, inputs, outs, tans, attrs, aux):
     """J t from the reverse rule: d/du <vjp(u), t> at any u (zero here)."""
+    from ..func.transforms import _detached
     from . import engine
     from .function import _FunctionOp
 
@@ -188,11 +189,15 @@ def derived_jvp(op, inputs, outs, tans, attrs, aux):
         diff = [u for u in us if u.requires_grad]
         if total is None or not diff:
             return [None] * len(outs)
-        got = iter(engine.grad(total, diff, allow_unused=True, create_graph=keep))
+        # an outer forward level differentiates the result: engine.grad must not detach it
+        got = iter(engine.grad(total, diff, allow_unused=True,
+                               create_graph=keep or len(_LEVELS) > 1))
     result = []
     for u in us:
         g = next(got) if u.requires_grad else None
-        result.append(g if g is None or keep else g.detach())
+        if g is not None and not keep:
+            g = _detached(g)  # only the reverse graph is cut: outer levels' tangents stay
+        result.append(g)
     return result
 
 

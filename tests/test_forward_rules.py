@@ -1,0 +1,76 @@
+"""The written forward-mode rules beyond first order (the op tables' jvp column checks first
+order): forward over forward, vmap over jvp, and what a tangent records, against torch."""
+import numpy as np
+import pytest
+import torch
+
+import flowgrad as flow
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((3, 3))
+B = RNG.standard_normal((2, 3, 4))
+
+
+def _sym(a):
+    return a + a.mT
+
+
+# scalar functions of one matrix through the decomposition rules, free of sign conventions
+SECOND_ORDER = [
+    ("svdvals", lambda m, a: m.linalg.svdvals(a).pow(3).sum(), A),
+    ("svd_u", lambda m, a: (m.linalg.svd(a, full_matrices=False)[0][:, 0] ** 2 * m.arange(
+        3.0, dtype=a.dtype)).sum(), A),
+    ("eigvalsh", lambda m, a: (m.linalg.eigvalsh(_sym(a)) ** 2).sum(), A),
+    ("eigh_v", lambda m, a: (m.linalg.eigh(_sym(a))[1][:, 0] ** 2).prod(), A),
+    ("qr_r", lambda m, a: (m.linalg.qr(a)[1] ** 2).sum(), A),
+    ("qr_wide", lambda m, a: (m.linalg.qr(a[:2])[1] ** 2).sum(), A),
+    ("logcumsumexp", lambda m, a: m.logcumsumexp(a * 3, 1).sin().sum(), A),
+]
+
+
+@pytest.mark.parametrize("fn,a", [c[1:] for c in SECOND_ORDER], ids=[c[0] for c in SECOND_ORDER])
+def test_forward_over_forward_matches_torch_hessian(fn, a):
+    ours = flow.func.jacfwd(flow.func.jacfwd(lambda x: fn(flow, x)))(flow.tensor(a))
+    theirs = torch.func.hessian(lambda x: fn(torch, x))(torch.tensor(a))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), atol=1e-7, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["svd", "qr", "eigh"])
+def test_vmap_over_jvp_matches_torch(name):
+    def f(m, a):
+        if name == "svd":
+            return m.linalg.svdvals(a)
+        if name == "qr":
+            return m.linalg.qr(a)[1].abs()
+        return m.linalg.eigvalsh(a @ a.mT)
+
+    def run(m, b, t):
+        return m.func.vmap(lambda a, u: m.func.jvp(lambda x: f(m, x), (a,), (u,))[1])(b, t)
+    t = RNG.standard_normal(B.shape)
+    ours = run(flow, flow.tensor(B), flow.tensor(t))
+    theirs = run(torch, torch.tensor(B), torch.tensor(t))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), atol=1e-10)
+
+
+@pytest.mark.parametrize("grad_on", [True, False])
+def test_tangent_records_only_as_torch(grad_on):
+    """A tangent has a grad_fn when grad mode is on and its primal requires grad, not else,
+    through a written rule (sin), a linalg rule (qr) and a derived one (cumprod)."""
+    for m in (flow, torch):
+        x = m.tensor(A).requires_grad_()
+        with m.set_grad_enabled(grad_on):
+            for f in (m.sin, lambda a: m.linalg.qr(a)[0], lambda a: a.cumprod(0)):
+                _, tan = m.func.jvp(f, (x,), (m.ones(3, 3, dtype=x.dtype),))
+                assert (tan.grad_fn is not None) == grad_on == tan.requires_grad, (m, f)
+
+
+def test_detach_drops_the_tangent():
+    import flowgrad.autograd.forward_ad as fwAD
+    x = flow.tensor([1.0, 2.0])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, flow.tensor([1.0, 1.0]))
+        assert fwAD.unpack_dual(d.detach()).tangent is None
+        assert fwAD.unpack_dual(d * 2).tangent.tolist() == [2.0, 2.0]
+        y = d.detach()
+        y.add_(1)  # still the same storage
+        assert x.tolist() == [2.0, 3.0]
