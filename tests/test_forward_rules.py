@@ -74,3 +74,12 @@ def test_detach_drops_the_tangent():
         y = d.detach()
         y.add_(1)  # still the same storage
         assert x.tolist() == [2.0, 3.0]
+
+
+def test_forward_mode_through_complex_values_raises_instead_of_a_wrong_tangent():
+    """Complex tangents are not handled yet: refuse, never return a wrong (zero) tangent."""
+    a = flow.tensor([1.0, 2.0])
+    with pytest.raises(NotImplementedError, match="complex"):
+        flow.func.jvp(lambda a: (a * (1 + 2j)).abs().sum(), (a,), (flow.ones(2),))
+    with pytest.raises(NotImplementedError, match="complex"):  # real -> complex -> real
+        flow.func.jvp(lambda a: flow.fft.rfft(a).abs().sum(), (a,), (flow.ones(2),))

@@ -42,6 +42,14 @@ def _key(t):
     return t._data if phys is None else phys
 
 
+def _touches_complex(inputs, tans, outs):
+    """Whether a tangent would enter or leave complex values (not handled yet: refused)."""
+    if any(t is not None and "c" in (x._data.dtype.kind, t._data.dtype.kind)
+           for x, t in zip(inputs, tans)):
+        return True
+    return any(o._data.dtype.kind == "c" for o in outs)  # (an input has a tangent here)
+
+
 class ForwardLevel:
     """The interpreter of one forward-AD level: a table storage -> tangent."""
 
@@ -74,6 +82,11 @@ class ForwardLevel:
             return apply_full(self.inner, op, inputs, attrs)
         outs, aux = apply_full(self.inner, op, inputs, attrs)
         tans = [self.tangent(t) for t in inputs]
+        if op.differentiable and _touches_complex(inputs, tans, outs):
+            raise NotImplementedError(
+                f"forward-mode AD through {op.name} with complex tensors is not supported yet "
+                f"(its tangent would be wrong); differentiate with reverse mode instead "
+                f"(autograd.grad, flow.func.jacrev or vjp)")
         if op.differentiable:
             with _interpreter.using_interpreter(self.inner):
                 out_tans = output_tangents(op, inputs, outs, tans, attrs, aux)

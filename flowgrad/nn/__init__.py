@@ -2,8 +2,8 @@
 from . import functional, init, parallel, utils
 from .module import Module
 from .modules import *  # noqa: F401,F403
-from .parameter import Parameter
 from .parallel import DataParallel  # torch.nn has it too
+from .parameter import Parameter
 
 
 def __getattr__(name):
