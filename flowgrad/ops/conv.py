@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from ..tensor import Tensor
+from .halfprec import in_float32
 from .registry import op
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -171,6 +172,7 @@ def _conv_transpose_batch_last(xp, z, w, stride, padding, dilation, groups, size
 
 # ---- the three ops -----------------------------------------------------------------------
 @op("conv", save="inputs")
+@in_float32
 def _conv(xp, x, w, *, stride, padding, dilation, groups, out=None):
     ksize = w.shape[2:]
     if out is None:
@@ -191,6 +193,7 @@ def _conv(xp, x, w, *, stride, padding, dilation, groups, out=None):
 
 
 @op("conv_transpose", save="inputs")
+@in_float32
 def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
     n, o = z.shape[:2]
     ksize, sp = w.shape[2:], z.shape[2:]
@@ -225,6 +228,7 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
 
 
 @op("conv_weight", save="inputs[0, 1]")  # not the optional cols: the rule never reads it
+@in_float32
 def _conv_weight(xp, x, dy, *cols, stride, padding, dilation, groups, ksize):
     """The weight gradient; `cols` (optional) is conv's aux output, im2col(x), reused."""
     cols = cols[0] if cols else None

@@ -23,6 +23,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from .complex import conj
+from .halfprec import in_float32
 from .registry import op
 
 __all__ = ["einsum", "tensordot"]
@@ -42,6 +43,7 @@ def _path(eq, arrays):
 
 
 @op("einsum", save="inputs", complex=True)
+@in_float32
 def _einsum(xp, *arrays, eq):
     if len(arrays) == 1:
         r = xp.einsum(eq, arrays[0])

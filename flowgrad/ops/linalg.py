@@ -22,6 +22,7 @@ from .. import dtypes as _dt
 from ..autograd.node import FunctionNode
 from ..tensor import Tensor, tensor_method
 from .complex import conj
+from .halfprec import in_float32
 from .reduce import _sum
 from .registry import op
 
@@ -30,6 +31,7 @@ __all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "addmv", "baddb
 
 
 @op("matmul", save="inputs", complex=True)
+@in_float32
 def _matmul(xp, a, b):
     if a.ndim > 2 and b.ndim == 2:  # fold the batch into rows: one BLAS call
         rows = math.prod(a.shape[:-1])  # not -1: ambiguous when a dim is 0
@@ -285,6 +287,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 # reduction for the bias, so a weight gradient comes out of BLAS as a fresh (out, in) array
 # that the leaf's .grad can take without a copy.
 @op("linear", save="inputs for others", complex=True)
+@in_float32
 def _linear(xp, x, w, *b):
     if w.ndim == 2 and x.ndim > 2:  # fold the batch into rows: one BLAS call
         rows = math.prod(x.shape[:-1])  # not -1: ambiguous when a dim is 0
@@ -319,6 +322,7 @@ def _(ctx, dy):
 
 
 @op("linear_wgrad", save="inputs", complex=True)
+@in_float32
 def _linear_wgrad(xp, dy, x):
     """linear's weight gradient: dy^T @ x over all rows (2-D weight), x^T @ dy (1-D)."""
     rows = math.prod(x.shape[:-1])

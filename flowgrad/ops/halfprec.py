@@ -1,0 +1,44 @@
+"""Half-precision (float16, bfloat16) products computed in float32, as torch's CPU kernels.
+
+NumPy has no BLAS for either: ml_dtypes' bfloat16 matmul returns float32 and its einsum
+refuses bfloat16; float16's matmul is a slow loop. torch's CPU GEMMs and convolutions take
+half-precision operands, accumulate in float32 and round the result to the operands' dtype.
+`in_float32` wraps such a kernel to do the same, so matmul, linear, conv and einsum return
+their inputs' dtype (and so do their gradients, which are these ops again).
+
+>>> import flowgrad as flow
+>>> a = flow.ones(2, 3, dtype=flow.float16)
+>>> (a @ a.T).dtype
+flowgrad.float16
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .. import dtypes as _dt
+
+HALF = frozenset(d.np for d in (_dt.float16, _dt.bfloat16) if d is not None)
+
+
+def in_float32(kernel):
+    """`kernel(xp, *arrays, **attrs)` run on float32 copies of its half-precision arrays; its
+    float32 results are rounded to the first half-precision input's dtype. Other dtypes pass
+    through untouched (one dtype check per array)."""
+
+    @functools.wraps(kernel)
+    def run(xp, *arrays, **attrs):
+        low = next((a.dtype for a in arrays if a.dtype in HALF), None)
+        if low is None:
+            return kernel(xp, *arrays, **attrs)
+        out = kernel(xp, *(a.astype(xp.float32) if a.dtype in HALF else a for a in arrays),
+                     **attrs)
+        if type(out) is tuple:
+            return tuple(_round(o, low) for o in out)
+        return _round(out, low)
+    return run
+
+
+def _round(out, low):
+    return out.astype(low) if out.dtype == np.float32 else out
