@@ -29,8 +29,11 @@ def in_float32(kernel):
 
     @functools.wraps(kernel)
     def run(xp, *arrays, **attrs):
-        low = next((a.dtype for a in arrays if a.dtype in HALF), None)
-        if low is None:
+        for a in arrays:  # a plain loop: the float32 path pays ~0.1 us a call
+            if a.dtype in HALF:
+                low = a.dtype
+                break
+        else:
             return kernel(xp, *arrays, **attrs)
         out = kernel(xp, *(a.astype(xp.float32) if a.dtype in HALF else a for a in arrays),
                      **attrs)
