@@ -158,21 +158,49 @@ def det(A):
     return _det(_square(A, "linalg.det"))
 
 
-@op("linalg_slogdet", n_out=2, save="inputs")
+@op("linalg_slogdet", n_out=2, save="inputs outputs")
 def _slogdet(xp, A):
     sign, logabs = xp.linalg.slogdet(A)
-    return sign, logabs
+    sign = xp.asarray(sign, dtype=A.dtype)
+    if (sign == 0).any():
+        # torch's zero sign keeps the sign of LAPACK's pivots (row swaps times the nonzero
+        # pivots' signs): [[1, 2], [2, 4]] gives -0, so its gradient is [[-inf, inf], ...]
+        from .linalg_solve import _lu_factor
+
+        LU, piv, _ = _lu_factor.kernel(xp, A)
+        u = xp.diagonal(LU, axis1=-2, axis2=-1)
+        odd = (piv != xp.arange(1, piv.shape[-1] + 1)).sum(-1) % 2 == 1
+        pivots = xp.where(u == 0, 1, xp.sign(u)).prod(-1)
+        sign = xp.where(sign == 0, xp.where(odd, -pivots, pivots) * 0, sign).astype(A.dtype)
+    return sign, xp.asarray(logabs, dtype=A.dtype)
 
 
 @_slogdet.grad
 def _(ctx, dsign, dlog):
-    (A,) = ctx.inputs
-    return dlog.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
+    """torch's rule g A^-T; at a singular A (sign 0) torch's LU solve divides by a zero pivot,
+    giving +-inf and nan: here g adj(A)^T / (+-0), the same infinities where adj(A) is
+    nonzero and nan where it is zero. Both branches run and `where` merges them (no
+    data-dependent branch, so graph mode traces it); sign's gradient is zero, as torch's."""
+    from .elementwise import where
+
+    (A,), (sign, _) = ctx.inputs, ctx.outputs
+    singular = (sign == 0).unsqueeze(-1).unsqueeze(-1)
+    g = dlog.unsqueeze(-1).unsqueeze(-1)
+    regular = g * inv(where(singular, _eye(A.shape[-1], A), A)).mT
+    adjugate = _det_backward(A, sign * 0, dlog)  # dlog adj(A)^T: det's singular branch
+    return where(singular, adjugate / sign.unsqueeze(-1).unsqueeze(-1), regular)
 
 
 def slogdet(A):
-    """(sign, log|det A|); differentiable in logabsdet, with gradient A^-T (a singular A,
-    where torch's gradient is infinite, raises as inv does)."""
+    """(sign, log|det A|); differentiable in logabsdet with gradient A^-T. A singular A gives
+    (0, -inf) and, as torch's, an infinite or nan gradient (no error).
+
+    >>> import flowgrad as flow
+    >>> a = flow.tensor([[1.0, 2.0], [2.0, 4.0]], requires_grad=True)
+    >>> sign, logabsdet = flow.linalg.slogdet(a); logabsdet.backward(); a.grad
+    tensor([[-inf, inf],
+            [inf, -inf]])
+    """
     return SLOGDET(*_slogdet(_square(A, "linalg.slogdet")))
 
 
