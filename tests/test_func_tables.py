@@ -1,6 +1,10 @@
 """Forward-mode AD and vmap on every row of the op tables, against torch.func."""
+import numpy as np
 import pytest
+import torch
 from helpers_func import func_table_tests, table_rows
+
+import flowgrad as flow
 
 ROWS = table_rows("test_ops_core", "test_ops_elementwise", "test_ops_activation",
                   "test_ops_reduce", "test_ops_shape", "test_ops_index", "test_ops_linalg",
@@ -18,9 +22,9 @@ NOT_YET = {
     "vmap": {},
 }
 
-# More tables, in the jvp column only (their vmap column is not done: quantile, fractional
-# pooling, mvlgamma and lstsq rows do not batch like torch yet)
-JVP_ROWS = table_rows("test_ops_linalg_more", "test_ops_linalg_eig", "test_ops_special",
+# More tables (both columns; their functions' value checks and shape choices are made over
+# the whole batch under vmap, as torch's batching rules make them)
+MORE_ROWS = table_rows("test_ops_linalg_more", "test_ops_linalg_eig", "test_ops_special",
                       "test_ops_odds", "test_ops_gaps")
 
 # torch's forward-mode rule is wrong here (it disagrees with torch's reverse mode and with
@@ -40,4 +44,22 @@ def _rows(column, rows):
 
 test_jvp_against_torch, _ = func_table_tests(_rows("jvp", ROWS))
 _, test_vmap_against_torch = func_table_tests(_rows("vmap", ROWS))
-test_jvp_more_tables, _ = func_table_tests(_rows("jvp", JVP_ROWS), TORCH_FORWARD_WRONG)
+test_jvp_more_tables, _ = func_table_tests(_rows("jvp", MORE_ROWS), TORCH_FORWARD_WRONG)
+_, test_vmap_more_tables = func_table_tests(_rows("vmap", MORE_ROWS))
+
+
+def test_vmap_decides_over_the_whole_batch():
+    """lstsq's residuals exist when every matrix is full rank: under vmap, every example's
+    (torch's batching rule calls lstsq once on the batch); one rank-deficient example empties
+    them. mvlgamma's domain check sees every example (torch's vmap skips it: flowgrad raises,
+    as torch does outside vmap)."""
+    a = np.random.default_rng(0).standard_normal((2, 5, 3))
+    b = np.random.default_rng(1).standard_normal((2, 5, 2))
+    a[1, :, 2] = a[1, :, 1]
+    for rows in (slice(0, 1), slice(0, 2)):
+        res = [m.func.vmap(lambda x, y, m=m: m.linalg.lstsq(x, y, driver="gelsd")[1])(
+            m.tensor(a[rows]), m.tensor(b[rows])) for m in (flow, torch)]
+        assert tuple(res[0].shape) == tuple(res[1].shape)
+        np.testing.assert_allclose(res[0].numpy(), res[1].numpy(), rtol=1e-10)
+    with pytest.raises(RuntimeError, match=r"mvlgamma: All elements must be greater than"):
+        flow.func.vmap(lambda x: flow.mvlgamma(x, p=3))(flow.tensor([[3.0, 4.0], [0.2, 5.0]]))

@@ -92,3 +92,20 @@ def wrap(phys, level):
 
 def batched_at(t, level):
     return type(t) is BatchedTensor and t._level is level
+
+
+def every_example(condition, *, guard=False):
+    """bool(condition.all()) over every example of every vmap level `condition` is batched
+    at: for a function's check of its input values or a choice of its output's shape, which
+    torch's batching rules make once on the whole batch (outside vmap: bool(condition.all())).
+    A shape choice reads the value as bool() does (a graph trace refuses to freeze it); a
+    `guard` (a check that raises on bad input) is only checked, at trace time under a trace.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.func import vmap
+    >>> vmap(lambda x: x * every_example(x > 0))(flow.tensor([1.0, 2.0]))
+    tensor([1., 2.])
+    """
+    while type(condition) is BatchedTensor:
+        condition = condition._phys
+    return bool(condition._data.all()) if guard else bool(condition.all())

@@ -429,8 +429,10 @@ def lstsq(A, B, rcond=None, *, driver=None):
     rank = empty.long() if driver == "gels" else matrix_rank(A, rtol=rtol)
     svals = svdvals(A.detach()) if driver in ("gelsd", "gelss") else empty
     residuals = empty
-    if m > n and driver != "gelsy" and driver is not None and \
-            bool((matrix_rank(A) == n).all()):
+    from ..func.batched import every_example  # func imports the ops: import here
+
+    # full rank everywhere: under vmap, over the whole batch, as torch's batching rule
+    if m > n and driver != "gelsy" and driver is not None and every_example(matrix_rank(A) == n):
         residuals = ((A @ X - Bm) ** 2).sum(-2)
         residuals = residuals.squeeze(-1) if vector else residuals
     return LSTSQ(X.squeeze(-1) if vector else X, residuals, rank, svals)

@@ -150,8 +150,9 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
         values = values.squeeze(0)
     if not return_indices:
         return values
-    idx = np.take_along_axis(taps, which._data[..., None], -1).reshape((n, c) + out)
-    return values, Tensor._wrap(idx if batched else idx[0])
+    # a gather, not NumPy on `which`: under vmap each example's argmax picks its own tap
+    idx = gather(Tensor._wrap(taps), -1, which.unsqueeze(-1)).reshape(n, c, *out)
+    return values, idx if batched else idx.squeeze(0)
 
 
 def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,

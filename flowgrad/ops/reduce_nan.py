@@ -114,34 +114,32 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     if x._data.ndim == 0:
         x, d = x.reshape(1), 0
     values, _, count = _nan_last_sorted(x, d)
-    n = count._data.astype(np.float64)
-    if not ignore_nan:  # a NaN anywhere makes the row's result NaN: point at the last (NaN)
-        full = x._data.shape[d]
-        n = np.where(n < full, np.inf, n)
-    qs = qa.reshape(-1)
-    # ranks per q, shape (len(q), *row shape with dim kept)
-    ranks = qs.reshape((-1,) + (1,) * n.ndim) * (np.maximum(n, 1) - 1)
+    # the ranks come from ops on the count (no NumPy on values), so that under vmap each
+    # example gets its own; computed in the input's dtype, as torch's
     last = x._data.shape[d] - 1
-    ranks = np.where(np.isinf(n), last, ranks)
+    qs = Tensor._wrap(qa.reshape((-1,) + (1,) * x._data.ndim).astype(x._data.dtype))
+    if ignore_nan:  # ranks among the non-NaN values; an all-NaN row takes rank 0 (a NaN)
+        ranks = qs * (count - 1).clamp(min=0).to(x.dtype)
+    else:  # a NaN anywhere makes the row's result NaN: point at the last (NaN)
+        ranks = where(count <= last, float(last), qs * last)
     if interpolation == "lower":
-        ranks = np.floor(ranks)
+        ranks = ranks.floor()
     elif interpolation == "higher":
-        ranks = np.ceil(ranks)
+        ranks = ranks.ceil()
     elif interpolation == "nearest":
-        ranks = np.round(ranks)  # half to even, as torch
-    below = np.floor(ranks).astype(np.int64)
-    above = np.minimum(np.ceil(ranks), last).astype(np.int64)
+        ranks = ranks.round()  # half to even, as torch
+    below = ranks.floor()
+    above = ranks.ceil().clamp(max=last).long()
     weight = 0.5 if interpolation == "midpoint" else ranks - below
+    below = below.long()
     outs = []
-    for j in range(qs.size):
-        lo = gather(values, d, Tensor._wrap(below[j]))
-        hi = gather(values, d, Tensor._wrap(above[j]))
-        w = Tensor._wrap(np.asarray(weight if np.isscalar(weight) else weight[j],
-                                    dtype=x._data.dtype))
-        outs.append(lo + (hi - lo) * w)
+    for j in range(qs.shape[0]):
+        lo, hi = gather(values, d, below[j]), gather(values, d, above[j])
+        outs.append(lo + (hi - lo) * (weight if interpolation == "midpoint" else weight[j]))
     out = stack(outs, 0)
     if dim is None:
-        out = out.reshape(qs.size, *([1] * input._data.ndim)) if keepdim else out.reshape(-1)
+        out = out.reshape(qs.shape[0], *([1] * input._data.ndim)) if keepdim \
+            else out.reshape(-1)
     elif not keepdim:
         out = out.squeeze(d + 1)
     return out[0] if scalar_q or qa.ndim == 0 else out

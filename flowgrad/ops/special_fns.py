@@ -174,7 +174,9 @@ def mvlgamma(input, p):
     x = _float_of(input)
     if not isinstance(p, int) or p < 1:
         raise RuntimeError(f"mvlgamma: p has to be greater than or equal to 1, got {p!r}")
-    if not (x._data > (p - 1) / 2).all():
+    from ..func.batched import every_example  # func imports the ops: import here
+
+    if not every_example(x > (p - 1) / 2, guard=True):  # under vmap: every example's
         raise RuntimeError(f"mvlgamma: All elements must be greater than (p-1)/2 = {(p - 1) / 2}"
                            f" (p={p}); shift the input or lower p")
     from .creation import arange  # creation imports elementwise: import here, once used
