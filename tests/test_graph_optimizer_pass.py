@@ -133,3 +133,15 @@ def test_compiled_mlp_step_peaks_below_eager():
 
     eager_peak, graph_peak = peak(eager_step), peak(lambda: train(x, y))
     assert graph_peak < 0.85 * eager_peak, (graph_peak, eager_peak)
+
+
+def test_changing_the_param_groups_after_compiling_raises_instead_of_skipping_them():
+    model, extra = _mlp(), flow.nn.Parameter(flow.ones(3))
+    opt = flow.optim.SGD(model.parameters(), lr=0.1)
+    train = train_graph(model, opt)
+    (x, y), = _batches(1)
+    train(x, y)
+    train(x, y)
+    opt.add_param_group({"params": [extra]})
+    with pytest.raises(RuntimeError, match="param groups changed"):
+        train(x, y)

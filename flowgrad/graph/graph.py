@@ -225,7 +225,8 @@ class Graph:
         self._log(0, f"  codegen: {plan.source.count(chr(10)) + 1} lines in "
                      f"{(time.perf_counter() - started) * 1e3:.1f} ms")
         self._log(2, plan.source)
-        compiled = (program, plan, rebuild, _signature(flat), eager_update)
+        compiled = (program, plan, rebuild, _signature(flat), eager_update,
+                    optimizer_pass.param_layout(self._optimizers))
         object.__setattr__(self, "_compiled", compiled)
         if self._dynamic_size:
             if len(self._plans) >= self._dynamic_size:
@@ -234,8 +235,13 @@ class Graph:
         return rebuild([t.detach() for t in first[:n]]), (grads, None)
 
     def _run(self, flat):
-        program, plan, rebuild, signature, eager_update = self._compiled
+        program, plan, rebuild, signature, eager_update, layout = self._compiled
         _check_signature(signature, _signature(flat))
+        if optimizer_pass.param_layout(self._optimizers) != layout:
+            raise RuntimeError(
+                f"nn.Graph {self._name}: an optimizer's param groups changed after the graph "
+                f"compiled (add_param_group, or params added or removed); the compiled "
+                f"update would skip them. Build a new graph after changing the groups")
         arrays = [t._data for t in flat if isinstance(t, Tensor)]
         xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np
         results = plan.run(xp, [t._data if isinstance(t, Tensor) else None for t in flat])

@@ -108,6 +108,12 @@ def place_updates(program):
     return program
 
 
+def param_layout(optimizers):
+    """Which parameters each optimizer's groups hold: a compiled update covers exactly these."""
+    return [tuple(tuple(map(id, g["params"])) for g in opt.param_groups)
+            for opt, _ in optimizers]
+
+
 def _last_use(program):
     """Value id -> index of the last node that produces or reads it, or reads a view of it
     (an update writes the parameter's array in place: no view of it may be read later)."""
@@ -126,4 +132,4 @@ def _last_use(program):
     return position
 
 
-__all__ = ["UpdateOp", "in_plan", "plan_updates", "place_updates"]
+__all__ = ["UpdateOp", "in_plan", "param_layout", "plan_updates", "place_updates"]
