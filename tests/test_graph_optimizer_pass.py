@@ -145,3 +145,33 @@ def test_changing_the_param_groups_after_compiling_raises_instead_of_skipping_th
     opt.add_param_group({"params": [extra]})
     with pytest.raises(RuntimeError, match="param groups changed"):
         train(x, y)
+
+
+_EVERY_OPTIMIZER = {  # each optimizer flowgrad has whose step needs no closure
+    "Adafactor": lambda p: flow.optim.Adafactor(p, lr=0.01),
+    "SparseAdam": lambda p: flow.optim.SparseAdam(p, lr=0.01),
+    "Adadelta": lambda p: flow.optim.Adadelta(p, lr=0.5),
+    "Adagrad": lambda p: flow.optim.Adagrad(p, lr=0.05),
+    "Adamax": lambda p: flow.optim.Adamax(p, lr=0.01),
+    "NAdam": lambda p: flow.optim.NAdam(p, lr=0.01),
+    "RAdam": lambda p: flow.optim.RAdam(p, lr=0.01),
+    "ASGD": lambda p: flow.optim.ASGD(p, lr=0.05),
+    "Rprop": lambda p: flow.optim.Rprop(p, lr=0.01),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_EVERY_OPTIMIZER))
+def test_every_optimizer_updates_inside_the_plan_as_eagerly(name):
+    eager, graphed, opt_e, opt_g, train = _pair(_EVERY_OPTIMIZER[name])
+    steps_match_eager(train, eager, opt_e, None, _batches(4))
+    assert len(_updates(train)) == 4
+    for pe, pg in zip(eager.parameters(), graphed.parameters()):
+        np.testing.assert_allclose(pg.detach().numpy(), pe.detach().numpy(), rtol=1e-5,
+                                   atol=1e-7)
+
+
+def test_lbfgs_needs_a_closure_and_stays_out_of_the_plan():
+    from flowgrad.graph import GraphConfig
+    from flowgrad.graph.optimizer_pass import in_plan
+
+    assert not in_plan(flow.optim.LBFGS(_mlp().parameters()), GraphConfig())
