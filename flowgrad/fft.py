@@ -20,6 +20,8 @@ from .ops.creation import check_device as _check_device
 from .ops.fft import c2c as _c2c
 from .ops.fft import c2r as _c2r
 from .ops.fft import r2c as _r2c
+from .ops.out_arg import check_out as _check_out
+from .ops.out_arg import write_out as _write_out
 from .tensor import Tensor as _Tensor
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
@@ -31,6 +33,21 @@ def _one(n, dim):
     return None if n is None else (n,), (dim,)
 
 
+def _transform(kind, input, s, dim, norm, forward, name, out):
+    """Run the c2c/r2c/c2r transform, into `out` when given (torch's out=: a complex `out`
+    for a complex result, a floating one for a real result, cast within the kind)."""
+    if out is None:
+        return kind(input, s, dim, norm, forward, name)
+    short = name[4:]  # fft_rfft2 -> rfft2
+    _check_out(out, (input,), short)
+    if kind is _c2r and not out.dtype.is_floating_point:
+        raise RuntimeError(f"{short} expects a floating point output tensor, but got "
+                           f"{out.dtype.name}")
+    if kind is not _c2r and not out.dtype.is_complex:
+        raise RuntimeError(f"{short} expects a complex output tensor, but got {out.dtype.name}")
+    return _write_out(kind(input, s, dim, norm, forward, name), out, short)
+
+
 # ---- one dimension ------------------------------------------------------------------------------
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-D discrete Fourier transform along `dim` (complex output).
@@ -39,7 +56,7 @@ def fft(input, n=None, dim=-1, norm=None, *, out=None):
     >>> flow.fft.fft(flow.tensor([0.0, 1.0]), n=4)
     tensor([ 1.+0.j,  0.-1.j, -1.+0.j,  0.+1.j])
     """
-    return _c2c(input, *_one(n, dim), norm, True, "fft_fft")
+    return _transform(_c2c, input, *_one(n, dim), norm, True, "fft_fft", out)
 
 
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
@@ -49,7 +66,7 @@ def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     >>> flow.fft.ifft(flow.tensor([4.0, 0.0, 0.0, 0.0]))
     tensor([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
     """
-    return _c2c(input, *_one(n, dim), norm, False, "fft_ifft")
+    return _transform(_c2c, input, *_one(n, dim), norm, False, "fft_ifft", out)
 
 
 def rfft(input, n=None, dim=-1, norm=None, *, out=None):
@@ -59,7 +76,7 @@ def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     >>> flow.fft.rfft(flow.tensor([1.0, 1.0, 1.0, 1.0]))
     tensor([4.+0.j, 0.+0.j, 0.+0.j])
     """
-    return _r2c(input, *_one(n, dim), norm, True, "fft_rfft")
+    return _transform(_r2c, input, *_one(n, dim), norm, True, "fft_rfft", out)
 
 
 def irfft(input, n=None, dim=-1, norm=None, *, out=None):
@@ -69,7 +86,7 @@ def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     >>> flow.fft.irfft(flow.tensor([4 + 0j, 0j, 0j]))
     tensor([1., 1., 1., 1.])
     """
-    return _c2r(input, *_one(n, dim), norm, False, "fft_irfft")
+    return _transform(_c2r, input, *_one(n, dim), norm, False, "fft_irfft", out)
 
 
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
@@ -80,7 +97,7 @@ def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     >>> flow.fft.hfft(flow.tensor([1 + 0j, 0j, 0j]))
     tensor([1., 1., 1., 1.])
     """
-    return _c2r(input, *_one(n, dim), norm, True, "fft_hfft")
+    return _transform(_c2r, input, *_one(n, dim), norm, True, "fft_hfft", out)
 
 
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
@@ -90,7 +107,7 @@ def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     >>> flow.fft.ihfft(flow.tensor([1.0, 1.0, 1.0, 1.0]))
     tensor([1.-0.j, 0.-0.j, 0.-0.j])
     """
-    return _r2c(input, *_one(n, dim), norm, False, "fft_ihfft")
+    return _transform(_r2c, input, *_one(n, dim), norm, False, "fft_ihfft", out)
 
 
 # ---- two and n dimensions ------------------------------------------------------------------------
@@ -102,7 +119,7 @@ def fftn(input, s=None, dim=None, norm=None, *, out=None):
     tensor([[4.+0.j, 0.+0.j],
             [0.+0.j, 0.+0.j]])
     """
-    return _c2c(input, s, dim, norm, True, "fft_fftn")
+    return _transform(_c2c, input, s, dim, norm, True, "fft_fftn", out)
 
 
 def ifftn(input, s=None, dim=None, norm=None, *, out=None):
@@ -113,7 +130,7 @@ def ifftn(input, s=None, dim=None, norm=None, *, out=None):
     tensor([[1., 1.],
             [1., 1.]])
     """
-    return _c2c(input, s, dim, norm, False, "fft_ifftn")
+    return _transform(_c2c, input, s, dim, norm, False, "fft_ifftn", out)
 
 
 def rfftn(input, s=None, dim=None, norm=None, *, out=None):
@@ -123,7 +140,7 @@ def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     >>> flow.fft.rfftn(flow.ones(2, 4)).shape
     flowgrad.Size([2, 3])
     """
-    return _r2c(input, s, dim, norm, True, "fft_rfftn")
+    return _transform(_r2c, input, s, dim, norm, True, "fft_rfftn", out)
 
 
 def irfftn(input, s=None, dim=None, norm=None, *, out=None):
@@ -133,7 +150,7 @@ def irfftn(input, s=None, dim=None, norm=None, *, out=None):
     >>> flow.fft.irfftn(flow.fft.rfftn(flow.ones(2, 4))).shape
     flowgrad.Size([2, 4])
     """
-    return _c2r(input, s, dim, norm, False, "fft_irfftn")
+    return _transform(_c2r, input, s, dim, norm, False, "fft_irfftn", out)
 
 
 def hfftn(input, s=None, dim=None, norm=None, *, out=None):
@@ -143,7 +160,7 @@ def hfftn(input, s=None, dim=None, norm=None, *, out=None):
     >>> flow.fft.hfftn(flow.ones(2, 3, dtype=flow.complex64)).shape
     flowgrad.Size([2, 4])
     """
-    return _c2r(input, s, dim, norm, True, "fft_hfftn")
+    return _transform(_c2r, input, s, dim, norm, True, "fft_hfftn", out)
 
 
 def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
@@ -153,7 +170,7 @@ def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
     >>> flow.fft.ihfftn(flow.ones(2, 4)).shape
     flowgrad.Size([2, 3])
     """
-    return _r2c(input, s, dim, norm, False, "fft_ihfftn")
+    return _transform(_r2c, input, s, dim, norm, False, "fft_ihfftn", out)
 
 
 def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -163,7 +180,7 @@ def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     >>> flow.fft.fft2(flow.ones(1, 2, 2))[0, 0, 0]
     tensor(4.+0.j)
     """
-    return _c2c(input, s, dim, norm, True, "fft_fft2")
+    return _transform(_c2c, input, s, dim, norm, True, "fft_fft2", out)
 
 
 def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -173,7 +190,7 @@ def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     >>> flow.fft.ifft2(flow.ones(2, 2))[0, 0]
     tensor(1.+0.j)
     """
-    return _c2c(input, s, dim, norm, False, "fft_ifft2")
+    return _transform(_c2c, input, s, dim, norm, False, "fft_ifft2", out)
 
 
 def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -183,7 +200,7 @@ def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     >>> flow.fft.rfft2(flow.ones(2, 4)).shape
     flowgrad.Size([2, 3])
     """
-    return _r2c(input, s, dim, norm, True, "fft_rfft2")
+    return _transform(_r2c, input, s, dim, norm, True, "fft_rfft2", out)
 
 
 def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -193,7 +210,7 @@ def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     >>> flow.fft.irfft2(flow.fft.rfft2(flow.ones(2, 4))).shape
     flowgrad.Size([2, 4])
     """
-    return _c2r(input, s, dim, norm, False, "fft_irfft2")
+    return _transform(_c2r, input, s, dim, norm, False, "fft_irfft2", out)
 
 
 def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -203,7 +220,7 @@ def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     >>> flow.fft.hfft2(flow.ones(2, 3, dtype=flow.complex64)).shape
     flowgrad.Size([2, 4])
     """
-    return _c2r(input, s, dim, norm, True, "fft_hfft2")
+    return _transform(_c2r, input, s, dim, norm, True, "fft_hfft2", out)
 
 
 def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -213,14 +230,22 @@ def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     >>> flow.fft.ihfft2(flow.ones(2, 4)).shape
     flowgrad.Size([2, 3])
     """
-    return _r2c(input, s, dim, norm, False, "fft_ihfft2")
+    return _transform(_r2c, input, s, dim, norm, False, "fft_ihfft2", out)
 
 
 # ---- frequencies and shifts --------------------------------------------------------------------
-def _freqs(values, dtype, requires_grad, device, name):
+def _freqs(values, dtype, requires_grad, device, name, out):
     _check_device(device, name)
+    if out is not None:
+        _check_out(out, (), name)
+        if not out.dtype.is_floating_point:
+            raise RuntimeError(f"{name} requires a floating point dtype, but out= is "
+                               f"{out.dtype.name}")
+        dtype = out.dtype if dtype is None else dtype
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
     t = _Tensor._wrap(_np.asarray(values).astype(d.np))
+    if out is not None:
+        return _write_out(t, out, name)
     return t.requires_grad_(True) if requires_grad else t
 
 
@@ -231,7 +256,7 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
     >>> flow.fft.fftfreq(4)
     tensor([ 0.0000,  0.2500, -0.5000, -0.2500])
     """
-    return _freqs(_np.fft.fftfreq(n, d), dtype, requires_grad, device, "fftfreq")
+    return _freqs(_np.fft.fftfreq(n, d), dtype, requires_grad, device, "fftfreq", out)
 
 
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -241,7 +266,7 @@ def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requir
     >>> flow.fft.rfftfreq(4)
     tensor([0.0000, 0.2500, 0.5000])
     """
-    return _freqs(_np.fft.rfftfreq(n, d), dtype, requires_grad, device, "rfftfreq")
+    return _freqs(_np.fft.rfftfreq(n, d), dtype, requires_grad, device, "rfftfreq", out)
 
 
 def _shift(input, dim, sign):

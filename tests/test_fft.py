@@ -1,5 +1,7 @@
 """flowgrad.fft against torch.fft: values, output dtypes and gradients (real and complex
 inputs, n / s / dim / norm), and complex finite differences of a real loss."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -90,6 +92,65 @@ def test_bad_arguments():
         flow.fft.fftn(flow.ones(2, 2), dim=(0, 0))
     with pytest.raises(RuntimeError, match="same length"):
         flow.fft.fftn(flow.ones(2, 2), s=(2,), dim=(0, 1))
+
+
+# out=: (function, input, out dtype, out shape): results, dtypes, resizing as torch's
+OUT_CASES = [
+    ("fft", Real((2, 5)), "complex64", (2, 5)),
+    ("fft", (2, 5), "complex128", (0,)),  # empty: resized silently
+    ("ifft2", (3, 4), "complex64", (3, 4)),
+    ("rfft", Real((6,)), "complex128", (2,)),  # resized with a warning; widened
+    ("rfftn", Real((2, 4)), "complex64", (2, 3)),
+    ("irfft", (2, 4), "float32", (2, 6)),
+    ("hfft", (4,), "float64", (6,)),
+    ("ihfft2", Real((2, 4)), "complex64", (2, 3)),
+]
+
+
+@pytest.mark.parametrize("case", OUT_CASES, ids=[f"{c[0]}_{c[2]}_{c[3]}" for c in OUT_CASES])
+def test_out_argument(case):
+    name, shape, dtype, out_shape = case
+    real = isinstance(shape, Real)
+    x = np.random.default_rng(0).standard_normal(tuple(shape))
+    x = x.astype(np.float32) if real else (x + 1j * x[::-1]).astype(np.complex64)
+    results = []
+    for m in (flow, torch):
+        out = m.zeros(out_shape, dtype=getattr(m, dtype))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            r = getattr(m.fft, name)(m.tensor(x), out=out)
+        assert r is out
+        results.append((out.numpy(), [str(w.message)[:40] for w in caught]))
+    (ours, w_ours), (theirs, w_theirs) = results
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape and w_ours == w_theirs
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_out_argument_writes_views_and_frequencies():
+    x = np.arange(4.0, dtype=np.float32)
+    for m in (flow, torch):
+        base = m.zeros(8, dtype=m.complex64)
+        m.fft.fft(m.tensor(x), out=base[::2])  # a strided view of the right shape: written
+        np.testing.assert_allclose(base.numpy()[::2], np.fft.fft(x), atol=1e-6)
+        assert not base.numpy()[1::2].any()
+        freq = m.zeros(4, dtype=m.float64)
+        assert m.fft.rfftfreq(6, out=freq) is freq and freq.dtype is m.float64
+        np.testing.assert_allclose(freq.numpy(), np.fft.rfftfreq(6))
+
+
+@pytest.mark.parametrize("bad", [
+    (lambda m: m.fft.fft(m.ones(4), out=m.zeros(4)), "expects a complex output tensor"),
+    (lambda m: m.fft.irfft(m.ones(3, dtype=m.complex64), out=m.zeros(4, dtype=m.complex64)),
+     "expects a floating point output tensor"),
+    (lambda m: m.fft.fft(m.ones(4, requires_grad=True), out=m.zeros(4, dtype=m.complex64)),
+     "don't support automatic differentiation"),
+    (lambda m: m.fft.fftfreq(4, out=m.zeros(4, dtype=m.int64)), "requires a floating point"),
+])
+def test_out_argument_refusals(bad):
+    fn, message = bad
+    for m in (flow, torch):
+        with pytest.raises(RuntimeError, match=message):
+            fn(m)
 
 
 def test_fft_trains_a_filter():

@@ -1,0 +1,58 @@
+"""torch's `out=` argument: write a function's result into a given tensor and return it.
+
+torch's rules (at::native::resize_output and the out= autograd check): no argument may
+require grad while grad mode is on (out= results are not differentiable); an `out` of another
+shape is resized, with a deprecation warning unless it had no elements; the result is cast to
+`out`'s dtype within its kind (the caller checks the kind it accepts); a view of the right
+shape is written through, whatever its strides.
+
+>>> import flowgrad as flow
+>>> out = flow.empty(0, dtype=flow.complex64)
+>>> flow.fft.fft(flow.tensor([1.0, 0.0]), out=out) is out, out
+(True, tensor([1.+0.j, 1.+0.j]))
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..autograd.interpreter import bump_version
+from ..tensor import Tensor
+
+
+def check_out(out, inputs, name):
+    """Raise before anything runs where torch's out= refuses: `out` not a tensor, or a
+    differentiable argument (`inputs` or `out`) while grad mode is on."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad
+                                 for t in (*inputs, out)):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           f"differentiation, but one of the arguments requires grad. Call it "
+                           f"under flow.no_grad(), or drop out= and use the returned tensor")
+
+
+def write_out(result, out, name):
+    """Copy `result` into `out` (resized to its shape as torch's resize_output) and return
+    `out`."""
+    shape = tuple(result.shape)
+    if tuple(out.shape) != shape:
+        if out._view is not None:
+            raise RuntimeError(
+                f"{name}(): out= is a view of shape {list(out.shape)} but the result has shape "
+                f"{list(shape)}; a view cannot be resized, pass a tensor of that shape")
+        if out.numel():
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(out.shape)}, which does not match the required output shape "
+                f"{list(shape)}. This behavior is deprecated, and in a future PyTorch release "
+                f"outputs will not be resized unless they have zero elements. You can "
+                f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+                f"with t.resize_(0).", UserWarning, stacklevel=4)
+        out._data = np.empty(shape, out._data.dtype)
+        bump_version(out)
+    with no_grad():
+        out.copy_(result)
+    return out
