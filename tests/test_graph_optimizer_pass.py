@@ -175,3 +175,24 @@ def test_lbfgs_needs_a_closure_and_stays_out_of_the_plan():
     from flowgrad.graph.optimizer_pass import in_plan
 
     assert not in_plan(flow.optim.LBFGS(_mlp().parameters()), GraphConfig())
+
+
+def test_reduce_on_plateau_is_stepped_by_the_user_and_the_plan_reads_its_rate():
+    eager, graphed = _mlp(), _mlp()
+    opt_e = flow.optim.SGD(eager.parameters(), lr=0.5)
+    opt_g = flow.optim.SGD(graphed.parameters(), lr=0.5)
+    sch_e = flow.optim.lr_scheduler.ReduceLROnPlateau(opt_e, patience=0, factor=0.5)
+    sch_g = flow.optim.lr_scheduler.ReduceLROnPlateau(opt_g, patience=0, factor=0.5)
+    with pytest.raises(TypeError, match="ReduceLROnPlateau"):
+        train_graph(graphed, opt_g, lr_sch=sch_g)
+    train = train_graph(graphed, opt_g)
+    for x, y in _batches(4) * 2:
+        loss_e = F.cross_entropy(eager(x), y)
+        opt_e.zero_grad()
+        loss_e.backward()
+        opt_e.step()
+        sch_e.step(loss_e.item())
+        loss_g = train(x, y)
+        sch_g.step(loss_g.item())
+        np.testing.assert_allclose(loss_g.numpy(), loss_e.detach().numpy(), rtol=1e-5)
+    assert opt_g.param_groups[0]["lr"] == opt_e.param_groups[0]["lr"] < 0.5

@@ -106,6 +106,13 @@ class Graph:
         """Make the graph a training graph: each call also steps `optimizer` (clipping
         gradients as its param groups' clip_grad_max_norm/clip_grad_norm_type say), zeroes
         the gradients, then steps `lr_sch`."""
+        from ..optim.lr_scheduler import ReduceLROnPlateau
+
+        if isinstance(lr_sch, ReduceLROnPlateau):
+            raise TypeError("nn.Graph.add_optimizer: ReduceLROnPlateau steps on a metric the "
+                            "graph does not have; leave lr_sch out and call "
+                            "scheduler.step(loss) after each graph call (the plan reads the "
+                            "learning rate it sets)")
         self._optimizers.append((optimizer, lr_sch))
 
     def build(self, *args, **kwargs):
