@@ -63,3 +63,21 @@ def test_vmap_decides_over_the_whole_batch():
         np.testing.assert_allclose(res[0].numpy(), res[1].numpy(), rtol=1e-10)
     with pytest.raises(RuntimeError, match=r"mvlgamma: All elements must be greater than"):
         flow.func.vmap(lambda x: flow.mvlgamma(x, p=3))(flow.tensor([[3.0, 4.0], [0.2, 5.0]]))
+
+
+def test_vmap_fractional_pool_draws_as_randomness_says():
+    """The windows' samples are a rand op: randomness='error' refuses them as torch's vmap,
+    'same' gives every example one draw, 'different' its own; batched samples batch."""
+    pool = flow.nn.functional.fractional_max_pool2d
+    flow.manual_seed(0)
+    x = flow.randn(1, 2, 9, 9).expand(4, 1, 2, 9, 9)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        flow.func.vmap(lambda t: pool(t, 2, output_size=4))(x)
+    for mode, same in (("same", True), ("different", False)):
+        y = flow.func.vmap(lambda t: pool(t, 2, output_size=4), randomness=mode)(x)
+        equal = [bool((y[0] == y[b]).all()) for b in (1, 2, 3)]
+        assert all(equal) if same else not any(equal)
+    s = flow.rand(4, 1, 2, 2)
+    y = flow.func.vmap(lambda t, u: pool(t, 2, output_size=4, _random_samples=u))(x, s)
+    loop = [pool(x[b], 2, output_size=4, _random_samples=s[b]) for b in range(4)]
+    np.testing.assert_array_equal(y.numpy(), flow.stack(loop).numpy())

@@ -18,10 +18,11 @@ import math
 
 import numpy as np
 
-from ..random import numpy_generator
+from .. import dtypes as _dt
 from ..tensor import Tensor
 from .conv import ntuple
 from .gather import gather
+from .shape import cat
 
 __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "fractional_max_pool2d",
            "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
@@ -92,16 +93,19 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 # ---- fractional max pooling ------------------------------------------------------------------
 def _intervals(sample, n_in, n_out, pool):
-    """The window starts of one dim (torch's generate_intervals, in the input's dtype)."""
-    dt = sample.dtype.type
-    i = np.arange(n_out - 1, dtype=sample.dtype)[None, :]
-    starts = np.empty(sample.shape + (n_out,), np.int64)
-    if n_out > 1:
-        alpha = dt(n_in - pool) / dt(n_out - 1)
-        s = sample[..., None]
-        starts[..., :-1] = ((i + s) * alpha).astype(np.int64) - (s * alpha).astype(np.int64)
-    starts[..., -1] = n_in - pool
-    return starts
+    """The window starts of one dim (torch's generate_intervals, in the input's dtype): an
+    int64 tensor (*sample.shape, n_out), made with ops so that samples differing per vmap
+    example give each example its own windows."""
+    from .creation import arange, full  # creation imports elementwise: import here
+
+    last = full((*sample.shape, 1), n_in - pool, dtype=_dt.int64)
+    if n_out == 1:
+        return last
+    dt = sample._data.dtype.type
+    alpha = float(dt(n_in - pool) / dt(n_out - 1))  # exact in the input's dtype
+    s = sample.unsqueeze(-1)
+    starts = ((arange(n_out - 1, dtype=sample.dtype) + s) * alpha).long() - (s * alpha).long()
+    return cat([starts, last], -1)
 
 
 def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices,
@@ -127,23 +131,22 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
         if o + kk - 1 > size:
             raise RuntimeError(f"{name}: output_size {out} + kernel_size {k} - 1 is too large "
                                f"for the input's spatial size {spatial}")
-    if samples is None:
-        samples = numpy_generator().random((n, c, nd)).astype(x._data.dtype)
-    else:
-        samples = samples._data
+    from .creation import arange, rand  # creation imports elementwise: import here
+
+    if samples is None:  # an op draw: under vmap, randomness= decides, as torch's rand
+        samples = rand(n, c, nd, dtype=x.dtype)
     # torch draws the samples per dim in the order (W, H) for 2-D and (T, H, W) for 3-D
     order = (1, 0) if nd == 2 else (0, 1, 2)
-    flat = np.zeros((n, c) + out + k, np.int64)
-    stride = 1
+    flat, stride = 0, 1
     for d in reversed(range(nd)):
         starts = _intervals(samples[..., order[d]], spatial[d], out[d], k[d])  # (n, c, o_d)
-        pos = starts[..., :, None] + np.arange(k[d])  # (n, c, o_d, k_d)
+        pos = (starts.unsqueeze(-1) + arange(k[d])) * stride  # (n, c, o_d, k_d)
         shape = [n, c] + [1] * (2 * nd)
         shape[2 + d], shape[2 + nd + d] = out[d], k[d]
-        flat = flat + pos.reshape(shape) * stride
+        flat = flat + pos.reshape(shape)
         stride *= spatial[d]
     taps = flat.reshape(n, c, math.prod(out), math.prod(k))
-    picked = gather(x.reshape(n, c, -1), 2, Tensor._wrap(taps.reshape(n, c, -1)))
+    picked = gather(x.reshape(n, c, -1), 2, taps.reshape(n, c, -1))
     values, which = picked.reshape(n, c, math.prod(out), math.prod(k)).max(-1)
     values = values.reshape(n, c, *out)
     if not batched:
@@ -151,7 +154,7 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
     if not return_indices:
         return values
     # a gather, not NumPy on `which`: under vmap each example's argmax picks its own tap
-    idx = gather(Tensor._wrap(taps), -1, which.unsqueeze(-1)).reshape(n, c, *out)
+    idx = gather(taps, -1, which.unsqueeze(-1)).reshape(n, c, *out)
     return values, idx if batched else idx.squeeze(0)
 
 
