@@ -107,8 +107,14 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     pg = resolve(group, "all_reduce")
     if pg is None:
         return None
-    op = wire.reduce_op(op, "all_reduce")
-    _array(tensor, "all_reduce")
+    if type(op) is not ReduceOp:
+        op = wire.reduce_op(op, "all_reduce")
+    data = _array(tensor, "all_reduce")
+    if not async_op and tensor._grad_fn is None and data.flags.c_contiguous \
+            and data.flags.writeable:  # the common case, kept short: MPI writes the tensor
+        pg.run("all_reduce", lambda: wire.all_reduce(pg, data, op), False)
+        bump_version(tensor)
+        return None
     if _recorded(tensor):
         run_inplace("all_reduce", lambda src: all_reduce_op(src, reduce_op=op, group=pg), tensor)
         return Work.completed([tensor]) if async_op else None

@@ -224,6 +224,8 @@ class ProcessGroup:
         self._pending = 0
         self._queue = None
         self._thread = None
+        self._signatures = {}  # check_same's fields -> signature()
+        self.plans = {}        # wire.all_reduce's (dtype, op, size) -> what it needs
 
     def rank(self):
         return self._rank
@@ -247,7 +249,12 @@ class ProcessGroup:
         if not async_op:
             with self._lock:
                 if self._pending == 0:  # nothing queued: run here, keeping the order
-                    _watch(what, fn, self)
+                    key = threading.get_ident()  # _watch, inlined: this is the hot path
+                    _INFLIGHT[key] = (what, self, time.monotonic(), self.timeout)
+                    try:
+                        fn()
+                    finally:
+                        del _INFLIGHT[key]
                     return None
                 work = self._submit(what, fn, result)
             work.wait()
@@ -291,14 +298,28 @@ class ProcessGroup:
     def check_same(self, what, *fields):
         """Raise on every rank if the ranks disagree on `fields` (ints: the collective, its
         root, element count, dtype...). One small all-reduce of MAX over (f, -f)."""
-        if _STATE.debug_level == DebugLevel.OFF:
+        if _STATE.debug_level:
+            self.agree(what, self.signature(fields))
+
+    def signature(self, fields):
+        """`fields` as `agree` takes them: (fields, (f, -f) as int64, its bytes); built once
+        per distinct fields and kept (the hot path only copies the array)."""
+        known = self._signatures.get(fields)
+        if known is None:
+            if len(self._signatures) > 4096:
+                self._signatures.clear()
+            both = np.array(fields + tuple(-f for f in fields), np.int64)
+            known = self._signatures[fields] = (fields, both, both.tobytes())
+        return known
+
+    def agree(self, what, signature):
+        """check_same for a `signature()`, skipped at DebugLevel.OFF."""
+        if not _STATE.debug_level:
             return
-        MPI = _mpi()
-        both = np.array(fields + tuple(-f for f in fields), np.int64)
-        self.comm.Allreduce(MPI.IN_PLACE, both, op=MPI.MAX)
-        high = both.tolist()
-        n = len(fields)
-        if high[:n] == [-v for v in high[n:]]:  # max == min for every field
+        fields, both, expected = signature
+        both = both.copy()
+        self.comm.Allreduce(_MPI.IN_PLACE, both, op=_MPI.MAX)
+        if both.tobytes() == expected:  # max == min for every field
             return
         seen = self.comm.allgather(fields)
         lines = ", ".join(f"rank {self.ranks[r]}: {describe(f)}" for r, f in enumerate(seen))
@@ -321,11 +342,15 @@ def fingerprint(kind, arr=None, root=-1, op=-1):
     """The ints `check_same` compares: collective, root, reduction, element count, dtype."""
     if arr is None:
         return (_KIND_CODE[kind], root, op, -1, -1)
-    code = _DTYPE_CODE.get(arr.dtype)
+    return (_KIND_CODE[kind], root, op, arr.size, dtype_code(arr.dtype))
+
+
+def dtype_code(dt):
+    """An int naming a dtype for the agreement check (kind and size)."""
+    code = _DTYPE_CODE.get(dt)
     if code is None:
-        dt = arr.dtype
         code = _DTYPE_CODE[dt] = (ord(dt.kind) << 16) | (dt.itemsize << 8)
-    return (_KIND_CODE[kind], root, op, arr.size, code)
+    return code
 
 
 def describe(fields):

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .process_group import ReduceOp, _mpi, fingerprint
+from .process_group import _KIND_CODE, ReduceOp, _mpi, dtype_code, fingerprint
+
+_KIND_ALL_REDUCE = _KIND_CODE["all_reduce"]
 
 _MPI_OP = {ReduceOp.SUM: "SUM", ReduceOp.AVG: "SUM", ReduceOp.PRODUCT: "PROD",
            ReduceOp.MIN: "MIN", ReduceOp.MAX: "MAX", ReduceOp.BAND: "BAND", ReduceOp.BOR: "BOR",
@@ -44,21 +46,39 @@ def movable(a):
 def reducible(buf, op, what):
     """(array MPI reduces in place of buf, the MPI op): buf itself, a view, or a widened copy
     that `finish` writes back."""
-    kind = buf.dtype.kind
+    mpi_op, widen, _ = plan(buf.dtype, op, what)
+    if widen:
+        return buf.astype(np.float32), mpi_op
+    return (buf.view(np.uint8) if buf.dtype.kind == "b" else buf), mpi_op
+
+
+_PLANS: dict = {}  # (dtype, op) -> (MPI op, widen to float32, AVG), checked once per pair
+
+
+def plan(dtype, op, what):
+    """How `op` reduces `dtype` over MPI: (MPI op, widened to float32?, divide after?), or
+    a clear error for a pair MPI cannot reduce."""
+    found = _PLANS.get((dtype, op))
+    if found is not None:
+        return found
+    kind = dtype.kind
     if op == ReduceOp.AVG and kind not in "fcV":
-        raise TypeError(f"{what}: ReduceOp.AVG needs a floating tensor, got {buf.dtype}; "
+        raise TypeError(f"{what}: ReduceOp.AVG needs a floating tensor, got {dtype}; "
                         f"use SUM and divide, or convert the tensor to a float dtype")
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind not in "iub":
         raise TypeError(f"{what}: ReduceOp.{op.name} needs an integer or bool tensor, got "
-                        f"{buf.dtype}")
+                        f"{dtype}")
     if kind == "c" and op in (ReduceOp.MIN, ReduceOp.MAX):
         raise TypeError(f"{what}: ReduceOp.{op.name} is undefined for complex tensors "
-                        f"({buf.dtype}); reduce .real and .imag, or .abs()")
+                        f"({dtype}); reduce .real and .imag, or .abs()")
+    name = _BOOL_OP[op] if kind == "b" else _MPI_OP[op]
     MPI = _mpi()
-    if kind == "b":
-        return buf.view(np.uint8), getattr(MPI, _BOOL_OP[op])
-    wire = buf.astype(np.float32) if kind == "V" else buf
-    return wire, getattr(MPI, _MPI_OP[op])
+    _MPI_IN_PLACE[0] = MPI.IN_PLACE
+    found = _PLANS[(dtype, op)] = (getattr(MPI, name), kind == "V", op == ReduceOp.AVG)
+    return found
+
+
+_MPI_IN_PLACE = [None]  # MPI.IN_PLACE once MPI is imported (plan() runs first)
 
 
 def finish(buf, wire, op, size):
@@ -79,11 +99,23 @@ def like(buf, wire_dtype):
 
 def all_reduce(pg, buf, op):
     """Reduce the contiguous array `buf` over the group, in place."""
-    MPI = _mpi()
-    wire, mpi_op = reducible(buf, op, "all_reduce")
-    pg.check_same("all_reduce", *fingerprint("all_reduce", buf, op=op))
-    pg.comm.Allreduce(MPI.IN_PLACE, wire, op=mpi_op)
-    finish(buf, wire, op, pg.size())
+    known = pg.plans.get((buf.dtype, op, buf.size))
+    if known is None:  # once per (dtype, op, size) and group: the checks and lookups
+        if len(pg.plans) > 4096:
+            pg.plans.clear()
+        fields = (_KIND_ALL_REDUCE, -1, int(op), buf.size, dtype_code(buf.dtype))
+        known = pg.plans[(buf.dtype, op, buf.size)] = (
+            plan(buf.dtype, op, "all_reduce"), buf.dtype.kind == "b", pg.signature(fields))
+    (mpi_op, widen, avg), as_bytes, signature = known
+    pg.agree("all_reduce", signature)
+    if widen:  # bfloat16: reduced in float32, rounded back
+        wire = buf.astype(np.float32)
+        pg.comm.Allreduce(_MPI_IN_PLACE[0], wire, op=mpi_op)
+        finish(buf, wire, op, pg.size())
+        return
+    pg.comm.Allreduce(_MPI_IN_PLACE[0], buf.view(np.uint8) if as_bytes else buf, op=mpi_op)
+    if avg:
+        np.divide(buf, pg.size(), out=buf)
 
 
 def broadcast(pg, buf, root):
