@@ -81,3 +81,15 @@ def test_vmap_fractional_pool_draws_as_randomness_says():
     y = flow.func.vmap(lambda t, u: pool(t, 2, output_size=4, _random_samples=u))(x, s)
     loop = [pool(x[b], 2, output_size=4, _random_samples=s[b]) for b in range(4)]
     np.testing.assert_array_equal(y.numpy(), flow.stack(loop).numpy())
+
+
+def test_vmap_over_quantile_q():
+    """q is an op input: batched q gives each example its own quantiles (as torch's), and
+    the range check sees every example's q."""
+    x = np.random.default_rng(0).standard_normal(5)
+    q = np.array([[0.1, 0.5], [0.3, 0.9], [0.0, 1.0]])
+    ours, theirs = (m.func.vmap(lambda v, m=m: m.quantile(m.tensor(x), v, interpolation="nearest"))(
+        m.tensor(q)) for m in (flow, torch))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    with pytest.raises(RuntimeError, match=r"q values must be in the range \[0, 1\]"):
+        flow.func.vmap(lambda v: flow.quantile(flow.tensor(x), v))(flow.tensor(q * 2))

@@ -98,11 +98,13 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"{name}() interpolation must be one of {', '.join(_INTERPOLATIONS)}."
                          f" Got {interpolation!r}")
+    from ..func.batched import every_example  # func imports the ops: import here
+
     scalar_q = not isinstance(q, Tensor)
-    qa = np.asarray(q._data if not scalar_q else q, dtype=np.float64)
-    if qa.ndim > 1:
-        raise RuntimeError(f"{name}() q must be a scalar or 1D tensor, got {qa.ndim}D")
-    if not ((qa >= 0) & (qa <= 1)).all():
+    qt = Tensor._wrap(np.asarray(q, dtype=np.float64)) if scalar_q else q
+    if qt.dim() > 1:
+        raise RuntimeError(f"{name}() q must be a scalar or 1D tensor, got {qt.dim()}D")
+    if not every_example((qt >= 0) & (qt <= 1), guard=True):  # under vmap: every example's
         raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
     if not scalar_q and q._data.dtype != input._data.dtype:
         raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor, got "
@@ -117,7 +119,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     # the ranks come from ops on the count (no NumPy on values), so that under vmap each
     # example gets its own; computed in the input's dtype, as torch's
     last = x._data.shape[d] - 1
-    qs = Tensor._wrap(qa.reshape((-1,) + (1,) * x._data.ndim).astype(x._data.dtype))
+    qs = qt.to(x.dtype).reshape(-1, *(1,) * x._data.ndim)  # q is an op input: it may batch
     if ignore_nan:  # ranks among the non-NaN values; an all-NaN row takes rank 0 (a NaN)
         ranks = qs * (count - 1).clamp(min=0).to(x.dtype)
     else:  # a NaN anywhere makes the row's result NaN: point at the last (NaN)
@@ -142,7 +144,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
             else out.reshape(-1)
     elif not keepdim:
         out = out.squeeze(d + 1)
-    return out[0] if scalar_q or qa.ndim == 0 else out
+    return out[0] if qt.dim() == 0 else out
 
 
 @tensor_method()
