@@ -334,10 +334,10 @@ def _to_low(t, low, inner):
 
 
 def _lowered(t, low, inner):
-    """`t` rounded to the autocast dtype, as float32: NumPy has no fast bfloat16 or float16
-    matmul (ml_dtypes' returns float32; float16's is a slow loop), so a lower-precision op
-    computes in float32 on rounded inputs and rounds its result, as torch's CPU kernels
-    accumulate in float32."""
+    """`t` rounded to the autocast dtype, as float32: for a lower-precision op whose kernel
+    does not itself compute half precision in float32 (`halfprec.in_float32`: matmul, linear,
+    conv, einsum do; the fused recurrent layers do not), it computes in float32 on rounded
+    inputs and rounds its result, as torch's CPU kernels accumulate in float32."""
     return _cast(_to_low(t, low, inner), _F32, inner)
 
 
@@ -367,6 +367,8 @@ class AutocastInterpreter:
             return inner.apply(op, inputs, attrs)
         low = state.dtype["cpu"].np
         if policy == _policy.LOWER:
+            if getattr(op.kernel, "half_in_float32", False):  # rounds its own result
+                return inner.apply(op, _cast_all(inputs, low, inner, low), attrs)
             inputs = tuple(_lowered(t, low, inner) if _policy.eligible(t) else t
                            for t in inputs)
             return _round(inner.apply(op, inputs, attrs), low, inner)
@@ -382,8 +384,7 @@ class AutocastInterpreter:
 def _wrap_composite(fn, policy):
     """`fn` cast by `policy` when this thread's autocast is on, and run with it off (torch
     excludes autocast inside a wrapped op, so its pieces are not cast again). A lower-precision
-    composite keeps it on: its primitives (conv, then the bias add) run on cast inputs, and
-    the conv primitive itself must compute as autocast does (`_lowered`)."""
+    composite keeps it on: its primitives (conv, then the bias add) run on cast inputs."""
     from ..tensor import Tensor
 
     def run(*args, **kwargs):

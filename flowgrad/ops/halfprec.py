@@ -40,6 +40,7 @@ def in_float32(kernel):
         if type(out) is tuple:
             return tuple(_round(o, low) for o in out)
         return _round(out, low)
+    run.half_in_float32 = True  # autocast hands such an op its lower-precision inputs as they are
     return run
 
 
