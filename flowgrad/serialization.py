@@ -108,7 +108,8 @@ class _Writer:
             return self.seen[id(obj)]
         if data.dtype.name != "bfloat16" and data.dtype.type not in _CODES.values():
             raise TypeError(f"flowgrad.save: cannot store an array of dtype {data.dtype} at "
-                            f"{_where(path)}")
+                            f"{_where(path)} in the safetensors format; save to a .pt path "
+                            f"(torch's format, which stores complex tensors) instead")
         node = dict(extra)
         self.seen[id(obj)] = node
         self.leaves.append((data, path, node))

@@ -36,14 +36,16 @@ __all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_g
 _STORAGES = {"FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
              "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
              "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
-             "BoolStorage": "bool"}
+             "BoolStorage": "bool", "ComplexFloatStorage": "complex64",
+             "ComplexDoubleStorage": "complex128"}
 _STORAGE_OF = {v: k for k, v in _STORAGES.items()}
 # the names `torch.<dtype>` pickles as (GLOBAL 'torch float32'), aliases included
 _TORCH_DTYPES = {"float32": "float32", "float": "float32", "float64": "float64",
                  "double": "float64", "float16": "float16", "half": "float16",
                  "bfloat16": "bfloat16", "int64": "int64", "long": "int64", "int32": "int32",
                  "int": "int32", "int16": "int16", "short": "int16", "int8": "int8",
-                 "uint8": "uint8", "bool": "bool"}
+                 "uint8": "uint8", "bool": "bool", "complex64": "complex64",
+                 "cfloat": "complex64", "complex128": "complex128", "cdouble": "complex128"}
 _ZIP_MAGIC = b"PK\x03\x04"
 _LEGACY_MAGIC = b"\x80\x02\x8a\x0a"  # torch.save before 1.6: a pickled magic number
 _USER_SAFE_GLOBALS = {}  # "module.name" -> object, from add_safe_globals

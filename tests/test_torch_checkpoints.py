@@ -16,7 +16,7 @@ import torch
 import flowgrad as flow
 
 DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
-          "uint8", "bool"]
+          "uint8", "bool", "complex64", "complex128"]
 
 
 def _values(name, shape=(2, 3)):
@@ -25,6 +25,8 @@ def _values(name, shape=(2, 3)):
         return a % 2 == 0
     if name == "uint8":
         return (a + 3).astype(np.uint8)
+    if name.startswith("complex"):
+        return (a * 0.75 + 0.5j * a[::-1]).astype(name)
     return (a * 0.75 if name.startswith(("float", "bfloat")) else a).astype(
         ml_dtypes.bfloat16 if name == "bfloat16" else name)
 
