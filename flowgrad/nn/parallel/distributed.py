@@ -6,11 +6,12 @@ are cut into buckets (reverse registration order, about the order backward produ
 their gradients; `bucket_cap_mb` each, the first 1 MiB by default). torch starts from one
 bucket and rebuilds them from the order of the first backward; this keeps the first plan.
 A post-accumulate-grad hook on each parameter counts its bucket down; a full bucket is
-flattened and its SUM all-reduce starts on the group's worker thread while backward goes
-on (overlap). Buckets start strictly in order, so every rank issues the same collectives
-in the same order.
-When the last one has started, the hook waits for them all and writes grad / world_size
-back into each `.grad`.
+filled with grad / world_size (torch's allreduce hook divides first) and its SUM all-reduce
+starts on the group's worker thread while backward goes on (overlap), which then copies
+the averages back into each `.grad` (with `gradient_as_bucket_view=True`, `.grad` becomes
+a view of the bucket instead: no copy back). Buckets start strictly in order, so every
+rank issues the same collectives in the same order. When the last one has started, the
+hook waits for them all.
 
 Under `python -m flowgrad.distributed.run --nproc-per-node 2`:
 
@@ -256,14 +257,16 @@ class DistributedDataParallel(Module):
         while self._next < len(self._buckets) and self._buckets[self._next].pending == 0:
             bucket = self._buckets[self._next]
             self._next += 1
-            flat = bucket.flat
+            flat, size = bucket.flat, pg.size()
             for k, i in enumerate(bucket.indices):
                 grad = self._params[i].grad
                 part = flat[bucket.offsets[k]:bucket.offsets[k + 1]]
                 if grad is None:
                     part[...] = 0
-                else:
-                    part[...] = grad._data.reshape(-1)
+                elif grad._data.base is flat:  # already this bucket's view (accumulated)
+                    np.divide(part, size, out=part)
+                else:  # divided on the way in, as torch's allreduce hook: one pass, no copy back
+                    np.divide(grad._data.reshape(-1), size, out=part)
             bucket.work = pg.run("all_reduce", self._reducer(bucket), True)
         if self._next == len(self._buckets):
             self._finish()
@@ -282,17 +285,24 @@ class DistributedDataParallel(Module):
         return run
 
     def _write_back(self, bucket, used):
-        size = self.process_group.size()
+        """The bucket's averages into the gradients: copied into each `.grad` (an optimizer
+        may hold it), or, with gradient_as_bucket_view, `.grad` becomes a view of the bucket
+        (no copy; the next backward's averages land in the same memory, as torch's)."""
+        view = self.gradient_as_bucket_view
         for k, i in enumerate(bucket.indices):
             if used is not None and not used[i]:
                 continue  # no rank used it: its gradient stays as it was (None), as torch's
             p = self._params[i]
-            part = bucket.flat[bucket.offsets[k]:bucket.offsets[k + 1]]
+            part = bucket.flat[bucket.offsets[k]:bucket.offsets[k + 1]].reshape(p._data.shape)
             grad = p.grad
-            if grad is None or not grad._data.flags.writeable:
-                p.grad = Tensor._wrap(part.reshape(p._data.shape) / size)
+            if grad is not None and grad._data.base is bucket.flat:
+                continue  # the view itself was reduced
+            if view:
+                p.grad = Tensor._wrap(part)
+            elif grad is None or not grad._data.flags.writeable:
+                p.grad = Tensor._wrap(part.copy())
             else:  # in place: an optimizer may hold this .grad
-                np.divide(part.reshape(grad._data.shape), size, out=grad._data)
+                np.copyto(grad._data, part)
 
     def _finish(self):
         """Wait for the buckets (and, with find_unused_parameters, agree on which
