@@ -361,6 +361,26 @@ def ddp_cnn_with_sync_batchnorm_equals_one_process():
     compare_ddp(cnn, (1, 8, 8), 3)
 
 
+def wide(seed):  # the 400 x 400 float64 weight (1.2 MiB) is a bucket of its own
+    flow.manual_seed(seed)
+    return nn.Sequential(nn.Linear(6, 400), nn.ReLU(), nn.Linear(400, 400), nn.Tanh(),
+                         nn.Linear(400, 3)).double()
+
+
+@check
+def ddp_large_parameters_and_bucket_views_equal_one_process():
+    ddp = DDP(wide(0), bucket_cap_mb=0.0005)
+    solo = [b.indices for b in ddp._buckets if b.solo]
+    assert solo == [[2]], solo  # reduced in its .grad, in order between the others
+    assert [i for b in ddp._buckets for i in b.indices] == list(reversed(range(6)))
+    compare_ddp(wide, (6,), 3)
+    compare_ddp(mlp, (6,), 3, gradient_as_bucket_view=True)
+    ddp = DDP(mlp(0), gradient_as_bucket_view=True)
+    ddp(flow.ones(2, 6, dtype=flow.float64)).sum().backward()
+    flats = [b.flat for b in ddp._buckets]
+    assert all(any(p.grad._data.base is f for f in flats) for p in ddp.parameters())
+
+
 @check
 def ddp_buckets_state_dict_and_module():
     model = mlp(0)

@@ -52,7 +52,8 @@ GROUPS = {
     "collectives backpropagate": [
         "differentiable_collectives", "in_place_all_reduce_of_activation_backpropagates_a_sum"],
     "DDP on 2 ranks equals 1 process on the whole batch (float64, 1e-6)": [
-        "ddp_mlp_equals_one_process", "ddp_cnn_with_sync_batchnorm_equals_one_process"],
+        "ddp_mlp_equals_one_process", "ddp_cnn_with_sync_batchnorm_equals_one_process",
+        "ddp_large_parameters_and_bucket_views_equal_one_process"],
     "DDP buckets, no_sync, find_unused_parameters, broadcast_buffers": [
         "ddp_buckets_state_dict_and_module", "ddp_no_sync_accumulates",
         "ddp_find_unused_parameters", "ddp_broadcast_buffers"],

@@ -41,16 +41,23 @@ from ..module import Module
 _FIRST_BUCKET_BYTES = 1024 * 1024  # torch's: a small first bucket starts communicating early
 
 
+_SOLO_BYTES = 1024 * 1024  # a parameter this large is a bucket of its own, reduced in .grad
+
+
 class _Bucket:
-    """Parameters whose gradients travel in one all-reduce, and the flat buffer for it."""
+    """Parameters whose gradients travel in one all-reduce, and the flat buffer for it.
+    A bucket of one large parameter (`solo`) is reduced in the gradient itself when it can
+    be (contiguous, writable): no copy in or out; `target` is what this pass reduces."""
 
-    __slots__ = ("indices", "offsets", "flat", "pending", "work")
+    __slots__ = ("indices", "offsets", "flat", "pending", "work", "solo", "target")
 
-    def __init__(self, dtype):
+    def __init__(self, dtype, solo=False):
         self.indices, self.offsets = [], [0]
         self.flat = np.empty(0, dtype)
         self.pending = 0
         self.work = None
+        self.solo = solo
+        self.target = None
 
 
 def _buckets(params, cap_bytes, first_cap):
@@ -59,9 +66,20 @@ def _buckets(params, cap_bytes, first_cap):
     done, open_ = [], {}
     for i in reversed(range(len(params))):
         dtype = params[i]._data.dtype
+        if params[i]._data.nbytes >= _SOLO_BYTES:  # close the open bucket: order is kept
+            if dtype in open_:
+                bucket = open_.pop(dtype)[0]
+                bucket.flat = np.empty(bucket.offsets[-1], dtype)
+                done.append(bucket)
+            bucket = _Bucket(dtype, solo=True)
+            bucket.indices.append(i)
+            bucket.offsets.append(params[i]._data.size)
+            bucket.flat = None  # made only if a gradient cannot be reduced in place
+            done.append(bucket)
+            continue
         bucket, limit = open_.get(dtype, (None, None))
         if bucket is None:
-            first = not any(b.flat.dtype == dtype for b in done)
+            first = not any(b.flat is not None and b.flat.dtype == dtype for b in done)
             bucket, limit = _Bucket(dtype), (first_cap if first else cap_bytes)
             open_[dtype] = (bucket, limit)
         bucket.indices.append(i)
@@ -257,7 +275,19 @@ class DistributedDataParallel(Module):
         while self._next < len(self._buckets) and self._buckets[self._next].pending == 0:
             bucket = self._buckets[self._next]
             self._next += 1
-            flat, size = bucket.flat, pg.size()
+            size = pg.size()
+            if bucket.solo:
+                grad = self._params[bucket.indices[0]].grad
+                if grad is not None and grad._data.flags.c_contiguous \
+                        and grad._data.flags.writeable:
+                    np.divide(grad._data, size, out=grad._data)
+                    bucket.target = grad._data
+                    bucket.work = pg.run("all_reduce", self._reducer(bucket), True)
+                    continue
+                if bucket.flat is None:
+                    bucket.flat = np.empty(bucket.offsets[-1], self._params[
+                        bucket.indices[0]]._data.dtype)
+            flat = bucket.target = bucket.flat
             for k, i in enumerate(bucket.indices):
                 grad = self._params[i].grad
                 part = flat[bucket.offsets[k]:bucket.offsets[k + 1]]
@@ -279,7 +309,7 @@ class DistributedDataParallel(Module):
         pg = self.process_group
 
         def run():
-            wire.all_reduce(pg, bucket.flat, ReduceOp.SUM)
+            wire.all_reduce(pg, bucket.target, ReduceOp.SUM)
             if self._used is None:
                 self._write_back(bucket, None)
         return run
@@ -288,6 +318,8 @@ class DistributedDataParallel(Module):
         """The bucket's averages into the gradients: copied into each `.grad` (an optimizer
         may hold it), or, with gradient_as_bucket_view, `.grad` becomes a view of the bucket
         (no copy; the next backward's averages land in the same memory, as torch's)."""
+        if bucket.target is not bucket.flat:
+            return  # reduced in the gradient itself
         view = self.gradient_as_bucket_view
         for k, i in enumerate(bucket.indices):
             if used is not None and not used[i]:
