@@ -112,7 +112,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     data = _array(tensor, "all_reduce")
     if not async_op and tensor._grad_fn is None and data.flags.c_contiguous \
             and data.flags.writeable:  # the common case, kept short: MPI writes the tensor
-        pg.run("all_reduce", lambda: wire.all_reduce(pg, data, op), False)
+        pg.call("all_reduce", wire.all_reduce, pg, data, op)
         bump_version(tensor)
         return None
     if _recorded(tensor):

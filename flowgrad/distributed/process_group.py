@@ -247,20 +247,25 @@ class ProcessGroup:
         """Run `fn()` (which makes MPI calls) after everything issued before it. Returns a
         Work when `async_op`, else None once it has finished."""
         if not async_op:
-            with self._lock:
-                if self._pending == 0:  # nothing queued: run here, keeping the order
-                    key = threading.get_ident()  # _watch, inlined: this is the hot path
-                    _INFLIGHT[key] = (what, self, time.monotonic(), self.timeout)
-                    try:
-                        fn()
-                    finally:
-                        del _INFLIGHT[key]
-                    return None
-                work = self._submit(what, fn, result)
-            work.wait()
+            self.call(what, fn)
             return None
         with self._lock:
             return self._submit(what, fn, result)
+
+    def call(self, what, fn, *args):
+        """`fn(*args)` after everything issued before it, waited for: on this thread when
+        nothing is queued (the hot path of a synchronous collective), else queued."""
+        with self._lock:
+            if self._pending == 0:  # nothing queued: run here, keeping the order
+                key = threading.get_ident()  # _watch, inlined
+                _INFLIGHT[key] = (what, self, time.monotonic(), self.timeout)
+                try:
+                    fn(*args)
+                finally:
+                    del _INFLIGHT[key]
+                return
+            work = self._submit(what, (lambda: fn(*args)) if args else fn, None)
+        work.wait()
 
     def _submit(self, what, fn, result):
         if self._thread is None:
