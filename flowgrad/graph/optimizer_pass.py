@@ -18,6 +18,7 @@ clipping (`clip_grad_max_norm`), gradient accumulation, step hooks, a custom `st
 from __future__ import annotations
 
 from ..autograd.grad_mode import no_grad
+from ..optim._foreach import SMALL
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from .ir import STATE, Node
@@ -38,6 +39,15 @@ class UpdateOp:
 
     def kernel(self, xp, *grads):
         optimizer = self.optimizer
+        if len(grads) == 1 and grads[0].size <= SMALL:
+            # one small parameter: the reference step (same numbers as the batched one),
+            # without the batching set-up; a large one takes the batched path, whose scratch
+            # arrays keep the temporaries out of the step's peak memory
+            group = optimizer.param_groups[self.group_index]
+            with no_grad():
+                optimizer._check_group(group)
+                optimizer._step_one(self.params[0], Tensor._wrap(grads[0]), group)
+            return
         group = dict(optimizer.param_groups[self.group_index])
         group["params"] = self.params
         metas = [p._meta for p in self.params]
