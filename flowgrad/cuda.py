@@ -7,33 +7,15 @@
 """
 from __future__ import annotations
 
+from .absent_device import (  # noqa: F401 - the calls torch scripts make
+    device_count,
+    empty_cache,
+    is_available,
+    manual_seed,
+    manual_seed_all,
+    synchronize,
+)
 from .amp import cuda_amp as amp  # noqa: F401 - torch.cuda.amp (autocast, GradScaler)
-
-
-def is_available() -> bool:
-    """False: there is no CUDA backend yet."""
-    return False
-
-
-def device_count() -> int:
-    """0: there is no CUDA backend yet."""
-    return 0
-
-
-def manual_seed(seed) -> None:
-    """Accepted for torch compatibility; there is no CUDA generator to seed."""
-
-
-def manual_seed_all(seed) -> None:
-    """Accepted for torch compatibility; there is no CUDA generator to seed."""
-
-
-def synchronize(device=None) -> None:
-    """Nothing to wait for: CPU ops finish when they return."""
-
-
-def empty_cache() -> None:
-    """Nothing to free: there is no CUDA memory (torch's call is safe without a GPU too)."""
 
 
 def memory_allocated(device=None) -> int:

@@ -4,25 +4,10 @@
 >>> flow.xpu.is_available(), flow.xpu.device_count()
 (False, 0)
 """
-
-
-def is_available() -> bool:
-    """False: there is no Intel XPU device."""
-    return False
-
-
-def device_count() -> int:
-    """0: there is no Intel XPU device."""
-    return 0
-
-
-def manual_seed(seed) -> None:
-    """Accepted for torch compatibility: there is no xpu generator to seed."""
-
-
-def synchronize(device=None) -> None:
-    """Nothing to wait for: CPU ops finish when they return."""
-
-
-def empty_cache() -> None:
-    """Nothing to free: there is no xpu memory."""
+from .absent_device import (  # noqa: F401 - the namespace torch scripts call
+    device_count,
+    empty_cache,
+    is_available,
+    manual_seed,
+    synchronize,
+)
