@@ -69,6 +69,18 @@ def _argnums(argnums, n, what):
     return tuple(a % n for a in nums)
 
 
+def _of_argnums(func, args, argnums, what):
+    """The arguments selected by `argnums`, and func as a function of those alone."""
+    nums = _argnums(argnums, len(args), what)
+
+    def of_selected(*selected):
+        full = list(args)
+        for i, v in zip(nums, selected):
+            full[i] = v
+        return func(*full)
+    return [args[i] for i in nums], of_selected
+
+
 def _grad_of(outputs, inputs, cotangents, keep):
     """Gradients (zeros where unused); with their graph when `keep`, else detached with
     their tangents (the engine keeps tangents only when creating the graph)."""
@@ -232,14 +244,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     """
     @functools.wraps(func)
     def wrapper(*args):
-        nums = _argnums(argnums, len(args), "jacrev")
-        diff = [args[i] for i in nums]
-
-        def f(*d):
-            full = list(args)
-            for i, v in zip(nums, d):
-                full[i] = v
-            return func(*full)
+        diff, f = _of_argnums(func, args, argnums, "jacrev")
         res = vjp(f, *diff, has_aux=has_aux)
         out, fn = res[:2]
         outs = _flatten(out)
@@ -267,14 +272,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """
     @functools.wraps(func)
     def wrapper(*args):
-        nums = _argnums(argnums, len(args), "jacfwd")
-        diff = [args[i] for i in nums]
-
-        def f(*d):
-            full = list(args)
-            for i, v in zip(nums, d):
-                full[i] = v
-            return func(*full)
+        diff, f = _of_argnums(func, args, argnums, "jacfwd")
         per_arg, aux = [], None
         for k, x in enumerate(diff):
             def push(t, k=k):
