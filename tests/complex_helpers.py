@@ -46,10 +46,14 @@ def _differentiable(a):
     return isinstance(a, np.ndarray) and a.dtype.kind in "fc"
 
 
-def _to(module, a):
+def _plain(module, a):
     if not isinstance(a, np.ndarray):
         return a
-    t = torch.tensor(a, dtype=_TORCH[a.dtype]) if module is torch else flow.tensor(a)
+    return torch.tensor(a, dtype=_TORCH[a.dtype]) if module is torch else flow.tensor(a)
+
+
+def _to(module, a):
+    t = _plain(module, a)
     return t.requires_grad_(True) if _differentiable(a) else t
 
 
@@ -184,3 +188,31 @@ def cgradcheck(fn, *specs, eps=1e-6, atol=1e-5, rtol=1e-3, second_order=True, se
 def complex_table_tests(cases, fd_cases=None):
     """test_against_torch and test_finite_differences over (name, fn, *specs) rows."""
     return op_table_tests(cases, fd_cases, check_fn=ccheck, fd_fn=cgradcheck)
+
+
+def ccheck_jvp(fn, *specs, atol=1e-8, rtol=1e-6, seed=0):
+    """flowgrad.func.jvp of `fn` against torch.func.jvp in complex128/float64: random tangents
+    (complex for complex inputs) on every floating or complex input, every output compared
+    (the tangent of a complex output is J applied to (Re t, Im t), as torch's)."""
+    arrays = make_complex_arrays(specs, double=True, seed=seed)
+    idx = [i for i, a in enumerate(arrays) if _differentiable(a)]
+    rng = np.random.default_rng(seed + 3)
+    tans = [rng.standard_normal(arrays[i].shape) + (
+        1j * rng.standard_normal(arrays[i].shape) if arrays[i].dtype.kind == "c" else 0)
+        for i in idx]
+
+    def run(module, jvp):
+        def f(*d):
+            args = [_plain(module, a) for a in arrays]
+            for i, x in zip(idx, d):
+                args[i] = x
+            return tuple(_outputs(fn(module, *args)))
+        return jvp(f, tuple(_plain(module, arrays[i]) for i in idx),
+                   tuple(_plain(module, t.astype(arrays[i].dtype)) for i, t in zip(idx, tans)))
+    (y_ours, t_ours), (y_theirs, t_theirs) = run(flow, flow.func.jvp), run(torch, torch.func.jvp)
+    for what, ours, theirs in (("primal", y_ours, y_theirs), ("tangent", t_ours, t_theirs)):
+        assert len(ours) == len(theirs), f"jvp {what}: {len(ours)} outputs vs {len(theirs)}"
+        for a, b in zip(ours, theirs):
+            assert a.dtype.name == str(b.dtype).replace("torch.", ""), f"{a.dtype} vs {b.dtype}"
+            np.testing.assert_allclose(_np(a), _np(b), atol=atol, rtol=rtol,
+                                       err_msg=f"jvp {what} differs from torch")

@@ -4,7 +4,7 @@ differences of a real loss (tests/complex_helpers.py)."""
 import numpy as np
 import pytest
 import torch
-from complex_helpers import Real, ccheck, complex_table_tests
+from complex_helpers import Real, ccheck, ccheck_jvp, complex_table_tests
 from helpers import Positive
 
 import flowgrad as flow
@@ -69,6 +69,12 @@ CASES = [
 ]
 
 test_against_torch, test_finite_differences = complex_table_tests(CASES)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c[0]) for c in CASES])
+def test_jvp_against_torch(case):
+    """The forward-mode column: func.jvp with complex tangents against torch.func.jvp."""
+    ccheck_jvp(case[1], *case[2:])
 
 
 def test_dtypes_and_promotion():

@@ -15,9 +15,6 @@ ROWS = table_rows("test_ops_core", "test_ops_elementwise", "test_ops_activation"
 # here until it is removed from the list).
 NOT_YET = {
     "jvp": {
-        **dict.fromkeys(("linalg_eig-eigvals_abs", "linalg_eig-eig_parts_real",
-                         "linalg_eig-eig_parts_complex_batch"),
-                        "forward AD carries no complex tangents (linalg.eig's results)"),
     },
     "vmap": {},
 }

@@ -42,10 +42,17 @@ def _key(t):
     return t._data if phys is None else phys
 
 
-def _touches_complex(inputs, tans, outs):
-    """Whether a tangent would enter or leave complex values (not handled yet: refused)."""
-    if any(t is not None and "c" in (x._data.dtype.kind, t._data.dtype.kind)
-           for x, t in zip(inputs, tans)):
+_DIFF = "fcV"  # dtype kinds that carry tangents: floating and complex
+
+
+def _refuses_complex(op, inputs, tans, outs):
+    """Whether a tangent would enter or leave complex values through an op whose forward
+    rule is not written for them (a wrong tangent is never returned: refused)."""
+    from .jvp_rules import REAL_ONLY
+
+    if op.name not in REAL_ONLY:
+        return False
+    if any(t is not None and x._data.dtype.kind == "c" for x, t in zip(inputs, tans)):
         return True
     return any(o._data.dtype.kind == "c" for o in outs)  # (an input has a tangent here)
 
@@ -82,7 +89,7 @@ class ForwardLevel:
             return apply_full(self.inner, op, inputs, attrs)
         outs, aux = apply_full(self.inner, op, inputs, attrs)
         tans = [self.tangent(t) for t in inputs]
-        if op.differentiable and _touches_complex(inputs, tans, outs):
+        if op.differentiable and _refuses_complex(op, inputs, tans, outs):
             raise NotImplementedError(
                 f"forward-mode AD through {op.name} with complex tensors is not supported yet "
                 f"(its tangent would be wrong); differentiate with reverse mode instead "
@@ -91,7 +98,7 @@ class ForwardLevel:
             with _interpreter.using_interpreter(self.inner):
                 out_tans = output_tangents(op, inputs, outs, tans, attrs, aux)
                 for o, t in zip(outs, out_tans):
-                    if t is not None and o._data.dtype.kind in "fV":
+                    if t is not None and o._data.dtype.kind in _DIFF:
                         self.set_tangent(o, _fit(t, o))
         return outs, aux
 
@@ -171,6 +178,17 @@ def call_rule(op, ctx, node, grads):
     return result if isinstance(result, (tuple, list)) else (result,)
 
 
+def _pairing(g, t):
+    """<g, t> as real vectors of (re, im) pairs: sum(Re(conj(g) t)). Reverse rules follow
+    torch's convention (a gradient is dL/dx + i dL/dy, the real transpose J^T u), so the
+    gradient of <J^T u, t> = <u, J t> with respect to u is J t, complex or real."""
+    if g.is_complex():
+        return (g.conj() * t).real.sum()
+    if t.is_complex():
+        return (g * t.real).sum()
+    return (g * t).sum()
+
+
 def derived_jvp(op, inputs, outs, tans, attrs, aux):
     """J t from the reverse rule: d/du <vjp(u), t> at any u (zero here)."""
     from ..func.transforms import _detached
@@ -182,7 +200,7 @@ def derived_jvp(op, inputs, outs, tans, attrs, aux):
             f"forward-mode AD through the custom Function {op.fn.__name__}: it defines no "
             f"`jvp` staticmethod; add one (jvp(ctx, *input_tangents) -> output tangents)")
     Tensor = _interpreter.Tensor
-    needs = [t is not None and x._data.dtype.kind in "fV" for x, t in zip(inputs, tans)]
+    needs = [t is not None and x._data.dtype.kind in _DIFF for x, t in zip(inputs, tans)]
     ctx, node = capture(op, inputs, outs, attrs, aux, needs)
     # the tangent keeps a graph only where grad mode was on and something it depends on
     # requires grad (as torch's); the rule itself always runs recording, to be differentiated
@@ -191,13 +209,13 @@ def derived_jvp(op, inputs, outs, tans, attrs, aux):
     with grad_mode.enable_grad(), reverse_scope():
         us = [Tensor._zeros(o._data.shape, o._data.dtype) for o in outs]
         for u in us:
-            if u._data.dtype.kind in "fV":
+            if u._data.dtype.kind in _DIFF:
                 u.requires_grad_(True)
         grads = call_rule(op, ctx, node, us)
         total = None
         for g, t, need in zip(grads, tans, needs):
             if need and g is not None and g.requires_grad:
-                term = (g * t).sum()
+                term = _pairing(g, t)
                 total = term if total is None else total + term
         diff = [u for u in us if u.requires_grad]
         if total is None or not diff:
@@ -281,8 +299,9 @@ def make_dual(tensor, tangent, *, level=None):
             f"make_dual: trying to set a forward gradient that has a different size than "
             f"that of the original Tensor: primal shape {tuple(tensor.shape)}, tangent shape "
             f"{tuple(tangent.shape)}; pass a tangent shaped like the primal")
-    if not tensor.is_floating_point():
-        raise ValueError(f"make_dual: expected a floating point primal, got {tensor.dtype}")
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        raise ValueError(f"make_dual: expected a floating point or complex primal, got "
+                         f"{tensor.dtype}")
     if tangent.dtype != tensor.dtype:
         raise ValueError(f"make_dual: the tangent's dtype {tangent.dtype} differs from the "
                          f"primal's {tensor.dtype}; convert it with .to(primal.dtype)")

@@ -9,7 +9,8 @@ themselves differentiable and batchable. The families:
 - multilinear ops (mul, matmul, linear, einsum, conv): the sum over each input of the op with
   that input replaced by its tangent;
 - elementwise ops (unary math, activations, binary arithmetic): the Jacobian is diagonal, so
-  J t = J^T t: the reverse rule applied to the tangent broadcast to the output's shape;
+  J t = J^T t: the reverse rule applied to the tangent broadcast to the output's shape (for
+  real values: with complex ones the reverse rule conjugates, so their JVP is derived);
 - softmax, log_softmax, logsumexp: their closed forms;
 - qr, svd, eigh, logcumsumexp: torch's formulas (`jvp_linalg.py`).
 """
@@ -20,7 +21,11 @@ from .forward_ad import call_rule, capture
 
 
 def _floating(x):
-    return x._data.dtype.kind in "fV"
+    return x._data.dtype.kind in "fcV"
+
+
+def _complex(x):
+    return x._data.dtype.kind == "c"
 
 
 def _zeros_like(x):
@@ -67,6 +72,8 @@ def _linear_layer(op, inputs, outs, tans, attrs, aux):
 def _diagonal(op, inputs, outs, tans, attrs, aux):
     """Elementwise ops: J is diagonal, so J t = J^T t, the reverse rule applied to t."""
     out = outs[0]
+    if _complex(out) or any(_complex(x) for x in inputs):
+        return NotImplemented  # torch's reverse rule conjugates (J^T is not J): derive
     needs = [t is not None and _floating(x) for x, t in zip(inputs, tans)]
     ctx, node = capture(op, inputs, outs, attrs, aux, needs)
     total = None
@@ -132,6 +139,9 @@ DIAGONAL = ("abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "co
             "silu_grad", "mish_grad", "grad_mul", "grad_div", "digamma", "lgamma", "entr",
             "erfcx", "i0", "i0e", "i1", "i1e", "log_ndtr", "ndtr", "ndtri", "sinc",
             "polygamma", "xlog1py")
+
+# rules written for real values only: forward AD refuses a complex tangent through them
+REAL_ONLY = frozenset(jvp_linalg.RULES)
 
 JVP_RULES = {}
 JVP_RULES.update(dict.fromkeys(LINEAR, _linear))
