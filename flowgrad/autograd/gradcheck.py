@@ -4,6 +4,10 @@ torch's signatures.
 The slow mode compares the whole Jacobian column by column (one central difference per input
 element); `fast_mode=True` compares one random projection `u^T J v` instead, as torch's fast
 mode, which costs two function calls and one backward per output. Use float64 inputs.
+`check_forward_ad` checks forward-mode JVPs the same way (one JVP per input element, or `J u`
+per input in fast mode; complex inputs split into real and imaginary parts as torch's);
+`check_batched_grad` / `check_batched_forward_grad` compare `func.vmap` of the vjp / jvp over
+two random cotangents / tangents with a loop, as torch's.
 
 >>> import flowgrad as flow
 >>> x = flow.randn(3, dtype=flow.float64, requires_grad=True)
@@ -49,7 +53,13 @@ def _check_inputs(inputs):
     return diff
 
 
-def _numeric_jacobian_columns(func, inputs, diff, eps):
+def _as_vector(t, keep_complex=False):
+    """The values of `t` as a flat float64 array (complex128 for a complex one when kept)."""
+    kind = np.complex128 if keep_complex and t._data.dtype.kind == "c" else np.float64
+    return t._data.astype(kind).reshape(-1)
+
+
+def _numeric_jacobian_columns(func, inputs, diff, eps, keep_complex=False):
     """d outputs / d input element, one central difference per element: [input][output]."""
     cols = []
     for t in diff:
@@ -59,13 +69,13 @@ def _numeric_jacobian_columns(func, inputs, diff, eps):
             orig = data[idx]
             data[idx] = orig + eps
             with grad_mode.no_grad():
-                plus = [o._data.astype(np.float64).reshape(-1) for o in _outputs(func, inputs)]
+                plus = [_as_vector(o, keep_complex) for o in _outputs(func, inputs)]
             data[idx] = orig - eps
             with grad_mode.no_grad():
-                minus = [o._data.astype(np.float64).reshape(-1) for o in _outputs(func, inputs)]
+                minus = [_as_vector(o, keep_complex) for o in _outputs(func, inputs)]
             data[idx] = orig
             if per_out is None:
-                per_out = [np.zeros((data.size, p.size)) for p in plus]
+                per_out = [np.zeros((data.size, p.size), p.dtype) for p in plus]
             for j, (p, m) in enumerate(zip(plus, minus)):
                 per_out[j][k] = (p - m) / (2 * eps)
         cols.append(per_out or [])
@@ -145,12 +155,256 @@ def _fast_check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception, s
     return True
 
 
+def _diff_positions(func, inputs):
+    """Indices (among the Tensor outputs) of the outputs that require grad."""
+    return [j for j, o in enumerate(_outputs(func, inputs)) if o.requires_grad]
+
+
+def _jvp_outputs(func, inputs, tangents, positions):
+    """The output tangents of `func` (as float64 arrays, zeros where none) with the diff
+    inputs made dual with `tangents` (an index -> tangent array map; zeros elsewhere)."""
+    from ..tensor import Tensor
+    from . import forward_ad as fwAD
+
+    with fwAD.dual_level():
+        duals = tuple(
+            fwAD.make_dual(t.detach(), Tensor._wrap(np.asarray(tangents[i], t._data.dtype)
+                                                    if i in tangents
+                                                    else np.zeros_like(t._data)))
+            if isinstance(t, Tensor) and t.requires_grad else t
+            for i, t in enumerate(inputs))
+        outs = _outputs(func, duals)
+        res = []
+        for j in positions:
+            primal, tangent = fwAD.unpack_dual(outs[j])
+            res.append(_as_vector(primal.detach() * 0 if tangent is None else tangent, True))
+    return res
+
+
+def _forward_slow_check(func, inputs, diff, eps, atol, rtol, raise_exception):
+    """The Jacobian by forward mode, one JVP per input element, against the numerical one."""
+    positions = _diff_positions(func, inputs)
+    numeric = _numeric_jacobian_columns(func, inputs, diff, eps, keep_complex=True)
+    diff_idx = [i for i, t in enumerate(inputs) if any(t is d for d in diff)]
+    for i, (t, k_in) in enumerate(zip(diff, diff_idx)):
+        analytic = [np.zeros_like(numeric[i][j]) for j in positions]
+        for k in range(t._data.size):
+            basis = np.zeros(t._data.size)
+            basis[k] = 1
+            for col, res in zip(analytic, _jvp_outputs(func, inputs,
+                                                       {k_in: basis.reshape(t._data.shape)},
+                                                       positions)):
+                col[k] = res
+        for a, j in zip(analytic, positions):
+            n = numeric[i][j]
+            if not np.allclose(a, n, rtol=rtol, atol=atol):
+                return _fail(
+                    f"Jacobian computed with forward mode mismatch for output {j} with "
+                    f"respect to input {i},\nnumerical:{n}\nanalytical:{a}\n", raise_exception)
+    return True
+
+
+def _forward_fast_check(func, inputs, diff, eps, atol, rtol, raise_exception, seed=0):
+    """J u per input for a random positive unit u (torch's fast mode): a directional
+    difference along u against the JVP with tangent u, with atol scaled by sum(u)."""
+    positions = _diff_positions(func, inputs)
+    rng = np.random.default_rng(seed)
+    diff_idx = [i for i, t in enumerate(inputs) if any(t is d for d in diff)]
+    for i, (t, k_in) in enumerate(zip(diff, diff_idx)):
+        u = rng.random(t._data.shape)
+        u /= max(np.linalg.norm(u), 1e-12)
+        saved = t._data.copy()
+
+        def shifted(step):
+            t._data[...] = saved + step * u
+            try:
+                with grad_mode.no_grad():
+                    outs = _outputs(func, inputs)
+                    return [_as_vector(outs[j], True) for j in positions]
+            finally:
+                t._data[...] = saved
+
+        plus, minus = shifted(eps), shifted(-eps)
+        analytic = _jvp_outputs(func, inputs, {k_in: u}, positions)
+        for a, p, m, j in zip(analytic, plus, minus, positions):
+            n = (p - m) / (2 * eps)
+            if not np.allclose(a, n, rtol=rtol, atol=atol * float(u.sum())):
+                return _fail(
+                    f"Jacobian computed with forward mode mismatch for output {j} with "
+                    f"respect to input {i} (fast mode: J u with random u):\nnumerical:{n}\n"
+                    f"analytical:{a}\n", raise_exception)
+    return True
+
+
+def _forward_undefined_check(func, inputs, raise_exception):
+    """A zero tangent and no tangent at all must give the same output tangents."""
+    from ..tensor import Tensor
+    from . import forward_ad as fwAD
+
+    idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    rng = np.random.default_rng(1)
+    with fwAD.dual_level():
+        duals = list(inputs)
+        for i in idx:
+            t = inputs[i]
+            duals[i] = fwAD.make_dual(t.detach(), Tensor._wrap(
+                rng.random(t._data.shape).astype(t._data.dtype)))
+        for i in idx:
+            kept = duals[i]
+            duals[i] = fwAD.make_dual(inputs[i].detach(), inputs[i].detach() * 0)
+            zero = [fwAD.unpack_dual(o).tangent for o in _outputs(func, duals)]
+            duals[i] = inputs[i].detach()
+            none = [fwAD.unpack_dual(o).tangent for o in _outputs(func, duals)]
+            duals[i] = kept
+            for j, (a, b) in enumerate(zip(zero, none)):
+                if a is not None and b is not None and not np.allclose(a._data, b._data):
+                    return _fail(f"Mismatch in tangent values for output with index {j} when "
+                                 f"input {i} has an undefined tangent: got {a} with a zero "
+                                 f"tangent but {b} with none", raise_exception)
+    return True
+
+
+def _split_complex(func, inputs, complex_idx, part):
+    """torch's treatment of complex inputs in forward mode: `func` of real leaves standing for
+    the real (or imaginary) parts of the complex inputs, the other part held fixed."""
+    from ..tensor import Tensor
+
+    leaves = list(inputs)
+    for i in complex_idx:
+        leaves[i] = Tensor._wrap(getattr(inputs[i]._data, part).copy()).requires_grad_()
+
+    def wrapped(*args):
+        args = list(args)
+        for i in complex_idx:
+            orig = inputs[i]
+            args[i] = (args[i] + orig.imag * 1j if part == "real"
+                       else orig.real + args[i] * 1j)
+        return _tuple(func(*args))
+    return wrapped, tuple(leaves)
+
+
+def _forward_checks(func, inputs, eps, atol, rtol, raise_exception, fast_mode, undefined):
+    """check_forward_ad: the JVPs against finite differences, complex inputs split into
+    their imaginary and real parts as torch's (a complex tangent flowgrad's forward mode
+    cannot carry raises its NotImplementedError)."""
+    from ..tensor import Tensor
+
+    complex_idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and
+                   t.requires_grad and t._data.dtype.kind == "c"]
+    cases = [(func, inputs)] if not complex_idx else [
+        _split_complex(func, inputs, complex_idx, part) for part in ("imag", "real")]
+    check = _forward_fast_check if fast_mode else _forward_slow_check
+    for fn, ins in cases:
+        diff = [t for t in ins if isinstance(t, Tensor) and t.requires_grad]
+        if not check(fn, ins, diff, eps, atol, rtol, raise_exception):
+            return False
+        if undefined and not _forward_undefined_check(fn, ins, raise_exception):
+            return False
+    return True
+
+
+def _batched(fn, stacked, what, raise_exception):
+    """vmap(fn)(stacked), its errors reported as a failed check (as torch's)."""
+    import warnings
+
+    from ..func import vmap
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return vmap(fn)(stacked)
+        except NotImplementedError:
+            raise  # a transform flowgrad lacks, not a wrong rule
+        except (RuntimeError, ValueError) as ex:  # flowgrad's kernels may raise either
+            _fail(f"While computing batched gradients ({what}), got: {ex}\nvmap of the "
+                  f"{what} must give what a loop gives; a backward or jvp rule that is not "
+                  f"vmap-compatible (in-place writes into fresh tensors, .item(), data-"
+                  f"dependent control flow) or a wrong Function.vmap rule causes this",
+                  raise_exception)
+            return None
+
+
+def _compare_batched(result, expected, what, out_idx, raise_exception):
+    for i, (r, e) in enumerate(zip(result, expected)):
+        if not np.allclose(r._data, e._data):
+            return _fail(f"For output {out_idx} and input {i}: batched {what} computed using "
+                         f"vmap does not match the one computed in a loop:\nvmap: {r}\n"
+                         f"loop: {e}\n", raise_exception)
+    return True
+
+
+def _batched_grad_check(inputs, diff, output, out_idx, raise_exception):
+    """vmap over two random cotangents of the vjp of `output` against a loop (torch's
+    check_batched_grad)."""
+    from .. import stack
+    from ..tensor import Tensor
+
+    def vjp(v):
+        gs = _grad(output, diff, v, retain_graph=True, allow_unused=True)
+        return tuple(g if g is not None else t.detach() * 0 for g, t in zip(gs, diff))
+
+    rng = np.random.default_rng(2)
+    cots = [Tensor._wrap(rng.standard_normal(output._data.shape).astype(output._data.dtype))
+            for _ in range(2)]
+    expected = [stack(list(parts)) for parts in zip(*[vjp(c) for c in cots])]
+    result = _batched(vjp, stack(cots), "vjp", raise_exception)
+    if result is None:
+        return False
+    return _compare_batched(result, expected, "grad", out_idx, raise_exception)
+
+
+def _batched_forward_grad_check(func, inputs, raise_exception):
+    """vmap over two random tangents of each input's jvp against a loop (torch's
+    check_batched_forward_grad)."""
+    from .. import stack
+    from ..tensor import Tensor
+    from . import forward_ad as fwAD
+
+    rng = np.random.default_rng(3)
+    for k, x in enumerate(inputs):
+        if not (isinstance(x, Tensor) and x.requires_grad and x._data.dtype.kind in "fc"):
+            continue
+
+        def jvp(tangent, k=k, x=x):
+            with fwAD.dual_level():
+                duals = tuple(fwAD.make_dual(x.detach(), tangent) if i == k
+                              else (t.detach() if isinstance(t, Tensor) else t)
+                              for i, t in enumerate(inputs))
+                res = []
+                for o in _outputs(func, duals):
+                    primal, tan = fwAD.unpack_dual(o)
+                    res.append(tan if tan is not None else primal.detach() * 0)
+                return tuple(res)
+
+        tans = [Tensor._wrap(rng.standard_normal(x._data.shape).astype(x._data.dtype))
+                for _ in range(2)]
+        expected = [stack(list(parts)) for parts in zip(*[jvp(t) for t in tans])]
+        result = _batched(jvp, stack(tans), "jvp", raise_exception)
+        if result is None or not _compare_batched(result, expected, "forward grad", k,
+                                                  raise_exception):
+            return False
+    return True
+
+
+def _check_options(options, *requires):
+    """torch's refusals: the first two options (the modes) must not both be off, and each
+    (option, needed) pair of names may be set only with `needed` set."""
+    first, second = list(options)[:2]
+    if not (options[first] or options[second]):
+        raise AssertionError(f"Expected at least one of {first} or {second} to be True")
+    for name, needed in requires:
+        if options[name] and not options[needed]:
+            raise AssertionError(f"Setting {name}=True requires {needed} to be True")
+
+
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
               nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
               check_batched_grad=False, check_batched_forward_grad=False,
               check_forward_ad=False, check_backward_ad=True, fast_mode=False, masked=None):
     """Check the gradients of `func` at `inputs` against finite differences (torch's
-    signature; the batched and forward-mode checks are not done here). Returns True, or
+    signature). `check_forward_ad` compares forward-mode JVPs with the numerical Jacobian
+    too (skip the reverse check with `check_backward_ad=False`); `check_batched_grad` /
+    `check_batched_forward_grad` compare vmapped vjps / jvps with a loop. Returns True, or
     raises GradcheckError (False with raise_exception=False).
 
     >>> import flowgrad as flow
@@ -164,26 +418,43 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     >>> x = flow.ones(2, dtype=flow.float64, requires_grad=True)
     >>> flow.autograd.gradcheck(BadSquare.apply, (x,), raise_exception=False)
     False
+    >>> flow.autograd.gradcheck(lambda t: t.exp() * t, (x,), check_forward_ad=True,
+    ...                         check_batched_grad=True)
+    True
     """
-    if check_forward_ad or check_batched_grad or check_batched_forward_grad:
-        raise NotImplementedError("gradcheck: forward-mode and batched checks are not "
-                                  "available here; pass check_forward_ad=False, "
-                                  "check_batched_grad=False")
+    _check_options(dict(check_forward_ad=check_forward_ad, check_backward_ad=check_backward_ad,
+                        check_batched_grad=check_batched_grad,
+                        check_batched_forward_grad=check_batched_forward_grad),
+                   ("check_batched_grad", "check_backward_ad"),
+                   ("check_batched_forward_grad", "check_forward_ad"))
     inputs = _tuple(inputs)
     diff = _check_inputs(inputs)
+    outputs = _outputs(func, inputs)
+    if check_backward_ad:
+        check = _fast_check if fast_mode else _slow_check
+        if not check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception):
+            return False
+    if check_forward_ad and not _forward_checks(func, inputs, eps, atol, rtol, raise_exception,
+                                                fast_mode, check_undefined_grad):
+        return False
+    if check_batched_forward_grad and not _batched_forward_grad_check(func, inputs,
+                                                                      raise_exception):
+        return False
     if not check_backward_ad:
         return True
-    outputs = _outputs(func, inputs)
-    check = _fast_check if fast_mode else _slow_check
-    ok = check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception)
-    if ok and check_grad_dtypes:
+    if check_batched_grad:
+        for j, o in enumerate(outputs):
+            if o.requires_grad and not _batched_grad_check(inputs, diff, o, j,
+                                                           raise_exception):
+                return False
+    if check_grad_dtypes:
         for t in diff:
             gs = [_grad(o.sum(), t, allow_unused=True)[0] for o in outputs if o.requires_grad]
             for g in gs:
                 if g is not None and g.dtype != t.dtype:
                     return _fail(f"Gradient has dtype mismatch: {g.dtype} for an input of "
                                  f"{t.dtype}", raise_exception)
-    return ok
+    return True
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
@@ -201,9 +472,12 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     """
     from ..tensor import Tensor
 
-    if check_fwd_over_rev:
-        raise NotImplementedError("gradgradcheck: check_fwd_over_rev needs forward mode; pass "
-                                  "check_fwd_over_rev=False")
+    _check_options(dict(check_fwd_over_rev=check_fwd_over_rev,
+                        check_rev_over_rev=check_rev_over_rev,
+                        check_undefined_grad=check_undefined_grad,
+                        check_batched_grad=check_batched_grad),
+                   ("check_undefined_grad", "check_rev_over_rev"),
+                   ("check_batched_grad", "check_rev_over_rev"))
     inputs = _tuple(inputs)
     diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     if grad_outputs is None:
@@ -213,18 +487,23 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
             Tensor._wrap(rng.standard_normal(o._data.shape).astype(o._data.dtype)).requires_grad_()
             for o in outs if o.requires_grad)
     grad_outputs = _tuple(grad_outputs)
+    go_diff = [i for i, g in enumerate(grad_outputs) if g.requires_grad]
     n_in = len(inputs)
 
     def first_derivative(*args):
-        xs, gos = args[:n_in], args[n_in:]
+        # the checks pass detached (dual) copies: restore which ones require grad, as torch's
+        xs = tuple(x.requires_grad_() if i in diff_idx else x for i, x in enumerate(args[:n_in]))
+        gos = tuple(g.requires_grad_() if i in go_diff else g
+                    for i, g in enumerate(args[n_in:]))
         with grad_mode.enable_grad():  # also while gradcheck differences it under no_grad
             outs = [o for o in _outputs(func, xs) if o.requires_grad]
             diff = [xs[i] for i in diff_idx]
             gs = _grad(outs, diff, gos, create_graph=True, allow_unused=True)
         return tuple(g for g in gs if g is not None)
 
-    if not check_rev_over_rev:
-        return True
     return gradcheck(first_derivative, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception, nondet_tol=nondet_tol,
-                     check_grad_dtypes=check_grad_dtypes, fast_mode=fast_mode)
+                     check_undefined_grad=check_undefined_grad,
+                     check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                     check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev,
+                     fast_mode=fast_mode)
