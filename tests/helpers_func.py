@@ -50,7 +50,7 @@ def _call(module, fn, arrays, idx, diff):
 
 
 def _float_outputs(y):
-    return [o for o in _outputs(y) if o.is_floating_point()]
+    return [o for o in _outputs(y) if o.is_floating_point() or o.is_complex()]
 
 
 def _torch_or_skip(run, what):
@@ -65,7 +65,9 @@ def _close(ours, theirs, what, atol, rtol):
     assert len(ours) == len(theirs), f"{what}: {len(ours)} outputs vs torch's {len(theirs)}"
     for a, b in zip(ours, theirs):
         assert tuple(a.shape) == tuple(b.shape), f"{what}: shape {tuple(a.shape)} vs {b.shape}"
-        np.testing.assert_allclose(_np(a).astype(np.float64), _np(b).astype(np.float64),
+        a, b = _np(a), _np(b)  # float64, or complex128 for complex outputs
+        np.testing.assert_allclose(a.astype(np.result_type(a, np.float64)),
+                                   b.astype(np.result_type(b, np.float64)),
                                    atol=atol, rtol=rtol, err_msg=f"{what} differs from torch")
 
 
