@@ -61,11 +61,28 @@ def _written(m, like, value):
     return out
 
 
+def _ignores_grad_output(m):
+    """sum(x^3) whose backward returns 3x^2 whatever dy: a Jacobian check of the scalar
+    output passes, torch's zero-cotangent check does not."""
+    class F(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return (x ** 3).sum()
+
+        @staticmethod
+        def backward(ctx, dy):
+            (x,) = ctx.saved_tensors
+            return 3 * x ** 2
+    return F.apply
+
+
 CASES = {
     "sin_mul": (lambda m: lambda x, y: (x.sin() * y, x @ y.t()), ((3, 2), (3, 2))),
     "softmax": (lambda m: lambda x: m.softmax(x, dim=-1), ((2, 3),)),
     "wrong_first": (lambda m: _bad_function(m), ((4,),)),
     "wrong_second": (lambda m: _bad_function(m, True), ((4,),)),
+    "ignores_grad_output": (_ignores_grad_output, ((3,),)),
 }
 FORWARD_CASES = {
     "sin_mul": CASES["sin_mul"],

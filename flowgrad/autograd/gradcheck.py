@@ -386,6 +386,27 @@ def _batched_forward_grad_check(func, inputs, raise_exception):
     return True
 
 
+def _zero_cotangent_check(outputs, diff, raise_exception):
+    """Zero cotangents must give zero gradients of each input's dtype and shape (torch's
+    check that a backward multiplies by grad_output, which a Jacobian check of a scalar
+    output misses)."""
+    from ..tensor import Tensor
+
+    outs = [o for o in outputs if o.requires_grad]
+    if not outs:
+        return True
+    zeros = [Tensor._wrap(np.zeros_like(o._data)) for o in outs]
+    for g, t in zip(_grad(outs, diff, zeros, retain_graph=True, allow_unused=True), diff):
+        if g is None:
+            continue
+        if np.any(g._data != 0):
+            return _fail("backward not multiplied by grad_output", raise_exception)
+        if g.dtype != t.dtype or tuple(g.shape) != tuple(t.shape):
+            return _fail(f"grad is incorrect type or size: {g.dtype} {tuple(g.shape)} for an "
+                         f"input of {t.dtype} {tuple(t.shape)}", raise_exception)
+    return True
+
+
 def _check_options(options, *requires):
     """torch's refusals: the first two options (the modes) must not both be off, and each
     (option, needed) pair of names may be set only with `needed` set."""
@@ -447,6 +468,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             if o.requires_grad and not _batched_grad_check(inputs, diff, o, j,
                                                            raise_exception):
                 return False
+    if not _zero_cotangent_check(outputs, diff, raise_exception):
+        return False
     if check_grad_dtypes:
         for t in diff:
             gs = [_grad(o.sum(), t, allow_unused=True)[0] for o in outputs if o.requires_grad]
