@@ -112,3 +112,14 @@ def test_complex_tangents_through_transforms_match_torch():
         return [r.detach().numpy() for r in (fof, vj, rof)]
     for ours, theirs in zip(run(flow), run(torch)):
         np.testing.assert_allclose(ours, theirs, atol=1e-10)
+
+
+def test_jacfwd_refuses_complex_inputs_and_outputs_as_torch():
+    """A basis of real tangents misses the imaginary directions: torch.func.jacfwd raises."""
+    z, x = flow.tensor([1.0 + 2.0j]), flow.tensor([1.0])
+    with pytest.raises(RuntimeError, match="Expected all inputs to be real"):
+        flow.func.jacfwd(lambda z: z * z)(z)
+    with pytest.raises(RuntimeError, match="Expected all outputs to be real"):
+        flow.func.jacfwd(lambda x: x * 1j)(x)
+    np.testing.assert_allclose(flow.func.jacfwd(lambda x: (x * 1j).exp().real)(x).numpy(),
+                               [[-np.sin(1.0)]])

@@ -261,6 +261,15 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     return wrapper
 
 
+def _real_only(tensors, what):
+    for i, t in enumerate(tensors):
+        if isinstance(t, Tensor) and t.is_complex():
+            raise RuntimeError(
+                f"jacfwd: Expected all {what} to be real but received complex tensor at "
+                f"flattened input idx: {i} (as torch.func.jacfwd); use jvp with complex "
+                f"tangents, or jacrev")
+
+
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """The Jacobian of func w.r.t. args[argnums] by forward mode: one vmapped jvp.
 
@@ -273,6 +282,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     @functools.wraps(func)
     def wrapper(*args):
         diff, f = _of_argnums(func, args, argnums, "jacfwd")
+        _real_only(diff, "inputs")  # a basis of real tangents misses the imaginary directions
         per_arg, aux = [], None
         for k, x in enumerate(diff):
             def push(t, k=k):
@@ -281,6 +291,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
                 return (r[1], r[2]) if has_aux else r[1]
             r = vmap(push, randomness=randomness)(_basis(x))
             tang = r[0] if has_aux else r
+            _real_only(_flatten(tang), "outputs")
             if has_aux:
                 aux = _flatten(r[1])  # the same per basis vector: keep the first
                 aux = _unflatten(r[1], [a[0] if isinstance(a, Tensor) else a for a in aux])
