@@ -185,6 +185,36 @@ def _conj_times(m, wrong_jvp):
     return F.apply
 
 
+def _conj_wrong_backward(m):
+    class F(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, z):
+            return z.conj() * 2
+
+        @staticmethod
+        def backward(ctx, dy):
+            return dy * 2  # wrong: dy.conj() * 2
+    return F.apply
+
+
+COMPLEX_CASES = {
+    "exp_conj": (lambda m: lambda z: (z * 1j).exp() * z.conj(), "complex128"),
+    "abs": (lambda m: lambda z: (z.abs() * z.real, z * z), "complex128"),
+    "real_to_complex": (lambda m: lambda x: (x * 1j).exp(), "float64"),
+    "conj_wrong_backward": (_conj_wrong_backward, "complex128"),
+}
+
+
+@pytest.mark.parametrize("fast_mode", [False, True])
+@pytest.mark.parametrize("name", list(COMPLEX_CASES))
+def test_complex_reverse_mode_match_torch(name, fast_mode):
+    """Complex outputs are checked through their real and imaginary parts, a complex input
+    element's gradient is d/dx + i d/dy, as torch's."""
+    make, dtype = COMPLEX_CASES[name]
+    verdicts = _verdicts("gradcheck", make, ((3,),), dtype, fast_mode=fast_mode)
+    assert verdicts[0] == verdicts[1], verdicts
+
+
 @pytest.mark.parametrize("fast_mode", [False, True])
 @pytest.mark.parametrize("make", [lambda m: lambda z: (z * 1j).exp() * z.conj(),
                                   lambda m: _conj_times(m, False),

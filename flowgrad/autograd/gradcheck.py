@@ -59,25 +59,37 @@ def _as_vector(t, keep_complex=False):
     return t._data.astype(kind).reshape(-1)
 
 
+def _central(func, inputs, data, idx, step, keep_complex):
+    """(f(x + step) - f(x - step)) / 2|step| per output, x = data[idx] moved in place."""
+    orig = data[idx]
+    ends = []
+    for shift in (step, -step):
+        data[idx] = orig + shift
+        try:
+            with grad_mode.no_grad():
+                ends.append([_as_vector(o, keep_complex) for o in _outputs(func, inputs)])
+        finally:
+            data[idx] = orig
+    return [(p - m) / (2 * abs(step)) for p, m in zip(*ends)]
+
+
 def _numeric_jacobian_columns(func, inputs, diff, eps, keep_complex=False):
-    """d outputs / d input element, one central difference per element: [input][output]."""
+    """d outputs / d input element, one central difference per element: [input][output].
+    For a complex input element z = x + iy the entry is d/dx + i d/dy, the gradient
+    convention of the reverse rules (outputs are real there: complex ones are split)."""
     cols = []
     for t in diff:
         data = t._data  # perturbed in place, element by element (C order, as reshape(-1))
         per_out = None
         for k, idx in enumerate(np.ndindex(data.shape)):
-            orig = data[idx]
-            data[idx] = orig + eps
-            with grad_mode.no_grad():
-                plus = [_as_vector(o, keep_complex) for o in _outputs(func, inputs)]
-            data[idx] = orig - eps
-            with grad_mode.no_grad():
-                minus = [_as_vector(o, keep_complex) for o in _outputs(func, inputs)]
-            data[idx] = orig
+            diffs = _central(func, inputs, data, idx, eps, keep_complex)
+            if data.dtype.kind == "c":
+                diffs = [dx + 1j * dy for dx, dy in
+                         zip(diffs, _central(func, inputs, data, idx, 1j * eps, keep_complex))]
             if per_out is None:
-                per_out = [np.zeros((data.size, p.size), p.dtype) for p in plus]
-            for j, (p, m) in enumerate(zip(plus, minus)):
-                per_out[j][k] = (p - m) / (2 * eps)
+                per_out = [np.zeros((data.size, d.size), d.dtype) for d in diffs]
+            for j, d in enumerate(diffs):
+                per_out[j][k] = d
         cols.append(per_out or [])
     return cols
 
@@ -86,7 +98,9 @@ def _analytic_rows(outputs, diff):
     """d output_j / d inputs by one backward per output element: [input][output]."""
     from ..tensor import Tensor
 
-    rows = [[np.zeros((t._data.size, o._data.size)) for o in outputs] for t in diff]
+    rows = [[np.zeros((t._data.size, o._data.size),
+                      np.complex128 if t._data.dtype.kind == "c" else np.float64)
+             for o in outputs] for t in diff]
     for j, out in enumerate(outputs):
         if not out.requires_grad:
             continue
@@ -97,7 +111,7 @@ def _analytic_rows(outputs, diff):
                        retain_graph=True, allow_unused=True)
             for i, g in enumerate(gs):
                 if g is not None:
-                    rows[i][j][:, k] = g._data.astype(np.float64).reshape(-1)
+                    rows[i][j][:, k] = _as_vector(g, True)
     return rows
 
 
@@ -125,7 +139,9 @@ def _fast_check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception, s
     from ..tensor import Tensor
 
     rng = np.random.default_rng(seed)
-    vs = [rng.standard_normal(t._data.shape) for t in diff]
+    vs = [rng.standard_normal(t._data.shape) if t._data.dtype.kind != "c" else
+          rng.standard_normal(t._data.shape) + 1j * rng.standard_normal(t._data.shape)
+          for t in diff]
     vs = [v / max(np.linalg.norm(v), 1e-12) for v in vs]
     saved = [t._data.copy() for t in diff]
 
@@ -147,12 +163,24 @@ def _fast_check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception, s
         if out.requires_grad:
             gs = _grad(out, diff, Tensor._wrap(u.astype(out._data.dtype)), retain_graph=True,
                        allow_unused=True)
-            analytic = sum(float(np.sum(g._data * v)) for g, v in zip(gs, vs) if g is not None)
+            # <g, v> as real vectors: a complex gradient is d/dx + i d/dy (a real one, d/dx)
+            analytic = sum(float(np.sum((np.conj(g._data) * v).real))
+                           for g, v in zip(gs, vs) if g is not None)
         if not abs(analytic - numeric) <= atol + rtol * abs(numeric):
             return _fail(
                 f"Jacobian mismatch for output {j} (fast mode: u^T J v with random u, v):\n"
                 f"numerical:{numeric}\nanalytical:{analytic}\n", raise_exception)
     return True
+
+
+def _real_outputs(func, outputs):
+    """torch's treatment of complex outputs in reverse mode: the check runs on the functions
+    giving their imaginary and their real parts (just `func` when all are real)."""
+    if all(o._data.dtype.kind != "c" for o in outputs):
+        return [func]
+    return [lambda *args, part=part: tuple(getattr(o, part) if o.is_complex() else o
+                                           for o in _outputs(func, args))
+            for part in ("imag", "real")]
 
 
 def _diff_positions(func, inputs):
@@ -453,8 +481,10 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     outputs = _outputs(func, inputs)
     if check_backward_ad:
         check = _fast_check if fast_mode else _slow_check
-        if not check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception):
-            return False
+        for fn in _real_outputs(func, outputs):
+            if not check(fn, inputs, diff, _outputs(fn, inputs), eps, atol, rtol,
+                         raise_exception):
+                return False
     if check_forward_ad and not _forward_checks(func, inputs, eps, atol, rtol, raise_exception,
                                                 fast_mode, check_undefined_grad):
         return False
