@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.interpreter import run_inplace
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
     allclose,
     clamp_mask,
@@ -762,76 +762,14 @@ def minimum(input, other):
 subtract, multiply, divide, true_divide, negative = sub, mul, div, div, neg
 
 
-# ---- Tensor methods and operators -------------------------------------------------------------
-for _fn in (add, sub, mul, div, pow, neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid,
-            square, reciprocal, clamp, eq, ne, lt, le, gt, ge, maximum, minimum, sign, isnan,
-            isinf, isfinite, logical_not, logical_and, logical_or, logical_xor, equal, allclose,
-            isclose):
-    tensor_method(_fn.__name__)(_fn)
-for _alias, _fn in (("subtract", sub), ("multiply", mul), ("divide", div), ("true_divide", div),
-                    ("negative", neg), ("clip", clamp), ("greater", gt), ("less", lt),
-                    ("greater_equal", ge), ("less_equal", le), ("not_equal", ne)):
-    tensor_method(_alias)(_fn)
-
-
-@tensor_method("where")
-def _where_method(self, condition, other):
-    return where(condition, self, other)
-
-
-def _rsub(self, other):
-    return sub(other, self)  # not -self + other: -uint8 wraps
-
-
-def _rdiv(self, other):
-    if isinstance(other, _SCALARS):
-        return _scalar_rdiv(_float_of(self), value=other)
-    return div(other, self)
-
-
-def _rpow(self, other):
-    return pow(other, self)
-
-
-Tensor.__add__ = Tensor.__radd__ = add
-Tensor.__sub__ = sub
-Tensor.__rsub__ = _rsub
-Tensor.__mul__ = Tensor.__rmul__ = mul
-Tensor.__truediv__ = div
-Tensor.__rtruediv__ = _rdiv
-Tensor.__pow__ = pow
-Tensor.__rpow__ = _rpow
-Tensor.__neg__ = neg
-Tensor.__abs__ = abs
-Tensor.__eq__ = eq
-Tensor.__ne__ = ne
-Tensor.__lt__ = lt
-Tensor.__le__ = le
-Tensor.__gt__ = gt
-Tensor.__ge__ = ge
-Tensor.__invert__ = logical_not
-Tensor.__and__ = logical_and
-Tensor.__or__ = logical_or
-Tensor.__xor__ = logical_xor
-
-
 def _inplace_binary(name, fn):
+    """The in-place Tensor method `name` (`add_`) running `fn` in place on self."""
     def method(self, *args, **kwargs):
         return run_inplace(name, fn, self, *args, **kwargs)
     method.__name__ = name
     return method
 
 
-for _name, _fn in (("add_", add), ("sub_", sub), ("mul_", mul), ("div_", div), ("pow_", pow),
-                   ("clamp_", clamp), ("clip_", clamp), ("neg_", neg), ("negative_", neg),
-                   ("abs_", abs), ("sign_", sign), ("exp_", exp), ("log_", log), ("sqrt_", sqrt),
-                   ("rsqrt_", rsqrt), ("sin_", sin), ("cos_", cos), ("tanh_", tanh),
-                   ("sigmoid_", sigmoid), ("square_", square), ("reciprocal_", reciprocal),
-                   ("eq_", eq), ("ne_", ne), ("lt_", lt), ("le_", le), ("gt_", gt), ("ge_", ge),
-                   ("logical_not_", logical_not), ("logical_and_", logical_and),
-                   ("logical_or_", logical_or), ("logical_xor_", logical_xor)):
-    setattr(Tensor, _name, _inplace_binary(_name, _fn))
-Tensor.__iadd__ = Tensor.add_
-Tensor.__isub__ = Tensor.sub_
-Tensor.__imul__ = Tensor.mul_
-Tensor.__itruediv__ = Tensor.div_
+# the Tensor methods and Python operators of this family: operators.py (it reads the names
+# above, so it is imported last)
+from . import operators  # noqa: E402,F401

@@ -1,0 +1,125 @@
+"""Tensor's Python operators (`+`, `*`, `==`, `&`, ...), its methods for the elementwise
+family (`x.add`, `x.clamp`, ...) and their in-place forms (`x.add_`, `x += y`), bound to the
+public functions of elementwise.py.
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([1.0, -2.0])
+>>> (x * 2 + 1).tolist(), (x > 0).tolist()
+([3.0, -3.0], [True, False])
+>>> x.clamp_(min=0); x.tolist()
+tensor([1., 0.])
+[1.0, 0.0]
+"""
+from __future__ import annotations
+
+from ..tensor import Tensor, tensor_method
+from .elementwise import (
+    _SCALARS,
+    _float_of,
+    _inplace_binary,
+    _scalar_rdiv,
+    abs,
+    add,
+    allclose,
+    clamp,
+    cos,
+    div,
+    eq,
+    equal,
+    exp,
+    ge,
+    gt,
+    isclose,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    log,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    neg,
+    pow,
+    reciprocal,
+    rsqrt,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    square,
+    sub,
+    tanh,
+    where,
+)
+
+for _fn in (add, sub, mul, div, pow, neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid,
+            square, reciprocal, clamp, eq, ne, lt, le, gt, ge, maximum, minimum, sign, isnan,
+            isinf, isfinite, logical_not, logical_and, logical_or, logical_xor, equal, allclose,
+            isclose):
+    tensor_method(_fn.__name__)(_fn)
+for _alias, _fn in (("subtract", sub), ("multiply", mul), ("divide", div), ("true_divide", div),
+                    ("negative", neg), ("clip", clamp), ("greater", gt), ("less", lt),
+                    ("greater_equal", ge), ("less_equal", le), ("not_equal", ne)):
+    tensor_method(_alias)(_fn)
+
+
+@tensor_method("where")
+def _where_method(self, condition, other):
+    return where(condition, self, other)
+
+
+def _rsub(self, other):
+    return sub(other, self)  # not -self + other: -uint8 wraps
+
+
+def _rdiv(self, other):
+    if isinstance(other, _SCALARS):
+        return _scalar_rdiv(_float_of(self), value=other)
+    return div(other, self)
+
+
+def _rpow(self, other):
+    return pow(other, self)
+
+
+Tensor.__add__ = Tensor.__radd__ = add
+Tensor.__sub__ = sub
+Tensor.__rsub__ = _rsub
+Tensor.__mul__ = Tensor.__rmul__ = mul
+Tensor.__truediv__ = div
+Tensor.__rtruediv__ = _rdiv
+Tensor.__pow__ = pow
+Tensor.__rpow__ = _rpow
+Tensor.__neg__ = neg
+Tensor.__abs__ = abs
+Tensor.__eq__ = eq
+Tensor.__ne__ = ne
+Tensor.__lt__ = lt
+Tensor.__le__ = le
+Tensor.__gt__ = gt
+Tensor.__ge__ = ge
+Tensor.__invert__ = logical_not
+Tensor.__and__ = logical_and
+Tensor.__or__ = logical_or
+Tensor.__xor__ = logical_xor
+
+
+for _name, _fn in (("add_", add), ("sub_", sub), ("mul_", mul), ("div_", div), ("pow_", pow),
+                   ("clamp_", clamp), ("clip_", clamp), ("neg_", neg), ("negative_", neg),
+                   ("abs_", abs), ("sign_", sign), ("exp_", exp), ("log_", log), ("sqrt_", sqrt),
+                   ("rsqrt_", rsqrt), ("sin_", sin), ("cos_", cos), ("tanh_", tanh),
+                   ("sigmoid_", sigmoid), ("square_", square), ("reciprocal_", reciprocal),
+                   ("eq_", eq), ("ne_", ne), ("lt_", lt), ("le_", le), ("gt_", gt), ("ge_", ge),
+                   ("logical_not_", logical_not), ("logical_and_", logical_and),
+                   ("logical_or_", logical_or), ("logical_xor_", logical_xor)):
+    setattr(Tensor, _name, _inplace_binary(_name, _fn))
+Tensor.__iadd__ = Tensor.add_
+Tensor.__isub__ = Tensor.sub_
+Tensor.__imul__ = Tensor.mul_
+Tensor.__itruediv__ = Tensor.div_
