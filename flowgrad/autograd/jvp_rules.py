@@ -10,7 +10,8 @@ themselves differentiable and batchable. The families:
   that input replaced by its tangent;
 - elementwise ops (unary math, activations, binary arithmetic): the Jacobian is diagonal, so
   J t = J^T t: the reverse rule applied to the tangent broadcast to the output's shape (for
-  real values: with complex ones the reverse rule conjugates, so their JVP is derived);
+  real values; with complex ones torch's reverse rule conjugates: a holomorphic op's JVP is
+  the conjugated rule, any other's is derived);
 - softmax, log_softmax, logsumexp: their closed forms;
 - qr, svd, eigh, logcumsumexp: torch's formulas (`jvp_linalg.py`).
 """
@@ -72,8 +73,14 @@ def _linear_layer(op, inputs, outs, tans, attrs, aux):
 def _diagonal(op, inputs, outs, tans, attrs, aux):
     """Elementwise ops: J is diagonal, so J t = J^T t, the reverse rule applied to t."""
     out = outs[0]
-    if _complex(out) or any(_complex(x) for x in inputs):
-        return NotImplemented  # torch's reverse rule conjugates (J^T is not J): derive
+    conj = _complex(out) or any(_complex(x) for x in inputs)
+    if conj:
+        # torch's reverse rule of a holomorphic f is g conj(f'): J t = f' t = conj(rule(conj t));
+        # any other complex case (abs, angle, real inputs) derives its JVP
+        if op.name not in HOLOMORPHIC or not all(_complex(x) for x in (out, *inputs)
+                                                  if _floating(x)):
+            return NotImplemented
+        tans = [None if t is None else t.conj() for t in tans]
     needs = [t is not None and _floating(x) for x, t in zip(inputs, tans)]
     ctx, node = capture(op, inputs, outs, attrs, aux, needs)
     total = None
@@ -90,7 +97,7 @@ def _diagonal(op, inputs, outs, tans, attrs, aux):
         if tuple(g.shape) != tuple(out.shape):
             return NotImplemented  # the rule un-broadcast itself: derive instead
         total = g if total is None else total + g
-    return total
+    return total.conj() if conj and total is not None else total
 
 
 def _first(op, inputs, outs, tans, attrs, aux):
@@ -139,6 +146,10 @@ DIAGONAL = ("abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "co
             "silu_grad", "mish_grad", "grad_mul", "grad_div", "digamma", "lgamma", "entr",
             "erfcx", "i0", "i0e", "i1", "i1e", "log_ndtr", "ndtr", "ndtri", "sinc",
             "polygamma", "xlog1py")
+
+# elementwise ops holomorphic on complex values (their complex JVP is the conjugated rule)
+HOLOMORPHIC = frozenset(("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "div",
+                         "pow", "scalar_pow", "scalar_rdiv", "scalar_rpow"))
 
 # rules written for real values only: forward AD refuses a complex tangent through them
 REAL_ONLY = frozenset(jvp_linalg.RULES)
