@@ -175,8 +175,6 @@ class inference_mode(_GradMode):  # noqa: N801
         self.mode = not mode
 
     def __enter__(self):
-        from . import inference
-
         super().__enter__()
         self._prev_inference = inference.state.enabled
         if self.inference:
@@ -185,8 +183,6 @@ class inference_mode(_GradMode):  # noqa: N801
             inference.state.enabled = False
 
     def __exit__(self, *exc):
-        from . import inference
-
         super().__exit__(*exc)
         if self.inference:
             inference.leave(self._prev_inference)
@@ -202,3 +198,8 @@ class inference_mode(_GradMode):  # noqa: N801
             with inference_mode(mode):
                 return fn(*args, **kwargs)
         return wrapper
+
+
+# inference.py reaches this module through the interpreter: imported once everything here is
+# defined, so the blocks above need no import per entry
+from . import inference  # noqa: E402
