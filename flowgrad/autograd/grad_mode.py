@@ -175,7 +175,8 @@ class inference_mode(_GradMode):  # noqa: N801
         self.mode = not mode
 
     def __enter__(self):
-        super().__enter__()
+        self._prev = _state.enabled
+        _state.enabled = self.mode
         self._prev_inference = inference.state.enabled
         if self.inference:
             inference.enter()
@@ -183,7 +184,7 @@ class inference_mode(_GradMode):  # noqa: N801
             inference.state.enabled = False
 
     def __exit__(self, *exc):
-        super().__exit__(*exc)
+        _state.enabled = self._prev
         if self.inference:
             inference.leave(self._prev_inference)
         else:
