@@ -70,7 +70,9 @@ class AutogradInterpreter:
         if complex_checks and not op.complex:
             refuse_complex(op, inputs)
         record = _state.enabled and op.backward is not None and _needs_record(inputs)
-        arrays = [t._data for t in inputs]
+        n_in = len(inputs)  # (a tuple for the usual one or two inputs: no comprehension frame)
+        arrays = ((inputs[0]._data,) if n_in == 1 else (inputs[0]._data, inputs[1]._data)
+                  if n_in == 2 else [t._data for t in inputs])
         xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np  # from the device
         try:
             if record:
