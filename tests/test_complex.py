@@ -164,3 +164,10 @@ def test_isreal_complex_scalar_and_inplace_forms():
     assert flow.ones(2).isreal().tolist() == [True, True] and not flow.ones(1).is_neg()
     assert complex(flow.tensor(2 - 1j)) == complex(torch.tensor(2 - 1j))
     ccheck(lambda m, a: (a * 1).sgn_() * (a * 2).conj_physical_(), (3,))
+
+
+@pytest.mark.parametrize("name", ["logsumexp", "logcumsumexp"])
+def test_ops_without_complex_support_refuse_instead_of_dropping_the_imaginary_part(name):
+    z = flow.tensor([1 + 1j, 2 - 1j])
+    with pytest.raises(RuntimeError, match=f"{name}: complex input"):
+        getattr(flow, name)(z, 0)

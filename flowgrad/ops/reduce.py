@@ -482,6 +482,17 @@ def _(ctx, dy):
     return expand_reduced(dy, shape, ctx.axes) * (x - expand_reduced(y, shape, ctx.axes)).exp()
 
 
+def float_input(input, name):
+    """`input` as a real float tensor: ints and bools promote to the default float dtype; a
+    complex one is refused (a cast would drop its imaginary part without a word)."""
+    kind = input._data.dtype.kind
+    if kind == "c":
+        raise RuntimeError(f"{name}: complex input (dtype {input.dtype}, shape "
+                           f"{tuple(input.shape)}) is not supported yet; apply it to .real "
+                           f"and .imag, or .abs(), explicitly")
+    return input if kind in "fV" else input.to(_dt.get_default_dtype())
+
+
 @tensor_method()
 def logsumexp(input, dim=None, keepdim=False):
     """log(sum(exp(x))) over `dim`, computed stably (|x| ~ 1e4 is fine).
@@ -490,7 +501,7 @@ def logsumexp(input, dim=None, keepdim=False):
     >>> flow.logsumexp(flow.tensor([[0.0, 0.0], [100.0, 100.0]]), dim=1)
     tensor([  0.6931, 100.6931])
     """
-    x = input if input._data.dtype.kind in "fV" else input.to(_dt.get_default_dtype())
+    x = float_input(input, "logsumexp")
     axes = normalize_dims(dim, x._data.ndim, "logsumexp")
     if x._data.ndim == 0:
         return x.clone()

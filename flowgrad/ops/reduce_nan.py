@@ -16,6 +16,7 @@ from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import exp, log, where
 from .gather import gather
+from .reduce import float_input
 from .registry import op
 from .reorder import flip
 from .shape import stack
@@ -202,7 +203,7 @@ def logcumsumexp(input, dim):
     >>> flow.logcumsumexp(flow.tensor([0.0, 0.0, 0.0]), 0)
     tensor([0.0000, 0.6931, 1.0986])
     """
-    x = input if input._data.dtype.kind in "fV" else input.to(_dt.get_default_dtype())
+    x = float_input(input, "logcumsumexp")
     if x._data.ndim == 0:
         _wrap_dim(dim, 1, "logcumsumexp")
         return x.clone()
