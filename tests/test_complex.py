@@ -166,8 +166,10 @@ def test_isreal_complex_scalar_and_inplace_forms():
     ccheck(lambda m, a: (a * 1).sgn_() * (a * 2).conj_physical_(), (3,))
 
 
-@pytest.mark.parametrize("name", ["logsumexp", "logcumsumexp"])
+@pytest.mark.parametrize("name", ["logsumexp", "logcumsumexp", "cdist", "pairwise_distance",
+                                  "cosine_similarity"])
 def test_ops_without_complex_support_refuse_instead_of_dropping_the_imaginary_part(name):
-    z = flow.tensor([1 + 1j, 2 - 1j])
+    z, w = flow.tensor([[1 + 1j, 2 - 1j]]), flow.tensor([[0.5j, 1 + 0j]])
+    fn = getattr(flow, name, None) or getattr(flow.nn.functional, name)
     with pytest.raises(RuntimeError, match=f"{name}: complex input"):
-        getattr(flow, name)(z, 0)
+        fn(z, 0) if name.startswith("log") else fn(z, w)

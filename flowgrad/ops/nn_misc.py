@@ -19,7 +19,6 @@ import math
 
 import numpy as np
 
-from .. import dtypes as _dt
 from ..autograd.interpreter import bump_version, run_inplace
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim
@@ -361,11 +360,10 @@ def one_hot(input, num_classes=-1):
 # ---- distances ------------------------------------------------------------------------------
 def _float_pair(x1, x2, name):
     from .elementwise import _promote_pair
+    from .reduce import float_input
 
     a, b = _promote_pair(x1, x2, name)
-    if a._data.dtype.kind not in "fV":
-        a, b = a.to(_dt.get_default_dtype()), b.to(_dt.get_default_dtype())
-    return a, b
+    return float_input(a, name), float_input(b, name)  # complex: refused, not cast to real
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
