@@ -173,3 +173,15 @@ def test_ops_without_complex_support_refuse_instead_of_dropping_the_imaginary_pa
     fn = getattr(flow, name, None) or getattr(flow.nn.functional, name)
     with pytest.raises(RuntimeError, match=f"{name}: complex input"):
         fn(z, 0) if name.startswith("log") else fn(z, w)
+
+
+@pytest.mark.parametrize("name", ["vdot", "vecdot", "inner", "dot"])
+def test_dot_products_conjugate_as_torch(name):
+    """vdot and linalg.vecdot conjugate their first argument; dot and inner do not."""
+    a = np.array([1 + 1j, 2 - 1j, -0.5j])
+    b = np.array([0.3 + 0.2j, -1 + 0j, 2 + 2j])
+    fn = {"vecdot": lambda m, x, y: m.linalg.vecdot(x, y)}.get(
+        name, lambda m, x, y: getattr(m, name)(x, y))
+    ours = fn(flow, flow.tensor(a), flow.tensor(b)).numpy()
+    theirs = fn(torch, torch.tensor(a), torch.tensor(b)).numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12)

@@ -241,13 +241,13 @@ def torch_vander(x, N=None, increasing=False):
 
 
 def vecdot(x, y, *, dim=-1):
-    """Dot products along `dim` (broadcasting), for real tensors sum(x * y, dim).
+    """Dot products along `dim` (broadcasting): sum(conj(x) * y, dim), as torch's.
 
     >>> import flowgrad as flow
     >>> flow.linalg.vecdot(flow.tensor([[1.0, 2.0], [3.0, 4.0]]), flow.tensor([1.0, 1.0]))
     tensor([3., 7.])
     """
-    return (x * y).sum(dim)
+    return (x.conj() * y).sum(dim)  # conj of a real tensor is the tensor itself
 
 
 @tensor_method()
@@ -256,7 +256,7 @@ def vdot(input, other):
     if input._data.ndim != 1 or other._data.ndim != 1:
         raise RuntimeError(f"vdot: 1D tensors expected, but got {input._data.ndim}D and "
                            f"{other._data.ndim}D tensors")
-    return (input * other).sum()
+    return (input.conj() * other).sum()  # conj of a real tensor is the tensor itself
 
 
 @tensor_method()
