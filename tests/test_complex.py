@@ -185,3 +185,27 @@ def test_dot_products_conjugate_as_torch(name):
     ours = fn(flow, flow.tensor(a), flow.tensor(b)).numpy()
     theirs = fn(torch, torch.tensor(a), torch.tensor(b)).numpy()
     np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["norm", "vector_norm", "vector_norm_ord1", "vector_norm_inf",
+                                  "dist"])
+def test_vector_norms_of_complex_tensors_match_torch(name):
+    z = np.array([[1 + 1j, 2 - 1j, -0.5j], [0.3 + 0.2j, -1 + 0j, 2 + 2j]])
+    fns = {"norm": lambda m, t: m.norm(t), "vector_norm": lambda m, t: m.linalg.vector_norm(t),
+           "vector_norm_ord1": lambda m, t: m.linalg.vector_norm(t, 1, dim=1),
+           "vector_norm_inf": lambda m, t: m.linalg.vector_norm(t, float("inf")),
+           "dist": lambda m, t: m.dist(t, t * 0.5)}
+    x, xt = flow.tensor(z, requires_grad=True), torch.tensor(z, requires_grad=True)
+    y, yt = fns[name](flow, x), fns[name](torch, xt)
+    np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-12)
+    y.sum().backward()
+    yt.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+
+
+def test_var_and_det_of_complex_refuse_clearly():
+    z = flow.tensor([[1 + 1j, 2j], [1, 0.5j]])
+    with pytest.raises(RuntimeError, match="var\\(\\): complex input is not supported"):
+        z.var()
+    with pytest.raises(RuntimeError, match="linalg.det: complex input is not supported"):
+        flow.linalg.det(z)

@@ -47,6 +47,9 @@ def _matrix(A, name, complex_ok=False):
     if A._data.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions, got "
                            f"shape {tuple(A.shape)}")
+    if A._data.dtype.kind == "c" and not complex_ok:
+        raise RuntimeError(f"{name}: complex input is not supported yet (got {A.dtype.name}, "
+                           f"shape {tuple(A.shape)})")
     if A._data.dtype.kind not in ("fc" if complex_ok else "f") or A._data.dtype.itemsize < 4:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
                            f"Got {A.dtype.name}; convert with .float() or .double()")

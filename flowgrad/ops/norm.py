@@ -60,6 +60,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         raise TypeError(f"linalg.vector_norm(): expected a Tensor, got {type(x).__name__}")
     if dtype is not None:
         x = x.to(dtype)
+    if x._data.dtype.kind == "c":
+        x = x.abs()  # a norm reads only the moduli; abs's rule gives torch's complex gradient
     if x._data.dtype.kind not in "fV":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                            f"as input. Got {x.dtype.name}; call .float() first")

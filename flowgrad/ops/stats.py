@@ -82,6 +82,10 @@ def _var_args(input, dim, unbiased, keepdim, correction, name):
         raise RuntimeError(f"{name}(): pass either unbiased or correction, not both")
     if correction is None:
         correction = 0 if unbiased is False else 1
+    if input._data.dtype.kind == "c":
+        raise RuntimeError(f"{name}(): complex input is not supported yet (got "
+                           f"{input.dtype.name}); use {name}(x.real) and {name}(x.imag), whose "
+                           f"sum is torch's {name} of a complex tensor")
     if input._data.dtype.kind not in "fV":
         raise RuntimeError(f"{name}(): std and var only support floating point and complex "
                            f"dtypes, got {input.dtype.name}; call .float() first")
