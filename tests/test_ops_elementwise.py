@@ -434,3 +434,12 @@ def test_clamp_min_greater_than_max_is_max_like_torch():
     x = np.linspace(-2, 2, 7).astype(np.float32)
     np.testing.assert_array_equal(flow.clamp(flow.tensor(x), 1, -1).numpy(),
                                   torch.clamp(torch.tensor(x), 1, -1).numpy())
+
+
+@pytest.mark.parametrize("value", [0.5, 2.7, 3, -1.5])
+def test_integer_addcmul_casts_value_to_the_integer_type_as_torch(value):
+    a = np.array([1, 2, 4])
+    ours = flow.addcmul(flow.tensor(a), flow.tensor(a), flow.tensor(a), value=value)
+    theirs = torch.addcmul(torch.tensor(a), torch.tensor(a), torch.tensor(a), value=value)
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -214,8 +214,18 @@ def lerp(input, end, weight):
 
 @tensor_method()
 def addcmul(input, tensor1, tensor2, *, value=1):
-    """input + value * tensor1 * tensor2."""
+    """input + value * tensor1 * tensor2. With integer tensors torch casts `value` to their
+    integer type first (0.5 becomes 0), and so does this.
+
+    >>> import flowgrad as flow
+    >>> t = flow.tensor([1, 2, 4])
+    >>> flow.addcmul(t, t, t, value=2), flow.addcmul(t.float(), t, t, value=0.5)
+    (tensor([ 3, 10, 36]), tensor([ 1.5000,  4.0000, 12.0000]))
+    """
     prod = tensor1 * tensor2
+    if isinstance(value, float) and all(isinstance(t, Tensor) and t._data.dtype.kind in "iub"
+                                        for t in (input, tensor1, tensor2)):
+        value = int(value)  # torch's value.to<integer type>()
     return input + (prod if value == 1 else prod * value)
 
 
