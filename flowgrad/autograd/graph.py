@@ -144,7 +144,9 @@ def _node_of(tensor):
     return tensor.grad_fn if tensor.grad_fn is not None else tensor._meta.grad_accumulator()
 
 
-class _MultiHandle:
+class MultiHandle:
+    """Several hook handles removed as one (also a context manager)."""
+
     __slots__ = ("handles",)
 
     def __init__(self, handles):
@@ -192,7 +194,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
                     return
                 ran.add(task)
             fn(grad)
-        return _MultiHandle(tuple(t.register_hook(first) for t in tensors))
+        return MultiHandle(tuple(t.register_hook(first) for t in tensors))
 
     nodes = [_node_of(t) for t in tensors]  # held, as torch's: an accumulate node stays one
     counts, buffers, expected = {}, {}, {}
@@ -214,4 +216,4 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
                 del counts[task], expected[task]
                 fn(grads)
         return hook
-    return _MultiHandle(tuple(t.register_hook(inner(i)) for i, t in enumerate(tensors)))
+    return MultiHandle(tuple(t.register_hook(inner(i)) for i, t in enumerate(tensors)))

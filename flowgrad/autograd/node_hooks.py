@@ -18,6 +18,7 @@ from __future__ import annotations
 import weakref
 
 from . import anomaly
+from .graph import MultiHandle
 from .node import AccumulateGrad, FunctionNode
 
 
@@ -110,19 +111,4 @@ def _register_on_leaf(node, hook, pre):
         meta.post_accumulate_hooks = []
     first = RemovableHandle(meta.hooks, remember)
     second = RemovableHandle(meta.post_accumulate_hooks, after)
-    return _BothHandles(first, second)
-
-
-class _BothHandles:
-    def __init__(self, *handles):
-        self.handles = handles
-
-    def remove(self):
-        for h in self.handles:
-            h.remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
+    return MultiHandle((first, second))
