@@ -14,7 +14,6 @@ doesn't count time spent waiting for a core.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -23,7 +22,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import header, load, run_workers, timeit  # noqa: E402
+from common import header, load, run_workers, timeit, worker_parser  # noqa: E402
 
 
 def conv_case(n, c_in, c_out, size, k, padding, bias, input_grad):
@@ -82,12 +81,8 @@ CASES = [
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = worker_parser(__doc__)
     ap.add_argument("--reps", type=int, default=15)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     clock = time.perf_counter if args.clock == "wall" else time.process_time
     if args.worker:

@@ -26,7 +26,7 @@ import tracemalloc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import header, load, report, run_workers, timeit  # noqa: E402
+from common import header, load, report, run_workers, timeit, worker_parser  # noqa: E402
 
 N_OPS = 3 * (200 // 3)
 
@@ -136,11 +136,8 @@ def worker(fw, job):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = worker_parser(__doc__, clock=False)
     parser.add_argument("--skip-million", action="store_true")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--job", default="ops", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:

@@ -13,7 +13,6 @@ comparison.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -22,7 +21,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import header, load, report, run_workers, timeit  # noqa: E402
+from common import header, load, report, run_workers, timeit, worker_parser  # noqa: E402
 
 CONFIGS = {"ptb": dict(vocab=10000, units=200, layers=2, bptt=35, batch=20),
            "small-vocab": dict(vocab=1000, units=256, layers=2, bptt=35, batch=32)}
@@ -54,12 +53,8 @@ def lm_step(m, clock, mode, vocab, units, layers, bptt, batch):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
+    ap = worker_parser(__doc__)
     ap.add_argument("--modes", default=",".join(MODES))
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     modes = args.modes.split(",")
     if args.worker:

@@ -13,7 +13,6 @@ waiting for a core.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -22,7 +21,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import header, load, report, run_workers, timeit  # noqa: E402
+from common import header, load, report, run_workers, timeit, worker_parser  # noqa: E402
 
 TRANSFORMER = dict(batch=32, seq=64, d_model=128, nhead=4, layers=2)
 
@@ -76,11 +75,7 @@ def transformer_step(m, clock, batch, seq, d_model, nhead, layers):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap = worker_parser(__doc__)
     args = ap.parse_args()
     if args.worker:
         m = load(args.worker)

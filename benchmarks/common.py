@@ -9,6 +9,7 @@ median of each case over the rounds.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -20,6 +21,18 @@ from importlib.metadata import version
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 FRAMEWORKS = ("torch", "flowgrad")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def worker_parser(doc, clock=True):
+    """The options every two-process benchmark takes: --rounds, --threads, --clock (wall or
+    process CPU time) and the hidden --worker a script passes to its own worker processes."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None)
+    if clock:
+        parser.add_argument("--clock", choices=["wall", "cpu"], default="wall")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    return parser
 
 
 def timeit(fn, repeat=7, warmup=2, number=1, clock=time.perf_counter):
