@@ -1,7 +1,8 @@
 """The executor: a Program becomes one straight-line Python function over arrays.
 
 Each node is a direct call of its op's kernel (`op.kernel(xp, *arrays, **attrs)`, attributes
-bound once with functools.partial): no Tensor objects, no autograd bookkeeping. The function
+bound once with functools.partial), and a fused chain its ufunc calls written inline
+(`FusedOp.inline`): no Tensor objects, no autograd bookkeeping. The function
 takes the array module `xp` of the inputs' device, so another device needs no change here.
 
 >>> import numpy as np
