@@ -55,12 +55,7 @@ class UpdateOp:
             meta.acc_grad = Tensor._wrap(g)
         try:
             with no_grad():
-                optimizer._check_group(group)
-                if group.get("foreach") is not False and optimizer._batched(group):
-                    optimizer._step_group(group)
-                else:
-                    for p, meta in zip(self.params, metas):
-                        optimizer._step_one(p, meta.acc_grad, group)
+                optimizer._step_params(group)
         finally:
             for meta in metas:
                 meta.acc_grad = None

@@ -183,17 +183,22 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
-                self._check_group(group)
-                if group.get("foreach") is not False and self._batched(group):
-                    self._step_group(group)
-                    continue
-                for p in group["params"]:
-                    g = p.grad
-                    if g is not None:
-                        self._step_one(p, g, group)
+                self._step_params(group)
         for hook in list(self._step_post_hooks.values()):
             hook(self, (), {})
         return loss
+
+    def _step_params(self, group):
+        """Update the group's parameters that have a gradient (also what nn.Graph's update
+        nodes run, on a group holding the parameters of one node)."""
+        self._check_group(group)
+        if group.get("foreach") is not False and self._batched(group):
+            self._step_group(group)
+            return
+        for p in group["params"]:
+            g = p.grad
+            if g is not None:
+                self._step_one(p, g, group)
 
     def _check_group(self, group):
         """Validate options that users may have changed since construction."""
