@@ -71,17 +71,12 @@ class InferenceInterpreter:
         if op.is_view and inputs and inputs[0]._version is not INFERENCE_COUNTER:
             # a view of a normal tensor stays a normal tensor (torch's): track it as a view
             return _interpreter.AutogradInterpreter.apply(op, inputs, attrs)
-        try:  # one- and two-input ops (most) skip building an argument list
-            if len(inputs) == 1:
-                a = inputs[0]._data
-                result = op.kernel(ARRAY_MODULES.get(type(a), np), a, **attrs)
-            elif len(inputs) == 2:
-                a = inputs[0]._data
-                result = op.kernel(ARRAY_MODULES.get(type(a), np), a, inputs[1]._data, **attrs)
-            else:
-                arrays = [t._data for t in inputs]
-                xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np
-                result = op.kernel(xp, *arrays, **attrs)
+        n_in = len(inputs)  # (as AutogradInterpreter.apply: a tuple for one or two inputs)
+        arrays = ((inputs[0]._data,) if n_in == 1 else (inputs[0]._data, inputs[1]._data)
+                  if n_in == 2 else [t._data for t in inputs])
+        xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np
+        try:
+            result = op.kernel(xp, *arrays, **attrs)
         except (ValueError, IndexError, TypeError) as error:
             raise kernel_error(op, inputs, error) from None
         if op.n_out == 1 and type(result) is not tuple:
