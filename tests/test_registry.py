@@ -19,6 +19,19 @@ def test_registry_is_keyed_by_op_name():
     assert REGISTRY["relu"].node_name == "relu_backward"
 
 
+def test_op_attributes_do_not_shadow_the_nodes_own_names():
+    """A rule reads an op call's attributes as `ctx.<name>` on the recorded node; an attribute
+    named like one of the node's own fields (`out`, `inputs`, `name`...) would read the field."""
+    import inspect
+
+    from flowgrad.autograd.node import FunctionNode
+
+    reserved = {n for n in dir(FunctionNode) if not n.startswith("__")}
+    clashes = [f"{name}.{p}" for name, op in REGISTRY.items()
+               for p in inspect.signature(op.kernel).parameters if p in reserved]
+    assert not clashes, f"kernel keywords that the node's own attributes shadow: {clashes}"
+
+
 def test_kernels_take_their_array_module_from_xp():
     """Kernels use the `xp` they are given (the device's array module), never `np` directly,
     so a GPU array module can run every op unchanged."""

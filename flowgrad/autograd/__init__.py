@@ -1,7 +1,7 @@
 """flowgrad's autograd: the seed's engine, interpreter and grad-function machinery.
 
 - `meta`: AutogradMeta (requires_grad, is_leaf, acc_grad, current_grad, hooks)
-- `node`: FunctionNode, AccumulateGrad, CaptureState, SavedTensor
+- `node`: FunctionNode, AccumulateGrad, SavedTensor
 - `interpreter`: AutogradInterpreter.apply / add_node
 - `engine`: GraphTask, backward, grad
 - `grad_mode`: no_grad, enable_grad, set_grad_enabled, inference_mode

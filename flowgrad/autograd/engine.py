@@ -144,7 +144,7 @@ class GraphTask:
         meta.current_grad = None
         if g is None:
             materialize = getattr(node.op, "materialize_grads", None) if node else None
-            if materialize is not None and not materialize(node.ctx):
+            if materialize is not None and not materialize(node):
                 return None
             from ..tensor import Tensor
 
@@ -187,10 +187,9 @@ class GraphTask:
 def _check_runnable(node):
     if node.released and node.saved_something:
         raise freed_graph_error(node)
-    ctx = node.ctx
-    if ctx is not None:
-        for group in (ctx._inputs, ctx._outputs):
-            for saved in group or ():
+    for group in (node._inputs, node._outputs):
+        if group:
+            for saved in group:
                 if saved is not None and (
                         saved.counter.value != saved.version or saved.tensor is not None):
                     saved.check(node)

@@ -24,7 +24,7 @@ from collections import namedtuple
 from . import grad_mode
 from . import interpreter as _interpreter
 from .levels import apply_full, delegate, pack, reverse_scope
-from .node import CaptureState, FunctionNode, SavedTensor
+from .node import FunctionNode, SavedTensor
 
 __all__ = ["dual_level", "make_dual", "unpack_dual", "enter_dual_level", "exit_dual_level",
            "UnpackedDualTensor"]
@@ -158,23 +158,19 @@ def output_tangents(op, inputs, outs, tans, attrs, aux):
 
 
 def capture(op, inputs, outs, attrs, aux, needs):
-    """A CaptureState as the op's node would hold, for calling its reverse rule directly."""
-    ctx = CaptureState(attrs, tuple(needs))
-    ctx._inputs = [SavedTensor(t, False) for t in inputs]
-    ctx._outputs = [SavedTensor(o, False) for o in outs]
-    ctx.aux = tuple(aux) or None
+    """A node as the op's forward would have recorded (linked to nothing), for calling its
+    reverse rule directly."""
     infos = tuple((t._data.shape, t._data.dtype) for t in inputs)
-    node = FunctionNode(op.node_name, op, [None] * len(inputs), [None] * len(inputs), infos)
-    node.ctx = ctx
-    return ctx, node
+    node = FunctionNode(op, attrs, [None] * len(inputs), [None] * len(inputs), infos)
+    node.needs_input_grad = needs
+    node._inputs = [SavedTensor(t, False) for t in inputs]
+    node._outputs = [SavedTensor(o, False) for o in outs]
+    node.aux = tuple(aux) or None
+    return node
 
 
-def call_rule(op, ctx, node, grads):
-    ctx.node = node
-    try:
-        result = op.backward(ctx, *grads)
-    finally:
-        ctx.node = None
+def call_rule(op, node, grads):
+    result = op.backward(node, *grads)
     return result if isinstance(result, (tuple, list)) else (result,)
 
 
@@ -201,7 +197,7 @@ def derived_jvp(op, inputs, outs, tans, attrs, aux):
             f"`jvp` staticmethod; add one (jvp(ctx, *input_tangents) -> output tangents)")
     Tensor = _interpreter.Tensor
     needs = [t is not None and x._data.dtype.kind in _DIFF for x, t in zip(inputs, tans)]
-    ctx, node = capture(op, inputs, outs, attrs, aux, needs)
+    node = capture(op, inputs, outs, attrs, aux, needs)
     # the tangent keeps a graph only where grad mode was on and something it depends on
     # requires grad (as torch's); the rule itself always runs recording, to be differentiated
     keep = grad_mode._state.enabled and (any(t.requires_grad for t in inputs) or any(
@@ -211,7 +207,7 @@ def derived_jvp(op, inputs, outs, tans, attrs, aux):
         for u in us:
             if u._data.dtype.kind in _DIFF:
                 u.requires_grad_(True)
-        grads = call_rule(op, ctx, node, us)
+        grads = call_rule(op, node, us)
         total = None
         for g, t, need in zip(grads, tans, needs):
             if need and g is not None and g.requires_grad:

@@ -35,7 +35,7 @@ class FunctionCtx:
 
     def __init__(self):
         self._saved = ()
-        self._state = None   # the node's CaptureState, set while backward runs
+        self._state = None   # the recorded node (its captured state), while backward runs
         self.needs_input_grad = ()
         self.non_differentiable = set()
         self.dirty = set()
@@ -53,7 +53,7 @@ class FunctionCtx:
         if state._inputs is None:
             from ..errors import freed_graph_error
 
-            raise freed_graph_error(state.node)
+            raise freed_graph_error(state)
         return state.inputs
 
     def mark_non_differentiable(self, *tensors):
@@ -226,12 +226,12 @@ class Function:
         diff = [o for o in tensor_outs if o._grad_fn is node]
         saved = ctx._saved
         if saved:
-            node.ctx._inputs = [
+            node._inputs = [
                 None if t is None else SavedTensor(t, any(t is o for o in diff))
                 for t in saved]
             node.saved_something = True
             if _saved_hooks.state.stack:
-                node.ctx._inputs = _saved_hooks.pack_saved(node.ctx._inputs, saved)
+                node._inputs = _saved_hooks.pack_saved(node._inputs, saved)
         ctx._saved = None
         tracer = getattr(_interpreter.current, "function_node", None)
         if tracer is not None:  # nn.Graph: the autograd pass must run this backward

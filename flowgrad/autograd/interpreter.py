@@ -16,7 +16,7 @@ from . import anomaly as _anomaly
 from . import grad_mode
 from . import saved_hooks as _saved_hooks
 from .meta import AutogradMeta, VersionCounter
-from .node import CaptureState, FunctionNode, SavedTensor
+from .node import FunctionNode, SavedTensor
 from .views import mark_view, replay_view, sync_view, view_error, writable_alias
 
 _state = grad_mode._state
@@ -159,7 +159,7 @@ def add_node(op, inputs, outputs, attrs, aux):
     a fresh AutogradMeta and this node as grad_fn; the op's capture state saves what the
     rule declared it needs.
     """
-    input_metas, next_nodes, input_infos, needs = [], [], [], []
+    input_metas, next_nodes, input_infos = [], [], []
     for t in inputs:
         data = t._data
         input_infos.append((data.shape, data.dtype))
@@ -168,43 +168,50 @@ def add_node(op, inputs, outputs, attrs, aux):
             input_metas.append(meta)
             node = t._grad_fn
             next_nodes.append(node if node is not None else meta.grad_accumulator())
-            needs.append(True)
         else:
             input_metas.append(None)
             next_nodes.append(None)
-            needs.append(False)
     # tuples of plain data drop out of the cycle collector's sight; lists never do
-    node = FunctionNode(op.node_name, op, input_metas, next_nodes, tuple(input_infos))
-    ctx = node.ctx = CaptureState(attrs, tuple(needs))
-    out_metas, out_infos = [], []
-    for out in outputs:
+    node = FunctionNode(op, attrs, input_metas, next_nodes, tuple(input_infos))
+    if len(outputs) == 1:
+        out = outputs[0]
         data = out._data
-        out_infos.append((data.shape, data.dtype))
+        node.output_infos = ((data.shape, data.dtype),)
         if data.dtype.kind in _FLOAT_KINDS:
-            meta = AutogradMeta(True, False)
-            out._meta = meta
+            meta = out._meta = AutogradMeta(True, False)
             out._grad_fn = node
         else:
             meta = AutogradMeta(False, False)  # an index output: never gets a grad
-        out_metas.append(meta)
-    node.output_metas = out_metas
-    node.output_infos = tuple(out_infos)
+        node.output_metas = (meta,)
+    else:
+        out_metas, out_infos = [], []
+        for out in outputs:
+            data = out._data
+            out_infos.append((data.shape, data.dtype))
+            if data.dtype.kind in _FLOAT_KINDS:
+                meta = out._meta = AutogradMeta(True, False)
+                out._grad_fn = node
+            else:
+                meta = AutogradMeta(False, False)
+            out_metas.append(meta)
+        node.output_metas = tuple(out_metas)
+        node.output_infos = tuple(out_infos)
     save = op.save
     if save:  # 4: the rule reads data kept in attributes (index arrays): still "saved"
         if save & 1:
             keep = op.saved_inputs
             if keep == "others":
-                n_need = needs.count(True)
-                keep = [i for i, need in enumerate(needs) if n_need - need]
-            ctx._inputs = [SavedTensor(t, False) if keep is None or i in keep else None
-                           for i, t in enumerate(inputs)]
+                n_need = len(input_metas) - input_metas.count(None)
+                keep = [i for i, m in enumerate(input_metas) if n_need - (m is not None)]
+            node._inputs = [SavedTensor(t, False) if keep is None or i in keep else None
+                            for i, t in enumerate(inputs)]
         if save & 2:
-            ctx._outputs = [SavedTensor(o, True) for o in outputs]
+            node._outputs = [SavedTensor(o, True) for o in outputs]
         node.saved_something = True
         if _saved_hooks.state.stack:  # inside saved_tensors_hooks (checkpoint, save_on_cpu)
-            _saved_hooks.pack_capture(ctx, inputs, outputs)
+            _saved_hooks.pack_capture(node, inputs, outputs)
     if aux:
-        ctx.aux = aux
+        node.aux = aux
         node.saved_something = True
     if _anomaly.enabled:
         _anomaly.record_traceback(node)
@@ -346,10 +353,9 @@ def _adopt_saved_outputs(result, target):
     target: the saved output now lives in target's storage, so a later write to target is
     caught in backward, as in torch."""
     node = result._grad_fn
-    ctx = node.ctx if node is not None else None
-    if ctx is None or not ctx._outputs:
+    if node is None or not node._outputs:
         return
-    for saved in ctx._outputs:
+    for saved in node._outputs:
         if saved.data is result._data:
             saved.data, saved.counter = target._data, target._version
             saved.version = target._version.value

@@ -82,7 +82,7 @@ def _diagonal(op, inputs, outs, tans, attrs, aux):
             return NotImplemented
         tans = [None if t is None else t.conj() for t in tans]
     needs = [t is not None and _floating(x) for x, t in zip(inputs, tans)]
-    ctx, node = capture(op, inputs, outs, attrs, aux, needs)
+    node = capture(op, inputs, outs, attrs, aux, needs)
     total = None
     for i, need in enumerate(needs):
         if not need:
@@ -90,8 +90,8 @@ def _diagonal(op, inputs, outs, tans, attrs, aux):
         t = tans[i]
         if tuple(t.shape) != tuple(out.shape):
             t = t.expand(*out.shape)
-        ctx.needs_input_grad = tuple(j == i for j in range(len(needs)))
-        g = call_rule(op, ctx, node, [t])[i]
+        node.needs_input_grad = tuple(j == i for j in range(len(needs)))
+        g = call_rule(op, node, [t])[i]
         if g is None:
             continue
         if tuple(g.shape) != tuple(out.shape):

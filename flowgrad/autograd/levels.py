@@ -29,7 +29,7 @@ def eager_full(op, inputs, attrs):
         out = interp.apply(op, inputs, attrs)
         outs = out if type(out) is tuple else (out,)
         node = next((o._grad_fn for o in outs if o._grad_fn is not None), None)
-        aux = node.ctx.aux if node is not None and node.ctx.aux else ()
+        aux = node.aux if node is not None and node.aux else ()
         return outs, tuple(aux)
     Tensor = _interpreter.Tensor
     arrays = [t._data for t in inputs]

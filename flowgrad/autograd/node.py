@@ -1,7 +1,8 @@
 """FunctionNode: one node of the backward graph, and the capture state its rule reads.
 
 As in the seed, a node holds AutogradMeta of its inputs and outputs, not tensors; its
-`backward_fn` is the op's registered gradient rule applied to its CaptureState.
+`backward_fn` is the op's registered gradient rule applied to the node itself, which holds
+the op's captured state (the seed's capture state: saved tensors and attributes).
 """
 from __future__ import annotations
 
@@ -60,86 +61,89 @@ class SavedTensor:
         return t
 
 
-class CaptureState:
-    """What an op's gradient rule reads: saved tensors, attributes, which inputs need grad.
+class FunctionNode(Node):
+    """A node of the backward graph (the seed's GraphFunctionNode), and the capture state
+    its op's gradient rule reads: the rule is called with the node as `ctx`.
 
-    Attributes of the op call are readable as `ctx.<name>` (e.g. `ctx.dim`). `ctx.node` is
-    the node being run; it is set only while the rule runs, so that node -> ctx -> node is
-    never a reference cycle and a graph is freed by reference counting alone.
+    `input_metas[i]` is the AutogradMeta the gradient for input i is added into (None when
+    that input needs no grad); `next_nodes[i]` is the node that consumes it next. The rule
+    reads saved tensors (`ctx.inputs`, `ctx.outputs`, `ctx.out`), the op call's attributes as
+    `ctx.<name>` (e.g. `ctx.dim`) and `ctx.needs_input_grad`. Node and state are one object
+    (one allocation per op, no node <-> state cycle), and the node holds AutogradMeta, never
+    tensors, so a graph is freed by reference counting alone.
     """
 
-    __slots__ = ("node", "_inputs", "_outputs", "attrs", "needs_input_grad", "aux")
+    __slots__ = ("op", "attrs", "input_metas", "next_nodes", "input_infos", "output_metas",
+                 "output_infos", "_inputs", "_outputs", "aux", "_needs", "saved_something",
+                 "released", "__weakref__")
 
-    def __init__(self, attrs, needs_input_grad):
-        self.node = None
+    def __init__(self, op, attrs, input_metas, next_nodes, input_infos):
+        self.op = op
         self.attrs = attrs
-        self.needs_input_grad = needs_input_grad
-        self._inputs = self._outputs = self.aux = None
+        self.input_metas = input_metas
+        self.next_nodes = next_nodes
+        self.input_infos = input_infos  # (shape, np dtype) per input, for un-broadcasting
+        self.output_metas = self.output_infos = ()  # output_infos: for zero grads
+        self._inputs = self._outputs = self.aux = self._needs = None
+        self.saved_something = self.released = False
+
+    @property
+    def name(self):
+        """The node's name, `<op>_backward` (callable too: torch code calls `name()`)."""
+        return self.op.node_name
+
+    @property
+    def node(self):
+        """The node itself: rules written against a separate capture state read `ctx.node`."""
+        return self
+
+    @property
+    def needs_input_grad(self):
+        """Per input, whether its gradient is needed (made on first read)."""
+        needs = self._needs
+        if needs is None:
+            needs = self._needs = tuple(m is not None for m in self.input_metas)
+        return needs
+
+    @needs_input_grad.setter
+    def needs_input_grad(self, value):
+        self._needs = tuple(value)
 
     @property
     def input_shapes(self):
         """Shapes of the op's inputs at forward time."""
-        return tuple(info[0] for info in self.node.input_infos)
+        return tuple(info[0] for info in self.input_infos)
 
     @property
     def inputs(self):
         """The op's inputs as saved at forward time (the op must declare save='inputs')."""
-        return tuple(s.unpack(self.node) if s is not None else None for s in self._inputs)
+        return tuple(s.unpack(self) if s is not None else None for s in self._inputs)
 
     @property
     def outputs(self):
         """The op's outputs (the op must declare save='outputs')."""
-        return tuple(s.unpack(self.node) for s in self._outputs)
+        return tuple(s.unpack(self) for s in self._outputs)
 
     @property
     def out(self):
         """The op's single output."""
-        return self._outputs[0].unpack(self.node)
+        return self._outputs[0].unpack(self)
 
     def __getattr__(self, name):
+        if name == "attrs":  # not yet set (__init__ failed): no recursion
+            raise AttributeError(name)
         try:
             return self.attrs[name]
         except KeyError:
-            where = self.node.name if self.node is not None else "capture state"
-            raise AttributeError(f"{where}: no saved attribute {name!r}") from None
-
-
-class FunctionNode(Node):
-    """A node of the backward graph (the seed's GraphFunctionNode).
-
-    `input_metas[i]` is the AutogradMeta the gradient for input i is added into (None when
-    that input needs no grad); `next_nodes[i]` is the node that consumes it next.
-    """
-
-    __slots__ = ("name", "op", "ctx", "input_metas", "next_nodes", "output_metas",
-                 "output_infos", "input_infos", "saved_something", "released", "__weakref__")
-
-    def __init__(self, name, op, input_metas, next_nodes, input_infos):
-        self.name = name
-        self.op = op
-        self.ctx = None
-        self.input_metas = input_metas
-        self.next_nodes = next_nodes
-        self.input_infos = input_infos  # (shape, np dtype) per input, for un-broadcasting
-        self.output_metas = ()
-        self.output_infos = ()          # (shape, np dtype) per output, for zero grads
-        self.saved_something = False
-        self.released = False
+            raise AttributeError(f"{self.name}: no saved attribute {name!r}") from None
 
     def backward_fn(self, out_grads):
         """Run the op's gradient rule: incoming output grads -> grads of the inputs."""
-        ctx = self.ctx
-        ctx.node = self
-        try:
-            return self.op.backward(ctx, *out_grads)
-        finally:
-            ctx.node = None
+        return self.op.backward(self, *out_grads)
 
     def release(self):
         """Free saved tensors after a backward run without retain_graph."""
-        ctx = self.ctx
-        if ctx is not None:
-            ctx._inputs = ctx._outputs = ctx.aux = None
+        self._inputs = self._outputs = self.aux = None
         self.released = True
 
     def next_functions_pairs(self):
@@ -175,9 +179,10 @@ class AccumulateGrad(FunctionNode):
     """The accumulate_grad node of a leaf: its grad is written into the leaf's meta."""
 
     __slots__ = ()
+    name = NodeName("accumulate_grad")
 
     def __init__(self, meta):
-        super().__init__(NodeName("accumulate_grad"), None, (), (), ())
+        super().__init__(None, {}, (), (), ())
         self.output_metas = (meta,)
 
     @property

@@ -127,9 +127,8 @@ class VmapLevel:
                     f"respect to a tensor that also requires grad outside vmap is not "
                     f"supported; detach() the vmapped inputs, or differentiate outside")
         node = add_node(_VmapOp(op), inputs, outputs, attrs, aux)
-        ctx = node.ctx
-        if ctx._outputs:
-            ctx._outputs = [SavedBatched(o) for o in outputs]
+        if node._outputs:
+            node._outputs = [SavedBatched(o) for o in outputs]
 
     # hooks the eager functions call on the current interpreter
     def written(self, target, result):

@@ -100,7 +100,7 @@ class Tracer:
         outs = result if type(result) is tuple else (result,)
         function = next((o._grad_fn for o in outs
                          if o._grad_fn is not None and o._grad_fn.op is op), None)
-        aux = function.ctx.aux if function is not None and function.ctx.aux else ()
+        aux = function.aux if function is not None and function.aux else ()
         node = Node(op, in_values, dict(attrs), [], self.phase)
         node.where = user_frame()
         for tensor in outs + tuple(aux):

@@ -173,8 +173,9 @@ def _conv_transpose_batch_last(xp, z, w, stride, padding, dilation, groups, size
 # ---- the three ops -----------------------------------------------------------------------
 @op("conv", save="inputs")
 @in_float32
-def _conv(xp, x, w, *, stride, padding, dilation, groups, out=None):
+def _conv(xp, x, w, *, stride, padding, dilation, groups, out_shape=None):
     ksize = w.shape[2:]
+    out = out_shape
     if out is None:
         out = tuple(out_size(s, k, st, p, d) for s, k, st, p, d in
                     zip(x.shape[2:], ksize, stride, padding, dilation))
@@ -216,7 +217,7 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
         pads = tuple((r - lo, max(0, sz + lo - q)) for r, (lo, _), sz, q in
                      zip(reach, padding, size, sp))
         return _conv.kernel(xp, z, wf, stride=stride, padding=pads, dilation=dilation,
-                            groups=groups, out=tuple(size))[0]
+                            groups=groups, out_shape=tuple(size))[0]
     # cols^T = W^T z in (C, *k, N, *sp) order: each tap's slab then has the output row as
     # its contiguous inner run, and col2im adds it into a (C, N, *size) buffer
     zt = xp.ascontiguousarray(z.reshape(n, groups, og, -1).transpose(1, 2, 0, 3))
@@ -270,7 +271,7 @@ def _(ctx, dy):
 def _(ctx, dy):
     z, w = ctx.inputs
     need, a = ctx.needs_input_grad, _attrs(ctx)
-    dz = _conv(dy, w, out=ctx.input_shapes[0][2:], **a) if need[0] else None
+    dz = _conv(dy, w, out_shape=ctx.input_shapes[0][2:], **a) if need[0] else None
     dw = _conv_weight(dy, z, ksize=ctx.input_shapes[1][2:], **a) if need[1] else None
     return dz, dw
 
@@ -280,7 +281,7 @@ def _(ctx, dw):
     x, dy = ctx.inputs[:2]
     need, a = ctx.needs_input_grad, _attrs(ctx)
     dx = _conv_transpose(dy, dw, size=ctx.input_shapes[0][2:], **a) if need[0] else None
-    ddy = _conv(x, dw, out=ctx.input_shapes[1][2:], **a) if need[1] else None
+    ddy = _conv(x, dw, out_shape=ctx.input_shapes[1][2:], **a) if need[1] else None
     return (dx, ddy) + (None,) * (len(need) - 2)  # cols: im2col(x), reached through x
 
 

@@ -346,9 +346,9 @@ def _drop_unneeded_saves(y):
     """Keep what linear's rule reads, as torch's addmm does: x only for the weight's grad,
     the weight only for x's, never the bias (so writing to them in place stays legal)."""
     node = y._grad_fn
-    if type(node) is FunctionNode and node.op is _linear and node.ctx._inputs is not None:
-        need = node.ctx.needs_input_grad
-        saved = node.ctx._inputs
+    if type(node) is FunctionNode and node.op is _linear and node._inputs is not None:
+        need = node.needs_input_grad
+        saved = node._inputs
         saved[2] = None
         if not need[1]:
             saved[0] = None

@@ -81,7 +81,8 @@ def _max_pool_tiles(xp, x, ksize, out):
 
 
 @op("max_pool", n_out=2, save="outputs")
-def _max_pool(xp, x, *, ksize, stride, padding, dilation, out):
+def _max_pool(xp, x, *, ksize, stride, padding, dilation, out_shape):
+    out = out_shape
     size = x.shape[2:]
     if x.size == 0:  # an empty batch
         shape = x.shape[:2] + tuple(out)
@@ -216,7 +217,7 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
     ksize, stride, padding, dilation, out = _pool_args(x, kernel_size, stride, padding,
                                                        dilation, ceil_mode, nd, name)
     y, idx = _max_pool(x, ksize=ksize, stride=stride, padding=padding, dilation=dilation,
-                       out=out)
+                       out_shape=out)
     if not batched:
         y, idx = y.squeeze(0), idx.squeeze(0)
     return (y, idx) if return_indices else y
@@ -262,7 +263,8 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 # ---- average pooling: window sum / divisor -------------------------------------------------
 @op("window_sum")
-def _window_sum(xp, x, *, ksize, stride, padding, out):
+def _window_sum(xp, x, *, ksize, stride, padding, out_shape):
+    out = out_shape
     nd = len(ksize)
     win = windows(xp, pad_array(xp, x, padding), ksize, stride, (1,) * nd, out)
     return xp.add.reduce(win, axis=tuple(range(-nd, 0)))  # not win.sum: see reduce._sum
@@ -285,7 +287,7 @@ def _(ctx, dy):
 @_window_sum_adjoint.grad
 def _(ctx, g):
     return _window_sum(g, ksize=ctx.ksize, stride=ctx.stride, padding=ctx.padding,
-                       out=ctx.input_shapes[0][2:])
+                       out_shape=ctx.input_shapes[0][2:])
 
 
 def _avg_divisor(size, out, ksize, stride, padding, count_include_pad):
@@ -309,7 +311,7 @@ def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pa
         raise RuntimeError(f"{name}: divisor must be not zero")
     size = x.shape[2:]
     pads = _hi_pads(size, out, ksize, stride, padding, (1,) * nd)
-    y = _window_sum(x, ksize=ksize, stride=stride, padding=pads, out=out)
+    y = _window_sum(x, ksize=ksize, stride=stride, padding=pads, out_shape=out)
     if divisor_override is not None:
         y = y / float(divisor_override)
     else:
@@ -416,7 +418,8 @@ def adaptive_avg_pool3d(input, output_size):
 
 
 @op("adaptive_max_pool", n_out=2, save="outputs")
-def _adaptive_max_pool(xp, x, *, out):
+def _adaptive_max_pool(xp, x, *, out_shape):
+    out = out_shape
     nd = len(out)
     size = x.shape[2:]
     if x.size == 0:  # an empty batch
@@ -450,7 +453,7 @@ def _adaptive_max(input, output_size, return_indices, nd):
     x, batched, out = _adaptive_args(input, output_size, nd, name)
     if any(o == 0 for o in out):
         raise RuntimeError(f"{name}(): output_size must be positive, got {out}")
-    y, idx = _adaptive_max_pool(x, out=out)
+    y, idx = _adaptive_max_pool(x, out_shape=out)
     if not batched:
         y, idx = y.squeeze(0), idx.squeeze(0)
     return (y, idx) if return_indices else y

@@ -8,8 +8,9 @@
     def _(ctx, dy):                  # rule: flowgrad tensors in, flowgrad tensors out
         return tanh_grad(ctx.out, dy)
 
-The rule receives the op's CaptureState (`ctx.inputs`, `ctx.outputs`, `ctx.out`, attributes
-as `ctx.<name>`, `ctx.needs_input_grad`) and one gradient per output; it returns one
+The rule receives the op's recorded node, which is its capture state (`ctx.inputs`,
+`ctx.outputs`, `ctx.out`, attributes as `ctx.<name>`, `ctx.needs_input_grad`), and one
+gradient per output; it returns one
 gradient (or None) per input, of the broadcast shape: the engine un-broadcasts.
 Because rules are written with flowgrad ops, their own backward is recorded when
 `create_graph=True`, which gives higher derivatives and lets graph mode trace them.

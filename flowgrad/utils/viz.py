@@ -41,8 +41,8 @@ def _walk(root):
 def saved_tensors(node):
     """(label, array or None, packed) for each tensor `node` keeps for backward; an array of
     None means the saved tensor was already freed (backward ran without retain_graph)."""
-    ctx = node.ctx
-    if ctx is None:
+    ctx = node
+    if getattr(ctx, "op", None) is None:  # an accumulate_grad node saves nothing
         return []
     out = []
     for label, group in (("input", ctx._inputs), ("output", ctx._outputs)):
