@@ -8,13 +8,12 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-from collections import deque
 
 from ..errors import freed_graph_error
 from . import anomaly as _anomaly
 from . import grad_mode
 from . import interpreter as _interpreter
-from .node import AccumulateGrad
+from .node import AccumulateGrad, FunctionNode
 
 
 class GraphTask:
@@ -88,34 +87,49 @@ class GraphTask:
     def apply(self):
         """Run every node once, after all its consumers (the ready queue of the seed)."""
         deps, targets = self.dependencies, self.targets
-        ready = deque(r for r in self.roots if deps.get(r) == 0)
+        ready = [r for r in self.roots if deps.get(r) == 0]  # a stack: depth first
         run_node = self._run_node
         if _anomaly.enabled:  # NaN checks and forward tracebacks, for this run
             run_node = _anomaly.checked_runner(run_node)
+        save_grad_for_leaf = self.save_grad_for_leaf
         while ready:
             node = ready.pop()
             if type(node) is AccumulateGrad:
-                if self.save_grad_for_leaf:
+                if save_grad_for_leaf:
                     acc_grad_for_leaf(node.output_metas[0])
             else:
                 run_node(node, deps, targets)
             for nxt in node.next_nodes:
-                if nxt is not None and nxt in deps:
-                    left = deps[nxt] - 1
-                    deps[nxt] = left
-                    if left == 0:
-                        ready.append(nxt)
+                if nxt is not None:
+                    left = deps.get(nxt)
+                    if left is not None:  # (None: pruned, it leads to no target)
+                        deps[nxt] = left = left - 1
+                        if left == 0:
+                            ready.append(nxt)
 
     def _run_node(self, node, deps, targets):
-        out_grads = []
-        for meta, info in zip(node.output_metas, node.output_infos):
+        metas = node.output_metas
+        if len(metas) == 1:  # most ops: no list of one
+            meta = metas[0]
             g = meta.current_grad
             if g is None or meta.hooks or meta.retain_grad or targets:
-                g = self._take_grad(meta, info, node)  # zeros, hooks, retain_grad, capture
+                g = self._take_grad(meta, node.output_infos[0], node)
             else:
                 meta.current_grad = None
-            out_grads.append(g)
-        in_grads = node.backward_fn(out_grads)
+            out_grads = (g,)
+        else:
+            out_grads = []
+            for meta, info in zip(metas, node.output_infos):
+                g = meta.current_grad
+                if g is None or meta.hooks or meta.retain_grad or targets:
+                    g = self._take_grad(meta, info, node)  # zeros, hooks, retain_grad, capture
+                else:
+                    meta.current_grad = None
+                out_grads.append(g)
+        if type(node) is FunctionNode:
+            in_grads = node.op.backward(node, *out_grads)
+        else:  # hooks, anomaly checks, custom node types
+            in_grads = node.backward_fn(out_grads)
         if type(in_grads) is not tuple:
             in_grads = (in_grads,) if not isinstance(in_grads, list) else tuple(in_grads)
         metas = node.input_metas

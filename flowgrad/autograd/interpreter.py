@@ -14,6 +14,7 @@ from ..device import ARRAY_MODULES
 from ..errors import kernel_error
 from . import anomaly as _anomaly
 from . import grad_mode
+from . import node as _node_module
 from . import saved_hooks as _saved_hooks
 from .meta import AutogradMeta, VersionCounter
 from .node import FunctionNode, SavedTensor
@@ -58,7 +59,7 @@ Tensor = None  # bound by flowgrad.tensor once the class exists (import order)
 def bind_tensor_class(cls):
     """Called once by flowgrad.tensor to hand this module the Tensor class (an import cycle)."""
     global Tensor
-    Tensor = cls
+    Tensor = _node_module.Tensor = cls
 
 
 class AutogradInterpreter:

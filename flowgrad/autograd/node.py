@@ -10,6 +10,9 @@ from ..errors import saved_tensor_error
 from .graph import Node
 from .meta import VersionCounter
 
+Tensor = None  # bound by flowgrad.tensor once the class exists (interpreter.bind_tensor_class)
+_new = object.__new__
+
 
 class SavedTensor:
     """A tensor kept for backward, with the version it had when saved.
@@ -54,10 +57,9 @@ class SavedTensor:
             self.check(node)  # raises, saying which
         if tensor is not None:
             return tensor
-        from ..tensor import Tensor
-
-        t = Tensor._wrap(self.data)
-        t._meta, t._grad_fn, t._version = self.meta, node, self.counter
+        t = _new(Tensor)
+        t._data, t._meta, t._grad_fn, t._version, t._view = (
+            self.data, self.meta, node, self.counter, None)
         return t
 
 
@@ -73,13 +75,14 @@ class FunctionNode(Node):
     tensors, so a graph is freed by reference counting alone.
     """
 
-    __slots__ = ("op", "attrs", "input_metas", "next_nodes", "input_infos", "output_metas",
+    # the op call's attributes are the node's instance __dict__: `ctx.dim` is a plain read
+    __slots__ = ("op", "input_metas", "next_nodes", "input_infos", "output_metas",
                  "output_infos", "_inputs", "_outputs", "aux", "_needs", "saved_something",
-                 "released", "__weakref__")
+                 "released", "__dict__", "__weakref__")
 
     def __init__(self, op, attrs, input_metas, next_nodes, input_infos):
         self.op = op
-        self.attrs = attrs
+        self.__dict__ = attrs
         self.input_metas = input_metas
         self.next_nodes = next_nodes
         self.input_infos = input_infos  # (shape, np dtype) per input, for un-broadcasting
@@ -129,13 +132,13 @@ class FunctionNode(Node):
         """The op's single output."""
         return self._outputs[0].unpack(self)
 
-    def __getattr__(self, name):
-        if name == "attrs":  # not yet set (__init__ failed): no recursion
-            raise AttributeError(name)
-        try:
-            return self.attrs[name]
-        except KeyError:
-            raise AttributeError(f"{self.name}: no saved attribute {name!r}") from None
+    @property
+    def attrs(self):
+        """The op call's attributes (keyword arguments of its kernel)."""
+        return self.__dict__
+
+    def __getattr__(self, name):  # only reached when the name is no attribute at all
+        raise AttributeError(f"{self.name}: no saved attribute {name!r}")
 
     def backward_fn(self, out_grads):
         """Run the op's gradient rule: incoming output grads -> grads of the inputs."""
