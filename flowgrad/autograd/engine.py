@@ -55,7 +55,8 @@ class GraphTask:
         if self.targets:
             deps = self._prune(deps)  # nodes on branches leading to no target never run
         for node in deps:
-            _check_runnable(node)
+            if node.released or node._inputs or node._outputs:
+                _check_runnable(node)
         self.dependencies = deps
 
     def _prune(self, deps):
@@ -138,15 +139,16 @@ class GraphTask:
                 f"{node.name} returned {len(in_grads)} gradients but its op has "
                 f"{len(metas)} inputs; return one gradient (or None) per input")
         for meta, nxt, g, info in zip(metas, node.next_nodes, in_grads, node.input_infos):
-            if meta is None or g is None or (nxt not in deps and meta not in targets):
-                continue
-            shape, dtype = info
-            if g._data.shape != shape or g._data.dtype != dtype:
-                g = _fit_grad(g, shape, dtype, node)
+            if meta is None or g is None or (targets and nxt not in deps and meta not in targets):
+                continue  # (with targets, a pruned branch gets nothing)
+            data = g._data
+            if data.shape != info[0] or data.dtype != info[1]:
+                g = _fit_grad(g, info[0], info[1], node)
             cur = meta.current_grad
             meta.current_grad = g if cur is None else cur + g
         if not self.retain_graph:
-            node.release()
+            node._inputs = node._outputs = node.aux = None  # free what it saved
+            node.released = True
 
     def _take_grad(self, meta, info, node=None):
         """The summed grad of one tensor, after its hooks; feeds retain_grad and targets.

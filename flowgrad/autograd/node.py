@@ -144,11 +144,6 @@ class FunctionNode(Node):
         """Run the op's gradient rule: incoming output grads -> grads of the inputs."""
         return self.op.backward(self, *out_grads)
 
-    def release(self):
-        """Free saved tensors after a backward run without retain_graph."""
-        self._inputs = self._outputs = self.aux = None
-        self.released = True
-
     def next_functions_pairs(self):
         out = []
         for meta, node in zip(self.input_metas, self.next_nodes):
