@@ -9,6 +9,8 @@ import functools
 import sys
 import threading
 
+import numpy as np
+
 from ..errors import freed_graph_error
 from . import anomaly as _anomaly
 from . import grad_mode
@@ -69,13 +71,14 @@ class GraphTask:
             order.append(node)
             for nxt in node.next_nodes:
                 if nxt is not None:
-                    remaining[nxt] -= 1
-                    if remaining[nxt] == 0:
+                    left = remaining[nxt] = remaining[nxt] - 1
+                    if left == 0:
                         ready.append(nxt)
         needed = set()
+        target_metas = targets.keys()
         for node in reversed(order):  # producers first, so `needed` of next nodes is known
-            if (any(m in targets for m in node.input_metas)
-                    or any(n in needed for n in node.next_nodes)
+            if (not target_metas.isdisjoint(node.input_metas)
+                    or not needed.isdisjoint(node.next_nodes)
                     or (type(node) is AccumulateGrad and node.output_metas[0] in targets)):
                 needed.add(node)
         pruned = {n: 0 for n in order if n in needed}
@@ -326,7 +329,9 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
                     f"grad can be implicitly created only for real scalar outputs but got "
                     f"{out.dtype}; call backward on a real loss (.abs(), .real) or pass "
                     f"gradient=")
-            g = Tensor._wrap(out._data.dtype.type(1) * __import__("numpy").ones_like(out._data))
+            seed = np.empty_like(out._data)  # (empty_like + fill: C calls; ones_like is not)
+            seed.fill(1)
+            g = Tensor._wrap(seed)
         else:
             if not isinstance(g, Tensor):
                 raise TypeError(

@@ -20,6 +20,7 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
 from .elementwise import where
 from .registry import op
+from .shape import _expand, _reshape
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "sum_to",
            "logsumexp", "all", "any", "count_nonzero"]
@@ -51,9 +52,9 @@ def keepdim_shape(shape, axes):
 def expand_reduced(dy, shape, axes):
     """Broadcast a reduced gradient back over the reduced axes of `shape`."""
     kd = keepdim_shape(shape, axes)
-    if tuple(dy.shape) != kd:
-        dy = dy.reshape(kd)
-    return dy.expand(shape)
+    if dy._data.shape != kd:
+        dy = _reshape(dy, shape=kd)
+    return _expand(dy, shape=tuple(shape))
 
 
 # ---- sum_to: where broadcasting is undone --------------------------------------------------

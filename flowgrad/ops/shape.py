@@ -9,6 +9,7 @@ flowgrad.Size([3, 2])
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -44,7 +45,7 @@ def _infer_shape(shape, numel, op_name, in_shape):
     shape = list(shape)
     if shape.count(-1) > 1:
         raise RuntimeError(f"{op_name}: only one dimension can be inferred, got shape {shape}")
-    known = int(np.prod([s for s in shape if s != -1]))
+    known = math.prod(s for s in shape if s != -1)
     if -1 in shape:
         if known == 0 or numel % known:
             raise RuntimeError(f"{op_name}: shape '{shape}' is invalid for input of size "
