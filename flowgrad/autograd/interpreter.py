@@ -153,6 +153,18 @@ def _shares(view, src):
     return view.size == 0 or np.may_share_memory(view, src)
 
 
+# Every node of one shape signature holds the same ((shape, dtype), ...) tuple: a graph then
+# leaves the cycle collector half as many objects per op, which is what made deep graphs
+# slow to build (each full collection walks every live object). Bounded: cleared when full.
+_SHARED_INFOS: dict = {}
+
+
+def _shared(infos):
+    if len(_SHARED_INFOS) >= 4096:
+        _SHARED_INFOS.clear()
+    return _SHARED_INFOS.setdefault(infos, infos)
+
+
 def add_node(op, inputs, outputs, attrs, aux):
     """Link a FunctionNode for `op` into the graph: the seed's add_node.
 
@@ -172,12 +184,14 @@ def add_node(op, inputs, outputs, attrs, aux):
         else:
             input_metas.append(None)
             next_nodes.append(None)
-    # tuples of plain data drop out of the cycle collector's sight; lists never do
-    node = FunctionNode(op, attrs, input_metas, next_nodes, tuple(input_infos))
+    input_infos = tuple(input_infos)
+    node = FunctionNode(op, attrs, input_metas, next_nodes,
+                        _SHARED_INFOS.get(input_infos) or _shared(input_infos))
     if len(outputs) == 1:
         out = outputs[0]
         data = out._data
-        node.output_infos = ((data.shape, data.dtype),)
+        info = ((data.shape, data.dtype),)
+        node.output_infos = _SHARED_INFOS.get(info) or _shared(info)
         if data.dtype.kind in _FLOAT_KINDS:
             meta = out._meta = AutogradMeta(True, False)
             out._grad_fn = node
@@ -196,7 +210,7 @@ def add_node(op, inputs, outputs, attrs, aux):
                 meta = AutogradMeta(False, False)
             out_metas.append(meta)
         node.output_metas = tuple(out_metas)
-        node.output_infos = tuple(out_infos)
+        node.output_infos = _shared(tuple(out_infos))
     save = op.save
     if save:  # 4: the rule reads data kept in attributes (index arrays): still "saved"
         if save & 1:

@@ -82,7 +82,8 @@ class FunctionNode(Node):
 
     def __init__(self, op, attrs, input_metas, next_nodes, input_infos):
         self.op = op
-        self.__dict__ = attrs
+        if attrs:  # (none: the __dict__ is made only if something is ever set)
+            self.__dict__ = attrs
         self.input_metas = input_metas
         self.next_nodes = next_nodes
         self.input_infos = input_infos  # (shape, np dtype) per input, for un-broadcasting
