@@ -1,6 +1,4 @@
 """inference_mode against torch's: which tensors are inference tensors, what autograd refuses."""
-import time
-
 import pytest
 import torch
 
@@ -60,22 +58,20 @@ def test_decorator_threads_and_model_forward():
         (model(x) * y).sum()  # y saved by mul
 
 
-def test_cheaper_than_no_grad_on_views():
-    """Views of inference tensors skip view tracking (ViewInfo, version counters) that
-    no_grad keeps; measured 0.80x of no_grad on this chain."""
-    def chain():
-        t = flow.randn(4, 6)
-        for _ in range(30):
-            t = t.t().reshape(4, 6).unsqueeze(0).squeeze(0)
-        return t
+def test_views_of_inference_tensors_skip_view_tracking():
+    """What makes inference_mode cheaper than no_grad (benchmarks/bench_inference.py: a chain
+    of views 0.77x, a transformer block 0.97x): views of inference tensors carry no ViewInfo
+    and no version counter of their own; under no_grad the same views are tracked."""
+    from flowgrad.autograd.inference import INFERENCE_COUNTER
 
-    def best(ctx):
-        times = []
-        for _ in range(9):
-            t = time.perf_counter()
-            with ctx():
-                chain()
-            times.append(time.perf_counter() - t)
-        return min(times)
-    ratios = [best(flow.inference_mode) / best(flow.no_grad) for _ in range(2)]
-    assert min(ratios) < 1.0, ratios  # best of two tries: a shared machine is noisy
+    base = flow.randn(4, 6)
+    with flow.no_grad():
+        tracked = (base * 1.0).t().unsqueeze(0)
+    with flow.inference_mode():
+        result = base * 1.0
+        untracked = result.t().unsqueeze(0)
+        normal_view = base.t()  # a view of a normal tensor stays a tracked normal view
+    assert tracked._view is not None and tracked._version is not None
+    assert untracked._view is None and untracked._version is INFERENCE_COUNTER
+    assert normal_view._view is not None and not normal_view.is_inference()
+    assert normal_view._version is base._version

@@ -31,8 +31,11 @@ class _InferenceState(threading.local):
 
 
 state = _InferenceState()
-_active = 0  # inference_mode blocks open in any thread: the interpreter is installed while > 0
-_lock = threading.Lock()
+# One entry per inference_mode block open in any thread: the interpreter is installed while
+# there is one. list.append/pop are atomic, so no lock; a block entered just as another
+# thread's last one leaves may see the plain interpreter put back: its ops then run as under
+# no_grad (same values, no graph), only their results are not marked as inference tensors.
+_open_blocks: list = []
 
 
 class InferenceCounter(VersionCounter):
@@ -68,9 +71,6 @@ class InferenceInterpreter:
             return _interpreter.AutogradInterpreter.apply(op, inputs, attrs)
         if _interpreter.complex_checks and not op.complex:
             _interpreter.refuse_complex(op, inputs)
-        if op.is_view and inputs and inputs[0]._version is not INFERENCE_COUNTER:
-            # a view of a normal tensor stays a normal tensor (torch's): track it as a view
-            return _interpreter.AutogradInterpreter.apply(op, inputs, attrs)
         n_in = len(inputs)  # (as AutogradInterpreter.apply: a tuple for one or two inputs)
         arrays = ((inputs[0]._data,) if n_in == 1 else (inputs[0]._data, inputs[1]._data)
                   if n_in == 2 else [t._data for t in inputs])
@@ -79,6 +79,8 @@ class InferenceInterpreter:
             result = op.kernel(xp, *arrays, **attrs)
         except (ValueError, IndexError, TypeError) as error:
             raise kernel_error(op, inputs, error) from None
+        if op.is_view and inputs[0]._version is not INFERENCE_COUNTER:
+            return _normal_views(op, inputs, attrs, result)
         if op.n_out == 1 and type(result) is not tuple:
             out = _new(_interpreter.Tensor)
             out._data = result if type(result) is np.ndarray else np.asarray(result)
@@ -93,22 +95,35 @@ class InferenceInterpreter:
         return outs if n_out != 1 or op.n_out is None else outs[0]
 
 
+def _normal_views(op, inputs, attrs, result):
+    """A view of a normal tensor stays a normal tensor (torch's): a view sharing its base's
+    version counter, as under no_grad; a copy (reshape that could not view) is inference."""
+    single = op.n_out == 1 and type(result) is not tuple
+    n_out = 1 if single else len(result) if op.n_out is None else op.n_out
+    src = inputs[0]
+    outs = []
+    for i, r in enumerate((result,) if single else result[:n_out]):
+        out = _interpreter.Tensor._wrap(r)
+        if _interpreter._shares(out._data, src._data):
+            _interpreter.mark_view(src, out, op, attrs, None if single else i)
+        else:
+            out._version = INFERENCE_COUNTER
+        outs.append(out)
+    return outs[0] if single or (n_out == 1 and op.n_out is not None) else tuple(outs)
+
+
 def enter():
-    global _active
     state.enabled = True
-    with _lock:
-        _active += 1
-        if _interpreter.current is _interpreter.AutogradInterpreter:
-            _interpreter.current = InferenceInterpreter
+    _open_blocks.append(None)
+    if _interpreter.current is _interpreter.AutogradInterpreter:
+        _interpreter.current = InferenceInterpreter
 
 
 def leave(previous):
-    global _active
     state.enabled = previous
-    with _lock:
-        _active -= 1
-        if _active == 0 and _interpreter.current is InferenceInterpreter:
-            _interpreter.current = _interpreter.AutogradInterpreter
+    _open_blocks.pop()
+    if not _open_blocks and _interpreter.current is InferenceInterpreter:
+        _interpreter.current = _interpreter.AutogradInterpreter
 
 
 def saved_error(tensor):

@@ -87,7 +87,8 @@ def sum_to(x, shape):
 # NumPy frame, out of reach of flowgrad's filter for RuntimeWarnings raised from its modules.
 @op("sum")
 def _sum(xp, x, *, axes, keepdim):
-    if x.dtype.name == "bfloat16":  # ml_dtypes adds in bfloat16 (256 + 1 == 256): float32
+    # ml_dtypes adds in bfloat16 (256 + 1 == 256): float32. (kind first: .name is slow)
+    if x.dtype.kind == "V" and x.dtype.name == "bfloat16":
         return xp.add.reduce(x, axis=axes, keepdims=keepdim, dtype=xp.float32).astype(x.dtype)
     return xp.add.reduce(x, axis=axes, keepdims=keepdim)
 
@@ -104,7 +105,7 @@ def _mean(xp, x, *, axes, keepdim):
 
 def mean_array(xp, x, axes, keepdim):
     """x.mean(axis=axes, keepdims=keepdim), same values and types, for kernels."""
-    if x.dtype.name == "bfloat16":  # accumulate in float32, as torch (see _sum)
+    if x.dtype.kind == "V" and x.dtype.name == "bfloat16":  # in float32, as torch (see _sum)
         return mean_array(xp, x.astype(xp.float32), axes, keepdim).astype(x.dtype)
     if x.dtype == xp.float16:  # NumPy accumulates float16 in float32: keep its x.mean
         with xp.errstate(divide="ignore", invalid="ignore"):
