@@ -19,6 +19,13 @@ def test_registry_is_keyed_by_op_name():
     assert REGISTRY["relu"].node_name == "relu_backward"
 
 
+def test_rules_are_named_after_their_op():
+    """Tracebacks and profiles say `tanh_backward`, not `_`."""
+    misnamed = [(name, op.backward.__code__.co_name) for name, op in REGISTRY.items()
+                if op.backward is not None and op.backward.__code__.co_name != f"{name}_backward"]
+    assert not misnamed, f"rules whose code is not named <op>_backward: {misnamed}"
+
+
 def test_op_attributes_do_not_shadow_the_nodes_own_names():
     """A rule reads an op call's attributes as `ctx.<name>` on the recorded node; an attribute
     named like one of the node's own fields (`out`, `inputs`, `name`...) would read the field."""

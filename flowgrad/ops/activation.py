@@ -40,7 +40,7 @@ def _relu(xp, x):
 
 
 @_relu.grad
-def _(ctx, dy):
+def relu_backward(ctx, dy):
     return _relu_grad(ctx.out, dy)
 
 
@@ -52,7 +52,7 @@ def _relu_grad(xp, y, dy):
 
 
 @_relu_grad.grad
-def _(ctx, ddx):
+def relu_grad_backward(ctx, ddx):
     y, _ = ctx.inputs
     return None, _relu_grad(y, ddx)  # piecewise linear: no gradient through the mask
 
@@ -77,7 +77,7 @@ def _leaky_relu(xp, x, *, slope):
 
 
 @_leaky_relu.grad
-def _(ctx, dy):
+def leaky_relu_backward(ctx, dy):
     x = ctx.inputs[0]
     w = (x > 0).to(dy.dtype) * (1 - ctx.slope) + ctx.slope
     return dy * w
@@ -133,7 +133,7 @@ def _rrelu(xp, x, *, lower, upper, generator):
 
 
 @_rrelu.grad
-def _(ctx, dy):
+def rrelu_backward(ctx, dy):
     return dy * ctx.aux[0]  # the drawn slopes are constants: the gradient is the slope
 
 
@@ -149,7 +149,7 @@ def _hardtanh(xp, x, *, lo, hi):
 
 
 @_hardtanh.grad
-def _(ctx, dy):
+def hardtanh_backward(ctx, dy):
     lo, hi = ctx.lo, ctx.hi
     x = ctx.inputs[0]
     return where((x > lo) & (x < hi), dy, 0.0)
@@ -183,7 +183,7 @@ def _hardswish(xp, x):
 
 
 @_hardswish.grad
-def _(ctx, dy):
+def hardswish_backward(ctx, dy):
     # torch's piecewise rule: exactly 0 below -3 (even for an inf dy), dy above 3
     x = ctx.inputs[0]
     mid = where(x < 3, dy * (x * (1.0 / 3.0) + 0.5), dy)
@@ -206,7 +206,7 @@ def _elu(xp, x, *, alpha, scale, input_scale):
 
 
 @_elu.grad
-def _(ctx, dy):
+def elu_backward(ctx, dy):
     x = ctx.inputs[0]
     k = ctx.alpha * ctx.scale * ctx.input_scale
     neg = (clamp(x, max=0.0) * ctx.input_scale).exp() * k
@@ -287,7 +287,7 @@ def _gelu(xp, x, *, approximate):
 
 
 @_gelu.grad
-def _(ctx, dy):
+def gelu_backward(ctx, dy):
     x = ctx.inputs[0]
     if ctx.approximate == "tanh":
         k = math.sqrt(2 / math.pi)
@@ -317,7 +317,7 @@ def _gelu_grad(xp, x, dy):
 
 
 @_gelu_grad.grad
-def _(ctx, ddx):
+def gelu_grad_backward(ctx, ddx):
     x, dy = ctx.inputs
     need = ctx.needs_input_grad
     # gelu''(x) = phi(x) (2 - x^2)
@@ -348,7 +348,7 @@ def _softplus(xp, x, *, beta, threshold):
 
 
 @_softplus.grad
-def _(ctx, dy):
+def softplus_backward(ctx, dy):
     x = ctx.inputs[0]
     bx = x * ctx.beta
     return where(bx > ctx.threshold, dy, dy * bx.sigmoid())
@@ -386,7 +386,7 @@ def _silu(xp, x):
 
 
 @_silu.grad
-def _(ctx, dy):
+def silu_backward(ctx, dy):
     return _silu_grad(ctx.inputs[0], ctx.aux[0], dy)
 
 
@@ -401,7 +401,7 @@ def _silu_grad(xp, x, s, dy):
 
 
 @_silu_grad.grad
-def _(ctx, ddx):
+def silu_grad_backward(ctx, ddx):
     x, s, dy = ctx.inputs
     need = ctx.needs_input_grad
     dx = None
@@ -434,7 +434,7 @@ def _mish(xp, x):
 
 
 @_mish.grad
-def _(ctx, dy):
+def mish_backward(ctx, dy):
     return _mish_grad(ctx.inputs[0], ctx.aux[0], dy)
 
 
@@ -451,7 +451,7 @@ def _mish_grad(xp, x, t, dy):
 
 
 @_mish_grad.grad
-def _(ctx, ddx):
+def mish_grad_backward(ctx, ddx):
     x, t, dy = ctx.inputs
     need = ctx.needs_input_grad
     dx = None
@@ -544,7 +544,7 @@ def _logsigmoid(xp, x):
 
 
 @_logsigmoid.grad
-def _(ctx, dy):
+def logsigmoid_backward(ctx, dy):
     return dy * sigmoid(-ctx.inputs[0])
 
 
@@ -562,7 +562,7 @@ def _softmax(xp, x, *, dim):
 
 
 @_softmax.grad
-def _(ctx, dy):
+def softmax_backward(ctx, dy):
     y = ctx.out
     return y * (dy - (dy * y).sum(ctx.dim, keepdim=True))
 
@@ -575,7 +575,7 @@ def _log_softmax(xp, x, *, dim):
 
 
 @_log_softmax.grad
-def _(ctx, dy):
+def log_softmax_backward(ctx, dy):
     return dy - ctx.out.exp() * dy.sum(ctx.dim, keepdim=True)
 
 

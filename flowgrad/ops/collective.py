@@ -40,7 +40,7 @@ def all_reduce_op(xp, x, reduce_op, group):
 
 
 @all_reduce_op.grad
-def _(ctx, dy):
+def all_reduce_backward(ctx, dy):
     _linear_only("all_reduce", ctx.reduce_op)
     return all_reduce_op(dy, reduce_op=ctx.reduce_op, group=ctx.group)
 
@@ -53,7 +53,7 @@ def broadcast_op(xp, x, root, group):
 
 
 @broadcast_op.grad
-def _(ctx, dy):
+def broadcast_backward(ctx, dy):
     total = all_reduce_op(dy, reduce_op=ReduceOp.SUM, group=ctx.group)  # every rank joins
     return total if ctx.group.rank() == ctx.root else zeros_like(dy)
 
@@ -67,7 +67,7 @@ def all_gather_op(xp, x, group):
 
 
 @all_gather_op.grad
-def _(ctx, dy):
+def all_gather_backward(ctx, dy):
     part = reduce_scatter_op(dy, reduce_op=ReduceOp.SUM, group=ctx.group)
     return part.reshape(ctx.input_shapes[0])
 
@@ -86,7 +86,7 @@ def reduce_scatter_op(xp, x, reduce_op, group):
 
 
 @reduce_scatter_op.grad
-def _(ctx, dy):
+def reduce_scatter_backward(ctx, dy):
     _linear_only("reduce_scatter", ctx.reduce_op)
     whole = all_gather_op(dy, group=ctx.group).reshape(ctx.input_shapes[0])
     return whole / ctx.group.size() if ctx.reduce_op == ReduceOp.AVG else whole
@@ -103,6 +103,6 @@ def all_to_all_op(xp, x, out_splits, in_splits, group):
 
 
 @all_to_all_op.grad
-def _(ctx, dy):
+def all_to_all_single_backward(ctx, dy):
     return all_to_all_op(dy, out_splits=ctx.in_splits, in_splits=ctx.out_splits,
                          group=ctx.group)

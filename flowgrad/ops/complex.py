@@ -64,7 +64,7 @@ def _conj_physical(xp, x):
 
 
 @_conj_physical.grad
-def _(ctx, dy):
+def conj_physical_backward(ctx, dy):
     return conj(dy)
 
 
@@ -108,7 +108,7 @@ def _real(xp, x):
 
 
 @_real.grad
-def _(ctx, dy):
+def real_backward(ctx, dy):
     return dy.to(_dt.to_complex(dy.dtype))
 
 
@@ -118,7 +118,7 @@ def _imag(xp, x):
 
 
 @_imag.grad
-def _(ctx, dy):
+def imag_backward(ctx, dy):
     return _complex(dy.new_zeros(()), dy)
 
 
@@ -156,7 +156,7 @@ def _complex(xp, re, im):
 
 
 @_complex.grad
-def _(ctx, dy):
+def complex_backward(ctx, dy):
     return real(dy), imag(dy)
 
 
@@ -195,7 +195,7 @@ def _view_as_real(xp, x):
 
 
 @_view_as_real.grad
-def _(ctx, dy):
+def view_as_real_backward(ctx, dy):
     return view_as_complex(dy.contiguous())
 
 
@@ -205,7 +205,7 @@ def _view_as_complex(xp, x):
 
 
 @_view_as_complex.grad
-def _(ctx, dy):
+def view_as_complex_backward(ctx, dy):
     return view_as_real(dy)
 
 
@@ -254,7 +254,7 @@ def _angle(xp, x):
 
 
 @_angle.grad
-def _(ctx, dy):
+def angle_backward(ctx, dy):
     (z,) = ctx.inputs
     if not z.is_complex():
         return dy * 0.0
@@ -282,7 +282,7 @@ def _sgn(xp, x):
 
 
 @_sgn.grad
-def _(ctx, dy):
+def sgn_backward(ctx, dy):
     (z,), s = ctx.inputs, ctx.out
     a = z.abs()
     # (dy - s Re(conj(s) dy)) / |z|: only the tangential part of dy moves z / |z|

@@ -258,7 +258,7 @@ def _attrs(ctx):
 
 
 @_conv.grad
-def _(ctx, dy):
+def conv_backward(ctx, dy):
     x, w = ctx.inputs
     need, a = ctx.needs_input_grad, _attrs(ctx)
     dx = _conv_transpose(dy, w, size=ctx.input_shapes[0][2:], **a) if need[0] else None
@@ -268,7 +268,7 @@ def _(ctx, dy):
 
 
 @_conv_transpose.grad
-def _(ctx, dy):
+def conv_transpose_backward(ctx, dy):
     z, w = ctx.inputs
     need, a = ctx.needs_input_grad, _attrs(ctx)
     dz = _conv(dy, w, out_shape=ctx.input_shapes[0][2:], **a) if need[0] else None
@@ -277,7 +277,7 @@ def _(ctx, dy):
 
 
 @_conv_weight.grad
-def _(ctx, dw):
+def conv_weight_backward(ctx, dw):
     x, dy = ctx.inputs[:2]
     need, a = ctx.needs_input_grad, _attrs(ctx)
     dx = _conv_transpose(dy, dw, size=ctx.input_shapes[0][2:], **a) if need[0] else None

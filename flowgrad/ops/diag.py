@@ -25,7 +25,7 @@ def _tril(xp, x, *, diagonal):
 
 
 @_tril.grad
-def _(ctx, dy):
+def tril_backward(ctx, dy):
     return _tril(dy, diagonal=ctx.diagonal)
 
 
@@ -35,7 +35,7 @@ def _triu(xp, x, *, diagonal):
 
 
 @_triu.grad
-def _(ctx, dy):
+def triu_backward(ctx, dy):
     return _triu(dy, diagonal=ctx.diagonal)
 
 
@@ -97,7 +97,7 @@ def _diagonal(xp, x, *, offset, dim1, dim2):
 
 
 @_diagonal.grad
-def _(ctx, dy):
+def diagonal_backward(ctx, dy):
     return _diag_embed(dy, shape=ctx.input_shapes[0], offset=ctx.offset, dim1=ctx.dim1,
                        dim2=ctx.dim2)
 
@@ -110,7 +110,7 @@ def _diag_embed(xp, v, *, shape, offset, dim1, dim2):
 
 
 @_diag_embed.grad
-def _(ctx, ddx):
+def diag_embed_backward(ctx, ddx):
     return _diagonal(ddx, offset=ctx.offset, dim1=ctx.dim1, dim2=ctx.dim2)
 
 

@@ -53,7 +53,7 @@ def _einsum(xp, *arrays, eq):
 
 
 @_einsum.grad
-def _(ctx, dy):
+def einsum_backward(ctx, dy):
     ins, out = ctx.eq.split("->")
     subs = ins.split(",")
     operands = [conj(t) for t in ctx.inputs]  # torch's convention for complex

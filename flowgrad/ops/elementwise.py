@@ -58,7 +58,7 @@ def _add(xp, a, b):
 
 
 @_add.grad
-def _(ctx, dy):
+def add_backward(ctx, dy):
     return dy, dy
 
 
@@ -68,7 +68,7 @@ def _sub(xp, a, b):
 
 
 @_sub.grad
-def _(ctx, dy):
+def sub_backward(ctx, dy):
     return dy, (-dy if ctx.needs_input_grad[1] else None)
 
 
@@ -78,7 +78,7 @@ def _mul(xp, a, b):
 
 
 @_mul.grad
-def _(ctx, dy):  # conj: the identity for real tensors (complex: torch's convention)
+def mul_backward(ctx, dy):  # conj: the identity for real tensors (complex: torch's convention)
     a, b = ctx.inputs
     need = ctx.needs_input_grad
     return (dy * conj(b) if need[0] else None), (dy * conj(a) if need[1] else None)
@@ -90,7 +90,7 @@ def _div(xp, a, b):
 
 
 @_div.grad
-def _(ctx, dy):
+def div_backward(ctx, dy):
     a, b = ctx.inputs
     b = conj(b)
     da = _grad_div(dy, b)
@@ -107,7 +107,7 @@ def _pow(xp, a, b):
 
 
 @_pow.grad
-def _(ctx, dy):
+def pow_backward(ctx, dy):
     (a, b), y = ctx.inputs, ctx.out
     need = ctx.needs_input_grad
     da = _grad_mul(dy, conj(b * a ** (b - 1))) if need[0] else None
@@ -129,7 +129,7 @@ def _scalar_add(xp, x, *, value):
 
 
 @_scalar_add.grad
-def _(ctx, dy):
+def scalar_add_backward(ctx, dy):
     return dy
 
 
@@ -142,7 +142,7 @@ def _scalar_mul(xp, x, *, value):
 
 
 @_scalar_mul.grad
-def _(ctx, dy):
+def scalar_mul_backward(ctx, dy):
     return dy * ctx.value
 
 
@@ -152,7 +152,7 @@ def _scalar_div(xp, x, *, value):
 
 
 @_scalar_div.grad
-def _(ctx, dy):
+def scalar_div_backward(ctx, dy):
     return dy / ctx.value
 
 
@@ -162,7 +162,7 @@ def _scalar_rdiv(xp, x, *, value):
 
 
 @_scalar_rdiv.grad
-def _(ctx, dy):  # from the input alone: `y = 1 / x; y.add_(1)` leaves backward valid
+def scalar_rdiv_backward(ctx, dy):  # from the input alone: `y = 1 / x; y.add_(1)` stays valid
     (x,) = ctx.inputs
     return -_grad_mul(dy, ctx.value / conj(x * x))
 
@@ -173,7 +173,7 @@ def _scalar_pow(xp, x, *, exponent):
 
 
 @_scalar_pow.grad
-def _(ctx, dy):
+def scalar_pow_backward(ctx, dy):
     (x,), e = ctx.inputs, ctx.exponent
     x = conj(x)
     if e == 0:
@@ -191,7 +191,7 @@ def _scalar_rpow(xp, x, *, base):
 
 
 @_scalar_rpow.grad
-def _(ctx, dy):
+def scalar_rpow_backward(ctx, dy):
     return dy * conj(ctx.out) * math.log(ctx.base) if ctx.base > 0 else dy * 0.0
 
 
@@ -216,7 +216,7 @@ def _grad_mul(xp, dy, d):
 
 
 @_grad_mul.grad
-def _(ctx, g):  # grad_mul is a product too, but saves both: dy's mask is needed for dy's grad
+def grad_mul_backward(ctx, g):  # a product too, but saves both: dy's grad needs dy's mask
     dy, d = ctx.inputs
     need = ctx.needs_input_grad
     # masked on dy again: where dy == 0, g may be nan (it came through d) and must not leak
@@ -231,7 +231,7 @@ def _grad_div(xp, dy, d):
 
 
 @_grad_div.grad
-def _(ctx, g):
+def grad_div_backward(ctx, g):
     dy, d = ctx.inputs
     dy, d = conj(dy), conj(d)
     need = ctx.needs_input_grad
@@ -246,7 +246,7 @@ def _neg(xp, x):
 
 
 @_neg.grad
-def _(ctx, dy):
+def neg_backward(ctx, dy):
     return -dy
 
 
@@ -256,7 +256,7 @@ def _abs(xp, x):
 
 
 @_abs.grad
-def _(ctx, dy):
+def abs_backward(ctx, dy):
     from .complex import sgn
 
     return dy * sgn(ctx.inputs[0])  # sign for real tensors, z / |z| for complex
@@ -268,7 +268,7 @@ def _sign(xp, x):
 
 
 @_sign.grad
-def _(ctx, dy):
+def sign_backward(ctx, dy):
     return _zero_grad(dy)  # torch: sign's gradient is zero everywhere
 
 
@@ -283,7 +283,7 @@ def _exp(xp, x):
 
 
 @_exp.grad
-def _(ctx, dy):
+def exp_backward(ctx, dy):
     return dy * conj(ctx.out)
 
 
@@ -293,7 +293,7 @@ def _log(xp, x):
 
 
 @_log.grad
-def _(ctx, dy):
+def log_backward(ctx, dy):
     return _grad_div(dy, conj(ctx.inputs[0]))
 
 
@@ -303,7 +303,7 @@ def _sqrt(xp, x):
 
 
 @_sqrt.grad
-def _(ctx, dy):
+def sqrt_backward(ctx, dy):
     return _grad_div(dy, conj(ctx.out) * 2.0)
 
 
@@ -313,7 +313,7 @@ def _rsqrt(xp, x):
 
 
 @_rsqrt.grad
-def _(ctx, dy):
+def rsqrt_backward(ctx, dy):
     y = conj(ctx.out)
     return _grad_mul(dy, y * y * y * -0.5)
 
@@ -324,7 +324,7 @@ def _sin(xp, x):
 
 
 @_sin.grad
-def _(ctx, dy):
+def sin_backward(ctx, dy):
     return dy * conj(cos(ctx.inputs[0]))
 
 
@@ -334,7 +334,7 @@ def _cos(xp, x):
 
 
 @_cos.grad
-def _(ctx, dy):
+def cos_backward(ctx, dy):
     return -dy * conj(sin(ctx.inputs[0]))
 
 
@@ -344,7 +344,7 @@ def _tanh(xp, x):
 
 
 @_tanh.grad
-def _(ctx, dy):
+def tanh_backward(ctx, dy):
     y = ctx.out
     if y.is_complex():  # composed of complex-aware ops, to any order
         return dy * conj(1 - y * y)
@@ -357,7 +357,7 @@ def _tanh_grad(xp, y, dy):
 
 
 @_tanh_grad.grad
-def _(ctx, ddx):
+def tanh_grad_backward(ctx, ddx):
     y, dy = ctx.inputs
     return (ddx * dy * y * -2.0 if ctx.needs_input_grad[0] else None), _tanh_grad(y, ddx)
 
@@ -372,7 +372,7 @@ def _sigmoid(xp, x):
 
 
 @_sigmoid.grad
-def _(ctx, dy):
+def sigmoid_backward(ctx, dy):
     y = ctx.out
     if y.is_complex():
         return dy * conj(y * (1 - y))
@@ -385,7 +385,7 @@ def _sigmoid_grad(xp, y, dy):
 
 
 @_sigmoid_grad.grad
-def _(ctx, ddx):
+def sigmoid_grad_backward(ctx, ddx):
     y, dy = ctx.inputs
     return (ddx * dy * (1.0 - y * 2.0) if ctx.needs_input_grad[0] else None), \
         _sigmoid_grad(y, ddx)
@@ -398,7 +398,7 @@ def _where(xp, cond, x, y):
 
 
 @_where.grad
-def _(ctx, dy):
+def where_backward(ctx, dy):
     cond = ctx.inputs[0]
     zero = dy.new_zeros(())
     need = ctx.needs_input_grad
@@ -412,7 +412,7 @@ def _clamp(xp, x, *, min, max):
 
 
 @_clamp.grad
-def _(ctx, dy):
+def clamp_backward(ctx, dy):
     return _where(clamp_mask(ctx.inputs[0], min=ctx.min, max=ctx.max), dy, dy.new_zeros(()))
 
 
@@ -422,7 +422,7 @@ def _maximum(xp, a, b):
 
 
 @_maximum.grad
-def _(ctx, dy):
+def maximum_backward(ctx, dy):
     return _split_tie_grad(dy, *ctx.inputs, ">")
 
 
@@ -432,7 +432,7 @@ def _minimum(xp, a, b):
 
 
 @_minimum.grad
-def _(ctx, dy):
+def minimum_backward(ctx, dy):
     return _split_tie_grad(dy, *ctx.inputs, "<")
 
 

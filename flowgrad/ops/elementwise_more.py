@@ -62,7 +62,7 @@ def _div_rounded(xp, a, b, *, mode):
 
 
 @_div_rounded.grad
-def _(ctx, dy):
+def div_rounded_backward(ctx, dy):
     return _zero_grad(dy), _zero_grad(dy)  # a step function: zero almost everywhere, as torch
 
 
@@ -89,7 +89,7 @@ def _remainder(xp, a, b):
 
 
 @_remainder.grad
-def _(ctx, dy):
+def remainder_backward(ctx, dy):
     a, b = ctx.inputs
     db = -dy * _div_rounded(a, b, mode="floor") if ctx.needs_input_grad[1] else None
     return dy, db
@@ -102,7 +102,7 @@ def _fmod(xp, a, b):
 
 
 @_fmod.grad
-def _(ctx, dy):
+def fmod_backward(ctx, dy):
     a, b = ctx.inputs
     db = -dy * _div_rounded(a, b, mode="trunc") if ctx.needs_input_grad[1] else None
     return dy, db
@@ -131,7 +131,7 @@ def _atan2(xp, a, b):
 
 
 @_atan2.grad
-def _(ctx, dy):
+def atan2_backward(ctx, dy):
     a, b = ctx.inputs
     g = dy / (a * a + b * b)
     need = ctx.needs_input_grad
@@ -144,7 +144,7 @@ def _hypot(xp, a, b):
 
 
 @_hypot.grad
-def _(ctx, dy):
+def hypot_backward(ctx, dy):
     (a, b), y = ctx.inputs, ctx.out
     need = ctx.needs_input_grad
     return (_grad_div(dy * a, y) if need[0] else None), (_grad_div(dy * b, y) if need[1]
@@ -159,7 +159,7 @@ def _xlogy(xp, x, y):
 
 
 @_xlogy.grad
-def _(ctx, dy):
+def xlogy_backward(ctx, dy):
     x, y = ctx.inputs
     need = ctx.needs_input_grad
     # log(y) only where x != 0: where y <= 0 and x == 0 the gradient is 0, not nan
@@ -248,7 +248,7 @@ def _fmax(xp, a, b):
 
 
 @_fmax.grad
-def _(ctx, dy):
+def fmax_backward(ctx, dy):
     a, b = ctx.inputs
     return _pick_grad(dy, (a >= b) | isnan(b))  # torch: ties go to the first input
 
@@ -259,7 +259,7 @@ def _fmin(xp, a, b):
 
 
 @_fmin.grad
-def _(ctx, dy):
+def fmin_backward(ctx, dy):
     a, b = ctx.inputs
     return _pick_grad(dy, (a <= b) | isnan(b))
 
@@ -307,7 +307,7 @@ def _nan_to_num(xp, x, *, nan, posinf, neginf):
 
 
 @_nan_to_num.grad
-def _(ctx, dy):  # a product, as torch's (a nan grad at an inf input stays nan)
+def nan_to_num_backward(ctx, dy):  # a product, as torch's (a nan grad at an inf input stays nan)
     return dy * isfinite(ctx.inputs[0]).to(dy.dtype)
 
 
@@ -332,7 +332,7 @@ def _clamp_tensor(xp, x, *bounds, has_min, has_max):
 
 
 @_clamp_tensor.grad
-def _(ctx, dy):
+def clamp_tensor_backward(ctx, dy):
     x, *bounds = ctx.inputs
     lo = bounds[0] if ctx.has_min else None
     hi = bounds[-1] if ctx.has_max else None
@@ -457,7 +457,7 @@ def _fill(xp, x, value):
 
 
 @_fill.grad
-def _(ctx, dy):
+def fill_backward(ctx, dy):
     # the old value is overwritten: no gradient to it; the source gets dy (un-broadcast)
     return None, (dy if ctx.needs_input_grad[1] else None)
 

@@ -36,7 +36,7 @@ def _c2c(xp, x, *, dims, norm, forward):
 
 
 @_c2c.grad
-def _(ctx, dy):
+def fft_c2c_backward(ctx, dy):
     return _c2c(dy, dims=ctx.dims, norm=_SWAP[ctx.norm], forward=not ctx.forward)
 
 
@@ -46,7 +46,7 @@ def _r2c(xp, x, *, dims, norm):
 
 
 @_r2c.grad
-def _(ctx, dy):
+def fft_r2c_backward(ctx, dy):
     # rfftn is fftn keeping the first n // 2 + 1 bins of the last dim: pad the grad back with
     # zeros to the full length, apply fftn's adjoint, keep the real part (the input is real)
     last = ctx.dims[-1]
@@ -63,7 +63,7 @@ def _c2r(xp, x, *, dims, norm, n):
 
 
 @_c2r.grad
-def _(ctx, dy):
+def fft_c2r_backward(ctx, dy):
     g = _r2c(dy, dims=ctx.dims, norm=_SWAP[ctx.norm])
     last = ctx.dims[-1]
     bins = g.shape[last]

@@ -36,7 +36,7 @@ def _take_flat(xp, x, flat):
 
 
 @_take_flat.grad
-def _(ctx, dy):
+def take_flat_backward(ctx, dy):
     flat = ctx.inputs[1]
     return _put_flat(dy, flat, shape=ctx.input_shapes[0], accumulate=True), None
 
@@ -53,7 +53,7 @@ def _put_flat(xp, v, flat, *, shape, accumulate):
 
 
 @_put_flat.grad
-def _(ctx, ddx):
+def put_flat_backward(ctx, ddx):
     flat = ctx.inputs[1]
     return _take_flat(ddx, flat), None
 
@@ -245,7 +245,7 @@ def _scatter_reduce_flat(xp, x, s, flat, *, reduce, include_self):
 
 
 @_scatter_reduce_flat.grad
-def _(ctx, dy):
+def scatter_reduce_flat_backward(ctx, dy):
     from .elementwise import maximum, where
 
     (x, s, flat), out = ctx.inputs, ctx.out

@@ -140,7 +140,7 @@ def _getitem(xp, x, *, index):
 
 
 @_getitem.grad
-def _(ctx, dy):
+def getitem_backward(ctx, dy):
     return _getitem_backward(dy, shape=ctx.input_shapes[0], index=ctx.index)
 
 
@@ -152,7 +152,7 @@ def _getitem_backward(xp, dy, *, shape, index):
 
 
 @_getitem_backward.grad
-def _(ctx, ddx):
+def getitem_backward_backward(ctx, ddx):
     return _getitem(ddx, index=ctx.index)
 
 
@@ -162,7 +162,7 @@ def _index(xp, x, *arrays, spec):
 
 
 @_index.grad
-def _(ctx, dy):
+def index_backward(ctx, dy):
     arrays = ctx.inputs[1:]
     return (_index_backward(dy, *arrays, shape=ctx.input_shapes[0], spec=ctx.spec),) + \
         (None,) * len(arrays)
@@ -176,7 +176,7 @@ def _index_backward(xp, dy, *arrays, shape, spec):
 
 
 @_index_backward.grad
-def _(ctx, ddx):
+def index_backward_backward(ctx, ddx):
     arrays = ctx.inputs[1:]
     return (_index(ddx, *arrays, spec=ctx.spec),) + (None,) * len(arrays)
 
@@ -241,7 +241,7 @@ def _setitem(xp, x, value, *arrays, spec):
 
 
 @_setitem.grad
-def _(ctx, dy):
+def setitem_backward(ctx, dy):
     need = ctx.needs_input_grad
     arrays = ctx.inputs[2:]
     dx = _setitem(dy, dy.new_zeros(()), *arrays, spec=ctx.spec) if need[0] else None

@@ -40,7 +40,7 @@ def _matmul(xp, a, b):
 
 
 @_matmul.grad
-def _(ctx, dy):
+def matmul_backward(ctx, dy):
     a, b = ctx.inputs
     a, b = conj(a), conj(b)  # torch's convention for complex; the identity for real
     need = ctx.needs_input_grad
@@ -304,7 +304,7 @@ def _linear(xp, x, w, *b):
 
 
 @_linear.grad
-def _(ctx, dy):
+def linear_backward(ctx, dy):
     x, w = (None if t is None else conj(t) for t in ctx.inputs[:2])
     need = ctx.needs_input_grad
     dx = dw = db = None
@@ -333,7 +333,7 @@ def _linear_wgrad(xp, dy, x):
 
 
 @_linear_wgrad.grad
-def _(ctx, ddw):
+def linear_wgrad_backward(ctx, ddw):
     dy, x = (conj(t) for t in ctx.inputs)
     need = ctx.needs_input_grad
     d_dy = _linear(x, ddw) if need[0] else None

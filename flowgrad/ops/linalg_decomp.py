@@ -112,7 +112,7 @@ def _det(xp, A):
 
 
 @_det.grad
-def _(ctx, dy):
+def linalg_det_backward(ctx, dy):
     (A,), d = ctx.inputs, ctx.out
     return _det_backward(A, d, dy)
 
@@ -179,7 +179,7 @@ def _slogdet(xp, A):
 
 
 @_slogdet.grad
-def _(ctx, dsign, dlog):
+def linalg_slogdet_backward(ctx, dsign, dlog):
     """torch's rule g A^-T; at a singular A (sign 0) torch's LU solve divides by a zero pivot,
     giving +-inf and nan: here g adj(A)^T / (+-0), the same infinities where adj(A) is
     nonzero and nan where it is zero. Both branches run and `where` merges them (no
@@ -221,7 +221,7 @@ def _inv(xp, A):
 
 
 @_inv.grad
-def _(ctx, dy):
+def linalg_inv_backward(ctx, dy):
     Yh = adjoint(ctx.out)  # Y^T for real Y; Y^H under torch's conjugate Wirtinger convention
     return -(Yh @ dy @ Yh)
 
@@ -238,7 +238,7 @@ def _solve(xp, A, B):
 
 
 @_solve.grad
-def _(ctx, dX):
+def linalg_solve_backward(ctx, dX):
     (A, _), X = ctx.inputs, ctx.out
     dB = _solve(adjoint(A), dX)
     return (-(dB @ adjoint(X)) if ctx.needs_input_grad[0] else None), dB
@@ -273,7 +273,7 @@ def _cholesky(xp, A):
 
 
 @_cholesky.grad
-def _(ctx, gL):
+def linalg_cholesky_backward(ctx, gL):
     L = ctx.out
     n = L.shape[-1]
     # A = L L^T  =>  gA = L^-T Phi(L^T gL) L^-1, Phi = lower triangle with halved diagonal;
@@ -299,7 +299,7 @@ def _qr(xp, A, *, mode):
 
 
 @_qr.grad
-def _(ctx, gQ, gR):
+def linalg_qr_backward(ctx, gQ, gR):
     Q, R = ctx.outputs
     m, n = Q.shape[-2], R.shape[-1]
     if ctx.mode == "r":
@@ -358,7 +358,7 @@ def _svd(xp, A, *, full_matrices):
 
 
 @_svd.grad
-def _(ctx, gU, gS, gVh):
+def linalg_svd_backward(ctx, gU, gS, gVh):
     U, S, Vh = ctx.outputs
     m, n = U.shape[-2], Vh.shape[-1]
     k = S.shape[-1]
@@ -409,7 +409,7 @@ def _eigh(xp, A, *, UPLO):
 
 
 @_eigh.grad
-def _(ctx, gL, gV):
+def linalg_eigh_backward(ctx, gL, gV):
     L, V = ctx.outputs
     inner = _diag_embed(gL)
     if not _is_zero(gV):

@@ -43,7 +43,7 @@ def _eig(xp, A):
 
 
 @_eig.grad
-def _(ctx, gL, gV):
+def linalg_eig_backward(ctx, gL, gV):
     L, V = ctx.outputs
     Vh = adjoint(V)
     if _is_zero(gV):  # eigvals: gA = V^-H diag(gL) V^H

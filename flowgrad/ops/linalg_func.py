@@ -67,7 +67,7 @@ def _matrix_exp(xp, A):
 
 
 @_matrix_exp.grad
-def _(ctx, g):
+def linalg_matrix_exp_backward(ctx, g):
     from .shape import cat
 
     (A,) = ctx.inputs

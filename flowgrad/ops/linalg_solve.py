@@ -129,7 +129,7 @@ def _unpack(LU, pivots):
 
 
 @_lu_factor.grad
-def _(ctx, gLU, _gpivots, _ginfo):
+def linalg_lu_factor_backward(ctx, gLU, _gpivots, _ginfo):
     from .diag import tril, triu
     from .shape import cat
 
@@ -343,7 +343,7 @@ def _pinv(xp, A, *, atol, rtol, hermitian):
 
 
 @_pinv.grad
-def _(ctx, g):
+def linalg_pinv_backward(ctx, g):
     # torch's pinv_backward: exact where the rank is locally constant
     (A,), P = ctx.inputs, ctx.out
     m, n = A.shape[-2:]

@@ -107,7 +107,7 @@ def _nll_loss(xp, x, target, *weight, ignore_index, reduction):
 
 
 @_nll_loss.grad
-def _(ctx, dy):
+def nll_loss_backward(ctx, dy):
     _, target, *weight = ctx.inputs
     coef, hit = _sample_coef(ctx, dy, target, weight)
     return (where(hit, -coef.unsqueeze(1), 0.0), None) + (None,) * len(weight)
@@ -124,7 +124,7 @@ def _cross_entropy(xp, x, target, *weight, ignore_index, reduction):
 
 
 @_cross_entropy.grad
-def _(ctx, dy):
+def cross_entropy_backward(ctx, dy):
     x, target, *weight = ctx.inputs
     none = (None,) * (1 + len(weight))
     # d/dx of -w * log_softmax(x)[t] = w * (softmax(x) - onehot(t))

@@ -64,7 +64,7 @@ def _ctc_loss(xp, lp, targets, input_lengths, target_lengths, *, blank):
 
 
 @_ctc_loss.grad
-def _(ctx, dy):
+def ctc_loss_backward(ctx, dy):
     lp, targets, input_lengths, target_lengths = ctx.inputs
     return _ctc_loss_grad(lp, ctx.aux[0], dy, targets, input_lengths, target_lengths,
                           blank=ctx.blank), None, None, None
@@ -107,7 +107,7 @@ def _ctc_loss_grad(xp, lp, alpha, dy, targets, input_lengths, target_lengths, *,
 
 
 @_ctc_loss_grad.grad
-def _(ctx, ddx):
+def ctc_loss_grad_backward(ctx, ddx):
     raise RuntimeError("ctc_loss: double backward is not implemented (nor is it in torch); "
                        "differentiate ctc_loss once only")
 

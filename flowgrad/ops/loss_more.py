@@ -132,7 +132,7 @@ def _bce(xp, x, t):
 
 
 @_bce.grad
-def _(ctx, dy):
+def binary_cross_entropy_backward(ctx, dy):
     x, t = ctx.inputs
     need = ctx.needs_input_grad
     # torch: dy (x - t) / max(x (1 - x), 1e-12) and, for the target, -dy logit(x)
@@ -151,7 +151,7 @@ def _bce_logits(xp, x, t, *pos_weight):
 
 
 @_bce_logits.grad
-def _(ctx, dy):
+def binary_cross_entropy_with_logits_backward(ctx, dy):
     x, t, *pos_weight = ctx.inputs
     need = ctx.needs_input_grad
     s = x.sigmoid() if need[0] else None

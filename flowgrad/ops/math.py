@@ -43,7 +43,7 @@ def _exp2(xp, x):
 
 
 @_exp2.grad
-def _(ctx, dy):
+def exp2_backward(ctx, dy):
     return dy * ctx.out * _LN2
 
 
@@ -53,7 +53,7 @@ def _expm1(xp, x):
 
 
 @_expm1.grad
-def _(ctx, dy):
+def expm1_backward(ctx, dy):
     return dy * (ctx.out + 1.0)
 
 
@@ -63,7 +63,7 @@ def _log2(xp, x):
 
 
 @_log2.grad
-def _(ctx, dy):
+def log2_backward(ctx, dy):
     return _grad_div(dy, ctx.inputs[0] * _LN2)
 
 
@@ -73,7 +73,7 @@ def _log10(xp, x):
 
 
 @_log10.grad
-def _(ctx, dy):
+def log10_backward(ctx, dy):
     return _grad_div(dy, ctx.inputs[0] * _LN10)
 
 
@@ -83,7 +83,7 @@ def _log1p(xp, x):
 
 
 @_log1p.grad
-def _(ctx, dy):
+def log1p_backward(ctx, dy):
     return _grad_div(dy, ctx.inputs[0] + 1.0)
 
 
@@ -94,7 +94,7 @@ def _tan(xp, x):
 
 
 @_tan.grad
-def _(ctx, dy):
+def tan_backward(ctx, dy):
     y = ctx.out
     return dy * (y * y + 1.0)
 
@@ -105,7 +105,7 @@ def _asin(xp, x):
 
 
 @_asin.grad
-def _(ctx, dy):
+def asin_backward(ctx, dy):
     x = ctx.inputs[0]
     return _grad_div(dy, sqrt(1.0 - x * x))
 
@@ -116,7 +116,7 @@ def _acos(xp, x):
 
 
 @_acos.grad
-def _(ctx, dy):
+def acos_backward(ctx, dy):
     x = ctx.inputs[0]
     return -_grad_div(dy, sqrt(1.0 - x * x))
 
@@ -127,7 +127,7 @@ def _atan(xp, x):
 
 
 @_atan.grad
-def _(ctx, dy):
+def atan_backward(ctx, dy):
     x = ctx.inputs[0]
     return dy / (x * x + 1.0)
 
@@ -139,7 +139,7 @@ def _sinh(xp, x):
 
 
 @_sinh.grad
-def _(ctx, dy):
+def sinh_backward(ctx, dy):
     return dy * cosh(ctx.inputs[0])
 
 
@@ -149,7 +149,7 @@ def _cosh(xp, x):
 
 
 @_cosh.grad
-def _(ctx, dy):
+def cosh_backward(ctx, dy):
     return dy * sinh(ctx.inputs[0])
 
 
@@ -159,7 +159,7 @@ def _asinh(xp, x):
 
 
 @_asinh.grad
-def _(ctx, dy):
+def asinh_backward(ctx, dy):
     x = ctx.inputs[0]
     return dy / sqrt(x * x + 1.0)
 
@@ -170,7 +170,7 @@ def _acosh(xp, x):
 
 
 @_acosh.grad
-def _(ctx, dy):
+def acosh_backward(ctx, dy):
     x = ctx.inputs[0]
     return _grad_div(dy, sqrt(x * x - 1.0))
 
@@ -181,7 +181,7 @@ def _atanh(xp, x):
 
 
 @_atanh.grad
-def _(ctx, dy):
+def atanh_backward(ctx, dy):
     x = ctx.inputs[0]
     return _grad_div(dy, 1.0 - x * x)
 
@@ -196,7 +196,7 @@ def _erf(xp, x):
 
 
 @_erf.grad
-def _(ctx, dy):
+def erf_backward(ctx, dy):
     x = ctx.inputs[0]
     return dy * exp(x * x * -1.0) * _TWO_OVER_SQRT_PI
 
@@ -207,7 +207,7 @@ def _erfc(xp, x):
 
 
 @_erfc.grad
-def _(ctx, dy):
+def erfc_backward(ctx, dy):
     x = ctx.inputs[0]
     return dy * exp(x * x * -1.0) * -_TWO_OVER_SQRT_PI
 
@@ -218,7 +218,7 @@ def _erfinv(xp, x):
 
 
 @_erfinv.grad
-def _(ctx, dy):
+def erfinv_backward(ctx, dy):
     y = ctx.out
     return dy * exp(y * y) * (math.sqrt(math.pi) / 2.0)
 

@@ -207,7 +207,7 @@ def _nextafter(xp, a, b):
 
 
 @_nextafter.grad
-def _(ctx, dy):  # torch's: the identity for input, nothing for other
+def nextafter_backward(ctx, dy):  # torch's: the identity for input, nothing for other
     return dy, None
 
 
@@ -232,7 +232,7 @@ def _heaviside(xp, x, values):
 
 
 @_heaviside.grad
-def _(ctx, dy):
+def heaviside_backward(ctx, dy):
     raise RuntimeError("the derivative for heaviside is not implemented (as in torch); "
                        "use a smooth step such as sigmoid(k * x) to differentiate")
 

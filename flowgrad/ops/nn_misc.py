@@ -37,7 +37,7 @@ def _embedding(xp, weight, indices, *, padding_idx, scale_grad_by_freq):
 
 
 @_embedding.grad
-def _(ctx, dy):
+def embedding_backward(ctx, dy):
     indices = ctx.inputs[1]
     return _embedding_backward(dy, indices, num_weights=ctx.input_shapes[0][0],
                                padding_idx=ctx.padding_idx,
@@ -63,7 +63,7 @@ def _embedding_backward(xp, dy, indices, *, num_weights, padding_idx, scale_grad
 
 
 @_embedding_backward.grad
-def _(ctx, ddw):
+def embedding_backward_backward(ctx, ddw):
     indices = ctx.inputs[1]
     out = _embedding(ddw, indices, padding_idx=None, scale_grad_by_freq=False)
     if ctx.padding_idx is not None or (ctx.scale_grad_by_freq and indices.numel()):
@@ -264,7 +264,7 @@ def _dropout(xp, x, *, p, feature_dims, alpha, generator):
 
 
 @_dropout.grad
-def _(ctx, dy):
+def dropout_backward(ctx, dy):
     return dy * ctx.aux[0]
 
 
@@ -424,7 +424,7 @@ def _depend(xp, x, *dependencies):
 
 
 @_depend.grad
-def _(ctx, dy):
+def depend_backward(ctx, dy):
     return (dy,) + (None,) * (len(ctx.input_shapes) - 1)
 
 

@@ -34,7 +34,7 @@ def _vector_norm(xp, x, *, ord, axes, keepdim):
 
 
 @_vector_norm.grad
-def _(ctx, dy):
+def vector_norm_backward(ctx, dy):
     from .elementwise import where
 
     (x,), y, p = ctx.inputs, ctx.out, ctx.ord

@@ -91,7 +91,7 @@ def _norm_affine(xp, x, *wb_stats, axes, eps, has_w, has_b, has_stats=False):
 
 
 @_norm_affine.grad
-def _(ctx, dy):
+def norm_affine_backward(ctx, dy):
     x, *wb = ctx.inputs
     w = wb[0] if ctx.has_w else None
     need = ctx.needs_input_grad
@@ -396,7 +396,7 @@ def _dist_norm(xp, x, *, p, dim, keepdim):
 
 
 @_dist_norm.grad
-def _(ctx, dy):
+def dist_norm_backward(ctx, dy):
     from .elementwise import where
 
     (x,), n, p = ctx.inputs, ctx.out, ctx.p

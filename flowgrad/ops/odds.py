@@ -294,7 +294,7 @@ def _unfold_dim(xp, x, *, dim, size, step):
 
 
 @_unfold_dim.grad
-def _(ctx, dy):
+def unfold_dim_backward(ctx, dy):
     return _unfold_dim_backward(dy, shape=ctx.input_shapes[0], dim=ctx.dim, size=ctx.size,
                                 step=ctx.step)
 
@@ -311,7 +311,7 @@ def _unfold_dim_backward(xp, dy, *, shape, dim, size, step):
 
 
 @_unfold_dim_backward.grad
-def _(ctx, g):
+def unfold_dim_backward_backward(ctx, g):
     return _unfold_dim(g, dim=ctx.dim, size=ctx.size, step=ctx.step)
 
 

@@ -27,7 +27,7 @@ def _pad_constant(xp, x, *, pads, value):
 
 
 @_pad_constant.grad
-def _(ctx, dy):
+def pad_constant_backward(ctx, dy):
     shape = ctx.input_shapes[0]
     return dy[tuple(slice(lo, lo + n) for (lo, _), n in zip(ctx.pads, shape))]
 

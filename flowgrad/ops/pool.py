@@ -142,19 +142,19 @@ def _max_rule(ctx, dy, _):
 
 
 @_max_pool.grad
-def _(ctx, dy, _):
+def max_pool_backward(ctx, dy, _):
     return _max_pool_backward(dy, ctx.outputs[1], shape=ctx.input_shapes[0],
                               unique=_disjoint(ctx.ksize, ctx.stride, ctx.padding, ctx.dilation))
 
 
 @_max_pool_backward.grad
-def _(ctx, g):
+def max_pool_backward_backward(ctx, g):
     return _max_pool_gather(g, ctx.inputs[1]), None
 
 
 
 @_max_pool_gather.grad
-def _(ctx, g):
+def max_pool_gather_backward(ctx, g):
     return _max_pool_backward(g, ctx.inputs[1], shape=ctx.input_shapes[0]), None
 
 
@@ -279,13 +279,13 @@ def _window_sum_adjoint(xp, dy, *, ksize, stride, padding, size):
 
 
 @_window_sum.grad
-def _(ctx, dy):
+def window_sum_backward(ctx, dy):
     return _window_sum_adjoint(dy, ksize=ctx.ksize, stride=ctx.stride, padding=ctx.padding,
                                size=ctx.input_shapes[0][2:])
 
 
 @_window_sum_adjoint.grad
-def _(ctx, g):
+def window_sum_adjoint_backward(ctx, g):
     return _window_sum(g, ksize=ctx.ksize, stride=ctx.stride, padding=ctx.padding,
                        out_shape=ctx.input_shapes[0][2:])
 

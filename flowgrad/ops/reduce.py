@@ -72,7 +72,7 @@ def _sum_to(xp, x, *, shape):
 
 
 @_sum_to.grad
-def _(ctx, dy):
+def sum_to_backward(ctx, dy):
     return dy.expand(ctx.input_shapes[0])
 
 
@@ -94,7 +94,7 @@ def _sum(xp, x, *, axes, keepdim):
 
 
 @_sum.grad
-def _(ctx, dy):
+def sum_backward(ctx, dy):
     return expand_reduced(dy, ctx.input_shapes[0], ctx.axes)
 
 
@@ -119,7 +119,7 @@ def mean_array(xp, x, axes, keepdim):
 
 
 @_mean.grad
-def _(ctx, dy):
+def mean_backward(ctx, dy):
     shape = ctx.input_shapes[0]
     count = math.prod(shape[a] for a in ctx.axes)
     return expand_reduced(dy / count, shape, ctx.axes)
@@ -388,7 +388,7 @@ def _select_along(xp, x, index, *, dim):
 
 
 @_select_along.grad
-def _(ctx, dy):
+def select_along_backward(ctx, dy):
     index = ctx.inputs[1]
     return _select_along_backward(dy, index, dim=ctx.dim, shape=ctx.input_shapes[0]), None
 
@@ -401,7 +401,7 @@ def _select_along_backward(xp, dy, index, *, dim, shape):
 
 
 @_select_along_backward.grad
-def _(ctx, ddx):
+def select_along_backward_backward(ctx, ddx):
     return _select_along(ddx, ctx.inputs[1], dim=ctx.dim), None
 
 
@@ -417,7 +417,7 @@ def _prod(xp, x, *, axes, keepdim):
 
 
 @_prod.grad
-def _(ctx, dy):
+def prod_backward(ctx, dy):
     (x,), y = ctx.inputs, ctx.out
     x, y = conj(x), conj(y)  # torch's convention for complex; the identity for real
     shape, axes = ctx.input_shapes[0], ctx.axes
@@ -477,7 +477,7 @@ def _logsumexp(xp, x, *, axes, keepdim):
 
 
 @_logsumexp.grad
-def _(ctx, dy):
+def logsumexp_backward(ctx, dy):
     (x,), y = ctx.inputs, ctx.out
     shape = ctx.input_shapes[0]
     # d/dx logsumexp = softmax(x) = exp(x - y): never overflows since x <= y

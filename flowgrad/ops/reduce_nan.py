@@ -183,7 +183,7 @@ def _reverse_logcumsumexp(z, dim):
 
 
 @_logcumsumexp.grad
-def _(ctx, dy):
+def logcumsumexp_backward(ctx, dy):
     x, y, d = ctx.inputs[0], ctx.out, ctx.dim
     # dx_i = sum_{j >= i} dy_j exp(x_i - y_j); split by the sign of dy so that each part is a
     # reversed logcumsumexp of log|dy| - y, stable for any |x| (torch's scheme). The lowest

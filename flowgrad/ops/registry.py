@@ -60,7 +60,13 @@ class Op:
         REGISTRY[name] = self
 
     def grad(self, rule):
-        """Register `rule(ctx, *output_grads) -> input_grads` as this op's gradient."""
+        """Register `rule(ctx, *output_grads) -> input_grads` as this op's gradient.
+
+        Tracebacks and profiles name the op: a rule not already called `<op>_backward` (a
+        body shared by several ops, a lambda) is registered as a copy under that name."""
+        name = f"{self.name}_backward"
+        if rule.__code__.co_name != name:
+            rule = _renamed(rule, name)
         self.backward = rule
         return rule
 
@@ -77,6 +83,14 @@ class Op:
 
     def __repr__(self):
         return f"<op {self.name}>"
+
+
+def _renamed(fn, name):
+    """fn under another name: the same code, globals, defaults and closure."""
+    code = fn.__code__.replace(co_name=name, co_qualname=name)
+    copy = types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    copy.__doc__, copy.__kwdefaults__ = fn.__doc__, fn.__kwdefaults__
+    return copy
 
 
 def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=False):

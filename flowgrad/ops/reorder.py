@@ -31,7 +31,7 @@ def _flip(xp, x, *, dims):
 
 
 @_flip.grad
-def _(ctx, dy):
+def flip_backward(ctx, dy):
     return _flip(dy, dims=ctx.dims)
 
 
@@ -85,7 +85,7 @@ def _roll(xp, x, *, shifts, dims):
 
 
 @_roll.grad
-def _(ctx, dy):
+def roll_backward(ctx, dy):
     return _roll(dy, shifts=tuple(-s for s in ctx.shifts), dims=ctx.dims)
 
 
@@ -142,7 +142,7 @@ def _repeat(xp, x, *, reps):
 
 
 @_repeat.grad
-def _(ctx, dy):
+def repeat_backward(ctx, dy):
     # view the output as (r0, s0, r1, s1, ...) and sum the copies
     reps = ctx.reps
     src = (1,) * (len(reps) - len(ctx.input_shapes[0])) + tuple(ctx.input_shapes[0])

@@ -259,7 +259,7 @@ def _rnn_seq(xp, gx, h0, w_hh, *, batch_sizes, reverse=False, nonlinearity="tanh
 
 
 @_rnn_seq.grad
-def _(ctx, dys, dh):
+def rnn_seq_backward(ctx, dys, dh):
     a = (ctx.batch_sizes, ctx.reverse, ctx.nonlinearity)
     gx, h0, w_hh = ctx.inputs
     if grad_mode.is_grad_enabled():  # create_graph: the loops again, in flowgrad ops
@@ -283,7 +283,7 @@ def _lstm_seq(xp, gx, h0, c0, w_hh, *, batch_sizes, reverse=False):
 
 
 @_lstm_seq.grad
-def _(ctx, dys, dh, dc):
+def lstm_seq_backward(ctx, dys, dh, dc):
     a = (ctx.batch_sizes, ctx.reverse)
     gx, h0, c0, w_hh = ctx.inputs
     if grad_mode.is_grad_enabled():
@@ -308,7 +308,7 @@ def _gru_seq(xp, gx, h0, w_hh, b_hh=None, *, batch_sizes, reverse=False):
 
 
 @_gru_seq.grad
-def _(ctx, dys, dh):
+def gru_seq_backward(ctx, dys, dh):
     a = (ctx.batch_sizes, ctx.reverse)
     gx, h0, w_hh, b_hh = (*ctx.inputs, None)[:4]
     if grad_mode.is_grad_enabled():

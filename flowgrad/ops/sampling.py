@@ -32,7 +32,7 @@ def _standard_gamma(xp, alpha, *, generator):
 
 
 @_standard_gamma.grad
-def _(ctx, dy):
+def standard_gamma_backward(ctx, dy):
     (alpha,), (x,) = ctx.inputs, ctx.outputs
     return dy * _standard_gamma_grad(alpha, x)
 

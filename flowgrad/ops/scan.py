@@ -42,7 +42,7 @@ def _cumsum(xp, x, *, dim, reverse):
 
 
 @_cumsum.grad
-def _(ctx, dy):
+def cumsum_backward(ctx, dy):
     return _cumsum(dy, dim=ctx.dim, reverse=not ctx.reverse)
 
 
@@ -67,7 +67,7 @@ def _cumprod(xp, x, *, dim):
 
 
 @_cumprod.grad
-def _(ctx, dy):
+def cumprod_backward(ctx, dy):
     (x,), y, dim = ctx.inputs, ctx.out, ctx.dim
     x, y = conj(x), conj(y)  # torch's convention for complex; the identity for real
     if not (x == 0).any():  # a data-dependent branch: a tracer records it as a guard

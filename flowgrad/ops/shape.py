@@ -64,7 +64,7 @@ def _reshape(xp, x, *, shape):
 
 
 @_reshape.grad
-def _(ctx, dy):
+def reshape_backward(ctx, dy):
     return _reshape(dy, shape=ctx.input_shapes[0])
 
 
@@ -196,7 +196,7 @@ def _permute(xp, x, *, dims):
 
 
 @_permute.grad
-def _(ctx, dy):
+def permute_backward(ctx, dy):
     dims = ctx.dims
     return _permute(dy, dims=tuple(sorted(range(len(dims)), key=dims.__getitem__)))
 
@@ -279,7 +279,7 @@ def _expand(xp, x, *, shape):
 
 
 @_expand.grad
-def _(ctx, dy):
+def expand_backward(ctx, dy):
     from .reduce import sum_to
 
     return sum_to(dy, ctx.input_shapes[0])
@@ -396,7 +396,7 @@ def _clone(xp, x):
 
 
 @_clone.grad
-def _(ctx, dy):
+def clone_backward(ctx, dy):
     return dy
 
 
@@ -455,7 +455,7 @@ def _cast(xp, x, *, dtype):
 
 
 @_cast.grad
-def _(ctx, dy):
+def cast_backward(ctx, dy):
     return dy  # the engine casts the grad back to the input's dtype
 
 
@@ -538,7 +538,7 @@ def _cat(xp, *xs, dim):
 
 
 @_cat.grad
-def _(ctx, dy):
+def cat_backward(ctx, dy):
     sizes = [s[ctx.dim] for s in ctx.input_shapes]
     starts = itertools.accumulate(sizes, initial=0)
     return tuple(dy.narrow(ctx.dim, b, n) if need else None
@@ -773,7 +773,7 @@ def _view_scatter(xp, base, region, *, chain):
 
 
 @_view_scatter.grad
-def _(ctx, dy):
+def view_scatter_backward(ctx, dy):
     from ..autograd.interpreter import replay_view
 
     region_shape, region_dtype = ctx.node.input_infos[1]

@@ -51,13 +51,13 @@ def _fold(xp, cols, *, ksize, stride, padding, dilation, size):
 
 
 @_unfold.grad
-def _(ctx, dy):
+def unfold_backward(ctx, dy):
     return _fold(dy, ksize=ctx.ksize, stride=ctx.stride, padding=ctx.padding,
                  dilation=ctx.dilation, size=ctx.input_shapes[0][2:])
 
 
 @_fold.grad
-def _(ctx, g):
+def fold_backward(ctx, g):
     return _unfold(g, ksize=ctx.ksize, stride=ctx.stride, padding=ctx.padding,
                    dilation=ctx.dilation)
 

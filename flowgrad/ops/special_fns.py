@@ -81,17 +81,17 @@ def _polygamma(xp, x, *, n):
 
 
 @_lgamma.grad
-def _(ctx, dy):
+def lgamma_backward(ctx, dy):
     return dy * _digamma(ctx.inputs[0])
 
 
 @_digamma.grad
-def _(ctx, dy):
+def digamma_backward(ctx, dy):
     return dy * _polygamma(ctx.inputs[0], n=1)
 
 
 @_polygamma.grad
-def _(ctx, dy):
+def polygamma_backward(ctx, dy):
     return dy * _polygamma(ctx.inputs[0], n=ctx.n + 1)
 
 
@@ -119,12 +119,12 @@ def _igamma_density(ctx, name):
 
 
 @_igamma.grad
-def _(ctx, dy):
+def igamma_backward(ctx, dy):
     return None, dy * _igamma_density(ctx, "igamma")
 
 
 @_igammac.grad
-def _(ctx, dy):
+def igammac_backward(ctx, dy):
     return None, -dy * _igamma_density(ctx, "igammac")
 
 
@@ -215,24 +215,24 @@ _log_ndtr = _unary("log_ndtr", save="inputs outputs")
 
 
 @_erfcx.grad
-def _(ctx, dy):
+def erfcx_backward(ctx, dy):
     return dy * (ctx.inputs[0] * ctx.out * 2.0 - _TWO_OVER_SQRT_PI)
 
 
 @_ndtr.grad
-def _(ctx, dy):
+def ndtr_backward(ctx, dy):
     x = ctx.inputs[0]
     return dy * exp(x * x * -0.5) * (1.0 / _SQRT_2PI)
 
 
 @_ndtri.grad
-def _(ctx, dy):
+def ndtri_backward(ctx, dy):
     y = ctx.out
     return dy * exp(y * y * 0.5) * _SQRT_2PI
 
 
 @_log_ndtr.grad
-def _(ctx, dy):
+def log_ndtr_backward(ctx, dy):
     x, y = ctx.inputs[0], ctx.out
     return dy * exp(x * x * -0.5 - y) * (1.0 / _SQRT_2PI)
 
@@ -245,24 +245,24 @@ _i1e = _unary("i1e", save="inputs outputs")
 
 
 @_i0.grad
-def _(ctx, dy):
+def i0_backward(ctx, dy):
     return dy * _i1(ctx.inputs[0])
 
 
 @_i0e.grad
-def _(ctx, dy):
+def i0e_backward(ctx, dy):
     x = ctx.inputs[0]
     return dy * (_i1e(x) - sign(x) * ctx.out)
 
 
 @_i1.grad
-def _(ctx, dy):
+def i1_backward(ctx, dy):
     x = ctx.inputs[0]
     return dy * where(x == 0, 0.5, _i0(x) - ctx.out / _safe(x))  # i1'(0) = 1/2
 
 
 @_i1e.grad
-def _(ctx, dy):
+def i1e_backward(ctx, dy):
     x = ctx.inputs[0]
     return dy * where(x == 0, 0.5, _i0e(x) - ctx.out * (sign(x) + 1.0 / _safe(x)))
 
@@ -285,7 +285,7 @@ def _xlog1py(xp, x, y):
 
 
 @_xlog1py.grad
-def _(ctx, dy):
+def xlog1py_backward(ctx, dy):
     x, y = ctx.inputs
     need = ctx.needs_input_grad
     dx = _grad_mul(dy, where(x != 0, log1p(y), 0.0)) if need[0] else None
@@ -298,7 +298,7 @@ def _zeta(xp, x, q):
 
 
 @_zeta.grad
-def _(ctx, dy):
+def zeta_backward(ctx, dy):
     x, q = ctx.inputs
     if ctx.needs_input_grad[0]:
         _not_implemented("zeta")
@@ -312,7 +312,7 @@ def _sinc(xp, x):
 
 
 @_sinc.grad
-def _(ctx, dy):
+def sinc_backward(ctx, dy):
     x = ctx.inputs[0]
     xs = _safe(x)
     return dy * where(x == 0, 0.0, (cos(xs * math.pi) - _sinc(xs)) / xs)
@@ -327,7 +327,7 @@ def _entr(xp, x):
 
 
 @_entr.grad
-def _(ctx, dy):
+def entr_backward(ctx, dy):
     return dy * -(log(ctx.inputs[0]) + 1.0)
 
 

@@ -29,7 +29,7 @@ def _split(xp, x, *, dim, bounds, squeeze):
 
 
 @_split.grad
-def _(ctx, *dys):
+def split_backward(ctx, *dys):
     from .shape import cat, stack
 
     return (stack if ctx.squeeze else cat)(list(dys), ctx.dim)

@@ -49,7 +49,7 @@ def _var(xp, x, *, axes, keepdim, correction):
 
 
 @_var.grad
-def _(ctx, dy):
+def var_backward(ctx, dy):
     (x,), shape, axes = ctx.inputs, ctx.input_shapes[0], ctx.axes
     dof = _count(shape, axes) - ctx.correction
     scale = 2.0 / dof if dof > 0 else math.inf  # as torch: 0 / 0 = nan at dof <= 0
@@ -62,7 +62,7 @@ def _std(xp, x, *, axes, keepdim, correction):
 
 
 @_std.grad
-def _(ctx, dy):
+def std_backward(ctx, dy):
     from .elementwise import where
 
     (x,), y, shape, axes = ctx.inputs, ctx.out, ctx.input_shapes[0], ctx.axes
@@ -138,7 +138,7 @@ def _median(xp, x):
 
 
 @_median.grad
-def _(ctx, dy):
+def median_backward(ctx, dy):
     (x,), y = ctx.inputs, ctx.out
     # ties share the gradient evenly, as torch's median() does
     hit = (x == y).to(x.dtype)
