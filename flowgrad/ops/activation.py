@@ -21,8 +21,9 @@ import math
 from ..autograd.interpreter import run_inplace
 from ..random import numpy_generator, resolve
 from ..tensor import _wrap_dim, tensor_method
-from .elementwise import _float_of, clamp, masked_product, sigmoid, tanh, where
+from .elementwise import _float_of, clamp, sigmoid, tanh, where
 from .registry import op
+from .rules import masked_product, unary
 
 __all__ = [
     "relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus",
@@ -538,14 +539,9 @@ def glu(input, dim=-1):
     return input.narrow(d, 0, n // 2) * sigmoid(input.narrow(d, n // 2, n // 2))
 
 
-@op("logsigmoid", save="inputs")
-def _logsigmoid(xp, x):
-    return -xp.logaddexp(xp.zeros((), x.dtype), -x)  # log(1 / (1 + exp(-x))), no overflow
-
-
-@_logsigmoid.grad
-def logsigmoid_backward(ctx, dy):
-    return dy * sigmoid(-ctx.inputs[0])
+# log(1 / (1 + exp(-x))), no overflow
+_logsigmoid = unary("logsigmoid", lambda xp, x: -xp.logaddexp(xp.zeros((), x.dtype), -x),
+                    d_of_x=lambda x: sigmoid(-x))
 
 
 def logsigmoid(input):

@@ -41,6 +41,7 @@ from .compare import (  # noqa: F401 - comparisons, re-exported; their module si
 )
 from .complex import conj
 from .registry import op
+from .rules import _grad_div, _grad_mul, step, unary
 
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow", "neg",
@@ -195,51 +196,7 @@ def scalar_rpow_backward(ctx, dy):
     return dy * conj(ctx.out) * math.log(ctx.base) if ctx.base > 0 else dy * 0.0
 
 
-# ---- masked gradient products ----------------------------------------------------------------
-# `where(x > 0, sqrt(x), 0)` must give x a zero gradient at x < 0, not nan: the branch not
-# taken gets dy == 0, and 0 * (1 / (2 * sqrt(x))) is nan. Rules whose factor can be inf or nan
-# use these instead of `*` and `/`: they return exactly 0 wherever dy is 0 (one kernel still).
-def masked_product(xp, m, d):
-    """m * d, exactly 0 wherever m is 0 (False) even where d is inf or nan (0 * inf is nan),
-    as torch's masked_fill-style rules. Only a nan product can differ there (up to the sign
-    of a zero), so the all-finite case costs one isnan pass, not a `where` on a
-    data-dependent mask (several times slower in NumPy)."""
-    r = xp.multiply(m, d, dtype=d.dtype if m.dtype.kind == "b" else None)
-    if xp.isnan(r).any():
-        r = xp.where(m != 0, r, xp.zeros((), r.dtype))
-    return r
-
-
-@op("grad_mul", save="inputs", complex=True)
-def _grad_mul(xp, dy, d):
-    return masked_product(xp, dy, d)
-
-
-@_grad_mul.grad
-def grad_mul_backward(ctx, g):  # a product too, but saves both: dy's grad needs dy's mask
-    dy, d = ctx.inputs
-    need = ctx.needs_input_grad
-    # masked on dy again: where dy == 0, g may be nan (it came through d) and must not leak
-    return (_grad_mul(g, conj(d)) if need[0] else None), \
-        (_grad_mul(conj(dy), g) if need[1] else None)
-
-
-@op("grad_div", save="inputs", complex=True)
-def _grad_div(xp, dy, d):
-    r = dy / d
-    return xp.where(dy == 0, xp.zeros((), r.dtype), r)
-
-
-@_grad_div.grad
-def grad_div_backward(ctx, g):
-    dy, d = ctx.inputs
-    dy, d = conj(dy), conj(d)
-    need = ctx.needs_input_grad
-    gd = _grad_div(g, d) if need[0] else None
-    return gd, (-_grad_div(_grad_div(_grad_mul(dy, g), d), d) if need[1] else None)
-
-
-# ---- unary math ------------------------------------------------------------------------------
+# ---- unary math: one row each (flowgrad/ops/rules.py: unary, step) ----------------------------
 @op("neg", complex=True)
 def _neg(xp, x):
     return -x
@@ -262,93 +219,17 @@ def abs_backward(ctx, dy):
     return dy * sgn(ctx.inputs[0])  # sign for real tensors, z / |z| for complex
 
 
-@op("sign")
-def _sign(xp, x):
-    return x.copy() if x.dtype.kind == "b" else xp.sign(x)  # NumPy has no bool sign
-
-
-@_sign.grad
-def sign_backward(ctx, dy):
-    return _zero_grad(dy)  # torch: sign's gradient is zero everywhere
-
-
-def _zero_grad(dy):
-    """A constant zero gradient (for step functions: sign, floor, round, ...)."""
-    return Tensor._wrap(np.zeros_like(dy._data))
-
-
-@op("exp", save="outputs", complex=True)
-def _exp(xp, x):
-    return xp.exp(x)
-
-
-@_exp.grad
-def exp_backward(ctx, dy):
-    return dy * conj(ctx.out)
-
-
-@op("log", save="inputs", complex=True)
-def _log(xp, x):
-    return xp.log(x)
-
-
-@_log.grad
-def log_backward(ctx, dy):
-    return _grad_div(dy, conj(ctx.inputs[0]))
-
-
-@op("sqrt", save="outputs", complex=True)
-def _sqrt(xp, x):
-    return xp.sqrt(x)
-
-
-@_sqrt.grad
-def sqrt_backward(ctx, dy):
-    return _grad_div(dy, conj(ctx.out) * 2.0)
-
-
-@op("rsqrt", save="outputs", complex=True)
-def _rsqrt(xp, x):
-    return 1.0 / xp.sqrt(x)
-
-
-@_rsqrt.grad
-def rsqrt_backward(ctx, dy):
-    y = conj(ctx.out)
-    return _grad_mul(dy, y * y * y * -0.5)
-
-
-@op("sin", save="inputs", complex=True)
-def _sin(xp, x):
-    return xp.sin(x)
-
-
-@_sin.grad
-def sin_backward(ctx, dy):
-    return dy * conj(cos(ctx.inputs[0]))
-
-
-@op("cos", save="inputs", complex=True)
-def _cos(xp, x):
-    return xp.cos(x)
-
-
-@_cos.grad
-def cos_backward(ctx, dy):
-    return -dy * conj(sin(ctx.inputs[0]))
-
-
-@op("tanh", save="outputs", complex=True)
-def _tanh(xp, x):
-    return xp.tanh(x)
-
-
-@_tanh.grad
-def tanh_backward(ctx, dy):
-    y = ctx.out
-    if y.is_complex():  # composed of complex-aware ops, to any order
-        return dy * conj(1 - y * y)
-    return _tanh_grad(y, dy)
+# NumPy has no bool sign; torch: sign's gradient is zero everywhere
+_sign = step("sign", lambda xp, x: x.copy() if x.dtype.kind == "b" else xp.sign(x))
+_exp = unary("exp", lambda xp, x: xp.exp(x), d_of_y=lambda y: y, complex=True)
+_log = unary("log", lambda xp, x: xp.log(x), d_of_x=lambda x: x, divide=True, masked=True,
+             complex=True)
+_sqrt = unary("sqrt", lambda xp, x: xp.sqrt(x), d_of_y=lambda y: y * 2.0, divide=True,
+              masked=True, complex=True)
+_rsqrt = unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x), d_of_y=lambda y: y * y * y * -0.5,
+               masked=True, complex=True)
+_sin = unary("sin", lambda xp, x: xp.sin(x), d_of_x=lambda x: cos(x), complex=True)
+_cos = unary("cos", lambda xp, x: xp.cos(x), d_of_x=lambda x: -sin(x), complex=True)
 
 
 @op("tanh_grad", save="inputs")
@@ -362,21 +243,17 @@ def tanh_grad_backward(ctx, ddx):
     return (ddx * dy * y * -2.0 if ctx.needs_input_grad[0] else None), _tanh_grad(y, ddx)
 
 
-@op("sigmoid", save="outputs", complex=True)
-def _sigmoid(xp, x):
+# real tensors: the fused grad op; complex: composed of complex-aware ops, to any order
+_tanh = unary("tanh", lambda xp, x: xp.tanh(x), d_of_y=lambda y: 1 - y * y, complex=True,
+              grad_op=_tanh_grad)
+
+
+def _sigmoid_kernel(xp, x):
     if x.dtype.kind == "c":
         return 1 / (1 + xp.exp(-x))
     # split by sign so exp never overflows
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
-
-
-@_sigmoid.grad
-def sigmoid_backward(ctx, dy):
-    y = ctx.out
-    if y.is_complex():
-        return dy * conj(y * (1 - y))
-    return _sigmoid_grad(y, dy)
 
 
 @op("sigmoid_grad", save="inputs")
@@ -389,6 +266,10 @@ def sigmoid_grad_backward(ctx, ddx):
     y, dy = ctx.inputs
     return (ddx * dy * (1.0 - y * 2.0) if ctx.needs_input_grad[0] else None), \
         _sigmoid_grad(y, ddx)
+
+
+_sigmoid = unary("sigmoid", _sigmoid_kernel, d_of_y=lambda y: y * (1 - y), complex=True,
+                 grad_op=_sigmoid_grad)
 
 
 # ---- selection ---------------------------------------------------------------------------------

@@ -19,11 +19,8 @@ from ..random import numpy_generator
 from ..tensor import Tensor, tensor_method
 from .elementwise import (
     _SCALARS,
-    _grad_div,
-    _grad_mul,
     _inplace_binary,
     _promote_pair,
-    _zero_grad,
     div,
     isfinite,
     isnan,
@@ -34,6 +31,7 @@ from .elementwise import (
     where,
 )
 from .registry import op
+from .rules import _grad_div, _grad_mul, _zero_grad, unary
 
 __all__ = [
     "floor_divide", "remainder", "fmod", "atan2", "arctan2", "hypot", "xlogy", "lerp",
@@ -296,8 +294,7 @@ def _finfo(dtype):
     return np.finfo(dtype)
 
 
-@op("nan_to_num", save="inputs")
-def _nan_to_num(xp, x, *, nan, posinf, neginf):
+def _nan_to_num_kernel(xp, x, *, nan, posinf, neginf):
     fi = _finfo(x.dtype)
     hi = fi.max if posinf is None else posinf
     lo = fi.min if neginf is None else neginf
@@ -306,9 +303,8 @@ def _nan_to_num(xp, x, *, nan, posinf, neginf):
     return xp.where(y == -xp.inf, xp.asarray(lo, x.dtype), y)
 
 
-@_nan_to_num.grad
-def nan_to_num_backward(ctx, dy):  # a product, as torch's (a nan grad at an inf input stays nan)
-    return dy * isfinite(ctx.inputs[0]).to(dy.dtype)
+# a product, as torch's (a nan grad at an inf input stays nan)
+_nan_to_num = unary("nan_to_num", _nan_to_num_kernel, d_of_x=lambda x: isfinite(x).to(x.dtype))
 
 
 @tensor_method()

@@ -15,17 +15,8 @@ import math
 
 from ..tensor import Tensor, tensor_method
 from . import special
-from .elementwise import (
-    _float_of,
-    _grad_div,
-    _inplace_binary,
-    _zero_grad,
-    clamp,
-    exp,
-    log,
-    sqrt,
-)
-from .registry import op
+from .elementwise import _float_of, _inplace_binary, clamp, exp, log, sqrt
+from .rules import step, unary
 
 __all__ = [
     "exp2", "expm1", "log2", "log10", "log1p", "tan", "asin", "acos", "atan", "sinh", "cosh",
@@ -37,203 +28,47 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
 # ---- exponentials and logarithms -------------------------------------------------------------
-@op("exp2", save="outputs")
-def _exp2(xp, x):
-    return xp.exp2(x)
-
-
-@_exp2.grad
-def exp2_backward(ctx, dy):
-    return dy * ctx.out * _LN2
-
-
-@op("expm1", save="outputs")
-def _expm1(xp, x):
-    return xp.expm1(x)
-
-
-@_expm1.grad
-def expm1_backward(ctx, dy):
-    return dy * (ctx.out + 1.0)
-
-
-@op("log2", save="inputs")
-def _log2(xp, x):
-    return xp.log2(x)
-
-
-@_log2.grad
-def log2_backward(ctx, dy):
-    return _grad_div(dy, ctx.inputs[0] * _LN2)
-
-
-@op("log10", save="inputs")
-def _log10(xp, x):
-    return xp.log10(x)
-
-
-@_log10.grad
-def log10_backward(ctx, dy):
-    return _grad_div(dy, ctx.inputs[0] * _LN10)
-
-
-@op("log1p", save="inputs")
-def _log1p(xp, x):
-    return xp.log1p(x)
-
-
-@_log1p.grad
-def log1p_backward(ctx, dy):
-    return _grad_div(dy, ctx.inputs[0] + 1.0)
-
+_exp2 = unary("exp2", lambda xp, x: xp.exp2(x), d_of_y=lambda y: y, scale=_LN2)
+_expm1 = unary("expm1", lambda xp, x: xp.expm1(x), d_of_y=lambda y: y + 1.0)
+_log2 = unary("log2", lambda xp, x: xp.log2(x), d_of_x=lambda x: x * _LN2, divide=True,
+              masked=True)
+_log10 = unary("log10", lambda xp, x: xp.log10(x), d_of_x=lambda x: x * _LN10, divide=True,
+               masked=True)
+_log1p = unary("log1p", lambda xp, x: xp.log1p(x), d_of_x=lambda x: x + 1.0, divide=True,
+               masked=True)
 
 # ---- trigonometric -------------------------------------------------------------------------
-@op("tan", save="outputs")
-def _tan(xp, x):
-    return xp.tan(x)
-
-
-@_tan.grad
-def tan_backward(ctx, dy):
-    y = ctx.out
-    return dy * (y * y + 1.0)
-
-
-@op("asin", save="inputs")
-def _asin(xp, x):
-    return xp.arcsin(x)
-
-
-@_asin.grad
-def asin_backward(ctx, dy):
-    x = ctx.inputs[0]
-    return _grad_div(dy, sqrt(1.0 - x * x))
-
-
-@op("acos", save="inputs")
-def _acos(xp, x):
-    return xp.arccos(x)
-
-
-@_acos.grad
-def acos_backward(ctx, dy):
-    x = ctx.inputs[0]
-    return -_grad_div(dy, sqrt(1.0 - x * x))
-
-
-@op("atan", save="inputs")
-def _atan(xp, x):
-    return xp.arctan(x)
-
-
-@_atan.grad
-def atan_backward(ctx, dy):
-    x = ctx.inputs[0]
-    return dy / (x * x + 1.0)
-
+_tan = unary("tan", lambda xp, x: xp.tan(x), d_of_y=lambda y: y * y + 1.0)
+_asin = unary("asin", lambda xp, x: xp.arcsin(x), d_of_x=lambda x: sqrt(1.0 - x * x),
+              divide=True, masked=True)
+_acos = unary("acos", lambda xp, x: xp.arccos(x), d_of_x=lambda x: sqrt(1.0 - x * x),
+              divide=True, masked=True, scale=-1.0)
+_atan = unary("atan", lambda xp, x: xp.arctan(x), d_of_x=lambda x: x * x + 1.0, divide=True)
 
 # ---- hyperbolic ------------------------------------------------------------------------------
-@op("sinh", save="inputs")
-def _sinh(xp, x):
-    return xp.sinh(x)
-
-
-@_sinh.grad
-def sinh_backward(ctx, dy):
-    return dy * cosh(ctx.inputs[0])
-
-
-@op("cosh", save="inputs")
-def _cosh(xp, x):
-    return xp.cosh(x)
-
-
-@_cosh.grad
-def cosh_backward(ctx, dy):
-    return dy * sinh(ctx.inputs[0])
-
-
-@op("asinh", save="inputs")
-def _asinh(xp, x):
-    return xp.arcsinh(x)
-
-
-@_asinh.grad
-def asinh_backward(ctx, dy):
-    x = ctx.inputs[0]
-    return dy / sqrt(x * x + 1.0)
-
-
-@op("acosh", save="inputs")
-def _acosh(xp, x):
-    return xp.arccosh(x)
-
-
-@_acosh.grad
-def acosh_backward(ctx, dy):
-    x = ctx.inputs[0]
-    return _grad_div(dy, sqrt(x * x - 1.0))
-
-
-@op("atanh", save="inputs")
-def _atanh(xp, x):
-    return xp.arctanh(x)
-
-
-@_atanh.grad
-def atanh_backward(ctx, dy):
-    x = ctx.inputs[0]
-    return _grad_div(dy, 1.0 - x * x)
-
+_sinh = unary("sinh", lambda xp, x: xp.sinh(x), d_of_x=lambda x: cosh(x))
+_cosh = unary("cosh", lambda xp, x: xp.cosh(x), d_of_x=lambda x: sinh(x))
+_asinh = unary("asinh", lambda xp, x: xp.arcsinh(x), d_of_x=lambda x: sqrt(x * x + 1.0),
+               divide=True)
+_acosh = unary("acosh", lambda xp, x: xp.arccosh(x), d_of_x=lambda x: sqrt(x * x - 1.0),
+               divide=True, masked=True)
+_atanh = unary("atanh", lambda xp, x: xp.arctanh(x), d_of_x=lambda x: 1.0 - x * x,
+               divide=True, masked=True)
 
 # ---- error function ------------------------------------------------------------------------
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-
-
-@op("erf", save="inputs")
-def _erf(xp, x):
-    return special.erf(xp, x)
-
-
-@_erf.grad
-def erf_backward(ctx, dy):
-    x = ctx.inputs[0]
-    return dy * exp(x * x * -1.0) * _TWO_OVER_SQRT_PI
-
-
-@op("erfc", save="inputs")
-def _erfc(xp, x):
-    return special.erfc(xp, x)
-
-
-@_erfc.grad
-def erfc_backward(ctx, dy):
-    x = ctx.inputs[0]
-    return dy * exp(x * x * -1.0) * -_TWO_OVER_SQRT_PI
-
-
-@op("erfinv", save="outputs")
-def _erfinv(xp, x):
-    return special.erfinv(xp, x)
-
-
-@_erfinv.grad
-def erfinv_backward(ctx, dy):
-    y = ctx.out
-    return dy * exp(y * y) * (math.sqrt(math.pi) / 2.0)
-
+_erf = unary("erf", lambda xp, x: special.erf(xp, x), d_of_x=lambda x: exp(x * x * -1.0),
+             scale=_TWO_OVER_SQRT_PI)
+_erfc = unary("erfc", lambda xp, x: special.erfc(xp, x), d_of_x=lambda x: exp(x * x * -1.0),
+              scale=-_TWO_OVER_SQRT_PI)
+_erfinv = unary("erfinv", lambda xp, x: special.erfinv(xp, x), d_of_y=lambda y: exp(y * y),
+                scale=math.sqrt(math.pi) / 2.0)
 
 # ---- rounding: step functions, zero gradient (as torch) --------------------------------------
-def _rounding(name, fn):
-    k = op(name)(fn)
-    k.grad(lambda ctx, dy: _zero_grad(dy))
-    return k
-
-
-_floor = _rounding("floor", lambda xp, x: xp.floor(x))
-_ceil = _rounding("ceil", lambda xp, x: xp.ceil(x))
-_trunc = _rounding("trunc", lambda xp, x: xp.trunc(x))
-_round = _rounding("round", lambda xp, x, decimals=0: xp.round(x, decimals).astype(
+_floor = step("floor", lambda xp, x: xp.floor(x))
+_ceil = step("ceil", lambda xp, x: xp.ceil(x))
+_trunc = step("trunc", lambda xp, x: xp.trunc(x))
+_round = step("round", lambda xp, x, decimals=0: xp.round(x, decimals).astype(
     x.dtype, copy=False))
 
 

@@ -18,8 +18,6 @@ import math
 from ..tensor import Tensor, tensor_method
 from .elementwise import (
     _float_of,
-    _grad_div,
-    _grad_mul,
     _inplace_binary,
     _promote_pair,
     cos,
@@ -30,6 +28,7 @@ from .elementwise import (
 )
 from .math import log1p
 from .registry import op
+from .rules import _grad_div, _grad_mul, unary
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "i0", "igamma", "igammac", "sinc"]
 
@@ -55,11 +54,9 @@ def scipy_call(xp, name, *arrays):
     return out.astype(arrays[0].dtype, copy=False)
 
 
-def _unary(name, scipy_name=None, save="inputs", differentiable=True):
-    """Register op `name` whose kernel is scipy.special.<scipy_name> of one array."""
-    sname = scipy_name or name
-    return op(name, save=save, differentiable=differentiable)(
-        lambda xp, x: scipy_call(xp, sname, x))
+def _scipy(name):
+    """The kernel scipy.special.<name> of one array, for a `unary` row."""
+    return lambda xp, x: scipy_call(xp, name, x)
 
 
 def _safe(x):
@@ -69,10 +66,6 @@ def _safe(x):
 
 
 # ---- the gamma family ------------------------------------------------------------------------
-_lgamma = _unary("lgamma", "gammaln")
-_digamma = _unary("digamma", "psi")
-
-
 @op("polygamma", save="inputs")
 def _polygamma(xp, x, *, n):
     if n == 0:
@@ -80,14 +73,8 @@ def _polygamma(xp, x, *, n):
     return scipy_call(xp, "polygamma", xp.full(x.shape, n, dtype=x.dtype), x)
 
 
-@_lgamma.grad
-def lgamma_backward(ctx, dy):
-    return dy * _digamma(ctx.inputs[0])
-
-
-@_digamma.grad
-def digamma_backward(ctx, dy):
-    return dy * _polygamma(ctx.inputs[0], n=1)
+_digamma = unary("digamma", _scipy("psi"), d_of_x=lambda x: _polygamma(x, n=1))
+_lgamma = unary("lgamma", _scipy("gammaln"), d_of_x=_digamma)
 
 
 @_polygamma.grad
@@ -208,63 +195,21 @@ def igammac(input, other):
 
 
 # ---- erfcx, the normal distribution ----------------------------------------------------------
-_erfcx = _unary("erfcx", save="inputs outputs")
-_ndtr = _unary("ndtr")
-_ndtri = _unary("ndtri", save="outputs")
-_log_ndtr = _unary("log_ndtr", save="inputs outputs")
-
-
-@_erfcx.grad
-def erfcx_backward(ctx, dy):
-    return dy * (ctx.inputs[0] * ctx.out * 2.0 - _TWO_OVER_SQRT_PI)
-
-
-@_ndtr.grad
-def ndtr_backward(ctx, dy):
-    x = ctx.inputs[0]
-    return dy * exp(x * x * -0.5) * (1.0 / _SQRT_2PI)
-
-
-@_ndtri.grad
-def ndtri_backward(ctx, dy):
-    y = ctx.out
-    return dy * exp(y * y * 0.5) * _SQRT_2PI
-
-
-@_log_ndtr.grad
-def log_ndtr_backward(ctx, dy):
-    x, y = ctx.inputs[0], ctx.out
-    return dy * exp(x * x * -0.5 - y) * (1.0 / _SQRT_2PI)
+_erfcx = unary("erfcx", _scipy("erfcx"), d_of_xy=lambda x, y: x * y * 2.0 - _TWO_OVER_SQRT_PI)
+_ndtr = unary("ndtr", _scipy("ndtr"), d_of_x=lambda x: exp(x * x * -0.5),
+              scale=1.0 / _SQRT_2PI)
+_ndtri = unary("ndtri", _scipy("ndtri"), d_of_y=lambda y: exp(y * y * 0.5), scale=_SQRT_2PI)
+_log_ndtr = unary("log_ndtr", _scipy("log_ndtr"), d_of_xy=lambda x, y: exp(x * x * -0.5 - y),
+                  scale=1.0 / _SQRT_2PI)
 
 
 # ---- modified Bessel functions of the first kind (torch.i0, torch.special.i0e/i1/i1e) --------
-_i0 = _unary("i0")
-_i0e = _unary("i0e", save="inputs outputs")
-_i1 = _unary("i1", save="inputs outputs")
-_i1e = _unary("i1e", save="inputs outputs")
-
-
-@_i0.grad
-def i0_backward(ctx, dy):
-    return dy * _i1(ctx.inputs[0])
-
-
-@_i0e.grad
-def i0e_backward(ctx, dy):
-    x = ctx.inputs[0]
-    return dy * (_i1e(x) - sign(x) * ctx.out)
-
-
-@_i1.grad
-def i1_backward(ctx, dy):
-    x = ctx.inputs[0]
-    return dy * where(x == 0, 0.5, _i0(x) - ctx.out / _safe(x))  # i1'(0) = 1/2
-
-
-@_i1e.grad
-def i1e_backward(ctx, dy):
-    x = ctx.inputs[0]
-    return dy * where(x == 0, 0.5, _i0e(x) - ctx.out * (sign(x) + 1.0 / _safe(x)))
+_i0 = unary("i0", _scipy("i0"), d_of_x=lambda x: _i1(x))
+_i0e = unary("i0e", _scipy("i0e"), d_of_xy=lambda x, y: _i1e(x) - sign(x) * y)
+# i1'(0) = 1/2
+_i1 = unary("i1", _scipy("i1"), d_of_xy=lambda x, y: where(x == 0, 0.5, _i0(x) - y / _safe(x)))
+_i1e = unary("i1e", _scipy("i1e"), d_of_xy=lambda x, y: where(
+    x == 0, 0.5, _i0e(x) - y * (sign(x) + 1.0 / _safe(x))))
 
 
 @tensor_method()
@@ -305,30 +250,25 @@ def zeta_backward(ctx, dy):
     return None, dy * -x * _zeta(x + 1.0, q)
 
 
-@op("sinc", save="inputs")
-def _sinc(xp, x):
+def _sinc_kernel(xp, x):
     with xp.errstate(all="ignore"):
         return xp.sinc(x)
 
 
-@_sinc.grad
-def sinc_backward(ctx, dy):
-    x = ctx.inputs[0]
+def _sinc_derivative(x):
     xs = _safe(x)
-    return dy * where(x == 0, 0.0, (cos(xs * math.pi) - _sinc(xs)) / xs)
+    return where(x == 0, 0.0, (cos(xs * math.pi) - _sinc(xs)) / xs)
 
 
-@op("entr", save="inputs")
-def _entr(xp, x):
+def _entr_kernel(xp, x):
     with xp.errstate(all="ignore"):
         r = -x * xp.log(x)
     r = xp.where(x == 0, xp.zeros((), x.dtype), r)
     return xp.where(x < 0, xp.full((), -xp.inf, x.dtype), r)
 
 
-@_entr.grad
-def entr_backward(ctx, dy):
-    return dy * -(log(ctx.inputs[0]) + 1.0)
+_sinc = unary("sinc", _sinc_kernel, d_of_x=_sinc_derivative)
+_entr = unary("entr", _entr_kernel, d_of_x=lambda x: -(log(x) + 1.0))
 
 
 @tensor_method()
@@ -347,7 +287,7 @@ _NO_GRAD = {"bessel_j0": "j0", "bessel_j1": "j1", "bessel_y0": "y0", "bessel_y1"
             "modified_bessel_i0": "i0", "modified_bessel_i1": "i1", "modified_bessel_k0": "k0",
             "modified_bessel_k1": "k1", "scaled_modified_bessel_k0": "k0e",
             "scaled_modified_bessel_k1": "k1e"}
-NO_GRAD_OPS = {name: _unary(name, sname, save=None, differentiable=False)
+NO_GRAD_OPS = {name: unary(name, _scipy(sname), differentiable=False)
                for name, sname in _NO_GRAD.items()}
 
 

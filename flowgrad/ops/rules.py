@@ -1,0 +1,146 @@
+"""Declaration helpers for the common shapes of gradient rules, and the masked products
+they use. An elementwise unary op whose gradient is `dy * f'(x)` is one row:
+
+    _sin = unary("sin", lambda xp, x: xp.sin(x), d_of_x=lambda x: cos(x), complex=True)
+
+registers the kernel and the rule `sin_backward(ctx, dy) = dy * conj(cos(x))`, saving
+only x. `d_of_y` writes f' from the output (saved instead: exp, tanh), `d_of_xy` from both;
+`divide=True` takes the reciprocal (dy / d, as torch's `grad / (2 * result)`), `masked=True`
+gives exactly 0 where dy is 0 even where d is inf or nan, `scale` a constant factor applied
+last ((dy * d) * scale, torch's order). Step functions (floor, sign) are `step(...)` rows:
+their gradient is zero. The generated rules are flowgrad ops, so they differentiate again.
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([0.0, 1.0], requires_grad=True)
+>>> y = flow.sin(x); y.sum().backward(); x.grad, y.grad_fn.name()
+(tensor([1.0000, 0.5403]), 'sin_backward')
+"""
+from __future__ import annotations
+
+from .complex import conj
+from .creation import zeros_like
+from .registry import op
+
+
+# ---- masked gradient products ----------------------------------------------------------------
+# `where(x > 0, sqrt(x), 0)` must give x a zero gradient at x < 0, not nan: the branch not
+# taken gets dy == 0, and 0 * (1 / (2 * sqrt(x))) is nan. Rules whose factor can be inf or nan
+# use these instead of `*` and `/`: they return exactly 0 wherever dy is 0 (one kernel still).
+def masked_product(xp, m, d):
+    """m * d, exactly 0 wherever m is 0 (False) even where d is inf or nan (0 * inf is nan),
+    as torch's masked_fill-style rules. Only a nan product can differ there (up to the sign
+    of a zero), so the all-finite case costs one isnan pass, not a `where` on a
+    data-dependent mask (several times slower in NumPy).
+
+    >>> import numpy as np
+    >>> masked_product(np, np.array([0.0, 2.0]), np.array([np.inf, 3.0]))
+    array([0., 6.])
+    """
+    r = xp.multiply(m, d, dtype=d.dtype if m.dtype.kind == "b" else None)
+    if xp.isnan(r).any():
+        r = xp.where(m != 0, r, xp.zeros((), r.dtype))
+    return r
+
+
+@op("grad_mul", save="inputs", complex=True)
+def _grad_mul(xp, dy, d):
+    return masked_product(xp, dy, d)
+
+
+@_grad_mul.grad
+def grad_mul_backward(ctx, g):  # a product too, but saves both: dy's grad needs dy's mask
+    dy, d = ctx.inputs
+    need = ctx.needs_input_grad
+    # masked on dy again: where dy == 0, g may be nan (it came through d) and must not leak
+    return (_grad_mul(g, conj(d)) if need[0] else None), \
+        (_grad_mul(conj(dy), g) if need[1] else None)
+
+
+@op("grad_div", save="inputs", complex=True)
+def _grad_div(xp, dy, d):
+    r = dy / d
+    return xp.where(dy == 0, xp.zeros((), r.dtype), r)
+
+
+@_grad_div.grad
+def grad_div_backward(ctx, g):
+    dy, d = ctx.inputs
+    dy, d = conj(dy), conj(d)
+    need = ctx.needs_input_grad
+    gd = _grad_div(g, d) if need[0] else None
+    return gd, (-_grad_div(_grad_div(_grad_mul(dy, g), d), d) if need[1] else None)
+
+
+def _mul(dy, d):
+    return dy * d
+
+
+def _div(dy, d):
+    return dy / d
+
+
+_PRODUCTS = {(False, False): _mul, (True, False): _div,
+             (False, True): _grad_mul, (True, True): _grad_div}
+
+
+# ---- elementwise unary ops: kernel and f' in one row -----------------------------------------
+def unary(name, kernel, *, d_of_x=None, d_of_y=None, d_of_xy=None, divide=False, masked=False,
+          scale=None, complex=False, grad_op=None, differentiable=True):
+    """Register the elementwise op `name` (`kernel(xp, x, **attrs)`) whose gradient is
+    `dy * f'`, f' given as `d_of_x(x)` (saves the input), `d_of_y(y)` (saves the output) or
+    `d_of_xy(x, y)` (both), written with flowgrad ops. `divide`: the function gives 1 / f'
+    and the rule divides by it; `masked`: exactly 0 where dy is 0 (`_grad_mul`/`_grad_div`);
+    `scale`: a constant multiplying the product last; `complex`: the op accepts complex
+    input and is holomorphic, so f' is conjugated (torch's `grad * f'(z).conj()`);
+    `grad_op`: for real tensors the rule is that op of (saved, dy) instead (a fused kernel
+    with its own rule). With `differentiable=False` and no f', a non-differentiable op.
+    Returns the op; its rule is registered as `<name>_backward`.
+
+    >>> from flowgrad.ops.elementwise import _exp
+    >>> _exp.save, _exp.backward.__name__
+    (2, 'exp_backward')
+    """
+    given = [f is not None for f in (d_of_x, d_of_y, d_of_xy)]
+    if sum(given) != (1 if differentiable else 0):
+        raise TypeError(f"unary({name!r}): give exactly one of d_of_x, d_of_y, d_of_xy, or "
+                        f"none with differentiable=False")
+    if not differentiable:
+        return op(name, differentiable=False, complex=complex)(kernel)
+    save = ("inputs", "outputs", "inputs outputs")[given.index(True)]
+    k = op(name, save=save, complex=complex)(kernel)
+    d = d_of_x or d_of_y or d_of_xy
+    product = _PRODUCTS[divide, masked]
+    from_y, both = d_of_y is not None, d_of_xy is not None
+
+    @k.grad
+    def unary_backward(ctx, dy):
+        s = ctx.out if from_y else ctx.inputs[0]
+        if grad_op is not None and not s.is_complex():
+            return grad_op(s, dy)
+        f = d(s, ctx.out) if both else d(s)
+        g = product(dy, conj(f) if complex else f)
+        return g if scale is None else g * scale
+
+    return k
+
+
+def _zero_grad(dy):
+    """A constant zero gradient (for step functions: sign, floor, round, ...)."""
+    return zeros_like(dy)
+
+
+def step(name, kernel):
+    """Register the elementwise op `name` whose gradient is zero everywhere (a step function:
+    floor, sign, ...; torch's convention at the jumps too). Returns the op.
+
+    >>> from flowgrad.ops.math import _floor
+    >>> _floor.backward.__name__
+    'floor_backward'
+    """
+    k = op(name)(kernel)
+
+    @k.grad
+    def step_backward(ctx, dy):
+        return _zero_grad(dy)
+
+    return k
