@@ -17,6 +17,8 @@ their gradient is zero. The generated rules are flowgrad ops, so they differenti
 """
 from __future__ import annotations
 
+import operator
+
 from .complex import conj
 from .creation import zeros_like
 from .registry import op
@@ -71,15 +73,9 @@ def grad_div_backward(ctx, g):
     return gd, (-_grad_div(_grad_div(_grad_mul(dy, g), d), d) if need[1] else None)
 
 
-def _mul(dy, d):
-    return dy * d
-
-
-def _div(dy, d):
-    return dy / d
-
-
-_PRODUCTS = {(False, False): _mul, (True, False): _div,
+# (divide, masked) -> how dy meets f'; operator's functions are `dy * d`, `dy / d` without
+# a Python frame of their own
+_PRODUCTS = {(False, False): operator.mul, (True, False): operator.truediv,
              (False, True): _grad_mul, (True, True): _grad_div}
 
 
