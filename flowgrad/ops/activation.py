@@ -128,7 +128,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *,
 def _rrelu(xp, x, *, lower, upper, generator):
     """x * slope, slope 1 where x > 0 and drawn from U[lower, upper] (from `generator`, a
     flowgrad Generator) elsewhere; the slopes are an aux output for the rule."""
-    slope = numpy_generator(generator).uniform(lower, upper, x.shape)
+    slope = xp.asarray(numpy_generator(generator).uniform(lower, upper, x.shape))  # host draw
     noise = ((x > 0) + (x <= 0) * slope).astype(x.dtype, copy=False)
     return x * noise, noise
 

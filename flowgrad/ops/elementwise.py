@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.interpreter import run_inplace
+from ..device import array_module
 from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
     allclose,
@@ -341,9 +342,7 @@ def _promote_pair(a, b, op_name, floating=False):
         if not isinstance(b, (*_SCALARS, builtins.complex)) and not hasattr(b, "__array__"):
             raise TypeError(f"{op_name}(): unsupported operand type {type(b).__name__}; "
                             f"expected a Tensor or a number")
-        import numpy as np
-
-        b = Tensor._wrap(np.asarray(b))
+        b = Tensor._wrap(array_module(a._data).asarray(b))  # on a's device
         d = _dt.result_type(a, b if b._data.ndim else b.item())
     else:
         d = _dt.result_type(a, b)
@@ -586,10 +585,8 @@ def where(condition, input=None, other=None):
         return nonzero(condition, as_tuple=True)
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         # two Python scalars: torch's dtype for them (where(c, 1, 0) is int64)
-        import numpy as np
-
-        d = _dt.result_type(input, other)
-        input, other = (Tensor._wrap(np.asarray(v, d.np)) for v in (input, other))
+        d, xp = _dt.result_type(input, other), array_module(condition._data)
+        input, other = (Tensor._wrap(xp.asarray(v, d.np)) for v in (input, other))
     if not isinstance(input, Tensor) or not isinstance(other, Tensor) or \
             input._data.dtype != other._data.dtype:
         input, other = _promote_pair(input, other, "where")

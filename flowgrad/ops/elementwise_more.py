@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.interpreter import bump_version, run_inplace
+from ..device import array_module
 from ..random import numpy_generator
 from ..tensor import Tensor, tensor_method
 from .elementwise import (
@@ -351,8 +352,8 @@ def clamp_tensor_backward(ctx, dy):
 def clamp_tensor(input, min=None, max=None):
     """clamp with tensor (or mixed) bounds, promoted together with input."""
     bounds = [b for b in (min, max) if b is not None]
-    d = _dt.result_type(input, *bounds)
-    ts = [t.to(d) if isinstance(t, Tensor) else Tensor._wrap(np.asarray(t, d.np))
+    d, xp = _dt.result_type(input, *bounds), array_module(input._data)
+    ts = [t.to(d) if isinstance(t, Tensor) else Tensor._wrap(xp.asarray(t, d.np))
           for t in (input, *bounds)]
     return _clamp_tensor(*ts, has_min=min is not None, has_max=max is not None)
 
@@ -468,7 +469,7 @@ def _value_tensor(target, value, name):
     if not isinstance(value, _SCALARS) and not isinstance(value, np.generic):
         raise TypeError(f"{name}: expected a number or a 0-dim tensor as the value, got "
                         f"{type(value).__name__}")
-    return Tensor._wrap(np.asarray(value, target._data.dtype))
+    return Tensor._wrap(array_module(target._data).asarray(value, target._data.dtype))
 
 
 def fill_(self, value):
@@ -481,7 +482,8 @@ def fill_(self, value):
 
 def zero_(self):
     """Fill with zeros."""
-    return run_inplace("zero_", _filled, self, Tensor._wrap(np.zeros((), self._data.dtype)))
+    zero = array_module(self._data).zeros((), self._data.dtype)
+    return run_inplace("zero_", _filled, self, Tensor._wrap(zero))
 
 
 def copy_(self, other=None, non_blocking=False, *, src=None):
@@ -493,7 +495,7 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
                         "copy_() missing 1 required positional argument: 'other'")
     src = other if src is None else src
     if isinstance(src, np.ndarray):  # OneFlow's Tensor.copy_ takes a NumPy array too
-        src = Tensor._wrap(src)
+        src = Tensor._wrap(array_module(self._data).asarray(src))  # onto self's device
     src = _value_tensor(self, src, "copy_")
     if src is self and not (is_grad_enabled() and self.requires_grad and (
             self._grad_fn is None or self._view is not None and self._view.base.is_leaf)):
@@ -513,7 +515,8 @@ def _write_sample(self, name, draw):
     if self._data.dtype.kind not in "fV":
         raise RuntimeError(f"{name}: expects a floating point tensor, got {self.dtype.name}; "
                            f"convert it with .float() first")
-    sample = draw(self._data.shape).astype(self._data.dtype)
+    sample = draw(self._data.shape).astype(self._data.dtype)  # drawn on the host
+    sample = array_module(self._data).asarray(sample)
     return run_inplace(name, _filled, self, Tensor._wrap(sample))
 
 
