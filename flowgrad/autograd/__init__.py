@@ -2,7 +2,8 @@
 
 - `meta`: AutogradMeta (requires_grad, is_leaf, acc_grad, current_grad, hooks)
 - `node`: FunctionNode, AccumulateGrad, SavedTensor
-- `interpreter`: AutogradInterpreter.apply / add_node
+- `interpreter`: AutogradInterpreter.apply / add_node; `inplace`: in-place writes (checks,
+  version bump, rebase)
 - `engine`: GraphTask, backward, grad
 - `grad_mode`: no_grad, enable_grad, set_grad_enabled, inference_mode
 - `function`: custom autograd.Function

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import grad_mode
-from ..autograd.interpreter import assign, bump_version, run_inplace
+from ..autograd.inplace import assign, bump_version, run_inplace
 from ..ops.collective import all_reduce_op, broadcast_op
 from ..tensor import Tensor
 from . import wire

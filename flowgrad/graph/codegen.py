@@ -25,7 +25,7 @@ import functools
 
 import numpy as np
 
-from ..autograd.interpreter import bump_version
+from ..autograd.inplace import bump_version
 from .fusion import FusedOp
 from .ir import CONST, INPUT, STATE
 

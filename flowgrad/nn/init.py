@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from ..autograd.interpreter import bump_version
+from ..autograd.inplace import bump_version
 from ..random import numpy_generator
 
 __all__ = [

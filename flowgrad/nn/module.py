@@ -24,7 +24,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
-from ..autograd.interpreter import bump_version
+from ..autograd.inplace import bump_version
 from ..device import check_device, device
 from ..tensor import Tensor
 from .parameter import Parameter

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from ..autograd.interpreter import run_inplace
+from ..autograd.inplace import run_inplace
 from ..random import numpy_generator, resolve
 from ..tensor import _wrap_dim, tensor_method
 from .elementwise import _float_of, clamp, sigmoid, tanh, where

@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 
 from .. import dtypes as _dt
-from ..autograd.interpreter import run_inplace
+from ..autograd.inplace import run_inplace
 from ..tensor import Tensor, tensor_method
 from .registry import REGISTRY, op
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from numpy.lib.stride_tricks import as_strided
 
-from ..autograd.interpreter import run_inplace
+from ..autograd.inplace import run_inplace
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 

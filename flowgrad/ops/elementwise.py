@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
-from ..autograd.interpreter import run_inplace
+from ..autograd.inplace import run_inplace
 from ..device import array_module
 from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
-from ..autograd.interpreter import bump_version, run_inplace
+from ..autograd.inplace import bump_version, run_inplace
 from ..device import array_module
 from ..random import numpy_generator
 from ..tensor import Tensor, tensor_method

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from ..autograd.interpreter import run_inplace
+from ..autograd.inplace import run_inplace
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 

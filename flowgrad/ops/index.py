@@ -21,7 +21,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
-from ..autograd.interpreter import bump_version, inplace_update, self_overlapping, writable
+from ..autograd.inplace import bump_version, inplace_update, run_inplace, self_overlapping, writable
 from ..autograd.views import writable_alias
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
@@ -441,8 +441,6 @@ def argwhere(input):
 
 
 def _masked_fill_(self, mask, value):
-    from ..autograd.interpreter import run_inplace
-
     if (grad_mode.is_grad_enabled() and self_overlapping(self._data) and isinstance(mask, Tensor)
             and (self.requires_grad or isinstance(value, Tensor) and value.requires_grad)):
         setitem(self, mask.expand(self._data.shape), value)  # element by element of the base

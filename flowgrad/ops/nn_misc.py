@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..autograd.interpreter import bump_version, run_inplace
+from ..autograd.inplace import bump_version, run_inplace
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim
 from .normalization import dist_norm

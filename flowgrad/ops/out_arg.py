@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..autograd.interpreter import bump_version
+from ..autograd.inplace import bump_version
 from ..tensor import Tensor
 
 

@@ -14,7 +14,9 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
-from ..autograd.interpreter import assign
+from ..autograd import inplace as _inplace
+from ..autograd.inplace import assign
+from ..autograd.views import replay_view
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -774,10 +776,11 @@ def _view_scatter(xp, base, region, *, chain):
 
 @_view_scatter.grad
 def view_scatter_backward(ctx, dy):
-    from ..autograd.interpreter import replay_view
-
     region_shape, region_dtype = ctx.node.input_infos[1]
     zeros = dy.new_zeros(region_shape, dtype=_dt.from_numpy_dtype(region_dtype))
     need = ctx.needs_input_grad
     return (_view_scatter(dy, zeros, chain=ctx.chain) if need[0] else None,
             replay_view(dy, ctx.chain) if need[1] else None)
+
+
+_inplace.view_scatter = _view_scatter  # autograd's writes through views call it

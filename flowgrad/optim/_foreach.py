@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.interpreter import bump_version
+from ..autograd.inplace import bump_version
 
 # elements per chunk: 128 KiB of float32, so a chunk's operands and scratch stay in L2
 CHUNK = 1 << 15

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.grad_mode import enable_grad, no_grad
-from ..autograd.interpreter import bump_version
+from ..autograd.inplace import bump_version
 from .optimizer import Optimizer
 
 __all__ = ["LBFGS"]

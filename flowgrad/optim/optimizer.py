@@ -20,7 +20,7 @@ from collections import OrderedDict, defaultdict
 import numpy as np
 
 from ..autograd.grad_mode import enable_grad, no_grad
-from ..autograd.interpreter import bump_version
+from ..autograd.inplace import bump_version
 from ..tensor import RemovableHandle, Tensor
 from ._foreach import Packer, Scratch, fast_dtype
 from ._state_check import check_optimizer_state

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ...autograd import grad_mode
-from ...autograd.interpreter import bump_version
+from ...autograd.inplace import bump_version
 from ...autograd.node import AccumulateGrad
 from ...distributed import wire
 from ...distributed.process_group import ReduceOp, resolve

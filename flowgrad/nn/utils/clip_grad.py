@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ...autograd.interpreter import bump_version
+from ...autograd.inplace import bump_version
 from ...tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",

@@ -1,0 +1,236 @@
+"""In-place writes with autograd: torch's checks, the write, the version bump, the rebase.
+
+An in-place op (`x.add_(y)`, `x[i] = v`, `relu_`) computes its result out of place (on a
+clone of the old value when autograd records it, as its rule may need that value), copies it
+into the tensor's storage (views and `detach()` see it), bumps the shared `VersionCounter` and
+rebases the tensor onto the op's node. Writing through a view rebases the view's root base
+too, as torch's CopySlices does (the `view_scatter` op, bound here by `flowgrad.ops.shape`).
+
+>>> import flowgrad as flow
+>>> a = flow.ones(2, requires_grad=True)
+>>> x = a * 1
+>>> _ = x[:1].mul_(3)   # through a view: x, its base, is rebased too
+>>> x.sum().backward(); a.grad
+tensor([3., 1.])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import grad_mode
+from . import interpreter as _interpreter
+from .inference import check_write
+from .interpreter import AutogradInterpreter
+from .meta import VersionCounter
+from .views import replay_view, sync_view, view_error, writable_alias
+
+_state = grad_mode._state
+view_scatter = None  # the op that writes a region into a base: bound by flowgrad.ops.shape
+
+
+def bump_version(tensor):
+    """Mark an in-place write to `tensor`: bump its version counter (created on first write)."""
+    current = _interpreter.current
+    if current is not AutogradInterpreter:
+        hook = getattr(current, "inplace", None)  # a tracer refuses what it cannot record
+        if hook is not None:
+            hook(tensor)
+    counter = tensor._version
+    if counter is None:
+        counter = tensor._version = VersionCounter()
+    elif counter.__class__ is not VersionCounter:  # an inference tensor's
+        check_write(tensor)
+    counter.value += 1
+
+
+def run_inplace(name, fn, target, *args, **kwargs):
+    """`target.<name>(*args)`: compute `fn(target, *args)` out of place, then write the result
+    into target's storage (views and detach() see it) and bump its version."""
+    tensor_class = _interpreter.Tensor
+    args_need_grad = False
+    for a in args:
+        if isinstance(a, tensor_class):
+            args_need_grad = args_need_grad or a.requires_grad
+            _check_no_partial_overlap(name, target._data, a._data)
+    return inplace_update(name, target, lambda src: fn(src, *args, **kwargs), args_need_grad)
+
+
+def _check_no_partial_overlap(name, data, other):
+    """torch refuses an in-place op whose operand shares some, but not all, of the written
+    memory (`x[1:].add_(x[:-1])`): the result would depend on the order of the writes."""
+    if other is data or not np.may_share_memory(other, data):
+        return
+    try:  # bounds overlap; do elements? (interleaved columns of one matrix don't)
+        if not np.shares_memory(other, data, max_work=10_000):
+            return
+    except np.exceptions.TooHardError:
+        pass  # undecided: refuse, as the safe answer
+    if (other.shape == data.shape
+            and all(n < 2 or a == b for n, a, b in zip(data.shape, other.strides, data.strides))
+            and other.__array_interface__["data"][0] == data.__array_interface__["data"][0]):
+        return  # the same elements (a size-1 dim's stride is moot): `x.add_(x[:])` is fine
+    raise RuntimeError(
+        f"{name}: unsupported operation: some elements of the input tensor (shape "
+        f"{tuple(other.shape)}) and the written-to tensor (shape {tuple(data.shape)}) refer "
+        f"to a single memory location; clone() the input before the in-place operation")
+
+
+def inplace_update(name, target, compute, args_need_grad=False):
+    """Replace target's values by `compute(target)`, in place, with autograd.
+
+    When recording, `compute` runs on a clone of the pre-op value (the write destroys it, and
+    rules may need it) and target is rebased onto the op's node: new grad_fn, fresh meta.
+    When target is a view, its root base is rebased too, as torch's CopySlices does: the
+    base's new value is its old value with the view's region replaced.
+    """
+    view = target._view
+    recording = False
+    if _state.enabled:
+        if view is not None and view.version != target._version.value:
+            sync_view(target)
+        meta = target._meta
+        base = view.base if view is not None else None
+        base_needs = base is not None and base.requires_grad
+        recording = (meta is not None and meta.requires_grad) or base_needs or args_need_grad
+        if recording:
+            _check_inplace_allowed(name, target, view, meta, base_needs)
+    if not recording and (view is None or _interpreter.current is AutogradInterpreter):
+        return write_inplace(target, compute(target), name)
+    if view is None:  # (a tracer records a write through a view as view_scatter on the base)
+        return write_inplace(target, compute(target.clone()), name)
+    return _inplace_through_view(name, target, compute)
+
+
+def _check_inplace_allowed(name, target, view, meta, base_needs):
+    """torch's check_inplace: refuse recorded writes that autograd cannot rebase."""
+    own = meta is not None and meta.requires_grad
+    if view is not None and view.creation:
+        raise view_error(target, view.creation, "is being modified inplace")
+    if view is not None and (own or base_needs) and view.base._grad_fn is None:
+        raise RuntimeError(
+            f"{name}: a view of a leaf tensor that requires grad (base shape "
+            f"{tuple(view.base.shape)}, view shape {tuple(target.shape)}) is being used in an "
+            f"in-place operation; wrap it in `with flowgrad.no_grad():` or clone() first")
+    if view is None and own and target._grad_fn is None:
+        raise RuntimeError(
+            f"{name}: a leaf tensor that requires grad (shape {tuple(target.shape)}) "
+            f"is being used in an in-place operation; wrap it in "
+            f"`with flowgrad.no_grad():` or use the out-of-place op")
+
+
+def _inplace_through_view(name, target, compute):
+    info = target._view
+    base, chain = info.base, info.chain
+    base_old = base.clone()
+    region = compute(replay_view(base_old, chain))
+    _check_writable(target, region._data, name)
+    if name not in ("fill_", "zero_") and self_overlapping(target._data):
+        raise RuntimeError(
+            f"{name}: an in-place write with autograd through an expanded view whose elements "
+            f"share memory (shape {tuple(target.shape)}) is not supported: its gradient "
+            f"would count the shared elements more than once. clone() the view first, or "
+            f"write the base")
+    new_base = view_scatter(base_old, region.to(target.dtype), chain=chain)
+    assign(target._data, region._data, name)  # shared storage: base sees it too
+    bump_version(target)
+    _adopt_saved_outputs(region, target)
+    retain = base._meta is not None and base._meta.retain_grad
+    base._meta, base._grad_fn = new_base._meta, new_base._grad_fn
+    if retain:
+        base._meta.retain_grad = True
+    rebased = replay_view(new_base, chain)
+    target._meta, target._grad_fn = rebased._meta, rebased._grad_fn
+    info.version = target._version.value
+    _tell_tracer(base, new_base)
+    _tell_tracer(target, rebased)
+    return target
+
+
+def _tell_tracer(target, result):
+    """A tracer (nn.Graph) learns which recorded value an in-place write left in `target`."""
+    current = _interpreter.current
+    if current is not AutogradInterpreter:
+        hook = getattr(current, "written", None)
+        if hook is not None:
+            hook(target, result)
+
+
+def _adopt_saved_outputs(result, target):
+    """An op that saved its output (relu_, exp_, ...) and whose result was then written into
+    target: the saved output now lives in target's storage, so a later write to target is
+    caught in backward, as in torch."""
+    node = result._grad_fn
+    if node is None or not node._outputs:
+        return
+    for saved in node._outputs:
+        if saved.data is result._data:
+            saved.data, saved.counter = target._data, target._version
+            saved.version = target._version.value
+
+
+# in-place ops that torch lets write through an expanded (self-overlapping) view; setitem
+# checks the region it writes itself
+_OVERLAP_OK = frozenset(("fill_", "zero_", "masked_fill_", "setitem"))
+
+
+def self_overlapping(data):
+    """Whether some elements of `data` share one memory location (a stride-0 dim)."""
+    return data.size > 1 and any(st == 0 and n > 1 for st, n in zip(data.strides, data.shape))
+
+
+def writable(data, name):
+    """`data` itself, or a writable alias of a read-only view from expand: NumPy marks every
+    broadcast read-only, torch refuses only writes where elements overlap (`name` being
+    one of fill_/zero_/masked_fill_ may write even those)."""
+    if data.flags.writeable:
+        return data
+    if name not in _OVERLAP_OK and self_overlapping(data):
+        raise RuntimeError(
+            f"{name}: unsupported operation: more than one element of the written-to tensor "
+            f"(shape {tuple(data.shape)}) refers to a single memory location (an expanded "
+            f"view); call .clone() before the in-place operation")
+    return writable_alias(data)
+
+
+def assign(dst, values, name):
+    """dst[...] = values, for an in-place op `name`. Where dst is an expand whose elements
+    share memory, only the changed elements are written: copying back an unchanged alias
+    would undo the write to another (a masked_fill_ or setitem of one aliased element)."""
+    dst = writable(dst, name)
+    if dst.flags.writeable and not self_overlapping(dst):
+        dst[...] = values
+        return
+    changed = values != dst
+    dst[changed] = np.broadcast_to(values, dst.shape)[changed]
+
+
+def _check_writable(target, data, name):
+    if data.dtype != target._data.dtype and not np.can_cast(data.dtype, target._data.dtype,
+                                                            "same_kind"):
+        raise RuntimeError(
+            f"{name}: result type {data.dtype} can't be cast to the desired output type "
+            f"{target._data.dtype}; use the out-of-place op, or convert the tensor first")
+    if data.shape != target._data.shape:
+        raise RuntimeError(
+            f"{name}: output with shape {tuple(target._data.shape)} doesn't match the "
+            f"broadcast shape {tuple(data.shape)}; in-place ops cannot change a tensor's shape")
+    writable(target._data, name)  # raises for a write torch refuses
+
+
+def write_inplace(target, result, name):
+    """Copy `result` into `target`'s storage; if result was recorded, rebase target on it."""
+    data = result._data
+    _check_writable(target, data, name)
+    if data is not target._data:
+        assign(target._data, data, name)
+    bump_version(target)
+    if result._grad_fn is not None:
+        old = target._meta
+        if old is not None and old.retain_grad:
+            result._meta.retain_grad = True
+        target._meta, target._grad_fn = result._meta, result._grad_fn
+        _adopt_saved_outputs(result, target)
+        if target._view is not None:
+            target._view.version = target._version.value
+    _tell_tracer(target, result)
+    return target
