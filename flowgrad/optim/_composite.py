@@ -17,7 +17,8 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from ._state_check import check_scheduler_state
-from .lr_scheduler import LRScheduler, ReduceLROnPlateau, _lrs
+from .lr_scheduler import LRScheduler, _lrs
+from .lr_scheduler_plateau import ReduceLROnPlateau
 
 
 def _check_children(cls_name, optimizer, schedulers):
