@@ -41,6 +41,7 @@ from .compare import (  # noqa: F401 - comparisons, re-exported; their module si
     tie_weights,
 )
 from .complex import conj
+from .out_arg import with_out
 from .registry import op
 from .rules import _grad_div, _grad_mul, step, unary
 
@@ -387,6 +388,8 @@ def add(input, other, *, alpha=1, out=None):
     >>> flow.tensor([1, 2]) + 0.5
     tensor([1.5000, 2.5000])
     """
+    if out is not None:
+        return with_out(add, out, (input, other), "add", alpha=alpha)
     if alpha != 1:
         other = other * alpha
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
@@ -402,6 +405,8 @@ def sub(input, other, *, alpha=1, out=None):
     >>> flow.sub(flow.tensor([5, 7]), 2)
     tensor([3, 5])
     """
+    if out is not None:
+        return with_out(sub, out, (input, other), "sub", alpha=alpha)
     bools = [isinstance(x, builtins.bool) or isinstance(x, Tensor) and x._data.dtype.kind == "b"
              for x in (input, other)]
     if all(bools):
@@ -427,6 +432,8 @@ def mul(input, other, *, out=None):
     tensor([[ 1., 10.],
             [ 2., 20.]])
     """
+    if out is not None:
+        return with_out(mul, out, (input, other), "mul")
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         if _scalar_dtype_ok(input, other):
             return _scalar_mul(input, value=other)
@@ -442,6 +449,8 @@ def div(input, other, *, rounding_mode=None, out=None):
     >>> flow.div(flow.tensor([7, -7]), 2, rounding_mode="floor")
     tensor([ 3, -4])
     """
+    if out is not None:
+        return with_out(div, out, (input, other), "div", rounding_mode=rounding_mode)
     if rounding_mode is not None:
         from .elementwise_more import _rounded_div
 
@@ -458,6 +467,8 @@ def pow(input, exponent, *, out=None):
     >>> flow.pow(flow.tensor([1.0, 2.0]), 2), flow.pow(2, flow.tensor([1, 2]))
     (tensor([1., 4.]), tensor([2, 4]))
     """
+    if out is not None:
+        return with_out(pow, out, (input, exponent), "pow")
     if isinstance(exponent, _SCALARS) and isinstance(input, Tensor):
         if input._data.dtype.kind in "iu" and not isinstance(exponent, builtins.float) \
                 and exponent < 0:
@@ -602,6 +613,8 @@ def clamp(input, min=None, max=None, *, out=None):
     >>> flow.clamp(flow.tensor([-2.0, 0.5, 3.0]), min=-1, max=1)
     tensor([-1.0000,  0.5000,  1.0000])
     """
+    if out is not None:
+        return with_out(clamp, out, (input,), "clamp", exact_dtype=True, min=min, max=max)
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):

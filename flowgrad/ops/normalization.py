@@ -19,6 +19,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..tensor import Tensor, _wrap_dim
+from .out_arg import with_out
 from .reduce import mean_array
 from .registry import op
 
@@ -429,6 +430,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     >>> flow.nn.functional.normalize(flow.tensor([[3.0, 4.0]]))
     tensor([[0.6000, 0.8000]])
     """
+    if out is not None:
+        return with_out(normalize, out, (input,), "normalize", p=p, dim=dim, eps=eps)
     x = _as_float(input, "normalize")
     if x._data.ndim == 0:
         raise IndexError("normalize: input must have at least one dimension")

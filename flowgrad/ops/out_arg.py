@@ -56,3 +56,28 @@ def write_out(result, out, name):
     with no_grad():
         out.copy_(result)
     return out
+
+
+def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError, **kwargs):
+    """`fn(*inputs, **kwargs)` written into `out`, for a function whose `out=` was given:
+    torch's checks first, then the result cast into out's dtype where torch casts (same kind
+    or wider: a float result does not go into an integer `out`); `exact_dtype`: only the
+    result's own dtype, as torch's structured kernels (clamp). `cast_error`: the exception
+    type torch raises for an `out` the result cannot be cast to (TypeError for cat).
+
+    >>> import flowgrad as flow
+    >>> out = flow.zeros(2)
+    >>> flow.add(flow.ones(2), flow.ones(2), out=out) is out, out
+    (True, tensor([2., 2.]))
+    """
+    check_out(out, [t for a in inputs for t in (a if isinstance(a, (list, tuple)) else (a,))],
+              name)  # (cat's tensors come as one list)
+    result = fn(*inputs, **kwargs)
+    if exact_dtype and result._data.dtype != out._data.dtype:  # torch's structured kernels
+        raise RuntimeError(f"{name}(): Found dtype {out.dtype} but expected {result.dtype}; "
+                           f"pass an `out` of dtype {result.dtype}")
+    if not np.can_cast(result._data.dtype, out._data.dtype, "same_kind"):
+        raise cast_error(f"{name}(): result type {result.dtype} can't be cast to the desired "
+                         f"output type {out.dtype}; pass an `out` of a dtype the result fits "
+                         f"in, or drop out=")
+    return write_out(result, out, name)

@@ -18,6 +18,7 @@ from ..autograd import inplace as _inplace
 from ..autograd.inplace import assign
 from ..autograd.views import replay_view
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
+from .out_arg import with_out
 from .registry import op
 
 __all__ = ["reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "cat",
@@ -569,6 +570,8 @@ def cat(tensors, dim=0, *, out=None):
     >>> flow.cat([a, b], dim=1)
     tensor([[1, 2, 3, 4]])
     """
+    if out is not None:
+        return with_out(cat, out, (tensors,), "cat", cast_error=TypeError, dim=dim)
     tensors = _promote_all(tensors, "cat")
     ref = next((x for x in tensors if x._data.ndim), tensors[0])
     if ref._data.ndim == 0:
@@ -600,6 +603,8 @@ def stack(tensors, dim=0, *, out=None):
     tensor([[1, 3],
             [2, 4]])
     """
+    if out is not None:
+        return with_out(stack, out, (tensors,), "stack", cast_error=TypeError, dim=dim)
     tensors = _promote_all(tensors, "stack")
     shp = tensors[0]._data.shape
     for i, x in enumerate(tensors):
@@ -677,12 +682,16 @@ def hstack(tensors, *, out=None):
     >>> flow.hstack([flow.tensor([1, 2]), flow.tensor([3])])
     tensor([1, 2, 3])
     """
+    if out is not None:
+        return with_out(hstack, out, (tensors,), "hstack", cast_error=TypeError)
     ts = atleast_1d(_seq(tensors, "hstack"))
     return cat(ts, 0 if ts[0]._data.ndim == 1 else 1)
 
 
 def vstack(tensors, *, out=None):
     """cat of the tensors as rows (1-D tensors become (1, n))."""
+    if out is not None:
+        return with_out(vstack, out, (tensors,), "vstack", cast_error=TypeError)
     return cat(atleast_2d(_seq(tensors, "vstack")), 0)
 
 
@@ -691,11 +700,15 @@ row_stack = vstack
 
 def dstack(tensors, *, out=None):
     """cat along dim 2 of the tensors made at least 3-D."""
+    if out is not None:
+        return with_out(dstack, out, (tensors,), "dstack", cast_error=TypeError)
     return cat(atleast_3d(_seq(tensors, "dstack")), 2)
 
 
 def column_stack(tensors, *, out=None):
     """The tensors as columns (0-D/1-D become (n, 1)), joined along dim 1."""
+    if out is not None:
+        return with_out(column_stack, out, (tensors,), "column_stack", cast_error=TypeError)
     ts = [t_.reshape(t_._data.size, 1) if t_._data.ndim <= 1 else t_
           for t_ in _seq(tensors, "column_stack")]
     return cat(ts, 1)
