@@ -2,8 +2,9 @@
 inverses, erf/erfc/erfinv, logit, and rounding (floor, ceil, round, trunc, frac).
 
 Integer and bool inputs promote to the default float dtype, as torch's float-valued ops do;
-rounding keeps integer dtypes. Rules whose factor can be inf or nan (log2 at 0, asin at 1,
-...) use the masked `_grad_div`, so a `where` branch not taken gets a zero gradient.
+rounding keeps integer dtypes. Each op is one `unary` (or `step`) row of ops/rules.py; rows
+whose factor can be inf or nan (log2 at 0, asin at 1, ...) are `masked=True`, so a `where`
+branch not taken gets a zero gradient.
 
 >>> import flowgrad as flow
 >>> flow.log1p(flow.tensor([0.0, 1e-10]))

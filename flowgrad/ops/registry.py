@@ -14,6 +14,8 @@ gradient per output; it returns one
 gradient (or None) per input, of the broadcast shape: the engine un-broadcasts.
 Because rules are written with flowgrad ops, their own backward is recorded when
 `create_graph=True`, which gives higher derivatives and lets graph mode trace them.
+Common rule shapes have declaration helpers in `rules.py`: an elementwise unary op whose
+gradient is dy * f'(x) or dy * f'(y) is one `unary(...)` row.
 """
 from __future__ import annotations
 
