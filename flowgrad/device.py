@@ -1,5 +1,10 @@
-"""Devices and their array modules. Kernels take `xp` from here, never `import numpy`
-themselves, so a CuPy backend needs no kernel rewritten.
+"""Devices and their array modules: the one boundary between tensors and array libraries.
+
+Kernels take `xp` from here, never `import numpy` themselves, and code outside kernels makes
+arrays through the helpers below (`new_zeros(like, ...)`, `to_device`), so a device is one
+`register_device` call: its array type, its array module, and how to copy to the host. NumPy
+(the 'cpu' device) is registered here; a CuPy device would register `cupy.ndarray`, `cupy`
+and `cupy.asnumpy`, and every kernel would run on it unchanged.
 
 >>> import flowgrad as flow
 >>> flow.device("cpu")
@@ -8,6 +13,12 @@ device(type='cpu')
 from __future__ import annotations
 
 import numpy as np
+
+# array type -> the module whose kernels handle it (the interpreter reads this once per op)
+ARRAY_MODULES = {np.ndarray: np}
+# array type -> the device its arrays live on; device type -> (array type, module, to_host)
+ARRAY_DEVICES = {}
+_DEVICES = {}
 
 
 class device:  # noqa: N801 - torch's name
@@ -22,11 +33,13 @@ class device:  # noqa: N801 - torch's name
         if ":" in spec:
             spec, idx = spec.split(":")
             index = int(idx)
-        if spec != "cpu":
+        entry = _DEVICES.get(spec)
+        if entry is None:
+            others = "".join(f", '{d}'" for d in _DEVICES if d != "cpu")
             raise RuntimeError(
-                f"device {spec!r} is not available: flowgrad runs on the 'cpu' device (NumPy); "
-                f"use device='cpu'")
-        self.type, self.index, self.xp = spec, index, np
+                f"device {spec!r} is not available: flowgrad runs on the 'cpu' device (NumPy)"
+                f"{others}; use device='cpu'")
+        self.type, self.index, self.xp = spec, index, entry[1]
 
     def __eq__(self, other):
         try:
@@ -46,12 +59,37 @@ class device:  # noqa: N801 - torch's name
         return self.type
 
 
-CPU = device("cpu")
+def register_device(type_name, array_type, xp, to_host=np.asarray):
+    """Plug in a device: tensors whose storage is an `array_type` live on `type_name`, their
+    kernels get `xp`, and `to_host(array)` copies one into a NumPy array. Returns the device.
+
+    >>> import numpy as np
+    >>> class Pinned(np.ndarray): pass
+    >>> register_device("pinned", Pinned, np)
+    device(type='pinned')
+    >>> device_of(np.zeros(2).view(Pinned)), device("pinned").xp is np
+    (device(type='pinned'), True)
+    >>> unregister_device("pinned")
+    """
+    if type_name in _DEVICES and _DEVICES[type_name][0] is not array_type:
+        raise ValueError(f"register_device: {type_name!r} is already registered for "
+                         f"{_DEVICES[type_name][0].__name__}; unregister it first")
+    _DEVICES[type_name] = (array_type, xp, to_host)
+    ARRAY_MODULES[array_type] = xp
+    ARRAY_DEVICES[array_type] = dev = device(type_name)
+    return dev
 
 
-# array type -> the module whose kernels handle it; a CuPy device would add
-# {cupy.ndarray: cupy} here and every kernel would run on it unchanged
-ARRAY_MODULES = {np.ndarray: np}
+def unregister_device(type_name):
+    """Remove a device added by `register_device` (the CPU stays)."""
+    if type_name == "cpu":
+        raise ValueError("unregister_device: the 'cpu' device cannot be removed")
+    array_type = _DEVICES.pop(type_name)[0]
+    ARRAY_MODULES.pop(array_type, None)
+    ARRAY_DEVICES.pop(array_type, None)
+
+
+CPU = register_device("cpu", np.ndarray, np)
 
 
 def array_module(array):
@@ -64,9 +102,93 @@ def array_module(array):
     return ARRAY_MODULES.get(type(array), np)
 
 
+def device_of(array):
+    """The device an array lives on (host data such as NumPy scalars: the CPU).
+
+    >>> import numpy as np
+    >>> device_of(np.zeros(2))
+    device(type='cpu')
+    """
+    return ARRAY_DEVICES.get(type(array), CPU)
+
+
+def to_host(array):
+    """The values of any registered array (or host data) as a NumPy array, copied only when
+    they live elsewhere.
+
+    >>> to_host([1, 2])
+    array([1, 2])
+    """
+    entry = _DEVICES.get(device_of(array).type)
+    return np.asarray(array) if entry is None else entry[2](array)
+
+
+def to_device(array, dev):
+    """`array` (any registered array, or host data: numbers, lists, NumPy arrays) on device
+    `dev`; the array itself when it is there already.
+
+    >>> import numpy as np
+    >>> a = np.zeros(2)
+    >>> to_device(a, "cpu") is a
+    True
+    """
+    dev = dev if isinstance(dev, device) else device(dev)
+    array_type, xp, _ = _DEVICES[dev.type]
+    if type(array) is array_type:
+        return array
+    return xp.asarray(to_host(array))
+
+
+# ---- arrays on the device of another: what code outside kernels makes instead of np.zeros --
+def new_zeros(like, shape=None, dtype=None):
+    """Zeros on the device of array `like` (its shape and dtype unless given).
+
+    >>> import numpy as np
+    >>> new_zeros(np.ones(2, np.float32), (3,))
+    array([0., 0., 0.], dtype=float32)
+    """
+    return array_module(like).zeros(like.shape if shape is None else shape,
+                                    like.dtype if dtype is None else dtype)
+
+
+def new_full(like, fill_value, shape=None, dtype=None):
+    """`fill_value` everywhere, on the device of array `like` (its shape and dtype unless
+    given).
+
+    >>> import numpy as np
+    >>> new_full(np.zeros(2), 0.5)
+    array([0.5, 0.5])
+    """
+    return array_module(like).full(like.shape if shape is None else shape, fill_value,
+                                   like.dtype if dtype is None else dtype)
+
+
+def new_empty(like, shape=None, dtype=None):
+    """Uninitialised storage on the device of array `like` (its shape and dtype unless given).
+
+    >>> import numpy as np
+    >>> new_empty(np.zeros(2), (2, 3)).shape
+    (2, 3)
+    """
+    return array_module(like).empty(like.shape if shape is None else shape,
+                                    like.dtype if dtype is None else dtype)
+
+
+def new_array(like, values, dtype=None):
+    """Host values (numbers, lists, NumPy arrays) as an array on the device of `like` (an
+    array, or None for the CPU), in `dtype` (inferred from the values when None).
+
+    >>> import numpy as np
+    >>> new_array(np.zeros(2), [1, 2], np.float32)
+    array([1., 2.], dtype=float32)
+    """
+    xp = np if like is None else array_module(like)
+    return xp.asarray(values if xp is np else to_host(values), dtype)
+
+
 def check_device(spec, op_name):
-    """Nothing for None or the CPU; else the RuntimeError naming `op_name` for a device
-    flowgrad cannot honour (e.g. 'cuda': there is no CUDA backend).
+    """Nothing for None or a registered device; else the RuntimeError naming `op_name` for a
+    device flowgrad cannot honour (e.g. 'cuda': there is no CUDA backend).
 
     >>> check_device("cpu:0", "zeros")
     >>> check_device("cuda", "zeros")  # doctest: +ELLIPSIS
@@ -80,3 +202,17 @@ def check_device(spec, op_name):
         device(spec)
     except RuntimeError as error:
         raise RuntimeError(f"{op_name}(): {error}") from None
+
+
+def resolve_device(spec, op_name):
+    """The device a creation function's `device=` names (None: the CPU), or check_device's
+    error.
+
+    >>> resolve_device(None, "zeros")
+    device(type='cpu')
+    """
+    if spec is None or spec is CPU:
+        return CPU
+    check_device(spec, op_name)
+    dev = spec if isinstance(spec, device) else device(spec)
+    return CPU if dev.type == "cpu" else dev

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as _np
 
 from . import dtypes as _dt
-from .ops.creation import check_device as _check_device
+from .device import check_device as _check_device
 from .ops.fft import c2c as _c2c
 from .ops.fft import c2r as _c2r
 from .ops.fft import r2c as _r2c

@@ -13,6 +13,8 @@ from collections import namedtuple
 
 import numpy as np
 
+from .device import array_module
+
 _NAMES = ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
           "cummin")
 
@@ -37,6 +39,7 @@ def values_indices(op_name, values, indices):
 
 def of_zero_dim(op_name, input):
     """The result on a 0-d input: the value itself, at index 0."""
+    xp = array_module(input._data)
     from .tensor import Tensor
 
-    return TYPES[op_name](input.clone(), Tensor._wrap(np.zeros((), np.int64)))
+    return TYPES[op_name](input.clone(), Tensor._wrap(xp.zeros((), np.int64)))

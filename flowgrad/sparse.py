@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from .device import array_module
 from .tensor import Tensor
 
 __all__ = ["SparseTensor", "sparse_coo_tensor", "mm", "sum", "addmm", "strided", "sparse_coo",
@@ -146,10 +147,11 @@ class SparseTensor:
 
     def _unique(self):
         """(sorted unique indices, each entry's position among them, each one's first entry)."""
+        xp = array_module(self._vals._data)
         sizes = self._size[:self.sparse_dim()]
-        uniq, first, inverse = np.unique(self._linear_index()._data, return_index=True,
+        uniq, first, inverse = xp.unique(self._linear_index()._data, return_index=True,
                                          return_inverse=True)
-        idx = np.stack(np.unravel_index(uniq, sizes)) if sizes else np.zeros((0, len(uniq)))
+        idx = xp.stack(xp.unravel_index(uniq, sizes)) if sizes else xp.zeros((0, len(uniq)))
         return (Tensor._wrap(idx.astype(np.int64).reshape(len(sizes), -1)),
                 Tensor._wrap(inverse.reshape(-1).astype(np.int64)), first.astype(np.int64))
 

@@ -19,7 +19,7 @@ from .autograd import interpreter as _interpreter
 from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.meta import AutogradMeta, VersionCounter
 from .autograd.views import sync_view
-from .device import CPU
+from .device import ARRAY_MODULES, CPU, device_of, new_zeros, resolve_device, to_device
 
 
 class Tensor:
@@ -42,6 +42,8 @@ class Tensor:
             data = np.empty(tuple(int(a) for a in args), dt.np)
         else:
             data = as_array(args[0], dt)
+        if device is not None:
+            data = to_device(data, resolve_device(device, "Tensor"))
         self._data = data
         self._meta = None
         self._grad_fn = None
@@ -52,9 +54,11 @@ class Tensor:
 
     @classmethod
     def _wrap(cls, array):
-        """Wrap an array without copying (kernels may return NumPy scalars: made 0-d)."""
+        """Wrap an array of any registered device without copying (the one path every tensor
+        is made through); host data such as NumPy scalars becomes a 0-d CPU array."""
         t = object.__new__(Tensor)
-        t._data = array if type(array) is np.ndarray else np.asarray(array)
+        t._data = array if type(array) is np.ndarray or type(array) in ARRAY_MODULES \
+            else np.asarray(array)
         t._meta = None
         t._grad_fn = None
         t._version = None
@@ -62,8 +66,10 @@ class Tensor:
         return t
 
     @classmethod
-    def _zeros(cls, shape, np_dtype):
-        return cls._wrap(np.zeros(shape, np_dtype))
+    def _zeros(cls, shape, np_dtype, like=None):
+        """Zeros on the device of tensor `like` (the CPU when None)."""
+        return cls._wrap(np.zeros(shape, np_dtype) if like is None else
+                         new_zeros(like._data, shape, np_dtype))
 
     # ---- storage and metadata -------------------------------------------------------
     @property
@@ -83,13 +89,27 @@ class Tensor:
 
     @property
     def device(self):
-        return CPU
+        return CPU if type(self._data) is np.ndarray else device_of(self._data)
 
     @property
     def is_cuda(self):
-        return False
+        return type(self._data) is not np.ndarray and device_of(self._data).type == "cuda"
 
-    is_xpu = is_mps = is_meta = is_cuda  # flowgrad tensors live on the CPU only
+    @property
+    def is_cpu(self):
+        return type(self._data) is np.ndarray or device_of(self._data) is CPU
+
+    @property
+    def is_xpu(self):
+        return type(self._data) is not np.ndarray and device_of(self._data).type == "xpu"
+
+    @property
+    def is_mps(self):
+        return type(self._data) is not np.ndarray and device_of(self._data).type == "mps"
+
+    @property
+    def is_meta(self):
+        return False  # flowgrad has no meta (storage-less) tensors
 
     @property
     def ndim(self):

@@ -9,8 +9,7 @@ import functools
 import sys
 import threading
 
-import numpy as np
-
+from ..device import new_empty
 from ..errors import freed_graph_error
 from . import anomaly as _anomaly
 from . import grad_mode
@@ -329,7 +328,7 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
                     f"grad can be implicitly created only for real scalar outputs but got "
                     f"{out.dtype}; call backward on a real loss (.abs(), .real) or pass "
                     f"gradient=")
-            seed = np.empty_like(out._data)  # (empty_like + fill: C calls; ones_like is not)
+            seed = new_empty(out._data)  # (empty + fill: C calls; ones_like is not)
             seed.fill(1)
             g = Tensor._wrap(seed)
         else:

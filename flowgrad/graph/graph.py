@@ -28,7 +28,7 @@ import numpy as np
 
 from ..amp.autocast_mode import autocast
 from ..autograd.interpreter import using_interpreter
-from ..device import ARRAY_MODULES
+from ..device import ARRAY_MODULES, array_module
 from ..nn.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
@@ -147,8 +147,8 @@ class Graph:
         self._update((total, None))
         leaves = [_flatten_outputs(r)[0] for r in results]
         rebuild = _flatten_outputs(results[0])[1]
-        return rebuild([Tensor._wrap(np.stack([ls[i]._data for ls in leaves]))
-                        for i in range(len(leaves[0]))])
+        return rebuild([Tensor._wrap(array_module(leaves[0][i]._data).stack(
+            [ls[i]._data for ls in leaves])) for i in range(len(leaves[0]))])
 
     def _step(self, args, kwargs):
         flat = _flatten_inputs(args, kwargs)

@@ -25,7 +25,7 @@ from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ..autograd.inplace import bump_version
-from ..device import check_device, device
+from ..device import device, resolve_device, to_device
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -509,7 +509,7 @@ class Module:
         with no_grad():
             for mod, name, kind, current, arr in plan:
                 if assign:
-                    t = Tensor._wrap(np.array(arr, dtype=arr.dtype))
+                    t = Tensor._wrap(arr.copy(order="K"))
                     if kind == "param":
                         setattr(mod, name, Parameter(t, current.requires_grad))
                     else:
@@ -593,9 +593,11 @@ class Module:
 
     def to(self, *args, **kwargs):
         """`to(dtype)`, `to(device)`, `to(tensor)` or keywords: floating parameters and
-        buffers are cast to the dtype (flowgrad runs on the CPU only)."""
+        buffers are cast to the dtype and moved to the device (the CPU or a registered one,
+        flowgrad.device.register_device), keeping their identity."""
         dtype = kwargs.pop("dtype", None)
-        check_device(kwargs.pop("device", None), "Module.to")
+        dev = kwargs.pop("device", None)
+        dev = None if dev is None else resolve_device(dev, "Module.to")
         kwargs.pop("non_blocking", None)
         kwargs.pop("memory_format", None)
         if kwargs:
@@ -604,13 +606,15 @@ class Module:
             if isinstance(a, Tensor):
                 dtype = a.dtype
             elif isinstance(a, (str, device)):
-                check_device(a, "Module.to")
+                dev = resolve_device(a, "Module.to")
             elif isinstance(a, _dt.dtype) or (a is not None and not isinstance(a, str) and
                                               not type(a).__name__ == "device"):
                 try:
                     dtype = _dt.as_dtype(a)
                 except (TypeError, KeyError, ValueError):
                     pass
+        if dev is not None:
+            self._apply(lambda a: to_device(a, dev))
         if dtype is None:
             return self
         dtype = _dt.as_dtype(dtype)

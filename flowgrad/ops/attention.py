@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..device import array_module
 from ..tensor import Tensor
 from .activation import softmax
 from .elementwise import where
@@ -21,8 +22,9 @@ __all__ = ["scaled_dot_product_attention"]
 
 def _repeat_heads(t, times):
     """Repeat each head `times` times along dim -3 (grouped-query attention)."""
+    xp = array_module(t._data)
     heads = t._data.shape[-3]
-    return t[(Ellipsis, Tensor._wrap(np.repeat(np.arange(heads), times)), slice(None),
+    return t[(Ellipsis, Tensor._wrap(xp.repeat(xp.arange(heads), times)), slice(None),
               slice(None))]
 
 
@@ -44,6 +46,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     tensor([[[1.0000, 2.0000],
              [2.3395, 3.3395]]])
     """
+    xp = array_module(query._data)
     q, k, v = query, key, value
     for name, t in (("query", q), ("key", k), ("value", v)):
         if t._data.ndim < 2:
@@ -75,7 +78,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scores = (q @ k.transpose(-2, -1)) * scale
     allowed = None
     if is_causal:
-        allowed = np.tril(np.ones((length, source), bool))
+        allowed = xp.tril(xp.ones((length, source), bool))
     elif attn_mask is not None:
         if attn_mask._data.dtype.kind == "b":
             allowed = attn_mask._data
@@ -83,7 +86,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             scores = scores + attn_mask.to(scores.dtype)
     if allowed is not None:
         shape = np.broadcast_shapes(allowed.shape, scores._data.shape)
-        allowed = np.broadcast_to(allowed, shape)
+        allowed = xp.broadcast_to(allowed, shape)
         empty = ~allowed.any(-1, keepdims=True)
         # rows with nothing to attend to: softmax over zeros (no NaN), then output zero
         scores = where(Tensor._wrap(allowed | empty), scores, -math.inf)

@@ -8,6 +8,7 @@ tensor([False,  True,  True])
 """
 from __future__ import annotations
 
+from ..device import array_module
 from ..tensor import Tensor
 from .registry import op
 
@@ -82,16 +83,16 @@ def isclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
     >>> flow.isclose(flow.tensor([1.0, 2.0]), flow.tensor([1.0 + 1e-7, 2.1]))
     tensor([ True, False])
     """
-    import numpy as np
+    xp = array_module(input._data)
 
-    return Tensor._wrap(np.isclose(input._data, other._data, rtol, atol, equal_nan))
+    return Tensor._wrap(xp.isclose(input._data, other._data, rtol, atol, equal_nan))
 
 
 def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
     """True if every element of input is close to other (see isclose); a Python bool."""
-    import numpy as np
+    xp = array_module(input._data)
 
-    return bool(np.allclose(input._data, other._data, rtol, atol, equal_nan))
+    return bool(xp.allclose(input._data, other._data, rtol, atol, equal_nan))
 
 
 # ---- masks for gradient rules ------------------------------------------------------------

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd import interpreter as _interpreter
-from ..device import check_device
+from ..device import ARRAY_MODULES, CPU, device_of, resolve_device, to_device
 from ..random import numpy_generator, resolve
 from ..tensor import Size, Tensor
 from .registry import op
@@ -148,7 +148,7 @@ def as_array(data, dtype=None):
     if isinstance(data, Tensor):
         arr = data._data
         return arr.astype(dtype.np) if dtype is not None else arr.copy()
-    if isinstance(data, np.ndarray):
+    if isinstance(data, np.ndarray) or type(data) in ARRAY_MODULES:  # any device's array
         if dtype is None:
             _dt.from_numpy_dtype(data.dtype)  # raises for unsupported dtypes
             return data.copy()
@@ -171,9 +171,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     >>> flow.tensor([1, 2]).dtype, flow.tensor([1.0, 2]).dtype
     (flowgrad.int64, flowgrad.float32)
     """
-    check_device(device, "tensor")
+    dev = resolve_device(device, "tensor")
     return _finish(as_array(data, _dt.as_dtype(dtype) if dtype is not None else None),
-                   requires_grad)
+                   requires_grad, dev)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -184,13 +184,16 @@ def as_tensor(data, dtype=None, device=None):
     >>> flow.as_tensor(x) is x, flow.as_tensor([1, 2]).dtype
     (True, flowgrad.int64)
     """
-    check_device(device, "as_tensor")
-    if isinstance(data, Tensor) and (dtype is None or _dt.as_dtype(dtype) is data.dtype):
+    dev = resolve_device(device, "as_tensor")
+    if isinstance(data, Tensor) and (dtype is None or _dt.as_dtype(dtype) is data.dtype) and \
+            (device is None or data.device == dev):
         return data
-    if isinstance(data, np.ndarray) and (dtype is None or _dt.as_dtype(dtype).np == data.dtype):
+    if (isinstance(data, np.ndarray) or type(data) in ARRAY_MODULES) and \
+            (dtype is None or _dt.as_dtype(dtype).np == data.dtype) and \
+            (device is None or device_of(data) == dev):
         _dt.from_numpy_dtype(data.dtype)
         return Tensor._wrap(data)
-    return tensor(data, dtype=dtype)
+    return tensor(data, dtype=dtype, device=device)
 
 
 def from_numpy(array):
@@ -274,8 +277,8 @@ def _alloc(op_name, shape, dtype, make):
                            f"tensor") from None
 
 
-def _finish(array, requires_grad):
-    t = Tensor._wrap(array)
+def _finish(array, requires_grad, dev=CPU):
+    t = Tensor._wrap(array if dev is CPU else to_device(array, dev))
     if _interpreter.current is not _interpreter.AutogradInterpreter:
         made_here = getattr(_interpreter.current, "made_here", None)
         if made_here is not None:  # made while nn.Graph traces build: a constant it may fold
@@ -303,9 +306,9 @@ def zeros(*size_args, size=None, dtype=None, device=None, requires_grad=False):
     >>> flow.zeros(2, dtype=flow.int64)
     tensor([0, 0])
     """
-    check_device(device, "zeros")
+    dev = resolve_device(device, "zeros")
     shape, d = _size(_size_arg(size_args, size, "zeros"), "zeros"), _float_dtype(dtype).np
-    return _finish(_alloc("zeros", shape, d, lambda: np.zeros(shape, d)), requires_grad)
+    return _finish(_alloc("zeros", shape, d, lambda: dev.xp.zeros(shape, d)), requires_grad, dev)
 
 
 def ones(*size_args, size=None, dtype=None, device=None, requires_grad=False):
@@ -316,9 +319,9 @@ def ones(*size_args, size=None, dtype=None, device=None, requires_grad=False):
     tensor([[1., 1.],
             [1., 1.]])
     """
-    check_device(device, "ones")
+    dev = resolve_device(device, "ones")
     shape, d = _size(_size_arg(size_args, size, "ones"), "ones"), _float_dtype(dtype).np
-    return _finish(_alloc("ones", shape, d, lambda: np.ones(shape, d)), requires_grad)
+    return _finish(_alloc("ones", shape, d, lambda: dev.xp.ones(shape, d)), requires_grad, dev)
 
 
 def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, **_):
@@ -328,9 +331,9 @@ def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, *
     >>> flow.empty(2, 3).shape
     flowgrad.Size([2, 3])
     """
-    check_device(device, "empty")
+    dev = resolve_device(device, "empty")
     shape, d = _size(_size_arg(size_args, size, "empty"), "empty"), _float_dtype(dtype).np
-    return _finish(_alloc("empty", shape, d, lambda: np.zeros(shape, d)), requires_grad)
+    return _finish(_alloc("empty", shape, d, lambda: dev.xp.zeros(shape, d)), requires_grad, dev)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -343,7 +346,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     >>> flow.full((2,), 0.5)
     tensor([0.5000, 0.5000])
     """
-    check_device(device, "full")
+    dev = resolve_device(device, "full")
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     elif not isinstance(fill_value, (numbers.Number, np.generic)):
@@ -352,12 +355,17 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     if dtype is None:
         dtype = _infer_dtype(fill_value)
     shape, d = _size((size,), "full"), _dt.as_dtype(dtype).np
-    return _finish(_alloc("full", shape, d, lambda: np.full(shape, fill_value, d)),
-                   requires_grad)
+    return _finish(_alloc("full", shape, d, lambda: dev.xp.full(shape, fill_value, d)),
+                   requires_grad, dev)
 
 
 def _like(x, dtype):
     return _dt.as_dtype(dtype) if dtype is not None else x.dtype
+
+
+def _device_like(x, device, op_name):
+    """torch's `*_like`: x's device unless `device` names another."""
+    return x.device if device is None else resolve_device(device, op_name)
 
 
 def zeros_like(x, dtype=None, device=None, requires_grad=False, **_):
@@ -368,20 +376,19 @@ def zeros_like(x, dtype=None, device=None, requires_grad=False, **_):
     tensor([[0, 0],
             [0, 0]])
     """
-    check_device(device, "zeros_like")
-    return _finish(np.zeros(x._data.shape, _like(x, dtype).np), requires_grad)
+    dev = _device_like(x, device, "zeros_like")
+    return _finish(dev.xp.zeros(x._data.shape, _like(x, dtype).np), requires_grad, dev)
 
 
 def ones_like(x, dtype=None, device=None, requires_grad=False, **_):
     """Ones with the shape of `x` and its dtype unless `dtype` is given."""
-    check_device(device, "ones_like")
-    return _finish(np.ones(x._data.shape, _like(x, dtype).np), requires_grad)
+    dev = _device_like(x, device, "ones_like")
+    return _finish(dev.xp.ones(x._data.shape, _like(x, dtype).np), requires_grad, dev)
 
 
 def empty_like(x, dtype=None, device=None, requires_grad=False, **_):
     """An uninitialised tensor shaped like `x`; flowgrad fills it with zeros."""
-    check_device(device, "empty_like")
-    return zeros_like(x, dtype, requires_grad=requires_grad)
+    return zeros_like(x, dtype, device, requires_grad=requires_grad)
 
 
 def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **_):
@@ -391,8 +398,9 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **_):
     >>> flow.full_like(flow.ones(3), 2.5)
     tensor([2.5000, 2.5000, 2.5000])
     """
-    check_device(device, "full_like")
-    return _finish(np.full(x._data.shape, fill_value, _like(x, dtype).np), requires_grad)
+    dev = _device_like(x, device, "full_like")
+    return _finish(dev.xp.full(x._data.shape, fill_value, _like(x, dtype).np), requires_grad,
+                   dev)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -404,7 +412,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     >>> flow.arange(1, 2.5, 0.5)
     tensor([1.0000, 1.5000, 2.0000])
     """
-    check_device(device, "arange")
+    dev = resolve_device(device, "arange")
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
@@ -427,7 +435,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     return _finish(_alloc("arange", (n,), dtype.np, lambda: (
         (start + step * np.arange(n, dtype=np.float64)).astype(dtype.np)
         if dtype.is_floating_point else np.arange(start, end, step, dtype=dtype.np)[:n])),
-        requires_grad)
+        requires_grad, dev)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
@@ -437,10 +445,10 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     >>> flow.linspace(0, 1, steps=5)
     tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
     """
-    check_device(device, "linspace")
+    dev = resolve_device(device, "linspace")
     n, d = _steps(steps, "linspace"), _float_dtype(dtype).np
     return _finish(_alloc("linspace", (n,), d, lambda: np.linspace(start, end, n).astype(d)),
-                   requires_grad)
+                   requires_grad, dev)
 
 
 def _steps(steps, op_name):
@@ -452,11 +460,11 @@ def _steps(steps, op_name):
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
     """`steps` values base ** t for t evenly spaced from start to end, inclusive."""
-    check_device(device, "logspace")
+    dev = resolve_device(device, "logspace")
     n, d = _steps(steps, "logspace"), _float_dtype(dtype).np
     return _finish(_alloc("logspace", (n,), d,
                           lambda: np.logspace(start, end, n, base=base).astype(d)),
-                   requires_grad)
+                   requires_grad, dev)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
@@ -467,14 +475,15 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     tensor([[1., 0., 0.],
             [0., 1., 0.]])
     """
-    check_device(device, "eye")
+    dev = resolve_device(device, "eye")
     n = _as_int(n, "eye", "n")
     m = n if m is None else _as_int(m, "eye", "m")
     for arg, v in (("n", n), ("m", m)):
         if v < 0:
             raise RuntimeError(f"eye(): {arg} must be greater or equal to 0, got {v}")
     d = _float_dtype(dtype).np
-    return _finish(_alloc("eye", (n, m), d, lambda: np.eye(n, m, dtype=d)), requires_grad)
+    return _finish(_alloc("eye", (n, m), d, lambda: dev.xp.eye(n, m, dtype=d)), requires_grad,
+                   dev)
 
 
 def rand(*size_args, size=None, generator=None, dtype=None, device=None,
@@ -486,11 +495,11 @@ def rand(*size_args, size=None, generator=None, dtype=None, device=None,
     >>> flow.rand(3)
     tensor([0.6370, 0.2698, 0.0410])
     """
-    check_device(device, "rand")
+    dev = resolve_device(device, "rand")
     d, shape = _float_dtype(dtype).np, _size(_size_arg(size_args, size, "rand"), "rand")
     gen = resolve(generator)
     out = _alloc("rand", shape, d, lambda: _rand(shape=shape, dtype=d, generator=gen))
-    return _finish_op(out, requires_grad)
+    return _finish_op(out, requires_grad, dev)
 
 
 # ---- random sampling: kernels draw from the Generator attribute ---------------------------
@@ -547,7 +556,9 @@ def _multinomial(xp, x, *, num_samples, replacement, generator):
     return out.reshape(p.shape[:-1] + (num_samples,)).astype(xp.int64)
 
 
-def _finish_op(out, requires_grad):
+def _finish_op(out, requires_grad, dev=CPU):
+    if dev is not CPU:  # drawn on the host (one stream for every device), then moved
+        out._data = to_device(out._data, dev)
     if requires_grad:
         out.requires_grad_(True)
     return out
@@ -563,11 +574,11 @@ def randn(*size_args, size=None, generator=None, dtype=None, device=None,
     tensor([[ 0.1257, -0.1321],
             [ 0.6404,  0.1049]])
     """
-    check_device(device, "randn")
+    dev = resolve_device(device, "randn")
     d, shape = _float_dtype(dtype).np, _size(_size_arg(size_args, size, "randn"), "randn")
     gen = resolve(generator)
     out = _alloc("randn", shape, d, lambda: _randn(shape=shape, dtype=d, generator=gen))
-    return _finish_op(out, requires_grad)
+    return _finish_op(out, requires_grad, dev)
 
 
 def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
@@ -580,7 +591,7 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
     >>> x.dtype, bool(((x >= 0) & (x < 10)).all())
     (flowgrad.int64, True)
     """
-    check_device(device, "randint")
+    dev = resolve_device(device, "randint")
     if size is None:
         low, high, size = 0, low, high
     if high is None:
@@ -595,7 +606,7 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
     shape, gen = _size((size,), "randint"), resolve(generator)
     out = _alloc("randint", shape, np.int64, lambda: _randint(
         low=low, high=high, shape=shape, dtype=d.np, generator=gen))
-    return _finish_op(out, requires_grad)
+    return _finish_op(out, requires_grad, dev)
 
 
 def rand_like(input, dtype=None, generator=None, device=None, requires_grad=False, **_):
@@ -605,12 +616,13 @@ def rand_like(input, dtype=None, generator=None, device=None, requires_grad=Fals
     >>> flow.rand_like(flow.zeros(2, 3)).shape
     flowgrad.Size([2, 3])
     """
-    check_device(device, "rand_like")
+    dev = _device_like(input, device, "rand_like")
     d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
     if not d.is_floating_point:
         raise RuntimeError(f"rand_like: uniform sampling needs a floating dtype, got {d.name}; "
                            f"pass dtype=flowgrad.float32")
-    return rand(*input.shape, dtype=d, generator=generator, requires_grad=requires_grad)
+    return rand(*input.shape, dtype=d, generator=generator, device=dev,
+                requires_grad=requires_grad)
 
 
 def randn_like(input, dtype=None, generator=None, device=None, requires_grad=False, **_):
@@ -620,12 +632,13 @@ def randn_like(input, dtype=None, generator=None, device=None, requires_grad=Fal
     >>> flow.randn_like(flow.zeros(2)).dtype
     flowgrad.float32
     """
-    check_device(device, "randn_like")
+    dev = _device_like(input, device, "randn_like")
     d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
     if not d.is_floating_point:
         raise RuntimeError(f"randn_like: normal sampling needs a floating dtype, got {d.name}; "
                            f"pass dtype=flowgrad.float32")
-    return randn(*input.shape, dtype=d, generator=generator, requires_grad=requires_grad)
+    return randn(*input.shape, dtype=d, generator=generator, device=dev,
+                 requires_grad=requires_grad)
 
 
 def randint_like(input, low=0, high=None, dtype=None, generator=None, device=None,
@@ -639,7 +652,8 @@ def randint_like(input, low=0, high=None, dtype=None, generator=None, device=Non
     if high is None:
         low, high = 0, low
     return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
-                   generator=generator, device=device, requires_grad=requires_grad)
+                   generator=generator, device=_device_like(input, device, "randint_like"),
+                   requires_grad=requires_grad)
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
@@ -650,7 +664,7 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     >>> sorted(flow.randperm(5).tolist())
     [0, 1, 2, 3, 4]
     """
-    check_device(device, "randperm")
+    dev = resolve_device(device, "randperm")
     n = _as_int(n, "randperm", "n")
     if n < 0:
         raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: "
@@ -658,7 +672,7 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     gen = resolve(generator)
     return _finish_op(_alloc("randperm", (n,), np.int64, lambda: _randperm(
-        n=n, dtype=d.np, generator=gen)), requires_grad)
+        n=n, dtype=d.np, generator=gen)), requires_grad, dev)
 
 
 def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None,
@@ -669,7 +683,7 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
     >>> flow.normal(2.0, 0.0, size=(2,))
     tensor([2., 2.])
     """
-    check_device(device, "normal")
+    dev = resolve_device(device, "normal")
     m = mean._data if isinstance(mean, Tensor) else mean
     s = std._data if isinstance(std, Tensor) else std
     shape = size if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
@@ -682,7 +696,7 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
     out = _normal(*tensors, mean=None if isinstance(mean, Tensor) else mean,
                   std=None if isinstance(std, Tensor) else std, shape=tuple(shape),
                   dtype=d.np, generator=resolve(generator))
-    return _finish_op(out, requires_grad)
+    return _finish_op(out, requires_grad, dev)
 
 
 def bernoulli(input, p=None, *, generator=None):

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
+from ..device import array_module
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -159,9 +160,10 @@ def _src_part(src, index_shape):
 
 
 def _as_value(value, like):
+    xp = array_module(like._data)
     if isinstance(value, Tensor):
         return value if value._data.dtype == like._data.dtype else value.to(like.dtype)
-    return Tensor._wrap(np.asarray(value, like._data.dtype))
+    return Tensor._wrap(xp.asarray(value, like._data.dtype))
 
 
 def _check_dtype(input, src, name):
@@ -425,11 +427,12 @@ def index_put(input, indices, values, accumulate=False):
     from .elementwise import where
     from .index import _index, parse_index
 
+    xp = array_module(input._data)
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put(): argument 'indices' must be a tuple of Tensors, not "
                         f"{type(indices).__name__}")
     spec, arrays, _ = parse_index(tuple(indices), select_ints=False)
-    positions = Tensor._wrap(np.arange(input._data.size).reshape(input._data.shape))
+    positions = Tensor._wrap(xp.arange(input._data.size).reshape(input._data.shape))
     try:
         flat = _index(positions, *arrays, spec=spec)  # an op: a trace reads the new indices
     except IndexError as e:

@@ -23,6 +23,7 @@ from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
 from ..autograd.inplace import bump_version, inplace_update, run_inplace, self_overlapping, writable
 from ..autograd.views import writable_alias
+from ..device import array_module
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -256,9 +257,10 @@ def setitem_backward(ctx, dy):
 
 def setitem(x, index, value):
     """`x[index] = value` in place; recorded (x is rebased) when value or x needs grad."""
+    xp = array_module(x._data)
     spec, arrays, advanced = parse_index(index)
     if not isinstance(value, Tensor):
-        value = Tensor._wrap(np.asarray(value, dtype=x._data.dtype))
+        value = Tensor._wrap(xp.asarray(value, dtype=x._data.dtype))
     elif value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
     data = x._data
@@ -300,9 +302,10 @@ def setitem(x, index, value):
 def _write_base_elements(x, spec, arrays, value):
     """x[idx] = value for an expand x whose elements share memory, addressed to the elements
     of its base instead, so that each memory location is written, and differentiated, once."""
+    xp = array_module(x._data)
     info = x._view
     base = info.base
-    positions = np.arange(base._data.size).reshape(base._data.shape)
+    positions = xp.arange(base._data.size).reshape(base._data.shape)
     for view_op, attrs, index in info.chain:
         positions = view_op.kernel(np, positions, **attrs)
         if index is not None:
@@ -315,7 +318,7 @@ def _write_base_elements(x, spec, arrays, value):
         if positions.size:
             setitem(base, (), value.reshape(-1)[-1])
         return
-    setitem(base, np.unravel_index(positions, base._data.shape), value)
+    setitem(base, xp.unravel_index(positions, base._data.shape), value)
 
 
 def _is_whole(data, idx):
@@ -378,8 +381,9 @@ def nonzero(input, *, as_tuple=False):
     tensor([[0, 1],
             [1, 0]])
     """
+    xp = array_module(input._data)
     if as_tuple:
-        return tuple(Tensor._wrap(i.astype(np.int64)) for i in np.nonzero(input._data))
+        return tuple(Tensor._wrap(i.astype(np.int64)) for i in xp.nonzero(input._data))
     return _nonzero(input).to(_dt.int64)
 
 
@@ -420,6 +424,7 @@ def masked_fill(input, mask, value):
     """
     from .elementwise import where
 
+    xp = array_module(input._data)
     if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
         raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
@@ -430,7 +435,7 @@ def masked_fill(input, mask, value):
                                f"got tensor with {value._data.ndim} dimension(s)")
         value = value.to(input.dtype)
     else:
-        value = Tensor._wrap(np.asarray(value, input._data.dtype))
+        value = Tensor._wrap(xp.asarray(value, input._data.dtype))
     return where(mask, value, input)
 
 

@@ -18,6 +18,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..device import array_module
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import adjoint
 from .linalg import matmul
@@ -340,13 +341,14 @@ def qr(A, mode="reduced"):
     tensor([[5.0000, 2.2000],
             [0.0000, 0.4000]])
     """
+    xp = array_module(A._data)
     _matrix(A, "linalg.qr")
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"linalg.qr: qr received unrecognized mode '{mode}' but expected "
                            f"one of 'reduced' (default), 'r', or 'complete'")
     Q, R = _qr(A, mode=mode)
     if mode == "r":
-        return QR(Tensor._wrap(np.empty((0,), A._data.dtype)), R)
+        return QR(Tensor._wrap(xp.empty((0,), A._data.dtype)), R)
     return QR(Q, R)
 
 

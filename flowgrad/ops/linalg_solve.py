@@ -19,6 +19,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..device import array_module
 from ..tensor import Tensor, tensor_method
 from .linalg_decomp import (
     _eye,
@@ -191,8 +192,9 @@ def lu_factor(A, *, pivot=True):
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     """torch.lu_unpack: (P, L, U) from the packed LU and its pivots."""
+    xp = array_module(LU_data._data)
     P, L, U = _unpack(LU_data, LU_pivots)
-    empty = Tensor._wrap(np.empty((0,), LU_data._data.dtype))
+    empty = Tensor._wrap(xp.empty((0,), LU_data._data.dtype))
     return PLU(P if unpack_pivots else empty, L if unpack_data else empty,
                U if unpack_data else empty)
 
@@ -412,6 +414,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     tensor([[1.],
             [1.]])
     """
+    xp = array_module(A._data)
     _matrix(A, "linalg.lstsq")
     if driver not in _DRIVERS:
         raise RuntimeError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
@@ -425,7 +428,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     rtol = rcond if rcond is not None and rcond > 0 else np.finfo(A._data.dtype).eps * max(m, n)
     X = pinv(A, rtol=rtol) @ Bm
     dtype = A._data.dtype
-    empty = Tensor._wrap(np.empty((0,), dtype))
+    empty = Tensor._wrap(xp.empty((0,), dtype))
     rank = empty.long() if driver == "gels" else matrix_rank(A, rtol=rtol)
     svals = svdvals(A.detach()) if driver in ("gelsd", "gelss") else empty
     residuals = empty

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 
+from ..device import array_module
 from ..tensor import Tensor
 from .activation import log_softmax, softplus
 from .elementwise import minimum, where
@@ -266,10 +267,11 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     """0.5 (log var + (input - target)^2 / var) (+ 0.5 log 2 pi when full); var is clamped at
     eps for stability without blocking its gradient, as torch does."""
+    xp = array_module(input._data)
     check_reduction(reduction, "gaussian_nll_loss")
     x = _float_input(input, "gaussian_nll_loss")
     if not isinstance(var, Tensor):
-        var = Tensor._wrap(np.full(tuple(x.shape), float(var), x._data.dtype))
+        var = Tensor._wrap(xp.full(tuple(x.shape), float(var), x._data.dtype))
     if tuple(var.shape) != tuple(x.shape):
         if tuple(x.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
@@ -279,7 +281,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
                              f"it without (or with 1 as) its last dim")
     if (var._data < 0).any():
         raise ValueError("gaussian_nll_loss: var has negative entry/entries")
-    clamped = np.maximum(var._data, eps)
+    clamped = xp.maximum(var._data, eps)
     # the clamp shifts the value but passes the gradient straight through (torch's no_grad)
     v = var + Tensor._wrap((clamped - var._data).astype(var._data.dtype))
     d = x - target
@@ -463,6 +465,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     >>> F.multilabel_margin_loss(flow.tensor([0.1, 0.2, 0.4, 0.8]), flow.tensor([3, 0, -1, 1]))
     tensor(0.8500)
     """
+    xp = array_module(input._data)
     check_reduction(reduction, "multilabel_margin_loss")
     x = _float_input(input, "multilabel_margin_loss")
     nd = x._data.ndim
@@ -483,10 +486,10 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         raise RuntimeError(f"multilabel_margin_loss: target is out of range: class indices "
                            f"must lie in [0, {c}) or be -1 (padding), got {t.min()}..{t.max()}")
     # the targets of a row are the indices before its first -1
-    valid = np.cumprod(t != -1, axis=1).astype(bool)
-    safe = np.where(valid, t, 0)
-    is_target = np.zeros((n, c), bool)
-    rows = np.broadcast_to(np.arange(n)[:, None], t.shape)
+    valid = xp.cumprod(t != -1, axis=1).astype(bool)
+    safe = xp.where(valid, t, 0)
+    is_target = xp.zeros((n, c), bool)
+    rows = xp.broadcast_to(xp.arange(n)[:, None], t.shape)
     is_target[rows[valid], safe[valid]] = True
     picked = x2[Tensor._wrap(rows.copy()), Tensor._wrap(safe)]  # (N, C) x[y_j]
     z = (1.0 - picked.unsqueeze(2) + x2.unsqueeze(1)).clamp(min=0.0)  # (N, j, i)

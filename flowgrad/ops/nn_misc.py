@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..autograd.inplace import bump_version, run_inplace
+from ..device import array_module
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim
 from .normalization import dist_norm
@@ -109,9 +110,10 @@ def _padding_idx(padding_idx, n, name):
 def _renorm_rows(weight, idx, max_norm, norm_type):
     """torch's embedding_renorm_: rescale the looked-up rows of weight to norm <= max_norm,
     in place and outside autograd."""
-    rows = np.unique(idx)
+    xp = array_module(weight._data)
+    rows = xp.unique(idx)
     w = weight._data
-    norms = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
+    norms = xp.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
     big = norms > max_norm
     if big.any():
         scale = max_norm / (norms[big] + 1e-7)
@@ -166,6 +168,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     tensor([[1.5000, 2.5000],
             [2.5000, 6.5000]])
     """
+    xp = array_module(weight._data)
     idx = _indices(input, "embedding_bag")
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
@@ -177,14 +180,14 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("embedding_bag: if input is 2D, then offsets has to be None, as "
                              "input is treated is a mini-batch of fixed length sequences")
         b, length = idx.shape
-        starts = Tensor._wrap(np.arange(b, dtype=np.int64) * length)  # from the shape only
+        starts = Tensor._wrap(xp.arange(b, dtype=np.int64) * length)  # from the shape only
         flat = input.reshape(-1)
         psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
         last = False
     elif idx.ndim == 1:
         if offsets is None:
             raise ValueError("embedding_bag: offsets has to be a 1D Tensor but got None")
-        first = np.asarray(offsets._data).reshape(-1)[:1]
+        first = xp.asarray(offsets._data).reshape(-1)[:1]
         if first.size == 0 or first[0] != 0:
             raise ValueError(f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence "
                              f"in the mini-batch has to start from position 0, got "

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from ..device import array_module, resolve_device, to_device
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .index import index_select, narrow
 from .registry import op
@@ -97,18 +98,19 @@ def combinations(input, r=2, with_replacement=False):
             [1, 3],
             [2, 3]])
     """
+    xp = array_module(input._data)
     if input._data.ndim != 1:
         raise RuntimeError(f"combinations: Expect a 1D vector, but got shape "
                            f"{tuple(input.shape)}")
     if r < 0:
         raise RuntimeError(f"combinations: Expect a non-negative number, but got {r}")
     if r == 0:
-        return Tensor._wrap(np.empty((0,), input._data.dtype))
+        return Tensor._wrap(xp.empty((0,), input._data.dtype))
     pick = itertools.combinations_with_replacement if with_replacement \
         else itertools.combinations
-    rows = np.array(list(pick(range(input._data.shape[0]), r)), np.int64).reshape(-1, r)
+    rows = xp.array(list(pick(range(input._data.shape[0]), r)), np.int64).reshape(-1, r)
     if rows.shape[0] == 0:
-        return Tensor._wrap(np.empty((0, r), input._data.dtype))[:, :]
+        return Tensor._wrap(xp.empty((0, r), input._data.dtype))[:, :]
     return stack([index_select(input, 0, Tensor._wrap(rows[:, k].copy())) for k in range(r)], 1)
 
 
@@ -208,6 +210,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
     >>> flow.histogram(flow.tensor([1.0, 2.0, 1.0]), 2)
     (tensor([2., 1.]), tensor([1.0000, 1.5000, 2.0000]))
     """
+    xp = array_module(input._data)
     a = _float_input(input, "histogram")
     edges = bins._data.astype(np.float64) if isinstance(bins, Tensor) else int(bins)
     w = None if weight is None else weight._data.reshape(-1)
@@ -216,7 +219,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
         rng = (float(a.min()), float(a.max()))
     if rng is not None and rng[0] == rng[1]:
         rng = (rng[0] - 0.5, rng[1] + 0.5)  # numpy's (and torch's) widening of one value
-    hist, out_edges = np.histogram(a.reshape(-1), edges, rng, weights=w, density=density)
+    hist, out_edges = xp.histogram(a.reshape(-1), edges, rng, weights=w, density=density)
     if isinstance(bins, Tensor):
         out_edges = bins._data.copy()
     return Tensor._wrap(hist.astype(a.dtype)), Tensor._wrap(out_edges.astype(a.dtype))
@@ -231,36 +234,40 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     >>> flow.unique_consecutive(flow.tensor([1, 1, 2, 2, 3, 1, 1]))
     tensor([1, 2, 3, 1])
     """
+    xp = array_module(input._data)
     a = input._data
     if dim is None:
         flat = a.reshape(-1)
-        starts = np.ones(flat.shape, bool)
+        starts = xp.ones(flat.shape, bool)
         starts[1:] = flat[1:] != flat[:-1]
         values = flat[starts]
         inv_shape = a.shape
     else:
         d = _wrap_dim(dim, a.ndim, "unique_consecutive")
-        moved = np.moveaxis(a, d, 0).reshape(a.shape[d], -1)
-        starts = np.ones(a.shape[d], bool)
+        moved = xp.moveaxis(a, d, 0).reshape(a.shape[d], -1)
+        starts = xp.ones(a.shape[d], bool)
         starts[1:] = (moved[1:] != moved[:-1]).any(axis=1)
-        values = np.compress(starts, a, axis=d)
+        values = xp.compress(starts, a, axis=d)
         inv_shape = (a.shape[d],)
-    out = [Tensor._wrap(np.ascontiguousarray(values))]
+    out = [Tensor._wrap(xp.ascontiguousarray(values))]
     if return_inverse:
-        out.append(Tensor._wrap((np.cumsum(starts) - 1).astype(np.int64).reshape(inv_shape)))
+        out.append(Tensor._wrap((xp.cumsum(starts) - 1).astype(np.int64).reshape(inv_shape)))
     if return_counts:
-        edges = np.flatnonzero(np.append(starts, True))
-        out.append(Tensor._wrap(np.diff(edges).astype(np.int64)))
+        edges = xp.flatnonzero(xp.append(starts, True))
+        out.append(Tensor._wrap(xp.diff(edges).astype(np.int64)))
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def _tri_indices(row, col, offset, dtype, lower):
+def _tri_indices(row, col, offset, dtype, lower, device):
+    name = "tril_indices" if lower else "triu_indices"
+    dev = resolve_device(device, name)
     dtype = _dt.int64 if dtype is None else dtype
     if dtype not in (_dt.int64, _dt.int32):
         raise RuntimeError(f"\"{'tril' if lower else 'triu'}_indices\" not implemented for "
                            f"'{dtype}'; pass dtype=flow.long or flow.int")
     r, c = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
-    return Tensor._wrap(np.stack([r, c]).astype(_dt.as_dtype(dtype).np).reshape(2, -1))
+    indices = np.stack([r, c]).astype(_dt.as_dtype(dtype).np).reshape(2, -1)
+    return Tensor._wrap(to_device(indices, dev))  # computed from the sizes on the host
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
@@ -271,7 +278,7 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     tensor([[0, 1, 1],
             [0, 0, 1]])
     """
-    return _tri_indices(row, col, offset, dtype, True)
+    return _tri_indices(row, col, offset, dtype, True, device)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
@@ -282,7 +289,7 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     tensor([[0, 0, 1],
             [0, 1, 1]])
     """
-    return _tri_indices(row, col, offset, dtype, False)
+    return _tri_indices(row, col, offset, dtype, False, device)
 
 
 # ---- Tensor.unfold: windows along one dim, a view --------------------------------------------

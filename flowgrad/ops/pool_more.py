@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from ..device import array_module
 from ..tensor import Tensor
 from .conv import ntuple
 from .gather import gather
@@ -31,6 +32,7 @@ __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "fractional_max_pool2
 
 # ---- max_unpool ------------------------------------------------------------------------------
 def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
+    xp = array_module(input._data)
     name = f"max_unpool{nd}d"
     k = ntuple(kernel_size, nd, "kernel_size", name)
     s = k if stride is None else ntuple(stride, nd, "stride", name)
@@ -55,7 +57,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
         raise RuntimeError(f"{name}: found an invalid max index {int(flat.max())} (output "
                            f"volumes are of size {'x'.join(map(str, out))})")
     n, c = x.shape[0], x.shape[1]
-    zeros = Tensor._wrap(np.zeros((n, c, size), x._data.dtype))
+    zeros = Tensor._wrap(xp.zeros((n, c, size), x._data.dtype))
     y = zeros.scatter(2, idx.reshape(n, c, -1), x.reshape(n, c, -1)).reshape(n, c, *out)
     return y if batched else y.squeeze(0)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from ..device import array_module
 from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import exp, log, where
@@ -71,12 +72,13 @@ def nanmedian(input, dim=None, keepdim=False):
     >>> flow.nanmedian(flow.tensor([3.0, float("nan"), 1.0, 2.0]))
     tensor(2.)
     """
+    xp = array_module(input._data)
     if dim is None:
         if input._data.size == 0:
-            return Tensor._wrap(np.full((), np.nan, input._data.dtype))
+            return Tensor._wrap(xp.full((), np.nan, input._data.dtype))
         return nanmedian(input.reshape(-1), 0).values
     if input._data.ndim == 0:
-        return values_indices("nanmedian", input.clone(), Tensor._wrap(np.zeros((), np.int64)))
+        return values_indices("nanmedian", input.clone(), Tensor._wrap(xp.zeros((), np.int64)))
     d = _wrap_dim(dim, input._data.ndim, "nanmedian")
     if input._data.shape[d] == 0:
         raise IndexError(f"nanmedian(): expected reduction dim {d} to have non-zero size; "
@@ -93,6 +95,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
 def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
+    xp = array_module(input._data)
     if input._data.dtype.kind not in "fV":
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype, got "
                            f"{input.dtype}")
@@ -102,7 +105,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     from ..func.batched import every_example  # func imports the ops: import here
 
     scalar_q = not isinstance(q, Tensor)
-    qt = Tensor._wrap(np.asarray(q, dtype=np.float64)) if scalar_q else q
+    qt = Tensor._wrap(xp.asarray(q, dtype=np.float64)) if scalar_q else q
     if qt.dim() > 1:
         raise RuntimeError(f"{name}() q must be a scalar or 1D tensor, got {qt.dim()}D")
     if not every_example((qt >= 0) & (qt <= 1), guard=True):  # under vmap: every example's

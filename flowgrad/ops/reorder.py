@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..device import array_module
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -195,21 +196,22 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     >>> flow.repeat_interleave(flow.tensor([1, 2]), 2)
     tensor([1, 1, 2, 2])
     """
+    xp = array_module(input._data)
     if repeats is None:  # the index form
         counts = input._data
         if counts.ndim != 1 or counts.dtype.kind not in "iu":
             raise RuntimeError("repeat_interleave(): repeats must be a 1-D integer tensor")
-        return Tensor._wrap(np.repeat(np.arange(counts.size), counts).astype(np.int64))
+        return Tensor._wrap(xp.repeat(xp.arange(counts.size), counts).astype(np.int64))
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else _wrap_dim(dim, input._data.ndim, "repeat_interleave")
     n = x._data.shape[d] if x._data.ndim else 1
-    reps = repeats._data if isinstance(repeats, Tensor) else np.asarray(repeats)
+    reps = repeats._data if isinstance(repeats, Tensor) else xp.asarray(repeats)
     if reps.ndim > 1 or (reps.ndim == 1 and reps.size not in (1, n)):
         raise RuntimeError(f"repeat_interleave(): repeats must have the same size as input "
                            f"along dim {d}: got {reps.size} repeats for size {n}")
     if (reps < 0).any():
         raise RuntimeError("repeat_interleave(): repeats can not be negative")
-    idx = np.repeat(np.arange(n), np.broadcast_to(reps.reshape(-1), (n,)))
+    idx = xp.repeat(xp.arange(n), xp.broadcast_to(reps.reshape(-1), (n,)))
     from .index import index_select
 
     return index_select(x, d, Tensor._wrap(idx.astype(np.int64)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..device import array_module
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .gather import gather
@@ -110,12 +111,13 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     >>> flow.unique(flow.tensor([3, 1, 3, 2, 1]), return_counts=True)
     (tensor([1, 2, 3]), tensor([2, 1, 2]))
     """
+    xp = array_module(input._data)
     a = input._data
     if dim is not None:
         d = _wrap_dim(dim, a.ndim, "unique")
-        vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True, axis=d)
+        vals, inv, cnt = xp.unique(a, return_inverse=True, return_counts=True, axis=d)
     else:
-        vals, inv, cnt = np.unique(a.reshape(-1), return_inverse=True, return_counts=True)
+        vals, inv, cnt = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True)
         inv = inv.reshape(a.shape)
     out = [Tensor._wrap(vals)]
     if return_inverse:
@@ -144,6 +146,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     >>> flow.searchsorted(flow.tensor([1.0, 3.0, 5.0]), flow.tensor([0.0, 3.0, 6.0]))
     tensor([0, 1, 3])
     """
+    xp = array_module(sorted_sequence._data)
     if side is not None:
         if side not in ("left", "right"):
             raise RuntimeError(f"searchsorted(): side can only be 'left' or 'right' but got "
@@ -154,9 +157,9 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         right = side == "right"
     seq = sorted_sequence._data
     if sorter is not None:
-        seq = np.take_along_axis(seq, sorter._data, -1)
+        seq = xp.take_along_axis(seq, sorter._data, -1)
     scalar = not isinstance(input, Tensor)
-    vals = np.asarray(input) if scalar else input._data
+    vals = xp.asarray(input) if scalar else input._data
     if seq.ndim > 1 and (scalar or seq.shape[:-1] != vals.shape[:-1]):
         raise RuntimeError(
             f"searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
@@ -164,7 +167,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             f"boundaries tensor {list(seq.shape)} and input value tensor "
             f"{list(vals.shape)}")
     res = _search(seq, vals, right).astype(np.int32 if out_int32 else np.int64)
-    return Tensor._wrap(np.asarray(res))
+    return Tensor._wrap(xp.asarray(res))
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):

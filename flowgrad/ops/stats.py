@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from ..device import array_module
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .reduce import _select_along_backward, expand_reduced, keepdim_shape, normalize_dims
@@ -177,8 +178,9 @@ def median(input, dim=None, keepdim=False):
     >>> flow.median(flow.tensor([3.0, 1.0, 4.0, 2.0]))
     tensor(2.)
     """
+    xp = array_module(input._data)
     if input._data.size == 0 and dim is None and input.is_floating_point():
-        return Tensor._wrap(np.full((), np.nan, input._data.dtype))  # as torch: nan
+        return Tensor._wrap(xp.full((), np.nan, input._data.dtype))  # as torch: nan
     if input._data.size == 0 and (dim is None or input.shape[dim] == 0):
         raise IndexError(f"median(): cannot compute the median of an empty tensor of shape "
                          f"{tuple(input.shape)}")

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..device import array_module, new_zeros
 from ..tensor import Tensor
 from .adam import _advance, _step_tensor
 from .optimizer import Optimizer
@@ -44,14 +45,14 @@ class Adafactor(Optimizer):
         state["step"] = _step_tensor()
         shape = p._data.shape
         if len(shape) > 1:
-            state["row_var"] = Tensor._wrap(np.zeros((*shape[:-1], 1), p._data.dtype))
-            state["col_var"] = Tensor._wrap(np.zeros((*shape[:-2], 1, shape[-1]),
-                                                     p._data.dtype))
+            state["row_var"] = Tensor._wrap(new_zeros(p._data, (*shape[:-1], 1)))
+            state["col_var"] = Tensor._wrap(new_zeros(p._data, (*shape[:-2], 1, shape[-1])))
         else:
-            state["variance"] = Tensor._wrap(np.zeros_like(p._data))
+            state["variance"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
         g = -grad if group["maximize"] else grad
+        xp = array_module(param)
         eps1, eps2 = group["eps"]
         if eps1 is None:
             eps1 = float(np.finfo(param.dtype).eps)
@@ -59,7 +60,7 @@ class Adafactor(Optimizer):
         lr = group["lr"]
         beta2_t = step ** group["beta2_decay"]
         rho = min(lr, 1 / step ** 0.5)
-        alpha = max(eps2, float(np.sqrt((param.astype(np.float64) ** 2).sum()))
+        alpha = max(eps2, float(xp.sqrt((param.astype(np.float64) ** 2).sum()))
                     / param.size ** 0.5) * rho
         if group["weight_decay"] != 0:
             param *= 1 - lr * group["weight_decay"]
@@ -67,13 +68,13 @@ class Adafactor(Optimizer):
             row, col = state["row_var"]._data, state["col_var"]._data
             row += beta2_t * ((g * g).sum(-1, keepdims=True) / g.shape[-1] - row)
             col += beta2_t * ((g * g).sum(-2, keepdims=True) / g.shape[-2] - col)
-            var = (row @ col) / np.maximum(row.mean(-2, keepdims=True), eps1)
+            var = (row @ col) / xp.maximum(row.mean(-2, keepdims=True), eps1)
         else:
             var = state["variance"]._data
             var += beta2_t * (g * g - var)
             var = var.copy()
-        update = 1 / np.sqrt(np.maximum(var, eps1 * eps1)) * g
-        denom = max(1.0, float(np.sqrt((update.astype(np.float64) ** 2).sum()))
+        update = 1 / xp.sqrt(xp.maximum(var, eps1 * eps1)) * g
+        denom = max(1.0, float(xp.sqrt((update.astype(np.float64) ** 2).sum()))
                     / (update.size ** 0.5 * group["d"]))
         param -= (alpha / denom) * update.astype(param.dtype, copy=False)
 
@@ -100,20 +101,21 @@ class SparseAdam(Optimizer):
 
     def _init_state(self, p, group, state):
         state["step"] = 0
-        state["exp_avg"] = Tensor._wrap(np.zeros_like(p._data))
-        state["exp_avg_sq"] = Tensor._wrap(np.zeros_like(p._data))
+        state["exp_avg"] = Tensor._wrap(new_zeros(p._data))
+        state["exp_avg_sq"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
         g = -grad if group["maximize"] else grad
         state["step"] += 1
         step = state["step"]
         beta1, beta2 = group["betas"]
+        xp = array_module(param)
         if g.ndim > 1:
-            rows = np.flatnonzero(np.any(g.reshape(g.shape[0], -1) != 0, axis=1))
+            rows = xp.flatnonzero(xp.any(g.reshape(g.shape[0], -1) != 0, axis=1))
         else:
-            rows = np.flatnonzero(g)
+            rows = xp.flatnonzero(g)
         m, v, gv = state["exp_avg"]._data, state["exp_avg_sq"]._data, g[rows]
         m[rows] += (gv - m[rows]) * (1 - beta1)
         v[rows] += (gv * gv - v[rows]) * (1 - beta2)
         step_size = group["lr"] * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
-        param[rows] -= step_size * (m[rows] / (np.sqrt(v[rows]) + group["eps"]))
+        param[rows] -= step_size * (m[rows] / (xp.sqrt(v[rows]) + group["eps"]))

@@ -1,8 +1,7 @@
 """Adagrad and Adadelta: per-coordinate learning rates from accumulated squared grads."""
 from __future__ import annotations
 
-import numpy as np
-
+from ..device import array_module, new_full, new_zeros
 from ..tensor import Tensor
 from .adam import _advance, _step_tensor
 from .optimizer import Optimizer, _no_differentiable, _validate
@@ -42,7 +41,7 @@ class Adagrad(Optimizer):
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
         init = group["initial_accumulator_value"]
-        state["sum"] = Tensor._wrap(np.full_like(p._data, init))
+        state["sum"] = Tensor._wrap(new_full(p._data, init))
 
     def _update(self, param, grad, state, group):
         g = -grad if group["maximize"] else grad
@@ -52,7 +51,7 @@ class Adagrad(Optimizer):
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         s = state["sum"]._data
         s += 1 * g * g
-        std = np.sqrt(s)
+        std = array_module(s).sqrt(s)
         std += group["eps"]
         param += -clr * (g / std)
 
@@ -81,8 +80,8 @@ class Adadelta(Optimizer):
 
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
-        state["square_avg"] = Tensor._wrap(np.zeros_like(p._data))
-        state["acc_delta"] = Tensor._wrap(np.zeros_like(p._data))
+        state["square_avg"] = Tensor._wrap(new_zeros(p._data))
+        state["acc_delta"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
         g = -grad if group["maximize"] else grad
@@ -93,8 +92,9 @@ class Adadelta(Optimizer):
         sq, acc = state["square_avg"]._data, state["acc_delta"]._data
         sq *= rho
         sq += (1 - rho) * g * g
-        std = np.sqrt(sq + eps)
-        delta = np.sqrt(acc + eps)
+        xp = array_module(sq)
+        std = xp.sqrt(sq + eps)
+        delta = xp.sqrt(acc + eps)
         delta /= std
         delta *= g
         acc *= rho

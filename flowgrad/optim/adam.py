@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..device import array_module, new_zeros
 from ..tensor import Tensor
 from ._foreach import SMALL, advance, apply, bump, plain_numbers
 from .optimizer import Optimizer, _lerp_, _no_differentiable, _validate
@@ -12,7 +13,7 @@ __all__ = ["Adam", "AdamW", "Adamax"]
 
 def _step_tensor():
     # torch keeps the step count as a float32 0-d tensor; state dicts carry it that way
-    return Tensor._wrap(np.zeros((), np.float32))
+    return Tensor._zeros((), np.float32)  # on the CPU, as torch's (not capturable)
 
 
 def _advance(state):
@@ -93,10 +94,10 @@ class Adam(Optimizer):
 
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
-        state["exp_avg"] = Tensor._wrap(np.zeros_like(p._data))
-        state["exp_avg_sq"] = Tensor._wrap(np.zeros_like(p._data))
+        state["exp_avg"] = Tensor._wrap(new_zeros(p._data))
+        state["exp_avg_sq"] = Tensor._wrap(new_zeros(p._data))
         if group["amsgrad"]:
-            state["max_exp_avg_sq"] = Tensor._wrap(np.zeros_like(p._data))
+            state["max_exp_avg_sq"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
         g = _decayed_grad(param, grad, group)
@@ -104,14 +105,15 @@ class Adam(Optimizer):
         lr, (beta1, beta2) = group["lr"], group["betas"]
         m, v = _update_moments(state, g, beta1, beta2)
         step_size, bias_correction2_sqrt = _bias_corrections(group, lr, beta1, beta2, step)
+        xp = array_module(param)
         if group["amsgrad"]:
             if "max_exp_avg_sq" not in state:  # amsgrad switched on after the first step
-                state["max_exp_avg_sq"] = Tensor._wrap(np.zeros_like(param))
+                state["max_exp_avg_sq"] = Tensor._wrap(new_zeros(param))
             vmax = state["max_exp_avg_sq"]._data
-            np.maximum(vmax, v, out=vmax)
-            denom = np.sqrt(vmax) / bias_correction2_sqrt
+            xp.maximum(vmax, v, out=vmax)
+            denom = xp.sqrt(vmax) / bias_correction2_sqrt
         else:
-            denom = np.sqrt(v) / bias_correction2_sqrt
+            denom = xp.sqrt(v) / bias_correction2_sqrt
         denom += group["eps"]
         param += -step_size * (m / denom)
 
@@ -139,7 +141,7 @@ class Adam(Optimizer):
             vmax = None
             if amsgrad:
                 if "max_exp_avg_sq" not in state:  # amsgrad switched on after the first step
-                    state["max_exp_avg_sq"] = Tensor._wrap(np.zeros_like(pd))
+                    state["max_exp_avg_sq"] = Tensor._wrap(new_zeros(pd))
                 vmax = state["max_exp_avg_sq"]._data
             dt = pd.dtype
             if not (ea.dtype is dt and eas.dtype is dt and (vmax is None or vmax.dtype is dt)):
@@ -233,8 +235,8 @@ class Adamax(Optimizer):
 
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
-        state["exp_avg"] = Tensor._wrap(np.zeros_like(p._data))
-        state["exp_inf"] = Tensor._wrap(np.zeros_like(p._data))
+        state["exp_avg"] = Tensor._wrap(new_zeros(p._data))
+        state["exp_inf"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
         g = _decayed_grad(param, grad, group)
@@ -243,6 +245,7 @@ class Adamax(Optimizer):
         m, u = state["exp_avg"]._data, state["exp_inf"]._data
         _lerp_(m, g, 1 - beta1)
         u *= beta2
-        np.maximum(u, np.abs(g) + group["eps"], out=u)
+        xp = array_module(u)
+        xp.maximum(u, xp.abs(g) + group["eps"], out=u)
         clr = group["lr"] / (1 - beta1 ** step)
         param += -clr * (m / u)

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.inplace import bump_version
+from ..device import array_module, new_zeros
 from .optimizer import Optimizer
 
 __all__ = ["LBFGS"]
@@ -138,8 +139,10 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     def _gather_flat_grad(self):
-        return np.concatenate([np.zeros(p._data.size, p._data.dtype) if p.grad is None
-                               else p.grad._data.reshape(-1) for p in self._params])
+        like = self._params[0]._data
+        return array_module(like).concatenate([
+            new_zeros(like, p._data.size, p._data.dtype) if p.grad is None
+            else p.grad._data.reshape(-1) for p in self._params])
 
     def _add_grad(self, step_size, update):
         offset = 0

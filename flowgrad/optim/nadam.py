@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..device import new_full, new_zeros
 from ..tensor import Tensor
 from .adam import _advance, _check_betas, _decayed_grad, _step_tensor, _update_moments
 from .optimizer import Optimizer, _no_differentiable, _validate
@@ -31,9 +32,9 @@ class NAdam(Optimizer):
 
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
-        state["mu_product"] = Tensor._wrap(np.ones((), np.float32))
-        state["exp_avg"] = Tensor._wrap(np.zeros_like(p._data))
-        state["exp_avg_sq"] = Tensor._wrap(np.zeros_like(p._data))
+        state["mu_product"] = Tensor._wrap(new_full(p._data, 1.0, (), np.float32))
+        state["exp_avg"] = Tensor._wrap(new_zeros(p._data))
+        state["exp_avg_sq"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
         g = _decayed_grad(param, grad, group)
@@ -73,8 +74,8 @@ class RAdam(Optimizer):
 
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
-        state["exp_avg"] = Tensor._wrap(np.zeros_like(p._data))
-        state["exp_avg_sq"] = Tensor._wrap(np.zeros_like(p._data))
+        state["exp_avg"] = Tensor._wrap(new_zeros(p._data))
+        state["exp_avg_sq"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
         g = _decayed_grad(param, grad, group)

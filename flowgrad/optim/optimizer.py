@@ -21,6 +21,7 @@ import numpy as np
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.inplace import bump_version
+from ..device import new_array
 from ..tensor import RemovableHandle, Tensor
 from ._foreach import Packer, Scratch, fast_dtype
 from ._state_check import check_optimizer_state
@@ -51,7 +52,7 @@ def _as_state_tensor(value, like=None):
         data = np.asarray(value.detach().cpu().numpy() if hasattr(value, "detach") else value)
     if like is not None and like._data.dtype.kind in "fV" and data.dtype.kind in "fV":
         data = data.astype(like._data.dtype)
-    return Tensor._wrap(np.array(data, copy=True))
+    return Tensor._wrap(new_array(None if like is None else like._data, data).copy())
 
 
 class Optimizer:

@@ -1,8 +1,7 @@
 """RMSprop (Hinton), with centering, momentum and weight decay."""
 from __future__ import annotations
 
-import numpy as np
-
+from ..device import array_module, new_zeros
 from ..tensor import Tensor
 from .adam import _advance, _step_tensor
 from .optimizer import Optimizer, _lerp_, _no_differentiable, _validate
@@ -35,11 +34,11 @@ class RMSprop(Optimizer):
 
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
-        state["square_avg"] = Tensor._wrap(np.zeros_like(p._data))
+        state["square_avg"] = Tensor._wrap(new_zeros(p._data))
         if group["momentum"] > 0:
-            state["momentum_buffer"] = Tensor._wrap(np.zeros_like(p._data))
+            state["momentum_buffer"] = Tensor._wrap(new_zeros(p._data))
         if group["centered"]:
-            state["grad_avg"] = Tensor._wrap(np.zeros_like(p._data))
+            state["grad_avg"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
         g = -grad if group["maximize"] else grad
@@ -51,14 +50,14 @@ class RMSprop(Optimizer):
         sq *= alpha
         sq += (1 - alpha) * g * g
         if group["centered"]:
-            ga = state.setdefault("grad_avg", Tensor._wrap(np.zeros_like(param)))._data
+            ga = state.setdefault("grad_avg", Tensor._wrap(new_zeros(param)))._data
             _lerp_(ga, g, 1 - alpha)
-            avg = np.sqrt(sq + (-1 * ga) * ga)
+            avg = array_module(sq).sqrt(sq + (-1 * ga) * ga)
         else:
-            avg = np.sqrt(sq)
+            avg = array_module(sq).sqrt(sq)
         avg += group["eps"]
         if momentum > 0:
-            buf = state.setdefault("momentum_buffer", Tensor._wrap(np.zeros_like(param)))._data
+            buf = state.setdefault("momentum_buffer", Tensor._wrap(new_zeros(param)))._data
             buf *= momentum
             buf += g / avg
             param += -group["lr"] * buf

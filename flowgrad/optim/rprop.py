@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..device import array_module, new_full, new_zeros
 from ..tensor import Tensor
 from .adam import _advance, _step_tensor
 from .optimizer import Optimizer, _no_differentiable, _validate
@@ -36,8 +37,8 @@ class Rprop(Optimizer):
 
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
-        state["prev"] = Tensor._wrap(np.zeros_like(p._data))
-        state["step_size"] = Tensor._wrap(np.full_like(p._data, group["lr"]))
+        state["prev"] = Tensor._wrap(new_zeros(p._data))
+        state["step_size"] = Tensor._wrap(new_full(p._data, group["lr"]))
 
     def _update(self, param, grad, state, group):
         g = -grad if group["maximize"] else grad
@@ -45,12 +46,13 @@ class Rprop(Optimizer):
         etaminus, etaplus = group["etas"]
         lo, hi = group["step_sizes"]
         prev, step_size = state["prev"]._data, state["step_size"]._data
-        sign = np.sign(g * prev)
-        factor = np.where(sign > 0, etaplus, np.where(sign < 0, etaminus, 1.0))
+        xp = array_module(param)
+        sign = xp.sign(g * prev)
+        factor = xp.where(sign > 0, etaplus, xp.where(sign < 0, etaminus, 1.0))
         step_size *= factor.astype(step_size.dtype)
-        np.clip(step_size, lo, hi, out=step_size)
-        g = np.where(factor == etaminus, 0, g).astype(param.dtype, copy=False)
-        param -= np.sign(g) * step_size
+        xp.clip(step_size, lo, hi, out=step_size)
+        g = xp.where(factor == etaminus, 0, g).astype(param.dtype, copy=False)
+        param -= xp.sign(g) * step_size
         prev[...] = g
 
 
@@ -72,9 +74,9 @@ class ASGD(Optimizer):
 
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
-        state["eta"] = Tensor._wrap(np.asarray(group["lr"], np.float32))
-        state["mu"] = Tensor._wrap(np.ones((), np.float32))
-        state["ax"] = Tensor._wrap(np.zeros_like(p._data))
+        state["eta"] = Tensor._wrap(new_full(p._data, group["lr"], (), np.float32))
+        state["mu"] = Tensor._wrap(new_full(p._data, 1.0, (), np.float32))
+        state["ax"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
         g = -grad if group["maximize"] else grad

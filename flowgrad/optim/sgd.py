@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..device import new_empty
 from ..tensor import Tensor
 from ._foreach import SMALL, apply, bump, plain_numbers
 from .optimizer import Optimizer, _no_differentiable, _validate
@@ -79,7 +80,7 @@ class SGD(Optimizer):
                 state = states[p]
                 bt = state.get("momentum_buffer")
                 if bt is None:
-                    bt = state["momentum_buffer"] = Tensor._wrap(np.empty(pd.shape, pd.dtype))
+                    bt = state["momentum_buffer"] = Tensor._wrap(new_empty(pd))
                     a = first_args
                 buf = bt._data
                 if buf.dtype is not pd.dtype and buf.dtype != pd.dtype:

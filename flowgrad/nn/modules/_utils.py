@@ -30,11 +30,11 @@ def _reverse_repeat_tuple(t, n):
 
 
 def new_param(*shape, dtype=None, requires_grad=True, device=None):
-    """An uninitialised Parameter of the given shape and (default float) dtype; a `device`
-    other than the CPU raises (the layer's device= argument ends here)."""
+    """An uninitialised Parameter of the given shape and (default float) dtype on `device`
+    (the layer's device= argument ends here; an unavailable device raises)."""
     check_device(device, "nn.Module")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
-    return Parameter(empty(*shape, dtype=dt), requires_grad=requires_grad)
+    return Parameter(empty(*shape, dtype=dt, device=device), requires_grad=requires_grad)
 
 
 def new_tensor(*shape, dtype=None, fill=0.0):

@@ -16,7 +16,8 @@ import math
 
 import numpy as np
 
-from ...ops.creation import zeros
+from ...device import array_module
+from ...ops.creation import full, zeros
 from ...ops.shape import cat
 from ...tensor import Tensor
 from .. import functional as F
@@ -36,14 +37,15 @@ def _float_mask(mask, name, dtype):
     if mask is None:
         return None
     if mask.dtype.name == "bool":
-        return Tensor._wrap(np.where(mask._data, -np.inf, 0.0).astype(dtype.np))
+        xp = array_module(mask._data)
+        return Tensor._wrap(xp.where(mask._data, -np.inf, 0.0).astype(dtype.np))
     if not mask.is_floating_point():
         raise AssertionError(f"only bool and floating types of {name} are supported")
     return mask
 
 
-def _causal_mask(size, dtype):
-    return Tensor._wrap(np.triu(np.full((size, size), -np.inf), 1).astype(dtype.np))
+def _causal_mask(size, dtype, device=None):
+    return full((size, size), -math.inf, dtype=dtype, device=device).triu(1)
 
 
 class MultiheadAttention(Module):
@@ -155,7 +157,7 @@ class MultiheadAttention(Module):
         dtype = query.dtype
         key_padding_mask = _float_mask(key_padding_mask, "key_padding_mask", dtype)
         if is_causal and attn_mask is None:
-            attn_mask = _causal_mask(tgt_len, dtype)
+            attn_mask = _causal_mask(tgt_len, dtype, query.device)
         attn_mask = _float_mask(attn_mask, "attn_mask", dtype)
         h, hd = self.num_heads, self.head_dim
         q, k, v = self._in_projection(query, key, value)
@@ -439,4 +441,4 @@ class Transformer(Module):
         from ... import dtypes as _dt
 
         dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
-        return _causal_mask(sz, dt)
+        return _causal_mask(sz, dt, device)

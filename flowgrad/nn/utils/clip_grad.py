@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ...autograd.inplace import bump_version
+from ...device import array_module
 from ...tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
@@ -55,16 +56,17 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     tensors = [t for t in _tensors(tensors) if t is not None]
     norm_type = float(norm_type)
     if not tensors:
-        return Tensor._wrap(np.zeros((), np.float32))
+        return Tensor._zeros((), np.float32)
     norms = [_vector_norm(t._data, norm_type) for t in tensors]
     dtype = np.result_type(*[t._data.dtype for t in tensors])
-    total = _vector_norm(np.asarray(norms, dtype=dtype), norm_type)
+    xp = array_module(tensors[0]._data)
+    total = _vector_norm(xp.asarray(norms, dtype=dtype), norm_type)
     if error_if_nonfinite and not np.isfinite(total):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is "
             "non-finite, so it cannot be clipped. To disable this error and scale the "
             "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
-    return Tensor._wrap(np.asarray(total, dtype=dtype))
+    return Tensor._wrap(xp.asarray(total, dtype=dtype))
 
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
@@ -72,8 +74,9 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     grads = _grads(parameters)
     if not grads:
         return
-    total = np.asarray(total_norm._data if isinstance(total_norm, Tensor) else total_norm)
-    coef = np.minimum(np.asarray(max_norm, total.dtype) / (total + total.dtype.type(1e-6)), 1.0)
+    xp = array_module(grads[0]._data)
+    total = xp.asarray(total_norm._data if isinstance(total_norm, Tensor) else total_norm)
+    coef = xp.minimum(xp.asarray(max_norm, total.dtype) / (total + total.dtype.type(1e-6)), 1.0)
     for g in grads:
         g._data *= coef.astype(g._data.dtype)
         bump_version(g)
@@ -116,5 +119,5 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient entry into [-clip_value, clip_value], in place."""
     clip_value = float(clip_value)
     for g in _grads(parameters):
-        np.clip(g._data, -clip_value, clip_value, out=g._data)
+        g._data.clip(-clip_value, clip_value, out=g._data)
         bump_version(g)

@@ -1,0 +1,232 @@
+"""One array boundary: tensors hold any registered device's arrays and nothing converts them.
+
+A thin NumPy subclass stands in for another device's memory (as CuPy's arrays would), with a
+module that forwards to NumPy and hands back that subclass; a training step run on it must keep
+every parameter, activation and gradient there and match the plain NumPy run.
+"""
+import ast
+import functools
+import pathlib
+import types
+
+import numpy as np
+import pytest
+
+import flowgrad as flow
+from flowgrad import nn
+from flowgrad.device import ARRAY_MODULES, register_device, unregister_device
+
+
+class FakeDeviceArray(np.ndarray):
+    """Memory of the stand-in device 'fake'."""
+
+
+def _on_fake(value):
+    if type(value) is np.ndarray:
+        return value.view(FakeDeviceArray)
+    if type(value) is tuple:
+        return tuple(_on_fake(v) for v in value)
+    return value
+
+
+class FakeModule:
+    """NumPy's namespace whose functions return FakeDeviceArray, as a device's module returns
+    its own arrays (types, dtypes and ufuncs pass through: ufuncs keep the subclass)."""
+
+    def __init__(self, module):
+        self._module = module
+
+    @functools.lru_cache(maxsize=None)  # noqa: B019 - one wrapper per name, module lives on
+    def __getattr__(self, name):
+        attr = getattr(self._module, name)
+        if isinstance(attr, types.ModuleType):
+            return FakeModule(attr)
+        if not callable(attr) or isinstance(attr, (type, np.ufunc)):
+            return attr
+
+        @functools.wraps(attr)
+        def on_device(*args, **kwargs):
+            return _on_fake(attr(*args, **kwargs))
+        return on_device
+
+    def asarray(self, a, dtype=None, **kwargs):
+        if type(a) is FakeDeviceArray and (dtype is None or a.dtype == dtype):
+            return a
+        return np.asarray(a, dtype, **kwargs).view(FakeDeviceArray)
+
+
+FAKE_NP = FakeModule(np)
+
+
+@pytest.fixture
+def fake():
+    dev = register_device("fake", FakeDeviceArray, FAKE_NP, to_host=np.asarray)
+    try:
+        yield dev
+    finally:
+        unregister_device("fake")
+    assert FakeDeviceArray not in ARRAY_MODULES
+
+
+def _on(device, t):
+    return type(t._data) is (FakeDeviceArray if device != "cpu" else np.ndarray)
+
+
+def _train_step(device):
+    """Linear -> ReLU -> Linear, cross_entropy, backward, SGD step; the tensors it made."""
+    flow.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x = flow.randn(5, 4, device=device)
+    y = flow.tensor([0, 2, 1, 1, 0], device=device)
+    seen = [x, y]
+    for _ in range(2):  # the second step reads the momentum buffers made by the first
+        hidden = model[1](model[0](x))
+        logits = model[2](hidden)
+        loss = flow.nn.functional.cross_entropy(logits, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        seen += [hidden, logits, loss]
+    seen += [p for p in model.parameters()] + [p.grad for p in model.parameters()]
+    seen += [s["momentum_buffer"] for s in opt.state.values()]
+    return seen
+
+
+def test_a_training_step_stays_on_a_registered_device(fake):
+    on_fake = _train_step(fake)
+    on_cpu = _train_step("cpu")
+    off = [i for i, t in enumerate(on_fake) if not _on(fake, t)]
+    assert not off, f"tensors that left the device: {off} of {len(on_fake)}"
+    assert all(_on("cpu", t) for t in on_cpu)
+    for a, b in zip(on_fake, on_cpu):
+        np.testing.assert_allclose(np.asarray(a._data), b._data, rtol=1e-6, atol=1e-7)
+
+
+def test_tensors_record_their_device(fake):
+    x = flow.ones(2, 3, device="fake")
+    assert x.device == fake and str(x.device) == "fake" and not x.is_cpu
+    assert flow.zeros_like(x).device == fake  # *_like keep the input's device, as torch's
+    assert flow.zeros_like(x, device="cpu").device == flow.device("cpu")
+    assert (x + 1).device == fake and x.sum().device == fake
+    assert flow.tensor([1.0], device=fake).device == fake
+    assert flow.arange(3, device="fake").device == fake
+    assert flow.tensor([1.0]).device == flow.device("cpu")
+
+
+def test_an_unregistered_device_raises_naming_the_call():
+    with pytest.raises(RuntimeError, match=r"zeros\(\): device 'fake' is not available"):
+        flow.zeros(2, device="fake")
+    with pytest.raises(RuntimeError, match=r"randn\(\): device 'cuda' is not available"):
+        flow.randn(2, device="cuda")
+
+
+# ---- static: NumPy is called on tensor data only in kernels and at the boundary ------------
+ROOT = pathlib.Path(flow.__file__).parent
+# modules where arrays meet the host on purpose, each with why
+BOUNDARY = {
+    "device.py": "the registry of devices and their array modules itself",
+    "tensor.py": "the tensor's own conversions to host values (numpy(), __array__, item)",
+    "ops/creation.py": "host data (lists, NumPy arrays) and host-drawn samples become tensors",
+    "printing.py": "formats values on the host",
+    "serialization.py": "files hold host bytes",
+    "torch_format.py": "files hold host bytes",
+    "random.py": "generator states are host bytes (torch's too: a CPU ByteTensor)",
+    "utils/data": "datasets and collate make host (CPU) batches, as torch's DataLoader",
+    "distributed": "MPI sends and receives host buffers",
+    "nn/parallel/distributed.py": "gradient buckets are MPI host buffers",
+}
+# (module, function): why a NumPy call on tensor data there is not a device leak
+ALLOWED = {
+    ("autograd/gradcheck.py", f): "finite-difference checks compare on the host in float64; "
+    "not yet device-aware" for f in ("_fast_check", "_jvp_outputs", "_forward_undefined_check",
+                                     "_compare_batched", "_zero_cotangent_check")}
+ALLOWED.update({
+    ("ops/index.py", "parse_index"): "index lists are Python data, read on the host",
+    ("ops/tensor_extra.py", "_positions"): "positions computed from a region's shape (host "
+    "ints), an index rather than tensor data",
+    ("ops/loss_ctc.py", "_lengths"): "lengths are host integers (torch's CTC takes them as an "
+    "IntArrayRef too)",
+    ("ops/loss_ctc.py", "ctc_loss"): "targets are padded on the host from those lengths",
+})
+_META = {"shape", "dtype", "ndim", "size", "itemsize", "strides", "flags", "nbytes"}
+# NumPy functions of dtypes, shapes and memory extents, not of values (the memory queries
+# dispatch to a device's module through NumPy's __array_function__ protocol)
+_NOT_DATA = {"dtype", "result_type", "promote_types", "can_cast", "iinfo", "finfo",
+             "issubdtype", "broadcast_shapes", "isscalar", "ndindex", "may_share_memory",
+             "shares_memory"}
+
+
+def _numpy_function(call):
+    parts, f = [], call.func
+    while isinstance(f, ast.Attribute):
+        parts.append(f.attr)
+        f = f.value
+    if isinstance(f, ast.Name) and f.id in ("np", "numpy") and parts:
+        name = ".".join(reversed(parts))
+        return None if parts[0] in _NOT_DATA else name
+    return None
+
+
+def _reads_data(expr, data_names):
+    """Whether `expr` reads a tensor's array (`t._data`, not `t._data.shape`) or a local
+    name bound to one."""
+    meta = {id(n.value) for n in ast.walk(expr)
+            if isinstance(n, ast.Attribute) and n.attr in _META}
+    return any(id(n) not in meta and (isinstance(n, ast.Attribute) and n.attr == "_data" or
+                                      isinstance(n, ast.Name) and n.id in data_names)
+               for n in ast.walk(expr))
+
+
+def _offenders(path, rel):
+    found = []
+
+    def visit_function(fn):
+        params = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+        if any(a.arg == "xp" for a in params):
+            return  # a kernel (or its helper): computes with the module it is given
+        data_names = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and _reads_data(node.value, set()):
+                data_names.update(n.id for t in node.targets for n in ast.walk(t)
+                                  if isinstance(n, ast.Name))
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            name = _numpy_function(node)
+            args = node.args + [k.value for k in node.keywords]
+            if name and any(_reads_data(a, data_names) for a in args):
+                found.append((rel, fn.name, node.lineno, f"np.{name} on tensor data"))
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr == "_wrap" and node.args:
+                made = [n for n in ast.walk(node.args[0])
+                        if isinstance(n, ast.Call) and _numpy_function(n)]
+                if made:
+                    found.append((rel, fn.name, node.lineno,
+                                  f"Tensor._wrap(np.{_numpy_function(made[0])}(...)): a "
+                                  "CPU array; use device.new_zeros/new_full/new_array"))
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            visit_function(node)  # nested functions are seen again (set of findings below)
+    return found
+
+
+def test_numpy_touches_tensor_data_only_in_kernels_and_at_the_boundary():
+    found = set()
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if any(rel == b or rel.startswith(b + "/") for b in BOUNDARY):
+            continue
+        found.update(f for f in _offenders(path, rel) if (f[0], f[1]) not in ALLOWED)
+    assert not found, "NumPy calls on tensor data outside kernels (use the tensor's xp, " \
+        "flowgrad.device.array_module, or a flowgrad op):\n" + "\n".join(
+            f"  {rel}:{line} in {fn}(): {what}" for rel, fn, line, what in sorted(found))
+
+
+def test_the_allowlist_names_real_offenders():
+    """An entry whose function no longer calls NumPy on tensor data must go."""
+    live = set()
+    for rel, fn in ALLOWED:
+        live.update((f[0], f[1]) for f in _offenders(ROOT / rel, rel) if f[1] == fn)
+    assert live == set(ALLOWED), f"stale allowlist entries: {set(ALLOWED) - live}"
