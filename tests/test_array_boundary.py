@@ -18,12 +18,31 @@ from flowgrad.device import ARRAY_MODULES, register_device, unregister_device
 
 
 class FakeDeviceArray(np.ndarray):
-    """Memory of the stand-in device 'fake'."""
+    """Memory of the stand-in device 'fake'. Like a GPU array library's, its functions
+    refuse host (plain NumPy) arrays mixed in, so a path that leaks to the CPU fails."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        _refuse_host(inputs + tuple(kwargs.get("out", ())), ufunc.__name__)
+        inputs = tuple(np.asarray(a) if type(a) is FakeDeviceArray else a for a in inputs)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(np.asarray(a) for a in kwargs["out"])
+        result = getattr(ufunc, method)(*inputs, **kwargs)
+        if type(result) is tuple:
+            return tuple(_on_fake(r, scalars=True) for r in result)
+        return _on_fake(result, scalars=True)  # a device's reductions give 0-d arrays
 
 
-def _on_fake(value):
-    if type(value) is np.ndarray:
-        return value.view(FakeDeviceArray)
+def _refuse_host(args, name):
+    for a in args:
+        if type(a) is np.ndarray and a.ndim:
+            raise TypeError(f"fake device: {name} got a host array of shape {a.shape}")
+        if type(a) in (list, tuple):
+            _refuse_host(a, name)
+
+
+def _on_fake(value, scalars=False):
+    if type(value) is np.ndarray or scalars and isinstance(value, np.generic):
+        return np.asarray(value).view(FakeDeviceArray)
     if type(value) is tuple:
         return tuple(_on_fake(v) for v in value)
     return value
@@ -46,6 +65,7 @@ class FakeModule:
 
         @functools.wraps(attr)
         def on_device(*args, **kwargs):
+            _refuse_host(args, name)
             return _on_fake(attr(*args, **kwargs))
         return on_device
 
@@ -72,11 +92,19 @@ def _on(device, t):
     return type(t._data) is (FakeDeviceArray if device != "cpu" else np.ndarray)
 
 
-def _train_step(device):
-    """Linear -> ReLU -> Linear, cross_entropy, backward, SGD step; the tensors it made."""
+OPTIMIZERS = {
+    "sgd": lambda ps: flow.optim.SGD(ps, lr=0.1, momentum=0.9),
+    "adam": lambda ps: flow.optim.Adam(ps, lr=0.01, amsgrad=True),
+    "rmsprop": lambda ps: flow.optim.RMSprop(ps, lr=0.01, momentum=0.5, centered=True),
+}
+
+
+def _train_step(device, optimizer="sgd"):
+    """Linear -> ReLU -> Linear, cross_entropy, backward, optimizer step (twice); the tensors
+    it made."""
     flow.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
-    opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    opt = OPTIMIZERS[optimizer](model.parameters())
     x = flow.randn(5, 4, device=device)
     y = flow.tensor([0, 2, 1, 1, 0], device=device)
     seen = [x, y]
@@ -89,18 +117,50 @@ def _train_step(device):
         opt.step()
         seen += [hidden, logits, loss]
     seen += [p for p in model.parameters()] + [p.grad for p in model.parameters()]
-    seen += [s["momentum_buffer"] for s in opt.state.values()]
+    # the optimizer's state, but its step counts: 0-d CPU tensors, as torch's
+    seen += [v for s in opt.state.values() for k, v in sorted(s.items())
+             if isinstance(v, flow.Tensor) and k != "step"]
     return seen
 
 
-def test_a_training_step_stays_on_a_registered_device(fake):
-    on_fake = _train_step(fake)
-    on_cpu = _train_step("cpu")
+@pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
+def test_a_training_step_stays_on_a_registered_device(fake, optimizer):
+    on_fake = _train_step(fake, optimizer)
+    on_cpu = _train_step("cpu", optimizer)
+    assert len(on_fake) == len(on_cpu) >= 20
     off = [i for i, t in enumerate(on_fake) if not _on(fake, t)]
     assert not off, f"tensors that left the device: {off} of {len(on_fake)}"
     assert all(_on("cpu", t) for t in on_cpu)
     for a, b in zip(on_fake, on_cpu):
         np.testing.assert_allclose(np.asarray(a._data), b._data, rtol=1e-6, atol=1e-7)
+
+
+# ops whose paths once made host arrays: an output the loss does not use (the engine's zero
+# grad), host random draws (dropout), factories of a tensor's own (new_zeros)
+PATHS = {
+    "unused output": lambda x: (x.chunk(2)[0] ** 2).sum(),
+    "dropout": lambda x: flow.nn.functional.dropout(x, 0.5).sum(),
+    "bernoulli": lambda x: (x * flow.bernoulli(x.detach().sigmoid())).sum(),
+    "new_zeros": lambda x: (x + x.new_zeros(x.shape)).sum(),
+    "index": lambda x: x[flow.tensor([0, 2], device=x.device)].sum(),
+    "layer_norm": lambda x: flow.nn.functional.layer_norm(x, (3,)).sum(),
+    "max(dim)": lambda x: x.max(0).values.sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATHS))
+def test_forward_and_backward_stay_on_the_device(fake, name):
+    flow.manual_seed(0)
+    x = flow.randn(4, 3, device="fake", requires_grad=True)
+    y = PATHS[name](x)
+    y.backward()
+    assert _on(fake, y) and _on(fake, x.grad)
+
+
+def test_the_stand_in_device_refuses_host_arrays(fake):
+    """What makes the training test a proof: mixing in a CPU array fails, as on a GPU."""
+    with pytest.raises(TypeError, match="host array"):
+        flow.ones(3, device="fake") + flow.ones(3)
 
 
 def test_tensors_record_their_device(fake):

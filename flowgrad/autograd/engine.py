@@ -9,7 +9,7 @@ import functools
 import sys
 import threading
 
-from ..device import new_empty
+from ..device import ARRAY_DEVICES, new_empty, to_device
 from ..errors import freed_graph_error
 from . import anomaly as _anomaly
 from . import grad_mode
@@ -129,6 +129,8 @@ class GraphTask:
                 else:
                     meta.current_grad = None
                 out_grads.append(g)
+            if len(ARRAY_DEVICES) > 1:  # another device is in use: zeros made go to the grads'
+                out_grads = _on_one_device(out_grads)
         if type(node) is FunctionNode:
             in_grads = node.op.backward(node, *out_grads)
         else:  # hooks, anomaly checks, custom node types
@@ -211,6 +213,17 @@ def _check_runnable(node):
                 if saved is not None and (
                         saved.counter.value != saved.version or saved.tensor is not None):
                     saved.check(node)
+
+
+def _on_one_device(grads):
+    """The zeros `_take_grad` made (its infos say shape and dtype only) moved to the device of
+    the node's other grads."""
+    devices = {g.device for g in grads if g is not None}
+    if len(devices) < 2:
+        return grads
+    dev = next(d for d in devices if d.type != "cpu")
+    return [g if g is None or g.device == dev else
+            _interpreter.Tensor._wrap(to_device(g._data, dev)) for g in grads]
 
 
 def _run_hooks(hooks, g):
@@ -474,7 +487,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             if materialize_grads:
                 from ..tensor import Tensor
 
-                g = Tensor._zeros(t._data.shape, t._data.dtype)
+                g = Tensor._zeros(t._data.shape, t._data.dtype, t)
             elif not allow_unused:
                 raise RuntimeError(
                     f"One of the differentiated Tensors (input {i}, shape {tuple(t.shape)}) "

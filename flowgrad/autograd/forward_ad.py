@@ -203,7 +203,7 @@ def derived_jvp(op, inputs, outs, tans, attrs, aux):
     keep = grad_mode._state.enabled and (any(t.requires_grad for t in inputs) or any(
         t is not None and t.requires_grad for t in tans))
     with grad_mode.enable_grad(), reverse_scope():
-        us = [Tensor._zeros(o._data.shape, o._data.dtype) for o in outs]
+        us = [Tensor._zeros(o._data.shape, o._data.dtype, o) for o in outs]
         for u in us:
             if u._data.dtype.kind in _DIFF:
                 u.requires_grad_(True)

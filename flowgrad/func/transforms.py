@@ -90,7 +90,7 @@ def _grad_of(outputs, inputs, cotangents, keep):
     result = []
     for g, x in zip(grads, inputs):
         if g is None:
-            g = Tensor._zeros(x._data.shape, x._data.dtype)
+            g = Tensor._zeros(x._data.shape, x._data.dtype, x)
             g = x * 0 if type(x) is BatchedTensor else g
         result.append(g if keep else _detached(g))
     return result

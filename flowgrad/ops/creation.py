@@ -530,13 +530,14 @@ def _normal(xp, *tensors, mean, std, shape, dtype, generator):
     given = iter(tensors)
     m = next(given) if mean is None else mean
     s = next(given) if std is None else std
-    return (m + s * numpy_generator(generator).standard_normal(shape)).astype(dtype)
+    return (m + s * xp.asarray(numpy_generator(generator).standard_normal(shape))).astype(dtype)
 
 
 @op("bernoulli", differentiable=False)
 def _bernoulli(xp, x, *, p, generator):
     probs = x if p is None else xp.full(x.shape, p, x.dtype)
-    return (numpy_generator(generator).random(probs.shape) < probs).astype(probs.dtype)
+    draws = xp.asarray(numpy_generator(generator).random(probs.shape))  # the host's stream
+    return (draws < probs).astype(probs.dtype)
 
 
 @op("multinomial", differentiable=False)
@@ -547,10 +548,10 @@ def _multinomial(xp, x, *, num_samples, replacement, generator):
     if replacement:
         cdf = xp.cumsum(rows, axis=1)
         cdf /= cdf[:, -1:]
-        u = gen.random((rows.shape[0], num_samples))
+        u = xp.asarray(gen.random((rows.shape[0], num_samples)))
         out = xp.minimum((u[:, :, None] > cdf[:, None, :]).sum(-1), rows.shape[1] - 1)
     else:  # Gumbel top-k gives sampling without replacement in one vectorised step
-        g = xp.log(xp.maximum(rows, 1e-300)) - xp.log(-xp.log(gen.random(rows.shape)))
+        g = xp.log(xp.maximum(rows, 1e-300)) - xp.log(-xp.log(xp.asarray(gen.random(rows.shape))))
         g[rows <= 0] = -xp.inf
         out = xp.argsort(-g, axis=1)[:, :num_samples]
     return out.reshape(p.shape[:-1] + (num_samples,)).astype(xp.int64)
@@ -758,7 +759,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 
 def _new(name, factory):
     def method(self, *size, dtype=None, device=None, requires_grad=False, **_):
-        return factory(*size, dtype=dtype or self.dtype, device=device,
+        return factory(*size, dtype=dtype or self.dtype,
+                       device=self.device if device is None else device,
                        requires_grad=requires_grad)
     method.__name__ = name
     setattr(Tensor, name, method)
@@ -770,12 +772,13 @@ _new("new_empty", empty)
 
 
 def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
-    return full(size, fill_value, dtype=dtype or self.dtype, device=device,
-                requires_grad=requires_grad)
+    return full(size, fill_value, dtype=dtype or self.dtype,
+                device=self.device if device is None else device, requires_grad=requires_grad)
 
 
 def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
-    return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+    return tensor(data, dtype=dtype or self.dtype,
+                  device=self.device if device is None else device, requires_grad=requires_grad)
 
 
 Tensor.new_full = _new_full

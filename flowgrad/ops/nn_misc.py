@@ -256,7 +256,7 @@ def _dropout(xp, x, *, p, feature_dims, alpha, generator):
     if feature_dims is not None:
         lead = 2 if x.ndim == feature_dims + 2 else 1
         shape = shape[:lead] + (1,) * (len(shape) - lead)
-    noise = (numpy_generator(generator).random(shape) >= p).astype(x.dtype)
+    noise = (xp.asarray(numpy_generator(generator).random(shape)) >= p).astype(x.dtype)
     if not alpha:
         scale = noise / (1 - p)
         return x * scale, scale

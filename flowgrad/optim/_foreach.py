@@ -164,6 +164,7 @@ def bump(p):
 
 
 def fast_dtype(pd, gd):
-    """The batched path handles floating NumPy dtypes with a grad of the same dtype."""
+    """The batched path handles floating NumPy dtypes with a grad of the same dtype, on the
+    CPU (its scratch arrays are NumPy's; other devices take the per-parameter `_update`)."""
     dt = pd.dtype
-    return dt.kind == "f" and (gd.dtype is dt or gd.dtype == dt)
+    return dt.kind == "f" and (gd.dtype is dt or gd.dtype == dt) and type(pd) is np.ndarray
