@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as _dt
+from .device import to_host
 
 _DEFAULT_SUFFIXLESS = ("int64", "bool")
 
@@ -56,7 +57,7 @@ def _format_array(a):
 
 def tensor_repr(t) -> str:
     """torch's repr of a tensor: formatted values plus dtype/grad_fn/requires_grad suffixes."""
-    a = t._data
+    a = to_host(t._data)  # formatted on the host, whatever device holds it
     body = _format_array(a)
     extras = []
     name = a.dtype.name if a.dtype.kind != "V" else "bfloat16"

@@ -19,7 +19,7 @@ from .autograd import interpreter as _interpreter
 from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.meta import AutogradMeta, VersionCounter
 from .autograd.views import sync_view
-from .device import ARRAY_MODULES, CPU, device_of, new_zeros, resolve_device, to_device
+from .device import ARRAY_MODULES, CPU, device_of, new_zeros, resolve_device, to_device, to_host
 
 
 class Tensor:
@@ -357,16 +357,24 @@ class Tensor:
 
     # ---- conversion ---------------------------------------------------------------------
     def numpy(self, force=False):
-        """The array itself (shared storage); refuses tensors that require grad."""
+        """The array itself (shared storage); refuses tensors that require grad, and those on
+        another device unless `force` (then a host copy), as torch's."""
         _interpreter.check_read(self, "numpy()")
         if self.requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on a tensor that requires grad. Use "
                 "tensor.detach().numpy() instead.")
-        return self._data
+        data = self._data
+        if type(data) is not np.ndarray and device_of(data) is not CPU:
+            if not force:
+                raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
+                                "Tensor.cpu() to copy the tensor to host memory first.")
+            return to_host(data)
+        return data
 
     def __array__(self, dtype=None, copy=None):
-        return self._data if dtype is None else self._data.astype(dtype)
+        data = self._data if type(self._data) is np.ndarray else to_host(self._data)
+        return data if dtype is None else data.astype(dtype)
 
     def item(self):
         _interpreter.check_read(self, "item()")

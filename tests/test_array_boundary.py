@@ -157,6 +157,27 @@ def test_forward_and_backward_stay_on_the_device(fake, name):
     assert _on(fake, y) and _on(fake, x.grad)
 
 
+def test_to_moves_between_devices_and_the_gradient_comes_back(fake):
+    x = flow.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    y = x.to("fake")
+    assert _on(fake, y) and y.grad_fn.name() == "to_device_backward"
+    z = (y * y).sum().cpu()
+    assert _on("cpu", z) and z.item() == 14.0
+    (g,) = flow.autograd.grad(z, x, create_graph=True)
+    assert _on("cpu", g) and g.tolist() == [2.0, -4.0, 6.0]
+    g.sum().backward()  # the move is differentiable again
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    assert x.to("cpu") is x and y.to(fake) is y and x.to(fake, flow.float64).dtype is flow.float64
+
+
+def test_host_reads_of_a_device_tensor(fake):
+    x = flow.tensor([1.5, 2.0], device="fake")
+    with pytest.raises(TypeError, match="can't convert fake device type tensor to numpy"):
+        x.numpy()
+    assert type(x.numpy(force=True)) is np.ndarray and type(np.asarray(x)) is np.ndarray
+    assert repr(x) == "tensor([1.5000, 2.0000])" and x.tolist() == [1.5, 2.0]
+
+
 def test_the_stand_in_device_refuses_host_arrays(fake):
     """What makes the training test a proof: mixing in a CPU array fails, as on a GPU."""
     with pytest.raises(TypeError, match="host array"):

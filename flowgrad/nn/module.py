@@ -637,7 +637,7 @@ class Module:
         return self.to(_dt.bfloat16)
 
     def cpu(self):
-        return self
+        return self.to("cpu")
 
     def cuda(self, device=None):
         raise RuntimeError("flowgrad runs on the CPU only; there is no CUDA device")

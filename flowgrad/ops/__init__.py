@@ -41,6 +41,7 @@ from . import (  # noqa: F401 - imported to register their ops
     special_poly,
     split,
     stats,
+    transfer,
 )
 from .registry import REGISTRY, Op, op
 

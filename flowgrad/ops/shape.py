@@ -20,6 +20,7 @@ from ..autograd.views import replay_view
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
 from .out_arg import with_out
 from .registry import op
+from .transfer import move
 
 __all__ = ["reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "cat",
            "concat", "concatenate", "stack", "clone", "broadcast_to", "swapaxes", "swapdims",
@@ -465,8 +466,8 @@ def cast_backward(ctx, dy):
 @tensor_method("to")
 def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False,
        memory_format=None, **_):
-    """Convert dtype (`x.to(flow.float64)`, `x.to(other)`); devices: 'cpu' only; a
-    memory_format is recorded (see contiguous)."""
+    """Convert dtype (`x.to(flow.float64)`, `x.to(other)`) and move to a device (the CPU or
+    a registered one, ops/transfer.py); a memory_format is recorded (see contiguous)."""
     if memory_format is not None:
         out = to(input, *args, dtype=dtype, device=device, copy=copy)
         return contiguous(out, memory_format)
@@ -479,15 +480,13 @@ def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False,
         elif isinstance(a, str) and a.replace("torch.", "") in _dt._BY_NAME:
             dtype = a
         else:
-            from ..device import device as _device
-
-            _device(a)  # raises for unavailable devices
-    if dtype is None:
-        return input.clone() if copy else input
-    d = _dt.as_dtype(dtype)
-    if d.np == input._data.dtype:
-        return input.clone() if copy else input
-    return _cast(input, dtype=d.np)
+            device = a  # a device or its name: move() raises for unavailable ones
+    out = input
+    if dtype is not None and _dt.as_dtype(dtype).np != input._data.dtype:
+        out = _cast(input, dtype=_dt.as_dtype(dtype).np)
+    if device is not None:
+        out = move(out, device)
+    return input.clone() if copy and out is input else out
 
 
 def _caster(d):
@@ -521,8 +520,8 @@ def _type(input, dtype=None, non_blocking=False, **kwargs):
 
 @tensor_method()
 def cpu(input, memory_format=None):
-    """`input` itself: flowgrad tensors always live on the CPU (memory_format is ignored)."""
-    return input
+    """`input` on the CPU: itself when it lives there (memory_format is ignored)."""
+    return move(input, "cpu", "cpu")
 
 
 @tensor_method()
