@@ -13,10 +13,41 @@ import numpy as np
 from ..tensor import Tensor
 
 
+class Placeholder(np.ndarray):
+    """The storage a BatchedTensor shows: its shape and dtype are the examples', its one
+    element is no example's value. NumPy functions refuse it (except those that read only
+    shape and dtype), so a Python function that computes on a batched tensor's `_data` with
+    them (np.unique, np.searchsorted, np.allclose...) raises instead of computing on a
+    placeholder. (Ufuncs still run: the input checks that compare `_data` with bounds.)"""
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func not in _SHAPE_ONLY:
+            raise _values_error(func.__name__)
+        args = tuple(a.view(np.ndarray) if type(a) is Placeholder else a for a in args)
+        result = func(*args, **kwargs)
+        return result.view(Placeholder) if type(result) is np.ndarray else result
+
+
+# NumPy functions that read a placeholder's shape, dtype or memory, never its values
+_SHAPE_ONLY = frozenset((
+    np.shape, np.ndim, np.size, np.result_type, np.may_share_memory, np.shares_memory,
+    np.zeros_like, np.empty_like, np.ones_like, np.full_like, np.reshape, np.transpose,
+    np.moveaxis, np.swapaxes, np.expand_dims, np.squeeze, np.broadcast_to, np.atleast_1d,
+    np.atleast_2d, np.atleast_3d, np.can_cast, np.min_scalar_type, np.copyto))
+
+
+def _values_error(name):
+    return RuntimeError(
+        f"vmap: {name} read the values of a batched tensor's placeholder storage: a function "
+        f"called inside vmap computes with NumPy on `._data` instead of calling flowgrad ops, "
+        f"so it cannot be batched. Call it outside vmap, or write it with flowgrad ops")
+
+
 def placeholder(shape, dtype):
     """A writable array of `shape` whose elements share one location (no memory per
     element): in-place ops may write it; nothing reads it."""
-    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), tuple(shape), (0,) * len(shape))
+    one = np.zeros(1, dtype)
+    return np.lib.stride_tricks.as_strided(one, tuple(shape), (0,) * len(shape)).view(Placeholder)
 
 
 class BatchedTensor(Tensor):
