@@ -83,8 +83,7 @@ class InferenceInterpreter:
             return _normal_views(op, inputs, attrs, result)
         if op.n_out == 1 and type(result) is not tuple:
             out = _new(_interpreter.Tensor)
-            out._data = result if type(result) is np.ndarray or type(result) in ARRAY_MODULES \
-                else xp.asarray(result)
+            out._data = result if type(result) is np.ndarray else xp.asarray(result)
             out._meta = out._grad_fn = out._view = None
             out._version = INFERENCE_COUNTER
             return out

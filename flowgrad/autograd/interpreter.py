@@ -88,8 +88,7 @@ class AutogradInterpreter:
             raise kernel_error(op, inputs, error) from None
         if op.n_out == 1 and type(result) is not tuple:
             out = _new(Tensor)
-            out._data = result if type(result) is np.ndarray or type(result) in ARRAY_MODULES \
-                else xp.asarray(result)
+            out._data = result if type(result) is np.ndarray else xp.asarray(result)
             out._meta = out._grad_fn = out._version = out._view = None
             if op.is_view and _shares(out._data, inputs[0]._data):
                 mark_view(inputs[0], out, op, attrs, None)
