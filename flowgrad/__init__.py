@@ -141,6 +141,9 @@ from .typed_tensors import *  # noqa: F401,F403 - FloatTensor..., channels_last.
 
 __version__ = "0.1.0"
 
+# autograd's tools (functional, gradcheck) are built on the ops and func layers: loaded last
+autograd._load_tools()
+
 # NumPy warns (log(0), 0/0, overflow) where torch is silent and returns inf/nan: ignore the
 # RuntimeWarnings raised from flowgrad's own code; the user's NumPy code still warns.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"flowgrad\.")

@@ -22,6 +22,15 @@ def saved_tensor_error(node, saved):
         f"instead of `x.mul_(2)`), or clone() the tensor before modifying it.")
 
 
+def inference_saved_error(tensor):
+    """The RuntimeError for an inference tensor saved for backward (autograd/inference.py)."""
+    return RuntimeError(
+        f"Inference tensors cannot be saved for backward (shape {tuple(tensor.shape)}). Please "
+        f"do not use Tensors created in inference mode in computation tracked by autograd. "
+        f"To work around this, you can make a clone to get a normal tensor and use it in "
+        f"autograd, or use `flowgrad.no_grad()` instead of `flowgrad.inference_mode()`.")
+
+
 def freed_graph_error(node):
     """The RuntimeError for a second backward through a graph whose saved tensors were freed."""
     return RuntimeError(

@@ -17,9 +17,22 @@ from . import dtypes as _dt
 from .autograd import engine
 from .autograd import interpreter as _interpreter
 from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
+from .autograd.graph import RemovableHandle
+from .autograd.inference import check_requires_grad
 from .autograd.meta import AutogradMeta, VersionCounter
 from .autograd.views import sync_view
 from .device import ARRAY_MODULES, CPU, device_of, new_zeros, resolve_device, to_device, to_host
+from .printing import tensor_repr
+
+# Bound at import (`bind_late`) by the modules above this one, which import it:
+as_array = None  # by flowgrad.ops.creation: a fresh array from data, torch's dtype inference
+recorded_memory_format = None  # by flowgrad.typed_tensors, where memory formats live
+
+
+def bind_late(**functions):
+    """Hand this module functions that Tensor's own methods call but that live in modules
+    importing this one (which therefore cannot import them)."""
+    globals().update(functions)
 
 
 class Tensor:
@@ -33,8 +46,6 @@ class Tensor:
     __array_priority__ = 1000  # numpy defers `ndarray * Tensor` to Tensor.__rmul__
 
     def __init__(self, *args, dtype=None, requires_grad=False, device=None):
-        from .ops.creation import as_array
-
         dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
         if not args:
             data = np.empty((0,), dt.np)
@@ -135,9 +146,7 @@ class Tensor:
 
     def is_contiguous(self, memory_format=None):
         if memory_format is not None and memory_format.name != "contiguous_format":
-            from .typed_tensors import recorded_memory_format  # channels_last: as recorded
-
-            return recorded_memory_format(self) is memory_format
+            return recorded_memory_format(self) is memory_format  # channels_last: as recorded
         return self._data.flags.c_contiguous
 
     def stride(self, dim=None):
@@ -155,9 +164,7 @@ class Tensor:
     def __iter__(self):
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        from .ops.split import unbind
-
-        return iter(unbind(self, 0))  # as torch: the elements are views from one unbind
+        return iter(self.unbind(0))  # as torch: the elements are views from one unbind
 
     def __hash__(self):
         return id(self)
@@ -199,8 +206,6 @@ class Tensor:
             return self
         if requires_grad and self._version is not None \
                 and self._version.__class__ is not VersionCounter:  # an inference tensor
-            from .autograd.inference import check_requires_grad
-
             check_requires_grad(self)
         if requires_grad and self._data.dtype.kind not in "fVc":
             raise RuntimeError(
@@ -410,8 +415,6 @@ class Tensor:
         return bool(self._data.reshape(()))
 
     def __repr__(self):
-        from .printing import tensor_repr
-
         _interpreter.check_read(self, "printing")
         return tensor_repr(self)
 
@@ -453,24 +456,6 @@ class Size(tuple):
         for s in self:
             n *= s
         return n
-
-
-class RemovableHandle:
-    """Returned by hook registrations; `remove()` unregisters the hook."""
-
-    def __init__(self, hooks, hook):
-        self._hooks, self._hook = hooks, hook
-        hooks.append(hook)
-
-    def remove(self):
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def _wrap_dim(dim, ndim, op_name="op"):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import weakref
 
 from . import dtypes as _dt
-from .tensor import Tensor
+from .tensor import Tensor, bind_late
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
            "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
@@ -131,3 +131,6 @@ def recorded_memory_format(tensor):
     """The format recorded for `tensor` (contiguous_format when none was asked for)."""
     entry = _recorded.get(id(tensor))
     return entry[1] if entry is not None and entry[0]() is tensor else contiguous_format
+
+
+bind_late(recorded_memory_format=recorded_memory_format)  # Tensor.is_contiguous calls it

@@ -235,8 +235,8 @@ def test_custom_function_jvp_and_vmap():
 
 def test_every_differentiable_op_has_a_forward_rule():
     """A written JVP rule, or a reverse rule to derive one from; and no stale rows."""
-    from flowgrad.autograd.jvp_rules import JVP_RULES
     from flowgrad.ops import REGISTRY
+    from flowgrad.ops.jvp_rules import JVP_RULES
 
     missing = [n for n, op in REGISTRY.items()
                if op.differentiable and n not in JVP_RULES and op.backward is None]

@@ -21,6 +21,8 @@ import sys
 import traceback
 import warnings
 
+from .graph import node_metadata
+
 enabled = False      # read by interpreter.add_node and GraphTask.apply
 check_nan = True
 
@@ -110,8 +112,6 @@ def record_traceback(node):
     Only (code, line) pairs are kept, outermost first; file names and source lines are
     looked up when an error needs them, so recording stays cheap.
     """
-    from .graph import node_metadata
-
     frames = []
     frame = sys._getframe(1)
     while frame is not None:
@@ -123,8 +123,6 @@ def record_traceback(node):
 
 def forward_traceback(node) -> str:
     """The user's part of the forward stack that created `node` ('' when not recorded)."""
-    from .graph import node_metadata
-
     frames = node_metadata(node).get("traceback_")
     if not frames:
         return ""
@@ -134,7 +132,7 @@ def forward_traceback(node) -> str:
     return "".join(traceback.StackSummary.from_list(user).format())
 
 
-def _warn_forward_traceback(node):
+def warn_forward_traceback(node):
     text = forward_traceback(node)
     if text:
         warnings.warn(f"Error detected in {node.name}. Traceback of forward call that caused "
@@ -143,33 +141,6 @@ def _warn_forward_traceback(node):
         warnings.warn(f"Error detected in {node.name}. No forward pass information available."
                       f" Enable detect anomaly during forward pass for more information.",
                       stacklevel=2)
-
-
-def checked_runner(run_node):
-    """Wrap GraphTask._run_node for one backward run in anomaly mode: each node's results
-    are checked for NaN/inf (node_hooks.HookedNode), and any error a node raises warns with
-    the forward traceback of that node before propagating."""
-    from .node import FunctionNode
-    from .node_hooks import HookedNode
-
-    def run(node, deps, targets):
-        plain = type(node) is FunctionNode
-        if plain:
-            node.__class__ = HookedNode  # its backward_fn checks the results
-        try:
-            run_node(node, deps, targets)
-        except Exception as error:
-            if not getattr(error, "_anomaly_reported", False):
-                _warn_forward_traceback(node)
-                try:
-                    error._anomaly_reported = True  # an outer (re-entrant) run says it once
-                except AttributeError:
-                    pass
-            raise
-        finally:
-            if plain:
-                node.__class__ = FunctionNode
-    return run
 
 
 def check_results(node, in_grads):

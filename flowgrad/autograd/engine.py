@@ -10,10 +10,13 @@ import sys
 import threading
 
 from ..device import ARRAY_DEVICES, new_empty, to_device
+from ..dtypes import _FROM_NP
 from ..errors import freed_graph_error
 from . import anomaly as _anomaly
 from . import grad_mode
 from . import interpreter as _interpreter
+from . import node_hooks as _node_hooks
+from .graph import _TASKS
 from .node import AccumulateGrad, FunctionNode
 
 
@@ -93,7 +96,7 @@ class GraphTask:
         ready = [r for r in self.roots if deps.get(r) == 0]  # a stack: depth first
         run_node = self._run_node
         if _anomaly.enabled:  # NaN checks and forward tracebacks, for this run
-            run_node = _anomaly.checked_runner(run_node)
+            run_node = _node_hooks.checked_runner(run_node)
         save_grad_for_leaf = self.save_grad_for_leaf
         while ready:
             node = ready.pop()
@@ -166,9 +169,7 @@ class GraphTask:
             materialize = getattr(node.op, "materialize_grads", None) if node else None
             if materialize is not None and not materialize(node):
                 return None
-            from ..tensor import Tensor
-
-            g = Tensor._zeros(*info)
+            g = _interpreter.Tensor._zeros(*info)
         if meta.hooks:
             g = _run_hooks(meta.hooks, g)
         if meta.retain_grad:
@@ -239,8 +240,6 @@ def _fit_grad(g, shape, dtype, node):
 
     The one place where broadcasting is undone: rules return grads of the broadcast shape.
     """
-    from ..ops.reduce import sum_to
-
     if g._data.shape != shape:
         try:
             g = sum_to(g, shape)
@@ -251,8 +250,6 @@ def _fit_grad(g, shape, dtype, node):
                 f"must return one gradient per input, shaped like that input or broadcastable "
                 f"to it") from None
     if g._data.dtype != dtype:
-        from ..dtypes import _FROM_NP
-
         if g._data.dtype.kind == "c" and dtype.kind != "c":  # a real input of a complex op:
             g = g.real                                       # its grad is the real part
         g = g.to(_FROM_NP[dtype])
@@ -322,8 +319,7 @@ def acc_grad_for_leaf(meta):
 
 
 def _roots_and_seeds(outputs, grad_outputs, create_graph):
-    from ..tensor import Tensor
-
+    Tensor = _interpreter.Tensor
     roots = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         out._sync()
@@ -362,12 +358,14 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
     return roots
 
 
+# Bound at import by the layers above, which import this module: the un-broadcast of a
+# gradient to its input's shape (by flowgrad.ops.reduce), grad(is_grads_batched=True) (a vmap,
+# by flowgrad.func.transforms)
+sum_to = batched_grad = None
+
 # One backward run at a time: runs in several threads may share leaves, whose current_grad
 # and acc_grad they would otherwise update at once (re-entrant: a hook may run backward).
 _BACKWARD_LOCK = threading.RLock()
-# The runs in progress, innermost last (autograd.graph's current_graph_task_id and
-# will_engine_execute_node read it); a run stays listed until its entry point returns.
-_TASKS = []
 
 
 def _one_run_at_a_time(entry):
@@ -458,8 +456,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     tensor(27.)
     """
     if is_grads_batched:
-        from ..func.transforms import batched_grad
-
         return batched_grad(grad, outputs, inputs, grad_outputs, retain_graph, create_graph,
                             allow_unused, materialize_grads)
     outputs = _as_tuple(outputs)
@@ -485,9 +481,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = task.collect(t._meta)
         if g is None:
             if materialize_grads:
-                from ..tensor import Tensor
-
-                g = Tensor._zeros(t._data.shape, t._data.dtype, t)
+                g = _interpreter.Tensor._zeros(t._data.shape, t._data.dtype, t)
             elif not allow_unused:
                 raise RuntimeError(
                     f"One of the differentiated Tensors (input {i}, shape {tuple(t.shape)}) "

@@ -11,18 +11,19 @@
 A level is an interpreter wrapping the one current when it was entered: an op with a dual
 input runs one level down (so outer levels, autograd and vmap see it), then its output
 tangent comes from the op's forward rule, run one level down as well (so an outer level
-differentiates the rule: forward over forward). The rule is the op's row in
-`jvp_rules.JVP_RULES` when one is written, else it is derived from the op's reverse rule:
-the VJP u -> J^T u is linear in u, so differentiating <J^T u, t> with respect to u gives
-J t (the double-vjp trick). Ops with no dual input cost one dict lookup.
+differentiates the rule: forward over forward). The rule is the op's row in `JVP_RULES`
+(filled by flowgrad/ops/jvp_rules.py) when one is written, else it is derived from the
+op's reverse rule: the VJP u -> J^T u is linear in u, so differentiating <J^T u, t> with
+respect to u gives J t (the double-vjp trick). Ops with no dual input cost one dict lookup.
 """
 from __future__ import annotations
 
 import weakref
 from collections import namedtuple
 
-from . import grad_mode
+from . import engine, grad_mode
 from . import interpreter as _interpreter
+from .function import Function, _FunctionOp
 from .levels import apply_full, delegate, pack, reverse_scope
 from .node import FunctionNode, SavedTensor
 
@@ -44,12 +45,17 @@ def _key(t):
 
 _DIFF = "fcV"  # dtype kinds that carry tangents: floating and complex
 
+# Filled at import by the layers above, which import this module: the written forward rules
+# by op name, and the ops whose rule is for real values only (flowgrad.ops.jvp_rules); x.detach()
+# keeping x's tangents, batched tensors included (flowgrad.func.transforms)
+JVP_RULES: dict = {}
+REAL_ONLY: set = set()
+detached = None
+
 
 def _refuses_complex(op, inputs, tans, outs):
     """Whether a tangent would enter or leave complex values through an op whose forward
     rule is not written for them (a wrong tangent is never returned: refused)."""
-    from .jvp_rules import REAL_ONLY
-
     if op.name not in REAL_ONLY:
         return False
     if any(t is not None and x._data.dtype.kind == "c" for x, t in zip(inputs, tans)):
@@ -117,9 +123,7 @@ class ForwardLevel:
     def function_ran(self, cls, ctx, args, outputs):
         """A custom Function ran: with a `jvp` staticmethod, its output tangents come from
         it (else from the ops its forward ran, which this level saw)."""
-        from ..tensor import Tensor
-        from .function import Function
-
+        Tensor = _interpreter.Tensor
         if getattr(cls, "jvp", Function.jvp) is Function.jvp or not any(
                 isinstance(a, Tensor) and self.tangent(a) is not None for a in args):
             return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
@@ -147,8 +151,6 @@ def _fit(t, like):
 def output_tangents(op, inputs, outs, tans, attrs, aux):
     """The tangents of an op's outputs: its written rule, else the one derived from its
     reverse rule. Returns one tangent (or None) per output."""
-    from .jvp_rules import JVP_RULES
-
     rule = JVP_RULES.get(op.name)
     if rule is not None:
         result = rule(op, inputs, outs, tans, attrs, aux)
@@ -187,10 +189,6 @@ def _pairing(g, t):
 
 def derived_jvp(op, inputs, outs, tans, attrs, aux):
     """J t from the reverse rule: d/du <vjp(u), t> at any u (zero here)."""
-    from ..func.transforms import _detached
-    from . import engine
-    from .function import _FunctionOp
-
     if isinstance(op, _FunctionOp):
         raise RuntimeError(
             f"forward-mode AD through the custom Function {op.fn.__name__}: it defines no "
@@ -223,7 +221,7 @@ def derived_jvp(op, inputs, outs, tans, attrs, aux):
     for u in us:
         g = next(got) if u.requires_grad else None
         if g is not None and not keep:
-            g = _detached(g)  # only the reverse graph is cut: outer levels' tangents stay
+            g = detached(g)  # only the reverse graph is cut: outer levels' tangents stay
         result.append(g)
     return result
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 
+from ..errors import freed_graph_error
 from . import grad_mode
 from . import interpreter as _interpreter
 from . import saved_hooks as _saved_hooks
@@ -51,8 +52,6 @@ class FunctionCtx:
         if state is None:
             return tuple(self._saved or ())  # forward time: not yet recorded
         if state._inputs is None:
-            from ..errors import freed_graph_error
-
             raise freed_graph_error(state)
         return state.inputs
 
@@ -180,8 +179,7 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from ..tensor import Tensor
-
+        Tensor = _interpreter.Tensor
         transform = _interpreter.current  # a func transform (vmap, forward AD) may take over
         hook = getattr(transform, "function_apply", None)
         if hook is not None:

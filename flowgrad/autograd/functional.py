@@ -13,14 +13,16 @@ an output does not depend on an input (torch's check).
 """
 from __future__ import annotations
 
+from ..func import jacfwd, vmap
+from ..ops.creation import eye
+from ..ops.shape import stack
+from ..tensor import Tensor
 from . import engine, grad_mode
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
 
 
 def _tuple(x, what, arg):
-    from ..tensor import Tensor
-
     is_tuple = isinstance(x, (tuple, list))
     xs = tuple(x) if is_tuple else (x,)
     for i, t in enumerate(xs):
@@ -172,8 +174,6 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         for i, o in enumerate(outs):
             n = o.numel()
             if vectorize and len(outs) == 1:
-                from ..func import vmap
-
                 basis = _eye(n, o).reshape(n, *o.shape)
                 gs = vmap(lambda c: _grads(outs, xs, (c,), create_graph, strict, "jacobian"))(
                     basis)
@@ -184,15 +184,11 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
 
 
 def _eye(n, like):
-    from ..ops.creation import eye
-
     return eye(n, dtype=like.dtype)
 
 
 def _loop_rows(outs, xs, i, create_graph, strict):
     """One vjp per element of output i, stacked: (numel, *input.shape) per input."""
-    from ..ops.shape import stack
-
     o = outs[i]
     per_row = []
     for k in range(o.numel()):
@@ -212,8 +208,6 @@ def _nest(rows, out_tuple, in_tuple):
 
 
 def _jacobian_forward(func, xs, in_tuple, create_graph, strict):
-    from ..func import jacfwd
-
     nums = tuple(range(len(xs)))
     out = jacfwd(func, argnums=nums)(*[x if create_graph else x.detach() for x in xs])
     if isinstance(out, tuple) and out and isinstance(out[0], tuple):

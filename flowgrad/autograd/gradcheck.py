@@ -18,6 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..func import vmap
+from ..ops.shape import stack
+from ..tensor import Tensor
+from . import forward_ad as fwAD
 from . import grad_mode
 from .engine import grad as _grad
 
@@ -31,14 +35,10 @@ def _tuple(x):
 
 
 def _outputs(func, inputs):
-    from ..tensor import Tensor
-
     return tuple(o for o in _tuple(func(*inputs)) if isinstance(o, Tensor))
 
 
 def _check_inputs(inputs):
-    from ..tensor import Tensor
-
     diff = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
     if not diff:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, "
@@ -96,8 +96,6 @@ def _numeric_jacobian_columns(func, inputs, diff, eps, keep_complex=False):
 
 def _analytic_rows(outputs, diff):
     """d output_j / d inputs by one backward per output element: [input][output]."""
-    from ..tensor import Tensor
-
     rows = [[np.zeros((t._data.size, o._data.size),
                       np.complex128 if t._data.dtype.kind == "c" else np.float64)
              for o in outputs] for t in diff]
@@ -136,8 +134,6 @@ def _slow_check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception):
 def _fast_check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception, seed=0):
     """u^T J v for random unit u (per output) and v (per input), numerically (directional
     difference along v) and analytically (vjp with u, dotted with v)."""
-    from ..tensor import Tensor
-
     rng = np.random.default_rng(seed)
     vs = [rng.standard_normal(t._data.shape) if t._data.dtype.kind != "c" else
           rng.standard_normal(t._data.shape) + 1j * rng.standard_normal(t._data.shape)
@@ -191,9 +187,6 @@ def _diff_positions(func, inputs):
 def _jvp_outputs(func, inputs, tangents, positions):
     """The output tangents of `func` (as float64 arrays, zeros where none) with the diff
     inputs made dual with `tangents` (an index -> tangent array map; zeros elsewhere)."""
-    from ..tensor import Tensor
-    from . import forward_ad as fwAD
-
     with fwAD.dual_level():
         duals = tuple(
             fwAD.make_dual(t.detach(), Tensor._wrap(np.asarray(tangents[i], t._data.dtype)
@@ -266,9 +259,6 @@ def _forward_fast_check(func, inputs, diff, eps, atol, rtol, raise_exception, se
 
 def _forward_undefined_check(func, inputs, raise_exception):
     """A zero tangent and no tangent at all must give the same output tangents."""
-    from ..tensor import Tensor
-    from . import forward_ad as fwAD
-
     idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     rng = np.random.default_rng(1)
     with fwAD.dual_level():
@@ -295,8 +285,6 @@ def _forward_undefined_check(func, inputs, raise_exception):
 def _split_complex(func, inputs, complex_idx, part):
     """torch's treatment of complex inputs in forward mode: `func` of real leaves standing for
     the real (or imaginary) parts of the complex inputs, the other part held fixed."""
-    from ..tensor import Tensor
-
     leaves = list(inputs)
     for i in complex_idx:
         leaves[i] = Tensor._wrap(getattr(inputs[i]._data, part).copy()).requires_grad_()
@@ -315,8 +303,6 @@ def _forward_checks(func, inputs, eps, atol, rtol, raise_exception, fast_mode, u
     """check_forward_ad: the JVPs against finite differences, complex inputs split into
     their imaginary and real parts as torch's (a complex tangent flowgrad's forward mode
     cannot carry raises its NotImplementedError)."""
-    from ..tensor import Tensor
-
     complex_idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and
                    t.requires_grad and t._data.dtype.kind == "c"]
     cases = [(func, inputs)] if not complex_idx else [
@@ -334,8 +320,6 @@ def _forward_checks(func, inputs, eps, atol, rtol, raise_exception, fast_mode, u
 def _batched(fn, stacked, what, raise_exception):
     """vmap(fn)(stacked), its errors reported as a failed check (as torch's)."""
     import warnings
-
-    from ..func import vmap
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -364,9 +348,6 @@ def _compare_batched(result, expected, what, out_idx, raise_exception):
 def _batched_grad_check(inputs, diff, output, out_idx, raise_exception):
     """vmap over two random cotangents of the vjp of `output` against a loop (torch's
     check_batched_grad)."""
-    from .. import stack
-    from ..tensor import Tensor
-
     def vjp(v):
         gs = _grad(output, diff, v, retain_graph=True, allow_unused=True)
         return tuple(g if g is not None else t.detach() * 0 for g, t in zip(gs, diff))
@@ -384,10 +365,6 @@ def _batched_grad_check(inputs, diff, output, out_idx, raise_exception):
 def _batched_forward_grad_check(func, inputs, raise_exception):
     """vmap over two random tangents of each input's jvp against a loop (torch's
     check_batched_forward_grad)."""
-    from .. import stack
-    from ..tensor import Tensor
-    from . import forward_ad as fwAD
-
     rng = np.random.default_rng(3)
     for k, x in enumerate(inputs):
         if not (isinstance(x, Tensor) and x.requires_grad and x._data.dtype.kind in "fc"):
@@ -418,8 +395,6 @@ def _zero_cotangent_check(outputs, diff, raise_exception):
     """Zero cotangents must give zero gradients of each input's dtype and shape (torch's
     check that a backward multiplies by grad_output, which a Jacobian check of a scalar
     output misses)."""
-    from ..tensor import Tensor
-
     outs = [o for o in outputs if o.requires_grad]
     if not outs:
         return True
@@ -523,8 +498,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     >>> flow.autograd.gradgradcheck(lambda t: t.tanh() * t, (x,))
     True
     """
-    from ..tensor import Tensor
-
     _check_options(dict(check_fwd_over_rev=check_fwd_over_rev,
                         check_rev_over_rev=check_rev_over_rev,
                         check_undefined_grad=check_undefined_grad,

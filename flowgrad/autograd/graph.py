@@ -20,6 +20,7 @@ import threading
 import weakref
 from typing import NamedTuple
 
+from .meta import VersionCounter
 from .saved_hooks import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version",
@@ -27,6 +28,11 @@ __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version",
            "disable_saved_tensors_hooks"]
 
 _METADATA: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# The backward runs in progress, innermost last (the engine keeps it; current_graph_task_id
+# and will_engine_execute_node read it); a run stays listed until its entry point returns.
+_TASKS: list = []
+# Node.register_hook/register_prehook: node_hooks.register, bound there (it builds on Node)
+_register_node_hook = None
 
 
 def node_metadata(node) -> dict:
@@ -68,15 +74,11 @@ class Node:
         >>> y.backward()
         flowgrad.Size([2]) flowgrad.Size([])
         """
-        from . import node_hooks
-
-        return node_hooks.register(self, fn, pre=False)
+        return _register_node_hook(self, fn, pre=False)
 
     def register_prehook(self, fn):
         """Call `fn(grad_outputs)` before this node runs; a tuple returned replaces them."""
-        from . import node_hooks
-
-        return node_hooks.register(self, fn, pre=True)
+        return _register_node_hook(self, fn, pre=True)
 
 
 class GradientEdge(NamedTuple):
@@ -116,8 +118,6 @@ def increment_version(tensor):
     >>> flow.autograd.graph.increment_version(x); x._version.value
     1
     """
-    from .meta import VersionCounter
-
     for t in (tensor if isinstance(tensor, (list, tuple)) else (tensor,)):
         if t._version is None:
             t._version = VersionCounter()
@@ -126,18 +126,32 @@ def increment_version(tensor):
 
 def current_graph_task_id() -> int:
     """An id of the backward run in progress (-1 outside backward)."""
-    from .engine import _TASKS
-
     return id(_TASKS[-1]) if _TASKS else -1
 
 
 def will_engine_execute_node(node) -> bool:
     """Whether the backward run in progress will run `node` (after pruning)."""
-    from .engine import _TASKS
-
     if not _TASKS:
         raise RuntimeError("will_engine_execute_node can only be called during backward")
     return node in _TASKS[-1].dependencies
+
+
+class RemovableHandle:
+    """Returned by hook registrations; `remove()` unregisters the hook."""
+
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+        hooks.append(hook)
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
 
 
 def _node_of(tensor):

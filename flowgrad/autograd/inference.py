@@ -126,14 +126,6 @@ def leave(previous):
         _interpreter.current = _interpreter.AutogradInterpreter
 
 
-def saved_error(tensor):
-    return RuntimeError(
-        f"Inference tensors cannot be saved for backward (shape {tuple(tensor.shape)}). Please "
-        f"do not use Tensors created in inference mode in computation tracked by autograd. "
-        f"To work around this, you can make a clone to get a normal tensor and use it in "
-        f"autograd, or use `flowgrad.no_grad()` instead of `flowgrad.inference_mode()`.")
-
-
 def check_write(tensor):
     """An in-place write to an inference tensor: only inside inference mode (torch's)."""
     if not state.enabled:

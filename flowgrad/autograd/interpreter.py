@@ -59,7 +59,7 @@ Tensor = None  # bound by flowgrad.tensor once the class exists (import order)
 def bind_tensor_class(cls):
     """Called once by flowgrad.tensor to hand this module the Tensor class (an import cycle)."""
     global Tensor
-    Tensor = _node_module.Tensor = cls
+    Tensor = _node_module.Tensor = _saved_hooks.Tensor = cls
 
 
 class AutogradInterpreter:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import weakref
 
+AccumulateGrad = None  # the node class, bound by node.py (which builds on this module)
+
 
 class AutogradMeta:
     """Per-tensor autograd state. Holds no reference to the tensor, nor to its grad_fn,
@@ -28,8 +30,6 @@ class AutogradMeta:
 
     def grad_accumulator(self):
         """The leaf's accumulate_grad node, created on first use and shared while alive."""
-        from .node import AccumulateGrad
-
         node = self._accumulator() if self._accumulator is not None else None
         if node is None:
             node = AccumulateGrad(self)

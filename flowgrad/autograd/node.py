@@ -6,7 +6,8 @@ the op's captured state (the seed's capture state: saved tensors and attributes)
 """
 from __future__ import annotations
 
-from ..errors import saved_tensor_error
+from ..errors import inference_saved_error, saved_tensor_error
+from . import meta as _meta
 from .graph import Node
 from .meta import VersionCounter
 
@@ -28,9 +29,7 @@ class SavedTensor:
         if counter is None:
             counter = tensor._version = VersionCounter()
         elif counter.__class__ is not VersionCounter:  # an inference tensor's
-            from .inference import saved_error
-
-            raise saved_error(tensor)
+            raise inference_saved_error(tensor)
         self.counter = counter
         self.version = counter.value
         self.is_output = is_output
@@ -187,3 +186,6 @@ class AccumulateGrad(FunctionNode):
     @property
     def variable_meta(self):
         return self.output_metas[0]
+
+
+_meta.AccumulateGrad = AccumulateGrad  # AutogradMeta.grad_accumulator makes them

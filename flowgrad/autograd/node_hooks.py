@@ -18,7 +18,8 @@ from __future__ import annotations
 import weakref
 
 from . import anomaly
-from .graph import MultiHandle
+from . import graph as _graph
+from .graph import MultiHandle, RemovableHandle
 from .node import AccumulateGrad, FunctionNode
 
 
@@ -67,10 +68,32 @@ def _check_count(result, n, kind, node, what):
     return result
 
 
+def checked_runner(run_node):
+    """Wrap GraphTask._run_node for one backward run in anomaly mode: each node's results
+    are checked for NaN/inf (node_hooks.HookedNode), and any error a node raises warns with
+    the forward traceback of that node before propagating."""
+    def run(node, deps, targets):
+        plain = type(node) is FunctionNode
+        if plain:
+            node.__class__ = HookedNode  # its backward_fn checks the results
+        try:
+            run_node(node, deps, targets)
+        except Exception as error:
+            if not getattr(error, "_anomaly_reported", False):
+                anomaly.warn_forward_traceback(node)
+                try:
+                    error._anomaly_reported = True  # an outer (re-entrant) run says it once
+                except AttributeError:
+                    pass
+            raise
+        finally:
+            if plain:
+                node.__class__ = FunctionNode
+    return run
+
+
 def register(node, hook, pre):
     """Add a node hook; returns a handle whose remove() takes it off."""
-    from ..tensor import RemovableHandle
-
     if not callable(hook):
         raise TypeError(f"{node.name}.register_{'pre' if pre else ''}hook: the hook must be "
                         f"callable, got {type(hook).__name__}")
@@ -84,11 +107,12 @@ def register(node, hook, pre):
     return RemovableHandle(hooks.pre if pre else hooks.post, hook)
 
 
+_graph._register_node_hook = register  # grad_fn.register_hook / register_prehook
+
+
 def _register_on_leaf(node, hook, pre):
     """An accumulate node's hooks, as torch calls them: pre-hook((grad,)) -> (grad,) | None
     before the leaf's .grad is updated; hook((), (grad,)) after it."""
-    from ..tensor import RemovableHandle
-
     meta = node.variable_meta
     if meta.hooks is None:
         meta.hooks = []

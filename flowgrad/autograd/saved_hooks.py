@@ -20,6 +20,10 @@ from __future__ import annotations
 
 import threading
 
+from ..errors import saved_tensor_error
+
+Tensor = None  # bound by interpreter.bind_tensor_class (flowgrad.tensor imports this layer)
+
 
 class _HookState(threading.local):
     stack = ()               # (pack, unpack) pairs, innermost last
@@ -126,13 +130,9 @@ class PackedTensor:
 
     def check(self, node):
         if self.counter.value != self.version:
-            from ..errors import saved_tensor_error
-
             raise saved_tensor_error(node, self)
 
     def unpack(self, node):
-        from ..tensor import Tensor
-
         self.check(node)
         value = self.unpack_hook(self.packed)
         if not isinstance(value, Tensor):

@@ -306,7 +306,7 @@ IMAGES = ("max_pool", "adaptive_max_pool", "window_sum", "unfold", "fold")
 
 
 def _build():
-    from ..autograd.jvp_rules import DIAGONAL
+    from ..ops.jvp_rules import DIAGONAL
 
     rules = {}
     rules.update(dict.fromkeys(ELEMENTWISE + tuple(n for n in DIAGONAL if n != "dropout"),

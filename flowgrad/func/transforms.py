@@ -47,6 +47,9 @@ def _detached(x):
     return y
 
 
+forward_ad.detached = _detached  # forward AD's derived rules cut the reverse graph with it
+
+
 def _fresh(x):
     """An alias of x that autograd.grad can target: a differentiable view when x already
     requires grad (an outer transform differentiates through it), else a new leaf."""
@@ -389,6 +392,9 @@ def batched_grad(grad_fn, outputs, inputs, grad_outputs, retain_graph, create_gr
                      for r, x in zip(res, inputs_t))
     result = vmap(one)(*gos)
     return tuple(None if isinstance(r, _Unused) else r for r in result)
+
+
+engine.batched_grad = batched_grad  # autograd.grad(is_grads_batched=True) calls it
 
 
 class _Unused:

@@ -13,6 +13,7 @@ from . import (  # noqa: F401 - imported to register their ops
     fft,
     gather,
     index,
+    jvp_rules,
     linalg,
     linalg_decomp,
     linalg_eig,

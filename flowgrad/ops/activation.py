@@ -24,6 +24,7 @@ from ..tensor import _wrap_dim, tensor_method
 from .elementwise import _float_of, clamp, sigmoid, tanh, where
 from .registry import op
 from .rules import masked_product, unary
+from .special import erf
 
 __all__ = [
     "relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus",
@@ -281,8 +282,6 @@ def _gelu(xp, x, *, approximate):
     if approximate == "tanh":
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)
         return (0.5 * x * (1 + xp.tanh(inner))).astype(x.dtype, copy=False)
-    from .special import erf
-
     # astype: ml_dtypes computes bfloat16 * Python float in float32
     return (0.5 * x * (1 + erf(xp, x / math.sqrt(2)))).astype(x.dtype, copy=False)
 
@@ -304,8 +303,6 @@ _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 @op("gelu_grad", save="inputs")
 def _gelu_grad(xp, x, dy):
     """dy * gelu'(x) = dy * (Phi(x) + x phi(x)) in one pass (exact gelu)."""
-    from .special import erf
-
     x32 = x.astype(xp.float32) if x.dtype.kind == "V" else x
     cdf = erf(xp, x32 * (1 / math.sqrt(2)))
     cdf += 1

@@ -16,6 +16,7 @@ from ..device import array_module
 from ..tensor import Tensor
 from .activation import softmax
 from .elementwise import where
+from .nn_misc import dropout
 
 __all__ = ["scaled_dot_product_attention"]
 
@@ -96,7 +97,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     else:
         attn = softmax(scores, -1)
     if dropout_p > 0:
-        from .nn_misc import dropout
-
         attn = dropout(attn, dropout_p, training=True)
     return attn @ v

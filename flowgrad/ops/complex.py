@@ -270,9 +270,9 @@ def angle(input):
     >>> flow.angle(flow.tensor([1j, -1.0]))
     tensor([1.5708, 3.1416])
     """
-    from .elementwise import _float_of
-
-    return _angle(_float_of(input))
+    if input._data.dtype.kind not in "fVc":  # ints and bools: in the default float dtype
+        input = input.to(_dt.get_default_dtype())
+    return _angle(input)
 
 
 @op("sgn", save="inputs outputs", complex=True)
@@ -298,9 +298,7 @@ def sgn(input):
     tensor([0.6000+0.8000j, 0.0000+0.0000j])
     """
     if input._data.dtype.kind != "c":
-        from .elementwise import sign
-
-        return sign(input)
+        return input.sign()  # (a Tensor method: elementwise.py builds on this module)
     return _sgn(input)
 
 

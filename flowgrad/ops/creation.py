@@ -19,10 +19,11 @@ import operator
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd import inference
 from ..autograd import interpreter as _interpreter
 from ..device import ARRAY_MODULES, CPU, device_of, resolve_device, to_device
 from ..random import numpy_generator, resolve
-from ..tensor import Size, Tensor
+from ..tensor import Size, Tensor, bind_late
 from .registry import op
 
 __all__ = [
@@ -164,6 +165,9 @@ def as_array(data, dtype=None):
     return np.array(_unwrap(data) if tensors else data, dtype=dtype.np)
 
 
+bind_late(as_array=as_array)  # Tensor(data), the legacy constructor, calls it
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of `data`, with torch's dtype inference.
 
@@ -283,8 +287,6 @@ def _finish(array, requires_grad, dev=CPU):
         made_here = getattr(_interpreter.current, "made_here", None)
         if made_here is not None:  # made while nn.Graph traces build: a constant it may fold
             made_here.append(t)
-        from ..autograd import inference
-
         if inference.state.enabled:  # a factory in inference mode makes an inference tensor
             t._version = inference.INFERENCE_COUNTER
     if requires_grad:

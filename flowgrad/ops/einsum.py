@@ -21,7 +21,7 @@ import string
 import numpy as np
 
 from .. import dtypes as _dt
-from ..tensor import Tensor
+from ..tensor import Tensor, _wrap_dim
 from .complex import conj
 from .halfprec import in_float32
 from .registry import op
@@ -210,8 +210,6 @@ def tensordot(a, b, dims=2):
     if len(da) != len(db):
         raise RuntimeError(f"tensordot: both dim lists must have the same length, got {da} "
                            f"and {db}")
-    from ..tensor import _wrap_dim
-
     da = [_wrap_dim(d, na, "tensordot") for d in da]
     db = [_wrap_dim(d, nb, "tensordot") for d in db]
     for x, y in zip(da, db):

@@ -40,7 +40,7 @@ from .compare import (  # noqa: F401 - comparisons, re-exported; their module si
     ne,
     tie_weights,
 )
-from .complex import conj
+from .complex import conj, sgn
 from .out_arg import with_out
 from .registry import op
 from .rules import _grad_div, _grad_mul, step, unary
@@ -216,8 +216,6 @@ def _abs(xp, x):
 
 @_abs.grad
 def abs_backward(ctx, dy):
-    from .complex import sgn
-
     return dy * sgn(ctx.inputs[0])  # sign for real tensors, z / |z| for complex
 
 

@@ -22,6 +22,7 @@ from .elementwise import (
     _SCALARS,
     _inplace_binary,
     _promote_pair,
+    _where,
     div,
     isfinite,
     isnan,
@@ -269,8 +270,6 @@ def _pick_grad(dy, first):
 
 
 def _where_op(cond, a, b):
-    from .elementwise import _where
-
     return _where(cond, a, b)
 
 

@@ -18,6 +18,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor
 from .complex import conj, real
 from .registry import op
+from .shape import cat
 
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
@@ -70,8 +71,6 @@ def fft_c2r_backward(ctx, dy):
     doubled = ctx.n - bins  # bins 1..doubled stand for themselves and their mirror image
     if doubled <= 0:
         return g
-    from .shape import cat
-
     parts = [g.narrow(last, 0, 1), g.narrow(last, 1, doubled) * 2.0]
     if bins - 1 - doubled:
         parts.append(g.narrow(last, 1 + doubled, bins - 1 - doubled))
@@ -95,8 +94,6 @@ def _resize(x, dim, n):
         return x
     if n < size:
         return x.narrow(dim, 0, n)
-    from .shape import cat
-
     shape = list(x.shape)
     shape[dim] = n - size
     return cat([x, x.new_zeros(shape)], dim)

@@ -23,6 +23,8 @@ from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
 from ..device import array_module
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from .elementwise import maximum, where
+from .index import _index, masked_fill, parse_index
 from .registry import op
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
@@ -248,8 +250,6 @@ def _scatter_reduce_flat(xp, x, s, flat, *, reduce, include_self):
 
 @_scatter_reduce_flat.grad
 def scatter_reduce_flat_backward(ctx, dy):
-    from .elementwise import maximum, where
-
     (x, s, flat), out = ctx.inputs, ctx.out
     red, incl = ctx.reduce, ctx.include_self
     shape = ctx.input_shapes[0]
@@ -313,8 +313,6 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
             [0., 1., 0.],
             [0., 0., 1.]])
     """
-    from .elementwise import where
-
     if src is None:
         src = value
     if src is None:
@@ -403,8 +401,6 @@ def index_add(input, dim, index, source, *, alpha=1):
 @tensor_method()
 def index_copy(input, dim, index, source):
     """input with the slices of source written at `index` along `dim`."""
-    from .elementwise import where
-
     _check_dtype(input, source, "index_copy")
     flat = _index_dim(input, dim, index, "index_copy", source)
     written = _put_flat(source, flat, shape=input._data.shape, accumulate=False)
@@ -414,8 +410,6 @@ def index_copy(input, dim, index, source):
 @tensor_method()
 def index_fill(input, dim, index, value):
     """input with `value` at `index` along `dim`."""
-    from .index import masked_fill
-
     flat = _index_dim(input, dim, index, "index_fill", allow_negative=True)
     return masked_fill(input, _flat_mask(flat, shape=input._data.shape), value)
 
@@ -424,9 +418,6 @@ def index_fill(input, dim, index, value):
 def index_put(input, indices, values, accumulate=False):
     """input with `values` at `input[indices]` (a tuple of index tensors), summed when
     accumulate=True."""
-    from .elementwise import where
-    from .index import _index, parse_index
-
     xp = array_module(input._data)
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put(): argument 'indices' must be a tuple of Tensors, not "
@@ -485,8 +476,6 @@ def masked_select(input, mask):
 @tensor_method()
 def masked_scatter(input, mask, source):
     """input with the leading elements of `source` written, in order, where mask is True."""
-    from .elementwise import where
-
     _bool_mask(mask, "masked_scatter")
     shape = input._data.shape
     try:

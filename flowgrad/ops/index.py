@@ -422,8 +422,6 @@ def masked_fill(input, mask, value):
     >>> x.masked_fill(x < 0, 0.0)
     tensor([1., 0., 3.])
     """
-    from .elementwise import where
-
     xp = array_module(input._data)
     if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
@@ -436,7 +434,7 @@ def masked_fill(input, mask, value):
         value = value.to(input.dtype)
     else:
         value = Tensor._wrap(xp.asarray(value, input._data.dtype))
-    return where(mask, value, input)
+    return value.where(mask, input)  # Tensor.where: elementwise.py builds on this module
 
 
 @tensor_method()

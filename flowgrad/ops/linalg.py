@@ -19,9 +19,11 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from .. import sparse
 from ..autograd.node import FunctionNode
 from ..tensor import Tensor, tensor_method
 from .complex import conj
+from .einsum import einsum, tensordot
 from .halfprec import in_float32
 from .reduce import _sum
 from .registry import op
@@ -117,8 +119,6 @@ def matmul(input, other):
 
 def _sparse_mm(a, b):
     """A sparse COO operand goes to flowgrad.sparse.mm, the one sparse product."""
-    from .. import sparse
-
     return sparse.mm(a, b)
 
 
@@ -219,8 +219,6 @@ def inner(input, other):
     if input.shape[-1] != other.shape[-1]:
         raise RuntimeError(f"inner: the last dims must match, got shapes {tuple(input.shape)} "
                            f"and {tuple(other.shape)}")
-    from .einsum import tensordot
-
     return tensordot(input, other, ([-1], [-1]))
 
 
@@ -273,8 +271,6 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * sum_b(batch1[b] @ batch2[b])."""
     _ndim_check(batch1, 3, "addbmm", "batch1")
     _ndim_check(batch2, 3, "addbmm", "batch2")
-    from .einsum import einsum
-
     if batch1.shape[0] != batch2.shape[0] or batch1.shape[2] != batch2.shape[1]:
         raise RuntimeError(f"addbmm: batch1 {tuple(batch1.shape)} and batch2 "
                            f"{tuple(batch2.shape)} cannot be multiplied")
@@ -400,7 +396,5 @@ def bilinear(input1, input2, weight, bias=None):
             f"bilinear: expected input1 (..., in1), input2 (..., in2) with the same batch "
             f"dims and weight (out, in1, in2); got {tuple(input1.shape)}, "
             f"{tuple(input2.shape)} and {tuple(weight.shape)}")
-    from .einsum import einsum
-
     y = einsum("...i,oij,...j->...o", input1, weight, input2)
     return y + bias if bias is not None else y

@@ -20,10 +20,16 @@ import numpy as np
 
 from ..device import array_module
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from . import norm as _norm
 from .complex import adjoint
+from .creation import arange, eye, ones
+from .diag import diagonal as _diagonal
+from .diag import tril
+from .elementwise import where
 from .linalg import matmul
 from .norm import vector_norm
 from .registry import op
+from .shape import cat, stack
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "det", "slogdet", "logdet", "inv", "solve",
            "cholesky", "qr", "svd", "svdvals", "eigh", "eigvalsh", "matmul", "diagonal"]
@@ -78,23 +84,16 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     tensor([[0., 3.],
             [4., 7.]])
     """
-    from .diag import diagonal as _diagonal
-
     return _diagonal(A, offset, dim1, dim2)
 
 
 def _eye(n, like, m=None):
     """The n x m identity in `like`'s dtype (a flowgrad op: rules use it as a constant)."""
-    from .creation import eye
-
     return eye(n, m, dtype=like.dtype)
 
 
 def _tril_const(n, like, diag_value=1.0):
     """Ones below the diagonal, `diag_value` on it, in `like`'s dtype."""
-    from .creation import ones
-    from .diag import tril
-
     return tril(ones(n, n, dtype=like.dtype), -1) + _eye(n, like) * diag_value
 
 
@@ -124,9 +123,6 @@ def _det_backward(A, d, g):
     safe inputs and `where` merges them, so the rule has no data-dependent branch (graph mode
     traces it). Double backward at a singular A goes through svd's rule: undefined where
     singular values repeat, as torch's."""
-    from .creation import arange
-    from .elementwise import where
-
     n = A.shape[-1]
     singular = (d == 0).unsqueeze(-1).unsqueeze(-1)
     gd = (g * d).unsqueeze(-1).unsqueeze(-1)
@@ -140,8 +136,6 @@ def _det_backward(A, d, g):
 
 def _prod_of_others(S):
     """out[..., i] = prod_{j != i} S[..., j], without dividing (S may hold zeros)."""
-    from .shape import stack
-
     cols = [S[..., i] for i in range(S.shape[-1])]
     left, right = [cols[0] * 0 + 1], [cols[0] * 0 + 1]
     for c, r in zip(cols[:-1], cols[:0:-1]):
@@ -162,6 +156,31 @@ def det(A):
     return _det(_square(A, "linalg.det"))
 
 
+def _getrf(xp, A):
+    """Doolittle with partial pivoting, vectorised over the batch: LAPACK getrf's packed LU,
+    1-based row-swap pivots (int32) and info (the first zero pivot, 1-based; 0 if none)."""
+    m, n = A.shape[-2:]
+    k = min(m, n)
+    batch = A.shape[:-2]
+    a = A.reshape((-1, m, n)).copy()
+    rows = xp.arange(a.shape[0])
+    piv = xp.zeros((a.shape[0], k), dtype=xp.int32)
+    info = xp.zeros(a.shape[0], dtype=xp.int32)
+    for j in range(k):
+        p = j + xp.argmax(xp.abs(a[:, j:, j]), axis=1)
+        piv[:, j] = p + 1
+        row_j = a[rows, j].copy()
+        a[rows, j] = a[rows, p]
+        a[rows, p] = row_j
+        pivot = a[:, j, j]
+        zero = pivot == 0
+        info = xp.where(zero & (info == 0), j + 1, info).astype(xp.int32)
+        scale = xp.where(zero, 0, 1 / xp.where(zero, 1, pivot))
+        a[:, j + 1:, j] *= scale[:, None]
+        a[:, j + 1:, j + 1:] -= a[:, j + 1:, j, None] * a[:, None, j, j + 1:]
+    return a.reshape(A.shape), piv.reshape(batch + (k,)), info.reshape(batch)
+
+
 @op("linalg_slogdet", n_out=2, save="inputs outputs")
 def _slogdet(xp, A):
     sign, logabs = xp.linalg.slogdet(A)
@@ -169,9 +188,7 @@ def _slogdet(xp, A):
     if (sign == 0).any():
         # torch's zero sign keeps the sign of LAPACK's pivots (row swaps times the nonzero
         # pivots' signs): [[1, 2], [2, 4]] gives -0, so its gradient is [[-inf, inf], ...]
-        from .linalg_solve import _lu_factor
-
-        LU, piv, _ = _lu_factor.kernel(xp, A)
+        LU, piv, _ = _getrf(xp, A)
         u = xp.diagonal(LU, axis1=-2, axis2=-1)
         odd = (piv != xp.arange(1, piv.shape[-1] + 1)).sum(-1) % 2 == 1
         pivots = xp.where(u == 0, 1, xp.sign(u)).prod(-1)
@@ -185,8 +202,6 @@ def linalg_slogdet_backward(ctx, dsign, dlog):
     giving +-inf and nan: here g adj(A)^T / (+-0), the same infinities where adj(A) is
     nonzero and nan where it is zero. Both branches run and `where` merges them (no
     data-dependent branch, so graph mode traces it); sign's gradient is zero, as torch's."""
-    from .elementwise import where
-
     (A,), (sign, _) = ctx.inputs, ctx.outputs
     singular = (sign == 0).unsqueeze(-1).unsqueeze(-1)
     g = dlog.unsqueeze(-1).unsqueeze(-1)
@@ -211,8 +226,6 @@ def slogdet(A):
 def logdet(A):
     """log det A (nan for negative determinants, as torch)."""
     sign, logabs = slogdet(A)
-    from .elementwise import where
-
     return where(sign < 0, math.nan, logabs)  # sign 0 already gives logabsdet = -inf
 
 
@@ -313,8 +326,6 @@ def linalg_qr_backward(ctx, gQ, gR):
     if m >= n:
         return _qr_tall_grad(Q, R, gQ, gR)
     # wide: A = Q [X Y] with X square; Y = Q^T A[:, m:] sends gY to Q and to A[:, m:]
-    from .shape import cat
-
     X, Y = R[..., :m], R[..., m:]
     gX, gY = gR[..., :m], gR[..., m:]
     gU = _qr_tall_grad(Q, X, gQ + (Q @ Y) @ gY.mT, gX)
@@ -465,6 +476,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         return out if keepdim else out.squeeze((r0, r1))
     raise RuntimeError(f"linalg.matrix_norm: Order {ord!r} not supported; use 'fro', 'nuc', "
                        f"inf, -inf, 1, -1, 2 or -2")
+
+
+_norm.matrix_norm = matrix_norm  # torch.norm(p='nuc') calls it
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):

@@ -20,11 +20,15 @@ from collections import namedtuple
 import numpy as np
 
 from ..tensor import Tensor, tensor_method
-from .linalg import matmul
+from .creation import ones_like
+from .diag import tril
+from .elementwise import where
+from .linalg import matmul, outer
 from .linalg_decomp import _eye, _matrix, _square, inv, matrix_norm, qr, svd, svdvals
 from .linalg_solve import LU_FACTOR, inv_ex, lu_factor_ex, lu_solve
 from .linalg_solve import solve_triangular as _solve_triangular
 from .registry import op
+from .shape import broadcast_tensors, cat, stack
 
 __all__ = ["matrix_exp", "matrix_power", "cond", "multi_dot", "vander", "vecdot", "cross",
            "householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve"]
@@ -68,8 +72,6 @@ def _matrix_exp(xp, A):
 
 @_matrix_exp.grad
 def linalg_matrix_exp_backward(ctx, g):
-    from .shape import cat
-
     (A,) = ctx.inputs
     n = A.shape[-1]
     At = A.mT
@@ -140,8 +142,6 @@ def cond(A, p=None):
         S = svdvals(A)
         return S[..., -1] / S[..., 0] if p == -2 else S[..., 0] / S[..., -1]
     _square(A, "linalg.cond")
-    from .elementwise import where
-
     Ainv, info = inv_ex(A)
     value = matrix_norm(A, p) * matrix_norm(where(Ainv.isnan(), 0.0, Ainv), p)
     return where(info != 0, math.inf, value)
@@ -215,9 +215,6 @@ def vander(x, *, N=None):
             [1., 2., 4.],
             [1., 3., 9.]])
     """
-    from .creation import ones_like
-    from .shape import stack
-
     if x._data.ndim < 1:
         raise RuntimeError("linalg.vander: x must have at least one dimension")
     N = x._data.shape[-1] if N is None else int(N)
@@ -262,14 +259,10 @@ def vdot(input, other):
 @tensor_method()
 def ger(input, vec2):
     """torch.ger: the outer product (torch.outer's old name)."""
-    from .linalg import outer
-
     return outer(input, vec2)
 
 
 def _cross(input, other, dim, name):
-    from .shape import broadcast_tensors, cat
-
     if input._data.ndim != other._data.ndim:
         raise RuntimeError(f"{name}: inputs must have the same number of dimensions, got "
                            f"shapes {tuple(input.shape)} and {tuple(other.shape)}")
@@ -310,8 +303,6 @@ def cross(input, other, dim=None):
 def _apply_reflectors(A, tau, C, left, transpose):
     """Q C, Q^T C, C Q or C Q^T for Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i the i-th
     column of A below the diagonal with a unit on it (LAPACK's geqrf storage)."""
-    from .diag import tril
-
     m, k = A._data.shape[-2], tau._data.shape[-1]
     V = tril(A, -1)[..., :, :k] + _eye(m, A, k)
     order = range(k) if left == transpose else reversed(range(k))

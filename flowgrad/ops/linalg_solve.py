@@ -19,10 +19,15 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..autograd.grad_mode import no_grad
 from ..device import array_module
+from ..func.batched import every_example
 from ..tensor import Tensor, tensor_method
+from .diag import tril, triu
+from .elementwise import where
 from .linalg_decomp import (
     _eye,
+    _getrf,
     _lapack,
     _matrix,
     _square,
@@ -33,6 +38,7 @@ from .linalg_decomp import (
     svdvals,
 )
 from .registry import op
+from .shape import cat
 
 __all__ = ["solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_unpack", "lu_solve",
            "solve_ex", "inv_ex", "cholesky_ex", "cholesky_solve", "cholesky_inverse", "pinv",
@@ -62,8 +68,6 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     tensor([[1.],
             [2.]])
     """
-    from .diag import tril, triu
-
     _square(A, "linalg.solve_triangular")
     _matrix(B, "linalg.solve_triangular")
     T = triu(A) if upper else tril(A)
@@ -75,28 +79,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
 # ---- LU --------------------------------------------------------------------------------------
 @op("linalg_lu_factor", n_out=3, save="outputs")
 def _lu_factor(xp, A):
-    """Doolittle with partial pivoting, vectorised over the batch: LAPACK getrf's packed LU,
-    1-based row-swap pivots (int32) and info (the first zero pivot, 1-based; 0 if none)."""
-    m, n = A.shape[-2:]
-    k = min(m, n)
-    batch = A.shape[:-2]
-    a = A.reshape((-1, m, n)).copy()
-    rows = xp.arange(a.shape[0])
-    piv = xp.zeros((a.shape[0], k), dtype=xp.int32)
-    info = xp.zeros(a.shape[0], dtype=xp.int32)
-    for j in range(k):
-        p = j + xp.argmax(xp.abs(a[:, j:, j]), axis=1)
-        piv[:, j] = p + 1
-        row_j = a[rows, j].copy()
-        a[rows, j] = a[rows, p]
-        a[rows, p] = row_j
-        pivot = a[:, j, j]
-        zero = pivot == 0
-        info = xp.where(zero & (info == 0), j + 1, info).astype(xp.int32)
-        scale = xp.where(zero, 0, 1 / xp.where(zero, 1, pivot))
-        a[:, j + 1:, j] *= scale[:, None]
-        a[:, j + 1:, j + 1:] -= a[:, j + 1:, j, None] * a[:, None, j, j + 1:]
-    return a.reshape(A.shape), piv.reshape(batch + (k,)), info.reshape(batch)
+    return _getrf(xp, A)  # (in linalg_decomp.py: slogdet takes its pivots' signs too)
 
 
 @op("linalg_lu_permutation", differentiable=False)
@@ -119,8 +102,6 @@ def _permutation(xp, pivots, LU):
 
 def _unpack(LU, pivots):
     """P, L (unit lower, m x k), U (upper, k x n) from the packed LU."""
-    from .diag import tril, triu
-
     m, n = LU.shape[-2:]
     k = min(m, n)
     L = tril(LU, -1)[..., :, :k] + _eye(m, LU, k)
@@ -131,9 +112,6 @@ def _unpack(LU, pivots):
 
 @_lu_factor.grad
 def linalg_lu_factor_backward(ctx, gLU, _gpivots, _ginfo):
-    from .diag import tril, triu
-    from .shape import cat
-
     LU, pivots, _ = ctx.outputs
     P, L, U = _unpack(LU, pivots)
     m, n = LU.shape[-2:]
@@ -242,8 +220,6 @@ def _ex(result, info, name, check_errors):
     if check_errors:
         raise RuntimeError(f"{name}: the factorization could not be completed (info = "
                            f"{info.tolist()})")
-    from .elementwise import where
-
     bad = info != 0
     while bad.ndim < result.ndim:
         bad = bad.unsqueeze(-1)
@@ -251,8 +227,6 @@ def _ex(result, info, name, check_errors):
 
 
 def _safe(A, info):
-    from .elementwise import where
-
     bad = (info != 0).unsqueeze(-1).unsqueeze(-1)
     return where(bad, _eye(A.shape[-1], A), A)
 
@@ -391,8 +365,6 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
     if tol is not None:
         atol, rtol = tol, 0.0
     atol, rtol = _tolerances(A, atol, rtol, "linalg.matrix_rank")
-    from ..autograd.grad_mode import no_grad
-
     with no_grad():
         S = eigvalsh(A).abs() if hermitian else svdvals(A)
         tol_ = (S.amax(-1, keepdim=True) * rtol).clamp(min=atol)
@@ -432,8 +404,6 @@ def lstsq(A, B, rcond=None, *, driver=None):
     rank = empty.long() if driver == "gels" else matrix_rank(A, rtol=rtol)
     svals = svdvals(A.detach()) if driver in ("gelsd", "gelss") else empty
     residuals = empty
-    from ..func.batched import every_example  # func imports the ops: import here
-
     # full rank everywhere: under vmap, over the whole batch, as torch's batching rule
     if m > n and driver != "gelsy" and driver is not None and every_example(matrix_rank(A) == n):
         residuals = ((A @ X - Bm) ** 2).sum(-2)

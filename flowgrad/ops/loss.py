@@ -1,7 +1,7 @@
 """Losses over classes and regression losses: cross_entropy (a fused primitive for class
-indices: log_softmax and nll in one kernel), nll_loss, mse_loss, l1_loss, smooth_l1_loss,
-huber_loss. The rest are in loss_more.py (probabilities, margins, divergences) and
-loss_ctc.py.
+indices: log_softmax and nll in one kernel; composed for probabilities or label smoothing),
+nll_loss, mse_loss, l1_loss, smooth_l1_loss, huber_loss. The rest are in loss_more.py
+(margins, divergences) and loss_ctc.py.
 
 >>> import flowgrad as flow
 >>> logits = flow.zeros(2, 3, requires_grad=True)
@@ -16,7 +16,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..tensor import Tensor
-from .activation import softmax
+from .activation import log_softmax, softmax
 from .elementwise import where
 from .registry import op
 
@@ -225,8 +225,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got "
                          f"{label_smoothing}")
     if isinstance(target, Tensor) and target._data.dtype.kind in "fV" or label_smoothing:
-        from .loss_more import cross_entropy_soft
-
         return cross_entropy_soft(input, target, weight, ignore_index, reduction,
                                   label_smoothing)
     x, t, w = _check_class_target(input, target, weight, ignore_index, "cross_entropy")
@@ -235,6 +233,55 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if reduction == "none" and input._data.ndim == 1:
         out = out.squeeze(0)
     return out
+
+
+def _class_view(t, ndim):
+    """A (C,) tensor viewed to broadcast along dim 1 of an ndim-D input."""
+    return t.reshape((1, -1) + (1,) * (ndim - 2)) if ndim > 1 else t
+
+
+# ---- cross_entropy with probabilities or label smoothing --------------------------------------
+def cross_entropy_soft(input, target, weight, ignore_index, reduction, label_smoothing):
+    """torch's cross_entropy for class-probability targets, and for class indices with
+    label_smoothing > 0 (the smoothed part normalised like nll_loss)."""
+    dim = 1 if input._data.ndim > 1 else 0
+    n_classes = input._data.shape[dim]
+    logp = log_softmax(input, dim)
+    if weight is not None and tuple(weight.shape) != (n_classes,):
+        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all "
+                           f"{n_classes} classes or no classes but got weight tensor of shape: "
+                           f"{list(weight.shape)}")
+    w = _class_view(weight.to(input.dtype), input._data.ndim) if weight is not None else None
+    if target._data.dtype.kind in "fV":
+        if tuple(target.shape) != tuple(input.shape):
+            raise ValueError(f"cross_entropy: class-probability target must have the input's "
+                             f"shape {tuple(input.shape)}, got {tuple(target.shape)}")
+        if ignore_index >= 0:
+            raise RuntimeError(f"cross_entropy: ignore_index ({ignore_index}) is not supported "
+                               f"for floating point (probability) targets")
+        t = target.to(input.dtype)
+        if label_smoothing > 0:
+            t = t * (1 - label_smoothing) + label_smoothing / n_classes
+        prod = logp * t if w is None else logp * t * w
+        if reduction == "none":
+            return -prod.sum(dim)
+        total = -prod.sum()
+        return total if reduction == "sum" else total / (input._data.size // n_classes)
+    _, t, wa = _check_class_target(input, target, weight, ignore_index, "cross_entropy")
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    smooth = -(logp * w).sum(dim) if w is not None else -logp.sum(dim)
+    valid = target != ignore_index  # ops, so a trace reads the new targets
+    smooth = where(valid, smooth, 0.0)
+    if reduction == "mean":
+        valid = t != ignore_index
+        if wa is not None:
+            denom = (wa[where(valid, t, 0)] * valid.to(wa.dtype)).sum()
+        else:
+            denom = valid.sum().to(smooth.dtype)
+        smooth = smooth.sum() / denom
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_classes)
 
 
 # ---- regression losses -----------------------------------------------------------------------

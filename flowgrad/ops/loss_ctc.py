@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
+from .elementwise import where
 from .loss import check_reduction
 from .registry import op
 
@@ -179,8 +180,6 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     loss = _ctc_loss(lp, _as_input(targets, tg), _as_input(input_lengths, in_len), tg_len_t,
                      blank=blank)
     if zero_infinity:
-        from .elementwise import where
-
         loss = where(loss.abs() == float("inf"), 0.0, loss)
     if reduction == "mean":
         return (loss / tg_len_t.clamp(min=1).to(loss.dtype)).mean()

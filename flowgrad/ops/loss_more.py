@@ -1,7 +1,7 @@
 """More losses, composed from differentiable ops (so every order of derivative comes from
-theirs): cross_entropy with probabilities or label smoothing, kl_div, poisson_nll_loss,
-gaussian_nll_loss, and the margin losses. binary_cross_entropy (+ with logits) are
-elementwise ops with torch's rules (written with flowgrad ops, so differentiable again).
+theirs): kl_div, poisson_nll_loss, gaussian_nll_loss, and the margin losses.
+binary_cross_entropy (+ with logits) are elementwise ops with torch's rules (written with
+flowgrad ops, so differentiable again).
 
 >>> import flowgrad as flow
 >>> x = flow.tensor([0.0, 0.0])
@@ -17,15 +17,10 @@ import numpy as np
 
 from ..device import array_module
 from ..tensor import Tensor
-from .activation import log_softmax, softplus
+from .activation import softplus
 from .elementwise import minimum, where
-from .loss import (
-    _check_class_target,
-    _float_input,
-    check_reduction,
-    nll_loss,
-    reduce_loss,
-)
+from .loss import _float_input, check_reduction, reduce_loss
+from .nn_misc import pairwise_distance
 from .registry import op
 
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
@@ -33,55 +28,6 @@ __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
            "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss",
            "multi_margin_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
            "multilabel_margin_loss", "triplet_margin_with_distance_loss"]
-
-
-def _class_view(t, ndim):
-    """A (C,) tensor viewed to broadcast along dim 1 of an ndim-D input."""
-    return t.reshape((1, -1) + (1,) * (ndim - 2)) if ndim > 1 else t
-
-
-# ---- cross_entropy with probabilities or label smoothing --------------------------------------
-def cross_entropy_soft(input, target, weight, ignore_index, reduction, label_smoothing):
-    """torch's cross_entropy for class-probability targets, and for class indices with
-    label_smoothing > 0 (the smoothed part normalised like nll_loss)."""
-    dim = 1 if input._data.ndim > 1 else 0
-    n_classes = input._data.shape[dim]
-    logp = log_softmax(input, dim)
-    if weight is not None and tuple(weight.shape) != (n_classes,):
-        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all "
-                           f"{n_classes} classes or no classes but got weight tensor of shape: "
-                           f"{list(weight.shape)}")
-    w = _class_view(weight.to(input.dtype), input._data.ndim) if weight is not None else None
-    if target._data.dtype.kind in "fV":
-        if tuple(target.shape) != tuple(input.shape):
-            raise ValueError(f"cross_entropy: class-probability target must have the input's "
-                             f"shape {tuple(input.shape)}, got {tuple(target.shape)}")
-        if ignore_index >= 0:
-            raise RuntimeError(f"cross_entropy: ignore_index ({ignore_index}) is not supported "
-                               f"for floating point (probability) targets")
-        t = target.to(input.dtype)
-        if label_smoothing > 0:
-            t = t * (1 - label_smoothing) + label_smoothing / n_classes
-        prod = logp * t if w is None else logp * t * w
-        if reduction == "none":
-            return -prod.sum(dim)
-        total = -prod.sum()
-        return total if reduction == "sum" else total / (input._data.size // n_classes)
-    _, t, wa = _check_class_target(input, target, weight, ignore_index, "cross_entropy")
-    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
-    smooth = -(logp * w).sum(dim) if w is not None else -logp.sum(dim)
-    valid = target != ignore_index  # ops, so a trace reads the new targets
-    smooth = where(valid, smooth, 0.0)
-    if reduction == "mean":
-        valid = t != ignore_index
-        if wa is not None:
-            denom = (wa[where(valid, t, 0)] * valid.to(wa.dtype)).sum()
-        else:
-            denom = valid.sum().to(smooth.dtype)
-        smooth = smooth.sum() / denom
-    elif reduction == "sum":
-        smooth = smooth.sum()
-    return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_classes)
 
 
 # ---- binary cross entropy -----------------------------------------------------------------
@@ -354,8 +300,6 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     >>> F.triplet_margin_loss(a, flow.tensor([[0.0, 1.0]]), flow.tensor([[3.0, 0.0]]), margin=1.0)
     tensor(0.)
     """
-    from .nn_misc import pairwise_distance
-
     check_reduction(reduction, "triplet_margin_loss")
     nd = anchor._data.ndim
     if not (nd == positive._data.ndim == negative._data.ndim) or nd not in (1, 2):
@@ -381,8 +325,6 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     >>> F.triplet_margin_with_distance_loss(a, a + 1, a, margin=0.5)
     tensor(1.9142)
     """
-    from .nn_misc import pairwise_distance
-
     check_reduction(reduction, "triplet_margin_with_distance_loss")
     if margin <= 0:
         raise ValueError(f"triplet_margin_with_distance_loss: margin must be greater than 0, "

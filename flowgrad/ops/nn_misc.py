@@ -23,7 +23,9 @@ from ..autograd.inplace import bump_version, run_inplace
 from ..device import array_module
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim
+from .elementwise import _promote_pair, where
 from .normalization import dist_norm
+from .reduce import float_input
 from .registry import op
 
 __all__ = ["embedding", "embedding_bag", "dropout", "dropout1d", "dropout2d", "dropout3d",
@@ -206,8 +208,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     pos, mask = _bag_layout(flat, starts, include_last_offset=last, padding_idx=pad)
     rows = emb[pos]  # (bags, longest, dim)
     if mode == "max":
-        from .elementwise import where
-
         rows = where(mask.unsqueeze(-1), rows, -math.inf).amax(1)
         return where(mask.any(1).unsqueeze(-1), rows, 0.0)
     wts = mask.unsqueeze(-1).to(weight.dtype)
@@ -362,9 +362,6 @@ def one_hot(input, num_classes=-1):
 
 # ---- distances ------------------------------------------------------------------------------
 def _float_pair(x1, x2, name):
-    from .elementwise import _promote_pair
-    from .reduce import float_input
-
     a, b = _promote_pair(x1, x2, name)
     return float_input(a, name), float_input(b, name)  # complex: refused, not cast to real
 

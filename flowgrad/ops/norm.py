@@ -11,10 +11,13 @@ from __future__ import annotations
 import math
 
 from ..tensor import Tensor, tensor_method
+from .elementwise import where
 from .reduce import expand_reduced, normalize_dims
 from .registry import op
 
 __all__ = ["norm"]
+
+matrix_norm = None  # bound by linalg_decomp, which builds on this module (nuc needs the SVD)
 
 
 @op("vector_norm", save="inputs outputs")
@@ -35,8 +38,6 @@ def _vector_norm(xp, x, *, ord, axes, keepdim):
 
 @_vector_norm.grad
 def vector_norm_backward(ctx, dy):
-    from .elementwise import where
-
     (x,), y, p = ctx.inputs, ctx.out, ctx.ord
     shape, axes = ctx.input_shapes[0], ctx.axes
     g = expand_reduced(dy, shape, axes)
@@ -82,8 +83,6 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if isinstance(dim, int):
         dim = (dim,)
     if p == "nuc":
-        from ..linalg import matrix_norm
-
         return matrix_norm(input, "nuc", dim if dim is not None else (-2, -1), keepdim,
                            dtype=dtype)
     if p == "fro":

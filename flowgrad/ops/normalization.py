@@ -19,9 +19,11 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..tensor import Tensor, _wrap_dim
+from .elementwise import where
 from .out_arg import with_out
 from .reduce import mean_array
 from .registry import op
+from .shape import cat
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
            "local_response_norm", "normalize"]
@@ -350,8 +352,6 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 # ---- local_response_norm and normalize ---------------------------------------------------------
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """x / (k + alpha/size * sum of x**2 over `size` neighbouring channels) ** beta."""
-    from .shape import cat
-
     x = _as_float(input, "local_response_norm")
     if x._data.ndim < 3:
         raise ValueError(f"local_response_norm: expected 3D or higher dimensionality input, "
@@ -398,8 +398,6 @@ def _dist_norm(xp, x, *, p, dim, keepdim):
 
 @_dist_norm.grad
 def dist_norm_backward(ctx, dy):
-    from .elementwise import where
-
     (x,), n, p = ctx.inputs, ctx.out, ctx.p
     if not ctx.keepdim:
         dy, n = dy.unsqueeze(ctx.dim), n.unsqueeze(ctx.dim)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..tensor import Tensor
 from .registry import op
 
 __all__ = ["pad"]
@@ -80,8 +81,6 @@ def pad(input, pad, mode="constant", value=None):
         return input.clone()  # a new tensor, as torch's: never the input itself
     if mode == "constant":
         return _pad_constant(input, pads=tuple(pairs), value=0 if value is None else value)
-    from ..tensor import Tensor
-
     shape = input._data.shape
     first = next(d for d, p in enumerate(pairs) if p != (0, 0))
     m = nd - first

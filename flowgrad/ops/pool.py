@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from ..tensor import Tensor
+from .activation import relu
 from .conv import col2im, ntuple, pad_array, tap_slices, windows
 from .registry import op
 
@@ -484,8 +485,6 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 
 # ---- power-average pooling -----------------------------------------------------------------
 def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nd):
-    from .activation import relu
-
     ksize = ntuple(kernel_size, nd, "kernel_size", f"lp_pool{nd}d")
     pool = (avg_pool1d, avg_pool2d, avg_pool3d)[nd - 1]
     out = pool(input ** norm_type, kernel_size, stride, 0, ceil_mode)

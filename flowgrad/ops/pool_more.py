@@ -22,6 +22,7 @@ from .. import dtypes as _dt
 from ..device import array_module
 from ..tensor import Tensor
 from .conv import ntuple
+from .creation import arange, full, rand
 from .gather import gather
 from .shape import cat
 
@@ -98,8 +99,6 @@ def _intervals(sample, n_in, n_out, pool):
     """The window starts of one dim (torch's generate_intervals, in the input's dtype): an
     int64 tensor (*sample.shape, n_out), made with ops so that samples differing per vmap
     example give each example its own windows."""
-    from .creation import arange, full  # creation imports elementwise: import here
-
     last = full((*sample.shape, 1), n_in - pool, dtype=_dt.int64)
     if n_out == 1:
         return last
@@ -133,8 +132,6 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
         if o + kk - 1 > size:
             raise RuntimeError(f"{name}: output_size {out} + kernel_size {k} - 1 is too large "
                                f"for the input's spatial size {spatial}")
-    from .creation import arange, rand  # creation imports elementwise: import here
-
     if samples is None:  # an op draw: under vmap, randomness= decides, as torch's rand
         samples = rand(n, c, nd, dtype=x.dtype)
     # torch draws the samples per dim in the order (W, H) for 2-D and (T, H, W) for 3-D

@@ -1,5 +1,6 @@
 """Reductions: sum, mean, prod, max/min (values and indices), amax/amin, argmax/argmin,
-logsumexp, all/any/count_nonzero, and `sum_to`, the engine's one un-broadcasting step.
+logsumexp, all/any/count_nonzero (and `sum_to`, the engine's one un-broadcasting step, from
+shape.py, beside expand: it is expand's adjoint).
 Statistics (var, std, median, mode) live in stats.py, scans (cumsum, cummax) in scan.py.
 
 >>> import flowgrad as flow
@@ -18,9 +19,10 @@ from ..errors import not_a_tensor
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
-from .elementwise import where
+from .elementwise import maximum, minimum, where
 from .registry import op
-from .shape import _expand, _reshape
+from .scan import cumprod
+from .shape import _expand, _reshape, cat, sum_to
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "sum_to",
            "logsumexp", "all", "any", "count_nonzero"]
@@ -55,30 +57,6 @@ def expand_reduced(dy, shape, axes):
     if dy._data.shape != kd:
         dy = _reshape(dy, shape=kd)
     return _expand(dy, shape=tuple(shape))
-
-
-# ---- sum_to: where broadcasting is undone --------------------------------------------------
-@op("sum_to")
-def _sum_to(xp, x, *, shape):
-    lead = x.ndim - len(shape)
-    if lead < 0:
-        raise ValueError("target has more dims")
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
-    if builtins.any(s != 1 and x.shape[lead + i] != s for i, s in enumerate(shape)):
-        raise ValueError("incompatible shape")
-    y = xp.add.reduce(x, axis=axes, keepdims=True) if axes else x
-    return y.reshape(shape) if lead else y
-
-
-@_sum_to.grad
-def sum_to_backward(ctx, dy):
-    return dy.expand(ctx.input_shapes[0])
-
-
-def sum_to(x, shape):
-    """Sum `x` over its broadcast dimensions so it has `shape` (the inverse of expand)."""
-    return x if tuple(x.shape) == tuple(shape) else _sum_to(x, shape=tuple(shape))
 
 
 # ---- sum and mean ------------------------------------------------------------------------------
@@ -279,12 +257,8 @@ _min_dim.grad(_index_dim_grad)
 
 def _max_min(input, dim, keepdim, other, name):
     if isinstance(dim, Tensor):
-        from .elementwise import maximum, minimum
-
         return (maximum if name == "max" else minimum)(input, dim)
     if other is not None:
-        from .elementwise import maximum, minimum
-
         return (maximum if name == "max" else minimum)(input, other)
     if dim is None:
         axes = tuple(range(input._data.ndim))
@@ -372,44 +346,6 @@ def argmin(input, dim=None, keepdim=False):
     return _argmin(input, dim=d, keepdim=keepdim).to(_dt.int64)
 
 
-# ---- gather / scatter along one dim: the rules of index-returning reductions ---------------
-# The index is an op input (an int64 tensor shaped like the result), not an attribute, so a
-# trace replays the op on new indices.
-def _along_index(xp, index, dim):
-    """A full index tuple that addresses `index` (positions along `dim`) in its target."""
-    grids = list(xp.indices(index.shape, sparse=True))
-    grids[dim] = index
-    return tuple(grids)
-
-
-@op("select_along", save="inputs[1]")
-def _select_along(xp, x, index, *, dim):
-    return xp.take_along_axis(x, index, dim)
-
-
-@_select_along.grad
-def select_along_backward(ctx, dy):
-    index = ctx.inputs[1]
-    return _select_along_backward(dy, index, dim=ctx.dim, shape=ctx.input_shapes[0]), None
-
-
-@op("select_along_backward", save="inputs[1]")
-def _select_along_backward(xp, dy, index, *, dim, shape):
-    dx = xp.zeros(shape, dy.dtype)
-    xp.add.at(dx, _along_index(xp, index, dim), dy)  # repeated positions (cummax) add up
-    return dx
-
-
-@_select_along_backward.grad
-def select_along_backward_backward(ctx, ddx):
-    return _select_along(ddx, ctx.inputs[1], dim=ctx.dim), None
-
-
-def select_along(x, index, dim):
-    """x gathered at `index` (an int64 tensor shaped like the result) along `dim`."""
-    return _select_along(x, index, dim=dim)
-
-
 # ---- prod ----------------------------------------------------------------------------------
 @op("prod", save="inputs outputs", complex=True)
 def _prod(xp, x, *, axes, keepdim):
@@ -430,9 +366,6 @@ def prod_backward(ctx, dy):
 def _prod_of_others(x, axes):
     """For each element, the product of the other elements of its reduction group, without
     division: exclusive cumulative products from the left and from the right."""
-    from .scan import cumprod
-    from .shape import cat
-
     nd = x.ndim
     rest = tuple(i for i in range(nd) if i not in axes)
     perm = rest + tuple(axes)

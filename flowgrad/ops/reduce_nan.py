@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..device import array_module
+from ..func.batched import every_example
 from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import exp, log, where
@@ -102,8 +103,6 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"{name}() interpolation must be one of {', '.join(_INTERPOLATIONS)}."
                          f" Got {interpolation!r}")
-    from ..func.batched import every_example  # func imports the ops: import here
-
     scalar_q = not isinstance(q, Tensor)
     qt = Tensor._wrap(xp.asarray(q, dtype=np.float64)) if scalar_q else q
     if qt.dim() > 1:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..device import array_module
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from .index import index_select
 from .registry import op
 
 __all__ = ["flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat_interleave"]
@@ -212,6 +213,4 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     if (reps < 0).any():
         raise RuntimeError("repeat_interleave(): repeats can not be negative")
     idx = xp.repeat(xp.arange(n), xp.broadcast_to(reps.reshape(-1), (n,)))
-    from .index import index_select
-
     return index_select(x, d, Tensor._wrap(idx.astype(np.int64)))

@@ -15,6 +15,8 @@ from .. import dtypes as _dt
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
+from .creation import eye as _eye
+from .elementwise import where
 from .registry import op
 
 __all__ = ["cumsum", "cumprod", "cummax", "cummin"]
@@ -28,6 +30,45 @@ def _scan_input(input, dim, dtype, name):
     if dtype is None and x._data.dtype.kind in "biu":  # torch scans integers in int64
         x = x.to(_dt.int64)
     return x, _wrap_dim(dim, x._data.ndim, name)
+
+
+# ---- gather / scatter along one dim: the rules of index-returning ops (max/min with a dim,
+# cummax/cummin, mode) ---------------------------------------------------------------------------
+# The index is an op input (an int64 tensor shaped like the result), not an attribute, so a
+# trace replays the op on new indices.
+def _along_index(xp, index, dim):
+    """A full index tuple that addresses `index` (positions along `dim`) in its target."""
+    grids = list(xp.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+@op("select_along", save="inputs[1]")
+def _select_along(xp, x, index, *, dim):
+    return xp.take_along_axis(x, index, dim)
+
+
+@_select_along.grad
+def select_along_backward(ctx, dy):
+    index = ctx.inputs[1]
+    return _select_along_backward(dy, index, dim=ctx.dim, shape=ctx.input_shapes[0]), None
+
+
+@op("select_along_backward", save="inputs[1]")
+def _select_along_backward(xp, dy, index, *, dim, shape):
+    dx = xp.zeros(shape, dy.dtype)
+    xp.add.at(dx, _along_index(xp, index, dim), dy)  # repeated positions (cummax) add up
+    return dx
+
+
+@_select_along_backward.grad
+def select_along_backward_backward(ctx, ddx):
+    return _select_along(ddx, ctx.inputs[1], dim=ctx.dim), None
+
+
+def select_along(x, index, dim):
+    """x gathered at `index` (an int64 tensor shaped like the result) along `dim`."""
+    return _select_along(x, index, dim=dim)
 
 
 # ---- cumsum ----------------------------------------------------------------------------------
@@ -79,9 +120,6 @@ def cumprod_backward(ctx, dy):
 def _cumprod_grad_with_zeros(x, dy, dim):
     """dx_i = sum_{k >= i} dy_k prod_{j <= k, j != i} x_j, without dividing by x: build the
     n x n table of products with x_i replaced by 1 (O(n^2), only taken when x has zeros)."""
-    from .creation import eye as _eye
-    from .elementwise import where
-
     nd = x.ndim
     xl = x.transpose(dim, -1) if dim != nd - 1 else x
     gl = dy.transpose(dim, -1) if dim != nd - 1 else dy
@@ -129,8 +167,6 @@ def _cummin(xp, x, *, dim):
 
 def _cum_extremum_grad(ctx, dy, _):
     """Each running extreme's gradient goes to the index that won (summed where repeated)."""
-    from .reduce import _select_along_backward
-
     return _select_along_backward(dy, ctx.outputs[1], dim=ctx.dim, shape=ctx.input_shapes[0])
 
 

@@ -14,10 +14,12 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd import engine as _engine
 from ..autograd import inplace as _inplace
 from ..autograd.inplace import assign
 from ..autograd.views import replay_view
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
+from ..typed_tensors import as_tensor_dtype, record_memory_format, type_name
 from .out_arg import with_out
 from .registry import op
 from .transfer import move
@@ -276,6 +278,33 @@ Tensor.T = property(lambda self: _permute(self, dims=tuple(range(self._data.ndim
 Tensor.mT = property(lambda self: transpose(self, -2, -1))
 
 
+# ---- sum_to: where broadcasting is undone --------------------------------------------------
+@op("sum_to")
+def _sum_to(xp, x, *, shape):
+    lead = x.ndim - len(shape)
+    if lead < 0:
+        raise ValueError("target has more dims")
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
+    if any(s != 1 and x.shape[lead + i] != s for i, s in enumerate(shape)):
+        raise ValueError("incompatible shape")
+    y = xp.add.reduce(x, axis=axes, keepdims=True) if axes else x
+    return y.reshape(shape) if lead else y
+
+
+@_sum_to.grad
+def sum_to_backward(ctx, dy):
+    return dy.expand(ctx.input_shapes[0])
+
+
+def sum_to(x, shape):
+    """Sum `x` over its broadcast dimensions so it has `shape` (the inverse of expand)."""
+    return x if tuple(x.shape) == tuple(shape) else _sum_to(x, shape=tuple(shape))
+
+
+_engine.sum_to = sum_to  # the engine un-broadcasts gradients with it
+
+
 # ---- expand / squeeze ---------------------------------------------------------------------
 @op("expand", is_view=True)
 def _expand(xp, x, *, shape):
@@ -284,8 +313,6 @@ def _expand(xp, x, *, shape):
 
 @_expand.grad
 def expand_backward(ctx, dy):
-    from .reduce import sum_to
-
     return sum_to(dy, ctx.input_shapes[0])
 
 
@@ -447,8 +474,6 @@ def contiguous(input, memory_format=None):
     memory_format is recorded: flowgrad/typed_tensors.py)."""
     out = input if input._data.flags.c_contiguous else _clone(input)
     if memory_format is not None:
-        from ..typed_tensors import record_memory_format
-
         record_memory_format(out, memory_format)
     return out
 
@@ -511,8 +536,6 @@ def type_as(input, other):
 def _type(input, dtype=None, non_blocking=False, **kwargs):
     """Without an argument the type's name ('flowgrad.FloatTensor'); with a dtype, a typed
     class (flow.DoubleTensor) or a name ('torch.LongTensor'), `input` converted to it."""
-    from ..typed_tensors import as_tensor_dtype, type_name
-
     if dtype is None:
         return type_name(input.dtype)
     return to(input, as_tensor_dtype(dtype))

@@ -23,6 +23,8 @@ from ..tensor import Tensor
 from .conv import col2im, ntuple, out_size, pad_array, windows
 from .creation import arange
 from .elementwise import where
+from .pool import _adaptive_avg, _along
+from .pool_more import antialias_matrix
 from .registry import op
 
 __all__ = ["unfold", "fold", "pixel_shuffle", "pixel_unshuffle", "interpolate", "upsample",
@@ -278,16 +280,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if input._data.dtype.kind not in "fV":
         raise RuntimeError(f"interpolate: expected a floating point input, got {input.dtype}")
     if mode == "area":
-        from .pool import _adaptive_avg
-
         return _adaptive_avg(input, out, nd)
-    from .pool_more import antialias_matrix
-
     weights = antialias_matrix if antialias else _interp_matrix
     mats = [Tensor._wrap(weights(n, o, mode, bool(align_corners), s).astype(input._data.dtype))
             for n, o, s in zip(spatial, out, scales)]
-    from .pool import _along
-
     return _along(input, mats)
 
 

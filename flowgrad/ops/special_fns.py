@@ -15,7 +15,9 @@ from __future__ import annotations
 import functools
 import math
 
+from ..func.batched import every_example
 from ..tensor import Tensor, tensor_method
+from .creation import arange
 from .elementwise import (
     _float_of,
     _inplace_binary,
@@ -161,12 +163,9 @@ def mvlgamma(input, p):
     x = _float_of(input)
     if not isinstance(p, int) or p < 1:
         raise RuntimeError(f"mvlgamma: p has to be greater than or equal to 1, got {p!r}")
-    from ..func.batched import every_example  # func imports the ops: import here
-
     if not every_example(x > (p - 1) / 2, guard=True):  # under vmap: every example's
         raise RuntimeError(f"mvlgamma: All elements must be greater than (p-1)/2 = {(p - 1) / 2}"
                            f" (p={p}); shift the input or lower p")
-    from .creation import arange  # creation imports elementwise: import here, once used
     steps = arange(p, dtype=x.dtype) * -0.5
     return lgamma(x.unsqueeze(-1) + steps).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
 

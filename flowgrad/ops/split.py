@@ -14,6 +14,7 @@ import numpy as np
 
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
+from .shape import cat, stack
 
 __all__ = ["split", "chunk", "tensor_split", "unbind", "hsplit", "vsplit", "dsplit"]
 
@@ -30,8 +31,6 @@ def _split(xp, x, *, dim, bounds, squeeze):
 
 @_split.grad
 def split_backward(ctx, *dys):
-    from .shape import cat, stack
-
     return (stack if ctx.squeeze else cat)(list(dys), ctx.dim)
 
 

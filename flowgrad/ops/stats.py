@@ -16,8 +16,10 @@ import numpy as np
 from ..device import array_module
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
-from .reduce import _select_along_backward, expand_reduced, keepdim_shape, normalize_dims
+from .elementwise import where
+from .reduce import expand_reduced, keepdim_shape, normalize_dims
 from .registry import op
+from .scan import _select_along_backward
 
 __all__ = ["var", "std", "var_mean", "std_mean", "median", "mode"]
 
@@ -64,8 +66,6 @@ def _std(xp, x, *, axes, keepdim, correction):
 
 @_std.grad
 def std_backward(ctx, dy):
-    from .elementwise import where
-
     (x,), y, shape, axes = ctx.inputs, ctx.out, ctx.input_shapes[0], ctx.axes
     y = expand_reduced(y, shape, axes)
     # a constant slice has std 0: torch gives it gradient 0 rather than 0/0

@@ -17,11 +17,13 @@ from collections import namedtuple
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..tensor import Tensor, _wrap_dim, tensor_method
-from .creation import zeros
+from .creation import tensor, zeros
 from .elementwise import _inplace_binary, where
 from .linalg import _scaled_add, addbmm, addmm, addmv, baddbmm, outer
 from .norm import vector_norm
+from .pad import pad
 from .reduce import amax, amin, sum_to
 from .registry import op
 from .scan import cumprod, cumsum
@@ -247,9 +249,6 @@ def block_diag(*tensors):
     tensor([[1, 2, 0],
             [0, 0, 3]])
     """
-    from .. import dtypes as _dt
-    from .pad import pad
-
     blocks = []
     for i, t in enumerate(tensors):
         if t.dim() > 2:
@@ -311,7 +310,6 @@ def unravel_index(indices, shape):
     """
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if not isinstance(indices, Tensor):
-        from .creation import tensor
         indices = tensor(indices)
     if indices.is_floating_point() or indices.is_complex() or indices.dtype.name == "bool":
         raise TypeError(f"unravel_index: expected 'indices' to be an integer tensor, but got "

@@ -9,11 +9,11 @@ outer transform differentiates or batches them.
 from __future__ import annotations
 
 from .. import dtypes as _dt
-from ..ops.creation import eye
-from ..ops.diag import tril, triu
-from ..ops.elementwise import where
-from ..ops.linalg_solve import solve_triangular
-from ..ops.shape import cat
+from .creation import eye
+from .diag import tril, triu
+from .elementwise import where
+from .linalg_solve import solve_triangular
+from .shape import cat
 
 
 def _eye(n, like):

@@ -1,5 +1,6 @@
 """Forward-mode (JVP) rules written for the hot op families; every other differentiable op
-gets the rule derived from its reverse rule (`forward_ad.derived_jvp`).
+gets the rule derived from its reverse rule (`forward_ad.derived_jvp`). forward_ad finds
+these in its `JVP_RULES`, which this module fills at import.
 
 A rule is `rule(op, inputs, outputs, tangents, attrs, aux) -> output tangent(s)`; a tangent
 is None where the input has none. Rules are written with flowgrad ops, so they are
@@ -17,8 +18,9 @@ themselves differentiable and batchable. The families:
 """
 from __future__ import annotations
 
+from ..autograd.forward_ad import JVP_RULES, REAL_ONLY, call_rule, capture
+from ..tensor import Tensor
 from . import jvp_linalg
-from .forward_ad import call_rule, capture
 
 
 def _floating(x):
@@ -30,8 +32,6 @@ def _complex(x):
 
 
 def _zeros_like(x):
-    from ..tensor import Tensor
-
     return Tensor._zeros(x._data.shape, x._data.dtype)
 
 
@@ -152,9 +152,9 @@ HOLOMORPHIC = frozenset(("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "s
                          "pow", "scalar_pow", "scalar_rdiv", "scalar_rpow"))
 
 # rules written for real values only: forward AD refuses a complex tangent through them
-REAL_ONLY = frozenset(jvp_linalg.RULES)
+REAL_ONLY.update(jvp_linalg.RULES)
 
-JVP_RULES = {}
+# forward_ad looks rules up in its JVP_RULES: filled here, as the rules are written in ops
 JVP_RULES.update(dict.fromkeys(LINEAR, _linear))
 JVP_RULES.update(dict.fromkeys(MULTILINEAR, _multilinear))
 JVP_RULES.update(dict.fromkeys(DIAGONAL, _diagonal))
