@@ -218,10 +218,14 @@ def add_node(op, inputs, outputs, attrs, aux):
             if keep == "others":
                 n_need = len(input_metas) - input_metas.count(None)
                 keep = [i for i, m in enumerate(input_metas) if n_need - (m is not None)]
-            node._inputs = [SavedTensor(t, False) if keep is None or i in keep else None
-                            for i, t in enumerate(inputs)]
+            if keep is None and len(inputs) == 1:  # (the common case without a list comp)
+                node._inputs = [SavedTensor(inputs[0], False)]
+            else:
+                node._inputs = [SavedTensor(t, False) if keep is None or i in keep else None
+                                for i, t in enumerate(inputs)]
         if save & 2:
-            node._outputs = [SavedTensor(o, True) for o in outputs]
+            node._outputs = ([SavedTensor(outputs[0], True)] if len(outputs) == 1
+                             else [SavedTensor(o, True) for o in outputs])
         node.saved_something = True
         if _saved_hooks.state.stack:  # inside saved_tensors_hooks (checkpoint, save_on_cpu)
             _saved_hooks.pack_capture(node, inputs, outputs)
