@@ -26,10 +26,6 @@ ALLOWED = {
         "builds on elementwise: one family split in two files by size",
     ("ops/elementwise.py", ".elementwise_more", "clamp_tensor"):
         "clamp with tensor bounds: the same split of the elementwise family as above",
-    ("ops/elementwise.py", ".index", "nonzero"):
-        "where(condition) alone is nonzero; importing index.py before elementwise_more.py "
-        "would let the latter's generic Tensor.masked_fill_ replace index.py's (which writes "
-        "through expanded views): that duplicate should go first",
 }
 
 # torch.autograd's tools built on the op library and the func transforms: autograd/__init__

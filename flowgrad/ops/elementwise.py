@@ -41,6 +41,7 @@ from .compare import (  # noqa: F401 - comparisons, re-exported; their module si
     tie_weights,
 )
 from .complex import conj, sgn
+from .index import nonzero
 from .out_arg import with_out
 from .registry import op
 from .rules import _grad_div, _grad_mul, step, unary
@@ -589,8 +590,6 @@ def where(condition, input=None, other=None):
     tensor([0., 2., 0.])
     """
     if input is None and other is None:
-        from .index import nonzero
-
         return nonzero(condition, as_tuple=True)
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         # two Python scalars: torch's dtype for them (where(c, 1, 0) is int64)

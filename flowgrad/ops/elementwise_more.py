@@ -551,17 +551,13 @@ Tensor.fill_, Tensor.zero_, Tensor.copy_ = fill_, zero_, copy_
 Tensor.uniform_, Tensor.normal_ = uniform_, normal_
 
 
-def _masked_fill(self, mask, value):
-    return self.masked_fill(mask, value)
-
-
 for _name, _fn in (("floor_divide_", floor_divide), ("remainder_", remainder),
                    ("fmod_", fmod), ("atan2_", atan2), ("hypot_", hypot), ("xlogy_", xlogy),
                    ("lerp_", lerp), ("addcmul_", addcmul), ("addcdiv_", addcdiv),
                    ("nan_to_num_", nan_to_num), ("clamp_min_", clamp_min),
                    ("clamp_max_", clamp_max), ("bitwise_and_", bitwise_and),
                    ("bitwise_or_", bitwise_or), ("bitwise_xor_", bitwise_xor),
-                   ("bitwise_not_", bitwise_not), ("masked_fill_", _masked_fill),
+                   ("bitwise_not_", bitwise_not),
                    ("true_divide_", div), ("subtract_", sub), ("multiply_", mul),
                    ("divide_", div), ("arctan2_", atan2),
                    ("bitwise_left_shift_", bitwise_left_shift),
