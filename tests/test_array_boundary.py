@@ -192,6 +192,11 @@ def test_tensors_record_their_device(fake):
     assert (x + 1).device == fake and x.sum().device == fake
     assert flow.tensor([1.0], device=fake).device == fake
     assert flow.arange(3, device="fake").device == fake
+    assert flow.Tensor([1.0], device="fake").device == fake
+    assert flow.hann_window(4, device="fake").device == fake
+    assert flow.tensor(x).device == fake  # torch.tensor(t) copies on t's device
+    assert all(p.device == fake for p in nn.Linear(2, 3, device="fake").parameters())
+    assert flow.as_tensor(x) is x and flow.as_tensor(x, device="cpu").device == flow.device("cpu")
     assert flow.tensor([1.0]).device == flow.device("cpu")
 
 

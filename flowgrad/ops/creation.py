@@ -175,7 +175,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     >>> flow.tensor([1, 2]).dtype, flow.tensor([1.0, 2]).dtype
     (flowgrad.int64, flowgrad.float32)
     """
-    dev = resolve_device(device, "tensor")
+    dev = None if device is None else resolve_device(device, "tensor")  # None: data's own
     return _finish(as_array(data, _dt.as_dtype(dtype) if dtype is not None else None),
                    requires_grad, dev)
 
@@ -281,8 +281,10 @@ def _alloc(op_name, shape, dtype, make):
                            f"tensor") from None
 
 
-def _finish(array, requires_grad, dev=CPU):
-    t = Tensor._wrap(array if dev is CPU else to_device(array, dev))
+def _finish(array, requires_grad, dev=None):
+    """`array` as a new tensor, on device `dev` (None: where it is)."""
+    t = Tensor._wrap(array if dev is None or dev is CPU and type(array) is np.ndarray else
+                     to_device(array, dev))
     if _interpreter.current is not _interpreter.AutogradInterpreter:
         made_here = getattr(_interpreter.current, "made_here", None)
         if made_here is not None:  # made while nn.Graph traces build: a constant it may fold

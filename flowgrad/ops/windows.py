@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from ..device import check_device
+from ..device import resolve_device
 from .creation import _finish
 
 __all__ = ["hann_window", "hamming_window", "blackman_window", "bartlett_window",
@@ -22,7 +22,7 @@ __all__ = ["hann_window", "hamming_window", "blackman_window", "bartlett_window"
 
 def _window(name, window_length, periodic, dtype, device, requires_grad, symmetric):
     """Validate like torch, then `symmetric(n_points)` trimmed for `periodic`."""
-    check_device(device, name)
+    dev = resolve_device(device, name)
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
     if not d.is_floating_point:
         raise RuntimeError(f"{name} expects floating point dtypes, got: {d.name}")
@@ -34,7 +34,7 @@ def _window(name, window_length, periodic, dtype, device, requires_grad, symmetr
     else:
         n = int(window_length) + (1 if periodic else 0)
         values = symmetric(n)[:int(window_length)]
-    return _finish(values.astype(d.np), requires_grad)
+    return _finish(values.astype(d.np), requires_grad, dev)  # computed on the host
 
 
 def _cosine_sum(*coefficients):
