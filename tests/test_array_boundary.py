@@ -170,6 +170,14 @@ def test_to_moves_between_devices_and_the_gradient_comes_back(fake):
     assert x.to("cpu") is x and y.to(fake) is y and x.to(fake, flow.float64).dtype is flow.float64
 
 
+@pytest.mark.parametrize("fast_mode", [False, True])
+def test_gradcheck_runs_on_the_device(fake, fast_mode):
+    x = flow.randn(3, dtype=flow.float64, device="fake", requires_grad=True)
+    assert flow.autograd.gradcheck(lambda t: (t * t).sin(), (x,), fast_mode=fast_mode,
+                                   check_forward_ad=True, check_batched_grad=True)
+    assert flow.autograd.gradgradcheck(lambda t: (t * t).sin(), (x,), fast_mode=fast_mode)
+
+
 def test_host_reads_of_a_device_tensor(fake):
     x = flow.tensor([1.5, 2.0], device="fake")
     with pytest.raises(TypeError, match="can't convert fake device type tensor to numpy"):
@@ -224,17 +232,13 @@ BOUNDARY = {
 }
 # (module, function): why a NumPy call on tensor data there is not a device leak
 ALLOWED = {
-    ("autograd/gradcheck.py", f): "finite-difference checks compare on the host in float64; "
-    "not yet device-aware" for f in ("_fast_check", "_jvp_outputs", "_forward_undefined_check",
-                                     "_compare_batched", "_zero_cotangent_check")}
-ALLOWED.update({
     ("ops/index.py", "parse_index"): "index lists are Python data, read on the host",
     ("ops/tensor_extra.py", "_positions"): "positions computed from a region's shape (host "
     "ints), an index rather than tensor data",
     ("ops/loss_ctc.py", "_lengths"): "lengths are host integers (torch's CTC takes them as an "
     "IntArrayRef too)",
     ("ops/loss_ctc.py", "ctc_loss"): "targets are padded on the host from those lengths",
-})
+}
 _META = {"shape", "dtype", "ndim", "size", "itemsize", "strides", "flags", "nbytes"}
 # NumPy functions of dtypes, shapes and memory extents, not of values (the memory queries
 # dispatch to a device's module through NumPy's __array_function__ protocol)
@@ -255,10 +259,12 @@ def _numpy_function(call):
 
 
 def _reads_data(expr, data_names):
-    """Whether `expr` reads a tensor's array (`t._data`, not `t._data.shape`) or a local
-    name bound to one."""
+    """Whether `expr` reads a tensor's array (`t._data`, not `t._data.shape`, nor
+    `to_host(t._data)`: the explicit copy to the host) or a local name bound to one."""
     meta = {id(n.value) for n in ast.walk(expr)
             if isinstance(n, ast.Attribute) and n.attr in _META}
+    meta.update(id(a) for n in ast.walk(expr) if isinstance(n, ast.Call)
+                and getattr(n.func, "id", "") == "to_host" for a in n.args)
     return any(id(n) not in meta and (isinstance(n, ast.Attribute) and n.attr == "_data" or
                                       isinstance(n, ast.Name) and n.id in data_names)
                for n in ast.walk(expr))

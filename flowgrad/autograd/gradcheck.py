@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..device import new_array, new_zeros, to_host
 from ..func import vmap
 from ..ops.shape import stack
 from ..tensor import Tensor
@@ -56,7 +57,7 @@ def _check_inputs(inputs):
 def _as_vector(t, keep_complex=False):
     """The values of `t` as a flat float64 array (complex128 for a complex one when kept)."""
     kind = np.complex128 if keep_complex and t._data.dtype.kind == "c" else np.float64
-    return t._data.astype(kind).reshape(-1)
+    return to_host(t._data).astype(kind).reshape(-1)
 
 
 def _central(func, inputs, data, idx, step, keep_complex):
@@ -105,7 +106,7 @@ def _analytic_rows(outputs, diff):
         for k in range(out._data.size):
             seed = np.zeros(out._data.size, out._data.dtype)
             seed[k] = 1
-            gs = _grad(out, diff, Tensor._wrap(seed.reshape(out._data.shape)),
+            gs = _grad(out, diff, Tensor._wrap(new_array(out._data, seed.reshape(out._data.shape))),
                        retain_graph=True, allow_unused=True)
             for i, g in enumerate(gs):
                 if g is not None:
@@ -140,12 +141,13 @@ def _fast_check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception, s
           for t in diff]
     vs = [v / max(np.linalg.norm(v), 1e-12) for v in vs]
     saved = [t._data.copy() for t in diff]
+    on_device = [new_array(s, v) for s, v in zip(saved, vs)]  # the directions, by the inputs
 
     def shifted(step):
-        for t, s, v in zip(diff, saved, vs):
+        for t, s, v in zip(diff, saved, on_device):
             t._data[...] = s + step * v
         with grad_mode.no_grad():
-            out = [o._data.astype(np.float64) for o in _outputs(func, inputs)]
+            out = [to_host(o._data).astype(np.float64) for o in _outputs(func, inputs)]
         for t, s in zip(diff, saved):
             t._data[...] = s
         return out
@@ -157,10 +159,10 @@ def _fast_check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception, s
         numeric = float(np.sum(u * (plus[j] - minus[j]) / (2 * eps)))
         analytic = 0.0
         if out.requires_grad:
-            gs = _grad(out, diff, Tensor._wrap(u.astype(out._data.dtype)), retain_graph=True,
-                       allow_unused=True)
+            gs = _grad(out, diff, Tensor._wrap(new_array(out._data, u, out._data.dtype)),
+                       retain_graph=True, allow_unused=True)
             # <g, v> as real vectors: a complex gradient is d/dx + i d/dy (a real one, d/dx)
-            analytic = sum(float(np.sum((np.conj(g._data) * v).real))
+            analytic = sum(float(np.sum((np.conj(to_host(g._data)) * v).real))
                            for g, v in zip(gs, vs) if g is not None)
         if not abs(analytic - numeric) <= atol + rtol * abs(numeric):
             return _fail(
@@ -189,9 +191,8 @@ def _jvp_outputs(func, inputs, tangents, positions):
     inputs made dual with `tangents` (an index -> tangent array map; zeros elsewhere)."""
     with fwAD.dual_level():
         duals = tuple(
-            fwAD.make_dual(t.detach(), Tensor._wrap(np.asarray(tangents[i], t._data.dtype)
-                                                    if i in tangents
-                                                    else np.zeros_like(t._data)))
+            fwAD.make_dual(t.detach(), Tensor._wrap(new_array(t._data, tangents[i], t._data.dtype)
+                                                    if i in tangents else new_zeros(t._data)))
             if isinstance(t, Tensor) and t.requires_grad else t
             for i, t in enumerate(inputs))
         outs = _outputs(func, duals)
@@ -235,9 +236,10 @@ def _forward_fast_check(func, inputs, diff, eps, atol, rtol, raise_exception, se
         u = rng.random(t._data.shape)
         u /= max(np.linalg.norm(u), 1e-12)
         saved = t._data.copy()
+        u_on_device = new_array(saved, u)
 
         def shifted(step):
-            t._data[...] = saved + step * u
+            t._data[...] = saved + step * u_on_device
             try:
                 with grad_mode.no_grad():
                     outs = _outputs(func, inputs)
@@ -266,7 +268,7 @@ def _forward_undefined_check(func, inputs, raise_exception):
         for i in idx:
             t = inputs[i]
             duals[i] = fwAD.make_dual(t.detach(), Tensor._wrap(
-                rng.random(t._data.shape).astype(t._data.dtype)))
+                new_array(t._data, rng.random(t._data.shape), t._data.dtype)))
         for i in idx:
             kept = duals[i]
             duals[i] = fwAD.make_dual(inputs[i].detach(), inputs[i].detach() * 0)
@@ -275,7 +277,8 @@ def _forward_undefined_check(func, inputs, raise_exception):
             none = [fwAD.unpack_dual(o).tangent for o in _outputs(func, duals)]
             duals[i] = kept
             for j, (a, b) in enumerate(zip(zero, none)):
-                if a is not None and b is not None and not np.allclose(a._data, b._data):
+                if a is not None and b is not None and not np.allclose(to_host(a._data),
+                                                                       to_host(b._data)):
                     return _fail(f"Mismatch in tangent values for output with index {j} when "
                                  f"input {i} has an undefined tangent: got {a} with a zero "
                                  f"tangent but {b} with none", raise_exception)
@@ -338,7 +341,7 @@ def _batched(fn, stacked, what, raise_exception):
 
 def _compare_batched(result, expected, what, out_idx, raise_exception):
     for i, (r, e) in enumerate(zip(result, expected)):
-        if not np.allclose(r._data, e._data):
+        if not np.allclose(to_host(r._data), to_host(e._data)):
             return _fail(f"For output {out_idx} and input {i}: batched {what} computed using "
                          f"vmap does not match the one computed in a loop:\nvmap: {r}\n"
                          f"loop: {e}\n", raise_exception)
@@ -353,8 +356,8 @@ def _batched_grad_check(inputs, diff, output, out_idx, raise_exception):
         return tuple(g if g is not None else t.detach() * 0 for g, t in zip(gs, diff))
 
     rng = np.random.default_rng(2)
-    cots = [Tensor._wrap(rng.standard_normal(output._data.shape).astype(output._data.dtype))
-            for _ in range(2)]
+    cots = [Tensor._wrap(new_array(output._data, rng.standard_normal(output._data.shape),
+                                   output._data.dtype)) for _ in range(2)]
     expected = [stack(list(parts)) for parts in zip(*[vjp(c) for c in cots])]
     result = _batched(vjp, stack(cots), "vjp", raise_exception)
     if result is None:
@@ -381,8 +384,8 @@ def _batched_forward_grad_check(func, inputs, raise_exception):
                     res.append(tan if tan is not None else primal.detach() * 0)
                 return tuple(res)
 
-        tans = [Tensor._wrap(rng.standard_normal(x._data.shape).astype(x._data.dtype))
-                for _ in range(2)]
+        tans = [Tensor._wrap(new_array(x._data, rng.standard_normal(x._data.shape),
+                                       x._data.dtype)) for _ in range(2)]
         expected = [stack(list(parts)) for parts in zip(*[jvp(t) for t in tans])]
         result = _batched(jvp, stack(tans), "jvp", raise_exception)
         if result is None or not _compare_batched(result, expected, "forward grad", k,
@@ -398,11 +401,11 @@ def _zero_cotangent_check(outputs, diff, raise_exception):
     outs = [o for o in outputs if o.requires_grad]
     if not outs:
         return True
-    zeros = [Tensor._wrap(np.zeros_like(o._data)) for o in outs]
+    zeros = [Tensor._wrap(new_zeros(o._data)) for o in outs]
     for g, t in zip(_grad(outs, diff, zeros, retain_graph=True, allow_unused=True), diff):
         if g is None:
             continue
-        if np.any(g._data != 0):
+        if np.any(to_host(g._data) != 0):
             return _fail("backward not multiplied by grad_output", raise_exception)
         if g.dtype != t.dtype or tuple(g.shape) != tuple(t.shape):
             return _fail(f"grad is incorrect type or size: {g.dtype} {tuple(g.shape)} for an "
@@ -510,7 +513,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         outs = _outputs(func, inputs)
         rng = np.random.default_rng(0)
         grad_outputs = tuple(
-            Tensor._wrap(rng.standard_normal(o._data.shape).astype(o._data.dtype)).requires_grad_()
+            Tensor._wrap(new_array(o._data, rng.standard_normal(o._data.shape),
+                                   o._data.dtype)).requires_grad_()
             for o in outs if o.requires_grad)
     grad_outputs = _tuple(grad_outputs)
     go_diff = [i for i, g in enumerate(grad_outputs) if g.requires_grad]
