@@ -172,7 +172,7 @@ class SparseTensor:
 
         nsparse = math.prod(self._size[:self.sparse_dim()])
         dense = self._size[self.sparse_dim():]
-        out = zeros((nsparse,) + dense, dtype=self._vals.dtype)
+        out = zeros((nsparse,) + dense, dtype=self._vals.dtype, device=self._vals.device)
         out = out.index_add(0, self._linear_index(), self._vals).reshape(*self._size)
         return out if dtype is None else out.to(dtype)
 
@@ -335,7 +335,8 @@ def _to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=
         raise RuntimeError(f"to_sparse: sparse_dim must be in 1..{self.ndim}, got {sparse_dim}")
     data = self._data
     mask = data != 0 if n == data.ndim else (data != 0).any(axis=tuple(range(n, data.ndim)))
-    idx = np.stack(np.nonzero(mask)).astype(np.int64)
+    xp = array_module(data)
+    idx = xp.stack(xp.nonzero(mask)).astype(np.int64)
     values = self[tuple(Tensor._wrap(i) for i in idx)]
     return SparseTensor(Tensor._wrap(idx), values, tuple(self.shape), coalesced=True)
 

@@ -15,6 +15,7 @@ import pytest
 import flowgrad as flow
 from flowgrad import nn
 from flowgrad.device import ARRAY_MODULES, register_device, unregister_device
+from flowgrad.nn import functional as F
 
 
 class FakeDeviceArray(np.ndarray):
@@ -40,17 +41,28 @@ def _refuse_host(args, name):
             _refuse_host(a, name)
 
 
+def _plain(value):
+    if type(value) is FakeDeviceArray:
+        return value.view(np.ndarray)
+    if type(value) in (list, tuple):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
 def _on_fake(value, scalars=False):
     if type(value) is np.ndarray or scalars and isinstance(value, np.generic):
         return np.asarray(value).view(FakeDeviceArray)
-    if type(value) is tuple:
-        return tuple(_on_fake(v) for v in value)
+    if isinstance(value, tuple):  # (NumPy's linalg results are named tuples)
+        items = [_on_fake(v, scalars) for v in value]
+        return type(value)._make(items) if hasattr(value, "_make") else tuple(items)
     return value
 
 
 class FakeModule:
     """NumPy's namespace whose functions return FakeDeviceArray, as a device's module returns
     its own arrays (types, dtypes and ufuncs pass through: ufuncs keep the subclass)."""
+
+    ndarray = FakeDeviceArray  # as cupy.ndarray is CuPy's
 
     def __init__(self, module):
         self._module = module
@@ -65,8 +77,9 @@ class FakeModule:
 
         @functools.wraps(attr)
         def on_device(*args, **kwargs):
-            _refuse_host(args, name)
-            return _on_fake(attr(*args, **kwargs))
+            _refuse_host(args, name)  # then NumPy computes on plain views, as a device would
+            args = [_plain(a) for a in args]
+            return _on_fake(attr(*args, **{k: _plain(v) for k, v in kwargs.items()}))
         return on_device
 
     def asarray(self, a, dtype=None, **kwargs):
@@ -145,6 +158,18 @@ PATHS = {
     "index": lambda x: x[flow.tensor([0, 2], device=x.device)].sum(),
     "layer_norm": lambda x: flow.nn.functional.layer_norm(x, (3,)).sum(),
     "max(dim)": lambda x: x.max(0).values.sum(),
+    # rules and composites that build constants (identity matrices, index grids, weights)
+    "det": lambda x: flow.linalg.det(x[:3]),
+    "svd": lambda x: flow.linalg.svd(x)[1].sum(),
+    "einsum": lambda x: flow.einsum("ij,kj->ik", x, x).sum() + flow.einsum("ii->i", x[:3]).sum(),
+    "avg_pool": lambda x: F.avg_pool1d(x[None], 2).sum(),
+    "adaptive_pool": lambda x: F.adaptive_avg_pool1d(x[None], 2).sum(),
+    "interpolate": lambda x: F.interpolate(x[None], scale_factor=2, mode="linear").sum(),
+    "grid_sample": lambda x: F.grid_sample(x[None, None], x.new_zeros(1, 2, 2, 2)).sum(),
+    "pad": lambda x: F.pad(x[None], (2, 2), mode="reflect").sum(),
+    "lstm": lambda x: nn.LSTM(3, 2).to(x.device)(x[:, None])[0].sum(),
+    "one_hot": lambda x: (x[:, 0] * F.one_hot(x.new_tensor([0, 2, 1, 0]).long(), 4)[0]).sum(),
+    "to_dense": lambda x: (x * flow.eye(4, 3, device=x.device).to_sparse().to_dense()).sum(),
 }
 
 
@@ -270,6 +295,17 @@ def _reads_data(expr, data_names):
                for n in ast.walk(expr))
 
 
+_MOVES = {"new_array", "to_device", "new_zeros", "new_full", "new_empty"}
+
+
+def _reads_host(expr, host_names):
+    """Whether `expr` uses a NumPy-made local without moving it to a device first."""
+    moved = {id(n) for c in ast.walk(expr) if isinstance(c, ast.Call)
+             and getattr(c.func, "id", "") in _MOVES for a in c.args for n in ast.walk(a)}
+    return any(isinstance(n, ast.Name) and n.id in host_names and id(n) not in moved
+               for n in ast.walk(expr))
+
+
 def _offenders(path, rel):
     found = []
 
@@ -277,11 +313,16 @@ def _offenders(path, rel):
         params = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
         if any(a.arg == "xp" for a in params):
             return  # a kernel (or its helper): computes with the module it is given
-        data_names = set()
+        data_names, host_names = set(), set()
         for node in ast.walk(fn):
-            if isinstance(node, ast.Assign) and _reads_data(node.value, set()):
-                data_names.update(n.id for t in node.targets for n in ast.walk(t)
-                                  if isinstance(n, ast.Name))
+            if isinstance(node, ast.Assign):
+                names = {n.id for t in node.targets for n in ast.walk(t)
+                         if isinstance(n, ast.Name)}
+                if _reads_data(node.value, set()):
+                    data_names |= names
+                if any(isinstance(n, ast.Call) and _numpy_function(n)
+                       for n in ast.walk(node.value)):
+                    host_names |= names  # made by NumPy: host memory
         for node in ast.walk(fn):
             if not isinstance(node, ast.Call):
                 continue
@@ -297,6 +338,9 @@ def _offenders(path, rel):
                     found.append((rel, fn.name, node.lineno,
                                   f"Tensor._wrap(np.{_numpy_function(made[0])}(...)): a "
                                   "CPU array; use device.new_zeros/new_full/new_array"))
+                elif _reads_host(node.args[0], host_names):
+                    found.append((rel, fn.name, node.lineno, "Tensor._wrap of an array NumPy "
+                                  "made: a CPU array; move it with device.new_array(like, ...)"))
 
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

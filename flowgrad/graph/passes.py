@@ -176,7 +176,7 @@ def fold_constants(program):
         out = out if type(out) in (tuple, list) else (out,)
         for value, array in zip(node.outputs, out):
             if isinstance(array, np.generic) or not hasattr(array, "flags"):
-                array = np.asarray(array)  # a kernel's 0-d result may be a NumPy scalar
+                array = xp.asarray(array)  # a kernel's 0-d result may be a NumPy scalar
             array.flags.writeable = False
             value.kind, value.source = CONST, Tensor._wrap(array)
             frozen.add(value.id)

@@ -21,6 +21,7 @@ import string
 import numpy as np
 
 from .. import dtypes as _dt
+from ..device import new_array
 from ..tensor import Tensor, _wrap_dim
 from .complex import conj
 from .halfprec import in_float32
@@ -80,7 +81,7 @@ def _operand_grad(dy, out, subs, operands, i):
             f = next(fresh)
             eye = np.eye(shape[pos], dtype=dy._data.dtype)
             in_subs.append(c + f)
-            args.append(Tensor._wrap(eye))
+            args.append(Tensor._wrap(new_array(dy._data, eye)))
             target.append(f)
         else:
             seen.add(c)

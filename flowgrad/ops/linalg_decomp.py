@@ -89,12 +89,12 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 def _eye(n, like, m=None):
     """The n x m identity in `like`'s dtype (a flowgrad op: rules use it as a constant)."""
-    return eye(n, m, dtype=like.dtype)
+    return eye(n, m, dtype=like.dtype, device=like.device)
 
 
 def _tril_const(n, like, diag_value=1.0):
     """Ones below the diagonal, `diag_value` on it, in `like`'s dtype."""
-    return tril(ones(n, n, dtype=like.dtype), -1) + _eye(n, like) * diag_value
+    return tril(ones(n, n, dtype=like.dtype, device=like.device), -1) + _eye(n, like) * diag_value
 
 
 def _is_zero(g):
@@ -127,7 +127,7 @@ def _det_backward(A, d, g):
     singular = (d == 0).unsqueeze(-1).unsqueeze(-1)
     gd = (g * d).unsqueeze(-1).unsqueeze(-1)
     regular = gd * inv(where(singular, _eye(n, A), A)).mT
-    distinct = _eye(n, A) * arange(1, n + 1, dtype=A.dtype)
+    distinct = _eye(n, A) * arange(1, n + 1, dtype=A.dtype, device=A.device)
     U, S, Vh = _svd(where(singular, A, distinct), full_matrices=False)
     sign = _det(U.detach()) * _det(Vh.detach())  # +-1, locally constant
     others = _prod_of_others(S) * (g * sign).unsqueeze(-1)

@@ -359,12 +359,13 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if t.dtype.kind not in "iu" or t.size and (t.min() < 0 or t.max() >= c):
         raise IndexError(f"multi_margin_loss: target must hold class indices in [0, {c}), got "
                          f"{t.tolist() if t.size < 10 else t.dtype}")
-    rows = np.arange(n)
+    xp = array_module(t)
+    rows = xp.arange(n)
     picked = x2[Tensor._wrap(rows), Tensor._wrap(t)].unsqueeze(1)
     z = (x2 - picked + margin).clamp(min=0.0)
     if p == 2:
         z = z * z
-    other = np.ones((n, c), bool)
+    other = xp.ones((n, c), bool)
     other[rows, t] = False
     z = where(Tensor._wrap(other), z, 0.0)
     if weight is not None:

@@ -356,7 +356,7 @@ def one_hot(input, num_classes=-1):
     if idx.size and idx.max() >= num_classes:
         raise RuntimeError(f"one_hot: class values must be smaller than num_classes "
                            f"({num_classes}), got {int(idx.max())}")
-    out = (idx[..., None] == np.arange(num_classes)).astype(np.int64)
+    out = (idx[..., None] == array_module(idx).arange(num_classes)).astype(np.int64)
     return Tensor._wrap(out)
 
 

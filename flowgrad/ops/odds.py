@@ -197,7 +197,7 @@ def histc(input, bins=100, min=0, max=0):
         lo, hi = lo - 1, hi + 1
     if lo > hi or not (math.isfinite(lo) and math.isfinite(hi)):
         raise RuntimeError(f"histc: range of [{lo}, {hi}] is not finite or max < min")
-    counts, _ = np.histogram(a.reshape(-1), bins, (lo, hi))
+    counts, _ = array_module(a).histogram(a.reshape(-1), bins, (lo, hi))
     return Tensor._wrap(counts.astype(a.dtype))
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..device import new_array
 from ..tensor import Tensor
 from .registry import op
 
@@ -101,5 +102,6 @@ def pad(input, pad, mode="constant", value=None):
         idx = np.pad(np.arange(n), (lo, hi), mode=_MODES[mode])
         # outer-product index over the trailing dims: one gather for all of them
         j = d - first
-        sel.append(Tensor._wrap(idx.reshape((1,) * j + (-1,) + (1,) * (m - j - 1))))
+        idx = idx.reshape((1,) * j + (-1,) + (1,) * (m - j - 1))
+        sel.append(Tensor._wrap(new_array(input._data, idx)))
     return input[tuple(sel)]

@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from ..device import new_array
 from ..tensor import Tensor
 from .activation import relu
 from .conv import col2im, ntuple, pad_array, tap_slices, windows
@@ -317,7 +318,7 @@ def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pa
         y = y / float(divisor_override)
     else:
         div = _avg_divisor(size, out, ksize, stride, padding, count_include_pad)
-        y = y * Tensor._wrap((1.0 / div).astype(x._data.dtype))
+        y = y * Tensor._wrap(new_array(x._data, 1.0 / div, x._data.dtype))
     return y if batched else y.squeeze(0)
 
 
@@ -393,7 +394,7 @@ def _adaptive_avg(input, output_size, nd):
         start, end = _adaptive_bounds(n, o)
         cols = np.arange(n)
         m = ((cols >= start[:, None]) & (cols < end[:, None])) / (end - start)[:, None]
-        mats.append(Tensor._wrap(m.astype(x._data.dtype)))
+        mats.append(Tensor._wrap(new_array(x._data, m, x._data.dtype)))
     y = _along(x, mats)
     return y if batched else y.squeeze(0)
 

@@ -106,7 +106,7 @@ class _TensorFns:
 
     @staticmethod
     def gate_consts(hs, like):
-        return tuple(tensor(v, dtype=like.dtype) for v in _gate_consts(hs))
+        return tuple(tensor(v, dtype=like.dtype, device=like.device) for v in _gate_consts(hs))
 
     @staticmethod
     def t(w):

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..device import new_array
 from ..tensor import Tensor
 from .conv import col2im, ntuple, out_size, pad_array, windows
 from .creation import arange
@@ -282,8 +283,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode == "area":
         return _adaptive_avg(input, out, nd)
     weights = antialias_matrix if antialias else _interp_matrix
-    mats = [Tensor._wrap(weights(n, o, mode, bool(align_corners), s).astype(input._data.dtype))
-            for n, o, s in zip(spatial, out, scales)]
+    mats = [Tensor._wrap(new_array(input._data, weights(n, o, mode, bool(align_corners), s),
+                                   input._data.dtype)) for n, o, s in zip(spatial, out, scales)]
     return _along(input, mats)
 
 
@@ -373,7 +374,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     # (N * prod(sizes), C): one row per pixel, so each tap is one index_select of all channels
     pixels = input.permute(0, *range(2, nd + 2), 1).reshape(-1, input.shape[1])
     strides = [math.prod(sizes[k + 1:]) for k in range(nd)]
-    batch = arange(n).reshape((n,) + (1,) * nd) * math.prod(sizes)
+    batch = arange(n, device=input.device).reshape((n,) + (1,) * nd) * math.prod(sizes)
 
     def tap(idx):
         """Pixels at integer positions (int64 tensors, one per spatial dim), zero outside;
@@ -442,6 +443,6 @@ def affine_grid(theta, size, align_corners=None):
     axes = [_base_coords(s, align_corners) for s in reversed(spatial)]  # x, y(, z)
     mesh = np.meshgrid(*axes[::-1], indexing="ij")[::-1]  # each (D,) H, W
     base = np.stack(list(mesh) + [np.ones(spatial)], axis=-1).reshape(-1, nd + 1)
-    base = Tensor._wrap(base.astype(theta._data.dtype))
+    base = Tensor._wrap(new_array(theta._data, base, theta._data.dtype))
     grid = base @ theta.transpose(1, 2)  # (N, prod(spatial), nd)
     return grid.reshape(size[0], *spatial, nd)

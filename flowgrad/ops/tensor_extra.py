@@ -18,6 +18,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes as _dt
+from ..device import new_array
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .creation import tensor, zeros
 from .elementwise import _inplace_binary, where
@@ -375,7 +376,7 @@ def _fill_diagonal_(self, fill_value, wrap=False):
     mask = np.zeros(numel, bool)
     mask[0:end:step] = True
     # the mask depends on the shape only: a constant, so the fill is one masked_fill_
-    return self.masked_fill_(Tensor._wrap(mask.reshape(shape)), fill_value)
+    return self.masked_fill_(Tensor._wrap(new_array(self._data, mask.reshape(shape))), fill_value)
 
 
 Tensor.fill_diagonal_ = _fill_diagonal_

@@ -271,7 +271,7 @@ class RNNBase(Module):
 
     def _zeros_state(self, batch, size, like):
         n = self.num_layers * (2 if self.bidirectional else 1)
-        return zeros(n, batch, size, dtype=like.dtype)
+        return zeros(n, batch, size, dtype=like.dtype, device=like.device)
 
 
 class RNN(RNNBase):
@@ -408,7 +408,7 @@ class _CellBase(Module):
         if not batched:
             input = input.unsqueeze(0)
         if hx is None:
-            hx = zeros(input.shape[0], self.hidden_size, dtype=input.dtype)
+            hx = zeros(input.shape[0], self.hidden_size, dtype=input.dtype, device=input.device)
         elif not batched:
             hx = hx.unsqueeze(0)
         return input, hx, batched
