@@ -162,7 +162,8 @@ class SparseTensor:
         from .ops.creation import zeros
 
         idx, inverse, _ = self._unique()
-        vals = zeros((idx.shape[1],) + tuple(self._vals.shape[1:]), dtype=self._vals.dtype)
+        vals = zeros((idx.shape[1],) + tuple(self._vals.shape[1:]), dtype=self._vals.dtype,
+                     device=self._vals.device)
         return SparseTensor(idx, vals.index_add(0, inverse, self._vals), self._size,
                             coalesced=True)
 
@@ -386,7 +387,7 @@ def mm(mat1, mat2):
                                   "are not supported")
     rows, cols = mat1._idx[0], mat1._idx[1]
     contrib = mat1._vals.unsqueeze(-1) * mat2.index_select(0, cols)
-    out = zeros(mat1.shape[0], mat2.shape[1], dtype=contrib.dtype)
+    out = zeros(mat1.shape[0], mat2.shape[1], dtype=contrib.dtype, device=contrib.device)
     return out.index_add(0, rows, contrib)
 
 

@@ -170,6 +170,11 @@ PATHS = {
     "lstm": lambda x: nn.LSTM(3, 2).to(x.device)(x[:, None])[0].sum(),
     "one_hot": lambda x: (x[:, 0] * F.one_hot(x.new_tensor([0, 2, 1, 0]).long(), 4)[0]).sum(),
     "to_dense": lambda x: (x * flow.eye(4, 3, device=x.device).to_sparse().to_dense()).sum(),
+    "fractional_pool": lambda x: F.fractional_max_pool2d(x[None, None], 2, output_size=2).sum(),
+    "pad_sequence": lambda x: nn.utils.rnn.pad_sequence([x[0], x[1, :2]]).sum(),
+    "jacrev": lambda x: flow.func.jacrev(lambda t: t.sin())(x[0]).sum(),
+    "orthogonal": lambda x: (nn.utils.parametrizations.orthogonal(
+        nn.Linear(3, 3).to(x.device)).weight * x[:3]).sum(),
 }
 
 

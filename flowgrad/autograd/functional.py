@@ -184,7 +184,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
 
 
 def _eye(n, like):
-    return eye(n, dtype=like.dtype)
+    return eye(n, dtype=like.dtype, device=like.device)
 
 
 def _loop_rows(outs, xs, i, create_graph, strict):

@@ -233,7 +233,7 @@ def _basis(x):
     from ..ops.creation import eye
 
     n = x.numel()
-    return eye(n, dtype=x.dtype).reshape(n, *x.shape)
+    return eye(n, dtype=x.dtype, device=x.device).reshape(n, *x.shape)
 
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):

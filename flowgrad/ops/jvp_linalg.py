@@ -17,7 +17,7 @@ from .shape import cat
 
 
 def _eye(n, like):
-    return eye(n, dtype=like.dtype)
+    return eye(n, dtype=like.dtype, device=like.device)
 
 
 def _diag(X):

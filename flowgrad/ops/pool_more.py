@@ -99,13 +99,14 @@ def _intervals(sample, n_in, n_out, pool):
     """The window starts of one dim (torch's generate_intervals, in the input's dtype): an
     int64 tensor (*sample.shape, n_out), made with ops so that samples differing per vmap
     example give each example its own windows."""
-    last = full((*sample.shape, 1), n_in - pool, dtype=_dt.int64)
+    last = full((*sample.shape, 1), n_in - pool, dtype=_dt.int64, device=sample.device)
     if n_out == 1:
         return last
     dt = sample._data.dtype.type
     alpha = float(dt(n_in - pool) / dt(n_out - 1))  # exact in the input's dtype
     s = sample.unsqueeze(-1)
-    starts = ((arange(n_out - 1, dtype=sample.dtype) + s) * alpha).long() - (s * alpha).long()
+    steps = arange(n_out - 1, dtype=sample.dtype, device=sample.device)
+    starts = ((steps + s) * alpha).long() - (s * alpha).long()
     return cat([starts, last], -1)
 
 
@@ -133,13 +134,13 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
             raise RuntimeError(f"{name}: output_size {out} + kernel_size {k} - 1 is too large "
                                f"for the input's spatial size {spatial}")
     if samples is None:  # an op draw: under vmap, randomness= decides, as torch's rand
-        samples = rand(n, c, nd, dtype=x.dtype)
+        samples = rand(n, c, nd, dtype=x.dtype, device=x.device)
     # torch draws the samples per dim in the order (W, H) for 2-D and (T, H, W) for 3-D
     order = (1, 0) if nd == 2 else (0, 1, 2)
     flat, stride = 0, 1
     for d in reversed(range(nd)):
         starts = _intervals(samples[..., order[d]], spatial[d], out[d], k[d])  # (n, c, o_d)
-        pos = (starts.unsqueeze(-1) + arange(k[d])) * stride  # (n, c, o_d, k_d)
+        pos = (starts.unsqueeze(-1) + arange(k[d], device=x.device)) * stride  # (n, c, o_d, k_d)
         shape = [n, c] + [1] * (2 * nd)
         shape[2 + d], shape[2 + nd + d] = out[d], k[d]
         flat = flat + pos.reshape(shape)

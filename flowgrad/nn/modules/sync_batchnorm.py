@@ -61,7 +61,7 @@ class SyncBatchNorm(_BatchNorm):
         c = input.shape[1]
         axes = (0,) + tuple(range(2, input.dim()))
         shape = (1, c) + (1,) * (input.dim() - 2)
-        count = full((1,), input.numel() // c, dtype=input.dtype)
+        count = full((1,), input.numel() // c, dtype=input.dtype, device=input.device)
         totals = all_reduce(cat([input.sum(axes), count]), group=group)  # one message
         n = totals[c]
         if float(n.item()) <= 1:

@@ -185,8 +185,8 @@ class MultiheadAttention(Module):
         k = k.reshape(k.shape[0], bsz * h, hd).transpose(0, 1)
         v = v.reshape(v.shape[0], bsz * h, hd).transpose(0, 1)
         if self.add_zero_attn:
-            k = cat([k, zeros(bsz * h, 1, hd, dtype=dtype)], 1)
-            v = cat([v, zeros(bsz * h, 1, hd, dtype=dtype)], 1)
+            k = cat([k, zeros(bsz * h, 1, hd, dtype=dtype, device=k.device)], 1)
+            v = cat([v, zeros(bsz * h, 1, hd, dtype=dtype, device=v.device)], 1)
             attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))
             key_padding_mask = None if key_padding_mask is None else \
                 F.pad(key_padding_mask, (0, 1))

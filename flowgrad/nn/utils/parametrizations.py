@@ -69,8 +69,9 @@ class _SpectralNorm(Module):
             self.n_power_iterations = n_power_iterations
             mat = self._matrix(weight)
             h, w = mat.shape
-            self.register_buffer("_u", normalize(randn(h, dtype=weight.dtype), dim=0, eps=eps))
-            self.register_buffer("_v", normalize(randn(w, dtype=weight.dtype), dim=0, eps=eps))
+            u, v = (randn(n, dtype=weight.dtype, device=weight.device) for n in (h, w))
+            self.register_buffer("_u", normalize(u, dim=0, eps=eps))
+            self.register_buffer("_v", normalize(v, dim=0, eps=eps))
             self._power_method(mat, 15)
 
     def _matrix(self, weight):
@@ -133,10 +134,10 @@ def _linalg(name):
 
 def _make_orthogonal(A):
     """The Q of A = QR with diag(R) >= 0 (A tall), as torch's (a constant: no gradient)."""
-    a = A.detach().numpy()
+    a = A.detach().numpy(force=True)  # a host copy for NumPy's QR
     q, r = np.linalg.qr(a)
     d = np.sign(np.diagonal(r, axis1=-2, axis2=-1))
-    return tensor((q * np.where(d == 0, 1, d)[..., None, :]).astype(a.dtype))
+    return tensor((q * np.where(d == 0, 1, d)[..., None, :]).astype(a.dtype), device=A.device)
 
 
 class _Orthogonal(Module):
@@ -156,13 +157,13 @@ class _Orthogonal(Module):
         if self.orthogonal_map in ("matrix_exp", "cayley"):
             X = X.tril()
             if n != k:
-                X = cat([X, zeros(n, n - k, dtype=X.dtype).expand(*X.shape[:-2], n, n - k)],
-                        -1)
+                X = cat([X, zeros(n, n - k, dtype=X.dtype, device=X.device).expand(
+                    *X.shape[:-2], n, n - k)], -1)
             A = X - X.mT
             if self.orthogonal_map == "matrix_exp":
                 Q = _linalg("matrix_exp")(A)
             else:
-                Id = eye(n, dtype=A.dtype)
+                Id = eye(n, dtype=A.dtype, device=A.device)
                 Q = _linalg("solve")(Id - 0.5 * A, Id + 0.5 * A)
             if n != k:
                 Q = Q[..., :k]
@@ -187,9 +188,9 @@ class _Orthogonal(Module):
         if n < k:
             Q, (n, k) = Q.mT, (k, n)
         if n != k:
-            Q = cat([Q, randn(*Q.shape[:-2], n, n - k, dtype=Q.dtype)], -1)
+            Q = cat([Q, randn(*Q.shape[:-2], n, n - k, dtype=Q.dtype, device=Q.device)], -1)
         self.base = _make_orthogonal(Q)
-        neg_id = zeros(*Q_init.shape, dtype=Q_init.dtype)
+        neg_id = zeros(*Q_init.shape, dtype=Q_init.dtype, device=Q_init.device)
         with no_grad():
             neg_id.diagonal(0, -2, -1).fill_(-1.0)
         return neg_id

@@ -102,7 +102,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     for s in sequences:
         n = longest - s.shape[0]
         if n:
-            pad = full((n, *s.shape[1:]), padding_value, dtype=s.dtype)
+            pad = full((n, *s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
             s = cat([s, pad] if padding_side == "right" else [pad, s], 0)
         rows.append(s)
     return stack(rows, 0 if batch_first else 1)
@@ -163,7 +163,8 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
         step = data[off:off + b]
         off += b
         if b < batch:
-            pad = full((batch - b, *data.shape[1:]), padding_value, dtype=data.dtype)
+            pad = full((batch - b, *data.shape[1:]), padding_value, dtype=data.dtype,
+                       device=data.device)
             step = cat([step, pad], 0) if b else pad
         rows.append(step)
     out = stack(rows, 0)

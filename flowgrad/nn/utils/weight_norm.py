@@ -112,8 +112,8 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     weight = module._parameters[name]
     mat = fn.matrix(weight.detach())
     h, w = mat.shape
-    u = normalize(randn(h, dtype=weight.dtype), dim=0, eps=eps)
-    v = normalize(randn(w, dtype=weight.dtype), dim=0, eps=eps)
+    u = normalize(randn(h, dtype=weight.dtype, device=weight.device), dim=0, eps=eps)
+    v = normalize(randn(w, dtype=weight.dtype, device=weight.device), dim=0, eps=eps)
     del module._parameters[name]
     module.register_parameter(name + "_orig", weight)
     setattr(module, name, weight.detach())
