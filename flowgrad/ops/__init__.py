@@ -41,6 +41,7 @@ from . import (  # noqa: F401 - imported to register their ops
     special_fns,
     special_poly,
     split,
+    stacks,
     stats,
     transfer,
 )
