@@ -172,19 +172,31 @@ def add_node(op, inputs, outputs, attrs, aux):
     a fresh AutogradMeta and this node as grad_fn; the op's capture state saves what the
     rule declared it needs.
     """
-    input_metas, next_nodes, input_infos = [], [], []
-    for t in inputs:
+    if len(inputs) == 1:  # most ops: tuples made at once, no loop
+        t = inputs[0]
         data = t._data
-        input_infos.append((data.shape, data.dtype))
+        input_infos = ((data.shape, data.dtype),)
         meta = t._meta
         if meta is not None and meta.requires_grad:
-            input_metas.append(meta)
             node = t._grad_fn
-            next_nodes.append(node if node is not None else meta.grad_accumulator())
+            input_metas, next_nodes = (meta,), (
+                node if node is not None else meta.grad_accumulator(),)
         else:
-            input_metas.append(None)
-            next_nodes.append(None)
-    input_infos = tuple(input_infos)
+            input_metas = next_nodes = (None,)
+    else:
+        input_metas, next_nodes, input_infos = [], [], []
+        for t in inputs:
+            data = t._data
+            input_infos.append((data.shape, data.dtype))
+            meta = t._meta
+            if meta is not None and meta.requires_grad:
+                input_metas.append(meta)
+                node = t._grad_fn
+                next_nodes.append(node if node is not None else meta.grad_accumulator())
+            else:
+                input_metas.append(None)
+                next_nodes.append(None)
+        input_infos = tuple(input_infos)
     node = FunctionNode(op, attrs, input_metas, next_nodes,
                         _SHARED_INFOS.get(input_infos) or _shared(input_infos))
     if len(outputs) == 1:
