@@ -224,3 +224,14 @@ def test_ops_attached_as_tensor_methods_bind_the_tensor():
         arg = (x != 0) if name.startswith("logical") else x
         targ = (t != 0) if name.startswith("logical") else t
         assert getattr(arg, name)().tolist() == getattr(targ, name)().tolist(), name
+
+
+def test_forward_rules_declared_beside_the_op():
+    """`@op(..., jvp="linear" | "multilinear" | "diagonal")` gives the op its forward-mode
+    rule (no hand-kept list of names elsewhere); ops with no gradient declare none."""
+    from flowgrad.autograd.forward_ad import JVP_KINDS
+
+    assert set(JVP_KINDS) == {"linear", "multilinear", "diagonal"}
+    declared = {name for name, op in REGISTRY.items() if op.jvp}
+    assert {"reshape", "sum", "mul", "matmul", "exp", "tanh", "floor"} <= declared
+    assert not [name for name in declared if not REGISTRY[name].differentiable]

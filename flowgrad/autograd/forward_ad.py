@@ -46,9 +46,11 @@ def _key(t):
 _DIFF = "fcV"  # dtype kinds that carry tangents: floating and complex
 
 # Filled at import by the layers above, which import this module: the written forward rules
-# by op name, and the ops whose rule is for real values only (flowgrad.ops.jvp_rules); x.detach()
+# by op name, the rules by the shape an op declares (`@op(..., jvp="linear")`), and the ops
+# whose rule is for real values only (flowgrad.ops.jvp_rules); x.detach()
 # keeping x's tangents, batched tensors included (flowgrad.func.transforms)
 JVP_RULES: dict = {}
+JVP_KINDS: dict = {}
 REAL_ONLY: set = set()
 detached = None
 
@@ -151,7 +153,7 @@ def _fit(t, like):
 def output_tangents(op, inputs, outs, tans, attrs, aux):
     """The tangents of an op's outputs: its written rule, else the one derived from its
     reverse rule. Returns one tangent (or None) per output."""
-    rule = JVP_RULES.get(op.name)
+    rule = JVP_RULES.get(op.name) or JVP_KINDS.get(getattr(op, "jvp", None))
     if rule is not None:
         result = rule(op, inputs, outs, tans, attrs, aux)
         if result is not NotImplemented:

@@ -306,11 +306,11 @@ IMAGES = ("max_pool", "adaptive_max_pool", "window_sum", "unfold", "fold")
 
 
 def _build():
-    from ..ops.jvp_rules import DIAGONAL
+    from ..ops.registry import REGISTRY
 
+    diagonal = tuple(n for n, o in REGISTRY.items() if o.jvp == "diagonal" and n != "dropout")
     rules = {}
-    rules.update(dict.fromkeys(ELEMENTWISE + tuple(n for n in DIAGONAL if n != "dropout"),
-                               elementwise))
+    rules.update(dict.fromkeys(ELEMENTWISE + diagonal, elementwise))
     rules.update(dict.fromkeys(REDUCE_AXES, _dims_rule("axes")))
     rules.update(dict.fromkeys(DIM_OPS, _dims_rule("dim", all_if_none=False)))
     rules.update(dict.fromkeys(TRAILING, _trailing))

@@ -36,7 +36,7 @@ __all__ = [
 
 
 # ---- relu, as in the seed --------------------------------------------------------------------
-@op("relu", save="outputs")
+@op("relu", jvp="diagonal", save="outputs")
 def _relu(xp, x):
     return xp.maximum(x, 0)
 
@@ -46,7 +46,7 @@ def relu_backward(ctx, dy):
     return _relu_grad(ctx.out, dy)
 
 
-@op("relu_grad", save="inputs")
+@op("relu_grad", jvp="diagonal", save="inputs")
 def _relu_grad(xp, y, dy):
     # a multiply by the mask (~10x faster than xp.where in NumPy), redone with where only
     # when dy is inf/nan at some y <= 0: torch gives 0 there, not 0 * inf = nan
@@ -73,7 +73,7 @@ def relu(input, inplace=False):
     return _relu(input)
 
 
-@op("leaky_relu", save="inputs")
+@op("leaky_relu", jvp="diagonal", save="inputs")
 def _leaky_relu(xp, x, *, slope):
     return xp.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
 
@@ -125,7 +125,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *,
     return _rrelu(input, lower=lower, upper=upper, generator=gen)
 
 
-@op("rrelu", n_out=1)
+@op("rrelu", jvp="diagonal", n_out=1)
 def _rrelu(xp, x, *, lower, upper, generator):
     """x * slope, slope 1 where x > 0 and drawn from U[lower, upper] (from `generator`, a
     flowgrad Generator) elsewhere; the slopes are an aux output for the rule."""
@@ -145,7 +145,7 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
 
 
 # ---- hardtanh and relu6: clamp whose gradient is 0 on the boundary, as torch ---------------
-@op("hardtanh", save="inputs")
+@op("hardtanh", jvp="diagonal", save="inputs")
 def _hardtanh(xp, x, *, lo, hi):
     return xp.clip(x, lo, hi).astype(x.dtype, copy=False)
 
@@ -179,7 +179,7 @@ def hardsigmoid(input, inplace=False):
     return _hardtanh(input + 3.0, lo=0.0, hi=6.0) * (1.0 / 6.0)
 
 
-@op("hardswish", save="inputs")
+@op("hardswish", jvp="diagonal", save="inputs")
 def _hardswish(xp, x):
     return (x * xp.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
 
@@ -200,7 +200,7 @@ def hardswish(input, inplace=False):
 
 
 # ---- elu, selu, celu: one fused op -----------------------------------------------------------
-@op("elu", save="inputs")
+@op("elu", jvp="diagonal", save="inputs")
 def _elu(xp, x, *, alpha, scale, input_scale):
     # expm1 on min(x, 0) only: the positive side never overflows
     neg = xp.expm1(xp.minimum(x, 0) * input_scale) * alpha
@@ -277,7 +277,7 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 
 # ---- gelu --------------------------------------------------------------------------------------
-@op("gelu", save="inputs")
+@op("gelu", jvp="diagonal", save="inputs")
 def _gelu(xp, x, *, approximate):
     if approximate == "tanh":
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)
@@ -300,7 +300,7 @@ def gelu_backward(ctx, dy):
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
-@op("gelu_grad", save="inputs")
+@op("gelu_grad", jvp="diagonal", save="inputs")
 def _gelu_grad(xp, x, dy):
     """dy * gelu'(x) = dy * (Phi(x) + x phi(x)) in one pass (exact gelu)."""
     x32 = x.astype(xp.float32) if x.dtype.kind == "V" else x
@@ -338,7 +338,7 @@ def gelu(input, approximate="none"):
 
 
 # ---- softplus and silu -------------------------------------------------------------------
-@op("softplus", save="inputs")
+@op("softplus", jvp="diagonal", save="inputs")
 def _softplus(xp, x, *, beta, threshold):
     bx = x * beta
     # logaddexp(0, bx) = log(1 + exp(bx)) without overflow for large bx
@@ -377,7 +377,7 @@ def _sigmoid_of(xp, x):
 
 # silu and mish: one op each with a one-pass rule (torch's formulas), so an inf upstream
 # gradient gives +-inf, not the nan of 0 * inf that the composed rules gave
-@op("silu", save="inputs")
+@op("silu", jvp="diagonal", save="inputs")
 def _silu(xp, x):
     s = _sigmoid_of(xp, _as_float(xp, x))
     return (x * s).astype(x.dtype, copy=False), s.astype(x.dtype, copy=False)  # s: aux
@@ -388,7 +388,7 @@ def silu_backward(ctx, dy):
     return _silu_grad(ctx.inputs[0], ctx.aux[0], dy)
 
 
-@op("silu_grad", save="inputs")
+@op("silu_grad", jvp="diagonal", save="inputs")
 def _silu_grad(xp, x, s, dy):
     # torch's silu_backward: dy * s * (1 + x * (1 - s)), s = sigmoid(x)
     r = 1 - s
@@ -421,7 +421,7 @@ def silu(input, inplace=False):
     return _silu(_float_of(input))
 
 
-@op("mish", save="inputs")
+@op("mish", jvp="diagonal", save="inputs")
 def _mish(xp, x):
     xf = _as_float(xp, x)
     with xp.errstate(over="ignore"):
@@ -436,7 +436,7 @@ def mish_backward(ctx, dy):
     return _mish_grad(ctx.inputs[0], ctx.aux[0], dy)
 
 
-@op("mish_grad", save="inputs")
+@op("mish_grad", jvp="diagonal", save="inputs")
 def _mish_grad(xp, x, t, dy):
     # torch's mish_backward: dy * (t + x * s * (1 - t^2)), t = tanh(softplus(x))
     xf, tf = _as_float(xp, x), _as_float(xp, t)

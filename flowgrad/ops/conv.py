@@ -171,7 +171,7 @@ def _conv_transpose_batch_last(xp, z, w, stride, padding, dilation, groups, size
 
 
 # ---- the three ops -----------------------------------------------------------------------
-@op("conv", save="inputs")
+@op("conv", jvp="multilinear", save="inputs")
 @in_float32
 def _conv(xp, x, w, *, stride, padding, dilation, groups, out_shape=None):
     ksize = w.shape[2:]
@@ -193,7 +193,7 @@ def _conv(xp, x, w, *, stride, padding, dilation, groups, out_shape=None):
     return _from_groups(xp, y, x.shape[0], tuple(out)), cols
 
 
-@op("conv_transpose", save="inputs")
+@op("conv_transpose", jvp="multilinear", save="inputs")
 @in_float32
 def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
     n, o = z.shape[:2]

@@ -19,7 +19,7 @@ __all__ = ["tril", "triu", "diagonal", "diag_embed", "diag", "trace", "diagflat"
 
 
 # ---- triangles ------------------------------------------------------------------------------
-@op("tril")
+@op("tril", jvp="linear")
 def _tril(xp, x, *, diagonal):
     return xp.tril(x, diagonal)
 
@@ -29,7 +29,7 @@ def tril_backward(ctx, dy):
     return _tril(dy, diagonal=ctx.diagonal)
 
 
-@op("triu")
+@op("triu", jvp="linear")
 def _triu(xp, x, *, diagonal):
     return xp.triu(x, diagonal)
 
@@ -91,7 +91,7 @@ def _diag_view(x, offset, dim1, dim2):
     return as_strided(base, shape, strides, writeable=x.flags.writeable)
 
 
-@op("diagonal", is_view=True)
+@op("diagonal", jvp="linear", is_view=True)
 def _diagonal(xp, x, *, offset, dim1, dim2):
     return _diag_view(x, offset, dim1, dim2)
 
@@ -102,7 +102,7 @@ def diagonal_backward(ctx, dy):
                        dim2=ctx.dim2)
 
 
-@op("diag_embed")
+@op("diag_embed", jvp="linear")
 def _diag_embed(xp, v, *, shape, offset, dim1, dim2):
     out = xp.zeros(shape, v.dtype)
     _diag_view(out, offset, dim1, dim2)[...] = v

@@ -43,7 +43,7 @@ def _path(eq, arrays):
     return path
 
 
-@op("einsum", save="inputs", complex=True)
+@op("einsum", jvp="multilinear", save="inputs", complex=True)
 @in_float32
 def _einsum(xp, *arrays, eq):
     if len(arrays) == 1:

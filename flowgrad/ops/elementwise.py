@@ -56,7 +56,7 @@ __all__ = [
 
 
 # ---- arithmetic: tensor (op) tensor -------------------------------------------------------
-@op("add", complex=True)
+@op("add", jvp="linear", complex=True)
 def _add(xp, a, b):
     return a + b
 
@@ -66,7 +66,7 @@ def add_backward(ctx, dy):
     return dy, dy
 
 
-@op("sub", complex=True)
+@op("sub", jvp="linear", complex=True)
 def _sub(xp, a, b):
     return a - b
 
@@ -76,7 +76,7 @@ def sub_backward(ctx, dy):
     return dy, (-dy if ctx.needs_input_grad[1] else None)
 
 
-@op("mul", save="inputs for others", complex=True)
+@op("mul", jvp="multilinear", save="inputs for others", complex=True)
 def _mul(xp, a, b):
     return a * b
 
@@ -88,7 +88,7 @@ def mul_backward(ctx, dy):  # conj: the identity for real tensors (complex: torc
     return (dy * conj(b) if need[0] else None), (dy * conj(a) if need[1] else None)
 
 
-@op("div", save="inputs", complex=True)
+@op("div", jvp="diagonal", save="inputs", complex=True)
 def _div(xp, a, b):
     return a / b
 
@@ -101,7 +101,7 @@ def div_backward(ctx, dy):
     return da, (-_grad_div(da * conj(a), b) if ctx.needs_input_grad[1] else None)
 
 
-@op("pow", save="inputs outputs", complex=True)
+@op("pow", jvp="diagonal", save="inputs outputs", complex=True)
 def _pow(xp, a, b):
     if b.dtype.kind in "iu" and (b < 0).any():
         # torch truncates integer a ** -n = 1 / a ** n: 0 unless |a| == 1 (NumPy raises)
@@ -139,7 +139,7 @@ def scalar_add_backward(ctx, dy):
 
 # torch keeps the scalar as a saved tensor: a 2nd backward through a freed graph raises there,
 # so here too
-@op("scalar_mul", save="attrs", complex=True)
+@op("scalar_mul", jvp="linear", save="attrs", complex=True)
 def _scalar_mul(xp, x, *, value):
     r = x * value
     return r if r.dtype is x.dtype else r.astype(x.dtype)  # inline _same: hot path
@@ -150,7 +150,7 @@ def scalar_mul_backward(ctx, dy):
     return dy * ctx.value
 
 
-@op("scalar_div", save="attrs", complex=True)  # as scalar_mul
+@op("scalar_div", jvp="linear", save="attrs", complex=True)  # as scalar_mul
 def _scalar_div(xp, x, *, value):
     return _same(x, x / value)
 
@@ -160,7 +160,7 @@ def scalar_div_backward(ctx, dy):
     return dy / ctx.value
 
 
-@op("scalar_rdiv", save="inputs", complex=True)
+@op("scalar_rdiv", jvp="diagonal", save="inputs", complex=True)
 def _scalar_rdiv(xp, x, *, value):
     return _same(x, value / x)
 
@@ -171,7 +171,7 @@ def scalar_rdiv_backward(ctx, dy):  # from the input alone: `y = 1 / x; y.add_(1
     return -_grad_mul(dy, ctx.value / conj(x * x))
 
 
-@op("scalar_pow", save="inputs", complex=True)
+@op("scalar_pow", jvp="diagonal", save="inputs", complex=True)
 def _scalar_pow(xp, x, *, exponent):
     return _same(x, x ** exponent)
 
@@ -189,7 +189,7 @@ def scalar_pow_backward(ctx, dy):
     return _grad_mul(dy, (x ** (e - 1)) * e)  # x ** -0.5 at 0: inf, masked where dy == 0
 
 
-@op("scalar_rpow", save="outputs", complex=True)
+@op("scalar_rpow", jvp="diagonal", save="outputs", complex=True)
 def _scalar_rpow(xp, x, *, base):
     return _same(x, base ** x)
 
@@ -200,7 +200,7 @@ def scalar_rpow_backward(ctx, dy):
 
 
 # ---- unary math: one row each (flowgrad/ops/rules.py: unary, step) ----------------------------
-@op("neg", complex=True)
+@op("neg", jvp="linear", complex=True)
 def _neg(xp, x):
     return -x
 
@@ -210,7 +210,7 @@ def neg_backward(ctx, dy):
     return -dy
 
 
-@op("abs", save="inputs", complex=True)
+@op("abs", jvp="diagonal", save="inputs", complex=True)
 def _abs(xp, x):
     return xp.abs(x)
 
@@ -233,7 +233,7 @@ _sin = unary("sin", lambda xp, x: xp.sin(x), d_of_x=lambda x: cos(x), complex=Tr
 _cos = unary("cos", lambda xp, x: xp.cos(x), d_of_x=lambda x: -sin(x), complex=True)
 
 
-@op("tanh_grad", save="inputs")
+@op("tanh_grad", jvp="diagonal", save="inputs")
 def _tanh_grad(xp, y, dy):
     return dy * (1 - y * y)
 
@@ -257,7 +257,7 @@ def _sigmoid_kernel(xp, x):
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-@op("sigmoid_grad", save="inputs")
+@op("sigmoid_grad", jvp="diagonal", save="inputs")
 def _sigmoid_grad(xp, y, dy):
     return dy * y * (1 - y)
 
@@ -274,7 +274,8 @@ _sigmoid = unary("sigmoid", _sigmoid_kernel, d_of_y=lambda y: y * (1 - y), compl
 
 
 # ---- selection ---------------------------------------------------------------------------------
-@op("where", save="inputs[0]", complex=True)  # the condition only: writes to x or y stay valid
+# saves the condition only: writes to x or y stay valid
+@op("where", jvp="linear", save="inputs[0]", complex=True)
 def _where(xp, cond, x, y):
     return xp.where(cond, x, y)
 
@@ -288,7 +289,7 @@ def where_backward(ctx, dy):
             _where(cond, zero, dy) if need[2] else None)
 
 
-@op("clamp", save="inputs")
+@op("clamp", jvp="diagonal", save="inputs")
 def _clamp(xp, x, *, min, max):
     return xp.clip(x, min, max).astype(x.dtype, copy=False)  # clip gives float32 for bfloat16
 
@@ -298,7 +299,7 @@ def clamp_backward(ctx, dy):
     return _where(clamp_mask(ctx.inputs[0], min=ctx.min, max=ctx.max), dy, dy.new_zeros(()))
 
 
-@op("maximum", save="inputs")
+@op("maximum", jvp="diagonal", save="inputs")
 def _maximum(xp, a, b):
     return xp.maximum(a, b)
 
@@ -308,7 +309,7 @@ def maximum_backward(ctx, dy):
     return _split_tie_grad(dy, *ctx.inputs, ">")
 
 
-@op("minimum", save="inputs")
+@op("minimum", jvp="diagonal", save="inputs")
 def _minimum(xp, a, b):
     return xp.minimum(a, b)
 

@@ -49,7 +49,7 @@ def _check_int_zero(b, name):
 
 
 # ---- rounded division, remainder, fmod ------------------------------------------------------
-@op("div_rounded")
+@op("div_rounded", jvp="diagonal")
 def _div_rounded(xp, a, b, *, mode):
     if a.dtype.kind in "iub":
         q = a // b
@@ -82,7 +82,7 @@ def floor_divide(input, other):
     return _rounded_div(input, other, "floor")
 
 
-@op("remainder", save="inputs")
+@op("remainder", jvp="diagonal", save="inputs")
 def _remainder(xp, a, b):
     with xp.errstate(divide="ignore", invalid="ignore"):
         return xp.remainder(a, b)
@@ -95,7 +95,7 @@ def remainder_backward(ctx, dy):
     return dy, db
 
 
-@op("fmod", save="inputs")
+@op("fmod", jvp="diagonal", save="inputs")
 def _fmod(xp, a, b):
     with xp.errstate(divide="ignore", invalid="ignore"):
         return xp.fmod(a, b)
@@ -125,7 +125,7 @@ def fmod(input, other):
 
 
 # ---- atan2, hypot, xlogy ---------------------------------------------------------------------
-@op("atan2", save="inputs")
+@op("atan2", jvp="diagonal", save="inputs")
 def _atan2(xp, a, b):
     return xp.arctan2(a, b)
 
@@ -138,7 +138,7 @@ def atan2_backward(ctx, dy):
     return (g * b if need[0] else None), (-g * a if need[1] else None)
 
 
-@op("hypot", save="inputs outputs")
+@op("hypot", jvp="diagonal", save="inputs outputs")
 def _hypot(xp, a, b):
     return xp.hypot(a, b)
 
@@ -151,7 +151,7 @@ def hypot_backward(ctx, dy):
                                                          else None)
 
 
-@op("xlogy", save="inputs")
+@op("xlogy", jvp="diagonal", save="inputs")
 def _xlogy(xp, x, y):
     with xp.errstate(divide="ignore", invalid="ignore"):
         r = x * xp.log(y)
@@ -242,7 +242,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 
 
 # ---- fmax / fmin: nan-ignoring maximum / minimum ---------------------------------------
-@op("fmax", save="inputs")
+@op("fmax", jvp="diagonal", save="inputs")
 def _fmax(xp, a, b):
     return xp.fmax(a, b)
 
@@ -253,7 +253,7 @@ def fmax_backward(ctx, dy):
     return _pick_grad(dy, (a >= b) | isnan(b))  # torch: ties go to the first input
 
 
-@op("fmin", save="inputs")
+@op("fmin", jvp="diagonal", save="inputs")
 def _fmin(xp, a, b):
     return xp.fmin(a, b)
 
@@ -321,7 +321,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 
 
 # ---- clamp with tensor bounds ---------------------------------------------------------------
-@op("clamp_tensor", save="inputs")
+@op("clamp_tensor", jvp="diagonal", save="inputs")
 def _clamp_tensor(xp, x, *bounds, has_min, has_max):
     y = xp.maximum(x, bounds[0]) if has_min else x
     return xp.minimum(y, bounds[-1]) if has_max else y
@@ -447,7 +447,7 @@ for _alias, _fn in (("arctan2", atan2), ("true_divide", div)):
 
 
 # ---- in-place writers: fill_, zero_, copy_, uniform_, normal_ ----------------------------
-@op("fill")
+@op("fill", jvp="linear")
 def _fill(xp, x, value):
     return xp.broadcast_to(value, x.shape).astype(x.dtype)
 

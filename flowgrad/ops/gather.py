@@ -33,7 +33,7 @@ __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "i
 
 
 # ---- the two primitives ---------------------------------------------------------------------
-@op("take_flat", save="inputs[1]")
+@op("take_flat", jvp="linear", save="inputs[1]")
 def _take_flat(xp, x, flat):
     return xp.take(x, flat)
 
@@ -44,7 +44,7 @@ def take_flat_backward(ctx, dy):
     return _put_flat(dy, flat, shape=ctx.input_shapes[0], accumulate=True), None
 
 
-@op("put_flat", save="inputs[1]")
+@op("put_flat", jvp="linear", save="inputs[1]")
 def _put_flat(xp, v, flat, *, shape, accumulate):
     out = xp.zeros(int(xp.prod(shape)), v.dtype)
     vals = xp.broadcast_to(v, flat.shape).reshape(-1)

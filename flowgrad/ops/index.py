@@ -132,7 +132,8 @@ def _show(index):
                  for i in index) if isinstance(index, tuple) else index
 
 
-@op("getitem", is_view=True)  # basic indices only: a view, replayable from its attributes
+# basic indices only: a view, replayable from its attributes
+@op("getitem", jvp="linear", is_view=True)
 def _getitem(xp, x, *, index):
     out = x[index]
     if type(out) is not xp.ndarray:  # ints all the way down: a 0-d view, not a scalar copy
@@ -145,7 +146,7 @@ def getitem_backward(ctx, dy):
     return _getitem_backward(dy, shape=ctx.input_shapes[0], index=ctx.index)
 
 
-@op("getitem_backward")
+@op("getitem_backward", jvp="linear")
 def _getitem_backward(xp, dy, *, shape, index):
     dx = xp.zeros(shape, dy.dtype)
     dx[index] = dy
@@ -157,7 +158,8 @@ def getitem_backward_backward(ctx, ddx):
     return _getitem(ddx, index=ctx.index)
 
 
-@op("index", save=_save_from(1))  # the index arrays: a second backward raises, as torch's
+# saves the index arrays: a second backward raises, as torch's
+@op("index", jvp="linear", save=_save_from(1))
 def _index(xp, x, *arrays, spec):
     return x[build_index(xp, spec, arrays, x.shape)]
 
@@ -169,7 +171,7 @@ def index_backward(ctx, dy):
         (None,) * len(arrays)
 
 
-@op("index_backward", save=_save_from(1))
+@op("index_backward", jvp="linear", save=_save_from(1))
 def _index_backward(xp, dy, *arrays, shape, spec):
     dx = xp.zeros(shape, dy.dtype)
     xp.add.at(dx, build_index(xp, spec, arrays, shape), dy)  # repeated indices sum
@@ -234,7 +236,8 @@ def _take_index(x, spec, arrays):
     return _getitem(x, index=spec)
 
 
-@op("setitem", save=_save_from(2))  # torch's CopySlices: a second backward through it raises
+# torch's CopySlices: a second backward through it raises
+@op("setitem", jvp="linear", save=_save_from(2))
 def _setitem(xp, x, value, *arrays, spec):
     out = x.copy()
     out[build_index(xp, spec, arrays, x.shape)] = value

@@ -1,6 +1,7 @@
 """Forward-mode (JVP) rules written for the hot op families; every other differentiable op
 gets the rule derived from its reverse rule (`forward_ad.derived_jvp`). forward_ad finds
-these in its `JVP_RULES`, which this module fills at import.
+these in its `JVP_RULES` (by op name) and `JVP_KINDS` (by the shape an op declares beside its
+kernel: `@op("flip", jvp="linear")`), which this module fills at import.
 
 A rule is `rule(op, inputs, outputs, tangents, attrs, aux) -> output tangent(s)`; a tangent
 is None where the input has none. Rules are written with flowgrad ops, so they are
@@ -18,7 +19,7 @@ themselves differentiable and batchable. The families:
 """
 from __future__ import annotations
 
-from ..autograd.forward_ad import JVP_RULES, REAL_ONLY, call_rule, capture
+from ..autograd.forward_ad import JVP_KINDS, JVP_RULES, REAL_ONLY, call_rule, capture
 from ..tensor import Tensor
 from . import jvp_linalg
 
@@ -127,26 +128,6 @@ def _logsumexp(op, inputs, outs, tans, attrs, aux):
     return ((x - lse).exp() * t).sum(tuple(axes), keepdim=attrs["keepdim"])
 
 
-LINEAR = ("add", "sub", "neg", "clone", "cast", "reshape", "permute", "expand", "getitem",
-          "getitem_backward", "flip", "roll", "diagonal", "diag_embed", "tril", "triu",
-          "repeat", "cumsum", "sum", "mean", "sum_to", "split", "cat", "select_along",
-          "select_along_backward", "take_flat", "put_flat", "index", "index_backward",
-          "embedding", "embedding_backward", "max_pool_gather", "max_pool_backward",
-          "window_sum", "window_sum_adjoint", "fold", "unfold", "where", "fill", "setitem",
-          "view_scatter", "scalar_mul", "scalar_div")
-MULTILINEAR = ("mul", "matmul", "einsum", "conv", "conv_transpose", "linear_wgrad")
-DIAGONAL = ("abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin",
-            "sinh", "tan", "tanh", "exp", "exp2", "expm1", "log", "log10", "log1p", "log2",
-            "sqrt", "rsqrt", "sigmoid", "erf", "erfc", "erfinv", "relu", "gelu", "silu",
-            "mish", "elu", "leaky_relu", "hardtanh", "hardswish", "softplus", "logsigmoid",
-            "clamp", "clamp_tensor", "sign", "floor", "ceil", "trunc", "round", "nan_to_num",
-            "scalar_pow", "scalar_rdiv", "scalar_rpow", "div", "pow", "atan2", "hypot", "fmod",
-            "remainder", "maximum", "minimum", "fmax", "fmin", "xlogy", "div_rounded",
-            "dropout", "rrelu", "relu_grad", "tanh_grad", "sigmoid_grad", "gelu_grad",
-            "silu_grad", "mish_grad", "grad_mul", "grad_div", "digamma", "lgamma", "entr",
-            "erfcx", "i0", "i0e", "i1", "i1e", "log_ndtr", "ndtr", "ndtri", "sinc",
-            "polygamma", "xlog1py")
-
 # elementwise ops holomorphic on complex values (their complex JVP is the conjugated rule)
 HOLOMORPHIC = frozenset(("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "div",
                          "pow", "scalar_pow", "scalar_rdiv", "scalar_rpow"))
@@ -155,9 +136,7 @@ HOLOMORPHIC = frozenset(("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "s
 REAL_ONLY.update(jvp_linalg.RULES)
 
 # forward_ad looks rules up in its JVP_RULES: filled here, as the rules are written in ops
-JVP_RULES.update(dict.fromkeys(LINEAR, _linear))
-JVP_RULES.update(dict.fromkeys(MULTILINEAR, _multilinear))
-JVP_RULES.update(dict.fromkeys(DIAGONAL, _diagonal))
+JVP_KINDS.update(linear=_linear, multilinear=_multilinear, diagonal=_diagonal)
 JVP_RULES.update({"linear": _linear_layer, "scalar_add": _first, "depend": _first,
                   "pad_constant": _pad_constant, "softmax": _softmax,
                   "log_softmax": _log_softmax, "logsumexp": _logsumexp})

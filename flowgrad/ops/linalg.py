@@ -32,7 +32,7 @@ __all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "addmv", "baddb
            "inner"]
 
 
-@op("matmul", save="inputs", complex=True)
+@op("matmul", jvp="multilinear", save="inputs", complex=True)
 @in_float32
 def _matmul(xp, a, b):
     if a.ndim > 2 and b.ndim == 2:  # fold the batch into rows: one BLAS call
@@ -317,7 +317,7 @@ def linear_backward(ctx, dy):
     return (dx, dw) if len(need) == 2 else (dx, dw, db)
 
 
-@op("linear_wgrad", save="inputs", complex=True)
+@op("linear_wgrad", jvp="multilinear", save="inputs", complex=True)
 @in_float32
 def _linear_wgrad(xp, dy, x):
     """linear's weight gradient: dy^T @ x over all rows (2-D weight), x^T @ dy (1-D)."""

@@ -34,7 +34,7 @@ __all__ = ["embedding", "embedding_bag", "dropout", "dropout1d", "dropout2d", "d
 
 
 # ---- embedding -----------------------------------------------------------------------------------
-@op("embedding", save="inputs[1]")
+@op("embedding", jvp="linear", save="inputs[1]")
 def _embedding(xp, weight, indices, *, padding_idx, scale_grad_by_freq):
     return weight[indices]
 
@@ -53,7 +53,7 @@ def _freq_scale(xp, indices, num_weights, dtype):
     return (1.0 / counts[indices]).astype(dtype)
 
 
-@op("embedding_backward", save="inputs[1]")
+@op("embedding_backward", jvp="linear", save="inputs[1]")
 def _embedding_backward(xp, dy, indices, *, num_weights, padding_idx, scale_grad_by_freq):
     dw = xp.zeros((num_weights,) + dy.shape[indices.ndim:], dy.dtype)
     if scale_grad_by_freq and indices.size:  # each lookup's row / its index's count
@@ -246,7 +246,7 @@ def _check_p(p, name):
 _ALPHA = 1.7580993408473766  # torch's alpha dropout keeps the SELU fixed point: mean 0, var 1
 
 
-@op("dropout", n_out=1)
+@op("dropout", jvp="diagonal", n_out=1)
 def _dropout(xp, x, *, p, feature_dims, alpha, generator):
     """x times a Bernoulli(1 - p) keep-mask drawn from `generator` (a flowgrad Generator), per
     element, or per (sample, channel) for feature dropout (`feature_dims` set), scaled by

@@ -116,7 +116,7 @@ def _max_pool(xp, x, *, ksize, stride, padding, dilation, out_shape):
     return vals, origin + offsets[arg]
 
 
-@op("max_pool_backward", save="inputs")  # the rule gathers by the indices
+@op("max_pool_backward", jvp="linear", save="inputs")  # the rule gathers by the indices
 def _max_pool_backward(xp, dy, idx, *, shape, unique=False):
     nc, plane = shape[0] * shape[1], math.prod(shape[2:])
     if nc == 0:  # an empty batch
@@ -130,7 +130,7 @@ def _max_pool_backward(xp, dy, idx, *, shape, unique=False):
     return dx.astype(dy.dtype).reshape(shape)
 
 
-@op("max_pool_gather", save="inputs")
+@op("max_pool_gather", jvp="linear", save="inputs")
 def _max_pool_gather(xp, x, idx):
     n, c = x.shape[:2]
     if idx.size == 0:  # an empty batch
@@ -264,7 +264,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 
 # ---- average pooling: window sum / divisor -------------------------------------------------
-@op("window_sum")
+@op("window_sum", jvp="linear")
 def _window_sum(xp, x, *, ksize, stride, padding, out_shape):
     out = out_shape
     nd = len(ksize)
@@ -272,7 +272,7 @@ def _window_sum(xp, x, *, ksize, stride, padding, out_shape):
     return xp.add.reduce(win, axis=tuple(range(-nd, 0)))  # not win.sum: see reduce._sum
 
 
-@op("window_sum_adjoint")
+@op("window_sum_adjoint", jvp="linear")
 def _window_sum_adjoint(xp, dy, *, ksize, stride, padding, size):
     nd = len(ksize)
     cols = xp.broadcast_to(dy[(slice(None),) * 2 + (None,) * nd],

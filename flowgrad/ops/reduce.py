@@ -63,7 +63,7 @@ def expand_reduced(dy, shape, axes):
 # The kernels call the ufuncs' reduce, not x.sum() / x.mean(): those run through NumPy's own
 # Python code (numpy/_core/_methods.py), so an inf - inf or an empty mean would warn from a
 # NumPy frame, out of reach of flowgrad's filter for RuntimeWarnings raised from its modules.
-@op("sum")
+@op("sum", jvp="linear")
 def _sum(xp, x, *, axes, keepdim):
     # ml_dtypes adds in bfloat16 (256 + 1 == 256): float32. (kind first: .name is slow)
     if x.dtype.kind == "V" and x.dtype.name == "bfloat16":
@@ -76,7 +76,7 @@ def sum_backward(ctx, dy):
     return expand_reduced(dy, ctx.input_shapes[0], ctx.axes)
 
 
-@op("mean")
+@op("mean", jvp="linear")
 def _mean(xp, x, *, axes, keepdim):
     return mean_array(xp, x, axes, keepdim)
 

@@ -44,10 +44,10 @@ class Op:
     """A registered op: name, kernel, gradient rule, and what the rule needs saved."""
 
     __slots__ = ("name", "kernel", "backward", "save", "saved_inputs", "n_out", "node_name",
-                 "differentiable", "is_view", "complex")
+                 "differentiable", "is_view", "complex", "jvp")
 
     def __init__(self, name, kernel, save=None, n_out=1, differentiable=True, is_view=False,
-                 complex=False):
+                 complex=False, jvp=None):
         if name in REGISTRY:
             raise ValueError(f"op {name!r} is registered twice")
         self.name = name
@@ -59,6 +59,9 @@ class Op:
         self.differentiable = differentiable
         self.is_view = is_view
         self.complex = complex  # audited for complex inputs (its rule conjugates as torch's)
+        if jvp not in _JVP_KINDS:
+            raise ValueError(f"op {name!r}: jvp must be one of {sorted(map(str, _JVP_KINDS))}")
+        self.jvp = jvp  # the shape of its forward-mode rule (ops/jvp_rules.py), if declared
         REGISTRY[name] = self
 
     def grad(self, rule):
@@ -95,14 +98,22 @@ def _renamed(fn, name):
     return copy
 
 
-def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=False):
+# Forward-mode rules an op gets by declaring its shape (`jvp=`), beside its kernel and rule:
+# "linear" (J t is the op on the tangents: shape ops, sums, gathers), "multilinear" (linear
+# in each input: mul, matmul, conv), "diagonal" (elementwise: the reverse rule on the tangent).
+_JVP_KINDS = (None, "linear", "multilinear", "diagonal")
+
+
+def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=False, jvp=None):
     """Decorator: register a kernel as op `name`. Follow with `@<op>.grad` for its rule,
     or pass differentiable=False for ops with no gradient (comparisons, argmax).
 
     `n_out` is how many of the kernel's returned arrays are outputs (more are saved for the
     rule as `ctx.aux`); None means all of them, however many (split, unbind). `complex=True`:
     the op accepts complex inputs and its rule gives torch's (conjugate Wirtinger) gradients;
-    other ops refuse complex inputs with an error naming the op."""
+    other ops refuse complex inputs with an error naming the op. `jvp`: the shape of its
+    forward-mode rule, "linear", "multilinear" or "diagonal" (see _JVP_KINDS); without it,
+    a rule in ops/jvp_rules.py or the one derived from the reverse rule."""
     def register(kernel):
-        return Op(name, kernel, save, n_out, differentiable, is_view, complex)
+        return Op(name, kernel, save, n_out, differentiable, is_view, complex, jvp)
     return register

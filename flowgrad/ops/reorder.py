@@ -27,7 +27,7 @@ def _dims(dims, nd, name):
 
 
 # ---- flip / roll / rot90 --------------------------------------------------------------------
-@op("flip")
+@op("flip", jvp="linear")
 def _flip(xp, x, *, dims):
     return xp.flip(x, dims).copy()  # torch's flip returns a copy, not a view
 
@@ -81,7 +81,7 @@ def flipud(input):
     return flip(input, 0)
 
 
-@op("roll")
+@op("roll", jvp="linear")
 def _roll(xp, x, *, shifts, dims):
     return xp.roll(x, shifts, dims)
 
@@ -137,7 +137,7 @@ def rot90(input, k=1, dims=(0, 1)):
 
 
 # ---- repeat / tile ------------------------------------------------------------------------------
-@op("repeat")
+@op("repeat", jvp="linear")
 def _repeat(xp, x, *, reps):
     lead = len(reps) - x.ndim
     return xp.tile(x.reshape((1,) * lead + x.shape), reps)

@@ -44,7 +44,7 @@ def masked_product(xp, m, d):
     return r
 
 
-@op("grad_mul", save="inputs", complex=True)
+@op("grad_mul", jvp="diagonal", save="inputs", complex=True)
 def _grad_mul(xp, dy, d):
     return masked_product(xp, dy, d)
 
@@ -58,7 +58,7 @@ def grad_mul_backward(ctx, g):  # a product too, but saves both: dy's grad needs
         (_grad_mul(conj(dy), g) if need[1] else None)
 
 
-@op("grad_div", save="inputs", complex=True)
+@op("grad_div", jvp="diagonal", save="inputs", complex=True)
 def _grad_div(xp, dy, d):
     r = dy / d
     return xp.where(dy == 0, xp.zeros((), r.dtype), r)
@@ -103,7 +103,7 @@ def unary(name, kernel, *, d_of_x=None, d_of_y=None, d_of_xy=None, divide=False,
     if not differentiable:
         return op(name, differentiable=False, complex=complex)(kernel)
     save = ("inputs", "outputs", "inputs outputs")[given.index(True)]
-    k = op(name, save=save, complex=complex)(kernel)
+    k = op(name, save=save, complex=complex, jvp="diagonal")(kernel)
     d = d_of_x or d_of_y or d_of_xy
     product = _PRODUCTS[divide, masked]
     from_y, both = d_of_y is not None, d_of_xy is not None
@@ -133,7 +133,7 @@ def step(name, kernel):
     >>> _floor.backward.__name__
     'floor_backward'
     """
-    k = op(name)(kernel)
+    k = op(name, jvp="diagonal")(kernel)
 
     @k.grad
     def step_backward(ctx, dy):

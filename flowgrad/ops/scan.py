@@ -43,7 +43,7 @@ def _along_index(xp, index, dim):
     return tuple(grids)
 
 
-@op("select_along", save="inputs[1]")
+@op("select_along", jvp="linear", save="inputs[1]")
 def _select_along(xp, x, index, *, dim):
     return xp.take_along_axis(x, index, dim)
 
@@ -54,7 +54,7 @@ def select_along_backward(ctx, dy):
     return _select_along_backward(dy, index, dim=ctx.dim, shape=ctx.input_shapes[0]), None
 
 
-@op("select_along_backward", save="inputs[1]")
+@op("select_along_backward", jvp="linear", save="inputs[1]")
 def _select_along_backward(xp, dy, index, *, dim, shape):
     dx = xp.zeros(shape, dy.dtype)
     xp.add.at(dx, _along_index(xp, index, dim), dy)  # repeated positions (cummax) add up
@@ -72,7 +72,7 @@ def select_along(x, index, dim):
 
 
 # ---- cumsum ----------------------------------------------------------------------------------
-@op("cumsum")
+@op("cumsum", jvp="linear")
 def _cumsum(xp, x, *, dim, reverse):
     # floats: the ufunc's accumulate, not xp.cumsum, which runs through NumPy's Python code
     # (fromnumeric.py), where an inf - inf would warn out of reach of flowgrad's filter

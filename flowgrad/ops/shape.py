@@ -62,7 +62,7 @@ def _infer_shape(shape, numel, op_name, in_shape):
 
 
 # ---- reshape / view --------------------------------------------------------------------
-@op("reshape", is_view=True)
+@op("reshape", jvp="linear", is_view=True)
 def _reshape(xp, x, *, shape):
     return x.reshape(shape)
 
@@ -194,7 +194,7 @@ def unflatten(input, dim, sizes):
 
 
 # ---- permutations ------------------------------------------------------------------------
-@op("permute", is_view=True)
+@op("permute", jvp="linear", is_view=True)
 def _permute(xp, x, *, dims):
     return x.transpose(dims)
 
@@ -277,7 +277,7 @@ Tensor.mT = property(lambda self: transpose(self, -2, -1))
 
 
 # ---- sum_to: where broadcasting is undone --------------------------------------------------
-@op("sum_to")
+@op("sum_to", jvp="linear")
 def _sum_to(xp, x, *, shape):
     lead = x.ndim - len(shape)
     if lead < 0:
@@ -304,7 +304,7 @@ _engine.sum_to = sum_to  # the engine un-broadcasts gradients with it
 
 
 # ---- expand / squeeze ---------------------------------------------------------------------
-@op("expand", is_view=True)
+@op("expand", jvp="linear", is_view=True)
 def _expand(xp, x, *, shape):
     return xp.broadcast_to(x, shape)
 
@@ -419,7 +419,7 @@ def unsqueeze(input, dim):
 
 
 # ---- copies and casts ------------------------------------------------------------------------
-@op("clone")
+@op("clone", jvp="linear")
 def _clone(xp, x):
     return x.copy()
 
@@ -476,7 +476,7 @@ def contiguous(input, memory_format=None):
     return out
 
 
-@op("cast")
+@op("cast", jvp="linear")
 def _cast(xp, x, *, dtype):
     return x.astype(dtype)
 
@@ -552,7 +552,7 @@ def cuda(input, *args, **kwargs):
 
 
 # ---- joining ------------------------------------------------------------------------------
-@op("cat")
+@op("cat", jvp="linear")
 def _cat(xp, *xs, dim):
     shape = list(xs[0].shape)
     shape[dim] = sum(x.shape[dim] for x in xs)
@@ -722,7 +722,8 @@ def meshgrid(*tensors, indexing="ij"):
 
 
 # ---- writing through a view (the CopySlices of torch) -----------------------------------------
-@op("view_scatter", save="attrs")  # torch's CopySlices: a second backward through it raises
+# torch's CopySlices: a second backward through it raises
+@op("view_scatter", jvp="linear", save="attrs")
 def _view_scatter(xp, base, region, *, chain):
     """`base` with the region that `chain` (a view's ops from its base) selects replaced."""
     out = base.copy()

@@ -33,7 +33,7 @@ __all__ = ["unfold", "fold", "pixel_shuffle", "pixel_unshuffle", "interpolate", 
 
 
 # ---- unfold / fold -------------------------------------------------------------------------
-@op("unfold")
+@op("unfold", jvp="linear")
 def _unfold(xp, x, *, ksize, stride, padding, dilation):
     n, c = x.shape[:2]
     nd = len(ksize)
@@ -44,7 +44,7 @@ def _unfold(xp, x, *, ksize, stride, padding, dilation):
     return xp.ascontiguousarray(win.transpose(perm)).reshape(n, c * math.prod(ksize), -1)
 
 
-@op("fold")
+@op("fold", jvp="linear")
 def _fold(xp, cols, *, ksize, stride, padding, dilation, size):
     n, ck = cols.shape[:2]
     out = tuple(out_size(s, k, st, p, d) for s, k, st, p, d in

@@ -68,7 +68,7 @@ def _safe(x):
 
 
 # ---- the gamma family ------------------------------------------------------------------------
-@op("polygamma", save="inputs")
+@op("polygamma", jvp="diagonal", save="inputs")
 def _polygamma(xp, x, *, n):
     if n == 0:
         return scipy_call(xp, "psi", x)
@@ -223,7 +223,7 @@ def i0(input):
 
 
 # ---- xlog1py, zeta, sinc, entr ---------------------------------------------------------------
-@op("xlog1py", save="inputs")
+@op("xlog1py", jvp="diagonal", save="inputs")
 def _xlog1py(xp, x, y):
     return scipy_call(xp, "xlog1py", x, y)
 

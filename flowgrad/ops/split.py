@@ -20,7 +20,7 @@ __all__ = ["split", "chunk", "tensor_split", "unbind", "hsplit", "vsplit", "dspl
 
 
 
-@op("split", n_out=None, is_view=True)
+@op("split", jvp="linear", n_out=None, is_view=True)
 def _split(xp, x, *, dim, bounds, squeeze):
     pieces = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
