@@ -17,16 +17,7 @@ CORE = [ROOT / "tensor.py", *sorted((ROOT / "autograd").glob("*.py")),
         *sorted((ROOT / "ops").glob("*.py"))]
 
 # (file, module as written, name) -> why it stays a function-level import
-ALLOWED = {
-    ("ops/compare.py", ".elementwise", "_promote_pair"):
-        "torch's type promotion of two operands lives in elementwise.py, which imports compare; "
-        "it belongs in a module below both",
-    ("ops/elementwise.py", ".elementwise_more", "_rounded_div"):
-        "div(rounding_mode=) is in elementwise.py, its kernel in elementwise_more.py, which "
-        "builds on elementwise: one family split in two files by size",
-    ("ops/elementwise.py", ".elementwise_more", "clamp_tensor"):
-        "clamp with tensor bounds: the same split of the elementwise family as above",
-}
+ALLOWED: dict = {}  # (file, module, name) -> why it cannot be a module-level import
 
 # torch.autograd's tools built on the op library and the func transforms: autograd/__init__
 # loads them last (`_load_tools`), so they may import those layers at module level

@@ -8,6 +8,9 @@ tensor([False,  True,  True])
 """
 from __future__ import annotations
 
+import builtins
+
+from .. import dtypes as _dt
 from ..device import array_module
 from ..tensor import Tensor
 from .registry import op
@@ -16,10 +19,31 @@ __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "lo
            "logical_xor", "isnan", "isinf", "isfinite", "equal", "allclose", "isclose"]
 
 
-def _promote_pair(input, other, name):
-    from .elementwise import _promote_pair  # elementwise imports this module
+_NUMBERS = (builtins.int, builtins.float, builtins.bool, builtins.complex)
 
-    return _promote_pair(input, other, name)
+
+def _promote_pair(a, b, op_name, floating=False):
+    """Both operands as tensors of torch's result dtype; `floating`: lifted to the default
+    float dtype when that is integral (cast straight to float, so that in `-3 / uint8` the
+    -3 is not first wrapped to 253 by a cast to uint8)."""
+    if not isinstance(a, Tensor):
+        a, b = b, a
+        swapped = True
+    else:
+        swapped = False
+    if not isinstance(b, Tensor):
+        if not isinstance(b, _NUMBERS) and not hasattr(b, "__array__"):
+            raise TypeError(f"{op_name}(): unsupported operand type {type(b).__name__}; "
+                            f"expected a Tensor or a number")
+        b = Tensor._wrap(array_module(a._data).asarray(b))  # on a's device
+        d = _dt.result_type(a, b if b._data.ndim else b.item())
+    else:
+        d = _dt.result_type(a, b)
+    if floating and d.category < 2:
+        d = _dt.get_default_dtype()
+    a = a if a._data.dtype == d.np else a.to(d)
+    b = b if b._data.dtype == d.np else b.to(d)
+    return (b, a) if swapped else (a, b)
 
 
 # ---- comparisons and logic (no gradient) -----------------------------------------------------

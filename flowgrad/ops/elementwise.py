@@ -21,6 +21,7 @@ from ..autograd.inplace import run_inplace
 from ..device import array_module
 from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
+    _promote_pair,
     allclose,
     clamp_mask,
     eq,
@@ -44,7 +45,7 @@ from .complex import conj, sgn
 from .index import nonzero
 from .out_arg import with_out
 from .registry import op
-from .rules import _grad_div, _grad_mul, step, unary
+from .rules import _grad_div, _grad_mul, _zero_grad, step, unary
 
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow", "neg",
@@ -330,30 +331,6 @@ def _split_tie_grad(dy, a, b, first_wins):
 _SCALARS = (builtins.int, builtins.float, builtins.bool)
 
 
-def _promote_pair(a, b, op_name, floating=False):
-    """Both operands as tensors of torch's result dtype; `floating`: lifted to the default
-    float dtype when that is integral (cast straight to float, so that in `-3 / uint8` the
-    -3 is not first wrapped to 253 by a cast to uint8)."""
-    if not isinstance(a, Tensor):
-        a, b = b, a
-        swapped = True
-    else:
-        swapped = False
-    if not isinstance(b, Tensor):
-        if not isinstance(b, (*_SCALARS, builtins.complex)) and not hasattr(b, "__array__"):
-            raise TypeError(f"{op_name}(): unsupported operand type {type(b).__name__}; "
-                            f"expected a Tensor or a number")
-        b = Tensor._wrap(array_module(a._data).asarray(b))  # on a's device
-        d = _dt.result_type(a, b if b._data.ndim else b.item())
-    else:
-        d = _dt.result_type(a, b)
-    if floating and d.category < 2:
-        d = _dt.get_default_dtype()
-    a = a if a._data.dtype == d.np else a.to(d)
-    b = b if b._data.dtype == d.np else b.to(d)
-    return (b, a) if swapped else (a, b)
-
-
 def _scalar_dtype_ok(x, value):
     """True when `x op value` keeps x's dtype (torch's scalar promotion)."""
     kind = x._data.dtype.kind
@@ -452,8 +429,6 @@ def div(input, other, *, rounding_mode=None, out=None):
     if out is not None:
         return with_out(div, out, (input, other), "div", rounding_mode=rounding_mode)
     if rounding_mode is not None:
-        from .elementwise_more import _rounded_div
-
         return _rounded_div(input, other, rounding_mode)
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         return _scalar_div(_float_of(input), value=other)
@@ -616,8 +591,6 @@ def clamp(input, min=None, max=None, *, out=None):
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        from .elementwise_more import clamp_tensor
-
         return clamp_tensor(input, min, max)
     d = _dt.result_type(input, *(v for v in (min, max) if v is not None))
     if d is not input.dtype:  # torch promotes: a bool tensor clamped to ints gives int64
@@ -661,4 +634,74 @@ def _inplace_binary(name, fn):
 
 # the Tensor methods and Python operators of this family: operators.py (it reads the names
 # above, so it is imported last)
+# ---- rounded division (div with rounding_mode) ----------------------------------------
+def _check_int_zero(b, name):
+    if b._data.dtype.kind in "iub" and not b._data.all():
+        raise RuntimeError(f"ZeroDivisionError: {name} of integer tensors by zero")
+
+
+@op("div_rounded", jvp="diagonal")
+def _div_rounded(xp, a, b, *, mode):
+    if a.dtype.kind in "iub":
+        q = a // b
+        if mode == "trunc":  # a // b floors; step back toward zero where signs differ
+            q = q + (((a - q * b) != 0) & ((a < 0) != (b < 0)))
+        return q.astype(a.dtype, copy=False)
+    with xp.errstate(divide="ignore", invalid="ignore"):
+        q = xp.floor_divide(a, b) if mode == "floor" else xp.trunc(a / b)
+    return q.astype(a.dtype, copy=False)
+
+
+@_div_rounded.grad
+def div_rounded_backward(ctx, dy):
+    return _zero_grad(dy), _zero_grad(dy)  # a step function: zero almost everywhere, as torch
+
+
+def _rounded_div(input, other, rounding_mode):
+    """div(..., rounding_mode='floor' | 'trunc'): keeps integer dtypes, as torch."""
+    if rounding_mode not in ("floor", "trunc"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found {rounding_mode!r}")
+    a, b = _promote_pair(input, other, "div")
+    _check_int_zero(b, "div")
+    return _div_rounded(a, b, mode=rounding_mode)
+
+
+# ---- clamp with tensor bounds ---------------------------------------------------------------
+@op("clamp_tensor", jvp="diagonal", save="inputs")
+def _clamp_tensor(xp, x, *bounds, has_min, has_max):
+    y = xp.maximum(x, bounds[0]) if has_min else x
+    return xp.minimum(y, bounds[-1]) if has_max else y
+
+
+@_clamp_tensor.grad
+def clamp_tensor_backward(ctx, dy):
+    x, *bounds = ctx.inputs
+    lo = bounds[0] if ctx.has_min else None
+    hi = bounds[-1] if ctx.has_max else None
+    keeps = []
+    grads = []
+    if lo is not None:
+        keeps.append(x >= lo)
+        grads.append((x < lo) & (lo < hi) if hi is not None else x < lo)
+    if hi is not None:
+        keeps.append(x <= hi)
+        grads.append((x > hi) | (lo > hi) if lo is not None else x > hi)  # min > max: max wins
+    zero = dy.new_zeros(())
+    if not keeps:  # no bounds: the identity
+        return (dy,)
+    keep_x = keeps[0] & keeps[1] if len(keeps) == 2 else keeps[0]
+    return tuple(_where(m, dy, zero) if need else None
+                 for m, need in zip([keep_x, *grads], ctx.needs_input_grad))
+
+
+def clamp_tensor(input, min=None, max=None):
+    """clamp with tensor (or mixed) bounds, promoted together with input."""
+    bounds = [b for b in (min, max) if b is not None]
+    d, xp = _dt.result_type(input, *bounds), array_module(input._data)
+    ts = [t.to(d) if isinstance(t, Tensor) else Tensor._wrap(xp.asarray(t, d.np))
+          for t in (input, *bounds)]
+    return _clamp_tensor(*ts, has_min=min is not None, has_max=max is not None)
+
+
 from . import operators  # noqa: E402,F401

@@ -20,8 +20,11 @@ from ..random import numpy_generator
 from ..tensor import Tensor, tensor_method
 from .elementwise import (
     _SCALARS,
+    _check_int_zero,
+    _div_rounded,
     _inplace_binary,
     _promote_pair,
+    _rounded_div,
     _where,
     div,
     isfinite,
@@ -33,7 +36,7 @@ from .elementwise import (
     where,
 )
 from .registry import op
-from .rules import _grad_div, _grad_mul, _zero_grad, unary
+from .rules import _grad_div, _grad_mul, unary
 
 __all__ = [
     "floor_divide", "remainder", "fmod", "atan2", "arctan2", "hypot", "xlogy", "lerp",
@@ -43,39 +46,7 @@ __all__ = [
 ]
 
 
-def _check_int_zero(b, name):
-    if b._data.dtype.kind in "iub" and not b._data.all():
-        raise RuntimeError(f"ZeroDivisionError: {name} of integer tensors by zero")
-
-
 # ---- rounded division, remainder, fmod ------------------------------------------------------
-@op("div_rounded", jvp="diagonal")
-def _div_rounded(xp, a, b, *, mode):
-    if a.dtype.kind in "iub":
-        q = a // b
-        if mode == "trunc":  # a // b floors; step back toward zero where signs differ
-            q = q + (((a - q * b) != 0) & ((a < 0) != (b < 0)))
-        return q.astype(a.dtype, copy=False)
-    with xp.errstate(divide="ignore", invalid="ignore"):
-        q = xp.floor_divide(a, b) if mode == "floor" else xp.trunc(a / b)
-    return q.astype(a.dtype, copy=False)
-
-
-@_div_rounded.grad
-def div_rounded_backward(ctx, dy):
-    return _zero_grad(dy), _zero_grad(dy)  # a step function: zero almost everywhere, as torch
-
-
-def _rounded_div(input, other, rounding_mode):
-    """div(..., rounding_mode='floor' | 'trunc'): keeps integer dtypes, as torch."""
-    if rounding_mode not in ("floor", "trunc"):
-        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                           f"but found {rounding_mode!r}")
-    a, b = _promote_pair(input, other, "div")
-    _check_int_zero(b, "div")
-    return _div_rounded(a, b, mode=rounding_mode)
-
-
 @tensor_method()
 def floor_divide(input, other):
     """input // other, rounding toward -inf (Python's rule)."""
@@ -318,43 +289,6 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     if input._data.dtype.kind not in "fV":
         return input.clone()
     return _nan_to_num(input, nan=nan, posinf=posinf, neginf=neginf)
-
-
-# ---- clamp with tensor bounds ---------------------------------------------------------------
-@op("clamp_tensor", jvp="diagonal", save="inputs")
-def _clamp_tensor(xp, x, *bounds, has_min, has_max):
-    y = xp.maximum(x, bounds[0]) if has_min else x
-    return xp.minimum(y, bounds[-1]) if has_max else y
-
-
-@_clamp_tensor.grad
-def clamp_tensor_backward(ctx, dy):
-    x, *bounds = ctx.inputs
-    lo = bounds[0] if ctx.has_min else None
-    hi = bounds[-1] if ctx.has_max else None
-    keeps = []
-    grads = []
-    if lo is not None:
-        keeps.append(x >= lo)
-        grads.append((x < lo) & (lo < hi) if hi is not None else x < lo)
-    if hi is not None:
-        keeps.append(x <= hi)
-        grads.append((x > hi) | (lo > hi) if lo is not None else x > hi)  # min > max: max wins
-    zero = dy.new_zeros(())
-    if not keeps:  # no bounds: the identity
-        return (dy,)
-    keep_x = keeps[0] & keeps[1] if len(keeps) == 2 else keeps[0]
-    return tuple(_where_op(m, dy, zero) if need else None
-                 for m, need in zip([keep_x, *grads], ctx.needs_input_grad))
-
-
-def clamp_tensor(input, min=None, max=None):
-    """clamp with tensor (or mixed) bounds, promoted together with input."""
-    bounds = [b for b in (min, max) if b is not None]
-    d, xp = _dt.result_type(input, *bounds), array_module(input._data)
-    ts = [t.to(d) if isinstance(t, Tensor) else Tensor._wrap(xp.asarray(t, d.np))
-          for t in (input, *bounds)]
-    return _clamp_tensor(*ts, has_min=min is not None, has_max=max is not None)
 
 
 @tensor_method()
