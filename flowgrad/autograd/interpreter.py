@@ -179,8 +179,14 @@ def add_node(op, inputs, outputs, attrs, aux):
         meta = t._meta
         if meta is not None and meta.requires_grad:
             node = t._grad_fn
-            input_metas, next_nodes = (meta,), (
-                node if node is not None else meta.grad_accumulator(),)
+            if node is None:
+                node = meta.grad_accumulator()
+            next_nodes = (node,)
+            # the producer's (meta,) itself when t is its only output: one object less per
+            # op for the cycle collector to walk
+            input_metas = node.output_metas
+            if len(input_metas) != 1 or input_metas[0] is not meta:
+                input_metas = (meta,)
         else:
             input_metas = next_nodes = (None,)
     else:
