@@ -329,6 +329,7 @@ def _split_tie_grad(dy, a, b, first_wins):
 
 # ---- public functions: promotion, then the op ---------------------------------------------
 _SCALARS = (builtins.int, builtins.float, builtins.bool)
+_BOOL = np.dtype(bool)
 
 
 def _scalar_dtype_ok(x, value):
@@ -370,7 +371,7 @@ def add(input, other, *, alpha=1, out=None):
     if alpha != 1:
         other = other * alpha
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
-        if _scalar_dtype_ok(input, other):
+        if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, other):  # (float: inline)
             return _scalar_add(input, value=other)
     return _binary(_add, input, other, "add")
 
@@ -385,7 +386,7 @@ def sub(input, other, *, alpha=1, out=None):
     if out is not None:
         return with_out(sub, out, (input, other), "sub", alpha=alpha)
     bools = [isinstance(x, builtins.bool) or isinstance(x, Tensor) and x._data.dtype.kind == "b"
-             for x in (input, other)]
+             for x in (input, other)] if _any_bool(input, other) else (False, False)
     if all(bools):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
@@ -396,9 +397,16 @@ def sub(input, other, *, alpha=1, out=None):
     if alpha != 1:
         other = other * alpha
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
-        if _scalar_dtype_ok(input, -other):
+        if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, -other):
             return _scalar_add(input, value=-other)
     return _binary(_sub, input, other, "sub")
+
+
+def _any_bool(a, b):
+    """Whether either operand of `-` is a bool (tensor): the common case asks nothing more."""
+    return (a.__class__ is builtins.bool or b.__class__ is builtins.bool
+            or getattr(getattr(a, "_data", None), "dtype", None) == _BOOL
+            or getattr(getattr(b, "_data", None), "dtype", None) == _BOOL)
 
 
 def mul(input, other, *, out=None):
@@ -412,7 +420,7 @@ def mul(input, other, *, out=None):
     if out is not None:
         return with_out(mul, out, (input, other), "mul")
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
-        if _scalar_dtype_ok(input, other):
+        if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, other):  # (float: inline)
             return _scalar_mul(input, value=other)
     return _binary(_mul, input, other, "mul")
 
