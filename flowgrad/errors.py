@@ -91,3 +91,21 @@ def not_a_tensor(op_name, value, arg="input"):
         raise  # noqa: PLE0704 - the AttributeError being handled had another cause
     raise TypeError(f"{op_name}(): argument '{arg}' (position 1) must be Tensor, not "
                     f"{type(value).__name__}; wrap data with flowgrad.tensor(...)") from None
+
+
+# torch's names of the dtypes its kernels are not compiled for, as its errors spell them
+_TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+                "complex128": "ComplexDouble"}
+
+
+def floating_kernel(input, kernel, kinds="fV"):
+    """Raise as torch does for a kernel it compiles for some dtypes only (`kinds`: NumPy dtype
+    kinds, floating by default), naming the kernel, where NumPy would compute something else
+    (gelu of an int64 tensor in integer arithmetic, a complex MSE without the modulus)."""
+    data = getattr(input, "_data", None)
+    if data is not None and data.dtype.kind not in kinds:  # (not a tensor: the op says so)
+        name = _TORCH_NAMES.get(data.dtype.name, data.dtype.name)
+        raise NotImplementedError(
+            f'"{kernel}" not implemented for \'{name}\' (input of shape {tuple(input.shape)}); '
+            f"convert it with .float() first")

@@ -19,12 +19,19 @@ from __future__ import annotations
 import math
 
 from ..autograd.inplace import run_inplace
+from ..errors import floating_kernel as _floating_kernel
 from ..random import numpy_generator, resolve
-from ..tensor import _wrap_dim, tensor_method
-from .elementwise import _float_of, clamp, sigmoid, tanh, where
+from ..tensor import Tensor, _wrap_dim, tensor_method
+from .elementwise import clamp, sigmoid, tanh, where
 from .registry import op
 from .rules import masked_product, unary
 from .special import erf
+
+
+def _no_bool(input, name):
+    if input._data.dtype.kind == "b":
+        raise RuntimeError(f"Boolean inputs not supported for {name} (input of shape "
+                           f"{tuple(input.shape)}); convert it with .float() first")
 
 __all__ = [
     "relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus",
@@ -68,6 +75,8 @@ def relu(input, inplace=False):
     >>> F.relu(flow.tensor([-1.0, 0.0, 2.0]))
     tensor([0., 0., 2.])
     """
+    if input._data.dtype.kind == "b":
+        _no_bool(input, "relu")
     if inplace:
         return run_inplace("relu_", _relu, input)
     return _relu(input)
@@ -92,6 +101,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     >>> flow.nn.functional.leaky_relu(flow.tensor([-2.0, 3.0]), 0.1)
     tensor([-0.2000,  3.0000])
     """
+    _floating_kernel(input, "leaky_relu_cpu")
     if inplace:
         return run_inplace("leaky_relu_", leaky_relu, input, negative_slope)
     return _leaky_relu(input, slope=negative_slope)
@@ -113,8 +123,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *,
     if lower > upper:
         raise RuntimeError(f"rrelu: lower bound should be less than or equal to the upper "
                            f"bound (got lower={lower}, upper={upper})")
-    if input._data.dtype.kind not in "fV":
-        raise RuntimeError(f"rrelu: expected a floating point input, got {input.dtype}")
+    _floating_kernel(input, "leaky_relu_cpu")  # (torch's rrelu runs leaky_relu's kernel)
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
 
@@ -162,6 +171,10 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val cannot be greater than max_val (got min_val="
                          f"{min_val}, max_val={max_val})")
+    _no_bool(input, "hardtanh")
+    if input._data.dtype.kind == "u" and (min_val < 0 or max_val < 0):
+        raise RuntimeError(f"cannot do hardtanh on an unsigned type with negative limits (input "
+                           f"{input.dtype}, limits {min_val}, {max_val})")
     if inplace:
         return run_inplace("hardtanh_", hardtanh, input, min_val, max_val)
     return _hardtanh(input, lo=min_val, hi=max_val)
@@ -174,6 +187,7 @@ def relu6(input, inplace=False):
 
 def hardsigmoid(input, inplace=False):
     """relu6(x + 3) / 6: a piecewise-linear sigmoid."""
+    _floating_kernel(input, "hardsigmoid_cpu")
     if inplace:
         return run_inplace("hardsigmoid_", hardsigmoid, input)
     return _hardtanh(input + 3.0, lo=0.0, hi=6.0) * (1.0 / 6.0)
@@ -194,6 +208,7 @@ def hardswish_backward(ctx, dy):
 
 def hardswish(input, inplace=False):
     """x * relu6(x + 3) / 6."""
+    _floating_kernel(input, "hardswish_cpu")
     if inplace:
         return run_inplace("hardswish_", hardswish, input)
     return _hardswish(input)
@@ -216,6 +231,7 @@ def elu_backward(ctx, dy):
 
 
 def _elu_call(name, input, inplace, **attrs):
+    _floating_kernel(input, "elu_cpu")
     if inplace:
         return run_inplace(name + "_", lambda x: _elu(x, **attrs), input)
     return _elu(input, **attrs)
@@ -334,6 +350,7 @@ def gelu(input, approximate="none"):
     """
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    _floating_kernel(input, "GeluKernelImpl")
     return _gelu(input, approximate=approximate)
 
 
@@ -359,7 +376,8 @@ def softplus(input, beta=1.0, threshold=20.0):
     >>> flow.nn.functional.softplus(flow.tensor([-1.0, 0.0, 30.0]))
     tensor([ 0.3133,  0.6931, 30.0000])
     """
-    return _softplus(_float_of(input), beta=beta, threshold=threshold)
+    _floating_kernel(input, "softplus_cpu")
+    return _softplus(input, beta=beta, threshold=threshold)
 
 
 def _as_float(xp, x):
@@ -416,9 +434,10 @@ def silu(input, inplace=False):
     >>> flow.nn.functional.silu(flow.tensor([-1.0, 0.0, 1.0]))
     tensor([-0.2689,  0.0000,  0.7311])
     """
+    _floating_kernel(input, "silu_cpu", "fVc")  # (complex: refused by the op, as not audited)
     if inplace:
         return run_inplace("silu_", silu, input)
-    return _silu(_float_of(input))
+    return _silu(input)
 
 
 @op("mish", jvp="diagonal", save="inputs")
@@ -461,13 +480,15 @@ def mish_grad_backward(ctx, ddx):
 
 def mish(input, inplace=False):
     """x * tanh(softplus(x))."""
+    _floating_kernel(input, "mish_cpu")
     if inplace:
         return run_inplace("mish_", mish, input)
-    return _mish(_float_of(input))
+    return _mish(input)
 
 
 def softsign(input):
     """x / (1 + |x|)."""
+    _floating_kernel(input, "abs_cpu", "fVciu")
     return input / (input.abs() + 1.0)
 
 
@@ -478,6 +499,7 @@ def tanhshrink(input):
 
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
+    _floating_kernel(input, "hardshrink_cpu")
     return where((input > lambd) | (input < -lambd), input, 0.0)
 
 
@@ -486,6 +508,7 @@ def softshrink(input, lambd=0.5):
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
                            f"{lambd}.")
+    _floating_kernel(input, "softshrink_check")
     # selected, not x - clamp(x): the gradient between -lambd and lambd is exactly 0 (as
     # torch), where dy - dy would be nan for an infinite dy
     shifted = where(input > 0, input - lambd, input + lambd)
@@ -494,12 +517,15 @@ def softshrink(input, lambd=0.5):
 
 def threshold(input, threshold, value, inplace=False):
     """x where x > threshold, else value."""
+    _floating_kernel(input, "threshold_cpu", "fViu")
     if inplace:
         return run_inplace("threshold_", lambda x: _threshold(x, threshold, value), input)
     return _threshold(input, threshold, value)
 
 
 def _threshold(input, th, value):
+    if input._data.dtype.kind in "iu" and not isinstance(value, Tensor):
+        value = input.new_full((), value)  # torch casts value to the input's integer dtype
     return where(input > th, input, value)
 
 
@@ -529,6 +555,7 @@ def glu(input, dim=-1):
     """a * sigmoid(b), where a and b are the two halves of input along dim."""
     if input._data.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
+    _floating_kernel(input, "glu_cpu")
     d = _wrap_dim(dim, input._data.ndim, "glu")
     n = input._data.shape[d]
     if n % 2:
@@ -543,7 +570,8 @@ _logsigmoid = unary("logsigmoid", lambda xp, x: -xp.logaddexp(xp.zeros((), x.dty
 
 def logsigmoid(input):
     """log(sigmoid(x)), finite for any x."""
-    return _logsigmoid(_float_of(input))
+    _floating_kernel(input, "log_sigmoid_cpu")
+    return _logsigmoid(input)
 
 
 # ---- softmax family (fused: one kernel, one rule) -----------------------------------------
@@ -578,8 +606,10 @@ def _softmax_dim(input, dim, dtype, name, stacklevel):
             dtype = stacklevel if not isinstance(stacklevel, int) else None
         if dtype is not None:
             input = input.to(dtype)
-    if input._data.dtype.kind not in "fV":
-        input = input.float()
+    if name == "softmin" and input._data.dtype.kind == "b":
+        -input  # noqa: B018 - raises torch's error for negating a bool tensor
+    _floating_kernel(input, ("log_softmax" if name == "log_softmax" else "softmax")
+                     + "_lastdim_kernel_impl")
     if dim is None:
         dim = 0 if input._data.ndim in (0, 1, 3) else 1  # torch's legacy implicit choice
     return input, _wrap_dim(dim, input._data.ndim, name)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from ..errors import floating_kernel
 from ..tensor import Tensor, tensor_method
 from . import special
 from .elementwise import _float_of, _inplace_binary, clamp, exp, log, sqrt
@@ -113,6 +114,7 @@ def round(input, *, decimals=0):
 
 def frac(input):
     """input - trunc(input): the fractional part, with the sign of input."""
+    floating_kernel(input, "frac_cpu")
     return input - trunc(input)
 
 

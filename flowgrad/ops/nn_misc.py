@@ -368,7 +368,11 @@ def _float_pair(x1, x2, name):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along dim (broadcasting)."""
-    a, b = _float_pair(x1, x2, "cosine_similarity")
+    a, b = _promote_pair(x1, x2, "cosine_similarity")
+    if a._data.dtype.kind in "iub":  # torch's check, before any cast
+        raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet "
+                           f"common dtype is {a.dtype}; convert the inputs with .float()")
+    a, b = _float_pair(a, b, "cosine_similarity")
     shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
     a, b = a.expand(*shape), b.expand(*shape)
     d = _wrap_dim(dim, len(shape), "cosine_similarity")

@@ -39,6 +39,9 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     >>> flow.tensor([[1.0, float("nan")], [2.0, 3.0]]).nansum(1)
     tensor([1., 5.])
     """
+    if input._data.dtype.kind == "c":
+        raise RuntimeError(f"nansum on CPU does not support complex inputs (input of shape "
+                           f"{tuple(input.shape)}); sum .real and .imag separately")
     return _zero_nans(input).sum(dim, keepdim, dtype=dtype)
 
 
