@@ -26,6 +26,17 @@ OTHERS = {
     "cosine_similarity": lambda m, x: m.nn.functional.cosine_similarity(x[None], x.flip(0)[None]),
     "frac": lambda m, x: m.frac(x),
     "abs": lambda m, x: m.abs(x),
+    "floor": lambda m, x: m.floor(x),
+    "ceil": lambda m, x: m.ceil(x),
+    "trunc": lambda m, x: m.trunc(x),
+    "round": lambda m, x: m.round(x),
+    "trace": lambda m, x: m.trace(x.reshape(2, 2)),
+    "argmax": lambda m, x: m.argmax(x),
+    "argmin_dim": lambda m, x: m.argmin(x.reshape(2, 2), 1),
+    "logcumsumexp": lambda m, x: m.logcumsumexp(x, 0),
+    "median": lambda m, x: m.median(x),
+    "median_dim": lambda m, x: m.median(x.reshape(2, 2), 1).values,
+    "nanmedian": lambda m, x: m.nanmedian(x),
 }
 
 

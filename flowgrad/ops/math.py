@@ -75,7 +75,8 @@ _round = step("round", lambda xp, x, decimals=0: xp.round(x, decimals).astype(
 
 
 def _keep_ints(k, input, **attrs):
-    if input._data.dtype.kind in "iub":
+    floating_kernel(input, f"{k.name}_vml_cpu", "fVciu")  # bool: refused, as torch
+    if input._data.dtype.kind in "iu":
         return Tensor._wrap(input._data.copy())  # integers are already whole
     return k(input, **attrs)
 

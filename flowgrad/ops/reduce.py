@@ -328,6 +328,9 @@ def argmax(input, dim=None, keepdim=False):
     >>> flow.argmax(x, dim=1)
     tensor([1, 0])
     """
+    if input._data.dtype.kind == "b":
+        raise RuntimeError(f"argmax(): does not support bool input (shape {tuple(input.shape)})"
+                           f"; convert it with .int() first")
     d = None if dim is None else _wrap_dim(dim, input._data.ndim, "argmax")
     d = None if input._data.ndim == 0 else d  # dim 0 of a 0-d tensor: the element itself
     return _argmax(input, dim=d, keepdim=keepdim).to(_dt.int64)
@@ -341,6 +344,9 @@ def argmin(input, dim=None, keepdim=False):
     >>> flow.argmin(flow.tensor([[1.0, 5.0], [3.0, 2.0]]), dim=1)
     tensor([0, 1])
     """
+    if input._data.dtype.kind == "b":
+        raise RuntimeError(f"argmin(): does not support bool input (shape {tuple(input.shape)})"
+                           f"; convert it with .int() first")
     d = None if dim is None else _wrap_dim(dim, input._data.ndim, "argmin")
     d = None if input._data.ndim == 0 else d  # dim 0 of a 0-d tensor: the element itself
     return _argmin(input, dim=d, keepdim=keepdim).to(_dt.int64)
