@@ -371,3 +371,38 @@ def test_the_allowlist_names_real_offenders():
     for rel, fn in ALLOWED:
         live.update((f[0], f[1]) for f in _offenders(ROOT / rel, rel) if f[1] == fn)
     assert live == set(ALLOWED), f"stale allowlist entries: {set(ALLOWED) - live}"
+
+
+def _graph_steps(device):
+    """Three SGD steps of Linear -> ReLU -> Linear compiled by nn.Graph (fusion and the update
+    pass on): losses and final weights."""
+    flow.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    class Step(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x, y):
+            loss = F.cross_entropy(self.model(x) * 2.0 + 1.0, y)
+            loss.backward()
+            return loss
+
+    step = Step()
+    x = flow.randn(5, 4, device=device)
+    y = flow.tensor([0, 2, 1, 1, 0], device=device)
+    losses = [step(x, y) for _ in range(3)]
+    return losses, list(model.parameters())
+
+
+def test_graph_plan_runs_on_the_device(fake):
+    """nn.Graph's generated plan keeps arrays on the input's device: kernel results and the
+    fused chains' constants are made with the plan's array module, not NumPy."""
+    losses, params = _graph_steps("fake")
+    ref_losses, ref_params = _graph_steps("cpu")
+    assert all(_on("fake", t) for t in losses + params)
+    for a, b in zip(losses + params, ref_losses + ref_params):
+        np.testing.assert_allclose(np.asarray(a._data), b._data, rtol=1e-6, atol=1e-7)

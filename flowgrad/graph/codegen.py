@@ -6,6 +6,8 @@ bound once with functools.partial), and a fused chain its ufunc calls written in
 takes the array module `xp` of the inputs' device, so another device needs no change here.
 
 >>> import numpy as np
+
+from ..device import ARRAY_MODULES
 >>> import flowgrad as flow
 >>> from flowgrad.graph.tracer import Tracer
 >>> from flowgrad.autograd.interpreter import using_interpreter
@@ -26,6 +28,7 @@ import functools
 import numpy as np
 
 from ..autograd.inplace import bump_version
+from ..device import ARRAY_MODULES
 from .fusion import FusedOp
 from .ir import CONST, INPUT, STATE
 
@@ -66,8 +69,9 @@ _FILENAME = "<nn.Graph plan>"
 
 def generate(program):
     """Python source for the program, compiled; state and constants are read by reference."""
-    scope = {"ND": np.ndarray, "AS": np.asarray}
+    scope = {"ND": np.ndarray, "AS": _as_array}
     lines = ["def plan(xp, args):"]
+    constants = {}  # fused chains' 0-d constants, made on the plan's device (CONSTS below)
     node_at_line = {}
     dead_after = getattr(program, "dead_after", None) or {}
     used = {v.id for node in program.nodes for v in node.inputs}
@@ -83,9 +87,10 @@ def generate(program):
             lines.append(f"    {name} = t{value.id}._data")
     for i, node in enumerate(program.nodes):
         if isinstance(node.op, FusedOp):  # written inline: no call per chain
-            body, constants = node.op.inline([f"v{v.id}" for v in node.inputs],
-                                             [f"v{v.id}" for v in node.outputs], f"f{i}_")
-            scope.update(constants)
+            body, names = node.op.inline([f"v{v.id}" for v in node.inputs],
+                                         [f"v{v.id}" for v in node.outputs], f"f{i}_")
+            for name, value in names.items():
+                (constants if isinstance(value, np.ndarray) else scope)[name] = value
             for line in body:
                 lines.append("    " + line)
                 node_at_line[len(lines)] = node
@@ -100,12 +105,12 @@ def generate(program):
             pass
         elif len(node.outputs) == 1 and (node.op.n_out == 1):
             v = node.outputs[0].id
-            lines.append(f"    v{v} = r if r.__class__ is ND else AS(r[0] if r.__class__ is "
+            lines.append(f"    v{v} = r if r.__class__ is ND else AS(xp, r[0] if r.__class__ is "
                          f"tuple else r)")
         else:
             for k, value in enumerate(node.outputs):
                 lines.append(f"    v{value.id} = r[{k}] if r[{k}].__class__ is ND else "
-                             f"AS(r[{k}])")
+                             f"AS(xp, r[{k}])")
         _free(lines, dead_after.get(i))
     state_value = {id(v.source): v for v in program.values if v.kind == STATE}
     for i, (tensor, value) in enumerate(program.writebacks.items()):
@@ -115,9 +120,32 @@ def generate(program):
         lines.append(f"    BUMP(w{i})")
     results = ", ".join(f"v{v.id}" for v in program.results())
     lines.append(f"    return [{results}]")
+    if constants:
+        lines.insert(1, f"    {', '.join(constants)}, = CONSTS(xp)")
+        scope["CONSTS"] = _constants_on(tuple(constants.values()))
+        node_at_line = {line + 1: node for line, node in node_at_line.items()}
     source = "\n".join(lines)
     exec(compile(source, _FILENAME, "exec"), scope)  # our own generated code
     return Plan(source, scope["plan"], node_at_line)
+
+
+def _as_array(xp, result):
+    """A kernel's result as an array of its device: a registered array as it is, anything
+    else (a NumPy scalar from a reduction) through the plan's array module."""
+    return result if result.__class__ in ARRAY_MODULES else xp.asarray(result)
+
+
+def _constants_on(host):
+    """`CONSTS(xp)`: the plan's constants as arrays of xp's device (NumPy: as they are),
+    made once per array module."""
+    made = {np: host}
+
+    def on(xp):
+        arrays = made.get(xp)
+        if arrays is None:
+            arrays = made[xp] = tuple(xp.asarray(a) for a in host)
+        return arrays
+    return on
 
 
 def _free(lines, dead):
