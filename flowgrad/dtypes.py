@@ -16,6 +16,13 @@ import builtins
 
 import numpy as np
 
+# torch's scalar-type names (its errors say 'Long'; its classes and storages are named
+# LongTensor, LongStorage), by NumPy dtype name
+TORCH_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                      "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                      "int8": "Char", "uint8": "Byte", "bool": "Bool",
+                      "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
 __all__ = [
     "dtype", "float16", "half", "float32", "float", "float64", "double", "bfloat16",
     "int8", "int16", "int32", "int", "int64", "long", "uint8", "bool",

@@ -1,6 +1,8 @@
 """Error messages that name the op, the shapes and dtypes, and what to do."""
 from __future__ import annotations
 
+from .dtypes import TORCH_SCALAR_NAMES
+
 
 def describe(x) -> str:
     """'Tensor(shape=(2, 3), dtype=float32)' for tensors, repr for anything else."""
@@ -93,19 +95,13 @@ def not_a_tensor(op_name, value, arg="input"):
                     f"{type(value).__name__}; wrap data with flowgrad.tensor(...)") from None
 
 
-# torch's names of the dtypes its kernels are not compiled for, as its errors spell them
-_TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
-                "complex128": "ComplexDouble"}
-
-
 def floating_kernel(input, kernel, kinds="fV"):
     """Raise as torch does for a kernel it compiles for some dtypes only (`kinds`: NumPy dtype
     kinds, floating by default), naming the kernel, where NumPy would compute something else
     (gelu of an int64 tensor in integer arithmetic, a complex MSE without the modulus)."""
     data = getattr(input, "_data", None)
     if data is not None and data.dtype.kind not in kinds:  # (not a tensor: the op says so)
-        name = _TORCH_NAMES.get(data.dtype.name, data.dtype.name)
+        name = TORCH_SCALAR_NAMES.get(data.dtype.name, data.dtype.name)
         raise NotImplementedError(
             f'"{kernel}" not implemented for \'{name}\' (input of shape {tuple(input.shape)}); '
             f"convert it with .float() first")

@@ -33,11 +33,7 @@ from .tensor import Size, Tensor
 __all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
 
 # torch's legacy storage class names <-> flowgrad dtype names
-_STORAGES = {"FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
-             "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
-             "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
-             "BoolStorage": "bool", "ComplexFloatStorage": "complex64",
-             "ComplexDoubleStorage": "complex128"}
+_STORAGES = {f"{torch_name}Storage": name for name, torch_name in _dt.TORCH_SCALAR_NAMES.items()}
 _STORAGE_OF = {v: k for k, v in _STORAGES.items()}
 # the names `torch.<dtype>` pickles as (GLOBAL 'torch float32'), aliases included
 _TORCH_DTYPES = {"float32": "float32", "float": "float32", "float64": "float64",

@@ -26,10 +26,8 @@ __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongT
            "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
            "preserve_format"]
 
-_CLASS_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-                "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
-                "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
-                "bool": "BoolTensor"}
+_CLASS_NAMES = {name: f"{torch_name}Tensor" for name, torch_name in _dt.TORCH_SCALAR_NAMES.items()
+                if not name.startswith("complex")}
 
 
 class _TypedTensorMeta(type):
