@@ -96,11 +96,6 @@ class FunctionNode(Node):
         return self.op.node_name
 
     @property
-    def node(self):
-        """The node itself: rules written against a separate capture state read `ctx.node`."""
-        return self
-
-    @property
     def needs_input_grad(self):
         """Per input, whether its gradient is needed (made on first read)."""
         needs = self._needs

@@ -246,7 +246,7 @@ def _index_dim_grad(ctx, dy, _):
     saved input, as only the input is saved)."""
     x, dim = ctx.inputs[0], ctx.dim
     shape = ctx.input_shapes[0]
-    hit = _arg_extremum_mask(x, dim=dim, largest=ctx.node.op is _max_dim)
+    hit = _arg_extremum_mask(x, dim=dim, largest=ctx.op is _max_dim)
     # selected, not multiplied by the mask: exactly 0 off the index even for an inf dy
     return where(hit, expand_reduced(dy, shape, (dim,)), 0.0)
 

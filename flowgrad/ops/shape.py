@@ -738,7 +738,7 @@ def _view_scatter(xp, base, region, *, chain):
 
 @_view_scatter.grad
 def view_scatter_backward(ctx, dy):
-    region_shape, region_dtype = ctx.node.input_infos[1]
+    region_shape, region_dtype = ctx.input_infos[1]
     zeros = dy.new_zeros(region_shape, dtype=_dt.from_numpy_dtype(region_dtype))
     need = ctx.needs_input_grad
     return (_view_scatter(dy, zeros, chain=ctx.chain) if need[0] else None,
