@@ -95,7 +95,7 @@ def not_a_tensor(op_name, value, arg="input"):
                     f"{type(value).__name__}; wrap data with flowgrad.tensor(...)") from None
 
 
-def floating_kernel(input, kernel, kinds="fV"):
+def check_kernel_dtype(input, kernel, kinds="fV"):
     """Raise as torch does for a kernel it compiles for some dtypes only (`kinds`: NumPy dtype
     kinds, floating by default), naming the kernel, where NumPy would compute something else
     (gelu of an int64 tensor in integer arithmetic, a complex MSE without the modulus)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 from ..autograd.inplace import run_inplace
-from ..errors import floating_kernel as _floating_kernel
+from ..errors import check_kernel_dtype as _check_kernel_dtype
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import clamp, sigmoid, tanh, where
@@ -101,7 +101,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     >>> flow.nn.functional.leaky_relu(flow.tensor([-2.0, 3.0]), 0.1)
     tensor([-0.2000,  3.0000])
     """
-    _floating_kernel(input, "leaky_relu_cpu")
+    _check_kernel_dtype(input, "leaky_relu_cpu")
     if inplace:
         return run_inplace("leaky_relu_", leaky_relu, input, negative_slope)
     return _leaky_relu(input, slope=negative_slope)
@@ -123,7 +123,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *,
     if lower > upper:
         raise RuntimeError(f"rrelu: lower bound should be less than or equal to the upper "
                            f"bound (got lower={lower}, upper={upper})")
-    _floating_kernel(input, "leaky_relu_cpu")  # (torch's rrelu runs leaky_relu's kernel)
+    _check_kernel_dtype(input, "leaky_relu_cpu")  # (torch's rrelu runs leaky_relu's kernel)
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
 
@@ -187,7 +187,7 @@ def relu6(input, inplace=False):
 
 def hardsigmoid(input, inplace=False):
     """relu6(x + 3) / 6: a piecewise-linear sigmoid."""
-    _floating_kernel(input, "hardsigmoid_cpu")
+    _check_kernel_dtype(input, "hardsigmoid_cpu")
     if inplace:
         return run_inplace("hardsigmoid_", hardsigmoid, input)
     return _hardtanh(input + 3.0, lo=0.0, hi=6.0) * (1.0 / 6.0)
@@ -208,7 +208,7 @@ def hardswish_backward(ctx, dy):
 
 def hardswish(input, inplace=False):
     """x * relu6(x + 3) / 6."""
-    _floating_kernel(input, "hardswish_cpu")
+    _check_kernel_dtype(input, "hardswish_cpu")
     if inplace:
         return run_inplace("hardswish_", hardswish, input)
     return _hardswish(input)
@@ -231,7 +231,7 @@ def elu_backward(ctx, dy):
 
 
 def _elu_call(name, input, inplace, **attrs):
-    _floating_kernel(input, "elu_cpu")
+    _check_kernel_dtype(input, "elu_cpu")
     if inplace:
         return run_inplace(name + "_", lambda x: _elu(x, **attrs), input)
     return _elu(input, **attrs)
@@ -350,7 +350,7 @@ def gelu(input, approximate="none"):
     """
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    _floating_kernel(input, "GeluKernelImpl")
+    _check_kernel_dtype(input, "GeluKernelImpl")
     return _gelu(input, approximate=approximate)
 
 
@@ -376,7 +376,7 @@ def softplus(input, beta=1.0, threshold=20.0):
     >>> flow.nn.functional.softplus(flow.tensor([-1.0, 0.0, 30.0]))
     tensor([ 0.3133,  0.6931, 30.0000])
     """
-    _floating_kernel(input, "softplus_cpu")
+    _check_kernel_dtype(input, "softplus_cpu")
     return _softplus(input, beta=beta, threshold=threshold)
 
 
@@ -434,7 +434,7 @@ def silu(input, inplace=False):
     >>> flow.nn.functional.silu(flow.tensor([-1.0, 0.0, 1.0]))
     tensor([-0.2689,  0.0000,  0.7311])
     """
-    _floating_kernel(input, "silu_cpu", "fVc")  # (complex: refused by the op, as not audited)
+    _check_kernel_dtype(input, "silu_cpu", "fVc")  # (complex: refused by the op, as not audited)
     if inplace:
         return run_inplace("silu_", silu, input)
     return _silu(input)
@@ -480,7 +480,7 @@ def mish_grad_backward(ctx, ddx):
 
 def mish(input, inplace=False):
     """x * tanh(softplus(x))."""
-    _floating_kernel(input, "mish_cpu")
+    _check_kernel_dtype(input, "mish_cpu")
     if inplace:
         return run_inplace("mish_", mish, input)
     return _mish(input)
@@ -488,7 +488,7 @@ def mish(input, inplace=False):
 
 def softsign(input):
     """x / (1 + |x|)."""
-    _floating_kernel(input, "abs_cpu", "fVciu")
+    _check_kernel_dtype(input, "abs_cpu", "fVciu")
     return input / (input.abs() + 1.0)
 
 
@@ -499,7 +499,7 @@ def tanhshrink(input):
 
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
-    _floating_kernel(input, "hardshrink_cpu")
+    _check_kernel_dtype(input, "hardshrink_cpu")
     return where((input > lambd) | (input < -lambd), input, 0.0)
 
 
@@ -508,7 +508,7 @@ def softshrink(input, lambd=0.5):
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
                            f"{lambd}.")
-    _floating_kernel(input, "softshrink_check")
+    _check_kernel_dtype(input, "softshrink_check")
     # selected, not x - clamp(x): the gradient between -lambd and lambd is exactly 0 (as
     # torch), where dy - dy would be nan for an infinite dy
     shifted = where(input > 0, input - lambd, input + lambd)
@@ -517,7 +517,7 @@ def softshrink(input, lambd=0.5):
 
 def threshold(input, threshold, value, inplace=False):
     """x where x > threshold, else value."""
-    _floating_kernel(input, "threshold_cpu", "fViu")
+    _check_kernel_dtype(input, "threshold_cpu", "fViu")
     if inplace:
         return run_inplace("threshold_", lambda x: _threshold(x, threshold, value), input)
     return _threshold(input, threshold, value)
@@ -555,7 +555,7 @@ def glu(input, dim=-1):
     """a * sigmoid(b), where a and b are the two halves of input along dim."""
     if input._data.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
-    _floating_kernel(input, "glu_cpu")
+    _check_kernel_dtype(input, "glu_cpu")
     d = _wrap_dim(dim, input._data.ndim, "glu")
     n = input._data.shape[d]
     if n % 2:
@@ -570,7 +570,7 @@ _logsigmoid = unary("logsigmoid", lambda xp, x: -xp.logaddexp(xp.zeros((), x.dty
 
 def logsigmoid(input):
     """log(sigmoid(x)), finite for any x."""
-    _floating_kernel(input, "log_sigmoid_cpu")
+    _check_kernel_dtype(input, "log_sigmoid_cpu")
     return _logsigmoid(input)
 
 
@@ -608,7 +608,7 @@ def _softmax_dim(input, dim, dtype, name, stacklevel):
             input = input.to(dtype)
     if name == "softmin" and input._data.dtype.kind == "b":
         -input  # noqa: B018 - raises torch's error for negating a bool tensor
-    _floating_kernel(input, ("log_softmax" if name == "log_softmax" else "softmax")
+    _check_kernel_dtype(input, ("log_softmax" if name == "log_softmax" else "softmax")
                      + "_lastdim_kernel_impl")
     if dim is None:
         dim = 0 if input._data.ndim in (0, 1, 3) else 1  # torch's legacy implicit choice

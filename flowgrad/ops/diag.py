@@ -12,7 +12,7 @@ from __future__ import annotations
 from numpy.lib.stride_tricks import as_strided
 
 from ..autograd.inplace import run_inplace
-from ..errors import floating_kernel
+from ..errors import check_kernel_dtype
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -178,7 +178,7 @@ def trace(input):
     if input._data.ndim != 2:
         raise RuntimeError(f"trace(): expected a matrix, but got tensor with shape "
                            f"{tuple(input.shape)}")
-    floating_kernel(input, "trace", "fVciu")  # all but bool, as torch
+    check_kernel_dtype(input, "trace", "fVciu")  # all but bool, as torch
     return diagonal(input).sum()
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
 from ..device import array_module
-from ..errors import floating_kernel
+from ..errors import check_kernel_dtype
 from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
     _promote_pair,
@@ -490,7 +490,7 @@ def abs(input):
     >>> flow.abs(flow.tensor([-1.5, 2.0]))
     tensor([1.5000, 2.0000])
     """
-    floating_kernel(input, "abs_cpu", "fVciu")  # all but bool
+    check_kernel_dtype(input, "abs_cpu", "fVciu")  # all but bool
     return _abs(input)
 
 

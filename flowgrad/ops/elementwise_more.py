@@ -16,7 +16,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, run_inplace
 from ..device import array_module
-from ..errors import floating_kernel
+from ..errors import check_kernel_dtype
 from ..random import numpy_generator
 from ..tensor import Tensor, tensor_method
 from .elementwise import (
@@ -181,7 +181,7 @@ def lerp(input, end, weight):
         if isinstance(t, Tensor) and t._data.dtype != input._data.dtype:
             raise RuntimeError(f"lerp: expected dtype {input.dtype.name} for `{name}` but got "
                                f"dtype {t.dtype.name}; convert it with .to(input.dtype)")
-    floating_kernel(input, "lerp_kernel_tensor" if isinstance(weight, Tensor)
+    check_kernel_dtype(input, "lerp_kernel_tensor" if isinstance(weight, Tensor)
                     else "lerp_kernel_scalar", "fVc")
     return input + weight * (end - input)
 

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from ..autograd import grad_mode
-from ..errors import floating_kernel
+from ..errors import check_kernel_dtype
 from ..tensor import Tensor
 from .activation import log_softmax, softmax
 from .elementwise import where
@@ -310,7 +310,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     >>> F.mse_loss(flow.tensor([1.0, 2.0]), flow.tensor([0.0, 4.0]))
     tensor(2.5000)
     """
-    floating_kernel(input, "mse_cpu")  # complex: torch refuses (d * d is no squared modulus)
+    check_kernel_dtype(input, "mse_cpu")  # complex: torch refuses (d * d is no squared modulus)
     d = _pair(input, target, "mse_loss", reduction)
     sq = d * d
     return reduce_loss(sq * weight if weight is not None else sq, reduction)
@@ -338,7 +338,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     """
     if beta < 0:
         raise RuntimeError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
-    floating_kernel(input, "smooth_l1_cpu")
+    check_kernel_dtype(input, "smooth_l1_cpu")
     d = _pair(input, target, "smooth_l1_loss", reduction)
     a = d.abs()
     if beta == 0:
@@ -357,7 +357,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """
     if delta <= 0:
         raise RuntimeError(f"huber_loss: delta must be positive, got {delta}")
-    floating_kernel(input, "huber_cpu")
+    check_kernel_dtype(input, "huber_cpu")
     d = _pair(input, target, "huber_loss", reduction)
     a = d.abs()
     small = a < delta

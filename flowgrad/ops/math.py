@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import floating_kernel
+from ..errors import check_kernel_dtype
 from ..tensor import Tensor, tensor_method
 from . import special
 from .elementwise import _float_of, _inplace_binary, clamp, exp, log, sqrt
@@ -75,7 +75,7 @@ _round = step("round", lambda xp, x, decimals=0: xp.round(x, decimals).astype(
 
 
 def _keep_ints(k, input, **attrs):
-    floating_kernel(input, f"{k.name}_vml_cpu", "fVciu")  # bool: refused, as torch
+    check_kernel_dtype(input, f"{k.name}_vml_cpu", "fVciu")  # bool: refused, as torch
     if input._data.dtype.kind in "iu":
         return Tensor._wrap(input._data.copy())  # integers are already whole
     return k(input, **attrs)
@@ -115,7 +115,7 @@ def round(input, *, decimals=0):
 
 def frac(input):
     """input - trunc(input): the fractional part, with the sign of input."""
-    floating_kernel(input, "frac_cpu")
+    check_kernel_dtype(input, "frac_cpu")
     return input - trunc(input)
 
 

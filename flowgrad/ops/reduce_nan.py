@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..device import array_module
-from ..errors import floating_kernel
+from ..errors import check_kernel_dtype
 from ..func.batched import every_example
 from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -77,7 +77,7 @@ def nanmedian(input, dim=None, keepdim=False):
     >>> flow.nanmedian(flow.tensor([3.0, float("nan"), 1.0, 2.0]))
     tensor(2.)
     """
-    floating_kernel(input, "median_cpu" if dim is None else "median_out", "fViu")
+    check_kernel_dtype(input, "median_cpu" if dim is None else "median_out", "fViu")
     xp = array_module(input._data)
     if dim is None:
         if input._data.size == 0:
@@ -210,7 +210,7 @@ def logcumsumexp(input, dim):
     >>> flow.logcumsumexp(flow.tensor([0.0, 0.0, 0.0]), 0)
     tensor([0.0000, 0.6931, 1.0986])
     """
-    floating_kernel(input, "logcumsumexp_out_cpu", "fVc")
+    check_kernel_dtype(input, "logcumsumexp_out_cpu", "fVc")
     x = float_input(input, "logcumsumexp")
     if x._data.ndim == 0:
         _wrap_dim(dim, 1, "logcumsumexp")

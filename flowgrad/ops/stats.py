@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from ..device import array_module
-from ..errors import floating_kernel
+from ..errors import check_kernel_dtype
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
@@ -179,7 +179,7 @@ def median(input, dim=None, keepdim=False):
     >>> flow.median(flow.tensor([3.0, 1.0, 4.0, 2.0]))
     tensor(2.)
     """
-    floating_kernel(input, "median_cpu" if dim is None else "median_out", "fViu")
+    check_kernel_dtype(input, "median_cpu" if dim is None else "median_out", "fViu")
     xp = array_module(input._data)
     if input._data.size == 0 and dim is None and input.is_floating_point():
         return Tensor._wrap(xp.full((), np.nan, input._data.dtype))  # as torch: nan
