@@ -173,9 +173,19 @@ def scalar_rdiv_backward(ctx, dy):  # from the input alone: `y = 1 / x; y.add_(1
     return -_grad_mul(dy, ctx.value / conj(x * x))
 
 
+# exponents torch's CPU kernel computes by products (float32/64): the C library's pow of a
+# negative base takes a slow path (~40 ns a value against ~0.5 for x * x * x)
+_POW_BY_PRODUCT = {
+    3: lambda xp, x: x * x * x,
+    -2: lambda xp, x: xp.reciprocal(x * x),
+    -0.5: lambda xp, x: xp.reciprocal(xp.sqrt(x)),
+}
+
+
 @op("scalar_pow", jvp="diagonal", save="inputs", complex=True)
 def _scalar_pow(xp, x, *, exponent):
-    return _same(x, x ** exponent)
+    product = _POW_BY_PRODUCT.get(exponent) if x.dtype.char in "fd" else None
+    return _same(x, x ** exponent if product is None else product(xp, x))
 
 
 @_scalar_pow.grad
