@@ -159,3 +159,8 @@ def is_tensor(obj) -> bool:
 def numel(input) -> int:
     """The number of elements of `input`, as torch.numel."""
     return input.numel()
+
+
+# last: the library's objects (and everything imported before) leave the cycle collector's
+# full collections, which a deep backward graph triggers: see utils/memory.py
+utils.memory.freeze_imported_objects()

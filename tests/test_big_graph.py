@@ -116,3 +116,34 @@ def test_deep_graph_of_saving_ops_frees_saved_tensors():
             del y
         assert ref() is None
     np.testing.assert_allclose(x.grad.numpy(), [100_001.0, 100_001.0])
+
+
+def _freeze_count_after_import(env_value):
+    import os
+    import subprocess
+
+    env = dict(os.environ)
+    env.pop("FLOWGRAD_GC_FREEZE", None)
+    if env_value is not None:
+        env["FLOWGRAD_GC_FREEZE"] = env_value
+    code = "import gc, flowgrad; print(gc.get_freeze_count())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    return int(out.stdout.split()[-1])
+
+
+def test_import_freezes_the_libraries_objects_unless_told_not_to():
+    assert _freeze_count_after_import(None) > 10_000  # numpy's and flowgrad's objects
+    assert _freeze_count_after_import("0") == 0
+
+
+def test_cycles_made_after_import_are_still_collected():
+    class Cyclic:
+        pass
+
+    a = Cyclic()
+    a.self = a
+    alive = weakref.ref(a)
+    del a
+    gc.collect()
+    assert alive() is None

