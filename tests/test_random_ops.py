@@ -388,16 +388,16 @@ EMBEDDINGS = {
 
 
 @pytest.mark.parametrize("name", list(SAMPLERS) + list(DROPOUTS) + list(EMBEDDINGS))
-def test_no_op_gets_numpy_arrays_as_attributes(name, monkeypatch):
+def test_no_op_gets_numpy_arrays_as_attributes(name):
     op_name, calls = {**SAMPLERS, **DROPOUTS, **EMBEDDINGS}[name]
     NoArrayAttributes.seen = []
-    monkeypatch.setattr(interpreter, "current", NoArrayAttributes)
-    outs = calls()
+    with interpreter.using_interpreter(NoArrayAttributes):
+        outs = calls()
     assert op_name in NoArrayAttributes.seen  # the draw (or the backward) went through an op
     assert all(o is not None for o in outs)
 
 
-def test_embedding_double_backward_without_array_attributes(monkeypatch):
+def test_embedding_double_backward_without_array_attributes():
     import torch
 
     def second(m, w, idx):
@@ -408,8 +408,8 @@ def test_embedding_double_backward_without_array_attributes(monkeypatch):
     w = np.linspace(-1, 1, 8).reshape(4, 2)
     idx = [2, 2, 0, 3]
     expected = second(torch, torch.tensor(w, requires_grad=True), torch.tensor(idx))
-    monkeypatch.setattr(interpreter, "current", NoArrayAttributes)
-    got = second(flow, flow.tensor(w, requires_grad=True), flow.tensor(idx))
+    with interpreter.using_interpreter(NoArrayAttributes):
+        got = second(flow, flow.tensor(w, requires_grad=True), flow.tensor(idx))
     np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
 
 

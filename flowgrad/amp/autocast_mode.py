@@ -87,13 +87,13 @@ def _install():
     if type(_interpreter.current) is AutocastInterpreter:
         return None
     wrapper = AutocastInterpreter(_interpreter.current)
-    _interpreter.current = wrapper
+    _interpreter.install(wrapper)
     return wrapper
 
 
 def _uninstall(wrapper):
     if wrapper is not None and _interpreter.current is wrapper:
-        _interpreter.current = wrapper.restore
+        _interpreter.install(wrapper.restore)
 
 
 def set_autocast_enabled(device_type, enabled=None) -> None:

@@ -116,14 +116,14 @@ def enter():
     state.enabled = True
     _open_blocks.append(None)
     if _interpreter.current is _interpreter.AutogradInterpreter:
-        _interpreter.current = InferenceInterpreter
+        _interpreter.install(InferenceInterpreter)
 
 
 def leave(previous):
     state.enabled = previous
     _open_blocks.pop()
     if not _open_blocks and _interpreter.current is InferenceInterpreter:
-        _interpreter.current = _interpreter.AutogradInterpreter
+        _interpreter.install(_interpreter.AutogradInterpreter)
 
 
 def check_write(tensor):

@@ -62,59 +62,89 @@ def bind_tensor_class(cls):
     Tensor = _node_module.Tensor = _saved_hooks.Tensor = cls
 
 
+def eager_call(op, *inputs, **attrs):
+    """Run `op` on tensors `inputs` with keyword `attrs`; return its output tensor(s). This is
+    `Op.__call__` itself while no other interpreter is installed (see `install`)."""
+    if complex_checks and not op.complex:
+        refuse_complex(op, inputs)
+    record = _state.enabled and op.backward is not None and _needs_record(inputs)
+    n_in = len(inputs)  # (a tuple for the usual one or two inputs: no comprehension frame)
+    arrays = ((inputs[0]._data,) if n_in == 1 else (inputs[0]._data, inputs[1]._data)
+              if n_in == 2 else [t._data for t in inputs])
+    xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np  # from the device
+    try:
+        if record:
+            _state.enabled = False  # ops inside the kernel record nothing
+            try:
+                result = op.kernel(xp, *arrays, **attrs)
+            finally:
+                _state.enabled = True
+        else:
+            result = op.kernel(xp, *arrays, **attrs)
+    except (ValueError, IndexError, TypeError) as error:
+        raise kernel_error(op, inputs, error) from None
+    if op.n_out == 1 and type(result) is not tuple:
+        out = _new(Tensor)
+        out._data = result if type(result) is np.ndarray else xp.asarray(result)
+        out._meta = out._grad_fn = out._version = out._view = None
+        if op.is_view and _shares(out._data, inputs[0]._data):
+            mark_view(inputs[0], out, op, attrs, None)
+        if record:
+            add_node(op, inputs, (out,), attrs, ())
+        return out
+    n_out = op.n_out
+    if n_out is None:  # variadic: every array the kernel returns is an output
+        n_out = len(result)
+    outs = tuple(Tensor._wrap(r) for r in result[:n_out])
+    if op.is_view:
+        src = inputs[0]
+        for i, out in enumerate(outs):
+            if _shares(out._data, src._data):
+                mark_view(src, out, op, attrs, i)
+    if record:
+        aux = tuple(Tensor._wrap(r) for r in result[n_out:])
+        add_node(op, inputs, outs, attrs, aux)
+    return outs if n_out != 1 or op.n_out is None else outs[0]
+
+
 class AutogradInterpreter:
     """Eager execution with autograd recording; one call per op."""
 
     @staticmethod
     def apply(op, inputs, attrs):
-        """Run `op` on tensors `inputs` with keyword `attrs`; return its output tensor(s)."""
-        if complex_checks and not op.complex:
-            refuse_complex(op, inputs)
-        record = _state.enabled and op.backward is not None and _needs_record(inputs)
-        n_in = len(inputs)  # (a tuple for the usual one or two inputs: no comprehension frame)
-        arrays = ((inputs[0]._data,) if n_in == 1 else (inputs[0]._data, inputs[1]._data)
-                  if n_in == 2 else [t._data for t in inputs])
-        xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np  # from the device
-        try:
-            if record:
-                _state.enabled = False  # ops inside the kernel record nothing
-                try:
-                    result = op.kernel(xp, *arrays, **attrs)
-                finally:
-                    _state.enabled = True
-            else:
-                result = op.kernel(xp, *arrays, **attrs)
-        except (ValueError, IndexError, TypeError) as error:
-            raise kernel_error(op, inputs, error) from None
-        if op.n_out == 1 and type(result) is not tuple:
-            out = _new(Tensor)
-            out._data = result if type(result) is np.ndarray else xp.asarray(result)
-            out._meta = out._grad_fn = out._version = out._view = None
-            if op.is_view and _shares(out._data, inputs[0]._data):
-                mark_view(inputs[0], out, op, attrs, None)
-            if record:
-                add_node(op, inputs, (out,), attrs, ())
-            return out
-        n_out = op.n_out
-        if n_out is None:  # variadic: every array the kernel returns is an output
-            n_out = len(result)
-        outs = tuple(Tensor._wrap(r) for r in result[:n_out])
-        if op.is_view:
-            src = inputs[0]
-            for i, out in enumerate(outs):
-                if _shares(out._data, src._data):
-                    mark_view(src, out, op, attrs, i)
-        if record:
-            aux = tuple(Tensor._wrap(r) for r in result[n_out:])
-            add_node(op, inputs, outs, attrs, aux)
-        return outs if n_out != 1 or op.n_out is None else outs[0]
+        """`eager_call` for the interpreters that wrap this one (they pass tuples)."""
+        return eager_call(op, *inputs, **attrs)
 
 
 _new = object.__new__
 
-# The interpreter every op call goes to (`Op.__call__`): eager with autograd by default; a
-# tracing interpreter (graph mode) swaps itself in with `using_interpreter`.
+# The interpreter every op call goes to: eager with autograd by default; a tracing
+# interpreter (graph mode), a func transform, autocast or inference mode installs itself
+# with `install` (or `using_interpreter`). `Op.__call__` follows it: while eager it is
+# `eager_call` itself, so an op call makes no dispatching call first.
 current = AutogradInterpreter
+_CALLERS = []  # classes whose __call__ follows `current` (ops.registry.Op)
+
+
+def follow_current(cls):
+    """Class decorator: `cls.__call__(op, *inputs, **attrs)` runs the current interpreter,
+    now and after every `install`."""
+    _CALLERS.append(cls)
+    install(current)
+    return cls
+
+
+def install(interpreter):
+    """Make `interpreter` current (anything with `apply(op, inputs, attrs)`)."""
+    global current
+    current = interpreter
+    if interpreter is AutogradInterpreter:
+        entry = eager_call
+    else:
+        def entry(op, *inputs, **attrs):
+            return interpreter.apply(op, inputs, attrs)
+    for cls in _CALLERS:
+        cls.__call__ = entry
 
 
 def check_read(tensor, what):
@@ -138,13 +168,12 @@ class using_interpreter:
         self.interpreter = interpreter
 
     def __enter__(self):
-        global current
-        self.previous, current = current, self.interpreter
+        self.previous = current
+        install(self.interpreter)
         return self.interpreter
 
     def __exit__(self, *exc):
-        global current
-        current = self.previous
+        install(self.previous)
 
 
 def _shares(view, src):

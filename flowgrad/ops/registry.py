@@ -40,6 +40,7 @@ def _saved_inputs(save):
     return 1, tuple(int(i) for i in save[len("inputs["):-1].split(","))
 
 
+@_interpreter.follow_current
 class Op:
     """A registered op: name, kernel, gradient rule, and what the rule needs saved."""
 
@@ -79,8 +80,8 @@ class Op:
         """As a Tensor method (`Tensor.isnan = isnan`), `x.isnan()` passes x as the input."""
         return self if tensor is None else types.MethodType(self, tensor)
 
-    def __call__(self, *inputs, **attrs):
-        return _interpreter.current.apply(self, inputs, attrs)  # eager unless a tracer is in
+    # __call__(*inputs, **attrs) is the current interpreter's entry: set by
+    # interpreter.follow_current below, and again whenever an interpreter is installed
 
     @property
     def __name__(self):
