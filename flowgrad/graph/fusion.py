@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.rules import has_nan
 from .ir import Node
 
 # op name -> (the input the chain runs through, the step's source, whether it is a masked
@@ -127,8 +128,8 @@ class FusedOp:
         if any("{t}" in STEPS[n.op.name][1] for n, _ in self.chain):
             lines.append(f"del {names['t']}")  # a temporary must not outlive the chain
         if self.masked:  # a nan reached the end: redo the chain with the ops' own kernels
-            scope[f"{prefix}exact"] = self.exact
-            lines.append(f"if xp.isnan({outs[-1]}).any():")
+            scope[f"{prefix}exact"], scope["has_nan"] = self.exact, has_nan
+            lines.append(f"if has_nan(xp, {outs[-1]}):")
             lines.append(f"    {', '.join(outs)}{',' if len(outs) == 1 else ''} = "
                          f"{prefix}exact(xp, {', '.join(args)})")
         return lines, scope
