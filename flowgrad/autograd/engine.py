@@ -115,14 +115,14 @@ class GraphTask:
 
     def _run_node(self, node, deps, targets):
         metas = node.output_metas
-        if len(metas) == 1:  # most ops: no list of one
+        if len(metas) == 1 and type(node) is FunctionNode:  # most ops: no list of one
             meta = metas[0]
             g = meta.current_grad
             if g is None or meta.hooks or meta.retain_grad or targets:
                 g = self._take_grad(meta, node.output_infos[0], node)
             else:
                 meta.current_grad = None
-            out_grads = (g,)
+            in_grads = node.op.backward(node, g)
         else:
             out_grads = []
             for meta, info in zip(metas, node.output_infos):
@@ -134,13 +134,13 @@ class GraphTask:
                 out_grads.append(g)
             if len(ARRAY_DEVICES) > 1:  # another device is in use: zeros made go to the grads'
                 out_grads = _on_one_device(out_grads)
-        if type(node) is FunctionNode:
-            in_grads = node.op.backward(node, *out_grads)
-        else:  # hooks, anomaly checks, custom node types
-            in_grads = node.backward_fn(out_grads)
-        if type(in_grads) is not tuple:
-            in_grads = (in_grads,) if not isinstance(in_grads, list) else tuple(in_grads)
+            if type(node) is FunctionNode:
+                in_grads = node.op.backward(node, *out_grads)
+            else:  # hooks, anomaly checks, custom node types
+                in_grads = node.backward_fn(out_grads)
         metas = node.input_metas
+        if type(in_grads) is not tuple:  # a rule of one input may return the grad itself
+            in_grads = (in_grads,) if not isinstance(in_grads, list) else tuple(in_grads)
         if len(in_grads) != len(metas):
             raise RuntimeError(
                 f"{node.name} returned {len(in_grads)} gradients but its op has "
