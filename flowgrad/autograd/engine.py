@@ -56,12 +56,25 @@ class GraphTask:
                 else:
                     deps[nxt] = 1
                     stack.append(nxt)
-        if self.targets:
+        if self.targets and not self._every_branch_ends_at_a_target(deps):
             deps = self._prune(deps)  # nodes on branches leading to no target never run
         for node in deps:
             if node.released or node._inputs or node._outputs:
                 _check_runnable(node)
         self.dependencies = deps
+
+    def _every_branch_ends_at_a_target(self, deps):
+        """True when pruning would keep every node (the usual grad(loss, params)): every
+        target is a leaf, and every node either feeds another or is a target's
+        accumulate_grad. Cheaper than `_prune`, which orders and recounts the graph."""
+        targets = self.targets
+        for node in deps:
+            if type(node) is AccumulateGrad:
+                if node.output_metas[0] not in targets:
+                    return False
+            elif node.next_nodes.count(None) == len(node.next_nodes):
+                return False  # a branch into tensors that need no grad: no target there
+        return all(meta.is_leaf for meta in targets)
 
     def _prune(self, deps):
         """Keep only nodes with a path to a target meta; recount edges among them."""
@@ -475,10 +488,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 f"set requires_grad=True on it before computing the outputs")
     targets = dict.fromkeys(t._meta for t in inputs)
     task = _run(outputs, grads, retain_graph, create_graph, False, targets)
+    with grad_mode.set_grad_enabled(create_graph):
+        grads = [task.collect(t._meta) for t in inputs]
     result = []
-    for i, t in enumerate(inputs):
-        with grad_mode.set_grad_enabled(create_graph):
-            g = task.collect(t._meta)
+    for i, (t, g) in enumerate(zip(inputs, grads)):
         if g is None:
             if materialize_grads:
                 g = _interpreter.Tensor._zeros(t._data.shape, t._data.dtype, t)

@@ -72,6 +72,7 @@ def generate(program):
     scope = {"ND": np.ndarray, "AS": _as_array}
     lines = ["def plan(xp, args):"]
     constants = {}  # fused chains' 0-d constants, made on the plan's device (CONSTS below)
+    consts = {}  # (dtype, bytes) -> the name of that constant: one per value in the plan
     node_at_line = {}
     dead_after = getattr(program, "dead_after", None) or {}
     used = {v.id for node in program.nodes for v in node.inputs}
@@ -88,7 +89,8 @@ def generate(program):
     for i, node in enumerate(program.nodes):
         if isinstance(node.op, FusedOp):  # written inline: no call per chain
             body, names = node.op.inline([f"v{v.id}" for v in node.inputs],
-                                         [f"v{v.id}" for v in node.outputs], f"f{i}_")
+                                         [f"v{v.id}" for v in node.outputs], f"f{i}_",
+                                         consts)
             for name, value in names.items():
                 (constants if isinstance(value, np.ndarray) else scope)[name] = value
             for line in body:

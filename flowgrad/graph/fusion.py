@@ -100,39 +100,118 @@ class FusedOp:
     def __repr__(self):
         return f"<fused op {self.name}>"
 
-    def inline(self, args, outs, prefix):
-        """Source lines computing `outs` from `args` (variable names), and their constants."""
+    def inline(self, args, outs, prefix, consts=None):
+        """Source lines computing `outs` from `args` (variable names), and the names they read.
+        Constants are 0-d arrays named `C<n>`, one per dtype and value in `consts` (a dict the
+        plan's chains share). A stretch of steps repeating n times (a layer's ops in a loop
+        of layers) is written once, as a loop: a plan compiles per line."""
+        consts = {} if consts is None else consts
         dtype = np.dtype(self.chain[-1][0].outputs[0].dtype)
-        scope = {f"{prefix}zero": np.zeros((), dtype), f"{prefix}one": np.ones((), dtype)}
-        names = dict(t=f"{prefix}t", zero=f"{prefix}zero", one=f"{prefix}one")
-        lines, x, fresh, arg, out = [], args[0], not self.into_input, 1, 0
+        scope = {}
+
+        def const(value):
+            array = np.asarray(value, dtype)
+            key = (array.dtype.str, array.tobytes())
+            name = consts.get(key)
+            if name is None:
+                name = consts[key] = f"C{len(consts)}"
+                scope[name] = array
+            return name
+
+        steps, fresh, arg, exports = [], not self.into_input, 1, set(self.exports)
+        for k, (node, pos) in enumerate(self.chain):
+            n_other = len(node.inputs) - 1
+            c = const(node.attrs["value"]) if "value" in node.attrs else None
+            steps.append((node.op.name, pos, args[arg:arg + n_other], c, fresh, k in exports))
+            arg += n_other
+            fresh = k in exports
+        temp = f"{prefix}t"
+
+        def emit(step, x, b, others, c):
+            name, pos, _, _, fresh, _ = step
+            template = STEPS[name][1]
+            inputs, rest = {}, iter(others)
+            for i in range(len(others) + 1):
+                inputs[f"i{i}"] = x if i == pos else next(rest)
+            return template.format(
+                x=x, b=b, c=c, t=temp, o="" if fresh else f", out={b}",
+                zero=const(0) if "{zero}" in template else "",
+                one=const(1) if "{one}" in template else "", **inputs).split("\n")
+
+        lines, x, out, loop_names = [], args[0], 0, []
         if self.into_input:
             lines.append(f"{outs[0]} = {args[0]}")
-        for k, (node, pos) in enumerate(self.chain):
-            names["b"] = outs[out]  # each stretch is computed in the array it hands out
-            inputs = {}
-            for i in range(len(node.inputs)):
-                if i == pos:
-                    inputs[f"i{i}"] = x
-                else:
-                    inputs[f"i{i}"] = args[arg]
-                    arg += 1
-            if "value" in node.attrs:
-                scope[f"{prefix}c{k}"] = np.asarray(node.attrs["value"], dtype)
-            o = "" if fresh else f", out={names['b']}"
-            lines += STEPS[node.op.name][1].format(x=x, c=f"{prefix}c{k}", o=o, **names,
-                                                    **inputs).split("\n")
-            x, fresh = names["b"], False
-            if k in self.exports:  # handed out: the next step must not write into it
-                out, fresh = out + 1, True
-        if any("{t}" in STEPS[n.op.name][1] for n, _ in self.chain):
-            lines.append(f"del {names['t']}")  # a temporary must not outlive the chain
+        k = 0
+        for start, period, reps in _repeats(steps) + [(len(steps), 0, 0)]:
+            for step in steps[k:start]:  # written out, one step after another
+                lines += emit(step, x, outs[out], step[2], step[3])
+                x, out = outs[out], out + 1 if step[5] else out
+            if not reps:
+                break
+            lines, x, out = self._loop(lines, steps[start:start + period * reps], period, x,
+                                       outs, out, prefix, emit, loop_names)
+            k = start + period * reps
+        if any("{t}" in STEPS[step[0]][1] for step in steps):
+            loop_names.append(temp)  # a temporary must not outlive the chain
+        if loop_names:
+            lines.append(f"del {', '.join(loop_names)}")
         if self.masked:  # a nan reached the end: redo the chain with the ops' own kernels
             scope[f"{prefix}exact"], scope["has_nan"] = self.exact, has_nan
             lines.append(f"if has_nan(xp, {outs[-1]}):")
             lines.append(f"    {', '.join(outs)}{',' if len(outs) == 1 else ''} = "
                          f"{prefix}exact(xp, {', '.join(args)})")
         return lines, scope
+
+    @staticmethod
+    def _loop(lines, steps, period, x, outs, out, prefix, emit, loop_names):
+        """`steps` (`len(steps) // period` repeats of one pattern) as a `for` loop: what differs
+        between repeats (other inputs, constants) is the loop's tuple; the handed-out arrays
+        are collected in a list, then unpacked into their names."""
+        reps, chain, hand_out = len(steps) // period, f"{prefix}b", f"{prefix}E"
+        varying, body_args = [], []  # per repeat: the names that differ; per step: its names
+        for j in range(period):
+            at = steps[j::period]
+            names = []
+            for slot in range(len(at[0][2]) + 1):  # the other inputs, then the constant
+                column = [s[2][slot] if slot < len(s[2]) else s[3] for s in at]
+                if len(set(column)) == 1:
+                    names.append(column[0])
+                else:
+                    names.append(f"{prefix}l{len(varying)}")
+                    varying.append(column)
+            body_args.append(names)
+        n_out = sum(s[5] for s in steps)
+        lines.append(f"{chain} = {x}")
+        if n_out:
+            lines.append(f"{hand_out} = []")
+        if varying:
+            rows = list(zip(*varying))
+            loop_vars = [f"{prefix}l{i}" for i in range(len(varying))]
+            if len(varying) == 1:
+                head = f"for {loop_vars[0]} in ({', '.join(r[0] for r in rows)},):"
+            else:
+                head = (f"for {', '.join(loop_vars)} in "
+                        f"({', '.join('(' + ', '.join(r) + ')' for r in rows)},):")
+            loop_names += loop_vars
+        else:
+            head = f"for {prefix}n in range({reps}):"
+            loop_names.append(f"{prefix}n")
+        lines.append(head)
+        for j, step in enumerate(steps[:period]):
+            names = body_args[j]
+            lines += ["    " + line for line in emit(step, chain, chain, names[:-1], names[-1])]
+            if step[5]:
+                lines.append(f"    {hand_out}.append({chain})")
+        if n_out:
+            got = outs[out:out + n_out]
+            lines.append(f"{', '.join(got)}, = {hand_out}")
+            loop_names.append(hand_out)
+            out += n_out
+        loop_names.append(chain)
+        if not steps[-1][5]:  # the stretch goes on in the loop's array: under its own name
+            lines.append(f"{outs[out]} = {chain}")
+            return lines, outs[out], out
+        return lines, chain, out
 
     def exact(self, xp, *args):
         """The chain with each node's own kernel (the path eager takes)."""
@@ -149,6 +228,35 @@ class FusedOp:
             if k in self.exports:
                 outs.append(x)
         return tuple(outs)
+
+
+def _repeats(steps, shortest=8, longest_period=16):
+    """Non-overlapping stretches `(start, period, repeats)`, in order, where the steps'
+    shapes (op, chain position, how many other inputs, constant or not, fresh array, handed
+    out) repeat with `period`, covering at least `shortest` steps: the longest first, then
+    the same search left and right of it."""
+    kinds = {}
+    sigs = [kinds.setdefault((s[0], s[1], len(s[2]), s[3] is None, s[4], s[5]), len(kinds))
+            for s in steps]
+    found = []
+    todo = [(0, len(sigs))]
+    while todo:
+        lo, hi = todo.pop()
+        best = None  # (steps covered, start, period, repeats)
+        for period in range(1, min(longest_period, (hi - lo) // 2) + 1):
+            run = 0
+            for k in range(lo, hi - period):
+                run = run + 1 if sigs[k] == sigs[k + period] else 0
+                if run >= period:
+                    reps = (run + period) // period
+                    if best is None or reps * period > best[0]:
+                        best = (reps * period, k - run + 1, period, reps)
+        if best is None or best[0] < shortest:
+            continue
+        _, start, period, reps = best
+        found.append((start, period, reps))
+        todo += [(lo, start), (start + period * reps, hi)]
+    return sorted(found)
 
 
 def _fusable(node, chain_value=None):

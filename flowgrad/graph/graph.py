@@ -222,11 +222,11 @@ class Graph:
         self._log(0, f"nn.Graph {self._name}: traced {len(phases)} nodes "
                      f"({phases.count('forward')} forward, {phases.count('backward')} backward) "
                      f"in {(time.perf_counter() - started) * 1e3:.1f} ms")
-        self._log(2, f"  traced program:\n{program!r}")
+        self._log(2, lambda: f"  traced program:\n{program!r}")
         program.switches = {name: bool(args[0]) if args else True
                             for name, (args, _) in self.config.switches.items()}
         passes.optimize(program, log=(lambda m: self._log(0, "  " + m)))
-        self._log(1, f"  optimized program:\n{program!r}")
+        self._log(1, lambda: f"  optimized program:\n{program!r}")
         started = time.perf_counter()
         plan = codegen.generate(program)
         self._log(0, f"  codegen: {plan.source.count(chr(10)) + 1} lines in "
@@ -322,8 +322,10 @@ class Graph:
     _debug_level = -1
 
     def _log(self, level, message):
+        """Print `message` (or what a callable `message` returns: a program's repr is only
+        made when the level asks for it) at debug level `level` and above."""
         if self._debug_level >= level:
-            print(message)
+            print(message() if callable(message) else message)
 
     def __repr__(self):
         lines = [f"({self._name}): ("]

@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from ..random import Generator
 from .checkpointing import recompute_checkpoints
 from .fusion import fuse_elementwise
 from .ir import CONST, NODE
@@ -76,10 +77,15 @@ def _replace_uses(program, replace):
 
 def is_random(node):
     """A node drawing from a Generator (its attributes hold one): every run differs."""
-    from ..random import Generator
-
-    return "generator" in node.attrs or any(isinstance(a, Generator)
-                                            for a in node.attrs.values())
+    attrs = node.attrs
+    if not attrs:
+        return False
+    if "generator" in attrs:
+        return True
+    for a in attrs.values():
+        if isinstance(a, Generator):
+            return True
+    return False
 
 
 def _has_aux(node):
