@@ -186,6 +186,33 @@ def new_array(like, values, dtype=None):
     return xp.asarray(values if xp is np else to_host(values), dtype)
 
 
+def broadcast_view(array, shape):
+    """`xp.broadcast_to(array, shape)`: a read-only view repeating size-1 and missing leading
+    dims. A C-contiguous NumPy array's view is made directly: NumPy's broadcast_to builds an
+    nditer each call (2.2 us against 0.3), which a gradient's expand pays on every backward.
+
+    >>> import numpy as np
+    >>> broadcast_view(np.array([1.0, 2.0]), (2, 2))
+    array([[1., 2.],
+           [1., 2.]])
+    """
+    xp = array_module(array)
+    lead = len(shape) - array.ndim
+    if xp is not np or lead < 0 or not array.flags.c_contiguous or array.size == 0 \
+            or array.dtype.hasobject:
+        return xp.broadcast_to(array, shape)
+    strides = [0] * lead
+    for n, size, stride in zip(array.shape, shape[lead:], array.strides):
+        if n != size:
+            if n != 1:
+                return xp.broadcast_to(array, shape)  # raises NumPy's error
+            stride = 0
+        strides.append(stride)
+    view = np.ndarray(shape, array.dtype, array, 0, tuple(strides))
+    view.flags.writeable = False
+    return view
+
+
 def check_device(spec, op_name):
     """Nothing for None or a registered device; else the RuntimeError naming `op_name` for a
     device flowgrad cannot honour (e.g. 'cuda': there is no CUDA backend).

@@ -14,7 +14,7 @@ import pytest
 
 import flowgrad as flow
 from flowgrad import nn
-from flowgrad.device import ARRAY_MODULES, register_device, unregister_device
+from flowgrad.device import ARRAY_MODULES, broadcast_view, register_device, unregister_device
 from flowgrad.nn import functional as F
 
 
@@ -406,3 +406,23 @@ def test_graph_plan_runs_on_the_device(fake):
     assert all(_on("fake", t) for t in losses + params)
     for a, b in zip(losses + params, ref_losses + ref_params):
         np.testing.assert_allclose(np.asarray(a._data), b._data, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("src_shape, shape", [
+    ((), (3, 2)), ((1,), (4,)), ((3,), (2, 3)), ((2, 1), (2, 5)), ((1, 3, 1), (2, 3, 4)),
+    ((2, 3), (2, 3)), ((1,), (0,)), ((0,), (2, 0)), ((1, 1), (1, 1))])
+def test_broadcast_view_is_numpys_broadcast_to(src_shape, shape):
+    src = np.arange(int(np.prod(src_shape)), dtype=np.float32).reshape(src_shape)
+    for array in (src, src[::-1] if src.ndim else src, src.astype(np.float64)):
+        got, want = broadcast_view(array, shape), np.broadcast_to(array, shape)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        assert not got.flags.writeable
+        assert np.may_share_memory(got, array) == np.may_share_memory(want, array)
+
+
+def test_broadcast_view_refuses_what_numpy_refuses():
+    with pytest.raises(ValueError):
+        broadcast_view(np.ones((2, 3)), (2, 4))
+    with pytest.raises(ValueError):
+        broadcast_view(np.ones((2, 3)), (3,))

@@ -18,6 +18,7 @@ from ..autograd import engine as _engine
 from ..autograd import inplace as _inplace
 from ..autograd.inplace import assign
 from ..autograd.views import replay_view
+from ..device import broadcast_view
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import as_tensor_dtype, record_memory_format, type_name
 from .out_arg import with_out
@@ -306,7 +307,7 @@ _engine.sum_to = sum_to  # the engine un-broadcasts gradients with it
 # ---- expand / squeeze ---------------------------------------------------------------------
 @op("expand", jvp="linear", is_view=True)
 def _expand(xp, x, *, shape):
-    return xp.broadcast_to(x, shape)
+    return broadcast_view(x, shape)
 
 
 @_expand.grad
