@@ -24,6 +24,7 @@ array([12.,  0.], dtype=float32)
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 
@@ -65,6 +66,7 @@ class Plan:
 
 
 _FILENAME = "<nn.Graph plan>"
+_XP_CALL = re.compile(r"\bxp\.(\w+)\(")
 
 
 def generate(program):
@@ -73,6 +75,7 @@ def generate(program):
     lines = ["def plan(xp, args):"]
     constants = {}  # fused chains' 0-d constants, made on the plan's device (CONSTS below)
     consts = {}  # (dtype, bytes) -> the name of that constant: one per value in the plan
+    ufuncs = {}  # xp.<name>( in a fused chain -> xp_<name>(, a local bound once per call
     node_at_line = {}
     dead_after = getattr(program, "dead_after", None) or {}
     used = {v.id for node in program.nodes for v in node.inputs}
@@ -94,7 +97,8 @@ def generate(program):
             for name, value in names.items():
                 (constants if isinstance(value, np.ndarray) else scope)[name] = value
             for line in body:
-                lines.append("    " + line)
+                lines.append("    " + _XP_CALL.sub(
+                    lambda m: ufuncs.setdefault(m.group(1), f"xp_{m.group(1)}("), line))
                 node_at_line[len(lines)] = node
             _free(lines, dead_after.get(i))
             continue
@@ -122,10 +126,16 @@ def generate(program):
         lines.append(f"    BUMP(w{i})")
     results = ", ".join(f"v{v.id}" for v in program.results())
     lines.append(f"    return [{results}]")
+    prologue = []
     if constants:
-        lines.insert(1, f"    {', '.join(constants)}, = CONSTS(xp)")
+        prologue.append(f"    {', '.join(constants)}, = CONSTS(xp)")
         scope["CONSTS"] = _constants_on(tuple(constants.values()))
-        node_at_line = {line + 1: node for line, node in node_at_line.items()}
+    if ufuncs:  # a local read instead of an attribute lookup per ufunc call
+        prologue.append(f"    {', '.join(f'xp_{n}' for n in ufuncs)}, = "
+                        f"{', '.join(f'xp.{n}' for n in ufuncs)},")
+    if prologue:
+        lines[1:1] = prologue
+        node_at_line = {line + len(prologue): node for line, node in node_at_line.items()}
     source = "\n".join(lines)
     exec(compile(source, _FILENAME, "exec"), scope)  # our own generated code
     return Plan(source, scope["plan"], node_at_line)
