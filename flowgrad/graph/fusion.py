@@ -26,6 +26,8 @@ array([0.7615942, 0.7615942, 0.7615942], dtype=float32)
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..ops.rules import has_nan
@@ -244,13 +246,13 @@ def _repeats(steps, shortest=8, longest_period=16):
         lo, hi = todo.pop()
         best = None  # (steps covered, start, period, repeats)
         for period in range(1, min(longest_period, (hi - lo) // 2) + 1):
-            run = 0
-            for k in range(lo, hi - period):
-                run = run + 1 if sigs[k] == sigs[k + period] else 0
-                if run >= period:
-                    reps = (run + period) // period
-                    if best is None or reps * period > best[0]:
-                        best = (reps * period, k - run + 1, period, reps)
+            # same[k] == 1 where step lo + k has the shape of the step `period` later: a run
+            # of r ones is a stretch of r + period steps repeating with that period
+            same = bytes(map(operator.eq, sigs[lo:hi - period], sigs[lo + period:hi]))
+            run = max(map(len, same.split(b"\0")))
+            reps = (run + period) // period
+            if run >= period and (best is None or reps * period > best[0]):
+                best = (reps * period, lo + same.find(b"\1" * run), period, reps)
         if best is None or best[0] < shortest:
             continue
         _, start, period, reps = best
@@ -259,24 +261,40 @@ def _repeats(steps, shortest=8, longest_period=16):
     return sorted(found)
 
 
-def _fusable(node, chain_value=None):
-    """The index of the input the chain runs through, or None if the node cannot be a step."""
-    step = STEPS.get(node.op.name)
-    if step is None or len(node.outputs) != 1 or node.n_results != 1:
+def _fusable(node, chain_value=None, cache=None):
+    """The index of the input the chain runs through, or None if the node cannot be a step.
+    `cache` (a dict) keeps each node's checks for a pass that asks again."""
+    pos = cache.get(node) if cache is not None else None
+    if pos is None:
+        pos = _step_position(node)
+        if cache is not None:
+            cache[node] = pos
+    if pos is False:
         return None
-    out = node.outputs[0]
-    if np.dtype(out.dtype).kind != "f" or not out.shape:
-        return None
-    if any(tuple(v.shape) != tuple(out.shape) or v.dtype != out.dtype for v in node.inputs):
-        return None
-    if node.op.name.startswith("scalar_") and type(node.attrs.get("value")) not in (int, float):
-        return None
-    if step[0] is not None:
-        return step[0]
+    if pos is not True:
+        return pos
     if chain_value is None:
         return 0
     hits = [i for i, v in enumerate(node.inputs) if v.id == chain_value.id]
     return hits[0] if len(hits) == 1 else None
+
+
+def _step_position(node):
+    """The fixed chain input of a step, True for a binary step (either input), False if
+    the node cannot be a step."""
+    step = STEPS.get(node.op.name)
+    if step is None or len(node.outputs) != 1 or node.n_results != 1:
+        return False
+    out = node.outputs[0]
+    shape, dtype = tuple(out.shape), out.dtype
+    if not shape or (dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)).kind != "f":
+        return False
+    for v in node.inputs:
+        if v.shape != shape or v.dtype != dtype:
+            return False
+    if node.op.name.startswith("scalar_") and type(node.attrs.get("value")) not in (int, float):
+        return False
+    return True if step[0] is None else step[0]
 
 
 def _readers(program):
@@ -313,17 +331,19 @@ def fuse_elementwise(program):
     enough then), unless `config.allow_fuse_add_to_output(False)`."""
     readers = _readers(program)
     order = {id(node): i for i, node in enumerate(program.nodes)}
-    taken, new_at = set(), {}
+    taken, new_at, cache = set(), {}, {}
     for node in program.nodes:
-        pos = _fusable(node)
-        if id(node) in taken or pos is None:
+        if id(node) in taken:
+            continue
+        pos = _fusable(node, None, cache)
+        if pos is None:
             continue
         chain, exports = [(node, pos)], []
         first_outside = len(program.nodes) + 1  # the earliest reader outside the chain so far
         while True:
             last = chain[-1][0]
             out = last.outputs[0]
-            nxt = _next_step(program, readers.get(out.id, ()), out, taken)
+            nxt = _next_step(program, readers.get(out.id, ()), out, taken, cache)
             if nxt is not None:
                 j = order[id(nxt)]
                 outside = [i for i in readers[out.id] if i != j]
@@ -336,7 +356,7 @@ def fuse_elementwise(program):
             if outside:
                 exports.append(len(chain) - 1)
                 first_outside = first
-            chain.append((nxt, _fusable(nxt, out)))
+            chain.append((nxt, _fusable(nxt, out, cache)))
         into_input = _writable_input(node, pos, readers, program) and not any(
             STEPS[n.op.name][2] for n, _ in chain)  # a masked chain's rerun needs its input
         if len(chain) < 2 and not into_input:
@@ -357,18 +377,18 @@ def fuse_elementwise(program):
     return program
 
 
-def _next_step(program, reader_indices, out, taken):
+def _next_step(program, reader_indices, out, taken, cache=None):
     """The one node that can continue the chain through `out`: a fusable reader of the same
     dtype that reads it once, not already in a chain (a binary op joins one chain only: the
     chain of its other operand may have it)."""
-    steps = []
-    for i in set(reader_indices):
-        if i >= len(program.nodes) or reader_indices.count(i) != 1:
+    steps, nodes = [], program.nodes
+    for i in (reader_indices if len(reader_indices) == 1 else set(reader_indices)):
+        if i >= len(nodes) or len(reader_indices) > 1 and reader_indices.count(i) != 1:
             continue
-        node = program.nodes[i]
+        node = nodes[i]
         if id(node) in taken:
             continue
-        pos = _fusable(node, out)
+        pos = _fusable(node, out, cache)
         if pos is not None and node.inputs[pos].id == out.id and node.outputs[0].dtype == out.dtype:
             steps.append(node)
     return steps[0] if len(steps) == 1 else None

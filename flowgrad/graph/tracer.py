@@ -1,10 +1,10 @@
 """Tracing `nn.Graph.build`: the interpreter that records the job, and the autograd pass.
 
 While `build` runs, `Tracer` is the current interpreter (`interpreter.using_interpreter`):
-every op still runs eagerly through `AutogradInterpreter.apply`, so values, shapes and the
-eager capture states are real, and is also recorded as a `Node` of the `Program`. Arrays are
-told apart by identity: a tensor that shares its array with a recorded value (a `detach()`,
-a saved tensor unpacked) is that value.
+every op still runs eagerly through `eager_call` (`AutogradInterpreter.apply`), so values,
+shapes and the eager capture states are real, and is also recorded as a `Node` of the
+`Program`. Arrays are told apart by identity: a tensor that shares its array with a recorded
+value (a `detach()`, a saved tensor unpacked) is that value.
 
 `loss.backward()` inside `build` does not run the eager engine: it runs `autograd_pass`, a
 pass over the recorded forward nodes in reverse that calls each op's registered gradient rule
@@ -19,19 +19,28 @@ import sys
 import numpy as np
 
 from ..autograd import engine, grad_mode
-from ..autograd.interpreter import AutogradInterpreter
+from ..autograd.interpreter import eager_call
 from ..tensor import Tensor
-from .ir import CONST, INPUT, NODE, STATE, Node, Program
+from .ir import CONST, INPUT, NODE, STATE, Node, Program, Value
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+_INSIDE = {}  # code object -> whether it is flowgrad's (asked once per function)
 
 
 def user_frame():
     """(file, line) of the innermost frame outside flowgrad: the user's line in build."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame is not None:
+        code = frame.f_code
+        inside = _INSIDE.get(code)
+        if inside is None:
+            inside = _INSIDE[code] = code.co_filename.startswith(_PACKAGE)
+        if not inside:
+            return code.co_filename, frame.f_lineno
         frame = frame.f_back
-    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("?", 0)
+    return "?", 0
 
 
 def user_line(where=None):
@@ -95,22 +104,37 @@ class Tracer:
     # ---- the interpreter -----------------------------------------------------------------
     def apply(self, op, inputs, attrs):
         """Run the op eagerly and record it: its inputs' Values, attributes and outputs."""
-        in_values = [self.value(t) for t in inputs]
-        result = AutogradInterpreter.apply(op, inputs, attrs)
+        value_of = self.value_of
+        in_values = []
+        for t in inputs:  # self.value(t), without a call for a known, unchanged array
+            value = None if self.stale else value_of.get(id(t._data))
+            in_values.append(value if value is not None else self.value(t))
+        result = eager_call(op, *inputs, **attrs)
         outs = result if type(result) is tuple else (result,)
-        function = next((o._grad_fn for o in outs
-                         if o._grad_fn is not None and o._grad_fn.op is op), None)
-        aux = function.aux if function is not None and function.aux else ()
+        function = None
+        for o in outs:
+            grad_fn = o._grad_fn
+            if grad_fn is not None and grad_fn.op is op:
+                function = grad_fn
+                break
         node = Node(op, in_values, dict(attrs), [], self.phase)
         node.where = user_frame()
-        for tensor in outs + tuple(aux):
-            value = self.program.new_value(NODE, tensor._data, node)
-            node.outputs.append(value)
-            self._remember(tensor, value)
         node.n_results = len(outs)
-        self.program.nodes.append(node)
         if function is not None:
             self.function_of[node] = function
+            if function.aux:
+                outs = outs + tuple(function.aux)
+        values, arrays, tensor_of = self.program.values, self.arrays, self.tensor_of
+        outputs = node.outputs
+        for tensor in outs:  # Program.new_value and _remember, inline: once per array
+            data = tensor._data
+            value = Value(len(values), NODE, data.shape, data.dtype, node)
+            values.append(value)
+            outputs.append(value)
+            value_of[id(data)] = value
+            tensor_of.setdefault(value.id, tensor)
+            arrays[id(data)] = data
+        self.program.nodes.append(node)
         return result
 
     def read(self, tensor, what):

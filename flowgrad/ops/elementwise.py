@@ -198,6 +198,8 @@ def scalar_pow_backward(ctx, dy):
         return dy
     if e == 2:
         return dy * x * 2.0
+    if not isinstance(e, complex) and e > 1:  # finite where x is: torch's plain product
+        return dy * ((x ** (e - 1)) * e)
     return _grad_mul(dy, (x ** (e - 1)) * e)  # x ** -0.5 at 0: inf, masked where dy == 0
 
 
