@@ -54,7 +54,7 @@ def keepdim_shape(shape, axes):
 def expand_reduced(dy, shape, axes):
     """Broadcast a reduced gradient back over the reduced axes of `shape`."""
     kd = keepdim_shape(shape, axes)
-    if dy._data.shape != kd:
+    if dy._data.shape != kd and dy._data.ndim:  # (a 0-d dy broadcasts as it is)
         dy = _reshape(dy, shape=kd)
     return _expand(dy, shape=tuple(shape))
 
