@@ -13,8 +13,9 @@ C++), so a deep graph makes the collector run full collections, and each one als
 ~50,000 objects of the imported libraries (8 ms here). `import flowgrad` moves everything
 alive at that point into the collector's permanent generation (`gc.freeze()`), which full
 collections skip: a 20,000-op chain step measured 8% faster. The cost: a reference cycle
-made before the import and dropped later is never collected. `FLOWGRAD_GC_FREEZE=0` in the
-environment keeps the collector as it was.
+made before the import and dropped later is never collected, and the frozen objects are left
+out of `gc.get_objects()`. `FLOWGRAD_GC_FREEZE=0` in the environment keeps the collector as
+it was.
 
 >>> from flowgrad.utils.memory import keep_freed_memory
 >>> keep_freed_memory(True) in (True, False)   # False where glibc is not available
