@@ -126,12 +126,14 @@ def eliminate_common_subexpressions(program):
         results[v.id] = results.get(v.id, 0) + 1
     seen, replace, kept = {}, {}, []
     for node in program.nodes:
-        node.inputs = [replace.get(v.id, v) for v in node.inputs]
-        if is_random(node) or _has_aux(node):
+        if replace:
+            node.inputs = [replace.get(v.id, v) for v in node.inputs]
+        attrs = node.attrs
+        if attrs and is_random(node) or len(node.outputs) != node.n_results:
             kept.append(node)
             continue
-        key = (id(node.op), tuple(v.id for v in node.inputs),
-               tuple((k, _key(a)) for k, a in sorted(node.attrs.items())))
+        key = (id(node.op), tuple([v.id for v in node.inputs]),
+               tuple([(k, _key(attrs[k])) for k in sorted(attrs)]) if attrs else ())
         first = seen.get(key)
         if first is None or any(results.get(a.id) and results.get(b.id)
                                 for a, b in zip(first.outputs, node.outputs)):
@@ -172,7 +174,9 @@ def fold_constants(program):
     results = _results(program)
     kept = []
     for node in program.nodes:
-        if is_random(node) or any(v.id not in frozen for v in node.inputs) or \
+        inputs = node.inputs
+        if inputs and (not frozen or inputs[0].id not in frozen) or \
+                any(v.id not in frozen for v in inputs) or is_random(node) or \
                 any(v.id in results for v in node.outputs):
             kept.append(node)
             continue
@@ -224,10 +228,11 @@ def simplify_algebra(program):
     results = _results(program)
     replace = {}
     for node in program.nodes:
-        node.inputs = [replace.get(v.id, v) for v in node.inputs]
-        name, out = node.op.name, node.outputs[0]
-        if _has_aux(node) or len(node.inputs) != 1:
+        if replace:
+            node.inputs = [replace.get(v.id, v) for v in node.inputs]
+        if len(node.inputs) != 1 or _has_aux(node):
             continue
+        name, out = node.op.name, node.outputs[0]
         x = node.inputs[0]
         inner = x.source if x.kind == NODE and x.source.op is node.op else None
         if name == "permute" and inner is not None:
@@ -252,10 +257,14 @@ def eliminate_dead_code(program):
     needed = {v.id for v in program.results()}
     kept = []
     for node in reversed(program.nodes):
-        if (any(v.id in needed for v in node.outputs) or is_random(node)
-                or getattr(node.op, "effect", False)):
-            kept.append(node)
-            needed.update(v.id for v in node.inputs)
+        for v in node.outputs:
+            if v.id in needed:
+                break
+        else:
+            if not (node.attrs and is_random(node) or getattr(node.op, "effect", False)):
+                continue
+        kept.append(node)
+        needed.update([v.id for v in node.inputs])
     program.nodes = kept[::-1]
     return program
 
