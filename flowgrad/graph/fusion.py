@@ -109,15 +109,19 @@ class FusedOp:
         of layers) is written once, as a loop: a plan compiles per line."""
         consts = {} if consts is None else consts
         dtype = np.dtype(self.chain[-1][0].outputs[0].dtype)
-        scope = {}
+        scope, memo = {}, {}  # memo: (type, repr) of a Python number -> its constant's name
 
         def const(value):
+            name = memo.get((type(value), repr(value)))
+            if name is not None:
+                return name
             array = np.asarray(value, dtype)
             key = (array.dtype.str, array.tobytes())
             name = consts.get(key)
             if name is None:
                 name = consts[key] = f"C{len(consts)}"
                 scope[name] = array
+            memo[type(value), repr(value)] = name
             return name
 
         steps, fresh, arg, exports = [], not self.into_input, 1, set(self.exports)
@@ -253,6 +257,8 @@ def _repeats(steps, shortest=8, longest_period=16):
             reps = (run + period) // period
             if run >= period and (best is None or reps * period > best[0]):
                 best = (reps * period, lo + same.find(b"\1" * run), period, reps)
+                if best[0] * 10 >= (hi - lo) * 9:
+                    break  # most of the stretch: a longer period would gain little
         if best is None or best[0] < shortest:
             continue
         _, start, period, reps = best
@@ -290,7 +296,7 @@ def _step_position(node):
     if not shape or (dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)).kind != "f":
         return False
     for v in node.inputs:
-        if v.shape != shape or v.dtype != dtype:
+        if v.shape != shape or v.dtype is not dtype and v.dtype != dtype:
             return False
     if node.op.name.startswith("scalar_") and type(node.attrs.get("value")) not in (int, float):
         return False
@@ -378,20 +384,24 @@ def fuse_elementwise(program):
 
 
 def _next_step(program, reader_indices, out, taken, cache=None):
-    """The one node that can continue the chain through `out`: a fusable reader of the same
-    dtype that reads it once, not already in a chain (a binary op joins one chain only: the
-    chain of its other operand may have it)."""
-    steps, nodes = [], program.nodes
-    for i in (reader_indices if len(reader_indices) == 1 else set(reader_indices)):
-        if i >= len(nodes) or len(reader_indices) > 1 and reader_indices.count(i) != 1:
+    """The one node that can continue the chain through `out`: a fusable reader that reads it
+    once (and so has its dtype), not already in a chain (a binary op joins one chain only:
+    the chain of its other operand may have it)."""
+    nodes, found = program.nodes, None
+    if len(reader_indices) != 1:
+        reader_indices = [i for i in set(reader_indices) if reader_indices.count(i) == 1]
+    for i in reader_indices:
+        if i >= len(nodes):
             continue
         node = nodes[i]
         if id(node) in taken:
             continue
         pos = _fusable(node, out, cache)
-        if pos is not None and node.inputs[pos].id == out.id and node.outputs[0].dtype == out.dtype:
-            steps.append(node)
-    return steps[0] if len(steps) == 1 else None
+        if pos is not None and node.inputs[pos].id == out.id:
+            if found is not None:
+                return None
+            found = node
+    return found
 
 
 __all__ = ["fuse_elementwise", "FusedOp", "STEPS"]

@@ -20,6 +20,8 @@ import numpy as np
 
 from ..autograd import engine, grad_mode
 from ..autograd.interpreter import eager_call
+from ..autograd.node import FunctionNode
+from ..ops.registry import Op
 from ..tensor import Tensor
 from .ir import CONST, INPUT, NODE, STATE, Node, Program, Value
 
@@ -62,6 +64,7 @@ class Tracer:
         self.functions = []    # (position among the nodes, node) of custom Functions
         self.made_here = []    # tensors a factory (zeros, arange, ...) made during build
         self.phase = "forward"
+        self.where = None      # set by the autograd pass: the user's line of its ops
 
     # ---- values ------------------------------------------------------------------------------
     def bind(self, tensor, kind, source=None):
@@ -118,7 +121,7 @@ class Tracer:
                 function = grad_fn
                 break
         node = Node(op, in_values, dict(attrs), [], self.phase)
-        node.where = user_frame()
+        node.where = self.where or user_frame()
         node.n_results = len(outs)
         if function is not None:
             self.function_of[node] = function
@@ -235,7 +238,10 @@ def autograd_pass(tracer, roots, seeds, create_graph):
     for position, node in reversed(tracer.functions):  # custom Functions, in place
         nodes.insert(position, node)
     grads = {}  # value id -> gradient tensor
-    phase = tracer.phase
+    phase, where, function_of = tracer.phase, tracer.where, tracer.function_of
+    # the ops a registered rule (flowgrad's own code) records are the user's backward() line:
+    # found once here, not by a walk up the stack per op
+    outer = user_frame()
     tracer.phase = "backward"
     try:
         with grad_mode.set_grad_enabled(create_graph):
@@ -244,13 +250,22 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                     ones_like(root)
                 _add(tracer, grads, tracer.value(root), seed)
             for node in reversed(nodes):
-                function = tracer.function_of.get(node)
-                results = node.outputs[:node.n_results]
-                if function is None or not any(v.id in grads for v in results):
+                function = function_of.get(node)
+                if function is None:
                     continue
-                out_grads = [grads.get(v.id) for v in results]
-                out_grads = [g if g is not None else _zeros(v) for g, v in zip(out_grads,
-                                                                                 results)]
+                if node.n_results == 1:  # (most ops: no list to filter)
+                    g = grads.get(node.outputs[0].id)
+                    if g is None:
+                        continue
+                    out_grads = [g]
+                else:
+                    results = node.outputs[:node.n_results]
+                    out_grads = [grads.get(v.id) for v in results]
+                    if not any(g is not None for g in out_grads):
+                        continue
+                    out_grads = [g if g is not None else _zeros(v)
+                                 for g, v in zip(out_grads, results)]
+                tracer.where = outer if _own_rule(function) else None
                 in_grads = function.backward_fn(out_grads)
                 if type(in_grads) is not tuple:
                     in_grads = tuple(in_grads) if isinstance(in_grads, list) else (in_grads,)
@@ -262,14 +277,29 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                         g = engine._fit_grad(g, info[0], info[1], function)
                     _add(tracer, grads, value, g)
     finally:
-        tracer.phase = phase
+        tracer.phase, tracer.where = phase, where
     return grads
+
+
+def _own_rule(function):
+    """Whether `function` runs a rule of flowgrad's registry written in flowgrad (no user
+    code runs in it: not a custom Function's backward, nor a node with hooks)."""
+    if type(function) is not FunctionNode or type(function.op) is not Op:
+        return False
+    code = getattr(function.op.backward, "__code__", None)
+    if code is None:
+        return False
+    inside = _INSIDE.get(code)
+    if inside is None:
+        inside = _INSIDE[code] = code.co_filename.startswith(_PACKAGE)
+    return inside
 
 
 def _add(tracer, grads, value, g):
     old = grads.get(value.id)
-    grads[value.id] = g if old is None else old + g
-    tracer.value(grads[value.id])
+    grads[value.id] = g = g if old is None else old + g
+    if tracer.stale or id(g._data) not in tracer.value_of:
+        tracer.value(g)
 
 
 def _zeros(value):
