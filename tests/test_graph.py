@@ -352,6 +352,36 @@ def test_a_kernel_failing_at_run_time_names_the_op_and_the_build_line():
         graph(x, flow.tensor([5, 0]))
 
 
+class _Triple(flow.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2.0  # custom forward
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3.0  # custom backward
+
+
+def test_each_recorded_op_names_the_user_line_that_made_it():
+    """Forward ops name their build line; the ops a registered rule records, the backward()
+    line (found once per autograd pass); a custom Function's own lines name themselves."""
+    from flowgrad.graph.passes import trace
+    from flowgrad.graph.tracer import user_line
+
+    def step(x):
+        loss = _Triple.apply(x).tanh().sum()  # forward line
+        loss.backward()  # backward line
+        return loss
+
+    program = trace(step, flow.ones(3, requires_grad=True))
+    lines = [(n.phase, n.op.name, user_line(n.where).split("# ")[-1]) for n in program.nodes]
+    assert lines == [("forward", "scalar_mul", "custom forward"),
+                     ("forward", "tanh", "forward line"), ("forward", "sum", "forward line"),
+                     ("backward", "expand", "backward line"),
+                     ("backward", "tanh_grad", "backward line"),
+                     ("backward", "scalar_mul", "custom backward")], lines
+
+
 def test_depend_keeps_an_otherwise_unused_op_in_the_plan():
     class Step(flow.nn.Graph):
         def build(self, x):

@@ -9,7 +9,7 @@ import pytest
 import flowgrad as flow
 import flowgrad.nn.functional as F
 from flowgrad.graph import codegen, passes
-from flowgrad.graph.fusion import STEPS, fuse_elementwise
+from flowgrad.graph.fusion import STEPS, _repeats, fuse_elementwise
 from flowgrad.graph.ir import CONST, NODE, Node, Program
 from flowgrad.graph.optimizer_pass import place_updates
 from flowgrad.graph.passes import trace
@@ -231,6 +231,70 @@ def test_fusion_leaves_shared_values_integers_broadcasts_and_0d():
     assert _names(p) == ["scalar_mul", "add"]
     p = fuse_elementwise(trace(lambda x: (x * 2.0).exp(), flow.tensor(1.0)))
     assert _names(p) == ["scalar_mul", "exp"]
+
+
+def test_repeat_search_finds_the_longest_repeating_stretches():
+    def shapes(names):
+        return [(n, 0, (), None, False, False) for n in names]
+
+    assert _repeats(shapes("abcd" * 50)) == [(0, 4, 50)]
+    assert _repeats(shapes("x" + "abc" * 49 + "yz")) == [(1, 3, 49)]
+    assert _repeats(shapes("ab" * 10 + "c" + "def" * 5)) == [(0, 2, 10), (21, 3, 5)]
+    assert _repeats(shapes("abcdefg")) == [] and _repeats(shapes("ab" * 3)) == []
+    # a step handing out its array differs from one that does not
+    steps = shapes("ab" * 10)
+    steps[7] = steps[7][:5] + (True,)
+    assert _repeats(steps) == [(8, 2, 6)]
+
+
+def _loop_chain(x, *others):
+    """12 layers: a constant and an operand that change per layer, every third layer's value
+    handed out (a result), then a tail after the repeats."""
+    saved = []
+    for k in range(12):
+        x = (x * (1.0 + k / 8) + others[k]).tanh()
+        if k % 3 == 2:
+            saved.append(x)
+    return (x.exp() * 0.5, *saved)
+
+
+def test_repeated_chain_stretches_run_as_a_loop_bitwise():
+    rng = np.random.default_rng(0)
+    tensors = [flow.tensor(_DATA[:10])] + [
+        flow.tensor(rng.standard_normal(10).astype(np.float32)) for _ in range(12)]
+    arrays = [t.numpy() for t in tensors]
+    want = _run(trace(_loop_chain, *tensors), *arrays)
+    program = fuse_elementwise(trace(_loop_chain, *tensors))
+    assert len(program.nodes) == 1
+    plan = codegen.generate(program)
+    assert plan.source.count("for ") == 1 and len(plan.source.splitlines()) < 40, plan.source
+    # one constant per distinct value: the 12 scales, and 0.5
+    assert plan.source.split("\n")[1].split("=")[0].count(",") == 13, plan.source
+    with np.errstate(all="ignore"):
+        got = plan.run(np, arrays)
+    _same_bits(got, want)
+    assert len({id(a) for a in got}) == len(got)  # handed-out arrays are distinct
+
+
+def test_a_masked_chain_in_a_loop_reruns_exactly_on_nan():
+    """relu_grad as a float mask turns an inf gradient at y <= 0 into nan; the rerun with the
+    ops' own kernels gives eager's 0, also when the chain ran as a loop."""
+    rng = np.random.default_rng(1)
+    ys = [flow.tensor(rng.standard_normal(10).astype(np.float32)) for _ in range(10)]
+
+    def fn(g, *ys):
+        for y in ys:
+            g = REGISTRY["relu_grad"](y, g) * 1.5
+        return g
+
+    for first in (rng.standard_normal(10).astype(np.float32), _DATA[:10]):
+        tensors = [flow.tensor(first)] + ys
+        arrays = [t.numpy() for t in tensors]
+        want = _run(trace(fn, *tensors), *arrays)
+        program = fuse_elementwise(trace(fn, *tensors))
+        assert "for " in codegen.generate(program).source
+        with np.errstate(all="ignore"):
+            _same_bits(_run(program, *arrays), want)
 
 
 # ---- liveness ----------------------------------------------------------------------------
