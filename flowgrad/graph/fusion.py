@@ -162,10 +162,14 @@ class FusedOp:
         if loop_names:
             lines.append(f"del {', '.join(loop_names)}")
         if self.masked:  # a nan reached the end: redo the chain with the ops' own kernels
-            scope[f"{prefix}exact"], scope["has_nan"] = self.exact, has_nan
+            # (its inputs looked up by name in the plan's locals on that rare path: a call
+            # naming each of a long chain's inputs costs compile time on every first call)
+            names = tuple(args)
+            scope[f"{prefix}exact"] = lambda xp, scope: self.exact(xp, *[scope[n] for n in names])
+            scope["has_nan"] = has_nan
             lines.append(f"if has_nan(xp, {outs[-1]}):")
             lines.append(f"    {', '.join(outs)}{',' if len(outs) == 1 else ''} = "
-                         f"{prefix}exact(xp, {', '.join(args)})")
+                         f"{prefix}exact(xp, locals())")
         return lines, scope
 
     @staticmethod
@@ -346,23 +350,26 @@ def fuse_elementwise(program):
             continue
         chain, exports = [(node, pos)], []
         first_outside = len(program.nodes) + 1  # the earliest reader outside the chain so far
+        out = node.outputs[0]
         while True:
-            last = chain[-1][0]
-            out = last.outputs[0]
-            nxt = _next_step(program, readers.get(out.id, ()), out, taken, cache)
+            reads = readers.get(out.id, ())
+            nxt = _next_step(program, reads, out, taken, cache)
             if nxt is not None:
                 j = order[id(nxt)]
-                outside = [i for i in readers[out.id] if i != j]
-                first = min([first_outside] + outside)
+                first = first_outside
+                for i in reads:  # the earliest reader other than the next step
+                    if i != j and i < first:
+                        first = i
                 if first <= j:  # a reader of a handed-out value would run before the chain
                     nxt = None
             if nxt is None:
                 exports.append(len(chain) - 1)
                 break
-            if outside:
+            if len(reads) > 1:  # read outside the chain too: handed out
                 exports.append(len(chain) - 1)
                 first_outside = first
             chain.append((nxt, _fusable(nxt, out, cache)))
+            out = nxt.outputs[0]
         into_input = _writable_input(node, pos, readers, program) and not any(
             STEPS[n.op.name][2] for n, _ in chain)  # a masked chain's rerun needs its input
         if len(chain) < 2 and not into_input:
@@ -370,13 +377,14 @@ def fuse_elementwise(program):
         outputs = [chain[k][0].outputs[0] for k in exports]
         inputs = [node.inputs[pos]]
         for n, p in chain:
-            inputs += [v for i, v in enumerate(n.inputs) if i != p]
+            if len(n.inputs) > 1:  # (a unary step reads the chain only)
+                inputs += [v for i, v in enumerate(n.inputs) if i != p]
         last = chain[-1][0]
         fused = Node(FusedOp(chain, exports, into_input), inputs, {}, outputs, last.phase)
         fused.where = getattr(last, "where", None)  # a failing plan names the user's line
         for v in outputs:
             v.source = fused
-        taken.update(id(n) for n, _ in chain)
+        taken.update([id(n) for n, _ in chain])
         new_at[order[id(last)]] = fused
     program.nodes = [new_at.get(i, n) for i, n in enumerate(program.nodes)
                      if id(n) not in taken or i in new_at]

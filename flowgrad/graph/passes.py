@@ -97,9 +97,11 @@ def _key(obj):
     is part of it (1, 1.0 and True promote differently), floats by repr (0.0 vs -0.0, nan),
     containers and slices elementwise, dtypes by value; anything else by identity."""
     kind = type(obj)
+    if kind is float:
+        return kind, repr(obj)
     if obj is None or kind in (bool, int, str, complex, np.dtype):
         return kind, obj
-    if kind is float or isinstance(obj, np.generic):
+    if isinstance(obj, np.generic):
         return kind, repr(obj)
     if kind in (tuple, list):
         return kind, tuple(_key(o) for o in obj)
@@ -132,7 +134,8 @@ def eliminate_common_subexpressions(program):
         if attrs and is_random(node) or len(node.outputs) != node.n_results:
             kept.append(node)
             continue
-        key = (id(node.op), tuple([v.id for v in node.inputs]),
+        inputs = node.inputs
+        key = (id(node.op), inputs[0].id if len(inputs) == 1 else tuple([v.id for v in inputs]),
                tuple([(k, _key(attrs[k])) for k in sorted(attrs)]) if attrs else ())
         first = seen.get(key)
         if first is None or any(results.get(a.id) and results.get(b.id)
@@ -200,8 +203,11 @@ def _is_identity_scalar(node, x):
     """x * 1, x / 1, x + (-0.0) and x + 0 on integers: bitwise x. (x + 0.0 is not:
     -0.0 + 0.0 is +0.0; x * 1.0 on integers goes through float64; a float multiply by 1
     quiets a signalling NaN, which NumPy never produces, so that one is accepted.)"""
-    value, kind = node.attrs.get("value"), np.dtype(x.dtype).kind
-    if type(value) not in (int, float) or kind not in "iufc":
+    value = node.attrs.get("value")
+    if type(value) not in (int, float) or value != 0 and value != 1:
+        return False
+    kind = np.dtype(x.dtype).kind
+    if kind not in "iufc":
         return False
     if kind in "iu" and type(value) is float:
         return False
@@ -230,9 +236,11 @@ def simplify_algebra(program):
     for node in program.nodes:
         if replace:
             node.inputs = [replace.get(v.id, v) for v in node.inputs]
-        if len(node.inputs) != 1 or _has_aux(node):
+        name = node.op.name
+        if name != "permute" and name != "reshape" and not name.startswith("scalar_") or \
+                len(node.inputs) != 1 or len(node.outputs) != node.n_results:
             continue
-        name, out = node.op.name, node.outputs[0]
+        out = node.outputs[0]
         x = node.inputs[0]
         inner = x.source if x.kind == NODE and x.source.op is node.op else None
         if name == "permute" and inner is not None:

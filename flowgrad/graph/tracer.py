@@ -31,9 +31,10 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _INSIDE = {}  # code object -> whether it is flowgrad's (asked once per function)
 
 
-def user_frame():
-    """(file, line) of the innermost frame outside flowgrad: the user's line in build."""
-    frame = sys._getframe(1)
+def user_frame(skip=0):
+    """(file, line) of the innermost frame outside flowgrad: the user's line in build. `skip`
+    frames above the caller are known to be flowgrad's (not looked at)."""
+    frame = sys._getframe(1 + skip)
     while frame is not None:
         code = frame.f_code
         inside = _INSIDE.get(code)
@@ -121,7 +122,7 @@ class Tracer:
                 function = grad_fn
                 break
         node = Node(op, in_values, dict(attrs), [], self.phase)
-        node.where = self.where or user_frame()
+        node.where = self.where or user_frame(1)  # (this frame is flowgrad's: from its caller)
         node.n_results = len(outs)
         if function is not None:
             self.function_of[node] = function
