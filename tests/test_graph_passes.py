@@ -8,7 +8,7 @@ import pytest
 
 import flowgrad as flow
 import flowgrad.nn.functional as F
-from flowgrad.graph import codegen, passes
+from flowgrad.graph import codegen, fusion, passes
 from flowgrad.graph.fusion import STEPS, _repeats, fuse_elementwise
 from flowgrad.graph.ir import CONST, NODE, Node, Program
 from flowgrad.graph.optimizer_pass import place_updates
@@ -274,6 +274,33 @@ def test_repeated_chain_stretches_run_as_a_loop_bitwise():
         got = plan.run(np, arrays)
     _same_bits(got, want)
     assert len({id(a) for a in got}) == len(got)  # handed-out arrays are distinct
+
+
+def test_a_loops_handed_out_values_stay_in_its_list_and_are_freed_one_by_one():
+    """A plan reads the arrays a loop handed out as items of its list (no line naming each),
+    a later loop takes them as slices, and each item is dropped after its last reader."""
+    def fn(x):
+        saved = []
+        for _ in range(10):
+            x = (x * 1.5).tanh()
+            saved.append(x)
+        total = saved[0].sum()
+        for s in saved[1:]:
+            total = total + s.sum()
+        return total
+
+    x = flow.tensor(_DATA[:10])
+    want = _run(trace(fn, x), _DATA[:10])
+    program = passes.annotate_liveness(fuse_elementwise(trace(fn, x)))
+    source = codegen.generate(program).source
+    assert "f0_E0[3] = None" in source and "del f0_E0" in source, source
+    with np.errstate(all="ignore"):
+        _same_bits(_run(program, _DATA[:10]), want)
+    assert fusion._column(["a[7]", "a[5]", "a[3]", "a[1]"]) == "a[7::-2]"
+    assert fusion._column(["a[8]", "a[6]", "a[4]"]) == "a[8:2:-2]"
+    assert fusion._column(["a[0]", "a[3]", "a[6]"]) == "a[0:9:3]"
+    assert fusion._column(["a[0]", "a[1]", "b[2]"]) == "(a[0], a[1], b[2],)"
+    assert fusion._column(["v1", "v2"]) == "(v1, v2,)"
 
 
 def test_a_masked_chain_in_a_loop_reruns_exactly_on_nan():

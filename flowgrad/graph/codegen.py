@@ -78,6 +78,11 @@ def generate(program):
     ufuncs = {}  # xp.<name>( in a fused chain -> xp_<name>(, a local bound once per call
     node_at_line = {}
     dead_after = getattr(program, "dead_after", None) or {}
+    ref, alive = {}, {}  # value id -> `list[i]`: an item a fused loop left in its list;
+    #                      list -> how many of its items are still to be read
+
+    def expr(value):
+        return ref.get(value.id) or f"v{value.id}"
     used = {v.id for node in program.nodes for v in node.inputs}
     used.update(v.id for v in program.results())
     for value in program.values:
@@ -91,20 +96,26 @@ def generate(program):
             lines.append(f"    {name} = t{value.id}._data")
     for i, node in enumerate(program.nodes):
         if isinstance(node.op, FusedOp):  # written inline: no call per chain
-            body, names = node.op.inline([f"v{v.id}" for v in node.inputs],
-                                         [f"v{v.id}" for v in node.outputs], f"f{i}_",
-                                         consts)
+            body, names, aliases = node.op.inline(
+                [expr(v) for v in node.inputs], [f"v{v.id}" for v in node.outputs], f"f{i}_",
+                consts, share=True)
+            for v in node.outputs:
+                item = aliases.get(f"v{v.id}")
+                if item is not None:
+                    ref[v.id] = item
+                    base = item.split("[")[0]
+                    alive[base] = alive.get(base, 0) + 1
             for name, value in names.items():
                 (constants if isinstance(value, np.ndarray) else scope)[name] = value
             for line in body:
                 lines.append("    " + _XP_CALL.sub(
                     lambda m: ufuncs.setdefault(m.group(1), f"xp_{m.group(1)}("), line))
                 node_at_line[len(lines)] = node
-            _free(lines, dead_after.get(i))
+            _free(lines, dead_after.get(i), ref, alive)
             continue
         kernel = node.op.kernel
         scope[f"k{i}"] = functools.partial(kernel, **node.attrs) if node.attrs else kernel
-        args = "".join(f", v{v.id}" for v in node.inputs)
+        args = "".join(f", {expr(v)}" for v in node.inputs)
         lines.append(f"    r = k{i}(xp{args})")
         node_at_line[len(lines)] = node
         if not node.outputs:  # an update: its effect is the point
@@ -117,14 +128,14 @@ def generate(program):
             for k, value in enumerate(node.outputs):
                 lines.append(f"    v{value.id} = r[{k}] if r[{k}].__class__ is ND else "
                              f"AS(xp, r[{k}])")
-        _free(lines, dead_after.get(i))
+        _free(lines, dead_after.get(i), ref, alive)
     state_value = {id(v.source): v for v in program.values if v.kind == STATE}
     for i, (tensor, value) in enumerate(program.writebacks.items()):
         scope[f"w{i}"], scope["BUMP"] = tensor, bump_version
-        lines.append(f"    w{i}._data[...] = v{value.id}  # in-place write to "
+        lines.append(f"    w{i}._data[...] = {expr(value)}  # in-place write to "
                      f"{'state' if id(tensor) in state_value else 'a tensor'}")
         lines.append(f"    BUMP(w{i})")
-    results = ", ".join(f"v{v.id}" for v in program.results())
+    results = ", ".join(expr(v) for v in program.results())
     lines.append(f"    return [{results}]")
     prologue = []
     if constants:
@@ -160,6 +171,23 @@ def _constants_on(host):
     return on
 
 
-def _free(lines, dead):
-    if dead:  # free intermediates once nothing reads them: a lower peak memory
-        lines.append(f"    del {', '.join(f'v{vid}' for vid in dead)}")
+def _free(lines, dead, ref, alive):
+    """Free intermediates once nothing reads them (a lower peak memory): `del` their names; an
+    item of a loop's list is dropped from it, the whole list once none is left to read."""
+    if not dead:
+        return
+    names, items = [], {}
+    for vid in dead:
+        item = ref.get(vid)
+        if item is None:
+            names.append(f"v{vid}")
+        else:
+            items.setdefault(item.split("[")[0], []).append(item)
+    for base, dying in items.items():
+        alive[base] -= len(dying)
+        if alive[base]:
+            lines += [f"    {item} = None" for item in dying]
+        else:
+            names.append(base)
+    if names:
+        lines.append(f"    del {', '.join(names)}")

@@ -61,7 +61,7 @@ STEPS = {
 
 
 class FusedOp:
-    """The op of a fused node. `inline(args, outs, prefix)` gives its source lines over the
+    """The op of a fused node. `inline(args, outs, prefix, ...)` gives its source lines over the
     given variable names and the constants they read; `kernel` is the same code as a
     function, for a plan that calls it and for tests."""
 
@@ -82,7 +82,7 @@ class FusedOp:
         """The chain as a function `kernel(xp, *inputs)` (made on first use: plans inline
         the chain and never call it)."""
         if self._kernel is None:
-            lines, scope = self.inline([f"a{i}" for i in range(self.n_in)],
+            lines, scope, _ = self.inline([f"a{i}" for i in range(self.n_in)],
                                        [f"r{k}" for k in range(self.n_out)], "")
             args = ", ".join(f"a{i}" for i in range(self.n_in))
             results = ", ".join(f"r{k}" for k in range(self.n_out))
@@ -102,11 +102,15 @@ class FusedOp:
     def __repr__(self):
         return f"<fused op {self.name}>"
 
-    def inline(self, args, outs, prefix, consts=None):
-        """Source lines computing `outs` from `args` (variable names), and the names they read.
+    def inline(self, args, outs, prefix, consts=None, share=False):
+        """Source lines computing `outs` from `args` (variable names, or `list[i]` items), the
+        names they read, and `{out: "list[i]"}` for the outputs left in a loop's list.
+
         Constants are 0-d arrays named `C<n>`, one per dtype and value in `consts` (a dict the
         plan's chains share). A stretch of steps repeating n times (a layer's ops in a loop
-        of layers) is written once, as a loop: a plan compiles per line."""
+        of layers) is written once, as a loop: a plan compiles per line. The arrays a loop
+        hands out are collected in a list; with `share` they stay there (the plan reads
+        them as items: no line naming each of them), else they are unpacked into `outs`."""
         consts = {} if consts is None else consts
         dtype = np.dtype(self.chain[-1][0].outputs[0].dtype)
         scope, memo = {}, {}  # memo: (type, repr) of a Python number -> its constant's name
@@ -144,84 +148,36 @@ class FusedOp:
                 zero=const(0) if "{zero}" in template else "",
                 one=const(1) if "{one}" in template else "", **inputs).split("\n")
 
-        lines, x, out, loop_names = [], args[0], 0, []
+        lines, x, out, loop_names, aliases = [], args[0], 0, [], {}
+        share = share and not self.masked  # (the rerun below assigns every output by name)
         if self.into_input:
             lines.append(f"{outs[0]} = {args[0]}")
-        k = 0
+        k = n_loops = 0
         for start, period, reps in _repeats(steps) + [(len(steps), 0, 0)]:
             for step in steps[k:start]:  # written out, one step after another
                 lines += emit(step, x, outs[out], step[2], step[3])
                 x, out = outs[out], out + 1 if step[5] else out
             if not reps:
                 break
-            lines, x, out = self._loop(lines, steps[start:start + period * reps], period, x,
-                                       outs, out, prefix, emit, loop_names)
+            loop = _Loop(steps[start:start + period * reps], period, prefix, n_loops)
+            n_loops += 1
+            x, out = loop.write(lines, x, outs, out, emit, loop_names, aliases if share else None)
             k = start + period * reps
         if any("{t}" in STEPS[step[0]][1] for step in steps):
             loop_names.append(temp)  # a temporary must not outlive the chain
         if loop_names:
             lines.append(f"del {', '.join(loop_names)}")
         if self.masked:  # a nan reached the end: redo the chain with the ops' own kernels
-            # (its inputs looked up by name in the plan's locals on that rare path: a call
-            # naming each of a long chain's inputs costs compile time on every first call)
-            names = tuple(args)
-            scope[f"{prefix}exact"] = lambda xp, scope: self.exact(xp, *[scope[n] for n in names])
+            # (its inputs looked up in the plan's locals on that rare path: a call naming
+            # each of a long chain's inputs costs compile time on every first call)
+            where = [_local_ref(a) for a in args]
+            scope[f"{prefix}exact"] = lambda xp, scope: self.exact(
+                xp, *[scope[n] if i is None else scope[n][i] for n, i in where])
             scope["has_nan"] = has_nan
             lines.append(f"if has_nan(xp, {outs[-1]}):")
             lines.append(f"    {', '.join(outs)}{',' if len(outs) == 1 else ''} = "
                          f"{prefix}exact(xp, locals())")
-        return lines, scope
-
-    @staticmethod
-    def _loop(lines, steps, period, x, outs, out, prefix, emit, loop_names):
-        """`steps` (`len(steps) // period` repeats of one pattern) as a `for` loop: what differs
-        between repeats (other inputs, constants) is the loop's tuple; the handed-out arrays
-        are collected in a list, then unpacked into their names."""
-        reps, chain, hand_out = len(steps) // period, f"{prefix}b", f"{prefix}E"
-        varying, body_args = [], []  # per repeat: the names that differ; per step: its names
-        for j in range(period):
-            at = steps[j::period]
-            names = []
-            for slot in range(len(at[0][2]) + 1):  # the other inputs, then the constant
-                column = [s[2][slot] if slot < len(s[2]) else s[3] for s in at]
-                if len(set(column)) == 1:
-                    names.append(column[0])
-                else:
-                    names.append(f"{prefix}l{len(varying)}")
-                    varying.append(column)
-            body_args.append(names)
-        n_out = sum(s[5] for s in steps)
-        lines.append(f"{chain} = {x}")
-        if n_out:
-            lines.append(f"{hand_out} = []")
-        if varying:
-            rows = list(zip(*varying))
-            loop_vars = [f"{prefix}l{i}" for i in range(len(varying))]
-            if len(varying) == 1:
-                head = f"for {loop_vars[0]} in ({', '.join(r[0] for r in rows)},):"
-            else:
-                head = (f"for {', '.join(loop_vars)} in "
-                        f"({', '.join('(' + ', '.join(r) + ')' for r in rows)},):")
-            loop_names += loop_vars
-        else:
-            head = f"for {prefix}n in range({reps}):"
-            loop_names.append(f"{prefix}n")
-        lines.append(head)
-        for j, step in enumerate(steps[:period]):
-            names = body_args[j]
-            lines += ["    " + line for line in emit(step, chain, chain, names[:-1], names[-1])]
-            if step[5]:
-                lines.append(f"    {hand_out}.append({chain})")
-        if n_out:
-            got = outs[out:out + n_out]
-            lines.append(f"{', '.join(got)}, = {hand_out}")
-            loop_names.append(hand_out)
-            out += n_out
-        loop_names.append(chain)
-        if not steps[-1][5]:  # the stretch goes on in the loop's array: under its own name
-            lines.append(f"{outs[out]} = {chain}")
-            return lines, outs[out], out
-        return lines, chain, out
+        return lines, scope, aliases
 
     def exact(self, xp, *args):
         """The chain with each node's own kernel (the path eager takes)."""
@@ -238,6 +194,85 @@ class FusedOp:
             if k in self.exports:
                 outs.append(x)
         return tuple(outs)
+
+
+class _Loop:
+    """`steps` (`len(steps) // period` repeats of one pattern) written as a `for` loop: what
+    differs between repeats (other inputs, constants) comes from the loop's columns; the
+    handed-out arrays are collected in a list."""
+
+    def __init__(self, steps, period, prefix, n):
+        self.steps, self.period, self.prefix = steps, period, prefix
+        self.chain, self.hand_out = f"{prefix}b", f"{prefix}E{n}"
+
+    def write(self, lines, x, outs, out, emit, loop_names, aliases):
+        """Append the loop's lines; return the chain's array and the next output's index.
+        With `aliases` (a dict) the handed-out arrays stay in the list (out -> `list[i]`)."""
+        steps, period, prefix, chain = self.steps, self.period, self.prefix, self.chain
+        varying, body_args = [], []  # per repeat: the names that differ; per step: its names
+        for j in range(period):
+            at = steps[j::period]
+            names = []
+            for slot in range(len(at[0][2]) + 1):  # the other inputs, then the constant
+                column = [s[2][slot] if slot < len(s[2]) else s[3] for s in at]
+                if len(set(column)) == 1:
+                    names.append(column[0])
+                else:
+                    names.append(f"{prefix}l{len(varying)}")
+                    varying.append(column)
+            body_args.append(names)
+        n_out = sum(s[5] for s in steps)
+        lines.append(f"{chain} = {x}")
+        if n_out:
+            lines.append(f"{self.hand_out} = []")
+        if varying:
+            loop_vars = [f"{prefix}l{i}" for i in range(len(varying))]
+            columns = [_column(c) for c in varying]
+            source = columns[0] if len(columns) == 1 else f"zip({', '.join(columns)})"
+            lines.append(f"for {', '.join(loop_vars)} in {source}:")
+            loop_names += loop_vars
+        else:
+            lines.append(f"for {prefix}n in range({len(steps) // period}):")
+            loop_names.append(f"{prefix}n")
+        for j, step in enumerate(steps[:period]):
+            names = body_args[j]
+            lines += ["    " + line for line in emit(step, chain, chain, names[:-1], names[-1])]
+            if step[5]:
+                lines.append(f"    {self.hand_out}.append({chain})")
+        if n_out:
+            got = outs[out:out + n_out]
+            if aliases is None:
+                lines.append(f"{', '.join(got)}, = {self.hand_out}")
+                loop_names.append(self.hand_out)
+            else:
+                aliases.update((o, f"{self.hand_out}[{i}]") for i, o in enumerate(got))
+            out += n_out
+        loop_names.append(chain)
+        if not steps[-1][5]:  # the stretch goes on in the loop's array: under its own name
+            lines.append(f"{outs[out]} = {chain}")
+            return outs[out], out
+        return chain, out
+
+
+def _local_ref(expression):
+    """(name, index) of a `name[index]` item, (name, None) of a plain name."""
+    if expression.endswith("]"):
+        name, index = expression[:-1].split("[")
+        return name, int(index)
+    return expression, None
+
+
+def _column(items):
+    """Source of a loop column: a slice of one list when the items are `list[i]` with i in
+    steps of the same size (no name per item to compile), else a tuple of the names."""
+    refs = [_local_ref(item) for item in items]
+    name, first = refs[0]
+    if first is not None and len(refs) > 1 and all(r[0] == name for r in refs):
+        step = refs[1][1] - first
+        if step and all(r[1] == first + k * step for k, r in enumerate(refs)):
+            stop = first + len(refs) * step
+            return f"{name}[{first}:{'' if stop < 0 else stop}:{step}]"
+    return f"({', '.join(items)},)"
 
 
 def _repeats(steps, shortest=8, longest_period=16):
