@@ -306,27 +306,9 @@ def _repeats(steps, shortest=8, longest_period=16):
     return sorted(found)
 
 
-def _fusable(node, chain_value=None, cache=None):
-    """The index of the input the chain runs through, or None if the node cannot be a step.
-    `cache` (a dict) keeps each node's checks for a pass that asks again."""
-    pos = cache.get(node) if cache is not None else None
-    if pos is None:
-        pos = _step_position(node)
-        if cache is not None:
-            cache[node] = pos
-    if pos is False:
-        return None
-    if pos is not True:
-        return pos
-    if chain_value is None:
-        return 0
-    hits = [i for i, v in enumerate(node.inputs) if v.id == chain_value.id]
-    return hits[0] if len(hits) == 1 else None
-
-
 def _step_position(node):
-    """The fixed chain input of a step, True for a binary step (either input), False if
-    the node cannot be a step."""
+    """The index of the input the chain runs through, True for a binary step (either
+    input), False if the node cannot be a step."""
     step = STEPS.get(node.op.name)
     if step is None or len(node.outputs) != 1 or node.n_results != 1:
         return False
@@ -374,23 +356,24 @@ def fuse_elementwise(program):
     place of the chain's last node, where every input is ready). A chain that starts from a
     GEMM's or convolution's result nothing else reads computes in that array (one node is
     enough then), unless `config.allow_fuse_add_to_output(False)`."""
+    nodes = program.nodes
     readers = _readers(program)
-    order = {id(node): i for i, node in enumerate(program.nodes)}
-    taken, new_at, cache = set(), {}, {}
-    for node in program.nodes:
-        if id(node) in taken:
+    order = {id(node): i for i, node in enumerate(nodes)}
+    kinds = {id(node): _step_position(node) for node in nodes}
+    taken, new_at = set(), {}
+    for node in nodes:
+        pos = kinds[id(node)]
+        if pos is False or id(node) in taken:
             continue
-        pos = _fusable(node, None, cache)
-        if pos is None:
-            continue
+        pos = 0 if pos is True else pos
         chain, exports = [(node, pos)], []
-        first_outside = len(program.nodes) + 1  # the earliest reader outside the chain so far
+        first_outside = len(nodes) + 1  # the earliest reader outside the chain so far
         out = node.outputs[0]
         while True:
             reads = readers.get(out.id, ())
-            nxt = _next_step(program, reads, out, taken, cache)
+            nxt = _next_step(nodes, reads, out, taken, kinds)
             if nxt is not None:
-                j = order[id(nxt)]
+                j = order[id(nxt[0])]
                 first = first_outside
                 for i in reads:  # the earliest reader other than the next step
                     if i != j and i < first:
@@ -403,8 +386,8 @@ def fuse_elementwise(program):
             if len(reads) > 1:  # read outside the chain too: handed out
                 exports.append(len(chain) - 1)
                 first_outside = first
-            chain.append((nxt, _fusable(nxt, out, cache)))
-            out = nxt.outputs[0]
+            chain.append(nxt)
+            out = nxt[0].outputs[0]
         into_input = _writable_input(node, pos, readers, program) and not any(
             STEPS[n.op.name][2] for n, _ in chain)  # a masked chain's rerun needs its input
         if len(chain) < 2 and not into_input:
@@ -421,29 +404,32 @@ def fuse_elementwise(program):
             v.source = fused
         taken.update([id(n) for n, _ in chain])
         new_at[order[id(last)]] = fused
-    program.nodes = [new_at.get(i, n) for i, n in enumerate(program.nodes)
+    program.nodes = [new_at.get(i, n) for i, n in enumerate(nodes)
                      if id(n) not in taken or i in new_at]
     return program
 
 
-def _next_step(program, reader_indices, out, taken, cache=None):
-    """The one node that can continue the chain through `out`: a fusable reader that reads it
-    once (and so has its dtype), not already in a chain (a binary op joins one chain only:
-    the chain of its other operand may have it)."""
-    nodes, found = program.nodes, None
-    if len(reader_indices) != 1:
+def _next_step(nodes, reader_indices, out, taken, kinds):
+    """(node, chain input) of the one node that can continue the chain through `out`: a
+    fusable reader that reads it once (and so has its dtype), not already in a chain (a
+    binary op joins one chain only: the chain of its other operand may have it)."""
+    found = None
+    if len(reader_indices) != 1 and len(set(reader_indices)) != len(reader_indices):
         reader_indices = [i for i in set(reader_indices) if reader_indices.count(i) == 1]
     for i in reader_indices:
         if i >= len(nodes):
             continue
         node = nodes[i]
-        if id(node) in taken:
+        pos = kinds[id(node)]
+        if pos is False or id(node) in taken:
             continue
-        pos = _fusable(node, out, cache)
-        if pos is not None and node.inputs[pos].id == out.id:
-            if found is not None:
-                return None
-            found = node
+        if pos is True:  # either input: the one `out` is (read once, so one)
+            pos = next(k for k, v in enumerate(node.inputs) if v.id == out.id)
+        elif node.inputs[pos].id != out.id:
+            continue
+        if found is not None:
+            return None
+        found = (node, pos)
     return found
 
 

@@ -138,9 +138,12 @@ def eliminate_common_subexpressions(program):
         key = (id(node.op), inputs[0].id if len(inputs) == 1 else tuple([v.id for v in inputs]),
                tuple([(k, _key(attrs[k])) for k in sorted(attrs)]) if attrs else ())
         first = seen.get(key)
-        if first is None or any(results.get(a.id) and results.get(b.id)
-                                for a, b in zip(first.outputs, node.outputs)):
-            seen.setdefault(key, node)
+        if first is None:
+            seen[key] = node
+            kept.append(node)
+            continue
+        if any(results.get(a.id) and results.get(b.id)
+               for a, b in zip(first.outputs, node.outputs)):
             kept.append(node)
             continue
         for a, b in zip(first.outputs, node.outputs):

@@ -282,18 +282,20 @@ def autograd_pass(tracer, roots, seeds, create_graph):
     return grads
 
 
+_OWN_RULE = {}  # registry op -> whether its gradient rule is flowgrad's code
+
+
 def _own_rule(function):
     """Whether `function` runs a rule of flowgrad's registry written in flowgrad (no user
     code runs in it: not a custom Function's backward, nor a node with hooks)."""
-    if type(function) is not FunctionNode or type(function.op) is not Op:
+    if type(function) is not FunctionNode:
         return False
-    code = getattr(function.op.backward, "__code__", None)
-    if code is None:
-        return False
-    inside = _INSIDE.get(code)
-    if inside is None:
-        inside = _INSIDE[code] = code.co_filename.startswith(_PACKAGE)
-    return inside
+    op = function.op
+    own = _OWN_RULE.get(op)
+    if own is None:
+        code = getattr(op.backward, "__code__", None) if type(op) is Op else None
+        own = _OWN_RULE[op] = code is not None and code.co_filename.startswith(_PACKAGE)
+    return own
 
 
 def _add(tracer, grads, value, g):
