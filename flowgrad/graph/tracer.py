@@ -240,6 +240,7 @@ def autograd_pass(tracer, roots, seeds, create_graph):
         nodes.insert(position, node)
     grads = {}  # value id -> gradient tensor
     phase, where, function_of = tracer.phase, tracer.where, tracer.function_of
+    value_of = tracer.value_of
     # the ops a registered rule (flowgrad's own code) records are the user's backward() line:
     # found once here, not by a walk up the stack per op
     outer = user_frame()
@@ -274,9 +275,13 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                                                 function.input_infos):
                     if meta is None or g is None:
                         continue
-                    if g._data.shape != info[0] or g._data.dtype != info[1]:
+                    data = g._data
+                    if data.shape != info[0] or data.dtype != info[1]:
                         g = engine._fit_grad(g, info[0], info[1], function)
-                    _add(tracer, grads, value, g)
+                    if value.id in grads or tracer.stale or id(g._data) not in value_of:
+                        _add(tracer, grads, value, g)
+                    else:  # (_add's common case: a first gradient the pass recorded)
+                        grads[value.id] = g
     finally:
         tracer.phase, tracer.where = phase, where
     return grads
