@@ -53,6 +53,9 @@ def test_cse_merges_equal_nodes_and_rewrites_results():
     # equal tuple attributes merge; different ones do not
     _check_pass(lambda x: x.sum(0) + x.sum(0) + x.sum(0, keepdim=True), [flow.ones(2, 3)], cse,
                 ["sum", "add", "sum", "add"])
+    # each tanh is the only reader of its exp; once the exps merge, the tanhs match too
+    _check_pass(lambda x: (x.exp().tanh() * x.exp().tanh()).sum(), [x], cse,
+                ["exp", "tanh", "mul", "sum"])
 
 
 def test_cse_keeps_random_nodes_aux_nodes_distinct_attrs_and_two_results():
