@@ -126,17 +126,12 @@ def eliminate_common_subexpressions(program):
     results = {}  # value id -> how many times it is a result
     for v in program.results():
         results[v.id] = results.get(v.id, 0) + 1
-    readers = {}  # value id -> how many inputs read it (a merged value: its readers too)
-    for node in program.nodes:
-        for v in node.inputs:
-            readers[v.id] = readers.get(v.id, 0) + 1
     seen, replace, kept = {}, {}, []
     for node in program.nodes:
         if replace:
             node.inputs = [replace.get(v.id, v) for v in node.inputs]
         attrs, inputs = node.attrs, node.inputs
-        if attrs and is_random(node) or len(node.outputs) != node.n_results or \
-                any(readers[v.id] == 1 for v in inputs):  # no other node reads the same
+        if attrs and is_random(node) or len(node.outputs) != node.n_results:
             kept.append(node)
             continue
         key = (id(node.op), inputs[0].id if len(inputs) == 1 else tuple([v.id for v in inputs]),
@@ -152,7 +147,6 @@ def eliminate_common_subexpressions(program):
             continue
         for a, b in zip(first.outputs, node.outputs):
             replace[b.id] = a
-            readers[a.id] = readers.get(a.id, 0) + readers.get(b.id, 0)
             if b.id in results:
                 results[a.id] = results.pop(b.id)
     program.nodes = kept
