@@ -218,19 +218,19 @@ class Graph:
         grads = {p: g._data for p, g in zip(program.grads, first[n:n + len(program.grads)])}
         eager_update = optimizer_pass.plan_updates(
             program, [opt for opt, _ in self._optimizers], self.config)
-        phases = [n.phase for n in program.nodes]
-        self._log(0, f"nn.Graph {self._name}: traced {len(phases)} nodes "
-                     f"({phases.count('forward')} forward, {phases.count('backward')} backward) "
-                     f"in {(time.perf_counter() - started) * 1e3:.1f} ms")
+        traced = time.perf_counter() - started
+        self._log(0, lambda: _traced_summary(self._name, program, traced))
         self._log(2, lambda: f"  traced program:\n{program!r}")
         program.switches = {name: bool(args[0]) if args else True
                             for name, (args, _) in self.config.switches.items()}
-        passes.optimize(program, log=(lambda m: self._log(0, "  " + m)))
+        passes.optimize(program, log=(lambda m: self._log(0, "  " + m))
+                        if self._debug_level >= 0 else None)
         self._log(1, lambda: f"  optimized program:\n{program!r}")
         started = time.perf_counter()
         plan = codegen.generate(program)
-        self._log(0, f"  codegen: {plan.source.count(chr(10)) + 1} lines in "
-                     f"{(time.perf_counter() - started) * 1e3:.1f} ms")
+        generated = time.perf_counter() - started
+        self._log(0, lambda: f"  codegen: {plan.source.count(chr(10)) + 1} lines in "
+                             f"{generated * 1e3:.1f} ms")
         self._log(2, plan.source)
         compiled = (program, plan, rebuild, _signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers))
@@ -393,6 +393,12 @@ def _micro_batches(args, kwargs, steps):
     kwarg_parts = {k: split(v) for k, v in kwargs.items()}
     return [(tuple(p[i] for p in arg_parts), {k: p[i] for k, p in kwarg_parts.items()})
             for i in range(steps)]
+
+
+def _traced_summary(name, program, seconds):
+    phases = [n.phase for n in program.nodes]
+    return (f"nn.Graph {name}: traced {len(phases)} nodes ({phases.count('forward')} forward, "
+            f"{phases.count('backward')} backward) in {seconds * 1e3:.1f} ms")
 
 
 def _key(signature):
