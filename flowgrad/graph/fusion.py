@@ -170,9 +170,9 @@ class FusedOp:
         if self.masked:  # a nan reached the end: redo the chain with the ops' own kernels
             # (its inputs looked up in the plan's locals on that rare path: a call naming
             # each of a long chain's inputs costs compile time on every first call)
-            where = [_local_ref(a) for a in args]
-            scope[f"{prefix}exact"] = lambda xp, scope: self.exact(
-                xp, *[scope[n] if i is None else scope[n][i] for n, i in where])
+            names = tuple(args)
+            scope[f"{prefix}exact"] = lambda xp, scope: self.exact(xp, *[
+                scope[n] if i is None else scope[n][i] for n, i in map(_local_ref, names)])
             scope["has_nan"] = has_nan
             lines.append(f"if has_nan(xp, {outs[-1]}):")
             lines.append(f"    {', '.join(outs)}{',' if len(outs) == 1 else ''} = "
