@@ -327,6 +327,29 @@ def test_a_masked_chain_in_a_loop_reruns_exactly_on_nan():
             _same_bits(_run(program, *arrays), want)
 
 
+def test_a_masked_backward_chain_reading_a_loops_list_reruns_exactly():
+    """The backward chain of a loop of layers reads the forward loop's list; an inf gradient
+    at y <= 0 makes relu_grad's float mask give nan, and the exact rerun finds its inputs
+    (list items among them) and gives eager's 0 there."""
+    def step(x):
+        y = x
+        for _ in range(6):
+            y = flow.relu(flow.tanh(y * 1.5 + 0.25))
+        (gx,) = flow.autograd.grad((y * 1e30).sum() * 1e30, [x])  # overflows to inf
+        return gx
+
+    data = np.array([-1.0, 0.5, 2.0, -3.0], np.float32)
+    x = flow.tensor(data, requires_grad=True)
+    with np.errstate(all="ignore"):
+        want = _run(trace(step, x), data)
+        program = passes.annotate_liveness(fuse_elementwise(trace(step, x)))
+        source = codegen.generate(program).source
+        assert "for " in source and "f0_E0[" in source and "exact" in source, source
+        got = _run(program, data)
+    _same_bits(got, want)
+    assert not np.isnan(got[0]).any()
+
+
 # ---- liveness ----------------------------------------------------------------------------
 def test_liveness_frees_each_intermediate_after_its_last_reader():
     x = flow.ones(3)
