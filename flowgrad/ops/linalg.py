@@ -48,6 +48,8 @@ def matmul_backward(ctx, dy):
     need = ctx.needs_input_grad
     na, nb = a.ndim, b.ndim
     if na == 2 and nb == 2:  # the common case: no reshaping
+        if need[0] and need[1] and not dy.is_contiguous():
+            dy = dy.contiguous()  # (sum's broadcast grad) copied once here, not by each GEMM
         return (_matmul(dy, b.mT) if need[0] else None), (_matmul(a.mT, dy) if need[1] else None)
     if nb == 2 and na > 2:  # rows of a batch: db is one 2-D product
         k, n = b.shape
