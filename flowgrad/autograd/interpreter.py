@@ -67,8 +67,14 @@ def eager_call(op, *inputs, **attrs):
     `Op.__call__` itself while no other interpreter is installed (see `install`)."""
     if complex_checks and not op.complex:
         refuse_complex(op, inputs)
-    record = _state.enabled and op.backward is not None and _needs_record(inputs)
     n_in = len(inputs)  # (a tuple for the usual one or two inputs: no comprehension frame)
+    if not _state.enabled or op.backward is None:
+        record = False
+    elif n_in == 1 and inputs[0]._view is None:  # _needs_record, inlined for the usual case
+        meta = inputs[0]._meta
+        record = meta is not None and meta.requires_grad
+    else:
+        record = _needs_record(inputs)
     arrays = ((inputs[0]._data,) if n_in == 1 else (inputs[0]._data, inputs[1]._data)
               if n_in == 2 else [t._data for t in inputs])
     xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np  # from the device
@@ -237,8 +243,11 @@ def add_node(op, inputs, outputs, attrs, aux):
     if len(outputs) == 1:
         out = outputs[0]
         data = out._data
-        info = ((data.shape, data.dtype),)
-        node.output_infos = _SHARED_INFOS.get(info) or _shared(info)
+        info = node.input_infos
+        if len(info) != 1 or info[0][0] != data.shape or info[0][1] is not data.dtype:
+            info = ((data.shape, data.dtype),)  # (else elementwise: its input's info)
+            info = _SHARED_INFOS.get(info) or _shared(info)
+        node.output_infos = info
         if data.dtype.kind in _FLOAT_KINDS:
             meta = out._meta = AutogradMeta(True, False)
             out._grad_fn = node
