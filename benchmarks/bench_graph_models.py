@@ -18,24 +18,18 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
+from bench_training import digits_cnn  # noqa: E402 - the demo's model, as bench_training has it
 from common import header, load, run_workers, timeit, worker_parser  # noqa: E402
 
 VOCAB, CONTEXT, BATCH = 96, 64, 32
 
 
-def digits_cnn(m):
-    nn = m.nn
-    return nn.Sequential(
-        nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
-        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
-        nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(), nn.Linear(1024, 128), nn.ReLU(),
-        nn.Dropout(0.25), nn.Linear(128, 10))
-
-
 def char_transformer(m):
     nn = m.nn
 
-    class CharTransformer(nn.Module):  # examples/char_transformer.py's model
+    # examples/char_transformer.py's model, written for either framework (the example imports
+    # flowgrad, as a user's script would)
+    class CharTransformer(nn.Module):
         def __init__(self, d_model=128, n_head=4, n_layers=3):
             super().__init__()
             self.tok = nn.Embedding(VOCAB, d_model)
