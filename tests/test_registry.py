@@ -79,6 +79,39 @@ def test_op_calls_go_to_the_current_interpreter():
     assert flowgrad.ones(1).relu() is not None and len(seen) == 3  # eager again after the with
 
 
+def test_op_call_is_the_eager_entry_unless_another_interpreter_is_installed():
+    """While eager, Op.__call__ is interpreter.eager_call itself (no dispatching call); every
+    way of switching interpreters (using_interpreter, nested, inference mode, autocast, a
+    raising block) puts it back."""
+    from flowgrad.autograd import interpreter
+    from flowgrad.ops.registry import Op
+
+    class Passing:
+        @staticmethod
+        def apply(op, inputs, attrs):
+            return interpreter.AutogradInterpreter.apply(op, inputs, attrs)
+
+    assert Op.__call__ is interpreter.eager_call
+    with interpreter.using_interpreter(Passing):
+        assert Op.__call__ is not interpreter.eager_call
+        with interpreter.using_interpreter(interpreter.AutogradInterpreter):
+            assert Op.__call__ is interpreter.eager_call
+        assert interpreter.current is Passing and Op.__call__ is not interpreter.eager_call
+    assert Op.__call__ is interpreter.eager_call
+    with flowgrad.inference_mode():
+        assert interpreter.current is not interpreter.AutogradInterpreter
+        assert Op.__call__ is not interpreter.eager_call
+    with flowgrad.autocast("cpu"):
+        assert Op.__call__ is not interpreter.eager_call
+    try:
+        with interpreter.using_interpreter(Passing):
+            raise ValueError("inside")
+    except ValueError:
+        pass
+    assert interpreter.current is interpreter.AutogradInterpreter
+    assert Op.__call__ is interpreter.eager_call
+
+
 # Rules allowed to read arrays directly while being converted, keyed "file.py:<op the rule
 # belongs to>" (the decorator's or the `<op>.grad(fn)` call's base name); none are left. The
 # test fails while a listed rule is already pure, so the set only shrinks.
