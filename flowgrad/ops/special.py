@@ -1,9 +1,12 @@
 """Special functions for kernels, written with the array module only (NumPy, or CuPy later),
 so flowgrad needs no SciPy.
 
-erf for float32 and narrower: erf(x) = x P(x^2) / Q(x^2) on |x| <= 3.9 (+-1 beyond), a rational
-fit of degrees (5, 6) made for flowgrad against a float64 reference: max abs error 7e-9,
-about 3 ulp when evaluated in float32.
+erf for float32 and narrower: erf(x) = tanh(x G(x^2)) on |x| <= 3.9 (+-1 beyond), G a degree-6
+polynomial with G(0) = 2/sqrt(pi), fit for flowgrad (near-minimax, against float64 erf, on
+the error of erf itself). erf and tanh share their shape, so a short polynomial suffices:
+16 array passes where the former rational fit x P(x^2) / Q(x^2) took 24, measured 1.5x
+faster. In float32 over every 11th positive float32 bit pattern (194M values): max 3.9 ulp,
+mean 0.57, max abs 1.8e-7 (the rational: 7.4 ulp, 0.33, 4.4e-7; torch: 1.0 ulp).
 erf and erfc in float64: for |x| < 3 the everywhere-positive series
     erf(x) = 2/sqrt(pi) exp(-x^2) sum_n 2^n x^(2n+1) / (2n+1)!!
 (no cancellation), beyond it the continued fraction of erfc; loops run over terms, never
@@ -19,10 +22,9 @@ import numpy as _np  # only to tell NumPy's arrays (chunked) from other devices'
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SPLIT = 3.0  # float64: series below, continued fraction above
-_P = (1.1283791688408957, 0.19270192424604607, 0.055664248006456807, 0.0042110595370059628,
-      0.00040826079725882029, 6.6798923009693138e-06)
-_Q = (1.0, 0.50411105165109027, 0.11736759520890126, 0.016254408134349196,
-      0.001414158158866222, 7.1761868716291508e-05, 2.542298847223178e-07)
+_G = (1.1283791670955126, 0.10276880700926738, -0.00019030141844435822,
+      -0.0006214356267363055, 8.830553256277409e-05, -5.779550030820346e-06,
+      1.4816477471544408e-07)
 
 
 # Elements per chunk for map_chunks: 128 KiB of float32, so a formula's temporaries stay in
@@ -32,9 +34,9 @@ CHUNK = 32768
 
 def map_chunks(xp, fn, *arrays):
     """`fn(xp, *arrays)` for an elementwise `fn` of same-shaped arrays, run on aligned chunks
-    of CHUNK elements when NumPy's arrays are larger: a formula of many passes (erf's rational
-    function is ~25) then reads its temporaries from cache, not memory (erf on a million
-    float32: 1.6x faster). Results are the same, element for element.
+    of CHUNK elements when NumPy's arrays are larger: a formula of many passes (erf's are 16)
+    then reads its temporaries from cache, not memory (erf on a million float32: 1.6x
+    faster). Results are the same, element for element.
 
     >>> import numpy as np
     >>> x = np.linspace(-1, 1, 100_000)
@@ -64,19 +66,17 @@ def _polynomial(xp, coefs, t):
     return acc
 
 
-def _erf_rational(xp, x):
-    """erf for float32 (and narrower) inputs, computed in float32."""
+def _erf_float32(xp, x):
+    """erf for float32 (and narrower) inputs, computed in float32: tanh(x G(x^2))."""
     shape = x.shape
     x = x.astype(xp.float32, copy=False).reshape(-1)  # 1-d: 0-d arithmetic gives scalars
-    inner = xp.clip(x, -3.9, 3.9)
-    t = inner * inner
-    result = _polynomial(xp, _P, t)
-    result *= inner
-    result /= _polynomial(xp, _Q, t)
-    # beyond 3.9, erf(x) rounds to +-1 in float32, and the fit evaluated at +-3.9 gives
-    # exactly +-1 (tested), so the clipped x needs no second pass: 1 + erf(x) is exactly 0
-    xp.clip(result, -1.0, 1.0, out=result)
-    return result.reshape(shape)
+    inner = xp.clip(x, -3.9, 3.9)  # G is fit up to 3.9 and turns over far out
+    acc = _polynomial(xp, _G, inner * inner)
+    # times the unclipped x: from |x| = 4.4 on the argument passes 10, where tanh is exactly
+    # +-1, so 1 + erf(x) is exactly 0 in the tails (-0.5 x (1 + erf) of gelu stays 0 at
+    # x = -1e30); between 3.83 and 4.4 it is 1 ulp short of the +-1 erf rounds to
+    acc *= x
+    return xp.tanh(acc, out=acc).reshape(shape)
 
 
 def _erf_series(xp, a):
@@ -124,7 +124,7 @@ def _precise(xp, x):
 def erf(xp, x):
     """The error function, elementwise, keeping x's dtype."""
     if x.dtype.itemsize < 8 or x.dtype.kind == "V":
-        return map_chunks(xp, _erf_rational, x).astype(x.dtype, copy=False)
+        return map_chunks(xp, _erf_float32, x).astype(x.dtype, copy=False)
     erf_abs, _ = _precise(xp, x)
     return xp.sign(x) * erf_abs
 
