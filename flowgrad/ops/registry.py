@@ -80,8 +80,8 @@ class Op:
         """As a Tensor method (`Tensor.isnan = isnan`), `x.isnan()` passes x as the input."""
         return self if tensor is None else types.MethodType(self, tensor)
 
-    # __call__(*inputs, **attrs) is the current interpreter's entry: set by
-    # interpreter.follow_current below, and again whenever an interpreter is installed
+    # __call__(*inputs, **attrs) is the current interpreter's entry: set by the
+    # interpreter.follow_current decorator above, and again whenever an interpreter is installed
 
     @property
     def __name__(self):

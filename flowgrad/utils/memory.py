@@ -63,7 +63,12 @@ def keep_freed_memory(enable: bool = True) -> bool:
 def freeze_imported_objects() -> bool:
     """Collect once, then move every object alive now into the cycle collector's permanent
     generation, which full collections do not walk (`gc.freeze()`). Returns whether it froze:
-    not when FLOWGRAD_GC_FREEZE=0 is set. `gc.unfreeze()` undoes it."""
+    not when FLOWGRAD_GC_FREEZE=0 is set. `gc.unfreeze()` undoes it.
+
+    >>> import gc
+    >>> freeze_imported_objects() == (gc.get_freeze_count() > 0)
+    True
+    """
     if os.environ.get("FLOWGRAD_GC_FREEZE", "1") == "0":
         return False
     gc.collect()
