@@ -131,7 +131,7 @@ def eliminate_common_subexpressions(program):
         if replace:
             node.inputs = [replace.get(v.id, v) for v in node.inputs]
         attrs, inputs = node.attrs, node.inputs
-        if attrs and is_random(node) or len(node.outputs) != node.n_results:
+        if is_random(node) or len(node.outputs) != node.n_results:
             kept.append(node)
             continue
         key = (id(node.op), inputs[0].id if len(inputs) == 1 else tuple([v.id for v in inputs]),
@@ -179,9 +179,7 @@ def fold_constants(program):
     results = _results(program)
     kept = []
     for node in program.nodes:
-        inputs = node.inputs
-        if inputs and (not frozen or inputs[0].id not in frozen) or \
-                any(v.id not in frozen for v in inputs) or is_random(node) or \
+        if any(v.id not in frozen for v in node.inputs) or is_random(node) or \
                 any(v.id in results for v in node.outputs):
             kept.append(node)
             continue
@@ -271,7 +269,7 @@ def eliminate_dead_code(program):
             if v.id in needed:
                 break
         else:
-            if not (node.attrs and is_random(node) or getattr(node.op, "effect", False)):
+            if not (is_random(node) or getattr(node.op, "effect", False)):
                 continue
         kept.append(node)
         needed.update([v.id for v in node.inputs])

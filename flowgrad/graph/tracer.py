@@ -23,7 +23,7 @@ from ..autograd.interpreter import eager_call
 from ..autograd.node import FunctionNode
 from ..ops.registry import Op
 from ..tensor import Tensor
-from .ir import CONST, INPUT, NODE, STATE, Node, Program, Value
+from .ir import CONST, INPUT, NODE, STATE, Node, Program
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -108,11 +108,7 @@ class Tracer:
     # ---- the interpreter -----------------------------------------------------------------
     def apply(self, op, inputs, attrs):
         """Run the op eagerly and record it: its inputs' Values, attributes and outputs."""
-        value_of = self.value_of
-        in_values = []
-        for t in inputs:  # self.value(t), without a call for a known, unchanged array
-            value = None if self.stale else value_of.get(id(t._data))
-            in_values.append(value if value is not None else self.value(t))
+        in_values = [self.value(t) for t in inputs]
         result = eager_call(op, *inputs, **attrs)
         outs = result if type(result) is tuple else (result,)
         function = None
@@ -128,16 +124,10 @@ class Tracer:
             self.function_of[node] = function
             if function.aux:
                 outs = outs + tuple(function.aux)
-        values, arrays, tensor_of = self.program.values, self.arrays, self.tensor_of
-        outputs = node.outputs
-        for tensor in outs:  # Program.new_value and _remember, inline: once per array
-            data = tensor._data
-            value = Value(len(values), NODE, data.shape, data.dtype, node)
-            values.append(value)
-            outputs.append(value)
-            value_of[id(data)] = value
-            tensor_of.setdefault(value.id, tensor)
-            arrays[id(data)] = data
+        for tensor in outs:
+            value = self.program.new_value(NODE, tensor._data, node)
+            node.outputs.append(value)
+            self._remember(tensor, value)
         self.program.nodes.append(node)
         return result
 
@@ -240,7 +230,6 @@ def autograd_pass(tracer, roots, seeds, create_graph):
         nodes.insert(position, node)
     grads = {}  # value id -> gradient tensor
     phase, where, function_of = tracer.phase, tracer.where, tracer.function_of
-    value_of = tracer.value_of
     # the ops a registered rule (flowgrad's own code) records are the user's backward() line:
     # found once here, not by a walk up the stack per op
     outer = user_frame()
@@ -278,10 +267,7 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                     data = g._data
                     if data.shape != info[0] or data.dtype != info[1]:
                         g = engine._fit_grad(g, info[0], info[1], function)
-                    if value.id in grads or tracer.stale or id(g._data) not in value_of:
-                        _add(tracer, grads, value, g)
-                    else:  # (_add's common case: a first gradient the pass recorded)
-                        grads[value.id] = g
+                    _add(tracer, grads, value, g)
     finally:
         tracer.phase, tracer.where = phase, where
     return grads
