@@ -489,9 +489,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     targets = dict.fromkeys(t._meta for t in inputs)
     task = _run(outputs, grads, retain_graph, create_graph, False, targets)
     with grad_mode.set_grad_enabled(create_graph):
-        grads = [task.collect(t._meta) for t in inputs]
+        collected = [task.collect(t._meta) for t in inputs]
     result = []
-    for i, (t, g) in enumerate(zip(inputs, grads)):
+    for i, (t, g) in enumerate(zip(inputs, collected)):
         if g is None:
             if materialize_grads:
                 g = _interpreter.Tensor._zeros(t._data.shape, t._data.dtype, t)
