@@ -110,21 +110,27 @@ def bandwidth(rank):
     return ratios
 
 
+def seeded_mlp(m, width, depth):
+    """The overlap part's MLP 784-width x (depth-1)-10, seed 0, in framework `m` (flowgrad, or
+    torch for bench_ddp_torch.py's reference)."""
+    m.manual_seed(0)
+    nn = m.nn
+    layers = [nn.Linear(784, width), nn.ReLU()]
+    for _ in range(depth - 2):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(width, 10))
+
+
 def overlap(rank, batch=64, width=1024, depth=4):
     import numpy as np
 
     import flowgrad as flow
     import flowgrad.distributed as dist
-    import flowgrad.nn as nn
     import flowgrad.nn.functional as F
     from flowgrad.nn.parallel import DistributedDataParallel as DDP
 
     def mlp():
-        flow.manual_seed(0)
-        layers = [nn.Linear(784, width), nn.ReLU()]
-        for _ in range(depth - 2):
-            layers += [nn.Linear(width, width), nn.ReLU()]
-        return nn.Sequential(*layers, nn.Linear(width, 10))
+        return seeded_mlp(flow, width, depth)
 
     rng = np.random.default_rng(rank)
     x = flow.tensor(rng.standard_normal((batch, 784)).astype(np.float32))

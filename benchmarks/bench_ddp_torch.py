@@ -16,24 +16,22 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_ddp import seeded_mlp  # noqa: E402 - the same model (bench_ddp imports no framework)
+
 
 def run_rank(rank, world=2, batch=64, width=1024, depth=4, rounds=9, steps=40):
     import numpy as np
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
-    from torch import nn
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
 
     def mlp():
-        torch.manual_seed(0)
-        layers = [nn.Linear(784, width), nn.ReLU()]
-        for _ in range(depth - 2):
-            layers += [nn.Linear(width, width), nn.ReLU()]
-        return nn.Sequential(*layers, nn.Linear(width, 10))
+        return seeded_mlp(torch, width, depth)
 
     rng = np.random.default_rng(rank)
     x = torch.tensor(rng.standard_normal((batch, 784)).astype(np.float32))
