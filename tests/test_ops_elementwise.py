@@ -443,3 +443,18 @@ def test_integer_addcmul_casts_value_to_the_integer_type_as_torch(value):
     theirs = torch.addcmul(torch.tensor(a), torch.tensor(a), torch.tensor(a), value=value)
     assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("exponent", [3, 3.0, -2, -0.5, 2, 0.5])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_scalar_pow_by_products_is_torchs_bit_for_bit(exponent, dtype):
+    """x ** 3, x ** -2 and x ** -0.5 are products as in torch's CPU kernel (glibc's pow of a
+    negative base is slow): the same bits as torch, signed zeros, infinities and nan included."""
+    x = np.random.default_rng(0).uniform(-3, 3, 1000).astype(dtype)
+    x[:7] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e30]
+    got = flow.tensor(x).pow(exponent).numpy()
+    want = torch.from_numpy(x).pow(exponent).numpy()
+    if exponent == 0.5:  # NumPy's and torch's sqrt may differ in the last bit
+        np.testing.assert_allclose(got, want, rtol=3e-7 if dtype == "float32" else 1e-15)
+    else:
+        assert np.array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
