@@ -84,8 +84,21 @@ def _max_pool_tiles(xp, x, ksize, out):
     return vals, xp.add(acc, origin, out=xp.empty(vals.shape, xp.int64))
 
 
-@op("max_pool", n_out=2, save="outputs")
-def _max_pool(xp, x, *, ksize, stride, padding, dilation, out_shape):
+def _rule_indices(vals, idx, returned):
+    """(values, indices, the indices the rule reads): nothing is saved, the rule reads an
+    aux array, so a write to the values (which torch does not save either) stays legal.
+    When the caller hands the indices out, the rule gets a private copy: a write to the
+    returned indices must not move the gradient (torch refuses it, flowgrad ignores it)."""
+    return vals, idx, (idx.copy() if returned else idx)
+
+
+@op("max_pool", n_out=2)
+def _max_pool(xp, x, *, ksize, stride, padding, dilation, out_shape, return_indices=False):
+    return _rule_indices(*_max_pool_arrays(xp, x, ksize, stride, padding, dilation, out_shape),
+                         return_indices)
+
+
+def _max_pool_arrays(xp, x, ksize, stride, padding, dilation, out_shape):
     out = out_shape
     size = x.shape[2:]
     if x.size == 0:  # an empty batch
@@ -118,7 +131,7 @@ def _max_pool(xp, x, *, ksize, stride, padding, dilation, out_shape):
     return vals, origin + offsets[arg]
 
 
-@op("max_pool_backward", jvp="linear", save="inputs")  # the rule gathers by the indices
+@op("max_pool_backward", jvp="linear", save="inputs[1]")  # the rule gathers by the indices
 def _max_pool_backward(xp, dy, idx, *, shape, unique=False):
     nc, plane = shape[0] * shape[1], math.prod(shape[2:])
     if nc == 0:  # an empty batch
@@ -132,7 +145,7 @@ def _max_pool_backward(xp, dy, idx, *, shape, unique=False):
     return dx.astype(dy.dtype).reshape(shape)
 
 
-@op("max_pool_gather", jvp="linear", save="inputs")
+@op("max_pool_gather", jvp="linear", save="inputs[1]")
 def _max_pool_gather(xp, x, idx):
     n, c = x.shape[:2]
     if idx.size == 0:  # an empty batch
@@ -141,13 +154,12 @@ def _max_pool_gather(xp, x, idx):
 
 
 def _max_rule(ctx, dy, _):
-    idx = ctx.outputs[1]
-    return _max_pool_backward(dy, idx, shape=ctx.input_shapes[0])
+    return _max_pool_backward(dy, ctx.aux[0], shape=ctx.input_shapes[0])
 
 
 @_max_pool.grad
 def max_pool_backward(ctx, dy, _):
-    return _max_pool_backward(dy, ctx.outputs[1], shape=ctx.input_shapes[0],
+    return _max_pool_backward(dy, ctx.aux[0], shape=ctx.input_shapes[0],
                               unique=_disjoint(ctx.ksize, ctx.stride, ctx.padding, ctx.dilation))
 
 
@@ -221,7 +233,7 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
     ksize, stride, padding, dilation, out = _pool_args(x, kernel_size, stride, padding,
                                                        dilation, ceil_mode, nd, name)
     y, idx = _max_pool(x, ksize=ksize, stride=stride, padding=padding, dilation=dilation,
-                       out_shape=out)
+                       out_shape=out, return_indices=return_indices)
     if not batched:
         y, idx = y.squeeze(0), idx.squeeze(0)
     return (y, idx) if return_indices else y
@@ -421,8 +433,12 @@ def adaptive_avg_pool3d(input, output_size):
     return _adaptive_avg(input, output_size, 3)
 
 
-@op("adaptive_max_pool", n_out=2, save="outputs")
-def _adaptive_max_pool(xp, x, *, out_shape):
+@op("adaptive_max_pool", n_out=2)
+def _adaptive_max_pool(xp, x, *, out_shape, return_indices=False):
+    return _rule_indices(*_adaptive_max_arrays(xp, x, out_shape), return_indices)
+
+
+def _adaptive_max_arrays(xp, x, out_shape):
     out = out_shape
     nd = len(out)
     size = x.shape[2:]
@@ -457,7 +473,7 @@ def _adaptive_max(input, output_size, return_indices, nd):
     x, batched, out = _adaptive_args(input, output_size, nd, name)
     if any(o == 0 for o in out):
         raise RuntimeError(f"{name}(): output_size must be positive, got {out}")
-    y, idx = _adaptive_max_pool(x, out_shape=out)
+    y, idx = _adaptive_max_pool(x, out_shape=out, return_indices=return_indices)
     if not batched:
         y, idx = y.squeeze(0), idx.squeeze(0)
     return (y, idx) if return_indices else y

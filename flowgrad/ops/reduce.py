@@ -21,7 +21,7 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
 from .elementwise import maximum, minimum, where
 from .registry import op
-from .scan import cumprod
+from .scan import cumprod, index_output_grad, with_rule_indices
 from .shape import _expand, _reshape, cat, sum_to
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "sum_to",
@@ -219,40 +219,31 @@ def amin(input, dim=(), keepdim=False):
     return _amin(input, axes=axes, keepdim=keepdim)
 
 
-@op("max_dim", save="inputs", n_out=2)
+def _pick(xp, x, arg, dim, keepdim):
+    idx = xp.expand_dims(arg(x, axis=dim), dim)
+    vals = xp.take_along_axis(x, idx, dim)
+    if not keepdim:
+        vals, idx = vals.squeeze(dim), idx.squeeze(dim)
+    return with_rule_indices(vals, idx)
+
+
+@op("max_dim", n_out=2)
 def _max_dim(xp, x, *, dim, keepdim):
-    idx = xp.expand_dims(xp.argmax(x, axis=dim), dim)
-    vals = xp.take_along_axis(x, idx, dim)
-    return (vals, idx) if keepdim else (vals.squeeze(dim), idx.squeeze(dim))
+    return _pick(xp, x, xp.argmax, dim, keepdim)
 
 
-@op("min_dim", save="inputs", n_out=2)
+@op("min_dim", n_out=2)
 def _min_dim(xp, x, *, dim, keepdim):
-    idx = xp.expand_dims(xp.argmin(x, axis=dim), dim)
-    vals = xp.take_along_axis(x, idx, dim)
-    return (vals, idx) if keepdim else (vals.squeeze(dim), idx.squeeze(dim))
+    return _pick(xp, x, xp.argmin, dim, keepdim)
 
 
-@op("arg_extremum_mask", differentiable=False)
-def _arg_extremum_mask(xp, x, *, dim, largest):
-    """True at the index that max(x, dim) (largest) or min(x, dim) picks along `dim`."""
-    idx = (xp.argmax if largest else xp.argmin)(x, axis=dim)
-    positions = xp.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - dim - 1))
-    return positions == xp.expand_dims(idx, dim)
+def _index_grad(ctx, dy, d_indices):
+    """The gradient goes to the selected index only, as torch's (which saves only those)."""
+    return index_output_grad(ctx, dy, d_indices)
 
 
-def _index_dim_grad(ctx, dy, _):
-    """max/min along a dim: the gradient goes to the selected index only (recomputed from the
-    saved input, as only the input is saved)."""
-    x, dim = ctx.inputs[0], ctx.dim
-    shape = ctx.input_shapes[0]
-    hit = _arg_extremum_mask(x, dim=dim, largest=ctx.op is _max_dim)
-    # selected, not multiplied by the mask: exactly 0 off the index even for an inf dy
-    return where(hit, expand_reduced(dy, shape, (dim,)), 0.0)
-
-
-_max_dim.grad(_index_dim_grad)
-_min_dim.grad(_index_dim_grad)
+_max_dim.grad(_index_grad)
+_min_dim.grad(_index_grad)
 
 
 def _max_min(input, dim, keepdim, other, name):

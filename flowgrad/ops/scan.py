@@ -71,6 +71,24 @@ def select_along(x, index, dim):
     return _select_along(x, index, dim=dim)
 
 
+def with_rule_indices(vals, idx):
+    """A (values, indices) kernel's result plus a private copy of the indices for its rule (an
+    aux array, never version-checked): the op saves nothing else, so an in-place write to
+    the input or the values stays legal as in torch, which saves only the indices; a write
+    to the returned indices leaves the gradient as the forward saw it."""
+    return vals, idx, idx.copy()
+
+
+def index_output_grad(ctx, dy, _):
+    """Gradient of (values, indices) ops along `ctx.dim`: each value's gradient goes to its
+    index (`ctx.aux[0]`, see with_rule_indices)."""
+    idx = ctx.aux[0]
+    shape, dim = ctx.input_shapes[0], ctx.dim
+    if not getattr(ctx, "keepdim", True):  # (cummax/cummin keep every dim)
+        idx, dy = idx.unsqueeze(dim), dy.unsqueeze(dim)
+    return _select_along_backward(dy, idx, dim=dim, shape=shape)
+
+
 # ---- cumsum ----------------------------------------------------------------------------------
 @op("cumsum", jvp="linear")
 def _cumsum(xp, x, *, dim, reverse):
@@ -155,23 +173,19 @@ def _running_extremum(xp, x, dim, ufunc):
     return values, xp.maximum.accumulate(hit, axis=dim).astype(xp.int64)
 
 
-@op("cummax", n_out=2, save="outputs")
+@op("cummax", n_out=2)
 def _cummax(xp, x, *, dim):
-    return _running_extremum(xp, x, dim, xp.maximum)
+    return with_rule_indices(*_running_extremum(xp, x, dim, xp.maximum))
 
 
-@op("cummin", n_out=2, save="outputs")
+@op("cummin", n_out=2)
 def _cummin(xp, x, *, dim):
-    return _running_extremum(xp, x, dim, xp.minimum)
+    return with_rule_indices(*_running_extremum(xp, x, dim, xp.minimum))
 
 
-def _cum_extremum_grad(ctx, dy, _):
-    """Each running extreme's gradient goes to the index that won (summed where repeated)."""
-    return _select_along_backward(dy, ctx.outputs[1], dim=ctx.dim, shape=ctx.input_shapes[0])
-
-
-_cummax.grad(_cum_extremum_grad)
-_cummin.grad(_cum_extremum_grad)
+# each running extreme's gradient goes to the index that won (summed where repeated)
+_cummax.grad(index_output_grad)
+_cummin.grad(index_output_grad)
 
 
 def _cum_extremum(input, dim, fn, name):

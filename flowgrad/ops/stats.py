@@ -20,7 +20,7 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
 from .reduce import expand_reduced, keepdim_shape, normalize_dims
 from .registry import op
-from .scan import _select_along_backward
+from .scan import index_output_grad, with_rule_indices
 
 __all__ = ["var", "std", "var_mean", "std_mean", "median", "mode"]
 
@@ -154,21 +154,17 @@ def _select_kth(xp, x, dim, keepdim, kth_of):
     return (vals, idx) if keepdim else (vals.squeeze(dim), idx.squeeze(dim))
 
 
-@op("median_dim", n_out=2, save="outputs")
+@op("median_dim", n_out=2)
 def _median_dim(xp, x, *, dim, keepdim):
-    return _select_kth(xp, x, dim, keepdim, lambda n: (n - 1) // 2)
+    return with_rule_indices(*_select_kth(xp, x, dim, keepdim, lambda n: (n - 1) // 2))
 
 
-def _index_output_grad(ctx, dy, _):
-    """Gradient of (values, indices) ops: each value's gradient goes to its index."""
-    idx = ctx.outputs[1]
-    shape, dim = ctx.input_shapes[0], ctx.dim
-    if not ctx.keepdim:
-        idx, dy = idx.unsqueeze(dim), dy.unsqueeze(dim)
-    return _select_along_backward(dy, idx, dim=dim, shape=shape)
+def _index_grad(ctx, dy, d_indices):
+    """Each value's gradient goes to its index (the only thing saved, as torch's)."""
+    return index_output_grad(ctx, dy, d_indices)
 
 
-_median_dim.grad(_index_output_grad)
+_median_dim.grad(_index_grad)
 
 
 @tensor_method()
@@ -195,7 +191,7 @@ def median(input, dim=None, keepdim=False):
 
 
 # ---- mode ------------------------------------------------------------------------------------
-@op("mode", n_out=2, save="outputs")
+@op("mode", n_out=2)
 def _mode(xp, x, *, dim, keepdim):
     xl = xp.moveaxis(x, dim, -1)
     lead, n = xl.shape[:-1], xl.shape[-1]
@@ -215,10 +211,10 @@ def _mode(xp, x, *, dim, keepdim):
     idx = order[r, last].astype(xp.int64).reshape(lead)
     if keepdim:
         vals, idx = xp.expand_dims(vals, dim), xp.expand_dims(idx, dim)
-    return vals, idx
+    return with_rule_indices(vals, idx)
 
 
-_mode.grad(_index_output_grad)
+_mode.grad(_index_grad)
 
 
 @tensor_method()
