@@ -268,6 +268,8 @@ def add_node(op, inputs, outputs, attrs, aux):
             if keep == "others":
                 n_need = len(input_metas) - input_metas.count(None)
                 keep = [i for i, m in enumerate(input_metas) if n_need - (m is not None)]
+            elif keep.__class__ is dict:  # grad_reads: what the needed gradients read
+                keep = keep[tuple(m is not None for m in input_metas)]
             if keep is None and len(inputs) == 1:  # (the common case without a list comp)
                 node._inputs = [SavedTensor(inputs[0], False)]
             else:

@@ -43,7 +43,7 @@ def _path(eq, arrays):
     return path
 
 
-@op("einsum", jvp="multilinear", save="inputs", complex=True)
+@op("einsum", jvp="multilinear", save="inputs for others", complex=True)
 @in_float32
 def _einsum(xp, *arrays, eq):
     if len(arrays) == 1:
@@ -57,20 +57,20 @@ def _einsum(xp, *arrays, eq):
 def einsum_backward(ctx, dy):
     ins, out = ctx.eq.split("->")
     subs = ins.split(",")
-    operands = [conj(t) for t in ctx.inputs]  # torch's convention for complex
+    # an operand is saved only when another one needs its grad; conj: torch's complex convention
+    operands = [None if t is None else conj(t) for t in ctx.inputs]
     grads = []
     for i, sub in enumerate(subs):
         if not ctx.needs_input_grad[i]:
             grads.append(None)
             continue
-        grads.append(_operand_grad(dy, out, subs, operands, i))
+        grads.append(_operand_grad(dy, out, subs, operands, i, ctx.input_infos[i][0]))
     return tuple(grads)
 
 
-def _operand_grad(dy, out, subs, operands, i):
-    """d(output)/d(operand i) applied to dy, as one einsum."""
+def _operand_grad(dy, out, subs, operands, i, shape):
+    """d(output)/d(operand i) (of that shape) applied to dy, as one einsum."""
     sub = subs[i]
-    shape = operands[i]._data.shape
     in_subs = [out] + [s for j, s in enumerate(subs) if j != i]
     args = [dy] + [t for j, t in enumerate(operands) if j != i]
     used = set("".join(subs) + out)

@@ -243,6 +243,9 @@ _sqrt = unary("sqrt", lambda xp, x: xp.sqrt(x), d_of_y=lambda y: y * 2.0, divide
               masked=True, complex=True)
 _rsqrt = unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x), d_of_y=lambda y: y * y * y * -0.5,
                masked=True, complex=True)
+# from the output, as torch's (`1 / x` is scalar_rdiv, from the input: see its rule)
+_reciprocal = unary("reciprocal", lambda xp, x: xp.reciprocal(x), d_of_y=lambda y: y * y * -1.0,
+                    complex=True)
 _sin = unary("sin", lambda xp, x: xp.sin(x), d_of_x=lambda x: cos(x), complex=True)
 _cos = unary("cos", lambda xp, x: xp.cos(x), d_of_x=lambda x: -sin(x), complex=True)
 
@@ -573,7 +576,7 @@ def square(input):
 
 def reciprocal(input):
     """1 / x, elementwise; integer inputs are computed in the default float dtype."""
-    return _scalar_rdiv(_float_of(input), value=1.0)
+    return _reciprocal(_float_of(input))
 
 
 def where(condition, input=None, other=None):

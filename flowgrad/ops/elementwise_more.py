@@ -54,7 +54,8 @@ def floor_divide(input, other):
     return _rounded_div(input, other, "floor")
 
 
-@op("remainder", jvp="diagonal", save="inputs")
+# d/da is 1: only b's gradient reads the inputs
+@op("remainder", jvp="diagonal", save="inputs", grad_reads=((), (0, 1)))
 def _remainder(xp, a, b):
     with xp.errstate(divide="ignore", invalid="ignore"):
         return xp.remainder(a, b)
@@ -67,7 +68,7 @@ def remainder_backward(ctx, dy):
     return dy, db
 
 
-@op("fmod", jvp="diagonal", save="inputs")
+@op("fmod", jvp="diagonal", save="inputs", grad_reads=((), (0, 1)))
 def _fmod(xp, a, b):
     with xp.errstate(divide="ignore", invalid="ignore"):
         return xp.fmod(a, b)
@@ -110,7 +111,7 @@ def atan2_backward(ctx, dy):
     return (g * b if need[0] else None), (-g * a if need[1] else None)
 
 
-@op("hypot", jvp="diagonal", save="inputs outputs")
+@op("hypot", jvp="diagonal", save="inputs outputs", grad_reads=((0,), (1,)))
 def _hypot(xp, a, b):
     return xp.hypot(a, b)
 

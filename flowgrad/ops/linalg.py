@@ -32,7 +32,7 @@ __all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "addmv", "baddb
            "inner"]
 
 
-@op("matmul", jvp="multilinear", save="inputs", complex=True)
+@op("matmul", jvp="multilinear", save="inputs for others", complex=True)
 @in_float32
 def _matmul(xp, a, b):
     if a.ndim > 2 and b.ndim == 2:  # fold the batch into rows: one BLAS call
@@ -43,22 +43,22 @@ def _matmul(xp, a, b):
 
 @_matmul.grad
 def matmul_backward(ctx, dy):
-    a, b = ctx.inputs
-    a, b = conj(a), conj(b)  # torch's convention for complex; the identity for real
+    a, b = ctx.inputs  # a is saved only when b needs its grad, and b only when a does
     need = ctx.needs_input_grad
-    na, nb = a.ndim, b.ndim
+    a = conj(a) if need[1] else None  # torch's convention for complex; the identity for real
+    b = conj(b) if need[0] else None
+    (sa, _), (sb, _) = ctx.input_infos
+    na, nb = len(sa), len(sb)
     if na == 2 and nb == 2:  # the common case: no reshaping
         if need[0] and need[1] and not dy.is_contiguous():
             dy = dy.contiguous()  # (sum's broadcast grad) copied once here, not by each GEMM
         return (_matmul(dy, b.mT) if need[0] else None), (_matmul(a.mT, dy) if need[1] else None)
     if nb == 2 and na > 2:  # rows of a batch: db is one 2-D product
-        k, n = b.shape
+        k, n = sb
         da = _matmul(dy, b.mT) if need[0] else None
-        rows = math.prod(a.shape[:-1])  # not -1: ambiguous when a dim is 0
+        rows = math.prod(sa[:-1])  # not -1: ambiguous when a dim is 0
         db = _matmul(a.reshape(rows, k).mT, dy.reshape(rows, n)) if need[1] else None
         return da, db
-    a2 = a.unsqueeze(0) if na == 1 else a
-    b2 = b.unsqueeze(-1) if nb == 1 else b
     shape = list(dy.shape)
     if nb == 1:
         shape.append(1)
@@ -67,11 +67,11 @@ def matmul_backward(ctx, dy):
     dy2 = dy.reshape(shape)
     da = db = None
     if need[0]:
-        da = _matmul(dy2, b2.mT)
+        da = _matmul(dy2, (b.unsqueeze(-1) if nb == 1 else b).mT)
         if na == 1:
             da = da.squeeze(-2)
     if need[1]:
-        db = _matmul(a2.mT, dy2)
+        db = _matmul((a.unsqueeze(0) if na == 1 else a).mT, dy2)
         if nb == 1:
             db = db.squeeze(-1)
     return da, db

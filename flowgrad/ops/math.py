@@ -63,7 +63,16 @@ _erf = unary("erf", lambda xp, x: special.erf(xp, x), d_of_x=lambda x: exp(x * x
              scale=_TWO_OVER_SQRT_PI)
 _erfc = unary("erfc", lambda xp, x: special.erfc(xp, x), d_of_x=lambda x: exp(x * x * -1.0),
               scale=-_TWO_OVER_SQRT_PI)
-_erfinv = unary("erfinv", lambda xp, x: special.erfinv(xp, x), d_of_y=lambda y: exp(y * y),
+
+
+def _erfinv_slope(x):
+    """exp(erfinv(x)^2), from the input with erfinv recomputed (as torch's rule): a write to
+    the output leaves the backward valid."""
+    y = _erfinv(x)
+    return exp(y * y)
+
+
+_erfinv = unary("erfinv", lambda xp, x: special.erfinv(xp, x), d_of_x=_erfinv_slope,
                 scale=math.sqrt(math.pi) / 2.0)
 
 # ---- rounding: step functions, zero gradient (as torch) --------------------------------------

@@ -19,6 +19,7 @@ gradient is dy * f'(x) or dy * f'(y) is one `unary(...)` row.
 """
 from __future__ import annotations
 
+import itertools
 import types
 
 from ..autograd import interpreter as _interpreter
@@ -28,11 +29,22 @@ REGISTRY: dict[str, Op] = {}
 _SAVE = {None: 0, "inputs": 1, "outputs": 2, "inputs outputs": 3, "all": 3, "attrs": 4}
 
 
-def _saved_inputs(save):
+def _saved_inputs(save, grad_reads=None):
     """`save="inputs[0]"` (or "inputs[0, 2]") saves only those inputs; the others are None
     in `ctx.inputs`, so an in-place write to them does not invalidate the backward.
     `save="inputs for others"` (a product's rule: each input's gradient needs the others)
-    saves an input only when some other input needs grad, as torch unpacks only those."""
+    saves an input only when some other input needs grad, as torch unpacks only those.
+    `grad_reads[i]` names the inputs input i's gradient reads (div's: ((1,), (0, 1))): an
+    input is saved only when the gradient of some input that needs one reads it, so an
+    in-place write to an input no needed gradient reads is allowed, as in torch."""
+    if grad_reads is not None:
+        if save is None or not save.startswith("inputs"):
+            raise ValueError(f"grad_reads needs save='inputs...', not {save!r}")
+        table = {}
+        for needs in itertools.product((False, True), repeat=len(grad_reads)):
+            table[needs] = tuple(sorted({j for reads, need in zip(grad_reads, needs) if need
+                                         for j in reads}))
+        return _SAVE[save], table
     if save == "inputs for others":
         return 1, "others"
     if save is None or not save.startswith("inputs["):
@@ -48,13 +60,13 @@ class Op:
                  "differentiable", "is_view", "complex", "jvp")
 
     def __init__(self, name, kernel, save=None, n_out=1, differentiable=True, is_view=False,
-                 complex=False, jvp=None):
+                 complex=False, jvp=None, grad_reads=None):
         if name in REGISTRY:
             raise ValueError(f"op {name!r} is registered twice")
         self.name = name
         self.kernel = kernel
         self.backward = None
-        self.save, self.saved_inputs = _saved_inputs(save)
+        self.save, self.saved_inputs = _saved_inputs(save, grad_reads)
         self.n_out = n_out
         self.node_name = NodeName(f"{name}_backward")
         self.differentiable = differentiable
@@ -105,7 +117,8 @@ def _renamed(fn, name):
 _JVP_KINDS = (None, "linear", "multilinear", "diagonal")
 
 
-def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=False, jvp=None):
+def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=False, jvp=None,
+       grad_reads=None):
     """Decorator: register a kernel as op `name`. Follow with `@<op>.grad` for its rule,
     or pass differentiable=False for ops with no gradient (comparisons, argmax).
 
@@ -114,7 +127,8 @@ def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=Fal
     the op accepts complex inputs and its rule gives torch's (conjugate Wirtinger) gradients;
     other ops refuse complex inputs with an error naming the op. `jvp`: the shape of its
     forward-mode rule, "linear", "multilinear" or "diagonal" (see _JVP_KINDS); without it,
-    a rule in ops/jvp_rules.py or the one derived from the reverse rule."""
+    a rule in ops/jvp_rules.py or the one derived from the reverse rule. `grad_reads`: which
+    saved inputs each input's gradient reads (see _saved_inputs)."""
     def register(kernel):
-        return Op(name, kernel, save, n_out, differentiable, is_view, complex, jvp)
+        return Op(name, kernel, save, n_out, differentiable, is_view, complex, jvp, grad_reads)
     return register

@@ -155,18 +155,17 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
     if isinstance(s, (list, tuple)):
         cuts = [min(max(int(i) + (n if i < 0 else 0), 0), n) for i in s]
         bounds = [0] + cuts + [n]
-        if all(a <= b for a, b in zip(bounds[:-1], bounds[1:])):
-            return _pieces(input, d, bounds)
-        # decreasing indices give overlapping pieces (as torch's): slice each one
-        pre = (slice(None),) * d
-        return tuple(input[pre + (slice(a, max(a, b)),)] for a, b in
-                     zip(bounds[:-1], bounds[1:]))
-    s = int(s)
-    if s <= 0:
-        raise RuntimeError(f"tensor_split(): number of sections must be larger than 0, got {s}")
-    q, r = divmod(n, s)
-    sizes = [q + 1] * r + [q] * (s - r)
-    return _pieces(input, d, np.cumsum([0] + sizes))
+    else:
+        s = int(s)
+        if s <= 0:
+            raise RuntimeError(f"tensor_split(): number of sections must be larger than 0, "
+                               f"got {s}")
+        q, r = divmod(n, s)
+        bounds = np.cumsum([0] + [q + 1] * r + [q] * (s - r)).tolist()
+    # one slice per piece, as torch's: plain views (not split's multi-output ones), so a piece
+    # stays usable after an in-place write to its base; decreasing indices give overlapping
+    # (empty-clamped) pieces as torch's
+    return tuple(input.narrow(d, a, max(a, b) - a) for a, b in zip(bounds[:-1], bounds[1:]))
 
 
 @tensor_method()
