@@ -19,6 +19,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from .halfprec import in_float32
+from .pad import _pad_constant
 from .registry import op
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -396,6 +397,12 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
                            f"({' x '.join(map(str, padded))}). Kernel size: "
                            f"({' x '.join(map(str, eff))}). Kernel size can't be greater than "
                            f"actual input size")
+    if any(lo != hi for lo, hi in pads):
+        # as torch: an even 'same' kernel's odd leftover is padded (on the right) first, so
+        # the convolution saves that copy, and writing the caller's input in place is legal
+        x = _pad_constant(x, pads=((0, 0), (0, 0)) + tuple((0, hi - lo) for lo, hi in pads),
+                          value=0)
+        pads = tuple((lo, lo) for lo, _ in pads)
     y = _conv(x, weight, stride=stride, padding=pads, dilation=dilation, groups=groups)
     y = _add_bias(y, bias, nd)
     return y if batched else y.squeeze(0)
