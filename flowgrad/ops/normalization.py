@@ -67,7 +67,9 @@ def _batch_stats(xp, x, *, axes):
     return data.mean(axis=axes, keepdims=True), data.var(axis=axes, keepdims=True)
 
 
-@op("norm_affine", save="inputs")
+# the rule reads x and the weight (input 1), never the bias nor the statistics: only those
+# two are saved, as torch's batch/group norm, so a bias written in place stays legal
+@op("norm_affine", save="inputs[0, 1]")
 def _norm_affine(xp, x, *wb_stats, axes, eps, has_w, has_b, has_stats=False):
     wb = wb_stats[:has_w + has_b]
     if has_stats or _per_channel(x, axes):
@@ -95,8 +97,8 @@ def _norm_affine(xp, x, *wb_stats, axes, eps, has_w, has_b, has_stats=False):
 
 @_norm_affine.grad
 def norm_affine_backward(ctx, dy):
-    x, *wb = ctx.inputs
-    w = wb[0] if ctx.has_w else None
+    saved = ctx.inputs
+    x, w = saved[0], saved[1] if ctx.has_w else None
     need = ctx.needs_input_grad
     need_w = bool(ctx.has_w and need[1])
     need_b = bool(ctx.has_b and need[1 + ctx.has_w])
@@ -264,6 +266,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     c = x._data.shape[1]
     bshape = (1, c) + (1,) * (x._data.ndim - 2)
     w = _param(weight, (c,), bshape, "instance_norm", "weight")
+    if w is not None:  # torch normalises with weight.repeat(N), so it saves a copy: as here
+        w = w.clone()
     b = _param(bias, (c,), bshape, "instance_norm", "bias")
     axes = tuple(range(2, x._data.ndim))
     out = _affine_normalize(x, axes, eps, w, b)
