@@ -259,6 +259,11 @@ class Tensor:
         """Keep this non-leaf tensor's gradient in `.grad` after backward."""
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
+        # as torch's: a leaf, or a tensor already retaining, returns at once; otherwise
+        # grad_fn is read, which regenerates a stale view (a multi-output one raises)
+        if self._grad_fn is None or self._meta.retain_grad:
+            return
+        self._sync()
         if self._grad_fn is not None:  # (a stale view keeps the flag for its next history)
             self._meta.retain_grad = True
 

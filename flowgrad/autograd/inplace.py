@@ -124,13 +124,17 @@ def _inplace_through_view(name, target, compute):
     base_old = base.clone()
     region = compute(replay_view(base_old, chain))
     _check_writable(target, region._data, name)
-    if name not in ("fill_", "zero_") and self_overlapping(target._data):
+    overlapping = self_overlapping(target._data)
+    if name not in ("fill_", "zero_") and overlapping:
         raise RuntimeError(
             f"{name}: an in-place write with autograd through an expanded view whose elements "
             f"share memory (shape {tuple(target.shape)}) is not supported: its gradient "
             f"would count the shared elements more than once. clone() the view first, or "
             f"write the base")
-    new_base = view_scatter(base_old, region.to(target.dtype), chain=chain)
+    # fill_/zero_ write such a view as torch does; the backward through the write raises, as
+    # torch's CopySlices (it would write the gradient into the shared elements)
+    extra = {"overlapping": True} if overlapping else {}
+    new_base = view_scatter(base_old, region.to(target.dtype), chain=chain, **extra)
     assign(target._data, region._data, name)  # shared storage: base sees it too
     bump_version(target)
     _adopt_saved_outputs(region, target)

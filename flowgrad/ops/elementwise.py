@@ -90,7 +90,7 @@ def mul_backward(ctx, dy):  # conj: the identity for real tensors (complex: torc
     return (dy * conj(b) if need[0] else None), (dy * conj(a) if need[1] else None)
 
 
-@op("div", jvp="diagonal", save="inputs", complex=True)
+@op("div", jvp="diagonal", save="inputs", complex=True, grad_reads=((1,), (0, 1)))
 def _div(xp, a, b):
     return a / b
 

@@ -725,8 +725,9 @@ def meshgrid(*tensors, indexing="ij"):
 # ---- writing through a view (the CopySlices of torch) -----------------------------------------
 # torch's CopySlices: a second backward through it raises
 @op("view_scatter", jvp="linear", save="attrs")
-def _view_scatter(xp, base, region, *, chain):
-    """`base` with the region that `chain` (a view's ops from its base) selects replaced."""
+def _view_scatter(xp, base, region, *, chain, overlapping=False):
+    """`base` with the region that `chain` (a view's ops from its base) selects replaced.
+    `overlapping`: the view's elements share memory (an expand): its backward raises."""
     out = base.copy()
     view = out
     for view_op, attrs, index in chain:
@@ -739,6 +740,11 @@ def _view_scatter(xp, base, region, *, chain):
 
 @_view_scatter.grad
 def view_scatter_backward(ctx, dy):
+    if getattr(ctx, "overlapping", False):  # torch's CopySlices writes dy into such a view
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location (an in-place write, such as zero_() or fill_(), through an "
+            "expanded view). Please clone() the tensor before performing the operation.")
     region_shape, region_dtype = ctx.input_infos[1]
     zeros = dy.new_zeros(region_shape, dtype=_dt.from_numpy_dtype(region_dtype))
     need = ctx.needs_input_grad
