@@ -318,6 +318,11 @@ def acc_grad_for_leaf(meta):
     if g is None:
         return
     meta.current_grad = None
+    if not meta.is_leaf:  # written in place with history since the graph was recorded
+        raise RuntimeError(
+            "leaf variable has been moved into the graph interior: a tensor this graph uses "
+            "as a leaf got a history from an in-place op since (after detach_() or "
+            "requires_grad_(False)); clone() it before the in-place op instead")
     if not meta.requires_grad:  # requires_grad_(False) since the graph was recorded: torch's
         return
     if meta.hooks:

@@ -139,6 +139,7 @@ def _inplace_through_view(name, target, compute):
     bump_version(target)
     _adopt_saved_outputs(region, target)
     retain = base._meta is not None and base._meta.retain_grad
+    _leave_leaf(base._meta)
     base._meta, base._grad_fn = new_base._meta, new_base._grad_fn
     if retain:
         base._meta.retain_grad = True
@@ -148,6 +149,13 @@ def _inplace_through_view(name, target, compute):
     _tell_tracer(base, new_base)
     _tell_tracer(target, rebased)
     return target
+
+
+def _leave_leaf(meta):
+    """A leaf's meta replaced by an in-place op's history: a graph recorded earlier that
+    accumulates into it raises in backward, as torch's AccumulateGrad does."""
+    if meta is not None and meta.is_leaf and meta._accumulator is not None:
+        meta.is_leaf = False
 
 
 def _tell_tracer(target, result):
@@ -232,6 +240,7 @@ def write_inplace(target, result, name):
         old = target._meta
         if old is not None and old.retain_grad:
             result._meta.retain_grad = True
+        _leave_leaf(old)
         target._meta, target._grad_fn = result._meta, result._grad_fn
         _adopt_saved_outputs(result, target)
         if target._view is not None:
