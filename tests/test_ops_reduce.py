@@ -176,3 +176,39 @@ def test_positive_inputs_helper_used():
     # norm of strictly positive entries with a fractional order (|x|^p is smooth there)
     gradcheck(lambda m, x: m.norm(x, 2.5, dim=1), Positive((2, 3)))
     check(lambda m, x: m.norm(x, 0.5), Positive((2, 3)))
+
+
+INDEX_OPS = [
+    pytest.param(lambda m, x: m.max(x, 1), (4, 5), id="max_dim"),
+    pytest.param(lambda m, x: m.min(x, 0, keepdim=True), (4, 5), id="min_dim_keep"),
+    pytest.param(lambda m, x: m.median(x, 1), (4, 5), id="median_dim"),
+    pytest.param(lambda m, x: m.mode(x, 1), (4, 5), id="mode"),
+    pytest.param(lambda m, x: m.cummax(x, 1), (4, 5), id="cummax"),
+    pytest.param(lambda m, x: m.nn.functional.max_pool2d(x, 2, 1, return_indices=True),
+                 (2, 3, 5, 6), id="max_pool2d"),
+    pytest.param(lambda m, x: m.nn.functional.adaptive_max_pool2d(x, (2, 3), True),
+                 (2, 3, 5, 6), id="adaptive_max_pool2d"),
+]
+
+
+@pytest.mark.parametrize("fn,shape", INDEX_OPS)
+def test_written_indices_leave_the_gradient(fn, shape):
+    """A (values, indices) op's rule reads a private copy of its indices: writing the returned
+    indices in place leaves the gradient as the forward saw it, where torch (which saves the
+    returned tensor) refuses the backward. flowgrad accepts what torch refuses here."""
+    x0 = np.random.default_rng(3).standard_normal(shape)
+    grads = {}
+    for m, write in ((torch, False), (torch, True), (flow, True)):
+        x = m.tensor(x0, requires_grad=True)
+        values, indices = fn(m, x)
+        if write:
+            indices.zero_()
+        try:
+            (values * m.arange(values.numel(), dtype=values.dtype).reshape(values.shape)
+             ).sum().backward()
+        except RuntimeError as e:
+            assert "modified by an inplace operation" in str(e) and m is torch
+            continue
+        grads[m, write] = x.grad.numpy()
+    assert set(grads) == {(torch, False), (flow, True)}
+    np.testing.assert_array_equal(grads[flow, True], grads[torch, False])
