@@ -10,6 +10,8 @@ splitting into k pieces costs one backward node, not k.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -161,7 +163,7 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
             raise RuntimeError(f"tensor_split(): number of sections must be larger than 0, "
                                f"got {s}")
         q, r = divmod(n, s)
-        bounds = np.cumsum([0] + [q + 1] * r + [q] * (s - r)).tolist()
+        bounds = list(itertools.accumulate([q + 1] * r + [q] * (s - r), initial=0))
     # one slice per piece, as torch's: plain views (not split's multi-output ones), so a piece
     # stays usable after an in-place write to its base; decreasing indices give overlapping
     # (empty-clamped) pieces as torch's
