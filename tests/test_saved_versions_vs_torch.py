@@ -138,3 +138,22 @@ def test_in_place_write_to_saved_tensor(fn, specs, request):
         assert only_ours, f"{row} now matches torch: take it out of TORCH_SAVES_A_TEMPORARY"
     else:
         assert not only_ours, "\n".join(only_ours)
+
+
+def test_cross_entropy_reads_its_logits_only_to_differentiate_twice():
+    """Its plain backward reads the saved log-probs (a write to the logits is legal, as in
+    torch); create_graph differentiates softmax(x), so there the write raises."""
+    def loss_after_write(create_graph):
+        x = flow.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], requires_grad=True)
+        logits = x * 1.0
+        loss = flow.nn.functional.cross_entropy(logits, flow.tensor([2, 0]))
+        with flow.no_grad():
+            logits.detach().mul_(0.75)
+        return flow.autograd.grad(loss, x, create_graph=create_graph)[0]
+
+    x = torch.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], requires_grad=True)
+    reference = torch.autograd.grad(torch.nn.functional.cross_entropy(x, torch.tensor([2, 0])),
+                                    x)[0]
+    np.testing.assert_allclose(loss_after_write(False).numpy(), reference.numpy(), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        loss_after_write(True)

@@ -38,11 +38,12 @@ class GraphTask:
         self.captured = {}
         self.dependencies = None
 
-    def compute_dependencies(self):
+    def compute_dependencies(self, create_graph=False):
         """Count, for every reachable node, the edges that point at it (iterative DFS).
 
         Also checks, before anything runs, that no node that will run has freed or lost its
-        saved tensors, so a failing backward leaves every grad as it was.
+        saved tensors, so a failing backward leaves every grad as it was. The inputs a rule
+        reads only under create_graph (`Op.create_graph_reads`) are checked only then.
         """
         deps = dict.fromkeys(self.roots, 0)
         stack = list(self.roots)
@@ -60,7 +61,7 @@ class GraphTask:
             deps = self._prune(deps)  # nodes on branches leading to no target never run
         for node in deps:
             if node.released or node._inputs or node._outputs:
-                _check_runnable(node)
+                _check_runnable(node, create_graph)
         self.dependencies = deps
 
     def _every_branch_ends_at_a_target(self, deps):
@@ -218,14 +219,17 @@ class GraphTask:
             meta.current_grad = None
 
 
-def _check_runnable(node):
+def _check_runnable(node, create_graph):
     if node.released and node.saved_something:
         raise freed_graph_error(node)
+    # (custom Function and vmap nodes carry op stand-ins without the attribute)
+    unread = () if create_graph else getattr(node.op, "create_graph_reads", ())
     for group in (node._inputs, node._outputs):
         if group:
-            for saved in group:
+            for i, saved in enumerate(group):
                 if saved is not None and (
-                        saved.counter.value != saved.version or saved.tensor is not None):
+                        saved.counter.value != saved.version or saved.tensor is not None) and (
+                        group is not node._inputs or i not in unread):
                     saved.check(node)
 
 
@@ -403,7 +407,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, 
         retain_graph = create_graph
     roots = _roots_and_seeds(outputs, grad_outputs, create_graph)
     task = GraphTask([r[0] for r in roots], retain_graph, save_grad_for_leaf, targets)
-    task.compute_dependencies()  # may raise: nothing has been touched yet
+    task.compute_dependencies(create_graph)  # may raise: nothing has been touched yet
     _TASKS.append(task)
     with grad_mode.set_grad_enabled(create_graph):
         try:

@@ -117,6 +117,12 @@ class FunctionNode(Node):
         """The op's inputs as saved at forward time (the op must declare save='inputs')."""
         return tuple(s.unpack(self) if s is not None else None for s in self._inputs)
 
+    def saved_input(self, i):
+        """Input i as saved at forward time, checked for in-place writes alone: a rule that
+        reads an input on one path only leaves writes to it legal on the others."""
+        saved = self._inputs[i]
+        return None if saved is None else saved.unpack(self)
+
     @property
     def outputs(self):
         """The op's outputs (the op must declare save='outputs')."""

@@ -115,7 +115,7 @@ def nll_loss_backward(ctx, dy):
 
 
 # ---- cross_entropy with class indices: one fused kernel --------------------------------
-@op("cross_entropy", save="inputs")
+@op("cross_entropy", save="inputs", create_graph_reads=(0,))
 def _cross_entropy(xp, x, target, *weight, ignore_index, reduction):
     shifted = x - x.max(axis=1, keepdims=True)
     logp = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
@@ -126,16 +126,19 @@ def _cross_entropy(xp, x, target, *weight, ignore_index, reduction):
 
 @_cross_entropy.grad
 def cross_entropy_backward(ctx, dy):
-    x, target, *weight = ctx.inputs
+    target = ctx.saved_input(1)
+    weight = [ctx.saved_input(i) for i in range(2, len(ctx.input_infos))]
     none = (None,) * (1 + len(weight))
     # d/dx of -w * log_softmax(x)[t] = w * (softmax(x) - onehot(t))
-    if not grad_mode.is_grad_enabled():  # plain backward: one fused kernel
+    if not grad_mode.is_grad_enabled():  # plain backward: one fused kernel from the log-probs
         return (_cross_entropy_grad(ctx.aux[0], dy, target, *weight,
                                     ignore_index=ctx.ignore_index, reduction=ctx.reduction),
                 ) + none
-    coef, hit = _sample_coef(ctx, dy, target, weight)  # create_graph: differentiable ops
+    # create_graph: differentiable ops of x (torch saves its log-probs instead, so only here
+    # a write to x after the forward raises where torch's does not)
+    coef, hit = _sample_coef(ctx, dy, target, weight)
     coef = coef.unsqueeze(1)
-    return (softmax(x, 1) * coef - where(hit, coef, 0.0),) + none
+    return (softmax(ctx.saved_input(0), 1) * coef - where(hit, coef, 0.0),) + none
 
 
 def _check_class_target(input, target, weight, ignore_index, name):

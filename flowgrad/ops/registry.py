@@ -57,10 +57,10 @@ class Op:
     """A registered op: name, kernel, gradient rule, and what the rule needs saved."""
 
     __slots__ = ("name", "kernel", "backward", "save", "saved_inputs", "n_out", "node_name",
-                 "differentiable", "is_view", "complex", "jvp")
+                 "differentiable", "is_view", "complex", "jvp", "create_graph_reads")
 
     def __init__(self, name, kernel, save=None, n_out=1, differentiable=True, is_view=False,
-                 complex=False, jvp=None, grad_reads=None):
+                 complex=False, jvp=None, grad_reads=None, create_graph_reads=()):
         if name in REGISTRY:
             raise ValueError(f"op {name!r} is registered twice")
         self.name = name
@@ -75,6 +75,9 @@ class Op:
         if jvp not in _JVP_KINDS:
             raise ValueError(f"op {name!r}: jvp must be one of {sorted(map(str, _JVP_KINDS))}")
         self.jvp = jvp  # the shape of its forward-mode rule (ops/jvp_rules.py), if declared
+        # saved inputs its rule reads (ctx.saved_input) only under create_graph: backward
+        # checks them for in-place writes only then
+        self.create_graph_reads = tuple(create_graph_reads)
         REGISTRY[name] = self
 
     def grad(self, rule):
@@ -118,7 +121,7 @@ _JVP_KINDS = (None, "linear", "multilinear", "diagonal")
 
 
 def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=False, jvp=None,
-       grad_reads=None):
+       grad_reads=None, create_graph_reads=()):
     """Decorator: register a kernel as op `name`. Follow with `@<op>.grad` for its rule,
     or pass differentiable=False for ops with no gradient (comparisons, argmax).
 
@@ -128,7 +131,9 @@ def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=Fal
     other ops refuse complex inputs with an error naming the op. `jvp`: the shape of its
     forward-mode rule, "linear", "multilinear" or "diagonal" (see _JVP_KINDS); without it,
     a rule in ops/jvp_rules.py or the one derived from the reverse rule. `grad_reads`: which
-    saved inputs each input's gradient reads (see _saved_inputs)."""
+    saved inputs each input's gradient reads (see _saved_inputs); `create_graph_reads`: the
+    saved inputs the rule reads only under create_graph."""
     def register(kernel):
-        return Op(name, kernel, save, n_out, differentiable, is_view, complex, jvp, grad_reads)
+        return Op(name, kernel, save, n_out, differentiable, is_view, complex, jvp, grad_reads,
+                  create_graph_reads)
     return register
