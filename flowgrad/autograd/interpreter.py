@@ -278,7 +278,9 @@ def add_node(op, inputs, outputs, attrs, aux):
         if save & 2:
             node._outputs = ([SavedTensor(outputs[0], True)] if len(outputs) == 1
                              else [SavedTensor(o, True) for o in outputs])
-        node.saved_something = True
+        # a second backward raises only through a node that did save a tensor (torch's):
+        # a product with one input needing grad may save none
+        node.saved_something = save != 1 or node._inputs.count(None) < len(node._inputs)
         if _saved_hooks.state.stack:  # inside saved_tensors_hooks (checkpoint, save_on_cpu)
             _saved_hooks.pack_capture(node, inputs, outputs)
     if aux:

@@ -115,12 +115,15 @@ class FunctionNode(Node):
     @property
     def inputs(self):
         """The op's inputs as saved at forward time (the op must declare save='inputs')."""
-        return tuple(s.unpack(self) if s is not None else None for s in self._inputs)
+        saved = self._inputs
+        if saved is None:  # released after a backward: it had saved none of them
+            return (None,) * len(self.input_infos)
+        return tuple(s.unpack(self) if s is not None else None for s in saved)
 
     def saved_input(self, i):
         """Input i as saved at forward time, checked for in-place writes alone: a rule that
         reads an input on one path only leaves writes to it legal on the others."""
-        saved = self._inputs[i]
+        saved = self._inputs[i] if self._inputs is not None else None
         return None if saved is None else saved.unpack(self)
 
     @property
