@@ -1,0 +1,80 @@
+"""Every op-table row on inputs whose storage is not contiguous: transposed, strided by a step,
+and reversed (NumPy's negative strides, which torch has no view for). Kernels take the arrays
+as they are, so a kernel that assumed a contiguous layout would give wrong numbers here; values
+and gradients must be torch's for the same values, and an op must raise only where torch, on
+the same layout, raises too (`view` of a transposed tensor).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from helpers import _outputs, _to, make_arrays
+from test_saved_versions_vs_torch import _rows
+
+import flowgrad as flow
+
+
+def _laid_out(m, a, layout):
+    """A leaf with a's values in a non-contiguous layout, or None where it has none."""
+    if layout == "transposed" and a.ndim >= 2:
+        t = m.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
+    elif layout == "stepped" and a.ndim >= 1:
+        t = m.tensor(np.repeat(a, 2, axis=-1))[..., ::2]
+    elif layout == "reversed" and a.ndim >= 1:  # torch's flip copies: its input is plain
+        t = m.tensor(a[..., ::-1].copy()).flip(-1)
+    else:
+        return None
+    return t.detach().requires_grad_()
+
+
+def _run(m, fn, arrays, layout):
+    inputs = []
+    for a in arrays:
+        t = None
+        if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size > 1:
+            t = _laid_out(m, a, layout)
+        inputs.append(t if t is not None else _to(m, a, True))
+    try:
+        outputs = _outputs(fn(m, *inputs))
+    except RuntimeError as e:
+        return e
+    rng = np.random.default_rng(1)
+    loss = 0
+    for o in outputs:
+        if o.requires_grad:
+            loss = loss + (o * m.tensor(rng.standard_normal(tuple(o.shape)))).sum()
+    if not isinstance(loss, int):
+        loss.backward()
+    grads = [t.grad.numpy() if getattr(t, "grad", None) is not None else None for t in inputs]
+    return [o.detach().numpy() for o in outputs], grads
+
+
+# where torch itself fails on a layout it should accept
+TORCH_FAILS = {("odds:kron_mixed_dims", "transposed"): "torch's kron calls view() on its input"}
+
+
+@pytest.mark.parametrize("layout", ["transposed", "stepped", "reversed"])
+@pytest.mark.parametrize(("fn", "specs"), _rows())
+def test_non_contiguous_inputs(fn, specs, layout, request):
+    arrays = make_arrays(specs, np.float64, 0)
+    if not any(isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size > 1
+               and (a.ndim >= 2 or layout != "transposed") for a in arrays):
+        pytest.skip(f"no input has a {layout} layout")
+    ours, theirs = _run(flow, fn, arrays, layout), _run(torch, fn, arrays, layout)
+    row = request.node.callspec.id.rsplit("-", 1)[0]
+    if (row, layout) in TORCH_FAILS:
+        assert isinstance(theirs, RuntimeError), f"torch now accepts {row}: drop TORCH_FAILS"
+        theirs = _run(torch, fn, arrays, "contiguous")  # the same values, plainly laid out
+    if isinstance(ours, RuntimeError) or isinstance(theirs, RuntimeError):
+        assert isinstance(ours, RuntimeError) and isinstance(theirs, RuntimeError), (
+            f"raised in one only: flowgrad {ours!r:.200}, torch {theirs!r:.200}")
+        return
+    for a, b in zip(ours[0], theirs[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9, equal_nan=True,
+                                   err_msg="forward differs from torch")
+    for i, (a, b) in enumerate(zip(ours[1], theirs[1])):
+        assert (a is None) == (b is None), f"input {i}: grad presence differs"
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9, equal_nan=True,
+                                       err_msg=f"gradient of input {i} differs from torch")
