@@ -1,8 +1,8 @@
 """Every op-table row on inputs whose storage is not contiguous: transposed, strided by a step,
 and reversed (NumPy's negative strides, which torch has no view for). Kernels take the arrays
 as they are, so a kernel that assumed a contiguous layout would give wrong numbers here; values
-and gradients must be torch's for the same values, and an op must raise only where torch, on
-the same layout, raises too (`view` of a transposed tensor).
+and gradients, with their dtypes and requires_grad, must be torch's for the same values, and an
+op must raise only where torch, on the same layout, raises too (`view` of a transposed tensor).
 """
 from __future__ import annotations
 
@@ -46,8 +46,12 @@ def _run(m, fn, arrays, layout):
             loss = loss + (o * m.tensor(rng.standard_normal(tuple(o.shape)))).sum()
     if not isinstance(loss, int):
         loss.backward()
-    grads = [t.grad.numpy() if getattr(t, "grad", None) is not None else None for t in inputs]
-    return [o.detach().numpy() for o in outputs], grads
+    grads = [t.grad if getattr(t, "grad", None) is not None else None for t in inputs]
+    return outputs, grads
+
+
+def _dtype(t):
+    return str(t.dtype).rsplit(".", 1)[-1]
 
 
 # where torch itself fails on a layout it should accept
@@ -70,11 +74,16 @@ def test_non_contiguous_inputs(fn, specs, layout, request):
         assert isinstance(ours, RuntimeError) and isinstance(theirs, RuntimeError), (
             f"raised in one only: flowgrad {ours!r:.200}, torch {theirs!r:.200}")
         return
-    for a, b in zip(ours[0], theirs[0]):
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9, equal_nan=True,
-                                   err_msg="forward differs from torch")
+    for i, (a, b) in enumerate(zip(ours[0], theirs[0])):
+        assert (_dtype(a), a.requires_grad) == (_dtype(b), b.requires_grad), (
+            f"output {i}: {_dtype(a)}, requires_grad={a.requires_grad}; torch's "
+            f"{_dtype(b)}, requires_grad={b.requires_grad}")
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-9,
+                                   equal_nan=True, err_msg="forward differs from torch")
     for i, (a, b) in enumerate(zip(ours[1], theirs[1])):
         assert (a is None) == (b is None), f"input {i}: grad presence differs"
         if a is not None:
-            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9, equal_nan=True,
+            assert _dtype(a) == _dtype(b), f"input {i}: grad {_dtype(a)}, torch's {_dtype(b)}"
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-9,
+                                       equal_nan=True,
                                        err_msg=f"gradient of input {i} differs from torch")
