@@ -357,23 +357,23 @@ def fuse_elementwise(program):
     GEMM's or convolution's result nothing else reads computes in that array (one node is
     enough then), unless `config.allow_fuse_add_to_output(False)`."""
     nodes = program.nodes
+    n_nodes = len(nodes)
     readers = _readers(program)
-    order = {id(node): i for i, node in enumerate(nodes)}
-    kinds = {id(node): _step_position(node) for node in nodes}
-    taken, new_at = set(), {}
-    for node in nodes:
-        pos = kinds[id(node)]
-        if pos is False or id(node) in taken:
+    kinds = [_step_position(node) for node in nodes]  # by node index, as `taken`
+    taken, new_at = bytearray(n_nodes), {}
+    for start, node in enumerate(nodes):
+        pos = kinds[start]
+        if pos is False or taken[start]:
             continue
         pos = 0 if pos is True else pos
-        chain, exports = [(node, pos)], []
-        first_outside = len(nodes) + 1  # the earliest reader outside the chain so far
+        chain, exports, at = [(node, pos)], [], [start]
+        first_outside = n_nodes + 1  # the earliest reader outside the chain so far
         out = node.outputs[0]
         while True:
             reads = readers.get(out.id, ())
             nxt = _next_step(nodes, reads, out, taken, kinds)
             if nxt is not None:
-                j = order[id(nxt[0])]
+                j = nxt[0]
                 first = first_outside
                 for i in reads:  # the earliest reader other than the next step
                     if i != j and i < first:
@@ -386,8 +386,9 @@ def fuse_elementwise(program):
             if len(reads) > 1:  # read outside the chain too: handed out
                 exports.append(len(chain) - 1)
                 first_outside = first
-            chain.append(nxt)
-            out = nxt[0].outputs[0]
+            chain.append(nxt[1:])
+            at.append(j)
+            out = nxt[1].outputs[0]
         into_input = _writable_input(node, pos, readers, program) and not any(
             STEPS[n.op.name][2] for n, _ in chain)  # a masked chain's rerun needs its input
         if len(chain) < 2 and not into_input:
@@ -402,34 +403,37 @@ def fuse_elementwise(program):
         fused.where = getattr(last, "where", None)  # a failing plan names the user's line
         for v in outputs:
             v.source = fused
-        taken.update([id(n) for n, _ in chain])
-        new_at[order[id(last)]] = fused
-    program.nodes = [new_at.get(i, n) for i, n in enumerate(nodes)
-                     if id(n) not in taken or i in new_at]
+        for i in at:
+            taken[i] = 1
+        new_at[at[-1]] = fused
+    if new_at:
+        program.nodes = [new_at.get(i, n) for i, n in enumerate(nodes)
+                         if not taken[i] or i in new_at]
     return program
 
 
 def _next_step(nodes, reader_indices, out, taken, kinds):
-    """(node, chain input) of the one node that can continue the chain through `out`: a
-    fusable reader that reads it once (and so has its dtype), not already in a chain (a
+    """(index, node, chain input) of the one node that can continue the chain through `out`:
+    a fusable reader that reads it once (and so has its dtype), not already in a chain (a
     binary op joins one chain only: the chain of its other operand may have it)."""
     found = None
     if len(reader_indices) != 1 and len(set(reader_indices)) != len(reader_indices):
         reader_indices = [i for i in set(reader_indices) if reader_indices.count(i) == 1]
+    n_nodes = len(nodes)
     for i in reader_indices:
-        if i >= len(nodes):
+        if i >= n_nodes:
+            continue
+        pos = kinds[i]
+        if pos is False or taken[i]:
             continue
         node = nodes[i]
-        pos = kinds[id(node)]
-        if pos is False or id(node) in taken:
-            continue
         if pos is True:  # either input: the one `out` is (read once, so one)
             pos = next(k for k, v in enumerate(node.inputs) if v.id == out.id)
         elif node.inputs[pos].id != out.id:
             continue
         if found is not None:
             return None
-        found = (node, pos)
+        found = (i, node, pos)
     return found
 
 

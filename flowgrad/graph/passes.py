@@ -113,6 +113,10 @@ def _key(obj):
 
 
 # ---- common-subexpression elimination -------------------------------------------------------
+def _attrs_key(attrs):
+    return tuple([(k, _key(attrs[k])) for k in sorted(attrs)]) if attrs else ()
+
+
 def eliminate_common_subexpressions(program):
     """Two nodes with the same op, the same input values and equal attributes compute the same:
     keep the first, point uses of the other's outputs at the first's. Random nodes and nodes
@@ -126,19 +130,28 @@ def eliminate_common_subexpressions(program):
     results = {}  # value id -> how many times it is a result
     for v in program.results():
         results[v.id] = results.get(v.id, 0) + 1
+    # (op, inputs) -> the first node with them; once a second one comes, {attribute key:
+    # first node}: most nodes have inputs of their own, and never build an attribute key
     seen, replace, kept = {}, {}, []
     for node in program.nodes:
         if replace:
             node.inputs = [replace.get(v.id, v) for v in node.inputs]
-        attrs, inputs = node.attrs, node.inputs
+        inputs = node.inputs
         if is_random(node) or len(node.outputs) != node.n_results:
             kept.append(node)
             continue
-        key = (id(node.op), inputs[0].id if len(inputs) == 1 else tuple([v.id for v in inputs]),
-               tuple([(k, _key(attrs[k])) for k in sorted(attrs)]) if attrs else ())
+        key = (id(node.op), inputs[0].id if len(inputs) == 1 else tuple([v.id for v in inputs]))
         first = seen.get(key)
         if first is None:
             seen[key] = node
+            kept.append(node)
+            continue
+        if first.__class__ is not dict:
+            first = seen[key] = {_attrs_key(first.attrs): first}
+        by_attrs, attrs_key = first, _attrs_key(node.attrs)
+        first = by_attrs.get(attrs_key)
+        if first is None:
+            by_attrs[attrs_key] = node
             kept.append(node)
             continue
         if any(results.get(a.id) and results.get(b.id)
@@ -172,33 +185,45 @@ def fold_constants(program):
     >>> len(fold_constants(p).nodes)  # x is an input: nothing to fold
     1
     """
-    from ..device import ARRAY_MODULES
-    from ..tensor import Tensor
-
     frozen = set(frozen_values(program))
     results = _results(program)
     kept = []
     for node in program.nodes:
-        if any(v.id not in frozen for v in node.inputs) or is_random(node) or \
-                any(v.id in results for v in node.outputs):
-            kept.append(node)
-            continue
-        arrays = [v.source._data for v in node.inputs]
-        xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np
-        out = node.op.kernel(xp, *arrays, **node.attrs)
-        out = out if type(out) in (tuple, list) else (out,)
-        for value, array in zip(node.outputs, out):
-            if isinstance(array, np.generic) or not hasattr(array, "flags"):
-                array = xp.asarray(array)  # a kernel's 0-d result may be a NumPy scalar
-            array.flags.writeable = False
-            value.kind, value.source = CONST, Tensor._wrap(array)
-            frozen.add(value.id)
+        for v in node.inputs:  # (a loop: most nodes stop at their first input)
+            if v.id not in frozen:
+                break
+        else:
+            if not is_random(node) and not any(v.id in results for v in node.outputs):
+                _fold(node, frozen)
+                continue
+        kept.append(node)
     program.frozen = frozen
     program.nodes = kept
     return program
 
 
+def _fold(node, frozen):
+    """Run `node` now: its outputs become frozen constants."""
+    from ..device import ARRAY_MODULES
+    from ..tensor import Tensor
+
+    arrays = [v.source._data for v in node.inputs]
+    xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np
+    out = node.op.kernel(xp, *arrays, **node.attrs)
+    out = out if type(out) in (tuple, list) else (out,)
+    for value, array in zip(node.outputs, out):
+        if isinstance(array, np.generic) or not hasattr(array, "flags"):
+            array = xp.asarray(array)  # a kernel's 0-d result may be a NumPy scalar
+        array.flags.writeable = False
+        value.kind, value.source = CONST, Tensor._wrap(array)
+        frozen.add(value.id)
+
+
 # ---- algebraic simplification --------------------------------------------------------------
+def _zero_or_one(value):
+    return type(value) in (int, float) and (value == 0 or value == 1)
+
+
 def _is_identity_scalar(node, x):
     """x * 1, x / 1, x + (-0.0) and x + 0 on integers: bitwise x. (x + 0.0 is not:
     -0.0 + 0.0 is +0.0; x * 1.0 on integers goes through float64; a float multiply by 1
@@ -237,7 +262,8 @@ def simplify_algebra(program):
         if replace:
             node.inputs = [replace.get(v.id, v) for v in node.inputs]
         name = node.op.name
-        if name != "permute" and name != "reshape" and not name.startswith("scalar_") or \
+        if name != "permute" and name != "reshape" and not (
+                name.startswith("scalar_") and _zero_or_one(node.attrs.get("value"))) or \
                 len(node.inputs) != 1 or len(node.outputs) != node.n_results:
             continue
         out = node.outputs[0]
