@@ -23,7 +23,7 @@ from ..autograd.interpreter import eager_call
 from ..autograd.node import FunctionNode
 from ..ops.registry import Op
 from ..tensor import Tensor
-from .ir import CONST, INPUT, NODE, STATE, Node, Program
+from .ir import CONST, INPUT, NODE, STATE, Node, Program, Value
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -108,26 +108,44 @@ class Tracer:
     # ---- the interpreter -----------------------------------------------------------------
     def apply(self, op, inputs, attrs):
         """Run the op eagerly and record it: its inputs' Values, attributes and outputs."""
-        in_values = [self.value(t) for t in inputs]
+        value_of = self.value_of
+        if self.stale:
+            in_values = [self.value(t) for t in inputs]
+        else:  # (a Value is never falsy: the lookup, else a new constant)
+            in_values = [value_of.get(id(t._data)) or self.value(t) for t in inputs]
         result = eager_call(op, *inputs, **attrs)
-        outs = result if type(result) is tuple else (result,)
-        function = None
-        for o in outs:
-            grad_fn = o._grad_fn
-            if grad_fn is not None and grad_fn.op is op:
-                function = grad_fn
-                break
         node = Node(op, in_values, dict(attrs), [], self.phase)
         node.where = self.where or user_frame(1)  # (this frame is flowgrad's: from its caller)
+        if type(result) is tuple:
+            outs = result
+            function = None
+            for o in outs:
+                grad_fn = o._grad_fn
+                if grad_fn is not None and grad_fn.op is op:
+                    function = grad_fn
+                    break
+        else:
+            outs = (result,)
+            function = result._grad_fn
+            if function is not None and function.op is not op:
+                function = None
         node.n_results = len(outs)
         if function is not None:
             self.function_of[node] = function
             if function.aux:
                 outs = outs + tuple(function.aux)
+        # each output a new Value, remembered as `_remember` does (inline: once per op)
+        values, outputs, arrays, tensor_of = (self.program.values, node.outputs, self.arrays,
+                                              self.tensor_of)
         for tensor in outs:
-            value = self.program.new_value(NODE, tensor._data, node)
-            node.outputs.append(value)
-            self._remember(tensor, value)
+            data = tensor._data
+            vid = len(values)
+            value = Value(vid, NODE, data.shape, data.dtype, node)
+            values.append(value)
+            outputs.append(value)
+            value_of[id(data)] = value
+            tensor_of[vid] = tensor
+            arrays[id(data)] = data
         self.program.nodes.append(node)
         return result
 
