@@ -113,12 +113,22 @@ class FusedOp:
         them as items: no line naming each of them), else they are unpacked into `outs`."""
         consts = {} if consts is None else consts
         dtype = np.dtype(self.chain[-1][0].outputs[0].dtype)
-        scope, memo = {}, {}  # memo: (type, repr) of a Python number -> its constant's name
+        # memo: (type, repr) of a Python number -> its constant's name; seen: id of a number
+        # object -> (it, its name), the same float object of a loop's every step looked up
+        # without a repr
+        scope, memo, seen = {}, {}, {}
 
         def const(value):
+            hit = seen.get(id(value))
+            if hit is not None and hit[0] is value:
+                return hit[1]
             name = memo.get((type(value), repr(value)))
-            if name is not None:
-                return name
+            if name is None:
+                name = _new_const(value)
+            seen[id(value)] = value, name
+            return name
+
+        def _new_const(value):
             array = np.asarray(value, dtype)
             key = (array.dtype.str, array.tobytes())
             name = consts.get(key)
@@ -292,7 +302,7 @@ def _repeats(steps, shortest=8, longest_period=16):
             # same[k] == 1 where step lo + k has the shape of the step `period` later: a run
             # of r ones is a stretch of r + period steps repeating with that period
             same = bytes(map(operator.eq, sigs[lo:hi - period], sigs[lo + period:hi]))
-            run = max(map(len, same.split(b"\0")))
+            run = len(max(same.split(b"\0")))  # (all-ones strings: the longest is max)
             reps = (run + period) // period
             if run >= period and (best is None or reps * period > best[0]):
                 best = (reps * period, lo + same.find(b"\1" * run), period, reps)

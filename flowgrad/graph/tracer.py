@@ -115,7 +115,9 @@ class Tracer:
             in_values = [value_of.get(id(t._data)) or self.value(t) for t in inputs]
         result = eager_call(op, *inputs, **attrs)
         node = Node(op, in_values, dict(attrs), [], self.phase)
-        node.where = self.where or user_frame(1)  # (this frame is flowgrad's: from its caller)
+        # (this frame and its caller, the interpreter's entry or a wrapping interpreter, are
+        # flowgrad's: the walk starts above them)
+        node.where = self.where or user_frame(2)
         if type(result) is tuple:
             outs = result
             function = None
