@@ -1,5 +1,7 @@
 """nn.Graph (lazy mode) against eager flowgrad: a different batch on every call, the same
 losses, parameters and optimizer state; and the errors of OneFlow's contract."""
+import sys
+
 import numpy as np
 import pytest
 from graph_helpers import steps_match_eager, train_graph
@@ -380,6 +382,30 @@ def test_each_recorded_op_names_the_user_line_that_made_it():
                      ("backward", "expand", "backward line"),
                      ("backward", "tanh_grad", "backward line"),
                      ("backward", "scalar_mul", "custom backward")], lines
+
+
+def _probe():
+    """A user_site of the caller, and the (file, line) its frame's f_lineno says now."""
+    from flowgrad.graph.tracer import user_site
+
+    caller = sys._getframe(1)
+    return user_site(1), (caller.f_code.co_filename, caller.f_lineno)
+
+
+def test_a_user_site_names_the_line_the_frame_was_at():
+    """The recorded site (code object, instruction offset) is turned into a line only for a
+    message: the line it gives is the one f_lineno gave at the call, on a call spanning
+    lines and in a loop too."""
+    from flowgrad.graph.tracer import user_line
+
+    probes = [_probe(),
+              (0, _probe(
+              ))[1]]
+    for _ in range(2):
+        probes.append((lambda: _probe())())
+    for site, (filename, line) in probes:
+        assert user_line(site).startswith(f"{filename}:{line}: "), (user_line(site), line)
+    assert len({line for _, (_, line) in probes}) == 3
 
 
 def test_depend_keeps_an_otherwise_unused_op_in_the_plan():

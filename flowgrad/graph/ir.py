@@ -42,7 +42,7 @@ class Node:
         self.phase = phase  # "forward", "backward", "update" (an optimizer's step), or
         #                     "function" (a custom Function's link, never run: its
         #                     forward's own ops compute its outputs)
-        self.where = None   # (file, line) of the user's code that called the op
+        self.where = None   # the user_site (tracer.py) of the user's code that called the op
 
     def __repr__(self):
         ins = ", ".join(map(repr, self.inputs))

@@ -28,27 +28,50 @@ from .ir import CONST, INPUT, NODE, STATE, Node, Program, Value
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-_INSIDE = {}  # code object -> whether it is flowgrad's (asked once per function)
+# file name -> whether it is flowgrad's (a str caches its hash; a code object hashes its
+# bytecode on every lookup)
+_INSIDE = {}
+
+
+def user_site(skip=0):
+    """Where the innermost frame outside flowgrad (the user's line in build) is, as cheaply as
+    it can be kept: (its code object, its last instruction's offset), or None. `user_line`
+    and `user_frame` turn it into a line (a line-table lookup, made only for a message).
+    `skip` frames above the caller are known to be flowgrad's (not looked at)."""
+    frame = sys._getframe(1 + skip)
+    while frame is not None:
+        code = frame.f_code
+        filename = code.co_filename
+        inside = _INSIDE.get(filename)
+        if inside is None:
+            inside = _INSIDE[filename] = filename.startswith(_PACKAGE)
+        if not inside:
+            return code, frame.f_lasti
+        frame = frame.f_back
+    return None
 
 
 def user_frame(skip=0):
     """(file, line) of the innermost frame outside flowgrad: the user's line in build. `skip`
     frames above the caller are known to be flowgrad's (not looked at)."""
-    frame = sys._getframe(1 + skip)
-    while frame is not None:
-        code = frame.f_code
-        inside = _INSIDE.get(code)
-        if inside is None:
-            inside = _INSIDE[code] = code.co_filename.startswith(_PACKAGE)
-        if not inside:
-            return code.co_filename, frame.f_lineno
-        frame = frame.f_back
-    return "?", 0
+    return _file_line(user_site(1 + skip))
+
+
+def _file_line(site):
+    """(file, line) of a `user_site`, as the frame's f_lineno said then."""
+    if site is None:
+        return "?", 0
+    code, lasti = site
+    for start, end, line in code.co_lines():
+        if start <= lasti < end:
+            return code.co_filename, line or 0
+    return code.co_filename, 0
 
 
 def user_line(where=None):
-    """'file:line: code' of the user's line (the innermost frame outside flowgrad)."""
-    filename, lineno = where or user_frame()
+    """'file:line: code' of the user's line: of `where` (a `user_site`), else of the innermost
+    frame outside flowgrad now."""
+    filename, lineno = _file_line(where) if where is not None else user_frame()
     return f"{filename}:{lineno}: {linecache.getline(filename, lineno).strip()}"
 
 
@@ -65,7 +88,7 @@ class Tracer:
         self.functions = []    # (position among the nodes, node) of custom Functions
         self.made_here = []    # tensors a factory (zeros, arange, ...) made during build
         self.phase = "forward"
-        self.where = None      # set by the autograd pass: the user's line of its ops
+        self.where = None      # set by the autograd pass: the user_site of its ops
 
     # ---- values ------------------------------------------------------------------------------
     def bind(self, tensor, kind, source=None):
@@ -117,7 +140,7 @@ class Tracer:
         node = Node(op, in_values, dict(attrs), [], self.phase)
         # (this frame and its caller, the interpreter's entry or a wrapping interpreter, are
         # flowgrad's: the walk starts above them)
-        node.where = self.where or user_frame(2)
+        node.where = self.where or user_site(2)
         if type(result) is tuple:
             outs = result
             function = None
@@ -252,7 +275,7 @@ def autograd_pass(tracer, roots, seeds, create_graph):
     phase, where, function_of = tracer.phase, tracer.where, tracer.function_of
     # the ops a registered rule (flowgrad's own code) records are the user's backward() line:
     # found once here, not by a walk up the stack per op
-    outer = user_frame()
+    outer = user_site()
     tracer.phase = "backward"
     try:
         with grad_mode.set_grad_enabled(create_graph):
