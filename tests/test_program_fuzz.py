@@ -49,7 +49,6 @@ KNOWN_DIFFERENCES = {
             "flowgrad reads the whole source first (NumPy's semantics)",
     103139: "torch's clone keeps a transposed layout, so a view() of it fails; flowgrad's "
             "clone is contiguous",
-    101560: "a gradient from autograd.grad may be a view in flowgrad, so detach_() refuses it",
     104419: "torch's broadcast matmul saves reshaped copies of its operands, flowgrad the "
             "operands (written in place here)",
     1265: "a gradient through zero-size tensors keeps its history in flowgrad, not in torch",

@@ -70,7 +70,10 @@ def _reshape(xp, x, *, shape):
 
 @_reshape.grad
 def reshape_backward(ctx, dy):
-    return _reshape(dy, shape=ctx.input_shapes[0])
+    shape = ctx.input_shapes[0]
+    # a reshape that kept the shape (squeeze of a dim that is not 1): dy itself, as torch's
+    # unsqueeze_to, so a gradient that flows on is no view of it
+    return dy if dy.shape == shape else _reshape(dy, shape=shape)
 
 
 @tensor_method()
