@@ -134,7 +134,9 @@ class Tracer:
         value_of = self.value_of
         if self.stale:
             in_values = [self.value(t) for t in inputs]
-        else:  # (a Value is never falsy: the lookup, else a new constant)
+        elif len(inputs) == 1:  # (most ops: no comprehension; a Value is never falsy)
+            in_values = [value_of.get(id(inputs[0]._data)) or self.value(inputs[0])]
+        else:  # (the lookup, else a new constant)
             in_values = [value_of.get(id(t._data)) or self.value(t) for t in inputs]
         result = eager_call(op, *inputs, **attrs)
         node = Node(op, in_values, dict(attrs), [], self.phase)
@@ -273,6 +275,7 @@ def autograd_pass(tracer, roots, seeds, create_graph):
         nodes.insert(position, node)
     grads = {}  # value id -> gradient tensor
     phase, where, function_of = tracer.phase, tracer.where, tracer.function_of
+    value_of = tracer.value_of
     # the ops a registered rule (flowgrad's own code) records are the user's backward() line:
     # found once here, not by a walk up the stack per op
     outer = user_site()
@@ -299,7 +302,8 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                         continue
                     out_grads = [g if g is not None else _zeros(v)
                                  for g, v in zip(out_grads, results)]
-                tracer.where = outer if _own_rule(function) else None
+                own = _OWN_RULE.get(function.op) if type(function) is FunctionNode else False
+                tracer.where = outer if own or own is None and _own_rule(function) else None
                 in_grads = function.backward_fn(out_grads)
                 if type(in_grads) is not tuple:
                     in_grads = tuple(in_grads) if isinstance(in_grads, list) else (in_grads,)
@@ -310,7 +314,12 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                     data = g._data
                     if data.shape != info[0] or data.dtype != info[1]:
                         g = engine._fit_grad(g, info[0], info[1], function)
-                    _add(tracer, grads, value, g)
+                    old = grads.get(value.id)  # (as _add, inline: once per gradient)
+                    if old is not None:
+                        g = old + g
+                    grads[value.id] = g
+                    if tracer.stale or id(g._data) not in value_of:
+                        tracer.value(g)
     finally:
         tracer.phase, tracer.where = phase, where
     return grads
