@@ -458,3 +458,20 @@ def test_scalar_pow_by_products_is_torchs_bit_for_bit(exponent, dtype):
         np.testing.assert_allclose(got, want, rtol=3e-7 if dtype == "float32" else 1e-15)
     else:
         assert np.array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
+
+
+@pytest.mark.parametrize("exponent", [2, 3, 2.5, 4])
+def test_pow_gradient_op_differentiates_again_as_torch(exponent):
+    """pow's gradient is one op (scalar_pow_grad); differentiated in x and in the incoming
+    gradient, to third order, it gives torch's numbers."""
+    x0, v0 = np.array([0.5, 1.25, 2.0, 0.75]), np.array([0.3, -1.2, 0.8, 2.0])
+    results = []
+    for m in (flow, torch):
+        x, v = m.tensor(x0, requires_grad=True), m.tensor(v0, requires_grad=True)
+        (g,) = m.autograd.grad(x.pow(exponent), x, grad_outputs=v, create_graph=True)
+        gx, gv = m.autograd.grad((g * m.tensor(v0[::-1].copy())).sum(), [x, v],
+                                 create_graph=True)
+        (gxx,) = m.autograd.grad(gx.sum(), x)
+        results.append([t.detach().numpy() for t in (g, gx, gv, gxx)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)

@@ -182,10 +182,32 @@ _POW_BY_PRODUCT = {
 }
 
 
+def _power(xp, x, exponent):
+    product = _POW_BY_PRODUCT.get(exponent) if x.dtype.char in "fd" else None
+    return x ** exponent if product is None else product(xp, x)
+
+
 @op("scalar_pow", jvp="diagonal", save="inputs", complex=True)
 def _scalar_pow(xp, x, *, exponent):
-    product = _POW_BY_PRODUCT.get(exponent) if x.dtype.char in "fd" else None
-    return _same(x, x ** exponent if product is None else product(xp, x))
+    return _same(x, _power(xp, x, exponent))
+
+
+# pow's gradient dy * (e * x ** (e - 1)) as one op (torch's product, so the same bits): one
+# node instead of three when differentiated again (create_graph), as tanh_grad for tanh
+@op("scalar_pow_grad", jvp="diagonal", save="inputs")
+def _scalar_pow_grad(xp, x, dy, *, exponent):
+    if exponent == 0:  # torch's zeros, not dy * 0 (nan where x ** -1 is inf)
+        return xp.zeros_like(dy)
+    return _same(x, dy * (exponent * _power(xp, x, exponent - 1)))
+
+
+@_scalar_pow_grad.grad
+def scalar_pow_grad_backward(ctx, ddx):
+    x, dy = ctx.inputs
+    e, need = ctx.exponent, ctx.needs_input_grad
+    # d/dx: ddx * dy * e * (e - 1) * x ** (e - 2); d/ddy: ddx * e * x ** (e - 1)
+    dx = _scalar_pow_grad(x, ddx * dy, exponent=e - 1) * e if need[0] else None
+    return dx, (_scalar_pow_grad(x, ddx, exponent=e) if need[1] else None)
 
 
 @_scalar_pow.grad
@@ -193,12 +215,15 @@ def scalar_pow_backward(ctx, dy):
     (x,), e = ctx.inputs, ctx.exponent
     x = conj(x)
     if e == 0:
-        return dy * 0.0
+        return _zero_grad(dy)  # torch's zeros (dy * 0 would keep dy's nan)
+    real = not isinstance(e, complex) and not x.is_complex() and not dy.is_complex()
+    if real and e >= 1:  # torch's product (finite where x is), and its graph: edges to x
+        return _scalar_pow_grad(x, dy, exponent=e)
     if e == 1:
         return dy
     if e == 2:
         return dy * x * 2.0
-    if not isinstance(e, complex) and e > 1:  # finite where x is: torch's plain product
+    if not isinstance(e, complex) and e > 1:
         return dy * ((x ** (e - 1)) * e)
     return _grad_mul(dy, (x ** (e - 1)) * e)  # x ** -0.5 at 0: inf, masked where dy == 0
 
