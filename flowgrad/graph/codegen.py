@@ -96,11 +96,11 @@ def generate(program):
             lines.append(f"    {name} = t{value.id}._data")
     for i, node in enumerate(program.nodes):
         if isinstance(node.op, FusedOp):  # written inline: no call per chain
+            outs = [f"v{v.id}" for v in node.outputs]
             body, names, aliases = node.op.inline(
-                [expr(v) for v in node.inputs], [f"v{v.id}" for v in node.outputs], f"f{i}_",
-                consts, share=True)
-            for v in node.outputs:
-                item = aliases.get(f"v{v.id}")
+                [expr(v) for v in node.inputs], outs, f"f{i}_", consts, share=True)
+            for v, out in zip(node.outputs, outs):
+                item = aliases.get(out)
                 if item is not None:
                     ref[v.id] = item
                     base = item.split("[")[0]
