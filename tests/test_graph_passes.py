@@ -187,10 +187,15 @@ _DATA = np.array([-0.0, 0.0, 1.5, -2.25, np.nan, np.inf, -np.inf, 1e-40, 3.0, 0.
 
 @pytest.mark.parametrize("name", sorted(STEPS))
 def test_each_fused_step_is_bitwise_its_kernel(name):
-    """Every STEPS entry, first in a chain and inside one, against the op's own kernel."""
+    """Every STEPS entry, first in a chain and inside one, against the op's own kernel (an
+    op with a SMALL_STEPS entry: its STEPS one on more than WHERE_SIZE values)."""
     rng = np.random.default_rng(0)
-    x = flow.tensor(_DATA)
-    other = flow.tensor(rng.standard_normal(_DATA.shape).astype(np.float32))
+    small = {step: op for op, step in fusion.SMALL_STEPS.items()}
+    data = _DATA if name in small else np.tile(_DATA, fusion.WHERE_SIZE // _DATA.size + 1) \
+        if name in fusion.SMALL_STEPS else _DATA
+    name = small.get(name, name)
+    x = flow.tensor(data)
+    other = flow.tensor(rng.standard_normal(data.shape).astype(np.float32))
     calls = {"scalar_mul": lambda a: a * 1.5, "scalar_add": lambda a: a + 0.25,
              "scalar_div": lambda a: a / 3.0, "neg": flow.neg, "tanh": flow.tanh,
              "exp": flow.exp, "sqrt": flow.sqrt, "relu": flow.relu,
@@ -202,11 +207,11 @@ def test_each_fused_step_is_bitwise_its_kernel(name):
         step = lambda a: REGISTRY[name](other, a)  # noqa: E731
     for fn in (lambda x: step(x).tanh(), lambda x: step(x.tanh() * 2.0) * 0.5):
         program = trace(fn, x)
-        want = _run(program, _DATA)
+        want = _run(program, data)
         fuse_elementwise(program)
         assert len(program.nodes) == 1 and program.nodes[0].op.name.startswith("fused[")
         with np.errstate(all="ignore"):
-            _same_bits(_run(program, _DATA), want)
+            _same_bits(_run(program, data), want)
 
 
 def test_fusion_leaves_shared_values_integers_broadcasts_and_0d():
@@ -306,23 +311,26 @@ def test_a_loops_handed_out_values_stay_in_its_list_and_are_freed_one_by_one():
     assert fusion._column(["v1", "v2"]) == "(v1, v2,)"
 
 
-def test_a_masked_chain_in_a_loop_reruns_exactly_on_nan():
-    """relu_grad as a float mask turns an inf gradient at y <= 0 into nan; the rerun with the
-    ops' own kernels gives eager's 0, also when the chain ran as a loop."""
+@pytest.mark.parametrize("size", [10, fusion.WHERE_SIZE + 10])
+def test_a_masked_chain_in_a_loop_reruns_exactly_on_nan(size):
+    """relu_grad as a float mask (on more than WHERE_SIZE values) turns an inf gradient at
+    y <= 0 into nan; the rerun with the ops' own kernels gives eager's 0, also when the chain
+    ran as a loop. On fewer values the step is one `where`, as its kernel: no rerun."""
     rng = np.random.default_rng(1)
-    ys = [flow.tensor(rng.standard_normal(10).astype(np.float32)) for _ in range(10)]
+    ys = [flow.tensor(rng.standard_normal(size).astype(np.float32)) for _ in range(10)]
 
     def fn(g, *ys):
         for y in ys:
             g = REGISTRY["relu_grad"](y, g) * 1.5
         return g
 
-    for first in (rng.standard_normal(10).astype(np.float32), _DATA[:10]):
+    for first in (rng.standard_normal(size).astype(np.float32), np.resize(_DATA, size)):
         tensors = [flow.tensor(first)] + ys
         arrays = [t.numpy() for t in tensors]
         want = _run(trace(fn, *tensors), *arrays)
         program = fuse_elementwise(trace(fn, *tensors))
-        assert "for " in codegen.generate(program).source
+        source = codegen.generate(program).source
+        assert "for " in source and ("exact" in source) == (size > fusion.WHERE_SIZE), source
         with np.errstate(all="ignore"):
             _same_bits(_run(program, *arrays), want)
 
@@ -338,7 +346,8 @@ def test_a_masked_backward_chain_reading_a_loops_list_reruns_exactly():
         (gx,) = flow.autograd.grad((y * 1e30).sum() * 1e30, [x])  # overflows to inf
         return gx
 
-    data = np.array([-1.0, 0.5, 2.0, -3.0], np.float32)
+    # (more than WHERE_SIZE values: relu_grad's step is the float mask)
+    data = np.resize(np.array([-1.0, 0.5, 2.0, -3.0], np.float32), fusion.WHERE_SIZE + 4)
     x = flow.tensor(data, requires_grad=True)
     with np.errstate(all="ignore"):
         want = _run(trace(step, x), data)

@@ -14,6 +14,7 @@ Constants are 0-d arrays of the chain's dtype: NumPy converts a Python scalar on
 `relu_grad` multiplies by a float mask (heaviside(y, 0)), which turns an inf or nan gradient
 at y <= 0 into nan where eager gives 0. Every step carries a nan on to the chain's last
 array, so one check at the end finds it, and the chain then reruns with the ops' own kernels.
+On at most WHERE_SIZE values its kernel is one `where` (+0 where masked), and so is its step.
 
 >>> import numpy as np
 >>> import flowgrad as flow
@@ -26,10 +27,12 @@ array([0.7615942, 0.7615942, 0.7615942], dtype=float32)
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
 
+from ..ops.rules import _SMALL as WHERE_SIZE
 from ..ops.rules import has_nan
 from .ir import Node
 
@@ -57,7 +60,21 @@ STEPS = {
     # dy where y > 0, else 0, as _relu_grad (nan/inf at y <= 0: the check at the end)
     "relu_grad": (1, "{t} = xp.heaviside({i0}, {zero})\n"
                      "{b} = xp.multiply({x}, {t}{o})", True),
+    # the same on at most WHERE_SIZE values, where its kernel (masked_product) takes one
+    # `where` (+0 where masked, as torch's): one `where` here too
+    "relu_grad_small": (1, "{t} = xp.greater({i0}, {zero})\n"
+                           "{b} = xp.where({t}, {x}, {zero})", False),
 }
+SMALL_STEPS = {"relu_grad": "relu_grad_small"}  # op -> its step on at most WHERE_SIZE values
+
+
+def _step_name(node):
+    """The STEPS entry a fusable node runs as."""
+    name = node.op.name
+    small = SMALL_STEPS.get(name)
+    if small is not None and math.prod(node.outputs[0].shape) <= WHERE_SIZE:
+        return small
+    return name
 
 
 class FusedOp:
@@ -74,7 +91,7 @@ class FusedOp:
             names = [f"{len(names)} ops: {names[0]}", names[1], "...", names[-1]]
         self.name = "fused[" + "+".join(names) + "]"
         self.n_out = len(exports)
-        self.masked = any(STEPS[n.op.name][2] for n, _ in chain)
+        self.masked = any(STEPS[_step_name(n)][2] for n, _ in chain)
         self._kernel = None
 
     @property
@@ -142,7 +159,8 @@ class FusedOp:
         for k, (node, pos) in enumerate(self.chain):
             n_other = len(node.inputs) - 1
             c = const(node.attrs["value"]) if "value" in node.attrs else None
-            steps.append((node.op.name, pos, args[arg:arg + n_other], c, fresh, k in exports))
+            steps.append((_step_name(node), pos, args[arg:arg + n_other], c, fresh,
+                          k in exports))
             arg += n_other
             fresh = k in exports
         temp = f"{prefix}t"
@@ -400,7 +418,7 @@ def fuse_elementwise(program):
             at.append(j)
             out = nxt[1].outputs[0]
         into_input = _writable_input(node, pos, readers, program) and not any(
-            STEPS[n.op.name][2] for n, _ in chain)  # a masked chain's rerun needs its input
+            STEPS[_step_name(n)][2] for n, _ in chain)  # a masked chain's rerun needs its input
         if len(chain) < 2 and not into_input:
             continue
         outputs = [chain[k][0].outputs[0] for k in exports]

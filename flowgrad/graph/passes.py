@@ -113,6 +113,10 @@ def _key(obj):
 
 
 # ---- common-subexpression elimination -------------------------------------------------------
+def _never_merged(node):
+    return is_random(node) or len(node.outputs) != node.n_results
+
+
 def _attrs_key(attrs):
     return tuple([(k, _key(attrs[k])) for k in sorted(attrs)]) if attrs else ()
 
@@ -131,15 +135,13 @@ def eliminate_common_subexpressions(program):
     for v in program.results():
         results[v.id] = results.get(v.id, 0) + 1
     # (op, inputs) -> the first node with them; once a second one comes, {attribute key:
-    # first node}: most nodes have inputs of their own, and never build an attribute key
+    # first node}: most nodes have inputs of their own, and never build an attribute key (nor
+    # ask whether they may merge)
     seen, replace, kept = {}, {}, []
     for node in program.nodes:
         if replace:
             node.inputs = [replace.get(v.id, v) for v in node.inputs]
         inputs = node.inputs
-        if is_random(node) or len(node.outputs) != node.n_results:
-            kept.append(node)
-            continue
         key = (id(node.op), inputs[0].id if len(inputs) == 1 else tuple([v.id for v in inputs]))
         first = seen.get(key)
         if first is None:
@@ -150,8 +152,11 @@ def eliminate_common_subexpressions(program):
             first = seen[key] = {_attrs_key(first.attrs): first}
         by_attrs, attrs_key = first, _attrs_key(node.attrs)
         first = by_attrs.get(attrs_key)
-        if first is None:
+        if first is None or _never_merged(first):  # (it stands for them until one can)
             by_attrs[attrs_key] = node
+            kept.append(node)
+            continue
+        if _never_merged(node):
             kept.append(node)
             continue
         if any(results.get(a.id) and results.get(b.id)
