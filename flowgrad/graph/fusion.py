@@ -87,11 +87,14 @@ class FusedOp:
         self.exports = exports    # chain positions whose value is an output, the last included
         self.into_input = into_input  # the first step writes into the chain's input array
         names = [n.op.name for n, _ in chain]
+        # the STEPS entry of each step (every step has the chain's shape: one size check)
+        self.steps = names if math.prod(chain[0][0].outputs[0].shape) > WHERE_SIZE else [
+            SMALL_STEPS.get(name, name) for name in names]
+        self.masked = any(STEPS[name][2] for name in set(self.steps))
         if len(names) > 6:
             names = [f"{len(names)} ops: {names[0]}", names[1], "...", names[-1]]
         self.name = "fused[" + "+".join(names) + "]"
         self.n_out = len(exports)
-        self.masked = any(STEPS[_step_name(n)][2] for n, _ in chain)
         self._kernel = None
 
     @property
@@ -159,8 +162,7 @@ class FusedOp:
         for k, (node, pos) in enumerate(self.chain):
             n_other = len(node.inputs) - 1
             c = const(node.attrs["value"]) if "value" in node.attrs else None
-            steps.append((_step_name(node), pos, args[arg:arg + n_other], c, fresh,
-                          k in exports))
+            steps.append((self.steps[k], pos, args[arg:arg + n_other], c, fresh, k in exports))
             arg += n_other
             fresh = k in exports
         temp = f"{prefix}t"
