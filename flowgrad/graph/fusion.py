@@ -193,7 +193,7 @@ class FusedOp:
             n_loops += 1
             x, out = loop.write(lines, x, outs, out, emit, loop_names, aliases if share else None)
             k = start + period * reps
-        if any("{t}" in STEPS[step[0]][1] for step in steps):
+        if any("{t}" in STEPS[name][1] for name in set(self.steps)):
             loop_names.append(temp)  # a temporary must not outlive the chain
         if loop_names:
             lines.append(f"del {', '.join(loop_names)}")
@@ -251,7 +251,7 @@ class _Loop:
                     names.append(f"{prefix}l{len(varying)}")
                     varying.append(column)
             body_args.append(names)
-        n_out = sum(s[5] for s in steps)
+        n_out = [s[5] for s in steps].count(True)
         lines.append(f"{chain} = {x}")
         if n_out:
             lines.append(f"{self.hand_out} = []")
