@@ -219,10 +219,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         _param(t, (c,), (c,), "batch_norm", what)
     axes = (0,) + tuple(range(2, x._data.ndim))
     if training:
-        count = x._data.size // c
-        if count <= 1:
+        count = x._data.size // c if c else 0
+        if count == 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                              f"training, got input size {tuple(x.shape)}")
+        if count == 0:  # an empty batch: an empty output, the running statistics untouched
+            y = x * 1.0 if w is None else x * w  # (torch's; weight and bias get zero grads)
+            return y if b is None else y + b
         tracked = running_mean is not None or running_var is not None
         stats = None
         if tracked or _per_channel(x._data, axes):  # one set of float64 stats for both uses

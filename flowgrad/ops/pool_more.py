@@ -53,13 +53,14 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     else:
         out = tuple(int(o) for o in tuple(output_size)[-nd:])
     size = math.prod(out)
-    flat = idx._data.reshape(idx.shape[0], idx.shape[1], -1)
+    n, c = x.shape[0], x.shape[1]
+    flat = idx._data.reshape(n, c, math.prod(idx.shape[2:]))  # (not -1: an empty batch)
     if flat.size and (flat.min() < 0 or flat.max() >= size):
         raise RuntimeError(f"{name}: found an invalid max index {int(flat.max())} (output "
                            f"volumes are of size {'x'.join(map(str, out))})")
-    n, c = x.shape[0], x.shape[1]
     zeros = Tensor._wrap(xp.zeros((n, c, size), x._data.dtype))
-    y = zeros.scatter(2, idx.reshape(n, c, -1), x.reshape(n, c, -1)).reshape(n, c, *out)
+    y = zeros.scatter(2, idx.reshape(n, c, flat.shape[2]), x.reshape(n, c, flat.shape[2]))
+    y = y.reshape(n, c, *out)
     return y if batched else y.squeeze(0)
 
 

@@ -41,7 +41,9 @@ def _unfold(xp, x, *, ksize, stride, padding, dilation):
                 zip(x.shape[2:], ksize, stride, padding, dilation))
     win = windows(xp, pad_array(xp, x, padding), ksize, stride, dilation, out)
     perm = (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
-    return xp.ascontiguousarray(win.transpose(perm)).reshape(n, c * math.prod(ksize), -1)
+    # math.prod(out), not -1: an empty batch has no elements to infer it from
+    return xp.ascontiguousarray(win.transpose(perm)).reshape(n, c * math.prod(ksize),
+                                                               math.prod(out))
 
 
 @op("fold", jvp="linear")
