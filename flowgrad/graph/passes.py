@@ -303,7 +303,8 @@ def eliminate_dead_code(program):
             if not (is_random(node) or getattr(node.op, "effect", False)):
                 continue
         kept.append(node)
-        needed.update([v.id for v in node.inputs])
+        for v in node.inputs:  # (a loop: a comprehension is a call per node)
+            needed.add(v.id)
     program.nodes = kept[::-1]
     return program
 
