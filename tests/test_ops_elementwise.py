@@ -460,21 +460,18 @@ def test_scalar_pow_by_products_is_torchs_bit_for_bit(exponent, dtype):
         assert np.array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
 
 
-@pytest.mark.parametrize("fn", [lambda x: x.pow(2), lambda x: x.pow(3), lambda x: x.pow(2.5),
-                                lambda x: x.pow(4), lambda x: x.tanh()],
-                         ids=["pow2", "pow3", "pow2.5", "pow4", "tanh"])
-def test_fused_gradient_ops_differentiate_again_as_torch(fn):
-    """pow's and tanh's gradients are single ops (scalar_pow_grad, tanh_grad, whose own rule
-    makes mul3); differentiated in x and in the incoming gradient, to third order, they give
-    torch's numbers."""
+@pytest.mark.parametrize("exponent", [2, 3, 2.5, 4])
+def test_pow_gradient_op_differentiates_again_as_torch(exponent):
+    """pow's gradient is one op (scalar_pow_grad); differentiated in x and in the incoming
+    gradient, to third order, it gives torch's numbers."""
     x0, v0 = np.array([0.5, 1.25, 2.0, 0.75]), np.array([0.3, -1.2, 0.8, 2.0])
     results = []
     for m in (flow, torch):
         x, v = m.tensor(x0, requires_grad=True), m.tensor(v0, requires_grad=True)
-        (g,) = m.autograd.grad(fn(x), x, grad_outputs=v, create_graph=True)
+        (g,) = m.autograd.grad(x.pow(exponent), x, grad_outputs=v, create_graph=True)
         gx, gv = m.autograd.grad((g * m.tensor(v0[::-1].copy())).sum(), [x, v],
                                  create_graph=True)
-        gxx, gxv = m.autograd.grad((gx * gx).sum() + (gv * gx).sum(), [x, v])
-        results.append([t.detach().numpy() for t in (g, gx, gv, gxx, gxv)])
+        (gxx,) = m.autograd.grad(gx.sum(), x)
+        results.append([t.detach().numpy() for t in (g, gx, gv, gxx)])
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)

@@ -195,22 +195,19 @@ def _scalar_pow(xp, x, *, exponent):
 # pow's gradient dy * (e * x ** (e - 1)) as one op (torch's product, so the same bits): one
 # node instead of three when differentiated again (create_graph), as tanh_grad for tanh
 @op("scalar_pow_grad", jvp="diagonal", save="inputs")
-def _scalar_pow_grad(xp, x, dy, *, exponent, scale=1):
+def _scalar_pow_grad(xp, x, dy, *, exponent):
     if exponent == 0:  # torch's zeros, not dy * 0 (nan where x ** -1 is inf)
         return xp.zeros_like(dy)
-    if scale != 1:  # (dy * scale) * ...: the order torch's chain of products multiplies in
-        dy = dy * scale
     return _same(x, dy * (exponent * _power(xp, x, exponent - 1)))
 
 
 @_scalar_pow_grad.grad
 def scalar_pow_grad_backward(ctx, ddx):
     x, dy = ctx.inputs
-    e, s, need = ctx.exponent, getattr(ctx, "scale", 1), ctx.needs_input_grad
-    # of (dy * s) * e * x ** (e - 1): d/dx = (ddx * dy * s * e) * (e - 1) * x ** (e - 2),
-    # d/ddy = (ddx * s) * e * x ** (e - 1)
-    dx = _scalar_pow_grad(x, ddx * dy, exponent=e - 1, scale=s * e) if need[0] else None
-    return dx, (_scalar_pow_grad(x, ddx, exponent=e, scale=s) if need[1] else None)
+    e, need = ctx.exponent, ctx.needs_input_grad
+    # d/dx: ddx * dy * e * (e - 1) * x ** (e - 2); d/ddy: ddx * e * x ** (e - 1)
+    dx = _scalar_pow_grad(x, ddx * dy, exponent=e - 1) * e if need[0] else None
+    return dx, (_scalar_pow_grad(x, ddx, exponent=e) if need[1] else None)
 
 
 @_scalar_pow.grad
@@ -286,24 +283,7 @@ def _tanh_grad(xp, y, dy):
 @_tanh_grad.grad
 def tanh_grad_backward(ctx, ddx):
     y, dy = ctx.inputs
-    return (_mul3(ddx, dy, y, scale=-2.0) if ctx.needs_input_grad[0] else None), \
-        _tanh_grad(y, ddx)
-
-
-# ((a * b) * c) * scale as one op: the products second-order rules make (tanh_grad's), one
-# node where a chain of three multiplies made three; its rule is itself
-@op("mul3", jvp="multilinear", save="inputs for others")
-def _mul3(xp, a, b, c, *, scale):
-    return a * b * c * scale
-
-
-@_mul3.grad
-def mul3_backward(ctx, g):
-    a, b, c = ctx.inputs
-    need, scale = ctx.needs_input_grad, ctx.scale
-    return (_mul3(g, b, c, scale=scale) if need[0] else None,
-            _mul3(g, a, c, scale=scale) if need[1] else None,
-            _mul3(g, a, b, scale=scale) if need[2] else None)
+    return (ddx * dy * y * -2.0 if ctx.needs_input_grad[0] else None), _tanh_grad(y, ddx)
 
 
 # real tensors: the fused grad op; complex: composed of complex-aware ops, to any order
