@@ -153,20 +153,24 @@ class GraphTask:
             else:  # hooks, anomaly checks, custom node types
                 in_grads = node.backward_fn(out_grads)
         metas = node.input_metas
-        if type(in_grads) is not tuple:  # a rule of one input may return the grad itself
-            in_grads = (in_grads,) if not isinstance(in_grads, list) else tuple(in_grads)
-        if len(in_grads) != len(metas):
-            raise RuntimeError(
-                f"{node.name} returned {len(in_grads)} gradients but its op has "
-                f"{len(metas)} inputs; return one gradient (or None) per input")
-        for meta, nxt, g, info in zip(metas, node.next_nodes, in_grads, node.input_infos):
-            if meta is None or g is None or (targets and nxt not in deps and meta not in targets):
-                continue  # (with targets, a pruned branch gets nothing)
-            data = g._data
-            if data.shape != info[0] or data.dtype != info[1]:
-                g = _fit_grad(g, info[0], info[1], node)
-            cur = meta.current_grad
-            meta.current_grad = g if cur is None else cur + g
+        if type(in_grads) is not tuple and len(metas) == 1 and not isinstance(in_grads, list):
+            # a rule of one input returned the grad itself (most ops): no tuple, no zip
+            meta = metas[0]
+            if meta is not None and in_grads is not None and not (
+                    targets and node.next_nodes[0] not in deps and meta not in targets):
+                _add_grad(meta, in_grads, node.input_infos[0], node)
+        else:
+            if type(in_grads) is not tuple:
+                in_grads = (in_grads,) if not isinstance(in_grads, list) else tuple(in_grads)
+            if len(in_grads) != len(metas):
+                raise RuntimeError(
+                    f"{node.name} returned {len(in_grads)} gradients but its op has "
+                    f"{len(metas)} inputs; return one gradient (or None) per input")
+            for meta, nxt, g, info in zip(metas, node.next_nodes, in_grads, node.input_infos):
+                if meta is None or g is None or (
+                        targets and nxt not in deps and meta not in targets):
+                    continue  # (with targets, a pruned branch gets nothing)
+                _add_grad(meta, g, info, node)
         if not self.retain_graph:
             node._inputs = node._outputs = node.aux = None  # free what it saved
             node.released = True
@@ -217,6 +221,15 @@ class GraphTask:
                     meta.current_grad = None
         for meta in self.targets:
             meta.current_grad = None
+
+
+def _add_grad(meta, g, info, node):
+    """current_grad += g, g first fitted to the input's recorded shape and dtype."""
+    data = g._data
+    if data.shape != info[0] or data.dtype != info[1]:
+        g = _fit_grad(g, info[0], info[1], node)
+    cur = meta.current_grad
+    meta.current_grad = g if cur is None else cur + g
 
 
 def _check_runnable(node, create_graph):
