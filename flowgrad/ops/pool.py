@@ -23,6 +23,7 @@ from ..tensor import Tensor
 from .activation import relu
 from .conv import col2im, ntuple, pad_array, tap_slices, windows
 from .registry import op
+from .scan import with_rule_indices
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
@@ -84,18 +85,10 @@ def _max_pool_tiles(xp, x, ksize, out):
     return vals, xp.add(acc, origin, out=xp.empty(vals.shape, xp.int64))
 
 
-def _rule_indices(vals, idx, returned):
-    """(values, indices, the indices the rule reads): nothing is saved, the rule reads an
-    aux array, so a write to the values (which torch does not save either) stays legal.
-    When the caller hands the indices out, the rule gets a private copy: a write to the
-    returned indices must not move the gradient (torch refuses it, flowgrad ignores it)."""
-    return vals, idx, (idx.copy() if returned else idx)
-
-
 @op("max_pool", n_out=2)
 def _max_pool(xp, x, *, ksize, stride, padding, dilation, out_shape, return_indices=False):
-    return _rule_indices(*_max_pool_arrays(xp, x, ksize, stride, padding, dilation, out_shape),
-                         return_indices)
+    vals, idx = _max_pool_arrays(xp, x, ksize, stride, padding, dilation, out_shape)
+    return with_rule_indices(vals, idx, return_indices)
 
 
 def _max_pool_arrays(xp, x, ksize, stride, padding, dilation, out_shape):
@@ -435,7 +428,7 @@ def adaptive_avg_pool3d(input, output_size):
 
 @op("adaptive_max_pool", n_out=2)
 def _adaptive_max_pool(xp, x, *, out_shape, return_indices=False):
-    return _rule_indices(*_adaptive_max_arrays(xp, x, out_shape), return_indices)
+    return with_rule_indices(*_adaptive_max_arrays(xp, x, out_shape), return_indices)
 
 
 def _adaptive_max_arrays(xp, x, out_shape):

@@ -71,12 +71,13 @@ def select_along(x, index, dim):
     return _select_along(x, index, dim=dim)
 
 
-def with_rule_indices(vals, idx):
-    """A (values, indices) kernel's result plus a private copy of the indices for its rule (an
-    aux array, never version-checked): the op saves nothing else, so an in-place write to
-    the input or the values stays legal as in torch, which saves only the indices; a write
-    to the returned indices leaves the gradient as the forward saw it."""
-    return vals, idx, idx.copy()
+def with_rule_indices(vals, idx, returned=True):
+    """A (values, indices) kernel's result plus the indices for its rule (an aux array, never
+    version-checked): the op saves nothing else, so an in-place write to the input or the
+    values stays legal as in torch, which saves only the indices. When the caller gets the
+    indices (`returned`), the rule reads a private copy: a write to the returned indices
+    leaves the gradient as the forward saw it (torch refuses that backward)."""
+    return vals, idx, (idx.copy() if returned else idx)
 
 
 def index_output_grad(ctx, dy, _):
