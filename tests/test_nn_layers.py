@@ -301,6 +301,14 @@ ATTENTION = [
      [(5, 2, 8), (4, 2, 8), (4, 2, 8)], {}),
     ("mha_no_weights_unbatched", lambda n: n.MultiheadAttention(8, 2, bias=False),
      [(5, 8), (4, 8), (4, 8)], {"call": lambda m, q, k, v: m(q, k, v, need_weights=False)}),
+    # self-attention (query is key is value): one packed in-projection GEMM
+    ("mha_self_batch_first_kpm", lambda n: n.MultiheadAttention(8, 4, batch_first=True),
+     [(2, 4, 8), Const(KPM)],
+     {"call": lambda m, x, kpm: m(x, x, x, key_padding_mask=kpm, need_weights=False)}),
+    ("mha_self_zero_attn", lambda n: n.MultiheadAttention(8, 2, add_zero_attn=True),
+     [(4, 2, 8)], {"call": lambda m, x: m(x, x, x)}),
+    ("mha_self_unbatched", lambda n: n.MultiheadAttention(8, 2), [(4, 8)],
+     {"call": lambda m, x: m(x, x, x)}),
     ("mha_causal", lambda n: n.MultiheadAttention(8, 2), [(4, 2, 8)],
      {"call": lambda m, x: m(x, x, x, attn_mask=(
          torch.nn.Transformer if isinstance(m, torch.nn.Module) else nn.Transformer)

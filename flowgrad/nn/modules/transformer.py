@@ -135,12 +135,34 @@ class MultiheadAttention(Module):
             wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
         return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
 
+    def _packed_self_attention_heads(self, src):
+        """Self-attention's q, k^T and v as (N*H, L, hd), (N*H, hd, L), (N*H, L, hd) from one
+        in-projection GEMM on the layer's input as given (batch first or not): the same
+        products as three projections of the transposed input, without copying the input
+        three times, and with k^T laid out as the QK^T GEMM reads it fastest."""
+        h, hd = self.num_heads, self.head_dim
+        qkv = F.linear(src, self.in_proj_weight, self.in_proj_bias)
+        if self.batch_first:  # (N, L, 3E) -> (3, N, H, L, hd)
+            n, length = qkv.shape[:2]
+            qkv = qkv.reshape(n, length, 3, h, hd).permute(2, 0, 3, 1, 4)
+        else:  # (L, N, 3E) -> (3, N, H, L, hd)
+            length, n = qkv.shape[:2]
+            qkv = qkv.reshape(length, n, 3, h, hd).permute(2, 1, 3, 0, 4)
+        q, k, v = qkv.unbind(0)
+        # contiguous(): reshape's copy would keep the projection's interleaved layout
+        return (q.contiguous().reshape(n * h, length, hd),
+                k.transpose(-2, -1).contiguous().reshape(n * h, hd, length),
+                v.contiguous().reshape(n * h, length, hd))
+
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
         if query.dim() not in (2, 3):
             raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but "
                                  f"received {query.dim()}-D query tensor")
         batched = query.dim() == 3
+        packed = batched and query is key and key is value and self._qkv_same_embed_dim \
+            and self.bias_k is None and not self.add_zero_attn
+        src = query
         if not batched:
             query, key, value = (x.unsqueeze(1) for x in (query, key, value))
             if key_padding_mask is not None:
@@ -160,7 +182,10 @@ class MultiheadAttention(Module):
             attn_mask = _causal_mask(tgt_len, dtype, query.device)
         attn_mask = _float_mask(attn_mask, "attn_mask", dtype)
         h, hd = self.num_heads, self.head_dim
-        q, k, v = self._in_projection(query, key, value)
+        if packed:
+            q, kt, v = self._packed_self_attention_heads(src)
+        else:
+            q, k, v = self._in_projection(query, key, value)
         if attn_mask is not None:
             if attn_mask.dim() == 2:
                 if tuple(attn_mask.shape) != (tgt_len, key.shape[0]):
@@ -181,16 +206,17 @@ class MultiheadAttention(Module):
             attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))
             key_padding_mask = None if key_padding_mask is None else \
                 F.pad(key_padding_mask, (0, 1))
-        q = q.reshape(tgt_len, bsz * h, hd).transpose(0, 1)
-        k = k.reshape(k.shape[0], bsz * h, hd).transpose(0, 1)
-        v = v.reshape(v.shape[0], bsz * h, hd).transpose(0, 1)
+        if not packed:
+            q = q.reshape(tgt_len, bsz * h, hd).transpose(0, 1)
+            kt = k.reshape(k.shape[0], bsz * h, hd).permute(1, 2, 0)
+            v = v.reshape(v.shape[0], bsz * h, hd).transpose(0, 1)
         if self.add_zero_attn:
-            k = cat([k, zeros(bsz * h, 1, hd, dtype=dtype, device=k.device)], 1)
+            kt = cat([kt, zeros(bsz * h, hd, 1, dtype=dtype, device=kt.device)], 2)
             v = cat([v, zeros(bsz * h, 1, hd, dtype=dtype, device=v.device)], 1)
             attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))
             key_padding_mask = None if key_padding_mask is None else \
                 F.pad(key_padding_mask, (0, 1))
-        src_len = k.shape[1]
+        src_len = kt.shape[2]
         if key_padding_mask is not None:
             if tuple(key_padding_mask.shape) != (bsz, src_len):
                 raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, "
@@ -198,7 +224,7 @@ class MultiheadAttention(Module):
             kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, h, 1, src_len)
             kpm = kpm.reshape(bsz * h, 1, src_len)
             attn_mask = kpm if attn_mask is None else attn_mask + kpm
-        scores = (q * math.sqrt(1.0 / hd)).matmul(k.transpose(-2, -1))
+        scores = (q * math.sqrt(1.0 / hd)).matmul(kt)
         if attn_mask is not None:
             scores = scores + attn_mask
         weights = scores.softmax(-1)
