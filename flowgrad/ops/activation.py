@@ -25,7 +25,7 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import clamp, sigmoid, tanh, where
 from .registry import op
 from .rules import masked_product, unary
-from .special import erf, map_chunks
+from .special import CHUNK, erf, map_chunks, normal_cdf_into
 
 
 def _no_bool(input, name):
@@ -298,12 +298,31 @@ def _gelu(xp, x, *, approximate):
     if approximate == "tanh":
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)
         return (0.5 * x * (1 + xp.tanh(inner))).astype(x.dtype, copy=False)
-    return map_chunks(xp, _gelu_exact, x)
+    return _gelu_exact(xp, x)
 
 
 def _gelu_exact(xp, x):
-    # astype: ml_dtypes computes bfloat16 * Python float in float32
-    return (0.5 * x * (1 + erf(xp, x / math.sqrt(2)))).astype(x.dtype, copy=False)
+    """(x Phi(x), Phi(x)): Phi goes along as an aux output, so the backward needs only phi.
+    float32 and narrower run on cache-sized chunks of in-place passes (Phi in float32)."""
+    if x.dtype.itemsize >= 8:
+        cdf = erf(xp, x / math.sqrt(2))
+        cdf += 1
+        cdf *= 0.5
+        return (x * cdf).astype(x.dtype, copy=False), cdf
+    x1 = x.reshape(-1)
+    y, cdf = xp.empty(x1.shape, x.dtype), xp.empty(x1.shape, xp.float32)
+    tmp = xp.empty(min(CHUNK, x1.size), xp.float32)
+    wide = x.dtype == xp.float32
+    for start in range(0, x1.size, CHUNK):
+        xs = x1[start:start + CHUNK]
+        if not wide:  # bfloat16, float16: computed in float32 (as torch's kernel)
+            xs = xs.astype(xp.float32)
+        c = normal_cdf_into(xp, xs, cdf[start:start + CHUNK], tmp[:len(xs)])
+        if wide:
+            xp.multiply(xs, c, out=y[start:start + CHUNK])
+        else:
+            y[start:start + CHUNK] = xs * c
+    return y.reshape(x.shape), cdf.reshape(x.shape)
 
 
 @_gelu.grad
@@ -314,18 +333,46 @@ def gelu_backward(ctx, dy):
         t = (k * (x + x * x * x * 0.044715)).tanh()
         dinner = k * (1 + x * x * (3 * 0.044715))
         return dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner)
-    return _gelu_grad(x, dy)
+    return _gelu_grad(x, dy, *(ctx.aux or ()))
 
 
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
-@op("gelu_grad", jvp="diagonal", save="inputs")
-def _gelu_grad(xp, x, dy):
-    """dy * gelu'(x) = dy * (Phi(x) + x phi(x)) (exact gelu), chunk by chunk."""
+# not the optional Phi(x) (gelu's aux output): its rule never reads it
+@op("gelu_grad", jvp="diagonal", save="inputs[0, 1]")
+def _gelu_grad(xp, x, dy, *cdf):
+    """dy * gelu'(x) = dy * (Phi(x) + x phi(x)) (exact gelu); `cdf`, when given, is Phi(x)
+    from the forward, so only phi(x) is computed here (7 passes; 16 more for erf without)."""
+    if cdf and cdf[0].shape == x.shape == dy.shape:
+        return _gelu_grad_from_cdf(xp, x, dy, cdf[0])
     if x.shape != dy.shape:
         x, dy = xp.broadcast_arrays(x, dy)
     return map_chunks(xp, _gelu_grad_exact, x, dy)
+
+
+def _gelu_grad_from_cdf(xp, x, dy, cdf):
+    """dy * (Phi + x phi(x)) on chunks, in Phi's dtype (float32 for float32 and narrower)."""
+    x1, dy1, cdf1 = x.reshape(-1), dy.reshape(-1), cdf.reshape(-1)
+    out = xp.empty(dy1.shape, dy.dtype)
+    ct = cdf.dtype
+    tmp = xp.empty(min(CHUNK, x1.size), ct)
+    same = x.dtype == dy.dtype == ct
+    for start in range(0, x1.size, CHUNK):
+        xs, dys = x1[start:start + CHUNK], dy1[start:start + CHUNK]
+        if not same:  # bfloat16, float16: in float32, as torch's kernel
+            xs, dys = xs.astype(ct), dys.astype(ct)
+        t = xp.multiply(xs, xs, out=tmp[:len(xs)])
+        t *= ct.type(-0.5)
+        xp.exp(t, out=t)
+        t *= xs
+        t *= ct.type(_INV_SQRT_2PI)
+        t += cdf1[start:start + CHUNK]
+        if same:
+            xp.multiply(t, dys, out=out[start:start + CHUNK])
+        else:
+            out[start:start + CHUNK] = t * dys
+    return out.reshape(dy.shape)
 
 
 def _gelu_grad_exact(xp, x, dy):
@@ -342,11 +389,12 @@ def _gelu_grad_exact(xp, x, dy):
 
 @_gelu_grad.grad
 def gelu_grad_backward(ctx, ddx):
-    x, dy = ctx.inputs
+    x, dy = ctx.inputs[:2]
     need = ctx.needs_input_grad
     # gelu''(x) = phi(x) (2 - x^2)
     dx = ddx * dy * (x * x * -0.5).exp() * _INV_SQRT_2PI * (2 - x * x) if need[0] else None
-    return dx, (_gelu_grad(x, ddx) if need[1] else None)
+    # Phi(x), when passed, depends on x only: its part is in dx already
+    return (dx, (_gelu_grad(x, ddx) if need[1] else None)) + (None,) * (len(need) - 2)
 
 
 @tensor_method()

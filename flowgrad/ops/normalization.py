@@ -24,6 +24,7 @@ from .out_arg import with_out
 from .reduce import mean_array
 from .registry import op
 from .shape import cat
+from .special import CHUNK
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
            "local_response_norm", "normalize"]
@@ -67,6 +68,89 @@ def _batch_stats(xp, x, *, axes):
     return data.mean(axis=axes, keepdims=True), data.var(axis=axes, keepdims=True)
 
 
+def _rows_path(x, axes, wb):
+    """Layer norm's reduction (the trailing dims) of a non-empty float32/float64 array, with
+    weight and bias (if any) of the normalised shape: the row-chunked fast path."""
+    k = len(axes)
+    return x.dtype.kind == "f" and x.dtype.itemsize >= 4 and x.size > 0 and k > 0 and \
+        tuple(axes) == tuple(range(x.ndim - k, x.ndim)) and \
+        all(t.shape == x.shape[x.ndim - k:] and t.dtype == x.dtype for t in wb)
+
+
+def _row_blocks(m, n):
+    """Row ranges of about CHUNK elements: each block's passes then run in the core's cache
+    (one pass over a (2048, 128) float32 array from memory costs 2.5 times one from cache)."""
+    rows = max(1, CHUNK // n)
+    return ((r, min(r + rows, m)) for r in range(0, m, rows))
+
+
+def _rows_forward(xp, x, k, w, b, eps):
+    """Normalise the rows of x viewed as (m, n): row sums by BLAS gemv (several times faster
+    than NumPy's reduction along a short last axis), two passes for the variance as before."""
+    n = math.prod(x.shape[x.ndim - k:])
+    m = x.size // n
+    x2 = x.reshape(m, n)
+    y = xp.empty((m, n), x.dtype)
+    mean = xp.empty(m, x.dtype)
+    rstd = xp.empty(m, x.dtype)
+    ones = xp.ones(n, x.dtype)
+    w2, b2 = (t.reshape(n) if t is not None else None for t in (w, b))
+    for r0, r1 in _row_blocks(m, n):
+        xc, mu, rs = y[r0:r1], mean[r0:r1], rstd[r0:r1]
+        xp.divide(xp.matmul(x2[r0:r1], ones), n, out=mu)
+        xp.subtract(x2[r0:r1], mu[:, None], out=xc)
+        xp.divide(xp.matmul(xc * xc, ones), n, out=rs)
+        rs += eps
+        xp.sqrt(rs, out=rs)
+        xp.divide(1, rs, out=rs)
+        xc *= rs[:, None]
+        if w2 is not None:
+            xc *= w2
+        if b2 is not None:
+            xc += b2
+    stat_shape = x.shape[:x.ndim - k] + (1,) * k
+    return y.reshape(x.shape), mean.reshape(stat_shape), rstd.reshape(stat_shape)
+
+
+def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
+    """Layer norm's backward in torch's CPU form, on row blocks in cache: with g = dy * w,
+    ds = sum(g x) and sb = sum(g) per row, dx = rstd g + b x + c for per-row b, c. Every sum
+    is a BLAS gemv (dw = sum over rows of dy xhat = rstd @ (dy x) - (mean rstd) @ dy), dw
+    and db come out reduced to the normalised shape, and dx takes six passes per block."""
+    shape = x.shape[x.ndim - k:]
+    n = math.prod(shape)
+    m = x.size // n
+    x2, dy2, mu, rs = x.reshape(m, n), dy.reshape(m, n), mean.reshape(m), rstd.reshape(m)
+    w2 = w.reshape(n) if w is not None else xp.ones(n, x.dtype)
+    dx = xp.empty((m, n), x.dtype)
+    dw = xp.zeros(n, x.dtype) if need_w else xp.zeros((0,), x.dtype)
+    db = xp.zeros(n, x.dtype) if need_b else xp.zeros((0,), x.dtype)
+    ones = xp.ones(min(m, max(1, CHUNK // n)), x.dtype)
+    buf = xp.empty((len(ones), n), x.dtype)
+    for r0, r1 in _row_blocks(m, n):
+        xs, dys, g, p = x2[r0:r1], dy2[r0:r1], dx[r0:r1], buf[:r1 - r0]
+        mu_r, rs_r = mu[r0:r1], rs[r0:r1]
+        xp.multiply(dys, xs, out=p)
+        if need_w:
+            dw += xp.matmul(rs_r, p)
+            dw -= xp.matmul(mu_r * rs_r, dys)
+        if need_b:
+            db += xp.matmul(ones[:r1 - r0], dys)
+        ds, sb = xp.matmul(p, w2), xp.matmul(dys, w2)
+        b = (sb * mu_r - ds) * (rs_r * rs_r * rs_r) / n
+        c = -b * mu_r - sb * rs_r / n
+        if w is not None:
+            xp.multiply(dys, w2, out=g)
+            g *= rs_r[:, None]
+        else:
+            xp.multiply(dys, rs_r[:, None], out=g)
+        xp.multiply(xs, b[:, None], out=p)
+        g += p
+        g += c[:, None]
+    return dx.reshape(x.shape), dw.reshape(shape) if need_w else dw, \
+        db.reshape(shape) if need_b else db
+
+
 # the rule reads x and the weight (input 1), never the bias nor the statistics: only those
 # two are saved, as torch's batch/group norm, so a bias written in place stays legal
 @op("norm_affine", save="inputs[0, 1]")
@@ -82,6 +166,9 @@ def _norm_affine(xp, x, *wb_stats, axes, eps, has_w, has_b, has_stats=False):
         y = x * alpha.astype(x.dtype)
         y += beta.astype(x.dtype)
         return y, mean.astype(x.dtype), rstd.astype(x.dtype)
+    if _rows_path(x, axes, wb):
+        return _rows_forward(xp, x, len(axes), wb[0] if has_w else None,
+                             wb[-1] if has_b else None, eps)
     # mean_array, not x.mean: an inf - inf there warns from NumPy's code (see reduce._sum)
     mean = mean_array(xp, x, axes, True)
     xc = x - mean
@@ -106,7 +193,12 @@ def norm_affine_backward(ctx, dy):
     if not grad_mode.is_grad_enabled():  # plain backward: one fused NumPy pass
         mean, rstd = ctx.aux
         args = (x, mean, rstd, dy) + ((w,) if w is not None else ())
-        dx, dw, db = _norm_affine_backward(*args, axes=axes, need_w=need_w, need_b=need_b)
+        # dw and db come back reduced when the weight and bias have the normalised shape
+        trailing = tuple(ctx.input_shapes[0][-len(axes):]) if axes else None
+        wb_shapes = ctx.input_shapes[1:1 + ctx.has_w + ctx.has_b]
+        dx, dw, db = _norm_affine_backward(*args, axes=axes, need_w=need_w, need_b=need_b,
+                                           trailing_wb=all(tuple(s) == trailing
+                                                           for s in wb_shapes))
     else:  # create_graph: the same formula in flowgrad ops, differentiable in x and w
         mean = x.mean(axes, keepdim=True)
         xc = x - mean
@@ -127,7 +219,8 @@ def norm_affine_backward(ctx, dy):
 
 
 @op("norm_affine_backward", n_out=3, differentiable=False)
-def _norm_affine_backward(xp, x, mean, rstd, dy, *w, axes, need_w, need_b):
+def _norm_affine_backward(xp, x, mean, rstd, dy, *w, axes, need_w, need_b,
+                          trailing_wb=False):
     empty = xp.zeros((0,), x.dtype)
     if _per_channel(x, axes) and dy.dtype == x.dtype and (not w or w[0].shape == mean.shape):
         # batch norm: two per-channel sums (torch's sum_dy and dotp), then one affine pass
@@ -142,6 +235,9 @@ def _norm_affine_backward(xp, x, mean, rstd, dy, *w, axes, need_w, need_b):
         dx += (-k * sdy / count).astype(x.dtype)
         return (dx, ((dotp * r).astype(x.dtype) if need_w else empty),
                 (sdy.astype(x.dtype) if need_b else empty))
+    if trailing_wb and _rows_path(x, axes, w) and dy.dtype == x.dtype:
+        return _rows_backward(xp, x, mean, rstd, dy, w[0] if w else None, len(axes), need_w,
+                              need_b)
     xhat = (x - mean) * rstd
     g = dy * w[0] if w else dy
     dx = rstd * (g - mean_array(xp, g, axes, True) - xhat * mean_array(xp, g * xhat, axes, True))

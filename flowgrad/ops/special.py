@@ -79,6 +79,36 @@ def _erf_float32(xp, x):
     return xp.tanh(acc, out=acc).reshape(shape)
 
 
+# Phi(x) = (1 + erf(x / sqrt 2)) / 2 as _erf_float32 computes it, the 1 / sqrt 2 folded into
+# G's coefficients (G'_k = G_k / (sqrt 2 2^k) of x^2), one pass fewer
+_G_CDF = tuple(c / (math.sqrt(2) * 2 ** k) for k, c in enumerate(_G))
+_CLIP_CDF = 3.9 * math.sqrt(2)
+
+
+def normal_cdf_into(xp, x, out, tmp):
+    """Phi(x), the standard normal CDF, of a float32 array into `out` (`tmp`: float32 scratch
+    of x's size), by the float32 erf's formula in 14 in-place passes: gelu runs it on
+    cache-sized chunks.
+
+    >>> import numpy as np
+    >>> x = np.array([-1.0, 0.0, 1.0], np.float32)
+    >>> normal_cdf_into(np, x, np.empty(3, np.float32), np.empty(3, np.float32)).round(4)
+    array([0.1587, 0.5   , 0.8413], dtype=float32)
+    """
+    u = xp.clip(x, -_CLIP_CDF, _CLIP_CDF, out=tmp)
+    xp.square(u, out=u)
+    xp.multiply(u, xp.float32(_G_CDF[-1]), out=out)
+    for c in _G_CDF[-2:0:-1]:
+        out += xp.float32(c)
+        out *= u
+    out += xp.float32(_G_CDF[0])
+    out *= x  # the unclipped x: exactly 0 or 1 in the tails, as erf's -1 and 1
+    xp.tanh(out, out=out)
+    out += xp.float32(1)
+    out *= xp.float32(0.5)
+    return out
+
+
 def _erf_series(xp, a):
     """erf(a) for 0 <= a < 3 in float64."""
     a2 = a * a
