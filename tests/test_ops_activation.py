@@ -69,6 +69,36 @@ def test_finite_differences(fn, specs, second, kw):
     gradcheck(fn, *specs, second_order=second)
 
 
+# exact gelu runs on chunks of activation.CHUNK elements and hands Phi(x) to its backward as
+# an aux output: with CHUNK = 4 the 3 x 5 input takes four chunks, the last one ragged
+@pytest.mark.parametrize("shape", [(3, 5), ()])
+def test_gelu_chunks_and_saved_cdf(shape, monkeypatch):
+    from flowgrad.ops import activation
+
+    monkeypatch.setattr(activation, "CHUNK", 4)
+    check(lambda m, x: m.nn.functional.gelu(x), shape)
+    gradcheck(lambda m, x: m.nn.functional.gelu(x), shape)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_grad_from_saved_cdf_equals_recomputed(dtype):
+    """gelu_grad with the forward's Phi(x) gives what it gives computing Phi itself."""
+    from flowgrad.ops.activation import _gelu, _gelu_grad
+    from flowgrad.ops.special import CHUNK
+
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(2 * CHUNK + 5) * 3).astype(dtype)
+    dy = rng.standard_normal(x.shape).astype(dtype)
+    y, cdf = _gelu.kernel(np, x, approximate="none")
+    assert cdf.dtype == np.float32 if dtype == np.float32 else cdf.dtype == np.float64
+    tol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(_gelu_grad.kernel(np, x, dy, cdf), _gelu_grad.kernel(np, x, dy),
+                               rtol=tol, atol=tol)
+    with torch.no_grad():
+        theirs = torch.nn.functional.gelu(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(y, theirs, rtol=tol, atol=2e-6 if dtype == np.float32 else tol)
+
+
 INPLACE = [
     C("relu_inplace", lambda m, x: m.nn.functional.relu(x * 1, inplace=True), (2, 5)),
     C("relu_", lambda m, x: m.relu_(x * 1), (2, 5)),

@@ -3,7 +3,7 @@ second order; running-statistics updates; bad arguments. One line per case."""
 import numpy as np
 import pytest
 import torch
-from helpers import Positive, check, op_table_tests
+from helpers import Positive, check, gradcheck, op_table_tests
 
 import flowgrad as flow
 
@@ -24,6 +24,9 @@ CASES = [
     ("layer_norm", lambda m, x, w, b: F(m).layer_norm(x, (4,), w, b), (3, 4), (4,), (4,)),
     ("layer_norm_2d", lambda m, x: F(m).layer_norm(x, (2, 3), eps=1e-3), (2, 2, 3)),
     ("layer_norm_w", lambda m, x, w: F(m).layer_norm(x, [3], w), (2, 3), (3,)),
+    ("layer_norm_b", lambda m, x, b: F(m).layer_norm(x, [3], None, b), (4, 3), (3,)),
+    ("layer_norm_2d_wb", lambda m, x, w, b: F(m).layer_norm(x, (2, 3), w, b), (3, 2, 3), (2, 3),
+     (2, 3)),
     ("batch_norm_train", lambda m, x, w, b: F(m).batch_norm(x, None, None, w, b, True),
      (4, 3, 2), (3,), (3,)),
     ("batch_norm_train_2d", lambda m, x: F(m).batch_norm(x, None, None, training=True),
@@ -51,6 +54,43 @@ test_against_torch, test_finite_differences = op_table_tests(CASES)
 
 def test_layer_norm_large_input_fp32():
     check(lambda m, x, w, b: F(m).layer_norm(x, (64,), w, b), (32, 64), (64,), (64,))
+    # rows in blocks of CHUNK // 64 = 512, the last one ragged; dw/db summed over 1000 rows
+    check(lambda m, x, w, b: F(m).layer_norm(x, (64,), w, b), (10, 100, 64), (64,), (64,),
+          grad_atol=2e-4)
+
+
+# the trailing-dims fast path works on row blocks of about normalization.CHUNK elements:
+# with CHUNK = 8 these rows run it on blocks of one or two rows, the last one ragged
+ROW_BLOCKS = [c for c in CASES if c[0].startswith(("layer_norm", "group_norm", "flow_layer"))]
+
+
+@pytest.mark.parametrize("case", ROW_BLOCKS, ids=[c[0] for c in ROW_BLOCKS])
+def test_row_blocks(case, monkeypatch):
+    from flowgrad.ops import normalization
+
+    monkeypatch.setattr(normalization, "CHUNK", 8)
+    name, fn, *specs = case
+    check(fn, *specs)
+    gradcheck(fn, *specs)
+
+
+def test_layer_norm_backward_reduces_weight_and_bias_grads():
+    """With weight and bias of the normalised shape, the fused backward hands back dw and db
+    already summed over the rows (no sum down in the engine), equal to the general form's."""
+    from flowgrad.ops.normalization import _norm_affine, _norm_affine_backward
+
+    rng = np.random.default_rng(3)
+    x, dy = rng.standard_normal((2, 5, 2, 3)), rng.standard_normal((2, 5, 2, 3))
+    w, b = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    kw = dict(axes=(2, 3), need_w=True, need_b=True)
+    _, mean, rstd = _norm_affine.kernel(np, x, w, b, axes=(2, 3), eps=1e-5, has_w=True,
+                                        has_b=True)
+    dx, dw, db = _norm_affine_backward.kernel(np, x, mean, rstd, dy, w, trailing_wb=True, **kw)
+    dx_all, dw_all, db_all = _norm_affine_backward.kernel(np, x, mean, rstd, dy, w, **kw)
+    assert dw.shape == db.shape == (2, 3) and dw_all.shape == x.shape
+    np.testing.assert_allclose(dx, dx_all, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dw, dw_all.sum((0, 1)), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(db, db_all.sum((0, 1)), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("training", [True, False])
