@@ -54,6 +54,17 @@ def _results(program):
     return {v.id for v in program.results()}
 
 
+def _results_and_their_bases(program):
+    """The results, and every value a result is a view of (through view ops: expand, slicing,
+    permute, ...). Replacing one of those by its input would hand the user a tensor sharing
+    the input's storage, where eagerly it had storage of its own."""
+    keep = _results(program)
+    for node in reversed(program.nodes):
+        if node.op.is_view and any(v.id in keep for v in node.outputs):
+            keep.update(v.id for v in node.inputs)
+    return keep
+
+
 def _replace_uses(program, replace):
     """Point every use of value id `k` (node inputs, outputs, gradients, write-backs) at
     `replace[k]`."""
@@ -253,15 +264,15 @@ def simplify_algebra(program):
     """Rewrites that leave every bit of the result unchanged: permute of a permute becomes one
     permute (or nothing, when the two cancel), reshape of a reshape one reshape (or nothing,
     back at the input's shape), `x * 1`, `x / 1` and `x + (-0.0)` (integers: `x + 0`) are x.
-    A node whose output is a result is never replaced by its input (the user would get a
-    tensor sharing the input's storage).
+    A node whose output is a result, or what a result is a view of, is never replaced by its
+    input (the user would get a tensor sharing the input's storage).
 
     >>> import flowgrad as flow
     >>> p = trace(lambda x: (x.t().t() * 1.0).sum(), flow.ones(2, 3))
     >>> [n.op.name for n in eliminate_dead_code(simplify_algebra(p)).nodes]
     ['sum']
     """
-    results = _results(program)
+    results = _results_and_their_bases(program)
     replace = {}
     for node in program.nodes:
         if replace:
@@ -277,7 +288,9 @@ def simplify_algebra(program):
         if name == "permute" and inner is not None:
             dims = tuple(inner.attrs["dims"][d] for d in node.attrs["dims"])
             node.inputs, node.attrs = [inner.inputs[0]], dict(node.attrs, dims=dims)
-        elif name == "reshape" and inner is not None:
+        elif name == "reshape" and inner is not None and out.id not in results:
+            # (not under a result: the inner reshape may have copied, eagerly, a layout a
+            # view cannot take, and then the result owns its storage)
             node.inputs = [inner.inputs[0]]
         x = node.inputs[0]
         if out.id in results or tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype:

@@ -204,6 +204,9 @@ class Tracer:
         before = self.stale.pop(key, None) or self.value_of.get(key)
         if result._data is not target._data:
             self.value_of[key] = self.value(result)
+            # the first call hands out the written tensor itself, as eagerly: its views share
+            # its storage
+            self.tensor_of[self.value_of[key].id] = target
         if before is None:
             return
         if before.kind == STATE or (before.kind == CONST and before.source._data is target._data):

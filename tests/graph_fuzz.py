@@ -1,0 +1,394 @@
+"""Differential fuzzing of nn.Graph: random training steps compiled by the lazy mode against the
+same steps run eagerly, in float64.
+
+A program is a list of one-line steps over a pool of named tensors: the two graph inputs
+`x0`, `x1` (a new batch on every call), the parameters `P.w0`, `P.w1`, `P.w2` of a module,
+a free tensor `c0` captured by reference (written eagerly between calls), constants made
+inside the step, and results of ops. The families are chosen to reach every compiler pass:
+elementwise chains (fusion), repeated subexpressions (common-subexpression elimination),
+constants (folding), `* 1.0`, transposes of transposes and reshape chains (simplification),
+views, in-place writes into clones and their views, reductions, matmul, cat/stack, where,
+softmax, gather by a fixed index tensor. A step ends in a scalar loss over the live results,
+its backward, and an SGD-with-momentum update (or, for an eval program, no optimizer).
+
+The generator picks each step while running the program eagerly, so every kept step runs;
+the check then trains an eager copy and a compiled copy (`flow.nn.Graph`) for three calls
+with different inputs and demands, after every call, the same loss, the same returned
+values and the same parameters, to 1e-10 of each array's scale (the plan may hand BLAS another
+layout, which sums a product in another order; never other arithmetic).
+
+    .venv/bin/python tests/graph_fuzz.py --seeds 0:500       # summary + reproducers
+    .venv/bin/python tests/graph_fuzz.py --show 17           # one program and its verdict
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import traceback
+
+import numpy as np
+
+import flowgrad as flow
+
+RTOL = 1e-10
+CALLS = 3
+INPUTS, PARAMS = ("x0", "x1"), ("w0", "w1", "w2")
+
+
+def _shapes(rows, cols):
+    """Shapes of x0, x1, w0, w1, w2 and c0 for a program: x0 (rows, cols) @ w1 (cols, rows)."""
+    return dict(x0=(rows, cols), x1=(cols,), w0=(cols,), w1=(cols, rows), w2=(rows, cols),
+                c0=(rows, cols))
+
+
+# small programs, and some whose arrays pass the size where kernels and fused steps switch
+# from one `where` to a product (ops.rules._SMALL: 2048 values)
+SIZES = [(3, 4), (2, 5), (48, 64)]
+
+
+# ---- one step of a program: a line of Python and the shapes of the names it binds ---------
+def _unary(r, a):
+    return r.choice([
+        f"{a}.tanh()", f"{a}.relu()", f"{a}.sigmoid()", f"({a}.tanh()).exp()", f"-{a}",
+        f"{a} * 1.0", f"{a} + 0.0", f"{a} / 1.0", f"{a} * {a}", f"{a}.pow(2)", f"{a}.abs()",
+        f"{a}.clamp(-0.5, 0.5)", f"F.softplus({a})", f"F.gelu({a})", f"{a}.sin()",
+        f"({a} * {a} + 1.0).sqrt()", f"({a} * {a} + 1.0).log()", f"{a} * 0.5 + 0.25",
+        f"F.leaky_relu({a}, 0.1)", f"{a}.square().neg().exp()",
+    ])
+
+
+def _binary(r, a, b):
+    return r.choice([
+        f"{a} + {b}", f"{a} - {b}", f"{a} * {b}", f"{a} / ({b}.abs() + 1.0)",
+        f"m.maximum({a}, {b})", f"m.minimum({a}, {b})", f"m.where({a} > {b}, {a}, {b})",
+        f"{a} * {b} + {a}", f"({a} - {b}).tanh() * {b}", f"m.atan2({a}, {b}.abs() + 1.0)",
+    ])
+
+
+def _broadcastable(sa, sb):
+    try:
+        return np.broadcast_shapes(sa, sb)
+    except ValueError:
+        return None
+
+
+class Generator:
+    """Builds a program step by step, running each candidate eagerly and keeping it only if it
+    runs; `self.env` holds the eager values (the first call's)."""
+
+    def __init__(self, seed):
+        self.r = random.Random(seed)
+        self.train = self.r.random() < 0.8  # else an eval step: no backward, no optimizer
+        rng = np.random.default_rng(seed)
+        shapes = _shapes(*self.r.choice(SIZES))
+        self.init = {n: rng.standard_normal(shapes[n]) for n in PARAMS}
+        self.const = rng.standard_normal(shapes["c0"])
+        self.inputs = [{n: rng.standard_normal(shapes[n]) for n in INPUTS}
+                       for _ in range(CALLS)]
+        self.lines, self.n = [], 0
+        self.env = _environment(self.init, self.const)
+        for n, v in self.inputs[0].items():
+            self.env[n] = flow.tensor(v)
+        self.pool = list(INPUTS) + [f"P.{n}" for n in PARAMS] + ["c0"]
+
+    def _shape(self, name):
+        return tuple(eval(name, {}, self.env).shape)
+
+    def _try(self, code):
+        out = f"t{self.n}"
+        line = f"{out} = {code}"
+        env = dict(self.env)
+        try:
+            exec(line, env)
+        except Exception:
+            return False
+        value = env[out]
+        if not isinstance(value, flow.Tensor) or value.dim() == 0 and self.r.random() < 0.5:
+            return False
+        if not np.isfinite(value.detach().numpy()).all():
+            return False
+        self.env[out] = value
+        self.lines.append(line)
+        self.pool.append(out)
+        self.n += 1
+        return True
+
+    def pick(self):
+        return self.r.choice(self.pool[-4:] if self.r.random() < 0.6 else self.pool)
+
+    def step(self):
+        r, a = self.r, self.pick()
+        sa = self._shape(a)
+        kind = r.random()
+        if kind < 0.3:
+            return self._try(_unary(r, a))
+        if kind < 0.5:
+            b = self.pick()
+            if _broadcastable(sa, self._shape(b)) is None:
+                return False
+            return self._try(_binary(r, a, b))
+        if kind < 0.58:  # a repeated subexpression, computed twice
+            u = _unary(r, a)
+            return self._try(f"({u}) + ({u}) * 0.5")
+        if kind < 0.66:  # constants made inside the step: folded by the compiler
+            return self._try(r.choice([
+                f"{a} + m.ones({sa}, dtype=m.float64) * 2.0",
+                f"{a} * m.full({sa}, 0.5, dtype=m.float64).exp()",
+                f"{a} - m.arange({sa[-1] if sa else 1}, dtype=m.float64) * 0.1",
+                f"{a} + c0.sum() * 0.1",
+            ]))
+        if kind < 0.76:
+            return self._try(self._view(a, sa))
+        if kind < 0.82:
+            return self._try(self._reduce(a, sa))
+        if kind < 0.88:
+            return self._try(self._inplace(a, sa))
+        if kind < 0.94:
+            return self._try(self._combine(a, sa))
+        return self._try(self._other(a, sa))
+
+    def _other(self, a, sa):
+        """Randomness, a gradient penalty, detach, dtypes, integers and masks."""
+        r = self.r
+        w = r.choice([f"P.{n}" for n in PARAMS])
+        penalties = [  # a gradient inside the step, differentiated again by its backward
+            f"m.autograd.grad(({a}.tanh() * {a}).sum(), {w}, create_graph=True)[0]",
+            "(lambda gs: next(g for g in gs if g is not None))(m.autograd.grad("
+            f"({a}.tanh() * {a}).sum(), [P.w0, P.w1, P.w2], create_graph=True, "
+            "allow_unused=True))"] if self.train else []
+        return r.choice(penalties + [
+            f"F.dropout({a}, 0.3, True)", f"F.dropout({a}.tanh(), 0.5, True) * {a}",
+            f"{a} + m.rand({sa}, dtype=m.float64) * 0.1",
+            f"{a}.detach() * {a}", f"{a}.float().tanh().double()",
+            f"{a}.masked_fill({a} > 0.5, 0.0)", f"({a} > 0).sum() * 1.0 + {a}",
+            f"{a}.gather(-1, {a}.argmax(-1, keepdim=True))" if sa else f"{a}.exp()",
+            f"m.where({a} > 0, {a}.sqrt(), m.zeros_like({a}))",
+        ])
+
+    def _view(self, a, sa):
+        r = self.r
+        if len(sa) == 2:
+            return r.choice([f"{a}.t()", f"{a}.t().t()", f"{a}.transpose(0, 1).contiguous()",
+                             f"{a}.reshape(-1).reshape({sa})", f"{a}[1:]", f"{a}[:, ::2]",
+                             f"{a}.unsqueeze(0).expand(2, {sa[0]}, {sa[1]})",
+                             f"{a}.flip(0)", f"{a}[m.tensor([0, 0, 1])]",
+                             f"{a}.gather(1, m.zeros({sa[0]}, 1, dtype=m.int64))"])
+        if len(sa) == 1:
+            return r.choice([f"{a}.unsqueeze(1)", f"{a}.flip(0)", f"{a}[1:]",
+                             f"{a}.reshape(1, -1)",
+                             f"{a}.expand(2, {sa[0]})"])
+        if len(sa) == 3:
+            return r.choice([f"{a}.permute(2, 0, 1)", f"{a}.sum(0)", f"{a}[0]",
+                             f"{a}.reshape({sa[0] * sa[1]}, {sa[2]})"])
+        return f"{a}.reshape(1)"
+
+    def _reduce(self, a, sa):
+        r = self.r
+        if not sa:
+            return f"{a} * 2.0"
+        d = r.randrange(len(sa))
+        return r.choice([f"{a}.sum({d}, keepdim=True)", f"{a}.mean({d})",
+                         f"{a}.softmax({d})", f"{a}.logsumexp({d})", f"{a}.sum()",
+                         f"{a}.norm()", f"F.log_softmax({a}, {d})", f"{a}.cumsum({d})",
+                         f"{a}.var({d})" if sa[d] > 1 else f"{a}.mean()"])
+
+    def _inplace(self, a, sa):
+        r = self.r
+        b = self.pick()
+        sb = self._shape(b)
+        ops = [f"{a}.clone().mul_(2.0)", f"{a}.clone().add_({a}.tanh())",
+               f"{a}.clone().tanh_()",
+               f"{a}.clone().clamp_(-1.0, 1.0)"]
+        if _broadcastable(sa, sb) == sa:
+            ops.append(f"{a}.clone().add_({b})")
+            ops.append(f"{a}.clone().mul_({b}.sigmoid())")
+        if len(sa) >= 1 and sa[0] > 1:
+            ops.append(f"(lambda t: (t[0].mul_(3.0), t)[1])({a}.clone())")
+            ops.append(f"(lambda t: (t.__setitem__(0, {a}[-1] * 2.0), t)[1])({a}.clone())")
+        return r.choice(ops)
+
+    def _combine(self, a, sa):
+        r = self.r
+        b = self.pick()
+        sb = self._shape(b)
+        if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0]:
+            return f"{a} @ {b}"
+        if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[1]:
+            return f"{a} @ {b}.t()"
+        if len(sa) == 2 and len(sb) == 1 and sa[1] == sb[0]:
+            return f"{a} @ {b}"
+        if sa == sb:
+            return r.choice([f"m.cat([{a}, {b}], 0)", f"m.stack([{a}, {b}]).sum(0)",
+                             f"m.stack([{a}, {b}], -1).amax(-1)"])
+        return f"{a} + {b}.sum()"
+
+    def finish(self):
+        """The loss: a weighted sum over the last results; also 2 of them returned."""
+        r = self.r
+        used = self.pool[len(INPUTS) + len(PARAMS) + 1:]
+        terms = [f"({t}.tanh() * {r.uniform(-1, 1):.3f}).sum()" for t in used[-4:]]
+        terms.append("(P.w0 * x0).sum() * 0.1")  # every parameter gets a gradient
+        terms.append("(x0 @ P.w1).sum() * 0.1 + (P.w2 * c0).sum() * 0.1")
+        self.lines.append("loss = " + " + ".join(terms))
+        self.returned = used[-2:]
+
+
+def _environment(init, const):
+    """Eager objects of a program: the module, the captured constant, `m` and `F`."""
+    module = flow.nn.Module()
+    for n, v in init.items():
+        setattr(module, n, flow.nn.Parameter(flow.tensor(v)))
+    return {"m": flow, "F": flow.nn.functional, "P": module,
+            "c0": flow.tensor(const), "np": np}
+
+
+def generate(seed, n_steps=None):
+    g = Generator(seed)
+    target = n_steps if n_steps is not None else g.r.randint(3, 14)
+    tries = 0
+    while g.n < target and tries < 200:
+        g.step()
+        tries += 1
+    g.finish()
+    return g
+
+
+def source(g):
+    """The step as a function body (printed for reproducers)."""
+    return "\n".join(g.lines)
+
+
+def _close(a, b):
+    """Equal to RTOL of the array's scale: a GEMM summed in another order (the plan may hand
+    BLAS another layout) moves each element by a few ulps of the terms, not of the sum."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    finite = np.isfinite(b)
+    if not (np.isfinite(a) == finite).all() or (a[~finite] != b[~finite]).any():
+        return np.array_equal(a, b, equal_nan=True)
+    scale = max(1.0, float(np.abs(b[finite]).max(initial=0.0)))
+    return bool((np.abs(a[finite] - b[finite]) <= RTOL * scale).all())
+
+
+def _run_step(code, env, x0, x1, backward):
+    scope = dict(env, x0=x0, x1=x1)
+    exec(code, scope)
+    loss = scope["loss"]
+    if backward:
+        loss.backward()
+    return loss, [scope[n] for n in scope["__returned__"]]
+
+
+def check(seed, g=None):
+    """None when the compiled step equals the eager one on every call, else a message.
+    `g`: the generated program, or an edited one (to shrink a reproducer)."""
+    g = g or generate(seed)
+    code = source(g) + f"\n__returned__ = {g.returned!r}"
+    eager_env = _environment(g.init, g.const)
+    graph_env = _environment(g.init, g.const)
+    module, env = graph_env["P"], graph_env
+    opt_e = opt_g = None
+    if g.train:
+        opt_e = flow.optim.SGD(eager_env["P"].parameters(), lr=0.05, momentum=0.9)
+        opt_g = flow.optim.SGD(module.parameters(), lr=0.05, momentum=0.9)
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.P = module
+            if opt_g is not None:
+                self.add_optimizer(opt_g)
+
+        def build(self, x0, x1):
+            scope = dict(env, P=self.P)
+            loss, outs = _run_step(code, scope, x0, x1, opt_g is not None)
+            return (loss, *outs)
+
+    graph = Step()
+    for call, inputs in enumerate(g.inputs):
+        x0, x1 = (flow.tensor(inputs[n]) for n in INPUTS)
+        flow.manual_seed(seed * 10 + call)  # the same draws eagerly and compiled
+        if opt_e is not None:
+            opt_e.zero_grad()
+            loss_e, outs_e = _run_step(code, eager_env, x0, x1, True)
+            opt_e.step()
+        else:
+            with flow.no_grad():
+                loss_e, outs_e = _run_step(code, eager_env, x0, x1, False)
+        flow.manual_seed(seed * 10 + call)
+        try:
+            got = graph(x0, x1)
+        except Exception as e:  # the eager step ran: the compiled one must too
+            return f"call {call}: nn.Graph raised {type(e).__name__}: {e}"
+        want = (loss_e, *outs_e)
+        for i, (a, b) in enumerate(zip(got, want)):
+            a, b = a.detach().numpy(), b.detach().numpy()
+            if not _close(a, b):
+                what = "loss" if i == 0 else f"returned {g.returned[i - 1]}"
+                err = np.abs(a - b).max() if a.shape == b.shape else "shapes"
+                return (f"call {call}: {what} differs (max abs difference {err}): graph {a!r} "
+                        f"eager {b!r}")
+        for n, p in module.named_parameters():
+            q = dict(eager_env["P"].named_parameters())[n]
+            a, b = p.detach().numpy(), q.detach().numpy()
+            if not _close(a, b):
+                return (f"call {call}: parameter {n} differs after the update (max abs "
+                        f"difference {np.abs(a - b).max()})")
+        # the user writes into what the step returned: where eagerly that is a view of a
+        # parameter or of the captured constant the write reaches them, else it reaches nothing
+        # (a result must not share storage with state or another result where eagerly it did
+        # not); then an eager write to the captured constant, which the graph reads by reference
+        with flow.no_grad():
+            for i, (a, b) in enumerate(zip(got[1:], want[1:])):
+                raised = []
+                for t in (a, b):
+                    try:
+                        t.mul_(0.5)
+                        raised.append(None)
+                    except RuntimeError as e:
+                        raised.append(type(e).__name__)
+                if raised[0] != raised[1]:
+                    return (f"call {call}: writing into returned {g.returned[i]}: graph "
+                            f"{raised[0] or 'ran'}, eager {raised[1] or 'ran'}")
+            eager_env["c0"].mul_(0.9)
+            graph_env["c0"].mul_(0.9)
+        for i, (a, b) in enumerate(zip(got[1:], want[1:])):
+            if not _close(a.detach().numpy(), b.detach().numpy()):
+                return f"call {call}: after the writes, returned {g.returned[i]} differs"
+        for n, p in module.named_parameters():
+            q = dict(eager_env["P"].named_parameters())[n]
+            if not _close(p.detach().numpy(), q.detach().numpy()):
+                return f"call {call}: after writing into the results, parameter {n} differs"
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", default="0:200")
+    ap.add_argument("--show", type=int)
+    args = ap.parse_args()
+    if args.show is not None:
+        g = generate(args.show)
+        print(("train" if g.train else "eval") + " step:\n" + source(g))
+        try:
+            print("verdict:", check(args.show) or "same")
+        except Exception:
+            traceback.print_exc()
+        return
+    lo, hi = (int(s) for s in args.seeds.split(":"))
+    bad = []
+    for seed in range(lo, hi):
+        try:
+            msg = check(seed)
+        except Exception as e:
+            msg = f"harness error {type(e).__name__}: {e}"
+        if msg:
+            bad.append(seed)
+            print(f"seed {seed}: {msg}"[:300])
+    print(f"{len(bad)} of {hi - lo} differ: {bad}")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
