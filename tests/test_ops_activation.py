@@ -69,13 +69,13 @@ def test_finite_differences(fn, specs, second, kw):
     gradcheck(fn, *specs, second_order=second)
 
 
-# exact gelu runs on chunks of activation.CHUNK elements and hands Phi(x) to its backward as
-# an aux output: with CHUNK = 4 the 3 x 5 input takes four chunks, the last one ragged
+# exact gelu runs on chunks of special.CHUNK elements and hands Phi(x) to its backward as an
+# aux output: with CHUNK = 4 the 3 x 5 input takes four chunks, the last one ragged
 @pytest.mark.parametrize("shape", [(3, 5), ()])
 def test_gelu_chunks_and_saved_cdf(shape, monkeypatch):
-    from flowgrad.ops import activation
+    from flowgrad.ops import special
 
-    monkeypatch.setattr(activation, "CHUNK", 4)
+    monkeypatch.setattr(special, "CHUNK", 4)
     check(lambda m, x: m.nn.functional.gelu(x), shape)
     gradcheck(lambda m, x: m.nn.functional.gelu(x), shape)
 

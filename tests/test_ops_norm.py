@@ -59,16 +59,16 @@ def test_layer_norm_large_input_fp32():
           grad_atol=2e-4)
 
 
-# the trailing-dims fast path works on row blocks of about normalization.CHUNK elements:
+# the trailing-dims fast path works on row blocks of about special.CHUNK elements:
 # with CHUNK = 8 these rows run it on blocks of one or two rows, the last one ragged
 ROW_BLOCKS = [c for c in CASES if c[0].startswith(("layer_norm", "group_norm", "flow_layer"))]
 
 
 @pytest.mark.parametrize("case", ROW_BLOCKS, ids=[c[0] for c in ROW_BLOCKS])
 def test_row_blocks(case, monkeypatch):
-    from flowgrad.ops import normalization
+    from flowgrad.ops import special
 
-    monkeypatch.setattr(normalization, "CHUNK", 8)
+    monkeypatch.setattr(special, "CHUNK", 8)
     name, fn, *specs = case
     check(fn, *specs)
     gradcheck(fn, *specs)

@@ -25,7 +25,7 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import clamp, sigmoid, tanh, where
 from .registry import op
 from .rules import masked_product, unary
-from .special import CHUNK, erf, map_chunks, normal_cdf_into
+from .special import chunk_elements, erf, map_chunks, normal_cdf_into
 
 
 def _no_bool(input, name):
@@ -309,19 +309,19 @@ def _gelu_exact(xp, x):
         cdf += 1
         cdf *= 0.5
         return (x * cdf).astype(x.dtype, copy=False), cdf
-    x1 = x.reshape(-1)
+    x1, step = x.reshape(-1), chunk_elements(x)
     y, cdf = xp.empty(x1.shape, x.dtype), xp.empty(x1.shape, xp.float32)
-    tmp = xp.empty(min(CHUNK, x1.size), xp.float32)
+    tmp = xp.empty(min(step, x1.size), xp.float32)
     wide = x.dtype == xp.float32
-    for start in range(0, x1.size, CHUNK):
-        xs = x1[start:start + CHUNK]
+    for start in range(0, x1.size, step):
+        xs = x1[start:start + step]
         if not wide:  # bfloat16, float16: computed in float32 (as torch's kernel)
             xs = xs.astype(xp.float32)
-        c = normal_cdf_into(xp, xs, cdf[start:start + CHUNK], tmp[:len(xs)])
+        c = normal_cdf_into(xp, xs, cdf[start:start + step], tmp[:len(xs)])
         if wide:
-            xp.multiply(xs, c, out=y[start:start + CHUNK])
+            xp.multiply(xs, c, out=y[start:start + step])
         else:
-            y[start:start + CHUNK] = xs * c
+            y[start:start + step] = xs * c
     return y.reshape(x.shape), cdf.reshape(x.shape)
 
 
@@ -354,12 +354,11 @@ def _gelu_grad(xp, x, dy, *cdf):
 def _gelu_grad_from_cdf(xp, x, dy, cdf):
     """dy * (Phi + x phi(x)) on chunks, in Phi's dtype (float32 for float32 and narrower)."""
     x1, dy1, cdf1 = x.reshape(-1), dy.reshape(-1), cdf.reshape(-1)
-    out = xp.empty(dy1.shape, dy.dtype)
-    ct = cdf.dtype
-    tmp = xp.empty(min(CHUNK, x1.size), ct)
+    out, ct, step = xp.empty(dy1.shape, dy.dtype), cdf.dtype, chunk_elements(x)
+    tmp = xp.empty(min(step, x1.size), ct)
     same = x.dtype == dy.dtype == ct
-    for start in range(0, x1.size, CHUNK):
-        xs, dys = x1[start:start + CHUNK], dy1[start:start + CHUNK]
+    for start in range(0, x1.size, step):
+        xs, dys = x1[start:start + step], dy1[start:start + step]
         if not same:  # bfloat16, float16: in float32, as torch's kernel
             xs, dys = xs.astype(ct), dys.astype(ct)
         t = xp.multiply(xs, xs, out=tmp[:len(xs)])
@@ -367,11 +366,11 @@ def _gelu_grad_from_cdf(xp, x, dy, cdf):
         xp.exp(t, out=t)
         t *= xs
         t *= ct.type(_INV_SQRT_2PI)
-        t += cdf1[start:start + CHUNK]
+        t += cdf1[start:start + step]
         if same:
-            xp.multiply(t, dys, out=out[start:start + CHUNK])
+            xp.multiply(t, dys, out=out[start:start + step])
         else:
-            out[start:start + CHUNK] = t * dys
+            out[start:start + step] = t * dys
     return out.reshape(dy.shape)
 
 

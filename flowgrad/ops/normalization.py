@@ -24,7 +24,7 @@ from .out_arg import with_out
 from .reduce import mean_array
 from .registry import op
 from .shape import cat
-from .special import CHUNK
+from .special import chunk_elements
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
            "local_response_norm", "normalize"]
@@ -77,10 +77,14 @@ def _rows_path(x, axes, wb):
         all(t.shape == x.shape[x.ndim - k:] and t.dtype == x.dtype for t in wb)
 
 
-def _row_blocks(m, n):
-    """Row ranges of about CHUNK elements: each block's passes then run in the core's cache
-    (one pass over a (2048, 128) float32 array from memory costs 2.5 times one from cache)."""
-    rows = max(1, CHUNK // n)
+def _block_rows(x, n):
+    """Rows per block of about special.CHUNK elements: each block's passes then run in the
+    core's cache (one pass over a (2048, 128) float32 array from memory costs 2.5 times one
+    from cache)."""
+    return max(1, chunk_elements(x) // n)
+
+
+def _row_blocks(m, rows):
     return ((r, min(r + rows, m)) for r in range(0, m, rows))
 
 
@@ -95,7 +99,7 @@ def _rows_forward(xp, x, k, w, b, eps):
     rstd = xp.empty(m, x.dtype)
     ones = xp.ones(n, x.dtype)
     w2, b2 = (t.reshape(n) if t is not None else None for t in (w, b))
-    for r0, r1 in _row_blocks(m, n):
+    for r0, r1 in _row_blocks(m, _block_rows(x, n)):
         xc, mu, rs = y[r0:r1], mean[r0:r1], rstd[r0:r1]
         xp.divide(xp.matmul(x2[r0:r1], ones), n, out=mu)
         xp.subtract(x2[r0:r1], mu[:, None], out=xc)
@@ -125,9 +129,10 @@ def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
     dx = xp.empty((m, n), x.dtype)
     dw = xp.zeros(n, x.dtype) if need_w else xp.zeros((0,), x.dtype)
     db = xp.zeros(n, x.dtype) if need_b else xp.zeros((0,), x.dtype)
-    ones = xp.ones(min(m, max(1, CHUNK // n)), x.dtype)
-    buf = xp.empty((len(ones), n), x.dtype)
-    for r0, r1 in _row_blocks(m, n):
+    rows = min(m, _block_rows(x, n))
+    ones = xp.ones(rows, x.dtype)
+    buf = xp.empty((rows, n), x.dtype)
+    for r0, r1 in _row_blocks(m, rows):
         xs, dys, g, p = x2[r0:r1], dy2[r0:r1], dx[r0:r1], buf[:r1 - r0]
         mu_r, rs_r = mu[r0:r1], rs[r0:r1]
         xp.multiply(dys, xs, out=p)

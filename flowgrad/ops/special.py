@@ -56,6 +56,17 @@ def map_chunks(xp, fn, *arrays):
     return out.reshape(first.shape)
 
 
+def chunk_elements(x):
+    """Elements per chunk for a kernel that loops over x in cache-sized pieces itself (gelu,
+    layer norm's row blocks): CHUNK for NumPy's arrays, all of x for other devices'.
+
+    >>> import numpy as np
+    >>> chunk_elements(np.zeros(10)) == CHUNK
+    True
+    """
+    return CHUNK if type(x) is _np.ndarray else max(1, x.size)
+
+
 def _polynomial(xp, coefs, t):
     """sum_k coefs[k] t^k by Horner's rule, in place on one buffer."""
     acc = t * xp.float32(coefs[-1])
