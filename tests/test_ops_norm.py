@@ -34,6 +34,7 @@ CASES = [
     ("batch_norm_eval", _bn_eval, (4, 3), (3,), (3,)),
     ("instance_norm", lambda m, x, w, b: F(m).instance_norm(x, weight=w, bias=b),
      (2, 3, 4), (3,), (3,)),
+    ("instance_norm_plain", lambda m, x: F(m).instance_norm(x), (2, 3, 2, 2)),
     ("group_norm", lambda m, x, w, b: F(m).group_norm(x, 2, w, b), (2, 4, 3), (4,), (4,)),
     ("group_norm_plain", lambda m, x: F(m).group_norm(x, 3), (2, 3, 2, 2)),
     ("rms_norm", lambda m, x, w: F(m).rms_norm(x, (4,), w), (3, 4), (4,)),
@@ -61,7 +62,8 @@ def test_layer_norm_large_input_fp32():
 
 # the trailing-dims fast path works on row blocks of about special.CHUNK elements:
 # with CHUNK = 8 these rows run it on blocks of one or two rows, the last one ragged
-ROW_BLOCKS = [c for c in CASES if c[0].startswith(("layer_norm", "group_norm", "flow_layer"))]
+ROW_BLOCKS = [c for c in CASES if c[0].startswith(("layer_norm", "group_norm", "flow_layer",
+                                                      "instance_norm_plain"))]
 
 
 @pytest.mark.parametrize("case", ROW_BLOCKS, ids=[c[0] for c in ROW_BLOCKS])
