@@ -79,3 +79,48 @@ def test_a_tensor_written_in_place_and_its_view_share_storage_as_eagerly():
         assert np.shares_memory(t.numpy(), view.numpy())
         t.mul_(2.0)
         np.testing.assert_array_equal(view.numpy()[1], t.numpy())
+
+
+def _decaying_step(module, x):
+    """A step that writes its parameter in place (twice, under no_grad) between two reads."""
+    y = (module.w * x).sum()
+    with flow.no_grad():
+        module.w.mul_(0.5)
+        module.w.add_(1.0)
+    return y + (module.w * x * x).sum(), module.w.expand(2, 2)
+
+
+def test_a_parameter_written_inside_build_gets_its_gradient_and_its_update():
+    # before: the reads after the write sent their gradient nowhere, the optimizer skipped
+    # the parameter, and the second write was lost; the returned view missed the update
+    def make():
+        module = flow.nn.Module()
+        module.w = flow.nn.Parameter(flow.tensor([1.0, 2.0]))
+        return module, flow.optim.SGD(module.parameters(), lr=0.1, momentum=0.5)
+
+    (eager, opt_e), (compiled, opt_g) = make(), make()
+
+    def step(x):
+        loss, view = _decaying_step(compiled, x)
+        loss.backward()
+        return loss, view
+
+    graph = _Step(step, compiled, opt_g)
+    for call in range(3):
+        x = flow.tensor([1.0, 3.0 + call])
+        opt_e.zero_grad()
+        loss_e, view_e = _decaying_step(eager, x)
+        loss_e.backward()
+        opt_e.step()
+        loss_g, view_g = graph(x)
+        assert loss_g.item() == loss_e.item()
+        np.testing.assert_array_equal(compiled.w.detach().numpy(), eager.w.detach().numpy())
+        np.testing.assert_array_equal(view_g.numpy(), view_e.detach().numpy())  # the update
+
+
+def test_equal_subexpressions_under_two_results_stay_two_tensors():
+    w = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
+    graph = _Step(lambda x: ((w + x).exp().t(), (w + x).exp()))
+    for _ in range(2):
+        viewed, plain = graph(flow.zeros(2, 2))
+        assert not np.shares_memory(viewed.numpy(), plain.numpy())

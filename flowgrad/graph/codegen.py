@@ -31,7 +31,7 @@ import numpy as np
 from ..autograd.inplace import bump_version
 from ..device import ARRAY_MODULES
 from .fusion import FusedOp
-from .ir import CONST, INPUT, STATE
+from .ir import CONST, INPUT, NODE, STATE
 
 
 class Plan:
@@ -67,6 +67,30 @@ class Plan:
 
 _FILENAME = "<nn.Graph plan>"
 _XP_CALL = re.compile(r"\bxp\.(\w+)\(")
+
+
+def _views_of_written_state(program, lines):
+    """A result that is a view (expand, slicing, reshape, ...) of a value written into state:
+    eagerly it is a view of the state tensor itself, so the writes after it (the optimizer's
+    update) show through it. The plan computed it from the written value's own array; after
+    the write-backs it takes the same views again, of the state's storage (`w<i>` below)."""
+    written = {v.id: i for i, v in enumerate(program.writebacks.values())}
+    if not written:
+        return
+    position = {id(node): i for i, node in enumerate(program.nodes)}
+    for result in program.results():
+        chain, v = [], result
+        while v.id not in written and v.kind == NODE and v.source is not None and \
+                getattr(v.source.op, "is_view", False) and len(v.source.inputs) == 1 and \
+                len(v.source.outputs) == 1 and id(v.source) in position:
+            chain.append(v.source)
+            v = v.source.inputs[0]
+        if not chain or v.id not in written:
+            continue
+        current = f"w{written[v.id]}._data"
+        for node in reversed(chain):
+            lines.append(f"    v{node.outputs[0].id} = k{position[id(node)]}(xp, {current})")
+            current = f"v{node.outputs[0].id}"
 
 
 def generate(program):
@@ -135,6 +159,7 @@ def generate(program):
         lines.append(f"    w{i}._data[...] = {expr(value)}  # in-place write to "
                      f"{'state' if id(tensor) in state_value else 'a tensor'}")
         lines.append(f"    BUMP(w{i})")
+    _views_of_written_state(program, lines)
     results = ", ".join(expr(v) for v in program.results())
     lines.append(f"    return [{results}]")
     prologue = []

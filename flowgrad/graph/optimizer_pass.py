@@ -79,12 +79,14 @@ def plan_updates(program, optimizers, config):
     fused = config.switches.get("allow_fuse_model_update_ops", ((False,), {}))[0][:1] == (True,)
     program.updates, eager = [], []
     for optimizer in optimizers:
-        if not in_plan(optimizer, config):
+        # a parameter written in place inside build: the plan writes it back last, so its
+        # optimizer steps after the plan
+        if not in_plan(optimizer, config) or any(
+                p in program.writebacks for g in optimizer.param_groups for p in g["params"]):
             eager.append(optimizer)
             continue
         for gi, group in enumerate(optimizer.param_groups):
-            params = [p for p in group["params"]
-                      if p in program.grads and p not in program.writebacks]
+            params = [p for p in group["params"] if p in program.grads]
             chunks = [params] if fused else [[p] for p in params]
             program.updates += [UpdateOp(optimizer, gi, c) for c in chunks if c]
     return eager

@@ -60,7 +60,7 @@ def _results_and_their_bases(program):
     the input's storage, where eagerly it had storage of its own."""
     keep = _results(program)
     for node in reversed(program.nodes):
-        if node.op.is_view and any(v.id in keep for v in node.outputs):
+        if getattr(node.op, "is_view", False) and any(v.id in keep for v in node.outputs):
             keep.update(v.id for v in node.inputs)
     return keep
 
@@ -135,16 +135,15 @@ def _attrs_key(attrs):
 def eliminate_common_subexpressions(program):
     """Two nodes with the same op, the same input values and equal attributes compute the same:
     keep the first, point uses of the other's outputs at the first's. Random nodes and nodes
-    with aux outputs are never merged, nor two results (they would share storage).
+    with aux outputs are never merged, nor two results or values results are views of (the
+    user's tensors would share storage).
 
     >>> import flowgrad as flow
     >>> p = trace(lambda x: (x.exp() + x.exp()).sum(), flow.ones(3))
     >>> [n.op.name for n in eliminate_common_subexpressions(p).nodes]
     ['exp', 'add', 'sum']
     """
-    results = {}  # value id -> how many times it is a result
-    for v in program.results():
-        results[v.id] = results.get(v.id, 0) + 1
+    handed_out = _results_and_their_bases(program)
     # (op, inputs) -> the first node with them; once a second one comes, {attribute key:
     # first node}: most nodes have inputs of their own, and never build an attribute key (nor
     # ask whether they may merge)
@@ -170,14 +169,14 @@ def eliminate_common_subexpressions(program):
         if _never_merged(node):
             kept.append(node)
             continue
-        if any(results.get(a.id) and results.get(b.id)
+        if any(a.id in handed_out and b.id in handed_out
                for a, b in zip(first.outputs, node.outputs)):
-            kept.append(node)
+            kept.append(node)  # two tensors the user gets (or views of them) stay two
             continue
         for a, b in zip(first.outputs, node.outputs):
             replace[b.id] = a
-            if b.id in results:
-                results[a.id] = results.pop(b.id)
+            if b.id in handed_out:
+                handed_out.add(a.id)
     program.nodes = kept
     return _replace_uses(program, replace)
 
@@ -202,7 +201,7 @@ def fold_constants(program):
     1
     """
     frozen = set(frozen_values(program))
-    results = _results(program)
+    results = _results_and_their_bases(program)
     kept = []
     for node in program.nodes:
         for v in node.inputs:  # (a loop: most nodes stop at their first input)

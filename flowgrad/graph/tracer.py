@@ -85,6 +85,7 @@ class Tracer:
         self.function_of = {}  # Node -> the eager FunctionNode its rule runs from
         self.arrays = {}       # id -> every array seen: alive, so ids stay unique meanwhile
         self.stale = {}        # id(array) -> Value, for arrays an in-place write changed
+        self.written_state = {}  # id(array) -> the state/captured tensor a write went into
         self.functions = []    # (position among the nodes, node) of custom Functions
         self.made_here = []    # tensors a factory (zeros, arange, ...) made during build
         self.phase = "forward"
@@ -209,9 +210,18 @@ class Tracer:
             self.tensor_of[self.value_of[key].id] = target
         if before is None:
             return
-        if before.kind == STATE or (before.kind == CONST and before.source._data is target._data):
-            # a parameter, buffer or captured eager tensor keeps the write, as eagerly
-            self.program.writebacks[before.source] = self.value_of[key]
+        source = self.written_state.get(key)
+        if source is None and (before.kind == STATE or before.kind == CONST and
+                               before.source._data is target._data):
+            source = self.written_state[key] = before.source
+        if source is not None:
+            # a parameter, buffer or captured eager tensor keeps the (last) write, as eagerly
+            value = self.value_of[key]
+            self.program.writebacks[source] = value
+            if before.kind != CONST:
+                # a parameter written under no_grad is still the leaf its later reads reach:
+                # their gradients are its gradient
+                self.program.leaf_values[value.id] = source
 
     def finish(self):
         """After build: a parameter or buffer written by something the trace cannot replay."""
@@ -247,9 +257,16 @@ class Tracer:
             raise RuntimeError(f"nn.Graph: backward() needs a scalar loss, got shape "
                                f"{tuple(loss.shape)} (at {user_line()})")
         grads = autograd_pass(self, [loss], None, create_graph)
+        leaf_values = self.program.leaf_values
+        param_grads = {}
         for value in self.program.values:
-            if value.kind == STATE and value.id in grads and value.source.requires_grad:
-                self.program.grads[value.source] = self.value(grads[value.id])
+            source = value.source if value.kind == STATE else leaf_values.get(value.id)
+            if source is not None and value.id in grads and source.requires_grad:
+                g = grads[value.id]
+                old = param_grads.get(source)
+                param_grads[source] = g if old is None else old + g  # read before and after
+        for source, g in param_grads.items():
+            self.program.grads[source] = self.value(g)
 
     def grad(self, outputs, inputs, grad_outputs=None, create_graph=False, allow_unused=False):
         """`flow.autograd.grad` inside build: the same pass, returning the gradients as traced
