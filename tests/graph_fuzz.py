@@ -1,5 +1,5 @@
 """Differential fuzzing of nn.Graph: random training steps compiled by the lazy mode against the
-same steps run eagerly, in float64.
+same steps run eagerly, in float64 (and float32).
 
 A program is a list of one-line steps over a pool of named tensors: the two graph inputs
 `x0`, `x1` (a new batch on every call), the parameters `P.w0`, `P.w1`, `P.w2` of a module,
@@ -31,7 +31,7 @@ import numpy as np
 
 import flowgrad as flow
 
-RTOL = 1e-10
+RTOL, RTOL32 = 1e-10, 1e-5  # float64 programs, float32 ones
 CALLS = 3
 INPUTS, PARAMS = ("x0", "x1"), ("w0", "w1", "w2")
 
@@ -84,10 +84,11 @@ class Generator:
         self.clip = self.r.choice([None, None, 1.0, 0.1])
         rng = np.random.default_rng(seed)
         shapes = _shapes(*self.r.choice(SIZES))
-        self.init = {n: rng.standard_normal(shapes[n]) for n in PARAMS}
-        self.const = rng.standard_normal(shapes["c0"])
-        self.inputs = [{n: rng.standard_normal(shapes[n]) for n in INPUTS}
-                       for _ in range(CALLS)]
+        self.dtype = np.float32 if self.r.random() < 0.25 else np.float64
+        draw = lambda shape: rng.standard_normal(shape).astype(self.dtype)  # noqa: E731
+        self.init = {n: draw(shapes[n]) for n in PARAMS}
+        self.const = draw(shapes["c0"])
+        self.inputs = [{n: draw(shapes[n]) for n in INPUTS} for _ in range(CALLS)]
         self.lines, self.n = [], 0
         self.env = _environment(self.init, self.const)
         for n, v in self.inputs[0].items():
@@ -135,9 +136,9 @@ class Generator:
             return self._try(f"({u}) + ({u}) * 0.5")
         if kind < 0.66:  # constants made inside the step: folded by the compiler
             return self._try(r.choice([
-                f"{a} + m.ones({sa}, dtype=m.float64) * 2.0",
-                f"{a} * m.full({sa}, 0.5, dtype=m.float64).exp()",
-                f"{a} - m.arange({sa[-1] if sa else 1}, dtype=m.float64) * 0.1",
+                f"{a} + m.ones({sa}, dtype=DT) * 2.0",
+                f"{a} * m.full({sa}, 0.5, dtype=DT).exp()",
+                f"{a} - m.arange({sa[-1] if sa else 1}, dtype=DT) * 0.1",
                 f"{a} + c0.sum() * 0.1",
             ]))
         if kind < 0.76:
@@ -173,7 +174,7 @@ class Generator:
             "allow_unused=True))"] if self.train else []
         return r.choice(penalties + [
             f"F.dropout({a}, 0.3, True)", f"F.dropout({a}.tanh(), 0.5, True) * {a}",
-            f"{a} + m.rand({sa}, dtype=m.float64) * 0.1",
+            f"{a} + m.rand({sa}, dtype=DT) * 0.1",
             f"{a}.detach() * {a}", f"{a}.float().tanh().double()",
             f"{a}.masked_fill({a} > 0.5, 0.0)", f"({a} > 0).sum() * 1.0 + {a}",
             f"{a}.gather(-1, {a}.argmax(-1, keepdim=True))" if sa else f"{a}.exp()",
@@ -268,9 +269,10 @@ def _environment(init, const):
     module = flow.nn.Module()
     for n, v in init.items():
         setattr(module, n, flow.nn.Parameter(flow.tensor(v)))
-    module.bn = flow.nn.BatchNorm1d(init["w0"].shape[0], dtype=flow.float64)
+    dtype = flow.float32 if const.dtype == np.float32 else flow.float64
+    module.bn = flow.nn.BatchNorm1d(init["w0"].shape[0], dtype=dtype)
     return {"m": flow, "F": flow.nn.functional, "P": module, "c0": flow.tensor(const),
-            "np": np, "chain": _chain, "decay": _decay}
+            "np": np, "chain": _chain, "decay": _decay, "DT": dtype}
 
 
 # Adaptive optimizers divide by a gradient's own magnitude: a gradient that is 0 but for
@@ -321,7 +323,8 @@ def _close(a, b, atol=0.0):
     if not (np.isfinite(a) == finite).all() or (a[~finite] != b[~finite]).any():
         return np.array_equal(a, b, equal_nan=True)
     scale = max(1.0, float(np.abs(b[finite]).max(initial=0.0)))
-    return bool((np.abs(a[finite] - b[finite]) <= RTOL * scale + atol).all())
+    rtol = RTOL if b.dtype == np.float64 else RTOL32
+    return bool((np.abs(a[finite] - b[finite]) <= rtol * scale + atol).all())
 
 
 def _state(module):
