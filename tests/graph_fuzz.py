@@ -158,7 +158,8 @@ class Generator:
         long repeated chain."""
         r = self.r
         w = r.choice([f"P.{n}" for n in PARAMS])
-        ops = [f"chain({a}, {r.randint(3, 9)})", f"decay({w}, 0.99) * 1.0 + {a}.sum()"]
+        ops = [f"chain({a}, {r.randint(3, 9)})", f"decay({w}, 0.99) * 1.0 + {a}.sum()",
+               f"Cube.apply({a}.tanh())"]
         if len(sa) == 2 and sa[1] == self._shape("P.w0")[0]:
             ops.append(f"P.bn({a})")
         return r.choice(ops)
@@ -256,6 +257,20 @@ def _chain(t, n):
     return t
 
 
+class _Cube(flow.autograd.Function):
+    """A custom Function: the graph runs its forward's ops and, in backward, its backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 3.0 * x * x
+
+
 def _decay(t, factor):
     """An in-place write to a parameter inside the step, outside autograd (a write-back)."""
     with flow.no_grad():
@@ -272,7 +287,7 @@ def _environment(init, const):
     dtype = flow.float32 if const.dtype == np.float32 else flow.float64
     module.bn = flow.nn.BatchNorm1d(init["w0"].shape[0], dtype=dtype)
     return {"m": flow, "F": flow.nn.functional, "P": module, "c0": flow.tensor(const),
-            "np": np, "chain": _chain, "decay": _decay, "DT": dtype}
+            "np": np, "chain": _chain, "decay": _decay, "Cube": _Cube, "DT": dtype}
 
 
 # Adaptive optimizers divide by a gradient's own magnitude: a gradient that is 0 but for
