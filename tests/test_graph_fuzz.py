@@ -124,3 +124,18 @@ def test_equal_subexpressions_under_two_results_stay_two_tensors():
     for _ in range(2):
         viewed, plain = graph(flow.zeros(2, 2))
         assert not np.shares_memory(viewed.numpy(), plain.numpy())
+
+
+def test_autograd_grad_reaches_a_parameter_read_before_its_in_place_write():
+    holder = flow.nn.Module()
+    holder.w = flow.nn.Parameter(flow.tensor([0.5, -1.0]))
+
+    def step():
+        before = holder.w / 1.0
+        with flow.no_grad():
+            holder.w.mul_(0.5)
+        (g,) = flow.autograd.grad((before * before).sum() + holder.w.sum(), holder.w)
+        return g
+
+    want = [2 * 0.5 + 1, 2 * -1.0 + 1]  # the leaf's gradient from both reads
+    assert _Step(step, holder)().tolist() == want

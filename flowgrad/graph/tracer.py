@@ -218,7 +218,7 @@ class Tracer:
             # a parameter, buffer or captured eager tensor keeps the (last) write, as eagerly
             value = self.value_of[key]
             self.program.writebacks[source] = value
-            if before.kind != CONST:
+            if any(v.kind == STATE and v.source is source for v in self.program.values):
                 # a parameter written under no_grad is still the leaf its later reads reach:
                 # their gradients are its gradient
                 self.program.leaf_values[value.id] = source
@@ -257,16 +257,30 @@ class Tracer:
             raise RuntimeError(f"nn.Graph: backward() needs a scalar loss, got shape "
                                f"{tuple(loss.shape)} (at {user_line()})")
         grads = autograd_pass(self, [loss], None, create_graph)
-        leaf_values = self.program.leaf_values
-        param_grads = {}
         for value in self.program.values:
-            source = value.source if value.kind == STATE else leaf_values.get(value.id)
-            if source is not None and value.id in grads and source.requires_grad:
-                g = grads[value.id]
-                old = param_grads.get(source)
-                param_grads[source] = g if old is None else old + g  # read before and after
-        for source, g in param_grads.items():
-            self.program.grads[source] = self.value(g)
+            if value.kind == STATE and value.source.requires_grad:
+                g = self._leaf_gradient(grads, value)
+                if g is not None:
+                    self.program.grads[value.source] = self.value(g)
+
+    def _leaf_gradient(self, grads, value):
+        """The gradient reaching `value`; for a parameter's value, the sum over every value the
+        parameter held in build (written in place under no_grad, it stays one leaf: the reads
+        before and after the write all reach it)."""
+        leaf_values = self.program.leaf_values
+        state = value if value.kind == STATE else None
+        if state is None and value.id in leaf_values:
+            source = leaf_values[value.id]
+            state = next(v for v in self.program.values if v.kind == STATE and
+                         v.source is source)
+        if state is None:
+            return grads.get(value.id)
+        total = None
+        for vid in [state.id] + [i for i, s in leaf_values.items() if s is state.source]:
+            g = grads.get(vid)
+            if g is not None:
+                total = g if total is None else total + g
+        return total
 
     def grad(self, outputs, inputs, grad_outputs=None, create_graph=False, allow_unused=False):
         """`flow.autograd.grad` inside build: the same pass, returning the gradients as traced
@@ -274,7 +288,7 @@ class Tracer:
         grads = autograd_pass(self, list(outputs), grad_outputs, create_graph)
         result = []
         for i, t in enumerate(inputs):
-            g = grads.get(self.value(t).id)
+            g = self._leaf_gradient(grads, self.value(t))
             if g is None and not allow_unused:
                 raise RuntimeError(f"nn.Graph: input {i} of autograd.grad was not used to "
                                    f"compute the outputs; pass allow_unused=True")
