@@ -14,7 +14,7 @@ import numpy as np
 _VERSION_FLAGS = frozenset({"foreach", "differentiable", "fused", "capturable", "maximize",
                             "decoupled_weight_decay", "param_names", "initial_lr"})
 # per-parameter state entries that are scalars, not shaped like their parameter
-_SCALAR_STATE = frozenset({"step", "mu_product"})
+_SCALAR_STATE = frozenset({"step", "mu_product", "eta", "mu"})  # NAdam, ASGD
 
 
 def _shape(value):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..device import array_module, new_full, new_zeros
+from ..dtypes import get_default_dtype
 from ..tensor import Tensor
 from .adam import _advance, _step_tensor
 from .optimizer import Optimizer, _no_differentiable, _validate
@@ -92,5 +93,8 @@ class ASGD(Optimizer):
         else:
             ax[...] = param
         lr, lambd = group["lr"], group["lambd"]
-        state["eta"]._data[...] = lr / ((1 + lambd * lr * step) ** group["alpha"])
-        state["mu"]._data[...] = 1 / max(1, step - group["t0"])
+        # torch makes each new value a tensor of the default dtype (torch.as_tensor) and copies
+        # it in: a state loaded into float64 still gets float32-rounded values
+        scalar = get_default_dtype().np.type
+        state["eta"]._data[...] = scalar(lr / ((1 + lambd * lr * step) ** group["alpha"]))
+        state["mu"]._data[...] = scalar(1 / max(1, step - group["t0"]))
