@@ -1,12 +1,13 @@
 """Differential fuzzing of optimizers: random optimizer programs run in torch and in flowgrad.
 
 A program draws an optimizer class and a point of its hyperparameter space (every flag:
-momentum, nesterov, dampening, amsgrad, maximize, centered, decoupled weight decay, ...),
-one or two parameter groups with their own overrides, parameters of several shapes (a 0-d
-one, an empty one), then runs steps with the same gradients in both frameworks: some steps
-leave a parameter's grad None, some change a group's lr or weight decay by hand, some run a
-scheduler, and once the optimizer is rebuilt from its state_dict (saved, then loaded into a
-new optimizer). After every step the parameters and the state must agree with torch's.
+momentum, nesterov, dampening, amsgrad, maximize, centered, decoupled weight decay, foreach,
+...), one or two parameter groups with their own overrides, parameters of several shapes (a
+0-d one, an empty one), then runs steps with the same gradients in both frameworks: some
+steps leave a parameter's grad None, one may change a group's lr by hand, most run a
+scheduler (every one flowgrad has), and once the optimizer and its scheduler are rebuilt
+from their state_dicts (saved, then loaded into new ones). After every step the parameters,
+the state and the groups' learning rates must agree with torch's.
 
     .venv/bin/python tests/optim_fuzz.py --seeds 0:500      # summary
     .venv/bin/python tests/optim_fuzz.py --show 17          # one program and its verdict
@@ -71,6 +72,36 @@ def _space(r):
                       weight_decay=wd, maximize=maximize)
 
 
+def _plateau(s, opt):
+    sched = s.ReduceLROnPlateau(opt, factor=0.5, patience=1)
+    metrics = iter([1.0, 0.9, 0.95, 0.97, 0.99, 1.1, 0.5, 0.6])
+    sched.step = (lambda step: lambda: step(next(metrics)))(sched.step)
+    return sched
+
+
+# a scheduler over the optimizer (module `s`: torch's or flowgrad's lr_scheduler)
+SCHEDULERS = {
+    "StepLR": lambda s, o: s.StepLR(o, 2, gamma=0.5),
+    "MultiStepLR": lambda s, o: s.MultiStepLR(o, [1, 3], gamma=0.3),
+    "ExponentialLR": lambda s, o: s.ExponentialLR(o, gamma=0.9),
+    "CosineAnnealingLR": lambda s, o: s.CosineAnnealingLR(o, T_max=4, eta_min=1e-4),
+    "CosineAnnealingWarmRestarts": lambda s, o: s.CosineAnnealingWarmRestarts(o, 2, T_mult=2),
+    "LinearLR": lambda s, o: s.LinearLR(o, start_factor=0.25, total_iters=3),
+    "ConstantLR": lambda s, o: s.ConstantLR(o, factor=0.5, total_iters=2),
+    "PolynomialLR": lambda s, o: s.PolynomialLR(o, total_iters=4, power=2.0),
+    "OneCycleLR": lambda s, o: s.OneCycleLR(o, max_lr=0.05, total_steps=STEPS + 2,
+                                            cycle_momentum=False),
+    "CyclicLR": lambda s, o: s.CyclicLR(o, 1e-3, 0.05, step_size_up=2, cycle_momentum=False),
+    "LambdaLR": lambda s, o: s.LambdaLR(o, lambda epoch: 0.8 ** epoch),
+    "MultiplicativeLR": lambda s, o: s.MultiplicativeLR(o, lambda epoch: 0.9),
+    "SequentialLR": lambda s, o: s.SequentialLR(o, [s.ConstantLR(o, factor=0.5, total_iters=2),
+                                                    s.ExponentialLR(o, gamma=0.9)], [2]),
+    "ChainedScheduler": lambda s, o: s.ChainedScheduler([s.StepLR(o, 2, gamma=0.5),
+                                                         s.ExponentialLR(o, gamma=0.9)]),
+    "ReduceLROnPlateau": _plateau,
+}
+
+
 class Program:
     """One optimizer program, drawn from a seed."""
 
@@ -90,7 +121,11 @@ class Program:
             self.override["weight_decay"] = 0.05
         self.edit_at = r.randrange(STEPS) if r.random() < 0.3 else None  # lr changed by hand
         self.reload_at = r.randrange(1, STEPS) if r.random() < 0.5 else None
-        self.scheduler = r.choice([None, None, "StepLR", "ExponentialLR", "CosineAnnealingLR"])
+        self.scheduler = r.choice([None, None] + sorted(SCHEDULERS))
+        if r.random() < 0.3:
+            # (not ASGD's foreach=True: torch's computes eta there in float32 tensor arithmetic,
+            # one float32 ulp from its own per-parameter loop, which flowgrad follows)
+            self.kwargs["foreach"] = r.choice([True, False]) if self.name != "ASGD" else False
 
     def describe(self):
         return (f"{self.dtype} {self.name}({self.kwargs}) shapes={[a.shape for a in self.init]} "
@@ -119,8 +154,12 @@ class Program:
                 saved = opt.state_dict()
                 opt = self._make(m, [dict(g, params=g["params"]) for g in opt.param_groups])
                 opt.load_state_dict(saved)
-                sched = self._scheduler(m, opt) if sched is not None else None
-            history.append(([p.detach().numpy().copy() for p in params], _state(opt)))
+                if sched is not None:  # the scheduler too, from its state_dict
+                    saved = sched.state_dict()
+                    sched = self._scheduler(m, opt)
+                    sched.load_state_dict(saved)
+            lrs = [float(g["lr"]) for g in opt.param_groups]
+            history.append(([p.detach().numpy().copy() for p in params], _state(opt), lrs))
         return history
 
     def _make(self, m, groups):
@@ -129,10 +168,7 @@ class Program:
     def _scheduler(self, m, opt):
         if self.scheduler is None:
             return None
-        cls = getattr(m.optim.lr_scheduler, self.scheduler)
-        return {"StepLR": lambda: cls(opt, 2, gamma=0.5),
-                "ExponentialLR": lambda: cls(opt, gamma=0.9),
-                "CosineAnnealingLR": lambda: cls(opt, T_max=4)}[self.scheduler]()
+        return SCHEDULERS[self.scheduler](m.optim.lr_scheduler, opt)
 
 
 def _state(opt):
@@ -165,7 +201,9 @@ def check(seed):
     if torch_error is not None:
         return f"torch raised {type(torch_error).__name__}: {torch_error}; flowgrad ran"
     tol = TOL[prog.dtype]
-    for step, ((pw, sw), (pg, sg)) in enumerate(zip(want, got)):
+    for step, ((pw, sw, lw), (pg, sg, lg)) in enumerate(zip(want, got)):
+        if not np.allclose(lg, lw, rtol=1e-12, atol=0):
+            return f"step {step}: group lrs {lg}, torch {lw}"
         for i, (a, b) in enumerate(zip(pg, pw)):
             if a.shape != b.shape or a.dtype != b.dtype or \
                     not np.allclose(a, b, rtol=tol, atol=tol):

@@ -1,6 +1,7 @@
-"""Random optimizer programs (every optimizer and flag, parameter groups with overrides, None
-gradients, lr edits, schedulers, a state_dict reload mid-run) in torch and in flowgrad must
-give the same parameters and state after every step: see tests/optim_fuzz.py."""
+"""Random optimizer programs (every optimizer and flag, foreach on and off, parameter groups
+with overrides, None gradients, lr edits, every scheduler, a state_dict reload mid-run) in torch
+and in flowgrad must give the same parameters, state and learning rates after every step: see
+tests/optim_fuzz.py."""
 from __future__ import annotations
 
 import numpy as np
