@@ -73,22 +73,38 @@ def pad(input, pad, mode="constant", value=None):
     nd = input._data.ndim
     k = len(pad) // 2
     pairs = [(0, 0)] * (nd - k) + [(pad[2 * i], pad[2 * i + 1]) for i in range(k)][::-1]
-    if any(lo < 0 or hi < 0 for lo, hi in pairs):
-        shape = input._data.shape
-        input = input[tuple(slice(-min(lo, 0), n + min(hi, 0)) for (lo, hi), n in
-                            zip(pairs, shape))]
-        pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
-    if not any(lo or hi for lo, hi in pairs):
-        return input.clone()  # a new tensor, as torch's: never the input itself
-    if mode == "constant":
-        return _pad_constant(input, pads=tuple(pairs), value=0 if value is None else value)
     shape = input._data.shape
+    if mode == "constant":
+        for d, ((lo, hi), n) in enumerate(zip(pairs, shape)):
+            if lo < -n or n + min(lo, 0) + min(hi, 0) < 0:
+                raise RuntimeError(f"pad(): negative padding ({lo}, {hi}) removes more than the "
+                                   f"{n} elements of dimension {d} of input {list(shape)}")
+        if any(lo < 0 or hi < 0 for lo, hi in pairs):
+            input = input[tuple(slice(-min(lo, 0), n + min(hi, 0)) for (lo, hi), n in
+                                zip(pairs, shape))]
+            pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
+        if not any(lo or hi for lo, hi in pairs):
+            return input.clone()  # a new tensor, as torch's: never the input itself
+        return _pad_constant(input, pads=tuple(pairs), value=0 if value is None else value)
+    if mode != "circular" and 0 in shape[max(nd - k - 1, 0):]:
+        raise RuntimeError(f"pad(): {mode} padding needs non-empty dimensions (apart from the "
+                           f"batch), got input {list(shape)}")
+    if (mode == "replicate" or mode == "reflect" and (input._data.size or k == 1)) and all(
+            n + lo + hi < 1 for (lo, hi), n in zip(pairs[nd - k:], shape[nd - k:])):
+        # (torch's check: one padded dimension may come out empty, not all of them)
+        raise RuntimeError(f"pad(): input {list(shape)} is too small for {mode} padding "
+                           f"{pad}: every padded dimension would come out empty")
+    if not any(lo or hi for lo, hi in pairs):
+        return input.clone()
+    # reflect/replicate: output position o reads input position o - lo, mapped back into
+    # [0, n) (negative pads crop), as torch's kernels; one gather over the padded trailing dims
     first = next(d for d, p in enumerate(pairs) if p != (0, 0))
     m = nd - first
     sel = [slice(None)] * first
     for d in range(first, nd):
         lo, hi = pairs[d]
         n = shape[d]
+        out = n + lo + hi
         if mode == "reflect" and (lo >= n or hi >= n):
             raise RuntimeError(f"pad(): Padding size should be less than the corresponding "
                                f"input dimension, but got: padding ({lo}, {hi}) at dimension "
@@ -96,12 +112,26 @@ def pad(input, pad, mode="constant", value=None):
         if mode == "circular" and (lo > n or hi > n):
             raise RuntimeError(f"pad(): Padding value causes wrapping around more than once "
                                f"(padding ({lo}, {hi}) at dimension {d} of size {n})")
-        if mode == "replicate" and n == 0 and (lo or hi):
-            raise RuntimeError(f"pad(): cannot replicate-pad the empty dimension {d} of input "
-                               f"{list(shape)}")
-        idx = np.pad(np.arange(n), (lo, hi), mode=_MODES[mode])
+        if n == 0 and (lo or hi) or out < 0:
+            raise RuntimeError(f"pad(): input dimension {d} of size {n} is too small for "
+                               f"padding ({lo}, {hi}): the {mode}-padded size would be {out}")
+        if mode == "circular":
+            # the negative pads crop first, and the positive ones wrap around what is left
+            start, core = max(-lo, 0), n - max(-lo, 0) - max(-hi, 0)
+            if core < 0 or out and core < max(lo, hi, 1):
+                raise RuntimeError(f"pad(): circular padding ({lo}, {hi}) of dimension {d} "
+                                   f"(size {n}) wraps around the {max(core, 0)} elements its "
+                                   f"negative padding leaves more than once")
+            pos = (np.arange(out) - max(lo, 0)) % max(core, 1) + start
+        else:
+            pos = np.arange(out) - lo
+            if mode == "reflect":
+                pos = np.abs(pos)
+                pos = np.where(pos > n - 1, 2 * (n - 1) - pos, pos)
+            else:
+                pos = np.clip(pos, 0, n - 1)
         # outer-product index over the trailing dims: one gather for all of them
         j = d - first
-        idx = idx.reshape((1,) * j + (-1,) + (1,) * (m - j - 1))
-        sel.append(Tensor._wrap(new_array(input._data, idx)))
+        pos = pos.reshape((1,) * j + (-1,) + (1,) * (m - j - 1))
+        sel.append(Tensor._wrap(new_array(input._data, pos)))
     return input[tuple(sel)]

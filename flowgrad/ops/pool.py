@@ -129,12 +129,19 @@ def _max_pool_backward(xp, dy, idx, *, shape, unique=False):
     nc, plane = shape[0] * shape[1], math.prod(shape[2:])
     if nc == 0:  # an empty batch
         return xp.zeros(shape, dy.dtype)
-    flat = idx.reshape(nc, -1) + (xp.arange(nc) * plane)[:, None]
+    flat = idx.reshape(nc, -1)
+    weights = dy.ravel()
+    if flat.size and flat.min() < 0:
+        # a window over padding only (ceil_mode, dilation) read no input: its max is -inf and
+        # its index negative; its gradient goes nowhere (torch writes it out of bounds)
+        read = (flat >= 0).ravel()
+        flat, weights, unique = xp.maximum(flat, 0), xp.where(read, weights, 0), False
+    flat = flat + (xp.arange(nc) * plane)[:, None]
     if unique:  # disjoint windows: no index repeats, so a scatter needs no sum
         dx = xp.zeros(nc * plane, dy.dtype)
-        dx[flat.ravel()] = dy.ravel()
+        dx[flat.ravel()] = weights
         return dx.reshape(shape)
-    dx = xp.bincount(flat.ravel(), weights=dy.ravel(), minlength=nc * plane)
+    dx = xp.bincount(flat.ravel(), weights=weights, minlength=nc * plane)
     return dx.astype(dy.dtype).reshape(shape)
 
 
@@ -143,7 +150,11 @@ def _max_pool_gather(xp, x, idx):
     n, c = x.shape[:2]
     if idx.size == 0:  # an empty batch
         return xp.zeros(idx.shape, x.dtype)
-    return xp.take_along_axis(x.reshape(n, c, -1), idx.reshape(n, c, -1), -1).reshape(idx.shape)
+    flat = idx.reshape(n, c, -1)
+    if flat.min() < 0:  # windows over padding only (see max_pool_backward): they read nothing
+        got = xp.take_along_axis(x.reshape(n, c, -1), xp.maximum(flat, 0), -1)
+        return xp.where(flat >= 0, got, 0).astype(x.dtype, copy=False).reshape(idx.shape)
+    return xp.take_along_axis(x.reshape(n, c, -1), flat, -1).reshape(idx.shape)
 
 
 def _max_rule(ctx, dy, _):
@@ -352,6 +363,12 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """3-D average pooling."""
+    if isinstance(input, Tensor) and input._data.ndim >= 3:
+        k = kernel_size if isinstance(kernel_size, (tuple, list)) else (kernel_size,) * 3
+        size = tuple(input._data.shape[-3:])
+        if any(n < int(kk) for n, kk in zip(size, k)):  # torch's 3-d check, padding or not
+            raise RuntimeError(f"avg_pool3d: input image (T: {size[0]} H: {size[1]} W: "
+                               f"{size[2]}) smaller than kernel size {tuple(k)}")
     return _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                        divisor_override, 3)
 

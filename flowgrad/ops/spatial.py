@@ -277,7 +277,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         out = tuple(int(math.floor(float(n) * float(s))) for n, s in zip(spatial, sf))
         if not recompute_scale_factor:
             scales = tuple(float(s) for s in sf)
-    if any(o <= 0 for o in out):
+    if any(o <= 0 for o in out) and not (mode == "area" and all(o >= 0 for o in out)):
+        # (area is adaptive average pooling, which allows an empty output, as torch's)
         raise RuntimeError(f"interpolate: input {list(input.shape)} and output size "
                            f"{list(out)} should be greater than 0")
     if input._data.dtype.kind not in "fV":
