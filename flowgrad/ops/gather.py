@@ -29,7 +29,7 @@ from .registry import op
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
            "index_fill", "index_put", "take", "take_along_dim", "masked_select",
-           "masked_scatter"]
+           "masked_scatter", "put"]
 
 
 # ---- the two primitives ---------------------------------------------------------------------
@@ -495,6 +495,31 @@ def masked_scatter(input, mask, source):
     return where(mask if tuple(mask.shape) == shape else mask.expand(shape), written, input)
 
 
+@tensor_method()
+def put(input, index, source, accumulate=False):
+    """input with `source` written (accumulate=True: added) at the positions `index` of the
+    flattened input (negative indices count from the end).
+
+    >>> import flowgrad as flow
+    >>> flow.zeros(2, 2).put(flow.tensor([0, -1]), flow.tensor([1.0, 2.0]))
+    tensor([[1., 0.],
+            [0., 2.]])
+    """
+    _check_dtype(input, source, "put")
+    idx = _as_index(index, "put")
+    _check_range(idx, input._data.size, "put", 0, allow_negative=True)
+    if source._data.size != idx.size:
+        raise RuntimeError(f"put(): expected source to have as many elements as index "
+                           f"({idx.size}), got source of shape {tuple(source.shape)}")
+    shape = input._data.shape
+    flat = _dim_flat(_long(index).reshape(-1), shape=(input._data.size,), dim=0)
+    src = source.reshape(-1)
+    if accumulate:
+        return input + _put_flat(src, flat, shape=shape, accumulate=True)
+    written = _put_flat(src, flat, shape=shape, accumulate=False)
+    return where(_flat_mask(flat, shape=shape), written, input)
+
+
 # ---- in-place variants ------------------------------------------------------------------
 def _inplace(name, fn):
     def method(self, *args, **kwargs):
@@ -506,5 +531,6 @@ def _inplace(name, fn):
 for _name, _fn in (("scatter_", scatter), ("scatter_add_", scatter_add),
                    ("scatter_reduce_", scatter_reduce), ("index_add_", index_add),
                    ("index_copy_", index_copy), ("index_fill_", index_fill),
-                   ("index_put_", index_put), ("masked_scatter_", masked_scatter)):
+                   ("index_put_", index_put), ("masked_scatter_", masked_scatter),
+                   ("put_", put)):
     setattr(Tensor, _name, _inplace(_name, _fn))

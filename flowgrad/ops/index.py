@@ -124,7 +124,22 @@ def build_index(xp, spec, arrays, shape):
     if arrays:
         it = iter(arrays)
         spec = tuple(next(it) if s is ARRAY else s for s in spec)
-    return torch_order(xp, spec, shape)
+    return torch_order(xp, _drop_empty_ellipsis(xp, spec, len(shape)), shape)
+
+
+def _drop_empty_ellipsis(xp, spec, ndim):
+    """An Ellipsis that stands for no dim is dropped: for torch the index arrays on either side
+    of it stay adjacent (their dims stay in place), for NumPy it separates them (their dims
+    move to the front, the same shape when the sizes agree, other values)."""
+    if not any(s is Ellipsis for s in spec):
+        return spec
+    used = 0
+    for s in spec:
+        if hasattr(s, "ndim"):
+            used += s.ndim if s.dtype == xp.bool_ else 1
+        elif not (s is None or s is Ellipsis or type(s) is bool):
+            used += 1
+    return tuple(s for s in spec if s is not Ellipsis) if used == ndim else spec
 
 
 def _show(index):
