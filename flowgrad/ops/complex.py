@@ -277,6 +277,10 @@ def angle(input):
 
 @op("sgn", save="inputs outputs", complex=True)
 def _sgn(xp, x):
+    if x.dtype.kind != "c":  # real: sign, with torch's sign(nan) = 0
+        out = xp.sign(x)
+        return xp.nan_to_num(out, copy=not isinstance(out, xp.ndarray), nan=0.0) \
+            if out.dtype.kind == "f" else out
     a = xp.abs(x)
     return xp.where(a == 0, xp.zeros((), x.dtype), x / xp.where(a == 0, 1, a))
 

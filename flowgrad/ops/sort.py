@@ -115,9 +115,11 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     a = input._data
     if dim is not None:
         d = _wrap_dim(dim, a.ndim, "unique")
-        vals, inv, cnt = xp.unique(a, return_inverse=True, return_counts=True, axis=d)
-    else:
-        vals, inv, cnt = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True)
+        vals, inv, cnt = xp.unique(a, return_inverse=True, return_counts=True, axis=d,
+                                   equal_nan=False)
+    else:  # (every nan is a value of its own, as torch's)
+        vals, inv, cnt = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True,
+                                   equal_nan=False)
         inv = inv.reshape(a.shape)
     out = [Tensor._wrap(vals)]
     if return_inverse:

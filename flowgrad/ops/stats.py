@@ -136,14 +136,17 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 @op("median", save="inputs outputs")
 def _median(xp, x):
     flat = x.reshape(-1)
+    if flat.dtype.kind in "fc" and xp.isnan(flat).any():  # nan, as torch's (nanmedian skips)
+        return xp.full((), xp.nan, flat.dtype)
     return xp.partition(flat, (flat.size - 1) // 2)[(flat.size - 1) // 2]  # the lower median
 
 
 @_median.grad
 def median_backward(ctx, dy):
     (x,), y = ctx.inputs, ctx.out
-    # ties share the gradient evenly, as torch's median() does
-    hit = (x == y).to(x.dtype)
+    # ties share the gradient evenly, as torch's median() does; a nan result is a tie of the
+    # nans
+    hit = ((x == y) | (x.isnan() & y.isnan())).to(x.dtype)
     return dy * (hit / hit.sum())
 
 
@@ -156,7 +159,14 @@ def _select_kth(xp, x, dim, keepdim, kth_of):
 
 @op("median_dim", n_out=2)
 def _median_dim(xp, x, *, dim, keepdim):
-    return with_rule_indices(*_select_kth(xp, x, dim, keepdim, lambda n: (n - 1) // 2))
+    vals, idx = _select_kth(xp, x, dim, keepdim, lambda n: (n - 1) // 2)
+    if x.dtype.kind in "fc":
+        nan = xp.isnan(x)
+        if nan.any():  # a slice holding a nan has median nan, at its first nan (as torch's)
+            has = nan.any(axis=dim, keepdims=keepdim)
+            vals = xp.where(has, xp.asarray(xp.nan, x.dtype), vals)
+            idx = xp.where(has, xp.argmax(nan, axis=dim, keepdims=keepdim), idx)
+    return with_rule_indices(vals, idx)
 
 
 def _index_grad(ctx, dy, d_indices):

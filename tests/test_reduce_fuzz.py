@@ -1,0 +1,67 @@
+"""Reductions, scans, sorts, quantiles and unique over their argument space (dims, keepdim,
+dtype, correction, p/ord, k, largest, descending, stable, interpolation, return_inverse/counts,
+ties, nans, empty and 0-d inputs) against torch: see tests/reduce_fuzz.py.
+
+The cases that still differ are listed with the reason: torch's result is undefined there, or
+its gradient ignores a clamp its value applies, or flowgrad accepts an input torch refuses.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import reduce_fuzz as rf
+import torch
+
+import flowgrad as flow
+
+_MODE_NAN = ("mode of a slice holding a nan: torch's answer depends on where the nan sits "
+             "([nan, .1, .5] -> nan, [.1, nan, .5] -> .1); flowgrad skips the nan")
+_NANMEAN = "nanmean of only nans: torch's gradient is nan (0/0), flowgrad's 0"
+_PROD_NAN = "prod of one nan element: torch's gradient is -0, flowgrad's nan"
+_CORRECTION = ("var/std with correction >= the count: the value is inf/nan in both; torch's "
+               "gradient divides by the unclamped count - correction, flowgrad's is nan")
+_UNIQUE_DIM_NAN = ("unique(dim=) of slices holding nans: NumPy's unique along an axis treats "
+                   "nan slices as equal, torch keeps them apart")
+_EMPTY_UNIQUE = "unique over a zero-size dim it does not select: torch refuses, flowgrad runs"
+KNOWN_DIFFERENCES = {
+    **dict.fromkeys([0, 402, 2314, 3055, 3371], _MODE_NAN),
+    **dict.fromkeys([31, 2770], _NANMEAN), 46: _PROD_NAN,
+    **dict.fromkeys([232, 1000, 1052, 1225, 3368], _CORRECTION),
+    **dict.fromkeys([583, 1574, 1805, 3098], _UNIQUE_DIM_NAN),
+    **dict.fromkeys([2575, 3251, 3455], _EMPTY_UNIQUE),
+}
+
+
+@pytest.mark.parametrize("seed", [s for s in range(500) if s not in KNOWN_DIFFERENCES])
+def test_reduction_case_matches_torch(seed):
+    verdict = rf.check(seed)
+    assert verdict is None, f"{rf.generate(seed)}\n{verdict}"
+
+
+@pytest.mark.slow
+def test_many_reduction_cases_match_torch():
+    bad = {s: v for s in range(500, 4000) if s not in KNOWN_DIFFERENCES and (v := rf.check(s))}
+    assert not bad, "\n".join(f"seed {s}: {v[:200]}" for s, v in bad.items())
+
+
+@pytest.mark.parametrize("seed", sorted(KNOWN_DIFFERENCES))
+def test_known_differences_still_differ(seed):
+    assert rf.check(seed) is not None
+
+
+def test_nan_rules_found_by_the_fuzz():
+    nan = float("nan")
+    for m in (torch, flow):
+        x = m.tensor([nan, -1.0, 2.0], dtype=m.float64, requires_grad=True)
+        (g,) = m.autograd.grad(x.abs().sum() + x.norm(p=1), x)
+        y = m.tensor([1.0, nan, 3.0], dtype=m.float64, requires_grad=True)
+        (gm,) = m.autograd.grad(y.median(), y)
+        rows = m.tensor([[1.0, nan, 3.0, nan], [1.0, 2.0, 3.0, 4.0]]).median(dim=1)
+        got = (m.sign(x).tolist(), m.sgn(x).tolist(), g.tolist(), y.median().item(),
+               gm.tolist(), rows.values.tolist(), rows.indices.tolist(),
+               m.unique(m.tensor([nan, nan, 1.0]), return_counts=True)[1].tolist())
+        if m is torch:
+            want = got
+    # sign(nan) is 0 (so abs' and l1's gradients at a nan are 0); a median with a nan is
+    # nan, its gradient goes to the nan; each nan is a value of its own for unique
+    np.testing.assert_equal(got, want)
