@@ -557,7 +557,7 @@ def tanhshrink(input):
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
     _check_kernel_dtype(input, "hardshrink_cpu")
-    return where((input > lambd) | (input < -lambd), input, 0.0)
+    return where(~((input <= lambd) & (input >= -lambd)), input, 0.0)  # (nan stays nan)
 
 
 def softshrink(input, lambd=0.5):

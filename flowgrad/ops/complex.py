@@ -249,8 +249,9 @@ def view_as_complex(input):
 def _angle(xp, x):
     if x.dtype.kind == "c":
         return xp.angle(x)
-    # torch: 0 for x >= 0, pi for x < 0, nan kept
-    return xp.where(x < 0, xp.asarray(xp.pi, x.dtype), xp.zeros((), x.dtype)) + x * 0
+    # torch: 0 for x >= 0 (+inf too), pi for x < 0, nan kept
+    r = xp.where(x < 0, xp.asarray(xp.pi, x.dtype), xp.zeros((), x.dtype))
+    return xp.where(xp.isnan(x), x, r)
 
 
 @_angle.grad

@@ -116,9 +116,14 @@ def _pow(xp, a, b):
 def pow_backward(ctx, dy):
     (a, b), y = ctx.inputs, ctx.out
     need = ctx.needs_input_grad
-    da = _grad_mul(dy, conj(b * a ** (b - 1))) if need[0] else None
-    # torch's convention: d(a**b)/db is 0 where a == 0 (instead of 0 * log 0 = nan)
-    db = dy * conj(where(a == 0, 0.0, y * log(where(a == 0, 1.0, a)))) if need[1] else None
+    # torch's conventions: d(a**b)/da is 0 where b == 0 (not 0 * 0**-1 = nan), and
+    # d(a**b)/db is 0 where a == 0 and b >= 0 (not 0 * log 0 = nan)
+    da = _grad_mul(dy, conj(where(b == 0, 0.0, b * a ** (b - 1)))) if need[0] else None
+    if need[1]:
+        zero = (a == 0) if a.is_complex() or b.is_complex() else (a == 0) & (b >= 0)
+        db = dy * conj(where(zero, 0.0, y * log(where(zero, 1.0, a))))
+    else:
+        db = None
     return da, db
 
 

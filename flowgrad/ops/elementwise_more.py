@@ -106,7 +106,9 @@ def _atan2(xp, a, b):
 @_atan2.grad
 def atan2_backward(ctx, dy):
     a, b = ctx.inputs
-    g = dy / (a * a + b * b)
+    den = a * a + b * b
+    # 0 at the origin, as torch's (not 0 / 0)
+    g = dy * where(den == 0, 0.0, 1.0 / where(den == 0, 1.0, den))
     need = ctx.needs_input_grad
     return (g * b if need[0] else None), (-g * a if need[1] else None)
 
@@ -135,8 +137,8 @@ def _xlogy(xp, x, y):
 def xlogy_backward(ctx, dy):
     x, y = ctx.inputs
     need = ctx.needs_input_grad
-    # log(y) only where x != 0: where y <= 0 and x == 0 the gradient is 0, not nan
-    dx = _grad_mul(dy, where(x != 0, log(y), 0.0)) if need[0] else None
+    # log(y), also at x == 0 (x log y is x-linear); 0 only where x == 0 and y <= 0, as torch
+    dx = _grad_mul(dy, where((x == 0) & (y <= 0), 0.0, log(y))) if need[0] else None
     return dx, (_grad_div(dy * x, y) if need[1] else None)
 
 

@@ -232,7 +232,8 @@ def _xlog1py(xp, x, y):
 def xlog1py_backward(ctx, dy):
     x, y = ctx.inputs
     need = ctx.needs_input_grad
-    dx = _grad_mul(dy, where(x != 0, log1p(y), 0.0)) if need[0] else None
+    # log1p(y), also at x == 0; 0 only where x == 0 and y <= -1, as torch
+    dx = _grad_mul(dy, where((x == 0) & (y <= -1.0), 0.0, log1p(y))) if need[0] else None
     return dx, (_grad_div(dy * x, y + 1.0) if need[1] else None)
 
 
