@@ -267,11 +267,15 @@ def solve(A, B, *, left=True):
     if A._data.dtype != B._data.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
                            f"A of type {A.dtype.name} and B of type {B.dtype.name} instead")
-    if not left:
-        return solve(A.mT, B.mT).mT
     n = A._data.shape[-1]
     vector = B._data.ndim == 1 or (B._data.ndim == A._data.ndim - 1 and
                                    B._data.shape == A._data.shape[:-1])
+    if not left:
+        if vector:  # torch reads B as a column: X A = B has no solution shape
+            raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                               f"XA = B ({n}x{n} and {n}x1): with left=False, B must be a "
+                               f"matrix (..., k, {n}); for one row, pass B.unsqueeze(-2)")
+        return solve(A.mT, B.mT).mT
     Bm = B.unsqueeze(-1) if vector else B
     if Bm._data.shape[-2] != n:
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
@@ -427,11 +431,14 @@ def linalg_eigh_backward(ctx, gL, gV):
     L, V = ctx.outputs
     inner = _diag_embed(gL)
     if not _is_zero(gV):
-        # gA = V (diag(gL) + (V^T gV) / E) V^T,  E_ij = l_j - l_i off the diagonal
+        # gA = V (diag(gL) + skew(V^T gV) / E) V^T,  E_ij = l_j - l_i off the diagonal: the
+        # skew part, as torch's, so gA is symmetric (the input is symmetric; the symmetric
+        # part of V^T gV moves V off the orthogonal matrices)
         n = L.shape[-1]
         off = 1.0 - _eye(n, L)
         E = L.unsqueeze(-2) - L.unsqueeze(-1) + _eye(n, L)
-        inner = inner + (V.mT @ gV) * off / E
+        VtgV = V.mT @ gV
+        inner = inner + (VtgV - VtgV.mT) * 0.5 * off / E
     return V @ inner @ V.mT
 
 

@@ -1,0 +1,20 @@
+"""nn modules over their constructor options (norm layers in train and eval with every
+running-stats option, embeddings with padding_idx/max_norm/scale_grad_by_freq, EmbeddingBag
+modes, RNN/LSTM/GRU with proj_size, layers, directions, batch_first, initial states, and
+more) trained for two steps beside torch: see tests/module_fuzz.py."""
+from __future__ import annotations
+
+import module_fuzz as mf
+import pytest
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_module_case_trains_as_torch(seed):
+    verdict = mf.check(seed)
+    assert verdict is None, f"{mf.generate(seed)}\n{verdict}"
+
+
+@pytest.mark.slow
+def test_many_module_cases_train_as_torch():
+    bad = {s: v for s in range(200, 3000) if (v := mf.check(s))}
+    assert not bad, "\n".join(f"seed {s}: {v[:200]}" for s, v in bad.items())
