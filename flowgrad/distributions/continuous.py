@@ -83,6 +83,7 @@ class Uniform(Distribution):
         return constraints.half_open_interval(self.low, self.high)
 
     mean = property(lambda self: (self.high + self.low) / 2)
+    mode = property(lambda self: self.high * float("nan"))  # every point is one: undefined
     stddev = property(lambda self: (self.high - self.low) / 12 ** 0.5)
     variance = property(lambda self: (self.high - self.low) ** 2 / 12)
 
@@ -162,6 +163,10 @@ class Laplace(_LocScale):
         z = (value - self.loc) / self.scale
         return 0.5 - 0.5 * z.sign() * flow.expm1(-z.abs())
 
+    def icdf(self, value):
+        term = value - 0.5
+        return self.loc - self.scale * term.sign() * flow.log1p(-2 * term.abs())
+
     def entropy(self):
         return 1 + (2 * self.scale).log()
 
@@ -231,6 +236,15 @@ class Dirichlet(Distribution):
         return self.concentration / self.concentration.sum(-1, keepdim=True)
 
     @property
+    def mode(self):
+        c = self.concentration
+        cm1 = (c - 1).clamp(min=0.0)
+        mode = cm1 / cm1.sum(-1, keepdim=True)
+        # every concentration below 1: torch answers with a vertex (the argmax of the 0/0 row)
+        vertex = flow.nn.functional.one_hot(mode.argmax(-1), c.shape[-1]).to(mode.dtype)
+        return flow.where((c < 1).all(-1, keepdim=True), vertex, mode)
+
+    @property
     def variance(self):
         c = self.concentration
         c0 = c.sum(-1, keepdim=True)
@@ -266,6 +280,8 @@ class Beta(Distribution):
     @property
     def mean(self):
         return self.concentration1 / (self.concentration1 + self.concentration0)
+
+    mode = property(lambda self: self._dirichlet.mode[..., 0])
 
     @property
     def variance(self):

@@ -259,6 +259,8 @@ class Binomial(_BinaryParams):
         return constraints.integer_interval(0, self.total_count)
 
     mean = property(lambda self: self.total_count * self.probs)
+    mode = property(lambda self: ((self.total_count + 1) * self.probs).floor()
+                    .clamp(max=self.total_count))
     variance = property(lambda self: self.total_count * self.probs * (1 - self.probs))
 
     def sample(self, sample_shape=()):

@@ -11,10 +11,10 @@ from __future__ import annotations
 import flowgrad as flow
 
 from .continuous import Beta, Dirichlet, Exponential, Gamma, Laplace, Normal, Uniform
-from .discrete import Bernoulli, Categorical, OneHotCategorical, Poisson
+from .discrete import Bernoulli, Binomial, Categorical, OneHotCategorical, Poisson
 from .distribution import sum_rightmost
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
-from .transformed import Independent
+from .transformed import Independent, LogNormal
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -147,6 +147,22 @@ def _kl_mvn_mvn(p, q):
     term2 = (flow.linalg.solve_triangular(lq, lp, upper=False) ** 2).sum((-2, -1))
     term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+@register_kl(LogNormal, LogNormal)
+def _kl_lognormal_lognormal(p, q):
+    # the same transform (exp) on both sides: the KL of the base distributions
+    return kl_divergence(p.base_dist, q.base_dist)
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count "
+                                  "is not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p()
+                          - (-q.probs).log1p())
+    return _inf_where(p.total_count > q.total_count, kl)
 
 
 @register_kl(Independent, Independent)

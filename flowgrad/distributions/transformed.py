@@ -167,6 +167,9 @@ class LogNormal(TransformedDistribution):
     mean = property(lambda self: (self.loc + self.scale ** 2 / 2).exp())
     mode = property(lambda self: (self.loc - self.scale ** 2).exp())
 
+    def icdf(self, value):
+        return self.base_dist.icdf(value).exp()
+
     @property
     def variance(self):
         s2 = self.scale ** 2
