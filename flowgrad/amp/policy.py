@@ -108,9 +108,15 @@ COMPOSITES = {
               "linalg.tensorinv linalg.tensorsolve linalg.qr linalg.cholesky_ex linalg.svd "
               "linalg.eig linalg.eigh linalg.lstsq linalg.inv_ex "
               "fft.fft fft.ifft fft.fft2 fft.ifft2 fft.fftn fft.ifftn fft.rfft fft.irfft "
-              "fft.rfft2 fft.irfft2 fft.rfftn fft.irfftn fft.hfft fft.ihfft"),
+              "fft.rfft2 fft.irfft2 fft.rfftn fft.irfftn fft.hfft fft.ihfft "
+              "ops.pad._pad_indexed_float32"),  # F.pad's replicate and 1-d/2-d reflect
     WIDEST: "cat stack index_copy",
-    NONE: "mv dot vdot addmv outer addr nn.functional.bilinear",
+    # torch runs these on the dtypes they get; flowgrad composes them from matmul/einsum,
+    # which autocast would cast (interpolate of float32 came out bfloat16)
+    NONE: ("mv dot vdot addmv outer addr nn.functional.bilinear nn.functional.interpolate "
+           "nn.functional.upsample nn.functional.upsample_bilinear "
+           "nn.functional.upsample_nearest nn.functional.adaptive_avg_pool1d "
+           "nn.functional.adaptive_avg_pool2d"),
 }
 
 _ELIGIBLE = (np.dtype(np.float16), np.dtype(np.float32))

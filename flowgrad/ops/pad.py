@@ -96,6 +96,21 @@ def pad(input, pad, mode="constant", value=None):
                            f"{pad}: every padded dimension would come out empty")
     if not any(lo or hi for lo, hi in pairs):
         return input.clone()
+    if mode == "replicate" or mode == "reflect" and k <= 2:
+        return _pad_indexed_float32(input, pairs, mode, pad)
+    return _pad_indexed(input, pairs, mode, pad)
+
+
+def _pad_indexed_float32(input, pairs, mode, pad):
+    """_pad_indexed for the kernels torch's autocast runs in float32 (replication pads,
+    1-d and 2-d reflection pads): amp/policy.py lists it among the float32 composites."""
+    return _pad_indexed(input, pairs, mode, pad)
+
+
+def _pad_indexed(input, pairs, mode, pad):
+    """reflect/replicate/circular padding as one gather (pairs: (lo, hi) per dim)."""
+    nd = input._data.ndim
+    shape = input._data.shape
     # reflect/replicate: output position o reads input position o - lo, mapped back into
     # [0, n) (negative pads crop), as torch's kernels; one gather over the padded trailing dims
     first = next(d for d, p in enumerate(pairs) if p != (0, 0))
