@@ -19,7 +19,8 @@ import math
 
 import numpy as np
 
-from ..autograd.inplace import bump_version, run_inplace
+from ..autograd import grad_mode
+from ..autograd.inplace import run_inplace
 from ..device import array_module
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim
@@ -109,18 +110,24 @@ def _padding_idx(padding_idx, n, name):
     return padding_idx + n if padding_idx < 0 else padding_idx
 
 
-def _renorm_rows(weight, idx, max_norm, norm_type):
+@op("embedding_renorm_rows", n_out=2, differentiable=False)
+def _embedding_renorm_rows(xp, w, idx, *, max_norm, norm_type):
+    """The looked-up rows whose norm exceeds max_norm, and those rows rescaled to it."""
+    rows = xp.unique(idx.reshape(-1))
+    norms = xp.linalg.norm(w[rows].astype(xp.float64), ord=norm_type, axis=1)
+    big = rows[norms > max_norm]
+    scale = max_norm / (norms[norms > max_norm] + 1e-7)
+    return big, (w[big] * scale[:, None]).astype(w.dtype)
+
+
+def _renorm_rows(weight, input, max_norm, norm_type):
     """torch's embedding_renorm_: rescale the looked-up rows of weight to norm <= max_norm,
-    in place and outside autograd."""
-    xp = array_module(weight._data)
-    rows = xp.unique(idx)
-    w = weight._data
-    norms = xp.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
-    big = norms > max_norm
-    if big.any():
-        scale = max_norm / (norms[big] + 1e-7)
-        w[rows[big]] = (w[rows[big]] * scale[:, None]).astype(w.dtype)
-        bump_version(weight)
+    in place and outside autograd. Ops, not a write into the array: a compiled graph repeats
+    it for each call's indices."""
+    rows, scaled = _embedding_renorm_rows(weight, input, max_norm=float(max_norm),
+                                          norm_type=float(norm_type))
+    with grad_mode.no_grad():  # (always: whether rows are empty is the data's business)
+        weight.index_put_((rows,), scaled)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
@@ -152,7 +159,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
                          f"indices must be in [0, {n - 1}]")
     pad = _padding_idx(padding_idx, n, "embedding")
     if max_norm is not None:
-        _renorm_rows(weight, idx, max_norm, norm_type)
+        _renorm_rows(weight, input, max_norm, norm_type)
     return _embedding(weight, input, padding_idx=pad,
                       scale_grad_by_freq=bool(scale_grad_by_freq))
 
