@@ -30,32 +30,36 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
 # ---- exponentials and logarithms -------------------------------------------------------------
-_exp2 = unary("exp2", lambda xp, x: xp.exp2(x), d_of_y=lambda y: y, scale=_LN2)
-_expm1 = unary("expm1", lambda xp, x: xp.expm1(x), d_of_y=lambda y: y + 1.0)
+_exp2 = unary("exp2", lambda xp, x: xp.exp2(x), d_of_y=lambda y: y, scale=_LN2, complex=True)
+_expm1 = unary("expm1", lambda xp, x: xp.expm1(x), d_of_y=lambda y: y + 1.0, complex=True)
 _log2 = unary("log2", lambda xp, x: xp.log2(x), d_of_x=lambda x: x * _LN2, divide=True,
-              masked=True)
+              masked=True, complex=True)
 _log10 = unary("log10", lambda xp, x: xp.log10(x), d_of_x=lambda x: x * _LN10, divide=True,
-               masked=True)
+               masked=True, complex=True)
 _log1p = unary("log1p", lambda xp, x: xp.log1p(x), d_of_x=lambda x: x + 1.0, divide=True,
-               masked=True)
+               masked=True, complex=True)
 
 # ---- trigonometric -------------------------------------------------------------------------
-_tan = unary("tan", lambda xp, x: xp.tan(x), d_of_y=lambda y: y * y + 1.0)
+_tan = unary("tan", lambda xp, x: xp.tan(x), d_of_y=lambda y: y * y + 1.0, complex=True)
 _asin = unary("asin", lambda xp, x: xp.arcsin(x), d_of_x=lambda x: sqrt(1.0 - x * x),
-              divide=True, masked=True)
+              divide=True, masked=True, complex=True)
 _acos = unary("acos", lambda xp, x: xp.arccos(x), d_of_x=lambda x: sqrt(1.0 - x * x),
-              divide=True, masked=True, scale=-1.0)
-_atan = unary("atan", lambda xp, x: xp.arctan(x), d_of_x=lambda x: x * x + 1.0, divide=True)
+              divide=True, masked=True, scale=-1.0, complex=True)
+_atan = unary("atan", lambda xp, x: xp.arctan(x), d_of_x=lambda x: x * x + 1.0, divide=True,
+              complex=True)
 
 # ---- hyperbolic ------------------------------------------------------------------------------
-_sinh = unary("sinh", lambda xp, x: xp.sinh(x), d_of_x=lambda x: cosh(x))
-_cosh = unary("cosh", lambda xp, x: xp.cosh(x), d_of_x=lambda x: sinh(x))
+_sinh = unary("sinh", lambda xp, x: xp.sinh(x), d_of_x=lambda x: cosh(x), complex=True)
+_cosh = unary("cosh", lambda xp, x: xp.cosh(x), d_of_x=lambda x: sinh(x), complex=True)
 _asinh = unary("asinh", lambda xp, x: xp.arcsinh(x), d_of_x=lambda x: sqrt(x * x + 1.0),
-               divide=True)
-_acosh = unary("acosh", lambda xp, x: xp.arccosh(x), d_of_x=lambda x: sqrt(x * x - 1.0),
-               divide=True, masked=True)
+               divide=True, complex=True)
+# sqrt(x - 1) sqrt(x + 1), not sqrt(x^2 - 1): the same for real x, and the principal branch's
+# derivative for complex x (the two differ in sign across half the plane)
+_acosh = unary("acosh", lambda xp, x: xp.arccosh(x),
+               d_of_x=lambda x: sqrt(x - 1.0) * sqrt(x + 1.0), divide=True, masked=True,
+               complex=True)
 _atanh = unary("atanh", lambda xp, x: xp.arctanh(x), d_of_x=lambda x: 1.0 - x * x,
-               divide=True, masked=True)
+               divide=True, masked=True, complex=True)
 
 # ---- error function ------------------------------------------------------------------------
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
