@@ -53,11 +53,12 @@ _sinh = unary("sinh", lambda xp, x: xp.sinh(x), d_of_x=lambda x: cosh(x), comple
 _cosh = unary("cosh", lambda xp, x: xp.cosh(x), d_of_x=lambda x: sinh(x), complex=True)
 _asinh = unary("asinh", lambda xp, x: xp.arcsinh(x), d_of_x=lambda x: sqrt(x * x + 1.0),
                divide=True, complex=True)
-# sqrt(x - 1) sqrt(x + 1), not sqrt(x^2 - 1): the same for real x, and the principal branch's
-# derivative for complex x (the two differ in sign across half the plane)
+# for complex x the principal branch's derivative, 1 / (sqrt(x - 1) sqrt(x + 1)): it differs
+# in sign from 1 / sqrt(x^2 - 1) over half the plane; for real x torch's 1 / sqrt(x^2 - 1),
+# finite where acosh itself is nan (x < -1)
 _acosh = unary("acosh", lambda xp, x: xp.arccosh(x),
-               d_of_x=lambda x: sqrt(x - 1.0) * sqrt(x + 1.0), divide=True, masked=True,
-               complex=True)
+               d_of_x=lambda x: sqrt(x - 1.0) * sqrt(x + 1.0) if x.is_complex() else
+               sqrt(x * x - 1.0), divide=True, masked=True, complex=True)
 _atanh = unary("atanh", lambda xp, x: xp.arctanh(x), d_of_x=lambda x: 1.0 - x * x,
                divide=True, masked=True, complex=True)
 
