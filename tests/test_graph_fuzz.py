@@ -13,6 +13,9 @@ import pytest
 
 import flowgrad as flow
 
+pytestmark = pytest.mark.usefixtures("keep_global_random_streams")
+
+
 FAST_SEEDS = range(300)
 SLOW_SEEDS = range(300, 5000)
 

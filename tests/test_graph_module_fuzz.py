@@ -8,6 +8,8 @@ import pytest
 
 import flowgrad as flow
 
+pytestmark = pytest.mark.usefixtures("keep_global_random_streams")
+
 
 @pytest.mark.parametrize("seed", range(150))
 def test_compiled_module_trains_as_eager(seed):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import module_fuzz as mf
 import pytest
 
+pytestmark = pytest.mark.usefixtures("keep_global_random_streams")
+
 
 @pytest.mark.parametrize("seed", range(200))
 def test_module_case_trains_as_torch(seed):
