@@ -10,15 +10,11 @@ same family; values and gradients with respect to parameters and value, in float
 """
 from __future__ import annotations
 
-import argparse
 import random
-import sys
 import warnings
 
+import fuzz_common
 import numpy as np
-import torch
-
-import flowgrad as flow
 
 RTOL = 1e-8  # (torch's trigamma, in Beta's KL gradient, is 5e-10 off)
 METHODS = ["log_prob", "entropy", "mean", "mode", "variance", "stddev", "cdf", "icdf", "kl"]
@@ -179,59 +175,11 @@ def _run(m, case):
 def check(seed, case=None):
     """None when flowgrad agrees with torch on the case, else a message."""
     case = case or generate(seed)
-    try:
-        want = _run(torch, case)
-        torch_error = None
-    except (RuntimeError, ValueError, IndexError, TypeError, NotImplementedError) as e:
-        torch_error = e
-    try:
-        got = _run(flow, case)
-    except Exception as e:
-        if torch_error is not None:
-            return None
-        return f"flowgrad raised {type(e).__name__}: {e}"
-    if torch_error is not None:
-        return f"torch raised {type(torch_error).__name__}: {torch_error}; flowgrad ran"
-    for i, (a, b) in enumerate(zip(got, want)):
-        what = "value" if i == 0 else f"gradient {i - 1}"
-        if a is None or b is None:
-            other = b if a is None else a
-            if other is not None and np.any(np.nan_to_num(other) != 0):
-                return f"{what}: flowgrad {a is not None}, torch {b is not None}"
-            continue
-        if a.shape != b.shape:
-            return f"{what}: shape {a.shape}, torch {b.shape}"
-        if not np.array_equal(np.isnan(a), np.isnan(b)) or \
-                not np.array_equal(np.isinf(a), np.isinf(b)):
-            return f"{what}: nan/inf differ: flowgrad {a!r}, torch {b!r}"
-        fa, fb = np.nan_to_num(a, posinf=0, neginf=0), np.nan_to_num(b, posinf=0, neginf=0)
-        scale = max(1.0, float(np.abs(fb).max(initial=0.0)))
-        if float(np.abs(fa - fb).max(initial=0.0)) > RTOL * scale:
-            return f"{what} differs: flowgrad {a!r}, torch {b!r}"
-    return None
+    return fuzz_common.check_value_and_gradients(_run, case, RTOL, dtypes=False)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="0:500")
-    ap.add_argument("--show", type=int)
-    args = ap.parse_args()
-    if args.show is not None:
-        print(generate(args.show))
-        print("verdict:", check(args.show) or "same")
-        return
-    lo, hi = (int(s) for s in args.seeds.split(":"))
-    bad = []
-    for seed in range(lo, hi):
-        try:
-            msg = check(seed)
-        except Exception as e:
-            msg = f"harness error {type(e).__name__}: {e}"
-        if msg:
-            bad.append(seed)
-            print(f"seed {seed}: {generate(seed)}: {msg}"[:400])
-    print(f"{len(bad)} of {hi - lo} differ: {bad}")
-    sys.exit(1 if bad else 0)
+    fuzz_common.main(__doc__, generate, check)
 
 
 if __name__ == "__main__":

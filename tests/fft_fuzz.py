@@ -9,14 +9,10 @@ imaginary parts) in float64/complex128.
 """
 from __future__ import annotations
 
-import argparse
 import random
-import sys
 
+import fuzz_common
 import numpy as np
-import torch
-
-import flowgrad as flow
 
 RTOL = 1e-10
 
@@ -80,49 +76,15 @@ def _run(m, case):
 def check(seed, case=None):
     """None when flowgrad agrees with torch on the case, else a message."""
     case = case or generate(seed)
-    try:
-        want = _run(torch, case)
-        torch_error = None
-    except (RuntimeError, ValueError, IndexError, TypeError) as e:
-        torch_error = e
-    try:
-        got = _run(flow, case)
-    except Exception as e:
-        if torch_error is not None:
-            return None
-        return f"flowgrad raised {type(e).__name__}: {e}"
-    if torch_error is not None:
-        return f"torch raised {type(torch_error).__name__}: {torch_error}; flowgrad ran"
-    for what, a, b in zip(("value", "gradient"), got, want):
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"{what}: {a.dtype}{a.shape}, torch {b.dtype}{b.shape}"
-        scale = max(1.0, float(np.abs(b).max(initial=0.0)))
-        if float(np.abs(a - b).max(initial=0.0)) > RTOL * scale:
-            return f"{what} differs: flowgrad {a!r}, torch {b!r}"
-    return None
+    both = fuzz_common.run_both(_run, case)
+    if not isinstance(both, tuple):
+        return both
+    want, got = both
+    return fuzz_common.first_difference(list(zip(("value", "gradient"), got, want)), RTOL)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="0:500")
-    ap.add_argument("--show", type=int)
-    args = ap.parse_args()
-    if args.show is not None:
-        print(generate(args.show))
-        print("verdict:", check(args.show) or "same")
-        return
-    lo, hi = (int(s) for s in args.seeds.split(":"))
-    bad = []
-    for seed in range(lo, hi):
-        try:
-            msg = check(seed)
-        except Exception as e:
-            msg = f"harness error {type(e).__name__}: {e}"
-        if msg:
-            bad.append(seed)
-            print(f"seed {seed}: {generate(seed)}: {msg}"[:400])
-    print(f"{len(bad)} of {hi - lo} differ: {bad}")
-    sys.exit(1 if bad else 0)
+    fuzz_common.main(__doc__, generate, check)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,9 @@ SGD steps with new inputs each, the same outputs, parameters and buffers after e
 """
 from __future__ import annotations
 
-import argparse
-import sys
 import warnings
 
+import fuzz_common
 import module_fuzz as mf
 import numpy as np
 import torch
@@ -134,21 +133,7 @@ def _close(a, b):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="0:300")
-    args = ap.parse_args()
-    lo, hi = (int(s) for s in args.seeds.split(":"))
-    bad = []
-    for seed in range(lo, hi):
-        try:
-            msg = check(seed)
-        except Exception as e:
-            msg = f"harness error {type(e).__name__}: {e}"
-        if msg:
-            bad.append(seed)
-            print(f"seed {seed}: {mf.generate(seed)}: {msg}"[:450])
-    print(f"{len(bad)} of {hi - lo} differ: {bad}")
-    sys.exit(1 if bad else 0)
+    fuzz_common.main(__doc__, mf.generate, check, seeds="0:300")
 
 
 if __name__ == "__main__":

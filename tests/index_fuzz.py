@@ -15,15 +15,11 @@ input for a random upstream gradient.
 """
 from __future__ import annotations
 
-import argparse
 import random
-import sys
 import warnings
 
+import fuzz_common
 import numpy as np
-import torch
-
-import flowgrad as flow
 
 RTOL = 1e-10
 
@@ -262,65 +258,17 @@ def _run_quietly(m, case):
             out = view
     if op.startswith("scatter") and case.get("kwargs", {}).get("reduce") in ("add", "multiply"):
         return [out.detach().numpy()]  # torch has no derivative for scatter(reduce=...)
-    up = m.tensor(np.random.default_rng(case["seed"] + 1).standard_normal(tuple(out.shape)))
-    gs = m.autograd.grad((out * up).sum(), grads_of, allow_unused=True)
-    return [out.detach().numpy()] + [None if g is None else g.numpy() for g in gs]
+    return fuzz_common.value_and_gradients(m, out, grads_of, case["seed"])
 
 
 def check(seed, case=None):
     """None when flowgrad agrees with torch on the case, else a message."""
     case = case or generate(seed)
-    try:
-        want = _run(torch, case)
-        torch_error = None
-    except (RuntimeError, ValueError, IndexError, TypeError) as e:
-        torch_error = e
-    try:
-        got = _run(flow, case)
-    except Exception as e:
-        if torch_error is not None:
-            return None
-        return f"flowgrad raised {type(e).__name__}: {e}"
-    if torch_error is not None:
-        return f"torch raised {type(torch_error).__name__}: {torch_error}; flowgrad ran"
-    for i, (a, b) in enumerate(zip(got, want)):
-        what = "value" if i == 0 else f"gradient {i - 1}"
-        if a is None or b is None:
-            other = b if a is None else a
-            if other is not None and np.any(other != 0):
-                return f"{what}: flowgrad {a is not None}, torch {b is not None}"
-            continue
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"{what}: {a.dtype}{a.shape}, torch {b.dtype}{b.shape}"
-        scale = max(1.0, float(np.abs(b).max(initial=0.0)))
-        if not np.array_equal(np.isnan(a), np.isnan(b)) or \
-                float(np.abs(np.nan_to_num(a) - np.nan_to_num(b)).max(initial=0.0)) > \
-                RTOL * scale:
-            return f"{what} differs: flowgrad {a!r}, torch {b!r}"
-    return None
+    return fuzz_common.check_value_and_gradients(_run, case, RTOL)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="0:500")
-    ap.add_argument("--show", type=int)
-    args = ap.parse_args()
-    if args.show is not None:
-        print(generate(args.show))
-        print("verdict:", check(args.show) or "same")
-        return
-    lo, hi = (int(s) for s in args.seeds.split(":"))
-    bad = []
-    for seed in range(lo, hi):
-        try:
-            msg = check(seed)
-        except Exception as e:
-            msg = f"harness error {type(e).__name__}: {e}"
-        if msg:
-            bad.append(seed)
-            print(f"seed {seed}: {generate(seed)}: {msg}"[:500])
-    print(f"{len(bad)} of {hi - lo} differ: {bad}")
-    sys.exit(1 if bad else 0)
+    fuzz_common.main(__doc__, generate, check)
 
 
 if __name__ == "__main__":

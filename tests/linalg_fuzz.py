@@ -12,15 +12,11 @@ in float64 in both frameworks and must give the same raise/no-raise, values and 
 """
 from __future__ import annotations
 
-import argparse
 import random
-import sys
 import warnings
 
+import fuzz_common
 import numpy as np
-import torch
-
-import flowgrad as flow
 
 RTOL = 1e-8
 
@@ -163,62 +159,19 @@ def _run(m, case):
 def check(seed, case=None):
     """None when flowgrad agrees with torch on the case, else a message."""
     case = case or generate(seed)
-    try:
-        want = _run(torch, case)
-        torch_error = None
-    except (RuntimeError, ValueError, IndexError, TypeError) as e:
-        torch_error = e
-    try:
-        got = _run(flow, case)
-    except Exception as e:
-        if torch_error is not None:
-            return None
-        return f"flowgrad raised {type(e).__name__}: {e}"
-    if torch_error is not None:
-        return f"torch raised {type(torch_error).__name__}: {torch_error}; flowgrad ran"
-    (og, gg), (ot, gt) = got, want
-    pairs = [("output", a, b) for a, b in zip(og, ot)] + \
-        [("gradient", a, b) for a, b in zip(gg, gt)]
+    both = fuzz_common.run_both(_run, case)
+    if not isinstance(both, tuple):
+        return both
+    (og, gg), (ot, gt) = both[1], both[0]
     if len(og) != len(ot):
         return f"{len(og)} outputs, torch {len(ot)}"
-    for i, (what, a, b) in enumerate(pairs):
-        if a is None or b is None:
-            other = b if a is None else a
-            if other is not None and np.any(np.nan_to_num(other) != 0):
-                return f"{what} {i}: flowgrad {a is not None}, torch {b is not None}"
-            continue
-        if a.shape != b.shape:
-            return f"{what} {i}: shape {a.shape}, torch {b.shape}"
-        if not np.array_equal(np.isnan(a), np.isnan(b)):
-            return f"{what} {i}: nan pattern differs: flowgrad {a!r}, torch {b!r}"
-        fa, fb = np.nan_to_num(a), np.nan_to_num(b)
-        scale = max(1.0, float(np.abs(fb).max(initial=0.0)))
-        if float(np.abs(fa - fb).max(initial=0.0)) > RTOL * scale:
-            return f"{what} {i} differs: flowgrad {a!r}, torch {b!r}"
-    return None
+    pairs = [(f"output {i}", a, b) for i, (a, b) in enumerate(zip(og, ot))] + \
+        [(f"gradient {i}", a, b) for i, (a, b) in enumerate(zip(gg, gt))]
+    return fuzz_common.first_difference(pairs, RTOL, dtypes=False)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="0:500")
-    ap.add_argument("--show", type=int)
-    args = ap.parse_args()
-    if args.show is not None:
-        print(generate(args.show))
-        print("verdict:", check(args.show) or "same")
-        return
-    lo, hi = (int(s) for s in args.seeds.split(":"))
-    bad = []
-    for seed in range(lo, hi):
-        try:
-            msg = check(seed)
-        except Exception as e:
-            msg = f"harness error {type(e).__name__}: {e}"
-        if msg:
-            bad.append(seed)
-            print(f"seed {seed}: {generate(seed)}: {msg}"[:400])
-    print(f"{len(bad)} of {hi - lo} differ: {bad}")
-    sys.exit(1 if bad else 0)
+    fuzz_common.main(__doc__, generate, check)
 
 
 if __name__ == "__main__":

@@ -13,15 +13,11 @@ gradient.
 """
 from __future__ import annotations
 
-import argparse
 import random
-import sys
 import warnings
 
+import fuzz_common
 import numpy as np
-import torch
-
-import flowgrad as flow
 
 RTOL, RTOL32 = 1e-9, 2e-5  # of the array's scale
 
@@ -212,61 +208,12 @@ def _run(m, case):
 def check(seed, case=None):
     """None when flowgrad agrees with torch on the case, else a message."""
     case = case or generate(seed)
-    try:
-        want = _run(torch, case)
-        torch_error = None
-    except (RuntimeError, ValueError, IndexError, TypeError) as e:
-        torch_error = e
-    try:
-        got = _run(flow, case)
-    except Exception as e:
-        if torch_error is not None:
-            return None
-        return f"flowgrad raised {type(e).__name__}: {e}"
-    if torch_error is not None:
-        return f"torch raised {type(torch_error).__name__}: {torch_error}; flowgrad ran"
-    for i, (a, b) in enumerate(zip(got, want)):
-        what = "value" if i == 0 else f"gradient {i - 1}"
-        if a is None or b is None:
-            # no gradient vs zeros: both mean "nothing flows"
-            other = b if a is None else a
-            if other is not None and np.any(other != 0):
-                return f"{what}: flowgrad {a is not None}, torch {b is not None}"
-            continue
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"{what}: {a.dtype}{a.shape}, torch {b.dtype}{b.shape}"
-        if not np.array_equal(np.isnan(a), np.isnan(b)):
-            return f"{what}: nan where torch's is not (or the other way): {a!r} vs {b!r}"
-        fa, fb = np.nan_to_num(a), np.nan_to_num(b)
-        scale = max(1.0, float(np.abs(fb).max(initial=0.0)))
-        err = float(np.abs(fa - fb).max(initial=0.0))
-        if err > (RTOL if b.dtype == np.float64 else RTOL32) * scale:
-            return f"{what}: max abs difference {err} (scale {scale}): {a!r} vs {b!r}"
-    return None
+    rtol = RTOL if case["dtype"] == "float64" else RTOL32
+    return fuzz_common.check_value_and_gradients(_run, case, rtol)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="0:500")
-    ap.add_argument("--show", type=int)
-    args = ap.parse_args()
-    if args.show is not None:
-        print(generate(args.show))
-        print("verdict:", check(args.show) or "same")
-        return
-    lo, hi = (int(s) for s in args.seeds.split(":"))
-    bad = []
-    for seed in range(lo, hi):
-        try:
-            msg = check(seed)
-        except Exception as e:
-            msg = f"harness error {type(e).__name__}: {e}"
-        if msg:
-            bad.append(seed)
-            case = generate(seed)
-            print(f"seed {seed}: {case['fn']} {case['inputs']} {case['kwargs']}: {msg}"[:400])
-    print(f"{len(bad)} of {hi - lo} differ: {bad}")
-    sys.exit(1 if bad else 0)
+    fuzz_common.main(__doc__, generate, check)
 
 
 if __name__ == "__main__":

@@ -11,15 +11,11 @@ value and the same gradients.
 """
 from __future__ import annotations
 
-import argparse
 import random
 import string
-import sys
 
+import fuzz_common
 import numpy as np
-import torch
-
-import flowgrad as flow
 
 RTOL = 1e-10
 
@@ -139,63 +135,17 @@ def _run(m, case):
         out = m.nn.functional.bilinear(*args)
     else:
         out = getattr(m, fn)(*args, **kw)
-    up = m.tensor(np.random.default_rng(case["seed"] + 1).standard_normal(tuple(out.shape)))
-    grads = m.autograd.grad((out * up).sum(), leaves, allow_unused=True)
-    return [out.detach().numpy()] + [None if g is None else g.numpy() for g in grads]
+    return fuzz_common.value_and_gradients(m, out, leaves, case["seed"])
 
 
 def check(seed, case=None):
     """None when flowgrad agrees with torch on the case, else a message."""
     case = case or generate(seed)
-    try:
-        want = _run(torch, case)
-        torch_error = None
-    except (RuntimeError, ValueError, IndexError, TypeError) as e:
-        torch_error = e
-    try:
-        got = _run(flow, case)
-    except Exception as e:
-        if torch_error is not None:
-            return None
-        return f"flowgrad raised {type(e).__name__}: {e}"
-    if torch_error is not None:
-        return f"torch raised {type(torch_error).__name__}: {torch_error}; flowgrad ran"
-    for i, (a, b) in enumerate(zip(got, want)):
-        what = "value" if i == 0 else f"gradient {i - 1}"
-        if a is None or b is None:
-            other = b if a is None else a
-            if other is not None and np.any(other != 0):
-                return f"{what}: flowgrad {a is not None}, torch {b is not None}"
-            continue
-        if a.shape != b.shape:
-            return f"{what}: shape {a.shape}, torch {b.shape}"
-        scale = max(1.0, float(np.abs(b).max(initial=0.0)))
-        if float(np.abs(a - b).max(initial=0.0)) > RTOL * scale:
-            return f"{what} differs: flowgrad {a!r}, torch {b!r}"
-    return None
+    return fuzz_common.check_value_and_gradients(_run, case, RTOL)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="0:500")
-    ap.add_argument("--show", type=int)
-    args = ap.parse_args()
-    if args.show is not None:
-        print(generate(args.show))
-        print("verdict:", check(args.show) or "same")
-        return
-    lo, hi = (int(s) for s in args.seeds.split(":"))
-    bad = []
-    for seed in range(lo, hi):
-        try:
-            msg = check(seed)
-        except Exception as e:
-            msg = f"harness error {type(e).__name__}: {e}"
-        if msg:
-            bad.append(seed)
-            print(f"seed {seed}: {generate(seed)}: {msg}"[:400])
-    print(f"{len(bad)} of {hi - lo} differ: {bad}")
-    sys.exit(1 if bad else 0)
+    fuzz_common.main(__doc__, generate, check)
 
 
 if __name__ == "__main__":

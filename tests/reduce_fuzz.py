@@ -16,15 +16,11 @@ gradient.
 """
 from __future__ import annotations
 
-import argparse
 import random
-import sys
 import warnings
 
+import fuzz_common
 import numpy as np
-import torch
-
-import flowgrad as flow
 
 RTOL = 1e-10
 
@@ -180,20 +176,10 @@ def _indices_defined(case):
 def check(seed, case=None):
     """None when flowgrad agrees with torch on the case, else a message."""
     case = case or generate(seed)
-    try:
-        want = _run(torch, case)
-        torch_error = None
-    except (RuntimeError, ValueError, IndexError, TypeError) as e:
-        torch_error = e
-    try:
-        got = _run(flow, case)
-    except Exception as e:
-        if torch_error is not None:
-            return None
-        return f"flowgrad raised {type(e).__name__}: {e}"
-    if torch_error is not None:
-        return f"torch raised {type(torch_error).__name__}: {torch_error}; flowgrad ran"
-    (outs_g, grad_g), (outs_t, grad_t) = got, want
+    both = fuzz_common.run_both(_run, case)
+    if not isinstance(both, tuple):
+        return both
+    (outs_g, grad_g), (outs_t, grad_t) = both[1], both[0]
     if len(outs_g) != len(outs_t):
         return f"{len(outs_g)} outputs, torch {len(outs_t)}"
     # a tie's index (and the gradient routed by it) is the implementation's choice
@@ -204,56 +190,16 @@ def check(seed, case=None):
                          "norm", "logsumexp", "cumsum", "cumprod", "logcumsumexp", "prod",
                          "quantile", "nanquantile", "count_nonzero", "all", "any", "unique",
                          "unique_consecutive")
-    pairs = list(zip(outs_g, outs_t))
+    pairs = [(f"output {i}", a, b) for i, (a, b) in enumerate(zip(outs_g, outs_t))
+             if tie_free or b.dtype.kind not in "iub" or a.shape != b.shape]
     if tie_free:
-        pairs.append((grad_g, grad_t))
-    for i, (a, b) in enumerate(pairs):
-        what = f"output {i}" if i < len(outs_g) else "gradient"
-        if a is None or b is None:
-            other = b if a is None else a
-            if other is not None and np.any(np.nan_to_num(other) != 0):
-                return f"{what}: flowgrad {a is not None}, torch {b is not None}"
-            continue
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"{what}: {a.dtype}{a.shape}, torch {b.dtype}{b.shape}"
-        if b.dtype.kind in "iub":
-            if not tie_free:
-                continue
-            if not np.array_equal(a, b):
-                return f"{what} differs: flowgrad {a!r}, torch {b!r}"
-            continue
-        if not np.array_equal(np.isnan(a), np.isnan(b)) or \
-                not np.array_equal(np.isinf(a), np.isinf(b)):
-            return f"{what}: nan/inf pattern differs: flowgrad {a!r}, torch {b!r}"
-        fa, fb = np.nan_to_num(a, posinf=0, neginf=0), np.nan_to_num(b, posinf=0, neginf=0)
-        scale = max(1.0, float(np.abs(fb).max(initial=0.0)))
-        rtol = RTOL if b.dtype == np.float64 else 1e-6  # (dtype=float32 results)
-        if float(np.abs(fa - fb).max(initial=0.0)) > rtol * scale:
-            return f"{what} differs: flowgrad {a!r}, torch {b!r}"
-    return None
+        pairs.append(("gradient", grad_g, grad_t))
+    float32 = any(b is not None and b.dtype == np.float32 for _, _, b in pairs)
+    return fuzz_common.first_difference(pairs, 1e-6 if float32 else RTOL)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="0:500")
-    ap.add_argument("--show", type=int)
-    args = ap.parse_args()
-    if args.show is not None:
-        print(generate(args.show))
-        print("verdict:", check(args.show) or "same")
-        return
-    lo, hi = (int(s) for s in args.seeds.split(":"))
-    bad = []
-    for seed in range(lo, hi):
-        try:
-            msg = check(seed)
-        except Exception as e:
-            msg = f"harness error {type(e).__name__}: {e}"
-        if msg:
-            bad.append(seed)
-            print(f"seed {seed}: {generate(seed)}: {msg}"[:400])
-    print(f"{len(bad)} of {hi - lo} differ: {bad}")
-    sys.exit(1 if bad else 0)
+    fuzz_common.main(__doc__, generate, check)
 
 
 if __name__ == "__main__":

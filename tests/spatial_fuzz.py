@@ -16,15 +16,11 @@ input and weight for a random upstream gradient.
 """
 from __future__ import annotations
 
-import argparse
 import random
-import sys
 import warnings
 
+import fuzz_common
 import numpy as np
-import torch
-
-import flowgrad as flow
 
 RTOL, RTOL32 = 1e-9, 2e-5  # of the array's scale: float64, float32 cases
 
@@ -233,64 +229,18 @@ def _run_quietly(m, case):
 def check(seed, case=None):
     """None when flowgrad agrees with torch on the case, else a message."""
     case = case or generate(seed)
-    try:
-        want = _run(torch, case)
-        torch_error = None
-    except (RuntimeError, ValueError, IndexError, TypeError, NotImplementedError) as e:
-        torch_error = e
-    try:
-        got = _run(flow, case)
-    except Exception as e:
-        if torch_error is not None:
-            return None
-        return f"flowgrad raised {type(e).__name__}: {e}"
-    if torch_error is not None:
-        return f"torch raised {type(torch_error).__name__}: {torch_error}; flowgrad ran"
-    (outs_g, grads_g), (outs_t, grads_t) = got, want
-    for i, (a, b) in enumerate(zip(outs_g + grads_g, outs_t + grads_t)):
-        what = f"output {i}" if i < len(outs_g) else f"gradient {i - len(outs_g)}"
-        if (a is None) != (b is None):
-            return f"{what}: flowgrad {a is not None}, torch {b is not None}"
-        if a is None:
-            continue
-        if a.shape != b.shape:
-            return f"{what}: shape {a.shape}, torch {b.shape}"
-        if b.dtype.kind in "iu":
-            if not np.array_equal(a, b):
-                return f"{what} (indices) differ"
-            continue
-        scale = max(1.0, float(np.abs(b).max(initial=0.0)))
-        err = float(np.abs(a - b).max(initial=0.0))
-        rtol = RTOL if b.dtype == np.float64 else RTOL32
-        if a.dtype != b.dtype or not np.isfinite(a).all() == np.isfinite(b).all() or \
-                err > rtol * scale:
-            return f"{what}: max abs difference {err} (scale {scale})"
-    return None
+    both = fuzz_common.run_both(_run, case)
+    if not isinstance(both, tuple):
+        return both
+    (outs_g, grads_g), (outs_t, grads_t) = both[1], both[0]
+    pairs = [(f"output {i}", a, b) for i, (a, b) in enumerate(zip(outs_g, outs_t))] + \
+        [(f"gradient {i}", a, b) for i, (a, b) in enumerate(zip(grads_g, grads_t))]
+    return fuzz_common.first_difference(
+        pairs, RTOL if case.get("dtype", "float64") == "float64" else RTOL32)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="0:500")
-    ap.add_argument("--show", type=int)
-    args = ap.parse_args()
-    if args.show is not None:
-        print(generate(args.show))
-        print("verdict:", check(args.show) or "same")
-        return
-    lo, hi = (int(s) for s in args.seeds.split(":"))
-    bad = []
-    for seed in range(lo, hi):
-        try:
-            msg = check(seed)
-        except Exception as e:
-            msg = f"harness error {type(e).__name__}: {e}"
-        if msg:
-            bad.append(seed)
-            case = generate(seed)
-            print(f"seed {seed}: {case.get('cls') or case.get('fn') or case['kind']} "
-                  f"{case['shape']} {case.get('kwargs')}: {msg}"[:400])
-    print(f"{len(bad)} of {hi - lo} differ: {bad}")
-    sys.exit(1 if bad else 0)
+    fuzz_common.main(__doc__, generate, check)
 
 
 if __name__ == "__main__":
