@@ -44,3 +44,24 @@ def test_embedding_max_norm_renormalises_each_calls_rows_in_a_graph():
     np.testing.assert_allclose(np.linalg.norm(out.numpy(), axis=1), 1.0, rtol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(emb.weight.detach().numpy()[3:], axis=1), 1.0,
                                rtol=1e-6)
+
+
+def test_batchnorm_cumulative_average_compiles():
+    # momentum=None read the batch count with item() inside build, which a graph refuses
+    eager, compiled = (flow.nn.BatchNorm1d(3, momentum=None).double() for _ in range(2))
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.bn = compiled
+
+        def build(self, x):
+            return self.bn(x)
+
+    graph = Step()
+    for i in range(4):
+        x = flow.tensor(np.random.default_rng(i).standard_normal((5, 3)))
+        np.testing.assert_allclose(graph(x).numpy(), eager(x).detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(compiled.running_var.numpy(), eager.running_var.numpy(),
+                               rtol=1e-12)
+    assert int(compiled.num_batches_tracked) == 4

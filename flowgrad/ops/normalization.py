@@ -289,8 +289,14 @@ def _update_running(running, stat, momentum, scale=1.0):
     """running <- (1 - momentum) * running + momentum * scale * stat: the one path by which
     batch and instance norm write their running statistics (an op computes the new value,
     a copy_ under no_grad writes it into the buffer and bumps its version)."""
-    new = _running_update(running, stat.reshape(tuple(running.shape)), momentum=momentum,
-                          scale=scale)
+    stat = stat.reshape(tuple(running.shape))
+    if isinstance(momentum, Tensor):  # BatchNorm(momentum=None): 1 / batches, a tensor
+        with grad_mode.no_grad():
+            # the coefficients rounded to the buffer's dtype first, as a Python float's are
+            keep, take = (1.0 - momentum).to(running.dtype), momentum.to(running.dtype)
+            running.copy_(keep * running + take * (stat * scale).to(running.dtype))
+        return
+    new = _running_update(running, stat, momentum=momentum, scale=scale)
     with grad_mode.no_grad():
         running.copy_(new)
 

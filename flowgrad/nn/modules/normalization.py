@@ -97,8 +97,9 @@ class _BatchNorm(_NormBase):
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             with no_grad():  # a counter: no autograd, but an op (a traced graph repeats it)
                 self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # cumulative moving average
-                factor = 1.0 / float(self.num_batches_tracked.item())
+            if self.momentum is None:  # cumulative moving average, 1 / batches seen: an op,
+                # not item(), so a compiled graph recomputes it each call
+                factor = 1.0 / self.num_batches_tracked.to(_dt.float64)
         # eval mode normalises with the running stats when it has them
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         use_stats = not self.training or self.track_running_stats
