@@ -22,11 +22,9 @@ layout, which sums a product in another order; never other arithmetic).
 """
 from __future__ import annotations
 
-import argparse
 import random
-import sys
-import traceback
 
+import fuzz_common
 import numpy as np
 
 import flowgrad as flow
@@ -487,32 +485,15 @@ def _sync(eager, compiled, opt_e, opt_g):
                         value.copy_(opt_e.state[b][key])
 
 
+def describe(seed):
+    """The step of a seed as it prints: its kind, optimizer and code."""
+    g = generate(seed)
+    return (f"train step (optimizer {g.optimizer}, clip {g.clip})" if g.train else
+            "eval step") + ":\n" + source(g)
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="0:200")
-    ap.add_argument("--show", type=int)
-    args = ap.parse_args()
-    if args.show is not None:
-        g = generate(args.show)
-        print((f"train step (optimizer {g.optimizer}, clip {g.clip})" if g.train else
-               "eval step") + ":\n" + source(g))
-        try:
-            print("verdict:", check(args.show) or "same")
-        except Exception:
-            traceback.print_exc()
-        return
-    lo, hi = (int(s) for s in args.seeds.split(":"))
-    bad = []
-    for seed in range(lo, hi):
-        try:
-            msg = check(seed)
-        except Exception as e:
-            msg = f"harness error {type(e).__name__}: {e}"
-        if msg:
-            bad.append(seed)
-            print(f"seed {seed}: {msg}"[:300])
-    print(f"{len(bad)} of {hi - lo} differ: {bad}")
-    sys.exit(1 if bad else 0)
+    fuzz_common.main(__doc__, describe, check, seeds="0:200")
 
 
 if __name__ == "__main__":
