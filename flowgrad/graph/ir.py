@@ -63,7 +63,7 @@ class Program:
         self.outputs = []   # Values the step returns (its flattened result)
         self.grads = {}     # parameter tensor -> the Value of its gradient
         self.writebacks = {}  # parameter/buffer tensor -> the Value written into it in place
-        self.leaf_values = {}  # value id -> the parameter it was written into (still a leaf)
+        self.leaf_values = {}  # value id -> the parameter's STATE Value it was written into
 
     def new_value(self, kind, array, source=None):
         value = Value(len(self.values), kind, array.shape, array.dtype, source)

@@ -85,7 +85,7 @@ class Tracer:
         self.function_of = {}  # Node -> the eager FunctionNode its rule runs from
         self.arrays = {}       # id -> every array seen: alive, so ids stay unique meanwhile
         self.stale = {}        # id(array) -> Value, for arrays an in-place write changed
-        self.written_state = {}  # id(array) -> the state/captured tensor a write went into
+        self.written_state = {}  # id(array) -> the state/constant Value a write went into
         self.functions = []    # (position among the nodes, node) of custom Functions
         self.made_here = []    # tensors a factory (zeros, arange, ...) made during build
         self.phase = "forward"
@@ -210,18 +210,18 @@ class Tracer:
             self.tensor_of[self.value_of[key].id] = target
         if before is None:
             return
-        source = self.written_state.get(key)
-        if source is None and (before.kind == STATE or before.kind == CONST and
+        origin = self.written_state.get(key)
+        if origin is None and (before.kind == STATE or before.kind == CONST and
                                before.source._data is target._data):
-            source = self.written_state[key] = before.source
-        if source is not None:
+            origin = self.written_state[key] = before
+        if origin is not None:
             # a parameter, buffer or captured eager tensor keeps the (last) write, as eagerly
             value = self.value_of[key]
-            self.program.writebacks[source] = value
-            if any(v.kind == STATE and v.source is source for v in self.program.values):
+            self.program.writebacks[origin.source] = value
+            if origin.kind == STATE:
                 # a parameter written under no_grad is still the leaf its later reads reach:
                 # their gradients are its gradient
-                self.program.leaf_values[value.id] = source
+                self.program.leaf_values[value.id] = origin
 
     def finish(self):
         """After build: a parameter or buffer written by something the trace cannot replay."""
@@ -268,15 +268,11 @@ class Tracer:
         parameter held in build (written in place under no_grad, it stays one leaf: the reads
         before and after the write all reach it)."""
         leaf_values = self.program.leaf_values
-        state = value if value.kind == STATE else None
-        if state is None and value.id in leaf_values:
-            source = leaf_values[value.id]
-            state = next(v for v in self.program.values if v.kind == STATE and
-                         v.source is source)
+        state = value if value.kind == STATE else leaf_values.get(value.id)
         if state is None:
             return grads.get(value.id)
         total = None
-        for vid in [state.id] + [i for i, s in leaf_values.items() if s is state.source]:
+        for vid in [state.id] + [i for i, s in leaf_values.items() if s is state]:
             g = grads.get(vid)
             if g is not None:
                 total = g if total is None else total + g
