@@ -276,12 +276,19 @@ def angle(input):
     return _angle(input)
 
 
+def real_sign(xp, x):
+    """The sign of a real array with torch's sign(nan) = 0 (NumPy's is nan), so abs's and l1's
+    gradients at a nan are 0, as torch's."""
+    out = xp.sign(x)
+    if out.dtype.kind == "f":  # (a 0-d input gives a NumPy scalar: no in-place there)
+        out = xp.nan_to_num(out, copy=not isinstance(out, xp.ndarray), nan=0.0)
+    return out
+
+
 @op("sgn", save="inputs outputs", complex=True)
 def _sgn(xp, x):
-    if x.dtype.kind != "c":  # real: sign, with torch's sign(nan) = 0
-        out = xp.sign(x)
-        return xp.nan_to_num(out, copy=not isinstance(out, xp.ndarray), nan=0.0) \
-            if out.dtype.kind == "f" else out
+    if x.dtype.kind != "c":
+        return real_sign(xp, x)
     a = xp.abs(x)
     return xp.where(a == 0, xp.zeros((), x.dtype), x / xp.where(a == 0, 1, a))
 

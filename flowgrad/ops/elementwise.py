@@ -42,7 +42,7 @@ from .compare import (  # noqa: F401 - comparisons, re-exported; their module si
     ne,
     tie_weights,
 )
-from .complex import conj, sgn
+from .complex import conj, real_sign, sgn
 from .index import nonzero
 from .out_arg import with_out
 from .registry import op
@@ -264,19 +264,8 @@ def abs_backward(ctx, dy):
     return dy * sgn(ctx.inputs[0])  # sign for real tensors, z / |z| for complex
 
 
-def _sign_kernel(xp, x):
-    """NumPy has no bool sign, and its sign of nan is nan where torch's is 0 (so abs's and
-    l1's gradients at a nan are 0, as torch's)."""
-    if x.dtype.kind == "b":
-        return x.copy()
-    out = xp.sign(x)
-    if out.dtype.kind == "f":  # (a 0-d input gives a NumPy scalar: no in-place there)
-        out = xp.nan_to_num(out, copy=not isinstance(out, xp.ndarray), nan=0.0)
-    return out
-
-
-# torch: sign's gradient is zero everywhere
-_sign = step("sign", _sign_kernel)
+# NumPy has no bool sign; torch: sign's gradient is zero everywhere
+_sign = step("sign", lambda xp, x: x.copy() if x.dtype.kind == "b" else real_sign(xp, x))
 _exp = unary("exp", lambda xp, x: xp.exp(x), d_of_y=lambda y: y, complex=True)
 _log = unary("log", lambda xp, x: xp.log(x), d_of_x=lambda x: x, divide=True, masked=True,
              complex=True)

@@ -279,8 +279,12 @@ def _affine_normalize(x, axes, eps, w, b, stats=None):
 
 # ---- batch_norm and instance_norm ---------------------------------------------------------
 @op("running_update", differentiable=False)
-def _running_update(xp, running, stat, *, momentum, scale):
-    """(1 - momentum) * running + momentum * scale * stat, in running's dtype."""
+def _running_update(xp, running, stat, *factor, momentum, scale):
+    """(1 - momentum) * running + momentum * scale * stat, in running's dtype; `factor`, when
+    given, is the momentum as a 0-d array (BatchNorm(momentum=None): 1 / batches seen, so a
+    compiled graph reads each call's), used as the Python float it holds."""
+    if factor:
+        momentum = float(factor[0])
     return ((1 - momentum) * running + momentum * (stat * scale).astype(running.dtype)
             ).astype(running.dtype, copy=False)
 
@@ -289,14 +293,9 @@ def _update_running(running, stat, momentum, scale=1.0):
     """running <- (1 - momentum) * running + momentum * scale * stat: the one path by which
     batch and instance norm write their running statistics (an op computes the new value,
     a copy_ under no_grad writes it into the buffer and bumps its version)."""
-    stat = stat.reshape(tuple(running.shape))
-    if isinstance(momentum, Tensor):  # BatchNorm(momentum=None): 1 / batches, a tensor
-        with grad_mode.no_grad():
-            # the coefficients rounded to the buffer's dtype first, as a Python float's are
-            keep, take = (1.0 - momentum).to(running.dtype), momentum.to(running.dtype)
-            running.copy_(keep * running + take * (stat * scale).to(running.dtype))
-        return
-    new = _running_update(running, stat, momentum=momentum, scale=scale)
+    factor = (momentum,) if isinstance(momentum, Tensor) else ()
+    new = _running_update(running, stat.reshape(tuple(running.shape)), *factor,
+                          momentum=0.0 if factor else momentum, scale=scale)
     with grad_mode.no_grad():
         running.copy_(new)
 

@@ -19,8 +19,7 @@ from .registry import op
 
 __all__ = ["pad"]
 
-_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
-          "circular": "wrap"}
+_MODES = ("constant", "reflect", "replicate", "circular")
 
 
 @op("pad_constant")
@@ -97,17 +96,17 @@ def pad(input, pad, mode="constant", value=None):
     if not any(lo or hi for lo, hi in pairs):
         return input.clone()
     if mode == "replicate" or mode == "reflect" and k <= 2:
-        return _pad_indexed_float32(input, pairs, mode, pad)
-    return _pad_indexed(input, pairs, mode, pad)
+        return _pad_indexed_float32(input, pairs, mode)
+    return _pad_indexed(input, pairs, mode)
 
 
-def _pad_indexed_float32(input, pairs, mode, pad):
+def _pad_indexed_float32(input, pairs, mode):
     """_pad_indexed for the kernels torch's autocast runs in float32 (replication pads,
     1-d and 2-d reflection pads): amp/policy.py lists it among the float32 composites."""
-    return _pad_indexed(input, pairs, mode, pad)
+    return _pad_indexed(input, pairs, mode)
 
 
-def _pad_indexed(input, pairs, mode, pad):
+def _pad_indexed(input, pairs, mode):
     """reflect/replicate/circular padding as one gather (pairs: (lo, hi) per dim)."""
     nd = input._data.ndim
     shape = input._data.shape

@@ -131,11 +131,12 @@ def _max_pool_backward(xp, dy, idx, *, shape, unique=False):
         return xp.zeros(shape, dy.dtype)
     flat = idx.reshape(nc, -1)
     weights = dy.ravel()
-    if flat.size and flat.min() < 0:
+    if not unique and flat.size and flat.min() < 0:
         # a window over padding only (ceil_mode, dilation) read no input: its max is -inf and
-        # its index negative; its gradient goes nowhere (torch writes it out of bounds)
+        # its index negative; its gradient goes nowhere (torch writes it out of bounds).
+        # (Disjoint windows read no padding: the check is skipped on that hot path.)
         read = (flat >= 0).ravel()
-        flat, weights, unique = xp.maximum(flat, 0), xp.where(read, weights, 0), False
+        flat, weights = xp.maximum(flat, 0), xp.where(read, weights, 0)
     flat = flat + (xp.arange(nc) * plane)[:, None]
     if unique:  # disjoint windows: no index repeats, so a scatter needs no sum
         dx = xp.zeros(nc * plane, dy.dtype)
