@@ -3,6 +3,7 @@ gradients: see tests/fft_fuzz.py."""
 from __future__ import annotations
 
 import fft_fuzz as ff
+import fuzz_common
 import pytest
 
 
@@ -14,5 +15,4 @@ def test_fft_case_matches_torch(seed):
 
 @pytest.mark.slow
 def test_many_fft_cases_match_torch():
-    bad = {s: v for s in range(300, 3000) if (v := ff.check(s))}
-    assert not bad, "\n".join(f"seed {s}: {v[:200]}" for s, v in bad.items())
+    fuzz_common.assert_seeds_agree(ff.check, range(300, 3000))

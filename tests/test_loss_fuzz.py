@@ -3,6 +3,7 @@ probability targets, margins, p, eps, swap, empty batches, K-dimensional inputs)
 torch, value and gradients: see tests/loss_fuzz.py."""
 from __future__ import annotations
 
+import fuzz_common
 import loss_fuzz as lf
 import numpy as np
 import pytest
@@ -18,8 +19,7 @@ def test_loss_case_matches_torch(seed):
 
 @pytest.mark.slow
 def test_many_loss_cases_match_torch():
-    bad = {s: v for s in range(400, 4000) if (v := lf.check(s))}
-    assert not bad, "\n".join(f"seed {s}: {v[:200]}" for s, v in bad.items())
+    fuzz_common.assert_seeds_agree(lf.check, range(400, 4000))
 
 
 @pytest.mark.parametrize("fn, target", [

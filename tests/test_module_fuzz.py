@@ -4,6 +4,7 @@ modes, RNN/LSTM/GRU with proj_size, layers, directions, batch_first, initial sta
 more) trained for two steps beside torch: see tests/module_fuzz.py."""
 from __future__ import annotations
 
+import fuzz_common
 import module_fuzz as mf
 import pytest
 
@@ -18,5 +19,4 @@ def test_module_case_trains_as_torch(seed):
 
 @pytest.mark.slow
 def test_many_module_cases_train_as_torch():
-    bad = {s: v for s in range(200, 3000) if (v := mf.check(s))}
-    assert not bad, "\n".join(f"seed {s}: {v[:200]}" for s, v in bad.items())
+    fuzz_common.assert_seeds_agree(mf.check, range(200, 3000))

@@ -6,6 +6,7 @@ computes from memory it never wrote, or torch is wrong.
 """
 from __future__ import annotations
 
+import fuzz_common
 import numpy as np
 import pytest
 import spatial_fuzz as sf
@@ -36,8 +37,7 @@ def test_spatial_case_matches_torch(seed):
 
 @pytest.mark.slow
 def test_many_spatial_cases_match_torch():
-    bad = {s: v for s in SLOW_SEEDS if s not in KNOWN_DIFFERENCES and (v := sf.check(s))}
-    assert not bad, "\n".join(f"seed {s}: {v[:200]}" for s, v in bad.items())
+    fuzz_common.assert_seeds_agree(sf.check, SLOW_SEEDS, KNOWN_DIFFERENCES)
 
 
 @pytest.mark.parametrize("seed", sorted(KNOWN_DIFFERENCES))
