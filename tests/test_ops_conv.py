@@ -37,8 +37,13 @@ CASES = [
     ("conv2d_big_pad", lambda m, x, w: F(m).conv2d(x, w, padding=3), (2, 2, 4, 4),
      (3, 2, 3, 3)),
     ("conv2d_unbatched", lambda m, x, w: m.conv2d(x, w, stride=2), (3, 6, 5), (2, 3, 2, 2)),
-    # the kernels pick im2col's layout by channels per group vs output row length, and the
-    # input gradient's method by channels: one case per path
+    # the kernels pick the banded path for few channels in and out (tiles of an output row,
+    # or the whole row), else im2col's layout by channels per group vs output row length, and
+    # the input gradient's method by channels: one case per path
+    ("conv2d_band_tiles", lambda m, x, w, b: F(m).conv2d(x, w, b, padding=(1, 2)),
+     (2, 2, 6, 28), (3, 2, 3, 5), (3,)),
+    ("conv2d_im2col", lambda m, x, w: F(m).conv2d(x, w, padding=1), (2, 20, 4, 5),
+     (3, 20, 3, 3)),
     ("conv2d_channel_major_groups", lambda m, x, w: F(m).conv2d(x, w, padding=1, groups=2),
      (2, 2, 5, 12), (4, 1, 3, 3)),
     ("conv2d_channels_last_groups", lambda m, x, w, b: F(m).conv2d(x, w, b, padding=1,
@@ -74,11 +79,14 @@ GRAD_CASES = [
     ("conv2d_dilation", lambda m, x, w: F(m).conv2d(x, w, dilation=2), (1, 1, 4, 4),
      (1, 1, 2, 2)),
     ("conv3d", lambda m, x, w: F(m).conv3d(x, w), (1, 1, 2, 3, 3), (1, 1, 2, 2, 1)),
-    ("conv2d_channel_major", lambda m, x, w: F(m).conv2d(x, w), (1, 1, 1, 9), (1, 1, 1, 2)),
+    ("conv2d_band_tiles", lambda m, x, w: F(m).conv2d(x, w, padding=(1, 0)), (1, 1, 2, 19),
+     (2, 1, 2, 2)),
+    ("conv2d_channel_major", lambda m, x, w: F(m).conv2d(x, w, stride=(1, 2)), (1, 1, 1, 9),
+     (1, 1, 1, 2)),
     ("conv2d_channels_last", lambda m, x, w: F(m).conv2d(x, w, groups=2), (1, 16, 2, 1),
      (2, 8, 1, 1)),
-    ("conv2d_dx_as_conv", lambda m, x, w: F(m).conv2d(x, w, padding=(0, 1)), (1, 16, 1, 2),
-     (1, 16, 1, 2)),
+    ("conv2d_dx_as_conv", lambda m, x, w: F(m).conv2d(x, w, padding=(0, 1), dilation=(1, 2)),
+     (1, 16, 1, 3), (1, 16, 1, 2)),
     ("conv_transpose1d", lambda m, x, w: F(m).conv_transpose1d(x, w, stride=2, padding=1,
                                                                output_padding=1),
      (1, 2, 3), (2, 2, 3)),

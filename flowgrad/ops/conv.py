@@ -1,4 +1,5 @@
-"""Convolutions: conv1d/2d/3d and conv_transpose1d/2d/3d, by im2col and one GEMM.
+"""Convolutions: conv1d/2d/3d and conv_transpose1d/2d/3d, by im2col and one GEMM (or, for 2-D
+layers with few channels, by row GEMMs against a banded kernel matrix).
 
 Three bilinear ops close under differentiation, so every derivative order is a convolution:
 `conv(x, w)`, its adjoint in x `conv_transpose(z, w)` (col2im of W^T z), and its adjoint in w
@@ -171,6 +172,97 @@ def _conv_transpose_batch_last(xp, z, w, stride, padding, dilation, groups, size
     return xp.ascontiguousarray(xp.moveaxis(buf, -1, 0))
 
 
+# ---- small 2-D convolutions: row GEMMs against a banded kernel matrix -------------------
+# im2col copies each input value KH * KW times, and with few channels in and out (LeNet's
+# layers) its GEMM is bound by reading that copy. There each tile of t outputs of an output row
+# is instead one GEMM row: the (C, KH, t + KW - 1) input values it reads (runs of a whole tile
+# row) against a banded matrix holding the kernel at each of the t shifts. The copy is about
+# KW times smaller; the GEMM multiplies (t + KW - 1) / KW times more zeros than im2col's.
+_BAND_MAX_TAPS = 160  # C * KH * KW; above it (or above _BAND_MAX_OUT) im2col's GEMM is
+_BAND_MAX_OUT = 32  # compute-bound and the band's extra products cost more than its copy saves
+
+
+def _band_tile(c, o, ksize, out, stride, dilation, groups):
+    """Output-tile width t of the banded path for this convolution, or 0 for im2col."""
+    if len(ksize) != 2 or groups != 1 or any(s != 1 for s in stride) or \
+            any(d != 1 for d in dilation) or c * ksize[0] * ksize[1] > _BAND_MAX_TAPS or \
+            o > _BAND_MAX_OUT:
+        return 0
+    if out[1] <= 16:
+        return out[1]
+    return next((t for t in range(16, 5, -1) if out[1] % t == 0), 0)
+
+
+def _band_diagonals(xp, band, c, kh, kw, t, kh_outer):
+    """The (C, KH, KW, O, t) view of a banded matrix (rows (C, KH, t + KW - 1) or, if kh_outer,
+    (KH, C, t + KW - 1); columns (O, t)) whose [c, i, q, o, j] is row (c, i, j + q), column
+    (o, j): where w[o, c, i, q] sits for output shift j."""
+    wi = t + kw - 1
+    five = band.reshape(((kh, c) if kh_outer else (c, kh)) + (wi, -1, t))
+    sc, si = five.strides[:2][::-1] if kh_outer else five.strides[:2]
+    sw, so, sj = five.strides[2:]
+    o = five.shape[3]
+    return xp.lib.stride_tricks.as_strided(five, (c, kh, kw, o, t), (sc, si, sw, so, sw + sj),
+                                           writeable=True)
+
+
+def _band_matrix(xp, w, t, kh_outer=False):
+    o, c, kh, kw = w.shape
+    band = xp.zeros(((kh, c) if kh_outer else (c, kh)) + (t + kw - 1, o * t), w.dtype)
+    _band_diagonals(xp, band, c, kh, kw, t, kh_outer)[...] = w.transpose(1, 2, 3, 0)[..., None]
+    return band.reshape(-1, o * t)
+
+
+def _band_rows(xp, x, ksize, out, t):
+    """(N * OH * OW/t, C * KH * (t + KW - 1)): the input each output tile reads, one copy."""
+    (kh, kw), (oh, ow), s = ksize, out, x.strides
+    win = xp.lib.stride_tricks.as_strided(
+        x, (x.shape[0], oh, ow // t, x.shape[1], kh, t + kw - 1),
+        (s[0], s[2], s[3] * t, s[1], s[2], s[3]), writeable=False)
+    return xp.ascontiguousarray(win).reshape(-1, x.shape[1] * kh * (t + kw - 1))
+
+
+def _band_out_rows(xp, y, t):
+    """(N, O, OH, OW) -> (N * OH * OW/t, O * t), the banded GEMM's output layout."""
+    n, o, oh, ow = y.shape
+    tiles = y.reshape(n, o, oh, ow // t, t).transpose(0, 2, 3, 1, 4)
+    return xp.ascontiguousarray(tiles).reshape(-1, o * t)
+
+
+def _conv_band(xp, x, w, padding, out, t):
+    n, o = x.shape[0], w.shape[0]
+    rows = _band_rows(xp, pad_array(xp, x, padding), w.shape[2:], out, t)
+    y = xp.matmul(rows, _band_matrix(xp, w, t)).reshape(n, out[0], out[1] // t, o, t)
+    return xp.ascontiguousarray(y.transpose(0, 3, 1, 2, 4)).reshape((n, o) + tuple(out)), rows
+
+
+def _conv_weight_band(xp, x, dy, rows, padding, ksize, t):
+    if rows is None:
+        rows = _band_rows(xp, pad_array(xp, x, padding), ksize, dy.shape[2:], t)
+    grad = xp.matmul(rows.T, _band_out_rows(xp, dy, t))  # (C * KH * (t + KW - 1), O * t)
+    diagonals = _band_diagonals(xp, grad, x.shape[1], *ksize, t, False)
+    return diagonals.sum(-1).transpose(3, 0, 1, 2)
+
+
+def _conv_transpose_band(xp, z, w, padding, size, t):
+    """The banded path's adjoint: per kernel row, a GEMM gives each tile's (C, t + KW - 1)
+    input values, added into an (N, H, C, W) buffer as one slab (runs of OH rows, one tile)."""
+    n, o, oh, ow = z.shape
+    c, (kh, kw) = w.shape[1], w.shape[2:]
+    wi = t + kw - 1
+    band = _band_matrix(xp, w, t, kh_outer=True).reshape(kh, c * wi, o * t)
+    cols = xp.matmul(_band_out_rows(xp, z, t), band.transpose(0, 2, 1))  # (KH, rows, C * wi)
+    cols = cols.reshape(kh, n, oh, ow // t, c, wi)
+    (lo_h, _), (lo_w, _) = padding
+    grid = (max(oh + kh - 1, size[0] + lo_h), max(ow + kw - 1, size[1] + lo_w))
+    buf = xp.zeros((n, grid[0], c, grid[1]), z.dtype)
+    for i in range(kh):
+        for tile in range(ow // t):
+            buf[:, i:i + oh, :, tile * t:tile * t + wi] += cols[i, :, :, tile]
+    buf = buf[:, lo_h:lo_h + size[0], :, lo_w:lo_w + size[1]]
+    return xp.ascontiguousarray(buf.transpose(0, 2, 1, 3))
+
+
 # ---- the three ops -----------------------------------------------------------------------
 @op("conv", jvp="multilinear", save="inputs")
 @in_float32
@@ -183,6 +275,10 @@ def _conv(xp, x, w, *, stride, padding, dilation, groups, out_shape=None):
     n, o = x.shape[0], w.shape[0]
     if n == 0:  # an empty batch: an empty output (and no columns for the weight gradient)
         return xp.zeros((0, o) + tuple(out), x.dtype), xp.zeros((groups, 0, 0), x.dtype)
+    t = _band_tile(x.shape[1], o, ksize, out, stride, dilation, groups)
+    if t and all(q == out_size(s, k, 1, p, 1) for q, s, k, p in
+                 zip(out, x.shape[2:], ksize, padding)):  # an out_shape the input fills
+        return _conv_band(xp, x, w, padding, out, t)  # rows, not im2col's cols, go along
     if _channel_major(w.shape[1], out):
         cols = _cols_channel_major(xp, x, ksize, stride, padding, dilation, groups, out)
         y = xp.matmul(w.reshape(groups, o // groups, -1), cols)  # (g, Og, N*L)
@@ -203,6 +299,9 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
     cg, og = w.shape[1], o // groups
     if n == 0:  # an empty batch
         return xp.zeros((0, groups * cg) + tuple(size), z.dtype)
+    t = _band_tile(cg, o, ksize, sp, stride, dilation, groups)
+    if t:
+        return _conv_transpose_band(xp, z, w, padding, size, t)
     reach = [d * (k - 1) for d, k in zip(dilation, ksize)]
     if cg < _CONV_DX_MIN_CHANNELS and 5 * cg * math.prod(ksize) > og * sp[-1]:
         # many taps and channels against short output rows: the batch-innermost col2im's
@@ -238,6 +337,10 @@ def _conv_weight(xp, x, dy, *cols, stride, padding, dilation, groups, ksize):
     n, o = dy.shape[:2]
     if n == 0:  # an empty batch: a sum of no terms
         return xp.zeros((o, cg) + tuple(ksize), dy.dtype)
+    t = _band_tile(cg, o, ksize, dy.shape[2:], stride, dilation, groups)
+    if t:  # the forward's aux is the banded path's rows (2-D) when it took that path too
+        rows = cols if cols is not None and cols.ndim == 2 else None
+        return _conv_weight_band(xp, x, dy, rows, padding, ksize, t)
     if _channel_major(cg, dy.shape[2:]):
         if cols is None:
             cols = _cols_channel_major(xp, x, ksize, stride, padding, dilation, groups,
