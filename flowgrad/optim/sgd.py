@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..blas import axpby, axpy, takes
 from ..device import new_empty
 from ..tensor import Tensor
 from ._foreach import SMALL, apply, bump, plain_numbers
@@ -53,11 +54,9 @@ class SGD(Optimizer):
             if buf is None:
                 buf = state["momentum_buffer"] = Tensor._wrap(g.copy())
             else:
-                b = buf._data
-                b *= momentum
-                b += (1 - group["dampening"]) * g
+                axpby(buf._data, 1 - group["dampening"], g, momentum)
             g = g + momentum * buf._data if group["nesterov"] else buf._data
-        param += -group["lr"] * g
+        axpy(param, -group["lr"], g)
 
     def _batched(self, group):
         return plain_numbers(group["lr"], group["momentum"], group["dampening"],
@@ -74,6 +73,10 @@ class SGD(Optimizer):
         neg_lr = -lr
         plain = momentum == 0 and wd == 0 and not group["maximize"]
         for p, g, pd, gd in self._batchable(group):
+            if takes(pd):  # a large parameter: BLAS's fused passes over the whole array
+                self._update(pd, gd, states[p], group)
+                bump(p)
+                continue
             a = args
             buf = None
             if momentum != 0:
