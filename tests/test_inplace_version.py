@@ -162,6 +162,52 @@ def test_retain_grad_survives_inplace():
     same(scenario)
 
 
+
+# a retained (or assigned) .grad belongs to the tensor, not to its history: an in-place write
+# to the tensor, its view or its base starts a new history that keeps accumulating into it,
+# and only the new version's gradient is the tensor's (found by tests/program_fuzz.py)
+def _write(m, t, v, where):
+    {"self": lambda: t.mul_(3.0), "view": lambda: v.mul_(3.0), "base": lambda: t.mul_(3.0),
+     "self_copy": lambda: t.copy_(t), "view_self_copy": lambda: v.copy_(v),
+     "base_no_grad": lambda: _no_grad_mul(m, t)}[where]()
+
+
+def _no_grad_mul(m, t):
+    with m.no_grad():
+        t.mul_(3.0)
+
+
+RETAINED_WRITES = [(who, where) for who in ("base", "view")
+                   for where in ("self", "view", "base", "self_copy", "view_self_copy",
+                                 "base_no_grad")]
+
+
+@pytest.mark.parametrize("who,where", RETAINED_WRITES)
+def test_retained_grad_accumulates_across_an_inplace_write(who, where):
+    def scenario(m):
+        a = leaf(m)
+        t = a.sin()
+        v = t[0:2]
+        kept = t if who == "base" else v
+        kept.retain_grad()
+        (kept * 2).sum().backward(retain_graph=True)
+        _write(m, t, v, where)
+        (kept * 5 + t.sum()).sum().backward()
+        return kept.grad, a.grad
+    same(scenario)
+
+
+def test_retain_grad_after_the_write_sees_only_the_new_version():
+    def scenario(m):
+        a = leaf(m)
+        t = a.sin()
+        before = t * 3.0  # reads the value before the write
+        t.permute(0).copy_(t.permute(0))  # a copy of itself, recorded: a new version of t
+        t.retain_grad()
+        (t.sum() + before.sum()).backward()
+        return t.grad, a.grad
+    same(scenario)
+
 SETITEM = [
     ("scalar index", lambda m, z, w: z.__setitem__(1, w[0])),
     ("slice", lambda m, z, w: z.__setitem__(slice(0, 2), w[:2])),

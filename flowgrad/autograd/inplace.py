@@ -21,7 +21,7 @@ from . import grad_mode
 from . import interpreter as _interpreter
 from .inference import check_write
 from .interpreter import AutogradInterpreter
-from .meta import VersionCounter
+from .meta import VersionCounter, carry_over
 from .views import replay_view, sync_view, view_error, writable_alias
 
 _state = grad_mode._state
@@ -138,12 +138,12 @@ def _inplace_through_view(name, target, compute):
     assign(target._data, region._data, name)  # shared storage: base sees it too
     bump_version(target)
     _adopt_saved_outputs(region, target)
-    retain = base._meta is not None and base._meta.retain_grad
-    _leave_leaf(base._meta)
+    old_base = base._meta
+    _leave_leaf(old_base)
     base._meta, base._grad_fn = new_base._meta, new_base._grad_fn
-    if retain:
-        base._meta.retain_grad = True
+    carry_over(old_base, base._meta)
     rebased = replay_view(new_base, chain)
+    carry_over(target._meta, rebased._meta)
     target._meta, target._grad_fn = rebased._meta, rebased._grad_fn
     info.version = target._version.value
     _tell_tracer(base, new_base)
@@ -238,8 +238,7 @@ def write_inplace(target, result, name):
     bump_version(target)
     if result._grad_fn is not None:
         old = target._meta
-        if old is not None and old.retain_grad:
-            result._meta.retain_grad = True
+        carry_over(old, result._meta)
         _leave_leaf(old)
         target._meta, target._grad_fn = result._meta, result._grad_fn
         _adopt_saved_outputs(result, target)

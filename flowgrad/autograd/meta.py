@@ -37,6 +37,20 @@ class AutogradMeta:
         return node
 
 
+def carry_over(old, new):
+    """A tensor's history replaced (an in-place write to it, its view or its base; a view
+    regenerated after its base's write) keeps what belongs to the tensor, not to the history,
+    as torch keeps it on the TensorImpl: retain_grad() and the `.grad` retained so far. The
+    old history's node no longer retains: the gradient of the value before the write is not
+    this tensor's."""
+    if old is None or new is None or old is new or old.is_leaf:
+        return
+    if old.retain_grad:
+        new.retain_grad, old.retain_grad = True, False
+    if new.acc_grad is None:
+        new.acc_grad, old.acc_grad = old.acc_grad, None
+
+
 class VersionCounter:
     """Counts in-place writes to one storage; shared by a tensor, its views and detach()."""
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import grad_mode
-from .meta import VersionCounter
+from .meta import VersionCounter, carry_over
 
 _state = grad_mode._state
 
@@ -95,10 +95,8 @@ def sync_view(view):
         rebased = replay_view(base, info.chain)
     finally:
         _state.enabled = enabled
-    retain = view._meta is not None and view._meta.retain_grad
+    carry_over(view._meta, rebased._meta)
     view._meta, view._grad_fn = rebased._meta, rebased._grad_fn
-    if retain:
-        view._meta.retain_grad = True
     info.version = version
 
 

@@ -436,10 +436,9 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
     if isinstance(src, np.ndarray):  # OneFlow's Tensor.copy_ takes a NumPy array too
         src = Tensor._wrap(array_module(self._data).asarray(src))  # onto self's device
     src = _value_tensor(self, src, "copy_")
-    if src is self and not (is_grad_enabled() and self.requires_grad and (
-            self._grad_fn is None or self._view is not None and self._view.base.is_leaf)):
-        bump_version(self)  # torch's copy_ of itself writes nothing, once autograd's leaf
-        return self         # checks pass, but counts as a write
+    if src is self and not (is_grad_enabled() and self.requires_grad):
+        bump_version(self)  # torch's copy_ of itself writes nothing, but counts as a write;
+        return self         # recorded (below), it still starts a new version of the history
     try:
         shape = np.broadcast_shapes(src._data.shape, self._data.shape)
     except ValueError:
