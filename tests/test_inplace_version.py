@@ -208,6 +208,22 @@ def test_retain_grad_after_the_write_sees_only_the_new_version():
         return t.grad, a.grad
     same(scenario)
 
+
+@pytest.mark.parametrize("read_between", [False, True])
+def test_view_written_before_its_base_requires_grad_replays_the_write(read_between):
+    # torch leaves a history-less view's version stale when its base needs no grad, so once
+    # the base requires grad the write is replayed and the view's reads reach the base
+    def scenario(m):
+        base = m.tensor(X)
+        view = base.squeeze()
+        view.mul_(1.0)
+        if read_between:
+            view - 1.0  # reads the view while its base needs no grad
+        base.requires_grad_()
+        (base.sin().sum() + view.sin().sum()).backward()
+        return base.grad, view.grad_fn is not None
+    same(scenario)
+
 SETITEM = [
     ("scalar index", lambda m, z, w: z.__setitem__(1, w[0])),
     ("slice", lambda m, z, w: z.__setitem__(slice(0, 2), w[:2])),

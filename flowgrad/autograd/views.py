@@ -80,7 +80,8 @@ def sync_view(view):
     base = info.base
     base_meta = base._meta
     if view._grad_fn is None and (base_meta is None or not base_meta.requires_grad):
-        info.version = version  # no history to refresh (a plain view, or a view leaf)
+        # no history to refresh (a plain view, or a view leaf); the version stays stale, as
+        # torch's attr_version: if the base requires grad later, the write is replayed then
         return
     if info.creation:
         raise view_error(view, info.creation, "its base or another view of its base has been "
