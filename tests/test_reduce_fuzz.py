@@ -65,3 +65,15 @@ def test_nan_rules_found_by_the_fuzz():
     # sign(nan) is 0 (so abs' and l1's gradients at a nan are 0); a median with a nan is
     # nan, its gradient goes to the nan; each nan is a value of its own for unique
     np.testing.assert_equal(got, want)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 1.5])
+def test_logsumexp_of_a_0d_tensor_has_torchs_gradient(value):
+    # a 0-d input went around the op as x.clone(): gradient 1 at nan and +-inf, where torch's
+    # exp(x - y) is nan (reduce_fuzz seeds 7003, 7836, 10902)
+    got = []
+    for m in (torch, flow):
+        x = m.tensor(value, dtype=m.float64, requires_grad=True)
+        (g,) = m.autograd.grad(m.logsumexp(x, dim=0), x)
+        got.append((m.logsumexp(x, dim=()).item(), g.item()))
+    np.testing.assert_equal(got[1], got[0])

@@ -435,8 +435,6 @@ def logsumexp(input, dim=None, keepdim=False):
     """
     x = float_input(input, "logsumexp")
     axes = normalize_dims(dim, x._data.ndim, "logsumexp")
-    if x._data.ndim == 0:
-        return x.clone()
     return _logsumexp(x, axes=axes, keepdim=keepdim)
 
 
