@@ -801,3 +801,20 @@ def test_broadcast_grads_unbroadcast(name, sa, sb):
         ((a * b + a - b) * (a + 1)).sum().backward()
         return a.grad, b.grad
     same(scenario)
+
+
+@pytest.mark.parametrize("op", [
+    lambda m, v, c: v / c, lambda m, v, c: v * c, lambda m, v, c: c ** v,
+    lambda m, v, c: m.matmul(v, v.t()), lambda m, v, c: m.atan2(v, c)])
+def test_ops_on_a_no_grad_view_of_a_leaf_reach_nothing(op):
+    # a view made under no_grad of a leaf requiring grad reports requires_grad (torch's rule)
+    # but has no history: an op on it is recorded, and its backward feeds no one (its rule
+    # used to run and read inputs it had not saved: program_fuzz seed 150898)
+    def scenario(m):
+        x = leaf(m, np.arange(1.0, 5.0))
+        with m.no_grad():
+            v = x.view(2, 2)
+        y = op(m, v, m.tensor(1.5, dtype=m.float64))
+        (x.sin().sum() + y.sin().sum()).backward()
+        return flags(v), flags(y), x.grad, v.grad
+    same(scenario)

@@ -17,7 +17,7 @@ from . import grad_mode
 from . import node as _node_module
 from . import saved_hooks as _saved_hooks
 from .meta import AutogradMeta
-from .node import FunctionNode, SavedTensor
+from .node import FunctionNode, InertNode, SavedTensor
 from .views import mark_view, sync_view
 
 _state = grad_mode._state
@@ -234,6 +234,8 @@ def add_node(op, inputs, outputs, attrs, aux):
         input_infos = tuple(input_infos)
     node = FunctionNode(op, attrs, input_metas, next_nodes,
                         _SHARED_INFOS.get(input_infos) or _shared(input_infos))
+    if (not next_nodes or next_nodes[0] is None) and not any(next_nodes):
+        node.__class__ = InertNode  # (only a no_grad view's requires_grad brought us here)
     if len(outputs) == 1:
         out = outputs[0]
         data = out._data

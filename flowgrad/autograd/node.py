@@ -177,6 +177,18 @@ class NodeName(str):
         return str(self)
 
 
+class InertNode(FunctionNode):
+    """A node none of whose inputs carries a history: an op on a view made under no_grad of a
+    base that requires grad (the view reports requires_grad, as torch's, yet has no grad_fn
+    and no accumulator). The output is recorded, as torch's; backward hands every input None
+    without running the rule (which may read inputs it never needed to save)."""
+
+    __slots__ = ()
+
+    def backward_fn(self, out_grads):
+        return (None,) * len(self.input_metas)
+
+
 class AccumulateGrad(FunctionNode):
     """The accumulate_grad node of a leaf: its grad is written into the leaf's meta."""
 
