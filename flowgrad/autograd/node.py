@@ -145,7 +145,10 @@ class FunctionNode(Node):
         raise AttributeError(f"{self.name}: no saved attribute {name!r}")
 
     def backward_fn(self, out_grads):
-        """Run the op's gradient rule: incoming output grads -> grads of the inputs."""
+        """Run the op's gradient rule: incoming output grads -> grads of the inputs (None for
+        each when no input carries a history: see InertNode)."""
+        if not any(self.next_nodes):
+            return (None,) * len(self.input_metas)
         return self.op.backward(self, *out_grads)
 
     def next_functions_pairs(self):
@@ -180,13 +183,10 @@ class NodeName(str):
 class InertNode(FunctionNode):
     """A node none of whose inputs carries a history: an op on a view made under no_grad of a
     base that requires grad (the view reports requires_grad, as torch's, yet has no grad_fn
-    and no accumulator). The output is recorded, as torch's; backward hands every input None
-    without running the rule (which may read inputs it never needed to save)."""
+    and no accumulator). The output is recorded, as torch's; backward_fn hands every input
+    None without running the rule (which may read inputs it never needed to save)."""
 
-    __slots__ = ()
-
-    def backward_fn(self, out_grads):
-        return (None,) * len(self.input_metas)
+    __slots__ = ()  # the engine calls backward_fn for it, not the rule directly
 
 
 class AccumulateGrad(FunctionNode):

@@ -20,7 +20,7 @@ import weakref
 from . import anomaly
 from . import graph as _graph
 from .graph import MultiHandle, RemovableHandle
-from .node import AccumulateGrad, FunctionNode
+from .node import AccumulateGrad, FunctionNode, InertNode
 
 
 class _Hooks:
@@ -99,7 +99,7 @@ def register(node, hook, pre):
                         f"callable, got {type(hook).__name__}")
     if type(node) is AccumulateGrad:
         return _register_on_leaf(node, hook, pre)
-    if type(node) is FunctionNode:
+    if type(node) is FunctionNode or type(node) is InertNode:
         node.__class__ = HookedNode
     hooks = _HOOKS.get(node)
     if hooks is None:
