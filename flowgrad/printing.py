@@ -62,11 +62,14 @@ def tensor_repr(t) -> str:
     extras = []
     name = a.dtype.name if a.dtype.kind != "V" else "bfloat16"
     default = _dt.get_default_dtype().name
-    if name not in _DEFAULT_SUFFIXLESS and name != default and \
+    if a.size == 0:  # no values to tell an int64 or bool from: only the default is implied
+        if a.ndim != 1:
+            extras.append(f"size={tuple(a.shape)}")
+        if name != default:
+            extras.append(f"dtype=flowgrad.{name}")
+    elif name not in _DEFAULT_SUFFIXLESS and name != default and \
             name != _dt.to_complex(_dt.get_default_dtype()).name:
         extras.append(f"dtype=flowgrad.{name}")
-    if a.size == 0 and a.ndim != 1:
-        extras.append(f"size={tuple(a.shape)}")
     if t._grad_fn is not None:
         extras.append(f"grad_fn=<{t._grad_fn.name}>")
     elif t.requires_grad:

@@ -475,3 +475,27 @@ def test_pow_gradient_op_differentiates_again_as_torch(exponent):
         results.append([t.detach().numpy() for t in (g, gx, gv, gxx)])
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("base", [-3, -0.5, 0, 0.0, 2.5])
+def test_number_to_a_tensor_power_gradient_matches_torch(base):
+    # d/dx base ** x is base ** x * log(base): nan for a negative base, and for base 0 zero
+    # where x >= 0 and -inf where x < 0 (flowgrad gave 0 for every base <= 0)
+    got = []
+    for m in (torch, flow):
+        x = m.tensor([2.0, 0.5, 0.0, -1.0], dtype=m.float64, requires_grad=True)
+        (g,) = m.autograd.grad((base ** x).sum(), x)
+        got.append(g.tolist())
+    np.testing.assert_equal(got[1], got[0])
+
+
+@pytest.mark.parametrize("op", ["floor_divide", "remainder", "fmod"])
+def test_integer_division_by_zero_of_an_empty_tensor_divides_nothing(op):
+    # torch raises ZeroDivisionError only when an element is divided
+    for m in (torch, flow):
+        empty = m.zeros(0, dtype=m.int32)
+        assert getattr(m, op)(empty, 0).shape == (0,)
+        assert getattr(m, op)(m.ones(1, 2, dtype=m.int64), m.zeros(0, 1, dtype=m.int64)).shape \
+            == (0, 2)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        getattr(flow, op)(flow.ones(2, dtype=flow.int32), 0)

@@ -212,3 +212,23 @@ def test_written_indices_leave_the_gradient(fn, shape):
         grads[m, write] = x.grad.numpy()
     assert set(grads) == {(torch, False), (flow, True)}
     np.testing.assert_array_equal(grads[flow, True], grads[torch, False])
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+def test_median_of_an_empty_float_tensor_is_nan_with_a_history(name):
+    # torch: nan with a grad_fn, whose gradient is the empty tensor (flowgrad's had none, so
+    # backward through it raised)
+    for m in (torch, flow):
+        x = m.zeros(0, dtype=m.float64, requires_grad=True)
+        y = getattr(m, name)(x)
+        y.backward()
+        assert np.isnan(y.item()) and y.grad_fn is not None and tuple(x.grad.shape) == (0,)
+
+
+def test_empty_tensors_print_their_dtype_as_torchs():
+    # no values to tell an int64 or a bool from, so torch names every dtype but the default
+    for dtype in ("int64", "bool", "float64", "int32"):
+        for shape in ((0,), (0, 3)):
+            got = [repr(m.zeros(shape, dtype=getattr(m, dtype))).replace(m.__name__, "m")
+                   for m in (torch, flow)]
+            assert got[1] == got[0]

@@ -240,7 +240,12 @@ def _scalar_rpow(xp, x, *, base):
 
 @_scalar_rpow.grad
 def scalar_rpow_backward(ctx, dy):
-    return dy * conj(ctx.out) * math.log(ctx.base) if ctx.base > 0 else dy * 0.0
+    base, out = ctx.base, ctx.out
+    if base > 0:
+        return dy * conj(out) * math.log(base)
+    if base == 0:  # as torch: 0 where x >= 0 (out 0 or 1), out * log(0) = -inf where x < 0
+        return dy * (out.clamp(max=1.0) - out)  # (out = inf there: 1 - inf)
+    return dy * math.nan  # a negative base has no real log: torch's gradient is nan
 
 
 # ---- unary math: one row each (flowgrad/ops/rules.py: unary, step) ----------------------------
@@ -690,8 +695,11 @@ def _inplace_binary(name, fn):
 # the Tensor methods and Python operators of this family: operators.py (it reads the names
 # above, so it is imported last)
 # ---- rounded division (div with rounding_mode) ----------------------------------------
-def _check_int_zero(b, name):
-    if b._data.dtype.kind in "iub" and not b._data.all():
+def _check_int_zero(a, b, name):
+    """Integer division by a zero raises, as torch's, once an element is divided (an empty
+    result divides none)."""
+    if b._data.dtype.kind in "iub" and not b._data.all() and \
+            0 not in np.broadcast_shapes(a._data.shape, b._data.shape):
         raise RuntimeError(f"ZeroDivisionError: {name} of integer tensors by zero")
 
 
@@ -718,7 +726,7 @@ def _rounded_div(input, other, rounding_mode):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found {rounding_mode!r}")
     a, b = _promote_pair(input, other, "div")
-    _check_int_zero(b, "div")
+    _check_int_zero(a, b, "div")
     return _div_rounded(a, b, mode=rounding_mode)
 
 

@@ -85,7 +85,7 @@ def fmod_backward(ctx, dy):
 def remainder(input, other):
     """Python's modulus: the result takes the sign of the divisor."""
     a, b = _promote_pair(input, other, "remainder")
-    _check_int_zero(b, "remainder")
+    _check_int_zero(a, b, "remainder")
     return _remainder(a, b)
 
 
@@ -93,7 +93,7 @@ def remainder(input, other):
 def fmod(input, other):
     """C's fmod: the result takes the sign of the dividend."""
     a, b = _promote_pair(input, other, "fmod")
-    _check_int_zero(b, "fmod")
+    _check_int_zero(a, b, "fmod")
     return _fmod(a, b)
 
 

@@ -9,6 +9,8 @@ tensor(3.)
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -81,7 +83,11 @@ def nanmedian(input, dim=None, keepdim=False):
     xp = array_module(input._data)
     if dim is None:
         if input._data.size == 0:
-            return Tensor._wrap(xp.full((), np.nan, input._data.dtype))
+            if input.is_floating_point():  # as torch: nan, with a history
+                return input.sum() + math.nan
+            raise IndexError(f"nanmedian(): cannot compute the median of an empty tensor of "
+                             f"shape {tuple(input.shape)} and integer dtype {input.dtype} (torch "
+                             f"returns an uninitialised value); convert it to a float first")
         return nanmedian(input.reshape(-1), 0).values
     if input._data.ndim == 0:
         return values_indices("nanmedian", input.clone(), Tensor._wrap(xp.zeros((), np.int64)))
