@@ -220,8 +220,6 @@ def _permissive(name, a, b):
     if name in ("pow", "**") and _is_bool(a) and b.dt is None and \
             not isinstance(b.value, float) and b.value < 0:
         return True  # bool ** -3: torch refuses negative integer powers of its int result
-    if name in ("pow", "**") and a.dt is None and isinstance(a.value, bool) and b.dt is not None:
-        return True  # True ** tensor: torch 2.13 fails an internal assert (Scalar.cpp)
     return False
 
 
