@@ -241,7 +241,7 @@ def _conv_weight_band(xp, x, dy, rows, padding, ksize, t):
         rows = _band_rows(xp, pad_array(xp, x, padding), ksize, dy.shape[2:], t)
     grad = xp.matmul(rows.T, _band_out_rows(xp, dy, t))  # (C * KH * (t + KW - 1), O * t)
     diagonals = _band_diagonals(xp, grad, x.shape[1], *ksize, t, False)
-    return diagonals.sum(-1).transpose(3, 0, 1, 2)
+    return xp.ascontiguousarray(diagonals.sum(-1).transpose(3, 0, 1, 2))  # .grad: (O, C, k)
 
 
 def _conv_transpose_band(xp, z, w, padding, size, t):
