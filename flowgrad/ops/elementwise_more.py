@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
-from ..autograd.inplace import bump_version, run_inplace
+from ..autograd.inplace import bump_version, run_inplace, self_overlapping
 from ..device import array_module
 from ..errors import check_kernel_dtype
 from ..random import numpy_generator
@@ -436,9 +436,13 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
     if isinstance(src, np.ndarray):  # OneFlow's Tensor.copy_ takes a NumPy array too
         src = Tensor._wrap(array_module(self._data).asarray(src))  # onto self's device
     src = _value_tensor(self, src, "copy_")
-    if src is self and not (is_grad_enabled() and self.requires_grad):
-        bump_version(self)  # torch's copy_ of itself writes nothing, but counts as a write;
-        return self         # recorded (below), it still starts a new version of the history
+    if src is self and (not (is_grad_enabled() and self.requires_grad)
+                        or self_overlapping(self._data)):
+        # torch's copy_ of itself writes nothing, but counts as a write; recorded (below), it
+        # starts a new version of the history, except into an expand (where flowgrad refuses
+        # recorded writes that torch would only refuse in backward)
+        bump_version(self)
+        return self
     try:
         shape = np.broadcast_shapes(src._data.shape, self._data.shape)
     except ValueError:
