@@ -121,6 +121,10 @@ def _t(*shape):
 
 
 ERRORS = [
+    (lambda: flow.conv2d(_t(2, 3, 8, 8), _t(0, 3, 3, 3)), RuntimeError,
+     r"expected weight to be at least 1 at dimension 0, but got weight of size \[0, 3, 3, 3\]"),
+    (lambda: flow.conv2d(_t(2, 0, 8, 8), _t(4, 0, 3, 3)), RuntimeError,
+     r"conv2d: the input \[2, 0, 8, 8\] has no channels"),
     (lambda: flow.conv2d(_t(1, 4, 8, 8), _t(6, 3, 3, 3)), RuntimeError,
      r"weight of size \[6, 3, 3, 3\], expected input\[1, 4, 8, 8\] to have 3 channels"),
     (lambda: flow.conv2d(_t(1, 4, 8, 8), _t(3, 2, 3, 3), groups=2), RuntimeError,

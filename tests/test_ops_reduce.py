@@ -232,3 +232,14 @@ def test_empty_tensors_print_their_dtype_as_torchs():
             got = [repr(m.zeros(shape, dtype=getattr(m, dtype))).replace(m.__name__, "m")
                    for m in (torch, flow)]
             assert got[1] == got[0]
+
+
+@pytest.mark.parametrize("shape,dim", [((0,), -1), ((3, 0, 4), 1), ((1, 0), -1), ((2, 3), 0)])
+def test_unique_consecutive_over_an_empty_dim_matches_torch(shape, dim):
+    # reshape(n, -1) of a zero-size array raised NumPy's ValueError (reduce_fuzz seed 14023)
+    got = []
+    for m in (torch, flow):
+        r = m.unique_consecutive(m.zeros(shape), return_inverse=True, return_counts=True,
+                                 dim=dim)
+        got.append([(tuple(t.shape), t.tolist()) for t in r])
+    assert got[1] == got[0]

@@ -483,6 +483,13 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
         pads = tuple((p, p) for p in flat_pad)
     _check_common(stride, dilation, groups, flat_pad)
     c_out = weight.shape[0]
+    if c_out < groups:  # torch's check; a weight without output channels has nothing to give
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {_dims_str(weight.shape)} "
+                           f"instead")
+    if x.shape[1] == 0:
+        raise RuntimeError(f"{name}: the input {_dims_str(x.shape)} has no channels; a "
+                           f"convolution needs at least one")
     if c_out % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
                            f"at dimension 0, but got weight of size [{_dims_str(weight.shape)}] "

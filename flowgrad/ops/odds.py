@@ -244,7 +244,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         inv_shape = a.shape
     else:
         d = _wrap_dim(dim, a.ndim, "unique_consecutive")
-        moved = xp.moveaxis(a, d, 0).reshape(a.shape[d], -1)
+        rest = math.prod(a.shape[:d] + a.shape[d + 1:])  # not -1: a 0-size dim leaves it open
+        moved = xp.moveaxis(a, d, 0).reshape(a.shape[d], rest)
         starts = xp.ones(a.shape[d], bool)
         starts[1:] = (moved[1:] != moved[:-1]).any(axis=1)
         values = xp.compress(starts, a, axis=d)
