@@ -1,60 +1,128 @@
-"""Level-1 BLAS called directly: the BLAS NumPy's own wheels ship (scipy-openblas, ILP64).
+"""BLAS called directly: GEMM and axpy from Intel MKL when the `mkl` package is installed
+(the BLAS torch's CPU wheels use), axpy alone from the OpenBLAS NumPy's wheels ship otherwise.
 
-`y += a * x` is two NumPy ufuncs (a temporary, two passes, one thread), and it is the whole
-of a plain SGD step. BLAS's axpy is one fused pass on all cores: ~40 against ~260 us for a
-784x512 float32 parameter here. It rounds once (a fused multiply-add), as torch's
-`add_(x, alpha=a)` does; the ufunc pair rounds twice. Where no such BLAS is found (another
-NumPy build), or for arrays it cannot take (other dtypes, non-contiguous, overlapping, small:
-a ctypes call costs ~2 us), `axpy` and `axpby` run the ufuncs, so every caller gives the same
-numbers on either path up to that rounding.
+Why GEMM: NumPy's OpenBLAS runs the small, skinny products of training (128 x 784 x 512) 20-30%
+slower than MKL here, and they are most of a training step. Why axpy: `y += a * x` is two NumPy
+ufuncs (a temporary, two passes, one thread) and it is the whole of a plain SGD step; axpy is
+one fused pass on all cores and rounds once, as torch's `add_(x, alpha=a)` does.
+
+Two thread pools must not spin against each other (a GEMM of MKL's beside one of OpenBLAS's took
+8 ms instead of 1 on two cores), so with MKL loaded NumPy's own OpenBLAS (its `np.dot`, `einsum`
+and `linalg`) is set to one thread. `FLOWGRAD_BLAS=openblas` (or `numpy`) in the environment
+keeps MKL out and NumPy as it was. Every routine checks its operands and hands whatever it
+cannot take (other dtypes, small, overlapping or oddly strided arrays) to NumPy, and each
+library passes a self-test at import before it is used.
 
 >>> import numpy as np
 >>> y = np.ones(3, np.float32)
 >>> axpy(y, 2.0, np.arange(3, dtype=np.float32))
 >>> y
 array([1., 3., 5.], dtype=float32)
+>>> matmul(np.eye(2), np.arange(4.0).reshape(2, 2))
+array([[0., 1.],
+       [2., 3.]])
 """
 from __future__ import annotations
 
 import ctypes
 import glob
 import os
+import site
+import sys
 
 import numpy as np
 
-__all__ = ["axpy", "axpby", "takes"]
+__all__ = ["axpy", "axpby", "takes", "matmul", "BACKEND", "get_num_threads", "set_num_threads"]
 
-# arrays below this many elements take the ufuncs (BLAS's call overhead is not repaid)
+# arrays below this many elements take the ufuncs (a ctypes call costs ~2 us)
 MIN_SIZE = 1 << 15
+# products of fewer multiply-adds than this take np.matmul (likewise)
+GEMM_MIN = 1 << 15
 _KINDS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}
+_REAL = {"s": ctypes.c_float, "d": ctypes.c_double}
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+_INT32_MAX = 2 ** 31 - 1
+
+
+def _openblas():
+    """NumPy's bundled OpenBLAS (ILP64, symbols prefixed `scipy_`), or None."""
+    base = os.path.dirname(os.path.dirname(np.__file__))
+    for path in (glob.glob(os.path.join(base, "numpy.libs", "*openblas64*"))
+                 + glob.glob(os.path.join(os.path.dirname(np.__file__), ".dylibs",
+                                          "*openblas64*"))):
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
+
+
+def _mkl():
+    """MKL's single dynamic library from the `mkl` wheel (in this Python's prefix), its
+    threading layer chosen, or None."""
+    if os.environ.get("FLOWGRAD_BLAS", "mkl").lower() != "mkl":
+        return None
+    prefixes = dict.fromkeys([sys.prefix, sys.base_prefix, site.getuserbase()])
+    for prefix in prefixes:
+        for path in sorted(glob.glob(os.path.join(prefix, "lib", "libmkl_rt.*"))):
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            if "MKL_THREADING_LAYER" not in os.environ:
+                lib.MKL_Set_Threading_Layer(_threading_layer(os.path.dirname(path)))
+            return lib
+    return None
+
+
+def _threading_layer(libdir):
+    """MKL's threading layer: GNU OpenMP (torch's) if it loads, else Intel's from the
+    `intel-openmp` wheel beside MKL, else none. MKL exits the process when the runtime of the
+    layer it was told to use is missing, hence the checks first."""
+    for layer, names in ((3, ["libgomp.so.1"]), (0, glob.glob(os.path.join(libdir, "libiomp5.*")))):
+        for name in names:
+            try:
+                ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
+                return layer
+            except OSError:
+                continue
+    return 1  # sequential
+
+
+def _bind(lib, prefix, suffix, index, routines):
+    """{(routine, dtype): C function} for the routines found, with argument types set."""
+    found = {}
+    for dtype, k in _KINDS.items():
+        real = _REAL[k]
+        for routine, args in routines.items():
+            fn = getattr(lib, f"{prefix}{k}{routine}{suffix}", None)
+            if fn is None:
+                return {}
+            fn.argtypes = [real if a == "r" else index if a == "i" else ctypes.c_void_p
+                           for a in args]
+            fn.restype = None
+            found[routine, dtype] = fn
+    return found
+
+
+_LEVEL1 = {"axpy": "irpipi", "axpby": "irpirpi"}
+_LEVEL3 = {"gemm": "iiiiiirpipirpi", "gemm_batch_strided": "iiiiiirpiipiirpiii"}
 
 
 def _load():
-    """{(routine, dtype): C function} from NumPy's bundled OpenBLAS, or {} if it is absent."""
-    base = os.path.dirname(os.path.dirname(np.__file__))
-    names = (glob.glob(os.path.join(base, "numpy.libs", "*openblas64*"))
-             + glob.glob(os.path.join(os.path.dirname(np.__file__), ".dylibs", "*openblas64*")))
-    for path in names:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        found = {}
-        for dtype, k in _KINDS.items():
-            real = ctypes.c_float if k == "s" else ctypes.c_double
-            for routine, argtypes in (
-                    ("axpy", [ctypes.c_int64, real, ctypes.c_void_p, ctypes.c_int64,
-                              ctypes.c_void_p, ctypes.c_int64]),
-                    ("axpby", [ctypes.c_int64, real, ctypes.c_void_p, ctypes.c_int64, real,
-                               ctypes.c_void_p, ctypes.c_int64])):
-                fn = getattr(lib, f"scipy_cblas_{k}{routine}64_", None)
-                if fn is None:
-                    break
-                fn.argtypes, fn.restype = argtypes, None
-                found[routine, dtype] = fn
-        if len(found) == 2 * len(_KINDS) and _agrees(found):
-            return found
-    return {}
+    """(name, routines): MKL's level-1 and GEMM routines, else OpenBLAS's level-1, else none."""
+    mkl, openblas = _mkl(), _openblas()
+    if mkl is not None:
+        found = _bind(mkl, "cblas_", "", ctypes.c_int, {**_LEVEL1, **_LEVEL3})
+        if found and _agrees(found):
+            if openblas is not None and hasattr(openblas, "scipy_openblas_set_num_threads64_"):
+                openblas.scipy_openblas_set_num_threads64_(1)
+            return "mkl", found, mkl
+    if openblas is not None:
+        found = _bind(openblas, "scipy_cblas_", "64_", ctypes.c_int64, _LEVEL1)
+        if found and _agrees(found):
+            return "openblas", found, openblas
+    return "numpy", {}, None
 
 
 def _agrees(found):
@@ -63,10 +131,19 @@ def _agrees(found):
     y = np.ones(MIN_SIZE)
     found["axpby", x.dtype](MIN_SIZE, 2.0, x.ctypes.data, 1, 3.0, y.ctypes.data, 1)
     found["axpy", x.dtype](MIN_SIZE, 0.5, x.ctypes.data, 1, y.ctypes.data, 1)
-    return bool(np.array_equal(y, 2.5 * x + 3.0))
+    if not np.array_equal(y, 2.5 * x + 3.0):
+        return False
+    if ("gemm", x.dtype) not in found:
+        return True
+    a = np.arange(6.0).reshape(2, 3)
+    b = np.arange(12.0).reshape(3, 4)
+    c = np.empty((2, 4))
+    found["gemm", a.dtype](_ROW_MAJOR, _TRANS, _NO_TRANS, 2, 4, 3, 1.0, a.T.copy().ctypes.data,
+                           2, b.ctypes.data, 4, 0.0, c.ctypes.data, 4)
+    return bool(np.array_equal(c, a @ b))
 
 
-_ROUTINES = _load()
+BACKEND, _ROUTINES, _LIB = _load()
 
 
 def takes(y):
@@ -79,7 +156,7 @@ def _blas(routine, y, x):
     if type(y) is not np.ndarray or type(x) is not np.ndarray or y.size < MIN_SIZE or \
             x.dtype != y.dtype or x.shape != y.shape or \
             not (y.flags.c_contiguous and x.flags.c_contiguous and y.flags.writeable) or \
-            np.may_share_memory(x, y):
+            np.may_share_memory(x, y) or y.size > _INT32_MAX:
         return None
     return _ROUTINES.get((routine, y.dtype))
 
@@ -105,3 +182,116 @@ def axpby(y, a, x, b):
         y += a * x
     else:
         fn(y.size, a, x.ctypes.data, 1, b, y.ctypes.data, 1)
+
+
+# ---- GEMM --------------------------------------------------------------------------------
+def _layout(rows, cols, s0, s1, item):
+    """(transpose flag, leading dimension) by which row-major BLAS reads a rows x cols matrix
+    with byte strides (s0, s1), or None (negative, misaligned or overlapping strides)."""
+    if (s1 == item or cols == 1) and (rows == 1 or (s0 % item == 0 and s0 >= cols * item)):
+        return _NO_TRANS, (s0 // item if rows > 1 else cols)
+    if (s0 == item or rows == 1) and (cols == 1 or (s1 % item == 0 and s1 >= rows * item)):
+        return _TRANS, (s1 // item if cols > 1 else rows)
+    return None
+
+
+def _batch(shape, strides, item):
+    """The leading dims of an array (all but the last two) as one: (count, element stride), or
+    None when they do not merge into a single stride."""
+    count, stride = 1, 0
+    for size, step in zip(reversed(shape[:-2]), reversed(strides[:-2])):
+        if size == 1:
+            continue
+        if step < 0 or step % item:
+            return None
+        if count == 1:
+            stride = step // item
+        elif step != stride * count * item:
+            return None
+        count *= size
+    return count, stride
+
+
+def matmul(a, b, out=None):
+    """`np.matmul(a, b, out=out)`, on MKL's GEMM for float32/float64 matrices and stacks of them
+    (a batch shared or broadcast from one matrix); anything else, and small products, on NumPy.
+
+    >>> a = np.arange(12.0).reshape(2, 2, 3)
+    >>> np.array_equal(matmul(a, a.mT), np.matmul(a, a.mT))
+    True
+    """
+    plan = _plan(a, b, out) if _LIB is not None else None
+    if plan is None:
+        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    return plan()
+
+
+def _plan(a, b, out):
+    """A closure running the product on BLAS, or None where NumPy must."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim < 2 or b.ndim < 2:
+        return None
+    dtype = a.dtype
+    gemm = _ROUTINES.get(("gemm", dtype))
+    if gemm is None or b.dtype != dtype:
+        return None
+    *_, m, k = a.shape
+    kb, n = b.shape[-2:]
+    if k != kb or m * n * k == 0 or max(m, n, k) > _INT32_MAX:
+        return None
+    item = dtype.itemsize
+    la = _layout(m, k, a.strides[-2], a.strides[-1], item)
+    lb = _layout(k, n, b.strides[-2], b.strides[-1], item)
+    ba = _batch(a.shape, a.strides, item)
+    bb = _batch(b.shape, b.strides, item)
+    if la is None or lb is None or ba is None or bb is None \
+            or not (a.flags.aligned and b.flags.aligned):
+        return None
+    if a.shape[:-2] == b.shape[:-2] or b.ndim == 2:
+        lead = a.shape[:-2]
+    elif a.ndim == 2:
+        lead = b.shape[:-2]
+    else:
+        return None  # a broadcast between two stacks
+    count = max(ba[0], bb[0])
+    if count * m * n * k < GEMM_MIN or count * m * n > _INT32_MAX:
+        return None
+    shape = lead + (m, n)
+    if out is None:
+        c = np.empty(shape, dtype)
+    elif type(out) is np.ndarray and out.shape == shape and out.dtype == dtype and \
+            out.flags.c_contiguous and out.flags.writeable and out.flags.aligned and \
+            not np.may_share_memory(out, a) and not np.may_share_memory(out, b):
+        c = out
+    else:
+        return None
+    (ta, lda), (tb, ldb) = la, lb
+    sa = ba[1] if ba[0] > 1 else 0
+    sb = bb[1] if bb[0] > 1 else 0
+
+    def run():
+        if count == 1:
+            gemm(_ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb,
+                 0.0, c.ctypes.data, n)
+        elif sb == 0 and ta == _NO_TRANS and sa == m * lda:
+            # one matrix against a contiguous stack: a single GEMM over all its rows
+            gemm(_ROW_MAJOR, ta, tb, count * m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data,
+                 ldb, 0.0, c.ctypes.data, n)
+        else:
+            _ROUTINES["gemm_batch_strided", dtype](
+                _ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, sa, b.ctypes.data, ldb,
+                sb, 0.0, c.ctypes.data, n, m * n, count)
+        return c
+    return run
+
+
+def get_num_threads():
+    """The threads of the BLAS flowgrad's GEMMs run on, or None where that is NumPy's."""
+    return _LIB.MKL_Get_Max_Threads() if BACKEND == "mkl" else None
+
+
+def set_num_threads(num):
+    """Resize MKL's pool (NumPy's OpenBLAS stays at one thread beside it); False without MKL."""
+    if BACKEND != "mkl":
+        return False
+    _LIB.MKL_Set_Num_Threads(num)
+    return True

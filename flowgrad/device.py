@@ -12,10 +12,29 @@ device(type='cpu')
 """
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
+from . import blas
+
+
+def _host_module():
+    """The CPU's array module: NumPy, its `matmul` on MKL's GEMM where flowgrad loaded MKL
+    (`blas.matmul`, which hands NumPy whatever BLAS cannot take); NumPy itself otherwise."""
+    if blas.BACKEND != "mkl":
+        return np
+    module = types.ModuleType("flowgrad.numpy_mkl", np.__doc__)
+    module.__dict__.update({k: v for k, v in np.__dict__.items() if not k.startswith("__")})
+    module.__getattr__ = np.__getattr__  # NumPy's lazily imported submodules
+    module.matmul = blas.matmul
+    return module
+
+
+# what kernels of CPU tensors get as `xp` (`np`, or NumPy with MKL's matmul)
+HOST_XP = _host_module()
 # array type -> the module whose kernels handle it (the interpreter reads this once per op)
-ARRAY_MODULES = {np.ndarray: np}
+ARRAY_MODULES = {np.ndarray: HOST_XP}
 # array type -> the device its arrays live on; device type -> (array type, module, to_host)
 ARRAY_DEVICES = {}
 _DEVICES = {}
@@ -89,17 +108,17 @@ def unregister_device(type_name):
     ARRAY_DEVICES.pop(array_type, None)
 
 
-CPU = register_device("cpu", np.ndarray, np)
+CPU = register_device("cpu", np.ndarray, HOST_XP)
 
 
 def array_module(array):
     """The array module that owns `array` (NumPy for CPU tensors).
 
     >>> import numpy as np
-    >>> array_module(np.zeros(2)) is np
+    >>> array_module(np.zeros(2)).matmul is HOST_XP.matmul
     True
     """
-    return ARRAY_MODULES.get(type(array), np)
+    return ARRAY_MODULES.get(type(array), HOST_XP)
 
 
 def device_of(array):
@@ -182,8 +201,8 @@ def new_array(like, values, dtype=None):
     >>> new_array(np.zeros(2), [1, 2], np.float32)
     array([1., 2.], dtype=float32)
     """
-    xp = np if like is None else array_module(like)
-    return xp.asarray(values if xp is np else to_host(values), dtype)
+    xp = HOST_XP if like is None else array_module(like)
+    return xp.asarray(values if xp is HOST_XP else to_host(values), dtype)
 
 
 def broadcast_view(array, shape):
@@ -198,7 +217,7 @@ def broadcast_view(array, shape):
     """
     xp = array_module(array)
     lead = len(shape) - array.ndim
-    if xp is not np or lead < 0 or not array.flags.c_contiguous or array.size == 0 \
+    if xp is not HOST_XP or lead < 0 or not array.flags.c_contiguous or array.size == 0 \
             or array.dtype.hasobject:
         return xp.broadcast_to(array, shape)
     strides = [0] * lead

@@ -1,5 +1,6 @@
-"""`get_num_threads` / `set_num_threads`: the thread pool of the BLAS behind NumPy's matmul
-and linalg (what torch's intra-op threads are for flowgrad), set through threadpoolctl.
+"""`get_num_threads` / `set_num_threads`: the thread pool of the BLAS behind flowgrad's matmul
+(what torch's intra-op threads are for flowgrad): MKL's where flowgrad loaded it (`blas.py`),
+else NumPy's BLAS, set through threadpoolctl.
 
 threadpoolctl is optional (`pip install flowgrad[threads]`): without it `get_num_threads`
 reports the CPU count and `set_num_threads` warns once that the BLAS pool keeps its size.
@@ -15,6 +16,8 @@ from __future__ import annotations
 import os
 import warnings
 
+from . import blas
+
 _interop = [1]
 _warned = [False]
 
@@ -29,6 +32,8 @@ def _controller():
 
 def get_num_threads() -> int:
     """The number of threads the BLAS uses (the CPU count when that cannot be read)."""
+    if blas.BACKEND == "mkl":
+        return blas.get_num_threads()
     controller = _controller()
     pools = controller.select(user_api="blas").lib_controllers if controller else []
     if pools:
@@ -41,15 +46,20 @@ def set_num_threads(num: int) -> None:
     """Set the BLAS thread pool to `num` threads (torch: intra-op threads)."""
     if not isinstance(num, int) or isinstance(num, bool) or num <= 0:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {num!r}")
+    mkl = blas.set_num_threads(num)
     controller = _controller()
     if controller is None:
-        if not _warned[0]:
+        if not mkl and not _warned[0]:
             _warned[0] = True
             warnings.warn("flowgrad.set_num_threads: install threadpoolctl (pip install "
                           "flowgrad[threads]) to resize the BLAS thread pool; it keeps its "
                           "size", UserWarning, stacklevel=2)
         return
-    controller.limit(limits=num, user_api="blas")
+    for pool in controller.select(user_api="blas").lib_controllers:
+        if pool.internal_api != "mkl":
+            # beside MKL the other pools (NumPy's, SciPy's OpenBLAS) stay at one thread: two
+            # pools spinning on the same cores slow both several times over
+            pool.set_num_threads(1 if mkl else num)
 
 
 def get_num_interop_threads() -> int:

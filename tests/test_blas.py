@@ -1,5 +1,9 @@
 """flowgrad.blas: BLAS's fused axpy/axpby where NumPy's bundled OpenBLAS takes the arrays, the
 two NumPy ufuncs elsewhere; both give y + a*x (resp. a*x + b*y) to within one rounding."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -58,3 +62,98 @@ def test_arrays_blas_cannot_take_run_the_ufuncs(case, monkeypatch):
     blas.axpy(y, a, x)
     np.testing.assert_array_equal(y, expected)
     assert not calls
+
+
+# ---- GEMM: blas.matmul is np.matmul wherever it runs --------------------------------------
+needs_gemm = pytest.mark.skipif(("gemm", np.dtype(np.float32)) not in blas._ROUTINES,
+                                reason="no BLAS GEMM loaded (MKL is not installed)")
+
+
+def _gemm_operand(rng, shape, layout, dtype):
+    """An operand of `shape` stored as `layout`: C order, transposed (F order in its last two
+    dims), a strided slice of a wider array, or a view with padded leading dimension."""
+    if layout == "c":
+        return rng.standard_normal(shape).astype(dtype)
+    if layout == "t":
+        return rng.standard_normal(shape[:-2] + shape[:-3:-1]).astype(dtype).swapaxes(-1, -2)
+    if layout == "padded":  # leading dimension larger than the row
+        return rng.standard_normal(shape[:-1] + (shape[-1] + 5,)).astype(dtype)[..., :-5]
+    wide = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(dtype)
+    return wide[..., ::2]  # no unit stride: NumPy's path
+
+
+GEMM_SHAPES = [((64, 96), (96, 80)), ((128, 784), (784, 512)), ((1, 512), (512, 64)),
+               ((512, 1), (1, 64)), ((3, 40, 50), (3, 50, 30)), ((2, 3, 40, 50), (2, 3, 50, 30)),
+               ((4, 40, 50), (50, 30)), ((40, 50), (4, 50, 30)), ((2, 1, 40, 50), (1, 3, 50, 30)),
+               ((8, 16), (16, 8)), ((0, 50), (50, 30)), ((40, 0), (0, 30))]
+
+
+@needs_gemm
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("la", ["c", "t", "padded", "strided"])
+@pytest.mark.parametrize("lb", ["c", "t", "padded"])
+@pytest.mark.parametrize("shapes", GEMM_SHAPES, ids=str)
+def test_matmul_matches_numpy_for_every_layout(shapes, la, lb, dtype):
+    rng = np.random.default_rng(1)
+    a = _gemm_operand(rng, shapes[0], la, dtype)
+    b = _gemm_operand(rng, shapes[1], lb, dtype)
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    got = blas.matmul(a, b)
+    assert got.dtype == dtype and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-4 if dtype == np.float32 else 1e-12,
+                               atol=1e-3 if dtype == np.float32 else 1e-10)
+
+
+@needs_gemm
+def test_matmul_runs_mkl_for_training_shapes_and_numpy_elsewhere(monkeypatch):
+    calls = []
+    monkeypatch.setattr(blas, "_ROUTINES", {
+        key: (lambda *a, _k=key, _f=f: calls.append(_k[0]) or _f(*a))
+        for key, f in blas._ROUTINES.items()})
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((128, 784), np.float32), rng.standard_normal((512, 784), np.float32)
+    blas.matmul(x, w.T)
+    blas.matmul(rng.standard_normal((6, 40, 50)), rng.standard_normal((6, 50, 30)))
+    assert calls == ["gemm", "gemm_batch_strided"]
+    for a, b in [(x[:4, :4], w[:4, :4].T),                      # small: a ctypes call costs more
+                 (x.astype(np.float16), w.T.astype(np.float16)),  # no BLAS for float16
+                 (x, w.T.astype(np.float64)),                      # mixed dtypes
+                 (x.astype(np.int64), w.T.astype(np.int64)),
+                 (x[:, ::2], w[:, ::2].T)]:                        # no unit stride
+        np.testing.assert_array_equal(blas.matmul(a, b), np.matmul(a, b))
+    assert calls == ["gemm", "gemm_batch_strided"]
+
+
+@needs_gemm
+def test_matmul_out_is_written_or_left_to_numpy():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((64, 80)), rng.standard_normal((80, 72))
+    out = np.empty((64, 72))
+    assert blas.matmul(a, b, out=out) is out
+    np.testing.assert_allclose(out, a @ b, rtol=1e-12)
+    square = rng.standard_normal((64, 64))
+    alias = square.copy()
+    blas.matmul(alias, square, out=alias)  # out overlaps an operand: NumPy copies first
+    np.testing.assert_allclose(alias, square @ square, rtol=1e-12)
+    with pytest.raises(ValueError):
+        blas.matmul(a, b, out=np.empty((64, 71)))  # NumPy's own error for a wrong out
+
+
+def test_cpu_kernels_get_the_blas_matmul():
+    from flowgrad.device import HOST_XP, array_module
+    assert array_module(np.zeros(2)) is HOST_XP
+    assert (HOST_XP.matmul is blas.matmul) == (blas.BACKEND == "mkl")
+    assert HOST_XP.linalg is np.linalg and HOST_XP.float32 is np.float32
+
+
+@pytest.mark.parametrize("choice", ["numpy", "openblas"])
+def test_flowgrad_blas_env_keeps_numpy_as_it_was(choice):
+    code = ("import numpy as np, flowgrad as flow\n"
+            "from flowgrad import blas\nfrom flowgrad.device import HOST_XP\n"
+            "assert blas.BACKEND != 'mkl' and HOST_XP is np, blas.BACKEND\n"
+            "x = flow.ones(64, 64, requires_grad=True)\n"
+            "(x @ x).sum().backward(); assert float(x.grad[0, 0]) == 128.0\n")
+    env = dict(os.environ, FLOWGRAD_BLAS=choice)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

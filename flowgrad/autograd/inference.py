@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-from ..device import ARRAY_MODULES
+from ..device import ARRAY_MODULES, HOST_XP
 from ..errors import kernel_error
 from . import interpreter as _interpreter
 from .meta import VersionCounter
@@ -74,7 +74,7 @@ class InferenceInterpreter:
         n_in = len(inputs)  # (as AutogradInterpreter.apply: a tuple for one or two inputs)
         arrays = ((inputs[0]._data,) if n_in == 1 else (inputs[0]._data, inputs[1]._data)
                   if n_in == 2 else [t._data for t in inputs])
-        xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np
+        xp = ARRAY_MODULES.get(type(arrays[0]), HOST_XP) if arrays else HOST_XP
         try:
             result = op.kernel(xp, *arrays, **attrs)
         except (ValueError, IndexError, TypeError) as error:

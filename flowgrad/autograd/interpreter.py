@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..device import ARRAY_MODULES
+from ..device import ARRAY_MODULES, HOST_XP
 from ..errors import kernel_error
 from . import anomaly as _anomaly
 from . import grad_mode
@@ -71,7 +71,7 @@ def eager_call(op, *inputs, **attrs):
     n_in = len(inputs)  # (a tuple for the usual one or two inputs: no comprehension frame)
     arrays = ((inputs[0]._data,) if n_in == 1 else (inputs[0]._data, inputs[1]._data)
               if n_in == 2 else [t._data for t in inputs])
-    xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np  # from the device
+    xp = ARRAY_MODULES.get(type(arrays[0]), HOST_XP) if arrays else HOST_XP  # from the device
     try:
         if record:
             _state.enabled = False  # ops inside the kernel record nothing

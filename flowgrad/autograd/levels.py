@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..device import ARRAY_MODULES
+from ..device import ARRAY_MODULES, HOST_XP
 from ..errors import kernel_error
 from . import grad_mode
 from . import interpreter as _interpreter
@@ -33,7 +33,7 @@ def eager_full(op, inputs, attrs):
         return outs, tuple(aux)
     Tensor = _interpreter.Tensor
     arrays = [t._data for t in inputs]
-    xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np
+    xp = ARRAY_MODULES.get(type(arrays[0]), HOST_XP) if arrays else HOST_XP
     try:
         result = op.kernel(xp, *arrays, **attrs)
     except (ValueError, IndexError, TypeError) as error:

@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from ..amp.autocast_mode import autocast
 from ..autograd.interpreter import using_interpreter
-from ..device import ARRAY_MODULES, array_module
+from ..device import ARRAY_MODULES, HOST_XP, array_module
 from ..nn.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
@@ -250,7 +248,7 @@ class Graph:
                 f"compiled (add_param_group, or params added or removed); the compiled "
                 f"update would skip them. Build a new graph after changing the groups")
         arrays = [t._data for t in flat if isinstance(t, Tensor)]
-        xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np
+        xp = ARRAY_MODULES.get(type(arrays[0]), HOST_XP) if arrays else HOST_XP
         results = plan.run(xp, [t._data if isinstance(t, Tensor) else None for t in flat])
         n = len(program.outputs)
         outs = [Tensor._wrap(a) for a in results[:n]]

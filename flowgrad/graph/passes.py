@@ -219,11 +219,11 @@ def fold_constants(program):
 
 def _fold(node, frozen):
     """Run `node` now: its outputs become frozen constants."""
-    from ..device import ARRAY_MODULES
+    from ..device import ARRAY_MODULES, HOST_XP
     from ..tensor import Tensor
 
     arrays = [v.source._data for v in node.inputs]
-    xp = ARRAY_MODULES.get(type(arrays[0]), np) if arrays else np
+    xp = ARRAY_MODULES.get(type(arrays[0]), HOST_XP) if arrays else HOST_XP
     out = node.op.kernel(xp, *arrays, **node.attrs)
     out = out if type(out) in (tuple, list) else (out,)
     for value, array in zip(node.outputs, out):

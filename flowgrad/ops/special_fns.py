@@ -40,7 +40,7 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 @functools.cache
 def _scipy_special(xp_name):
-    if xp_name == "numpy":
+    if not xp_name.startswith("cupy"):  # NumPy (or NumPy with MKL's matmul)
         import scipy.special
         return scipy.special
     import cupyx.scipy.special  # a CuPy device: the same ufuncs on the GPU
