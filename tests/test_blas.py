@@ -157,3 +157,25 @@ def test_flowgrad_blas_env_keeps_numpy_as_it_was(choice):
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.skipif(not blas._VECTOR_MATH, reason="MKL's vector math is not loaded")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vector_math_erf_and_normal_cdf(dtype):
+    from scipy.special import erf, ndtr
+    x = np.linspace(-6, 6, 1001).astype(dtype)
+    for name, ref in (("Erf", erf), ("CdfNorm", ndtr)):
+        out = np.empty_like(x)
+        assert blas.vector_math(name, x, out)
+        expected = ref(x.astype(np.float64))
+        np.testing.assert_allclose(out, expected, rtol=4e-7 if dtype == np.float32 else 1e-13,
+                                   atol=1e-300)
+        inplace = x.copy()
+        assert blas.vector_math(name, inplace, inplace)  # the same buffer: allowed
+        np.testing.assert_array_equal(inplace, out)
+    out = np.empty(500, dtype)
+    assert not blas.vector_math("Erf", x[::2], out)           # strided input
+    assert not blas.vector_math("Erf", x[1:501], x[:500])      # partly overlapping
+    assert not blas.vector_math("Erf", x.astype(np.float16), out.astype(np.float16))
+    assert not blas.vector_math("Erf", x, np.empty(1001, np.float64 if dtype == np.float32
+                                                    else np.float32))

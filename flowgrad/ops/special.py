@@ -20,6 +20,8 @@ import math
 
 import numpy as _np  # only to tell NumPy's arrays (chunked) from other devices' (whole)
 
+from ..blas import vector_math
+
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SPLIT = 3.0  # float64: series below, continued fraction above
 _G = (1.1283791670955126, 0.10276880700926738, -0.00019030141844435822,
@@ -106,6 +108,8 @@ def normal_cdf_into(xp, x, out, tmp):
     >>> normal_cdf_into(np, x, np.empty(3, np.float32), np.empty(3, np.float32)).round(4)
     array([0.1587, 0.5   , 0.8413], dtype=float32)
     """
+    if vector_math("CdfNorm", x, out):  # MKL's, where it is loaded: one pass, ~1 ulp
+        return out
     u = xp.clip(x, -_CLIP_CDF, _CLIP_CDF, out=tmp)
     xp.square(u, out=u)
     xp.multiply(u, xp.float32(_G_CDF[-1]), out=out)
@@ -164,6 +168,9 @@ def _precise(xp, x):
 
 def erf(xp, x):
     """The error function, elementwise, keeping x's dtype."""
+    out = xp.empty(x.shape, x.dtype) if x.dtype.kind == "f" else None
+    if out is not None and vector_math("Erf", x, out):  # MKL's (float32, float64)
+        return out
     if x.dtype.itemsize < 8 or x.dtype.kind == "V":
         return map_chunks(xp, _erf_float32, x).astype(x.dtype, copy=False)
     erf_abs, _ = _precise(xp, x)
