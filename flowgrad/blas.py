@@ -37,8 +37,9 @@ __all__ = ["axpy", "axpby", "takes", "matmul", "vector_math", "BACKEND", "get_nu
 
 # arrays below this many elements take the ufuncs (a ctypes call costs ~2 us)
 MIN_SIZE = 1 << 15
-# products of fewer multiply-adds than this take np.matmul (likewise)
-GEMM_MIN = 1 << 15
+# products of fewer multiply-adds than this take np.matmul: MKL's threaded GEMM pays ~10 us
+# to start (64x84 @ 84x10: 14 us against NumPy's 3), and breaks even near 2M (64x400 @ 400x120)
+GEMM_MIN = 1 << 21
 _KINDS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}
 _REAL = {"s": ctypes.c_float, "d": ctypes.c_double}
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112

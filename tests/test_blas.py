@@ -93,7 +93,8 @@ GEMM_SHAPES = [((64, 96), (96, 80)), ((128, 784), (784, 512)), ((1, 512), (512, 
 @pytest.mark.parametrize("la", ["c", "t", "padded", "strided"])
 @pytest.mark.parametrize("lb", ["c", "t", "padded"])
 @pytest.mark.parametrize("shapes", GEMM_SHAPES, ids=str)
-def test_matmul_matches_numpy_for_every_layout(shapes, la, lb, dtype):
+def test_matmul_matches_numpy_for_every_layout(shapes, la, lb, dtype, monkeypatch):
+    monkeypatch.setattr(blas, "GEMM_MIN", 1)  # every size through MKL, not only large ones
     rng = np.random.default_rng(1)
     a = _gemm_operand(rng, shapes[0], la, dtype)
     b = _gemm_operand(rng, shapes[1], lb, dtype)
@@ -113,9 +114,9 @@ def test_matmul_runs_mkl_for_training_shapes_and_numpy_elsewhere(monkeypatch):
     rng = np.random.default_rng(2)
     x, w = rng.standard_normal((128, 784), np.float32), rng.standard_normal((512, 784), np.float32)
     blas.matmul(x, w.T)
-    blas.matmul(rng.standard_normal((6, 40, 50)), rng.standard_normal((6, 50, 30)))
+    blas.matmul(rng.standard_normal((6, 40, 500)), rng.standard_normal((6, 500, 300)))
     assert calls == ["gemm", "gemm_batch_strided"]
-    for a, b in [(x[:4, :4], w[:4, :4].T),                      # small: a ctypes call costs more
+    for a, b in [(x[:64, :84], w[:10, :84].T),                   # small: MKL's start costs more
                  (x.astype(np.float16), w.T.astype(np.float16)),  # no BLAS for float16
                  (x, w.T.astype(np.float64)),                      # mixed dtypes
                  (x.astype(np.int64), w.T.astype(np.int64)),
@@ -125,7 +126,8 @@ def test_matmul_runs_mkl_for_training_shapes_and_numpy_elsewhere(monkeypatch):
 
 
 @needs_gemm
-def test_matmul_out_is_written_or_left_to_numpy():
+def test_matmul_out_is_written_or_left_to_numpy(monkeypatch):
+    monkeypatch.setattr(blas, "GEMM_MIN", 1)
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((64, 80)), rng.standard_normal((80, 72))
     out = np.empty((64, 72))
