@@ -58,6 +58,13 @@ def test_num_threads_sets_the_blas_pool():
     finally:
         flow.set_num_threads(before)
     assert flow.get_num_threads() == before
+    from flowgrad import blas
+    if blas.BACKEND == "mkl":  # beside MKL's pool the other BLAS pools stay at one thread
+        flow.set_num_threads(2)
+        pools = [p for p in threadpool_info() if p["user_api"] == "blas"]
+        assert [p["num_threads"] for p in pools if p["internal_api"] == "mkl"] == [2]
+        assert all(p["num_threads"] == 1 for p in pools if p["internal_api"] != "mkl")
+        flow.set_num_threads(before)
     with pytest.raises(RuntimeError, match="set_num_threads expects a positive integer"):
         flow.set_num_threads(0)
     flow.set_num_interop_threads(2)
