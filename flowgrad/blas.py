@@ -148,6 +148,17 @@ def _agrees(found):
 BACKEND, _ROUTINES, _LIB = _load()
 
 
+def _one_thread_in_child():
+    # GNU OpenMP's thread pool does not survive fork: a forked child's first threaded GEMM
+    # would wait forever for threads that stayed in the parent. A child (a DataLoader worker,
+    # a multiprocessing pool) runs MKL on one thread, as torch's DataLoader workers run.
+    _LIB.MKL_Set_Num_Threads(1)
+
+
+if BACKEND == "mkl" and hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_one_thread_in_child)
+
+
 def _load_vector_math():
     """{(name, dtype): C function} of MKL's vector math (VML, accurate to ~1 ulp) when MKL is
     loaded: the normal CDF and erf, which NumPy lacks (flowgrad's own float32 formula takes 14

@@ -181,3 +181,24 @@ def test_vector_math_erf_and_normal_cdf(dtype):
     assert not blas.vector_math("Erf", x.astype(np.float16), out.astype(np.float16))
     assert not blas.vector_math("Erf", x, np.empty(1001, np.float64 if dtype == np.float32
                                                     else np.float32))
+
+
+@needs_gemm
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_runs_gemms_after_the_parent_did():
+    # GNU OpenMP's pool does not survive fork: without blas's at-fork hook the child's first
+    # threaded GEMM waited forever (a DataLoader worker doing a matmul would hang)
+    code = ("import os, numpy as np\n"
+            "from flowgrad import blas\n"
+            "a = np.ones((256, 256), np.float32)\n"
+            "assert blas.matmul(a, a)[0, 0] == 256\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    ok = blas.matmul(a, a)[0, 0] == 256 and blas.get_num_threads() == 1\n"
+            "    os._exit(0 if ok else 3)\n"
+            "_, status = os.waitpid(pid, 0)\n"
+            "assert os.waitstatus_to_exitcode(status) == 0, status\n"
+            "assert blas.matmul(a, a)[0, 0] == 256\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
