@@ -78,6 +78,11 @@ def _gemm_operand(rng, shape, layout, dtype):
         return rng.standard_normal(shape[:-2] + shape[:-3:-1]).astype(dtype).swapaxes(-1, -2)
     if layout == "padded":  # leading dimension larger than the row
         return rng.standard_normal(shape[:-1] + (shape[-1] + 5,)).astype(dtype)[..., :-5]
+    if layout == "rows_expanded":  # every row the same: a zero row stride (NumPy's path)
+        return np.broadcast_to(rng.standard_normal(shape[:-2] + (1, shape[-1])).astype(dtype),
+                               shape)
+    if layout == "batch_expanded":  # every matrix of the stack the same: batch stride 0
+        return np.broadcast_to(rng.standard_normal(shape[-2:]).astype(dtype), shape)
     wide = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(dtype)
     return wide[..., ::2]  # no unit stride: NumPy's path
 
@@ -90,8 +95,9 @@ GEMM_SHAPES = [((64, 96), (96, 80)), ((128, 784), (784, 512)), ((1, 512), (512, 
 
 @needs_gemm
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("la", ["c", "t", "padded", "strided"])
-@pytest.mark.parametrize("lb", ["c", "t", "padded"])
+@pytest.mark.parametrize("la", ["c", "t", "padded", "strided", "rows_expanded",
+                                "batch_expanded"])
+@pytest.mark.parametrize("lb", ["c", "t", "padded", "batch_expanded"])
 @pytest.mark.parametrize("shapes", GEMM_SHAPES, ids=str)
 def test_matmul_matches_numpy_for_every_layout(shapes, la, lb, dtype, monkeypatch):
     monkeypatch.setattr(blas, "GEMM_MIN", 1)  # every size through MKL, not only large ones
