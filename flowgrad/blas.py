@@ -112,7 +112,8 @@ _LEVEL3 = {"gemm": "iiiiiirpipirpi", "gemm_batch_strided": "iiiiiirpiipiirpiii"}
 
 
 def _load():
-    """(name, routines): MKL's level-1 and GEMM routines, else OpenBLAS's level-1, else none."""
+    """(name, routines, library): MKL's level-1 and GEMM routines, else OpenBLAS's level-1,
+    else none."""
     mkl, openblas = _mkl(), _openblas()
     if mkl is not None:
         found = _bind(mkl, "cblas_", "", ctypes.c_int, {**_LEVEL1, **_LEVEL3})
