@@ -165,7 +165,7 @@ def _load_vector_math():
     loaded: the normal CDF and erf, which NumPy lacks (flowgrad's own float32 formula takes 14
     array passes and is good to ~4 ulp)."""
     found = {}
-    if _LIB is None or BACKEND != "mkl":
+    if BACKEND != "mkl":
         return found
     for name in ("CdfNorm", "Erf"):
         for dtype, k in _KINDS.items():
@@ -185,25 +185,27 @@ def _load_vector_math():
 _VECTOR_MATH = _load_vector_math()
 
 
-def vector_math(name, x, out):
-    """`out[...] = name(x)` ('CdfNorm', 'Erf') by MKL's vector math; False (nothing written)
-    where it cannot run: no MKL, another dtype, non-contiguous or partly overlapping arrays.
+def vector_math(name, x, out=None):
+    """`name(x)` ('CdfNorm', 'Erf') by MKL's vector math, written into `out` (a new array when
+    None) and returned; None (nothing written, nothing made) where it cannot run: no MKL,
+    another dtype, non-contiguous or partly overlapping arrays.
 
-    >>> x = np.array([0.0, 1.0])
-    >>> out = np.empty(2)
-    >>> vector_math("Erf", x, out) == (BACKEND == "mkl")
+    >>> r = vector_math("Erf", np.array([0.0, 1.0]))
+    >>> (r is not None) == (BACKEND == "mkl")
     True
     """
     fn = _VECTOR_MATH.get((name, x.dtype))
-    if fn is None or type(x) is not np.ndarray or type(out) is not np.ndarray or \
-            out.dtype != x.dtype or out.size != x.size or x.size > _INT32_MAX or \
-            not (x.flags.c_contiguous and out.flags.c_contiguous and out.flags.writeable):
-        return False
-    src, dst = x.ctypes.data, out.ctypes.data
-    if src != dst and np.may_share_memory(x, out):
-        return False
-    fn(x.size, src, dst)
-    return True
+    if fn is None or type(x) is not np.ndarray or not x.flags.c_contiguous or \
+            x.size > _INT32_MAX:
+        return None
+    if out is None:
+        out = np.empty_like(x)
+    elif type(out) is not np.ndarray or out.dtype != x.dtype or out.size != x.size or \
+            not (out.flags.c_contiguous and out.flags.writeable) or \
+            (out.ctypes.data != x.ctypes.data and np.may_share_memory(x, out)):
+        return None
+    fn(x.size, x.ctypes.data, out.ctypes.data)
+    return out
 
 
 def takes(y):
@@ -280,14 +282,14 @@ def matmul(a, b, out=None):
     >>> np.array_equal(matmul(a, a.mT), np.matmul(a, a.mT))
     True
     """
-    plan = _plan(a, b, out) if _LIB is not None else None
-    if plan is None:
+    c = _gemm(a, b, out)
+    if c is None:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
-    return plan()
+    return c
 
 
-def _plan(a, b, out):
-    """A closure running the product on BLAS, or None where NumPy must."""
+def _gemm(a, b, out):
+    """The product computed by BLAS into `out` (or a new array), or None where NumPy must."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim < 2 or b.ndim < 2:
         return None
     dtype = a.dtype
@@ -327,21 +329,18 @@ def _plan(a, b, out):
     (ta, lda), (tb, ldb) = la, lb
     sa = ba[1] if ba[0] > 1 else 0
     sb = bb[1] if bb[0] > 1 else 0
-
-    def run():
-        if count == 1:
-            gemm(_ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb,
-                 0.0, c.ctypes.data, n)
-        elif sb == 0 and ta == _NO_TRANS and sa == m * lda:
-            # one matrix against a contiguous stack: a single GEMM over all its rows
-            gemm(_ROW_MAJOR, ta, tb, count * m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data,
-                 ldb, 0.0, c.ctypes.data, n)
-        else:
-            _ROUTINES["gemm_batch_strided", dtype](
-                _ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, sa, b.ctypes.data, ldb,
-                sb, 0.0, c.ctypes.data, n, m * n, count)
-        return c
-    return run
+    if count == 1:
+        gemm(_ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb,
+             0.0, c.ctypes.data, n)
+    elif sb == 0 and ta == _NO_TRANS and sa == m * lda:
+        # one matrix against a contiguous stack: a single GEMM over all its rows
+        gemm(_ROW_MAJOR, ta, tb, count * m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data,
+             ldb, 0.0, c.ctypes.data, n)
+    else:
+        _ROUTINES["gemm_batch_strided", dtype](
+            _ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, sa, b.ctypes.data, ldb,
+            sb, 0.0, c.ctypes.data, n, m * n, count)
+    return c
 
 
 def get_num_threads():

@@ -174,19 +174,20 @@ def test_vector_math_erf_and_normal_cdf(dtype):
     x = np.linspace(-6, 6, 1001).astype(dtype)
     for name, ref in (("Erf", erf), ("CdfNorm", ndtr)):
         out = np.empty_like(x)
-        assert blas.vector_math(name, x, out)
+        assert blas.vector_math(name, x, out) is out
         expected = ref(x.astype(np.float64))
         np.testing.assert_allclose(out, expected, rtol=4e-7 if dtype == np.float32 else 1e-13,
                                    atol=1e-300)
+        np.testing.assert_array_equal(blas.vector_math(name, x), out)  # a new array
         inplace = x.copy()
-        assert blas.vector_math(name, inplace, inplace)  # the same buffer: allowed
+        assert blas.vector_math(name, inplace, inplace) is inplace  # the same buffer: allowed
         np.testing.assert_array_equal(inplace, out)
     out = np.empty(500, dtype)
-    assert not blas.vector_math("Erf", x[::2], out)           # strided input
-    assert not blas.vector_math("Erf", x[1:501], x[:500])      # partly overlapping
-    assert not blas.vector_math("Erf", x.astype(np.float16), out.astype(np.float16))
-    assert not blas.vector_math("Erf", x, np.empty(1001, np.float64 if dtype == np.float32
-                                                    else np.float32))
+    assert blas.vector_math("Erf", x[::2], out) is None           # strided input
+    assert blas.vector_math("Erf", x[1:501], x[:500]) is None      # partly overlapping
+    assert blas.vector_math("Erf", x.astype(np.float16)) is None
+    assert blas.vector_math("Erf", x, np.empty(1001, np.float64 if dtype == np.float32
+                                                    else np.float32)) is None
 
 
 @needs_gemm

@@ -108,7 +108,7 @@ def normal_cdf_into(xp, x, out, tmp):
     >>> normal_cdf_into(np, x, np.empty(3, np.float32), np.empty(3, np.float32)).round(4)
     array([0.1587, 0.5   , 0.8413], dtype=float32)
     """
-    if vector_math("CdfNorm", x, out):  # MKL's, where it is loaded: one pass, ~1 ulp
+    if vector_math("CdfNorm", x, out) is not None:  # MKL's, where it is loaded: one pass
         return out
     u = xp.clip(x, -_CLIP_CDF, _CLIP_CDF, out=tmp)
     xp.square(u, out=u)
@@ -168,8 +168,8 @@ def _precise(xp, x):
 
 def erf(xp, x):
     """The error function, elementwise, keeping x's dtype."""
-    out = xp.empty(x.shape, x.dtype) if x.dtype.kind == "f" else None
-    if out is not None and vector_math("Erf", x, out):  # MKL's (float32, float64)
+    out = vector_math("Erf", x)  # MKL's (float32, float64), where it is loaded
+    if out is not None:
         return out
     if x.dtype.itemsize < 8 or x.dtype.kind == "V":
         return map_chunks(xp, _erf_float32, x).astype(x.dtype, copy=False)
