@@ -56,8 +56,9 @@ def relu_backward(ctx, dy):
 @op("relu_grad", jvp="diagonal", save="inputs")
 def _relu_grad(xp, y, dy):
     # a multiply by the mask (~10x faster than xp.where in NumPy), redone with where only
-    # when dy is inf/nan at some y <= 0: torch gives 0 there, not 0 * inf = nan
-    return masked_product(xp, y > 0, dy)
+    # when dy is inf/nan at some y <= 0: torch gives 0 there, not 0 * inf = nan. A nan y
+    # passes dy, as torch's (y <= 0 ? 0 : dy)
+    return masked_product(xp, ~(y <= 0), dy)
 
 
 @_relu_grad.grad
@@ -583,7 +584,7 @@ def threshold(input, threshold, value, inplace=False):
 def _threshold(input, th, value):
     if input._data.dtype.kind in "iu" and not isinstance(value, Tensor):
         value = input.new_full((), value)  # torch casts value to the input's integer dtype
-    return where(input > th, input, value)
+    return where(~(input <= th), input, value)  # nan stays nan, as torch
 
 
 def threshold_(input, threshold, value):

@@ -132,7 +132,9 @@ def clamp_mask(xp, x, *, min, max):
 @op("tie_weights", n_out=2, differentiable=False)
 def tie_weights(xp, a, b, *, first_wins, dtype):
     """The shares of maximum(a, b) (`first_wins` ">") or minimum(a, b) ("<") gradients: 1 to
-    the winner, 0 to the loser, half each on a tie, as torch; in `dtype` (a flowgrad dtype)."""
-    first = a > b if first_wins == ">" else a < b
-    w = (first + 0.5 * (a == b)).astype(dtype.np)
-    return w, 1.0 - w
+    the winner, 0 to the loser, half each on a tie, as torch; in `dtype` (a flowgrad dtype).
+    Where a or b is nan neither lost (torch masks each input where it compares as the loser):
+    both get the whole gradient."""
+    a_lost, b_lost = (a < b, a > b) if first_wins == ">" else (a > b, a < b)
+    share = 1.0 - 0.5 * (a == b)
+    return (share * ~a_lost).astype(dtype.np), (share * ~b_lost).astype(dtype.np)

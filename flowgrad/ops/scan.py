@@ -169,8 +169,12 @@ def cumprod(input, dim, *, dtype=None):
 def _running_extremum(xp, x, dim, ufunc):
     values = ufunc.accumulate(x, axis=dim)
     pos = xp.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - dim - 1))
-    # the latest position where x reached the running extreme (torch picks the last tie)
-    hit = xp.where(x == values, pos, 0)
+    # the latest position where x reached the running extreme (torch picks the last tie) or
+    # was nan (torch's index moves to each nan, and stays once the extreme is nan)
+    reached = x == values
+    if x.dtype.kind in "fc":
+        reached |= xp.isnan(x)
+    hit = xp.where(reached, pos, 0)
     return values, xp.maximum.accumulate(hit, axis=dim).astype(xp.int64)
 
 
