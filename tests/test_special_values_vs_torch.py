@@ -52,8 +52,9 @@ def test_nan_inputs_pass_the_gradient_where_torch_is_consistent():
     # relu, threshold, maximum/minimum and cummax/cummin treat nan as torch does in its
     # vectorised and scalar loops alike: relu(nan) and threshold(nan) are nan with dy passed
     # through; maximum/minimum give a nan pair's whole gradient to both inputs; a running
-    # extreme's index moves to each nan. (hardtanh, relu6, elu and hardshrink are not listed:
-    # torch's nan gradient there depends on whether the element falls in a vector lane.)
+    # extreme's index moves to each nan, and so does an adaptive max pool's. (hardtanh, relu6,
+    # elu and hardshrink are not listed: torch's nan gradient there depends on whether the
+    # element falls in a vector lane or in the scalar tail.)
     import torch
 
     import flowgrad as flow
@@ -68,6 +69,8 @@ def test_nan_inputs_pass_the_gradient_where_torch_is_consistent():
         "minimum": lambda m, a, b: m.minimum(a, b),
         "cummax": lambda m, a, b: a.cummax(0)[0],
         "cummin": lambda m, a, b: b.cummin(0)[0],
+        "adaptive_max_pool1d": lambda m, a, b: m.nn.functional.adaptive_max_pool1d(
+            a[None, None], 2).flatten(),
     }
     for name, program in programs.items():
         results = []
@@ -75,7 +78,7 @@ def test_nan_inputs_pass_the_gradient_where_torch_is_consistent():
             a = m.tensor(x, requires_grad=True)
             b = m.tensor(other, requires_grad=True)
             y = program(m, a, b)
-            grads = m.autograd.grad(y, (a, b), m.tensor(dy), allow_unused=True,
+            grads = m.autograd.grad(y, (a, b), m.tensor(dy[:y.numel()]), allow_unused=True,
                                     materialize_grads=True)
             results.append([y.detach().numpy()] + [g.numpy() for g in grads])
         for got, want in zip(results[1], results[0]):
