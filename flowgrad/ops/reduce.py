@@ -22,7 +22,7 @@ from .complex import conj
 from .elementwise import maximum, minimum, where
 from .registry import op
 from .scan import cumprod, index_output_grad, with_rule_indices
-from .shape import _expand, _reshape, cat, sum_to
+from .shape import _expand, _reshape, add_reduce, cat, sum_to
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "sum_to",
            "logsumexp", "all", "any", "count_nonzero"]
@@ -68,7 +68,7 @@ def _sum(xp, x, *, axes, keepdim):
     # ml_dtypes adds in bfloat16 (256 + 1 == 256): float32. (kind first: .name is slow)
     if x.dtype.kind == "V" and x.dtype.name == "bfloat16":
         return xp.add.reduce(x, axis=axes, keepdims=keepdim, dtype=xp.float32).astype(x.dtype)
-    return xp.add.reduce(x, axis=axes, keepdims=keepdim)
+    return add_reduce(xp, x, axes, keepdim)
 
 
 @_sum.grad
@@ -90,7 +90,7 @@ def mean_array(xp, x, axes, keepdim):
             return x.mean(axis=axes, keepdims=keepdim)
     # x.mean's own steps: the sum, divided in place by the count (empty: 0 / 0 = nan, as torch)
     count = math.prod(x.shape[a] for a in axes)
-    total = xp.add.reduce(x, axis=axes, keepdims=keepdim)
+    total = add_reduce(xp, x, axes, keepdim)
     if isinstance(total, xp.ndarray):
         return xp.true_divide(total, count, out=total, casting="unsafe")
     return total.dtype.type(total / count)
