@@ -4,6 +4,8 @@ layers with few channels, by row GEMMs against a banded kernel matrix).
 Three bilinear ops close under differentiation, so every derivative order is a convolution:
 `conv(x, w)`, its adjoint in x `conv_transpose(z, w)` (col2im of W^T z), and its adjoint in w
 `conv_weight(x, dy)` (the GEMM of dy with im2col(x)). Each one's rule calls the other two.
+`conv` also takes the layer's bias (as linear does): the banded path adds it inside its GEMM,
+and its gradient is one reduction of dy.
 
 >>> import flowgrad as flow
 >>> import flowgrad.nn.functional as F
@@ -217,13 +219,20 @@ def _band_matrix(xp, w, t, kh_outer=False):
     return band.reshape(-1, o * t)
 
 
-def _band_rows(xp, x, ksize, out, t):
-    """(N * OH * OW/t, C * KH * (t + KW - 1)): the input each output tile reads, one copy."""
+def _band_rows(xp, x, ksize, out, t, ones=False):
+    """(N * OH * OW/t, C * KH * (t + KW - 1)): the input each output tile reads, one copy;
+    `ones`: with a last column of ones, so a bias row of the banded matrix adds the bias."""
     (kh, kw), (oh, ow), s = ksize, out, x.strides
-    win = xp.lib.stride_tricks.as_strided(
-        x, (x.shape[0], oh, ow // t, x.shape[1], kh, t + kw - 1),
-        (s[0], s[2], s[3] * t, s[1], s[2], s[3]), writeable=False)
-    return xp.ascontiguousarray(win).reshape(-1, x.shape[1] * kh * (t + kw - 1))
+    shape = (x.shape[0], oh, ow // t, x.shape[1], kh, t + kw - 1)
+    win = xp.lib.stride_tricks.as_strided(x, shape, (s[0], s[2], s[3] * t, s[1], s[2], s[3]),
+                                          writeable=False)
+    k = x.shape[1] * kh * (t + kw - 1)
+    if not ones:
+        return xp.ascontiguousarray(win).reshape(-1, k)
+    rows = xp.empty((math.prod(shape[:3]), k + 1), x.dtype)
+    rows[:, k] = 1
+    rows[:, :k].reshape(shape)[...] = win  # (a view: the row stride is k + 1)
+    return rows
 
 
 def _band_out_rows(xp, y, t):
@@ -233,10 +242,13 @@ def _band_out_rows(xp, y, t):
     return xp.ascontiguousarray(tiles).reshape(-1, o * t)
 
 
-def _conv_band(xp, x, w, padding, out, t):
+def _conv_band(xp, x, w, padding, out, t, bias=None):
     n, o = x.shape[0], w.shape[0]
-    rows = _band_rows(xp, pad_array(xp, x, padding), w.shape[2:], out, t)
-    y = xp.matmul(rows, _band_matrix(xp, w, t)).reshape(n, out[0], out[1] // t, o, t)
+    rows = _band_rows(xp, pad_array(xp, x, padding), w.shape[2:], out, t, bias is not None)
+    band = _band_matrix(xp, w, t)
+    if bias is not None:  # the ones column of rows meets this row: the bias, added by the GEMM
+        band = xp.concatenate([band, xp.repeat(bias.astype(band.dtype), t)[None]])
+    y = xp.matmul(rows, band).reshape(n, out[0], out[1] // t, o, t)
     return xp.ascontiguousarray(y.transpose(0, 3, 1, 2, 4)).reshape((n, o) + tuple(out)), rows
 
 
@@ -244,6 +256,7 @@ def _conv_weight_band(xp, x, dy, rows, padding, ksize, t):
     if rows is None:
         rows = _band_rows(xp, pad_array(xp, x, padding), ksize, dy.shape[2:], t)
     grad = xp.matmul(rows.T, _band_out_rows(xp, dy, t))  # (C * KH * (t + KW - 1), O * t)
+    grad = grad[:x.shape[1] * ksize[0] * (t + ksize[1] - 1)]  # (less the forward's ones row)
     diagonals = _band_diagonals(xp, grad, x.shape[1], *ksize, t, False)
     return xp.ascontiguousarray(diagonals.sum(-1).transpose(3, 0, 1, 2))  # .grad: (O, C, k)
 
@@ -268,9 +281,15 @@ def _conv_transpose_band(xp, z, w, padding, size, t):
 
 
 # ---- the three ops -----------------------------------------------------------------------
-@op("conv", jvp="multilinear", save="inputs")
+@op("conv", save="inputs[0, 1]")  # (forward mode: ops/jvp_rules.py, linear's rule)
 @in_float32
-def _conv(xp, x, w, *, stride, padding, dilation, groups, out_shape=None):
+def _conv(xp, x, w, *bias, stride, padding, dilation, groups, out_shape=None):
+    """im2col (or banded) GEMM; `bias` (optional, (O,)) is added to each output channel."""
+    return _conv_arrays(xp, x, w, bias[0] if bias else None, stride, padding, dilation, groups,
+                        out_shape)
+
+
+def _conv_arrays(xp, x, w, bias, stride, padding, dilation, groups, out_shape):
     ksize = w.shape[2:]
     out = out_shape
     if out is None:
@@ -282,16 +301,18 @@ def _conv(xp, x, w, *, stride, padding, dilation, groups, out_shape=None):
     t = _band_tile(x.shape[1], o, ksize, out, stride, dilation, groups)
     if t and all(q == out_size(s, k, 1, p, 1) for q, s, k, p in
                  zip(out, x.shape[2:], ksize, padding)):  # an out_shape the input fills
-        return _conv_band(xp, x, w, padding, out, t)  # rows, not im2col's cols, go along
+        return _conv_band(xp, x, w, padding, out, t, bias)  # rows, not im2col's cols, go along
     if _channel_major(w.shape[1], out):
         cols = _cols_channel_major(xp, x, ksize, stride, padding, dilation, groups, out)
         y = xp.matmul(w.reshape(groups, o // groups, -1), cols)  # (g, Og, N*L)
         y = xp.ascontiguousarray(y.reshape(o, n, -1).transpose(1, 0, 2))
-        return y.reshape((n, o) + tuple(out)), cols
-    cols = _gemm_cols(xp, x, ksize, stride, padding, dilation, groups, out)
-    y = xp.matmul(cols, _weight_matrix(xp, w, groups))  # (g, N*L, Og)
+    else:
+        cols = _gemm_cols(xp, x, ksize, stride, padding, dilation, groups, out)
+        y = _from_groups(xp, xp.matmul(cols, _weight_matrix(xp, w, groups)), n, tuple(out))
+    if bias is not None:  # y is the GEMM's fresh array: in place
+        xp.add(y.reshape(n, o, -1), bias.astype(y.dtype)[:, None], out=y.reshape(n, o, -1))
     # cols goes along as an aux output: the weight gradient reuses it instead of redoing it
-    return _from_groups(xp, y, x.shape[0], tuple(out)), cols
+    return y.reshape((n, o) + tuple(out)), cols
 
 
 @op("conv_transpose", jvp="multilinear", save="inputs")
@@ -370,12 +391,14 @@ def _attrs(ctx):
 
 @_conv.grad
 def conv_backward(ctx, dy):
-    x, w = ctx.inputs
+    x, w = ctx.inputs[:2]
     need, a = ctx.needs_input_grad, _attrs(ctx)
     dx = _conv_transpose(dy, w, size=ctx.input_shapes[0][2:], **a) if need[0] else None
     dw = _conv_weight(x, dy, *(ctx.aux or ()), ksize=ctx.input_shapes[1][2:], **a) \
         if need[1] else None
-    return dx, dw
+    if len(need) == 2:
+        return dx, dw
+    return dx, dw, (dy.sum((0,) + tuple(range(2, dy.ndim))) if need[2] else None)
 
 
 @_conv_transpose.grad
@@ -517,8 +540,8 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
         x = _pad_constant(x, pads=((0, 0), (0, 0)) + tuple((0, hi - lo) for lo, hi in pads),
                           value=0)
         pads = tuple((lo, lo) for lo, _ in pads)
-    y = _conv(x, weight, stride=stride, padding=pads, dilation=dilation, groups=groups)
-    y = _add_bias(y, bias, nd)
+    extra = () if bias is None else (bias if bias.dtype == x.dtype else bias.to(x.dtype),)
+    y = _conv(x, weight, *extra, stride=stride, padding=pads, dilation=dilation, groups=groups)
     return y if batched else y.squeeze(0)
 
 

@@ -8,8 +8,9 @@ is None where the input has none. Rules are written with flowgrad ops, so they a
 themselves differentiable and batchable. The families:
 - linear ops (shape and view ops, sums, gathers, add/sub, cat...): J t is the op applied to
   the tangents (zeros where none), the integer inputs (indices) kept;
-- multilinear ops (mul, matmul, linear, einsum, conv): the sum over each input of the op with
-  that input replaced by its tangent;
+- multilinear ops (mul, matmul, einsum): the sum over each input of the op with that input
+  replaced by its tangent; linear and conv, bilinear in (x, w) plus a bias, likewise with the
+  bias's tangent in the first term;
 - elementwise ops (unary math, activations, binary arithmetic): the Jacobian is diagonal, so
   J t = J^T t: the reverse rule applied to the tangent broadcast to the output's shape (for
   real values; with complex ones torch's reverse rule conjugates: a holomorphic op's JVP is
@@ -55,7 +56,7 @@ def _multilinear(op, inputs, outs, tans, attrs, aux):
 
 
 def _linear_layer(op, inputs, outs, tans, attrs, aux):
-    """linear(x, w, b) = x w^T + b: bilinear in (x, w), linear in b."""
+    """linear(x, w, b) = x w^T + b (and conv(x, w, b)): bilinear in (x, w), linear in b."""
     x, w = inputs[:2]
     tx, tw = tans[:2]
     tb = tans[2] if len(tans) > 2 else None
@@ -137,7 +138,7 @@ REAL_ONLY.update(jvp_linalg.RULES)
 
 # forward_ad looks rules up in its JVP_RULES: filled here, as the rules are written in ops
 JVP_KINDS.update(linear=_linear, multilinear=_multilinear, diagonal=_diagonal)
-JVP_RULES.update({"linear": _linear_layer, "scalar_add": _first, "depend": _first,
-                  "pad_constant": _pad_constant, "softmax": _softmax,
+JVP_RULES.update({"linear": _linear_layer, "conv": _linear_layer, "scalar_add": _first,
+                  "depend": _first, "pad_constant": _pad_constant, "softmax": _softmax,
                   "log_softmax": _log_softmax, "logsumexp": _logsumexp})
 JVP_RULES.update(jvp_linalg.RULES)
