@@ -83,9 +83,24 @@ def _nll_coef(xp, dy, target, *weight, n_classes, ignore_index, reduction):
     return _coef_arrays(xp, dy, target, weight, n_classes, ignore_index, reduction)
 
 
+def _plain_batch(weight, logits, target, ignore_index, reduction):
+    """The usual classification batch: (N, C) logits, no class weights, no ignored target, a
+    reduced loss. Its kernels skip the per-sample weights (the same values: each weight is
+    exactly 1 and the mean divides by the count)."""
+    return not weight and logits.ndim == 2 and reduction != "none" and \
+        not (target == ignore_index).any()
+
+
 @op("cross_entropy_grad", differentiable=False)
 def _cross_entropy_grad(xp, logp, dy, target, *weight, ignore_index, reduction):
     """cross_entropy's plain backward in one kernel: coef * (softmax(x) - onehot(t))."""
+    if _plain_batch(weight, logp, target, ignore_index, reduction):
+        n = logp.shape[0]
+        coef = dy if reduction == "sum" else dy * (logp.dtype.type(1) / logp.dtype.type(n))
+        grad = xp.exp(logp)
+        grad *= coef
+        grad[xp.arange(n), target] -= coef
+        return grad
     w, valid, hit = _coef_arrays(xp, dy, target, weight, logp.shape[1], ignore_index,
                                  reduction)
     coef = xp.expand_dims(xp.where(valid, dy * w, 0.0), 1).astype(logp.dtype, copy=False)
@@ -119,6 +134,9 @@ def nll_loss_backward(ctx, dy):
 def _cross_entropy(xp, x, target, *weight, ignore_index, reduction):
     shifted = x - x.max(axis=1, keepdims=True)
     logp = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
+    if _plain_batch(weight, x, target, ignore_index, reduction):
+        total = xp.add.reduce(-logp[xp.arange(x.shape[0]), target], axis=None)
+        return (total if reduction == "sum" else total / x.dtype.type(x.shape[0])), logp
     w, safe, _ = _class_weights(xp, x.dtype, target, weight, ignore_index)
     picked = xp.take_along_axis(logp, xp.expand_dims(safe, 1), axis=1).squeeze(1)
     return _reduce_picked(xp, picked, w, reduction), logp  # logp: aux, for the rule
