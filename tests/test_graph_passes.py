@@ -317,7 +317,11 @@ def test_a_masked_chain_in_a_loop_reruns_exactly_on_nan(size):
     y <= 0 into nan; the rerun with the ops' own kernels gives eager's 0, also when the chain
     ran as a loop. On fewer values the step is one `where`, as its kernel: no rerun."""
     rng = np.random.default_rng(1)
-    ys = [flow.tensor(rng.standard_normal(size).astype(np.float32)) for _ in range(10)]
+    ys = [rng.standard_normal(size).astype(np.float32) for _ in range(10)]
+    for y in ys:
+        y[2] = 1.0
+    ys[-1][2] = np.nan  # a nan y passes the gradient (torch's y <= 0 ? 0 : dy), fused or not
+    ys = [flow.tensor(y) for y in ys]
 
     def fn(g, *ys):
         for y in ys:

@@ -61,9 +61,9 @@ STEPS = {
     "relu_grad": (1, "{t} = xp.heaviside({i0}, {zero})\n"
                      "{b} = xp.multiply({x}, {t}{o})", True),
     # the same on at most WHERE_SIZE values, where its kernel (masked_product) takes one
-    # `where` (+0 where masked, as torch's): one `where` here too
-    "relu_grad_small": (1, "{t} = xp.greater({i0}, {zero})\n"
-                           "{b} = xp.where({t}, {x}, {zero})", False),
+    # `where` (+0 where masked, as torch's; a nan y passes dy): one `where` here too
+    "relu_grad_small": (1, "{t} = xp.less_equal({i0}, {zero})\n"
+                           "{b} = xp.where({t}, {zero}, {x})", False),
 }
 SMALL_STEPS = {"relu_grad": "relu_grad_small"}  # op -> its step on at most WHERE_SIZE values
 
