@@ -160,18 +160,27 @@ if BACKEND == "mkl" and hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_one_thread_in_child)
 
 
+_UNARY, _BINARY = ("CdfNorm", "Erf", "Sqr", "Exp"), ("Mul", "Add")
+
+
 def _load_vector_math():
     """{(name, dtype): C function} of MKL's vector math (VML, accurate to ~1 ulp) when MKL is
     loaded: the normal CDF and erf, which NumPy lacks (flowgrad's own float32 formula takes 14
-    array passes and is good to ~4 ulp)."""
+    array passes and is good to ~4 ulp), and the few passes gelu's gradient makes (square,
+    exp, a * x + b, product, sum), which VML runs on MKL's threads."""
     found = {}
     if BACKEND != "mkl":
         return found
-    for name in ("CdfNorm", "Erf"):
-        for dtype, k in _KINDS.items():
+    p, n = ctypes.c_void_p, ctypes.c_int
+    for dtype, k in _KINDS.items():
+        real = ctypes.c_float if k == "s" else ctypes.c_double
+        signatures = [(name, [n, p, p]) for name in _UNARY] + \
+            [(name, [n, p, p, p]) for name in _BINARY] + \
+            [("LinearFrac", [n, p, p, real, real, real, real, p])]
+        for name, argtypes in signatures:
             fn = getattr(_LIB, f"v{k}{name}", None)
             if fn is not None:
-                fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p], None
+                fn.argtypes, fn.restype = argtypes, None
                 found[name, dtype] = fn
     x = np.array([-1.0, 0.0, 2.0])
     if ("Erf", x.dtype) in found:  # the self-test
@@ -186,7 +195,7 @@ _VECTOR_MATH = _load_vector_math()
 
 
 def vector_math(name, x, out=None):
-    """`name(x)` ('CdfNorm', 'Erf') by MKL's vector math, written into `out` (a new array when
+    """`name(x)` ('CdfNorm', 'Erf', 'Sqr', 'Exp') by MKL's vector math, into `out` (a new array when
     None) and returned; None (nothing written, nothing made) where it cannot run: no MKL,
     another dtype, non-contiguous or partly overlapping arrays.
 
@@ -195,16 +204,74 @@ def vector_math(name, x, out=None):
     True
     """
     fn = _VECTOR_MATH.get((name, x.dtype))
+    out = _vector_out(fn, x, (), out)
+    if out is not None:
+        fn(x.size, x.ctypes.data, out.ctypes.data)
+    return out
+
+
+def vector_math2(name, a, b, out=None):
+    """`name(a, b)` ('Mul', 'Add') of two arrays of one shape, as `vector_math`: on MKL's
+    threads, into `out` (new when None; it may be a or b), or None where it cannot run.
+
+    >>> r = vector_math2("Mul", np.array([2.0, 3.0]), np.array([4.0, 5.0]))
+    >>> r is None or r.tolist() == [8.0, 15.0]
+    True
+    """
+    fn = _VECTOR_MATH.get((name, a.dtype))
+    out = _vector_out(fn, a, (b,), out)
+    if out is not None:
+        fn(a.size, a.ctypes.data, b.ctypes.data, out.ctypes.data)
+    return out
+
+
+def vector_affine(x, scale, shift, out=None):
+    """scale * x + shift (VML's LinearFrac with a unit denominator), as `vector_math`.
+
+    >>> r = vector_affine(np.array([1.0, 2.0]), -0.5, 1.0)
+    >>> r is None or r.tolist() == [0.5, 0.0]
+    True
+    """
+    fn = _VECTOR_MATH.get(("LinearFrac", x.dtype))
+    out = _vector_out(fn, x, (), out)
+    if out is not None:
+        fn(x.size, x.ctypes.data, x.ctypes.data, scale, shift, 0.0, 1.0, out.ctypes.data)
+    return out
+
+
+def vector_ready(*arrays):
+    """Whether the vector math runs on these arrays: MKL loaded, plain contiguous NumPy arrays
+    of one shape and of float32 or float64 alike (a kernel checks once before a sequence).
+
+    >>> vector_ready(np.zeros(3), np.zeros(3)) == (BACKEND == "mkl")
+    True
+    """
+    first = arrays[0]
+    if ("Mul", first.dtype) not in _VECTOR_MATH or first.size > _INT32_MAX:
+        return False
+    return all(type(a) is np.ndarray and a.dtype == first.dtype and a.shape == first.shape and
+               a.flags.c_contiguous for a in arrays)
+
+
+def _vector_out(fn, x, others, out):
+    """The array a VML call may write (`out`, or a new one), or None where it may not run:
+    no such function, not plain contiguous NumPy arrays of one dtype and size, an `out` that
+    partly overlaps an input (the same array is fine: VML works element by element)."""
     if fn is None or type(x) is not np.ndarray or not x.flags.c_contiguous or \
             x.size > _INT32_MAX:
         return None
+    for a in others:
+        if type(a) is not np.ndarray or a.dtype != x.dtype or a.shape != x.shape or \
+                not a.flags.c_contiguous:
+            return None
     if out is None:
-        out = np.empty_like(x)
-    elif type(out) is not np.ndarray or out.dtype != x.dtype or out.size != x.size or \
-            not (out.flags.c_contiguous and out.flags.writeable) or \
-            (out.ctypes.data != x.ctypes.data and np.may_share_memory(x, out)):
+        return np.empty_like(x)
+    if type(out) is not np.ndarray or out.dtype != x.dtype or out.size != x.size or \
+            not (out.flags.c_contiguous and out.flags.writeable):
         return None
-    fn(x.size, x.ctypes.data, out.ctypes.data)
+    for a in (x,) + others:
+        if out.ctypes.data != a.ctypes.data and np.may_share_memory(a, out):
+            return None
     return out
 
 

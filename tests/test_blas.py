@@ -190,6 +190,43 @@ def test_vector_math_erf_and_normal_cdf(dtype):
                                                     else np.float32)) is None
 
 
+@pytest.mark.skipif(not blas._VECTOR_MATH, reason="MKL's vector math is not loaded")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vector_math_products_sums_and_affine(dtype):
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, 300, 7)).astype(dtype)
+    np.testing.assert_array_equal(blas.vector_math2("Mul", a, b), a * b)
+    np.testing.assert_array_equal(blas.vector_math2("Add", a, b), a + b)
+    np.testing.assert_array_equal(blas.vector_math("Sqr", a), a * a)
+    np.testing.assert_allclose(blas.vector_math("Exp", a), np.exp(a), rtol=3e-7)
+    np.testing.assert_allclose(blas.vector_affine(a, -0.5, 2.0), a * -0.5 + 2.0, rtol=3e-7)
+    out = a.copy()
+    assert blas.vector_math2("Mul", out, b, out) is out  # in place: allowed
+    np.testing.assert_array_equal(out, a * b)
+    assert blas.vector_math2("Mul", a, b[:, ::-1]) is None        # a reversed operand
+    assert blas.vector_math2("Mul", a, b.reshape(7, 300)) is None  # another shape
+    assert blas.vector_math2("Mul", a, b.astype(np.float16)) is None
+    assert blas.vector_ready(a, b) and not blas.vector_ready(a, b.T)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_kernels_with_and_without_vector_math(dtype, monkeypatch):
+    # MKL's whole-array passes and the chunked NumPy formulas give gelu and its gradient to a
+    # few ulps of each other (sizes over a chunk, so the chunk loops run too)
+    from flowgrad.ops import activation
+    rng = np.random.default_rng(4)
+    x, dy = (rng.standard_normal(70_001) * 3).astype(dtype), rng.standard_normal(70_001)
+    dy = dy.astype(dtype)
+    kernels = []
+    for table in (blas._VECTOR_MATH, {}):
+        monkeypatch.setattr(blas, "_VECTOR_MATH", table)
+        y, cdf = activation._gelu.kernel(np, x, approximate="none")
+        kernels.append((y, activation._gelu_grad.kernel(np, x, dy, cdf)))
+    tol = 2e-6 if dtype == np.float32 else 1e-14
+    for with_vml, without in zip(*kernels):
+        np.testing.assert_allclose(with_vml, without, rtol=tol, atol=tol)
+
+
 @needs_gemm
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_a_forked_child_runs_gemms_after_the_parent_did():
