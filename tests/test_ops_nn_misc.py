@@ -74,6 +74,25 @@ FD_CASES = [c for c in CASES if "padding" not in c[0]]
 test_against_torch, test_finite_differences = op_table_tests(CASES, FD_CASES)
 
 
+@pytest.mark.parametrize("padding_idx, by_freq", [(None, False), (2, True)])
+def test_embedding_gradient_by_gemm_and_by_ufunc_at_agree(padding_idx, by_freq, monkeypatch):
+    # the kernel takes one GEMM with the lookups' one-hot matrix up to a size, ufunc.at
+    # (row by row) above it: the same sums, to rounding, and torch's
+    from flowgrad.ops import nn_misc
+    rng = np.random.default_rng(5)
+    idx = rng.integers(0, 7, (4, 9))
+    dy = rng.standard_normal((4, 9, 3))
+    want = torch.ops.aten.embedding_dense_backward(torch.tensor(dy), torch.tensor(idx), 7,
+                                                   -1 if padding_idx is None else padding_idx,
+                                                   by_freq).numpy()
+    for limit in (nn_misc._ONE_HOT_MAX, 0):
+        monkeypatch.setattr(nn_misc, "_ONE_HOT_MAX", limit)
+        got = nn_misc._embedding_backward.kernel(np, dy, idx, num_weights=7,
+                                                 padding_idx=padding_idx,
+                                                 scale_grad_by_freq=by_freq)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
 def test_embedding_padding_row_gets_no_grad():
     w = flow.randn(4, 3, requires_grad=True)
     F(flow).embedding(flow.tensor([1, 1, 2]), w, padding_idx=1).sum().backward()

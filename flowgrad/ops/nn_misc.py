@@ -54,13 +54,24 @@ def _freq_scale(xp, indices, num_weights, dtype):
     return (1.0 / counts[indices]).astype(dtype)
 
 
+_ONE_HOT_MAX = 1 << 21  # vocabulary x lookups up to which the gradient is one GEMM (8 MB)
+
+
 @op("embedding_backward", jvp="linear", save="inputs[1]")
 def _embedding_backward(xp, dy, indices, *, num_weights, padding_idx, scale_grad_by_freq):
-    dw = xp.zeros((num_weights,) + dy.shape[indices.ndim:], dy.dtype)
+    row = dy.shape[indices.ndim:]
     if scale_grad_by_freq and indices.size:  # each lookup's row / its index's count
         freq = _freq_scale(xp, indices, num_weights, dy.dtype)
         dy = dy * freq.reshape(indices.shape + (1,) * (dy.ndim - indices.ndim))
-    xp.add.at(dw, indices, dy)  # repeated indices sum their rows
+    if dy.dtype.char in "fd" and 0 < num_weights * indices.size <= _ONE_HOT_MAX:
+        # one GEMM with the one-hot matrix of the lookups: ufunc.at adds row by row (a
+        # vocabulary of 96 and 2048 lookups: 1.6 ms against 0.3)
+        hot = xp.zeros((num_weights, indices.size), dy.dtype)
+        hot[indices.reshape(-1), xp.arange(indices.size)] = 1
+        dw = xp.matmul(hot, dy.reshape(indices.size, -1)).reshape((num_weights,) + row)
+    else:
+        dw = xp.zeros((num_weights,) + row, dy.dtype)
+        xp.add.at(dw, indices, dy)  # repeated indices sum their rows
     if padding_idx is not None:
         dw[padding_idx] = 0  # the padding row never learns
     return dw
