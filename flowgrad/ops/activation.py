@@ -26,7 +26,7 @@ from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import clamp, sigmoid, tanh, where
 from .registry import op
-from .rules import masked_product, unary
+from .rules import _SMALL, masked_product, unary
 from .special import chunk_elements, erf, map_chunks, normal_cdf_into
 
 
@@ -59,8 +59,11 @@ def relu_backward(ctx, dy):
 def _relu_grad(xp, y, dy):
     # a multiply by the mask (~10x faster than xp.where in NumPy), redone with where only
     # when dy is inf/nan at some y <= 0: torch gives 0 there, not 0 * inf = nan. A nan y
-    # passes dy, as torch's (y <= 0 ? 0 : dy)
-    return masked_product(xp, ~(y <= 0), dy)
+    # passes dy, as torch's (y <= 0 ? 0 : dy). Small arrays: one where (masked_product's)
+    blocked = y <= 0
+    if blocked.size <= _SMALL and dy.size <= _SMALL:
+        return xp.where(blocked, xp.zeros((), dy.dtype), dy)
+    return masked_product(xp, ~blocked, dy)
 
 
 @_relu_grad.grad
