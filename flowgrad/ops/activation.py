@@ -668,7 +668,8 @@ def _row_sums(xp, a, dim):
 
 @op("softmax", save="outputs")
 def _softmax(xp, x, *, dim):
-    e = xp.subtract(x, x.max(axis=dim, keepdims=True, initial=-xp.inf))  # initial: empty dims
+    # (initial: empty dims; asarray: a 0-d difference is a scalar, and exp writes in place)
+    e = xp.asarray(x - x.max(axis=dim, keepdims=True, initial=-xp.inf))
     xp.exp(e, out=e)
     e *= xp.reciprocal(_row_sums(xp, e, dim))  # times 1 / sum, as torch's kernel
     return e
@@ -685,7 +686,7 @@ def softmax_backward(ctx, dy):
 @op("softmax_grad", differentiable=False)  # (create_graph takes the composed form above)
 def _softmax_grad(xp, y, dy, *, dim):
     """softmax's plain backward y * (dy - sum(dy * y)), the sum by _row_sums."""
-    g = xp.multiply(dy, y)
+    g = xp.asarray(dy * y)  # (0-d: a scalar otherwise, and g is written in place)
     s = _row_sums(xp, g, dim)
     xp.subtract(dy, s, out=g)
     g *= y
