@@ -287,11 +287,13 @@ def add_reduce(xp, x, axes, keepdims=False):
     runs an inner loop per spatial row, 3-4x slower than adding whole rows over the leading
     dims and then reducing what is left (same order of rounding: the leading dims are summed
     row by row in both)."""
-    lead = 0
-    while lead < len(axes) and axes[lead] == lead:
-        lead += 1
-    if not lead or lead == len(axes) or x.dtype.char not in "fd" or not x.flags.c_contiguous:
+    # (axes are sorted: the last one is len - 1 exactly when they are all leading dims)
+    if len(axes) < 2 or axes[0] or axes[-1] == len(axes) - 1 or x.dtype.char not in "fd" or \
+            not x.flags.c_contiguous:
         return xp.add.reduce(x, axis=axes, keepdims=keepdims)
+    lead = 1
+    while axes[lead] == lead:
+        lead += 1
     rest = xp.add.reduce(x.reshape((math.prod(x.shape[:lead]),) + x.shape[lead:]), axis=0)
     y = xp.add.reduce(rest, axis=tuple(a - lead for a in axes[lead:]))
     if keepdims:
