@@ -215,3 +215,28 @@ def test_empty_batch_matches_torch(fn, x_shape, w_shape):
     assert res[flow][0][0] == 0 and res[flow][1] == x_shape
     np.testing.assert_array_equal(res[flow][2], res[torch][2])
     np.testing.assert_array_equal(res[flow][2], np.zeros(w_shape))
+
+
+@pytest.mark.parametrize("xs, ws", [((2, 1, 14, 14), (3, 1, 5, 5)), ((2, 3, 9, 9), (4, 3, 5, 5))])
+def test_banded_path_keeps_non_finite_values_in_their_receptive_field(xs, ws):
+    # the banded GEMM multiplies structural zeros by the input (forward) and by dy (input
+    # gradient): 0 * inf is nan, so a non-finite value there would reach outputs it does not
+    # touch; those calls take im2col instead, and give torch's values and non-finite pattern
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(xs)
+    x[0, 0, 3, 4], x[1, -1, 5, 2] = np.inf, np.nan
+    w = rng.standard_normal(ws)
+    out = (xs[0], ws[0], xs[2] - ws[2] + 1, xs[3] - ws[3] + 1)
+    g = rng.standard_normal(out)
+    g[0, 1, 2, 3] = -np.inf
+    results = []
+    for m in (torch, flow):
+        xt = m.tensor(x.copy(), requires_grad=True)
+        y = F(m).conv2d(xt, m.tensor(w))
+        y.backward(m.tensor(g))
+        clean = m.tensor(np.nan_to_num(x, nan=0.5, posinf=2.0), requires_grad=True)
+        F(m).conv2d(clean, m.tensor(w)).backward(m.tensor(g))
+        results.append((y.detach().numpy(), clean.grad.numpy()))
+    for ours, theirs in zip(results[1], results[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)  # nan and inf alike
+

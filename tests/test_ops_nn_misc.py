@@ -81,7 +81,9 @@ def test_embedding_gradient_by_gemm_and_by_ufunc_at_agree(padding_idx, by_freq, 
     from flowgrad.ops import nn_misc
     rng = np.random.default_rng(5)
     idx = rng.integers(0, 7, (4, 9))
+    idx[0, :2] = 6  # row 6: two lookups, one of them an inf
     dy = rng.standard_normal((4, 9, 3))
+    dy[0, 0, 1] = np.inf  # (the one-hot GEMM's zeros times it would be nan in every row)
     want = torch.ops.aten.embedding_dense_backward(torch.tensor(dy), torch.tensor(idx), 7,
                                                    -1 if padding_idx is None else padding_idx,
                                                    by_freq).numpy()
@@ -90,7 +92,15 @@ def test_embedding_gradient_by_gemm_and_by_ufunc_at_agree(padding_idx, by_freq, 
         got = nn_misc._embedding_backward.kernel(np, dy, idx, num_weights=7,
                                                  padding_idx=padding_idx,
                                                  scale_grad_by_freq=by_freq)
-        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)  # inf where torch's
+    dy[0, 0, 1] = 1.0  # finite: the one-hot GEMM itself
+    monkeypatch.setattr(nn_misc, "_ONE_HOT_MAX", 1 << 21)
+    got = nn_misc._embedding_backward.kernel(np, dy, idx, num_weights=7, padding_idx=padding_idx,
+                                             scale_grad_by_freq=by_freq)
+    want = torch.ops.aten.embedding_dense_backward(torch.tensor(dy), torch.tensor(idx), 7,
+                                                   -1 if padding_idx is None else padding_idx,
+                                                   by_freq).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
 def test_embedding_padding_row_gets_no_grad():

@@ -24,6 +24,7 @@ from ..tensor import Tensor
 from .halfprec import in_float32
 from .pad import _pad_constant
 from .registry import op
+from .rules import all_finite
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d"]
@@ -300,7 +301,8 @@ def _conv_arrays(xp, x, w, bias, stride, padding, dilation, groups, out_shape):
         return xp.zeros((0, o) + tuple(out), x.dtype), xp.zeros((groups, 0, 0), x.dtype)
     t = _band_tile(x.shape[1], o, ksize, out, stride, dilation, groups)
     if t and all(q == out_size(s, k, 1, p, 1) for q, s, k, p in
-                 zip(out, x.shape[2:], ksize, padding)):  # an out_shape the input fills
+                 zip(out, x.shape[2:], ksize, padding)) and all_finite(xp, x):
+        # (an out_shape the input fills; a finite x: the band's zeros times an inf are nan)
         return _conv_band(xp, x, w, padding, out, t, bias)  # rows, not im2col's cols, go along
     if _channel_major(w.shape[1], out):
         cols = _cols_channel_major(xp, x, ksize, stride, padding, dilation, groups, out)
@@ -325,7 +327,7 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
     if n == 0:  # an empty batch
         return xp.zeros((0, groups * cg) + tuple(size), z.dtype)
     t = _band_tile(cg, o, ksize, sp, stride, dilation, groups)
-    if t:
+    if t and all_finite(xp, z):  # (the band's zeros times an inf in z would be nan)
         return _conv_transpose_band(xp, z, w, padding, size, t)
     reach = [d * (k - 1) for d, k in zip(dilation, ksize)]
     if cg < _CONV_DX_MIN_CHANNELS and 5 * cg * math.prod(ksize) > og * sp[-1]:
