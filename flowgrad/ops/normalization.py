@@ -55,8 +55,20 @@ def _channel_stats(xp, x):
     """Batch mean and biased variance per channel (float64), in two passes as torch does."""
     count = x.size // x.shape[1]
     mean = _channel_sum(xp, x) / count
-    xc = x - mean.astype(x.dtype)
-    return mean, _channel_sum(xp, xc, xc) / count
+    xc = _rows_of(x) - _channel_row(xp, mean, x)
+    return mean, _channel_sum(xp, xc.reshape(x.shape), xc.reshape(x.shape)) / count
+
+
+def _rows_of(a):
+    """(N, C, *S) viewed as (N, C * prod(S)): per-channel values then broadcast as one row of
+    C * prod(S) (`_channel_row`), not as (1, C, 1, ..), whose broadcast runs NumPy's inner loop
+    over one spatial plane at a time (the passes of batch norm ran 25-30% faster so)."""
+    return a.reshape(a.shape[0], a.size // a.shape[0] if a.shape[0] else math.prod(a.shape[1:]))
+
+
+def _channel_row(xp, v, like):
+    """A per-channel value v (1, C, 1, ..) as the row that `_rows_of(like)` broadcasts."""
+    return xp.repeat(v.reshape(-1).astype(like.dtype), math.prod(like.shape[2:]))
 
 
 @op("batch_stats", n_out=2, differentiable=False)
@@ -168,9 +180,9 @@ def _norm_affine(xp, x, *wb_stats, axes, eps, has_w, has_b, has_stats=False):
         rstd = 1.0 / xp.sqrt(var + eps)
         alpha = rstd * wb[0] if has_w else rstd
         beta = (wb[1 if has_w else 0] if has_b else 0.0) - mean * alpha
-        y = x * alpha.astype(x.dtype)
-        y += beta.astype(x.dtype)
-        return y, mean.astype(x.dtype), rstd.astype(x.dtype)
+        y = _rows_of(x) * _channel_row(xp, alpha, x)
+        y += _channel_row(xp, beta, x)
+        return y.reshape(x.shape), mean.astype(x.dtype), rstd.astype(x.dtype)
     if _rows_path(x, axes, wb):
         return _rows_forward(xp, x, len(axes), wb[0] if has_w else None,
                              wb[-1] if has_b else None, eps)
@@ -231,13 +243,15 @@ def _norm_affine_backward(xp, x, mean, rstd, dy, *w, axes, need_w, need_b,
         # batch norm: two per-channel sums (torch's sum_dy and dotp), then one affine pass
         # dx = dy * a + xc * b + c; dw and db come out already reduced to the channel shape
         count = x.size // x.shape[1]
-        xc = x - mean
-        sdy, dotp = _channel_sum(xp, dy), _channel_sum(xp, dy, xc)
+        xc = _rows_of(x) - _channel_row(xp, mean, x)
+        sdy, dotp = _channel_sum(xp, dy), _channel_sum(xp, dy, xc.reshape(x.shape))
         r = rstd.astype(xp.float64)
         k = r * w[0] if w else r
-        dx = dy * k.astype(x.dtype)
-        dx += xc * (-k * r * r * dotp / count).astype(x.dtype)
-        dx += (-k * sdy / count).astype(x.dtype)
+        dx = _rows_of(dy) * _channel_row(xp, k, x)
+        xc *= _channel_row(xp, -k * r * r * dotp / count, x)
+        dx += xc
+        dx += _channel_row(xp, -k * sdy / count, x)
+        dx = dx.reshape(x.shape)
         return (dx, ((dotp * r).astype(x.dtype) if need_w else empty),
                 (sdy.astype(x.dtype) if need_b else empty))
     if trailing_wb and _rows_path(x, axes, w) and dy.dtype == x.dtype:
