@@ -311,8 +311,10 @@ def _conv_arrays(xp, x, w, bias, stride, padding, dilation, groups, out_shape):
     else:
         cols = _gemm_cols(xp, x, ksize, stride, padding, dilation, groups, out)
         y = _from_groups(xp, xp.matmul(cols, _weight_matrix(xp, w, groups)), n, tuple(out))
-    if bias is not None:  # y is the GEMM's fresh array: in place
-        xp.add(y.reshape(n, o, -1), bias.astype(y.dtype)[:, None], out=y.reshape(n, o, -1))
+    if bias is not None:  # y is the GEMM's fresh array: in place, the bias as one row of
+        # O * prod(out) (broadcast as (O, 1), NumPy's inner loop ran one output plane at a time)
+        rows = y.reshape(n, -1)
+        xp.add(rows, xp.repeat(bias.astype(y.dtype), math.prod(out)), out=rows)
     # cols goes along as an aux output: the weight gradient reuses it instead of redoing it
     return y.reshape((n, o) + tuple(out)), cols
 
