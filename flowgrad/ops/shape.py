@@ -285,8 +285,9 @@ def add_reduce(xp, x, axes, keepdims=False):
     """xp.add.reduce(x, axis=axes, keepdims=keepdims), the leading reduced dims first when the
     axes also skip a dim (a conv bias's (0, 2, 3)): NumPy's reduction over non-adjacent axes
     runs an inner loop per spatial row, 3-4x slower than adding whole rows over the leading
-    dims and then reducing what is left (same order of rounding: the leading dims are summed
-    row by row in both)."""
+    dims and then reducing what is left. Not the same bits as NumPy's order: the last ulps
+    differ, with errors of the same size (measured against float64 sums: 1.2e-7 relative
+    here, 1.3e-7 NumPy's)."""
     # (axes are sorted: the last one is len - 1 exactly when they are all leading dims)
     if len(axes) < 2 or axes[0] or axes[-1] == len(axes) - 1 or x.dtype.char not in "fd" or \
             not x.flags.c_contiguous:
