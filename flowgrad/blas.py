@@ -32,8 +32,8 @@ import sys
 
 import numpy as np
 
-__all__ = ["axpy", "axpby", "takes", "matmul", "vector_math", "BACKEND", "get_num_threads",
-           "set_num_threads"]
+__all__ = ["axpy", "axpby", "takes", "matmul", "vector_math", "vector_math2", "vector_affine",
+           "vector_ready", "BACKEND", "get_num_threads", "set_num_threads"]
 
 # arrays below this many elements take the ufuncs (a ctypes call costs ~2 us)
 MIN_SIZE = 1 << 15
@@ -160,7 +160,9 @@ if BACKEND == "mkl" and hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_one_thread_in_child)
 
 
-_UNARY, _BINARY = ("CdfNorm", "Erf", "Sqr", "Exp"), ("Mul", "Add")
+# VML's functions as `_bind` spells their arguments (i: the length, p: arrays, r: scalars)
+_VML = {"CdfNorm": "ipp", "Erf": "ipp", "Sqr": "ipp", "Exp": "ipp", "Mul": "ippp",
+        "Add": "ippp", "LinearFrac": "ipprrrrp"}
 
 
 def _load_vector_math():
@@ -168,20 +170,9 @@ def _load_vector_math():
     loaded: the normal CDF and erf, which NumPy lacks (flowgrad's own float32 formula takes 14
     array passes and is good to ~4 ulp), and the few passes gelu's gradient makes (square,
     exp, a * x + b, product, sum), which VML runs on MKL's threads."""
-    found = {}
     if BACKEND != "mkl":
-        return found
-    p, n = ctypes.c_void_p, ctypes.c_int
-    for dtype, k in _KINDS.items():
-        real = ctypes.c_float if k == "s" else ctypes.c_double
-        signatures = [(name, [n, p, p]) for name in _UNARY] + \
-            [(name, [n, p, p, p]) for name in _BINARY] + \
-            [("LinearFrac", [n, p, p, real, real, real, real, p])]
-        for name, argtypes in signatures:
-            fn = getattr(_LIB, f"v{k}{name}", None)
-            if fn is not None:
-                fn.argtypes, fn.restype = argtypes, None
-                found[name, dtype] = fn
+        return {}
+    found = _bind(_LIB, "v", "", ctypes.c_int, _VML)
     x = np.array([-1.0, 0.0, 2.0])
     if ("Erf", x.dtype) in found:  # the self-test
         y = np.empty(3)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from .halfprec import in_float32
+from .normalization import _channel_row, _rows_of
 from .pad import _pad_constant
 from .registry import op
 from .rules import all_finite
@@ -312,9 +313,10 @@ def _conv_arrays(xp, x, w, bias, stride, padding, dilation, groups, out_shape):
         cols = _gemm_cols(xp, x, ksize, stride, padding, dilation, groups, out)
         y = _from_groups(xp, xp.matmul(cols, _weight_matrix(xp, w, groups)), n, tuple(out))
     if bias is not None:  # y is the GEMM's fresh array: in place, the bias as one row of
-        # O * prod(out) (broadcast as (O, 1), NumPy's inner loop ran one output plane at a time)
-        rows = y.reshape(n, -1)
-        xp.add(rows, xp.repeat(bias.astype(y.dtype), math.prod(out)), out=rows)
+        # O * prod(out), as batch norm's per-channel passes (see normalization._rows_of)
+        y = y.reshape((n, o) + tuple(out))
+        rows = _rows_of(y)
+        xp.add(rows, _channel_row(xp, bias, y), out=rows)
     # cols goes along as an aux output: the weight gradient reuses it instead of redoing it
     return y.reshape((n, o) + tuple(out)), cols
 
