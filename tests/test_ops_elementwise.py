@@ -499,3 +499,31 @@ def test_integer_division_by_zero_of_an_empty_tensor_divides_nothing(op):
             == (0, 2)
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         getattr(flow, op)(flow.ones(2, dtype=flow.int32), 0)
+
+
+def _scaled_product(m, a, b, c):
+    if m is flow:
+        from flowgrad.ops.registry import REGISTRY
+        return REGISTRY["scaled_product"](a, b, c, scale=-2.0)
+    return a * b * c * -2.0
+
+
+def test_scaled_product_is_the_product_of_three_to_second_order():
+    """The one-node product of three that tanh's and pow's second derivatives record
+    (broadcasting inputs: the engine un-broadcasts its gradients)."""
+    check(_scaled_product, (2, 3), (3,), (2, 1))
+    gradcheck(_scaled_product, (2, 3), (3,), (2, 1))
+
+
+@pytest.mark.parametrize("f", [lambda m, x: m.tanh(x) ** 3, lambda m, x: m.tanh(x * x)])
+def test_tanh_and_pow_to_third_order_as_torch(f):
+    x0 = np.array([0.3, -1.1, 0.7, 1.9])
+    results = []
+    for m in (flow, torch):
+        x = m.tensor(x0, requires_grad=True)
+        (g,) = m.autograd.grad(f(m, x).sum(), x, create_graph=True)
+        (h,) = m.autograd.grad(g.sum(), x, create_graph=True)
+        (k,) = m.autograd.grad(h.sum(), x)
+        results.append([t.detach().numpy() for t in (g, h, k)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)

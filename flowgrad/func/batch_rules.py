@@ -299,7 +299,7 @@ ELEMENTWISE = ("add", "sub", "mul", "div", "pow", "where", "clone", "cast", "eq"
                "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_and", "logical_or",
                "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
                "bitwise_not", "scalar_add", "scalar_mul", "scalar_div", "scalar_rdiv",
-               "scalar_pow", "scalar_rpow", "fill")
+               "scalar_pow", "scalar_rpow", "fill", "scaled_product")
 TRAILING = ("tril", "triu", "linalg_cholesky", "linalg_det", "linalg_inv",
             "linalg_slogdet", "linalg_eigh", "linalg_qr", "linalg_svd")
 IMAGES = ("max_pool", "adaptive_max_pool", "window_sum", "unfold", "fold")
