@@ -197,6 +197,7 @@ def test_vector_math_products_sums_and_affine(dtype):
     a, b = rng.standard_normal((2, 300, 7)).astype(dtype)
     np.testing.assert_array_equal(blas.vector_math2("Mul", a, b), a * b)
     np.testing.assert_array_equal(blas.vector_math2("Add", a, b), a + b)
+    np.testing.assert_array_equal(blas.vector_math2("Sub", a, b), a - b)
     np.testing.assert_array_equal(blas.vector_math("Sqr", a), a * a)
     np.testing.assert_allclose(blas.vector_math("Exp", a), np.exp(a), rtol=3e-7)
     np.testing.assert_allclose(blas.vector_affine(a, -0.5, 2.0), a * -0.5 + 2.0, rtol=3e-7)
@@ -207,6 +208,22 @@ def test_vector_math_products_sums_and_affine(dtype):
     assert blas.vector_math2("Mul", a, b.reshape(7, 300)) is None  # another shape
     assert blas.vector_math2("Mul", a, b.astype(np.float16)) is None
     assert blas.vector_ready(a, b) and not blas.vector_ready(a, b.T)
+
+
+@pytest.mark.skipif(not blas._VECTOR_MATH, reason="MKL's vector math is not loaded")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vector_math_at_special_values_gives_numpys_values(dtype):
+    # the calls run in VML's no-error mode (its default handles each underflow, inf and nan
+    # one by one, ~60x slower): the values must still be the IEEE ones
+    x = np.array([-np.inf, -1e4, -745.2, -104.0, -90.0, -1.0, 0.0, 1.0, 100.0, 800.0,
+                  np.inf, np.nan], dtype)
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(blas.vector_math("Exp", x), np.exp(x), rtol=3e-7, atol=0)
+        np.testing.assert_array_equal(blas.vector_math2("Sub", x, x[::-1].copy()),
+                                      x - x[::-1])
+    from scipy.special import ndtr
+    np.testing.assert_allclose(blas.vector_math("CdfNorm", x), ndtr(x.astype(np.float64)),
+                               rtol=4e-7 if dtype == np.float32 else 1e-13, atol=0)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -207,3 +207,27 @@ ERRORS = [
 def test_bad_arguments(name, fn, exc, match):
     with pytest.raises(exc, match=match):
         fn()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_of_many_short_rows_as_torch(dtype):
+    # attention's shape (batch * heads, queries, keys), over the size where the rows'
+    # broadcasts go to BLAS and the exp to MKL's vector math: a causal mask's -inf, a row of
+    # -inf only, a nan and an inf, forward and backward as torch's
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((128, 64, 64)) * 4).astype(dtype)
+    x = np.where(np.triu(np.ones((64, 64), bool), 1), -np.inf, x).astype(dtype)
+    x[3, 5, :], x[4, 6, 7], x[5, 7, 8] = -np.inf, np.nan, np.inf
+    dy = rng.standard_normal(x.shape).astype(dtype)
+    from flowgrad import blas
+    assert blas.rows_ready(x.reshape(-1, 64)) or blas.BACKEND != "mkl"  # the path under test
+    results = []
+    for m in (flow, torch):
+        t = m.tensor(x, requires_grad=True)
+        y = m.softmax(t, dim=-1)
+        y.backward(m.tensor(dy))
+        results.append((y.detach().numpy(), t.grad.numpy()))
+    rtol = 2e-6 if dtype == "float32" else 1e-14
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
+        np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=rtol)  # (values of order 1)

@@ -20,7 +20,7 @@ import math
 
 from ..autograd import grad_mode
 from ..autograd.inplace import run_inplace
-from ..blas import vector_affine, vector_math, vector_math2, vector_ready
+from ..blas import fill_rows, rows_ready, vector_affine, vector_math, vector_math2, vector_ready
 from ..errors import check_kernel_dtype as _check_kernel_dtype
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -373,7 +373,7 @@ def _gelu_grad_from_cdf(xp, x, dy, cdf):
     if vector_ready(x, dy, cdf):
         t = vector_math("Sqr", x)
         vector_affine(t, -0.5, _LOG_INV_SQRT_2PI, out=t)
-        vector_math("Exp", t, t)
+        vector_math("Exp", t, t, no_inf=True)
         vector_math2("Mul", t, x, t)
         vector_math2("Add", t, cdf, t)
         return vector_math2("Mul", t, dy, t)
@@ -666,8 +666,25 @@ def _row_sums(xp, a, dim):
     return a.sum(axis=dim, keepdims=True)
 
 
+def _short_rows(x, dim):
+    """x as a (rows, n) matrix when dim is its contiguous last dim and `fill_rows` pays."""
+    if dim != x.ndim - 1 or not x.ndim:
+        return None
+    rows = x.reshape(-1, x.shape[-1])
+    return rows if rows_ready(rows) else None
+
+
 @op("softmax", save="outputs")
 def _softmax(xp, x, *, dim):
+    rows = _short_rows(x, dim)
+    if rows is not None:  # NumPy's broadcasts and exp, one thread each: by BLAS and VML
+        e = xp.empty_like(rows)
+        fill_rows(rows.max(axis=1, initial=-xp.inf), e)
+        vector_math2("Sub", rows, e, e)
+        vector_math("Exp", e, e, no_inf=True)  # (x - max: no +inf)
+        scale = xp.empty_like(e)
+        fill_rows(xp.reciprocal(_row_sums(xp, e, 1)).reshape(-1), scale)  # 1 / sum, as torch
+        return vector_math2("Mul", e, scale, e).reshape(x.shape)
     # (initial: empty dims; asarray: a 0-d difference is a scalar, and exp writes in place)
     e = xp.asarray(x - x.max(axis=dim, keepdims=True, initial=-xp.inf))
     xp.exp(e, out=e)
@@ -686,6 +703,13 @@ def softmax_backward(ctx, dy):
 @op("softmax_grad", differentiable=False)  # (create_graph takes the composed form above)
 def _softmax_grad(xp, y, dy, *, dim):
     """softmax's plain backward y * (dy - sum(dy * y)), the sum by _row_sums."""
+    rows = _short_rows(y, dim)
+    if rows is not None and vector_ready(y, dy):  # as softmax's: by BLAS and VML
+        d = dy.reshape(rows.shape)
+        g = vector_math2("Mul", d, rows)
+        fill_rows(_row_sums(xp, g, 1).reshape(-1), g)
+        vector_math2("Sub", d, g, g)
+        return vector_math2("Mul", g, rows, g).reshape(y.shape)
     g = xp.asarray(dy * y)  # (0-d: a scalar otherwise, and g is written in place)
     s = _row_sums(xp, g, dim)
     xp.subtract(dy, s, out=g)
