@@ -88,3 +88,26 @@ def test_writing_into_an_expanded_view_raises():
     e = y.expand(2, 3)
     with pytest.raises(RuntimeError, match="refers to a single memory location"):
         e.mul_(2)
+
+
+_EMPTY_WRITES = {
+    "masked_fill_": lambda m, v: v.masked_fill_(m.zeros(v.shape, dtype=m.bool), 1.0),
+    "setitem_mask": lambda m, v: v.__setitem__(m.zeros(v.shape, dtype=m.bool), 1.0),
+    "setitem_empty_slice": lambda m, v: v.__setitem__((slice(1, 1),), 1.0),
+}
+
+
+@pytest.mark.parametrize("write", list(_EMPTY_WRITES))
+@pytest.mark.parametrize("base_shape, view_shape", [((), (3,)), ((3,), (2, 3))])
+def test_a_write_selecting_nothing_through_an_expand_of_a_leaf_raises_as_torch(
+        write, base_shape, view_shape):
+    # torch checks the written tensor (a view of a leaf that requires grad), not what the
+    # write selects; flowgrad's writes through an expand go to the base's elements and,
+    # selecting none, checked nothing (found by program_fuzz seed 402568)
+    for m in (torch, flow):
+        leaf = m.ones(base_shape, requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf"):
+            _EMPTY_WRITES[write](m, leaf.expand(view_shape))
+        with m.no_grad():  # allowed there, and nothing written
+            _EMPTY_WRITES[write](m, leaf.expand(view_shape))
+        assert leaf.detach().numpy().tolist() == m.ones(base_shape).tolist()

@@ -101,6 +101,18 @@ def inplace_update(name, target, compute, args_need_grad=False):
     return _inplace_through_view(name, target, compute)
 
 
+def check_inplace(name, target):
+    """Raise where a recorded in-place write to `target` would be refused (a leaf, or a view of
+    one, that requires grad), before a write that may select no element at all: torch checks
+    the target, not what is written."""
+    if not _state.enabled:
+        return
+    view, meta = target._view, target._meta
+    base_needs = view is not None and view.base.requires_grad
+    if (meta is not None and meta.requires_grad) or base_needs:
+        _check_inplace_allowed(name, target, view, meta, base_needs)
+
+
 def _check_inplace_allowed(name, target, view, meta, base_needs):
     """torch's check_inplace: refuse recorded writes that autograd cannot rebase."""
     own = meta is not None and meta.requires_grad

@@ -21,7 +21,14 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
-from ..autograd.inplace import bump_version, inplace_update, run_inplace, self_overlapping, writable
+from ..autograd.inplace import (
+    bump_version,
+    check_inplace,
+    inplace_update,
+    run_inplace,
+    self_overlapping,
+    writable,
+)
 from ..autograd.views import writable_alias
 from ..device import array_module
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -297,6 +304,7 @@ def setitem(x, index, value):
         # an expand whose elements share memory (always a view: a tensor that is none owns
         # its elements, a vmap placeholder's zero strides included)
         if x._view is not None and self_overlapping(data):
+            check_inplace("setitem", x)  # (the write goes to the base, maybe to no element)
             if advanced:
                 _write_base_elements(x, spec, arrays, value)
             else:  # write the region it selects (torch's x[i] = v is x[i].copy_(v))
@@ -464,6 +472,7 @@ def argwhere(input):
 def _masked_fill_(self, mask, value):
     if (grad_mode.is_grad_enabled() and self_overlapping(self._data) and isinstance(mask, Tensor)
             and (self.requires_grad or isinstance(value, Tensor) and value.requires_grad)):
+        check_inplace("masked_fill_", self)
         setitem(self, mask.expand(self._data.shape), value)  # element by element of the base
         return self
     return run_inplace("masked_fill_", masked_fill, self, mask, value)
