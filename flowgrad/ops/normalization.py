@@ -100,6 +100,22 @@ def _row_blocks(m, rows):
     return ((r, min(r + rows, m)) for r in range(0, m, rows))
 
 
+# rows up to this long multiply by the weight (add the bias) as a block-sized tile of copies
+# of it: NumPy's broadcast of an (n,) row runs its inner loop once per row (a (256, 128)
+# block: 7.6 us against 3.4 for the tile, made once per call)
+_TILE_MAX_ROW = 512
+
+
+def _column_tile(xp, v, rows):
+    """v (n,) repeated as a (rows, n) array for the blocks' same-shape passes, or v itself
+    where its rows are long enough to broadcast as fast."""
+    if v is None or v.shape[0] > _TILE_MAX_ROW or rows < 2:
+        return v
+    tile = xp.empty((rows, v.shape[0]), v.dtype)
+    tile[...] = v
+    return tile
+
+
 def _rows_forward(xp, x, k, w, b, eps):
     """Normalise the rows of x viewed as (m, n): row sums by BLAS gemv (several times faster
     than NumPy's reduction along a short last axis), two passes for the variance as before."""
@@ -110,8 +126,9 @@ def _rows_forward(xp, x, k, w, b, eps):
     mean = xp.empty(m, x.dtype)
     rstd = xp.empty(m, x.dtype)
     ones = xp.ones(n, x.dtype)
-    w2, b2 = (t.reshape(n) if t is not None else None for t in (w, b))
-    for r0, r1 in _row_blocks(m, _block_rows(x, n)):
+    rows = min(m, _block_rows(x, n))
+    w2, b2 = (_column_tile(xp, t.reshape(n), rows) if t is not None else None for t in (w, b))
+    for r0, r1 in _row_blocks(m, rows):
         xc, mu, rs = y[r0:r1], mean[r0:r1], rstd[r0:r1]
         xp.divide(xp.matmul(x2[r0:r1], ones), n, out=mu)
         xp.subtract(x2[r0:r1], mu[:, None], out=xc)
@@ -121,9 +138,9 @@ def _rows_forward(xp, x, k, w, b, eps):
         xp.divide(1, rs, out=rs)
         xc *= rs[:, None]
         if w2 is not None:
-            xc *= w2
+            xc *= w2 if w2.ndim == 1 else w2[:r1 - r0]
         if b2 is not None:
-            xc += b2
+            xc += b2 if b2.ndim == 1 else b2[:r1 - r0]
     stat_shape = x.shape[:x.ndim - k] + (1,) * k
     return y.reshape(x.shape), mean.reshape(stat_shape), rstd.reshape(stat_shape)
 
@@ -144,6 +161,7 @@ def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
     rows = min(m, _block_rows(x, n))
     ones = xp.ones(rows, x.dtype)
     buf = xp.empty((rows, n), x.dtype)
+    w_tile = _column_tile(xp, w2, rows) if w is not None else None
     for r0, r1 in _row_blocks(m, rows):
         xs, dys, g, p = x2[r0:r1], dy2[r0:r1], dx[r0:r1], buf[:r1 - r0]
         mu_r, rs_r = mu[r0:r1], rs[r0:r1]
@@ -157,7 +175,7 @@ def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
         b = (sb * mu_r - ds) * (rs_r * rs_r * rs_r) / n
         c = -b * mu_r - sb * rs_r / n
         if w is not None:
-            xp.multiply(dys, w2, out=g)
+            xp.multiply(dys, w_tile if w_tile.ndim == 1 else w_tile[:r1 - r0], out=g)
             g *= rs_r[:, None]
         else:
             xp.multiply(dys, rs_r[:, None], out=g)
