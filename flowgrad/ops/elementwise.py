@@ -172,7 +172,7 @@ def _scalar_mul(xp, x, *, value):
 
 @_scalar_mul.grad
 def scalar_mul_backward(ctx, dy):
-    return dy * ctx.value
+    return _scalar_mul(dy, value=ctx.value)  # (dy * value, without mul's argument checks)
 
 
 @op("scalar_div", jvp="linear", save="attrs", complex=True)  # as scalar_mul
