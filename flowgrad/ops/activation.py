@@ -20,7 +20,15 @@ import math
 
 from ..autograd import grad_mode
 from ..autograd.inplace import run_inplace
-from ..blas import fill_rows, rows_ready, vector_affine, vector_math, vector_math2, vector_ready
+from ..blas import (
+    ROWS_MIN,
+    fill_rows,
+    rows_ready,
+    vector_affine,
+    vector_math,
+    vector_math2,
+    vector_ready,
+)
 from ..errors import check_kernel_dtype as _check_kernel_dtype
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -668,7 +676,7 @@ def _row_sums(xp, a, dim):
 
 def _short_rows(x, dim):
     """x as a (rows, n) matrix when dim is its contiguous last dim and `fill_rows` pays."""
-    if dim != x.ndim - 1 or not x.ndim:
+    if dim != x.ndim - 1 or x.size < ROWS_MIN:  # (and no reshape of an empty x)
         return None
     rows = x.reshape(-1, x.shape[-1])
     return rows if rows_ready(rows) else None

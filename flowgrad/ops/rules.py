@@ -146,7 +146,7 @@ def unary(name, kernel, *, d_of_x=None, d_of_y=None, d_of_xy=None, divide=False,
     @k.grad
     def unary_backward(ctx, dy):
         s = ctx.out if from_y else ctx.inputs[0]
-        if grad_op is not None and s._data.dtype.kind != "c":
+        if grad_op is not None and not s.is_complex():
             return grad_op(s, dy)
         f = d(s, ctx.out) if both else d(s)
         g = product(dy, conj(f) if complex else f)
