@@ -33,7 +33,7 @@ import sys
 import numpy as np
 
 __all__ = ["axpy", "axpby", "takes", "matmul", "vector_math", "vector_math2", "vector_affine",
-           "vector_ready", "rows_ready", "fill_rows", "BACKEND", "get_num_threads",
+           "vector_ready", "rows_ready", "fill_rows", "linear", "BACKEND", "get_num_threads",
            "set_num_threads"]
 
 # arrays below this many elements take the ufuncs (a ctypes call costs ~2 us)
@@ -444,6 +444,40 @@ def _gemm(a, b, out):
         _ROUTINES["gemm_batch_strided", dtype](
             _ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, sa, b.ctypes.data, ldb,
             sb, 0.0, c.ctypes.data, n, m * n, count)
+    return c
+
+
+def linear(x, w, bias):
+    """x @ w.T + bias for a 2-D x, a 2-D weight and a 1-D bias, as torch's addmm: one GEMM
+    accumulates the product onto rows of the bias (beta = 1; the rows by a GEMM with a ones
+    column), a pass fewer than the product and an add; None where `matmul` would not take
+    the product to MKL.
+
+    >>> x, w, b = np.ones((2, 3)), np.ones((4, 3)), np.arange(4.0)
+    >>> y = linear(x, w, b)
+    >>> y is None or y.tolist() == (x @ w.T + b).tolist()
+    True
+    """
+    if type(x) is not np.ndarray or type(w) is not np.ndarray or type(bias) is not np.ndarray \
+            or x.ndim != 2 or w.ndim != 2 or bias.ndim != 1:
+        return None
+    dtype = x.dtype
+    gemm = _ROUTINES.get(("gemm", dtype))
+    (m, k), (n, kw) = x.shape, w.shape
+    if gemm is None or w.dtype != dtype or bias.dtype != dtype or k != kw or bias.shape[0] != n \
+            or m * n * k < GEMM_MIN or max(m, n, k) > _INT32_MAX or not bias.flags.c_contiguous:
+        return None
+    item = dtype.itemsize
+    la = _layout(m, k, x.strides[0], x.strides[1], item)
+    lb = _layout(k, n, w.strides[1], w.strides[0], item)  # w.T, read transposed
+    if la is None or lb is None or not (x.flags.aligned and w.flags.aligned):
+        return None
+    c, ones = np.empty((m, n), dtype), np.ones(m, dtype)  # (named: alive during the call)
+    gemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, 1, 1.0, ones.ctypes.data, 1, bias.ctypes.data,
+         n, 0.0, c.ctypes.data, n)
+    (ta, lda), (tb, ldb) = la, lb
+    gemm(_ROW_MAJOR, ta, tb, m, n, k, 1.0, x.ctypes.data, lda, w.ctypes.data, ldb, 1.0,
+         c.ctypes.data, n)
     return c
 
 

@@ -1,5 +1,6 @@
 """flowgrad.blas: BLAS's fused axpy/axpby where NumPy's bundled OpenBLAS takes the arrays, the
 two NumPy ufuncs elsewhere; both give y + a*x (resp. a*x + b*y) to within one rounding."""
+import math
 import os
 import subprocess
 import sys
@@ -7,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+import flowgrad as flow
 from flowgrad import blas
 
 
@@ -263,3 +265,30 @@ def test_a_forked_child_runs_gemms_after_the_parent_did():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["rows", "batch", "transposed"])
+def test_linear_with_its_bias_in_the_gemm_as_torch(dtype, layout):
+    # from 128k outputs the bias goes into MKL's GEMM (beta = 1, as torch's addmm): values
+    # and every gradient as torch's, for 2-D, batched and transposed inputs
+    import torch
+
+    from flowgrad.ops import linalg
+    rng = np.random.default_rng(5)
+    shape = {"rows": (2048, 96), "batch": (16, 128, 96), "transposed": (96, 2048)}[layout]
+    x0 = rng.standard_normal(shape).astype(dtype)
+    w0, b0 = (rng.standard_normal(s).astype(dtype) for s in ((80, 96), (80,)))
+    dy0 = rng.standard_normal(shape[:-1] + (80,) if layout != "transposed" else (2048, 80))
+    results = []
+    for m in (flow, torch):
+        x, w, b = (m.tensor(a, requires_grad=True) for a in (x0, w0, b0))
+        y = m.nn.functional.linear(x.T if layout == "transposed" else x, w, b)
+        y.backward(m.tensor(dy0.astype(dtype)))
+        results.append([t.detach().numpy() for t in (y, x.grad, w.grad, b.grad)])
+    tol = 2e-5 if dtype == "float32" else 1e-12
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=tol, atol=tol)
+    rows = x0.T if layout == "transposed" else x0.reshape(-1, 96)
+    assert (blas.linear(rows, w0, b0) is not None) == blas.BACKEND.startswith("mkl")
+    assert math.prod(shape) // 96 * 80 >= linalg._BIAS_IN_GEMM  # the path under test
