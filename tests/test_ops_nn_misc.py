@@ -23,6 +23,33 @@ def _mask(m, rows):
 
 CAUSAL_FULL = [[True, False, False], [False, False, False], [True, True, True]]
 
+
+def _split_heads(m, qkv, batch_first, heads=2):
+    """Self-attention's packed projection as (q, k^T, v) per head: flowgrad's op, torch's
+    composition (as its MultiheadAttention does it)."""
+    if m is flow:
+        from flowgrad.ops.attention import _split_heads as op
+        return op(qkv, heads=heads, batch_first=batch_first)
+    a, b, e3 = qkv.shape
+    x = qkv.reshape(a, b, 3, heads, e3 // (3 * heads))
+    q, k, v = (x.permute(2, 0, 3, 1, 4) if batch_first else x.permute(2, 1, 3, 0, 4)).unbind(0)
+    n, h, length, hd = q.shape
+    return (q.reshape(n * h, length, hd), k.transpose(-1, -2).reshape(n * h, hd, length),
+            v.reshape(n * h, length, hd))
+
+
+def _merge_heads(m, dq, dkt, dv, batch_first, heads=2):
+    if m is flow:
+        from flowgrad.ops.attention import _merge_heads as op
+        return op(dq, dkt, dv, heads=heads, batch_first=batch_first)
+    nh, length, hd = dq.shape
+    n = nh // heads
+    x = m.stack([dq.reshape(n, heads, length, hd),
+                 dkt.reshape(n, heads, hd, length).transpose(-1, -2),
+                 dv.reshape(n, heads, length, hd)])  # (3, N, H, L, hd)
+    x = x.permute(1, 3, 0, 2, 4) if batch_first else x.permute(3, 1, 0, 2, 4)
+    return x.reshape(x.shape[0], x.shape[1], -1)
+
 CASES = [
     ("embedding", lambda m, w, i: F(m).embedding(i, w), (4, 3), IDX),
     ("embedding_padding", lambda m, w, i: F(m).embedding(i, w, padding_idx=1), (4, 3), IDX_PAD),
@@ -64,6 +91,12 @@ CASES = [
         q, k, v, attn_mask=b), (1, 2, 2), (1, 3, 2), (1, 3, 2), (2, 3)),
     ("sdpa_gqa", lambda m, q, k, v: F(m).scaled_dot_product_attention(
         q, k, v, enable_gqa=True), (1, 4, 2, 2), (1, 2, 2, 2), (1, 2, 2, 2)),
+    ("split_heads", lambda m, x: _split_heads(m, x, True), (3, 4, 12)),
+    ("split_heads_seq_first", lambda m, x: _split_heads(m, x, False), (4, 3, 12)),
+    ("merge_heads", lambda m, q, kt, v: _merge_heads(m, q, kt, v, True), (6, 4, 2), (6, 2, 4),
+     (6, 4, 2)),
+    ("merge_heads_seq_first", lambda m, q, kt, v: _merge_heads(m, q, kt, v, False), (6, 4, 2),
+     (6, 2, 4), (6, 4, 2)),
 ]
 
 

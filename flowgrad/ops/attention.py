@@ -17,8 +17,53 @@ from ..tensor import Tensor
 from .activation import softmax
 from .elementwise import where
 from .nn_misc import dropout
+from .registry import op
 
 __all__ = ["scaled_dot_product_attention"]
+
+
+# ---- self-attention's packed in-projection, split into heads and merged back ---------------
+def _as_heads(x, heads, batch_first):
+    """(N, L, 3E) (batch_first) or (L, N, 3E) as a (3, N, H, L, hd) view."""
+    a, b, e3 = x.shape
+    x = x.reshape(a, b, 3, heads, e3 // (3 * heads))
+    return x.transpose(2, 0, 3, 1, 4) if batch_first else x.transpose(2, 1, 3, 0, 4)
+
+
+@op("split_heads", n_out=3, jvp="linear")
+def _split_heads(xp, qkv, *, heads, batch_first):
+    """q (N*H, L, hd), k^T (N*H, hd, L) and v (N*H, L, hd) of the packed projection: three
+    copies, laid out as the attention's batched GEMMs read them."""
+    q, k, v = _as_heads(qkv, heads, batch_first)
+    n, _, length, hd = q.shape
+    return (xp.ascontiguousarray(q).reshape(n * heads, length, hd),
+            xp.ascontiguousarray(k.swapaxes(-1, -2)).reshape(n * heads, hd, length),
+            xp.ascontiguousarray(v).reshape(n * heads, length, hd))
+
+
+@_split_heads.grad
+def split_heads_backward(ctx, dq, dkt, dv):
+    return _merge_heads(dq, dkt, dv, heads=ctx.heads, batch_first=ctx.batch_first)
+
+
+# split_heads' adjoint: the three blocks written straight into the projection's layout (an
+# unbind's stack and a reshape's copy were two passes of the gradient, one of them strided)
+@op("merge_heads", jvp="linear")
+def _merge_heads(xp, dq, dkt, dv, *, heads, batch_first):
+    nh, length, hd = dq.shape
+    n = nh // heads
+    out = xp.empty((n, length, 3 * heads * hd) if batch_first else (length, n, 3 * heads * hd),
+                   dq.dtype)
+    view = _as_heads(out, heads, batch_first)
+    view[0] = dq.reshape(n, heads, length, hd)
+    view[1] = dkt.reshape(n, heads, hd, length).swapaxes(-1, -2)
+    view[2] = dv.reshape(n, heads, length, hd)
+    return out
+
+
+@_merge_heads.grad
+def merge_heads_backward(ctx, g):
+    return _split_heads(g, heads=ctx.heads, batch_first=ctx.batch_first)
 
 
 def _repeat_heads(t, times):

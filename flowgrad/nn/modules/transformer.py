@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ...device import array_module
+from ...ops.attention import _split_heads as split_heads
 from ...ops.creation import full, zeros
 from ...ops.shape import cat
 from ...tensor import Tensor
@@ -140,19 +141,8 @@ class MultiheadAttention(Module):
         in-projection GEMM on the layer's input as given (batch first or not): the same
         products as three projections of the transposed input, without copying the input
         three times, and with k^T laid out as the QK^T GEMM reads it fastest."""
-        h, hd = self.num_heads, self.head_dim
         qkv = F.linear(src, self.in_proj_weight, self.in_proj_bias)
-        if self.batch_first:  # (N, L, 3E) -> (3, N, H, L, hd)
-            n, length = qkv.shape[:2]
-            qkv = qkv.reshape(n, length, 3, h, hd).permute(2, 0, 3, 1, 4)
-        else:  # (L, N, 3E) -> (3, N, H, L, hd)
-            length, n = qkv.shape[:2]
-            qkv = qkv.reshape(length, n, 3, h, hd).permute(2, 1, 3, 0, 4)
-        q, k, v = qkv.unbind(0)
-        # contiguous(): reshape's copy would keep the projection's interleaved layout
-        return (q.contiguous().reshape(n * h, length, hd),
-                k.transpose(-2, -1).contiguous().reshape(n * h, hd, length),
-                v.contiguous().reshape(n * h, length, hd))
+        return split_heads(qkv, heads=self.num_heads, batch_first=self.batch_first)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
