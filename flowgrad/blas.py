@@ -33,8 +33,8 @@ import sys
 import numpy as np
 
 __all__ = ["axpy", "axpby", "takes", "matmul", "vector_math", "vector_math2", "vector_affine",
-           "vector_ready", "rows_ready", "fill_rows", "linear", "BACKEND", "get_num_threads",
-           "set_num_threads"]
+           "vector_ready", "rows_ready", "fill_rows", "linear", "matmul_add", "BACKEND",
+           "get_num_threads", "set_num_threads"]
 
 # arrays below this many elements take the ufuncs (a ctypes call costs ~2 us)
 MIN_SIZE = 1 << 15
@@ -479,6 +479,27 @@ def linear(x, w, bias):
     gemm(_ROW_MAJOR, ta, tb, m, n, k, 1.0, x.ctypes.data, lda, w.ctypes.data, ldb, 1.0,
          c.ctypes.data, n)
     return c
+
+
+def matmul_add(a, b, c):
+    """c += a @ b, in place, for C-contiguous 2-D float32/float64 arrays of one dtype by one
+    GEMM with beta = 1 (c may be a run of rows of a larger array); False, with nothing done,
+    where MKL's GEMM is not there.
+
+    >>> a, b, c = np.ones((2, 3)), np.ones((3, 2)), np.ones((2, 2))
+    >>> matmul_add(a, b, c) is False or c.tolist() == [[4.0, 4.0], [4.0, 4.0]]
+    True
+    """
+    gemm = _ROUTINES.get(("gemm", a.dtype))
+    if gemm is None or not all(type(t) is np.ndarray and t.ndim == 2 and t.dtype == a.dtype
+                               and t.flags.c_contiguous for t in (a, b, c)):
+        return False
+    (m, k), (kb, n) = a.shape, b.shape
+    if kb != k or c.shape != (m, n) or max(m, n, k) > _INT32_MAX or not c.flags.writeable:
+        return False
+    gemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a.ctypes.data, max(k, 1),
+         b.ctypes.data, max(n, 1), 1.0, c.ctypes.data, max(n, 1))
+    return True
 
 
 def get_num_threads():

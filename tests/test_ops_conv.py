@@ -240,3 +240,48 @@ def test_banded_path_keeps_non_finite_values_in_their_receptive_field(xs, ws):
     for ours, theirs in zip(results[1], results[0]):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)  # nan and inf alike
 
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("xs, ws, padding", [
+    ((8, 32, 8, 8), (64, 32, 3, 3), 1),        # the digits CNN's second layer
+    ((4, 16, 11, 7), (24, 16, 3, 5), 0),       # non-square image and kernel, no padding
+    ((3, 16, 9, 10), (16, 16, 5, 5), 2),
+    ((2, 16, 6, 9), (32, 16, 2, 4), "same"),   # even kernels: torch pads unevenly
+])
+def test_shifted_gemm_input_gradient_as_torch(dtype, xs, ws, padding):
+    # the input gradient of unit-stride 2-D convs with 16-64 channels: one GEMM per tap on
+    # the padded grid, accumulated onto shifted rows; an inf in dy stays in its field (torch's
+    # values and inf pattern), and a non-finite weight takes im2col (the grid's zero rows
+    # times an inf would be nan): the same numbers as that path
+    from flowgrad.ops import conv
+    rng = np.random.default_rng(7)
+    x0, w0 = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for inf_in_dy in (False, True):
+        results = []
+        for m in (torch, flow):
+            x, w = m.tensor(x0, requires_grad=True), m.tensor(w0, requires_grad=True)
+            y = F(m).conv2d(x, w, padding=padding)
+            g = np.random.default_rng(8).standard_normal(tuple(y.shape)).astype(dtype)
+            g[0, 0, 0, 0] = np.inf if inf_in_dy else g[0, 0, 0, 0]
+            y.backward(m.tensor(g))
+            results.append((x.grad.numpy(),) if inf_in_dy else
+                           (y.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
+        for ours, theirs in zip(results[1], results[0]):
+            np.testing.assert_allclose(ours, theirs, rtol=tol, atol=tol)  # inf where torch's
+    pads = [(p, p) for p in ((padding,) * 2 if isinstance(padding, int) else (0, 0))]
+    size = xs[2:] if padding != "same" else (xs[2] - ws[2] + 1, xs[3] - ws[3] + 1)
+    out = tuple(s + sum(p) - k + 1 for s, p, k in zip(size, pads, ws[2:]))
+    z = rng.standard_normal((2, ws[0]) + out).astype(dtype)
+    assert conv._shifted_ok(z, w0, (1, 1), pads, (1, 1), 1, size) == (
+        conv.blas.BACKEND == "mkl")  # the path under test
+    w_inf = w0.copy()
+    w_inf[0, 0, 0, 0] = np.inf
+    kw = dict(stride=(1, 1), padding=tuple(pads), dilation=(1, 1), groups=1, size=size)
+    taken = conv._conv_transpose.kernel(np, z, w_inf, **kw)
+    conv_ok, conv._shifted_ok = conv._shifted_ok, lambda *args: False
+    try:
+        np.testing.assert_array_equal(taken, conv._conv_transpose.kernel(np, z, w_inf, **kw))
+    finally:
+        conv._shifted_ok = conv_ok

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from .. import blas
 from ..tensor import Tensor
 from .halfprec import in_float32
 from .normalization import _channel_row, _rows_of
@@ -338,6 +339,8 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
         # many taps and channels against short output rows: the batch-innermost col2im's
         # one transposing copy of z (~3 ns a value) beats per-row adds (~15 ns a row)
         return _conv_transpose_batch_last(xp, z, w, stride, padding, dilation, groups, size)
+    if _shifted_ok(z, w, stride, padding, dilation, groups, size) and all_finite(xp, w):
+        return _conv_transpose_shifted(xp, z, w, padding, size)
     if cg >= _CONV_DX_MIN_CHANNELS and all(s == 1 for s in stride) and \
             all(r >= lo for r, (lo, _) in zip(reach, padding)):
         # unit stride and enough channels for a well-shaped GEMM: a plain convolution of z
@@ -357,6 +360,48 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
     cols = xp.moveaxis(cols, 1 + nd, 1)  # (C, N, *k, *sp) view
     buf = col2im(xp, cols, size, ksize, stride, padding, dilation)  # (C, N, *size)
     return xp.ascontiguousarray(xp.moveaxis(buf, 0, 1))
+
+
+def _shifted_ok(z, w, stride, padding, dilation, groups, size):
+    """The input gradient of a unit-stride 2-D conv with enough channels, float32/64 NumPy
+    arrays with MKL's GEMM: `_conv_transpose_shifted`."""
+    return (type(z) is np.ndarray and blas.BACKEND == "mkl" and len(stride) == 2
+            and groups == 1 and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
+            and _CONV_DX_MIN_CHANNELS <= min(w.shape[:2]) and max(w.shape[:2]) <= 64
+            and z.dtype in _SHIFTED_DTYPES
+            and w.dtype == z.dtype and all(lo >= 0 and hi >= 0 for lo, hi in padding)
+            and all(lo + s <= q + k - 1 for (lo, _), s, q, k in
+                    zip(padding, size, z.shape[2:], w.shape[2:])))
+
+
+_SHIFTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _conv_transpose_shifted(xp, z, w, padding, size):
+    """dx of y = conv(x, w) (unit stride, 2-D) with no im2col: on each image's padded grid
+    (Hp x Wp, flattened), the input position of output p through tap (a, b) is p + a * Wp + b,
+    so each tap's contribution, z's rows times w[:, :, a, b], is one GEMM accumulated (beta = 1)
+    onto a shifted run of rows of one channels-last buffer. The grid's rows past the outputs
+    are zeros in z (hence the caller's finite-w check). Measured against the im2col path
+    (up to 64 channels; 128 -> 128 was 6% slower): the digits CNN's 32 -> 64 3x3 layer 1.53 ->
+    1.36 ms, a 32x32 image's 21.3 -> 8.3 ms, a 56x56 one's 19.4 -> 11.6 ms."""
+    n, o, ho, wo = z.shape
+    c, (kh, kw) = w.shape[1], w.shape[2:]
+    hp, wp = ho + kh - 1, wo + kw - 1
+    rows = n * hp * wp
+    grid = xp.zeros((n, hp, wp, o), z.dtype)
+    grid[:, :ho, :wo] = z.transpose(0, 2, 3, 1)
+    grid = grid.reshape(rows, o)
+    out = xp.zeros((rows + (kh - 1) * wp + kw - 1, c), z.dtype)
+    for a in range(kh):
+        for b in range(kw):
+            shift = a * wp + b
+            if not blas.matmul_add(grid, xp.ascontiguousarray(w[:, :, a, b]),
+                                   out[shift:shift + rows]):
+                out[shift:shift + rows] += grid @ w[:, :, a, b]
+    (lo_h, _), (lo_w, _) = padding
+    out = out[:rows].reshape(n, hp, wp, c)[:, lo_h:lo_h + size[0], lo_w:lo_w + size[1]]
+    return xp.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
 
 @op("conv_weight", save="inputs[0, 1]")  # not the optional cols: the rule never reads it
