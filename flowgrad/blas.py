@@ -283,11 +283,17 @@ def fill_rows(column, out):
     ...     fill_rows(np.arange(2.0 ** 12), out)
     ...     assert (out == np.arange(2.0 ** 12)[:, None]).all()
     """
+    _outer(column, np.ones(out.shape[1], out.dtype), out)
+
+
+def _outer(u, v, out):
+    """out = u v^T for contiguous vectors u (rows,) and v (n,) and a C-contiguous (rows, n)
+    out of their dtype: one GEMM of inner size 1 on MKL's threads, each value copied exactly
+    (one product by 1 where u or v is a ones vector). u and v are held by this call's frame:
+    a temporary passed in stays alive while MKL reads it."""
     rows, n = out.shape
-    ones = np.ones(n, out.dtype)
     _ROUTINES["gemm", out.dtype](_ROW_MAJOR, _NO_TRANS, _NO_TRANS, rows, n, 1, 1.0,
-                                 column.ctypes.data, 1, ones.ctypes.data, n, 0.0,
-                                 out.ctypes.data, n)
+                                 u.ctypes.data, 1, v.ctypes.data, n, 0.0, out.ctypes.data, n)
 
 
 def _vector_out(fn, x, others, out):
@@ -392,8 +398,9 @@ def matmul(a, b, out=None):
     return c
 
 
-def _gemm(a, b, out):
-    """The product computed by BLAS into `out` (or a new array), or None where NumPy must."""
+def _gemm(a, b, out, beta=0.0):
+    """The product computed by BLAS into `out` (or a new array), or None where NumPy must;
+    beta = 1 adds it to what `out` holds."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim < 2 or b.ndim < 2:
         return None
     dtype = a.dtype
@@ -435,22 +442,22 @@ def _gemm(a, b, out):
     sb = bb[1] if bb[0] > 1 else 0
     if count == 1:
         gemm(_ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb,
-             0.0, c.ctypes.data, n)
+             beta, c.ctypes.data, n)
     elif sb == 0 and ta == _NO_TRANS and sa == m * lda:
         # one matrix against a contiguous stack: a single GEMM over all its rows
         gemm(_ROW_MAJOR, ta, tb, count * m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data,
-             ldb, 0.0, c.ctypes.data, n)
+             ldb, beta, c.ctypes.data, n)
     else:
         _ROUTINES["gemm_batch_strided", dtype](
             _ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, sa, b.ctypes.data, ldb,
-            sb, 0.0, c.ctypes.data, n, m * n, count)
+            sb, beta, c.ctypes.data, n, m * n, count)
     return c
 
 
 def linear(x, w, bias):
-    """x @ w.T + bias for a 2-D x, a 2-D weight and a 1-D bias, as torch's addmm: one GEMM
-    accumulates the product onto rows of the bias (beta = 1; the rows by a GEMM with a ones
-    column), a pass fewer than the product and an add; None where `matmul` would not take
+    """x @ w.T + bias for a 2-D x, a 2-D weight and a 1-D bias, as torch's addmm: the rows of
+    the bias (`_outer` with a ones column), then one GEMM that adds the product to them
+    (beta = 1), a pass fewer than the product and an add; None where `matmul` would not take
     the product to MKL.
 
     >>> x, w, b = np.ones((2, 3)), np.ones((4, 3)), np.arange(4.0)
@@ -458,48 +465,25 @@ def linear(x, w, bias):
     >>> y is None or y.tolist() == (x @ w.T + b).tolist()
     True
     """
-    if type(x) is not np.ndarray or type(w) is not np.ndarray or type(bias) is not np.ndarray \
-            or x.ndim != 2 or w.ndim != 2 or bias.ndim != 1:
+    if not all(type(t) is np.ndarray for t in (x, w, bias)) or x.ndim != 2 or w.ndim != 2 \
+            or bias.shape != w.shape[:1] or bias.dtype != x.dtype or \
+            not bias.flags.c_contiguous or ("gemm", x.dtype) not in _ROUTINES or \
+            x.shape[0] * w.size < GEMM_MIN:  # (_gemm's own bound: no bias rows made in vain)
         return None
-    dtype = x.dtype
-    gemm = _ROUTINES.get(("gemm", dtype))
-    (m, k), (n, kw) = x.shape, w.shape
-    if gemm is None or w.dtype != dtype or bias.dtype != dtype or k != kw or bias.shape[0] != n \
-            or m * n * k < GEMM_MIN or max(m, n, k) > _INT32_MAX or not bias.flags.c_contiguous:
-        return None
-    item = dtype.itemsize
-    la = _layout(m, k, x.strides[0], x.strides[1], item)
-    lb = _layout(k, n, w.strides[1], w.strides[0], item)  # w.T, read transposed
-    if la is None or lb is None or not (x.flags.aligned and w.flags.aligned):
-        return None
-    c, ones = np.empty((m, n), dtype), np.ones(m, dtype)  # (named: alive during the call)
-    gemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, 1, 1.0, ones.ctypes.data, 1, bias.ctypes.data,
-         n, 0.0, c.ctypes.data, n)
-    (ta, lda), (tb, ldb) = la, lb
-    gemm(_ROW_MAJOR, ta, tb, m, n, k, 1.0, x.ctypes.data, lda, w.ctypes.data, ldb, 1.0,
-         c.ctypes.data, n)
-    return c
+    c = np.empty((x.shape[0], w.shape[0]), x.dtype)
+    _outer(np.ones(x.shape[0], x.dtype), bias, c)
+    return _gemm(x, w.T, c, beta=1.0)
 
 
 def matmul_add(a, b, c):
-    """c += a @ b, in place, for C-contiguous 2-D float32/float64 arrays of one dtype by one
-    GEMM with beta = 1 (c may be a run of rows of a larger array); False, with nothing done,
-    where MKL's GEMM is not there.
+    """c += a @ b, in place, by one GEMM with beta = 1 (c may be a run of rows of a larger
+    array); False, with nothing done, where `matmul` would not take the product to MKL.
 
     >>> a, b, c = np.ones((2, 3)), np.ones((3, 2)), np.ones((2, 2))
     >>> matmul_add(a, b, c) is False or c.tolist() == [[4.0, 4.0], [4.0, 4.0]]
     True
     """
-    gemm = _ROUTINES.get(("gemm", a.dtype))
-    if gemm is None or not all(type(t) is np.ndarray and t.ndim == 2 and t.dtype == a.dtype
-                               and t.flags.c_contiguous for t in (a, b, c)):
-        return False
-    (m, k), (kb, n) = a.shape, b.shape
-    if kb != k or c.shape != (m, n) or max(m, n, k) > _INT32_MAX or not c.flags.writeable:
-        return False
-    gemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a.ctypes.data, max(k, 1),
-         b.ctypes.data, max(n, 1), 1.0, c.ctypes.data, max(n, 1))
-    return True
+    return _gemm(a, b, c, beta=1.0) is not None
 
 
 def get_num_threads():

@@ -107,10 +107,11 @@ _TILE_MAX_ROW = 512
 
 
 def _column_tile(xp, v, rows):
-    """v (n,) repeated as a (rows, n) array for the blocks' same-shape passes, or v itself
-    where its rows are long enough to broadcast as fast."""
-    if v is None or v.shape[0] > _TILE_MAX_ROW or rows < 2:
-        return v
+    """v (n,) repeated as a (rows, n) array for the blocks' same-shape passes, or as one row
+    (1, n) where its rows are long enough to broadcast as fast: either way a block of r rows
+    reads `tile[:r]`."""
+    if v.shape[0] > _TILE_MAX_ROW or rows < 2:
+        return v[None]
     tile = xp.empty((rows, v.shape[0]), v.dtype)
     tile[...] = v
     return tile
@@ -138,9 +139,9 @@ def _rows_forward(xp, x, k, w, b, eps):
         xp.divide(1, rs, out=rs)
         xc *= rs[:, None]
         if w2 is not None:
-            xc *= w2 if w2.ndim == 1 else w2[:r1 - r0]
+            xc *= w2[:r1 - r0]
         if b2 is not None:
-            xc += b2 if b2.ndim == 1 else b2[:r1 - r0]
+            xc += b2[:r1 - r0]
     stat_shape = x.shape[:x.ndim - k] + (1,) * k
     return y.reshape(x.shape), mean.reshape(stat_shape), rstd.reshape(stat_shape)
 
@@ -175,7 +176,7 @@ def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
         b = (sb * mu_r - ds) * (rs_r * rs_r * rs_r) / n
         c = -b * mu_r - sb * rs_r / n
         if w is not None:
-            xp.multiply(dys, w_tile if w_tile.ndim == 1 else w_tile[:r1 - r0], out=g)
+            xp.multiply(dys, w_tile[:r1 - r0], out=g)
             g *= rs_r[:, None]
         else:
             xp.multiply(dys, rs_r[:, None], out=g)
