@@ -205,6 +205,41 @@ def new_array(like, values, dtype=None):
     return xp.asarray(values if xp is HOST_XP else to_host(values), dtype)
 
 
+_CONSTANTS = {}  # (array module, dtype, value) -> a shared 0-d array
+
+
+def constant(xp, value, dtype):
+    """`value` as a 0-d array of `dtype` on xp's device, shared (an operand, never written)
+    and made once: a ufunc converts a Python number on every call, which costs about as much
+    as the ufunc on 100 values. Not for nan or -0.0 (the key compares 0.0 == -0.0).
+
+    >>> import numpy as np
+    >>> constant(np, 0, np.dtype(np.float32))
+    array(0., dtype=float32)
+    """
+    key = (xp, dtype, value)
+    c = _CONSTANTS.get(key)
+    if c is None:
+        if len(_CONSTANTS) >= 4096:
+            _CONSTANTS.clear()
+        c = _CONSTANTS[key] = xp.asarray(value, dtype)
+    return c
+
+
+def scalar_operand(xp, value, dtype):
+    """A scalar op's Python float as `constant` where that gives the same bits (an array of
+    float32/64; a value neither nan nor zero: NumPy casts a Python float to the array's dtype,
+    NEP 50), else the value itself.
+
+    >>> import numpy as np
+    >>> scalar_operand(np, 0.5, np.dtype(np.float32)).dtype, scalar_operand(np, 2, None)
+    (dtype('float32'), 2)
+    """
+    if type(value) is float and value == value and value != 0.0 and dtype.char in "fd":
+        return constant(xp, value, dtype)
+    return value
+
+
 def broadcast_view(array, shape):
     """`xp.broadcast_to(array, shape)`: a read-only view repeating size-1 and missing leading
     dims. A C-contiguous NumPy array's view is made directly: NumPy's broadcast_to builds an

@@ -527,3 +527,36 @@ def test_tanh_and_pow_to_third_order_as_torch(f):
         results.append([t.detach().numpy() for t in (g, h, k)])
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+
+@pytest.mark.parametrize("value", [1.0001, -0.0, 0.0, float("nan"), float("inf"), -2.5, 1e300,
+                                   3, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
+def test_kernels_with_shared_constants_give_the_python_scalar_bits(value, dtype):
+    """scalar_mul, scalar_add, relu and the gradients of tanh and relu take their constants as
+    shared 0-d arrays (device.constant) where that gives the same bits as NumPy with the
+    Python number: signed zeros, nan, overflow to inf, ints and bools included, twice in a row
+    (the cache must not mix -0.0 with 0.0)."""
+    from flowgrad.ops.registry import REGISTRY
+
+    k = {name: REGISTRY[name].kernel for name in
+         ("scalar_mul", "scalar_add", "relu", "relu_grad", "tanh_grad")}
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-3, 3, 64).astype(dtype)
+    dy = rng.standard_normal(64).astype(dtype)
+    if dtype != "int32":
+        x[:5] = [0.0, -0.0, np.inf, -np.inf, np.nan]
+    y = np.tanh(x) if dtype != "int32" else x
+    with np.errstate(all="ignore"):
+        for _ in range(2):
+            cases = [(k["scalar_mul"](np, x, value=value), (x * value).astype(dtype)),
+                     (k["scalar_add"](np, x, value=value), (x + value).astype(dtype)),
+                     (k["relu"](np, x), np.maximum(x, 0)),
+                     (k["relu_grad"](np, x, dy), np.where(x <= 0, np.zeros((), dtype), dy))]
+            if dtype != "int32":
+                cases.append((k["tanh_grad"](np, y, dy), dy * (1 - y * y)))
+            for got, want in cases:
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got.view(f"u{got.itemsize}"),
+                                              want.view(f"u{want.itemsize}"))

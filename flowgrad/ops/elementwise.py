@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
-from ..device import array_module
+from ..device import array_module, constant, scalar_operand
 from ..errors import check_kernel_dtype
 from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
@@ -153,7 +153,7 @@ def _same(x, r):
 
 @op("scalar_add", complex=True)
 def _scalar_add(xp, x, *, value):
-    r = x + value
+    r = x + scalar_operand(xp, value, x.dtype)
     return r if r.dtype is x.dtype else r.astype(x.dtype)  # inline _same: hot path
 
 
@@ -166,7 +166,7 @@ def scalar_add_backward(ctx, dy):
 # so here too
 @op("scalar_mul", jvp="linear", save="attrs", complex=True)
 def _scalar_mul(xp, x, *, value):
-    r = x * value
+    r = x * scalar_operand(xp, value, x.dtype)
     return r if r.dtype is x.dtype else r.astype(x.dtype)  # inline _same: hot path
 
 
@@ -310,6 +310,9 @@ _cos = unary("cos", lambda xp, x: xp.cos(x), d_of_x=lambda x: -sin(x), complex=T
 
 @op("tanh_grad", jvp="diagonal", save="inputs")
 def _tanh_grad(xp, y, dy):
+    if y.dtype is dy.dtype and y.dtype.char in "fd" and y.shape == dy.shape and y.ndim:
+        t = y * y  # the same three ufuncs, the last two in place, the 1 a shared 0-d array
+        return xp.multiply(dy, xp.subtract(constant(xp, 1, y.dtype), t, out=t), out=t)
     return dy * (1 - y * y)
 
 
@@ -770,8 +773,7 @@ def clamp_tensor_backward(ctx, dy):
     x, *bounds = ctx.inputs
     lo = bounds[0] if ctx.has_min else None
     hi = bounds[-1] if ctx.has_max else None
-    keeps = []
-    grads = []
+    keeps, grads = [], []
     if lo is not None:
         keeps.append(x >= lo)
         grads.append((x < lo) & (lo < hi) if hi is not None else x < lo)

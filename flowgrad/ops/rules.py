@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import operator
 
+from ..device import constant
 from .complex import conj
 from .creation import zeros_like
 from .registry import op
@@ -43,7 +44,7 @@ def masked_product(xp, m, d):
     array([0., 6.])
     """
     if m.dtype.kind == "b" and m.size <= _SMALL and d.size <= _SMALL:  # one where: faster
-        return xp.where(m, d, xp.zeros((), d.dtype))
+        return xp.where(m, d, constant(xp, 0, d.dtype))
     r = xp.multiply(m, d, dtype=d.dtype if m.dtype.kind == "b" else None)
     if has_nan(xp, r):
         r = xp.where(m != 0, r, xp.zeros((), r.dtype))
