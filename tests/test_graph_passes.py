@@ -508,3 +508,26 @@ def test_a_chain_reading_a_gemm_result_alone_computes_in_it_unless_switched_off(
             np.testing.assert_array_equal(graph(x).numpy(), step(x).detach().numpy())
         fused = [n.op for n in graph._compiled[0].nodes if n.op.name.startswith("fused[")]
         assert [op.into_input for op in fused] == expected
+
+
+def test_a_residual_add_computes_in_its_gemm_operand_whichever_side_it_is():
+    """h + linear(h) and linear(h) + h: the add writes into the GEMM's fresh array (the
+    operand read there alone), the other operand read as it is; the values are eager's bit for
+    bit, and the residual h is left as it was (it is read again after)."""
+    lin = flow.nn.Linear(8, 8)
+
+    def left(h):
+        return (h + lin(h)) * h
+
+    def right(h):
+        return (lin(h) + h) * h
+
+    h = flow.tensor(np.random.default_rng(1).standard_normal((5, 8)).astype(np.float32))
+    for step in (left, right):
+        graph = flow.nn.Graph.trace(step)
+        for _ in range(2):
+            before = h.numpy().copy()
+            np.testing.assert_array_equal(graph(h).numpy(), step(h).detach().numpy())
+            np.testing.assert_array_equal(h.numpy(), before)
+        adds = [n for n in graph._compiled[0].nodes if n.op.name.startswith("fused[add")]
+        assert [n.op.into_input for n in adds] == [True]

@@ -395,7 +395,9 @@ def fuse_elementwise(program):
         pos = kinds[start]
         if pos is False or taken[start]:
             continue
-        pos = 0 if pos is True else pos
+        if pos is True:  # a binary first step runs through the operand it may write into
+            pos = 1 if (not _writable_input(node, 0, readers, program)
+                        and _writable_input(node, 1, readers, program)) else 0
         chain, exports, at = [(node, pos)], [], [start]
         first_outside = n_nodes + 1  # the earliest reader outside the chain so far
         out = node.outputs[0]
