@@ -67,8 +67,13 @@ def eager_call(op, *inputs, **attrs):
     `Op.__call__` itself while no other interpreter is installed (see `install`)."""
     if complex_checks and not op.complex:
         refuse_complex(op, inputs)
-    record = _state.enabled and op.backward is not None and _needs_record(inputs)
     n_in = len(inputs)  # (a tuple for the usual one or two inputs: no comprehension frame)
+    if n_in == 1 and inputs[0]._view is None:  # (_needs_record of one plain tensor, inline)
+        meta = inputs[0]._meta
+        record = meta is not None and meta.requires_grad and _state.enabled and \
+            op.backward is not None
+    else:
+        record = _state.enabled and op.backward is not None and _needs_record(inputs)
     arrays = ((inputs[0]._data,) if n_in == 1 else (inputs[0]._data, inputs[1]._data)
               if n_in == 2 else [t._data for t in inputs])
     xp = ARRAY_MODULES.get(type(arrays[0]), HOST_XP) if arrays else HOST_XP  # from the device
