@@ -534,14 +534,14 @@ def test_tanh_and_pow_to_third_order_as_torch(f):
                                    3, True])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
 def test_kernels_with_shared_constants_give_the_python_scalar_bits(value, dtype):
-    """scalar_mul, scalar_add, relu and the gradients of tanh and relu take their constants as
-    shared 0-d arrays (device.constant) where that gives the same bits as NumPy with the
-    Python number: signed zeros, nan, overflow to inf, ints and bools included, twice in a row
-    (the cache must not mix -0.0 with 0.0)."""
+    """scalar_mul, scalar_div, scalar_add, relu and the gradients of tanh and relu take their
+    constants as shared 0-d arrays (device.constant) where that gives the same bits as NumPy
+    with the Python number: signed zeros, nan, overflow to inf, ints and bools included, twice
+    in a row (the cache must not mix -0.0 with 0.0)."""
     from flowgrad.ops.registry import REGISTRY
 
     k = {name: REGISTRY[name].kernel for name in
-         ("scalar_mul", "scalar_add", "relu", "relu_grad", "tanh_grad")}
+         ("scalar_mul", "scalar_div", "scalar_add", "relu", "relu_grad", "tanh_grad")}
     rng = np.random.default_rng(1)
     x = rng.uniform(-3, 3, 64).astype(dtype)
     dy = rng.standard_normal(64).astype(dtype)
@@ -551,6 +551,7 @@ def test_kernels_with_shared_constants_give_the_python_scalar_bits(value, dtype)
     with np.errstate(all="ignore"):
         for _ in range(2):
             cases = [(k["scalar_mul"](np, x, value=value), (x * value).astype(dtype)),
+                     (k["scalar_div"](np, x, value=value), (x / value).astype(dtype)),
                      (k["scalar_add"](np, x, value=value), (x + value).astype(dtype)),
                      (k["relu"](np, x), np.maximum(x, 0)),
                      (k["relu_grad"](np, x, dy), np.where(x <= 0, np.zeros((), dtype), dy))]

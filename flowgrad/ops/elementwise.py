@@ -177,7 +177,7 @@ def scalar_mul_backward(ctx, dy):
 
 @op("scalar_div", jvp="linear", save="attrs", complex=True)  # as scalar_mul
 def _scalar_div(xp, x, *, value):
-    return _same(x, x / value)
+    return _same(x, x / scalar_operand(xp, value, x.dtype))
 
 
 @_scalar_div.grad
