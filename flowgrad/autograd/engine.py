@@ -75,7 +75,10 @@ class GraphTask:
                     return False
             elif node.next_nodes.count(None) == len(node.next_nodes):
                 return False  # a branch into tensors that need no grad: no target there
-        return all(meta.is_leaf for meta in targets)
+        for meta in targets:
+            if not meta.is_leaf:
+                return False
+        return True
 
     def _prune(self, deps):
         """Keep only nodes with a path to a target meta; recount edges among them."""
@@ -440,15 +443,18 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, 
     task = GraphTask([r[0] for r in roots], retain_graph, save_grad_for_leaf, targets)
     task.compute_dependencies(create_graph)  # may raise: nothing has been touched yet
     _TASKS.append(task)
-    with grad_mode.set_grad_enabled(create_graph):
-        try:
-            for _, meta, g in roots:
-                cur = meta.current_grad
-                meta.current_grad = g if cur is None else cur + g
-            task.apply()
-        except BaseException:
-            task.clear()
-            raise
+    state = grad_mode._state  # (set_grad_enabled's with-block, inline: once per backward)
+    prev, state.enabled = state.enabled, create_graph
+    try:
+        for _, meta, g in roots:
+            cur = meta.current_grad
+            meta.current_grad = g if cur is None else cur + g
+        task.apply()
+    except BaseException:
+        task.clear()
+        raise
+    finally:
+        state.enabled = prev
     return task
 
 
@@ -528,8 +534,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 f"set requires_grad=True on it before computing the outputs")
     targets = dict.fromkeys(t._meta for t in inputs)
     task = _run(outputs, grads, retain_graph, create_graph, False, targets)
-    with grad_mode.set_grad_enabled(create_graph):
+    state = grad_mode._state  # (hooks and retain_grad of the targets run in the run's mode)
+    prev, state.enabled = state.enabled, create_graph
+    try:
         collected = [task.collect(t._meta) for t in inputs]
+    finally:
+        state.enabled = prev
     result = []
     for i, (t, g) in enumerate(zip(inputs, collected)):
         if g is None:
