@@ -223,6 +223,8 @@ def constant(xp, value, dtype):
         if len(_CONSTANTS) >= 4096:
             _CONSTANTS.clear()
         c = _CONSTANTS[key] = xp.asarray(value, dtype)
+        if type(c) is np.ndarray:
+            c.flags.writeable = False  # shared by every caller: a write would be a wrong number
     return c
 
 
