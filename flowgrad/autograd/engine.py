@@ -444,7 +444,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, 
     task.compute_dependencies(create_graph)  # may raise: nothing has been touched yet
     _TASKS.append(task)
     state = grad_mode._state  # (set_grad_enabled's with-block, inline: once per backward)
-    prev, state.enabled = state.enabled, create_graph
+    prev, state.enabled = state.enabled, bool(create_graph)
     try:
         for _, meta, g in roots:
             cur = meta.current_grad
@@ -535,7 +535,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     targets = dict.fromkeys(t._meta for t in inputs)
     task = _run(outputs, grads, retain_graph, create_graph, False, targets)
     state = grad_mode._state  # (hooks and retain_grad of the targets run in the run's mode)
-    prev, state.enabled = state.enabled, create_graph
+    prev, state.enabled = state.enabled, bool(create_graph)
     try:
         collected = [task.collect(t._meta) for t in inputs]
     finally:
