@@ -229,15 +229,20 @@ def constant(xp, value, dtype):
 
 
 def scalar_operand(xp, value, dtype):
-    """A scalar op's Python float as `constant` where that gives the same bits (an array of
-    float32/64; a value neither nan nor zero: NumPy casts a Python float to the array's dtype,
-    NEP 50), else the value itself.
+    """A scalar op's Python number as `constant` where that gives the same bits (an array of
+    float32/64 and a float neither nan nor zero, or an int float32 holds exactly: NumPy casts
+    a Python number to the array's dtype, NEP 50), else the value itself.
 
     >>> import numpy as np
-    >>> scalar_operand(np, 0.5, np.dtype(np.float32)).dtype, scalar_operand(np, 2, None)
-    (dtype('float32'), 2)
+    >>> f32 = np.dtype(np.float32)
+    >>> scalar_operand(np, 0.5, f32).dtype, scalar_operand(np, 3, f32).dtype
+    (dtype('float32'), dtype('float32'))
+    >>> scalar_operand(np, -0.0, f32), scalar_operand(np, 2 ** 30, f32)
+    (-0.0, 1073741824)
     """
-    if type(value) is float and value == value and value != 0.0 and dtype.char in "fd":
+    kind = type(value)
+    if (kind is float and value == value and value != 0.0 or
+            kind is int and -16777216 <= value <= 16777216) and dtype.char in "fd":
         return constant(xp, value, dtype)
     return value
 

@@ -541,7 +541,8 @@ def test_kernels_with_shared_constants_give_the_python_scalar_bits(value, dtype)
     from flowgrad.ops.registry import REGISTRY
 
     k = {name: REGISTRY[name].kernel for name in
-         ("scalar_mul", "scalar_div", "scalar_add", "relu", "relu_grad", "tanh_grad")}
+         ("scalar_mul", "scalar_div", "scalar_add", "relu", "relu_grad", "tanh_grad",
+          "scaled_product", "scalar_pow_grad")}
     rng = np.random.default_rng(1)
     x = rng.uniform(-3, 3, 64).astype(dtype)
     dy = rng.standard_normal(64).astype(dtype)
@@ -557,6 +558,13 @@ def test_kernels_with_shared_constants_give_the_python_scalar_bits(value, dtype)
                      (k["relu_grad"](np, x, dy), np.where(x <= 0, np.zeros((), dtype), dy))]
             if dtype != "int32":
                 cases.append((k["tanh_grad"](np, y, dy), dy * (1 - y * y)))
+                product = x * dy * x
+                product *= value
+                cases.append((k["scaled_product"](np, x, dy, x, scale=value), product))
+                e = value if type(value) is not bool else 3
+                if e != 0 and e == e:  # (pow's gradient of exponent e, the op's own formula)
+                    cases.append((k["scalar_pow_grad"](np, x, dy, exponent=e),
+                                  (dy * (e * x ** (e - 1))).astype(dtype)))
             for got, want in cases:
                 assert got.dtype == want.dtype
                 np.testing.assert_array_equal(got.view(f"u{got.itemsize}"),

@@ -95,7 +95,7 @@ def mul_backward(ctx, dy):  # conj: the identity for real tensors (complex: torc
 @op("scaled_product", jvp="multilinear", save="inputs for others")
 def _scaled_product(xp, a, b, c, *, scale):
     product = a * b * c
-    product *= scale  # (in place: the dtype the three inputs promote to)
+    product *= scalar_operand(xp, scale, product.dtype)  # (in place: the inputs' dtype)
     return product
 
 
@@ -221,7 +221,7 @@ def _scalar_pow(xp, x, *, exponent):
 def _scalar_pow_grad(xp, x, dy, *, exponent):
     if exponent == 0:  # torch's zeros, not dy * 0 (nan where x ** -1 is inf)
         return xp.zeros_like(dy)
-    return _same(x, dy * (exponent * _power(xp, x, exponent - 1)))
+    return _same(x, dy * (scalar_operand(xp, exponent, x.dtype) * _power(xp, x, exponent - 1)))
 
 
 @_scalar_pow_grad.grad
