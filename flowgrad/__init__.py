@@ -66,6 +66,7 @@ from .device import device
 from .dtypes import *  # noqa: F401,F403
 from .dtypes import dtype, get_default_dtype, promote_types, set_default_dtype
 from .ops.activation import *  # noqa: F401,F403
+from .ops.compare import isin  # noqa: F401 - the other comparisons come with elementwise
 from .ops.complex import *  # noqa: F401,F403
 from .ops.conv import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403
@@ -130,6 +131,7 @@ from .ops.torch_spellings import *  # noqa: F401,F403 - after the *s: torch.* ke
 from .ops.windows import *  # noqa: F401,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .serialization import load, save
+from .settings import *  # noqa: F401,F403 - determinism and matmul precision switches
 from .sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: F401
 from .tensor import Size, Tensor
 from .threads import (
@@ -149,6 +151,9 @@ autograd._load_tools()
 # RuntimeWarnings raised from flowgrad's own code; the user's NumPy code still warns.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"flowgrad\.")
 utils.memory.keep_freed_memory(True)  # reuse freed activation buffers: see utils/memory.py
+
+
+vmap = func.vmap  # torch.vmap is torch.func.vmap
 
 
 def is_tensor(obj) -> bool:

@@ -16,7 +16,7 @@ from ..tensor import Tensor
 from .registry import op
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
-           "logical_xor", "isnan", "isinf", "isfinite", "equal", "allclose", "isclose"]
+           "logical_xor", "isnan", "isinf", "isfinite", "equal", "allclose", "isclose", "isin"]
 
 
 _NUMBERS = (builtins.int, builtins.float, builtins.bool, builtins.complex)
@@ -93,6 +93,32 @@ def isinf(xp, x):
 def isfinite(xp, x):
     """Elementwise test for finite values (not inf, not NaN); returns bool."""
     return xp.isfinite(x)
+
+
+@op("isin", differentiable=False)
+def _isin(xp, elements, test_elements, *, invert):
+    return xp.isin(elements, test_elements, invert=invert)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element of `elements` is in `test_elements` (either may be a number, not
+    both), compared in their promoted dtype; `invert`: whether it is not. `assume_unique` is
+    accepted (a hint to torch's kernel; the answer is the same).
+
+    >>> import flowgrad as flow
+    >>> flow.isin(flow.tensor([1, 2, 3, 4]), flow.tensor([2, 4]))
+    tensor([False,  True, False,  True])
+    """
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError(f"isin() received an invalid combination of arguments - got "
+                        f"({type(elements).__name__}, {type(test_elements).__name__}): "
+                        f"pass elements or test_elements as a Tensor")
+    a, b = _promote_pair(elements, test_elements, "isin")
+    for t in (elements, test_elements):
+        if isinstance(t, Tensor) and t._data.dtype.kind in "bc":  # torch has no such kernel
+            raise RuntimeError(f"Unsupported input type encountered for isin(): {t.dtype}; "
+                               f"convert bool or complex tensors first (.int(), .real)")
+    return _isin(a, b, invert=bool(invert))
 
 
 def equal(input, other) -> bool:

@@ -29,7 +29,7 @@ __all__ = ["reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten",
            "concat", "concatenate", "stack", "clone", "broadcast_to", "swapaxes", "swapdims",
            "t", "expand_copy", "movedim", "moveaxis", "broadcast_tensors", "broadcast_shapes",
            "meshgrid", "ravel", "positive", "resolve_conj", "resolve_neg",
-           "expand", "view"]  # flow.expand / flow.view: OneFlow has them as functions
+           "expand", "view", "unflatten"]  # flow.expand / flow.view: OneFlow has them as functions
 
 
 def _shape_arg(shape):
