@@ -129,6 +129,7 @@ from .ops.stats import *  # noqa: F401,F403
 from .ops.tensor_extra import *  # noqa: F401,F403
 from .ops.torch_spellings import *  # noqa: F401,F403 - after the *s: torch.* keyword names
 from .ops.windows import *  # noqa: F401,F403
+from .printing import set_printoptions
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .serialization import load, save
 from .settings import *  # noqa: F401,F403 - determinism and matmul precision switches

@@ -1,5 +1,19 @@
-"""torch-style tensor repr: `tensor([0., 1.], requires_grad=True)`."""
+"""torch-style tensor repr: `tensor([0., 1.], requires_grad=True)`, and `set_printoptions`.
+
+The layout is torch's: one width for every element, chosen from the values shown (the edge
+items of a summarized tensor); integral floats print as `3.`, others with `precision` decimals,
+scientific when the magnitudes span more than 1000x, pass 1e8, or (non-integral) fall below
+1e-4; rows wrap at `linewidth`; more than `threshold` elements print `edgeitems` at each end.
+
+>>> import flowgrad as flow
+>>> flow.set_printoptions(precision=2)
+>>> flow.tensor([1.2345, 2.0])
+tensor([1.23, 2.00])
+>>> flow.set_printoptions(profile="default")
+"""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -7,58 +21,146 @@ from . import dtypes as _dt
 from .device import to_host
 
 _DEFAULT_SUFFIXLESS = ("int64", "bool")
+_PROFILES = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
+             "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
+             "full": dict(precision=4, threshold=math.inf, edgeitems=3, linewidth=80)}
+_OPTS = dict(_PROFILES["default"], sci_mode=None)
 
 
-def _float_format(finite):
-    """torch's choice from the nonzero finite values: integral ones print as '3.', 4 decimals
-    otherwise; scientific when they span more than 1000x, exceed 1e8, or (non-integral) go
-    below 1e-4."""
-    def special(v):
-        return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
+                     profile=None, sci_mode=None):
+    """torch.set_printoptions: `profile` ("default", "short", "full") first, then each option
+    given; `sci_mode` True or False forces scientific notation on or off, None lets the
+    values decide.
 
-    nonzero = np.abs(finite[finite != 0])
-    integral = np.all(nonzero == np.ceil(nonzero))
-    if nonzero.size:
-        lo, hi = nonzero.min(), nonzero.max()
-        scientific = hi / lo > 1000.0 or hi > 1e8 or (not integral and lo < 1e-4)
+    >>> import flowgrad as flow
+    >>> flow.set_printoptions(sci_mode=False); flow.tensor([1e-5, 1.0])
+    tensor([0.0000, 1.0000])
+    >>> flow.set_printoptions(profile="default")
+    """
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions: unknown profile {profile!r}; use 'default', "
+                             f"'short' or 'full'")
+        _OPTS.update(_PROFILES[profile])
+    for name, value in (("precision", precision), ("threshold", threshold),
+                        ("edgeitems", edgeitems), ("linewidth", linewidth)):
+        if value is not None:
+            _OPTS[name] = value
+    _OPTS["sci_mode"] = sci_mode
+
+
+def get_printoptions() -> dict:
+    """The current print options, as `set_printoptions` takes them."""
+    return dict(_OPTS)
+
+
+class _Formatter:
+    """One width and one notation for all the values of a tensor, from the values shown."""
+
+    def __init__(self, values, floating):
+        self.floating, self.int_mode, self.sci_mode, self.width = floating, True, False, 1
+        p = _OPTS["precision"]
+        if not floating:
+            self.width = max((len(str(v)) for v in values.ravel().tolist()), default=1)
+            return
+        shown = values[np.isfinite(values) & (values != 0)]
+        if not shown.size:  # nothing to size by: integral notation, whatever sci_mode says
+            return
+        mags = np.abs(shown)
+        lo, hi = mags.min(), mags.max()
+        self.int_mode = bool(np.all(shown == np.ceil(shown)))
+        forced = _OPTS["sci_mode"]
+        self.sci_mode = (hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4) if forced is None \
+            else forced
+        if self.sci_mode:
+            self.width = max(len(f"{v:.{p}e}") for v in shown.tolist())
+        elif self.int_mode:
+            self.width = max(len(f"{v:.0f}") + 1 for v in shown.tolist())
+        else:
+            self.width = max(len(f"{v:.{p}f}") for v in shown.tolist())
+
+    def format(self, value):
+        p = _OPTS["precision"]
+        if not self.floating:
+            text = str(value)
+        elif self.sci_mode:
+            text = f"{value:{self.width}.{p}e}"
+        elif self.int_mode:
+            text = f"{value:.0f}" + ("" if math.isinf(value) or math.isnan(value) else ".")
+        else:
+            text = f"{value:.{p}f}"
+        return text.rjust(self.width)
+
+
+def _summarized(a, edge):
+    """The values a summarized print shows: `edge` items at each end of every dim."""
+    for axis in range(a.ndim):
+        if a.shape[axis] > 2 * edge:
+            a = np.concatenate([a.take(range(edge), axis),
+                                a.take(range(a.shape[axis] - edge, a.shape[axis]), axis)], axis)
+    return a
+
+
+def _vector(a, indent, summarize, fmt):
+    edge = _OPTS["edgeitems"]
+    if fmt[1] is None:
+        per_line = max(1, int((_OPTS["linewidth"] - indent) // (fmt[0].width + 2)))
+    else:  # complex: the two parts, a sign and the j
+        per_line = max(1, int((_OPTS["linewidth"] - indent) // (fmt[0].width + fmt[1].width + 3)))
+
+    def element(v):
+        if fmt[1] is None:
+            return fmt[0].format(v)
+        imag = (fmt[1].format(v.imag) + "j").lstrip()
+        return fmt[0].format(v.real) + ("" if imag[0] in "+-" else "+") + imag
+    if summarize and not edge:
+        data = ["..."]
+    elif summarize and a.shape[0] > 2 * edge:
+        data = ([element(v) for v in a[:edge].tolist()] + [" ..."]
+                + [element(v) for v in a[-edge:].tolist()])
     else:
-        scientific = False
-    if scientific:
-        return lambda v: f"{v:.4e}" if np.isfinite(v) else special(v)
-    if integral:
-        return lambda v: f"{v:.0f}." if np.isfinite(v) else special(v)
-    return lambda v: f"{v:.4f}" if np.isfinite(v) else special(v)
+        data = [element(v) for v in a.tolist()]
+    lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
 
-def _format_array(a):
-    options = dict(separator=", ", prefix="tensor(", threshold=1000, edgeitems=3)
-    if a.dtype.kind in "fV":
-        a = a.astype(np.float64)
-        fmt = _float_format(a[np.isfinite(a)])
-        # every element right-aligned to the widest one, as torch prints
-        width = max((len(fmt(v)) for v in a.ravel()), default=0)
-        return np.array2string(a, formatter={"float": lambda v: fmt(v).rjust(width)},
-                               **options)
+def _nested(a, indent, summarize, fmt):
+    if a.ndim == 0:
+        v = a.item()
+        if fmt[1] is None:
+            return fmt[0].format(v)
+        return _vector(a.reshape(1), indent, False, fmt)[1:-1]
+    if a.ndim == 1:
+        return _vector(a, indent, summarize, fmt)
+    edge = _OPTS["edgeitems"]
+    if summarize and a.shape[0] > 2 * edge:
+        parts = ([_nested(a[i], indent + 1, summarize, fmt) for i in range(edge)] + ["..."]
+                 + [_nested(a[i], indent + 1, summarize, fmt)
+                    for i in range(a.shape[0] - edge, a.shape[0])])
+    else:
+        parts = [_nested(a[i], indent + 1, summarize, fmt) for i in range(a.shape[0])]
+    return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
+
+
+def _format_array(a, indent):
+    summarize = a.size > _OPTS["threshold"]
+    shown = _summarized(a, _OPTS["edgeitems"]) if summarize else a
     if a.dtype.kind == "c":  # torch formats the real and the imaginary parts separately
-        re, im = a.real.astype(np.float64), a.imag.astype(np.float64)
-        fre, fim = _float_format(re[np.isfinite(re)]), _float_format(im[np.isfinite(im)])
-        width = max((len(fre(v)) for v in re.ravel()), default=0)
-
-        def element(v):
-            imag = fim(v.imag)
-            return fre(v.real).rjust(width) + ("" if imag[0] in "+-" else "+") + imag + "j"
-        return np.array2string(a, formatter={"complexfloat": element}, **options)
-    if a.dtype.kind == "b":
-        width = 5 if (~a).any() else 4
-        return np.array2string(a, formatter={"bool": lambda v: str(bool(v)).rjust(width)},
-                               **options)
-    return np.array2string(a, **options)
+        shown = shown.astype(np.complex128)
+        fmt = (_Formatter(shown.real, True), _Formatter(shown.imag, True))
+        return _nested(a.astype(np.complex128), indent, summarize, fmt)
+    floating = a.dtype.kind in "fV"
+    if floating:
+        a, shown = a.astype(np.float64), shown.astype(np.float64)
+    return _nested(a, indent, summarize, (_Formatter(shown, floating), None))
 
 
 def tensor_repr(t) -> str:
     """torch's repr of a tensor: formatted values plus dtype/grad_fn/requires_grad suffixes."""
     a = to_host(t._data)  # formatted on the host, whatever device holds it
-    body = _format_array(a)
+    prefix = "tensor("
+    body = "[]" if a.size == 0 else _format_array(a, len(prefix))
     extras = []
     name = a.dtype.name if a.dtype.kind != "V" else "bfloat16"
     default = _dt.get_default_dtype().name
@@ -67,11 +169,23 @@ def tensor_repr(t) -> str:
             extras.append(f"size={tuple(a.shape)}")
         if name != default:
             extras.append(f"dtype=flowgrad.{name}")
-    elif name not in _DEFAULT_SUFFIXLESS and name != default and \
-            name != _dt.to_complex(_dt.get_default_dtype()).name:
-        extras.append(f"dtype=flowgrad.{name}")
+    else:
+        if not _OPTS["edgeitems"]:  # (torch's: no values shown, so the size is)
+            extras.append(f"size={tuple(a.shape)}")
+        if name not in _DEFAULT_SUFFIXLESS and name != default and \
+                name != _dt.to_complex(_dt.get_default_dtype()).name:
+            extras.append(f"dtype=flowgrad.{name}")
     if t._grad_fn is not None:
         extras.append(f"grad_fn=<{t._grad_fn.name}>")
     elif t.requires_grad:
         extras.append("requires_grad=True")
-    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+    text = prefix + body
+    last = len(text) - text.rfind("\n") + 1  # (torch's count of the last line)
+    for extra in extras:  # a suffix that would pass linewidth goes on a line of its own
+        if last + len(extra) + 2 > _OPTS["linewidth"]:
+            text += ",\n" + " " * len(prefix) + extra
+            last = len(prefix) + len(extra)
+        else:
+            text += ", " + extra
+            last += len(extra) + 2
+    return text + ")"

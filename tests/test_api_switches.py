@@ -35,6 +35,13 @@ def test_isin_matches_torch(elements, test_elements, kw):
     np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
+def test_isin_takes_torchs_keyword_spellings():
+    for m in (flow, torch):
+        t = m.tensor([1, 2, 3])
+        assert m.isin(element=2, test_elements=t).item()
+        assert m.isin(elements=t, test_element=3).tolist() == [False, False, True]
+
+
 def test_isin_of_two_numbers_raises_as_torch():
     with pytest.raises(TypeError):
         torch.isin(1, 2)

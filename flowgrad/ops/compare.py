@@ -100,15 +100,19 @@ def _isin(xp, elements, test_elements, *, invert):
     return xp.isin(elements, test_elements, invert=invert)
 
 
-def isin(elements, test_elements, *, assume_unique=False, invert=False):
+def isin(elements=None, test_elements=None, *, assume_unique=False, invert=False,
+         element=None, test_element=None):
     """Whether each element of `elements` is in `test_elements` (either may be a number, not
-    both), compared in their promoted dtype; `invert`: whether it is not. `assume_unique` is
-    accepted (a hint to torch's kernel; the answer is the same).
+    both; torch names a number `element` or `test_element`), compared in their promoted dtype;
+    `invert`: whether it is not. `assume_unique` is accepted (a hint to torch's kernel; the
+    answer is the same).
 
     >>> import flowgrad as flow
     >>> flow.isin(flow.tensor([1, 2, 3, 4]), flow.tensor([2, 4]))
     tensor([False,  True, False,  True])
     """
+    elements = element if element is not None else elements
+    test_elements = test_element if test_element is not None else test_elements
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError(f"isin() received an invalid combination of arguments - got "
                         f"({type(elements).__name__}, {type(test_elements).__name__}): "
