@@ -117,17 +117,22 @@ def _vector(a, indent, summarize, fmt):
     if summarize and not edge:
         data = ["..."]
     elif summarize and a.shape[0] > 2 * edge:
-        data = ([element(v) for v in a[:edge].tolist()] + [" ..."]
-                + [element(v) for v in a[-edge:].tolist()])
+        data = ([element(v) for v in _values(a[:edge])] + [" ..."]
+                + [element(v) for v in _values(a[-edge:])])
     else:
-        data = [element(v) for v in a.tolist()]
+        data = [element(v) for v in _values(a)]
     lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
     return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
 
+def _values(a):
+    """Python numbers of a slice (bfloat16 through float64: its scalars do not format)."""
+    return (a.astype(np.float64) if a.dtype.kind == "V" else a).tolist()
+
+
 def _nested(a, indent, summarize, fmt):
     if a.ndim == 0:
-        v = a.item()
+        v = _values(a)
         if fmt[1] is None:
             return fmt[0].format(v)
         return _vector(a.reshape(1), indent, False, fmt)[1:-1]
@@ -146,13 +151,13 @@ def _nested(a, indent, summarize, fmt):
 def _format_array(a, indent):
     summarize = a.size > _OPTS["threshold"]
     shown = _summarized(a, _OPTS["edgeitems"]) if summarize else a
+    # (only the values shown are converted: a summarized tensor may be large)
     if a.dtype.kind == "c":  # torch formats the real and the imaginary parts separately
         shown = shown.astype(np.complex128)
         fmt = (_Formatter(shown.real, True), _Formatter(shown.imag, True))
-        return _nested(a.astype(np.complex128), indent, summarize, fmt)
+        return _nested(a, indent, summarize, fmt)
     floating = a.dtype.kind in "fV"
-    if floating:
-        a, shown = a.astype(np.float64), shown.astype(np.float64)
+    shown = shown.astype(np.float64) if floating else shown
     return _nested(a, indent, summarize, (_Formatter(shown, floating), None))
 
 
