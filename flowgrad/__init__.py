@@ -64,7 +64,7 @@ from .autograd.inference import is_inference_mode_enabled
 from .compiler import compile  # torch.compile's name
 from .device import device
 from .dtypes import *  # noqa: F401,F403
-from .dtypes import dtype, get_default_dtype, promote_types, set_default_dtype
+from .dtypes import can_cast, dtype, get_default_dtype, promote_types, set_default_dtype
 from .ops.activation import *  # noqa: F401,F403
 from .ops.compare import isin  # noqa: F401 - the other comparisons come with elementwise
 from .ops.complex import *  # noqa: F401,F403

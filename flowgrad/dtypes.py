@@ -169,6 +169,21 @@ _ORDER = {"bool": 0, "uint8": 1, "int8": 1, "int16": 2, "int32": 3, "int64": 4,
           "float16": 5, "bfloat16": 5, "float32": 6, "float64": 7}
 
 
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """Whether torch's type promotion allows a cast from `from_` to `to`: never to a lower
+    category (complex > floating > integer > bool), and to bool only from bool.
+
+    >>> import flowgrad as flow
+    >>> flow.can_cast(flow.int32, flow.float16), flow.can_cast(flow.float32, flow.int64)
+    (True, False)
+    """
+    for name, d in (("from_", from_), ("to", to)):
+        if not isinstance(d, dtype):
+            raise TypeError(f"can_cast(): argument '{name}' must be flowgrad.dtype, not "
+                            f"{type(d).__name__}")
+    return from_.category <= to.category and (to.category > 0 or from_.category == 0)
+
+
 def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both `a` and `b` convert to without loss, by torch's table.
 

@@ -145,3 +145,32 @@ def test_unknown_matmul_precision_warns_and_changes_nothing(restore_switches):
             m.set_float32_matmul_precision("low")
         assert any("low is not one of" in str(w.message) for w in caught)
         assert m.get_float32_matmul_precision() == "medium"
+
+
+_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+           "float64", "complex64", "complex128"]
+
+
+def test_can_cast_matches_torch_for_every_pair():
+    for a in _DTYPES:
+        for b in _DTYPES:
+            assert flow.can_cast(getattr(flow, a), getattr(flow, b)) == \
+                torch.can_cast(getattr(torch, a), getattr(torch, b)), (a, b)
+    for m in (flow, torch):
+        with pytest.raises(TypeError, match="can_cast"):
+            m.can_cast(1, m.float32)
+
+
+def test_get_device_is_minus_one_on_the_cpu_as_torch():
+    for m in (flow, torch):
+        t = m.ones(2)
+        assert t.get_device() == m.get_device(t) == -1
+
+
+def test_multinomial_method_is_the_function():
+    probs = [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]  # deterministic draws: both frameworks agree
+    for m in (flow, torch):
+        m.manual_seed(0)
+        p = m.tensor(probs)
+        assert p.multinomial(2, replacement=True).tolist() == [[1, 1], [2, 2]]
+        assert m.multinomial(p, 1).tolist() == [[1], [2]]

@@ -20,7 +20,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..device import new_array
 from ..tensor import Tensor, _wrap_dim, tensor_method
-from .creation import tensor, zeros
+from .creation import multinomial, tensor, zeros
 from .elementwise import _inplace_binary, where
 from .linalg import _scaled_add, addbmm, addmm, addmv, baddbmm, outer
 from .norm import vector_norm
@@ -33,7 +33,22 @@ from .split import split
 
 __all__ = ["dist", "renorm", "addr", "aminmax", "cov", "corrcoef", "diagonal_scatter",
            "select_scatter", "slice_scatter", "block_diag", "split_with_sizes",
-           "unravel_index", "bincount", "detach", "typename", "is_inference"]
+           "unravel_index", "bincount", "detach", "typename", "is_inference", "get_device"]
+
+
+tensor_method()(multinomial)  # torch's method spelling: probs.multinomial(n)
+
+
+@tensor_method()
+def get_device(input) -> int:
+    """The index of the device holding `input`: -1 on the CPU, as torch's.
+
+    >>> import flowgrad as flow
+    >>> flow.ones(2).get_device()
+    -1
+    """
+    dev = input.device
+    return -1 if dev.type == "cpu" else (dev.index or 0)
 
 
 @tensor_method()
