@@ -217,8 +217,8 @@ def slogdet(A):
     >>> import flowgrad as flow
     >>> a = flow.tensor([[1.0, 2.0], [2.0, 4.0]], requires_grad=True)
     >>> sign, logabsdet = flow.linalg.slogdet(a); logabsdet.backward(); a.grad
-    tensor([[-inf,  inf],
-            [ inf, -inf]])
+    tensor([[-inf, inf],
+            [inf, -inf]])
     """
     return SLOGDET(*_slogdet(_square(A, "linalg.slogdet")))
 
