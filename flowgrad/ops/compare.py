@@ -117,11 +117,11 @@ def isin(elements=None, test_elements=None, *, assume_unique=False, invert=False
         raise TypeError(f"isin() received an invalid combination of arguments - got "
                         f"({type(elements).__name__}, {type(test_elements).__name__}): "
                         f"pass elements or test_elements as a Tensor")
-    a, b = _promote_pair(elements, test_elements, "isin")
     for t in (elements, test_elements):
         if isinstance(t, Tensor) and t._data.dtype.kind in "bc":  # torch has no such kernel
             raise RuntimeError(f"Unsupported input type encountered for isin(): {t.dtype}; "
                                f"convert bool or complex tensors first (.int(), .real)")
+    a, b = _promote_pair(elements, test_elements, "isin")
     return _isin(a, b, invert=bool(invert))
 
 
