@@ -531,3 +531,48 @@ def test_a_residual_add_computes_in_its_gemm_operand_whichever_side_it_is():
             np.testing.assert_array_equal(h.numpy(), before)
         adds = [n for n in graph._compiled[0].nodes if n.op.name.startswith("fused[add")]
         assert [n.op.into_input for n in adds] == [True]
+
+
+def test_in_place_random_fills_draw_anew_on_every_call_as_eagerly():
+    """Tensor.uniform_ and normal_ inside build draw inside random ops: each call of the
+    compiled plan gets fresh numbers, the same stream as eagerly (they were drawn by Python at
+    trace time and frozen into the plan)."""
+    def step(x):
+        return x + flow.empty(4).uniform_(-1.0, 2.0), x * flow.empty(4).normal_(0.5, 2.0)
+
+    graph, x = flow.nn.Graph.trace(step), flow.zeros(4)
+    flow.manual_seed(3)
+    compiled = [[t.numpy() for t in graph(x)] for _ in range(3)]
+    flow.manual_seed(3)
+    eager = [[t.numpy() for t in step(x)] for _ in range(3)]
+    for got, want in zip(compiled, eager):
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(compiled[1][0], compiled[2][0])
+
+
+def test_in_place_random_fills_keep_numpys_values():
+    from flowgrad.random import numpy_generator
+
+    for dtype in (flow.float32, flow.float64):
+        flow.manual_seed(7)
+        want_u = numpy_generator().uniform(-2, 3, (4, 5)).astype(dtype.np)
+        want_n = numpy_generator().normal(1.5, 2, (4, 5)).astype(dtype.np)
+        flow.manual_seed(7)
+        np.testing.assert_array_equal(flow.empty(4, 5, dtype=dtype).uniform_(-2, 3).numpy(),
+                                      want_u)
+        np.testing.assert_array_equal(flow.empty(4, 5, dtype=dtype).normal_(1.5, 2).numpy(),
+                                      want_n)
+
+
+def test_nn_init_inside_build_raises_naming_the_line():
+    def step(x):
+        w = flow.empty(3, 3)
+        flow.nn.init.xavier_uniform_(w)  # drawn by Python: the plan would freeze it
+        return x @ w
+
+    with pytest.raises(RuntimeError, match=r"nn.init draws its random numbers.*test_graph"):
+        flow.nn.Graph.trace(step)(flow.ones(2, 3))
+    w = flow.empty(3, 3)
+    flow.nn.init.xavier_uniform_(w)  # eagerly: as before
+    assert float(w.abs().sum()) > 0

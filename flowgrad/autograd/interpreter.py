@@ -160,6 +160,14 @@ def check_read(tensor, what):
         hook(tensor, what)
 
 
+def check_host_draw(what):
+    """Random numbers drawn by Python outside an op (nn.init's algorithms): a tracer refuses
+    them, as its plan would reuse the same numbers on every run."""
+    hook = getattr(current, "host_draw", None)
+    if hook is not None:
+        hook(what)
+
+
 class using_interpreter:
     """Context manager: run the ops called inside with `interpreter` (anything with
     `apply(op, inputs, attrs)`), then restore the previous one.

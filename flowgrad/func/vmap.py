@@ -23,8 +23,8 @@ from ..autograd.node import SavedTensor
 from ..tensor import Tensor
 from .batched import BatchedTensor, batched_at, wrap
 
-RANDOM = frozenset(("bernoulli", "dropout", "rrelu", "normal", "rand", "randn", "randint",
-                    "randperm", "multinomial"))
+RANDOM = frozenset(("bernoulli", "dropout", "rrelu", "normal", "uniform", "rand", "randn",
+                    "randint", "randperm", "multinomial"))
 
 
 class SavedBatched(SavedTensor):

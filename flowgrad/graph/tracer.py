@@ -190,6 +190,15 @@ class Tracer:
             f"computation in tensor ops (flow.where instead of `if`), or pass the value to the "
             f"graph as a Python argument")
 
+    def host_draw(self, what):
+        """Random numbers drawn outside an op while build runs would be frozen into the plan:
+        refuse, naming the line."""
+        raise RuntimeError(
+            f"nn.Graph: {what} draws its random numbers outside an op, once, while build() is "
+            f"traced, so the compiled plan would reuse them on every call: at {user_line()}. "
+            f"Initialize parameters outside build(), or draw with random ops (flow.rand, "
+            f"flow.randn, Tensor.uniform_, Tensor.normal_), which a plan draws anew each call")
+
     def inplace(self, tensor):
         """An in-place write is about to change `tensor`'s storage: every known array sharing
         it is stale until `written` says which recorded value it now holds."""

@@ -16,7 +16,8 @@ import warnings
 import numpy as np
 
 from ..autograd.inplace import bump_version
-from ..random import numpy_generator
+from ..autograd.interpreter import check_host_draw
+from ..random import numpy_generator as _numpy_generator
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
@@ -59,6 +60,13 @@ def calculate_gain(nonlinearity, param=None):
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
 
 
+def _host_generator(generator=None):
+    """The NumPy generator an init draws from on the host; refused while nn.Graph traces
+    build (the plan would reuse the numbers drawn once)."""
+    check_host_draw("nn.init")
+    return _numpy_generator(generator)
+
+
 def _calculate_fan_in_and_fan_out(tensor):
     if tensor.dim() < 2:
         raise ValueError("Fan in and fan out can not be computed for tensor with fewer than "
@@ -77,17 +85,17 @@ def _calculate_correct_fan(tensor, mode):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with U(a, b)."""
-    return _write(tensor, numpy_generator(generator).uniform(a, b, tuple(tensor.shape)))
+    return _write(tensor, _host_generator(generator).uniform(a, b, tuple(tensor.shape)))
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with N(mean, std^2)."""
-    return _write(tensor, numpy_generator(generator).normal(mean, std, tuple(tensor.shape)))
+    return _write(tensor, _host_generator(generator).normal(mean, std, tuple(tensor.shape)))
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Fill with N(mean, std^2) truncated to [a, b] (resampling values outside)."""
-    rng = numpy_generator(generator)
+    rng = _host_generator(generator)
     n = tensor.numel()
     out = np.empty(0)
     while out.size < n:  # each round keeps the draws inside [a, b]: a few rounds at most
@@ -181,7 +189,7 @@ def orthogonal_(tensor, gain=1.0, generator=None):
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = numpy_generator(generator).normal(0.0, 1.0, (rows, cols))
+    flat = _host_generator(generator).normal(0.0, 1.0, (rows, cols))
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
@@ -195,7 +203,7 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     """A 2-D tensor with N(0, std^2) entries and a fraction `sparsity` of each column zero."""
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    rng = numpy_generator(generator)
+    rng = _host_generator(generator)
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
     w = rng.normal(0.0, std, (rows, cols))

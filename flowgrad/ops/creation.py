@@ -512,6 +512,12 @@ def _rand(xp, *, shape, dtype, generator):
     return numpy_generator(generator).random(shape, xp.float64).astype(dtype)
 
 
+@op("uniform", differentiable=False)
+def _uniform(xp, *, low, high, shape, dtype, generator):
+    """low + (high - low) * U[0, 1): NumPy's Generator.uniform's own formula, so its values."""
+    return (low + (high - low) * numpy_generator(generator).random(shape)).astype(dtype)
+
+
 @op("randn", differentiable=False)
 def _randn(xp, *, shape, dtype, generator):
     return numpy_generator(generator).standard_normal(shape).astype(dtype)

@@ -17,8 +17,9 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, run_inplace, self_overlapping
 from ..device import array_module
 from ..errors import check_kernel_dtype
-from ..random import numpy_generator
+from ..random import resolve
 from ..tensor import Tensor, tensor_method
+from .creation import _normal, _uniform
 from .elementwise import (
     _SCALARS,
     _check_int_zero,
@@ -454,12 +455,15 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
 
 
 def _write_sample(self, name, draw):
+    """Fill self with `draw(shape, dtype)`, a random op's sample: drawn inside an op, so an
+    nn.Graph plan draws fresh numbers on every run (drawn by Python here, it froze them)."""
     if self._data.dtype.kind not in "fV":
         raise RuntimeError(f"{name}: expects a floating point tensor, got {self.dtype.name}; "
                            f"convert it with .float() first")
-    sample = draw(self._data.shape).astype(self._data.dtype)  # drawn on the host
-    sample = array_module(self._data).asarray(sample)
-    return run_inplace(name, _filled, self, Tensor._wrap(sample))
+    sample = draw(self._data.shape, self._data.dtype)
+    if type(sample._data) is not type(self._data):  # another device: the host's draw moved
+        sample = Tensor._wrap(array_module(self._data).asarray(sample._data))
+    return run_inplace(name, _filled, self, sample)
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
@@ -470,8 +474,9 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a} > to={b}")
-    return _write_sample(self, "uniform_",
-                         lambda shape: numpy_generator(generator).uniform(a, b, shape))
+    gen = resolve(generator)
+    return _write_sample(self, "uniform_", lambda shape, dtype: _uniform(
+        low=float(a), high=float(b), shape=shape, dtype=dtype, generator=gen))
 
 
 def _uniform_keywords(a, b, kwargs):
@@ -486,8 +491,9 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with samples from N(mean, std**2)."""
     if std < 0:
         raise RuntimeError(f"normal_ expects std >= 0.0, but found std {std}")
-    return _write_sample(self, "normal_",
-                         lambda shape: numpy_generator(generator).normal(mean, std, shape))
+    gen = resolve(generator)
+    return _write_sample(self, "normal_", lambda shape, dtype: _normal(
+        mean=float(mean), std=float(std), shape=shape, dtype=dtype, generator=gen))
 
 
 Tensor.fill_, Tensor.zero_, Tensor.copy_ = fill_, zero_, copy_
