@@ -50,11 +50,6 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     _OPTS["sci_mode"] = sci_mode
 
 
-def get_printoptions() -> dict:
-    """The current print options, as `set_printoptions` takes them."""
-    return dict(_OPTS)
-
-
 class _Formatter:
     """One width and one notation for all the values of a tensor, from the values shown."""
 
@@ -102,25 +97,26 @@ def _summarized(a, edge):
     return a
 
 
+def _element(v, fmt):
+    """One value's text: fmt is (formatter, None), or a complex value's (real, imaginary)."""
+    if fmt[1] is None:
+        return fmt[0].format(v)
+    imag = (fmt[1].format(v.imag) + "j").lstrip()
+    return fmt[0].format(v.real) + ("" if imag[0] in "+-" else "+") + imag
+
+
 def _vector(a, indent, summarize, fmt):
     edge = _OPTS["edgeitems"]
-    if fmt[1] is None:
-        per_line = max(1, int((_OPTS["linewidth"] - indent) // (fmt[0].width + 2)))
-    else:  # complex: the two parts, a sign and the j
-        per_line = max(1, int((_OPTS["linewidth"] - indent) // (fmt[0].width + fmt[1].width + 3)))
-
-    def element(v):
-        if fmt[1] is None:
-            return fmt[0].format(v)
-        imag = (fmt[1].format(v.imag) + "j").lstrip()
-        return fmt[0].format(v.real) + ("" if imag[0] in "+-" else "+") + imag
+    # an element and its ", " (complex: the two parts, a sign and the j)
+    width = fmt[0].width + 2 if fmt[1] is None else fmt[0].width + fmt[1].width + 3
+    per_line = max(1, int((_OPTS["linewidth"] - indent) // width))
     if summarize and not edge:
         data = ["..."]
     elif summarize and a.shape[0] > 2 * edge:
-        data = ([element(v) for v in _values(a[:edge])] + [" ..."]
-                + [element(v) for v in _values(a[-edge:])])
+        data = ([_element(v, fmt) for v in _values(a[:edge])] + [" ..."]
+                + [_element(v, fmt) for v in _values(a[-edge:])])
     else:
-        data = [element(v) for v in _values(a)]
+        data = [_element(v, fmt) for v in _values(a)]
     lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
     return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
@@ -132,10 +128,7 @@ def _values(a):
 
 def _nested(a, indent, summarize, fmt):
     if a.ndim == 0:
-        v = _values(a)
-        if fmt[1] is None:
-            return fmt[0].format(v)
-        return _vector(a.reshape(1), indent, False, fmt)[1:-1]
+        return _element(_values(a), fmt)
     if a.ndim == 1:
         return _vector(a, indent, summarize, fmt)
     edge = _OPTS["edgeitems"]

@@ -454,13 +454,15 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
     return run_inplace("copy_", _filled, self, src)
 
 
-def _write_sample(self, name, draw):
-    """Fill self with `draw(shape, dtype)`, a random op's sample: drawn inside an op, so an
-    nn.Graph plan draws fresh numbers on every run (drawn by Python here, it froze them)."""
+def _write_sample(self, name, random_op, generator, **attrs):
+    """Fill self with a sample of `random_op` (attributes `attrs`, self's shape and dtype):
+    drawn inside an op, so an nn.Graph plan draws fresh numbers on every run (drawn by
+    Python here, it froze them)."""
     if self._data.dtype.kind not in "fV":
         raise RuntimeError(f"{name}: expects a floating point tensor, got {self.dtype.name}; "
                            f"convert it with .float() first")
-    sample = draw(self._data.shape, self._data.dtype)
+    sample = random_op(shape=self._data.shape, dtype=self._data.dtype,
+                       generator=resolve(generator), **attrs)
     if type(sample._data) is not type(self._data):  # another device: the host's draw moved
         sample = Tensor._wrap(array_module(self._data).asarray(sample._data))
     return run_inplace(name, _filled, self, sample)
@@ -474,9 +476,7 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a} > to={b}")
-    gen = resolve(generator)
-    return _write_sample(self, "uniform_", lambda shape, dtype: _uniform(
-        low=float(a), high=float(b), shape=shape, dtype=dtype, generator=gen))
+    return _write_sample(self, "uniform_", _uniform, generator, low=float(a), high=float(b))
 
 
 def _uniform_keywords(a, b, kwargs):
@@ -491,9 +491,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with samples from N(mean, std**2)."""
     if std < 0:
         raise RuntimeError(f"normal_ expects std >= 0.0, but found std {std}")
-    gen = resolve(generator)
-    return _write_sample(self, "normal_", lambda shape, dtype: _normal(
-        mean=float(mean), std=float(std), shape=shape, dtype=dtype, generator=gen))
+    return _write_sample(self, "normal_", _normal, generator, mean=float(mean), std=float(std))
 
 
 Tensor.fill_, Tensor.zero_, Tensor.copy_ = fill_, zero_, copy_
