@@ -40,6 +40,18 @@ def test_numpy_wheels_bundled_blas_is_found():
     assert blas.takes(np.empty(blas.MIN_SIZE, np.float64))
 
 
+def test_address_is_where_ctypes_says_the_data_lies():
+    # the pointer every BLAS call gets: read from the array's struct (CPython) instead of
+    # `.ctypes.data`; views, offsets, negative strides, broadcasts and other dtypes included
+    base = np.arange(60.0).reshape(3, 4, 5)
+    arrays = [base, base.T, base[1:, ::2, 3:], base[::-1, :, ::-2], base.astype(np.float32)[2],
+              np.broadcast_to(base[0, 0], (7, 5)), np.zeros(1, np.int8)[0:1], np.empty((0, 4)),
+              np.frombuffer(bytearray(64), np.float64)[3:]]
+    assert blas._address(np.ones(3)) != 0
+    for a in arrays:
+        assert blas._address(a) == a.ctypes.data
+
+
 @pytest.mark.parametrize("case", ["small", "strided", "float16", "mixed", "overlap", "tensor_a"])
 def test_arrays_blas_cannot_take_run_the_ufuncs(case, monkeypatch):
     calls = []

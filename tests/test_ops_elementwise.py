@@ -569,3 +569,26 @@ def test_kernels_with_shared_constants_give_the_python_scalar_bits(value, dtype)
                 assert got.dtype == want.dtype
                 np.testing.assert_array_equal(got.view(f"u{got.itemsize}"),
                                               want.view(f"u{want.itemsize}"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("special", [False, True])
+def test_relu_grad_on_large_arrays_is_torchs_select(dtype, special):
+    """relu_grad above the small-array size multiplies by the mask made a float array (the
+    fast road) and redoes the product with a `where` only when it holds a nan: the values are
+    torch's `y <= 0 ? 0 : dy` either way, with an inf or nan dy where y <= 0, a nan y and
+    signed zeros in y and dy; only the sign of a zero may differ (a negative dy times the
+    mask's 0 is -0.0, torch's select gives +0.0)."""
+    from flowgrad.ops.registry import REGISTRY
+
+    rng = np.random.default_rng(2)
+    y = np.maximum(rng.standard_normal((64, 80)), 0).astype(dtype)
+    dy = rng.standard_normal((64, 80)).astype(dtype)
+    y[0, :4], dy[1, :2] = [-0.0, 0.0, np.nan, -1.0], [-0.0, 0.0]
+    if special:
+        dy[0, :4], dy[2, 0] = [np.inf, -np.inf, np.nan, np.nan], np.inf
+        dy[y > 0] *= 1e4  # (float16: some overflow to inf where y > 0 too)
+    want = torch.ops.aten.threshold_backward(torch.from_numpy(dy), torch.from_numpy(y), 0).numpy()
+    got = REGISTRY["relu_grad"].kernel(np, y, dy)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)  # (nan where nan; -0.0 equals 0.0)

@@ -231,6 +231,24 @@ def add_node(op, inputs, outputs, attrs, aux):
                 input_metas = (meta,)
         else:
             input_metas = next_nodes = (None,)
+    elif len(inputs) == 2:  # binary ops, unrolled: no lists to grow and freeze
+        a, b = inputs
+        data, other = a._data, b._data
+        input_infos = ((data.shape, data.dtype), (other.shape, other.dtype))
+        meta_a, meta_b = a._meta, b._meta
+        if meta_a is not None and meta_a.requires_grad:
+            node_a = a._grad_fn
+            if node_a is None:
+                node_a = meta_a.grad_accumulator()
+        else:
+            meta_a = node_a = None
+        if meta_b is not None and meta_b.requires_grad:
+            node_b = b._grad_fn
+            if node_b is None:
+                node_b = meta_b.grad_accumulator()
+        else:
+            meta_b = node_b = None
+        input_metas, next_nodes = (meta_a, meta_b), (node_a, node_b)
     else:
         input_metas, next_nodes, input_infos = [], [], []
         for t in inputs:
@@ -285,8 +303,10 @@ def add_node(op, inputs, outputs, attrs, aux):
                 keep = [i for i, m in enumerate(input_metas) if n_need - (m is not None)]
             elif keep.__class__ is dict:  # grad_reads: what the needed gradients read
                 keep = keep[tuple(m is not None for m in input_metas)]
-            if keep is None and len(inputs) == 1:  # (the common case without a list comp)
-                node._inputs = [SavedTensor(inputs[0], False)]
+            if keep is None or len(keep) == len(inputs):  # all of them (without a list comp)
+                node._inputs = ([SavedTensor(inputs[0], False)] if len(inputs) == 1 else
+                                [SavedTensor(inputs[0], False), SavedTensor(inputs[1], False)]
+                                if len(inputs) == 2 else [SavedTensor(t, False) for t in inputs])
             else:
                 node._inputs = [SavedTensor(t, False) if keep is None or i in keep else None
                                 for i, t in enumerate(inputs)]

@@ -45,7 +45,14 @@ def masked_product(xp, m, d):
     """
     if m.dtype.kind == "b" and m.size <= _SMALL and d.size <= _SMALL:  # one where: faster
         return xp.where(m, d, constant(xp, 0, d.dtype))
-    r = xp.multiply(m, d, dtype=d.dtype if m.dtype.kind == "b" else None)
+    if m.dtype.kind == "b" and m.shape == d.shape:
+        # the mask made a float array first, then a product of two floats in place: the
+        # bool -> float cast inside a mixed multiply is a buffered loop, 3x as long (65k
+        # values: 5.5 + 5.9 us against 18.5), same values
+        r = m.astype(d.dtype)
+        xp.multiply(r, d, out=r)
+    else:
+        r = xp.multiply(m, d, dtype=d.dtype if m.dtype.kind == "b" else None)
     if has_nan(xp, r):
         r = xp.where(m != 0, r, xp.zeros((), r.dtype))
     return r
