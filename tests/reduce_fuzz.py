@@ -173,6 +173,30 @@ def _indices_defined(case):
     return case["values"] in ("normal", "positive")
 
 
+# reductions that route each output's gradient to one element (or to a tie group): among
+# tied elements which one receives it is the sort's choice (torch's CPU sort is not stable
+# for every size), but what the whole group receives is defined
+_ROUTED = {"max", "min", "median", "nanmedian", "mode", "kthvalue", "topk", "sort",
+           "quantile", "nanquantile"}
+
+
+def _per_tie_group(x, grad, dim):
+    """`grad` summed over the elements of `x` that are equal (nans with nans) within each
+    slice along `dim` (the whole of x when dim is None): one number per group and slice."""
+    if x.size == 0:
+        return np.zeros(0)
+    if dim is None or x.ndim == 0:
+        xs, gs = x.reshape(1, -1), grad.reshape(1, -1)
+    else:
+        xs = np.moveaxis(x, dim, -1).reshape(-1, x.shape[dim])
+        gs = np.moveaxis(grad, dim, -1).reshape(-1, x.shape[dim])
+    sums = []
+    for row, g in zip(xs, gs):
+        groups, which = np.unique(row, return_inverse=True)
+        sums.append(np.bincount(which.ravel(), weights=g, minlength=len(groups)))
+    return np.concatenate(sums) if sums else np.zeros(0)
+
+
 def check(seed, case=None):
     """None when flowgrad agrees with torch on the case, else a message."""
     case = case or generate(seed)
@@ -183,17 +207,24 @@ def check(seed, case=None):
     if len(outs_g) != len(outs_t):
         return f"{len(outs_g)} outputs, torch {len(outs_t)}"
     # a tie's index (and the gradient routed by it) is the implementation's choice
-    # (sort without stable=True, median, mode, kthvalue, topk, max/min: torch documents
-    # none of them for ties); compare those only where the values define them
+    # (sort without stable=True, median, mode, kthvalue, topk, max/min, quantile: torch
+    # documents none of them for ties); compare those only where the values define them, and
+    # the gradient each tie group receives where they do not
     tie_free = _indices_defined(case) or case["kwargs"].get("stable") or \
         case["name"] in ("sum", "mean", "nansum", "nanmean", "var", "std", "var_mean",
                          "norm", "logsumexp", "cumsum", "cumprod", "logcumsumexp", "prod",
-                         "quantile", "nanquantile", "count_nonzero", "all", "any", "unique",
-                         "unique_consecutive")
+                         "count_nonzero", "all", "any", "unique", "unique_consecutive")
     pairs = [(f"output {i}", a, b) for i, (a, b) in enumerate(zip(outs_g, outs_t))
              if tie_free or b.dtype.kind not in "iub" or a.shape != b.shape]
     if tie_free:
         pairs.append(("gradient", grad_g, grad_t))
+    elif case["name"] in _ROUTED and grad_g is not None and grad_t is not None and \
+            grad_g.shape == grad_t.shape:
+        x, dim = _values(case), case["kwargs"].get("dim")
+        pairs.append(("gradient per tie group", _per_tie_group(x, grad_g, dim),
+                      _per_tie_group(x, grad_t, dim)))
+    elif case["name"] in _ROUTED:
+        pairs.append(("gradient", grad_g, grad_t))  # (one is None, or the shapes differ)
     float32 = any(b is not None and b.dtype == np.float32 for _, _, b in pairs)
     return fuzz_common.first_difference(pairs, 1e-6 if float32 else RTOL)
 

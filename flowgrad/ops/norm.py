@@ -46,8 +46,9 @@ def vector_norm_backward(ctx, dy):
     if p == 1:
         return g * x.sign()
     y = expand_reduced(y, shape, axes)
-    if math.isinf(p):  # ties at the extreme share the gradient, as for amax
-        hit = (x.abs() == y).to(x.dtype)
+    if math.isinf(p):  # ties at the extreme share the gradient, as for amax; a nan is the
+        a = x.abs()    # extreme (torch's mask), and its sign(nan) = 0 gives it no gradient
+        hit = (a == y).logical_or(a.isnan()).to(x.dtype)
         return g * x.sign() * (hit / hit.sum(dim=axes, keepdim=True))
     safe_y = where(y == 0, 1.0, y)  # the norm of a zero slice: gradient 0, as torch
     if p == 2:
@@ -70,9 +71,16 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}; use "
                            f"linalg.matrix_norm for 'fro' and 'nuc'")
     axes = normalize_dims(dim, x._data.ndim, "linalg.vector_norm")
-    if ord < 0 and x._data.size == 0:
-        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty "
-                           f"tensor because the operation does not have an identity")
+    if (ord < 0 or ord == math.inf) and x._data.size == 0:  # min/max: no identity (torch's)
+        if dim is None:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty "
+                               f"tensor because the operation does not have an identity")
+        for a in axes:
+            if x._data.shape[a] == 0:
+                raise RuntimeError(
+                    f"linalg.vector_norm cannot compute the {ord} norm on the dimension {a} "
+                    f"because this dimension is empty and the operation does not have an "
+                    f"identity; reduce over the non-empty dims only")
     return _vector_norm(x, ord=float(ord), axes=axes, keepdim=keepdim)
 
 
