@@ -392,6 +392,9 @@ def _layout(rows, cols, s0, s1, item):
     return None
 
 
+_ONE_MATRIX = (1, 0)  # `_batch` of a 2-D array
+
+
 def _batch(shape, strides, item):
     """The leading dims of an array (all but the last two) as one: (count, element stride), or
     None when they do not merge into a single stride."""
@@ -436,11 +439,16 @@ def _gemm(a, b, out, beta=0.0):
     kb, n = b.shape[-2:]
     if k != kb or m * n * k == 0 or max(m, n, k) > _INT32_MAX:
         return None
+    matrices = a.ndim == 2 and b.ndim == 2
+    if matrices and m * n * k < GEMM_MIN:
+        return None  # (NumPy's: before the layout checks below, which it would not use)
     item = dtype.itemsize
     la = _layout(m, k, a.strides[-2], a.strides[-1], item)
     lb = _layout(k, n, b.strides[-2], b.strides[-1], item)
-    ba = _batch(a.shape, a.strides, item)
-    bb = _batch(b.shape, b.strides, item)
+    ba = bb = _ONE_MATRIX
+    if not matrices:
+        ba = _batch(a.shape, a.strides, item)
+        bb = _batch(b.shape, b.strides, item)
     if la is None or lb is None or ba is None or bb is None \
             or not (a.flags.aligned and b.flags.aligned):
         return None
