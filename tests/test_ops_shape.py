@@ -288,3 +288,25 @@ def test_permute_matches_torch(shape, data):
     ours, theirs = flow.tensor(base).permute(*perm), torch.tensor(base).permute(*perm)
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
     assert ours.stride() == theirs.stride()
+
+
+def test_cat_of_one_dim_empty_tensors_is_torchs():
+    """A 1-D empty tensor joins a cat of higher-dim tensors as nothing, wherever it stands (it
+    was taken for the reference shape when first, and raised); a cat of only 1-D empty
+    tensors keeps every input's history (a chunk's backward of empty pieces lost it: program
+    fuzz seed 8001136); 0-d inputs are refused wherever they stand."""
+    got = []
+    for m in (torch, flow):
+        a, b, c = m.zeros(0, requires_grad=True) * 1, m.zeros(0), m.zeros(2, 3)
+        row = [m.cat([b, a]).requires_grad, m.cat([a, b]).requires_grad,
+               tuple(m.cat([b, c, b]).shape), tuple(m.cat([b, c], dim=-1).shape),
+               tuple(m.cat([b, b]).shape)]
+        for bad in ([m.zeros(()), c], [c, m.zeros(())], [b, m.zeros(())]):
+            with pytest.raises(RuntimeError, match="zero-dimensional"):
+                m.cat(bad)
+        x = m.tensor([[-1.74], [1.05], [-1.4]], dtype=m.float64, requires_grad=True)
+        _, piece, _ = x.diagonal(1).chunk(3, 0)
+        (g,) = m.autograd.grad((piece.tanh() * piece).sum(), [x], create_graph=True)
+        row += [g.requires_grad, g.tolist()]
+        got.append(row)
+    assert got[1] == got[0]

@@ -393,6 +393,21 @@ def p_slice_write_into_expand_with_autograd(m):
     return {"b": b, "x.grad": x.grad}
 
 
+def p_view_leaf_given_a_history_by_a_sibling_write(m):
+    # a view made a leaf, then its base written in place through another view: once the
+    # view's history is brought up to date (reading is_leaf here), a graph that accumulates
+    # into the old leaf raises, as torch's (program fuzz seed 8000709; the gradient went to
+    # an orphaned meta, .grad stayed None)
+    base = m.tensor([[-1.47, -0.53], [0.98, -0.73]], dtype=m.float64)
+    v = base[1, -1]
+    w = v[...]
+    v.requires_grad_()
+    w.add_(v)
+    assert not v.is_leaf
+    (w.sin() * -0.47).sum().backward()
+    return {"v.grad": v.grad}
+
+
 PROGRAMS = [v for k, v in dict(globals()).items() if k.startswith("p_")]
 
 

@@ -21,7 +21,7 @@ from . import grad_mode
 from . import interpreter as _interpreter
 from .inference import check_write
 from .interpreter import AutogradInterpreter
-from .meta import VersionCounter, carry_over
+from .meta import VersionCounter, carry_over, leave_leaf
 from .views import replay_view, sync_view, view_error, writable_alias
 
 _state = grad_mode._state
@@ -151,7 +151,7 @@ def _inplace_through_view(name, target, compute):
     bump_version(target)
     _adopt_saved_outputs(region, target)
     old_base = base._meta
-    _leave_leaf(old_base)
+    leave_leaf(old_base)
     base._meta, base._grad_fn = new_base._meta, new_base._grad_fn
     carry_over(old_base, base._meta)
     rebased = replay_view(new_base, chain)
@@ -161,13 +161,6 @@ def _inplace_through_view(name, target, compute):
     _tell_tracer(base, new_base)
     _tell_tracer(target, rebased)
     return target
-
-
-def _leave_leaf(meta):
-    """A leaf's meta replaced by an in-place op's history: a graph recorded earlier that
-    accumulates into it raises in backward, as torch's AccumulateGrad does."""
-    if meta is not None and meta.is_leaf and meta._accumulator is not None:
-        meta.is_leaf = False
 
 
 def _tell_tracer(target, result):
@@ -251,7 +244,7 @@ def write_inplace(target, result, name):
     if result._grad_fn is not None:
         old = target._meta
         carry_over(old, result._meta)
-        _leave_leaf(old)
+        leave_leaf(old)
         target._meta, target._grad_fn = result._meta, result._grad_fn
         _adopt_saved_outputs(result, target)
         if target._view is not None:

@@ -51,6 +51,14 @@ def carry_over(old, new):
         new.acc_grad, old.acc_grad = old.acc_grad, None
 
 
+def leave_leaf(meta):
+    """A leaf's meta replaced by a history (an in-place write to it, its base or a view of its
+    base): a graph recorded earlier that accumulates into it raises in backward, as torch's
+    AccumulateGrad does for a leaf that has a grad_fn since."""
+    if meta is not None and meta.is_leaf and meta._accumulator is not None:
+        meta.is_leaf = False
+
+
 class VersionCounter:
     """Counts in-place writes to one storage; shared by a tensor, its views and detach()."""
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import grad_mode
-from .meta import VersionCounter, carry_over
+from .meta import VersionCounter, carry_over, leave_leaf
 
 _state = grad_mode._state
 
@@ -97,6 +97,7 @@ def sync_view(view):
     finally:
         _state.enabled = enabled
     carry_over(view._meta, rebased._meta)
+    leave_leaf(view._meta)  # a view made a leaf (requires_grad_()) now has a history
     view._meta, view._grad_fn = rebased._meta, rebased._grad_fn
     info.version = version
 

@@ -618,12 +618,15 @@ def cat(tensors, dim=0, *, out=None):
     if out is not None:
         return with_out(cat, out, (tensors,), "cat", cast_error=TypeError, dim=dim)
     tensors = _promote_all(tensors, "cat")
-    ref = next((x for x in tensors if x._data.ndim), tensors[0])
-    if ref._data.ndim == 0:
+    if any(x._data.ndim == 0 for x in tensors):
         raise RuntimeError("cat(): zero-dimensional tensor cannot be concatenated")
+    # torch's legacy rule: a 1-D empty tensor joins tensors of more dims as nothing, wherever
+    # it stands; when all are 1-D they all join (a split's backward of empty pieces keeps
+    # every piece's history)
+    ref = next((x for x in tensors if x._data.shape != (0,)), tensors[0])
     d = _wrap_dim(dim, ref._data.ndim, "cat")
-    tensors = [x for x in tensors if not (x._data.ndim == 1 and x._data.shape[0] == 0)] or \
-        tensors[:1]
+    if ref._data.ndim > 1:
+        tensors = [x for x in tensors if x._data.shape != (0,)]
     for i, x in enumerate(tensors):
         if x._data.ndim != ref._data.ndim or any(
                 a != b for k, (a, b) in enumerate(zip(x._data.shape, ref._data.shape))
