@@ -18,7 +18,6 @@ import flowgrad as flow
 _MODE_NAN = ("mode of a slice holding a nan: torch's answer depends on where the nan sits "
              "([nan, .1, .5] -> nan, [.1, nan, .5] -> .1); flowgrad skips the nan")
 _NANMEAN = "nanmean of only nans: torch's gradient is nan (0/0), flowgrad's 0"
-_PROD_NAN = "prod of one nan element: torch's gradient is -0, flowgrad's nan"
 _CORRECTION = ("var/std with correction >= the count: the value is inf/nan in both; torch's "
                "gradient divides by the unclamped count - correction, flowgrad's is nan")
 _UNIQUE_DIM_NAN = ("unique(dim=) of slices holding nans: NumPy's unique along an axis treats "
@@ -26,7 +25,7 @@ _UNIQUE_DIM_NAN = ("unique(dim=) of slices holding nans: NumPy's unique along an
 _EMPTY_UNIQUE = "unique over a zero-size dim it does not select: torch refuses, flowgrad runs"
 KNOWN_DIFFERENCES = {
     **dict.fromkeys([0, 402, 2314, 3055, 3371], _MODE_NAN),
-    **dict.fromkeys([31, 2770], _NANMEAN), 46: _PROD_NAN,
+    **dict.fromkeys([31, 2770], _NANMEAN),
     **dict.fromkeys([232, 1000, 1052, 1225, 3011, 3368], _CORRECTION),
     **dict.fromkeys([583, 1574, 1805, 3098], _UNIQUE_DIM_NAN),
     **dict.fromkeys([2575, 3251, 3455], _EMPTY_UNIQUE),
@@ -113,3 +112,20 @@ def test_norms_without_identity_refuse_only_empty_reduced_dims(shape, dim, ord):
         except RuntimeError as e:
             verdicts.append("norm on an empty tensor" in str(e) or "dimension is empty" in str(e))
     assert verdicts[1] == verdicts[0]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 0.0, -2.5])
+def test_prod_and_cumprod_over_one_element_pass_the_gradient_through(value):
+    # a product over a single element is that element: torch returns the gradient itself for
+    # a 0-d prod and a cumprod along a dim of size 1, where grad * y / x is nan at a nan, an
+    # inf or a 0 (reduce_fuzz seeds 46, 7004862, 7005251)
+    got = []
+    for m in (torch, flow):
+        x = m.tensor(value, dtype=m.float64, requires_grad=True)
+        col = m.tensor([[value], [1.5]], dtype=m.float64, requires_grad=True)
+        grads = [m.autograd.grad(x.prod() * 0.0, x)[0], m.autograd.grad(x.prod(0) * 3.0, x)[0],
+                 m.autograd.grad(x.cumprod(0) * 0.0, x)[0],
+                 m.autograd.grad(col.cumprod(1).sum() * 0.0, col)[0],
+                 m.autograd.grad(col.cumprod(-1).sum() * 2.0, col)[0]]
+        got.append([g.tolist() for g in grads])
+    np.testing.assert_equal(got[1], got[0])

@@ -408,6 +408,27 @@ def p_view_leaf_given_a_history_by_a_sibling_write(m):
     return {"v.grad": v.grad}
 
 
+def _second_backward_after_setitem(m, write):
+    # torch's x[index] = value is a CopySlices (or index_put_) node: a second backward through
+    # it without retain_graph raises whatever it saved; flowgrad's setitem node saved nothing
+    # for a basic index and ran (program fuzz seed 8008873)
+    x = leaf(m, [[-0.31, -1.37], [-1.13, -1.25], [-0.11, -1.98]])
+    t = x - x
+    write(t)
+    (t.sin() * 0.5).sum().backward()
+    (t.sin() * -0.17).sum().backward()
+    return {"x.grad": x.grad}
+
+
+def p_second_backward_through_int_setitem(m):
+    return _second_backward_after_setitem(m, lambda t: t.__setitem__(-3, 0.75))
+
+
+def p_second_backward_through_slice_setitem(m):
+    return _second_backward_after_setitem(
+        m, lambda t: t.__setitem__(slice(0, 2), m.ones(2, 2, dtype=m.float64)))
+
+
 PROGRAMS = [v for k, v in dict(globals()).items() if k.startswith("p_")]
 
 
@@ -459,3 +480,26 @@ def test_concurrent_backward_accumulates_exactly():
     for t in threads:
         t.join()
     np.testing.assert_array_equal(w.grad.numpy(), np.full(100_000, 300.0, np.float32))
+
+
+@pytest.mark.parametrize("write", ["masked_fill_", "mask setitem", "index setitem", "fill_"])
+def test_masked_writes_into_an_expand_warn_as_torchs(write):
+    # a mask or index selecting some elements of an expand writes every element aliasing them
+    # (torch too, with a deprecation warning; flowgrad wrote silently); fill_ writes all anyway
+    seen = []
+    for m in (torch, flow):
+        a = m.ones(1, dtype=m.float64).expand(3)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if write == "masked_fill_":
+                a.masked_fill_(m.tensor([True, False, True]), 0.0)
+            elif write == "mask setitem":
+                a[m.tensor([True, False, True])] = 0.0
+            elif write == "index setitem":
+                a[m.tensor([0, 2])] = 5.0
+            else:
+                a.fill_(2.0)
+        names = {str(w.message).split(" on ")[0] for w in caught
+                 if "expanded tensors is deprecated" in str(w.message)}
+        seen.append((a.tolist(), bool(names), all(w.filename == __file__ for w in caught)))
+    assert seen[1] == seen[0]

@@ -15,6 +15,9 @@ tensor([3., 1.])
 """
 from __future__ import annotations
 
+import sys
+import warnings
+
 import numpy as np
 
 from . import grad_mode
@@ -209,6 +212,26 @@ def writable(data, name):
     return writable_alias(data)
 
 
+def warn_expanded_write(data, name, example):
+    """torch's warning for masked_fill_ and index_put_ into an expanded (self-overlapping)
+    view: the elements the mask or indices select share memory with others, which are
+    written too."""
+    if not data.flags.writeable and self_overlapping(data):
+        warnings.warn(f"Use of {name} on expanded tensors is deprecated. Please clone() the "
+                      f"tensor before performing this operation. This also applies to "
+                      f"advanced indexing e.g. {example}", UserWarning,
+                      stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel():
+    """The `stacklevel` at which a warning raised by this module's caller names the user's
+    line: the first frame outside flowgrad."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("flowgrad"):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def assign(dst, values, name):
     """dst[...] = values, for an in-place op `name`. Where dst is an expand whose elements
     share memory, only the changed elements are written: copying back an unchanged alias
@@ -232,6 +255,8 @@ def _check_writable(target, data, name):
             f"{name}: output with shape {tuple(target._data.shape)} doesn't match the "
             f"broadcast shape {tuple(data.shape)}; in-place ops cannot change a tensor's shape")
     writable(target._data, name)  # raises for a write torch refuses
+    if name == "masked_fill_":
+        warn_expanded_write(target._data, "masked_fill_", "tensor[mask] = scalar")
 
 
 def write_inplace(target, result, name):

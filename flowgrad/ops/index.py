@@ -27,6 +27,7 @@ from ..autograd.inplace import (
     inplace_update,
     run_inplace,
     self_overlapping,
+    warn_expanded_write,
     writable,
 )
 from ..autograd.views import writable_alias
@@ -259,7 +260,9 @@ def _take_index(x, spec, arrays):
 
 
 # torch's CopySlices: a second backward through it raises
-@op("setitem", jvp="linear", save=_save_from(2))
+# torch's x[index] = value is a CopySlices (or index_put_) node, which a second backward
+# through a freed graph refuses whatever it saved: "attrs" makes this node refuse it too
+@op("setitem", jvp="linear", save=_save_from(2) + " attrs")
 def _setitem(xp, x, value, *arrays, spec):
     out = x.copy()
     out[build_index(xp, spec, arrays, x.shape)] = value
@@ -289,10 +292,14 @@ def setitem(x, index, value):
     elif value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
     data = x._data
-    if value is x and not advanced and _is_whole(data, spec):
-        x.copy_(x)  # x[:] = x: torch's slice covering all of x is x itself
+    if not advanced and value._data.ndim <= data.ndim and _is_whole(data, spec):
+        # torch's slice covering all of x is x itself: x.copy_(value), no view of x written
+        # (so no CopySlices node: a second backward through it runs, as torch's)
+        x.copy_(value)
         return
-    if not data.flags.writeable and not advanced:
+    if advanced:  # index_put_: torch warns where the expanded elements share memory
+        warn_expanded_write(data, "index_put_", "tensor[indices] = tensor")
+    elif not data.flags.writeable:
         # an expand: torch refuses a slice assignment only where the written region overlaps
         # itself (index tensors go through index_put_, which writes anyway)
         try:

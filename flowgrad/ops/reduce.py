@@ -355,6 +355,8 @@ def prod_backward(ctx, dy):
     x, y = conj(x), conj(y)  # torch's convention for complex; the identity for real
     shape, axes = ctx.input_shapes[0], ctx.axes
     g = expand_reduced(dy, shape, axes)
+    if not shape:  # a 0-d input: the product is x itself (torch's: grad, not grad * y / x)
+        return g
     if not (x == 0).any():  # a data-dependent branch: a tracer records it as a guard
         return g * (expand_reduced(y, shape, axes) / x)
     return g * _prod_of_others(x, axes)  # a zero in x: y / x would be 0 / 0

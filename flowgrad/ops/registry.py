@@ -45,6 +45,10 @@ def _saved_inputs(save, grad_reads=None):
             table[needs] = tuple(sorted({j for reads, need in zip(grad_reads, needs) if need
                                          for j in reads}))
         return _SAVE[save], table
+    if save is not None and save.startswith("inputs[") and save.endswith("] attrs"):
+        # those inputs, and the node counts as having saved something even when it keeps
+        # none of them (a second backward through it raises, as torch's CopySlices does)
+        return 1 | 4, _saved_inputs(save[:-len(" attrs")])[1]
     if save == "inputs for others":
         return 1, "others"
     if save is None or not save.startswith("inputs["):

@@ -11,6 +11,8 @@ tensor([3., 2., 1.])
 """
 from __future__ import annotations
 
+import math
+
 from .. import dtypes as _dt
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -129,6 +131,9 @@ def _cumprod(xp, x, *, dim):
 @_cumprod.grad
 def cumprod_backward(ctx, dy):
     (x,), y, dim = ctx.inputs, ctx.out, ctx.dim
+    shape = ctx.input_shapes[0]
+    if math.prod(shape) <= 1 or shape[dim] == 1:  # y is x itself (torch's: grad, not y / x)
+        return dy
     x, y = conj(x), conj(y)  # torch's convention for complex; the identity for real
     if not (x == 0).any():  # a data-dependent branch: a tracer records it as a guard
         # dx_i = sum_{k >= i} dy_k y_k / x_i
