@@ -195,8 +195,8 @@ class Tensor:
         >>> flow.zeros(2).requires_grad_().requires_grad
         True
         """
-        if not requires_grad:  # torch checks leafness (regenerating a view) only to turn it off
-            self._sync()
+        # leafness as torch's C++ reads it: the grad_fn the tensor has, a stale view's history
+        # not regenerated (a view made a leaf, or made under no_grad, stays a leaf here)
         if self._grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError(

@@ -40,7 +40,7 @@ KNOWN_DIFFERENCES = {
     **dict.fromkeys([375, 100222, 100665, 101015, 101404, 103358, 103806, 103826, 104173,
                      104184, 104533, 104886, 104924, 105131, 105693, 105947], _OVERLAP),
     **dict.fromkeys([101585, 103484], _EXPAND_COPY),
-    **dict.fromkeys([330, 100382, 101793, 101881, 102010, 102661, 103050, 104893],
+    **dict.fromkeys([330, 100382, 101793, 101881, 102010, 102661, 103050],
                     _TORCH_REFUSES),
     **dict.fromkeys([103396, 103625, 104552], _DATA),
     102267: "torch counts both index_put_ writes to one aliased element of an expand (its "

@@ -429,6 +429,29 @@ def p_second_backward_through_slice_setitem(m):
         m, lambda t: t.__setitem__(slice(0, 2), m.ones(2, 2, dtype=m.float64)))
 
 
+def p_requires_grad_false_on_a_stale_no_grad_view(m):
+    # torch reads leafness from the grad_fn a tensor has, without regenerating a stale view:
+    # requires_grad_(False) on a view made under no_grad, after a no_grad write to its base
+    # through another view, runs (flowgrad regenerated it and raised; program fuzz 8008928)
+    x = leaf(m, [[-1.84, -1.77, -0.27], [-1.94, 0.05, 0.6]])
+    _, middle, last = x.chunk(3, 1)
+    with m.no_grad():
+        v = middle.reshape(2, -1)
+        last.relu_()
+    v.requires_grad_(False)
+    return {"v": v}
+
+
+def p_second_backward_through_setitem_of_a_0d_tensor(m):
+    # x[()] of a 0-d x is x itself: x.copy_(value), no CopySlices, so it runs twice (8005243)
+    a = leaf(m, -0.68)
+    x = m.tensor(0.69, dtype=m.float64)
+    x[()] = a
+    (x.sin() * 0.5).sum().backward()
+    (x.sin() * 1.09).sum().backward()
+    return {"a.grad": a.grad}
+
+
 PROGRAMS = [v for k, v in dict(globals()).items() if k.startswith("p_")]
 
 

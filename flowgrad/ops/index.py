@@ -292,9 +292,14 @@ def setitem(x, index, value):
     elif value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
     data = x._data
-    if not advanced and value._data.ndim <= data.ndim and _is_whole(data, spec):
+    if value is x and not advanced and _is_whole(data, spec):
+        x.copy_(x)  # x[:] = x: torch's slice covering all of x is x itself
+        return
+    if not advanced and value._data.ndim <= data.ndim and _is_whole(data, spec) and \
+            not np.may_share_memory(value._data, data):
         # torch's slice covering all of x is x itself: x.copy_(value), no view of x written
-        # (so no CopySlices node: a second backward through it runs, as torch's)
+        # (so no CopySlices node: a second backward through it runs, as torch's); a value
+        # aliasing x takes the path below, which reads it whole before writing
         x.copy_(value)
         return
     if advanced:  # index_put_: torch warns where the expanded elements share memory
@@ -359,6 +364,8 @@ def _is_whole(data, idx):
         region = data[idx]
     except IndexError:
         return False
+    if type(region) is not type(data):  # a scalar: x[()] of a 0-d x is x itself
+        return data.ndim == 0
     return (region.shape == data.shape and region.strides == data.strides
             and region.__array_interface__["data"][0] == data.__array_interface__["data"][0])
 
