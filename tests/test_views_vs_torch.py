@@ -452,6 +452,17 @@ def p_second_backward_through_setitem_of_a_0d_tensor(m):
     return {"a.grad": a.grad}
 
 
+def p_copy_of_a_view_with_the_same_elements_into_an_expand(m):
+    # torch's copy_ returns early when the source is a view of the very same elements (same
+    # start, shape, strides), even into an expand; flowgrad did so only for the tensor itself
+    # and refused the self-overlapping write (program fuzz seed 8004424)
+    x = leaf(m, [[-0.66, 0.95], [0.48, -0.37]])
+    (g,) = m.autograd.grad((x.tanh() * x).sum(), [x], create_graph=True)
+    wide = g.expand(2, 2, 2)
+    wide.expand_as(wide).copy_(wide)
+    return {"wide": wide}
+
+
 PROGRAMS = [v for k, v in dict(globals()).items() if k.startswith("p_")]
 
 

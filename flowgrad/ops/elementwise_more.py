@@ -437,11 +437,12 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
     if isinstance(src, np.ndarray):  # OneFlow's Tensor.copy_ takes a NumPy array too
         src = Tensor._wrap(array_module(self._data).asarray(src))  # onto self's device
     src = _value_tensor(self, src, "copy_")
-    if src is self and (not (is_grad_enabled() and self.requires_grad)
-                        or self_overlapping(self._data)):
-        # torch's copy_ of itself writes nothing, but counts as a write; recorded (below), it
-        # starts a new version of the history, except into an expand (where flowgrad refuses
-        # recorded writes that torch would only refuse in backward)
+    if _same_data(src, self) and (not (is_grad_enabled() and self.requires_grad)
+                                  or self_overlapping(self._data)):
+        # torch's copy_ of itself (or of a view with its very elements) writes nothing, but
+        # counts as a write; recorded (below), it starts a new version of the history, except
+        # into an expand (where flowgrad refuses recorded writes that torch would only refuse
+        # in backward)
         bump_version(self)
         return self
     try:
@@ -452,6 +453,17 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
         raise RuntimeError(f"copy_: the source of shape {tuple(src.shape)} is not broadcastable "
                            f"to the destination of shape {tuple(self.shape)}")
     return run_inplace("copy_", _filled, self, src)
+
+
+def _same_data(a, b):
+    """Whether tensors a and b are the same elements: one tensor, or views with the same
+    first element, shape, strides and dtype (torch's copy_ returns early for those)."""
+    if a is b:
+        return True
+    x, y = a._data, b._data
+    return (type(x) is type(y) and x.dtype == y.dtype and x.shape == y.shape
+            and x.strides == y.strides
+            and x.__array_interface__["data"][0] == y.__array_interface__["data"][0])
 
 
 def _write_sample(self, name, random_op, generator, **attrs):
