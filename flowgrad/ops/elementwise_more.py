@@ -437,8 +437,9 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
     if isinstance(src, np.ndarray):  # OneFlow's Tensor.copy_ takes a NumPy array too
         src = Tensor._wrap(array_module(self._data).asarray(src))  # onto self's device
     src = _value_tensor(self, src, "copy_")
-    if _same_data(src, self) and (not (is_grad_enabled() and self.requires_grad)
-                                  or self_overlapping(self._data)):
+    if _same_data(src, self) and (
+            not (is_grad_enabled() and (self.requires_grad or src.requires_grad))
+            or self_overlapping(self._data)):
         # torch's copy_ of itself (or of a view with its very elements) writes nothing, but
         # counts as a write; recorded (below), it starts a new version of the history, except
         # into an expand (where flowgrad refuses recorded writes that torch would only refuse
