@@ -683,7 +683,7 @@ def _short_rows(x, dim):
     return rows if rows_ready(rows) else None
 
 
-@op("softmax", save="outputs")
+@op("softmax", save="outputs", contiguous=True)
 def _softmax(xp, x, *, dim):
     rows = _short_rows(x, dim)
     if rows is not None:  # NumPy's broadcasts and exp, one thread each: by BLAS and VML
@@ -726,7 +726,7 @@ def _softmax_grad(xp, y, dy, *, dim):
     return g
 
 
-@op("log_softmax", save="outputs")
+@op("log_softmax", save="outputs", contiguous=True)
 def _log_softmax(xp, x, *, dim):
     shifted = x - x.max(axis=dim, keepdims=True, initial=-xp.inf)  # initial: empty dims
     shifted -= xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))

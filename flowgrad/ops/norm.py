@@ -20,7 +20,7 @@ __all__ = ["norm"]
 matrix_norm = None  # bound by linalg_decomp, which builds on this module (nuc needs the SVD)
 
 
-@op("vector_norm", save="inputs outputs")
+@op("vector_norm", save="inputs outputs", contiguous=True)
 def _vector_norm(xp, x, *, ord, axes, keepdim):
     a = xp.abs(x)
     if ord == math.inf:

@@ -63,7 +63,7 @@ def expand_reduced(dy, shape, axes):
 # The kernels call the ufuncs' reduce, not x.sum() / x.mean(): those run through NumPy's own
 # Python code (numpy/_core/_methods.py), so an inf - inf or an empty mean would warn from a
 # NumPy frame, out of reach of flowgrad's filter for RuntimeWarnings raised from its modules.
-@op("sum", jvp="linear")
+@op("sum", jvp="linear", contiguous=True)
 def _sum(xp, x, *, axes, keepdim):
     # ml_dtypes adds in bfloat16 (256 + 1 == 256): float32. (kind first: .name is slow)
     if x.dtype.kind == "V" and x.dtype.name == "bfloat16":
@@ -76,7 +76,7 @@ def sum_backward(ctx, dy):
     return expand_reduced(dy, ctx.input_shapes[0], ctx.axes)
 
 
-@op("mean", jvp="linear")
+@op("mean", jvp="linear", contiguous=True)
 def _mean(xp, x, *, axes, keepdim):
     return mean_array(xp, x, axes, keepdim)
 
@@ -153,12 +153,12 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
 
 # ---- max / min -------------------------------------------------------------------------------
-@op("amax", save="inputs outputs")
+@op("amax", save="inputs outputs", contiguous=True)
 def _amax(xp, x, *, axes, keepdim, whole=False):
     return x.max(axis=axes, keepdims=keepdim)
 
 
-@op("amin", save="inputs outputs")
+@op("amin", save="inputs outputs", contiguous=True)
 def _amin(xp, x, *, axes, keepdim, whole=False):
     return x.min(axis=axes, keepdims=keepdim)
 
@@ -344,7 +344,7 @@ def argmin(input, dim=None, keepdim=False):
 
 
 # ---- prod ----------------------------------------------------------------------------------
-@op("prod", save="inputs outputs", complex=True)
+@op("prod", save="inputs outputs", complex=True, contiguous=True)
 def _prod(xp, x, *, axes, keepdim):
     return xp.multiply.reduce(x, axis=axes, keepdims=keepdim)
 
@@ -399,7 +399,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 
 # ---- logsumexp -----------------------------------------------------------------------------
-@op("logsumexp", save="inputs outputs")
+@op("logsumexp", save="inputs outputs", contiguous=True)
 def _logsumexp(xp, x, *, axes, keepdim):
     m = x.max(axis=axes, keepdims=True, initial=-xp.inf)  # initial: empty dims give -inf
     m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or an inf) rows: shift by 0
@@ -441,19 +441,19 @@ def logsumexp(input, dim=None, keepdim=False):
 
 
 # ---- boolean reductions ----------------------------------------------------------------------
-@op("all", differentiable=False)
+@op("all", differentiable=False, contiguous=True)
 def _all(xp, x, *, axes, keepdim):
     r = xp.all(x, axis=axes, keepdims=keepdim)
     return r.astype(x.dtype) if x.dtype == xp.uint8 else r  # torch keeps uint8
 
 
-@op("any", differentiable=False)
+@op("any", differentiable=False, contiguous=True)
 def _any(xp, x, *, axes, keepdim):
     r = xp.any(x, axis=axes, keepdims=keepdim)
     return r.astype(x.dtype) if x.dtype == xp.uint8 else r
 
 
-@op("count_nonzero", differentiable=False)
+@op("count_nonzero", differentiable=False, contiguous=True)
 def _count_nonzero(xp, x, *, axes):
     if len(axes) == x.ndim:  # all of it: the fast whole-array count, not a sum over axes
         return xp.asarray(xp.count_nonzero(x), dtype=xp.int64)

@@ -185,7 +185,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 # ---- logcumsumexp ----------------------------------------------------------------------------
-@op("logcumsumexp", save="inputs outputs")
+@op("logcumsumexp", save="inputs outputs", contiguous=True)
 def _logcumsumexp(xp, x, *, dim):
     with xp.errstate(all="ignore"):
         return xp.logaddexp.accumulate(x, axis=dim)

@@ -19,6 +19,7 @@ gradient is dy * f'(x) or dy * f'(y) is one `unary(...)` row.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import types
 
@@ -64,11 +65,12 @@ class Op:
                  "differentiable", "is_view", "complex", "jvp", "create_graph_reads")
 
     def __init__(self, name, kernel, save=None, n_out=1, differentiable=True, is_view=False,
-                 complex=False, jvp=None, grad_reads=None, create_graph_reads=()):
+                 complex=False, jvp=None, grad_reads=None, create_graph_reads=(),
+                 contiguous=False):
         if name in REGISTRY:
             raise ValueError(f"op {name!r} is registered twice")
         self.name = name
-        self.kernel = kernel
+        self.kernel = _c_contiguous_output(kernel) if contiguous else kernel
         self.backward = None
         self.save, self.saved_inputs = _saved_inputs(save, grad_reads)
         self.n_out = n_out
@@ -125,7 +127,7 @@ _JVP_KINDS = (None, "linear", "multilinear", "diagonal")
 
 
 def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=False, jvp=None,
-       grad_reads=None, create_graph_reads=()):
+       grad_reads=None, create_graph_reads=(), contiguous=False):
     """Decorator: register a kernel as op `name`. Follow with `@<op>.grad` for its rule,
     or pass differentiable=False for ops with no gradient (comparisons, argmax).
 
@@ -136,8 +138,21 @@ def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=Fal
     forward-mode rule, "linear", "multilinear" or "diagonal" (see _JVP_KINDS); without it,
     a rule in ops/jvp_rules.py or the one derived from the reverse rule. `grad_reads`: which
     saved inputs each input's gradient reads (see _saved_inputs); `create_graph_reads`: the
-    saved inputs the rule reads only under create_graph."""
+    saved inputs the rule reads only under create_graph. `contiguous=True`: the output is
+    made C-contiguous, as torch allocates a reduction's, a scan's or softmax's (NumPy keeps a
+    strided input's layout there, and a later `.view()` torch runs would raise)."""
     def register(kernel):
         return Op(name, kernel, save, n_out, differentiable, is_view, complex, jvp, grad_reads,
-                  create_graph_reads)
+                  create_graph_reads, contiguous)
     return register
+
+
+def _c_contiguous_output(kernel):
+    """`kernel`, its outputs copied to C order where they are not (only for a strided input)."""
+    @functools.wraps(kernel)
+    def c_contiguous(xp, *inputs, **attrs):
+        out = kernel(xp, *inputs, **attrs)
+        if type(out) is tuple:
+            return tuple(o if o.flags.c_contiguous else xp.ascontiguousarray(o) for o in out)
+        return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
+    return c_contiguous

@@ -93,7 +93,7 @@ def index_output_grad(ctx, dy, _):
 
 
 # ---- cumsum ----------------------------------------------------------------------------------
-@op("cumsum", jvp="linear")
+@op("cumsum", jvp="linear", contiguous=True)
 def _cumsum(xp, x, *, dim, reverse):
     # floats: the ufunc's accumulate, not xp.cumsum, which runs through NumPy's Python code
     # (fromnumeric.py), where an inf - inf would warn out of reach of flowgrad's filter
@@ -123,7 +123,7 @@ def cumsum(input, dim, *, dtype=None):
 
 
 # ---- cumprod ---------------------------------------------------------------------------------
-@op("cumprod", save="inputs outputs", complex=True)
+@op("cumprod", save="inputs outputs", complex=True, contiguous=True)
 def _cumprod(xp, x, *, dim):
     return (xp.multiply.accumulate if x.dtype.kind in "fV" else xp.cumprod)(x, axis=dim)
 
@@ -183,12 +183,12 @@ def _running_extremum(xp, x, dim, ufunc):
     return values, xp.maximum.accumulate(hit, axis=dim).astype(xp.int64)
 
 
-@op("cummax", n_out=2)
+@op("cummax", n_out=2, contiguous=True)
 def _cummax(xp, x, *, dim):
     return with_rule_indices(*_running_extremum(xp, x, dim, xp.maximum))
 
 
-@op("cummin", n_out=2)
+@op("cummin", n_out=2, contiguous=True)
 def _cummin(xp, x, *, dim):
     return with_rule_indices(*_running_extremum(xp, x, dim, xp.minimum))
 

@@ -44,7 +44,7 @@ def _centered(x, axes):
 
 
 # ---- var / std -------------------------------------------------------------------------------
-@op("var", save="inputs")
+@op("var", save="inputs", contiguous=True)
 def _var(xp, x, *, axes, keepdim, correction):
     return _moment(xp, x, xp.var, axes, keepdim, correction)  # N <= correction: inf/nan
 
@@ -57,7 +57,7 @@ def var_backward(ctx, dy):
     return expand_reduced(dy, shape, axes) * _centered(x, axes) * scale
 
 
-@op("std", save="inputs outputs")
+@op("std", save="inputs outputs", contiguous=True)
 def _std(xp, x, *, axes, keepdim, correction):
     return _moment(xp, x, xp.std, axes, keepdim, correction)
 
