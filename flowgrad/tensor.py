@@ -342,12 +342,9 @@ class Tensor:
                 f"Can't detach views in-place (this tensor of shape {tuple(self.shape)} is a "
                 f"view of another tensor). Use detach() instead")
         meta = self._meta
-        if meta is not None:  # keeps .grad and hooks, as torch's
-            if self._grad_fn is not None:
-                new = self._meta = AutogradMeta(False, True)
-                new.acc_grad, new.hooks = meta.acc_grad, meta.hooks
-            else:
-                meta.requires_grad = False
+        if meta is not None:  # the same meta: .grad and hooks stay, and a graph recorded
+            meta.requires_grad = False  # before still reaches it (retain_grad fills .grad)
+            meta.is_leaf = True         # as torch's hooks on the old grad_fn do
         self._grad_fn = None
         return self
 

@@ -463,6 +463,20 @@ def p_copy_of_a_view_with_the_same_elements_into_an_expand(m):
     return {"wide": wide}
 
 
+def p_retained_grad_of_a_tensor_detached_in_place(m):
+    # detach_() after retain_grad(): a graph recorded before still reaches the tensor, whose
+    # .grad gets the retained gradient, as torch's (flowgrad gave it a new meta the graph never
+    # reached: .grad None; program fuzz seed 9007321)
+    x = leaf(m, [-0.1, 0.31, 1.73, 1.62])
+    y = x.neg()
+    total = y.sum()
+    y.retain_grad()
+    y.detach_()
+    (total.sin() * 0.86).backward()
+    return {"y.grad": y.grad, "x.grad": x.grad, "leaf": m.tensor(float(y.is_leaf)),
+            "requires_grad": m.tensor(float(y.requires_grad))}
+
+
 PROGRAMS = [v for k, v in dict(globals()).items() if k.startswith("p_")]
 
 
