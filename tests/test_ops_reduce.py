@@ -251,14 +251,16 @@ def test_unique_consecutive_over_an_empty_dim_matches_torch(shape, dim):
 
 @pytest.mark.parametrize("name", ["sum", "mean", "prod", "amax", "var", "std", "logsumexp",
                                   "norm", "all", "nansum", "cumsum", "cumprod", "cummax",
-                                  "logcumsumexp", "softmax", "log_softmax", "matmul"])
+                                  "logcumsumexp", "softmax", "log_softmax", "matmul", "tril",
+                                  "roll"])
 def test_reductions_scans_and_products_of_a_strided_input_are_contiguous(name):
     # torch allocates these outputs C-contiguous, so a .view() of them works; NumPy kept a
     # permuted input's layout and flowgrad's view raised "use .reshape" (program fuzz 9001366)
     a = np.random.default_rng(0).standard_normal((2, 3, 4, 5))
     calls = {"norm": lambda t: t.norm(dim=1), "all": lambda t: (t > 0).all(1),
              "cummax": lambda t: t.cummax(1).values, "matmul": lambda t: t @ t.mT,
-             "softmax": lambda t: t.softmax(1), "log_softmax": lambda t: t.log_softmax(1)}
+             "softmax": lambda t: t.softmax(1), "log_softmax": lambda t: t.log_softmax(1),
+             "tril": lambda t: t.tril(), "roll": lambda t: t.roll(1, 1)}
     got = []
     for m in (torch, flow):
         t = m.tensor(a).permute(3, 1, 0, 2)

@@ -81,7 +81,7 @@ def flipud(input):
     return flip(input, 0)
 
 
-@op("roll", jvp="linear")
+@op("roll", jvp="linear", contiguous=True)
 def _roll(xp, x, *, shifts, dims):
     return xp.roll(x, shifts, dims)
 
