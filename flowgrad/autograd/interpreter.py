@@ -207,6 +207,19 @@ def _shared(infos):
     return _SHARED_INFOS.setdefault(infos, infos)
 
 
+def _edge(t):
+    """(meta, next node) of an input: (None, None) when it needs no grad; a leaf's node is its
+    accumulate_grad."""
+    meta = t._meta
+    if meta is None or not meta.requires_grad:
+        return _NO_EDGE
+    node = t._grad_fn
+    return meta, node if node is not None else meta.grad_accumulator()
+
+
+_NO_EDGE = (None, None)
+
+
 def add_node(op, inputs, outputs, attrs, aux):
     """Link a FunctionNode for `op` into the graph: the seed's add_node.
 
@@ -231,23 +244,11 @@ def add_node(op, inputs, outputs, attrs, aux):
                 input_metas = (meta,)
         else:
             input_metas = next_nodes = (None,)
-    elif len(inputs) == 2:  # binary ops, unrolled: no lists to grow and freeze
+    elif len(inputs) == 2:  # binary ops: tuples made at once, no lists to grow and freeze
         a, b = inputs
         data, other = a._data, b._data
         input_infos = ((data.shape, data.dtype), (other.shape, other.dtype))
-        meta_a, meta_b = a._meta, b._meta
-        if meta_a is not None and meta_a.requires_grad:
-            node_a = a._grad_fn
-            if node_a is None:
-                node_a = meta_a.grad_accumulator()
-        else:
-            meta_a = node_a = None
-        if meta_b is not None and meta_b.requires_grad:
-            node_b = b._grad_fn
-            if node_b is None:
-                node_b = meta_b.grad_accumulator()
-        else:
-            meta_b = node_b = None
+        (meta_a, node_a), (meta_b, node_b) = _edge(a), _edge(b)
         input_metas, next_nodes = (meta_a, meta_b), (node_a, node_b)
     else:
         input_metas, next_nodes, input_infos = [], [], []
