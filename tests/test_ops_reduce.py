@@ -252,7 +252,8 @@ def test_unique_consecutive_over_an_empty_dim_matches_torch(shape, dim):
 @pytest.mark.parametrize("name", ["sum", "mean", "prod", "amax", "var", "std", "logsumexp",
                                   "norm", "all", "nansum", "cumsum", "cumprod", "cummax",
                                   "logcumsumexp", "softmax", "log_softmax", "matmul", "tril",
-                                  "roll"])
+                                  "roll", "index_select", "masked_fill", "avg_pool2d",
+                                  "one_hot"])
 def test_reductions_scans_and_products_of_a_strided_input_are_contiguous(name):
     # torch allocates these outputs C-contiguous, so a .view() of them works; NumPy kept a
     # permuted input's layout and flowgrad's view raised "use .reshape" (program fuzz 9001366)
@@ -263,6 +264,10 @@ def test_reductions_scans_and_products_of_a_strided_input_are_contiguous(name):
              "tril": lambda t: t.tril(), "roll": lambda t: t.roll(1, 1)}
     got = []
     for m in (torch, flow):
+        calls.update({"index_select": lambda t: t.index_select(1, m.tensor([2, 0])),
+                      "masked_fill": lambda t: t.masked_fill(t > 0, 0.0),
+                      "avg_pool2d": lambda t: m.nn.functional.avg_pool2d(t, 2),
+                      "one_hot": lambda t: m.nn.functional.one_hot((t > 0).long(), 2)})
         t = m.tensor(a).permute(3, 1, 0, 2)
         y = calls.get(name, lambda t: getattr(t, name)(1))(t)
         got.append((y.is_contiguous(), tuple(y.stride()), y.reshape(-1).tolist()))

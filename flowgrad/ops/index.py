@@ -450,7 +450,8 @@ def index_select(input, dim, index):
         raise IndexError(f"index_select(): index out of range in self: index {bad} for dim {d} "
                          f"of size {size} (input shape {tuple(input.shape)}); indices must be "
                          f"in [0, {size - 1}]")
-    return getitem(input, (slice(None),) * d + (index,))
+    # contiguous, as torch allocates index_select's output (an index keeps a strided layout)
+    return getitem(input, (slice(None),) * d + (index,)).contiguous()
 
 
 @tensor_method()
@@ -474,7 +475,8 @@ def masked_fill(input, mask, value):
         value = value.to(input.dtype)
     else:
         value = Tensor._wrap(xp.asarray(value, input._data.dtype))
-    return value.where(mask, input)  # Tensor.where: elementwise.py builds on this module
+    # (Tensor.where: elementwise.py builds on this module); contiguous, as torch's clone first
+    return value.where(mask, input).contiguous()
 
 
 @tensor_method()

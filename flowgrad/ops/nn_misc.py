@@ -377,7 +377,7 @@ def one_hot(input, num_classes=-1):
     if idx.size and idx.max() >= num_classes:
         raise RuntimeError(f"one_hot: class values must be smaller than num_classes "
                            f"({num_classes}), got {int(idx.max())}")
-    out = (idx[..., None] == array_module(idx).arange(num_classes)).astype(np.int64)
+    out = (idx[..., None] == array_module(idx).arange(num_classes)).astype(np.int64, order="C")
     return Tensor._wrap(out)
 
 

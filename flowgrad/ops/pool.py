@@ -338,7 +338,7 @@ def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pa
     else:
         div = _avg_divisor(size, out, ksize, stride, padding, count_include_pad)
         y = y * Tensor._wrap(new_array(x._data, 1.0 / div, x._data.dtype))
-    return y if batched else y.squeeze(0)
+    return (y if batched else y.squeeze(0)).contiguous()  # (torch's output is contiguous)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
