@@ -58,6 +58,14 @@ def run_inplace(name, fn, target, *args, **kwargs):
     return inplace_update(name, target, lambda src: fn(src, *args, **kwargs), args_need_grad)
 
 
+def same_elements(a, b):
+    """Whether arrays a and b are views of the very same elements in the same order: same
+    shape, same first element, same strides (a size-1 dim's stride is moot)."""
+    return (a.shape == b.shape
+            and all(n < 2 or s == t for n, s, t in zip(a.shape, a.strides, b.strides))
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
 def _check_no_partial_overlap(name, data, other):
     """torch refuses an in-place op whose operand shares some, but not all, of the written
     memory (`x[1:].add_(x[:-1])`): the result would depend on the order of the writes."""
@@ -68,10 +76,8 @@ def _check_no_partial_overlap(name, data, other):
             return
     except np.exceptions.TooHardError:
         pass  # undecided: refuse, as the safe answer
-    if (other.shape == data.shape
-            and all(n < 2 or a == b for n, a, b in zip(data.shape, other.strides, data.strides))
-            and other.__array_interface__["data"][0] == data.__array_interface__["data"][0]):
-        return  # the same elements (a size-1 dim's stride is moot): `x.add_(x[:])` is fine
+    if same_elements(other, data):
+        return  # `x.add_(x[:])` is fine
     raise RuntimeError(
         f"{name}: unsupported operation: some elements of the input tensor (shape "
         f"{tuple(other.shape)}) and the written-to tensor (shape {tuple(data.shape)}) refer "
@@ -255,8 +261,6 @@ def _check_writable(target, data, name):
             f"{name}: output with shape {tuple(target._data.shape)} doesn't match the "
             f"broadcast shape {tuple(data.shape)}; in-place ops cannot change a tensor's shape")
     writable(target._data, name)  # raises for a write torch refuses
-    if name == "masked_fill_":
-        warn_expanded_write(target._data, "masked_fill_", "tensor[mask] = scalar")
 
 
 def write_inplace(target, result, name):

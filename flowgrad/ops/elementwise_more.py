@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
-from ..autograd.inplace import bump_version, run_inplace, self_overlapping
+from ..autograd.inplace import bump_version, run_inplace, same_elements, self_overlapping
 from ..device import array_module
 from ..errors import check_kernel_dtype
 from ..random import resolve
@@ -457,14 +457,10 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
 
 
 def _same_data(a, b):
-    """Whether tensors a and b are the same elements: one tensor, or views with the same
-    first element, shape, strides and dtype (torch's copy_ returns early for those)."""
-    if a is b:
-        return True
+    """Whether tensors a and b are the same elements of one dtype: one tensor, or views of
+    them (torch's copy_ returns early for those)."""
     x, y = a._data, b._data
-    return (type(x) is type(y) and x.dtype == y.dtype and x.shape == y.shape
-            and x.strides == y.strides
-            and x.__array_interface__["data"][0] == y.__array_interface__["data"][0])
+    return a is b or type(x) is type(y) and x.dtype == y.dtype and same_elements(x, y)
 
 
 def _write_sample(self, name, random_op, generator, **attrs):

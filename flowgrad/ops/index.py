@@ -292,14 +292,11 @@ def setitem(x, index, value):
     elif value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
     data = x._data
-    if value is x and not advanced and _is_whole(data, spec):
-        x.copy_(x)  # x[:] = x: torch's slice covering all of x is x itself
-        return
-    if not advanced and value._data.ndim <= data.ndim and _is_whole(data, spec) and \
-            not np.may_share_memory(value._data, data):
+    if not advanced and _is_whole(data, spec) and (value is x or value._data.ndim <= data.ndim
+                                                   and not np.may_share_memory(value._data, data)):
         # torch's slice covering all of x is x itself: x.copy_(value), no view of x written
         # (so no CopySlices node: a second backward through it runs, as torch's); a value
-        # aliasing x takes the path below, which reads it whole before writing
+        # aliasing x other than x itself takes the path below, which reads it before writing
         x.copy_(value)
         return
     if advanced:  # index_put_: torch warns where the expanded elements share memory
@@ -491,6 +488,7 @@ def _masked_fill_(self, mask, value):
         check_inplace("masked_fill_", self)
         setitem(self, mask.expand(self._data.shape), value)  # element by element of the base
         return self
+    warn_expanded_write(self._data, "masked_fill_", "tensor[mask] = scalar")
     return run_inplace("masked_fill_", masked_fill, self, mask, value)
 
 
