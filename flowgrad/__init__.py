@@ -118,6 +118,7 @@ from .ops.pool import (  # noqa: F401 - the pools torch.* has too
 from .ops.reduce import *  # noqa: F401,F403
 from .ops.reduce_nan import *  # noqa: F401,F403
 from .ops.reorder import *  # noqa: F401,F403
+from .ops.sampling import poisson  # noqa: F401
 from .ops.scan import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403
 from .ops.sort import *  # noqa: F401,F403

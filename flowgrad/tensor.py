@@ -141,6 +141,31 @@ class Tensor:
     def element_size(self):
         return self._data.itemsize
 
+    @property
+    def itemsize(self):
+        """Bytes per element (`element_size()`)."""
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        """Bytes the elements take: numel * itemsize (an expanded view counts every element)."""
+        return self._data.size * self._data.itemsize
+
+    def storage_offset(self):
+        """Elements from the start of the storage to this tensor's first one: 0 unless it is a
+        view into its base (a zero-size view: 0, as NumPy keeps no position for it).
+
+        >>> import flowgrad as flow
+        >>> flow.arange(6).view(2, 3)[1, 1:].storage_offset()
+        4
+        """
+        view = self._view
+        if view is None:
+            return 0
+        start = self._data.__array_interface__["data"][0]
+        base = view.base._data.__array_interface__["data"][0]
+        return (start - base) // self._data.itemsize
+
     def is_floating_point(self):
         return self._data.dtype.kind in "fV"
 

@@ -67,10 +67,10 @@ def _padding_only_window(shape, kw):
     k, p, d = tup(kw["kernel_size"]), tup(kw["padding"]), tup(kw["dilation"])
     s = tup(kw["stride"] if kw["stride"] is not None else kw["kernel_size"])
     for size, k_, s_, p_, d_ in zip(shape[2:], k, s, p, d):
-        span = size + 2 * p_ - d_ * (k_ - 1) - 1
-        if span < 0:
-            continue
-        out = (-(-span // s_) if kw["ceil_mode"] else span // s_) + 1
+        span = size + 2 * p_ - d_ * (k_ - 1) - 1  # < 0 still gives one window with ceil_mode
+        out = (span + (s_ - 1 if kw["ceil_mode"] else 0)) // s_ + 1
+        if out <= 0:
+            continue  # torch refuses the size
         if kw["ceil_mode"] and (out - 1) * s_ >= size + p_:
             out -= 1
         for i in range(out):

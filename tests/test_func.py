@@ -107,6 +107,35 @@ def test_vmap_randomness():
     assert drawn.shape == (4, 10) and len({row.numpy().tobytes() for row in drawn}) == 4
 
 
+# in-place writes of a value that differs per example into a tensor that does not: torch
+# refuses every one; flowgrad's random fills wrote a placeholder's zeros (no error) and fill_ /
+# copy_ / setitem failed inside NumPy with its own message
+BATCHED_INTO_UNBATCHED = [
+    lambda m, x: x + m.empty(3).uniform_(),
+    lambda m, x: x + m.empty(3).exponential_(),
+    lambda m, x: x + m.empty(3).bernoulli_(0.5),
+    lambda m, x: m.zeros(3).copy_(x),
+    lambda m, x: m.zeros(3).fill_(x.sum()),
+    lambda m, x: m.zeros(3).__setitem__(slice(None), x),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BATCHED_INTO_UNBATCHED)))
+def test_vmap_refuses_a_batched_write_into_an_unbatched_tensor(case):
+    fn = BATCHED_INTO_UNBATCHED[case]
+    with pytest.raises(RuntimeError):
+        torch.vmap(lambda x: fn(torch, x), randomness="different")(torch.ones(2, 3))
+    with pytest.raises(RuntimeError, match="batched result into a tensor that is not batched"):
+        vmap(lambda x: fn(flow, x), randomness="different")(flow.ones(2, 3))
+
+
+def test_vmap_in_place_fills_of_batched_tensors():
+    rows = vmap(lambda x: x.clone().exponential_(), randomness="different")(flow.zeros(4, 3))
+    assert len({r.numpy().tobytes() for r in rows}) == 4 and (rows.numpy() > 0).all()
+    same(vmap(lambda x: x.clone().fill_(x.sum()))(flow.ones(2, 3)), flow.full((2, 3), 3.0))
+    same(vmap(lambda x: x.clone().copy_(x * 2))(flow.ones(2, 3)), flow.full((2, 3), 2.0))
+
+
 def test_vmap_refuses_reading_values_and_bad_in_dims():
     with pytest.raises(RuntimeError, match="item"):
         vmap(lambda r: r.sum().item())(flow.ones(2, 3))

@@ -81,6 +81,15 @@ def _expand_batch(level, p, f):
     return p if f else p.unsqueeze(0).expand(level.size, *p.shape)
 
 
+def _fill(level, op, phys, flags, attrs):
+    """fill(x, value) takes x's shape: a batched value makes every example of x, so the write
+    of fill_/copy_ into an unbatched tensor reaches the interpreter's batched-write check."""
+    x, value = phys
+    if flags[1] and not flags[0]:
+        x, flags = x.unsqueeze(0).expand(level.size, *x.shape), (True, True)
+    return elementwise(level, op, [x, value], flags, attrs)
+
+
 def elementwise(level, op, phys, flags, attrs):
     """Broadcasting ops: align each batched input's logical dims to the right."""
     r = max(_ndim(p, f) for p, f in zip(phys, flags))
@@ -299,7 +308,7 @@ ELEMENTWISE = ("add", "sub", "mul", "div", "pow", "where", "clone", "cast", "eq"
                "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_and", "logical_or",
                "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
                "bitwise_not", "scalar_add", "scalar_mul", "scalar_div", "scalar_rdiv",
-               "scalar_pow", "scalar_rpow", "fill", "scaled_product")
+               "scalar_pow", "scalar_rpow", "scaled_product")
 TRAILING = ("tril", "triu", "linalg_cholesky", "linalg_det", "linalg_inv",
             "linalg_slogdet", "linalg_eigh", "linalg_qr", "linalg_svd")
 IMAGES = ("max_pool", "adaptive_max_pool", "window_sum", "unfold", "fold")
@@ -319,7 +328,7 @@ def _build():
         "flip": _dims_rule("dims"), "roll": _dims_rule("dims", all_if_none=False),
         "diagonal": _dims_rule("dim1", "dim2"), "norm_affine": _dims_rule("axes"),
         "pad_constant": _pad_constant, "reshape": _reshape, "expand": _expand,
-        "sum_to": _sum_to, "permute": _permute,
+        "sum_to": _sum_to, "permute": _permute, "fill": _fill,
         "cat": _cat, "getitem": _getitem, "conv": _conv, "conv_transpose": _conv,
         "matmul": _matmul, "linear": _linear, "linear_wgrad": _linear_wgrad,
         "einsum": _einsum, "embedding": _embedding, "cross_entropy": _class_loss,

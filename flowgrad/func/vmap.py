@@ -24,7 +24,8 @@ from ..tensor import Tensor
 from .batched import BatchedTensor, batched_at, wrap
 
 RANDOM = frozenset(("bernoulli", "dropout", "rrelu", "normal", "uniform", "rand", "randn",
-                    "randint", "randperm", "multinomial"))
+                    "randint", "randperm", "multinomial", "exponential", "cauchy",
+                    "log_normal", "geometric", "random_integers", "bernoulli_number"))
 
 
 class SavedBatched(SavedTensor):

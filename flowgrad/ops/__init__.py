@@ -30,6 +30,7 @@ from . import (  # noqa: F401 - imported to register their ops
     pad,
     pool,
     pool_more,
+    random_fill,
     reduce,
     reduce_nan,
     reorder,

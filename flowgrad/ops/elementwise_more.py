@@ -463,16 +463,16 @@ def _same_data(a, b):
     return a is b or type(x) is type(y) and x.dtype == y.dtype and same_elements(x, y)
 
 
-def _write_sample(self, name, random_op, generator, **attrs):
+def _write_sample(self, name, random_op, generator, kinds="fV", **attrs):
     """Fill self with a sample of `random_op` (attributes `attrs`, self's shape and dtype):
     drawn inside an op, so an nn.Graph plan draws fresh numbers on every run (drawn by
-    Python here, it froze them)."""
-    if self._data.dtype.kind not in "fV":
+    Python here, it froze them). `kinds`: the dtype kinds the sample may have."""
+    if self._data.dtype.kind not in kinds:
         raise RuntimeError(f"{name}: expects a floating point tensor, got {self.dtype.name}; "
                            f"convert it with .float() first")
     sample = random_op(shape=self._data.shape, dtype=self._data.dtype,
                        generator=resolve(generator), **attrs)
-    if type(sample._data) is not type(self._data):  # another device: the host's draw moved
+    if array_module(sample._data) is not array_module(self._data):  # the host's draw, moved
         sample = Tensor._wrap(array_module(self._data).asarray(sample._data))
     return run_inplace(name, _filled, self, sample)
 

@@ -70,6 +70,13 @@ def poisson(rate, generator=None):
     >>> tuple(poisson(flow.ones(3)).shape)
     (3,)
     """
+    kind = rate._data.dtype.kind
+    if kind not in "fV":
+        raise NotImplementedError(f"poisson: not implemented for dtype {rate.dtype.name}; the "
+                                  f"rates must be a floating point tensor (.float())")
+    if kind == "f" and rate._data.size and not (rate._data >= 0).all():  # nan fails too
+        raise RuntimeError(f"invalid Poisson rate, expected rate to be non-negative (rates of "
+                           f"shape {tuple(rate.shape)} hold a negative or nan value)")
     return _poisson(rate, generator=resolve(generator))
 
 

@@ -1,0 +1,179 @@
+"""Tensor methods that fill a tensor in place with random draws, as torch's: `exponential_`,
+`cauchy_`, `log_normal_`, `geometric_`, `random_`, `bernoulli_` (and `Tensor.bernoulli`).
+
+Each draw is a random op whose kernel takes its numbers from the Generator attribute (as
+`uniform_` and `normal_` do), so `manual_seed` reproduces them and an nn.Graph plan draws anew
+on every run. The fill itself is the one in-place write path (`_write_sample`): the tensor's
+version moves, and a gradient through the tensor afterwards is zero, as torch's.
+
+>>> import flowgrad as flow
+>>> _ = flow.manual_seed(0)
+>>> x = flow.empty(4).exponential_(2.0)
+>>> bool((x > 0).all())
+True
+>>> flow.zeros(3, dtype=flow.int64).random_(5, 6).tolist()
+[5, 5, 5]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..random import numpy_generator, resolve
+from ..tensor import Tensor
+from .creation import _bernoulli
+from .elementwise_more import _write_sample
+from .registry import op
+
+_FLOAT, _INTEGER, _ANY = "fV", "iu", "fViub"
+
+
+@op("exponential", differentiable=False)
+def _exponential(xp, *, rate, shape, dtype, generator):
+    return (numpy_generator(generator).standard_exponential(shape) / rate).astype(dtype)
+
+
+@op("cauchy", differentiable=False)
+def _cauchy(xp, *, median, sigma, shape, dtype, generator):
+    return (median + sigma * numpy_generator(generator).standard_cauchy(shape)).astype(dtype)
+
+
+@op("log_normal", differentiable=False)
+def _log_normal(xp, *, mean, std, shape, dtype, generator):
+    return numpy_generator(generator).lognormal(mean, std, shape).astype(dtype)
+
+
+@op("geometric", differentiable=False)
+def _geometric(xp, *, p, shape, dtype, generator):
+    """Trials up to the first success (1, 2, ...), as torch's geometric_."""
+    return numpy_generator(generator).geometric(p, shape).astype(dtype)
+
+
+@op("random_integers", differentiable=False)
+def _random_integers(xp, *, low, high, shape, dtype, generator):
+    """Integers uniform in [low, high), in `dtype` (a float dtype holds them exactly)."""
+    return numpy_generator(generator).integers(low, high, shape, dtype="int64",
+                                               endpoint=False).astype(dtype)
+
+
+def _check_float(self, name, distribution):
+    if self._data.dtype.kind not in _FLOAT:
+        raise RuntimeError(f"{name}: {distribution} distribution is a continuous probability "
+                           f"distribution; dtype must be a floating point but the tensor is "
+                           f"{self.dtype.name}; convert it with .float() first")
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    """Fill with samples of the exponential distribution of rate `lambd`."""
+    _check_float(self, "exponential_", "Exponential")
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    return _write_sample(self, "exponential_", _exponential, generator, kinds=_FLOAT,
+                         rate=float(lambd))
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """Fill with samples of the Cauchy distribution (median, scale `sigma`)."""
+    _check_float(self, "cauchy_", "Cauchy")
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    return _write_sample(self, "cauchy_", _cauchy, generator, kinds=_FLOAT,
+                         median=float(median), sigma=float(sigma))
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """Fill with exp(N(mean, std**2)) samples."""
+    if self._data.dtype.kind not in _FLOAT:
+        raise NotImplementedError(f"log_normal_: not implemented for dtype {self.dtype.name}; "
+                                  f"it needs a floating point tensor (.float())")
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    return _write_sample(self, "log_normal_", _log_normal, generator, kinds=_FLOAT,
+                         mean=float(mean), std=float(std))
+
+
+def geometric_(self, p, *, generator=None):
+    """Fill with the number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
+    if self._data.dtype.kind not in _FLOAT + _INTEGER:
+        raise NotImplementedError(f"geometric_: not implemented for dtype {self.dtype.name}")
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    return _write_sample(self, "geometric_", _geometric, generator, kinds=_ANY, p=float(p))
+
+
+def _random_bounds(self, args):
+    """[low, high) of random_(), random_(to), random_(from, to) for self's dtype, as torch's:
+    without `to`, up to the largest integer the dtype holds exactly (2**24 for float32)."""
+    if len(args) > 2:
+        raise TypeError(f"random_() takes at most 2 positional arguments ({len(args)} given)")
+    dtype = self._data.dtype
+    if len(args) == 2 and args[1] is not None:
+        low, high = args
+    elif len(args) == 1 and args[0] is not None:
+        low, high = 0, args[0]
+    else:
+        low = args[0] if args else 0
+        if dtype.kind == "b":
+            high = 2
+        elif dtype.kind in "iu":
+            high = int(np.iinfo(dtype).max) + 1
+        else:
+            high = 2 ** _mantissa_digits(self) + 1
+    low, high = int(low), int(high)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")
+    return low, high
+
+
+def _mantissa_digits(self):
+    """Significand bits of self's floating dtype (float16 11, bfloat16 8, float32 24, ...)."""
+    return 8 if self.dtype.name == "bfloat16" else np.finfo(self._data.dtype).nmant + 1
+
+
+def random_(self, *args, generator=None, **kwargs):
+    """Fill with integers uniform in [from, to): `random_(to)`, `random_(from, to)`, or
+    `random_()` (0 up to the largest integer the dtype holds exactly; {0, 1} for bool)."""
+    if kwargs:
+        unknown = set(kwargs) - {"from", "to"}
+        if unknown:
+            raise TypeError(f"random_() got an unexpected keyword argument "
+                            f"{sorted(unknown)[0]!r}; it takes from, to and generator")
+        args = (kwargs.get("from", args[0] if args else 0), kwargs.get("to"))
+    low, high = _random_bounds(self, args)
+    high = min(high, 2 ** 63 - 1)  # NumPy's int64 draws stop there
+    return _write_sample(self, "random_", _random_integers, generator, kinds=_ANY,
+                         low=low, high=high)
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    """Fill with 1 where a draw falls below p (a number, or a tensor broadcast to self),
+    else 0."""
+    if isinstance(p, Tensor):
+        probs = p
+    else:
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        probs = None
+    if probs is not None:  # one draw per element of self: the probabilities broadcast first
+        probs = probs.detach().double().expand(self.shape)
+        return self.copy_(_bernoulli(probs, p=None, generator=resolve(generator)))
+    return _write_sample(self, "bernoulli_", _bernoulli_number, generator, kinds=_ANY,
+                         p=float(p))
+
+
+@op("bernoulli_number", differentiable=False)
+def _bernoulli_number(xp, *, p, shape, dtype, generator):
+    return (numpy_generator(generator).random(shape) < p).astype(dtype)
+
+
+def bernoulli(self, p=None, *, generator=None):
+    """A new tensor of 0/1 draws: with probability self (elementwise), or `p` everywhere."""
+    if p is None:
+        return _bernoulli(self, p=None, generator=resolve(generator))
+    return bernoulli_(self.new_empty(self.shape), p, generator=generator)
+
+
+for _method in (exponential_, cauchy_, log_normal_, geometric_, random_, bernoulli_,
+                bernoulli):
+    setattr(Tensor, _method.__name__, _method)
+del _method
