@@ -63,21 +63,21 @@ def standard_gamma(alpha, generator=None):
     return _standard_gamma(alpha, generator=resolve(generator))
 
 
-def poisson(rate, generator=None):
+def poisson(input, generator=None):
     """Poisson counts with the given rates (floats, as torch.poisson).
 
     >>> import flowgrad as flow
     >>> tuple(poisson(flow.ones(3)).shape)
     (3,)
     """
-    kind = rate._data.dtype.kind
+    kind = input._data.dtype.kind
     if kind not in "fV":
-        raise NotImplementedError(f"poisson: not implemented for dtype {rate.dtype.name}; the "
+        raise NotImplementedError(f"poisson: not implemented for dtype {input.dtype.name}; the "
                                   f"rates must be a floating point tensor (.float())")
-    if kind == "f" and rate._data.size and not (rate._data >= 0).all():  # nan fails too
+    if kind == "f" and input._data.size and not (input._data >= 0).all():  # nan fails too
         raise RuntimeError(f"invalid Poisson rate, expected rate to be non-negative (rates of "
-                           f"shape {tuple(rate.shape)} hold a negative or nan value)")
-    return _poisson(rate, generator=resolve(generator))
+                           f"shape {tuple(input.shape)} hold a negative or nan value)")
+    return _poisson(input, generator=resolve(generator))
 
 
 def binomial(count, prob, generator=None):
