@@ -70,6 +70,7 @@ from .ops.compare import isin  # noqa: F401 - the other comparisons come with el
 from .ops.complex import *  # noqa: F401,F403
 from .ops.conv import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403
+from .ops.creation_extra import *  # noqa: F401,F403
 from .ops.diag import *  # noqa: F401,F403
 from .ops.einsum import *  # noqa: F401,F403
 from .ops.elementwise import *  # noqa: F401,F403

@@ -6,6 +6,7 @@ from . import (  # noqa: F401 - imported to register their ops
     complex,
     conv,
     creation,
+    creation_extra,
     diag,
     einsum,
     elementwise,

@@ -24,6 +24,7 @@ from ..autograd.inplace import run_inplace
 from ..device import array_module
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim
+from .activation import softmax
 from .elementwise import _promote_pair, where
 from .normalization import dist_norm
 from .reduce import float_input
@@ -32,7 +33,7 @@ from .rules import all_finite
 
 __all__ = ["embedding", "embedding_bag", "dropout", "dropout1d", "dropout2d", "dropout3d",
            "alpha_dropout", "feature_alpha_dropout", "one_hot", "cosine_similarity",
-           "pairwise_distance", "cdist", "depend"]
+           "pairwise_distance", "cdist", "depend", "gumbel_softmax"]
 
 
 # ---- embedding -----------------------------------------------------------------------------------
@@ -379,6 +380,28 @@ def one_hot(input, num_classes=-1):
                            f"({num_classes}), got {int(idx.max())}")
     out = (idx[..., None] == array_module(idx).arange(num_classes)).astype(np.int64, order="C")
     return Tensor._wrap(out)
+
+
+# ---- gumbel_softmax ---------------------------------------------------------------------------
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """Samples of the Gumbel-softmax (Concrete) distribution: softmax((logits + g) / tau) with
+    g = -log(E), E ~ Exp(1) drawn by `exponential_`; `hard=True` returns the one-hot of each
+    sample's argmax whose gradient is the soft sample's (straight-through). `eps` is unused,
+    as in torch.
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> y = F.gumbel_softmax(flow.zeros(2, 3), hard=True)
+    >>> y.sum(-1).tolist()
+    [1.0, 1.0]
+    """
+    noise = -logits.new_empty(logits.shape).exponential_().log()
+    soft = softmax((logits + noise) / tau, dim)
+    if not hard:
+        return soft
+    index = soft.argmax(dim, keepdim=True)
+    one_hot_rows = logits.new_zeros(logits.shape).scatter_(dim, index, 1.0)
+    return one_hot_rows - soft.detach() + soft
 
 
 # ---- distances ------------------------------------------------------------------------------

@@ -1,0 +1,190 @@
+"""More of torch's ways to make a tensor: `asarray` (shares memory where it can), `frombuffer`,
+`empty_strided`, the deprecated inclusive `range`, functional `fill`, the default device, and
+the CPU-only Python-callable methods `Tensor.apply_` / `map_`.
+
+>>> import flowgrad as flow
+>>> import numpy as np
+>>> a = np.arange(3.0)
+>>> t = flow.asarray(a); a[0] = 9.0
+>>> t
+tensor([9., 1., 2.], dtype=flowgrad.float64)
+>>> flow.empty_strided((2, 3), (1, 2)).stride()
+(1, 2)
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd.inplace import run_inplace
+from ..device import ARRAY_MODULES, array_module, device_of, resolve_device
+from ..tensor import Tensor
+from .creation import _finish, as_tensor, tensor
+from .elementwise_more import _filled, _value_tensor
+
+__all__ = ["asarray", "frombuffer", "empty_strided", "range", "fill", "get_default_device",
+           "set_default_device"]
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """`obj` as a tensor: a tensor or an array of the same dtype is shared (copy=None or
+    False), anything else is converted; copy=True always copies, copy=False raises where it
+    cannot share.
+
+    >>> import flowgrad as flow
+    >>> x = flow.ones(2)
+    >>> flow.asarray(x) is x, flow.asarray([1, 2.5]).dtype
+    (True, flowgrad.float32)
+    """
+    target = None if dtype is None else _dt.as_dtype(dtype)
+    shareable = isinstance(obj, Tensor) or isinstance(obj, np.ndarray) or \
+        type(obj) in ARRAY_MODULES
+    if shareable and copy is not True:
+        have = obj.dtype if isinstance(obj, Tensor) else _dt.from_numpy_dtype(obj.dtype)
+        here = obj.device if isinstance(obj, Tensor) else device_of(obj)
+        same_device = device is None or resolve_device(device, "asarray") == here
+        if (target is None or target is have) and same_device:
+            out = as_tensor(obj)
+            return out.requires_grad_(True) if requires_grad else out
+        if copy is False:
+            raise ValueError(f"asarray: can't alias a tensor with dtype {have.name} on "
+                             f"{here} into dtype {(target or have).name} on device "
+                             f"{device}; pass copy=None to allow a copy")
+    elif copy is False and not shareable:
+        raise ValueError(f"asarray: can't alias a {type(obj).__name__} (it holds no tensor "
+                         f"storage); pass copy=None to allow a copy")
+    data = obj.detach() if isinstance(obj, Tensor) else obj
+    return tensor(data, dtype=target, device=device, requires_grad=requires_grad)
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D tensor sharing memory with a Python buffer (bytes, bytearray, memoryview, ...):
+    `count` elements (-1: all) starting `offset` bytes in.
+
+    >>> import flowgrad as flow
+    >>> flow.frombuffer(bytearray(b"\\x01\\x02\\x03"), dtype=flow.uint8)
+    tensor([1, 2, 3], dtype=flowgrad.uint8)
+    """
+    d = _dt.as_dtype(dtype)
+    size = memoryview(buffer).nbytes
+    if offset < 0 or offset >= size and size:
+        raise ValueError(f"frombuffer: offset ({offset} bytes) must be non-negative and "
+                         f"smaller than the buffer's length ({size} bytes)")
+    if count == 0:
+        raise ValueError("frombuffer: count must be positive, or negative for all elements")
+    count = -1 if count < 0 else count  # (torch takes any negative count as 'all')
+    item = np.dtype(d.np).itemsize
+    if count == -1 and (size - offset) % item:
+        raise ValueError(f"frombuffer: the buffer's length after the offset ({size - offset} "
+                         f"bytes) is not a multiple of the element size ({item} bytes)")
+    if count > 0 and offset + count * item > size:
+        raise ValueError(f"frombuffer: {count} elements of {item} bytes from offset {offset} "
+                         f"run past the buffer's {size} bytes")
+    array = np.frombuffer(buffer, dtype=d.np, count=count, offset=offset)
+    if not array.flags.writeable:
+        warnings.warn("frombuffer: the buffer is not writable; writing to the tensor fails "
+                      "(copy it with .clone() to write)", UserWarning, stacklevel=2)
+    return _finish(array, requires_grad)
+
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, **_):
+    """A tensor of `size` whose elements lie `stride` elements apart per dim (zeros here).
+
+    >>> import flowgrad as flow
+    >>> flow.empty_strided((2, 2), (1, 2)).is_contiguous()
+    False
+    """
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"empty_strided: mismatch in length of strides and shape: size "
+                           f"{size} has {len(size)} dims, stride {stride} {len(stride)}")
+    if any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise RuntimeError(f"empty_strided: sizes and strides must be non-negative, got size "
+                           f"{size} and stride {stride}")
+    dev = resolve_device(device, "empty_strided")
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    storage = dev.xp.zeros(extent, d.np)
+    item = storage.itemsize
+    array = np.lib.stride_tricks.as_strided(storage, size, tuple(s * item for s in stride))
+    return _finish(array, requires_grad, dev)
+
+
+def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                       **_):
+    return empty_strided(size, stride, dtype=self.dtype if dtype is None else dtype,
+                         device=self.device if device is None else device,
+                         requires_grad=requires_grad)
+
+
+def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, **_):
+    """Deprecated in torch: values from start to end *inclusive* by step, in the default
+    float dtype. Use `arange` (end exclusive)."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    if end is None:
+        raise TypeError("range() missing required argument 'end'")
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    if step == 0 or (end - start) * step < 0:
+        raise RuntimeError(f"range: upper bound and larger bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    count = math.floor((end - start) / step) + 1
+    values = (start + step * np.arange(count, dtype=np.float64)).astype(d.np)
+    return _finish(values, requires_grad, resolve_device(device, "range"))
+
+
+def fill(input, value):
+    """A new tensor of input's shape and dtype filled with `value` (a number or a 0-d
+    tensor, whose gradient is the sum of the output's)."""
+    return run_inplace("fill", _filled, input.clone(), _value_tensor(input, value, "fill"))
+
+
+def get_default_device():
+    """The device factories use when none is named: the CPU (flowgrad runs on NumPy)."""
+    return resolve_device(None, "get_default_device")
+
+
+def set_default_device(device):
+    """Only the CPU (or None, the same) can be the default device here."""
+    if device is not None and resolve_device(device, "set_default_device") != \
+            get_default_device():
+        raise RuntimeError(f"set_default_device: flowgrad runs on the CPU; {device!r} cannot "
+                           f"be the default device")
+
+
+def _apply(self, callable):
+    """Apply a Python callable to every element, in place (CPU, no autograd), as torch's."""
+    _refuse_grad(self, "apply_")
+    return _write_elementwise(self, "apply_", callable, self._data)
+
+
+def _map(self, tensor, callable):
+    """self[i] = callable(self[i], tensor[i]) for every element (tensor broadcast), in place."""
+    _refuse_grad(self, "map_")
+    _refuse_grad(tensor, "map_")
+    xp = array_module(self._data)
+    return _write_elementwise(self, "map_", callable, self._data,
+                              xp.broadcast_to(tensor._data, self._data.shape))
+
+
+def _write_elementwise(self, name, fn, *arrays):
+    xp = array_module(self._data)
+    values = xp.vectorize(fn, otypes=[self._data.dtype])(*arrays) if self._data.size \
+        else self._data.copy()
+    return run_inplace(name, _filled, self, Tensor._wrap(xp.asarray(values, self._data.dtype)))
+
+
+def _refuse_grad(t, name):
+    if t.requires_grad:
+        raise RuntimeError(f"Can't call {name}() on a tensor that requires grad (shape "
+                           f"{tuple(t.shape)}): a Python callable has no gradient; use "
+                           f"t.detach().{name}() instead")
+
+
+Tensor.apply_, Tensor.map_, Tensor.new_empty_strided = _apply, _map, _new_empty_strided
