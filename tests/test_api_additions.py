@@ -247,3 +247,60 @@ def test_skip_init_as_torch():
     for m in (flow, torch):
         with pytest.raises(RuntimeError, match="device"):
             m.nn.utils.skip_init(m.nn.ReLU)
+
+
+# ---- nuclear_norm, cholesky, cond, narrow_copy, dim_order -------------------------------------
+def test_nuclear_norm_and_deprecated_cholesky_as_torch():
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal((2, 3, 4))
+    a0 = x0[0] @ x0[0].T + 3 * np.eye(3)
+    for kwargs in ({}, {"dim": (1, 2)}, {"dim": (0, 2), "keepdim": True}):
+        ours = flow.tensor(x0, requires_grad=True)
+        theirs = torch.tensor(x0, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            o, t = flow.nuclear_norm(ours, **kwargs), torch.nuclear_norm(theirs, **kwargs)
+        _same(o, t, atol=1e-10)
+        o.sum().backward()
+        t.sum().backward()
+        _same(ours.grad, theirs.grad, atol=1e-10)
+    for upper in (False, True):
+        with pytest.warns(UserWarning, match="deprecated"):
+            ours = flow.cholesky(flow.tensor(a0), upper=upper)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = torch.cholesky(torch.tensor(a0), upper=upper)
+        _same(ours, theirs, atol=1e-12)
+
+
+def test_cond_runs_the_branch_as_torch():
+    for m in (flow, torch):
+        ops = (m.ones(2),)
+        assert m.cond(m.tensor(True), lambda x: x + 1, lambda x: x - 1, ops).tolist() == [2, 2]
+        assert m.cond(False, lambda x: x + 1, lambda x: x - 1, list(ops)).tolist() == [0, 0]
+        assert m.cond(1, lambda: m.zeros(1), lambda: m.ones(1)).tolist() == [0.0]
+
+
+def test_narrow_copy_is_a_copy():
+    for m in (flow, torch):
+        x = m.arange(6).reshape(2, 3)
+        y = x.narrow_copy(1, 1, 2)
+        assert y.tolist() == [[1, 2], [4, 5]] and y.is_contiguous()
+        y[0, 0] = 100
+        assert x[0, 1].item() == 1
+
+
+DIM_ORDERS = [
+    lambda m: m.ones(2, 1, 3), lambda m: m.ones(3, 1).t(), lambda m: m.ones(2, 2)[:, :1],
+    lambda m: m.tensor(1.0), lambda m: m.ones(2, 3, 4).permute(2, 0, 1),
+    lambda m: m.ones(2, 3).expand(4, 2, 3), lambda m: m.ones(4, 3)[::2],
+    lambda m: m.ones(3, 4).t(), lambda m: m.ones(3, 1, 4).permute(2, 1, 0),
+    lambda m: m.ones(5).expand(3, 5).t(), lambda m: m.ones(2, 3, 4, 5).permute(0, 2, 3, 1),
+    lambda m: m.ones(4, 1, 1).permute(1, 2, 0), lambda m: m.ones(4, 2, 1).permute(2, 0, 1)[:, ::2],
+    lambda m: m.ones(3, 3, 2)[:, :, :1].permute(2, 1, 0),
+]
+
+
+@pytest.mark.parametrize("case", range(len(DIM_ORDERS)))
+def test_dim_order_as_torch(case):
+    assert DIM_ORDERS[case](flow).dim_order() == DIM_ORDERS[case](torch).dim_order()

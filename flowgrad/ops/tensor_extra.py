@@ -33,7 +33,8 @@ from .split import split
 
 __all__ = ["dist", "renorm", "addr", "aminmax", "cov", "corrcoef", "diagonal_scatter",
            "select_scatter", "slice_scatter", "block_diag", "split_with_sizes",
-           "unravel_index", "bincount", "detach", "typename", "is_inference", "get_device"]
+           "unravel_index", "bincount", "detach", "typename", "is_inference", "get_device",
+           "narrow_copy"]
 
 
 tensor_method()(multinomial)  # torch's method spelling: probs.multinomial(n)
@@ -49,6 +50,54 @@ def get_device(input) -> int:
     """
     dev = input.device
     return -1 if dev.type == "cpu" else (dev.index or 0)
+
+
+@tensor_method()
+def narrow_copy(input, dim, start, length):
+    """`input.narrow(dim, start, length)` as a new tensor (not a view).
+
+    >>> import flowgrad as flow
+    >>> flow.arange(6).reshape(2, 3).narrow_copy(1, 1, 2)
+    tensor([[1, 2],
+            [4, 5]])
+    """
+    return input.narrow(dim, start, length).clone()
+
+
+def _dim_order(self, *, ambiguity_check=False):
+    """The dims from outermost to innermost in memory, as torch's Tensor.dim_order(): in
+    order for a contiguous tensor, else an insertion sort from the innermost dim outwards by
+    stride, where a zero stride compares as neither (an expanded dim keeps its place) and
+    equal strides go by size.
+
+    >>> import flowgrad as flow
+    >>> flow.ones(2, 3, 4).permute(2, 0, 1).dim_order()
+    (1, 2, 0)
+    """
+    strides, shape = self.stride(), tuple(self.shape)
+    if self._data.flags.c_contiguous:
+        return tuple(range(len(shape)))
+
+    def outer(a, b):  # 1: dim a lies outside dim b; -1: inside; 0: no telling
+        if strides[a] == 0 or strides[b] == 0 or strides[a] == strides[b] and \
+                shape[a] <= shape[b]:
+            return 0
+        return 1 if strides[a] > strides[b] or strides[a] == strides[b] else -1
+
+    order = list(reversed(range(len(strides))))  # innermost first while sorting
+    for i in range(1, len(order)):
+        moving = i
+        for j in reversed(range(i)):
+            verdict = outer(order[j], order[moving])
+            if verdict > 0:
+                order[j], order[moving] = order[moving], order[j]
+                moving = j
+            elif verdict < 0:
+                break
+    return tuple(reversed(order))
+
+
+Tensor.dim_order = _dim_order
 
 
 @tensor_method()

@@ -11,13 +11,16 @@ tensor(1.)
 """
 from __future__ import annotations
 
+import warnings
+
 from .. import dtypes as _dt
 from .. import linalg as _linalg
 from . import nn_misc as _nn_misc
 from . import normalization as _norm
 
 __all__ = ["dropout", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "group_norm",
-           "det", "logdet", "slogdet", "inverse", "result_type"]
+           "det", "logdet", "slogdet", "inverse", "result_type", "nuclear_norm", "cholesky",
+           "cond"]
 
 
 def dropout(input, p, train):
@@ -88,3 +91,34 @@ def result_type(tensor, other):
     flowgrad.float32
     """
     return _dt.result_type(tensor, other)
+
+
+def nuclear_norm(input, dim=None, keepdim=False):
+    """torch.nuclear_norm (deprecated there): the sum of singular values over `dim` (the last
+    two dims when None), as linalg.matrix_norm(input, 'nuc', dim, keepdim)."""
+    return _linalg.matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else dim,
+                               keepdim=keepdim)
+
+
+def cholesky(input, upper=False):
+    """torch.cholesky (deprecated there): linalg.cholesky's L, or its conjugate transpose U
+    with `upper=True`."""
+    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be "
+                  "removed in a future PyTorch release; use torch.linalg.cholesky(A) (and .mH "
+                  "for upper=True)", UserWarning, stacklevel=2)
+    lower = _linalg.cholesky(input)
+    return lower.mH if upper else lower
+
+
+def cond(pred, true_fn, false_fn, operands=()):
+    """torch.cond run eagerly: true_fn(*operands) if `pred` (a bool or a one-element tensor)
+    holds, else false_fn(*operands).
+
+    >>> import flowgrad as flow
+    >>> flow.cond(flow.tensor(False), lambda x: x + 1, lambda x: x - 1, (flow.ones(2),))
+    tensor([0., 0.])
+    """
+    if not isinstance(operands, (tuple, list)):
+        raise RuntimeError(f"cond: operands must be a tuple or list of tensors, got "
+                           f"{type(operands).__name__}")
+    return (true_fn if bool(pred) else false_fn)(*operands)
