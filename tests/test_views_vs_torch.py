@@ -195,6 +195,41 @@ def p_no_grad_view_reused_after_step(m):
     (pv * 2).sum().backward()
 
 
+def p_scalar_ops_on_a_no_grad_view_backward_twice(m):
+    # the no_grad view reports requires_grad yet has no history, so the ops on it record
+    # nodes whose gradients reach nothing: torch's mul/div by a Python number keep the number
+    # only for a gradient they will compute (none), so a second backward through them runs;
+    # a unary op (exp) keeps its result regardless, so a second backward through it raises
+    x = leaf(m, [-0.7, 0.79, 1.25, 1.66])
+    with m.no_grad():
+        v = x.squeeze()
+    w = v * -0.5
+    first, second = w.chunk(2)
+    (second.sin() * 0.5).sum().backward()
+    (second.sin() * 0.49).sum().backward()
+    return {"x.grad": x.grad, "w": w}
+
+
+def p_scalar_op_after_one_on_a_no_grad_view_backward_twice(m):
+    # the division's input has a history (the inert product's node): its node keeps the
+    # number, and a second backward through it raises, in both
+    x = leaf(m, [-0.7, 0.79, 1.25, 1.66])
+    with m.no_grad():
+        v = x.squeeze()
+    w = v * -0.5 / 3.0
+    (w.sin() * 0.5).sum().backward()
+    (w.sin() * 0.49).sum().backward()
+
+
+def p_unary_op_on_a_no_grad_view_backward_twice(m):
+    x = leaf(m, [-0.7, 0.79, 1.25, 1.66])
+    with m.no_grad():
+        v = x[1:]
+    u = v.exp()
+    (u * 2).sum().backward()
+    (u * 3).sum().backward()
+
+
 def p_no_grad_view_written_no_grad(m):
     x = leaf(m, [1.0, 2.0, 3.0])
     b = x * 1

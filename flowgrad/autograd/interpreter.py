@@ -317,6 +317,10 @@ def add_node(op, inputs, outputs, attrs, aux):
         # a second backward raises only through a node that did save a tensor (torch's):
         # a product with one input needing grad may save none
         node.saved_something = save != 1 or node._inputs.count(None) < len(node._inputs)
+        if save == 4 and node.__class__ is InertNode:
+            # a scalar operand (x * 0.5): torch's node keeps it only for an input's gradient
+            # that will be computed (its mul/div have two differentiable inputs), none here
+            node.saved_something = False
         if _saved_hooks.state.stack:  # inside saved_tensors_hooks (checkpoint, save_on_cpu)
             _saved_hooks.pack_capture(node, inputs, outputs)
     if aux:
