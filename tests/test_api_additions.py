@@ -304,3 +304,52 @@ DIM_ORDERS = [
 @pytest.mark.parametrize("case", range(len(DIM_ORDERS)))
 def test_dim_order_as_torch(case):
     assert DIM_ORDERS[case](flow).dim_order() == DIM_ORDERS[case](torch).dim_order()
+
+
+# ---- gradient --------------------------------------------------------------------------------
+GRADIENT = [
+    (lambda m: m.tensor([1, 4, 9, 16, 25]), lambda m: {}),
+    (lambda m: m.tensor([1.0, 4, 9, 16, 25], dtype=m.float64), lambda m: dict(spacing=2.0)),
+    (lambda m: m.tensor([1.0, 4, 9, 16, 25]),
+     lambda m: dict(spacing=(m.tensor([0.0, 1, 1.5, 3.5, 4.0]),))),
+    (lambda m: m.tensor([1.0, 4, 9, 16, 25]),
+     lambda m: dict(spacing=(m.tensor([0.0, 1, 1.5, 3.5, 4.0]),), edge_order=2)),
+    (lambda m: m.tensor([1.0, 4, 9, 16, 25]), lambda m: dict(edge_order=2)),
+    (lambda m: m.arange(12.0).reshape(3, 4) ** 2, lambda m: dict(dim=1)),
+    (lambda m: m.arange(12.0).reshape(3, 4) ** 2, lambda m: dict(dim=[0, 1], spacing=[1.0, 2.0])),
+    (lambda m: m.arange(12.0).reshape(3, 4) ** 2,
+     lambda m: dict(dim=-1, spacing=[m.tensor([0.0, 0.5, 2.0, 2.5])], edge_order=2)),
+    (lambda m: m.arange(36.0, dtype=m.float64).reshape(3, 3, 4).sin(),
+     lambda m: dict(edge_order=2, spacing=0.5)),
+    (lambda m: m.arange(6.0, dtype=m.float64).reshape(2, 3).cos(), lambda m: dict(spacing=3)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(GRADIENT)))
+def test_gradient_values_and_its_derivative_as_torch(case):
+    make, kwargs = GRADIENT[case]
+    results = []
+    for m in (flow, torch):
+        x = make(m)
+        if x.is_floating_point():
+            x = x.to(m.float64).requires_grad_()
+        outs = m.gradient(x, **kwargs(m))
+        if x.requires_grad:
+            sum((o * (i + 1.5)).sin().sum() for i, o in enumerate(outs)).backward()
+        results.append((outs, x.grad))
+    (ours, ours_grad), (theirs, theirs_grad) = results
+    assert len(ours) == len(theirs)
+    for o, t in zip(ours, theirs):
+        _same(o, t, atol=1e-12)
+    if theirs_grad is not None:
+        _same(ours_grad, theirs_grad, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape,kwargs", [((1,), {}), ((2,), dict(edge_order=2)),
+                                          ((3,), dict(edge_order=3)),
+                                          ((2, 3), dict(spacing=[1.0, 2.0, 3.0]))])
+def test_gradient_refuses_as_torch(shape, kwargs):
+    with pytest.raises(RuntimeError):
+        torch.gradient(torch.ones(shape), **kwargs)
+    with pytest.raises(RuntimeError):
+        flow.gradient(flow.ones(shape), **kwargs)

@@ -26,7 +26,7 @@ from .shape import cat, meshgrid, stack
 
 __all__ = ["kron", "diff", "cartesian_prod", "combinations", "trapezoid", "trapz",
            "cumulative_trapezoid", "histc", "histogram", "unique_consecutive", "tril_indices",
-           "triu_indices"]
+           "triu_indices", "gradient"]
 
 
 @tensor_method()
@@ -134,6 +134,81 @@ def _trapezoid_terms(y, x, dx, d, name):
 
 
 @tensor_method()
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Numerical derivative along each dim in `dim` (all when None), as torch.gradient and
+    numpy.gradient: second-order central differences inside, one-sided differences of order
+    `edge_order` (1 or 2) at the ends. `spacing`: one number for every dim, a number per dim,
+    or per dim a 1-D tensor of the sample coordinates (unevenly spaced allowed). Composed of
+    ops, so differentiable. Returns a tuple, one tensor per dim.
+
+    >>> import flowgrad as flow
+    >>> flow.gradient(flow.tensor([1.0, 4.0, 9.0, 16.0, 25.0]))
+    (tensor([3., 4., 6., 8., 9.]),)
+    """
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    ndim = input._data.ndim
+    dims = (list(range(ndim)) if dim is None else [dim] if isinstance(dim, int)
+            else list(dim))
+    dims = [_wrap_dim(d, ndim, "gradient") for d in dims]
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar "
+                               f"or it's spacing and dim arguments to have the same length, "
+                               f"but got a spacing argument of length {len(spacing)} and a "
+                               f"dim argument of length {len(dims)}")
+        spacings = list(spacing)
+    else:
+        spacings = [spacing] * len(dims)
+    if any(input._data.shape[d] < edge_order + 1 for d in dims):
+        raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                           "edge_order+1")
+    x = input if input.is_floating_point() or input.is_complex() else \
+        input.to(_dt.get_default_dtype())
+    return tuple(_gradient_along(x, d, h, edge_order) for d, h in zip(dims, spacings))
+
+
+def _gradient_along(f, d, h, edge_order):
+    n = f._data.shape[d]
+
+    def at(start, length=1):
+        return narrow(f, d, start, length)
+
+    if not isinstance(h, Tensor):  # evenly spaced by h
+        inner = (at(2, n - 2) - at(0, n - 2)) / (2.0 * h)
+        if edge_order == 1:
+            first, last = (at(1) - at(0)) / h, (at(n - 1) - at(n - 2)) / h
+        else:
+            first = (at(0) * -3.0 + at(1) * 4.0 - at(2)) / (2.0 * h)
+            last = (at(n - 3) - at(n - 2) * 4.0 + at(n - 1) * 3.0) / (2.0 * h)
+        return cat([first, inner, last], d)
+    if h._data.ndim != 1 or h._data.shape[0] != n:
+        raise RuntimeError(f"torch.gradient expected each tensor in spacing to be 1-D with "
+                           f"the size of its dim ({n}), got shape {tuple(h.shape)} for dim {d}")
+    shape = [1] * f._data.ndim
+    shape[d] = -1
+
+    def along(coefficients):  # per-position weights broadcast along dim d
+        return coefficients.to(f.dtype).reshape(shape)
+
+    dx = diff(h)
+    left, right = dx[:-1], dx[1:]
+    inner = (along(-right / (left * (left + right))) * at(0, n - 2)
+             + along((right - left) / (left * right)) * at(1, n - 2)
+             + along(left / (right * (left + right))) * at(2, n - 2))
+    if edge_order == 1:
+        first = (at(1) - at(0)) / along(dx[:1])
+        last = (at(n - 1) - at(n - 2)) / along(dx[-1:])
+    else:
+        a, b = dx[:1], dx[1:2]
+        first = (along(-(2.0 * a + b) / (a * (a + b))) * at(0) + along((a + b) / (a * b))
+                 * at(1) + along(-a / (b * (a + b))) * at(2))
+        a, b = dx[-2:-1], dx[-1:]
+        last = (along(b / (a * (a + b))) * at(n - 3) + along(-(a + b) / (a * b)) * at(n - 2)
+                + along((2.0 * b + a) / (b * (a + b))) * at(n - 1))
+    return cat([first, inner, last], d)
+
+
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """Integral of y along dim by the trapezoidal rule (sample points x, or spacing dx).
 
