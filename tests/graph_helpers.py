@@ -40,3 +40,17 @@ def steps_match_eager(train, eager, opt_e, sch_e, batches, loss_fn=cross_entropy
             sch_e.step()
         np.testing.assert_allclose(train(x, y).numpy(), loss_e.detach().numpy(), rtol=1e-5)
     assert train.is_compiled
+
+
+def assert_draws_as_eager(step, x, calls=3):
+    """A step that draws random numbers, traced by nn.Graph: each call of the plan draws
+    fresh numbers, the same stream as `step` run eagerly from the same seed."""
+    graph = flow.nn.Graph.trace(step)
+    flow.manual_seed(3)
+    compiled = [[t.numpy() for t in graph(x)] for _ in range(calls)]
+    flow.manual_seed(3)
+    eager = [[t.numpy() for t in step(x)] for _ in range(calls)]
+    for got, want in zip(compiled, eager):
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(compiled[1][0], compiled[2][0])

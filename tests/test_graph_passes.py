@@ -3,6 +3,7 @@ should, leaves what it must not, and changes no bit of any result; a training st
 with the whole pipeline gives eager's losses."""
 import types
 
+import graph_helpers
 import numpy as np
 import pytest
 
@@ -540,15 +541,7 @@ def test_in_place_random_fills_draw_anew_on_every_call_as_eagerly():
     def step(x):
         return x + flow.empty(4).uniform_(-1.0, 2.0), x * flow.empty(4).normal_(0.5, 2.0)
 
-    graph, x = flow.nn.Graph.trace(step), flow.zeros(4)
-    flow.manual_seed(3)
-    compiled = [[t.numpy() for t in graph(x)] for _ in range(3)]
-    flow.manual_seed(3)
-    eager = [[t.numpy() for t in step(x)] for _ in range(3)]
-    for got, want in zip(compiled, eager):
-        for a, b in zip(got, want):
-            np.testing.assert_array_equal(a, b)
-    assert not np.array_equal(compiled[1][0], compiled[2][0])
+    graph_helpers.assert_draws_as_eager(step, flow.zeros(4))
 
 
 def test_in_place_random_fills_keep_numpys_values():
