@@ -105,3 +105,11 @@ def check_kernel_dtype(input, kernel, kinds="fV"):
         raise NotImplementedError(
             f'"{kernel}" not implemented for \'{name}\' (input of shape {tuple(input.shape)}); '
             f"convert it with .float() first")
+
+
+def check_probabilities(probs, name):
+    """Raise, as torch, unless every element of the tensor `probs` lies in [0, 1]."""
+    data = probs._data
+    if data.size and not ((data >= 0) & (data <= 1)).all():  # nan fails too
+        raise RuntimeError(f"{name}: expected every probability in [0, 1], got a value outside "
+                           f"(or nan) in a tensor of shape {tuple(data.shape)}")

@@ -110,6 +110,9 @@ ERRORS = [
     (lambda t: t.random_(-1), "int64"),
     (lambda t: t.bernoulli_(1.5), "float32"),
     (lambda t: t.bernoulli_(-0.1), "float32"),
+    (lambda t: t.bernoulli_(t.new_tensor([0.5, 1.5, 0.0])), "float32"),
+    (lambda t: t.bernoulli_(t.new_tensor([0.5, float("nan"), 0.0])), "float64"),
+    (lambda t: (t - 0.5).bernoulli(), "float32"),
 ]
 
 

@@ -22,6 +22,7 @@ from .. import dtypes as _dt
 from ..autograd import inference
 from ..autograd import interpreter as _interpreter
 from ..device import ARRAY_MODULES, CPU, device_of, resolve_device, to_device
+from ..errors import check_probabilities
 from ..random import numpy_generator, resolve
 from ..tensor import Size, Tensor, bind_late
 from .registry import op
@@ -720,6 +721,8 @@ def bernoulli(input, p=None, *, generator=None):
     >>> flow.bernoulli(flow.zeros(2), p=1.0)
     tensor([1., 1.])
     """
+    if p is None:
+        check_probabilities(input, "bernoulli")
     return _bernoulli(input, p=p, generator=resolve(generator))
 
 

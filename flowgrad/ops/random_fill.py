@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import check_probabilities
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor
 from .creation import _bernoulli
@@ -150,6 +151,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
     else 0."""
     if isinstance(p, Tensor):
         probs = p
+        check_probabilities(p, "bernoulli_")
     else:
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
@@ -169,6 +171,7 @@ def _bernoulli_number(xp, *, p, shape, dtype, generator):
 def bernoulli(self, p=None, *, generator=None):
     """A new tensor of 0/1 draws: with probability self (elementwise), or `p` everywhere."""
     if p is None:
+        check_probabilities(self, "bernoulli")
         return _bernoulli(self, p=None, generator=resolve(generator))
     return bernoulli_(self.new_empty(self.shape), p, generator=generator)
 
