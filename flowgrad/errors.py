@@ -113,3 +113,13 @@ def check_probabilities(probs, name):
     if data.size and not ((data >= 0) & (data <= 1)).all():  # nan fails too
         raise RuntimeError(f"{name}: expected every probability in [0, 1], got a value outside "
                            f"(or nan) in a tensor of shape {tuple(data.shape)}")
+
+
+def check_std(std, name):
+    """Raise, as torch, for a negative or nan standard deviation (a number or an array)."""
+    if isinstance(std, (int, float)):
+        if not std >= 0:
+            raise RuntimeError(f"{name} expects std >= 0.0, but found std {std}")
+    elif std.size and not (std >= 0).all():
+        raise RuntimeError(f"{name} expects all elements of std >= 0.0 (std of shape "
+                           f"{tuple(std.shape)} holds a negative or nan value)")

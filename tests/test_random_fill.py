@@ -204,3 +204,22 @@ def test_storage_offset_nbytes_itemsize_as_torch(case):
     ours, theirs = VIEWS[case](flow), VIEWS[case](torch)
     assert ours.storage_offset() == theirs.storage_offset()
     assert (ours.nbytes, ours.itemsize) == (theirs.nbytes, theirs.itemsize)
+
+
+# random draws whose parameters torch refuses: a negative or nan std, a nan or infinite bound
+REFUSED_DRAWS = [
+    lambda m: m.normal(m.zeros(2), m.tensor([-1.0, 1.0])),
+    lambda m: m.normal(0.0, -1.0, size=(2,)),
+    lambda m: m.normal(m.zeros(2), m.tensor([float("nan"), 1.0])),
+    lambda m: m.zeros(2).normal_(0.0, float("nan")),
+    lambda m: m.zeros(2).uniform_(0.0, float("nan")),
+    lambda m: m.zeros(2).uniform_(float("-inf"), 0.0),
+]
+
+
+@pytest.mark.parametrize("case", range(len(REFUSED_DRAWS)))
+def test_draws_with_bad_parameters_raise_as_torch(case):
+    with pytest.raises(RuntimeError):
+        REFUSED_DRAWS[case](torch)
+    with pytest.raises(RuntimeError):
+        REFUSED_DRAWS[case](flow)

@@ -22,7 +22,7 @@ from .. import dtypes as _dt
 from ..autograd import inference
 from ..autograd import interpreter as _interpreter
 from ..device import ARRAY_MODULES, CPU, device_of, resolve_device, to_device
-from ..errors import check_probabilities
+from ..errors import check_probabilities, check_std
 from ..random import numpy_generator, resolve
 from ..tensor import Size, Tensor, bind_late
 from .registry import op
@@ -698,6 +698,7 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
     dev = resolve_device(device, "normal")
     m = mean._data if isinstance(mean, Tensor) else mean
     s = std._data if isinstance(std, Tensor) else std
+    check_std(s, "normal")
     shape = size if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
     d = _float_dtype(dtype if dtype is not None else
                      (mean.dtype if isinstance(mean, Tensor) else None))

@@ -9,6 +9,7 @@ in-place writers nn.init needs (fill_, zero_, copy_, uniform_, normal_).
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, run_inplace, same_elements, self_overlapping
 from ..device import array_module
-from ..errors import check_kernel_dtype
+from ..errors import check_kernel_dtype, check_std
 from ..random import resolve
 from ..tensor import Tensor, tensor_method
 from .creation import _normal, _uniform
@@ -482,6 +483,10 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
     keyword, hence **kwargs) name a and b."""
     if kwargs:
         a, b = _uniform_keywords(a, b, kwargs)
+    for bound, value in (("from", a), ("to", b)):
+        if not math.isfinite(value):
+            raise RuntimeError(f"uniform_: {bound} is out of bounds for {self.dtype.name} "
+                               f"(got {bound}={value}); pass finite bounds")
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a} > to={b}")
@@ -498,8 +503,7 @@ def _uniform_keywords(a, b, kwargs):
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with samples from N(mean, std**2)."""
-    if std < 0:
-        raise RuntimeError(f"normal_ expects std >= 0.0, but found std {std}")
+    check_std(std, "normal_")
     return _write_sample(self, "normal_", _normal, generator, mean=float(mean), std=float(std))
 
 
