@@ -341,6 +341,9 @@ def _tri_indices(row, col, offset, dtype, lower, device):
     if dtype not in (_dt.int64, _dt.int32):
         raise RuntimeError(f"\"{'tril' if lower else 'triu'}_indices\" not implemented for "
                            f"'{dtype}'; pass dtype=flow.long or flow.int")
+    for what, size in (("row", row), ("col", col)):
+        if size < 0:
+            raise RuntimeError(f"{name}: {what} must be non-negative, got {size}")
     r, c = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
     indices = np.stack([r, c]).astype(_dt.as_dtype(dtype).np).reshape(2, -1)
     return Tensor._wrap(to_device(indices, dev))  # computed from the sizes on the host

@@ -1,0 +1,147 @@
+"""Bad arguments across the library, each run in torch and in flowgrad: both must raise, or
+neither (torch's own acceptance of the odd ones, zero steps or sizes, is kept as torch's).
+A probe of 108 such calls found one difference, tril_indices/triu_indices of a negative size,
+which flowgrad now refuses as torch does."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import flowgrad as flow
+
+CASES = [
+    ('arange step0', lambda m: m.arange(0, 5, 0)),
+    ('arange nan', lambda m: m.arange(0, float('nan'))),
+    ('arange inf', lambda m: m.arange(0, float('inf'))),
+    ('linspace neg steps', lambda m: m.linspace(0, 1, -1)),
+    ('logspace neg', lambda m: m.logspace(0, 1, -2)),
+    ('eye neg', lambda m: m.eye(-1)),
+    ('full bad size', lambda m: m.full((-1,), 2.0)),
+    ('zeros float size', lambda m: m.zeros(2.5)),
+    ('ones_like bad dtype', lambda m: m.ones_like(m.ones(2), dtype=m.int64).requires_grad_()),
+    ('tril_indices neg', lambda m: m.tril_indices(-1, 3)),
+    ('randn float size', lambda m: m.randn(2.0)),
+    ('empty neg', lambda m: m.empty(-2)),
+    ('topk k big', lambda m: m.ones(3).topk(4)),
+    ('kthvalue 0', lambda m: m.ones(3).kthvalue(0)),
+    ('kthvalue big', lambda m: m.ones(3).kthvalue(4)),
+    ('quantile >1', lambda m: m.ones(3).quantile(1.5)),
+    ('quantile int', lambda m: m.ones(3, dtype=m.int64).quantile(0.5)),
+    ('histc bins0', lambda m: m.ones(3).histc(bins=0)),
+    ('histc min>max', lambda m: m.ones(3).histc(bins=3, min=2, max=1)),
+    ('bincount neg', lambda m: m.tensor([-1, 2]).bincount()),
+    ('bincount float', lambda m: m.tensor([1.0, 2.0]).bincount()),
+    ('repeat fewer', lambda m: m.ones(2, 3).repeat(2)),
+    ('repeat_interleave neg', lambda m: m.ones(3).repeat_interleave(-1)),
+    ('roll mismatch', lambda m: m.ones(3).roll((1, 2), (0,))),
+    ('flip dup', lambda m: m.ones(3, 3).flip((0, 0))),
+    ('permute dup', lambda m: m.ones(3, 3).permute(0, 0)),
+    ('narrow neg len', lambda m: m.ones(3).narrow(0, 0, -1)),
+    ('chunk 0', lambda m: m.ones(3).chunk(0)),
+    ('split 0', lambda m: m.ones(3).split(0)),
+    ('unflatten bad', lambda m: m.ones(6).unflatten(0, (4, -1))),
+    ('view bad', lambda m: m.ones(6).view(4, -1)),
+    ('expand smaller', lambda m: m.ones(3).expand(2)),
+    ('gather oob', lambda m: m.ones(3).gather(0, m.tensor([5]))),
+    ('index_select oob', lambda m: m.ones(3).index_select(0, m.tensor([5]))),
+    ('take oob', lambda m: m.ones(3).take(m.tensor([5]))),
+    ('scatter oob', lambda m: m.zeros(3).scatter(0, m.tensor([5]), 1.0)),
+    ('one_hot small', lambda m: m.nn.functional.one_hot(m.tensor([3]), 2)),
+    ('embedding oob', lambda m: m.nn.functional.embedding(m.tensor([5]), m.ones(3, 2))),
+    ('cross_entropy oob', lambda m: m.nn.functional.cross_entropy(m.ones(2, 3), m.tensor([0, 3]))),
+    ('nll neg', lambda m: m.nn.functional.nll_loss(m.ones(2, 3), m.tensor([0, -5]))),
+    ('mse shape', lambda m: m.nn.functional.mse_loss(m.ones(2, 3), m.ones(3, 2))),
+    ('bce out of range',
+     lambda m: m.nn.functional.binary_cross_entropy(m.tensor([1.5]), m.tensor([1.0]))),
+    ('bce target range',
+     lambda m: m.nn.functional.binary_cross_entropy(m.tensor([0.5]), m.tensor([1.5]))),
+    ('kl_div shapes', lambda m: m.nn.functional.kl_div(m.ones(2, 3), m.ones(3))),
+    ('softmax bad dim', lambda m: m.ones(2, 3).softmax(2)),
+    ('clamp min>max', lambda m: m.ones(3).clamp(2, 1)),
+    ('pow int neg', lambda m: m.tensor([2]) ** -1),
+    ('div int mode', lambda m: m.tensor([1]).div(m.tensor([0]), rounding_mode='floor')),
+    ('remainder int 0', lambda m: m.tensor([1]) % m.tensor([0])),
+    ('sum dtype bad', lambda m: m.ones(3).sum(dtype=m.int8)),
+    ('mean int', lambda m: m.ones(3, dtype=m.int64).mean()),
+    ('std int', lambda m: m.ones(3, dtype=m.int64).std()),
+    ('cumsum bad dim', lambda m: m.ones(3).cumsum(1)),
+    ('matmul 0d', lambda m: m.tensor(1.0) @ m.ones(2)),
+    ('mm 1d', lambda m: m.mm(m.ones(2), m.ones(2))),
+    ('bmm 2d', lambda m: m.bmm(m.ones(2, 2), m.ones(2, 2))),
+    ('dot shapes', lambda m: m.dot(m.ones(2), m.ones(3))),
+    ('dot dtypes', lambda m: m.dot(m.ones(2), m.ones(2, dtype=m.float64))),
+    ('cat dtypes', lambda m: m.cat([m.ones(2), m.ones(2, dtype=m.int64)])),
+    ('stack shapes', lambda m: m.stack([m.ones(2), m.ones(3)])),
+    ('where shapes', lambda m: m.where(m.ones(2) > 0, m.ones(3), m.ones(3))),
+    ('conv channels', lambda m: m.nn.functional.conv2d(m.ones(1, 3, 5, 5), m.ones(2, 2, 3, 3))),
+    ('conv kernel too big',
+     lambda m: m.nn.functional.conv2d(m.ones(1, 1, 2, 2), m.ones(1, 1, 3, 3))),
+    ('maxpool k big', lambda m: m.nn.functional.max_pool2d(m.ones(1, 1, 2, 2), 3)),
+    ('avgpool pad big', lambda m: m.nn.functional.avg_pool2d(m.ones(1, 1, 4, 4), 2, padding=2)),
+    ('interpolate none', lambda m: m.nn.functional.interpolate(m.ones(1, 1, 4))),
+    ('pad neg big', lambda m: m.nn.functional.pad(m.ones(2, 2), (-3, 0))),
+    ('layer_norm shape', lambda m: m.nn.functional.layer_norm(m.ones(2, 3), (4,))),
+    ('batch_norm 1 value',
+     lambda m: m.nn.functional.batch_norm(m.ones(1, 3), None, None, training=True)),
+    ('linear shape', lambda m: m.nn.functional.linear(m.ones(2, 3), m.ones(4, 5))),
+    ('embedding_bag mode',
+     lambda m: m.nn.functional.embedding_bag(m.tensor([0, 1]), m.ones(3, 2), m.tensor([0]),
+                                             mode='bad')),
+    ('cdist p neg', lambda m: m.cdist(m.ones(2, 3), m.ones(2, 3), p=-1)),
+    ('norm p str', lambda m: m.ones(3).norm(p='bad')),
+    ('einsum bad', lambda m: m.einsum('ij,jk->il', m.ones(2, 2), m.ones(2, 2))),
+    ('tensordot dims', lambda m: m.tensordot(m.ones(2, 3), m.ones(4, 5), dims=1)),
+    ('sort stable kw', lambda m: m.ones(3).sort(stable=None)),
+    ('masked_fill nonbool', lambda m: m.ones(3).masked_fill(m.ones(3), 0.0)),
+    ('masked_select shape', lambda m: m.ones(3).masked_select(m.ones(2, dtype=m.bool))),
+    ('index_put oob', lambda m: m.zeros(3).index_put_((m.tensor([7]),), m.tensor(1.0))),
+    ('setitem oob', lambda m: m.zeros(3).__setitem__(5, 1.0)),
+    ('getitem oob', lambda m: m.zeros(3)[5]),
+    ('item multi', lambda m: m.zeros(3).item()),
+    ('bool multi', lambda m: bool(m.zeros(3))),
+    ('int of float tensor', lambda m: int(m.tensor(2.7))),
+    ('reshape neg2', lambda m: m.ones(6).reshape(-1, -1)),
+    ('squeeze bad dim', lambda m: m.ones(3).squeeze(2)),
+    ('unsqueeze bad dim', lambda m: m.ones(3).unsqueeze(3)),
+    ('transpose bad', lambda m: m.ones(3).transpose(0, 2)),
+    ('diag 3d', lambda m: m.ones(2, 2, 2).diag()),
+    ('trace 3d', lambda m: m.ones(2, 2, 2).trace()),
+    ('det nonsquare', lambda m: m.linalg.det(m.ones(2, 3))),
+    ('inv singular', lambda m: m.linalg.inv(m.zeros(2, 2))),
+    ('cholesky nonpd', lambda m: m.linalg.cholesky(-m.eye(2))),
+    ('solve shapes', lambda m: m.linalg.solve(m.eye(2), m.ones(3))),
+    ('lerp weight shape', lambda m: m.lerp(m.ones(2), m.ones(2), m.ones(3))),
+    ('sgd lr neg', lambda m: m.optim.SGD([m.nn.Parameter(m.ones(2))], lr=-1)),
+    ('adam betas', lambda m: m.optim.Adam([m.nn.Parameter(m.ones(2))], betas=(1.5, 0.9))),
+    ('adam eps neg', lambda m: m.optim.Adam([m.nn.Parameter(m.ones(2))], eps=-1)),
+    ('sgd momentum neg', lambda m: m.optim.SGD([m.nn.Parameter(m.ones(2))], lr=0.1, momentum=-1)),
+    ('sgd nesterov', lambda m: m.optim.SGD([m.nn.Parameter(m.ones(2))], lr=0.1, nesterov=True)),
+    ('steplr bad',
+     lambda m: m.optim.lr_scheduler.StepLR(m.optim.SGD([m.nn.Parameter(m.ones(2))], lr=0.1),
+                                           step_size=0)),
+    ('Linear neg', lambda m: m.nn.Linear(-1, 2)),
+    ('Conv groups', lambda m: m.nn.Conv2d(3, 4, 3, groups=2)),
+    ('Dropout p', lambda m: m.nn.Dropout(1.5)),
+    ('Embedding pad oob', lambda m: m.nn.Embedding(3, 2, padding_idx=5)),
+    ('MultiheadAttn heads', lambda m: m.nn.MultiheadAttention(10, 3)),
+    ('BatchNorm input', lambda m: m.nn.BatchNorm2d(3)(m.ones(2, 3))),
+    ('LSTM input size', lambda m: m.nn.LSTM(3, 4)(m.ones(5, 2, 4))),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[c[0] for c in CASES])
+def test_raises_exactly_where_torch_raises(case):
+    _, call = CASES[case]
+    outcome = []
+    for m in (torch, flow):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                call(m)
+                outcome.append(None)
+            except Exception as error:  # noqa: BLE001 - any error counts as refusing
+                outcome.append(type(error).__name__)
+    assert (outcome[0] is None) == (outcome[1] is None), f"torch {outcome[0]}, flowgrad " \
+        f"{outcome[1]}"
