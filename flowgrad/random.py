@@ -18,7 +18,11 @@ class Generator:
         self.np = np.random.Generator(np.random.PCG64(self._seed))
 
     def manual_seed(self, seed):
-        self._seed = int(seed)
+        seed = int(seed)
+        if not -2 ** 63 <= seed < 2 ** 64:
+            raise ValueError(f"manual_seed: the seed must be within [-2**63, 2**64 - 1], got "
+                             f"{seed}")
+        self._seed = seed % 2 ** 64  # a negative seed counts from 2**64, as torch's
         self.np = np.random.Generator(np.random.PCG64(self._seed))
         return self
 

@@ -405,6 +405,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                          f"input of shape {tuple(x.shape)}")
     if not use_input_stats:
         return batch_norm(x, running_mean, running_var, weight, bias, False, momentum, eps)
+    if math.prod(x._data.shape[2:]) == 1:  # one value per (sample, channel): its own mean
+        raise ValueError(f"instance_norm: expected more than 1 spatial element when "
+                         f"training, got input of shape {tuple(x.shape)}")
     c = x._data.shape[1]
     bshape = (1, c) + (1,) * (x._data.ndim - 2)
     w = _param(weight, (c,), bshape, "instance_norm", "weight")
