@@ -123,7 +123,19 @@ def _random_bounds(self, args):
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
+    least, most = ((0, 1) if dtype.kind == "b" else
+                   (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)) if dtype.kind in "iu"
+                   else (-_float_max(self), _float_max(self)))
+    for bound, value in (("from", low), ("to - 1", high - 1)):
+        if not least <= value <= most:  # (the cast would wrap the draws round)
+            raise RuntimeError(f"random_: {bound} is out of bounds for {self.dtype.name} "
+                               f"(got {value}; it holds {least} to {most})")
     return low, high
+
+
+def _float_max(self):
+    return 3.3895313892515355e38 if self.dtype.name == "bfloat16" else \
+        float(np.finfo(self._data.dtype).max)
 
 
 def _mantissa_digits(self):
