@@ -1,8 +1,8 @@
 """Bad arguments across the library, each run in torch and in flowgrad: both must raise, or
 neither (torch's own acceptance of the odd ones, zero steps or sizes, is kept as torch's).
-Probes of 171 such calls found three differences, fixed: tril_indices/triu_indices of a negative
-size and instance_norm over one spatial element (torch refuses), manual_seed(-1) (torch takes
-it as 2**64 - 1)."""
+Probes of 171 such calls found four differences, fixed: tril_indices/triu_indices of a negative
+size, instance_norm over one spatial element and //, %, fmod, ** of two bools (torch refuses),
+manual_seed(-1) (torch takes it as 2**64 - 1)."""
 from __future__ import annotations
 
 import warnings
@@ -150,6 +150,19 @@ CASES = [
     ('load_state_dict shape', lambda m: m.nn.Linear(2, 2).load_state_dict(
         {'weight': m.ones(3, 3)})),
     ('optimizer non-leaf', lambda m: m.optim.SGD([m.ones(2, requires_grad=True) * 2], lr=0.1)),
+    ('bool // bool', lambda m: m.tensor([True, False]) // m.tensor([True, True])),
+    ('bool // True', lambda m: m.tensor([True, False]) // True),
+    ('bool // 1', lambda m: m.tensor([True, False]) // 1),
+    ('bool % bool', lambda m: m.tensor([True, False]) % m.tensor([True, True])),
+    ('bool % True', lambda m: m.tensor([True, False]) % True),
+    ('bool fmod', lambda m: m.fmod(m.tensor([True, False]), m.tensor([True, True]))),
+    ('bool ** bool', lambda m: m.tensor([True, False]) ** m.tensor([True, True])),
+    ('True ** bool', lambda m: True ** m.tensor([True, False])),
+    ('bool ** True', lambda m: m.tensor([True, False]) ** True),
+    ('bool ** 2', lambda m: m.tensor([True, False]) ** 2),
+    ('2 ** bool', lambda m: 2 ** m.tensor([True, False])),
+    ('bool div trunc', lambda m: m.tensor([True, False]).div(m.tensor([True, True]),
+                                                              rounding_mode='trunc')),
 ]
 
 

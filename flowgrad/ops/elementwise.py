@@ -548,6 +548,7 @@ def pow(input, exponent, *, out=None):
         a, b = input, exponent
     else:
         a, b = _promote_pair(input, exponent, "pow")
+    _refuse_bool(a, "pow")
     return _pow(a, b)
 
 
@@ -757,8 +758,16 @@ def _rounded_div(input, other, rounding_mode):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found {rounding_mode!r}")
     a, b = _promote_pair(input, other, "div")
+    _refuse_bool(a, f"div_{rounding_mode}_cpu")
     _check_int_zero(a, b, "div")
     return _div_rounded(a, b, mode=rounding_mode)
+
+
+def _refuse_bool(a, kernel):
+    """torch has no rounded division, remainder, fmod or pow kernel for bool results."""
+    if a._data.dtype.kind == "b":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\' (both operands '
+                                  f'are bool); convert one with .int() or .float() first')
 
 
 # ---- clamp with tensor bounds ---------------------------------------------------------------

@@ -27,6 +27,7 @@ from .elementwise import (
     _div_rounded,
     _inplace_binary,
     _promote_pair,
+    _refuse_bool,
     _rounded_div,
     _where,
     div,
@@ -87,6 +88,7 @@ def fmod_backward(ctx, dy):
 def remainder(input, other):
     """Python's modulus: the result takes the sign of the divisor."""
     a, b = _promote_pair(input, other, "remainder")
+    _refuse_bool(a, "remainder_cpu")
     _check_int_zero(a, b, "remainder")
     return _remainder(a, b)
 
@@ -95,6 +97,7 @@ def remainder(input, other):
 def fmod(input, other):
     """C's fmod: the result takes the sign of the dividend."""
     a, b = _promote_pair(input, other, "fmod")
+    _refuse_bool(a, "fmod_cpu")
     _check_int_zero(a, b, "fmod")
     return _fmod(a, b)
 
