@@ -58,6 +58,23 @@ def test_asarray_shares_memory_as_torch():
             m.asarray([1.0, 2.0], copy=False)
 
 
+def test_asarray_of_a_tensor_keeps_its_history_as_torch():
+    results = []
+    for m in (flow, torch):
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 3
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's note on requires_grad's new default
+            converted, copied = m.asarray(h, dtype=m.float64), m.asarray(h, copy=True)
+            shared = m.asarray(h)
+        cut = m.asarray(h, dtype=m.float64, requires_grad=False)
+        assert shared is h and converted.requires_grad and copied.requires_grad
+        assert not cut.requires_grad
+        (converted.sum() * 2 + (copied * copied).sum()).backward()
+        results.append(x.grad)
+    _same(*results)
+
+
 # ---- frombuffer ------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype,count,offset", [("float32", -1, 0), ("float32", 1, 4),
                                                 ("uint8", 5, 2), ("int16", -1, 2),

@@ -29,10 +29,11 @@ __all__ = ["asarray", "frombuffer", "empty_strided", "range", "fill", "get_defau
            "set_default_device"]
 
 
-def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
     """`obj` as a tensor: a tensor or an array of the same dtype is shared (copy=None or
     False), anything else is converted; copy=True always copies, copy=False raises where it
-    cannot share.
+    cannot share. A tensor converted or copied keeps its history (`to`, `clone`), and
+    requires_grad follows it unless given, as torch 2.13's.
 
     >>> import flowgrad as flow
     >>> x = flow.ones(2)
@@ -40,24 +41,33 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     (True, flowgrad.float32)
     """
     target = None if dtype is None else _dt.as_dtype(dtype)
-    shareable = isinstance(obj, Tensor) or isinstance(obj, np.ndarray) or \
-        type(obj) in ARRAY_MODULES
-    if shareable and copy is not True:
-        have = obj.dtype if isinstance(obj, Tensor) else _dt.from_numpy_dtype(obj.dtype)
-        here = obj.device if isinstance(obj, Tensor) else device_of(obj)
-        same_device = device is None or resolve_device(device, "asarray") == here
-        if (target is None or target is have) and same_device:
+    if isinstance(obj, Tensor):
+        place = obj.device if device is None else resolve_device(device, "asarray")
+        same = (target is None or target is obj.dtype) and place == obj.device
+        if copy is False and not same:
+            raise ValueError(f"asarray: can't alias a tensor with dtype {obj.dtype.name} on "
+                             f"{obj.device} into dtype {target.name if target else ''} on "
+                             f"{place}; pass copy=None to allow a copy")
+        out = obj if same else obj.to(dtype=target or obj.dtype, device=place)
+        if copy is True and out is obj:
+            out = obj.clone()
+        if requires_grad is False and out.requires_grad:
+            return out.detach()
+        return out.requires_grad_(True) if requires_grad and not out.requires_grad else out
+    if isinstance(obj, np.ndarray) or type(obj) in ARRAY_MODULES:
+        same = (target is None or target is _dt.from_numpy_dtype(obj.dtype)) and (
+            device is None or resolve_device(device, "asarray") == device_of(obj))
+        if same and copy is not True:
             out = as_tensor(obj)
             return out.requires_grad_(True) if requires_grad else out
         if copy is False:
-            raise ValueError(f"asarray: can't alias a tensor with dtype {have.name} on "
-                             f"{here} into dtype {(target or have).name} on device "
-                             f"{device}; pass copy=None to allow a copy")
-    elif copy is False and not shareable:
+            raise ValueError(f"asarray: can't alias an array of dtype {obj.dtype} into dtype "
+                             f"{target.name if target else obj.dtype} on device {device}; "
+                             f"pass copy=None to allow a copy")
+    elif copy is False:
         raise ValueError(f"asarray: can't alias a {type(obj).__name__} (it holds no tensor "
                          f"storage); pass copy=None to allow a copy")
-    data = obj.detach() if isinstance(obj, Tensor) else obj
-    return tensor(data, dtype=target, device=device, requires_grad=requires_grad)
+    return tensor(obj, dtype=target, device=device, requires_grad=bool(requires_grad))
 
 
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
