@@ -115,7 +115,10 @@ def _default_blas(vendor):
 def _mkl():
     """MKL's single dynamic library from the `mkl` wheel (in this Python's prefix), its
     threading layer chosen, or None."""
-    if os.environ.get("FLOWGRAD_BLAS", _default_blas(_cpu_vendor())).lower() != "mkl":
+    choice = os.environ.get("FLOWGRAD_BLAS")
+    if choice is None:  # (the CPU's vendor is read only when the environment does not say)
+        choice = _default_blas(_cpu_vendor())
+    if choice.lower() != "mkl":
         return None
     prefixes = dict.fromkeys([sys.prefix, sys.base_prefix, site.getuserbase()])
     for prefix in prefixes:

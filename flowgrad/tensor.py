@@ -162,9 +162,7 @@ class Tensor:
         view = self._view
         if view is None:
             return 0
-        start = self._data.__array_interface__["data"][0]
-        base = view.base._data.__array_interface__["data"][0]
-        return (start - base) // self._data.itemsize
+        return (self.data_ptr() - view.base.data_ptr()) // self._data.itemsize
 
     def is_floating_point(self):
         return self._data.dtype.kind in "fV"

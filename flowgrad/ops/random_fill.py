@@ -16,12 +16,16 @@ True
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ..dtypes import finfo
 from ..errors import check_probabilities
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor
 from .creation import _bernoulli
+from .creation import bernoulli as _draw_bernoulli
 from .elementwise_more import _write_sample
 from .registry import op
 
@@ -125,7 +129,7 @@ def _random_bounds(self, args):
                            f">= to={high}")
     least, most = ((0, 1) if dtype.kind == "b" else
                    (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)) if dtype.kind in "iu"
-                   else (-_float_max(self), _float_max(self)))
+                   else (-finfo(self.dtype).max, finfo(self.dtype).max))
     for bound, value in (("from", low), ("to - 1", high - 1)):
         if not least <= value <= most:  # (the cast would wrap the draws round)
             raise RuntimeError(f"random_: {bound} is out of bounds for {self.dtype.name} "
@@ -133,14 +137,10 @@ def _random_bounds(self, args):
     return low, high
 
 
-def _float_max(self):
-    return 3.3895313892515355e38 if self.dtype.name == "bfloat16" else \
-        float(np.finfo(self._data.dtype).max)
-
-
 def _mantissa_digits(self):
-    """Significand bits of self's floating dtype (float16 11, bfloat16 8, float32 24, ...)."""
-    return 8 if self.dtype.name == "bfloat16" else np.finfo(self._data.dtype).nmant + 1
+    """Significand bits of self's floating dtype (float16 11, bfloat16 8, float32 24, ...):
+    eps is 2 ** (1 - digits)."""
+    return round(1 - math.log2(finfo(self.dtype).eps))
 
 
 def random_(self, *args, generator=None, **kwargs):
@@ -183,8 +183,7 @@ def _bernoulli_number(xp, *, p, shape, dtype, generator):
 def bernoulli(self, p=None, *, generator=None):
     """A new tensor of 0/1 draws: with probability self (elementwise), or `p` everywhere."""
     if p is None:
-        check_probabilities(self, "bernoulli")
-        return _bernoulli(self, p=None, generator=resolve(generator))
+        return _draw_bernoulli(self, generator=generator)
     return bernoulli_(self.new_empty(self.shape), p, generator=generator)
 
 

@@ -79,10 +79,11 @@ def _dim_order(self, *, ambiguity_check=False):
         return tuple(range(len(shape)))
 
     def outer(a, b):  # 1: dim a lies outside dim b; -1: inside; 0: no telling
-        if strides[a] == 0 or strides[b] == 0 or strides[a] == strides[b] and \
-                shape[a] <= shape[b]:
+        if strides[a] == 0 or strides[b] == 0:
             return 0
-        return 1 if strides[a] > strides[b] or strides[a] == strides[b] else -1
+        if strides[a] != strides[b]:
+            return 1 if strides[a] > strides[b] else -1
+        return 1 if shape[a] > shape[b] else 0
 
     order = list(reversed(range(len(strides))))  # innermost first while sorting
     for i in range(1, len(order)):
