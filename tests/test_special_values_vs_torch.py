@@ -43,9 +43,20 @@ def test_no_new_special_value_differences(differences):
     assert not new, "\n".join(f"{k}: {v[:300]}" for k, v in new.items())
 
 
+# differences that come from torch's AVX-512 kernels: on a CPU without AVX-512 torch runs its
+# AVX2 loops, whose lanes give what flowgrad gives
+AVX512_ONLY = {("unary", "F.elu"), ("unary", "F.selu"), ("unary", "F.celu"),
+               ("unary", "F.gelu"), ("unary", "special.logit_eps")}
+
+
 def test_known_special_value_differences_still_differ(differences):
+    import torch
+
     seen = {(k[0], k[1]) for k in differences}
-    assert not set(KNOWN) - seen, f"now equal to torch: {sorted(set(KNOWN) - seen)}"
+    expected = set(KNOWN)
+    if torch.backends.cpu.get_cpu_capability() != "AVX512":
+        expected -= AVX512_ONLY
+    assert not expected - seen, f"now equal to torch: {sorted(expected - seen)}"
 
 
 def test_nan_inputs_pass_the_gradient_where_torch_is_consistent():

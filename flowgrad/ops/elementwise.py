@@ -299,7 +299,8 @@ _log = unary("log", lambda xp, x: xp.log(x), d_of_x=lambda x: x, divide=True, ma
              complex=True)
 _sqrt = unary("sqrt", lambda xp, x: xp.sqrt(x), d_of_y=lambda y: y * 2.0, divide=True,
               masked=True, complex=True)
-_rsqrt = unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x), d_of_y=lambda y: y * y * y * -0.5,
+# (reciprocal, not `1.0 /`: ml_dtypes < 0.7 divides a Python float by bfloat16 in float32)
+_rsqrt = unary("rsqrt", lambda xp, x: xp.reciprocal(xp.sqrt(x)), d_of_y=lambda y: y * y * y * -0.5,
                masked=True, complex=True)
 # from the output, as torch's (`1 / x` is scalar_rdiv, from the input: see its rule)
 _reciprocal = unary("reciprocal", lambda xp, x: xp.reciprocal(x), d_of_y=lambda y: y * y * -1.0,

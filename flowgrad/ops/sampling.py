@@ -16,10 +16,9 @@ sample's concentration is not provided; torch's is not either).
 """
 from __future__ import annotations
 
-from scipy import special
-
 from ..random import numpy_generator, resolve
 from .registry import op
+from .special_fns import _scipy_special
 
 __all__ = ["standard_gamma", "poisson", "binomial"]
 
@@ -39,6 +38,7 @@ def standard_gamma_backward(ctx, dy):
 
 @op("standard_gamma_grad", differentiable=False)
 def _standard_gamma_grad(xp, alpha, x):
+    special = _scipy_special(xp.__name__)  # imported on first use: scipy costs 0.3 s to load
     a, v = alpha.astype(xp.float64), x.astype(xp.float64)
     h = 1e-5 * xp.maximum(a, 1.0)
     dp_da = (special.gammainc(a + h, v) - special.gammainc(a - h, v)) / (2 * h)

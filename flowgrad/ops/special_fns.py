@@ -251,8 +251,8 @@ def zeta_backward(ctx, dy):
 
 
 def _sinc_kernel(xp, x):
-    with xp.errstate(all="ignore"):
-        return xp.sinc(x)
+    with xp.errstate(all="ignore"):  # (ml_dtypes < 0.7 computes a bfloat16 sinc in float32)
+        return xp.sinc(x).astype(x.dtype, copy=False)
 
 
 def _sinc_derivative(x):
