@@ -107,6 +107,39 @@ def check_kernel_dtype(input, kernel, kinds="fV"):
             f"convert it with .float() first")
 
 
+def check_same_dtype(op_name, reference, /, **others):
+    """Raise, as torch, when a tensor that an op combines with `reference` without type
+    promotion (a loss's class weights, a GEMM's bias, a scatter's source) has another dtype;
+    `others` are the arguments by name (None, or a number, is let through: the op says what
+    it takes)."""
+    dtype = reference._data.dtype
+    for arg, t in others.items():
+        data = getattr(t, "_data", None)
+        if data is not None and data.dtype != dtype:
+            raise RuntimeError(
+                f"{op_name}: expected {arg} (shape {tuple(t.shape)}) to be {reference.dtype} "
+                f"as the operand of shape {tuple(reference.shape)}, but got {t.dtype}; this op "
+                f"does not promote dtypes: convert one with .to()")
+
+
+def check_norm_params(op_name, input, **params):
+    """Raise, as torch, unless a normalization's weight, bias and running statistics all have
+    the input's dtype, or are float32 beside a bfloat16 or float16 input (torch's mixed
+    precision on the CPU)."""
+    given = [(arg, t) for arg, t in params.items() if t is not None]
+    dtype = input._data.dtype
+    if all(t._data.dtype == dtype for _, t in given):
+        return
+    if input._data.dtype.name in ("bfloat16", "float16") and all(
+            t._data.dtype.name == "float32" for _, t in given):
+        return
+    named = ", ".join(f"{arg} {t.dtype}" for arg, t in given)
+    raise RuntimeError(
+        f"{op_name}: mixed dtypes: the input is {input.dtype} (shape {tuple(input.shape)}) and "
+        f"the parameters are {named}; they must share the input's dtype (or be float32 beside "
+        f"a bfloat16/float16 input): convert them with .to({input.dtype})")
+
+
 def check_probabilities(probs, name):
     """Raise, as torch, unless every element of the tensor `probs` lies in [0, 1]."""
     data = probs._data

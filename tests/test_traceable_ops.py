@@ -74,14 +74,14 @@ def _model(x, w, logits, bn):
         h.masked_scatter(h < 0, w[:30].reshape(6, 5)).sum(),
     ]
     target = flow.tensor([0, 2, 1, -100, 2, 3])
-    cw = flow.tensor([1.0, 2.0, 0.5, 1.5])
+    cw = flow.tensor([1.0, 2.0, 0.5, 1.5], dtype=logits.dtype)  # (torch wants one dtype)
     terms += [
         F.cross_entropy(logits, target, weight=cw),
         F.cross_entropy(logits, target.clamp(min=0), reduction="sum"),
         F.cross_entropy(logits, target, label_smoothing=0.1),
         F.nll_loss(logits.log_softmax(1), target, weight=cw, ignore_index=-100),
-        F.binary_cross_entropy(logits.sigmoid(), (logits > 0).float(), weight=cw),
-        F.binary_cross_entropy_with_logits(logits, (logits < 0).float(), pos_weight=cw),
+        F.binary_cross_entropy(logits.sigmoid(), (logits > 0).to(logits.dtype), weight=cw),
+        F.binary_cross_entropy_with_logits(logits, (logits < 0).to(logits.dtype), pos_weight=cw),
     ]
     lp = logits[:, None, :].expand(6, 2, 4).log_softmax(2)  # T=6, N=2, C=4
     terms.append(F.ctc_loss(lp, flow.tensor([[1, 2, 2], [3, 1, 0]]), flow.tensor([6, 5]),
@@ -89,8 +89,9 @@ def _model(x, w, logits, bn):
     bn.train()
     y = bn(h)
     bn.eval()
+    stats = flow.zeros(3, dtype=h.dtype), flow.ones(3, dtype=h.dtype)
     terms += [(y * y).sum(), bn(h).sum(),
-              F.instance_norm(h.reshape(2, 3, 5), flow.zeros(3), flow.ones(3)).pow(2).sum()]
+              F.instance_norm(h.reshape(2, 3, 5), *stats).pow(2).sum()]
     return sum(terms[1:], terms[0])
 
 

@@ -31,9 +31,11 @@ from ..blas import (
 )
 from ..device import constant
 from ..errors import check_kernel_dtype as _check_kernel_dtype
+from ..errors import check_same_dtype
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import clamp, sigmoid, tanh, where
+from .halfprec import in_float32
 from .registry import op
 from .rules import _SMALL, masked_product, unary
 from .special import chunk_elements, erf, map_chunks, normal_cdf_into
@@ -628,6 +630,7 @@ def threshold_(input, threshold, value):
 @tensor_method()
 def prelu(input, weight):
     """max(0, x) + weight * min(0, x), weight per channel (dim 1) or a single one."""
+    check_same_dtype("prelu", input, weight=weight)
     channels = input._data.shape[1] if input._data.ndim >= 2 else 1
     if weight._data.size != 1 and weight._data.size != channels:
         raise RuntimeError(
@@ -684,6 +687,7 @@ def _short_rows(x, dim):
 
 
 @op("softmax", save="outputs", contiguous=True)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _softmax(xp, x, *, dim):
     rows = _short_rows(x, dim)
     if rows is not None:  # NumPy's broadcasts and exp, one thread each: by BLAS and VML
@@ -710,6 +714,7 @@ def softmax_backward(ctx, dy):
 
 
 @op("softmax_grad", differentiable=False)  # (create_graph takes the composed form above)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _softmax_grad(xp, y, dy, *, dim):
     """softmax's plain backward y * (dy - sum(dy * y)), the sum by _row_sums."""
     rows = _short_rows(y, dim)
@@ -727,6 +732,7 @@ def _softmax_grad(xp, y, dy, *, dim):
 
 
 @op("log_softmax", save="outputs", contiguous=True)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _log_softmax(xp, x, *, dim):
     shifted = x - x.max(axis=dim, keepdims=True, initial=-xp.inf)  # initial: empty dims
     shifted -= xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))

@@ -17,6 +17,7 @@ import builtins
 
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
+from ..errors import check_same_dtype
 from ..tensor import Tensor, tensor_method
 from .registry import REGISTRY, op
 
@@ -185,6 +186,7 @@ def polar(abs, angle):
     >>> flow.polar(flow.tensor([2.0]), flow.tensor([0.0]))
     tensor([2.+0.j])
     """
+    check_same_dtype("polar", abs, angle=angle)
     return complex(abs * angle.cos(), abs * angle.sin())
 
 

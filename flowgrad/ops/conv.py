@@ -488,7 +488,7 @@ def _dims_str(shape):
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
-def _same_dtype(x, w, name):
+def _same_dtype(x, w, name, bias=None):
     if not isinstance(x, Tensor) or not isinstance(w, Tensor):
         raise TypeError(f"{name}(): expected input and weight to be Tensors, got "
                         f"{type(x).__name__} and {type(w).__name__}")
@@ -497,6 +497,9 @@ def _same_dtype(x, w, name):
                            f".float() first")
     if w.dtype != x.dtype:
         raise RuntimeError(f"{name}(): Input type ({x.dtype}) and weight type ({w.dtype}) "
+                           f"should be the same; convert one with .to()")
+    if isinstance(bias, Tensor) and bias.dtype != x.dtype:
+        raise RuntimeError(f"{name}(): Input type ({x.dtype}) and bias type ({bias.dtype}) "
                            f"should be the same; convert one with .to()")
 
 
@@ -534,7 +537,7 @@ def _add_bias(y, bias, nd):
 
 def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
     name = f"conv{nd}d"
-    _same_dtype(input, weight, name)
+    _same_dtype(input, weight, name, bias)
     x, batched = _batched(input, nd, name)
     if weight._data.ndim != nd + 2:
         raise RuntimeError(f"{name}: expected weight to be {nd + 2}-dimensional (out_channels, "
@@ -624,7 +627,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation,
                       nd):
     name = f"conv_transpose{nd}d"
-    _same_dtype(input, weight, name)
+    _same_dtype(input, weight, name, bias)
     x, batched = _batched(input, nd, name)
     if weight._data.ndim != nd + 2:
         raise RuntimeError(f"{name}: expected weight to be {nd + 2}-dimensional (in_channels, "

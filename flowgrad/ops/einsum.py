@@ -20,8 +20,8 @@ import string
 
 import numpy as np
 
-from .. import dtypes as _dt
 from ..device import new_array
+from ..errors import check_same_dtype
 from ..tensor import Tensor, _wrap_dim
 from .complex import conj
 from .halfprec import in_float32
@@ -188,16 +188,15 @@ def einsum(equation, *operands):
             raise TypeError(f"einsum(): operand {k} must be a Tensor, got {type(t).__name__}")
     if not operands:
         raise RuntimeError("einsum(): must provide at least one operand")
-    dtypes = {t._data.dtype for t in operands}
-    if len(dtypes) > 1:
-        d = _dt.result_type(*operands)
-        operands = tuple(t.to(d) for t in operands)
+    for k, t in enumerate(operands[1:], 1):  # torch does not promote: it raises
+        check_same_dtype("einsum", operands[0], **{f"operand {k}": t})
     eq, ops = _parse(equation, operands)
     return _einsum(*ops, eq=eq)
 
 
 def tensordot(a, b, dims=2):
     """Contract `dims` trailing dims of a with leading dims of b (or the listed dims)."""
+    check_same_dtype("tensordot", a, b=b)
     na, nb = a._data.ndim, b._data.ndim
     if isinstance(dims, int):
         if dims < 0 or dims > min(na, nb):

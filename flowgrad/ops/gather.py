@@ -22,6 +22,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
 from ..device import array_module
+from ..errors import check_same_dtype
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import maximum, where
 from .index import _index, masked_fill, parse_index
@@ -428,6 +429,7 @@ def index_put(input, indices, values, accumulate=False):
         flat = _index(positions, *arrays, spec=spec)  # an op: a trace reads the new indices
     except IndexError as e:
         raise IndexError(f"index_put(): {e} (self has shape {tuple(input.shape)})") from None
+    check_same_dtype("index_put", input, values=values)
     values = _as_value(values, input)
     fshape = tuple(flat.shape)
     try:

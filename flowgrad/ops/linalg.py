@@ -21,6 +21,7 @@ import numpy as np
 from .. import blas, sparse
 from .. import dtypes as _dt
 from ..autograd.node import FunctionNode
+from ..errors import check_same_dtype
 from ..tensor import Tensor, tensor_method
 from .complex import conj
 from .einsum import einsum, tensordot
@@ -251,12 +252,14 @@ def addmm(input, mat1, mat2, out_dtype=None, *, beta=1, alpha=1):
     """
     if out_dtype is not None:
         input, mat1, mat2 = _out_dtype((input, mat1, mat2), out_dtype)
+    check_same_dtype("addmm", mat1, mat2=mat2, input=input)
     return _scaled_add(input, mm(mat1, mat2), beta, alpha, "addmm")
 
 
 @tensor_method()
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec)."""
+    check_same_dtype("addmv", mat, vec=vec, input=input)
     return _scaled_add(input, mv(mat, vec), beta, alpha, "addmv")
 
 
@@ -265,6 +268,7 @@ def baddbmm(input, batch1, batch2, out_dtype=None, *, beta=1, alpha=1):
     """beta * input + alpha * bmm(batch1, batch2), in `out_dtype` when given."""
     if out_dtype is not None:
         input, batch1, batch2 = _out_dtype((input, batch1, batch2), out_dtype)
+    check_same_dtype("baddbmm", batch1, batch2=batch2, input=input)
     return _scaled_add(input, bmm(batch1, batch2), beta, alpha, "baddbmm")
 
 
@@ -273,6 +277,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * sum_b(batch1[b] @ batch2[b])."""
     _ndim_check(batch1, 3, "addbmm", "batch1")
     _ndim_check(batch2, 3, "addbmm", "batch2")
+    check_same_dtype("addbmm", batch1, batch2=batch2, input=input)
     if batch1.shape[0] != batch2.shape[0] or batch1.shape[2] != batch2.shape[1]:
         raise RuntimeError(f"addbmm: batch1 {tuple(batch1.shape)} and batch2 "
                            f"{tuple(batch2.shape)} cannot be multiplied")
@@ -392,6 +397,8 @@ def linear(input, weight, bias=None):
             f".to({_dt.result_type(input, weight)})")
     if bias is None:
         return _linear(input, weight)
+    if bias._data.dtype != wd.dtype:
+        check_same_dtype("linear", weight, bias=bias)
     y = _linear(input, weight, bias)
     if y._grad_fn is not None:
         _drop_unneeded_saves(y)
@@ -406,5 +413,6 @@ def bilinear(input1, input2, weight, bias=None):
             f"bilinear: expected input1 (..., in1), input2 (..., in2) with the same batch "
             f"dims and weight (out, in1, in2); got {tuple(input1.shape)}, "
             f"{tuple(input2.shape)} and {tuple(weight.shape)}")
+    check_same_dtype("bilinear", input1, input2=input2, weight=weight, bias=bias)
     y = einsum("...i,oij,...j->...o", input1, weight, input2)
     return y + bias if bias is not None else y

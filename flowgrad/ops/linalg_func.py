@@ -19,6 +19,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..errors import check_same_dtype
 from ..tensor import Tensor, tensor_method
 from .creation import ones_like
 from .diag import tril
@@ -253,6 +254,7 @@ def vdot(input, other):
     if input._data.ndim != 1 or other._data.ndim != 1:
         raise RuntimeError(f"vdot: 1D tensors expected, but got {input._data.ndim}D and "
                            f"{other._data.ndim}D tensors")
+    check_same_dtype("vdot", input, other=other)
     return (input.conj() * other).sum()  # conj of a real tensor is the tensor itself
 
 
@@ -263,6 +265,7 @@ def ger(input, vec2):
 
 
 def _cross(input, other, dim, name):
+    check_same_dtype(name, input, other=other)
     if input._data.ndim != other._data.ndim:
         raise RuntimeError(f"{name}: inputs must have the same number of dimensions, got "
                            f"shapes {tuple(input.shape)} and {tuple(other.shape)}")

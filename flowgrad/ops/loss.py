@@ -15,10 +15,11 @@ import warnings
 import numpy as np
 
 from ..autograd import grad_mode
-from ..errors import check_kernel_dtype
+from ..errors import check_kernel_dtype, check_same_dtype
 from ..tensor import Tensor
 from .activation import log_softmax, softmax
 from .elementwise import where
+from .halfprec import in_float32
 from .registry import op
 
 __all__ = ["nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"]
@@ -92,6 +93,7 @@ def _plain_batch(weight, logits, target, ignore_index, reduction):
 
 
 @op("cross_entropy_grad", differentiable=False)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _cross_entropy_grad(xp, logp, dy, target, *weight, ignore_index, reduction):
     """cross_entropy's plain backward in one kernel: coef * (softmax(x) - onehot(t))."""
     if _plain_batch(weight, logp, target, ignore_index, reduction):
@@ -116,6 +118,7 @@ def _sample_coef(ctx, dy, target, weight):
 
 # ---- nll_loss ------------------------------------------------------------------------------
 @op("nll_loss", save="inputs[1, 2]")
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _nll_loss(xp, x, target, *weight, ignore_index, reduction):
     w, safe, _ = _class_weights(xp, x.dtype, target, weight, ignore_index)
     picked = xp.take_along_axis(x, xp.expand_dims(safe, 1), axis=1).squeeze(1)
@@ -131,6 +134,7 @@ def nll_loss_backward(ctx, dy):
 
 # ---- cross_entropy with class indices: one fused kernel --------------------------------
 @op("cross_entropy", save="inputs", create_graph_reads=(0,))
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _cross_entropy(xp, x, target, *weight, ignore_index, reduction):
     shifted = x - x.max(axis=1, keepdims=True)
     logp = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
@@ -161,7 +165,7 @@ def cross_entropy_backward(ctx, dy):
 
 def _check_class_target(input, target, weight, ignore_index, name):
     """Validate (N, C, d1, ...) input against (N, d1, ...) integer targets; return the 2D+
-    input, the target and the weight (in the input's dtype) tensors."""
+    input, the target and the weight (of the input's dtype, as torch requires) tensors."""
     if not isinstance(target, Tensor):
         raise TypeError(f"{name}: expected target to be a Tensor, got {type(target).__name__}")
     if target._data.dtype.kind not in "iu":
@@ -193,7 +197,8 @@ def _check_class_target(input, target, weight, ignore_index, name):
             raise RuntimeError(f"{name}: weight tensor should be defined either for all "
                                f"{n_classes} classes or no classes but got weight tensor of "
                                f"shape: {list(weight.shape)}")
-        w = weight if weight._data.dtype == x._data.dtype else weight.to(x.dtype)
+        check_same_dtype(name, input, weight=weight)
+        w = weight
     return x, target if input._data.ndim > 1 else target.reshape(-1), w
 
 
@@ -281,7 +286,7 @@ def cross_entropy_soft(input, target, weight, ignore_index, reduction, label_smo
         if ignore_index >= 0:
             raise RuntimeError(f"cross_entropy: ignore_index ({ignore_index}) is not supported "
                                f"for floating point (probability) targets")
-        t = target.to(input.dtype)
+        t = target  # (promoted with the log-probabilities, as torch's)
         if label_smoothing > 0:
             t = t * (1 - label_smoothing) + label_smoothing / n_classes
         prod = logp * t if w is None else logp * t * w
@@ -379,6 +384,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError(f"huber_loss: delta must be positive, got {delta}")
     check_kernel_dtype(input, "huber_cpu")
+    if isinstance(target, Tensor) and isinstance(input, Tensor) and target.dtype != input.dtype:
+        target = target.to(input.dtype)  # torch's kernel computes in the input's dtype
     d = _pair(input, target, "huber_loss", reduction)
     a = d.abs()
     small = a < delta

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from ..device import array_module
+from ..errors import check_same_dtype
 from ..tensor import Tensor
 from .activation import softplus
 from .elementwise import minimum, where
@@ -126,6 +127,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     """
     check_reduction(reduction, "binary_cross_entropy")
     x = _float_input(input, "binary_cross_entropy")
+    if isinstance(target, Tensor):
+        check_same_dtype("binary_cross_entropy", x, target=target)
     t = _same_shape(x, target, "binary_cross_entropy")
     _broadcastable(weight, x.shape, "binary_cross_entropy", "weight")
     _check_unit_range(x._data, "input")
@@ -151,7 +154,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(f"binary_cross_entropy_with_logits: target size "
                          f"({tuple(getattr(target, 'shape', ()))}) must be the same as input "
                          f"size ({tuple(x.shape)})")
-    t = target.to(x.dtype) if target._data.dtype != x._data.dtype else target
+    # torch's kernel computes in the target's dtype (its in-place steps start from the target)
+    x, t = (x.to(target.dtype) if target._data.dtype != x._data.dtype else x), target
     _broadcastable(weight, x.shape, "binary_cross_entropy_with_logits", "weight")
     _broadcastable(pos_weight, x.shape, "binary_cross_entropy_with_logits", "pos_weight")
     if pos_weight is None:
@@ -177,8 +181,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"kl_div: {reduction!r} is not a valid value for reduction; use one of "
                          f"('none', 'mean', 'sum', 'batchmean')")
-    x = _float_input(input, "kl_div")
-    t = target.to(x.dtype) if target._data.dtype != x._data.dtype else target
+    x, t = _float_input(input, "kl_div"), target  # (promoted together, as torch's)
     if log_target:
         loss = t.exp() * (t - x)
     else:
@@ -199,8 +202,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     """Poisson negative log-likelihood: exp(x) - t x (log_input) or x - t log(x + eps);
     `full` adds Stirling's term for t > 1."""
     check_reduction(reduction, "poisson_nll_loss")
-    x = _float_input(input, "poisson_nll_loss")
-    t = target.to(x.dtype) if target._data.dtype != x._data.dtype else target
+    x, t = _float_input(input, "poisson_nll_loss"), target  # (promoted together, as torch's)
     loss = x.exp() - t * x if log_input else x - t * (x + eps).log()
     if full:
         big = t > 1
@@ -277,7 +279,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
         raise RuntimeError(f"margin_ranking_loss: all input tensors should have the same "
                            f"number of dims; got input1: {tuple(input1.shape)}, input2: "
                            f"{tuple(input2.shape)}, target: {tuple(target.shape)}")
-    t = target.to(input1.dtype)
+    t = target  # (promoted with the inputs, as torch's)
     return reduce_loss((-t * (input1 - input2) + margin).clamp(min=0.0), reduction)
 
 
@@ -372,7 +374,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         if tuple(weight.shape) != (c,):
             raise RuntimeError(f"multi_margin_loss: weight must have shape ({c},), got "
                                f"{tuple(weight.shape)}")
-        z = z * weight.to(x.dtype)[Tensor._wrap(t)].unsqueeze(1)
+        check_same_dtype("multi_margin_loss", x, weight=weight)
+        z = z * weight[Tensor._wrap(t)].unsqueeze(1)
     loss = z.sum(1) / c
     if x._data.ndim == 1:
         loss = loss.squeeze(0)
@@ -390,11 +393,12 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
                                 reduction="mean"):
     """Per-class BCE-with-logits, averaged over the classes (last dim) of each sample."""
     check_reduction(reduction, "multilabel_soft_margin_loss")
-    t = _same_shape(input, target, "multilabel_soft_margin_loss")
+    _same_shape(input, target, "multilabel_soft_margin_loss")
+    t = target  # (promoted with the input, and the weight too, as torch's)
     # -(t log sigmoid(x) + (1 - t) log sigmoid(-x)) = t softplus(-x) + (1 - t) softplus(x)
     loss = t * softplus(-input) + (1.0 - t) * softplus(input)
     if weight is not None:
-        loss = loss * weight.to(input.dtype)
+        loss = loss * weight
     c = input._data.shape[-1]
     return reduce_loss(loss.sum(-1) / c, reduction)
 

@@ -165,7 +165,9 @@ def ldexp(input, other):
     tensor([4.0000, 1.5000])
     """
     a = _float_of(input)
-    return a * pow(2.0, other.to(a.dtype) if isinstance(other, Tensor) else other)
+    if isinstance(other, Tensor) and other._data.dtype.kind not in "fcV":
+        other = other.to(a.dtype)  # integer exponents keep the input's dtype; float ones promote
+    return a * pow(2.0, other)
 
 
 # ---- logaddexp ---------------------------------------------------------------------------

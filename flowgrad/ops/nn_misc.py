@@ -22,6 +22,7 @@ import numpy as np
 from ..autograd import grad_mode
 from ..autograd.inplace import run_inplace
 from ..device import array_module
+from ..errors import check_same_dtype
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim
 from .activation import softmax
@@ -196,6 +197,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     idx = _indices(input, "embedding_bag")
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+    check_same_dtype("embedding_bag", weight, per_sample_weights=per_sample_weights)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights is only supported for "
                                   f"mode='sum' (got mode={mode!r})")
@@ -448,6 +450,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
                            f"{x1._data.shape[-1]} X2: {x2._data.shape[-1]}")
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    check_same_dtype("cdist", x1, x2=x2)
     modes = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
              "donot_use_mm_for_euclid_dist")
     if compute_mode not in modes:

@@ -12,6 +12,7 @@ import math
 
 from ..tensor import Tensor, tensor_method
 from .elementwise import where
+from .halfprec import in_float32
 from .reduce import expand_reduced, normalize_dims
 from .registry import op
 
@@ -21,6 +22,7 @@ matrix_norm = None  # bound by linalg_decomp, which builds on this module (nuc n
 
 
 @op("vector_norm", save="inputs outputs", contiguous=True)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _vector_norm(xp, x, *, ord, axes, keepdim):
     a = xp.abs(x)
     if ord == math.inf:

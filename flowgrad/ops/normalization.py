@@ -18,8 +18,10 @@ import math
 import numpy as np
 
 from ..autograd import grad_mode
+from ..errors import check_norm_params
 from ..tensor import Tensor, _wrap_dim
 from .elementwise import where
+from .halfprec import in_float32
 from .out_arg import with_out
 from .reduce import mean_array
 from .registry import op
@@ -72,6 +74,7 @@ def _channel_row(xp, v, like):
 
 
 @op("batch_stats", n_out=2, differentiable=False)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _batch_stats(xp, x, *, axes):
     """Mean and biased variance over `axes` (keepdims), in float64 as torch on CPU."""
     if _per_channel(x, axes):
@@ -190,6 +193,7 @@ def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
 # the rule reads x and the weight (input 1), never the bias nor the statistics: only those
 # two are saved, as torch's batch/group norm, so a bias written in place stays legal
 @op("norm_affine", save="inputs[0, 1]")
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _norm_affine(xp, x, *wb_stats, axes, eps, has_w, has_b, has_stats=False):
     wb = wb_stats[:has_w + has_b]
     if has_stats or _per_channel(x, axes):
@@ -255,6 +259,7 @@ def norm_affine_backward(ctx, dy):
 
 
 @op("norm_affine_backward", n_out=3, differentiable=False)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _norm_affine_backward(xp, x, mean, rstd, dy, *w, axes, need_w, need_b,
                           trailing_wb=False):
     empty = xp.zeros((0,), x.dtype)
@@ -347,6 +352,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             [ 1.0000]])
     """
     x = _as_float(input, "batch_norm")
+    check_norm_params("batch_norm", x, weight=weight, bias=bias, running_mean=running_mean,
+                      running_var=running_var)
     if x._data.ndim < 2:
         raise ValueError(f"batch_norm: expected 2D or more input (N, C, ...), got input of "
                          f"shape {tuple(x.shape)}")
@@ -379,14 +386,17 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if running_mean is None or running_var is None:
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
                            "evaluation mode (training=False)")
-    rm = running_mean.reshape(bshape).to(x.dtype)
-    rv = running_var.reshape(bshape).to(x.dtype)
-    y = (x - rm) * (rv + eps).rsqrt()
+    # a bfloat16/float16 input is normalised in float32 and rounded once, as torch's opmath
+    half = x._data.dtype.name in ("bfloat16", "float16")
+    xc = x.float() if half else x
+    rm = running_mean.reshape(bshape).to(xc.dtype)
+    rv = running_var.reshape(bshape).to(xc.dtype)
+    y = (xc - rm) * (rv + eps).rsqrt()
     if w is not None:
-        y = y * w
+        y = y * w.to(xc.dtype)
     if b is not None:
-        y = y + b
-    return y
+        y = y + b.to(xc.dtype)
+    return y.to(x.dtype) if half else y
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
@@ -400,6 +410,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     tensor([[[-1.2247,  0.0000,  1.2247]]])
     """
     x = _as_float(input, "instance_norm")
+    check_norm_params("instance_norm", x, weight=weight, bias=bias, running_mean=running_mean,
+                      running_var=running_var)
     if x._data.ndim < 3:
         raise ValueError(f"instance_norm: expected 3D or more input (N, C, L, ...), got "
                          f"input of shape {tuple(x.shape)}")
@@ -447,6 +459,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     flowgrad.Size([1, 3])
     """
     x = _as_float(input, "layer_norm")
+    check_norm_params("layer_norm", x, weight=weight, bias=bias)
     shape = _normalized_shape(x, normalized_shape, "layer_norm")
     w = _param(weight, shape, shape, "layer_norm", "weight")
     b = _param(bias, shape, shape, "layer_norm", "bias")
@@ -464,6 +477,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     flowgrad.Size([1, 4, 2])
     """
     x = _as_float(input, "group_norm")
+    check_norm_params("group_norm", x, weight=weight, bias=bias)
     if x._data.ndim < 2:
         raise RuntimeError(f"group_norm: expected at least 2 dims (N, C, ...), got input of "
                            f"shape {tuple(x.shape)}")
@@ -486,16 +500,22 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
-    """x / sqrt(mean(x**2 over the last dims) + eps) * weight; eps defaults to the dtype's
-    machine epsilon, as torch."""
+    """x / sqrt(mean(x**2 over the last dims) + eps) * weight; eps defaults to the machine
+    epsilon of the dtype it computes in (float32 for a bfloat16 or float16 input), as torch."""
     x = _as_float(input, "rms_norm")
     shape = _normalized_shape(x, normalized_shape, "rms_norm")
     w = _param(weight, shape, shape, "rms_norm", "weight")
-    if eps is None:
-        eps = float(np.finfo(x._data.dtype).eps) if x._data.dtype.kind == "f" else 2.0 ** -7
     dims = tuple(range(x._data.ndim - len(shape), x._data.ndim))
-    y = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
-    return y * w.to(x.dtype) if w is not None else y
+    # bfloat16 and float16 compute in float32 and round once at the end, as torch's opmath
+    # (with bfloat16's own epsilon, 2**-7, as the default, a result was 5% off torch's)
+    half = x._data.dtype.name in ("bfloat16", "float16")
+    xc = x.float() if half else x
+    if eps is None:
+        eps = float(np.finfo(xc._data.dtype).eps)
+    y = xc * ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    if w is not None:
+        y = y * w.to(xc.dtype)
+    return y.to(x.dtype) if half else y
 
 
 # ---- local_response_norm and normalize ---------------------------------------------------------
@@ -528,6 +548,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 
 @op("dist_norm", save="inputs outputs")
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _dist_norm(xp, x, *, p, dim, keepdim):
     a = xp.abs(x)
     if p == 2:

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..device import array_module, resolve_device, to_device
+from ..errors import check_same_dtype
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .index import index_select, narrow
 from .registry import op
@@ -288,6 +289,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
     xp = array_module(input._data)
     a = _float_input(input, "histogram")
     edges = bins._data.astype(np.float64) if isinstance(bins, Tensor) else int(bins)
+    check_same_dtype("histogram", input, weight=weight)
     w = None if weight is None else weight._data.reshape(-1)
     rng = None if range is None else (float(range[0]), float(range[1]))
     if rng is None and not isinstance(bins, Tensor) and a.size:

@@ -22,6 +22,7 @@ from ..device import new_array
 from ..tensor import Tensor
 from .activation import relu
 from .conv import col2im, ntuple, pad_array, tap_slices, windows
+from .halfprec import in_float32
 from .registry import op
 from .scan import with_rule_indices
 
@@ -284,6 +285,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 # ---- average pooling: window sum / divisor -------------------------------------------------
 @op("window_sum", jvp="linear")
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _window_sum(xp, x, *, ksize, stride, padding, out_shape):
     out = out_shape
     nd = len(ksize)
@@ -292,6 +294,7 @@ def _window_sum(xp, x, *, ksize, stride, padding, out_shape):
 
 
 @op("window_sum_adjoint", jvp="linear")
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _window_sum_adjoint(xp, dy, *, ksize, stride, padding, size):
     nd = len(ksize)
     cols = xp.broadcast_to(dy[(slice(None),) * 2 + (None,) * nd],

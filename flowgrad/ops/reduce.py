@@ -20,6 +20,7 @@ from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
 from .elementwise import maximum, minimum, where
+from .halfprec import in_float32
 from .registry import op
 from .scan import cumprod, index_output_grad, with_rule_indices
 from .shape import _expand, _reshape, add_reduce, cat, sum_to
@@ -65,10 +66,7 @@ def expand_reduced(dy, shape, axes):
 # NumPy frame, out of reach of flowgrad's filter for RuntimeWarnings raised from its modules.
 @op("sum", jvp="linear", contiguous=True)
 def _sum(xp, x, *, axes, keepdim):
-    # ml_dtypes adds in bfloat16 (256 + 1 == 256): float32. (kind first: .name is slow)
-    if x.dtype.kind == "V" and x.dtype.name == "bfloat16":
-        return xp.add.reduce(x, axis=axes, keepdims=keepdim, dtype=xp.float32).astype(x.dtype)
-    return add_reduce(xp, x, axes, keepdim)
+    return add_reduce(xp, x, axes, keepdim)  # (half precision: in float32, as torch)
 
 
 @_sum.grad
@@ -345,6 +343,7 @@ def argmin(input, dim=None, keepdim=False):
 
 # ---- prod ----------------------------------------------------------------------------------
 @op("prod", save="inputs outputs", complex=True, contiguous=True)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _prod(xp, x, *, axes, keepdim):
     return xp.multiply.reduce(x, axis=axes, keepdims=keepdim)
 
@@ -400,6 +399,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 # ---- logsumexp -----------------------------------------------------------------------------
 @op("logsumexp", save="inputs outputs", contiguous=True)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _logsumexp(xp, x, *, axes, keepdim):
     m = x.max(axis=axes, keepdims=True, initial=-xp.inf)  # initial: empty dims give -inf
     m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or an inf) rows: shift by 0

@@ -21,6 +21,7 @@ from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import exp, log, where
 from .gather import gather
+from .halfprec import in_float32
 from .reduce import float_input
 from .registry import op
 from .reorder import flip
@@ -186,6 +187,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 # ---- logcumsumexp ----------------------------------------------------------------------------
 @op("logcumsumexp", save="inputs outputs", contiguous=True)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _logcumsumexp(xp, x, *, dim):
     with xp.errstate(all="ignore"):
         return xp.logaddexp.accumulate(x, axis=dim)

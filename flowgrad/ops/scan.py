@@ -19,6 +19,7 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
 from .creation import eye as _eye
 from .elementwise import where
+from .halfprec import in_float32
 from .registry import op
 
 __all__ = ["cumsum", "cumprod", "cummax", "cummin"]
@@ -94,6 +95,7 @@ def index_output_grad(ctx, dy, _):
 
 # ---- cumsum ----------------------------------------------------------------------------------
 @op("cumsum", jvp="linear", contiguous=True)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _cumsum(xp, x, *, dim, reverse):
     # floats: the ufunc's accumulate, not xp.cumsum, which runs through NumPy's Python code
     # (fromnumeric.py), where an inf - inf would warn out of reach of flowgrad's filter
@@ -124,6 +126,7 @@ def cumsum(input, dim, *, dtype=None):
 
 # ---- cumprod ---------------------------------------------------------------------------------
 @op("cumprod", save="inputs outputs", complex=True, contiguous=True)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _cumprod(xp, x, *, dim):
     return (xp.multiply.accumulate if x.dtype.kind in "fV" else xp.cumprod)(x, axis=dim)
 

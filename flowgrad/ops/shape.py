@@ -19,6 +19,7 @@ from ..autograd import inplace as _inplace
 from ..autograd.inplace import assign
 from ..autograd.views import replay_view
 from ..device import broadcast_view
+from ..errors import check_same_dtype
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import as_tensor_dtype, record_memory_format, type_name
 from .out_arg import with_out
@@ -288,6 +289,10 @@ def add_reduce(xp, x, axes, keepdims=False):
     dims and then reducing what is left. Not the same bits as NumPy's order: the last ulps
     differ, with errors of the same size (measured against float64 sums: 1.2e-7 relative
     here, 1.3e-7 NumPy's)."""
+    if x.dtype.kind == "V" or x.dtype.char == "e":  # bfloat16, float16: in float32, as torch
+        # (ml_dtypes adds bfloat16 in bfloat16, where 256 + 1 == 256; so do un-broadcast grads)
+        y = xp.add.reduce(x, axis=axes, keepdims=keepdims, dtype=xp.float32)
+        return y.astype(x.dtype)
     # (axes are sorted: the last one is len - 1 exactly when they are all leading dims)
     if len(axes) < 2 or axes[0] or axes[-1] == len(axes) - 1 or x.dtype.char not in "fd" or \
             not x.flags.c_contiguous:
@@ -736,6 +741,7 @@ def meshgrid(*tensors, indexing="ij"):
         if t_._data.ndim > 1:
             raise RuntimeError(f"meshgrid: Expected 0D or 1D tensor in the tensor list but got "
                                f"{t_._data.ndim}D at position {i}")
+        check_same_dtype("meshgrid", ts[0], **{f"tensor {i}": t_})
     ts = [t_.reshape(-1) for t_ in ts]
     swap = indexing == "xy" and len(ts) >= 2
     if swap:

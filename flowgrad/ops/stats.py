@@ -15,6 +15,7 @@ from ..errors import check_kernel_dtype
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
+from .halfprec import in_float32
 from .reduce import expand_reduced, keepdim_shape, normalize_dims
 from .registry import op
 from .scan import index_output_grad, with_rule_indices
@@ -45,6 +46,7 @@ def _centered(x, axes):
 
 # ---- var / std -------------------------------------------------------------------------------
 @op("var", save="inputs", contiguous=True)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _var(xp, x, *, axes, keepdim, correction):
     return _moment(xp, x, xp.var, axes, keepdim, correction)  # N <= correction: inf/nan
 
@@ -58,6 +60,7 @@ def var_backward(ctx, dy):
 
 
 @op("std", save="inputs outputs", contiguous=True)
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _std(xp, x, *, axes, keepdim, correction):
     return _moment(xp, x, xp.std, axes, keepdim, correction)
 

@@ -397,8 +397,11 @@ def unravel_index(indices, shape):
 @op("bincount", differentiable=False)
 def _bincount(xp, x, *weights, minlength):
     w = weights[0] if weights else None
-    out = xp.bincount(x, weights=w, minlength=minlength)
-    return out.astype(w.dtype) if w is not None else out.astype(xp.int64)
+    if w is None:
+        return xp.bincount(x, minlength=minlength).astype(xp.int64)
+    out = xp.bincount(x, weights=w.astype(xp.float64), minlength=minlength)
+    # float32 weights sum to float32; any other dtype (bool, int, bfloat16) to float64, as torch
+    return out.astype(xp.float32) if w.dtype == xp.float32 else out
 
 
 @tensor_method()

@@ -1,0 +1,90 @@
+"""Reductions, scans, norms, softmax, losses and normalization layers on 4096 bfloat16 and
+float16 values against torch. torch accumulates half precision in float32 and rounds once;
+NumPy (ml_dtypes) adds bfloat16 in bfloat16, where 256 + 1 == 256, which gave softmax rows
+summing to 10, norms of 32 for 66.5 and cumulative sums stuck at 512 with no error. Kernels
+that accumulate are wrapped in `halfprec.in_float32`, and the un-broadcasting sum (the
+engine's sum_to) reduces in float32 too."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import flowgrad as flow
+
+N = 4096
+
+
+def _grad(m, v, f):
+    v = v.detach().clone().requires_grad_()
+    f(v).backward()
+    return v.grad.flatten()[:8]
+
+
+def _cases(m, dtype):
+    F = m.nn.functional
+    rng = np.random.default_rng(0)
+    x = m.tensor(rng.uniform(0.5, 1.5, N).astype(np.float32)).to(dtype)
+    y = m.tensor(rng.uniform(0.5, 1.5, N).astype(np.float32)).to(dtype)
+    X = x.reshape(64, 64)
+    t64 = m.zeros(64, dtype=m.int64)
+    return {
+        "sum": lambda: x.sum(), "mean": lambda: x.mean(), "nansum": lambda: m.nansum(x),
+        "nanmean": lambda: m.nanmean(x), "sum dim": lambda: X.sum(1),
+        "mean dim 0": lambda: X.mean(0), "cumsum": lambda: x.cumsum(0)[-8:],
+        "cumprod": lambda: (x ** 0.001).cumprod(0)[-8:], "prod": lambda: (x ** 0.001).prod(),
+        "logcumsumexp": lambda: m.logcumsumexp(x, 0)[-8:], "logsumexp": lambda: x.logsumexp(0),
+        "norm": lambda: x.norm(), "norm p=1": lambda: x.norm(p=1),
+        "vector_norm ord 3": lambda: m.linalg.vector_norm(x, 3),
+        "var": lambda: x.var(), "std": lambda: x.std(), "var dim": lambda: X.var(1),
+        "var_mean": lambda: m.var_mean(x)[0], "std_mean": lambda: m.std_mean(x)[0],
+        "softmax": lambda: F.softmax(x, 0)[:8], "softmax sum": lambda: F.softmax(x, 0).sum(),
+        "log_softmax": lambda: F.log_softmax(x, 0)[:8], "softmin": lambda: F.softmin(x, 0)[:8],
+        "layer_norm": lambda: F.layer_norm(x, (N,))[:8],
+        "group_norm": lambda: F.group_norm(X[None], 4)[0, 0, :8],
+        "batch_norm": lambda: F.batch_norm(X.T, None, None, training=True)[:8, 0],
+        "instance_norm": lambda: F.instance_norm(X[None])[0, 0, :8],
+        "rms_norm": lambda: F.rms_norm(x, (N,))[:8],
+        "cross_entropy": lambda: F.cross_entropy(x[None], m.tensor([3])),
+        "cross_entropy batch": lambda: F.cross_entropy(X, t64),
+        "nll_loss": lambda: F.nll_loss(X, t64), "mse_loss": lambda: F.mse_loss(x, y),
+        "l1_loss": lambda: F.l1_loss(x, y), "kl_div": lambda: F.kl_div(x, y),
+        "bce": lambda: F.binary_cross_entropy(x * 0.5, y * 0.5),
+        "bce_with_logits": lambda: F.binary_cross_entropy_with_logits(x, y * 0.5),
+        "dist": lambda: m.dist(x, y), "cosine_similarity": lambda: F.cosine_similarity(x, y, 0),
+        "normalize": lambda: F.normalize(x, dim=0)[:8], "trapezoid": lambda: m.trapezoid(x),
+        "pairwise_distance": lambda: F.pairwise_distance(x[None], y[None]),
+        "dot": lambda: m.dot(x, y), "matmul": lambda: (X @ X)[0, :8],
+        "linear": lambda: F.linear(X, X, X[0])[0, :8],
+        "avg_pool1d": lambda: F.avg_pool1d(x[None, None], 512)[0, 0],
+        "adaptive_avg_pool1d": lambda: F.adaptive_avg_pool1d(x[None, None], 1)[0, 0],
+        "embedding_bag mean": lambda: F.embedding_bag(m.arange(64)[None], X, mode="mean")[0, :8],
+        "grad of mean": lambda: _grad(m, x, lambda v: v.mean()),
+        "grad through expand": lambda: _grad(m, x[:1], lambda v: (v.expand(N) * y).sum()),
+        "grad of norm": lambda: _grad(m, x, lambda v: v.norm()),
+        "grad of softmax": lambda: _grad(m, x, lambda v: (F.softmax(v, 0) * y).sum()) * N,
+        "grad of layer_norm": lambda: _grad(m, x, lambda v: (F.layer_norm(v, (N,)) * y).sum()),
+        "grad of cross_entropy": lambda: _grad(m, X, lambda v: F.cross_entropy(v, t64)) * 64,
+    }
+
+
+NAMES = list(_cases(flow, flow.float32))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", NAMES)
+def test_half_precision_accumulates_as_torch(name, dtype):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            expected = _cases(torch, getattr(torch, dtype))[name]()
+        except (RuntimeError, NotImplementedError):
+            pytest.skip(f"torch has no {dtype} kernel for {name}")
+        got = _cases(flow, getattr(flow, dtype))[name]()
+    assert str(got.dtype).split(".")[-1] == dtype
+    # a few ulps of the half-precision result (bfloat16: 8 significant bits)
+    tol = 2e-2 if dtype == "bfloat16" else 4e-3
+    np.testing.assert_allclose(got.detach().float().numpy(), expected.detach().float().numpy(),
+                               rtol=tol, atol=tol)
