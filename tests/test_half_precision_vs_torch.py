@@ -3,7 +3,8 @@ float16 values against torch. torch accumulates half precision in float32 and ro
 NumPy (ml_dtypes) adds bfloat16 in bfloat16, where 256 + 1 == 256, which gave softmax rows
 summing to 10, norms of 32 for 66.5 and cumulative sums stuck at 512 with no error. Kernels
 that accumulate are wrapped in `halfprec.in_float32`, and the un-broadcasting sum (the
-engine's sum_to) reduces in float32 too."""
+engine's sum_to) and the accumulating scatter (scatter_add, index_add, put, index_put, the
+gradients of gather and indexing) add in float32 too."""
 from __future__ import annotations
 
 import warnings
@@ -30,6 +31,7 @@ def _cases(m, dtype):
     y = m.tensor(rng.uniform(0.5, 1.5, N).astype(np.float32)).to(dtype)
     X = x.reshape(64, 64)
     t64 = m.zeros(64, dtype=m.int64)
+    zeros = m.zeros(N, dtype=m.int64)
     return {
         "sum": lambda: x.sum(), "mean": lambda: x.mean(), "nansum": lambda: m.nansum(x),
         "nanmean": lambda: m.nanmean(x), "sum dim": lambda: X.sum(1),
@@ -67,6 +69,11 @@ def _cases(m, dtype):
         "grad of softmax": lambda: _grad(m, x, lambda v: (F.softmax(v, 0) * y).sum()) * N,
         "grad of layer_norm": lambda: _grad(m, x, lambda v: (F.layer_norm(v, (N,)) * y).sum()),
         "grad of cross_entropy": lambda: _grad(m, X, lambda v: F.cross_entropy(v, t64)) * 64,
+        "scatter_add": lambda: m.zeros(2, dtype=dtype).scatter_add(0, zeros, x),
+        "scatter_reduce sum": lambda: m.zeros(2, dtype=dtype).scatter_reduce(0, zeros, x, "sum"),
+        "scatter_reduce mean": lambda: m.zeros(2, dtype=dtype).scatter_reduce(0, zeros, x,
+                                                                              "mean"),
+        "grad of gather": lambda: _grad(m, x[:2], lambda v: v.gather(0, zeros).sum()),
     }
 
 
@@ -88,3 +95,15 @@ def test_half_precision_accumulates_as_torch(name, dtype):
     tol = 2e-2 if dtype == "bfloat16" else 4e-3
     np.testing.assert_allclose(got.detach().float().numpy(), expected.detach().float().numpy(),
                                rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("write", ["index_add", "index_put", "put"])
+def test_half_precision_index_accumulation_is_exact(write):
+    # torch accumulates these three in bfloat16 (4096 ones sum to 256); flowgrad, as its
+    # scatter_add, in float32: a deliberate difference, never a stalled sum
+    ones, at = flow.ones(N, dtype=flow.bfloat16), flow.zeros(N, dtype=flow.int64)
+    out = {"index_add": lambda z: z.index_add(0, at, ones),
+           "index_put": lambda z: z.index_put((at,), ones, accumulate=True),
+           "put": lambda z: z.put(at, ones, accumulate=True)}[write](
+        flow.zeros(1, dtype=flow.bfloat16))
+    assert out.dtype == flow.bfloat16 and out.item() == N

@@ -25,6 +25,7 @@ from ..device import array_module
 from ..errors import check_same_dtype
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import maximum, where
+from .halfprec import in_float32
 from .index import _index, masked_fill, parse_index
 from .registry import op
 
@@ -47,12 +48,14 @@ def take_flat_backward(ctx, dy):
 
 @op("put_flat", jvp="linear", save="inputs[1]")
 def _put_flat(xp, v, flat, *, shape, accumulate):
-    out = xp.zeros(int(xp.prod(shape)), v.dtype)
     vals = xp.broadcast_to(v, flat.shape).reshape(-1)
-    if accumulate:
-        xp.add.at(out, flat.reshape(-1), vals)  # repeated positions sum (fast in NumPy >= 2)
-    else:
-        out[flat.reshape(-1)] = vals
+    if accumulate:  # repeated positions sum (fast in NumPy >= 2); half precision in float32
+        half = v.dtype.kind == "V" or v.dtype.char == "e"
+        out = xp.zeros(int(xp.prod(shape)), xp.float32 if half else v.dtype)
+        xp.add.at(out, flat.reshape(-1), vals)
+        return (out.astype(v.dtype) if half else out).reshape(shape)
+    out = xp.zeros(int(xp.prod(shape)), v.dtype)
+    out[flat.reshape(-1)] = vals
     return out.reshape(shape)
 
 
@@ -223,6 +226,7 @@ _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
 @op("scatter_reduce_flat", save="inputs outputs")
+@in_float32  # a half-precision input accumulates in float32, as torch
 def _scatter_reduce_flat(xp, x, s, flat, *, reduce, include_self):
     out = x.reshape(-1).copy()
     f, v = flat.reshape(-1), xp.broadcast_to(s, flat.shape).reshape(-1)
