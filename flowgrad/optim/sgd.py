@@ -47,15 +47,15 @@ class SGD(Optimizer):
     def _update(self, param, grad, state, group):
         g = -grad if group["maximize"] else grad
         wd, momentum = group["weight_decay"], group["momentum"]
-        if wd != 0:
-            g = g + wd * param
+        if wd != 0:  # (the number in param's dtype: ml_dtypes < 0.7 makes bfloat16 * 0.1 float32)
+            g = g + param * param.dtype.type(wd)
         if momentum != 0:
             buf = state.get("momentum_buffer")
             if buf is None:
                 buf = state["momentum_buffer"] = Tensor._wrap(g.copy())
             else:
                 axpby(buf._data, 1 - group["dampening"], g, momentum)
-            g = g + momentum * buf._data if group["nesterov"] else buf._data
+            g = g + buf._data * buf._data.dtype.type(momentum) if group["nesterov"] else buf._data
         axpy(param, -group["lr"], g)
 
     def _batched(self, group):
