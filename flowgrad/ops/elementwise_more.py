@@ -204,6 +204,9 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     >>> flow.addcmul(t, t, t, value=2), flow.addcmul(t.float(), t, t, value=0.5)
     (tensor([ 3, 10, 36]), tensor([ 1.5000,  4.0000, 12.0000]))
     """
+    if all(isinstance(t, Tensor) and t._data.dtype.kind == "b" for t in (input, tensor1, tensor2)):
+        raise NotImplementedError('"addcmul_cpu_out" not implemented for \'Bool\'; convert the '
+                                  "tensors with .int() first")
     prod = tensor1 * tensor2
     if isinstance(value, float) and all(isinstance(t, Tensor) and t._data.dtype.kind in "iub"
                                         for t in (input, tensor1, tensor2)):

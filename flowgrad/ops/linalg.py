@@ -83,6 +83,9 @@ def _check_matmul(a, b, name):
         if not isinstance(x, Tensor):
             raise TypeError(f"{name}(): expected Tensor arguments, got {type(x).__name__}")
     sa, sb = a._data.shape, b._data.shape
+    if a._data.dtype.kind == "b" or b._data.dtype.kind == "b":  # (NumPy would OR the ANDs)
+        raise NotImplementedError(f'"{name}" not implemented for \'Bool\' (shapes '
+                                  f"{tuple(sa)} and {tuple(sb)}); convert with .int() or .float()")
     if not sa or not sb:
         raise RuntimeError(f"{name}: both arguments to matmul need to be at least 1D, but they "
                            f"are {len(sa)}D and {len(sb)}D")

@@ -107,12 +107,14 @@ def _embedding_row_weights(xp, indices, *, num_weights, padding_idx, scale_grad_
     return keep
 
 
-def _indices(input, name):
+def _indices(input, name, dtypes=("int64", "int32")):
+    """The index array of `input`, whose dtype must be one of `dtypes` (torch takes Long or
+    Int indices; one_hot Long only)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}: expected input to be a Tensor of indices, got "
                         f"{type(input).__name__}")
-    if input._data.dtype.kind not in "iu":
-        raise RuntimeError(f"{name}: expected indices of an integer dtype (Long or Int), got "
+    if input._data.dtype.name not in dtypes:
+        raise RuntimeError(f"{name}: expected indices of dtype {' or '.join(dtypes)}, got "
                            f"{input.dtype}; use .long()")
     return input._data
 
@@ -369,7 +371,7 @@ def one_hot(input, num_classes=-1):
             [0, 0, 1, 0],
             [0, 1, 0, 0]])
     """
-    idx = _indices(input, "one_hot")
+    idx = _indices(input, "one_hot", ("int64",))
     if idx.size and idx.min() < 0:
         raise RuntimeError(f"one_hot: class values must be non-negative, got {int(idx.min())}")
     if num_classes == -1:

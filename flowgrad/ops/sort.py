@@ -73,6 +73,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     tensor([1, 3])
     """
     nd = input._data.ndim
+    if input._data.dtype.kind == "b":
+        raise RuntimeError(f'"topk_cpu" not implemented for \'Bool\' (input of shape '
+                           f"{tuple(input.shape)}); convert with .int() first")
     d = _wrap_dim(dim, nd, "topk")
     size = input._data.shape[d] if nd else 1
     if not 0 <= k <= size:
