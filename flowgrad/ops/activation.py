@@ -311,6 +311,7 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 # ---- gelu --------------------------------------------------------------------------------------
 @op("gelu", jvp="diagonal", save="inputs")
+@in_float32  # half precision: computed in float32 and rounded once, as torch
 def _gelu(xp, x, *, approximate):
     if approximate == "tanh":
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)
@@ -364,6 +365,7 @@ _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 # not the optional Phi(x) (gelu's aux output): its rule never reads it
 @op("gelu_grad", jvp="diagonal", save="inputs[0, 1]")
+@in_float32  # half precision: computed in float32 and rounded once, as torch
 def _gelu_grad(xp, x, dy, *cdf):
     """dy * gelu'(x) = dy * (Phi(x) + x phi(x)) (exact gelu); `cdf`, when given, is Phi(x)
     from the forward, so only phi(x) is computed here (7 passes; 16 more for erf without)."""
@@ -448,6 +450,7 @@ def gelu(input, approximate="none"):
 
 # ---- softplus and silu -------------------------------------------------------------------
 @op("softplus", jvp="diagonal", save="inputs")
+@in_float32  # half precision: computed in float32 and rounded once, as torch
 def _softplus(xp, x, *, beta, threshold):
     bx = x * beta
     # logaddexp(0, bx) = log(1 + exp(bx)) without overflow for large bx
@@ -488,6 +491,7 @@ def _sigmoid_of(xp, x):
 # silu and mish: one op each with a one-pass rule (torch's formulas), so an inf upstream
 # gradient gives +-inf, not the nan of 0 * inf that the composed rules gave
 @op("silu", jvp="diagonal", save="inputs")
+@in_float32  # half precision: computed in float32 and rounded once, as torch
 def _silu(xp, x):
     s = _sigmoid_of(xp, _as_float(xp, x))
     return (x * s).astype(x.dtype, copy=False), s.astype(x.dtype, copy=False)  # s: aux
@@ -499,6 +503,7 @@ def silu_backward(ctx, dy):
 
 
 @op("silu_grad", jvp="diagonal", save="inputs")
+@in_float32  # half precision: computed in float32 and rounded once, as torch
 def _silu_grad(xp, x, s, dy):
     # torch's silu_backward: dy * s * (1 + x * (1 - s)), s = sigmoid(x)
     r = 1 - s
@@ -533,6 +538,7 @@ def silu(input, inplace=False):
 
 
 @op("mish", jvp="diagonal", save="inputs")
+@in_float32  # half precision: computed in float32 and rounded once, as torch
 def _mish(xp, x):
     xf = _as_float(xp, x)
     with xp.errstate(over="ignore"):
@@ -548,6 +554,7 @@ def mish_backward(ctx, dy):
 
 
 @op("mish_grad", jvp="diagonal", save="inputs")
+@in_float32  # half precision: computed in float32 and rounded once, as torch
 def _mish_grad(xp, x, t, dy):
     # torch's mish_backward: dy * (t + x * s * (1 - t^2)), t = tanh(softplus(x))
     xf, tf = _as_float(xp, x), _as_float(xp, t)

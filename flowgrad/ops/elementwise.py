@@ -43,6 +43,7 @@ from .compare import (  # noqa: F401 - comparisons, re-exported; their module si
     tie_weights,
 )
 from .complex import conj, real_sign, sgn
+from .halfprec import in_float32
 from .index import nonzero
 from .out_arg import with_out
 from .registry import op
@@ -310,6 +311,7 @@ _cos = unary("cos", lambda xp, x: xp.cos(x), d_of_x=lambda x: -sin(x), complex=T
 
 
 @op("tanh_grad", jvp="diagonal", save="inputs")
+@in_float32  # half precision: computed in float32 and rounded once, as torch
 def _tanh_grad(xp, y, dy):
     if y.dtype is dy.dtype and y.dtype.char in "fd" and y.shape == dy.shape and y.ndim:
         t = y * y  # the same three ufuncs, the last two in place, the 1 a shared 0-d array
@@ -338,6 +340,7 @@ def _sigmoid_kernel(xp, x):
 
 
 @op("sigmoid_grad", jvp="diagonal", save="inputs")
+@in_float32  # half precision: computed in float32 and rounded once, as torch
 def _sigmoid_grad(xp, y, dy):
     return dy * y * (1 - y)
 
@@ -349,7 +352,8 @@ def sigmoid_grad_backward(ctx, ddx):
         _sigmoid_grad(y, ddx)
 
 
-_sigmoid = unary("sigmoid", _sigmoid_kernel, d_of_y=lambda y: y * (1 - y), complex=True,
+# (bfloat16 in float32: 1 + e rounded to 1 made sigmoid 1.0, and its gradient 0, from x = 5.5)
+_sigmoid = unary("sigmoid", in_float32(_sigmoid_kernel), d_of_y=lambda y: y * (1 - y), complex=True,
                  grad_op=_sigmoid_grad)
 
 

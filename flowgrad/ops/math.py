@@ -175,6 +175,8 @@ def logit(input, eps=None):
     p = _float_of(input)
     if eps is not None:
         p = clamp(p, eps, 1.0 - eps)
+    if p._data.dtype.kind == "V" or p._data.dtype.char == "e":  # in float32, rounded once
+        return logit(p.float()).to(p.dtype)
     return log(p) - log1p(-p)
 
 
