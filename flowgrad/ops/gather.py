@@ -25,7 +25,7 @@ from ..device import array_module
 from ..errors import check_same_dtype
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import maximum, where
-from .halfprec import in_float32
+from .halfprec import HALF, in_float32
 from .index import _index, masked_fill, parse_index
 from .registry import op
 
@@ -50,7 +50,7 @@ def take_flat_backward(ctx, dy):
 def _put_flat(xp, v, flat, *, shape, accumulate):
     vals = xp.broadcast_to(v, flat.shape).reshape(-1)
     if accumulate:  # repeated positions sum (fast in NumPy >= 2); half precision in float32
-        half = v.dtype.kind == "V" or v.dtype.char == "e"
+        half = v.dtype in HALF
         out = xp.zeros(int(xp.prod(shape)), xp.float32 if half else v.dtype)
         xp.add.at(out, flat.reshape(-1), vals)
         return (out.astype(v.dtype) if half else out).reshape(shape)

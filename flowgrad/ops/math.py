@@ -18,6 +18,7 @@ from ..errors import check_kernel_dtype
 from ..tensor import Tensor, tensor_method
 from . import special
 from .elementwise import _float_of, _inplace_binary, clamp, exp, log, sqrt
+from .halfprec import HALF
 from .rules import step, unary
 
 __all__ = [
@@ -175,7 +176,7 @@ def logit(input, eps=None):
     p = _float_of(input)
     if eps is not None:
         p = clamp(p, eps, 1.0 - eps)
-    if p._data.dtype.kind == "V" or p._data.dtype.char == "e":  # in float32, rounded once
+    if p._data.dtype in HALF:  # in float32, rounded once
         return logit(p.float()).to(p.dtype)
     return log(p) - log1p(-p)
 

@@ -21,7 +21,7 @@ from ..autograd import grad_mode
 from ..errors import check_norm_params
 from ..tensor import Tensor, _wrap_dim
 from .elementwise import where
-from .halfprec import in_float32
+from .halfprec import HALF, in_float32
 from .out_arg import with_out
 from .reduce import mean_array
 from .registry import op
@@ -387,7 +387,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
                            "evaluation mode (training=False)")
     # a bfloat16/float16 input is normalised in float32 and rounded once, as torch's opmath
-    half = x._data.dtype.name in ("bfloat16", "float16")
+    half = x._data.dtype in HALF
     xc = x.float() if half else x
     rm = running_mean.reshape(bshape).to(xc.dtype)
     rv = running_var.reshape(bshape).to(xc.dtype)
@@ -508,7 +508,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     dims = tuple(range(x._data.ndim - len(shape), x._data.ndim))
     # bfloat16 and float16 compute in float32 and round once at the end, as torch's opmath
     # (with bfloat16's own epsilon, 2**-7, as the default, a result was 5% off torch's)
-    half = x._data.dtype.name in ("bfloat16", "float16")
+    half = x._data.dtype in HALF
     xc = x.float() if half else x
     if eps is None:
         eps = float(np.finfo(xc._data.dtype).eps)

@@ -22,6 +22,7 @@ from ..device import broadcast_view
 from ..errors import check_same_dtype
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import as_tensor_dtype, record_memory_format, type_name
+from .halfprec import HALF
 from .out_arg import with_out
 from .registry import op
 from .transfer import move
@@ -289,7 +290,7 @@ def add_reduce(xp, x, axes, keepdims=False):
     dims and then reducing what is left. Not the same bits as NumPy's order: the last ulps
     differ, with errors of the same size (measured against float64 sums: 1.2e-7 relative
     here, 1.3e-7 NumPy's)."""
-    if x.dtype.kind == "V" or x.dtype.char == "e":  # bfloat16, float16: in float32, as torch
+    if x.dtype in HALF:  # bfloat16, float16: in float32, as torch
         # (ml_dtypes adds bfloat16 in bfloat16, where 256 + 1 == 256; so do un-broadcast grads)
         y = xp.add.reduce(x, axis=axes, keepdims=keepdims, dtype=xp.float32)
         return y.astype(x.dtype)
