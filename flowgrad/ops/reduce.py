@@ -345,7 +345,8 @@ def argmin(input, dim=None, keepdim=False):
 @op("prod", save="inputs outputs", complex=True, contiguous=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _prod(xp, x, *, axes, keepdim):
-    return xp.multiply.reduce(x, axis=axes, keepdims=keepdim)
+    return xp.multiply.reduce(x, axis=axes, keepdims=keepdim,
+                              dtype=x.dtype if x.dtype.kind in "iu" else None)  # (see add_reduce)
 
 
 @_prod.grad

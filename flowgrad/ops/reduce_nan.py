@@ -60,6 +60,9 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     if input._data.dtype.kind not in "fV":
         raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
                            f"{input.dtype}; convert it with .float()")
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"nanmean(): could not infer output dtype. Optional dtype must be "
+                           f"either a floating point or complex dtype. Got: {dtype}")
     count = (~input.isnan()).sum(dim, keepdim)
     return nansum(input, dim, keepdim, dtype=dtype) / count
 

@@ -101,8 +101,8 @@ def _cumsum(xp, x, *, dim, reverse):
     # (fromnumeric.py), where an inf - inf would warn out of reach of flowgrad's filter
     scan = xp.add.accumulate if x.dtype.kind in "fV" else xp.cumsum
     if reverse:
-        return xp.flip(scan(xp.flip(x, dim), axis=dim), dim)
-    return scan(x, axis=dim)
+        return xp.flip(scan(xp.flip(x, dim), axis=dim, dtype=x.dtype), dim)
+    return scan(x, axis=dim, dtype=x.dtype)  # (an int32 scan stays int32, as torch's)
 
 
 @_cumsum.grad
@@ -128,7 +128,8 @@ def cumsum(input, dim, *, dtype=None):
 @op("cumprod", save="inputs outputs", complex=True, contiguous=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _cumprod(xp, x, *, dim):
-    return (xp.multiply.accumulate if x.dtype.kind in "fV" else xp.cumprod)(x, axis=dim)
+    return (xp.multiply.accumulate if x.dtype.kind in "fV" else xp.cumprod)(x, axis=dim,
+                                                                          dtype=x.dtype)
 
 
 @_cumprod.grad

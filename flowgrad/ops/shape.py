@@ -297,7 +297,9 @@ def add_reduce(xp, x, axes, keepdims=False):
     # (axes are sorted: the last one is len - 1 exactly when they are all leading dims)
     if len(axes) < 2 or axes[0] or axes[-1] == len(axes) - 1 or x.dtype.char not in "fd" or \
             not x.flags.c_contiguous:
-        return xp.add.reduce(x, axis=axes, keepdims=keepdims)
+        # (an integer sum stays in its dtype, as torch's: NumPy would widen int32 to int64)
+        return xp.add.reduce(x, axis=axes, keepdims=keepdims,
+                             dtype=x.dtype if x.dtype.kind in "iu" else None)
     lead = 1
     while axes[lead] == lead:
         lead += 1
