@@ -65,6 +65,7 @@ from .compiler import compile  # torch.compile's name
 from .device import device
 from .dtypes import *  # noqa: F401,F403
 from .dtypes import can_cast, dtype, get_default_dtype, promote_types, set_default_dtype
+from .ops import out_arg as _out_arg
 from .ops.activation import *  # noqa: F401,F403
 from .ops.compare import isin  # noqa: F401 - the other comparisons come with elementwise
 from .ops.complex import *  # noqa: F401,F403
@@ -157,6 +158,27 @@ utils.memory.keep_freed_memory(True)  # reuse freed activation buffers: see util
 
 
 vmap = func.vmap  # torch.vmap is torch.func.vmap
+
+# torch's `out=` on the torch.* functions that take it and have no own out parameter
+_OUT_NAMES = (
+    "sum", "mean", "prod", "cumsum", "cumprod", "amax", "amin", "argmax", "argmin", "matmul",
+    "mm", "bmm", "mv", "dot", "outer", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+    "sqrt", "rsqrt", "abs", "neg", "negative", "reciprocal", "sign", "sgn", "round", "floor",
+    "ceil", "trunc", "frac", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+    "tanh", "asinh", "acosh", "atanh", "sigmoid", "erf", "erfc", "erfinv", "square", "eq", "ne",
+    "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor", "where",
+    "stack", "hstack", "vstack", "pow", "remainder", "fmod", "maximum", "minimum", "fmax",
+    "fmin", "mul", "multiply", "sub", "subtract", "atan2", "hypot", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "bitwise_not", "cross", "lerp", "addmm", "baddbmm", "addmv",
+    "addcmul", "addcdiv", "logsumexp", "nansum", "std", "var", "norm", "cumulative_trapezoid",
+    "floor_divide", "true_divide", "xlogy", "copysign", "nextafter", "logaddexp", "logit",
+)
+_out_arg.accept_out(
+    globals(), _OUT_NAMES,
+    exact=("abs", "round", "sign", "sgn", "floor", "ceil", "trunc", "frac", "matmul", "mm",
+           "bmm", "mv", "dot", "where", "amax", "amin", "argmax", "argmin", "addmm", "baddbmm",
+           "addmv"),
+    compute_in_out=("sum", "cumsum", "cumprod", "prod", "nansum"))
 
 
 def is_tensor(obj) -> bool:

@@ -175,8 +175,10 @@ def install_composites(wrap):
     for policy, paths in COMPOSITES.items():
         for path in paths.split():
             fn = _resolve(path)
-            if fn is not None and id(fn) not in wrapped:
-                wrapped[id(fn)] = (fn, functools.wraps(fn)(wrap(fn, policy)))
+            # (and the function a torch.* `out=` front end wraps, which Tensor methods bind)
+            for f in (fn, getattr(fn, "__wrapped__", None)):
+                if f is not None and id(f) not in wrapped:
+                    wrapped[id(f)] = (f, functools.wraps(f)(wrap(f, policy)))
     spaces = [vars(m) for name, m in list(sys.modules.items())
               if m is not None and (name == "flowgrad" or name.startswith("flowgrad."))]
     for space in spaces:

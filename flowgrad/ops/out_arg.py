@@ -81,3 +81,33 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError, 
                          f"output type {out.dtype}; pass an `out` of a dtype the result fits "
                          f"in, or drop out=")
     return write_out(result, out, name)
+
+
+def accept_out(namespace, names, exact=(), compute_in_out=()):
+    """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
+    it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
+    result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
+    `out`'s dtype (torch's reductions: `sum(x, out=int64 tensor)`)."""
+    import functools
+    import inspect
+
+    wrapped = []
+    for name in names:
+        fn = namespace.get(name)
+        try:
+            has_out = "out" in inspect.signature(fn).parameters
+        except (TypeError, ValueError):  # (an op object: its signature is its kernel's)
+            has_out = False
+        if fn is None or has_out:
+            continue
+
+        def call(*args, out=None, _fn=fn, _name=name, _exact=name in exact,
+                 _in_out=name in compute_in_out, **kwargs):
+            if out is None:
+                return _fn(*args, **kwargs)
+            if _in_out and isinstance(out, Tensor) and kwargs.get("dtype") is None:
+                kwargs["dtype"] = out.dtype
+            return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name, exact_dtype=_exact)
+        namespace[name] = functools.wraps(fn)(call)
+        wrapped.append(name)
+    return wrapped
