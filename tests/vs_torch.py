@@ -1,0 +1,25 @@
+"""One call run in torch and in flowgrad: its outcome, and the check that both raise or
+neither (the dtype tables' shared steps)."""
+from __future__ import annotations
+
+import warnings
+
+# what a bad call raises (a test's own assertion errors are never caught)
+ERRORS = (RuntimeError, ValueError, TypeError, NotImplementedError, IndexError,
+          ZeroDivisionError)
+
+
+def outcome(call):
+    """(call(), None), or (None, the exception) when it raises one of ERRORS; warnings off."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return call(), None
+        except ERRORS as error:
+            return None, error
+
+
+def assert_same_raise(torch_error, error):
+    """Both raised, or neither did."""
+    assert (torch_error is None) == (error is None), (
+        f"torch: {torch_error!r}, flowgrad: {error!r}")
