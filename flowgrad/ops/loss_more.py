@@ -127,8 +127,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     """
     check_reduction(reduction, "binary_cross_entropy")
     x = _float_input(input, "binary_cross_entropy")
-    if isinstance(target, Tensor):
-        check_same_dtype("binary_cross_entropy", x, target=target)
+    check_same_dtype("binary_cross_entropy", x, target=target)  # (a non-tensor: _same_shape)
     t = _same_shape(x, target, "binary_cross_entropy")
     _broadcastable(weight, x.shape, "binary_cross_entropy", "weight")
     _check_unit_range(x._data, "input")

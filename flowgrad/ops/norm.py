@@ -63,13 +63,13 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """The `ord`-norm of x over `dim` (all elements when None), for any real `ord`."""
     if not isinstance(x, Tensor):
         raise TypeError(f"linalg.vector_norm(): expected a Tensor, got {type(x).__name__}")
-    if dtype is not None:  # torch: a float or complex input, widened only, never narrowed
-        dtype = as_dtype(dtype)
-        if x._data.dtype.kind in "fVc" and promote_types(x.dtype, dtype) is not dtype:
+    if dtype is not None and x._data.dtype.kind in "fVc":  # (an integer input raises below)
+        dtype = as_dtype(dtype)  # torch widens a float or complex input, never narrows it
+        if promote_types(x.dtype, dtype) is not dtype:
             raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({x.dtype}) should "
                                f"be convertible without narrowing to the specified dtype "
                                f"({dtype}); pass a wider dtype or none")
-        x = x.to(dtype) if x._data.dtype.kind in "fVc" else x
+        x = x.to(dtype)
     if x._data.dtype.kind == "c":
         x = x.abs()  # a norm reads only the moduli; abs's rule gives torch's complex gradient
     if x._data.dtype.kind not in "fV":

@@ -94,12 +94,13 @@ def accept_out(namespace, names, exact=(), compute_in_out=()):
     wrapped = []
     for name in names:
         fn = namespace.get(name)
-        try:
-            has_out = "out" in inspect.signature(fn).parameters
-        except (TypeError, ValueError):  # (an op object: its signature is its kernel's)
-            has_out = False
-        if fn is None or has_out:
+        if fn is None:
             continue
+        try:
+            if "out" in inspect.signature(fn).parameters:
+                continue
+        except (TypeError, ValueError):  # (an op object: no signature of its own)
+            pass
 
         def call(*args, out=None, _fn=fn, _name=name, _exact=name in exact,
                  _in_out=name in compute_in_out, **kwargs):
