@@ -54,7 +54,7 @@ STEPS = {
     "mul": (None, "{b} = xp.multiply({i0}, {i1}{o})", False),
     "div": (None, "{b} = xp.true_divide({i0}, {i1}{o})", False),
     # dy * (1 - y * y), as _tanh_grad
-    "tanh_grad": (1, "{t} = xp.multiply({i0}, {i0})\n"
+    "tanh_grad": (1, "{t} = xp.square({i0})\n"
                      "{t} = xp.subtract({one}, {t}, out={t})\n"
                      "{b} = xp.multiply({x}, {t}{o})", False),
     # dy where y > 0, else 0, as _relu_grad (nan/inf at y <= 0: the check at the end)
@@ -66,6 +66,10 @@ STEPS = {
                            "{b} = xp.where({t}, {zero}, {x})", False),
 }
 SMALL_STEPS = {"relu_grad": "relu_grad_small"}  # op -> its step on at most WHERE_SIZE values
+# a step's source when it writes into the chain's array ({x} is {b}): `copyto` with a mask
+# writes only the masked values, in less than half a `where`'s time on 100 values
+IN_PLACE = {"relu_grad_small": "{t} = xp.less_equal({i0}, {zero})\n"
+                               "xp.copyto({x}, {zero}, where={t})"}
 
 
 def _step_name(node):
@@ -169,7 +173,7 @@ class FusedOp:
 
         def emit(step, x, b, others, c):
             name, pos, _, _, fresh, _ = step
-            template = STEPS[name][1]
+            template = STEPS[name][1] if fresh or x != b else IN_PLACE.get(name, STEPS[name][1])
             inputs, rest = {}, iter(others)
             for i in range(len(others) + 1):
                 inputs[f"i{i}"] = x if i == pos else next(rest)

@@ -22,6 +22,7 @@ plan; later calls run the plan without running `build` again.
 """
 from __future__ import annotations
 
+import gc
 import time
 
 from ..amp.autocast_mode import autocast
@@ -196,6 +197,17 @@ class Graph:
         return list(seen.values())
 
     def _compile(self, args, kwargs, flat):
+        # the trace makes thousands of objects that all live as long as the plan: the cycle
+        # collector, run every 700 of them, would walk them again and again for nothing
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._trace_and_generate(args, kwargs, flat)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def _trace_and_generate(self, args, kwargs, flat):
         started = time.perf_counter()
         tracer = Tracer()
         for t in self._state():
