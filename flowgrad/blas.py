@@ -14,7 +14,9 @@ AMD's CPUs, where its GEMM runs a generic code path: on a 2-core EPYC (Zen 4) Nu
 took 36 ms for a 1024^2 product to MKL's 47, and the MLP and LeNet training steps ran faster on
 it in 9 and 8 of 10 alternating rounds. Every routine checks its operands and hands whatever it
 cannot take (other dtypes, small, overlapping or oddly strided arrays) to NumPy, and each
-library passes a self-test at import before it is used.
+library passes a self-test at import before it is used. Where OpenBLAS is the BLAS by default
+(AMD's CPUs) and `mkl` is installed, MKL is loaded with its sequential layer for its vector math
+alone (`_load_vector_math`).
 
 >>> import numpy as np
 >>> y = np.ones(3, np.float32)
@@ -120,6 +122,12 @@ def _mkl():
         choice = _default_blas(_cpu_vendor())
     if choice.lower() != "mkl":
         return None
+    return _mkl_library(None)
+
+
+def _mkl_library(layer):
+    """libmkl_rt of the `mkl` wheel with threading `layer` (None: a threaded one, see
+    `_threading_layer`), or None where it is not installed or the layer does not take."""
     prefixes = dict.fromkeys([sys.prefix, sys.base_prefix, site.getuserbase()])
     for prefix in prefixes:
         for path in sorted(glob.glob(os.path.join(prefix, "lib", "libmkl_rt.*"))):
@@ -127,6 +135,8 @@ def _mkl():
                 lib = ctypes.CDLL(path)
             except OSError:
                 continue
+            if layer is not None:
+                return lib if lib.MKL_Set_Threading_Layer(layer) == layer else None
             if "MKL_THREADING_LAYER" not in os.environ:
                 lib.MKL_Set_Threading_Layer(_threading_layer(os.path.dirname(path)))
             return lib
@@ -228,14 +238,27 @@ _VML = {"CdfNorm": "ippm", "Erf": "ippm", "Sqr": "ippm", "Exp": "ippm", "Mul": "
 _VML_HA_NOERR = 0x2 | 0x2000  # VML_HA | VML_ERRMODE_NOERR (mkl_vml_defines.h)
 
 
+_MKL_SEQUENTIAL = 1  # MKL_THREADING_SEQUENTIAL (mkl_service.h)
+
+
 def _load_vector_math():
-    """{(name, dtype): C function} of MKL's vector math (VML, accurate to ~1 ulp) when MKL is
-    loaded: the normal CDF and erf, which NumPy lacks (flowgrad's own float32 formula takes 14
-    array passes and is good to ~4 ulp), and the few passes gelu's gradient makes (square,
-    exp, a * x + b, product, sum), which VML runs on MKL's threads."""
+    """{(name, dtype): C function} of MKL's vector math (VML, accurate to ~1 ulp): the normal
+    CDF and erf, which NumPy lacks (flowgrad's own float32 formula takes 14 array passes and
+    is good to ~4 ulp), and the few passes gelu's gradient makes (square, exp, a * x + b,
+    product, sum). With MKL as the BLAS they run on its threads. Where NumPy's OpenBLAS is
+    the BLAS by default (AMD's CPUs) and the `mkl` wheel is installed, MKL is loaded for VML
+    alone with its sequential layer: no second thread pool to spin against OpenBLAS's (a
+    threaded VML there made a char-Transformer step 187 ms, the sequential one 109, NumPy's
+    ufuncs 120: exact GELU's forward 2.9 ms against 6.1 on a million float32 values)."""
+    lib = _LIB
     if BACKEND != "mkl":
-        return {}
-    found = _bind(_LIB, "vm", "", ctypes.c_int, _VML)
+        if BACKEND != "openblas" or "FLOWGRAD_BLAS" in os.environ:
+            return {}  # NumPy's own BLAS may be MKL (its threading is not ours to set), or
+            #            the environment asked for NumPy as it is
+        lib = _mkl_library(_MKL_SEQUENTIAL)
+        if lib is None:
+            return {}
+    found = _bind(lib, "vm", "", ctypes.c_int, _VML)
     x = np.array([-1.0, 0.0, 2.0])
     if ("Erf", x.dtype) in found:  # the self-test
         y = np.empty(3)
@@ -256,7 +279,7 @@ def vector_math(name, x, out=None, no_inf=False):
     float32 fix-up: in the no-error mode MKL's float32 exp gives nan at +inf.
 
     >>> r = vector_math("Erf", np.array([0.0, 1.0]))
-    >>> (r is not None) == (BACKEND == "mkl")
+    >>> (r is not None) == bool(_VECTOR_MATH)
     True
     """
     fn = _VECTOR_MATH.get((name, x.dtype))
@@ -273,8 +296,9 @@ def vector_math(name, x, out=None, no_inf=False):
 
 
 def vector_math2(name, a, b, out=None):
-    """`name(a, b)` ('Mul', 'Add', 'Sub') of two arrays of one shape, as `vector_math`: on MKL's
-    threads, into `out` (new when None; it may be a or b), or None where it cannot run.
+    """`name(a, b)` ('Mul', 'Add', 'Sub') of two arrays of one shape, as `vector_math` (on MKL's
+    threads where it is the BLAS), into `out` (new when None; it may be a or b), or None where
+    it cannot run.
 
     >>> r = vector_math2("Mul", np.array([2.0, 3.0]), np.array([4.0, 5.0]))
     >>> r is None or r.tolist() == [8.0, 15.0]
@@ -303,10 +327,10 @@ def vector_affine(x, scale, shift, out=None):
 
 
 def vector_ready(*arrays):
-    """Whether the vector math runs on these arrays: MKL loaded, plain contiguous NumPy arrays
+    """Whether the vector math runs on these arrays: MKL's VML loaded, plain contiguous NumPy arrays
     of one shape and of float32 or float64 alike (a kernel checks once before a sequence).
 
-    >>> vector_ready(np.zeros(3), np.zeros(3)) == (BACKEND == "mkl")
+    >>> vector_ready(np.zeros(3), np.zeros(3)) == bool(_VECTOR_MATH)
     True
     """
     first = arrays[0]
