@@ -251,6 +251,25 @@ ORDINARY = [
     ("tensor_and_float", lambda m: [m.tensor(1), 2.5]),
     ("nested_tensor", lambda m: [[m.tensor(1.0)], [3]]),
     ("inf_nan", lambda m: [float("inf"), float("nan")]),
+    # a NumPy scalar, array or tensor inside a list keeps its dtype in the promotion
+    ("np_float64_and_int", lambda m: [np.float64(1.0), 2]),
+    ("np_float64_rows", lambda m: [[np.float64(1.0)], [2.0]]),
+    ("np_int32", lambda m: [np.int32(1)]), ("np_uint8", lambda m: [np.uint8(3)]),
+    ("np_float16", lambda m: [np.float16(1.0)]), ("np_float16_and_float", lambda m: [
+        np.float16(1.0), 2.5]), ("np_int8_and_float", lambda m: [np.int8(1), 2.5]),
+    ("np_int16_and_bool", lambda m: [np.int16(1), True]),
+    ("np_float64_tuple", lambda m: (np.float64(1.0), 2.0)),
+    ("np_arrays", lambda m: [np.array([1, 2], np.int32), np.array([3, 4], np.int32)]),
+    ("np_array_and_list", lambda m: [np.array([1, 2], np.int32), [3, 4]]),
+    ("list_and_np_array", lambda m: [[1, 2], np.array([3.5, 4])]),
+    # a one-element tensor inside a list is read as its value, as torch reads it
+    ("one_element_tensors", lambda m: [m.tensor([1.0]), m.tensor([2.0])]),
+    ("one_element_matrices", lambda m: [m.tensor([[1.0]]), m.tensor([[2.0]])]),
+    ("one_element_tensor_and_float", lambda m: [m.tensor([1.0]), 2.0]),
+    ("int32_tensors", lambda m: [m.tensor([1], dtype=m.int32), m.tensor([2], dtype=m.int32)]),
+    ("int32_tensor_and_int", lambda m: [m.tensor(1, dtype=m.int32), 2]),
+    ("float64_tensor_and_float", lambda m: [m.tensor(1.0, dtype=m.float64), 2.0]),
+    ("nested_one_element_tensors", lambda m: [[m.tensor([1.0])], [m.tensor([2.0])]]),
 ]
 
 
@@ -264,18 +283,25 @@ def test_tensor_of_ordinary_data_matches_torch(make):
     np.testing.assert_array_equal(as64.numpy(), want.double().numpy())
 
 
-def test_tensor_of_tensors_and_numpy_float64_keep_flowgrads_typing():
-    # where flowgrad already differs from torch (which refuses lists of multi-element
-    # tensors, and types np.float64 leaves float64): unchanged by the iterative walk
-    pairs = flow.tensor([flow.tensor([1, 2]), flow.tensor([3, 4])])
-    assert pairs.dtype is flow.int64 and pairs.tolist() == [[1, 2], [3, 4]]
-    mixed = flow.tensor([flow.tensor([1, 2], dtype=flow.int32), [1.0, 2.5]])
-    assert mixed.dtype is flow.float32 and mixed.tolist() == [[1.0, 2.0], [1.0, 2.5]]
-    small = flow.tensor([flow.tensor([1], dtype=flow.uint8), [True]])
-    assert small.dtype is flow.uint8 and small.tolist() == [[1], [1]]
-    wide = flow.tensor([flow.tensor([1.5], dtype=flow.float64)])
-    assert wide.dtype is flow.float64 and wide.shape == (1, 1)
-    assert flow.tensor([np.float64(1.5), 2]).dtype is flow.float32
+def test_tensor_of_a_list_of_several_element_tensors_raises_as_torch():
+    for m in (torch, flow):
+        with pytest.raises(ValueError, match="one element tensors"):
+            m.tensor([m.tensor([1.0, 2.0]), m.tensor([3.0, 4.0])])
+    # (flow.stack is the way; torch's legacy reading of a list of tensors as their values)
+    assert flow.stack([flow.tensor([1.0, 2.0]), flow.tensor([3.0, 4.0])]).shape == (2, 2)
+
+
+def test_tensor_of_numpy_data_torch_refuses():
+    # deliberate: an unsigned NumPy scalar flowgrad has no dtype for (torch: uint16/uint32,
+    # a TypeError for uint64) is an int64; a 0-d array in a list is its value (torch: a
+    # TypeError from len())
+    assert flow.tensor([np.uint16(3), np.uint32(4)]).dtype is flow.int64
+    got = flow.tensor([np.array(1.5), 2])
+    assert got.dtype is flow.float64 and got.tolist() == [1.5, 2.0]
+    # full and arange read a NumPy scalar as the Python number it is, as torch
+    for make in (lambda m: m.full((2,), np.float64(1.0)), lambda m: m.full((2,), np.int32(1)),
+                 lambda m: m.arange(np.float64(3.0)), lambda m: m.arange(np.int32(3))):
+        assert str(make(flow).dtype).split(".")[-1] == str(make(torch).dtype).split(".")[-1]
 
 
 def test_tensor_of_other_objects_still_raises_type_error():

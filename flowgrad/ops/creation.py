@@ -73,10 +73,10 @@ def _nesting_error(data):
 
 def _scan(data):
     """Walk nested lists/tuples level by level, with no recursion: ({leaf type: one leaf of
-    that type}, the Tensor leaves). A sublist repeated at one level is visited once, so
-    `[[1.0] * 100] * 100` visits one inner list. Data that contains itself or nests more
-    than 64 deep raises a ValueError saying so."""
-    examples, tensors = {}, []
+    that type}, the Tensor and ndarray leaves). A sublist repeated at one level is visited
+    once, so `[[1.0] * 100] * 100` visits one inner list. Data that contains itself or nests
+    more than 64 deep raises a ValueError saying so."""
+    examples, arrays = {}, []
     level = [data]
     depth = 0
     while level:
@@ -85,8 +85,8 @@ def _scan(data):
             leaf = {t for t in types if not issubclass(t, _SEQ)}
             for t in leaf - examples.keys():
                 examples[t] = next(x for x in level if type(x) is t)
-            if any(issubclass(t, Tensor) for t in leaf):
-                tensors.extend(x for x in level if isinstance(x, Tensor))
+            if any(issubclass(t, (Tensor, np.ndarray)) for t in leaf):
+                arrays.extend(x for x in level if isinstance(x, (Tensor, np.ndarray)))
             if len(leaf) == len(types):
                 break
             level = [x for x in level if type(x) not in leaf]
@@ -94,16 +94,27 @@ def _scan(data):
         if depth > _MAX_DIMS:
             raise _nesting_error(data)
         level = list(itertools.chain.from_iterable(dict(zip(map(id, level), level)).values()))
-    return examples, tensors
+    return examples, arrays
 
 
-def _dtype_of(examples, tensors):
-    """torch's dtype inference from _scan's leaves: bool < int64 < default float."""
-    kinds = {x.dtype for x in tensors}
+def _dtype_of(examples, arrays, typed_numpy_scalars=True):
+    """torch.tensor's dtype inference from _scan's leaves: a Python bool, int, float or complex
+    counts as bool, int64, the default float or complex; a NumPy scalar, array or tensor with
+    its own dtype (`[np.float64(1.0), 2]` is float64, `[np.int32(1)]` int32; an integer
+    scalar of a dtype flowgrad lacks, uint16 to uint64, as int64); then promoted. Without
+    `typed_numpy_scalars` a NumPy scalar counts as the Python number it is (torch.full's and
+    arange's inference)."""
+    kinds = {x.dtype if isinstance(x, Tensor) else _dt.from_numpy_dtype(x.dtype)
+             for x in arrays}
     for t, x in examples.items():
-        if issubclass(t, Tensor):
+        if issubclass(t, (Tensor, np.ndarray)):
             continue
-        if issubclass(t, (bool, np.bool_)):
+        if typed_numpy_scalars and issubclass(t, np.generic) and t is not np.object_:
+            if issubclass(t, np.unsignedinteger) and np.dtype(t).itemsize > 1:
+                kinds.add(_dt.int64)
+            else:
+                kinds.add(_dt.from_numpy_dtype(np.dtype(t)))
+        elif issubclass(t, (bool, np.bool_)):
             kinds.add(_dt.bool)
         elif issubclass(t, (int, np.integer)):
             kinds.add(_dt.int64)
@@ -121,13 +132,16 @@ def _dtype_of(examples, tensors):
 
 
 def _infer_dtype(data):
-    """torch's dtype inference for nested Python data: bool < int64 < default float."""
-    return _dtype_of(*_scan(data))
+    """torch's dtype inference for a fill value or range bounds (full, arange): Python
+    numbers, NumPy scalars among them, bool < int64 < default float < complex."""
+    return _dtype_of(*_scan(data), typed_numpy_scalars=False)
 
 
 def _unwrap(data):
-    """`data` (acyclic: _scan checked) with each Tensor leaf replaced by its array; the
-    lists/tuples are copied as lists, iteratively (each shared sublist once)."""
+    """`data` (acyclic: _scan checked) with each Tensor leaf replaced by its one value, as
+    torch reads a tensor inside a list (`[t([1.0]), t([2.0])]` has shape (2,); a tensor of
+    several values raises); the lists/tuples are copied as lists, iteratively (each shared
+    sublist once)."""
     copies = {}
     root = [data]
     stack = [root]
@@ -135,7 +149,12 @@ def _unwrap(data):
         seq = stack.pop()
         for i, x in enumerate(seq):
             if isinstance(x, Tensor):
-                seq[i] = x._data
+                if x._data.size != 1:
+                    raise ValueError(
+                        f"tensor(): a tensor of shape {tuple(x.shape)} inside a list: only "
+                        f"one element tensors can be converted to Python scalars (as torch); "
+                        f"use flow.stack to stack tensors")
+                seq[i] = x._data.reshape(())
             elif isinstance(x, _SEQ):
                 copy = copies.get(id(x))
                 if copy is None:
@@ -158,12 +177,13 @@ def as_array(data, dtype=None):
     if np.isscalar(data) and isinstance(data, np.generic):
         d = dtype or _dt.from_numpy_dtype(data.dtype)
         return np.asarray(data, d.np)
-    examples, tensors = _scan(data)
+    examples, arrays = _scan(data)
     if dtype is None:
-        dtype = _dtype_of(examples, tensors)
+        dtype = _dtype_of(examples, arrays)
     if hasattr(data, "__array__") and not isinstance(data, _SEQ):
         return np.array(data, dtype=dtype.np)
-    return np.array(_unwrap(data) if tensors else data, dtype=dtype.np)
+    has_tensors = Tensor in examples or any(isinstance(a, Tensor) for a in arrays)
+    return np.array(_unwrap(data) if has_tensors else data, dtype=dtype.np)
 
 
 bind_late(as_array=as_array)  # Tensor(data), the legacy constructor, calls it
