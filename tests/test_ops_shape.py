@@ -310,3 +310,22 @@ def test_cat_of_one_dim_empty_tensors_is_torchs():
         row += [g.requires_grad, g.tolist()]
         got.append(row)
     assert got[1] == got[0]
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: x.view(np.int32(6)), lambda m, x: x.view(np.int64(3), 2),
+    lambda m, x: x.view((np.int64(2), -1)), lambda m, x: x.reshape(np.int64(3), np.int32(2)),
+    lambda m, x: x.expand(np.int64(2), 2, 3), lambda m, x: x.repeat(np.int64(2), 1),
+    lambda m, x: x.sum(dim=np.int64(1)), lambda m, x: x.transpose(np.int64(0), 1),
+    lambda m, x: x.unsqueeze(np.int64(0)), lambda m, x: m.zeros(np.int64(2), 3),
+    lambda m, x: m.cat([x, x], dim=np.int64(1)), lambda m, x: x[np.int64(1)],
+    lambda m, x: x.narrow(np.int64(1), np.int64(1), np.int64(2)),
+    lambda m, x: x.flatten(np.int64(0)), lambda m, x: x.view(m.int32),
+])
+def test_numpy_integers_as_sizes_and_dims(call):
+    # a NumPy integer is an int wherever torch takes one (view(np.int32(6)) once read the
+    # bytes as int32: an int32 NumPy scalar was taken for a dtype)
+    want = call(torch, torch.arange(6.0).reshape(2, 3))
+    got = call(flow, flow.arange(6.0).reshape(2, 3))
+    assert tuple(got.shape) == tuple(want.shape) and str(got.dtype)[-5:] == str(want.dtype)[-5:]
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

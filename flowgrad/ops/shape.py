@@ -117,7 +117,7 @@ def view(input, *shape, size=None, dtype=None):
                 raise TypeError("view() got sizes and dtype=: it takes a size or a dtype")
             return _view_as_dtype(input, _dt.as_dtype(dtype))
         shape = _keyword(shape, size, "view", "size")
-    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
+    if len(shape) == 1 and not _is_size(shape[0]):
         return _view_as_dtype(input, _dt.as_dtype(shape[0]))
     shape = _infer_shape(_shape_arg(shape), input._data.size, "view", input._data.shape)
     y = _reshape(input, shape=shape)
@@ -149,6 +149,13 @@ def _view_as_dtype(input, dtype):
             raise RuntimeError(f"view(dtype): self.size(-1) must be divisible by "
                                f"{max(new // old, 1)} {what}, but got {data.shape[-1]}")
     return _view_dtype(input, dtype=dtype.np)
+
+
+def _is_size(arg):
+    """Whether view's one positional argument is a size (an int, a NumPy integer, a shape),
+    not a dtype (x.view(np.int32(6)) is a view of 6 values, not of int32 bits)."""
+    return isinstance(arg, (tuple, list, Size)) or (
+        not isinstance(arg, type) and hasattr(arg, "__index__"))
 
 
 @tensor_method()
