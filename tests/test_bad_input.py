@@ -270,6 +270,8 @@ ORDINARY = [
     ("int32_tensor_and_int", lambda m: [m.tensor(1, dtype=m.int32), 2]),
     ("float64_tensor_and_float", lambda m: [m.tensor(1.0, dtype=m.float64), 2.0]),
     ("nested_one_element_tensors", lambda m: [[m.tensor([1.0])], [m.tensor([2.0])]]),
+    ("range", lambda m: range(4)), ("ranges", lambda m: [range(2), range(1, 3)]),
+    ("empty_range", lambda m: range(0)),
 ]
 
 

@@ -36,7 +36,7 @@ __all__ = [
 
 
 _MAX_DIMS = 64  # NumPy's limit on an array's dims
-_SEQ = (list, tuple)
+_SEQ = (list, tuple, range)  # torch.tensor(range(n)) is a list of ints, as torch
 _SEQ_TYPES = frozenset(_SEQ)
 
 
