@@ -95,6 +95,21 @@ def not_a_tensor(op_name, value, arg="input"):
                     f"{type(value).__name__}; wrap data with flowgrad.tensor(...)") from None
 
 
+def check_number(op_name, value, arg="value"):
+    """Raise torch's TypeError unless `value` is a number (Python's or NumPy's): a None or a
+    string would otherwise reach NumPy, which writes None as nan into a float array.
+
+    >>> check_number("masked_fill", 2.5)
+    >>> check_number("masked_fill", None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: masked_fill(): argument 'value' must be a number or a 0-dim tensor, not NoneType
+    """
+    if not isinstance(value, (bool, int, float, complex)) and not hasattr(value, "dtype"):
+        raise TypeError(f"{op_name}(): argument '{arg}' must be a number or a 0-dim tensor, "
+                        f"not {type(value).__name__}")
+
+
 def check_kernel_dtype(input, kernel, kinds="fV"):
     """Raise as torch does for a kernel it compiles for some dtypes only (`kinds`: NumPy dtype
     kinds, floating by default), naming the kernel, where NumPy would compute something else

@@ -235,6 +235,18 @@ CASES = [
     ('pad_sequence empty', lambda m: m.nn.utils.rnn.pad_sequence([])),
     ('pack unsorted',
      lambda m: m.nn.utils.rnn.pack_padded_sequence(m.ones(3, 2, 1), m.tensor([1, 3]))),
+    # a None or a string as a fill value (NumPy wrote None as nan into a float tensor)
+    ('setitem None', lambda m: m.zeros(2, 3).__setitem__(0, None)),
+    ('setitem str', lambda m: m.zeros(2, 3).__setitem__(0, 'a')),
+    ('masked_fill None', lambda m: m.zeros(3).masked_fill(m.ones(3).bool(), None)),
+    ('masked_fill_ str', lambda m: m.zeros(3).masked_fill_(m.ones(3).bool(), '1')),
+    ('index_fill None', lambda m: m.zeros(3).index_fill(0, m.tensor([0]), None)),
+    ('full_like None', lambda m: m.full_like(m.zeros(3), None)),
+    ('fill_ None', lambda m: m.zeros(3).fill_(None)),
+    ('new_full None', lambda m: m.zeros(3).new_full((2,), None)),
+    ('full None', lambda m: m.full((2,), None)),
+    ('where None', lambda m: m.where(m.ones(3).bool(), m.zeros(3), None)),
+    ('tensor with None', lambda m: m.tensor([1.0, None])),
 ]
 
 

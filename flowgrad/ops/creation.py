@@ -22,7 +22,7 @@ from .. import dtypes as _dt
 from ..autograd import inference
 from ..autograd import interpreter as _interpreter
 from ..device import ARRAY_MODULES, CPU, device_of, resolve_device, to_device
-from ..errors import check_probabilities, check_std
+from ..errors import check_number, check_probabilities, check_std
 from ..random import numpy_generator, resolve
 from ..tensor import Size, Tensor, bind_late
 from .registry import op
@@ -424,6 +424,7 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **_):
     tensor([2.5000, 2.5000, 2.5000])
     """
     dev = _device_like(x, device, "full_like")
+    check_number("full_like", fill_value, "fill_value")
     return _finish(dev.xp.full(x._data.shape, fill_value, _like(x, dtype).np), requires_grad,
                    dev)
 

@@ -31,7 +31,8 @@ from ..autograd.inplace import (
     writable,
 )
 from ..autograd.views import writable_alias
-from ..device import array_module
+from ..device import ARRAY_MODULES, array_module
+from ..errors import check_number
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -283,11 +284,20 @@ def setitem_backward(ctx, dy):
     return (dx, dv) + (None,) * len(arrays)
 
 
+# what `x[i] = value` takes besides a tensor: torch's numbers, and (beyond torch, which
+# refuses them) NumPy arrays and nested lists of numbers
+_ASSIGNABLE = (bool, int, float, complex, np.generic, np.ndarray, list, tuple)
+
+
 def setitem(x, index, value):
     """`x[index] = value` in place; recorded (x is rebased) when value or x needs grad."""
     xp = array_module(x._data)
     spec, arrays, advanced = parse_index(index)
     if not isinstance(value, Tensor):
+        if not isinstance(value, _ASSIGNABLE) and type(value) not in ARRAY_MODULES:
+            # (NumPy would write None as nan into a float tensor)
+            raise TypeError(f"setitem: can't assign a {type(value).__name__} to a tensor of "
+                            f"dtype {x.dtype.name}; assign a number or a tensor")
         value = Tensor._wrap(xp.asarray(value, dtype=x._data.dtype))
     elif value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
@@ -471,6 +481,7 @@ def masked_fill(input, mask, value):
                                f"got tensor with {value._data.ndim} dimension(s)")
         value = value.to(input.dtype)
     else:
+        check_number("masked_fill", value)
         value = Tensor._wrap(xp.asarray(value, input._data.dtype))
     # (Tensor.where: elementwise.py builds on this module); contiguous, as torch's clone first
     return value.where(mask, input).contiguous()
