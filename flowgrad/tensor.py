@@ -420,11 +420,19 @@ class Tensor:
 
     def __float__(self):
         _interpreter.check_read(self, "float()")
-        return float(self.item())
+        return float(self._one_value())
 
     def __int__(self):
         _interpreter.check_read(self, "int()")
-        return int(self.item())
+        return int(self._one_value())
+
+    def _one_value(self):
+        """The value of a one-element tensor for float()/int()/complex(); torch's ValueError
+        for more (item() raises a RuntimeError)."""
+        if self._data.size != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars "
+                             f"(this one has shape {tuple(self._data.shape)})")
+        return self._data.reshape(()).item()
 
     def __index__(self):
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
@@ -471,10 +479,37 @@ def _rebuild(data, requires_grad):
 
 
 class Size(tuple):
-    """A tensor's shape: a tuple that prints as `flowgrad.Size([2, 3])`."""
+    """A tensor's shape: a tuple that prints as `flowgrad.Size([2, 3])`; a slice of it, and
+    sums and repeats with tuples, are Sizes too, as torch's.
+
+    >>> s = Size([2, 3, 4])
+    >>> s[1:].numel(), s[:1] + (5,), (1,) + s
+    (12, flowgrad.Size([2, 5]), flowgrad.Size([1, 2, 3, 4]))
+    """
+
+    __slots__ = ()
 
     def __repr__(self):
         return f"flowgrad.Size({list(self)})"
+
+    def __getitem__(self, index):
+        got = tuple.__getitem__(self, index)
+        return Size(got) if isinstance(index, slice) else got
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
 
     def numel(self):
         n = 1

@@ -98,8 +98,22 @@ Tensor.__pow__ = pow
 Tensor.__rpow__ = _rpow
 Tensor.__neg__ = neg
 Tensor.__abs__ = abs
-Tensor.__eq__ = eq
-Tensor.__ne__ = ne
+def _operand_eq(self, other):
+    """`x == other`: elementwise for a tensor, a number or an array; any other object (None,
+    a string) is not equal, as Python's default (torch's `x == None` is False)."""
+    if not isinstance(other, (Tensor, int, float, complex)) and not hasattr(other, "__array__"):
+        return NotImplemented
+    return eq(self, other)
+
+
+def _operand_ne(self, other):
+    if not isinstance(other, (Tensor, int, float, complex)) and not hasattr(other, "__array__"):
+        return NotImplemented
+    return ne(self, other)
+
+
+Tensor.__eq__ = _operand_eq
+Tensor.__ne__ = _operand_ne
 Tensor.__lt__ = lt
 Tensor.__le__ = le
 Tensor.__gt__ = gt

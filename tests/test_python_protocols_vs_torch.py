@@ -1,0 +1,57 @@
+"""Python's protocols on tensors and sizes against torch's: comparisons with objects that are
+not numbers, conversions to Python scalars, and torch.Size arithmetic. Each row is one
+expression on `m` (torch or flowgrad); both give the same value, or raise the same type."""
+from __future__ import annotations
+
+import math
+import operator
+
+import pytest
+import torch
+from vs_torch import outcome
+
+import flowgrad as flow
+
+ROWS = [
+    # `x == None` is False, `x != None` True (Python's fallback), so `x in [None, "auto"]` runs
+    ("eq None", lambda m: m.tensor([1.0, 2.0]) == None),  # noqa: E711 - the point
+    ("ne None", lambda m: m.tensor([1.0, 2.0]) != None),  # noqa: E711
+    ("eq str", lambda m: m.tensor([1.0]) == "a"),
+    ("in list", lambda m: m.tensor([1.0, 2.0]) in [None, "auto"]),
+    ("list index", lambda m: [m.tensor(1.0), None].index(None)),
+    ("lt None", lambda m: m.tensor([1.0]) < None),
+    ("eq number", lambda m: (m.tensor([1.0, 2.0]) == 1).tolist()),
+    ("torch.eq None", lambda m: m.eq(m.tensor([1.0]), None)),
+    # conversions: float()/int() of several values is torch's ValueError, item() a RuntimeError
+    ("float of two", lambda m: float(m.tensor([1.0, 2.0]))),
+    ("int of two", lambda m: int(m.tensor([1, 2]))),
+    ("complex of two", lambda m: complex(m.tensor([1.0, 2.0]))),
+    ("item of two", lambda m: m.tensor([1.0, 2.0]).item()),
+    ("bool of two", lambda m: bool(m.tensor([1.0, 2.0]))),
+    ("float of one", lambda m: float(m.tensor([[2.5]]))),
+    ("int truncates", lambda m: (int(m.tensor(2.9)), int(m.tensor(-2.9)))),
+    ("round", lambda m: (round(m.tensor(2.6)), round(m.tensor(2.567), 2).item())),
+    ("floor ceil", lambda m: (math.floor(m.tensor(2.5)), math.ceil(m.tensor(2.5)))),
+    ("index", lambda m: ([10, 20, 30][m.tensor(2)], operator.index(m.tensor(1)))),
+    ("index of float", lambda m: operator.index(m.tensor(1.0))),
+    ("len of 0-d", lambda m: len(m.tensor(1.0))),
+    ("format", lambda m: f"{m.tensor(3.14159):.2f}"),
+    # a slice of a Size, and a Size plus or times a tuple, are Sizes (x.shape[1:].numel())
+    ("size slice numel", lambda m: m.zeros(2, 3, 4).shape[1:].numel()),
+    ("size slice", lambda m: repr(m.Size([2, 3, 4])[1:])),
+    ("size plus tuple", lambda m: repr(m.Size([2, 3]) + (4,))),
+    ("tuple plus size", lambda m: repr((1,) + m.Size([2, 3]))),
+    ("size times", lambda m: repr(m.Size([2]) * 2)),
+    ("size plus list", lambda m: m.Size([2]) + [3]),
+    ("size item", lambda m: (m.Size([2, 3])[-1], m.Size([2, 3]) == (2, 3))),
+]
+
+
+@pytest.mark.parametrize("row", [r[1] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_python_protocol_as_torch(row):
+    want, torch_error = outcome(lambda: row(torch))
+    got, error = outcome(lambda: row(flow))
+    assert type(error) is type(torch_error), (torch_error, error)
+    if isinstance(want, str):
+        want, got = want.replace("torch.", ""), got.replace("flowgrad.", "")
+    assert got == want
