@@ -419,16 +419,15 @@ class Tensor:
         return self._data.tolist()
 
     def __float__(self):
-        _interpreter.check_read(self, "float()")
-        return float(self._one_value())
+        return float(self._one_value("float()"))
 
     def __int__(self):
-        _interpreter.check_read(self, "int()")
-        return int(self._one_value())
+        return int(self._one_value("int()"))
 
-    def _one_value(self):
-        """The value of a one-element tensor for float()/int()/complex(); torch's ValueError
-        for more (item() raises a RuntimeError)."""
+    def _one_value(self, what):
+        """The value of a one-element tensor for float()/int()/complex() (`what`); torch's
+        ValueError for more (item() raises a RuntimeError)."""
+        _interpreter.check_read(self, what)
         if self._data.size != 1:
             raise ValueError(f"only one element tensors can be converted to Python scalars "
                              f"(this one has shape {tuple(self._data.shape)})")

@@ -319,7 +319,7 @@ def sgn(input):
 # ---- Tensor methods ---------------------------------------------------------------------------
 for _fn in (conj, conj_physical, is_complex, is_conj, is_neg, isreal, angle, sgn, adjoint):
     tensor_method(_fn.__name__)(_fn)
-Tensor.__complex__ = lambda self: builtins.complex(self._one_value())
+Tensor.__complex__ = lambda self: builtins.complex(self._one_value("complex()"))
 Tensor.conj_physical_ = lambda self: run_inplace("conj_physical_", conj_physical, self)
 Tensor.sgn_ = lambda self: run_inplace("sgn_", sgn, self)
 Tensor.real = property(real, doc="The real part (a view for complex tensors).")

@@ -84,20 +84,6 @@ def _rdiv(self, other):
     return div(other, self)
 
 
-def _rpow(self, other):
-    return pow(other, self)
-
-
-Tensor.__add__ = Tensor.__radd__ = add
-Tensor.__sub__ = sub
-Tensor.__rsub__ = _rsub
-Tensor.__mul__ = Tensor.__rmul__ = mul
-Tensor.__truediv__ = div
-Tensor.__rtruediv__ = _rdiv
-Tensor.__pow__ = pow
-Tensor.__rpow__ = _rpow
-Tensor.__neg__ = neg
-Tensor.__abs__ = abs
 def _operand_eq(self, other):
     """`x == other`: elementwise for a tensor, a number or an array; any other object (None,
     a string) is not equal, as Python's default (torch's `x == None` is False)."""
@@ -112,6 +98,20 @@ def _operand_ne(self, other):
     return ne(self, other)
 
 
+def _rpow(self, other):
+    return pow(other, self)
+
+
+Tensor.__add__ = Tensor.__radd__ = add
+Tensor.__sub__ = sub
+Tensor.__rsub__ = _rsub
+Tensor.__mul__ = Tensor.__rmul__ = mul
+Tensor.__truediv__ = div
+Tensor.__rtruediv__ = _rdiv
+Tensor.__pow__ = pow
+Tensor.__rpow__ = _rpow
+Tensor.__neg__ = neg
+Tensor.__abs__ = abs
 Tensor.__eq__ = _operand_eq
 Tensor.__ne__ = _operand_ne
 Tensor.__lt__ = lt
