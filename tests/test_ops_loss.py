@@ -292,3 +292,58 @@ class _nothing:
 
     def __exit__(self, *a):
         return False
+
+
+# torch's deprecated size_average / reduce arguments of the functional losses set the reduction
+# (they were taken and ignored: F.mse_loss(x, y, size_average=False) gave the mean)
+_X = [[0.5, -1.0, 2.0], [1.5, 0.2, -0.3]]
+_P = [[0.2, 0.7, 0.4], [0.9, 0.1, 0.5]]
+_LEGACY = {
+    "cross_entropy": lambda m, F, **k: F.cross_entropy(m.tensor(_X), m.tensor([2, 0]), **k),
+    "nll_loss": lambda m, F, **k: F.nll_loss(m.tensor(_X), m.tensor([2, 0]), **k),
+    "mse_loss": lambda m, F, **k: F.mse_loss(m.tensor(_X), m.tensor(_P), **k),
+    "l1_loss": lambda m, F, **k: F.l1_loss(m.tensor(_X), m.tensor(_P), **k),
+    "smooth_l1_loss": lambda m, F, **k: F.smooth_l1_loss(m.tensor(_X), m.tensor(_P), **k),
+    "binary_cross_entropy": lambda m, F, **k: F.binary_cross_entropy(
+        m.tensor(_P), m.tensor(_P).flip(0), **k),
+    "binary_cross_entropy_with_logits": lambda m, F, **k: F.binary_cross_entropy_with_logits(
+        m.tensor(_X), m.tensor(_P), **k),
+    "kl_div": lambda m, F, **k: F.kl_div(m.tensor(_X), m.tensor(_P), **k),
+    "poisson_nll_loss": lambda m, F, **k: F.poisson_nll_loss(m.tensor(_X), m.tensor(_P), **k),
+    "cosine_embedding_loss": lambda m, F, **k: F.cosine_embedding_loss(
+        m.tensor(_X), m.tensor(_P), m.tensor([1, -1]), **k),
+    "margin_ranking_loss": lambda m, F, **k: F.margin_ranking_loss(
+        m.tensor(_X[0]), m.tensor(_X[1]), m.tensor([1.0, -1.0, 1.0]), **k),
+    "hinge_embedding_loss": lambda m, F, **k: F.hinge_embedding_loss(
+        m.tensor(_X), m.tensor([[1.0, -1, 1], [-1, 1, 1]]), **k),
+    "triplet_margin_loss": lambda m, F, **k: F.triplet_margin_loss(
+        m.tensor(_X), m.tensor(_P), m.tensor(_P).flip(0), **k),
+    "multi_margin_loss": lambda m, F, **k: F.multi_margin_loss(m.tensor(_X), m.tensor([2, 0]),
+                                                                **k),
+    "soft_margin_loss": lambda m, F, **k: F.soft_margin_loss(
+        m.tensor(_X), m.tensor([[1.0, -1, 1], [-1, 1, 1]]), **k),
+    "multilabel_soft_margin_loss": lambda m, F, **k: F.multilabel_soft_margin_loss(
+        m.tensor(_X), m.tensor([[1.0, 0, 1], [0, 1, 1]]), **k),
+    "multilabel_margin_loss": lambda m, F, **k: F.multilabel_margin_loss(
+        m.tensor(_X), m.tensor([[2, -1, 0], [0, 1, -1]]), **k),
+}
+
+
+@pytest.mark.filterwarnings("ignore:size_average and reduce args")
+@pytest.mark.parametrize("legacy", [{"size_average": False}, {"reduce": False},
+                                    {"size_average": True, "reduce": True},
+                                    {"size_average": False, "reduce": False}],
+                         ids=["size_average=False", "reduce=False", "both True", "both False"])
+@pytest.mark.parametrize("name", sorted(_LEGACY))
+def test_functional_losses_take_legacy_size_average_and_reduce(name, legacy):
+    want = _LEGACY[name](torch, torch.nn.functional, **legacy)
+    got = _LEGACY[name](flow, flow.nn.functional, **legacy)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_legacy_reduction_by_position_and_its_warning():
+    x, y = flow.tensor(_X), flow.tensor(_P)
+    with pytest.warns(UserWarning, match="reduction='sum'"):
+        total = flow.nn.functional.mse_loss(x, y, False)  # size_average, the third argument
+    assert float(total) == pytest.approx(float(((x - y) ** 2).sum()), rel=1e-6)

@@ -10,6 +10,8 @@ nll_loss, mse_loss, l1_loss, smooth_l1_loss, huber_loss. The rest are in loss_mo
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
 
 import numpy as np
@@ -35,6 +37,47 @@ def check_reduction(reduction, name):
 
 
 _check_reduction = check_reduction
+
+
+def legacy_reduction_name(size_average, reduce, stacklevel=3):
+    """The `reduction` torch's deprecated `size_average` / `reduce` arguments stand for (None
+    counts as True), with torch's deprecation warning.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     legacy_reduction_name(False, None), legacy_reduction_name(None, False)
+    ('sum', 'none')
+    """
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    name = "mean" if (size_average and reduce) else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{name}' instead.", stacklevel=stacklevel)
+    return name
+
+
+def legacy_reduction(loss):
+    """Decorator for a functional loss with torch's deprecated `size_average` and `reduce`
+    arguments: when either is given (by keyword or position) it sets `reduction`, as torch's
+    (`F.mse_loss(x, y, size_average=False)` is a sum)."""
+    signature = inspect.signature(loss)
+    names = list(signature.parameters)
+    first = min(names.index("size_average"), names.index("reduce"))
+
+    @functools.wraps(loss)
+    def call(*args, **kwargs):
+        if len(args) <= first and kwargs.get("size_average") is None and \
+                kwargs.get("reduce") is None:
+            return loss(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
+        given = bound.arguments
+        if given.get("size_average") is not None or given.get("reduce") is not None:
+            given["reduction"] = legacy_reduction_name(given.get("size_average"),
+                                                       given.get("reduce"))
+            given["size_average"] = given["reduce"] = None
+        return loss(*bound.args, **bound.kwargs)
+    return call
 
 
 def reduce_loss(loss, reduction):
@@ -210,6 +253,7 @@ def _float_input(input, name):
     return input
 
 
+@legacy_reduction
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log-likelihood of class indices `target` under log-probabilities `input`
@@ -230,6 +274,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return out
 
 
+@legacy_reduction
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """Cross entropy between logits `input` (N, C, d1, ...) and class indices (N, d1, ...)
@@ -328,6 +373,7 @@ def _pair(input, target, name, reduction):
     return input - target
 
 
+@legacy_reduction
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error (sum or per element with `reduction`).
 
@@ -342,6 +388,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return reduce_loss(sq * weight if weight is not None else sq, reduction)
 
 
+@legacy_reduction
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error.
 
@@ -354,6 +401,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return reduce_loss(d * weight if weight is not None else d, reduction)
 
 
+@legacy_reduction
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d**2 / beta where |d| < beta, else |d| - 0.5 beta (beta=0: l1_loss).
 

@@ -20,7 +20,7 @@ from ..errors import check_same_dtype
 from ..tensor import Tensor
 from .activation import softplus
 from .elementwise import minimum, where
-from .loss import _float_input, check_reduction, reduce_loss
+from .loss import _float_input, check_reduction, legacy_reduction, reduce_loss
 from .nn_misc import pairwise_distance
 from .registry import op
 
@@ -115,6 +115,7 @@ def binary_cross_entropy_with_logits_backward(ctx, dy):
     return dx, dt, dpw
 
 
+@legacy_reduction
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)), the logs clamped at -100 as torch does; input and
@@ -138,6 +139,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return reduce_loss(loss, reduction)
 
 
+@legacy_reduction
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
                                      reduce=None, reduction="mean", pos_weight=None):
     """BCE of sigmoid(input), computed stably: (1 - t) x + (1 + (pw - 1) t) softplus(-x).
@@ -167,6 +169,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 
 # ---- divergences and likelihoods ---------------------------------------------------------------
+@legacy_reduction
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """KL(target || exp(input)) pointwise: target * (log target - input); input holds
     log-probabilities. reduction='batchmean' divides the sum by the batch size.
@@ -196,6 +199,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return reduce_loss(loss, reduction)
 
 
+@legacy_reduction
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """Poisson negative log-likelihood: exp(x) - t x (log_input) or x - t log(x + eps);
@@ -243,6 +247,7 @@ def _sign_target(target, name):
     return target == 1, target == -1
 
 
+@legacy_reduction
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where target is 1; max(0, cos(x1, x2) - margin) where it is -1."""
@@ -263,6 +268,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return reduce_loss(loss, reduction)
 
 
+@legacy_reduction
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """max(0, -target * (x1 - x2) + margin).
@@ -282,6 +288,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return reduce_loss((-t * (input1 - input2) + margin).clamp(min=0.0), reduction)
 
 
+@legacy_reduction
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """x where target is 1, max(0, margin - x) where it is -1."""
@@ -291,6 +298,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return reduce_loss(loss, reduction)
 
 
+@legacy_reduction
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, d(a, p) - d(a, n) + margin), d the pairwise p-norm distance.
@@ -344,6 +352,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return reduce_loss((margin + d_pos - d_neg).clamp(min=0.0), reduction)
 
 
+@legacy_reduction
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """Multi-class hinge: sum over j != y of w[y] max(0, margin - x[y] + x[j])**p / C."""
@@ -381,6 +390,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return reduce_loss(loss, reduction)
 
 
+@legacy_reduction
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)), averaged over all elements."""
     check_reduction(reduction, "soft_margin_loss")
@@ -388,6 +398,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     return reduce_loss(softplus(-t * input), reduction)
 
 
+@legacy_reduction
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction="mean"):
     """Per-class BCE-with-logits, averaged over the classes (last dim) of each sample."""
@@ -402,6 +413,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return reduce_loss(loss.sum(-1) / c, reduction)
 
 
+@legacy_reduction
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Multi-label hinge: for each sample, sum over its target classes j (the indices in
     target before the first -1) and non-target classes i of max(0, 1 - (x[j] - x[i])) / C.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 
+from ...ops.loss import legacy_reduction_name
 from .. import functional as F
 from ..module import Module
 
@@ -20,20 +21,11 @@ __all__ = ["L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "SmoothL1Loss", "
            "NLLLoss2d"]
 
 
-def _legacy_reduction(size_average, reduce):
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    ret = "mean" if (size_average and reduce) else "sum" if reduce else "none"
-    warnings.warn(f"size_average and reduce args will be deprecated, please use "
-                  f"reduction='{ret}' instead.", stacklevel=3)
-    return ret
-
-
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
         if size_average is not None or reduce is not None:
-            reduction = _legacy_reduction(size_average, reduce)
+            reduction = legacy_reduction_name(size_average, reduce)
         self.reduction = reduction
 
 
