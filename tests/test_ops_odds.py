@@ -242,3 +242,30 @@ def test_errors():
         flow.nn.functional.interpolate(flow.ones(1, 1, 4), size=2, mode="linear", antialias=True)
     with pytest.raises(ValueError, match="output_size or an output_ratio"):
         flow.nn.functional.fractional_max_pool2d(flow.ones(1, 1, 4, 4), 2)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+@pytest.mark.parametrize("two_d", [False, True])
+def test_embedding_bag_scales_gradients_by_frequency(mode, two_d):
+    # scale_grad_by_freq was taken and ignored. The reference is torch's F.embedding with the
+    # flag on the same lookups, pooled per bag: torch 2.13's CPU embedding_bag divides by the
+    # count of another index (pytorch/pytorch#190063, fixed after 2.13)
+    w0 = np.random.default_rng(0).standard_normal((6, 3))
+    idx, bags = ([[1, 1], [2, 1]], [[0, 1], [2, 3]]) if two_d else (
+        [1, 2, 2, 4, 1, 1, 5], [[0, 1, 2], [3, 4, 5, 6]])
+    flat = np.array(idx).reshape(-1)
+    up = np.random.default_rng(1).standard_normal((2, 3))
+    wt = torch.tensor(w0, requires_grad=True)
+    rows = torch.nn.functional.embedding(torch.tensor(flat), wt, scale_grad_by_freq=True)
+    pooled = torch.stack([rows[b].sum(0) if mode == "sum" else rows[b].mean(0) for b in bags])
+    (pooled * torch.tensor(up)).sum().backward()
+    wf = flow.tensor(w0, requires_grad=True)
+    out = flow.nn.functional.embedding_bag(
+        flow.tensor(idx), wf, None if two_d else flow.tensor([0, 3]), mode=mode,
+        scale_grad_by_freq=True)
+    np.testing.assert_allclose(out.detach().numpy(), pooled.detach().numpy(), rtol=1e-12)
+    (out * flow.tensor(up)).sum().backward()
+    np.testing.assert_allclose(wf.grad.numpy(), wt.grad.numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match="max mode"):  # as torch's
+        flow.nn.functional.embedding_bag(flow.tensor(idx), wf, None if two_d else
+                                         flow.tensor([0, 3]), mode="max", scale_grad_by_freq=True)

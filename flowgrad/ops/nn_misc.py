@@ -200,6 +200,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
     check_same_dtype("embedding_bag", weight, per_sample_weights=per_sample_weights)
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError("embedding_bag: max mode does not support scaling the gradient by the "
+                         "frequency (scale_grad_by_freq=True); use mode='sum' or 'mean'")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights is only supported for "
                                   f"mode='sum' (got mode={mode!r})")
@@ -227,7 +230,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                          f"dimension {idx.ndim}")
     n = weight._data.shape[0]
     pad = _padding_idx(padding_idx, n, "embedding_bag")
-    emb = embedding(flat, weight, max_norm=max_norm, norm_type=norm_type)
+    emb = embedding(flat, weight, max_norm=max_norm, norm_type=norm_type,
+                    scale_grad_by_freq=scale_grad_by_freq)
     if idx.size == 0:
         return weight.new_zeros((starts.shape[0] - last, weight._data.shape[1]))
     # the bags padded to one length: positions (bags, longest) into the flat rows, and a mask
