@@ -329,3 +329,25 @@ def test_numpy_integers_as_sizes_and_dims(call):
     got = call(flow, flow.arange(6.0).reshape(2, 3))
     assert tuple(got.shape) == tuple(want.shape) and str(got.dtype)[-5:] == str(want.dtype)[-5:]
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_inplace_shape_methods_as_torch():
+    # t_, transpose_, swapdims_, swapaxes_, squeeze_, unsqueeze_: the tensor takes the view's
+    # layout, keeps its storage (a view made before sees later writes) and bumps its version
+    got = []
+    for m in (torch, flow):
+        z = m.zeros(2, 1, 3)
+        steps = [z.squeeze_(), z.unsqueeze_(0), z.transpose_(0, 2), z.swapdims_(0, 1),
+                 z.swapaxes_(0, 1)]
+        w = m.arange(6.0).view(2, 3).clone()
+        before = w.t()
+        w.t_()
+        w[0, 1] = 9.0
+        version = w._version if m is torch else w._version.value
+        got.append(([tuple(s.shape) for s in steps], z.stride(), tuple(w.shape), w.tolist(),
+                     before.tolist(), version, all(s is z for s in steps)))
+    assert got[0] == got[1]
+    with pytest.raises(NotImplementedError, match="out-of-place"):
+        flow.ones(2, 3, requires_grad=True).t_()
+    with pytest.raises(NotImplementedError, match="view"):
+        flow.ones(2, 3)[0:1].t_()

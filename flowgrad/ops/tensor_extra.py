@@ -1,7 +1,7 @@
 """Small compositions of existing ops under torch's names: dist, renorm, addr, aminmax,
 cov/corrcoef, the functional scatters (diagonal/select/slice_scatter), block_diag,
-split_with_sizes, sum_to_size, unravel_index, bincount, fill_diagonal_, and the in-place
-spellings of existing ops (addmm_, cumsum_, ...).
+split_with_sizes, sum_to_size, unravel_index, bincount, fill_diagonal_, the in-place
+spellings of existing ops (addmm_, cumsum_, ...) and of views (t_, squeeze_, ...).
 
 Each is built from registered ops, so its gradient (to every order), vmap and nn.Graph
 tracing come from theirs; only bincount has a kernel of its own (it has no gradient).
@@ -18,6 +18,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.inplace import bump_version
 from ..device import new_array
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .creation import multinomial, tensor, zeros
@@ -508,3 +509,27 @@ Tensor.__reversed__ = _reversed
 Tensor.__ipow__ = Tensor.pow_
 Tensor.__ilshift__ = Tensor.bitwise_left_shift_
 Tensor.__irshift__ = Tensor.bitwise_right_shift_
+
+
+def _metadata_inplace(name, view_of):
+    """Tensor.<name>(*args): the tensor itself becomes `view_of(tensor, *args)` (t_,
+    transpose_, squeeze_, ...), its storage shared and its version bumped, as torch's. Only
+    for a tensor outside autograd that is no view: a recorded history or a view's replay
+    chain would describe the old layout."""
+    def inplace(self, *args, **kwargs):
+        if self.requires_grad or self._view is not None:
+            what = "requires grad" if self.requires_grad else "is a view of another tensor"
+            raise NotImplementedError(
+                f"{name}: changing the shape in place of a tensor that {what} (shape "
+                f"{tuple(self.shape)}) is not supported; use the out-of-place form, "
+                f"x = x.{name[:-1]}(...)")
+        new = view_of(self, *args, **kwargs)._data
+        bump_version(self)
+        self._data = new
+        return self
+    inplace.__name__ = name
+    return inplace
+
+
+for _name in ("t_", "transpose_", "swapdims_", "swapaxes_", "squeeze_", "unsqueeze_"):
+    setattr(Tensor, _name, _metadata_inplace(_name, getattr(Tensor, _name[:-1])))
