@@ -145,44 +145,27 @@ class Tracer:
         # (this frame and its caller, the interpreter's entry or a wrapping interpreter, are
         # flowgrad's: the walk starts above them)
         node.where = self.where or user_site(2)
-        program = self.program
-        if type(result) is not tuple:  # one output (most ops): no loop
+        if type(result) is tuple:
+            outs = result
+            function = None
+            for o in outs:
+                grad_fn = o._grad_fn
+                if grad_fn is not None and grad_fn.op is op:
+                    function = grad_fn
+                    break
+        else:
+            outs = (result,)
             function = result._grad_fn
-            if function is not None and function.op is op:
-                self.function_of[node] = function
-                if function.aux:
-                    return self._outputs(node, (result,) + tuple(function.aux), 1, result)
-            data = result._data
-            values = program.values
-            vid = len(values)
-            value = Value(vid, NODE, data.shape, data.dtype, node)
-            values.append(value)
-            node.outputs.append(value)
-            node.n_results = 1
-            value_of[id(data)] = value
-            self.tensor_of[vid] = result
-            self.arrays[id(data)] = data
-            program.nodes.append(node)
-            return result
-        function = None
-        for o in result:
-            grad_fn = o._grad_fn
-            if grad_fn is not None and grad_fn.op is op:
-                function = grad_fn
-                break
-        outs = result
+            if function is not None and function.op is not op:
+                function = None
+        node.n_results = len(outs)
         if function is not None:
             self.function_of[node] = function
             if function.aux:
                 outs = outs + tuple(function.aux)
-        return self._outputs(node, outs, len(result), result)
-
-    def _outputs(self, node, outs, n_results, result):
-        """Record each of `outs` as a new Value of `node` (its first `n_results` the op's
-        results, the rest aux arrays), as `_remember` does; append the node."""
-        node.n_results = n_results
-        values, outputs, arrays, tensor_of, value_of = (
-            self.program.values, node.outputs, self.arrays, self.tensor_of, self.value_of)
+        # each output a new Value, remembered as `_remember` does (inline: once per op)
+        values, outputs, arrays, tensor_of = (self.program.values, node.outputs, self.arrays,
+                                              self.tensor_of)
         for tensor in outs:
             data = tensor._data
             vid = len(values)

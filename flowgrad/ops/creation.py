@@ -182,7 +182,7 @@ def as_array(data, dtype=None):
         dtype = _dtype_of(examples, arrays)
     if hasattr(data, "__array__") and not isinstance(data, _SEQ):
         return np.array(data, dtype=dtype.np)
-    has_tensors = Tensor in examples or any(isinstance(a, Tensor) for a in arrays)
+    has_tensors = any(isinstance(a, Tensor) for a in arrays)
     return np.array(_unwrap(data) if has_tensors else data, dtype=dtype.np)
 
 

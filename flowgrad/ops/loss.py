@@ -39,7 +39,7 @@ def check_reduction(reduction, name):
 _check_reduction = check_reduction
 
 
-def legacy_reduction_name(size_average, reduce, stacklevel=3):
+def legacy_reduction_name(size_average, reduce):
     """The `reduction` torch's deprecated `size_average` / `reduce` arguments stand for (None
     counts as True), with torch's deprecation warning.
 
@@ -53,7 +53,7 @@ def legacy_reduction_name(size_average, reduce, stacklevel=3):
     reduce = True if reduce is None else reduce
     name = "mean" if (size_average and reduce) else "sum" if reduce else "none"
     warnings.warn(f"size_average and reduce args will be deprecated, please use "
-                  f"reduction='{name}' instead.", stacklevel=stacklevel)
+                  f"reduction='{name}' instead.", stacklevel=3)  # the caller's caller
     return name
 
 

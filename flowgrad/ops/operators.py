@@ -84,18 +84,18 @@ def _rdiv(self, other):
     return div(other, self)
 
 
+def _elementwise_operand(other):
+    """Whether `x == other` compares elementwise: a tensor, a number or an array. Any other
+    object (None, a string) is not equal, as Python's default (torch's `x == None` is False)."""
+    return isinstance(other, (Tensor, int, float, complex)) or hasattr(other, "__array__")
+
+
 def _operand_eq(self, other):
-    """`x == other`: elementwise for a tensor, a number or an array; any other object (None,
-    a string) is not equal, as Python's default (torch's `x == None` is False)."""
-    if not isinstance(other, (Tensor, int, float, complex)) and not hasattr(other, "__array__"):
-        return NotImplemented
-    return eq(self, other)
+    return eq(self, other) if _elementwise_operand(other) else NotImplemented
 
 
 def _operand_ne(self, other):
-    if not isinstance(other, (Tensor, int, float, complex)) and not hasattr(other, "__array__"):
-        return NotImplemented
-    return ne(self, other)
+    return ne(self, other) if _elementwise_operand(other) else NotImplemented
 
 
 def _rpow(self, other):
