@@ -184,6 +184,14 @@ def can_cast(from_: dtype, to: dtype) -> bool:
     return from_.category <= to.category and (to.category > 0 or from_.category == 0)
 
 
+def can_cast_array(from_np, to_np) -> bool:
+    """`can_cast` for two NumPy dtypes of flowgrad arrays: whether a result of `from_np` may be
+    written into an array of `to_np` (in-place ops, `out=`). Any integer fits any integer, as
+    in torch (uint8 += int32 wraps); NumPy's "same_kind" refuses that, and takes complex into
+    bfloat16 (a 'V' kind), dropping the imaginary part."""
+    return from_np == to_np or can_cast(from_numpy_dtype(from_np), from_numpy_dtype(to_np))
+
+
 def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both `a` and `b` convert to without loss, by torch's table.
 

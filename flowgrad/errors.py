@@ -1,7 +1,12 @@
 """Error messages that name the op, the shapes and dtypes, and what to do."""
 from __future__ import annotations
 
-from .dtypes import TORCH_SCALAR_NAMES
+import functools
+import math
+
+import numpy as np
+
+from .dtypes import TORCH_SCALAR_NAMES, finfo, from_numpy_dtype
 
 
 def describe(x) -> str:
@@ -108,6 +113,64 @@ def check_number(op_name, value, arg="value"):
     if not isinstance(value, (bool, int, float, complex)) and not hasattr(value, "dtype"):
         raise TypeError(f"{op_name}(): argument '{arg}' must be a number or a 0-dim tensor, "
                         f"not {type(value).__name__}")
+
+
+def fill_scalar(op_name, value, np_dtype, float_overflow=True):
+    """`value` (a number) as an array of `np_dtype` takes it, by torch's checked conversion:
+    a complex with an imaginary part into a real dtype, nan or inf into an integer one, and a
+    number out of the dtype's range raise (NumPy would drop the imaginary part, write inf or
+    wrap around); uint8 takes -255..-1 modulo 256, as torch's. Anything fits bool and complex
+    dtypes. `float_overflow=False`: a finite number beyond a floating dtype's range becomes
+    inf (torch's `x[i] = 1e40`, a copy rather than a fill).
+
+    >>> import numpy as np
+    >>> fill_scalar("fill_", -1, np.dtype(np.uint8)), fill_scalar("fill_", 2.5, np.dtype(bool))
+    (255, 2.5)
+    >>> fill_scalar("full", 1 + 1j, np.dtype(np.float32))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    RuntimeError: full(): value (1+1j) cannot be converted to type float32 without overflow...
+    """
+    kind = np_dtype.kind
+    if kind in "bc":
+        return value
+    if hasattr(value, "item"):  # a NumPy scalar or 0-d array
+        value = value.item()
+    number = value
+    if isinstance(number, complex):
+        number = number.real if number.imag == 0 else None
+    if number is not None and kind in "iu":
+        info = np.iinfo(np_dtype)
+        low = -info.max if kind == "u" else info.min  # (torch lets uint8 take -255..-1)
+        if number != number or number in (math.inf, -math.inf) or not low <= number <= info.max:
+            number = None
+        elif kind == "u" and number < 0:
+            number = int(number) % (info.max + 1)
+    elif number is not None and float_overflow and not isinstance(number, bool):
+        if abs(number) > _float_max(np_dtype) and abs(number) != math.inf:
+            number = None
+    if number is None:
+        raise RuntimeError(f"{op_name}(): value {value!r} cannot be converted to type "
+                           f"{np_dtype.name} "
+                           f"without overflow; convert the tensor to a dtype that holds it "
+                           f"first")
+    return number
+
+
+@functools.lru_cache(maxsize=None)
+def _float_max(np_dtype):
+    return finfo(from_numpy_dtype(np_dtype)).max
+
+
+def checked_value_tensor(op_name, value, target):
+    """A 0-dim tensor `value` to be written into `target` (fill_, masked_fill): read and
+    checked as `fill_scalar` checks a number where the cast could lose it (complex into real,
+    floating into integer), as torch's `.item()` of it is."""
+    have, want = value._data.dtype.kind, target._data.dtype.kind
+    if value._data.ndim == 0 and (have == "c" and want not in "bc" or
+                                  have in "fV" and want in "iu"):
+        fill_scalar(op_name, value._data.item(), target._data.dtype)
+    return value
 
 
 def check_kernel_dtype(input, kernel, kinds="fV"):

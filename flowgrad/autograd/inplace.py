@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from ..dtypes import can_cast_array
 from . import grad_mode
 from . import interpreter as _interpreter
 from .inference import check_write
@@ -251,8 +252,7 @@ def assign(dst, values, name):
 
 
 def _check_writable(target, data, name):
-    if data.dtype != target._data.dtype and not np.can_cast(data.dtype, target._data.dtype,
-                                                            "same_kind"):
+    if data.dtype != target._data.dtype and not can_cast_array(data.dtype, target._data.dtype):
         raise RuntimeError(
             f"{name}: result type {data.dtype} can't be cast to the desired output type "
             f"{target._data.dtype}; use the out-of-place op, or convert the tensor first")

@@ -31,7 +31,7 @@ from ..blas import (
 )
 from ..device import constant
 from ..errors import check_kernel_dtype as _check_kernel_dtype
-from ..errors import check_same_dtype
+from ..errors import check_same_dtype, fill_scalar
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import clamp, sigmoid, tanh, where
@@ -119,6 +119,8 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     tensor([-0.2000,  3.0000])
     """
     _check_kernel_dtype(input, "leaky_relu_cpu")
+    if isinstance(negative_slope, complex):  # torch casts it to input's dtype
+        negative_slope = fill_scalar("leaky_relu", negative_slope, input._data.dtype)
     if inplace:
         return run_inplace("leaky_relu_", leaky_relu, input, negative_slope)
     return _leaky_relu(input, slope=negative_slope)
@@ -192,6 +194,9 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if input._data.dtype.kind == "u" and (min_val < 0 or max_val < 0):
         raise RuntimeError(f"cannot do hardtanh on an unsigned type with negative limits (input "
                            f"{input.dtype}, limits {min_val}, {max_val})")
+    if input._data.dtype.kind in "iu":  # torch casts the limits (nan raises)
+        min_val = fill_scalar("hardtanh", min_val, input._data.dtype)
+        max_val = fill_scalar("hardtanh", max_val, input._data.dtype)
     if inplace:
         return run_inplace("hardtanh_", hardtanh, input, min_val, max_val)
     return _hardtanh(input, lo=min_val, hi=max_val)
@@ -623,7 +628,10 @@ def threshold(input, threshold, value, inplace=False):
 
 
 def _threshold(input, th, value):
+    if isinstance(value, complex):
+        value = fill_scalar("threshold", value, input._data.dtype)
     if input._data.dtype.kind in "iu" and not isinstance(value, Tensor):
+        fill_scalar("threshold", th, input._data.dtype)  # (nan raises, as torch's cast)
         value = input.new_full((), value)  # torch casts value to the input's integer dtype
     return where(~(input <= th), input, value)  # nan stays nan, as torch
 

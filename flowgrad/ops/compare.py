@@ -139,16 +139,28 @@ def isclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
     >>> flow.isclose(flow.tensor([1.0, 2.0]), flow.tensor([1.0 + 1e-7, 2.1]))
     tensor([ True, False])
     """
+    _check_close("isclose", input, other, rtol, atol)
     xp = array_module(input._data)
-
     return Tensor._wrap(xp.isclose(input._data, other._data, rtol, atol, equal_nan))
 
 
 def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
     """True if every element of input is close to other (see isclose); a Python bool."""
+    _check_close("allclose", input, other, rtol, atol)
     xp = array_module(input._data)
-
     return bool(xp.allclose(input._data, other._data, rtol, atol, equal_nan))
+
+
+def _check_close(name, input, other, rtol, atol):
+    """torch's checks: one dtype (no promotion: an int64 tensor against float32 values would
+    be compared as floats), non-negative tolerances."""
+    if input._data.dtype != other._data.dtype:
+        raise RuntimeError(f"{name}(): {input.dtype} did not match {other.dtype}; convert one "
+                           f"tensor with .to(other.dtype) first")
+    for arg, tol in (("rtol", rtol), ("atol", atol)):
+        if not tol >= 0:
+            raise RuntimeError(f"{name}(): {arg} must be greater than or equal to zero, but got "
+                               f"{tol}")
 
 
 # ---- masks for gradient rules ------------------------------------------------------------

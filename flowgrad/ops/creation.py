@@ -22,7 +22,7 @@ from .. import dtypes as _dt
 from ..autograd import inference
 from ..autograd import interpreter as _interpreter
 from ..device import ARRAY_MODULES, CPU, device_of, resolve_device, to_device
-from ..errors import check_number, check_probabilities, check_std
+from ..errors import check_number, check_probabilities, check_std, fill_scalar
 from ..random import numpy_generator, resolve
 from ..tensor import Size, Tensor, bind_late
 from .registry import op
@@ -380,6 +380,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     if dtype is None:
         dtype = _infer_dtype(fill_value)
     shape, d = _size((size,), "full"), _dt.as_dtype(dtype).np
+    fill_value = fill_scalar("full", fill_value, d)
     return _finish(_alloc("full", shape, d, lambda: dev.xp.full(shape, fill_value, d)),
                    requires_grad, dev)
 
@@ -425,8 +426,9 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **_):
     """
     dev = _device_like(x, device, "full_like")
     check_number("full_like", fill_value, "fill_value")
-    return _finish(dev.xp.full(x._data.shape, fill_value, _like(x, dtype).np), requires_grad,
-                   dev)
+    d = _like(x, dtype).np
+    return _finish(dev.xp.full(x._data.shape, fill_scalar("full_like", fill_value, d), d),
+                   requires_grad, dev)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):

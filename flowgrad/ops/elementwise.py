@@ -451,8 +451,8 @@ def add(input, other, *, alpha=1, out=None):
     """
     if out is not None:
         return with_out(add, out, (input, other), "add", alpha=alpha)
-    if alpha != 1:
-        other = other * alpha
+    if alpha.__class__ is not int or alpha != 1:  # (alpha=True or 1.0: checked too)
+        other = scale_by_alpha(input, other, alpha)
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, other):  # (float: inline)
             return _scalar_add(input, value=other)
@@ -477,12 +477,36 @@ def sub(input, other, *, alpha=1, out=None):
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
-    if alpha != 1:
-        other = other * alpha
+    if alpha.__class__ is not int or alpha != 1:  # (alpha=True or 1.0: checked too)
+        other = scale_by_alpha(input, other, alpha)
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, -other):
             return _scalar_add(input, value=-other)
     return _binary(_sub, input, other, "sub")
+
+
+def scale_by_alpha(input, other, alpha):
+    """`alpha * other` for add/sub(input, other, alpha=): torch's checks on alpha against the
+    operands' result dtype (no float alpha for integers, no complex one for reals, a bool one
+    for bools only), and the product kept in that dtype (`other * 2` of bools would be int64,
+    so add(bools, bools, alpha=2) would no longer be a bool tensor)."""
+    dtype = _dt.result_type(input, other)
+    if isinstance(alpha, Tensor) or not isinstance(alpha, (builtins.bool, builtins.int,
+                                                           builtins.float, builtins.complex)):
+        alpha = alpha.item() if hasattr(alpha, "item") else alpha
+    if isinstance(alpha, builtins.bool) and dtype.category != 0:
+        raise RuntimeError(f"Boolean alpha only supported for Boolean results (operands give "
+                           f"{dtype}); pass alpha as a number")
+    if dtype.category < 2 and not isinstance(alpha, builtins.int):
+        raise RuntimeError(f"For integral input tensors, argument alpha must not be a floating "
+                           f"point number (got alpha={alpha!r} for {dtype} operands); convert "
+                           f"the tensors with .float() first")
+    if dtype.category < 3 and isinstance(alpha, builtins.complex):
+        raise RuntimeError(f"For non-complex input tensors, argument alpha must not be a complex "
+                           f"number (got alpha={alpha!r} for {dtype} operands)")
+    if dtype.category == 0:  # bool arithmetic: alpha * b is b, or False for alpha == 0
+        return other if alpha else (other & False if isinstance(other, Tensor) else False)
+    return other * alpha
 
 
 def _any_bool(a, b):
@@ -536,8 +560,8 @@ def pow(input, exponent, *, out=None):
     if out is not None:
         return with_out(pow, out, (input, exponent), "pow")
     if isinstance(exponent, _SCALARS) and isinstance(input, Tensor):
-        if input._data.dtype.kind in "iu" and not isinstance(exponent, builtins.float) \
-                and exponent < 0:
+        if input._data.dtype.kind in "iub" and \
+                not isinstance(exponent, (builtins.float, builtins.complex)) and exponent < 0:
             raise RuntimeError(f"pow: Integers to negative integer powers are not allowed "
                                f"(got a {input.dtype.name} tensor ** {exponent}); convert "
                                f"the tensor with .float() first")

@@ -17,7 +17,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, run_inplace, same_elements, self_overlapping
 from ..device import array_module
-from ..errors import check_kernel_dtype, check_std
+from ..errors import check_kernel_dtype, check_std, fill_scalar
 from ..random import resolve
 from ..tensor import Tensor, tensor_method
 from .creation import _normal, _uniform
@@ -191,6 +191,8 @@ def lerp(input, end, weight):
                                f"dtype {t.dtype.name}; convert it with .to(input.dtype)")
     check_kernel_dtype(input, "lerp_kernel_tensor" if isinstance(weight, Tensor)
                     else "lerp_kernel_scalar", "fVc")
+    if isinstance(weight, builtins.complex):  # torch casts it to input's dtype
+        weight = fill_scalar("lerp", weight, input._data.dtype)
     return input + weight * (end - input)
 
 
@@ -211,6 +213,8 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     if isinstance(value, float) and all(isinstance(t, Tensor) and t._data.dtype.kind in "iub"
                                         for t in (input, tensor1, tensor2)):
         value = int(value)  # torch's value.to<integer type>()
+    if isinstance(value, builtins.complex):
+        value = fill_scalar("addcmul", value, prod._data.dtype)
     return input + (prod if value == 1 else prod * value)
 
 
@@ -223,6 +227,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
             f"{tensor1.dtype.name} and tensor2 {tensor2.dtype.name}); use "
             "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) instead")
     q = tensor1 / tensor2
+    if isinstance(value, builtins.complex):
+        value = fill_scalar("addcdiv", value, q._data.dtype)
     return input + (q if value == 1 else q * value)
 
 
@@ -411,12 +417,13 @@ def _filled(x, value):
 
 
 def _value_tensor(target, value, name):
-    if isinstance(value, Tensor):
+    if isinstance(value, Tensor):  # (torch casts a 0-d tensor unchecked here)
         return value
     if not isinstance(value, _SCALARS) and not isinstance(value, np.generic):
         raise TypeError(f"{name}: expected a number or a 0-dim tensor as the value, got "
                         f"{type(value).__name__}")
-    return Tensor._wrap(array_module(target._data).asarray(value, target._data.dtype))
+    dtype = target._data.dtype
+    return Tensor._wrap(array_module(target._data).asarray(fill_scalar(name, value, dtype), dtype))
 
 
 def fill_(self, value):

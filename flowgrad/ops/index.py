@@ -32,7 +32,7 @@ from ..autograd.inplace import (
 )
 from ..autograd.views import writable_alias
 from ..device import ARRAY_MODULES, array_module
-from ..errors import check_number
+from ..errors import check_number, checked_value_tensor, fill_scalar
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -298,6 +298,8 @@ def setitem(x, index, value):
             # (NumPy would write None as nan into a float tensor)
             raise TypeError(f"setitem: can't assign a {type(value).__name__} to a tensor of "
                             f"dtype {x.dtype.name}; assign a number or a tensor")
+        if isinstance(value, (bool, int, float, complex, np.generic)):
+            value = fill_scalar("setitem", value, x._data.dtype, float_overflow=False)
         value = Tensor._wrap(xp.asarray(value, dtype=x._data.dtype))
     elif value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
@@ -479,10 +481,11 @@ def masked_fill(input, mask, value):
         if value._data.ndim:
             raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value._data.ndim} dimension(s)")
-        value = value.to(input.dtype)
+        value = checked_value_tensor("masked_fill", value, input).to(input.dtype)
     else:
         check_number("masked_fill", value)
-        value = Tensor._wrap(xp.asarray(value, input._data.dtype))
+        value = Tensor._wrap(xp.asarray(fill_scalar("masked_fill", value, input._data.dtype),
+                                        input._data.dtype))
     # (Tensor.where: elementwise.py builds on this module); contiguous, as torch's clone first
     return value.where(mask, input).contiguous()
 

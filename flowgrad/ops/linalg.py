@@ -21,7 +21,7 @@ import numpy as np
 from .. import blas, sparse
 from .. import dtypes as _dt
 from ..autograd.node import FunctionNode
-from ..errors import check_same_dtype
+from ..errors import check_same_dtype, fill_scalar
 from ..tensor import Tensor, tensor_method
 from .complex import conj
 from .einsum import einsum, tensordot
@@ -229,7 +229,25 @@ def inner(input, other):
 
 
 # ---- fused multiply-adds: beta * input + alpha * (product) --------------------------------
-def _scaled_add(input, prod, beta, alpha, name):
+def _coefficient(name, arg, value, dtype, refuse_float):
+    """beta or alpha as torch takes it: converted to the operands' dtype, so a float one is
+    truncated for integer tensors (`refuse_float`: refused, as addr's), and a complex one for
+    real tensors, or nan for integer ones, raises (NumPy would promote the product)."""
+    if value.__class__ is int and (value == 1 or value == 0):  # the defaults: nothing to check
+        return value
+    if refuse_float and isinstance(value, bool) and dtype.kind != "b":
+        raise RuntimeError(f"{name}: Boolean {arg} only supported for Boolean results (got "
+                           f"{arg}={value} for {dtype} tensors); pass a number")
+    if refuse_float and dtype.kind in "iub":
+        if not isinstance(value, (int, np.integer)):
+            raise RuntimeError(f"{name}: For integral input tensors, argument {arg} must not be "
+                               f"a floating point number (got {arg}={value!r} for {dtype} "
+                               f"tensors); convert the tensors with .float() first")
+    value = fill_scalar(name, value, dtype)
+    return int(value) if dtype.kind in "iu" else value
+
+
+def _scaled_add(input, prod, beta, alpha, name, refuse_float=False):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): input must be a Tensor, got {type(input).__name__}")
     try:
@@ -237,6 +255,9 @@ def _scaled_add(input, prod, beta, alpha, name):
     except ValueError:
         raise RuntimeError(f"{name}: input of shape {tuple(input.shape)} does not broadcast "
                            f"to the product's shape {tuple(prod.shape)}") from None
+    dtype = prod._data.dtype
+    beta = _coefficient(name, "beta", beta, dtype, refuse_float)
+    alpha = _coefficient(name, "alpha", alpha, dtype, refuse_float)
     if alpha != 1:
         prod = prod * alpha
     if beta == 0:  # torch ignores input entirely (nan and inf in it do not propagate)

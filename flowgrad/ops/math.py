@@ -174,7 +174,7 @@ def logit(input, eps=None):
     tensor([0.])
     """
     p = _float_of(input)
-    if eps is not None:
+    if eps is not None and eps == eps:  # (torch clamps nothing for a nan eps)
         p = clamp(p, eps, 1.0 - eps)
     if p._data.dtype in HALF:  # in float32, rounded once
         return logit(p.float()).to(p.dtype)

@@ -324,7 +324,7 @@ def rsub(input, other, alpha=1):
     >>> flow.rsub(flow.tensor([1.0, 2.0]), 10.0, alpha=2)
     tensor([8., 6.])
     """
-    return sub(other, input * alpha if alpha != 1 else input)
+    return sub(other, input, alpha=alpha)
 
 
 # ---- predicates --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import bump_version
+from ..dtypes import can_cast_array
 from ..tensor import Tensor
 
 
@@ -76,7 +77,7 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError, 
     if exact_dtype and result._data.dtype != out._data.dtype:  # torch's structured kernels
         raise RuntimeError(f"{name}(): Found dtype {out.dtype} but expected {result.dtype}; "
                            f"pass an `out` of dtype {result.dtype}")
-    if not np.can_cast(result._data.dtype, out._data.dtype, "same_kind"):
+    if not can_cast_array(result._data.dtype, out._data.dtype):
         raise cast_error(f"{name}(): result type {result.dtype} can't be cast to the desired "
                          f"output type {out.dtype}; pass an `out` of a dtype the result fits "
                          f"in, or drop out=")

@@ -45,6 +45,8 @@ def _check(input, pad, mode, value):
                            f"the input dimension but got padding length {len(pad)} and input "
                            f"of dimension {nd}")
     if mode == "constant":
+        if isinstance(value, complex):  # (NumPy would drop the imaginary part)
+            raise TypeError(f"pad(): argument 'value' must be float, not complex ({value!r})")
         return
     if value is not None and value != 0:
         raise RuntimeError(f'pad(): Padding mode "{mode}" doesn\'t take in value argument')

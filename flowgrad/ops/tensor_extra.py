@@ -144,7 +144,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     tensor([[1., 3.],
             [2., 6.]])
     """
-    return _scaled_add(input, outer(vec1, vec2), beta, alpha, "addr")
+    return _scaled_add(input, outer(vec1, vec2), beta, alpha, "addr", refuse_float=True)
 
 
 _aminmax_type = namedtuple("aminmax", ["min", "max"])
