@@ -4,7 +4,8 @@ gather, scatter (src or value, reduce add/multiply), scatter_add, scatter_reduce
 mean, amax, amin; include_self; repeated indices, ties), index_select, index_add (alpha),
 index_copy, index_fill, index_put (accumulate), masked_fill/scatter/select, take,
 take_along_dim, put (accumulate) and advanced indexing (ints, slices with steps, None,
-Ellipsis, boolean masks, broadcast integer tensors, negative indices), in and out of place.
+Ellipsis, boolean masks, Python bools, broadcast integer tensors, negative indices), in and
+out of place.
 Indices repeat only where the op's result is defined when they do (sums, accumulate,
 scatter_reduce); copies get distinct ones. Each case runs in float64 in both frameworks and
 must give the same raise/no-raise, the same values and the same gradients of every floating
@@ -124,6 +125,10 @@ def generate(seed):
     case = r.choice([_dim_op, _dim_op, _index_op, _masked_op, _flat_op, _getitem,
                      _getitem])(r)
     case["seed"] = seed
+    extra = random.Random(-1 - seed)  # (its own stream: the other cases stay as they were)
+    if case["op"] == "getitem" and extra.random() < 0.25:  # torch's x[..., True]: unsqueeze
+        case["items"].insert(extra.randrange(len(case["items"]) + 1),
+                             ("bool", extra.random() < 0.5))
     return case
 
 
@@ -159,6 +164,8 @@ def _key(m, rng, item):
         return None
     if kind == "ellipsis":
         return Ellipsis
+    if kind == "bool":
+        return item[1]
     return slice(None)
 
 

@@ -64,3 +64,19 @@ def test_put_matches_torch():
             if m is torch:
                 want = (out.tolist(), x.tolist())
         assert (out.tolist(), x.tolist()) == want
+
+
+def test_python_bools_and_leading_ones_as_torch():
+    """x[int, ..., False] keeps the bool's new dim in place (torch selects with the int first,
+    NumPy would move it to the front), and a value with leading 1-dims assigns as torch's."""
+    results = []
+    for m in (torch, flow):
+        x = m.arange(24.0, dtype=m.float64).reshape(2, 3, 4).requires_grad_()
+        shapes = [tuple(x[-1, :, 1:, False].shape), tuple(x[0, ::2, True, m.tensor(3)].shape),
+                  tuple(x[True, 1].shape)]
+        y = x * 1
+        y[0, 1, 2] = m.tensor([[5.0]], dtype=m.float64, requires_grad=True) * 2
+        y[1, :, 0] = m.ones(1, 1, 3, dtype=m.float64)
+        (y * m.arange(24.0, dtype=m.float64).reshape(2, 3, 4)).sum().backward()
+        results.append((shapes, y.tolist(), x.grad.tolist()))
+    assert results[0] == results[1]

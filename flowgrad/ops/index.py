@@ -217,7 +217,7 @@ def torch_order(xp, idx, shape):
     dims; torch applies ints first as selects. Rewrite such an index as coordinates that
     give torch's result directly."""
     if type(idx) is not tuple or not any(_is_int(i) for i in idx) or \
-            not any(hasattr(i, "ndim") for i in idx) or any(type(i) is bool for i in idx):
+            not any(hasattr(i, "ndim") or type(i) is bool for i in idx):
         return idx
     first, then = [], []
     for item in idx:
@@ -228,6 +228,8 @@ def torch_order(xp, idx, shape):
             then.append(slice(None))
         elif item is Ellipsis:
             first.append(item)
+            then.append(item)
+        elif type(item) is bool:  # torch's x[True]: unsqueeze, then index that dim
             then.append(item)
         else:  # an index array (a bool mask spans one dim per mask dim)
             first.extend([slice(None)] * (item.ndim if item.dtype == xp.bool_ else 1))
@@ -303,6 +305,10 @@ def setitem(x, index, value):
         value = Tensor._wrap(xp.asarray(value, dtype=x._data.dtype))
     elif value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
+    if value._data.ndim and value._data.shape[0] == 1:  # torch drops a value's leading 1s
+        shape = value._data.shape
+        lead = next((i for i, n in enumerate(shape) if n != 1), len(shape))
+        value = value.reshape(shape[lead:])
     data = x._data
     if not advanced and _is_whole(data, spec) and (value is x or value._data.ndim <= data.ndim
                                                    and not np.may_share_memory(value._data, data)):
