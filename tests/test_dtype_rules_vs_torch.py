@@ -14,8 +14,11 @@ coefficients) found these, fixed:
 - beta/alpha of addmm, addmv, baddbmm, addbmm: torch converts them to the tensors' dtype (2.5
   is 2 for integer tensors) where flowgrad promoted the result to float32; addr refuses;
   complex coefficients of real ops (lerp, addcmul, addcdiv, leaky_relu, threshold) raise;
-- logical_and/or/xor of complex tensors (torch: nonzero is True), bool ** -3, isclose of two
-  dtypes or a negative tolerance, pad with a complex value, logit with a nan eps.
+- logical_and/or/xor, all, any, count_nonzero of complex tensors (torch: nonzero is True),
+  bool ** -3, isclose of two
+  dtypes or a negative tolerance, pad with a complex value, logit with a nan eps;
+- adaptive_avg_pool of integer tensors gave zeros (the window weights 1/k cast to the integer
+  dtype): refused now, as torch; in bfloat16/float16 it sums in float32, as torch's.
 """
 from __future__ import annotations
 
@@ -138,6 +141,13 @@ ROWS = [
                                                             float("nan"))),
     ("pad complex value", lambda m: m.nn.functional.pad(m.ones(2), (1, 1), value=1 + 1j)),
     ("logit nan eps", lambda m: m.logit(m.tensor([0.2, 0.6]), eps=float("nan"))),
+    # kernels torch has for floating types only
+    ("adaptive_avg_pool2d int", lambda m: m.nn.functional.adaptive_avg_pool2d(
+        m.arange(25).reshape(1, 1, 5, 5), 2)),
+    ("adaptive_avg_pool1d uint8", lambda m: m.nn.functional.adaptive_avg_pool1d(
+        m.arange(5, dtype=m.uint8).reshape(1, 1, 5), 2)),
+    ("adaptive_avg_pool2d bfloat16", lambda m: m.nn.functional.adaptive_avg_pool2d(
+        (m.arange(25.0).reshape(1, 1, 5, 5) % 7 + 1).to(m.bfloat16), 2)),
     # logic, powers, closeness
     ("logical_and complex", lambda m: m.logical_and(_t(m, [1, 0], "complex64"),
                                                     _t(m, [True, True], "bool"))),
@@ -145,6 +155,10 @@ ROWS = [
                                                   _t(m, [1, 0], "int8"))),
     ("logical_xor complex", lambda m: m.logical_xor(_t(m, [1j, 0], "complex64"),
                                                     _t(m, [1, 1], "complex64"))),
+    ("all any count_nonzero complex", lambda m: [
+        f(_t(m, [[1 + 2j, 0], [1j, 0.5]], "complex64"), *d) for f, d in (
+            (m.all, ()), (m.any, (0,)), (m.all, (1,)), (m.count_nonzero, ()),
+            (m.count_nonzero, (1,)))]),
     ("bool ** -3", lambda m: _t(m, [True, False], "bool") ** -3),
     ("bool ** 2", lambda m: _t(m, [True, False], "bool") ** 2),
     ("isclose int vs float", lambda m: m.isclose(m.tensor([1, 2]), m.tensor([1.0, 2.0]))),
@@ -160,6 +174,8 @@ def _setitem(x, index, value):
 
 
 def _summary(value):
+    if isinstance(value, list):
+        return [_summary(v) for v in value]
     if isinstance(value, (torch.Tensor, flow.Tensor)):
         name = str(value.dtype).split(".")[-1]
         data = value.detach()

@@ -337,7 +337,7 @@ _LINEAR_IN_DY = (
     "put_flat", "dim_flat", "flat_mask", "flat_nonzero", "flat_count", "flip", "roll",
     "repeat", "tril", "triu", "diagonal", "diag_embed", "fill", "pad_constant", "sum_to", "sum",
     "mean", "cumsum", "eq", "ne", "isnan", "isinf", "isfinite", "logical_not", "nonzero",
-    "logical_and", "logical_or", "logical_xor",  # (no gradient: nonzero is True, as torch)
+    "logical_and", "logical_or", "logical_xor", "all", "any", "count_nonzero",  # (nonzero: True)
 )
 
 

@@ -19,10 +19,11 @@ import math
 import numpy as np
 
 from ..device import new_array
+from ..errors import check_kernel_dtype
 from ..tensor import Tensor
 from .activation import relu
 from .conv import col2im, ntuple, pad_array, tap_slices, windows
-from .halfprec import in_float32
+from .halfprec import HALF, in_float32
 from .registry import op
 from .scan import with_rule_indices
 
@@ -416,6 +417,10 @@ def _along(x, mats):
 
 def _adaptive_avg(input, output_size, nd):
     name = f"adaptive_avg_pool{nd}d"
+    # (integers would truncate the window weights 1/k to 0: torch refuses them too)
+    check_kernel_dtype(input, "adaptive_avg_pool3d_cpu" if nd == 3 else "adaptive_avg_pool2d")
+    if input._data.dtype in HALF:  # summed in float32, rounded once, as torch's
+        return _adaptive_avg(input.float(), output_size, nd).to(input.dtype)
     x, batched, out = _adaptive_args(input, output_size, nd, name)
     mats = []
     for n, o in zip(x.shape[2:], out):
