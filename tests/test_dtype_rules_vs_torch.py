@@ -10,7 +10,8 @@ coefficients) found these, fixed:
   became int64;
 - fill values: a complex one into a real tensor dropped its imaginary part, 1e40 into float32
   became inf, and uint8 refused -1 (torch: 255); torch's checked conversion now, everywhere a
-  number is written (full, full_like, new_full, fill_, masked_fill, index_fill, x[i] = v);
+  number is written (full, full_like, new_full, fill_, masked_fill, index_fill, x[i] = v,
+  tensor(data, dtype=uint8));
 - beta/alpha of addmm, addmv, baddbmm, addbmm: torch converts them to the tensors' dtype (2.5
   is 2 for integer tensors) where flowgrad promoted the result to float32; addr refuses;
   complex coefficients of real ops (lerp, addcmul, addcdiv, leaky_relu, threshold) raise;
@@ -88,6 +89,9 @@ ROWS = [
     ("full int64 1e300", lambda m: m.full((2,), 1e300, dtype=m.int64)),
     ("full int64 2.7", lambda m: m.full((2,), 2.7, dtype=m.int64)),
     ("full bool 2.5", lambda m: m.full((2,), 2.5, dtype=m.bool)),
+    ("tensor uint8 -1", lambda m: m.tensor([0, -1, 255, -255], dtype=m.uint8)),
+    ("tensor uint8 -256", lambda m: m.tensor([-256], dtype=m.uint8)),
+    ("tensor int8 300", lambda m: m.tensor([300], dtype=m.int8)),
     ("full_like complex", lambda m: m.full_like(m.zeros(2, dtype=m.int64), 1 + 1j)),
     ("full_like 1e40", lambda m: m.full_like(m.zeros(2), 1e40)),
     ("new_full complex", lambda m: m.zeros(2).new_full((2,), 1 + 2j)),

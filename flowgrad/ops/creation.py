@@ -183,7 +183,17 @@ def as_array(data, dtype=None):
     if hasattr(data, "__array__") and not isinstance(data, _SEQ):
         return np.array(data, dtype=dtype.np)
     has_tensors = any(isinstance(a, Tensor) for a in arrays)
-    return np.array(_unwrap(data) if has_tensors else data, dtype=dtype.np)
+    data = _unwrap(data) if has_tensors else data
+    try:
+        return np.array(data, dtype=dtype.np)
+    except OverflowError as error:  # torch's uint8 takes -255..-1 modulo 256; the rest raise
+        if dtype.np == np.uint8:
+            wide = np.array(data, dtype=np.int64)
+            if wide.min() >= -255 and wide.max() <= 255:
+                return (wide % 256).astype(np.uint8)
+        raise RuntimeError(f"tensor(): a value cannot be converted to type {dtype.name} without "
+                           f"overflow ({error}); pass a dtype that holds it (float64 beyond "
+                           f"int64)") from None
 
 
 bind_late(as_array=as_array)  # Tensor(data), the legacy constructor, calls it
