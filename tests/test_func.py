@@ -58,6 +58,13 @@ TRANSFORMS = [
     ("grad_vmap", lambda m, x: m.func.grad(lambda w: m.func.vmap(
         lambda r: (r * w).tanh().sum())(x).sum())(x[0])),
     ("jvp_of_grad", lambda m, x: m.func.jvp(m.func.grad(lambda x: f1(m, x)), (x,), (x,))),
+    # a batched 0-d index selected every example's element 0 (int() of the placeholder)
+    ("vmap_0d_index", lambda m, x: m.func.vmap(lambda r, i: r[i])(x, m.tensor([2, 0, 3]))),
+    ("vmap_one_hot", lambda m, x: m.func.vmap(lambda r, i: m.nn.functional.one_hot(i, 4) * r)(
+        x, m.tensor([2, 0, 3]))),
+    ("vmap_topk", lambda m, x: tuple(m.func.vmap(lambda r: r.topk(2))(x))),
+    ("vmap_searchsorted", lambda m, x: m.func.vmap(lambda r: m.searchsorted(
+        m.tensor([-0.5, 0.0, 0.5], dtype=r.dtype), r))(x)),
 ]
 
 

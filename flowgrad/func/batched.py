@@ -27,6 +27,27 @@ class Placeholder(np.ndarray):
         result = func(*args, **kwargs)
         return result.view(Placeholder) if type(result) is np.ndarray else result
 
+    # Python's conversions to a number read the one element too (int(t._data) of a batched
+    # 0-d index gave every example index 0): refused as NumPy functions are. (bool() stays:
+    # input checks compare the placeholder with bounds, as the ufuncs above)
+    def __int__(self):
+        raise _values_error("int()")
+
+    def __index__(self):
+        raise _values_error("operator.index()")
+
+    def __float__(self):
+        raise _values_error("float()")
+
+    def __complex__(self):
+        raise _values_error("complex()")
+
+    def item(self, *args):
+        raise _values_error("item()")
+
+    def tolist(self):
+        raise _values_error("tolist()")
+
 
 # NumPy functions that read a placeholder's shape, dtype or memory, never its values
 _SHAPE_ONLY = frozenset((

@@ -14,7 +14,7 @@ from ..autograd import engine, forward_ad, grad_mode
 from ..autograd.levels import reverse_scope
 from ..tensor import Tensor
 from .batched import BatchedTensor, wrap
-from .vmap import vmap
+from .vmap import same_kind, vmap
 
 
 def _flatten(tree):
@@ -30,7 +30,7 @@ def _unflatten(tree, leaves):
 
     def build(t):
         if isinstance(t, (tuple, list)):
-            return type(t)(build(x) for x in t)
+            return same_kind(t, [build(x) for x in t])
         if isinstance(t, dict):
             return {k: build(v) for k, v in t.items()}
         return next(it)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..device import array_module
 from ..tensor import Tensor
 from .activation import softmax
@@ -123,22 +121,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scale = 1.0 / math.sqrt(q._data.shape[-1])
     scores = (q @ k.transpose(-2, -1)) * scale
     allowed = None
-    if is_causal:
-        allowed = xp.tril(xp.ones((length, source), bool))
+    if is_causal:  # (a constant of the shapes)
+        allowed = Tensor._wrap(xp.tril(xp.ones((length, source), bool)))
     elif attn_mask is not None:
         if attn_mask._data.dtype.kind == "b":
-            allowed = attn_mask._data
+            allowed = attn_mask  # an input of the ops below: a graph compiles them
         else:
             scores = scores + attn_mask.to(scores.dtype)
     if allowed is not None:
-        shape = np.broadcast_shapes(allowed.shape, scores._data.shape)
-        allowed = xp.broadcast_to(allowed, shape)
-        empty = ~allowed.any(-1, keepdims=True)
+        empty = ~allowed.any(-1, keepdim=True)
         # rows with nothing to attend to: softmax over zeros (no NaN), then output zero
-        scores = where(Tensor._wrap(allowed | empty), scores, -math.inf)
-        attn = softmax(scores, -1)
-        if empty.any():
-            attn = where(Tensor._wrap(empty), 0.0, attn)
+        scores = where(allowed | empty, scores, -math.inf)
+        attn = where(empty, 0.0, softmax(scores, -1))
     else:
         attn = softmax(scores, -1)
     if dropout_p > 0:

@@ -140,15 +140,19 @@ def isclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
     tensor([ True, False])
     """
     _check_close("isclose", input, other, rtol, atol)
-    xp = array_module(input._data)
-    return Tensor._wrap(xp.isclose(input._data, other._data, rtol, atol, equal_nan))
+    return _isclose(input, other, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+@op("isclose", differentiable=False)  # an op: a graph compiles it rather than freezing it
+def _isclose(xp, a, b, *, rtol, atol, equal_nan):
+    return xp.isclose(a, b, rtol, atol, equal_nan)
 
 
 def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
     """True if every element of input is close to other (see isclose); a Python bool."""
     _check_close("allclose", input, other, rtol, atol)
-    xp = array_module(input._data)
-    return bool(xp.allclose(input._data, other._data, rtol, atol, equal_nan))
+    # (bool() of a tensor: inside nn.Graph's build a value read, refused as item() is)
+    return bool(_isclose(input, other, rtol=rtol, atol=atol, equal_nan=equal_nan).all())
 
 
 def _check_close(name, input, other, rtol, atol):

@@ -76,7 +76,8 @@ def parse_index(index, select_ints=True):
                 raise IndexError(
                     f"tensors used as indices must be long, int, byte or bool tensors, got "
                     f"{data.dtype}")
-            if data.ndim == 0 and data.dtype.kind != "b" and select_ints:
+            if data.ndim == 0 and data.dtype.kind != "b" and select_ints and \
+                    getattr(item, "_phys", None) is None:  # (not vmap's: one per example)
                 item = int(data)  # a 0-d index selects (a view), as torch's
             else:
                 if data.dtype == np.uint8:  # torch reads byte tensors as masks

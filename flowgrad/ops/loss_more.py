@@ -21,7 +21,7 @@ from ..tensor import Tensor
 from .activation import softplus
 from .elementwise import minimum, where
 from .loss import _float_input, check_reduction, legacy_reduction, reduce_loss
-from .nn_misc import pairwise_distance
+from .nn_misc import one_hot, pairwise_distance
 from .registry import op
 
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
@@ -369,21 +369,18 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if t.dtype.kind not in "iu" or t.size and (t.min() < 0 or t.max() >= c):
         raise IndexError(f"multi_margin_loss: target must hold class indices in [0, {c}), got "
                          f"{t.tolist() if t.size < 10 else t.dtype}")
-    xp = array_module(t)
-    rows = xp.arange(n)
-    picked = x2[Tensor._wrap(rows), Tensor._wrap(t)].unsqueeze(1)
+    target = target.reshape(n, 1)  # (ops on the target: a graph compiles them)
+    picked = x2.gather(1, target)
     z = (x2 - picked + margin).clamp(min=0.0)
     if p == 2:
         z = z * z
-    other = xp.ones((n, c), bool)
-    other[rows, t] = False
-    z = where(Tensor._wrap(other), z, 0.0)
+    z = where(one_hot(target.reshape(n), c) == 0, z, 0.0)
     if weight is not None:
         if tuple(weight.shape) != (c,):
             raise RuntimeError(f"multi_margin_loss: weight must have shape ({c},), got "
                                f"{tuple(weight.shape)}")
         check_same_dtype("multi_margin_loss", x, weight=weight)
-        z = z * weight[Tensor._wrap(t)].unsqueeze(1)
+        z = z * weight[target.reshape(n)].unsqueeze(1)
     loss = z.sum(1) / c
     if x._data.ndim == 1:
         loss = loss.squeeze(0)

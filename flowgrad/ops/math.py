@@ -92,7 +92,7 @@ _round = step("round", lambda xp, x, decimals=0: xp.round(x, decimals).astype(
 def _keep_ints(k, input, **attrs):
     check_kernel_dtype(input, f"{k.name}_vml_cpu", "fVciu")  # bool: refused, as torch
     if input._data.dtype.kind in "iu":
-        return Tensor._wrap(input._data.copy())  # integers are already whole
+        return input.clone()  # integers are already whole (an op: a graph traces it)
     return k(input, **attrs)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd.inplace import run_inplace
+from ..autograd.interpreter import check_read
 from ..device import array_module
 from ..errors import check_same_dtype
 from ..random import numpy_generator, resolve
@@ -376,18 +377,23 @@ def one_hot(input, num_classes=-1):
             [0, 1, 0, 0]])
     """
     idx = _indices(input, "one_hot", ("int64",))
-    if idx.size and idx.min() < 0:
-        raise RuntimeError(f"one_hot: class values must be non-negative, got {int(idx.min())}")
-    if num_classes == -1:
+    if num_classes == -1:  # the output's shape from the values: a graph cannot repeat it
+        check_read(input, "one_hot(num_classes=-1)")
         if idx.size == 0:
             raise RuntimeError("one_hot: can not infer total number of classes from empty "
                                "tensor; pass num_classes")
-        num_classes = int(idx.max()) + 1
+        num_classes = max(int(idx.max()), -1) + 1
+    return _one_hot(input, num_classes=num_classes)
+
+
+@op("one_hot", differentiable=False)  # an op: nn.Graph and vmap see the indices as an input
+def _one_hot(xp, idx, *, num_classes):
+    if idx.size and idx.min() < 0:  # (checked on every run of a compiled plan too)
+        raise RuntimeError(f"one_hot: class values must be non-negative, got {int(idx.min())}")
     if idx.size and idx.max() >= num_classes:
         raise RuntimeError(f"one_hot: class values must be smaller than num_classes "
                            f"({num_classes}), got {int(idx.max())}")
-    out = (idx[..., None] == array_module(idx).arange(num_classes)).astype(np.int64, order="C")
-    return Tensor._wrap(out)
+    return (idx[..., None] == xp.arange(num_classes)).astype(xp.int64, order="C")
 
 
 # ---- gumbel_softmax ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.interpreter import check_read
 from ..device import array_module, resolve_device, to_device
 from ..errors import check_same_dtype
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -263,18 +264,22 @@ def histc(input, bins=100, min=0, max=0):
     >>> flow.histc(flow.tensor([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
     tensor([0., 2., 1., 0.])
     """
-    a = _float_input(input, "histc")
+    _float_input(input, "histc")
     if bins <= 0:
         raise RuntimeError(f"histc: bins must be > 0, but got {bins}")
-    lo, hi = float(min), float(max)
-    if lo == hi and a.size:
+    return _histc(input, bins=int(bins), lo=float(min), hi=float(max))
+
+
+@op("histc", differentiable=False)  # an op: a graph compiles it rather than freezing it
+def _histc(xp, a, *, bins, lo, hi):
+    if lo == hi and a.size:  # the data's range, on every run
         lo, hi = float(a.min()), float(a.max())
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     if lo > hi or not (math.isfinite(lo) and math.isfinite(hi)):
         raise RuntimeError(f"histc: range of [{lo}, {hi}] is not finite or max < min")
-    counts, _ = array_module(a).histogram(a.reshape(-1), bins, (lo, hi))
-    return Tensor._wrap(counts.astype(a.dtype))
+    counts, _ = xp.histogram(a.reshape(-1), bins, (lo, hi))
+    return counts.astype(a.dtype)
 
 
 @tensor_method()
@@ -286,6 +291,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
     >>> flow.histogram(flow.tensor([1.0, 2.0, 1.0]), 2)
     (tensor([2., 1.]), tensor([1.0000, 1.5000, 2.0000]))
     """
+    check_read(input, "histogram()")  # (NumPy's histogram on the host: no plan repeats it)
     xp = array_module(input._data)
     a = _float_input(input, "histogram")
     edges = bins._data.astype(np.float64) if isinstance(bins, Tensor) else int(bins)

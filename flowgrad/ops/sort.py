@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.interpreter import check_read
 from ..device import array_module
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -114,6 +115,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     >>> flow.unique(flow.tensor([3, 1, 3, 2, 1]), return_counts=True)
     (tensor([1, 2, 3]), tensor([2, 1, 2]))
     """
+    check_read(input, "unique()")  # (its output's shape is the values': no plan repeats it)
     xp = array_module(input._data)
     a = input._data
     if dim is not None:
@@ -133,10 +135,10 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def _search(seq, values, right):
+def _search(xp, seq, values, right):
     """searchsorted of each row of values in the matching row of seq (vectorised)."""
     if seq.ndim == 1:
-        return np.searchsorted(seq, values, side="right" if right else "left")
+        return xp.searchsorted(seq, values, side="right" if right else "left")
     # compare every value with every boundary of its row; counts give the insertion points
     less = seq[..., None, :] <= values[..., :, None] if right else \
         seq[..., None, :] < values[..., :, None]
@@ -160,19 +162,23 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             raise RuntimeError("searchsorted(): side and right can't be set to opposites, got "
                                "side of left while right was True")
         right = side == "right"
-    seq = sorted_sequence._data
-    if sorter is not None:
-        seq = xp.take_along_axis(seq, sorter._data, -1)
     scalar = not isinstance(input, Tensor)
-    vals = xp.asarray(input) if scalar else input._data
+    values = Tensor._wrap(xp.asarray(input)) if scalar else input
+    seq, vals = sorted_sequence._data, values._data
     if seq.ndim > 1 and (scalar or seq.shape[:-1] != vals.shape[:-1]):
         raise RuntimeError(
             f"searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
             f"dimensions of boundaries tensor and input value tensor must match, but we got "
             f"boundaries tensor {list(seq.shape)} and input value tensor "
             f"{list(vals.shape)}")
-    res = _search(seq, vals, right).astype(np.int32 if out_int32 else np.int64)
-    return Tensor._wrap(xp.asarray(res))
+    if sorter is not None:
+        sorted_sequence = gather(sorted_sequence, -1, sorter)
+    return _searchsorted(sorted_sequence, values, right=right, out_int32=out_int32)
+
+
+@op("searchsorted", differentiable=False)  # an op: a graph compiles it rather than freezing it
+def _searchsorted(xp, seq, vals, *, right, out_int32):
+    return xp.asarray(_search(xp, seq, vals, right)).astype(xp.int32 if out_int32 else xp.int64)
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):

@@ -1,0 +1,96 @@
+"""Functions that computed on their inputs' arrays outside an op, under nn.Graph: the trace
+froze the first call's values into the plan, so the next call with other data gave the old
+answer with no error (one_hot, isclose, round of integers, multi_margin_loss's target,
+scaled_dot_product_attention's bool mask, bucketize, searchsorted, histc). Each is an op now;
+those whose output shape comes from the values (unique, histogram, bincount, allclose's bool)
+raise inside build. Each case is compiled once and called on two different inputs, against
+eager."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flowgrad as flow
+import flowgrad.nn.functional as F
+
+T = flow.tensor
+I2 = [[1.0, 2.0], [3.0, 5.0]]
+CASES = [
+    ("one_hot", lambda y: F.one_hot(y, 4), [T([0, 1]), T([3, 3])]),
+    ("isclose", lambda x: flow.isclose(x, flow.ones(2)).float(), [T([1.0, 2.0]), T([2.0, 1.0])]),
+    ("round int", lambda x: flow.round(x) + flow.floor(x) + flow.trunc(x), [T([1, 2]), T([5, 6])]),
+    ("multi_margin target", lambda t: F.multi_margin_loss(flow.arange(6.0).reshape(2, 3), t),
+     [T([0, 1]), T([2, 2])]),
+    ("multi_margin weight", lambda t: F.multi_margin_loss(
+        flow.arange(6.0).reshape(2, 3), t, weight=T([1.0, 2.0, 3.0])), [T([0, 1]), T([2, 0])]),
+    ("sdpa bool mask", lambda m: F.scaled_dot_product_attention(
+        flow.arange(6.0).reshape(1, 2, 3), flow.ones(1, 2, 3), flow.arange(6.0).reshape(1, 2, 3),
+        attn_mask=m), [T([[True, False], [True, True]]), T([[False, True], [False, False]])]),
+    ("bucketize", lambda x: flow.bucketize(x, T([0.5, 1.5])).float(),
+     [T([0.0, 1.0]), T([2.0, 2.0])]),
+    ("searchsorted", lambda x: flow.searchsorted(T([0.5, 1.5]), x, right=True).float(),
+     [T([0.5, 1.0]), T([2.0, 1.5])]),
+    ("searchsorted sorter", lambda s: flow.searchsorted(s, T([1.0, 2.5]), sorter=s.argsort()),
+     [T([3.0, 1.0, 2.0]), T([0.0, 5.0, 4.0])]),
+    ("histc", lambda x: flow.histc(x, 2, 0, 2), [T([0.0, 1.5]), T([1.5, 1.5])]),
+    ("histc data range", lambda x: flow.histc(x, 3), [T([0.0, 1.5, 3.0]), T([1.0, 1.0, 7.0])]),
+    # neighbours that were already ops: they stay right
+    ("cross_entropy", lambda t: F.cross_entropy(flow.arange(6.0).reshape(2, 3), t),
+     [T([0, 1]), T([2, 2])]),
+    ("embedding", lambda i: F.embedding(i, flow.arange(8.0).reshape(4, 2)),
+     [T([0, 1]), T([3, 2])]),
+    ("gather", lambda i: flow.arange(4.0).gather(0, i), [T([0, 1]), T([3, 2])]),
+    ("index_fill", lambda i: flow.arange(4.0).index_fill(0, i, -1.0), [T([0, 1]), T([3, 2])]),
+    ("masked_fill", lambda m: flow.arange(2.0).masked_fill(m, -1.0),
+     [T([True, False]), T([False, True])]),
+    ("ctc", lambda t: F.ctc_loss(flow.arange(30.0).reshape(5, 1, 6).log_softmax(2), t, T([5]),
+                                 T([2])), [T([[1, 2]]), T([[3, 3]])]),
+    ("kthvalue", lambda x: x.kthvalue(1)[0], [T([0.0, 1.0]), T([2.0, 1.0])]),
+    ("median", lambda x: x.median(), [T([0.0, 1.0, 5.0]), T([2.0, 1.0, 0.0])]),
+    ("nan_to_num", lambda x: flow.nan_to_num(x), [T([float("nan"), 1.0]), T([1.0, float("inf")])]),
+    ("solve", lambda x: flow.linalg.solve(x, T([1.0, 1.0])), [T(I2), T([[2.0, 0.0], [0.0, 3.0]])]),
+    ("grid_sample", lambda g: F.grid_sample(flow.arange(4.0).reshape(1, 1, 2, 2), g,
+                                            align_corners=True),
+     [T([[[[0.0, 0.0]]]]), T([[[[1.0, -1.0]]]])]),
+    ("max_unpool", lambda i: F.max_unpool1d(T([[[5.0]]]), i, 2), [T([[[0]]]), T([[[1]]])]),
+]
+
+REFUSED = [
+    ("allclose", lambda x: x * float(flow.allclose(x, flow.ones(2))), T([1.0, 1.0])),
+    ("unique", lambda x: flow.unique(x).float().sum(), T([0, 1])),
+    ("histogram", lambda x: flow.histogram(x, 2)[0], T([0.0, 1.0])),
+    ("bincount", lambda x: flow.bincount(x).float(), T([0, 1])),
+    ("one_hot inferred classes", lambda y: F.one_hot(y), T([0, 1])),
+]
+
+
+def _graph(fn):
+    class Step(flow.nn.Graph):
+        def build(self, x):
+            return fn(x)
+    return Step()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_compiled_function_sees_each_calls_data(case):
+    _, fn, inputs = case
+    graph = _graph(fn)
+    for x in inputs:
+        got, want = graph(x), fn(x)
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=[c[0] for c in REFUSED])
+def test_value_dependent_functions_refuse_inside_build(case):
+    _, fn, x = case
+    with pytest.raises(RuntimeError, match="inside build"):
+        _graph(fn)(x)
+    fn(x)  # eagerly they run
+
+
+def test_one_hot_checks_its_classes_on_every_call():
+    graph = _graph(lambda y: F.one_hot(y, 3))
+    graph(T([0, 2]))
+    with pytest.raises(RuntimeError, match="smaller than num_classes"):
+        graph(T([0, 3]))
