@@ -19,6 +19,17 @@ _NAMES = ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode
           "cummin")
 
 
+def sequence_of(kind, items):
+    """A tuple or list of type `kind` holding `items` (rebuilding a nested result): a named
+    tuple (topk's values and indices, linalg's results) takes them as arguments, the others
+    as one iterable.
+
+    >>> sequence_of(tuple, [3, 4]), sequence_of(list, iter([5]))
+    ((3, 4), [5])
+    """
+    return kind(*items) if hasattr(kind, "_fields") else kind(items)
+
+
 def _make(name):
     base = namedtuple(name, ["values", "indices"])
 

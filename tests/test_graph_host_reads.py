@@ -3,8 +3,9 @@ froze the first call's values into the plan, so the next call with other data ga
 answer with no error (one_hot, isclose, round of integers, multi_margin_loss's target,
 scaled_dot_product_attention's bool mask, bucketize, searchsorted, histc). Each is an op now;
 those whose output shape comes from the values (unique, histogram, bincount, allclose's bool)
-raise inside build. Each case is compiled once and called on two different inputs, against
-eager."""
+raise inside build, as does copying a traced tensor (tensor(x), full_like(x, x.sum())).
+Named-tuple results (sort, topk, linalg's) came back from a graph as a TypeError. Each case
+is compiled once and called on two different inputs, against eager."""
 from __future__ import annotations
 
 import numpy as np
@@ -53,6 +54,15 @@ CASES = [
                                             align_corners=True),
      [T([[[[0.0, 0.0]]]]), T([[[[1.0, -1.0]]]])]),
     ("max_unpool", lambda i: F.max_unpool1d(T([[[5.0]]]), i, 2), [T([[[0]]]), T([[[1]]])]),
+    ("full_like 0-d value", lambda x: flow.full_like(x, 2.0) * x, [T([1.0, 2.0]), T([3.0, 4.0])]),
+    # named-tuple results came back as a TypeError (the plan rebuilt them from one iterable)
+    ("sort", lambda x: x.sort(), [T([2.0, 1.0, 3.0]), T([0.0, 5.0, 4.0])]),
+    ("topk", lambda x: x.topk(2), [T([2.0, 1.0, 3.0]), T([0.0, 5.0, 4.0])]),
+    ("aminmax", lambda x: flow.aminmax(x), [T([2.0, 1.0, 3.0]), T([0.0, 5.0, 4.0])]),
+    ("linalg.eigh", lambda x: flow.linalg.eigh(x + x.mT).eigenvalues, [T(I2), T([[2.0, 0.0],
+                                                                               [1.0, 3.0]])]),
+    ("linalg.qr", lambda x: flow.linalg.qr(x), [T(I2), T([[2.0, 0.0], [1.0, 3.0]])]),
+    ("linalg.slogdet", lambda x: flow.linalg.slogdet(x), [T(I2), T([[2.0, 0.0], [1.0, 3.0]])]),
 ]
 
 REFUSED = [
@@ -61,6 +71,10 @@ REFUSED = [
     ("histogram", lambda x: flow.histogram(x, 2)[0], T([0.0, 1.0])),
     ("bincount", lambda x: flow.bincount(x).float(), T([0, 1])),
     ("one_hot inferred classes", lambda y: F.one_hot(y), T([0, 1])),
+    ("unique_consecutive", lambda x: flow.unique_consecutive(x), T([0, 0, 1])),
+    ("tensor of a tensor", lambda x: flow.tensor(x) * 2, T([0.0, 1.0])),
+    ("scalar_tensor of a tensor", lambda x: flow.scalar_tensor(x.sum()), T([0.0, 1.0])),
+    ("full_like of a traced value", lambda x: flow.full_like(x, x.sum()), T([0.0, 1.0])),
 ]
 
 
@@ -77,8 +91,10 @@ def test_compiled_function_sees_each_calls_data(case):
     graph = _graph(fn)
     for x in inputs:
         got, want = graph(x), fn(x)
-        assert tuple(got.shape) == tuple(want.shape)
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, equal_nan=True)
+        assert type(got) is type(want)
+        for g, w in zip(*((r,) if isinstance(r, flow.Tensor) else r for r in (got, want))):
+            assert tuple(g.shape) == tuple(w.shape)
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, equal_nan=True)
 
 
 @pytest.mark.parametrize("case", REFUSED, ids=[c[0] for c in REFUSED])

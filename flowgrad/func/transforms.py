@@ -12,9 +12,10 @@ import functools
 
 from ..autograd import engine, forward_ad, grad_mode
 from ..autograd.levels import reverse_scope
+from ..return_types import sequence_of
 from ..tensor import Tensor
 from .batched import BatchedTensor, wrap
-from .vmap import same_kind, vmap
+from .vmap import vmap
 
 
 def _flatten(tree):
@@ -30,7 +31,7 @@ def _unflatten(tree, leaves):
 
     def build(t):
         if isinstance(t, (tuple, list)):
-            return same_kind(t, [build(x) for x in t])
+            return sequence_of(type(t), [build(x) for x in t])
         if isinstance(t, dict):
             return {k: build(v) for k, v in t.items()}
         return next(it)

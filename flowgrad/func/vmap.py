@@ -20,6 +20,7 @@ from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
 from ..autograd.levels import VMAP_STACK, apply_full, delegate, pack
 from ..autograd.node import SavedTensor
+from ..return_types import sequence_of
 from ..tensor import Tensor
 from .batched import BatchedTensor, batched_at, wrap
 
@@ -192,13 +193,6 @@ class VmapInfo:
 
 
 # ---- entering and leaving a level ----------------------------------------------------------
-def same_kind(sequence, items):
-    """A tuple/list of `sequence`'s type holding `items`: a named tuple (topk's, sort's
-    values and indices) takes them as arguments, the others as one iterable."""
-    kind = type(sequence)
-    return kind(*items) if hasattr(kind, "_fields") else kind(items)
-
-
 def _map(fn, tree, dims, what):
     """Apply fn(leaf, dim) over a tuple/list/dict tree, with dims a matching tree or one value
     for a whole subtree."""
@@ -207,8 +201,8 @@ def _map(fn, tree, dims, what):
             if len(dims) != len(tree):
                 raise ValueError(f"vmap: {what}={dims!r} has {len(dims)} entries but the "
                                  f"structure has {len(tree)}; give one per element")
-            return same_kind(tree, [_map(fn, t, d, what) for t, d in zip(tree, dims)])
-        return same_kind(tree, [_map(fn, t, dims, what) for t in tree])
+            return sequence_of(type(tree), [_map(fn, t, d, what) for t, d in zip(tree, dims)])
+        return sequence_of(type(tree), [_map(fn, t, dims, what) for t in tree])
     if isinstance(tree, dict):
         if isinstance(dims, dict):
             return {k: _map(fn, v, dims[k], what) for k, v in tree.items()}

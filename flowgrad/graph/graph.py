@@ -30,6 +30,7 @@ from ..autograd.interpreter import using_interpreter
 from ..device import ARRAY_MODULES, HOST_XP, array_module
 from ..nn.module import Module
 from ..optim.optimizer import Optimizer
+from ..return_types import sequence_of
 from ..tensor import Tensor
 from . import checkpointing, codegen, optimizer_pass, passes
 from .ir import INPUT, NODE, STATE
@@ -383,7 +384,7 @@ def _flatten_outputs(out):
         kind, inner = spec
         if kind is dict:
             return {k: rebuild(tensors, s) for k, s in inner.items()}
-        return kind(rebuild(tensors, s) for s in inner)
+        return sequence_of(kind, [rebuild(tensors, s) for s in inner])
 
     return leaves, rebuild
 

@@ -167,6 +167,7 @@ def _unwrap(data):
 def as_array(data, dtype=None):
     """A fresh NumPy array from Python data, an array or a tensor, as torch would type it."""
     if isinstance(data, Tensor):
+        _interpreter.check_read(data, "tensor(a tensor)")  # a copy of its values: a graph refuses
         arr = data._data
         return arr.astype(dtype.np) if dtype is not None else arr.copy()
     if isinstance(data, np.ndarray) or type(data) in ARRAY_MODULES:  # any device's array
@@ -182,7 +183,11 @@ def as_array(data, dtype=None):
         dtype = _dtype_of(examples, arrays)
     if hasattr(data, "__array__") and not isinstance(data, _SEQ):
         return np.array(data, dtype=dtype.np)
-    has_tensors = any(isinstance(a, Tensor) for a in arrays)
+    has_tensors = False
+    for a in arrays:
+        if isinstance(a, Tensor):
+            _interpreter.check_read(a, "tensor(a list of tensors)")
+            has_tensors = True
     data = _unwrap(data) if has_tensors else data
     try:
         return np.array(data, dtype=dtype.np)
@@ -436,6 +441,8 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **_):
     """
     dev = _device_like(x, device, "full_like")
     check_number("full_like", fill_value, "fill_value")
+    if isinstance(fill_value, Tensor):  # torch's Scalar: a one-element tensor's value
+        fill_value = fill_value.item()
     d = _like(x, dtype).np
     return _finish(dev.xp.full(x._data.shape, fill_scalar("full_like", fill_value, d), d),
                    requires_grad, dev)

@@ -317,6 +317,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     >>> flow.unique_consecutive(flow.tensor([1, 1, 2, 2, 3, 1, 1]))
     tensor([1, 2, 3, 1])
     """
+    check_read(input, "unique_consecutive()")  # (its output's shape is the values')
     xp = array_module(input._data)
     a = input._data
     if dim is None:
