@@ -146,6 +146,12 @@ def test_vmap_in_place_fills_of_batched_tensors():
 def test_vmap_refuses_reading_values_and_bad_in_dims():
     with pytest.raises(RuntimeError, match="item"):
         vmap(lambda r: r.sum().item())(flow.ones(2, 3))
+    # these copied the placeholder storage (zeros, or one example's shape) with no error
+    for fn, what in ((flow.tensor, "tensor"), (flow.scalar_tensor, "tensor"),
+                     (flow.unique_consecutive, "unique_consecutive"),
+                     (lambda r: flow.nn.functional.one_hot(r.long()), "one_hot")):
+        with pytest.raises(RuntimeError, match=what):
+            vmap(fn)(flow.arange(6.0).reshape(2, 3))
     with pytest.raises(ValueError, match="same size"):
         vmap(lambda a, b: a + b)(flow.ones(2), flow.ones(3))
     with pytest.raises(ValueError, match="out of range"):

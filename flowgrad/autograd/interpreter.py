@@ -153,11 +153,15 @@ def install(interpreter):
 
 
 def check_read(tensor, what):
-    """Reading a tensor's value (item(), bool(), numpy(), printing): a tracer refuses it, as
-    its plan could not repeat it."""
+    """Reading a tensor's value (item(), bool(), numpy(), printing, a copy by tensor()): a
+    tracer refuses it, as its plan could not repeat it, and so does a vmap-batched tensor,
+    whose storage is a placeholder (its values differ between examples)."""
     hook = getattr(current, "read", None)
     if hook is not None:
         hook(tensor, what)
+    refuse = getattr(tensor, "_refuse", None)  # (a BatchedTensor's)
+    if refuse is not None:
+        refuse(what)
 
 
 def check_host_draw(what):
