@@ -110,3 +110,49 @@ def test_one_hot_checks_its_classes_on_every_call():
     graph(T([0, 2]))
     with pytest.raises(RuntimeError, match="smaller than num_classes"):
         graph(T([0, 3]))
+
+
+def test_attention_masks_are_inputs_of_the_plan():
+    """MultiheadAttention turned a bool key_padding_mask or attn_mask into an additive mask
+    on the host: a compiled Transformer kept the first batch's padding for every batch."""
+    flow.manual_seed(0)
+    layer = flow.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True)
+    x = flow.randn(2, 3, 4)
+
+    class Encode(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.layer = layer
+
+        def build(self, pad, causal):
+            return self.layer(x, src_mask=causal, src_key_padding_mask=pad)
+
+    graph = Encode()
+    masks = [(T([[False, False, True], [False, True, True]]), flow.ones(3, 3).triu(1).bool()),
+             (T([[True, False, False], [False, False, False]]), flow.ones(3, 3).tril(-1).bool())]
+    for pad, causal in masks:
+        want = layer(x, src_mask=causal, src_key_padding_mask=pad).detach()
+        np.testing.assert_allclose(graph(pad, causal).detach().numpy(), want.numpy(),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_clip_grad_norm_inside_build_raises_with_the_param_group_remedy():
+    """Inside build the parameters have no .grad yet (backward is a compiler pass), so
+    clip_grad_norm_ there clipped nothing, silently."""
+    model = flow.nn.Linear(2, 1)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1)
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x):
+            loss = self.model(x).sum()
+            loss.backward()
+            flow.nn.utils.clip_grad_norm_(self.model.parameters(), 0.5)
+            return loss
+
+    with pytest.raises(RuntimeError, match="clip_grad_max_norm"):
+        Step()(flow.ones(1, 2))

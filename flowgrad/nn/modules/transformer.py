@@ -14,13 +14,10 @@ from __future__ import annotations
 import copy
 import math
 
-import numpy as np
-
-from ...device import array_module
 from ...ops.attention import _split_heads as split_heads
 from ...ops.creation import full, zeros
+from ...ops.elementwise import where
 from ...ops.shape import cat
-from ...tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..module import Module
@@ -37,9 +34,8 @@ def _float_mask(mask, name, dtype):
     """Bool masks (True = masked out) become additive -inf masks; float masks pass."""
     if mask is None:
         return None
-    if mask.dtype.name == "bool":
-        xp = array_module(mask._data)
-        return Tensor._wrap(xp.where(mask._data, -np.inf, 0.0).astype(dtype.np))
+    if mask.dtype.name == "bool":  # (by ops: a mask that is an input of nn.Graph is traced)
+        return where(mask, -math.inf, 0.0).to(dtype)
     if not mask.is_floating_point():
         raise AssertionError(f"only bool and floating types of {name} are supported")
     return mask

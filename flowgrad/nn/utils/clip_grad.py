@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ...autograd import interpreter as _interpreter
 from ...autograd.inplace import bump_version
 from ...device import array_module
 from ...tensor import Tensor
@@ -30,7 +31,14 @@ def _tensors(tensors):
     return list(tensors)
 
 
-def _grads(parameters):
+def _grads(parameters, name):
+    if getattr(_interpreter.current, "read", None) is not None:  # inside nn.Graph's build
+        raise RuntimeError(
+            f"nn.Graph: {name} inside build() sees no gradients: the graph's backward is a "
+            f"compiler pass and the parameters' .grad are set only after the plan runs, so it "
+            f"would clip nothing. Give the optimizer's param group the option "
+            f"clip_grad_max_norm (and clip_grad_norm_type), OneFlow's way: "
+            f"optimizer.param_groups[0]['clip_grad_max_norm'] = 1.0")
     return [p.grad for p in _tensors(parameters) if p.grad is not None]
 
 
@@ -71,7 +79,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     """Scale the gradients by min(1, max_norm / (total_norm + 1e-6)), in place."""
-    grads = _grads(parameters)
+    grads = _grads(parameters, "clip_grads_with_norm_")
     if not grads:
         return
     xp = array_module(grads[0]._data)
@@ -99,7 +107,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     tensor([0.6000, 0.8000])
     """
     parameters = _tensors(parameters)
-    grads = _grads(parameters)
+    grads = _grads(parameters, "clip_grad_norm_")
     total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(parameters, max_norm, total, foreach)
     return total
@@ -118,6 +126,6 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient entry into [-clip_value, clip_value], in place."""
     clip_value = float(clip_value)
-    for g in _grads(parameters):
+    for g in _grads(parameters, "clip_grad_value_"):
         g._data.clip(-clip_value, clip_value, out=g._data)
         bump_version(g)
