@@ -372,6 +372,18 @@ class Tensor:
         return self
 
     @property
+    def _base(self):
+        """torch's `_base`: the tensor this one is a view of (its root base), else None.
+
+        >>> import flowgrad as flow
+        >>> x = flow.ones(4)
+        >>> x.view(2, 2)._base is x, x._base
+        (True, None)
+        """
+        view = self._view
+        return None if view is None else view.base
+
+    @property
     def data(self):
         """The storage as a tensor outside autograd. Unlike detach(), it has a version counter
         of its own, so writes through `.data` are invisible to autograd's checks (torch's)."""

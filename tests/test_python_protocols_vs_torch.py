@@ -44,6 +44,11 @@ ROWS = [
     ("size times", lambda m: repr(m.Size([2]) * 2)),
     ("size plus list", lambda m: m.Size([2]) + [3]),
     ("size item", lambda m: (m.Size([2, 3])[-1], m.Size([2, 3]) == (2, 3))),
+    # `_base`: what a view is a view of (its root), None for other tensors (was missing)
+    ("_base", lambda m: [(lambda x: (x.view(2, 2)._base is x, x[1:].view(3)[0]._base is x,
+                                     x._base, (x * 2)._base, x.clone()._base))(m.ones(4)),
+                         (lambda y: (y.split(2)[0]._base is y, y.unbind(0)[1]._base is y))(
+                             m.ones(4, requires_grad=True) * 1)]),
 ]
 
 
