@@ -44,6 +44,10 @@ ROWS = [
     ("size times", lambda m: repr(m.Size([2]) * 2)),
     ("size plus list", lambda m: m.Size([2]) + [3]),
     ("size item", lambda m: (m.Size([2, 3])[-1], m.Size([2, 3]) == (2, 3))),
+    # new_* with size= as a keyword (new_zeros(size=(2,)) gave a 0-d tensor)
+    ("new_zeros size=", lambda m: [tuple(f(size=(2, 3)).shape) for f in (
+        m.ones(1).new_zeros, m.ones(1).new_ones, m.ones(1).new_empty)]),
+    ("new_full size=", lambda m: m.ones(1).new_full(size=(2,), fill_value=3.0).tolist()),
     # `_base`: what a view is a view of (its root), None for other tensors (was missing)
     ("_base", lambda m: [(lambda x: (x.view(2, 2)._base is x, x[1:].view(3)[0]._base is x,
                                      x._base, (x * 2)._base, x.clone()._base))(m.ones(4)),

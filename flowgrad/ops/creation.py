@@ -812,7 +812,15 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 
 
 def _new(name, factory):
-    def method(self, *size, dtype=None, device=None, requires_grad=False, **_):
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **options):
+        if "size" in options:  # x.new_zeros(size=(2, 3)): torch's keyword (it was dropped)
+            if size:
+                raise TypeError(f"{name}() got 'size' both positionally and as a keyword")
+            size = (options.pop("size"),)
+        unknown = set(options) - {"layout", "pin_memory", "memory_format"}  # (hints)
+        if unknown:
+            raise TypeError(f"{name}() got an unexpected keyword argument "
+                            f"{sorted(unknown)[0]!r}")
         return factory(*size, dtype=dtype or self.dtype,
                        device=self.device if device is None else device,
                        requires_grad=requires_grad)
