@@ -48,6 +48,12 @@ ROWS = [
     ("new_zeros size=", lambda m: [tuple(f(size=(2, 3)).shape) for f in (
         m.ones(1).new_zeros, m.ones(1).new_ones, m.ones(1).new_empty)]),
     ("new_full size=", lambda m: m.ones(1).new_full(size=(2,), fill_value=3.0).tolist()),
+    ("zeros_like unknown keyword", lambda m: m.zeros_like(m.ones(2), shape=(3,))),
+    ("empty unknown keyword", lambda m: m.empty(2, fill=0)),
+    ("new_ones unknown keyword", lambda m: m.ones(1).new_ones(2, shape=(3,))),
+    ("like hints", lambda m: [tuple(m.ones_like(m.ones(2), memory_format=m.preserve_format,
+                                                  layout=m.strided).shape),
+                              tuple(m.empty(2, pin_memory=False).shape)]),
     # `_base`: what a view is a view of (its root), None for other tensors (was missing)
     ("_base", lambda m: [(lambda x: (x.view(2, 2)._base is x, x[1:].view(3)[0]._base is x,
                                      x._base, (x * 2)._base, x.clone()._base))(m.ones(4)),

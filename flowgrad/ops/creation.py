@@ -364,13 +364,14 @@ def ones(*size_args, size=None, dtype=None, device=None, requires_grad=False):
     return _finish(_alloc("ones", shape, d, lambda: dev.xp.ones(shape, d)), requires_grad, dev)
 
 
-def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, **_):
+def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, **options):
     """An uninitialised tensor (zeros here, so results never depend on stale memory).
 
     >>> import flowgrad as flow
     >>> flow.empty(2, 3).shape
     flowgrad.Size([2, 3])
     """
+    check_hints("empty", options)
     dev = resolve_device(device, "empty")
     shape, d = _size(_size_arg(size_args, size, "empty"), "empty"), _float_dtype(dtype).np
     return _finish(_alloc("empty", shape, d, lambda: dev.xp.zeros(shape, d)), requires_grad, dev)
@@ -409,7 +410,7 @@ def _device_like(x, device, op_name):
     return x.device if device is None else resolve_device(device, op_name)
 
 
-def zeros_like(x, dtype=None, device=None, requires_grad=False, **_):
+def zeros_like(x, dtype=None, device=None, requires_grad=False, **options):
     """Zeros with the shape of `x` and its dtype unless `dtype` is given.
 
     >>> import flowgrad as flow
@@ -417,28 +418,32 @@ def zeros_like(x, dtype=None, device=None, requires_grad=False, **_):
     tensor([[0, 0],
             [0, 0]])
     """
+    check_hints("zeros_like", options)
     dev = _device_like(x, device, "zeros_like")
     return _finish(dev.xp.zeros(x._data.shape, _like(x, dtype).np), requires_grad, dev)
 
 
-def ones_like(x, dtype=None, device=None, requires_grad=False, **_):
+def ones_like(x, dtype=None, device=None, requires_grad=False, **options):
     """Ones with the shape of `x` and its dtype unless `dtype` is given."""
+    check_hints("ones_like", options)
     dev = _device_like(x, device, "ones_like")
     return _finish(dev.xp.ones(x._data.shape, _like(x, dtype).np), requires_grad, dev)
 
 
-def empty_like(x, dtype=None, device=None, requires_grad=False, **_):
+def empty_like(x, dtype=None, device=None, requires_grad=False, **options):
     """An uninitialised tensor shaped like `x`; flowgrad fills it with zeros."""
+    check_hints("empty_like", options)
     return zeros_like(x, dtype, device, requires_grad=requires_grad)
 
 
-def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **_):
+def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **options):
     """A tensor shaped like `x` filled with `fill_value`, in x's dtype unless `dtype` is given.
 
     >>> import flowgrad as flow
     >>> flow.full_like(flow.ones(3), 2.5)
     tensor([2.5000, 2.5000, 2.5000])
     """
+    check_hints("full_like", options)
     dev = _device_like(x, device, "full_like")
     check_number("full_like", fill_value, "fill_value")
     if isinstance(fill_value, Tensor):  # torch's Scalar: a one-element tensor's value
@@ -661,13 +666,14 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
     return _finish_op(out, requires_grad, dev)
 
 
-def rand_like(input, dtype=None, generator=None, device=None, requires_grad=False, **_):
+def rand_like(input, dtype=None, generator=None, device=None, requires_grad=False, **options):
     """Uniform [0, 1) samples shaped like `input`, in its dtype unless `dtype` is given.
 
     >>> import flowgrad as flow
     >>> flow.rand_like(flow.zeros(2, 3)).shape
     flowgrad.Size([2, 3])
     """
+    check_hints("rand_like", options)
     dev = _device_like(input, device, "rand_like")
     d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
     if not d.is_floating_point:
@@ -677,13 +683,14 @@ def rand_like(input, dtype=None, generator=None, device=None, requires_grad=Fals
                 requires_grad=requires_grad)
 
 
-def randn_like(input, dtype=None, generator=None, device=None, requires_grad=False, **_):
+def randn_like(input, dtype=None, generator=None, device=None, requires_grad=False, **options):
     """Standard normal samples shaped like `input`.
 
     >>> import flowgrad as flow
     >>> flow.randn_like(flow.zeros(2)).dtype
     flowgrad.float32
     """
+    check_hints("randn_like", options)
     dev = _device_like(input, device, "randn_like")
     d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
     if not d.is_floating_point:
@@ -811,16 +818,24 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
                         generator=resolve(generator))
 
 
+_HINTS = frozenset(("layout", "pin_memory", "memory_format"))  # accepted, nothing to do
+
+
+def check_hints(op_name, options):
+    """Raise torch's TypeError for a keyword that is none of the accepted layout hints (a
+    catch-all would drop a misspelt or unsupported argument silently)."""
+    if options and not _HINTS.issuperset(options):
+        unknown = sorted(set(options) - _HINTS)[0]
+        raise TypeError(f"{op_name}() got an unexpected keyword argument {unknown!r}")
+
+
 def _new(name, factory):
     def method(self, *size, dtype=None, device=None, requires_grad=False, **options):
         if "size" in options:  # x.new_zeros(size=(2, 3)): torch's keyword (it was dropped)
             if size:
                 raise TypeError(f"{name}() got 'size' both positionally and as a keyword")
             size = (options.pop("size"),)
-        unknown = set(options) - {"layout", "pin_memory", "memory_format"}  # (hints)
-        if unknown:
-            raise TypeError(f"{name}() got an unexpected keyword argument "
-                            f"{sorted(unknown)[0]!r}")
+        check_hints(name, options)
         return factory(*size, dtype=dtype or self.dtype,
                        device=self.device if device is None else device,
                        requires_grad=requires_grad)

@@ -22,7 +22,7 @@ from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
 from ..device import ARRAY_MODULES, array_module, device_of, resolve_device
 from ..tensor import Tensor
-from .creation import _finish, as_tensor, tensor
+from .creation import _finish, as_tensor, check_hints, tensor
 from .elementwise_more import _filled, _value_tensor
 
 __all__ = ["asarray", "frombuffer", "empty_strided", "range", "fill", "get_default_device",
@@ -100,13 +100,14 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     return _finish(array, requires_grad)
 
 
-def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, **_):
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, **options):
     """A tensor of `size` whose elements lie `stride` elements apart per dim (zeros here).
 
     >>> import flowgrad as flow
     >>> flow.empty_strided((2, 2), (1, 2)).is_contiguous()
     False
     """
+    check_hints("empty_strided", options)
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     if len(size) != len(stride):
         raise RuntimeError(f"empty_strided: mismatch in length of strides and shape: size "
@@ -130,9 +131,10 @@ def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_
                          requires_grad=requires_grad)
 
 
-def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, **_):
+def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, **options):
     """Deprecated in torch: values from start to end *inclusive* by step, in the default
     float dtype. Use `arange` (end exclusive)."""
+    check_hints("range", options)
     warnings.warn("torch.range is deprecated and will be removed in a future release because "
                   "its behavior is inconsistent with Python's range builtin. Instead, use "
                   "torch.arange, which produces values in [start, end).", UserWarning,
