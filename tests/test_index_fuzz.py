@@ -77,6 +77,9 @@ def test_python_bools_and_leading_ones_as_torch():
         y = x * 1
         y[0, 1, 2] = m.tensor([[5.0]], dtype=m.float64, requires_grad=True) * 2
         y[1, :, 0] = m.ones(1, 1, 3, dtype=m.float64)
+        y[[0, 1], 2, 3] = m.ones(1, 1, 2, dtype=m.float64) * 7  # (advanced: NumPy broadcasts)
+        z = y[1, 0].expand(2, 4)  # a value that aliases its region is written as itself
+        z[1:2] += 0.5
         (y * m.arange(24.0, dtype=m.float64).reshape(2, 3, 4)).sum().backward()
         results.append((shapes, y.tolist(), x.grad.tolist()))
     assert results[0] == results[1]

@@ -306,11 +306,18 @@ def setitem(x, index, value):
         value = Tensor._wrap(xp.asarray(value, dtype=x._data.dtype))
     elif value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
-    if value._data.ndim and value._data.shape[0] == 1:  # torch drops a value's leading 1s
-        shape = value._data.shape
-        lead = next((i for i, n in enumerate(shape) if n != 1), len(shape))
-        value = value.reshape(shape[lead:])
     data = x._data
+    if value._data.ndim and value._data.shape[0] == 1 and not advanced:
+        # torch drops a value's leading 1s; NumPy broadcasts them away except into fewer
+        # dims (x[i, j] = a (1,) value): only those extra ones go (the value stays itself,
+        # the same elements, where it fits: an alias of the region is written as before)
+        try:
+            extra = value._data.ndim - data[spec].ndim
+        except IndexError:
+            extra = 0  # (reported below, with the shapes)
+        shape = value._data.shape
+        if extra > 0 and all(n == 1 for n in shape[:extra]):
+            value = value.reshape(shape[extra:])
     if not advanced and _is_whole(data, spec) and (value is x or value._data.ndim <= data.ndim
                                                    and not np.may_share_memory(value._data, data)):
         # torch's slice covering all of x is x itself: x.copy_(value), no view of x written
