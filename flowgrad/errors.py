@@ -151,9 +151,8 @@ def fill_scalar(op_name, value, np_dtype, float_overflow=True):
             number = None
     if number is None:
         raise RuntimeError(f"{op_name}(): value {value!r} cannot be converted to type "
-                           f"{np_dtype.name} "
-                           f"without overflow; convert the tensor to a dtype that holds it "
-                           f"first")
+                           f"{np_dtype.name} without overflow; convert the tensor to a dtype "
+                           f"that holds it first")
     return number
 
 
