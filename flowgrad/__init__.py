@@ -179,6 +179,9 @@ _out_arg.accept_out(
            "bmm", "mv", "dot", "where", "amax", "amin", "argmax", "argmin", "addmm", "baddbmm",
            "addmv"),
     compute_in_out=("sum", "cumsum", "cumprod", "prod", "nansum"))
+ops.torch_spellings.accept_numpy_spellings(  # x.sum(axis=0, keepdims=True), as torch
+    globals(), Tensor, skip={path for paths in amp.policy.COMPOSITES.values()
+                             for path in paths.split()})
 
 
 def is_tensor(obj) -> bool:

@@ -54,6 +54,14 @@ ROWS = [
     ("like hints", lambda m: [tuple(m.ones_like(m.ones(2), memory_format=m.preserve_format,
                                                   layout=m.strided).shape),
                               tuple(m.empty(2, pin_memory=False).shape)]),
+    # NumPy's spellings axis= / keepdims=, which torch's argument parser takes (TypeError here)
+    ("axis keepdims", lambda m: (lambda x: [x.sum(axis=0).tolist(),
+                                            x.mean(axis=1, keepdims=True).tolist(),
+                                            m.max(x, axis=0).values.tolist(),
+                                            x.argmax(axis=0).tolist(), x.std(axis=0).tolist(),
+                                            m.sum(x, axis=1, keepdims=True).tolist()])(
+        m.tensor([[1.0, 2.0, 3.0], [4.0, 0.5, 6.0]]))),
+    ("axis and dim both", lambda m: m.ones(2, 2).sum(axis=0, dim=0)),
     # `_base`: what a view is a view of (its root), None for other tensors (was missing)
     ("_base", lambda m: [(lambda x: (x.view(2, 2)._base is x, x[1:].view(3)[0]._base is x,
                                      x._base, (x * 2)._base, x.clone()._base))(m.ones(4)),

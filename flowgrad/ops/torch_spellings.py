@@ -11,6 +11,8 @@ tensor(1.)
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
 
 from .. import dtypes as _dt
@@ -122,3 +124,56 @@ def cond(pred, true_fn, false_fn, operands=()):
         raise RuntimeError(f"cond: operands must be a tuple or list of tensors, got "
                            f"{type(operands).__name__}")
     return (true_fn if bool(pred) else false_fn)(*operands)
+
+
+# ---- NumPy's keyword spellings: torch's argument parser takes `axis` for `dim` and
+# `keepdims` for `keepdim` (x.sum(axis=0, keepdims=True)); so do these functions and methods
+NUMPY_SPELLED = (
+    "sum", "mean", "nansum", "nanmean", "prod", "std", "var", "std_mean", "var_mean", "max",
+    "min", "amax", "amin", "aminmax", "argmax", "argmin", "all", "any", "count_nonzero",
+    "logsumexp", "median", "nanmedian", "mode", "kthvalue", "quantile", "nanquantile", "cumsum",
+    "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort", "topk", "cat", "concat",
+    "concatenate", "stack", "squeeze", "unsqueeze", "diff", "norm", "softmax", "log_softmax",
+    "unbind", "chunk", "narrow", "select", "index_select", "gather", "take_along_dim",
+    "repeat_interleave", "tensor_split", "cross", "flatten", "unflatten")
+_ALIASES = (("axis", "dim"), ("keepdims", "keepdim"))
+
+
+def numpy_spelled(fn):
+    """`fn` taking `axis=` for `dim=` and `keepdims=` for `keepdim=`, as torch does.
+
+    >>> import flowgrad as flow
+    >>> flow.ones(2, 3).sum(axis=1, keepdims=True)
+    tensor([[3.],
+            [3.]])
+    """
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if "axis" in kwargs or "keepdims" in kwargs:
+            for alias, name in _ALIASES:
+                if alias in kwargs:
+                    if name in kwargs:
+                        raise TypeError(f"{fn.__name__}() got both '{alias}' and '{name}'")
+                    kwargs[name] = kwargs.pop(alias)
+        return fn(*args, **kwargs)
+    return call
+
+
+def accept_numpy_spellings(namespace, cls, skip=()):
+    """Wrap `namespace[name]` and `cls.name` for each name in NUMPY_SPELLED that takes `dim`
+    (and no `axis` of its own) with `numpy_spelled`, except the names in `skip` (autocast's
+    composite functions: its policy finds them by identity, in both places)."""
+    for get, put in ((namespace.get, namespace.__setitem__),
+                     (lambda n: cls.__dict__.get(n), lambda n, f: setattr(cls, n, f))):
+        for name in NUMPY_SPELLED:
+            if name in skip:
+                continue
+            fn = get(name)
+            if fn is None or not callable(fn):
+                continue
+            try:
+                params = inspect.signature(fn).parameters
+            except (TypeError, ValueError):
+                continue
+            if "dim" in params and "axis" not in params:
+                put(name, numpy_spelled(fn))
