@@ -156,6 +156,19 @@ def fill_scalar(op_name, value, np_dtype, float_overflow=True):
     return number
 
 
+def check_alpha(op_name, arg, value, np_dtype):
+    """torch's alpha_check on a scalar coefficient (add/sub's alpha, addr's alpha and beta)
+    against the operands' dtype: a bool one for bool operands only, no floating one for
+    integer operands (NumPy would promote the result instead)."""
+    if isinstance(value, bool) and np_dtype.kind != "b":
+        raise RuntimeError(f"{op_name}: Boolean {arg} only supported for Boolean results (got "
+                           f"{arg}={value} for {np_dtype.name} operands); pass a number")
+    if np_dtype.kind in "iub" and not isinstance(value, (int, np.integer)):
+        raise RuntimeError(f"{op_name}: For integral input tensors, argument {arg} must not be a "
+                           f"floating point number (got {arg}={value!r} for {np_dtype.name} "
+                           f"operands); convert the tensors with .float() first")
+
+
 @functools.lru_cache(maxsize=None)
 def _float_max(np_dtype):
     return finfo(from_numpy_dtype(np_dtype)).max

@@ -19,7 +19,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
 from ..device import array_module, constant, scalar_operand
-from ..errors import check_kernel_dtype
+from ..errors import check_alpha, check_kernel_dtype
 from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
     _promote_pair,
@@ -452,7 +452,7 @@ def add(input, other, *, alpha=1, out=None):
     if out is not None:
         return with_out(add, out, (input, other), "add", alpha=alpha)
     if alpha.__class__ is not int or alpha != 1:  # (alpha=True or 1.0: checked too)
-        other = scale_by_alpha(input, other, alpha)
+        other = scale_by_alpha(input, other, alpha, "add")
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, other):  # (float: inline)
             return _scalar_add(input, value=other)
@@ -478,29 +478,22 @@ def sub(input, other, *, alpha=1, out=None):
                            "If you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
     if alpha.__class__ is not int or alpha != 1:  # (alpha=True or 1.0: checked too)
-        other = scale_by_alpha(input, other, alpha)
+        other = scale_by_alpha(input, other, alpha, "sub")
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, -other):
             return _scalar_add(input, value=-other)
     return _binary(_sub, input, other, "sub")
 
 
-def scale_by_alpha(input, other, alpha):
+def scale_by_alpha(input, other, alpha, name):
     """`alpha * other` for add/sub(input, other, alpha=): torch's checks on alpha against the
     operands' result dtype (no float alpha for integers, no complex one for reals, a bool one
     for bools only), and the product kept in that dtype (`other * 2` of bools would be int64,
     so add(bools, bools, alpha=2) would no longer be a bool tensor)."""
     dtype = _dt.result_type(input, other)
-    if isinstance(alpha, Tensor) or not isinstance(alpha, (builtins.bool, builtins.int,
-                                                           builtins.float, builtins.complex)):
-        alpha = alpha.item() if hasattr(alpha, "item") else alpha
-    if isinstance(alpha, builtins.bool) and dtype.category != 0:
-        raise RuntimeError(f"Boolean alpha only supported for Boolean results (operands give "
-                           f"{dtype}); pass alpha as a number")
-    if dtype.category < 2 and not isinstance(alpha, builtins.int):
-        raise RuntimeError(f"For integral input tensors, argument alpha must not be a floating "
-                           f"point number (got alpha={alpha!r} for {dtype} operands); convert "
-                           f"the tensors with .float() first")
+    if hasattr(alpha, "item"):  # a tensor or a NumPy number: its Python value
+        alpha = alpha.item()
+    check_alpha(name, "alpha", alpha, dtype.np)
     if dtype.category < 3 and isinstance(alpha, builtins.complex):
         raise RuntimeError(f"For non-complex input tensors, argument alpha must not be a complex "
                            f"number (got alpha={alpha!r} for {dtype} operands)")

@@ -21,7 +21,7 @@ import numpy as np
 from .. import blas, sparse
 from .. import dtypes as _dt
 from ..autograd.node import FunctionNode
-from ..errors import check_same_dtype, fill_scalar
+from ..errors import check_alpha, check_same_dtype, fill_scalar
 from ..tensor import Tensor, tensor_method
 from .complex import conj
 from .einsum import einsum, tensordot
@@ -235,14 +235,8 @@ def _coefficient(name, arg, value, dtype, refuse_float):
     real tensors, or nan for integer ones, raises (NumPy would promote the product)."""
     if value.__class__ is int and (value == 1 or value == 0):  # the defaults: nothing to check
         return value
-    if refuse_float and isinstance(value, bool) and dtype.kind != "b":
-        raise RuntimeError(f"{name}: Boolean {arg} only supported for Boolean results (got "
-                           f"{arg}={value} for {dtype} tensors); pass a number")
-    if refuse_float and dtype.kind in "iub":
-        if not isinstance(value, (int, np.integer)):
-            raise RuntimeError(f"{name}: For integral input tensors, argument {arg} must not be "
-                               f"a floating point number (got {arg}={value!r} for {dtype} "
-                               f"tensors); convert the tensors with .float() first")
+    if refuse_float:
+        check_alpha(name, arg, value, dtype)
     value = fill_scalar(name, value, dtype)
     return int(value) if dtype.kind in "iu" else value
 
