@@ -117,6 +117,7 @@ class _Writer:
 
     def node(self, obj, path):
         if isinstance(obj, Tensor):
+            _check_materialized(obj, path)
             return self.leaf(obj, obj._data, path, self._flags(obj))
         if isinstance(obj, np.ndarray):
             return self.leaf(obj, obj, path, {"ndarray": True})
@@ -212,6 +213,16 @@ class _Writer:
         if t.requires_grad:
             flags["requires_grad"] = True
         return flags
+
+
+def _check_materialized(t, path):
+    from .nn.parameter import is_lazy
+
+    if is_lazy(t):
+        where = "a tensor" if path is None else _where(path)
+        raise ValueError(f"flowgrad.save: {where} is an uninitialized parameter or "
+                         f"buffer (a lazy module's, before its first forward): it has no "
+                         f"values to save; run the module on a batch first")
 
 
 def _umask():

@@ -321,6 +321,10 @@ class _Pickler(pickle._Pickler):
         if isinstance(obj, _StorageType):
             self.global_name("torch", obj.name)
             return  # a marker made per storage: not memoised
+        if isinstance(obj, Tensor):
+            from .serialization import _check_materialized
+
+            _check_materialized(obj, None)
         if isinstance(obj, _dt.dtype):
             self.global_name("torch", obj.name)
         elif kind is Size:

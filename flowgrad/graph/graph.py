@@ -29,6 +29,7 @@ from ..amp.autocast_mode import autocast
 from ..autograd.interpreter import using_interpreter
 from ..device import ARRAY_MODULES, HOST_XP, array_module
 from ..nn.module import Module
+from ..nn.parameter import is_lazy
 from ..optim.optimizer import Optimizer
 from ..return_types import sequence_of
 from ..tensor import Tensor
@@ -210,8 +211,14 @@ class Graph:
 
     def _trace_and_generate(self, args, kwargs, flat):
         started = time.perf_counter()
+        state = self._state()
+        if any(is_lazy(t) for t in state):
+            raise RuntimeError(
+                f"nn.Graph {self._name}: a module has uninitialized parameters (a lazy module: "
+                f"LazyLinear, LazyConv2d, ...); run the model once eagerly on a batch before "
+                f"the graph's first call, so their shapes are known")
         tracer = Tracer()
-        for t in self._state():
+        for t in state:
             tracer.bind(t, STATE, t)
         for i, t in enumerate(flat):
             if isinstance(t, Tensor):

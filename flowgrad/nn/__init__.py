@@ -3,7 +3,7 @@ from . import functional, init, parallel, utils
 from .module import Module
 from .modules import *  # noqa: F401,F403
 from .parallel import DataParallel  # torch.nn has it too
-from .parameter import Parameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 
 def __getattr__(name):

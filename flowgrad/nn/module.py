@@ -27,7 +27,7 @@ from ..autograd.grad_mode import no_grad
 from ..autograd.inplace import bump_version
 from ..device import device, resolve_device, to_device
 from ..tensor import Tensor
-from .parameter import Parameter
+from .parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -263,6 +263,12 @@ class Module:
                 raise TypeError(f"cannot assign '{_type_name(value)}' as child module "
                                 f"'{name}' (flowgrad.nn.Module or None expected)")
             self._modules[name] = value
+        elif isinstance(value, Buffer):  # torch's nn.Buffer: registers itself
+            if d.get("_buffers") is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            for store in (d, self._parameters, self._modules, self._buffers):
+                store.pop(name, None)
+            self.register_buffer(name, value, value.persistent)
         elif d.get("_buffers") is not None and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
@@ -416,12 +422,14 @@ class Module:
 
     # ---- state ----------------------------------------------------------------------------
     def _save_to_state_dict(self, destination, prefix, keep_vars):
+        # (a lazy module's placeholder goes in as it is, as torch's: loading it elsewhere
+        # leaves that one lazy too)
         for name, p in self._parameters.items():
             if p is not None:
-                destination[prefix + name] = p if keep_vars else p.detach()
+                destination[prefix + name] = p if keep_vars or is_lazy(p) else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = b if keep_vars else b.detach()
+                destination[prefix + name] = b if keep_vars or is_lazy(b) else b.detach()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """An OrderedDict of every parameter and persistent buffer by dotted name; values
@@ -495,7 +503,16 @@ class Module:
             if key not in state_dict:
                 continue
             current = getattr(mod, name)
+            if is_lazy(state_dict[key]):
+                if not is_lazy(current):
+                    errors.append(f"cannot load the uninitialized parameter or buffer {key} "
+                                  f"(a lazy module's, before its first forward) into an "
+                                  f"initialized one; run the lazy module on a batch first")
+                continue  # lazy into lazy: stays lazy
             arr = _as_array(state_dict[key], key)
+            if is_lazy(current):  # a lazy module takes the checkpoint's shape (below)
+                plan.append((mod, name, kind, current, arr))
+                continue
             if tuple(arr.shape) != tuple(current.shape):
                 errors.append(
                     f"size mismatch for {key}: copying a param with shape "
@@ -508,6 +525,8 @@ class Module:
                                "\n\t".join(errors))
         with no_grad():
             for mod, name, kind, current, arr in plan:
+                if is_lazy(current):
+                    current.materialize(arr.shape)
                 if assign:
                     t = Tensor._wrap(arr.copy(order="K"))
                     if kind == "param":

@@ -43,3 +43,151 @@ class Parameter(Tensor):
         p = Parameter(Tensor._wrap(self._data.copy()), self.requires_grad)
         memo[id(self)] = p
         return p
+
+
+class Buffer(Tensor):
+    """A tensor that a Module registers as a buffer when assigned as an attribute (torch's
+    `nn.Buffer`): `self.steps = nn.Buffer(flow.zeros(()))` is `register_buffer("steps", ...)`;
+    `persistent=False` keeps it out of `state_dict`. Shares storage with `data`.
+
+    >>> import flowgrad as flow
+    >>> m = flow.nn.Module()
+    >>> m.steps = flow.nn.Buffer(flow.zeros(()), persistent=False)
+    >>> list(dict(m.named_buffers())), list(m.state_dict())
+    (['steps'], [])
+    """
+
+    __slots__ = ("persistent",)
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            from ..ops.creation import empty
+
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"nn.Buffer: expected a Tensor, got {type(data).__name__}")
+        b = object.__new__(cls)
+        b._data = data._data
+        b._meta = None
+        b._grad_fn = None
+        b._version = data._version
+        b._view = None
+        b.persistent = bool(persistent)
+        if data.requires_grad:
+            b.requires_grad_(True)
+        return b
+
+    def __init__(self, data=None, *, persistent=True):
+        pass  # everything happens in __new__
+
+    def __reduce_ex__(self, protocol):
+        return Tensor._wrap(self._data).__reduce_ex__(protocol)
+
+    def __deepcopy__(self, memo):
+        b = Buffer(Tensor._wrap(self._data.copy()), persistent=self.persistent)
+        if self.requires_grad:
+            b.requires_grad_(True)
+        memo[id(self)] = b
+        return b
+
+
+# ---- lazy modules' placeholders --------------------------------------------------------------
+_UNINITIALIZED = (
+    "Can't access the shape of an uninitialized parameter or buffer. This error usually "
+    "happens in `load_state_dict` when trying to load an uninitialized parameter into an "
+    "initialized one. Call `forward` to initialize the parameters before accessing their "
+    "attributes.")
+
+
+class UninitializedTensorMixin:
+    """A lazy module's parameter or buffer before its first forward: no shape yet (reading it
+    raises) until `materialize(shape)` gives it storage and makes it a plain `cls_to_become`
+    (the same object: optimizers and hooks holding it see the change)."""
+
+    __slots__ = ()
+    cls_to_become = None
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Give the placeholder an (uninitialised) array of `shape`, in `dtype` (by default
+        the dtype it was made with, or was cast to by `Module.to`)."""
+        from ..ops.creation import empty
+
+        dtype = dtype if dtype is not None else self.dtype
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self._data = empty(shape, dtype=dtype, device=device)._data
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError(_UNINITIALIZED)
+
+    def size(self, dim=None):
+        raise RuntimeError(_UNINITIALIZED)
+
+    def dim(self):
+        raise RuntimeError(_UNINITIALIZED)
+
+    def numel(self):
+        raise RuntimeError(_UNINITIALIZED)
+
+    ndim = property(dim)
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    def __reduce_ex__(self, protocol):
+        return (type(self), (self.requires_grad, None, self.dtype))
+
+    def __deepcopy__(self, memo):
+        copy = type(self)(self.requires_grad, None, self.dtype)
+        memo[id(self)] = copy
+        return copy
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A lazy module's parameter before its first forward (torch's); becomes a Parameter.
+
+    >>> import flowgrad as flow
+    >>> p = flow.nn.UninitializedParameter()
+    >>> p.materialize((2, 3))
+    >>> type(p).__name__, tuple(p.shape)
+    ('Parameter', (2, 3))
+    """
+
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        from ..ops.creation import empty
+
+        p = Parameter.__new__(cls, empty(0, dtype=dtype, device=device), requires_grad)
+        return p
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A lazy module's buffer before its first forward (torch's); becomes a Tensor."""
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None):
+        from ..ops.creation import empty
+
+        data = empty(0, dtype=dtype, device=device)
+        b = object.__new__(cls)
+        b._data, b._meta, b._grad_fn, b._version, b._view = (data._data, None, None,
+                                                              data._version, None)
+        if requires_grad:
+            b.requires_grad_(True)
+        return b
+
+    def __init__(self, requires_grad=False, device=None, dtype=None):
+        pass
+
+
+def is_lazy(param):
+    """Whether `param` is a lazy module's placeholder not yet materialized."""
+    return isinstance(param, UninitializedTensorMixin)

@@ -4,6 +4,7 @@ from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .extra import *  # noqa: F401,F403
+from .lazy import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
