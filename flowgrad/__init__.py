@@ -126,6 +126,7 @@ from .ops.shape import *  # noqa: F401,F403
 from .ops.sort import *  # noqa: F401,F403
 from .ops.spatial import pixel_shuffle, pixel_unshuffle  # noqa: F401
 from .ops.special_fns import *  # noqa: F401,F403
+from .ops.spectral import *  # noqa: F401,F403
 from .ops.split import *  # noqa: F401,F403
 from .ops.stacks import *  # noqa: F401,F403
 from .ops.stats import *  # noqa: F401,F403
