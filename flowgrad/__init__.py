@@ -52,6 +52,7 @@ from .amp.autocast_mode import (  # noqa: F401 - torch.* names of the autocast s
     set_autocast_enabled,
     set_autocast_gpu_dtype,
 )
+from .amp.grad_scaler import GradScaler  # torch.GradScaler is torch.amp.GradScaler
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .autograd.grad_mode import (
     enable_grad,

@@ -400,3 +400,7 @@ def test_digits_cnn_bfloat16_autocast_accuracy():
     """36 Adam steps on 600 digits, tested on 597 others: float32 reaches ~0.86."""
     acc32, acc16 = _train_digits(False), _train_digits(True)
     assert acc32 > 0.8 and abs(acc16 - acc32) < 0.04, (acc32, acc16)
+
+
+def test_top_level_grad_scaler_is_amps():
+    assert (flow.GradScaler is flow.amp.GradScaler) == (torch.GradScaler is torch.amp.GradScaler)
