@@ -147,6 +147,7 @@ from .threads import (
     set_num_threads,
 )
 from .typed_tensors import *  # noqa: F401,F403 - FloatTensor..., channels_last...
+from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401 - torch.* has both
 
 __version__ = "0.1.0"
 
