@@ -7,6 +7,7 @@ hessian, vmap, functional_call) on flowgrad's interpreter levels.
 tensor([[ 3.],
         [12.]])
 """
+from .ensembling import functionalize, replace_all_batch_norm_modules_, stack_module_state
 from .transforms import (
     functional_call,
     grad,
@@ -21,4 +22,5 @@ from .transforms import (
 from .vmap import vmap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
-           "functional_call", "vmap", "linearize"]
+           "functional_call", "vmap", "linearize", "stack_module_state",
+           "replace_all_batch_norm_modules_", "functionalize"]
