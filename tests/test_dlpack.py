@@ -32,3 +32,13 @@ def test_capsules_and_refusals():
             m.ones(2, requires_grad=True).__dlpack__()
     with pytest.raises(RuntimeError, match="from_dlpack"):
         flow.from_dlpack(torch.ones(2, dtype=torch.bfloat16))
+
+
+def test_copy_and_device_keywords():
+    source = torch.zeros(3)
+    copied = flow.from_dlpack(source, copy=True, device="cpu")
+    copied += 1
+    assert source.tolist() == [0.0, 0.0, 0.0] and copied.tolist() == [1.0, 1.0, 1.0]
+    shared = flow.from_dlpack(source, copy=False)
+    shared += 2
+    assert source.tolist() == [2.0, 2.0, 2.0]

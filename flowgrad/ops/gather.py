@@ -29,8 +29,8 @@ from .halfprec import HALF, in_float32
 from .index import _index, masked_fill, parse_index
 from .registry import op
 
-__all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
-           "index_fill", "index_put", "take", "take_along_dim", "masked_select",
+__all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_reduce",
+           "index_copy", "index_fill", "index_put", "take", "take_along_dim", "masked_select",
            "masked_scatter", "put"]
 
 
@@ -404,6 +404,30 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 @tensor_method()
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """input with the slices of source reduced (prod, mean, amax or amin) into the slices at
+    `index` along `dim`; include_self=False leaves input's own values at those slices out.
+
+    >>> import flowgrad as flow
+    >>> flow.ones(3, 2).index_reduce(0, flow.tensor([0, 0]), flow.full((2, 2), 3.0), "prod")
+    tensor([[9., 9.],
+            [1., 1.],
+            [1., 1.]])
+    """
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce argument to be one of prod, mean, "
+                           f"amax or amin, got {reduce}.")
+    _check_dtype(input, source, "index_reduce")
+    if source._data.ndim != input._data.ndim:
+        raise RuntimeError(f"index_reduce(): source tensor shape must match self tensor shape, "
+                           f"excluding the specified dimension. Got self.shape = "
+                           f"{list(input.shape)} source.shape = {list(source.shape)}")
+    flat = _index_dim(input, dim, index, "index_reduce", source)
+    return _scatter_reduce_flat(input, source, flat, reduce=reduce,
+                                include_self=bool(include_self))
+
+
+@tensor_method()
 def index_copy(input, dim, index, source):
     """input with the slices of source written at `index` along `dim`."""
     _check_dtype(input, source, "index_copy")
@@ -537,6 +561,7 @@ def _inplace(name, fn):
 for _name, _fn in (("scatter_", scatter), ("scatter_add_", scatter_add),
                    ("scatter_reduce_", scatter_reduce), ("index_add_", index_add),
                    ("index_copy_", index_copy), ("index_fill_", index_fill),
+                   ("index_reduce_", index_reduce),
                    ("index_put_", index_put), ("masked_scatter_", masked_scatter),
                    ("put_", put)):
     setattr(Tensor, _name, _inplace(_name, _fn))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..device import resolve_device
 from ..tensor import Tensor, tensor_method
 
 __all__ = ["from_dlpack", "to_dlpack"]
@@ -36,13 +37,17 @@ class _Capsule:
         return (1, 0)  # kDLCPU: capsules come from host tensors here
 
 
-def from_dlpack(ext_tensor):
-    """A tensor sharing `ext_tensor`'s memory (an object with `__dlpack__`, or a capsule)."""
+def from_dlpack(ext_tensor, *, device=None, copy=None):
+    """A tensor sharing `ext_tensor`'s memory (an object with `__dlpack__`, or a capsule);
+    `copy=True` copies it, `copy=False` refuses to; `device` may only be the CPU."""
+    if device is not None and resolve_device(device, "from_dlpack").type != "cpu":
+        raise RuntimeError(f"from_dlpack: device={device} is not available: flowgrad takes "
+                           f"host (CPU) memory")
     if isinstance(ext_tensor, Tensor):
-        return ext_tensor
+        return Tensor._wrap(ext_tensor._data.copy()) if copy else ext_tensor
     source = ext_tensor if hasattr(ext_tensor, "__dlpack__") else _Capsule(ext_tensor)
     try:
-        array = np.from_dlpack(source)
+        array = np.from_dlpack(source, copy=copy)
     except (BufferError, RuntimeError, TypeError) as error:
         device = source.__dlpack_device__()[0] if hasattr(source, "__dlpack_device__") else 1
         hint = ("flowgrad takes host (CPU) memory: move it to the CPU first" if device != 1
