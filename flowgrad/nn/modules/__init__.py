@@ -1,5 +1,6 @@
 """The layer modules, one file per family (as torch.nn.modules)."""
 from .activation import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
