@@ -1,9 +1,10 @@
 """Functions that computed on their inputs' arrays outside an op, under nn.Graph: the trace
 froze the first call's values into the plan, so the next call with other data gave the old
 answer with no error (one_hot, isclose, round of integers, multi_margin_loss's target,
-scaled_dot_product_attention's bool mask, bucketize, searchsorted, histc). Each is an op now;
-those whose output shape comes from the values (unique, histogram, bincount, allclose's bool)
-raise inside build, as does copying a traced tensor (tensor(x), full_like(x, x.sum())).
+scaled_dot_product_attention's bool mask, bucketize, searchsorted, histc, a 0-d index tensor,
+where(cond)). Each is an op now; those whose output shape comes from the values (unique,
+histogram, bincount, allclose's bool, repeat_interleave's and tensor_split's tensors) raise
+inside build, as does copying a traced tensor (tensor(x), full_like(x, x.sum())).
 Named-tuple results (sort, topk, linalg's) came back from a graph as a TypeError. Each case
 is compiled once and called on two different inputs, against eager."""
 from __future__ import annotations
@@ -63,6 +64,13 @@ CASES = [
                                                                                [1.0, 3.0]])]),
     ("linalg.qr", lambda x: flow.linalg.qr(x), [T(I2), T([[2.0, 0.0], [1.0, 3.0]])]),
     ("linalg.slogdet", lambda x: flow.linalg.slogdet(x), [T(I2), T([[2.0, 0.0], [1.0, 3.0]])]),
+    # a 0-d index tensor was read as an int while tracing (x[i], x[i] = v), and where(cond)'s
+    # indices computed outside an op: the first call's positions on every call
+    ("0-d index", lambda i: flow.arange(6.0).reshape(3, 2)[i, 1:], [T(0), T(2)]),
+    ("0-d index write", lambda i: flow.zeros(3).index_put_((i,), T(1.0)) +
+     (lambda y: (y.__setitem__(i, 5.0), y)[1])(flow.zeros(3)), [T(1), T(2)]),
+    ("where(cond)", lambda c: flow.where(c), [T([[0, 1], [1, 1]]), T([[1, 0], [0, 0]])]),
+    ("nonzero as_tuple", lambda c: flow.nonzero(c, as_tuple=True), [T([0, 3, 1]), T([2, 0, 0])]),
 ]
 
 REFUSED = [
@@ -75,6 +83,9 @@ REFUSED = [
     ("tensor of a tensor", lambda x: flow.tensor(x) * 2, T([0.0, 1.0])),
     ("scalar_tensor of a tensor", lambda x: flow.scalar_tensor(x.sum()), T([0.0, 1.0])),
     ("full_like of a traced value", lambda x: flow.full_like(x, x.sum()), T([0.0, 1.0])),
+    ("repeat_interleave repeats", lambda r: flow.repeat_interleave(flow.ones(2), r), T([1, 2])),
+    ("repeat_interleave counts", lambda r: flow.repeat_interleave(r), T([1, 2])),
+    ("tensor_split indices", lambda i: flow.tensor_split(flow.ones(4), i)[0], T([1, 3])),
 ]
 
 
@@ -156,3 +167,26 @@ def test_clip_grad_norm_inside_build_raises_with_the_param_group_remedy():
 
     with pytest.raises(RuntimeError, match="clip_grad_max_norm"):
         Step()(flow.ones(1, 2))
+
+
+def test_decomposition_rules_do_not_freeze_a_zero_gradient():
+    """eigh's rule skips the eigenvector term when that gradient is a constant zero; a traced
+    gradient that was zero on the first call only (here: scaled by an input) must keep it."""
+    holder = flow.nn.Module()
+    holder.a = flow.nn.Parameter(flow.tensor([[2.0, 0.5], [0.5, 1.0]]))
+
+    def gradient(s):
+        values, vectors = flow.linalg.eigh(holder.a + holder.a.mT)
+        return flow.autograd.grad((vectors.abs() * s).sum() + values.sum(), [holder.a])[0]
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.holder = holder
+
+        def build(self, s):
+            return gradient(s)
+
+    step = Step()
+    for s in (flow.zeros(2, 2), flow.tensor([[1.0, -2.0], [0.5, 3.0]])):
+        np.testing.assert_allclose(step(s).numpy(), gradient(s).numpy(), rtol=1e-5, atol=1e-6)

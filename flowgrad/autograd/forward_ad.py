@@ -119,6 +119,9 @@ class ForwardLevel:
     def read(self, tensor, what):
         delegate(self.inner, "read", tensor, what)
 
+    def varies(self, tensor):
+        return delegate(self.inner, "varies", tensor)
+
     def inplace(self, tensor):
         delegate(self.inner, "inplace", tensor)
 

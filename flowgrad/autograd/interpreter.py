@@ -164,6 +164,14 @@ def check_read(tensor, what):
         refuse(what)
 
 
+def varies_per_run(tensor):
+    """Whether `tensor` holds a value that a compiled plan recomputes on every run (a traced
+    graph input or state, or what is computed from them): a choice made on its values (an
+    index turned into an int, a shortcut for zeros) must not be frozen into the plan."""
+    hook = getattr(current, "varies", None)
+    return hook is not None and bool(hook(tensor))
+
+
 def check_host_draw(what):
     """Random numbers drawn by Python outside an op (nn.init's algorithms): a tracer refuses
     them, as its plan would reuse the same numbers on every run."""

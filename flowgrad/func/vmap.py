@@ -147,6 +147,9 @@ class VmapLevel:
     def read(self, tensor, what):
         delegate(self.inner, "read", tensor, what)
 
+    def varies(self, tensor):
+        return delegate(self.inner, "varies", tensor)
+
     def inplace(self, tensor):
         if type(tensor) is BatchedTensor and tensor._view is not None:
             raise RuntimeError("vmap: an in-place write through a view of a batched tensor is "

@@ -191,6 +191,11 @@ class Tracer:
             f"computation in tensor ops (flow.where instead of `if`), or pass the value to the "
             f"graph as a Python argument")
 
+    def varies(self, tensor):
+        """Whether the plan recomputes `tensor` per run (not a constant): `varies_per_run`."""
+        value = self.value_of.get(id(tensor._data))
+        return value is not None and value.kind != CONST
+
     def host_draw(self, what):
         """Random numbers drawn outside an op while build runs would be frozen into the plan:
         refuse, naming the line."""

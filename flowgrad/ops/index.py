@@ -77,8 +77,11 @@ def parse_index(index, select_ints=True):
                     f"tensors used as indices must be long, int, byte or bool tensors, got "
                     f"{data.dtype}")
             if data.ndim == 0 and data.dtype.kind != "b" and select_ints and \
-                    getattr(item, "_phys", None) is None:  # (not vmap's: one per example)
-                item = int(data)  # a 0-d index selects (a view), as torch's
+                    getattr(item, "_phys", None) is None and \
+                    not _interpreter.varies_per_run(item):
+                # a 0-d index selects (a view), as torch's; not vmap's (one per example) nor
+                # a traced one (a plan reads it per run): those index as arrays
+                item = int(data)
             else:
                 if data.dtype == np.uint8:  # torch reads byte tensors as masks
                     item = item.to(_dt.bool)
@@ -444,9 +447,11 @@ def nonzero(input, *, as_tuple=False):
     tensor([[0, 1],
             [1, 0]])
     """
-    xp = array_module(input._data)
-    if as_tuple:
-        return tuple(Tensor._wrap(i.astype(np.int64)) for i in xp.nonzero(input._data))
+    if as_tuple and input._data.ndim == 0:  # (NumPy has no 0-d nonzero: as a 1-element one)
+        return (_nonzero(input.reshape(1)).to(_dt.int64).reshape(-1),)
+    if as_tuple:  # the op's columns (a plan computes them per run)
+        found = _nonzero(input).to(_dt.int64)
+        return tuple(found[:, k] for k in range(input._data.ndim))
     return _nonzero(input).to(_dt.int64)
 
 

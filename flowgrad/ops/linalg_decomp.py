@@ -18,6 +18,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..autograd.interpreter import varies_per_run
 from ..device import array_module
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from . import norm as _norm
@@ -102,7 +103,7 @@ def _is_zero(g):
     that requires grad is a variable (a derived JVP differentiates the rule at zero), and a
     transform's tensor (vmap) holds no values of its own: neither is skipped."""
     return (type(g) is Tensor and not g.requires_grad and g._grad_fn is None
-            and not g._data.any())
+            and not varies_per_run(g) and not g._data.any())
 
 
 # ---- det / slogdet / inv / solve -------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.interpreter import check_read
 from ..device import array_module
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .index import index_select
@@ -198,7 +199,9 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     tensor([1, 1, 2, 2])
     """
     xp = array_module(input._data)
+    # (the output's size comes from the repeats' values: a plan could not repeat it)
     if repeats is None:  # the index form
+        check_read(input, "repeat_interleave's repeats")
         counts = input._data
         if counts.ndim != 1 or counts.dtype.kind not in "iu":
             raise RuntimeError("repeat_interleave(): repeats must be a 1-D integer tensor")
@@ -206,6 +209,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else _wrap_dim(dim, input._data.ndim, "repeat_interleave")
     n = x._data.shape[d] if x._data.ndim else 1
+    if isinstance(repeats, Tensor):
+        check_read(repeats, "repeat_interleave's repeats")
     reps = repeats._data if isinstance(repeats, Tensor) else xp.asarray(repeats)
     if reps.ndim > 1 or (reps.ndim == 1 and reps.size not in (1, n)):
         raise RuntimeError(f"repeat_interleave(): repeats must have the same size as input "

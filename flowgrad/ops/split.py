@@ -14,6 +14,7 @@ import itertools
 
 import numpy as np
 
+from ..autograd.interpreter import check_read
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 from .shape import cat, stack
@@ -153,6 +154,7 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
         if s._data.dtype.kind not in "iu":
             raise RuntimeError(f"tensor_split(): tensor_indices_or_sections must be an integer "
                                f"tensor, got {s.dtype}")
+        check_read(s, "tensor_split's tensor_indices_or_sections")  # (the pieces' sizes)
         s = s._data.item() if s._data.ndim == 0 else s._data.tolist()
     if isinstance(s, (list, tuple)):
         cuts = [min(max(int(i) + (n if i < 0 else 0), 0), n) for i in s]
