@@ -190,3 +190,27 @@ def test_decomposition_rules_do_not_freeze_a_zero_gradient():
     step = Step()
     for s in (flow.zeros(2, 2), flow.tensor([[1.0, -2.0], [0.5, 3.0]])):
         np.testing.assert_allclose(step(s).numpy(), gradient(s).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduce", [lambda t: t.prod(), lambda t: t.cumprod(0).sum()],
+                         ids=["prod", "cumprod"])
+def test_product_rules_keep_their_exact_form_for_later_zeros(reduce):
+    """prod's and cumprod's rules divide by x when it has no zero: a plan traced on such an
+    input gave nan gradients for a later input with a zero."""
+    holder = flow.nn.Module()
+    holder.a = flow.nn.Parameter(flow.tensor([1.0, 2.0, 3.0]))
+
+    def gradient(s):
+        return flow.autograd.grad(reduce(holder.a * s), [holder.a])[0]
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.holder = holder
+
+        def build(self, s):
+            return gradient(s)
+
+    step = Step()
+    for s in (flow.ones(3), flow.tensor([1.0, 0.0, 2.0]), flow.tensor([0.0, 0.0, 2.0])):
+        np.testing.assert_allclose(step(s).numpy(), gradient(s).numpy(), rtol=1e-6)

@@ -181,7 +181,8 @@ class Tracer:
     def read(self, tensor, what):
         """Reading a value that depends on the graph's inputs or state would freeze it into the
         plan: refuse, naming the line. Constants may be read, and so may the autograd pass
-        (a rule's guard, e.g. prod's "any zero?")."""
+        (a rule's guard that raises on bad input, checked once here); a rule choosing its
+        formula by the values must not let the plan keep that choice: `varies_per_run`."""
         value = self.value_of.get(id(tensor._data))
         if self.phase == "backward" or value is None or value.kind == CONST:
             return  # a constant (or a Python number being wrapped) reads the same every run

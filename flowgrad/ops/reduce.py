@@ -15,6 +15,7 @@ import builtins
 import math
 
 from .. import dtypes as _dt
+from ..autograd.interpreter import varies_per_run
 from ..errors import not_a_tensor
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -357,7 +358,9 @@ def prod_backward(ctx, dy):
     g = expand_reduced(dy, shape, axes)
     if not shape:  # a 0-d input: the product is x itself (torch's: grad, not grad * y / x)
         return g
-    if not (x == 0).any():  # a data-dependent branch: a tracer records it as a guard
+    # (the division, when x has no zero; a compiled plan, whose later inputs may have zeros,
+    # always takes the exact form)
+    if not varies_per_run(x) and not (x == 0).any():
         return g * (expand_reduced(y, shape, axes) / x)
     return g * _prod_of_others(x, axes)  # a zero in x: y / x would be 0 / 0
 

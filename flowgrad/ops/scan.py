@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes as _dt
+from ..autograd.interpreter import varies_per_run
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
@@ -139,7 +140,9 @@ def cumprod_backward(ctx, dy):
     if math.prod(shape) <= 1 or shape[dim] == 1:  # y is x itself (torch's: grad, not y / x)
         return dy
     x, y = conj(x), conj(y)  # torch's convention for complex; the identity for real
-    if not (x == 0).any():  # a data-dependent branch: a tracer records it as a guard
+    # (the division, when x has no zero; a compiled plan, whose later inputs may have zeros,
+    # always takes the exact form)
+    if not varies_per_run(x) and not (x == 0).any():
         # dx_i = sum_{k >= i} dy_k y_k / x_i
         return _cumsum(dy * y, dim=dim, reverse=True) / x
     return _cumprod_grad_with_zeros(x, dy, dim)
