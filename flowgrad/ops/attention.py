@@ -72,15 +72,35 @@ def _repeat_heads(t, times):
               slice(None))]
 
 
+def check_mask_dtype(mask, dtype):
+    """torch's rule: a non-bool mask is float32 or the query's dtype (no other promotion)."""
+    if mask.dtype.name not in ("bool", "float32", dtype.name):
+        raise RuntimeError(f"scaled_dot_product_attention: expected attn_mask dtype to be "
+                           f"bool or float or to match query dtype, but got attn_mask.dtype: "
+                           f"{mask.dtype.name} and query.dtype: {dtype.name}; convert the "
+                           f"mask with .to({dtype.name})")
+
+
+def _safe_softmax(scores, allowed=None):
+    """softmax over the last dim, with torch's SDPA rule for rows where every score is -inf
+    (a fully masked row): output 0 there, with gradient 0, rather than softmax's NaN.
+    `allowed` (bool, True = attend) masks the scores to -inf first."""
+    if allowed is not None:
+        scores = where(allowed, scores, -math.inf)
+    empty = (scores == -math.inf).all(-1, keepdim=True)
+    # the empty rows' softmax runs on zeros (no NaN to leak into the gradient), then is zeroed
+    return where(empty, 0.0, softmax(where(empty, 0.0, scores), -1))
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(q @ k^T * scale + mask) @ v, with query (..., L, E), key (..., S, E) and
     value (..., S, Ev).
 
-    attn_mask: bool (True = attend) or float (added to the scores), broadcastable to
-    (..., L, S). is_causal: attend only to positions <= own. Rows with nothing to attend to
-    give zeros, as torch's math kernel does. enable_gqa: key/value may have fewer heads
-    (dim -3) than query, which must be a multiple.
+    attn_mask: bool (True = attend) or float (added to the scores; float32 or the query's
+    dtype), broadcastable to (..., L, S). is_causal: attend only to positions <= own. Rows
+    with nothing to attend to (every score -inf) give zeros, as torch's kernels do.
+    enable_gqa: key/value may have fewer heads (dim -3) than query, which must be a multiple.
 
     >>> import flowgrad as flow
     >>> import flowgrad.nn.functional as F
@@ -120,19 +140,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if scale is None:
         scale = 1.0 / math.sqrt(q._data.shape[-1])
     scores = (q @ k.transpose(-2, -1)) * scale
-    allowed = None
     if is_causal:  # (a constant of the shapes)
-        allowed = Tensor._wrap(xp.tril(xp.ones((length, source), bool)))
+        attn = _safe_softmax(scores, Tensor._wrap(xp.tril(xp.ones((length, source), bool))))
     elif attn_mask is not None:
         if attn_mask._data.dtype.kind == "b":
-            allowed = attn_mask  # an input of the ops below: a graph compiles them
+            # an input of the ops below: a graph compiles them
+            attn = _safe_softmax(scores, attn_mask)
         else:
-            scores = scores + attn_mask.to(scores.dtype)
-    if allowed is not None:
-        empty = ~allowed.any(-1, keepdim=True)
-        # rows with nothing to attend to: softmax over zeros (no NaN), then output zero
-        scores = where(allowed | empty, scores, -math.inf)
-        attn = where(empty, 0.0, softmax(scores, -1))
+            check_mask_dtype(attn_mask, q.dtype)
+            attn = _safe_softmax(scores + attn_mask.to(scores.dtype))
     else:
         attn = softmax(scores, -1)
     if dropout_p > 0:

@@ -74,6 +74,26 @@ def _nan_last_sorted(input, dim):
     return values, indices, count
 
 
+@op("nanmedian_all", save="inputs outputs")
+def _nanmedian_all(xp, x):
+    flat = x.reshape(-1)
+    if flat.dtype.kind in "fV":
+        flat = flat[~xp.isnan(flat)]
+        if flat.size == 0:  # all NaN: NaN
+            return xp.full((), xp.nan, x.dtype)
+    k = (flat.size - 1) // 2
+    return xp.partition(flat, k)[k]  # the lower median
+
+
+@_nanmedian_all.grad
+def nanmedian_all_backward(ctx, dy):
+    (x,), y = ctx.inputs, ctx.out
+    # ties share the gradient evenly, as torch's nanmedian() (and median()) do; an all-NaN
+    # input's NaN result is a tie of its NaNs
+    hit = ((x == y) | (x.isnan() & y.isnan())).to(x.dtype)
+    return dy * (hit / hit.sum())
+
+
 @tensor_method()
 def nanmedian(input, dim=None, keepdim=False):
     """The lower median of the non-NaN elements (NaN if all are NaN); with `dim`,
@@ -92,7 +112,7 @@ def nanmedian(input, dim=None, keepdim=False):
             raise IndexError(f"nanmedian(): cannot compute the median of an empty tensor of "
                              f"shape {tuple(input.shape)} and integer dtype {input.dtype} (torch "
                              f"returns an uninitialised value); convert it to a float first")
-        return nanmedian(input.reshape(-1), 0).values
+        return _nanmedian_all(input)
     if input._data.ndim == 0:
         return values_indices("nanmedian", input.clone(), Tensor._wrap(xp.zeros((), np.int64)))
     d = _wrap_dim(dim, input._data.ndim, "nanmedian")
@@ -112,9 +132,9 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     xp = array_module(input._data)
-    if input._data.dtype.kind not in "fV":
+    if input._data.dtype not in (np.float32, np.float64):  # (torch refuses half precision)
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype, got "
-                           f"{input.dtype}")
+                           f"{input.dtype}; convert it with .float()")
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"{name}() interpolation must be one of {', '.join(_INTERPOLATIONS)}."
                          f" Got {interpolation!r}")

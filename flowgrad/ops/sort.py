@@ -92,6 +92,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 def kthvalue(input, k, dim=-1, keepdim=False):
     """The k-th smallest entry along `dim` (k counts from 1), with its index."""
     nd = input._data.ndim
+    if input._data.dtype.kind == "b":
+        raise NotImplementedError(f'"kthvalue_cpu" not implemented for \'Bool\' (input of '
+                                  f"shape {tuple(input.shape)}); convert with .int() first")
     d = _wrap_dim(dim, nd, "kthvalue")
     size = input._data.shape[d] if nd else 1
     if not 1 <= k <= size:
@@ -136,13 +139,27 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 
 def _search(xp, seq, values, right):
-    """searchsorted of each row of values in the matching row of seq (vectorised)."""
-    if seq.ndim == 1:
+    """searchsorted of each row of values in the matching row of seq: torch's binary search,
+    run on every value at once (one step per bit of the length). Its comparisons are
+    `not (boundary >= value)` (left) and `not (boundary > value)` (right), so a NaN value
+    lands past the end and a NaN boundary counts as below every value, as in torch."""
+    if seq.ndim == 1 and (seq.dtype.kind not in "fc" or not xp.isnan(seq).any()):
+        # one sorted row without NaN: NumPy's search gives the same (a NaN value, which
+        # sorts last there, lands past the end as in torch), in C
         return xp.searchsorted(seq, values, side="right" if right else "left")
-    # compare every value with every boundary of its row; counts give the insertion points
-    less = seq[..., None, :] <= values[..., :, None] if right else \
-        seq[..., None, :] < values[..., :, None]
-    return less.sum(-1)
+    n = seq.shape[-1]
+    start = xp.zeros(values.shape, xp.int64)
+    end = xp.full(values.shape, n, xp.int64)
+    for _ in range(n.bit_length()):
+        active = start < end
+        mid = start + (end - start) // 2
+        at = xp.minimum(mid, max(n - 1, 0))  # (finished lanes may point one past the end)
+        boundary = seq[at] if seq.ndim == 1 else xp.take_along_axis(seq, at, -1)
+        with xp.errstate(invalid="ignore"):
+            up = ~(boundary > values) if right else ~(boundary >= values)
+        start = xp.where(active & up, mid + 1, start)
+        end = xp.where(active & ~up, mid, end)
+    return start
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
@@ -171,7 +188,14 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             f"dimensions of boundaries tensor and input value tensor must match, but we got "
             f"boundaries tensor {list(seq.shape)} and input value tensor "
             f"{list(vals.shape)}")
+    if seq.dtype.kind == "b" and vals.dtype.kind == "b":  # (the kernel runs in their type)
+        raise NotImplementedError(f"searchsorted(): not implemented for bool tensors "
+                                  f"(boundaries {seq.dtype}, values {vals.dtype}); convert "
+                                  f"them with .int() first")
     if sorter is not None:
+        if sorter._data.dtype != np.int64:
+            raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype "
+                               f"but got dtype {sorter.dtype}; convert it with .long()")
         sorted_sequence = gather(sorted_sequence, -1, sorter)
     return _searchsorted(sorted_sequence, values, right=right, out_int32=out_int32)
 

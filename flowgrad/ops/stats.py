@@ -47,21 +47,28 @@ def _centered(x, axes):
 # ---- var / std -------------------------------------------------------------------------------
 @op("var", save="inputs", contiguous=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
-def _var(xp, x, *, axes, keepdim, correction):
+def _var(xp, x, *, axes, keepdim, correction, whole=False):
     return _moment(xp, x, xp.var, axes, keepdim, correction)  # N <= correction: inf/nan
 
 
+# torch's gradients where N - correction <= 0 (the value is inf/nan): with dims, a negative
+# dof scales by 2 / dof (the forward clamps it at 0, the gradient does not) and dof 0 by inf;
+# over the whole tensor (dim=None, `whole`), var's gradient is +inf off the mean and nan on
+# it, std's nan
 @_var.grad
 def var_backward(ctx, dy):
     (x,), shape, axes = ctx.inputs, ctx.input_shapes[0], ctx.axes
     dof = _count(shape, axes) - ctx.correction
-    scale = 2.0 / dof if dof > 0 else math.inf  # as torch: 0 / 0 = nan at dof <= 0
-    return expand_reduced(dy, shape, axes) * _centered(x, axes) * scale
+    if dof <= 0 and ctx.whole:
+        return expand_reduced(dy, shape, axes) * _centered(x, axes).abs() * math.inf
+    # (0 * inf = nan where x is the mean)
+    return expand_reduced(dy, shape, axes) * _centered(x, axes) * (2.0 / dof if dof != 0
+                                                                   else math.inf)
 
 
 @op("std", save="inputs outputs", contiguous=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
-def _std(xp, x, *, axes, keepdim, correction):
+def _std(xp, x, *, axes, keepdim, correction, whole=False):
     return _moment(xp, x, xp.std, axes, keepdim, correction)
 
 
@@ -72,7 +79,9 @@ def std_backward(ctx, dy):
     # a constant slice has std 0: torch gives it gradient 0 rather than 0/0
     g = where(y == 0, 0.0, expand_reduced(dy, shape, axes) / where(y == 0, 1.0, y))
     dof = _count(shape, axes) - ctx.correction
-    return g * _centered(x, axes) * (1.0 / dof if dof > 0 else math.inf)  # dof <= 0: as var
+    if dof <= 0 and ctx.whole:
+        return g * math.nan
+    return g * _centered(x, axes) * (1.0 / dof if dof != 0 else math.inf)  # as var's
 
 
 def _var_args(input, dim, unbiased, keepdim, correction, name):
@@ -91,7 +100,7 @@ def _var_args(input, dim, unbiased, keepdim, correction, name):
     if input._data.dtype.kind not in "fV":
         raise RuntimeError(f"{name}(): std and var only support floating point and complex "
                            f"dtypes, got {input.dtype.name}; call .float() first")
-    return normalize_dims(dim, input._data.ndim, name), keepdim, correction
+    return normalize_dims(dim, input._data.ndim, name), keepdim, correction, dim is None
 
 
 @tensor_method()
@@ -102,8 +111,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     >>> flow.var(flow.tensor([[1.0, 2.0, 3.0, 4.0]]), dim=1)
     tensor([1.6667])
     """
-    axes, keepdim, c = _var_args(input, dim, unbiased, keepdim, correction, "var")
-    return _var(input, axes=axes, keepdim=keepdim, correction=c)
+    axes, keepdim, c, whole = _var_args(input, dim, unbiased, keepdim, correction, "var")
+    return _var(input, axes=axes, keepdim=keepdim, correction=c, whole=whole)
 
 
 @tensor_method()
@@ -114,21 +123,21 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     >>> flow.std(flow.tensor([1.0, 2.0, 3.0, 4.0]))
     tensor(1.2910)
     """
-    axes, keepdim, c = _var_args(input, dim, unbiased, keepdim, correction, "std")
-    return _std(input, axes=axes, keepdim=keepdim, correction=c)
+    axes, keepdim, c, whole = _var_args(input, dim, unbiased, keepdim, correction, "std")
+    return _std(input, axes=axes, keepdim=keepdim, correction=c, whole=whole)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(var, mean) over `dim`."""
-    axes, keepdim, c = _var_args(input, dim, unbiased, keepdim, correction, "var_mean")
-    return (_var(input, axes=axes, keepdim=keepdim, correction=c),
+    axes, keepdim, c, whole = _var_args(input, dim, unbiased, keepdim, correction, "var_mean")
+    return (_var(input, axes=axes, keepdim=keepdim, correction=c, whole=whole),
             input.mean(dim=axes, keepdim=keepdim))
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(std, mean) over `dim`."""
-    axes, keepdim, c = _var_args(input, dim, unbiased, keepdim, correction, "std_mean")
-    return (_std(input, axes=axes, keepdim=keepdim, correction=c),
+    axes, keepdim, c, whole = _var_args(input, dim, unbiased, keepdim, correction, "std_mean")
+    return (_std(input, axes=axes, keepdim=keepdim, correction=c, whole=whole),
             input.mean(dim=axes, keepdim=keepdim))
 
 

@@ -4,7 +4,8 @@ single-step cells. Parameter names follow torch (`weight_ih_l0`, `bias_hh_l1_rev
 The input projection of a layer runs as one matmul over all time steps; the recurrence is
 one fused op per layer and direction (flowgrad/ops/rnn.py: rnn_seq, lstm_seq, gru_seq) with
 its own fused backward. The cells run the same ops for one step. LSTM with proj_size keeps
-the step composed from ops. A PackedSequence input runs each step on its own rows.
+the step composed from ops. A PackedSequence input runs each step on its own rows (padded
+input is laid out the same way: `batch_sizes` = (N,) * T).
 
 >>> import flowgrad as flow
 >>> lstm = flow.nn.LSTM(3, 4, num_layers=2, batch_first=True)
@@ -19,7 +20,7 @@ import warnings
 
 from ...ops.creation import zeros
 from ...ops.elementwise import sigmoid, tanh
-from ...ops.rnn import gru_seq, lstm_seq, rnn_seq
+from ...ops.rnn import _steps, gru_seq, lstm_seq, rnn_seq
 from ...ops.shape import cat, stack
 from .. import functional as F
 from .. import init
@@ -158,6 +159,11 @@ class RNNBase(Module):
             raise RuntimeError(f"Expected {what} size {tuple(expected)}, got "
                                f"{list(hx.shape)}")
 
+    def _check_dtype(self, hx, x):
+        if hx.dtype != x.dtype:  # torch's kernels refuse mixed dtypes (no promotion)
+            raise RuntimeError(f"{type(self).__name__}: initial state dtype {hx.dtype} does not "
+                               f"match input dtype {x.dtype}; convert it with .to({x.dtype})")
+
     def _prepare(self, input):
         """(input as (T, N, C) or packed rows, batched flag, batch_sizes or None, batch
         size), with torch's checks."""
@@ -186,14 +192,22 @@ class RNNBase(Module):
         with `batch_sizes`; `states` holds one list per state kind (h, or h and c), each
         indexed by layer*num_dirs + direction. Returns the output in the input's layout and
         the final states in the layout of `states`."""
-        if self.proj_size > 0:
-            if batch_sizes is not None:
-                raise NotImplementedError("LSTM(proj_size > 0) does not take a PackedSequence "
-                                          "yet; pad the batch and pass a tensor")
-            return self._run_composed(input, states)
-        num_dirs = 2 if self.bidirectional else 1
         shape = input.shape
-        layer_input = input if batch_sizes is not None else input.reshape(-1, shape[-1])
+        if batch_sizes is None:  # (explicit: an empty batch has no rows to count steps by)
+            batch_sizes = (shape[1],) * shape[0]
+            layer_input = input.reshape(-1, shape[-1])
+        else:
+            shape, layer_input = None, input
+        if self.proj_size > 0:
+            out, finals = self._run_composed(layer_input, states, batch_sizes)
+        else:
+            out, finals = self._run_fused(layer_input, states, batch_sizes)
+        if shape is not None:
+            out = out.reshape(shape[0], shape[1], out.shape[-1])
+        return out, finals
+
+    def _run_fused(self, layer_input, states, batch_sizes):
+        num_dirs = 2 if self.bidirectional else 1
         finals = [[] for _ in states]
         for layer in range(self.num_layers):
             outs = []
@@ -221,32 +235,32 @@ class RNNBase(Module):
             layer_input = outs[0] if num_dirs == 1 else cat(outs, -1)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)
-        if batch_sizes is None:
-            layer_input = layer_input.reshape(shape[0], shape[1], -1)
         return layer_input, [stack(f, 0) for f in finals]
 
-    def _run_composed(self, input, states):
-        """LSTM with projections: the step composed from ops, a Python loop over time."""
+    def _run_composed(self, layer_input, states, batch_sizes):
+        """LSTM with projections: the step composed from ops, a Python loop over the steps
+        of the rows (the layout of the fused ops: `batch_sizes[t]` rows per step)."""
         num_dirs = 2 if self.bidirectional else 1
-        seq_len = input.shape[0]
         finals = [[] for _ in states]
-        layer_input = input
         for layer in range(self.num_layers):
             outs = []
             for d in range(num_dirs):
                 idx = layer * num_dirs + d
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_params(
                     f"_l{layer}" + ("_reverse" if d else ""))
-                gx_all = _affine(layer_input, w_ih, b_ih).unbind(0)
-                state = [s[idx] for s in states]
-                ys = [None] * seq_len
-                for t in (range(seq_len - 1, -1, -1) if d else range(seq_len)):
-                    state = list(_lstm_step(gx_all[t], state[0], state[1], w_hh, b_hh, w_hr))
-                    ys[t] = state[0]
-                outs.append(stack(ys, 0))
-                for f, s in zip(finals, state):
-                    f.append(s)
-            layer_input = outs[0] if num_dirs == 1 else cat(outs, 2)
+                gx = _affine(layer_input, w_ih, b_ih)
+                h, c = (s[idx] for s in states)
+                ys = []
+                for off, bs in _steps(batch_sizes, d == 1):
+                    hn, cn = _lstm_step(gx[off:off + bs], h[:bs], c[:bs], w_hh, b_hh, w_hr)
+                    ys.append(hn)
+                    # rows past this step's batch size (finished sequences) keep their state
+                    h = hn if bs == h.shape[0] else cat([hn, h[bs:]], 0)
+                    c = cn if bs == c.shape[0] else cat([cn, c[bs:]], 0)
+                outs.append(cat(ys[::-1] if d else ys, 0))
+                finals[0].append(h)
+                finals[1].append(c)
+            layer_input = outs[0] if num_dirs == 1 else cat(outs, -1)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, [stack(f, 0) for f in finals]
@@ -301,6 +315,7 @@ class RNN(RNNBase):
             if not batched:
                 hx = hx.unsqueeze(1)
             self._check_hidden(hx, exp)
+            self._check_dtype(hx, x)
             hx = self._sorted(hx, input)
         out, (h,) = self._run(x, [hx], sizes)
         out, (h,) = self._finish(out, [h], batched, input)
@@ -361,6 +376,8 @@ class LSTM(RNNBase):
                 h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
             self._check_hidden(h0, (layers, n, real_hidden))
             self._check_hidden(c0, (layers, n, self.hidden_size), "cell")
+            self._check_dtype(h0, x)
+            self._check_dtype(c0, x)
             h0, c0 = self._sorted(h0, input), self._sorted(c0, input)
         out, finals = self._run(x, [h0, c0], sizes)
         out, (h, c) = self._finish(out, finals, batched, input)
@@ -407,11 +424,34 @@ class _CellBase(Module):
         batched = input.dim() == 2
         if not batched:
             input = input.unsqueeze(0)
+        if input.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} "
+                               f"expected {self.input_size}")
         if hx is None:
             hx = zeros(input.shape[0], self.hidden_size, dtype=input.dtype, device=input.device)
-        elif not batched:
-            hx = hx.unsqueeze(0)
+        else:
+            hx = self._hidden(input, hx, batched, 0)
+            if hx.dtype != input.dtype:  # torch's GEMM refuses mixed dtypes, as linear does
+                raise RuntimeError(f"{type(self).__name__}: hidden state dtype {hx.dtype} "
+                                   f"does not match input dtype {input.dtype}; convert it "
+                                   f"with .to({input.dtype})")
         return input, hx, batched
+
+    def _hidden(self, input, hx, batched, k):
+        """State `k` (h: 0, c: 1) as (batch, hidden), with torch's checks of its shape."""
+        if hx.dim() not in (1, 2):
+            what = "hidden" if isinstance(self, (RNNCell, GRUCell)) else f"hx[{k}]"
+            raise ValueError(f"{type(self).__name__}: Expected {what} to be 1D or 2D, got "
+                             f"{hx.dim()}D instead")
+        if not batched:
+            hx = hx.unsqueeze(0)
+        if hx.shape[0] != input.shape[0]:
+            raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{k} "
+                               f"batch size {hx.shape[0]}")
+        if hx.dim() != 2 or hx.shape[1] != self.hidden_size:
+            raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {hx.shape[-1]}, "
+                               f"expected {self.hidden_size}")
+        return hx
 
 
 class RNNCell(_CellBase):
@@ -427,7 +467,7 @@ class RNNCell(_CellBase):
     def forward(self, input, hx=None):
         x, h, batched = self._prep(input, hx)
         _, h = rnn_seq(F.linear(x, self.weight_ih, self._bias_sum()), h, self.weight_hh,
-                       nonlinearity=self.nonlinearity)
+                       (x.shape[0],), nonlinearity=self.nonlinearity)
         return h if batched else h.squeeze(0)
 
 
@@ -438,7 +478,7 @@ class GRUCell(_CellBase):
     def forward(self, input, hx=None):
         x, h, batched = self._prep(input, hx)
         _, h = gru_seq(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
-                       self.bias_hh)
+                       self.bias_hh, (x.shape[0],))  # (explicit: an empty batch has no rows)
         return h if batched else h.squeeze(0)
 
 
@@ -452,7 +492,7 @@ class LSTMCell(_CellBase):
             c = h
         else:
             x, h, batched = self._prep(input, hx[0])
-            c = hx[1] if batched else hx[1].unsqueeze(0)
+            c = self._hidden(x, hx[1], batched, 1)
         _, h, c = lstm_seq(F.linear(x, self.weight_ih, self._bias_sum()), h, c,
-                           self.weight_hh)
+                           self.weight_hh, (x.shape[0],))
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))

@@ -14,13 +14,16 @@ from __future__ import annotations
 import copy
 import math
 
+from ...autograd.grad_mode import is_grad_enabled
+from ...ops.attention import _safe_softmax
 from ...ops.attention import _split_heads as split_heads
-from ...ops.creation import full, zeros
+from ...ops.creation import arange, full, zeros
 from ...ops.elementwise import where
 from ...ops.shape import cat
 from .. import functional as F
 from .. import init
 from ..module import Module
+from .activation import GELU, ReLU
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear, NonDynamicallyQuantizableLinear
@@ -41,8 +44,9 @@ def _float_mask(mask, name, dtype):
     return mask
 
 
-def _causal_mask(size, dtype, device=None):
-    return full((size, size), -math.inf, dtype=dtype, device=device).triu(1)
+def _causal_mask(size, dtype, device=None, source=None):
+    return full((size, size if source is None else source), -math.inf, dtype=dtype,
+                device=device).triu(1)
 
 
 class MultiheadAttention(Module):
@@ -140,12 +144,47 @@ class MultiheadAttention(Module):
         qkv = F.linear(src, self.in_proj_weight, self.in_proj_bias)
         return split_heads(qkv, heads=self.num_heads, batch_first=self.batch_first)
 
+    def _torch_fast_path(self, query, key, value, key_padding_mask, attn_mask):
+        """Whether torch would run this call on its fast path (native MHA kernel)."""
+        if any(m is not None and m.is_floating_point() for m in (key_padding_mask, attn_mask)):
+            return False
+        if self.training or query.dim() != 3 or not (query is key and key is value) or \
+                not self.batch_first or self.num_heads % 2 or self.bias_k is not None or \
+                self.add_zero_attn or not self._qkv_same_embed_dim or \
+                self.in_proj_bias is None or query.dtype != self.in_proj_weight.dtype or \
+                query.dtype != self.in_proj_bias.dtype:
+            return False
+        args = (query, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight,
+                self.out_proj.bias)
+        return not (is_grad_enabled() and any(t is not None and t.requires_grad
+                                              for t in args))
+
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
         if query.dim() not in (2, 3):
             raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but "
                                  f"received {query.dim()}-D query tensor")
+        fast = self._torch_fast_path(query, key, value, key_padding_mask, attn_mask)
+        return self._attend(query, key, value, key_padding_mask, need_weights, attn_mask,
+                            average_attn_weights, is_causal, fast)
+
+    def _attend(self, query, key, value, key_padding_mask, need_weights, attn_mask,
+                average_attn_weights, is_causal, fast):
+        """forward, on torch's fast path (`fast`: its native kernel) or not. The fast path
+        ignores is_causal and gives a fully masked row NaN; the other path refuses is_causal
+        without a mask, and with need_weights=False runs SDPA: the is_causal hint replaces
+        attn_mask (when there is no key_padding_mask) and a fully masked row gives 0."""
         batched = query.dim() == 3
+        if is_causal and not fast:
+            if attn_mask is None:
+                raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may "
+                                   "use the Transformer module method "
+                                   "`generate_square_subsequent_mask` to create this mask.")
+            causal = key_padding_mask is None and not need_weights
+            attn_mask = None if causal else attn_mask
+        else:
+            causal = False
+        safe = not (fast or need_weights)
         packed = batched and query is key and key is value and self._qkv_same_embed_dim \
             and self.bias_k is None and not self.add_zero_attn
         src = query
@@ -164,8 +203,6 @@ class MultiheadAttention(Module):
                                  f"{tuple(value.shape)}")
         dtype = query.dtype
         key_padding_mask = _float_mask(key_padding_mask, "key_padding_mask", dtype)
-        if is_causal and attn_mask is None:
-            attn_mask = _causal_mask(tgt_len, dtype, query.device)
         attn_mask = _float_mask(attn_mask, "attn_mask", dtype)
         h, hd = self.num_heads, self.head_dim
         if packed:
@@ -211,9 +248,12 @@ class MultiheadAttention(Module):
             kpm = kpm.reshape(bsz * h, 1, src_len)
             attn_mask = kpm if attn_mask is None else attn_mask + kpm
         scores = (q * math.sqrt(1.0 / hd)).matmul(kt)
+        if causal:  # SDPA's causal mask: top-left aligned, over the keys as extended
+            attn_mask = _causal_mask(tgt_len, dtype, query.device, src_len)
         if attn_mask is not None:
             scores = scores + attn_mask
-        weights = scores.softmax(-1)
+        weights = _safe_softmax(scores) if safe and attn_mask is not None else \
+            scores.softmax(-1)
         if self.dropout > 0.0 and self.training:
             weights = F.dropout(weights, self.dropout, True)
         out = weights.matmul(v)  # (N*H, L, hd)
@@ -231,6 +271,15 @@ class MultiheadAttention(Module):
         if not batched:
             weights = weights.squeeze(0)
         return out, weights
+
+
+def _relu_or_gelu(activation):
+    """torch's activation_relu_or_gelu: 1 relu, 2 gelu (what its fast path runs), else 0."""
+    if activation is F.relu or isinstance(activation, ReLU):
+        return 1
+    if activation is F.gelu or isinstance(activation, GELU):
+        return 2
+    return 0
 
 
 def _activation(activation):
@@ -271,20 +320,53 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
+        self.activation_relu_or_gelu = _relu_or_gelu(self.activation)
+
+    def _torch_fast_path(self, src):
+        """Whether torch runs this call as its native encoder-layer kernel."""
+        sa = self.self_attn
+        if src.dim() != 3 or self.training or not sa.batch_first or sa.in_proj_bias is None \
+                or not sa._qkv_same_embed_dim or not self.activation_relu_or_gelu or \
+                self.norm1.eps != self.norm2.eps or sa.num_heads % 2:
+            return False
+        if any(getattr(m, "_forward_hooks", None) or getattr(m, "_forward_pre_hooks", None)
+               for m in self.modules()):
+            return False
+        args = (src, sa.in_proj_weight, sa.in_proj_bias, sa.out_proj.weight, sa.out_proj.bias,
+                self.norm1.weight, self.norm1.bias, self.norm2.weight, self.norm2.bias,
+                self.linear1.weight, self.linear1.bias, self.linear2.weight, self.linear2.bias)
+        return not (is_grad_enabled() and any(t is not None and t.requires_grad
+                                              for t in args))
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        # as torch: both masks become float before self-attention sees them (so its own fast
+        # path, which takes bool masks only, never runs here)
+        src_key_padding_mask = _float_mask(src_key_padding_mask, "src_key_padding_mask",
+                                           src.dtype)
+        src_mask = _float_mask(src_mask, "src_mask", src.dtype)
+        fast = self._torch_fast_path(src)
+        if fast:  # torch's native kernel reads any nonzero mask entry as "masked"
+            src_mask = None if src_mask is None else src_mask != 0
+            src_key_padding_mask = None if src_key_padding_mask is None else \
+                src_key_padding_mask != 0
         x = src
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal,
+                                   fast)
             x = x + self._ff_block(self.norm2(x))
         else:
-            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal,
+                                              fast))
             x = self.norm2(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=is_causal)[0]
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False, fast=False):
+        if fast:
+            x = self.self_attn._attend(x, x, x, key_padding_mask, False, attn_mask, True,
+                                       is_causal, True)[0]
+        else:
+            x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                               need_weights=False, is_causal=is_causal)[0]
         return self.dropout1(x)
 
     def _ff_block(self, x):
@@ -361,12 +443,47 @@ class TransformerEncoder(Module):
         self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+        layer = encoder_layer
+        # torch's conditions for running a padded batch as a nested tensor (in eval)
+        self.use_nested_tensor = enable_nested_tensor and \
+            isinstance(layer, TransformerEncoderLayer) and not layer.norm_first and \
+            layer.self_attn.batch_first and layer.self_attn._qkv_same_embed_dim and \
+            layer.self_attn.in_proj_bias is not None and \
+            bool(layer.activation_relu_or_gelu) and layer.norm1.eps == layer.norm2.eps and \
+            layer.self_attn.num_heads % 2 == 0
+
+    def _nested_padding(self, src, mask, key_padding_mask):
+        """When torch would run the layers on a nested tensor: (the padding mask the layers
+        see, the positions that come out 0), else None. The nested tensor keeps each row's
+        first `length` positions; torch's mask check (a mask not left aligned keeps the
+        padded path) is computed by ops, so a compiled plan makes it per call."""
+        first = self.layers[0]
+        if not self.use_nested_tensor or first.training or src.dim() != 3 or \
+                key_padding_mask is None or mask is not None or \
+                not first._torch_fast_path(src):
+            return None
+        keep = key_padding_mask == 0  # (torch's logical_not of the float mask)
+        lengths = keep.sum(1, keepdim=True)
+        pad = arange(src.shape[1], device=src.device) >= lengths
+        if not self.mask_check:
+            return pad, pad
+        aligned = ~(keep[:, 1:] & ~keep[:, :-1]).any()
+        return where(aligned, pad, ~keep), pad & aligned
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        src_key_padding_mask = _float_mask(src_key_padding_mask, "src_key_padding_mask",
+                                           src.dtype)
+        mask = _float_mask(mask, "mask", src.dtype)
+        nested = self._nested_padding(src, mask, src_key_padding_mask)
         out = src
         for mod in self.layers:
-            out = mod(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
-                      is_causal=bool(is_causal))
+            out = mod(out, src_mask=mask, is_causal=bool(is_causal),
+                      src_key_padding_mask=src_key_padding_mask if nested is None
+                      else nested[0])
+        if nested is not None:
+            out = where(nested[1].unsqueeze(-1), 0.0, out)
         if self.norm is not None:
             out = self.norm(out)
         return out
