@@ -165,6 +165,24 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 # ---- covariance --------------------------------------------------------------------------
+def _check_cov_weights(weights, name, n):
+    """torch.cov's checks of fweights (integers) and aweights (floats): one value per
+    observation, none negative (a traced graph's weights are checked on the first call)."""
+    integral = name == "fweights"
+    if weights.dim() > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                           f"{name} with {weights.dim()} dimensions")
+    if weights.numel() != n:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                           f"observations in the input but got {weights.numel()} != {n}")
+    if integral == (weights.is_floating_point() or weights.is_complex()):
+        kind = "integral" if integral else "floating point"
+        raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
+                           f"{weights.dtype.name} dtype")
+    if bool((weights._data < 0).any()):
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+
+
 @tensor_method()
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """Covariance of the rows (variables) over the columns (observations) of a 1-D or 2-D
@@ -184,13 +202,11 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     n = x.shape[1]
     w = None
     if fweights is not None:
-        if fweights.is_floating_point():
-            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got "
-                               f"fweights with {fweights.dtype.name} dtype")
-        w = fweights.to(x.dtype)
+        _check_cov_weights(fweights, "fweights", n)
+        w = fweights  # (the weights take part in type promotion, as torch's)
     if aweights is not None:
-        a = aweights.to(x.dtype)
-        w = a if w is None else w * a
+        _check_cov_weights(aweights, "aweights", n)
+        w = aweights if w is None else w * aweights
     if w is None:
         w_sum = n
         avg = x.mean(1)
@@ -204,7 +220,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     elif aweights is None:
         norm = w_sum - correction
     else:
-        norm = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
+        norm = w_sum - correction * (w * aweights).sum() / w_sum
     if isinstance(norm, Tensor):
         norm = norm.clamp(min=0)
     else:
@@ -414,6 +430,9 @@ def bincount(input, weights=None, minlength=0):
     >>> flow.bincount(flow.tensor([0, 1, 1, 3]))
     tensor([1, 2, 0, 1])
     """
+    if input.dtype == _dt.bool:
+        raise NotImplementedError("\"bincount_cpu\" not implemented for 'Bool'; convert the "
+                                  "input with .long() first")
     if input.dim() != 1 or input.is_floating_point() or input.is_complex():
         raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs, got "
                            f"shape {tuple(input.shape)} of dtype {input.dtype.name}")
@@ -426,6 +445,8 @@ def bincount(input, weights=None, minlength=0):
         if tuple(weights.shape) != tuple(input.shape):
             raise RuntimeError(f"bincount: weights should be 1-d and have the same length as "
                                f"input, got {tuple(weights.shape)} for {tuple(input.shape)}")
+        if not input.numel():  # (torch's: counts, not weights, when there is nothing)
+            return zeros(int(minlength), dtype=_dt.int64)
         return _bincount(input, weights, minlength=int(minlength))
     return _bincount(input, minlength=int(minlength))
 
