@@ -17,7 +17,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from ._state_check import check_scheduler_state
-from .lr_scheduler import LRScheduler, _lrs
+from .lr_scheduler import LRScheduler, _lrs, _set_lr
 from .lr_scheduler_plateau import ReduceLROnPlateau
 
 
@@ -75,7 +75,7 @@ class SequentialLR(_Composite):
         self.optimizer = optimizer
         # the children already stepped once when built: undo that, restart the first one
         for group in optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            _set_lr(group, group["initial_lr"])
         self._undo(self)
         idx = bisect_right(self._milestones, 0)
         self._schedulers[idx]._initial_step()

@@ -94,11 +94,17 @@ def check_optimizer_state(opt, state_dict):
                 if int(np.prod(shape)) != 1:
                     raise ValueError(f"{where}: state {k!r} of parameter {key} must be a "
                                      f"scalar, but has shape {shape}")
-            elif shape != tuple(p.shape):
+                continue
+            want = tuple(p.shape)
+            if hasattr(opt, "_state_shape"):
+                want = opt._state_shape(k, want)
+            if want is not None and shape != want:
+                need = ("the parameter has shape" if want == tuple(p.shape) else
+                        f"it needs shape {want} for a parameter of shape")
                 raise ValueError(
-                    f"{where}: state {k!r} of parameter {key} has shape {shape} but the "
-                    f"parameter has shape {tuple(p.shape)}; the state dict was saved for "
-                    "other parameters (check the model and the param group order)")
+                    f"{where}: state {k!r} of parameter {key} has shape {shape} but {need} "
+                    f"{tuple(p.shape)}; the state dict was saved for other parameters "
+                    "(check the model and the param group order)")
     return saved_groups
 
 
@@ -119,6 +125,8 @@ def check_scheduler_state(sched, state_dict):
                         f"{type(state_dict).__name__}")
     own = sched.state_dict()
     missing, extra = _public(own) - _public(state_dict), _public(state_dict) - _public(own)
+    # OneFlow's extra options, absent from torch's state dicts: they keep their values
+    missing -= getattr(sched, "_optional_state", frozenset())
     if missing or extra:
         raise ValueError(
             f"{where}: the state dict does not fit a {name}: it lacks "

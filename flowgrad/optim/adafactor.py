@@ -41,6 +41,23 @@ class Adafactor(Optimizer):
                                       weight_decay=weight_decay, foreach=foreach,
                                       maximize=maximize))
 
+    def _check_group(self, group):
+        for p in group["params"]:
+            if p.grad is not None and p._data.dtype.kind == "c":
+                self._update_complex(None, None, None, group)
+
+    def _update_complex(self, param, grad, state, group):
+        raise RuntimeError("Adafactor does not support complex parameters; optimize the "
+                           "real and imaginary parts as real parameters (torch.view_as_real)")
+
+    def _state_shape(self, key, shape):
+        """The shape of state `key` of a parameter of shape `shape` (its factors)."""
+        if key == "row_var" and len(shape) > 1:
+            return (*shape[:-1], 1)
+        if key == "col_var" and len(shape) > 1:
+            return (*shape[:-2], 1, shape[-1])
+        return shape
+
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
         shape = p._data.shape

@@ -40,7 +40,11 @@ class Adagrad(Optimizer):
 
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
-        init = group["initial_accumulator_value"]
+        # torch reads the constructor's value (self.defaults), not the group's, and fills
+        # both parts of a complex parameter's accumulator with it
+        init = self.defaults["initial_accumulator_value"]
+        if p._data.dtype.kind == "c":
+            init = complex(init, init)
         state["sum"] = Tensor._wrap(new_full(p._data, init))
 
     def _update(self, param, grad, state, group):

@@ -60,6 +60,28 @@ def _check_betas(lr, eps, betas, weight_decay):
     _validate("weight_decay value", weight_decay)
 
 
+def _check_tensor_options(lr, betas, foreach, capturable):
+    """torch.optim.Adam's checks of tensor hyperparameters: a tensor lr or tensor betas need
+    foreach=False (or None) without capturable, and the betas are both floats or both
+    tensors (an int beta is refused: write 0.0, not 0)."""
+    batched = foreach and not capturable
+    if isinstance(lr, Tensor) and batched:
+        raise ValueError("lr as a Tensor is not supported for capturable=False and "
+                         "foreach=True; pass lr as a float, or foreach=False")
+    if not (all(isinstance(b, float) for b in betas)
+            or all(isinstance(b, Tensor) for b in betas)):
+        raise ValueError("betas must be either both floats or both Tensors (got "
+                         f"{tuple(type(b).__name__ for b in betas)}); write 0.0, not 0")
+    for i, b in enumerate(betas):
+        if isinstance(b, Tensor):
+            if batched:
+                raise ValueError(f"betas[{i}] as a Tensor is not supported for "
+                                 "capturable=False and foreach=True; pass floats, or "
+                                 "foreach=False")
+            if b.numel() != 1:
+                raise ValueError(f"Tensor betas[{i}] must be 1-element")
+
+
 class Adam(Optimizer):
     """torch.optim.Adam (Kingma & Ba), with amsgrad, L2 weight decay and maximize:
 
@@ -82,6 +104,7 @@ class Adam(Optimizer):
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False,
                  do_bias_correction=True, contiguous_params=False):
+        _check_tensor_options(lr, betas, foreach, capturable)
         _check_betas(lr, eps, betas, weight_decay)
         _no_differentiable(type(self).__name__, differentiable, fused)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,

@@ -21,7 +21,7 @@ import numpy as np
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.inplace import bump_version
 from ..device import array_module, new_zeros
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _as_real, _plain_group
 
 __all__ = ["LBFGS"]
 
@@ -116,6 +116,32 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
     return bracket_f[low_pos], bracket_g[low_pos], t, ls_func_evals
 
 
+def _real_flat(a):
+    return (_as_real(a) if a.dtype.kind == "c" else a).reshape(-1)
+
+
+def _loaded_state_as_arrays(state):
+    """A state loaded from a state dict holds tensors (flowgrad's or torch's) where the
+    step keeps arrays and numbers: convert them back."""
+    def arr(v):
+        if hasattr(v, "detach"):
+            v = v.detach()
+            return v.cpu().numpy() if hasattr(v, "cpu") else v.numpy()
+        return v
+
+    for key in ("d", "prev_flat_grad"):
+        if state.get(key) is not None:
+            state[key] = arr(state[key])
+    for key in ("old_dirs", "old_stps"):
+        if state.get(key) is not None:
+            state[key] = [arr(v) for v in state[key]]
+    if state.get("ro") is not None:
+        state["ro"] = [float(arr(v)) for v in state["ro"]]
+    for key in ("t", "H_diag", "prev_loss"):
+        if state.get(key) is not None and not isinstance(state[key], (int, float)):
+            state[key] = float(arr(state[key]))
+
+
 class LBFGS(Optimizer):
     """torch.optim.LBFGS: `step(closure)` runs up to `max_iter` quasi-Newton iterations
     (history of `history_size` curvature pairs), with `line_search_fn="strong_wolfe"` or a
@@ -127,7 +153,7 @@ class LBFGS(Optimizer):
             raise ValueError(f"Invalid learning rate: {lr}")
         if max_eval is None:
             max_eval = max_iter * 5 // 4
-        if line_search_fn not in (None, "strong_wolfe"):
+        if line_search_fn not in (None, "strong_wolfe"):  # torch raises at the first step
             raise ValueError(f"LBFGS: line_search_fn must be None or 'strong_wolfe', got "
                              f"{line_search_fn!r}")
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
@@ -138,18 +164,25 @@ class LBFGS(Optimizer):
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]
 
+    def _state_shape(self, key, shape):
+        return None  # flat vectors over all the parameters, lists, numbers: not checked
+
     def _gather_flat_grad(self):
+        # complex parameters count as their real and imaginary parts (torch.view_as_real)
         like = self._params[0]._data
         return array_module(like).concatenate([
-            new_zeros(like, p._data.size, p._data.dtype) if p.grad is None
-            else p.grad._data.reshape(-1) for p in self._params])
+            _real_flat(new_zeros(like, p._data.size, p._data.dtype) if p.grad is None
+                       else p.grad._data) for p in self._params])
 
     def _add_grad(self, step_size, update):
         offset = 0
         for p in self._params:
-            n = p._data.size
-            p._data += (step_size * update[offset:offset + n]).reshape(p._data.shape) \
-                .astype(p._data.dtype, copy=False)
+            data = p._data
+            if data.dtype.kind == "c":
+                data = _as_real(data)
+            n = data.size
+            data += (step_size * update[offset:offset + n]).reshape(data.shape) \
+                .astype(data.dtype, copy=False)
             bump_version(p)
             offset += n
 
@@ -178,11 +211,16 @@ class LBFGS(Optimizer):
             with enable_grad():
                 return closure()
 
-        group = self.param_groups[0]
+        group = _plain_group(self.param_groups[0])
         lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
         line_search_fn, history_size = group["line_search_fn"], group["history_size"]
+        if line_search_fn not in (None, "strong_wolfe"):
+            raise RuntimeError(f"LBFGS: only 'strong_wolfe' is supported as line_search_fn, "
+                               f"got {line_search_fn!r}; pass line_search_fn=None or "
+                               "'strong_wolfe'")
         state = self.state[self._params[0]]
+        _loaded_state_as_arrays(state)
         state.setdefault("func_evals", 0)
         state.setdefault("n_iter", 0)
         orig_loss = evaluate()

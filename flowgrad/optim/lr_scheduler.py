@@ -23,6 +23,7 @@ from bisect import bisect_right
 from collections import Counter
 from functools import wraps
 
+from ..tensor import Tensor
 from ._state_check import check_scheduler_state
 from .optimizer import Optimizer
 
@@ -36,7 +37,20 @@ _EPOCH_WARNING = ("The epoch parameter in `scheduler.step()` is deprecated (as i
 
 
 def _lrs(optimizer, key="lr"):
-    return [group[key] for group in optimizer.param_groups]
+    """group[key] of every param group (tensors cloned, so a list never aliases a group's
+    lr tensor, as torch)."""
+    return [group[key].clone() if isinstance(group[key], Tensor) else group[key]
+            for group in optimizer.param_groups]
+
+
+def _set_lr(group, value, key="lr"):
+    """group[key] = value, except that an lr kept as a tensor is filled in place (it keeps
+    its identity and dtype, as torch's schedulers do)."""
+    old = group[key]
+    if isinstance(old, Tensor):
+        old.fill_(value.item() if isinstance(value, Tensor) else value)
+    else:
+        group[key] = value
 
 
 def _per_group(name, optimizer, value):
@@ -74,7 +88,7 @@ def _mark_optimizer_steps(optimizer):
 
 class LRScheduler:
     """Base class: `get_lr()` computes the next lrs from the current ones (chainable form),
-    `_closed_form()` from `base_lrs` and `last_epoch` (used by `step(epoch)`)."""
+    `_get_closed_form_lr()` from `base_lrs` and `last_epoch` (used by `step(epoch)`)."""
 
     _is_initial = False
 
@@ -83,7 +97,8 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                lr = group["lr"]
+                group.setdefault("initial_lr", lr.clone() if isinstance(lr, Tensor) else lr)
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -145,9 +160,17 @@ class LRScheduler:
             values = self.get_lr()
         else:
             self.last_epoch = epoch
-            values = self._closed_form() if hasattr(self, "_closed_form") else self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+            closed = getattr(self, "_get_closed_form_lr", None)
+            values = closed() if closed is not None else self.get_lr()
+        groups = self.optimizer.param_groups
+        values = list(values)
+        if len(values) != len(groups):
+            raise ValueError(
+                f"{type(self).__name__} computed {len(values)} learning rates for the "
+                f"optimizer's {len(groups)} param groups (a param group added after the "
+                "scheduler was built?); build the scheduler after adding the param groups")
+        for group, lr in zip(groups, values):
+            _set_lr(group, lr)
         self._last_lr = _lrs(self.optimizer)
 
 
@@ -235,7 +258,7 @@ class StepLR(LRScheduler):
             return _lrs(self.optimizer)
         return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
 
-    def _closed_form(self):
+    def _get_closed_form_lr(self):
         return [b * self.gamma ** (self.last_epoch // self.step_size) for b in self.base_lrs]
 
 
@@ -253,7 +276,7 @@ class MultiStepLR(LRScheduler):
         return [g["lr"] * self.gamma ** self.milestones[self.last_epoch]
                 for g in self.optimizer.param_groups]
 
-    def _closed_form(self):
+    def _get_closed_form_lr(self):
         milestones = sorted(self.milestones.elements())
         return [b * self.gamma ** bisect_right(milestones, self.last_epoch)
                 for b in self.base_lrs]
@@ -276,7 +299,7 @@ class ConstantLR(LRScheduler):
             return _lrs(self.optimizer)
         return [g["lr"] * (1.0 / self.factor) for g in self.optimizer.param_groups]
 
-    def _closed_form(self):
+    def _get_closed_form_lr(self):
         return [b * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
                 for b in self.base_lrs]
 
@@ -306,7 +329,7 @@ class LinearLR(LRScheduler):
                                + (self.last_epoch - 1) * delta)
         return [g["lr"] * ratio for g in self.optimizer.param_groups]
 
-    def _closed_form(self):
+    def _get_closed_form_lr(self):
         delta = self.end_factor - self.start_factor
         return [b * (self.start_factor
                      + delta * min(self.total_iters, self.last_epoch) / self.total_iters)
@@ -325,7 +348,7 @@ class ExponentialLR(LRScheduler):
             return _lrs(self.optimizer)
         return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
 
-    def _closed_form(self):
+    def _get_closed_form_lr(self):
         return [b * self.gamma ** self.last_epoch for b in self.base_lrs]
 
 
@@ -336,6 +359,8 @@ class PolynomialLR(LRScheduler):
     0.0001 by default) and `cycle` (T grows to the next multiple of itself after each
     decay): lr = (base - e) * (1 - t/T)^power + e; `last_step` is `last_epoch`.
     """
+
+    _optional_state = frozenset({"cycle", "end_learning_rate"})  # OneFlow's, not torch's
 
     def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1, *, steps=None,
                  end_learning_rate=None, cycle=False, last_step=None, verbose=False):
@@ -368,7 +393,7 @@ class PolynomialLR(LRScheduler):
         factor = ((1.0 - t / n) / (1.0 - (t - 1) / n)) ** self.power
         return [g["lr"] * factor for g in self.optimizer.param_groups]
 
-    def _closed_form(self):
+    def _get_closed_form_lr(self):
         if self._oneflow:
             return self._oneflow_form()
         return [b * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
@@ -408,7 +433,7 @@ class CosineAnnealingLR(LRScheduler):
         return [(1 + math.cos(math.pi * t / tm)) / (1 + math.cos(math.pi * (t - 1) / tm))
                 * (g["lr"] - lo) + lo for g in groups]
 
-    def _closed_form(self):
+    def _get_closed_form_lr(self):
         return [self.eta_min + (b - self.eta_min)
                 * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
                 for b in self.base_lrs]

@@ -16,7 +16,7 @@ import math
 import types
 
 from ._state_check import check_scheduler_state
-from .lr_scheduler import LRScheduler, _check_optimizer, _lrs, _per_group
+from .lr_scheduler import LRScheduler, _check_optimizer, _lrs, _per_group, _set_lr
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
@@ -26,6 +26,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     `restart_limit` cycles (0: no limit) the lr stays at eta_min; `last_step` is
     `last_epoch`.
     """
+
+    _optional_state = frozenset({"decay_rate", "restart_limit"})  # OneFlow's, not torch's
 
     def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1,  # noqa: N803
                  decay_rate=1.0, restart_limit=0, last_step=None, verbose=False):
@@ -90,7 +92,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
         for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-            group["lr"] = lr
+            _set_lr(group, lr)
         self._last_lr = _lrs(self.optimizer)
 
 
@@ -218,7 +220,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _per_group("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+                _set_lr(group, lr)
         self.max_lrs = _per_group("max_lr", optimizer, max_lr)
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up

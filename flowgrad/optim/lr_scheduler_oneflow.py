@@ -43,7 +43,7 @@ class CosineDecayLR(LRScheduler):
             + self.alpha
         return [b * factor for b in self.base_lrs]
 
-    _closed_form = get_lr
+    _get_closed_form_lr = get_lr
 
 
 class WarmupLR(LRScheduler):
@@ -58,7 +58,7 @@ class WarmupLR(LRScheduler):
                  warmup_method="linear", warmup_prefix=False, last_step=-1, verbose=False):
         if isinstance(scheduler_or_optimizer, LRScheduler):
             scheduler, optimizer = scheduler_or_optimizer, scheduler_or_optimizer.optimizer
-            if not hasattr(scheduler, "_closed_form"):
+            if not hasattr(scheduler, "_get_closed_form_lr"):
                 raise TypeError(f"WarmupLR: {type(scheduler).__name__} has no closed form to "
                                 "resume after the warmup; wrap a scheduler such as "
                                 "CosineDecayLR, StepLR or LinearLR")
@@ -84,7 +84,7 @@ class WarmupLR(LRScheduler):
         saved = self.scheduler.last_epoch
         self.scheduler.last_epoch = step
         try:
-            return self.scheduler._closed_form()
+            return self.scheduler._get_closed_form_lr()
         finally:
             self.scheduler.last_epoch = saved
 
@@ -100,7 +100,7 @@ class WarmupLR(LRScheduler):
         return [b * (start + (end / b - start) * t / n) if b else 0.0
                 for b, end in zip(self.base_lrs, ends)]
 
-    _closed_form = get_lr
+    _get_closed_form_lr = get_lr
 
     def state_dict(self):
         """The warmup's own state plus the wrapped scheduler's state_dict."""

@@ -15,7 +15,7 @@ import math
 import warnings
 
 from ._state_check import check_scheduler_state
-from .lr_scheduler import _EPOCH_WARNING, LRScheduler, _check_optimizer, _lrs
+from .lr_scheduler import _EPOCH_WARNING, LRScheduler, _check_optimizer, _lrs, _set_lr
 
 
 class ReduceLROnPlateau(LRScheduler):
@@ -87,7 +87,7 @@ class ReduceLROnPlateau(LRScheduler):
             old = float(group["lr"])
             new = max(old * self.factor, self.min_lrs[i])
             if old - new > self.eps:
-                group["lr"] = new
+                _set_lr(group, new)
 
     @property
     def in_cooldown(self):

@@ -192,6 +192,7 @@ class Optimizer:
     def _step_params(self, group):
         """Update the group's parameters that have a gradient (also what nn.Graph's update
         nodes run, on a group holding the parameters of one node)."""
+        group = _plain_group(group)
         self._check_group(group)
         if group.get("foreach") is not False and self._batched(group):
             self._step_group(group)
@@ -227,11 +228,34 @@ class Optimizer:
 
     def _step_one(self, p, g, group):
         """The reference per-parameter step (also the batched path's fallback)."""
+        group = _plain_group(group)
         state = self.state[p]
         if not state:
             self._init_state(p, group, state)
-        self._update(p._data, g._data, state, group)
+        pd = p._data
+        if pd.dtype.kind == "c":
+            self._update_complex(pd, g._data, state, group)
+        else:
+            self._update(pd, g._data, state, group)
         bump_version(p)
+
+    def _update_complex(self, param, grad, state, group):
+        """`_update` on a complex parameter, as torch steps it: on real views (..., 2) of the
+        parameter, its grad and its complex state (torch.view_as_real), so that squares,
+        square roots and signs act on the real and imaginary parts separately."""
+        real = {k: Tensor._wrap(_as_real(v._data))
+                if isinstance(v, Tensor) and v._data.dtype.kind == "c" else v
+                for k, v in state.items()}
+        before = dict(real)
+        self._update(_as_real(param), _as_real(grad.astype(param.dtype, copy=False)), real,
+                     group)
+        for k, v in real.items():
+            if before.get(k) is v:
+                continue
+            if isinstance(v, Tensor) and v._data.shape == param.shape + (2,) \
+                    and v._data.dtype.kind == "f":  # a state entry made during the step
+                v = Tensor._wrap(_as_complex(v._data, param.dtype))
+            state[k] = v
 
     def _scratch(self, n=2, name="tmp"):
         """Scratch arrays for the batched path (not part of the state or of pickles)."""
@@ -322,6 +346,47 @@ class Optimizer:
         self.param_groups = new_groups
 
 
+def _as_real(a):
+    """A writable real view (..., 2) of complex array `a` (torch.view_as_real)."""
+    if type(a) is not np.ndarray:
+        return a.view(a.real.dtype).reshape(a.shape + (2,))
+    re = a.real
+    return np.lib.stride_tricks.as_strided(re, a.shape + (2,), re.strides + (re.itemsize,))
+
+
+def _as_complex(a, dtype):
+    """The complex array of dtype `dtype` whose real view is `a` (shape (..., 2))."""
+    return np.ascontiguousarray(a).view(dtype)[..., 0]
+
+
+def _scalar(value):
+    if isinstance(value, Tensor) or hasattr(value, "detach") and hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def _plain_group(group):
+    """The group with its 1-element tensor hyperparameters (an lr given as a 0-d tensor,
+    tensor betas) read as Python numbers, as torch's non-capturable steps read them
+    (`group` itself when it holds none)."""
+    for key, value in group.items():
+        if key == "params" or not (isinstance(value, (Tensor, tuple))):
+            continue
+        if isinstance(value, Tensor) or any(isinstance(v, Tensor) for v in value):
+            break
+    else:
+        return group
+    plain = {}
+    for key, value in group.items():
+        if key != "params":
+            if isinstance(value, tuple):
+                value = tuple(_scalar(v) for v in value)
+            else:
+                value = _scalar(value)
+        plain[key] = value
+    return plain
+
+
 class _DictHandle(RemovableHandle):
     """A hook handle over an OrderedDict of hooks (optimizers keep hooks by id)."""
 
@@ -337,6 +402,9 @@ class _DictHandle(RemovableHandle):
 
 def _validate(name, value, low=0.0, strict=False, high=None, message=None):
     """Raise torch's `ValueError('Invalid <name>: <value>')` for a bad hyperparameter."""
+    if isinstance(value, Tensor) and value.numel() != 1:
+        short = "lr" if name == "learning rate" else name.split()[0]
+        raise ValueError(f"Tensor {short} must be 1-element")
     bad = value < low if not strict else value <= low
     if high is not None:
         bad = bad or value >= high
@@ -360,4 +428,3 @@ def _no_differentiable(defaults_name, differentiable, fused=None):
     if fused:
         raise RuntimeError(f"{defaults_name}: fused=True is not supported; flowgrad's update "
                            "is already one vectorised NumPy pass per parameter")
-

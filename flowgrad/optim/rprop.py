@@ -39,7 +39,10 @@ class Rprop(Optimizer):
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
         state["prev"] = Tensor._wrap(new_zeros(p._data))
-        state["step_size"] = Tensor._wrap(new_full(p._data, group["lr"]))
+        lr = group["lr"]
+        if p._data.dtype.kind == "c":  # torch: lr for the real and the imaginary parts
+            lr = complex(lr, lr)
+        state["step_size"] = Tensor._wrap(new_full(p._data, lr))
 
     def _update(self, param, grad, state, group):
         g = -grad if group["maximize"] else grad

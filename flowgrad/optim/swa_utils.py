@@ -30,7 +30,10 @@ def get_ema_multi_avg_fn(decay=0.999):
     def ema_update(ema_params, current_params, num_averaged):
         with no_grad():
             for e, c in zip(ema_params, current_params):
-                e.lerp_(c, 1 - decay) if e.is_floating_point() else e.copy_(c)
+                if e.is_floating_point() or e.is_complex():
+                    e.lerp_(c, 1 - decay)
+                else:  # an integer buffer (num_batches_tracked): torch's float mix, truncated
+                    e.copy_(e * decay + c * (1 - decay))
     return ema_update
 
 
@@ -40,10 +43,10 @@ def get_swa_multi_avg_fn():
         with no_grad():
             w = 1 / (float(num_averaged) + 1)
             for a, c in zip(averaged_params, current_params):
-                if a.is_floating_point():
+                if a.is_floating_point() or a.is_complex():
                     a.lerp_(c, w)
-                else:
-                    a.add_((c - a) * w)
+                else:  # an integer buffer: the running mean truncated, as torch's
+                    a.copy_(a + (c - a) / (float(num_averaged) + 1))
     return swa_update
 
 

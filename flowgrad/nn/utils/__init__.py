@@ -1,5 +1,13 @@
 """flowgrad.nn.utils: gradient clipping and parameter/vector conversion, as torch.nn.utils."""
-from . import clip_grad, convert_parameters, fusion, parametrizations, parametrize, rnn
+from . import (
+    clip_grad,
+    convert_parameters,
+    fusion,
+    parametrizations,
+    parametrize,
+    rnn,
+    stateless,
+)
 from .clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -20,5 +28,5 @@ from .weight_norm import remove_spectral_norm, remove_weight_norm, spectral_norm
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_", "parameters_to_vector", "vector_to_parameters",
            "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm",
-           "parametrize", "parametrizations", "rnn", "fusion", "fuse_conv_bn_eval",
+           "parametrize", "parametrizations", "rnn", "stateless", "fusion", "fuse_conv_bn_eval",
            "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights", "skip_init"]

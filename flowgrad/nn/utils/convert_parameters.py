@@ -35,14 +35,21 @@ def vector_to_parameters(vec, parameters):
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     parameters = list(parameters)
-    total = sum(p.numel() for p in parameters)
-    if vec.dim() != 1 or vec.numel() < total:
-        raise RuntimeError(
-            f"vector_to_parameters: vec must be 1-D with at least as many entries as the "
-            f"parameters ({total}), got shape {tuple(vec.shape)}")
+    # as torch: each parameter takes vec[start:start + numel] (along the first dimension)
+    # viewed as the parameter's shape; all slices are checked before any is assigned
     flat = vec._data
+    chunks = []
     start = 0
     for p in parameters:
         n = p.numel()
-        p._data = flat[start:start + n].reshape(p._data.shape)
+        chunk = flat[start:start + n]
+        if chunk.size != n:
+            raise RuntimeError(
+                f"vector_to_parameters: vec must be 1-D with at least as many entries as the "
+                f"parameters ({sum(q.numel() for q in parameters)}), got shape "
+                f"{tuple(vec.shape)} (vec[{start}:{start + n}] has {chunk.size} entries for "
+                f"a parameter of shape {tuple(p.shape)})")
+        chunks.append(chunk.reshape(p._data.shape))
         start += n
+    for p, chunk in zip(parameters, chunks):
+        p._data = chunk

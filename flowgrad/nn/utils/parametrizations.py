@@ -181,8 +181,7 @@ class _Orthogonal(Module):
             raise ValueError(f"Expected a matrix or batch of matrices of shape {self.shape}. "
                              f"Got a tensor of shape {tuple(Q.shape)}.")
         if "base" not in self._buffers:
-            raise NotImplementedError("orthogonal: assigning with use_trivialization=False is "
-                                      "not supported in flowgrad")
+            return self._householder_inverse(Q)
         Q_init = Q
         n, k = Q.shape[-2], Q.shape[-1]
         if n < k:
@@ -194,6 +193,32 @@ class _Orthogonal(Module):
         with no_grad():
             neg_id.diagonal(0, -2, -1).fill_(-1.0)
         return neg_id
+
+
+    def _householder_inverse(self, Q):
+        """The original whose householder map is Q (torch's geqrf-based right_inverse; the
+        other maps cannot be assigned without the trivialization)."""
+        if self.orthogonal_map != "householder":
+            raise NotImplementedError("It is not possible to assign to the matrix exponential "
+                                      "or the Cayley parametrizations when "
+                                      "use_trivialization=False.")
+        q = Q.detach().numpy(force=True)
+        transpose = q.shape[-2] < q.shape[-1]
+        if transpose:
+            q = np.swapaxes(q, -1, -2)
+        flat = q.reshape(-1, *q.shape[-2:])
+        out = np.empty_like(flat)
+        for i, m in enumerate(flat):
+            h, tau = np.linalg.qr(m, mode="raw")  # LAPACK geqrf, transposed
+            a = h.T.copy()
+            d = np.sign(np.diagonal(a)).copy()
+            d[tau == 0.0] *= -1
+            np.fill_diagonal(a, d)
+            out[i] = a
+        out = out.reshape(q.shape).astype(q.dtype, copy=False)
+        if transpose:
+            out = np.swapaxes(out, -1, -2)
+        return tensor(np.ascontiguousarray(out), device=Q.device)
 
 
 def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):

@@ -62,14 +62,25 @@ class ParametrizationList(ModuleList):
     def __init__(self, modules, original, unsafe=False):
         super().__init__(modules)
         self.unsafe = unsafe
+        shape, dtype = tuple(original.shape), original.dtype
         with no_grad():
             new = original
             for module in reversed(list(self)):
                 if hasattr(module, "right_inverse"):
-                    new = module.right_inverse(new)
+                    try:
+                        new = module.right_inverse(new)
+                    except NotImplementedError:  # as torch: keep the tensor as it is
+                        pass
+        if not isinstance(new, (Tensor, list, tuple)):
+            raise ValueError("'right_inverse' must return a Tensor or a Sequence of tensors "
+                             f"(list, tuple...). Got {type(new).__name__}")
         self.is_tensor = isinstance(new, Tensor)
         self.ntensors = 1 if self.is_tensor else len(new)
         if self.is_tensor:
+            if new.dtype != original.dtype:
+                raise ValueError("When `right_inverse` outputs one tensor, it may not change "
+                                 f"the dtype.\noriginal.dtype: {original.dtype}\n"
+                                 f"right_inverse(original).dtype: {new.dtype}")
             if new is not original:
                 if tuple(new.shape) == tuple(original.shape):
                     with no_grad():
@@ -79,7 +90,14 @@ class ParametrizationList(ModuleList):
             self._register("original", original)
         else:
             for i, t in enumerate(new):
+                if not isinstance(t, Tensor):
+                    raise ValueError("'right_inverse' must return a Tensor or a Sequence of "
+                                     f"tensors (list, tuple...). Got element {i} of the "
+                                     f"sequence with type {type(t).__name__}.")
                 self._register(f"original{i}", _as_original(t, original))
+        if not unsafe:
+            with no_grad():
+                _check_unchanged(self(), shape, dtype, "unparametrized", "parametrized")
 
     def _register(self, name, value):
         if isinstance(value, Parameter):
@@ -91,11 +109,26 @@ class ParametrizationList(ModuleList):
         """Set the originals so that the parametrized tensor becomes `value`."""
         with no_grad():
             for module in reversed(list(self)):
-                if hasattr(module, "right_inverse"):
-                    value = module.right_inverse(value)
+                if not hasattr(module, "right_inverse"):
+                    raise RuntimeError(
+                        f"parametrization {type(module).__name__} does not implement "
+                        "right_inverse: assigning to a parametrized tensor needs one (define "
+                        "right_inverse(value) returning the original for `value`)")
+                value = module.right_inverse(value)
             if self.is_tensor:
+                if not isinstance(value, Tensor):
+                    raise ValueError(f"`right_inverse` should return a tensor. Got "
+                                     f"{type(value).__name__}")
+                if value.dtype != self.original.dtype:
+                    raise ValueError(f"The tensor returned by `right_inverse` has dtype "
+                                     f"{value.dtype} while `original` has dtype "
+                                     f"{self.original.dtype}")
                 self.original.copy_(value)
             else:
+                if len(value) != self.ntensors:
+                    raise ValueError("'right_inverse' must return a sequence of tensors of "
+                                     f"length {self.ntensors}. Got a sequence of length "
+                                     f"{len(value)}.")
                 for i, t in enumerate(value):
                     getattr(self, f"original{i}").copy_(t)
 
@@ -107,6 +140,21 @@ class ParametrizationList(ModuleList):
         for module in list(self)[1:]:
             x = module(x)
         return x
+
+
+def _check_unchanged(value, shape, dtype, before, after):
+    """torch's checks of a safe (unsafe=False) parametrization: a tensor, of the
+    unparametrized tensor's dtype and shape."""
+    if not isinstance(value, Tensor):
+        raise ValueError(f"A parametrization must return a tensor. Got {type(value).__name__}.")
+    if value.dtype != dtype:
+        raise ValueError("Registering a parametrization may not change the dtype of the tensor, "
+                         f"unless `unsafe` flag is enabled.\n{before} dtype: {dtype}\n{after} "
+                         f"dtype: {value.dtype}")
+    if tuple(value.shape) != shape:
+        raise ValueError("Registering a parametrization may not change the shape of the tensor, "
+                         f"unless `unsafe` flag is enabled.\n{before} shape: {shape}\n{after} "
+                         f"shape: {tuple(value.shape)}")
 
 
 def _get(module, name):
@@ -134,18 +182,29 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
     a second call on the same name chains the parametrizations. See the module example."""
     parametrization.train(module.training)
     if is_parametrized(module, tensor_name):
-        module.parametrizations[tensor_name].append(parametrization)
+        if not unsafe:
+            with no_grad():
+                y = getattr(module, tensor_name)
+                x = parametrization(y)
+                _check_unchanged(x, tuple(y.shape), y.dtype, f"module.{tensor_name}",
+                                 f"parametrization(module.{tensor_name})")
+                if hasattr(parametrization, "right_inverse"):
+                    try:
+                        z = parametrization.right_inverse(x)
+                    except NotImplementedError:
+                        z = None
+                    if z is not None:
+                        _check_unchanged(z, tuple(y.shape), y.dtype, f"module.{tensor_name}",
+                                         "parametrization.right_inverse(...)")
+        plist = module.parametrizations[tensor_name]
+        plist.append(parametrization)
+        plist.unsafe |= unsafe
         return module
     if tensor_name not in module._parameters and tensor_name not in module._buffers:
         raise ValueError(f"Module '{module}' does not have a parameter, a buffer, or a "
                          f"parametrized element with name '{tensor_name}'")
     original = getattr(module, tensor_name)
     plist = ParametrizationList([parametrization], original, unsafe=unsafe)
-    if not unsafe:
-        with no_grad():
-            value = plist()
-        if not isinstance(value, Tensor):
-            raise ValueError(f"A parametrization must return a tensor. Got {type(value)}.")
     delattr(module, tensor_name)
     if not is_parametrized(module):
         module.parametrizations = ModuleDict()

@@ -66,6 +66,24 @@ class PackedSequence(namedtuple("PackedSequence",
     def float(self):
         return self.to(dtype=dtypes.float32)
 
+    def half(self):
+        return self.to(dtype=dtypes.float16)
+
+    def long(self):
+        return self.to(dtype=dtypes.int64)
+
+    def int(self):
+        return self.to(dtype=dtypes.int32)
+
+    def short(self):
+        return self.to(dtype=dtypes.int16)
+
+    def char(self):
+        return self.to(dtype=dtypes.int8)
+
+    def byte(self):
+        return self.to(dtype=dtypes.uint8)
+
     @property
     def is_cuda(self):
         return False
