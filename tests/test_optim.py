@@ -224,7 +224,10 @@ ERRORS = [
     (lambda: flow.optim.SGD([_leaf()], momentum=-1), ValueError, "Invalid momentum value"),
     (lambda: flow.optim.SGD([_leaf()], weight_decay=-1), ValueError, "Invalid weight_decay"),
     (lambda: flow.optim.SGD([_leaf()], nesterov=True), ValueError, "Nesterov momentum"),
-    (lambda: flow.optim.SGD([_leaf()], fused=True), RuntimeError, "fused=True"),
+    (lambda: flow.optim.SGD([_leaf()], fused=True, foreach=True), RuntimeError,
+     "cannot be `True` together"),
+    (lambda: flow.optim.Adam([_leaf()], fused=True, differentiable=True), RuntimeError,
+     "does not support `differentiable`"),
     (lambda: flow.optim.Adam([_leaf()], differentiable=True), NotImplementedError,
      "differentiable"),
     (lambda: flow.optim.Adam([_leaf()], eps=-1), ValueError, "Invalid epsilon value"),
@@ -508,3 +511,25 @@ def test_foreach_falls_back_for_tensor_hyperparameters_and_other_dtypes():
     np.testing.assert_array_equal(out[0][0], out[1][0])
     np.testing.assert_array_equal(out[0][1], out[1][1])
     assert not np.array_equal(out[0][0], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("name,kw", [("SGD", dict(momentum=0.9)), ("Adam", {}),
+                                     ("AdamW", dict(amsgrad=True)), ("Adagrad", {})])
+def test_fused_steps_as_torchs_fused(name, kw):
+    """torch runs fused=True on the CPU (same numbers as unfused); so does flowgrad."""
+    start = np.random.default_rng(0).standard_normal((3, 2))
+    grads = np.random.default_rng(1).standard_normal((4, 3, 2))
+    result = []
+    for m in (flow, torch):
+        p = m.nn.Parameter(m.tensor(start))
+        opt = getattr(m.optim, name)([p], lr=0.1, fused=True, **kw)
+        for g in grads:
+            p.grad = m.tensor(g)
+            opt.step()
+        result.append(p.detach().numpy())
+    np.testing.assert_allclose(result[0], result[1], rtol=1e-12)
+    with pytest.raises(RuntimeError, match="floating point"):
+        q = flow.nn.Parameter(flow.ones(2, dtype=flow.complex64))
+        opt = getattr(flow.optim, name)([q], lr=0.1, fused=True)
+        q.grad = flow.ones(2, dtype=flow.complex64)
+        opt.step()

@@ -28,7 +28,7 @@ class Adagrad(Optimizer):
         _validate("weight_decay value", weight_decay)
         _validate("initial_accumulator_value value", initial_accumulator_value)
         _validate("epsilon value", eps)
-        _no_differentiable("Adagrad", differentiable, fused)
+        _no_differentiable("Adagrad", differentiable, fused, foreach)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value,
                         foreach=foreach, maximize=maximize, differentiable=differentiable,

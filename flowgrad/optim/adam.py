@@ -106,7 +106,7 @@ class Adam(Optimizer):
                  do_bias_correction=True, contiguous_params=False):
         _check_tensor_options(lr, betas, foreach, capturable)
         _check_betas(lr, eps, betas, weight_decay)
-        _no_differentiable(type(self).__name__, differentiable, fused)
+        _no_differentiable(type(self).__name__, differentiable, fused, foreach)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,

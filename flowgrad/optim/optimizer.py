@@ -193,6 +193,8 @@ class Optimizer:
         """Update the group's parameters that have a gradient (also what nn.Graph's update
         nodes run, on a group holding the parameters of one node)."""
         group = _plain_group(group)
+        if group.get("fused"):
+            check_fused_params(group)
         self._check_group(group)
         if group.get("foreach") is not False and self._batched(group):
             self._step_group(group)
@@ -420,11 +422,24 @@ def _lerp_(a, b, weight):
         a[...] = b - (b - a) * (1 - weight)
 
 
-def _no_differentiable(defaults_name, differentiable, fused=None):
+def _no_differentiable(defaults_name, differentiable, fused=None, foreach=None):
+    """torch's checks of fused= (SGD, Adam, AdamW, Adagrad: their fused CPU kernels give the
+    same numbers, and so does flowgrad's update, which takes fused=True as it is) and of
+    differentiable= (not supported here)."""
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if fused and differentiable:
+        raise RuntimeError("`fused` does not support `differentiable`")
     if differentiable:
         raise NotImplementedError(
             f"{defaults_name}: differentiable=True is not supported by flowgrad's optimizers "
             "(updates run in place under no_grad)")
-    if fused:
-        raise RuntimeError(f"{defaults_name}: fused=True is not supported; flowgrad's update "
-                           "is already one vectorised NumPy pass per parameter")
+
+
+def check_fused_params(group):
+    """torch's step-time check of a fused group: floating-point parameters only."""
+    for p in group["params"]:
+        if p.grad is not None and p._data.dtype.kind != "f" and p._data.dtype.name not in (
+                "bfloat16",):
+            raise RuntimeError(f"`fused=True` requires all the params to be floating point "
+                               f"Tensors of supported devices: ['cpu'] but {p.dtype} and cpu")

@@ -38,7 +38,7 @@ class SGD(Optimizer):
         _validate("weight_decay value", weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        _no_differentiable("SGD", differentiable, fused)
+        _no_differentiable("SGD", differentiable, fused, foreach)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
                         foreach=foreach, differentiable=differentiable, fused=fused)
