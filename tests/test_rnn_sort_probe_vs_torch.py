@@ -323,3 +323,13 @@ def test_bucketize_nan_boundaries():
         "searchsorted_int32_sorter"])
 def test_refused_dtypes(call, exc):
     _raises_both(call, exc)
+
+
+def test_rnn_cell_base_as_torch():
+    for m in (torch, flow):
+        base = m.nn.RNNCellBase(3, 4, True, 2)
+        assert sorted((k, tuple(v.shape)) for k, v in base.named_parameters()) == [
+            ("bias_hh", (8,)), ("bias_ih", (8,)), ("weight_hh", (8, 4)), ("weight_ih", (8, 3))]
+        assert all(isinstance(c, m.nn.RNNCellBase)
+                   for c in (m.nn.RNNCell(2, 3), m.nn.GRUCell(2, 3), m.nn.LSTMCell(2, 3)))
+        assert repr(m.nn.LSTMCell(2, 3, bias=False)) == "LSTMCell(2, 3, bias=False)"

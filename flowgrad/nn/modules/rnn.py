@@ -28,7 +28,7 @@ from ..module import Module
 from ..utils.rnn import PackedSequence
 from ._utils import new_param
 
-__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -384,15 +384,17 @@ class LSTM(RNNBase):
         return out, (h, c)
 
 
-class _CellBase(Module):
-    _gates = 1
+class RNNCellBase(Module):
+    """torch's base of RNNCell, GRUCell and LSTMCell: weight_ih (num_chunks * hidden_size,
+    input_size), weight_hh (num_chunks * hidden_size, hidden_size) and, with bias, bias_ih
+    and bias_hh, initialised U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
 
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
-        g = self._gates * hidden_size
+        g = num_chunks * hidden_size
         self.weight_ih = new_param(g, input_size, dtype=dtype, device=device)
         self.weight_hh = new_param(g, hidden_size, dtype=dtype, device=device)
         if bias:
@@ -454,14 +456,14 @@ class _CellBase(Module):
         return hx
 
 
-class RNNCell(_CellBase):
+class RNNCell(RNNCellBase):
     """One step of an Elman RNN: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (or relu)."""
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
                  dtype=None):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         self.nonlinearity = nonlinearity
-        super().__init__(input_size, hidden_size, bias, device, dtype)
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):
@@ -471,9 +473,11 @@ class RNNCell(_CellBase):
         return h if batched else h.squeeze(0)
 
 
-class GRUCell(_CellBase):
+class GRUCell(RNNCellBase):
     """One step of a GRU (gates r, z, n in torch's order); hx defaults to zeros."""
-    _gates = 3
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input, hx=None):
         x, h, batched = self._prep(input, hx)
@@ -482,9 +486,11 @@ class GRUCell(_CellBase):
         return h if batched else h.squeeze(0)
 
 
-class LSTMCell(_CellBase):
+class LSTMCell(RNNCellBase):
     """One step of an LSTM (gates i, f, g, o): (h, c) -> (h', c'); hx defaults to zeros."""
-    _gates = 4
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input, hx=None):
         if hx is None:
