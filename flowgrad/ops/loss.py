@@ -80,6 +80,29 @@ def legacy_reduction(loss):
     return call
 
 
+def _weighted(loss, weight, input, reduction, name, mean_by_weight):
+    """torch's weighted mse/l1/huber: the weight of the input's exact shape multiplies the
+    elementwise loss; 'mean' divides by the summed weights for mse and l1 (a weighted mean),
+    by the element count for huber."""
+    if weight is None:
+        return reduce_loss(loss, reduction)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError(f"{name}: Weights and input must have the same size; got weight "
+                         f"{tuple(weight.shape)} for input {tuple(input.shape)}")
+    loss = loss * weight
+    if reduction == "mean" and mean_by_weight:
+        return loss.sum() / weight.sum()
+    return reduce_loss(loss, reduction)
+
+
+def check_no_grad_arg(tensor, name, arg):
+    """Raise torch's RuntimeError where loss `name` has no gradient rule for `arg` (a class
+    weight, pos_weight, a target) and that tensor requires grad while grad mode is on."""
+    if isinstance(tensor, Tensor) and tensor.requires_grad and grad_mode.is_grad_enabled():
+        raise RuntimeError(f"{name}: the function is not differentiable with respect to "
+                           f"argument '{arg}'; pass {arg}.detach()")
+
+
 def reduce_loss(loss, reduction):
     """Apply 'none' / 'mean' / 'sum' to a per-element loss."""
     if reduction == "none":
@@ -211,9 +234,9 @@ def _check_class_target(input, target, weight, ignore_index, name):
     input, the target and the weight (of the input's dtype, as torch requires) tensors."""
     if not isinstance(target, Tensor):
         raise TypeError(f"{name}: expected target to be a Tensor, got {type(target).__name__}")
-    if target._data.dtype.kind not in "iu":
-        raise RuntimeError(f"{name}: expected target of an integer dtype (class indices), "
-                           f"got {target.dtype}; use .long()")
+    if target._data.dtype not in (np.int64, np.uint8):
+        raise RuntimeError(f"{name}: expected target of an integer dtype, Long or Byte "
+                           f"(class indices), got {target.dtype}; use .long()")
     if input._data.ndim == 0:
         raise ValueError(f"{name}: input must have at least 1 dimension (C,) or (N, C, ...)")
     x = input if input._data.ndim > 1 else input.unsqueeze(0)
@@ -266,6 +289,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """
     check_reduction(reduction, "nll_loss")
     _float_input(input, "nll_loss")
+    check_no_grad_arg(weight, "nll_loss", "weight")
     x, t, w = _check_class_target(input, target, weight, ignore_index, "nll_loss")
     out = _nll_loss(x, t, *(() if w is None else (w,)), ignore_index=ignore_index,
                     reduction=reduction)
@@ -293,12 +317,14 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """
     check_reduction(reduction, "cross_entropy")
     _float_input(input, "cross_entropy")
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got "
-                         f"{label_smoothing}")
+    if label_smoothing > 1.0:
+        raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got "
+                           f"{label_smoothing}")
+    label_smoothing = max(label_smoothing, 0.0)  # torch ignores a negative one
     if isinstance(target, Tensor) and target._data.dtype.kind in "fV" or label_smoothing:
         return cross_entropy_soft(input, target, weight, ignore_index, reduction,
                                   label_smoothing)
+    check_no_grad_arg(weight, "cross_entropy", "weight")  # (class indices: nll's weight)
     x, t, w = _check_class_target(input, target, weight, ignore_index, "cross_entropy")
     out = _cross_entropy(x, t, *(() if w is None else (w,)), ignore_index=ignore_index,
                          reduction=reduction)
@@ -384,8 +410,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     """
     check_kernel_dtype(input, "mse_cpu")  # complex: torch refuses (d * d is no squared modulus)
     d = _pair(input, target, "mse_loss", reduction)
-    sq = d * d
-    return reduce_loss(sq * weight if weight is not None else sq, reduction)
+    return _weighted(d * d, weight, input, reduction, "mse_loss", True)
 
 
 @legacy_reduction
@@ -398,7 +423,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     tensor(1.5000)
     """
     d = _pair(input, target, "l1_loss", reduction).abs()
-    return reduce_loss(d * weight if weight is not None else d, reduction)
+    return _weighted(d, weight, input, reduction, "l1_loss", True)
 
 
 @legacy_reduction
@@ -438,4 +463,4 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     a = d.abs()
     small = a < delta
     loss = where(small, d * d * 0.5, (a - 0.5 * delta) * delta)
-    return reduce_loss(loss * weight if weight is not None else loss, reduction)
+    return _weighted(loss, weight, input, reduction, "huber_loss", False)

@@ -42,7 +42,7 @@ def _shift(xp, a, k):
 
 
 @op("ctc_loss", save="inputs")
-def _ctc_loss(xp, lp, targets, input_lengths, target_lengths, *, blank):
+def _ctc_loss(xp, lp, targets, input_lengths, target_lengths, *, blank, zero_infinity):
     t_max, n, _ = lp.shape
     ext, skip, valid = _extended(xp, targets, target_lengths, blank)
     lpe = lp.astype(xp.float64)[xp.arange(t_max)[:, None, None], xp.arange(n)[None, :, None],
@@ -61,6 +61,9 @@ def _ctc_loss(xp, lp, targets, input_lengths, target_lengths, *, blank):
     last = alpha[input_lengths - 1, rows]  # (N, S') at each sample's last frame
     end = 2 * target_lengths
     ll = xp.logaddexp(last[rows, end], xp.where(has_label, last[rows, end - 1], _NEG))
+    # no frames (input length 0; alpha[-1] above read the last one): the empty alignment of
+    # an empty target, else impossible, as torch's
+    ll = xp.where(input_lengths == 0, xp.where(has_label, _NEG, 0.0), ll)
     return (-ll).astype(lp.dtype), alpha  # alpha: aux, for the rule
 
 
@@ -68,11 +71,12 @@ def _ctc_loss(xp, lp, targets, input_lengths, target_lengths, *, blank):
 def ctc_loss_backward(ctx, dy):
     lp, targets, input_lengths, target_lengths = ctx.inputs
     return _ctc_loss_grad(lp, ctx.aux[0], dy, targets, input_lengths, target_lengths,
-                          blank=ctx.blank), None, None, None
+                          blank=ctx.blank, zero_infinity=ctx.zero_infinity), None, None, None
 
 
 @op("ctc_loss_grad")
-def _ctc_loss_grad(xp, lp, alpha, dy, targets, input_lengths, target_lengths, *, blank):
+def _ctc_loss_grad(xp, lp, alpha, dy, targets, input_lengths, target_lengths, *, blank,
+                   zero_infinity):
     t_max, n, c = lp.shape
     ext, skip, valid = _extended(xp, targets, target_lengths, blank)
     lpe = lp.astype(xp.float64)[xp.arange(t_max)[:, None, None], xp.arange(n)[None, :, None],
@@ -104,6 +108,9 @@ def _ctc_loss_grad(xp, lp, alpha, dy, targets, input_lengths, target_lengths, *,
     occ = xp.where(xp.isfinite(log_ll)[None, :, None], xp.nan_to_num(occ), 0.0)
     grad = xp.zeros((t_max, n, c))
     xp.add.at(grad, (xp.arange(t_max)[:, None, None], rows[None, :, None], ext[None]), occ)
+    if not zero_infinity:  # an impossible alignment: nan over its frames (torch: inf - inf)
+        frames = xp.arange(t_max)[:, None] < input_lengths[None, :]
+        grad[frames & ~xp.isfinite(log_ll)[None, :]] = xp.nan
     return (-grad * dy.astype(xp.float64)[None, :, None]).astype(lp.dtype)
 
 
@@ -136,7 +143,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
              zero_infinity=False):
     """CTC loss of log_probs (T, N, C) or (T, C) against targets (N, S) padded, or 1-D
     concatenated. 'mean' divides each loss by its target length, then averages the batch.
-    zero_infinity: impossible alignments give 0 (and zero gradient) instead of inf."""
+    zero_infinity: impossible alignments give 0 (and zero gradient) instead of inf (and a nan
+    gradient over their frames, as torch's)."""
     check_reduction(reduction, "ctc_loss")
     lp = log_probs
     if lp._data.dtype.kind not in "fV":
@@ -147,6 +155,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
                          f"{tuple(lp.shape)}")
     if not batched:
         lp = lp.unsqueeze(1)
+    if lp._data.size == 0:  # (an empty batch too, as torch's)
+        raise RuntimeError(f"ctc_loss: log_probs tensor must not be empty, got shape "
+                           f"{tuple(log_probs.shape)}")
     t_max, n, c = lp._data.shape
     if not 0 <= blank < c:
         raise ValueError(f"ctc_loss: blank ({blank}) must be a class index in [0, {c})")
@@ -158,6 +169,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
                            f"time steps of log_probs")
     tg = np.asarray(targets._data if isinstance(targets, Tensor) else targets, np.int64)
     if not batched:
+        if tg.size != tg_len[0]:  # (an unbatched target is exactly its length, as torch's)
+            raise RuntimeError(f"ctc_loss: expected the unbatched targets to have size "
+                               f"{int(tg_len[0])} (target_lengths) at dimension 0, but got "
+                               f"size {tg.size}")
         tg = tg.reshape(1, -1)
     if tg.ndim == 1:  # concatenated targets: split by target_lengths, pad to the longest
         if tg.shape[0] != tg_len.sum():
@@ -178,7 +193,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
                          f"[{int(tg.min())}, {int(tg.max())}]")
     tg_len_t = _as_input(target_lengths, tg_len)
     loss = _ctc_loss(lp, _as_input(targets, tg), _as_input(input_lengths, in_len), tg_len_t,
-                     blank=blank)
+                     blank=blank, zero_infinity=bool(zero_infinity))
     if zero_infinity:
         loss = where(loss.abs() == float("inf"), 0.0, loss)
     if reduction == "mean":

@@ -20,7 +20,7 @@ from ..errors import check_same_dtype
 from ..tensor import Tensor
 from .activation import softplus
 from .elementwise import minimum, where
-from .loss import _float_input, check_reduction, legacy_reduction, reduce_loss
+from .loss import _float_input, check_no_grad_arg, check_reduction, legacy_reduction, reduce_loss
 from .nn_misc import one_hot, pairwise_distance
 from .registry import op
 
@@ -131,6 +131,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     check_same_dtype("binary_cross_entropy", x, target=target)  # (a non-tensor: _same_shape)
     t = _same_shape(x, target, "binary_cross_entropy")
     _broadcastable(weight, x.shape, "binary_cross_entropy", "weight")
+    check_no_grad_arg(weight, "binary_cross_entropy", "weight")
     _check_unit_range(x._data, "input")
     _check_unit_range(t._data, "target")
     loss = _bce(x, t)
@@ -159,6 +160,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     x, t = (x.to(target.dtype) if target._data.dtype != x._data.dtype else x), target
     _broadcastable(weight, x.shape, "binary_cross_entropy_with_logits", "weight")
     _broadcastable(pos_weight, x.shape, "binary_cross_entropy_with_logits", "pos_weight")
+    check_no_grad_arg(weight, "binary_cross_entropy_with_logits", "weight")
+    check_no_grad_arg(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
     if pos_weight is None:
         loss = _bce_logits(x, t)
     else:
@@ -187,9 +190,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         loss = t.exp() * (t - x)
     else:
-        pos = t > 0
-        # xlogy: 0 * log 0 = 0, and no NaN gradient from the branch not taken
-        loss = where(pos, t * where(pos, t, 1.0).log(), 0.0) - t * x
+        # torch's xlogy(t, t): 0 at t == 0 (nan below 0), and there a nan gradient for the
+        # target (torch's rule: 0 * log 0 + 0 / 0), which the branch not taken here gives
+        loss = where(t == 0, 0.0, t * t.log()) - t * x
     if reduction == "batchmean":
         return loss.sum() / (x._data.shape[0] if x._data.ndim else 1)
     if reduction == "mean":
@@ -208,10 +211,9 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     x, t = _float_input(input, "poisson_nll_loss"), target  # (promoted together, as torch's)
     loss = x.exp() - t * x if log_input else x - t * (x + eps).log()
     if full:
-        big = t > 1
-        ts = where(big, t, 1.0)
-        stirling = ts * ts.log() - ts + (ts * (2 * math.pi)).log() * 0.5
-        loss = loss + where(big, stirling, 0.0)
+        # torch's masked_fill(t <= 1, 0) of the term: its target gradient is nan where t <= 0
+        stirling = t * t.log() - t + (t * (2 * math.pi)).log() * 0.5
+        loss = loss + where(t > 1, stirling, 0.0)
     return reduce_loss(loss, reduction)
 
 
@@ -223,15 +225,18 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     x = _float_input(input, "gaussian_nll_loss")
     if not isinstance(var, Tensor):
         var = Tensor._wrap(xp.full(tuple(x.shape), float(var), x._data.dtype))
-    if tuple(var.shape) != tuple(x.shape):
-        if tuple(x.shape[:-1]) == tuple(var.shape):
-            var = var.unsqueeze(-1)
-        elif not (tuple(x.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
-            raise ValueError(f"gaussian_nll_loss: var is of incorrect size {tuple(var.shape)} "
-                             f"for input of size {tuple(x.shape)}; use the input's shape, or "
-                             f"it without (or with 1 as) its last dim")
     if (var._data < 0).any():
         raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+    xs, vs = tuple(x.shape), tuple(var.shape)
+    if vs != xs:
+        if xs[:-1] == vs:  # one variance per sample (homoscedastic)
+            var = var.unsqueeze(-1)
+        # else torch's rule: the same ndim and the var's sizes where they differ sum to 1
+        # (one mismatched dim of size 1: (4, 1, 32) or (1, 3) against (4, 3, 32) or (4, 3))
+        elif len(vs) != len(xs) or sum(b for a, b in zip(xs, vs) if a != b) != 1:
+            raise ValueError(f"gaussian_nll_loss: var is of incorrect size {vs} for input of "
+                             f"size {xs}; use the input's shape, it without its last dim, or "
+                             f"it with 1 for one of its dims")
     clamped = xp.maximum(var._data, eps)
     # the clamp shifts the value but passes the gradient straight through (torch's no_grad)
     v = var + Tensor._wrap((clamped - var._data).astype(var._data.dtype))
@@ -310,12 +315,13 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     tensor(0.)
     """
     check_reduction(reduction, "triplet_margin_loss")
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_loss: margin must be greater than 0, got {margin}")
     nd = anchor._data.ndim
-    if not (nd == positive._data.ndim == negative._data.ndim) or nd not in (1, 2):
-        raise RuntimeError(f"triplet_margin_loss: expected anchor, positive and negative to "
-                           f"be 1D or 2D with the same number of dims, got "
-                           f"{tuple(anchor.shape)}, {tuple(positive.shape)}, "
-                           f"{tuple(negative.shape)}")
+    if not nd == positive._data.ndim == negative._data.ndim:
+        raise RuntimeError(f"triplet_margin_loss: expected anchor, positive and negative with "
+                           f"the same number of dims, got {tuple(anchor.shape)}, "
+                           f"{tuple(positive.shape)}, {tuple(negative.shape)}")
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -361,7 +367,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got {p}")
     x = _float_input(input, "multi_margin_loss")
     x2 = x if x._data.ndim == 2 else x.unsqueeze(0)
-    if x._data.ndim not in (1, 2) or target._data.reshape(-1).shape[0] != x2._data.shape[0]:
+    if x._data.ndim not in (1, 2) or target._data.ndim > 1 or \
+            target._data.reshape(-1).shape[0] != x2._data.shape[0]:
         raise ValueError(f"multi_margin_loss: expected input (N, C) or (C,) and target (N,) "
                          f"or (), got input {tuple(x.shape)} and target {tuple(target.shape)}")
     t = target._data.reshape(-1)
@@ -369,9 +376,11 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if t.dtype.kind not in "iu" or t.size and (t.min() < 0 or t.max() >= c):
         raise IndexError(f"multi_margin_loss: target must hold class indices in [0, {c}), got "
                          f"{t.tolist() if t.size < 10 else t.dtype}")
+    target_shape = tuple(target.shape)
     target = target.reshape(n, 1)  # (ops on the target: a graph compiles them)
     picked = x2.gather(1, target)
-    z = (x2 - picked + margin).clamp(min=0.0)
+    z = x2 - picked + margin
+    z = where(z > 0, z, 0.0)  # (strictly: a margin met exactly has no gradient, as torch's)
     if p == 2:
         z = z * z
     z = where(one_hot(target.reshape(n), c) == 0, z, 0.0)
@@ -380,10 +389,11 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
             raise RuntimeError(f"multi_margin_loss: weight must have shape ({c},), got "
                                f"{tuple(weight.shape)}")
         check_same_dtype("multi_margin_loss", x, weight=weight)
+        check_no_grad_arg(weight, "multi_margin_loss", "weight")
         z = z * weight[target.reshape(n)].unsqueeze(1)
     loss = z.sum(1) / c
-    if x._data.ndim == 1:
-        loss = loss.squeeze(0)
+    if tuple(loss.shape) != tuple(target_shape):  # torch's: the target's shape, (1,) or ()
+        loss = loss.reshape(target_shape)
     return reduce_loss(loss, reduction)
 
 
@@ -392,6 +402,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     """log(1 + exp(-target * input)), averaged over all elements."""
     check_reduction(reduction, "soft_margin_loss")
     t = _same_shape(input, target, "soft_margin_loss")
+    check_no_grad_arg(target, "soft_margin_loss", "target")  # (torch has no target rule)
     return reduce_loss(softplus(-t * input), reduction)
 
 
@@ -420,7 +431,6 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     >>> F.multilabel_margin_loss(flow.tensor([0.1, 0.2, 0.4, 0.8]), flow.tensor([3, 0, -1, 1]))
     tensor(0.8500)
     """
-    xp = array_module(input._data)
     check_reduction(reduction, "multilabel_margin_loss")
     x = _float_input(input, "multilabel_margin_loss")
     nd = x._data.ndim
@@ -435,20 +445,22 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         raise RuntimeError(f"multilabel_margin_loss: inconsistent target size: "
                            f"{list(target.shape)} for input of size: {list(x.shape)}")
     x2 = x.reshape(-1, x._data.shape[-1] if nd else 1)
-    t = target._data.reshape(x2._data.shape).astype(np.int64)
-    n, c = t.shape
-    if t.size and (t.min() < -1 or t.max() >= c):
+    n, c = x2._data.shape
+    check = target._data.reshape(-1)  # (a validation read: the masks below are ops)
+    if check.size and (check.min() < -1 or check.max() >= c):
         raise RuntimeError(f"multilabel_margin_loss: target is out of range: class indices "
-                           f"must lie in [0, {c}) or be -1 (padding), got {t.min()}..{t.max()}")
-    # the targets of a row are the indices before its first -1
-    valid = xp.cumprod(t != -1, axis=1).astype(bool)
-    safe = xp.where(valid, t, 0)
-    is_target = xp.zeros((n, c), bool)
-    rows = xp.broadcast_to(xp.arange(n)[:, None], t.shape)
-    is_target[rows[valid], safe[valid]] = True
-    picked = x2[Tensor._wrap(rows.copy()), Tensor._wrap(safe)]  # (N, C) x[y_j]
-    z = (1.0 - picked.unsqueeze(2) + x2.unsqueeze(1)).clamp(min=0.0)  # (N, j, i)
-    pair = valid[:, :, None] & ~is_target[:, None, :]
-    loss = where(Tensor._wrap(pair), z, 0.0).sum((1, 2)) / c
+                           f"must lie in [0, {c}) or be -1 (padding), got "
+                           f"{int(check.min())}..{int(check.max())}")
+    # the targets of a row are the indices before its first -1 (ops on the target, so a
+    # traced graph reads each call's)
+    t = target.reshape(n, c).long()
+    valid = (t != -1).long().cumprod(1) == 1
+    safe = where(valid, t, 0)
+    is_target = (one_hot(safe, c) * valid.long().unsqueeze(2)).amax(1) == 1  # (N, C)
+    picked = x2.gather(1, safe)  # (N, C): x[y_j]
+    z = 1.0 - picked.unsqueeze(2) + x2.unsqueeze(1)  # (N, j, i)
+    z = where(z > 0, z, 0.0)  # (strictly: a margin met exactly has no gradient, as torch's)
+    pair = valid.unsqueeze(2) & is_target.logical_not().unsqueeze(1)
+    loss = where(pair, z, 0.0).sum((1, 2)) / c
     loss = loss.reshape(()) if nd < 2 else loss
     return reduce_loss(loss, reduction)

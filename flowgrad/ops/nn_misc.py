@@ -16,6 +16,7 @@ tensor([[0., 0., 1.],
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -224,6 +225,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError(f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence "
                              f"in the mini-batch has to start from position 0, got "
                              f"{first.tolist()}")
+        off = xp.asarray(offsets._data).reshape(-1)
+        if int(off[-1]) > idx.shape[0]:
+            raise RuntimeError(f"embedding_bag: offsets[-1] can not be greater than input's "
+                               f"length {idx.shape[0]} but got offsets[-1] of {int(off[-1])}")
+        if (off[1:] < off[:-1]).any():
+            raise RuntimeError(f"embedding_bag: offsets must be non-decreasing (each bag's "
+                               f"start in input), got {off.tolist()}")
         starts, flat, psw, last = offsets.reshape(-1), input, per_sample_weights, \
             bool(include_last_offset)
     else:
@@ -308,10 +316,6 @@ def _dropout_impl(input, p, training, inplace, name, alpha=False, feature_dims=N
         return input
     if input._data.dtype.kind not in "fV":
         raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}")
-    if feature_dims is not None and input._data.ndim not in (feature_dims + 1,
-                                                              feature_dims + 2):
-        raise RuntimeError(f"{name}: expected {feature_dims + 1}D or {feature_dims + 2}D "
-                           f"input, got input of shape {tuple(input.shape)}")
 
     gen = resolve()
 
@@ -336,17 +340,49 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, L) or (C, L) input with probability p."""
+    _check_p(p, "dropout1d")
+    if input._data.ndim not in (2, 3):  # torch checks in eval mode too
+        raise RuntimeError(f"dropout1d: expected 2D or 3D input, got input of shape "
+                           f"{tuple(input.shape)}; dropout1d drops channels of inputs with 1 "
+                           f"spatial dimension")
     return _dropout_impl(input, p, training, inplace, "dropout1d", feature_dims=1)
 
 
+def _feature_warning(name, input, dims):
+    nd = input._data.ndim
+    if nd not in (dims + 1, dims + 2):
+        warnings.warn(f"{name}: Received a {nd}-D input to {name}, which is deprecated and will "
+                      f"result in an error in a future release. To retain the behavior and "
+                      f"silence this warning, please use dropout instead.", stacklevel=3)
+
+
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of (N, C, H, W) or (C, H, W) input with probability p."""
-    return _dropout_impl(input, p, training, inplace, "dropout2d", feature_dims=2)
+    """Zero whole channels of (N, C, H, W) input with probability p. As torch's, any other
+    input (with a warning) drops along its first two dims: a 3-D input is read as (N, C, L),
+    not as an unbatched (C, H, W)."""
+    _check_p(p, "dropout2d")
+    _feature_warning("dropout2d", input, 2)
+    if input._data.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. To maintain the 1D "
+                      "channel-wise dropout behavior, please switch to using dropout1d "
+                      "instead.", stacklevel=2)
+    if training and 0 < p < 1 and input._data.ndim < 2 and input._data.size:
+        raise RuntimeError(f"dropout2d: expected 3D or 4D input (feature dropout needs at "
+                           f"least 2 dimensions), got input of shape {tuple(input.shape)}")
+    return _dropout_impl(input, p, training, inplace, "dropout2d",
+                         feature_dims=max(input._data.ndim - 2, 0))
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p."""
-    return _dropout_impl(input, p, training, inplace, "dropout3d", feature_dims=3)
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p; any
+    other input but a 5-D one is unbatched (with a warning, as torch's)."""
+    _check_p(p, "dropout3d")
+    _feature_warning("dropout3d", input, 3)
+    nd = input._data.ndim
+    return _dropout_impl(input, p, training, inplace, "dropout3d",
+                         feature_dims=3 if nd == 5 else nd - 1)
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
@@ -434,8 +470,11 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
     a, b = a.expand(*shape), b.expand(*shape)
     d = _wrap_dim(dim, len(shape), "cosine_similarity")
-    na = dist_norm(a, 2, d, keepdim=True).clamp(min=eps)
-    nb = dist_norm(b, 2, d, keepdim=True).clamp(min=eps)
+    na, nb = dist_norm(a, 2, d, keepdim=True), dist_norm(b, 2, d, keepdim=True)
+    # torch clamps the norms at eps under no_grad: the value moves, the gradient still flows
+    # through the norm as if unclamped
+    na = na + (na.clamp(min=eps) - na).detach()
+    nb = nb + (nb.clamp(min=eps) - nb).detach()
     return ((a / na) * (b / nb)).sum(d)
 
 

@@ -56,7 +56,11 @@ def vector_norm_backward(ctx, dy):
     safe_y = where(y == 0, 1.0, y)  # the norm of a zero slice: gradient 0, as torch
     if p == 2:
         return where(y == 0, 0.0, g * x / safe_y)
-    return where(y == 0, 0.0, g * x.sign() * (x.abs() / safe_y) ** (p - 1))
+    grad = g * x.sign() * (x.abs() / safe_y) ** (p - 1)
+    # p < 1: a zero element's |x| ** (p - 1) is inf (times sign 0: nan); torch's rule masks
+    # it to a zero gradient
+    zero = (y == 0).logical_or(x == 0) if p < 1 else y == 0
+    return where(zero, 0.0, grad)
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):

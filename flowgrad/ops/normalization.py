@@ -410,12 +410,21 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     tensor([[[-1.2247,  0.0000,  1.2247]]])
     """
     x = _as_float(input, "instance_norm")
-    check_norm_params("instance_norm", x, weight=weight, bias=bias, running_mean=running_mean,
-                      running_var=running_var)
+    params = dict(weight=weight, bias=bias, running_mean=running_mean, running_var=running_var)
+    half = x._data.dtype in HALF
+    if half:  # torch's instance_norm takes each one in the input's dtype or float32, mixed
+        for name, t in params.items():
+            check_norm_params("instance_norm", x, **{name: t})
+    else:
+        check_norm_params("instance_norm", x, **params)
     if x._data.ndim < 3:
         raise ValueError(f"instance_norm: expected 3D or more input (N, C, L, ...), got "
                          f"input of shape {tuple(x.shape)}")
     if not use_input_stats:
+        if half:  # (batch_norm's eval computes a half input in float32 anyway)
+            weight, bias = (t if t is None else t.float() for t in (weight, bias))
+            running_mean, running_var = (t if t is None else t.float()
+                                         for t in (running_mean, running_var))
         return batch_norm(x, running_mean, running_var, weight, bias, False, momentum, eps)
     if math.prod(x._data.shape[2:]) == 1:  # one value per (sample, channel): its own mean
         raise ValueError(f"instance_norm: expected more than 1 spatial element when "
@@ -486,6 +495,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(f"group_norm: expected number of channels in input to be "
                            f"divisible by num_groups, but got input of shape "
                            f"{tuple(x.shape)} and num_groups={num_groups}")
+    if x._data.dtype in HALF:  # normalised and scaled in float32, rounded once, as torch's
+        wb = [t if t is None else t.float() for t in (weight, bias)]
+        return group_norm(x.float(), num_groups, *wb, eps=eps).to(x.dtype)
     bshape = (1, c) + (1,) * (x._data.ndim - 2)
     w = _param(weight, (c,), bshape, "group_norm", "weight")
     b = _param(bias, (c,), bshape, "group_norm", "bias")
@@ -582,7 +594,10 @@ def dist_norm_backward(ctx, dy):
     if p in (math.inf, -math.inf):
         hit = (x.abs() == n).to(x.dtype)
         return dy * x.sign() * hit / hit.sum(ctx.dim, keepdim=True)
-    return dy * x.sign() * x.abs() ** (p - 1) / safe_n ** (p - 1)
+    grad = dy * x.sign() * x.abs() ** (p - 1) / safe_n ** (p - 1)
+    # p < 1: a zero element's |x| ** (p - 1) is inf (times sign 0: nan); torch's rule masks
+    # it to a zero gradient
+    return where(x == 0, 0.0, grad) if p < 1 else grad
 
 
 def dist_norm(x, p, dim, keepdim=False):
@@ -601,7 +616,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     if out is not None:
         return with_out(normalize, out, (input,), "normalize", p=p, dim=dim, eps=eps)
     x = _as_float(input, "normalize")
-    if x._data.ndim == 0:
-        raise IndexError("normalize: input must have at least one dimension")
+    if x._data.ndim == 0:  # a scalar is its own dim 0 (or -1), as torch's
+        _wrap_dim(dim, 1, "normalize")
+        return normalize(x.reshape(1), p, 0, eps).reshape(())
     denom = dist_norm(x, p, dim, keepdim=True).clamp(min=eps)
     return x / denom

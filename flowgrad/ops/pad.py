@@ -11,6 +11,8 @@ tensor([[3., 2., 1., 2., 3., 2.]])
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..device import new_array
@@ -33,6 +35,23 @@ def pad_constant_backward(ctx, dy):
     return dy[tuple(slice(lo, lo + n) for (lo, _), n in zip(ctx.pads, shape))]
 
 
+def _check_value_fits(input, value):
+    """torch's check that the fill value converts to the input's dtype without overflow (an
+    integer dtype truncates 1.7 to 1, but refuses -1 for uint8, 255.5 or nan)."""
+    dt = input._data.dtype
+    if value is None or dt == np.bool_ or dt.kind not in "iuf":
+        return
+    v = float(value)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        bad = not math.isfinite(v) or v < info.min or v > info.max
+    else:
+        bad = math.isfinite(v) and abs(v) > float(np.finfo(dt).max)
+    if bad:
+        raise RuntimeError(f"pad(): value {value!r} cannot be converted to type {dt.name} "
+                           f"without overflow; pass a value in the dtype's range")
+
+
 def _check(input, pad, mode, value):
     if mode not in _MODES:
         raise NotImplementedError(f"pad(): Unrecognised padding mode {mode}; use one of "
@@ -48,6 +67,9 @@ def _check(input, pad, mode, value):
         if isinstance(value, complex):  # (NumPy would drop the imaginary part)
             raise TypeError(f"pad(): argument 'value' must be float, not complex ({value!r})")
         return
+    if input._data.dtype == np.bool_ and mode != "circular":
+        raise NotImplementedError(f"pad(): {mode} padding is not implemented for bool tensors "
+                                  f"(as torch's); pad a .to(torch.uint8) copy")
     if value is not None and value != 0:
         raise RuntimeError(f'pad(): Padding mode "{mode}" doesn\'t take in value argument')
     k = len(pad) // 2
@@ -86,6 +108,7 @@ def pad(input, pad, mode="constant", value=None):
             pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
         if not any(lo or hi for lo, hi in pairs):
             return input.clone()  # a new tensor, as torch's: never the input itself
+        _check_value_fits(input, value)  # (only a fill checks it, as torch's)
         return _pad_constant(input, pads=tuple(pairs), value=0 if value is None else value)
     if mode != "circular" and 0 in shape[max(nd - k - 1, 0):]:
         raise RuntimeError(f"pad(): {mode} padding needs non-empty dimensions (apart from the "

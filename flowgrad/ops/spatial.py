@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..device import new_array
+from ..dtypes import float64, uint8
 from ..tensor import Tensor
 from .conv import col2im, ntuple, out_size, pad_array, windows
 from .creation import arange
@@ -229,6 +230,121 @@ def _interp_matrix(n_in, n_out, mode, align_corners, scale):
     return m
 
 
+def _dim_matrix(n_in, n_out, mode, align_corners, scale, antialias, nd):
+    """One dim's (n_out, n_in) matrix, with torch's shortcuts that ignore the scale: a dim of
+    unchanged size is copied by the (bi/tri)linear and antialiased kernels and by 2-D
+    nearest, which also maps output i to input i // 2 when the size doubles (so a
+    scale_factor of 1.25 on a size of 2 copies, not repeats row 0)."""
+    copies = antialias or mode in ("linear", "bilinear", "trilinear") or \
+        mode == "nearest" and nd == 2
+    if n_in == n_out and copies:
+        return np.eye(n_in)
+    if mode == "nearest" and nd == 2 and n_out == 2 * n_in:
+        m = np.zeros((n_out, n_in))
+        m[np.arange(n_out), np.arange(n_out) // 2] = 1.0
+        return m
+    weights = antialias_matrix if antialias else _interp_matrix
+    return weights(n_in, n_out, mode, align_corners, scale)
+
+
+# ---- uint8 bilinear / bicubic: torch's integer kernels (Pillow-SIMD's), emulated exactly ------
+def _keys_cubic(x, a):
+    x = abs(x)
+    if x < 1.0:
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+    if x < 2.0:
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return 0.0
+
+
+def _uint8_dim_weights(n_in, n_out, mode, align_corners, scale, antialias):
+    """One dim's int16 weights of torch's uint8 resize: the (n_out, n_in) integer matrix and
+    its precision (bits). Double weights as torch's compute_index_ranges_weights (antialias:
+    the filter stretched and normalised; else the plain taps, those past an edge folded onto
+    it), then scaled by 2**precision and rounded half away from zero."""
+    if align_corners:
+        s = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        s = 1.0 / scale if scale and scale > 0 else n_in / n_out
+    cubic = mode == "bicubic"
+    taps = 4 if cubic else 2
+    a = -0.5 if antialias else -0.75
+
+    def filt(x):
+        return _keys_cubic(x, a) if cubic else max(1.0 - abs(x), 0.0)
+
+    rows, wt_max = [], 0.0
+    for i in range(n_out):
+        if antialias:
+            support = taps * 0.5 * s if s >= 1.0 else taps * 0.5
+            width = int(math.ceil(support)) * 2 + 1
+            center = s * (i + 0.5)
+            inv = 1.0 / s if s >= 1.0 else 1.0
+            lo = max(int(center - support + 0.5), 0)
+            size = min(max(min(int(center + support + 0.5), n_in) - lo, 0), width)
+            w = [filt((j + lo - center + 0.5) * inv) for j in range(size)]
+            total = sum(w)
+            if total != 0.0:
+                w = [v / total for v in w]
+                wt_max = max([wt_max] + w)
+        else:
+            src = s * i if align_corners else s * (i + 0.5) - 0.5
+            if not align_corners and not cubic and src < 0:
+                src = 0.0
+            idx = min(int(math.floor(src)), n_in - 1)
+            lam = min(max(src - idx, 0.0), 1.0)
+            half = taps // 2
+            unbound = idx - half + 1
+            lo = max(unbound, 0)
+            size = min(max(min(idx + half + 1, n_in) - lo, 0), taps)
+            w, k = [0.0] * (taps + 1), 0
+            for j in range(taps):
+                if unbound + j <= 0:
+                    k = 0
+                elif unbound + j >= n_in - 1:
+                    k = size - 1
+                w[k] += filt(j + 1 - half - lam)
+                wt_max = max(wt_max, w[k])
+                k += 1
+            w = w[:size]
+        rows.append((lo, w))
+    precision = 0
+    while precision < 22 and int(0.5 + wt_max * (1 << (precision + 1))) < (1 << 15):
+        precision += 1
+    m = np.zeros((n_out, n_in), np.int64)
+    for i, (lo, w) in enumerate(rows):
+        for j, v in enumerate(w):
+            v *= 1 << precision
+            m[i, lo + j] = int(-0.5 + v) if v < 0 else int(0.5 + v)  # (C's truncation)
+    return m, precision
+
+
+@op("interpolate_uint8", differentiable=False)
+def _resize_uint8(xp, x, *mats, dims, precisions):
+    """Resize uint8 (N, C, H, W) along `dims` (W first, then H, as torch's), each pass in
+    integers: sum(w * pixel) + 2**(p - 1), shifted right by p, saturated to [0, 255]."""
+    y = x.astype(xp.int64)
+    for m, d, p in zip(mats, dims, precisions):
+        y = xp.moveaxis(xp.moveaxis(y, d, -1) @ m.T, -1, d)
+        y = xp.clip((y + (1 << (p - 1))) >> p, 0, 255)
+    return y.astype(xp.uint8)
+
+
+def _interpolate_uint8(input, out, mode, align_corners, scales, antialias):
+    mats, dims, precisions = [], [], []
+    for d in (3, 2):  # torch's horizontal pass first; a dim of unchanged size is copied
+        n, o = input.shape[d], out[d - 2]
+        if n != o:
+            m, p = _uint8_dim_weights(n, o, mode, bool(align_corners), scales[d - 2],
+                                      antialias)
+            mats.append(Tensor._wrap(new_array(input._data, m)))
+            dims.append(d)
+            precisions.append(p)
+    if not mats:
+        return input.clone()
+    return _resize_uint8(input, *mats, dims=tuple(dims), precisions=tuple(precisions))
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize by nearest, (bi/tri)linear, bicubic or area interpolation, as torch's.
@@ -250,6 +366,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias and (mode not in ("bilinear", "bicubic") or rank != 4):
         raise NotImplementedError("Anti-alias option is restricted to bilinear and bicubic "
                                   "modes and requires a 4-D tensor as input")
+    if antialias and input._data.dtype.name in ("float16", "bfloat16"):
+        raise NotImplementedError(f"interpolate: antialias is not implemented for "
+                                  f"{input.dtype} (as torch's CPU kernels); convert the input "
+                                  f"with .float()")
     nd = rank - 2
     spatial = tuple(input.shape[2:])
     if (size is None) == (scale_factor is None):
@@ -281,12 +401,20 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         # (area is adaptive average pooling, which allows an empty output, as torch's)
         raise RuntimeError(f"interpolate: input {list(input.shape)} and output size "
                            f"{list(out)} should be greater than 0")
+    if input._data.dtype == np.uint8 and mode in ("nearest", "nearest-exact"):
+        # torch's nearest kernels take uint8 (a copy of elements: exact through float64)
+        return interpolate(input.to(float64), size, scale_factor, mode, align_corners,
+                           recompute_scale_factor, antialias).to(uint8)
+    if input._data.dtype == np.uint8 and mode in ("bilinear", "bicubic"):
+        return _interpolate_uint8(input, out, mode, align_corners, scales, antialias)
     if input._data.dtype.kind not in "fV":
-        raise RuntimeError(f"interpolate: expected a floating point input, got {input.dtype}")
+        raise RuntimeError(f"interpolate: expected a floating point input, got {input.dtype}"
+                           f" (uint8 is taken by nearest, bilinear and bicubic only); "
+                           f"convert it with .float()")
     if mode == "area":
         return _adaptive_avg(input, out, nd)
-    weights = antialias_matrix if antialias else _interp_matrix
-    mats = [Tensor._wrap(new_array(input._data, weights(n, o, mode, bool(align_corners), s),
+    mats = [Tensor._wrap(new_array(input._data, _dim_matrix(n, o, mode, bool(align_corners), s,
+                                                            antialias, nd),
                                    input._data.dtype)) for n, o, s in zip(spatial, out, scales)]
     return _along(input, mats)
 
@@ -322,7 +450,10 @@ def _pad_coord(c, size, padding_mode, align_corners):
     if padding_mode == "reflection":
         c = (_reflect(c, 0, 2 * (size - 1)) if align_corners
              else _reflect(c, -1, 2 * size - 1))
-    return c.clamp(0, size - 1)
+    # torch's clip: the borders count as outside, so a coordinate on one (0 or size - 1, as
+    # grid = +-1 with align_corners) gets a zero gradient, not clamp's pass-through
+    inside = (c > 0) & (c < size - 1)
+    return where(inside, c, c.detach().clamp(0, size - 1))
 
 
 def _cubic_weights(t):

@@ -130,10 +130,7 @@ class ChannelShuffle(Module):
         self.groups = groups
 
     def forward(self, input):
-        n, c = input.shape[0], input.shape[1]
-        rest = tuple(input.shape[2:])
-        g = self.groups
-        return input.reshape(n, g, c // g, *rest).transpose(1, 2).reshape(n, c, *rest)
+        return F.channel_shuffle(input, self.groups)  # (its checks: > 2 dims, groups | C)
 
     def extra_repr(self):
         return f"groups={self.groups}"
