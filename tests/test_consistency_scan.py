@@ -131,6 +131,15 @@ def _first_signature(fn):
     return None
 
 
+def _scanned():
+    """(name, function, arguments of a seed, keywords) of every public function that runs
+    eagerly on one of SIGNATURES (the first that does)."""
+    for name, fn in _functions():
+        signature = _first_signature(fn)
+        if signature is not None:
+            yield (name, fn) + signature
+
+
 def _with_tensors(fn, template, kw):
     slots = [i for i, a in enumerate(template) if isinstance(a, flow.Tensor)]
 
@@ -144,11 +153,7 @@ def _with_tensors(fn, template, kw):
 
 def test_graph_replays_every_function_on_new_inputs():
     differ, tried = [], 0
-    for name, fn in _functions():
-        sig = _first_signature(fn)
-        if sig is None:
-            continue
-        make, kw = sig
+    for name, fn, make, kw in _scanned():
         first, second = make(1), make(2)
         call, slots = _with_tensors(fn, first, kw)
         try:
@@ -167,11 +172,7 @@ def test_graph_replays_every_function_on_new_inputs():
 
 def test_vmap_matches_a_loop_for_every_function():
     differ, tried = [], 0
-    for name, fn in _functions():
-        sig = _first_signature(fn)
-        if sig is None:
-            continue
-        make, kw = sig
+    for name, fn, make, kw in _scanned():
         batch = [make(10 + k) for k in range(3)]
         call, slots = _with_tensors(fn, batch[0], kw)
         try:
@@ -196,11 +197,9 @@ def test_graph_gradients_match_eager_for_every_function():
     """d/dp of f(p * s) through the graph's autograd pass, on two inputs s: a rule that
     chose its formula by the first call's values (prod's division) kept it for the next."""
     differ, tried = [], 0
-    for name, fn in _functions():
-        sig = _first_signature(fn)
-        if sig is None or name in _GRAPH_GRAD_NONE:
+    for name, fn, make, kw in _scanned():
+        if name in _GRAPH_GRAD_NONE:
             continue
-        make, kw = sig
         first, second = make(1), make(2)
         if not first[0].is_floating_point():
             continue

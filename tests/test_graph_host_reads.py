@@ -169,6 +169,18 @@ def test_clip_grad_norm_inside_build_raises_with_the_param_group_remedy():
         Step()(flow.ones(1, 2))
 
 
+def _stepping(holder, step):
+    """A graph whose state is `holder`'s parameters and whose build is `step(input)`."""
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.holder = holder
+
+        def build(self, s):
+            return step(s)
+    return Step()
+
+
 def test_decomposition_rules_do_not_freeze_a_zero_gradient():
     """eigh's rule skips the eigenvector term when that gradient is a constant zero; a traced
     gradient that was zero on the first call only (here: scaled by an input) must keep it."""
@@ -179,15 +191,7 @@ def test_decomposition_rules_do_not_freeze_a_zero_gradient():
         values, vectors = flow.linalg.eigh(holder.a + holder.a.mT)
         return flow.autograd.grad((vectors.abs() * s).sum() + values.sum(), [holder.a])[0]
 
-    class Step(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.holder = holder
-
-        def build(self, s):
-            return gradient(s)
-
-    step = Step()
+    step = _stepping(holder, gradient)
     for s in (flow.zeros(2, 2), flow.tensor([[1.0, -2.0], [0.5, 3.0]])):
         np.testing.assert_allclose(step(s).numpy(), gradient(s).numpy(), rtol=1e-5, atol=1e-6)
 
@@ -203,14 +207,6 @@ def test_product_rules_keep_their_exact_form_for_later_zeros(reduce):
     def gradient(s):
         return flow.autograd.grad(reduce(holder.a * s), [holder.a])[0]
 
-    class Step(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.holder = holder
-
-        def build(self, s):
-            return gradient(s)
-
-    step = Step()
+    step = _stepping(holder, gradient)
     for s in (flow.ones(3), flow.tensor([1.0, 0.0, 2.0]), flow.tensor([0.0, 0.0, 2.0])):
         np.testing.assert_allclose(step(s).numpy(), gradient(s).numpy(), rtol=1e-6)

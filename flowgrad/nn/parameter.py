@@ -4,6 +4,24 @@ from __future__ import annotations
 from ..tensor import Tensor
 
 
+def _sharing(cls, data, requires_grad):
+    """A new `cls` leaf over `data`'s storage and version counter (empty when data is None),
+    requiring grad as asked: how Parameter, Buffer and the lazy placeholders wrap a tensor."""
+    if data is None:
+        from ..ops.creation import empty
+
+        data = empty(0)
+    t = object.__new__(cls)
+    t._data = data._data
+    t._meta = None
+    t._grad_fn = None
+    t._version = data._version
+    t._view = None
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
 class Parameter(Tensor):
     """A Tensor that requires grad by default and is collected by `Module.parameters()`.
 
@@ -16,19 +34,7 @@ class Parameter(Tensor):
     """
 
     def __new__(cls, data=None, requires_grad=True):
-        if data is None:
-            from ..ops.creation import empty
-
-            data = empty(0)
-        p = object.__new__(cls)
-        p._data = data._data
-        p._meta = None
-        p._grad_fn = None
-        p._version = data._version
-        p._view = None
-        if requires_grad:
-            p.requires_grad_(True)
-        return p
+        return _sharing(cls, data, requires_grad)
 
     def __init__(self, data=None, requires_grad=True):
         pass  # everything happens in __new__
@@ -60,21 +66,10 @@ class Buffer(Tensor):
     __slots__ = ("persistent",)
 
     def __new__(cls, data=None, *, persistent=True):
-        if data is None:
-            from ..ops.creation import empty
-
-            data = empty(0)
-        if not isinstance(data, Tensor):
+        if data is not None and not isinstance(data, Tensor):
             raise TypeError(f"nn.Buffer: expected a Tensor, got {type(data).__name__}")
-        b = object.__new__(cls)
-        b._data = data._data
-        b._meta = None
-        b._grad_fn = None
-        b._version = data._version
-        b._view = None
+        b = _sharing(cls, data, data is not None and data.requires_grad)
         b.persistent = bool(persistent)
-        if data.requires_grad:
-            b.requires_grad_(True)
         return b
 
     def __init__(self, data=None, *, persistent=True):
@@ -176,13 +171,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     def __new__(cls, requires_grad=False, device=None, dtype=None):
         from ..ops.creation import empty
 
-        data = empty(0, dtype=dtype, device=device)
-        b = object.__new__(cls)
-        b._data, b._meta, b._grad_fn, b._version, b._view = (data._data, None, None,
-                                                              data._version, None)
-        if requires_grad:
-            b.requires_grad_(True)
-        return b
+        return _sharing(cls, empty(0, dtype=dtype, device=device), requires_grad)
 
     def __init__(self, requires_grad=False, device=None, dtype=None):
         pass
