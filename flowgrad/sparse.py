@@ -47,7 +47,7 @@ Tensor.is_sparse = property(lambda self: False, doc="False: dense tensors")
 
 _SUPPORTED = ("to_dense, coalesce, is_coalesced, indices, values, _indices, _values, "
               "sparse_dim, dense_dim, _nnz, size, t, transpose, detach, clone, to, "
-              "float, double, mul/div by a scalar, neg, mm/spmm/@ with a dense matrix, "
+              "float, double, mul/div by a scalar, neg, sum, mm/spmm/@ with a dense matrix, "
               "flowgrad.sparse.sum")
 
 
@@ -108,13 +108,14 @@ class SparseTensor:
 
     @property
     def grad(self):
-        """The gradient at this tensor's entries, as a coalesced sparse tensor (torch's form:
-        a duplicated index appears once, with the gradient of each of its copies)."""
+        """The gradient at this tensor's entries, as a sparse tensor in torch's form: a
+        duplicated index appears once (sorted), with the gradient of each of its copies, and,
+        as torch's, it is not flagged coalesced."""
         g = self._vals.grad
         if g is None:
             return None
         uniq_idx, _, first = self._unique()
-        return SparseTensor(uniq_idx, g[Tensor._wrap(first)], self._size, coalesced=True)
+        return SparseTensor(uniq_idx, g[Tensor._wrap(first)], self._size)
 
     # ---- parts -----------------------------------------------------------------------------
     def _indices(self):
@@ -136,8 +137,13 @@ class SparseTensor:
         return self._vals
 
     def _linear_index(self):
-        """Row-major position of each entry among the sparse dims (int64 tensor)."""
+        """Row-major position of each entry among the sparse dims (int64 tensor; all 0 when
+        there are none: every entry lands on the one dense block)."""
         sizes = self._size[:self.sparse_dim()]
+        if not sizes:
+            from .ops.creation import zeros
+
+            return zeros(self._nnz(), dtype=self._idx.dtype, device=self._idx.device)
         strides = [math.prod(sizes[d + 1:]) for d in range(len(sizes))]
         lin = None
         for d, s in enumerate(strides):
@@ -152,7 +158,7 @@ class SparseTensor:
         uniq, first, inverse = xp.unique(self._linear_index()._data, return_index=True,
                                          return_inverse=True)
         idx = xp.stack(xp.unravel_index(uniq, sizes)) if sizes else xp.zeros((0, len(uniq)))
-        return (Tensor._wrap(idx.astype(np.int64).reshape(len(sizes), -1)),
+        return (Tensor._wrap(idx.astype(np.int64).reshape(len(sizes), len(uniq))),
                 Tensor._wrap(inverse.reshape(-1).astype(np.int64)), first.astype(np.int64))
 
     def coalesce(self):
@@ -171,11 +177,14 @@ class SparseTensor:
         """The dense tensor (duplicates summed); gradients flow to the values."""
         from .ops.creation import zeros
 
+        if dtype is not None:
+            raise RuntimeError(f"to_dense: the dtype argument is not supported for sparse "
+                               f"tensors (as torch's sparse_to_dense), got {dtype}; call "
+                               f".to_dense().to({dtype}) instead")
         nsparse = math.prod(self._size[:self.sparse_dim()])
         dense = self._size[self.sparse_dim():]
         out = zeros((nsparse,) + dense, dtype=self._vals.dtype, device=self._vals.device)
-        out = out.index_add(0, self._linear_index(), self._vals).reshape(*self._size)
-        return out if dtype is None else out.to(dtype)
+        return out.index_add(0, self._linear_index(), self._vals).reshape(*self._size)
 
     def to_sparse(self, *args, **kwargs):
         return self
@@ -198,6 +207,18 @@ class SparseTensor:
 
     def __neg__(self):
         return self._with_values(-self._vals)
+
+    mul, div, neg = __mul__, __truediv__, __neg__
+
+    def sum(self, dim=None, keepdim=False, dtype=None):
+        """Tensor.sum on a sparse tensor: over all, the stored values as they are (torch does not
+        coalesce here, unlike flowgrad.sparse.sum); over `dim`, flowgrad.sparse.sum."""
+        if keepdim:
+            raise NotImplementedError("sum: keepdim=True is not supported on sparse tensors; "
+                                      "call .to_dense() first")
+        if dim is None:
+            return self._vals.sum(dtype=dtype)
+        return sum(self, dim, dtype)
 
     def detach(self):
         return self._with_values(self._vals.detach())
@@ -234,7 +255,9 @@ class SparseTensor:
         return SparseTensor(self._idx[order], self._vals, size)
 
     def t(self):
-        if self.dim() != 2:
+        if self.dim() < 2:
+            return self._with_values(self._vals)
+        if self.dim() > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                                f"{self.dim()}D")
         return self.transpose(0, 1)
@@ -331,6 +354,10 @@ def _to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=
                                   f"got {layout} (blocksize {blocksize})")
     if dense_dim is not None:
         sparse_dim = self.ndim - int(dense_dim)
+    if self.ndim == 0 and sparse_dim is None:  # torch: no sparse dims, one entry if non-zero
+        nnz = int(bool(self._data != 0))
+        idx = Tensor._wrap(array_module(self._data).zeros((0, nnz), dtype=np.int64))
+        return SparseTensor(idx, self.reshape(1)[:nnz], (), coalesced=True)
     n = self.ndim if sparse_dim is None else int(sparse_dim)
     if not 0 < n <= self.ndim:
         raise RuntimeError(f"to_sparse: sparse_dim must be in 1..{self.ndim}, got {sparse_dim}")
@@ -392,8 +419,14 @@ def mm(mat1, mat2):
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
-    """beta * mat + alpha * (mat1 @ mat2) with a sparse mat1 (torch.sparse.addmm)."""
-    return mat * beta + mm(mat1, mat2) * alpha
+    """beta * mat + alpha * (mat1 @ mat2) with a sparse mat1 (torch.sparse.addmm). As torch,
+    beta=0 ignores mat (nan and inf in it do not propagate) and mat must have mat1's dtype."""
+    from .ops.linalg import _scaled_add
+
+    if isinstance(mat, Tensor) and mat.dtype != mat1.dtype:
+        raise RuntimeError(f"sparse.addmm: expected mat to have the dtype of mat1 and mat2 "
+                           f"({mat1.dtype}), but got {mat.dtype}; convert it with .to()")
+    return _scaled_add(mat, mm(mat1, mat2), beta, alpha, "sparse.addmm")
 
 
 def sum(input, dim=None, dtype=None):
@@ -407,10 +440,22 @@ def sum(input, dim=None, dtype=None):
     """
     if not isinstance(input, SparseTensor):
         raise TypeError(f"sparse.sum: expected a sparse tensor, got {type(input).__name__}")
+    if dim is None:  # torch coalesces first, in the values' dtype: a duplicated True counts
+        input = input.coalesce()  # once, duplicated int8 entries wrap before the sum
     vals = input._vals if dtype is None else input._vals.to(dtype)
     if dim is None:
         return vals.sum()
-    dims = sorted({d % input.dim() for d in ((dim,) if isinstance(dim, int) else dim)})
+    nd = input.dim()
+    dims = []
+    for d in ((dim,) if isinstance(dim, int) else dim):
+        if not -nd <= d < nd:
+            raise IndexError(f"sparse.sum: dimension out of range (expected to be in range of "
+                             f"[{-nd}, {nd - 1}], but got {d})")
+        if d % nd in dims:
+            raise RuntimeError(f"sparse.sum: dim {d % nd} appears multiple times in the list "
+                               f"of dims {tuple(dim)}")
+        dims.append(d % nd)
+    dims.sort()
     ns = input.sparse_dim()
     dense_dims = [1 + d - ns for d in dims if d >= ns]
     if dense_dims:
