@@ -92,3 +92,22 @@ def test_functional_matches_torch(name):
         assert ours[1] == theirs[1], (ours, theirs)
     else:
         same(ours[1], theirs[1])
+
+
+@pytest.mark.parametrize("call", [
+    # a complex cotangent of a real output lost its imaginary part silently, and back
+    lambda m, x: m.autograd.grad(x * 2, x, m.ones(3, dtype=m.complex64)),
+    lambda m, x: (x * 2).backward(m.ones(3, dtype=m.complex64)),
+    lambda m, x: m.autograd.grad((x * 2).sum(), []),
+])
+def test_grad_refuses_as_torch(call):
+    for m in (torch, flow):
+        with pytest.raises(RuntimeError):
+            call(m, m.ones(3, requires_grad=True))
+
+
+def test_grad_refuses_allow_unused_false_with_materialize_grads():
+    for m in (torch, flow):
+        x = m.ones(3, requires_grad=True)
+        with pytest.raises(ValueError, match="allow_unused"):
+            m.autograd.grad((x * 2).sum(), x, allow_unused=False, materialize_grads=True)

@@ -407,6 +407,12 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
                     f"Mismatch in shape: grad_output[{i}] has a shape of "
                     f"{tuple(g._data.shape)} and output[{i}] has a shape of "
                     f"{tuple(out._data.shape)}; pass a gradient shaped like the output")
+            if (g._data.dtype.kind == "c") != (out._data.dtype.kind == "c"):
+                # (a complex gradient of a real output would lose its imaginary part)
+                raise RuntimeError(
+                    f"For complex Tensors, both grad_output and output are required to have "
+                    f"the same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
+                    f"{g.dtype} and output[{i}] has a dtype of {out.dtype}")
             if not create_graph:
                 g = g.detach()
         node = out._grad_fn if out._grad_fn is not None else out._meta.grad_accumulator()
@@ -514,6 +520,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> flow.autograd.grad(x ** 3, x)[0]
     tensor(27.)
     """
+    if allow_unused is False and materialize_grads:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    if not _as_tuple(inputs):
+        raise RuntimeError("grad requires non-empty inputs: the `inputs` argument to grad() "
+                           "cannot be empty; pass the tensors to differentiate with respect to")
     if is_grads_batched:
         return batched_grad(grad, outputs, inputs, grad_outputs, retain_graph, create_graph,
                             allow_unused, materialize_grads)
