@@ -467,3 +467,22 @@ def test_full_svd_forward_reconstructs():
     np.testing.assert_allclose(S.numpy(), tS.numpy(), rtol=1e-10)
     rec = U[..., :3] @ (S.unsqueeze(-1) * Vh)
     np.testing.assert_allclose(rec.numpy(), a, atol=1e-10)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, i: m.addmm(i, m.ones(2, 2), m.ones(2, 2), beta=0),
+    lambda m, i: m.addmv(i[0], m.ones(2, 2), m.ones(2), beta=0),
+    lambda m, i: m.baddbmm(i, m.ones(1, 2, 2), m.ones(1, 2, 2), beta=0),
+    lambda m, i: m.addr(i, m.ones(2), m.ones(2), beta=0),
+])
+def test_beta_zero_input_gets_zero_gradient_as_torch(call):
+    """beta=0 ignores input's values (a nan in it stays out) but keeps it in the graph: torch
+    gives it a zeros gradient (flowgrad gave None: an optimizer then skipped it)."""
+    got = []
+    for m in (torch, flow):
+        i = m.tensor(np.full((2, 2), np.nan, np.float32), requires_grad=True)
+        y = call(m, i)
+        y.sum().backward()
+        got.append((y.detach().numpy(), i.grad.numpy()))
+    np.testing.assert_array_equal(got[1][0], got[0][0])
+    np.testing.assert_array_equal(got[1][1], got[0][1])

@@ -20,11 +20,13 @@ import numpy as np
 
 from .. import blas, sparse
 from .. import dtypes as _dt
+from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.node import FunctionNode
 from ..errors import check_alpha, check_same_dtype, fill_scalar
 from ..tensor import Tensor, tensor_method
 from .complex import conj
 from .einsum import einsum, tensordot
+from .elementwise import where
 from .halfprec import in_float32
 from .reduce import _sum
 from .registry import op
@@ -254,8 +256,13 @@ def _scaled_add(input, prod, beta, alpha, name, refuse_float=False):
     alpha = _coefficient(name, "alpha", alpha, dtype, refuse_float)
     if alpha != 1:
         prod = prod * alpha
-    if beta == 0:  # torch ignores input entirely (nan and inf in it do not propagate)
-        return prod.expand(*np.broadcast_shapes(input._data.shape, prod._data.shape))
+    if beta == 0:  # torch ignores input's values (nan and inf in it do not propagate)
+        out = prod.expand(*np.broadcast_shapes(input._data.shape, prod._data.shape))
+        if input.requires_grad and is_grad_enabled():
+            # but keeps it in the graph: its gradient is zeros (a where, not * 0, keeps a
+            # nan of input out of the values)
+            out = out + where(input.new_zeros((), dtype=_dt.bool), input, 0)
+        return out
     return prod + (input if beta == 1 else input * beta)
 
 
