@@ -43,9 +43,8 @@ class UpdateOp:
             # one small parameter: the reference step (same numbers as the batched one),
             # without the batching set-up; a large one takes the batched path, whose scratch
             # arrays keep the temporaries out of the step's peak memory
-            group = optimizer.param_groups[self.group_index]
             with no_grad():
-                optimizer._check_group(group)
+                group = optimizer._prepared(optimizer.param_groups[self.group_index])
                 optimizer._step_one(self.params[0], Tensor._wrap(grads[0]), group)
             return
         group = dict(optimizer.param_groups[self.group_index])

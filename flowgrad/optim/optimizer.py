@@ -192,10 +192,7 @@ class Optimizer:
     def _step_params(self, group):
         """Update the group's parameters that have a gradient (also what nn.Graph's update
         nodes run, on a group holding the parameters of one node)."""
-        group = _plain_group(group)
-        if group.get("fused"):
-            check_fused_params(group)
-        self._check_group(group)
+        group = self._prepared(group)
         if group.get("foreach") is not False and self._batched(group):
             self._step_group(group)
             return
@@ -203,6 +200,16 @@ class Optimizer:
             g = p.grad
             if g is not None:
                 self._step_one(p, g, group)
+
+    def _prepared(self, group):
+        """The group as a step reads it (tensor hyperparameters as numbers: `_plain_group`),
+        after torch's fused check and the optimizer's own (`_check_group`); every step path
+        (eager, and nn.Graph's update nodes) starts here."""
+        group = _plain_group(group)
+        if group.get("fused"):
+            check_fused_params(group)
+        self._check_group(group)
+        return group
 
     def _check_group(self, group):
         """Validate options that users may have changed since construction."""
@@ -229,8 +236,8 @@ class Optimizer:
             yield p, g, pd, gd
 
     def _step_one(self, p, g, group):
-        """The reference per-parameter step (also the batched path's fallback)."""
-        group = _plain_group(group)
+        """The reference per-parameter step (also the batched path's fallback), on a group
+        `_prepared` made."""
         state = self.state[p]
         if not state:
             self._init_state(p, group, state)
