@@ -322,12 +322,19 @@ class TransformerEncoderLayer(Module):
         self.activation = _activation(activation)
         self.activation_relu_or_gelu = _relu_or_gelu(self.activation)
 
+    def _fast_layout(self):
+        """The layer's own part of torch's fast-path conditions (its encoder's nested-tensor
+        path asks the same): batch first, packed in-projection with a bias, relu or gelu,
+        one norm eps, an even number of heads."""
+        sa = self.self_attn
+        return sa.batch_first and sa.in_proj_bias is not None and sa._qkv_same_embed_dim \
+            and bool(self.activation_relu_or_gelu) and self.norm1.eps == self.norm2.eps \
+            and sa.num_heads % 2 == 0
+
     def _torch_fast_path(self, src):
         """Whether torch runs this call as its native encoder-layer kernel."""
         sa = self.self_attn
-        if src.dim() != 3 or self.training or not sa.batch_first or sa.in_proj_bias is None \
-                or not sa._qkv_same_embed_dim or not self.activation_relu_or_gelu or \
-                self.norm1.eps != self.norm2.eps or sa.num_heads % 2:
+        if src.dim() != 3 or self.training or not self._fast_layout():
             return False
         if any(getattr(m, "_forward_hooks", None) or getattr(m, "_forward_pre_hooks", None)
                for m in self.modules()):
@@ -449,10 +456,7 @@ class TransformerEncoder(Module):
         # torch's conditions for running a padded batch as a nested tensor (in eval)
         self.use_nested_tensor = enable_nested_tensor and \
             isinstance(layer, TransformerEncoderLayer) and not layer.norm_first and \
-            layer.self_attn.batch_first and layer.self_attn._qkv_same_embed_dim and \
-            layer.self_attn.in_proj_bias is not None and \
-            bool(layer.activation_relu_or_gelu) and layer.norm1.eps == layer.norm2.eps and \
-            layer.self_attn.num_heads % 2 == 0
+            layer._fast_layout()
 
     def _nested_padding(self, src, mask, key_padding_mask):
         """When torch would run the layers on a nested tensor: (the padding mask the layers
