@@ -42,12 +42,17 @@ def _grads(parameters, name):
     return [p.grad for p in _tensors(parameters) if p.grad is not None]
 
 
+def _half(dtype):
+    """float16 or bfloat16: accumulated and scaled in float32, as torch's kernels do."""
+    return dtype.itemsize < 4 and dtype.kind in "fV"
+
+
 def _vector_norm(a, p):
     """torch.linalg.vector_norm of a flat array, in the array's (real) dtype; half-precision
     arrays are accumulated in float32 as torch does (a float16 [300, 400] has norm 500, not
     the inf of squares summed in float16)."""
     a = np.abs(a.reshape(-1))
-    if a.dtype.itemsize < 4 and a.dtype.kind in "fV":
+    if _half(a.dtype):
         return a.dtype.type(_vector_norm(a.astype(np.float32), p))
     if p == math.inf:
         return a.max() if a.size else a.dtype.type(0)
@@ -98,8 +103,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     coef = xp.minimum(xp.asarray(max_norm, total.dtype) / (total + total.dtype.type(1e-6)), 1.0)
     for g in grads:
         data = g._data
-        if data.dtype.itemsize < 4 and data.dtype.kind in "fV":
-            # half precision is scaled in float32 and rounded once, as torch's kernels do
+        if _half(data.dtype):  # scaled in float32 and rounded once
             data[...] = (data.astype(np.float32) * coef.astype(np.float32)).astype(data.dtype)
         else:
             data *= coef.astype(data.dtype)
