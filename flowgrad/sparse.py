@@ -15,11 +15,16 @@ tensor([[3., 3.],
 from __future__ import annotations
 
 import math
+import os
+import sys
 
 import numpy as np
 
 from .device import array_module
 from .tensor import Tensor
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_HELPERS = (__file__, os.path.join(_PACKAGE, "errors.py"))  # not an op a user called
 
 __all__ = ["SparseTensor", "sparse_coo_tensor", "mm", "sum", "addmm", "strided", "sparse_coo",
            "layout"]
@@ -295,6 +300,8 @@ class SparseTensor:
 
     def __getattr__(self, name):
         if hasattr(Tensor, name):
+            if name.startswith("_"):  # a dense op reading the array: name that op instead
+                name = _public_caller() or name
             self._unsupported(name)()
         raise AttributeError(f"'SparseTensor' object has no attribute {name!r}")
 
@@ -302,6 +309,21 @@ class SparseTensor:
         self._unsupported("add")()
 
     __radd__ = __sub__ = __rsub__ = __add__
+
+
+def _public_caller():
+    """The name of the innermost public flowgrad function on the stack (`mv`, `relu`, `mul`
+    for `dense * sparse`): the op a sparse operand was passed to. Walked on the error path
+    only."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        name = code.co_name
+        if (code.co_filename.startswith(_PACKAGE) and code.co_filename not in _HELPERS
+                and not name.startswith(("_", "<"))):
+            return name
+        frame = frame.f_back
+    return None
 
 
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
