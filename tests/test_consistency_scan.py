@@ -188,18 +188,11 @@ def test_vmap_matches_a_loop_for_every_function():
     assert not differ, f"vmap differs from a loop over the examples: {differ}"
 
 
-# a zero gradient the graph's autograd pass leaves out (None) where eager gives zeros: the
-# input of fill (clone, then fill_ in place) is fully overwritten
-_GRAPH_GRAD_NONE = {"flow.fill"}
-
-
 def test_graph_gradients_match_eager_for_every_function():
     """d/dp of f(p * s) through the graph's autograd pass, on two inputs s: a rule that
     chose its formula by the first call's values (prod's division) kept it for the next."""
     differ, tried = [], 0
     for name, fn, make, kw in _scanned():
-        if name in _GRAPH_GRAD_NONE:
-            continue
         first, second = make(1), make(2)
         if not first[0].is_floating_point():
             continue

@@ -457,3 +457,52 @@ def test_debug_logs_the_trace_and_each_pass_by_level(capsys):
     graph.debug(-1)
     graph(flow.ones(3))
     assert capsys.readouterr().out == ""
+
+
+class _TwoOutputs(flow.autograd.Function):
+    """Two outputs; asks for None (not zeros) for an output that gets no gradient."""
+    seen = []
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        return x * 2, x * 3
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        _TwoOutputs.seen.append((ga is None, gb is None))
+        return (0 if ga is None else ga * 2) + (0 if gb is None else gb * 3)
+
+
+def _overwritten(model, x, y):
+    # p's product is overwritten by fill (its gradient: zeros, as torch's fill), the first
+    # output of the custom Function alone is used
+    a, _ = _TwoOutputs.apply(model.q * x)
+    return (flow.fill(model.p * x, 2.0) * model.q).sum() + a.sum() * y
+
+
+@pytest.mark.parametrize("opt", ["sgd_momentum_decay", "adamw"])
+def test_a_reached_node_without_gradient_runs_on_zeros_as_eager(opt):
+    """The autograd pass runs a node the loss reaches even when no gradient arrived (zeros
+    in, as the eager engine): p gets a zero gradient, not None (which an optimizer skips:
+    no weight decay or momentum step), and a Function that set_materialize_grads(False)
+    still gets None."""
+    def make():
+        model = flow.nn.Module()
+        model.p = flow.nn.Parameter(flow.full((3,), 0.7))
+        model.q = flow.nn.Parameter(flow.ones(3))
+        params = list(model.parameters())
+        optimizer = (flow.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=0.1)
+                     if opt == "sgd_momentum_decay" else flow.optim.AdamW(params, lr=0.1))
+        return model, optimizer
+
+    eager, opt_e = make()
+    model, optimizer = make()
+    batches = [(flow.full((3,), float(i + 1)), flow.tensor(0.5 * i)) for i in range(3)]
+    _TwoOutputs.seen.clear()
+    steps_match_eager(train_graph(model, optimizer, loss_fn=_overwritten), eager, opt_e, None,
+                      batches, loss_fn=_overwritten)
+    assert set(_TwoOutputs.seen) == {(False, True)}
+    for a, b in zip(model.parameters(), eager.parameters()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6)
+    assert not np.allclose(model.p.detach().numpy(), 0.7)  # decayed: its gradient was zeros

@@ -320,6 +320,7 @@ def autograd_pass(tracer, roots, seeds, create_graph):
     for position, node in reversed(tracer.functions):  # custom Functions, in place
         nodes.insert(position, node)
     grads = {}  # value id -> gradient tensor
+    reached = set()  # value ids the roots reach through inputs that require grad
     phase, where, function_of = tracer.phase, tracer.where, tracer.function_of
     value_of = tracer.value_of
     # the ops a registered rule (flowgrad's own code) records are the user's backward() line:
@@ -332,21 +333,28 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                 seed = seeds[i] if seeds is not None and seeds[i] is not None else \
                     ones_like(root)
                 _add(tracer, grads, tracer.value(root), seed)
+                reached.add(tracer.value(root).id)
             for node in reversed(nodes):
                 function = function_of.get(node)
                 if function is None:
                     continue
                 if node.n_results == 1:  # (most ops: no list to filter)
-                    g = grads.get(node.outputs[0].id)
+                    out = node.outputs[0]
+                    g = grads.get(out.id)
                     if g is None:
-                        continue
+                        # reached by the roots, it still runs, on zeros, as the eager
+                        # engine runs it: a rule that drops an input (fill's) gives the
+                        # leaves behind it zeros, not None (an optimizer skips None)
+                        if out.id not in reached:
+                            continue
+                        g = _materialized(function, out)
                     out_grads = [g]
                 else:
                     results = node.outputs[:node.n_results]
                     out_grads = [grads.get(v.id) for v in results]
-                    if not any(g is not None for g in out_grads):
+                    if not any(v.id in reached for v in results):
                         continue
-                    out_grads = [g if g is not None else _zeros(v)
+                    out_grads = [g if g is not None else _materialized(function, v)
                                  for g, v in zip(out_grads, results)]
                 own = _OWN_RULE.get(function.op) if type(function) is FunctionNode else False
                 tracer.where = outer if own or own is None and _own_rule(function) else None
@@ -355,7 +363,10 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                     in_grads = tuple(in_grads) if isinstance(in_grads, list) else (in_grads,)
                 for meta, g, value, info in zip(function.input_metas, in_grads, node.inputs,
                                                 function.input_infos):
-                    if meta is None or g is None:
+                    if meta is None:
+                        continue
+                    reached.add(value.id)
+                    if g is None:
                         continue
                     data = g._data
                     if data.shape != info[0] or data.dtype != info[1]:
@@ -394,9 +405,14 @@ def _add(tracer, grads, value, g):
         tracer.value(g)
 
 
-def _zeros(value):
+def _materialized(function, value):
+    """The gradient of an output that received none, as the eager engine's `_take_grad`:
+    zeros, or None for a custom Function that asked not to materialize them."""
     from ..tensor import Tensor
 
+    materialize = getattr(function.op, "materialize_grads", None)
+    if materialize is not None and not materialize(function):
+        return None
     return Tensor._zeros(value.shape, value.dtype)
 
 
