@@ -506,3 +506,39 @@ def test_a_reached_node_without_gradient_runs_on_zeros_as_eager(opt):
     for a, b in zip(model.parameters(), eager.parameters()):
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6)
     assert not np.allclose(model.p.detach().numpy(), 0.7)  # decayed: its gradient was zeros
+
+
+def test_the_first_call_leaves_no_reference_cycle():
+    """The trace's eager autograd graph (every saved activation of the first call) is freed
+    by reference counting when the first call returns, not kept until the cycle collector
+    runs; nested outputs still come back in their structure."""
+    import gc
+
+    model = _mlp()
+
+    def nested(model, x, y):
+        loss = F.cross_entropy(model(x), y)
+        return {"loss": loss, "parts": (loss * 2, [None, loss + 1])}
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.1))
+
+        def build(self, x, y):
+            out = nested(self.model, x, y)
+            out["loss"].backward()
+            return out
+
+    graph = Step()
+    (x, y), = _batches(1)
+    gc.collect()
+    gc.disable()
+    try:
+        out = graph(x, y)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+    assert list(out) == ["loss", "parts"] and out["parts"][1][0] is None
+    np.testing.assert_allclose(out["parts"][1][1].numpy(), out["loss"].numpy() + 1)

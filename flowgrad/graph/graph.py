@@ -22,6 +22,7 @@ plan; later calls run the plan without running `build` again.
 """
 from __future__ import annotations
 
+import functools
 import gc
 import time
 
@@ -365,35 +366,55 @@ def _flatten_inputs(args, kwargs):
 
 
 def _flatten_outputs(out):
-    """The tensors of a (nested) result, and a function rebuilding the structure."""
-    leaves = []
-
-    def walk(obj):
+    """The tensors of a (nested) result, in order, and a function rebuilding the structure
+    from tensors in that order. (Iterative: a recursive closure here was a reference cycle
+    that kept the trace's whole eager graph alive until the cycle collector ran.)"""
+    leaves, root = [], [None]
+    todo = [(out, root, 0)]  # (object, the container its spec goes into, at which key)
+    while todo:
+        obj, into, key = todo.pop()
         if isinstance(obj, Tensor):
+            into[key] = len(leaves)
             leaves.append(obj)
-            return len(leaves) - 1
-        if isinstance(obj, (list, tuple)):
-            return type(obj), [walk(o) for o in obj]
-        if isinstance(obj, dict):
-            return dict, {k: walk(v) for k, v in obj.items()}
-        if obj is None:
-            return None
-        raise TypeError(f"nn.Graph: build() returned a {type(obj).__name__}; return tensors, "
-                        f"or lists, tuples and dicts of them")
+        elif isinstance(obj, (list, tuple)):
+            inner = [None] * len(obj)
+            into[key] = (type(obj), inner)
+            todo += [(o, inner, i) for i, o in reversed(list(enumerate(obj)))]
+        elif isinstance(obj, dict):
+            inner = dict.fromkeys(obj)
+            into[key] = (dict, inner)
+            todo += [(v, inner, k) for k, v in reversed(list(obj.items()))]
+        elif obj is None:
+            into[key] = None
+        else:
+            raise TypeError(f"nn.Graph: build() returned a {type(obj).__name__}; return "
+                            f"tensors, or lists, tuples and dicts of them")
+    return leaves, functools.partial(_rebuild, root[0])
 
-    spec = walk(out)
 
-    def rebuild(tensors, spec=spec):
-        if spec is None:
-            return None
-        if isinstance(spec, int):
-            return tensors[spec]
-        kind, inner = spec
-        if kind is dict:
-            return {k: rebuild(tensors, s) for k, s in inner.items()}
-        return sequence_of(kind, [rebuild(tensors, s) for s in inner])
-
-    return leaves, rebuild
+def _rebuild(spec, tensors):
+    """The structure `spec` (from _flatten_outputs) with `tensors` in its places."""
+    root = [None]
+    todo = [(spec, root, 0)]
+    sequences = []  # (container, key, kind, items): made once their items are (inner first)
+    while todo:
+        item, into, key = todo.pop()
+        if item is None:
+            into[key] = None
+        elif isinstance(item, int):
+            into[key] = tensors[item]
+        else:
+            kind, inner = item
+            if kind is dict:
+                into[key] = made = dict.fromkeys(inner)
+                todo += [(v, made, k) for k, v in inner.items()]
+            else:
+                items = [None] * len(inner)
+                sequences.append((into, key, kind, items))
+                todo += [(v, items, i) for i, v in enumerate(inner)]
+    for into, key, kind, items in reversed(sequences):
+        into[key] = sequence_of(kind, items)
+    return root[0]
 
 
 def _micro_batches(args, kwargs, steps):
