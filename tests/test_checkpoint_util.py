@@ -63,6 +63,31 @@ def test_dropout_recomputed_identically(name):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("name", ["reentrant", "hooks", "sequential", "sequential_reentrant"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_recomputed_under_the_forwards_autocast(name, dtype):
+    """A forward under autocast recomputes under it in a backward outside it (as torch's):
+    the same gradients as without checkpointing, and torch's (to the low precision)."""
+    x_np = np.random.default_rng(1).standard_normal((5, 6)).astype(np.float32)
+
+    def under_autocast(m, run):
+        return lambda model, x: _autocast_run(m, dtype, run, model, x)
+    plain = _grads(flow, _mlp(flow), flow.tensor(x_np, requires_grad=True),
+                   under_autocast(flow, RUNS["plain"](flow, None)))
+    ours = _grads(flow, _mlp(flow), flow.tensor(x_np, requires_grad=True),
+                  under_autocast(flow, RUNS[name](flow, flow.utils.checkpoint)))
+    theirs = _grads(torch, _mlp(torch), torch.tensor(x_np, requires_grad=True),
+                    under_autocast(torch, RUNS[name](torch, tcp)))
+    for a, b, c in zip(ours, plain, theirs):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, c, rtol=0.05, atol=0.05 * np.abs(c).max())
+
+
+def _autocast_run(m, dtype, run, model, x):
+    with m.autocast("cpu", dtype=getattr(m, dtype)):
+        return run(model, x).float()
+
+
 def test_without_preserved_rng_dropout_differs_as_torch():
     model = _mlp(flow, dropout=0.5)
     x = flow.randn(5, 6, requires_grad=True)

@@ -96,16 +96,7 @@ class GradScaler:
             return outputs
         if self._scale is None and _any_tensor(outputs):
             self._lazy_init()
-
-        def apply(val):
-            if isinstance(val, Tensor):
-                return val * self._scale
-            if isinstance(val, (list, tuple)):
-                return type(val)(apply(v) for v in val)
-            if hasattr(val, "__iter__"):
-                return map(apply, val)
-            raise ValueError("outputs must be a Tensor or an iterable of Tensors")
-        return apply(outputs)
+        return _scaled(outputs, self._scale, Tensor)
 
     def _unscale_grads_(self, optimizer, inv_scale, allow_fp16):
         found = None
@@ -266,3 +257,14 @@ def _any_tensor(val):
     if isinstance(val, Tensor):
         return True
     return isinstance(val, (list, tuple)) and any(_any_tensor(v) for v in val)
+
+
+def _scaled(val, scale, tensor_class):
+    """`val` (a tensor, or nested lists/tuples/iterables of them) times `scale`."""
+    if isinstance(val, tensor_class):
+        return val * scale
+    if isinstance(val, (list, tuple)):
+        return type(val)(_scaled(v, scale, tensor_class) for v in val)
+    if hasattr(val, "__iter__"):
+        return map(lambda v: _scaled(v, scale, tensor_class), val)
+    raise ValueError("outputs must be a Tensor or an iterable of Tensors")

@@ -27,15 +27,17 @@ def _flatten(tree):
 
 
 def _unflatten(tree, leaves):
-    it = iter(leaves)
+    return _build(tree, iter(leaves))
 
-    def build(t):
-        if isinstance(t, (tuple, list)):
-            return sequence_of(type(t), [build(x) for x in t])
-        if isinstance(t, dict):
-            return {k: build(v) for k, v in t.items()}
-        return next(it)
-    return build(tree)
+
+def _build(tree, leaves):
+    """`tree`'s structure with the next items of the iterator `leaves` in its leaves' places
+    (a function of its own: a recursive closure is a reference cycle holding the leaves)."""
+    if isinstance(tree, (tuple, list)):
+        return sequence_of(type(tree), [_build(x, leaves) for x in tree])
+    if isinstance(tree, dict):
+        return {k: _build(v, leaves) for k, v in tree.items()}
+    return next(leaves)
 
 
 def _detached(x):

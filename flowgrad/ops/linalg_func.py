@@ -189,17 +189,19 @@ def multi_dot(tensors):
                                f"{tuple(tensors[i - 1].shape)} and {tuple(tensors[i].shape)} "
                                f"cannot be multiplied")
     split = _chain_order([ts[0]._data.shape[0]] + [t._data.shape[1] for t in ts])
-
-    def product(i, j):
-        if i == j:
-            return ts[i]
-        k = split[i][j]
-        return matmul(product(i, k), product(k + 1, j))
-
-    out = product(0, len(ts) - 1)
+    out = _chain_product(ts, split, 0, len(ts) - 1)
     if first:
         out = out.squeeze(0)
     return out.squeeze(-1) if last else out
+
+
+def _chain_product(ts, split, i, j):
+    """ts[i] @ ... @ ts[j] in the order `split` chose (not a closure: a recursive one is a
+    reference cycle that keeps the operands alive until the cycle collector runs)."""
+    if i == j:
+        return ts[i]
+    k = split[i][j]
+    return matmul(_chain_product(ts, split, i, k), _chain_product(ts, split, k + 1, j))
 
 
 def chain_matmul(*matrices):

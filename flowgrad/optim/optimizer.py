@@ -325,21 +325,11 @@ class Optimizer:
         id_map = dict(zip(itertools.chain.from_iterable(g["params"] for g in saved_groups),
                           itertools.chain.from_iterable(g["params"] for g in groups)))
 
-        def cast(param, value, key=None):
-            if isinstance(value, Tensor) or hasattr(value, "__array__") and not \
-                    isinstance(value, (list, tuple, dict)):
-                return _as_state_tensor(value, None if key == "step" else param)
-            if isinstance(value, dict):
-                return {k: cast(param, v, k) for k, v in value.items()}
-            if isinstance(value, (list, tuple)):
-                return type(value)(cast(param, v) for v in value)
-            return value
-
         state = defaultdict(dict)
         for k, v in state_dict["state"].items():
             key = int(k) if isinstance(k, str) and k.isdigit() else k
             if key in id_map:
-                state[id_map[key]] = cast(id_map[key], v)
+                state[id_map[key]] = _cast_state(id_map[key], v)
             else:
                 state[key] = v
         new_groups = []
@@ -450,3 +440,16 @@ def check_fused_params(group):
                 "bfloat16",):
             raise RuntimeError(f"`fused=True` requires all the params to be floating point "
                                f"Tensors of supported devices: ['cpu'] but {p.dtype} and cpu")
+
+
+def _cast_state(param, value, key=None):
+    """A loaded state value as `param`'s state: tensors (and arrays) on its dtype and device
+    (a step count as it is), containers item by item."""
+    if isinstance(value, Tensor) or hasattr(value, "__array__") and not \
+            isinstance(value, (list, tuple, dict)):
+        return _as_state_tensor(value, None if key == "step" else param)
+    if isinstance(value, dict):
+        return {k: _cast_state(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(param, v) for v in value)
+    return value

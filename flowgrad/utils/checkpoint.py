@@ -38,6 +38,17 @@ def noop_context_fn():
     return contextlib.nullcontext(), contextlib.nullcontext()
 
 
+def _autocast_as_now():
+    """A context that recomputes under the autocast state of now (the forward's), as torch's
+    checkpoint: run in a backward outside `autocast`, a recomputation in float32 would save
+    other dtypes than the bfloat16 forward saved."""
+    from ..amp import autocast_mode as amp
+
+    kwargs = dict(dtype=amp.get_autocast_dtype("cpu"), enabled=amp.is_autocast_enabled("cpu"),
+                  cache_enabled=amp.is_autocast_cache_enabled())
+    return lambda: amp.autocast("cpu", **kwargs)
+
+
 @contextlib.contextmanager
 def _rng_as_at(state):
     """Run the block with the global generator at `state`, then put it back."""
@@ -92,6 +103,7 @@ class _ReentrantCheckpoint(Function):
 
         ctx.run_function = run_function
         ctx.rng_state = _random.get_rng_state() if preserve_rng_state else None
+        ctx.autocast = _autocast_as_now()
         ctx.positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.args = [None if isinstance(a, Tensor) else a for a in args]
         ctx.save_for_backward(*(args[i] for i in ctx.positions))
@@ -105,7 +117,7 @@ class _ReentrantCheckpoint(Function):
         saved = ctx.saved_tensors
         for i, t in zip(ctx.positions, saved):
             args[i] = t.detach().requires_grad_(t.requires_grad)
-        with _rng_as_at(ctx.rng_state), grad_mode.enable_grad():
+        with _rng_as_at(ctx.rng_state), grad_mode.enable_grad(), ctx.autocast():
             outputs = ctx.run_function(*args)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         pairs = [(o, g) for o, g in zip(outputs, grads)
@@ -126,6 +138,7 @@ class _Recomputation:
     def __init__(self, function, args, kwargs, rng_state, context_fn, check):
         self.function, self.args, self.kwargs = function, args, kwargs
         self.rng_state, self.context_fn, self.check = rng_state, context_fn, check
+        self.autocast = _autocast_as_now()
         self.metadata = []   # (shape, dtype) per slot, from the forward
         self.values = {}     # slot -> recomputed tensor, until backward takes it
 
@@ -150,8 +163,8 @@ class _Recomputation:
             raise RuntimeError("checkpoint: a tensor saved while recomputing was unpacked")
 
         _, recompute_context = self.context_fn()
-        with _rng_as_at(self.rng_state), grad_mode.enable_grad(), recompute_context, \
-                saved_tensors_hooks(keep, refuse):
+        with _rng_as_at(self.rng_state), grad_mode.enable_grad(), self.autocast(), \
+                recompute_context, saved_tensors_hooks(keep, refuse):
             self.function(*self.args, **self.kwargs)
         if len(recomputed) != len(self.metadata):
             raise RuntimeError(
