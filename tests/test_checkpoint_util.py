@@ -163,3 +163,25 @@ def test_deep_mlp_peak_memory_drops():
         warnings.simplefilter("error")  # no warnings along the way
         plain, checked = _peak(step(None)), _peak(step(4))
     assert checked < 0.7 * plain, (plain, checked)  # 0.61 measured; 32 layers: 0.43
+
+
+@pytest.mark.parametrize("call", ["grad", "backward_inputs"])
+def test_reentrant_refuses_partial_backward_as_torch(call):
+    """Its inner backward fills the .grad of every leaf: inside autograd.grad (or backward
+    with inputs=) that would write gradients nobody asked for, so it raises, as torch's."""
+    def attempt(m, cp):
+        lin = m.nn.Linear(3, 3)
+        x = m.ones(2, 3, requires_grad=True)
+        loss = cp.checkpoint(lin, x, use_reentrant=True).tanh().sum()
+        try:
+            if call == "grad":
+                m.autograd.grad(loss, x)
+            else:
+                loss.backward(inputs=[x])
+        except RuntimeError as e:
+            return str(e), lin.weight.grad
+        return None, lin.weight.grad
+    ours, theirs = attempt(flow, flow.utils.checkpoint), attempt(torch, tcp)
+    assert theirs[0] is not None and ours[0] is not None
+    assert ours[0].replace("flowgrad", "torch") == theirs[0]
+    assert ours[1] is None and theirs[1] is None

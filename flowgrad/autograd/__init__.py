@@ -25,7 +25,7 @@ from .anomaly import (
            is_anomaly_enabled,
            set_detect_anomaly,
 )
-from .engine import backward, grad
+from .engine import _is_checkpoint_valid, backward, grad
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 

@@ -442,6 +442,13 @@ def _one_run_at_a_time(entry):
     return locked
 
 
+def _is_checkpoint_valid():
+    """False inside a backward run that computes only some gradients (`autograd.grad`,
+    `backward(inputs=...)`): a reentrant checkpoint's inner backward would fill `.grad` of
+    leaves that run never asked for (torch.autograd._is_checkpoint_valid)."""
+    return not _TASKS or not _TASKS[-1].targets
+
+
 def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, targets):
     if retain_graph is None:
         retain_graph = create_graph

@@ -111,8 +111,15 @@ class _ReentrantCheckpoint(Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        from ..autograd.engine import _is_checkpoint_valid
         from ..autograd.engine import backward as run_backward
 
+        if not _is_checkpoint_valid():  # its inner backward would fill unasked-for .grads
+            raise RuntimeError(
+                "When use_reentrant=True, flowgrad.utils.checkpoint is incompatible with "
+                ".grad() or passing an `inputs` parameter to .backward(). To resolve this "
+                "error, you can either set use_reentrant=False, or call .backward() without "
+                "passing the `inputs` argument.")
         args = list(ctx.args)
         saved = ctx.saved_tensors
         for i, t in zip(ctx.positions, saved):
