@@ -139,6 +139,8 @@ class Tracer:
             in_values = [value_of.get(id(inputs[0]._data)) or self.value(inputs[0])]
         else:  # (the lookup, else a new constant)
             in_values = [value_of.get(id(t._data)) or self.value(t) for t in inputs]
+        values = self.program.values
+        n_values = len(values)
         result = eager_call(op, *inputs, **attrs)
         # (attrs: the entry's own keyword dict, made for this call: kept, not copied)
         node = Node(op, in_values, attrs, [], self.phase)
@@ -163,9 +165,10 @@ class Tracer:
             self.function_of[node] = function
             if function.aux:
                 outs = outs + tuple(function.aux)
+        if len(values) > n_values:  # ops ran inside this one (a saved-tensor pack hook)
+            return self._record_around(node, outs, n_values, result)
         # each output a new Value, remembered as `_remember` does (inline: once per op)
-        values, outputs, arrays, tensor_of = (self.program.values, node.outputs, self.arrays,
-                                              self.tensor_of)
+        outputs, arrays, tensor_of = node.outputs, self.arrays, self.tensor_of
         for tensor in outs:
             data = tensor._data
             vid = len(values)
@@ -176,6 +179,26 @@ class Tracer:
             tensor_of[vid] = tensor
             arrays[id(data)] = data
         self.program.nodes.append(node)
+        return result
+
+    def _record_around(self, node, outs, n_values, result):
+        """Record `node` when ops ran while it did: a saved_tensors_hooks pack hook called on
+        its outputs (saved before the op returned) made them constants, frozen at their traced
+        values. They become the node's outputs, and the node goes before those ops."""
+        values = self.program.values
+        first_inner = next((i for i, n in enumerate(self.program.nodes)
+                            if any(v.id >= n_values for v in n.outputs)), len(self.program.nodes))
+        for tensor in outs:
+            data = tensor._data
+            value = self.value_of.get(id(data))
+            if value is not None and value.kind == CONST and value.id >= n_values:
+                value.kind, value.source = NODE, node  # a pack hook read it: it is this output
+            else:
+                value = Value(len(values), NODE, data.shape, data.dtype, node)
+                values.append(value)
+                self._remember(tensor, value)
+            node.outputs.append(value)
+        self.program.nodes.insert(first_inner, node)
         return result
 
     def read(self, tensor, what):
@@ -253,10 +276,37 @@ class Tracer:
     def function_node(self, function, inputs, outputs):
         """A custom Function ran: its forward's ops are recorded already; remember the node that
         links its inputs to its outputs, so the autograd pass runs its backward."""
-        node = Node(function.op, [self.value(t) for t in inputs],
-                    {}, [self.value(t) for t in outputs], "function")
+        in_values = [self.value(t) for t in inputs]
+        out_values = []
+        for t in outputs:
+            value = self.value(t)
+            if value.kind != NODE or any(value is v for v in in_values):
+                # an input (or state) handed back as it is (`t.detach()`, as module backward
+                # hooks do): a value of its own, a copy, or the gradients of output and input
+                # would add up in one value (counted twice) and skip the Function's backward
+                value = self._copy_into(t, value)
+            out_values.append(value)
+        node = Node(function.op, in_values, {}, out_values, "function")
         self.functions.append((len(self.program.nodes), node))
         self.function_of[node] = function
+
+    def _copy_into(self, tensor, value):
+        """Record `tensor = clone(value)`: tensor gets a copy of its array as a new value."""
+        from ..ops.shape import _clone
+
+        copy = tensor._data.copy()
+        node = Node(_clone, [value], {}, [], self.phase)
+        node.where = self.where or user_site(2)
+        out = Value(len(self.program.values), NODE, copy.shape, copy.dtype, node)
+        self.program.values.append(out)
+        node.outputs.append(out)
+        node.n_results = 1
+        self.program.nodes.append(node)
+        tensor._data = copy
+        self.value_of[id(copy)] = out
+        self.tensor_of[out.id] = tensor
+        self.arrays[id(copy)] = copy
+        return out
 
     # ---- the autograd pass ---------------------------------------------------------------
     def backward(self, tensors, grad_tensors=None, retain_graph=None, create_graph=False,
@@ -277,7 +327,32 @@ class Tracer:
             if value.kind == STATE and value.source.requires_grad:
                 g = self._leaf_gradient(grads, value)
                 if g is not None:
+                    g = self._leaf_hooked(g, value.source, create_graph)
                     self.program.grads[value.source] = self.value(g)
+
+    def _leaf_hooked(self, g, leaf, create_graph):
+        """`g` after the leaf's tensor hooks (`leaf.register_hook`), recorded as the eager
+        engine's accumulate_grad runs them; post-accumulate-grad hooks (an optimizer step in
+        backward, DDP's all-reduce) cannot be replayed by a plan: refused, not skipped."""
+        meta = leaf._meta
+        if meta is None:
+            return g
+        if meta.post_accumulate_hooks:
+            raise NotImplementedError(
+                f"nn.Graph: a parameter (shape {tuple(leaf.shape)}) has post-accumulate-grad "
+                f"hooks (register_post_accumulate_grad_hook, or DistributedDataParallel's), "
+                f"which a compiled plan cannot run (at {user_line()}); remove them, or change "
+                f"the gradient with a tensor hook (register_hook) instead")
+        if not meta.hooks:
+            return g
+        phase, self.phase = self.phase, "backward"
+        try:
+            with grad_mode.set_grad_enabled(create_graph):
+                g = engine._run_hooks(meta.hooks, g)
+        finally:
+            self.phase = phase
+        self.value(g)
+        return g
 
     def _leaf_gradient(self, grads, value):
         """The gradient reaching `value`; for a parameter's value, the sum over every value the
@@ -301,6 +376,8 @@ class Tracer:
         result = []
         for i, t in enumerate(inputs):
             g = self._leaf_gradient(grads, self.value(t))
+            if g is not None and t._grad_fn is None:
+                g = self._leaf_hooked(g, t, create_graph)
             if g is None and not allow_unused:
                 raise RuntimeError(f"nn.Graph: input {i} of autograd.grad was not used to "
                                    f"compute the outputs; pass allow_unused=True")
@@ -356,6 +433,15 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                         continue
                     out_grads = [g if g is not None else _materialized(function, v)
                                  for g, v in zip(out_grads, results)]
+                metas = function.output_metas
+                for k, meta in enumerate(metas):
+                    if meta is not None and meta.hooks and out_grads[k] is not None:
+                        # the tensor's hooks (register_hook), as the eager engine's _take_grad
+                        tracer.where = None
+                        g = engine._run_hooks(meta.hooks, out_grads[k])
+                        out_grads[k] = grads[node.outputs[k].id] = g
+                        if tracer.stale or id(g._data) not in value_of:
+                            tracer.value(g)
                 own = _OWN_RULE.get(function.op) if type(function) is FunctionNode else False
                 tracer.where = outer if own or own is None and _own_rule(function) else None
                 in_grads = function.backward_fn(out_grads)
