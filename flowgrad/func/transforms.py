@@ -333,49 +333,14 @@ def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
     >>> functional_call(m, {"weight": flow.ones(1, 2)}, (flow.tensor([[1.0, 2.0]]),))
     tensor([[3.]])
     """
-    dicts = parameter_and_buffer_dicts
-    if isinstance(dicts, (tuple, list)):
-        merged = {}
-        for d in dicts:
-            for k in d:
-                if k in merged:
-                    raise ValueError(f"functional_call: {k!r} appears in more than one dict")
-            merged.update(d)
-        dicts = merged
-    known = dict(module.named_parameters(remove_duplicate=False)) if tie_weights is not None \
-        else {}
-    known.update(dict(module.named_buffers()))
-    if strict:
-        missing = sorted(set(known) - set(dicts))
-        unexpected = sorted(set(dicts) - set(known))
-        if missing or unexpected:
-            raise RuntimeError(f"functional_call (strict): missing keys {missing}, unexpected "
-                               f"keys {unexpected}")
-    swapped = []
-    try:
-        for name, value in dicts.items():
-            *path, leaf = name.split(".")
-            sub = module.get_submodule(".".join(path))
-            for store in (sub._parameters, sub._buffers):
-                if leaf in store:
-                    swapped.append((store, leaf, store[leaf]))
-                    store[leaf] = value
-                    break
-            else:
-                swapped.append((sub.__dict__, leaf, sub.__dict__.get(leaf, _MISSING)))
-                sub.__dict__[leaf] = value
-        if not isinstance(args, tuple):
-            args = (args,)
-        return module(*args, **(kwargs or {}))
-    finally:
-        for store, leaf, old in reversed(swapped):
-            if old is _MISSING:
-                store.pop(leaf, None)
-            else:
-                store[leaf] = old
+    # one implementation with nn.utils.stateless's, as torch's: tied weights take the given
+    # value under every name, a parametrized name goes through its right_inverse
+    from ..nn.utils.stateless import _functional_call
+
+    return _functional_call(module, parameter_and_buffer_dicts, args, kwargs,
+                            tie_weights=tie_weights, strict=strict)
 
 
-_MISSING = object()
 
 
 def batched_grad(grad_fn, outputs, inputs, grad_outputs, retain_graph, create_graph,

@@ -610,7 +610,9 @@ def cat_backward(ctx, dy):
 
 def _promote_all(tensors, op_name):
     if not isinstance(tensors, (list, tuple)) or not tensors:
-        raise RuntimeError(f"{op_name}(): expected a non-empty list of Tensors")
+        # (torch's cat raises ValueError here, its stack RuntimeError)
+        raise (ValueError if op_name == "cat" else RuntimeError)(
+            f"{op_name}(): expected a non-empty list of Tensors")
     for i, t_ in enumerate(tensors):
         if not isinstance(t_, Tensor):
             raise TypeError(f"{op_name}(): expected Tensor as element {i} in argument 0, but "

@@ -3,6 +3,7 @@ from . import (
     clip_grad,
     convert_parameters,
     fusion,
+    memory_format,
     parametrizations,
     parametrize,
     rnn,
@@ -22,6 +23,10 @@ from .fusion import (
     fuse_linear_bn_eval,
     fuse_linear_bn_weights,
     skip_init,
+)
+from .memory_format import (
+    convert_conv2d_weight_memory_format,
+    convert_conv3d_weight_memory_format,
 )
 from .weight_norm import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
 

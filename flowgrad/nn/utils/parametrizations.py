@@ -30,7 +30,13 @@ def norm_except_dim(v, pow=2, dim=0):
         raise NotImplementedError("norm_except_dim: only pow=2 is supported")
     if dim == -1:
         return (v * v).sum().sqrt()
-    dims = tuple(d for d in range(v.dim()) if d != dim % max(v.dim(), 1))
+    ndim = max(v.dim(), 1)
+    if not -ndim <= dim < ndim:  # as torch: a wrapped index would norm the wrong dimension
+        raise IndexError(f"weight_norm: Dimension out of range (expected to be in range of "
+                         f"[{-ndim}, {ndim - 1}], but got {dim}) for a weight of shape "
+                         f"{tuple(v.shape)}; pass dim=None to take the norm over the whole "
+                         f"tensor")
+    dims = tuple(d for d in range(v.dim()) if d != dim % ndim)
     return (v * v).sum(dims, keepdim=True).sqrt() if dims else v.abs()
 
 

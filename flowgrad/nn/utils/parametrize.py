@@ -55,6 +55,13 @@ def _as_original(value, like):
     return value.detach()
 
 
+def _set(dest, src):
+    """torch's dest.set_(src): `dest` stays the same object (an optimizer made before
+    (un)registering keeps training the tensor in use) and takes the storage of `src`, so
+    tensors computed from the old values keep them."""
+    dest.data = src.detach()
+
+
 class ParametrizationList(ModuleList):
     """The parametrizations of one tensor and its `original` (or `original0`,
     `original1`, ... when the first right_inverse returns several tensors)."""
@@ -82,11 +89,7 @@ class ParametrizationList(ModuleList):
                                  f"the dtype.\noriginal.dtype: {original.dtype}\n"
                                  f"right_inverse(original).dtype: {new.dtype}")
             if new is not original:
-                if tuple(new.shape) == tuple(original.shape):
-                    with no_grad():
-                        original.copy_(new)  # keeps the Parameter an optimizer may hold
-                else:
-                    original = _as_original(new, original)
+                _set(original, new)
             self._register("original", original)
         else:
             for i, t in enumerate(new):
@@ -123,14 +126,22 @@ class ParametrizationList(ModuleList):
                     raise ValueError(f"The tensor returned by `right_inverse` has dtype "
                                      f"{value.dtype} while `original` has dtype "
                                      f"{self.original.dtype}")
-                self.original.copy_(value)
+                _set(self.original, value)
             else:
                 if len(value) != self.ntensors:
                     raise ValueError("'right_inverse' must return a sequence of tensors of "
                                      f"length {self.ntensors}. Got a sequence of length "
                                      f"{len(value)}.")
                 for i, t in enumerate(value):
-                    getattr(self, f"original{i}").copy_(t)
+                    original = getattr(self, f"original{i}")
+                    if not isinstance(t, Tensor):
+                        raise ValueError(f"'right_inverse' must return a sequence of tensors. "
+                                         f"Got element {i} of type {type(t).__name__}.")
+                    if t.dtype != original.dtype:
+                        raise ValueError(f"Tensor {i} returned by `right_inverse` has dtype "
+                                         f"{t.dtype} while `original{i}` has dtype "
+                                         f"{original.dtype}")
+                    _set(original, t)
 
     def forward(self):
         if self.is_tensor:
@@ -231,19 +242,15 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
         original = plist.original
         if leave_parametrized:
             with no_grad():
-                value = getattr(module, tensor_name)
-                if tuple(value.shape) == tuple(original.shape):
-                    original.copy_(value)
-                else:
-                    original = _as_original(value, original)
+                _set(original, getattr(module, tensor_name))
     else:
         if not leave_parametrized:
             raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a tensor "
                              "that is parametrized in terms of a sequence of tensors.")
-        with no_grad():
-            value = getattr(module, tensor_name)
-        original = Parameter(value.detach(), value.requires_grad) \
-            if isinstance(plist.original0, Parameter) else value.detach()
+        # computed with autograd on, as torch: the new tensor is a trainable Parameter when
+        # the parametrized value required grad (weight_norm's g and v do), else a buffer
+        value = getattr(module, tensor_name)
+        original = Parameter(value.detach()) if value.requires_grad else value.detach()
     cls = type(module)
     delattr(cls, tensor_name)
     del module.parametrizations[tensor_name]

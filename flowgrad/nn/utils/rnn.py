@@ -113,11 +113,13 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     if not sequences:
         raise RuntimeError("pad_sequence: received an empty list of sequences")
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got "
-                         f"{padding_side}.")
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got "
+                           f"{padding_side}.")
     longest = max(s.shape[0] for s in sequences)
+    dtype = sequences[0].dtype  # as torch: the output takes the first sequence's dtype
     rows = []
     for s in sequences:
+        s = s.to(dtype=dtype)
         n = longest - s.shape[0]
         if n:
             pad = full((n, *s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
