@@ -252,7 +252,7 @@ class Graph:
                              f"{generated * 1e3:.1f} ms")
         self._log(2, plan.source)
         compiled = (program, plan, rebuild, _signature(flat), eager_update,
-                    optimizer_pass.param_layout(self._optimizers))
+                    optimizer_pass.param_layout(self._optimizers), _trainable(state))
         object.__setattr__(self, "_compiled", compiled)
         if self._dynamic_size:
             if len(self._plans) >= self._dynamic_size:
@@ -261,8 +261,14 @@ class Graph:
         return rebuild([t.detach() for t in first[:n]]), (grads, None)
 
     def _run(self, flat):
-        program, plan, rebuild, signature, eager_update, layout = self._compiled
+        program, plan, rebuild, signature, eager_update, layout, trainable = self._compiled
         _check_signature(signature, _signature(flat))
+        if _trainable(trainable[0]) != trainable:
+            raise RuntimeError(
+                f"nn.Graph {self._name}: a parameter's requires_grad changed after the graph "
+                f"compiled (frozen or unfrozen); its plan computes the gradients of the "
+                f"parameters that required grad when it was traced, and would keep updating a "
+                f"frozen one. Build a new graph after changing requires_grad")
         if optimizer_pass.param_layout(self._optimizers) != layout:
             raise RuntimeError(
                 f"nn.Graph {self._name}: an optimizer's param groups changed after the graph "
@@ -415,6 +421,12 @@ def _rebuild(spec, tensors):
     for into, key, kind, items in reversed(sequences):
         into[key] = sequence_of(kind, items)
     return root[0]
+
+
+def _trainable(state):
+    """(the state tensors, which of them require grad): a plan is compiled for one such set."""
+    state = tuple(state)
+    return state, tuple(t.requires_grad for t in state)
 
 
 def _micro_batches(args, kwargs, steps):

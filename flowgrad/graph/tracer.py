@@ -88,6 +88,7 @@ class Tracer:
         self.written_state = {}  # id(array) -> the state/constant Value a write went into
         self.functions = []    # (position among the nodes, node) of custom Functions
         self.made_here = []    # tensors a factory (zeros, arange, ...) made during build
+        self.eager_grads = {}  # parameter -> its eager .grad, while build sees the traced one
         self.phase = "forward"
         self.where = None      # set by the autograd pass: the user_site of its ops
 
@@ -263,7 +264,16 @@ class Tracer:
                 self.program.leaf_values[value.id] = origin
 
     def finish(self):
-        """After build: a parameter or buffer written by something the trace cannot replay."""
+        """After build: each parameter's gradient is what its .grad held at the end of build
+        (written in place, or set to None), and its eager .grad is back; a parameter or buffer
+        written by something the trace cannot replay raises."""
+        for param, eager_grad in self.eager_grads.items():
+            final = param._meta.acc_grad
+            if final is None:
+                self.program.grads.pop(param, None)
+            else:
+                self.program.grads[param] = self.value(final)
+            param._meta.acc_grad = eager_grad
         for key, before in self.stale.items():
             if before is not None and before.kind == STATE and \
                     before.source not in self.program.writebacks:
@@ -328,7 +338,21 @@ class Tracer:
                 g = self._leaf_gradient(grads, value)
                 if g is not None:
                     g = self._leaf_hooked(g, value.source, create_graph)
-                    self.program.grads[value.source] = self.value(g)
+                    self._accumulate(value.source, g, create_graph)
+
+    def _accumulate(self, param, g, create_graph):
+        """param.grad += g, as eagerly, on the traced gradient: the rest of build reads it
+        (a gradient norm, a second backward adds to it, zero_grad drops it); every call of
+        the plan starts from no gradient, the eager .grad is back after build (`finish`)."""
+        if param not in self.eager_grads:
+            self.eager_grads[param] = param._meta.acc_grad
+        else:
+            current = param._meta.acc_grad
+            if current is not None:
+                with grad_mode.set_grad_enabled(create_graph):
+                    g = current + g
+        param._meta.acc_grad = g
+        self.program.grads[param] = self.value(g)
 
     def _leaf_hooked(self, g, leaf, create_graph):
         """`g` after the leaf's tensor hooks (`leaf.register_hook`), recorded as the eager

@@ -31,14 +31,19 @@ def _tensors(tensors):
     return list(tensors)
 
 
-def _grads(parameters, name):
+def _refuse_in_graph(name):
     if getattr(_interpreter.current, "read", None) is not None:  # inside nn.Graph's build
         raise RuntimeError(
-            f"nn.Graph: {name} inside build() sees no gradients: the graph's backward is a "
-            f"compiler pass and the parameters' .grad are set only after the plan runs, so it "
-            f"would clip nothing. Give the optimizer's param group the option "
-            f"clip_grad_max_norm (and clip_grad_norm_type), OneFlow's way: "
-            f"optimizer.param_groups[0]['clip_grad_max_norm'] = 1.0")
+            f"nn.Graph: {name} inside build() computes on the gradients' arrays, which a "
+            f"compiled plan cannot replay (it would keep the first call's numbers). Give the "
+            f"optimizer's param group the option clip_grad_max_norm (and "
+            f"clip_grad_norm_type), OneFlow's way: "
+            f"optimizer.param_groups[0]['clip_grad_max_norm'] = 1.0; or compute the norm "
+            f"with tensor ops (p.grad.norm())")
+
+
+def _grads(parameters, name):
+    _refuse_in_graph(name)
     return [p.grad for p in _tensors(parameters) if p.grad is not None]
 
 
@@ -70,6 +75,7 @@ def _vector_norm(a, p):
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The norm of the norms of `tensors` (as if they were one concatenated vector); a 0-d
     tensor. Raises on a non-finite norm when `error_if_nonfinite`."""
+    _refuse_in_graph("get_total_norm")
     tensors = _tensors(tensors)
     for i, t in enumerate(tensors):
         if t is None:

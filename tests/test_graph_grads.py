@@ -1,0 +1,147 @@
+"""The parameters' .grad inside a training nn.Graph's build behave as eagerly: backward
+accumulates into them (two backward calls add up), build may read them (a gradient norm as
+an output) and change them with ops (scale them in place, drop them with zero_grad), and the
+update uses what they hold at the end of build. Each row runs three steps (a new batch on
+every call) in both modes and compares the outputs and the parameters after every step."""
+import numpy as np
+import pytest
+
+import flowgrad as flow
+import flowgrad.nn.functional as F
+
+
+def _model():
+    flow.manual_seed(0)
+    return flow.nn.Sequential(flow.nn.Linear(4, 5), flow.nn.Tanh(), flow.nn.Linear(5, 2))
+
+
+def _two_backwards(model, x, y):
+    loss = F.cross_entropy(model(x), y)
+    loss.backward(retain_graph=True)
+    (loss * 2).backward()
+    return [loss]
+
+
+def _norm_output(model, x, y):
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    return [loss, sum((p.grad ** 2).sum() for p in model.parameters())]
+
+
+def _scale_in_place(model, x, y):
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    for p in model.parameters():
+        p.grad.mul_(0.25)
+    return [loss]
+
+
+def _drop_one(model, x, y):
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    model[0].bias.grad = None  # no update for it this step, as eagerly
+    return [loss]
+
+
+STEPS = {"two_backwards": _two_backwards, "norm_output": _norm_output,
+         "scale_in_place": _scale_in_place, "drop_one": _drop_one}
+
+
+def _run(step, graph):
+    model = _model()
+    opt = flow.optim.SGD(model.parameters(), lr=0.5, momentum=0.5)
+    rng = np.random.default_rng(0)
+    batches = [(flow.tensor(rng.standard_normal((3, 4)).astype(np.float32)),
+                flow.tensor(rng.integers(0, 2, 3))) for _ in range(3)]
+    if graph:
+        class Train(flow.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+                self.add_optimizer(opt)
+
+            def build(self, x, y):
+                return step(self.model, x, y)
+        run = Train()
+    else:
+        def run(x, y):
+            out = step(model, x, y)
+            opt.step()
+            opt.zero_grad()
+            return out
+    outs, params = [], []
+    for x, y in batches:
+        outs.append([float(o) for o in run(x, y)])
+        params.append([p.detach().numpy().copy() for p in model.parameters()])
+    return outs, params
+
+
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_grads_inside_build_as_eager(name):
+    eager, graph = _run(STEPS[name], False), _run(STEPS[name], True)
+    np.testing.assert_allclose(graph[0], eager[0], rtol=1e-5)
+    for a, b in zip(graph[1], eager[1]):
+        for p, q in zip(a, b):
+            np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_eager_grad_is_back_after_build():
+    model = _model()
+    model(flow.ones(1, 4)).sum().backward()
+    before = [p.grad for p in model.parameters()]
+
+    class Eval(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            loss = self.model(x).sum()
+            loss.backward()
+            return [p.grad for p in self.model.parameters()]
+    grads = Eval()(flow.ones(2, 4))
+    assert all(p.grad is b for p, b in zip(model.parameters(), before))
+    np.testing.assert_allclose(grads[-1].numpy(), [2.0, 2.0])  # this call's, not summed
+
+
+@pytest.mark.parametrize("call", ["clip_grad_norm_", "get_total_norm"])
+def test_array_level_gradient_helpers_are_refused_inside_build(call):
+    model = _model()
+
+    class Eval(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            self.model(x).sum().backward()
+            grads = [p.grad for p in self.model.parameters()]
+            if call == "get_total_norm":
+                return flow.nn.utils.get_total_norm(grads)
+            return flow.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+    with pytest.raises(RuntimeError, match=f"{call} inside build.* clip_grad_max_norm"):
+        Eval()(flow.ones(2, 4))
+
+
+@pytest.mark.parametrize("change", ["freeze", "unfreeze"])
+def test_changing_requires_grad_after_compiling_raises(change):
+    model = _model()
+    if change == "unfreeze":
+        model[0].weight.requires_grad_(False)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1)
+
+    class Train(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x):
+            loss = self.model(x).sum()
+            loss.backward()
+            return loss
+    train = Train()
+    train(flow.ones(2, 4))
+    model[0].weight.requires_grad_(change == "unfreeze")
+    with pytest.raises(RuntimeError, match="requires_grad changed after the graph compiled"):
+        train(flow.ones(2, 4))
