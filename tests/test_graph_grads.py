@@ -145,3 +145,47 @@ def test_changing_requires_grad_after_compiling_raises(change):
     model[0].weight.requires_grad_(change == "unfreeze")
     with pytest.raises(RuntimeError, match="requires_grad changed after the graph compiled"):
         train(flow.ones(2, 4))
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda model: model.eval(), r"module 'model' \(Sequential\) had training=True .* now"),
+    (lambda model: setattr(model[1], "p", 0.5), r"module 'model.1' \(Dropout\) had p=0.0"),
+    (lambda model: setattr(model[2], "momentum", 0.9), r"'model.2' \(BatchNorm1d\) had momentum"),
+])
+def test_a_module_setting_changed_after_compiling_raises(change, match):
+    """A plan computes with the settings its modules had when traced: a later change raises
+    (eagerly it would take effect); a training and an eval graph share the modules, each
+    called in its own mode."""
+    flow.manual_seed(0)
+    model = flow.nn.Sequential(flow.nn.Linear(4, 5), flow.nn.Dropout(0.0),
+                               flow.nn.BatchNorm1d(5), flow.nn.Linear(5, 2))
+    opt = flow.optim.SGD(model.parameters(), lr=0.1)
+
+    class Train(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x):
+            loss = self.model(x).sum()
+            loss.backward()
+            return loss
+
+    class Eval(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            return self.model(x)
+    train, evaluate, x = Train(), Eval(), flow.randn(3, 4)
+    train(x)
+    model.eval()
+    eager = model(x)
+    np.testing.assert_allclose(evaluate(x).numpy(), eager.detach().numpy(), rtol=1e-6)
+    model.train()
+    train(x)
+    change(model)
+    with pytest.raises(RuntimeError, match=match + ".*Build a new graph"):
+        train(x)

@@ -252,7 +252,8 @@ class Graph:
                              f"{generated * 1e3:.1f} ms")
         self._log(2, plan.source)
         compiled = (program, plan, rebuild, _signature(flat), eager_update,
-                    optimizer_pass.param_layout(self._optimizers), _trainable(state))
+                    optimizer_pass.param_layout(self._optimizers), _trainable(state),
+                    _settings(self._modules))
         object.__setattr__(self, "_compiled", compiled)
         if self._dynamic_size:
             if len(self._plans) >= self._dynamic_size:
@@ -261,8 +262,18 @@ class Graph:
         return rebuild([t.detach() for t in first[:n]]), (grads, None)
 
     def _run(self, flat):
-        program, plan, rebuild, signature, eager_update, layout, trainable = self._compiled
+        (program, plan, rebuild, signature, eager_update, layout, trainable,
+         settings) = self._compiled
         _check_signature(signature, _signature(flat))
+        for module, path, name, value in settings:
+            now = module.__dict__.get(name, _GONE)
+            if now is not value and now != value:
+                raise RuntimeError(
+                    f"nn.Graph {self._name}: module {path!r} ({type(module).__name__}) had "
+                    f"{name}={value!r} when the graph compiled and has {name}={now!r} now; "
+                    f"its plan keeps the traced value. Build a new graph after changing a "
+                    f"module's settings (for train()/eval(): a training graph and an eval "
+                    f"graph can share the modules, each called in the mode it was built in)")
         if _trainable(trainable[0]) != trainable:
             raise RuntimeError(
                 f"nn.Graph {self._name}: a parameter's requires_grad changed after the graph "
@@ -421,6 +432,25 @@ def _rebuild(spec, tensors):
     for into, key, kind, items in reversed(sequences):
         into[key] = sequence_of(kind, items)
     return root[0]
+
+
+_GONE = object()
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _settings(modules):
+    """(module, its path, attribute, value) of every module's plain settings (`training`, a
+    dropout's p, a norm's eps and momentum...): a plan computes with the values they had
+    when it was traced."""
+    found = []
+    for top, module in modules.items():
+        for path, sub in module.named_modules(prefix=top):
+            for name, value in vars(sub).items():
+                if name == "training" or not name.startswith("_") and (
+                        isinstance(value, _PLAIN) or isinstance(value, tuple)
+                        and all(isinstance(v, _PLAIN) for v in value)):
+                    found.append((sub, path, name, value))
+    return found
 
 
 def _trainable(state):
