@@ -189,3 +189,20 @@ def test_a_module_setting_changed_after_compiling_raises(change, match):
     change(model)
     with pytest.raises(RuntimeError, match=match + ".*Build a new graph"):
         train(x)
+
+
+def test_a_graph_attribute_build_reads_changed_after_compiling_raises():
+    class Scaled(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.lin = flow.nn.Linear(2, 2)
+            self.scale = 2.0
+
+        def build(self, x):
+            return self.lin(x) * self.scale
+    graph = Scaled()
+    graph(flow.ones(1, 2))
+    graph.scale = 0.5
+    with pytest.raises(RuntimeError, match="the graph had scale=2.0 when the graph compiled "
+                                           "and has scale=0.5 now"):
+        graph(flow.ones(1, 2))

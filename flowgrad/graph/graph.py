@@ -253,7 +253,7 @@ class Graph:
         self._log(2, plan.source)
         compiled = (program, plan, rebuild, _signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers), _trainable(state),
-                    _settings(self._modules))
+                    _settings(self))
         object.__setattr__(self, "_compiled", compiled)
         if self._dynamic_size:
             if len(self._plans) >= self._dynamic_size:
@@ -268,8 +268,10 @@ class Graph:
         for module, path, name, value in settings:
             now = module.__dict__.get(name, _GONE)
             if now is not value and now != value:
+                where = "the graph" if module is self else \
+                    f"module {path!r} ({type(module).__name__})"
                 raise RuntimeError(
-                    f"nn.Graph {self._name}: module {path!r} ({type(module).__name__}) had "
+                    f"nn.Graph {self._name}: {where} had "
                     f"{name}={value!r} when the graph compiled and has {name}={now!r} now; "
                     f"its plan keeps the traced value. Build a new graph after changing a "
                     f"module's settings (for train()/eval(): a training graph and an eval "
@@ -438,19 +440,23 @@ _GONE = object()
 _PLAIN = (bool, int, float, str, type(None))
 
 
-def _settings(modules):
-    """(module, its path, attribute, value) of every module's plain settings (`training`, a
-    dropout's p, a norm's eps and momentum...): a plan computes with the values they had
-    when it was traced."""
-    found = []
-    for top, module in modules.items():
+def _settings(graph):
+    """(object, its path, attribute, value) of every plain setting of the graph's modules
+    (`training`, a dropout's p, a norm's eps and momentum...) and of the graph itself (a
+    number build reads as self.scale): a plan computes with the values they had when it
+    was traced."""
+    found = [(graph, "self", name, value) for name, value in vars(graph).items()
+             if _plain(name, value) and name != "training"]
+    for top, module in graph._modules.items():
         for path, sub in module.named_modules(prefix=top):
-            for name, value in vars(sub).items():
-                if name == "training" or not name.startswith("_") and (
-                        isinstance(value, _PLAIN) or isinstance(value, tuple)
-                        and all(isinstance(v, _PLAIN) for v in value)):
-                    found.append((sub, path, name, value))
+            found += [(sub, path, name, value) for name, value in vars(sub).items()
+                      if name == "training" or _plain(name, value)]
     return found
+
+
+def _plain(name, value):
+    return not name.startswith("_") and (isinstance(value, _PLAIN) or isinstance(
+        value, tuple) and all(isinstance(v, _PLAIN) for v in value))
 
 
 def _trainable(state):
