@@ -146,10 +146,10 @@ def as_dtype(d) -> dtype:
         if d.category == 3:
             complex_in_use()
         return d
-    if d is builtins.float:
-        return get_default_dtype()
+    if d is builtins.float:  # as torch: Python's float is a double, whatever the default
+        return float64
     if d is builtins.complex:
-        return as_dtype(default_complex())
+        return as_dtype(complex128)
     if d is builtins.int:
         return int64
     if d is builtins.bool:

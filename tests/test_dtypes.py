@@ -234,7 +234,12 @@ def test_dtype_properties(name):
 def test_dtype_aliases():
     assert flow.half is flow.float16 and flow.float is flow.float32
     assert flow.double is flow.float64 and flow.long is flow.int64 and flow.int is flow.int32
-    assert flow.dtypes.as_dtype(float) is flow.get_default_dtype()
+    # as torch: dtype=float is float64 and dtype=complex complex128, not the default dtype
+    assert flow.dtypes.as_dtype(float) is flow.float64
+    assert flow.dtypes.as_dtype(complex) is flow.complex128
+    t = torch.zeros(2, dtype=float), torch.ones(2).to(complex), torch.arange(3, dtype=float)
+    f = flow.zeros(2, dtype=float), flow.ones(2).to(complex), flow.arange(3, dtype=float)
+    assert [str(a.dtype).split(".")[1] for a in f] == [str(a.dtype).split(".")[1] for a in t]
     assert flow.dtypes.as_dtype(int) is flow.int64 and flow.dtypes.as_dtype(bool) is flow.bool
 
 

@@ -1,8 +1,7 @@
-"""Tensor factories: tensor, zeros, ones, full, arange, linspace, eye, random sampling.
+"""Tensor factories: tensor, zeros, ones, full, arange, linspace, eye (the random ones, rand,
+randn, ..., are in random_factories.py and named here too).
 
-Factories set requires_grad last, so making a tensor records nothing. The samplers are ops
-(not differentiable) whose kernels draw from the Generator passed as their `generator`
-attribute (the global one by default), so a recorded call replays with fresh numbers.
+Factories set requires_grad last, so making a tensor records nothing.
 
 >>> import flowgrad as flow
 >>> flow.zeros(2, 3).shape
@@ -15,6 +14,7 @@ import itertools
 import math
 import numbers
 import operator
+import warnings
 
 import numpy as np
 
@@ -22,10 +22,9 @@ from .. import dtypes as _dt
 from ..autograd import inference
 from ..autograd import interpreter as _interpreter
 from ..device import ARRAY_MODULES, CPU, device_of, resolve_device, to_device
-from ..errors import check_number, check_probabilities, check_std, fill_scalar
-from ..random import numpy_generator, resolve
+from ..errors import check_number, fill_scalar
 from ..tensor import Size, Tensor, bind_late
-from .registry import op
+from ..typed_tensors import preserve_format, record_memory_format, recorded_memory_format
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
@@ -121,10 +120,10 @@ def _dtype_of(examples, arrays, typed_numpy_scalars=True):
         elif issubclass(t, (float, np.floating)):
             kinds.add(_dt.get_default_dtype())
         elif issubclass(t, (complex, np.complexfloating)):
-            kinds.add(_dt.as_dtype(complex))
+            kinds.add(_dt.as_dtype(_dt.default_complex()))
         else:
-            raise TypeError(f"tensor(): could not infer a dtype for element {x!r} of type "
-                            f"{t.__name__}; pass numbers, lists, arrays or tensors")
+            raise TypeError(f"tensor(): element {x!r} of type {t.__name__} is not a number; "
+                            f"pass numbers, lists, arrays or tensors")
     result = None
     for d in kinds:
         result = d if result is None else _dt.promote_types(result, d)
@@ -169,18 +168,20 @@ def as_array(data, dtype=None):
     if isinstance(data, Tensor):
         _interpreter.check_read(data, "tensor(a tensor)")  # a copy of its values: a graph refuses
         arr = data._data
-        return arr.astype(dtype.np) if dtype is not None else arr.copy()
+        return _cast_array(arr, dtype) if dtype is not None else arr.copy()
     if isinstance(data, np.ndarray) or type(data) in ARRAY_MODULES:  # any device's array
         if dtype is None:
             _dt.from_numpy_dtype(data.dtype)  # raises for unsupported dtypes
             return data.copy()
-        return data.astype(dtype.np)
+        return _cast_array(data, dtype)
     if np.isscalar(data) and isinstance(data, np.generic):
         d = dtype or _dt.from_numpy_dtype(data.dtype)
-        return np.asarray(data, d.np)
+        return _cast_array(np.asarray(data), d)
     examples, arrays = _scan(data)
-    if dtype is None:
-        dtype = _dtype_of(examples, arrays)
+    inferred = _dtype_of(examples, arrays)  # raises for leaves that are no numbers (None, str)
+    dtype = dtype or inferred
+    if inferred.category == 3 and dtype.category in (1, 2):  # (bool takes the truth value)
+        _check_real(data, arrays, dtype)
     if hasattr(data, "__array__") and not isinstance(data, _SEQ):
         return np.array(data, dtype=dtype.np)
     has_tensors = False
@@ -189,6 +190,8 @@ def as_array(data, dtype=None):
             _interpreter.check_read(a, "tensor(a list of tensors)")
             has_tensors = True
     data = _unwrap(data) if has_tensors else data
+    if inferred.category == 3 and dtype.category in (1, 2):
+        data = np.array(data, np.complex128).real  # _check_real allowed (and warned of) this
     try:
         return np.array(data, dtype=dtype.np)
     except OverflowError as error:  # torch's uint8 takes -255..-1 modulo 256; the rest raise
@@ -199,6 +202,34 @@ def as_array(data, dtype=None):
         raise RuntimeError(f"tensor(): a value cannot be converted to type {dtype.name} without "
                            f"overflow ({error}); pass a dtype that holds it (float64 beyond "
                            f"int64)") from None
+
+
+def _cast_array(array, dtype):
+    """A whole array or tensor cast to `dtype`: complex into a real dtype keeps the real part
+    with torch's warning."""
+    if array.dtype.kind == "c" and dtype.category < 3:
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=4)
+        array = array.real
+    return array.astype(dtype.np)
+
+
+def _check_real(data, arrays, dtype):
+    """Complex numbers in a list going into a real dtype, as torch: a complex tensor with an
+    imaginary part raises, and so does a Python complex number; NumPy's complex scalars and
+    arrays keep their real part with the warning."""
+    for a in arrays:
+        if isinstance(a, Tensor) and a._data.dtype.kind == "c" and np.any(a._data.imag != 0):
+            raise RuntimeError(f"tensor(): a complex tensor ({a.item()}) cannot be converted "
+                               f"to type {dtype.name} without overflow; pass a complex dtype "
+                               f"or take .real first")
+    examples = _scan(data)[0]
+    if complex in examples:
+        raise TypeError(f"tensor(): a Python complex number ({examples[complex]!r}) cannot be "
+                        f"converted to type {dtype.name}; pass a complex dtype or real numbers")
+    if arrays or any(issubclass(t, np.complexfloating) for t in examples):
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=4)
 
 
 bind_late(as_array=as_array)  # Tensor(data), the legacy constructor, calls it
@@ -225,9 +256,12 @@ def as_tensor(data, dtype=None, device=None):
     (True, flowgrad.int64)
     """
     dev = resolve_device(device, "as_tensor")
-    if isinstance(data, Tensor) and (dtype is None or _dt.as_dtype(dtype) is data.dtype) and \
-            (device is None or data.device == dev):
-        return data
+    if isinstance(data, Tensor):  # itself, or a conversion that stays in the graph (as torch)
+        if (dtype is None or _dt.as_dtype(dtype) is data.dtype) and \
+                (device is None or data.device == dev):
+            return data
+        return data.to(dtype=data.dtype if dtype is None else _dt.as_dtype(dtype),
+                       device=data.device if device is None else dev)
     if (isinstance(data, np.ndarray) or type(data) in ARRAY_MODULES) and \
             (dtype is None or _dt.as_dtype(dtype).np == data.dtype) and \
             (device is None or device_of(data) == dev):
@@ -260,8 +294,15 @@ def scalar_tensor(s, dtype=None, device=None, requires_grad=False):
     >>> flow.scalar_tensor(3)
     tensor(3.)
     """
-    return tensor(s, dtype=dtype or _dt.get_default_dtype(), device=device,
-                  requires_grad=requires_grad)
+    if isinstance(s, Tensor):
+        s = s.item()
+    if not isinstance(s, (numbers.Number, np.generic)) or isinstance(s, np.str_):
+        raise TypeError(f"scalar_tensor(): argument 's' must be a number, not "
+                        f"{type(s).__name__} ({s!r})")
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    if d.category == 2 and isinstance(s, int) and not isinstance(s, bool):
+        s = float(s)  # a Python int beyond int64 goes through a float, as torch's Scalar
+    return tensor(s, dtype=d, device=device, requires_grad=requires_grad)
 
 
 def _as_int(value, op_name, arg):
@@ -332,6 +373,10 @@ def _finish(array, requires_grad, dev=None):
     return t
 
 
+def _float_max(d):
+    return builtins.float(_dt.finfo(d).max)
+
+
 def _float_dtype(dtype):
     return _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
 
@@ -372,9 +417,13 @@ def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, *
     flowgrad.Size([2, 3])
     """
     check_hints("empty", options)
+    if options.get("memory_format") is preserve_format:
+        raise RuntimeError("empty(): unsupported memory format preserve_format (there is no "
+                           "input to preserve); pass contiguous_format or channels_last")
     dev = resolve_device(device, "empty")
     shape, d = _size(_size_arg(size_args, size, "empty"), "empty"), _float_dtype(dtype).np
-    return _finish(_alloc("empty", shape, d, lambda: dev.xp.zeros(shape, d)), requires_grad, dev)
+    return _laid_out(_finish(_alloc("empty", shape, d, lambda: dev.xp.zeros(shape, d)),
+                             requires_grad, dev), None, options)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -396,9 +445,24 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     if dtype is None:
         dtype = _infer_dtype(fill_value)
     shape, d = _size((size,), "full"), _dt.as_dtype(dtype).np
-    fill_value = fill_scalar("full", fill_value, d)
+    fill_value = _bool_fill(fill_scalar("full", fill_value, d), d)
     return _finish(_alloc("full", shape, d, lambda: dev.xp.full(shape, fill_value, d)),
                    requires_grad, dev)
+
+
+def _laid_out(out, source, options):
+    """`out` with the memory format `options` ask for recorded (flowgrad's arrays stay
+    row-major; typed_tensors.py); preserve_format, the default, keeps `source`'s. A format for
+    the wrong rank raises, as torch."""
+    fmt = options.get("memory_format")
+    if fmt is None or fmt is preserve_format:
+        fmt = None if source is None else recorded_memory_format(source)
+    return record_memory_format(out, fmt)
+
+
+def _bool_fill(value, np_dtype):
+    """A fill for a bool dtype as its truth value (NumPy refuses ints beyond int64 there)."""
+    return bool(value) if np_dtype.kind == "b" else value
 
 
 def _like(x, dtype):
@@ -420,20 +484,22 @@ def zeros_like(x, dtype=None, device=None, requires_grad=False, **options):
     """
     check_hints("zeros_like", options)
     dev = _device_like(x, device, "zeros_like")
-    return _finish(dev.xp.zeros(x._data.shape, _like(x, dtype).np), requires_grad, dev)
+    return _laid_out(_finish(dev.xp.zeros(x._data.shape, _like(x, dtype).np), requires_grad,
+                             dev), x, options)
 
 
 def ones_like(x, dtype=None, device=None, requires_grad=False, **options):
     """Ones with the shape of `x` and its dtype unless `dtype` is given."""
     check_hints("ones_like", options)
     dev = _device_like(x, device, "ones_like")
-    return _finish(dev.xp.ones(x._data.shape, _like(x, dtype).np), requires_grad, dev)
+    return _laid_out(_finish(dev.xp.ones(x._data.shape, _like(x, dtype).np), requires_grad,
+                             dev), x, options)
 
 
 def empty_like(x, dtype=None, device=None, requires_grad=False, **options):
     """An uninitialised tensor shaped like `x`; flowgrad fills it with zeros."""
     check_hints("empty_like", options)
-    return zeros_like(x, dtype, device, requires_grad=requires_grad)
+    return zeros_like(x, dtype, device, requires_grad=requires_grad, **options)
 
 
 def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **options):
@@ -449,8 +515,9 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **opt
     if isinstance(fill_value, Tensor):  # torch's Scalar: a one-element tensor's value
         fill_value = fill_value.item()
     d = _like(x, dtype).np
-    return _finish(dev.xp.full(x._data.shape, fill_scalar("full_like", fill_value, d), d),
-                   requires_grad, dev)
+    fill_value = _bool_fill(fill_scalar("full_like", fill_value, d), d)
+    return _laid_out(_finish(dev.xp.full(x._data.shape, fill_value, d), requires_grad, dev), x,
+                     options)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -481,24 +548,140 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if dtype is None:
         dtype = _infer_dtype([start, end, step])
     dtype = _dt.as_dtype(dtype)
-    n = builtins.max(0, int(np.ceil((end - start) / step)))
+    if dtype.category in (0, 3):
+        raise NotImplementedError(f"arange(): not implemented for dtype {dtype.name} (as torch); "
+                                  f"make an integer or floating range and convert it")
+    if dtype.category == 1:
+        n, first, stride = _int_range(start, end, step, dtype)
+        return _finish(_alloc("arange", (n,), dtype.np, lambda: (
+            first + stride * np.arange(n, dtype=np.int64)).astype(dtype.np)), requires_grad, dev)
+    n = builtins.max(0, math.ceil((float(end) - float(start)) / float(step)))
     return _finish(_alloc("arange", (n,), dtype.np, lambda: (
-        (start + step * np.arange(n, dtype=np.float64)).astype(dtype.np)
-        if dtype.is_floating_point else np.arange(start, end, step, dtype=dtype.np)[:n])),
-        requires_grad, dev)
+        start + step * np.arange(n, dtype=np.float64)).astype(dtype.np)), requires_grad, dev)
+
+
+def _int_range(start, end, step, dtype):
+    """arange's (length, first value, step) for an integer dtype, as torch computes them: the
+    bounds and the step are truncated to int64 first, so arange(0, 1, 0.25, dtype=int32) is
+    four zeros. int64 counts in those truncated integers (and refuses a step that truncates to
+    0); the narrower types count ceil((end - start) / step) in the unrounded values."""
+    first, last, stride = (_to_int64(v, "arange") for v in (start, end, step))
+    if dtype is _dt.int64:
+        if stride == 0:
+            raise ValueError(f"arange(): step must be nonzero, but step={step} truncates to 0 "
+                             f"for an int64 range; pass an integer step or a floating dtype")
+        sign = 1 if stride > 0 else -1
+        span = last - first + stride - sign
+        n = abs(span) // abs(stride) * (1 if (span >= 0) == (stride > 0) else -1)
+    else:
+        n = math.ceil((float(end) - float(start)) / float(step))
+    return builtins.max(0, n), first, stride
+
+
+def _to_int64(value, op_name):
+    """`value` truncated toward zero to an int64, as torch's Scalar.to<int64_t>()."""
+    number = int(value)
+    if not -2 ** 63 <= number < 2 ** 63:
+        raise RuntimeError(f"{op_name}(): value {value!r} cannot be converted to type int64 "
+                           f"without overflow")
+    return number
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    """`steps` evenly spaced values from start to end, inclusive.
+    """`steps` evenly spaced values from start to end, inclusive; complex when start or end is
+    complex. As torch: the first half counts up from start, the second down from end, and an
+    integer dtype truncates start and end before spacing them (linspace(0.5, 2, 4, dtype=int64)
+    is [0, 0, 1, 2]).
 
     >>> import flowgrad as flow
     >>> flow.linspace(0, 1, steps=5)
     tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
     """
     dev = resolve_device(device, "linspace")
-    n, d = _steps(steps, "linspace"), _float_dtype(dtype).np
-    return _finish(_alloc("linspace", (n,), d, lambda: np.linspace(start, end, n).astype(d)),
+    start, end, d = _range_bounds("linspace", start, end, dtype)
+    n = _steps(steps, "linspace")
+    return _finish(_alloc("linspace", (n,), d.np, lambda: _linspace(start, end, n, d)),
                    requires_grad, dev)
+
+
+def _range_bounds(op_name, start, end, dtype):
+    """linspace/logspace's bounds as numbers and their dtype: the given one, else the default
+    float dtype, or the default complex one when a bound is complex (as torch, which refuses a
+    complex bound with a real dtype rather than drop its imaginary part)."""
+    bounds = []
+    for arg, v in (("start", start), ("end", end)):
+        if isinstance(v, Tensor):
+            if v._data.ndim:
+                raise RuntimeError(f"{op_name}(): only supports 0-dimensional start and end "
+                                   f"tensors, but got {arg} of shape {tuple(v.shape)}")
+            v = v.item()
+        if not isinstance(v, (numbers.Number, np.generic)) or isinstance(v, np.str_):
+            raise TypeError(f"{op_name}(): argument '{arg}' must be a number or a 0-dim "
+                            f"tensor, not {type(v).__name__} ({v!r})")
+        bounds.append(v.item() if isinstance(v, np.generic) else v)
+    is_complex = any(isinstance(v, complex) for v in bounds)
+    d = _dt.as_dtype(dtype) if dtype is not None else (
+        _dt.default_complex() if is_complex else _dt.get_default_dtype())
+    if is_complex and d.category != 3:
+        raise RuntimeError(f"{op_name}(): inferred dtype {_dt.default_complex().name} can't be "
+                           f"safely cast to passed dtype {d.name} (start={bounds[0]!r}, "
+                           f"end={bounds[1]!r}); pass a complex dtype or real bounds")
+    return bounds[0], bounds[1], d
+
+
+def _refuse_bool(op_name, d):
+    if d.category == 0:  # (torch makes bool results of 0 or 1 steps)
+        raise NotImplementedError(f"{op_name}(): not implemented for dtype bool (as torch); "
+                                  f"make an integer or floating range and convert it")
+
+
+def _bound_as(op_name, value, d):
+    """A bound converted to dtype `d`'s values as torch's Scalar.to<T>(): an integer dtype
+    truncates, and a value it cannot hold raises (uint8 takes the ints -255..-1 modulo 256, as
+    torch); a floating dtype rounds to its precision, and raises beyond its range."""
+    if d.category == 0:
+        return bool(value)
+    if d.category == 1:
+        info = np.iinfo(d.np)
+        low = -info.max if d.np == np.uint8 and isinstance(value, int) else info.min
+        fits = math.isfinite(value) and low <= value <= info.max
+    else:
+        parts = (complex(value).real, complex(value).imag)
+        fits = not any(math.isfinite(p) and abs(p) > _float_max(_dt.to_real(d)) for p in parts)
+    if not fits:
+        raise RuntimeError(f"{op_name}(): value {value!r} cannot be converted to type {d.name} "
+                           f"without overflow; pass bounds the dtype holds")
+    if d.category == 1:
+        return int(value) % (info.max + 1) if value < 0 and info.min == 0 else int(value)
+    return d.np.type(value).item() if d.category == 2 else complex(d.np.type(value))
+
+
+def _linspace(start, end, n, d):
+    """torch's linspace kernel: step = (end - start) / (n - 1) in the dtype's arithmetic (a
+    double for integer dtypes), start + step * i for the first half, end - step * (n - 1 - i)
+    for the second, so both ends are exact."""
+    if n == 0:
+        return np.zeros(0, d.np)
+    first = _bound_as("linspace", start, d)
+    if n == 1:  # (torch converts only start then)
+        return np.full(1, first, d.np)
+    _refuse_bool("linspace", d)
+    last = _bound_as("linspace", end, d)
+    if d.category == 1:  # integer dtypes space in float64
+        work = np.float64
+    else:  # the dtype's own arithmetic; float16 and bfloat16 round each result, as torch's
+        work = d.np.type if d.itemsize >= 4 else np.float32
+    rounded = (lambda x: x.astype(d.np).astype(work)) if d.category == 2 and d.itemsize < 4 \
+        else (lambda x: x)
+    first, last = work(first), work(last)
+    step = rounded(np.asarray((last - first) / work(n - 1), dtype=work))
+    i = np.arange(n)
+    with np.errstate(invalid="ignore", over="ignore"):
+        values = np.where(i < n // 2, rounded(first + rounded(step * i.astype(work))),
+                          rounded(last - rounded(step * (n - 1 - i).astype(work))))
+    if d.category == 1:
+        values = np.trunc(values).astype(np.int64)
+    return values.astype(d.np)
 
 
 def _steps(steps, op_name):
@@ -509,12 +692,50 @@ def _steps(steps, op_name):
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
-    """`steps` values base ** t for t evenly spaced from start to end, inclusive."""
+    """`steps` values base ** t for t evenly spaced from start to end, inclusive; complex when
+    start or end is complex. As torch, an integer dtype truncates start and end first
+    (logspace(2.5, 0.5, 3, dtype=int64) is [100, 10, 1], not [316, 31, 3]).
+
+    >>> import flowgrad as flow
+    >>> flow.logspace(0, 2, steps=3)
+    tensor([  1.,  10., 100.])
+    """
     dev = resolve_device(device, "logspace")
-    n, d = _steps(steps, "logspace"), _float_dtype(dtype).np
-    return _finish(_alloc("logspace", (n,), d,
-                          lambda: np.logspace(start, end, n, base=base).astype(d)),
+    start, end, d = _range_bounds("logspace", start, end, dtype)
+    n = _steps(steps, "logspace")
+    if isinstance(base, Tensor):
+        base = base.item()
+    if not isinstance(base, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"logspace(): argument 'base' must be a real number, not "
+                        f"{type(base).__name__} ({base!r})")
+    return _finish(_alloc("logspace", (n,), d.np, lambda: _logspace(start, end, n, base, d)),
                    requires_grad, dev)
+
+
+def _logspace(start, end, n, base, d):
+    """torch's logspace kernel: exponents spaced from the bounds as the dtype holds them (an
+    integer dtype truncates them), in float64 from the two ends, then base ** exponent in
+    float64, truncated toward zero for integer dtypes."""
+    if n == 0:
+        return np.zeros(0, d.np)
+    work = np.complex128 if d.category == 3 else np.float64
+    base = float(base)
+    with np.errstate(all="ignore"):
+        if n == 1:  # torch raises the unconverted start and fills with the checked value
+            values = np.power(work(base), np.array([start], dtype=work))
+            if d.category == 1:
+                fill_scalar("logspace", values.item(), d.np)
+        else:
+            _refuse_bool("logspace", d)
+            first = work(_bound_as("logspace", start, d))
+            last = work(_bound_as("logspace", end, d))
+            step = (last - first) / (n - 1)
+            i = np.arange(n)
+            exponents = np.where(i < n // 2, first + step * i, last - step * (n - 1 - i))
+            values = np.power(work(base), exponents.astype(work))
+        if d.category == 1:
+            values = np.trunc(values)
+        return values.astype(d.np)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
@@ -534,288 +755,6 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     d = _float_dtype(dtype).np
     return _finish(_alloc("eye", (n, m), d, lambda: dev.xp.eye(n, m, dtype=d)), requires_grad,
                    dev)
-
-
-def rand(*size_args, size=None, generator=None, dtype=None, device=None,
-         requires_grad=False):
-    """Uniform samples in [0, 1).
-
-    >>> import flowgrad as flow
-    >>> g = flow.manual_seed(0)  # flowgrad's stream (NumPy's PCG64), not torch's values
-    >>> flow.rand(3)
-    tensor([0.6370, 0.2698, 0.0410])
-    """
-    dev = resolve_device(device, "rand")
-    d, shape = _float_dtype(dtype).np, _size(_size_arg(size_args, size, "rand"), "rand")
-    gen = resolve(generator)
-    out = _alloc("rand", shape, d, lambda: _rand(shape=shape, dtype=d, generator=gen))
-    return _finish_op(out, requires_grad, dev)
-
-
-# ---- random sampling: kernels draw from the Generator attribute ---------------------------
-@op("rand", differentiable=False)
-def _rand(xp, *, shape, dtype, generator):
-    return numpy_generator(generator).random(shape, xp.float64).astype(dtype)
-
-
-@op("uniform", differentiable=False)
-def _uniform(xp, *, low, high, shape, dtype, generator):
-    """low + (high - low) * U[0, 1): NumPy's Generator.uniform's own formula, so its values."""
-    return (low + (high - low) * numpy_generator(generator).random(shape)).astype(dtype)
-
-
-@op("randn", differentiable=False)
-def _randn(xp, *, shape, dtype, generator):
-    return numpy_generator(generator).standard_normal(shape).astype(dtype)
-
-
-@op("randint", differentiable=False)
-def _randint(xp, *, low, high, shape, dtype, generator):
-    return numpy_generator(generator).integers(low, high, shape).astype(dtype)
-
-
-@op("randperm", differentiable=False)
-def _randperm(xp, *, n, dtype, generator):
-    return numpy_generator(generator).permutation(n).astype(dtype)
-
-
-@op("normal", differentiable=False)
-def _normal(xp, *tensors, mean, std, shape, dtype, generator):
-    """mean + std * N(0, 1); `mean` / `std` are numbers, or None where they are the inputs
-    (in that order)."""
-    given = iter(tensors)
-    m = next(given) if mean is None else mean
-    s = next(given) if std is None else std
-    return (m + s * xp.asarray(numpy_generator(generator).standard_normal(shape))).astype(dtype)
-
-
-@op("bernoulli", differentiable=False)
-def _bernoulli(xp, x, *, p, generator):
-    probs = x if p is None else xp.full(x.shape, p, x.dtype)
-    draws = xp.asarray(numpy_generator(generator).random(probs.shape))  # the host's stream
-    return (draws < probs).astype(probs.dtype)
-
-
-@op("multinomial", differentiable=False)
-def _multinomial(xp, x, *, num_samples, replacement, generator):
-    gen = numpy_generator(generator)
-    p = x.astype(xp.float64)
-    rows = p.reshape(-1, p.shape[-1])
-    if replacement:
-        cdf = xp.cumsum(rows, axis=1)
-        cdf /= cdf[:, -1:]
-        u = xp.asarray(gen.random((rows.shape[0], num_samples)))
-        out = xp.minimum((u[:, :, None] > cdf[:, None, :]).sum(-1), rows.shape[1] - 1)
-    else:  # Gumbel top-k gives sampling without replacement in one vectorised step
-        g = xp.log(xp.maximum(rows, 1e-300)) - xp.log(-xp.log(xp.asarray(gen.random(rows.shape))))
-        g[rows <= 0] = -xp.inf
-        out = xp.argsort(-g, axis=1)[:, :num_samples]
-    return out.reshape(p.shape[:-1] + (num_samples,)).astype(xp.int64)
-
-
-def _finish_op(out, requires_grad, dev=CPU):
-    if dev is not CPU:  # drawn on the host (one stream for every device), then moved
-        out._data = to_device(out._data, dev)
-    if requires_grad:
-        out.requires_grad_(True)
-    return out
-
-
-def randn(*size_args, size=None, generator=None, dtype=None, device=None,
-          requires_grad=False):
-    """Standard normal samples.
-
-    >>> import flowgrad as flow
-    >>> g = flow.manual_seed(0)
-    >>> flow.randn(2, 2)
-    tensor([[ 0.1257, -0.1321],
-            [ 0.6404,  0.1049]])
-    """
-    dev = resolve_device(device, "randn")
-    d, shape = _float_dtype(dtype).np, _size(_size_arg(size_args, size, "randn"), "randn")
-    gen = resolve(generator)
-    out = _alloc("randn", shape, d, lambda: _randn(shape=shape, dtype=d, generator=gen))
-    return _finish_op(out, requires_grad, dev)
-
-
-def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
-            requires_grad=False):
-    """Integers uniform in [low, high); int64 by default.
-
-    >>> import flowgrad as flow
-    >>> g = flow.manual_seed(0)
-    >>> x = flow.randint(0, 10, (2, 3))
-    >>> x.dtype, bool(((x >= 0) & (x < 10)).all())
-    (flowgrad.int64, True)
-    """
-    dev = resolve_device(device, "randint")
-    if size is None:
-        low, high, size = 0, low, high
-    if high is None:
-        low, high = 0, low
-    if size is None:
-        raise TypeError("randint(): argument 'size' is missing; pass a tuple of ints, e.g. "
-                        "randint(0, 10, (2, 3))")
-    low, high = _as_int(low, "randint", "low"), _as_int(high, "randint", "high")
-    if low >= high:
-        raise RuntimeError(f"randint(): expects low < high, got low={low}, high={high}")
-    d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
-    shape, gen = _size((size,), "randint"), resolve(generator)
-    out = _alloc("randint", shape, np.int64, lambda: _randint(
-        low=low, high=high, shape=shape, dtype=d.np, generator=gen))
-    return _finish_op(out, requires_grad, dev)
-
-
-def rand_like(input, dtype=None, generator=None, device=None, requires_grad=False, **options):
-    """Uniform [0, 1) samples shaped like `input`, in its dtype unless `dtype` is given.
-
-    >>> import flowgrad as flow
-    >>> flow.rand_like(flow.zeros(2, 3)).shape
-    flowgrad.Size([2, 3])
-    """
-    check_hints("rand_like", options)
-    dev = _device_like(input, device, "rand_like")
-    d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
-    if not d.is_floating_point:
-        raise RuntimeError(f"rand_like: uniform sampling needs a floating dtype, got {d.name}; "
-                           f"pass dtype=flowgrad.float32")
-    return rand(*input.shape, dtype=d, generator=generator, device=dev,
-                requires_grad=requires_grad)
-
-
-def randn_like(input, dtype=None, generator=None, device=None, requires_grad=False, **options):
-    """Standard normal samples shaped like `input`.
-
-    >>> import flowgrad as flow
-    >>> flow.randn_like(flow.zeros(2)).dtype
-    flowgrad.float32
-    """
-    check_hints("randn_like", options)
-    dev = _device_like(input, device, "randn_like")
-    d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
-    if not d.is_floating_point:
-        raise RuntimeError(f"randn_like: normal sampling needs a floating dtype, got {d.name}; "
-                           f"pass dtype=flowgrad.float32")
-    return randn(*input.shape, dtype=d, generator=generator, device=dev,
-                 requires_grad=requires_grad)
-
-
-def randint_like(input, low=0, high=None, dtype=None, generator=None, device=None,
-                 requires_grad=False, **_):
-    """Integers uniform in [low, high) shaped like `input`; randint_like(x, high) starts at 0.
-
-    >>> import flowgrad as flow
-    >>> flow.randint_like(flow.zeros(3, dtype=flow.int64), 1).tolist()
-    [0, 0, 0]
-    """
-    if high is None:
-        low, high = 0, low
-    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
-                   generator=generator, device=_device_like(input, device, "randint_like"),
-                   requires_grad=requires_grad)
-
-
-def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
-    """A random permutation of 0..n-1 (int64).
-
-    >>> import flowgrad as flow
-    >>> g = flow.manual_seed(0)
-    >>> sorted(flow.randperm(5).tolist())
-    [0, 1, 2, 3, 4]
-    """
-    dev = resolve_device(device, "randperm")
-    n = _as_int(n, "randperm", "n")
-    if n < 0:
-        raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: "
-                           f"[{n}]; n must be >= 0")
-    d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
-    gen = resolve(generator)
-    return _finish_op(_alloc("randperm", (n,), np.int64, lambda: _randperm(
-        n=n, dtype=d.np, generator=gen)), requires_grad, dev)
-
-
-def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None,
-           requires_grad=False):
-    """Normal samples with the given mean and std (tensors or numbers).
-
-    >>> import flowgrad as flow
-    >>> flow.normal(2.0, 0.0, size=(2,))
-    tensor([2., 2.])
-    """
-    dev = resolve_device(device, "normal")
-    m = mean._data if isinstance(mean, Tensor) else mean
-    s = std._data if isinstance(std, Tensor) else std
-    check_std(s, "normal")
-    shape = size if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
-    d = _float_dtype(dtype if dtype is not None else
-                     (mean.dtype if isinstance(mean, Tensor) else None))
-    if not d.is_floating_point:  # torch has no normal kernel for integers
-        raise NotImplementedError(f"normal(): not implemented for dtype {d.name}; normal "
-                                  "samples need a floating dtype (e.g. dtype=flowgrad.float32)")
-    tensors = tuple(t for t in (mean, std) if isinstance(t, Tensor))
-    out = _normal(*tensors, mean=None if isinstance(mean, Tensor) else mean,
-                  std=None if isinstance(std, Tensor) else std, shape=tuple(shape),
-                  dtype=d.np, generator=resolve(generator))
-    return _finish_op(out, requires_grad, dev)
-
-
-def bernoulli(input, p=None, *, generator=None):
-    """1 with probability input (elementwise), else 0, in input's dtype; with `p`, every
-    element is 1 with probability p.
-
-    >>> import flowgrad as flow
-    >>> flow.bernoulli(flow.tensor([0.0, 1.0, 1.0]))
-    tensor([0., 1., 1.])
-    >>> flow.bernoulli(flow.zeros(2), p=1.0)
-    tensor([1., 1.])
-    """
-    if p is None:
-        check_probabilities(input, "bernoulli")
-    return _bernoulli(input, p=p, generator=resolve(generator))
-
-
-def _check_probs(input, num_samples):
-    """multinomial's checks, as torch's: a float 1-D or 2-D tensor of finite, non-negative
-    weights with a positive sum per row; returns them as float64."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"multinomial(): argument 'input' must be Tensor, not "
-                        f"{type(input).__name__}")
-    if input._data.dtype.kind != "f":
-        raise RuntimeError(f"multinomial(): only supports floating-point dtypes for input, "
-                           f"got {input.dtype}; convert with .float()")
-    if input._data.ndim not in (1, 2):
-        raise RuntimeError(f"multinomial(): prob_dist must be 1 or 2 dim, got shape "
-                           f"{tuple(input.shape)}")
-    n = _as_int(num_samples, "multinomial", "num_samples")
-    if n <= 0:
-        raise RuntimeError(f"multinomial(): cannot sample n_sample <= 0 samples (num_samples="
-                           f"{n})")
-    p = input._data.astype(np.float64)
-    if p.size and not (p.min() >= 0 and np.isfinite(p.max())):  # NaN fails both
-        raise RuntimeError(f"multinomial(): probability tensor contains either `inf`, `nan` "
-                           f"or element < 0 (input of shape {tuple(p.shape)}); pass finite, "
-                           f"non-negative weights")
-    if p.shape[-1] == 0 or (p.sum(-1) <= 0).any():
-        raise RuntimeError(f"multinomial(): invalid multinomial distribution (sum of "
-                           f"probabilities <= 0) in input of shape {tuple(p.shape)}; every "
-                           f"row needs a positive weight")
-    return p
-
-
-def multinomial(input, num_samples, replacement=False, *, generator=None):
-    """Draw category indices from each row of (unnormalised) probabilities.
-
-    >>> import flowgrad as flow
-    >>> g = flow.manual_seed(0)
-    >>> flow.multinomial(flow.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
-    tensor([1, 1])
-    """
-    p = _check_probs(input, num_samples)
-    if not replacement and num_samples > p.shape[-1]:
-        raise RuntimeError(f"multinomial(): cannot sample n_sample={num_samples} > "
-                           f"prob_dist.size(-1)={p.shape[-1]} samples without replacement")
-    return _multinomial(input, num_samples=int(num_samples), replacement=bool(replacement),
-                        generator=resolve(generator))
 
 
 _HINTS = frozenset(("layout", "pin_memory", "memory_format"))  # accepted, nothing to do
@@ -860,3 +799,21 @@ def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
 
 Tensor.new_full = _new_full
 Tensor.new_tensor = _new_tensor
+
+
+# the random factories live beside (random_factories.py); named here too, where they were
+from .random_factories import (  # noqa: E402
+    _bernoulli,  # noqa: F401
+    _normal,  # noqa: F401
+    _uniform,  # noqa: F401
+    bernoulli,
+    multinomial,
+    normal,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+)

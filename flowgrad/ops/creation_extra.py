@@ -64,10 +64,28 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
             raise ValueError(f"asarray: can't alias an array of dtype {obj.dtype} into dtype "
                              f"{target.name if target else obj.dtype} on device {device}; "
                              f"pass copy=None to allow a copy")
+    elif _is_buffer(obj):  # torch reads a buffer's bytes in the dtype (default float)
+        out = frombuffer(obj, dtype=target or _dt.get_default_dtype())
+        out = out.clone() if copy else out
+        if device is not None:
+            out = out.to(device=resolve_device(device, "asarray"))
+        return out.requires_grad_(True) if requires_grad else out
     elif copy is False:
         raise ValueError(f"asarray: can't alias a {type(obj).__name__} (it holds no tensor "
                          f"storage); pass copy=None to allow a copy")
     return tensor(obj, dtype=target, device=device, requires_grad=bool(requires_grad))
+
+
+def _is_buffer(obj):
+    """Whether asarray reads `obj` as raw bytes: an object with the buffer protocol
+    (bytes, bytearray, memoryview, array.array) other than NumPy's scalars, which are numbers."""
+    if isinstance(obj, (np.generic, str)):
+        return False
+    try:
+        memoryview(obj)
+    except TypeError:
+        return False
+    return True
 
 
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):

@@ -1,14 +1,18 @@
 """Window functions for spectral analysis (`flow.hann_window`, ...), torch's definitions.
 
 A periodic window of length N is the symmetric window of length N + 1 without its last
-point (the form `stft` wants); `periodic=False` gives the symmetric one. Computed in float64
-and rounded to the dtype once. Windows are constants: no op, no gradient rule.
+point (the form `stft` wants); `periodic=False` gives the symmetric one. float32 and float64
+windows are computed in float64 and rounded once; float16 and bfloat16 ones take torch's steps,
+each rounded to the dtype, so they hold torch's values. Windows are constants: no op, no
+gradient rule.
 
 >>> import flowgrad as flow
 >>> flow.hann_window(4)
 tensor([0.0000, 0.5000, 1.0000, 0.5000])
 """
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
@@ -21,27 +25,66 @@ __all__ = ["hann_window", "hamming_window", "blackman_window", "bartlett_window"
 
 
 def _window(name, window_length, periodic, dtype, device, requires_grad, symmetric):
-    """Validate like torch, then `symmetric(n_points)` trimmed for `periodic`."""
+    """Validate like torch, then `symmetric(n_points, work, r)` trimmed for `periodic`."""
     dev = resolve_device(device, name)
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
-    if not d.is_floating_point:
+    window_length = _length(name, window_length)
+    # torch makes 0 or 1 points in any floating or complex dtype, longer windows only floating
+    if d.category < 2 or d.category == 3 and window_length > 1:
         raise RuntimeError(f"{name} expects floating point dtypes, got: {d.name}")
-    if not isinstance(window_length, (int, np.integer)) or window_length < 0:
+    if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got "
                            f"window_length={window_length}")
     if window_length <= 1:
         values = np.ones(int(window_length))
     else:
         n = int(window_length) + (1 if periodic else 0)
-        values = symmetric(n)[:int(window_length)]
+        if d.itemsize < 4:  # torch's steps, each rounded to float16 / bfloat16 as torch's are
+            work = np.float32
+            values = symmetric(n, work, lambda x: np.asarray(x, work).astype(d.np).astype(work))
+        else:
+            values = symmetric(n, np.float64, lambda x: x)
+        values = values[:int(window_length)]
     return _finish(values.astype(d.np), requires_grad, dev)  # computed on the host
 
 
-def _cosine_sum(*coefficients):
-    def symmetric(n):
-        phase = 2 * np.pi * np.arange(n) / (n - 1)
-        return sum(c * (-1) ** k * np.cos(k * phase) for k, c in enumerate(coefficients))
+def _length(name, window_length):
+    """window_length as an int: an integer, a NumPy integer or a one-element integer tensor
+    (torch takes anything with __index__); a bool or a float raises TypeError, as torch."""
+    if isinstance(window_length, (bool, np.bool_)):
+        raise TypeError(f"{name}(): argument 'window_length' must be int, not bool")
+    try:
+        return operator.index(window_length)
+    except TypeError:
+        raise TypeError(f"{name}(): argument 'window_length' must be int, not "
+                        f"{type(window_length).__name__} ({window_length!r})") from None
+
+
+# Each window below is torch's sequence of steps on arange(n) in `work` precision, `r` rounding
+# every step's result and scalar (to float16 or bfloat16; nothing in float64).
+def _cosine(alpha, beta):
+    """alpha - beta cos(2 pi i / (n - 1)): hann and hamming."""
+    def symmetric(n, work, r):
+        phase = r(np.arange(n, dtype=work) * r(work(2 * np.pi / (n - 1))))
+        return r(r(r(np.cos(phase)) * r(work(-beta))) + r(work(alpha)))
     return symmetric
+
+
+def _blackman(n, work, r):
+    """0.08 cos(4 pi i / (n - 1)) - 0.5 cos(2 pi i / (n - 1)) + 0.42, the constant added last as
+    torch: the ends are exactly 0, where 0.42 - 0.5 + 0.08 is -1.4e-17 (a negative value)."""
+    phase = r(np.arange(n, dtype=work) * r(work(np.pi / (n - 1))))
+    high = r(r(np.cos(r(phase * 4))) * r(work(0.08)))
+    low = r(r(np.cos(r(phase * 2))) * work(0.5))
+    return r(r(high - low) + r(work(0.42)))
+
+
+def _bartlett(n, work, r):
+    """2i / (n - 1) rising, then 2 - 2i / (n - 1) from the middle on."""
+    values = r(np.arange(n, dtype=work) * r(work(2 / (n - 1))))
+    half = (n - 1) // 2 + 1
+    values[half:] = r(r(-values[half:]) + work(2))
+    return values
 
 
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
@@ -53,7 +96,7 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
     tensor([0., 1., 0.])
     """
     return _window("hann_window", window_length, periodic, dtype, device, requires_grad,
-                   _cosine_sum(0.5, 0.5))
+                   _cosine(0.5, 0.5))
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
@@ -65,7 +108,7 @@ def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype
     tensor([0.0800, 1.0000, 0.0800])
     """
     return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
-                   _cosine_sum(alpha, beta))
+                   _cosine(alpha, beta))
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
@@ -77,7 +120,7 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
     tensor(1.)
     """
     return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
-                   _cosine_sum(0.42, 0.5, 0.08))
+                   _blackman)
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
@@ -89,7 +132,7 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, de
     tensor([0.0000, 0.5000, 1.0000, 0.5000, 0.0000])
     """
     return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda n: 1 - np.abs(2 * np.arange(n) / (n - 1) - 1))
+                   _bartlett)
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
@@ -101,4 +144,4 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
     tensor([1., 1., 1.])
     """
     return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda n: np.kaiser(n, beta))
+                   lambda n, work, r: np.kaiser(n, beta))

@@ -1,0 +1,361 @@
+"""Random factories: rand, randn, randint, randperm, normal, bernoulli, multinomial (and the
+_like forms). Each is an op (not differentiable) whose kernel draws from the Generator passed
+as its `generator` attribute (the global one by default), so a recorded call (nn.Graph's
+plan) draws fresh numbers each run and `manual_seed` reproduces eager's draws.
+
+>>> import flowgrad as flow
+>>> _ = flow.manual_seed(0)
+>>> flow.rand(2, 3).shape
+flowgrad.Size([2, 3])
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..device import CPU, resolve_device, to_device
+from ..errors import check_probabilities, check_std
+from ..random import numpy_generator, resolve
+from ..tensor import Tensor
+from .creation import (
+    _alloc,
+    _as_int,
+    _device_like,
+    _float_dtype,
+    _float_max,
+    _laid_out,
+    _size,
+    _size_arg,
+    check_hints,
+)
+from .registry import op
+
+__all__ = ["rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm",
+           "normal", "bernoulli", "multinomial"]
+
+def rand(*size_args, size=None, generator=None, dtype=None, device=None,
+         requires_grad=False):
+    """Uniform samples in [0, 1).
+
+    >>> import flowgrad as flow
+    >>> g = flow.manual_seed(0)  # flowgrad's stream (NumPy's PCG64), not torch's values
+    >>> flow.rand(3)
+    tensor([0.6370, 0.2698, 0.0410])
+    """
+    dev = resolve_device(device, "rand")
+    d = _sampled_dtype("rand", dtype, "uniform").np
+    shape = _size(_size_arg(size_args, size, "rand"), "rand")
+    gen = resolve(generator)
+    out = _alloc("rand", shape, d, lambda: _rand(shape=shape, dtype=d, generator=gen))
+    return _finish_op(out, requires_grad, dev)
+
+
+# ---- random sampling: kernels draw from the Generator attribute ---------------------------
+@op("rand", differentiable=False)
+def _rand(xp, *, shape, dtype, generator):
+    if dtype.kind == "c":  # real and imaginary parts each uniform, as torch's
+        parts = numpy_generator(generator).random(tuple(shape) + (2,))
+        return (parts[..., 0] + 1j * parts[..., 1]).astype(dtype)
+    return numpy_generator(generator).random(shape, xp.float64).astype(dtype)
+
+
+@op("uniform", differentiable=False)
+def _uniform(xp, *, low, high, shape, dtype, generator):
+    """low + (high - low) * U[0, 1): NumPy's Generator.uniform's own formula, so its values."""
+    return (low + (high - low) * numpy_generator(generator).random(shape)).astype(dtype)
+
+
+@op("randn", differentiable=False)
+def _randn(xp, *, shape, dtype, generator):
+    if dtype.kind == "c":  # torch's complex normal: each part N(0, 1/2), |z|^2 ~ 1
+        parts = numpy_generator(generator).standard_normal(tuple(shape) + (2,)) * math.sqrt(0.5)
+        return (parts[..., 0] + 1j * parts[..., 1]).astype(dtype)
+    return numpy_generator(generator).standard_normal(shape).astype(dtype)
+
+
+@op("randint", differentiable=False)
+def _randint(xp, *, low, high, shape, dtype, generator):
+    return numpy_generator(generator).integers(low, high, shape).astype(dtype)
+
+
+@op("randperm", differentiable=False)
+def _randperm(xp, *, n, dtype, generator):
+    return numpy_generator(generator).permutation(n).astype(dtype)
+
+
+@op("normal", differentiable=False)
+def _normal(xp, *tensors, mean, std, shape, dtype, generator):
+    """mean + std * N(0, 1); `mean` / `std` are numbers, or None where they are the inputs
+    (in that order)."""
+    given = iter(tensors)
+    m = next(given) if mean is None else mean
+    s = next(given) if std is None else std
+    return (m + s * xp.asarray(numpy_generator(generator).standard_normal(shape))).astype(dtype)
+
+
+@op("bernoulli", differentiable=False)
+def _bernoulli(xp, x, *, p, generator):
+    probs = x if p is None else xp.full(x.shape, p, x.dtype)
+    draws = xp.asarray(numpy_generator(generator).random(probs.shape))  # the host's stream
+    return (draws < probs).astype(probs.dtype)
+
+
+@op("multinomial", differentiable=False)
+def _multinomial(xp, x, *, num_samples, replacement, generator):
+    gen = numpy_generator(generator)
+    p = x.astype(xp.float64)
+    rows = p.reshape(-1, p.shape[-1])
+    if replacement:
+        cdf = xp.cumsum(rows, axis=1)
+        cdf /= cdf[:, -1:]
+        u = xp.asarray(gen.random((rows.shape[0], num_samples)))
+        out = xp.minimum((u[:, :, None] > cdf[:, None, :]).sum(-1), rows.shape[1] - 1)
+    else:  # Gumbel top-k gives sampling without replacement in one vectorised step
+        g = xp.log(xp.maximum(rows, 1e-300)) - xp.log(-xp.log(xp.asarray(gen.random(rows.shape))))
+        g[rows <= 0] = -xp.inf
+        out = xp.argsort(-g, axis=1)[:, :num_samples]
+    return out.reshape(p.shape[:-1] + (num_samples,)).astype(xp.int64)
+
+
+def _sampled_dtype(op_name, dtype, kind):
+    """rand's and randn's dtype: floating or complex (torch has no kernel for the others; a
+    cast would give zeros or truncated samples)."""
+    d = _float_dtype(dtype)
+    if d.category < 2:
+        raise NotImplementedError(f"{op_name}(): {kind} sampling needs a floating dtype or a "
+                                  f"complex one, got {d.name}; pass dtype=flowgrad.float32 and "
+                                  f"convert the samples")
+    return d
+
+
+def _finish_op(out, requires_grad, dev=CPU):
+    if dev is not CPU:  # drawn on the host (one stream for every device), then moved
+        out._data = to_device(out._data, dev)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def randn(*size_args, size=None, generator=None, dtype=None, device=None,
+          requires_grad=False):
+    """Standard normal samples.
+
+    >>> import flowgrad as flow
+    >>> g = flow.manual_seed(0)
+    >>> flow.randn(2, 2)
+    tensor([[ 0.1257, -0.1321],
+            [ 0.6404,  0.1049]])
+    """
+    dev = resolve_device(device, "randn")
+    d = _sampled_dtype("randn", dtype, "normal").np
+    shape = _size(_size_arg(size_args, size, "randn"), "randn")
+    gen = resolve(generator)
+    out = _alloc("randn", shape, d, lambda: _randn(shape=shape, dtype=d, generator=gen))
+    return _finish_op(out, requires_grad, dev)
+
+
+def randint(low=None, high=None, size=None, generator=None, dtype=None, device=None,
+            requires_grad=False):
+    """Integers uniform in [low, high); int64 by default.
+
+    >>> import flowgrad as flow
+    >>> g = flow.manual_seed(0)
+    >>> x = flow.randint(0, 10, (2, 3))
+    >>> x.dtype, bool(((x >= 0) & (x < 10)).all())
+    (flowgrad.int64, True)
+    """
+    dev = resolve_device(device, "randint")
+    if size is None and low is not None:  # randint(high, size)
+        low, high, size = 0, low, high
+    if high is None and low is not None:  # randint(high, size=...)
+        low, high = 0, low
+    if size is None or high is None:
+        raise TypeError(f"randint(): argument '{'high' if high is None else 'size'}' is "
+                        f"missing; pass a tuple of ints, e.g. randint(0, 10, (2, 3))")
+    low = _as_int(0 if low is None else low, "randint", "low")
+    high = _as_int(high, "randint", "high")
+    if low >= high:
+        raise RuntimeError(f"randint(): expects low < high, got low={low}, high={high}")
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
+    _check_random_bounds("randint", low, high, d)
+    shape, gen = _size((size,), "randint"), resolve(generator)
+    out = _alloc("randint", shape, np.int64, lambda: _randint(
+        low=low, high=high, shape=shape, dtype=d.np, generator=gen))
+    return _finish_op(out, requires_grad, dev)
+
+
+def _check_random_bounds(op_name, low, high, d):
+    """torch's check that [low, high - 1] fits the dtype (NumPy's cast would wrap uint8's 300
+    to 44 or turn every bool draw above 1 into True)."""
+    if d.category == 3:
+        raise RuntimeError(f"{op_name}(): random integers are not implemented for dtype "
+                           f"{d.name}; draw an integer or floating dtype and convert")
+    if d.category == 2:
+        lo, hi = -_float_max(d), _float_max(d)
+    elif d.category == 0:
+        lo, hi = 0, 1
+    else:
+        lo, hi = builtins.int(np.iinfo(d.np).min), builtins.int(np.iinfo(d.np).max)
+    for name, v in (("from", low), ("to - 1", high - 1)):
+        if not lo <= v <= hi:
+            raise RuntimeError(f"{op_name}(): {name} = {v} is out of bounds for {d.name} "
+                               f"[{lo}, {hi}]; pass bounds the dtype holds")
+
+
+def rand_like(input, dtype=None, generator=None, device=None, requires_grad=False, **options):
+    """Uniform [0, 1) samples shaped like `input`, in its dtype unless `dtype` is given.
+
+    >>> import flowgrad as flow
+    >>> flow.rand_like(flow.zeros(2, 3)).shape
+    flowgrad.Size([2, 3])
+    """
+    check_hints("rand_like", options)
+    dev = _device_like(input, device, "rand_like")
+    d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
+    return _laid_out(rand(*input.shape, dtype=d, generator=generator, device=dev,
+                         requires_grad=requires_grad), input, options)
+
+
+def randn_like(input, dtype=None, generator=None, device=None, requires_grad=False, **options):
+    """Standard normal samples shaped like `input`.
+
+    >>> import flowgrad as flow
+    >>> flow.randn_like(flow.zeros(2)).dtype
+    flowgrad.float32
+    """
+    check_hints("randn_like", options)
+    dev = _device_like(input, device, "randn_like")
+    d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
+    return _laid_out(randn(*input.shape, dtype=d, generator=generator, device=dev,
+                          requires_grad=requires_grad), input, options)
+
+
+def randint_like(input, low=0, high=None, dtype=None, generator=None, device=None,
+                 requires_grad=False, **options):
+    """Integers uniform in [low, high) shaped like `input`; randint_like(x, high) starts at 0.
+
+    >>> import flowgrad as flow
+    >>> flow.randint_like(flow.zeros(3, dtype=flow.int64), 1).tolist()
+    [0, 0, 0]
+    """
+    check_hints("randint_like", options)
+    if high is None:
+        low, high = 0, low
+    return _laid_out(randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
+                             generator=generator,
+                             device=_device_like(input, device, "randint_like"),
+                             requires_grad=requires_grad), input, options)
+
+
+def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0..n-1 (int64).
+
+    >>> import flowgrad as flow
+    >>> g = flow.manual_seed(0)
+    >>> sorted(flow.randperm(5).tolist())
+    [0, 1, 2, 3, 4]
+    """
+    dev = resolve_device(device, "randperm")
+    n = _as_int(n, "randperm", "n")
+    if n < 0:
+        raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: "
+                           f"[{n}]; n must be >= 0")
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
+    if d.category in (0, 3):
+        raise NotImplementedError(f"randperm(): not implemented for dtype {d.name}; pass an "
+                                  f"integer or floating dtype")
+    largest = {"float16": 2 ** 11 + 1, "float32": 2 ** 24 + 1, "float64": 2 ** 53 + 1}.get(
+        d.name, np.iinfo(d.np).max + 1 if d.category == 1 else None)
+    if largest is not None and n > largest:  # a cast would repeat values: no permutation
+        raise RuntimeError(f"randperm(): n = {n} does not fit dtype {d.name}: its values "
+                           f"0..n-1 must be exact, so n can be at most {largest}")
+    gen = resolve(generator)
+    return _finish_op(_alloc("randperm", (n,), np.int64, lambda: _randperm(
+        n=n, dtype=d.np, generator=gen)), requires_grad, dev)
+
+
+def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None,
+           requires_grad=False):
+    """Normal samples with the given mean and std (tensors or numbers).
+
+    >>> import flowgrad as flow
+    >>> flow.normal(2.0, 0.0, size=(2,))
+    tensor([2., 2.])
+    """
+    dev = resolve_device(device, "normal")
+    m = mean._data if isinstance(mean, Tensor) else mean
+    s = std._data if isinstance(std, Tensor) else std
+    check_std(s, "normal")
+    shape = size if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
+    like = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
+    d = _float_dtype(dtype if dtype is not None else like.dtype if like is not None else None)
+    if not d.is_floating_point:  # torch has no normal kernel for integers
+        raise NotImplementedError(f"normal(): not implemented for dtype {d.name}; normal "
+                                  "samples need a floating dtype (e.g. dtype=flowgrad.float32)")
+    tensors = tuple(t for t in (mean, std) if isinstance(t, Tensor))
+    out = _normal(*tensors, mean=None if isinstance(mean, Tensor) else mean,
+                  std=None if isinstance(std, Tensor) else std, shape=tuple(shape),
+                  dtype=d.np, generator=resolve(generator))
+    return _finish_op(out, requires_grad, dev)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """1 with probability input (elementwise), else 0, in input's dtype; with `p`, every
+    element is 1 with probability p.
+
+    >>> import flowgrad as flow
+    >>> flow.bernoulli(flow.tensor([0.0, 1.0, 1.0]))
+    tensor([0., 1., 1.])
+    >>> flow.bernoulli(flow.zeros(2), p=1.0)
+    tensor([1., 1.])
+    """
+    if p is None:
+        check_probabilities(input, "bernoulli")
+    return _bernoulli(input, p=p, generator=resolve(generator))
+
+
+def _check_probs(input, num_samples):
+    """multinomial's checks, as torch's: a float 1-D or 2-D tensor of finite, non-negative
+    weights with a positive sum per row; returns them as float64."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"multinomial(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f"multinomial(): only supports floating-point dtypes for input, "
+                           f"got {input.dtype}; convert with .float()")
+    if input._data.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial(): prob_dist must be 1 or 2 dim, got shape "
+                           f"{tuple(input.shape)}")
+    n = _as_int(num_samples, "multinomial", "num_samples")
+    if n <= 0:
+        raise RuntimeError(f"multinomial(): cannot sample n_sample <= 0 samples (num_samples="
+                           f"{n})")
+    p = input._data.astype(np.float64)
+    if p.size and not (p.min() >= 0 and np.isfinite(p.max())):  # NaN fails both
+        raise RuntimeError(f"multinomial(): probability tensor contains either `inf`, `nan` "
+                           f"or element < 0 (input of shape {tuple(p.shape)}); pass finite, "
+                           f"non-negative weights")
+    if p.shape[-1] == 0 or (p.sum(-1) <= 0).any():
+        raise RuntimeError(f"multinomial(): invalid multinomial distribution (sum of "
+                           f"probabilities <= 0) in input of shape {tuple(p.shape)}; every "
+                           f"row needs a positive weight")
+    return p
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Draw category indices from each row of (unnormalised) probabilities.
+
+    >>> import flowgrad as flow
+    >>> g = flow.manual_seed(0)
+    >>> flow.multinomial(flow.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
+    tensor([1, 1])
+    """
+    p = _check_probs(input, num_samples)
+    if not replacement and num_samples > p.shape[-1]:
+        raise RuntimeError(f"multinomial(): cannot sample n_sample={num_samples} > "
+                           f"prob_dist.size(-1)={p.shape[-1]} samples without replacement")
+    return _multinomial(input, num_samples=int(num_samples), replacement=bool(replacement),
+                        generator=resolve(generator))
