@@ -15,8 +15,10 @@ import warnings
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..autograd.inplace import bump_version
 from ..autograd.interpreter import check_host_draw
+from ..errors import check_std
 from ..random import numpy_generator as _numpy_generator
 
 __all__ = [
@@ -24,6 +26,8 @@ __all__ = [
     "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
     "kaiming_normal_", "orthogonal_", "sparse_",
 ]
+
+_SQRT_HALF = math.sqrt(0.5)
 
 
 def _write(tensor, values):
@@ -83,25 +87,118 @@ def _calculate_correct_fan(tensor, mode):
     return fan_in if mode == "fan_in" else fan_out
 
 
+def _check_sampled_dtype(tensor, name, complex_ok=True):
+    """Random fills need a floating tensor (or a complex one, where torch samples those):
+    cast into an integer or bool tensor the draws would become a few small integers, with
+    no error (torch raises NotImplementedError, a RuntimeError, there)."""
+    dt = tensor.dtype
+    if tensor.numel() == 0 or dt.is_floating_point or (complex_ok and dt.is_complex):
+        return
+    kinds = "a floating point" + (" or complex" if complex_ok else "")
+    raise NotImplementedError(f"nn.init.{name}: expects {kinds} tensor, got {dt.name} "
+                              f"(shape {tuple(tensor.shape)}); make it with a floating dtype, "
+                              f"or fill a float copy and cast it")
+
+
+def _check_uniform_bounds(tensor, a, b, name):
+    """torch's uniform_ checks: bounds finite and inside the dtype's range (else inf would
+    be written), a <= b."""
+    if not tensor.numel():
+        return
+    top = _dt.finfo(tensor.dtype).max
+    for bound, value in (("from", a), ("to", b)):
+        if not -top <= value <= top:  # nan fails too
+            raise RuntimeError(f"nn.init.{name}: {bound}={value} is out of bounds for "
+                               f"{tensor.dtype.name} (largest finite {top}); pass finite "
+                               f"bounds inside its range")
+    if a > b:
+        raise RuntimeError(f"nn.init.{name}: expects a [from, to) range, but found "
+                           f"from={a} > to={b}; pass a <= b")
+    if b - a > top:
+        raise RuntimeError(f"nn.init.{name}: expects to - from <= {top} (the largest "
+                           f"{tensor.dtype.name}), but found to={b} and from={a}")
+
+
+def _draw_uniform(tensor, a, b, generator, name):
+    """U(a, b) into tensor; complex tensors get each part U(a, b), as torch."""
+    _check_sampled_dtype(tensor, name)
+    _check_uniform_bounds(tensor, a, b, name)
+    shape = tuple(tensor.shape)
+    rng = _host_generator(generator)
+    if tensor.dtype.is_complex:
+        return _write(tensor, rng.uniform(a, b, shape) + 1j * rng.uniform(a, b, shape))
+    return _write(tensor, rng.uniform(a, b, shape))
+
+
+def _normal_sample(tensor, mean, std, rng, name):
+    """An array of N(mean, std^2) draws of tensor's shape; for a complex tensor torch's
+    complex normal: each part N(mean, std^2 / 2), so that E|z - mean|^2 = std^2."""
+    _check_sampled_dtype(tensor, name)
+    check_std(std, f"nn.init.{name}")
+    shape = tuple(tensor.shape)
+    if tensor.dtype.is_complex:
+        part = std * _SQRT_HALF
+        return rng.normal(mean, part, shape) + 1j * rng.normal(mean, part, shape)
+    return rng.normal(mean, std, shape)
+
+
+def _draw_normal(tensor, mean, std, generator, name):
+    return _write(tensor, _normal_sample(tensor, mean, std, _host_generator(generator), name))
+
+
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with U(a, b)."""
-    return _write(tensor, _host_generator(generator).uniform(a, b, tuple(tensor.shape)))
+    return _draw_uniform(tensor, a, b, generator, "uniform_")
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with N(mean, std^2)."""
-    return _write(tensor, _host_generator(generator).normal(mean, std, tuple(tensor.shape)))
+    return _draw_normal(tensor, mean, std, generator, "normal_")
+
+
+def _norm_cdf(x):
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Fill with N(mean, std^2) truncated to [a, b] (resampling values outside)."""
+    """Fill with N(mean, std^2) truncated to [a, b], by torch's method: resampling the
+    normal while [a, b] holds over 30% of its mass, else rejection sampling from U(a, b)
+    (which ends quickly even for a window far out in the tail)."""
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+                      "The distribution of values may be incorrect.", stacklevel=2)
+    _check_sampled_dtype(tensor, "trunc_normal_", complex_ok=False)
+    if std == 0:
+        raise ZeroDivisionError(f"nn.init.trunc_normal_: std=0 (mean={mean}, [a, b]=[{a}, "
+                                f"{b}]) leaves nothing to truncate; pass std > 0, or use "
+                                f"constant_")
+    mass = _norm_cdf((b - mean) / std) - _norm_cdf((a - mean) / std)
     rng = _host_generator(generator)
+    np_dtype = tensor._data.dtype
     n = tensor.numel()
-    out = np.empty(0)
-    while out.size < n:  # each round keeps the draws inside [a, b]: a few rounds at most
-        draw = rng.normal(mean, std, max(2 * (n - out.size), 16))
-        out = np.concatenate([out, draw[(draw >= a) & (draw <= b)]])
-    return _write(tensor, out[:n].reshape(tuple(tensor.shape)))
+    if mass > 0.3:
+        # compared in the tensor's dtype, as torch: a draw that rounds onto a bound is kept
+        lo, hi = np.asarray(a).astype(np_dtype), np.asarray(b).astype(np_dtype)
+        out = rng.normal(mean, std, n).astype(np_dtype)
+        bad = np.flatnonzero((out < lo) | (out > hi))
+        while bad.size:
+            out[bad] = rng.normal(mean, std, bad.size).astype(np_dtype)
+            bad = bad[(out[bad] < lo) | (out[bad] > hi)]
+        return _write(tensor, out.reshape(tuple(tensor.shape)))
+    _check_uniform_bounds(tensor, a, b, "trunc_normal_")
+    log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2  # the density's top in [a, b]
+
+    def rejected(x):
+        # torch's test, log(u) > log density: a nan density accepts rather than looping
+        with np.errstate(divide="ignore"):
+            return np.log(rng.random(x.size)) > -0.5 * ((x - mean) / std) ** 2 - log_peak
+
+    out = rng.uniform(a, b, n)
+    todo = np.flatnonzero(rejected(out))
+    while todo.size:
+        out[todo] = rng.uniform(a, b, todo.size)
+        todo = todo[rejected(out[todo])]
+    return _write(tensor, out.reshape(tuple(tensor.shape)))
 
 
 def constant_(tensor, val):
@@ -148,14 +245,14 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
     """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
-    return uniform_(tensor, -a, a, generator)
+    return _draw_uniform(tensor, -a, a, generator, "xavier_uniform_")
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
     """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
-    return normal_(tensor, 0.0, std, generator)
+    return _draw_normal(tensor, 0.0, std, generator, "xavier_normal_")
 
 
 def _kaiming_std(tensor, a, mode, nonlinearity):
@@ -169,7 +266,7 @@ def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", ge
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
-    return uniform_(tensor, -bound, bound, generator)
+    return _draw_uniform(tensor, -bound, bound, generator, "kaiming_uniform_")
 
 
 def kaiming_normal_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
@@ -177,7 +274,8 @@ def kaiming_normal_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", gen
     if 0 in tuple(tensor.shape):
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
-    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
+    return _draw_normal(tensor, 0.0, std, generator, "kaiming_normal_")
 
 
 def orthogonal_(tensor, gain=1.0, generator=None):
@@ -187,6 +285,7 @@ def orthogonal_(tensor, gain=1.0, generator=None):
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
+    _check_sampled_dtype(tensor, "orthogonal_", complex_ok=False)
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     flat = _host_generator(generator).normal(0.0, 1.0, (rows, cols))
@@ -206,7 +305,34 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     rng = _host_generator(generator)
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
-    w = rng.normal(0.0, std, (rows, cols))
+    w = _normal_sample(tensor, 0.0, std, rng, "sparse_")
     for c in range(cols):
         w[rng.permutation(rows)[:num_zeros], c] = 0
     return _write(tensor, w)
+
+
+def _deprecated(fn):
+    """torch's old names without the trailing underscore: they warn, then run `fn`."""
+    old_name = fn.__name__[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{fn.__name__}`.", FutureWarning, stacklevel=2)
+        return fn(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = f"{old_name}(...): deprecated, use nn.init.{fn.__name__}."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)
