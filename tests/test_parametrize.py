@@ -1,5 +1,7 @@
 """weight_norm / spectral_norm (hook and parametrization APIs), nn.utils.parametrize and
 parametrizations.orthogonal against torch: state-dict keys, weights, outputs, gradients."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -126,3 +128,33 @@ def test_errors_name_the_problem():
         flow.nn.utils.parametrizations.orthogonal(flow.nn.Linear(2, 2), "bias")
     with pytest.raises(RuntimeError, match="two weight_norm hooks"):
         flow.nn.utils.weight_norm(flow.nn.utils.weight_norm(flow.nn.Linear(2, 2)))
+
+
+@pytest.mark.parametrize("how", ["weight_norm_old", "weight_norm", "scale"])
+@pytest.mark.parametrize("cls", ["GRU", "LSTM", "RNN"])
+def test_parametrized_rnn_weights_as_torch(how, cls):
+    """An RNN reads a parametrized or weight_norm'd weight through its attribute (it read the
+    raw parameter table and failed)."""
+    def run(m):
+        m.manual_seed(0)
+        rnn = getattr(m.nn, cls)(3, 4, num_layers=2, bidirectional=True)
+        rng = np.random.default_rng(0)
+        with m.no_grad():
+            for p in rnn.parameters():
+                p.copy_(m.tensor(rng.standard_normal(tuple(p.shape)) * 0.3))
+        if how == "weight_norm_old":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m.nn.utils.weight_norm(rnn, name="weight_hh_l0")
+        elif how == "weight_norm":
+            m.nn.utils.parametrizations.weight_norm(rnn, name="weight_ih_l1_reverse")
+        else:
+            scale = type("Scale", (m.nn.Module,), {"forward": lambda self, w: w * 2})
+            m.nn.utils.parametrize.register_parametrization(rnn, "bias_hh_l1", scale())
+        x = m.tensor(rng.standard_normal((5, 2, 3)), requires_grad=True)
+        out = rnn(x.float())
+        y = out[0]
+        y.sum().backward()
+        return y.detach().numpy(), x.grad.numpy()
+    for a, b in zip(run(flow), run(torch)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -135,8 +135,16 @@ class RNNBase(Module):
 
     def _layer_params(self, sfx):
         get = self.__dict__["_parameters"].get
-        return (get(f"weight_ih{sfx}"), get(f"weight_hh{sfx}"), get(f"bias_ih{sfx}"),
-                get(f"bias_hh{sfx}"), get(f"weight_hr{sfx}"))
+        params = [get(f"weight_ih{sfx}"), get(f"weight_hh{sfx}"), get(f"bias_ih{sfx}"),
+                  get(f"bias_hh{sfx}"), get(f"weight_hr{sfx}")]
+        for i, p in enumerate(params):
+            if p is None:  # parametrized (a property) or weight_norm'd (an attribute) weights
+                name = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")[i] + sfx
+                if name in self.__dict__:
+                    params[i] = self.__dict__[name]
+                elif isinstance(getattr(type(self), name, None), property):
+                    params[i] = getattr(self, name)
+        return tuple(params)
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
