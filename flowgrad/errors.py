@@ -132,7 +132,15 @@ def fill_scalar(op_name, value, np_dtype, float_overflow=True):
     RuntimeError: full(): value (1+1j) cannot be converted to type float32 without overflow...
     """
     kind = np_dtype.kind
-    if kind in "bc":
+    if kind == "b":
+        return value
+    if kind == "c":  # each part must fit the float dtype of the parts (inf and nan do)
+        if float_overflow and isinstance(value, (int, float, complex)) and any(
+                math.isfinite(p) and abs(p) > _float_max(np.dtype(np_dtype.char.lower()))
+                for p in (complex(value).real, complex(value).imag)):
+            raise RuntimeError(f"{op_name}(): value {value!r} cannot be converted to type "
+                               f"{np_dtype.name} without overflow; convert the tensor to a "
+                               f"dtype that holds it first")
         return value
     if hasattr(value, "item"):  # a NumPy scalar or 0-d array
         value = value.item()
@@ -144,8 +152,8 @@ def fill_scalar(op_name, value, np_dtype, float_overflow=True):
         low = -info.max if kind == "u" else info.min  # (torch lets uint8 take -255..-1)
         if number != number or number in (math.inf, -math.inf) or not low <= number <= info.max:
             number = None
-        elif kind == "u" and number < 0:
-            number = int(number) % (info.max + 1)
+        elif kind == "u" and number < 0:  # (an int wraps; a negative float overflows)
+            number = int(number) % (info.max + 1) if isinstance(number, int) else None
     elif number is not None and float_overflow and not isinstance(number, bool):
         if abs(number) > _float_max(np_dtype) and abs(number) != math.inf:
             number = None

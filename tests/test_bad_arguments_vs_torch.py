@@ -247,6 +247,18 @@ CASES = [
     ('full None', lambda m: m.full((2,), None)),
     ('where None', lambda m: m.where(m.ones(3).bool(), m.zeros(3), None)),
     ('tensor with None', lambda m: m.tensor([1.0, None])),
+    # values a dtype cannot hold: they were written wrapped (253) or as inf
+    ('uniform_ f16 beyond range', lambda m: m.empty(3, dtype=m.float16).uniform_(0, 70000)),
+    ('uniform_ f16 span', lambda m: m.empty(3, dtype=m.float16).uniform_(-6e4, 6e4)),
+    ('full u8 negative float', lambda m: m.full((2,), -3.5, dtype=m.uint8)),
+    ('fill_ u8 negative float', lambda m: m.zeros(2, dtype=m.uint8).fill_(-3.0)),
+    ('full u8 negative int', lambda m: m.full((2,), -3, dtype=m.uint8)),
+    ('full c64 1e300', lambda m: m.full((2,), 1e300, dtype=m.complex64)),
+    ('full c64 imag 1e300', lambda m: m.full((2,), 1e300j, dtype=m.complex64)),
+    ('full c128 1e300', lambda m: m.full((2,), 1e300, dtype=m.complex128)),
+    ('index_fill u8 negative float', lambda m: m.zeros(2, dtype=m.uint8).index_fill(
+        0, m.tensor([0]), -2.5)),
+    ('polar of ints', lambda m: m.polar(m.tensor([1, 2]), m.tensor([0, 1]))),
 ]
 
 

@@ -187,6 +187,9 @@ def polar(abs, angle):
     tensor([2.+0.j])
     """
     check_same_dtype("polar", abs, angle=angle)
+    if abs._data.dtype.kind != "f" or abs._data.itemsize < 4:  # as torch (cos would promote)
+        raise RuntimeError(f"polar: expected abs and angle to be float32 or float64 tensors, "
+                           f"but got {abs.dtype} and {angle.dtype}; convert them with .float()")
     return complex(abs * angle.cos(), abs * angle.sin())
 
 

@@ -496,13 +496,18 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
     keyword, hence **kwargs) name a and b."""
     if kwargs:
         a, b = _uniform_keywords(a, b, kwargs)
+    kind = self._data.dtype.kind
+    top = float(_dt.finfo(_dt.to_real(self.dtype)).max) if kind in "fcV" else math.inf
     for bound, value in (("from", a), ("to", b)):
-        if not math.isfinite(value):
+        if not math.isfinite(value) or abs(value) > top:  # (float16: inf would be written)
             raise RuntimeError(f"uniform_: {bound} is out of bounds for {self.dtype.name} "
-                               f"(got {bound}={value}); pass finite bounds")
+                               f"(got {bound}={value}); pass finite bounds within its range")
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a} > to={b}")
+    if b - a > top:
+        raise RuntimeError(f"uniform_ expects to-from <= {top} (the largest {self.dtype.name})"
+                           f", but found to={b} and from={a}")
     return _write_sample(self, "uniform_", _uniform, generator, low=float(a), high=float(b))
 
 

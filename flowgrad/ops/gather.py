@@ -22,7 +22,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
 from ..device import array_module
-from ..errors import check_same_dtype
+from ..errors import check_same_dtype, fill_scalar
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import maximum, where
 from .halfprec import HALF, in_float32
@@ -440,6 +440,8 @@ def index_copy(input, dim, index, source):
 def index_fill(input, dim, index, value):
     """input with `value` at `index` along `dim`."""
     flat = _index_dim(input, dim, index, "index_fill", allow_negative=True)
+    if not isinstance(value, Tensor):  # (checked here, so the error names index_fill)
+        fill_scalar("index_fill", value, input._data.dtype)
     return masked_fill(input, _flat_mask(flat, shape=input._data.shape), value)
 
 
