@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+from collections.abc import Iterable
 
 from ..device import ARRAY_DEVICES, new_empty, to_device
 from ..dtypes import _FROM_NP
@@ -472,9 +473,14 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, 
 
 
 def _as_tuple(x):
+    """None, or the tensors of a tensor, a sequence or any iterable (a generator: read once)."""
     if x is None:
         return None
-    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+    if isinstance(x, (tuple, list)):
+        return tuple(x)
+    if isinstance(x, _interpreter.Tensor) or not isinstance(x, Iterable):
+        return (x,)
+    return tuple(x)
 
 
 @_one_run_at_a_time
@@ -530,7 +536,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if allow_unused is False and materialize_grads:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")
-    if not _as_tuple(inputs):
+    inputs = _as_tuple(inputs)
+    if not inputs:
         raise RuntimeError("grad requires non-empty inputs: the `inputs` argument to grad() "
                            "cannot be empty; pass the tensors to differentiate with respect to")
     if is_grads_batched:
@@ -562,8 +569,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     result = []
     for i, (t, g) in enumerate(zip(inputs, collected)):
         if g is None:
-            if materialize_grads:
+            if materialize_grads:  # (differentiable zeros with create_graph, as torch's)
                 g = _interpreter.Tensor._zeros(t._data.shape, t._data.dtype, t)
+                if create_graph:
+                    g.requires_grad_(True)
             elif not allow_unused:
                 raise RuntimeError(
                     f"One of the differentiated Tensors (input {i}, shape {tuple(t.shape)}) "
