@@ -17,17 +17,15 @@ them; `__call__` runs forward pre-hooks, `forward`, forward hooks and sets up ba
 from __future__ import annotations
 
 import itertools
-from collections import OrderedDict, namedtuple
-
-import numpy as np
+from collections import OrderedDict
 
 from .. import dtypes as _dt
 from ..autograd.function import Function
-from ..autograd.grad_mode import no_grad
 from ..autograd.inplace import bump_version
 from ..device import device, resolve_device, to_device
 from ..tensor import Tensor
-from .parameter import Buffer, Parameter, is_lazy
+from .module_state import StateDict
+from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -43,27 +41,16 @@ class RemovableHandle:
 
     def remove(self):
         for d in self._dicts:
-            d.pop(self.id, None)
+            if isinstance(d, set):
+                d.discard(self.id)
+            else:
+                d.pop(self.id, None)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.remove()
-
-
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
-    """What `load_state_dict` returns: the keys it missed and the keys it did not use."""
-
-    __slots__ = ()
-
-    def __repr__(self):
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return (f"_IncompatibleKeys(missing_keys={self.missing_keys}, "
-                f"unexpected_keys={self.unexpected_keys})")
-
-    __str__ = __repr__
 
 
 def _addindent(s, n):
@@ -75,19 +62,6 @@ def _addindent(s, n):
 
 def _type_name(value):
     return type(value).__module__ + "." + type(value).__qualname__
-
-
-def _as_array(value, key):
-    """A state-dict value as a NumPy array: flowgrad or torch tensors, arrays, numbers."""
-    if isinstance(value, Tensor):
-        return value._data
-    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
-        return value.detach().cpu().numpy()
-    try:
-        return np.asarray(value)
-    except Exception as e:  # noqa: BLE001 - reported with the key
-        raise TypeError(f"state_dict value for {key!r} is a {type(value).__name__}, which "
-                        f"cannot be converted to an array; pass tensors or arrays") from e
 
 
 class _HookState:
@@ -145,7 +119,7 @@ class _BackwardHookIdentity(Function):
         return (None, None) + tuple(grad_input[p] for p in state.input_positions)
 
 
-class Module:
+class Module(StateDict):
     """Base class for all neural network modules; subclasses define `forward`."""
 
     training: bool
@@ -314,6 +288,21 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
+    def set_submodule(self, target, module, strict=False):
+        """Put `module` at dotted path `target` (its parent must exist; with strict, so must
+        the attribute it replaces)."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
+
     def get_parameter(self, target):
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
@@ -420,124 +409,6 @@ class Module:
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
-    # ---- state ----------------------------------------------------------------------------
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        # (a lazy module's placeholder goes in as it is, as torch's: loading it elsewhere
-        # leaves that one lazy too)
-        for name, p in self._parameters.items():
-            if p is not None:
-                destination[prefix + name] = p if keep_vars or is_lazy(p) else p.detach()
-        for name, b in self._buffers.items():
-            if b is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = b if keep_vars or is_lazy(b) else b.detach()
-
-    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
-        """An OrderedDict of every parameter and persistent buffer by dotted name; values
-        share storage with the module's tensors (detached unless keep_vars).
-
-        >>> import flowgrad as flow
-        >>> from flowgrad import nn
-        >>> m = nn.BatchNorm1d(2)
-        >>> list(m.state_dict())
-        ['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']
-        >>> m.state_dict()["running_var"]
-        tensor([1., 1.])
-        """
-        if args:  # torch's deprecated positional form (destination, prefix, keep_vars)
-            destination = args[0]
-            prefix = args[1] if len(args) > 1 else prefix
-            keep_vars = args[2] if len(args) > 2 else keep_vars
-        if destination is None:
-            destination = OrderedDict()
-        self._save_to_state_dict(destination, prefix, keep_vars)
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".",
-                                  keep_vars=keep_vars)
-        return destination
-
-    def _state_entries(self):
-        """(key, owning module, attribute name, kind) for every state_dict entry."""
-        out = []
-        for mod_prefix, mod in self.named_modules(remove_duplicate=False):
-            pre = mod_prefix + ("." if mod_prefix else "")
-            for name, p in mod._parameters.items():
-                if p is not None:
-                    out.append((pre + name, mod, name, "param"))
-            for name, b in mod._buffers.items():
-                if b is not None and name not in mod._non_persistent_buffers_set:
-                    out.append((pre + name, mod, name, "buffer"))
-        return out
-
-    def load_state_dict(self, state_dict, strict=True, assign=False):
-        """Copy values into this module's parameters and buffers (the same objects keep
-        their identity). Returns (missing_keys, unexpected_keys); with strict=True either
-        kind raises. A shape mismatch raises naming the key; nothing is changed on error.
-
-        >>> import flowgrad as flow
-        >>> from flowgrad import nn
-        >>> m = nn.Linear(2, 1)
-        >>> m.load_state_dict({"weight": flow.tensor([[1.0, 2.0]]), "bias": flow.tensor([0.5])})
-        <All keys matched successfully>
-        >>> m(flow.tensor([[1.0, 1.0]]))
-        tensor([[3.5000]], grad_fn=<linear_backward>)
-        >>> m.load_state_dict({"weight": flow.zeros(1, 2)}, strict=False).missing_keys
-        ['bias']
-        """
-        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        entries = self._state_entries()
-        own = {key for key, *_ in entries}
-        missing = [key for key, *_ in entries if key not in state_dict]
-        unexpected = [key for key in state_dict.keys() if key not in own]
-        errors = []
-        if strict:
-            if unexpected:
-                errors.append("Unexpected key(s) in state_dict: " +
-                              ", ".join(f'"{k}"' for k in unexpected) + ". ")
-            if missing:
-                errors.append("Missing key(s) in state_dict: " +
-                              ", ".join(f'"{k}"' for k in missing) + ". ")
-        plan = []
-        for key, mod, name, kind in entries:
-            if key not in state_dict:
-                continue
-            current = getattr(mod, name)
-            if is_lazy(state_dict[key]):
-                if not is_lazy(current):
-                    errors.append(f"cannot load the uninitialized parameter or buffer {key} "
-                                  f"(a lazy module's, before its first forward) into an "
-                                  f"initialized one; run the lazy module on a batch first")
-                continue  # lazy into lazy: stays lazy
-            arr = _as_array(state_dict[key], key)
-            if is_lazy(current):  # a lazy module takes the checkpoint's shape (below)
-                plan.append((mod, name, kind, current, arr))
-                continue
-            if tuple(arr.shape) != tuple(current.shape):
-                errors.append(
-                    f"size mismatch for {key}: copying a param with shape "
-                    f"flowgrad.Size({list(arr.shape)}) from checkpoint, the shape in current "
-                    f"model is flowgrad.Size({list(current.shape)}).")
-                continue
-            plan.append((mod, name, kind, current, arr))
-        if errors:
-            raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" +
-                               "\n\t".join(errors))
-        with no_grad():
-            for mod, name, kind, current, arr in plan:
-                if is_lazy(current):
-                    current.materialize(arr.shape)
-                if assign:
-                    t = Tensor._wrap(arr.copy(order="K"))
-                    if kind == "param":
-                        setattr(mod, name, Parameter(t, current.requires_grad))
-                    else:
-                        mod._buffers[name] = t
-                else:
-                    current._data[...] = arr.astype(current._data.dtype, copy=False)
-                    bump_version(current)
-        return _IncompatibleKeys(missing, unexpected)
-
     # ---- modes and conversion ---------------------------------------------------------------
     def train(self, mode=True):
         """Set training mode on self and all descendants; returns self.
@@ -637,11 +508,14 @@ class Module:
         if dtype is None:
             return self
         dtype = _dt.as_dtype(dtype)
-        if not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got "
-                            f"desired dtype={dtype}")
+        if not (dtype.is_floating_point or dtype.is_complex):
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
+                            f"got desired dtype={dtype}")
         target = dtype.np
-        return self._apply(lambda a: a.astype(target) if a.dtype.kind in "fV" else a)
+        # floating and complex tensors take the dtype (a complex one cast to a real dtype
+        # keeps its real part, as torch's), integer and bool ones stay
+        return self._apply(lambda a: (a.real if a.dtype.kind == "c" and target.kind != "c"
+                                      else a).astype(target) if a.dtype.kind in "fVc" else a)
 
     def float(self):
         return self.to(_dt.float32)
@@ -700,8 +574,12 @@ class Module:
         >>> seen
         [(4, 3)]
         """
-        return self._add_hook(self._forward_hooks, hook, prepend,
-                              self._forward_hooks_with_kwargs, with_kwargs)
+        handle = self._add_hook(self._forward_hooks, hook, prepend,
+                                self._forward_hooks_with_kwargs, with_kwargs)
+        if always_call:  # run even when forward (or a pre-hook) raises, as torch's
+            self.__dict__.setdefault("_forward_hooks_always_called", set()).add(handle.id)
+            handle._dicts += (self._forward_hooks_always_called,)
+        return handle
 
     def register_full_backward_hook(self, hook, prepend=False):
         """`hook(module, grad_input, grad_output)` runs when the gradients with respect to
@@ -720,6 +598,24 @@ class Module:
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or
                 self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
+        always = self.__dict__.get("_forward_hooks_always_called")
+        if not always:
+            return self._call_with_hooks(args, kwargs)
+        try:
+            return self._call_with_hooks(args, kwargs)
+        except Exception:
+            for hid, hook in list(self._forward_hooks.items()):
+                if hid in always:
+                    try:
+                        if hid in self._forward_hooks_with_kwargs:
+                            hook(self, args, kwargs, None)
+                        else:
+                            hook(self, args, None)
+                    except Exception:  # noqa: BLE001 - forward's own error is the one raised
+                        pass
+            raise
+
+    def _call_with_hooks(self, args, kwargs):
         for hid, hook in list(self._forward_pre_hooks.items()):
             if hid in self._forward_pre_hooks_with_kwargs:
                 res = hook(self, args, kwargs)

@@ -83,6 +83,25 @@ class Sequential(Module):
                              f"{type(other)} is given.")
         return Sequential(*self, *other)
 
+    def __mul__(self, other):
+        """`other` copies of the sequence one after the other (the same module objects)."""
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and "
+                            f"{type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        return Sequential(*(list(self) * other))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other):
+        repeated = self * other
+        for name in list(self._modules):
+            del self._modules[name]
+        for i, module in enumerate(repeated):
+            self.add_module(str(i), module)
+        return self
+
     def append(self, module):
         """Add `module` at the end; returns self."""
         self.add_module(str(len(self)), module)

@@ -47,6 +47,18 @@ class _NormBase(Module):
     """Parameters (weight, bias) and running-statistics buffers shared by batch and
     instance norm."""
 
+    _version = 2  # (torch's: version 2 added num_batches_tracked)
+
+    def _upgrade_state_dict(self, state_dict, prefix, local_metadata):
+        """A state dict from before num_batches_tracked (version < 2, or a plain dict with no
+        versions) keeps this module's count, as torch's."""
+        version = local_metadata.get("version")
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and \
+                key not in state_dict:
+            state_dict[key] = self.num_batches_tracked if self.num_batches_tracked is not None \
+                else _tensor(0, dtype=_dt.int64)
+
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
