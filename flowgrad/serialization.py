@@ -4,8 +4,11 @@
 values (str, int, float, bool, None), e.g. {"model": model.state_dict(), "optim":
 opt.state_dict(), "epoch": 3}. Tensors are stored flat under their path ("model.weight",
 "optim.state.0.exp_avg"); the nesting and the plain values are JSON in the header's
-metadata. Loading never runs code from the file (there is no pickle): a file whose header,
-sizes or metadata don't add up raises ValueError naming the file and the problem.
+metadata. Loading a safetensors file never runs code from it (there is no pickle): a file
+whose header, sizes or metadata don't add up raises ValueError naming the file and the problem.
+What safetensors cannot hold (complex or sparse tensors, sets, bytes...) is written in torch's
+zip format instead (see `save`); `load` reads that, and torch's legacy format, through a
+weights-only unpickler unless told `weights_only=False` (flowgrad/torch_format.py).
 
 >>> import flowgrad as flow, io
 >>> buf = io.BytesIO()
@@ -48,6 +51,7 @@ _BY_NAME = {np.dtype(t).name: np.dtype(t) for t in _CODES.values()}
 _MAX_DEPTH = 200
 _MAX_JSON_DEPTH = 3 * _MAX_DEPTH + 8
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_CONTAINERS = (dict, OrderedDict, list, tuple)
 
 
 def _where(path):
@@ -131,7 +135,18 @@ class _Writer:
             raise ValueError(f"flowgrad.save: the object nests dicts/lists/tuples more than "
                              f"{_MAX_DEPTH} levels deep (at {_where(path[:8])}...); "
                              "checkpoints allow at most that: flatten the structure")
+        if isinstance(obj, (dict, list, tuple)) and type(obj) not in _CONTAINERS:
+            # a Size, namedtuple, defaultdict...: kept only by torch's format (pickle), as
+            # torch keeps its type; here it would come back as a plain dict/list/tuple
+            raise TypeError(f"flowgrad.save: cannot store a {type(obj).__name__} (a "
+                            f"{type(obj).__mro__[1].__name__} subclass) at {_where(path)} in "
+                            "the safetensors format; save to a .pt path (torch's format)")
         if isinstance(obj, dict):
+            attrs = vars(obj) if isinstance(obj, OrderedDict) else {}
+            if attrs.keys() - {"_metadata"}:
+                raise TypeError(f"flowgrad.save: the OrderedDict at {_where(path)} has "
+                                f"attributes {sorted(attrs)}, which the safetensors format "
+                                "cannot hold; save to a .pt path (torch's format)")
             items = []
             for k, v in obj.items():
                 if not (k is None or isinstance(k, (bool, int, float, str))):
@@ -141,6 +156,8 @@ class _Writer:
             out = {"D": items}
             if isinstance(obj, OrderedDict):
                 out["ordered"] = True
+            if attrs:  # a state_dict's _metadata (module versions), kept as torch keeps it
+                out["metadata"] = self.node(attrs["_metadata"], path + ["_metadata"])
             return out
         if isinstance(obj, (list, tuple)):
             tag = "L" if isinstance(obj, list) else "U"
@@ -163,7 +180,10 @@ class _Writer:
                 end = hi
         shared = set()
         for members in groups:
-            if len(members) > 1 and self.store_shared(sorted(members)):
+            # a non-contiguous tensor is stored as its storage too: it loads with its strides
+            # (an expanded one aliasing itself), as after torch.load
+            if (len(members) > 1 or not self.leaves[members[0]][0].flags.c_contiguous) and \
+                    self.store_shared(sorted(members)):
                 shared.update(members)
         for i, (a, path, node) in enumerate(self.leaves):
             if i not in shared:
@@ -255,33 +275,43 @@ def _write_atomic(path, blob):
         raise
 
 
-def _torch_format_wanted(obj, f, format):
-    """torch's zip format: asked for, a .pt/.pth path, or a whole nn.Module."""
+def _format_wanted(obj, f, format):
+    """'torch' (asked for, a .pt/.pth path, or a whole nn.Module), 'safetensors' (asked for,
+    or a .safetensors path), or None: safetensors where it holds the object, else torch's."""
     from .nn.module import Module
 
     if format not in (None, "torch", "safetensors"):
         raise ValueError(f"flowgrad.save: format must be 'torch' or 'safetensors', got "
                          f"{format!r}")
     if format is not None:
-        return format == "torch"
+        return format
     if isinstance(obj, Module):
-        return True
+        return "torch"
     name = getattr(f, "name", f) if hasattr(f, "write") else f
-    return isinstance(name, (str, os.PathLike)) and \
-        os.fspath(name).lower().endswith((".pt", ".pth"))
+    if isinstance(name, (str, os.PathLike)):
+        name = os.fspath(name).lower()
+        if name.endswith((".pt", ".pth")):
+            return "torch"
+        if name.endswith(".safetensors"):
+            return "safetensors"
+    return None
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
          _disable_byteorder_record=False, format=None):
     """Write `obj` (tensors nested in dicts/lists/tuples, plus plain values) to the path or
     binary file object `f` in the safetensors format. Tensors that share memory (a tensor
-    and its views) are stored once and share it again after `load`. A sha256 checksum of
+    and its views) are stored once and share it again after `load`; a non-contiguous one
+    keeps its strides (as torch.save's). A sha256 checksum of
     the data is stored and checked by `load`. Saving to a path writes a temporary file and
     renames it, so concurrent savers and loaders of one path never see a partial file.
 
-    `format="torch"`, a path ending in `.pt`/`.pth`, or an `nn.Module` as `obj` (a whole
-    model) write PyTorch's zip format instead (flowgrad/torch_format.py): `torch.load` reads
-    it, with `weights_only=True` unless it holds objects other than data (a whole model).
+    `format="torch"`, a path ending in `.pt`/`.pth`, an `nn.Module` as `obj` (a whole
+    model), or (unless `format="safetensors"` or a `.safetensors` path asks for that) an
+    object safetensors cannot hold (complex or sparse tensors, sets, bytes, a `Size`, a
+    namedtuple...) write PyTorch's zip format instead (flowgrad/torch_format.py):
+    `torch.load` reads it, with `weights_only=True` unless it holds objects other than data
+    (a whole model, a namedtuple), which `load` then refuses as torch.load does.
     pickle_module, pickle_protocol, _use_new_zipfile_serialization and
     _disable_byteorder_record are accepted for torch.save's signature and ignored.
 
@@ -291,7 +321,17 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
     >>> flow.load(path)["w"].shape
     flowgrad.Size([2, 3])
     """
-    if _torch_format_wanted(obj, f, format):
+    wanted = _format_wanted(obj, f, format)
+    writer = None
+    if wanted != "torch":
+        writer = _Writer()
+        try:
+            tree = writer.node(obj, [])
+        except TypeError:
+            if wanted == "safetensors":
+                raise
+            writer = None  # torch.save stores it (complex tensors, sets, bytes, Size...)
+    if writer is None:
         blob = torch_format.save_bytes(obj)
         if hasattr(f, "write"):
             f.write(blob)
@@ -300,8 +340,6 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
         return
     from safetensors import TensorSpec, serialize
 
-    writer = _Writer()
-    tree = writer.node(obj, [])
     writer.finish()  # fills the tree's tensor nodes
     structure = json.dumps(tree)
     specs = {k: TensorSpec(dtype=a.dtype.name, shape=list(a.shape), data_ptr=a.ctypes.data,
@@ -351,6 +389,8 @@ class _Reader:
                 if not (k is None or isinstance(k, (bool, int, float, str))):
                     raise self.bad(f"metadata dict key at {path} is not a plain value")
                 out[k] = self.node(v, f"{path}.{k}")
+            if "metadata" in n and isinstance(out, OrderedDict):
+                out._metadata = self.node(n["metadata"], f"{path}._metadata")
             return out
         seq = n["L"] if "L" in n else n["U"]
         if not isinstance(seq, list):
@@ -419,14 +459,36 @@ def _read(f):
         return fh.read(), repr(path)
 
 
+def _check_map_location(map_location):
+    """Accept what torch.load accepts; a device flowgrad lacks ('cuda') raises RuntimeError,
+    as torch.load on a machine without it. Tensors always load on the CPU."""
+    from .device import device
+
+    if map_location is None or callable(map_location):
+        return
+    if isinstance(map_location, dict):
+        target = map_location.get("cpu")  # what the CPU storages of the file would map to
+        if target is not None:
+            _check_map_location(target)
+        return
+    if type(map_location).__name__ == "device" and not isinstance(map_location, device):
+        map_location = str(map_location)  # a torch.device
+    if not isinstance(map_location, (str, device)):
+        raise TypeError(f"flowgrad.load: map_location must be a device, a str, a dict or a "
+                        f"callable (as torch.load), got {type(map_location).__name__} "
+                        f"{map_location!r}")
+    device(map_location)  # RuntimeError naming the device, for any but the CPU
+
+
 def load(f, map_location=None, weights_only=None, mmap=None):
     """Read a checkpoint written by `save` (from a path or binary file object). A plain
     safetensors file (no flowgrad metadata) loads as a flat {name: tensor} dict. A PyTorch
     checkpoint (`torch.save`'s zip format) is read without torch: with `weights_only`
     (the default, as torch's) only tensors, containers and plain values are rebuilt and any
     other pickled global is refused, naming it; `weights_only=False` unpickles anything,
-    so use it only for files you trust. `map_location` and `mmap` are accepted for torch
-    compatibility: there is only the CPU.
+    so use it only for files you trust. `map_location` and `mmap` are accepted and checked
+    as torch checks them (a device other than the CPU raises RuntimeError; mmap needs a
+    path); the tensors are always read into memory on the CPU.
 
     >>> import flowgrad as flow
     >>> import io
@@ -438,8 +500,16 @@ def load(f, map_location=None, weights_only=None, mmap=None):
     """
     from safetensors import deserialize
 
+    _check_map_location(map_location)
+    if mmap and (hasattr(f, "read") or not isinstance(f, (str, os.PathLike))):
+        raise ValueError(f"flowgrad.load: mmap=True needs a file path, got {type(f).__name__}"
+                         "; pass the path (as torch.load) or leave mmap unset")
     data, name = _read(f)
     if torch_format.is_torch_file(data):
+        if mmap and data[:4] != torch_format._ZIP_MAGIC:
+            raise RuntimeError(f"flowgrad.load: {name}: mmap can only be used with files saved "
+                               "with torch.save(_use_new_zipfile_serialization=True); load it "
+                               "without mmap")
         return torch_format.load_bytes(data, name, weights_only is not False)
     try:
         entries = deserialize(data)

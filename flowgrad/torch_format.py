@@ -22,6 +22,8 @@ import _compat_pickle
 import contextlib
 import io
 import pickle
+import re
+import struct
 import zipfile
 from collections import Counter, OrderedDict
 
@@ -45,6 +47,10 @@ _TORCH_DTYPES = {"float32": "float32", "float": "float32", "float64": "float64",
 _ZIP_MAGIC = b"PK\x03\x04"
 _LEGACY_MAGIC = b"\x80\x02\x8a\x0a"  # torch.save before 1.6: a pickled magic number
 _USER_SAFE_GLOBALS = {}  # "module.name" -> object, from add_safe_globals
+# torch dtypes (and their storages) flowgrad has no counterpart for: refused with a message that
+# says so, not with weights_only's "re-run with weights_only=False", which would fail as well
+_FOREIGN_DTYPE = re.compile(r"(u?int[0-9]+|float8_\w+|float4_\w+|complex32|chalf|q\w*int\w*|"
+                            r"bits\w+|\w*Storage)")
 
 
 class _StorageType:
@@ -68,23 +74,23 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
     checked by NumPy (an ndarray refuses a view reaching outside its buffer), so a crafted
     file cannot read other memory."""
     if not isinstance(storage, np.ndarray) or storage.ndim != 1:
-        raise pickle.UnpicklingError("_rebuild_tensor_v2: the storage argument is not a "
-                                     "storage record of the file")
+        raise pickle.UnpicklingError("flowgrad.load: _rebuild_tensor_v2: the storage argument "
+                                     "is not a storage record of the file")
     size, stride = tuple(size), tuple(stride)
     if not all(isinstance(v, int) and v >= 0 for v in (storage_offset, *size, *stride)) \
             or len(size) != len(stride):
         raise pickle.UnpicklingError(
-            f"_rebuild_tensor_v2: malformed view (offset {storage_offset}, size {size}, "
-            f"stride {stride})")
+            f"flowgrad.load: _rebuild_tensor_v2: malformed view (offset {storage_offset}, "
+            f"size {size}, stride {stride})")
     item = storage.itemsize
     try:
         arr = np.ndarray(size, storage.dtype, buffer=storage, offset=storage_offset * item,
                          strides=tuple(s * item for s in stride))
     except (ValueError, TypeError) as exc:
         raise pickle.UnpicklingError(
-            f"_rebuild_tensor_v2: a tensor of size {list(size)}, stride {list(stride)} at "
-            f"offset {storage_offset} does not fit in its storage of {storage.size} "
-            f"elements ({exc}); the file is corrupt") from None
+            f"flowgrad.load: _rebuild_tensor_v2: a tensor of size {list(size)}, stride "
+            f"{list(stride)} at offset {storage_offset} does not fit in its storage of "
+            f"{storage.size} elements ({exc}); the file is corrupt") from None
     t = Tensor._wrap(arr)
     if requires_grad:
         t.requires_grad_(True)
@@ -106,14 +112,50 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     if new_type is not Tensor and not isinstance(t, new_type):
         t = new_type(t)
     for k, v in (state or {}).items():
-        setattr(t, k, v)
+        try:
+            setattr(t, k, v)
+        except AttributeError:
+            raise pickle.UnpicklingError(
+                f"flowgrad.load: a tensor of the checkpoint carries the attribute {k!r}, which "
+                f"a flowgrad {type(t).__name__} cannot hold; delete it in torch (del t.{k}) "
+                "and save again") from None
     return t
+
+
+def _get_layout(name):
+    """torch.serialization._get_layout: 'torch.strided' / 'torch.sparse_coo' to flowgrad's."""
+    from . import sparse
+
+    layouts = {"torch.strided": sparse.strided, "torch.sparse_coo": sparse.sparse_coo}
+    if name not in layouts:
+        raise pickle.UnpicklingError(f"flowgrad.load: the checkpoint holds the layout {name!r}; "
+                                     "flowgrad has only torch.strided and torch.sparse_coo")
+    return layouts[name]
+
+
+def _rebuild_sparse_tensor(layout, data):
+    """torch._utils._rebuild_sparse_tensor (COO only); sparse_coo_tensor checks the indices
+    against the size, as torch validates loaded sparse tensors."""
+    from . import sparse
+
+    if layout is not sparse.sparse_coo or not isinstance(data, tuple) or \
+            len(data) not in (3, 4):
+        raise pickle.UnpicklingError(f"flowgrad.load: cannot rebuild a sparse tensor of "
+                                     f"layout {layout!r}; flowgrad has sparse COO tensors only")
+    indices, values, size = data[:3]
+    try:
+        return sparse.sparse_coo_tensor(indices, values, size,
+                                        is_coalesced=data[3] if len(data) == 4 else None)
+    except RuntimeError as exc:
+        raise pickle.UnpicklingError(f"flowgrad.load: a sparse tensor of the file is "
+                                     f"invalid ({exc}); the file is corrupt") from None
 
 
 def _encode(obj, encoding="latin1"):
     """_codecs.encode, as protocol 2 pickles bytes; only str to bytes."""
     if not isinstance(obj, str) or encoding != "latin1":
-        raise pickle.UnpicklingError("_codecs.encode is allowed only for bytes (str, latin1)")
+        raise pickle.UnpicklingError("flowgrad.load: _codecs.encode is allowed only for bytes "
+                                     "(str, latin1)")
     return obj.encode("latin1")
 
 
@@ -134,6 +176,8 @@ def _allowed_globals():
                "torch._utils._rebuild_parameter": _rebuild_parameter,
                "torch._utils._rebuild_parameter_with_state": _rebuild_parameter,
                "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
+               "torch._utils._rebuild_sparse_tensor": _rebuild_sparse_tensor,
+               "torch.serialization._get_layout": _get_layout,
                "torch.nn.parameter.Parameter": Parameter, "torch.Tensor": Tensor,
                "torch.Size": Size, "torch.device": _device, "_codecs.encode": _encode,
                "builtins.set": set, "builtins.frozenset": frozenset,
@@ -213,9 +257,9 @@ class _Unpickler(pickle.Unpickler):
     """Resolves torch's names to flowgrad's; with `restricted` (weights_only) nothing but
     the allow-list: find_class is the only way a pickle reaches a callable."""
 
-    def __init__(self, file, zf, prefix, restricted):
+    def __init__(self, file, zf, prefix, restricted, name="the file"):
         super().__init__(file)
-        self.zf, self.prefix, self.restricted = zf, prefix, restricted
+        self.zf, self.prefix, self.restricted, self.name = zf, prefix, restricted, name
         self.allowed = _allowed_globals()
         self.storages = {}
 
@@ -229,6 +273,14 @@ class _Unpickler(pickle.Unpickler):
             return self.allowed[qualname]
         if qualname in _USER_SAFE_GLOBALS:
             return _USER_SAFE_GLOBALS[qualname]
+        # torch writes uint16/32/64 and float8 tensors through _rebuild_tensor_v3
+        if module == "torch" and _FOREIGN_DTYPE.fullmatch(name) or qualname in (
+                "torch._utils._rebuild_tensor_v3", "torch.storage.UntypedStorage"):
+            what = f"torch.{name}" if module == "torch" else "uint16/32/64, float8 or complex32"
+            raise pickle.UnpicklingError(
+                f"flowgrad.load: {self.name} holds tensors of dtype {what}, which flowgrad "
+                f"does not have (it has {', '.join(sorted(_dt.TORCH_SCALAR_NAMES))}); "
+                "convert them in torch (e.g. t.to(torch.int64) or t.float()) and save again")
         if self.restricted:
             raise _refusal(qualname)
         if module == "torch" or module.startswith("torch."):
@@ -243,6 +295,9 @@ class _Unpickler(pickle.Unpickler):
             raise pickle.UnpicklingError(f"flowgrad.load: unsupported persistent id {pid!r}; "
                                          "only torch tensor storages are read")
         _, stype, key, _location, numel = pid
+        if self.zf is None:
+            raise pickle.UnpicklingError(f"flowgrad.load: {self.name}: a storage in the header "
+                                         "of a legacy torch checkpoint; the file is corrupt")
         if key not in self.storages:
             dtype = _dt._BY_NAME.get(stype.dtype)
             if dtype is None:
@@ -269,11 +324,96 @@ def is_torch_file(data):
     return data[:4] == _ZIP_MAGIC or data[:4] == _LEGACY_MAGIC
 
 
+class _LegacyUnpickler(_Unpickler):
+    """torch.save(_use_new_zipfile_serialization=False): storages are read after the main
+    pickle, from the same stream; here each is a zeroed buffer filled then."""
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 6 and pid[0] == "storage"
+                and isinstance(pid[1], _StorageType) and isinstance(pid[4], int)
+                and pid[5] is None):
+            raise pickle.UnpicklingError(f"flowgrad.load: {self.name}: unsupported persistent "
+                                         f"id {pid!r}; only torch tensor storages are read")
+        _, stype, key, _location, numel, _view = pid
+        if key not in self.storages:
+            dtype = _dt._BY_NAME[stype.dtype]
+            # (zf: the bytes the file has left for storages, so a crafted count cannot make
+            # it allocate more memory than the file's size)
+            self.zf -= numel * dtype.itemsize
+            if numel < 0 or self.zf < 0:
+                raise pickle.UnpicklingError(f"flowgrad.load: {self.name}: storage {key!r} "
+                                             f"claims {numel} elements, more than the file "
+                                             "holds; the file is corrupt")
+            self.storages[key] = np.frombuffer(bytearray(numel * dtype.itemsize), dtype.np)
+        elif self.storages[key].size != numel:
+            raise pickle.UnpicklingError(f"flowgrad.load: {self.name}: storage {key!r} is "
+                                         "referenced with two sizes; the file is corrupt")
+        return self.storages[key]
+
+
+_LEGACY_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
+
+
+def _load_legacy(data, name, weights_only):
+    """Read torch's legacy (non-zip) format: magic number, protocol version, system info,
+    the pickled object, the list of storage keys, then each storage as an int64 element
+    count and its bytes (little-endian)."""
+    f = io.BytesIO(data)
+
+    def header():
+        return _Unpickler(f, None, "", True, name).load()
+
+    if header() != _LEGACY_MAGIC_NUMBER or header() != 1001:
+        raise ValueError(f"flowgrad.load: {name} has a bad magic number or protocol version "
+                         "for torch's legacy format; the file is corrupt")
+    info = header()
+    if not isinstance(info, dict) or info.get("little_endian") is not True:
+        raise ValueError(f"flowgrad.load: {name} was written on a big-endian machine (or its "
+                         "system info is missing); flowgrad reads little-endian checkpoints")
+    unpickler = _LegacyUnpickler(f, len(data) - f.tell(), "", weights_only, name)
+    result = unpickler.load()
+    keys = header()
+    if not isinstance(keys, list) or set(keys) != set(unpickler.storages):
+        raise pickle.UnpicklingError(f"flowgrad.load: {name}: the list of storage records "
+                                     "does not match the storages the object uses; the file "
+                                     "is corrupt")
+    for key in keys:
+        arr = unpickler.storages[key]
+        raw = f.read(8 + arr.nbytes)
+        if len(raw) < 8 + arr.nbytes or int.from_bytes(raw[:8], "little") != arr.size:
+            raise pickle.UnpicklingError(f"flowgrad.load: {name}: storage {key!r} of {arr.size} "
+                                         "elements is truncated or has the wrong size; the file "
+                                         "is corrupt")
+        arr.view(np.uint8)[:] = np.frombuffer(raw, np.uint8, offset=8)
+    return result
+
+
+@contextlib.contextmanager
+def _corrupt_pickle_errors(name):
+    """What a damaged pickle stream raises (EOFError, struct.error, a bare UnpicklingError...)
+    becomes an UnpicklingError naming the file; flowgrad's own errors already name it."""
+    try:
+        yield
+    except pickle.UnpicklingError as exc:
+        msg = str(exc)
+        if msg.startswith("Weights only load failed") or name in msg:
+            raise
+        if msg.startswith("flowgrad.load: "):  # a rebuild function's: add the file's name
+            raise pickle.UnpicklingError(f"flowgrad.load: {name}: {msg[15:]}") from None
+        raise pickle.UnpicklingError(f"flowgrad.load: {name} is a truncated or corrupt torch "
+                                     f"checkpoint ({exc})") from exc
+    except RecursionError:
+        raise pickle.UnpicklingError(f"flowgrad.load: {name} nests too deeply") from None
+    except (EOFError, IndexError, KeyError, struct.error, UnicodeDecodeError) as exc:
+        raise pickle.UnpicklingError(f"flowgrad.load: {name} is a truncated or corrupt torch "
+                                     f"checkpoint ({type(exc).__name__}: {exc})") from exc
+
+
 def load_bytes(data, name, weights_only=True):
     """Read the bytes of a torch checkpoint (see the module docstring)."""
     if data[:4] == _LEGACY_MAGIC:
-        raise ValueError(f"flowgrad.load: {name} is in torch's legacy (pre-1.6) format, which "
-                         "flowgrad does not read; re-save it with a newer torch.save")
+        with _corrupt_pickle_errors(name):
+            return _load_legacy(data, name, weights_only)
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
         names = zf.namelist()
@@ -289,11 +429,9 @@ def load_bytes(data, name, weights_only=True):
     if byteorder in names and zf.read(byteorder).strip() not in (b"little", b""):
         raise ValueError(f"flowgrad.load: {name} was written on a big-endian machine; "
                          "flowgrad reads little-endian checkpoints")
-    unpickler = _Unpickler(io.BytesIO(zf.read(pkl[0])), zf, prefix, weights_only)
-    try:
+    unpickler = _Unpickler(io.BytesIO(zf.read(pkl[0])), zf, prefix, weights_only, name)
+    with _corrupt_pickle_errors(name):
         return unpickler.load()
-    except RecursionError:
-        raise pickle.UnpicklingError(f"flowgrad.load: {name} nests too deeply") from None
 
 
 class _Pickler(pickle._Pickler):
@@ -310,9 +448,11 @@ class _Pickler(pickle._Pickler):
     def save(self, obj, save_persistent_id=True):
         from .device import device
         from .nn.parameter import Parameter
+        from .sparse import SparseTensor, layout
 
         kind = type(obj)
-        if not (isinstance(obj, (Tensor, _dt.dtype, _StorageType, device)) or kind is Size):
+        if not (isinstance(obj, (Tensor, _dt.dtype, _StorageType, device, SparseTensor, layout))
+                or kind is Size):
             return super().save(obj, save_persistent_id)
         memo = self.memo.get(id(obj))
         if memo is not None:
@@ -330,6 +470,15 @@ class _Pickler(pickle._Pickler):
         elif kind is Size:
             self.global_name("torch", "Size")
             self.save((tuple(int(s) for s in obj),))
+            self.write(pickle.REDUCE)
+        elif isinstance(obj, layout):
+            self.global_name("torch.serialization", "_get_layout")
+            self.save((f"torch.{obj.name}",))
+            self.write(pickle.REDUCE)
+        elif isinstance(obj, SparseTensor):
+            self.global_name("torch._utils", "_rebuild_sparse_tensor")
+            self.save((obj.layout, (obj._indices(), obj._values(), Size(obj.shape),
+                                    obj.is_coalesced())))
             self.write(pickle.REDUCE)
         elif isinstance(obj, device):
             self.global_name("torch", "device")
