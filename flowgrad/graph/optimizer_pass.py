@@ -18,6 +18,7 @@ clipping (`clip_grad_max_norm`), gradient accumulation, step hooks, a custom `st
 from __future__ import annotations
 
 from ..autograd.grad_mode import no_grad
+from ..optim import optimizer as _optimizer
 from ..optim._foreach import SMALL
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
@@ -64,7 +65,8 @@ def in_plan(optimizer, config):
     """Whether `optimizer`'s update can run inside the plan (see the module docstring)."""
     if type(optimizer).step is not Optimizer.step or config.gradient_accumulation_steps != 1:
         return False
-    if optimizer._step_pre_hooks or optimizer._step_post_hooks:
+    if optimizer._step_pre_hooks or optimizer._step_post_hooks or \
+            _optimizer._GLOBAL_STEP_PRE_HOOKS or _optimizer._GLOBAL_STEP_POST_HOOKS:
         return False
     params = [p for g in optimizer.param_groups for p in g["params"]]
     if len({id(p) for p in params}) != len(params):

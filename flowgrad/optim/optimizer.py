@@ -14,6 +14,7 @@ tensor([0., 0.], requires_grad=True)
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 from collections import OrderedDict, defaultdict
 
@@ -55,9 +56,58 @@ def _as_state_tensor(value, like=None):
     return Tensor._wrap(new_array(None if like is None else like._data, data).copy())
 
 
+_GLOBAL_STEP_PRE_HOOKS = OrderedDict()
+_GLOBAL_STEP_POST_HOOKS = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook):
+    """Call `hook(optimizer, args, kwargs)` before every optimizer's step (it may return new
+    `(args, kwargs)`); returns a handle whose `remove()` unregisters it."""
+    return _DictHandle(_GLOBAL_STEP_PRE_HOOKS, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """Call `hook(optimizer, args, kwargs)` after every optimizer's step."""
+    return _DictHandle(_GLOBAL_STEP_POST_HOOKS, hook)
+
+
+def _hooked_step(step):
+    """`step` running the global and the optimizer's step hooks around it, as torch wraps
+    every optimizer class's step (a subclass's own step included: see __init_subclass__)."""
+    @functools.wraps(step)
+    def hooked(self, *args, **kwargs):
+        if self.__dict__.get("_in_step"):  # a subclass's step calling super().step()
+            return step(self, *args, **kwargs)
+        args = (self,) + args  # (torch's hooks see the optimizer as args[0] too)
+        for hook in list(_GLOBAL_STEP_PRE_HOOKS.values()) + list(self._step_pre_hooks.values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{step.__qualname__} must return None or a tuple of "
+                                       f"(new_args, new_kwargs), but got {result}.")
+                args, kwargs = result
+        self._in_step = True
+        try:
+            out = step(*args, **kwargs)
+        finally:
+            self._in_step = False
+        for hook in list(self._step_post_hooks.values()) + \
+                list(_GLOBAL_STEP_POST_HOOKS.values()):
+            hook(self, args, kwargs)
+        return out
+    hooked.hooked = True
+    return hooked
+
+
 class Optimizer:
     """Base class of all optimizers: holds `param_groups` (dicts with 'params' and the
     hyperparameters) and `state` (a dict per parameter, keyed by the parameter)."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "hooked", False):
+            cls.step = _hooked_step(step)  # its step hooks run as the base class's do
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -170,14 +220,10 @@ class Optimizer:
                 g._data[...] = 0
                 bump_version(g)
 
+    @_hooked_step
     def step(self, closure=None):
         """Update every parameter that has a gradient; `closure` (optional) re-evaluates the
         model and returns the loss, which step returns."""
-        for hook in list(self._step_pre_hooks.values()):
-            result = hook(self, (), {"closure": closure} if closure is not None else {})
-            if result is not None:
-                raise RuntimeError("optimizer step pre hooks may not change the arguments "
-                                   "in flowgrad; return None")
         loss = None
         if closure is not None:
             with enable_grad():
@@ -185,8 +231,6 @@ class Optimizer:
         with no_grad():
             for group in self.param_groups:
                 self._step_params(group)
-        for hook in list(self._step_post_hooks.values()):
-            hook(self, (), {})
         return loss
 
     def _step_params(self, group):
@@ -297,7 +341,45 @@ class Optimizer:
         return _DictHandle(self._step_post_hooks, hook)
 
     # ---- state dicts --------------------------------------------------------------------
+    def _hook_dict(self, kind, hook=None, prepend=False):
+        store = self.__dict__.setdefault(kind, OrderedDict())
+        if hook is None:
+            return list(store.values())
+        handle = _DictHandle(store, hook)
+        if prepend:
+            store.move_to_end(handle._id, last=False)
+        return handle
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """`hook(optimizer)` before state_dict() builds the dict."""
+        return self._hook_dict("_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """`hook(optimizer, state_dict)` after; a non-None result replaces the dict."""
+        return self._hook_dict("_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """`hook(optimizer, state_dict)` before loading; a non-None result is loaded
+        instead."""
+        return self._hook_dict("_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """`hook(optimizer)` after loading."""
+        return self._hook_dict("_load_state_dict_post_hooks", hook, prepend)
+
     def state_dict(self):
+        """{'state': {param_id: {...}}, 'param_groups': [{..., 'params': [ids]}]}, as torch:
+        ids number the parameters in group order; state values are the live tensors."""
+        for hook in self._hook_dict("_state_dict_pre_hooks"):
+            hook(self)
+        state_dict = self._state_dict()
+        for hook in self._hook_dict("_state_dict_post_hooks"):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
+
+    def _state_dict(self):
         """{'state': {param_id: {...}}, 'param_groups': [{..., 'params': [ids]}]}, as torch:
         ids number the parameters in group order; state values are the live tensors."""
         mapping = {}
@@ -319,6 +401,16 @@ class Optimizer:
         are converted). Validates everything before changing anything: the number of param groups
         and of params per group, that the state dict comes from this optimizer class, and
         that each state tensor has its parameter's shape (torch checks only the counts)."""
+        state_dict = dict(state_dict)  # (the pre-hooks may change it; the caller's stays)
+        for hook in self._hook_dict("_load_state_dict_pre_hooks"):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        self._load_state_dict(state_dict)
+        for hook in self._hook_dict("_load_state_dict_post_hooks"):
+            hook(self)
+
+    def _load_state_dict(self, state_dict):
         groups = self.param_groups
         check_optimizer_state(self, state_dict)
         saved_groups = copy.deepcopy(state_dict["param_groups"])
