@@ -1,4 +1,5 @@
 """flowgrad.utils.data: datasets, samplers, collation and the DataLoader, as torch's."""
+from . import _utils  # noqa: F401 - torch.utils.data._utils.collate, for its registry
 from ._collate import default_collate, default_convert
 from .dataloader import DataLoader, WorkerInfo, get_worker_info
 from .dataset import (

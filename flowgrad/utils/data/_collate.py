@@ -1,8 +1,10 @@
 """default_collate: turn a list of samples into a batch, as torch's does.
 
 Tensors, NumPy arrays and numbers are stacked into tensors (Python floats as float64,
-ints as int64); dicts, named tuples and sequences are collated field by field (tuples
-become lists, as in torch); strings pass through as lists.
+ints as `tensor(batch)` infers); dicts, named tuples and sequences are collated field by
+field (tuples become lists, as in torch; other containers keep their type); strings pass
+through as lists. `collate(batch, collate_fn_map=...)` is the extensible form: a map from
+element type to a function `fn(batch, *, collate_fn_map)`.
 
 >>> import flowgrad as flow
 >>> from flowgrad.utils.data import default_collate
@@ -13,86 +15,156 @@ become lists, as in torch); strings pass through as lists.
 from __future__ import annotations
 
 import collections.abc as abc
+import copy
+import re
 
 import numpy as np
 
+from ... import dtypes as _dt
 from ...tensor import Tensor
 
-__all__ = ["default_collate", "default_convert"]
+__all__ = ["default_collate", "default_convert", "collate", "default_collate_fn_map",
+           "default_collate_err_msg_format"]
 
-_BAD = ("default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
-        "found {}")
+default_collate_err_msg_format = (
+    "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
+    "found {}")
+_STR_OBJ = re.compile(r"[SaUO]")  # NumPy dtype codes of strings, bytes and objects
 
 
-def _stack(arrays_or_tensors):
+def _as_tensor(data):
+    from ...ops.creation import as_tensor
+
+    return as_tensor(data)
+
+
+def _tensor(data, dtype=None):
+    from ...ops.creation import tensor
+
+    return tensor(data, dtype=dtype)
+
+
+def collate_tensor_fn(batch, *, collate_fn_map=None):
     from ...ops.shape import stack
 
-    return stack(arrays_or_tensors, 0)
+    return stack(batch, 0)
+
+
+def collate_numpy_array_fn(batch, *, collate_fn_map=None):
+    elem = batch[0]
+    if _STR_OBJ.search(elem.dtype.str) is not None:
+        raise TypeError(default_collate_err_msg_format.format(elem.dtype))
+    return collate([_as_tensor(b) for b in batch], collate_fn_map=collate_fn_map)
+
+
+def collate_numpy_scalar_fn(batch, *, collate_fn_map=None):
+    for b in batch:  # a list of unsupported scalars (uint16, ...) would silently be int64
+        if isinstance(b, np.generic):
+            _dt.from_numpy_dtype(b.dtype)
+    return _as_tensor(batch)
+
+
+def collate_float_fn(batch, *, collate_fn_map=None):
+    return _tensor(batch, dtype=_dt.float64)
+
+
+def collate_int_fn(batch, *, collate_fn_map=None):
+    return _tensor(batch)
+
+
+def collate_str_fn(batch, *, collate_fn_map=None):
+    return batch
+
+
+default_collate_fn_map = {
+    Tensor: collate_tensor_fn,
+    np.ndarray: collate_numpy_array_fn,
+    (np.bool_, np.number, np.object_): collate_numpy_scalar_fn,
+    float: collate_float_fn,
+    int: collate_int_fn,
+    str: collate_str_fn,
+    bytes: collate_str_fn,
+}
+
+
+def _rebuild_mapping(elem, values):
+    """`values` (a dict) in the type of the mapping `elem`: a mutable one is copied and
+    updated, so subclasses with extra state (defaultdict's factory) keep it."""
+    try:
+        if isinstance(elem, abc.MutableMapping):
+            clone = copy.copy(elem)
+            clone.update(values)
+            return clone
+        return type(elem)(values)
+    except TypeError:  # no copy()/update() or no __init__(mapping)
+        return values
+
+
+def _rebuild_sequence(elem, values):
+    """`values` (a list) in the type of the sequence `elem`, else a list (as torch)."""
+    try:
+        if isinstance(elem, abc.MutableSequence):
+            clone = copy.copy(elem)
+            for i, v in enumerate(values):
+                clone[i] = v
+            return clone
+        return type(elem)(values)
+    except TypeError:  # no copy()/__setitem__ or no __init__(iterable), as range
+        return values
+
+
+def collate(batch, *, collate_fn_map=None):
+    """Collate `batch` (a sequence of samples), dispatching on the type of its first
+    element through `collate_fn_map`, recursing into mappings and sequences."""
+    elem = batch[0]
+    elem_type = type(elem)
+    if collate_fn_map is not None:
+        if elem_type in collate_fn_map:
+            return collate_fn_map[elem_type](batch, collate_fn_map=collate_fn_map)
+        for collate_type in collate_fn_map:
+            if isinstance(elem, collate_type):
+                return collate_fn_map[collate_type](batch, collate_fn_map=collate_fn_map)
+    if isinstance(elem, abc.Mapping):
+        return _rebuild_mapping(
+            elem, {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map)
+                   for key in elem})
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
+        return elem_type(*(collate(samples, collate_fn_map=collate_fn_map)
+                           for samples in zip(*batch)))
+    if isinstance(elem, abc.Sequence):
+        it = iter(batch)
+        size = len(next(it))
+        if not all(len(e) == size for e in it):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        collated = [collate(samples, collate_fn_map=collate_fn_map)
+                    for samples in zip(*batch)]
+        if isinstance(elem, tuple):
+            return collated  # lists, for backwards compatibility (as torch)
+        return _rebuild_sequence(elem, collated)
+    raise TypeError(default_collate_err_msg_format.format(elem_type))
 
 
 def default_collate(batch):
     """Collate a list of samples into a batch (see the module docstring)."""
-    elem = batch[0]
-    if isinstance(elem, Tensor):
-        return _stack(list(batch))
-    if isinstance(elem, np.ndarray) or isinstance(elem, np.generic):
-        if elem.dtype.kind in "SaUO":
-            raise TypeError(_BAD.format(elem.dtype))
-        if isinstance(elem, np.ndarray) and elem.ndim > 0:
-            return Tensor._wrap(np.stack([np.asarray(b) for b in batch]))
-        return Tensor._wrap(np.array(batch, dtype=elem.dtype))
-    if isinstance(elem, bool):
-        return Tensor._wrap(np.array(batch, dtype=np.bool_))
-    if isinstance(elem, float):
-        return Tensor._wrap(np.array(batch, dtype=np.float64))
-    if isinstance(elem, int):
-        return Tensor._wrap(np.array(batch, dtype=np.int64))
-    if isinstance(elem, (str, bytes)):
-        return batch
-    if isinstance(elem, abc.Mapping):
-        collated = {key: default_collate([d[key] for d in batch]) for key in elem}
-        try:
-            return type(elem)(collated) if type(elem) is not dict else collated
-        except TypeError:
-            return collated
-    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
-    if isinstance(elem, abc.Sequence):
-        size = len(elem)
-        if not all(len(e) == size for e in batch):
-            raise RuntimeError("each element in list of batch should be of equal size")
-        transposed = [list(s) for s in zip(*batch)]
-        if isinstance(elem, tuple):
-            return [default_collate(s) for s in transposed]  # lists, as torch
-        try:
-            return type(elem)([default_collate(s) for s in transposed])
-        except TypeError:
-            return [default_collate(s) for s in transposed]
-    raise TypeError(_BAD.format(type(elem)))
+    return collate(batch, collate_fn_map=default_collate_fn_map)
 
 
 def default_convert(data):
-    """Without batching (batch_size=None): NumPy arrays become tensors, containers are
-    converted element-wise, everything else is left alone."""
+    """Without batching (batch_size=None): NumPy arrays and scalars become tensors,
+    containers are converted element-wise, everything else is left alone."""
+    elem_type = type(data)
     if isinstance(data, Tensor):
         return data
-    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
-        if data.dtype.kind in "SaUO":
+    if elem_type.__module__ == "numpy" and elem_type.__name__ not in ("str_", "string_"):
+        if isinstance(data, np.ndarray) and _STR_OBJ.search(data.dtype.str) is not None:
             return data
-        return Tensor._wrap(np.asarray(data))
+        return _as_tensor(data)
     if isinstance(data, abc.Mapping):
-        converted = {k: default_convert(v) for k, v in data.items()}
-        try:
-            return type(data)(converted) if type(data) is not dict else converted
-        except TypeError:
-            return converted
-    if isinstance(data, tuple) and hasattr(data, "_fields"):
-        return type(data)(*(default_convert(d) for d in data))
+        return _rebuild_mapping(data, {key: default_convert(data[key]) for key in data})
+    if isinstance(data, tuple) and hasattr(data, "_fields"):  # namedtuple
+        return elem_type(*(default_convert(d) for d in data))
     if isinstance(data, tuple):
-        return [default_convert(d) for d in data]
+        return [default_convert(d) for d in data]  # lists, for backwards compatibility
     if isinstance(data, abc.Sequence) and not isinstance(data, (str, bytes)):
-        try:
-            return type(data)([default_convert(d) for d in data])
-        except TypeError:
-            return [default_convert(d) for d in data]
+        return _rebuild_sequence(data, [default_convert(d) for d in data])
     return data

@@ -63,6 +63,13 @@ class _InfiniteConstantSampler(Sampler):
             yield None
 
 
+class _KeyErrorMessage(str):
+    """str(KeyError(msg)) is repr(msg): this keeps a multi-line message readable."""
+
+    def __repr__(self):
+        return self
+
+
 class _ExceptionWrapper:
     """An exception raised in a worker, carried back to the main process as text."""
 
@@ -72,11 +79,16 @@ class _ExceptionWrapper:
             "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
     def reraise(self):
+        msg = _KeyErrorMessage(self.msg) if self.exc_type is KeyError else self.msg
         try:
-            exc = self.exc_type(self.msg)
+            exc = self.exc_type(msg)
         except Exception:
             exc = RuntimeError(self.msg)
         raise exc
+
+
+class _Resume:
+    """Sent to a persistent worker to start a new epoch; sent back once it has."""
 
 
 class _IterableEnd:
@@ -187,6 +199,17 @@ def _worker_loop(dataset, index_queue, data_queue, auto_collation, collate_fn, b
             continue
         if request is None:
             break
+        if isinstance(request, _Resume):  # a new epoch: a fresh iterator over the dataset
+            if failure is None:
+                try:
+                    fetcher = _Fetcher(dataset, auto_collation, collate_fn, batch_size,
+                                       drop_last)
+                except Exception as exc:
+                    failure = _ExceptionWrapper(exc, f"in DataLoader worker process "
+                                                     f"{worker_id}")
+            ended = False
+            data_queue.put((None, request))
+            continue
         idx, indices = request
         if failure is not None:
             data = failure
@@ -271,8 +294,6 @@ class DataLoader:
                 sampler = SequentialSampler(dataset)
         if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
-        if isinstance(multiprocessing_context, str):
-            multiprocessing_context = multiprocessing.get_context(multiprocessing_context)
         self.dataset = dataset
         self.batch_size = batch_size
         self.drop_last = drop_last
@@ -283,13 +304,48 @@ class DataLoader:
         self.pin_memory = pin_memory
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
-        self.multiprocessing_context = multiprocessing_context
+        self.multiprocessing_context = multiprocessing_context  # validated by the setter
         self.generator = generator
         self.persistent_workers = persistent_workers
         self.in_order = in_order
+        self._iterator = None  # the one kept between epochs with persistent_workers
         self._iterable = iterable
         self.collate_fn = collate_fn if collate_fn is not None else (
             default_collate if batch_sampler is not None else default_convert)
+        self._initialized = True
+
+    # changing these would leave the samplers built from them stale (torch forbids it too)
+    _FROZEN = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
+               "persistent_workers")
+
+    def __setattr__(self, attr, val):
+        if attr in self._FROZEN and self.__dict__.get("_initialized", False):
+            raise ValueError(f"{attr} attribute should not be set after "
+                             f"{type(self).__name__} is initialized; make a new DataLoader")
+        super().__setattr__(attr, val)
+
+    @property
+    def multiprocessing_context(self):
+        return self._multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, ctx):
+        if ctx is not None:
+            if self.num_workers == 0:
+                raise ValueError("multiprocessing_context can only be used with multi-process "
+                                 "loading (num_workers > 0), but got num_workers=0")
+            if isinstance(ctx, str):
+                methods = multiprocessing.get_all_start_methods()
+                if ctx not in methods:
+                    raise ValueError("multiprocessing_context option should specify a valid "
+                                     f"start method in {methods!r}, but got "
+                                     f"multiprocessing_context={ctx!r}")
+                ctx = multiprocessing.get_context(ctx)
+            if not isinstance(ctx, multiprocessing.context.BaseContext):
+                raise TypeError("multiprocessing_context option should be a valid context "
+                                "object or a string specifying the start method, but got "
+                                f"multiprocessing_context={ctx!r}")
+        self._multiprocessing_context = ctx
 
     @property
     def _auto_collation(self):
@@ -309,8 +365,21 @@ class DataLoader:
 
     def __iter__(self):
         if self.num_workers == 0:
+            if self.timeout != 0:  # torch's class; nothing in the main process can time out
+                raise AssertionError(f"DataLoader: timeout={self.timeout} needs worker "
+                                     "processes; set num_workers > 0 or timeout=0")
             return _SingleProcessIter(self)
-        return _MultiProcessIter(self)
+        if self.prefetch_factor <= 0:  # no batch would ever be requested: an empty epoch
+            raise AssertionError(f"DataLoader: prefetch_factor={self.prefetch_factor} with "
+                                 "num_workers > 0 must be positive (default 2)")
+        if not self.persistent_workers:
+            return _MultiProcessIter(self)
+        # as torch: the same workers (and their state) serve every epoch
+        if self._iterator is None or self._iterator._shut:
+            self._iterator = _MultiProcessIter(self)
+        else:
+            self._iterator._reset(self)
+        return self._iterator
 
 
 def _base_seed(loader):
@@ -320,26 +389,35 @@ def _base_seed(loader):
     return int(gen.np.integers(0, 2 ** 62))
 
 
-class _SingleProcessIter:
+class _BaseIter:
+    def __iter__(self):
+        return self
+
+    def __len__(self):  # as torch: the sampler's length, not what is left of the epoch
+        return len(self._index_sampler)
+
+
+class _SingleProcessIter(_BaseIter):
     def __init__(self, loader):
+        self._index_sampler = loader._index_sampler
         self._indices = iter(loader._index_sampler)
         _base_seed(loader)
         self._fetcher = _Fetcher(loader.dataset, loader._auto_collation, loader.collate_fn,
                                  loader.batch_size, loader.drop_last)
 
-    def __iter__(self):
-        return self
-
     def __next__(self):
         return self._fetcher.fetch(next(self._indices))
 
 
-class _MultiProcessIter:
+class _MultiProcessIter(_BaseIter):
     """Workers with one index queue each, one shared result queue, in-order delivery."""
 
     def __init__(self, loader):
         ctx = loader.multiprocessing_context or multiprocessing.get_context()
         self._timeout = loader.timeout
+        self._persistent = loader.persistent_workers
+        self._shut = False
+        self._index_sampler = loader._index_sampler
         self._indices = iter(loader._index_sampler)
         seed = _base_seed(loader)
         self._data_queue = ctx.Queue()
@@ -354,17 +432,26 @@ class _MultiProcessIter:
             w.start()
             self._index_queues.append(iq)
             self._workers.append(w)
+        self._reset(loader, first=True)
+
+    def _reset(self, loader, first=False):
+        """Start an epoch; with persistent workers, again on the same workers."""
+        if not first:
+            self._index_sampler = loader._index_sampler
+            self._indices = iter(loader._index_sampler)
+            for iq in self._index_queues:
+                iq.put(_Resume())
+            acks = len(self._workers)
+            while acks:  # results of the last epoch's unfinished requests are dropped
+                idx, data = self._get()
+                acks -= isinstance(data, _Resume)
         self._active = [True] * loader.num_workers
         self._next_worker = 0
         self._send_idx = self._rcvd_idx = 0
         self._task_worker = {}   # send index -> worker
         self._task_data = {}     # results that arrived early
-        self._shut = False
         for _ in range(loader.prefetch_factor * loader.num_workers):
             self._put_index()
-
-    def __iter__(self):
-        return self
 
     def _put_index(self):
         if not any(self._active):
@@ -408,7 +495,8 @@ class _MultiProcessIter:
                 del self._task_worker[self._rcvd_idx]  # its worker ended: nothing will come
                 self._rcvd_idx += 1
             else:
-                self._shutdown()
+                if not self._persistent:
+                    self._shutdown()
                 raise StopIteration
             if self._rcvd_idx in self._task_data:
                 return self._deliver(self._task_data.pop(self._rcvd_idx))

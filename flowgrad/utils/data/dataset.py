@@ -13,14 +13,25 @@ and split them.
 from __future__ import annotations
 
 import bisect
+import collections.abc as abc
 import itertools
 import math
+import operator
 import warnings
 
 from ...random import default_generator
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split"]
+
+
+class _BadDatasetsError(ValueError, AssertionError):
+    """Invalid datasets given to a dataset class. torch raises AssertionError here; the
+    ValueError base keeps `except ValueError` (flowgrad's earlier class) working too."""
+
+
+class _NotIterableDatasetError(TypeError, AssertionError):
+    """ChainDataset given a map-style dataset (AssertionError in torch)."""
 
 
 class Dataset:
@@ -34,12 +45,10 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
-    """An iterable-style dataset: subclasses define `__iter__`. With worker processes each
-    worker iterates its own copy; split the work with `get_worker_info()`."""
-
-    def __iter__(self):
-        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+class IterableDataset(Dataset, abc.Iterable):
+    """An iterable-style dataset: subclasses define `__iter__` (an abstract method, so one
+    without it cannot be instantiated, as in torch). With worker processes each worker
+    iterates its own copy; split the work with `get_worker_info()`."""
 
     def __add__(self, other):
         return ChainDataset([self, other])
@@ -59,9 +68,9 @@ class TensorDataset(Dataset):
 
     def __init__(self, *tensors):
         if any(tensors[0].size(0) != t.size(0) for t in tensors):
-            raise ValueError("Size mismatch between tensors: TensorDataset needs tensors with "
-                             "the same first dimension, got "
-                             f"{[tuple(t.shape) for t in tensors]}")
+            raise _BadDatasetsError("Size mismatch between tensors: TensorDataset needs "
+                                    "tensors with the same first dimension, got "
+                                    f"{[tuple(t.shape) for t in tensors]}")
         self.tensors = tensors
 
     def __getitem__(self, index):
@@ -79,6 +88,8 @@ class StackDataset(Dataset):
             raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
                              "``kwargs``) like input/output, but both types are given.")
         datasets = args or list(kwargs.values())
+        if not datasets:
+            raise ValueError("StackDataset: at least one dataset should be passed")
         self._length = len(datasets[0])
         if any(self._length != len(d) for d in datasets):
             raise ValueError("Size mismatch between datasets")
@@ -88,6 +99,26 @@ class StackDataset(Dataset):
         if isinstance(self.datasets, dict):
             return {k: d[index] for k, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices):
+        """The samples at `indices`, using each dataset's own `__getitems__` if it has one
+        (the DataLoader fetches a batch this way)."""
+        named = isinstance(self.datasets, dict)
+        samples = [{} if named else [] for _ in indices]
+        for key, d in (self.datasets.items() if named else enumerate(self.datasets)):
+            if callable(getattr(d, "__getitems__", None)):
+                items = d.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError("Nested dataset's output size mismatch. Expected "
+                                     f"{len(indices)}, got {len(items)}")
+            else:
+                items = [d[i] for i in indices]
+            for sample, item in zip(samples, items):
+                if named:
+                    sample[key] = item
+                else:
+                    sample.append(item)
+        return samples if named else [tuple(s) for s in samples]
 
     def __len__(self):
         return self._length
@@ -99,11 +130,16 @@ class ConcatDataset(Dataset):
     def __init__(self, datasets):
         self.datasets = list(datasets)
         if len(self.datasets) == 0:
-            raise ValueError("datasets should not be an empty iterable")
+            raise _BadDatasetsError("datasets should not be an empty iterable")
         for d in self.datasets:
             if isinstance(d, IterableDataset):
-                raise ValueError("ConcatDataset does not support IterableDataset")
-        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+                raise _BadDatasetsError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = self.cumsum(self.datasets)
+
+    @staticmethod
+    def cumsum(sequence):
+        """The running totals of the lengths of `sequence`'s items."""
+        return list(itertools.accumulate(len(e) for e in sequence))
 
     def __len__(self):
         return self.cumulative_sizes[-1]
@@ -126,12 +162,18 @@ class ChainDataset(IterableDataset):
 
     def __iter__(self):
         for d in self.datasets:
-            if not isinstance(d, IterableDataset):
-                raise TypeError("ChainDataset only supports IterableDataset")
-            yield from d
+            yield from self._check(d)
 
     def __len__(self):
-        return sum(len(d) for d in self.datasets)
+        return sum(len(self._check(d)) for d in self.datasets)
+
+    @staticmethod
+    def _check(d):
+        if not isinstance(d, IterableDataset):
+            raise _NotIterableDatasetError("ChainDataset only supports IterableDataset, got "
+                                           f"{type(d).__name__}; wrap it in an "
+                                           "IterableDataset or use ConcatDataset")
+        return d
 
 
 class Subset(Dataset):
@@ -140,11 +182,26 @@ class Subset(Dataset):
     def __init__(self, dataset, indices):
         self.dataset = dataset
         self.indices = indices
+        # the DataLoader fetches through __getitems__, which would bypass the override
+        if type(self).__getitem__ is not Subset.__getitem__ and \
+                type(self).__getitems__ is Subset.__getitems__:
+            raise NotImplementedError(
+                f"{type(self).__name__} overrides __getitem__ but not __getitems__. When "
+                "subclassing Subset and overriding __getitem__, you must also override "
+                "__getitems__ to ensure DataLoader works correctly with your custom logic. "
+                "A simple implementation:\n\ndef __getitems__(self, indices):\n"
+                "    return [self.__getitem__(idx) for idx in indices]")
 
     def __getitem__(self, idx):
         if isinstance(idx, list):
             return self.dataset[[self.indices[i] for i in idx]]
         return self.dataset[self.indices[idx]]
+
+    def __getitems__(self, indices):
+        """The samples at `indices` (through the dataset's `__getitems__` if it has one)."""
+        if callable(getattr(self.dataset, "__getitems__", None)):
+            return self.dataset.__getitems__([self.indices[i] for i in indices])
+        return [self.dataset[self.indices[i]] for i in indices]
 
     def __len__(self):
         return len(self.indices)
@@ -172,6 +229,11 @@ def random_split(dataset, lengths, generator=default_generator):
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input "
                          f"dataset! (lengths sum to {sum(lengths)}, the dataset has {n})")
+    try:
+        lengths = [operator.index(length) for length in lengths]
+    except TypeError:
+        raise TypeError(f"random_split: lengths must be integers (or fractions that sum to "
+                        f"1), got {lengths}") from None
     gen = generator if generator is not None else default_generator
     perm = gen.np.permutation(sum(lengths)).tolist()
     out, offset = [], 0

@@ -74,7 +74,11 @@ class RandomSampler(Sampler):
     def __iter__(self):
         n = len(self.data_source)
         rng = _fresh_generator(self.generator).np
-        if self.replacement:  # drawn in chunks: num_samples may exceed memory (10**10)
+        if self.replacement:
+            if n == 0:  # torch's class; NumPy would say ValueError('high <= 0')
+                raise RuntimeError(f"RandomSampler: cannot draw num_samples="
+                                   f"{self.num_samples} indices from an empty data_source")
+            # drawn in chunks: num_samples may exceed memory (10**10)
             for start in range(0, self.num_samples, _CHUNK):
                 yield from rng.integers(0, n, min(_CHUNK, self.num_samples - start)).tolist()
             return
