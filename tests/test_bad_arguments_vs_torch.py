@@ -259,6 +259,8 @@ CASES = [
     ('index_fill u8 negative float', lambda m: m.zeros(2, dtype=m.uint8).index_fill(
         0, m.tensor([0]), -2.5)),
     ('polar of ints', lambda m: m.polar(m.tensor([1, 2]), m.tensor([0, 1]))),
+    ('flip without dims', lambda m: m.ones(2, 2).flip()),  # (it reversed nothing)
+    ('histogram default bins', lambda m: m.tensor([1.0, 2.0, 3.0]).histogram()),
 ]
 
 

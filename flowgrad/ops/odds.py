@@ -283,7 +283,7 @@ def _histc(xp, a, *, bins, lo, hi):
 
 
 @tensor_method()
-def histogram(input, bins, *, range=None, weight=None, density=False):
+def histogram(input, bins=100, *, range=None, weight=None, density=False):
     """(hist, bin_edges): counts (or weighted sums, or a density) in `bins` equal bins over
     `range` (default the data's), or in the bins whose edges the 1-D tensor `bins` gives.
 

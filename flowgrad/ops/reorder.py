@@ -58,6 +58,8 @@ def flip(input, *args, dims=None):
     >>> flow.flip(flow.arange(3), dims=(0,))
     tensor([2, 1, 0])
     """
+    if not args and dims is None:  # (x.flip() reversing nothing would hide a mistake)
+        raise TypeError('flip() missing 1 required positional arguments: "dims"')
     dims = _varargs(args, dims, "flip", "dims")
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
