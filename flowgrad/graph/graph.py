@@ -224,8 +224,10 @@ class Graph:
         for i, t in enumerate(flat):
             if isinstance(t, Tensor):
                 tracer.program.inputs.append(tracer.bind(t, INPUT, i))
+        # the weight-cast cache on, as eager autocast has it: a weight used twice is cast once,
+        # and its gradients summed in the lower precision, the numbers eager gets
         with using_interpreter(tracer), autocast("cpu", self.config.amp_dtype, self.config.amp,
-                                                 cache_enabled=False), checkpointing.tracking(
+                                                 cache_enabled=True), checkpointing.tracking(
                 tracer.program, checkpointing.checkpointed_modules(self)):
             out = self.build(*args, **kwargs)
         tracer.finish()
@@ -302,10 +304,16 @@ class Graph:
         if not self._optimizers:
             return
         program = self._compiled[0]
+        handed = set()
         for p, array in grads.items():
             grad_value = program.grads.get(p)
-            if grad_value is None or grad_value.kind != NODE or array.base is not None:
-                array = array.copy()  # never hand out a constant's, or a view's, storage
+            # never hand out a constant's, or a view's, storage, nor one array as two
+            # parameters' grads (equal gradients, as an RNN's two biases have, are one value
+            # of the plan): clipping scales each grad in place, and would scale it twice
+            if grad_value is None or grad_value.kind != NODE or array.base is not None \
+                    or id(array) in handed:
+                array = array.copy()
+            handed.add(id(array))
             p.grad = Tensor._wrap(array)
         from ..nn.utils import clip_grad_norm_
 

@@ -118,6 +118,15 @@ def _class_weights(xp, dtype, target, weight, ignore_index):
     return (w * valid).astype(dtype, copy=False), safe, valid
 
 
+def _check_targets(xp, target, ignore_index, n_classes, name):
+    """The range check of the Python wrapper, again in the kernel: a compiled plan runs the
+    kernel alone, and a negative target would wrap around instead of raising."""
+    bad = (target != ignore_index) & ((target < 0) | (target >= n_classes))
+    if bad.any():
+        raise IndexError(f"{name}: target {int(target[bad][0])} is out of bounds for "
+                         f"{n_classes} classes")
+
+
 def _reduce_picked(xp, picked, w, reduction):
     loss = -w * picked
     if reduction == "none":
@@ -186,6 +195,7 @@ def _sample_coef(ctx, dy, target, weight):
 @op("nll_loss", save="inputs[1, 2]")
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _nll_loss(xp, x, target, *weight, ignore_index, reduction):
+    _check_targets(xp, target, ignore_index, x.shape[1], "nll_loss")
     w, safe, _ = _class_weights(xp, x.dtype, target, weight, ignore_index)
     picked = xp.take_along_axis(x, xp.expand_dims(safe, 1), axis=1).squeeze(1)
     return _reduce_picked(xp, picked, w, reduction)
@@ -202,6 +212,7 @@ def nll_loss_backward(ctx, dy):
 @op("cross_entropy", save="inputs", create_graph_reads=(0,))
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _cross_entropy(xp, x, target, *weight, ignore_index, reduction):
+    _check_targets(xp, target, ignore_index, x.shape[1], "cross_entropy")
     shifted = x - x.max(axis=1, keepdims=True)
     logp = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
     if _plain_batch(weight, x, target, ignore_index, reduction):

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
+from ..autograd.interpreter import varies_per_run
+from ..device import array_module
 from ..tensor import Tensor
 from .elementwise import where
 from .loss import check_reduction
@@ -43,7 +46,17 @@ def _shift(xp, a, k):
 
 @op("ctc_loss", save="inputs")
 def _ctc_loss(xp, lp, targets, input_lengths, target_lengths, *, blank, zero_infinity):
-    t_max, n, _ = lp.shape
+    t_max, n, c = lp.shape
+    # the wrapper's checks of the values, again here: a compiled plan runs the kernel alone,
+    # and a negative length or label would wrap around instead of raising
+    if (input_lengths < 0).any() or (input_lengths > t_max).any() or \
+            (target_lengths < 0).any() or (target_lengths > targets.shape[1]).any():
+        raise RuntimeError(f"ctc_loss: input_lengths {input_lengths.tolist()} must lie in "
+                           f"[0, {t_max}] and target_lengths {target_lengths.tolist()} in "
+                           f"[0, {targets.shape[1]}]")
+    if targets.size and (targets.min() < 0 or targets.max() >= c):
+        raise IndexError(f"ctc_loss: target labels must lie in [0, {c}), got values in "
+                         f"[{int(targets.min())}, {int(targets.max())}]")
     ext, skip, valid = _extended(xp, targets, target_lengths, blank)
     lpe = lp.astype(xp.float64)[xp.arange(t_max)[:, None, None], xp.arange(n)[None, :, None],
                                 ext[None]]  # (T, N, S'): log-prob of each extended label
@@ -131,12 +144,26 @@ def _lengths(v, n, name):
 
 
 def _as_input(given, checked):
-    """The checked int64 array as an op input: the given tensor itself where it already is
-    that array's values (so a trace reads new ones), else a tensor of the array."""
-    if isinstance(given, Tensor) and given._data.dtype == np.int64 and \
-            given._data.shape == checked.shape:
-        return given
-    return Tensor._wrap(checked)
+    """The checked int64 array as an op input: a given tensor converted by ops (an int32 one
+    cast, a (1, S) one reshaped), so a trace reads each run's values, not the checked ones."""
+    if not isinstance(given, Tensor):
+        return Tensor._wrap(checked)
+    t = given if given._data.dtype == np.int64 else given.to(dtypes.int64)
+    return t if t._data.shape == checked.shape else t.reshape(checked.shape)
+
+
+def _split_targets(targets, tg, lengths, blank):
+    """1-D concatenated targets as rows of `lengths` (an int64 tensor) labels padded with
+    blank, made by ops so that a trace reads each run's labels and lengths. Where the lengths
+    vary per run the rows are as long as all labels together: the longest is a value, and a
+    compiled plan keeps the shapes it traced."""
+    tg_len = lengths._data
+    smax = tg.shape[0] if varies_per_run(lengths) else int(tg_len.max())
+    ar = Tensor._wrap(array_module(tg_len).arange(smax, dtype=np.int64))
+    pos = (lengths.cumsum(0) - lengths).unsqueeze(1) + ar.unsqueeze(0)
+    flat = _as_input(targets, tg)
+    return where(ar.unsqueeze(0) < lengths.unsqueeze(1), flat[pos.clamp(max=tg.shape[0] - 1)],
+                 blank)
 
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
@@ -168,6 +195,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError(f"ctc_loss: input_lengths[{i}] = {in_len[i]} exceeds the {t_max} "
                            f"time steps of log_probs")
     tg = np.asarray(targets._data if isinstance(targets, Tensor) else targets, np.int64)
+    tg_len_t = _as_input(target_lengths, tg_len)
+    concatenated = tg.ndim == 1 and batched and tg.shape[0] > 0
     if not batched:
         if tg.size != tg_len[0]:  # (an unbatched target is exactly its length, as torch's)
             raise RuntimeError(f"ctc_loss: expected the unbatched targets to have size "
@@ -186,13 +215,20 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     elif tg.shape[0] != n or (tg.shape[1] < tg_len.max() if n else False):
         raise RuntimeError(f"ctc_loss: targets of shape {tg.shape} don't fit batch {n} with "
                            f"target_lengths {tg_len.tolist()}")
-    if tg.shape[1] == 0:  # every target empty: a padding column (2S+1 = 3 labels, not 1)
+    padding_column = tg.shape[1] == 0
+    if padding_column:  # every target empty: a padding column (2S+1 = 3 labels, not 1)
         tg = np.full((n, 1), blank, np.int64)
     elif tg.size and (tg.min() < 0 or tg.max() >= c):
         raise IndexError(f"ctc_loss: target labels must lie in [0, {c}), got values in "
                          f"[{int(tg.min())}, {int(tg.max())}]")
-    tg_len_t = _as_input(target_lengths, tg_len)
-    loss = _ctc_loss(lp, _as_input(targets, tg), _as_input(input_lengths, in_len), tg_len_t,
+    if concatenated:
+        tg_in = _split_targets(targets, np.asarray(targets._data if isinstance(
+            targets, Tensor) else targets, np.int64), tg_len_t, blank)
+    elif padding_column:
+        tg_in = Tensor._wrap(tg)
+    else:
+        tg_in = _as_input(targets, tg)
+    loss = _ctc_loss(lp, tg_in, _as_input(input_lengths, in_len), tg_len_t,
                      blank=blank, zero_infinity=bool(zero_infinity))
     if zero_infinity:
         loss = where(loss.abs() == float("inf"), 0.0, loss)

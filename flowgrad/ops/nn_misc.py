@@ -22,7 +22,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd.inplace import run_inplace
-from ..autograd.interpreter import check_read
+from ..autograd.interpreter import check_read, varies_per_run
 from ..device import array_module
 from ..errors import check_same_dtype
 from ..random import numpy_generator, resolve
@@ -42,6 +42,11 @@ __all__ = ["embedding", "embedding_bag", "dropout", "dropout1d", "dropout2d", "d
 # ---- embedding -----------------------------------------------------------------------------------
 @op("embedding", jvp="linear", save="inputs[1]")
 def _embedding(xp, weight, indices, *, padding_idx, scale_grad_by_freq):
+    # the wrapper's range check, again here: a compiled plan runs the kernel alone, and a
+    # negative index would wrap around instead of raising
+    if indices.size and indices.min() < 0:
+        raise IndexError(f"embedding: index out of range in self: index {int(indices.min())} "
+                         f"is out of range for weight with {weight.shape[0]} rows")
     return weight[indices]
 
 
@@ -216,7 +221,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         starts = Tensor._wrap(xp.arange(b, dtype=np.int64) * length)  # from the shape only
         flat = input.reshape(-1)
         psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
-        last = False
+        last, longest = False, None
     elif idx.ndim == 1:
         if offsets is None:
             raise ValueError("embedding_bag: offsets has to be a 1D Tensor but got None")
@@ -234,6 +239,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                                f"start in input), got {off.tolist()}")
         starts, flat, psw, last = offsets.reshape(-1), input, per_sample_weights, \
             bool(include_last_offset)
+        # offsets a compiled plan reads anew each run: the longest bag is a value, and the
+        # plan keeps the shapes it traced; pad every bag to the whole input instead
+        longest = idx.shape[0] if varies_per_run(offsets) else None
     else:
         raise ValueError(f"embedding_bag: input has to be 1D or 2D Tensor, but got Tensor of "
                          f"dimension {idx.ndim}")
@@ -244,7 +252,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if idx.size == 0:
         return weight.new_zeros((starts.shape[0] - last, weight._data.shape[1]))
     # the bags padded to one length: positions (bags, longest) into the flat rows, and a mask
-    pos, mask = _bag_layout(flat, starts, include_last_offset=last, padding_idx=pad)
+    pos, mask = _bag_layout(flat, starts, include_last_offset=last, padding_idx=pad,
+                            longest=longest)
     rows = emb[pos]  # (bags, longest, dim)
     if mode == "max":
         rows = where(mask.unsqueeze(-1), rows, -math.inf).amax(1)
@@ -259,16 +268,19 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 
 
 @op("embedding_bag_layout", n_out=2, differentiable=False)
-def _bag_layout(xp, flat, starts, *, include_last_offset, padding_idx):
-    """Each bag's positions in the flat indices, padded to the longest bag (bags, longest),
-    and the mask of real (non-padding) entries; from the indices and the bags' starts."""
+def _bag_layout(xp, flat, starts, *, include_last_offset, padding_idx, longest=None):
+    """Each bag's positions in the flat indices, padded to `longest` (None: the longest
+    bag's length), and the mask of real (non-padding) entries; from the indices and the
+    bags' starts."""
     starts = starts.astype(xp.int64)
     if include_last_offset:
         starts, ends = starts[:-1], xp.minimum(starts[1:], flat.size)
     else:
         ends = xp.append(starts[1:], flat.size)
     lengths = ends - starts
-    longest = max(int(lengths.max()) if lengths.size else 0, 1)
+    if longest is None:
+        longest = int(lengths.max()) if lengths.size else 0
+    longest = max(longest, 1)
     pos = starts[:, None] + xp.arange(longest)[None, :]
     mask = xp.arange(longest)[None, :] < lengths[:, None]
     if padding_idx is not None:
