@@ -261,6 +261,11 @@ CASES = [
     ('polar of ints', lambda m: m.polar(m.tensor([1, 2]), m.tensor([0, 1]))),
     ('flip without dims', lambda m: m.ones(2, 2).flip()),  # (it reversed nothing)
     ('histogram default bins', lambda m: m.tensor([1.0, 2.0, 3.0]).histogram()),
+    ('new_zeros without size', lambda m: m.ones(2).new_zeros()),
+    ('new_empty without size', lambda m: m.ones(2).new_empty()),
+    ('new_ones of ()', lambda m: m.ones(2).new_ones(())),
+    ('sum_to_size without size', lambda m: m.ones(2, 3).sum_to_size()),
+    ('sum_to_size of ()', lambda m: m.ones(2, 3).sum_to_size(())),
 ]
 
 

@@ -774,6 +774,8 @@ def _new(name, factory):
             if size:
                 raise TypeError(f"{name}() got 'size' both positionally and as a keyword")
             size = (options.pop("size"),)
+        if not size:  # (as torch: no size is a mistake, not a 0-d tensor; () asks for one)
+            raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
         check_hints(name, options)
         return factory(*size, dtype=dtype or self.dtype,
                        device=self.device if device is None else device,

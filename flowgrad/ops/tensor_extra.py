@@ -370,6 +370,8 @@ def sum_to_size(self, *sizes, size=None):
     tensor([[2., 2., 2.]])
     """
     if size is None:
+        if not sizes:  # (as torch: no size is a mistake, not a sum of everything)
+            raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
         size = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
     size = tuple(size)
     try:
