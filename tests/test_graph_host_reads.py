@@ -210,3 +210,25 @@ def test_product_rules_keep_their_exact_form_for_later_zeros(reduce):
     step = _stepping(holder, gradient)
     for s in (flow.ones(3), flow.tensor([1.0, 0.0, 2.0]), flow.tensor([0.0, 0.0, 2.0])):
         np.testing.assert_allclose(step(s).numpy(), gradient(s).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("read", [
+    lambda x: x[x > 0].sum() + x[x > 0].shape[0],
+    lambda x: x.sum() * 0 + len(flow.nonzero(x)),
+    lambda x: flow.masked_select(x, x > 0).sum() + x[x > 0].size(0),
+    lambda x: (x[x > 0] * 2).mean() + (x[x > 0] * 2).numel(),
+], ids=["shape", "len_nonzero", "size_of_masked_select", "numel_of_a_product"])
+def test_reading_a_value_dependent_size_inside_build_raises(read):
+    """A boolean mask's selection (and what is computed from it) has a size that depends on
+    the values: reading it inside build would freeze the first call's size into the plan."""
+    graph = flow.nn.Graph.trace(read)
+    with pytest.raises(RuntimeError, match=r"depends on values.*\(mask\.sum\(\)"):
+        graph(T([1.0, 2.0, 0.0, -1.0]))
+
+
+def test_value_dependent_sizes_counted_by_ops_are_recomputed():
+    def count(x):
+        return (x[x > 0] * 2).sum() + (x > 0).sum() + flow.nonzero(x).sum() * 0
+    graph = flow.nn.Graph.trace(count)
+    for x in (T([1.0, 2.0, 0.0, -1.0]), T([3.0, -2.0, -1.0, -1.0])):
+        assert graph(x).item() == count(x).item()

@@ -75,6 +75,55 @@ def user_line(where=None):
     return f"{filename}:{lineno}: {linecache.getline(filename, lineno).strip()}"
 
 
+# ops whose output's size depends on the input's values (a boolean mask's selection, the
+# non-zero positions): a plan recomputes the values, so a size read while tracing is stale
+_VALUE_SHAPED = frozenset(("nonzero", "flat_nonzero", "index"))  # (index: by a bool mask)
+
+
+class ValueShaped(Tensor):
+    """A traced tensor whose size depends on values (and what is computed from it, unless
+    0-d): user code reading its size inside build raises, as the plan would keep the first
+    call's size. flowgrad's own code reads it freely (its kernels see each run's arrays)."""
+
+    __slots__ = ()
+
+    @property
+    def shape(self):
+        _refuse_size_read(self)
+        return Tensor.shape.fget(self)
+
+    def size(self, dim=None):
+        _refuse_size_read(self)
+        return Tensor.size(self, dim)
+
+    def numel(self):
+        _refuse_size_read(self)
+        return Tensor.numel(self)
+
+    def __len__(self):
+        _refuse_size_read(self)
+        return Tensor.__len__(self)
+
+
+def _mark_value_shaped(outs):
+    for t in outs:
+        if t.__class__ is Tensor and t._data.ndim:
+            t.__class__ = ValueShaped
+
+
+def _refuse_size_read(tensor):
+    filename = sys._getframe(2).f_code.co_filename
+    inside = _INSIDE.get(filename)
+    if inside is None:
+        inside = _INSIDE[filename] = filename.startswith(_PACKAGE)
+    if not inside:
+        raise RuntimeError(
+            f"nn.Graph: the size of a tensor (shape {tuple(tensor._data.shape)} this call) "
+            f"depends on values (a boolean mask's selection, nonzero), and build() reads it at "
+            f"{user_line()}: the compiled plan would keep this call's size. Count with tensor "
+            f"ops instead (mask.sum() for the number of selected elements)")
+
+
 class Tracer:
     """The interpreter in use while `build` runs: eager execution, recorded into a Program."""
 
@@ -89,6 +138,7 @@ class Tracer:
         self.functions = []    # (position among the nodes, node) of custom Functions
         self.made_here = []    # tensors a factory (zeros, arange, ...) made during build
         self.eager_grads = {}  # parameter -> its eager .grad, while build sees the traced one
+        self.value_shaped = False  # whether some traced tensor's size depends on values
         self.phase = "forward"
         self.where = None      # set by the autograd pass: the user_site of its ops
 
@@ -166,6 +216,11 @@ class Tracer:
             self.function_of[node] = function
             if function.aux:
                 outs = outs + tuple(function.aux)
+        if op.name in _VALUE_SHAPED and (op.name != "index" or any(
+                t._data.dtype == np.bool_ for t in inputs[1:])) or self.value_shaped and any(
+                t.__class__ is ValueShaped for t in inputs):
+            _mark_value_shaped(outs)
+            self.value_shaped = True
         if len(values) > n_values:  # ops ran inside this one (a saved-tensor pack hook)
             return self._record_around(node, outs, n_values, result)
         # each output a new Value, remembered as `_remember` does (inline: once per op)
