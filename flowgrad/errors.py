@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .dtypes import TORCH_SCALAR_NAMES, finfo, from_numpy_dtype
+from .dtypes import TORCH_SCALAR_NAMES, finfo, from_numpy_dtype, to_real
 
 
 def describe(x) -> str:
@@ -254,3 +254,29 @@ def check_std(std, name):
     elif std.size and not (std >= 0).all():
         raise RuntimeError(f"{name} expects all elements of std >= 0.0 (std of shape "
                            f"{tuple(std.shape)} holds a negative or nan value)")
+
+
+def check_uniform_bounds(name, dtype, a, b):
+    """torch's uniform_ checks for U[a, b) written into `dtype` (a flowgrad dtype): finite
+    bounds inside the dtype's range (else inf would be written), a <= b, and b - a within
+    the range too.
+
+    >>> import flowgrad as flow
+    >>> check_uniform_bounds("uniform_", flow.float16, 0, 70000)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    RuntimeError: uniform_: to=70000 is out of bounds for float16 (largest finite 65504.0)...
+    """
+    kind = dtype.np.kind
+    top = float(finfo(to_real(dtype) if kind == "c" else dtype).max) if kind in "fcV" \
+        else math.inf
+    for bound, value in (("from", a), ("to", b)):
+        if not math.isfinite(value) or abs(value) > top:
+            raise RuntimeError(f"{name}: {bound}={value} is out of bounds for {dtype.name} "
+                               f"(largest finite {top}); pass finite bounds inside its range")
+    if a > b:
+        raise RuntimeError(f"{name} expects to return a [from, to) range, but found "
+                           f"from={a} > to={b}; pass a <= b")
+    if b - a > top:
+        raise RuntimeError(f"{name} expects to - from <= {top} (the largest {dtype.name}), "
+                           f"but found to={b} and from={a}")

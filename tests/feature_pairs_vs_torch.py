@@ -15,26 +15,9 @@ import warnings
 
 import numpy as np
 import torch
+from graph_feature_pairs import build  # the same model, built in either framework
 
 import flowgrad as flow
-
-
-def build(m, seed=0, feats=()):
-    rng = np.random.default_rng(seed)
-    mods = []
-    for i, (a, b) in enumerate([(6, 8), (8, 8), (8, 3)]):
-        if i == 1 and "bn" in feats:
-            mods.append(m.nn.BatchNorm1d(8))
-        if i == 1 and "ln" in feats:
-            mods.append(m.nn.LayerNorm(8))
-        lin = m.nn.Linear(a, b)
-        with m.no_grad():
-            lin.weight.copy_(m.tensor(rng.standard_normal((b, a)).astype(np.float32) * 0.5))
-            lin.bias.copy_(m.tensor(rng.standard_normal(b).astype(np.float32) * 0.1))
-        mods.append(lin)
-        if i < 2:
-            mods.append(m.nn.Tanh())
-    return m.nn.Sequential(*mods)
 
 FEATURES = ["ckpt", "ckpt_re", "amp", "fwd_hook", "bwd_hook", "tensor_hook", "retain",
             "weight_norm", "functional_call", "anomaly", "pre_hook", "grad_accum", "clip",

@@ -15,10 +15,9 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes as _dt
 from ..autograd.inplace import bump_version
 from ..autograd.interpreter import check_host_draw
-from ..errors import check_std
+from ..errors import check_std, check_uniform_bounds
 from ..random import numpy_generator as _numpy_generator
 
 __all__ = [
@@ -101,22 +100,9 @@ def _check_sampled_dtype(tensor, name, complex_ok=True):
 
 
 def _check_uniform_bounds(tensor, a, b, name):
-    """torch's uniform_ checks: bounds finite and inside the dtype's range (else inf would
-    be written), a <= b."""
-    if not tensor.numel():
-        return
-    top = _dt.finfo(tensor.dtype).max
-    for bound, value in (("from", a), ("to", b)):
-        if not -top <= value <= top:  # nan fails too
-            raise RuntimeError(f"nn.init.{name}: {bound}={value} is out of bounds for "
-                               f"{tensor.dtype.name} (largest finite {top}); pass finite "
-                               f"bounds inside its range")
-    if a > b:
-        raise RuntimeError(f"nn.init.{name}: expects a [from, to) range, but found "
-                           f"from={a} > to={b}; pass a <= b")
-    if b - a > top:
-        raise RuntimeError(f"nn.init.{name}: expects to - from <= {top} (the largest "
-                           f"{tensor.dtype.name}), but found to={b} and from={a}")
+    """torch's uniform_ checks (an empty tensor takes any bounds)."""
+    if tensor.numel():
+        check_uniform_bounds(f"nn.init.{name}", tensor.dtype, a, b)
 
 
 def _draw_uniform(tensor, a, b, generator, name):

@@ -9,7 +9,6 @@ in-place writers nn.init needs (fill_, zero_, copy_, uniform_, normal_).
 from __future__ import annotations
 
 import builtins
-import math
 
 import numpy as np
 
@@ -17,7 +16,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, run_inplace, same_elements, self_overlapping
 from ..device import array_module
-from ..errors import check_kernel_dtype, check_std, fill_scalar
+from ..errors import check_kernel_dtype, check_std, check_uniform_bounds, fill_scalar
 from ..random import resolve
 from ..tensor import Tensor, tensor_method
 from .creation import _normal, _uniform
@@ -496,18 +495,7 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
     keyword, hence **kwargs) name a and b."""
     if kwargs:
         a, b = _uniform_keywords(a, b, kwargs)
-    kind = self._data.dtype.kind
-    top = float(_dt.finfo(_dt.to_real(self.dtype)).max) if kind in "fcV" else math.inf
-    for bound, value in (("from", a), ("to", b)):
-        if not math.isfinite(value) or abs(value) > top:  # (float16: inf would be written)
-            raise RuntimeError(f"uniform_: {bound} is out of bounds for {self.dtype.name} "
-                               f"(got {bound}={value}); pass finite bounds within its range")
-    if a > b:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
-                           f"from={a} > to={b}")
-    if b - a > top:
-        raise RuntimeError(f"uniform_ expects to-from <= {top} (the largest {self.dtype.name})"
-                           f", but found to={b} and from={a}")
+    check_uniform_bounds("uniform_", self.dtype, a, b)
     return _write_sample(self, "uniform_", _uniform, generator, low=float(a), high=float(b))
 
 
