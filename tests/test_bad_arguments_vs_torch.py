@@ -266,6 +266,8 @@ CASES = [
     ('new_ones of ()', lambda m: m.ones(2).new_ones(())),
     ('sum_to_size without size', lambda m: m.ones(2, 3).sum_to_size()),
     ('sum_to_size of ()', lambda m: m.ones(2, 3).sum_to_size(())),
+    ('stack of a tensor', lambda m: m.stack(m.arange(3))),
+    ('cat of a tensor', lambda m: m.cat(m.ones(2, 2))),
 ]
 
 

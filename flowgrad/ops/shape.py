@@ -609,6 +609,9 @@ def cat_backward(ctx, dy):
 
 
 def _promote_all(tensors, op_name):
+    if isinstance(tensors, Tensor):  # (a tensor iterates its rows: refused, as torch)
+        raise TypeError(f"{op_name}(): argument 'tensors' (position 1) must be tuple of "
+                        f"Tensors, not Tensor")
     if not isinstance(tensors, (list, tuple)) or not tensors:
         # (torch's cat raises ValueError here, its stack RuntimeError)
         raise (ValueError if op_name == "cat" else RuntimeError)(
