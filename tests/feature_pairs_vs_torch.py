@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 import torch
-from graph_feature_pairs import build  # the same model, built in either framework
+from graph_feature_pairs import build, optimizer_for  # the same model and optimizers
 
 import flowgrad as flow
 
@@ -42,22 +42,7 @@ def run(m, feats, steps=2):
         m.nn.utils.parametrizations.spectral_norm(model[4])
     if "param_freeze" in feats:
         model[0].weight.requires_grad_(False)
-    params = [p for p in model.parameters() if p.requires_grad]
-    kw = {"foreach": False} if "foreach_false" in feats else {}
-    if "maximize" in feats:
-        kw["maximize"] = True
-    if "adam" in feats or "amsgrad" in feats:
-        opt = m.optim.Adam(params, lr=0.01, weight_decay=0.01, amsgrad="amsgrad" in feats, **kw)
-    elif "rmsprop" in feats:
-        opt = m.optim.RMSprop(params, lr=0.01, momentum=0.5, centered=True, **kw)
-    else:
-        opt = m.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=0.01,
-                          nesterov="nesterov" in feats, **kw)
-    if "param_hook" in feats:
-        params[-1].register_hook(lambda g: g * 0.5)
-    if "post_acc_hook" in feats:
-        params[0].register_post_accumulate_grad_hook(lambda p: p.grad.mul_(0.25))
-    sch = m.optim.lr_scheduler.StepLR(opt, 1, 0.5) if "sched" in feats else None
+    params, opt, sch = optimizer_for(m, model, feats)
     rng = np.random.default_rng(1)
     for step in range(steps):
         x = m.tensor(rng.standard_normal((5, 6)).astype(np.float32), requires_grad=True)

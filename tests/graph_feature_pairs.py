@@ -64,6 +64,13 @@ def setup(feats):
         model[0].weight.requires_grad_(False)
     if "buffer_inplace" in feats:
         model.register_buffer("count", m.zeros(()))
+    params, opt, sch = optimizer_for(m, model, feats)
+    return model, opt, sch
+
+
+def optimizer_for(m, model, feats):
+    """(trainable parameters, optimizer, scheduler or None) of framework m for `feats`, with
+    the parameter hooks the features ask for."""
     params = [p for p in model.parameters() if p.requires_grad]
     kw = {"foreach": False} if "foreach_false" in feats else {}
     if "maximize" in feats:
@@ -80,7 +87,7 @@ def setup(feats):
     if "post_acc_hook" in feats:
         params[0].register_post_accumulate_grad_hook(lambda p: (p.grad.mul_(0.25), None)[1])
     sch = m.optim.lr_scheduler.StepLR(opt, 1, 0.5) if "sched" in feats else None
-    return model, opt, sch
+    return params, opt, sch
 
 
 def loss_fn(model, feats, x, y):
