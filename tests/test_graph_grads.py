@@ -206,3 +206,19 @@ def test_a_graph_attribute_build_reads_changed_after_compiling_raises():
     with pytest.raises(RuntimeError, match="the graph had scale=2.0 when the graph compiled "
                                            "and has scale=0.5 now"):
         graph(flow.ones(1, 2))
+
+
+def test_a_graph_attribute_build_does_not_read_may_change():
+    class Counted(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.lin = flow.nn.Linear(2, 2)
+            self.calls = 0  # bookkeeping outside build
+
+        def build(self, x):
+            return self.lin(x)
+    graph = Counted()
+    for _ in range(3):
+        graph(flow.ones(1, 2))
+        graph.calls += 1
+    assert graph.calls == 3

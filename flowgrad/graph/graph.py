@@ -86,6 +86,12 @@ class Graph:
 
     _count = 0
 
+    def __getattribute__(self, name):
+        reads = object.__getattribute__(self, "__dict__").get("_reads")
+        if reads is not None:  # tracing: the graph's own settings build reads (_settings)
+            reads.add(name)
+        return object.__getattribute__(self, name)
+
     def __setattr__(self, name, value):
         if "_modules" not in self.__dict__:
             raise RuntimeError(f"nn.Graph: call super().__init__() in {type(self).__name__}."
@@ -229,7 +235,11 @@ class Graph:
         with using_interpreter(tracer), autocast("cpu", self.config.amp_dtype, self.config.amp,
                                                  cache_enabled=True), checkpointing.tracking(
                 tracer.program, checkpointing.checkpointed_modules(self)):
-            out = self.build(*args, **kwargs)
+            self.__dict__["_reads"] = set()
+            try:
+                out = self.build(*args, **kwargs)
+            finally:
+                reads = self.__dict__.pop("_reads")
         tracer.finish()
         program = tracer.program
         leaves, rebuild = _flatten_outputs(out)
@@ -255,7 +265,7 @@ class Graph:
         self._log(2, plan.source)
         compiled = (program, plan, rebuild, _signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers), _trainable(state),
-                    _settings(self))
+                    _settings(self, reads))
         object.__setattr__(self, "_compiled", compiled)
         if self._dynamic_size:
             if len(self._plans) >= self._dynamic_size:
@@ -448,13 +458,13 @@ _GONE = object()
 _PLAIN = (bool, int, float, str, type(None))
 
 
-def _settings(graph):
+def _settings(graph, reads):
     """(object, its path, attribute, value) of every plain setting of the graph's modules
-    (`training`, a dropout's p, a norm's eps and momentum...) and of the graph itself (a
-    number build reads as self.scale): a plan computes with the values they had when it
-    was traced."""
+    (`training`, a dropout's p, a norm's eps and momentum...) and of the graph itself that
+    build read (`reads`: a number such as self.scale): a plan computes with the values they
+    had when it was traced."""
     found = [(graph, "self", name, value) for name, value in vars(graph).items()
-             if _plain(name, value) and name != "training"]
+             if name in reads and _plain(name, value)]
     for top, module in graph._modules.items():
         for path, sub in module.named_modules(prefix=top):
             found += [(sub, path, name, value) for name, value in vars(sub).items()
