@@ -222,3 +222,21 @@ def test_a_graph_attribute_build_does_not_read_may_change():
         graph(flow.ones(1, 2))
         graph.calls += 1
     assert graph.calls == 3
+
+
+def test_a_build_that_raises_after_backward_leaves_the_eager_grads():
+    model = _model()
+    model(flow.ones(1, 4)).sum().backward()
+    before = [p.grad for p in model.parameters()]
+
+    class Failing(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            self.model(x).sum().backward()
+            raise ValueError("after backward")
+    with pytest.raises(ValueError, match="after backward"):
+        Failing()(flow.ones(2, 4))
+    assert all(p.grad is b for p, b in zip(model.parameters(), before))

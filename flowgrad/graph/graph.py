@@ -238,6 +238,9 @@ class Graph:
             self.__dict__["_reads"] = set()
             try:
                 out = self.build(*args, **kwargs)
+            except BaseException:
+                tracer.restore_grads()  # a failed build leaves the eager .grad as it was
+                raise
             finally:
                 reads = self.__dict__.pop("_reads")
         tracer.finish()

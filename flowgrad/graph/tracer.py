@@ -322,13 +322,19 @@ class Tracer:
         """After build: each parameter's gradient is what its .grad held at the end of build
         (written in place, or set to None), and its eager .grad is back; a parameter or buffer
         written by something the trace cannot replay raises."""
-        for param, eager_grad in self.eager_grads.items():
+        for param in self.eager_grads:
             final = param._meta.acc_grad
             if final is None:
                 self.program.grads.pop(param, None)
             else:
                 self.program.grads[param] = self.value(final)
+        self.restore_grads()
+
+    def restore_grads(self):
+        """Put the parameters' eager .grad back (after build, or when build raised)."""
+        for param, eager_grad in self.eager_grads.items():
             param._meta.acc_grad = eager_grad
+        self.eager_grads = {}
         for key, before in self.stale.items():
             if before is not None and before.kind == STATE and \
                     before.source not in self.program.writebacks:
