@@ -373,10 +373,6 @@ def _finish(array, requires_grad, dev=None):
     return t
 
 
-def _float_max(d):
-    return builtins.float(_dt.finfo(d).max)
-
-
 def _float_dtype(dtype):
     return _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
 
@@ -636,23 +632,14 @@ def _refuse_bool(op_name, d):
 
 
 def _bound_as(op_name, value, d):
-    """A bound converted to dtype `d`'s values as torch's Scalar.to<T>(): an integer dtype
-    truncates, and a value it cannot hold raises (uint8 takes the ints -255..-1 modulo 256, as
-    torch); a floating dtype rounds to its precision, and raises beyond its range."""
+    """A bound converted to dtype `d`'s values as torch's Scalar.to<T>(): checked as a fill
+    (`fill_scalar`: a value the dtype cannot hold raises; uint8 takes the ints -255..-1
+    modulo 256), then an integer dtype truncates and a floating one rounds to its precision."""
+    value = fill_scalar(op_name, value, d.np)
     if d.category == 0:
         return bool(value)
     if d.category == 1:
-        info = np.iinfo(d.np)
-        low = -info.max if d.np == np.uint8 and isinstance(value, int) else info.min
-        fits = math.isfinite(value) and low <= value <= info.max
-    else:
-        parts = (complex(value).real, complex(value).imag)
-        fits = not any(math.isfinite(p) and abs(p) > _float_max(_dt.to_real(d)) for p in parts)
-    if not fits:
-        raise RuntimeError(f"{op_name}(): value {value!r} cannot be converted to type {d.name} "
-                           f"without overflow; pass bounds the dtype holds")
-    if d.category == 1:
-        return int(value) % (info.max + 1) if value < 0 and info.min == 0 else int(value)
+        return int(value)
     return d.np.type(value).item() if d.category == 2 else complex(d.np.type(value))
 
 

@@ -25,7 +25,6 @@ from .creation import (
     _as_int,
     _device_like,
     _float_dtype,
-    _float_max,
     _laid_out,
     _size,
     _size_arg,
@@ -45,12 +44,8 @@ def rand(*size_args, size=None, generator=None, dtype=None, device=None,
     >>> flow.rand(3)
     tensor([0.6370, 0.2698, 0.0410])
     """
-    dev = resolve_device(device, "rand")
-    d = _sampled_dtype("rand", dtype, "uniform").np
-    shape = _size(_size_arg(size_args, size, "rand"), "rand")
-    gen = resolve(generator)
-    out = _alloc("rand", shape, d, lambda: _rand(shape=shape, dtype=d, generator=gen))
-    return _finish_op(out, requires_grad, dev)
+    return _sample("rand", _rand, "uniform", size_args, size, generator, dtype, device,
+                   requires_grad)
 
 
 # ---- random sampling: kernels draw from the Generator attribute ---------------------------
@@ -149,11 +144,17 @@ def randn(*size_args, size=None, generator=None, dtype=None, device=None,
     tensor([[ 0.1257, -0.1321],
             [ 0.6404,  0.1049]])
     """
-    dev = resolve_device(device, "randn")
-    d = _sampled_dtype("randn", dtype, "normal").np
-    shape = _size(_size_arg(size_args, size, "randn"), "randn")
+    return _sample("randn", _randn, "normal", size_args, size, generator, dtype, device,
+                   requires_grad)
+
+
+def _sample(name, kernel, kind, size_args, size, generator, dtype, device, requires_grad):
+    """rand's and randn's body: `kernel` (a random op) drawn in a floating or complex dtype."""
+    dev = resolve_device(device, name)
+    d = _sampled_dtype(name, dtype, kind).np
+    shape = _size(_size_arg(size_args, size, name), name)
     gen = resolve(generator)
-    out = _alloc("randn", shape, d, lambda: _randn(shape=shape, dtype=d, generator=gen))
+    out = _alloc(name, shape, d, lambda: kernel(shape=shape, dtype=d, generator=gen))
     return _finish_op(out, requires_grad, dev)
 
 
@@ -194,7 +195,8 @@ def _check_random_bounds(op_name, low, high, d):
         raise RuntimeError(f"{op_name}(): random integers are not implemented for dtype "
                            f"{d.name}; draw an integer or floating dtype and convert")
     if d.category == 2:
-        lo, hi = -_float_max(d), _float_max(d)
+        hi = builtins.float(_dt.finfo(d).max)
+        lo = -hi
     elif d.category == 0:
         lo, hi = 0, 1
     else:
@@ -212,11 +214,8 @@ def rand_like(input, dtype=None, generator=None, device=None, requires_grad=Fals
     >>> flow.rand_like(flow.zeros(2, 3)).shape
     flowgrad.Size([2, 3])
     """
-    check_hints("rand_like", options)
-    dev = _device_like(input, device, "rand_like")
-    d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
-    return _laid_out(rand(*input.shape, dtype=d, generator=generator, device=dev,
-                         requires_grad=requires_grad), input, options)
+    return _sample_like("rand_like", rand, input, dtype, generator, device, requires_grad,
+                        options)
 
 
 def randn_like(input, dtype=None, generator=None, device=None, requires_grad=False, **options):
@@ -226,11 +225,18 @@ def randn_like(input, dtype=None, generator=None, device=None, requires_grad=Fal
     >>> flow.randn_like(flow.zeros(2)).dtype
     flowgrad.float32
     """
-    check_hints("randn_like", options)
-    dev = _device_like(input, device, "randn_like")
+    return _sample_like("randn_like", randn, input, dtype, generator, device, requires_grad,
+                        options)
+
+
+def _sample_like(name, factory, input, dtype, generator, device, requires_grad, options):
+    """rand_like's and randn_like's body: `factory` shaped like `input`, in its dtype, on its
+    device and in its recorded memory format unless given."""
+    check_hints(name, options)
+    dev = _device_like(input, device, name)
     d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
-    return _laid_out(randn(*input.shape, dtype=d, generator=generator, device=dev,
-                          requires_grad=requires_grad), input, options)
+    return _laid_out(factory(*input.shape, dtype=d, generator=generator, device=dev,
+                             requires_grad=requires_grad), input, options)
 
 
 def randint_like(input, low=0, high=None, dtype=None, generator=None, device=None,
