@@ -29,6 +29,29 @@ def train_graph(model, optimizer, lr_sch=None, loss_fn=cross_entropy, accumulati
     return Train()
 
 
+def graph_of(model, step, optimizer=None):
+    """An nn.Graph holding `model` (and, for a training graph, `optimizer`) whose build is
+    `step(model, *inputs)`."""
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            if optimizer is not None:
+                self.add_optimizer(optimizer)
+
+        def build(self, *args):
+            return step(self.model, *args)
+
+    return Step()
+
+
+def sum_backward(model, x):
+    """A step: model(x).sum(), its backward, the loss."""
+    loss = model(x).sum()
+    loss.backward()
+    return loss
+
+
 def steps_match_eager(train, eager, opt_e, sch_e, batches, loss_fn=cross_entropy):
     """Run each batch through the eager step and the graph; their losses must agree."""
     for x, y in batches:

@@ -5,6 +5,7 @@ update uses what they hold at the end of build. Each row runs three steps (a new
 every call) in both modes and compares the outputs and the parameters after every step."""
 import numpy as np
 import pytest
+from graph_helpers import graph_of, sum_backward
 
 import flowgrad as flow
 import flowgrad.nn.functional as F
@@ -54,15 +55,7 @@ def _run(step, graph):
     batches = [(flow.tensor(rng.standard_normal((3, 4)).astype(np.float32)),
                 flow.tensor(rng.integers(0, 2, 3))) for _ in range(3)]
     if graph:
-        class Train(flow.nn.Graph):
-            def __init__(self):
-                super().__init__()
-                self.model = model
-                self.add_optimizer(opt)
-
-            def build(self, x, y):
-                return step(self.model, x, y)
-        run = Train()
+        run = graph_of(model, step, opt)
     else:
         def run(x, y):
             out = step(model, x, y)
@@ -90,37 +83,23 @@ def test_eager_grad_is_back_after_build():
     model(flow.ones(1, 4)).sum().backward()
     before = [p.grad for p in model.parameters()]
 
-    class Eval(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            loss = self.model(x).sum()
-            loss.backward()
-            return [p.grad for p in self.model.parameters()]
-    grads = Eval()(flow.ones(2, 4))
+    def grads_of(model, x):
+        sum_backward(model, x)
+        return [p.grad for p in model.parameters()]
+    grads = graph_of(model, grads_of)(flow.ones(2, 4))
     assert all(p.grad is b for p, b in zip(model.parameters(), before))
     np.testing.assert_allclose(grads[-1].numpy(), [2.0, 2.0])  # this call's, not summed
 
 
 @pytest.mark.parametrize("call", ["clip_grad_norm_", "get_total_norm"])
 def test_array_level_gradient_helpers_are_refused_inside_build(call):
-    model = _model()
-
-    class Eval(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            self.model(x).sum().backward()
-            grads = [p.grad for p in self.model.parameters()]
-            if call == "get_total_norm":
-                return flow.nn.utils.get_total_norm(grads)
-            return flow.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+    def norm(model, x):
+        sum_backward(model, x)
+        if call == "get_total_norm":
+            return flow.nn.utils.get_total_norm([p.grad for p in model.parameters()])
+        return flow.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     with pytest.raises(RuntimeError, match=f"{call} inside build.* clip_grad_max_norm"):
-        Eval()(flow.ones(2, 4))
+        graph_of(_model(), norm)(flow.ones(2, 4))
 
 
 @pytest.mark.parametrize("change", ["freeze", "unfreeze"])
@@ -128,19 +107,7 @@ def test_changing_requires_grad_after_compiling_raises(change):
     model = _model()
     if change == "unfreeze":
         model[0].weight.requires_grad_(False)
-    opt = flow.optim.SGD(model.parameters(), lr=0.1)
-
-    class Train(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(opt)
-
-        def build(self, x):
-            loss = self.model(x).sum()
-            loss.backward()
-            return loss
-    train = Train()
+    train = graph_of(model, sum_backward, flow.optim.SGD(model.parameters(), lr=0.1))
     train(flow.ones(2, 4))
     model[0].weight.requires_grad_(change == "unfreeze")
     with pytest.raises(RuntimeError, match="requires_grad changed after the graph compiled"):
@@ -159,27 +126,8 @@ def test_a_module_setting_changed_after_compiling_raises(change, match):
     flow.manual_seed(0)
     model = flow.nn.Sequential(flow.nn.Linear(4, 5), flow.nn.Dropout(0.0),
                                flow.nn.BatchNorm1d(5), flow.nn.Linear(5, 2))
-    opt = flow.optim.SGD(model.parameters(), lr=0.1)
-
-    class Train(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(opt)
-
-        def build(self, x):
-            loss = self.model(x).sum()
-            loss.backward()
-            return loss
-
-    class Eval(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            return self.model(x)
-    train, evaluate, x = Train(), Eval(), flow.randn(3, 4)
+    train = graph_of(model, sum_backward, flow.optim.SGD(model.parameters(), lr=0.1))
+    evaluate, x = graph_of(model, lambda model, x: model(x)), flow.randn(3, 4)
     train(x)
     model.eval()
     eager = model(x)
@@ -229,14 +177,9 @@ def test_a_build_that_raises_after_backward_leaves_the_eager_grads():
     model(flow.ones(1, 4)).sum().backward()
     before = [p.grad for p in model.parameters()]
 
-    class Failing(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            self.model(x).sum().backward()
-            raise ValueError("after backward")
+    def failing(model, x):
+        sum_backward(model, x)
+        raise ValueError("after backward")
     with pytest.raises(ValueError, match="after backward"):
-        Failing()(flow.ones(2, 4))
+        graph_of(model, failing)(flow.ones(2, 4))
     assert all(p.grad is b for p, b in zip(model.parameters(), before))
