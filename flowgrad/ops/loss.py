@@ -118,13 +118,16 @@ def _class_weights(xp, dtype, target, weight, ignore_index):
     return (w * valid).astype(dtype, copy=False), safe, valid
 
 
-def _check_targets(xp, target, ignore_index, n_classes, name):
-    """The range check of the Python wrapper, again in the kernel: a compiled plan runs the
-    kernel alone, and a negative target would wrap around instead of raising."""
+def _check_targets(target, ignore_index, n_classes, name, shape=None):
+    """Class targets in range (or ignore_index): in the Python wrapper, before anything is
+    gathered by them, and again in the kernel, as a compiled plan runs the kernel alone and a
+    negative target would wrap around instead of raising. `shape`: the input's, for the
+    message."""
     bad = (target != ignore_index) & ((target < 0) | (target >= n_classes))
     if bad.any():
+        where = "" if shape is None else f" (input shape {shape})"
         raise IndexError(f"{name}: target {int(target[bad][0])} is out of bounds for "
-                         f"{n_classes} classes")
+                         f"{n_classes} classes{where}")
 
 
 def _reduce_picked(xp, picked, w, reduction):
@@ -195,7 +198,7 @@ def _sample_coef(ctx, dy, target, weight):
 @op("nll_loss", save="inputs[1, 2]")
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _nll_loss(xp, x, target, *weight, ignore_index, reduction):
-    _check_targets(xp, target, ignore_index, x.shape[1], "nll_loss")
+    _check_targets(target, ignore_index, x.shape[1], "nll_loss")
     w, safe, _ = _class_weights(xp, x.dtype, target, weight, ignore_index)
     picked = xp.take_along_axis(x, xp.expand_dims(safe, 1), axis=1).squeeze(1)
     return _reduce_picked(xp, picked, w, reduction)
@@ -212,7 +215,7 @@ def nll_loss_backward(ctx, dy):
 @op("cross_entropy", save="inputs", create_graph_reads=(0,))
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _cross_entropy(xp, x, target, *weight, ignore_index, reduction):
-    _check_targets(xp, target, ignore_index, x.shape[1], "cross_entropy")
+    _check_targets(target, ignore_index, x.shape[1], "cross_entropy")
     shifted = x - x.max(axis=1, keepdims=True)
     logp = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
     if _plain_batch(weight, x, target, ignore_index, reduction):
@@ -264,10 +267,7 @@ def _check_class_target(input, target, weight, ignore_index, name):
         raise ValueError(f"{name}: expected target of shape {expected} for input of shape "
                          f"{tuple(input.shape)}, got target shape {tuple(target.shape)}")
     n_classes = x._data.shape[1]
-    bad = (t != ignore_index) & ((t < 0) | (t >= n_classes))
-    if bad.any():
-        raise IndexError(f"{name}: target {int(t[bad][0])} is out of bounds for "
-                         f"{n_classes} classes (input shape {tuple(input.shape)})")
+    _check_targets(t, ignore_index, n_classes, name, tuple(input.shape))
     w = None
     if weight is not None:
         if tuple(weight.shape) != (n_classes,):
