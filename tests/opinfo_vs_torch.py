@@ -1,0 +1,477 @@
+"""torch's own op database (OpInfo) run through flowgrad: the same sample inputs, the same
+values, gradients and raise/no-raise.
+
+`torch.testing._internal.common_methods_invocations.op_db` lists ~700 ops with the sample
+inputs torch tests each one on (broadcasting, scalars, keyword options, empty and
+non-contiguous tensors) and the bad inputs each must refuse (`error_inputs`). Each sample is
+copied into flowgrad tensors (same numbers, same requires_grad), the op is called by the same
+name in flowgrad, and the outcome is compared: raise/no-raise, output structure, shape, dtype
+and values, then the gradients of a fixed cotangent.
+
+Run as a script for a report: .venv/bin/python tests/opinfo_vs_torch.py [name ...]
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import types
+import warnings
+
+import numpy as np
+import torch
+from vs_torch import ERRORS
+
+import flowgrad as flow
+
+# ops whose outputs are random draws: only the structure (shape, dtype) can be compared
+RANDOM = frozenset((
+    "bernoulli", "multinomial", "normal", "rand_like", "randn_like", "randint_like",
+    "randint", "randn", "rand", "nn.functional.dropout", "nn.functional.dropout2d",
+    "nn.functional.dropout3d", "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout",
+    "nn.functional.rrelu", "uniform", "cauchy", "exponential", "geometric", "log_normal",
+    "nn.functional.gumbel_softmax", "randperm", "empty", "empty_like", "new_empty",
+    "empty_strided", "new_empty_strided", "empty_permuted", "normal.number_mean",
+    "normal.in_place", "bernoulli.p", "torch._C._nn.fractional_max_pool2d",
+    "nn.functional.fractional_max_pool2d", "nn.functional.fractional_max_pool3d",
+))
+# ops whose outputs are unique only up to a sign or phase (singular and eigen vectors):
+# their raw outputs are compared by shape and dtype, their values through the sample's
+# `output_process_fn_grad` (which torch writes to be invariant to that choice)
+# ops that pick among equal values (sort, topk, mode...): torch's index among ties is its
+# kernel's choice, so with repeated input values only the values are compared
+TIES = frozenset(("sort", "argsort", "topk", "kthvalue", "mode", "median", "nanmedian",
+                  "msort", "max.reduction_with_dim", "min.reduction_with_dim", "argmax",
+                  "argmin", "unique", "unique_consecutive"))
+GAUGE = frozenset(("linalg.svd", "svd", "linalg.eig", "linalg.eigh", "linalg.eigvals",
+                   "linalg.svdvals", "svd_lowrank", "pca_lowrank", "linalg.eigvalsh",
+                   "symeig", "lobpcg"))
+
+
+@contextlib.contextmanager
+def torch_test_internals():
+    """Import torch's test internals inside: that import loads a hypothesis profile of its own
+    (10 examples a test) and freezes torch.backends' flags; both are put back after, for the
+    tests that run later in the same process."""
+    try:
+        import hypothesis
+        profile = hypothesis.settings.get_current_profile_name()
+    except ImportError:
+        hypothesis = profile = None
+    backends = torch.backends.flags_frozen.__globals__  # (torch.backends' own namespace)
+    unfrozen = not torch.backends.flags_frozen()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+    if hypothesis is not None:
+        hypothesis.settings.load_profile(profile)
+    backends["__allow_nonbracketed_mutation_flag"] = unfrozen
+
+
+def op_db():
+    """torch's OpInfo list (imports torch's test internals once)."""
+    with torch_test_internals():
+        from torch.testing._internal.common_methods_invocations import op_db as db
+    return db
+
+
+def resolve(info):
+    """The flowgrad callable for an OpInfo: torch's own wrapper function (a lambda that
+    reorders arguments) with `torch` bound to flowgrad; else by its dotted name in flowgrad's
+    namespaces, else the Tensor method of that name; None when flowgrad has neither."""
+    op = info.op
+    if isinstance(op, types.FunctionType) and op.__module__.startswith("torch.testing"):
+        scope = dict(op.__globals__, torch=flow)
+        return types.FunctionType(op.__code__, scope, op.__name__, op.__defaults__,
+                                  op.__closure__)
+    name = info.name
+    target = flow
+    for part in name.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            break
+    if target is not None and callable(target) and not isinstance(target, type):
+        return target
+    method = getattr(flow.Tensor, name, None) if "." not in name else None
+    if method is not None and callable(method):
+        return lambda x, *args, **kwargs: getattr(x, name)(*args, **kwargs)
+    return None
+
+
+class Converter:
+    """torch values -> flowgrad values, keeping each tensor pair for the gradient step."""
+
+    def __init__(self):
+        self.pairs = []  # (torch leaf, flowgrad leaf) that require grad
+
+    def __call__(self, value):
+        if isinstance(value, torch.Tensor):
+            return self.tensor(value)
+        if isinstance(value, torch.dtype):
+            return getattr(flow, str(value).split(".")[1])
+        if isinstance(value, torch.Size):
+            return tuple(value)
+        if isinstance(value, torch.device):
+            return flow.device(str(value))
+        if isinstance(value, torch.memory_format):
+            return getattr(flow, str(value).split(".")[1])
+        if isinstance(value, torch.layout):
+            return getattr(flow, str(value).split(".")[1])
+        if isinstance(value, (list, tuple)):
+            items = [self(v) for v in value]
+            return type(value)(items) if type(value) in (list, tuple) else items
+        if isinstance(value, dict):
+            return {k: self(v) for k, v in value.items()}
+        if isinstance(value, torch.Generator):
+            raise Unsupported("a torch.Generator argument")
+        if callable(value) and not isinstance(value, (int, float, complex, str, bool)):
+            raise Unsupported(f"a callable argument {value!r}")
+        return value
+
+    def tensor(self, t):
+        if t.layout != torch.strided or t.device.type != "cpu" or t.ndim > 64 or (
+                t._is_zerotensor()):
+            raise Unsupported(f"layout {t.layout}, device {t.device}, {t.ndim} dims "
+                              f"(NumPy: at most 64), or a ZeroTensor")
+        if t.requires_grad and t.is_leaf and t._base is not None:
+            # (torch's reference inputs: a view made without grad, then requires_grad_(): torch
+            # records no edge to it, the gradient is None; a copy here could not show that)
+            raise Unsupported("a leaf view that requires grad")
+        data = t.detach().resolve_conj().resolve_neg()
+        if data.dtype == torch.bfloat16:
+            out = flow.tensor(data.float().numpy(), dtype=flow.bfloat16)
+        else:
+            out = flow.tensor(data.numpy().copy())
+        if t.requires_grad:
+            out.requires_grad_(True)
+            self.pairs.append((t, out))
+        return out
+
+
+class Unsupported(Exception):
+    """A sample flowgrad's copy of it cannot express (a sparse layout, a generator)."""
+
+
+def to_numpy(value):
+    """A flowgrad or torch output as nested Python/NumPy values for comparison."""
+    if isinstance(value, torch.Tensor):
+        v = value.detach().resolve_conj().resolve_neg()
+        if v.layout != torch.strided:
+            v = v.to_dense()
+        if v._is_zerotensor():
+            v = torch.zeros(v.shape, dtype=v.dtype)
+        if v.dtype == torch.bfloat16:
+            return ("tensor", "bfloat16", v.float().numpy())
+        return ("tensor", str(v.dtype).split(".")[1], v.numpy())
+    if isinstance(value, flow.Tensor):
+        v = value.detach()
+        dtype = str(v.dtype).split(".")[1]
+        if dtype == "bfloat16":
+            return ("tensor", dtype, v.float().numpy())
+        return ("tensor", dtype, v.numpy())
+    if isinstance(value, (list, tuple)):
+        return tuple(to_numpy(v) for v in value)
+    if hasattr(value, "to_dense"):  # flowgrad's sparse tensors
+        return to_numpy(value.to_dense())
+    if isinstance(value, (torch.dtype, flow.dtype)):
+        return ("dtype", str(value).split(".")[1])
+    if isinstance(value, torch.Size):
+        return tuple(value)
+    return value
+
+
+def tolerance(dtype):
+    return {"float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2), "float32": (1e-4, 1e-5),
+            "complex64": (1e-4, 1e-5)}.get(dtype, (1e-7, 1e-9))
+
+
+def compare(expected, actual, where="output", values=True):
+    """A difference between torch's `expected` and flowgrad's `actual` (to_numpy forms) as a
+    message, or None."""
+    if isinstance(expected, tuple) and expected and expected[0] == "tensor":
+        if not (isinstance(actual, tuple) and actual and actual[0] == "tensor"):
+            return f"{where}: torch gives a tensor, flowgrad {type(actual).__name__} {actual!r}"
+        _, dtype, e = expected
+        _, adtype, a = actual
+        if dtype != adtype:
+            return f"{where}: dtype torch {dtype}, flowgrad {adtype}"
+        if e.shape != a.shape:
+            return f"{where}: shape torch {e.shape}, flowgrad {a.shape}"
+        if not values:
+            return None
+        rtol, atol = tolerance(dtype)
+        if e.dtype.kind in "fc":
+            scale = max(1.0, float(np.nanmax(np.abs(e))) if e.size and np.isfinite(
+                np.abs(e)).any() else 1.0)
+            ok = np.isclose(a, e, rtol=rtol, atol=atol * scale, equal_nan=True)
+        else:
+            ok = a == e
+        if not np.all(ok):
+            bad = np.argwhere(~np.asarray(ok))
+            i = tuple(bad[0]) if bad.size else ()
+            return (f"{where}: values differ at {len(bad)} of {e.size} positions, e.g. {i}: "
+                    f"torch {e[i] if e.ndim else e}, flowgrad {a[i] if a.ndim else a}")
+        return None
+    if isinstance(expected, tuple):
+        if not isinstance(actual, tuple) or len(actual) != len(expected):
+            return f"{where}: torch gives {len(expected)} items, flowgrad {actual!r:.80}"
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            message = compare(e, a, f"{where}[{i}]", values)
+            if message:
+                return message
+        return None
+    if isinstance(expected, float) and isinstance(actual, (float, int)):
+        if math.isclose(expected, actual, rel_tol=1e-6, abs_tol=1e-9) or (
+                math.isnan(expected) and math.isnan(actual)):
+            return None
+    if expected != actual and not (isinstance(actual, tuple) and len(actual) == 3
+                                   and actual[0] == "tensor" and actual[2].ndim == 0
+                                   and actual[2] == expected):
+        return f"{where}: torch {expected!r:.80}, flowgrad {actual!r:.80}"
+    return None
+
+
+def _has_ties(t):
+    if not isinstance(t, torch.Tensor) or t.numel() < 2:
+        return False
+    return torch.unique(t.detach()).numel() < t.numel()
+
+
+def _differentiable(out, module):
+    leaves = out if isinstance(out, (list, tuple)) else (out,)
+    flat = []
+    for leaf in leaves:
+        if isinstance(leaf, (list, tuple)):
+            flat.extend(_differentiable(leaf, module))
+        elif isinstance(leaf, module.Tensor) and leaf.requires_grad:
+            flat.append(leaf)
+    return flat
+
+
+def run_sample(info, fn, sample, check_grad=True, values=True):
+    """Compare one sample; return None (same) or a message."""
+    convert = Converter()
+    try:
+        f_input = convert(sample.input)
+        f_args = convert(list(sample.args))
+        f_kwargs = convert(dict(sample.kwargs))
+    except Unsupported as reason:
+        return "skip: " + str(reason)
+    # torch's gradcheck wrapper keeps inputs in the op's domain (the triangle a triangular
+    # solve reads, a Hermitian matrix): both sides are called through it
+    wrap = info.gradcheck_wrapper
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            expected = wrap(info.op, sample.input, *sample.args, **sample.kwargs)
+            t_error = None
+        except ERRORS as error:
+            expected, t_error = None, error
+        try:
+            actual = wrap(fn, f_input, *f_args, **f_kwargs)
+            f_error = None
+        except ERRORS as error:
+            actual, f_error = None, error
+        except Exception as error:  # noqa: BLE001 - any other raise is a finding too
+            actual, f_error = None, error
+    if f_error is not None and "Tensor, not Tensor" in str(f_error):
+        return "skip: torch's gradcheck wrapper calls torch functions"
+    if t_error is not None or f_error is not None:
+        if (t_error is None) != (f_error is None):
+            return f"raise: torch {t_error!r:.200}, flowgrad {f_error!r:.300}"
+        return None
+    gauge = info.name in GAUGE
+    if sample.kwargs.get("dropout_p", 0) or sample.kwargs.get("p", 0) and "dropout" in info.name:
+        values = False  # random draws
+    expected_np, actual_np = to_numpy(expected), to_numpy(actual)
+    if info.name in TIES and not sample.kwargs.get("stable") and _has_ties(sample.input):
+        if isinstance(expected_np, tuple) and expected_np and expected_np[0] != "tensor":
+            expected_np, actual_np = expected_np[:1], actual_np[:1]  # (values, indices)
+        else:
+            values = False  # an index tensor alone: structure only
+    message = compare(expected_np, actual_np, values=values and not gauge)
+    process_t = sample.output_process_fn_grad
+    if gauge and not message and values:
+        try:
+            message = compare(to_numpy(process_t(expected)), to_numpy(process_t(actual)),
+                              "processed output")
+        except Exception as error:  # noqa: BLE001 - the processing lambda is torch-written
+            return f"skip: output_process_fn_grad: {error!r:.100}"
+    if message or not check_grad or not values:
+        return message
+    # gradients: the same cotangent for every differentiable output
+    try:
+        t_out = _differentiable(process_t(expected), torch)
+        f_out = _differentiable(process_t(actual), flow)
+    except Exception as error:  # noqa: BLE001 - the processing lambda is torch-written
+        return f"skip: output_process_fn_grad: {error!r:.100}"
+    t_leaves = [t for t, _ in convert.pairs]
+    f_leaves = [f for _, f in convert.pairs]
+    if not t_out or not t_leaves:
+        if len(f_out) != len(t_out):
+            return f"grad: torch has {len(t_out)} differentiable outputs, flowgrad {len(f_out)}"
+        return None
+    if len(f_out) != len(t_out):
+        return f"grad: torch has {len(t_out)} differentiable outputs, flowgrad {len(f_out)}"
+    gen = torch.Generator().manual_seed(0)
+    cotangents = []
+    for o in t_out:
+        if o.dtype.is_complex:
+            c = torch.complex(torch.randn(o.shape, generator=gen, dtype=torch.float64),
+                              torch.randn(o.shape, generator=gen, dtype=torch.float64)).to(o.dtype)
+        else:
+            c = torch.randn(o.shape, generator=gen, dtype=torch.float64).to(o.dtype)
+        cotangents.append(c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            t_grads = torch.autograd.grad(t_out, t_leaves, cotangents, allow_unused=True)
+            t_error = None
+        except ERRORS as error:
+            t_grads, t_error = None, error
+        try:
+            f_cot = [Converter().tensor(c) for c in cotangents]
+            f_grads = flow.autograd.grad(f_out, f_leaves, f_cot, allow_unused=True)
+            f_error = None
+        except Exception as error:  # noqa: BLE001
+            f_grads, f_error = None, error
+    if t_error is not None or f_error is not None:
+        if (t_error is None) != (f_error is None):
+            return f"grad raise: torch {t_error!r:.200}, flowgrad {f_error!r:.300}"
+        return None
+    t_grads = [torch.zeros_like(leaf) if g is None else g for g, leaf in zip(t_grads, t_leaves)]
+    f_grads = [flow.zeros_like(leaf) if g is None else g for g, leaf in zip(f_grads, f_leaves)]
+    return compare(to_numpy(tuple(t_grads)), to_numpy(tuple(f_grads)), "grad")
+
+
+REFERENCE = False  # True: torch's larger reference_inputs (extremal values, promotion)
+
+
+def samples(info, dtype):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        requires_grad = info.supports_autograd and (dtype.is_floating_point or dtype.is_complex)
+        source = info.reference_inputs if REFERENCE else info.sample_inputs
+        yield from source("cpu", dtype, requires_grad=requires_grad)
+
+
+def error_samples(info):
+    if info.error_inputs_func is None:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield from info.error_inputs("cpu")
+
+
+def check_errors(info, fn):
+    """Each of torch's error inputs must raise in flowgrad too; messages where it does not."""
+    found = []
+    try:
+        errors = list(error_samples(info))
+    except Exception as error:  # noqa: BLE001 - torch's generator needs something missing
+        return [f"skip: error_inputs: {error!r:.100}"]
+    for error_input in errors:
+        sample = error_input.sample_input
+        convert = Converter()
+        try:
+            f_input = convert(sample.input)
+            f_args = convert(list(sample.args))
+            f_kwargs = convert(dict(sample.kwargs))
+        except Unsupported:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                fn(f_input, *f_args, **f_kwargs)
+            except Exception:  # noqa: BLE001 - any raise is what torch does
+                continue
+        found.append(f"no raise where torch raises {error_input.error_type.__name__}"
+                     f"({error_input.error_regex!r:.80}): {describe(sample)}")
+    return found
+
+
+def describe(sample):
+    def one(v):
+        if isinstance(v, torch.Tensor):
+            return f"T{tuple(v.shape)}:{str(v.dtype).split('.')[1]}"
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(one(x) for x in v) + "]"
+        return repr(v)[:40]
+    kw = ", ".join(f"{k}={one(v)}" for k, v in sample.kwargs.items())
+    args = ", ".join(one(a) for a in sample.args)
+    return f"({one(sample.input)}, {args}{', ' if kw else ''}{kw})"
+
+
+DTYPES = (torch.float64, torch.float32, torch.int64, torch.bool, torch.complex128)
+
+
+def probe(info, dtypes=DTYPES):
+    """Every finding for one OpInfo: [(dtype, sample description, message)]."""
+    fn = resolve(info)
+    if fn is None:
+        return [("", "", "missing")]
+    found = []
+    supported = info.supported_dtypes("cpu")
+    for dtype in dtypes:
+        if dtype not in supported:
+            continue
+        try:
+            all_samples = list(samples(info, dtype))
+        except Exception as error:  # noqa: BLE001
+            found.append((str(dtype), "", f"skip: sample_inputs: {error!r:.100}"))
+            continue
+        for sample in all_samples:
+            message = run_sample(info, fn, sample, check_grad=dtype in (
+                torch.float64, torch.complex128), values=info.name not in RANDOM)
+            if message:
+                found.append((str(dtype).split(".")[1], describe(sample), message))
+    for message in check_errors(info, fn):
+        found.append(("errors", "", message))
+    real = [f for f in found if not f[2].startswith("skip")]
+    if real and all("AttributeError" in f[2] and "has no attribute" in f[2] for f in real):
+        return [("", "", "missing")]  # torch's wrapper calls a name flowgrad lacks
+    return found
+
+
+def full_name(info):
+    """An OpInfo's name with its variant: `linalg.pinv.hermitian`."""
+    return info.name + ("." + info.variant_test_name if info.variant_test_name else "")
+
+
+def main(names):
+    global REFERENCE
+    shard, shards = 0, 1
+    if "--reference" in names:
+        REFERENCE = True
+        names.remove("--reference")
+    for arg in list(names):
+        if arg.startswith("--shard="):  # --shard=i/n: every n-th OpInfo from the i-th
+            shard, shards = map(int, arg[8:].split("/"))
+            names.remove(arg)
+    db = op_db()
+    total = bad = missing = 0
+    for k, info in enumerate(db):
+        full = full_name(info)
+        if names and info.name not in names and full not in names or k % shards != shard:
+            continue
+        total += 1
+        try:
+            findings = probe(info)
+        except Exception as error:  # noqa: BLE001 - the probe's own failure, reported
+            print(f"PROBE ERROR {full}: {error!r:.200}")
+            continue
+        if findings and findings[0][2] == "missing":
+            missing += 1
+            print(f"MISSING {full}")
+            continue
+        real = [f for f in findings if not f[2].startswith("skip")]
+        if real:
+            bad += 1
+            print(f"FAIL {full}: {len(real)}")
+            for dtype, where, message in real[:4]:
+                print(f"    [{dtype}] {where[:150]}\n        {message[:300]}")
+    print(f"# {total} OpInfos, {missing} missing in flowgrad, {bad} with findings")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
