@@ -125,6 +125,8 @@ def _det_backward(A, d, g):
     traces it). Double backward at a singular A goes through svd's rule: undefined where
     singular values repeat, as torch's."""
     n = A.shape[-1]
+    if n == 0:  # 0 x 0 matrices: det is the constant 1
+        return A * 0
     singular = (d == 0).unsqueeze(-1).unsqueeze(-1)
     gd = (g * d).unsqueeze(-1).unsqueeze(-1)
     regular = gd * inv(where(singular, _eye(n, A), A)).mT
@@ -162,13 +164,15 @@ def _getrf(xp, A):
     1-based row-swap pivots (int32) and info (the first zero pivot, 1-based; 0 if none)."""
     m, n = A.shape[-2:]
     k = min(m, n)
-    batch = A.shape[:-2]
-    a = A.reshape((-1, m, n)).copy()
+    batch, kind = A.shape[:-2], A.dtype.kind
+    a = A.reshape((math.prod(batch), m, n)).copy()  # (not -1: m or n may be 0)
     rows = xp.arange(a.shape[0])
     piv = xp.zeros((a.shape[0], k), dtype=xp.int32)
     info = xp.zeros(a.shape[0], dtype=xp.int32)
     for j in range(k):
-        p = j + xp.argmax(xp.abs(a[:, j:, j]), axis=1)
+        col = a[:, j:, j]  # complex: |re| + |im|, as LAPACK's izamax, so pivots match
+        p = j + xp.argmax(xp.abs(col.real) + xp.abs(col.imag) if kind == "c" else xp.abs(col),
+                          axis=1)
         piv[:, j] = p + 1
         row_j = a[rows, j].copy()
         a[rows, j] = a[rows, p]
@@ -204,6 +208,8 @@ def linalg_slogdet_backward(ctx, dsign, dlog):
     nonzero and nan where it is zero. Both branches run and `where` merges them (no
     data-dependent branch, so graph mode traces it); sign's gradient is zero, as torch's."""
     (A,), (sign, _) = ctx.inputs, ctx.outputs
+    if A.shape[-1] == 0:  # 0 x 0 matrices: logabsdet is the constant 0
+        return A * 0
     singular = (sign == 0).unsqueeze(-1).unsqueeze(-1)
     g = dlog.unsqueeze(-1).unsqueeze(-1)
     regular = g * inv(where(singular, _eye(A.shape[-1], A), A)).mT
@@ -287,7 +293,7 @@ def solve(A, B, *, left=True):
 
 
 # ---- cholesky / qr ---------------------------------------------------------------------------
-@op("linalg_cholesky", save="outputs")
+@op("linalg_cholesky", save="outputs", complex=True)
 def _cholesky(xp, A):
     return xp.linalg.cholesky(A)
 
@@ -296,20 +302,22 @@ def _cholesky(xp, A):
 def linalg_cholesky_backward(ctx, gL):
     L = ctx.out
     n = L.shape[-1]
-    # A = L L^T  =>  gA = L^-T Phi(L^T gL) L^-1, Phi = lower triangle with halved diagonal;
-    # symmetrised, since only symmetric perturbations of A are meaningful
-    P = (L.mT @ gL) * _tril_const(n, L, 0.5)
+    # torch's rule (Murray 2016): A = L L^H  =>  gA = L^-H S L^-1 with M = L^H gL and
+    # S = (tril(M) + tril(M, -1)^H) / 2: the Hermitian part of Phi(M) (lower triangle,
+    # halved diagonal) up to the diagonal's imaginary part, which torch keeps too
+    M = L.mH @ gL
+    S = (M * _tril_const(n, L) + adjoint(M * _tril_const(n, L, 0.0))) * 0.5
     Linv = inv(L)
-    gA = Linv.mT @ P @ Linv
-    return (gA + gA.mT) * 0.5
+    return adjoint(Linv) @ S @ Linv
 
 
 def cholesky(A, *, upper=False):
-    """Lower (or upper) Cholesky factor of symmetric positive-definite matrices."""
-    _square(A, "linalg.cholesky")
+    """Lower (or upper: L^H) Cholesky factor of Hermitian (symmetric) positive-definite
+    matrices; float and complex."""
+    _square(A, "linalg.cholesky", complex_ok=True)
     L = _lapack(lambda: _cholesky(A), "linalg.cholesky",
                 "the input is not positive-definite")
-    return L.mT if upper else L
+    return adjoint(L) if upper else L
 
 
 @op("linalg_qr", n_out=2, save="outputs")

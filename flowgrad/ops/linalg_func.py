@@ -19,9 +19,10 @@ from collections import namedtuple
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..errors import check_same_dtype
 from ..tensor import Tensor, tensor_method
-from .creation import ones_like
+from .creation import ones_like, zeros_like
 from .diag import tril
 from .elementwise import where
 from .linalg import matmul, outer
@@ -218,8 +219,8 @@ def vander(x, *, N=None):
             [1., 2., 4.],
             [1., 3., 9.]])
     """
-    if x._data.ndim < 1:
-        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    if x._data.ndim == 0:  # a 0-d x is one point, as torch's: (1, N)
+        x = x.unsqueeze(0)
     N = x._data.shape[-1] if N is None else int(N)
     if N <= 1:
         raise RuntimeError(f"linalg.vander: N must be greater than 1, got {N}")
@@ -271,11 +272,15 @@ def _cross(input, other, dim, name):
     if input._data.ndim != other._data.ndim:
         raise RuntimeError(f"{name}: inputs must have the same number of dimensions, got "
                            f"shapes {tuple(input.shape)} and {tuple(other.shape)}")
+    nd = input._data.ndim
+    d = dim % nd if nd else 0
+    # both must have length 3 there before broadcasting ((5, 3) with (5, 1) is refused)
+    if nd == 0 or input._data.shape[d] != 3 or other._data.shape[d] != 3:
+        got = (f"{input._data.shape[d]} and {other._data.shape[d]}" if nd else
+               f"{tuple(input.shape)} and {tuple(other.shape)}")
+        raise RuntimeError(f"{name}: inputs dimension {dim} must have length 3. Got {got}")
     a, b = broadcast_tensors(input, other)
-    dim = dim % a.ndim if a.ndim else 0
-    if a._data.ndim == 0 or a._data.shape[dim] != 3:
-        raise RuntimeError(f"{name}: inputs dimension {dim} must have length 3. Got "
-                           f"{tuple(input.shape)} and {tuple(other.shape)}")
+    dim = d
     a0, a1, a2 = (a.narrow(dim, i, 1) for i in range(3))
     b0, b1, b2 = (b.narrow(dim, i, 1) for i in range(3))
     return cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
@@ -299,24 +304,29 @@ def cross(input, other, dim=None):
 
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.",
                       UserWarning, stacklevel=2)
-        shape = np.broadcast_shapes(input._data.shape, other._data.shape)
-        dim = next((i for i, s in enumerate(shape) if s == 3), -1)
+        # the first dim of size 3 in input's own shape, as torch's
+        dim = next((i for i, s in enumerate(input._data.shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("cross: no dimension of size 3 in input")
     return _cross(input, other, dim, "cross")
 
 
 # ---- Householder reflectors ------------------------------------------------------------------
 def _apply_reflectors(A, tau, C, left, transpose):
-    """Q C, Q^T C, C Q or C Q^T for Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i the i-th
-    column of A below the diagonal with a unit on it (LAPACK's geqrf storage)."""
+    """Q C, Q^H C, C Q or C Q^H for Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^H, v_i the i-th
+    column of A below the diagonal with a unit on it (LAPACK's geqrf/unmqr storage; H_i^H
+    has conj(tau_i) in place of tau_i; conj of a real tensor is the tensor itself)."""
     m, k = A._data.shape[-2], tau._data.shape[-1]
     V = tril(A, -1)[..., :, :k] + _eye(m, A, k)
     order = range(k) if left == transpose else reversed(range(k))
     for i in order:
         v, t = V[..., :, i], tau[..., i].unsqueeze(-1)
+        t = t.conj() if transpose else t
+        vh = v.conj()
         if left:
-            C = C - (t * v).unsqueeze(-1) * (v.unsqueeze(-2) @ C)
+            C = C - (t * v).unsqueeze(-1) * (vh.unsqueeze(-2) @ C)
         else:
-            C = C - (C @ v.unsqueeze(-1)) * (t * v).unsqueeze(-2)
+            C = C - (C @ v.unsqueeze(-1)) * (t * vh).unsqueeze(-2)
     return C
 
 
@@ -330,13 +340,16 @@ def householder_product(A, tau):
     tensor([[0.6000, 0.8000],
             [0.8000, 0.6000]])
     """
-    _matrix(A, "linalg.householder_product")
+    _matrix(A, "linalg.householder_product", complex_ok=True)
     m, n = A._data.shape[-2:]
     if m < n or tau._data.shape[-1] > n or tau._data.shape[:-1] != A._data.shape[:-2]:
         raise RuntimeError(f"linalg.householder_product: expected input (..., m, n) with "
                            f"m >= n and tau (..., k) with k <= n and the same batch dims, got "
                            f"{tuple(A.shape)} and {tuple(tau.shape)}")
     eye = _eye(m, A, n).expand(*A._data.shape[:-2], m, n)
+    if tau._data.shape[-1] == 0:  # no reflectors: Q = I, still a function of A (as torch's,
+        # with a zero gradient): `where` on an all-false mask links it without reading A
+        return where(zeros_like(A, dtype=_dt.bool), A, eye)
     return _apply_reflectors(A, tau, eye, True, False)
 
 
@@ -353,7 +366,7 @@ def ormqr(input, input2, input3, left=True, transpose=False):
     return _apply_reflectors(input, input2, input3, left, transpose)
 
 
-@op("geqrf", n_out=2, differentiable=False)
+@op("geqrf", n_out=2, differentiable=False, complex=True)
 def _geqrf(xp, A):
     h, tau = xp.linalg.qr(A, mode="raw")
     return xp.ascontiguousarray(xp.swapaxes(h, -1, -2)), tau
@@ -363,7 +376,7 @@ def _geqrf(xp, A):
 def geqrf(input):
     """torch.geqrf: LAPACK's QR storage (R above the diagonal, reflectors below, and tau);
     not differentiable, as torch's."""
-    _matrix(input, "geqrf")
+    _matrix(input, "geqrf", complex_ok=True)
     return GEQRF(*_geqrf(input))
 
 
@@ -467,7 +480,7 @@ def _sytrs(xp, ld, piv, b):
 @op("linalg_ldl_factor", n_out=3, differentiable=False)
 def _ldl_factor(xp, A):
     n = A.shape[-1]
-    a = xp.tril(A.reshape((-1, n, n))).copy()
+    a = xp.tril(A.reshape((math.prod(A.shape[:-2]), n, n))).copy()  # (n may be 0)
     piv = xp.zeros(a.shape[:2], dtype=xp.int32)
     info = xp.zeros(a.shape[0], dtype=xp.int32)
     for i in range(a.shape[0]):  # pivoting is data dependent: one matrix at a time
@@ -480,9 +493,10 @@ def _ldl_factor(xp, A):
 def _ldl_solve(xp, LD, pivots, B):
     n = LD.shape[-1]
     batch = xp.broadcast_shapes(LD.shape[:-2], B.shape[:-2])
-    ld = xp.broadcast_to(LD, batch + (n, n)).reshape(-1, n, n)
-    pv = xp.broadcast_to(pivots, batch + (n,)).reshape(-1, n)
-    b = xp.broadcast_to(B, batch + B.shape[-2:]).reshape((-1,) + B.shape[-2:]).copy()
+    size = math.prod(batch)  # (not -1 in reshape: n may be 0)
+    ld = xp.broadcast_to(LD, batch + (n, n)).reshape(size, n, n)
+    pv = xp.broadcast_to(pivots, batch + (n,)).reshape(size, n)
+    b = xp.broadcast_to(B, batch + B.shape[-2:]).reshape((size,) + B.shape[-2:]).copy()
     for i in range(b.shape[0]):
         _sytrs(xp, ld[i], pv[i], b[i])
     return b.reshape(batch + B.shape[-2:])

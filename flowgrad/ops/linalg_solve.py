@@ -15,6 +15,7 @@ tensor([[1.],
 """
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -23,6 +24,7 @@ from ..autograd.grad_mode import no_grad
 from ..device import array_module
 from ..func.batched import every_example
 from ..tensor import Tensor, tensor_method
+from .complex import adjoint
 from .diag import tril, triu
 from .elementwise import where
 from .linalg_decomp import (
@@ -68,8 +70,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     tensor([[1.],
             [2.]])
     """
-    _square(A, "linalg.solve_triangular")
-    _matrix(B, "linalg.solve_triangular")
+    _square(A, "linalg.solve_triangular", complex_ok=True)
+    _matrix(B, "linalg.solve_triangular", complex_ok=True)
     T = triu(A) if upper else tril(A)
     if unitriangular:
         T = _unit_diag(T)
@@ -77,19 +79,20 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
 
 
 # ---- LU --------------------------------------------------------------------------------------
-@op("linalg_lu_factor", n_out=3, save="outputs")
+@op("linalg_lu_factor", n_out=3, save="outputs", complex=True)
 def _lu_factor(xp, A):
     return _getrf(xp, A)  # (in linalg_decomp.py: slogdet takes its pivots' signs too)
 
 
-@op("linalg_lu_permutation", differentiable=False)
+@op("linalg_lu_permutation", differentiable=False, complex=True)
 def _permutation(xp, pivots, LU):
     """P with A = P L U from getrf's row swaps: apply the swaps to the rows of I, transposed.
     (LU only gives the size and dtype.)"""
     m, dtype = LU.shape[-2], LU.dtype
     batch, k = pivots.shape[:-1], pivots.shape[-1]
-    perm = xp.broadcast_to(xp.arange(m), batch + (m,)).reshape(-1, m).copy()
-    piv = pivots.reshape(-1, k) - 1
+    size = math.prod(batch)  # (not -1 in reshape: m or k may be 0)
+    perm = xp.broadcast_to(xp.arange(m), batch + (m,)).reshape(size, m).copy()
+    piv = pivots.reshape(size, k) - 1
     rows = xp.arange(perm.shape[0])
     for j in range(k):
         p = piv[:, j]
@@ -117,22 +120,22 @@ def linalg_lu_factor_backward(ctx, gLU, _gpivots, _ginfo):
     m, n = LU.shape[-2:]
     k = min(m, n)
     gL, gU = tril(gLU, -1)[..., :, :k], triu(gLU)[..., :k, :]
-    # torch's linalg_lu_backward; square: gA = P L^-T (tril_-1(L^T gL) + triu(gU U^T)) U^-T
+    # torch's linalg_lu_backward; square: gA = P L^-H (tril_-1(L^H gL) + triu(gU U^H)) U^-H
     if m == n:
-        gA = tril(L.mT @ gL, -1) + triu(gU @ U.mT)
-        gA = solve_triangular(U.mT, gA, upper=False, left=False)
-        return P @ solve_triangular(L.mT, gA, upper=True, unitriangular=True)
+        gA = tril(L.mH @ gL, -1) + triu(gU @ U.mH)
+        gA = solve_triangular(U.mH, gA, upper=False, left=False)
+        return P @ solve_triangular(L.mH, gA, upper=True, unitriangular=True)
     if m < n:  # wide: U = [U1 U2], U1 square
         U1 = U[..., :k]
-        gA = tril(L.mT @ gL - triu(gU) @ U.mT, -1)
-        gA = solve_triangular(U1.mT, gA, upper=False, left=False)
+        gA = tril(L.mH @ gL - triu(gU) @ U.mH, -1)
+        gA = solve_triangular(U1.mH, gA, upper=False, left=False)
         gA = cat([gA + triu(gU[..., :k]), gU[..., k:]], -1)
-        return P @ solve_triangular(L.mT, gA, upper=True, unitriangular=True)
+        return P @ solve_triangular(L.mH, gA, upper=True, unitriangular=True)
     L1 = L[..., :k, :]  # tall: L = [L1; L2], L1 square
-    gA = triu(gU @ U.mT - L.mT @ tril(gL, -1))
-    gA = solve_triangular(L1.mT, gA, upper=True, unitriangular=True)
+    gA = triu(gU @ U.mH - L.mH @ tril(gL, -1))
+    gA = solve_triangular(L1.mH, gA, upper=True, unitriangular=True)
     gA = cat([gA + tril(gL[..., :k, :], -1), gL[..., k:, :]], -2)
-    return P @ solve_triangular(U.mT, gA, upper=False, left=False)
+    return P @ solve_triangular(U.mH, gA, upper=False, left=False)
 
 
 def _check_pivot(pivot, name):
@@ -144,7 +147,7 @@ def _check_pivot(pivot, name):
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
     """(LU, pivots, info): getrf's packed factors; info > 0 names the first zero pivot of U
     (the factorization still completes, as LAPACK's)."""
-    _matrix(A, "linalg.lu_factor_ex")
+    _matrix(A, "linalg.lu_factor_ex", complex_ok=True)
     _check_pivot(pivot, "linalg.lu_factor_ex")
     LU, pivots, info = _lu_factor(A)
     if check_errors and info._data.any():
@@ -156,7 +159,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
 def lu_factor(A, *, pivot=True):
     """(LU, pivots) of A = P L U with partial pivoting; raises for a singular A (use
     lu_factor_ex or lu to factor it anyway). Gradient as torch's linalg_lu_backward."""
-    _matrix(A, "linalg.lu_factor")
+    _matrix(A, "linalg.lu_factor", complex_ok=True)
     _check_pivot(pivot, "linalg.lu_factor")
     LU, pivots, info = _lu_factor(A)
     if info._data.any():
@@ -186,17 +189,17 @@ def lu(A, *, pivot=True):
     tensor([[1., 2.],
             [3., 4.]])
     """
-    _matrix(A, "linalg.lu")
+    _matrix(A, "linalg.lu", complex_ok=True)
     _check_pivot(pivot, "linalg.lu")
     LU, pivots, _ = _lu_factor(A)
     return PLU(*_unpack(LU, pivots))
 
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
-    """X with A X = B (or X A = B when not `left`; A^T in place of A when `adjoint`) from
+    """X with A X = B (or X A = B when not `left`; A^H in place of A when `adjoint`) from
     lu_factor's result; differentiable in LU and B."""
-    _square(LU, "linalg.lu_solve")
-    _matrix(B, "linalg.lu_solve")
+    _square(LU, "linalg.lu_solve", complex_ok=True)
+    _matrix(B, "linalg.lu_solve", complex_ok=True)
     P, L, U = _unpack(LU, pivots)
 
     def tri(T, X, upper, left, unit=False):
@@ -204,11 +207,11 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
 
     if left and not adjoint:  # U^-1 L^-1 P^T B
         return tri(U, tri(L, P.mT @ B, False, True, True), True, True)
-    if left:  # P L^-T U^-T B
-        return P @ tri(L.mT, tri(U.mT, B, False, True), True, True, True)
+    if left:  # P L^-H U^-H B
+        return P @ tri(L.mH, tri(U.mH, B, False, True), True, True, True)
     if not adjoint:  # B U^-1 L^-1 P^T
         return tri(L, tri(U, B, True, False), False, False, True) @ P.mT
-    return tri(U.mT, tri(L.mT, B @ P, True, False, True), False, False)  # B P L^-T U^-T
+    return tri(U.mH, tri(L.mH, B @ P, True, False, True), False, False)  # B P L^-H U^-H
 
 
 # ---- the _ex forms: failure goes to info ------------------------------------------------------
@@ -238,39 +241,40 @@ def inv_ex(A, *, check_errors=False):
     >>> flow.linalg.inv_ex(flow.tensor([[1.0, 2.0], [2.0, 4.0]])).info
     tensor(2, dtype=flowgrad.int32)
     """
-    _square(A, "linalg.inv_ex")
+    _square(A, "linalg.inv_ex", complex_ok=True)
     info = _lu_factor(A)[2]
     return INV_EX(_ex(inv(_safe(A, info)), info, "linalg.inv_ex", check_errors), info)
 
 
 def solve_ex(A, B, *, left=True, check_errors=False):
     """(result, info) of linalg.solve; info > 0 for a singular A (result NaN there)."""
-    _square(A, "linalg.solve_ex")
+    _square(A, "linalg.solve_ex", complex_ok=True)
     info = _lu_factor(A)[2]
     X = solve(_safe(A, info), B, left=left)
     return SOLVE_EX(_ex(X, info, "linalg.solve_ex", check_errors), info)
 
 
-@op("linalg_cholesky_info", differentiable=False)
+@op("linalg_cholesky_info", differentiable=False, complex=True)
 def _cholesky_info(xp, A):
     """The order of the first leading minor that is not positive-definite (0 if none), by an
     unblocked Cholesky over the batch, as potrf reports it."""
     n = A.shape[-1]
-    a = xp.tril(A.reshape((-1, n, n))).astype(xp.float64)
+    wide = xp.complex128 if A.dtype.kind == "c" else xp.float64
+    a = xp.tril(A.reshape((math.prod(A.shape[:-2]), n, n))).astype(wide)
     info = xp.zeros(a.shape[0], dtype=xp.int32)
-    for j in range(n):
-        d = a[:, j, j] - xp.sum(a[:, j, :j] ** 2, axis=1)
+    for j in range(n):  # (Hermitian: the diagonal's real part is read, as potrf's)
+        d = a[:, j, j].real - xp.sum(xp.abs(a[:, j, :j]) ** 2, axis=1)
         info = xp.where(~(d > 0) & (info == 0), j + 1, info).astype(xp.int32)
         ljj = xp.sqrt(xp.where(d > 0, d, 1))
         a[:, j, j] = ljj
-        below = a[:, j + 1:, j] - (a[:, j + 1:, :j] @ a[:, j, :j, None])[..., 0]
+        below = a[:, j + 1:, j] - (a[:, j + 1:, :j] @ a[:, j, :j, None].conj())[..., 0]
         a[:, j + 1:, j] = below / ljj[:, None]
     return info.reshape(A.shape[:-2])
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False):
     """(L, info): info = k > 0 when the leading k x k minor is not positive-definite."""
-    _square(A, "linalg.cholesky_ex")
+    _square(A, "linalg.cholesky_ex", complex_ok=True)
     info = _cholesky_info(A)
     L = _ex(cholesky(_safe(A, info), upper=upper), info, "linalg.cholesky_ex", check_errors)
     return CHOLESKY_EX(L, info)
@@ -278,10 +282,10 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
 
 @tensor_method()
 def cholesky_solve(input, input2, upper=False):
-    """torch.cholesky_solve: X with A X = input where A = L L^T for L = input2 (or U^T U
+    """torch.cholesky_solve: X with A X = input where A = L L^H for L = input2 (or U^H U
     when `upper`)."""
-    U = input2 if upper else input2.mT
-    Y = solve_triangular(U.mT, input, upper=False)
+    U = input2 if upper else adjoint(input2)
+    Y = solve_triangular(adjoint(U), input, upper=False)
     return solve_triangular(U, Y, upper=True)
 
 
@@ -367,6 +371,8 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
     atol, rtol = _tolerances(A, atol, rtol, "linalg.matrix_rank")
     with no_grad():
         S = eigvalsh(A).abs() if hermitian else svdvals(A)
+        if S.shape[-1] == 0:  # empty matrices: rank 0 (amax has nothing to reduce)
+            return (S > 0).sum(-1)
         tol_ = (S.amax(-1, keepdim=True) * rtol).clamp(min=atol)
         return (S > tol_).sum(-1)
 
@@ -391,6 +397,10 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if driver not in _DRIVERS:
         raise RuntimeError(f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
                            f"gelsd, gelss), got {driver!r}")
+    if not 0 <= A._data.ndim - B._data.ndim <= 1:
+        raise RuntimeError(f"linalg.lstsq: input.dim() must be greater or equal to other.dim() "
+                           f"and (input.dim() - other.dim()) <= 1, got {tuple(A.shape)} and "
+                           f"{tuple(B.shape)}")
     vector = B._data.ndim == A._data.ndim - 1
     Bm = B.unsqueeze(-1) if vector else B
     if Bm._data.shape[-2] != A._data.shape[-2]:
@@ -403,11 +413,10 @@ def lstsq(A, B, rcond=None, *, driver=None):
     empty = Tensor._wrap(xp.empty((0,), dtype))
     rank = empty.long() if driver == "gels" else matrix_rank(A, rtol=rtol)
     svals = svdvals(A.detach()) if driver in ("gelsd", "gelss") else empty
-    residuals = empty
+    residuals = X.reshape(-1)[:0]  # empty, and differentiable as torch's empty residuals
     # full rank everywhere: under vmap, over the whole batch, as torch's batching rule
     if m > n and driver != "gelsy" and driver is not None and every_example(matrix_rank(A) == n):
-        residuals = ((A @ X - Bm) ** 2).sum(-2)
-        residuals = residuals.squeeze(-1) if vector else residuals
+        residuals = ((A @ X - Bm) ** 2).sum(-2)  # (..., 1) for a vector B too, as torch's
     return LSTSQ(X.squeeze(-1) if vector else X, residuals, rank, svals)
 
 
@@ -436,11 +445,15 @@ def tensorsolve(A, B, dims=None):
     if dims is not None:
         dims = [d % A.ndim for d in dims]
         A = A.permute(*[d for d in range(A.ndim) if d not in dims], *dims)
+    # as torch's: only the sizes must agree (A's leading dims need not be B's shape)
     x_shape = tuple(A.shape[B.ndim:])
-    rows, cols = int(np.prod(tuple(A.shape[:B.ndim]))), int(np.prod(x_shape))
-    if rows != cols or tuple(A.shape[:B.ndim]) != tuple(B.shape):
+    cols = int(np.prod(x_shape))
+    if cols != B.numel():
         raise RuntimeError(f"linalg.tensorsolve: Expected self to satisfy the requirement "
-                           f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]) "
-                           f"with A's leading dims equal to B's shape; got A {tuple(A.shape)} "
-                           f"and B {tuple(B.shape)}")
-    return solve(A.reshape(rows, cols), B.reshape(rows)).reshape(*x_shape)
+                           f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
+                           f"but got {cols} != {B.numel()} (A {tuple(A.shape)}, B "
+                           f"{tuple(B.shape)})")
+    if A.numel() != cols * cols:
+        raise RuntimeError(f"linalg.tensorsolve: A of shape {tuple(A.shape)} cannot be seen as "
+                           f"a {cols} x {cols} matrix for B of shape {tuple(B.shape)}")
+    return solve(A.reshape(cols, cols), B.reshape(cols)).reshape(*x_shape)
