@@ -166,13 +166,12 @@ def test_isreal_complex_scalar_and_inplace_forms():
     ccheck(lambda m, a: (a * 1).sgn_() * (a * 2).conj_physical_(), (3,))
 
 
-@pytest.mark.parametrize("name", ["logsumexp", "logcumsumexp", "cdist", "pairwise_distance",
-                                  "cosine_similarity"])
+@pytest.mark.parametrize("name", ["cdist", "pairwise_distance", "cosine_similarity"])
 def test_ops_without_complex_support_refuse_instead_of_dropping_the_imaginary_part(name):
     z, w = flow.tensor([[1 + 1j, 2 - 1j]]), flow.tensor([[0.5j, 1 + 0j]])
     fn = getattr(flow, name, None) or getattr(flow.nn.functional, name)
     with pytest.raises(RuntimeError, match=f"{name}: complex input"):
-        fn(z, 0) if name.startswith("log") else fn(z, w)
+        fn(z, w)
 
 
 @pytest.mark.parametrize("name", ["vdot", "vecdot", "inner", "dot"])
@@ -203,9 +202,7 @@ def test_vector_norms_of_complex_tensors_match_torch(name):
     np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
 
 
-def test_var_and_det_of_complex_refuse_clearly():
+def test_det_of_complex_refuses_clearly():
     z = flow.tensor([[1 + 1j, 2j], [1, 0.5j]])
-    with pytest.raises(RuntimeError, match="var\\(\\): complex input is not supported"):
-        z.var()
     with pytest.raises(RuntimeError, match="linalg.det: complex input is not supported"):
         flow.linalg.det(z)

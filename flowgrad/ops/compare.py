@@ -143,7 +143,8 @@ def isclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
     return _isclose(input, other, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
-@op("isclose", differentiable=False)  # an op: a graph compiles it rather than freezing it
+# an op: a graph compiles it rather than freezing it; complex: |a - b| is the modulus, as torch
+@op("isclose", differentiable=False, complex=True)
 def _isclose(xp, a, b, *, rtol, atol, equal_nan):
     return xp.isclose(a, b, rtol, atol, equal_nan)
 

@@ -173,11 +173,28 @@ def ldexp(input, other):
 # ---- logaddexp ---------------------------------------------------------------------------
 def _logaddexp(input, other, base_log1p_exp):
     a, b = _promote_pair(input, other, "logaddexp", floating=True)
+    if a.is_complex():
+        return _complex_logaddexp(a, b)
     m = maximum(a, b)
     # equal infinities: the answer is that infinity (inf - inf would give nan)
     same_inf = (a == b) & (a.abs() == math.inf)
     d = where(same_inf, 0.0, a - b)
     return where(same_inf, a, m + base_log1p_exp(-d.abs()))
+
+
+def _complex_logaddexp(a, b):
+    """torch's complex logaddexp (_log_add_exp_helper): log1p(exp(lo - hi)) + hi, hi the
+    operand with the larger real part (a when tied); both real parts -inf: lo; both +inf:
+    log(exp(a) + exp(b)); a nan in either: nan + nan j. Its gradient, from the ops, is
+    torch's dy / conj(1 + exp(b - a)) for a (and alike for b)."""
+    lo_is_a = a.real < b.real
+    lo, hi = where(lo_is_a, a, b), where(lo_is_a, b, a)
+    same_inf = (lo.real == hi.real) & (lo.real.abs() == math.inf)
+    finite = where(same_inf, 0.0, lo - hi)  # (no inf - inf on the branch not taken)
+    out = where(same_inf, where(lo.real < 0, lo, (lo.exp() + hi.exp()).log()),
+                log1p(finite.exp()) + hi)
+    nan = a.isnan() | b.isnan()  # (a complex isnan: either part)
+    return where(nan, complex(math.nan, math.nan), out)
 
 
 @tensor_method()

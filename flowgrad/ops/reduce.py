@@ -347,7 +347,8 @@ def argmin(input, dim=None, keepdim=False):
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _prod(xp, x, *, axes, keepdim):
     return xp.multiply.reduce(x, axis=axes, keepdims=keepdim,
-                              dtype=x.dtype if x.dtype.kind in "iu" else None)  # (see add_reduce)
+                              # (see add_reduce; bool: dtype=torch.bool asked for it)
+                              dtype=x.dtype if x.dtype.kind in "iub" else None)
 
 
 @_prod.grad
@@ -402,12 +403,13 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 
 # ---- logsumexp -----------------------------------------------------------------------------
-@op("logsumexp", save="inputs outputs", contiguous=True)
+@op("logsumexp", save="inputs outputs", contiguous=True, complex=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _logsumexp(xp, x, *, axes, keepdim):
-    m = x.max(axis=axes, keepdims=True, initial=-xp.inf)  # initial: empty dims give -inf
+    # complex: shifted by the largest real part, as torch (the log is the principal one)
+    m = xp.real(x).max(axis=axes, keepdims=True, initial=-xp.inf)  # empty dims give -inf
     m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or an inf) rows: shift by 0
-    with xp.errstate(divide="ignore"):  # every element -inf: log(0) = -inf, as torch
+    with xp.errstate(divide="ignore", invalid="ignore"):  # all -inf: log(0) = -inf, as torch
         y = xp.log(xp.exp(x - m).sum(axis=axes, keepdims=True)) + m
     return y if keepdim else y.squeeze(axes)
 
@@ -416,19 +418,22 @@ def _logsumexp(xp, x, *, axes, keepdim):
 def logsumexp_backward(ctx, dy):
     (x,), y = ctx.inputs, ctx.out
     shape = ctx.input_shapes[0]
-    # d/dx logsumexp = softmax(x) = exp(x - y): never overflows since x <= y
-    return expand_reduced(dy, shape, ctx.axes) * (x - expand_reduced(y, shape, ctx.axes)).exp()
+    # d/dx logsumexp = softmax(x) = exp(x - y): never overflows since x <= y (complex: its
+    # conjugate, torch's convention)
+    soft = (x - expand_reduced(y, shape, ctx.axes)).exp()
+    return expand_reduced(dy, shape, ctx.axes) * (conj(soft) if x.is_complex() else soft)
 
 
-def float_input(input, name):
-    """`input` as a real float tensor: ints and bools promote to the default float dtype; a
-    complex one is refused (a cast would drop its imaginary part without a word)."""
+def float_input(input, name, complex_ok=False):
+    """`input` as a float tensor: ints and bools promote to the default float dtype; a
+    complex one is refused (a cast would drop its imaginary part without a word) unless
+    `complex_ok` (the op takes it as it is)."""
     kind = input._data.dtype.kind
-    if kind == "c":
+    if kind == "c" and not complex_ok:
         raise RuntimeError(f"{name}: complex input (dtype {input.dtype}, shape "
                            f"{tuple(input.shape)}) is not supported yet; apply it to .real "
                            f"and .imag, or .abs(), explicitly")
-    return input if kind in "fV" else input.to(_dt.get_default_dtype())
+    return input if kind in "fVc" else input.to(_dt.get_default_dtype())
 
 
 @tensor_method()
@@ -439,7 +444,7 @@ def logsumexp(input, dim=None, keepdim=False):
     >>> flow.logsumexp(flow.tensor([[0.0, 0.0], [100.0, 100.0]]), dim=1)
     tensor([  0.6931, 100.6931])
     """
-    x = float_input(input, "logsumexp")
+    x = float_input(input, "logsumexp", complex_ok=True)
     axes = normalize_dims(dim, x._data.ndim, "logsumexp")
     return _logsumexp(x, axes=axes, keepdim=keepdim)
 

@@ -177,7 +177,9 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
         lo, hi = gather(values, d, below[j]), gather(values, d, above[j])
         outs.append(lo + (hi - lo) * (weight if interpolation == "midpoint" else weight[j]))
     out = stack(outs, 0)
-    if dim is None:
+    if input._data.ndim == 0:  # a 0-d input keeps no reduced dim, keepdim or not (torch)
+        out = out.reshape(-1)
+    elif dim is None:
         out = out.reshape(qs.shape[0], *([1] * input._data.ndim)) if keepdim \
             else out.reshape(-1)
     elif not keepdim:
@@ -209,11 +211,34 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 # ---- logcumsumexp ----------------------------------------------------------------------------
-@op("logcumsumexp", save="inputs outputs", contiguous=True)
+@op("logcumsumexp", save="inputs outputs", contiguous=True, complex=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _logcumsumexp(xp, x, *, dim):
     with xp.errstate(all="ignore"):
-        return xp.logaddexp.accumulate(x, axis=dim)
+        if x.dtype.kind != "c":
+            return xp.logaddexp.accumulate(x, axis=dim)
+        # complex: torch's sequential scan from -inf (its imaginary parts are not wrapped to
+        # (-pi, pi]: each step adds to the larger term's), vectorised across the other dims
+        steps = xp.moveaxis(x, dim, 0)
+        out = xp.empty_like(steps)
+        total = xp.full(steps.shape[1:], -xp.inf, x.dtype)
+        for i in range(steps.shape[0]):
+            total = out[i] = _complex_logaddexp(xp, steps[i], total)
+        return xp.moveaxis(out, 0, dim)
+
+
+def _complex_logaddexp(xp, x, y):
+    """log(exp(x) + exp(y)) of complex arrays as torch's _log_add_exp_helper: log1p(exp(lo -
+    hi)) + hi, hi the term with the larger real part (x when tied: lo is y); both real parts
+    -inf: lo; both +inf: the plain formula; a nan anywhere: nan + nan j. (In an errstate.)"""
+    lo_is_x = x.real < y.real
+    lo, hi = xp.where(lo_is_x, x, y), xp.where(lo_is_x, y, x)
+    out = xp.log1p(xp.exp(lo - hi)) + hi
+    same_inf = ~xp.isfinite(lo.real) & (lo.real == hi.real)
+    out = xp.where(same_inf & (lo.real < 0), lo, out)
+    out = xp.where(same_inf & (lo.real > 0), xp.log(xp.exp(lo) + xp.exp(hi)), out)
+    nan = xp.isnan(x.real) | xp.isnan(x.imag) | xp.isnan(y.real) | xp.isnan(y.imag)
+    return xp.where(nan, xp.asarray(complex(xp.nan, xp.nan), x.dtype), out)
 
 
 def _reverse_logcumsumexp(z, dim):
@@ -223,6 +248,8 @@ def _reverse_logcumsumexp(z, dim):
 @_logcumsumexp.grad
 def logcumsumexp_backward(ctx, dy):
     x, y, d = ctx.inputs[0], ctx.out, ctx.dim
+    if x.is_complex():  # dx_i = conj(sum_{j >= i} conj(dy_j) exp(x_i - y_j)), as torch's
+        return exp(_reverse_logcumsumexp(log(dy.conj()) - y, d) + x).conj()
     # dx_i = sum_{j >= i} dy_j exp(x_i - y_j); split by the sign of dy so that each part is a
     # reversed logcumsumexp of log|dy| - y, stable for any |x| (torch's scheme). The lowest
     # finite float stands for log 0: -inf would make -inf - -inf = nan in the double backward
@@ -242,7 +269,7 @@ def logcumsumexp(input, dim):
     tensor([0.0000, 0.6931, 1.0986])
     """
     check_kernel_dtype(input, "logcumsumexp_out_cpu", "fVc")
-    x = float_input(input, "logcumsumexp")
+    x = float_input(input, "logcumsumexp", complex_ok=True)
     if x._data.ndim == 0:
         _wrap_dim(dim, 1, "logcumsumexp")
         return x.clone()

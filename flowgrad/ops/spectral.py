@@ -4,7 +4,8 @@ Both are compositions of registered ops, so their gradients (and nn.Graph traces
 those: stft frames the (centre-padded) signal with `Tensor.unfold`, multiplies each frame by
 the window and takes `fft.rfft` (or `fft.fft`); istft inverts each frame, multiplies by the
 window again and overlap-adds the frames with `index_add`, dividing by the overlap-added
-squared window (the least-squares inverse; it needs that sum nonzero everywhere: NOLA).
+squared window (window ** 2, as torch, also for a complex window; it needs that sum nonzero
+everywhere: NOLA).
 
 >>> import flowgrad as flow
 >>> x = flow.arange(16.0)
@@ -167,7 +168,9 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     index = _tensor(where)
     signal = index_add(zeros(frames.shape[0], total, dtype=frames.dtype), 1, index,
                        frames.reshape(frames.shape[0], -1))
-    squares = (window * window.conj() if window.is_complex() else window * window)
+    # torch's envelope is the sum of window ** 2, not |window| ** 2: with a complex window
+    # the frames are multiplied by the window itself, so w * w / sum(w ** 2) inverts stft
+    squares = window * window
     envelope = index_add(zeros(total, dtype=squares.dtype), 0, index,
                          squares.expand(n_frames, n_fft).reshape(-1))
     start = n_fft // 2 if center else 0

@@ -45,12 +45,14 @@ def _centered(x, axes):
 
 
 # ---- var / std -------------------------------------------------------------------------------
-@op("var", save="inputs", contiguous=True)
+@op("var", save="inputs", contiguous=True, complex=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _var(xp, x, *, axes, keepdim, correction, whole=False):
     return _moment(xp, x, xp.var, axes, keepdim, correction)  # N <= correction: inf/nan
 
 
+# A complex input's var is the mean of |x - mean|^2 (var(x.real) + var(x.imag)), real: its
+# gradient 2 dy (x - mean) / dof is the conjugate Wirtinger one, as torch's (std's alike).
 # torch's gradients where N - correction <= 0 (the value is inf/nan): with dims, a negative
 # dof scales by 2 / dof (the forward clamps it at 0, the gradient does not) and dof 0 by inf;
 # over the whole tensor (dim=None, `whole`), var's gradient is +inf off the mean and nan on
@@ -66,7 +68,7 @@ def var_backward(ctx, dy):
                                                                    else math.inf)
 
 
-@op("std", save="inputs outputs", contiguous=True)
+@op("std", save="inputs outputs", contiguous=True, complex=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _std(xp, x, *, axes, keepdim, correction, whole=False):
     return _moment(xp, x, xp.std, axes, keepdim, correction)
@@ -93,11 +95,7 @@ def _var_args(input, dim, unbiased, keepdim, correction, name):
         raise RuntimeError(f"{name}(): pass either unbiased or correction, not both")
     if correction is None:
         correction = 0 if unbiased is False else 1
-    if input._data.dtype.kind == "c":
-        raise RuntimeError(f"{name}(): complex input is not supported yet (got "
-                           f"{input.dtype.name}); use {name}(x.real) and {name}(x.imag), whose "
-                           f"sum is torch's {name} of a complex tensor")
-    if input._data.dtype.kind not in "fV":
+    if input._data.dtype.kind not in "fVc":
         raise RuntimeError(f"{name}(): std and var only support floating point and complex "
                            f"dtypes, got {input.dtype.name}; call .float() first")
     return normalize_dims(dim, input._data.ndim, name), keepdim, correction, dim is None
