@@ -212,12 +212,21 @@ def tensordot(a, b, dims=2):
                            f"and {db}")
     da = [_wrap_dim(d, na, "tensordot") for d in da]
     db = [_wrap_dim(d, nb, "tensordot") for d in db]
-    for x, y in zip(da, db):
-        if a._data.shape[x] != b._data.shape[y]:
+    sha, shb = list(a._data.shape), list(b._data.shape)
+    for x, y in zip(da, db):  # a size-1 contracted dim broadcasts against the other, as torch
+        if sha[x] == 1:
+            sha[x] = shb[y]
+        elif shb[y] == 1:
+            shb[y] = sha[x]
+        if sha[x] != shb[y]:
             raise RuntimeError(
                 f"tensordot: contracted dimensions need to match, but first has size "
                 f"{a._data.shape[x]} in dim {x} and second has size {b._data.shape[y]} in dim "
                 f"{y} (shapes {tuple(a.shape)} and {tuple(b.shape)})")
+    if sha != list(a._data.shape):
+        a = a.expand(*sha)
+    if shb != list(b._data.shape):
+        b = b.expand(*shb)
     sa = list(_LETTERS[:na])
     sb = [None] * nb
     for x, y in zip(da, db):

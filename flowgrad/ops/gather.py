@@ -129,12 +129,15 @@ def _check_range(idx, size, name, dim, allow_negative=False, error=IndexError):
     return np.where(idx < 0, idx + size, idx) if allow_negative else idx
 
 
-def _gather_flat(input, dim, index, name, src=None):
-    """Checks of gather/scatter (dims, sizes, range) -> (dim, flat positions)."""
+def _gather_flat(input, dim, index, name, src=None, allow_negative=False):
+    """Checks of gather/scatter (dims, sizes, range) -> (dim, flat positions); negative
+    indices wrap once when `allow_negative` (take_along_dim)."""
     shape = input._data.shape
     nd = max(len(shape), 1)
     d = _wrap_dim(dim, len(shape), name)
     idx = _as_index(index, name)
+    if idx.size == 0:  # torch checks nothing more of an empty index
+        return d, _long(index)
     if idx.ndim != len(shape) and not (idx.ndim <= 1 and len(shape) <= 1):
         raise RuntimeError(f"{name}(): Index tensor must have the same number of dimensions as "
                            f"input tensor (index {tuple(idx.shape)}, input {tuple(shape)})")
@@ -148,7 +151,7 @@ def _gather_flat(input, dim, index, name, src=None):
         if src is not None and idx_n.shape[k] > (src.shape or (1,))[k]:
             raise RuntimeError(f"{name}(): Expected index {list(idx.shape)} to be smaller than "
                                f"src {list(src.shape)} in every dimension")
-    _check_range(idx_n, ishape[d], name, d)
+    _check_range(idx_n, ishape[d], name, d, allow_negative)
     t = _long(index)
     if idx.ndim == 0 or not shape:
         t = t.reshape(-1)
@@ -160,6 +163,8 @@ def _src_part(src, index_shape):
     """The leading index-shaped block of src (torch reads only that much of it)."""
     if tuple(src.shape) == tuple(index_shape):
         return src
+    if 0 in tuple(index_shape):  # an empty index reads nothing (whatever the dims)
+        return src.reshape(-1)[:0].reshape(tuple(index_shape))
     if src._data.ndim == 0:
         return src.reshape(index_shape)
     return src[tuple(slice(0, n) for n in index_shape)]
@@ -210,7 +215,10 @@ def take_along_dim(input, indices, dim=None):
     ishape[d] = jshape[d] = 1
     b = np.broadcast_shapes(tuple(ishape), tuple(jshape))
     x = input.expand(b[:d] + (input.shape[d],) + b[d + 1:])
-    return gather(x, d, indices.expand(b[:d] + (indices.shape[d],) + b[d + 1:]))
+    # torch wraps negative indices here (gather itself refuses them)
+    _, flat = _gather_flat(x, d, indices.expand(b[:d] + (indices.shape[d],) + b[d + 1:]),
+                           "take_along_dim", allow_negative=True)
+    return _take_flat(x, flat)
 
 
 @tensor_method()
@@ -246,7 +254,9 @@ def _scatter_reduce_flat(xp, x, s, flat, *, reduce, include_self):
             out[f] = 1
         xp.multiply.at(out, f, v)
     else:
-        if not include_self:
+        if not include_self and out.dtype == xp.bool_:
+            out[f] = reduce == "amin"
+        elif not include_self:
             info = xp.finfo if out.dtype.kind in "fV" else xp.iinfo
             out[f] = info(out.dtype).min if reduce == "amax" else info(out.dtype).max
         (xp.maximum if reduce == "amax" else xp.minimum).at(out, f, v)
@@ -509,13 +519,13 @@ def masked_select(input, mask):
 def masked_scatter(input, mask, source):
     """input with the leading elements of `source` written, in order, where mask is True."""
     _bool_mask(mask, "masked_scatter")
-    shape = input._data.shape
-    try:
-        if np.broadcast_shapes(mask._data.shape, shape) != shape:
-            raise ValueError
+    try:  # (input and mask broadcast together, as torch's out-of-place masked_scatter)
+        shape = np.broadcast_shapes(mask._data.shape, input._data.shape)
     except ValueError:
         raise RuntimeError(f"masked_scatter(): the shape of the mask {tuple(mask.shape)} must "
-                           f"broadcast to the input shape {tuple(shape)}") from None
+                           f"broadcast with the input shape {tuple(input.shape)}") from None
+    if shape != input._data.shape:
+        input = input.expand(shape)
     _check_dtype(input, source, "masked_scatter")
     flat = _flat_nonzero(mask, shape=shape)
     k = flat._data.size

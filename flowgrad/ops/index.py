@@ -16,6 +16,8 @@ tensor([2., 0., 1.])
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -400,6 +402,18 @@ Tensor.__getitem__ = getitem
 Tensor.__setitem__ = setitem
 
 
+def _narrow_arg(value, arg):
+    """narrow's start or length as an int: an int, or a 0-d integer tensor (not a bool, a
+    float or a tensor of more elements, which torch refuses)."""
+    if isinstance(value, Tensor):
+        if value._data.ndim or value._data.dtype.kind not in "iu":
+            raise RuntimeError(f"{arg} must be an 0-dim integral Tensor.")
+        return int(value._data)
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"narrow(): argument '{arg}' must be int, not {type(value).__name__}")
+    return operator.index(value)
+
+
 @tensor_method()
 def narrow(input, dim, start, length):
     """The slice start:start+length along dim (a view).
@@ -411,6 +425,7 @@ def narrow(input, dim, start, length):
     """
     d = _wrap_dim(dim, input._data.ndim, "narrow")
     size = input._data.shape[d]
+    start, length = _narrow_arg(start, "start"), _narrow_arg(length, "length")
     if start < 0:
         start += size
     if not (0 <= start and start + length <= size and length >= 0):
@@ -478,6 +493,13 @@ def index_select(input, dim, index):
         raise IndexError(f"index_select(): index out of range in self: index {bad} for dim {d} "
                          f"of size {size} (input shape {tuple(input.shape)}); indices must be "
                          f"in [0, {size - 1}]")
+    if input._data.ndim == 0:  # torch: one index (which must be 0) picks the scalar itself
+        if idx.size != 1:
+            raise IndexError(f"index_select(): Index to scalar can have only 1 value, got "
+                             f"{idx.size} value(s)")
+        return input.clone()
+    if idx.ndim == 0:  # a 0-d index selects as a 1-element one (torch keeps the dim)
+        index = index.reshape(1)
     # contiguous, as torch allocates index_select's output (an index keeps a strided layout)
     return getitem(input, (slice(None),) * d + (index,)).contiguous()
 

@@ -59,6 +59,10 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     """
     if input._data.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    if n == 0:  # torch ignores prepend/append then and returns a copy of the input
+        return input.clone()
     d = _wrap_dim(dim, input._data.ndim, "diff")
     parts = [t if t._data.ndim else t.expand(*input.shape[:d], 1, *input.shape[d + 1:])
              for t in (prepend, input, append) if t is not None]
@@ -111,8 +115,8 @@ def combinations(input, r=2, with_replacement=False):
     pick = itertools.combinations_with_replacement if with_replacement \
         else itertools.combinations
     rows = xp.array(list(pick(range(input._data.shape[0]), r)), np.int64).reshape(-1, r)
-    if rows.shape[0] == 0:
-        return Tensor._wrap(xp.empty((0, r), input._data.dtype))[:, :]
+    # no combinations (r > len) still goes through index_select, so the empty result is
+    # connected to the graph as torch's is
     return stack([index_select(input, 0, Tensor._wrap(rows[:, k].copy())) for k in range(r)], 1)
 
 
@@ -149,10 +153,15 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     """
     if edge_order not in (1, 2):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    if spacing is None:  # (torch's default when spelt out: unit spacing)
+        spacing = 1
     ndim = input._data.ndim
     dims = (list(range(ndim)) if dim is None else [dim] if isinstance(dim, int)
             else list(dim))
     dims = [_wrap_dim(d, ndim, "gradient") for d in dims]
+    for k, d in enumerate(dims):
+        if d in dims[:k]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     if isinstance(spacing, (list, tuple)):
         if len(spacing) != len(dims):
             raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar "
@@ -381,7 +390,7 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
 
 
 # ---- Tensor.unfold: windows along one dim, a view --------------------------------------------
-@op("unfold_dim", is_view=True)
+@op("unfold_dim", is_view=True, complex=True)
 def _unfold_dim(xp, x, *, dim, size, step):
     windows = xp.lib.stride_tricks.sliding_window_view(x, size, axis=dim,
                                                        writeable=x.flags.writeable)
@@ -394,7 +403,7 @@ def unfold_dim_backward(ctx, dy):
                                 step=ctx.step)
 
 
-@op("unfold_dim_backward")
+@op("unfold_dim_backward", complex=True)
 def _unfold_dim_backward(xp, dy, *, shape, dim, size, step):
     out = xp.zeros(shape, dy.dtype)
     count = dy.shape[dim]
@@ -426,7 +435,9 @@ def _tensor_unfold(self, dimension, size, step):
                            f"size is {size}")
     if step <= 0:
         raise RuntimeError(f"unfold: step is {step} but must be > 0")
-    return _unfold_dim(x, dim=d, size=int(size), step=int(step))
+    out = _unfold_dim(x, dim=d, size=int(size), step=int(step))
+    # a 0-d tensor has one window: torch returns it alone, shape (size,)
+    return out if self._data.ndim else out[0]
 
 
 Tensor.unfold = _tensor_unfold

@@ -35,6 +35,17 @@ def check_out(out, inputs, name):
                            f"under flow.no_grad(), or drop out= and use the returned tensor")
 
 
+def check_no_overlap(out, inputs, name):
+    """torch's assert_no_overlap for out=: no input may be `out` or overlap its memory span
+    (a bounds test, as torch's)."""
+    for t in inputs:
+        if isinstance(t, Tensor) and (t is out or np.may_share_memory(t._data, out._data)):
+            raise RuntimeError(f"{name}(): unsupported operation: some elements of the input "
+                               f"tensor and the written-to tensor refer to a single memory "
+                               f"location. Please clone() the tensor before performing the "
+                               f"operation.")
+
+
 def write_out(result, out, name):
     """Copy `result` into `out` (resized to its shape as torch's resize_output) and return
     `out`."""
@@ -59,20 +70,24 @@ def write_out(result, out, name):
     return out
 
 
-def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError, **kwargs):
+def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
+             no_overlap=False, **kwargs):
     """`fn(*inputs, **kwargs)` written into `out`, for a function whose `out=` was given:
     torch's checks first, then the result cast into out's dtype where torch casts (same kind
     or wider: a float result does not go into an integer `out`); `exact_dtype`: only the
     result's own dtype, as torch's structured kernels (clamp). `cast_error`: the exception
     type torch raises for an `out` the result cannot be cast to (TypeError for cat).
+    `no_overlap`: an `out` sharing memory with an input is refused, as torch's cat does.
 
     >>> import flowgrad as flow
     >>> out = flow.zeros(2)
     >>> flow.add(flow.ones(2), flow.ones(2), out=out) is out, out
     (True, tensor([2., 2.]))
     """
-    check_out(out, [t for a in inputs for t in (a if isinstance(a, (list, tuple)) else (a,))],
-              name)  # (cat's tensors come as one list)
+    tensors = [t for a in inputs for t in (a if isinstance(a, (list, tuple)) else (a,))]
+    check_out(out, tensors, name)  # (cat's tensors come as one list)
+    if no_overlap:
+        check_no_overlap(out, tensors, name)
     result = fn(*inputs, **kwargs)
     if exact_dtype and result._data.dtype != out._data.dtype:  # torch's structured kernels
         raise RuntimeError(f"{name}(): Found dtype {out.dtype} but expected {result.dtype}; "

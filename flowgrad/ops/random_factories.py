@@ -284,13 +284,15 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
 
 
 def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None,
-           requires_grad=False):
-    """Normal samples with the given mean and std (tensors or numbers).
+           requires_grad=False, **options):
+    """Normal samples with the given mean and std (tensors or numbers); torch's layout and
+    pin_memory keywords are accepted (strided, the only layout).
 
     >>> import flowgrad as flow
     >>> flow.normal(2.0, 0.0, size=(2,))
     tensor([2., 2.])
     """
+    check_hints("normal", options)
     dev = resolve_device(device, "normal")
     m = mean._data if isinstance(mean, Tensor) else mean
     s = std._data if isinstance(std, Tensor) else std

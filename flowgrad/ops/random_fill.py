@@ -24,6 +24,7 @@ from ..dtypes import finfo
 from ..errors import check_probabilities
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor
+from .complex import complex as _complex
 from .creation import _bernoulli
 from .creation import bernoulli as _draw_bernoulli
 from .elementwise_more import _write_sample
@@ -187,7 +188,34 @@ def bernoulli(self, p=None, *, generator=None):
     return bernoulli_(self.new_empty(self.shape), p, generator=generator)
 
 
+# ---- uniform_ and normal_ of complex tensors ----------------------------------------------
+def _complex_fill(real_fill, name, std_arg=None):
+    """`real_fill` (Tensor.uniform_ or .normal_, ops/elementwise_more.py) extended to complex
+    tensors as torch's: the real and the imaginary parts are drawn apart, each from the real
+    distribution (normal_: each with std/sqrt(2), so the complex draw has variance std**2)."""
+    def fill(self, *args, generator=None, **kwargs):
+        if self._data.dtype.kind != "c":
+            return real_fill(self, *args, generator=generator, **kwargs)
+        if std_arg is not None:  # (mean, std): positional or keyword
+            args = list(args) + [None] * (2 - len(args))
+            mean = kwargs.pop("mean", 0.0 if args[0] is None else args[0])
+            std = kwargs.pop("std", 1.0 if args[1] is None else args[1])
+            args = (mean, std / math.sqrt(2) if std > 0 else std)
+        part = self.real.dtype
+        real = real_fill(self.new_empty(self.shape, dtype=part), *args, generator=generator,
+                         **kwargs)
+        imag = real_fill(self.new_empty(self.shape, dtype=part), *args, generator=generator,
+                         **kwargs)
+        return self.copy_(_complex(real, imag))
+    fill.__name__ = fill.__qualname__ = name
+    fill.__doc__ = real_fill.__doc__
+    return fill
+
+
+uniform_ = _complex_fill(Tensor.uniform_, "uniform_")
+normal_ = _complex_fill(Tensor.normal_, "normal_", std_arg=True)
+
 for _method in (exponential_, cauchy_, log_normal_, geometric_, random_, bernoulli_,
-                bernoulli):
+                bernoulli, uniform_, normal_):
     setattr(Tensor, _method.__name__, _method)
 del _method

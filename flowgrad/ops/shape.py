@@ -21,11 +21,11 @@ from ..autograd.views import replay_view
 from ..device import broadcast_view
 from ..errors import check_same_dtype
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
-from ..typed_tensors import as_tensor_dtype, record_memory_format, type_name
+from ..typed_tensors import record_memory_format
 from .halfprec import HALF
 from .out_arg import with_out
 from .registry import op
-from .transfer import move
+from .transfer import to  # noqa: F401 (x.to, the casts: ops/transfer.py)
 
 __all__ = ["reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "cat",
            "concat", "concatenate", "stack", "clone", "broadcast_to", "swapaxes", "swapdims",
@@ -516,81 +516,6 @@ def contiguous(input, memory_format=None):
     return out
 
 
-@op("cast", jvp="linear")
-def _cast(xp, x, *, dtype):
-    return x.astype(dtype)
-
-
-@_cast.grad
-def cast_backward(ctx, dy):
-    return dy  # the engine casts the grad back to the input's dtype
-
-
-@tensor_method("to")
-def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False,
-       memory_format=None, **_):
-    """Convert dtype (`x.to(flow.float64)`, `x.to(other)`) and move to a device (the CPU or
-    a registered one, ops/transfer.py); a memory_format is recorded (see contiguous)."""
-    if memory_format is not None:
-        out = to(input, *args, dtype=dtype, device=device, copy=copy)
-        return contiguous(out, memory_format)
-    for a in args:
-        if isinstance(a, Tensor):
-            dtype = a.dtype
-        elif isinstance(a, (_dt.dtype, type)) or type(a).__module__ == "torch" and \
-                "dtype" in type(a).__name__:
-            dtype = a
-        elif isinstance(a, str) and a.replace("torch.", "") in _dt._BY_NAME:
-            dtype = a
-        else:
-            device = a  # a device or its name: move() raises for unavailable ones
-    out = input
-    if dtype is not None and _dt.as_dtype(dtype).np != input._data.dtype:
-        out = _cast(input, dtype=_dt.as_dtype(dtype).np)
-    if device is not None:
-        out = move(out, device)
-    return input.clone() if copy and out is input else out
-
-
-def _caster(d):
-    return lambda self, memory_format=None: to(self, d)
-
-
-for _name, _d in (("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16),
-                  ("long", _dt.int64), ("int", _dt.int32), ("short", _dt.int16),
-                  ("bool", _dt.bool), ("byte", _dt.uint8), ("char", _dt.int8)):
-    setattr(Tensor, _name, _caster(_d))
-if _dt.bfloat16 is not None:
-    Tensor.bfloat16 = _caster(_dt.bfloat16)
-
-
-@tensor_method()
-def type_as(input, other):
-    """`input` converted to other's dtype."""
-    return to(input, other.dtype)
-
-
-@tensor_method("type")
-def _type(input, dtype=None, non_blocking=False, **kwargs):
-    """Without an argument the type's name ('flowgrad.FloatTensor'); with a dtype, a typed
-    class (flow.DoubleTensor) or a name ('torch.LongTensor'), `input` converted to it."""
-    if dtype is None:
-        return type_name(input.dtype)
-    return to(input, as_tensor_dtype(dtype))
-
-
-@tensor_method()
-def cpu(input, memory_format=None):
-    """`input` on the CPU: itself when it lives there (memory_format is ignored)."""
-    return move(input, "cpu", "cpu")
-
-
-@tensor_method()
-def cuda(input, *args, **kwargs):
-    """Always raises: flowgrad has no CUDA device."""
-    raise RuntimeError("flowgrad has no CUDA device yet: tensors live on 'cpu' (NumPy)")
-
-
 # ---- joining ------------------------------------------------------------------------------
 @op("cat", jvp="linear")
 def _cat(xp, *xs, dim):
@@ -636,7 +561,8 @@ def cat(tensors, dim=0, *, out=None):
     tensor([[1, 2, 3, 4]])
     """
     if out is not None:
-        return with_out(cat, out, (tensors,), "cat", cast_error=TypeError, dim=dim)
+        return with_out(cat, out, (tensors,), "cat", cast_error=TypeError, no_overlap=True,
+                        dim=dim)
     tensors = _promote_all(tensors, "cat")
     if any(x._data.ndim == 0 for x in tensors):
         raise RuntimeError("cat(): zero-dimensional tensor cannot be concatenated")

@@ -19,11 +19,11 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.inplace import bump_version
-from ..device import new_array
+from ..device import array_module, new_array
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .creation import multinomial, tensor, zeros
 from .elementwise import _inplace_binary, where
-from .linalg import _scaled_add, addbmm, addmm, addmv, baddbmm, outer
+from .linalg import _coefficient, _scaled_add, addbmm, addmm, addmv, baddbmm, outer
 from .norm import vector_norm
 from .pad import pad
 from .reduce import amax, amin, sum_to
@@ -35,7 +35,7 @@ from .split import split
 __all__ = ["dist", "renorm", "addr", "aminmax", "cov", "corrcoef", "diagonal_scatter",
            "select_scatter", "slice_scatter", "block_diag", "split_with_sizes",
            "unravel_index", "bincount", "detach", "typename", "is_inference", "get_device",
-           "narrow_copy"]
+           "narrow_copy", "resize_as_", "zero_"]
 
 
 tensor_method()(multinomial)  # torch's method spelling: probs.multinomial(n)
@@ -127,6 +127,8 @@ def renorm(input, p, dim, maxnorm):
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     nd = input.dim()
+    if nd < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {nd} dimensions")
     d = _wrap_dim(dim, nd, "renorm")
     others = tuple(k for k in range(nd) if k != d)
     norm = vector_norm(input, p, dim=others, keepdim=True)
@@ -144,7 +146,15 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     tensor([[1., 3.],
             [2., 6.]])
     """
-    return _scaled_add(input, outer(vec1, vec2), beta, alpha, "addr", refuse_float=True)
+    prod = outer(vec1, vec2)
+    if prod.dtype == _dt.bool and getattr(input, "dtype", None) == _dt.bool:
+        # torch's boolean addr: (beta and input) or (alpha and outer), beta/alpha as truth values
+        for arg, value in (("beta", beta), ("alpha", alpha)):  # (refuses float ones)
+            _coefficient("addr", arg, value, np.dtype(np.bool_), True)
+        shape = np.broadcast_shapes(tuple(input.shape), tuple(prod.shape))
+        out = (prod if alpha else prod & False).expand(*shape)
+        return out | input if beta else out
+    return _scaled_add(input, prod, beta, alpha, "addr", refuse_float=True)
 
 
 _aminmax_type = namedtuple("aminmax", ["min", "max"])
@@ -380,6 +390,12 @@ def sum_to_size(self, *sizes, size=None):
     except ValueError:
         raise RuntimeError(f"sum_to_size: size {list(size)} is not expandable to size of "
                            f"tensor {list(self.shape)}") from None
+    if size == tuple(self.shape) and size:
+        return self
+    # a sum as torch's: bool and integer tensors come out int64 (size [] is a full sum,
+    # even of a 0-d tensor)
+    if not (self.is_floating_point() or self.is_complex()):
+        self = self.to(_dt.int64)
     return sum_to(self, size)
 
 
@@ -556,3 +572,69 @@ def _metadata_inplace(name, view_of):
 
 for _name in ("t_", "transpose_", "swapdims_", "swapaxes_", "squeeze_", "unsqueeze_"):
     setattr(Tensor, _name, _metadata_inplace(_name, getattr(Tensor, _name[:-1])))
+
+
+# ---- resize_ / resize_as_ / zero_ ----------------------------------------------------------
+def _resize_(self, *sizes, size=None, memory_format=None):
+    """Give the tensor shape `sizes`, in place, as torch's resize_: its elements in memory order
+    fill the new shape (the same storage when it holds enough; a larger one keeps them first,
+    the rest zeros here, uninitialised in torch). Refused for a tensor that requires grad, as
+    torch, and for a view whose shape would change (flowgrad keeps a view's layout).
+
+    >>> import flowgrad as flow
+    >>> flow.arange(6.0).resize_(2, 2)
+    tensor([[0., 1.],
+            [2., 3.]])
+    """
+    if size is not None:
+        if sizes:
+            raise TypeError("resize_() got 'size' both positionally and as a keyword")
+        sizes = (size,)
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = sizes[0]
+    shape = tuple(int(s) for s in sizes)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"resize_: Trying to create tensor with negative dimension "
+                           f"{min(shape)}: {list(shape)}")
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if shape != tuple(self.shape):
+        if self._view is not None:
+            raise NotImplementedError(
+                f"resize_: resizing a view of another tensor (shape {tuple(self.shape)} to "
+                f"{shape}) is not supported; resize its base, or a .clone()")
+        flat = self._data.ravel(order="K")  # (storage order)
+        n = math.prod(shape)
+        if n > flat.size:
+            grown = array_module(flat).zeros((n,), flat.dtype)
+            grown[:flat.size] = flat
+            flat = grown
+        bump_version(self)
+        self._data = flat[:n].reshape(shape)
+    if memory_format is not None:
+        self.contiguous(memory_format)  # (records the format on self: contiguous already)
+    return self
+
+
+def resize_as_(input, the_template, *, memory_format=None):
+    """`input` resized in place to the shape of `the_template` (see Tensor.resize_).
+
+    >>> import flowgrad as flow
+    >>> flow.resize_as_(flow.zeros(4), flow.ones(2, 2)).shape
+    flowgrad.Size([2, 2])
+    """
+    return _resize_(input, tuple(the_template.shape), memory_format=memory_format)
+
+
+def zero_(input):
+    """`input` filled with zeros, in place (torch.zero_, the function of Tensor.zero_).
+
+    >>> import flowgrad as flow
+    >>> flow.zero_(flow.ones(2))
+    tensor([0., 0.])
+    """
+    return input.zero_()
+
+
+_resize_.__name__ = _resize_.__qualname__ = "resize_"
+Tensor.resize_, Tensor.resize_as_ = _resize_, resize_as_

@@ -1,5 +1,6 @@
 """Moving a tensor to another device (`x.to(device)`, `x.cpu()`): a recorded op, so the
-gradient goes back to the device the input lives on, as torch's `to` does.
+gradient goes back to the device the input lives on, as torch's `to` does; and the casts
+(`x.to(dtype)`, `x.float()`, `x.type(...)`, `x.type_as(other)`).
 
 >>> import flowgrad as flow
 >>> x = flow.ones(2, requires_grad=True)
@@ -8,7 +9,10 @@ gradient goes back to the device the input lives on, as torch's `to` does.
 """
 from __future__ import annotations
 
+from .. import dtypes as _dt
 from ..device import resolve_device, to_device
+from ..tensor import Tensor, tensor_method
+from ..typed_tensors import as_tensor_dtype, type_name
 from .registry import op
 
 
@@ -37,3 +41,102 @@ def move(input, device, op_name="to"):
     if target == source:
         return input
     return _to_device(input, target=target, source=source)
+
+
+@op("cast", jvp="linear")
+def _cast(xp, x, *, dtype):
+    return x.astype(dtype)
+
+
+@_cast.grad
+def cast_backward(ctx, dy):
+    return dy  # the engine casts the grad back to the input's dtype
+
+
+def _is_dtype(a):
+    return isinstance(a, (_dt.dtype, type)) or (
+        type(a).__module__ == "torch" and "dtype" in type(a).__name__) or (
+        isinstance(a, str) and a.replace("torch.", "") in _dt._BY_NAME)
+
+
+def _to_args(args, dtype, device, non_blocking, copy):
+    """torch's positional forms of Tensor.to: (dtype, non_blocking, copy),
+    (device, dtype, non_blocking, copy) and (other, non_blocking, copy)."""
+    rest = list(args)
+    if rest and isinstance(rest[0], Tensor):
+        other = rest.pop(0)
+        dtype, device = other.dtype, other.device
+    elif rest and _is_dtype(rest[0]):
+        dtype = rest.pop(0)
+    elif rest and not isinstance(rest[0], bool):
+        device = rest.pop(0)  # a device or its name: move() raises for unavailable ones
+        if rest and (rest[0] is None or _is_dtype(rest[0])):
+            dtype = rest.pop(0)
+    if len(rest) > 2 or not all(isinstance(a, bool) for a in rest):
+        raise TypeError(f"to() received an invalid combination of arguments: "
+                        f"{tuple(type(a).__name__ for a in args)}; expected (dtype, "
+                        f"non_blocking, copy), (device, dtype, non_blocking, copy) or "
+                        f"(tensor, non_blocking, copy)")
+    non_blocking, copy = (rest + [non_blocking, copy][len(rest):])[:2]
+    return dtype, device, copy
+
+
+@tensor_method("to")
+def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False,
+       memory_format=None, **_):
+    """Convert dtype (`x.to(flow.float64)`, `x.to(other)`) and move to a device (the CPU or
+    a registered one); torch's positional forms (`x.to("cpu", flow.float64, False, True)`)
+    too. A memory_format is recorded (see contiguous); copy=True always copies.
+
+    >>> import flowgrad as flow
+    >>> flow.ones(2).to("cpu", flow.float64, False, True)
+    tensor([1., 1.], dtype=flowgrad.float64)
+    """
+    dtype, device, copy = _to_args(args, dtype, device, non_blocking, copy)
+    out = input
+    if dtype is not None and _dt.as_dtype(dtype).np != input._data.dtype:
+        out = _cast(input, dtype=_dt.as_dtype(dtype).np)
+    if device is not None:
+        out = move(out, device)
+    if copy and out is input:
+        out = input.clone()
+    return out if memory_format is None else out.contiguous(memory_format)
+
+
+def _caster(d):
+    return lambda self, memory_format=None: to(self, d)
+
+
+for _name, _d in (("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16),
+                  ("long", _dt.int64), ("int", _dt.int32), ("short", _dt.int16),
+                  ("bool", _dt.bool), ("byte", _dt.uint8), ("char", _dt.int8)):
+    setattr(Tensor, _name, _caster(_d))
+if _dt.bfloat16 is not None:
+    Tensor.bfloat16 = _caster(_dt.bfloat16)
+
+
+@tensor_method()
+def type_as(input, other):
+    """`input` converted to other's dtype."""
+    return to(input, other.dtype)
+
+
+@tensor_method("type")
+def _type(input, dtype=None, non_blocking=False, **kwargs):
+    """Without an argument the type's name ('flowgrad.FloatTensor'); with a dtype, a typed
+    class (flow.DoubleTensor) or a name ('torch.LongTensor'), `input` converted to it."""
+    if dtype is None:
+        return type_name(input.dtype)
+    return to(input, as_tensor_dtype(dtype))
+
+
+@tensor_method()
+def cpu(input, memory_format=None):
+    """`input` on the CPU: itself when it lives there (memory_format is ignored)."""
+    return move(input, "cpu", "cpu")
+
+
+@tensor_method()
+def cuda(input, *args, **kwargs):
+    """Always raises: flowgrad has no CUDA device."""
+    raise RuntimeError("flowgrad has no CUDA device yet: tensors live on 'cpu' (NumPy)")
