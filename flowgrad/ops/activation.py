@@ -487,8 +487,8 @@ def _as_float(xp, x):
 
 def _sigmoid_of(xp, x):
     """1 / (1 + exp(-x)), as torch's silu/mish kernels (exp(-x) may overflow to inf: 0)."""
-    with xp.errstate(over="ignore"):
-        e = xp.exp(-x)
+    with xp.errstate(over="ignore"):  # out=: an array for a 0-d x too (NumPy gives a scalar)
+        e = xp.exp(-x, out=xp.empty_like(x))
     e += 1
     return xp.reciprocal(e, out=e)
 
@@ -511,7 +511,7 @@ def silu_backward(ctx, dy):
 @in_float32  # half precision: computed in float32 and rounded once, as torch
 def _silu_grad(xp, x, s, dy):
     # torch's silu_backward: dy * s * (1 + x * (1 - s)), s = sigmoid(x)
-    r = 1 - s
+    r = xp.subtract(1, s, out=xp.empty_like(s))  # an array for a 0-d s too, for out=r
     r *= x
     r += 1
     r *= s
@@ -546,8 +546,8 @@ def silu(input, inplace=False):
 @in_float32  # half precision: computed in float32 and rounded once, as torch
 def _mish(xp, x):
     xf = _as_float(xp, x)
-    with xp.errstate(over="ignore"):
-        t = xp.exp(xf)  # inf above ~88 (float32): log1p(inf) = inf, tanh(inf) = 1
+    with xp.errstate(over="ignore"):  # out=: an array for a 0-d x too (NumPy gives a scalar)
+        t = xp.exp(xf, out=xp.empty_like(xf))  # inf past ~88 (float32): log1p, tanh give inf, 1
     xp.log1p(t, out=t)
     xp.tanh(t, out=t)
     return (xf * t).astype(x.dtype, copy=False), t.astype(x.dtype, copy=False)  # t: aux
@@ -563,7 +563,7 @@ def mish_backward(ctx, dy):
 def _mish_grad(xp, x, t, dy):
     # torch's mish_backward: dy * (t + x * s * (1 - t^2)), t = tanh(softplus(x))
     xf, tf = _as_float(xp, x), _as_float(xp, t)
-    r = tf * tf
+    r = xp.multiply(tf, tf, out=xp.empty_like(tf))  # an array for a 0-d t too, for out=r
     xp.subtract(1, r, out=r)
     r *= _sigmoid_of(xp, xf)
     r *= xf
@@ -646,6 +646,9 @@ def threshold_(input, threshold, value):
 def prelu(input, weight):
     """max(0, x) + weight * min(0, x), weight per channel (dim 1) or a single one."""
     check_same_dtype("prelu", input, weight=weight)
+    if weight._data.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {weight._data.ndim} (shape {tuple(weight._data.shape)})")
     channels = input._data.shape[1] if input._data.ndim >= 2 else 1
     if weight._data.size != 1 and weight._data.size != channels:
         raise RuntimeError(

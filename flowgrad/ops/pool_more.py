@@ -136,6 +136,17 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
                                f"for the input's spatial size {spatial}")
     if samples is None:  # an op draw: under vmap, randomness= decides, as torch's rand
         samples = rand(n, c, nd, dtype=x.dtype, device=x.device)
+    else:  # torch's checks; rows past the batch are not read (an unbatched input reads row 0)
+        if samples.ndim != 3:
+            raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.ndim}")
+        if samples.shape[0] < n:
+            raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+        if samples.shape[1] != c:
+            raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+        if samples.shape[2] != nd:
+            raise RuntimeError(f"Expect _random_samples.size(2) equals to {nd}; got "
+                               f"{samples.shape[2]}.")
+        samples = samples[:n]
     # torch draws the samples per dim in the order (W, H) for 2-D and (T, H, W) for 3-D
     order = (1, 0) if nd == 2 else (0, 1, 2)
     flat, stride = 0, 1
@@ -147,7 +158,9 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
         flat = flat + pos.reshape(shape)
         stride *= spatial[d]
     taps = flat.reshape(n, c, math.prod(out), math.prod(k))
-    picked = gather(x.reshape(n, c, -1), 2, taps.reshape(n, c, -1))
+    # (explicit sizes, not -1: an empty batch leaves -1 undetermined)
+    picked = gather(x.reshape(n, c, math.prod(spatial)), 2,
+                    taps.reshape(n, c, math.prod(out) * math.prod(k)))
     values, which = picked.reshape(n, c, math.prod(out), math.prod(k)).max(-1)
     values = values.reshape(n, c, *out)
     if not batched:

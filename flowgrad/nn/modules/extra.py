@@ -188,7 +188,8 @@ class _FractionalMaxPoolNd(Module):
         self.kernel_size, self.output_size, self.output_ratio = (kernel_size, output_size,
                                                                  output_ratio)
         self.return_indices = return_indices
-        self._random_samples = _random_samples
+        # a buffer, as torch's: in the state_dict, and cast and moved with the module
+        self.register_buffer("_random_samples", _random_samples)
 
     def forward(self, input):
         return getattr(F, self._fn)(input, self.kernel_size, self.output_size, self.output_ratio,
