@@ -24,7 +24,8 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from opinfo_vs_torch import (  # noqa: E402, I001
-    Converter, Unsupported, compare, to_numpy, torch_test_internals)
+    Converter, Unsupported, compare, full_name, report, shard_of, to_numpy,
+    torch_test_internals)
 
 import flowgrad as flow  # noqa: E402
 
@@ -311,43 +312,11 @@ def probe(info, modes=(True, False)):
     return found
 
 
-def full_name(info):
-    return info.name
-
-
 def main(names):
-    shard, shards = 0, 1
-    for arg in list(names):
-        if arg.startswith("--shard="):
-            shard, shards = map(int, arg[8:].split("/"))
-            names.remove(arg)
-    total = bad = missing = 0
-    for k, info in enumerate(module_db()):
-        full = full_name(info)
-        if names and not {full, info.name, info.module_cls.__name__} & set(names):
-            continue
-        if k % shards != shard:
-            continue
-        total += 1
-        try:
-            findings = probe(info)
-        except Exception as error:  # noqa: BLE001
-            print(f"PROBE ERROR {full}: {error!r:.200}")
-            continue
-        if findings and findings[0][2] == "missing":
-            missing += 1
-            print(f"MISSING {full}")
-            continue
-        real = [f for f in findings if not f[2].startswith("skip")]
-        skips = len(findings) - len(real)
-        if real:
-            bad += 1
-            print(f"FAIL {full}: {len(real)} findings" + (f", {skips} skipped" if skips else ""))
-            for mode, where, message in real[:6]:
-                print(f"    [{mode}] {where[:120]}\n        {message[:400]}")
-        elif skips:
-            print(f"ok {full} ({skips} inputs skipped: {findings[0][2][:100]})")
-    print(f"# {total} ModuleInfos, {missing} missing in flowgrad, {bad} with findings")
+    shard, shards = shard_of(names)
+    report(module_db(), probe, lambda k, info: k % shards == shard and (
+        not names or {full_name(info), info.name, info.module_cls.__name__} & set(names)),
+        "ModuleInfos")
 
 
 if __name__ == "__main__":

@@ -434,43 +434,57 @@ def probe(info, dtypes=DTYPES):
 
 
 def full_name(info):
-    """An OpInfo's name with its variant: `linalg.pinv.hermitian`."""
-    return info.name + ("." + info.variant_test_name if info.variant_test_name else "")
+    """An OpInfo's name with its variant: `linalg.pinv.hermitian` (a ModuleInfo's name)."""
+    variant = getattr(info, "variant_test_name", "")
+    return info.name + ("." + variant if variant else "")
+
+
+def shard_of(names):
+    """(i, n) from a `--shard=i/n` argument (removed from `names`): every n-th info from the
+    i-th, for running a report in several processes; (0, 1) without one."""
+    for arg in list(names):
+        if arg.startswith("--shard="):
+            names.remove(arg)
+            i, n = map(int, arg[8:].split("/"))
+            return i, n
+    return 0, 1
+
+
+def report(infos, probe_one, chosen, what):
+    """Probe each info that `chosen(k, info)` selects and print its findings; a summary last."""
+    total = bad = missing = 0
+    for k, info in enumerate(infos):
+        if not chosen(k, info):
+            continue
+        total += 1
+        name = full_name(info)
+        try:
+            findings = probe_one(info)
+        except Exception as error:  # noqa: BLE001 - the probe's own failure, reported
+            print(f"PROBE ERROR {name}: {error!r:.200}")
+            continue
+        if findings and findings[0][2] == "missing":
+            missing += 1
+            print(f"MISSING {name}")
+            continue
+        real = [f for f in findings if not f[2].startswith("skip")]
+        skips = len(findings) - len(real)
+        if real:
+            bad += 1
+            print(f"FAIL {name}: {len(real)} findings" + (f", {skips} skipped" if skips else ""))
+            for kind, where, message in real[:6]:
+                print(f"    [{kind}] {where[:150]}\n        {message[:400]}")
+    print(f"# {total} {what}, {missing} missing in flowgrad, {bad} with findings")
 
 
 def main(names):
     global REFERENCE
-    shard, shards = 0, 1
     if "--reference" in names:
         REFERENCE = True
         names.remove("--reference")
-    for arg in list(names):
-        if arg.startswith("--shard="):  # --shard=i/n: every n-th OpInfo from the i-th
-            shard, shards = map(int, arg[8:].split("/"))
-            names.remove(arg)
-    db = op_db()
-    total = bad = missing = 0
-    for k, info in enumerate(db):
-        full = full_name(info)
-        if names and info.name not in names and full not in names or k % shards != shard:
-            continue
-        total += 1
-        try:
-            findings = probe(info)
-        except Exception as error:  # noqa: BLE001 - the probe's own failure, reported
-            print(f"PROBE ERROR {full}: {error!r:.200}")
-            continue
-        if findings and findings[0][2] == "missing":
-            missing += 1
-            print(f"MISSING {full}")
-            continue
-        real = [f for f in findings if not f[2].startswith("skip")]
-        if real:
-            bad += 1
-            print(f"FAIL {full}: {len(real)}")
-            for dtype, where, message in real[:4]:
-                print(f"    [{dtype}] {where[:150]}\n        {message[:300]}")
-    print(f"# {total} OpInfos, {missing} missing in flowgrad, {bad} with findings")
+    shard, shards = shard_of(names)
+    report(op_db(), probe, lambda k, info: k % shards == shard and (
+        not names or info.name in names or full_name(info) in names), "OpInfos")
 
 
 if __name__ == "__main__":
