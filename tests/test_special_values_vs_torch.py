@@ -9,22 +9,13 @@ import special_values_vs_torch as sv
 
 _NAN_INPUT = ("the gradient at a nan input: torch's conventions differ op by op (relu passes "
               "the gradient, softshrink blocks it, ...); flowgrad's value is nan as torch's")
-_ZERO_OVER_ZERO = ("a gradient of the form 0/0 (hypot at the origin, d/dy of xlogy and xlog1py "
-                   "at x = 0, y = 0 or -1): torch gives nan, flowgrad 0 (its NaN-free rule)")
 KNOWN = {
     **dict.fromkeys([("unary", "F.elu"), ("unary", "F.selu"),
-                     ("unary", "F.celu"), ("unary", "F.hardswish"), ("unary", "F.softshrink"),
-                     ("unary", "F.hardshrink"),
-                     ("binary", "copysign"), ("unary", "special.i1"), ("unary", "special.i1e"),
+                     ("unary", "F.celu"), ("unary", "F.hardswish"),
+                     ("unary", "special.i1"), ("unary", "special.i1e"),
                      ("unary", "special.logit_eps")], _NAN_INPUT),
-    **dict.fromkeys([("binary", "hypot"), ("binary", "xlogy"), ("binary", "special.xlog1py")],
-                    _ZERO_OVER_ZERO),
-    ("binary", "logaddexp"): "at (+-inf, +-inf) torch's gradient is nan, flowgrad's 1 and 0",
-    ("binary", "logaddexp2"): "at (+-inf, +-inf) torch's gradient is nan, flowgrad's 1 and 0",
-    ("binary", "nextafter"): "torch's gradient is 0 where x == y, 1 elsewhere; flowgrad's 1",
     ("unary", "digamma"): ("trigamma: flowgrad is exact (pi^2/6 at 1, inf at the poles); torch "
                            "is 5e-10 off and finite at the poles"),
-    ("unary", "lgamma"): "lgamma(-inf): torch inf, flowgrad (SciPy's gammaln) -inf",
     ("unary", "logit"): ("outside [0, 1] torch's gradient is nan; flowgrad's log rule masks "
                          "the invalid branch"),
     ("unary", "F.hardsigmoid"): "float64: torch's slope is 1/6 rounded to float32",
@@ -103,5 +94,10 @@ def test_fixed_special_points():
                        ("unary", "angle"), ("unary", "special.xlog1py_1")]:
         for dtype in (np.float64, np.float32):
             assert sv.compare(kind, name, dtype) is None, (name, dtype)
-    msg = sv.compare("binary", "xlogy", np.float64)
-    assert msg is not None and "grad 0" not in msg  # only the known 0/0 in y remains
+    # and, from torch's OpInfo reference inputs, made torch's: copysign, hypot, logaddexp(2),
+    # nextafter, xlogy and xlog1py gradients at nan, inf and 0/0 points; shrinks at nan; lgamma
+    for kind, name in [("binary", "copysign"), ("binary", "hypot"), ("binary", "logaddexp"),
+                       ("binary", "logaddexp2"), ("binary", "nextafter"), ("binary", "xlogy"),
+                       ("binary", "special.xlog1py"), ("unary", "F.hardshrink"),
+                       ("unary", "F.softshrink"), ("unary", "lgamma")]:
+        assert sv.compare(kind, name, np.float64) is None, name

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..autograd import grad_mode
 from ..autograd.inplace import run_inplace
 from ..blas import (
@@ -34,7 +36,8 @@ from ..errors import check_kernel_dtype as _check_kernel_dtype
 from ..errors import check_same_dtype, fill_scalar
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim, tensor_method
-from .elementwise import clamp, sigmoid, tanh, where
+from .activation_rules import _elu_grad, _shrink
+from .elementwise import sigmoid, tanh, where
 from .halfprec import in_float32
 from .registry import op
 from .rules import _SMALL, masked_product, unary
@@ -238,22 +241,21 @@ def hardswish(input, inplace=False):
 
 # ---- elu, selu, celu: one fused op -----------------------------------------------------------
 @op("elu", jvp="diagonal", save="inputs")
-def _elu(xp, x, *, alpha, scale, input_scale):
+def _elu(xp, x, *, alpha, scale, input_scale, grad_scale):
     # expm1 on min(x, 0) only: the positive side never overflows
     neg = xp.expm1(xp.minimum(x, 0) * input_scale) * alpha
     return (xp.where(x > 0, x, neg) * scale).astype(x.dtype, copy=False)
 
 
 @_elu.grad
-def elu_backward(ctx, dy):
-    x = ctx.inputs[0]
-    k = ctx.alpha * ctx.scale * ctx.input_scale
-    neg = (clamp(x, max=0.0) * ctx.input_scale).exp() * k
-    return dy * where(x > 0, ctx.scale, neg)
+def elu_backward(ctx, dy):  # one fused kernel, torch's elu_backward (activation_rules.py)
+    return _elu_grad(ctx.inputs[0], dy, alpha=ctx.alpha, scale=ctx.scale,
+                     input_scale=ctx.grad_scale)
 
 
 def _elu_call(name, input, inplace, **attrs):
     _check_kernel_dtype(input, "elu_cpu")
+    attrs.setdefault("grad_scale", attrs["input_scale"])  # (celu's: 1 / float32(alpha))
     if inplace:
         return run_inplace(name + "_", lambda x: _elu(x, **attrs), input)
     return _elu(input, **attrs)
@@ -278,8 +280,8 @@ def celu(input, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
         raise RuntimeError("celu: ZeroDivisionError: alpha must not be 0 (it divides x)")
-    return _elu_call("celu", input, inplace, alpha=float(alpha), scale=1.0,
-                     input_scale=1.0 / alpha)
+    return _elu_call("celu", input, inplace, alpha=float(alpha), scale=1.0, input_scale=1.0
+                     / alpha, grad_scale=1.0 / float(np.float32(alpha)))  # (as torch's)
 
 
 def relu_(input):
@@ -604,7 +606,7 @@ def tanhshrink(input):
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
     _check_kernel_dtype(input, "hardshrink_cpu")
-    return where(~((input <= lambd) & (input >= -lambd)), input, 0.0)  # (nan stays nan)
+    return _shrink(input, lambd=lambd, soft=False)  # (nan stays nan; its gradient is 0)
 
 
 def softshrink(input, lambd=0.5):
@@ -613,10 +615,8 @@ def softshrink(input, lambd=0.5):
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
                            f"{lambd}.")
     _check_kernel_dtype(input, "softshrink_check")
-    # selected, not x - clamp(x): the gradient between -lambd and lambd is exactly 0 (as
-    # torch), where dy - dy would be nan for an infinite dy
-    shifted = where(input > 0, input - lambd, input + lambd)
-    return where(~((input <= lambd) & (input >= -lambd)), shifted, 0.0)
+    # one fused op: the gradient is dy only where x < -lambd or x > lambd (0 at nan, as torch)
+    return _shrink(input, lambd=lambd, soft=True)
 
 
 def threshold(input, threshold, value, inplace=False):

@@ -39,7 +39,7 @@ from .elementwise import (
     where,
 )
 from .registry import op
-from .rules import _grad_div, _grad_mul, unary
+from .rules import _grad_mul, unary
 
 __all__ = [
     "floor_divide", "remainder", "fmod", "atan2", "arctan2", "hypot", "xlogy", "lerp",
@@ -125,8 +125,9 @@ def _hypot(xp, a, b):
 @_hypot.grad
 def hypot_backward(ctx, dy):
     (a, b), y = ctx.inputs, ctx.out
-    need = ctx.needs_input_grad
-    return (_grad_div(dy * a, y) if need[0] else None), (_grad_div(dy * b, y) if need[1]
+    need = ctx.needs_input_grad  # torch's dy * x / y: 0 / 0 = nan at the origin (0 where dy
+    # is 0: a where's branch not taken stays 0)
+    return (_grad_mul(dy, a / y) if need[0] else None), (_grad_mul(dy, b / y) if need[1]
                                                          else None)
 
 
@@ -143,7 +144,7 @@ def xlogy_backward(ctx, dy):
     need = ctx.needs_input_grad
     # log(y), also at x == 0 (x log y is x-linear); 0 only where x == 0 and y <= 0, as torch
     dx = _grad_mul(dy, where((x == 0) & (y <= 0), 0.0, log(y))) if need[0] else None
-    return dx, (_grad_div(dy * x, y) if need[1] else None)
+    return dx, (_grad_mul(dy, x / y) if need[1] else None)  # nan at x == y == 0, as torch
 
 
 def _float_pair(a, b, name):

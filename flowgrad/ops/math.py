@@ -17,8 +17,9 @@ import math
 from ..errors import check_kernel_dtype
 from ..tensor import Tensor, tensor_method
 from . import special
-from .elementwise import _float_of, _inplace_binary, clamp, exp, log, sqrt
+from .elementwise import _float_of, _inplace_binary, exp, sqrt, where
 from .halfprec import HALF
+from .registry import op
 from .rules import step, unary
 
 __all__ = [
@@ -174,11 +175,29 @@ def logit(input, eps=None):
     tensor([0.])
     """
     p = _float_of(input)
-    if eps is not None and eps == eps:  # (torch clamps nothing for a nan eps)
-        p = clamp(p, eps, 1.0 - eps)
+    if eps is not None and eps != eps:  # (torch clamps nothing for a nan eps)
+        eps = None
     if p._data.dtype in HALF:  # in float32, rounded once
-        return logit(p.float()).to(p.dtype)
-    return log(p) - log1p(-p)
+        return logit(p.float(), eps).to(p.dtype)
+    return _logit(p, eps=eps)
+
+
+@op("logit", jvp="diagonal", save="inputs")
+def _logit(xp, p, *, eps):
+    if eps is not None:
+        p = xp.clip(p, eps, 1.0 - eps)
+    with xp.errstate(divide="ignore", invalid="ignore"):
+        return (xp.log(p) - xp.log1p(-p)).astype(p.dtype, copy=False)
+
+
+@_logit.grad
+def logit_backward(ctx, dy):
+    # torch's (infinitely_differentiable_)logit_backward: dy / (x (1 - x)) on [0, 1] (on
+    # [eps, 1 - eps] with eps), else nan (0 with eps): the clamp's flat sides and log's
+    # domain are not differentiated through
+    x, eps = ctx.inputs[0], ctx.eps
+    lo, hi, outside = (0.0, 1.0, math.nan) if eps is None else (eps, 1.0 - eps, 0.0)
+    return where((x >= lo) & (x <= hi), dy / (x * (1.0 - x)), outside)
 
 
 # ---- Tensor methods and in-place variants --------------------------------------------------

@@ -16,18 +16,20 @@ import math
 from collections import namedtuple
 
 from .. import dtypes as _dt
+from ..device import constant
 from ..tensor import Tensor, tensor_method
+from .creation import zeros_like
 from .elementwise import (
     _float_of,
     _inplace_binary,
     _promote_pair,
     abs,
     eq,
+    exp,
     ge,
     gt,
     le,
     lt,
-    maximum,
     ne,
     pow,
     sub,
@@ -103,9 +105,22 @@ def copysign(input, other):
     >>> flow.copysign(flow.tensor([1.0, -2.0]), flow.tensor([-0.0, 3.0]))
     tensor([-1.,  2.])
     """
-    a, b = _promote_pair(input, other, "copysign", floating=True)
-    m = abs(a)
-    return where(signbit(b), -m, m)
+    return _copysign(*_promote_pair(input, other, "copysign", floating=True))
+
+
+@op("copysign", jvp="diagonal", save="inputs outputs", grad_reads=((0,), ()))  # (not other)
+def _copysign(xp, a, b):
+    return xp.copysign(a, b)
+
+
+@_copysign.grad
+def copysign_backward(ctx, dy):
+    # torch's copysign_tensor_self_backward: dy * (y / x), 0 where x == 0; so nan where x is
+    # nan or +-inf (inf / inf), as torch. other's gradient is zero
+    a, y = ctx.inputs[0], ctx.out
+    need = ctx.needs_input_grad
+    return (dy * where(a == 0, 0.0, y / a) if need[0] else None), \
+        (zeros_like(dy) if need[1] else None)
 
 
 # ---- powers of two, float_power --------------------------------------------------------------
@@ -171,15 +186,38 @@ def ldexp(input, other):
 
 
 # ---- logaddexp ---------------------------------------------------------------------------
-def _logaddexp(input, other, base_log1p_exp):
+def _logaddexp(input, other, real_op):
     a, b = _promote_pair(input, other, "logaddexp", floating=True)
     if a.is_complex():
         return _complex_logaddexp(a, b)
-    m = maximum(a, b)
-    # equal infinities: the answer is that infinity (inf - inf would give nan)
-    same_inf = (a == b) & (a.abs() == math.inf)
-    d = where(same_inf, 0.0, a - b)
-    return where(same_inf, a, m + base_log1p_exp(-d.abs()))
+    return real_op(a, b)
+
+
+def _logaddexp_op(name, two):
+    """The real logaddexp (two: logaddexp2) op, with torch's rule dy / (1 + exp(b - a)) (pow
+    of 2 for logaddexp2): nan at equal infinities (inf - inf), as torch's."""
+    @op(name, jvp="diagonal", save="inputs")
+    def kernel(xp, a, b):
+        # equal infinities: the answer is that infinity (inf - inf would give nan)
+        same_inf = (a == b) & (xp.abs(a) == math.inf)
+        with xp.errstate(invalid="ignore"):
+            t = -xp.abs(xp.where(same_inf, constant(xp, 0, a.dtype), a - b))
+        s = xp.log1p(xp.power(constant(xp, 2, a.dtype), t)) * (1.0 / math.log(2.0)) if two \
+            else xp.log1p(xp.exp(t))
+        return xp.where(same_inf, a, xp.maximum(a, b) + s).astype(a.dtype, copy=False)
+
+    @kernel.grad
+    def logaddexp_backward(ctx, dy):
+        a, b = ctx.inputs
+        e = (lambda t: pow(2.0, t)) if two else exp
+        need = ctx.needs_input_grad
+        return (dy / (1.0 + e(b - a)) if need[0] else None), \
+            (dy / (1.0 + e(a - b)) if need[1] else None)
+    return kernel
+
+
+_logaddexp_real, _logaddexp2_real = _logaddexp_op("logaddexp", False), \
+    _logaddexp_op("logaddexp2", True)
 
 
 def _complex_logaddexp(a, b):
@@ -205,7 +243,7 @@ def logaddexp(input, other):
     >>> flow.logaddexp(flow.tensor([1000.0]), flow.tensor([1000.0]))
     tensor([1000.6932])
     """
-    return _logaddexp(input, other, lambda t: log1p(t.exp()))
+    return _logaddexp(input, other, _logaddexp_real)
 
 
 @tensor_method()
@@ -216,18 +254,19 @@ def logaddexp2(input, other):
     >>> flow.logaddexp2(flow.tensor([3.0]), flow.tensor([3.0]))
     tensor([4.])
     """
-    return _logaddexp(input, other, lambda t: log1p(pow(2.0, t)) * (1.0 / math.log(2.0)))
+    return _logaddexp(input, other, _logaddexp2_real)
 
 
 # ---- value-only kernels ------------------------------------------------------------------
-@op("nextafter")
+@op("nextafter", save="inputs")
 def _nextafter(xp, a, b):
     return xp.nextafter(a, b)
 
 
 @_nextafter.grad
-def nextafter_backward(ctx, dy):  # torch's: the identity for input, nothing for other
-    return dy, None
+def nextafter_backward(ctx, dy):  # torch's: dy where input != other (nan passes), else 0
+    a, b = ctx.inputs
+    return where(a != b, dy, 0.0), None
 
 
 @tensor_method()

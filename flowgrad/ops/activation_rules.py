@@ -1,0 +1,48 @@
+"""Fused gradient kernels of activation.py that follow torch's kernels at special values:
+the elu family's `elu_grad` (torch's elu_backward, and its elu_double_backward as the rule)
+and the hard/soft shrink op whose gradient passes only where x < -lambd or x > lambd (so
+0 at a nan x, as torch's vectorized kernel and its forward-mode formula).
+
+>>> import flowgrad as flow
+>>> x = flow.tensor([float("nan"), 2.0], requires_grad=True)
+>>> flow.nn.functional.hardshrink(x).backward(flow.ones(2)); x.grad
+tensor([0., 1.])
+"""
+from __future__ import annotations
+
+from ..device import constant
+from .elementwise import where
+from .registry import op
+
+
+@op("elu_grad", jvp="diagonal", save="inputs")
+def _elu_grad(xp, x, dy, *, alpha, scale, input_scale):
+    # torch's elu_backward (is_result=False): dy * scale for x > 0, else
+    # dy * input_scale * alpha * scale * exp(x * input_scale); a nan x gives nan, as torch's
+    # vectorized kernel (min(x, 0): no overflow on the branch not taken)
+    neg = dy * input_scale * (alpha * scale) * xp.exp(xp.minimum(x, 0) * input_scale)
+    return xp.where(x > 0, dy * scale, neg).astype(dy.dtype, copy=False)
+
+
+@_elu_grad.grad
+def elu_grad_backward(ctx, ddx):
+    x, dy = ctx.inputs
+    attrs = {"alpha": ctx.alpha, "scale": ctx.scale, "input_scale": ctx.input_scale}
+    need = ctx.needs_input_grad
+    # torch's elu_double_backward: elu_backward(ddx * dy * input_scale) * (x < 0), the mask
+    # multiplied as torch's (0 at x == 0 and x == +inf, nan at a nan x)
+    dx = _elu_grad(x, ddx * dy * ctx.input_scale, **attrs) * (x < 0) if need[0] else None
+    return dx, (_elu_grad(x, ddx, **attrs) if need[1] else None)
+
+
+@op("shrink", jvp="diagonal", save="inputs")
+def _shrink(xp, x, *, lambd, soft):
+    inner = (x >= -lambd) & (x <= lambd)  # (a nan x is outside: its value stays nan)
+    out = xp.where(x > 0, x - lambd, x + lambd) if soft else x
+    return xp.where(inner, constant(xp, 0, x.dtype), out).astype(x.dtype, copy=False)
+
+
+@_shrink.grad
+def shrink_backward(ctx, dy):
+    x = ctx.inputs[0]  # torch's hardshrink/softshrink_backward: dy where x < -l or x > l
+    return where((x > ctx.lambd) | (x < -ctx.lambd), dy, 0.0)
