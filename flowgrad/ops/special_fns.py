@@ -15,13 +15,13 @@ from __future__ import annotations
 import functools
 import math
 
-from ..func.batched import every_example
 from ..tensor import Tensor, tensor_method
 from .creation import arange
 from .elementwise import (
     _float_of,
     _inplace_binary,
     _promote_pair,
+    abs,
     cos,
     exp,
     log,
@@ -30,7 +30,7 @@ from .elementwise import (
 )
 from .math import log1p
 from .registry import op
-from .rules import _grad_div, _grad_mul, unary
+from .rules import _grad_mul, unary
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "i0", "igamma", "igammac", "sinc"]
 
@@ -72,11 +72,27 @@ def _safe(x):
 def _polygamma(xp, x, *, n):
     if n == 0:
         return scipy_call(xp, "psi", x)
-    return scipy_call(xp, "polygamma", xp.full(x.shape, n, dtype=x.dtype), x)
+    out = scipy_call(xp, "polygamma", xp.full(x.shape, n, dtype=x.dtype), x)
+    if n == 1:  # nan at -inf, as torch: trigamma swings between ~pi^2 and its poles there
+        out = xp.where(x == -xp.inf, xp.full((), xp.nan, out.dtype), out)
+    # n >= 2 at +inf: +-0, the limit ((-1)^(n+1) (n-1)! / x^n); torch's nan there is its
+    # zeta kernel's inf / inf (torch's own trigamma gives the limit, 0)
+    return out
+
+
+def _lgamma_kernel(xp, x):
+    """log|Gamma(x)|: SciPy's gammaln, but +inf at -inf (C99's lgamma, as torch; gammaln
+    gives -inf) and -log|x| for |x| < 1e-30, where gammaln's 1/x overflows (inf at 1e-320;
+    the next term, -0.577 x, is below float64's precision there)."""
+    out = scipy_call(xp, "gammaln", x)
+    with xp.errstate(all="ignore"):
+        tiny = -xp.log(xp.abs(x)).astype(out.dtype, copy=False)
+    out = xp.where(xp.abs(x) < 1e-30, tiny, out)
+    return xp.where(x == -xp.inf, xp.full((), xp.inf, out.dtype), out)
 
 
 _digamma = unary("digamma", _scipy("psi"), d_of_x=lambda x: _polygamma(x, n=1))
-_lgamma = unary("lgamma", _scipy("gammaln"), d_of_x=_digamma)
+_lgamma = unary("lgamma", _lgamma_kernel, d_of_x=_digamma)
 
 
 @_polygamma.grad
@@ -154,7 +170,9 @@ def polygamma(n, input):
 @tensor_method()
 def mvlgamma(input, p):
     """The multivariate log-gamma function of dimension p:
-    sum_i lgamma(input - i/2) + p(p-1)/4 log(pi), i = 0..p-1; every element must be > (p-1)/2.
+    sum_i lgamma(input - i/2) + p(p-1)/4 log(pi), i = 0..p-1. Defined for input > (p-1)/2;
+    elsewhere the same formula (inf at the poles, nan at -inf's gradient), as torch 2.13,
+    which no longer checks the domain.
 
     >>> import flowgrad as flow
     >>> flow.mvlgamma(flow.tensor([2.5]), p=2)
@@ -163,10 +181,9 @@ def mvlgamma(input, p):
     x = _float_of(input)
     if not isinstance(p, int) or p < 1:
         raise RuntimeError(f"mvlgamma: p has to be greater than or equal to 1, got {p!r}")
-    if not every_example(x > (p - 1) / 2, guard=True):  # under vmap: every example's
-        raise RuntimeError(f"mvlgamma: All elements must be greater than (p-1)/2 = {(p - 1) / 2}"
-                           f" (p={p}); shift the input or lower p")
-    steps = arange(p, dtype=x.dtype) * -0.5
+    # torch's steps -(p-1)/2, ..., -1/2, +0 (not -0: at x = -0 the last term is lgamma(+0),
+    # whose gradient is digamma(+0) = -inf), summed in torch's order
+    steps = arange(-(p - 1) / 2, 0.5, 0.5, dtype=x.dtype)
     return lgamma(x.unsqueeze(-1) + steps).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
 
 
@@ -205,10 +222,47 @@ _log_ndtr = unary("log_ndtr", _scipy("log_ndtr"), d_of_xy=lambda x, y: exp(x * x
 # ---- modified Bessel functions of the first kind (torch.i0, torch.special.i0e/i1/i1e) --------
 _i0 = unary("i0", _scipy("i0"), d_of_x=lambda x: _i1(x))
 _i0e = unary("i0e", _scipy("i0e"), d_of_xy=lambda x, y: _i1e(x) - sign(x) * y)
-# i1'(0) = 1/2
-_i1 = unary("i1", _scipy("i1"), d_of_xy=lambda x, y: where(x == 0, 0.5, _i0(x) - y / _safe(x)))
-_i1e = unary("i1e", _scipy("i1e"), d_of_xy=lambda x, y: where(
-    x == 0, 0.5, _i0e(x) - y * (sign(x) + 1.0 / _safe(x))))
+
+# i1(x) = x Q(x^2), i1'(x) = P(x^2): their power series, used for |x| < _I1_SMALL, where
+# i0(x) - i1(x)/x cancels (0/0 at 0, 0 or 1 instead of 1/2 at subnormal x) and its own
+# derivative, for the second, cancels as 1/x^2 (16 instead of ~0 at 1e-17); six terms reach
+# float64 precision up to 0.1, where the closed form's second derivative loses only ~1e-14
+_I1_SMALL = 0.1
+_I1_Q = tuple(1 / (2 * 4 ** k * math.factorial(k) * math.factorial(k + 1)) for k in range(6))
+_I1_P = tuple((2 * k + 1) * c for k, c in enumerate(_I1_Q))
+
+
+def _series(coefs, t):
+    """sum_k coefs[k] t^k by Horner's rule, with flowgrad ops."""
+    acc = t * coefs[-1] + coefs[-2]
+    for c in coefs[-3::-1]:
+        acc = acc * t + c
+    return acc
+
+
+def _i1_split(x):
+    """(small, x with the small entries replaced by 1, x^2 with the others replaced by 0):
+    each branch of the `where` sees only finite values, so no nan reaches either gradient."""
+    small = abs(x) < _I1_SMALL
+    return small, where(small, 1.0, x), where(small, x, 0.0).square()
+
+
+def _i1_derivative(x, y):
+    """i1'(x) = i0(x) - i1(x)/x; 1/2 + 3x^2/16 + ... near 0 (torch: 1/2 for |x| <= eps,
+    and at nan, where this gives nan)."""
+    small, big, t = _i1_split(x)
+    return where(small, _series(_I1_P, t), _i0(big) - y / big)
+
+
+def _i1e_derivative(x, y):
+    """i1e'(x) = i0e(x) - i1e(x) (sgn x + 1/x); e^-|x| (i1'(x) - |x| i1(x)/x) near 0."""
+    small, big, t = _i1_split(x)
+    near = exp(-abs(x)) * (_series(_I1_P, t) - abs(x) * _series(_I1_Q, t))
+    return where(small, near, _i0e(big) - y * (sign(big) + 1.0 / big))
+
+
+_i1 = unary("i1", _scipy("i1"), d_of_xy=_i1_derivative)
+_i1e = unary("i1e", _scipy("i1e"), d_of_xy=_i1e_derivative)
 
 
 @tensor_method()
@@ -234,7 +288,8 @@ def xlog1py_backward(ctx, dy):
     need = ctx.needs_input_grad
     # log1p(y), also at x == 0; 0 only where x == 0 and y <= -1, as torch
     dx = _grad_mul(dy, where((x == 0) & (y <= -1.0), 0.0, log1p(y))) if need[0] else None
-    return dx, (_grad_div(dy * x, y + 1.0) if need[1] else None)
+    # x / (1 + y), also 0/0 = nan at (0, -1) as torch (0 where dy is 0: an untaken where branch)
+    return dx, (_grad_mul(dy, x / (y + 1.0)) if need[1] else None)
 
 
 @op("zeta", save="inputs")
