@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import sys
 import types
 import warnings
@@ -428,7 +429,9 @@ def probe(info, dtypes=DTYPES):
     for message in check_errors(info, fn):
         found.append(("errors", "", message))
     real = [f for f in found if not f[2].startswith("skip")]
-    if real and all("AttributeError" in f[2] and "has no attribute" in f[2] for f in real):
+    if real and all("AttributeError" in f[2] and re.search(
+            r"(module 'flowgrad[\w.]*'|'Tensor' object|type object 'Tensor') has no attribute",
+            f[2]) for f in real):
         return [("", "", "missing")]  # torch's wrapper calls a name flowgrad lacks
     return found
 
