@@ -219,3 +219,15 @@ def test_polar_gradients_are_the_derivative():
     positive = a > 0
     np.testing.assert_allclose(grads[flow][0][positive], grads[torch][0][positive], rtol=1e-14)
     np.testing.assert_allclose(grads[flow][1], grads[torch][1], rtol=1e-14)
+
+
+def test_spherical_bessel_j0_and_airy_ai_at_the_ends():
+    """sin(x)/x is 0 at +-inf (torch's limit; it was nan), and Ai(x) past SciPy's range
+    (x ~ 1e4, where SciPy gives nan) has underflowed to 0, as torch gives; Ai(+inf) is nan
+    in both."""
+    x = [float("inf"), -float("inf"), 0.0, 1e300, 1e10, 300.0, 3.0, -3.0]
+    for name in ("spherical_bessel_j0", "airy_ai"):
+        want = getattr(torch.special, name)(torch.tensor(x, dtype=torch.float64)).numpy()
+        got = getattr(flow.special, name)(flow.tensor(x, dtype=flow.float64)).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-12, equal_nan=True,
+                                   err_msg=name)

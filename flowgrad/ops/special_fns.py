@@ -351,15 +351,20 @@ NO_GRAD_OPS = {name: unary(name, _scipy(sname), differentiable=False)
 
 @op("spherical_bessel_j0", differentiable=False)
 def _spherical_bessel_j0(xp, x):
-    safe = xp.where(x == 0, xp.ones((), x.dtype), x)
-    return xp.where(x == 0, xp.ones((), x.dtype), xp.sin(safe) / safe)
+    safe = xp.where((x == 0) | xp.isinf(x), xp.ones((), x.dtype), x)
+    # sin(x)/x -> 1 at 0 and 0 at +-inf (torch's limits; sin(inf) would give nan)
+    y = xp.where(x == 0, xp.ones((), x.dtype), xp.sin(safe) / safe)
+    return xp.where(xp.isinf(x), xp.zeros((), x.dtype), y)
 
 
 @op("airy_ai", differentiable=False)
 def _airy_ai(xp, x):
     fn = _scipy_special(xp.__name__).airy
     with xp.errstate(all="ignore"):
-        return fn(x.astype(xp.float64, copy=False))[0].astype(x.dtype, copy=False)
+        y = fn(x.astype(xp.float64, copy=False))[0]
+    # SciPy gives nan past x ~ 1e4; Ai has underflowed to 0 from x ~ 105 on (+inf: nan, as
+    # torch's)
+    return xp.where((x > 200) & xp.isfinite(x), 0.0, y).astype(x.dtype, copy=False)
 
 
 NO_GRAD_OPS["spherical_bessel_j0"] = _spherical_bessel_j0
