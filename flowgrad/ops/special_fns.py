@@ -351,10 +351,11 @@ NO_GRAD_OPS = {name: unary(name, _scipy(sname), differentiable=False)
 
 @op("spherical_bessel_j0", differentiable=False)
 def _spherical_bessel_j0(xp, x):
-    safe = xp.where((x == 0) | xp.isinf(x), xp.ones((), x.dtype), x)
+    zero, inf = x == 0, xp.isinf(x)
+    safe = xp.where(zero | inf, xp.ones((), x.dtype), x)
     # sin(x)/x -> 1 at 0 and 0 at +-inf (torch's limits; sin(inf) would give nan)
-    y = xp.where(x == 0, xp.ones((), x.dtype), xp.sin(safe) / safe)
-    return xp.where(xp.isinf(x), xp.zeros((), x.dtype), y)
+    y = xp.where(zero, xp.ones((), x.dtype), xp.sin(safe) / safe)
+    return xp.where(inf, xp.zeros((), x.dtype), y)
 
 
 @op("airy_ai", differentiable=False)
