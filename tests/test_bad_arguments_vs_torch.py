@@ -285,3 +285,37 @@ def test_raises_exactly_where_torch_raises(case):
                 outcome.append(type(error).__name__)
     assert (outcome[0] is None) == (outcome[1] is None), f"torch {outcome[0]}, flowgrad " \
         f"{outcome[1]}"
+
+
+# Two Python numbers: torch's add, sub, mul, div (and its aliases) take them as a 0-d tensor
+# and a number; its other functions refuse them with a TypeError. flowgrad raised an
+# AttributeError for both kinds.
+_NUMBER_PAIRS = [(2.0, 3.0), (2, 3), (True, False), (2, 3.5), (True, 2), (1j, 2), (-7, 2),
+                 (-7.5, 2)]
+_NUMBER_PAIR_CALLS = [
+    *((name, {}) for name in ("add", "sub", "mul", "div", "true_divide", "floor_divide",
+                              "remainder", "fmod", "pow", "maximum", "minimum", "eq", "lt",
+                              "atan2", "hypot", "logaddexp", "copysign", "xlogy", "fmax")),
+    ("add", {"alpha": 2}), ("sub", {"alpha": 2}),
+    ("div", {"rounding_mode": "floor"}), ("div", {"rounding_mode": "trunc"}),
+]
+
+
+def _outcome(module, name, pair, kwargs):
+    try:
+        result = getattr(module, name)(*pair, **kwargs)
+    except Exception as error:  # noqa: BLE001 - the kind of refusal is compared below
+        return "raises", type(error).__name__
+    return str(result.dtype).split(".")[-1], tuple(result.shape), complex(result.item())
+
+
+@pytest.mark.parametrize("name,kwargs", _NUMBER_PAIR_CALLS,
+                         ids=[f"{n}{k or ''}" for n, k in _NUMBER_PAIR_CALLS])
+def test_two_python_numbers_as_torch(name, kwargs):
+    for pair in _NUMBER_PAIRS:
+        expected, actual = (_outcome(m, name, pair, kwargs) for m in (torch, flow))
+        assert actual[0] == expected[0], f"{name}{pair}: torch {expected}, flowgrad {actual}"
+        if expected[0] != "raises":
+            assert actual == expected, f"{name}{pair}: torch {expected}, flowgrad {actual}"
+        elif expected[1] == "TypeError":  # (not an AttributeError from inside flowgrad)
+            assert actual[1] == "TypeError", f"{name}{pair}: flowgrad {actual[1]}"

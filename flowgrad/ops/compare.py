@@ -13,6 +13,7 @@ import builtins
 from .. import dtypes as _dt
 from ..device import array_module
 from ..tensor import Tensor
+from .creation import tensor as _number_tensor
 from .registry import op
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
@@ -22,10 +23,17 @@ __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "lo
 _NUMBERS = (builtins.int, builtins.float, builtins.bool, builtins.complex)
 
 
-def _promote_pair(a, b, op_name, floating=False):
+def _promote_pair(a, b, op_name, floating=False, number_pair=False):
     """Both operands as tensors of torch's result dtype; `floating`: lifted to the default
     float dtype when that is integral (cast straight to float, so that in `-3 / uint8` the
-    -3 is not first wrapped to 253 by a cast to uint8)."""
+    -3 is not first wrapped to 253 by a cast to uint8). `number_pair`: two Python numbers are
+    taken, the first as a 0-d tensor (torch's add, sub, mul and div do; its other functions
+    refuse them)."""
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        if not (number_pair and isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS)):
+            raise TypeError(f"{op_name}(): argument 'input' (position 1) must be Tensor, "
+                            f"not {type(a).__name__}; wrap a number in flow.tensor(...)")
+        a = _number_tensor(a)
     if not isinstance(a, Tensor):
         a, b = b, a
         swapped = True

@@ -433,10 +433,10 @@ def _float_of(x):
     return x if x._data.dtype.kind in "fVc" else x.to(_dt.get_default_dtype())
 
 
-def _binary(tensor_op, a, b, name):
+def _binary(tensor_op, a, b, name, number_pair=False):
     if isinstance(b, Tensor) and isinstance(a, Tensor) and a._data.dtype is b._data.dtype:
         return tensor_op(a, b)
-    a, b = _promote_pair(a, b, name)
+    a, b = _promote_pair(a, b, name, number_pair=number_pair)
     return tensor_op(a, b)
 
 
@@ -456,7 +456,7 @@ def add(input, other, *, alpha=1, out=None):
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, other):  # (float: inline)
             return _scalar_add(input, value=other)
-    return _binary(_add, input, other, "add")
+    return _binary(_add, input, other, "add", number_pair=True)
 
 
 def sub(input, other, *, alpha=1, out=None):
@@ -482,7 +482,7 @@ def sub(input, other, *, alpha=1, out=None):
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, -other):
             return _scalar_add(input, value=-other)
-    return _binary(_sub, input, other, "sub")
+    return _binary(_sub, input, other, "sub", number_pair=True)
 
 
 def scale_by_alpha(input, other, alpha, name):
@@ -522,7 +522,7 @@ def mul(input, other, *, out=None):
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, other):  # (float: inline)
             return _scalar_mul(input, value=other)
-    return _binary(_mul, input, other, "mul")
+    return _binary(_mul, input, other, "mul", number_pair=True)
 
 
 def div(input, other, *, rounding_mode=None, out=None):
@@ -540,7 +540,7 @@ def div(input, other, *, rounding_mode=None, out=None):
         return _rounded_div(input, other, rounding_mode)
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         return _scalar_div(_float_of(input), value=other)
-    return _div(*_promote_pair(input, other, "div", floating=True))
+    return _div(*_promote_pair(input, other, "div", floating=True, number_pair=True))
 
 
 def pow(input, exponent, *, out=None):
@@ -562,7 +562,8 @@ def pow(input, exponent, *, out=None):
             return _scalar_pow(input, exponent=exponent)
         if isinstance(exponent, builtins.float):
             return _scalar_pow(_float_of(input), exponent=exponent)
-    if isinstance(input, _SCALARS) and _dt.result_type(exponent, input).is_floating_point:
+    if isinstance(input, _SCALARS) and isinstance(exponent, Tensor) and \
+            _dt.result_type(exponent, input).is_floating_point:
         d = _dt.result_type(exponent, input)
         return _scalar_rpow(exponent if exponent.dtype is d else exponent.to(d), base=input)
     if isinstance(input, Tensor) and isinstance(exponent, Tensor) and \
@@ -779,7 +780,7 @@ def _rounded_div(input, other, rounding_mode):
     if rounding_mode not in ("floor", "trunc"):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found {rounding_mode!r}")
-    a, b = _promote_pair(input, other, "div")
+    a, b = _promote_pair(input, other, "div", number_pair=True)
     _refuse_bool(a, f"div_{rounding_mode}_cpu")
     _check_int_zero(a, b, "div")
     return _div_rounded(a, b, mode=rounding_mode)
