@@ -10,6 +10,7 @@ from .adafactor import Adafactor, SparseAdam
 from .adagrad import Adadelta, Adagrad
 from .adam import Adam, Adamax, AdamW
 from .lbfgs import LBFGS
+from .muon import Muon
 from .nadam import NAdam, RAdam
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
@@ -18,4 +19,4 @@ from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop",
            "Adagrad", "Adadelta", "lr_scheduler", "LBFGS", "Rprop", "ASGD", "SparseAdam",
-           "Adafactor", "swa_utils"]
+           "Adafactor", "Muon", "swa_utils"]

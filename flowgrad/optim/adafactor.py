@@ -28,6 +28,8 @@ class Adafactor(Optimizer):
 
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0,
                  weight_decay=0.0, *, foreach=None, maximize=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
         checks = [(0.0 <= lr, f"Learning rate should be >= 0 but is: {lr}"),
                   (0.0 >= beta2_decay, f"beta2_decay should be <= 0 but is: {beta2_decay}"),
                   (eps[0] is None or 0.0 <= eps[0], f"epsilon1 should be >= 0 but is: {eps[0]}"),
@@ -106,6 +108,8 @@ class SparseAdam(Optimizer):
     _state_keys = frozenset({"step", "exp_avg", "exp_avg_sq"})
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
         if not 0.0 < lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < eps:

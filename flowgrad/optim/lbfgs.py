@@ -21,6 +21,7 @@ import numpy as np
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.inplace import bump_version
 from ..device import array_module, new_zeros
+from ..tensor import Tensor
 from .optimizer import Optimizer, _as_real, _plain_group
 
 __all__ = ["LBFGS"]
@@ -135,11 +136,22 @@ def _loaded_state_as_arrays(state):
     for key in ("old_dirs", "old_stps"):
         if state.get(key) is not None:
             state[key] = [arr(v) for v in state[key]]
-    if state.get("ro") is not None:
-        state["ro"] = [float(arr(v)) for v in state["ro"]]
+    for key in ("ro", "al"):
+        if state.get(key) is not None:
+            state[key] = [None if v is None else float(arr(v)) for v in state[key]]
     for key in ("t", "H_diag", "prev_loss"):
         if state.get(key) is not None and not isinstance(state[key], (int, float)):
             state[key] = float(arr(state[key]))
+
+
+def _as_tensors(value):
+    """An array, or a float of the curvature lists, as a tensor; other values unchanged."""
+    if isinstance(value, list):
+        return [Tensor._wrap(np.asarray(v)) if isinstance(v, float) else _as_tensors(v)
+                for v in value]
+    if isinstance(value, (np.ndarray, np.floating)):
+        return Tensor._wrap(np.asarray(value))
+    return value
 
 
 class LBFGS(Optimizer):
@@ -149,6 +161,8 @@ class LBFGS(Optimizer):
 
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
                  tolerance_change=1e-9, history_size=100, line_search_fn=None):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if max_eval is None:
@@ -163,6 +177,18 @@ class LBFGS(Optimizer):
         if len(self.param_groups) != 1:
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]
+
+    def _state_dict(self):
+        """As torch's: the state's vectors and curvature numbers as tensors (the step keeps
+        them as arrays and floats), so a checkpoint loads in torch and compares with its."""
+        state_dict = super()._state_dict()
+        state_dict["state"] = {k: {key: _as_tensors(value) for key, value in s.items()}
+                               for k, s in state_dict["state"].items()}
+        lr = self.param_groups[0]["lr"]
+        for s in state_dict["state"].values():  # a Tensor lr: torch's t is that tensor
+            if isinstance(lr, Tensor) and isinstance(s.get("t"), (int, float)):
+                s["t"] = Tensor._wrap(np.asarray(s["t"], lr._data.dtype))
+        return state_dict
 
     def _state_shape(self, key, shape):
         return None  # flat vectors over all the parameters, lists, numbers: not checked
@@ -253,7 +279,7 @@ class LBFGS(Optimizer):
                     old_stps.append(s)
                     ro.append(1.0 / ys)
                     h_diag = ys / y.dot(y)
-                al = [None] * len(old_dirs)
+                al = state.setdefault("al", [None] * history_size)  # (kept, as torch's)
                 q = -flat_grad
                 for i in range(len(old_dirs) - 1, -1, -1):
                     al[i] = old_stps[i].dot(q) * ro[i]

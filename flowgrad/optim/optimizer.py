@@ -196,6 +196,10 @@ class Optimizer:
                           "in future, this will cause an error", UserWarning, stacklevel=3)
         if any(id(p) in seen for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
+        if self.param_groups and bool(names) != ("param_names" in self.param_groups[0]):
+            raise ValueError("all optimizer param groups should be with/without names. cannot "
+                             f"add param group {'with' if names else 'without'} names to the "
+                             "optimizer (name every parameter of every group, or none)")
         self.param_groups.append(group)
 
     # ---- gradients and steps ------------------------------------------------------------
