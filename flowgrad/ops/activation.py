@@ -517,7 +517,9 @@ def _silu_grad(xp, x, s, dy):
     r *= x
     r += 1
     r *= s
-    return xp.multiply(dy, r, out=r) if r.dtype == dy.dtype else (dy * r).astype(dy.dtype)
+    if r.dtype == dy.dtype and dy.shape == r.shape:  # (under vmap dy alone may be batched)
+        return xp.multiply(dy, r, out=r)
+    return (dy * r).astype(dy.dtype, copy=False)
 
 
 @_silu_grad.grad

@@ -1,5 +1,5 @@
 """Normalization layers: BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d, LayerNorm, GroupNorm,
-RMSNorm, LocalResponseNorm.
+RMSNorm, LocalResponseNorm, CrossMapLRN2d.
 
 >>> import flowgrad as flow
 >>> bn = flow.nn.BatchNorm2d(3)
@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 
 from ... import dtypes as _dt
+from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import tensor as _tensor
 from .. import functional as F
@@ -19,7 +20,8 @@ from ..module import Module
 from ._utils import new_param, new_tensor
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
-           "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
+           "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm",
+           "CrossMapLRN2d"]
 
 
 def _add_affine(module, shape, enabled, bias, dtype, device=None):
@@ -281,6 +283,79 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+def _window_matrix(rows, channels, dtype):
+    """A (channels, channels) 0/1 tensor: row c marks the channels in rows[c]."""
+    return _tensor([[1.0 if j in row else 0.0 for j in range(channels)] for row in rows],
+                   dtype=dtype)
+
+
+def _lrn_forward_windows(channels, size):
+    """The channels each output channel's scale sums, as torch's legacy kernel sums them: a
+    running window that never drops channel 0 once past `pre_pad` (kept as torch has it)."""
+    pre_pad = int((size - 1) / 2 + 1)
+    rows = [set(range(min(pre_pad, channels)))]
+    for c in range(1, channels):
+        row = set(rows[-1])
+        if c < channels - pre_pad + 1:
+            row.add(c + pre_pad - 1)
+        if c > pre_pad:
+            row.discard(c - pre_pad)
+        rows.append(row)
+    return rows
+
+
+def _lrn_backward_windows(channels, size):
+    """The channels torch's legacy backward accumulates for each input channel (its own
+    window, not the transpose of the forward's: torch's gradient is kept as it computes it)."""
+    lo = int(size - (size - 1) / 2)
+    return [set(range(max(c - lo, 0), min(c + size - lo, channels))) for c in range(channels)]
+
+
+class _CrossMapLRN2dFunction(Function):
+    @staticmethod
+    def forward(ctx, input, size, alpha, beta, k):
+        if input.dim() != 4:
+            raise ValueError(
+                f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        channels = input.shape[1]
+        window = _window_matrix(_lrn_forward_windows(channels, size), channels, input.dtype)
+        scale = (window @ (input * input).transpose(0, 1).reshape(channels, -1))
+        scale = scale.reshape(channels, input.shape[0], *input.shape[2:]).transpose(0, 1)
+        scale = scale * (alpha / size) + k
+        output = scale.pow(-beta) * input
+        ctx.size, ctx.alpha, ctx.beta = size, alpha, beta
+        ctx.save_for_backward(input, output, scale)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, output, scale = ctx.saved_tensors
+        channels, size = input.shape[1], ctx.size
+        window = _window_matrix(_lrn_backward_windows(channels, size), channels, input.dtype)
+        ratio = (grad_output * output / scale).transpose(0, 1).reshape(channels, -1)
+        accum = (window @ ratio).reshape(channels, input.shape[0], *input.shape[2:])
+        accum = accum.transpose(0, 1)
+        grad = grad_output * scale.pow(-ctx.beta)
+        grad = grad - input * accum * (2 * ctx.alpha * ctx.beta / size)
+        return grad, None, None, None, None
+
+
+class CrossMapLRN2d(Module):
+    """Local response normalisation across channels of a 4-d input (torch.nn.CrossMapLRN2d, the
+    legacy Lua-torch layer): its windows and its hand-written gradient are torch's, which is
+    not exactly the gradient of its forward (LocalResponseNorm is the consistent one)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return _CrossMapLRN2dFunction.apply(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
