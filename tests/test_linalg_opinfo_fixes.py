@@ -264,3 +264,20 @@ def test_cholesky_solve_complex(upper):
     def fn(m, x, b):
         return m.cholesky_solve(b, m.linalg.cholesky(_hpd(m, x), upper=upper), upper=upper)
     compare(fn, x, b)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(rtol=np.array([0.5, 1e-3])), dict(atol=np.array([0.0, 0.7])),
+    dict(atol=np.array([0.1, 0.0]), rtol=np.array([0.0, 0.3])), dict(atol=0.7),
+])
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_matrix_rank_with_a_tolerance_per_batch(kwargs, hermitian):
+    a = _rand((2, 5, 5), np.float64)
+    a = a @ np.swapaxes(a, -1, -2) if hermitian else a
+    ranks = []
+    for m in (torch, flow):
+        kw = {k: m.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+        ranks.append(m.linalg.matrix_rank(m.tensor(a), hermitian=hermitian, **kw).tolist())
+    assert ranks[1] == ranks[0]
+    empty = [m.linalg.matrix_rank(m.zeros(2, 0, 0), rtol=m.ones(2)).shape for m in (torch, flow)]
+    assert tuple(empty[1]) == tuple(empty[0])

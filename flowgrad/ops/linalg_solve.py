@@ -20,6 +20,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad
 from ..device import array_module
 from ..func.batched import every_example
@@ -368,12 +369,35 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
     _matrix(A, "linalg.matrix_rank")
     if tol is not None:
         atol, rtol = tol, 0.0
+    if isinstance(atol, Tensor) or isinstance(rtol, Tensor):
+        return _matrix_rank_per_batch(A, atol, rtol, hermitian)
     atol, rtol = _tolerances(A, atol, rtol, "linalg.matrix_rank")
     with no_grad():
         S = eigvalsh(A).abs() if hermitian else svdvals(A)
         if S.shape[-1] == 0:  # empty matrices: rank 0 (amax has nothing to reduce)
             return (S > 0).sum(-1)
         tol_ = (S.amax(-1, keepdim=True) * rtol).clamp(min=atol)
+        return (S > tol_).sum(-1)
+
+
+def _matrix_rank_per_batch(A, atol, rtol, hermitian):
+    """matrix_rank with tolerance tensors, broadcast against A's batch dims as torch's (in
+    float64; an unset rtol is 0 where atol > 0, else eps * max(m, n))."""
+    from .creation import tensor
+
+    with no_grad():
+        atol = tensor(0.0 if atol is None else atol, dtype=_dt.float64) \
+            if not isinstance(atol, Tensor) else atol.to(_dt.float64)
+        if rtol is None:
+            eps = np.finfo(A._data.dtype).eps * max(A.shape[-2:])
+            rtol = where(atol > 0, 0.0, eps)
+        elif not isinstance(rtol, Tensor):
+            rtol = tensor(rtol, dtype=_dt.float64)
+        S = eigvalsh(A).abs() if hermitian else svdvals(A)
+        if S.shape[-1] == 0:
+            batch = np.broadcast_shapes(S.shape[:-1], atol.shape, rtol.shape)
+            return (S > 0).sum(-1).expand(batch).contiguous()
+        tol_ = (rtol.unsqueeze(-1) * S.amax(-1, keepdim=True)).maximum(atol.unsqueeze(-1))
         return (S > tol_).sum(-1)
 
 

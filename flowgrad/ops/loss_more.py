@@ -366,8 +366,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if p not in (1, 2):
         raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got {p}")
     x = _float_input(input, "multi_margin_loss")
-    x2 = x if x._data.ndim == 2 else x.unsqueeze(0)
-    if x._data.ndim not in (1, 2) or target._data.ndim > 1 or \
+    x2 = x if x._data.ndim == 2 else x.reshape(1, -1)  # (a 0-d input: one class, as torch)
+    if x._data.ndim > 2 or target._data.ndim > 1 or \
             target._data.reshape(-1).shape[0] != x2._data.shape[0]:
         raise ValueError(f"multi_margin_loss: expected input (N, C) or (C,) and target (N,) "
                          f"or (), got input {tuple(x.shape)} and target {tuple(target.shape)}")
