@@ -15,6 +15,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .autograd import engine
+from .autograd import grad_mode as _grad_mode
 from .autograd import interpreter as _interpreter
 from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.graph import RemovableHandle
@@ -399,10 +400,11 @@ class Tensor:
 
     # ---- conversion ---------------------------------------------------------------------
     def numpy(self, force=False):
-        """The array itself (shared storage); refuses tensors that require grad, and those on
-        another device unless `force` (then a host copy), as torch's."""
+        """The array itself (shared storage); refuses tensors that require grad while grad
+        mode is on, and those on another device unless `force` (then a host copy), as
+        torch's."""
         _interpreter.check_read(self, "numpy()")
-        if self.requires_grad and not force:
+        if self.requires_grad and not force and _grad_mode.is_grad_enabled():
             raise RuntimeError(
                 "Can't call numpy() on a tensor that requires grad. Use "
                 "tensor.detach().numpy() instead.")

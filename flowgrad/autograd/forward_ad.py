@@ -129,11 +129,18 @@ class ForwardLevel:
         """A custom Function ran: with a `jvp` staticmethod, its output tangents come from
         it (else from the ops its forward ran, which this level saw)."""
         Tensor = _interpreter.Tensor
-        if getattr(cls, "jvp", Function.jvp) is Function.jvp or not any(
-                isinstance(a, Tensor) and self.tangent(a) is not None for a in args):
+        if not any(isinstance(a, Tensor) and self.tangent(a) is not None for a in args):
             return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
+        if getattr(cls, "jvp", Function.jvp) is Function.jvp:  # (its forward may leave
+            # flowgrad's ops, as NumPy kernels do: a tangent made from them would be wrong)
+            raise NotImplementedError(
+                f"You must implement the jvp function for custom autograd.Function to use it "
+                f"with forward mode AD ({cls.__name__} has none: define its jvp staticmethod)")
 
         tans = [self.tangent(a) if isinstance(a, Tensor) else None for a in args]
+        if ctx.materialize_grads:  # (as torch: a tensor input without a tangent gives zeros)
+            tans = [a.new_zeros(a.shape) if t is None and isinstance(a, Tensor) and
+                    a.dtype.is_floating_point else t for a, t in zip(args, tans)]
         with _interpreter.using_interpreter(self.inner):
             t_out = cls.jvp(ctx, *tans)
         outs = outputs if isinstance(outputs, tuple) else (outputs,)

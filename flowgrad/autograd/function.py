@@ -17,6 +17,7 @@ tensor(12.)
 from __future__ import annotations
 
 import functools
+import inspect
 
 from ..errors import freed_graph_error
 from . import grad_mode
@@ -36,6 +37,7 @@ class FunctionCtx:
 
     def __init__(self):
         self._saved = ()
+        self._saved_forward = None  # save_for_forward's tensors, read by jvp
         self._state = None   # the recorded node (its captured state), while backward runs
         self.needs_input_grad = ()
         self.non_differentiable = set()
@@ -46,11 +48,18 @@ class FunctionCtx:
         """Keep tensors (or None) for backward; read them back with `ctx.saved_tensors`."""
         self._saved = tensors
 
+    def save_for_forward(self, *tensors):
+        """Keep tensors (or None) for the `jvp` staticmethod, which reads them back with
+        `ctx.saved_tensors`."""
+        self._saved_forward = tensors
+
     @property
     def saved_tensors(self):
         state = self._state
-        if state is None:
-            return tuple(self._saved or ())  # forward time: not yet recorded
+        if state is None:  # forward time (jvp included): not yet recorded
+            if self._saved_forward is not None:
+                return tuple(self._saved_forward)
+            return tuple(self._saved or ())
         if state._inputs is None:
             raise freed_graph_error(state)
         return state.inputs
@@ -68,12 +77,26 @@ class FunctionCtx:
 class _FunctionOp:
     """Plays the role of a registry entry for one custom Function class."""
 
-    __slots__ = ("fn", "node_name", "save", "n_out")
+    __slots__ = ("fn", "node_name", "save", "n_out", "signature")
 
     def __init__(self, fn):
         self.fn = fn
         self.node_name = NodeName(f"{fn.__name__}Backward")
         self.save, self.n_out = 0, 1
+        self.signature = False  # forward's, for binding its defaults (made on first use)
+
+    def with_defaults(self, args):
+        """`args` with forward's default arguments appended, as torch passes them to
+        setup_context and vmap when forward takes no ctx."""
+        if self.signature is False:
+            signature = inspect.signature(self.fn.forward)
+            self.signature = signature if any(
+                p.default is not p.empty for p in signature.parameters.values()) else None
+        if self.signature is None:
+            return args
+        bound = self.signature.bind(*args)
+        bound.apply_defaults()
+        return bound.args
 
     @staticmethod
     def materialize_grads(state):
@@ -82,6 +105,13 @@ class _FunctionOp:
 
     def backward(self, state, *grads):
         ctx = state.attrs["ctx"]
+        slots = state.attrs.get("out_slots")
+        if slots is not None:  # non-tensor outputs too: each gets None, as torch passes
+            n_outs, tensor_slots = slots
+            full = [None] * n_outs
+            for k, g in zip(tensor_slots, grads):
+                full[k] = g
+            grads = full
         ctx._state = state
         try:
             result = self.fn.backward(ctx, *grads)
@@ -180,6 +210,8 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         Tensor = _interpreter.Tensor
+        if cls.setup_context is not Function.setup_context and not kwargs:
+            args = cls._op.with_defaults(args)
         transform = _interpreter.current  # a func transform (vmap, forward AD) may take over
         hook = getattr(transform, "function_apply", None)
         if hook is not None:
@@ -217,6 +249,9 @@ class Function:
                      and any(o is t for t in tensors) else o for o in outs)
         tensor_outs = [o for o in outs if isinstance(o, Tensor)]
         attrs = {"ctx": ctx, "positions": positions, "n_args": len(args)}
+        if len(tensor_outs) != len(outs):
+            attrs["out_slots"] = (len(outs), [k for k, o in enumerate(outs)
+                                              if isinstance(o, Tensor)])
         node = add_node(cls._op, tensors, tensor_outs, attrs, ())
         for o in tensor_outs:
             if id(o) in ctx.non_differentiable:

@@ -219,7 +219,12 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         aux = None
         if has_aux:
             out, aux = out
-        pairs = [forward_ad.unpack_dual(o) for o in _flatten(out)]
+        flat = _flatten(out)
+        for o in flat:
+            if not isinstance(o, Tensor):
+                raise RuntimeError(f"jvp(f, primals, tangents): expected f(*primals) to return "
+                                   f"only tensors, got unsupported type {type(o)}")
+        pairs = [forward_ad.unpack_dual(o) for o in flat]
         prim = [p for p, _ in pairs]
         tang = [t if t is not None else p * 0 for p, t in pairs]
     result = (_unflatten(out, prim), _unflatten(out, tang))

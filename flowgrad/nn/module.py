@@ -84,6 +84,10 @@ class _BackwardHookIdentity(Function):
         return tuple(t.detach() for t in tensors)
 
     @staticmethod
+    def jvp(ctx, _state, _at_output, *tangents):  # an identity: tangents pass through
+        return tangents
+
+    @staticmethod
     def backward(ctx, *grads):
         state, module = ctx.state, ctx.state.module
         if ctx.at_output:

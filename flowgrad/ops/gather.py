@@ -126,7 +126,7 @@ def _check_range(idx, size, name, dim, allow_negative=False, error=IndexError):
         valid = f"[{lo}, {size - 1}]" if size else "none (the dimension is empty)"
         raise error(f"{name}(): index {bad} is out of bounds for dimension {dim} with "
                     f"size {size}; valid indices are {valid}")
-    return np.where(idx < 0, idx + size, idx) if allow_negative else idx
+    return idx  # (negative ones are wrapped by _dim_flat's kernel, an op)
 
 
 def _gather_flat(input, dim, index, name, src=None, allow_negative=False):
