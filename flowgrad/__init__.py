@@ -29,6 +29,7 @@ from . import (
     onnx,
     ops,
     optim,
+    signal,
     sparse,
     special,
     utils,
@@ -71,6 +72,7 @@ from .ops.activation import *  # noqa: F401,F403
 from .ops.compare import isin  # noqa: F401 - the other comparisons come with elementwise
 from .ops.complex import *  # noqa: F401,F403
 from .ops.conv import *  # noqa: F401,F403
+from .ops.copies import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403
 from .ops.creation_extra import *  # noqa: F401,F403
 from .ops.diag import *  # noqa: F401,F403

@@ -52,7 +52,7 @@ def _check_value_fits(input, value):
                            f"without overflow; pass a value in the dtype's range")
 
 
-def _check(input, pad, mode, value):
+def _check(input, pad, mode, value, complex_value=False):
     if mode not in _MODES:
         raise NotImplementedError(f"pad(): Unrecognised padding mode {mode}; use one of "
                                   f"{tuple(_MODES)}")
@@ -64,7 +64,7 @@ def _check(input, pad, mode, value):
                            f"the input dimension but got padding length {len(pad)} and input "
                            f"of dimension {nd}")
     if mode == "constant":
-        if isinstance(value, complex):  # (NumPy would drop the imaginary part)
+        if isinstance(value, complex) and not complex_value:  # (NumPy drops its imag)
             raise TypeError(f"pad(): argument 'value' must be float, not complex ({value!r})")
         return
     if input._data.dtype == np.bool_ and mode != "circular":
@@ -91,8 +91,13 @@ def pad(input, pad, mode="constant", value=None):
     >>> F.pad(flow.ones(1, 1, 2, 2), (1, 1, 1, 1)).shape
     flowgrad.Size([1, 1, 4, 4])
     """
+    return padded(input, pad, mode, value)
+
+
+def padded(input, pad, mode, value, complex_value=False):
+    """F.pad's work; `complex_value`: a complex fill is taken (torch.constant_pad_nd's)."""
     pad = tuple(int(p) for p in pad)
-    _check(input, pad, mode, value)
+    _check(input, pad, mode, value, complex_value)
     nd = input._data.ndim
     k = len(pad) // 2
     pairs = [(0, 0)] * (nd - k) + [(pad[2 * i], pad[2 * i + 1]) for i in range(k)][::-1]

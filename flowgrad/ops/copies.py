@@ -1,0 +1,97 @@
+"""torch's `*_copy` functions: a view op's values in a new, contiguous tensor (what a
+functionalized program calls instead of the view), and the `unsafe_*` spellings of split and
+chunk. Each is the view op then a copy, so gradients are the view op's.
+
+>>> import flowgrad as flow
+>>> y = flow.permute_copy(flow.arange(6.0).reshape(2, 3), (1, 0))
+>>> y.is_contiguous(), y.shape
+(True, flowgrad.Size([3, 2]))
+"""
+from __future__ import annotations
+
+from ..typed_tensors import contiguous_format
+from . import pad as _pad
+from . import shape as _shape
+from . import split as _split
+
+__all__ = ["alias_copy", "diagonal_copy", "permute_copy", "squeeze_copy", "t_copy",
+           "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy", "view_copy",
+           "split_with_sizes_copy", "unsafe_chunk", "unsafe_split", "constant_pad_nd"]
+
+
+def _fresh(view):
+    return view.clone(memory_format=contiguous_format)
+
+
+def alias_copy(input):
+    """A copy of input (torch.alias_copy)."""
+    return _fresh(input)
+
+
+def diagonal_copy(input, offset=0, dim1=0, dim2=1):
+    """input.diagonal(offset, dim1, dim2), copied."""
+    return _fresh(input.diagonal(offset, dim1, dim2))
+
+
+def permute_copy(input, dims):
+    """input.permute(dims), copied."""
+    return _fresh(input.permute(*dims))
+
+
+def squeeze_copy(input, dim=None):
+    """input.squeeze(dim), copied."""
+    return _fresh(_shape.squeeze(input, dim))
+
+
+def t_copy(input):
+    """input.t(), copied."""
+    return _fresh(input.t())
+
+
+def transpose_copy(input, dim0, dim1):
+    """input.transpose(dim0, dim1), copied."""
+    return _fresh(input.transpose(dim0, dim1))
+
+
+def unbind_copy(input, dim=0):
+    """input.unbind(dim), each copied."""
+    return tuple(_fresh(part) for part in input.unbind(dim))
+
+
+def unfold_copy(input, dimension, size, step):
+    """input.unfold(dimension, size, step), copied."""
+    return _fresh(input.unfold(dimension, size, step))
+
+
+def unsqueeze_copy(input, dim):
+    """input.unsqueeze(dim), copied."""
+    return _fresh(input.unsqueeze(dim))
+
+
+def view_copy(input, size):
+    """input.view(size) (a shape, or a dtype to reinterpret as), copied."""
+    return _fresh(input.view(size))
+
+
+def split_with_sizes_copy(input, split_sizes, dim=0):
+    """input.split(split_sizes, dim) with a list of sizes, each copied."""
+    return [_fresh(part) for part in _split.split(input, list(split_sizes), dim)]
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    """torch.unsafe_chunk: chunk (flowgrad's views are always safe to write)."""
+    return _split.chunk(input, chunks, dim)
+
+
+def unsafe_split(input, split_size_or_sections, dim=0):
+    """torch.unsafe_split: split."""
+    return _split.split(input, split_size_or_sections, dim)
+
+
+def constant_pad_nd(input, pad, value=0):
+    """F.pad(input, pad, value=value) (torch.constant_pad_nd), which also takes a complex
+    value for a complex input."""
+    if isinstance(value, complex) and not input.is_complex():
+        raise RuntimeError(f"constant_pad_nd: value {value!r} cannot be converted to type "
+                           f"{input.dtype} without overflow; pass a real value")
+    return _pad.padded(input, pad, "constant", value, complex_value=True)
