@@ -1,13 +1,13 @@
 """flowgrad.linalg: torch.linalg's functions. The ops live by family in flowgrad/ops/:
 linalg_decomp.py (det, inv, solve, cholesky, qr, svd, eigh, norms), linalg_solve.py (LU,
-triangular solves, the `_ex` forms, pinv, lstsq, matrix_rank, tensor forms) and
+triangular solves, the `_ex` forms, pinv, lstsq, matrix_rank, tensor forms),
 linalg_func.py (matrix_exp, matrix_power, cond, multi_dot, vander, vecdot, cross,
-householder_product, LDL^T) and linalg_eig.py (eig, eigvals: complex results).
+householder_product), linalg_ldl.py (LDL^T) and linalg_eig.py (eig, eigvals: complex results).
 
 Each decomposition is one op whose rule is torch's formula written in flowgrad ops, so second
 derivatives (of svdvals, eigvalsh, det, lu, ...) come by construction; the other functions are
-composed of differentiable ops. Inputs are batches of matrices (..., m, n); float32 and
-float64 (eig, eigvals, inv and solve take complex64/complex128 too).
+composed of differentiable ops. Inputs are batches of matrices (..., m, n); float32, float64,
+complex64 and complex128 (complex gradients follow torch's conjugate Wirtinger convention).
 
 >>> import flowgrad as flow
 >>> a = flow.tensor([[2.0, 1.0], [1.0, 3.0]], requires_grad=True)
@@ -39,9 +39,6 @@ from .ops.linalg_eig import eig, eigvals
 from .ops.linalg_func import (
     cond,
     householder_product,
-    ldl_factor,
-    ldl_factor_ex,
-    ldl_solve,
     matrix_exp,
     matrix_power,
     multi_dot,
@@ -49,6 +46,7 @@ from .ops.linalg_func import (
     vecdot,
 )
 from .ops.linalg_func import linalg_cross as cross
+from .ops.linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from .ops.linalg_solve import (
     cholesky_ex,
     inv_ex,

@@ -151,3 +151,31 @@ def test_half_precision_parameters_step_as_torch(name, options, dtype):
     assert got[1:] == expected[1:]
     tol = 2e-2 if dtype == "bfloat16" else 4e-3
     np.testing.assert_allclose(got[0], expected[0], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", ["dropout", "alpha_dropout", "dropout2d", "dropout3d",
+                                  "feature_alpha_dropout"])
+def test_dropouts_keep_half_precision(name, dtype):
+    """bfloat16 dropouts came out float32 (NumPy takes bfloat16 / a Python float to float32),
+    which also broke scaled_dot_product_attention's dropout in bfloat16."""
+    F = flow.nn.functional
+    x = flow.ones(2, 3, 4, 5, 6, dtype=getattr(flow, dtype), requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y = getattr(F, name)(x, 0.3, training=True)
+    y.sum().backward()
+    assert y.dtype == x.dtype and x.grad.dtype == x.dtype
+    if name == "dropout":
+        values = y.detach().float().numpy()
+        kept = values[values != 0]
+        scale = torch.tensor(1 / 0.7).to(getattr(torch, dtype)).item()
+        np.testing.assert_array_equal(kept, scale)
+    q = flow.randn(2, 3, 8).to(getattr(flow, dtype))
+    assert F.scaled_dot_product_attention(q, q, q, dropout_p=0.5).dtype == q.dtype
+
+
+def test_multinomial_takes_half_precision_weights():
+    for dtype in (flow.bfloat16, flow.float16):
+        draws = flow.multinomial(flow.tensor([0.0, 1.0, 0.0]).to(dtype), 4, replacement=True)
+        assert draws.tolist() == [1, 1, 1, 1]

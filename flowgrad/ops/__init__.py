@@ -19,6 +19,7 @@ from . import (  # noqa: F401 - imported to register their ops
     linalg_decomp,
     linalg_eig,
     linalg_func,
+    linalg_ldl,
     linalg_solve,
     loss,
     loss_ctc,

@@ -3,7 +3,8 @@ and the norms (`flowgrad.linalg` gathers them with linalg_solve.py and linalg_fu
 
 Each decomposition is one op whose rule is the standard matrix-calculus formula written in
 flowgrad ops, so second derivatives (of svdvals, eigvalsh, det, ...) come by construction.
-Inputs are batches of matrices (..., m, n); float32 and float64.
+Inputs are batches of matrices (..., m, n): float32, float64, complex64 and complex128, with
+torch's conjugate Wirtinger gradients for complex ones.
 
 >>> import flowgrad as flow
 >>> a = flow.tensor([[2.0, 1.0], [1.0, 3.0]], requires_grad=True)
@@ -18,11 +19,12 @@ from collections import namedtuple
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..autograd.interpreter import varies_per_run
 from ..device import array_module
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from . import norm as _norm
-from .complex import adjoint
+from .complex import adjoint, conj, imag, real
 from .creation import arange, eye, ones
 from .diag import diagonal as _diagonal
 from .diag import tril
@@ -41,24 +43,22 @@ EIGH = namedtuple("EIGH", ["eigenvalues", "eigenvectors"])
 SLOGDET = namedtuple("SLOGDET", ["sign", "logabsdet"])
 
 
-def _square(A, name, complex_ok=False):
-    _matrix(A, name, complex_ok)
+def _square(A, name):
+    _matrix(A, name)
     if A._data.shape[-1] != A._data.shape[-2]:
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                            f"{A._data.shape[-2]} by {A._data.shape[-1]} matrices")
     return A
 
 
-def _matrix(A, name, complex_ok=False):
+def _matrix(A, name):
+    """A checked as a batch of float32/float64/complex64/complex128 matrices."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{name}: expected a Tensor, got {type(A).__name__}")
     if A._data.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions, got "
                            f"shape {tuple(A.shape)}")
-    if A._data.dtype.kind == "c" and not complex_ok:
-        raise RuntimeError(f"{name}: complex input is not supported yet (got {A.dtype.name}, "
-                           f"shape {tuple(A.shape)})")
-    if A._data.dtype.kind not in ("fc" if complex_ok else "f") or A._data.dtype.itemsize < 4:
+    if A._data.dtype.kind not in "fc" or A._data.dtype.itemsize < 4:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
                            f"Got {A.dtype.name}; convert with .float() or .double()")
     return A
@@ -71,6 +71,11 @@ def _lapack(fn, name, what="the input is singular"):
     except np.linalg.LinAlgError as e:
         raise RuntimeError(f"{name}: The factorization could not be completed because {what} "
                            f"({e})") from None
+
+
+def _real_dtype(A):
+    """The real dtype of A's singular values and norms (A's own dtype for real A)."""
+    return _dt.to_real(A.dtype)
 
 
 def _diag_embed(v):
@@ -107,7 +112,7 @@ def _is_zero(g):
 
 
 # ---- det / slogdet / inv / solve -------------------------------------------------------------
-@op("linalg_det", save="inputs outputs")
+@op("linalg_det", save="inputs outputs", complex=True)
 def _det(xp, A):
     return xp.linalg.det(A)
 
@@ -119,20 +124,20 @@ def linalg_det_backward(ctx, dy):
 
 
 def _det_backward(A, d, g):
-    """torch's rule: g det(A) A^-T where A is invertible, and through the SVD where det(A) = 0
-    (det A = det U det Vh prod S, whose product rule needs no division). Both branches run on
-    safe inputs and `where` merges them, so the rule has no data-dependent branch (graph mode
-    traces it). Double backward at a singular A goes through svd's rule: undefined where
-    singular values repeat, as torch's."""
+    """torch's rule: g conj(det A) A^-H where A is invertible, and through the SVD where
+    det(A) = 0 (det A = det U det Vh prod S, whose product rule needs no division). Both
+    branches run on safe inputs and `where` merges them, so the rule has no data-dependent
+    branch (graph mode traces it). Double backward at a singular A goes through svd's rule:
+    undefined where singular values repeat, as torch's. (conj is the identity on real.)"""
     n = A.shape[-1]
     if n == 0:  # 0 x 0 matrices: det is the constant 1
         return A * 0
     singular = (d == 0).unsqueeze(-1).unsqueeze(-1)
-    gd = (g * d).unsqueeze(-1).unsqueeze(-1)
-    regular = gd * inv(where(singular, _eye(n, A), A)).mT
-    distinct = _eye(n, A) * arange(1, n + 1, dtype=A.dtype, device=A.device)
+    gd = (g * conj(d)).unsqueeze(-1).unsqueeze(-1)
+    regular = gd * adjoint(inv(where(singular, _eye(n, A), A)))
+    distinct = _eye(n, A) * arange(1, n + 1, dtype=_real_dtype(A), device=A.device)
     U, S, Vh = _svd(where(singular, A, distinct), full_matrices=False)
-    sign = _det(U.detach()) * _det(Vh.detach())  # +-1, locally constant
+    sign = conj(_det(U.detach()) * _det(Vh.detach()))  # of modulus 1, locally constant
     others = _prod_of_others(S) * (g * sign).unsqueeze(-1)
     return where(singular, (U * others.unsqueeze(-2)) @ Vh, regular)
 
@@ -186,7 +191,7 @@ def _getrf(xp, A):
     return a.reshape(A.shape), piv.reshape(batch + (k,)), info.reshape(batch)
 
 
-@op("linalg_slogdet", n_out=2, save="inputs outputs")
+@op("linalg_slogdet", n_out=2, save="inputs outputs", complex=True)
 def _slogdet(xp, A):
     sign, logabs = xp.linalg.slogdet(A)
     sign = xp.asarray(sign, dtype=A.dtype)
@@ -198,7 +203,7 @@ def _slogdet(xp, A):
         odd = (piv != xp.arange(1, piv.shape[-1] + 1)).sum(-1) % 2 == 1
         pivots = xp.where(u == 0, 1, xp.sign(u)).prod(-1)
         sign = xp.where(sign == 0, xp.where(odd, -pivots, pivots) * 0, sign).astype(A.dtype)
-    return sign, xp.asarray(logabs, dtype=A.dtype)
+    return sign, xp.asarray(logabs, dtype=A.real.dtype)
 
 
 @_slogdet.grad
@@ -210,16 +215,21 @@ def linalg_slogdet_backward(ctx, dsign, dlog):
     (A,), (sign, _) = ctx.inputs, ctx.outputs
     if A.shape[-1] == 0:  # 0 x 0 matrices: logabsdet is the constant 0
         return A * 0
+    if A.is_complex() and not _is_zero(dsign):
+        # complex: sign = e^{i theta} with d theta = Im tr(A^-1 dA), so its cotangent
+        # joins dlog as -i Im(conj(dsign) sign), as torch's
+        dlog = dlog - 1j * imag(conj(dsign) * sign)
     singular = (sign == 0).unsqueeze(-1).unsqueeze(-1)
     g = dlog.unsqueeze(-1).unsqueeze(-1)
-    regular = g * inv(where(singular, _eye(A.shape[-1], A), A)).mT
-    adjugate = _det_backward(A, sign * 0, dlog)  # dlog adj(A)^T: det's singular branch
+    regular = g * adjoint(inv(where(singular, _eye(A.shape[-1], A), A)))
+    adjugate = _det_backward(A, sign * 0, dlog)  # dlog adj(A)^H: det's singular branch
     return where(singular, adjugate / sign.unsqueeze(-1).unsqueeze(-1), regular)
 
 
 def slogdet(A):
-    """(sign, log|det A|); differentiable in logabsdet with gradient A^-T. A singular A gives
-    (0, -inf) and, as torch's, an infinite or nan gradient (no error).
+    """(sign, log|det A|); differentiable in logabsdet with gradient A^-T (complex A: sign
+    is det / |det|, differentiable too, and logabsdet real). A singular A gives (0, -inf)
+    and, as torch's, an infinite or nan gradient (no error).
 
     >>> import flowgrad as flow
     >>> a = flow.tensor([[1.0, 2.0], [2.0, 4.0]], requires_grad=True)
@@ -231,8 +241,11 @@ def slogdet(A):
 
 
 def logdet(A):
-    """log det A (nan for negative determinants, as torch)."""
+    """log det A (nan for negative determinants, as torch; complex A: log(sign) + log|det|,
+    complex)."""
     sign, logabs = slogdet(A)
+    if A.is_complex():
+        return sign.log() + logabs
     return where(sign < 0, math.nan, logabs)  # sign 0 already gives logabsdet = -inf
 
 
@@ -249,7 +262,7 @@ def linalg_inv_backward(ctx, dy):
 
 def inv(A):
     """Inverse of (batches of) square matrices; raises for singular ones."""
-    _square(A, "linalg.inv", complex_ok=True)
+    _square(A, "linalg.inv")
     return _lapack(lambda: _inv(A), "linalg.inv", "the input matrix is singular")
 
 
@@ -268,7 +281,7 @@ def linalg_solve_backward(ctx, dX):
 
 def solve(A, B, *, left=True):
     """X with A @ X = B (left=True) or X @ A = B; B may be a (batch of) vector(s)."""
-    _square(A, "linalg.solve", complex_ok=True)
+    _square(A, "linalg.solve")
     if not isinstance(B, Tensor):
         raise TypeError(f"linalg.solve: B must be a Tensor, got {type(B).__name__}")
     if A._data.dtype != B._data.dtype:
@@ -314,13 +327,13 @@ def linalg_cholesky_backward(ctx, gL):
 def cholesky(A, *, upper=False):
     """Lower (or upper: L^H) Cholesky factor of Hermitian (symmetric) positive-definite
     matrices; float and complex."""
-    _square(A, "linalg.cholesky", complex_ok=True)
+    _square(A, "linalg.cholesky")
     L = _lapack(lambda: _cholesky(A), "linalg.cholesky",
                 "the input is not positive-definite")
     return adjoint(L) if upper else L
 
 
-@op("linalg_qr", n_out=2, save="outputs")
+@op("linalg_qr", n_out=2, save="outputs", complex=True)
 def _qr(xp, A, *, mode):
     Q, R = xp.linalg.qr(A, mode="complete" if mode == "complete" else "reduced")
     return Q, R  # a plain tuple: NumPy's QRResult is a namedtuple
@@ -339,25 +352,27 @@ def linalg_qr_backward(ctx, gQ, gR):
                            "mode='complete' and nrows > ncols.")
     if m >= n:
         return _qr_tall_grad(Q, R, gQ, gR)
-    # wide: A = Q [X Y] with X square; Y = Q^T A[:, m:] sends gY to Q and to A[:, m:]
+    # wide: A = Q [X Y] with X square; Y = Q^H A[:, m:] sends gY to Q and to A[:, m:]
     X, Y = R[..., :m], R[..., m:]
     gX, gY = gR[..., :m], gR[..., m:]
-    gU = _qr_tall_grad(Q, X, gQ + (Q @ Y) @ gY.mT, gX)
+    gU = _qr_tall_grad(Q, X, gQ + (Q @ Y) @ adjoint(gY), gX)
     return cat([gU, Q @ gY], -1)
 
 
 def _qr_tall_grad(Q, R, gQ, gR):
-    """m >= n, Q (m, n), R (n, n): gA = (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q
-    (Walter & Lehmann; Seeger et al.)."""
+    """m >= n, Q (m, n), R (n, n): gA = (gQ + Q copyltu(M)) R^-H, M = R gR^H - gQ^H Q
+    (Walter & Lehmann; Seeger et al.; torch's), copyltu(M) the Hermitian matrix with M's
+    strictly lower triangle and Re diag(M)."""
     n = R.shape[-1]
-    M = R @ gR.mT - gQ.mT @ Q
-    low = M * _tril_const(n, M)
-    copyltu = low + (M * _tril_const(n, M, 0.0)).mT
-    return (gQ + Q @ copyltu) @ inv(R).mT
+    M = R @ adjoint(gR) - adjoint(gQ) @ Q
+    strict = M * _tril_const(n, M, 0.0)
+    copyltu = strict + adjoint(strict) + _diag_embed(real(M.diagonal(0, -2, -1)))
+    return (gQ + Q @ copyltu) @ adjoint(inv(R))
 
 
 def qr(A, mode="reduced"):
-    """QR decomposition: Q (orthonormal columns) and R (upper triangular). Differentiable
+    """QR decomposition: Q (orthonormal columns) and R (upper triangular); float or complex
+    (R's diagonal is real for complex A, as LAPACK's and torch's). Differentiable
     as torch's: mode='reduced' (any shape), 'complete' when m <= n; not mode='r'.
 
     >>> import flowgrad as flow
@@ -378,7 +393,7 @@ def qr(A, mode="reduced"):
 
 
 # ---- svd / eigh ------------------------------------------------------------------------------
-@op("linalg_svd", n_out=3, save="outputs")
+@op("linalg_svd", n_out=3, save="outputs", complex=True)
 def _svd(xp, A, *, full_matrices):
     U, S, Vh = xp.linalg.svd(A, full_matrices=full_matrices)
     return U, S, Vh
@@ -386,33 +401,50 @@ def _svd(xp, A, *, full_matrices):
 
 @_svd.grad
 def linalg_svd_backward(ctx, gU, gS, gVh):
+    """torch's svd_backward: gA = U [(skew(U^H gU) S + S skew(V^H gV)) / E + diag(gS)
+    (+ diag(Im(U^H gU)) i / S, complex)] V^H + (I - U U^H) gU S^-1 V^H
+    + U S^-1 gV^H (I - V V^H), E_jk = s_k^2 - s_j^2, skew(X) = X - X^H. Complex: a loss
+    that depends on the columns' phases has no gradient, and the rule raises as torch's."""
     U, S, Vh = ctx.outputs
     m, n = U.shape[-2], Vh.shape[-1]
     k = S.shape[-1]
     if U.shape[-1] != k or Vh.shape[-2] != k:
         U, Vh = U[..., :k], Vh[..., :k, :]  # full_matrices: only the first k columns matter
         gU, gVh = gU[..., :k], gVh[..., :k, :]
-    V = Vh.mT
+    if _is_zero(gU) and _is_zero(gVh):  # svdvals: U diag(gS) V^H
+        return (U * gS.unsqueeze(-2)) @ Vh
     inner = _diag_embed(gS)
-    if not (_is_zero(gU) and _is_zero(gVh)):
-        # gA = U [skew(U^T gU)/E S + S skew(V^T gV)/E + diag(gS)] V^T
-        #      + (I - U U^T) gU S^-1 V^T + U S^-1 gV^T (I - V V^T),  E_jk = s_k^2 - s_j^2
-        gV = gVh.mT
-        s2 = S * S
-        E = s2.unsqueeze(-2) - s2.unsqueeze(-1)
-        eye = _eye(k, S)
-        E = E + eye  # the diagonal of skew(.) is 0: any non-zero value does
-        UtgU, VtgV = U.mT @ gU, V.mT @ gV
-        skew_u, skew_v = (UtgU - UtgU.mT) / E, (VtgV - VtgV.mT) / E
-        inner = inner + skew_u * S.unsqueeze(-2) + S.unsqueeze(-1) * skew_v
-        gA = U @ inner @ Vh
-        sinv = 1.0 / S
-        if m > k:
-            gA = gA + (gU - U @ UtgU) @ (V * sinv.unsqueeze(-2)).mT
-        if n > k:
-            gA = gA + (U * sinv.unsqueeze(-2)) @ (gV.mT - VtgV.mT @ Vh)
-        return gA
-    return U @ inner @ Vh
+    UhgU, VhgV = adjoint(U) @ gU, Vh @ adjoint(gVh)
+    skew_u, skew_v = UhgU - adjoint(UhgU), VhgV - adjoint(VhgV)
+    if U.is_complex():
+        _check_phase_invariance(skew_u.diagonal(0, -2, -1), skew_v.diagonal(0, -2, -1),
+                                "svd_backward: The singular vectors", "depends on this phase "
+                                "term, making it ill-defined.")
+        inner = inner + _diag_embed(skew_u.diagonal(0, -2, -1) / (2 * S))
+    s2 = S * S
+    E = s2.unsqueeze(-2) - s2.unsqueeze(-1) + _eye(k, S)  # any non-zero value on the diagonal
+    inner = inner + (skew_u * S.unsqueeze(-2) + S.unsqueeze(-1) * skew_v) / E
+    gA = U @ inner @ Vh
+    sinv = 1.0 / S
+    if m > k:
+        gA = gA + (gU - U @ UhgU) @ (adjoint(Vh) * sinv.unsqueeze(-2)).mH
+    if n > k:
+        gA = gA + (U * sinv.unsqueeze(-2)) @ (gVh - (gVh @ adjoint(Vh)) @ Vh)
+    return gA
+
+
+def _check_phase_invariance(a, b, what, ending):
+    """torch's check that the loss does not depend on the vectors' phases: allclose(Im a,
+    -Im b) with its lax tolerances (a, b: diagonals of skew-Hermitian parts; b None: 0). A
+    graph-mode trace checks it once, while tracing; vmap's batched tensors skip it, as torch
+    skips tensor subclasses."""
+    if type(a) is not Tensor:
+        return
+    im_b = 0 if b is None else imag(b)
+    tol = 1e-2 if b is None else 1e-2 + 1e-2 * im_b.abs()
+    if not bool(((imag(a) + im_b).abs() <= tol).all()):  # NaN fails it too
+        raise RuntimeError(f"{what} in the complex case are specified up to multiplication "
+                           f"by e^{{i phi}}. The specified loss function {ending}")
 
 
 def svd(A, full_matrices=True):
@@ -429,7 +461,7 @@ def svdvals(A):
     return _svd(A, full_matrices=False)[1]
 
 
-@op("linalg_eigh", n_out=2, save="outputs")
+@op("linalg_eigh", n_out=2, save="outputs", complex=True)
 def _eigh(xp, A, *, UPLO):
     w, V = xp.linalg.eigh(A, UPLO=UPLO)
     return w, V
@@ -437,23 +469,29 @@ def _eigh(xp, A, *, UPLO):
 
 @_eigh.grad
 def linalg_eigh_backward(ctx, gL, gV):
+    """torch's rule: gA = V (diag(gL) + skewh(V^H gV) / E) V^H, E_ij = l_j - l_i off the
+    diagonal, skewh(X) = (X - X^H) / 2: the projection onto the tangent space of the unitary
+    matrices, so gA is Hermitian. Complex: a loss that depends on the eigenvectors' phases
+    (Im diag(V^H gV) != 0) has no gradient, and the rule raises as torch's."""
     L, V = ctx.outputs
-    inner = _diag_embed(gL)
-    if not _is_zero(gV):
-        # gA = V (diag(gL) + skew(V^T gV) / E) V^T,  E_ij = l_j - l_i off the diagonal: the
-        # skew part, as torch's, so gA is symmetric (the input is symmetric; the symmetric
-        # part of V^T gV moves V off the orthogonal matrices)
-        n = L.shape[-1]
-        off = 1.0 - _eye(n, L)
-        E = L.unsqueeze(-2) - L.unsqueeze(-1) + _eye(n, L)
-        VtgV = V.mT @ gV
-        inner = inner + (VtgV - VtgV.mT) * 0.5 * off / E
-    return V @ inner @ V.mT
+    if _is_zero(gV):  # eigvalsh
+        return (V * gL.unsqueeze(-2)) @ adjoint(V)
+    n = L.shape[-1]
+    eye = _eye(n, L)
+    VhgV = adjoint(V) @ gV
+    if V.is_complex():
+        _check_phase_invariance(VhgV.diagonal(0, -2, -1), None,
+                                "linalg_eigh_backward: The eigenvectors",
+                                "depends on this quantity, so it is ill-defined.")
+    inner = (VhgV - adjoint(VhgV)) * 0.5 / (L.unsqueeze(-2) - L.unsqueeze(-1) + eye)
+    if not _is_zero(gL):
+        inner = inner * (1 - eye) + _diag_embed(gL)
+    return V @ inner @ adjoint(V)
 
 
 def eigh(A, UPLO="L"):
-    """Eigenvalues (ascending) and eigenvectors of symmetric matrices; only the UPLO
-    triangle is read."""
+    """Eigenvalues (ascending) and eigenvectors of symmetric (Hermitian) matrices; only the
+    UPLO triangle is read."""
     _square(A, "linalg.eigh")
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")

@@ -74,7 +74,7 @@ def _check_phase_invariance(d):
 
 
 def _checked(A, name):
-    _square(A, name, complex_ok=True)
+    _square(A, name)
     _dt.complex_in_use()  # the results are complex: arm the complex checks of other ops
     try:
         return _eig(A)

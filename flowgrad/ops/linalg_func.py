@@ -1,11 +1,10 @@
 """linalg's matrix functions and products: matrix_exp, matrix_power, cond, multi_dot, vander,
-vecdot, cross, householder_product (orgqr, ormqr, geqrf), LDL^T (ldl_factor, ldl_solve), and
-the torch.* spellings of the older API (svd, qr, lu, lu_solve, triangular_solve, ...).
+vecdot, cross, householder_product (orgqr, ormqr, geqrf), and the torch.* spellings of the
+older API (svd, qr, lu, lu_solve, triangular_solve, ...). LDL^T is in linalg_ldl.py.
 
 matrix_exp is one op (Pade 13 with scaling and squaring) whose rule is torch's: the top-right
-block of exp([[A^T, G], [0, A^T]]), itself a matrix_exp, so it differentiates to any order.
-The rest is composed of differentiable ops. ldl_factor/ldl_solve and geqrf have no gradient,
-as in torch.
+block of exp([[A^H, G], [0, A^H]]), itself a matrix_exp, so it differentiates to any order.
+The rest is composed of differentiable ops. geqrf has no gradient, as in torch.
 
 >>> import flowgrad as flow
 >>> flow.linalg.matrix_exp(flow.zeros(2, 2))
@@ -22,6 +21,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import check_same_dtype
 from ..tensor import Tensor, tensor_method
+from .complex import adjoint
 from .creation import ones_like, zeros_like
 from .diag import tril
 from .elementwise import where
@@ -33,10 +33,8 @@ from .registry import op
 from .shape import broadcast_tensors, cat, stack
 
 __all__ = ["matrix_exp", "matrix_power", "cond", "multi_dot", "vander", "vecdot", "cross",
-           "householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve"]
+           "householder_product"]
 
-LDL = namedtuple("LDL", ["LD", "pivots"])
-LDL_EX = namedtuple("LDL_EX", ["LD", "pivots", "info"])
 SVD_V = namedtuple("SVD_V", ["U", "S", "V"])
 GEQRF = namedtuple("GEQRF", ["a", "tau"])
 TRIANGULAR = namedtuple("TRIANGULAR", ["solution", "cloned_coefficient"])
@@ -48,11 +46,11 @@ _PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353
 _THETA13 = 5.371920351148152  # the largest 1-norm Pade 13 handles in float64 (Higham 2005)
 
 
-@op("linalg_matrix_exp", save="inputs")
+@op("linalg_matrix_exp", save="inputs", complex=True)
 def _matrix_exp(xp, A):
     if A.shape[-1] == 0:
         return A.copy()
-    a = A.astype(xp.float64)
+    a = A.astype(xp.complex128 if A.dtype.kind == "c" else xp.float64)
     norm1 = xp.abs(a).sum(-2).max(-1)  # each matrix is scaled by its own power of two
     with xp.errstate(divide="ignore"):
         s = xp.ceil(xp.log2(norm1 / _THETA13))
@@ -76,7 +74,7 @@ def _matrix_exp(xp, A):
 def linalg_matrix_exp_backward(ctx, g):
     (A,) = ctx.inputs
     n = A.shape[-1]
-    At = A.mT
+    At = adjoint(A)  # A^H: torch's convention for complex, A^T for real
     block = cat([cat([At, g], -1), cat([At * 0, At], -1)], -2)
     return _matrix_exp(block)[..., :n, n:]
 
@@ -340,7 +338,7 @@ def householder_product(A, tau):
     tensor([[0.6000, 0.8000],
             [0.8000, 0.6000]])
     """
-    _matrix(A, "linalg.householder_product", complex_ok=True)
+    _matrix(A, "linalg.householder_product")
     m, n = A._data.shape[-2:]
     if m < n or tau._data.shape[-1] > n or tau._data.shape[:-1] != A._data.shape[:-2]:
         raise RuntimeError(f"linalg.householder_product: expected input (..., m, n) with "
@@ -376,172 +374,14 @@ def _geqrf(xp, A):
 def geqrf(input):
     """torch.geqrf: LAPACK's QR storage (R above the diagonal, reflectors below, and tau);
     not differentiable, as torch's."""
-    _matrix(input, "geqrf", complex_ok=True)
+    _matrix(input, "geqrf")
     return GEQRF(*_geqrf(input))
-
-
-# ---- LDL^T (Bunch-Kaufman, as LAPACK's sytrf with the lower triangle) -------------------------
-_BK_ALPHA = (1 + math.sqrt(17)) / 8
-
-
-def _sytf2(xp, a):
-    """In-place Bunch-Kaufman factorization of one symmetric matrix (lower triangle read):
-    returns 1-based pivots (negative for 2 x 2 blocks) and info, as LAPACK's dsytf2."""
-    n = a.shape[0]
-    piv = [0] * n
-    info, k = 0, 0
-    while k < n:
-        kstep, absakk = 1, abs(a[k, k])
-        imax, colmax = k, 0.0
-        if k < n - 1:
-            imax = k + 1 + int(abs(a[k + 1:, k]).argmax())
-            colmax = abs(a[imax, k])
-        if max(absakk, colmax) == 0:
-            info = info or k + 1
-            kp = k
-        elif absakk >= _BK_ALPHA * colmax:
-            kp = k
-        else:
-            rowmax = abs(a[imax, k:imax]).max()
-            if imax < n - 1:
-                rowmax = max(rowmax, abs(a[imax + 1:, imax]).max())
-            if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
-                kp = k
-            elif abs(a[imax, imax]) >= _BK_ALPHA * rowmax:
-                kp = imax
-            else:
-                kp, kstep = imax, 2
-        kk = k + kstep - 1
-        if kp != kk and max(absakk, colmax) != 0:
-            a[kp + 1:, [kk, kp]] = a[kp + 1:, [kp, kk]]
-            seg = a[kk + 1:kp, kk].copy()
-            a[kk + 1:kp, kk] = a[kp, kk + 1:kp]
-            a[kp, kk + 1:kp] = seg
-            a[kk, kk], a[kp, kp] = a[kp, kp], a[kk, kk]
-            if kstep == 2:
-                a[k + 1, k], a[kp, k] = a[kp, k], a[k + 1, k]
-        if max(absakk, colmax) != 0:
-            if kstep == 1 and k < n - 1:
-                x = a[k + 1:, k] / a[k, k]
-                a[k + 1:, k + 1:] -= xp.outer(x, a[k + 1:, k])
-                a[k + 1:, k] = x
-            elif kstep == 2 and k < n - 2:
-                d21 = a[k + 1, k]
-                d11, d22 = a[k + 1, k + 1] / d21, a[k, k] / d21
-                d21 = (1 / (d11 * d22 - 1)) / d21
-                wk = d21 * (d11 * a[k + 2:, k] - a[k + 2:, k + 1])
-                wkp1 = d21 * (d22 * a[k + 2:, k + 1] - a[k + 2:, k])
-                a[k + 2:, k + 2:] -= xp.outer(a[k + 2:, k], wk) + xp.outer(a[k + 2:, k + 1], wkp1)
-                a[k + 2:, k], a[k + 2:, k + 1] = wk, wkp1
-        if kstep == 1:
-            piv[k] = kp + 1
-        else:
-            piv[k] = piv[k + 1] = -(kp + 1)
-        k += kstep
-    return piv, info
-
-
-def _sytrs(xp, ld, piv, b):
-    """Solve with _sytf2's factors (LAPACK's dsytrs, lower): b is overwritten with X."""
-    n = ld.shape[0]
-    k = 0
-    while k < n:  # L D Y = P^T B
-        if piv[k] > 0:
-            kp = piv[k] - 1
-            b[[k, kp]] = b[[kp, k]]
-            b[k + 1:] -= xp.outer(ld[k + 1:, k], b[k])
-            b[k] /= ld[k, k]
-            k += 1
-        else:
-            kp = -piv[k] - 1
-            b[[k + 1, kp]] = b[[kp, k + 1]]
-            b[k + 2:] -= xp.outer(ld[k + 2:, k], b[k]) + xp.outer(ld[k + 2:, k + 1], b[k + 1])
-            akm1k = ld[k + 1, k]
-            akm1, ak = ld[k, k] / akm1k, ld[k + 1, k + 1] / akm1k
-            denom = akm1 * ak - 1
-            bkm1, bk = b[k] / akm1k, b[k + 1] / akm1k
-            b[k], b[k + 1] = (ak * bkm1 - bk) / denom, (akm1 * bk - bkm1) / denom
-            k += 2
-    k = n - 1
-    while k >= 0:  # L^T P^T X = Y
-        b[k] -= ld[k + 1:, k] @ b[k + 1:]
-        if piv[k] > 0:
-            kp = piv[k] - 1
-            b[[k, kp]] = b[[kp, k]]
-            k -= 1
-        else:
-            b[k - 1] -= ld[k + 1:, k - 1] @ b[k + 1:]
-            kp = -piv[k] - 1
-            b[[k, kp]] = b[[kp, k]]
-            k -= 2
-    return b
-
-
-@op("linalg_ldl_factor", n_out=3, differentiable=False)
-def _ldl_factor(xp, A):
-    n = A.shape[-1]
-    a = xp.tril(A.reshape((math.prod(A.shape[:-2]), n, n))).copy()  # (n may be 0)
-    piv = xp.zeros(a.shape[:2], dtype=xp.int32)
-    info = xp.zeros(a.shape[0], dtype=xp.int32)
-    for i in range(a.shape[0]):  # pivoting is data dependent: one matrix at a time
-        p, info[i] = _sytf2(xp, a[i])
-        piv[i] = p
-    return xp.tril(a).reshape(A.shape), piv.reshape(A.shape[:-1]), info.reshape(A.shape[:-2])
-
-
-@op("linalg_ldl_solve", differentiable=False)
-def _ldl_solve(xp, LD, pivots, B):
-    n = LD.shape[-1]
-    batch = xp.broadcast_shapes(LD.shape[:-2], B.shape[:-2])
-    size = math.prod(batch)  # (not -1 in reshape: n may be 0)
-    ld = xp.broadcast_to(LD, batch + (n, n)).reshape(size, n, n)
-    pv = xp.broadcast_to(pivots, batch + (n,)).reshape(size, n)
-    b = xp.broadcast_to(B, batch + B.shape[-2:]).reshape((size,) + B.shape[-2:]).copy()
-    for i in range(b.shape[0]):
-        _sytrs(xp, ld[i], pv[i], b[i])
-    return b.reshape(batch + B.shape[-2:])
-
-
-def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
-    """(LD, pivots, info) of A = P L D L^T P^T (Bunch-Kaufman, LAPACK sytrf's lower form):
-    L unit lower below the diagonal of LD, D's 1 x 1 and 2 x 2 blocks on it, pivots 1-based
-    (negative for a 2 x 2 block). Not differentiable, as torch's; `hermitian` changes
-    nothing for real matrices."""
-    _square(A, "linalg.ldl_factor_ex")
-    LD, pivots, info = _ldl_factor(A)
-    if check_errors and info._data.any():
-        raise RuntimeError(f"linalg.ldl_factor_ex: the factorization could not be completed: "
-                           f"D is singular (info = {info.tolist()})")
-    return LDL_EX(LD, pivots, info)
-
-
-def ldl_factor(A, *, hermitian=False):
-    """(LD, pivots): ldl_factor_ex without info.
-
-    >>> import flowgrad as flow
-    >>> LD, pivots = flow.linalg.ldl_factor(flow.tensor([[4.0, 2.0], [2.0, 3.0]]))
-    >>> LD, pivots
-    (tensor([[4.0000, 0.0000],
-            [0.5000, 2.0000]]), tensor([1, 2], dtype=flowgrad.int32))
-    """
-    LD, pivots, _ = ldl_factor_ex(A, hermitian=hermitian)
-    return LDL(LD, pivots)
-
-
-def ldl_solve(LD, pivots, B, *, hermitian=False):
-    """X with A X = B from ldl_factor's result (not differentiable, as torch's)."""
-    _square(LD, "linalg.ldl_solve")
-    _matrix(B, "linalg.ldl_solve")
-    if B._data.shape[-2] != LD._data.shape[-1]:
-        raise RuntimeError(f"linalg.ldl_solve: Incompatible shapes of A and B for the equation "
-                           f"AX = B ({tuple(LD.shape)} and {tuple(B.shape)})")
-    return _ldl_solve(LD, pivots, B)
 
 
 # ---- torch.* spellings of the older API ------------------------------------------------------
 @tensor_method("svd")
 def torch_svd(input, some=True, compute_uv=True):
-    """torch.svd: (U, S, V) with V = Vh^T; zero U and V when not compute_uv."""
+    """torch.svd: (U, S, V) with V = Vh^H; zero U and V when not compute_uv."""
     U, S, Vh = svd(input, full_matrices=not some)
     if not compute_uv:
         m, n = input.shape[-2:]
@@ -549,7 +389,7 @@ def torch_svd(input, some=True, compute_uv=True):
         d = input._data.dtype
         return SVD_V(Tensor._wrap(z(tuple(input.shape[:-2]) + (m, m), d)), svdvals(input),
                      Tensor._wrap(z(tuple(input.shape[:-2]) + (n, n), d)))
-    return SVD_V(U, S, Vh.mT)
+    return SVD_V(U, S, Vh.mH)  # V = Vh^H (Vh^T for real input)
 
 
 @tensor_method("qr")

@@ -25,7 +25,7 @@ from ..autograd.grad_mode import no_grad
 from ..device import array_module
 from ..func.batched import every_example
 from ..tensor import Tensor, tensor_method
-from .complex import adjoint
+from .complex import adjoint, real
 from .diag import tril, triu
 from .elementwise import where
 from .linalg_decomp import (
@@ -71,8 +71,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     tensor([[1.],
             [2.]])
     """
-    _square(A, "linalg.solve_triangular", complex_ok=True)
-    _matrix(B, "linalg.solve_triangular", complex_ok=True)
+    _square(A, "linalg.solve_triangular")
+    _matrix(B, "linalg.solve_triangular")
     T = triu(A) if upper else tril(A)
     if unitriangular:
         T = _unit_diag(T)
@@ -148,7 +148,7 @@ def _check_pivot(pivot, name):
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
     """(LU, pivots, info): getrf's packed factors; info > 0 names the first zero pivot of U
     (the factorization still completes, as LAPACK's)."""
-    _matrix(A, "linalg.lu_factor_ex", complex_ok=True)
+    _matrix(A, "linalg.lu_factor_ex")
     _check_pivot(pivot, "linalg.lu_factor_ex")
     LU, pivots, info = _lu_factor(A)
     if check_errors and info._data.any():
@@ -160,7 +160,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
 def lu_factor(A, *, pivot=True):
     """(LU, pivots) of A = P L U with partial pivoting; raises for a singular A (use
     lu_factor_ex or lu to factor it anyway). Gradient as torch's linalg_lu_backward."""
-    _matrix(A, "linalg.lu_factor", complex_ok=True)
+    _matrix(A, "linalg.lu_factor")
     _check_pivot(pivot, "linalg.lu_factor")
     LU, pivots, info = _lu_factor(A)
     if info._data.any():
@@ -190,7 +190,7 @@ def lu(A, *, pivot=True):
     tensor([[1., 2.],
             [3., 4.]])
     """
-    _matrix(A, "linalg.lu", complex_ok=True)
+    _matrix(A, "linalg.lu")
     _check_pivot(pivot, "linalg.lu")
     LU, pivots, _ = _lu_factor(A)
     return PLU(*_unpack(LU, pivots))
@@ -199,8 +199,8 @@ def lu(A, *, pivot=True):
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     """X with A X = B (or X A = B when not `left`; A^H in place of A when `adjoint`) from
     lu_factor's result; differentiable in LU and B."""
-    _square(LU, "linalg.lu_solve", complex_ok=True)
-    _matrix(B, "linalg.lu_solve", complex_ok=True)
+    _square(LU, "linalg.lu_solve")
+    _matrix(B, "linalg.lu_solve")
     P, L, U = _unpack(LU, pivots)
 
     def tri(T, X, upper, left, unit=False):
@@ -242,14 +242,14 @@ def inv_ex(A, *, check_errors=False):
     >>> flow.linalg.inv_ex(flow.tensor([[1.0, 2.0], [2.0, 4.0]])).info
     tensor(2, dtype=flowgrad.int32)
     """
-    _square(A, "linalg.inv_ex", complex_ok=True)
+    _square(A, "linalg.inv_ex")
     info = _lu_factor(A)[2]
     return INV_EX(_ex(inv(_safe(A, info)), info, "linalg.inv_ex", check_errors), info)
 
 
 def solve_ex(A, B, *, left=True, check_errors=False):
     """(result, info) of linalg.solve; info > 0 for a singular A (result NaN there)."""
-    _square(A, "linalg.solve_ex", complex_ok=True)
+    _square(A, "linalg.solve_ex")
     info = _lu_factor(A)[2]
     X = solve(_safe(A, info), B, left=left)
     return SOLVE_EX(_ex(X, info, "linalg.solve_ex", check_errors), info)
@@ -275,7 +275,7 @@ def _cholesky_info(xp, A):
 
 def cholesky_ex(A, *, upper=False, check_errors=False):
     """(L, info): info = k > 0 when the leading k x k minor is not positive-definite."""
-    _square(A, "linalg.cholesky_ex", complex_ok=True)
+    _square(A, "linalg.cholesky_ex")
     info = _cholesky_info(A)
     L = _ex(cholesky(_safe(A, info), upper=upper), info, "linalg.cholesky_ex", check_errors)
     return CHOLESKY_EX(L, info)
@@ -310,17 +310,21 @@ def _tolerances(A, atol, rtol, name):
     return atol, float(rtol)
 
 
-@op("linalg_pinv", save="inputs outputs")
+@op("linalg_pinv", save="inputs outputs", complex=True)
 def _pinv(xp, A, *, atol, rtol, hermitian):
+    def adj(X):  # the conjugate transpose (the transpose, a view, for real X)
+        X = xp.swapaxes(X, -1, -2)
+        return xp.conj(X) if X.dtype.kind == "c" else X
+
     if hermitian:
         w, V = xp.linalg.eigh(A)
         tol = xp.maximum(atol, rtol * xp.abs(w).max(-1, initial=0))[..., None]
         winv = xp.where(xp.abs(w) > tol, 1 / xp.where(w == 0, 1, w), 0)
-        return (V * winv[..., None, :]) @ xp.swapaxes(V, -1, -2)
+        return (V * winv[..., None, :]) @ adj(V)
     U, S, Vh = xp.linalg.svd(A, full_matrices=False)
     tol = xp.maximum(atol, rtol * S.max(-1, initial=0))[..., None]
     sinv = xp.where(S > tol, 1 / xp.where(S == 0, 1, S), 0)
-    return xp.swapaxes(Vh, -1, -2) @ (sinv[..., :, None] * xp.swapaxes(U, -1, -2))
+    return adj(Vh) @ (sinv[..., :, None] * adj(U))
 
 
 @_pinv.grad
@@ -328,14 +332,14 @@ def linalg_pinv_backward(ctx, g):
     # torch's pinv_backward: exact where the rank is locally constant
     (A,), P = ctx.inputs, ctx.out
     m, n = A.shape[-2:]
-    Ph, gh = P.mT, g.mT
+    Ph, gh = adjoint(P), adjoint(g)
     if m <= n:
         K = gh @ P
         KPh = K @ Ph
-        return -(P @ K).mT + KPh - (A @ P) @ KPh + (Ph @ P) @ (gh - K @ A)
+        return -adjoint(P @ K) + KPh - (A @ P) @ KPh + (Ph @ P) @ (gh - K @ A)
     K = P @ gh
     PhK = Ph @ K
-    return -(K @ P).mT + (gh - A @ K) @ P @ Ph + PhK - PhK @ P @ A
+    return -adjoint(K @ P) + (gh - A @ K) @ P @ Ph + PhK - PhK @ P @ A
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False):
@@ -433,14 +437,15 @@ def lstsq(A, B, rcond=None, *, driver=None):
     m, n = A._data.shape[-2:]
     rtol = rcond if rcond is not None and rcond > 0 else np.finfo(A._data.dtype).eps * max(m, n)
     X = pinv(A, rtol=rtol) @ Bm
-    dtype = A._data.dtype
-    empty = Tensor._wrap(xp.empty((0,), dtype))
+    empty = Tensor._wrap(xp.empty((0,), A._data.real.dtype))  # real for complex A, as torch's
     rank = empty.long() if driver == "gels" else matrix_rank(A, rtol=rtol)
     svals = svdvals(A.detach()) if driver in ("gelsd", "gelss") else empty
-    residuals = X.reshape(-1)[:0]  # empty, and differentiable as torch's empty residuals
+    residuals = real(X.reshape(-1)[:0])  # empty, differentiable as torch's, and real
     # full rank everywhere: under vmap, over the whole batch, as torch's batching rule
     if m > n and driver != "gelsy" and driver is not None and every_example(matrix_rank(A) == n):
-        residuals = ((A @ X - Bm) ** 2).sum(-2)  # (..., 1) for a vector B too, as torch's
+        r = A @ X - Bm
+        r = r.abs() if r.is_complex() else r  # complex: |r|^2, real as torch's
+        residuals = (r ** 2).sum(-2)  # (..., 1) for a vector B too, as torch's
     return LSTSQ(X.squeeze(-1) if vector else X, residuals, rank, svals)
 
 

@@ -307,14 +307,17 @@ def _dropout(xp, x, *, p, feature_dims, alpha, generator):
     if feature_dims is not None:
         lead = 2 if x.ndim == feature_dims + 2 else 1
         shape = shape[:lead] + (1,) * (len(shape) - lead)
-    noise = (xp.asarray(numpy_generator(generator).random(shape)) >= p).astype(x.dtype)
+    # the mask in x's dtype, scaled in float32 (at least) and rounded once, as torch's
+    # opmath: in float16 NumPy would round 1 - p to float16 first (1 / 0.7 one ulp low)
+    work = x.dtype if x.dtype.itemsize >= 4 else xp.float32
+    noise = (xp.asarray(numpy_generator(generator).random(shape)) >= p).astype(work)
     if not alpha:
-        scale = noise / (1 - p)
+        scale = (noise / (1 - p)).astype(x.dtype, copy=False)
         return x * scale, scale
     a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
     b = (noise - 1) * (_ALPHA * a) + _ALPHA * a * p
-    scale = noise * a
-    return x * scale + b.astype(x.dtype), scale
+    scale = (noise * a).astype(x.dtype, copy=False)
+    return (x * scale + b.astype(x.dtype)).astype(x.dtype, copy=False), scale
 
 
 @_dropout.grad

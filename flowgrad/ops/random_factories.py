@@ -331,7 +331,7 @@ def _check_probs(input, num_samples):
     if not isinstance(input, Tensor):
         raise TypeError(f"multinomial(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":  # (V: bfloat16)
         raise RuntimeError(f"multinomial(): only supports floating-point dtypes for input, "
                            f"got {input.dtype}; convert with .float()")
     if input._data.ndim not in (1, 2):

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.inplace import bump_version
-from ..device import array_module, new_zeros
+from ..device import array_module, new_array, new_zeros
 from ..tensor import Tensor
 from .optimizer import Optimizer, _as_real, _plain_group
 
@@ -144,13 +144,21 @@ def _loaded_state_as_arrays(state):
             state[key] = float(arr(state[key]))
 
 
-def _as_tensors(value):
-    """An array, or a float of the curvature lists, as a tensor; other values unchanged."""
+def _as_tensors(key, value, flat):
+    """A state entry as torch keeps it: the flat vectors and the curvature numbers (ro, al,
+    H_diag) as tensors on the device and dtype of `flat` (a flat gradient array); the counts,
+    t and prev_loss as they are."""
+    def tensor(v):
+        if v is None:
+            return None
+        if getattr(v, "ndim", 0):  # an array already on the device
+            return Tensor._wrap(v)
+        return Tensor._wrap(new_array(flat, float(v), flat.dtype))
+
     if isinstance(value, list):
-        return [Tensor._wrap(np.asarray(v)) if isinstance(v, float) else _as_tensors(v)
-                for v in value]
-    if isinstance(value, (np.ndarray, np.floating)):
-        return Tensor._wrap(np.asarray(value))
+        return [tensor(v) for v in value]
+    if key in ("d", "prev_flat_grad") or key == "H_diag" and not isinstance(value, int):
+        return tensor(value)
     return value
 
 
@@ -182,12 +190,15 @@ class LBFGS(Optimizer):
         """As torch's: the state's vectors and curvature numbers as tensors (the step keeps
         them as arrays and floats), so a checkpoint loads in torch and compares with its."""
         state_dict = super()._state_dict()
-        state_dict["state"] = {k: {key: _as_tensors(value) for key, value in s.items()}
-                               for k, s in state_dict["state"].items()}
         lr = self.param_groups[0]["lr"]
-        for s in state_dict["state"].values():  # a Tensor lr: torch's t is that tensor
+        for k, s in list(state_dict["state"].items()):
+            flat = s.get("prev_flat_grad")
+            if flat is None:
+                continue
+            s = state_dict["state"][k] = {key: _as_tensors(key, value, flat)
+                                          for key, value in s.items()}
             if isinstance(lr, Tensor) and isinstance(s.get("t"), (int, float)):
-                s["t"] = Tensor._wrap(np.asarray(s["t"], lr._data.dtype))
+                s["t"] = Tensor._wrap(new_array(flat, s["t"], lr._data.dtype))  # torch's t: lr
         return state_dict
 
     def _state_shape(self, key, shape):
