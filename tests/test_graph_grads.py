@@ -44,8 +44,18 @@ def _drop_one(model, x, y):
     return [loss]
 
 
+def _retained(model, x, y):
+    hidden = model[0](x)
+    hidden.retain_grad()  # (its .grad was None inside build: now the traced gradient)
+    logits = model[2](model[1](hidden))
+    logits.retain_grad()
+    loss = F.cross_entropy(logits, y)
+    loss.backward()
+    return [loss, hidden.grad.abs().sum(), logits.grad.sum(1).abs().sum()]
+
+
 STEPS = {"two_backwards": _two_backwards, "norm_output": _norm_output,
-         "scale_in_place": _scale_in_place, "drop_one": _drop_one}
+         "scale_in_place": _scale_in_place, "drop_one": _drop_one, "retained": _retained}
 
 
 def _run(step, graph):

@@ -527,6 +527,8 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                         out_grads[k] = grads[node.outputs[k].id] = g
                         if tracer.stale or id(g._data) not in value_of:
                             tracer.value(g)
+                    if meta is not None and meta.retain_grad and out_grads[k] is not None:
+                        engine._accumulate(meta, out_grads[k])  # h.retain_grad() in build
                 own = _OWN_RULE.get(function.op) if type(function) is FunctionNode else False
                 tracer.where = outer if own or own is None and _own_rule(function) else None
                 in_grads = function.backward_fn(out_grads)
