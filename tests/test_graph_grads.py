@@ -193,3 +193,24 @@ def test_a_build_that_raises_after_backward_leaves_the_eager_grads():
     with pytest.raises(ValueError, match="after backward"):
         graph_of(model, failing)(flow.ones(2, 4))
     assert all(p.grad is b for p, b in zip(model.parameters(), before))
+
+
+@pytest.mark.parametrize("replace", ["parameter", "buffer", "submodule"])
+def test_replacing_state_after_compiling_raises_instead_of_using_the_old(replace):
+    """The plan holds the tensors it traced: a Parameter assigned anew was silently ignored
+    (the old weights kept computing). Writing into the existing tensor is seen."""
+    model = flow.nn.Sequential(flow.nn.Linear(4, 3), flow.nn.BatchNorm1d(3))
+    run = graph_of(model, lambda model, x: [model(x)])
+    x = flow.ones(2, 4)
+    run(x)
+    with flow.no_grad():
+        model[0].weight.fill_(0.5)  # in place: the plan reads it
+    np.testing.assert_allclose(run(x)[0].numpy(), model(x).detach().numpy(), rtol=1e-6)
+    if replace == "parameter":
+        model[0].weight = flow.nn.Parameter(flow.zeros(3, 4))
+    elif replace == "buffer":
+        model[1].running_mean = flow.zeros(3)
+    else:
+        model[0] = flow.nn.Linear(4, 3)
+    with pytest.raises(RuntimeError, match="was replaced after the graph compiled"):
+        run(x)

@@ -268,7 +268,7 @@ class Graph:
         self._log(2, plan.source)
         compiled = (program, plan, rebuild, _signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers), _trainable(state),
-                    _settings(self, reads))
+                    _settings(self, reads), _bindings(self))
         object.__setattr__(self, "_compiled", compiled)
         if self._dynamic_size:
             if len(self._plans) >= self._dynamic_size:
@@ -278,8 +278,15 @@ class Graph:
 
     def _run(self, flat):
         (program, plan, rebuild, signature, eager_update, layout, trainable,
-         settings) = self._compiled
+         settings, bindings) = self._compiled
         _check_signature(signature, _signature(flat))
+        for store, path, name, held in bindings:
+            if store.get(name, _GONE) is not held:
+                raise RuntimeError(
+                    f"nn.Graph {self._name}: {path}.{name} was replaced after the graph "
+                    f"compiled (a new Parameter, buffer or submodule assigned); its plan keeps "
+                    f"computing with the one it traced. Write new values into the existing "
+                    f"tensor (with flow.no_grad(): p.copy_(new)), or build a new graph")
         for module, path, name, value in settings:
             now = module.__dict__.get(name, _GONE)
             if now is not value and now != value:
@@ -478,6 +485,20 @@ def _settings(graph, reads):
 def _plain(name, value):
     return not name.startswith("_") and (isinstance(value, _PLAIN) or isinstance(
         value, tuple) and all(isinstance(v, _PLAIN) for v in value))
+
+
+def _bindings(graph):
+    """(store, path, name, object) for every submodule, parameter and buffer under the
+    graph's modules: a plan holds the objects it traced, so replacing one (module.weight =
+    Parameter(...)) must be refused, not ignored."""
+    found = []
+    for top, module in graph._modules.items():
+        found.append((graph._modules, "self", top, module))
+        for path, sub in module.named_modules(prefix=top):
+            for kind in ("_modules", "_parameters", "_buffers"):
+                store = sub.__dict__[kind]
+                found += [(store, path, name, value) for name, value in store.items()]
+    return found
 
 
 def _trainable(state):
