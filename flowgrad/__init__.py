@@ -23,6 +23,7 @@ from . import (
     hub,
     jit,
     linalg,
+    masked,
     mps,
     multiprocessing,
     nn,  # noqa: E402,I001 - nn builds on everything above

@@ -75,6 +75,7 @@ def _nan_last_sorted(input, dim):
 
 
 @op("nanmedian_all", save="inputs outputs")
+@in_float32  # (ml_dtypes' bfloat16 sort leaves NaN where it is: float32 orders it)
 def _nanmedian_all(xp, x):
     flat = x.reshape(-1)
     if flat.dtype.kind in "fV":

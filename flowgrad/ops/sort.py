@@ -16,6 +16,7 @@ from ..device import array_module
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .gather import gather
+from .halfprec import HALF, in_float32
 from .registry import op
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "searchsorted",
@@ -23,6 +24,7 @@ __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "searchsort
 
 
 @op("argsort", differentiable=False)
+@in_float32  # (ml_dtypes' bfloat16 sort leaves NaN where it is: float32 orders it)
 def _argsort(xp, a, *, dim, descending):
     """Stable argsort (int64); descending keeps ties in their original order, as torch's."""
     if not descending:
@@ -121,6 +123,9 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     check_read(input, "unique()")  # (its output's shape is the values': no plan repeats it)
     xp = array_module(input._data)
     a = input._data
+    low = a.dtype if a.dtype in HALF else None
+    if low is not None:  # (ordered in float32: exact both ways, NaN sorted last)
+        a = a.astype(xp.float32)
     if dim is not None:
         d = _wrap_dim(dim, a.ndim, "unique")
         vals, inv, cnt = xp.unique(a, return_inverse=True, return_counts=True, axis=d,
@@ -129,7 +134,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         vals, inv, cnt = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True,
                                    equal_nan=False)
         inv = inv.reshape(a.shape)
-    out = [Tensor._wrap(vals)]
+    out = [Tensor._wrap(vals if low is None else vals.astype(low))]
     if return_inverse:
         out.append(Tensor._wrap(inv.reshape(-1).astype(np.int64) if dim is not None
                                 else inv.astype(np.int64)))
@@ -201,6 +206,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 
 
 @op("searchsorted", differentiable=False)  # an op: a graph compiles it rather than freezing it
+@in_float32  # (ml_dtypes' bfloat16 sort leaves NaN where it is: float32 orders it)
 def _searchsorted(xp, seq, vals, *, right, out_int32):
     return xp.asarray(_search(xp, seq, vals, right)).astype(xp.int32 if out_int32 else xp.int64)
 

@@ -141,6 +141,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 # ---- median ----------------------------------------------------------------------------------
 @op("median", save="inputs outputs")
+@in_float32  # (ml_dtypes' bfloat16 sort leaves NaN where it is: float32 orders it)
 def _median(xp, x):
     flat = x.reshape(-1)
     if flat.dtype.kind in "fc" and xp.isnan(flat).any():  # nan, as torch's (nanmedian skips)
@@ -165,6 +166,7 @@ def _select_kth(xp, x, dim, keepdim, kth_of):
 
 
 @op("median_dim", n_out=2)
+@in_float32  # (ml_dtypes' bfloat16 sort leaves NaN where it is: float32 orders it)
 def _median_dim(xp, x, *, dim, keepdim):
     vals, idx = _select_kth(xp, x, dim, keepdim, lambda n: (n - 1) // 2)
     if x.dtype.kind in "fc":
@@ -208,6 +210,7 @@ def median(input, dim=None, keepdim=False):
 
 # ---- mode ------------------------------------------------------------------------------------
 @op("mode", n_out=2)
+@in_float32  # (ml_dtypes' bfloat16 sort leaves NaN where it is: float32 orders it)
 def _mode(xp, x, *, dim, keepdim):
     xl = xp.moveaxis(x, dim, -1)
     lead, n = xl.shape[:-1], xl.shape[-1]
