@@ -36,7 +36,7 @@ from ..errors import check_kernel_dtype as _check_kernel_dtype
 from ..errors import check_same_dtype, fill_scalar
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim, tensor_method
-from .activation_rules import _elu_grad, _shrink
+from .activation_rules import _elu_grad, _shrink, check_silu_input
 from .elementwise import sigmoid, tanh, where
 from .halfprec import in_float32
 from .registry import op
@@ -497,7 +497,7 @@ def _sigmoid_of(xp, x):
 
 # silu and mish: one op each with a one-pass rule (torch's formulas), so an inf upstream
 # gradient gives +-inf, not the nan of 0 * inf that the composed rules gave
-@op("silu", jvp="diagonal", save="inputs")
+@op("silu", jvp="diagonal", save="inputs", complex=True)  # (complex: forward only, as torch)
 @in_float32  # half precision: computed in float32 and rounded once, as torch
 def _silu(xp, x):
     s = _sigmoid_of(xp, _as_float(xp, x))
@@ -540,7 +540,7 @@ def silu(input, inplace=False):
     >>> flow.nn.functional.silu(flow.tensor([-1.0, 0.0, 1.0]))
     tensor([-0.2689,  0.0000,  0.7311])
     """
-    _check_kernel_dtype(input, "silu_cpu", "fVc")  # (complex: refused by the op, as not audited)
+    check_silu_input(input)
     if inplace:
         return run_inplace("silu_", silu, input)
     return _silu(input)

@@ -10,7 +10,9 @@ tensor([0., 1.])
 """
 from __future__ import annotations
 
+from ..autograd import grad_mode
 from ..device import constant
+from ..errors import check_kernel_dtype
 from .elementwise import where
 from .registry import op
 
@@ -46,3 +48,13 @@ def _shrink(xp, x, *, lambd, soft):
 def shrink_backward(ctx, dy):
     x = ctx.inputs[0]  # torch's hardshrink/softshrink_backward: dy where x < -l or x > l
     return where((x > ctx.lambd) | (x < -ctx.lambd), dy, 0.0)
+
+
+def check_silu_input(input):
+    """Refuse what torch's silu refuses: ints and bools (no kernel), and a complex input that
+    would record a gradient (torch computes complex silu forward only: its derivative formula
+    is not written for complex, so autograd raises)."""
+    check_kernel_dtype(input, "silu_cpu", "fVc")
+    if input.is_complex() and input.requires_grad and grad_mode.is_grad_enabled():
+        raise RuntimeError("silu does not support automatic differentiation for outputs with "
+                           "complex dtype.")

@@ -208,7 +208,12 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     """Poisson negative log-likelihood: exp(x) - t x (log_input) or x - t log(x + eps);
     `full` adds Stirling's term for t > 1."""
     check_reduction(reduction, "poisson_nll_loss")
-    x, t = _float_input(input, "poisson_nll_loss"), target  # (promoted together, as torch's)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"poisson_nll_loss: expected input to be a Tensor, got "
+                        f"{type(input).__name__}")
+    # any dtype, as torch's composite: ints give a float loss (exp, log), a bool raises in
+    # the subtraction, a complex one stays complex
+    x, t = input, target  # (promoted together, as torch's)
     loss = x.exp() - t * x if log_input else x - t * (x + eps).log()
     if full:
         # torch's masked_fill(t <= 1, 0) of the term: its target gradient is nan where t <= 0

@@ -470,9 +470,10 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
 
 
 # ---- distances ------------------------------------------------------------------------------
-def _float_pair(x1, x2, name):
+def _float_pair(x1, x2, name, complex_ok=False):
     a, b = _promote_pair(x1, x2, name)
-    return float_input(a, name), float_input(b, name)  # complex: refused, not cast to real
+    # complex: refused (not cast to real) unless the op takes it
+    return float_input(a, name, complex_ok), float_input(b, name, complex_ok)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
@@ -494,8 +495,9 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    """||x1 - x2 + eps||_p along the last dim (broadcasting)."""
-    a, b = _float_pair(x1, x2, "pairwise_distance")
+    """||x1 - x2 + eps||_p along the last dim (broadcasting); complex inputs give a real
+    distance (the norm of their complex differences), as torch."""
+    a, b = _float_pair(x1, x2, "pairwise_distance", complex_ok=True)
     diff = a - b + eps
     if diff._data.ndim == 0:
         diff = diff.unsqueeze(0)

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from ..autograd import grad_mode
-from ..errors import check_norm_params
+from ..errors import check_kernel_dtype, check_norm_params
 from ..tensor import Tensor, _wrap_dim
 from .elementwise import where
 from .halfprec import HALF, in_float32
@@ -288,10 +288,10 @@ def _norm_affine_backward(xp, x, mean, rstd, dy, *w, axes, need_w, need_b,
     return dx, (dy * xhat if need_w else empty), (dy if need_b else empty)
 
 
-def _as_float(x, name):
+def _as_float(x, name, kinds="fV"):
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: expected input to be a Tensor, got {type(x).__name__}")
-    if x._data.dtype.kind not in "fV":
+    if x._data.dtype.kind not in kinds:
         raise RuntimeError(f"{name}: expected a floating point input, got {x.dtype}; call "
                            f".float() first")
     return x
@@ -514,7 +514,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x**2 over the last dims) + eps) * weight; eps defaults to the machine
     epsilon of the dtype it computes in (float32 for a bfloat16 or float16 input), as torch."""
-    x = _as_float(input, "rms_norm")
+    x = _as_float(input, "rms_norm", "fVc")  # complex: x * rsqrt(mean(x * x)), as torch
     shape = _normalized_shape(x, normalized_shape, "rms_norm")
     w = _param(weight, shape, shape, "rms_norm", "weight")
     dims = tuple(range(x._data.ndim - len(shape), x._data.ndim))
@@ -532,13 +532,21 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 # ---- local_response_norm and normalize ---------------------------------------------------------
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
-    """x / (k + alpha/size * sum of x**2 over `size` neighbouring channels) ** beta."""
-    x = _as_float(input, "local_response_norm")
+    """x / (k + alpha/size * sum of x**2 over `size` neighbouring channels) ** beta; an
+    int64 x averages its squares in int64, truncated, as torch's avg_pool (a float result)."""
+    x = input
+    if not isinstance(x, Tensor):
+        raise TypeError(f"local_response_norm: expected input to be a Tensor, got "
+                        f"{type(x).__name__}")
     if x._data.ndim < 3:
         raise ValueError(f"local_response_norm: expected 3D or higher dimensionality input, "
                          f"got input of shape {tuple(x.shape)}")
+    if x._data.size == 0:
+        return x  # torch returns an empty input itself, whatever its dtype
     if size <= 0:
         raise ValueError(f"local_response_norm: size must be positive, got {size}")
+    if x._data.dtype != np.int64:  # torch averages by avg_pool2d (3-d) or avg_pool3d
+        check_kernel_dtype(x, "avg_pool2d" if x._data.ndim == 3 else "avg_pool3d_out_frame")
     c = x._data.shape[1]
     sq = x * x
     lo, hi = size // 2, (size - 1) // 2
@@ -555,16 +563,20 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     window = padded[:, 0:c]
     for tap in range(1, size):  # a handful of channel taps, each one vectorised op
         window = window + padded[:, tap:tap + c]
-    div = (window * (alpha / size) + k) ** beta
-    return x / div
+    if x._data.dtype == np.int64:
+        window = window.div(size, rounding_mode="trunc") * alpha  # (float from here on)
+    else:
+        window = window * (alpha / size)
+    return x / (window + k) ** beta
 
 
-@op("dist_norm", save="inputs outputs")
+@op("dist_norm", save="inputs outputs", complex=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _dist_norm(xp, x, *, p, dim, keepdim):
-    a = xp.abs(x)
+    a = xp.abs(x)  # (a complex x: its moduli, the real dtype the norm has)
     if p == 2:
-        r = xp.sqrt((x * x).sum(axis=dim, keepdims=keepdim))
+        r = xp.sqrt(((a * a) if x.dtype.kind == "c" else (x * x)).sum(axis=dim,
+                                                                   keepdims=keepdim))
     elif p == 1:
         r = a.sum(axis=dim, keepdims=keepdim)
     elif p == math.inf:
@@ -575,7 +587,7 @@ def _dist_norm(xp, x, *, p, dim, keepdim):
         r = (a != 0).sum(axis=dim, keepdims=keepdim)
     else:
         r = (a ** p).sum(axis=dim, keepdims=keepdim) ** (1.0 / p)
-    return xp.asarray(r, dtype=x.dtype)
+    return xp.asarray(r, dtype=a.dtype)
 
 
 @_dist_norm.grad
@@ -583,18 +595,20 @@ def dist_norm_backward(ctx, dy):
     (x,), n, p = ctx.inputs, ctx.out, ctx.p
     if not ctx.keepdim:
         dy, n = dy.unsqueeze(ctx.dim), n.unsqueeze(ctx.dim)
+    # a complex x: torch's rules with sgn(x) = x / |x| for sign(x) (the real loss's gradient)
+    sign = x.sgn() if x.is_complex() else x.sign()
     if p == 0:
         return dy * x * 0.0
     if p == 1:
-        return dy * x.sign()
+        return dy * sign
     zero = n == 0
     safe_n = where(zero, 1.0, n)  # torch's convention: the norm's gradient at 0 is 0
     if p == 2:
         return dy * x / safe_n
     if p in (math.inf, -math.inf):
-        hit = (x.abs() == n).to(x.dtype)
-        return dy * x.sign() * hit / hit.sum(ctx.dim, keepdim=True)
-    grad = dy * x.sign() * x.abs() ** (p - 1) / safe_n ** (p - 1)
+        hit = (x.abs() == n).to(n.dtype)
+        return dy * sign * hit / hit.sum(ctx.dim, keepdim=True)
+    grad = dy * sign * x.abs() ** (p - 1) / safe_n ** (p - 1)
     # p < 1: a zero element's |x| ** (p - 1) is inf (times sign 0: nan); torch's rule masks
     # it to a zero gradient
     return where(x == 0, 0.0, grad) if p < 1 else grad
@@ -615,7 +629,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """
     if out is not None:
         return with_out(normalize, out, (input,), "normalize", p=p, dim=dim, eps=eps)
-    x = _as_float(input, "normalize")
+    x = _as_float(input, "normalize", "fVc")
     if x._data.ndim == 0:  # a scalar is its own dim 0 (or -1), as torch's
         _wrap_dim(dim, 1, "normalize")
         return normalize(x.reshape(1), p, 0, eps).reshape(())

@@ -87,6 +87,18 @@ def _max_pool_tiles(xp, x, ksize, out):
     return vals, xp.add(acc, origin, out=xp.empty(vals.shape, xp.int64))
 
 
+def _first_inside_tap(xp, size, out, ksize, stride, padding, dilation):
+    """Per output position: the (row-major) number of its window's first tap inside the
+    input, and whether it has one (a window over padding only has none)."""
+    first, inside = 0, True
+    for n, o, k, s, p, d, g in zip(size, out, ksize, stride, padding, dilation,
+                                   xp.ix_(*(xp.arange(o) for o in out))):
+        pos = g[..., None] * s - p + xp.arange(k) * d  # (the dim's outputs, its taps)
+        ok = (pos >= 0) & (pos < n)
+        first, inside = first * k + ok.argmax(-1), inside & ok.any(-1)
+    return first, inside
+
+
 @op("max_pool", n_out=2)
 def _max_pool(xp, x, *, ksize, stride, padding, dilation, out_shape, return_indices=False):
     vals, idx = _max_pool_arrays(xp, x, ksize, stride, padding, dilation, out_shape)
@@ -105,7 +117,8 @@ def _max_pool_arrays(xp, x, ksize, stride, padding, dilation, out_shape):
         if res is not None:
             return res
     pads = _hi_pads(size, out, ksize, stride, padding, dilation)
-    xpad = pad_array(xp, x, pads, -xp.inf)
+    low = xp.iinfo(x.dtype).min if x.dtype.kind in "iu" else -xp.inf  # (torch's lowest())
+    xpad = pad_array(xp, x, pads, low)
     # one pass per kernel tap over strided views (no window copy, no argmax over a short
     # axis); torch's CPU rule: a tap wins if it is greater, or NaN
     vals = arg = None
@@ -117,6 +130,13 @@ def _max_pool_arrays(xp, x, ksize, stride, padding, dilation, out_shape):
         win = (v > vals) | (v != v)
         xp.copyto(vals, v, where=win)
         xp.copyto(arg, t, where=win)
+    if any(lo or hi for lo, hi in pads):
+        # where no input value beat the padding (all lowest(), or -inf), torch keeps the
+        # window's first tap inside the input, not the padding tap the loop started on
+        tied = vals == low
+        if tied.any():
+            first, inside = _first_inside_tap(xp, size, out, ksize, stride, padding, dilation)
+            xp.copyto(arg, first, where=tied & inside)
     # flat index = window origin + tap offset, both linear in the per-dim positions
     plane = xp.cumprod((1,) + tuple(size[:0:-1]))[::-1]  # row-major strides of the plane
     origin = _flat_index(xp, [g * s - p for g, s, p in
@@ -183,7 +203,10 @@ def max_pool_gather_backward(ctx, g):
 
 
 # ---- argument checking shared by the pools -------------------------------------------------
-def _pool_input(input, nd, name):
+def _pool_input(input, nd, name, kernel=None, ints=False):
+    """`input` batched, and whether it was; refused as torch where its kernel (named
+    `kernel`) has no loop for its dtype: float only, or also the integers `ints` allows
+    (True: every int dtype, as torch's max pools; "int64": that one, as its average pools)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): expected a Tensor input, got {type(input).__name__}")
     rank = input._data.ndim
@@ -194,8 +217,9 @@ def _pool_input(input, nd, name):
         raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with "
                            f"optional 0 dim batch size for input, but got input of size "
                            f"{list(input.shape)}")
-    if input._data.dtype.kind not in "fV":
-        raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}")
+    dtype = input._data.dtype
+    if not (ints is True and dtype.kind in "iu" or ints == "int64" and dtype == np.int64):
+        check_kernel_dtype(input, kernel or name)  # (floats pass)
     return (input.unsqueeze(0), False) if rank == nd + 1 else (input, True)
 
 
@@ -236,7 +260,9 @@ def _pool_args(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name):
 
 def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd):
     name = f"max_pool{nd}d"
-    x, batched = _pool_input(input, nd, name)
+    # torch's max_pool1d without indices runs its own kernel, float only; the others take ints
+    kernel = "max_pool1d_impl" if nd == 1 and not return_indices else f"max_pool{max(nd, 2)}d"
+    x, batched = _pool_input(input, nd, name, kernel, ints=kernel != "max_pool1d_impl")
     ksize, stride, padding, dilation, out = _pool_args(x, kernel_size, stride, padding,
                                                        dilation, ceil_mode, nd, name)
     y, idx = _max_pool(x, ksize=ksize, stride=stride, padding=padding, dilation=dilation,
@@ -329,7 +355,8 @@ def _avg_divisor(size, out, ksize, stride, padding, count_include_pad):
 def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                 divisor_override, nd):
     name = f"avg_pool{nd}d"
-    x, batched = _pool_input(input, nd, name)
+    kernel = "avg_pool3d_out_frame" if nd == 3 else "avg_pool2d"  # torch's, int64 beside floats
+    x, batched = _pool_input(input, nd, name, kernel, ints="int64")
     ksize, stride, padding, _, out = _pool_args(x, kernel_size, stride, padding, 1, ceil_mode,
                                                 nd, name)
     if divisor_override is not None and divisor_override == 0:
@@ -337,7 +364,12 @@ def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pa
     size = x.shape[2:]
     pads = _hi_pads(size, out, ksize, stride, padding, (1,) * nd)
     y = _window_sum(x, ksize=ksize, stride=stride, padding=pads, out_shape=out)
-    if divisor_override is not None:
+    if x._data.dtype.kind == "i":  # int64: torch's integer sum / divisor, truncated to 0
+        div = divisor_override if divisor_override is not None else Tensor._wrap(new_array(
+            x._data, _avg_divisor(size, out, ksize, stride, padding, count_include_pad),
+            np.int64))
+        y = y.div(div, rounding_mode="trunc")
+    elif divisor_override is not None:
         y = y / float(divisor_override)
     else:
         div = _avg_divisor(size, out, ksize, stride, padding, count_include_pad)

@@ -34,7 +34,7 @@ __all__ = ["unfold", "fold", "pixel_shuffle", "pixel_unshuffle", "interpolate", 
 
 
 # ---- unfold / fold -------------------------------------------------------------------------
-@op("unfold", jvp="linear")
+@op("unfold", jvp="linear", complex=True)  # (its rule moves dy, real weights)
 def _unfold(xp, x, *, ksize, stride, padding, dilation):
     n, c = x.shape[:2]
     nd = len(ksize)
@@ -47,7 +47,7 @@ def _unfold(xp, x, *, ksize, stride, padding, dilation):
                                                                math.prod(out))
 
 
-@op("fold", jvp="linear")
+@op("fold", jvp="linear", complex=True)  # (its rule moves dy, real weights)
 def _fold(xp, cols, *, ksize, stride, padding, dilation, size):
     n, ck = cols.shape[:2]
     out = tuple(out_size(s, k, st, p, d) for s, k, st, p, d in
