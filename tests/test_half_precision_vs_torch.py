@@ -216,3 +216,30 @@ def test_orderings_with_nan_as_torch(name, dtype):
                      out.dtype.is_floating_point else out.numpy()))
     assert outs[1][0] == outs[0][0]
     np.testing.assert_array_equal(outs[1][1], outs[0][1])
+
+
+_SPECIAL = [0.0, -0.0, 1.5, -2.0, float("nan"), float("inf"), -float("inf")]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", ["sign", "sgn", "abs_grad", "max_pool1d", "cummax",
+                                  "nan_to_num"])
+def test_special_values_in_half_precision_as_torch(name, dtype):
+    """NumPy checks that ask `dtype.kind == "f"` skip bfloat16 (kind "V"): sign(0) and
+    sign(nan) of bfloat16 were -0 and nan (torch: 0), so abs's gradient at nan was nan."""
+    def run(m):
+        x = m.tensor(_SPECIAL).to(getattr(m, dtype))
+        if name == "abs_grad":
+            x.requires_grad_()
+            x.abs().sum().backward()
+            return x.grad
+        if name == "max_pool1d":
+            return m.nn.functional.max_pool1d(x[None, None], 2, return_indices=True)[1]
+        if name == "cummax":
+            return m.cummax(x, 0).indices
+        return getattr(m, name)(x)
+    t, f = run(torch), run(flow)
+    np.testing.assert_array_equal(f.float().numpy() if f.dtype.is_floating_point else f.numpy(),
+                                  t.float().numpy() if t.dtype.is_floating_point else t.numpy())
+    if t.dtype.is_floating_point:  # -0 against +0 too
+        np.testing.assert_array_equal(np.signbit(f.float().numpy()), np.signbit(t.float().numpy()))

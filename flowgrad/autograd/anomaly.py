@@ -150,7 +150,7 @@ def check_results(node, in_grads):
 
     grads = in_grads if isinstance(in_grads, (tuple, list)) else (in_grads,)
     grads = [(i, g._data) for i, g in enumerate(grads)
-             if g is not None and g._data.dtype.kind in "fc"]
+             if g is not None and g._data.dtype.kind in "fcV"]
     if all(np.isfinite(data).all() for _, data in grads):
         return
     for what, bad in (("nan", np.isnan), ("inf", np.isinf)):

@@ -284,6 +284,8 @@ def angle(input):
 def real_sign(xp, x):
     """The sign of a real array with torch's sign(nan) = 0 (NumPy's is nan), so abs's and l1's
     gradients at a nan are 0, as torch's."""
+    if x.dtype.kind == "V":  # bfloat16: NumPy's nan_to_num passes it through; torch's formula
+        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
     out = xp.sign(x)
     if out.dtype.kind == "f":  # (a 0-d input gives a NumPy scalar: no in-place there)
         out = xp.nan_to_num(out, copy=not isinstance(out, xp.ndarray), nan=0.0)

@@ -509,7 +509,7 @@ def _adaptive_max_arrays(xp, x, out_shape):
     flat = win.reshape(win.shape[:2 + nd] + (-1,))
     am = flat.argmax(-1)
     vals = xp.take_along_axis(flat, am[..., None], -1)[..., 0]
-    if vals.dtype.kind == "f" and xp.isnan(vals).any():  # torch's loop: each NaN wins anew
+    if vals.dtype.kind in "fV" and xp.isnan(vals).any():  # torch's loop: each NaN wins anew
         nan = xp.isnan(flat)
         am = xp.where(nan.any(-1), flat.shape[-1] - 1 - nan[..., ::-1].argmax(-1), am)
     taps = xp.unravel_index(am, kmax)

@@ -74,7 +74,7 @@ def poisson(input, generator=None):
     if kind not in "fV":
         raise NotImplementedError(f"poisson: not implemented for dtype {input.dtype.name}; the "
                                   f"rates must be a floating point tensor (.float())")
-    if kind == "f" and input._data.size and not (input._data >= 0).all():  # nan fails too
+    if input._data.size and not (input._data >= 0).all():  # nan fails too
         raise RuntimeError(f"invalid Poisson rate, expected rate to be non-negative (rates of "
                            f"shape {tuple(input.shape)} hold a negative or nan value)")
     return _poisson(input, generator=resolve(generator))

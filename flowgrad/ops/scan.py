@@ -184,7 +184,7 @@ def _running_extremum(xp, x, dim, ufunc):
     # the latest position where x reached the running extreme (torch picks the last tie) or
     # was nan (torch's index moves to each nan, and stays once the extreme is nan)
     reached = x == values
-    if x.dtype.kind in "fc":
+    if x.dtype.kind in "fcV":  # (V: bfloat16)
         reached |= xp.isnan(x)
     hit = xp.where(reached, pos, 0)
     return values, xp.maximum.accumulate(hit, axis=dim).astype(xp.int64)
