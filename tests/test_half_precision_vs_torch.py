@@ -125,15 +125,17 @@ OPTIMIZERS = [("SGD", dict(lr=0.1, momentum=0.9)),
               ("RMSprop", dict(lr=0.01, weight_decay=0.01, momentum=0.9, centered=True)),
               ("Adagrad", dict(lr=0.1, weight_decay=0.01)), ("Adamax", dict(lr=0.01)),
               ("NAdam", dict(lr=0.01, weight_decay=0.01)), ("RAdam", dict(lr=0.01)),
-              ("Adadelta", dict(lr=1.0)), ("ASGD", dict(lr=0.01)), ("Rprop", dict(lr=0.01))]
+              ("Adadelta", dict(lr=1.0)), ("ASGD", dict(lr=0.01)), ("Rprop", dict(lr=0.01)),
+              ("Adafactor", dict(lr=0.01)), ("Muon", dict(lr=0.02))]
 
 
 def _optimize(m, name, options, dtype):
     rng = np.random.default_rng(0)
-    p = m.nn.Parameter(m.tensor(rng.standard_normal(1000).astype(np.float32)).to(dtype))
+    shape = (25, 40) if name == "Muon" else (1000,)  # (Muon: matrices only)
+    p = m.nn.Parameter(m.tensor(rng.standard_normal(shape).astype(np.float32)).to(dtype))
     opt = getattr(m.optim, name)([p], **options)
     for _ in range(5):
-        p.grad = m.tensor(rng.standard_normal(1000).astype(np.float32)).to(dtype)
+        p.grad = m.tensor(rng.standard_normal(shape).astype(np.float32)).to(dtype)
         opt.step()
     state = {k: str(v.dtype).split(".")[-1] for k, v in opt.state[p].items()
              if hasattr(v, "dtype") and v.ndim}

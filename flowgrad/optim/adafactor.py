@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..device import array_module, new_zeros
 from ..tensor import Tensor
 from .adam import _advance, _step_tensor
@@ -74,7 +75,7 @@ class Adafactor(Optimizer):
         xp = array_module(param)
         eps1, eps2 = group["eps"]
         if eps1 is None:
-            eps1 = float(np.finfo(param.dtype).eps)
+            eps1 = _dt.finfo(_dt.from_numpy_dtype(param.dtype)).eps  # (bfloat16's too)
         step = _advance(state)
         lr = group["lr"]
         beta2_t = step ** group["beta2_decay"]
