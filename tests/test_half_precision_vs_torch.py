@@ -255,13 +255,14 @@ _FLOAT_KIND_CHECKS = {
     "autograd/gradcheck.py": ["kind in \"fc\""],  # gradcheck: float32/64 and complex only
     "graph/fusion.py": ["kind != \"f\""],  # elementwise fusion: bfloat16 runs unfused
     "graph/passes.py": ["kind not in \"iufc\""],  # algebraic folding: bfloat16 left as is
+    "ops/conv.py": ["kind == \"f\" else 0"],  # the banded path (its kernels run in float32
+    # for half precision: in_float32)
     "ops/complex.py": ["kind != \"f\" or t._data.itemsize", "kind != \"f\" or abs._data",
                        "a.dtype.kind != \"f\" or a.itemsize", "out.dtype.kind == \"f\":"],
     # (complex/polar need float32/64: no complex32; real_sign handles bfloat16 before it)
     "ops/index.py": ["data.dtype.kind == \"f\""],  # an index list's dtype, not a value
     "ops/linalg_decomp.py": ["kind not in \"fc\""],  # half linalg: refused clearly
     "ops/normalization.py": ["kind == \"f\" and x.dtype.itemsize >= 4"],  # float32 fast paths
-    "ops/pad.py": ["kind not in \"iuf\""],  # fill-value range check: not for bfloat16 yet
     "ops/sort.py": ["kind not in \"fc\""],  # inside in_float32: never sees bfloat16
     "ops/stats.py": ["kind in \"fc\""],  # inside in_float32: never sees bfloat16
     "ops/special_poly.py": ["kind == \"f\""],  # polynomial degree n: truncated either way

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..device import new_array
 from ..tensor import Tensor
 from .registry import op
@@ -39,14 +40,14 @@ def _check_value_fits(input, value):
     """torch's check that the fill value converts to the input's dtype without overflow (an
     integer dtype truncates 1.7 to 1, but refuses -1 for uint8, 255.5 or nan)."""
     dt = input._data.dtype
-    if value is None or dt == np.bool_ or dt.kind not in "iuf":
+    if value is None or dt == np.bool_ or dt.kind not in "iufV":  # (V: bfloat16)
         return
     v = float(value)
     if dt.kind in "iu":
         info = np.iinfo(dt)
         bad = not math.isfinite(v) or v < info.min or v > info.max
     else:
-        bad = math.isfinite(v) and abs(v) > float(np.finfo(dt).max)
+        bad = math.isfinite(v) and abs(v) > _dt.finfo(_dt.from_numpy_dtype(dt)).max
     if bad:
         raise RuntimeError(f"pad(): value {value!r} cannot be converted to type {dt.name} "
                            f"without overflow; pass a value in the dtype's range")
