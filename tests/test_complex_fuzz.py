@@ -1,12 +1,11 @@
 """Complex inputs against torch, values and Wirtinger gradients (tests/complex_fuzz.py). A new
-difference fails; the known ones are ops flowgrad refuses for complex input with a clear error
-where torch computes."""
+difference fails; KNOWN would list ops flowgrad refuses for complex input with a clear error
+where torch computes (none now: F.normalize, the last one, takes complex)."""
 from __future__ import annotations
 
 import complex_fuzz as cf
 
-_REFUSED = "flowgrad refuses complex input here (a clear error); torch computes it"
-KNOWN = dict.fromkeys([("unary", n) for n in ("F.normalize",)], _REFUSED)
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def test_complex_ops_match_torch():

@@ -65,12 +65,6 @@ KNOWN: dict[str, tuple[str, str]] = {
     "minimum": (_SCALAR_ARGS, _R_SCALAR),
     "nn.functional.batch_norm": (r"expected 2D or more input",
         "a 1-D input: flowgrad asks for (N, C, ...), torch also takes an empty 1-D one"),
-    "nn.functional.conv1d": (_INTEGER + "|" + _COMPLEX, _R_INTEGER + "; " + _R_COMPLEX),
-    "nn.functional.conv2d": (_INTEGER + "|" + _COMPLEX, _R_INTEGER + "; " + _R_COMPLEX),
-    "nn.functional.conv3d": (_INTEGER + "|" + _COMPLEX, _R_INTEGER + "; " + _R_COMPLEX),
-    "nn.functional.conv_transpose1d": (_INTEGER + "|" + _COMPLEX, _R_INTEGER + "; " + _R_COMPLEX),
-    "nn.functional.conv_transpose2d": (_INTEGER + "|" + _COMPLEX, _R_INTEGER + "; " + _R_COMPLEX),
-    "nn.functional.conv_transpose3d": (_INTEGER + "|" + _COMPLEX, _R_INTEGER + "; " + _R_COMPLEX),
     "rsub": (_SCALAR_ARGS, _R_SCALAR),
     "special.bessel_j0": (r"output: values differ",
         "torch's float32-accurate approximation (errors to 8e-7); flowgrad's Cephes agrees with "

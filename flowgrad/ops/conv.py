@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import blas
 from ..tensor import Tensor
+from .complex import conj
 from .halfprec import in_float32
 from .normalization import _channel_row, _rows_of
 from .pad import _pad_constant
@@ -284,7 +285,7 @@ def _conv_transpose_band(xp, z, w, padding, size, t):
 
 
 # ---- the three ops -----------------------------------------------------------------------
-@op("conv", save="inputs[0, 1]")  # (forward mode: ops/jvp_rules.py, linear's rule)
+@op("conv", save="inputs[0, 1]", complex=True)  # (forward mode: ops/jvp_rules.py, linear's rule)
 @in_float32
 def _conv(xp, x, w, *bias, stride, padding, dilation, groups, out_shape=None):
     """im2col (or banded) GEMM; `bias` (optional, (O,)) is added to each output channel."""
@@ -301,7 +302,9 @@ def _conv_arrays(xp, x, w, bias, stride, padding, dilation, groups, out_shape):
     n, o = x.shape[0], w.shape[0]
     if n == 0:  # an empty batch: an empty output (and no columns for the weight gradient)
         return xp.zeros((0, o) + tuple(out), x.dtype), xp.zeros((groups, 0, 0), x.dtype)
-    t = _band_tile(x.shape[1], o, ksize, out, stride, dilation, groups)
+    # (the banded path is for real floats only: complex and integer inputs take im2col's)
+    t = _band_tile(x.shape[1], o, ksize, out, stride, dilation, groups) \
+        if x.dtype.kind == "f" else 0
     if t and all(q == out_size(s, k, 1, p, 1) for q, s, k, p in
                  zip(out, x.shape[2:], ksize, padding)) and all_finite(xp, x):
         # (an out_shape the input fills; a finite x: the band's zeros times an inf are nan)
@@ -322,7 +325,7 @@ def _conv_arrays(xp, x, w, bias, stride, padding, dilation, groups, out_shape):
     return y.reshape((n, o) + tuple(out)), cols
 
 
-@op("conv_transpose", jvp="multilinear", save="inputs")
+@op("conv_transpose", jvp="multilinear", save="inputs", complex=True)
 @in_float32
 def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
     n, o = z.shape[:2]
@@ -331,7 +334,7 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
     cg, og = w.shape[1], o // groups
     if n == 0:  # an empty batch
         return xp.zeros((0, groups * cg) + tuple(size), z.dtype)
-    t = _band_tile(cg, o, ksize, sp, stride, dilation, groups)
+    t = _band_tile(cg, o, ksize, sp, stride, dilation, groups) if z.dtype.kind == "f" else 0
     if t and all_finite(xp, z):  # (the band's zeros times an inf in z would be nan)
         return _conv_transpose_band(xp, z, w, padding, size, t)
     reach = [d * (k - 1) for d, k in zip(dilation, ksize)]
@@ -404,7 +407,7 @@ def _conv_transpose_shifted(xp, z, w, padding, size):
     return xp.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
 
-@op("conv_weight", save="inputs[0, 1]")  # not the optional cols: the rule never reads it
+@op("conv_weight", save="inputs[0, 1]", complex=True)  # not the optional cols (unread)
 @in_float32
 def _conv_weight(xp, x, dy, *cols, stride, padding, dilation, groups, ksize):
     """The weight gradient; `cols` (optional) is conv's aux output, im2col(x), reused."""
@@ -413,7 +416,8 @@ def _conv_weight(xp, x, dy, *cols, stride, padding, dilation, groups, ksize):
     n, o = dy.shape[:2]
     if n == 0:  # an empty batch: a sum of no terms
         return xp.zeros((o, cg) + tuple(ksize), dy.dtype)
-    t = _band_tile(cg, o, ksize, dy.shape[2:], stride, dilation, groups)
+    t = _band_tile(cg, o, ksize, dy.shape[2:], stride, dilation, groups) \
+        if x.dtype.kind == "f" else 0
     if t:  # the forward's aux is the banded path's rows (2-D) when it took that path too
         rows = cols if cols is not None and cols.ndim == 2 else None
         return _conv_weight_band(xp, x, dy, rows, padding, ksize, t)
@@ -440,13 +444,19 @@ def _attrs(ctx):
                 groups=ctx.groups)
 
 
+# Complex inputs: each op is bilinear and holomorphic in both arguments, so torch's conjugate
+# Wirtinger gradient in one argument is the real rule with the other argument conjugated (conj
+# is the identity on real tensors, as in matmul's rule).
 @_conv.grad
 def conv_backward(ctx, dy):
     x, w = ctx.inputs[:2]
     need, a = ctx.needs_input_grad, _attrs(ctx)
-    dx = _conv_transpose(dy, w, size=ctx.input_shapes[0][2:], **a) if need[0] else None
-    dw = _conv_weight(x, dy, *(ctx.aux or ()), ksize=ctx.input_shapes[1][2:], **a) \
-        if need[1] else None
+    dx = _conv_transpose(dy, conj(w), size=ctx.input_shapes[0][2:], **a) if need[0] else None
+    dw = None
+    if need[1]:
+        xc = conj(x)  # the forward's im2col(x) (aux) serves only where x is its own conjugate
+        aux = (ctx.aux or ()) if xc is x else ()
+        dw = _conv_weight(xc, dy, *aux, ksize=ctx.input_shapes[1][2:], **a)
     if len(need) == 2:
         return dx, dw
     return dx, dw, (dy.sum((0,) + tuple(range(2, dy.ndim))) if need[2] else None)
@@ -456,8 +466,8 @@ def conv_backward(ctx, dy):
 def conv_transpose_backward(ctx, dy):
     z, w = ctx.inputs
     need, a = ctx.needs_input_grad, _attrs(ctx)
-    dz = _conv(dy, w, out_shape=ctx.input_shapes[0][2:], **a) if need[0] else None
-    dw = _conv_weight(dy, z, ksize=ctx.input_shapes[1][2:], **a) if need[1] else None
+    dz = _conv(dy, conj(w), out_shape=ctx.input_shapes[0][2:], **a) if need[0] else None
+    dw = _conv_weight(dy, conj(z), ksize=ctx.input_shapes[1][2:], **a) if need[1] else None
     return dz, dw
 
 
@@ -465,8 +475,8 @@ def conv_transpose_backward(ctx, dy):
 def conv_weight_backward(ctx, dw):
     x, dy = ctx.inputs[:2]
     need, a = ctx.needs_input_grad, _attrs(ctx)
-    dx = _conv_transpose(dy, dw, size=ctx.input_shapes[0][2:], **a) if need[0] else None
-    ddy = _conv(x, dw, out_shape=ctx.input_shapes[1][2:], **a) if need[1] else None
+    dx = _conv_transpose(conj(dy), dw, size=ctx.input_shapes[0][2:], **a) if need[0] else None
+    ddy = _conv(conj(x), dw, out_shape=ctx.input_shapes[1][2:], **a) if need[1] else None
     return (dx, ddy) + (None,) * (len(need) - 2)  # cols: im2col(x), reached through x
 
 
@@ -492,15 +502,46 @@ def _same_dtype(x, w, name, bias=None):
     if not isinstance(x, Tensor) or not isinstance(w, Tensor):
         raise TypeError(f"{name}(): expected input and weight to be Tensors, got "
                         f"{type(x).__name__} and {type(w).__name__}")
-    if x._data.dtype.kind not in "fV":
-        raise RuntimeError(f"{name}(): expected a floating point input, got {x.dtype}; call "
-                           f".float() first")
     if w.dtype != x.dtype:
         raise RuntimeError(f"{name}(): Input type ({x.dtype}) and weight type ({w.dtype}) "
                            f"should be the same; convert one with .to()")
     if isinstance(bias, Tensor) and bias.dtype != x.dtype:
         raise RuntimeError(f"{name}(): Input type ({x.dtype}) and bias type ({bias.dtype}) "
                            f"should be the same; convert one with .to()")
+
+
+# torch's CPU kernels by dtype: floating and complex ones everywhere; of the integer dtypes,
+# int64 everywhere, the others (but the unsigned wider than 8 bits) in undilated convolutions
+# only, and bool nowhere. Each refusal names torch's kernel that lacks the dtype.
+_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+                "int32": "Int", "int64": "Long", "uint16": "UInt16", "uint32": "UInt32",
+                "uint64": "UInt64"}
+_CONV_INTS = frozenset(("uint8", "int8", "int16", "int32", "int64"))
+
+
+def _check_kernel_dtype(x, ksize, stride, pads, dilation, transposed):
+    """Raise torch's NotImplementedError for an integer or bool dtype that its CPU kernel for
+    this convolution lacks (an empty batch runs no kernel: torch returns it for any dtype)."""
+    dt = x._data.dtype
+    if dt.kind not in "biu" or dt.name == "int64" or x.shape[0] == 0:
+        return
+    nd = len(ksize)
+    if transposed:
+        kernel = f"slow_conv_transpose{max(nd, 2)}d_out_cpu"
+    elif any(d != 1 for d in dilation):
+        kernel = "slow_conv_dilated<>"
+    elif dt.name in _CONV_INTS:
+        return
+    elif nd < 3:
+        kernel = "slow_conv2d_cpu"
+    elif all(k == 1 for k in ksize) and all(s == 1 for s in stride) and \
+            not any(lo or hi for lo, hi in pads):
+        kernel = "slow_conv3d_cpu"
+    else:
+        kernel = "compute_columns3d"
+    raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                              f"'{_TORCH_NAMES.get(dt.name, dt.name)}' (as torch); convert the "
+                              f"input and weight with .float() or .long()")
 
 
 def _batched(input, nd, name):
@@ -588,6 +629,8 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
                            f"({' x '.join(map(str, padded))}). Kernel size: "
                            f"({' x '.join(map(str, eff))}). Kernel size can't be greater than "
                            f"actual input size")
+    if x._data.dtype.kind in "biu":
+        _check_kernel_dtype(x, ksize, stride, pads, dilation, False)
     if any(lo != hi for lo, hi in pads):
         # as torch: an even 'same' kernel's odd leftover is padded (on the right) first, so
         # the convolution saves that copy, and writing the caller's input in place is legal
@@ -659,6 +702,8 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
         raise RuntimeError(f"{name}: Given input size per channel {tuple(x.shape[2:])}, the "
                            f"calculated output size {size} is too small")
     _check_bias(bias, weight.shape[1] * groups, weight)
+    if x._data.dtype.kind in "biu":
+        _check_kernel_dtype(x, ksize, stride, (), dilation, True)
     y = _conv_transpose(x, weight, stride=stride, padding=tuple((p, p) for p in padding),
                         dilation=dilation, groups=groups, size=size)
     y = _add_bias(y, bias, nd)
