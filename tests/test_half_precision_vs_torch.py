@@ -287,3 +287,18 @@ def test_float_kind_checks_see_bfloat16_or_are_listed():
                 if not any(allowed in line for allowed in _FLOAT_KIND_CHECKS.get(rel, ())):
                     unlisted.append(f"{rel}:{number}: {line.strip()}")
     assert not unlisted, "\n".join(unlisted)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_frexp_of_subnormals_as_torch(dtype):
+    """frexp's mantissa was x * 2 ** -e, and 2 ** -e overflows the dtype for a subnormal x
+    (2 ** 24 in float16): the mantissa came out inf (found by torch's reference inputs)."""
+    bits = np.arange(65536, dtype=np.uint16)
+    values = np.frombuffer(bits.tobytes(), dtype=np.float16).astype(np.float32)
+    if dtype == "float32":  # the float32 subnormals and their neighbours
+        values = np.frombuffer(np.arange(0, 4096, dtype=np.uint32).tobytes(), np.float32)
+    out = [m.frexp(m.tensor(values).to(getattr(m, dtype))) for m in (torch, flow)]
+    for t, f in zip(out[0], out[1]):
+        np.testing.assert_array_equal(f.float().numpy() if f.dtype.is_floating_point
+                                      else f.numpy(), t.float().numpy()
+                                      if t.dtype.is_floating_point else t.numpy())

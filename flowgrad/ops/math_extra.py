@@ -168,7 +168,11 @@ def frexp(input):
         raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, got "
                            f"{input.dtype.name}; convert with .float()")
     e = _frexp_exponent(input)
-    return _frexp_type(input * pow(2.0, -e.to(input.dtype)), e)
+    # 2 ** -e in two halves: for a subnormal input 2 ** -e itself overflows the dtype
+    # (2 ** 24 in float16, 2 ** 149 in float32) and the mantissa came out inf
+    scale = -e.to(input.dtype)
+    half = (scale / 2).floor()
+    return _frexp_type(input * pow(2.0, half) * pow(2.0, scale - half), e)
 
 
 @tensor_method()
