@@ -68,9 +68,11 @@ def unsqueeze_copy(input, dim):
     return _fresh(input.unsqueeze(dim))
 
 
-def view_copy(input, size):
-    """input.view(size) (a shape, or a dtype to reinterpret as), copied."""
-    return _fresh(input.view(size))
+def view_copy(input, size=None, *, dtype=None):
+    """input.view(size), or input.view(dtype) (a reinterpretation), copied."""
+    if (size is None) == (dtype is None):
+        raise TypeError("view_copy() takes a size or a dtype (dtype=), exactly one")
+    return _fresh(input.view(size if dtype is None else dtype))
 
 
 def split_with_sizes_copy(input, split_sizes, dim=0):
@@ -83,9 +85,9 @@ def unsafe_chunk(input, chunks, dim=0):
     return _split.chunk(input, chunks, dim)
 
 
-def unsafe_split(input, split_size_or_sections, dim=0):
+def unsafe_split(input, split_size, dim=0):
     """torch.unsafe_split: split."""
-    return _split.split(input, split_size_or_sections, dim)
+    return _split.split(input, split_size, dim)
 
 
 def constant_pad_nd(input, pad, value=0):

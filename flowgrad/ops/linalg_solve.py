@@ -26,6 +26,7 @@ from ..device import array_module
 from ..func.batched import every_example
 from ..tensor import Tensor, tensor_method
 from .complex import adjoint, real
+from .creation import tensor as _tensor
 from .diag import tril, triu
 from .elementwise import where
 from .linalg_decomp import (
@@ -387,16 +388,14 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
 def _matrix_rank_per_batch(A, atol, rtol, hermitian):
     """matrix_rank with tolerance tensors, broadcast against A's batch dims as torch's (in
     float64; an unset rtol is 0 where atol > 0, else eps * max(m, n))."""
-    from .creation import tensor
-
     with no_grad():
-        atol = tensor(0.0 if atol is None else atol, dtype=_dt.float64) \
+        atol = _tensor(0.0 if atol is None else atol, dtype=_dt.float64) \
             if not isinstance(atol, Tensor) else atol.to(_dt.float64)
         if rtol is None:
             eps = np.finfo(A._data.dtype).eps * max(A.shape[-2:])
             rtol = where(atol > 0, 0.0, eps)
         elif not isinstance(rtol, Tensor):
-            rtol = tensor(rtol, dtype=_dt.float64)
+            rtol = _tensor(rtol, dtype=_dt.float64)
         S = eigvalsh(A).abs() if hermitian else svdvals(A)
         if S.shape[-1] == 0:
             batch = np.broadcast_shapes(S.shape[:-1], atol.shape, rtol.shape)
