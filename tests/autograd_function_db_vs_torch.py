@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from opinfo_vs_torch import (  # noqa: E402, I001
-    Converter, compare, run_sample, to_numpy, torch_test_internals)
+    Converter, compare, report, run_sample, to_numpy, torch_test_internals)
 
 import flowgrad as flow  # noqa: E402
 
@@ -117,21 +117,27 @@ def _jvp(info, fn, sample):
                           generator=torch.Generator().manual_seed(1))
     convert = Converter()
     f_args, f_kwargs = convert(list(sample.args)), convert(dict(sample.kwargs))
+    return _both("jvp", lambda: torch.func.jvp(
+        lambda v: info.op(v, *sample.args, **sample.kwargs), (sample.input.detach(),),
+        (tangent,)), lambda: flow.func.jvp(
+        lambda v: fn(v, *f_args, **f_kwargs), (Converter().tensor(sample.input.detach()),),
+        (Converter().tensor(tangent),)))
+
+
+def _both(what, in_torch, in_flowgrad):
+    """Compare two calls: the same raise/no-raise, then the same results."""
     outcomes = []
-    for m, call, x, t, args, kwargs in (
-            (torch, info.op, sample.input.detach(), tangent, sample.args, sample.kwargs),
-            (flow, fn, Converter().tensor(sample.input.detach()), Converter().tensor(tangent),
-             f_args, f_kwargs)):
+    for call in (in_torch, in_flowgrad):
         try:
-            outcomes.append(m.func.jvp(lambda v: call(v, *args, **kwargs), (x,), (t,)))
+            outcomes.append(call())
         except Exception as error:  # noqa: BLE001 - compared below
             outcomes.append(error)
     t_out, f_out = outcomes
     if isinstance(t_out, Exception) or isinstance(f_out, Exception):
         if isinstance(t_out, Exception) != isinstance(f_out, Exception):
-            return f"jvp raise: torch {t_out!r:.120}, flowgrad {f_out!r:.200}"
-        return f"skip: jvp raises in both: {t_out!r:.80}"
-    return compare(to_numpy(t_out), to_numpy(f_out), "jvp")
+            return f"{what} raise: torch {t_out!r:.120}, flowgrad {f_out!r:.200}"
+        return f"skip: {what} raises in both: {t_out!r:.80}"
+    return compare(to_numpy(t_out), to_numpy(f_out), what)
 
 
 def _vmap(info, fn, sample):
@@ -141,19 +147,9 @@ def _vmap(info, fn, sample):
     batch = torch.stack([sample.input.detach() * (k + 1) for k in range(3)])
     convert = Converter()
     f_args, f_kwargs = convert(list(sample.args)), convert(dict(sample.kwargs))
-    outcomes = []
-    for m, call, x, args, kwargs in ((torch, info.op, batch, sample.args, sample.kwargs),
-                                     (flow, fn, Converter().tensor(batch), f_args, f_kwargs)):
-        try:
-            outcomes.append(m.func.vmap(lambda v: call(v, *args, **kwargs))(x))
-        except Exception as error:  # noqa: BLE001 - compared below
-            outcomes.append(error)
-    t_out, f_out = outcomes
-    if isinstance(t_out, Exception) or isinstance(f_out, Exception):
-        if isinstance(t_out, Exception) != isinstance(f_out, Exception):
-            return f"vmap raise: torch {t_out!r:.120}, flowgrad {f_out!r:.200}"
-        return f"skip: vmap raises in both: {t_out!r:.80}"
-    return compare(to_numpy(t_out), to_numpy(f_out), "vmap")
+    return _both("vmap", lambda: torch.func.vmap(
+        lambda v: info.op(v, *sample.args, **sample.kwargs))(batch), lambda: flow.func.vmap(
+        lambda v: fn(v, *f_args, **f_kwargs))(Converter().tensor(batch)))
 
 
 def probe(info, scope):
@@ -178,17 +174,8 @@ def probe(info, scope):
 def main(names):
     db, module = function_db()
     scope = flow_namespace(module)
-    bad = 0
-    for info in db:
-        if names and info.name not in names:
-            continue
-        findings = [f for f in probe(info, scope) if not f[2].startswith("skip")]
-        if findings:
-            bad += 1
-            print(f"FAIL {info.name}: {len(findings)} findings")
-            for kind, where, message in findings[:6]:
-                print(f"    [{kind}] {where}\n        {message[:400]}")
-    print(f"# {len(db)} Functions, {bad} with findings")
+    report(db, lambda info: probe(info, scope),
+           lambda k, info: not names or info.name in names, "Functions")
 
 
 if __name__ == "__main__":

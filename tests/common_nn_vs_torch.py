@@ -38,7 +38,9 @@ from moduleinfo_vs_torch import (  # noqa: E402, I001
     RANDOM, RANDOM_IN_EVAL, InputConverter, ModuleConverter, _differentiable, _warnings_off,
     compare_buffers, compare_state, state_to_flow)
 from opinfo_vs_torch import (  # noqa: E402
-    Converter, Unsupported, compare, shard_of, to_numpy, torch_test_internals)
+    Converter, Unsupported, compare, one_thread, shard_of, to_numpy, torch_test_internals)
+
+from moduleinfo_vs_torch import compare_each_grad  # noqa: E402
 
 import flowgrad as flow  # noqa: E402
 
@@ -311,17 +313,7 @@ def _cotangents(tensors, seed):
 
 
 def _compare_each(labels, t_leaves, t_grads, f_grads, what):
-    found = []
-    for label, leaf, t_g, f_g in zip(labels, t_leaves, t_grads, f_grads):
-        t_g = torch.zeros_like(leaf) if t_g is None else t_g
-        if f_g is None:
-            if t_g.numel() and t_g.abs().max() > 0:
-                found.append(f"{what} {label}: torch nonzero, flowgrad None")
-            continue
-        message = compare(to_numpy(t_g), to_numpy(f_g), f"{what} {label}")
-        if message:
-            found.append(message)
-    return found
+    return compare_each_grad(labels, t_leaves, t_grads, f_grads, what)
 
 
 def compare_grads(t_mod, f_mod, expected, actual, pairs, gradgrad=True):
@@ -516,10 +508,5 @@ def main(names):
 
 
 if __name__ == "__main__":
-    torch.set_num_threads(1)  # small tensors: thread pools only spin (see the test module)
-    try:
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(1)
-    except ImportError:
-        pass
-    main(sys.argv[1:])
+    with one_thread():  # small tensors: thread pools only spin
+        main(sys.argv[1:])

@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from opinfo_vs_torch import (  # noqa: E402, I001
-    Converter, Unsupported, compare, full_name, report, shard_of, to_numpy,
+    Converter, Unsupported, compare, full_name, one_thread, report, shard_of, to_numpy,
     torch_test_internals)
 
 import flowgrad as flow  # noqa: E402
@@ -271,14 +271,20 @@ def compare_grads(t_mod, f_mod, expected, actual, pairs):
                                                            allow_unused=True))
     except Exception as error:  # noqa: BLE001
         return [f"grad raise: flowgrad {error!r:.300}"]
+    return compare_each_grad(labels, t_leaves, t_grads, f_grads, "grad")
+
+
+def compare_each_grad(labels, t_leaves, t_grads, f_grads, what):
+    """Differences between torch's and flowgrad's gradient of each leaf (a None gradient is
+    zeros; flowgrad's None against torch's nonzero one is a difference)."""
     found = []
     for label, leaf, t_g, f_g in zip(labels, t_leaves, t_grads, f_grads):
         t_g = torch.zeros_like(leaf) if t_g is None else t_g
         if f_g is None:
-            if t_g.abs().max() > 0 if t_g.numel() else False:
-                found.append(f"grad {label}: torch nonzero, flowgrad None")
+            if t_g.numel() and t_g.abs().max() > 0:
+                found.append(f"{what} {label}: torch nonzero, flowgrad None")
             continue
-        message = compare(to_numpy(t_g), to_numpy(f_g), f"grad {label}")
+        message = compare(to_numpy(t_g), to_numpy(f_g), f"{what} {label}")
         if message:
             found.append(message)
     return found
@@ -320,10 +326,5 @@ def main(names):
 
 
 if __name__ == "__main__":
-    torch.set_num_threads(1)  # small tensors: thread pools only spin (see the test module)
-    try:
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(1)
-    except ImportError:
-        pass
-    main(sys.argv[1:])
+    with one_thread():  # small tensors: thread pools only spin
+        main(sys.argv[1:])

@@ -69,6 +69,23 @@ def torch_test_internals():
     backends["__allow_nonbracketed_mutation_flag"] = unfrozen
 
 
+@contextlib.contextmanager
+def one_thread():
+    """One thread for torch and for the BLAS pools inside (small tensors: with a pool per
+    library in each of two xdist workers on two cores, a probe spent 3x its CPU spinning)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        limits = contextlib.nullcontext()
+    else:
+        limits = threadpool_limits(1)
+    with limits:
+        yield
+    torch.set_num_threads(threads)
+
+
 def op_db():
     """torch's OpInfo list (imports torch's test internals once)."""
     with torch_test_internals():

@@ -9,7 +9,6 @@ entry matches, the reason)); an entry listed there that no longer differs fails,
 list only shrinks. The regression tests at the end are the fixes the probe led to, each
 checked on its own against torch.
 """
-import contextlib
 import re
 
 import pytest
@@ -18,6 +17,7 @@ pytest.importorskip("expecttest")  # torch's test internals import it
 
 import common_nn_vs_torch as harness  # noqa: E402
 import numpy as np  # noqa: E402
+import opinfo_vs_torch  # noqa: E402
 import torch  # noqa: E402
 
 import flowgrad as flow  # noqa: E402
@@ -29,19 +29,8 @@ KNOWN: dict[str, tuple[str, str]] = {}
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
-    """One thread each for torch and the BLAS here (small tensors; see
-    test_moduleinfo_vs_torch.py)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        limits = contextlib.nullcontext()
-    else:
-        limits = threadpool_limits(1)
-    with limits:
+    with opinfo_vs_torch.one_thread():
         yield
-    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[entry.name for entry in ENTRIES])

@@ -6,7 +6,6 @@ Modules that still differ are listed in KNOWN with the reason; an entry whose mo
 differs fails, so that the list only shrinks. The regression tests at the end are the fixes the
 probe led to, each checked on its own against torch.
 """
-import contextlib
 
 import pytest
 
@@ -14,6 +13,7 @@ pytest.importorskip("expecttest")  # torch's test internals import it
 
 import moduleinfo_vs_torch as harness  # noqa: E402
 import numpy as np  # noqa: E402
+import opinfo_vs_torch  # noqa: E402
 import torch  # noqa: E402
 
 import flowgrad as flow  # noqa: E402
@@ -28,19 +28,8 @@ KNOWN = {
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
-    """One thread each for torch and the BLAS here (small tensors): with a pool per library in
-    each of two xdist workers on two cores, the probe spent 3x its CPU time spinning."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        limits = contextlib.nullcontext()
-    else:
-        limits = threadpool_limits(1)
-    with limits:
+    with opinfo_vs_torch.one_thread():
         yield
-    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
