@@ -9,6 +9,7 @@ name in flowgrad, and the outcome is compared: raise/no-raise, output structure,
 and values, then the gradients of a fixed cotangent.
 
 Run as a script for a report: .venv/bin/python tests/opinfo_vs_torch.py [name ...]
+(`--reference`: torch's reference inputs; `--dtype=bfloat16`: one dtype's samples; `--shard=i/n`)
 """
 from __future__ import annotations
 
@@ -513,8 +514,13 @@ def main(names):
     if "--reference" in names:
         REFERENCE = True
         names.remove("--reference")
+    dtypes = DTYPES
+    for arg in list(names):  # --dtype=bfloat16: that dtype's samples only (no gradients)
+        if arg.startswith("--dtype="):
+            dtypes = (getattr(torch, arg[8:]),)
+            names.remove(arg)
     shard, shards = shard_of(names)
-    report(op_db(), probe, lambda k, info: k % shards == shard and (
+    report(op_db(), lambda info: probe(info, dtypes), lambda k, info: k % shards == shard and (
         not names or info.name in names or full_name(info) in names), "OpInfos")
 
 
