@@ -95,24 +95,20 @@ def _groups(m, params, two_groups, lr):
 
 
 def _default_lr(cls, kwargs):
-    lr = kwargs.get("lr", inspect.signature(cls.__init__).parameters["lr"].default)
-    return lr
+    return kwargs.get("lr", inspect.signature(cls.__init__).parameters["lr"].default)
 
 
-def _record(opt, params, schedulers):
+def _record(opt, params):
     lrs = [group["lr"] for group in opt.param_groups]
     return [to_numpy(p) for p in params] + [
         to_numpy(lr) if hasattr(lr, "numpy") else float(lr) for lr in lrs]
 
 
 def _train(m, cls, kwargs, values, x, two_groups=False, scheduler_fns=(), resume=None,
-           closure_step=False):
-    """Steps of `cls` on the loss; returns (trace per step, final state_dict, optimizer)."""
-    params = [m.tensor(v, requires_grad=True) for v in values]
-    if m is torch:
-        params = [torch.nn.Parameter(p.detach()) for p in params]
-    else:
-        params = [flow.nn.Parameter(p.detach()) for p in params]
+           closure_step=False, steps=STEPS):
+    """`steps` steps of `cls` on the loss (a resume starts at RESUME_AFTER); returns (trace
+    per step, final state_dict, optimizer, parameters)."""
+    params = [m.nn.Parameter(m.tensor(v)) for v in values]
     xt = m.tensor(x if not np.iscomplexobj(values[0]) else x.astype(complex))
     opt = cls(_groups(m, params, two_groups, _default_lr(cls, kwargs)), **kwargs)
     schedulers = [make(opt) for make in scheduler_fns]
@@ -130,7 +126,7 @@ def _train(m, cls, kwargs, values, x, two_groups=False, scheduler_fns=(), resume
         loss.backward()
         return loss
 
-    for _ in range(start, STEPS):
+    for _ in range(start, steps):
         if closure_step:
             loss = opt.step(closure)
         else:
@@ -141,7 +137,7 @@ def _train(m, cls, kwargs, values, x, two_groups=False, scheduler_fns=(), resume
                 scheduler.step(float(loss))
             else:
                 scheduler.step()
-        trace.append(_record(opt, params, schedulers))
+        trace.append(_record(opt, params))
     return trace, opt.state_dict(), opt, params
 
 
@@ -290,13 +286,8 @@ def _compare_traces(expected, actual):
 
 def _resume(info, cls, fcls, kwargs, fkwargs, values, kind, desc, closure):
     """flowgrad's optimizer loads torch's state_dict after RESUME_AFTER steps and goes on."""
-    global STEPS
-    steps = STEPS
-    try:
-        STEPS = RESUME_AFTER
-        _, state, _, params = _train(torch, cls, kwargs, values, _X, closure_step=closure)
-    finally:
-        STEPS = steps
+    _, state, _, params = _train(torch, cls, kwargs, values, _X, closure_step=closure,
+                                 steps=RESUME_AFTER)
     middle = [p.detach().numpy().copy() for p in params]
     flow_state = _flow_state_dict(state)  # (before torch's own resume writes into `state`)
     expected, _, _, _ = _train(torch, cls, kwargs, values, _X, closure_step=closure,
