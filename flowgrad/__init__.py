@@ -36,6 +36,7 @@ from . import (
     utils,
     xpu,
 )
+from . import errors as _errors
 from .amp.autocast_mode import (  # noqa: F401 - torch.* names of the autocast state
     autocast,
     autocast_decrement_nesting,
@@ -199,6 +200,12 @@ def numel(input) -> int:
     """The number of elements of `input`, as torch.numel."""
     return input.numel()
 
+
+# a non-tensor where a tensor is needed raises torch's TypeError (flow.tanh(2.0)), in every
+# public namespace of functions
+for _space in (globals(), vars(nn.functional), vars(linalg), vars(special), vars(fft)):
+    _errors.guard_tensor_arguments(_space)
+del _space
 
 # last: the library's objects (and everything imported before) leave the cycle collector's
 # full collections, which a deep backward graph triggers: see utils/memory.py

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import math
+import types
 
 import numpy as np
 
@@ -98,6 +100,84 @@ def not_a_tensor(op_name, value, arg="input"):
         raise  # noqa: PLE0704 - the AttributeError being handled had another cause
     raise TypeError(f"{op_name}(): argument '{arg}' (position 1) must be Tensor, not "
                     f"{type(value).__name__}; wrap data with flowgrad.tensor(...)") from None
+
+
+def _type_name(value) -> str:
+    cls = type(value)
+    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
+
+
+def argument_type_error(name, fn, args, kwargs, error):
+    """torch's TypeError for a public function that got a non-tensor where it needs a tensor,
+    built from the AttributeError its code raised on that value (None when the value that
+    lacked the attribute is no argument: the AttributeError had another cause)."""
+    culprit = getattr(error, "obj", None)
+    if culprit is not None and hasattr(culprit, "_data"):
+        return None
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    remedy = "; wrap data with flowgrad.tensor(...)"
+    places = [(i, a, params[i].name if i < len(params) and params[i].kind
+               in (params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD) else None)
+              for i, a in enumerate(args)]
+    places += [(None, a, key) for key, a in kwargs.items()]
+    for i, value, arg in places:
+        if value is culprit:
+            where = f"argument '{arg}'" if arg else "an argument"
+            where += f" (position {i + 1})" if i is not None else ""
+            return TypeError(f"{name}(): {where} must be Tensor, not {_type_name(value)}"
+                             + remedy)
+        if isinstance(value, (list, tuple)):
+            for j, item in enumerate(value):
+                if item is culprit:
+                    return TypeError(
+                        f"{name}(): expected Tensor as element {j} in argument "
+                        f"{i if i is not None else repr(arg)}, but got {_type_name(item)}"
+                        + remedy)
+    # the AttributeError came from inside what a non-tensor `input` was handed to (an ndarray's
+    # `.device` is a string): torch's `input` is always a tensor
+    if places and places[0][2] in ("input", "self", "x") and not hasattr(args[0], "_data") and \
+            isinstance(args[0], (int, float, complex, list, tuple, np.ndarray, np.generic)):
+        return TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                         f"{_type_name(args[0])}" + remedy)
+    return None
+
+
+def guard_tensor_arguments(namespace):
+    """Wrap each public function of `namespace` (a module's dict) defined in flowgrad so that a
+    non-tensor where a tensor is needed raises torch's TypeError naming the function and the
+    argument instead of an AttributeError from deep inside (`flow.tanh(2.0)`). The check runs
+    only once an AttributeError was raised: a valid call pays one call frame."""
+    for name, fn in list(namespace.items()):
+        if name.startswith("_") or not isinstance(fn, types.FunctionType) or \
+                getattr(fn, "_guarded", False) or \
+                not (fn.__module__ or "").startswith("flowgrad"):
+            continue
+        namespace[name] = _guarded(fn, name)
+
+
+def _guarded(fn, name):
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AttributeError as error:
+            typed = argument_type_error(name, fn, args, kwargs, error)
+            if typed is None:
+                raise
+            raise typed from None
+    call._guarded = True
+    return call
+
+
+def expect_tensor(op_name, value, arg="input", position=1):
+    """Raise torch's TypeError unless `value` is a tensor (for functions that would otherwise
+    accept anything: `positive(2.0)`, `is_conj([1])`)."""
+    if not hasattr(value, "_data"):
+        raise TypeError(f"{op_name}(): argument '{arg}' (position {position}) must be Tensor, "
+                        f"not {_type_name(value)}; wrap data with flowgrad.tensor(...)")
 
 
 def check_number(op_name, value, arg="value"):

@@ -106,8 +106,12 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
     >>> flow.set_autocast_enabled("cpu", False); flow.is_autocast_enabled("cpu")
     False
     """
+    position = 2
     if enabled is None:  # torch's one-argument spelling: set_autocast_enabled(flag) is CUDA's
-        device_type, enabled = "cuda", device_type
+        device_type, enabled, position = "cuda", device_type, 1
+    if not isinstance(enabled, bool):
+        raise TypeError(f"set_autocast_enabled(): argument 'enabled' (position {position}) must "
+                        f"be bool, not {type(enabled).__name__}")
     device = _device(device_type)
     state.enabled[device] = bool(enabled)
     if device == "cpu":
@@ -157,7 +161,8 @@ def set_autocast_cache_enabled(enabled) -> None:
     >>> import flowgrad as flow
     >>> flow.set_autocast_cache_enabled(True)
     """
-    state.cache_enabled = bool(enabled)
+    _check_bool(enabled)
+    state.cache_enabled = enabled
 
 
 def clear_autocast_cache() -> None:
@@ -193,7 +198,13 @@ def is_autocast_cpu_enabled() -> bool:
 
 def set_autocast_cpu_enabled(enabled) -> None:
     """torch's old spelling of `set_autocast_enabled('cpu', enabled)`."""
+    _check_bool(enabled)
     set_autocast_enabled("cpu", enabled)
+
+
+def _check_bool(enabled):
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enabled must be a bool (got {type(enabled).__name__})")
 
 
 def get_autocast_cpu_dtype():

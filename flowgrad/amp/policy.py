@@ -174,11 +174,13 @@ def install_composites(wrap):
     wrapped = {}
     for policy, paths in COMPOSITES.items():
         for path in paths.split():
-            fn = _resolve(path)
-            # (and the function a torch.* `out=` front end wraps, which Tensor methods bind)
-            for f in (fn, getattr(fn, "__wrapped__", None)):
-                if f is not None and id(f) not in wrapped:
+            f = _resolve(path)
+            # (and every function its front ends wrap: the argument-type guard, torch.*'s
+            # `out=`, the NumPy spellings; Tensor methods bind the innermost)
+            while f is not None:
+                if id(f) not in wrapped:
                     wrapped[id(f)] = (f, functools.wraps(f)(wrap(f, policy)))
+                f = f.__dict__.get("__wrapped__") if hasattr(f, "__dict__") else None
     spaces = [vars(m) for name, m in list(sys.modules.items())
               if m is not None and (name == "flowgrad" or name.startswith("flowgrad."))]
     for space in spaces:

@@ -65,51 +65,67 @@ def bind_tensor_class(cls):
 def eager_call(op, *inputs, **attrs):
     """Run `op` on tensors `inputs` with keyword `attrs`; return its output tensor(s). This is
     `Op.__call__` itself while no other interpreter is installed (see `install`)."""
-    if complex_checks and not op.complex:
-        refuse_complex(op, inputs)
-    n_in = len(inputs)  # (a tuple for the usual one or two inputs: no comprehension frame)
-    if n_in == 1 and inputs[0]._view is None:  # (_needs_record of one plain tensor, inline)
-        meta = inputs[0]._meta
-        record = meta is not None and meta.requires_grad and _state.enabled and \
-            op.backward is not None
-    else:
-        record = _state.enabled and op.backward is not None and _needs_record(inputs)
-    arrays = ((inputs[0]._data,) if n_in == 1 else (inputs[0]._data, inputs[1]._data)
-              if n_in == 2 else [t._data for t in inputs])
-    xp = ARRAY_MODULES.get(type(arrays[0]), HOST_XP) if arrays else HOST_XP  # from the device
-    try:
-        if record:
-            _state.enabled = False  # ops inside the kernel record nothing
-            try:
-                result = op.kernel(xp, *arrays, **attrs)
-            finally:
-                _state.enabled = True
+    try:  # (free until raised: a non-tensor input becomes torch's TypeError below)
+        if complex_checks and not op.complex:
+            refuse_complex(op, inputs)
+        n_in = len(inputs)  # (a tuple for the usual one or two inputs: no comprehension frame)
+        if n_in == 1 and inputs[0]._view is None:  # (_needs_record of one plain tensor, inline)
+            meta = inputs[0]._meta
+            record = meta is not None and meta.requires_grad and _state.enabled and \
+                op.backward is not None
         else:
-            result = op.kernel(xp, *arrays, **attrs)
-    except (ValueError, IndexError, TypeError) as error:
-        raise kernel_error(op, inputs, error) from None
-    if op.n_out == 1 and type(result) is not tuple:
-        out = _new(Tensor)
-        out._data = result if type(result) is np.ndarray else xp.asarray(result)
-        out._meta = out._grad_fn = out._version = out._view = None
-        if op.is_view and _shares(out._data, inputs[0]._data):
-            mark_view(inputs[0], out, op, attrs, None)
+            record = _state.enabled and op.backward is not None and _needs_record(inputs)
+        arrays = ((inputs[0]._data,) if n_in == 1 else (inputs[0]._data, inputs[1]._data)
+                  if n_in == 2 else [t._data for t in inputs])
+        xp = ARRAY_MODULES.get(type(arrays[0]), HOST_XP) if arrays else HOST_XP  # from the device
+        try:
+            if record:
+                _state.enabled = False  # ops inside the kernel record nothing
+                try:
+                    result = op.kernel(xp, *arrays, **attrs)
+                finally:
+                    _state.enabled = True
+            else:
+                result = op.kernel(xp, *arrays, **attrs)
+        except (ValueError, IndexError, TypeError) as error:
+            raise kernel_error(op, inputs, error) from None
+        if op.n_out == 1 and type(result) is not tuple:
+            out = _new(Tensor)
+            out._data = result if type(result) is np.ndarray else xp.asarray(result)
+            out._meta = out._grad_fn = out._version = out._view = None
+            if op.is_view and _shares(out._data, inputs[0]._data):
+                mark_view(inputs[0], out, op, attrs, None)
+            if record:
+                add_node(op, inputs, (out,), attrs, ())
+            return out
+        n_out = op.n_out
+        if n_out is None:  # variadic: every array the kernel returns is an output
+            n_out = len(result)
+        outs = tuple(Tensor._wrap(r) for r in result[:n_out])
+        if op.is_view:
+            src = inputs[0]
+            for i, out in enumerate(outs):
+                if _shares(out._data, src._data):
+                    mark_view(src, out, op, attrs, i)
         if record:
-            add_node(op, inputs, (out,), attrs, ())
-        return out
-    n_out = op.n_out
-    if n_out is None:  # variadic: every array the kernel returns is an output
-        n_out = len(result)
-    outs = tuple(Tensor._wrap(r) for r in result[:n_out])
-    if op.is_view:
-        src = inputs[0]
-        for i, out in enumerate(outs):
-            if _shares(out._data, src._data):
-                mark_view(src, out, op, attrs, i)
-    if record:
-        aux = tuple(Tensor._wrap(r) for r in result[n_out:])
-        add_node(op, inputs, outs, attrs, aux)
-    return outs if n_out != 1 or op.n_out is None else outs[0]
+            aux = tuple(Tensor._wrap(r) for r in result[n_out:])
+            add_node(op, inputs, outs, attrs, aux)
+        return outs if n_out != 1 or op.n_out is None else outs[0]
+    except AttributeError as error:
+        raise _not_tensor_input(op, inputs, error) from None
+
+
+def _not_tensor_input(op, inputs, error):
+    """torch's TypeError for an op called with a non-tensor input (the AttributeError
+    `error` was raised reading it), or `error` itself when it had another cause."""
+    for i, t in enumerate(inputs):
+        if not hasattr(t, "_data"):
+            kind = type(t)
+            what = kind.__name__ if kind.__module__ == "builtins" else \
+                f"{kind.__module__}.{kind.__name__}"
+            return TypeError(f"{op.name}(): argument {i + 1} must be Tensor, not {what}; "
+                             f"wrap data with flowgrad.tensor(...)")
+    return error
 
 
 class AutogradInterpreter:

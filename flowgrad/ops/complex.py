@@ -17,7 +17,7 @@ import builtins
 
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
-from ..errors import check_same_dtype
+from ..errors import check_same_dtype, expect_tensor
 from ..tensor import Tensor, tensor_method
 from .registry import REGISTRY, op
 
@@ -38,11 +38,13 @@ def is_complex(input) -> bool:
 
 def is_conj(input) -> bool:
     """Always False: conj() materialises the conjugate here (torch may return a lazy view)."""
+    expect_tensor("is_conj", input)
     return False
 
 
 def is_neg(input) -> bool:
     """Always False: there are no lazy negative views here."""
+    expect_tensor("is_neg", input)
     return False
 
 

@@ -30,7 +30,7 @@ from .linalg_decomp import _eye, _matrix, _square, inv, matrix_norm, qr, svd, sv
 from .linalg_solve import LU_FACTOR, inv_ex, lu_factor_ex, lu_solve
 from .linalg_solve import solve_triangular as _solve_triangular
 from .registry import op
-from .shape import broadcast_tensors, cat, stack
+from .shape import broadcast_tensors, cat, not_a_sequence, stack
 
 __all__ = ["matrix_exp", "matrix_power", "cond", "multi_dot", "vander", "vecdot", "cross",
            "householder_product"]
@@ -172,6 +172,7 @@ def multi_dot(tensors):
     >>> flow.linalg.multi_dot([flow.ones(3), flow.ones(3, 2), flow.ones(2)])
     tensor(6.)
     """
+    not_a_sequence(tensors, "linalg_multi_dot")
     if len(tensors) < 2:
         raise RuntimeError(f"linalg.multi_dot(): expected at least 2 tensors but got "
                            f"{len(tensors)}")

@@ -17,6 +17,7 @@ from collections import namedtuple
 
 from .. import dtypes as _dt
 from ..device import constant
+from ..errors import expect_tensor
 from ..tensor import Tensor, tensor_method
 from .creation import zeros_like
 from .elementwise import (
@@ -384,6 +385,7 @@ def rsub(input, other, alpha=1):
     >>> flow.rsub(flow.tensor([1.0, 2.0]), 10.0, alpha=2)
     tensor([8., 6.])
     """
+    expect_tensor("rsub", input)
     return sub(other, input, alpha=alpha)
 
 

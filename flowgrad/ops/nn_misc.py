@@ -24,7 +24,7 @@ from ..autograd import grad_mode
 from ..autograd.inplace import run_inplace
 from ..autograd.interpreter import check_read, varies_per_run
 from ..device import array_module
-from ..errors import check_same_dtype
+from ..errors import check_same_dtype, expect_tensor
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim
 from .activation import softmax
@@ -403,6 +403,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout for SELU networks: dropped values go to SELU's negative saturation, then an
     affine map keeps mean and variance."""
+    expect_tensor("alpha_dropout", input)
     return _dropout_impl(input, p, training, inplace, "alpha_dropout", alpha=True)
 
 

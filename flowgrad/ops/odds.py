@@ -355,6 +355,10 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 def _tri_indices(row, col, offset, dtype, lower, device):
     name = "tril_indices" if lower else "triu_indices"
     dev = resolve_device(device, name)
+    for position, (what, size) in enumerate((("row", row), ("col", col), ("offset", offset))):
+        if not isinstance(size, (int, np.integer)) or isinstance(size, bool):
+            raise TypeError(f"{name}(): argument '{what}' (position {position + 1}) must be "
+                            f"int, not {type(size).__name__}")
     dtype = _dt.int64 if dtype is None else dtype
     if dtype not in (_dt.int64, _dt.int32):
         raise RuntimeError(f"\"{'tril' if lower else 'triu'}_indices\" not implemented for "

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..device import CPU, resolve_device, to_device
-from ..errors import check_probabilities, check_std
+from ..errors import check_probabilities, check_std, expect_tensor
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor
 from .creation import (
@@ -233,6 +233,7 @@ def _sample_like(name, factory, input, dtype, generator, device, requires_grad, 
     """rand_like's and randn_like's body: `factory` shaped like `input`, in its dtype, on its
     device and in its recorded memory format unless given."""
     check_hints(name, options)
+    expect_tensor(name, input)
     dev = _device_like(input, device, name)
     d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
     return _laid_out(factory(*input.shape, dtype=d, generator=generator, device=dev,
@@ -293,6 +294,12 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
     tensor([2., 2.])
     """
     check_hints("normal", options)
+    for arg, value in (("mean", mean), ("std", std)):
+        if not isinstance(value, (Tensor, int, float, np.integer, np.floating)):
+            expect_tensor("normal", value, arg, 1 if arg == "mean" else 2)
+    if size is None and not isinstance(mean, Tensor) and not isinstance(std, Tensor):
+        raise TypeError("normal(): with a Python number for both mean and std, torch needs the "
+                        "size; pass size=(...) or a tensor mean or std")
     dev = resolve_device(device, "normal")
     m = mean._data if isinstance(mean, Tensor) else mean
     s = std._data if isinstance(std, Tensor) else std

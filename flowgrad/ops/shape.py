@@ -19,7 +19,7 @@ from ..autograd import inplace as _inplace
 from ..autograd.inplace import assign
 from ..autograd.views import replay_view
 from ..device import broadcast_view
-from ..errors import check_same_dtype
+from ..errors import check_same_dtype, expect_tensor
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import record_memory_format
 from .halfprec import HALF
@@ -495,6 +495,7 @@ def ravel(input):
 
 def _itself(name):
     def itself(input):
+        expect_tensor(name, input)
         return input
     itself.__name__ = itself.__qualname__ = name
     itself.__doc__ = f"`input` itself, as torch's {name} of a real (not complex) tensor."
@@ -533,11 +534,19 @@ def cat_backward(ctx, dy):
                  for b, n, need in zip(starts, sizes, ctx.needs_input_grad))
 
 
-def _promote_all(tensors, op_name):
-    if isinstance(tensors, Tensor):  # (a tensor iterates its rows: refused, as torch)
+def not_a_sequence(tensors, op_name):
+    """torch's TypeError for a `tensors` argument that is no list or tuple."""
+    if not isinstance(tensors, (list, tuple)):
+        kind = type(tensors)
+        what = kind.__name__ if kind.__module__ == "builtins" else \
+            f"{kind.__module__}.{kind.__name__}"
         raise TypeError(f"{op_name}(): argument 'tensors' (position 1) must be tuple of "
-                        f"Tensors, not Tensor")
-    if not isinstance(tensors, (list, tuple)) or not tensors:
+                        f"Tensors, not {'Tensor' if isinstance(tensors, Tensor) else what}")
+
+
+def _promote_all(tensors, op_name):
+    not_a_sequence(tensors, op_name)  # (a tensor iterates its rows: refused, as torch)
+    if not tensors:
         # (torch's cat raises ValueError here, its stack RuntimeError)
         raise (ValueError if op_name == "cat" else RuntimeError)(
             f"{op_name}(): expected a non-empty list of Tensors")

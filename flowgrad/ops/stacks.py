@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..tensor import Tensor
 from .out_arg import with_out
-from .shape import cat
+from .shape import cat, not_a_sequence
 
 __all__ = ["hstack", "vstack", "row_stack", "dstack", "column_stack", "atleast_1d",
            "atleast_2d", "atleast_3d"]
@@ -42,7 +42,8 @@ def atleast_3d(*tensors):
 
 
 def _seq(tensors, name):
-    if not isinstance(tensors, (list, tuple)) or not tensors:
+    not_a_sequence(tensors, name)
+    if not tensors:
         raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")
     return list(tensors)
 
