@@ -101,6 +101,7 @@ from .ops.linalg_func import torch_matrix_power as matrix_power  # noqa: F401
 from .ops.linalg_func import torch_qr as qr  # noqa: F401
 from .ops.linalg_func import torch_svd as svd  # noqa: F401
 from .ops.linalg_func import torch_vander as vander  # noqa: F401
+from .ops.linalg_lowrank import lobpcg, pca_lowrank, svd_lowrank  # noqa: F401
 from .ops.linalg_solve import cholesky_inverse, cholesky_solve, lu_unpack, pinverse  # noqa: F401
 from .ops.math import *  # noqa: F401,F403
 from .ops.math_extra import *  # noqa: F401,F403

@@ -69,7 +69,7 @@ SIGNATURES = [  # (args of seed s, keywords)
 
 # draws random numbers (a fresh draw per call is the point), or changes global state
 _RANDOM = ("rand", "normal", "bernoulli", "multinomial", "poisson", "dropout", "rrelu",
-           "binomial", "gumbel")
+           "binomial", "gumbel", "lowrank")  # (svd/pca_lowrank: a random projection)
 _SKIP = {"manual_seed", "seed", "set_default_dtype", "set_printoptions", "save", "load",
          "set_num_threads", "set_num_interop_threads", "set_rng_state",
          "use_deterministic_algorithms", "set_default_device", "set_grad_enabled",
