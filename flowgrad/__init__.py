@@ -144,6 +144,17 @@ from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, s
 from .serialization import load, save
 from .settings import *  # noqa: F401,F403 - determinism and matmul precision switches
 from .sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: F401
+from .sparse_compressed import (  # noqa: F401
+    sparse_bsc,
+    sparse_bsc_tensor,
+    sparse_bsr,
+    sparse_bsr_tensor,
+    sparse_compressed_tensor,
+    sparse_csc,
+    sparse_csc_tensor,
+    sparse_csr,
+    sparse_csr_tensor,
+)
 from .tensor import Size, Tensor
 from .threads import (
     get_num_interop_threads,

@@ -20,6 +20,7 @@ import sys
 
 import numpy as np
 
+from .autograd.function import Function
 from .device import array_module
 from .tensor import Tensor
 
@@ -53,7 +54,7 @@ Tensor.is_sparse = property(lambda self: False, doc="False: dense tensors")
 _SUPPORTED = ("to_dense, coalesce, is_coalesced, indices, values, _indices, _values, "
               "sparse_dim, dense_dim, _nnz, size, t, transpose, detach, clone, to, "
               "float, double, mul/div by a scalar, neg, sum, mm/spmm/@ with a dense matrix, "
-              "flowgrad.sparse.sum")
+              "flowgrad.sparse.sum, sparse_mask, to_sparse_csr/csc/bsr/bsc")
 
 
 def _as_tensor(x, dtype=None):
@@ -68,13 +69,14 @@ class SparseTensor:
     """A sparse COO tensor (see the module's docstring). Made by `flowgrad.sparse_coo_tensor`
     or `Tensor.to_sparse()`."""
 
-    __slots__ = ("_idx", "_vals", "_size", "_coalesced")
+    __slots__ = ("_idx", "_vals", "_size", "_coalesced", "_src")
     is_sparse = True
     layout = sparse_coo
 
     def __init__(self, indices, values, size, coalesced=False):
         self._idx, self._vals, self._size = indices, values, tuple(int(s) for s in size)
         self._coalesced = coalesced
+        self._src = None  # the dense tensor to_sparse() made this of: see _DenseGrad
 
     # ---- metadata --------------------------------------------------------------------------
     @property
@@ -191,8 +193,45 @@ class SparseTensor:
         out = zeros((nsparse,) + dense, dtype=self._vals.dtype, device=self._vals.device)
         return out.index_add(0, self._linear_index(), self._vals).reshape(*self._size)
 
-    def to_sparse(self, *args, **kwargs):
+    def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+        """Itself (COO), or the compressed `layout` (sparse_dim 2 only, as torch's)."""
+        if layout in (None, sparse_coo):
+            return self
+        return _compressed()._convert(self, layout, blocksize, dense_dim, "to_sparse")
+
+    def to_sparse_coo(self):
         return self
+
+    def to_sparse_csr(self, dense_dim=None):
+        mod = _compressed()
+        return mod._convert(self, mod.sparse_csr, None, dense_dim, "to_sparse_csr")
+
+    def to_sparse_csc(self, dense_dim=None):
+        mod = _compressed()
+        return mod._convert(self, mod.sparse_csc, None, dense_dim, "to_sparse_csc")
+
+    def to_sparse_bsr(self, blocksize, dense_dim=None):
+        mod = _compressed()
+        return mod._convert(self, mod.sparse_bsr, blocksize, dense_dim, "to_sparse_bsr")
+
+    def to_sparse_bsc(self, blocksize, dense_dim=None):
+        mod = _compressed()
+        return mod._convert(self, mod.sparse_bsc, blocksize, dense_dim, "to_sparse_bsc")
+
+    def sparse_mask(self, mask):
+        """self's entries at the mask's indices (as torch's, through the dense form)."""
+        return _compressed()._sparse_mask(self.to_dense(), mask)
+
+    def _compressed_only(self, name, kind):
+        raise RuntimeError(f"{name} expected sparse {kind} compressed tensor layout but got "
+                           f"Sparse; convert with .to_sparse_{'csr' if kind == 'row' else 'csc'}()"
+                           f" first")
+
+    crow_indices = lambda self: self._compressed_only("crow_indices", "row")  # noqa: E731
+    col_indices = lambda self: self._compressed_only("col_indices", "row")  # noqa: E731
+    ccol_indices = lambda self: self._compressed_only("ccol_indices", "column")  # noqa: E731
+    row_indices = lambda self: self._compressed_only("row_indices", "column")  # noqa: E731
+    is_sparse_csr = False
 
     # ---- a few elementwise forms on the values ---------------------------------------------
     def _with_values(self, values):
@@ -257,7 +296,10 @@ class SparseTensor:
         order[d0], order[d1] = order[d1], order[d0]
         size = list(self._size)
         size[d0], size[d1] = size[d1], size[d0]
-        return SparseTensor(self._idx[order], self._vals, size)
+        out = SparseTensor(self._idx[order], self._vals, size)
+        if self._src is not None:
+            out._src = self._src.transpose(d0, d1)
+        return out
 
     def t(self):
         if self.dim() < 2:
@@ -268,10 +310,10 @@ class SparseTensor:
         return self.transpose(0, 1)
 
     def __matmul__(self, other):
-        return mm(self, other)
+        return torch_mm(self, other)
 
     def __rmatmul__(self, other):
-        return mm(other, self)
+        return torch_mm(other, self)
 
     def __len__(self):
         return self._size[0]
@@ -371,9 +413,13 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
 def _to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
     """Tensor.to_sparse: the non-zero entries (over the first `sparse_dim` dims; a slice of
     the remaining dims is kept when any of it is non-zero). Gradients flow back to self."""
-    if layout not in (None, sparse_coo) or blocksize is not None:
-        raise NotImplementedError(f"to_sparse: only layout=flowgrad.sparse_coo is supported, "
-                                  f"got {layout} (blocksize {blocksize})")
+    for arg, value in (("sparse_dim", sparse_dim), ("dense_dim", dense_dim)):
+        _check_int("to_sparse", arg, value)
+    if layout not in (None, sparse_coo):
+        return _compressed()._convert(self, layout, blocksize, dense_dim, "to_sparse")
+    if blocksize is not None:
+        raise RuntimeError(f"to_sparse: blocksize is for the block layouts (sparse_bsr, "
+                           f"sparse_bsc), got blocksize {blocksize} with layout {layout}")
     if dense_dim is not None:
         sparse_dim = self.ndim - int(dense_dim)
     if self.ndim == 0 and sparse_dim is None:  # torch: no sparse dims, one entry if non-zero
@@ -388,10 +434,40 @@ def _to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=
     xp = array_module(data)
     idx = xp.stack(xp.nonzero(mask)).astype(np.int64)
     values = self[tuple(Tensor._wrap(i) for i in idx)]
-    return SparseTensor(Tensor._wrap(idx), values, tuple(self.shape), coalesced=True)
+    out = SparseTensor(Tensor._wrap(idx), values, tuple(self.shape), coalesced=True)
+    if self.requires_grad and n == self.ndim:
+        out._src = self
+    return out
+
+
+def _check_int(name, arg, value):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+        raise TypeError(f"{name}(): argument '{arg}' must be int, not {type(value).__name__}")
+
+
+def _compressed():
+    from . import sparse_compressed  # it builds on this module
+
+    return sparse_compressed
+
+
+def _dense_only(name, kind, remedy):
+    """A Tensor method of sparse tensors only: on a dense tensor it raises as torch's."""
+    def raise_(self):
+        what = f"sparse {kind} tensor" if kind else "sparse tensor"
+        raise RuntimeError(f"{name} expected {what} layout but got Strided; convert with "
+                           f"{remedy} first")
+    raise_.__name__ = name
+    return raise_
 
 
 Tensor.to_sparse = _to_sparse
+Tensor.coalesce = _dense_only("coalesce", "coordinate", ".to_sparse()")
+Tensor.is_coalesced = _dense_only("is_coalesced", "coordinate", ".to_sparse()")
+Tensor.indices = _dense_only("indices", "coordinate", ".to_sparse()")
+Tensor.values = _dense_only("values", None, ".to_sparse()")
+Tensor.sparse_dim = lambda self: 0  # torch's: a dense tensor has no sparse dims
+Tensor.dense_dim = lambda self: self.ndim
 Tensor.to_sparse_coo = lambda self: _to_sparse(self)
 Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: (
     self if dtype is None else self.to(dtype))
@@ -420,6 +496,8 @@ def mm(mat1, mat2):
     """
     from .ops.creation import zeros
 
+    if _is_compressed(mat1) or _is_compressed(mat2):
+        return _compressed()._matmul(mat1, mat2, "sparse.mm", form="sparse.mm")
     s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
     if s1 and s2:
         raise NotImplementedError("sparse.mm: sparse @ sparse is not supported; call "
@@ -438,6 +516,48 @@ def mm(mat1, mat2):
     contrib = mat1._vals.unsqueeze(-1) * mat2.index_select(0, cols)
     out = zeros(mat1.shape[0], mat2.shape[1], dtype=contrib.dtype, device=contrib.device)
     return out.index_add(0, rows, contrib)
+
+
+class _DenseGrad(Function):
+    """The zero-valued term of `S @ dense` that gives the dense tensor S was made from
+    (`x.to_sparse...()`) torch.mm's gradient, `g @ dense^T` over all of x: torch.mm's
+    gradient for a sparse operand is dense (torch.sparse.mm's is masked to its entries)."""
+
+    @staticmethod
+    def forward(ctx, src, dense):
+        ctx.save_for_backward(dense)
+        return src.new_zeros(src.shape[0], dense.shape[1])
+
+    @staticmethod
+    def backward(ctx, g):
+        (dense,) = ctx.saved_tensors
+        return g @ dense.t(), None
+
+
+def _src_needs_grad(s):
+    from .autograd.grad_mode import is_grad_enabled
+
+    src = getattr(s, "_src", None)
+    return src is not None and src.requires_grad and is_grad_enabled()
+
+
+def torch_mm(mat1, mat2):
+    """torch.mm (and @) with a sparse COO operand: sparse.mm's values, but the dense tensor
+    the sparse one was made from gets torch.mm's dense gradient (see _DenseGrad)."""
+    if _is_compressed(mat1) or _is_compressed(mat2):
+        return _compressed()._matmul(mat1, mat2, "mm")
+    if isinstance(mat1, SparseTensor) and isinstance(mat2, Tensor) and mat2.ndim == 1:
+        return torch_mm(mat1, mat2.unsqueeze(1)).squeeze(1)  # matrix @ vector
+    if isinstance(mat2, SparseTensor) and _src_needs_grad(mat2):
+        return torch_mm(mat2.t(), mat1.t()).t()
+    if isinstance(mat1, SparseTensor) and _src_needs_grad(mat1):
+        _check_mm(mat1, mat2, "mm")
+        return mm(mat1.detach(), mat2) + _DenseGrad.apply(mat1._src, mat2)
+    return mm(mat1, mat2)
+
+
+def _is_compressed(x):
+    return type(x).__name__ == "CompressedTensor"
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
@@ -460,6 +580,9 @@ def sum(input, dim=None, dtype=None):
     >>> flow.sparse.sum(A), flow.sparse.sum(A, 0).to_dense()
     (tensor(12.), tensor([4., 0., 8.]))
     """
+    if _is_compressed(input):
+        raise RuntimeError(f"sparse.sum: coalesce expected sparse coordinate tensor layout but "
+                           f"got {input.layout}; use .sum() or .to_sparse() first")
     if not isinstance(input, SparseTensor):
         raise TypeError(f"sparse.sum: expected a sparse tensor, got {type(input).__name__}")
     if dim is None:  # torch coalesces first, in the values' dtype: a duplicated True counts
@@ -493,4 +616,6 @@ def spmm(input, mat2, out_dtype=None):
     """torch.spmm: sparse @ dense (in `out_dtype` when given)."""
     if out_dtype is not None:
         input, mat2 = input.to(out_dtype), mat2.to(out_dtype)
+    if _is_compressed(input) or _is_compressed(mat2):  # torch's matmul rules, not sparse.mm's
+        return _compressed()._matmul(input, mat2, "spmm")
     return mm(input, mat2)

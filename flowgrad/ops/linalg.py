@@ -119,15 +119,20 @@ def matmul(input, other):
     (flowgrad.Size([2, 2]), flowgrad.Size([5, 2, 4]))
     """
     if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
-        if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
+        if _is_sparse(input) or _is_sparse(other):
             return _sparse_mm(input, other)
     a, b = _check_matmul(input, other, "matmul")
     return _matmul(a, b)
 
 
+def _is_sparse(x):
+    return getattr(x, "layout", sparse.strided) is not sparse.strided
+
+
 def _sparse_mm(a, b):
-    """A sparse COO operand goes to flowgrad.sparse.mm, the one sparse product."""
-    return sparse.mm(a, b)
+    """A sparse operand (COO or compressed) goes to torch.mm's sparse product: its values are
+    sparse.mm's, and the dense tensor a sparse one was made from gets torch.mm's gradient."""
+    return sparse.torch_mm(a, b)
 
 
 Tensor.__matmul__ = matmul
@@ -157,7 +162,7 @@ def mm(input, mat2, out_dtype=None):
             [3., 4.]])
     """
     if not (isinstance(input, Tensor) and isinstance(mat2, Tensor)):
-        if getattr(input, "is_sparse", False) or getattr(mat2, "is_sparse", False):
+        if _is_sparse(input) or _is_sparse(mat2):
             return _sparse_mm(input, mat2)
     _ndim_check(input, 2, "mm", "self")
     _ndim_check(mat2, 2, "mm", "mat2")
