@@ -83,6 +83,7 @@ from .ops.elementwise import *  # noqa: F401,F403
 from .ops.elementwise_more import *  # noqa: F401,F403
 from .ops.gather import *  # noqa: F401,F403
 from .ops.index import *  # noqa: F401,F403
+from .ops.index_static import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from .ops.linalg_func import (  # noqa: F401 - torch.* spellings of linalg functions
     chain_matmul,

@@ -9,12 +9,15 @@ chunk. Each is the view op then a copy, so gradients are the view op's.
 """
 from __future__ import annotations
 
+import numbers
+
+from ..tensor import Tensor, _wrap_dim
 from ..typed_tensors import contiguous_format
 from . import pad as _pad
 from . import shape as _shape
 from . import split as _split
 
-__all__ = ["alias_copy", "diagonal_copy", "permute_copy", "squeeze_copy", "t_copy",
+__all__ = ["alias_copy", "diagonal_copy", "permute_copy", "slice_copy", "squeeze_copy", "t_copy",
            "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy", "view_copy",
            "split_with_sizes_copy", "unsafe_chunk", "unsafe_split", "constant_pad_nd"]
 
@@ -36,6 +39,37 @@ def diagonal_copy(input, offset=0, dim1=0, dim2=1):
 def permute_copy(input, dims):
     """input.permute(dims), copied."""
     return _fresh(input.permute(*dims))
+
+
+def _slice_bound(value, arg):
+    """A slice bound as torch's SymInt argument: an int, or an integer 0-d tensor."""
+    if isinstance(value, Tensor) and value._data.ndim == 0 and value._data.dtype.kind in "iu":
+        return int(value.item())
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, Tensor)):
+        return int(value)
+    raise TypeError(f"slice_copy(): argument '{arg}' must be int, not {type(value).__name__} "
+                    f"({value!r})")
+
+
+def slice_copy(input, dim=0, start=None, end=None, step=1):
+    """input[..., start:end:step, ...] along `dim` (a positive step; bounds clamp as in
+    Python), copied: torch.slice_copy, the copy of aten's slice view.
+
+    >>> import flowgrad as flow
+    >>> flow.slice_copy(flow.arange(6.0).reshape(2, 3), 1, 1, None, 1)
+    tensor([[1., 2.],
+            [4., 5.]])
+    """
+    if input._data.ndim == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, input._data.ndim, "slice_copy")
+    start = None if start is None else _slice_bound(start, "start")
+    end = None if end is None else _slice_bound(end, "end")
+    step = _slice_bound(step, "step")
+    if step <= 0:
+        raise RuntimeError(f"slice_copy(): slice step must be positive, got {step}; flip the "
+                           f"tensor (flowgrad.flip) to step backwards")
+    return _fresh(input[(slice(None),) * d + (slice(start, end, step),)])
 
 
 def squeeze_copy(input, dim=None):

@@ -1,6 +1,6 @@
 """More of torch's ways to make a tensor: `asarray` (shares memory where it can), `frombuffer`,
-`empty_strided`, the deprecated inclusive `range`, functional `fill`, the default device, and
-the CPU-only Python-callable methods `Tensor.apply_` / `map_`.
+`empty_strided`, `empty_permuted`, the deprecated inclusive `range`, functional `fill`, the
+default device, and the CPU-only Python-callable methods `Tensor.apply_` / `map_`.
 
 >>> import flowgrad as flow
 >>> import numpy as np
@@ -22,11 +22,11 @@ from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
 from ..device import ARRAY_MODULES, array_module, device_of, resolve_device
 from ..tensor import Tensor
-from .creation import _finish, as_tensor, check_hints, tensor
+from .creation import _finish, _size, as_tensor, check_hints, tensor
 from .elementwise_more import _filled, _value_tensor
 
-__all__ = ["asarray", "frombuffer", "empty_strided", "range", "fill", "get_default_device",
-           "set_default_device"]
+__all__ = ["asarray", "frombuffer", "empty_strided", "empty_permuted", "range", "fill",
+           "get_default_device", "set_default_device"]
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
@@ -140,6 +140,41 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False,
     item = storage.itemsize
     array = np.lib.stride_tricks.as_strided(storage, size, tuple(s * item for s in stride))
     return _finish(array, requires_grad, dev)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   requires_grad=False, pin_memory=False):
+    """A tensor of `size` whose dims lie in memory in the order `physical_layout` (outermost
+    first), zeros here: empty(size permuted to that order), permuted back, so its strides
+    are torch's.
+
+    >>> import flowgrad as flow
+    >>> flow.empty_permuted((2, 3, 4), (0, 2, 1)).stride()
+    (12, 1, 3)
+    """
+    check_hints("empty_permuted", {"layout": layout, "pin_memory": pin_memory})
+    size = _size((size,), "empty_permuted")
+    order = tuple(int(p) for p in physical_layout)
+    n = len(size)
+    if len(order) != n:
+        raise RuntimeError(f"empty_permuted: Number of dimensions in size does not match the "
+                           f"length of the physical_layout; i.e. len(size) = {n} is not equal "
+                           f"to len(physical_layout) = {len(order)}")
+    for i, p in enumerate(order):
+        if not 0 <= p < n:  # (torch takes no negative dims here)
+            raise RuntimeError(f"empty_permuted: Dimension out of range (expected to be "
+                               f"between 0 and {n - 1}, but got {p} at index {i}).  NB: "
+                               f"negative dims not currently supported")
+    if len(set(order)) != n:
+        raise RuntimeError(f"empty_permuted: Duplicate dim not allowed in physical_layout "
+                           f"{order}; pass a permutation of range({n})")
+    # the row-major strides of the physical order (a dim of size 0 or 1 counts as 1, as
+    # torch's, where NumPy would give a zero-size array zero strides), read back per dim
+    physical_stride, step = [0] * n, 1
+    for p in reversed(order):
+        physical_stride[p], step = step, step * max(size[p], 1)
+    return empty_strided(size, physical_stride, dtype=dtype, device=device,
+                         requires_grad=requires_grad)
 
 
 def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,

@@ -1,5 +1,6 @@
 """Statistics over dims: var, std, var_mean, std_mean (with `correction`/`unbiased`),
-median (all elements, or values+indices along a dim) and mode.
+median (all elements, or values+indices along a dim), mode, and the N-dimensional histogram
+histogramdd (torch's binning, shared through `bin_points`).
 
 >>> import flowgrad as flow
 >>> x = flow.tensor([1.0, 2.0, 4.0], requires_grad=True)
@@ -8,9 +9,16 @@ tensor([-0.8889, -0.2222,  1.1111])
 """
 from __future__ import annotations
 
+import builtins
 import math
+import numbers
 import warnings
+from collections import namedtuple
+from fractions import Fraction
 
+import numpy as np
+
+from ..dtypes import TORCH_SCALAR_NAMES
 from ..errors import check_kernel_dtype
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -20,8 +28,7 @@ from .reduce import expand_reduced, keepdim_shape, normalize_dims
 from .registry import op
 from .scan import index_output_grad, with_rule_indices
 
-__all__ = ["var", "std", "var_mean", "std_mean", "median", "mode"]
-
+__all__ = ["var", "std", "var_mean", "std_mean", "median", "mode", "histogramdd"]
 
 
 def _count(shape, axes):
@@ -91,6 +98,10 @@ def _var_args(input, dim, unbiased, keepdim, correction, name):
         raise TypeError(f"{name}(): expected a Tensor, got {type(input).__name__}")
     if isinstance(dim, bool):  # var(x, unbiased)
         dim, unbiased = None, dim
+    if unbiased is not None and not isinstance(unbiased, (bool, np.bool_)):
+        raise TypeError(f"{name}(): argument 'unbiased' must be bool, not "
+                        f"{type(unbiased).__name__} ({unbiased!r}); for a number, pass "
+                        f"correction= instead")
     if unbiased is not None and correction is not None:
         raise RuntimeError(f"{name}(): pass either unbiased or correction, not both")
     if correction is None:
@@ -246,3 +257,247 @@ def mode(input, dim=-1, keepdim=False):
         raise IndexError(f"mode(): expected reduction dim {d} to have non-zero size; input "
                          f"has shape {tuple(input.shape)}")
     return values_indices("mode", *_mode(input, dim=d, keepdim=keepdim))
+
+
+# ---- histogramdd -----------------------------------------------------------------------------
+# torch's binning (aten's histogramdd kernel), exactly: a coordinate outside [first edge, last
+# edge] (or nan) drops its point; inside, its bin is std::upper_bound's answer over the edges
+# minus one, the last bin closed on the right. Equal-width bins (torch.linspace edges) first
+# guess the bin by (x - lo) * bins / (hi - lo) in the input's own arithmetic, then search only
+# the guess's neighbours, which gives the same bins as the full search.
+def _upper_bound(xp, edges, x, first, length):
+    """libstdc++'s std::upper_bound over edges[first:first + length] for each x: the same
+    halving steps, so even unsorted edges (torch only documents increasing ones) bin alike."""
+    first, length = first.copy(), length.copy()
+    while True:
+        active = length > 0
+        if not active.any():
+            return first
+        half = length >> 1
+        middle = first + half
+        left = x < edges[xp.minimum(middle, edges.shape[0] - 1)]
+        first = xp.where(active & ~left, middle + 1, first)
+        length = xp.where(active, xp.where(left, half, length - half - 1), 0)
+
+
+def bin_points(xp, points, edges, weight=None, method="search"):
+    """The histogram of the rows of `points` (M, N) over the N 1-D edge arrays: counts, or the
+    sum of `weight` (M,), in points' dtype, accumulated point by point as torch's CPU kernel
+    on one thread. `method`, torch's three: "search" (any edges: histogramdd and histogram
+    with edge tensors), "guess_and_search" (torch.linspace edges: histogramdd and histogram
+    with bin counts) or "guess" (the bin the division gives, unchecked: histc)."""
+    hist = xp.zeros(tuple(e.shape[0] - 1 for e in edges), points.dtype)
+    if not edges:  # zero dims: nothing to bin (torch leaves its 0-d hist at 0)
+        return hist
+    keep = xp.ones(points.shape[0], bool)
+    flat = xp.zeros(points.shape[0], xp.int64)
+    for d, e in enumerate(edges):
+        x, k = points[:, d], e.shape[0]
+        keep &= (x >= e[0]) & (x <= e[-1])
+        if method == "search":
+            pos = _upper_bound(xp, e, x, xp.zeros(x.shape, xp.int64),
+                               xp.full(x.shape, k, xp.int64)) - 1
+        else:
+            with xp.errstate(invalid="ignore", over="ignore"):
+                guess = (x - e[0]) * e.dtype.type(k - 1) / (e[-1] - e[0])
+            pos = xp.where(keep, guess, 0).astype(xp.int64)
+            if method == "guess_and_search":
+                lo = xp.maximum(pos - 1, 0)
+                pos = _upper_bound(xp, e, x, lo, xp.minimum(pos + 2, k) - lo) - 1
+        pos = xp.where(pos == k - 1, pos - 1, pos)
+        flat = flat * (k - 1) + xp.clip(pos, 0, k - 2)
+    w = xp.ones(int(keep.sum()), points.dtype) if weight is None else weight[keep]
+    xp.add.at(hist.reshape(-1), flat[keep], w)
+    return hist
+
+
+def linspace_edges(lo, hi, n, dtype):
+    """torch.linspace(lo, hi, n) in a floating `dtype` as torch 2.13's CPU kernel computes it
+    (n >= 2): step = (hi - lo) / (n - 1), then lo + step * i up to the middle and
+    hi - step * (n - 1 - i) after. float32/float64 evaluate each as one fused multiply-add
+    (one rounding, exact here with fractions); float16/bfloat16 round every operation,
+    the integers i included, to the dtype (c10::Half's arithmetic)."""
+    t, half = dtype.type, dtype.itemsize < 4
+    with np.errstate(over="ignore"):  # (a double bound reaches c10::Half through float)
+        first, last = (t(np.float32(lo)), t(np.float32(hi))) if half else (t(lo), t(hi))
+    if not (np.isfinite(first) and np.isfinite(last)):
+        raise RuntimeError(f"histogramdd: range [{lo}, {hi}] cannot be converted to type "
+                           f"{dtype} without overflow; pass a range the dtype can hold")
+    if half:
+        step = t(t(last - first) / t(n - 1))
+        return np.array([first + t(step * t(i)) if i < n // 2 else
+                         last - t(step * t(n - 1 - i)) for i in builtins.range(n)], dtype)
+    step = (last - first) / t(n - 1)
+    q, a, b = Fraction(float(step)), Fraction(float(first)), Fraction(float(last))
+    return np.array([float(a + q * i) if i < n // 2 else float(b - q * (n - 1 - i))
+                     for i in builtins.range(n)]).astype(dtype)
+
+
+def _outer_edges(xp, points, rng, n):
+    """Each dim's first and last edge: `rng`, else the data's min and max (0 and 1 for no
+    points), widened by 0.5 each way where they are equal, as torch (and NumPy)."""
+    if rng is not None:
+        lo, hi = list(rng[0::2]), list(rng[1::2])
+    elif points.shape[0]:
+        lo, hi = points.min(axis=0).tolist(), points.max(axis=0).tolist()
+    else:
+        lo, hi = [0.0] * n, [1.0] * n
+    for d in builtins.range(n):
+        if not (math.isfinite(lo[d]) and math.isfinite(hi[d])):
+            raise RuntimeError(f"torch.histogramdd: dimension {d}'s range [{lo[d]}, {hi[d]}] "
+                               f"is not finite; pass a finite range= or drop the inf/nan "
+                               f"points")
+        if lo[d] > hi[d]:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                               f"{lo[d]} max {hi[d]} for dimension {d}")
+        if lo[d] == hi[d]:
+            lo[d], hi[d] = lo[d] - 0.5, hi[d] + 0.5
+    return lo, hi
+
+
+@op("histogramdd", differentiable=False, n_out=None)
+def _histogramdd(xp, points, *given, counts, rng, weighted, density):
+    weight, edges = (given[0], given[1:]) if weighted else (None, given)
+    if counts is not None:  # equal-width bins: torch.linspace edges in the input's dtype
+        lo, hi = _outer_edges(xp, points, rng, len(counts))
+        edges = tuple(xp.asarray(linspace_edges(lo[d], hi[d], c + 1, points.dtype))
+                      for d, c in enumerate(counts))
+    hist = bin_points(xp, points, edges, weight,
+                      "search" if counts is None else "guess_and_search")
+    if density:  # divide by the total, then by each bin's width per dim, as torch (0/0: nan)
+        total = hist.sum(dtype=xp.float32 if hist.dtype.itemsize < 4 else hist.dtype)
+        with xp.errstate(invalid="ignore", divide="ignore"):
+            hist = (hist / total.astype(hist.dtype)).astype(hist.dtype)
+            for d, e in enumerate(edges):
+                shape = [1] * len(edges)
+                shape[d] = e.shape[0] - 1
+                hist = hist / xp.diff(e).reshape(shape)
+    return (hist, *edges) if counts is not None else (hist,)
+
+
+_histogramdd_type = namedtuple("histogramdd", ["hist", "bin_edges"])
+
+
+def _histogramdd_bins(bins, n):
+    """bins as (counts, None) or (None, edge tensors), refused as torch's argument parser."""
+    if isinstance(bins, numbers.Integral) and not isinstance(bins, Tensor):
+        return (int(bins),) * n, None
+    if isinstance(bins, Tensor) or not isinstance(bins, (list, tuple)):
+        raise TypeError(f"histogramdd(): argument 'bins' must be an int, a sequence of ints or "
+                        f"a sequence of 1-D tensors, not {type(bins).__name__}")
+    bins = list(bins)
+    if bins and all(isinstance(b, Tensor) for b in bins):
+        return None, bins
+    for i, b in enumerate(bins):
+        if isinstance(b, Tensor) or not isinstance(b, numbers.Integral):
+            raise TypeError(f"histogramdd(): bins must be all ints or all tensors, but element "
+                            f"{i} is {type(b).__name__}")
+    if len(bins) != n:
+        raise RuntimeError(f"histogramdd: The size of bins must be equal to the innermost "
+                           f"dimension of the input (got {len(bins)} bin counts for points "
+                           f"of {n} dims)")
+    return tuple(int(b) for b in bins), None
+
+
+def _histogramdd_checks(input, counts, edges, rng, weight, n):
+    name = TORCH_SCALAR_NAMES.get(input._data.dtype.name, input._data.dtype.name)
+    if counts is not None:
+        if rng is not None and len(rng) != 2 * n:
+            raise RuntimeError(f"torch.histogramdd: for a {n}-dimensional histogram range "
+                               f"should have {2 * n} elements, but got {len(rng)}")
+        kind, size = input._data.dtype.kind, input._data.dtype.itemsize
+        if rng is None and (kind != "f" or size < 4) or kind not in "fV":
+            # (the range's min/max has only float and double kernels; binning also halves)
+            raise NotImplementedError(
+                f'"{"histogramdd" if rng is None else "histogram_cpu"}" not implemented for '
+                f"'{name}' (input of shape {tuple(input.shape)}); convert it with .float()")
+        for d, c in enumerate(counts):
+            if c < -1:
+                raise RuntimeError(f"torch.histogramdd: number of steps must be non-negative "
+                                   f"(bins {c} for dimension {d})")
+            if c == -1:
+                _edges_numel_error(d, 0)
+            if c == 0:
+                raise RuntimeError(f"torch.histogram(): bins must be > 0, but got 0 for "
+                                   f"dimension {d}")
+    else:
+        if len(edges) != n:
+            raise RuntimeError(f"torch.histogramdd: expected {n} sequences of bin edges for a "
+                               f"{n}-dimensional histogram but got {len(edges)}")
+        for d, e in enumerate(edges):
+            if e._data.dtype != input._data.dtype:
+                raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should "
+                                   f"have the same dtype, but got input with dtype "
+                                   f"{input.dtype} and bins for dimension {d} with dtype "
+                                   f"{e.dtype}")
+            if e._data.ndim != 1:
+                raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, "
+                                   f"but got {e._data.ndim} dimensions in the bins tensor for "
+                                   f"dimension {d}")
+            if e._data.size == 0:
+                _edges_numel_error(d, 0)
+    if weight is not None:
+        if weight._data.dtype != input._data.dtype:
+            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor "
+                               f"and weight tensor should have the same dtype, but got "
+                               f"input({input.dtype}), and weight({weight.dtype})")
+        if (tuple(weight.shape) or (1,)) != tuple(input.shape)[:-1]:
+            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should "
+                               f"have the same shape as the input tensor excluding its "
+                               f"innermost dimension, but got input with shape "
+                               f"{list(input.shape)} and weight with shape {list(weight.shape)}")
+    if edges is not None:
+        for d, e in enumerate(edges):
+            if e._data.size == 1:
+                raise RuntimeError(f"torch.histogram(): bins must be > 0, but got 0 for "
+                                   f"dimension {d}")
+    if input._data.dtype.kind not in "fV":
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{name}' (input of "
+                                  f"shape {tuple(input.shape)}); convert it with .float()")
+
+
+def _edges_numel_error(d, numel):
+    raise RuntimeError(f"torch.histogramdd: bins tensor should have at least 1 element, but "
+                       f"got {numel} elements in the bins tensor for dimension {d}")
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density=False):
+    """(hist, bin_edges): the N-dimensional histogram of the points in the rows of `input`
+    (..., N). `bins`: one int for every dim, N ints (equal-width bins over `range`, a flat
+    [min0, max0, min1, max1, ...], default the data's), or N 1-D tensors of edges. Each bin
+    holds its left edge, the last one both. `weight`: each point's weight (shape input.shape
+    [:-1]); `density`: divide by the total and by each bin's volume. No gradient, as torch.
+
+    >>> import flowgrad as flow
+    >>> r = flow.histogramdd(flow.tensor([[0.0, 0.0], [1.0, 1.0], [1.0, 0.0]]), bins=2)
+    >>> r.hist
+    tensor([[1., 0.],
+            [1., 1.]])
+    >>> r.bin_edges[0]
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"histogramdd(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input._data.ndim < 2:
+        raise RuntimeError(f"torch.histogramdd: input tensor should have at least 2 dimensions "
+                           f"(got shape {tuple(input.shape)}); pass the points as the rows of "
+                           f"an (M, N) tensor, e.g. x.unsqueeze(-1) for 1-D values")
+    n = input.shape[-1]
+    counts, edges = _histogramdd_bins(bins, n)
+    rng = None
+    if range is not None:
+        if isinstance(range, Tensor) or not all(
+                isinstance(r, numbers.Real) and not isinstance(r, Tensor) for r in range):
+            raise TypeError(f"histogramdd(): argument 'range' must be a sequence of numbers "
+                            f"[min0, max0, min1, max1, ...], not {type(range).__name__}")
+        rng = tuple(float(r) for r in range)
+    if weight is not None and not isinstance(weight, Tensor):
+        raise TypeError(f"histogramdd(): argument 'weight' must be Tensor, not "
+                        f"{type(weight).__name__}")
+    _histogramdd_checks(input, counts, edges, rng, weight, n)
+    points = input.reshape(math.prod(input.shape[:-1]), n)
+    inputs = [points] + ([weight.reshape(-1)] if weight is not None else []) + (edges or [])
+    out = _histogramdd(*inputs, counts=counts, rng=rng,
+                       weighted=weight is not None, density=bool(density))
+    return _histogramdd_type(out[0], tuple(out[1:]) if counts is not None else tuple(edges))
