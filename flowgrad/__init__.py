@@ -137,6 +137,7 @@ from .ops.spectral import *  # noqa: F401,F403
 from .ops.split import *  # noqa: F401,F403
 from .ops.stacks import *  # noqa: F401,F403
 from .ops.stats import *  # noqa: F401,F403
+from .ops.strided import *  # noqa: F401,F403
 from .ops.tensor_extra import *  # noqa: F401,F403
 from .ops.torch_spellings import *  # noqa: F401,F403 - after the *s: torch.* keyword names
 from .ops.windows import *  # noqa: F401,F403

@@ -46,6 +46,7 @@ from . import (  # noqa: F401 - imported to register their ops
     split,
     stacks,
     stats,
+    strided,
     transfer,
 )
 from .registry import REGISTRY, Op, op
