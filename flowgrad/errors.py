@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import operator
 import types
 
 import numpy as np
@@ -145,6 +146,11 @@ def argument_type_error(name, fn, args, kwargs, error):
     return None
 
 
+# transforms take functions, not tensors, and torch's aliases of them are the same object
+# (torch.vmap is torch.func.vmap)
+_UNGUARDED = ("flowgrad.func", "flowgrad.autograd")
+
+
 def guard_tensor_arguments(namespace):
     """Wrap each public function of `namespace` (a module's dict) defined in flowgrad so that a
     non-tensor where a tensor is needed raises torch's TypeError naming the function and the
@@ -153,7 +159,8 @@ def guard_tensor_arguments(namespace):
     for name, fn in list(namespace.items()):
         if name.startswith("_") or not isinstance(fn, types.FunctionType) or \
                 getattr(fn, "_guarded", False) or \
-                not (fn.__module__ or "").startswith("flowgrad"):
+                not (fn.__module__ or "").startswith("flowgrad") or \
+                fn.__module__.startswith(_UNGUARDED):
             continue
         namespace[name] = _guarded(fn, name)
 
@@ -178,6 +185,38 @@ def expect_tensor(op_name, value, arg="input", position=1):
     if not hasattr(value, "_data"):
         raise TypeError(f"{op_name}(): argument '{arg}' (position {position}) must be Tensor, "
                         f"not {_type_name(value)}; wrap data with flowgrad.tensor(...)")
+
+
+def int_arg(value, op_name, arg, position, what="int"):
+    """`value` as an int, or torch's TypeError where torch's argument parser refuses it: a
+    float (even 2.0, which int() would take, and 1.5, which it would truncate), a bool, a
+    floating tensor. An int, a NumPy integer and an integer 0-d tensor pass.
+
+    >>> int_arg(2, "tril", "diagonal", 2)
+    2
+    >>> int_arg(1.5, "tril", "diagonal", 2)
+    Traceback (most recent call last):
+    ...
+    TypeError: tril(): argument 'diagonal' (position 2) must be int, not float
+    """
+    if type(value) is int:
+        return value
+    if not isinstance(value, bool) and hasattr(type(value), "__index__"):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    kind = "Tensor" if hasattr(value, "_data") else _type_name(value)
+    raise TypeError(f"{op_name}(): argument '{arg}' (position {position}) must be {what}, not "
+                    f"{kind}")
+
+
+def int_args(values, op_name, arg, position):
+    """An int or a sequence of ints as a tuple of ints (torch's `int[]` arguments), each
+    checked as `int_arg` does."""
+    if isinstance(values, (list, tuple)):
+        return tuple(int_arg(v, op_name, arg, position, "tuple of ints") for v in values)
+    return (int_arg(values, op_name, arg, position, "tuple of ints"),)
 
 
 def check_number(op_name, value, arg="value"):

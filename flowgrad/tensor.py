@@ -11,6 +11,8 @@ tensor([0., 1.])
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from . import dtypes as _dt
@@ -532,13 +534,22 @@ class Size(tuple):
 
 
 def _wrap_dim(dim, ndim, op_name="op"):
-    """Normalise a possibly negative dim, with torch's error when out of range."""
+    """Normalise a possibly negative dim, with torch's error when out of range (and its
+    TypeError for a dim that is no integer: 1.5 would have been truncated)."""
+    if type(dim) is not int:
+        dim = _dim_index(dim, op_name)
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(
             f"{op_name}: Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
             f"but got {dim})")
     return dim % n
+
+
+def _dim_index(dim, op_name):
+    if isinstance(dim, bool) or not hasattr(type(dim), "__index__"):
+        raise TypeError(f"{op_name}(): argument 'dim' must be int, not {type(dim).__name__}")
+    return operator.index(dim)
 
 
 def tensor_method(name=None):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from numpy.lib.stride_tricks import as_strided
 
 from ..autograd.inplace import run_inplace
-from ..errors import check_kernel_dtype
+from ..errors import check_kernel_dtype, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -57,7 +57,7 @@ def tril(input, diagonal=0):
             [1., 1., 1.]])
     """
     _check_2d(input, "tril")
-    return _tril(input, diagonal=int(diagonal))
+    return _tril(input, diagonal=int_arg(diagonal, "tril", "diagonal", 2))
 
 
 @tensor_method()
@@ -71,7 +71,7 @@ def triu(input, diagonal=0):
             [0., 0., 0.]])
     """
     _check_2d(input, "triu")
-    return _triu(input, diagonal=int(diagonal))
+    return _triu(input, diagonal=int_arg(diagonal, "triu", "diagonal", 2))
 
 
 # ---- diagonal / diag_embed --------------------------------------------------------------------
@@ -125,7 +125,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     d1, d2 = _wrap_dim(dim1, nd, "diagonal"), _wrap_dim(dim2, nd, "diagonal")
     if d1 == d2:
         raise RuntimeError(f"diagonal(): dimensions cannot be identical {dim1}, {dim2}")
-    return _diagonal(input, offset=int(offset), dim1=d1, dim2=d2)
+    return _diagonal(input, offset=int_arg(offset, "diagonal", "offset", 2), dim1=d1, dim2=d2)
 
 
 @tensor_method()
@@ -137,13 +137,14 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
         raise RuntimeError(f"diag_embed(): diagonal dimensions cannot be identical {dim1}, "
                            f"{dim2}")
     shp = input._data.shape
-    n = (shp[-1] if shp else 1) + abs(int(offset))
+    offset = int_arg(offset, "diag_embed", "offset", 2)
+    n = (shp[-1] if shp else 1) + abs(offset)
     rest = list(shp[:-1])
     shape = []
     for k in range(nd):
         shape.append(n if k in (d1, d2) else rest.pop(0))
     v = input if shp else input.reshape(1)
-    return _diag_embed(v, shape=tuple(shape), offset=int(offset), dim1=d1, dim2=d2)
+    return _diag_embed(v, shape=tuple(shape), offset=offset, dim1=d1, dim2=d2)
 
 
 @tensor_method()
@@ -161,7 +162,7 @@ def diag(input, diagonal=0):
     if nd == 1:
         return diag_embed(input, diagonal, 0, 1)
     if nd == 2:
-        return _diagonal(input, offset=int(diagonal), dim1=0, dim2=1).clone()
+        return _diagonal(input, offset=diagonal, dim1=0, dim2=1).clone()
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {nd}D (shape "
                        f"{tuple(input.shape)})")
 

@@ -34,7 +34,7 @@ from ..autograd.inplace import (
 )
 from ..autograd.views import writable_alias
 from ..device import ARRAY_MODULES, array_module
-from ..errors import check_number, checked_value_tensor, fill_scalar
+from ..errors import check_number, checked_value_tensor, fill_scalar, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -441,11 +441,12 @@ def select(input, dim, index):
     if nd == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, nd, "select")
+    index = int_arg(index, "select", "index", 3)
     size = input._data.shape[d]
     if not -size <= index < size:
         raise IndexError(f"select(): index {index} out of range for tensor of size "
                          f"{tuple(input.shape)} at dimension {d}")
-    return _getitem(input, index=(slice(None),) * d + (int(index) % size,))
+    return _getitem(input, index=(slice(None),) * d + (index % size,))
 
 
 @op("nonzero", differentiable=False)

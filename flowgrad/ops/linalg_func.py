@@ -19,7 +19,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import check_same_dtype
+from ..errors import check_same_dtype, int_arg
 from ..tensor import Tensor, tensor_method
 from .complex import adjoint
 from .creation import ones_like, zeros_like
@@ -102,7 +102,7 @@ def matrix_power(A, n):
     if not isinstance(A, Tensor) or A._data.ndim < 2 or A._data.shape[-1] != A._data.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: expected a tensor of square matrices, got "
                            f"shape {tuple(getattr(A, 'shape', ()))}")
-    n = int(n)
+    n = int_arg(n, "matrix_power", "n", 2)
     if n == 0:
         return A * 0 + _eye(A.shape[-1], A)
     if n < 0:

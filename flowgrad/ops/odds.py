@@ -20,7 +20,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.interpreter import check_read
 from ..device import array_module, resolve_device, to_device
-from ..errors import check_same_dtype
+from ..errors import check_same_dtype, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .index import index_select, narrow
 from .registry import op
@@ -276,7 +276,7 @@ def histc(input, bins=100, min=0, max=0):
     _float_input(input, "histc")
     if bins <= 0:
         raise RuntimeError(f"histc: bins must be > 0, but got {bins}")
-    return _histc(input, bins=int(bins), lo=float(min), hi=float(max))
+    return _histc(input, bins=int_arg(bins, "histc", "bins", 2), lo=float(min), hi=float(max))
 
 
 @op("histc", differentiable=False)  # an op: a graph compiles it rather than freezing it
@@ -439,7 +439,8 @@ def _tensor_unfold(self, dimension, size, step):
                            f"size is {size}")
     if step <= 0:
         raise RuntimeError(f"unfold: step is {step} but must be > 0")
-    out = _unfold_dim(x, dim=d, size=int(size), step=int(step))
+    out = _unfold_dim(x, dim=d, size=int_arg(size, "unfold", "size", 3),
+                      step=int_arg(step, "unfold", "step", 4))
     # a 0-d tensor has one window: torch returns it alone, shape (size,)
     return out if self._data.ndim else out[0]
 

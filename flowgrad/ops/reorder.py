@@ -11,6 +11,7 @@ import numpy as np
 
 from ..autograd.interpreter import check_read
 from ..device import array_module
+from ..errors import int_arg, int_args
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .index import index_select
 from .registry import op
@@ -102,7 +103,7 @@ def roll(input, shifts, dims=None):
     >>> flow.roll(flow.arange(5), 2)
     tensor([3, 4, 0, 1, 2])
     """
-    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (int(shifts),)
+    shifts = int_args(shifts, "roll", "shifts", 2)
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"roll(): shifts {shifts} needs dims of the same length")
@@ -129,7 +130,7 @@ def rot90(input, k=1, dims=(0, 1)):
     if a == b:
         raise RuntimeError(f"rot90(): expected rotation dims to be different, but got dim0 = "
                            f"{a} and dim1 = {b}")
-    k %= 4
+    k = int_arg(k, "rot90", "k", 2) % 4
     if k == 1:
         return flip(input, b).transpose(a, b)
     if k == 2:
@@ -167,7 +168,7 @@ def repeat(input, *sizes, repeats=None):
     sizes = _varargs(sizes, repeats, "repeat", "repeats")
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = sizes[0]
-    sizes = tuple(int(s) for s in sizes)
+    sizes = int_args(sizes, "repeat", "repeats", 1)
     if len(sizes) < input._data.ndim:
         raise RuntimeError(f"repeat(): Number of dimensions of repeat dims ({len(sizes)}) can "
                            f"not be smaller than number of dimensions of tensor "
@@ -186,7 +187,7 @@ def tile(input, dims):
     tensor([[1, 2, 1, 2],
             [1, 2, 1, 2]])
     """
-    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    dims = int_args(dims, "tile", "dims", 2)
     dims = (1,) * (input._data.ndim - len(dims)) + dims
     return repeat(input, dims)
 

@@ -19,7 +19,7 @@ from ..autograd import inplace as _inplace
 from ..autograd.inplace import assign
 from ..autograd.views import replay_view
 from ..device import broadcast_view
-from ..errors import check_same_dtype, expect_tensor
+from ..errors import check_same_dtype, expect_tensor, int_args
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import record_memory_format
 from .halfprec import HALF
@@ -34,10 +34,13 @@ __all__ = ["reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten",
            "expand", "view", "unflatten"]  # flow.expand / flow.view: OneFlow has them as functions
 
 
-def _shape_arg(shape):
+def _shape_arg(shape, op_name="view", arg="size"):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = shape[0]
-    return tuple(int(s) for s in shape)
+    for s in shape:
+        if type(s) is not int:  # (a float is refused as torch's, not truncated)
+            return int_args(shape, op_name, arg, 1)
+    return tuple(shape)
 
 
 def _keyword(args, value, op_name, name):
@@ -91,7 +94,8 @@ def reshape(input, *sizes, shape=None):
     """
     if shape is not None:
         sizes = _keyword(sizes, shape, "reshape", "shape")
-    shape = _infer_shape(_shape_arg(sizes), input._data.size, "reshape", input._data.shape)
+    shape = _infer_shape(_shape_arg(sizes, "reshape", "shape"), input._data.size, "reshape",
+                         input._data.shape)
     return _reshape(input, shape=shape)
 
 
@@ -230,7 +234,7 @@ def permute(input, *order, dims=None):
     """
     if dims is not None:
         order = _keyword(order, dims, "permute", "dims")
-    dims = _shape_arg(order)
+    dims = _shape_arg(order, "permute", "dims")
     nd = input._data.ndim
     if len(dims) != nd:
         raise RuntimeError(f"permute: number of dims don't match: the tensor has {nd} dims "
@@ -368,7 +372,7 @@ def expand(input, *sizes, size=None, implicit=False):
     """
     if size is not None:
         sizes = _keyword(sizes, size, "expand", "size")
-    sizes = _shape_arg(sizes)
+    sizes = _shape_arg(sizes, "expand")
     shp = input._data.shape
     lead = len(sizes) - len(shp)
     if lead < 0:

@@ -15,6 +15,7 @@ import itertools
 import numpy as np
 
 from ..autograd.interpreter import check_read
+from ..errors import int_arg, int_args
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 from .shape import cat, stack
@@ -63,13 +64,13 @@ def split(tensor, split_size_or_sections, dim=0):
     d, n = _size(tensor, dim, "split")
     s = split_size_or_sections
     if isinstance(s, (list, tuple)):
-        sizes = [int(v) for v in s]
+        sizes = list(int_args(s, "split_with_sizes", "split_sizes", 2))
         if sum(sizes) != n or any(v < 0 for v in sizes):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
                                f"(input tensor's size at dimension {d}), but got "
                                f"split_sizes={sizes}")
         return _pieces(tensor, d, np.cumsum([0] + sizes))
-    s = int(s)
+    s = int_arg(s, "split", "split_size", 2)
     if s < 0 or (s == 0 and n):
         raise RuntimeError(f"split(): split_size can only be 0 if dimension size is 0, but got "
                            f"split_size={s} for dimension {d} of size {n}")
@@ -100,6 +101,7 @@ def chunk(input, chunks, dim=0):
     >>> flow.arange(5).chunk(2)
     (tensor([0, 1, 2]), tensor([3, 4]))
     """
+    chunks = int_arg(chunks, "chunk", "chunks", 2)
     if chunks <= 0:
         raise RuntimeError(f"chunk(): chunk expects `chunks` to be greater than 0, got: "
                            f"{chunks}")
@@ -157,10 +159,11 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
         check_read(s, "tensor_split's tensor_indices_or_sections")  # (the pieces' sizes)
         s = s._data.item() if s._data.ndim == 0 else s._data.tolist()
     if isinstance(s, (list, tuple)):
-        cuts = [min(max(int(i) + (n if i < 0 else 0), 0), n) for i in s]
+        s = int_args(s, "tensor_split", "indices", 2)
+        cuts = [min(max(i + (n if i < 0 else 0), 0), n) for i in s]
         bounds = [0] + cuts + [n]
     else:
-        s = int(s)
+        s = int_arg(s, "tensor_split", "sections", 2)
         if s <= 0:
             raise RuntimeError(f"tensor_split(): number of sections must be larger than 0, "
                                f"got {s}")
