@@ -9,6 +9,7 @@ from ..ops.elementwise import sigmoid, tanh  # noqa: F401
 from ..ops.linalg import bilinear, linear  # noqa: F401
 from ..ops.loss import *  # noqa: F401,F403
 from ..ops.loss_ctc import *  # noqa: F401,F403
+from ..ops.loss_linear import *  # noqa: F401,F403
 from ..ops.loss_more import *  # noqa: F401,F403
 from ..ops.nn_extra import (  # noqa: F401 - F's names only (torch.*'s differ)
     adaptive_max_pool1d_with_indices,

@@ -1,5 +1,6 @@
-"""scaled_dot_product_attention, composed from matmul and the fused softmax (so its gradient,
-to any order, comes from theirs).
+"""scaled_dot_product_attention and multi_head_attention_forward (nn.MultiheadAttention's
+one implementation), composed from matmul and the fused softmax (so their gradients, to any
+order, come from theirs).
 
 >>> import flowgrad as flow
 >>> q = k = v = flow.ones(1, 2, 4)
@@ -9,15 +10,20 @@ flowgrad.Size([1, 2, 4])
 from __future__ import annotations
 
 import math
+import warnings
 
 from ..device import array_module
 from ..tensor import Tensor
 from .activation import softmax
+from .creation import full, zeros
 from .elementwise import where
+from .linalg import linear
 from .nn_misc import dropout
+from .pad import pad
 from .registry import op
+from .shape import cat
 
-__all__ = ["scaled_dot_product_attention"]
+__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 
 # ---- self-attention's packed in-projection, split into heads and merged back ---------------
@@ -154,3 +160,234 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p > 0:
         attn = dropout(attn, dropout_p, training=True)
     return attn @ v
+
+
+# ---- multi-head attention (nn.MultiheadAttention's forward) ---------------------------------
+def canonical_mask(mask, name, dtype, other=None, other_name=""):
+    """torch's _canonical_mask: a bool mask (True = masked out) becomes an additive -inf mask
+    of `dtype`; a float mask passes; another dtype raises. `other` (the other mask, or None)
+    warns when the two masks' dtypes differ, as torch's deprecation does."""
+    if mask is None:
+        return None
+    is_bool = mask.dtype.name == "bool"
+    if not is_bool and not mask.is_floating_point():
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    if other is not None and mask.dtype != other.dtype:
+        warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
+                      f"type for both instead.", stacklevel=3)
+    # by ops, not on the array: a mask that is an input of nn.Graph is traced
+    return where(mask, -math.inf, 0.0).to(dtype) if is_bool else mask
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """torch's _mha_shape_check: whether the call is batched (3-D query) or not (2-D)."""
+    nd = query.dim()
+    if nd not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                             f"{nd}-D query tensor")
+    kind = "batched (3-D)" if nd == 3 else "unbatched (2-D)"
+    if key.dim() != nd or value.dim() != nd:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be {nd}-D but "
+                             f"found {key.dim()}-D and {value.dim()}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.dim() != nd - 1:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or "
+                             f"{nd - 1}-D but found {key_padding_mask.dim()}-D tensor instead")
+    if attn_mask is not None:
+        if attn_mask.dim() not in (2, 3):
+            raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D "
+                                 f"or 3-D but found {attn_mask.dim()}-D tensor instead")
+        expected = (num_heads, query.shape[0], key.shape[0])
+        if nd == 2 and attn_mask.dim() == 3 and tuple(attn_mask.shape) != expected:
+            raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                 f"{tuple(attn_mask.shape)}")
+    return nd == 3
+
+
+def _check_static(t, name, bsz_heads, head_dim):
+    if t.shape[0] != bsz_heads:
+        raise AssertionError(f"expecting {name}.size(0) of {bsz_heads}, but got {t.shape[0]}")
+    if t.shape[2] != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got {t.shape[2]}")
+
+
+def _in_projection(query, key, value, num_heads, in_proj_weight, in_proj_bias, separate,
+                   batch_first, packed):
+    """q (N*H, L, hd), k^T (N*H, hd, S) and v (N*H, S, hd) from the inputs in (L, N, E)
+    layout (or the batch-first input itself when `packed`: self-attention's one GEMM)."""
+    if packed:
+        qkv = linear(query, in_proj_weight, in_proj_bias)
+        return _split_heads(qkv, heads=num_heads, batch_first=batch_first)
+    if separate:
+        wq, wk, wv = separate
+    else:
+        wq, wk, wv = in_proj_weight.chunk(3)
+    bq, bk, bv = (None,) * 3 if in_proj_bias is None else in_proj_bias.chunk(3)
+    return linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """nn.MultiheadAttention's forward on explicit weights: query (L, N, E) or (L, E), key
+    and value (S, N, E*) or (S, E*). Returns (output, weights): the weights averaged over
+    heads (or per head), None with need_weights=False (then the attention is SDPA's: a row
+    with nothing to attend to gives 0, not NaN).
+
+    >>> import flowgrad as flow
+    >>> import flowgrad.nn.functional as F
+    >>> x = flow.ones(3, 1, 4)
+    >>> w, b = flow.eye(4).repeat(3, 1), flow.zeros(12)
+    >>> out, attn = F.multi_head_attention_forward(x, x, x, 4, 2, w, b, None, None, False,
+    ...                                            0.0, flow.eye(4), flow.zeros(4))
+    >>> tuple(out.shape), attn[0, 0]
+    ((3, 1, 4), tensor([0.3333, 0.3333, 0.3333]))
+    """
+    return _multi_head_attention(
+        query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+        bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training,
+        key_padding_mask, need_weights, attn_mask, use_separate_proj_weight, q_proj_weight,
+        k_proj_weight, v_proj_weight, static_k, static_v, average_attn_weights, is_causal)
+
+
+def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
+                          in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
+                          out_proj_weight, out_proj_bias, training, key_padding_mask,
+                          need_weights, attn_mask, use_separate_proj_weight, q_proj_weight,
+                          k_proj_weight, v_proj_weight, static_k, static_v,
+                          average_attn_weights, is_causal, batch_first=False, fast=False):
+    """multi_head_attention_forward, the one implementation nn.MultiheadAttention runs too:
+    `batch_first` takes batch-first inputs (and gives a batch-first output) without
+    transposing a packed self-attention input; `fast` is torch's native-kernel path, which
+    ignores is_causal and gives a fully masked row NaN."""
+    batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    packed = batched and query is key and key is value and not use_separate_proj_weight \
+        and bias_k is None and bias_v is None and not add_zero_attn and static_k is None \
+        and static_v is None and in_proj_weight is not None
+    src = query
+    if not batched:
+        query, key, value = (x.unsqueeze(1) for x in (query, key, value))
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    elif batch_first:
+        query, key, value = (x.transpose(0, 1) for x in (query, key, value))
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    dtype = query.dtype
+    key_padding_mask = canonical_mask(key_padding_mask, "key_padding_mask", dtype, attn_mask,
+                                      "attn_mask")
+    causal = False
+    if fast:  # (torch's native kernel takes no is_causal)
+        attn_mask = canonical_mask(attn_mask, "attn_mask", dtype)
+    else:
+        if is_causal and attn_mask is None:
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use "
+                               "the Transformer module method "
+                               "`generate_square_subsequent_mask` to create this mask.")
+        if is_causal and key_padding_mask is None and not need_weights:
+            attn_mask, causal = None, True  # the hint goes to SDPA in place of the mask
+        else:
+            attn_mask = canonical_mask(attn_mask, "attn_mask", dtype)
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not "
+                                 f"match value's {tuple(value.shape[:2])}")
+        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight "
+                                     f"is None")
+        separate = (q_proj_weight, k_proj_weight, v_proj_weight)
+    else:
+        if tuple(key.shape) != tuple(value.shape):
+            raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape "
+                                 f"{tuple(value.shape)}")
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        separate = None
+    q, k, v = _in_projection(src if packed else query, key, value, num_heads, in_proj_weight,
+                             in_proj_bias, separate, batch_first, packed)
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, "
+                                   f"but should be {(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, "
+                                   f"but should be {(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = cat([k, bias_k.repeat(1, bsz, 1)])
+        v = cat([v, bias_v.repeat(1, bsz, 1)])
+        attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
+        key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
+    elif bias_k is not None or bias_v is not None:
+        set_, unset = ("bias_k", "bias_v") if bias_k is not None else ("bias_v", "bias_k")
+        raise AssertionError(f"{set_} is set but {unset} is None")
+    bh = bsz * num_heads
+    if not packed:
+        q = q.reshape(tgt_len, bh, head_dim).transpose(0, 1)
+        if static_k is None:
+            k = k.reshape(k.shape[0], bh, head_dim).permute(1, 2, 0)
+        else:
+            _check_static(static_k, "static_k", bh, head_dim)
+            k = static_k.transpose(1, 2)
+        if static_v is None:
+            v = v.reshape(v.shape[0], bh, head_dim).transpose(0, 1)
+        else:
+            _check_static(static_v, "static_v", bh, head_dim)
+            v = static_v
+    kt = k  # k^T from here: (N*H, hd, S)
+    if add_zero_attn:
+        kt = cat([kt, zeros(bh, head_dim, 1, dtype=kt.dtype, device=kt.device)], 2)
+        v = cat([v, zeros(bh, 1, head_dim, dtype=v.dtype, device=v.device)], 1)
+        attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
+        key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
+    src_len = kt.shape[2]
+    if key_padding_mask is not None:
+        for i, want in ((0, bsz), (1, src_len)):
+            if key_padding_mask.shape[i] != want:
+                raise AssertionError(f"Expected key_padded_mask.shape[{i}] to be {want}, but "
+                                     f"got {key_padding_mask.shape[i]}")
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
+        kpm = kpm.reshape(bh, 1, src_len)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    if not training:
+        dropout_p = 0.0
+    scores = (q * math.sqrt(1.0 / head_dim)).matmul(kt)
+    if causal:  # SDPA's causal mask: top-left aligned, over the keys as extended
+        attn_mask = full((tgt_len, src_len), -math.inf, dtype=dtype, device=q.device).triu(1)
+    if attn_mask is not None:
+        scores = scores + attn_mask
+    # need_weights runs torch's softmax (a fully masked row is NaN), else SDPA's (it is 0)
+    safe = not (fast or need_weights) and attn_mask is not None
+    weights = _safe_softmax(scores) if safe else softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, training=True)
+    out = weights.matmul(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    if not batched:
+        out = out.squeeze(1)
+    elif batch_first:
+        out = out.transpose(0, 1)
+    if not need_weights:
+        return out, None
+    weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+    if average_attn_weights:
+        weights = weights.mean(1)
+    return out, (weights if batched else weights.squeeze(0))

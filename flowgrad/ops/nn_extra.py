@@ -2,7 +2,9 @@
 F.channel_shuffle, F.upsample_bilinear/upsample_nearest, the *_with_indices pools, and the
 torch.* spellings of nn functions whose signature differs from F's (reductions as ints:
 0 'none', 1 'mean', 2 'sum'; torch.embedding takes the weight first; torch.batch_norm and
-torch.instance_norm take weight and bias before the running statistics).
+torch.instance_norm take weight and bias before the running statistics; torch.embedding_bag
+returns torch's four tensors; the dropout spellings take (input, p, train); torch.binomial
+checks its dtypes; torch.segment_reduce lives in ops/segment.py).
 
 `__all__` lists the torch.* names; nn.functional imports the F ones by name.
 
@@ -12,15 +14,22 @@ tensor([5.0000, 1.0000, 4.2426])
 """
 from __future__ import annotations
 
+import math
 import warnings
 
+from ..autograd.grad_mode import is_grad_enabled, no_grad
+from . import loss_ctc as _loss_ctc
 from . import loss_more as _loss_more
 from . import nn_misc as _nn_misc
 from . import normalization as _norm
 from . import pool as _pool
+from . import sampling as _sampling
+from .elementwise import where
 from .linalg import bilinear  # noqa: F401 - torch.bilinear has F's signature
 from .norm import vector_norm
 from .odds import triu_indices
+from .registry import op
+from .segment import _segment_reduce, segment_reduce  # noqa: F401 - torch.* names
 from .spatial import interpolate
 
 __all__ = ["pdist", "channel_shuffle", "bilinear", "batch_norm", "instance_norm", "embedding",
@@ -207,3 +216,162 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
                               scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1,
+             zero_infinity=False):
+    """torch.ctc_loss: F.ctc_loss with an int reduction."""
+    return _loss_ctc.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                              _reduction(reduction, "ctc_loss"), zero_infinity)
+
+
+# ---- dropout spellings: torch.*(input, p, train), in place with a trailing _ -----------------
+def _dropout_spelling(name, input, p, train, inplace, alpha=False, feature=False):
+    if not 0.0 <= p <= 1.0:  # (ATen's check: a RuntimeError, where F's is a ValueError)
+        raise RuntimeError(f"{name}: dropout probability has to be between 0 and 1, but got "
+                           f"{p}")
+    if feature and train and input.dim() < 2:
+        raise RuntimeError(f"{name}: Feature dropout requires at least 2 dimensions in the "
+                           f"input, got shape {tuple(input.shape)}")
+    dims = max(input.dim() - 2, 0) if feature else None
+    return _nn_misc._dropout_impl(input, p, train, inplace, name.rstrip("_"), alpha=alpha,
+                                  feature_dims=dims)
+
+
+def feature_dropout(input, p, train):
+    """torch.feature_dropout: zero whole (sample, channel) slices of an input of at least 2
+    dims with probability p, scaling the rest by 1 / (1 - p).
+
+    >>> import flowgrad as flow
+    >>> flow.feature_dropout(flow.ones(2, 3, 4), 0.5, False).sum().item()
+    24.0
+    """
+    return _dropout_spelling("feature_dropout", input, p, train, False, feature=True)
+
+
+def feature_dropout_(input, p, train):
+    """torch.feature_dropout_: feature_dropout in place."""
+    return _dropout_spelling("feature_dropout_", input, p, train, True, feature=True)
+
+
+def dropout_(input, p, train):
+    """torch.dropout_: dropout in place; returns `input`.
+
+    >>> import flowgrad as flow
+    >>> x = flow.ones(3)
+    >>> flow.dropout_(x, 0.5, False) is x
+    True
+    """
+    return _dropout_spelling("dropout_", input, p, train, True)
+
+
+def alpha_dropout_(input, p, train):
+    """torch.alpha_dropout_: alpha_dropout in place."""
+    return _dropout_spelling("alpha_dropout_", input, p, train, True, alpha=True)
+
+
+def feature_alpha_dropout_(input, p, train):
+    """torch.feature_alpha_dropout_: feature_alpha_dropout in place."""
+    return _dropout_spelling("feature_alpha_dropout_", input, p, train, True, alpha=True,
+                             feature=True)
+
+
+# ---- torch.embedding_bag: the output and the CPU kernel's bookkeeping -----------------------
+_BAG_MODES = {0: "sum", 1: "mean", 2: "max"}
+
+
+@op("embedding_bag_bookkeeping", n_out=3, differentiable=False)
+def _bag_bookkeeping(xp, weight, indices, offsets, *, mode, last, padding_idx, fast, per_bag):
+    """torch's offset2bag, bag_size and max_indices (indices' dtype): each position's bag,
+    each bag's count of non-padding entries, and (max mode) the weight row each output
+    element came from. torch's sum mode keeps none of them: zeros, one per bag when the
+    weight needs a gradient (`per_bag`), else one per offset, and an empty offset2bag on its
+    float32 fast path, which runs without a padding_idx."""
+    n, dtype = indices.shape[0], indices.dtype
+    off = offsets.astype(xp.int64)
+    bags = off.shape[0] - (1 if last else 0)
+    where_bag = xp.minimum(xp.searchsorted(off, xp.arange(n), side="right") - 1, bags - 1)
+    offset2bag = xp.zeros(0, dtype) if fast else where_bag.astype(dtype)
+    if mode == "sum":
+        zeros = xp.zeros(bags if per_bag else off.shape[0], dtype)
+        return offset2bag, zeros, zeros.copy()
+    real = indices != padding_idx if padding_idx is not None else xp.ones(n, bool)
+    size = xp.bincount(where_bag[real], minlength=bags).astype(dtype) if n else \
+        xp.zeros(bags, dtype)
+    if mode == "mean":
+        return offset2bag, size, size.copy()
+    best = xp.zeros((bags, weight.shape[1]), dtype)
+    for b in range(bags):  # the first row holding each column's max, as torch's loop
+        rows = indices[(where_bag == b) & real]
+        if rows.size:
+            best[b] = rows[xp.argmax(weight[rows], axis=0)]
+    return offset2bag, size, best
+
+
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                  per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """torch.embedding_bag: weight first, 1-D indices with offsets, an int mode (0 sum,
+    1 mean, 2 max), a negative padding_idx for none; returns (output, offset2bag, bag_size,
+    max_indices) as torch's CPU kernel does.
+
+    >>> import flowgrad as flow
+    >>> out, offset2bag, bag_size, _ = flow.embedding_bag(
+    ...     flow.eye(3), flow.tensor([0, 2, 1]), flow.tensor([0, 2]), mode=1)
+    >>> out
+    tensor([[0.5000, 0.0000, 0.5000],
+            [0.0000, 1.0000, 0.0000]])
+    >>> offset2bag, bag_size
+    (tensor([0, 0, 1]), tensor([2, 1]))
+    """
+    if mode not in _BAG_MODES:
+        raise RuntimeError(f"embedding_bag: `mode` must be sum, mean, or max (0, 1 or 2), got "
+                           f"{mode!r}")
+    if indices.dim() != 1 or offsets is None or offsets.dim() != 1:
+        raise RuntimeError(f"torch.embedding_bag: expected 1-D indices and 1-D offsets, got "
+                           f"shapes {tuple(indices.shape)} and "
+                           f"{None if offsets is None else tuple(offsets.shape)}; "
+                           f"nn.functional.embedding_bag takes 2-D bags")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx = None
+    name = _BAG_MODES[mode]
+    out = _nn_misc.embedding_bag(indices, weight, offsets, None, 2, scale_grad_by_freq, name,
+                                 sparse, per_sample_weights, include_last_offset, padding_idx)
+    fast = name == "sum" and padding_idx is None and weight.dtype.name == "float32"
+    return (out, *_bag_bookkeeping(weight.detach(), indices, offsets, mode=name,
+                                   last=bool(include_last_offset), padding_idx=padding_idx,
+                                   fast=fast, per_bag=weight.requires_grad and
+                                   is_grad_enabled()))
+
+
+def binomial(count, prob, generator=None):
+    """torch.binomial: Binomial(count, prob) draws, float, broadcast. Both float tensors of
+    one dtype; a nan probability gives nan, a count <= 0 gives 0, prob is clamped to [0, 1].
+
+    >>> import flowgrad as flow
+    >>> flow.binomial(flow.tensor([4.0, 0.0]), flow.tensor([1.0, 0.5]))
+    tensor([4., 0.])
+    """
+    for name, t in (("count", count), ("prob", prob)):
+        if t._data.dtype.kind not in "fV":
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
+                             f"{t.dtype}")
+    if count.dtype != prob.dtype:
+        raise RuntimeError(f"binomial: count and prob must have one dtype, got {count.dtype} "
+                           f"and {prob.dtype}; convert one with .to({count.dtype})")
+    if count.dtype.name in ("float16", "bfloat16"):
+        raise NotImplementedError(f"binomial: not implemented for {count.dtype} (float32 or "
+                                  f"float64 only)")
+    with no_grad():
+        bad = prob.isnan() | count.isnan()
+        n = where(count > 0, count, 0.0).floor()
+        p = where(bad, 0.0, prob).clamp(0.0, 1.0)
+        if bool((n.isinf() & (p > 0)).any()):
+            raise RuntimeError("binomial: an infinite count with a positive probability has "
+                               "no finite draw")
+        draws = _sampling.binomial(where(n.isinf(), 0.0, n), p, generator)
+        return where(bad, math.nan, draws)
+
+
+__all__ += ["ctc_loss", "feature_dropout", "feature_dropout_", "dropout_", "alpha_dropout_",
+            "feature_alpha_dropout_", "embedding_bag", "binomial", "segment_reduce",
+            "_segment_reduce"]

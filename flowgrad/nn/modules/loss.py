@@ -7,18 +7,21 @@ tensor(2.)
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 from ...ops.loss import legacy_reduction_name
+from ...ops.loss_linear import LinearCrossEntropyOptions
 from .. import functional as F
 from ..module import Module
+from .linear import Linear
 
 __all__ = ["L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "SmoothL1Loss", "HuberLoss",
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
            "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
            "TripletMarginLoss", "TripletMarginWithDistanceLoss", "MultiMarginLoss",
            "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "SoftMarginLoss", "CTCLoss",
-           "NLLLoss2d"]
+           "NLLLoss2d", "LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
 
 
 class _Loss(Module):
@@ -289,3 +292,53 @@ class CTCLoss(_Loss):
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
                           self.reduction, self.zero_infinity)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of a linear map of the input: a Linear(in_features,
+    num_classes * prod(out_features), bias) whose weight is read as
+    (num_classes, *out_features, in_features), and F.linear_cross_entropy.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad import nn
+    >>> loss_fn = nn.LinearCrossEntropyLoss(3, 4, out_features=(2,))
+    >>> tuple(loss_fn.linear.weight.shape)
+    (8, 3)
+    >>> loss_fn(flow.randn(5, 3), flow.randint(0, 4, (5, 2))).shape
+    flowgrad.Size([])
+    """
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None,
+                 dtype=None, reduction="mean", weight=None, ignore_index=None,
+                 label_smoothing=0.0, options=None):
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if not 0 <= label_smoothing <= 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        super().__init__(weight=weight, reduction=reduction)
+        self.num_classes = num_classes
+        self.out_features = out_features
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        # Linear keeps a 2-D weight; forward views it as (C, *out_features, in_features)
+        self.linear = Linear(in_features, math.prod(out_features, start=num_classes),
+                             bias=bias, device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        lin = self.linear
+        w = lin.weight.reshape((self.num_classes, *self.out_features, lin.in_features))
+        b = None if lin.bias is None else lin.bias.reshape((self.num_classes,
+                                                            *self.out_features))
+        return F.linear_cross_entropy(input, w, target, linear_bias=b, weight=self.weight,
+                                      reduction=self.reduction, ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing,
+                                      options=self.options)
+
+    def extra_repr(self):
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")

@@ -15,11 +15,9 @@ import copy
 import math
 
 from ...autograd.grad_mode import is_grad_enabled
-from ...ops.attention import _safe_softmax
-from ...ops.attention import _split_heads as split_heads
-from ...ops.creation import arange, full, zeros
+from ...ops.attention import _multi_head_attention, canonical_mask
+from ...ops.creation import arange, full
 from ...ops.elementwise import where
-from ...ops.shape import cat
 from .. import functional as F
 from .. import init
 from ..module import Module
@@ -35,13 +33,7 @@ __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderL
 
 def _float_mask(mask, name, dtype):
     """Bool masks (True = masked out) become additive -inf masks; float masks pass."""
-    if mask is None:
-        return None
-    if mask.dtype.name == "bool":  # (by ops: a mask that is an input of nn.Graph is traced)
-        return where(mask, -math.inf, 0.0).to(dtype)
-    if not mask.is_floating_point():
-        raise AssertionError(f"only bool and floating types of {name} are supported")
-    return mask
+    return canonical_mask(mask, name, dtype)
 
 
 def _causal_mask(size, dtype, device=None, source=None):
@@ -125,25 +117,6 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
-    def _in_projection(self, query, key, value):
-        e = self.embed_dim
-        b = self.in_proj_bias
-        bq, bk, bv = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            wq, wk, wv = w[:e], w[e:2 * e], w[2 * e:]
-        else:
-            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
-
-    def _packed_self_attention_heads(self, src):
-        """Self-attention's q, k^T and v as (N*H, L, hd), (N*H, hd, L), (N*H, L, hd) from one
-        in-projection GEMM on the layer's input as given (batch first or not): the same
-        products as three projections of the transposed input, without copying the input
-        three times, and with k^T laid out as the QK^T GEMM reads it fastest."""
-        qkv = F.linear(src, self.in_proj_weight, self.in_proj_bias)
-        return split_heads(qkv, heads=self.num_heads, batch_first=self.batch_first)
-
     def _torch_fast_path(self, query, key, value, key_padding_mask, attn_mask):
         """Whether torch would run this call on its fast path (native MHA kernel)."""
         if any(m is not None and m.is_floating_point() for m in (key_padding_mask, attn_mask)):
@@ -170,107 +143,16 @@ class MultiheadAttention(Module):
 
     def _attend(self, query, key, value, key_padding_mask, need_weights, attn_mask,
                 average_attn_weights, is_causal, fast):
-        """forward, on torch's fast path (`fast`: its native kernel) or not. The fast path
-        ignores is_causal and gives a fully masked row NaN; the other path refuses is_causal
-        without a mask, and with need_weights=False runs SDPA: the is_causal hint replaces
-        attn_mask (when there is no key_padding_mask) and a fully masked row gives 0."""
-        batched = query.dim() == 3
-        if is_causal and not fast:
-            if attn_mask is None:
-                raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may "
-                                   "use the Transformer module method "
-                                   "`generate_square_subsequent_mask` to create this mask.")
-            causal = key_padding_mask is None and not need_weights
-            attn_mask = None if causal else attn_mask
-        else:
-            causal = False
-        safe = not (fast or need_weights)
-        packed = batched and query is key and key is value and self._qkv_same_embed_dim \
-            and self.bias_k is None and not self.add_zero_attn
-        src = query
-        if not batched:
-            query, key, value = (x.unsqueeze(1) for x in (query, key, value))
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
-            query, key, value = (x.transpose(0, 1) for x in (query, key, value))
-        tgt_len, bsz, embed_dim = query.shape
-        if embed_dim != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
-                                 f"got {embed_dim}")
-        if key.shape[:2] != value.shape[:2]:
-            raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape "
-                                 f"{tuple(value.shape)}")
-        dtype = query.dtype
-        key_padding_mask = _float_mask(key_padding_mask, "key_padding_mask", dtype)
-        attn_mask = _float_mask(attn_mask, "attn_mask", dtype)
-        h, hd = self.num_heads, self.head_dim
-        if packed:
-            q, kt, v = self._packed_self_attention_heads(src)
-        else:
-            q, k, v = self._in_projection(query, key, value)
-        if attn_mask is not None:
-            if attn_mask.dim() == 2:
-                if tuple(attn_mask.shape) != (tgt_len, key.shape[0]):
-                    raise RuntimeError(f"The shape of the 2D attn_mask is "
-                                       f"{tuple(attn_mask.shape)}, but should be "
-                                       f"{(tgt_len, key.shape[0])}.")
-                attn_mask = attn_mask.unsqueeze(0)
-            elif attn_mask.dim() == 3:
-                if tuple(attn_mask.shape) != (bsz * h, tgt_len, key.shape[0]):
-                    raise RuntimeError(f"The shape of the 3D attn_mask is "
-                                       f"{tuple(attn_mask.shape)}, but should be "
-                                       f"{(bsz * h, tgt_len, key.shape[0])}.")
-            else:
-                raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
-        if self.bias_k is not None:
-            k = cat([k, self.bias_k.expand(1, bsz, embed_dim)])
-            v = cat([v, self.bias_v.expand(1, bsz, embed_dim)])
-            attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))
-            key_padding_mask = None if key_padding_mask is None else \
-                F.pad(key_padding_mask, (0, 1))
-        if not packed:
-            q = q.reshape(tgt_len, bsz * h, hd).transpose(0, 1)
-            kt = k.reshape(k.shape[0], bsz * h, hd).permute(1, 2, 0)
-            v = v.reshape(v.shape[0], bsz * h, hd).transpose(0, 1)
-        if self.add_zero_attn:
-            kt = cat([kt, zeros(bsz * h, hd, 1, dtype=dtype, device=kt.device)], 2)
-            v = cat([v, zeros(bsz * h, 1, hd, dtype=dtype, device=v.device)], 1)
-            attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))
-            key_padding_mask = None if key_padding_mask is None else \
-                F.pad(key_padding_mask, (0, 1))
-        src_len = kt.shape[2]
-        if key_padding_mask is not None:
-            if tuple(key_padding_mask.shape) != (bsz, src_len):
-                raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, "
-                                     f"but got {tuple(key_padding_mask.shape)}")
-            kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, h, 1, src_len)
-            kpm = kpm.reshape(bsz * h, 1, src_len)
-            attn_mask = kpm if attn_mask is None else attn_mask + kpm
-        scores = (q * math.sqrt(1.0 / hd)).matmul(kt)
-        if causal:  # SDPA's causal mask: top-left aligned, over the keys as extended
-            attn_mask = _causal_mask(tgt_len, dtype, query.device, src_len)
-        if attn_mask is not None:
-            scores = scores + attn_mask
-        weights = _safe_softmax(scores) if safe and attn_mask is not None else \
-            scores.softmax(-1)
-        if self.dropout > 0.0 and self.training:
-            weights = F.dropout(weights, self.dropout, True)
-        out = weights.matmul(v)  # (N*H, L, hd)
-        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = self.out_proj(out).reshape(tgt_len, bsz, embed_dim)
-        if self.batch_first and batched:
-            out = out.transpose(0, 1)
-        if not batched:
-            out = out.squeeze(1)
-        if not need_weights:
-            return out, None
-        weights = weights.reshape(bsz, h, tgt_len, src_len)
-        if average_attn_weights:
-            weights = weights.mean(1)
-        if not batched:
-            weights = weights.squeeze(0)
-        return out, weights
+        """forward, on torch's fast path (`fast`: its native kernel) or not: F's
+        multi_head_attention_forward on the layer's weights, batch first or not."""
+        separate = not self._qkv_same_embed_dim
+        return _multi_head_attention(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, self.training, key_padding_mask,
+            need_weights, attn_mask, separate, self.q_proj_weight, self.k_proj_weight,
+            self.v_proj_weight, None, None, average_attn_weights, is_causal,
+            batch_first=self.batch_first and query.dim() == 3, fast=fast)
 
 
 def _relu_or_gelu(activation):
