@@ -30,6 +30,18 @@ _R_COMPLEX = "no complex support yet (a clear error)"
 _R_INTEGER = "no integer kernel (a clear error)"
 
 KNOWN: dict[str, tuple[str, str]] = {
+    "nn.functional.multi_head_attention_forward": (
+        r"output\[0\]: values differ", "the dropout_p=0.5, training=True samples: random "
+        "draws (torch wraps them in wrapper_set_seed); the others agree, and "
+        "test_nn_gaps_vs_torch.py checks values and gradients without dropout"),
+    "as_strided.partial_views": (r"output: values differ|raise: torch None",
+                                 "the sample is a view into a larger storage; the probe's copy "
+                                 "(tensor(t.numpy().copy())) keeps only the view's elements"),
+    "as_strided_scatter": (r"grad\[0\]: values differ",
+                           "torch 2.13's input gradient is the complement of the right one "
+                           "(its own OpInfo marks test_fn_grad expectedFailure); flowgrad's "
+                           "is checked against torch's as_strided_scatter in "
+                           "test_as_strided_vs_torch.py"),
     "svd_lowrank": (r"processed output\[0\]: values differ",
                     "with M, A - M has full rank and the q=2 result depends on the random "
                     "projection; flowgrad's generator is not torch's stream"),
@@ -68,7 +80,6 @@ KNOWN: dict[str, tuple[str, str]] = {
     "minimum": (_SCALAR_ARGS, _R_SCALAR),
     "nn.functional.batch_norm": (r"expected 2D or more input",
         "a 1-D input: flowgrad asks for (N, C, ...), torch also takes an empty 1-D one"),
-    "rsub": (_SCALAR_ARGS, _R_SCALAR),
     "special.bessel_j0": (r"output: values differ",
         "torch's float32-accurate approximation (errors to 8e-7); flowgrad's Cephes agrees with "
         "mpmath to 1e-15"),
@@ -126,16 +137,14 @@ KNOWN_REFERENCE: dict[str, tuple[str, str]] = {
 
 MISSING: set[str] = {
     "__rdiv__", "_batch_norm_with_update", "_chunk_cat", "_native_batch_norm_legit",
-    "_segment_reduce.lengths", "_segment_reduce.offsets", "_softmax_backward_data",
+    "_softmax_backward_data",
     "_unsafe_masked_index", "_unsafe_masked_index_put_accumulate", "_upsample_bilinear2d_aa",
-    "as_strided", "as_strided.partial_views", "as_strided_copy", "as_strided_scatter", "chalf",
-    "empty_permuted", "grid_sampler_2d", "grid_sampler_3d", "hash_tensor", "histogramdd",
-    "jiterator_2inputs_2outputs", "jiterator_4inputs_with_extra_args", "jiterator_binary",
+    "chalf",
+    "grid_sampler_2d", "grid_sampler_3d", "hash_tensor", "jiterator_2inputs_2outputs",
+    "jiterator_4inputs_with_extra_args", "jiterator_binary",
     "jiterator_binary_return_by_ref", "jiterator_unary", "max_pool2d_with_indices_backward",
     "native_batch_norm", "native_dropout_backward", "native_group_norm", "native_layer_norm",
-    "nn.functional.linear_cross_entropy", "nn.functional.linear_cross_entropy.chunked",
-    "nn.functional.linear_cross_entropy.chunked_none",
-    "nn.functional.multi_head_attention_forward", "nonzero_static", "slice",
+    "slice",
     "sparse.sampled_addmm", "torch._scaled_mm", "torch._scaled_mm_v2",
     "torch.ops.aten._efficient_attention_forward", "torch.ops.aten._flash_attention_forward",
     "torch.ops.aten._safe_softmax.default",
@@ -188,6 +197,8 @@ _HALF_LINALG = ("half-precision linalg (matrix_exp, matrix norms): not built, a 
 _HALF_ROUNDING = ("torch computes in half precision step by step; flowgrad in float32, rounded "
                   "once: values near a rounding or bin edge land on the other side")
 KNOWN_HALF: dict[str, tuple[str, str]] = {
+    "nn.functional.multi_head_attention_forward": (
+        r"output\[0\]: values differ", "dropout_p=0.5 with training=True: random draws"),
     "complex": (r"expected real to be a float32 or float64", "no complex32 (chalf) dtype"),
     "view_as_complex": (r"only supported for float32 and float64", "no complex32 dtype"),
     "matrix_exp": (r"Expected a floating point or complex tensor", _HALF_LINALG),
