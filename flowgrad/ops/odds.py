@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import namedtuple
 
 import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.interpreter import check_read
 from ..device import array_module, resolve_device, to_device
-from ..errors import check_same_dtype, int_arg
+from ..errors import expect_tensor, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .index import index_select, narrow
 from .registry import op
 from .shape import cat, meshgrid, stack
+from .stats import histogramdd
 
 __all__ = ["kron", "diff", "cartesian_prod", "combinations", "trapezoid", "trapz",
            "cumulative_trapezoid", "histc", "histogram", "unique_consecutive", "tril_indices",
@@ -291,30 +293,28 @@ def _histc(xp, a, *, bins, lo, hi):
     return counts.astype(a.dtype)
 
 
+_histogram_type = namedtuple("histogram", ["hist", "bin_edges"])
+
+
 @tensor_method()
 def histogram(input, bins=100, *, range=None, weight=None, density=False):
     """(hist, bin_edges): counts (or weighted sums, or a density) in `bins` equal bins over
     `range` (default the data's), or in the bins whose edges the 1-D tensor `bins` gives.
+    As torch, the 1-D case of histogramdd: the same edges (torch's linspace) and binning.
 
     >>> import flowgrad as flow
     >>> flow.histogram(flow.tensor([1.0, 2.0, 1.0]), 2)
-    (tensor([2., 1.]), tensor([1.0000, 1.5000, 2.0000]))
+    histogram(hist=tensor([2., 1.]), bin_edges=tensor([1.0000, 1.5000, 2.0000]))
     """
-    check_read(input, "histogram()")  # (NumPy's histogram on the host: no plan repeats it)
-    xp = array_module(input._data)
-    a = _float_input(input, "histogram")
-    edges = bins._data.astype(np.float64) if isinstance(bins, Tensor) else int(bins)
-    check_same_dtype("histogram", input, weight=weight)
-    w = None if weight is None else weight._data.reshape(-1)
-    rng = None if range is None else (float(range[0]), float(range[1]))
-    if rng is None and not isinstance(bins, Tensor) and a.size:
-        rng = (float(a.min()), float(a.max()))
-    if rng is not None and rng[0] == rng[1]:
-        rng = (rng[0] - 0.5, rng[1] + 0.5)  # numpy's (and torch's) widening of one value
-    hist, out_edges = xp.histogram(a.reshape(-1), edges, rng, weights=w, density=density)
-    if isinstance(bins, Tensor):
-        out_edges = bins._data.copy()
-    return Tensor._wrap(hist.astype(a.dtype)), Tensor._wrap(out_edges.astype(a.dtype))
+    expect_tensor("histogram", input)
+    if not isinstance(bins, Tensor):
+        bins = int_arg(bins, "histogram", "bins", 2)
+        if bins <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "
+                               f"dimension 0")
+    out = histogramdd(input.reshape(-1, 1), [bins], range=range,
+                      weight=None if weight is None else weight.reshape(-1), density=density)
+    return _histogram_type(out.hist, out.bin_edges[0])
 
 
 @tensor_method()
