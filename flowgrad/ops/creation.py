@@ -646,7 +646,9 @@ def _bound_as(op_name, value, d):
 def _linspace(start, end, n, d):
     """torch's linspace kernel: step = (end - start) / (n - 1) in the dtype's arithmetic (a
     double for integer dtypes), start + step * i for the first half, end - step * (n - 1 - i)
-    for the second, so both ends are exact."""
+    for the second, so both ends are exact. float32/float64 evaluate each as one fused
+    multiply-add (torch's vectorized kernel), float16/bfloat16 round every operation to the
+    dtype, the integer i included (c10::Half's arithmetic)."""
     if n == 0:
         return np.zeros(0, d.np)
     first = _bound_as("linspace", start, d)
@@ -654,21 +656,59 @@ def _linspace(start, end, n, d):
         return np.full(1, first, d.np)
     _refuse_bool("linspace", d)
     last = _bound_as("linspace", end, d)
-    if d.category == 1:  # integer dtypes space in float64
-        work = np.float64
-    else:  # the dtype's own arithmetic; float16 and bfloat16 round each result, as torch's
-        work = d.np.type if d.itemsize >= 4 else np.float32
-    rounded = (lambda x: x.astype(d.np).astype(work)) if d.category == 2 and d.itemsize < 4 \
-        else (lambda x: x)
-    first, last = work(first), work(last)
-    step = rounded(np.asarray((last - first) / work(n - 1), dtype=work))
     i = np.arange(n)
+    head = i < n // 2
     with np.errstate(invalid="ignore", over="ignore"):
-        values = np.where(i < n // 2, rounded(first + rounded(step * i.astype(work))),
-                          rounded(last - rounded(step * (n - 1 - i).astype(work))))
-    if d.category == 1:
-        values = np.trunc(values).astype(np.int64)
-    return values.astype(d.np)
+        if d.category == 1:  # integer dtypes space in float64, then truncate
+            step = (float(last) - float(first)) / (n - 1)
+            values = _spaced(np.float64(step), float(first), float(last), i, head, 8)
+            return np.trunc(values).astype(np.int64).astype(d.np)
+        if d.category == 3:  # complex: a fused multiply-add per component
+            part = d.itemsize // 2
+            real = np.float32 if part == 4 else np.float64
+            diff = d.np.type(d.np.type(last) - d.np.type(first))
+            # (divided per component by the real n - 1, as c10::complex / scalar)
+            step = diff.real / real(n - 1) + 1j * (diff.imag / real(n - 1))
+            return (_spaced(step.real, first.real, last.real, i, head, part) + 1j *
+                    _spaced(step.imag, first.imag, last.imag, i, head, part)).astype(d.np)
+        t = d.np.type
+        if d.itemsize < 4:
+            def rounded(x):  # one c10::Half (or BFloat16) operation: float32, then rounded
+                return np.asarray(x, np.float32).astype(d.np).astype(np.float32)
+            lo, hi = np.float32(t(first)), np.float32(t(last))
+            step = rounded(rounded(hi - lo) / rounded(np.float32(n - 1)))
+            values = np.where(head, rounded(lo + rounded(step * rounded(i))),
+                              rounded(hi - rounded(step * rounded(n - 1 - i))))
+            return values.astype(d.np)
+        step = t(t(last) - t(first)) / t(n - 1)
+        return _spaced(step, first, last, i, head, d.itemsize).astype(d.np)
+
+
+def _spaced(step, first, last, i, head, itemsize):
+    """first + step * i on the `head` positions, last - step * (n - 1 - i) after, each one
+    fused multiply-add in a real dtype of `itemsize` bytes (4: float32's, exact in float64
+    but for a double rounding's ties)."""
+    back = len(i) - 1 - i
+    if itemsize == 4:
+        s64 = np.float64(step)
+        return np.where(head, first + s64 * i, last - s64 * back).astype(np.float32)
+    return np.where(head, _fma64(step, i, first), _fma64(-step, back, last))
+
+
+def _fma64(a, k, c):
+    """a * k + c with one rounding (float64 a and c, integers 0 <= k < 2**26): Dekker's exact
+    product and Knuth's two-sum, so the sum of the three parts rounds once (but for ties of
+    a double rounding, too rare to meet)."""
+    k = k.astype(np.float64)
+    p = a * k
+    split = 134217729.0 * a  # 2**27 + 1: a's high 26 bits; k has no low part
+    high = split - (split - a)
+    err = (high * k - p) + (a - high) * k  # p + err == a * k exactly
+    s = p + c
+    back = s - p
+    tail = (p - (s - back)) + (c - back)  # s + tail == p + c exactly
+    out = s + (tail + err)
+    return np.where(np.isfinite(out), out, p + c)
 
 
 def _steps(steps, op_name):
