@@ -552,8 +552,36 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         return _finish(_alloc("arange", (n,), dtype.np, lambda: (
             first + stride * np.arange(n, dtype=np.int64)).astype(dtype.np)), requires_grad, dev)
     n = builtins.max(0, math.ceil((float(end) - float(start)) / float(step)))
-    return _finish(_alloc("arange", (n,), dtype.np, lambda: (
-        start + step * np.arange(n, dtype=np.float64)).astype(dtype.np)), requires_grad, dev)
+    return _finish(_alloc("arange", (n,), dtype.np, lambda: _float_range(start, step, n, dtype)),
+                   requires_grad, dev)
+
+
+# torch's arange kernel writes vectors of 32 bytes (its AVX2 build: 4 doubles, 8 floats, 16
+# halves) two at a time, each as base + k * step from a base computed once per vector, and the
+# elements after the last pair one by one as start + i * step; everything in the accumulate
+# type (float64, or float32 for half precision) with fused multiply-adds. Reproduced here so
+# that arange(0.1, 2, 0.3) holds torch's bits (a single-threaded run: past 32768 elements
+# torch splits the range between threads, which moves the vectors).
+_ARANGE_VECTOR_BYTES = 32
+
+
+def _float_range(start, step, n, dtype):
+    i = np.arange(n)
+    lanes = _ARANGE_VECTOR_BYTES // dtype.itemsize
+    vectorized = i < n // (2 * lanes) * 2 * lanes
+    lane = i % lanes
+    if dtype.itemsize >= 4:  # accumulated in float64: fma(step, i, start) exactly
+        start, step = float(start), float(step)
+        base = _fma64(step, i - lane, start).astype(dtype.np)
+        values = np.where(vectorized, _fma64(step, lane, base.astype(np.float64)),
+                          _fma64(step, i, start))
+        return values.astype(dtype.np)
+
+    def fma32(a, k, c):  # a float32 fused multiply-add, exact in float64 but for ties
+        return (np.float64(c) + np.float64(a) * k).astype(np.float32)
+    start, step = np.float32(start), np.float32(step)
+    base = fma32(step, i - lane, start).astype(dtype.np).astype(np.float32)
+    return np.where(vectorized, fma32(step, lane, base), fma32(step, i, start)).astype(dtype.np)
 
 
 def _int_range(start, end, step, dtype):
