@@ -784,9 +784,14 @@ def _logspace(start, end, n, base, d):
             _refuse_bool("logspace", d)
             first = work(_bound_as("logspace", start, d))
             last = work(_bound_as("logspace", end, d))
-            step = (last - first) / (n - 1)
             i = np.arange(n)
-            exponents = np.where(i < n // 2, first + step * i, last - step * (n - 1 - i))
+            if d.category == 3:
+                step = (last - first) / (n - 1)
+                exponents = np.where(i < n // 2, first + step * i, last - step * (n - 1 - i))
+            else:  # (end - start in the dtype's arithmetic, then fused multiply-adds in double)
+                diff = float(d.np.type(d.np.type(last) - d.np.type(first))) \
+                    if d.category == 2 else float(int(last) - int(first))
+                exponents = _spaced(diff / (n - 1), first, last, i, i < n // 2, 8)
             values = np.power(work(base), exponents.astype(work))
         if d.category == 1:
             values = np.trunc(values)
