@@ -146,9 +146,12 @@ def argument_type_error(name, fn, args, kwargs, error):
     return None
 
 
-# transforms take functions, not tensors, and torch's aliases of them are the same object
-# (torch.vmap is torch.func.vmap)
-_UNGUARDED = ("flowgrad.func", "flowgrad.autograd")
+# only the tensor functions: transforms take functions, and torch's aliases of those and of
+# the utilities are the same object as theirs (torch.vmap is torch.func.vmap,
+# torch.from_dlpack is torch.utils.dlpack.from_dlpack)
+_GUARDED = ("flowgrad.ops", "flowgrad.nn", "flowgrad.linalg", "flowgrad.special",
+            "flowgrad.fft", "flowgrad.sparse", "flowgrad.signal", "flowgrad.masked",
+            "flowgrad.dtypes")
 
 
 def guard_tensor_arguments(namespace):
@@ -159,8 +162,7 @@ def guard_tensor_arguments(namespace):
     for name, fn in list(namespace.items()):
         if name.startswith("_") or not isinstance(fn, types.FunctionType) or \
                 getattr(fn, "_guarded", False) or \
-                not (fn.__module__ or "").startswith("flowgrad") or \
-                fn.__module__.startswith(_UNGUARDED):
+                not (fn.__module__ == "flowgrad" or (fn.__module__ or "").startswith(_GUARDED)):
             continue
         namespace[name] = _guarded(fn, name)
 

@@ -725,31 +725,62 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
     return CompressedTensor(c, p, vals, size, layout)
 
 
-def _maker(lay):
-    cname, pname = _names(lay)
+def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None,
+                      pin_memory=False, requires_grad=False, check_invariants=None):
+    """A sparse CSR tensor (see sparse_compressed_tensor).
 
-    def make(compressed_indices, plain_indices, values, size=None, *, dtype=None, device=None,
-             pin_memory=False, requires_grad=False, check_invariants=None):
-        return sparse_compressed_tensor(compressed_indices, plain_indices, values, size,
-                                        dtype=dtype, layout=lay, device=device,
-                                        requires_grad=requires_grad,
-                                        check_invariants=check_invariants)
-    make.__name__ = make.__qualname__ = f"{lay.name}_tensor"
-    make.__doc__ = (f"A sparse {lay.name[7:].upper()} tensor from `{cname}`, `{pname}` and "
-                    f"`values` (see flowgrad.sparse_compressed_tensor).\n\n"
-                    f"    >>> import flowgrad as flow\n"
-                    f"    >>> flow.{lay.name}_tensor([0, 1, 2], [1, 0], "
-                    + ("flow.ones(2, 1, 1), (2, 2)" if lay in _BLOCKED else "[5.0, 6.0], (2, 2)")
-                    + ").values().shape\n"
-                    + ("    flowgrad.Size([2, 1, 1])\n" if lay in _BLOCKED else
-                       "    flowgrad.Size([2])\n"))
-    return make
+    >>> import flowgrad as flow
+    >>> flow.sparse_csr_tensor([0, 1, 2], [1, 0], [5.0, 6.0], (2, 2)).to_dense()
+    tensor([[0., 5.],
+            [6., 0.]])
+    """
+    return sparse_compressed_tensor(crow_indices, col_indices, values, size, dtype=dtype,
+                                    layout=sparse_csr, device=device,
+                                    requires_grad=requires_grad,
+                                    check_invariants=check_invariants)
 
 
-sparse_csr_tensor = _maker(sparse_csr)
-sparse_csc_tensor = _maker(sparse_csc)
-sparse_bsr_tensor = _maker(sparse_bsr)
-sparse_bsc_tensor = _maker(sparse_bsc)
+def sparse_csc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, device=None,
+                      pin_memory=False, requires_grad=False, check_invariants=None):
+    """A sparse CSC tensor (see sparse_compressed_tensor).
+
+    >>> import flowgrad as flow
+    >>> flow.sparse_csc_tensor([0, 1, 2], [1, 0], [5.0, 6.0], (2, 2)).to_dense()
+    tensor([[0., 6.],
+            [5., 0.]])
+    """
+    return sparse_compressed_tensor(ccol_indices, row_indices, values, size, dtype=dtype,
+                                    layout=sparse_csc, device=device,
+                                    requires_grad=requires_grad,
+                                    check_invariants=check_invariants)
+
+
+def sparse_bsr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None,
+                      pin_memory=False, requires_grad=False, check_invariants=None):
+    """A sparse BSR tensor: `values` holds (nnz, block rows, block columns) blocks.
+
+    >>> import flowgrad as flow
+    >>> flow.sparse_bsr_tensor([0, 1, 2], [1, 0], flow.ones(2, 1, 1), (2, 2)).values().shape
+    flowgrad.Size([2, 1, 1])
+    """
+    return sparse_compressed_tensor(crow_indices, col_indices, values, size, dtype=dtype,
+                                    layout=sparse_bsr, device=device,
+                                    requires_grad=requires_grad,
+                                    check_invariants=check_invariants)
+
+
+def sparse_bsc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, device=None,
+                      pin_memory=False, requires_grad=False, check_invariants=None):
+    """A sparse BSC tensor: `values` holds (nnz, block rows, block columns) blocks.
+
+    >>> import flowgrad as flow
+    >>> flow.sparse_bsc_tensor([0, 1, 2], [1, 0], flow.ones(2, 1, 1), (2, 2)).values().shape
+    flowgrad.Size([2, 1, 1])
+    """
+    return sparse_compressed_tensor(ccol_indices, row_indices, values, size, dtype=dtype,
+                                    layout=sparse_bsc, device=device,
+                                    requires_grad=requires_grad,
+                                    check_invariants=check_invariants)
 
 
 # ---- Tensor methods ------------------------------------------------------------------------

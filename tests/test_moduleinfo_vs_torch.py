@@ -20,10 +20,7 @@ import flowgrad as flow  # noqa: E402
 
 DB = harness.module_db()
 
-KNOWN = {
-    "nn.LinearCrossEntropyLoss": "missing: flowgrad has no LinearCrossEntropyLoss (torch 2.13's "
-                                 "fused final linear layer + cross_entropy)",
-}
+KNOWN: dict = {}
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -60,6 +60,9 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
 
 def to_dlpack(tensor):
     """A DLPack capsule over `tensor`'s memory (legacy form; prefer `__dlpack__`)."""
+    if not hasattr(tensor, "_data"):
+        raise TypeError(f"to_dlpack(): argument 'data' (position 1) must be Tensor, not "
+                        f"{type(tensor).__name__}")
     return tensor._data.__dlpack__()
 
 
