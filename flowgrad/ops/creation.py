@@ -572,9 +572,9 @@ def _float_range(start, step, n, dtype):
     lane = i % lanes
     if dtype.itemsize >= 4:  # accumulated in float64: fma(step, i, start) exactly
         start, step = float(start), float(step)
-        base = _fma64(step, i - lane, start).astype(dtype.np)
-        values = np.where(vectorized, _fma64(step, lane, base.astype(np.float64)),
-                          _fma64(step, i, start))
+        base = fma64(step, i - lane, start).astype(dtype.np)
+        values = np.where(vectorized, fma64(step, lane, base.astype(np.float64)),
+                          fma64(step, i, start))
         return values.astype(dtype.np)
 
     def fma32(a, k, c):  # a float32 fused multiply-add, exact in float64 but for ties
@@ -720,10 +720,10 @@ def _spaced(step, first, last, i, head, itemsize):
     if itemsize == 4:
         s64 = np.float64(step)
         return np.where(head, first + s64 * i, last - s64 * back).astype(np.float32)
-    return np.where(head, _fma64(step, i, first), _fma64(-step, back, last))
+    return np.where(head, fma64(step, i, first), fma64(-step, back, last))
 
 
-def _fma64(a, k, c):
+def fma64(a, k, c):
     """a * k + c with one rounding (float64 a and c, integers 0 <= k < 2**26): Dekker's exact
     product and Knuth's two-sum, so the sum of the three parts rounds once (but for ties of
     a double rounding, too rare to meet)."""

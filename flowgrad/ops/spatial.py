@@ -23,7 +23,7 @@ from ..device import new_array
 from ..dtypes import float64, uint8
 from ..tensor import Tensor
 from .conv import col2im, ntuple, out_size, pad_array, windows
-from .creation import arange
+from .creation import arange, fma64
 from .elementwise import where
 from .pool import _adaptive_avg, _along
 from .pool_more import antialias_matrix
@@ -216,8 +216,7 @@ def _source_index(n_in, n_out, align_corners, scale, cubic, opmath):
     if opmath is np.float32:
         src = (np.float64(step) * (dst + 0.5) - 0.5).astype(np.float32)
     else:
-        from .creation import _fma64
-        src = _fma64(step / 2, 2 * dst + 1, -0.5)  # (step / 2 and 2i + 1: exact)
+        src = fma64(step / 2, 2 * dst + 1, -0.5)  # (step / 2 and 2i + 1: exact)
     return src if cubic else np.maximum(src, opmath(0))
 
 
