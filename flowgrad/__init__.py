@@ -220,6 +220,7 @@ def numel(input) -> int:
 for _space in (globals(), vars(nn.functional), vars(linalg), vars(special), vars(fft)):
     _errors.guard_tensor_arguments(_space)
 del _space
+_errors.guard_tensor_methods(Tensor)
 
 # last: the library's objects (and everything imported before) leave the cycle collector's
 # full collections, which a deep backward graph triggers: see utils/memory.py

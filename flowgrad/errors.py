@@ -164,10 +164,20 @@ def guard_tensor_arguments(namespace):
                 getattr(fn, "_guarded", False) or \
                 not (fn.__module__ == "flowgrad" or (fn.__module__ or "").startswith(_GUARDED)):
             continue
-        namespace[name] = _guarded(fn, name)
+        namespace[name] = guarded(fn, name)
 
 
-def _guarded(fn, name):
+def guard_tensor_methods(cls):
+    """`guard_tensor_arguments` for the methods of the Tensor class (`x.allclose(2.0)`)."""
+    for name, fn in list(vars(cls).items()):
+        if name.startswith("_") or not isinstance(fn, types.FunctionType) or \
+                getattr(fn, "_guarded", False) or \
+                not (fn.__module__ or "").startswith(_GUARDED):
+            continue
+        setattr(cls, name, guarded(fn, name))
+
+
+def guarded(fn, name):
     @functools.wraps(fn)
     def call(*args, **kwargs):
         try:

@@ -173,3 +173,23 @@ def test_a_float_for_an_integer_argument_raises_as_torch(int_results):
                if refused and f is None and (name, args) not in KNOWN_INT_LENIENT]
     assert len(int_results) > 1500
     assert not lenient, lenient
+
+
+def test_tensor_methods_given_a_non_tensor_raise_type_errors():
+    """x.allclose(2.0), x.expand_as([1.0]), x.cross(2.0, 3.0): the methods' argument guard,
+    as the functions'. (is_contiguous reads its memory_format's name: an AttributeError, as
+    torch's own for a bad format is a TypeError; left.)"""
+    attribute = []
+    for name in dir(flow.Tensor):
+        if name.startswith("_") or name in METHOD_SKIP or name == "is_contiguous" or \
+                not callable(getattr(torch.Tensor, name, None)):
+            continue
+        for args in ARGSETS.values():
+            t_x, f_x = torch.ones(2, 2), flow.ones(2, 2)
+            try:
+                t_fn, f_fn = getattr(t_x, name), getattr(f_x, name)
+            except Exception:  # noqa: BLE001 - a property that refuses real tensors (imag)
+                break
+            if _outcome(t_fn, args) is TypeError and _outcome(f_fn, args) is AttributeError:
+                attribute.append((name, args))
+    assert not attribute, attribute

@@ -33,6 +33,7 @@ import sys
 import numpy as np
 
 from .. import dtypes as _dt
+from ..errors import guarded
 
 # torch 2.13's AutocastCPU registrations, by policy (torch's names)
 LOWER_PRECISION_FP = (
@@ -189,7 +190,11 @@ def install_composites(wrap):
             if hit is not None and hit[0] is value:
                 space[name] = hit[1]
     for name, value in list(vars(Tensor).items()):
-        hit = wrapped.get(id(value))
-        if hit is not None and hit[0] is value:
-            setattr(Tensor, name, hit[1])
+        f = value  # (a method's argument guard wraps the function autocast knows)
+        while f is not None:
+            hit = wrapped.get(id(f))
+            if hit is not None and hit[0] is f:
+                setattr(Tensor, name, hit[1] if f is value else guarded(hit[1], name))
+                break
+            f = f.__dict__.get("__wrapped__") if hasattr(f, "__dict__") else None
     _installed.append(True)
