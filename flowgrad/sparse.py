@@ -65,20 +65,11 @@ def _as_tensor(x, dtype=None):
     return tensor(x, dtype=dtype)
 
 
-class SparseTensor:
-    """A sparse COO tensor (see the module's docstring). Made by `flowgrad.sparse_coo_tensor`
-    or `Tensor.to_sparse()`."""
+class SparseMetadata:
+    """What COO and compressed sparse tensors read alike from their size and values."""
 
-    __slots__ = ("_idx", "_vals", "_size", "_coalesced", "_src")
-    is_sparse = True
-    layout = sparse_coo
+    __slots__ = ()
 
-    def __init__(self, indices, values, size, coalesced=False):
-        self._idx, self._vals, self._size = indices, values, tuple(int(s) for s in size)
-        self._coalesced = coalesced
-        self._src = None  # the dense tensor to_sparse() made this of: see _DenseGrad
-
-    # ---- metadata --------------------------------------------------------------------------
     @property
     def shape(self):
         from .tensor import Size
@@ -96,6 +87,20 @@ class SparseTensor:
     device = property(lambda self: self._vals.device)
     requires_grad = property(lambda self: self._vals.requires_grad)
     is_leaf = property(lambda self: self._vals.is_leaf)
+
+
+class SparseTensor(SparseMetadata):
+    """A sparse COO tensor (see the module's docstring). Made by `flowgrad.sparse_coo_tensor`
+    or `Tensor.to_sparse()`."""
+
+    __slots__ = ("_idx", "_vals", "_size", "_coalesced", "_src")
+    is_sparse = True
+    layout = sparse_coo
+
+    def __init__(self, indices, values, size, coalesced=False):
+        self._idx, self._vals, self._size = indices, values, tuple(int(s) for s in size)
+        self._coalesced = coalesced
+        self._src = None  # the dense tensor to_sparse() made this of: see _DenseGrad
 
     def sparse_dim(self):
         return self._idx.shape[0]

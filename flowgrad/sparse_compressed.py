@@ -22,7 +22,7 @@ import numpy as np
 from . import sparse as _coo
 from .autograd.function import Function
 from .device import new_array, to_host
-from .sparse import SparseTensor, _dense_only, layout, sparse_coo, strided
+from .sparse import SparseMetadata, SparseTensor, _dense_only, layout, sparse_coo, strided
 from .tensor import Tensor
 
 __all__ = ["CompressedTensor", "sparse_compressed_tensor", "sparse_csr_tensor",
@@ -81,7 +81,7 @@ def _index(like, array):
     return Tensor._wrap(new_array(like._data, array, np.int64))
 
 
-class CompressedTensor:
+class CompressedTensor(SparseMetadata):
     """A sparse compressed tensor (see the module's docstring). Made by
     `flowgrad.sparse_csr_tensor` and its kin or `Tensor.to_sparse_csr()` and its kin."""
 
@@ -93,24 +93,7 @@ class CompressedTensor:
         self._size, self.layout = tuple(int(s) for s in size), layout
         self._src = None  # the dense tensor this was made of: see sparse._DenseGrad
 
-    # ---- metadata --------------------------------------------------------------------------
-    @property
-    def shape(self):
-        from .tensor import Size
-
-        return Size(self._size)
-
-    def size(self, dim=None):
-        return self.shape if dim is None else self._size[dim]
-
-    def dim(self):
-        return len(self._size)
-
-    ndim = property(dim)
-    dtype = property(lambda self: self._vals.dtype)
-    device = property(lambda self: self._vals.device)
-    requires_grad = property(lambda self: self._vals.requires_grad)
-    is_leaf = property(lambda self: self._vals.is_leaf)
+    # ---- metadata (and SparseMetadata's) -----------------------------------------------------
     is_sparse_csr = property(lambda self: self.layout is sparse_csr)
 
     def _nbatch(self):
