@@ -524,3 +524,42 @@ def test_torch_binomial_moments_and_checks():
         _, want = outcome(lambda: torch.binomial(torch.tensor(c), torch.tensor(p)))
         _, got = outcome(lambda: flow.binomial(flow.tensor(c), flow.tensor(p)))
         assert want is not None and type(got) is type(want), (want, got)
+
+
+# ---- torch.grid_sampler / grid_sampler_2d / grid_sampler_3d -------------------------------
+@pytest.mark.parametrize("name, nd", [("grid_sampler", 2), ("grid_sampler_2d", 2),
+                                      ("grid_sampler", 3), ("grid_sampler_3d", 3)])
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("padding", [0, 1, 2])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sampler_codes_as_torch(name, nd, mode, padding, align):
+    rng = np.random.default_rng(mode * 9 + padding * 3 + nd)
+    x = rng.standard_normal((2, 3) + (4,) * nd)
+    grid = rng.uniform(-1.2, 1.2, (2,) + (3,) * nd + (nd,))
+    results = []
+    for lib in (torch, flow):
+        xs, gs = lib.tensor(x, requires_grad=True), lib.tensor(grid, requires_grad=True)
+        try:
+            y = getattr(lib, name)(xs, gs, mode, padding, align)
+        except RuntimeError as error:
+            results.append(error)
+            continue
+        (y * y).sum().backward()
+        results.append((y.detach().numpy(), xs.grad.numpy(), gs.grad.numpy()))
+    torch_side, flow_side = results
+    assert isinstance(torch_side, Exception) == isinstance(flow_side, Exception), results
+    if not isinstance(torch_side, Exception):
+        for want, got in zip(torch_side, flow_side):
+            np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.grid_sampler_2d(m.ones(1, 1, 2, 2, 2), m.zeros(1, 1, 1, 1, 3), 0, 0, False),
+    lambda m: m.grid_sampler_3d(m.ones(1, 1, 2, 2), m.zeros(1, 1, 1, 2), 0, 0, False),
+    lambda m: m.grid_sampler_2d(m.ones(1, 1, 2, 2), m.zeros(1, 1, 1, 2), 0, 0, None),
+    lambda m: m.grid_sampler_2d(m.ones(1, 1, 2, 2), m.zeros(1, 1, 1, 2), 0.0, 0, False),
+])
+def test_grid_sampler_refusals_as_torch(call):
+    for lib in (torch, flow):
+        with pytest.raises((RuntimeError, TypeError)):
+            call(lib)

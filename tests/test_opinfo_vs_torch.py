@@ -140,7 +140,7 @@ MISSING: set[str] = {
     "_softmax_backward_data",
     "_unsafe_masked_index", "_unsafe_masked_index_put_accumulate", "_upsample_bilinear2d_aa",
     "chalf",
-    "grid_sampler_2d", "grid_sampler_3d", "hash_tensor", "jiterator_2inputs_2outputs",
+    "hash_tensor", "jiterator_2inputs_2outputs",
     "jiterator_4inputs_with_extra_args", "jiterator_binary",
     "jiterator_binary_return_by_ref", "jiterator_unary", "max_pool2d_with_indices_backward",
     "native_batch_norm", "native_dropout_backward", "native_group_norm", "native_layer_norm",

@@ -18,6 +18,7 @@ import math
 import warnings
 
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..errors import int_arg
 from . import loss_ctc as _loss_ctc
 from . import loss_more as _loss_more
 from . import nn_misc as _nn_misc
@@ -30,7 +31,7 @@ from .norm import vector_norm
 from .odds import triu_indices
 from .registry import op
 from .segment import _segment_reduce, segment_reduce  # noqa: F401 - torch.* names
-from .spatial import interpolate
+from .spatial import grid_sample, interpolate
 
 __all__ = ["pdist", "channel_shuffle", "bilinear", "batch_norm", "instance_norm", "embedding",
            "kl_div", "poisson_nll_loss", "hinge_embedding_loss", "margin_ranking_loss",
@@ -375,3 +376,58 @@ def binomial(count, prob, generator=None):
 __all__ += ["ctc_loss", "feature_dropout", "feature_dropout_", "dropout_", "alpha_dropout_",
             "feature_alpha_dropout_", "embedding_bag", "binomial", "segment_reduce",
             "_segment_reduce"]
+
+
+# ---- torch.grid_sampler*: F.grid_sample with torch's integer codes ------------------------
+_GRID_MODES = ("bilinear", "nearest", "bicubic")
+_GRID_PADDINGS = ("zeros", "border", "reflection")
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """F.grid_sample with torch's codes: interpolation 0 bilinear, 1 nearest, 2 bicubic;
+    padding 0 zeros, 1 border, 2 reflection.
+
+    >>> import flowgrad as flow
+    >>> x = flow.arange(4.0).reshape(1, 1, 2, 2)
+    >>> flow.grid_sampler(x, flow.zeros(1, 1, 1, 2), 0, 0, True)
+    tensor([[[[1.5000]]]])
+    """
+    return _grid_sampler("grid_sampler", input, grid, interpolation_mode, padding_mode,
+                         align_corners, None)
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """torch.grid_sampler_2d: grid_sampler of a 4-D input and grid."""
+    return _grid_sampler("grid_sampler_2d", input, grid, interpolation_mode, padding_mode,
+                         align_corners, 4)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """torch.grid_sampler_3d: grid_sampler of a 5-D input and grid (no bicubic)."""
+    return _grid_sampler("grid_sampler_3d", input, grid, interpolation_mode, padding_mode,
+                         align_corners, 5)
+
+
+def _grid_sampler(name, input, grid, interpolation_mode, padding_mode, align_corners, ndim):
+    codes = []
+    for position, arg, value, names in ((3, "interpolation_mode", interpolation_mode,
+                                         _GRID_MODES),
+                                        (4, "padding_mode", padding_mode, _GRID_PADDINGS)):
+        codes.append(int_arg(value, name, arg, position))
+        if not 0 <= codes[-1] < len(names):  # (torch runs undefined behaviour there)
+            raise RuntimeError(f"{name}(): {arg} must be one of 0..{len(names) - 1} "
+                               f"({', '.join(names)}), got {codes[-1]}")
+    mode, padding = _GRID_MODES[codes[0]], _GRID_PADDINGS[codes[1]]
+    if not isinstance(align_corners, bool):
+        raise TypeError(f"{name}(): argument 'align_corners' (position 5) must be bool, not "
+                        f"{type(align_corners).__name__}")
+    if ndim is not None and (input.ndim != ndim or grid.ndim != ndim):
+        raise RuntimeError(f"grid_sampler(): expected {ndim}D input and grid with same number "
+                           f"of dimensions, but got input with sizes {list(input.shape)} and "
+                           f"grid with sizes {list(grid.shape)}")
+    if mode == "bicubic" and input.ndim == 5:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    return grid_sample(input, grid, mode, padding, align_corners)
+
+
+__all__ += ["grid_sampler", "grid_sampler_2d", "grid_sampler_3d"]
