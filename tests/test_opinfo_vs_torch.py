@@ -136,7 +136,7 @@ KNOWN_REFERENCE: dict[str, tuple[str, str]] = {
 }
 
 MISSING: set[str] = {
-    "__rdiv__", "_batch_norm_with_update", "_chunk_cat", "_native_batch_norm_legit",
+    "_batch_norm_with_update", "_chunk_cat", "_native_batch_norm_legit",
     "_softmax_backward_data",
     "_unsafe_masked_index", "_unsafe_masked_index_put_accumulate", "_upsample_bilinear2d_aa",
     "chalf",

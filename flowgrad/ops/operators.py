@@ -107,7 +107,7 @@ Tensor.__sub__ = sub
 Tensor.__rsub__ = _rsub
 Tensor.__mul__ = Tensor.__rmul__ = mul
 Tensor.__truediv__ = div
-Tensor.__rtruediv__ = _rdiv
+Tensor.__rtruediv__ = Tensor.__rdiv__ = _rdiv  # (torch keeps the Python 2 name)
 Tensor.__pow__ = pow
 Tensor.__rpow__ = _rpow
 Tensor.__neg__ = neg
