@@ -27,8 +27,8 @@ from .tensor import Tensor
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 _HELPERS = (__file__, os.path.join(_PACKAGE, "errors.py"))  # not an op a user called
 
-__all__ = ["SparseTensor", "sparse_coo_tensor", "mm", "sum", "addmm", "strided", "sparse_coo",
-           "layout"]
+__all__ = ["SparseTensor", "sparse_coo_tensor", "mm", "sum", "addmm", "sampled_addmm", "strided",
+           "sparse_coo", "layout"]
 
 
 class layout:
@@ -563,6 +563,54 @@ def torch_mm(mat1, mat2):
 
 def _is_compressed(x):
     return type(x).__name__ == "CompressedTensor"
+
+
+def sampled_addmm(input, mat1, mat2, *, beta=1.0, alpha=1.0, out=None):
+    """beta * input + alpha * (mat1 @ mat2) at the entries a sparse CSR `input` stores (and
+    only there: a CSR result of input's pattern), batched as torch's. Each product is one row
+    of mat1 dotted with one column of mat2, gathered by flowgrad ops, so gradients reach
+    mat1, mat2 and input's values.
+
+    >>> import flowgrad as flow
+    >>> s = flow.eye(2).to_sparse_csr()
+    >>> flow.sparse.sampled_addmm(s, flow.ones(2, 3), flow.ones(3, 2)).values()
+    tensor([4., 4.])
+    """
+    if out is not None:
+        raise NotImplementedError("sampled_addmm: out= is not supported for sparse results; "
+                                  "use the returned tensor")
+    compressed = _compressed()
+    if not isinstance(input, compressed.CompressedTensor) or input.layout is not \
+            compressed.sparse_csr:
+        raise NotImplementedError(f"sampled_addmm: input must be a sparse CSR tensor, got "
+                                  f"layout {getattr(input, 'layout', strided).name}; convert "
+                                  f"it with .to_sparse_csr()")
+    for name, m in (("mat1", mat1), ("mat2", mat2)):
+        if not isinstance(m, Tensor):
+            raise RuntimeError(f"sampled_addmm: Expected {name} to have strided layout, but "
+                               f"got {getattr(m, 'layout', type(m).__name__)}")
+        if m.dtype != input.dtype:
+            raise RuntimeError(f"sampled_addmm: Expected {name} and self to have the same "
+                               f"dtype, but got {m.dtype} and {input.dtype}")
+    nb = input._nbatch()
+    (rows, cols), k = input.shape[nb:nb + 2], mat1.shape[-1]
+    if mat1.ndim != nb + 2 or mat2.ndim != nb + 2 or mat2.shape[-2] != k:
+        raise RuntimeError(f"sampled_addmm: mat1 and mat2 shapes cannot be multiplied "
+                           f"({tuple(mat1.shape)} and {tuple(mat2.shape)}) for a self of "
+                           f"shape {tuple(input.shape)}")
+    if mat1.shape[-2] != rows or mat2.shape[-1] != cols:
+        raise RuntimeError(f"sampled_addmm: self.shape {tuple(input.shape)} must match "
+                           f"mat1.shape[-2] and mat2.shape[-1] (mat1 {tuple(mat1.shape)}, "
+                           f"mat2 {tuple(mat2.shape)})")
+    coords, _ = input._entries()
+    batch = np.ravel_multi_index(coords[:nb], input.shape[:nb]) if nb else \
+        np.zeros(coords.shape[1], np.int64)
+    left = mat1.reshape(-1, rows, k)[compressed._index(mat1, batch),
+                                     compressed._index(mat1, coords[nb])]
+    right = mat2.reshape(-1, k, cols).mT[compressed._index(mat2, batch),
+                                         compressed._index(mat2, coords[nb + 1])]
+    products = (left * right).sum(-1).reshape(input._vals.shape)
+    return input._with_values(input._vals * beta + products * alpha)
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):

@@ -145,7 +145,7 @@ MISSING: set[str] = {
     "jiterator_binary_return_by_ref", "jiterator_unary", "max_pool2d_with_indices_backward",
     "native_batch_norm", "native_dropout_backward", "native_group_norm", "native_layer_norm",
     "slice",
-    "sparse.sampled_addmm", "torch._scaled_mm", "torch._scaled_mm_v2",
+    "torch._scaled_mm", "torch._scaled_mm_v2",
     "torch.ops.aten._efficient_attention_forward", "torch.ops.aten._flash_attention_forward",
     "torch.ops.aten._safe_softmax.default",
 }
