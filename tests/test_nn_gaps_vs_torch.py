@@ -563,3 +563,39 @@ def test_grid_sampler_refusals_as_torch(call):
     for lib in (torch, flow):
         with pytest.raises((RuntimeError, TypeError)):
             call(lib)
+
+
+# ---- torch.native_layer_norm / native_batch_norm / native_group_norm ------------------------
+_NATIVE = [
+    ("native_layer_norm", lambda m, x, w, b: m.native_layer_norm(x, (4,), w[:4], b[:4], 1e-5)),
+    ("native_layer_norm 2 dims",
+     lambda m, x, w, b: m.native_layer_norm(x, (3, 4), None, None, 1e-3)),
+    ("native_batch_norm train", lambda m, x, w, b: m.native_batch_norm(
+        x, w[:3], b[:3], m.zeros(3, dtype=x.dtype), m.ones(3, dtype=x.dtype), True, 0.1, 1e-5)),
+    ("native_batch_norm eval", lambda m, x, w, b: m.native_batch_norm(
+        x, w[:3], None, m.zeros(3, dtype=x.dtype) + 0.5, m.ones(3, dtype=x.dtype), False, 0.1,
+        1e-5)),
+    ("native_group_norm", lambda m, x, w, b: m.native_group_norm(
+        x.reshape(2, 6, 2), w[:6], b[:6], 2, 6, 2, 3, 1e-5)),
+]
+
+
+@pytest.mark.parametrize("name, call", _NATIVE, ids=[n for n, _ in _NATIVE])
+def test_native_norms_as_torch(name, call):
+    rng = np.random.default_rng(5)
+    x, w, b = rng.standard_normal((2, 3, 4)), rng.standard_normal(6), rng.standard_normal(6)
+    results = []
+    for lib in (torch, flow):
+        xs, ws, bs = (lib.tensor(a, requires_grad=True) for a in (x, w, b))
+        outs = call(lib, xs, ws, bs)
+        flags = [o.requires_grad for o in outs]
+        loss = sum(((o * o).sum() if o.requires_grad else 0) for o in outs)
+        loss.backward()
+        results.append([o.detach().numpy() for o in outs] + [flags] +
+                       [t.grad.numpy() if t.grad is not None else None for t in (xs, ws, bs)])
+    for want, got in zip(*results):
+        if want is None or isinstance(want, list):
+            assert got == want if isinstance(want, list) else got is None
+        else:
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)

@@ -431,3 +431,70 @@ def _grid_sampler(name, input, grid, interpolation_mode, padding_mode, align_cor
 
 
 __all__ += ["grid_sampler", "grid_sampler_2d", "grid_sampler_3d"]
+
+
+# ---- torch.native_*_norm: the normalized output and the statistics it used -------------------
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """(layer_norm's output, mean, rstd): mean and 1 / sqrt(biased var + eps) over the
+    normalized dims, kept as size-1 dims; as torch's, only the output is differentiable.
+
+    >>> import flowgrad as flow
+    >>> out, mean, rstd = flow.native_layer_norm(flow.tensor([[1.0, 3.0]]), (2,), None, None,
+    ...                                          0.0)
+    >>> out, mean, rstd
+    (tensor([[-1.,  1.]]), tensor([[2.]]), tensor([[1.]]))
+    """
+    out = _norm.layer_norm(input, normalized_shape, weight, bias, eps)
+    dims = tuple(range(input.ndim - len(tuple(normalized_shape)), input.ndim))
+    with no_grad():
+        mean, rstd = _mean_rstd(input.detach(), dims, eps)
+    return out, mean, rstd
+
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """(batch_norm's output, save_mean, save_invstd): in training the batch's mean and
+    1 / sqrt(biased var + eps) per channel (running statistics updated as batch_norm's), in
+    eval two empty tensors; as torch's, only the output is differentiable.
+
+    >>> import flowgrad as flow
+    >>> out, mean, invstd = flow.native_batch_norm(flow.tensor([[1.0], [3.0]]), None, None,
+    ...                                            None, None, True, 0.1, 0.0)
+    >>> mean, invstd
+    (tensor([2.]), tensor([1.]))
+    """
+    dims = (0,) + tuple(range(2, input.ndim))
+    with no_grad():
+        if training:
+            mean, rstd = (s.reshape(-1) for s in _mean_rstd(input.detach(), dims, eps))
+        else:
+            mean = rstd = input.new_empty((0,))
+    out = _norm.batch_norm(input, running_mean, running_var, weight, bias, bool(training),
+                           momentum, eps)
+    return out, mean, rstd
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """(group_norm's output, mean, rstd) with the (N, group) statistics; as torch's, all
+    three are differentiable.
+
+    >>> import flowgrad as flow
+    >>> out, mean, rstd = flow.native_group_norm(flow.tensor([[[1.0], [3.0]]]), None, None,
+    ...                                          1, 2, 1, 1, 0.0)
+    >>> mean, rstd
+    (tensor([[2.]]), tensor([[1.]]))
+    """
+    if input.numel() and (input.shape[0] != N or input.shape[1] != C or
+                          input.numel() != N * C * HxW):
+        raise RuntimeError(f"native_group_norm: expected input of N={N}, C={C} and HxW={HxW} "
+                           f"elements per channel, got shape {tuple(input.shape)}")
+    out = _norm.group_norm(input, group, weight, bias, eps)
+    mean, rstd = _mean_rstd(input.reshape(N, group, C // group * HxW), (2,), eps)
+    return out, mean.reshape(N, group), rstd.reshape(N, group)
+
+
+def _mean_rstd(x, dims, eps):
+    mean = x.mean(dims, keepdim=True)
+    return mean, (x.var(dims, unbiased=False, keepdim=True) + eps).rsqrt()
+
+
+__all__ += ["native_layer_norm", "native_batch_norm", "native_group_norm"]
