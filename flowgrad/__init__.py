@@ -56,7 +56,11 @@ from .amp.autocast_mode import (  # noqa: F401 - torch.* names of the autocast s
     set_autocast_gpu_dtype,
 )
 from .amp.grad_scaler import GradScaler  # torch.GradScaler is torch.amp.GradScaler
-from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
+from .autograd.anomaly import (  # noqa: F401 - torch.* names
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+)
 from .autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -208,6 +212,22 @@ ops.torch_spellings.accept_numpy_spellings(  # x.sum(axis=0, keepdims=True), as 
 def is_tensor(obj) -> bool:
     """True if `obj` is a flowgrad Tensor (Parameters included), as torch.is_tensor."""
     return isinstance(obj, Tensor)
+
+
+def get_device_module(device=None):  # noqa: F811 - torch.get_device_module's parameter
+    """The module of a device type: flowgrad.cpu for "cpu" (and the default), flowgrad.cuda,
+    flowgrad.mps or flowgrad.xpu for theirs.
+
+    >>> import flowgrad as flow
+    >>> flow.get_device_module("cpu") is flow.cpu
+    True
+    """
+    name = "cpu" if device is None else str(getattr(device, "type", device)).split(":")[0]
+    modules = {"cpu": cpu, "cuda": cuda, "mps": mps, "xpu": xpu}
+    if name not in modules:
+        raise RuntimeError(f"Device '{device}' does not have a corresponding module registered "
+                           f"as 'flowgrad.{name}'")
+    return modules[name]
 
 
 def numel(input) -> int:

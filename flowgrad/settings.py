@@ -97,7 +97,40 @@ def get_float32_matmul_precision() -> str:
     return _state["matmul_precision"]
 
 
+def set_warn_always(b: bool) -> None:
+    """torch's switch for warnings that fire once per process: recorded (flowgrad's own
+    once-only notes do not read it)."""
+    _state["warn_always"] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    """The value `set_warn_always` last set (False by default).
+
+    >>> import flowgrad as flow
+    >>> flow.is_warn_always_enabled()
+    False
+    """
+    return _state.get("warn_always", False)
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """Whether flushing denormals to zero took effect: NumPy's kernels cannot flush them, so
+    turning it on is refused (False) and turning it off succeeds (True), which is the state
+    flowgrad always computes in.
+
+    >>> import flowgrad as flow
+    >>> flow.set_flush_denormal(True), flow.set_flush_denormal(False)
+    (False, True)
+    """
+    return not mode
+
+
+def init_num_threads() -> None:
+    """torch's per-thread pool initialisation: flowgrad's BLAS pool needs none."""
+
+
 __all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
            "get_deterministic_debug_mode", "set_float32_matmul_precision",
-           "get_float32_matmul_precision"]
+           "get_float32_matmul_precision", "set_warn_always", "is_warn_always_enabled",
+           "set_flush_denormal", "init_num_threads"]

@@ -182,6 +182,41 @@ class Tensor:
     def data_ptr(self):
         return self._data.__array_interface__["data"][0]
 
+    const_data_ptr = data_ptr
+
+    def is_set_to(self, tensor):
+        """Whether both tensors are the same elements of the same memory: same first element,
+        shape and strides (torch's same storage, offset, size and stride).
+
+        >>> import flowgrad as flow
+        >>> x = flow.ones(2)
+        >>> x.is_set_to(x), x.is_set_to(x.clone()), x[:1].is_set_to(x)
+        (True, False, False)
+        """
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"is_set_to(): argument 'tensor' (position 1) must be Tensor, not "
+                            f"{type(tensor).__name__}")
+        a, b = self._data, tensor._data
+        return self.data_ptr() == tensor.data_ptr() and a.shape == b.shape and \
+            a.strides == b.strides and a.dtype == b.dtype
+
+    def is_pinned(self, device=None):
+        """False: flowgrad's memory is ordinary host memory (nothing to pin it for)."""
+        return False
+
+    def pin_memory(self, device=None):
+        """torch's pinned copy needs an accelerator; as torch without one, this raises."""
+        raise RuntimeError("pin_memory: Cannot access accelerator device when none is "
+                           "available; flowgrad has no accelerator, so there is nothing to pin "
+                           "host memory for (drop pin_memory / pin_memory=True)")
+
+    def is_distributed(self):
+        """False, as torch's on a tensor (it is torch's old THD flag)."""
+        return False
+
+    def __delitem__(self, index):
+        raise TypeError("Tensor does not support deleting items")
+
     def __len__(self):
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")

@@ -27,13 +27,22 @@ from .anomaly import (
 )
 from .engine import _is_checkpoint_valid, backward, grad
 from .function import Function, FunctionCtx, once_differentiable
-from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_multithreading_enabled,
+    no_grad,
+    set_grad_enabled,
+    set_multithreading_enabled,
+)
 
 __all__ = ["backward", "grad", "forward_ad", "functional", "Function", "FunctionCtx",
            "once_differentiable", "no_grad",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "graph",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
-           "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck", "GradcheckError"]
+           "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck", "GradcheckError",
+           "is_multithreading_enabled", "set_multithreading_enabled"]
 
 _TOOLS = ("functional", "gradcheck", "gradgradcheck", "GradcheckError")
 

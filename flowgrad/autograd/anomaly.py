@@ -44,6 +44,18 @@ def _set(mode, nan):
     enabled, check_nan = bool(mode), bool(nan)
 
 
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """torch.set_anomaly_enabled: anomaly mode on or off for the process (no restore).
+
+    >>> import flowgrad as flow
+    >>> flow.set_anomaly_enabled(True); flow.is_anomaly_enabled()
+    True
+    >>> flow.set_anomaly_enabled(False); flow.is_anomaly_enabled()
+    False
+    """
+    _set(enabled, check_nan)
+
+
 class set_detect_anomaly:  # noqa: N801 - torch's name
     """Turn anomaly mode on or off; takes effect at once, restores on leaving a `with`.
 

@@ -157,6 +157,55 @@ class set_grad_enabled(_GradMode):  # noqa: N801
         return super().__call__(fn)
 
 
+_multithreading = [True]
+
+
+def is_multithreading_enabled() -> bool:
+    """The flag `set_multithreading_enabled` sets (True by default).
+
+    >>> import flowgrad as flow
+    >>> flow.autograd.is_multithreading_enabled()
+    True
+    """
+    return _multithreading[0]
+
+
+class set_multithreading_enabled:  # noqa: N801 - torch's name
+    """torch's switch for running backward on per-device threads. flowgrad's engine runs on the
+    calling thread either way (one CPU device), so the flag is recorded for
+    `is_multithreading_enabled` and changes nothing else. A context manager, a decorator, or
+    a plain call.
+
+    >>> import flowgrad as flow
+    >>> with flow.autograd.set_multithreading_enabled(False):
+    ...     flow.autograd.is_multithreading_enabled()
+    False
+    """
+
+    def __init__(self, mode: bool):
+        self.mode, self._prev = bool(mode), _multithreading[0]
+        _multithreading[0] = self.mode
+
+    def __enter__(self):
+        pass  # __init__ already switched
+
+    def __exit__(self, *exc):
+        _multithreading[0] = self._prev
+        return False
+
+    def __call__(self, fn):
+        _multithreading[0] = self._prev  # used as a decorator: undo the switch __init__ made
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            prev, _multithreading[0] = _multithreading[0], self.mode
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _multithreading[0] = prev
+        return wrapper
+
+
 class inference_mode(_GradMode):  # noqa: N801
     """Like `no_grad`, cheaper, and the results are inference tensors (`is_inference()`),
     which autograd refuses later (saved for backward, written in place outside inference

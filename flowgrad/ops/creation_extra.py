@@ -238,6 +238,16 @@ def _map(self, tensor, callable):
                               xp.broadcast_to(tensor._data, self._data.shape))
 
 
+def _map2(self, x, y, callable):
+    """self[i] = callable(self[i], x[i], y[i]) for every element (x, y broadcast), in place."""
+    for t in (self, x, y):
+        _refuse_grad(t, "map2_")
+    xp = array_module(self._data)
+    return _write_elementwise(self, "map2_", callable, self._data,
+                              xp.broadcast_to(x._data, self._data.shape),
+                              xp.broadcast_to(y._data, self._data.shape))
+
+
 def _write_elementwise(self, name, fn, *arrays):
     xp = array_module(self._data)
     values = xp.vectorize(fn, otypes=[self._data.dtype])(*arrays) if self._data.size \
@@ -252,4 +262,5 @@ def _refuse_grad(t, name):
                            f"t.detach().{name}() instead")
 
 
-Tensor.apply_, Tensor.map_, Tensor.new_empty_strided = _apply, _map, _new_empty_strided
+Tensor.apply_, Tensor.map_, Tensor.map2_ = _apply, _map, _map2
+Tensor.new_empty_strided = _new_empty_strided
