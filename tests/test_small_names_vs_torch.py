@@ -78,3 +78,27 @@ def test_multithreading_flag_as_torch():
             return lib.autograd.is_multithreading_enabled()
         assert inside() is False
         lib.autograd.set_multithreading_enabled(True)  # (torch's decorator leaves it off)
+
+
+def _reference_while_loop(cond_fn, body_fn, carried_inputs):
+    """torch.while_loop's documented eager meaning (torch's own call traces the body with
+    dynamo, seconds per call and process-wide state: not run here)."""
+    values = carried_inputs
+    while cond_fn(*values):
+        values = body_fn(*values)
+    return values
+
+
+def test_while_loop_as_torch():
+    results = []
+    for lib, loop in ((torch, _reference_while_loop), (flow, flow.while_loop)):
+        x = lib.tensor([1.0, -2.0], requires_grad=True)
+        i, y = loop(lambda i, v: i < 4, lambda i, v: (i + 1, v * v.tanh() + 1),
+                    (lib.tensor(0), x))
+        y.sum().backward()
+        results.append((int(i), y.detach().numpy(), x.grad.numpy()))
+    with pytest.raises(RuntimeError, match="returned 2 values for 1"):
+        flow.while_loop(lambda v: v.sum() < 5, lambda v: (v + 1, v), (flow.zeros(2),))
+    assert results[0][0] == results[1][0] == 4
+    for want, got in zip(results[0][1:], results[1][1:]):
+        np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -22,7 +22,7 @@ from . import normalization as _norm
 
 __all__ = ["dropout", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "group_norm",
            "det", "logdet", "slogdet", "inverse", "result_type", "nuclear_norm", "cholesky",
-           "cond"]
+           "cond", "while_loop"]
 
 
 def dropout(input, p, train):
@@ -124,6 +124,30 @@ def cond(pred, true_fn, false_fn, operands=()):
         raise RuntimeError(f"cond: operands must be a tuple or list of tensors, got "
                            f"{type(operands).__name__}")
     return (true_fn if bool(pred) else false_fn)(*operands)
+
+
+def while_loop(cond_fn, body_fn, carried_inputs):
+    """torch.while_loop run eagerly: while cond_fn(*values) holds, values = body_fn(*values),
+    from `carried_inputs` (a tuple or list); autograd records every iteration, as torch's
+    eager loop. body_fn must return as many values as it takes.
+
+    >>> import flowgrad as flow
+    >>> flow.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x * 2),
+    ...                 (flow.tensor(0), flow.ones(2)))
+    (tensor(3), tensor([8., 8.]))
+    """
+    if not isinstance(carried_inputs, (tuple, list)):
+        raise RuntimeError(f"while_loop: carried_inputs must be a tuple or list, got "
+                           f"{type(carried_inputs).__name__}")
+    values = tuple(carried_inputs)
+    while bool(cond_fn(*values)):
+        out = body_fn(*values)
+        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        if len(out) != len(values):
+            raise RuntimeError(f"while_loop: body_fn returned {len(out)} values for "
+                               f"{len(values)} carried inputs; return one per input")
+        values = out
+    return values
 
 
 # ---- NumPy's keyword spellings: torch's argument parser takes `axis` for `dim` and
