@@ -20,6 +20,7 @@ import numpy as np
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import bump_version
 from ..dtypes import can_cast_array
+from ..errors import argument_type_error
 from ..tensor import Tensor
 
 
@@ -121,10 +122,17 @@ def accept_out(namespace, names, exact=(), compute_in_out=()):
         def call(*args, out=None, _fn=fn, _name=name, _exact=name in exact,
                  _in_out=name in compute_in_out, **kwargs):
             if out is None:
-                return _fn(*args, **kwargs)
+                try:  # (the argument guard of errors.guard_tensor_arguments, in this frame)
+                    return _fn(*args, **kwargs)
+                except AttributeError as error:
+                    typed = argument_type_error(_name, _fn, args, kwargs, error)
+                    if typed is None:
+                        raise
+                    raise typed from None
             if _in_out and isinstance(out, Tensor) and kwargs.get("dtype") is None:
                 kwargs["dtype"] = out.dtype
             return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name, exact_dtype=_exact)
         namespace[name] = functools.wraps(fn)(call)
+        namespace[name]._guarded = True
         wrapped.append(name)
     return wrapped
