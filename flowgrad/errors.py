@@ -178,17 +178,24 @@ def guard_tensor_methods(cls):
 
 
 def guarded(fn, name):
+    """`fn` whose AttributeErrors from a non-tensor argument become torch's TypeError."""
     @functools.wraps(fn)
     def call(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except AttributeError as error:
-            typed = argument_type_error(name, fn, args, kwargs, error)
-            if typed is None:
-                raise
-            raise typed from None
+            reraise_typed(name, fn, args, kwargs, error)
     call._guarded = True
     return call
+
+
+def reraise_typed(name, fn, args, kwargs, error):
+    """Raise `argument_type_error`'s TypeError for `error`, or `error` itself when it had
+    another cause (call from the `except AttributeError` block of a call to `fn`)."""
+    typed = argument_type_error(name, fn, args, kwargs, error)
+    if typed is None:
+        raise error
+    raise typed from None
 
 
 def expect_tensor(op_name, value, arg="input", position=1):

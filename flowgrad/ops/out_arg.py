@@ -20,7 +20,7 @@ import numpy as np
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import bump_version
 from ..dtypes import can_cast_array
-from ..errors import argument_type_error
+from ..errors import reraise_typed
 from ..tensor import Tensor
 
 
@@ -125,10 +125,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=()):
                 try:  # (the argument guard of errors.guard_tensor_arguments, in this frame)
                     return _fn(*args, **kwargs)
                 except AttributeError as error:
-                    typed = argument_type_error(_name, _fn, args, kwargs, error)
-                    if typed is None:
-                        raise
-                    raise typed from None
+                    reraise_typed(_name, _fn, args, kwargs, error)
             if _in_out and isinstance(out, Tensor) and kwargs.get("dtype") is None:
                 kwargs["dtype"] = out.dtype
             return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name, exact_dtype=_exact)
