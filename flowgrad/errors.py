@@ -112,8 +112,10 @@ def argument_type_error(name, fn, args, kwargs, error):
     """torch's TypeError for a public function that got a non-tensor where it needs a tensor,
     built from the AttributeError its code raised on that value (None when the value that
     lacked the attribute is no argument: the AttributeError had another cause)."""
-    culprit = getattr(error, "obj", None)
-    if culprit is not None and hasattr(culprit, "_data"):
+    if getattr(error, "name", None) is None:  # (raised by hand, not a failed lookup: no obj)
+        return None
+    culprit = error.obj
+    if hasattr(culprit, "_data"):
         return None
     try:
         params = list(inspect.signature(fn).parameters.values())
