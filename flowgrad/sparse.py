@@ -88,6 +88,26 @@ class SparseMetadata:
     requires_grad = property(lambda self: self._vals.requires_grad)
     is_leaf = property(lambda self: self._vals.is_leaf)
 
+    # a dense Tensor method (or a dense op reading the array) names itself and the remedy
+    def _unsupported(self, name):
+        def raise_():
+            raise NotImplementedError(
+                f"{name} is not supported on flowgrad's {self._kind()} tensors (size "
+                f"{self._size}); call .to_dense() first. Supported: {self._supported}")
+        return raise_
+
+    def __getattr__(self, name):
+        if hasattr(Tensor, name):
+            if name.startswith("_"):  # a dense op reading the array: name that op instead
+                name = _public_caller() or name
+            self._unsupported(name)()
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+
+    def __add__(self, other):
+        self._unsupported("add")()
+
+    __radd__ = __sub__ = __rsub__ = __add__
+
 
 class SparseTensor(SparseMetadata):
     """A sparse COO tensor (see the module's docstring). Made by `flowgrad.sparse_coo_tensor`
@@ -337,25 +357,11 @@ class SparseTensor(SparseMetadata):
         return (f"tensor(indices={idx},\n       values={vals},\n       size={self._size}, "
                 f"nnz={self._nnz()}, {dtype}layout=flowgrad.sparse_coo)")
 
-    # ---- everything else -------------------------------------------------------------------
-    def _unsupported(self, name):
-        def raise_():
-            raise NotImplementedError(
-                f"{name} is not supported on flowgrad's sparse COO tensors (size {self._size}); "
-                f"call .to_dense() first. Supported: {_SUPPORTED}")
-        return raise_
+    # ---- everything else: SparseMetadata's refusals -----------------------------------------
+    _supported = _SUPPORTED
 
-    def __getattr__(self, name):
-        if hasattr(Tensor, name):
-            if name.startswith("_"):  # a dense op reading the array: name that op instead
-                name = _public_caller() or name
-            self._unsupported(name)()
-        raise AttributeError(f"'SparseTensor' object has no attribute {name!r}")
-
-    def __add__(self, other):
-        self._unsupported("add")()
-
-    __radd__ = __sub__ = __rsub__ = __add__
+    def _kind(self):
+        return "sparse COO"
 
 
 def _public_caller():

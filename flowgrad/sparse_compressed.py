@@ -343,24 +343,11 @@ class CompressedTensor(SparseMetadata):
         return text + ")"
 
     # ---- everything else -------------------------------------------------------------------
-    def _unsupported(self, name):
-        def raise_():
-            raise NotImplementedError(
-                f"{name} is not supported on flowgrad's {_lay_name(self)} tensors (size "
-                f"{self._size}); call .to_dense() first. Supported: {_SUPPORTED}")
-        return raise_
+    # (SparseMetadata's refusals: __getattr__, __add__ and kin, naming this layout)
+    _supported = _SUPPORTED
 
-    def __getattr__(self, name):
-        if hasattr(Tensor, name):
-            if name.startswith("_"):
-                name = _coo._public_caller() or name
-            self._unsupported(name)()
-        raise AttributeError(f"'CompressedTensor' object has no attribute {name!r}")
-
-    def __add__(self, other):
-        self._unsupported("add")()
-
-    __radd__ = __sub__ = __rsub__ = __add__
+    def _kind(self):
+        return _lay_name(self)
 
 
 # ---- building ------------------------------------------------------------------------------
