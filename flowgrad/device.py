@@ -243,7 +243,8 @@ def scalar_operand(xp, value, dtype):
     kind = type(value)
     if (kind is float and value == value and value != 0.0 or
             kind is int and -16777216 <= value <= 16777216) and dtype.char in "fd":
-        return constant(xp, value, dtype)
+        c = _CONSTANTS.get((xp, dtype, value))  # (constant's lookup inline: a hot path)
+        return c if c is not None else constant(xp, value, dtype)
     return value
 
 

@@ -173,10 +173,18 @@ def guard_tensor_methods(cls):
     """`guard_tensor_arguments` for the methods of the Tensor class (`x.allclose(2.0)`)."""
     for name, fn in list(vars(cls).items()):
         if name.startswith("_") or not isinstance(fn, types.FunctionType) or \
-                getattr(fn, "_guarded", False) or \
+                getattr(fn, "_guarded", False) or _self_only(fn) or \
                 not (fn.__module__ or "").startswith(_GUARDED):
             continue
         setattr(cls, name, guarded(fn, name))
+
+
+def _self_only(fn):
+    """A method of no argument but self (`x.is_complex()`): no argument of the wrong type can
+    reach it, so it needs no guard (the hot metadata reads of gradient rules keep one frame)."""
+    code = fn.__code__
+    return code.co_argcount == 1 and not code.co_kwonlyargcount and \
+        not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
 
 
 def guarded(fn, name):

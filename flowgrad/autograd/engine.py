@@ -157,13 +157,13 @@ class GraphTask:
             else:  # hooks, anomaly checks, custom node types
                 in_grads = node.backward_fn(out_grads)
         metas = node.input_metas
-        if type(in_grads) is not tuple and len(metas) == 1 and not isinstance(in_grads, list):
+        if type(in_grads) is _interpreter.Tensor and len(metas) == 1:
             # a rule of one input returned the grad itself (most ops): no tuple, no zip
             meta = metas[0]
-            if meta is not None and in_grads is not None and not (
+            if meta is not None and not (
                     targets and node.next_nodes[0] not in deps and meta not in targets):
                 data, info = in_grads._data, node.input_infos[0]  # (_add_grad, inline)
-                if data.shape != info[0] or data.dtype != info[1]:
+                if data.dtype is not info[1] or data.shape != info[0]:
                     in_grads = _fit_grad(in_grads, info[0], info[1], node)
                 cur = meta.current_grad
                 meta.current_grad = in_grads if cur is None else cur + in_grads

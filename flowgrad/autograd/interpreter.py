@@ -16,7 +16,7 @@ from . import anomaly as _anomaly
 from . import grad_mode
 from . import node as _node_module
 from . import saved_hooks as _saved_hooks
-from .meta import AutogradMeta
+from .meta import AutogradMeta, VersionCounter
 from .node import FunctionNode, InertNode, SavedTensor
 from .views import mark_view, sync_view
 
@@ -75,9 +75,17 @@ def eager_call(op, *inputs, **attrs):
                 op.backward is not None
         else:
             record = _state.enabled and op.backward is not None and _needs_record(inputs)
-        arrays = ((inputs[0]._data,) if n_in == 1 else (inputs[0]._data, inputs[1]._data)
-                  if n_in == 2 else [t._data for t in inputs])
-        xp = ARRAY_MODULES.get(type(arrays[0]), HOST_XP) if arrays else HOST_XP  # from the device
+        if n_in == 1:
+            first = inputs[0]._data
+            arrays = (first,)
+        elif n_in == 2:
+            first = inputs[0]._data
+            arrays = (first, inputs[1]._data)
+        else:
+            arrays = [t._data for t in inputs]
+            first = arrays[0] if arrays else None
+        # the array module of the inputs' device
+        xp = HOST_XP if type(first) is np.ndarray else ARRAY_MODULES.get(type(first), HOST_XP)
         try:
             if record:
                 _state.enabled = False  # ops inside the kernel record nothing
@@ -258,7 +266,8 @@ def add_node(op, inputs, outputs, attrs, aux):
     if len(inputs) == 1:  # most ops: tuples made at once, no loop
         t = inputs[0]
         data = t._data
-        input_infos = ((data.shape, data.dtype),)
+        in_shape, in_dtype = data.shape, data.dtype
+        input_infos = ((in_shape, in_dtype),)
         meta = t._meta
         if meta is not None and meta.requires_grad:
             node = t._grad_fn
@@ -292,23 +301,36 @@ def add_node(op, inputs, outputs, attrs, aux):
                 input_metas.append(None)
                 next_nodes.append(None)
         input_infos = tuple(input_infos)
-    node = FunctionNode(op, attrs, input_metas, next_nodes,
-                        _SHARED_INFOS.get(input_infos) or _shared(input_infos))
+    # FunctionNode.__init__ and AutogradMeta.__init__ inline (one call frame each less per
+    # op, the hottest lines of a forward); output_metas and output_infos are set below
+    node = _new(FunctionNode)
+    node.op, node.input_metas, node.next_nodes = op, input_metas, next_nodes
+    node.input_infos = _SHARED_INFOS.get(input_infos) or _shared(input_infos)
+    if attrs:
+        node.__dict__ = attrs
+    node._inputs = node._outputs = node.aux = node._needs = None
+    node.saved_something = node.released = False
     if (not next_nodes or next_nodes[0] is None) and not any(next_nodes):
         node.__class__ = InertNode  # (only a no_grad view's requires_grad brought us here)
     if len(outputs) == 1:
         out = outputs[0]
         data = out._data
-        info = node.input_infos
-        if len(info) != 1 or info[0][0] != data.shape or info[0][1] is not data.dtype:
-            info = ((data.shape, data.dtype),)  # (else elementwise: its input's info)
+        shape, dtype = data.shape, data.dtype
+        if len(inputs) == 1 and dtype is in_dtype and shape == in_shape:
+            info = node.input_infos  # elementwise: its input's info
+        else:
+            info = ((shape, dtype),)
             info = _SHARED_INFOS.get(info) or _shared(info)
         node.output_infos = info
-        if data.dtype.kind in _FLOAT_KINDS:
-            meta = out._meta = AutogradMeta(True, False)
-            out._grad_fn = node
+        meta = _new(AutogradMeta)
+        meta.is_leaf = meta.retain_grad = False
+        meta.acc_grad = meta.current_grad = meta.hooks = meta.post_accumulate_hooks = \
+            meta._accumulator = None
+        if dtype.kind in _FLOAT_KINDS:
+            meta.requires_grad = True
+            out._meta, out._grad_fn = meta, node
         else:
-            meta = AutogradMeta(False, False)  # an index output: never gets a grad
+            meta.requires_grad = False  # an index output: never gets a grad
         node.output_metas = (meta,)
     else:
         out_metas, out_infos = [], []
@@ -340,8 +362,16 @@ def add_node(op, inputs, outputs, attrs, aux):
                 node._inputs = [SavedTensor(t, False) if keep is None or i in keep else None
                                 for i, t in enumerate(inputs)]
         if save & 2:
-            node._outputs = ([SavedTensor(outputs[0], True)] if len(outputs) == 1
-                             else [SavedTensor(o, True) for o in outputs])
+            out = outputs[0]
+            if len(outputs) == 1 and out._version is None:  # SavedTensor(out, True), inline:
+                saved = _new(SavedTensor)                   # a fresh output, a new counter
+                counter = out._version = saved.counter = _new(VersionCounter)
+                counter.value = saved.version = 0
+                saved.is_output, saved.data, saved.meta, saved.tensor = (
+                    True, out._data, out._meta, None)
+                node._outputs = [saved]
+            else:
+                node._outputs = [SavedTensor(o, True) for o in outputs]
         # a second backward raises only through a node that did save a tensor (torch's):
         # a product with one input needing grad may save none
         node.saved_something = save != 1 or node._inputs.count(None) < len(node._inputs)

@@ -134,15 +134,19 @@ class FunctionNode(Node):
     @property
     def out(self):
         """The op's single output."""
-        return self._outputs[0].unpack(self)
+        saved = self._outputs[0]
+        if saved.__class__ is SavedTensor and saved.tensor is None and \
+                saved.counter.value == saved.version:  # (unpack, inline)
+            t = _new(Tensor)
+            t._data, t._meta, t._grad_fn, t._version, t._view = (
+                saved.data, saved.meta, self, saved.counter, None)
+            return t
+        return saved.unpack(self)  # (raises: written in place since)
 
     @property
     def attrs(self):
         """The op call's attributes (keyword arguments of its kernel)."""
         return self.__dict__
-
-    def __getattr__(self, name):  # only reached when the name is no attribute at all
-        raise AttributeError(f"{self.name}: no saved attribute {name!r}")
 
     def backward_fn(self, out_grads):
         """Run the op's gradient rule: incoming output grads -> grads of the inputs (None for
