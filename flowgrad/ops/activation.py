@@ -31,7 +31,7 @@ from ..blas import (
     vector_math2,
     vector_ready,
 )
-from ..device import constant
+from ..device import constant, undispatched
 from ..errors import check_kernel_dtype as _check_kernel_dtype
 from ..errors import check_same_dtype, fill_scalar
 from ..random import numpy_generator, resolve
@@ -76,7 +76,7 @@ def _relu_grad(xp, y, dy):
     # passes dy, as torch's (y <= 0 ? 0 : dy). Small arrays: one where (masked_product's)
     blocked = y <= constant(xp, 0, y.dtype)  # (a Python 0: three times as long on 100 values)
     if blocked.size <= _SMALL and dy.size <= _SMALL:
-        return xp.where(blocked, constant(xp, 0, dy.dtype), dy)
+        return undispatched(xp, "where")(blocked, constant(xp, 0, dy.dtype), dy)
     return masked_product(xp, ~blocked, dy)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
-from ..device import array_module, constant, scalar_operand
+from ..device import array_module, constant, scalar_operand, undispatched
 from ..errors import check_alpha, check_kernel_dtype
 from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
@@ -361,7 +361,7 @@ _sigmoid = unary("sigmoid", in_float32(_sigmoid_kernel), d_of_y=lambda y: y * (1
 # saves the condition only: writes to x or y stay valid
 @op("where", jvp="linear", save="inputs[0]", complex=True)
 def _where(xp, cond, x, y):
-    return xp.where(cond, x, y)
+    return undispatched(xp, "where")(cond, x, y)
 
 
 @_where.grad
