@@ -160,23 +160,28 @@ def guard_tensor_arguments(namespace):
     """Wrap each public function of `namespace` (a module's dict) defined in flowgrad so that a
     non-tensor where a tensor is needed raises torch's TypeError naming the function and the
     argument instead of an AttributeError from deep inside (`flow.tanh(2.0)`). The check runs
-    only once an AttributeError was raised: a valid call pays one call frame."""
+    only once an AttributeError was raised: a valid call pays one call frame. A function with
+    one of torch's strict bool arguments (`keepdim`) also refuses a non-bool there (see
+    `strict_bool_params`)."""
     for name, fn in list(namespace.items()):
         if name.startswith("_") or not isinstance(fn, types.FunctionType) or \
-                getattr(fn, "_guarded", False) or \
                 not (fn.__module__ == "flowgrad" or (fn.__module__ or "").startswith(_GUARDED)):
             continue
-        namespace[name] = guarded(fn, name)
+        if not getattr(fn, "_guarded", False):
+            namespace[name] = guarded(fn, name)
+        elif not getattr(fn, "_bools_checked", False):  # (guarded by out_arg.accept_out)
+            namespace[name] = bools_checked(fn, name)
 
 
 def guard_tensor_methods(cls):
     """`guard_tensor_arguments` for the methods of the Tensor class (`x.allclose(2.0)`)."""
     for name, fn in list(vars(cls).items()):
-        if name.startswith("_") or not isinstance(fn, types.FunctionType) or \
-                getattr(fn, "_guarded", False) or _self_only(fn) or \
-                not (fn.__module__ or "").startswith(_GUARDED):
+        if name.startswith("_") or not isinstance(fn, types.FunctionType) or _self_only(fn):
             continue
-        setattr(cls, name, guarded(fn, name))
+        if not getattr(fn, "_guarded", False) and (fn.__module__ or "").startswith(_GUARDED):
+            setattr(cls, name, guarded(fn, name, method=True))
+        elif not getattr(fn, "_bools_checked", False):  # (x.numpy(force=1), x.to(copy=1))
+            setattr(cls, name, bools_checked(fn, name, method=True))
 
 
 def _self_only(fn):
@@ -187,8 +192,89 @@ def _self_only(fn):
         not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
 
 
-def guarded(fn, name):
-    """`fn` whose AttributeErrors from a non-tensor argument become torch's TypeError."""
+# the arguments that torch's argument parser takes as `bool` only (`x.sum(0, keepdim=1)`:
+# "sum(): argument 'keepdim' must be bool, not int"), in the functions that have one with a
+# bool default; not `inplace`, `return_indices`, `hard`, `get_infos`: torch's Python-level
+# functions (F.relu, F.max_pool2d, torch.lu) test those for truth and take anything
+STRICT_BOOLS = frozenset((
+    "keepdim", "descending", "largest", "sorted", "stable", "unbiased", "return_inverse",
+    "return_counts", "upper", "left", "unitriangular", "transpose", "some", "compute_uv",
+    "full_matrices", "hermitian", "right", "out_int32", "return_complex", "onesided",
+    "normalized", "center", "equal_nan", "pivot", "check_errors", "as_tuple",
+    "with_replacement", "increasing", "log_target", "log_input", "full", "ceil_mode",
+    "count_include_pad", "training", "wrap", "adjoint", "assume_unique", "invert", "density",
+    "non_blocking", "requires_grad", "use_input_stats", "cudnn_enabled", "periodic",
+    "scale_grad_by_freq", "sparse", "include_last_offset", "zero_infinity", "accumulate",
+    "include_self", "sparse_grad", "replacement", "unpack_data", "unpack_pivots", "swap",
+    "is_causal", "enable_gqa", "align_corners", "antialias", "pin_memory", "copy", "force"))
+# strict also where flowgrad's default is None (torch's `bool?`) or there is none (a required
+# argument): whether None passes (only a bool, or None, does)
+_STRICT_WITHOUT_BOOL_DEFAULT = {"unbiased": False, "upper": False, "onesided": True,
+                                "return_complex": True, "align_corners": True}
+# where torch is lenient after all (Python-level code that tests the value for truth)
+_LENIENT = frozenset((
+    ("pca_lowrank", "center"), ("gaussian_nll_loss", "full"), ("stft", "center"),
+    ("triplet_margin_with_distance_loss", "swap"), ("interpolate", "antialias"),
+    ("multi_head_attention_forward", "training"), ("multi_head_attention_forward", "is_causal")))
+# `bool?` in torch's signature: None passes too
+_NONE_PASSES = frozenset((("sort", "stable"),))
+_NONE_REFUSED_REQUIRES_GRAD = frozenset(("tensor", "requires_grad_", "new_tensor", "range"))
+
+
+def strict_bool_params(fn, name):
+    """((argument, index in the positional arguments or None), ...) of `fn`'s arguments that
+    torch's `name` takes as a bool only, with whether None passes too; () when none."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    found, index = [], 0
+    for p in params:
+        positional = p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            index = None
+        elif p.name in STRICT_BOOLS and (name, p.name) not in _LENIENT:
+            if p.default.__class__ is bool:
+                none_passes = (name, p.name) in _NONE_PASSES or (
+                    p.name == "requires_grad" and name not in _NONE_REFUSED_REQUIRES_GRAD)
+                found.append((p.name, index if positional else None, none_passes))
+            elif p.name in _STRICT_WITHOUT_BOOL_DEFAULT and (p.default is None or
+                                                              p.default is p.empty):
+                found.append((p.name, index if positional else None,
+                              _STRICT_WITHOUT_BOOL_DEFAULT[p.name]))
+        if positional and index is not None:
+            index += 1
+    return tuple(found)
+
+
+def check_bool_args(name, strict, args, kwargs, method=False):
+    """Raise torch's TypeError for a value that is no bool passed as one of the `strict`
+    arguments (from `strict_bool_params`) of `name`; `method`: `args[0]` is self, which torch
+    does not count in the positions."""
+    count = len(args)
+    for arg, index, none_passes in strict:
+        if index is not None and index < count:
+            value = args[index]
+        elif arg in kwargs:
+            value, index = kwargs[arg], None
+        elif arg == "keepdim" and "keepdims" in kwargs:  # (NumPy's spelling, as torch takes)
+            value, index = kwargs["keepdims"], None
+        else:
+            continue
+        if value.__class__ is not bool and not (none_passes and value is None):
+            kind = "Tensor" if hasattr(value, "_data") else \
+                "numpy.bool" if isinstance(value, np.bool_) else _type_name(value)
+            where = "" if index is None else f" (position {index + (not method)})"
+            raise TypeError(f"{name}(): argument '{arg}'{where} must be bool, not {kind}")
+
+
+def guarded(fn, name, method=False):
+    """`fn` whose AttributeErrors from a non-tensor argument become torch's TypeError; and
+    which refuses a non-bool for one of torch's strict bool arguments (`strict_bool_params`)."""
+    strict = strict_bool_params(fn, name)
+    if strict:
+        return _bools_checking(fn, name, strict, method, guard=True)
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
         try:
@@ -197,6 +283,47 @@ def guarded(fn, name):
             reraise_typed(name, fn, args, kwargs, error)
     call._guarded = True
     return call
+
+
+def bools_checked(fn, name, method=False):
+    """`fn` refusing a non-bool for one of torch's strict bool arguments, as `guarded` does
+    (for a function guarded otherwise); `fn` itself when it has none."""
+    strict = strict_bool_params(fn, name)
+    return _bools_checking(fn, name, strict, method, guard=False) if strict else fn
+
+
+def _bools_checking(fn, name, strict, method, guard):
+    """`fn` calling `check_bool_args` only when a call passes enough positional arguments to
+    reach a strict one, or keywords; with one strict argument (`x.sum(0, keepdim=True)`), only
+    when the value passed is no bool. `guard`: with `guarded`'s AttributeError translation."""
+    single = len(strict) == 1
+    arg, index, none_passes = strict[0]
+    index = 1 << 30 if index is None else index
+    alias = "keepdims" if arg == "keepdim" else arg
+    reach = min((i for _, i, _ in strict if i is not None), default=1 << 30)
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        if single:
+            if len(args) > index:
+                value = args[index]
+            elif kwargs:
+                value = kwargs.get(arg, kwargs.get(alias, True))
+            else:
+                value = True
+            if value.__class__ is not bool and not (none_passes and value is None):
+                check_bool_args(name, strict, args, kwargs, method)
+        elif kwargs or len(args) > reach:
+            check_bool_args(name, strict, args, kwargs, method)
+        try:
+            return fn(*args, **kwargs)
+        except AttributeError as error:
+            if guard:
+                reraise_typed(name, fn, args, kwargs, error)
+            raise
+    checked._guarded = guard or getattr(fn, "_guarded", False)
+    checked._bools_checked = True
+    return checked
 
 
 def reraise_typed(name, fn, args, kwargs, error):
