@@ -17,8 +17,8 @@ flowgrad.Size([1, 3])
 from __future__ import annotations
 
 import functools
-import warnings
 
+from ._warn import warn
 from .autograd import grad_mode
 from .autograd.function import Function
 from .nn.module import Module
@@ -162,8 +162,8 @@ class OptimizedModule(Module):
         if self._fullgraph:
             raise RuntimeError(f"flowgrad.compile(fullgraph=True): {reason}")
         object.__setattr__(self, "_eager_reason", reason)
-        warnings.warn(f"flowgrad.compile: running {type(self._orig_mod).__name__} eagerly: "
-                      f"{reason}", UserWarning, stacklevel=3)
+        warn(f"flowgrad.compile: running {type(self._orig_mod).__name__} eagerly: "
+             f"{reason}", UserWarning, stacklevel=3)
 
     def _graph(self, key, make):
         graph = self._graphs.get(key)

@@ -10,7 +10,8 @@ compiled plan use `flow.compile` or `flow.nn.Graph`.
 from __future__ import annotations
 
 import typing
-import warnings
+
+from ._warn import warn
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting",
            "is_tracing", "Final", "annotate", "Attribute", "save", "load", "freeze",
@@ -23,9 +24,9 @@ _noted = [False]
 def _note(what):
     if not _noted[0]:
         _noted[0] = True
-        warnings.warn(f"flowgrad.jit.{what}: TorchScript is not available; the object is "
-                      "returned unchanged and runs eagerly (flow.compile compiles it)",
-                      UserWarning, stacklevel=3)
+        warn(f"flowgrad.jit.{what}: TorchScript is not available; the object is "
+             "returned unchanged and runs eagerly (flow.compile compiles it)",
+             UserWarning, stacklevel=3)
 
 
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):

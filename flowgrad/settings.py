@@ -13,7 +13,7 @@ that sets them runs unchanged.
 """
 from __future__ import annotations
 
-import warnings
+from ._warn import warn
 
 _DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
 _state = {"debug_mode": 0, "matmul_precision": "highest"}
@@ -86,8 +86,8 @@ def set_float32_matmul_precision(precision) -> None:
     >>> flow.set_float32_matmul_precision("highest")
     """
     if precision not in ("highest", "high", "medium"):
-        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
-                      f"set_float32_matmul_precision call has no effect.", stacklevel=2)
+        warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+             f"set_float32_matmul_precision call has no effect.", stacklevel=2)
         return
     _state["matmul_precision"] = precision
 

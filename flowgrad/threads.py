@@ -14,9 +14,9 @@ reports the CPU count and `set_num_threads` warns once that the BLAS pool keeps 
 from __future__ import annotations
 
 import os
-import warnings
 
 from . import blas
+from ._warn import warn
 
 _interop = [1]
 _warned = [False]
@@ -51,9 +51,9 @@ def set_num_threads(num: int) -> None:
     if controller is None:
         if not mkl and not _warned[0]:
             _warned[0] = True
-            warnings.warn("flowgrad.set_num_threads: install threadpoolctl (pip install "
-                          "flowgrad[threads]) to resize the BLAS thread pool; it keeps its "
-                          "size", UserWarning, stacklevel=2)
+            warn("flowgrad.set_num_threads: install threadpoolctl (pip install "
+                 "flowgrad[threads]) to resize the BLAS thread pool; it keeps its "
+                 "size", UserWarning, stacklevel=2)
         return
     for pool in controller.select(user_api="blas").lib_controllers:
         if pool.internal_api != "mkl":

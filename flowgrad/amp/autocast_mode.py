@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import functools
 import threading
-import warnings
 
 from .. import dtypes as _dt
+from .._warn import warn
 from ..autograd import interpreter as _interpreter
 from . import policy as _policy
 
@@ -258,11 +258,11 @@ class autocast:  # noqa: N801 - torch's name
             cache_enabled
         if enabled:
             if device_type == "cuda":
-                warnings.warn("CUDA is not available or torch_xla is imported. Disabling "
-                              "autocast.", stacklevel=2)
+                warn("CUDA is not available or torch_xla is imported. Disabling "
+                     "autocast.", stacklevel=2)
                 enabled = False
             elif self.fast_dtype not in (_dt.bfloat16, _dt.float16):
-                warnings.warn(
+                warn(
                     f"In CPU autocast, but the target dtype is not supported. Disabling "
                     f"autocast.\nCPU Autocast only supports dtypes of flowgrad.bfloat16, "
                     f"flowgrad.float16 currently (got {self.fast_dtype}).", stacklevel=2)

@@ -13,9 +13,9 @@ False
 from __future__ import annotations
 
 import sys
-import warnings
 
 from .. import dtypes as _dt
+from .._warn import warn
 from . import autocast_mode as _autocast_mode
 from . import grad_scaler as _grad_scaler
 
@@ -26,9 +26,9 @@ def old_spellings(device, default_dtype):
     """torch.<device>.amp's deprecated autocast and GradScaler classes: they warn, then are
     `autocast(device, ...)` and `GradScaler(device, ...)`."""
     def deprecated(name):
-        warnings.warn(f"`torch.{device}.amp.{name}(args...)` is deprecated. Please use "
-                      f"`torch.amp.{name}('{device}', args...)` instead.", FutureWarning,
-                      stacklevel=3)
+        warn(f"`torch.{device}.amp.{name}(args...)` is deprecated. Please use "
+             f"`torch.amp.{name}('{device}', args...)` instead.", FutureWarning,
+             stacklevel=3)
 
     class autocast(_autocast_mode.autocast):  # noqa: N801 - torch's name
         def __init__(self, enabled=True, dtype=default_dtype, cache_enabled=True):

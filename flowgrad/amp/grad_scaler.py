@@ -21,13 +21,13 @@ tensor([0.7000, 0.7000], requires_grad=True), 16.0)
 """
 from __future__ import annotations
 
-import warnings
 from collections import defaultdict
 from enum import Enum
 
 import numpy as np
 
 from .. import dtypes as _dt
+from .._warn import warn
 from ..autograd.grad_mode import no_grad
 
 __all__ = ["GradScaler", "OptState"]
@@ -58,8 +58,8 @@ class GradScaler:
         self._device = device
         self._enabled = enabled
         if device == "cuda" and enabled:
-            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  "
-                          "Disabling.", stacklevel=2)
+            warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  "
+                 "Disabling.", stacklevel=2)
             self._enabled = False
         if self._enabled:
             if growth_factor <= 1.0:

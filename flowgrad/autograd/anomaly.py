@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-import warnings
 
+from .._warn import warn
 from .graph import node_metadata
 
 enabled = False      # read by interpreter.add_node and GraphTask.apply
@@ -97,8 +97,8 @@ class detect_anomaly:  # noqa: N801 - torch's name
 
     def __init__(self, check_nan: bool = True):
         self.check_nan = check_nan
-        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
-                      "and should only be enabled for debugging.", stacklevel=2)
+        warn("Anomaly Detection has been enabled. This mode will increase the runtime "
+             "and should only be enabled for debugging.", stacklevel=2)
 
     def __enter__(self):
         self.prev = (enabled, check_nan)
@@ -147,12 +147,12 @@ def forward_traceback(node) -> str:
 def warn_forward_traceback(node):
     text = forward_traceback(node)
     if text:
-        warnings.warn(f"Error detected in {node.name}. Traceback of forward call that caused "
-                      f"the error:\n{text}", stacklevel=2)
+        warn(f"Error detected in {node.name}. Traceback of forward call that caused "
+             f"the error:\n{text}", stacklevel=2)
     else:
-        warnings.warn(f"Error detected in {node.name}. No forward pass information available."
-                      f" Enable detect anomaly during forward pass for more information.",
-                      stacklevel=2)
+        warn(f"Error detected in {node.name}. No forward pass information available."
+             f" Enable detect anomaly during forward pass for more information.",
+             stacklevel=2)
 
 
 def check_results(node, in_grads):

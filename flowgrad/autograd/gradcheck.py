@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._warn import warn
 from ..device import new_array, new_zeros, to_host
 from ..func import vmap
 from ..ops.shape import stack
@@ -46,11 +47,10 @@ def _check_inputs(inputs):
                          "but none of them have requires_grad=True")
     for t in diff:
         if t.dtype.itemsize < 8:
-            import warnings
 
-            warnings.warn(f"gradcheck: input of shape {tuple(t.shape)} is {t.dtype}, not "
-                          f"double precision; the check may fail from rounding alone. Use "
-                          f"float64 inputs", stacklevel=3)
+            warn(f"gradcheck: input of shape {tuple(t.shape)} is {t.dtype}, not "
+                 f"double precision; the check may fail from rounding alone. Use "
+                 f"float64 inputs", stacklevel=3)
     return diff
 
 

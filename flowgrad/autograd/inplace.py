@@ -16,10 +16,10 @@ tensor([3., 1.])
 from __future__ import annotations
 
 import sys
-import warnings
 
 import numpy as np
 
+from .._warn import warn
 from ..dtypes import can_cast_array
 from . import grad_mode
 from . import interpreter as _interpreter
@@ -224,10 +224,10 @@ def warn_expanded_write(data, name, example):
     view: the elements the mask or indices select share memory with others, which are
     written too."""
     if not data.flags.writeable and self_overlapping(data):
-        warnings.warn(f"Use of {name} on expanded tensors is deprecated. Please clone() the "
-                      f"tensor before performing this operation. This also applies to "
-                      f"advanced indexing e.g. {example}", UserWarning,
-                      stacklevel=_user_stacklevel())
+        warn(f"Use of {name} on expanded tensors is deprecated. Please clone() the "
+             f"tensor before performing this operation. This also applies to "
+             f"advanced indexing e.g. {example}", UserWarning,
+             stacklevel=_user_stacklevel())
 
 
 def _user_stacklevel():

@@ -24,10 +24,11 @@ import sys
 import threading
 import time
 import traceback
-import warnings
 from datetime import timedelta
 
 import numpy as np
+
+from .._warn import warn
 
 DEFAULT_TIMEOUT = timedelta(minutes=30)  # torch's default for non-NCCL groups
 
@@ -418,8 +419,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
             f"init_process_group: backend {backend!r} needs CUDA GPUs, which flowgrad does not "
             f"have; use backend='mpi' (or 'gloo', which runs on MPI here)")
     if name == "gloo":
-        warnings.warn("init_process_group: backend 'gloo' runs on MPI in flowgrad "
-                      "(get_backend() says 'mpi')", stacklevel=2)
+        warn("init_process_group: backend 'gloo' runs on MPI in flowgrad "
+             "(get_backend() says 'mpi')", stacklevel=2)
     elif name != "mpi":
         raise ValueError(f"init_process_group: unknown backend {backend!r}; flowgrad has 'mpi' "
                          f"(and accepts 'gloo' as a name for it)")

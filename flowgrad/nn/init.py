@@ -11,10 +11,10 @@ True
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
+from .._warn import warn
 from ..autograd.inplace import bump_version
 from ..autograd.interpreter import check_host_draw
 from ..errors import check_std, check_uniform_bounds
@@ -151,8 +151,8 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     normal while [a, b] holds over 30% of its mass, else rejection sampling from U(a, b)
     (which ends quickly even for a window far out in the tail)."""
     if mean < a - 2 * std or mean > b + 2 * std:
-        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
-                      "The distribution of values may be incorrect.", stacklevel=2)
+        warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+             "The distribution of values may be incorrect.", stacklevel=2)
     _check_sampled_dtype(tensor, "trunc_normal_", complex_ok=False)
     if std == 0:
         raise ZeroDivisionError(f"nn.init.trunc_normal_: std=0 (mean={mean}, [a, b]=[{a}, "
@@ -249,7 +249,7 @@ def _kaiming_std(tensor, a, mode, nonlinearity):
 def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """He uniform: U(-b, b) with b = gain * sqrt(3 / fan)."""
     if 0 in tuple(tensor.shape):
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
     return _draw_uniform(tensor, -bound, bound, generator, "kaiming_uniform_")
@@ -258,7 +258,7 @@ def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", ge
 def kaiming_normal_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
     if 0 in tuple(tensor.shape):
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     std = _kaiming_std(tensor, a, mode, nonlinearity)
     return _draw_normal(tensor, 0.0, std, generator, "kaiming_normal_")
@@ -302,8 +302,8 @@ def _deprecated(fn):
     old_name = fn.__name__[:-1]
 
     def deprecated_init(*args, **kwargs):
-        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
-                      f"`nn.init.{fn.__name__}`.", FutureWarning, stacklevel=2)
+        warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+             f"`nn.init.{fn.__name__}`.", FutureWarning, stacklevel=2)
         return fn(*args, **kwargs)
 
     deprecated_init.__name__ = deprecated_init.__qualname__ = old_name

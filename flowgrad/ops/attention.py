@@ -10,8 +10,8 @@ flowgrad.Size([1, 2, 4])
 from __future__ import annotations
 
 import math
-import warnings
 
+from .._warn import warn
 from ..device import array_module
 from ..tensor import Tensor
 from .activation import softmax
@@ -173,8 +173,8 @@ def canonical_mask(mask, name, dtype, other=None, other_name=""):
     if not is_bool and not mask.is_floating_point():
         raise AssertionError(f"only bool and floating types of {name} are supported")
     if other is not None and mask.dtype != other.dtype:
-        warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
-                      f"type for both instead.", stacklevel=3)
+        warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
+             f"type for both instead.", stacklevel=3)
     # by ops, not on the array: a mask that is an input of nn.Graph is traced
     return where(mask, -math.inf, 0.0).to(dtype) if is_bool else mask
 

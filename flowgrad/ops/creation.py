@@ -14,11 +14,11 @@ import itertools
 import math
 import numbers
 import operator
-import warnings
 
 import numpy as np
 
 from .. import dtypes as _dt
+from .._warn import warn
 from ..autograd import inference
 from ..autograd import interpreter as _interpreter
 from ..device import ARRAY_MODULES, CPU, device_of, resolve_device, to_device
@@ -208,8 +208,8 @@ def _cast_array(array, dtype):
     """A whole array or tensor cast to `dtype`: complex into a real dtype keeps the real part
     with torch's warning."""
     if array.dtype.kind == "c" and dtype.category < 3:
-        warnings.warn("Casting complex values to real discards the imaginary part",
-                      UserWarning, stacklevel=4)
+        warn("Casting complex values to real discards the imaginary part",
+             UserWarning, stacklevel=4)
         array = array.real
     return array.astype(dtype.np)
 
@@ -228,8 +228,8 @@ def _check_real(data, arrays, dtype):
         raise TypeError(f"tensor(): a Python complex number ({examples[complex]!r}) cannot be "
                         f"converted to type {dtype.name}; pass a complex dtype or real numbers")
     if arrays or any(issubclass(t, np.complexfloating) for t in examples):
-        warnings.warn("Casting complex values to real discards the imaginary part",
-                      UserWarning, stacklevel=4)
+        warn("Casting complex values to real discards the imaginary part",
+             UserWarning, stacklevel=4)
 
 
 bind_late(as_array=as_array)  # Tensor(data), the legacy constructor, calls it

@@ -14,11 +14,11 @@ tensor([9., 1., 2.], dtype=flowgrad.float64)
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 from .. import dtypes as _dt
+from .._warn import warn
 from ..autograd.inplace import run_inplace
 from ..device import ARRAY_MODULES, array_module, device_of, resolve_device
 from ..tensor import Tensor
@@ -113,8 +113,8 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
                          f"run past the buffer's {size} bytes")
     array = np.frombuffer(buffer, dtype=d.np, count=count, offset=offset)
     if not array.flags.writeable:
-        warnings.warn("frombuffer: the buffer is not writable; writing to the tensor fails "
-                      "(copy it with .clone() to write)", UserWarning, stacklevel=2)
+        warn("frombuffer: the buffer is not writable; writing to the tensor fails "
+             "(copy it with .clone() to write)", UserWarning, stacklevel=2)
     return _finish(array, requires_grad)
 
 
@@ -188,9 +188,9 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
     """Deprecated in torch: values from start to end *inclusive* by step, in the default
     float dtype. Use `arange` (end exclusive)."""
     check_hints("range", options)
-    warnings.warn("torch.range is deprecated and will be removed in a future release because "
-                  "its behavior is inconsistent with Python's range builtin. Instead, use "
-                  "torch.arange, which produces values in [start, end).", UserWarning,
+    warn("torch.range is deprecated and will be removed in a future release because "
+         "its behavior is inconsistent with Python's range builtin. Instead, use "
+         "torch.arange, which produces values in [start, end).", UserWarning,
                   stacklevel=2)
     if end is None:
         raise TypeError("range() missing required argument 'end'")

@@ -19,6 +19,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes as _dt
+from .._warn import warn
 from ..errors import check_same_dtype, int_arg
 from ..tensor import Tensor, tensor_method
 from .complex import adjoint
@@ -299,10 +300,9 @@ def linalg_cross(input, other, *, dim=-1):
 def cross(input, other, dim=None):
     """torch.cross: as linalg.cross; `dim=None` takes the first dim of size 3."""
     if dim is None:
-        import warnings
 
-        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.",
-                      UserWarning, stacklevel=2)
+        warn("Using torch.cross without specifying the dim arg is deprecated.",
+             UserWarning, stacklevel=2)
         # the first dim of size 3 in input's own shape, as torch's
         dim = next((i for i, s in enumerate(input._data.shape) if s == 3), None)
         if dim is None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import functools
 import inspect
-import warnings
 
 import numpy as np
 
+from .._warn import warn
 from ..autograd import grad_mode
 from ..errors import check_kernel_dtype, check_same_dtype
 from ..tensor import Tensor
@@ -52,8 +52,8 @@ def legacy_reduction_name(size_average, reduce):
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     name = "mean" if (size_average and reduce) else "sum" if reduce else "none"
-    warnings.warn(f"size_average and reduce args will be deprecated, please use "
-                  f"reduction='{name}' instead.", stacklevel=3)  # the caller's caller
+    warn(f"size_average and reduce args will be deprecated, please use "
+         f"reduction='{name}' instead.", stacklevel=3)  # the caller's caller
     return name
 
 
@@ -399,9 +399,9 @@ def _pair(input, target, name, reduction):
     if not isinstance(target, Tensor):
         raise TypeError(f"{name}: expected target to be a Tensor, got {type(target).__name__}")
     if input.shape != target.shape:
-        warnings.warn(f"{name}: using a target size ({tuple(target.shape)}) that is different "
-                      f"to the input size ({tuple(input.shape)}); they will be broadcast, "
-                      f"which is likely wrong. Ensure they have the same size.", stacklevel=3)
+        warn(f"{name}: using a target size ({tuple(target.shape)}) that is different "
+             f"to the input size ({tuple(input.shape)}); they will be broadcast, "
+             f"which is likely wrong. Ensure they have the same size.", stacklevel=3)
         try:
             np.broadcast_shapes(tuple(input.shape), tuple(target.shape))
         except ValueError:

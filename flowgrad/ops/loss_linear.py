@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 
 from .. import dtypes as _dt
+from .._warn import warn
 from .linalg import linear
 from .loss import cross_entropy
 
@@ -102,12 +102,12 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     if options is not None and (out_features or reduction not in ("mean", "sum", "none")
                                 or label_smoothing != 0.0 or target.dtype.name != "int64"):
         bias_shape = None if linear_bias is None else tuple(linear_bias.shape)
-        warnings.warn(f"linear_cross_entropy: ``options`` ignored; chunked path needs "
-                      f"reduction in {{'mean','sum','none'}}, label_smoothing == 0, "
-                      f"target.dtype == int64, out_features == (). Got "
-                      f"reduction={reduction!r}, label_smoothing={label_smoothing}, "
-                      f"target.dtype={target.dtype}, out_features={out_features}, "
-                      f"tracing=False, linear_bias.shape={bias_shape}.", stacklevel=2)
+        warn(f"linear_cross_entropy: ``options`` ignored; chunked path needs "
+             f"reduction in {{'mean','sum','none'}}, label_smoothing == 0, "
+             f"target.dtype == int64, out_features == (). Got "
+             f"reduction={reduction!r}, label_smoothing={label_smoothing}, "
+             f"target.dtype={target.dtype}, out_features={out_features}, "
+             f"tracing=False, linear_bias.shape={bias_shape}.", stacklevel=2)
     if out_features:
         rows = math.prod(out_features, start=num_classes)
         linear_weight = linear_weight.reshape(rows, in_features)

@@ -11,10 +11,10 @@ flowgrad ops, so differentiable again).
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
+from .._warn import warn
 from ..device import array_module
 from ..errors import check_same_dtype
 from ..tensor import Tensor
@@ -196,9 +196,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if reduction == "batchmean":
         return loss.sum() / (x._data.shape[0] if x._data.ndim else 1)
     if reduction == "mean":
-        warnings.warn("kl_div: reduction='mean' divides the total loss by both the batch size "
-                      "and the support size; 'batchmean' gives the true KL divergence",
-                      stacklevel=2)
+        warn("kl_div: reduction='mean' divides the total loss by both the batch size "
+             "and the support size; 'batchmean' gives the true KL divergence",
+             stacklevel=2)
     return reduce_loss(loss, reduction)
 
 

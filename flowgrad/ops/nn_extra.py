@@ -15,8 +15,8 @@ tensor([5.0000, 1.0000, 4.2426])
 from __future__ import annotations
 
 import math
-import warnings
 
+from .._warn import warn
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..errors import int_arg
 from . import loss_ctc as _loss_ctc
@@ -85,15 +85,15 @@ def upsample_bilinear(input, size=None, scale_factor=None):
     >>> flow.nn.functional.upsample_bilinear(flow.ones(1, 1, 2, 2), scale_factor=2).shape
     flowgrad.Size([1, 1, 4, 4])
     """
-    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
-                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+         "`nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
     """Deprecated torch spelling: interpolate(mode='nearest')."""
-    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
-                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    warn("`nn.functional.upsample_nearest` is deprecated. Use "
+         "`nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode="nearest")
 
 

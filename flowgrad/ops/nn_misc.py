@@ -16,10 +16,10 @@ tensor([[0., 0., 1.],
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
+from .._warn import warn
 from ..autograd import grad_mode
 from ..autograd.inplace import run_inplace
 from ..autograd.interpreter import check_read, varies_per_run
@@ -366,9 +366,9 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 def _feature_warning(name, input, dims):
     nd = input._data.ndim
     if nd not in (dims + 1, dims + 2):
-        warnings.warn(f"{name}: Received a {nd}-D input to {name}, which is deprecated and will "
-                      f"result in an error in a future release. To retain the behavior and "
-                      f"silence this warning, please use dropout instead.", stacklevel=3)
+        warn(f"{name}: Received a {nd}-D input to {name}, which is deprecated and will "
+             f"result in an error in a future release. To retain the behavior and "
+             f"silence this warning, please use dropout instead.", stacklevel=3)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
@@ -378,11 +378,11 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     _check_p(p, "dropout2d")
     _feature_warning("dropout2d", input, 2)
     if input._data.ndim == 3:
-        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
-                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
-                      "shape (N, C, L), where C is the channel dim. To maintain the 1D "
-                      "channel-wise dropout behavior, please switch to using dropout1d "
-                      "instead.", stacklevel=2)
+        warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+             "channel-wise 1D dropout behavior is desired - input is interpreted as "
+             "shape (N, C, L), where C is the channel dim. To maintain the 1D "
+             "channel-wise dropout behavior, please switch to using dropout1d "
+             "instead.", stacklevel=2)
     if training and 0 < p < 1 and input._data.ndim < 2 and input._data.size:
         raise RuntimeError(f"dropout2d: expected 3D or 4D input (feature dropout needs at "
                            f"least 2 dimensions), got input of shape {tuple(input.shape)}")

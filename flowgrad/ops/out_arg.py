@@ -13,10 +13,9 @@ shape is written through, whatever its strides.
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
+from .._warn import warn
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import bump_version
 from ..dtypes import can_cast_array
@@ -57,7 +56,7 @@ def write_out(result, out, name):
                 f"{name}(): out= is a view of shape {list(out.shape)} but the result has shape "
                 f"{list(shape)}; a view cannot be resized, pass a tensor of that shape")
         if out.numel():
-            warnings.warn(
+            warn(
                 f"An output with one or more elements was resized since it had shape "
                 f"{list(out.shape)}, which does not match the required output shape "
                 f"{list(shape)}. This behavior is deprecated, and in a future PyTorch release "

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import functools
 import inspect
-import warnings
 
 from .. import dtypes as _dt
 from .. import linalg as _linalg
+from .._warn import warn
 from . import nn_misc as _nn_misc
 from . import normalization as _norm
 
@@ -105,9 +105,9 @@ def nuclear_norm(input, dim=None, keepdim=False):
 def cholesky(input, upper=False):
     """torch.cholesky (deprecated there): linalg.cholesky's L, or its conjugate transpose U
     with `upper=True`."""
-    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be "
-                  "removed in a future PyTorch release; use torch.linalg.cholesky(A) (and .mH "
-                  "for upper=True)", UserWarning, stacklevel=2)
+    warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be "
+         "removed in a future PyTorch release; use torch.linalg.cholesky(A) (and .mH "
+         "for upper=True)", UserWarning, stacklevel=2)
     lower = _linalg.cholesky(input)
     return lower.mH if upper else lower
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import math
 import types
-import warnings
 import weakref
 from bisect import bisect_right
 from collections import Counter
 from functools import wraps
 
+from .._warn import warn
 from ..tensor import Tensor
 from ._state_check import check_scheduler_state
 from .optimizer import Optimizer
@@ -139,19 +139,19 @@ class LRScheduler:
     def step(self, epoch=None):
         if self._step_count == 1:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
-                warnings.warn("Seems like `optimizer.step()` has been overridden after "
-                              "learning rate scheduler initialization. Please, make sure to "
-                              "call `optimizer.step()` before `lr_scheduler.step()`.",
-                              UserWarning, stacklevel=2)
+                warn("Seems like `optimizer.step()` has been overridden after "
+                     "learning rate scheduler initialization. Please, make sure to "
+                     "call `optimizer.step()` before `lr_scheduler.step()`.",
+                     UserWarning, stacklevel=2)
             elif not getattr(self.optimizer, "_opt_called", False):
-                warnings.warn("Detected call of `lr_scheduler.step()` before "
-                              "`optimizer.step()`. Call them in the opposite order: "
-                              "`optimizer.step()` before `lr_scheduler.step()`, or the first "
-                              "value of the learning rate schedule is skipped.",
-                              UserWarning, stacklevel=2)
+                warn("Detected call of `lr_scheduler.step()` before "
+                     "`optimizer.step()`. Call them in the opposite order: "
+                     "`optimizer.step()` before `lr_scheduler.step()`, or the first "
+                     "value of the learning rate schedule is skipped.",
+                     UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
-            warnings.warn(_EPOCH_WARNING, UserWarning, stacklevel=2)
+            warn(_EPOCH_WARNING, UserWarning, stacklevel=2)
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):

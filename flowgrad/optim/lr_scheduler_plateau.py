@@ -12,8 +12,8 @@
 from __future__ import annotations
 
 import math
-import warnings
 
+from .._warn import warn
 from ._state_check import check_scheduler_state
 from .lr_scheduler import _EPOCH_WARNING, LRScheduler, _check_optimizer, _lrs, _set_lr
 
@@ -56,7 +56,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            warnings.warn(_EPOCH_WARNING, UserWarning, stacklevel=2)
+            warn(_EPOCH_WARNING, UserWarning, stacklevel=2)
         self.last_epoch = epoch
         if self._is_better(current, self.best):
             self.best = current

@@ -20,6 +20,7 @@ from collections import OrderedDict, defaultdict
 
 import numpy as np
 
+from .._warn import warn
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.inplace import bump_version
 from ..device import new_array
@@ -190,10 +191,9 @@ class Optimizer:
             group.setdefault(name, default)
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if len({id(p) for p in params}) != len(params):
-            import warnings
 
-            warnings.warn("optimizer contains a parameter group with duplicate parameters; "
-                          "in future, this will cause an error", UserWarning, stacklevel=3)
+            warn("optimizer contains a parameter group with duplicate parameters; "
+                 "in future, this will cause an error", UserWarning, stacklevel=3)
         if any(id(p) in seen for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
         if self.param_groups and bool(names) != ("param_names" in self.param_groups[0]):

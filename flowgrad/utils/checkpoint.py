@@ -24,9 +24,9 @@ flowgrad.Size([2, 3])
 from __future__ import annotations
 
 import contextlib
-import warnings
 
 from .. import random as _random
+from .._warn import warn
 from ..autograd import grad_mode
 from ..autograd.function import Function
 from ..autograd.saved_hooks import saved_tensors_hooks
@@ -77,9 +77,9 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
     tensor([ 5.4366, 22.1672])
     """
     if use_reentrant is None:
-        warnings.warn("flowgrad.utils.checkpoint: the use_reentrant parameter should be passed "
-                      "explicitly; use_reentrant=False is recommended. It defaults to True, as "
-                      "torch's does.", stacklevel=2)
+        warn("flowgrad.utils.checkpoint: the use_reentrant parameter should be passed "
+             "explicitly; use_reentrant=False is recommended. It defaults to True, as "
+             "torch's does.", stacklevel=2)
         use_reentrant = True
     if determinism_check not in ("default", "none"):
         raise ValueError(f"checkpoint: determinism_check must be 'default' or 'none', got "
@@ -207,9 +207,9 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     flowgrad.Size([4, 1])
     """
     if use_reentrant is None:
-        warnings.warn("flowgrad.utils.checkpoint.checkpoint_sequential: the use_reentrant "
-                      "parameter should be passed explicitly; it defaults to True, as torch's "
-                      "does.", stacklevel=2)
+        warn("flowgrad.utils.checkpoint.checkpoint_sequential: the use_reentrant "
+             "parameter should be passed explicitly; it defaults to True, as torch's "
+             "does.", stacklevel=2)
         use_reentrant = True
     if hasattr(functions, "children") and not isinstance(functions, (list, tuple)):
         functions = list(functions.children())

@@ -6,8 +6,7 @@ tensor([0., 2.])
 """
 from __future__ import annotations
 
-import warnings
-
+from ..._warn import warn
 from .. import functional as F
 from .. import init
 from ..module import Module
@@ -302,8 +301,8 @@ class GLU(Module):
 
 
 def _legacy_softmax_dim(name, ndim):
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                  f"to include dim=X as an argument.", stacklevel=3)
+    warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+         f"to include dim=X as an argument.", stacklevel=3)
     return 0 if ndim in (0, 1, 3) else 1
 
 

@@ -8,8 +8,8 @@ tensor(2.)
 from __future__ import annotations
 
 import math
-import warnings
 
+from ..._warn import warn
 from ...ops.loss import legacy_reduction_name
 from ...ops.loss_linear import LinearCrossEntropyOptions
 from .. import functional as F
@@ -92,8 +92,8 @@ class NLLLoss2d(NLLLoss):
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean"):
-        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
-                      "drop-in replacement.", FutureWarning, stacklevel=2)
+        warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
+             "drop-in replacement.", FutureWarning, stacklevel=2)
         super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 

@@ -16,8 +16,8 @@ input is laid out the same way: `batch_sizes` = (N,) * T).
 from __future__ import annotations
 
 import math
-import warnings
 
+from ..._warn import warn
 from ...ops.creation import zeros
 from ...ops.elementwise import sigmoid, tanh
 from ...ops.rnn import _steps, gru_seq, lstm_seq, rnn_seq
@@ -64,9 +64,9 @@ class RNNBase(Module):
             raise ValueError("dropout should be a number in range [0, 1] representing the "
                              "probability of an element being zeroed")
         if dropout > 0 and num_layers == 1:
-            warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
-                          f"non-zero dropout expects num_layers greater than 1, but got "
-                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
+            warn("dropout option adds dropout after all but last recurrent layer, so "
+                 f"non-zero dropout expects num_layers greater than 1, but got "
+                 f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
         if not isinstance(hidden_size, int) or hidden_size <= 0:
             raise ValueError("hidden_size must be an integer greater than zero")
         if not isinstance(num_layers, int) or num_layers <= 0:

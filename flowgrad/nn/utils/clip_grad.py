@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ..._warn import warn
 from ...autograd import interpreter as _interpreter
 from ...autograd.inplace import bump_version
 from ...device import array_module
@@ -142,10 +143,9 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
                    foreach=None):
     """Deprecated alias of `clip_grad_norm_` (as in torch)."""
-    import warnings
 
-    warnings.warn("`flowgrad.nn.utils.clip_grad_norm` is now deprecated in favor of "
-                  "`flowgrad.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    warn("`flowgrad.nn.utils.clip_grad_norm` is now deprecated in favor of "
+         "`flowgrad.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 

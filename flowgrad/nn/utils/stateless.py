@@ -17,8 +17,8 @@ tensor([[3.]])
 from __future__ import annotations
 
 import contextlib
-import warnings
 
+from ..._warn import warn
 from ...tensor import Tensor
 
 __all__ = ["functional_call"]
@@ -127,8 +127,8 @@ def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
     """Call `module(*args, **kwargs)` with the tensors of `parameters_and_buffers` (dotted
     names to tensors) in place of the module's own, then restore them (deprecated: use
     flowgrad.func.functional_call)."""
-    warnings.warn("This API is deprecated as of PyTorch 2.0 and will be removed in a future "
-                  "version of PyTorch. Please use torch.func.functional_call instead which is "
-                  "a drop-in replacement.", FutureWarning, stacklevel=2)
+    warn("This API is deprecated as of PyTorch 2.0 and will be removed in a future "
+         "version of PyTorch. Please use torch.func.functional_call instead which is "
+         "a drop-in replacement.", FutureWarning, stacklevel=2)
     return _functional_call(module, parameters_and_buffers, args, kwargs,
                             tie_weights=tie_weights, strict=strict)

@@ -17,8 +17,8 @@ import collections.abc as abc
 import itertools
 import math
 import operator
-import warnings
 
+from ..._warn import warn
 from ...random import default_generator
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
@@ -224,8 +224,8 @@ def random_split(dataset, lengths, generator=default_generator):
         lengths = subset_lengths
         for i, length in enumerate(lengths):
             if length == 0:
-                warnings.warn(f"Length of split at index {i} is 0. This might result in an "
-                              "empty dataset.", UserWarning, stacklevel=2)
+                warn(f"Length of split at index {i} is 0. This might result in an "
+                     "empty dataset.", UserWarning, stacklevel=2)
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input "
                          f"dataset! (lengths sum to {sum(lengths)}, the dataset has {n})")
