@@ -15,8 +15,6 @@ tensor([3., 1.])
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from .._warn import warn
@@ -226,17 +224,7 @@ def warn_expanded_write(data, name, example):
     if not data.flags.writeable and self_overlapping(data):
         warn(f"Use of {name} on expanded tensors is deprecated. Please clone() the "
              f"tensor before performing this operation. This also applies to "
-             f"advanced indexing e.g. {example}", UserWarning,
-             stacklevel=_user_stacklevel())
-
-
-def _user_stacklevel():
-    """The `stacklevel` at which a warning raised by this module's caller names the user's
-    line: the first frame outside flowgrad."""
-    frame, level = sys._getframe(2), 2
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("flowgrad"):
-        frame, level = frame.f_back, level + 1
-    return level
+             f"advanced indexing e.g. {example}", UserWarning)
 
 
 def assign(dst, values, name):
