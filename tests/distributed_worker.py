@@ -115,6 +115,29 @@ def all_reduce_ops():
 
 
 @check
+def large_all_reduce_in_pieces():
+    """Above wire._WHOLE_BYTES the all-reduce goes in pieces (not a multiple of a piece, a
+    2-D array, a widened and a byte-reduced dtype): the same numbers as whole."""
+    from flowgrad.distributed import wire
+
+    rows = wire._WHOLE_BYTES // (4 * 1001) + 3
+    for dtype, op in [(np.float64, Op.SUM), (np.float32, Op.AVG), (np.int32, Op.MAX)]:
+        every = np.stack([data(r, (rows, 1001), dtype) for r in range(W)])
+        t = flow.tensor(data(R, (rows, 1001), dtype))
+        dist.all_reduce(t, op=op)
+        ref = {Op.SUM: every.sum(0), Op.AVG: every.mean(0), Op.MAX: every.max(0)}[op]
+        same(t, ref.astype(dtype))
+    flags = np.arange(wire._WHOLE_BYTES + 5) % (3 + R) == 0
+    t = flow.tensor(flags)
+    dist.all_reduce(t, op=Op.MIN)
+    assert np.array_equal(t.numpy(), (np.arange(flags.size) % 3 == 0) &
+                          (np.arange(flags.size) % 4 == 0))
+    t = flow.ones(wire._WHOLE_BYTES // 2 + 7, dtype=flow.bfloat16) * (R + 1)
+    dist.all_reduce(t)
+    assert t.dtype == flow.bfloat16 and float(t.float().min()) == float(t.float().max()) == 3.0
+
+
+@check
 def in_place_semantics():
     base = flow.tensor(data(R, (3, 2)))
     t = base.t()                       # not contiguous: MPI works on a copy, written back

@@ -46,7 +46,8 @@ GROUPS = {
     "group state, subgroups, init twice raises, gloo -> mpi": [
         "group_state", "subgroups", "gloo_is_mpi_after_destroy"],
     "collectives against NumPy": [
-        "all_reduce_ops", "in_place_semantics", "async_work_keeps_order", "rooted_collectives",
+        "all_reduce_ops", "large_all_reduce_in_pieces", "in_place_semantics",
+        "async_work_keeps_order", "rooted_collectives",
         "gathers_and_scatters", "point_to_point"],
     "mismatched collectives raise on every rank": ["mismatches_raise"],
     "collectives backpropagate": [

