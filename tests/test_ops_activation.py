@@ -11,6 +11,9 @@ import flowgrad.nn.functional as FF
 # away from the kinks at 0, +-0.5, +-1, +-3 so finite differences see one smooth piece
 SPREAD = np.array([[-4.1, -2.9, -1.3, -0.7, -0.2], [0.3, 0.8, 1.6, 2.7, 6.4]])
 
+# a fully masked row (every value -inf: _safe_softmax gives 0 there), a partly masked one
+MASKED_ROWS = np.array([[-np.inf, -np.inf, -np.inf], [0.3, -np.inf, 1.2], [0.5, -0.4, 2.0]])
+
 
 def C(name, fn, *specs, second=True, **kw):
     return pytest.param(fn, specs, second, kw, id=name)
@@ -56,6 +59,9 @@ CASES = [
     C("log_softmax", lambda m, x: m.log_softmax(x, dim=-1), (2, 5)),
     C("log_softmax_3d", lambda m, x: m.nn.functional.log_softmax(x, dim=1), (2, 3, 2)),
     C("softmin", lambda m, x: m.nn.functional.softmin(x, dim=1), (2, 5)),
+    C("safe_softmax", lambda m, x: m._safe_softmax(x, 1), (2, 5)),
+    C("safe_softmax_masked_rows", lambda m, x: m._safe_softmax(x, -1), MASKED_ROWS),
+    C("safe_softmax_dim0_dtype", lambda m, x: m._safe_softmax(x, 0, dtype=m.float64), MASKED_ROWS),
 ]
 
 

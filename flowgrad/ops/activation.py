@@ -54,7 +54,7 @@ __all__ = [
     "softsign", "hardtanh", "hardsigmoid", "hardswish", "hardshrink", "softshrink", "tanhshrink",
     "threshold", "prelu", "glu", "logsigmoid", "softmax", "log_softmax", "softmin",
     "relu_", "elu_", "selu_", "celu_", "leaky_relu_", "hardtanh_", "threshold_",
-    "rrelu", "rrelu_",
+    "rrelu", "rrelu_", "_safe_softmax",
 ]
 
 
@@ -709,20 +709,41 @@ def _short_rows(x, dim):
 @op("softmax", save="outputs", contiguous=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _softmax(xp, x, *, dim):
+    return _softmax_of(xp, x, dim)
+
+
+def _softmax_of(xp, x, dim, peak=None):
+    """softmax along dim; `peak`: x's maxima along dim (keepdims), when already known."""
+    if peak is None:
+        peak = x.max(axis=dim, keepdims=True, initial=-xp.inf)  # (initial: empty dims)
     rows = _short_rows(x, dim)
     if rows is not None:  # NumPy's broadcasts and exp, one thread each: by BLAS and VML
         e = xp.empty_like(rows)
-        fill_rows(rows.max(axis=1, initial=-xp.inf), e)
+        fill_rows(peak.reshape(-1), e)
         vector_math2("Sub", rows, e, e)
         vector_math("Exp", e, e, no_inf=True)  # (x - max: no +inf)
         scale = xp.empty_like(e)
         fill_rows(xp.reciprocal(_row_sums(xp, e, 1)).reshape(-1), scale)  # 1 / sum, as torch
         return vector_math2("Mul", e, scale, e).reshape(x.shape)
-    # (initial: empty dims; asarray: a 0-d difference is a scalar, and exp writes in place)
-    e = xp.asarray(x - x.max(axis=dim, keepdims=True, initial=-xp.inf))
+    e = xp.asarray(x - peak)  # (asarray: a 0-d difference is a scalar, and exp writes in place)
     xp.exp(e, out=e)
     e *= xp.reciprocal(_row_sums(xp, e, dim))  # times 1 / sum, as torch's kernel
     return e
+
+
+@op("safe_softmax", save="outputs", contiguous=True)
+@in_float32
+def _safe_softmax_op(xp, x, *, dim):
+    """softmax, but 0 on a row whose every value is -inf (NaN in softmax): torch's
+    _safe_softmax, the attention kernels' rule for a fully masked row. Its gradient is
+    softmax's, from the output (torch's too: 0 * dy on such a row)."""
+    peak = x.max(axis=dim, keepdims=True, initial=-xp.inf)
+    empty = peak == -xp.inf
+    if not empty.any():  # (the usual case: one test on the row maxima)
+        return _softmax_of(xp, x, dim, peak)
+    y = _softmax_of(xp, xp.where(empty, xp.zeros((), x.dtype), x), dim)
+    xp.copyto(y, xp.zeros((), y.dtype), where=empty)
+    return y
 
 
 @_softmax.grad
@@ -731,6 +752,9 @@ def softmax_backward(ctx, dy):
     if not grad_mode.is_grad_enabled():  # plain backward: one kernel
         return _softmax_grad(y, dy, dim=ctx.dim)
     return y * (dy - (dy * y).sum(ctx.dim, keepdim=True))
+
+
+_safe_softmax_op.grad(softmax_backward)
 
 
 @op("softmax_grad", differentiable=False)  # (create_graph takes the composed form above)
@@ -791,6 +815,19 @@ def softmax(input, dim=None, dtype=None, _stacklevel=3):
     """
     input, d = _softmax_dim(input, dim, dtype, "softmax", _stacklevel)
     return _softmax(input, dim=d)
+
+
+def _safe_softmax(input, dim, dtype=None):
+    """torch._safe_softmax: softmax along dim, with 0 (not NaN) on a slice whose every
+    value is -inf, as attention gives a fully masked row.
+
+    >>> import flowgrad as flow
+    >>> flow._safe_softmax(flow.tensor([[0.0, 0.0], [-float("inf"), -float("inf")]]), 1)
+    tensor([[0.5000, 0.5000],
+            [0.0000, 0.0000]])
+    """
+    input, d = _softmax_dim(input, dim, dtype, "_safe_softmax", 3)
+    return _safe_softmax_op(input, dim=d)
 
 
 @tensor_method()

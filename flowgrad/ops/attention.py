@@ -14,7 +14,7 @@ import math
 from .._warn import warn
 from ..device import array_module
 from ..tensor import Tensor
-from .activation import softmax
+from .activation import _safe_softmax_op, softmax
 from .creation import full, zeros
 from .elementwise import where
 from .linalg import linear
@@ -89,13 +89,16 @@ def check_mask_dtype(mask, dtype):
 
 def _safe_softmax(scores, allowed=None):
     """softmax over the last dim, with torch's SDPA rule for rows where every score is -inf
-    (a fully masked row): output 0 there, with gradient 0, rather than softmax's NaN.
-    `allowed` (bool, True = attend) masks the scores to -inf first."""
+    (a fully masked row): output 0 there, rather than softmax's NaN (one op, `safe_softmax`:
+    its gradient there is 0 * dy, as torch's). `allowed` (bool, True = attend) becomes an
+    additive mask (0 or -inf), as torch's math kernel has it: a NaN or inf score at a masked
+    position still reaches the row, and the masked positions' gradient is dy's."""
     if allowed is not None:
-        scores = where(allowed, scores, -math.inf)
-    empty = (scores == -math.inf).all(-1, keepdim=True)
-    # the empty rows' softmax runs on zeros (no NaN to leak into the gradient), then is zeroed
-    return where(empty, 0.0, softmax(where(empty, 0.0, scores), -1))
+        additive = where(allowed, 0.0, -math.inf)
+        if additive.dtype != scores.dtype:
+            additive = additive.to(scores.dtype)
+        scores = scores + additive
+    return _safe_softmax_op(scores, dim=scores._data.ndim - 1)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,

@@ -140,5 +140,5 @@ REAL_ONLY.update(jvp_linalg.RULES)
 JVP_KINDS.update(linear=_linear, multilinear=_multilinear, diagonal=_diagonal)
 JVP_RULES.update({"linear": _linear_layer, "conv": _linear_layer, "scalar_add": _first,
                   "depend": _first, "pad_constant": _pad_constant, "softmax": _softmax,
-                  "log_softmax": _log_softmax, "logsumexp": _logsumexp})
+                  "safe_softmax": _softmax, "log_softmax": _log_softmax, "logsumexp": _logsumexp})
 JVP_RULES.update(jvp_linalg.RULES)
