@@ -175,6 +175,35 @@ def test_sdpa_fully_masked_float_rows_are_zero():
         _close(f, t)
 
 
+@pytest.mark.parametrize("mask", ["bool", "float", "causal"])
+@pytest.mark.parametrize("inf_key", [False, True])
+@pytest.mark.parametrize("nan_upstream", [False, True])
+def test_sdpa_non_finite_values_reach_masked_rows_as_torch(mask, inf_key, nan_upstream):
+    """torch's math kernel adds a bool or causal mask as 0/-inf: an inf score at a masked
+    position makes its row NaN, and a fully masked row's gradient is 0 * dy (NaN for a NaN
+    dy), the rule of torch._safe_softmax."""
+    allowed = np.array([[False, False, False], [True, True, False], [True, True, True]])
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((1, 3, 2)).astype(np.float32) for _ in range(3))
+    if inf_key:
+        k[0, 2, 0] = np.inf  # key 2: masked for rows 0 and 1
+    dy = np.ones((1, 3, 2), np.float32)
+    if nan_upstream:
+        dy[0, 0, 1] = np.nan  # in the fully masked row
+    res = []
+    for fw in (torch, flow):
+        qt, kt, vt = (fw.tensor(a, requires_grad=True) for a in (q, k, v))
+        am = {"bool": fw.tensor(allowed), "causal": None,
+              "float": fw.tensor(np.where(allowed, 0, -np.inf).astype(np.float32))}[mask]
+        o = fw.nn.functional.scaled_dot_product_attention(qt, kt, vt, attn_mask=am,
+                                                          is_causal=mask == "causal")
+        o.backward(fw.tensor(dy))
+        res.append([_np(t) for t in (o, qt.grad, kt.grad, vt.grad)])
+    for t, f in zip(*res):
+        np.testing.assert_array_equal(np.isnan(f), np.isnan(t))
+        np.testing.assert_allclose(np.nan_to_num(f), np.nan_to_num(t), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("mask_dtype", ["float64", "int64", "float16"])
 def test_sdpa_mask_dtype_is_checked(mask_dtype):
     def call(fw):
