@@ -586,3 +586,32 @@ def test_masked_writes_into_an_expand_warn_as_torchs(write):
                  if "expanded tensors is deprecated" in str(w.message)}
         seen.append((a.tolist(), bool(names), all(w.filename == __file__ for w in caught)))
     assert seen[1] == seen[0]
+
+
+SETITEM_INDEXES = {"int": (slice(None), 0), "narrowing slice": slice(0, 2),
+                   "ellipsis int": (Ellipsis, 0), "list and int": ([0, 1], 0),
+                   "full slice": slice(None), "ellipsis": Ellipsis, "list": [0, 1],
+                   "mask": "mask", "full slice and list": (slice(None), [0])}
+
+
+@pytest.mark.parametrize("detach_base", [False, True])
+@pytest.mark.parametrize("index", SETITEM_INDEXES.values(), ids=SETITEM_INDEXES.keys())
+def test_setitem_on_a_view_rebases_the_view_only_where_torch_does(index, detach_base):
+    """torch's v[i] = x writes into the view v[i] makes when the index's basic part selects
+    one (an int, a narrowing slice): v itself is regenerated from its base when next read,
+    so after base.detach_() it has no history; a whole or purely advanced index writes v."""
+    def program(m):
+        x = m.ones(3, 1, dtype=m.float64, requires_grad=True) * 2
+        base = m.zeros(3, 1, dtype=m.float64)
+        v = base[0:3]
+        i = m.tensor([True, False, True]) if isinstance(index, str) else index
+        target = v[i]
+        v[i] = x[:target.shape[0]].reshape(target.shape) if target.dim() else x[0, 0]
+        if detach_base:
+            base.detach_()
+        out = {"v": v, "requires_grad": m.tensor(float(v.requires_grad))}
+        if v.requires_grad:
+            (g,) = m.autograd.grad((v * v).sum(), x, allow_unused=True)
+            out["grad"] = g
+        return out
+    run_both(program)

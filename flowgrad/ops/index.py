@@ -350,8 +350,15 @@ def setitem(x, index, value):
             else:  # write the region it selects (torch's x[i] = v is x[i].copy_(v))
                 _getitem(x, index=spec).copy_(value)
             return
-        inplace_update("setitem", x, lambda src: _setitem(src, value, *arrays, spec=spec),
-                       value.requires_grad)
+        target = x
+        if x._view is not None and _interpreter.current is _interpreter.AutogradInterpreter \
+                and _selects_a_view(data, spec, arrays):
+            # torch writes into the view the index's basic part makes (x[i] = v is
+            # x[i].copy_(v)): the base is rebased, x is not, and x's history is regenerated
+            # from the base when next read (none if the base stopped requiring grad)
+            target = _getitem(x, index=Ellipsis)
+        inplace_update("setitem", target,
+                       lambda src: _setitem(src, value, *arrays, spec=spec), value.requires_grad)
         return
     idx = spec
     try:
@@ -385,6 +392,19 @@ def _write_base_elements(x, spec, arrays, value):
             setitem(base, (), value.reshape(-1)[-1])
         return
     setitem(base, xp.unravel_index(positions, base._data.shape), value)
+
+
+def _selects_a_view(data, spec, arrays):
+    """Whether the basic part of an index (ints, slices narrowing a dim, None, bools; an index
+    tensor read as the whole dims it spans) selects a view other than all of `data`."""
+    basic, tensors = [], iter(arrays)
+    for item in spec if isinstance(spec, (tuple, list)) else (spec,):
+        if item is ARRAY:
+            array = next(tensors)._data
+            basic += [slice(None)] * (array.ndim if array.dtype == np.bool_ else 1)
+        else:
+            basic.append(item)
+    return not _is_whole(data, tuple(basic))
 
 
 def _is_whole(data, idx):
