@@ -113,7 +113,11 @@ def all_reduce(pg, buf, op):
         _all_reduce_in_place(pg.comm, wire, mpi_op)
         finish(buf, wire, op, pg.size())
         return
-    _all_reduce_in_place(pg.comm, buf.view(np.uint8) if as_bytes else buf, mpi_op)
+    data = buf.view(np.uint8) if as_bytes else buf
+    if data.nbytes <= _WHOLE_BYTES:  # (the common case without a call more)
+        pg.comm.Allreduce(_MPI_IN_PLACE[0], data, op=mpi_op)
+    else:
+        _all_reduce_in_place(pg.comm, data, mpi_op)
     if avg:
         np.divide(buf, pg.size(), out=buf)
 
