@@ -197,13 +197,33 @@ _OUT_NAMES = (
     "bitwise_or", "bitwise_xor", "bitwise_not", "cross", "lerp", "addmm", "baddbmm", "addmv",
     "addcmul", "addcdiv", "logsumexp", "nansum", "std", "var", "norm", "cumulative_trapezoid",
     "floor_divide", "true_divide", "xlogy", "copysign", "nextafter", "logaddexp", "logit",
+    "addbmm", "addr", "angle", "any", "bitwise_left_shift", "bitwise_right_shift", "bucketize",
+    "cholesky_inverse", "cholesky_solve", "conj_physical", "deg2rad", "diag", "diff",
+    "digamma", "fix", "float_power", "gather", "gcd", "ger", "greater", "greater_equal",
+    "heaviside", "histc", "i0", "igamma", "igammac", "index_select", "inner", "inverse",
+    "isneginf", "isposinf", "lcm", "ldexp", "less", "less_equal", "lgamma", "logaddexp2",
+    "logcumsumexp", "masked_select", "msort", "nan_to_num", "nanmean", "nanquantile",
+    "not_equal", "polygamma", "quantile", "rad2deg", "renorm", "searchsorted", "signbit",
+    "sinc", "take_along_dim", "tensordot", "tril", "triu", "vdot",
+    # factories: made in out's dtype unless dtype= says
+    "arange", "zeros", "ones", "empty", "full", "linspace", "logspace", "eye", "rand", "randn",
+    "randint", "randperm",
+    # several results: out=(values, indices), ...
+    "aminmax", "cummax", "cummin", "frexp", "kthvalue", "max", "min", "mode", "sort", "topk",
 )
 _out_arg.accept_out(
     globals(), _OUT_NAMES,
     exact=("abs", "round", "sign", "sgn", "floor", "ceil", "trunc", "frac", "matmul", "mm",
            "bmm", "mv", "dot", "where", "amax", "amin", "argmax", "argmin", "addmm", "baddbmm",
-           "addmv"),
-    compute_in_out=("sum", "cumsum", "cumprod", "prod", "nansum"))
+           "addmv", "addbmm", "conj_physical", "diag", "fix", "gather", "heaviside", "histc",
+           "index_select", "inner", "inverse", "ldexp", "logcumsumexp", "masked_select", "msort",
+           "nan_to_num", "nanquantile", "quantile", "renorm", "take_along_dim", "tensordot",
+           "tril", "triu", "vdot", "float_power", "bucketize", "searchsorted", "any",
+           "isneginf", "isposinf", "signbit"),
+    compute_in_out=("sum", "cumsum", "cumprod", "prod", "nansum", "arange", "zeros", "ones",
+                    "empty", "full", "linspace", "logspace", "eye", "rand", "randn", "randint",
+                    "randperm"),
+    no_overlap=("kthvalue", "gather", "index_select", "masked_select"))
 ops.torch_spellings.accept_numpy_spellings(  # x.sum(axis=0, keepdims=True), as torch
     globals(), Tensor, skip={path for paths in amp.policy.COMPOSITES.values()
                              for path in paths.split()})

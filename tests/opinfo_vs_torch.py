@@ -122,10 +122,22 @@ class Converter:
 
     def __init__(self):
         self.pairs = []  # (torch leaf, flowgrad leaf) that require grad
+        self.made = {}  # id(torch tensor) -> (it, its flowgrad tensor): an argument given
+        #                 twice (an `out` that is the input) is one flowgrad tensor too
 
     def __call__(self, value):
         if isinstance(value, torch.Tensor):
-            return self.tensor(value)
+            made = self.made.get(id(value))
+            if made is not None:
+                return made[1]
+            if value._base is not None and not value.requires_grad and \
+                    not value._base.requires_grad:  # a view (an expand, a slice): of its base
+                out = self(value._base).as_strided(tuple(value.shape), value.stride(),
+                                                   value.storage_offset())
+            else:
+                out = self.tensor(value)
+            self.made[id(value)] = (value, out)
+            return out
         if isinstance(value, torch.dtype):
             return getattr(flow, str(value).split(".")[1])
         if isinstance(value, torch.Size):

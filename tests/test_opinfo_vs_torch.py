@@ -34,9 +34,6 @@ KNOWN: dict[str, tuple[str, str]] = {
         r"output\[0\]: values differ", "the dropout_p=0.5, training=True samples: random "
         "draws (torch wraps them in wrapper_set_seed); the others agree, and "
         "test_nn_gaps_vs_torch.py checks values and gradients without dropout"),
-    "as_strided.partial_views": (r"output: values differ|raise: torch None",
-                                 "the sample is a view into a larger storage; the probe's copy "
-                                 "(tensor(t.numpy().copy())) keeps only the view's elements"),
     "as_strided_scatter": (r"grad\[0\]: values differ",
                            "torch 2.13's input gradient is the complement of the right one "
                            "(its own OpInfo marks test_fn_grad expectedFailure); flowgrad's "
@@ -54,9 +51,6 @@ KNOWN: dict[str, tuple[str, str]] = {
     "__rsub__": (_SCALAR_ARGS, _R_SCALAR),
     "__rxor__": (_SCALAR_ARGS, _R_SCALAR),
     "atan2": (_SCALAR_ARGS, _R_SCALAR),
-    "cat": (r"no raise where torch raises RuntimeError",
-        "an `out=` aliasing an input: the copied sample loses the aliasing (flowgrad raises "
-        "when called directly: test_shape_opinfo_fixes)"),
     "clamp_max": (_SCALAR_ARGS, _R_SCALAR),
     "clamp_min": (_SCALAR_ARGS, _R_SCALAR),
     "copysign": (_SCALAR_ARGS, _R_SCALAR),

@@ -89,6 +89,9 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
     if no_overlap:
         check_no_overlap(out, tensors, name)
     result = fn(*inputs, **kwargs)
+    if isinstance(result, tuple):  # (torch's overloads: a tuple of outs or none)
+        raise TypeError(f"{name}(): out= takes a tuple of {len(result)} tensors here (one per "
+                        f"result), got a tensor")
     if exact_dtype and result._data.dtype != out._data.dtype:  # torch's structured kernels
         raise RuntimeError(f"{name}(): Found dtype {out.dtype} but expected {result.dtype}; "
                            f"pass an `out` of dtype {result.dtype}")
@@ -99,11 +102,41 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
     return write_out(result, out, name)
 
 
-def accept_out(namespace, names, exact=(), compute_in_out=()):
+def with_outs(fn, outs, inputs, name, no_overlap=False):
+    """`fn(*inputs)`, a function of several results (a named tuple), written into the tensors
+    of `outs`, one each, and returned as that named tuple of them. torch's rules per result as
+    its structured kernels have them: each `out` of the result's own dtype; `no_overlap`: no
+    `out` may share memory with an input (kthvalue's).
+
+    >>> import flowgrad as flow
+    >>> values, indices = flow.empty(0), flow.empty(0, dtype=flow.int64)
+    >>> flow.max(flow.tensor([[1.0, 3.0], [4.0, 2.0]]), 1, out=(values, indices)).indices
+    tensor([1, 0])
+    """
+    tensors = [t for a in inputs for t in (a if isinstance(a, (list, tuple)) else (a,))]
+    for out in outs:
+        check_out(out, tensors, name)
+        if no_overlap:
+            check_no_overlap(out, tensors, name)
+    results = fn(*inputs)
+    if not isinstance(results, tuple) or len(results) != len(outs):
+        got = len(results) if isinstance(results, tuple) else 1
+        raise TypeError(f"{name}(): out= takes {got} tensor{'s' * (got != 1)} here, got a "
+                        f"tuple of {len(outs)}")
+    for result, out in zip(results, outs):
+        if result._data.dtype != out._data.dtype:
+            raise RuntimeError(f"{name}(): Expected out tensor to have dtype {result.dtype}, "
+                               f"but got {out.dtype} instead")
+    written = [write_out(result, out, name) for result, out in zip(results, outs)]
+    return type(results)(*written) if hasattr(results, "_fields") else tuple(written)
+
+
+def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=()):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
-    `out`'s dtype (torch's reductions: `sum(x, out=int64 tensor)`)."""
+    `out`'s dtype (torch's reductions: `sum(x, out=int64 tensor)`); those in `no_overlap`
+    refuse an `out` sharing memory with an input."""
     import functools
     import inspect
 
@@ -119,15 +152,23 @@ def accept_out(namespace, names, exact=(), compute_in_out=()):
             pass
 
         def call(*args, out=None, _fn=fn, _name=name, _exact=name in exact,
-                 _in_out=name in compute_in_out, **kwargs):
+                 _in_out=name in compute_in_out, _apart=name in no_overlap, **kwargs):
             if out is None:
                 try:  # (the argument guard of errors.guard_tensor_arguments, in this frame)
                     return _fn(*args, **kwargs)
                 except AttributeError as error:
                     reraise_typed(_name, _fn, args, kwargs, error)
-            if _in_out and isinstance(out, Tensor) and kwargs.get("dtype") is None:
-                kwargs["dtype"] = out.dtype
-            return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name, exact_dtype=_exact)
+            if _in_out and isinstance(out, Tensor):
+                if kwargs.get("dtype") is None:
+                    kwargs["dtype"] = out.dtype
+                elif kwargs["dtype"] != out.dtype:
+                    raise RuntimeError(f"{_name}(): dtype {kwargs['dtype']} does not match the "
+                                       f"dtype of the out parameter ({out.dtype}); pass one "
+                                       f"of them")
+            if isinstance(out, (tuple, list)):  # max(x, 1, out=(values, indices)), sort, ...
+                return with_outs(lambda *a: _fn(*a, **kwargs), out, args, _name, _apart)
+            return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name, exact_dtype=_exact,
+                            no_overlap=_apart)
         namespace[name] = functools.wraps(fn)(call)
         namespace[name]._guarded = True
         wrapped.append(name)
