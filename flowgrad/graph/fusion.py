@@ -1,6 +1,6 @@
 """Elementwise fusion: a chain of elementwise nodes, each feeding the next, runs as one block
 of ufunc calls that codegen writes inline into the plan. The first step allocates a fresh
-array; every later step writes into it with the ufunc's `out=` (NumPy has no numexpr here),
+array; every later step writes into it, the ufunc's output operand (NumPy has no numexpr here),
 so the chain costs no Python call per op and one allocation per array it must hand out, with
 the same ufunc loops, in the same operand order: bitwise the values the separate kernels give.
 
@@ -38,8 +38,9 @@ from .ir import Node
 
 # op name -> (the input the chain runs through, the step's source, whether it is a masked
 # step that needs the nan check). {x} is the chain array, {i0}, {i1} the node's inputs, {c}
-# its `value` attribute, {zero} and {one} 0-d constants, {t} a temporary, {o} "" for a step
-# that allocates and ", out={b}" for one that writes into the chain's array {b}
+# its `value` attribute, {zero} and {one} 0-d constants, {t} and {m} temporaries (TEMPS), {o}
+# "" for a step that allocates and ", {b}" for one that writes into the chain's array {b} (the
+# ufunc's output operand by position: a keyword costs a tenth of a ufunc call on 100 values)
 STEPS = {
     "scalar_mul": (0, "{b} = xp.multiply({x}, {c}{o})", False),
     "scalar_add": (0, "{b} = xp.add({x}, {c}{o})", False),
@@ -54,22 +55,26 @@ STEPS = {
     "mul": (None, "{b} = xp.multiply({i0}, {i1}{o})", False),
     "div": (None, "{b} = xp.true_divide({i0}, {i1}{o})", False),
     # dy * (1 - y * y), as _tanh_grad
-    "tanh_grad": (1, "{t} = xp.square({i0})\n"
-                     "{t} = xp.subtract({one}, {t}, out={t})\n"
+    "tanh_grad": (1, "{t} = xp.square({i0}{to})\n"
+                     "{t} = xp.subtract({one}, {t}, {t})\n"
                      "{b} = xp.multiply({x}, {t}{o})", False),
     # dy where y > 0, else 0, as _relu_grad (nan/inf at y <= 0: the check at the end)
-    "relu_grad": (1, "{t} = xp.heaviside({i0}, {zero})\n"
+    "relu_grad": (1, "{t} = xp.heaviside({i0}, {zero}{to})\n"
                      "{b} = xp.multiply({x}, {t}{o})", True),
     # the same on at most WHERE_SIZE values, where its kernel (masked_product) takes one
     # `where` (+0 where masked, as torch's; a nan y passes dy): one `where` here too
-    "relu_grad_small": (1, "{t} = xp.less_equal({i0}, {zero})\n"
-                           "{b} = xp.where({t}, {zero}, {x})", False),
+    "relu_grad_small": (1, "{m} = xp.less_equal({i0}, {zero}{mo})\n"
+                           "{b} = xp.where({m}, {zero}, {x})", False),
 }
 SMALL_STEPS = {"relu_grad": "relu_grad_small"}  # op -> its step on at most WHERE_SIZE values
 # a step's source when it writes into the chain's array ({x} is {b}): `copyto` with a mask
 # writes only the masked values, in less than half a `where`'s time on 100 values
-IN_PLACE = {"relu_grad_small": "{t} = xp.less_equal({i0}, {zero})\n"
-                               "xp.copyto({x}, {zero}, where={t})"}
+IN_PLACE = {"relu_grad_small": "{m} = xp.less_equal({i0}, {zero}{mo})\n"
+                               "xp.copyto({x}, {zero}, where={m})"}
+# the temporaries a step may use: {t} of the chain's dtype, {m} a boolean mask; a chain that
+# uses one in two steps or more (a loop's every repeat) makes it once, up front, and each step
+# writes into it ({to}, {mo}: ", {t}", ", {m}"; else "" and the step allocates)
+TEMPS = {"t": "xp.empty_like({x})", "m": "xp.empty({x}.shape, xp.bool_)"}
 
 
 def _step_name(node):
@@ -169,7 +174,12 @@ class FusedOp:
             steps.append((self.steps[k], pos, args[arg:arg + n_other], c, fresh, k in exports))
             arg += n_other
             fresh = k in exports
-        temp = f"{prefix}t"
+        # temporary -> how many steps use it: made up front when two or more do
+        uses = {kind: sum("{" + kind + "}" in STEPS[name][1] for name in self.steps)
+                for kind in TEMPS}
+        temps = {kind: f"{prefix}{kind}" for kind, n in uses.items() if n}
+        into = {kind + "o": f", {temps[kind]}" if uses[kind] > 1 else "" for kind in TEMPS
+                if kind in temps}
 
         def emit(step, x, b, others, c):
             name, pos, _, _, fresh, _ = step
@@ -178,7 +188,7 @@ class FusedOp:
             for i in range(len(others) + 1):
                 inputs[f"i{i}"] = x if i == pos else next(rest)
             return template.format(
-                x=x, b=b, c=c, t=temp, o="" if fresh else f", out={b}",
+                x=x, b=b, c=c, o="" if fresh else f", {b}", **temps, **into,
                 zero=const(0) if "{zero}" in template else "",
                 one=const(1) if "{one}" in template else "", **inputs).split("\n")
 
@@ -186,6 +196,9 @@ class FusedOp:
         share = share and not self.masked  # (the rerun below assigns every output by name)
         if self.into_input:
             lines.append(f"{outs[0]} = {args[0]}")
+        for kind, name in temps.items():
+            if into[kind + "o"]:
+                lines.append(f"{name} = " + TEMPS[kind].format(x=args[0]))
         k = n_loops = 0
         for start, period, reps in _repeats(steps) + [(len(steps), 0, 0)]:
             for step in steps[k:start]:  # written out, one step after another
@@ -197,8 +210,7 @@ class FusedOp:
             n_loops += 1
             x, out = loop.write(lines, x, outs, out, emit, loop_names, aliases if share else None)
             k = start + period * reps
-        if any("{t}" in STEPS[name][1] for name in set(self.steps)):
-            loop_names.append(temp)  # a temporary must not outlive the chain
+        loop_names += temps.values()  # a temporary must not outlive the chain
         if loop_names:
             lines.append(f"del {', '.join(loop_names)}")
         if self.masked:  # a nan reached the end: redo the chain with the ops' own kernels
