@@ -75,6 +75,8 @@ IN_PLACE = {"relu_grad_small": "{m} = xp.less_equal({i0}, {zero}{mo})\n"
 # uses one in two steps or more (a loop's every repeat) makes it once, up front, and each step
 # writes into it ({to}, {mo}: ", {t}", ", {m}"; else "" and the step allocates)
 TEMPS = {"t": "xp.empty_like({x})", "m": "xp.empty({x}.shape, xp.bool_)"}
+_TEMPS_OF = {name: [kind for kind in TEMPS if "{" + kind + "}" in step[1]]
+             for name, step in STEPS.items()}
 
 
 def _step_name(node):
@@ -168,15 +170,22 @@ class FusedOp:
             return name
 
         steps, fresh, arg, exports = [], not self.into_input, 1, set(self.exports)
+        sigs, kinds = [], {}  # each step's shape (see _repeats), numbered
         for k, (node, pos) in enumerate(self.chain):
             n_other = len(node.inputs) - 1
-            c = const(node.attrs["value"]) if "value" in node.attrs else None
-            steps.append((self.steps[k], pos, args[arg:arg + n_other], c, fresh, k in exports))
+            attrs = node.attrs
+            c = const(attrs["value"]) if "value" in attrs else None
+            name, export = self.steps[k], k in exports
+            steps.append((name, pos, args[arg:arg + n_other], c, fresh, export))
+            sigs.append(kinds.setdefault((name, pos, n_other, c is None, fresh, export),
+                                         len(kinds)))
             arg += n_other
-            fresh = k in exports
+            fresh = export
         # temporary -> how many steps use it: made up front when two or more do
-        uses = {kind: sum("{" + kind + "}" in STEPS[name][1] for name in self.steps)
-                for kind in TEMPS}
+        uses = dict.fromkeys(TEMPS, 0)
+        for name in set(self.steps):
+            for kind in _TEMPS_OF[name]:
+                uses[kind] += self.steps.count(name)
         temps = {kind: f"{prefix}{kind}" for kind, n in uses.items() if n}
         into = {kind + "o": f", {temps[kind]}" if uses[kind] > 1 else "" for kind in TEMPS
                 if kind in temps}
@@ -200,7 +209,7 @@ class FusedOp:
             if into[kind + "o"]:
                 lines.append(f"{name} = " + TEMPS[kind].format(x=args[0]))
         k = n_loops = 0
-        for start, period, reps in _repeats(steps) + [(len(steps), 0, 0)]:
+        for start, period, reps in _repeats(sigs) + [(len(steps), 0, 0)]:
             for step in steps[k:start]:  # written out, one step after another
                 lines += emit(step, x, outs[out], step[2], step[3])
                 x, out = outs[out], out + 1 if step[5] else out
@@ -321,14 +330,11 @@ def _column(items):
     return f"({', '.join(items)},)"
 
 
-def _repeats(steps, shortest=8, longest_period=16):
+def _repeats(sigs, shortest=8, longest_period=16):
     """Non-overlapping stretches `(start, period, repeats)`, in order, where the steps'
-    shapes (op, chain position, how many other inputs, constant or not, fresh array, handed
-    out) repeat with `period`, covering at least `shortest` steps: the longest first, then
-    the same search left and right of it."""
-    kinds = {}
-    sigs = [kinds.setdefault((s[0], s[1], len(s[2]), s[3] is None, s[4], s[5]), len(kinds))
-            for s in steps]
+    shapes `sigs` (a number per distinct op, chain position, count of other inputs, constant
+    or not, fresh array, handed out) repeat with `period`, covering at least `shortest`
+    steps: the longest first, then the same search left and right of it."""
     found = []
     todo = [(0, len(sigs))]
     while todo:
@@ -352,22 +358,32 @@ def _repeats(steps, shortest=8, longest_period=16):
     return sorted(found)
 
 
+_FLOATING = {}  # a Value's dtype -> whether it is a floating dtype (np.dtype() per node adds up)
+
+
 def _step_position(node):
     """The index of the input the chain runs through, True for a binary step (either
     input), False if the node cannot be a step."""
-    step = STEPS.get(node.op.name)
-    if step is None or len(node.outputs) != 1 or node.n_results != 1:
+    name = node.op.name
+    step = STEPS.get(name)
+    if step is None or node.n_results != 1 or len(node.outputs) != 1:
         return False
     out = node.outputs[0]
-    shape, dtype = tuple(out.shape), out.dtype
-    if not shape or (dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)).kind != "f":
+    shape, dtype = out.shape, out.dtype
+    floating = _FLOATING.get(dtype)
+    if floating is None:
+        floating = _FLOATING[dtype] = np.dtype(dtype).kind == "f"
+    if not shape or not floating:
         return False
     for v in node.inputs:
         if v.shape != shape or v.dtype is not dtype and v.dtype != dtype:
             return False
-    if node.op.name.startswith("scalar_") and type(node.attrs.get("value")) not in (int, float):
+    if name in _SCALAR_STEPS and type(node.attrs.get("value")) not in (int, float):
         return False
     return True if step[0] is None else step[0]
+
+
+_SCALAR_STEPS = frozenset(name for name in STEPS if name.startswith("scalar_"))
 
 
 def _readers(program):
