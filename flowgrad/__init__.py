@@ -184,7 +184,16 @@ utils.memory.keep_freed_memory(True)  # reuse freed activation buffers: see util
 
 vmap = func.vmap  # torch.vmap is torch.func.vmap
 
-# torch's `out=` on the torch.* functions that take it and have no own out parameter
+# torch's `out=` on the torch.* functions that take it and have no own out parameter; those
+# torch never differentiates skip its autograd check on out= (an input requiring grad is fine)
+_UNTRACKED = ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less",
+              "less_equal", "not_equal", "logical_not", "logical_and", "logical_or",
+              "logical_xor", "argmax", "argmin", "any", "all", "isneginf", "isposinf", "signbit",
+              "isin", "bucketize", "searchsorted", "nonzero", "histc")
+# and those whose out= form torch computes by other ops (no autograd check of the inputs;
+# an `out` that requires grad is still refused)
+_OUT_TRACKED = ("floor_divide", "heaviside", "conj_physical", "diag", "inner", "nanquantile",
+                "quantile", "tensordot", "multinomial", "softmax", "log_softmax", "histogram")
 _OUT_NAMES = (
     "sum", "mean", "prod", "cumsum", "cumprod", "amax", "amin", "argmax", "argmin", "matmul",
     "mm", "bmm", "mv", "dot", "outer", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
@@ -195,8 +204,8 @@ _OUT_NAMES = (
     "stack", "hstack", "vstack", "pow", "remainder", "fmod", "maximum", "minimum", "fmax",
     "fmin", "mul", "multiply", "sub", "subtract", "atan2", "hypot", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "cross", "lerp", "addmm", "baddbmm", "addmv",
-    "addcmul", "addcdiv", "logsumexp", "nansum", "std", "var", "norm", "cumulative_trapezoid",
-    "floor_divide", "true_divide", "xlogy", "copysign", "nextafter", "logaddexp", "logit",
+    "addcmul", "addcdiv", "logsumexp", "nansum", "std", "var", "norm",
+    "floor_divide", "true_divide", "xlogy", "copysign", "nextafter", "logaddexp", "logit", "all",
     "addbmm", "addr", "angle", "any", "bitwise_left_shift", "bitwise_right_shift", "bucketize",
     "cholesky_inverse", "cholesky_solve", "conj_physical", "deg2rad", "diag", "diff",
     "digamma", "fix", "float_power", "gather", "gcd", "ger", "greater", "greater_equal",
@@ -219,11 +228,43 @@ _out_arg.accept_out(
            "index_select", "inner", "inverse", "ldexp", "logcumsumexp", "masked_select", "msort",
            "nan_to_num", "nanquantile", "quantile", "renorm", "take_along_dim", "tensordot",
            "tril", "triu", "vdot", "float_power", "bucketize", "searchsorted", "any",
-           "isneginf", "isposinf", "signbit"),
+           "isneginf", "isposinf", "signbit", "all"),
     compute_in_out=("sum", "cumsum", "cumprod", "prod", "nansum", "arange", "zeros", "ones",
                     "empty", "full", "linspace", "logspace", "eye", "rand", "randn", "randint",
                     "randperm"),
-    no_overlap=("kthvalue", "gather", "index_select", "masked_select"))
+    no_overlap=("kthvalue", "gather", "index_select", "masked_select"),
+    untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("sum", "prod"))
+_out_arg.accept_out(  # (the torch.* functions above and these: every one torch gives out=)
+    globals(), ("svd", "histogram", "geqrf", "cholesky", "chain_matmul", "lu_solve",
+                "multinomial", "kron", "lu_unpack", "matrix_power", "mvlgamma", "narrow_copy",
+                "nonzero", "ormqr", "polar", "range", "triangular_solve", "complex", "qr",
+                "slogdet", "median", "nanmedian", "isin", "clamp_min", "clamp_max", "softmax",
+                "log_softmax", "index_add", "index_copy", "scatter", "scatter_add", "take"),
+    exact=("chain_matmul", "lu_solve", "multinomial", "matrix_power", "nonzero", "polar",
+           "complex", "isin", "narrow_copy", "ormqr", "clamp_min", "clamp_max", "softmax",
+           "log_softmax", "index_add", "index_copy", "scatter", "scatter_add", "take"),
+    compute_in_out=("range",), castable_outs=("geqrf",), nondiff_first=("lu_unpack",),
+    no_overlap=("take",),
+    untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("median", "nanmedian"))
+_out_arg.accept_out(
+    vars(linalg), ("cholesky", "cond", "cross", "det", "eigvalsh", "inv", "matmul",
+                   "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
+                   "solve", "solve_triangular", "svdvals", "tensorinv", "tensorsolve", "vecdot",
+                   "vector_norm", "householder_product", "ldl_solve", "lu_solve", "eigvals",
+                   "cholesky_ex", "eig", "eigh", "inv_ex", "ldl_factor", "ldl_factor_ex", "lu",
+                   "lu_factor", "lu_factor_ex", "qr", "slogdet", "solve_ex", "svd", "lstsq"),
+    # torch's linalg kernels take an `out` of the result's own dtype, except these, which
+    # cast into a wider one (cond, pinv, matrix_rank, ...)
+    exact=("cholesky", "cross", "det", "eigvalsh", "inv", "matmul", "matrix_norm",
+           "matrix_power", "multi_dot", "norm", "solve", "solve_triangular", "svdvals", "vecdot",
+           "vector_norm", "ldl_solve", "lu_solve"),
+    castable_outs=("eig", "lstsq"), nondiff_first=("lu",),
+    out_tracked=("matrix_rank", "cond", "eigvals", "matrix_norm", "norm", "tensorinv",
+                 "tensorsolve", "ldl_solve", "ldl_factor", "ldl_factor_ex"))
+_out_arg.accept_out(vars(special), [n for n in special.__all__ if n not in (
+    "softmax", "log_softmax")], exact=("round",), out_tracked=("ndtr",), untracked=[
+        # (torch has no derivatives of these)
+        n for n in special.__all__ if "bessel" in n or "polynomial" in n or n == "airy_ai"])
 ops.torch_spellings.accept_numpy_spellings(  # x.sum(axis=0, keepdims=True), as torch
     globals(), Tensor, skip={path for paths in amp.policy.COMPOSITES.values()
                              for path in paths.split()})

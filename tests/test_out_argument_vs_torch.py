@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from vs_torch import assert_same_raise, outcome
+from vs_torch import assert_same_raise, outcome, outcome_into
 
 import flowgrad as flow
 
@@ -86,13 +86,18 @@ def _more_calls(T, a, b, ai):
         "vdot": lambda o: T.vdot(v, v, out=o),
         "max of two": lambda o: T.max(a, b, out=o),
         "sum with dtype": lambda o: T.sum(a, 1, dtype=T.float64, out=o),
+        "all": lambda o: T.all(a > 0, 1, out=o), "cumprod": lambda o: T.cumprod(a, 1, out=o),
+        "sum of all": lambda o: T.sum(a, out=o), "prod of all": lambda o: T.prod(a, out=o),
+        "median of all": lambda o: T.median(a, out=o), "mean of all": lambda o: T.mean(a, out=o),
+        "nanmedian of all": lambda o: T.nanmedian(a, out=o),
+        "cumulative_trapezoid": lambda o: T.cumulative_trapezoid(a, out=o),
         "cumsum with dtype": lambda o: T.cumsum(a, 1, dtype=T.float32, out=o),
     }
 
 
 NAMES = list(_calls(flow))
 OUTS = [("float32", (2, 3)), ("float32", (0,)), ("float32", (6,)), ("float64", (2, 3)),
-        ("int64", (2, 3)), ("bfloat16", (2, 3)), ("int32", (1,))]
+        ("int64", (2, 3)), ("bfloat16", (2, 3)), ("int32", (1,)), ("bool", (2, 3))]
 
 
 def _run(T, name, dtype, shape):
@@ -149,11 +154,7 @@ def _run_tuple(T, name, variant):
         outs = (outs[0].requires_grad_(), outs[1])
     if variant == "one tensor":
         outs = outs[0]
-    result, error = outcome(lambda: call(outs))
-    if error is not None:
-        return None, error
-    assert all(r is o for r, o in zip(result, outs))
-    return result, None
+    return outcome_into(call, outs)
 
 
 @pytest.mark.parametrize("variant", TUPLE_OUTS)

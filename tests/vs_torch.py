@@ -19,6 +19,15 @@ def outcome(call):
             return None, error
 
 
+def outcome_into(call, outs):
+    """`outcome(lambda: call(outs))` of a call given a tuple of outs: the result (each of its
+    tensors checked to be its `out`), or the exception."""
+    result, error = outcome(lambda: call(outs))
+    if error is None:
+        assert all(r is o for r, o in zip(result, outs))
+    return result, error
+
+
 def assert_same_raise(torch_error, error):
     """Both raised, or neither did."""
     assert (torch_error is None) == (error is None), (

@@ -199,6 +199,9 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
         raise RuntimeError(f"range: upper bound and larger bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    if d.category in (0, 3):  # (bool, complex: as arange)
+        raise NotImplementedError(f"range(): not implemented for dtype {d.name} (as torch); "
+                                  f"make an integer or floating range and convert it")
     count = math.floor((end - start) / step) + 1
     values = (start + step * np.arange(count, dtype=np.float64)).astype(d.np)
     return _finish(values, requires_grad, resolve_device(device, "range"))

@@ -60,7 +60,12 @@ def floor_divide(input, other):
 @op("remainder", jvp="diagonal", save="inputs", grad_reads=((), (0, 1)))
 def _remainder(xp, a, b):
     with xp.errstate(divide="ignore", invalid="ignore"):
-        return xp.remainder(a, b)
+        r = xp.remainder(a, b)
+    if r.dtype.kind in "fV":  # a zero keeps the dividend's sign, as torch's fmod-based kernel
+        zero = r == 0  # (NumPy's takes the divisor's)
+        if zero.any():
+            r = xp.where(zero, xp.copysign(0, a).astype(r.dtype, copy=False), r)
+    return r
 
 
 @_remainder.grad
@@ -179,7 +184,9 @@ arctan2 = atan2
 # ---- lerp, addcmul, addcdiv (composed: their rules come from mul and add) ----------------
 @tensor_method()
 def lerp(input, end, weight):
-    """input + weight * (end - input); weight a number or a tensor.
+    """input + weight * (end - input); weight a number or a tensor. As torch, a weight of
+    magnitude 0.5 or more computes end - (end - input) * (1 - weight): lerp(a, b, 1) is b
+    itself, and an infinite input gives inf, not nan.
 
     >>> import flowgrad as flow
     >>> flow.lerp(flow.tensor([0.0, 10.0]), flow.tensor([10.0, 20.0]), 0.25)
@@ -193,7 +200,16 @@ def lerp(input, end, weight):
                     else "lerp_kernel_scalar", "fVc")
     if isinstance(weight, builtins.complex):  # torch casts it to input's dtype
         weight = fill_scalar("lerp", weight, input._data.dtype)
-    return input + weight * (end - input)
+    if isinstance(weight, Tensor):
+        return where(weight.abs() < 0.5, input + weight * (end - input),
+                     end - (end - input) * (1 - weight))
+    if abs(weight) < 0.5:
+        return input + weight * (end - input)
+    if input._data.dtype.kind == "c":
+        return end - (end - input) * (1 - weight)
+    # 1 - weight in the precision torch computes it in (float for float32 and half inputs)
+    opmath = np.float64 if input._data.dtype == np.float64 else np.float32
+    return end - (end - input) * float(opmath(1) - opmath(weight))
 
 
 @tensor_method()

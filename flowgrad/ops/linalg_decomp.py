@@ -509,7 +509,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """Matrix norm over the two dims `dim`: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2."""
     _matrix(A, "linalg.matrix_norm")
     if dtype is not None:
-        A = A.to(dtype)
+        A = _norm.in_norm_dtype(A, dtype, "linalg.matrix_norm").to(dtype)
     if not isinstance(dim, (tuple, list)) or len(dim) != 2 or \
             _wrap_dim(dim[0], A.ndim, "linalg.matrix_norm") == \
             _wrap_dim(dim[1], A.ndim, "linalg.matrix_norm"):

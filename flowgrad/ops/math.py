@@ -125,6 +125,10 @@ def round(input, *, decimals=0):
     tensor([0., 2., 2.])
     """
     if decimals:
+        if isinstance(input, Tensor) and input._data.dtype.kind in "biu":
+            raise NotImplementedError(f"round(): decimals={decimals} is not implemented for "
+                                      f"integer dtype {input.dtype} (as torch's "
+                                      f"\"round_decimals_cpu\"); convert to float first")
         return _keep_ints(_round, input, decimals=decimals)
     return _keep_ints(_round, input)
 

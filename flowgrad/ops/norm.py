@@ -63,17 +63,30 @@ def vector_norm_backward(ctx, dy):
     return where(zero, 0.0, grad)
 
 
+def in_norm_dtype(x, dtype, name):
+    """A float or complex `x` in a norm's `dtype=`, by torch's rules: the same kind (real for a
+    real input, complex for a complex one) and never narrower. (An integer input is left to
+    the caller.)"""
+    kind = x._data.dtype.kind
+    if dtype is None or kind not in "fVc":
+        return x
+    dtype = as_dtype(dtype)
+    if (kind == "c") != dtype.is_complex:
+        raise RuntimeError(f"{name}: dtype should be {'complex' if kind == 'c' else 'real'} for "
+                           f"{'complex' if kind == 'c' else 'real'} inputs, but got {dtype}; "
+                           f"pass a dtype of the input's kind")
+    if promote_types(x.dtype, dtype) is not dtype:
+        raise RuntimeError(f"{name}: the dtype of the input ({x.dtype}) should be convertible "
+                           f"without narrowing to the specified dtype ({dtype}); pass a wider "
+                           f"dtype or none")
+    return x.to(dtype)
+
+
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """The `ord`-norm of x over `dim` (all elements when None), for any real `ord`."""
     if not isinstance(x, Tensor):
         raise TypeError(f"linalg.vector_norm(): expected a Tensor, got {type(x).__name__}")
-    if dtype is not None and x._data.dtype.kind in "fVc":  # (an integer input raises below)
-        dtype = as_dtype(dtype)  # torch widens a float or complex input, never narrows it
-        if promote_types(x.dtype, dtype) is not dtype:
-            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({x.dtype}) should "
-                               f"be convertible without narrowing to the specified dtype "
-                               f"({dtype}); pass a wider dtype or none")
-        x = x.to(dtype)
+    x = in_norm_dtype(x, dtype, "linalg.vector_norm")  # (an integer input raises below)
     if x._data.dtype.kind == "c":
         x = x.abs()  # a norm reads only the moduli; abs's rule gives torch's complex gradient
     if x._data.dtype.kind not in "fV":

@@ -23,13 +23,14 @@ from ..errors import reraise_typed
 from ..tensor import Tensor
 
 
-def check_out(out, inputs, name):
+def check_out(out, inputs, name, nondiff=False):
     """Raise before anything runs where torch's out= refuses: `out` not a tensor, or a
-    differentiable argument (`inputs` or `out`) while grad mode is on."""
+    differentiable argument (`inputs` or `out`, unless it takes a result that is not
+    differentiable: `nondiff`) while grad mode is on."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad
-                                 for t in (*inputs, out)):
+                                 for t in (inputs if nondiff else (*inputs, out))):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            f"differentiation, but one of the arguments requires grad. Call it "
                            f"under flow.no_grad(), or drop out= and use the returned tensor")
@@ -71,13 +72,16 @@ def write_out(result, out, name):
 
 
 def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
-             no_overlap=False, **kwargs):
+             no_overlap=False, tracked="all", **kwargs):
     """`fn(*inputs, **kwargs)` written into `out`, for a function whose `out=` was given:
     torch's checks first, then the result cast into out's dtype where torch casts (same kind
     or wider: a float result does not go into an integer `out`); `exact_dtype`: only the
     result's own dtype, as torch's structured kernels (clamp). `cast_error`: the exception
     type torch raises for an `out` the result cannot be cast to (TypeError for cat).
     `no_overlap`: an `out` sharing memory with an input is refused, as torch's cat does.
+    `tracked`: which arguments torch's autograd check sees: "all", "out" (floor_divide's:
+    its out= form is not differentiable, yet writes a leaf `out` as an in-place op) or ""
+    (a function torch never differentiates: comparisons, histc, argmax, the Bessel functions).
 
     >>> import flowgrad as flow
     >>> out = flow.zeros(2)
@@ -85,7 +89,10 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
     (True, tensor([2., 2.]))
     """
     tensors = [t for a in inputs for t in (a if isinstance(a, (list, tuple)) else (a,))]
-    check_out(out, tensors, name)  # (cat's tensors come as one list)
+    if tracked:  # (cat's tensors come as one list)
+        check_out(out, tensors if tracked == "all" else (), name)
+    elif not isinstance(out, Tensor):
+        check_out(out, (), name)
     if no_overlap:
         check_no_overlap(out, tensors, name)
     result = fn(*inputs, **kwargs)
@@ -102,11 +109,14 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
     return write_out(result, out, name)
 
 
-def with_outs(fn, outs, inputs, name, no_overlap=False):
+def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=(),
+              tracked="all"):
     """`fn(*inputs)`, a function of several results (a named tuple), written into the tensors
     of `outs`, one each, and returned as that named tuple of them. torch's rules per result as
-    its structured kernels have them: each `out` of the result's own dtype; `no_overlap`: no
-    `out` may share memory with an input (kthvalue's).
+    its structured kernels have them: each `out` of the result's own dtype (`castable`: or one
+    it casts to safely, as linalg.eig's and lstsq's); `no_overlap`: no `out` may share memory
+    with an input (kthvalue's); `nondiff`: positions of results that are not differentiable
+    (lu's permutation), whose `out` may require grad; `tracked` as `with_out`'s.
 
     >>> import flowgrad as flow
     >>> values, indices = flow.empty(0), flow.empty(0, dtype=flow.int64)
@@ -114,8 +124,9 @@ def with_outs(fn, outs, inputs, name, no_overlap=False):
     tensor([1, 0])
     """
     tensors = [t for a in inputs for t in (a if isinstance(a, (list, tuple)) else (a,))]
-    for out in outs:
-        check_out(out, tensors, name)
+    for i, out in enumerate(outs):
+        check_out(out, tensors if tracked == "all" else (), name,
+                  nondiff=i in nondiff or not tracked)
         if no_overlap:
             check_no_overlap(out, tensors, name)
     results = fn(*inputs)
@@ -124,19 +135,27 @@ def with_outs(fn, outs, inputs, name, no_overlap=False):
         raise TypeError(f"{name}(): out= takes {got} tensor{'s' * (got != 1)} here, got a "
                         f"tuple of {len(outs)}")
     for result, out in zip(results, outs):
-        if result._data.dtype != out._data.dtype:
+        if result._data.dtype != out._data.dtype and not (
+                castable and can_cast_array(result._data.dtype, out._data.dtype)):
             raise RuntimeError(f"{name}(): Expected out tensor to have dtype {result.dtype}, "
                                f"but got {out.dtype} instead")
     written = [write_out(result, out, name) for result, out in zip(results, outs)]
     return type(results)(*written) if hasattr(results, "_fields") else tuple(written)
 
 
-def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=()):
+def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), castable_outs=(),
+               nondiff_first=(), untracked=(), out_tracked=(), dim_required=()):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
     `out`'s dtype (torch's reductions: `sum(x, out=int64 tensor)`); those in `no_overlap`
-    refuse an `out` sharing memory with an input."""
+    refuse an `out` sharing memory with an input. For functions of several results (a tuple
+    of outs): `castable_outs` cast each result into its `out` where that is safe (otherwise
+    only the result's dtype), `nondiff_first` have a first result that is not differentiable
+    (its `out` may require grad). torch's autograd check on out= skips the arguments of the
+    functions in `untracked` (never differentiated) and the inputs of those in `out_tracked`
+    (see `with_out`); those in `dim_required` have no out= form reducing over all
+    elements (torch.sum(x, out=o) is a TypeError)."""
     import functools
     import inspect
 
@@ -152,12 +171,18 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=()):
             pass
 
         def call(*args, out=None, _fn=fn, _name=name, _exact=name in exact,
-                 _in_out=name in compute_in_out, _apart=name in no_overlap, **kwargs):
+                 _in_out=name in compute_in_out, _apart=name in no_overlap,
+                 _cast=name in castable_outs, _nondiff=(0,) if name in nondiff_first else (),
+                 _tracked="" if name in untracked else "out" if name in out_tracked else "all",
+                 _dim=name in dim_required, **kwargs):
             if out is None:
                 try:  # (the argument guard of errors.guard_tensor_arguments, in this frame)
                     return _fn(*args, **kwargs)
                 except AttributeError as error:
                     reraise_typed(_name, _fn, args, kwargs, error)
+            if _dim and len(args) < 2 and "dim" not in kwargs:
+                raise TypeError(f"{_name}(): out= needs a dim, as torch's (it has no out= form "
+                                f"of the reduction over all elements); pass dim=")
             if _in_out and isinstance(out, Tensor):
                 if kwargs.get("dtype") is None:
                     kwargs["dtype"] = out.dtype
@@ -166,9 +191,10 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=()):
                                        f"dtype of the out parameter ({out.dtype}); pass one "
                                        f"of them")
             if isinstance(out, (tuple, list)):  # max(x, 1, out=(values, indices)), sort, ...
-                return with_outs(lambda *a: _fn(*a, **kwargs), out, args, _name, _apart)
+                return with_outs(lambda *a: _fn(*a, **kwargs), out, args, _name, _apart,
+                                 _cast, _nondiff, _tracked)
             return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name, exact_dtype=_exact,
-                            no_overlap=_apart)
+                            no_overlap=_apart, tracked=_tracked)
         namespace[name] = functools.wraps(fn)(call)
         namespace[name]._guarded = True
         wrapped.append(name)

@@ -128,7 +128,10 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
         x = _sum_dtype(input, dtype)
     except AttributeError:
         not_a_tensor("sum", input)
-    return _sum(x, axes=normalize_dims(dim, x._data.ndim, "sum"), keepdim=keepdim)
+    axes = normalize_dims(dim, x._data.ndim, "sum")
+    if x._data.dtype.kind == "b":  # a sum in bool (dtype=bool, out= a bool tensor): torch's
+        return _any(x, axes=axes, keepdim=keepdim)  # True + True is True: any
+    return _sum(x, axes=axes, keepdim=keepdim)
 
 
 @tensor_method()
@@ -437,7 +440,7 @@ def float_input(input, name, complex_ok=False):
 
 
 @tensor_method()
-def logsumexp(input, dim=None, keepdim=False):
+def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(x))) over `dim`, computed stably (|x| ~ 1e4 is fine).
 
     >>> import flowgrad as flow
@@ -478,7 +481,7 @@ def all(input, dim=None, keepdim=False):
     >>> flow.all(x), flow.all(x, dim=1)
     (tensor(False), tensor([False,  True]))
     """
-    return _all(input, axes=normalize_dims(dim, input._data.ndim, "all"), keepdim=keepdim)
+    return _all(input, axes=_bool_axes(dim, input, "all"), keepdim=keepdim)
 
 
 @tensor_method()
@@ -489,7 +492,15 @@ def any(input, dim=None, keepdim=False):
     >>> flow.any(flow.tensor([0, 0, 3]))
     tensor(True)
     """
-    return _any(input, axes=normalize_dims(dim, input._data.ndim, "any"), keepdim=keepdim)
+    return _any(input, axes=_bool_axes(dim, input, "any"), keepdim=keepdim)
+
+
+def _bool_axes(dim, input, name):
+    """all/any's axes: an empty dim tuple reduces over no dim (x != 0, as torch's), where
+    sum's reduces over every dim."""
+    if isinstance(dim, (tuple, list)) and not dim:
+        return ()
+    return normalize_dims(dim, input._data.ndim, name)
 
 
 @tensor_method()

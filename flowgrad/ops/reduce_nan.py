@@ -46,6 +46,10 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     if input._data.dtype.kind == "c":
         raise RuntimeError(f"nansum on CPU does not support complex inputs (input of shape "
                            f"{tuple(input.shape)}); sum .real and .imag separately")
+    if dtype is not None and input._data.dtype.kind in "fV" and _dt.as_dtype(dtype).is_complex:
+        raise NotImplementedError(f"nansum(): not implemented for a complex dtype ({dtype}) of a "
+                                  f"floating input, as torch's \"nansum_cpu\"; convert the "
+                                  f"sum afterwards")
     return _zero_nans(input).sum(dim, keepdim, dtype=dtype)
 
 
