@@ -383,7 +383,7 @@ class Tensor:
         """
         self._sync()
         engine.backward(self, None if gradient is None else (gradient,), retain_graph,
-                        create_graph, inputs)
+                        create_graph, inputs=inputs)
 
     def detach(self):
         """A new leaf sharing this tensor's storage (writes show in both), no grad."""

@@ -10,6 +10,7 @@ import sys
 import threading
 from collections.abc import Iterable
 
+from .._warn import warn
 from ..device import ARRAY_DEVICES, new_empty, to_device
 from ..dtypes import _FROM_NP
 from ..errors import freed_graph_error
@@ -484,14 +485,23 @@ def _as_tuple(x):
 
 
 @_one_run_at_a_time
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Accumulate d(tensors)/d(leaves) into each leaf's `.grad` (torch.autograd.backward).
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """Accumulate d(tensors)/d(leaves) into each leaf's `.grad` (torch.autograd.backward;
+    `grad_variables` is its deprecated name of `grad_tensors`).
 
     >>> import flowgrad as flow
     >>> x = flow.tensor([1.0, 2.0], requires_grad=True)
     >>> flow.autograd.backward((x * x).sum()); x.grad
     tensor([2., 4.])
     """
+    if grad_variables is not None:
+        warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning,
+             stacklevel=2)
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both "
+                               "passed to `backward()`. Please only use `grad_tensors`.")
+        grad_tensors = grad_variables
     tracer = _interpreter.current
     if tracer is not _interpreter.AutogradInterpreter and hasattr(tracer, "backward"):
         return tracer.backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
@@ -522,17 +532,22 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 @_one_run_at_a_time
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of `outputs` with respect to `inputs`, returned, `.grad` untouched.
 
     Only nodes that lead to some input run. `is_grads_batched=True`: dim 0 of each
-    grad_output indexes a batch of cotangents, run as one vmapped backward.
+    grad_output indexes a batch of cotangents, run as one vmapped backward. (`only_inputs`
+    is torch's deprecated, ignored argument.)
 
     >>> import flowgrad as flow
     >>> x = flow.tensor(3.0, requires_grad=True)
     >>> flow.autograd.grad(x ** 3, x)[0]
     tensor(27.)
     """
+    if not only_inputs:
+        warn("only_inputs argument is deprecated and is ignored now (defaults to True). To "
+             "accumulate gradient for other parts of the graph, please use "
+             "torch.autograd.backward.", FutureWarning, stacklevel=2)
     if allow_unused is False and materialize_grads:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")

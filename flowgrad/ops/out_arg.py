@@ -197,5 +197,6 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                             no_overlap=_apart, tracked=_tracked)
         namespace[name] = functools.wraps(fn)(call)
         namespace[name]._guarded = True
+        namespace[name]._takes_out = True  # (its signature, from `fn`, does not show it)
         wrapped.append(name)
     return wrapped

@@ -191,8 +191,17 @@ class Softplus(Module):
 class Hardtanh(Module):
     """clamp(x, min_val, max_val)."""
 
-    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None,
+                 max_value=None):
         super().__init__()
+        if min_value is not None:  # torch's deprecated spellings
+            warn("keyword argument `min_value` is deprecated and renamed to `min_val`",
+                 FutureWarning, stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warn("keyword argument `max_value` is deprecated and renamed to `max_val`",
+                 FutureWarning, stacklevel=2)
+            max_val = max_value
         if max_val <= min_val:
             raise ValueError(f"Hardtanh: max_val ({max_val}) must be greater than min_val "
                              f"({min_val})")

@@ -27,9 +27,10 @@ class SyncBatchNorm(_BatchNorm):
     """Batch norm over the batch of every rank of `process_group` (default: the world)."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, process_group=None, device=None, dtype=None):
+                 track_running_stats=True, process_group=None, device=None, dtype=None, *,
+                 bias=True):
         super().__init__(num_features, eps, momentum, affine, track_running_stats,
-                         device=device, dtype=dtype)
+                         device=device, dtype=dtype, bias=bias)
         self.process_group = process_group
 
     def _check_input_dim(self, input):
