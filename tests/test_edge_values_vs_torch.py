@@ -30,6 +30,8 @@ CALLS = {
     "round int decimals": lambda T, x: T.round(T.tensor([15, 25]), decimals=-1),
     "round int": lambda T, x: T.round(T.tensor([15, 25])),
     "round decimals": lambda T, x: T.round(x, decimals=1),
+    "unary plus of bool": lambda T, x: +(x > 0), "positive of bool": lambda T, x: T.positive(x > 0),
+    "unary plus": lambda T, x: +x,
 }
 
 

@@ -500,6 +500,9 @@ def ravel(input):
 def _itself(name):
     def itself(input):
         expect_tensor(name, input)
+        if name == "positive" and input._data.dtype.kind == "b":
+            raise RuntimeError("The `+` operator, on a bool tensor is not supported (as "
+                               "torch's); use the tensor itself")
         return input
     itself.__name__ = itself.__qualname__ = name
     itself.__doc__ = f"`input` itself, as torch's {name} of a real (not complex) tensor."
