@@ -126,6 +126,14 @@ class Tensor:
         return False  # flowgrad has no meta (storage-less) tensors
 
     @property
+    def is_quantized(self):
+        return False  # nor quantized ones
+
+    def is_shared(self):
+        """False: a tensor's storage is this process's memory (torch's shared-memory flag)."""
+        return False
+
+    @property
     def ndim(self):
         return self._data.ndim
 

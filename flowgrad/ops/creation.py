@@ -235,13 +235,14 @@ def _check_real(data, arrays, dtype):
 bind_late(as_array=as_array)  # Tensor(data), the legacy constructor, calls it
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False):
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of `data`, with torch's dtype inference.
 
     >>> import flowgrad as flow
     >>> flow.tensor([1, 2]).dtype, flow.tensor([1.0, 2]).dtype
     (flowgrad.int64, flowgrad.float32)
     """
+    check_hints("tensor", {"pin_memory": pin_memory}, FACTORY_HINTS)
     dev = None if device is None else resolve_device(device, "tensor")  # None: data's own
     return _finish(as_array(data, _dt.as_dtype(dtype) if dtype is not None else None),
                    requires_grad, dev)
@@ -287,13 +288,14 @@ def from_numpy(array):
     return Tensor._wrap(array)
 
 
-def scalar_tensor(s, dtype=None, device=None, requires_grad=False):
+def scalar_tensor(s, dtype=None, device=None, requires_grad=False, **options):
     """A 0-dim tensor holding `s` (default float dtype), as torch.scalar_tensor.
 
     >>> import flowgrad as flow
     >>> flow.scalar_tensor(3)
     tensor(3.)
     """
+    check_hints("scalar_tensor", options, FACTORY_HINTS)
     if isinstance(s, Tensor):
         s = s.item()
     if not isinstance(s, (numbers.Number, np.generic)) or isinstance(s, np.str_):
@@ -377,7 +379,7 @@ def _float_dtype(dtype):
     return _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
 
 
-def zeros(*size_args, size=None, dtype=None, device=None, requires_grad=False):
+def zeros(*size_args, size=None, dtype=None, device=None, requires_grad=False, **options):
     """A tensor of zeros (default float dtype).
 
     >>> import flowgrad as flow
@@ -387,12 +389,13 @@ def zeros(*size_args, size=None, dtype=None, device=None, requires_grad=False):
     >>> flow.zeros(2, dtype=flow.int64)
     tensor([0, 0])
     """
+    check_hints("zeros", options, FACTORY_HINTS)
     dev = resolve_device(device, "zeros")
     shape, d = _size(_size_arg(size_args, size, "zeros"), "zeros"), _float_dtype(dtype).np
     return _finish(_alloc("zeros", shape, d, lambda: dev.xp.zeros(shape, d)), requires_grad, dev)
 
 
-def ones(*size_args, size=None, dtype=None, device=None, requires_grad=False):
+def ones(*size_args, size=None, dtype=None, device=None, requires_grad=False, **options):
     """A tensor of ones (default float dtype).
 
     >>> import flowgrad as flow
@@ -400,6 +403,7 @@ def ones(*size_args, size=None, dtype=None, device=None, requires_grad=False):
     tensor([[1., 1.],
             [1., 1.]])
     """
+    check_hints("ones", options, FACTORY_HINTS)
     dev = resolve_device(device, "ones")
     shape, d = _size(_size_arg(size_args, size, "ones"), "ones"), _float_dtype(dtype).np
     return _finish(_alloc("ones", shape, d, lambda: dev.xp.ones(shape, d)), requires_grad, dev)
@@ -422,7 +426,7 @@ def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, *
                              requires_grad, dev), None, options)
 
 
-def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+def full(size, fill_value, dtype=None, device=None, requires_grad=False, **options):
     """A tensor filled with `fill_value`; dtype inferred from it as torch does.
 
     >>> import flowgrad as flow
@@ -432,6 +436,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     >>> flow.full((2,), 0.5)
     tensor([0.5000, 0.5000])
     """
+    check_hints("full", options, FACTORY_HINTS)
     dev = resolve_device(device, "full")
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
@@ -516,7 +521,8 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **opt
                      options)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False,
+           **options):
     """Values from start (default 0) up to end, exclusive; int64 for integer arguments.
 
     >>> import flowgrad as flow
@@ -525,6 +531,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     >>> flow.arange(1, 2.5, 0.5)
     tensor([1.0000, 1.5000, 2.0000])
     """
+    check_hints("arange", options, FACTORY_HINTS)
     dev = resolve_device(device, "arange")
     if end is None:
         start, end = 0, start
@@ -611,7 +618,7 @@ def _to_int64(value, op_name):
     return number
 
 
-def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, **options):
     """`steps` evenly spaced values from start to end, inclusive; complex when start or end is
     complex. As torch: the first half counts up from start, the second down from end, and an
     integer dtype truncates start and end before spacing them (linspace(0.5, 2, 4, dtype=int64)
@@ -621,6 +628,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     >>> flow.linspace(0, 1, steps=5)
     tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
     """
+    check_hints("linspace", options, FACTORY_HINTS)
     dev = resolve_device(device, "linspace")
     start, end, d = _range_bounds("linspace", start, end, dtype)
     n = _steps(steps, "linspace")
@@ -746,7 +754,8 @@ def _steps(steps, op_name):
     return n
 
 
-def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False,
+             **options):
     """`steps` values base ** t for t evenly spaced from start to end, inclusive; complex when
     start or end is complex. As torch, an integer dtype truncates start and end first
     (logspace(2.5, 0.5, 3, dtype=int64) is [100, 10, 1], not [316, 31, 3]).
@@ -755,6 +764,7 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
     >>> flow.logspace(0, 2, steps=3)
     tensor([  1.,  10., 100.])
     """
+    check_hints("logspace", options, FACTORY_HINTS)
     dev = resolve_device(device, "logspace")
     start, end, d = _range_bounds("logspace", start, end, dtype)
     n = _steps(steps, "logspace")
@@ -798,7 +808,7 @@ def _logspace(start, end, n, base, d):
         return values.astype(d.np)
 
 
-def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+def eye(n, m=None, dtype=None, device=None, requires_grad=False, **options):
     """An n x m identity matrix.
 
     >>> import flowgrad as flow
@@ -806,6 +816,7 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     tensor([[1., 0., 0.],
             [0., 1., 0.]])
     """
+    check_hints("eye", options, FACTORY_HINTS)
     dev = resolve_device(device, "eye")
     n = _as_int(n, "eye", "n")
     m = n if m is None else _as_int(m, "eye", "m")
@@ -817,15 +828,27 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
                    dev)
 
 
-_HINTS = frozenset(("layout", "pin_memory", "memory_format"))  # accepted, nothing to do
+_HINTS = frozenset(("layout", "pin_memory", "memory_format"))
+FACTORY_HINTS = frozenset(("layout", "pin_memory"))  # (torch.zeros takes no memory_format)
 
 
-def check_hints(op_name, options):
-    """Raise torch's TypeError for a keyword that is none of the accepted layout hints (a
-    catch-all would drop a misspelt or unsupported argument silently)."""
-    if options and not _HINTS.issuperset(options):
-        unknown = sorted(set(options) - _HINTS)[0]
+def check_hints(op_name, options, allowed=_HINTS):
+    """Raise torch's TypeError for a keyword that is none of the `allowed` layout hints (a
+    catch-all would drop a misspelt or unsupported argument silently), and refuse the values
+    flowgrad cannot honour: a layout other than strided, pinned memory (no accelerator)."""
+    if not options:
+        return
+    if not allowed.issuperset(options):
+        unknown = sorted(set(options) - allowed)[0]
         raise TypeError(f"{op_name}() got an unexpected keyword argument {unknown!r}")
+    layout = options.get("layout")
+    if layout is not None and str(layout).split(".")[-1] != "strided":
+        raise NotImplementedError(f"{op_name}(): flowgrad's factories make strided tensors "
+                                  f"only, not layout={layout}; call .to_sparse() on the result")
+    if options.get("pin_memory"):
+        raise RuntimeError(f"{op_name}(): pin_memory=True requires a CUDA or other accelerator "
+                           f"backend; no pinned memory allocator is available here (pass "
+                           f"pin_memory=False)")
 
 
 def _new(name, factory):

@@ -22,7 +22,7 @@ from .._warn import warn
 from ..autograd.inplace import run_inplace
 from ..device import ARRAY_MODULES, array_module, device_of, resolve_device
 from ..tensor import Tensor
-from .creation import _finish, _size, as_tensor, check_hints, tensor
+from .creation import FACTORY_HINTS, _finish, _size, as_tensor, check_hints, tensor
 from .elementwise_more import _filled, _value_tensor
 
 __all__ = ["asarray", "frombuffer", "empty_strided", "empty_permuted", "range", "fill",
@@ -125,7 +125,7 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False,
     >>> flow.empty_strided((2, 2), (1, 2)).is_contiguous()
     False
     """
-    check_hints("empty_strided", options)
+    check_hints("empty_strided", options, FACTORY_HINTS)
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     if len(size) != len(stride):
         raise RuntimeError(f"empty_strided: mismatch in length of strides and shape: size "
@@ -187,7 +187,7 @@ def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_
 def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, **options):
     """Deprecated in torch: values from start to end *inclusive* by step, in the default
     float dtype. Use `arange` (end exclusive)."""
-    check_hints("range", options)
+    check_hints("range", options, frozenset(("layout",)))
     warn("torch.range is deprecated and will be removed in a future release because "
          "its behavior is inconsistent with Python's range builtin. Instead, use "
          "torch.arange, which produces values in [start, end).", UserWarning,

@@ -23,6 +23,7 @@ from ..autograd.interpreter import check_read
 from ..device import array_module, resolve_device, to_device
 from ..errors import expect_tensor, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from .creation import FACTORY_HINTS, check_hints
 from .index import index_select, narrow
 from .registry import op
 from .shape import cat, meshgrid, stack
@@ -371,7 +372,8 @@ def _tri_indices(row, col, offset, dtype, lower, device):
     return Tensor._wrap(to_device(indices, dev))  # computed from the sizes on the host
 
 
-def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None,
+                 pin_memory=False, requires_grad=False):
     """The (2, N) coordinates of the lower triangle of a row x col matrix, row by row.
 
     >>> import flowgrad as flow
@@ -379,10 +381,15 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     tensor([[0, 1, 1],
             [0, 0, 1]])
     """
+    check_hints("tril_indices", {"layout": layout, "pin_memory": pin_memory}, FACTORY_HINTS)
+    if requires_grad:
+        raise RuntimeError("tril_indices(): only tensors of floating point and complex dtype can "
+                           "require gradients (these are integer indices)")
     return _tri_indices(row, col, offset, dtype, True, device)
 
 
-def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None,
+                 pin_memory=False, requires_grad=False):
     """The (2, N) coordinates of the upper triangle of a row x col matrix, row by row.
 
     >>> import flowgrad as flow
@@ -390,6 +397,10 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     tensor([[0, 0, 1],
             [0, 1, 1]])
     """
+    check_hints("triu_indices", {"layout": layout, "pin_memory": pin_memory}, FACTORY_HINTS)
+    if requires_grad:
+        raise RuntimeError("triu_indices(): only tensors of floating point and complex dtype can "
+                           "require gradients (these are integer indices)")
     return _tri_indices(row, col, offset, dtype, False, device)
 
 

@@ -21,6 +21,7 @@ from ..errors import check_probabilities, check_std, expect_tensor
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor
 from .creation import (
+    FACTORY_HINTS,
     _alloc,
     _as_int,
     _device_like,
@@ -36,7 +37,7 @@ __all__ = ["rand", "randn", "randint", "rand_like", "randn_like", "randint_like"
            "normal", "bernoulli", "multinomial"]
 
 def rand(*size_args, size=None, generator=None, dtype=None, device=None,
-         requires_grad=False):
+         requires_grad=False, **options):
     """Uniform samples in [0, 1).
 
     >>> import flowgrad as flow
@@ -44,6 +45,7 @@ def rand(*size_args, size=None, generator=None, dtype=None, device=None,
     >>> flow.rand(3)
     tensor([0.6370, 0.2698, 0.0410])
     """
+    check_hints("rand", options, FACTORY_HINTS)
     return _sample("rand", _rand, "uniform", size_args, size, generator, dtype, device,
                    requires_grad)
 
@@ -135,7 +137,7 @@ def _finish_op(out, requires_grad, dev=CPU):
 
 
 def randn(*size_args, size=None, generator=None, dtype=None, device=None,
-          requires_grad=False):
+          requires_grad=False, **options):
     """Standard normal samples.
 
     >>> import flowgrad as flow
@@ -144,6 +146,7 @@ def randn(*size_args, size=None, generator=None, dtype=None, device=None,
     tensor([[ 0.1257, -0.1321],
             [ 0.6404,  0.1049]])
     """
+    check_hints("randn", options, FACTORY_HINTS)
     return _sample("randn", _randn, "normal", size_args, size, generator, dtype, device,
                    requires_grad)
 
@@ -159,7 +162,7 @@ def _sample(name, kernel, kind, size_args, size, generator, dtype, device, requi
 
 
 def randint(low=None, high=None, size=None, generator=None, dtype=None, device=None,
-            requires_grad=False):
+            requires_grad=False, **options):
     """Integers uniform in [low, high); int64 by default.
 
     >>> import flowgrad as flow
@@ -168,6 +171,7 @@ def randint(low=None, high=None, size=None, generator=None, dtype=None, device=N
     >>> x.dtype, bool(((x >= 0) & (x < 10)).all())
     (flowgrad.int64, True)
     """
+    check_hints("randint", options, FACTORY_HINTS)
     dev = resolve_device(device, "randint")
     if size is None and low is not None:  # randint(high, size)
         low, high, size = 0, low, high
@@ -257,7 +261,7 @@ def randint_like(input, low=0, high=None, dtype=None, generator=None, device=Non
                              requires_grad=requires_grad), input, options)
 
 
-def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
+def randperm(n, generator=None, dtype=None, device=None, requires_grad=False, **options):
     """A random permutation of 0..n-1 (int64).
 
     >>> import flowgrad as flow
@@ -265,6 +269,7 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     >>> sorted(flow.randperm(5).tolist())
     [0, 1, 2, 3, 4]
     """
+    check_hints("randperm", options, FACTORY_HINTS)
     dev = resolve_device(device, "randperm")
     n = _as_int(n, "randperm", "n")
     if n < 0:
@@ -293,7 +298,7 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
     >>> flow.normal(2.0, 0.0, size=(2,))
     tensor([2., 2.])
     """
-    check_hints("normal", options)
+    check_hints("normal", options, FACTORY_HINTS)
     for arg, value in (("mean", mean), ("std", std)):
         if not isinstance(value, (Tensor, int, float, np.integer, np.floating)):
             expect_tensor("normal", value, arg, 1 if arg == "mean" else 2)

@@ -21,7 +21,12 @@ from ..autograd.views import replay_view
 from ..device import broadcast_view
 from ..errors import check_same_dtype, expect_tensor, int_args
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
-from ..typed_tensors import record_memory_format
+from ..typed_tensors import (
+    contiguous_format,
+    preserve_format,
+    record_memory_format,
+    recorded_memory_format,
+)
 from .halfprec import HALF
 from .out_arg import with_out
 from .registry import op
@@ -483,7 +488,14 @@ def clone(input, *, memory_format=None):
     >>> y
     tensor([1., 2.], grad_fn=<clone_backward>)
     """
-    return _clone(input)
+    out = _clone(input)
+    # the format is recorded, as contiguous's (the array stays row-major); torch's default,
+    # preserve_format, keeps the input's
+    if memory_format is None or memory_format is preserve_format:
+        memory_format = recorded_memory_format(input)
+    if memory_format is not contiguous_format:
+        record_memory_format(out, memory_format)
+    return out
 
 
 @tensor_method()

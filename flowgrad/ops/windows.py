@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..device import resolve_device
-from .creation import _finish
+from .creation import FACTORY_HINTS, _finish, check_hints
 
 __all__ = ["hann_window", "hamming_window", "blackman_window", "bartlett_window",
            "kaiser_window"]
@@ -88,60 +88,65 @@ def _bartlett(n, work, r):
 
 
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
-                requires_grad=False):
+                requires_grad=False, pin_memory=False):
     """0.5 - 0.5 cos(2 pi n / (N - 1)).
 
     >>> import flowgrad as flow
     >>> flow.hann_window(3, periodic=False)
     tensor([0., 1., 0.])
     """
+    check_hints("hann_window", {"layout": layout, "pin_memory": pin_memory}, FACTORY_HINTS)
     return _window("hann_window", window_length, periodic, dtype, device, requires_grad,
                    _cosine(0.5, 0.5))
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
-                   layout=None, device=None, requires_grad=False):
+                   layout=None, device=None, requires_grad=False, pin_memory=False):
     """alpha - beta cos(2 pi n / (N - 1)).
 
     >>> import flowgrad as flow
     >>> flow.hamming_window(3, periodic=False)
     tensor([0.0800, 1.0000, 0.0800])
     """
+    check_hints("hamming_window", {"layout": layout, "pin_memory": pin_memory}, FACTORY_HINTS)
     return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
                    _cosine(alpha, beta))
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
-                    requires_grad=False):
+                    requires_grad=False, pin_memory=False):
     """0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1)).
 
     >>> import flowgrad as flow
     >>> flow.blackman_window(3, periodic=False)[1]
     tensor(1.)
     """
+    check_hints("blackman_window", {"layout": layout, "pin_memory": pin_memory}, FACTORY_HINTS)
     return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
                    _blackman)
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
-                    requires_grad=False):
+                    requires_grad=False, pin_memory=False):
     """The triangle 1 - |2n / (N - 1) - 1|.
 
     >>> import flowgrad as flow
     >>> flow.bartlett_window(5, periodic=False)
     tensor([0.0000, 0.5000, 1.0000, 0.5000, 0.0000])
     """
+    check_hints("bartlett_window", {"layout": layout, "pin_memory": pin_memory}, FACTORY_HINTS)
     return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
                    _bartlett)
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
-                  device=None, requires_grad=False):
+                  device=None, requires_grad=False, pin_memory=False):
     """I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta), I0 the modified Bessel function.
 
     >>> import flowgrad as flow
     >>> flow.kaiser_window(3, periodic=False, beta=0.0)
     tensor([1., 1., 1.])
     """
+    check_hints("kaiser_window", {"layout": layout, "pin_memory": pin_memory}, FACTORY_HINTS)
     return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
                    lambda n, work, r: np.kaiser(n, beta))
