@@ -296,6 +296,27 @@ def numel(input) -> int:
     return input.numel()
 
 
+def _inplace_function(name):
+    def function(input, *args, **kwargs):
+        return getattr(input, name)(*args, **kwargs)
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"torch.{name}(input, ...): `input.{name}(...)`, in place."
+    return function
+
+
+# torch's in-place functions of the torch namespace (torch.sigmoid_(x) is x.sigmoid_())
+for _name in ("abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_",
+              "arctan_", "arctanh_", "as_strided_", "asin_", "asinh_", "atan_", "atanh_", "ceil_",
+              "clamp_", "clamp_max_", "clamp_min_", "clip_", "conj_physical_", "cos_", "cosh_",
+              "deg2rad_", "detach_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_", "fix_",
+              "floor_", "frac_", "gcd_", "i0_", "index_put_", "lcm_", "ldexp_", "log10_",
+              "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_", "negative_",
+              "rad2deg_", "reciprocal_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_",
+              "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_"):
+    globals()[_name] = _inplace_function(_name)
+del _name
+
+
 # a non-tensor where a tensor is needed raises torch's TypeError (flow.tanh(2.0)), in every
 # public namespace of functions
 for _space in (globals(), vars(nn.functional), vars(linalg), vars(special), vars(fft)):

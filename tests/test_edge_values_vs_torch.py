@@ -57,3 +57,38 @@ def test_lerp_gradients_through_both_formulas():
     assert flow.autograd.gradgradcheck(flow.lerp, (x, end, weight))
     for w in (0.25, 0.75):
         assert flow.autograd.gradcheck(lambda a, b, w=w: flow.lerp(a, b, w), (x, end))
+
+
+INPLACE_ARGS = {"addmv_": lambda T: (T.ones(2, 3), T.ones(3)),
+                "as_strided_": lambda T: ((2,), (2,)), "clamp_": lambda T: (0.3, 0.6),
+                "clamp_max_": lambda T: (0.5,),
+                "clamp_min_": lambda T: (0.5,), "clip_": lambda T: (0.3, 0.6),
+                "fill_": lambda T: (2.5,), "gcd_": lambda T: (T.tensor([4, 6, 9]),),
+                "lcm_": lambda T: (T.tensor([4, 6, 9]),), "ldexp_": lambda T: (T.tensor([2.0]),),
+                "index_put_": lambda T: ((T.tensor([0, 2]),), T.tensor([7.0, 8.0])),
+                "xlogy_": lambda T: (T.tensor([2.0, 3.0, 0.5]),), "logit_": lambda T: (0.1,)}
+INPLACE = ["abs_", "acos_", "acosh_", "addmv_", "arccos_", "arcsin_", "arcsinh_", "arctan_",
+           "arctanh_", "as_strided_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_",
+           "clamp_max_", "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_", "erf_", "erfc_",
+           "exp2_", "exp_", "expm1_", "fill_", "fix_", "floor_", "frac_", "gcd_", "i0_",
+           "index_put_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_", "logit_",
+           "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "round_", "rsqrt_",
+           "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_",
+           "xlogy_", "detach_", "conj_physical_", "arccosh_"]
+
+
+@pytest.mark.parametrize("name", INPLACE)
+def test_torch_namespace_inplace_functions(name):
+    """torch.sigmoid_(x) and the other in-place functions of the torch namespace: x itself,
+    written as x.sigmoid_() writes it."""
+    results = []
+    for T in (torch, flow):
+        integer = name in ("gcd_", "lcm_")
+        x = T.tensor([4, 2, 3]) if integer else T.tensor([0.25, 0.5, 0.75]) + (
+            1.5 if name in ("acosh_", "arccosh_") else 0)
+        if name == "addmv_":
+            x = T.tensor([0.25, 0.5])
+        args = INPLACE_ARGS.get(name, lambda T: ())(T)
+        assert getattr(T, name)(x, *args) is x
+        results.append(x.double().numpy() if not integer else x.numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
