@@ -296,6 +296,20 @@ def numel(input) -> int:
     return input.numel()
 
 
+class OutOfMemoryError(RuntimeError):
+    """torch.OutOfMemoryError (an accelerator allocation failed): never raised by flowgrad,
+    whose host allocations raise NumPy's MemoryError; defined so `except` clauses resolve."""
+
+
+class AcceleratorError(RuntimeError):
+    """torch.AcceleratorError: never raised by flowgrad (it has no accelerator)."""
+
+
+def is_distributed(input) -> bool:
+    """False, as torch.is_distributed of a tensor (torch's old THD flag)."""
+    return input.is_distributed()
+
+
 def _inplace_function(name):
     def function(input, *args, **kwargs):
         return getattr(input, name)(*args, **kwargs)

@@ -87,3 +87,14 @@ def test_autograd_deprecated_keywords(module):
     assert x.grad.tolist() == [4.0, 8.0] and g.tolist() == [2.0, 4.0]
     with pytest.raises(RuntimeError, match="grad_variables"):
         module.autograd.backward((x * x).sum(), x, grad_variables=x)
+
+
+@pytest.mark.parametrize("module", [torch, flow])
+def test_accelerator_error_classes_and_distributed_flag(module):
+    assert issubclass(module.OutOfMemoryError, RuntimeError)
+    assert issubclass(module.AcceleratorError, RuntimeError)
+    assert module.is_distributed(module.ones(1)) is False
+    try:
+        raise module.OutOfMemoryError("x")
+    except RuntimeError as error:
+        assert str(error) == "x"
