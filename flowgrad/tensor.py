@@ -45,7 +45,7 @@ class Tensor:
     float dtype, and uninitialised storage for sizes.
     """
 
-    __slots__ = ("_data", "_meta", "_grad_fn", "_version", "_view", "__weakref__")
+    __slots__ = ("_data", "_meta", "_grad_fn", "_counter", "_view", "__weakref__")
     __array_priority__ = 1000  # numpy defers `ndarray * Tensor` to Tensor.__rmul__
 
     def __init__(self, *args, dtype=None, requires_grad=False, device=None):
@@ -61,7 +61,7 @@ class Tensor:
         self._data = data
         self._meta = None
         self._grad_fn = None
-        self._version = None
+        self._counter = None
         self._view = None  # a ViewInfo when this tensor is a view (autograd/views.py)
         if requires_grad:
             self.requires_grad_(True)
@@ -75,7 +75,7 @@ class Tensor:
             else np.asarray(array)
         t._meta = None
         t._grad_fn = None
-        t._version = None
+        t._counter = None
         t._view = None
         return t
 
@@ -242,7 +242,7 @@ class Tensor:
     def _sync(self):
         """A view whose base was written in place since its grad_fn was set: regenerate it."""
         view = self._view
-        if view is not None and view.version != self._version.value:
+        if view is not None and view.version != self._counter.value:
             sync_view(self)
 
     @property
@@ -273,8 +273,8 @@ class Tensor:
                     f"was computed by {self._grad_fn.name}. Use detach() to get a tensor "
                     "that does not require grad")
             return self
-        if requires_grad and self._version is not None \
-                and self._version.__class__ is not VersionCounter:  # an inference tensor
+        if requires_grad and self._counter is not None \
+                and self._counter.__class__ is not VersionCounter:  # an inference tensor
             check_requires_grad(self)
         if requires_grad and self._data.dtype.kind not in "fVc":
             raise RuntimeError(
@@ -290,7 +290,7 @@ class Tensor:
 
     def is_inference(self):
         """Whether this tensor was made in inference mode (see autograd/inference.py)."""
-        return self._version is not None and self._version.__class__ is not VersionCounter
+        return self._counter is not None and self._counter.__class__ is not VersionCounter
 
     @property
     def is_leaf(self):
@@ -399,9 +399,9 @@ class Tensor:
         if _FORWARD_LEVELS:  # forward AD keys tangents by array: a new one has none (torch's)
             data = data.view()
         t = Tensor._wrap(data)
-        if self._version is None:
-            self._version = VersionCounter()
-        t._version = self._version
+        if self._counter is None:
+            self._counter = VersionCounter()
+        t._counter = self._counter
         return t
 
     def detach_(self):
@@ -440,8 +440,10 @@ class Tensor:
         self._data = value._data if isinstance(value, Tensor) else np.asarray(value)
 
     @property
-    def _version_value(self):
-        return 0 if self._version is None else self._version.value
+    def _version(self):
+        """torch's `x._version`: how many in-place writes this tensor's storage has had (an
+        int, shared by its views). The counter object itself is `_counter`."""
+        return 0 if self._counter is None else self._counter.value
 
     # ---- conversion ---------------------------------------------------------------------
     def numpy(self, force=False):

@@ -131,7 +131,7 @@ def test_view_shares_version_and_stale_history_is_regenerated():
 
 
 def _version(t):
-    return t._version if isinstance(t, torch.Tensor) else t._version.value
+    return t._version  # (an int in both: how many in-place writes the storage has had)
 
 
 def _inplace_runs(m):
@@ -334,10 +334,10 @@ def test_recorded_write_through_a_view_of_a_non_c_order_tensor_is_refused_unchan
     x = flow.tensor(np.arange(12.0), requires_grad=True)
     y = x.reshape(3, 4).t() * 1                       # Fortran order, as torch keeps it
     v = y.as_strided((3,), (1,), 1)
-    before, version = y.tolist(), y._version.value
+    before, version = y.tolist(), y._version
     with pytest.raises(RuntimeError, match="as_strided.*not in C order.*contiguous"):
         v.mul_(3)
-    assert y.tolist() == before and y._version.value == version
+    assert y.tolist() == before and y._version == version
     with flow.no_grad():
         v.mul_(3)
     t = torch.arange(12.0, dtype=torch.float64).reshape(3, 4).t() * 1

@@ -71,7 +71,7 @@ def test_views_of_inference_tensors_skip_view_tracking():
         result = base * 1.0
         untracked = result.t().unsqueeze(0)
         normal_view = base.t()  # a view of a normal tensor stays a tracked normal view
-    assert tracked._view is not None and tracked._version is not None
-    assert untracked._view is None and untracked._version is INFERENCE_COUNTER
+    assert tracked._view is not None and tracked._counter is not None
+    assert untracked._view is None and untracked._counter is INFERENCE_COUNTER
     assert normal_view._view is not None and not normal_view.is_inference()
-    assert normal_view._version is base._version
+    assert normal_view._counter is base._counter

@@ -12,7 +12,7 @@ import flowgrad as flow
 
 
 def version(t):
-    return t._version_value if isinstance(t, flow.Tensor) else t._version
+    return t._version  # (an int, as torch's)
 
 
 # op that saves a tensor, in-place change of that tensor, name of the node in flowgrad

@@ -259,10 +259,10 @@ def test_int_inplace_and_bitwise_inplace():
 def test_inplace_shares_storage_and_bumps_version():
     x = flow.ones(2, 3)
     v = x[0]
-    before = x._version_value
+    before = x._version
     x.mul_(3).add_(1)
     assert v.tolist() == [4.0, 4.0, 4.0]
-    assert x._version_value == before + 2
+    assert x._version == before + 2
 
 
 def test_inplace_on_int_tensor_refuses_float_result():

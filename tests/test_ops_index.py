@@ -292,11 +292,11 @@ ERRORS = [
 def test_bad_arguments_change_nothing(case):
     name, fn, exc, match = case
     x = _x(3, 4)
-    before, version = x.numpy().copy(), x._version_value
+    before, version = x.numpy().copy(), x._version
     with pytest.raises(exc, match=match):
         fn(x)
     np.testing.assert_array_equal(x.numpy(), before)
-    assert x._version_value == version
+    assert x._version == version
 
 
 @pytest.mark.parametrize("method", ["scatter_", "index_copy_", "index_put_", "masked_fill_"])

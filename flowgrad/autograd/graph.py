@@ -114,14 +114,14 @@ def increment_version(tensor):
     write does: backward then refuses saved copies of it taken earlier.
 
     >>> import flowgrad as flow
-    >>> x = flow.ones(2); v = x._version
-    >>> flow.autograd.graph.increment_version(x); x._version.value
+    >>> x = flow.ones(2)
+    >>> flow.autograd.graph.increment_version(x); x._version
     1
     """
     for t in (tensor if isinstance(tensor, (list, tuple)) else (tensor,)):
-        if t._version is None:
-            t._version = VersionCounter()
-        t._version.value += 1
+        if t._counter is None:
+            t._counter = VersionCounter()
+        t._counter.value += 1
 
 
 def current_graph_task_id() -> int:

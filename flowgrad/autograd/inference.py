@@ -79,19 +79,19 @@ class InferenceInterpreter:
             result = op.kernel(xp, *arrays, **attrs)
         except (ValueError, IndexError, TypeError) as error:
             raise kernel_error(op, inputs, error) from None
-        if op.is_view and inputs[0]._version is not INFERENCE_COUNTER:
+        if op.is_view and inputs[0]._counter is not INFERENCE_COUNTER:
             return _normal_views(op, inputs, attrs, result)
         if op.n_out == 1 and type(result) is not tuple:
             out = _new(_interpreter.Tensor)
             out._data = result if type(result) is np.ndarray else xp.asarray(result)
             out._meta = out._grad_fn = out._view = None
-            out._version = INFERENCE_COUNTER
+            out._counter = INFERENCE_COUNTER
             return out
         wrap = _interpreter.Tensor._wrap
         n_out = len(result) if op.n_out is None else op.n_out
         outs = tuple(wrap(r) for r in result[:n_out])
         for out in outs:
-            out._version = INFERENCE_COUNTER
+            out._counter = INFERENCE_COUNTER
         return outs if n_out != 1 or op.n_out is None else outs[0]
 
 
@@ -107,7 +107,7 @@ def _normal_views(op, inputs, attrs, result):
         if _interpreter._shares(out._data, src._data):
             _interpreter.mark_view(src, out, op, attrs, None if single else i)
         else:
-            out._version = INFERENCE_COUNTER
+            out._counter = INFERENCE_COUNTER
         outs.append(out)
     return outs[0] if single or (n_out == 1 and op.n_out is not None) else tuple(outs)
 

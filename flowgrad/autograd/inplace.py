@@ -37,9 +37,9 @@ def bump_version(tensor):
         hook = getattr(current, "inplace", None)  # a tracer refuses what it cannot record
         if hook is not None:
             hook(tensor)
-    counter = tensor._version
+    counter = tensor._counter
     if counter is None:
-        counter = tensor._version = VersionCounter()
+        counter = tensor._counter = VersionCounter()
     elif counter.__class__ is not VersionCounter:  # an inference tensor's
         check_write(tensor)
     counter.value += 1
@@ -94,7 +94,7 @@ def inplace_update(name, target, compute, args_need_grad=False):
     view = target._view
     recording = False
     if _state.enabled:
-        if view is not None and view.version != target._version.value:
+        if view is not None and view.version != target._counter.value:
             sync_view(target)
         meta = target._meta
         base = view.base if view is not None else None
@@ -165,7 +165,7 @@ def _inplace_through_view(name, target, compute):
     rebased = replay_view(new_base, chain)
     carry_over(target._meta, rebased._meta)
     target._meta, target._grad_fn = rebased._meta, rebased._grad_fn
-    info.version = target._version.value
+    info.version = target._counter.value
     _tell_tracer(base, new_base)
     _tell_tracer(target, rebased)
     return target
@@ -189,8 +189,8 @@ def _adopt_saved_outputs(result, target):
         return
     for saved in node._outputs:
         if saved.data is result._data:
-            saved.data, saved.counter = target._data, target._version
-            saved.version = target._version.value
+            saved.data, saved.counter = target._data, target._counter
+            saved.version = target._counter.value
 
 
 # in-place ops that torch lets write through an expanded (self-overlapping) view; setitem
@@ -265,6 +265,6 @@ def write_inplace(target, result, name):
         target._meta, target._grad_fn = result._meta, result._grad_fn
         _adopt_saved_outputs(result, target)
         if target._view is not None:
-            target._view.version = target._version.value
+            target._view.version = target._counter.value
     _tell_tracer(target, result)
     return target

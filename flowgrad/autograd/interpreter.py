@@ -42,7 +42,7 @@ def _needs_record(inputs) -> bool:
         m = t._meta
         view = t._view
         if view is not None:
-            if view.version != t._version.value:
+            if view.version != t._counter.value:
                 sync_view(t)  # its base was written in place since its grad_fn was set
                 m = t._meta
             elif m is None and view.base.requires_grad:
@@ -100,7 +100,7 @@ def eager_call(op, *inputs, **attrs):
         if op.n_out == 1 and type(result) is not tuple:
             out = _new(Tensor)
             out._data = result if type(result) is np.ndarray else xp.asarray(result)
-            out._meta = out._grad_fn = out._version = out._view = None
+            out._meta = out._grad_fn = out._counter = out._view = None
             if op.is_view and _shares(out._data, inputs[0]._data):
                 mark_view(inputs[0], out, op, attrs, None)
             if record:
@@ -363,9 +363,9 @@ def add_node(op, inputs, outputs, attrs, aux):
                                 for i, t in enumerate(inputs)]
         if save & 2:
             out = outputs[0]
-            if len(outputs) == 1 and out._version is None:  # SavedTensor(out, True), inline:
+            if len(outputs) == 1 and out._counter is None:  # SavedTensor(out, True), inline:
                 saved = _new(SavedTensor)                   # a fresh output, a new counter
-                counter = out._version = saved.counter = _new(VersionCounter)
+                counter = out._counter = saved.counter = _new(VersionCounter)
                 counter.value = saved.version = 0
                 saved.is_output, saved.data, saved.meta, saved.tensor = (
                     True, out._data, out._meta, None)

@@ -25,9 +25,9 @@ class SavedTensor:
     __slots__ = ("data", "meta", "grad_fn", "counter", "version", "is_output", "tensor")
 
     def __init__(self, tensor, is_output: bool):
-        counter = tensor._version
+        counter = tensor._counter
         if counter is None:
-            counter = tensor._version = VersionCounter()
+            counter = tensor._counter = VersionCounter()
         elif counter.__class__ is not VersionCounter:  # an inference tensor's
             raise inference_saved_error(tensor)
         self.counter = counter
@@ -57,7 +57,7 @@ class SavedTensor:
         if tensor is not None:
             return tensor
         t = _new(Tensor)
-        t._data, t._meta, t._grad_fn, t._version, t._view = (
+        t._data, t._meta, t._grad_fn, t._counter, t._view = (
             self.data, self.meta, node, self.counter, None)
         return t
 
@@ -138,7 +138,7 @@ class FunctionNode(Node):
         if saved.__class__ is SavedTensor and saved.tensor is None and \
                 saved.counter.value == saved.version:  # (unpack, inline)
             t = _new(Tensor)
-            t._data, t._meta, t._grad_fn, t._version, t._view = (
+            t._data, t._meta, t._grad_fn, t._counter, t._view = (
                 saved.data, saved.meta, self, saved.counter, None)
             return t
         return saved.unpack(self)  # (raises: written in place since)

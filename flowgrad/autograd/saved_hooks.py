@@ -141,7 +141,7 @@ class PackedTensor:
         t = Tensor._wrap(value._data)
         t._meta = self.meta
         t._grad_fn = node if self.is_output else self.grad_fn
-        t._version = self.counter
+        t._counter = self.counter
         return t
 
 

@@ -44,10 +44,10 @@ class ViewInfo:
 
 def mark_view(src, view, op, attrs, index):
     """Make `view` (an output of view op `op` on `src`) a view of src's root base."""
-    counter = src._version
+    counter = src._counter
     if counter is None:
-        counter = src._version = VersionCounter()
-    view._version = counter
+        counter = src._counter = VersionCounter()
+    view._counter = counter
     creation = DEFAULT if _state.enabled else NO_GRAD
     if op.n_out is None:  # split/unbind/chunk: one node for several views
         creation |= MULTI_OUTPUT
@@ -74,7 +74,7 @@ def sync_view(view):
     place: replay its chain on the base's current history. Views that torch refuses to
     regenerate (made under no_grad, or by a multi-output op) raise instead."""
     info = view._view
-    version = view._version.value
+    version = view._counter.value
     if info.version == version:
         return
     base = info.base

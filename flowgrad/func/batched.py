@@ -136,7 +136,7 @@ def wrap(phys, level):
     t = object.__new__(BatchedTensor)
     data = phys._data
     t._data = placeholder(data.shape[1:], data.dtype)
-    t._meta = t._grad_fn = t._version = t._view = None
+    t._meta = t._grad_fn = t._counter = t._view = None
     t._phys = phys
     t._level = level
     return t

@@ -42,7 +42,7 @@ class SavedBatched(SavedTensor):
         if self.counter.value != self.version:
             self.check(node)
         t = wrap(self.data, self.grad_fn)
-        t._meta, t._grad_fn, t._version = self.meta, node, self.counter
+        t._meta, t._grad_fn, t._counter = self.meta, node, self.counter
         return t
 
 

@@ -15,7 +15,7 @@ def _sharing(cls, data, requires_grad):
     t._data = data._data
     t._meta = None
     t._grad_fn = None
-    t._version = data._version
+    t._counter = data._counter
     t._view = None
     if requires_grad:
         t.requires_grad_(True)

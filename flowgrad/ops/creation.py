@@ -369,7 +369,7 @@ def _finish(array, requires_grad, dev=None):
         if made_here is not None:  # made while nn.Graph traces build: a constant it may fold
             made_here.append(t)
         if inference.state.enabled:  # a factory in inference mode makes an inference tensor
-            t._version = inference.INFERENCE_COUNTER
+            t._counter = inference.INFERENCE_COUNTER
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -347,7 +347,7 @@ def _as_strided_(self, size, stride, storage_offset=None):
         # the old self is the storage's owner: a hidden base keeps its array and history, so
         # storage_offset(), later as_strided calls and in-place writes see the storage
         base = Tensor._wrap(self._data)
-        base._meta, base._grad_fn, base._version = self._meta, self._grad_fn, self._version
+        base._meta, base._grad_fn, base._counter = self._meta, self._grad_fn, self._counter
     else:
         base = info.base
     if self._meta is not None and new._meta is not None:
@@ -355,7 +355,7 @@ def _as_strided_(self, size, stride, storage_offset=None):
     self._data, self._meta, self._grad_fn = new._data, new._meta, new._grad_fn
     bump_version(self)
     creation = info.creation
-    self._view = ViewInfo(base, info.chain, creation, self._version.value)
+    self._view = ViewInfo(base, info.chain, creation, self._counter.value)
     return self
 
 

@@ -53,7 +53,7 @@ def _as_subclass(self, cls):
                         f"{cls!r}")
     alias = self.view(self.shape)
     out = object.__new__(cls)
-    for slot in ("_data", "_meta", "_grad_fn", "_version", "_view"):
+    for slot in ("_data", "_meta", "_grad_fn", "_counter", "_view"):
         setattr(out, slot, getattr(alias, slot))
     return out
 

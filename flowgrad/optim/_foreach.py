@@ -156,7 +156,7 @@ def advance(step_tensor):
 
 def bump(p):
     """bump_version(p), inlined for the common case of an existing counter."""
-    c = p._version
+    c = p._counter
     if c is None:
         bump_version(p)
     else:
