@@ -242,7 +242,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     >>> flow.tensor([1, 2]).dtype, flow.tensor([1.0, 2]).dtype
     (flowgrad.int64, flowgrad.float32)
     """
-    check_hints("tensor", {"pin_memory": pin_memory}, FACTORY_HINTS)
+    if pin_memory:
+        check_hints("tensor", {"pin_memory": pin_memory}, FACTORY_HINTS)
     dev = None if device is None else resolve_device(device, "tensor")  # None: data's own
     return _finish(as_array(data, _dt.as_dtype(dtype) if dtype is not None else None),
                    requires_grad, dev)
