@@ -92,3 +92,50 @@ def test_torch_namespace_inplace_functions(name):
         assert getattr(T, name)(x, *args) is x
         results.append(x.double().numpy() if not integer else x.numpy())
     np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+
+
+NAN_MATRIX = {
+    "addmm alpha 0": lambda T: T.addmm(T.ones(2, 2), T.full((2, 3), NAN), T.ones(3, 2), alpha=0),
+    "addmv alpha 0": lambda T: T.addmv(T.ones(2), T.full((2, 3), INF), T.ones(3), alpha=0),
+    "addbmm alpha 0": lambda T: T.addbmm(T.ones(2, 2), T.full((1, 2, 3), NAN), T.ones(1, 3, 2),
+                                         alpha=0),
+    "baddbmm alpha 0": lambda T: T.baddbmm(T.ones(1, 2, 2), T.full((1, 2, 3), NAN),
+                                           T.ones(1, 3, 2), alpha=0),
+    "addr alpha 0": lambda T: T.addr(T.ones(2, 2), T.full((2,), NAN), T.ones(2), alpha=0),
+    "addmm alpha 0 beta 0": lambda T: T.addmm(T.full((2, 2), NAN), T.full((2, 3), NAN),
+                                              T.ones(3, 2), alpha=0, beta=0),
+    "einsum sublists": lambda T: T.einsum(T.arange(24.0).reshape(2, 3, 4), [0, 1, 2],
+                                          T.arange(12.0).reshape(4, 3), [2, 1], [0]),
+    "einsum sublist ellipsis": lambda T: T.einsum(T.arange(6.0).reshape(2, 3), [Ellipsis, 1],
+                                                  [1, Ellipsis]),
+    "einsum sublist range": lambda T: T.einsum(T.ones(2), [52]),
+    "einsum bool sum": lambda T: T.einsum("ij->j", T.arange(6.0).reshape(2, 3) > 1),
+    "einsum bool trace": lambda T: T.einsum("ii", T.eye(3) > 0),
+    "einsum bool contraction": lambda T: T.einsum("i,i->", T.ones(3) > 0, T.ones(3) > 0),
+    "einsum bool outer": lambda T: T.einsum("i,j->ij", T.ones(2) > 0, T.ones(3) > 0),
+    "chain_matmul of one": lambda T: T.chain_matmul(T.arange(4.0).reshape(2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(NAN_MATRIX))
+def test_products_as_torch(name):
+    """addmm, addmv and addbmm read no operand at alpha 0 (BLAS's rule: a nan in them does not
+    reach the result; baddbmm and addr do propagate it, as torch's); einsum's sublist form and
+    its bool rules (a sum counts in int64, a contraction is refused); chain_matmul of one
+    matrix."""
+    expected, torch_error = outcome(lambda: NAN_MATRIX[name](torch))
+    got, error = outcome(lambda: NAN_MATRIX[name](flow))
+    assert_same_raise(torch_error, error)
+    if torch_error is None:
+        assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+def test_alpha_zero_keeps_the_operands_in_the_graph():
+    grads = []
+    for T in (torch, flow):
+        a, b = T.ones(2, 3, requires_grad=True), T.ones(3, 2, requires_grad=True)
+        i = T.ones(2, 2, requires_grad=True)
+        T.addmm(i, a, b, alpha=0, beta=0.5).sum().backward()
+        grads.append([a.grad.tolist(), b.grad.tolist(), i.grad.tolist()])
+    assert grads[0] == grads[1]

@@ -178,7 +178,9 @@ def einsum(equation, *operands):
     >>> flow.einsum("ij,ij->i", a, a)
     tensor([ 5., 50.])
     """
-    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+    if isinstance(equation, Tensor):  # torch's sublist form: einsum(a, [0, 1], b, [1, 2], [0, 2])
+        equation, operands = _from_sublists((equation,) + tuple(operands))
+    elif len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not isinstance(equation, str):
         raise TypeError(f"einsum(): the equation must be a string, got "
@@ -191,7 +193,37 @@ def einsum(equation, *operands):
     for k, t in enumerate(operands[1:], 1):  # torch does not promote: it raises
         check_same_dtype("einsum", operands[0], **{f"operand {k}": t})
     eq, ops = _parse(equation, operands)
+    if ops[0]._data.dtype == np.bool_:
+        ins, out = eq.split("->")
+        if set(ins) - set(out) - {","}:  # letters summed over, as torch's sum or bmm would
+            if len(ops) > 1:
+                raise NotImplementedError(
+                    "einsum(): a contraction of bool operands is not implemented (as torch's "
+                    "\"bmm\" for Bool); convert them with .int() or .float() first")
+            ops = (ops[0].long(),)  # one operand: torch's sum, which counts in int64
     return _einsum(*ops, eq=eq)
+
+
+def _from_sublists(args):
+    """torch.einsum(op1, sublist1, op2, sublist2, ..., [out_sublist]) as (equation, operands):
+    subscripts are ints in [0, 52) (letters a-z, A-Z) or Ellipsis."""
+    def letters(sublist):
+        out = []
+        for s in sublist:
+            if s is Ellipsis:
+                out.append("...")
+            elif isinstance(s, int) and 0 <= s < len(_LETTERS):
+                out.append(_LETTERS[s])
+            else:
+                raise ValueError(f"einsum(): subscript in subscript list is not within the "
+                                 f"valid range [0, {len(_LETTERS)}): got {s!r}")
+        return "".join(out)
+    operands = args[0::2][:len(args) // 2]
+    subs = [letters(args[k]) for k in range(1, 2 * len(operands), 2)]
+    equation = ",".join(subs)
+    if len(args) % 2:  # an output sublist
+        equation += "->" + letters(args[-1])
+    return equation, operands
 
 
 def tensordot(a, b, dims=2):

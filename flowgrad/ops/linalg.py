@@ -248,7 +248,7 @@ def _coefficient(name, arg, value, dtype, refuse_float):
     return int(value) if dtype.kind in "iu" else value
 
 
-def _scaled_add(input, prod, beta, alpha, name, refuse_float=False):
+def _scaled_add(input, prod, beta, alpha, name, refuse_float=False, blas_alpha=False):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): input must be a Tensor, got {type(input).__name__}")
     try:
@@ -259,7 +259,11 @@ def _scaled_add(input, prod, beta, alpha, name, refuse_float=False):
     dtype = prod._data.dtype
     beta = _coefficient(name, "beta", beta, dtype, refuse_float)
     alpha = _coefficient(name, "alpha", alpha, dtype, refuse_float)
-    if alpha != 1:
+    if alpha == 0 and blas_alpha:
+        # torch's addmm/addmv/addbmm: BLAS reads no operand at alpha 0, so a nan or inf in the
+        # matrices does not reach the result (a where, not * 0; the operands' gradients are 0)
+        prod = where(prod.new_zeros((), dtype=_dt.bool), prod, 0)
+    elif alpha != 1:
         prod = prod * alpha
     if beta == 0:  # torch ignores input's values (nan and inf in it do not propagate)
         out = prod.expand(*np.broadcast_shapes(input._data.shape, prod._data.shape))
@@ -283,14 +287,14 @@ def addmm(input, mat1, mat2, out_dtype=None, *, beta=1, alpha=1):
     if out_dtype is not None:
         input, mat1, mat2 = _out_dtype((input, mat1, mat2), out_dtype)
     check_same_dtype("addmm", mat1, mat2=mat2, input=input)
-    return _scaled_add(input, mm(mat1, mat2), beta, alpha, "addmm")
+    return _scaled_add(input, mm(mat1, mat2), beta, alpha, "addmm", blas_alpha=True)
 
 
 @tensor_method()
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec)."""
     check_same_dtype("addmv", mat, vec=vec, input=input)
-    return _scaled_add(input, mv(mat, vec), beta, alpha, "addmv")
+    return _scaled_add(input, mv(mat, vec), beta, alpha, "addmv", blas_alpha=True)
 
 
 @tensor_method()
@@ -311,7 +315,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     if batch1.shape[0] != batch2.shape[0] or batch1.shape[2] != batch2.shape[1]:
         raise RuntimeError(f"addbmm: batch1 {tuple(batch1.shape)} and batch2 "
                            f"{tuple(batch2.shape)} cannot be multiplied")
-    return _scaled_add(input, einsum("bij,bjk->ik", batch1, batch2), beta, alpha, "addbmm")
+    return _scaled_add(input, einsum("bij,bjk->ik", batch1, batch2), beta, alpha, "addbmm",
+                       blas_alpha=True)
 
 
 # ---- layers' functional forms (exported as F.linear, F.bilinear) --------------------------

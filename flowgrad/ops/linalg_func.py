@@ -206,7 +206,12 @@ def _chain_product(ts, split, i, j):
 
 
 def chain_matmul(*matrices):
-    """torch.chain_matmul: multi_dot of 2-D matrices."""
+    """torch.chain_matmul: multi_dot of 2-D matrices (of one: a copy of it, as torch's)."""
+    if len(matrices) == 1 and isinstance(matrices[0], Tensor):
+        if matrices[0]._data.ndim != 2:
+            raise RuntimeError(f"chain_matmul(): Tensor 0 must be 2-D, got "
+                               f"{matrices[0]._data.ndim}-D")
+        return matrices[0].clone()
     return multi_dot(matrices)
 
 
