@@ -1,5 +1,7 @@
 """Every keyword torch accepts, flowgrad accepts: walks flow.*, Tensor methods and F.* that
-torch also has, and compares parameter names with torch's.
+torch also has (and the Python-level functions of linalg, special, fft, autograd, nn.init and
+nn.utils, and the constructors of nn, optim, lr_scheduler and utils.data classes), and compares
+parameter names with torch's.
 
 torch's names come from, in order: inspect.signature of Python-defined torch functions; the
 native schemas the Python argument parser binds keywords with (torch._C's
@@ -10,6 +12,7 @@ are refused by torch itself.)
 """
 import inspect
 import io
+import warnings
 
 import pytest
 import torch
@@ -94,6 +97,18 @@ def flow_keywords(fn):
     return {p.name for p in params if p.kind in _KEPT_KINDS}
 
 
+# namespaces compared where torch's function is written in Python (a native schema is named
+# after the aten op, not this spelling: linalg.norm is aten::linalg_norm), and those whose
+# classes' constructors are compared (nn.Linear(bias=), optim.SGD(foreach=), ...)
+_PYTHON_SPACES = [("linalg", flow.linalg, torch.linalg), ("special", flow.special, torch.special),
+                  ("fft", flow.fft, torch.fft), ("autograd", flow.autograd, torch.autograd),
+                  ("nn.init", flow.nn.init, torch.nn.init),
+                  ("nn.utils", flow.nn.utils, torch.nn.utils)]
+_CLASS_SPACES = [("nn", flow.nn, torch.nn), ("optim", flow.optim, torch.optim),
+                 ("lr_scheduler", flow.optim.lr_scheduler, torch.optim.lr_scheduler),
+                 ("data", flow.utils.data, torch.utils.data)]
+
+
 def _pairs():
     spaces = [("flow", flow, torch, False), ("Tensor", flow.Tensor, torch.Tensor, True),
               ("F", F, torch.nn.functional, False)]
@@ -105,6 +120,16 @@ def _pairs():
             if ref is None or not callable(fn) or isinstance(fn, type) or isinstance(ref, type):
                 continue
             yield f"{label}.{name}", name, fn, ref, method
+    for label, ours, theirs in _PYTHON_SPACES:
+        for name in sorted(dir(ours)):
+            fn, ref = getattr(ours, name), getattr(theirs, name, None)
+            if not name.startswith("_") and callable(fn) and inspect.isfunction(ref):
+                yield f"{label}.{name}", name, fn, ref, False
+    for label, ours, theirs in _CLASS_SPACES:
+        for name in sorted(dir(ours)):
+            cls, ref = getattr(ours, name), getattr(theirs, name, None)
+            if not name.startswith("_") and isinstance(cls, type) and isinstance(ref, type):
+                yield f"{label}.{name}", name, cls.__init__, ref.__init__, True
 
 
 def _missing():
@@ -255,3 +280,37 @@ def test_shape_split_and_save_keywords_work_when_called():
               _use_new_zipfile_serialization=False, _disable_byteorder_record=True)
     buf.seek(0)
     assert flow.load(buf)["w"].tolist() == x.tolist()
+
+
+@pytest.mark.parametrize("module", [torch, flow])
+def test_hardtanh_deprecated_keywords(module):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        layer = module.nn.Hardtanh(min_value=-2.0, max_value=0.5)
+    assert [w.category for w in caught] == [FutureWarning, FutureWarning]
+    assert layer(module.tensor([-3.0, 0.0, 3.0])).tolist() == [-2.0, 0.0, 0.5]
+    assert [n for n, _ in module.nn.SyncBatchNorm(3, bias=False).named_parameters()] == ["weight"]
+
+
+@pytest.mark.parametrize("module", [torch, flow])
+def test_autograd_deprecated_keywords(module):
+    x = module.tensor([1.0, 2.0], requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module.autograd.backward((x * x).sum(), grad_variables=module.tensor(2.0))
+        g, = module.autograd.grad((x * x).sum(), x, only_inputs=False)
+    assert [w.category for w in caught] == [FutureWarning, FutureWarning]
+    assert x.grad.tolist() == [4.0, 8.0] and g.tolist() == [2.0, 4.0]
+    with pytest.raises(RuntimeError, match="grad_variables"):
+        module.autograd.backward((x * x).sum(), x, grad_variables=x)
+
+
+@pytest.mark.parametrize("module", [torch, flow])
+def test_accelerator_error_classes_and_distributed_flag(module):
+    assert issubclass(module.OutOfMemoryError, RuntimeError)
+    assert issubclass(module.AcceleratorError, RuntimeError)
+    assert module.is_distributed(module.ones(1)) is False
+    try:
+        raise module.OutOfMemoryError("x")
+    except RuntimeError as error:
+        assert str(error) == "x"

@@ -19,6 +19,14 @@ def outcome(call):
             return None, error
 
 
+def outcome_out(call, out):
+    """`outcome(lambda: call(out))` of a call given one `out=` tensor: (out, None), the result
+    checked to be `out` itself, or (None, the exception)."""
+    result, error = outcome(lambda: call(out))
+    assert error is not None or result is out
+    return (None, error) if error is not None else (out, None)
+
+
 def outcome_into(call, outs):
     """`outcome(lambda: call(outs))` of a call given a tuple of outs: the result (each of its
     tensors checked to be its `out`), or the exception."""

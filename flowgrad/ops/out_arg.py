@@ -88,11 +88,9 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
     >>> flow.add(flow.ones(2), flow.ones(2), out=out) is out, out
     (True, tensor([2., 2.]))
     """
+    # (cat's tensors come as one list)
     tensors = [t for a in inputs for t in (a if isinstance(a, (list, tuple)) else (a,))]
-    if tracked:  # (cat's tensors come as one list)
-        check_out(out, tensors if tracked == "all" else (), name)
-    elif not isinstance(out, Tensor):
-        check_out(out, (), name)
+    check_out(out, tensors if tracked == "all" else (), name, nondiff=not tracked)
     if no_overlap:
         check_no_overlap(out, tensors, name)
     result = fn(*inputs, **kwargs)
