@@ -390,7 +390,7 @@ def check_number(op_name, value, arg="value"):
                         f"not {type(value).__name__}")
 
 
-def fill_scalar(op_name, value, np_dtype, float_overflow=True):
+def fill_scalar(op_name, value, np_dtype, float_overflow=True, arg="value"):
     """`value` (a number) as an array of `np_dtype` takes it, by torch's checked conversion:
     a complex with an imaginary part into a real dtype, nan or inf into an integer one, and a
     number out of the dtype's range raise (NumPy would drop the imaginary part, write inf or
@@ -405,7 +405,13 @@ def fill_scalar(op_name, value, np_dtype, float_overflow=True):
     Traceback (most recent call last):
     ...
     RuntimeError: full(): value (1+1j) cannot be converted to type float32 without overflow...
+
+    A Python int beyond 64 bits is refused for every dtype, as torch's Scalar (int64 or uint64)
+    refuses it: OverflowError. `arg` names the argument in the messages.
     """
+    if value.__class__ is int and not -2 ** 63 <= value < 2 ** 64:
+        raise OverflowError(f"{op_name}(): {arg}={value} is too big to convert (torch takes "
+                            f"64-bit integers); pass a float or a smaller value")
     kind = np_dtype.kind
     if kind == "b":
         return value
@@ -413,7 +419,7 @@ def fill_scalar(op_name, value, np_dtype, float_overflow=True):
         if float_overflow and isinstance(value, (int, float, complex)) and any(
                 math.isfinite(p) and abs(p) > _float_max(np.dtype(np_dtype.char.lower()))
                 for p in (complex(value).real, complex(value).imag)):
-            raise RuntimeError(f"{op_name}(): value {value!r} cannot be converted to type "
+            raise RuntimeError(f"{op_name}(): {arg} {value!r} cannot be converted to type "
                                f"{np_dtype.name} without overflow; convert the tensor to a "
                                f"dtype that holds it first")
         return value
@@ -433,10 +439,35 @@ def fill_scalar(op_name, value, np_dtype, float_overflow=True):
         if abs(number) > _float_max(np_dtype) and abs(number) != math.inf:
             number = None
     if number is None:
-        raise RuntimeError(f"{op_name}(): value {value!r} cannot be converted to type "
+        raise RuntimeError(f"{op_name}(): {arg} {value!r} cannot be converted to type "
                            f"{np_dtype.name} without overflow; convert the tensor to a dtype "
                            f"that holds it first")
     return number
+
+
+_NUMBERS = (bool, int, float, complex, np.number, np.bool_)
+
+
+def checked_number(op_name, value, np_dtype, arg="value"):
+    """A number argument (Python's or NumPy's) as `fill_scalar` converts it to the dtype the op
+    computes in, `np_dtype` (a value out of its range raises, as torch's Scalar conversion;
+    uint8 takes -255..-1 modulo 256); anything else (None, a tensor) is returned as it is.
+
+    >>> import numpy as np
+    >>> checked_number("clamp", -1, np.dtype(np.uint8), "min"), checked_number("clamp", None, 0)
+    (255, None)
+    >>> checked_number("where", 300, np.dtype(np.int8))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    RuntimeError: where(): value 300 cannot be converted to type int8 without overflow...
+    """
+    cls = value.__class__
+    if (cls is float or cls is int) and -65504.0 <= value <= 65504.0 and (
+            np_dtype.kind in "fV" or cls is int and np_dtype.kind == "i" and -128 <= value < 128):
+        return value  # fits every floating dtype (and every signed integer one): no lookup
+    if isinstance(value, _NUMBERS):
+        return fill_scalar(op_name, value, np_dtype, arg=arg)
+    return value
 
 
 def check_alpha(op_name, arg, value, np_dtype):
@@ -458,13 +489,14 @@ def _float_max(np_dtype):
 
 
 def checked_value_tensor(op_name, value, target):
-    """A 0-dim tensor `value` to be written into `target` (fill_, masked_fill): read and
-    checked as `fill_scalar` checks a number where the cast could lose it (complex into real,
-    floating into integer), as torch's `.item()` of it is."""
-    have, want = value._data.dtype.kind, target._data.dtype.kind
-    if value._data.ndim == 0 and (have == "c" and want not in "bc" or
-                                  have in "fV" and want in "iu"):
-        fill_scalar(op_name, value._data.item(), target._data.dtype)
+    """A 0-dim tensor `value` to be written into `target` (masked_fill, index_fill): read and
+    checked as `fill_scalar` checks a number, as torch's `.item()` of it is (300 does not fit
+    int8, a float64 1e300 does not fit float32; -1 into uint8 is 255)."""
+    data = value._data
+    # (a host array only: vmap's placeholder has no values to read, and a traced tensor's
+    # array is its first call's, read here as torch's eager check would)
+    if type(data) is np.ndarray and data.ndim == 0 and target._data.dtype.kind != "b":
+        fill_scalar(op_name, data.item(), target._data.dtype)
     return value
 
 

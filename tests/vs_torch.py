@@ -6,7 +6,7 @@ import warnings
 
 # what a bad call raises (a test's own assertion errors are never caught)
 ERRORS = (RuntimeError, ValueError, TypeError, NotImplementedError, IndexError,
-          ZeroDivisionError)
+          ZeroDivisionError, OverflowError)
 
 
 def outcome(call):

@@ -358,7 +358,7 @@ def _repeats(sigs, shortest=8, longest_period=16):
     return sorted(found)
 
 
-_FLOATING = {}  # a Value's dtype -> whether it is a floating dtype (np.dtype() per node adds up)
+_FLOATING = {}  # a Value's dtype -> whether it is float32/64 (np.dtype() per node adds up)
 
 
 def _step_position(node):
@@ -371,8 +371,8 @@ def _step_position(node):
     out = node.outputs[0]
     shape, dtype = out.shape, out.dtype
     floating = _FLOATING.get(dtype)
-    if floating is None:
-        floating = _FLOATING[dtype] = np.dtype(dtype).kind == "f"
+    if floating is None:  # (not float16: its kernels compute a scalar step in float32)
+        floating = _FLOATING[dtype] = np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize > 2
     if not shape or not floating:
         return False
     for v in node.inputs:

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..autograd.inplace import run_inplace
 from ..blas import (
@@ -33,12 +34,12 @@ from ..blas import (
 )
 from ..device import constant, undispatched
 from ..errors import check_kernel_dtype as _check_kernel_dtype
-from ..errors import check_same_dtype, fill_scalar
+from ..errors import check_same_dtype, checked_number, fill_scalar
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .activation_rules import _elu_grad, _shrink, check_silu_input
 from .elementwise import sigmoid, tanh, where
-from .halfprec import in_float32
+from .halfprec import HALF, in_float32, opmath
 from .registry import op
 from .rules import _SMALL, masked_product, unary
 from .special import chunk_elements, erf, map_chunks, normal_cdf_into
@@ -103,6 +104,7 @@ def relu(input, inplace=False):
 
 
 @op("leaky_relu", jvp="diagonal", save="inputs")
+@in_float32  # half precision: x * slope in float32 (the slope unrounded), as torch
 def _leaky_relu(xp, x, *, slope):
     return xp.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
 
@@ -124,6 +126,9 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     _check_kernel_dtype(input, "leaky_relu_cpu")
     if isinstance(negative_slope, complex):  # torch casts it to input's dtype
         negative_slope = fill_scalar("leaky_relu", negative_slope, input._data.dtype)
+    else:  # read in the float torch computes in: 1e300 does not fit a float32 kernel
+        negative_slope = checked_number("leaky_relu", negative_slope,
+                                        opmath(input._data.dtype), "negative_slope")
     if inplace:
         return run_inplace("leaky_relu_", leaky_relu, input, negative_slope)
     return _leaky_relu(input, slope=negative_slope)
@@ -146,6 +151,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *,
         raise RuntimeError(f"rrelu: lower bound should be less than or equal to the upper "
                            f"bound (got lower={lower}, upper={upper})")
     _check_kernel_dtype(input, "leaky_relu_cpu")  # (torch's rrelu runs leaky_relu's kernel)
+    lower = checked_number("rrelu", lower, opmath(input._data.dtype), "lower")
+    upper = checked_number("rrelu", upper, opmath(input._data.dtype), "upper")
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
 
@@ -197,9 +204,10 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if input._data.dtype.kind == "u" and (min_val < 0 or max_val < 0):
         raise RuntimeError(f"cannot do hardtanh on an unsigned type with negative limits (input "
                            f"{input.dtype}, limits {min_val}, {max_val})")
-    if input._data.dtype.kind in "iu":  # torch casts the limits (nan raises)
-        min_val = fill_scalar("hardtanh", min_val, input._data.dtype)
-        max_val = fill_scalar("hardtanh", max_val, input._data.dtype)
+    # torch casts the limits to the input's dtype (nan into an integer, or 70000 into half,
+    # raises)
+    min_val = checked_number("hardtanh", min_val, input._data.dtype, "min_val")
+    max_val = checked_number("hardtanh", max_val, input._data.dtype, "max_val")
     if inplace:
         return run_inplace("hardtanh_", hardtanh, input, min_val, max_val)
     return _hardtanh(input, lo=min_val, hi=max_val)
@@ -219,6 +227,7 @@ def hardsigmoid(input, inplace=False):
 
 
 @op("hardswish", jvp="diagonal", save="inputs")
+@in_float32  # half precision: computed in float32 and rounded once, as torch
 def _hardswish(xp, x):
     return (x * xp.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
 
@@ -241,6 +250,7 @@ def hardswish(input, inplace=False):
 
 # ---- elu, selu, celu: one fused op -----------------------------------------------------------
 @op("elu", jvp="diagonal", save="inputs")
+@in_float32  # half precision: computed in float32 and rounded once, as torch
 def _elu(xp, x, *, alpha, scale, input_scale, grad_scale):
     # expm1 on min(x, 0) only: the positive side never overflows
     neg = xp.expm1(xp.minimum(x, 0) * input_scale) * alpha
@@ -255,6 +265,8 @@ def elu_backward(ctx, dy):  # one fused kernel, torch's elu_backward (activation
 
 def _elu_call(name, input, inplace, **attrs):
     _check_kernel_dtype(input, "elu_cpu")
+    for arg in ("alpha", "scale", "input_scale"):  # read in the float torch computes in
+        checked_number(name, attrs[arg], opmath(input._data.dtype), arg)
     attrs.setdefault("grad_scale", attrs["input_scale"])  # (celu's: 1 / float32(alpha))
     if inplace:
         return run_inplace(name + "_", lambda x: _elu(x, **attrs), input)
@@ -263,6 +275,7 @@ def _elu_call(name, input, inplace, **attrs):
 
 def elu(input, alpha=1.0, inplace=False):
     """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    checked_number("elu", alpha, opmath(input._data.dtype), "alpha")
     return _elu_call("elu", input, inplace, alpha=float(alpha), scale=1.0, input_scale=1.0)
 
 
@@ -280,6 +293,7 @@ def celu(input, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
         raise RuntimeError("celu: ZeroDivisionError: alpha must not be 0 (it divides x)")
+    checked_number("celu", alpha, opmath(input._data.dtype), "alpha")
     return _elu_call("celu", input, inplace, alpha=float(alpha), scale=1.0, input_scale=1.0
                      / alpha, grad_scale=1.0 / float(np.float32(alpha)))  # (as torch's)
 
@@ -479,6 +493,8 @@ def softplus(input, beta=1.0, threshold=20.0):
     tensor([ 0.3133,  0.6931, 30.0000])
     """
     _check_kernel_dtype(input, "softplus_cpu")
+    checked_number("softplus", beta, opmath(input._data.dtype), "beta")
+    checked_number("softplus", threshold, opmath(input._data.dtype), "threshold")
     return _softplus(input, beta=beta, threshold=threshold)
 
 
@@ -608,6 +624,7 @@ def tanhshrink(input):
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
     _check_kernel_dtype(input, "hardshrink_cpu")
+    checked_number("hardshrink", lambd, input._data.dtype, "lambd")  # (torch casts it)
     return _shrink(input, lambd=lambd, soft=False)  # (nan stays nan; its gradient is 0)
 
 
@@ -617,6 +634,10 @@ def softshrink(input, lambd=0.5):
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
                            f"{lambd}.")
     _check_kernel_dtype(input, "softshrink_check")
+    high = float(_dt.finfo(input.dtype).max)
+    if lambd > high:
+        raise RuntimeError(f"softshrink: lambda must be in range [0, {high:g}] for input dtype "
+                           f"{input.dtype.name}, but found {lambd}")
     # one fused op: the gradient is dy only where x < -lambd or x > lambd (0 at nan, as torch)
     return _shrink(input, lambd=lambd, soft=True)
 
@@ -632,8 +653,11 @@ def threshold(input, threshold, value, inplace=False):
 def _threshold(input, th, value):
     if isinstance(value, complex):
         value = fill_scalar("threshold", value, input._data.dtype)
-    if input._data.dtype.kind in "iu" and not isinstance(value, Tensor):
-        fill_scalar("threshold", th, input._data.dtype)  # (nan raises, as torch's cast)
+    dt = input._data.dtype  # torch reads the threshold in the float it computes in (or the
+    # integer dtype: nan raises) and casts value to the input's dtype (70000 into half raises)
+    checked_number("threshold", th, dt if dt.kind in "iu" else opmath(dt), "threshold")
+    checked_number("threshold", value, dt, "value")
+    if dt.kind in "iu" and not isinstance(value, Tensor):
         value = input.new_full((), value)  # torch casts value to the input's integer dtype
     return where(~(input <= th), input, value)  # nan stays nan, as torch
 
@@ -673,6 +697,9 @@ def glu(input, dim=-1):
     n = input._data.shape[d]
     if n % 2:
         raise RuntimeError(f"glu: Halving dimension must be even, but dimension {d} is size {n}")
+    if input._data.dtype in HALF:  # in float32, rounded once, as torch's kernel (in half a
+        # tiny sigmoid would round to 0 first)
+        return glu(input.float(), d).to(input.dtype)
     return input.narrow(d, 0, n // 2) * sigmoid(input.narrow(d, n // 2, n // 2))
 
 

@@ -14,6 +14,7 @@ from ..autograd import grad_mode
 from ..device import constant
 from ..errors import check_kernel_dtype
 from .elementwise import where
+from .halfprec import in_float32
 from .registry import op
 
 
@@ -38,6 +39,7 @@ def elu_grad_backward(ctx, ddx):
 
 
 @op("shrink", jvp="diagonal", save="inputs")
+@in_float32  # half precision: x - lambd in float32 (lambd unrounded), as torch
 def _shrink(xp, x, *, lambd, soft):
     inner = (x >= -lambd) & (x <= lambd)  # (a nan x is outside: its value stays nan)
     out = xp.where(x > 0, x - lambd, x + lambd) if soft else x

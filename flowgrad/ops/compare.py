@@ -43,6 +43,9 @@ def _promote_pair(a, b, op_name, floating=False, number_pair=False):
         if not isinstance(b, _NUMBERS) and not hasattr(b, "__array__"):
             raise TypeError(f"{op_name}(): unsupported operand type {type(b).__name__}; "
                             f"expected a Tensor or a number")
+        if b.__class__ is builtins.int and not -2 ** 63 <= b < 2 ** 64:
+            raise OverflowError(f"{op_name}(): the int {b} is too big to convert (torch takes "
+                                f"64-bit integers); pass it as a float")
         b = Tensor._wrap(array_module(a._data).asarray(b))  # on a's device
         d = _dt.result_type(a, b if b._data.ndim else b.item())
     else:

@@ -19,7 +19,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
 from ..device import array_module, constant, scalar_operand, undispatched
-from ..errors import check_alpha, check_kernel_dtype
+from ..errors import check_alpha, check_kernel_dtype, checked_number
 from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
     _promote_pair,
@@ -43,7 +43,7 @@ from .compare import (  # noqa: F401 - comparisons, re-exported; their module si
     tie_weights,
 )
 from .complex import conj, real_sign, sgn
-from .halfprec import in_float32
+from .halfprec import HALF, in_float32
 from .index import nonzero
 from .out_arg import with_out
 from .registry import op
@@ -147,14 +147,34 @@ def pow_backward(ctx, dy):
 
 
 # ---- arithmetic: tensor (op) Python scalar -------------------------------------------------
+# Half precision (float16, bfloat16) follows torch's CPU kernels, which differ by op: a
+# product or quotient is computed in float32 with the scalar as it is and rounded once
+# (x * 0.1 is the float32 x * 0.1 rounded, not x * half(0.1): 1 ulp apart for about a third of
+# the values, and half(70000) would be inf), while a sum, a power or fmod rounds the scalar
+# to the tensor's dtype first. NumPy rounds it for float16 and ml_dtypes keeps it for
+# bfloat16, so each kernel says which it is. (A float32/64 tensor's scalar is a shared
+# constant, `scalar_operand`: the `s is value` test keeps those off this path.)
 def _same(x, r):
     """r in x's dtype: ml_dtypes computes `bfloat16 array * Python float` in float32."""
     return r if r.dtype is x.dtype else r.astype(x.dtype)
 
 
+def _in_float32(xp, ufunc, x, value):
+    """ufunc(x, value) of a half-precision x in float32, the scalar unrounded, rounded once."""
+    return ufunc(x.astype(xp.float32), xp.float32(value)).astype(x.dtype)
+
+
+def _rounded(x, value):
+    """A real scalar rounded to half-precision x's dtype (as a Python float)."""
+    return float(x.dtype.type(value)) if not isinstance(value, builtins.complex) else value
+
+
 @op("scalar_add", complex=True)
 def _scalar_add(xp, x, *, value):
-    r = x + scalar_operand(xp, value, x.dtype)
+    s = scalar_operand(xp, value, x.dtype)
+    if s is value and x.dtype in HALF:  # the scalar rounded to x's dtype, as torch's add
+        return _in_float32(xp, xp.add, x, _rounded(x, value))
+    r = x + s
     return r if r.dtype is x.dtype else r.astype(x.dtype)  # inline _same: hot path
 
 
@@ -167,7 +187,10 @@ def scalar_add_backward(ctx, dy):
 # so here too
 @op("scalar_mul", jvp="linear", save="attrs", complex=True)
 def _scalar_mul(xp, x, *, value):
-    r = x * scalar_operand(xp, value, x.dtype)
+    s = scalar_operand(xp, value, x.dtype)
+    if s is value and x.dtype in HALF:
+        return _in_float32(xp, xp.multiply, x, value)
+    r = x * s
     return r if r.dtype is x.dtype else r.astype(x.dtype)  # inline _same: hot path
 
 
@@ -178,7 +201,10 @@ def scalar_mul_backward(ctx, dy):
 
 @op("scalar_div", jvp="linear", save="attrs", complex=True)  # as scalar_mul
 def _scalar_div(xp, x, *, value):
-    return _same(x, x / scalar_operand(xp, value, x.dtype))
+    s = scalar_operand(xp, value, x.dtype)
+    if s is value and x.dtype in HALF:
+        return _in_float32(xp, xp.true_divide, x, value)
+    return _same(x, x / s)
 
 
 @_scalar_div.grad
@@ -188,6 +214,8 @@ def scalar_div_backward(ctx, dy):
 
 @op("scalar_rdiv", jvp="diagonal", save="inputs", complex=True)
 def _scalar_rdiv(xp, x, *, value):
+    if x.dtype in HALF:  # torch's value / x: reciprocal(x) (rounded), times value in float32
+        return _in_float32(xp, xp.multiply, xp.reciprocal(x), value)
     return _same(x, value / x)
 
 
@@ -213,7 +241,18 @@ def _power(xp, x, exponent):
 
 @op("scalar_pow", jvp="diagonal", save="inputs", complex=True)
 def _scalar_pow(xp, x, *, exponent):
+    if x.dtype in HALF:  # the exponent rounded to x's dtype, as torch's
+        e = _rounded(x, exponent)
+        product = _HALF_POW_BY_PRODUCT.get(e)
+        if product is not None:  # torch's products, each rounded to x's dtype
+            return _same(x, product(xp, x))
+        return _same(x, _power(xp, x.astype(xp.float32), e))
     return _same(x, _power(xp, x, exponent))
+
+
+# the exponents torch's half-precision pow computes by products in the tensor's own dtype
+_HALF_POW_BY_PRODUCT = {2: lambda xp, x: x * x, 3: lambda xp, x: x * x * x,
+                        -2: lambda xp, x: xp.reciprocal(x * x)}
 
 
 # pow's gradient dy * (e * x ** (e - 1)) as one op (torch's product, so the same bits): one
@@ -259,6 +298,8 @@ def scalar_pow_backward(ctx, dy):
 
 @op("scalar_rpow", jvp="diagonal", save="outputs", complex=True)
 def _scalar_rpow(xp, x, *, base):
+    if x.dtype in HALF:  # the base rounded to x's dtype, as torch's
+        return _same(x, xp.float32(_rounded(x, base)) ** x.astype(xp.float32))
     return _same(x, base ** x)
 
 
@@ -413,6 +454,7 @@ def _split_tie_grad(dy, a, b, first_wins):
 # ---- public functions: promotion, then the op ---------------------------------------------
 _SCALARS = (builtins.int, builtins.float, builtins.bool)
 _BOOL = np.dtype(bool)
+_F64 = np.dtype(np.float64)  # (a float exponent of any size is fine: only 64-bit ints are checked)
 
 
 def _scalar_dtype_ok(x, value):
@@ -499,7 +541,22 @@ def scale_by_alpha(input, other, alpha, name):
                            f"number (got alpha={alpha!r} for {dtype} operands)")
     if dtype.category == 0:  # bool arithmetic: alpha * b is b, or False for alpha == 0
         return other if alpha else (other & False if isinstance(other, Tensor) else False)
+    # torch converts alpha to the result's dtype (256 does not fit int8; sub negates it first,
+    # so sub's alpha=128 does); an integer one as that dtype holds it (uint8's -1 is 255)
+    checked_number(name, _negated(alpha) if name == "sub" else alpha, dtype.np, "alpha")
+    if dtype.category == 1 and alpha.__class__ is builtins.int:
+        alpha = int(np.array(alpha & (2 ** (8 * dtype.np.itemsize) - 1), np.uint64)
+                    .astype(dtype.np))
+    elif dtype.np in HALF and not isinstance(alpha, builtins.complex):
+        alpha = float(dtype.np.type(alpha))  # torch's half-precision alpha * other: rounded
     return other * alpha
+
+
+def _negated(alpha):
+    """-alpha as torch's Scalar negates it: a 64-bit int wraps (-(-2**63) is -2**63)."""
+    if alpha.__class__ is builtins.int and -2 ** 63 <= alpha < 2 ** 63:
+        return ((2 ** 63 - alpha) & (2 ** 64 - 1)) - 2 ** 63
+    return -alpha
 
 
 def _any_bool(a, b):
@@ -558,6 +615,13 @@ def pow(input, exponent, *, out=None):
             raise RuntimeError(f"pow: Integers to negative integer powers are not allowed "
                                f"(got a {input.dtype.name} tensor ** {exponent}); convert "
                                f"the tensor with .float() first")
+        d = input._data.dtype  # torch's Scalar: 64-bit ints, and an integer or half tensor's
+        # own dtype for the exponent (int8 ** 256 and half ** 70000.0 raise; float32 ** 1e300
+        # is computed)
+        if d.kind in "iu" and exponent.__class__ is builtins.int or d in HALF:
+            exponent = checked_number("pow", exponent, d, "exponent")
+        elif exponent.__class__ is builtins.int:
+            exponent = checked_number("pow", exponent, _F64, "exponent")
         if _scalar_dtype_ok(input, exponent):
             return _scalar_pow(input, exponent=exponent)
         if isinstance(exponent, builtins.float):
@@ -682,12 +746,40 @@ def where(condition, input=None, other=None):
         # two Python scalars: torch's dtype for them (where(c, 1, 0) is int64)
         d, xp = _dt.result_type(input, other), array_module(condition._data)
         input, other = (Tensor._wrap(xp.asarray(v, d.np)) for v in (input, other))
+    if isinstance(input, Tensor) is not isinstance(other, Tensor):
+        # the number converts to the result's dtype as torch's Scalar does (300 does not fit
+        # int8: raise; -1 for uint8 is 255), not by NumPy's wrap-around; half precision takes
+        # any float (1e10 becomes inf), as torch's
+        if isinstance(input, Tensor):
+            other = _checked_branch(input, other, "other")
+        else:
+            input = _checked_branch(other, input, "input")
     if not isinstance(input, Tensor) or not isinstance(other, Tensor) or \
             input._data.dtype != other._data.dtype:
         input, other = _promote_pair(input, other, "where")
     if condition._data.dtype.kind != "b":
         condition = condition.to(_dt.bool)
     return _where(condition, input, other)
+
+
+def _checked_branch(tensor, number, arg):
+    """where's number branch checked against the dtype it takes beside `tensor` (the
+    tensor's own, or int64 for an int beside bools; a float beside integers promotes)."""
+    d = tensor._data.dtype
+    cls = number.__class__
+    if d.kind in "iub":
+        if cls is builtins.float or cls is builtins.complex:
+            return number
+        if d.kind == "b" and cls is not builtins.bool:
+            d = _INT64
+    elif cls is builtins.complex or d.kind == "c":
+        return number
+    elif d in HALF:  # any float fits (1e10 becomes inf, as torch's); an int of 64 bits
+        d = _F64
+    return checked_number("where", number, d, arg)
+
+
+_INT64 = np.dtype(np.int64)
 
 
 def clamp(input, min=None, max=None, *, out=None):
@@ -704,6 +796,14 @@ def clamp(input, min=None, max=None, *, out=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return clamp_tensor(input, min, max)
     d = _dt.result_type(input, *(v for v in (min, max) if v is not None))
+    if d is _dt.bool:  # torch has no bool kernel (an int bound promotes to int64: fine)
+        kernel = "clamp_scalar_cpu" if min is not None and max is not None else \
+            "clamp_min_scalar_cpu" if min is not None else "clamp_max_scalar_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'; convert the '
+                                  f"tensor with .int() first")
+    # the bounds convert to the result's dtype as torch's Scalar does: out of its range
+    # raises, and uint8 takes -255..-1 modulo 256 (clamp(min=-1) of uint8 gives 255s)
+    min, max = checked_number("clamp", min, d.np, "min"), checked_number("clamp", max, d.np, "max")
     if d is not input.dtype:  # torch promotes: a bool tensor clamped to ints gives int64
         input = input.to(d)
     return _clamp(input, min=min, max=max)
@@ -780,6 +880,10 @@ def _rounded_div(input, other, rounding_mode):
     if rounding_mode not in ("floor", "trunc"):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found {rounding_mode!r}")
+    if isinstance(input, Tensor) and input._data.dtype in HALF and \
+            isinstance(other, (builtins.int, builtins.float)):
+        # torch divides half precision by a scalar in float32, the scalar unrounded
+        return _rounded_div(input.float(), other, rounding_mode).to(input.dtype)
     a, b = _promote_pair(input, other, "div", number_pair=True)
     _refuse_bool(a, f"div_{rounding_mode}_cpu")
     _check_int_zero(a, b, "div")

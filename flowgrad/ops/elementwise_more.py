@@ -16,7 +16,13 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, run_inplace, same_elements, self_overlapping
 from ..device import array_module
-from ..errors import check_kernel_dtype, check_std, check_uniform_bounds, fill_scalar
+from ..errors import (
+    check_kernel_dtype,
+    check_std,
+    check_uniform_bounds,
+    checked_number,
+    fill_scalar,
+)
 from ..random import resolve
 from ..tensor import Tensor, tensor_method
 from .creation import _normal, _uniform
@@ -38,6 +44,7 @@ from .elementwise import (
     sub,
     where,
 )
+from .halfprec import HALF, opmath
 from .registry import op
 from .rules import _grad_mul, unary
 
@@ -200,6 +207,11 @@ def lerp(input, end, weight):
                     else "lerp_kernel_scalar", "fVc")
     if isinstance(weight, builtins.complex):  # torch casts it to input's dtype
         weight = fill_scalar("lerp", weight, input._data.dtype)
+    elif not isinstance(weight, Tensor):  # torch reads it in the float it computes in
+        weight = checked_number("lerp", weight, opmath(input._data.dtype), "weight")
+    if input._data.dtype in HALF:  # computed in float32 and rounded once, as torch's kernel
+        weight = weight.float() if isinstance(weight, Tensor) else weight
+        return lerp(input.float(), end.float(), weight).to(input.dtype)
     if isinstance(weight, Tensor):
         return where(weight.abs() < 0.5, input + weight * (end - input),
                      end - (end - input) * (1 - weight))
@@ -208,8 +220,8 @@ def lerp(input, end, weight):
     if input._data.dtype.kind == "c":
         return end - (end - input) * (1 - weight)
     # 1 - weight in the precision torch computes it in (float for float32 and half inputs)
-    opmath = np.float64 if input._data.dtype == np.float64 else np.float32
-    return end - (end - input) * float(opmath(1) - opmath(weight))
+    real = opmath(input._data.dtype).type
+    return end - (end - input) * float(real(1) - real(weight))
 
 
 @tensor_method()
@@ -225,12 +237,19 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     if all(isinstance(t, Tensor) and t._data.dtype.kind == "b" for t in (input, tensor1, tensor2)):
         raise NotImplementedError('"addcmul_cpu_out" not implemented for \'Bool\'; convert the '
                                   "tensors with .int() first")
+    if all(isinstance(t, Tensor) and t._data.dtype in HALF for t in (input, tensor1, tensor2)):
+        # computed in float32 (value unrounded) and rounded once, as torch's kernel
+        return addcmul(input.float(), tensor1.float(), tensor2.float(),
+                       value=value).to(input.dtype)
     prod = tensor1 * tensor2
     if isinstance(value, float) and all(isinstance(t, Tensor) and t._data.dtype.kind in "iub"
                                         for t in (input, tensor1, tensor2)):
         value = int(value)  # torch's value.to<integer type>()
     if isinstance(value, builtins.complex):
         value = fill_scalar("addcmul", value, prod._data.dtype)
+    else:  # torch's Scalar conversion to the result's dtype (256 does not fit int8)
+        d = _dt.result_type(input, prod).np  # (half precision: read in float32)
+        value = checked_number("addcmul", value, opmath(d) if d in HALF else d)
     return input + (prod if value == 1 else prod * value)
 
 
@@ -242,9 +261,15 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
             "Integer division with addcdiv is no longer supported (got tensor1 "
             f"{tensor1.dtype.name} and tensor2 {tensor2.dtype.name}); use "
             "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) instead")
+    if all(isinstance(t, Tensor) and t._data.dtype in HALF for t in (input, tensor1, tensor2)):
+        return addcdiv(input.float(), tensor1.float(), tensor2.float(),
+                       value=value).to(input.dtype)  # (in float32, as addcmul)
     q = tensor1 / tensor2
     if isinstance(value, builtins.complex):
         value = fill_scalar("addcdiv", value, q._data.dtype)
+    else:
+        d = _dt.result_type(input, q).np  # (half precision: read in float32)
+        value = checked_number("addcdiv", value, opmath(d) if d in HALF else d)
     return input + (q if value == 1 else q * value)
 
 
@@ -324,6 +349,9 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """
     if input._data.dtype.kind not in "fV":
         return input.clone()
+    # torch takes them as doubles (2**200 is a number like any other; NumPy's bfloat16 would
+    # refuse the int)
+    nan, posinf, neginf = (v if v is None else float(v) for v in (nan, posinf, neginf))
     return _nan_to_num(input, nan=nan, posinf=posinf, neginf=neginf)
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
 from ..device import array_module
-from ..errors import check_same_dtype, fill_scalar
+from ..errors import check_same_dtype, checked_number, fill_scalar
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import maximum, where
 from .halfprec import HALF, in_float32
@@ -174,7 +174,10 @@ def _as_value(value, like):
     xp = array_module(like._data)
     if isinstance(value, Tensor):
         return value if value._data.dtype == like._data.dtype else value.to(like.dtype)
-    return Tensor._wrap(xp.asarray(value, like._data.dtype))
+    # a number as torch's Scalar conversion takes it (-1 into uint8 is 255; 300 into int8
+    # raises), not NumPy's (which refuses the first)
+    return Tensor._wrap(xp.asarray(fill_scalar("scatter", value, like._data.dtype),
+                                   like._data.dtype))
 
 
 def _check_dtype(input, src, name):
@@ -409,7 +412,11 @@ def index_add(input, dim, index, source, *, alpha=1):
     """
     _check_dtype(input, source, "index_add")
     flat = _index_dim(input, dim, index, "index_add", source, error=RuntimeError)
-    src = source if alpha == 1 else source * alpha
+    if input._data.dtype.kind == "b":  # bool arithmetic, as add's: alpha * b is b (or False)
+        src = source if alpha else source & False
+    else:  # torch's Scalar conversion of alpha to the input's dtype (256 does not fit int8)
+        alpha = checked_number("index_add", alpha, input._data.dtype, "alpha")
+        src = source if alpha == 1 else source * alpha
     return input + _put_flat(src, flat, shape=input._data.shape, accumulate=True)
 
 

@@ -46,3 +46,18 @@ def in_float32(kernel):
 
 def _round(out, low):
     return out.astype(low) if out.dtype == np.float32 else out
+
+
+_DOUBLE = frozenset((np.dtype(np.float64), np.dtype(np.complex128)))
+
+
+def opmath(np_dtype):
+    """The real dtype torch's CPU kernels compute with for `np_dtype` (its `opmath_type`):
+    float64 for float64 and complex128, float32 for every other floating dtype, half
+    precision included; a scalar argument (lerp's weight, an activation's slope) is read
+    in it.
+
+    >>> opmath(np.dtype(np.float16)), opmath(np.dtype(np.complex128))
+    (dtype('float32'), dtype('float64'))
+    """
+    return np.dtype(np.float64) if np_dtype in _DOUBLE else np.dtype(np.float32)

@@ -27,7 +27,7 @@ from ..tensor import Tensor, tensor_method
 from .complex import conj
 from .einsum import einsum, tensordot
 from .elementwise import where
-from .halfprec import in_float32
+from .halfprec import HALF, in_float32, opmath
 from .reduce import _sum
 from .registry import op
 
@@ -244,7 +244,8 @@ def _coefficient(name, arg, value, dtype, refuse_float):
         return value
     if refuse_float:
         check_alpha(name, arg, value, dtype)
-    value = fill_scalar(name, value, dtype)
+    # (half precision computes in float32: torch reads the coefficient there, 1e10 is fine)
+    value = fill_scalar(name, value, opmath(dtype) if dtype in HALF else dtype, arg=arg)
     return int(value) if dtype.kind in "iu" else value
 
 

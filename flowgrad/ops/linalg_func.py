@@ -26,7 +26,7 @@ from .complex import adjoint
 from .creation import ones_like, zeros_like
 from .diag import tril
 from .elementwise import where
-from .linalg import matmul, outer
+from .linalg import dot, matmul, outer
 from .linalg_decomp import _eye, _matrix, _square, inv, matrix_norm, qr, svd, svdvals
 from .linalg_solve import LU_FACTOR, inv_ex, lu_factor_ex, lu_solve
 from .linalg_solve import solve_triangular as _solve_triangular
@@ -263,7 +263,9 @@ def vdot(input, other):
         raise RuntimeError(f"vdot: 1D tensors expected, but got {input._data.ndim}D and "
                            f"{other._data.ndim}D tensors")
     check_same_dtype("vdot", input, other=other)
-    return (input.conj() * other).sum()  # conj of a real tensor is the tensor itself
+    # dot's product, in the operands' dtype as torch's (a sum of int8 products stays int8);
+    # conj of a real tensor is the tensor itself
+    return dot(input.conj(), other)
 
 
 @tensor_method()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import check_kernel_dtype
+from ..errors import check_kernel_dtype, checked_number
 from ..tensor import Tensor, tensor_method
 from . import special
 from .elementwise import _float_of, _inplace_binary, exp, sqrt, where
@@ -181,6 +181,7 @@ def logit(input, eps=None):
     p = _float_of(input)
     if eps is not None and eps != eps:  # (torch clamps nothing for a nan eps)
         eps = None
+    checked_number("logit", eps, p._data.dtype, "eps")  # (torch casts it: 1e300 raises)
     if p._data.dtype in HALF:  # in float32, rounded once
         return logit(p.float(), eps).to(p.dtype)
     return _logit(p, eps=eps)
