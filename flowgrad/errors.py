@@ -470,6 +470,35 @@ def checked_number(op_name, value, np_dtype, arg="value"):
     return value
 
 
+def tensor_operand(arg="other", position=1):
+    """Decorator for a function whose `input` and argument `arg` (positional index `position`)
+    torch declares `Tensor` (maximum, hypot, logical_and, ...): a number there raises torch's
+    TypeError, where NumPy would broadcast it.
+
+    >>> @tensor_operand()
+    ... def hypot(input, other):
+    ...     return input
+    >>> hypot(None, 2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: hypot(): argument 'other' (position 2) must be Tensor, not int; wrap data ...
+    """
+    def decorate(fn):
+        name = fn.__name__
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            value = args[position] if len(args) > position else kwargs.get(arg)
+            if isinstance(value, _NUMBERS):
+                expect_tensor(name, value, arg, position + 1)
+            first = args[0] if args else kwargs.get("input")
+            if isinstance(first, _NUMBERS):
+                expect_tensor(name, first, "input", 1)
+            return fn(*args, **kwargs)
+        return checked
+    return decorate
+
+
 def check_alpha(op_name, arg, value, np_dtype):
     """torch's alpha_check on a scalar coefficient (add/sub's alpha, addr's alpha and beta)
     against the operands' dtype: a bool one for bool operands only, no floating one for

@@ -114,7 +114,60 @@ CONVERSIONS = {
 }
 
 
+# torch's `Tensor` parameters refuse numbers; index_put casts no tensor value; copy_ takes a
+# number as a wrapped 0-d tensor; a 0-d lerp weight of another dtype is a number
+_TENSOR_ONLY = ["logical_and", "logical_or", "logical_xor", "gcd", "lcm", "hypot", "nextafter",
+                "atan2", "arctan2", "maximum", "minimum", "fmax", "fmin", "igamma", "igammac",
+                "logaddexp", "logaddexp2", "dist", "ldexp"]
+OPERANDS = {f"{name} number": (lambda T, name=name: getattr(T, name)(T.tensor([3, 2, 5]), 2))
+            for name in _TENSOR_ONLY}
+OPERANDS.update({
+    "hypot_ number": lambda T: f32(T).hypot_(2.0),
+    "logical_and_ method number": lambda T: f32(T).logical_and_(1),
+    "isin bool number": lambda T: T.isin(T.tensor([1, 0]), True),
+    "setitem list index float64 value": lambda T: f32(T).__setitem__([0], T.tensor([7.0],
+                                                                           dtype=T.float64)),
+    "setitem bool mask 0-d int value": lambda T: _set(T, f32(T), f32(T) > 0, T.tensor(7)),
+    "setitem bool mask int values": lambda T: _set(T, f32(T), f32(T) > 0, T.tensor([7])),
+    "setitem 0-d index int value": lambda T: _set(T, f32(T), T.tensor(1), T.tensor(7)),
+    "setitem index and slice half value": lambda T: _set(T, f32(T)[None], (slice(None), [1]),
+                                                         T.tensor([[7.0]]).half()),
+    "setitem same dtype": lambda T: _set(T, f32(T), [1], T.tensor([7.0])),
+    "index_put_ float64 value": lambda T: f32(T).index_put_((T.tensor([0]),),
+                                                            T.tensor(1.0, dtype=T.float64)),
+    "copy_ 300 into int8": lambda T: i8(T).copy_(300),
+    "copy_ 1.7 into int64": lambda T: T.tensor(I8).copy_(1.7),
+    "copy_ -1 into uint8": lambda T: u8(T).copy_(-1),
+    "copy_ complex into complex": lambda T: T.tensor([1j, 2]).copy_(2.5 + 1j),
+    "fill_ complex into bool": lambda T: mask(T).fill_(1j),
+    "lerp 0-d float64 weight": lambda T: T.lerp(f32(T), f32(T) * 3, T.tensor(0.3,
+                                                                          dtype=T.float64)),
+    "lerp 0-d int weight": lambda T: T.lerp(f32(T), f32(T) * 3, T.tensor(2)),
+    "lerp 1-d float64 weight": lambda T: T.lerp(f32(T), f32(T), T.tensor([0.3, 0.3],
+                                                                         dtype=T.float64)),
+    "float_power_ complex64": lambda T: T.tensor([1j, 2]).float_power_(2),
+    "float_power_ float64 complex exponent": lambda T: f32(T).double().float_power_(1j),
+    "ldexp bool exponent": lambda T: T.ldexp(f32(T), T.tensor([True, False])),
+})
+
+
+def _set(T, x, index, value):
+    x[index] = value
+    return x
+
+
+@pytest.mark.parametrize("name", list(OPERANDS))
+def test_operand_kinds_as_torch(name):
+    expected, torch_error = outcome(lambda: OPERANDS[name](torch))
+    got, error = outcome(lambda: OPERANDS[name](flow))
+    assert_same_raise(torch_error, error)
+    if torch_error is None:
+        _same_value(expected, got)
+
+
 def _same_value(expected, got):
+    if expected.is_complex():
+        expected, got = torch.view_as_real(expected), flow.view_as_real(got)
     e, g = expected.float().numpy(), got.float().numpy()
     assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
     np.testing.assert_array_equal(g, e)

@@ -12,6 +12,7 @@ import builtins
 
 from .. import dtypes as _dt
 from ..device import array_module
+from ..errors import tensor_operand
 from ..tensor import Tensor
 from .creation import tensor as _number_tensor
 from .registry import op
@@ -77,9 +78,10 @@ lt = _compare("lt", lambda xp, a, b: a < b)
 le = _compare("le", lambda xp, a, b: a <= b)
 gt = _compare("gt", lambda xp, a, b: a > b)
 ge = _compare("ge", lambda xp, a, b: a >= b)
-logical_and = _compare("logical_and", lambda xp, a, b: xp.logical_and(a, b))
-logical_or = _compare("logical_or", lambda xp, a, b: xp.logical_or(a, b))
-logical_xor = _compare("logical_xor", lambda xp, a, b: xp.logical_xor(a, b))
+# (torch takes tensors only there: a number raises)
+logical_and = tensor_operand()(_compare("logical_and", lambda xp, a, b: xp.logical_and(a, b)))
+logical_or = tensor_operand()(_compare("logical_or", lambda xp, a, b: xp.logical_or(a, b)))
+logical_xor = tensor_operand()(_compare("logical_xor", lambda xp, a, b: xp.logical_xor(a, b)))
 
 
 @op("logical_not", differentiable=False)
@@ -129,9 +131,12 @@ def isin(elements=None, test_elements=None, *, assume_unique=False, invert=False
                         f"({type(elements).__name__}, {type(test_elements).__name__}): "
                         f"pass elements or test_elements as a Tensor")
     for t in (elements, test_elements):
-        if isinstance(t, Tensor) and t._data.dtype.kind in "bc":  # torch has no such kernel
-            raise RuntimeError(f"Unsupported input type encountered for isin(): {t.dtype}; "
-                               f"convert bool or complex tensors first (.int(), .real)")
+        kind = t._data.dtype.kind if isinstance(t, Tensor) else \
+            "b" if isinstance(t, builtins.bool) else "c" if isinstance(t, builtins.complex) else ""
+        if kind in ("b", "c"):  # torch has no such kernel
+            name = t.dtype if isinstance(t, Tensor) else type(t).__name__
+            raise RuntimeError(f"Unsupported input type encountered for isin(): {name}; "
+                               f"convert bool or complex values first (.int(), .real)")
     a, b = _promote_pair(elements, test_elements, "isin")
     return _isin(a, b, invert=bool(invert))
 

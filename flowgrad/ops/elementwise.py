@@ -19,7 +19,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
 from ..device import array_module, constant, scalar_operand, undispatched
-from ..errors import check_alpha, check_kernel_dtype, checked_number
+from ..errors import check_alpha, check_kernel_dtype, checked_number, tensor_operand
 from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
     _promote_pair,
@@ -812,6 +812,7 @@ def clamp(input, min=None, max=None, *, out=None):
 clip = clamp
 
 
+@tensor_operand()
 def maximum(input, other):
     """Elementwise max of two tensors (ties split the gradient).
 
@@ -822,6 +823,7 @@ def maximum(input, other):
     return _binary(_maximum, input, other, "maximum")
 
 
+@tensor_operand()
 def minimum(input, other):
     """Elementwise min of two tensors (ties split the gradient).
 

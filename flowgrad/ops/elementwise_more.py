@@ -22,6 +22,7 @@ from ..errors import (
     check_uniform_bounds,
     checked_number,
     fill_scalar,
+    tensor_operand,
 )
 from ..random import resolve
 from ..tensor import Tensor, tensor_method
@@ -164,12 +165,14 @@ def _float_pair(a, b, name):
 
 
 @tensor_method()
+@tensor_operand()
 def atan2(input, other):
     """Angle of (other, input) in radians, in [-pi, pi]."""
     return _atan2(*_float_pair(input, other, "atan2"))
 
 
 @tensor_method()
+@tensor_operand()
 def hypot(input, other):
     """sqrt(input**2 + other**2) without overflow (floating tensors only, as torch)."""
     a, b = _promote_pair(input, other, "hypot")
@@ -199,8 +202,15 @@ def lerp(input, end, weight):
     >>> flow.lerp(flow.tensor([0.0, 10.0]), flow.tensor([10.0, 20.0]), 0.25)
     tensor([ 2.5000, 12.5000])
     """
+    if isinstance(weight, Tensor) and weight._data.ndim == 0 and \
+            weight._data.dtype != input._data.dtype:
+        # torch binds a 0-d tensor of another dtype to its Scalar weight: a number, read in
+        # the float it computes in (not differentiated)
+        weight = weight.detach().to(_dt.from_numpy_dtype(opmath(input._data.dtype))
+                                    if input._data.dtype.kind in "fV" else input.dtype)
     for name, t in (("end", end), ("weight", weight)):
-        if isinstance(t, Tensor) and t._data.dtype != input._data.dtype:
+        if isinstance(t, Tensor) and t._data.dtype != input._data.dtype and \
+                not (t is weight and input._data.dtype in HALF and t._data.ndim == 0):
             raise RuntimeError(f"lerp: expected dtype {input.dtype.name} for `{name}` but got "
                                f"dtype {t.dtype.name}; convert it with .to(input.dtype)")
     check_kernel_dtype(input, "lerp_kernel_tensor" if isinstance(weight, Tensor)
@@ -306,12 +316,14 @@ def _where_op(cond, a, b):
 
 
 @tensor_method()
+@tensor_operand()
 def fmax(input, other):
     """Elementwise max that ignores nan (nan only where both are nan)."""
     return _fmax(*_promote_pair(input, other, "fmax"))
 
 
 @tensor_method()
+@tensor_operand()
 def fmin(input, other):
     """Elementwise min that ignores nan."""
     return _fmin(*_promote_pair(input, other, "fmin"))
@@ -463,7 +475,8 @@ def _filled(x, value):
 def _value_tensor(target, value, name):
     if isinstance(value, Tensor):  # (torch casts a 0-d tensor unchecked here)
         return value
-    if not isinstance(value, _SCALARS) and not isinstance(value, np.generic):
+    if not isinstance(value, _SCALARS + (builtins.complex,)) and \
+            not isinstance(value, np.generic):
         raise TypeError(f"{name}: expected a number or a 0-dim tensor as the value, got "
                         f"{type(value).__name__}")
     dtype = target._data.dtype
@@ -492,7 +505,10 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
                         "or as `src`" if src is not None else
                         "copy_() missing 1 required positional argument: 'other'")
     src = other if src is None else src
-    if isinstance(src, np.ndarray):  # OneFlow's Tensor.copy_ takes a NumPy array too
+    if isinstance(src, np.ndarray) or isinstance(src, _SCALARS + (builtins.complex,)):
+        # OneFlow's Tensor.copy_ takes a NumPy array too; a number is torch's wrapped 0-d
+        # tensor (int64, float64, complex128), cast unchecked as any source (300 into int8
+        # is 44, as torch's)
         src = Tensor._wrap(array_module(self._data).asarray(src))  # onto self's device
     src = _value_tensor(self, src, "copy_")
     if _same_data(src, self) and (

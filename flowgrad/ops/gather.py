@@ -24,7 +24,7 @@ from ..autograd.inplace import run_inplace
 from ..device import array_module
 from ..errors import check_same_dtype, checked_number, fill_scalar
 from ..tensor import Tensor, _wrap_dim, tensor_method
-from .elementwise import maximum, where
+from .elementwise import where
 from .halfprec import HALF, in_float32
 from .index import _index, masked_fill, parse_index
 from .registry import op
@@ -281,14 +281,14 @@ def scatter_reduce_flat_backward(ctx, dy):
         dx = kept if need_x else None
         ds = _take_flat(dy, flat) if need_s else None
     elif red == "mean":
-        cnt = maximum(count + 1 if incl else count + keep.to(count.dtype), 1).to(dt)
+        cnt = (count + 1 if incl else count + keep.to(count.dtype)).clamp(min=1).to(dt)
         dx = kept / cnt if need_x else None
         ds = _take_flat(dy / cnt, flat) if need_s else None
     elif red in ("amax", "amin"):
         # ties share the gradient evenly, as torch does
         xh = x == out if incl else (x == out) & keep
         sh = s.expand(tuple(flat.shape)) == _take_flat(out, flat)
-        n = maximum(_flat_count(flat, sh, shape=shape) + xh.to(count.dtype), 1).to(dt)
+        n = (_flat_count(flat, sh, shape=shape) + xh.to(count.dtype)).clamp(min=1).to(dt)
         dx = dy * xh.to(dt) / n if need_x else None
         ds = _take_flat(dy / n, flat) * sh.to(dt) if need_s else None
     else:  # prod, safe where factors are zero (torch's formula)

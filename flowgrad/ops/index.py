@@ -310,6 +310,13 @@ def setitem(x, index, value):
             value = fill_scalar("setitem", value, x._data.dtype, float_overflow=False)
         value = Tensor._wrap(xp.asarray(value, dtype=x._data.dtype))
     elif value._data.dtype != x._data.dtype:
+        if advanced and not (value._data.size == 1 and all(a.dtype == _dt.bool for a in arrays)):
+            # torch's index_put, unlike a copy into a view, casts nothing (one value under a
+            # bool mask is its masked_fill: cast as a fill)
+            raise RuntimeError(f"Index put requires the source and destination dtypes match, "
+                               f"got {x.dtype.name} for the destination and "
+                               f"{value.dtype.name} for the source; convert the value with "
+                               f".to({x.dtype.name})")
         value = value.to(x.dtype)
     data = x._data
     if value._data.ndim and value._data.shape[0] == 1 and not advanced:

@@ -17,7 +17,7 @@ from collections import namedtuple
 
 from .. import dtypes as _dt
 from ..device import constant
-from ..errors import expect_tensor
+from ..errors import expect_tensor, tensor_operand
 from ..tensor import Tensor, tensor_method
 from .creation import zeros_like
 from .elementwise import (
@@ -141,10 +141,12 @@ def float_power(input, exponent):
 
 
 def _float_power_(self, exponent):
-    if self.dtype is not _dt.float64 and not self.is_complex():
+    need = _dt.complex128 if self.is_complex() or isinstance(exponent, complex) or \
+        isinstance(exponent, Tensor) and exponent.is_complex() else _dt.float64
+    if self.dtype is not need:  # (complex64 too: torch's result is complex128)
         raise RuntimeError(f"float_power_(): the base given to float_power_ has dtype "
                            f"{self.dtype.name} but the operation's result requires dtype "
-                           f"float64; call .double() first or use float_power")
+                           f"{need.name}; call .to({need.name}) first or use float_power")
     return Tensor.pow_(self, exponent.double() if isinstance(exponent, Tensor) else exponent)
 
 
@@ -177,6 +179,7 @@ def frexp(input):
 
 
 @tensor_method()
+@tensor_operand()
 def ldexp(input, other):
     """input * 2 ** other (a float result).
 
@@ -184,6 +187,10 @@ def ldexp(input, other):
     >>> flow.ldexp(flow.tensor([1.0, 3.0]), flow.tensor([2, -1]))
     tensor([4.0000, 1.5000])
     """
+    if isinstance(other, Tensor) and other._data.dtype.kind == "b" and \
+            input._data.dtype.kind in "fV":  # (torch's kernel: a floating input's exponent)
+        raise NotImplementedError('"ldexp_cpu_exp" not implemented for \'Bool\'; convert the '
+                                  "exponent with .int() first")
     a = _float_of(input)
     if isinstance(other, Tensor) and other._data.dtype.kind not in "fcV":
         other = other.to(a.dtype)  # integer exponents keep the input's dtype; float ones promote
@@ -241,6 +248,7 @@ def _complex_logaddexp(a, b):
 
 
 @tensor_method()
+@tensor_operand()
 def logaddexp(input, other):
     """log(exp(input) + exp(other)) without overflow.
 
@@ -252,6 +260,7 @@ def logaddexp(input, other):
 
 
 @tensor_method()
+@tensor_operand()
 def logaddexp2(input, other):
     """log2(2 ** input + 2 ** other) without overflow.
 
@@ -275,6 +284,7 @@ def nextafter_backward(ctx, dy):  # torch's: dy where input != other (nan passes
 
 
 @tensor_method()
+@tensor_operand()
 def nextafter(input, other):
     """The next floating-point value after input towards other.
 
@@ -335,6 +345,7 @@ def _lcm(xp, a, b):
 
 
 @tensor_method()
+@tensor_operand()
 def gcd(input, other):
     """Greatest common divisor, elementwise (integer tensors).
 
@@ -346,6 +357,7 @@ def gcd(input, other):
 
 
 @tensor_method()
+@tensor_operand()
 def lcm(input, other):
     """Least common multiple, elementwise (integer tensors).
 

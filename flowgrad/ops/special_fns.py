@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import math
 
+from ..errors import tensor_operand
 from ..tensor import Tensor, tensor_method
 from .creation import arange
 from .elementwise import (
@@ -188,6 +189,7 @@ def mvlgamma(input, p):
 
 
 @tensor_method()
+@tensor_operand()
 def igamma(input, other):
     """The regularized lower incomplete gamma function P(input, other); differentiable in
     `other` only, as torch.
@@ -200,6 +202,7 @@ def igamma(input, other):
 
 
 @tensor_method()
+@tensor_operand()
 def igammac(input, other):
     """The regularized upper incomplete gamma function Q(input, other) = 1 - P(input, other).
 

@@ -20,6 +20,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.inplace import bump_version
 from ..device import array_module, new_array
+from ..errors import tensor_operand
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .creation import multinomial, tensor, zeros
 from .elementwise import _inplace_binary, where
@@ -126,6 +127,7 @@ Tensor.dim_order = _dim_order
 
 
 @tensor_method()
+@tensor_operand()
 def dist(input, other, p=2):
     """The p-norm of input - other (broadcast), over all elements.
 
