@@ -199,6 +199,7 @@ HALF_OPS = {
     "mul": lambda T, x, s: x * s, "rmul": lambda T, x, s: s * x, "div": lambda T, x, s: x / s,
     "rdiv": lambda T, x, s: s / x, "add": lambda T, x, s: x + s, "sub": lambda T, x, s: x - s,
     "rsub": lambda T, x, s: s - x, "pow": lambda T, x, s: x.abs() ** min(s, 3.0),
+    "pow int": lambda T, x, s: x ** (3 if s > 1 else -2),
     "rpow": lambda T, x, s: abs(s) ** x.clamp(-3, 3), "mul_": lambda T, x, s: x.clone().mul_(s),
     "div_": lambda T, x, s: x.clone().div_(s), "add_": lambda T, x, s: x.clone().add_(s),
     "add alpha": lambda T, x, s: x.add(x * 0.5, alpha=s),

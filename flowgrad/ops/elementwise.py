@@ -243,14 +243,15 @@ def _power(xp, x, exponent):
 def _scalar_pow(xp, x, *, exponent):
     if x.dtype in HALF:  # the exponent rounded to x's dtype, as torch's
         e = _rounded(x, exponent)
-        product = _HALF_POW_BY_PRODUCT.get(e)
-        if product is not None:  # torch's products, each rounded to x's dtype
+        product = _HALF_POW_BY_PRODUCT.get(e) if x.dtype.kind == "V" else None
+        if product is not None:  # torch's bfloat16 products, each rounded to bfloat16
             return _same(x, product(xp, x))
         return _same(x, _power(xp, x.astype(xp.float32), e))
     return _same(x, _power(xp, x, exponent))
 
 
-# the exponents torch's half-precision pow computes by products in the tensor's own dtype
+# the exponents torch's bfloat16 pow computes by products in bfloat16 (its float16 pow is one
+# float32 power, rounded once)
 _HALF_POW_BY_PRODUCT = {2: lambda xp, x: x * x, 3: lambda xp, x: x * x * x,
                         -2: lambda xp, x: xp.reciprocal(x * x)}
 
