@@ -81,6 +81,7 @@ def _cases(m, dtype):
         "grad of tanh": lambda: _grad(m, s, m.tanh, 0), "gelu": lambda: F.gelu(s),
         "silu": lambda: F.silu(s), "mish": lambda: F.mish(s), "softplus": lambda: F.softplus(s),
         "grad of silu": lambda: _grad(m, s, F.silu, 0),
+        "grad of hardswish": lambda: _grad(m, s, F.hardswish, 0),
     }
 
 

@@ -236,6 +236,12 @@ def _hardswish(xp, x):
 def hardswish_backward(ctx, dy):
     # torch's piecewise rule: exactly 0 below -3 (even for an inf dy), dy above 3
     x = ctx.inputs[0]
+    if x.dtype.np in HALF:  # torch's kernel: in float32, rounded once
+        return hardswish_backward_of(x.float(), dy.float()).to(dy.dtype)
+    return hardswish_backward_of(x, dy)
+
+
+def hardswish_backward_of(x, dy):
     mid = where(x < 3, dy * (x * (1.0 / 3.0) + 0.5), dy)
     return where(~(x <= -3), mid, 0.0)  # nan x: dy, as torch
 
@@ -812,7 +818,12 @@ def _log_softmax(xp, x, *, dim):
 
 @_log_softmax.grad
 def log_softmax_backward(ctx, dy):
-    return dy - ctx.out.exp() * dy.sum(ctx.dim, keepdim=True)
+    y = ctx.out
+    if y.dtype.np in HALF:  # torch's kernel: in float32, rounded once (in half precision
+        # each of the four ops would round: 1e-2 off in float16)
+        g = dy.float()
+        return (g - y.float().exp() * g.sum(ctx.dim, keepdim=True)).to(dy.dtype)
+    return dy - y.exp() * dy.sum(ctx.dim, keepdim=True)
 
 
 def _softmax_dim(input, dim, dtype, name, stacklevel):
