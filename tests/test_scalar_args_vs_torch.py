@@ -53,6 +53,8 @@ CONVERSIONS = {
     "where float32 1e300": lambda T: T.where(f32(T) > 0, f32(T), 1e300),
     "where half 1e10": lambda T: T.where(half(T) > 0, half(T), 1e10),
     "where int64 2**64": lambda T: T.where(mask(T), T.tensor(I8), 2 ** 64),
+    "where int8 float 1e300": lambda T: T.where(mask(T), i8(T), 1e300),
+    "where int8 float 2.5": lambda T: T.where(mask(T), i8(T), 2.5),
     "clamp int8 300": lambda T: i8(T).clamp(0, 300),
     "clamp int8 -129": lambda T: i8(T).clamp(-129),
     "clamp uint8 -1": lambda T: u8(T).clamp(-1),

@@ -765,12 +765,15 @@ def where(condition, input=None, other=None):
 
 def _checked_branch(tensor, number, arg):
     """where's number branch checked against the dtype it takes beside `tensor` (the
-    tensor's own, or int64 for an int beside bools; a float beside integers promotes)."""
+    tensor's own, int64 for an int beside bools, the default float dtype for a float beside
+    integers)."""
     d = tensor._data.dtype
     cls = number.__class__
     if d.kind in "iub":
-        if cls is builtins.float or cls is builtins.complex:
+        if cls is builtins.complex:
             return number
+        if cls is builtins.float:  # the result is the default float dtype: 1e300 overflows it
+            d = _dt.get_default_dtype().np
         if d.kind == "b" and cls is not builtins.bool:
             d = _INT64
     elif cls is builtins.complex or d.kind == "c":
