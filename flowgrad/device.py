@@ -17,6 +17,7 @@ import types
 import numpy as np
 
 from . import blas
+from .errors import check_int64
 
 
 def _host_module():
@@ -264,9 +265,8 @@ def scalar_operand(xp, value, dtype):
             kind is int and -16777216 <= value <= 16777216) and dtype.char in "fd":
         c = _CONSTANTS.get((xp, dtype, value))  # (constant's lookup inline: a hot path)
         return c if c is not None else constant(xp, value, dtype)
-    if kind is int and not -2 ** 63 <= value < 2 ** 64:  # torch's Scalar holds 64 bits
-        raise OverflowError(f"a Python int operand beyond 64 bits ({value}) is too big to "
-                            f"convert; pass it as a float")
+    if kind is int:  # (beyond 64 bits: torch's Scalar refuses it)
+        check_int64("a scalar op", value, "operand")
     return value
 
 

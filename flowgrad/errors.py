@@ -409,9 +409,7 @@ def fill_scalar(op_name, value, np_dtype, float_overflow=True, arg="value"):
     A Python int beyond 64 bits is refused for every dtype, as torch's Scalar (int64 or uint64)
     refuses it: OverflowError. `arg` names the argument in the messages.
     """
-    if value.__class__ is int and not -2 ** 63 <= value < 2 ** 64:
-        raise OverflowError(f"{op_name}(): {arg}={value} is too big to convert (torch takes "
-                            f"64-bit integers); pass a float or a smaller value")
+    check_int64(op_name, value, arg)
     kind = np_dtype.kind
     if kind == "b":
         return value
@@ -446,6 +444,20 @@ def fill_scalar(op_name, value, np_dtype, float_overflow=True, arg="value"):
 
 
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
+
+
+def check_int64(op_name, value, arg="value"):
+    """Raise torch's OverflowError for a Python int its Scalar cannot hold (64 bits: int64 or
+    uint64), where NumPy would make an object array or a float of it.
+
+    >>> check_int64("add", 2 ** 64)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    OverflowError: add(): value=18446744073709551616 is too big to convert ...
+    """
+    if value.__class__ is int and not -2 ** 63 <= value < 2 ** 64:
+        raise OverflowError(f"{op_name}(): {arg}={value} is too big to convert (torch takes "
+                            f"64-bit integers); pass a float or a smaller value")
 
 
 def checked_number(op_name, value, np_dtype, arg="value"):

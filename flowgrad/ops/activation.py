@@ -272,7 +272,7 @@ def elu_backward(ctx, dy):  # one fused kernel, torch's elu_backward (activation
 def _elu_call(name, input, inplace, **attrs):
     _check_kernel_dtype(input, "elu_cpu")
     for arg in ("alpha", "scale", "input_scale"):  # read in the float torch computes in
-        checked_number(name, attrs[arg], opmath(input._data.dtype), arg)
+        attrs[arg] = float(checked_number(name, attrs[arg], opmath(input._data.dtype), arg))
     attrs.setdefault("grad_scale", attrs["input_scale"])  # (celu's: 1 / float32(alpha))
     if inplace:
         return run_inplace(name + "_", lambda x: _elu(x, **attrs), input)
@@ -281,8 +281,7 @@ def _elu_call(name, input, inplace, **attrs):
 
 def elu(input, alpha=1.0, inplace=False):
     """x for x > 0, alpha * (exp(x) - 1) otherwise."""
-    checked_number("elu", alpha, opmath(input._data.dtype), "alpha")
-    return _elu_call("elu", input, inplace, alpha=float(alpha), scale=1.0, input_scale=1.0)
+    return _elu_call("elu", input, inplace, alpha=alpha, scale=1.0, input_scale=1.0)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -299,8 +298,7 @@ def celu(input, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
         raise RuntimeError("celu: ZeroDivisionError: alpha must not be 0 (it divides x)")
-    checked_number("celu", alpha, opmath(input._data.dtype), "alpha")
-    return _elu_call("celu", input, inplace, alpha=float(alpha), scale=1.0, input_scale=1.0
+    return _elu_call("celu", input, inplace, alpha=alpha, scale=1.0, input_scale=1.0
                      / alpha, grad_scale=1.0 / float(np.float32(alpha)))  # (as torch's)
 
 
@@ -312,8 +310,7 @@ def relu_(input):
 def elu_(input, alpha=1.0, scale=1.0, input_scale=1.0):
     """elu, in place; scale and input_scale as torch's elu_: scale * elu(input_scale * x)
     with alpha applied to the negative side."""
-    return _elu_call("elu", input, True, alpha=float(alpha), scale=float(scale),
-                     input_scale=float(input_scale))
+    return _elu_call("elu", input, True, alpha=alpha, scale=scale, input_scale=input_scale)
 
 
 def selu_(input):

@@ -12,7 +12,7 @@ import builtins
 
 from .. import dtypes as _dt
 from ..device import array_module
-from ..errors import tensor_operand
+from ..errors import check_int64, tensor_operand
 from ..tensor import Tensor
 from .creation import tensor as _number_tensor
 from .registry import op
@@ -44,9 +44,7 @@ def _promote_pair(a, b, op_name, floating=False, number_pair=False):
         if not isinstance(b, _NUMBERS) and not hasattr(b, "__array__"):
             raise TypeError(f"{op_name}(): unsupported operand type {type(b).__name__}; "
                             f"expected a Tensor or a number")
-        if b.__class__ is builtins.int and not -2 ** 63 <= b < 2 ** 64:
-            raise OverflowError(f"{op_name}(): the int {b} is too big to convert (torch takes "
-                                f"64-bit integers); pass it as a float")
+        check_int64(op_name, b, "other")
         b = Tensor._wrap(array_module(a._data).asarray(b))  # on a's device
         d = _dt.result_type(a, b if b._data.ndim else b.item())
     else:

@@ -25,6 +25,7 @@ from ..tensor import Tensor
 from .conv import col2im, ntuple, out_size, pad_array, windows
 from .creation import arange, fma64
 from .elementwise import where
+from .halfprec import opmath
 from .pool import _adaptive_avg, _along
 from .pool_more import antialias_matrix
 from .registry import op
@@ -431,9 +432,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                            f"convert it with .float()")
     if mode == "area":
         return _adaptive_avg(input, out, nd)
-    opmath = np.float64 if input._data.dtype == np.float64 else np.float32  # torch's
+    real = opmath(input._data.dtype).type  # torch's
     mats = [Tensor._wrap(new_array(input._data, _dim_matrix(n, o, mode, bool(align_corners), s,
-                                                            antialias, nd, opmath),
+                                                            antialias, nd, real),
                                    input._data.dtype)) for n, o, s in zip(spatial, out, scales)]
     return _along(input, mats)
 
