@@ -759,6 +759,10 @@ def where(condition, input=None, other=None):
             input._data.dtype != other._data.dtype:
         input, other = _promote_pair(input, other, "where")
     if condition._data.dtype.kind != "b":
+        if condition._data.dtype != np.uint8:  # (a byte condition: torch's deprecated mask)
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                               f"tensor with dtype {condition.dtype}; compare it (x != 0) or "
+                               f"call .bool()")
         condition = condition.to(_dt.bool)
     return _where(condition, input, other)
 

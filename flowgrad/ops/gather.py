@@ -105,12 +105,24 @@ def _flat_nonzero(xp, mask, *, shape):
 
 
 # ---- argument checks ----------------------------------------------------------------------------
+INT32_64 = (np.dtype(np.int32), np.dtype(np.int64))
+INT64_ONLY = (np.dtype(np.int64),)
+# the index dtypes torch takes where it takes fewer than int32 and int64, and the error it
+# raises (index_fill's is an IndexError)
+_INDEX_DTYPES = {"index_copy": (INT64_ONLY, RuntimeError), "index_fill": (INT64_ONLY, IndexError),
+                 "take": (INT64_ONLY, RuntimeError), "put": (INT64_ONLY, RuntimeError),
+                 "take_along_dim": (INT64_ONLY, RuntimeError)}
+
+
 def _as_index(index, name, arg="index"):
+    """The int64 array of the index tensor of op `name`, whose dtype must be one torch takes
+    there (int32 or int64; int64 alone for the ops in _INDEX_DTYPES)."""
     if not isinstance(index, Tensor):
         raise TypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(index).__name__}")
-    if index._data.dtype.kind not in "iu":
-        raise RuntimeError(f"{name}(): Expected dtype int32 or int64 for {arg}, got "
-                           f"{index.dtype}; convert it with .long()")
+    allowed, error = _INDEX_DTYPES.get(name, (INT32_64, RuntimeError))
+    if index._data.dtype not in allowed:
+        raise error(f"{name}(): Expected dtype {' or '.join(d.name for d in allowed)} for "
+                    f"{arg}, got {index.dtype}; convert it with .long()")
     return index._data.astype(np.int64, copy=False)
 
 
@@ -135,9 +147,9 @@ def _gather_flat(input, dim, index, name, src=None, allow_negative=False):
     shape = input._data.shape
     nd = max(len(shape), 1)
     d = _wrap_dim(dim, len(shape), name)
+    if isinstance(index, Tensor) and index._data.size == 0:  # torch checks nothing of an empty
+        return d, _long(index)                                 # index (not even its dtype)
     idx = _as_index(index, name)
-    if idx.size == 0:  # torch checks nothing more of an empty index
-        return d, _long(index)
     if idx.ndim != len(shape) and not (idx.ndim <= 1 and len(shape) <= 1):
         raise RuntimeError(f"{name}(): Index tensor must have the same number of dimensions as "
                            f"input tensor (index {tuple(idx.shape)}, input {tuple(shape)})")
@@ -211,8 +223,9 @@ def take_along_dim(input, indices, dim=None):
     tensor([[30.],
             [60.]])
     """
-    if dim is None:
-        return take(input.reshape(-1), indices.reshape(-1))
+    if dim is None:  # torch's: a gather from the flattened input
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    _as_index(indices, "take_along_dim", "indices")
     d = _wrap_dim(dim, input._data.ndim, "take_along_dim")
     ishape, jshape = list(input.shape), list(indices.shape)
     ishape[d] = jshape[d] = 1

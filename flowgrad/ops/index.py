@@ -63,6 +63,11 @@ def _save_from(first):
     return "inputs[" + ", ".join(str(i) for i in range(first, first + _MAX_ARRAYS)) + "]"
 
 
+_INT32_64 = (np.dtype(np.int64), np.dtype(np.int32))
+# (a byte tensor is a mask, as a bool one: torch's legacy reading)
+_INDEX_TENSOR_DTYPES = _INT32_64 + (np.dtype(np.uint8), np.dtype(np.bool_))
+
+
 def parse_index(index, select_ints=True):
     """Split an index into (spec, index tensors, advanced): tensors and lists become input
     tensors, their places in spec the ARRAY placeholder. 0-d integer tensors become ints
@@ -74,7 +79,7 @@ def parse_index(index, select_ints=True):
             item = list(item)
         if isinstance(item, Tensor):
             data = item._data
-            if data.dtype.kind not in "iub":
+            if data.dtype not in _INDEX_TENSOR_DTYPES:
                 raise IndexError(
                     f"tensors used as indices must be long, int, byte or bool tensors, got "
                     f"{data.dtype}")
@@ -508,7 +513,7 @@ def index_select(input, dim, index):
             [0, 1]])
     """
     d = _wrap_dim(dim, input._data.ndim, "index_select")
-    if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu":
+    if not isinstance(index, Tensor) or index._data.dtype not in _INT32_64:
         got = index.dtype if isinstance(index, Tensor) else type(index).__name__
         raise RuntimeError(f"index_select(): Expected dtype int32 or int64 for index, got "
                            f"{got}")

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from .. import dtypes as _dt
 from .._warn import warn
 from ..autograd import grad_mode
 from ..autograd.inplace import run_inplace
@@ -203,6 +204,14 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             [2.5000, 6.5000]])
     """
     xp = array_module(weight._data)
+    if isinstance(input, Tensor) and isinstance(offsets, Tensor) and input._data.ndim == 1:
+        # torch promotes indices and offsets to one dtype, which must be int64 or int32
+        common = np.promote_types(input._data.dtype, offsets._data.dtype)
+        if common not in (np.int64, np.int32):
+            raise RuntimeError(f"embedding_bag: indices ({input.dtype}) and offsets "
+                               f"({offsets.dtype}) promote to {common}, not int64 or int32; "
+                               f"use .long() for both")
+        input = input.to(_dt.from_numpy_dtype(common)) if input._data.dtype != common else input
     idx = _indices(input, "embedding_bag")
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")

@@ -192,6 +192,12 @@ def tile(input, dims):
     return repeat(input, dims)
 
 
+def _check_repeats_dtype(counts):
+    if counts.dtype not in (np.int64, np.int32):  # torch's kernel has these two
+        raise NotImplementedError(f"repeat_interleave(): repeats must be an int64 or int32 "
+                                  f"tensor, got {counts.dtype}; convert it with .long()")
+
+
 @tensor_method()
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element `repeats` times along `dim` (flattened when dim=None).
@@ -206,15 +212,18 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     if repeats is None:  # the index form
         check_read(input, "repeat_interleave's repeats")
         counts = input._data
-        if counts.ndim != 1 or counts.dtype.kind not in "iu":
+        _check_repeats_dtype(counts)
+        if counts.ndim != 1:
             raise RuntimeError("repeat_interleave(): repeats must be a 1-D integer tensor")
-        return Tensor._wrap(xp.repeat(xp.arange(counts.size), counts).astype(np.int64))
+        return Tensor._wrap(xp.repeat(xp.arange(counts.size), counts).astype(counts.dtype))
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else _wrap_dim(dim, input._data.ndim, "repeat_interleave")
     n = x._data.shape[d] if x._data.ndim else 1
     if isinstance(repeats, Tensor):
         check_read(repeats, "repeat_interleave's repeats")
     reps = repeats._data if isinstance(repeats, Tensor) else xp.asarray(repeats)
+    if isinstance(repeats, Tensor):
+        _check_repeats_dtype(reps)
     if reps.ndim > 1 or (reps.ndim == 1 and reps.size not in (1, n)):
         raise RuntimeError(f"repeat_interleave(): repeats must have the same size as input "
                            f"along dim {d}: got {reps.size} repeats for size {n}")
