@@ -124,6 +124,11 @@ _TENSOR_ONLY = ["logical_and", "logical_or", "logical_xor", "gcd", "lcm", "hypot
 OPERANDS = {f"{name} number": (lambda T, name=name: getattr(T, name)(T.tensor([3, 2, 5]), 2))
             for name in _TENSOR_ONLY}
 OPERANDS.update({
+    "clamp tensor min number max": lambda T: f32(T).clamp(f32(T) * 0, 2.0),
+    "clamp number min tensor max": lambda T: T.clamp(f32(T), 0.0, f32(T) + 1),
+    "clamp_ tensor min number max": lambda T: f32(T).clamp_(min=f32(T) * 0, max=2.0),
+    "clip tensor min number max": lambda T: T.clip(f32(T), f32(T) * 0, 2.0),
+    "clamp tensor min only": lambda T: f32(T).clamp(f32(T) * 0, None),
     "hypot_ number": lambda T: f32(T).hypot_(2.0),
     "logical_and_ method number": lambda T: f32(T).logical_and_(1),
     "isin bool number": lambda T: T.isin(T.tensor([1, 0]), True),

@@ -802,6 +802,12 @@ def clamp(input, min=None, max=None, *, out=None):
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
+        if min is not None and max is not None and \
+                isinstance(min, Tensor) is not isinstance(max, Tensor):
+            # torch's two overloads: two numbers or two tensors (either may be None)
+            raise TypeError(f"clamp(): min and max must both be numbers or both be tensors "
+                            f"(or None), got {type(min).__name__} and {type(max).__name__}; "
+                            f"wrap the number with flowgrad.tensor(...)")
         return clamp_tensor(input, min, max)
     d = _dt.result_type(input, *(v for v in (min, max) if v is not None))
     if d is _dt.bool:  # torch has no bool kernel (an int bound promotes to int64: fine)
