@@ -12,6 +12,12 @@ import numpy as np
 from .dtypes import TORCH_SCALAR_NAMES, finfo, from_numpy_dtype, to_real
 
 
+class SparseOperandError(NotImplementedError):
+    """A dense op read a sparse tensor's data: the op has no sparse form here (the message
+    names it and the remedy). add, sub and mul catch it first and run the sparse form
+    (`sparse_ops.py`)."""
+
+
 def describe(x) -> str:
     """'Tensor(shape=(2, 3), dtype=float32)' for tensors, repr for anything else."""
     data = getattr(x, "_data", None)

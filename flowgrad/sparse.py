@@ -22,13 +22,14 @@ import numpy as np
 
 from .autograd.function import Function
 from .device import array_module
+from .errors import SparseOperandError
 from .tensor import Tensor
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 _HELPERS = (__file__, os.path.join(_PACKAGE, "errors.py"))  # not an op a user called
 
 __all__ = ["SparseTensor", "sparse_coo_tensor", "mm", "sum", "addmm", "sampled_addmm", "strided",
-           "sparse_coo", "layout"]
+           "sparse_coo", "layout", "softmax", "log_softmax"]
 
 
 class layout:
@@ -53,8 +54,11 @@ Tensor.is_sparse = property(lambda self: False, doc="False: dense tensors")
 
 _SUPPORTED = ("to_dense, coalesce, is_coalesced, indices, values, _indices, _values, "
               "sparse_dim, dense_dim, _nnz, size, t, transpose, detach, clone, to, "
-              "float, double, mul/div by a scalar, neg, sum, mm/spmm/@ with a dense matrix, "
-              "flowgrad.sparse.sum, sparse_mask, to_sparse_csr/csc/bsr/bsc")
+              "float, double, sparse + and - sparse, dense + and - sparse, * by a sparse or "
+              "dense tensor or a number, / by a number, neg, functions with f(0) = 0 (abs, "
+              "sqrt, sin, tanh, relu, pow by a positive number, ...), select, index_select, "
+              "sum, mm/spmm/@ with a dense matrix, flowgrad.sparse.sum/softmax/log_softmax, "
+              "sparse_mask, to_sparse_csr/csc/bsr/bsc")
 
 
 def _as_tensor(x, dtype=None):
@@ -88,10 +92,10 @@ class SparseMetadata:
     requires_grad = property(lambda self: self._vals.requires_grad)
     is_leaf = property(lambda self: self._vals.is_leaf)
 
-    # a dense Tensor method (or a dense op reading the array) names itself and the remedy
+    # a dense op reading the array names itself and the remedy
     def _unsupported(self, name):
         def raise_():
-            raise NotImplementedError(
+            raise SparseOperandError(
                 f"{name} is not supported on flowgrad's {self._kind()} tensors (size "
                 f"{self._size}); call .to_dense() first. Supported: {self._supported}")
         return raise_
@@ -119,7 +123,7 @@ class SparseTensor(SparseMetadata):
 
     def __init__(self, indices, values, size, coalesced=False):
         self._idx, self._vals, self._size = indices, values, tuple(int(s) for s in size)
-        self._coalesced = coalesced
+        self._coalesced = coalesced or indices.shape[1] < 2  # (one entry is coalesced: torch's)
         self._src = None  # the dense tensor to_sparse() made this of: see _DenseGrad
 
     def sparse_dim(self):
@@ -262,22 +266,10 @@ class SparseTensor(SparseMetadata):
     def _with_values(self, values):
         return SparseTensor(self._idx, values, self._size, self._coalesced)
 
-    def __mul__(self, other):
-        if isinstance(other, (int, float)) or (isinstance(other, Tensor) and other.ndim == 0):
-            return self._with_values(self._vals * other)
-        return self._unsupported("mul by a non-scalar")()
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other):
-        if isinstance(other, (int, float)) or (isinstance(other, Tensor) and other.ndim == 0):
-            return self._with_values(self._vals / other)
-        return self._unsupported("div by a non-scalar")()
-
     def __neg__(self):
         return self._with_values(-self._vals)
 
-    mul, div, neg = __mul__, __truediv__, __neg__
+    neg = __neg__  # (+, -, *, / and the functions of the values: sparse_ops.py)
 
     def sum(self, dim=None, keepdim=False, dtype=None):
         """Tensor.sum on a sparse tensor: over all, the stored values as they are (torch does not
@@ -678,3 +670,17 @@ def spmm(input, mat2, out_dtype=None):
     if _is_compressed(input) or _is_compressed(mat2):  # torch's matmul rules, not sparse.mm's
         return _compressed()._matmul(input, mat2, "spmm")
     return mm(input, mat2)
+
+
+def softmax(input, dim, dtype=None):
+    """torch.sparse.softmax over the specified entries: `sparse_ops.softmax`."""
+    from .sparse_ops import softmax as sparse_softmax  # (it builds on this module)
+
+    return sparse_softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim, dtype=None):
+    """torch.sparse.log_softmax over the specified entries: `sparse_ops.log_softmax`."""
+    from .sparse_ops import log_softmax as sparse_log_softmax
+
+    return sparse_log_softmax(input, dim, dtype)

@@ -17,9 +17,16 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from .. import sparse_ops
 from ..autograd.inplace import run_inplace
 from ..device import array_module, constant, scalar_operand, undispatched
-from ..errors import check_alpha, check_kernel_dtype, checked_number, tensor_operand
+from ..errors import (
+    SparseOperandError,
+    check_alpha,
+    check_kernel_dtype,
+    checked_number,
+    tensor_operand,
+)
 from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
     _promote_pair,
@@ -494,12 +501,16 @@ def add(input, other, *, alpha=1, out=None):
     """
     if out is not None:
         return with_out(add, out, (input, other), "add", alpha=alpha)
-    if alpha.__class__ is not int or alpha != 1:  # (alpha=True or 1.0: checked too)
-        other = scale_by_alpha(input, other, alpha, "add")
-    if isinstance(other, _SCALARS) and isinstance(input, Tensor):
-        if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, other):  # (float: inline)
-            return _scalar_add(input, value=other)
-    return _binary(_add, input, other, "add", number_pair=True)
+    given = other
+    try:  # (free until raised: a sparse operand goes to its sparse form)
+        if alpha.__class__ is not int or alpha != 1:  # (alpha=True or 1.0: checked too)
+            other = scale_by_alpha(input, other, alpha, "add")
+        if isinstance(other, _SCALARS) and isinstance(input, Tensor):
+            if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, other):  # (inline)
+                return _scalar_add(input, value=other)
+        return _binary(_add, input, other, "add", number_pair=True)
+    except SparseOperandError:
+        return _sparse_binary("add", input, given, alpha)
 
 
 def sub(input, other, *, alpha=1, out=None):
@@ -511,21 +522,26 @@ def sub(input, other, *, alpha=1, out=None):
     """
     if out is not None:
         return with_out(sub, out, (input, other), "sub", alpha=alpha)
-    bools = [isinstance(x, builtins.bool) or isinstance(x, Tensor) and x._data.dtype.kind == "b"
-             for x in (input, other)] if _any_bool(input, other) else (False, False)
-    if all(bools):
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                           "supported. Use the `^` or `logical_xor()` operator instead.")
-    if any(bools):
-        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
-                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
-                           "operator instead.")
-    if alpha.__class__ is not int or alpha != 1:  # (alpha=True or 1.0: checked too)
-        other = scale_by_alpha(input, other, alpha, "sub")
-    if isinstance(other, _SCALARS) and isinstance(input, Tensor):
-        if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, -other):
-            return _scalar_add(input, value=-other)
-    return _binary(_sub, input, other, "sub", number_pair=True)
+    given = other
+    try:  # (free until raised: a sparse operand goes to its sparse form)
+        bools = [isinstance(x, builtins.bool) or isinstance(x, Tensor) and
+                 x._data.dtype.kind == "b" for x in (input, other)] \
+            if _any_bool(input, other) else (False, False)
+        if all(bools):
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
+        if any(bools):
+            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                               "supported. If you are trying to invert a mask, use the `~` or "
+                               "`logical_not()` operator instead.")
+        if alpha.__class__ is not int or alpha != 1:  # (alpha=True or 1.0: checked too)
+            other = scale_by_alpha(input, other, alpha, "sub")
+        if isinstance(other, _SCALARS) and isinstance(input, Tensor):
+            if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, -other):
+                return _scalar_add(input, value=-other)
+        return _binary(_sub, input, other, "sub", number_pair=True)
+    except SparseOperandError:
+        return _sparse_binary("sub", input, given, alpha)
 
 
 def scale_by_alpha(input, other, alpha, name):
@@ -577,10 +593,17 @@ def mul(input, other, *, out=None):
     """
     if out is not None:
         return with_out(mul, out, (input, other), "mul")
-    if isinstance(other, _SCALARS) and isinstance(input, Tensor):
-        if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, other):  # (float: inline)
-            return _scalar_mul(input, value=other)
-    return _binary(_mul, input, other, "mul", number_pair=True)
+    try:  # (free until raised: a sparse operand goes to its sparse form)
+        if isinstance(other, _SCALARS) and isinstance(input, Tensor):
+            if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, other):  # (inline)
+                return _scalar_mul(input, value=other)
+        return _binary(_mul, input, other, "mul", number_pair=True)
+    except SparseOperandError:
+        return _sparse_binary("mul", input, other)
+
+
+def _sparse_binary(name, a, b, alpha=1):
+    return sparse_ops.binary(name, a, b, alpha)
 
 
 def div(input, other, *, rounding_mode=None, out=None):
