@@ -634,3 +634,17 @@ def check_uniform_bounds(name, dtype, a, b):
     if b - a > top:
         raise RuntimeError(f"{name} expects to - from <= {top} (the largest {dtype.name}), "
                            f"but found to={b} and from={a}")
+
+
+def matrix_dims(tensor, attr, batches=True):
+    """torch's check of `tensor.mT`/`.mH` (a matrix or a batch of them; 0-d: the identity,
+    deprecated) and `.H` (a matrix): True for 0-d, else raise unless the dims qualify."""
+    nd = tensor._data.ndim
+    if nd == 0:
+        return True
+    if nd == 1 or not batches and nd != 2:
+        what = "matrices or batches of matrices" if batches else "matrices (2-D tensors)"
+        hint = "" if batches else " For batches of matrices, consider using tensor.mH"
+        raise RuntimeError(f"tensor.{attr} is only supported on {what}. Got {nd}-D tensor."
+                           f"{hint}")
+    return False

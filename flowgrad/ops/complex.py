@@ -17,7 +17,7 @@ import builtins
 
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
-from ..errors import check_same_dtype, expect_tensor
+from ..errors import check_same_dtype, expect_tensor, matrix_dims
 from ..tensor import Tensor, tensor_method
 from .registry import REGISTRY, op
 
@@ -331,8 +331,10 @@ Tensor.conj_physical_ = lambda self: run_inplace("conj_physical_", conj_physical
 Tensor.sgn_ = lambda self: run_inplace("sgn_", sgn, self)
 Tensor.real = property(real, doc="The real part (a view for complex tensors).")
 Tensor.imag = property(imag, doc="The imaginary part, a view (complex tensors only).")
-Tensor.mH = property(adjoint, doc="The conjugate transpose of the last two dims.")
-Tensor.H = property(lambda self: conj(self).T, doc="The conjugate transpose of a matrix.")
+Tensor.mH = property(lambda self: conj(self) if matrix_dims(self, "mH") else adjoint(self),
+                     doc="The conjugate transpose of the last two dims.")
+Tensor.H = property(lambda self: conj(self) if matrix_dims(self, "H", batches=False) else
+                    conj(self).T, doc="The conjugate transpose of a matrix.")
 Tensor.cfloat = lambda self, memory_format=None: self.to(_dt.complex64)
 Tensor.cdouble = lambda self, memory_format=None: self.to(_dt.complex128)
 

@@ -19,7 +19,7 @@ from ..autograd import inplace as _inplace
 from ..autograd.inplace import assign
 from ..autograd.views import replay_view
 from ..device import broadcast_view
-from ..errors import check_same_dtype, expect_tensor, int_args
+from ..errors import check_same_dtype, expect_tensor, int_args, matrix_dims
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import (
     contiguous_format,
@@ -295,7 +295,9 @@ def t(input):
 
 
 Tensor.T = property(lambda self: _permute(self, dims=tuple(range(self._data.ndim))[::-1]))
-Tensor.mT = property(lambda self: transpose(self, -2, -1))
+
+Tensor.mT = property(lambda self: _permute(self, dims=()) if matrix_dims(self, "mT") else
+                     transpose(self, -2, -1))
 
 
 # ---- sum_to: where broadcasting is undone --------------------------------------------------
