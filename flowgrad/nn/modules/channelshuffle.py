@@ -1,0 +1,4 @@
+"""torch.nn.modules.channelshuffle's names (the layer lives in misc.py)."""
+from .misc import ChannelShuffle
+
+__all__ = ["ChannelShuffle"]
