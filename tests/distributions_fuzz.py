@@ -17,6 +17,7 @@ import fuzz_common
 import numpy as np
 
 RTOL = 1e-8  # (torch's trigamma, in Beta's KL gradient, is 5e-10 off)
+NEWER = ["Cauchy", "Gumbel", "HalfNormal", "Chi2", "StudentT", "Geometric"]
 METHODS = ["log_prob", "entropy", "mean", "mode", "variance", "stddev", "cdf", "icdf", "kl"]
 
 
@@ -28,11 +29,20 @@ def generate(seed):
     r = random.Random(seed)
     name = r.choice(["Normal", "LogNormal", "Laplace", "Uniform", "Exponential", "Gamma", "Beta",
                      "Bernoulli", "Binomial", "Categorical", "OneHotCategorical", "Poisson",
-                     "Dirichlet", "MultivariateNormal", "Independent"])
+                     "Dirichlet", "MultivariateNormal", "Independent"] + NEWER)
     shape = _shape(r)
     params = {}
-    if name in ("Normal", "LogNormal", "Laplace"):
+    if name in ("Normal", "LogNormal", "Laplace", "Cauchy", "Gumbel"):
         params = dict(loc=("normal", shape), scale=("positive", r.choice([shape, ()])))
+    elif name == "HalfNormal":
+        params = dict(scale=("positive", shape))
+    elif name == "Chi2":
+        params = dict(df=("positive", shape))
+    elif name == "StudentT":
+        params = dict(df=("positive", shape), loc=("normal", shape),
+                      scale=("positive", r.choice([shape, ()])))
+    elif name == "Geometric":
+        params = {"probs": ("unit", shape)} if r.random() < 0.5 else {"logits": ("normal", shape)}
     elif name == "Uniform":
         params = dict(low=("normal", shape), high=("above_low", shape))
     elif name == "Exponential":
@@ -60,7 +70,7 @@ def generate(seed):
                                                            else "tril", (k, k))}
     elif name == "Independent":
         params = dict(loc=("normal", (2, 3)), scale=("positive", (2, 3)))
-    method = r.choice(METHODS)
+    method = r.choice(METHODS if name not in NEWER else METHODS[:-1])  # (no KL between them)
     edge = r.random() < 0.2
     return dict(name=name, params=params, method=method, seed=seed, edge=edge,
                 sample_shape=r.choice([(), (2,)]))
@@ -103,12 +113,16 @@ def _value(case, rng, dist_np_shape, arrays):
     shape = tuple(case["sample_shape"]) + dist_np_shape
     if name in ("Bernoulli",):
         return (rng.random(shape) < 0.5).astype(float)
+    if name == "Geometric":
+        return rng.integers(0, 6, shape).astype(float)
+    if name == "HalfNormal":
+        return rng.uniform(0.0 if case["edge"] else 0.1, 3.0, shape)
     if name == "Binomial":
         return np.minimum(rng.integers(0, 6, shape), np.broadcast_to(arrays["total_count"],
                                                                      shape)).astype(float)
     if name == "Poisson":
         return rng.integers(0, 6, shape).astype(float)
-    if name in ("Exponential", "Gamma", "LogNormal"):
+    if name in ("Exponential", "Gamma", "LogNormal", "Chi2"):
         return rng.uniform(0.0 if case["edge"] else 0.1, 3.0, shape)
     if name == "Beta":
         return rng.uniform(0.05, 0.95, shape)
@@ -147,8 +161,8 @@ def _run(m, case):
                 leaves.append(v)
             else:
                 shape = tuple(dist.batch_shape) + tuple(dist.event_shape)
-                v = m.tensor(_value(case, rng, shape, arrays),
-                             requires_grad=name not in ("Bernoulli", "Binomial", "Poisson"))
+                v = m.tensor(_value(case, rng, shape, arrays), requires_grad=name not in (
+                    "Bernoulli", "Binomial", "Poisson", "Geometric"))
                 if v.requires_grad:
                     leaves.append(v)
             out = getattr(dist, method)(v)

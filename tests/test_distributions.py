@@ -240,3 +240,26 @@ def test_sampling_first_keeps_the_lazy_parameters_differentiable(name):
         d.entropy().sum().backward()
         grads.append(logits.grad.numpy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-7, atol=1e-10)
+
+
+def test_torch_module_paths_import():
+    """`from torch.distributions.<module> import <Class>` works with the import changed, for
+    every class flowgrad has (each of torch's modules, checked against torch's names)."""
+    import importlib
+    import pkgutil
+
+    import torch.distributions
+
+    checked = 0
+    for info in pkgutil.iter_modules(torch.distributions.__path__):
+        theirs = importlib.import_module(f"torch.distributions.{info.name}")
+        names = [n for n in getattr(theirs, "__all__", []) if hasattr(flow.distributions, n)
+                 and isinstance(getattr(theirs, n), type)
+                 and issubclass(getattr(theirs, n), torch.distributions.Distribution)]
+        if not names:
+            continue
+        ours = importlib.import_module(f"flowgrad.distributions.{info.name}")
+        assert all(getattr(ours, n) is getattr(flow.distributions, n) for n in names), info.name
+        checked += 1
+    assert checked >= 20
+    from flowgrad.distributions.utils import logits_to_probs, probs_to_logits  # noqa: F401

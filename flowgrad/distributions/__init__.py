@@ -13,6 +13,7 @@ from .continuous import Beta, Dirichlet, Exponential, Gamma, Laplace, Normal, Un
 from .discrete import Bernoulli, Binomial, Categorical, OneHotCategorical, Poisson
 from .distribution import Distribution
 from .kl import kl_divergence, register_kl
+from .more import Cauchy, Chi2, Geometric, Gumbel, HalfNormal, StudentT
 from .multivariate_normal import MultivariateNormal
 from .transformed import Independent, LogNormal, TransformedDistribution
 from .transforms import (
@@ -27,9 +28,42 @@ from .transforms import (
     Transform,
 )
 
-__all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Gamma", "Beta",
+__all__ = ["Distribution", "Cauchy", "Chi2", "Geometric", "Gumbel", "HalfNormal", "StudentT",
+           "Normal", "Uniform", "Exponential", "Laplace", "Gamma", "Beta",
            "Dirichlet", "Bernoulli", "Categorical", "OneHotCategorical", "Poisson", "Binomial",
            "MultivariateNormal", "Independent", "TransformedDistribution", "LogNormal",
            "kl_divergence", "register_kl", "constraints", "transforms", "kl", "Transform",
            "ComposeTransform", "ExpTransform", "AffineTransform", "SigmoidTransform",
            "TanhTransform", "PowerTransform", "AbsTransform", "SoftplusTransform"]
+
+
+def _torch_module_paths():
+    """torch keeps each distribution in a module of its own (`torch.distributions.normal`):
+    the same paths import here (`from flowgrad.distributions.normal import Normal`), as
+    modules naming the classes flowgrad keeps by family."""
+    import sys
+    import types
+
+    from . import distribution
+
+    paths = {"bernoulli": ["Bernoulli"], "beta": ["Beta"], "binomial": ["Binomial"],
+             "categorical": ["Categorical"], "cauchy": ["Cauchy"], "chi2": ["Chi2"],
+             "dirichlet": ["Dirichlet"], "exponential": ["Exponential"], "gamma": ["Gamma"],
+             "geometric": ["Geometric"], "gumbel": ["Gumbel"], "half_normal": ["HalfNormal"],
+             "independent": ["Independent"], "laplace": ["Laplace"], "log_normal": ["LogNormal"],
+             "normal": ["Normal"], "one_hot_categorical": ["OneHotCategorical"],
+             "poisson": ["Poisson"], "studentT": ["StudentT"],
+             "transformed_distribution": ["TransformedDistribution"], "uniform": ["Uniform"],
+             "utils": ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
+                       "probs_to_logits"]}
+    here = globals()
+    for name, names in paths.items():
+        module = types.ModuleType(f"{__name__}.{name}", f"torch.distributions.{name}'s names")
+        for attr in names:
+            setattr(module, attr, here.get(attr) or getattr(distribution, attr))
+        module.__all__ = list(names)
+        sys.modules[module.__name__] = module
+        here.setdefault(name, module)
+
+
+_torch_module_paths()
