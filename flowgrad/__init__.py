@@ -33,6 +33,7 @@ from . import (
     signal,
     sparse,
     special,
+    testing,
     utils,
     xpu,
 )

@@ -174,6 +174,10 @@ class LRScheduler:
         self._last_lr = _lrs(self.optimizer)
 
 
+class _LRScheduler(LRScheduler):
+    """torch's deprecated name of LRScheduler, which older custom schedulers subclass."""
+
+
 class _LambdaState:
     """state_dict of schedulers holding lambdas: functions are dropped, callable objects
     keep their __dict__ (as torch)."""
