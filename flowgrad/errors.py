@@ -11,6 +11,9 @@ import numpy as np
 
 from .dtypes import TORCH_SCALAR_NAMES, finfo, from_numpy_dtype, to_real
 
+# the index dtypes most of torch's indexing ops take (some take int64 alone)
+INT_INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+
 
 class SparseOperandError(NotImplementedError):
     """A dense op read a sparse tensor's data: the op has no sparse form here (the message

@@ -22,7 +22,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
 from ..device import array_module
-from ..errors import check_same_dtype, checked_number, fill_scalar
+from ..errors import INT_INDEX_DTYPES, check_same_dtype, checked_number, fill_scalar
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
 from .halfprec import HALF, in_float32
@@ -105,7 +105,6 @@ def _flat_nonzero(xp, mask, *, shape):
 
 
 # ---- argument checks ----------------------------------------------------------------------------
-INT32_64 = (np.dtype(np.int32), np.dtype(np.int64))
 INT64_ONLY = (np.dtype(np.int64),)
 # the index dtypes torch takes where it takes fewer than int32 and int64, and the error it
 # raises (index_fill's is an IndexError)
@@ -119,7 +118,7 @@ def _as_index(index, name, arg="index"):
     there (int32 or int64; int64 alone for the ops in _INDEX_DTYPES)."""
     if not isinstance(index, Tensor):
         raise TypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(index).__name__}")
-    allowed, error = _INDEX_DTYPES.get(name, (INT32_64, RuntimeError))
+    allowed, error = _INDEX_DTYPES.get(name, (INT_INDEX_DTYPES, RuntimeError))
     if index._data.dtype not in allowed:
         raise error(f"{name}(): Expected dtype {' or '.join(d.name for d in allowed)} for "
                     f"{arg}, got {index.dtype}; convert it with .long()")

@@ -34,7 +34,7 @@ from ..autograd.inplace import (
 )
 from ..autograd.views import writable_alias
 from ..device import ARRAY_MODULES, array_module
-from ..errors import check_number, checked_value_tensor, fill_scalar, int_arg
+from ..errors import INT_INDEX_DTYPES, check_number, checked_value_tensor, fill_scalar, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
 
@@ -63,9 +63,8 @@ def _save_from(first):
     return "inputs[" + ", ".join(str(i) for i in range(first, first + _MAX_ARRAYS)) + "]"
 
 
-_INT32_64 = (np.dtype(np.int64), np.dtype(np.int32))
 # (a byte tensor is a mask, as a bool one: torch's legacy reading)
-_INDEX_TENSOR_DTYPES = _INT32_64 + (np.dtype(np.uint8), np.dtype(np.bool_))
+_INDEX_TENSOR_DTYPES = INT_INDEX_DTYPES + (np.dtype(np.uint8), np.dtype(np.bool_))
 
 
 def parse_index(index, select_ints=True):
@@ -513,7 +512,7 @@ def index_select(input, dim, index):
             [0, 1]])
     """
     d = _wrap_dim(dim, input._data.ndim, "index_select")
-    if not isinstance(index, Tensor) or index._data.dtype not in _INT32_64:
+    if not isinstance(index, Tensor) or index._data.dtype not in INT_INDEX_DTYPES:
         got = index.dtype if isinstance(index, Tensor) else type(index).__name__
         raise RuntimeError(f"index_select(): Expected dtype int32 or int64 for index, got "
                            f"{got}")

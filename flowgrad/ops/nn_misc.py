@@ -25,7 +25,7 @@ from ..autograd import grad_mode
 from ..autograd.inplace import run_inplace
 from ..autograd.interpreter import check_read, varies_per_run
 from ..device import array_module
-from ..errors import check_same_dtype, expect_tensor
+from ..errors import INT_INDEX_DTYPES, check_same_dtype, expect_tensor
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim
 from .activation import softmax
@@ -207,7 +207,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if isinstance(input, Tensor) and isinstance(offsets, Tensor) and input._data.ndim == 1:
         # torch promotes indices and offsets to one dtype, which must be int64 or int32
         common = np.promote_types(input._data.dtype, offsets._data.dtype)
-        if common not in (np.int64, np.int32):
+        if common not in INT_INDEX_DTYPES:
             raise RuntimeError(f"embedding_bag: indices ({input.dtype}) and offsets "
                                f"({offsets.dtype}) promote to {common}, not int64 or int32; "
                                f"use .long() for both")

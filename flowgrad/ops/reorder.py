@@ -11,7 +11,7 @@ import numpy as np
 
 from ..autograd.interpreter import check_read
 from ..device import array_module
-from ..errors import int_arg, int_args
+from ..errors import INT_INDEX_DTYPES, int_arg, int_args
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .index import index_select
 from .registry import op
@@ -193,7 +193,7 @@ def tile(input, dims):
 
 
 def _check_repeats_dtype(counts):
-    if counts.dtype not in (np.int64, np.int32):  # torch's kernel has these two
+    if counts.dtype not in INT_INDEX_DTYPES:  # torch's kernel has these two
         raise NotImplementedError(f"repeat_interleave(): repeats must be an int64 or int32 "
                                   f"tensor, got {counts.dtype}; convert it with .long()")
 

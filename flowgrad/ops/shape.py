@@ -295,7 +295,6 @@ def t(input):
 
 
 Tensor.T = property(lambda self: _permute(self, dims=tuple(range(self._data.ndim))[::-1]))
-
 Tensor.mT = property(lambda self: _permute(self, dims=()) if matrix_dims(self, "mT") else
                      transpose(self, -2, -1))
 
