@@ -92,10 +92,8 @@ def _compare_tensors(actual, expected, path, rtol, atol, equal_nan, check_dtype,
         _fail(msg, f"The values for attribute 'dtype' do not match: {actual.dtype} != "
                    f"{expected.dtype}.", path)
     if rtol is None:
-        rtol, atol = (max(a, b) for a, b in zip(
-            _TOLERANCES.get(actual.dtype.name if hasattr(actual.dtype, "name") else
-                            str(actual.dtype).split(".")[-1], (0.0, 0.0)),
-            _TOLERANCES.get(str(expected.dtype).split(".")[-1], (0.0, 0.0))))
+        rtol, atol = (max(a, b) for a, b in zip(*(
+            _TOLERANCES.get(str(t.dtype).split(".")[-1], (0.0, 0.0)) for t in (actual, expected))))
     a, e = _host(actual), _host(expected)
     if a.dtype != e.dtype:  # (check_dtype=False: compared in their common dtype)
         common = np.promote_types(a.dtype, e.dtype)

@@ -40,12 +40,8 @@ class _BinaryParams(Distribution):
         return logits_to_probs(self.logits, is_binary=True)
 
 
-class Bernoulli(_BinaryParams):
-    """1 with probability `probs` (or sigmoid(`logits`)), else 0."""
-
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
-    support = constraints.boolean
-    has_enumerate_support = True
+class _ProbsOrLogits(_BinaryParams):
+    """A distribution of one success probability, given as `probs` or `logits`."""
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         _one_of(probs, logits)
@@ -57,6 +53,13 @@ class Bernoulli(_BinaryParams):
             shape = self.logits.shape
         super().__init__(shape, validate_args=validate_args)
 
+
+class Bernoulli(_ProbsOrLogits):
+    """1 with probability `probs` (or sigmoid(`logits`)), else 0."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
+    has_enumerate_support = True
 
     param_shape = property(lambda self: self._batch_shape)
     mean = property(lambda self: self.probs)

@@ -15,7 +15,7 @@ import flowgrad as flow
 
 from . import constraints
 from .continuous import Gamma, Normal, _LocScale, _noise
-from .discrete import _BinaryParams, _one_of
+from .discrete import _ProbsOrLogits
 from .distribution import Distribution, broadcast_all
 
 __all__ = ["Cauchy", "HalfNormal", "Gumbel", "StudentT", "Chi2", "Geometric"]
@@ -176,22 +176,12 @@ class Chi2(Gamma):
     df = property(lambda self: self.concentration * 2)
 
 
-class Geometric(_BinaryParams):
+class Geometric(_ProbsOrLogits):
     """The number of failures before the first success of probability `probs` (or
     sigmoid(`logits`))."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
-
-    def __init__(self, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-            shape = self.probs.shape
-        else:
-            (self.logits,) = broadcast_all(logits)
-            shape = self.logits.shape
-        super().__init__(shape, validate_args=validate_args)
 
     mean = property(lambda self: 1.0 / self.probs - 1.0)
     mode = property(lambda self: flow.zeros_like(self.probs))
