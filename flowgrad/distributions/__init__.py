@@ -8,13 +8,33 @@ argument constraints and validation, transforms and kl_divergence.
 >>> d.entropy()
 tensor(0.5623)
 """
-from . import constraints, kl, transforms
+from . import (
+    constraint_registry,
+    constraints,
+    exponential_family,
+    kl,
+    lkj_cholesky,
+    lowrank_multivariate_normal,
+    mixture,
+    multinomial,
+    relaxed,
+    transforms,
+    univariate,
+    wishart,
+)
+from .constraint_registry import *
 from .continuous import Beta, Dirichlet, Exponential, Gamma, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Binomial, Categorical, OneHotCategorical, Poisson
 from .distribution import Distribution
+from .exponential_family import *
 from .kl import kl_divergence, register_kl
+from .lkj_cholesky import *
+from .lowrank_multivariate_normal import *
+from .mixture import *
 from .more import Cauchy, Chi2, Geometric, Gumbel, HalfNormal, StudentT
+from .multinomial import *
 from .multivariate_normal import MultivariateNormal
+from .relaxed import *
 from .transformed import Independent, LogNormal, TransformedDistribution
 from .transforms import (
     AbsTransform,
@@ -27,6 +47,8 @@ from .transforms import (
     TanhTransform,
     Transform,
 )
+from .univariate import *
+from .wishart import *
 
 __all__ = ["Distribution", "Cauchy", "Chi2", "Geometric", "Gumbel", "HalfNormal", "StudentT",
            "Normal", "Uniform", "Exponential", "Laplace", "Gamma", "Beta",
@@ -35,6 +57,9 @@ __all__ = ["Distribution", "Cauchy", "Chi2", "Geometric", "Gumbel", "HalfNormal"
            "kl_divergence", "register_kl", "constraints", "transforms", "kl", "Transform",
            "ComposeTransform", "ExpTransform", "AffineTransform", "SigmoidTransform",
            "TanhTransform", "PowerTransform", "AbsTransform", "SoftplusTransform"]
+__all__ += [*constraint_registry.__all__, *exponential_family.__all__, *lkj_cholesky.__all__,
+            *lowrank_multivariate_normal.__all__, *mixture.__all__, *multinomial.__all__,
+            *relaxed.__all__, *univariate.__all__, *wishart.__all__]
 
 
 def _torch_module_paths():

@@ -13,7 +13,9 @@ __all__ = ["Constraint", "boolean", "real", "real_vector", "positive", "nonnegat
            "nonnegative_integer", "positive_integer", "unit_interval", "simplex", "interval",
            "half_open_interval", "greater_than", "greater_than_eq", "less_than",
            "integer_interval", "independent", "lower_cholesky", "positive_definite",
-           "lower_triangular", "dependent", "dependent_property", "is_dependent"]
+           "lower_triangular", "dependent", "dependent_property", "is_dependent", "one_hot",
+           "multinomial", "corr_cholesky", "square", "symmetric", "positive_semidefinite",
+           "cat", "stack", "MixtureSameFamilyConstraint"]
 
 
 class Constraint:
@@ -170,6 +172,140 @@ class _PositiveDefinite(Constraint):
         return sym & (flow.linalg.eigvalsh(value) > 0).all(-1)
 
 
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        return ((value == 0) | (value == 1)).all(-1) & (value.sum(-1) == 1)
+
+
+class _Multinomial(Constraint):
+    """Nonnegative integer counts in the last dim summing to at most `upper_bound`."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return (value >= 0).all(-1) & (value.sum(-1) <= self.upper_bound)
+
+
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: positive diagonal, rows of norm 1."""
+
+    event_dim = 2
+
+    def check(self, value):
+        tol = flow.finfo(value.dtype).eps * value.size(-1) * 10  # (torch's tolerance)
+        row_norm = flow.linalg.norm(value.detach(), dim=-1)
+        return lower_cholesky.check(value) & ((row_norm - 1).abs() <= tol).all(-1)
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        return flow.full(value.shape[:-2], value.shape[-2] == value.shape[-1],
+                         dtype=flow.bool)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square = super().check(value)
+        if not square.all():
+            return square
+        return flow.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value):
+        symmetric = super().check(value)
+        if not symmetric.all():
+            return symmetric
+        return (flow.linalg.eigvalsh(value) >= 0).all(-1)
+
+
+class _Cat(Constraint):
+    """Constraints `cseq` on consecutive pieces of `lengths` (default 1 each) along `dim`."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        self.cseq = list(cseq)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError(f"constraints.cat: {len(self.cseq)} constraints but "
+                             f"{len(self.lengths)} lengths; give one length per constraint")
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        _check_dim("cat", self.dim, value)
+        checks, start = [], 0
+        for constraint, length in zip(self.cseq, self.lengths):
+            checks.append(constraint.check(value.narrow(self.dim, start, length)))
+            start += length
+        return flow.cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """Constraint `cseq[i]` on the i-th slice of `dim`."""
+
+    def __init__(self, cseq, dim=0):
+        self.cseq, self.dim = list(cseq), dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        _check_dim("stack", self.dim, value)
+        n = min(len(self.cseq), value.size(self.dim))  # (torch zips the two)
+        return flow.stack([self.cseq[i].check(value.select(self.dim, i)) for i in range(n)],
+                          self.dim)
+
+
+def _check_dim(name, dim, value):
+    if not -value.dim() <= dim < value.dim():
+        raise ValueError(f"constraints.{name}: dim {dim} is out of range for a value of shape "
+                         f"{tuple(value.shape)}")
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """A mixture's support: its components' support, checked for every component."""
+
+    def __init__(self, base_constraint):
+        self.base_constraint = base_constraint
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        keep = value.dim() - self.event_dim
+        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
+
+
 dependent = _Dependent()
 boolean = _Boolean()
 real = _Real()
@@ -188,6 +324,14 @@ integer_interval = _IntegerInterval
 greater_than = _GreaterThan
 less_than = _LessThan
 independent = _Independent
+one_hot = _OneHot()
+multinomial = _Multinomial
+corr_cholesky = _CorrCholesky()
+square = _Square()
+symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
+cat = _Cat
+stack = _Stack
 
 
 def greater_than_eq(lower_bound):
