@@ -464,8 +464,21 @@ class Tensor:
         return data
 
     def __array__(self, dtype=None, copy=None):
+        """The values for NumPy (`np.asarray(t)`, a ufunc's operand): a read, refused where
+        numpy() is (a tensor that requires grad while grad mode is on, a traced tensor)."""
+        _interpreter.check_read(self, "np.asarray()")
+        if self.requires_grad and _grad_mode.is_grad_enabled():
+            raise RuntimeError(
+                "Can't convert a tensor that requires grad to a NumPy array (np.asarray, a "
+                "NumPy function or ufunc): NumPy's result would not be differentiable. Use "
+                "tensor.detach() first, or the flowgrad op of the same name")
         data = self._data if type(self._data) is np.ndarray else to_host(self._data)
-        return data if dtype is None else data.astype(dtype)
+        return data if dtype is None else data.astype(dtype, copy=False)
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A NumPy ufunc's result on tensors comes back a tensor (`np.sqrt(t)`), 0-d
+        included, as torch's."""
+        return Tensor._wrap(np.asarray(array))
 
     def item(self):
         _interpreter.check_read(self, "item()")

@@ -4,7 +4,8 @@ answer with no error (one_hot, isclose, round of integers, multi_margin_loss's t
 scaled_dot_product_attention's bool mask, bucketize, searchsorted, histc, a 0-d index tensor,
 where(cond)). Each is an op now; those whose output shape comes from the values (unique,
 histogram, bincount, allclose's bool, repeat_interleave's and tensor_split's tensors) raise
-inside build, as does copying a traced tensor (tensor(x), full_like(x, x.sum())).
+inside build, as does copying a traced tensor (tensor(x), full_like(x, x.sum())) or handing it
+to NumPy (np.asarray(x), np.sqrt(x)).
 Named-tuple results (sort, topk, linalg's) came back from a graph as a TypeError. Each case
 is compiled once and called on two different inputs, against eager."""
 from __future__ import annotations
@@ -87,6 +88,8 @@ REFUSED = [
     ("repeat_interleave repeats", lambda r: flow.repeat_interleave(flow.ones(2), r), T([1, 2])),
     ("repeat_interleave counts", lambda r: flow.repeat_interleave(r), T([1, 2])),
     ("tensor_split indices", lambda i: flow.tensor_split(flow.ones(4), i)[0], T([1, 3])),
+    ("np.asarray of a traced tensor", lambda x: x + float(np.asarray(x).sum()), T([0.0, 1.0])),
+    ("a NumPy ufunc of a traced tensor", lambda x: x * np.sqrt(x).sum().item(), T([0.0, 1.0])),
 ]
 
 

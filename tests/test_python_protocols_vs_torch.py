@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import operator
 
+import numpy as np
 import pytest
 import torch
 from vs_torch import outcome
@@ -67,7 +68,31 @@ ROWS = [
                                      x._base, (x * 2)._base, x.clone()._base))(m.ones(4)),
                          (lambda y: (y.split(2)[0]._base is y, y.unbind(0)[1]._base is y))(
                              m.ones(4, requires_grad=True) * 1)]),
+    # NumPy functions on tensors: a ufunc's result is a tensor (__array_wrap__), 0-d too;
+    # a tensor that requires grad is refused while grad mode is on (its result would not be
+    # differentiable). flowgrad keeps a bool result bool, where torch makes it uint8.
+    ("np ufuncs", lambda m: [_kind(f(m.tensor([1.0, 4.0]))) for f in (
+        np.sqrt, np.abs, lambda t: np.add(t, t), lambda t: np.add(t, np.ones(2)),
+        lambda t: np.maximum(t, 2.0), np.round, np.argmax, lambda t: np.modf(t)[1])]),
+    ("np ufunc of ints", lambda m: _kind(np.negative(m.tensor([1, 2])))),
+    ("np ufunc 0-d", lambda m: _kind(np.sqrt(m.tensor(4.0)))),
+    ("np ufunc of bools", lambda m: np.isnan(m.tensor([1.0, math.nan])).tolist()),
+    ("np ufunc requires grad", lambda m: np.sqrt(m.ones(2, requires_grad=True))),
+    ("np asarray requires grad", lambda m: np.asarray(m.ones(2, requires_grad=True))),
+    ("np asarray requires grad no_grad", lambda m: _no_grad(m, lambda: np.asarray(
+        m.ones(2, requires_grad=True)).tolist())),
+    ("np asarray dtype", lambda m: np.asarray(m.ones(2), dtype=np.float64).dtype.name),
 ]
+
+
+def _kind(t):
+    """A result's type (module-free), dtype name and values."""
+    return type(t).__name__, str(t.dtype).split(".")[-1], t.tolist()
+
+
+def _no_grad(m, call):
+    with m.no_grad():
+        return call()
 
 
 @pytest.mark.parametrize("row", [r[1] for r in ROWS], ids=[r[0] for r in ROWS])
