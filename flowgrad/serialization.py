@@ -31,6 +31,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from . import torch_format
+from .autograd.interpreter import check_read
 from .tensor import Tensor
 from .torch_format import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 
@@ -121,6 +122,7 @@ class _Writer:
 
     def node(self, obj, path):
         if isinstance(obj, Tensor):
+            check_read(obj, "flowgrad.save()")
             _check_materialized(obj, path)
             return self.leaf(obj, obj._data, path, self._flags(obj))
         if isinstance(obj, np.ndarray):

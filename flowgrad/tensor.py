@@ -532,9 +532,20 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __reduce_ex__(self, protocol):
-        return (_rebuild, (self._data, self.requires_grad))
+        _interpreter.check_read(self, "pickling")
+        return self._reduce()
+
+    def __copy__(self):
+        """copy.copy: a tensor sharing this one's storage (pickling's rebuild, reading no
+        value: a traced tensor may be copied inside nn.Graph.build)."""
+        rebuild, args = self._reduce()
+        return rebuild(*args)
+
+    def _reduce(self):
+        return _rebuild, (self._data, self.requires_grad)
 
     def __deepcopy__(self, memo):
+        _interpreter.check_read(self, "copy.deepcopy()")
         t = Tensor._wrap(self._data.copy())
         if self._meta is not None and self._grad_fn is None:
             t.requires_grad_(self._meta.requires_grad)

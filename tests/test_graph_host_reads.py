@@ -5,10 +5,14 @@ scaled_dot_product_attention's bool mask, bucketize, searchsorted, histc, a 0-d 
 where(cond)). Each is an op now; those whose output shape comes from the values (unique,
 histogram, bincount, allclose's bool, repeat_interleave's and tensor_split's tensors) raise
 inside build, as does copying a traced tensor (tensor(x), full_like(x, x.sum())) or handing it
-to NumPy (np.asarray(x), np.sqrt(x)).
+to NumPy (np.asarray(x), np.sqrt(x)), deepcopy, pickling, save or a DLPack export.
 Named-tuple results (sort, topk, linalg's) came back from a graph as a TypeError. Each case
 is compiled once and called on two different inputs, against eager."""
 from __future__ import annotations
+
+import copy
+import io
+import pickle
 
 import numpy as np
 import pytest
@@ -19,6 +23,8 @@ import flowgrad.nn.functional as F
 T = flow.tensor
 I2 = [[1.0, 2.0], [3.0, 5.0]]
 CASES = [
+    ("copy.copy shares the traced tensor", lambda x: copy.copy(x) * 2,
+     [T([0.0, 1.0]), T([3.0, 2.0])]),
     ("one_hot", lambda y: F.one_hot(y, 4), [T([0, 1]), T([3, 3])]),
     ("isclose", lambda x: flow.isclose(x, flow.ones(2)).float(), [T([1.0, 2.0]), T([2.0, 1.0])]),
     ("round int", lambda x: flow.round(x) + flow.floor(x) + flow.trunc(x), [T([1, 2]), T([5, 6])]),
@@ -90,6 +96,10 @@ REFUSED = [
     ("tensor_split indices", lambda i: flow.tensor_split(flow.ones(4), i)[0], T([1, 3])),
     ("np.asarray of a traced tensor", lambda x: x + float(np.asarray(x).sum()), T([0.0, 1.0])),
     ("a NumPy ufunc of a traced tensor", lambda x: x * np.sqrt(x).sum().item(), T([0.0, 1.0])),
+    ("deepcopy", lambda x: copy.deepcopy(x) * 2, T([0.0, 1.0])),
+    ("pickle", lambda x: pickle.loads(pickle.dumps(x)) * 2, T([0.0, 1.0])),
+    ("save", lambda x: flow.save(x, io.BytesIO()), T([0.0, 1.0])),
+    ("dlpack", lambda x: flow.from_dlpack(np.from_dlpack(x)) * 2, T([0.0, 1.0])),
 ]
 
 

@@ -1,6 +1,7 @@
 """nn.Parameter: a leaf tensor that a Module registers as one of its parameters."""
 from __future__ import annotations
 
+from ..autograd.interpreter import check_read
 from ..tensor import Tensor
 
 
@@ -42,10 +43,11 @@ class Parameter(Tensor):
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
-    def __reduce_ex__(self, protocol):
-        return (Parameter, (Tensor._wrap(self._data), self.requires_grad))
+    def _reduce(self):
+        return Parameter, (Tensor._wrap(self._data), self.requires_grad)
 
     def __deepcopy__(self, memo):
+        check_read(self, "copy.deepcopy()")
         p = Parameter(Tensor._wrap(self._data.copy()), self.requires_grad)
         memo[id(self)] = p
         return p
@@ -75,10 +77,11 @@ class Buffer(Tensor):
     def __init__(self, data=None, *, persistent=True):
         pass  # everything happens in __new__
 
-    def __reduce_ex__(self, protocol):
-        return Tensor._wrap(self._data).__reduce_ex__(protocol)
+    def _reduce(self):
+        return Tensor._wrap(self._data)._reduce()
 
     def __deepcopy__(self, memo):
+        check_read(self, "copy.deepcopy()")
         b = Buffer(Tensor._wrap(self._data.copy()), persistent=self.persistent)
         if self.requires_grad:
             b.requires_grad_(True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.interpreter import check_read
 from ..device import resolve_device
 from ..tensor import Tensor, tensor_method
 
@@ -68,6 +69,7 @@ def to_dlpack(tensor):
 
 @tensor_method("__dlpack__")
 def _dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    check_read(self, "__dlpack__ (an export of its memory)")
     if self.requires_grad:
         raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
     return self._data.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
