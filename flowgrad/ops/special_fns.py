@@ -102,8 +102,8 @@ def polygamma_backward(ctx, dy):
 
 
 def _not_implemented(what):
-    raise RuntimeError(f"the derivative for '{what}' is not implemented (as in torch); "
-                       f"pass that argument as a tensor that does not require grad")
+    raise NotImplementedError(f"the derivative for '{what}' is not implemented (as in torch); "
+                              f"pass that argument as a tensor that does not require grad")
 
 
 @op("igamma", save="inputs")
