@@ -17,7 +17,9 @@ import fuzz_common
 import numpy as np
 
 RTOL = 1e-8  # (torch's trigamma, in Beta's KL gradient, is 5e-10 off)
-NEWER = ["Cauchy", "Gumbel", "HalfNormal", "Chi2", "StudentT", "Geometric"]
+NEWER = ["Cauchy", "Gumbel", "HalfNormal", "Chi2", "StudentT", "Geometric", "HalfCauchy",
+         "InverseGamma", "Kumaraswamy", "Pareto", "Weibull", "FisherSnedecor", "VonMises",
+         "ContinuousBernoulli", "NegativeBinomial"]
 METHODS = ["log_prob", "entropy", "mean", "mode", "variance", "stddev", "cdf", "icdf", "kl"]
 
 
@@ -34,8 +36,20 @@ def generate(seed):
     params = {}
     if name in ("Normal", "LogNormal", "Laplace", "Cauchy", "Gumbel"):
         params = dict(loc=("normal", shape), scale=("positive", r.choice([shape, ()])))
-    elif name == "HalfNormal":
+    elif name in ("HalfNormal", "HalfCauchy"):
         params = dict(scale=("positive", shape))
+    elif name in ("InverseGamma", "Kumaraswamy", "Pareto", "Weibull", "FisherSnedecor"):
+        first, second = {"InverseGamma": ("concentration", "rate"),
+                         "Kumaraswamy": ("concentration1", "concentration0"),
+                         "Pareto": ("scale", "alpha"), "Weibull": ("scale", "concentration"),
+                         "FisherSnedecor": ("df1", "df2")}[name]
+        params = {first: ("positive", shape), second: ("positive", r.choice([shape, ()]))}
+    elif name == "VonMises":
+        params = dict(loc=("normal", shape), concentration=("positive", r.choice([shape, ()])))
+    elif name in ("ContinuousBernoulli", "NegativeBinomial"):
+        params = {"probs": ("unit", shape)} if r.random() < 0.5 else {"logits": ("normal", shape)}
+        if name == "NegativeBinomial":
+            params["total_count"] = ("positive", r.choice([shape, ()]))
     elif name == "Chi2":
         params = dict(df=("positive", shape))
     elif name == "StudentT":
@@ -113,8 +127,12 @@ def _value(case, rng, dist_np_shape, arrays):
     shape = tuple(case["sample_shape"]) + dist_np_shape
     if name in ("Bernoulli",):
         return (rng.random(shape) < 0.5).astype(float)
-    if name == "Geometric":
+    if name in ("Geometric", "NegativeBinomial"):
         return rng.integers(0, 6, shape).astype(float)
+    if name == "Pareto":
+        return arrays["scale"] + rng.uniform(0.0 if case["edge"] else 0.1, 3.0, shape)
+    if name in ("Kumaraswamy", "ContinuousBernoulli"):
+        return rng.uniform(0.0 if case["edge"] else 0.05, 0.95, shape)
     if name == "HalfNormal":
         return rng.uniform(0.0 if case["edge"] else 0.1, 3.0, shape)
     if name == "Binomial":
@@ -122,7 +140,8 @@ def _value(case, rng, dist_np_shape, arrays):
                                                                      shape)).astype(float)
     if name == "Poisson":
         return rng.integers(0, 6, shape).astype(float)
-    if name in ("Exponential", "Gamma", "LogNormal", "Chi2"):
+    if name in ("Exponential", "Gamma", "LogNormal", "Chi2", "HalfCauchy", "InverseGamma",
+                "Weibull", "FisherSnedecor"):
         return rng.uniform(0.0 if case["edge"] else 0.1, 3.0, shape)
     if name == "Beta":
         return rng.uniform(0.05, 0.95, shape)
@@ -162,7 +181,7 @@ def _run(m, case):
             else:
                 shape = tuple(dist.batch_shape) + tuple(dist.event_shape)
                 v = m.tensor(_value(case, rng, shape, arrays), requires_grad=name not in (
-                    "Bernoulli", "Binomial", "Poisson", "Geometric"))
+                    "Bernoulli", "Binomial", "Poisson", "Geometric", "NegativeBinomial"))
                 if v.requires_grad:
                     leaves.append(v)
             out = getattr(dist, method)(v)

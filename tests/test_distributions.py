@@ -217,7 +217,7 @@ def test_validation_errors_match_torch():
         D.Normal(0.0, flow.tensor(-1.0))
     with pytest.raises(ValueError, match="Expected parameter probs"):
         D.Bernoulli(flow.tensor([1.5]))
-    with pytest.raises(ValueError, match="Either `probs` or `logits`"):
+    with pytest.raises(ValueError, match="Categorical: Either `probs` or `logits`"):
         D.Categorical()
     with pytest.raises(ValueError, match="within the support"):
         D.Exponential(flow.tensor(1.0)).log_prob(flow.tensor(-1.0))

@@ -8,58 +8,81 @@ argument constraints and validation, transforms and kl_divergence.
 >>> d.entropy()
 tensor(0.5623)
 """
-from . import (
-    constraint_registry,
-    constraints,
-    exponential_family,
-    kl,
-    lkj_cholesky,
-    lowrank_multivariate_normal,
-    mixture,
-    multinomial,
-    relaxed,
-    transforms,
-    univariate,
-    wishart,
-)
-from .constraint_registry import *
+from . import constraints, kl, transforms
+from .constraint_registry import ConstraintRegistry, biject_to, transform_to
 from .continuous import Beta, Dirichlet, Exponential, Gamma, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Binomial, Categorical, OneHotCategorical, Poisson
 from .distribution import Distribution
-from .exponential_family import *
+from .exponential_family import ContinuousBernoulli, ExponentialFamily
 from .kl import kl_divergence, register_kl
-from .lkj_cholesky import *
-from .lowrank_multivariate_normal import *
-from .mixture import *
+from .lkj_cholesky import LKJCholesky
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
+from .mixture import MixtureSameFamily
 from .more import Cauchy, Chi2, Geometric, Gumbel, HalfNormal, StudentT
-from .multinomial import *
+from .multinomial import Multinomial, NegativeBinomial
 from .multivariate_normal import MultivariateNormal
-from .relaxed import *
-from .transformed import Independent, LogNormal, TransformedDistribution
+from .relaxed import (
+    ExpRelaxedCategorical,
+    LogitRelaxedBernoulli,
+    OneHotCategoricalStraightThrough,
+    RelaxedBernoulli,
+    RelaxedOneHotCategorical,
+)
+from .transformed import Independent, LogisticNormal, LogNormal, TransformedDistribution
 from .transforms import (
     AbsTransform,
     AffineTransform,
+    CatTransform,
     ComposeTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
     ExpTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
     PowerTransform,
+    ReshapeTransform,
     SigmoidTransform,
+    SoftmaxTransform,
     SoftplusTransform,
+    StackTransform,
+    StickBreakingTransform,
     TanhTransform,
     Transform,
+    identity_transform,
 )
-from .univariate import *
-from .wishart import *
+from .univariate import (
+    FisherSnedecor,
+    GeneralizedPareto,
+    HalfCauchy,
+    InverseGamma,
+    Kumaraswamy,
+    Pareto,
+    VonMises,
+    Weibull,
+)
+from .wishart import Wishart
 
-__all__ = ["Distribution", "Cauchy", "Chi2", "Geometric", "Gumbel", "HalfNormal", "StudentT",
-           "Normal", "Uniform", "Exponential", "Laplace", "Gamma", "Beta",
-           "Dirichlet", "Bernoulli", "Categorical", "OneHotCategorical", "Poisson", "Binomial",
-           "MultivariateNormal", "Independent", "TransformedDistribution", "LogNormal",
-           "kl_divergence", "register_kl", "constraints", "transforms", "kl", "Transform",
-           "ComposeTransform", "ExpTransform", "AffineTransform", "SigmoidTransform",
-           "TanhTransform", "PowerTransform", "AbsTransform", "SoftplusTransform"]
-__all__ += [*constraint_registry.__all__, *exponential_family.__all__, *lkj_cholesky.__all__,
-            *lowrank_multivariate_normal.__all__, *mixture.__all__, *multinomial.__all__,
-            *relaxed.__all__, *univariate.__all__, *wishart.__all__]
+__all__ = [
+    # distributions
+    "Distribution", "ExponentialFamily", "Bernoulli", "Beta", "Binomial", "Categorical",
+    "Cauchy", "Chi2", "ContinuousBernoulli", "Dirichlet", "Exponential", "FisherSnedecor",
+    "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
+    "Independent", "InverseGamma", "Kumaraswamy", "Laplace", "LKJCholesky", "LogNormal",
+    "LogisticNormal", "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial",
+    "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
+    "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli",
+    "RelaxedOneHotCategorical", "StudentT",
+    "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart",
+    # transforms, constraints, KL
+    "Transform", "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+    "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
+    "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+    "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+    "SoftplusTransform", "StackTransform", "StickBreakingTransform", "TanhTransform",
+    "identity_transform", "ConstraintRegistry", "biject_to", "transform_to", "constraints",
+    "transforms", "kl", "kl_divergence", "register_kl",
+]
 
 
 def _torch_module_paths():
@@ -76,9 +99,19 @@ def _torch_module_paths():
              "dirichlet": ["Dirichlet"], "exponential": ["Exponential"], "gamma": ["Gamma"],
              "geometric": ["Geometric"], "gumbel": ["Gumbel"], "half_normal": ["HalfNormal"],
              "independent": ["Independent"], "laplace": ["Laplace"], "log_normal": ["LogNormal"],
-             "normal": ["Normal"], "one_hot_categorical": ["OneHotCategorical"],
+             "normal": ["Normal"],
+             "one_hot_categorical": ["OneHotCategorical", "OneHotCategoricalStraightThrough"],
              "poisson": ["Poisson"], "studentT": ["StudentT"],
              "transformed_distribution": ["TransformedDistribution"], "uniform": ["Uniform"],
+             "continuous_bernoulli": ["ContinuousBernoulli"], "exp_family": ["ExponentialFamily"],
+             "fishersnedecor": ["FisherSnedecor"], "generalized_pareto": ["GeneralizedPareto"],
+             "half_cauchy": ["HalfCauchy"], "inverse_gamma": ["InverseGamma"],
+             "kumaraswamy": ["Kumaraswamy"], "pareto": ["Pareto"], "von_mises": ["VonMises"],
+             "weibull": ["Weibull"], "logistic_normal": ["LogisticNormal"],
+             "negative_binomial": ["NegativeBinomial"],
+             "mixture_same_family": ["MixtureSameFamily"],
+             "relaxed_bernoulli": ["LogitRelaxedBernoulli", "RelaxedBernoulli"],
+             "relaxed_categorical": ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"],
              "utils": ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
                        "probs_to_logits"]}
     here = globals()

@@ -48,11 +48,11 @@ def is_dependent(constraint):
     return isinstance(constraint, _Dependent)
 
 
-class dependent_property(property):
+class dependent_property(property, _Dependent):
     """A property that is also a dependent constraint (`@constraints.dependent_property`)."""
 
     def __init__(self, fn=None, *, is_discrete=False, event_dim=0):
-        super().__init__(fn)
+        property.__init__(self, fn)
         self.is_discrete, self.event_dim = is_discrete, event_dim
 
     def __call__(self, fn):
@@ -82,6 +82,11 @@ class _GreaterThan(Constraint):
         return f"{'GreaterThanEq' if self.eq else 'GreaterThan'}(lower_bound={self.lower_bound})"
 
 
+class _GreaterThanEq(_GreaterThan):
+    def __init__(self, lower_bound):
+        super().__init__(lower_bound, eq=True)
+
+
 class _LessThan(Constraint):
     def __init__(self, upper_bound):
         self.upper_bound = upper_bound
@@ -104,6 +109,11 @@ class _Interval(Constraint):
     def __repr__(self):
         kind = "HalfOpenInterval" if self.half_open else "Interval"
         return f"{kind}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _HalfOpenInterval(_Interval):
+    def __init__(self, lower_bound, upper_bound):
+        super().__init__(lower_bound, upper_bound, half_open=True)
 
 
 class _IntegerInterval(Constraint):
@@ -298,6 +308,9 @@ class MixtureSameFamilyConstraint(Constraint):
     def event_dim(self):
         return self.base_constraint.event_dim
 
+    def __repr__(self):
+        return f"{type(self).__name__}({self.base_constraint!r})"
+
     def check(self, value):
         result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
         if value.dim() < self.event_dim:
@@ -311,7 +324,7 @@ boolean = _Boolean()
 real = _Real()
 real_vector = _Independent(real, 1)
 positive = _GreaterThan(0.0)
-nonnegative = _GreaterThan(0.0, eq=True)
+nonnegative = _GreaterThanEq(0.0)
 nonnegative_integer = _IntegerInterval(0)
 positive_integer = _IntegerInterval(1)
 unit_interval = _Interval(0.0, 1.0)
@@ -323,6 +336,8 @@ interval = _Interval
 integer_interval = _IntegerInterval
 greater_than = _GreaterThan
 less_than = _LessThan
+greater_than_eq = _GreaterThanEq
+half_open_interval = _HalfOpenInterval
 independent = _Independent
 one_hot = _OneHot()
 multinomial = _Multinomial
@@ -333,10 +348,3 @@ positive_semidefinite = _PositiveSemidefinite()
 cat = _Cat
 stack = _Stack
 
-
-def greater_than_eq(lower_bound):
-    return _GreaterThan(lower_bound, eq=True)
-
-
-def half_open_interval(lower_bound, upper_bound):
-    return _Interval(lower_bound, upper_bound, half_open=True)

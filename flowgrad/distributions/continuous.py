@@ -16,6 +16,7 @@ import flowgrad as flow
 from ..ops.sampling import standard_gamma
 from . import constraints
 from .distribution import LOG_SQRT_2PI, Distribution, broadcast_all
+from .exponential_family import ExponentialFamily
 
 __all__ = ["Normal", "Uniform", "Exponential", "Laplace", "Gamma", "Beta", "Dirichlet"]
 
@@ -39,8 +40,14 @@ class _LocScale(Distribution):
     mode = property(lambda self: self.loc)
 
 
-class Normal(_LocScale):
+class Normal(_LocScale, ExponentialFamily):
     """Gaussian with mean `loc` and standard deviation `scale`. See the module example."""
+
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.loc / self.scale ** 2, -0.5 / self.scale ** 2))
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x ** 2 / y + 0.5 * flow.log(-math.pi / y)
 
     stddev = property(lambda self: self.scale)
     variance = property(lambda self: self.scale ** 2)
@@ -78,9 +85,9 @@ class Uniform(Distribution):
             raise ValueError(f"Expected parameter low ({tuple(self.low.shape)}) of distribution "
                              f"{self!r} to be strictly less than high")
 
-    @property
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
-        return constraints.half_open_interval(self.low, self.high)
+        return constraints.interval(self.low, self.high)
 
     mean = property(lambda self: (self.high + self.low) / 2)
     mode = property(lambda self: self.high * float("nan"))  # every point is one: undefined
@@ -107,12 +114,17 @@ class Uniform(Distribution):
         return (self.high - self.low).log()
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential with the given `rate`."""
 
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (-self.rate,))
+
+    def _log_normalizer(self, x):
+        return -flow.log(-x)
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
@@ -171,13 +183,18 @@ class Laplace(_LocScale):
         return 1 + (2 * self.scale).log()
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma with shape `concentration` and `rate`; rsample differentiates through the
     sample by implicit reparameterisation (flowgrad.ops.sampling.standard_gamma)."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.concentration - 1, -self.rate))
+
+    def _log_normalizer(self, x, y):
+        return flow.lgamma(x + 1) + (x + 1) * flow.log(-y.reciprocal())
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
@@ -206,12 +223,16 @@ class Gamma(Distribution):
         return flow.special.gammainc(self.concentration, self.rate * value)
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """Dirichlet over the simplex, with concentration (..., K)."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True
+    _natural_params = property(lambda self: (self.concentration,))
+
+    def _log_normalizer(self, x):
+        return flow.lgamma(x).sum(-1) - flow.lgamma(x.sum(-1))
 
     def __init__(self, concentration, validate_args=None):
         if concentration.dim() < 1:
@@ -257,13 +278,17 @@ class Dirichlet(Distribution):
             - ((c - 1.0) * flow.digamma(c)).sum(-1)
 
 
-class Beta(Distribution):
+class Beta(ExponentialFamily):
     """Beta(concentration1, concentration0) on [0, 1], through a two-class Dirichlet."""
 
     arg_constraints = {"concentration1": constraints.positive,
                        "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = True
+    _natural_params = property(lambda self: (self.concentration1, self.concentration0))
+
+    def _log_normalizer(self, x, y):
+        return flow.lgamma(x) + flow.lgamma(y) - flow.lgamma(x + y)
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         c1, c0 = broadcast_all(concentration1, concentration0)

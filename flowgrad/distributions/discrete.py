@@ -19,13 +19,15 @@ from .distribution import (
     logits_to_probs,
     probs_to_logits,
 )
+from .exponential_family import ExponentialFamily
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "Poisson", "Binomial"]
 
 
-def _one_of(probs, logits):
+def _one_of(distribution, probs, logits):
     if (probs is None) == (logits is None):
-        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        raise ValueError(f"{type(distribution).__name__}: Either `probs` or `logits` must be "
+                         f"specified, but not both.")
 
 
 class _BinaryParams(Distribution):
@@ -44,7 +46,7 @@ class _ProbsOrLogits(_BinaryParams):
     """A distribution of one success probability, given as `probs` or `logits`."""
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
+        _one_of(self, probs, logits)
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
             shape = self.probs.shape
@@ -54,12 +56,17 @@ class _ProbsOrLogits(_BinaryParams):
         super().__init__(shape, validate_args=validate_args)
 
 
-class Bernoulli(_ProbsOrLogits):
+class Bernoulli(_ProbsOrLogits, ExponentialFamily):
     """1 with probability `probs` (or sigmoid(`logits`)), else 0."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (flow.logit(self.probs),))
+
+    def _log_normalizer(self, x):
+        return flow.log1p(flow.exp(x))
 
     param_shape = property(lambda self: self._batch_shape)
     mean = property(lambda self: self.probs)
@@ -104,7 +111,7 @@ class Categorical(Distribution):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
+        _one_of(self, probs, logits)
         if probs is not None:
             if probs.dim() < 1:
                 raise ValueError("`probs` parameter must be at least one-dimensional.")
@@ -125,7 +132,7 @@ class Categorical(Distribution):
     def probs(self):
         return logits_to_probs(self.logits)
 
-    @property
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self._num_events - 1)
 
@@ -164,7 +171,7 @@ class OneHotCategorical(Distribution):
     """A Categorical whose samples are one-hot vectors (..., K)."""
 
     arg_constraints = Categorical.arg_constraints
-    support = constraints.independent(constraints.boolean, 1)
+    support = constraints.one_hot
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -173,9 +180,10 @@ class OneHotCategorical(Distribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = object.__new__(OneHotCategorical)
+        new = object.__new__(type(self)) if _instance is None else _instance
         new._categorical = self._categorical.expand(batch_shape)
         Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
         return new
 
     probs = property(lambda self: self._categorical.probs)
@@ -209,11 +217,15 @@ class OneHotCategorical(Distribution):
         return values.expand(n, *self._batch_shape, n) if expand else values
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Counts with mean `rate`."""
 
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
+    _natural_params = property(lambda self: (self.rate.log(),))
+
+    def _log_normalizer(self, x):
+        return x.exp()
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
@@ -246,7 +258,7 @@ class Binomial(_BinaryParams):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
+        _one_of(self, probs, logits)
         if probs is not None:
             self.total_count, self.probs = broadcast_all(total_count, probs)
             self.total_count = self.total_count.to(self.probs.dtype)
@@ -257,7 +269,7 @@ class Binomial(_BinaryParams):
         super().__init__(param.shape, validate_args=validate_args)
 
 
-    @property
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self.total_count)
 

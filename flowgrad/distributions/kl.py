@@ -14,7 +14,7 @@ from .continuous import Beta, Dirichlet, Exponential, Gamma, Laplace, Normal, Un
 from .discrete import Bernoulli, Binomial, Categorical, OneHotCategorical, Poisson
 from .distribution import sum_rightmost
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
-from .transformed import Independent, LogNormal
+from .transformed import Independent, LogNormal, TransformedDistribution
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -163,6 +163,15 @@ def _kl_binomial_binomial(p, q):
     kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p()
                           - (-q.probs).log1p())
     return _inf_where(p.total_count > q.total_count, kl)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    """Both pushed through equal transforms: their bases' KL (a bijection keeps it)."""
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NotImplementedError(f"KL(p || q) between {type(p).__name__} and "
+                                  f"{type(q).__name__} needs equal transforms and event shapes")
+    return kl_divergence(p.base_dist, q.base_dist)
 
 
 @register_kl(Independent, Independent)
