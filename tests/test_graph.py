@@ -26,6 +26,9 @@ OPTIMIZERS = {
     "sgd_momentum": lambda ps: (flow.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True,
                                                weight_decay=1e-3), None),
     "adam": lambda ps: (flow.optim.Adam(ps, lr=1e-2), None),
+    # plain SGD: the plan's update nodes take SGD._step_plain; the scheduler's lr is read anew
+    "sgd_plain_steplr": lambda ps: (lambda o: (o, flow.optim.lr_scheduler.StepLR(
+        o, step_size=3, gamma=0.5)))(flow.optim.SGD(ps, lr=0.1)),
     "adamw_cosine": lambda ps: (lambda o: (o, flow.optim.lr_scheduler.CosineAnnealingLR(
         o, T_max=7)))(flow.optim.AdamW(ps, lr=1e-2, weight_decay=0.1)),
 }

@@ -40,6 +40,10 @@ class UpdateOp:
 
     def kernel(self, xp, *grads):
         optimizer = self.optimizer
+        plain = getattr(optimizer, "_step_plain", None)
+        if plain is not None and plain(optimizer.param_groups[self.group_index], self.params,
+                                       grads):
+            return
         if len(grads) == 1 and grads[0].size <= SMALL:
             # one small parameter: the reference step (same numbers as the batched one),
             # without the batching set-up; a large one takes the batched path, whose scratch

@@ -6,7 +6,7 @@ import numpy as np
 from ..blas import axpby, axpy, takes
 from ..device import new_empty
 from ..tensor import Tensor
-from ._foreach import SMALL, apply, bump, plain_numbers
+from ._foreach import SMALL, apply, bump, fast_dtype, plain_numbers
 from .optimizer import Optimizer, _no_differentiable, _validate
 
 __all__ = ["SGD"]
@@ -62,6 +62,28 @@ class SGD(Optimizer):
         return plain_numbers(group["lr"], group["momentum"], group["dampening"],
                              group["weight_decay"])
 
+    def _step_plain(self, group, params, grads):
+        """p -= lr * g for each parameter and gradient array, when the group is plain SGD (no
+        momentum, weight decay or maximize; a number lr) and every pair is a floating CPU
+        array of one dtype; False, updating nothing, otherwise. nn.Graph's update nodes call
+        it on every run of a plan (`_step_params`' bookkeeping was most of a small update)."""
+        lr = group["lr"]
+        if type(lr) is not float and type(lr) is not int or group["momentum"] != 0 or \
+                group["weight_decay"] != 0 or group["maximize"] or group.get("fused") or \
+                group.get("foreach") is False:
+            return False
+        if not all(fast_dtype(p._data, g) for p, g in zip(params, grads)):
+            return False
+        neg_lr = -lr
+        for p, gd in zip(params, grads):
+            pd = p._data
+            if takes(pd):  # a large parameter: BLAS's one pass
+                axpy(pd, neg_lr, gd)
+            else:
+                pd += neg_lr * gd
+            bump(p)
+        return True
+
     def _step_group(self, group):
         lr, momentum, wd = group["lr"], group["momentum"], group["weight_decay"]
         damp1 = 1 - group["dampening"]
@@ -74,7 +96,8 @@ class SGD(Optimizer):
         plain = momentum == 0 and wd == 0 and not group["maximize"]
         for p, g, pd, gd in self._batchable(group):
             if takes(pd):  # a large parameter: BLAS's fused passes over the whole array
-                self._update(pd, gd, states[p], group)
+                # (a state entry only where there is state: torch makes none without momentum)
+                self._update(pd, gd, states[p] if momentum != 0 else None, group)
                 bump(p)
                 continue
             a = args
