@@ -280,29 +280,41 @@ def linalg_solve_backward(ctx, dX):
 
 
 def solve(A, B, *, left=True):
-    """X with A @ X = B (left=True) or X @ A = B; B may be a (batch of) vector(s)."""
+    """X with A @ X = B (left=True) or X @ A = B; B may be a (batch of) vector(s): a B of
+    A's batch shape and size n, as torch reads it (B (3, 3) beside A (3, 3, 3): 3 vectors)."""
     _square(A, "linalg.solve")
-    if not isinstance(B, Tensor):
-        raise TypeError(f"linalg.solve: B must be a Tensor, got {type(B).__name__}")
-    if A._data.dtype != B._data.dtype:
-        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
-                           f"A of type {A.dtype.name} and B of type {B.dtype.name} instead")
+    _same_dtype(A, B, "linalg.solve")
     n = A._data.shape[-1]
     vector = B._data.ndim == 1 or (B._data.ndim == A._data.ndim - 1 and
                                    B._data.shape == A._data.shape[:-1])
-    if not left:
-        if vector:  # torch reads B as a column: X A = B has no solution shape
-            raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
-                               f"XA = B ({n}x{n} and {n}x1): with left=False, B must be a "
-                               f"matrix (..., k, {n}); for one row, pass B.unsqueeze(-2)")
-        return solve(A.mT, B.mT).mT
-    Bm = B.unsqueeze(-1) if vector else B
-    if Bm._data.shape[-2] != n:
+    if not vector:
+        return solve_matrices(A, B, left=left, name="linalg.solve")
+    if not left:  # torch reads B as a column: X A = B has no solution shape
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"XA = B ({n}x{n} and {n}x1): with left=False, B must be a "
+                           f"matrix (..., k, {n}); for one row, pass B.unsqueeze(-2)")
+    return solve_matrices(A, B.unsqueeze(-1), name="linalg.solve").squeeze(-1)
+
+
+def solve_matrices(A, B, *, left=True, name="linalg.solve"):
+    """`solve` with B always a (batch of) matrix (..., n, k), batch dims broadcast: what
+    solve_triangular, cholesky_solve and lu_solve take (never read as vectors)."""
+    _same_dtype(A, B, name)
+    if not left:
+        return solve_matrices(A.mT, B.mT, name=name).mT
+    if B._data.ndim < 2 or B._data.shape[-2] != A._data.shape[-1]:
+        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation "
                            f"AX = B ({'x'.join(map(str, A.shape))} and "
                            f"{'x'.join(map(str, B.shape))})")
-    X = _lapack(lambda: _solve(A, Bm), "linalg.solve", "the input matrix is singular")
-    return X.squeeze(-1) if vector else X
+    return _lapack(lambda: _solve(A, B), name, "the input matrix is singular")
+
+
+def _same_dtype(A, B, name):
+    if not isinstance(B, Tensor):
+        raise TypeError(f"{name}: B must be a Tensor, got {type(B).__name__}")
+    if A._data.dtype != B._data.dtype:
+        raise RuntimeError(f"{name}: Expected A and B to have the same dtype, but found "
+                           f"A of type {A.dtype.name} and B of type {B.dtype.name} instead")
 
 
 # ---- cholesky / qr ---------------------------------------------------------------------------

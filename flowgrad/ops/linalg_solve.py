@@ -39,6 +39,7 @@ from .linalg_decomp import (
     eigvalsh,
     inv,
     solve,
+    solve_matrices,
     svdvals,
 )
 from .registry import op
@@ -77,7 +78,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     T = triu(A) if upper else tril(A)
     if unitriangular:
         T = _unit_diag(T)
-    return solve(T, B, left=left)
+    return solve_matrices(T, B, left=left, name="linalg.solve_triangular")
 
 
 # ---- LU --------------------------------------------------------------------------------------
