@@ -38,6 +38,7 @@ from . import (
     xpu,
 )
 from . import errors as _errors
+from . import sparse_shape as _sparse_shape  # noqa: F401,E402 - sparse forms of the functions
 from .amp.autocast_mode import (  # noqa: F401 - torch.* names of the autocast state
     autocast,
     autocast_decrement_nesting,

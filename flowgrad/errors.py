@@ -21,6 +21,17 @@ class SparseOperandError(NotImplementedError):
     (`sparse_ops.py`)."""
 
 
+SPARSE_FORMS = []  # flowgrad.sparse_shape's dispatcher, once imported (an import cycle)
+
+
+def sparse_form(name, args, kwargs, error):
+    """Public function `name` met a sparse operand (`error`, a SparseOperandError): its
+    sparse form when one exists, else the error again."""
+    if not SPARSE_FORMS:
+        raise error
+    return SPARSE_FORMS[0](name, args, kwargs, error)
+
+
 def describe(x) -> str:
     """'Tensor(shape=(2, 3), dtype=float32)' for tensors, repr for anything else."""
     data = getattr(x, "_data", None)
@@ -290,6 +301,8 @@ def guarded(fn, name, method=False):
             return fn(*args, **kwargs)
         except AttributeError as error:
             reraise_typed(name, fn, args, kwargs, error)
+        except SparseOperandError as error:
+            return sparse_form(name, args, kwargs, error)
     call._guarded = True
     return call
 
@@ -330,6 +343,8 @@ def _bools_checking(fn, name, strict, method, guard):
             if guard:
                 reraise_typed(name, fn, args, kwargs, error)
             raise
+        except SparseOperandError as error:
+            return sparse_form(name, args, kwargs, error)
     checked._guarded = guard or getattr(fn, "_guarded", False)
     checked._bools_checked = True
     return checked

@@ -57,7 +57,8 @@ _SUPPORTED = ("to_dense, coalesce, is_coalesced, indices, values, _indices, _val
               "float, double, sparse + and - sparse, dense + and - sparse, * by a sparse or "
               "dense tensor or a number, / by a number, neg, functions with f(0) = 0 (abs, "
               "sqrt, sin, tanh, relu, pow by a positive number, ...), select, index_select, "
-              "sum, mm/spmm/@ with a dense matrix, flowgrad.sparse.sum/softmax/log_softmax, "
+              "sum, mm/spmm/@ with a dense matrix, mv, bmm, norm, unsqueeze, permute, "
+              "narrow_copy, cat, stack, zeros_like, flowgrad.sparse.sum/softmax/log_softmax, "
               "sparse_mask, to_sparse_csr/csc/bsr/bsc")
 
 

@@ -6,10 +6,10 @@ that map 0 to 0 (abs, sqrt, tanh, relu, x ** 2, ...) on the values, `sparse.soft
 Like everything in `sparse.py`, each is composed of dense ops on the indices and values, so
 gradients reach the values (and a dense operand) through the ordinary rules. A dense op that
 meets a sparse operand raises `SparseOperandError` when it first reads it; add, sub and mul
-catch it and come here, at no cost to dense calls. A function that does not map 0 to 0 (exp,
-cos, x + 1) has no sparse result: it keeps raising, naming the op and the remedy
-(`.to_dense()`); so does the functional form of the value functions (`flowgrad.abs(s)`: the
-method `s.abs()` has it).
+catch it and come here, at no cost to dense calls (the other public functions reach the
+methods here through `errors.sparse_form`: `flowgrad.abs(s)` is `s.abs()`). A function that
+does not map 0 to 0 (exp, cos, x + 1) has no sparse result: it keeps raising, naming the op
+and the remedy (`.to_dense()`).
 
 >>> import flowgrad as flow
 >>> A = flow.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3.0, -4.0, 5.0], (2, 3))

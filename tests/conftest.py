@@ -18,3 +18,14 @@ def keep_global_random_streams():
     yield
     torch.set_rng_state(saved[0])
     flow.set_rng_state(saved[1])
+
+
+@pytest.fixture(autouse=True)
+def torch_distributions_validate_by_default():
+    """torch._dynamo's import (the OpInfo database, torch.compile) turns torch.distributions'
+    default argument validation off for the whole process (its eval_frame.py); the tests
+    comparing validation errors with torch need torch's documented default (on), whatever
+    ran before them in the worker."""
+    distributions = sys.modules.get("torch.distributions")
+    if distributions is not None and not distributions.Distribution._validate_args:
+        distributions.Distribution.set_default_validate_args(True)

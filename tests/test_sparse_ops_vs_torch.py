@@ -69,6 +69,39 @@ CALLS = {
     "select -1": lambda T, s, d: s.select(-1, 0),
     "index_select 1": lambda T, s, d: s.index_select(1, T.tensor([2, 0, 2])),
     "index_select 0": lambda T, s, d: s.index_select(0, T.tensor([1])),
+    # functional forms (the public function meets a sparse operand: its sparse form)
+    "abs()": lambda T, s, d: T.abs(s * -1),
+    "sqrt()": lambda T, s, d: T.sqrt(s * s),
+    "relu()": lambda T, s, d: T.relu(s),
+    "tanh()": lambda T, s, d: T.tanh(s),
+    "sin()": lambda T, s, d: T.sin(s),
+    "exp()": lambda T, s, d: T.exp(s),
+    "add(s, s, alpha)": lambda T, s, d: T.add(s, s, alpha=2),
+    "sub(s, s, alpha)": lambda T, s, d: T.sub(s, s.t(), alpha=3),
+    "add(d, s, alpha)": lambda T, s, d: T.add(d, s, alpha=0.5),
+    # shapes and products (sparse_shape.py)
+    "cat 0": lambda T, s, d: T.cat([s, s.t()]),
+    "cat 1": lambda T, s, d: T.cat([s, s, s], 1),
+    "cat -1": lambda T, s, d: T.cat([s.coalesce(), s], -1),
+    "cat sparse and dense": lambda T, s, d: T.cat([s, d]),
+    "cat sizes differ": lambda T, s, d: T.cat([s, s.index_select(1, T.tensor([0]))], 0),
+    "stack 0": lambda T, s, d: T.stack([s, s.t()]),
+    "stack 2": lambda T, s, d: T.stack([s, s], 2),
+    "unsqueeze 0": lambda T, s, d: s.unsqueeze(0),
+    "unsqueeze -1": lambda T, s, d: T.unsqueeze(s, -1),
+    "unsqueeze 1": lambda T, s, d: s.coalesce().unsqueeze(1),
+    "permute": lambda T, s, d: s.permute(1, 0),
+    "permute 3-D": lambda T, s, d: s.unsqueeze(0).permute(2, 0, 1),
+    "permute repeated": lambda T, s, d: s.permute(0, 0),
+    "narrow_copy 1": lambda T, s, d: s.narrow_copy(1, 1, 2),
+    "narrow_copy 0": lambda T, s, d: s.coalesce().narrow_copy(0, 0, 2),
+    "narrow_copy too long": lambda T, s, d: s.narrow_copy(0, 2, 3),
+    "zeros_like": lambda T, s, d: T.zeros_like(s),
+    "mv": lambda T, s, d: T.mv(s, d[1]),
+    "s.mv": lambda T, s, d: s.mv(d[:, 2]),
+    "bmm": lambda T, s, d: T.bmm(T.stack([s, s.t()]), T.stack([d, d * 2])),
+    "norm": lambda T, s, d: s.norm(),
+    "norm 1": lambda T, s, d: T.norm(s, 1),
 }
 
 # a sparse tensor with a dense dim: values (nnz, 2)
@@ -123,7 +156,8 @@ def test_sparse_op_with_dense_dim_as_torch(name):
 
 
 GRADS = ["s + coalesced", "s - coalesced", "d + s", "s * s", "s * d", "d * s", "pow 2",
-         "softmax 1", "softmax 0", "log_softmax 1", "abs"]
+         "softmax 1", "softmax 0", "log_softmax 1", "abs", "abs()", "add(s, s, alpha)",
+         "mv", "bmm", "norm 1"]
 # torch has no backward for these on sparse tensors: checked against the same computation
 # on the dense form, in flowgrad
 DENSE_FORMS = {
@@ -131,6 +165,13 @@ DENSE_FORMS = {
     "sqrt": lambda s: s.to_dense().abs(),
     "select 1": lambda s: s.to_dense().select(1, 2),
     "index_select 1": lambda s: s.to_dense().index_select(1, flow.tensor([2, 0, 2])),
+    "cat 0": lambda s: flow.cat([s.to_dense(), s.to_dense().t()]),
+    "cat 1": lambda s: flow.cat([s.to_dense()] * 3, 1),
+    "stack 0": lambda s: flow.stack([s.to_dense(), s.to_dense().t()]),
+    "unsqueeze 0": lambda s: s.to_dense().unsqueeze(0),
+    "permute": lambda s: s.to_dense().t(),
+    "narrow_copy 1": lambda s: s.to_dense().narrow(1, 1, 2),
+    "norm": lambda s: s.to_dense().norm(),
 }
 
 

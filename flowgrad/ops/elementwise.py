@@ -549,6 +549,8 @@ def scale_by_alpha(input, other, alpha, name):
     operands' result dtype (no float alpha for integers, no complex one for reals, a bool one
     for bools only), and the product kept in that dtype (`other * 2` of bools would be int64,
     so add(bools, bools, alpha=2) would no longer be a bool tensor)."""
+    if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
+        raise SparseOperandError(f"{name} of sparse tensors")  # (add/sub take their sparse form)
     dtype = _dt.result_type(input, other)
     if hasattr(alpha, "item"):  # a tensor or a NumPy number: its Python value
         alpha = alpha.item()

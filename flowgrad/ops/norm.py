@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from ..dtypes import as_dtype, promote_types
+from ..errors import SparseOperandError
 from ..tensor import Tensor, tensor_method
 from .elementwise import where
 from .halfprec import in_float32
@@ -85,6 +86,9 @@ def in_norm_dtype(x, dtype, name):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """The `ord`-norm of x over `dim` (all elements when None), for any real `ord`."""
     if not isinstance(x, Tensor):
+        if getattr(x, "is_sparse", False):  # (norm's public function takes its sparse form)
+            raise SparseOperandError("linalg.vector_norm: sparse tensors are not supported; "
+                                     "call .to_dense() first, or Tensor.norm()")
         raise TypeError(f"linalg.vector_norm(): expected a Tensor, got {type(x).__name__}")
     x = in_norm_dtype(x, dtype, "linalg.vector_norm")  # (an integer input raises below)
     if x._data.dtype.kind == "c":

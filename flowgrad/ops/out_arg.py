@@ -19,7 +19,7 @@ from .._warn import warn
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import bump_version
 from ..dtypes import can_cast_array
-from ..errors import reraise_typed
+from ..errors import SparseOperandError, reraise_typed, sparse_form
 from ..tensor import Tensor
 
 
@@ -178,6 +178,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                     return _fn(*args, **kwargs)
                 except AttributeError as error:
                     reraise_typed(_name, _fn, args, kwargs, error)
+                except SparseOperandError as error:  # a sparse operand: its sparse form
+                    return sparse_form(_name, args, kwargs, error)
             if _dim and len(args) < 2 and "dim" not in kwargs:
                 raise TypeError(f"{_name}(): out= needs a dim, as torch's (it has no out= form "
                                 f"of the reduction over all elements); pass dim=")

@@ -19,7 +19,7 @@ from ..autograd import inplace as _inplace
 from ..autograd.inplace import assign
 from ..autograd.views import replay_view
 from ..device import broadcast_view
-from ..errors import check_same_dtype, expect_tensor, int_args, matrix_dims
+from ..errors import SparseOperandError, check_same_dtype, expect_tensor, int_args, matrix_dims
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import (
     contiguous_format,
@@ -572,6 +572,10 @@ def _promote_all(tensors, op_name):
             f"{op_name}(): expected a non-empty list of Tensors")
     for i, t_ in enumerate(tensors):
         if not isinstance(t_, Tensor):
+            if getattr(t_, "is_sparse", False):  # (the public function takes its sparse form)
+                raise SparseOperandError(
+                    f"{op_name}(): element {i} is sparse: {op_name} takes all sparse COO "
+                    f"tensors, or all dense ones (call .to_dense() on the sparse ones)")
             raise TypeError(f"{op_name}(): expected Tensor as element {i} in argument 0, but "
                             f"got {type(t_).__name__}")
     d = _dt.result_type(*tensors) if len({x._data.dtype for x in tensors}) > 1 else None
