@@ -437,7 +437,11 @@ class Tensor:
 
     @data.setter
     def data(self, value):
-        self._data = value._data if isinstance(value, Tensor) else np.asarray(value)
+        data = value._data if isinstance(value, Tensor) else np.asarray(value)
+        hook = getattr(_interpreter.current, "data_set", None)  # nn.Graph's tracer keeps it
+        if hook is not None:
+            hook(self, data)
+        self._data = data
 
     @property
     def _version(self):

@@ -494,6 +494,52 @@ def test_a_captured_tensor_written_inside_build_keeps_each_write_as_eagerly():
     np.testing.assert_array_equal(counter.numpy(), [3.0, 3.0])
 
 
+# writes inside build that outlive the call: to the graph's input, through a view of it, and
+# `.data =` on an input or a parameter; each call of the plan must leave the caller's tensors
+# as eager leaves them (the plan wrote nothing back: only the traced first call did)
+INPUT_WRITES = {
+    "add_": lambda x, w: x.add_(1.0) * 2,
+    "view mul_": lambda x, w: (x[1:].mul_(2.0), x.sum())[1],
+    "setitem": lambda x, w: (x.__setitem__(0, 5.0), x * 1)[1],
+    "clamp_": lambda x, w: x.clamp_(min=0.0) + 0,
+    "copy_": lambda x, w: (x.copy_(x * 3), x + 1)[1],
+    "detach().mul_": lambda x, w: (x.detach().mul_(2.0), x + 0)[1],
+    "index_add_": lambda x, w: x.index_add_(0, flow.tensor([0, 0]), flow.ones(2)) * 1,
+    "zero_": lambda x, w: (x.zero_(), x + 1)[1],
+    "input .data =": lambda x, w: (setattr(x, "data", x * 2), x + 0)[1],
+    "parameter .data =": lambda x, w: (setattr(w, "data", w.data * 0.5), x * w)[1],
+}
+
+
+@pytest.mark.parametrize("name", INPUT_WRITES)
+def test_writes_to_inputs_and_parameters_inside_build_outlive_each_call(name):
+    fn = INPUT_WRITES[name]
+    w_graph, w_eager = flow.nn.Parameter(flow.ones(3)), flow.nn.Parameter(flow.ones(3))
+    holder = flow.nn.Module()
+    holder.w = w_graph
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.holder = holder
+
+        def build(self, x):
+            return fn(x, self.holder.w)
+
+    graph = Step()
+    for seed in range(3):
+        data = np.random.default_rng(seed).standard_normal(3).astype(np.float32)
+        x_graph, x_eager = flow.tensor(data), flow.tensor(data)
+        version = x_graph._version
+        with flow.no_grad():
+            want = fn(x_eager, w_eager)
+        np.testing.assert_allclose(graph(x_graph).numpy(), want.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(x_graph.numpy(), x_eager.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(w_graph.detach().numpy(), w_eager.detach().numpy())
+        if ".data" not in name:  # (a .data assignment bumps no version eagerly)
+            assert (x_graph._version > version) == (x_eager._version > 0)
+
+
 def test_a_chain_reading_a_gemm_result_alone_computes_in_it_unless_switched_off():
     model = flow.nn.Sequential(flow.nn.Linear(4, 8), flow.nn.ReLU(), flow.nn.Linear(8, 2))
 

@@ -159,6 +159,8 @@ def generate(program):
         lines.append(f"    w{i}._data[...] = {expr(value)}  # in-place write to "
                      f"{'state' if id(tensor) in state_value else 'a tensor'}")
         lines.append(f"    BUMP(w{i})")
+    for position, value in program.input_writes.items():
+        lines.append(f"    args[{position}][...] = {expr(value)}  # in-place write to an input")
     _views_of_written_state(program, lines)
     results = ", ".join(expr(v) for v in program.results())
     lines.append(f"    return [{results}]")

@@ -27,6 +27,7 @@ import gc
 import time
 
 from ..amp.autocast_mode import autocast
+from ..autograd.inplace import bump_version
 from ..autograd.interpreter import using_interpreter
 from ..device import ARRAY_MODULES, HOST_XP, array_module
 from ..nn.module import Module
@@ -312,6 +313,8 @@ class Graph:
         arrays = [t._data for t in flat if isinstance(t, Tensor)]
         xp = ARRAY_MODULES.get(type(arrays[0]), HOST_XP) if arrays else HOST_XP
         results = plan.run(xp, [t._data if isinstance(t, Tensor) else None for t in flat])
+        for position in program.input_writes:  # (the plan wrote into their arrays)
+            bump_version(flat[position])
         n = len(program.outputs)
         outs = [Tensor._wrap(a) for a in results[:n]]
         return rebuild(outs), (dict(zip(program.grads, results[n:])), eager_update)

@@ -63,6 +63,7 @@ class Program:
         self.outputs = []   # Values the step returns (its flattened result)
         self.grads = {}     # parameter tensor -> the Value of its gradient
         self.writebacks = {}  # parameter/buffer tensor -> the Value written into it in place
+        self.input_writes = {}  # graph input's position -> the Value written into it in place
         self.leaf_values = {}  # value id -> the parameter's STATE Value it was written into
 
     def new_value(self, kind, array, source=None):
@@ -76,7 +77,8 @@ class Program:
     def results(self):
         """Every Value the plan must produce: the outputs, the parameters' gradients, then the
         values written back into parameters and buffers."""
-        return list(self.outputs) + list(self.grads.values()) + list(self.writebacks.values())
+        return list(self.outputs) + list(self.grads.values()) + \
+            list(self.writebacks.values()) + list(self.input_writes.values())
 
     def __repr__(self):
         lines = [f"inputs: {self.inputs}"]

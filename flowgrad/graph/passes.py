@@ -83,6 +83,8 @@ def _replace_uses(program, replace):
     writebacks = getattr(program, "writebacks", None)
     if writebacks:
         program.writebacks = {t: get(v) for t, v in writebacks.items()}
+    if program.input_writes:
+        program.input_writes = {i: get(v) for i, v in program.input_writes.items()}
     return program
 
 

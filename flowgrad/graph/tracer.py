@@ -303,20 +303,48 @@ class Tracer:
             # the first call hands out the written tensor itself, as eagerly: its views share
             # its storage
             self.tensor_of[self.value_of[key].id] = target
+        if before is not None:
+            self._keep_write(key, key, before, target, self.value_of[key])
+
+    def _keep_write(self, key, new_key, before, target, value):
+        """`target` (whose array had id `key`, now `new_key`) holds `value` after a write: a
+        parameter, buffer, graph input or captured eager tensor keeps the (last) write after
+        the plan, as eagerly."""
+        origin = self.written_state.get(key)
+        if origin is None and (before.kind == STATE or before.kind == INPUT or before.kind ==
+                               CONST and before.source._data is target._data):
+            origin = before
+        if origin is None:
+            return
+        self.written_state[new_key] = origin
+        if origin.kind == INPUT:  # the plan writes into the array the caller gave
+            self.program.input_writes[origin.source] = value
+            return
+        self.program.writebacks[origin.source] = value
+        if origin.kind == STATE:
+            # a parameter written under no_grad is still the leaf its later reads reach:
+            # their gradients are its gradient
+            self.program.leaf_values[value.id] = origin
+
+    def data_set(self, target, array):
+        """`target.data = other` inside build: target now holds other's array, so a
+        parameter, buffer, input or captured tensor keeps other's value after the plan (the
+        plan copies it in: the same shape and dtype only)."""
+        key = id(target._data)
+        before = self.value_of.get(key)
         if before is None:
             return
-        origin = self.written_state.get(key)
-        if origin is None and (before.kind == STATE or before.kind == CONST and
-                               before.source._data is target._data):
-            origin = self.written_state[key] = before
-        if origin is not None:
-            # a parameter, buffer or captured eager tensor keeps the (last) write, as eagerly
-            value = self.value_of[key]
-            self.program.writebacks[origin.source] = value
-            if origin.kind == STATE:
-                # a parameter written under no_grad is still the leaf its later reads reach:
-                # their gradients are its gradient
-                self.program.leaf_values[value.id] = origin
+        if array.shape != target._data.shape or array.dtype != target._data.dtype:
+            if before.kind != NODE:
+                raise NotImplementedError(
+                    f"nn.Graph: `.data = ` gives a parameter, buffer or input (shape "
+                    f"{tuple(target._data.shape)}, {target._data.dtype}) another shape or "
+                    f"dtype ({tuple(array.shape)}, {array.dtype}) inside build() at "
+                    f"{user_line()}; the plan can only write values of the same shape: "
+                    f"assign outside build, or use copy_ with a tensor of the same shape")
+            return
+        value = self.value_of.get(id(array)) or self.value(Tensor._wrap(array))
+        self._keep_write(key, id(array), before, target, value)
 
     def finish(self):
         """After build: each parameter's gradient is what its .grad held at the end of build
