@@ -96,3 +96,32 @@ def test_post_accumulate_grad_hooks_are_refused_not_skipped():
     with pytest.raises(NotImplementedError, match=r"shape \(8, 6\)\) has post-accumulate-grad "
                                                   r"hooks .*\(register_hook\)"):
         graph(x, y)
+
+
+# a hook registered or removed after the graph compiled: the plan runs the hooks it traced, so
+# each change must raise on the next call (the plan ignored them, silently)
+HOOK_CHANGES = {
+    "forward hook": lambda m: m[2].register_forward_hook(lambda mod, i, out: out * 10),
+    "forward pre hook": lambda m: m[0].register_forward_pre_hook(lambda mod, i: (i[0] * 2,)),
+    "full backward hook": lambda m: m[4].register_full_backward_hook(lambda mod, gi, go: None),
+    "parameter hook": lambda m: m[0].weight.register_hook(lambda g: g * 3),
+    "post-accumulate hook": lambda m: m[0].bias.register_post_accumulate_grad_hook(
+        lambda p: None),
+    "removed forward hook": lambda m: m.__dict__["_removed"].remove(),
+}
+
+
+@pytest.mark.parametrize("change", HOOK_CHANGES)
+def test_hooks_changed_after_compiling_raise_on_the_next_call(change):
+    model = _model()
+    if change.startswith("removed"):
+        model.__dict__["_removed"] = model[2].register_forward_hook(lambda mod, i, out: out)
+    graph = train_graph(model, flow.optim.SGD(model.parameters(), lr=0.1),
+                        loss_fn=_loss("plain"))
+    x, y = flow.ones(5, 6), flow.zeros(5, dtype=flow.int64)
+    graph(x, y)
+    graph(x, y)
+    HOOK_CHANGES[change](model)
+    with pytest.raises(RuntimeError, match="a hook was registered or removed after the graph "
+                                           "compiled"):
+        graph(x, y)

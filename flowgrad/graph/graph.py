@@ -269,7 +269,7 @@ class Graph:
         self._log(2, plan.source)
         compiled = (program, plan, rebuild, _signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers), _trainable(state),
-                    _settings(self, reads), _bindings(self))
+                    _settings(self, reads), _bindings(self), _hooks(self, state))
         object.__setattr__(self, "_compiled", compiled)
         if self._dynamic_size:
             if len(self._plans) >= self._dynamic_size:
@@ -279,7 +279,7 @@ class Graph:
 
     def _run(self, flat):
         (program, plan, rebuild, signature, eager_update, layout, trainable,
-         settings, bindings) = self._compiled
+         settings, bindings, hooks) = self._compiled
         _check_signature(signature, _signature(flat))
         for store, path, name, held in bindings:
             if store.get(name, _GONE) is not held:
@@ -299,6 +299,13 @@ class Graph:
                     f"its plan keeps the traced value. Build a new graph after changing a "
                     f"module's settings (for train()/eval(): a training graph and an eval "
                     f"graph can share the modules, each called in the mode it was built in)")
+        for store, keys in hooks:
+            if tuple(store) != keys:
+                raise RuntimeError(
+                    f"nn.Graph {self._name}: a hook was registered or removed after the graph "
+                    f"compiled (a module's forward or backward hook, or a parameter's "
+                    f"register_hook); its plan runs the hooks it traced, and would ignore the "
+                    f"change. Build a new graph after changing hooks")
         if _trainable(trainable[0]) != trainable:
             raise RuntimeError(
                 f"nn.Graph {self._name}: a parameter's requires_grad changed after the graph "
@@ -502,6 +509,39 @@ def _bindings(graph):
                 store = sub.__dict__[kind]
                 found += [(store, path, name, value) for name, value in store.items()]
     return found
+
+
+def _hooks(graph, state):
+    """(hook store, its hooks) for every module hook dict under the graph's modules and every
+    tensor hook list of its state (their metas' lists, made on first registration, are
+    watched through the meta): a plan runs the hooks it traced, so registering or removing
+    one afterwards must be refused, not ignored."""
+    found = []
+    for module in graph._modules.values():
+        for sub in module.modules():
+            for name in ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks",
+                         "_backward_hooks"):
+                store = sub.__dict__[name]
+                found.append((store, tuple(store)))
+    for t in state:
+        meta = t._meta
+        if meta is not None:
+            found.append((_TensorHooks(meta), tuple(_TensorHooks(meta))))
+    return found
+
+
+class _TensorHooks:
+    """A meta's tensor and post-accumulate-grad hooks, iterated as one (lists made lazily)."""
+
+    __slots__ = ("meta",)
+
+    def __init__(self, meta):
+        self.meta = meta
+
+    def __iter__(self):
+        meta = self.meta
+        yield from meta.hooks or ()
+        yield from meta.post_accumulate_hooks or ()
 
 
 def _trainable(state):
