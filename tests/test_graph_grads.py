@@ -214,3 +214,23 @@ def test_replacing_state_after_compiling_raises_instead_of_using_the_old(replace
         model[0] = flow.nn.Linear(4, 3)
     with pytest.raises(RuntimeError, match="was replaced after the graph compiled"):
         run(x)
+
+
+@pytest.mark.parametrize("change", ["double", "half", "data of another shape"])
+def test_a_state_tensor_of_another_dtype_or_shape_is_refused_not_computed_with(change):
+    """The plan is compiled for the traced dtypes and shapes: after model.double() it went on
+    computing (in float64, where eager raises on the float32 input), and a .data of another
+    shape would reach kernels traced for the old one."""
+    model = flow.nn.Sequential(flow.nn.Linear(4, 3), flow.nn.Tanh())
+    run = graph_of(model, lambda model, x: [model(x) * 2.0])
+    x = flow.ones(2, 4)
+    run(x)
+    if change == "double":
+        model.double()
+    elif change == "half":
+        model.half()
+    else:
+        model[0].weight.data = flow.zeros(5, 4)
+    with pytest.raises(RuntimeError, match=r"a parameter or buffer traced as \(3, 4\) float32 "
+                                           r"is now"):
+        run(x)

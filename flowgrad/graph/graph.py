@@ -269,7 +269,8 @@ class Graph:
         self._log(2, plan.source)
         compiled = (program, plan, rebuild, _signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers), _trainable(state),
-                    _settings(self, reads), _bindings(self), _hooks(self, state))
+                    _settings(self, reads), _bindings(self), _hooks(self, state),
+                    _state_meta(state))
         object.__setattr__(self, "_compiled", compiled)
         if self._dynamic_size:
             if len(self._plans) >= self._dynamic_size:
@@ -279,7 +280,7 @@ class Graph:
 
     def _run(self, flat):
         (program, plan, rebuild, signature, eager_update, layout, trainable,
-         settings, bindings, hooks) = self._compiled
+         settings, bindings, hooks, state_meta) = self._compiled
         _check_signature(signature, _signature(flat))
         for store, path, name, held in bindings:
             if store.get(name, _GONE) is not held:
@@ -306,6 +307,16 @@ class Graph:
                     f"compiled (a module's forward or backward hook, or a parameter's "
                     f"register_hook); its plan runs the hooks it traced, and would ignore the "
                     f"change. Build a new graph after changing hooks")
+        if _state_meta(trainable[0]) != state_meta:
+            changed = next(i for i, (t, meta) in enumerate(zip(trainable[0], state_meta))
+                           if (t._data.shape, t._data.dtype) != meta)
+            t = trainable[0][changed]
+            raise RuntimeError(
+                f"nn.Graph {self._name}: a parameter or buffer traced as "
+                f"{state_meta[changed][0]} {state_meta[changed][1]} is now "
+                f"{tuple(t._data.shape)} {t._data.dtype} (a .to(), .double(), .half(), or a "
+                f".data of another shape); its plan was compiled for the traced ones. Build a "
+                f"new graph after changing the model's dtype or shapes")
         if _trainable(trainable[0]) != trainable:
             raise RuntimeError(
                 f"nn.Graph {self._name}: a parameter's requires_grad changed after the graph "
@@ -542,6 +553,11 @@ class _TensorHooks:
         meta = self.meta
         yield from meta.hooks or ()
         yield from meta.post_accumulate_hooks or ()
+
+
+def _state_meta(state):
+    """(shape, dtype) of each state tensor's array: a plan is compiled for them."""
+    return [(t._data.shape, t._data.dtype) for t in state]
 
 
 def _trainable(state):
