@@ -1,16 +1,28 @@
 """`flow.multiprocessing`: Python's multiprocessing (Queue, Process, Pool, get_context, ...)
-plus torch's `spawn`. Tensors travel between processes by pickling (their arrays are copied:
-there is no shared-memory storage), so a worker's in-place writes are not seen by the parent.
+plus torch's `spawn`, and shared-memory storage for Hogwild-style training.
 
+Tensors travel between processes by pickling, their arrays copied, unless `share_memory_()`
+(or `Module.share_memory()`) moved them to shared memory first: a named block of
+`multiprocessing.shared_memory` that a forked child inherits and a spawned one, or a Queue's
+receiver, attaches by name, so every process reads and writes the same values (an optimizer
+step in a worker updates the parent's model). The creating process unlinks its blocks at exit.
+
+>>> import flowgrad as flow
 >>> import flowgrad.multiprocessing as mp
->>> mp.get_sharing_strategy(), callable(mp.Queue)
+>>> mp.get_sharing_strategy(), flow.ones(2).share_memory_().is_shared()
 ('file_system', True)
 """
 from __future__ import annotations
 
+import atexit
 import multiprocessing as _mp
 import traceback
 from multiprocessing import *  # noqa: F401,F403 - torch.multiprocessing re-exports it
+from multiprocessing import shared_memory as _shared_memory
+
+import numpy as np
+
+from .tensor import Tensor
 
 _strategy = ["file_system"]
 
@@ -108,3 +120,89 @@ def spawn(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
     """torch.multiprocessing.spawn: `fn(i, *args)` in `nprocs` processes; with `join`, wait
     and raise `ProcessRaisedException` (carrying the worker's traceback) if one failed."""
     return start_processes(fn, args, nprocs, join, daemon, start_method)
+
+
+# ---- shared-memory storage ---------------------------------------------------------------------
+_BLOCKS = {}  # block name -> (SharedMemory, its first address, its size): alive to the end
+_CREATED = []  # the names this process created: it unlinks them at exit
+
+
+def _address(array):
+    return array.__array_interface__["data"][0]
+
+
+def _place(array):
+    """(block name, byte offset) of an array inside a shared block, or None."""
+    if not _BLOCKS or type(array) is not np.ndarray:
+        return None
+    start = _address(array)
+    for name, (_, first, size) in _BLOCKS.items():
+        if first <= start < first + size or size == 0 and start == first:
+            return name, start - first
+    return None
+
+
+def _attach(name):
+    block = _BLOCKS.get(name)
+    if block is None:
+        shm = _shared_memory.SharedMemory(name=name)
+        block = _BLOCKS[name] = shm, _address(np.frombuffer(shm.buf, np.uint8)), shm.size
+    return block[0]
+
+
+def _to_shared(array):
+    """A C-contiguous copy of `array` in a new shared block."""
+    shm = _shared_memory.SharedMemory(create=True, size=max(array.nbytes, 1))
+    _BLOCKS[shm.name] = shm, _address(np.frombuffer(shm.buf, np.uint8)), shm.size
+    _CREATED.append(shm.name)
+    shared = np.ndarray(array.shape, array.dtype, buffer=shm.buf)
+    shared[...] = array
+    return shared
+
+
+@atexit.register
+def _unlink_created():
+    for name in _CREATED:
+        try:
+            _BLOCKS[name][0].unlink()
+        except (FileNotFoundError, KeyError):
+            pass
+
+
+def _rebuild_shared(name, offset, shape, strides, dtype, requires_grad):
+    shm = _attach(name)
+    array = np.ndarray(shape, np.dtype(dtype), buffer=shm.buf, offset=offset, strides=strides)
+    return Tensor._wrap(array).requires_grad_(requires_grad)
+
+
+def share_memory_(self):
+    """Move the storage to shared memory (a no-op when it is there already), as torch's: other
+    processes given this tensor (forked, spawned, or through a Queue) then share its values."""
+    if _place(self._data) is None:
+        if type(self._data) is not np.ndarray:
+            raise RuntimeError(f"share_memory_: only host (CPU) tensors can be shared, this one "
+                               f"is on {self.device}")
+        self._data = _to_shared(self._data)
+    return self
+
+
+def is_shared(self):
+    """Whether the storage is in shared memory (`share_memory_`)."""
+    return _place(self._data) is not None
+
+
+_plain_reduce = Tensor._reduce
+
+
+def _reduce(self):
+    """Pickling: a shared tensor by its block's name (the receiver attaches it), any other
+    by value."""
+    place = _place(self._data)
+    if place is None:
+        return _plain_reduce(self)
+    data = self._data
+    return _rebuild_shared, (*place, data.shape, data.strides, data.dtype.str,
+                             self.requires_grad)
+
+
+Tensor.share_memory_, Tensor.is_shared, Tensor._reduce = share_memory_, is_shared, _reduce

@@ -129,10 +129,6 @@ class Tensor:
     def is_quantized(self):
         return False  # nor quantized ones
 
-    def is_shared(self):
-        """False: a tensor's storage is this process's memory (torch's shared-memory flag)."""
-        return False
-
     @property
     def ndim(self):
         return self._data.ndim

@@ -259,6 +259,7 @@ BOUNDARY = {
     "random.py": "generator states are host bytes (torch's too: a CPU ByteTensor)",
     "utils/data": "datasets and collate make host (CPU) batches, as torch's DataLoader",
     "utils/dlpack.py": "DLPack exchange shares host (CPU) memory with other libraries",
+    "multiprocessing.py": "shared-memory storage is host memory other processes map",
     "distributed": "MPI sends and receives host buffers",
     "nn/parallel/distributed.py": "gradient buckets are MPI host buffers",
 }

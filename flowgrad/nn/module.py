@@ -543,6 +543,15 @@ class Module(StateDict):
         return self.to(dst_type)
 
     def share_memory(self):
+        """Move every parameter, its grad, and every buffer to shared memory
+        (`Tensor.share_memory_`): processes given the module (Hogwild training) update one
+        set of weights."""
+        for p in self.parameters():
+            p.share_memory_()
+            if p.grad is not None:
+                p.grad.share_memory_()
+        for b in self.buffers():
+            b.share_memory_()
         return self
 
     # ---- hooks --------------------------------------------------------------------------------
