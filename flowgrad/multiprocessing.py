@@ -28,7 +28,8 @@ _strategy = ["file_system"]
 
 
 def get_all_sharing_strategies():
-    """{"file_system"}: tensors are pickled, not shared, so one strategy exists."""
+    """{"file_system"}: shared tensors travel by the name of their shared-memory block (the
+    one strategy there is)."""
     return {"file_system"}
 
 
