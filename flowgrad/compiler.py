@@ -173,10 +173,17 @@ class OptimizedModule(Module):
         return graph, first
 
     def _call_graph(self, key, make, args):
+        from .graph.graph import StalePlanError
+
         graph, first = self._graph(key, make)
         _compiling[0] = True
         try:
-            return graph(*args)
+            try:
+                return graph(*args)
+            except StalePlanError:  # the model changed since it compiled: trace anew
+                self._graphs.pop(key, None)
+                graph, first = self._graph(key, make)
+                return graph(*args)
         except Exception as exc:
             if first or not graph.is_compiled:
                 self._graphs.pop(key, None)

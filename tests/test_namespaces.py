@@ -196,6 +196,43 @@ def test_compile_trains_like_eager():
         np.testing.assert_array_equal(compiled(x).numpy(), eager(x).numpy())
 
 
+# changes after a compiled call: torch.compile's guards recompile; so does flow.compile (the
+# graph's StalePlanError), where its plan had ignored a hook added later, silently
+CHANGES = {
+    "forward hook": lambda m: m[0].register_forward_hook(lambda mod, i, out: out * 10),
+    "double": lambda m: m.double(),
+    "parameter replaced": lambda m: setattr(m[4], "weight", flow.nn.Parameter(
+        flow.ones(3, 8, dtype=m[4].bias.dtype))),
+    "eps setting": lambda m: setattr(m[1], "eps", 0.5),
+    "frozen parameter": lambda m: m[0].weight.requires_grad_(False),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_compile_traces_anew_after_the_model_changes(change):
+    eager, compiled_model = _net(0), _net(0)
+    compiled = flow.compile(compiled_model)
+    x = flow.randn(16, 4)
+    for step in range(2):
+        if step:
+            CHANGES[change](eager)
+            CHANGES[change](compiled_model)
+            x = x.to(eager[0].weight.dtype)
+        grads = []
+        for model in (eager, compiled):
+            flow.manual_seed(step)
+            model.zero_grad()
+            out = model(x)
+            out.square().sum().backward()
+            grads.append(out.detach().numpy())
+        np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
+        for a, b in zip(eager.parameters(), compiled_model.parameters()):
+            assert (a.grad is None) == (b.grad is None)
+            if a.grad is not None:
+                np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-5,
+                                           atol=1e-6)
+
+
 def test_compile_falls_back_to_eager_with_a_warning():
     class DataDependent(flow.nn.Module):
         def forward(self, x):

@@ -40,6 +40,13 @@ from .ir import INPUT, NODE, STATE
 from .tracer import Tracer
 
 
+class StalePlanError(RuntimeError):
+    """The model changed after the graph compiled (a parameter replaced, a setting, a hook, a
+    dtype, requires_grad, the optimizer's groups): its plan no longer computes what build would.
+    `flow.compile` catches it and traces anew (torch.compile's recompilation); a graph
+    raises it, naming the change."""
+
+
 class GraphConfig:
     """`graph.config`: the switches OneFlow's nn.Graph has; recorded, honoured where they
     mean something to this compiler."""
@@ -284,7 +291,7 @@ class Graph:
         _check_signature(signature, _signature(flat))
         for store, path, name, held in bindings:
             if store.get(name, _GONE) is not held:
-                raise RuntimeError(
+                raise StalePlanError(
                     f"nn.Graph {self._name}: {path}.{name} was replaced after the graph "
                     f"compiled (a new Parameter, buffer or submodule assigned); its plan keeps "
                     f"computing with the one it traced. Write new values into the existing "
@@ -294,7 +301,7 @@ class Graph:
             if now is not value and now != value:
                 where = "the graph" if module is self else \
                     f"module {path!r} ({type(module).__name__})"
-                raise RuntimeError(
+                raise StalePlanError(
                     f"nn.Graph {self._name}: {where} had "
                     f"{name}={value!r} when the graph compiled and has {name}={now!r} now; "
                     f"its plan keeps the traced value. Build a new graph after changing a "
@@ -302,7 +309,7 @@ class Graph:
                     f"graph can share the modules, each called in the mode it was built in)")
         for store, keys in hooks:
             if tuple(store) != keys:
-                raise RuntimeError(
+                raise StalePlanError(
                     f"nn.Graph {self._name}: a hook was registered or removed after the graph "
                     f"compiled (a module's forward or backward hook, or a parameter's "
                     f"register_hook); its plan runs the hooks it traced, and would ignore the "
@@ -311,20 +318,20 @@ class Graph:
             changed = next(i for i, (t, meta) in enumerate(zip(trainable[0], state_meta))
                            if (t._data.shape, t._data.dtype) != meta)
             t = trainable[0][changed]
-            raise RuntimeError(
+            raise StalePlanError(
                 f"nn.Graph {self._name}: a parameter or buffer traced as "
                 f"{state_meta[changed][0]} {state_meta[changed][1]} is now "
                 f"{tuple(t._data.shape)} {t._data.dtype} (a .to(), .double(), .half(), or a "
                 f".data of another shape); its plan was compiled for the traced ones. Build a "
                 f"new graph after changing the model's dtype or shapes")
         if _trainable(trainable[0]) != trainable:
-            raise RuntimeError(
+            raise StalePlanError(
                 f"nn.Graph {self._name}: a parameter's requires_grad changed after the graph "
                 f"compiled (frozen or unfrozen); its plan computes the gradients of the "
                 f"parameters that required grad when it was traced, and would keep updating a "
                 f"frozen one. Build a new graph after changing requires_grad")
         if optimizer_pass.param_layout(self._optimizers) != layout:
-            raise RuntimeError(
+            raise StalePlanError(
                 f"nn.Graph {self._name}: an optimizer's param groups changed after the graph "
                 f"compiled (add_param_group, or params added or removed); the compiled "
                 f"update would skip them. Build a new graph after changing the groups")
