@@ -545,3 +545,47 @@ def test_the_first_call_leaves_no_reference_cycle():
         gc.enable()
     assert list(out) == ["loss", "parts"] and out["parts"][1][0] is None
     np.testing.assert_allclose(out["parts"][1][1].numpy(), out["loss"].numpy() + 1)
+
+
+class _Counting(flow.nn.Module):
+    """A module whose forward changes a plain attribute: a Python side effect."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = flow.nn.Linear(2, 2)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x) * self.calls
+
+
+def test_a_python_side_effect_in_build_is_refused_and_undone():
+    """The plan cannot repeat `self.calls += 1`: later calls computed with calls == 1 and
+    left it at 1, silently. Refused at the first call, the attribute put back."""
+    model = _Counting()
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            return self.model(x)
+
+    with pytest.raises(NotImplementedError, match=r"build\(\) changed module 'model' "
+                                                  r"\(_Counting\)'s attribute calls from 0 to 1"):
+        Step()(flow.ones(1, 2))
+    assert model.calls == 0
+
+
+def test_compile_runs_a_module_with_python_side_effects_eagerly():
+    flow.manual_seed(0)
+    compiled_model = _Counting()
+    flow.manual_seed(0)
+    eager = _Counting()
+    compiled = flow.compile(compiled_model)
+    with pytest.warns(UserWarning, match="running _Counting eagerly"):
+        got = [compiled(flow.ones(1, 2)).sum().item() for _ in range(3)]
+    want = [eager(flow.ones(1, 2)).sum().item() for _ in range(3)]
+    assert got == want and compiled_model.calls == eager.calls == 3

@@ -244,8 +244,10 @@ class Graph:
                                                  cache_enabled=True), checkpointing.tracking(
                 tracer.program, checkpointing.checkpointed_modules(self)):
             self.__dict__["_reads"] = set()
+            settings_before = _settings(self, None)
             try:
                 out = self.build(*args, **kwargs)
+                _refuse_setting_writes(self, settings_before)
             except BaseException:
                 tracer.restore_grads()  # a failed build leaves the eager .grad as it was
                 raise
@@ -502,12 +504,30 @@ def _settings(graph, reads):
     build read (`reads`: a number such as self.scale): a plan computes with the values they
     had when it was traced."""
     found = [(graph, "self", name, value) for name, value in vars(graph).items()
-             if name in reads and _plain(name, value)]
+             if (reads is None or name in reads) and _plain(name, value)]
     for top, module in graph._modules.items():
         for path, sub in module.named_modules(prefix=top):
             found += [(sub, path, name, value) for name, value in vars(sub).items()
                       if name == "training" or _plain(name, value)]
     return found
+
+
+def _refuse_setting_writes(graph, before):
+    """build() changed a plain attribute of the graph or a module (`self.steps += 1`): a
+    Python side effect the plan cannot repeat, so later calls would silently skip it. The
+    attributes are put back as they were (the failed trace leaves no trace)."""
+    for obj, path, name, value in before:
+        now = obj.__dict__.get(name, _GONE)
+        if now is not value and now != value:
+            for o, _, n, v in before:
+                o.__dict__[n] = v
+            where = "the graph" if obj is graph else f"module {path!r} ({type(obj).__name__})"
+            raise NotImplementedError(
+                f"nn.Graph {graph._name}: build() changed {where}'s attribute {name} from "
+                f"{value!r} to {now!r} at trace time, a Python side effect its compiled plan "
+                f"cannot repeat on later calls. Keep such state in a tensor updated with ops "
+                f"(a buffer: self.register_buffer('{name}', flow.zeros(())) and "
+                f"self.{name}.add_(1)), or change it outside build")
 
 
 def _plain(name, value):
