@@ -4,7 +4,7 @@ import sys
 
 import numpy as np
 import pytest
-from graph_helpers import steps_match_eager, train_graph
+from graph_helpers import graph_of, steps_match_eager, train_graph
 
 import flowgrad as flow
 import flowgrad.nn.functional as F
@@ -564,18 +564,9 @@ def test_a_python_side_effect_in_build_is_refused_and_undone():
     """The plan cannot repeat `self.calls += 1`: later calls computed with calls == 1 and
     left it at 1, silently. Refused at the first call, the attribute put back."""
     model = _Counting()
-
-    class Step(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            return self.model(x)
-
     with pytest.raises(NotImplementedError, match=r"build\(\) changed module 'model' "
                                                   r"\(_Counting\)'s attribute calls from 0 to 1"):
-        Step()(flow.ones(1, 2))
+        graph_of(model, lambda m, x: m(x))(flow.ones(1, 2))
     assert model.calls == 0
 
 
