@@ -125,3 +125,22 @@ def test_import_installs_the_filter_for_user_scripts():
     assert done.returncode == 0, done.stderr
     assert "flowgrad" not in done.stderr, done.stderr
     assert done.stderr.count("RuntimeWarning") == 1, done.stderr  # the user's np.log(0)
+
+
+def test_compiled_plans_stay_silent_as_eager_kernels():
+    """nn.Graph's generated plan and fused chains run NumPy from code of their own: they carry
+    a flowgrad module name, so the same filter silences their RuntimeWarnings (sqrt of a
+    negative warned from '<nn.Graph plan>'), and the fused relu passes maximum's output by
+    keyword (NumPy 2.4 deprecates it by position: a DeprecationWarning on every call)."""
+    def step(x):
+        return ((x * 2.0).sqrt() + 1.0).relu() * 3.0 + x.log()
+
+    graph = flow.nn.Graph.trace(step)
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"flowgrad\.")
+        for _ in range(3):
+            got = graph(flow.tensor([-1.0, 0.0, 4.0]))
+    assert not [f"{w.filename}:{w.lineno}: {w.message}" for w in log]
+    np.testing.assert_allclose(got.numpy(), step(flow.tensor([-1.0, 0.0, 4.0])).numpy(),
+                               equal_nan=True)

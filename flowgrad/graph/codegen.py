@@ -95,7 +95,9 @@ def _views_of_written_state(program, lines):
 
 def generate(program):
     """Python source for the program, compiled; state and constants are read by reference."""
-    scope = {"ND": np.ndarray, "AS": _as_array}
+    # (a module name under flowgrad: NumPy's floating-point warnings from the plan are
+    # silenced by flowgrad's filter, as its kernels' are eagerly)
+    scope = {"ND": np.ndarray, "AS": _as_array, "__name__": "flowgrad.graph.plan"}
     lines = ["def plan(xp, args):"]
     constants = {}  # fused chains' 0-d constants, made on the plan's device (CONSTS below)
     consts = {}  # (dtype, bytes) -> the name of that constant: one per value in the plan

@@ -40,7 +40,8 @@ from .ir import Node
 # step that needs the nan check). {x} is the chain array, {i0}, {i1} the node's inputs, {c}
 # its `value` attribute, {zero} and {one} 0-d constants, {t} and {m} temporaries (TEMPS), {o}
 # "" for a step that allocates and ", {b}" for one that writes into the chain's array {b} (the
-# ufunc's output operand by position: a keyword costs a tenth of a ufunc call on 100 values)
+# ufunc's output operand by position: a keyword costs a tenth of a ufunc call on 100 values;
+# {ko} is ", out={b}", for maximum, whose positional output NumPy 2.4 deprecates)
 STEPS = {
     "scalar_mul": (0, "{b} = xp.multiply({x}, {c}{o})", False),
     "scalar_add": (0, "{b} = xp.add({x}, {c}{o})", False),
@@ -49,7 +50,9 @@ STEPS = {
     "tanh": (0, "{b} = xp.tanh({x}{o})", False),
     "exp": (0, "{b} = xp.exp({x}{o})", False),
     "sqrt": (0, "{b} = xp.sqrt({x}{o})", False),
-    "relu": (0, "{b} = xp.maximum({x}, {zero}{o})", False),
+    # (maximum's output by keyword: NumPy 2.4 deprecates it by position, and its warning
+    # check doubled the call)
+    "relu": (0, "{b} = xp.maximum({x}, {zero}{ko})", False),
     "add": (None, "{b} = xp.add({i0}, {i1}{o})", False),
     "sub": (None, "{b} = xp.subtract({i0}, {i1}{o})", False),
     "mul": (None, "{b} = xp.multiply({i0}, {i1}{o})", False),
@@ -120,6 +123,7 @@ class FusedOp:
             self.source = "\n".join([f"def fused(xp, {args}):"]
                                     + ["    " + line for line in lines]
                                     + [f"    return {results}" + ("," if self.n_out == 1 else "")])
+            scope["__name__"] = "flowgrad.graph.fusion"  # (flowgrad's warning filter)
             exec(compile(self.source, "<fused kernel>", "exec"), scope)  # our generated code
             function = scope["fused"]
             self._kernel = ((lambda xp, *a: function(xp, *a)[0]) if self.n_out == 1
@@ -197,7 +201,8 @@ class FusedOp:
             for i in range(len(others) + 1):
                 inputs[f"i{i}"] = x if i == pos else next(rest)
             return template.format(
-                x=x, b=b, c=c, o="" if fresh else f", {b}", **temps, **into,
+                x=x, b=b, c=c, o="" if fresh else f", {b}", ko="" if fresh else f", out={b}",
+                **temps, **into,
                 zero=const(0) if "{zero}" in template else "",
                 one=const(1) if "{one}" in template else "", **inputs).split("\n")
 
