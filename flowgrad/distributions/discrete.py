@@ -180,10 +180,8 @@ class OneHotCategorical(Distribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = object.__new__(type(self)) if _instance is None else _instance
+        new = self._expanded(batch_shape, _instance=_instance)
         new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
 
     probs = property(lambda self: self._categorical.probs)

@@ -171,6 +171,17 @@ class Distribution:
     def _params(self):
         return [k for k in self.arg_constraints if k in self.__dict__]
 
+    def _expanded(self, batch_shape, event_shape=None, _instance=None):
+        """A blank instance of this class (or `_instance`) with the given shapes (event_shape:
+        this one's), its parameters unchecked, validating as this one does: what an `expand`
+        fills in with its expanded parameters."""
+        new = object.__new__(type(self)) if _instance is None else _instance
+        Distribution.__init__(new, batch_shape,
+                              self._event_shape if event_shape is None else event_shape,
+                              validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def expand(self, batch_shape, _instance=None):
         """The same distribution with its parameters broadcast to `batch_shape`."""
         batch_shape = flow.Size(batch_shape)

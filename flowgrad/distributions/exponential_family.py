@@ -101,14 +101,12 @@ class ContinuousBernoulli(ExponentialFamily):
         super().__init__(self._param.shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = object.__new__(ContinuousBernoulli)
+        new = self._expanded(batch_shape, (), object.__new__(ContinuousBernoulli))
         new._lims = self._lims
         for name in ("probs", "logits"):
             if name in self.__dict__:
                 new.__dict__[name] = self.__dict__[name].expand(*batch_shape)
                 new._param = new.__dict__[name]
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
 
     @lazy_property

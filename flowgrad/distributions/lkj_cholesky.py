@@ -43,13 +43,11 @@ class LKJCholesky(Distribution):
         super().__init__(self.concentration.shape, (dim, dim), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = object.__new__(type(self)) if _instance is None else _instance
         batch_shape = flow.Size(batch_shape)
+        new = self._expanded(batch_shape, _instance=_instance)
         new.dim = self.dim
         new.concentration = self.concentration.expand(*batch_shape)
         new._beta = self._beta.expand(batch_shape + (self.dim,))
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
 
     def sample(self, sample_shape=()):

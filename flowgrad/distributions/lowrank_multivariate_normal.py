@@ -90,15 +90,13 @@ class LowRankMultivariateNormal(Distribution):
         self._capacitance_tril = _batch_capacitance_tril(cov_factor, cov_diag)
 
     def expand(self, batch_shape, _instance=None):
-        new = object.__new__(type(self))
+        new = self._expanded(batch_shape)
         shape = (*batch_shape, *self._event_shape)
         new.loc, new.cov_diag = self.loc.expand(*shape), self.cov_diag.expand(*shape)
         new.cov_factor = self.cov_factor.expand(*shape, self.cov_factor.shape[-1])
         new._unbroadcasted_cov_factor = self._unbroadcasted_cov_factor
         new._unbroadcasted_cov_diag = self._unbroadcasted_cov_diag
         new._capacitance_tril = self._capacitance_tril
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
 
     mean = property(lambda self: self.loc)

@@ -63,13 +63,11 @@ class MixtureSameFamily(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         batch_shape = tuple(batch_shape)
-        new = object.__new__(type(self))
+        new = self._expanded(batch_shape)
         new._component_distribution = self._component_distribution.expand(
             batch_shape + (self._num_component,))
         new._mixture_distribution = self._mixture_distribution.expand(batch_shape)
         new._num_component, new._event_ndims = self._num_component, self._event_ndims
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
 
     mixture_distribution = property(lambda self: self._mixture_distribution)

@@ -43,13 +43,11 @@ class LogitRelaxedBernoulli(_ProbsOrLogits):
         super().__init__(probs, logits, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = object.__new__(type(self))
+        new = self._expanded(batch_shape, ())
         new.temperature = self.temperature  # not broadcast with the batch, as torch
         for name in ("probs", "logits"):
             if name in self.__dict__:
                 new.__dict__[name] = self.__dict__[name].expand(*batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
 
     param_shape = property(lambda self: self._batch_shape)
@@ -118,11 +116,9 @@ class ExpRelaxedCategorical(Distribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = object.__new__(type(self))
+        new = self._expanded(batch_shape)
         new.temperature = self.temperature
         new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
 
     param_shape = property(lambda self: self._categorical.param_shape)

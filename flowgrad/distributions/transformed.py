@@ -118,9 +118,7 @@ class TransformedDistribution(Distribution):
         for t in reversed(self.transforms):
             shape = t.inverse_shape(shape)
         new.base_dist = self.base_dist.expand(shape[:len(shape) - len(self.base_dist.event_shape)])
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(batch_shape, self.event_shape, new)
 
     has_rsample = property(lambda self: self.base_dist.has_rsample)
 

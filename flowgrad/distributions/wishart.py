@@ -18,7 +18,7 @@ import flowgrad as flow
 
 from ..tensor import Tensor
 from . import constraints
-from .distribution import Distribution, lazy_property
+from .distribution import lazy_property
 from .exponential_family import ExponentialFamily
 from .more import Chi2
 
@@ -93,15 +93,13 @@ class Wishart(ExponentialFamily):
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
 
     def expand(self, batch_shape, _instance=None):
-        new = object.__new__(type(self))
+        new = self._expanded(batch_shape)
         shape = (*batch_shape, *self._event_shape)
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(*shape)
         new.df = self.df.expand(*batch_shape)
         for name in ("covariance_matrix", "precision_matrix", "scale_tril"):
             if name in self.__dict__:
                 new.__dict__[name] = self.__dict__[name].expand(*shape)
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
 
     def _matrix_shape(self):
