@@ -208,8 +208,10 @@ def _group_of(s, dim):
 
 
 # ---- select and index_select ----------------------------------------------------------------
-def _dim(s, dim, name):
-    nd = s.dim()
+def _dim(s, dim, name, nd=None):
+    """`dim` of s (of `nd` dims: a new dim's position counts one more) as a non-negative
+    int, or torch's IndexError naming `name`."""
+    nd = s.dim() if nd is None else nd
     if not -nd <= dim < nd:
         raise IndexError(f"{name}: dimension out of range (expected to be in range of "
                          f"[{-nd}, {nd - 1}], but got {dim})")

@@ -24,17 +24,11 @@ from __future__ import annotations
 from . import errors
 from .device import array_module
 from .sparse import SparseTensor
+from .sparse_ops import _dim
 from .tensor import Tensor
 
 __all__ = ["unsqueeze", "permute", "narrow_copy", "cat", "stack", "zeros_like", "mv", "bmm",
            "norm"]
-
-
-def _dim(dim, ndim, name):
-    if not -ndim <= dim < ndim:
-        raise IndexError(f"{name}: dimension out of range (expected to be in range of "
-                         f"[{-ndim}, {ndim - 1}], but got {dim})")
-    return dim % ndim
 
 
 def _pure(s, name):
@@ -45,7 +39,7 @@ def _pure(s, name):
 
 def unsqueeze(s, dim):
     """A size-1 dim at `dim`: a row of zeros in the indices (or in the values' dense dims)."""
-    dim = _dim(dim, s.dim() + 1, "unsqueeze")
+    dim = _dim(s, dim, "unsqueeze", s.dim() + 1)
     size = s._size[:dim] + (1,) + s._size[dim:]
     ns = s.sparse_dim()
     # (never coalesced after, as torch's)
@@ -66,7 +60,7 @@ def permute(s, *dims):
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions: "
                            f"input.dim() = {nd} is not equal to len(dims) = {len(dims)}")
-    order = [_dim(d, nd, "permute") for d in dims]
+    order = [_dim(s, d, "permute") for d in dims]
     if sorted(order) != list(range(nd)):
         raise RuntimeError(f"permute(sparse_coo): repeated dim in {tuple(dims)}")
     _pure(s, "permute")
@@ -78,7 +72,7 @@ def permute(s, *dims):
 
 def narrow_copy(s, dim, start, length):
     """The entries with start <= index < start + length along `dim`, shifted to 0."""
-    dim = _dim(dim, s.dim(), "narrow_copy")
+    dim = _dim(s, dim, "narrow_copy")
     size = s._size[dim]
     start = start + size if start < 0 else start
     if not (0 <= start <= size and 0 <= length <= size - start):
@@ -106,7 +100,7 @@ def cat(tensors, dim=0):
                            "sparse ones: call .to_dense() on the sparse ones)")
     first = tensors[0]
     nd, ns = first.dim(), first.sparse_dim()
-    dim = _dim(dim, nd, "cat")
+    dim = _dim(first, dim, "cat")
     for t in tensors:
         if t.dim() != nd or t.sparse_dim() != ns or any(
                 a != b for k, (a, b) in enumerate(zip(t._size, first._size)) if k != dim):
@@ -135,7 +129,7 @@ def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors or not all(type(t) is SparseTensor for t in tensors):
         raise RuntimeError("stack(): expected all tensors to be sparse COO")
-    dim = _dim(dim, tensors[0].dim() + 1, "stack")
+    dim = _dim(tensors[0], dim, "stack", tensors[0].dim() + 1)
     return cat([unsqueeze(t, dim) for t in tensors], dim)
 
 
