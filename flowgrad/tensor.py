@@ -406,6 +406,8 @@ class Tensor:
             raise RuntimeError(
                 f"Can't detach views in-place (this tensor of shape {tuple(self.shape)} is a "
                 f"view of another tensor). Use detach() instead")
+        for level in _FORWARD_LEVELS:  # its tangents go too, as torch's
+            level.set_tangent(self, None)
         meta = self._meta
         if meta is not None:  # the same meta: .grad and hooks stay, and a graph recorded
             meta.requires_grad = False  # before still reaches it (retain_grad fills .grad)
@@ -429,6 +431,8 @@ class Tensor:
     def data(self):
         """The storage as a tensor outside autograd. Unlike detach(), it has a version counter
         of its own, so writes through `.data` are invisible to autograd's checks (torch's)."""
+        if _FORWARD_LEVELS:  # forward AD keys tangents by array: a new one has none (torch's)
+            return Tensor._wrap(self._data.view())
         return Tensor._wrap(self._data)
 
     @data.setter

@@ -483,21 +483,27 @@ def b_leaf(g):
 BUILDERS = [(3, b_leaf), (30, b_view), (33, b_inplace), (16, b_op), (6, b_data), (12, b_grad)]
 
 
+def grow(g, builders, first_grad):
+    """Give generator `g` one to three leaves (the first requiring grad as `first_grad` says),
+    then 4 to 20 steps drawn from `builders` ((weight, builder) pairs)."""
+    for i in range(g.rng.randint(1, 3)):
+        g.leaf(grad=first_grad if i == 0 else None)
+    length = g.rng.randint(4, 20)
+    weights = [w for w, _ in builders]
+    tries = 0
+    while len(g.steps) < length and not g.stopped and tries < 200:
+        tries += 1
+        build = g.rng.choices([b for _, b in builders], weights=weights)[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            build(g)
+
+
 def generate(seed):
     """The program of `seed`: a deterministic function of the seed (and torch's behaviour)."""
     g = _Gen(seed)
     _reset_modes()
-    for i in range(g.rng.randint(1, 3)):
-        g.leaf(grad=True if i == 0 else None)
-    length = g.rng.randint(4, 20)
-    weights = [w for w, _ in BUILDERS]
-    tries = 0
-    while len(g.steps) < length and not g.stopped and tries < 200:
-        tries += 1
-        build = g.rng.choices([b for _, b in BUILDERS], weights=weights)[0]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            build(g)
+    grow(g, BUILDERS, first_grad=True)
     names = [n for s in g.steps for n in s.outs]
     coef = {n: round(g.rng.uniform(-1.5, 1.5), 2) or 0.5 for n in names}
     _reset_modes()

@@ -21,11 +21,15 @@ from __future__ import annotations
 import weakref
 from collections import namedtuple
 
+import numpy as _np
+
 from . import engine, grad_mode
 from . import interpreter as _interpreter
 from .function import Function, _FunctionOp
+from .inplace import assign, bump_version
 from .levels import apply_full, delegate, pack, reverse_scope
 from .node import FunctionNode, SavedTensor
+from .views import replay_view
 
 __all__ = ["dual_level", "make_dual", "unpack_dual", "enter_dual_level", "exit_dual_level",
            "UnpackedDualTensor"]
@@ -72,10 +76,24 @@ class ForwardLevel:
         self.inner = inner
         self.index = index
         self.tangents = {}
+        self.plain = {}  # views with no tangent of their base's (unpack_dual's primal)
 
     def tangent(self, t):
         entry = self.tangents.get(id(_key(t)))
-        return None if entry is None else entry[1]
+        if entry is not None:
+            return entry[1]
+        view = t._view
+        if view is None or not self.tangents:
+            return None
+        # a view made before its base got a tangent (a dual value written into the base):
+        # torch's view of the base's tangent, made when first asked for
+        entry = self.tangents.get(id(_key(view.base)))
+        if entry is None or getattr(t, "_phys", None) is not None or id(t._data) in self.plain:
+            return None
+        with _interpreter.using_interpreter(self.inner):
+            tangent = replay_view(entry[1], view.chain)
+        self.set_tangent(t, tangent)
+        return tangent
 
     def set_tangent(self, t, tangent):
         store = _key(t)
@@ -107,14 +125,81 @@ class ForwardLevel:
                 out_tans = output_tangents(op, inputs, outs, tans, attrs, aux)
                 for o, t in zip(outs, out_tans):
                     if t is not None and o._data.dtype.kind in _DIFF:
-                        self.set_tangent(o, _fit(t, o))
+                        t = _fit(t, o)
+                        if o._view is None and _aliases(t, tans):
+                            t = t.clone()  # (an identity rule's: in-place updates of one
+                            # output's tangent must not reach an input's)
+                        self.set_tangent(o, t)
         return outs, aux
 
     # hooks the eager functions call on the current interpreter
     def written(self, target, result):
-        """An in-place op wrote `result` into `target`: target's tangent is result's."""
-        self.set_tangent(target, self.tangent(result))
+        """An in-place op wrote `result` into `target`: target's tangent takes result's."""
+        self._overwrite(target, self.tangent(result))
         delegate(self.inner, "written", target, result)
+
+    def replayed(self, target, region):
+        """An in-place write through the view `target` computes on `region`, the view replayed
+        on a copy of its base: it gets target's tangent where the base has none (make_dual's
+        result over a plain tensor)."""
+        tangent = self.tangent(target)
+        if tangent is not None and self.tangent(region) is None:
+            self.set_tangent(region, tangent)
+        delegate(self.inner, "replayed", target, region)
+
+    def written_view(self, base, new_base, target, rebased):
+        """An in-place op wrote through the view `target` of `base` (now holding `new_base`'s
+        values, target `rebased`'s), as torch's tangents follow it: a dual base's tangent is
+        updated in place (the tangents of its views, target's among them, are views of it);
+        a view with a tangent of its own over a plain base (make_dual's) keeps the base plain;
+        a dual value written into a plain base makes the base dual, zeros elsewhere."""
+        base_tangent, own = self.tangent(base), self.tangent(target)
+        if base_tangent is not None:
+            self._overwrite(base, self.tangent(new_base))
+            if own is not None and not _shares(own, base_tangent):
+                self._overwrite(target, self.tangent(rebased))
+        elif own is not None:
+            self._overwrite(target, self.tangent(rebased))
+        elif self.tangent(rebased) is not None:
+            base_tangent = self.tangent(new_base)
+            self.set_tangent(base, base_tangent)
+            with _interpreter.using_interpreter(self.inner):
+                self.set_tangent(target, replay_view(base_tangent, target._view.chain))
+        hook = getattr(self.inner, "written_view", None)
+        if hook is not None:
+            hook(base, new_base, target, rebased)
+        else:
+            delegate(self.inner, "written", base, new_base)
+            delegate(self.inner, "written", target, rebased)
+
+    def _overwrite(self, target, new):
+        """Give `target` the tangent `new` (zeros for None where it had one) by writing into
+        the tangent it has, as torch does: a view of that tangent (the tangent of a view of
+        target) and a tangent the user holds see the write."""
+        old = self.tangent(target)
+        if old is None:
+            if new is not None:  # (a copy: another tensor's tangent may be this one)
+                with _interpreter.using_interpreter(self.inner):
+                    self.set_tangent(target, _fit(new, target).clone())
+            return
+        if new is old:
+            return
+        with _interpreter.using_interpreter(self.inner):
+            if new is None:
+                new = old.new_zeros(old.shape)
+            elif _shares(new, old):
+                new = new.clone()
+            if tuple(new.shape) == tuple(old.shape) and type(old._data) is _np.ndarray:
+                try:
+                    if old.requires_grad or new.requires_grad:  # (forward over reverse)
+                        old.copy_(new)
+                    else:  # (also into an expand's tangent, read-only or overlapping)
+                        assign(old._data, new._data, "fill_")  # (overlap allowed)
+                        bump_version(old)
+                    return
+                except (RuntimeError, ValueError):  # (a leaf tangent that requires grad)
+                    pass
+        self.set_tangent(target, _fit(new, target))
 
     def read(self, tensor, what):
         delegate(self.inner, "read", tensor, what)
@@ -149,6 +234,24 @@ class ForwardLevel:
             if isinstance(o, Tensor):
                 self.set_tangent(o, None if t is None else _fit(t, o))
         return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
+
+
+def _aliases(t, tangents):
+    """Whether tangent `t` is, or is a view into, one of `tangents`."""
+    if getattr(t._data, "base", None) is None:  # (owns its memory: new, unless an input's)
+        for i in tangents:
+            if t is i:
+                return True
+        return False
+    for i in tangents:
+        if i is not None and _shares(t, i):
+            return True
+    return False
+
+
+def _shares(a, b):
+    """Whether two tangents' arrays may overlap in memory."""
+    return _np.may_share_memory(a._data, b._data)
 
 
 def _fit(t, like):
@@ -327,6 +430,8 @@ def unpack_dual(tensor, *, level=None):
         return UnpackedDualTensor(tensor, None)
     with _interpreter.using_interpreter(lvl.inner):
         primal = tensor.reshape(tensor.shape)
+    store, plain = primal._data, lvl.plain  # (a view of the dual that never has its tangent)
+    plain[id(store)] = weakref.ref(store, lambda _, key=id(store): plain.pop(key, None))
     return UnpackedDualTensor(primal, tangent)
 
 

@@ -106,7 +106,7 @@ def inplace_update(name, target, compute, args_need_grad=False):
         return write_inplace(target, compute(target), name)
     if view is None:  # (a tracer records a write through a view as view_scatter on the base)
         return write_inplace(target, compute(target.clone()), name)
-    return _inplace_through_view(name, target, compute)
+    return _inplace_through_view(name, target, compute, recording)
 
 
 def check_inplace(name, target):
@@ -138,14 +138,16 @@ def _check_inplace_allowed(name, target, view, meta, base_needs):
             f"`with flowgrad.no_grad():` or use the out-of-place op")
 
 
-def _inplace_through_view(name, target, compute):
+def _inplace_through_view(name, target, compute, recording=True):
     info = target._view
     base, chain = info.base, info.chain
     base_old = base.clone()
-    region = compute(replay_view(base_old, chain))
+    replayed = replay_view(base_old, chain)
+    _tell(_interpreter.current, "replayed", target, replayed)
+    region = compute(replayed)
     _check_writable(target, region._data, name)
     overlapping = self_overlapping(target._data)
-    if name not in ("fill_", "zero_") and overlapping:
+    if recording and name not in ("fill_", "zero_") and overlapping:
         raise RuntimeError(
             f"{name}: an in-place write with autograd through an expanded view whose elements "
             f"share memory (shape {tuple(target.shape)}) is not supported: its gradient "
@@ -158,26 +160,39 @@ def _inplace_through_view(name, target, compute):
     assign(target._data, region._data, name)  # shared storage: base sees it too
     bump_version(target)
     _adopt_saved_outputs(region, target)
-    old_base = base._meta
-    leave_leaf(old_base)
-    base._meta, base._grad_fn = new_base._meta, new_base._grad_fn
-    carry_over(old_base, base._meta)
     rebased = replay_view(new_base, chain)
-    carry_over(target._meta, rebased._meta)
-    target._meta, target._grad_fn = rebased._meta, rebased._grad_fn
+    if recording:  # (an interpreter's unrecorded write, under no_grad say, keeps the metas)
+        old_base = base._meta
+        leave_leaf(old_base)
+        base._meta, base._grad_fn = new_base._meta, new_base._grad_fn
+        carry_over(old_base, base._meta)
+        carry_over(target._meta, rebased._meta)
+        target._meta, target._grad_fn = rebased._meta, rebased._grad_fn
     info.version = target._counter.value
-    _tell_tracer(base, new_base)
-    _tell_tracer(target, rebased)
+    current = _interpreter.current
+    if current is not AutogradInterpreter:
+        written_view = getattr(current, "written_view", None)
+        if written_view is not None:  # (forward AD: the base's tangent and the view's at once)
+            written_view(base, new_base, target, rebased)
+        else:
+            _tell(current, "written", base, new_base)
+            _tell(current, "written", target, rebased)
     return target
 
 
-def _tell_tracer(target, result):
-    """A tracer (nn.Graph) learns which recorded value an in-place write left in `target`."""
-    current = _interpreter.current
+def tell_written(target, result):
+    """The current interpreter learns that an in-place write left `result` in `target`: a
+    tracer (nn.Graph) which recorded value, a forward-AD level which tangent."""
+    _tell(_interpreter.current, "written", target, result)
+
+
+def _tell(current, hook, *args):
+    """Call the current interpreter's `hook` (written, replayed), if it is not eager's and
+    has one."""
     if current is not AutogradInterpreter:
-        hook = getattr(current, "written", None)
-        if hook is not None:
-            hook(target, result)
+        fn = getattr(current, hook, None)
+        if fn is not None:
+            fn(*args)
 
 
 def _adopt_saved_outputs(result, target):
@@ -266,5 +281,5 @@ def write_inplace(target, result, name):
         _adopt_saved_outputs(result, target)
         if target._view is not None:
             target._view.version = target._counter.value
-    _tell_tracer(target, result)
+    tell_written(target, result)
     return target

@@ -14,7 +14,13 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
-from ..autograd.inplace import bump_version, run_inplace, same_elements, self_overlapping
+from ..autograd.inplace import (
+    bump_version,
+    run_inplace,
+    same_elements,
+    self_overlapping,
+    tell_written,
+)
 from ..device import array_module
 from ..errors import (
     check_kernel_dtype,
@@ -517,8 +523,9 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
         # torch's copy_ of itself (or of a view with its very elements) writes nothing, but
         # counts as a write; recorded (below), it starts a new version of the history, except
         # into an expand (where flowgrad refuses recorded writes that torch would only refuse
-        # in backward)
+        # in backward); its tangent (forward AD) is src's, as torch's
         bump_version(self)
+        tell_written(self, src)
         return self
     try:
         shape = np.broadcast_shapes(src._data.shape, self._data.shape)
