@@ -53,8 +53,15 @@ def run_inplace(name, fn, target, *args, **kwargs):
     for a in args:
         if isinstance(a, tensor_class):
             args_need_grad = args_need_grad or a.requires_grad
-            _check_no_partial_overlap(name, target._data, a._data)
+            _check_no_partial_overlap(name, _memory(target), _memory(a))
     return inplace_update(name, target, lambda src: fn(src, *args, **kwargs), args_need_grad)
+
+
+def _memory(t):
+    """The array holding t's elements: a vmap-batched tensor's examples (`_phys`), not its
+    placeholder storage."""
+    phys = getattr(t, "_phys", None)
+    return t._data if phys is None else phys._data
 
 
 def same_elements(a, b):

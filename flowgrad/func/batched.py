@@ -109,12 +109,24 @@ class BatchedTensor(Tensor):
     __str__ = __repr__
 
     def view(self, *shape):
-        """A reshape: the examples' storage is the batch tensor's, not this placeholder."""
+        """A reshape that refuses to copy, as torch's: the examples' storage is the batch
+        tensor's, not this placeholder."""
         if len(shape) == 1 and not isinstance(shape[0], int):
             if isinstance(shape[0], (tuple, list)):
                 shape = tuple(shape[0])
             else:
                 return super().view(*shape)  # a dtype view
+        data = self._phys._data
+        if type(data) is np.ndarray:
+            try:
+                data.reshape((data.shape[0],) + tuple(shape), copy=False)
+            except ValueError as error:
+                if "copy" in str(error):
+                    raise RuntimeError(
+                        f"view size is not compatible with input tensor's size and stride (at "
+                        f"least one dimension spans across two contiguous subspaces): the "
+                        f"examples of shape {tuple(self.shape)} cannot be viewed as "
+                        f"{tuple(shape)}. Use .reshape(...) instead") from None
         return self.reshape(*shape)
 
     def view_as(self, other):
@@ -128,7 +140,19 @@ class BatchedTensor(Tensor):
 
     @property
     def data(self):
-        return wrap(self._phys.data, self._level)
+        raise RuntimeError("accessing `data` under vmap transform is not allowed: use "
+                           "detach() (torch's functorch refuses .data too)")
+
+    def requires_grad_(self, requires_grad=True):
+        raise RuntimeError(
+            "You are attempting to call Tensor.requires_grad_() inside of a function being "
+            "transformed by vmap. This is unsupported (as in torch): differentiate with the "
+            "function transforms (grad, vjp, jacrev, jacfwd) or call requires_grad_() "
+            "outside of the transformed function")
+
+    def detach_(self):
+        raise RuntimeError("Can't detach views in-place (a tensor batched by vmap is a view of "
+                           "its examples). Use detach() instead")
 
 
 def wrap(phys, level):

@@ -63,7 +63,8 @@ def _fresh(x):
     if not x.is_floating_point():
         raise RuntimeError(f"func transforms: can only differentiate floating point inputs, "
                            f"got one of dtype {x.dtype}; convert it with .float()")
-    return _detached(x).requires_grad_(True)
+    return Tensor.requires_grad_(_detached(x), True)  # (also a batched one: vmap refuses
+    # requires_grad_ from user code only)
 
 
 def _argnums(argnums, n, what):

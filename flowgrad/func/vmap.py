@@ -16,8 +16,11 @@ vmap are per-example: `vmap(grad(loss))` gives per-sample gradients.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
+from ..autograd.inplace import assign, bump_version
 from ..autograd.levels import VMAP_STACK, apply_full, delegate, pack
 from ..autograd.node import SavedTensor
 from ..return_types import sequence_of
@@ -141,7 +144,7 @@ class VmapLevel:
                     f"vmap: an in-place operation would write a batched result into a tensor "
                     f"that is not batched (shape {tuple(target.shape)}); use the out-of-place "
                     f"op, or pass the tensor in as a batched input")
-            target._phys = result._phys
+            _write_examples(self, target, result)
         delegate(self.inner, "written", target, result)
 
     def read(self, tensor, what):
@@ -186,6 +189,29 @@ class VmapLevel:
 
     def function_ran(self, cls, ctx, args, outputs):
         return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
+
+
+def _write_examples(level, target, result):
+    """target's examples become result's, written into target's physical tensor as torch's
+    vmap does: views of target (their physical tensors are views of it) and the caller's
+    tensor that target came from see the write. An expanded physical tensor (an unbatched
+    tensor made batched, a physical leaf that requires grad) cannot take it: target is
+    rebound to result's examples instead."""
+    phys, new = target._phys, result._phys
+    if phys is new:
+        return
+    if type(phys._data) is np.ndarray and tuple(phys.shape) == tuple(new.shape):
+        with _interpreter.using_interpreter(level.inner):
+            try:
+                if phys.requires_grad or new.requires_grad:  # (autograd on the physical)
+                    phys.copy_(new)
+                else:  # (also into an expand's examples: NumPy marks them read-only)
+                    assign(phys._data, new._data, "fill_")
+                    bump_version(phys)
+                return
+            except (RuntimeError, ValueError):  # (a physical leaf that requires grad, say)
+                pass
+    target._phys = new
 
 
 class VmapInfo:

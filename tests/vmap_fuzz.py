@@ -1,0 +1,157 @@
+"""Differential fuzzing of vmapped PROGRAMS: `flow.func.vmap` against `torch.func.vmap`.
+
+The programs are program_fuzz.py's (views, in-place writes, out-of-place ops, steps under
+no_grad), generated the same way without its autograd steps, over leaves that do not require
+grad. Each leaf becomes an argument of the vmapped function, given a batch of three versions
+of its values, and the function returns every tensor the program bound. Both frameworks must
+agree on raise / no-raise of the whole call and on every returned tensor's shape and values.
+A difference is reported at the shortest prefix of the program that shows it.
+
+    .venv/bin/python tests/vmap_fuzz.py --seeds 0:2000      # summary + first differences
+    .venv/bin/python tests/vmap_fuzz.py --show 17           # one program and its verdict
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+import numpy as np
+import program_fuzz as pf
+import torch
+
+import flowgrad as flow
+
+BATCH = 3
+BUILDERS = [(4, pf.b_leaf), (30, pf.b_view), (33, pf.b_inplace), (16, pf.b_op)]
+
+
+class _PlainGen(pf._Gen):
+    """program_fuzz's generator with leaves that never require grad (vmap's inputs)."""
+
+    def leaf(self, grad=None):
+        super().leaf(grad=False)
+
+
+def generate(seed):
+    """The program of `seed` (a deterministic function of the seed and torch's behaviour)."""
+    g = _PlainGen(seed)
+    pf._reset_modes()
+    pf.grow(g, BUILDERS, first_grad=False)
+    pf._reset_modes()
+    return pf.Program(seed, g.steps)
+
+
+def _leaves(program):
+    """{leaf name: its values} of the program's leaf steps."""
+    out = {}
+    for s in program.steps:
+        if s.kind == "leaf":
+            ns = {"m": torch}
+            pf._exec(s.code, ns)
+            out[s.outs[0]] = ns[s.outs[0]].numpy()
+    return out
+
+
+def _batches(program):
+    """Three versions of each leaf's values, stacked: as written, shifted, scaled."""
+    rng = np.random.default_rng(program.seed)
+    return {n: np.stack([v, np.round(v + rng.uniform(-1, 1, v.shape), 2), -0.5 * v])
+            for n, v in _leaves(program).items()}
+
+
+def run(m, program, upto, batches):
+    """vmap over the leaves of `program.steps[:upto]`: (the returned tensors as (name, array)
+    pairs, None) or (None, the exception)."""
+    steps = program.steps[:upto]
+    leaves = [s.outs[0] for s in steps if s.kind == "leaf"]
+    names = []
+    for s in steps:
+        names += [o for o in s.outs if o not in names]
+
+    def step(*args):
+        ns = {"m": m, **dict(zip(leaves, args))}
+        for s in steps:
+            if s.kind != "leaf":
+                error = pf._exec(s.code, ns)
+                if error is not None:
+                    raise error
+        bound = [(n, ns[n]) for n in names if isinstance(ns.get(n), m.Tensor)]
+        step.bound = [n for n, _ in bound]
+        return tuple(t for _, t in bound)
+
+    pf._reset_modes()
+    args = [m.tensor(batches[n], dtype=m.float64) for n in leaves]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            out = m.func.vmap(step)(*args) if args else step()
+        except Exception as e:  # noqa: BLE001 - an outcome to compare
+            return None, e
+        finally:
+            pf._reset_modes()
+    return list(zip(step.bound, (np.asarray(t.detach().numpy()) for t in out))), None
+
+
+def _differ(program, upto, batches):
+    """None when both frameworks agree on `program.steps[:upto]`, else (what, detail)."""
+    (ot, et), (of, ef) = run(torch, program, upto, batches), run(flow, program, upto, batches)
+    if (et is None) != (ef is None):
+        return pf._raise_what(et, ef, "")
+    if et is not None:
+        return None
+    if [n for n, _ in ot] != [n for n, _ in of]:
+        return "binding", f"tensors {[n for n, _ in of]} vs torch {[n for n, _ in ot]}"
+    for (n, a), (_, b) in zip(ot, of):
+        if a.shape != b.shape:
+            return "shape", f"{n}: shape {b.shape} vs torch {a.shape}"
+        if not np.array_equal(np.isnan(a), np.isnan(b)) or not np.allclose(
+                b, a, rtol=pf.RTOL, atol=pf.ATOL, equal_nan=True):
+            return "values", f"{n}: flowgrad {b.tolist()} vs torch {a.tolist()}"
+    return None
+
+
+def check(seed):
+    """None when the vmapped program of `seed` runs alike in both frameworks, else a report
+    at the shortest prefix that differs."""
+    program = generate(seed)
+    batches = _batches(program)
+    n = len(program.steps)
+    found = _differ(program, n, batches)
+    if found is None:
+        return None
+    lo, hi = 0, n  # the difference shows at hi steps, not at lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        d = _differ(program, mid, batches)
+        if d is None:
+            lo = mid
+        else:
+            hi, found = mid, d
+    program.steps = program.steps[:hi]
+    return f"{found[0]}: {found[1]}\n" + program.source(mark=hi - 1, note=found[0]).replace(
+        pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", default="0:500", help="A:B, a half-open range")
+    p.add_argument("--show", type=int, help="print one seed's program and verdict")
+    args = p.parse_args(argv)
+    if args.show is not None:
+        print(check(args.show) or generate(args.show).source() + "\n# same in both")
+        return 0
+    lo, hi = map(int, args.seeds.split(":"))
+    differ = []
+    for seed in range(lo, hi):
+        report = check(seed)
+        if report is not None:
+            differ.append(seed)
+            if len(differ) <= 20:
+                print(f"seed {seed}: {report}\n")
+    print(f"{len(differ)} of {hi - lo} differ: {differ}")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
