@@ -123,3 +123,27 @@ def main(doc, generate, check, seeds="0:500"):
             print(f"seed {seed}: {generate(seed)}: {msg}"[:450])
     print(f"{len(bad)} of {hi - lo} differ: {bad}")
     sys.exit(1 if bad else 0)
+
+
+def report_main(doc, source, check, argv=None):
+    """The command line of a fuzzer whose `check(seed)` report holds the case itself (the
+    program fuzzers over program_fuzz's programs): `--seeds A:B` prints the first 20 reports
+    and a summary (exit status 1 if any differ), `--show N` one report, or `source(N)` when
+    the case runs alike."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--seeds", default="0:500", help="A:B, a half-open range")
+    ap.add_argument("--show", type=int, help="print one seed's case and verdict")
+    args = ap.parse_args(argv)
+    if args.show is not None:
+        print(check(args.show) or source(args.show) + "\n# same in both")
+        return 0
+    lo, hi = map(int, args.seeds.split(":"))
+    differ = []
+    for seed in range(lo, hi):
+        report = check(seed)
+        if report is not None:
+            differ.append(seed)
+            if len(differ) <= 20:
+                print(f"seed {seed}: {report}\n")
+    print(f"{len(differ)} of {hi - lo} differ: {differ}")
+    return 1 if differ else 0

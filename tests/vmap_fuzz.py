@@ -12,10 +12,10 @@ A difference is reported at the shortest prefix of the program that shows it.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import warnings
 
+import fuzz_common
 import numpy as np
 import program_fuzz as pf
 import torch
@@ -133,25 +133,5 @@ def check(seed):
         pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}")
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seeds", default="0:500", help="A:B, a half-open range")
-    p.add_argument("--show", type=int, help="print one seed's program and verdict")
-    args = p.parse_args(argv)
-    if args.show is not None:
-        print(check(args.show) or generate(args.show).source() + "\n# same in both")
-        return 0
-    lo, hi = map(int, args.seeds.split(":"))
-    differ = []
-    for seed in range(lo, hi):
-        report = check(seed)
-        if report is not None:
-            differ.append(seed)
-            if len(differ) <= 20:
-                print(f"seed {seed}: {report}\n")
-    print(f"{len(differ)} of {hi - lo} differ: {differ}")
-    return 1 if differ else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(fuzz_common.report_main(__doc__, lambda seed: generate(seed).source(), check))
