@@ -5,6 +5,8 @@ no_grad), generated the same way without its autograd steps, over leaves that do
 grad. Each leaf becomes an argument of the vmapped function, given a batch of three versions
 of its values, and the function returns every tensor the program bound. Both frameworks must
 agree on raise / no-raise of the whole call and on every returned tensor's shape and values.
+`check_grad` vmaps func.grad of a loss over those tensors instead: per-example gradients
+through the program's views and in-place writes.
 A difference is reported at the shortest prefix of the program that shows it.
 
     .venv/bin/python tests/vmap_fuzz.py --seeds 0:2000      # summary + first differences
@@ -60,9 +62,10 @@ def _batches(program):
             for n, v in _leaves(program).items()}
 
 
-def run(m, program, upto, batches):
+def run(m, program, upto, batches, grad=False):
     """vmap over the leaves of `program.steps[:upto]`: (the returned tensors as (name, array)
-    pairs, None) or (None, the exception)."""
+    pairs, None) or (None, the exception). With `grad`, what is vmapped is func.grad of a
+    loss over every bound tensor with respect to every leaf: per-example gradients."""
     steps = program.steps[:upto]
     leaves = [s.outs[0] for s in steps if s.kind == "leaf"]
     names = []
@@ -80,22 +83,30 @@ def run(m, program, upto, batches):
         step.bound = [n for n, _ in bound]
         return tuple(t for _, t in bound)
 
+    def loss(*args):
+        return sum((t.sin() * (0.3 + 0.1 * k)).sum() for k, t in enumerate(step(*args))
+                   if t.is_floating_point())
+
     pf._reset_modes()
     args = [m.tensor(batches[n], dtype=m.float64) for n in leaves]
+    if grad and not args:
+        return [], None
+    fn = m.func.grad(loss, argnums=tuple(range(len(args)))) if grad else step
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            out = m.func.vmap(step)(*args) if args else step()
+            out = m.func.vmap(fn)(*args) if args else step()
         except Exception as e:  # noqa: BLE001 - an outcome to compare
             return None, e
         finally:
             pf._reset_modes()
-    return list(zip(step.bound, (np.asarray(t.detach().numpy()) for t in out))), None
+    labels = [f"d{n}" for n in leaves] if grad else step.bound
+    return list(zip(labels, (np.asarray(t.detach().numpy()) for t in out))), None
 
 
-def _differ(program, upto, batches):
+def _differ(program, upto, batches, grad):
     """None when both frameworks agree on `program.steps[:upto]`, else (what, detail)."""
-    (ot, et), (of, ef) = run(torch, program, upto, batches), run(flow, program, upto, batches)
+    (ot, et), (of, ef) = (run(m, program, upto, batches, grad) for m in (torch, flow))
     if (et is None) != (ef is None):
         return pf._raise_what(et, ef, "")
     if et is not None:
@@ -111,26 +122,32 @@ def _differ(program, upto, batches):
     return None
 
 
-def check(seed):
-    """None when the vmapped program of `seed` runs alike in both frameworks, else a report
-    at the shortest prefix that differs."""
+def check(seed, grad=False):
+    """None when the vmapped program of `seed` (with `grad`: its per-example gradients) runs
+    alike in both frameworks, else a report at the shortest prefix that differs."""
     program = generate(seed)
     batches = _batches(program)
     n = len(program.steps)
-    found = _differ(program, n, batches)
+    found = _differ(program, n, batches, grad)
     if found is None:
         return None
     lo, hi = 0, n  # the difference shows at hi steps, not at lo
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        d = _differ(program, mid, batches)
+        d = _differ(program, mid, batches, grad)
         if d is None:
             lo = mid
         else:
             hi, found = mid, d
     program.steps = program.steps[:hi]
+    what = "the per-example gradients (vmap of grad) of sum(sin(t) * c) over its tensors" \
+        if grad else "its tensors"
     return f"{found[0]}: {found[1]}\n" + program.source(mark=hi - 1, note=found[0]).replace(
-        pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}")
+        pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}: {what}")
+
+
+def check_grad(seed):
+    return check(seed, grad=True)
 
 
 if __name__ == "__main__":

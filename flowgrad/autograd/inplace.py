@@ -53,11 +53,11 @@ def run_inplace(name, fn, target, *args, **kwargs):
     for a in args:
         if isinstance(a, tensor_class):
             args_need_grad = args_need_grad or a.requires_grad
-            _check_no_partial_overlap(name, _memory(target), _memory(a))
+            _check_no_partial_overlap(name, memory_of(target), memory_of(a))
     return inplace_update(name, target, lambda src: fn(src, *args, **kwargs), args_need_grad)
 
 
-def _memory(t):
+def memory_of(t):
     """The array holding t's elements: a vmap-batched tensor's examples (`_phys`), not its
     placeholder storage."""
     phys = getattr(t, "_phys", None)
@@ -153,7 +153,7 @@ def _inplace_through_view(name, target, compute, recording=True):
     _tell(_interpreter.current, "replayed", target, replayed)
     region = compute(replayed)
     _check_writable(target, region._data, name)
-    overlapping = self_overlapping(target._data)
+    overlapping = self_overlapping(memory_of(target))
     if recording and name not in ("fill_", "zero_") and overlapping:
         raise RuntimeError(
             f"{name}: an in-place write with autograd through an expanded view whose elements "

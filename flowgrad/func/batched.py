@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.meta import VersionCounter
 from ..tensor import Tensor
 
 
@@ -136,12 +137,20 @@ class BatchedTensor(Tensor):
         return True
 
     def detach(self):
-        return wrap(self._phys.detach(), self._level)
+        """Shares the examples and the version counter (a write through it is seen by the
+        saved tensors' checks, as an eager detach()'s)."""
+        t = wrap(self._phys.detach(), self._level)
+        if self._counter is None:
+            self._counter = VersionCounter()
+        t._counter = self._counter
+        return t
 
     @property
     def data(self):
-        raise RuntimeError("accessing `data` under vmap transform is not allowed: use "
-                           "detach() (torch's functorch refuses .data too)")
+        if not self._level.logical:  # (inside vmap(grad(f)), torch's grad wrapper allows it)
+            raise RuntimeError("accessing `data` under vmap transform is not allowed: use "
+                               "detach() (torch's functorch refuses .data too)")
+        return wrap(self._phys.data, self._level)
 
     def requires_grad_(self, requires_grad=True):
         raise RuntimeError(
@@ -151,8 +160,10 @@ class BatchedTensor(Tensor):
             "outside of the transformed function")
 
     def detach_(self):
-        raise RuntimeError("Can't detach views in-place (a tensor batched by vmap is a view of "
-                           "its examples). Use detach() instead")
+        if not self._level.logical:  # (inside vmap(grad(f)): as an eager tensor's)
+            raise RuntimeError("Can't detach views in-place (a tensor batched by vmap is a "
+                               "view of its examples). Use detach() instead")
+        return super().detach_()
 
 
 def wrap(phys, level):

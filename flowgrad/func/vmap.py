@@ -23,6 +23,7 @@ from ..autograd import interpreter as _interpreter
 from ..autograd.inplace import assign, bump_version
 from ..autograd.levels import VMAP_STACK, apply_full, delegate, pack
 from ..autograd.node import SavedTensor
+from ..autograd.views import mark_view, sync_view
 from ..return_types import sequence_of
 from ..tensor import Tensor
 from .batched import BatchedTensor, batched_at, wrap
@@ -93,6 +94,11 @@ class VmapLevel:
                 first = inputs[0].unsqueeze(0).expand(self.size, *inputs[0].shape)
             inputs = [wrap(first, self)] + list(inputs[1:])
             flags = [True] + flags[1:]
+        if self.logical:  # a view whose base was written since: its history replayed first,
+            for t in inputs:  # as eager_call does (its gradient missed the write)
+                view = t._view
+                if view is not None and view.version != t._counter.value:
+                    sync_view(t)
         logical = (self.logical and grad_mode._state.enabled and op.backward is not None
                    and any(t.requires_grad for t in inputs))
         phys = [t._phys if f else t for t, f in zip(inputs, flags)]
@@ -109,6 +115,8 @@ class VmapLevel:
         else:
             for w, o in zip(wrapped, outs):
                 w._meta, w._grad_fn = o._meta, o._grad_fn  # autograd on the physical tensor
+        if self.logical and op.is_view and flags[0]:  # (made under no_grad too: torch
+            _mark_views(inputs[0], wrapped, op, attrs)  # refuses some writes to those)
         return wrapped, aux
 
     def _random_rule(self, op, inputs, flags, attrs, rule):
@@ -154,9 +162,6 @@ class VmapLevel:
         return delegate(self.inner, "varies", tensor)
 
     def inplace(self, tensor):
-        if type(tensor) is BatchedTensor and tensor._view is not None:
-            raise RuntimeError("vmap: an in-place write through a view of a batched tensor is "
-                               "not supported; clone() it first")
         delegate(self.inner, "inplace", tensor)
 
     def function_apply(self, cls, args, kwargs):
@@ -189,6 +194,19 @@ class VmapLevel:
 
     def function_ran(self, cls, ctx, args, outputs):
         return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
+
+
+def _mark_views(src, outs, op, attrs):
+    """While a reverse transform runs inside vmap, the outputs of a view op whose examples
+    are views of src's become views of src for autograd (mark_view), as eager views are: an
+    in-place write through one then rebases src's history (torch's CopySlices), per example.
+    Without it, the gradient through src missed the write (vmap(grad(f)) gave other values
+    than grad(f) per example)."""
+    base = src._phys._data
+    for i, out in enumerate(outs):
+        data = out._phys._data
+        if data.size == 0 or np.may_share_memory(data, base):  # (as eager_call's _shares)
+            mark_view(src, out, op, attrs, None if op.n_out == 1 else i)
 
 
 def _write_examples(level, target, result):

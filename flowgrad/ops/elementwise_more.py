@@ -16,6 +16,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import (
     bump_version,
+    memory_of,
     run_inplace,
     same_elements,
     self_overlapping,
@@ -519,7 +520,7 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
     src = _value_tensor(self, src, "copy_")
     if _same_data(src, self) and (
             not (is_grad_enabled() and (self.requires_grad or src.requires_grad))
-            or self_overlapping(self._data)):
+            or self_overlapping(memory_of(self))):
         # torch's copy_ of itself (or of a view with its very elements) writes nothing, but
         # counts as a write; recorded (below), it starts a new version of the history, except
         # into an expand (where flowgrad refuses recorded writes that torch would only refuse
