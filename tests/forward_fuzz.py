@@ -151,7 +151,7 @@ TORCH_ALIASED = ("an in-place op whose operand shares memory with the tensor it 
                  "2 x dx); flowgrad's is the derivative")
 
 
-def _aliased_write(program, step):
+def aliased_write(program, step):
     """Whether step `step` writes in place into a tensor that one of its operands shares
     memory with (checked in torch, the oracle, by running the program up to it)."""
     code = program.steps[step].code
@@ -180,7 +180,7 @@ def check(seed, known=True):
     program = generate(seed)
     verdict = execute(program)
     if verdict.ok or known and verdict.what == "tangent values" and isinstance(
-            verdict.step, int) and _aliased_write(program, verdict.step):
+            verdict.step, int) and aliased_write(program, verdict.step):
         return None
     mark = verdict.step if isinstance(verdict.step, int) else None
     source = program.source(mark=mark, note=verdict.what).replace(pf.HEADER, HEADER)

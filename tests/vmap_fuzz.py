@@ -6,7 +6,8 @@ grad. Each leaf becomes an argument of the vmapped function, given a batch of th
 of its values, and the function returns every tensor the program bound. Both frameworks must
 agree on raise / no-raise of the whole call and on every returned tensor's shape and values.
 `check_grad` vmaps func.grad of a loss over those tensors instead: per-example gradients
-through the program's views and in-place writes.
+through the program's views and in-place writes; `check_jvp` vmaps func.jvp (jacfwd's order):
+their tangents.
 A difference is reported at the shortest prefix of the program that shows it.
 
     .venv/bin/python tests/vmap_fuzz.py --seeds 0:2000      # summary + first differences
@@ -17,6 +18,7 @@ from __future__ import annotations
 import sys
 import warnings
 
+import forward_fuzz
 import fuzz_common
 import numpy as np
 import program_fuzz as pf
@@ -64,8 +66,9 @@ def _batches(program):
 
 def run(m, program, upto, batches, grad=False):
     """vmap over the leaves of `program.steps[:upto]`: (the returned tensors as (name, array)
-    pairs, None) or (None, the exception). With `grad`, what is vmapped is func.grad of a
-    loss over every bound tensor with respect to every leaf: per-example gradients."""
+    pairs, None) or (None, the exception). With `grad="grad"`, what is vmapped is func.grad
+    of a loss over every bound tensor with respect to every leaf (per-example gradients);
+    with "jvp", func.jvp of the program's tensors, tangents cos(3 x) (jacfwd's order)."""
     steps = program.steps[:upto]
     leaves = [s.outs[0] for s in steps if s.kind == "leaf"]
     names = []
@@ -87,11 +90,20 @@ def run(m, program, upto, batches, grad=False):
         return sum((t.sin() * (0.3 + 0.1 * k)).sum() for k, t in enumerate(step(*args))
                    if t.is_floating_point())
 
+    def tangents(*args):
+        n = len(args) // 2
+        return m.func.jvp(step, args[:n], args[n:])[1]
+
     pf._reset_modes()
     args = [m.tensor(batches[n], dtype=m.float64) for n in leaves]
     if grad and not args:
         return [], None
-    fn = m.func.grad(loss, argnums=tuple(range(len(args)))) if grad else step
+    fn = step
+    if grad == "grad":
+        fn = m.func.grad(loss, argnums=tuple(range(len(args))))
+    elif grad == "jvp":
+        fn = tangents
+        args += [m.tensor(np.cos(3 * batches[n]), dtype=m.float64) for n in leaves]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -100,7 +112,7 @@ def run(m, program, upto, batches, grad=False):
             return None, e
         finally:
             pf._reset_modes()
-    labels = [f"d{n}" for n in leaves] if grad else step.bound
+    labels = [f"d{n}" for n in leaves] if grad == "grad" else step.bound
     return list(zip(labels, (np.asarray(t.detach().numpy()) for t in out))), None
 
 
@@ -139,15 +151,22 @@ def check(seed, grad=False):
             lo = mid
         else:
             hi, found = mid, d
+    if grad == "jvp" and found[0] == "values" and forward_fuzz.aliased_write(program, hi - 1):
+        return None  # (torch's tangent there is not the derivative: TORCH_ALIASED)
     program.steps = program.steps[:hi]
-    what = "the per-example gradients (vmap of grad) of sum(sin(t) * c) over its tensors" \
-        if grad else "its tensors"
+    what = {"grad": "the per-example gradients (vmap of grad) of sum(sin(t) * c) over its "
+                    "tensors", "jvp": "the tangents of its tensors (vmap of jvp)"}.get(
+        grad, "its tensors")
     return f"{found[0]}: {found[1]}\n" + program.source(mark=hi - 1, note=found[0]).replace(
         pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}: {what}")
 
 
 def check_grad(seed):
-    return check(seed, grad=True)
+    return check(seed, grad="grad")
+
+
+def check_jvp(seed):
+    return check(seed, grad="jvp")
 
 
 if __name__ == "__main__":

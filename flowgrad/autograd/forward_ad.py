@@ -26,7 +26,7 @@ import numpy as _np
 from . import engine, grad_mode
 from . import interpreter as _interpreter
 from .function import Function, _FunctionOp
-from .inplace import assign, bump_version
+from .inplace import assign, bump_version, memory_of
 from .levels import apply_full, delegate, pack, reverse_scope
 from .node import FunctionNode, SavedTensor
 from .views import replay_view
@@ -40,11 +40,12 @@ _LEVELS = []  # forward levels entered, outermost first
 
 
 def _key(t):
-    """Tangents are keyed by storage: the array (the batch tensor of a BatchedTensor), so a
-    saved output rebuilt by a rule keeps its tangent (detach() wraps a new array object while
-    a level is entered: it drops the tangent, as torch's)."""
+    """Tangents are keyed by storage: the array (of the examples of a BatchedTensor: a level
+    outside a vmap sees only the physical tensors, and an in-place write through the batched
+    one is told with it), so a saved output rebuilt by a rule keeps its tangent (detach() wraps
+    a new array object while a level is entered: it drops the tangent, as torch's)."""
     phys = getattr(t, "_phys", None)
-    return t._data if phys is None else phys
+    return t._data if phys is None else phys._data
 
 
 _DIFF = "fcV"  # dtype kinds that carry tangents: floating and complex
@@ -189,12 +190,16 @@ class ForwardLevel:
                 new = old.new_zeros(old.shape)
             elif _shares(new, old):
                 new = new.clone()
-            if tuple(new.shape) == tuple(old.shape) and type(old._data) is _np.ndarray:
+            data = memory_of(old)  # (a batched tangent's examples, not its placeholder)
+            if tuple(new.shape) == tuple(old.shape) and type(data) is _np.ndarray:
                 try:
                     if old.requires_grad or new.requires_grad:  # (forward over reverse)
                         old.copy_(new)
                     else:  # (also into an expand's tangent, read-only or overlapping)
-                        assign(old._data, new._data, "fill_")  # (overlap allowed)
+                        values = memory_of(new)
+                        if values.ndim > data.ndim:  # (batched where the tangent is not)
+                            raise ValueError("a batched value")
+                        assign(data, values, "fill_")  # (overlap allowed)
                         bump_version(old)
                     return
                 except (RuntimeError, ValueError):  # (a leaf tangent that requires grad)

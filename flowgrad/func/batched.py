@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd import interpreter as _interpreter
 from ..autograd.meta import VersionCounter
 from ..tensor import Tensor
 
@@ -147,10 +148,15 @@ class BatchedTensor(Tensor):
 
     @property
     def data(self):
-        if not self._level.logical:  # (inside vmap(grad(f)), torch's grad wrapper allows it)
+        if self._innermost():  # (inside vmap(grad(f)) or vmap(jvp(f)), torch allows it)
             raise RuntimeError("accessing `data` under vmap transform is not allowed: use "
                                "detach() (torch's functorch refuses .data too)")
         return wrap(self._phys.data, self._level)
+
+    def _innermost(self):
+        """Whether vmap is the innermost transform this tensor is seen through (no grad or
+        jvp inside it), where torch refuses `.data` and `detach_()`."""
+        return _interpreter.current is self._level and not self._level.logical
 
     def requires_grad_(self, requires_grad=True):
         raise RuntimeError(
@@ -160,7 +166,7 @@ class BatchedTensor(Tensor):
             "outside of the transformed function")
 
     def detach_(self):
-        if not self._level.logical:  # (inside vmap(grad(f)): as an eager tensor's)
+        if self._innermost():  # (inside vmap(grad(f)): as an eager tensor's)
             raise RuntimeError("Can't detach views in-place (a tensor batched by vmap is a "
                                "view of its examples). Use detach() instead")
         return super().detach_()

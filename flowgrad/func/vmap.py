@@ -115,7 +115,7 @@ class VmapLevel:
         else:
             for w, o in zip(wrapped, outs):
                 w._meta, w._grad_fn = o._meta, o._grad_fn  # autograd on the physical tensor
-        if self.logical and op.is_view and flags[0]:  # (made under no_grad too: torch
+        if op.is_view and flags[0]:  # (made under no_grad too: torch
             _mark_views(inputs[0], wrapped, op, attrs)  # refuses some writes to those)
         return wrapped, aux
 

@@ -27,6 +27,7 @@ from ..autograd.inplace import (
     bump_version,
     check_inplace,
     inplace_update,
+    memory_of,
     run_inplace,
     self_overlapping,
     warn_expanded_write,
@@ -354,7 +355,7 @@ def setitem(x, index, value):
             _interpreter.current is not _interpreter.AutogradInterpreter:  # or a tracer: as an op
         # an expand whose elements share memory (always a view: a tensor that is none owns
         # its elements, a vmap placeholder's zero strides included)
-        if x._view is not None and self_overlapping(data):
+        if x._view is not None and self_overlapping(memory_of(x)):  # (vmap's examples)
             check_inplace("setitem", x)  # (the write goes to the base, maybe to no element)
             if advanced:
                 _write_base_elements(x, spec, arrays, value)
