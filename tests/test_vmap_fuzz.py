@@ -54,20 +54,6 @@ GRAD_SLOW_KNOWN = {
 }
 
 
-@pytest.mark.parametrize("seed", [s for s in range(300) if s not in GRAD_KNOWN])
-def test_per_example_gradients_of_a_program_match_torch(seed):
-    # vmap(grad(f)) through views and in-place writes: before, a write through a view (or a
-    # view read after its base was written) was missing from the gradient: other values than
-    # grad(f) per example, silently
-    report = vf.check_grad(seed)
-    assert report is None, report
-
-
-@pytest.mark.slow
-def test_many_per_example_gradients_match_torch():
-    fuzz_common.assert_seeds_agree(vf.check_grad, range(300, 3000), GRAD_SLOW_KNOWN)
-
-
 _EXPANDED_INDEX = ("an advanced-index write into an expanded view of a dual (deprecated in "
                    "torch): flowgrad's setitem leaves the base's tangent (forward_fuzz's 442)")
 _PLAIN_BASE = ("a dual value written through a view of a tensor without a tangent (.data, "
@@ -86,44 +72,36 @@ JVP_SLOW_KNOWN = {
 }
 
 
-@pytest.mark.parametrize("seed", [s for s in range(300) if s not in JVP_KNOWN])
-def test_tangents_of_a_vmapped_program_match_torch(seed):
-    # vmap(jvp(f)), jacfwd's order, through views and in-place writes: before, a write through
-    # a batched view left the tangent alone (a level outside vmap keyed the batched tensor
-    # by another object than its examples' array, and wrote a batched tangent's placeholder)
-    report = vf.check_jvp(seed)
+# mode -> (its check, the seeds `make test` runs, their known differences, those of the
+# slow run's seeds): the vmapped programs' tensors, their per-example gradients (vmap of
+# grad: before, a write through a batched view was missing from the gradient) and their
+# tangents (vmap of jvp, jacfwd's order: before, a write through a batched view left the
+# tangent alone)
+MODES = {
+    "values": (vf.check, range(400), KNOWN_DIFFERENCES, SLOW_KNOWN),
+    "grad": (vf.check_grad, range(300), GRAD_KNOWN, GRAD_SLOW_KNOWN),
+    "jvp": (vf.check_jvp, range(300), JVP_KNOWN, JVP_SLOW_KNOWN),
+}
+
+
+@pytest.mark.parametrize("mode,seed", [(mode, s) for mode, (_, seeds, known, _) in
+                                       MODES.items() for s in seeds if s not in known])
+def test_vmapped_program_matches_torch(mode, seed):
+    report = MODES[mode][0](seed)
     assert report is None, report
 
 
-@pytest.mark.parametrize("seed", sorted(JVP_KNOWN))
-def test_known_tangent_differences_still_differ(seed):
-    assert vf.check_jvp(seed) is not None
+@pytest.mark.parametrize("mode,seed", [(mode, s) for mode, (_, _, known, _) in MODES.items()
+                                       for s in sorted(known)])
+def test_known_differences_still_differ(mode, seed):
+    assert MODES[mode][0](seed) is not None
 
 
 @pytest.mark.slow
-def test_many_tangents_of_vmapped_programs_match_torch():
-    fuzz_common.assert_seeds_agree(vf.check_jvp, range(300, 3000), JVP_SLOW_KNOWN)
-
-
-@pytest.mark.parametrize("seed", [s for s in range(400) if s not in KNOWN_DIFFERENCES])
-def test_vmapped_program_matches_torch(seed):
-    report = vf.check(seed)
-    assert report is None, report
-
-
-@pytest.mark.parametrize("seed", sorted(KNOWN_DIFFERENCES))
-def test_known_differences_still_differ(seed):
-    assert vf.check(seed) is not None
-
-
-@pytest.mark.parametrize("seed", sorted(GRAD_KNOWN))
-def test_known_gradient_differences_still_differ(seed):
-    assert vf.check_grad(seed) is not None
-
-
-@pytest.mark.slow
-def test_many_vmapped_programs_match_torch():
-    fuzz_common.assert_seeds_agree(vf.check, range(400, 3000), SLOW_KNOWN)
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_many_vmapped_programs_match_torch(mode):
+    check, seeds, _, known = MODES[mode]
+    fuzz_common.assert_seeds_agree(check, range(seeds.stop, 3000), known)
 
 
 def _in_place_under_vmap(m):
