@@ -54,11 +54,12 @@ GRAD_SLOW_KNOWN = {
 }
 
 
-_EXPANDED_INDEX = ("an advanced-index write into an expanded view of a dual (deprecated in "
-                   "torch): flowgrad's setitem leaves the base's tangent (forward_fuzz's 442)")
-_PLAIN_BASE = ("a dual value written through a view of a tensor without a tangent (.data, "
-               "detach()) under vmap(jvp): torch gives the base and its views the tangent, "
-               "flowgrad leaves some views' zero. A flowgrad gap, open")
+_EXPANDED_INDEX = ("an advanced-index or masked write into an expanded view of a dual "
+                   "(deprecated in torch): flowgrad leaves the base's tangent (forward_fuzz's "
+                   "442). A flowgrad gap, open")
+_PLAIN_BASE = ("a dual value written into a .data/detach() tensor whose view was read before "
+               "and written after: torch's later sum sees the view's tangent, flowgrad's is "
+               "zero. A flowgrad gap, open")
 JVP_KNOWN = {**dict.fromkeys([29, 226, 264], _SAME_ELEMENTS), 21: _TORCH_OVERLAP,
              203: _EXPANDED_INDEX}
 JVP_SLOW_KNOWN = {
@@ -67,7 +68,9 @@ JVP_SLOW_KNOWN = {
     **dict.fromkeys([947, 1214, 1293, 1329, 1348, 1372, 1376, 1392, 1487, 1534, 1550, 1648,
                      1714, 1752, 1780, 1812, 1886, 1953, 2131, 2284, 2285, 2333, 2340, 2359,
                      2383, 2923], _OVERLAP),
-    **dict.fromkeys([500, 1188, 1259, 1338, 1425, 1658, 1991], _PLAIN_BASE),
+    1624: _PLAIN_BASE,
+    2506: _SAME_ELEMENTS,
+    1338: _EXPANDED_INDEX,
     505: _LAYOUT,
 }
 
