@@ -197,11 +197,11 @@ class VmapLevel:
 
 
 def _mark_views(src, outs, op, attrs):
-    """While a reverse transform runs inside vmap, the outputs of a view op whose examples
-    are views of src's become views of src for autograd (mark_view), as eager views are: an
-    in-place write through one then rebases src's history (torch's CopySlices), per example.
-    Without it, the gradient through src missed the write (vmap(grad(f)) gave other values
-    than grad(f) per example)."""
+    """The outputs of a view op whose examples are views of src's become views of src
+    (mark_view), as eager views are, so an in-place write through one takes the eager view
+    path: inside vmap(grad(f)) it rebases src's history per example (torch's CopySlices;
+    without it the gradient missed the write: other values than grad(f) per example), inside
+    vmap(jvp(f)) it carries the tangent to src's."""
     base = src._phys._data
     for i, out in enumerate(outs):
         data = out._phys._data
