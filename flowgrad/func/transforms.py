@@ -54,12 +54,14 @@ forward_ad.detached = _detached  # forward AD's derived rules cut the reverse gr
 
 
 def _fresh(x):
-    """An alias of x that autograd.grad can target: a differentiable view when x already
-    requires grad (an outer transform differentiates through it), else a new leaf."""
+    """What autograd.grad can target for x: a differentiable copy when x already requires
+    grad (an outer transform differentiates through it), else a new leaf. (A view of x was
+    that copy before: a view read after a write under no_grad was regenerated from x's own
+    base, past the inner input, and grad(grad(f)) came out wrong, silently.)"""
     if not isinstance(x, Tensor):
         return x
     if x.requires_grad:
-        return x.reshape(x.shape)
+        return x.clone()
     if not x.is_floating_point():
         raise RuntimeError(f"func transforms: can only differentiate floating point inputs, "
                            f"got one of dtype {x.dtype}; convert it with .float()")
