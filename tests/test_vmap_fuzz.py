@@ -173,3 +173,13 @@ def test_grad_of_grad_through_a_no_grad_write_to_a_view_matches_torch():
     # regenerated from the outer input, past the inner one (about a quarter of the value)
     np.testing.assert_allclose(_hessian_vector_product(flow), _hessian_vector_product(torch),
                                rtol=1e-12)
+
+
+def test_an_in_place_write_to_an_inner_grad_input_is_refused_as_torch():
+    # the inner input is a copy now, but a leaf to in-place writes, as functorch's
+    for m in (torch, flow):
+        def inner(x):
+            x.mul_(2.0)
+            return x.sum()
+        with pytest.raises(RuntimeError, match="leaf"):
+            m.func.grad(lambda a: m.func.grad(inner)(a).sum())(m.ones(3, dtype=m.float64))

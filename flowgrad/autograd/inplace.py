@@ -15,6 +15,8 @@ tensor([3., 1.])
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .._warn import warn
@@ -128,17 +130,23 @@ def check_inplace(name, target):
         _check_inplace_allowed(name, target, view, meta, base_needs)
 
 
+# the metas of func.grad's inputs inside another transform: copies of the outer input (so
+# a view of one regenerates from it, not past it), which torch's functorch treats as leaves
+TRANSFORM_INPUTS = weakref.WeakSet()
+
+
 def _check_inplace_allowed(name, target, view, meta, base_needs):
     """torch's check_inplace: refuse recorded writes that autograd cannot rebase."""
     own = meta is not None and meta.requires_grad
     if view is not None and view.creation:
         raise view_error(target, view.creation, "is being modified inplace")
-    if view is not None and (own or base_needs) and view.base._grad_fn is None:
+    if view is not None and (own or base_needs) and (
+            view.base._grad_fn is None or view.base._meta in TRANSFORM_INPUTS):
         raise RuntimeError(
             f"{name}: a view of a leaf tensor that requires grad (base shape "
             f"{tuple(view.base.shape)}, view shape {tuple(target.shape)}) is being used in an "
             f"in-place operation; wrap it in `with flowgrad.no_grad():` or clone() first")
-    if view is None and own and target._grad_fn is None:
+    if view is None and own and (target._grad_fn is None or meta in TRANSFORM_INPUTS):
         raise RuntimeError(
             f"{name}: a leaf tensor that requires grad (shape {tuple(target.shape)}) "
             f"is being used in an in-place operation; wrap it in "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from ..autograd import engine, forward_ad, grad_mode
+from ..autograd.inplace import TRANSFORM_INPUTS
 from ..autograd.levels import reverse_scope
 from ..return_types import sequence_of
 from ..tensor import Tensor
@@ -61,7 +62,9 @@ def _fresh(x):
     if not isinstance(x, Tensor):
         return x
     if x.requires_grad:
-        return x.clone()
+        copy = x.clone()
+        TRANSFORM_INPUTS.add(copy._meta)  # (in-place writes refused, as to a leaf: torch's)
+        return copy
     if not x.is_floating_point():
         raise RuntimeError(f"func transforms: can only differentiate floating point inputs, "
                            f"got one of dtype {x.dtype}; convert it with .float()")
