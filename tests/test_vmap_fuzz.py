@@ -75,15 +75,32 @@ JVP_SLOW_KNOWN = {
 }
 
 
+_REQUIRES_GRAD = ("requires_grad_() inside func.grad: torch's functorch refuses it; "
+                  "flowgrad runs it")
+_GRAD_WRITE = ("an in-place write torch refuses inside grad(grad) (to an input or a view of "
+               "it, a multi-output or no_grad view, a saved tensor): flowgrad runs it")
+_HVP_OPEN = "grad(grad) gives other values than torch's: unexamined, open"
+HVP_KNOWN = {**dict.fromkeys([83, 143, 180], _GRAD_WRITE),
+             **dict.fromkeys([287, 292], _REQUIRES_GRAD)}
+HVP_SLOW_KNOWN = {
+    **dict.fromkeys([812, 1874, 2126, 2924, 2998, 309, 363, 446, 603, 634, 1139, 1147, 1398,
+                     1546, 1797, 2062, 2258, 2462, 724, 737, 1217, 1859, 1349], _GRAD_WRITE),
+    **dict.fromkeys([526, 592, 597, 611, 655, 760, 771, 862, 907, 1008, 1068, 1075, 1172, 1203,
+                     1445, 1600, 1676, 1791, 1856, 1880, 1908, 1979, 2038, 2271, 2315, 2331,
+                     2351, 2611, 2700, 2771, 2804, 2821, 2833, 2929], _REQUIRES_GRAD),
+    **dict.fromkeys([1823, 2770], _HVP_OPEN),
+}
 # mode -> (its check, the seeds `make test` runs, their known differences, those of the
 # slow run's seeds): the vmapped programs' tensors, their per-example gradients (vmap of
 # grad: before, a write through a batched view was missing from the gradient) and their
 # tangents (vmap of jvp, jacfwd's order: before, a write through a batched view left the
-# tangent alone)
+# tangent alone), and grad of grad without vmap (a Hessian-vector product: before, a view
+# read after a no_grad write skipped the inner input)
 MODES = {
     "values": (vf.check, range(400), KNOWN_DIFFERENCES, SLOW_KNOWN),
     "grad": (vf.check_grad, range(300), GRAD_KNOWN, GRAD_SLOW_KNOWN),
     "jvp": (vf.check_jvp, range(300), JVP_KNOWN, JVP_SLOW_KNOWN),
+    "hvp": (vf.check_hvp, range(300), HVP_KNOWN, HVP_SLOW_KNOWN),
 }
 
 

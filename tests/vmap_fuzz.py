@@ -7,7 +7,7 @@ of its values, and the function returns every tensor the program bound. Both fra
 agree on raise / no-raise of the whole call and on every returned tensor's shape and values.
 `check_grad` vmaps func.grad of a loss over those tensors instead: per-example gradients
 through the program's views and in-place writes; `check_jvp` vmaps func.jvp (jacfwd's order):
-their tangents.
+their tangents; `check_hvp` (no vmap) takes grad of grad, a Hessian-vector product.
 A difference is reported at the shortest prefix of the program that shows it.
 
     .venv/bin/python tests/vmap_fuzz.py --seeds 0:2000      # summary + first differences
@@ -94,6 +94,12 @@ def run(m, program, upto, batches, grad=False):
         n = len(args) // 2
         return m.func.jvp(step, args[:n], args[n:])[1]
 
+    def hessian_vector(*args):  # grad of <grad(loss), v>, with v the second half of args
+        n = len(args) // 2
+        grad = m.func.grad(loss, argnums=tuple(range(n)))
+        return m.func.grad(lambda *a: sum((g * v).sum() for g, v in zip(grad(*a), args[n:])),
+                           argnums=tuple(range(n)))(*args[:n])
+
     pf._reset_modes()
     args = [m.tensor(batches[n], dtype=m.float64) for n in leaves]
     if grad and not args:
@@ -101,18 +107,21 @@ def run(m, program, upto, batches, grad=False):
     fn = step
     if grad == "grad":
         fn = m.func.grad(loss, argnums=tuple(range(len(args))))
-    elif grad == "jvp":
-        fn = tangents
+    elif grad in ("jvp", "hvp"):
+        fn = tangents if grad == "jvp" else hessian_vector
         args += [m.tensor(np.cos(3 * batches[n]), dtype=m.float64) for n in leaves]
+    if grad == "hvp":  # (no vmap: the first example)
+        fn, args = (lambda *a, fn=fn: fn(*(t[0] for t in a))), args
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            out = m.func.vmap(fn)(*args) if args else step()
+            out = m.func.vmap(fn)(*args) if args and grad != "hvp" else \
+                fn(*args) if args else step()
         except Exception as e:  # noqa: BLE001 - an outcome to compare
             return None, e
         finally:
             pf._reset_modes()
-    labels = [f"d{n}" for n in leaves] if grad == "grad" else step.bound
+    labels = [f"d{n}" for n in leaves] if grad in ("grad", "hvp") else step.bound
     return list(zip(labels, (np.asarray(t.detach().numpy()) for t in out))), None
 
 
@@ -155,7 +164,8 @@ def check(seed, grad=False):
         return None  # (torch's tangent there is not the derivative: TORCH_ALIASED)
     program.steps = program.steps[:hi]
     what = {"grad": "the per-example gradients (vmap of grad) of sum(sin(t) * c) over its "
-                    "tensors", "jvp": "the tangents of its tensors (vmap of jvp)"}.get(
+                    "tensors", "jvp": "the tangents of its tensors (vmap of jvp)",
+            "hvp": "grad(grad) of that loss against cos(3 x), example 0, not vmapped"}.get(
         grad, "its tensors")
     return f"{found[0]}: {found[1]}\n" + program.source(mark=hi - 1, note=found[0]).replace(
         pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}: {what}")
@@ -167,6 +177,10 @@ def check_grad(seed):
 
 def check_jvp(seed):
     return check(seed, grad="jvp")
+
+
+def check_hvp(seed):
+    return check(seed, grad="hvp")
 
 
 if __name__ == "__main__":
