@@ -26,7 +26,7 @@ import numpy as _np
 from . import engine, grad_mode
 from . import interpreter as _interpreter
 from .function import Function, _FunctionOp
-from .inplace import assign, bump_version, memory_of
+from .inplace import write_into
 from .levels import apply_full, delegate, pack, reverse_scope
 from .node import FunctionNode, SavedTensor
 from .views import replay_view
@@ -190,20 +190,8 @@ class ForwardLevel:
                 new = old.new_zeros(old.shape)
             elif _shares(new, old):
                 new = new.clone()
-            data = memory_of(old)  # (a batched tangent's examples, not its placeholder)
-            if tuple(new.shape) == tuple(old.shape) and type(data) is _np.ndarray:
-                try:
-                    if old.requires_grad or new.requires_grad:  # (forward over reverse)
-                        old.copy_(new)
-                    else:  # (also into an expand's tangent, read-only or overlapping)
-                        values = memory_of(new)
-                        if values.ndim > data.ndim:  # (batched where the tangent is not)
-                            raise ValueError("a batched value")
-                        assign(data, values, "fill_")  # (overlap allowed)
-                        bump_version(old)
-                    return
-                except (RuntimeError, ValueError):  # (a leaf tangent that requires grad)
-                    pass
+            if write_into(old, new):
+                return
         self.set_tangent(target, _fit(new, target))
 
     def read(self, tensor, what):

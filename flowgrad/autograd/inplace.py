@@ -52,10 +52,11 @@ def run_inplace(name, fn, target, *args, **kwargs):
     into target's storage (views and detach() see it) and bump its version."""
     tensor_class = _interpreter.Tensor
     args_need_grad = False
+    memory = memory_of(target)
     for a in args:
         if isinstance(a, tensor_class):
             args_need_grad = args_need_grad or a.requires_grad
-            _check_no_partial_overlap(name, memory_of(target), memory_of(a))
+            _check_no_partial_overlap(name, memory, memory_of(a))
     return inplace_update(name, target, lambda src: fn(src, *args, **kwargs), args_need_grad)
 
 
@@ -64,6 +65,27 @@ def memory_of(t):
     placeholder storage."""
     phys = getattr(t, "_phys", None)
     return t._data if phys is None else phys._data
+
+
+def write_into(dst, src):
+    """dst's elements become src's (same shape), in place, under the current interpreter:
+    by a recorded copy_ when either requires grad, else by a raw write that also reaches an
+    expand's elements (read-only, or sharing memory). True when written; False, with nothing
+    written, where dst cannot take it (a leaf that requires grad, a batched src where dst is
+    not, a device array)."""
+    data, values = memory_of(dst), memory_of(src)
+    if tuple(dst.shape) != tuple(src.shape) or type(data) is not np.ndarray or \
+            values.ndim > data.ndim:
+        return False
+    try:
+        if dst.requires_grad or src.requires_grad:
+            dst.copy_(src)
+        else:
+            assign(data, values, "fill_")  # (overlap allowed)
+            bump_version(dst)
+    except (RuntimeError, ValueError):
+        return False
+    return True
 
 
 def same_elements(a, b):

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
-from ..autograd.inplace import assign, bump_version
+from ..autograd.inplace import write_into
 from ..autograd.levels import VMAP_STACK, apply_full, delegate, pack
 from ..autograd.node import SavedTensor
 from ..autograd.views import mark_view, sync_view
@@ -218,17 +218,10 @@ def _write_examples(level, target, result):
     phys, new = target._phys, result._phys
     if phys is new:
         return
-    if type(phys._data) is np.ndarray and tuple(phys.shape) == tuple(new.shape):
+    if type(phys._data) is np.ndarray:  # (not a nested vmap's batched physical tensor)
         with _interpreter.using_interpreter(level.inner):
-            try:
-                if phys.requires_grad or new.requires_grad:  # (autograd on the physical)
-                    phys.copy_(new)
-                else:  # (also into an expand's examples: NumPy marks them read-only)
-                    assign(phys._data, new._data, "fill_")
-                    bump_version(phys)
+            if write_into(phys, new):
                 return
-            except (RuntimeError, ValueError):  # (a physical leaf that requires grad, say)
-                pass
     target._phys = new
 
 
