@@ -148,8 +148,7 @@ def generate(program):
             pass
         elif len(node.outputs) == 1 and (node.op.n_out == 1):
             v = node.outputs[0].id
-            lines.append(f"    v{v} = r if r.__class__ is ND else AS(xp, r[0] if r.__class__ is "
-                         f"tuple else r)")
+            lines.append(f"    v{v} = r if r.__class__ is ND else AS(xp, r)")
         else:
             for k, value in enumerate(node.outputs):
                 lines.append(f"    v{value.id} = r[{k}] if r[{k}].__class__ is ND else "
@@ -171,11 +170,8 @@ def generate(program):
         prologue.append(f"    {', '.join(constants)}, = CONSTS(xp)")
         scope["CONSTS"] = _constants_on(tuple(constants.values()))
     if ufuncs:  # a local read instead of an attribute lookup per ufunc call
-        # (`where` without NumPy's __array_function__ dispatch: a plan holds plain arrays,
-        # and the dispatch was a sixth of a where on 100 values)
-        prologue.append(f"    {', '.join(f'xp_{n}' for n in ufuncs)}, = " + ", ".join(
-            f"xp.{n}" if isinstance(getattr(np, n, None), np.ufunc) else
-            f"getattr(xp.{n}, '_implementation', xp.{n})" for n in ufuncs) + ",")
+        prologue.append(f"    {', '.join(f'xp_{n}' for n in ufuncs)}, = UFUNCS(xp)")
+        scope["UFUNCS"] = _functions_of(tuple(ufuncs))
     if prologue:
         lines[1:1] = prologue
         node_at_line = {line + len(prologue): node for line, node in node_at_line.items()}
@@ -186,7 +182,10 @@ def generate(program):
 
 def _as_array(xp, result):
     """A kernel's result as an array of its device: a registered array as it is, anything
-    else (a NumPy scalar from a reduction) through the plan's array module."""
+    else (a NumPy scalar from a reduction) through the plan's array module; of a tuple (a
+    one-output op whose kernel also returns aux arrays), its first item."""
+    if result.__class__ is tuple:
+        result = result[0]
     return result if result.__class__ in ARRAY_MODULES else xp.asarray(result)
 
 
@@ -201,6 +200,22 @@ def _constants_on(host):
             arrays = made[xp] = tuple(xp.asarray(a) for a in host)
         return arrays
     return on
+
+
+def _functions_of(names):
+    """`UFUNCS(xp)`: the array module's functions of these names, looked up once per module
+    (a non-ufunc such as `where` without NumPy's __array_function__ dispatch: a plan holds
+    plain arrays, and the dispatch was a sixth of a where on 100 values)."""
+    made = {}
+
+    def of(xp):
+        functions = made.get(xp)
+        if functions is None:
+            functions = made[xp] = tuple(
+                getattr(xp, n) if isinstance(getattr(xp, n), np.ufunc) else
+                getattr(getattr(xp, n), "_implementation", getattr(xp, n)) for n in names)
+        return functions
+    return of
 
 
 def _free(lines, dead, ref, alive):

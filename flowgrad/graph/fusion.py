@@ -175,14 +175,21 @@ class FusedOp:
 
         steps, fresh, arg, exports = [], not self.into_input, 1, set(self.exports)
         sigs, kinds = [], {}  # each step's shape (see _repeats), numbered
-        for k, (node, pos) in enumerate(self.chain):
+        for (node, pos), name in zip(self.chain, self.steps):
             n_other = len(node.inputs) - 1
-            attrs = node.attrs
-            c = const(attrs["value"]) if "value" in attrs else None
-            name, export = self.steps[k], k in exports
-            steps.append((name, pos, args[arg:arg + n_other], c, fresh, export))
-            sigs.append(kinds.setdefault((name, pos, n_other, c is None, fresh, export),
-                                         len(kinds)))
+            c = node.attrs.get("value")
+            if c is not None:  # (const(), inline: once per step)
+                hit = seen.get(id(c))
+                c = hit[1] if hit is not None and hit[0] is c else const(c)
+            export = len(steps) in exports
+            steps.append((name, pos, args[arg:arg + n_other] if n_other else (), c, fresh,
+                          export))
+            # (the other inputs' count and whether there is a constant follow from the name)
+            key = (name, pos, fresh, export)
+            sig = kinds.get(key)
+            if sig is None:
+                sig = kinds[key] = len(kinds)
+            sigs.append(sig)
             arg += n_other
             fresh = export
         # temporary -> how many steps use it: made up front when two or more do
@@ -325,12 +332,12 @@ def _local_ref(expression):
 def _column(items):
     """Source of a loop column: a slice of one list when the items are `list[i]` with i in
     steps of the same size (no name per item to compile), else a tuple of the names."""
-    refs = [_local_ref(item) for item in items]
-    name, first = refs[0]
-    if first is not None and len(refs) > 1 and all(r[0] == name for r in refs):
-        step = refs[1][1] - first
-        if step and all(r[1] == first + k * step for k, r in enumerate(refs)):
-            stop = first + len(refs) * step
+    if len(items) > 1 and items[0].endswith("]") and items[1].endswith("]"):
+        (name, first), (second_name, second) = _local_ref(items[0]), _local_ref(items[1])
+        step = second - first
+        if step and second_name == name and all(  # (each item as that slice would name it)
+                item == f"{name}[{first + k * step}]" for k, item in enumerate(items)):
+            stop = first + len(items) * step
             return f"{name}[{first}:{'' if stop < 0 else stop}:{step}]"
     return f"({', '.join(items)},)"
 
@@ -440,6 +447,22 @@ def fuse_elementwise(program):
         out = node.outputs[0]
         while True:
             reads = readers.get(out.id, ())
+            if len(reads) == 1:  # (most steps: the one reader, as _next_step, inline)
+                j = reads[0]
+                at_j = kinds[j] if j < n_nodes and not taken[j] else False
+                if at_j is not False:
+                    step = nodes[j]
+                    if at_j is True:  # (read once: exactly one input is `out`)
+                        at_j = 0 if step.inputs[0].id == out.id else 1
+                    elif step.inputs[at_j].id != out.id:
+                        at_j = False
+                if at_j is False or first_outside <= j:
+                    exports.append(len(chain) - 1)
+                    break
+                chain.append((step, at_j))
+                at.append(j)
+                out = step.outputs[0]
+                continue
             nxt = _next_step(nodes, reads, out, taken, kinds)
             if nxt is not None:
                 j = nxt[0]
