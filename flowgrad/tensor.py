@@ -19,6 +19,7 @@ from . import dtypes as _dt
 from .autograd import engine
 from .autograd import grad_mode as _grad_mode
 from .autograd import interpreter as _interpreter
+from .autograd import levels as _levels
 from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.graph import RemovableHandle
 from .autograd.inference import check_requires_grad
@@ -406,8 +407,10 @@ class Tensor:
             raise RuntimeError(
                 f"Can't detach views in-place (this tensor of shape {tuple(self.shape)} is a "
                 f"view of another tensor). Use detach() instead")
-        for level in _FORWARD_LEVELS:  # its tangents go too, as torch's
+        for level in _levels.stripped(_FORWARD_LEVELS):  # its tangents go too, as torch's
             level.set_tangent(self, None)
+        if _levels.TRANSFORMS and _levels.detach_keeping_outer(self):
+            return self  # (inside transforms: the outer levels still differentiate it)
         meta = self._meta
         if meta is not None:  # the same meta: .grad and hooks stay, and a graph recorded
             meta.requires_grad = False  # before still reaches it (retain_grad fills .grad)
@@ -430,7 +433,10 @@ class Tensor:
     @property
     def data(self):
         """The storage as a tensor outside autograd. Unlike detach(), it has a version counter
-        of its own, so writes through `.data` are invisible to autograd's checks (torch's)."""
+        of its own, so writes through `.data` are invisible to autograd's checks (torch's).
+        Inside func transforms it strips the innermost one alone (`levels.data_of`)."""
+        if _levels.TRANSFORMS:
+            return _levels.data_of(self)
         if _FORWARD_LEVELS:  # forward AD keys tangents by array: a new one has none (torch's)
             return Tensor._wrap(self._data.view())
         return Tensor._wrap(self._data)

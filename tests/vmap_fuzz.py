@@ -7,7 +7,8 @@ of its values, and the function returns every tensor the program bound. Both fra
 agree on raise / no-raise of the whole call and on every returned tensor's shape and values.
 `check_grad` vmaps func.grad of a loss over those tensors instead: per-example gradients
 through the program's views and in-place writes; `check_jvp` vmaps func.jvp (jacfwd's order):
-their tangents; `check_hvp` (no vmap) takes grad of grad, a Hessian-vector product.
+their tangents; `check_hvp` (no vmap) takes grad of grad, a Hessian-vector product, and
+`check_jvp_of_grad` (no vmap) jvp of grad, the same product in forward-over-reverse.
 A difference is reported at the shortest prefix of the program that shows it.
 
     .venv/bin/python tests/vmap_fuzz.py --seeds 0:2000      # summary + first differences
@@ -100,6 +101,11 @@ def run(m, program, upto, batches, grad=False):
         return m.func.grad(lambda *a: sum((g * v).sum() for g, v in zip(grad(*a), args[n:])),
                            argnums=tuple(range(n)))(*args[:n])
 
+    def grad_tangents(*args):  # jvp of grad(loss) along the second half of args
+        n = len(args) // 2
+        grad = m.func.grad(loss, argnums=tuple(range(n)))
+        return m.func.jvp(grad, args[:n], args[n:])[1]
+
     pf._reset_modes()
     args = [m.tensor(batches[n], dtype=m.float64) for n in leaves]
     if grad and not args:
@@ -107,20 +113,22 @@ def run(m, program, upto, batches, grad=False):
     fn = step
     if grad == "grad":
         fn = m.func.grad(loss, argnums=tuple(range(len(args))))
-    elif grad in ("jvp", "hvp"):
-        fn = tangents if grad == "jvp" else hessian_vector
+    elif grad in ("jvp", "hvp", "jvp_of_grad"):
+        fn = {"jvp": tangents, "hvp": hessian_vector, "jvp_of_grad": grad_tangents}[grad]
         args += [m.tensor(np.cos(3 * batches[n]), dtype=m.float64) for n in leaves]
-    if grad == "hvp":  # (no vmap: the first example)
+    plain = grad in ("hvp", "jvp_of_grad")
+    if plain:  # (no vmap: the first example)
         args = [a[0] for a in args]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            out = m.func.vmap(fn)(*args) if args and grad != "hvp" else fn(*args)
+            out = m.func.vmap(fn)(*args) if args and not plain else fn(*args)
         except Exception as e:  # noqa: BLE001 - an outcome to compare
             return None, e
         finally:
             pf._reset_modes()
-    labels = [f"d{n}" for n in leaves] if grad in ("grad", "hvp") else step.bound
+    labels = [f"d{n}" for n in leaves] if grad in ("grad", "hvp", "jvp_of_grad") \
+        else step.bound
     return list(zip(labels, (np.asarray(t.detach().numpy()) for t in out))), None
 
 
@@ -159,12 +167,14 @@ def check(seed, grad=False):
             lo = mid
         else:
             hi, found = mid, d
-    if grad == "jvp" and found[0] == "values" and forward_fuzz.aliased_write(program, hi - 1):
+    if grad in ("jvp", "jvp_of_grad") and found[0] == "values" and \
+            forward_fuzz.aliased_write(program, hi - 1):
         return None  # (torch's tangent there is not the derivative: TORCH_ALIASED)
     program.steps = program.steps[:hi]
     what = {"grad": "the per-example gradients (vmap of grad) of sum(sin(t) * c) over its "
                     "tensors", "jvp": "the tangents of its tensors (vmap of jvp)",
-            "hvp": "grad(grad) of that loss against cos(3 x), example 0, not vmapped"}.get(
+            "hvp": "grad(grad) of that loss against cos(3 x), example 0, not vmapped",
+            "jvp_of_grad": "jvp(grad) of that loss along cos(3 x), example 0, not vmapped"}.get(
         grad, "its tensors")
     return f"{found[0]}: {found[1]}\n" + program.source(mark=hi - 1, note=found[0]).replace(
         pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}: {what}")
@@ -180,6 +190,10 @@ def check_jvp(seed):
 
 def check_hvp(seed):
     return check(seed, grad="hvp")
+
+
+def check_jvp_of_grad(seed):
+    return check(seed, grad="jvp_of_grad")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,63 @@ from .views import mark_view
 # vmap levels currently entered, outermost first (see `reverse_scope`)
 VMAP_STACK = []
 
+# the func transforms entered, outermost first: vmap levels, the forward levels func.jvp
+# enters and a `ReverseLevel` per func.grad/vjp, so `x.data` can strip the innermost one
+# alone (torch's .data of a functorch wrapper wraps the same tensor of the level below)
+TRANSFORMS = []
+BACKWARD = [None]  # the ReverseLevel whose gradients a transform is computing (None: none)
+# bound by flowgrad.func.transforms: x.data while TRANSFORMS is not empty, and x.detach_()'s
+# history for the levels outside the innermost transform (False: none)
+data_of = None
+detach_keeping_outer = None
+
+
+def stripped(forward_levels):
+    """The forward levels whose tangents detach_() drops: inside func transforms, torch's
+    strips the innermost transform alone (a grad's: no tangent goes), else every one."""
+    if not TRANSFORMS:
+        return forward_levels
+    inner = TRANSFORMS[-1]
+    if any(lv is inner for lv in forward_levels):
+        return [inner]
+    return [lv for lv in forward_levels if not any(lv is t for t in TRANSFORMS)]
+
+
+class ReverseLevel:
+    """One func.grad or vjp while its function runs: its depth in TRANSFORMS and whether an
+    outer level (a transform or autograd itself) differentiates through its inputs."""
+
+    def __init__(self, keep):
+        self.depth = len(TRANSFORMS)
+        self.keep = keep
+
+
+class entered:
+    """Push a transform's level onto TRANSFORMS for the block."""
+
+    def __init__(self, level):
+        self.level = level
+
+    def __enter__(self):
+        TRANSFORMS.append(self.level)
+        return self.level
+
+    def __exit__(self, *exc):
+        TRANSFORMS.remove(self.level)
+
+
+class computing:
+    """The block computes the gradients of `level` (its engine.grad call)."""
+
+    def __init__(self, level):
+        self.level = level
+
+    def __enter__(self):
+        self.prev, BACKWARD[0] = BACKWARD[0], self.level
+
+    def __exit__(self, *exc):
+        BACKWARD[0] = self.prev
+
 
 def eager_full(op, inputs, attrs):
     """The eager interpreter's apply, returning (outputs tuple, aux tuple): the aux arrays a

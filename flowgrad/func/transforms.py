@@ -10,9 +10,18 @@ from __future__ import annotations
 
 import functools
 
-from ..autograd import engine, forward_ad, grad_mode
+from ..autograd import engine, forward_ad, grad_mode, levels
+from ..autograd import interpreter as _interpreter
+from ..autograd.function import Function
 from ..autograd.inplace import TRANSFORM_INPUTS
-from ..autograd.levels import reverse_scope
+from ..autograd.levels import (
+    TRANSFORMS,
+    VMAP_STACK,
+    ReverseLevel,
+    computing,
+    entered,
+    reverse_scope,
+)
 from ..return_types import sequence_of
 from ..tensor import Tensor
 from .batched import BatchedTensor, wrap
@@ -54,6 +63,80 @@ def _detached(x):
 forward_ad.detached = _detached  # forward AD's derived rules cut the reverse graph with it
 
 
+class _DataOf(Function):
+    """x.data inside a transform, for the levels outside it: the identity, whose gradient
+    stops in the backward of the transform at depth `depth` (or one inside it) and passes
+    in an outer one's, or autograd's own."""
+
+    @staticmethod
+    def forward(ctx, x, depth):
+        ctx.depth = depth
+        return Tensor._wrap(x._data.view())
+
+    @staticmethod
+    def backward(ctx, dy):
+        running = levels.BACKWARD[0]
+        return (None if running is not None and running.depth >= ctx.depth else dy), None
+
+
+def _outer_graph(x):
+    """Whether x keeps a graph for the levels outside the innermost transform once that
+    one is stripped: it requires grad, and an outer reverse level (or autograd around the
+    transforms) differentiates through the innermost one."""
+    inner = TRANSFORMS[-1]
+    interp = _interpreter.current
+    while isinstance(interp, forward_ad.ForwardLevel):
+        interp = interp.inner
+    if VMAP_STACK or interp is not _interpreter.AutogradInterpreter:
+        return False  # (vmap: the plain behaviour)
+    return x.requires_grad and grad_mode.is_grad_enabled() and (
+        not isinstance(inner, ReverseLevel) or inner.keep
+        or any(isinstance(lv, ReverseLevel) for lv in TRANSFORMS[:-1]))
+
+
+def _strip_inner(x):
+    """x as the levels outside the innermost transform see it (the identity, _DataOf)."""
+    with _interpreter.using_interpreter(_interpreter.AutogradInterpreter):
+        return _DataOf.apply(x, len(TRANSFORMS) - 1)
+
+
+def _data_of(x):
+    """`x.data` inside func transforms. torch's `.data` of a functorch wrapper wraps the
+    same tensor of the level below: it strips the innermost transform alone, so an outer
+    grad or jvp still differentiates through it (grad(grad(f)) and jvp(grad(f)) of an f
+    reading x.data: vmap_fuzz's hvp seeds 1823, 2770), as does autograd around the transforms
+    (`detach()` strips every level, as torch's). Under vmap: the plain `.data` (a new array
+    object: no tangent, no graph)."""
+    if _outer_graph(x):
+        y = _strip_inner(x)
+        if x._meta in TRANSFORM_INPUTS:  # the outer level's input itself, in torch: a leaf
+            TRANSFORM_INPUTS.add(y._meta)  # to in-place writes
+    else:
+        y = Tensor._wrap(x._data.view())
+    if not VMAP_STACK:
+        for lv in TRANSFORMS[:-1]:
+            if isinstance(lv, forward_ad.ForwardLevel):
+                tangent = lv.tangent(x)
+                if tangent is not None:
+                    lv.set_tangent(y, tangent)
+    return y
+
+
+def _detach_keeping_outer(x):
+    """`x.detach_()` inside func transforms, as torch's: it strips the innermost transform
+    alone (`levels.stripped` keeps the outer tangents); True when x kept a history for the
+    outer levels (else detach_ makes it a leaf)."""
+    if x._meta in TRANSFORM_INPUTS or not _outer_graph(x):
+        return False  # (a transform's input itself stops requiring grad: its grad raises)
+    y = _strip_inner(x)
+    x._meta, x._grad_fn = y._meta, y._grad_fn
+    return True
+
+
+levels.detach_keeping_outer = _detach_keeping_outer
+levels.data_of = _data_of
+
+
 def _fresh(x):
     """What autograd.grad can target for x: a differentiable copy when x already requires
     grad (an outer transform differentiates through it), else a new leaf. (A view of x was
@@ -93,12 +176,14 @@ def _of_argnums(func, args, argnums, what):
     return [args[i] for i in nums], of_selected
 
 
-def _grad_of(outputs, inputs, cotangents, keep):
-    """Gradients (zeros where unused); with their graph when `keep`, else detached with
-    their tangents (the engine keeps tangents only when creating the graph)."""
-    grads = engine.grad(outputs, inputs, cotangents, retain_graph=True,
-                        create_graph=keep or bool(forward_ad.active_levels()),
-                        allow_unused=True)
+def _grad_of(outputs, inputs, cotangents, keep, level):
+    """Gradients (zeros where unused) of the transform `level`; with their graph when
+    `keep`, else detached with their tangents (the engine keeps tangents only when creating
+    the graph)."""
+    with computing(level):
+        grads = engine.grad(outputs, inputs, cotangents, retain_graph=True,
+                            create_graph=keep or bool(forward_ad.active_levels()),
+                            allow_unused=True)
     result = []
     for g, x in zip(grads, inputs):
         if g is None:
@@ -125,7 +210,8 @@ def grad_and_value(func, argnums=0, has_aux=False):
                        for i in nums for x in _flatten(args[i]))
             for i in nums:
                 args[i] = _unflatten(args[i], [_fresh(x) for x in _flatten(args[i])])
-            out = func(*args, **kwargs)
+            with entered(ReverseLevel(keep)) as level:
+                out = func(*args, **kwargs)
             aux = None
             if has_aux:
                 if not (isinstance(out, tuple) and len(out) == 2):
@@ -139,7 +225,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
                     f"; use vjp or jacrev for non-scalar outputs")
             leaves = [x for i in nums for x in _flatten(args[i])]
             if out.requires_grad:
-                grads = _grad_of((out,), leaves, None, keep)
+                grads = _grad_of((out,), leaves, None, keep, level)
             else:
                 grads = [x * 0 for x in leaves]
         it = iter(grads)
@@ -180,7 +266,8 @@ def vjp(func, *primals, has_aux=False):
     with scope, grad_mode.enable_grad():
         keep = any(isinstance(x, Tensor) and x.requires_grad for x in _flatten(primals))
         fresh = _unflatten(list(primals), [_fresh(x) for x in _flatten(primals)])
-        out = func(*fresh)
+        with entered(ReverseLevel(keep)) as level:
+            out = func(*fresh)
         aux = None
         if has_aux:
             out, aux = out
@@ -199,7 +286,7 @@ def vjp(func, *primals, has_aux=False):
                 grads = [x * 0 for x in leaves]
             else:
                 grads = _grad_of([o for o, _ in pairs], leaves, [c for _, c in pairs],
-                                 keep or any(c.requires_grad for _, c in pairs))
+                                 keep or any(c.requires_grad for _, c in pairs), level)
         return tuple(_unflatten(list(primals), grads))
 
     value = out if keep else _unflatten(out, [_detached(o) for o in outs])
@@ -219,7 +306,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     if len(primals) != len(tangents):
         raise RuntimeError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents; "
                            f"give one tangent per primal")
-    with forward_ad.dual_level():
+    with forward_ad.dual_level(), entered(forward_ad._LEVELS[-1]):
         duals = [forward_ad.make_dual(p, t) for p, t in zip(primals, tangents)]
         out = func(*duals)
         aux = None

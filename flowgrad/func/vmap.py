@@ -21,7 +21,7 @@ import numpy as np
 from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
 from ..autograd.inplace import write_into
-from ..autograd.levels import VMAP_STACK, apply_full, delegate, pack
+from ..autograd.levels import VMAP_STACK, apply_full, delegate, entered, pack
 from ..autograd.node import SavedTensor
 from ..autograd.views import mark_view, sync_view
 from ..return_types import sequence_of
@@ -298,7 +298,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                        "in_dims")
         VMAP_STACK.append(level)
         try:
-            with _interpreter.using_interpreter(level):
+            with _interpreter.using_interpreter(level), entered(level):
                 out = func(*batched, **kwargs)
         finally:
             VMAP_STACK.remove(level)
