@@ -570,7 +570,8 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                     if g is None:
                         continue
                     data = g._data
-                    if data.shape != info[0] or data.dtype != info[1]:
+                    if data.shape != info[0] or data.dtype is not info[1] and \
+                            data.dtype != info[1]:  # (dtypes: the same object, most often)
                         g = engine._fit_grad(g, info[0], info[1], function)
                     old = grads.get(value.id)  # (as _add, inline: once per gradient)
                     if old is not None:
