@@ -97,7 +97,8 @@ def generate(program):
     """Python source for the program, compiled; state and constants are read by reference."""
     # (a module name under flowgrad: NumPy's floating-point warnings from the plan are
     # silenced by flowgrad's filter, as its kernels' are eagerly)
-    scope = {"ND": np.ndarray, "AS": _as_array, "__name__": "flowgrad.graph.plan"}
+    scope = {"ND": np.ndarray, "AS": _as_array, "AS1": _first_as_array,
+             "__name__": "flowgrad.graph.plan"}
     lines = ["def plan(xp, args):"]
     constants = {}  # fused chains' 0-d constants, made on the plan's device (CONSTS below)
     consts = {}  # (dtype, bytes) -> the name of that constant: one per value in the plan
@@ -148,7 +149,7 @@ def generate(program):
             pass
         elif len(node.outputs) == 1 and (node.op.n_out == 1):
             v = node.outputs[0].id
-            lines.append(f"    v{v} = r if r.__class__ is ND else AS(xp, r)")
+            lines.append(f"    v{v} = r if r.__class__ is ND else AS1(xp, r)")
         else:
             for k, value in enumerate(node.outputs):
                 lines.append(f"    v{value.id} = r[{k}] if r[{k}].__class__ is ND else "
@@ -182,11 +183,14 @@ def generate(program):
 
 def _as_array(xp, result):
     """A kernel's result as an array of its device: a registered array as it is, anything
-    else (a NumPy scalar from a reduction) through the plan's array module; of a tuple (a
-    one-output op whose kernel also returns aux arrays), its first item."""
-    if result.__class__ is tuple:
-        result = result[0]
+    else (a NumPy scalar from a reduction) through the plan's array module."""
     return result if result.__class__ in ARRAY_MODULES else xp.asarray(result)
+
+
+def _first_as_array(xp, result):
+    """The result of a one-output op's kernel, as `_as_array`; of a tuple (the kernel also
+    returns aux arrays), its first item."""
+    return _as_array(xp, result[0] if result.__class__ is tuple else result)
 
 
 def _constants_on(host):

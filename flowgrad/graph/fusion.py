@@ -184,8 +184,7 @@ class FusedOp:
             export = len(steps) in exports
             steps.append((name, pos, args[arg:arg + n_other] if n_other else (), c, fresh,
                           export))
-            # (the other inputs' count and whether there is a constant follow from the name)
-            key = (name, pos, fresh, export)
+            key = (name, pos, n_other, c is None, fresh, export)
             sig = kinds.get(key)
             if sig is None:
                 sig = kinds[key] = len(kinds)
