@@ -193,33 +193,35 @@ def _first_as_array(xp, result):
     return _as_array(xp, result[0] if result.__class__ is tuple else result)
 
 
-def _constants_on(host):
-    """`CONSTS(xp)`: the plan's constants as arrays of xp's device (NumPy: as they are),
-    made once per array module."""
-    made = {np: host}
+def _per_array_module(make, made=None):
+    """`of(xp)`: `make(xp)`, made once per array module (a plan calls it at every run)."""
+    made = {} if made is None else made
 
-    def on(xp):
-        arrays = made.get(xp)
-        if arrays is None:
-            arrays = made[xp] = tuple(xp.asarray(a) for a in host)
-        return arrays
-    return on
+    def of(xp):
+        got = made.get(xp)
+        if got is None:
+            got = made[xp] = make(xp)
+        return got
+    return of
+
+
+def _constants_on(host):
+    """`CONSTS(xp)`: the plan's constants as arrays of xp's device (NumPy: as they are)."""
+    return _per_array_module(lambda xp: tuple(xp.asarray(a) for a in host), {np: host})
+
+
+def _plan_function(xp, name):
+    """`xp.<name>` for a plan; a non-ufunc such as `where` without NumPy's
+    __array_function__ dispatch (a plan holds plain arrays, and the dispatch was a sixth of a
+    where on 100 values)."""
+    function = getattr(xp, name)
+    return function if isinstance(function, np.ufunc) else \
+        getattr(function, "_implementation", function)
 
 
 def _functions_of(names):
-    """`UFUNCS(xp)`: the array module's functions of these names, looked up once per module
-    (a non-ufunc such as `where` without NumPy's __array_function__ dispatch: a plan holds
-    plain arrays, and the dispatch was a sixth of a where on 100 values)."""
-    made = {}
-
-    def of(xp):
-        functions = made.get(xp)
-        if functions is None:
-            functions = made[xp] = tuple(
-                getattr(xp, n) if isinstance(getattr(xp, n), np.ufunc) else
-                getattr(getattr(xp, n), "_implementation", getattr(xp, n)) for n in names)
-        return functions
-    return of
+    """`UFUNCS(xp)`: the array module's functions of these names (`_plan_function`)."""
+    return _per_array_module(lambda xp: tuple(_plan_function(xp, n) for n in names))
 
 
 def _free(lines, dead, ref, alive):
