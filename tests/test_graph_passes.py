@@ -181,6 +181,55 @@ def test_simplify_identity_scalars_only_where_bitwise_identical():
     _check_pass(lambda f: f * 1.0, [f], simp, ["scalar_mul"])  # a result: fresh array
 
 
+# ---- max pooling before relu ---------------------------------------------------------------
+def _pool_relu_data(shape, seed=0):
+    """Windows all negative, with ties, zeros of both signs, a nan and infinities."""
+    data = np.random.default_rng(seed).choice(
+        np.array([-2.0, -1.0, -0.0, 0.0, 0.5, 1.0, 1.0, 3.0], np.float32), shape)
+    data.flat[[0, 1, 4, 5]] = -1.5  # (one all-negative 2x2 window, tied)
+    data.flat[9], data.flat[-1], data.flat[-6] = np.nan, np.inf, -np.inf
+    return data
+
+
+def test_pool_before_relu_in_forward_only_where_no_other_reader_or_padding():
+    x = flow.tensor(_pool_relu_data((2, 3, 6, 6)))
+    swap, pool = passes.pool_before_relu, F.max_pool2d
+    _check_pass(lambda x: pool(x.relu(), 2).exp(), [x], swap, ["max_pool", "relu", "exp"])
+    _check_pass(lambda x: pool(x.relu(), 3, 1, dilation=2).exp(), [x], swap,  # overlapping
+                ["max_pool", "relu", "exp"])
+    keep = ["relu", "max_pool", "exp"]
+    _check_pass(lambda x: pool(x.relu(), 2, padding=1).exp(), [x], swap, keep)
+    _check_pass(lambda x: pool(x.relu(), 4, ceil_mode=True).exp(), [x], swap, keep)
+    _check_pass(lambda x: pool(x.relu(), 2, return_indices=True)[1] + 1, [x], swap,
+                ["relu", "max_pool", "scalar_add"])  # the indices differ (all-negative windows)
+    _check_pass(lambda x: (lambda r: pool(r, 2).exp().sum() + r.sum())(x.relu()), [x], swap,
+                keep + ["sum", "sum", "add"])
+    _check_pass(lambda x: (lambda r: (pool(r, 2).exp(), r))(x.relu()), [x], swap, keep)
+
+
+@pytest.mark.parametrize("pool", [dict(kernel_size=2), dict(kernel_size=3, stride=2),
+                                  dict(kernel_size=2, stride=1, dilation=2),
+                                  dict(kernel_size=3, padding=1), dict(kernel_size=3,
+                                                                       ceil_mode=True)])
+def test_pool_before_relu_training_matches_eager_bitwise(pool):
+    def model(seed):
+        flow.manual_seed(seed)
+        features = flow.nn.Sequential(flow.nn.Conv2d(2, 3, 3), flow.nn.ReLU(),
+                                      flow.nn.MaxPool2d(**pool), flow.nn.Flatten())
+        return flow.nn.Sequential(features, flow.nn.Linear(
+            features(flow.zeros(1, 2, 10, 10)).shape[1], 4))
+
+    rng = np.random.default_rng(2)
+    batches = [(flow.tensor(_pool_relu_data((5, 2, 10, 10), seed)).nan_to_num(0.0),
+                flow.tensor(rng.integers(0, 4, 5))) for seed in range(4)]
+    program = _train_both(model(0), model(0), lambda m, x, y: F.cross_entropy(m(x), y),
+                          batches)
+    names = _names(program)
+    swapped = names.index("max_pool") < names.index("relu")
+    assert swapped == (not pool.get("padding") and not pool.get("ceil_mode")), names
+    assert swapped == (names.index("relu_grad") < names.index("max_pool_backward")), names
+
+
 # ---- elementwise fusion -------------------------------------------------------------------
 _DATA = np.array([-0.0, 0.0, 1.5, -2.25, np.nan, np.inf, -np.inf, 1e-40, 3.0, 0.5] * 7,
                  np.float32)

@@ -2,12 +2,14 @@
 
 `optimize` runs `PIPELINE`: algebraic simplification, common-subexpression elimination,
 constant folding, activation checkpointing's recomputation (`checkpointing.py`: after CSE,
-which would merge a recomputed node back into its original), dead-code elimination,
-elementwise fusion (`fusion.py`), the optimizer's update nodes (`optimizer_pass.py`: last,
-so no rewrite moves a read of a parameter past its update), then the liveness annotation
-codegen may use to drop arrays early. No pass changes a number: a rewrite is made only where
-the result is bitwise the same array (same dtype, shape and values), and never where it would
-make a result returned to the user share storage it did not share before.
+which would merge a recomputed node back into its original), dead-code elimination, max
+pooling moved before the relu it alone reads, elementwise fusion (`fusion.py`), the
+optimizer's update nodes (`optimizer_pass.py`: last, so no rewrite moves a read of a
+parameter past its update), then the liveness annotation codegen may use to drop arrays
+early. No pass changes a number: a rewrite is made only where the result is bitwise the same
+array (same dtype, shape and values; the one exception, `pool_before_relu`, may give a zero
+gradient in a pooling window the other sign), and never where it would make a result
+returned to the user share storage it did not share before.
 
 >>> from flowgrad.graph.ir import Program
 >>> eliminate_dead_code(Program()).nodes
@@ -23,7 +25,7 @@ import numpy as np
 from ..random import Generator
 from .checkpointing import recompute_checkpoints
 from .fusion import fuse_elementwise
-from .ir import CONST, NODE
+from .ir import CONST, NODE, Value
 from .optimizer_pass import place_updates
 
 
@@ -302,6 +304,80 @@ def simplify_algebra(program):
     return _replace_uses(program, replace)
 
 
+# ---- relu after max pooling ----------------------------------------------------------------
+def pool_before_relu(program):
+    """max_pool(relu(x)) -> relu(max_pool(x)), and in backward relu_grad then
+    max_pool_backward: relu and its gradient run on the pooled values (a quarter of them
+    under 2x2 windows; LeNet's and VGG's conv -> relu -> pool). relu is monotone, so each
+    window's first maximum is at the same tap whenever it is positive (or nan); where it is
+    not, the pooled value is 0 and its gradient 0 either way (only a zero's sign may move
+    to another tap of the window). Made only where no window reads padding, the indices are
+    unused, and relu's output, the pool's indices and the pool's gradient have no other
+    reader.
+
+    >>> import flowgrad as flow
+    >>> p = trace(lambda x: flow.nn.functional.max_pool2d(x.relu(), 2), flow.ones(1, 1, 4, 4))
+    >>> [n.op.name for n in pool_before_relu(p).nodes]
+    ['max_pool', 'relu']
+    """
+    readers, position = {}, {}
+    for i, node in enumerate(program.nodes):
+        position[id(node)] = i
+        for v in node.inputs:
+            readers.setdefault(v.id, []).append(node)
+    results = _results(program)
+    for pool in [n for n in program.nodes if n.op.name == "max_pool"]:
+        y, (p, idx, *aux) = pool.inputs[0], pool.outputs  # (aux: the rule's indices, if any)
+        relu = y.source if y.kind == NODE else None
+        if relu is None or relu.op.name != "relu" or len(relu.outputs) != 1 or \
+                idx.id in readers or {y.id, idx.id} & results or len(aux) > 1 or \
+                not _windows_inside(pool.attrs, y.shape):
+            continue
+        aux = aux[0] if aux else idx
+        pairs = []  # (max_pool_backward, the relu_grad that alone reads its output)
+        for pool_grad in readers.get(aux.id, ()):
+            after = readers.get(pool_grad.outputs[0].id, ())
+            if pool_grad.op.name == "max_pool_backward" and len(after) == 1 and \
+                    after[0].op.name == "relu_grad" and \
+                    after[0].inputs == [y, pool_grad.outputs[0]] and \
+                    pool_grad.inputs[1] is aux and pool_grad.outputs[0].id not in results:
+                pairs.append((pool_grad, after[0]))
+        if len(pairs) != len(readers.get(aux.id, ())) or \
+                len(readers[y.id]) != 1 + len(pairs):
+            continue
+        pooled = _new_value(program, p, pool)
+        pool.inputs, pool.outputs = relu.inputs, [pooled] + pool.outputs[1:]
+        relu.inputs, relu.outputs, p.source = [pooled], [p], relu
+        _swap(program, position, pool, relu)
+        for pool_grad, relu_grad in pairs:
+            dx, grad = relu_grad.outputs[0], _new_value(program, p, relu_grad)
+            relu_grad.inputs, relu_grad.outputs = [p, pool_grad.inputs[0]], [grad]
+            pool_grad.inputs, pool_grad.outputs, dx.source = [grad, aux], [dx], pool_grad
+            _swap(program, position, relu_grad, pool_grad)
+    return program
+
+
+def _windows_inside(attrs, shape):
+    """Whether every window of a max_pool reads input only: a window over padding alone
+    pools -inf, which relu would turn into 0 after pooling."""
+    return not any(attrs["padding"]) and all(
+        (o - 1) * s + (k - 1) * d + 1 <= n for o, s, k, d, n in zip(
+            attrs["out_shape"], attrs["stride"], attrs["ksize"], attrs["dilation"], shape[2:]))
+
+
+def _new_value(program, like, source):
+    value = Value(len(program.values), NODE, like.shape, like.dtype, source)
+    program.values.append(value)
+    return value
+
+
+def _swap(program, position, a, b):
+    """Exchange two nodes' places in the program (their `position` entries too)."""
+    i, j = position[id(a)], position[id(b)]
+    program.nodes[i], program.nodes[j] = b, a
+    position[id(a)], position[id(b)] = j, i
+
+
 # ---- dead code and liveness ----------------------------------------------------------------
 def eliminate_dead_code(program):
     """Keep only the nodes some result depends on (walking back from the results), and random
@@ -356,8 +432,8 @@ def annotate_liveness(program):
 
 
 PIPELINE = (simplify_algebra, eliminate_common_subexpressions, fold_constants,
-            recompute_checkpoints, eliminate_dead_code, fuse_elementwise, place_updates,
-            annotate_liveness)
+            recompute_checkpoints, eliminate_dead_code, pool_before_relu, fuse_elementwise,
+            place_updates, annotate_liveness)
 
 
 def optimize(program, log=None):
