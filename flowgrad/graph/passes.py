@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from ..ops.pool import _max_pool as _MAX_POOL
 from ..random import Generator
 from .checkpointing import recompute_checkpoints
 from .fusion import fuse_elementwise
@@ -320,13 +321,16 @@ def pool_before_relu(program):
     >>> [n.op.name for n in pool_before_relu(p).nodes]
     ['max_pool', 'relu']
     """
+    pools = [n for n in program.nodes if n.op is _MAX_POOL]
+    if not pools:  # (most programs: one scan, no reader lists)
+        return program
     readers, position = {}, {}
     for i, node in enumerate(program.nodes):
         position[id(node)] = i
         for v in node.inputs:
             readers.setdefault(v.id, []).append(node)
     results = _results(program)
-    for pool in [n for n in program.nodes if n.op.name == "max_pool"]:
+    for pool in pools:
         y, (p, idx, *aux) = pool.inputs[0], pool.outputs  # (aux: the rule's indices, if any)
         relu = y.source if y.kind == NODE else None
         if relu is None or relu.op.name != "relu" or len(relu.outputs) != 1 or \
