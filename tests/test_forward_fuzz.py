@@ -22,8 +22,6 @@ _MULTI_OUTPUT = ("an output of split/unbind/chunk written in place under no_grad
                  "raises when its tangent is read afterwards; flowgrad reads it")
 _TORCH_REFUSES = ("a setitem whose value overlaps the tensor written: torch refuses it; "
                   "flowgrad reads the whole value first")
-_EXPANDED_INDEX = ("an advanced-index write into an expanded view of a dual (deprecated in "
-                   "torch): flowgrad's setitem leaves the base's tangent")
 KNOWN_DIFFERENCES = {
     **dict.fromkeys([84, 372], _OVERLAP),
     **dict.fromkeys([224, 270], _MULTI_OUTPUT),
@@ -35,7 +33,6 @@ SLOW_KNOWN = {
                      1963, 2121, 2180, 2194, 2313, 2435, 2475, 2539, 2600, 2655, 2719, 2780,
                      2875, 2928], _MULTI_OUTPUT),
     **dict.fromkeys([422, 1749], _TORCH_REFUSES),
-    442: _EXPANDED_INDEX,
 }
 
 
@@ -118,3 +115,53 @@ def test_make_dual_of_a_requires_grad_leaf_keeps_requires_grad_under_no_grad_wri
         if m is torch:
             want = got
     assert got == want
+
+
+def _rows(m, fw, dual_value=True):
+    """make_dual over a plain (1, 3) primal, its (2, 3) expand, and a (3,) value (dual or
+    not)."""
+    x = fw.make_dual(m.tensor([[-1.0, 2.0, 3.0]], dtype=m.float64),
+                     m.tensor([[1.0, 2.0, 3.0]], dtype=m.float64))
+    y = m.tensor([10.0, 11.0, 12.0], dtype=m.float64)
+    if dual_value:
+        y = fw.make_dual(y, m.tensor([5.0, 6.0, 7.0], dtype=m.float64))
+    return x, x.expand(2, 3), y
+
+
+def _mask(m):
+    return m.tensor([[True, False, True], [False, True, False]])
+
+
+# writes into an expand of make_dual's result (torch: deprecated, computed): before, the
+# advanced-index and mask writes went to the plain primal under the dual, and left the
+# dual's tangent alone; index_put_ refused; a mask differing between the elements sharing a
+# location (masked_fill_) was written into the tangent where the values changed
+EXPANDED_WRITES = {
+    "index, a number": lambda m, x, e, y: e.__setitem__([0], 2.0),
+    "index, a dual": lambda m, x, e, y: e.__setitem__([1, 0], m.stack([y, y * 2])),
+    "index of the last dim": lambda m, x, e, y: e.__setitem__(
+        (slice(None), [2, 0]), y[:2]),
+    "mask, a number": lambda m, x, e, y: e.__setitem__(e > 0, 2.0),
+    "mask, a dual": lambda m, x, e, y: e.__setitem__(_mask(m), y),
+    "masked_fill_, a mask per element": lambda m, x, e, y: e.masked_fill_(_mask(m), y[1]),
+    "index_put_": lambda m, x, e, y: e.index_put_(
+        (m.tensor([0, 1, 1]), m.tensor([2, 0, 2])), y),
+    "index_put_, accumulate": lambda m, x, e, y: e.index_put_(
+        (m.tensor([0, 1]),), y, accumulate=True),
+    "index_put_ of the dual value's number": lambda m, x, e, y: e.index_put_(
+        (m.tensor([1]),), y[0]),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Use of .* on expanded tensors is deprecated")
+@pytest.mark.parametrize("dual_value", [True, False])
+@pytest.mark.parametrize("name", sorted(EXPANDED_WRITES))
+def test_index_write_into_an_expanded_dual_matches_torch(name, dual_value):
+    def run(m):
+        fw = m.autograd.forward_ad
+        with fw.dual_level():
+            x, e, y = _rows(m, fw, dual_value)
+            EXPANDED_WRITES[name](m, x, e, y)
+            return [(p.tolist(), None if t is None else t.tolist())
+                    for p, t in (fw.unpack_dual(x), fw.unpack_dual(e))]
+    assert run(flow) == run(torch)

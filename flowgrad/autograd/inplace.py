@@ -247,7 +247,7 @@ def _adopt_saved_outputs(result, target):
 
 # in-place ops that torch lets write through an expanded (self-overlapping) view; setitem
 # checks the region it writes itself
-_OVERLAP_OK = frozenset(("fill_", "zero_", "masked_fill_", "setitem"))
+_OVERLAP_OK = frozenset(("fill_", "zero_", "masked_fill_", "setitem", "index_put_"))
 
 
 def self_overlapping(data):

@@ -20,13 +20,19 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from ..autograd.inplace import run_inplace
+from ..autograd.inplace import (
+    check_inplace,
+    memory_of,
+    run_inplace,
+    self_overlapping,
+    warn_expanded_write,
+)
 from ..device import array_module
 from ..errors import INT_INDEX_DTYPES, check_same_dtype, checked_number, fill_scalar
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
 from .halfprec import HALF, in_float32
-from .index import _index, masked_fill, parse_index
+from .index import _index, masked_fill, parse_index, write_elements
 from .registry import op
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_reduce",
@@ -478,6 +484,16 @@ def index_fill(input, dim, index, value):
 def index_put(input, indices, values, accumulate=False):
     """input with `values` at `input[indices]` (a tuple of index tensors), summed when
     accumulate=True."""
+    flat, values, _, _ = _put_args(input, indices, values)
+    written = _put_flat(values, flat, shape=input._data.shape, accumulate=accumulate)
+    if accumulate:
+        return input + written
+    return where(_flat_mask(flat, shape=input._data.shape), written, input)
+
+
+def _put_args(input, indices, values):
+    """index_put's arguments checked: the flat positions written, the values (a tensor of
+    input's dtype), the index's spec and arrays."""
     xp = array_module(input._data)
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put(): argument 'indices' must be a tuple of Tensors, not "
@@ -499,10 +515,7 @@ def index_put(input, indices, values, accumulate=False):
         raise RuntimeError(f"index_put(): shape mismatch: value tensor of shape "
                            f"{list(values.shape)} cannot be broadcast to indexing result of "
                            f"shape {list(fshape)}") from None
-    written = _put_flat(values, flat, shape=input._data.shape, accumulate=accumulate)
-    if accumulate:
-        return input + written
-    return where(_flat_mask(flat, shape=input._data.shape), written, input)
+    return flat, values, spec, arrays
 
 
 # ---- masks --------------------------------------------------------------------------------------
@@ -589,10 +602,22 @@ def _inplace(name, fn):
     return method
 
 
+def _index_put_(self, indices, values, accumulate=False):
+    if self._view is not None and self_overlapping(memory_of(self)):
+        # an expand: torch writes each memory location once, with a warning
+        _, values, spec, arrays = _put_args(self, indices, values)
+        warn_expanded_write(self._data, "index_put_", "tensor[indices] = tensor")
+        check_inplace("index_put_", self)
+        write_elements(self, spec, arrays, values, bool(accumulate), name="index_put_")
+        return self
+    return run_inplace("index_put_", index_put, self, indices, values, accumulate)
+
+
+Tensor.index_put_ = _index_put_
 for _name, _fn in (("scatter_", scatter), ("scatter_add_", scatter_add),
                    ("scatter_reduce_", scatter_reduce), ("index_add_", index_add),
                    ("index_copy_", index_copy), ("index_fill_", index_fill),
                    ("index_reduce_", index_reduce),
-                   ("index_put_", index_put), ("masked_scatter_", masked_scatter),
+                   ("masked_scatter_", masked_scatter),
                    ("put_", put)):
     setattr(Tensor, _name, _inplace(_name, _fn))

@@ -358,7 +358,7 @@ def setitem(x, index, value):
         if x._view is not None and self_overlapping(memory_of(x)):  # (vmap's examples)
             check_inplace("setitem", x)  # (the write goes to the base, maybe to no element)
             if advanced:
-                _write_base_elements(x, spec, arrays, value)
+                write_elements(x, spec, arrays, value)
             else:  # write the region it selects (torch's x[i] = v is x[i].copy_(v))
                 _getitem(x, index=spec).copy_(value)
             return
@@ -384,26 +384,84 @@ def setitem(x, index, value):
     bump_version(x)
 
 
-def _write_base_elements(x, spec, arrays, value):
-    """x[idx] = value for an expand x whose elements share memory, addressed to the elements
-    of its base instead, so that each memory location is written, and differentiated, once."""
-    xp = array_module(x._data)
+def _base_positions(x):
+    """The flat position in x's root base of each element of x (a view): an int array of
+    x's shape, its repeats the elements that share memory."""
     info = x._view
-    base = info.base
-    positions = xp.arange(base._data.size).reshape(base._data.shape)
+    base = info.base._data
+    positions = array_module(x._data).arange(base.size).reshape(base.shape)
     for view_op, attrs, index in info.chain:
         positions = view_op.kernel(np, positions, **attrs)
         if index is not None:
             positions = positions[index]
+    return positions
+
+
+def write_elements(x, spec, arrays, value, accumulate=False, name="setitem"):
+    """x[idx] = value (or += value) for an expand x whose elements share memory, as torch's
+    index_put_ writes it: each memory location once, in index order (the last write to a
+    location wins). Recorded, it goes to the elements of the root base; else through x
+    itself, as any write through a view (so a forward-AD level updates x's tangent too, a
+    view's over a plain base included: make_dual's)."""
+    if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad):
+        _write_base_elements(x, spec, arrays, value, accumulate)
+        return
+    positions = _base_positions(x)
+    size = x._view.base._data.size
+    mask = arrays[0] if len(arrays) == 1 and spec == (ARRAY,) and \
+        arrays[0]._data.dtype == np.bool_ and arrays[0]._data.shape == x._data.shape else None
+
+    def consistent(src):
+        # the written values of x, the same in every element sharing a location: those of
+        # its location's last write (or src plus all writes to it): the write through x
+        # then writes each location once, its tangent alike
+        pos = Tensor._wrap(positions)
+        if mask is not None and value._data.size == 1 and not accumulate:
+            # (by mask, not by the positions it selects: a batched mask has no one count)
+            hits = _index_backward(mask.to(_dt.int64), pos, shape=(size,), spec=(ARRAY,))
+            return value.reshape(()).where(_index(hits, pos, spec=(ARRAY,)) > 0, src)
+        flat = _index(pos, *arrays, spec=spec)
+        values = _fit_value(value, tuple(flat.shape)).reshape(-1)
+        flat = flat.reshape(-1)
+        if accumulate:
+            sums = _index_backward(values, flat, shape=(size,), spec=(ARRAY,))
+            return src + _index(sums, pos, spec=(ARRAY,))
+        hits = _index_backward(flat.new_ones(()).expand(flat.shape), flat, shape=(size,),
+                               spec=(ARRAY,))
+        last = _setitem(src.new_zeros(size), values, flat, spec=(ARRAY,))
+        return _index(last, pos, spec=(ARRAY,)).where(_index(hits, pos, spec=(ARRAY,)) > 0, src)
+    inplace_update(name, x, consistent, value.requires_grad)
+
+
+def _fit_value(value, shape):
+    """value broadcast to the shape of the elements it is written into (torch drops its
+    leading size-1 dims)."""
+    if tuple(value.shape) != shape:
+        value = value.reshape(tuple(value.shape)[-len(shape):] if shape else ())
+        value = value.expand(shape)
+    return value
+
+
+def _write_base_elements(x, spec, arrays, value, accumulate=False):
+    """x[idx] = value for an expand x whose elements share memory, addressed to the elements
+    of its base instead, so that each memory location is written, and differentiated, once."""
+    xp = array_module(x._data)
+    base = x._view.base
+    positions = _base_positions(x)
     positions = positions[build_index(np, spec, [a._data for a in arrays], x._data.shape)]
-    if value._data.shape != positions.shape:
-        value = value.reshape(value._data.shape[-positions.ndim:] if positions.ndim else ())
-        value = value.expand(positions.shape)
+    value = _fit_value(value, positions.shape)
     if base._data.ndim == 0:  # every position is the one element: the last write wins
         if positions.size:
-            setitem(base, (), value.reshape(-1)[-1])
+            if accumulate:
+                base.add_(value.sum())
+            else:
+                setitem(base, (), value.reshape(-1)[-1])
         return
-    setitem(base, xp.unravel_index(positions, base._data.shape), value)
+    where = xp.unravel_index(positions, base._data.shape)
+    if accumulate:
+        base.index_put_(tuple(Tensor._wrap(w) for w in where), value, accumulate=True)
+    else:
+        setitem(base, where, value)
 
 
 def _selects_a_view(data, spec, arrays):
@@ -546,6 +604,13 @@ def masked_fill(input, mask, value):
     >>> x.masked_fill(x < 0, 0.0)
     tensor([1., 0., 3.])
     """
+    value = _fill_value(input, mask, value)
+    # (Tensor.where: elementwise.py builds on this module); contiguous, as torch's clone first
+    return value.where(mask, input).contiguous()
+
+
+def _fill_value(input, mask, value):
+    """masked_fill's value as a 0-d tensor of input's dtype, the mask and value checked."""
     xp = array_module(input._data)
     if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
@@ -560,8 +625,7 @@ def masked_fill(input, mask, value):
         check_number("masked_fill", value)
         value = Tensor._wrap(xp.asarray(fill_scalar("masked_fill", value, input._data.dtype),
                                         input._data.dtype))
-    # (Tensor.where: elementwise.py builds on this module); contiguous, as torch's clone first
-    return value.where(mask, input).contiguous()
+    return value
 
 
 @tensor_method()
@@ -577,6 +641,13 @@ def _masked_fill_(self, mask, value):
         setitem(self, mask.expand(self._data.shape), value)  # element by element of the base
         return self
     warn_expanded_write(self._data, "masked_fill_", "tensor[mask] = scalar")
+    if _interpreter.current is not _interpreter.AutogradInterpreter and \
+            self._view is not None and self_overlapping(memory_of(self)):
+        # an expand, under an interpreter (a forward-AD level's tangent, vmap's examples): a
+        # mask that differs between elements sharing a location still writes it once
+        value = _fill_value(self, mask, value)
+        write_elements(self, (ARRAY,), (mask.expand(self._data.shape),), value, name="masked_fill_")
+        return self
     return run_inplace("masked_fill_", masked_fill, self, mask, value)
 
 
