@@ -88,7 +88,18 @@ PROGRAMS = {
         _dual(m, fw)),
     "zero_ of a non-view": lambda m, fw: [(_dual(m, fw) * 1).zero_()],
     "no_grad write keeps the tangent": lambda m, fw: _under_no_grad(m, _dual(m, fw) * 1),
+    # a view of a plain tensor made before a dual value is written into it: an op reading the
+    # view sees its tangent (before, only unpack_dual did: the op's result had none; vmap
+    # fuzz's jvp seed 1624)
+    "a view's tangent from a dual written after": lambda m, fw: _view_made_before(m, fw),
 }
+
+
+def _view_made_before(m, fw):
+    b = m.zeros(3, dtype=m.float64)
+    v, w = b[1:], b.reshape(3, 1)
+    b[...] += _dual(m, fw)
+    return [v * 2, w.sin(), m.ones(2, dtype=m.float64).add_(v)]
 
 
 def _under_no_grad(m, y):

@@ -54,9 +54,6 @@ GRAD_SLOW_KNOWN = {
 }
 
 
-_PLAIN_BASE = ("a dual value written into a .data/detach() tensor whose view was read before "
-               "and written after: torch's later sum sees the view's tangent, flowgrad's is "
-               "zero. A flowgrad gap, open")
 JVP_KNOWN = {**dict.fromkeys([29, 226, 264], _SAME_ELEMENTS), 21: _TORCH_OVERLAP}
 JVP_SLOW_KNOWN = {
     **dict.fromkeys([472, 606, 675, 704, 1254, 1282, 1496, 1508, 1607, 1633, 1691, 1699, 1967,
@@ -64,7 +61,6 @@ JVP_SLOW_KNOWN = {
     **dict.fromkeys([947, 1214, 1293, 1329, 1348, 1372, 1376, 1392, 1487, 1534, 1550, 1648,
                      1714, 1752, 1780, 1812, 1886, 1953, 2131, 2284, 2285, 2333, 2340, 2359,
                      2383, 2923], _OVERLAP),
-    1624: _PLAIN_BASE,
     2506: _SAME_ELEMENTS,
     505: _LAYOUT,
 }

@@ -14,7 +14,8 @@ tangent comes from the op's forward rule, run one level down as well (so an oute
 differentiates the rule: forward over forward). The rule is the op's row in `JVP_RULES`
 (filled by flowgrad/ops/jvp_rules.py) when one is written, else it is derived from the
 op's reverse rule: the VJP u -> J^T u is linear in u, so differentiating <J^T u, t> with
-respect to u gives J t (the double-vjp trick). Ops with no dual input cost one dict lookup.
+respect to u gives J t (the double-vjp trick). Ops with no dual input cost a dict lookup or
+two (a view: its base's).
 """
 from __future__ import annotations
 
@@ -104,15 +105,28 @@ class ForwardLevel:
             return
         table[key] = (weakref.ref(store, lambda _, key=key: table.pop(key, None)), tangent)
 
-    def apply(self, op, inputs, attrs):
+    def _reads_dual(self, inputs):
+        """Whether an input has a tangent: one of its own, or one its view of a dual base
+        makes when first read (a view made before a dual value was written into its base)."""
         table = self.tangents
-        if not table or not any(id(_key(t)) in table for t in inputs):
+        if not table:
+            return False
+        for t in inputs:
+            if id(_key(t)) in table:
+                return True
+            view = t._view
+            if view is not None and id(_key(view.base)) in table and \
+                    id(t._data) not in self.plain:
+                return True
+        return False
+
+    def apply(self, op, inputs, attrs):
+        if not self._reads_dual(inputs):
             return self.inner.apply(op, inputs, attrs)
         return pack(op, self.apply_full(op, inputs, attrs)[0])
 
     def apply_full(self, op, inputs, attrs):
-        table = self.tangents
-        if not table or not any(id(_key(t)) in table for t in inputs):
+        if not self._reads_dual(inputs):
             return apply_full(self.inner, op, inputs, attrs)
         outs, aux = apply_full(self.inner, op, inputs, attrs)
         tans = [self.tangent(t) for t in inputs]
