@@ -91,20 +91,43 @@ JOG_SLOW_KNOWN = {
                      2804, 2821, 2833, 2929], _REQUIRES_GRAD),
     1859: _SPLIT_AFTER_DETACH,
 }
+_SAVED_WRITE = ("a tensor saved for backward, written in place later inside vmap(grad): "
+                "torch's version check raises at backward; flowgrad's under vmap does not (as "
+                "the grad mode's 986, 1539, 2530; without vmap it does). A flowgrad gap, open")
+# the hvp and jvp_of_grad programs under vmap: vmap(grad(grad)) and vmap(jvp(grad)); before,
+# .data and detach_() there stripped every level (the outer derivative missed the path
+# through them). `make test` runs seeds that differed then (one of each kind of program)
+VMAP_HVP_SEEDS = (83, 143, 724, 1823)
+VHVP_SLOW_KNOWN = {
+    **dict.fromkeys([180, 603, 634, 737, 1147, 1217, 1546, 1797, 1874, 2126, 2258, 2462],
+                    _GRAD_WRITE),
+    **dict.fromkeys([986, 1539, 2530], _SAVED_WRITE),
+    1714: _OVERLAP,
+    2317: _TORCH_OVERLAP,
+}
+VJOG_SLOW_KNOWN = {
+    226: _SAME_ELEMENTS,
+    **dict.fromkeys([986, 1539, 2530], _SAVED_WRITE),
+    1714: _OVERLAP,
+    1859: _SPLIT_AFTER_DETACH,
+    2317: _TORCH_OVERLAP,
+}
 # mode -> (its check, the seeds `make test` runs, their known differences, those of the
-# slow run's seeds): the vmapped programs' tensors, their per-example gradients (vmap of
-# grad: before, a write through a batched view was missing from the gradient) and their
-# tangents (vmap of jvp, jacfwd's order: before, a write through a batched view left the
-# tangent alone), grad of grad without vmap (a Hessian-vector product: before, a view read
-# after a no_grad write skipped the inner input; x.data and detach_() cut the outer grad),
-# and jvp of grad without vmap (the same product forward-over-reverse: before, x.data and
-# detach_() dropped the jvp level's tangent)
+# slow run's seeds, the rest of 0..2999): the vmapped programs' tensors, their per-example
+# gradients (vmap of grad: before, a write through a batched view was missing from the
+# gradient) and their tangents (vmap of jvp, jacfwd's order: before, a write through a
+# batched view left the tangent alone), grad of grad without vmap (a Hessian-vector product:
+# before, a view read after a no_grad write skipped the inner input; x.data and detach_()
+# cut the outer grad), jvp of grad without vmap (the same product forward-over-reverse:
+# before, x.data and detach_() dropped the jvp level's tangent), and those two under vmap
 MODES = {
     "values": (vf.check, range(400), KNOWN_DIFFERENCES, SLOW_KNOWN),
     "grad": (vf.check_grad, range(300), GRAD_KNOWN, GRAD_SLOW_KNOWN),
     "jvp": (vf.check_jvp, range(300), JVP_KNOWN, JVP_SLOW_KNOWN),
     "hvp": (vf.check_hvp, range(300), HVP_KNOWN, HVP_SLOW_KNOWN),
     "jvp_of_grad": (vf.check_jvp_of_grad, range(300), JOG_KNOWN, JOG_SLOW_KNOWN),
+    "vmap_hvp": (vf.check_vmap_hvp, VMAP_HVP_SEEDS, {}, VHVP_SLOW_KNOWN),
+    "vmap_jvp_of_grad": (vf.check_vmap_jvp_of_grad, VMAP_HVP_SEEDS, {}, VJOG_SLOW_KNOWN),
 }
 
 
@@ -125,7 +148,7 @@ def test_known_differences_still_differ(mode, seed):
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_many_vmapped_programs_match_torch(mode):
     check, seeds, _, known = MODES[mode]
-    fuzz_common.assert_seeds_agree(check, range(seeds.stop, 3000), known)
+    fuzz_common.assert_seeds_agree(check, [s for s in range(3000) if s not in seeds], known)
 
 
 def _in_place_under_vmap(m):
@@ -300,3 +323,45 @@ def _expanded_writes_under_vmap_of_jvp(m):
 @pytest.mark.filterwarnings("ignore:Use of .* on expanded tensors is deprecated")
 def test_writes_into_an_expand_under_vmap_of_jvp_match_torch():
     assert _expanded_writes_under_vmap_of_jvp(flow) == _expanded_writes_under_vmap_of_jvp(torch)
+
+
+def _under(m, nest, variant):
+    """f reading x.data (or detach_()-ing a tensor computed from x) under the transforms
+    `nest`, outermost first: V vmap, G grad of a weighted sum, J jvp, A autograd.grad around
+    them all; x is a batch of two rows per V."""
+    def f(x):
+        if variant == "data":
+            d = x.data
+        else:
+            d = x * 2.0
+            d.detach_()
+        return m.sin(3 * x) * d + x ** 3 + d * d * x
+
+    def weights(shape, lo, hi):
+        n = int(np.prod(shape))
+        return m.tensor(np.linspace(lo, hi, n).reshape(tuple(shape)), dtype=m.float64)
+
+    def grad_of(h):
+        return m.func.grad(lambda a: (h(a) * weights(a.shape, 0.5, 1.5)).sum())
+
+    def jvp_of(h):
+        return lambda a: m.func.jvp(h, (a,), (weights(a.shape, -1.0, 0.7),))[1]
+    h = f
+    for t in reversed(nest.lstrip("A")):
+        h = {"G": grad_of, "J": jvp_of, "V": m.func.vmap}[t](h)
+    x = weights((2,) * nest.count("V") + (3,), 0.1, 0.9)
+    if not nest.startswith("A"):
+        return h(x).tolist()
+    x.requires_grad_()
+    out = h(x)
+    return m.autograd.grad((out * weights(out.shape, 0.2, 1.1)).sum(), x)[0].tolist()
+
+
+@pytest.mark.parametrize("variant", ["data", "detach_"])
+@pytest.mark.parametrize("nest", ["VGG", "VGJ", "VJG", "VJJ", "VVGG", "VGVJ", "GVJ", "JVJ",
+                                  "JVG", "AVJ", "AJVJ", "VG", "VJ"])
+def test_data_and_detach__under_vmap_strip_the_inner_level_as_torch(nest, variant):
+    # under vmap, .data and detach_() stripped every level: vmap(grad(grad(f))), jvp(vmap(
+    # jvp(f))) and the like missed the outer derivative through them (vmap(grad(f)) was right)
+    np.testing.assert_allclose(_under(flow, nest, variant), _under(torch, nest, variant),
+                               rtol=1e-12)

@@ -8,11 +8,13 @@ agree on raise / no-raise of the whole call and on every returned tensor's shape
 `check_grad` vmaps func.grad of a loss over those tensors instead: per-example gradients
 through the program's views and in-place writes; `check_jvp` vmaps func.jvp (jacfwd's order):
 their tangents; `check_hvp` (no vmap) takes grad of grad, a Hessian-vector product, and
-`check_jvp_of_grad` (no vmap) jvp of grad, the same product in forward-over-reverse.
+`check_jvp_of_grad` (no vmap) jvp of grad, the same product in forward-over-reverse;
+`check_vmap_hvp` and `check_vmap_jvp_of_grad` vmap those two over the batch.
 A difference is reported at the shortest prefix of the program that shows it.
 
     .venv/bin/python tests/vmap_fuzz.py --seeds 0:2000      # summary + first differences
     .venv/bin/python tests/vmap_fuzz.py --show 17           # one program and its verdict
+    .venv/bin/python tests/vmap_fuzz.py --mode vmap_hvp --seeds 0:500   # another check
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ import torch
 import flowgrad as flow
 
 BATCH = 3
+_PER_LEAF = ("grad", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad")  # labels d<leaf>
 BUILDERS = [(4, pf.b_leaf), (30, pf.b_view), (33, pf.b_inplace), (16, pf.b_op)]
 
 
@@ -113,8 +116,9 @@ def run(m, program, upto, batches, grad=False):
     fn = step
     if grad == "grad":
         fn = m.func.grad(loss, argnums=tuple(range(len(args))))
-    elif grad in ("jvp", "hvp", "jvp_of_grad"):
-        fn = {"jvp": tangents, "hvp": hessian_vector, "jvp_of_grad": grad_tangents}[grad]
+    elif grad in ("jvp", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad"):
+        fn = {"jvp": tangents, "hvp": hessian_vector, "jvp_of_grad": grad_tangents,
+              "vmap_hvp": hessian_vector, "vmap_jvp_of_grad": grad_tangents}[grad]
         args += [m.tensor(np.cos(3 * batches[n]), dtype=m.float64) for n in leaves]
     plain = grad in ("hvp", "jvp_of_grad")
     if plain:  # (no vmap: the first example)
@@ -127,8 +131,7 @@ def run(m, program, upto, batches, grad=False):
             return None, e
         finally:
             pf._reset_modes()
-    labels = [f"d{n}" for n in leaves] if grad in ("grad", "hvp", "jvp_of_grad") \
-        else step.bound
+    labels = [f"d{n}" for n in leaves] if grad in _PER_LEAF else step.bound
     return list(zip(labels, (np.asarray(t.detach().numpy()) for t in out))), None
 
 
@@ -167,14 +170,16 @@ def check(seed, grad=False):
             lo = mid
         else:
             hi, found = mid, d
-    if grad in ("jvp", "jvp_of_grad") and found[0] == "values" and \
+    if grad in ("jvp", "jvp_of_grad", "vmap_jvp_of_grad") and found[0] == "values" and \
             forward_fuzz.aliased_write(program, hi - 1):
         return None  # (torch's tangent there is not the derivative: TORCH_ALIASED)
     program.steps = program.steps[:hi]
     what = {"grad": "the per-example gradients (vmap of grad) of sum(sin(t) * c) over its "
                     "tensors", "jvp": "the tangents of its tensors (vmap of jvp)",
             "hvp": "grad(grad) of that loss against cos(3 x), example 0, not vmapped",
-            "jvp_of_grad": "jvp(grad) of that loss along cos(3 x), example 0, not vmapped"}.get(
+            "jvp_of_grad": "jvp(grad) of that loss along cos(3 x), example 0, not vmapped",
+            "vmap_hvp": "grad(grad) of that loss against cos(3 x), vmapped",
+            "vmap_jvp_of_grad": "jvp(grad) of that loss along cos(3 x), vmapped"}.get(
         grad, "its tensors")
     return f"{found[0]}: {found[1]}\n" + program.source(mark=hi - 1, note=found[0]).replace(
         pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}: {what}")
@@ -196,5 +201,24 @@ def check_jvp_of_grad(seed):
     return check(seed, grad="jvp_of_grad")
 
 
+def check_vmap_hvp(seed):
+    return check(seed, grad="vmap_hvp")
+
+
+def check_vmap_jvp_of_grad(seed):
+    return check(seed, grad="vmap_jvp_of_grad")
+
+
+CHECKS = {"values": check, "grad": check_grad, "jvp": check_jvp, "hvp": check_hvp,
+          "jvp_of_grad": check_jvp_of_grad, "vmap_hvp": check_vmap_hvp,
+          "vmap_jvp_of_grad": check_vmap_jvp_of_grad}
+
+
 if __name__ == "__main__":
-    sys.exit(fuzz_common.report_main(__doc__, lambda seed: generate(seed).source(), check))
+    mode = "values"
+    if "--mode" in sys.argv:  # (the other options are fuzz_common's)
+        i = sys.argv.index("--mode")
+        mode = sys.argv[i + 1]
+        del sys.argv[i:i + 2]
+    sys.exit(fuzz_common.report_main(__doc__, lambda seed: generate(seed).source(),
+                                     CHECKS[mode]))

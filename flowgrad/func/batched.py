@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import interpreter as _interpreter
+from ..autograd import levels as _levels
 from ..autograd.meta import VersionCounter
 from ..tensor import Tensor
 
@@ -151,6 +152,8 @@ class BatchedTensor(Tensor):
         if self._innermost():  # (inside vmap(grad(f)) or vmap(jvp(f)), torch allows it)
             raise RuntimeError("accessing `data` under vmap transform is not allowed: use "
                                "detach() (torch's functorch refuses .data too)")
+        if _levels.TRANSFORMS:  # (the innermost transform stripped: levels.data_of)
+            return _levels.data_of(self)
         return wrap(self._phys.data, self._level)
 
     def _innermost(self):

@@ -16,7 +16,6 @@ from ..autograd.function import Function
 from ..autograd.inplace import TRANSFORM_INPUTS
 from ..autograd.levels import (
     TRANSFORMS,
-    VMAP_STACK,
     ReverseLevel,
     computing,
     entered,
@@ -25,7 +24,7 @@ from ..autograd.levels import (
 from ..return_types import sequence_of
 from ..tensor import Tensor
 from .batched import BatchedTensor, wrap
-from .vmap import vmap
+from .vmap import VmapLevel, vmap
 
 
 def _flatten(tree):
@@ -71,7 +70,7 @@ class _DataOf(Function):
     @staticmethod
     def forward(ctx, x, depth):
         ctx.depth = depth
-        return Tensor._wrap(x._data.view())
+        return _alias(x)
 
     @staticmethod
     def backward(ctx, dy):
@@ -79,25 +78,56 @@ class _DataOf(Function):
         return (None if running is not None and running.depth >= ctx.depth else dy), None
 
 
-def _outer_graph(x):
-    """Whether x keeps a graph for the levels outside the innermost transform once that
-    one is stripped: it requires grad, and an outer reverse level (or autograd around the
-    transforms) differentiates through the innermost one."""
+def _alias(x):
+    """x's storage in new array objects at every vmap level (no level's tangent or graph)."""
+    if type(x) is BatchedTensor:
+        return wrap(_alias(x._phys), x._level)
+    return Tensor._wrap(x._data.view())
+
+
+def _physical(x):
+    """Whether autograd sees the batched x through its physical tensor (it shares its
+    meta: no reverse transform inside x's vmap level records on the per-example tensors)."""
+    return type(x) is BatchedTensor and (x._meta is None or x._meta is x._phys._meta)
+
+
+def _outer_graph():
+    """Whether the levels outside the innermost transform may keep a graph through it once
+    that one is stripped: an outer reverse level (or autograd around the transforms)
+    differentiates through the innermost one, and autograd records (on the per-example
+    tensors of the vmap levels a func.grad runs in, or on the physical ones)."""
     inner = TRANSFORMS[-1]
     interp = _interpreter.current
-    while isinstance(interp, forward_ad.ForwardLevel):
+    while isinstance(interp, (forward_ad.ForwardLevel, VmapLevel)):
         interp = interp.inner
-    if VMAP_STACK or interp is not _interpreter.AutogradInterpreter:
-        return False  # (vmap: the plain behaviour)
-    return x.requires_grad and grad_mode.is_grad_enabled() and (
+    if interp is not _interpreter.AutogradInterpreter:
+        return False
+    return grad_mode.is_grad_enabled() and (
         not isinstance(inner, ReverseLevel) or inner.keep
         or any(isinstance(lv, ReverseLevel) for lv in TRANSFORMS[:-1]))
 
 
-def _strip_inner(x):
-    """x as the levels outside the innermost transform see it (the identity, _DataOf)."""
+def _strip_inner(x, graph):
+    """x as the levels outside the innermost transform see it: an alias of its storage with
+    the graph (when `graph`: a _DataOf node on the tensor autograd records x with, the
+    per-example or the physical one), without tangents."""
+    if _physical(x):
+        phys = _strip_inner(x._phys, graph)
+        y = wrap(phys, x._level)
+        y._meta, y._grad_fn = phys._meta, phys._grad_fn
+        return y
+    if not (graph and x.requires_grad):
+        return _alias(x)
     with _interpreter.using_interpreter(_interpreter.AutogradInterpreter):
         return _DataOf.apply(x, len(TRANSFORMS) - 1)
+
+
+def _seen_by(x, level):
+    """x as the transform `level` sees it: past the vmap levels entered inside it."""
+    depth = next(i for i, lv in enumerate(TRANSFORMS) if lv is level)
+    while type(x) is BatchedTensor and any(lv is x._level for lv in TRANSFORMS[depth + 1:]):
+        x = x._phys
+    return x
 
 
 def _data_of(x):
@@ -105,31 +135,36 @@ def _data_of(x):
     same tensor of the level below: it strips the innermost transform alone, so an outer
     grad or jvp still differentiates through it (grad(grad(f)) and jvp(grad(f)) of an f
     reading x.data: vmap_fuzz's hvp seeds 1823, 2770), as does autograd around the transforms
-    (`detach()` strips every level, as torch's). Under vmap: the plain `.data` (a new array
-    object: no tangent, no graph)."""
-    if _outer_graph(x):
-        y = _strip_inner(x)
-        if x._meta in TRANSFORM_INPUTS:  # the outer level's input itself, in torch: a leaf
-            TRANSFORM_INPUTS.add(y._meta)  # to in-place writes
-    else:
-        y = Tensor._wrap(x._data.view())
-    if not VMAP_STACK:
-        for lv in TRANSFORMS[:-1]:
-            if isinstance(lv, forward_ad.ForwardLevel):
-                tangent = lv.tangent(x)
-                if tangent is not None:
-                    lv.set_tangent(y, tangent)
+    (`detach()` strips every level, as torch's), and the vmap levels keep their batching
+    (vmap(grad(grad(f))): before, .data there cut every level)."""
+    y = _strip_inner(x, _outer_graph())
+    if x._meta in TRANSFORM_INPUTS and y._meta is not None:  # the outer level's input
+        TRANSFORM_INPUTS.add(y._meta)  # itself, in torch: a leaf to in-place writes
+    for lv in TRANSFORMS[:-1]:
+        if isinstance(lv, forward_ad.ForwardLevel):
+            tangent = lv.tangent(_seen_by(x, lv))
+            if tangent is not None:
+                lv.set_tangent(_seen_by(y, lv), tangent)
     return y
+
+
+def _rebind(x, y):
+    """x takes y's history, at every vmap level autograd records x through."""
+    if _physical(x):
+        _rebind(x._phys, y._phys)
+    x._meta, x._grad_fn = y._meta, y._grad_fn
 
 
 def _detach_keeping_outer(x):
     """`x.detach_()` inside func transforms, as torch's: it strips the innermost transform
     alone (`levels.stripped` keeps the outer tangents); True when x kept a history for the
     outer levels (else detach_ makes it a leaf)."""
-    if x._meta in TRANSFORM_INPUTS or not _outer_graph(x):
+    if x._meta in TRANSFORM_INPUTS or not _outer_graph():
         return False  # (a transform's input itself stops requiring grad: its grad raises)
-    y = _strip_inner(x)
-    x._meta, x._grad_fn = y._meta, y._grad_fn
+    y = _strip_inner(x, True)
+    if not y.requires_grad:
+        return False
+    _rebind(x, y)
     return True
 
 
