@@ -407,7 +407,7 @@ class Tensor:
             raise RuntimeError(
                 f"Can't detach views in-place (this tensor of shape {tuple(self.shape)} is a "
                 f"view of another tensor). Use detach() instead")
-        for level in _levels.stripped(_FORWARD_LEVELS):  # its tangents go too, as torch's
+        for level in _levels.stripped(_FORWARD_LEVELS, self):  # its tangents go too, as torch's
             level.set_tangent(self, None)
         if _levels.TRANSFORMS and _levels.detach_keeping_outer(self):
             return self  # (inside transforms: the outer levels still differentiate it)

@@ -365,3 +365,26 @@ def test_data_and_detach__under_vmap_strip_the_inner_level_as_torch(nest, varian
     # jvp(f))) and the like missed the outer derivative through them (vmap(grad(f)) was right)
     np.testing.assert_allclose(_under(flow, nest, variant), _under(torch, nest, variant),
                                rtol=1e-12)
+
+
+def _closure_under_vmap(m, variant):
+    """w.data (or detach_() of w * 1) inside vmap, w from the grad around it: torch's strips
+    w's own level, the grad's (vmap does not lift a tensor it does not batch)."""
+    xs = m.tensor([[0.1, 0.4, 0.9], [-0.3, 0.2, 0.5]], dtype=m.float64)
+
+    def outer(w):
+        def f(x):
+            if variant == "data":
+                d = w.data
+            else:
+                d = w * 1.0
+                d.detach_()
+            return (x * d * w).sum()
+        return m.func.vmap(f)(xs).sum()
+    return m.func.grad(outer)(m.tensor([0.3, -0.2, 0.5], dtype=m.float64)).tolist()
+
+
+@pytest.mark.parametrize("variant", ["data", "detach_"])
+def test_data_and_detach__of_an_unbatched_tensor_inside_vmap_strip_its_level_as_torch(variant):
+    np.testing.assert_allclose(_closure_under_vmap(flow, variant),
+                               _closure_under_vmap(torch, variant), rtol=1e-12)

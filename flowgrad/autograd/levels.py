@@ -30,12 +30,27 @@ data_of = None
 detach_keeping_outer = None
 
 
-def stripped(forward_levels):
-    """The forward levels whose tangents detach_() drops: inside func transforms, torch's
-    strips the innermost transform alone (a grad's: no tangent goes), else every one."""
-    if not TRANSFORMS:
+def innermost(t):
+    """The innermost transform t is seen through, the one its .data and detach_() strip:
+    the last entered, past the vmap levels t is not batched at (a tensor from outside a vmap
+    is not lifted to it, as torch's); None when there is none."""
+    for level in reversed(TRANSFORMS):
+        if not any(level is v for v in VMAP_STACK):
+            return level
+        x = t
+        while getattr(x, "_level", None) is not None:  # (a BatchedTensor's levels)
+            if x._level is level:
+                return level
+            x = x._phys
+    return None
+
+
+def stripped(forward_levels, t):
+    """The forward levels whose tangents t.detach_() drops: inside func transforms, torch's
+    strips t's innermost transform alone (a grad's: no tangent goes), else every one."""
+    inner = innermost(t) if TRANSFORMS else None
+    if inner is None:
         return forward_levels
-    inner = TRANSFORMS[-1]
     if any(lv is inner for lv in forward_levels):
         return [inner]
     return [lv for lv in forward_levels if not any(lv is t for t in TRANSFORMS)]

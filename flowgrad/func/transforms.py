@@ -91,12 +91,11 @@ def _physical(x):
     return type(x) is BatchedTensor and (x._meta is None or x._meta is x._phys._meta)
 
 
-def _outer_graph():
-    """Whether the levels outside the innermost transform may keep a graph through it once
+def _outer_graph(inner):
+    """Whether the levels outside the transform `inner` may keep a graph through it once
     that one is stripped: an outer reverse level (or autograd around the transforms)
-    differentiates through the innermost one, and autograd records (on the per-example
-    tensors of the vmap levels a func.grad runs in, or on the physical ones)."""
-    inner = TRANSFORMS[-1]
+    differentiates through it, and autograd records (on the per-example tensors of the vmap
+    levels a func.grad runs in, or on the physical ones)."""
     interp = _interpreter.current
     while isinstance(interp, (forward_ad.ForwardLevel, VmapLevel)):
         interp = interp.inner
@@ -104,27 +103,31 @@ def _outer_graph():
         return False
     return grad_mode.is_grad_enabled() and (
         not isinstance(inner, ReverseLevel) or inner.keep
-        or any(isinstance(lv, ReverseLevel) for lv in TRANSFORMS[:-1]))
+        or any(isinstance(lv, ReverseLevel) for lv in TRANSFORMS[:_depth(inner)]))
 
 
-def _strip_inner(x, graph):
-    """x as the levels outside the innermost transform see it: an alias of its storage with
+def _depth(level):
+    return next(i for i, lv in enumerate(TRANSFORMS) if lv is level)
+
+
+def _strip_inner(x, graph, depth):
+    """x as the levels outside the transform at `depth` see it: an alias of its storage with
     the graph (when `graph`: a _DataOf node on the tensor autograd records x with, the
     per-example or the physical one), without tangents."""
     if _physical(x):
-        phys = _strip_inner(x._phys, graph)
+        phys = _strip_inner(x._phys, graph, depth)
         y = wrap(phys, x._level)
         y._meta, y._grad_fn = phys._meta, phys._grad_fn
         return y
     if not (graph and x.requires_grad):
         return _alias(x)
     with _interpreter.using_interpreter(_interpreter.AutogradInterpreter):
-        return _DataOf.apply(x, len(TRANSFORMS) - 1)
+        return _DataOf.apply(x, depth)
 
 
 def _seen_by(x, level):
     """x as the transform `level` sees it: past the vmap levels entered inside it."""
-    depth = next(i for i, lv in enumerate(TRANSFORMS) if lv is level)
+    depth = _depth(level)
     while type(x) is BatchedTensor and any(lv is x._level for lv in TRANSFORMS[depth + 1:]):
         x = x._phys
     return x
@@ -136,11 +139,16 @@ def _data_of(x):
     grad or jvp still differentiates through it (grad(grad(f)) and jvp(grad(f)) of an f
     reading x.data: vmap_fuzz's hvp seeds 1823, 2770), as does autograd around the transforms
     (`detach()` strips every level, as torch's), and the vmap levels keep their batching
-    (vmap(grad(grad(f))): before, .data there cut every level)."""
-    y = _strip_inner(x, _outer_graph())
+    (vmap(grad(grad(f))): before, .data there cut every level). The transform stripped is
+    x's own innermost (`levels.innermost`)."""
+    inner = levels.innermost(x)
+    if inner is None:  # (inside vmap levels x is not batched at: plain)
+        return _alias(x)
+    depth = _depth(inner)
+    y = _strip_inner(x, _outer_graph(inner), depth)
     if x._meta in TRANSFORM_INPUTS and y._meta is not None:  # the outer level's input
         TRANSFORM_INPUTS.add(y._meta)  # itself, in torch: a leaf to in-place writes
-    for lv in TRANSFORMS[:-1]:
+    for lv in TRANSFORMS[:depth]:
         if isinstance(lv, forward_ad.ForwardLevel):
             tangent = lv.tangent(_seen_by(x, lv))
             if tangent is not None:
@@ -159,9 +167,10 @@ def _detach_keeping_outer(x):
     """`x.detach_()` inside func transforms, as torch's: it strips the innermost transform
     alone (`levels.stripped` keeps the outer tangents); True when x kept a history for the
     outer levels (else detach_ makes it a leaf)."""
-    if x._meta in TRANSFORM_INPUTS or not _outer_graph():
+    inner = levels.innermost(x)
+    if inner is None or x._meta in TRANSFORM_INPUTS or not _outer_graph(inner):
         return False  # (a transform's input itself stops requiring grad: its grad raises)
-    y = _strip_inner(x, True)
+    y = _strip_inner(x, True, _depth(inner))
     if not y.requires_grad:
         return False
     _rebind(x, y)
