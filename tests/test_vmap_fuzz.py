@@ -388,3 +388,21 @@ def _closure_under_vmap(m, variant):
 def test_data_and_detach__of_an_unbatched_tensor_inside_vmap_strip_its_level_as_torch(variant):
     np.testing.assert_allclose(_closure_under_vmap(flow, variant),
                                _closure_under_vmap(torch, variant), rtol=1e-12)
+
+
+@pytest.mark.parametrize("outer", ["grad", "vjp"])
+def test_an_outer_grad_of_vmap_of_grad_is_refused_not_zero(outer):
+    # the inner grad records on the per-example tensors only: the outer derivative came out
+    # as zeros, silently; until both levels record, it is refused (jvp outside is exact)
+    inner = flow.func.vmap(flow.func.grad(lambda x: (flow.sin(3 * x) * x).sum()))
+    xs = flow.tensor(np.linspace(0.1, 0.9, 6).reshape(2, 3))
+    with pytest.raises(NotImplementedError, match=r"grad\(vmap\(grad\(f\)\)\)"):
+        if outer == "grad":
+            flow.func.grad(lambda a: inner(a).sum())(xs)
+        else:
+            flow.func.vjp(inner, xs)[1](flow.ones_like(xs))
+    tangent = flow.func.jvp(inner, (xs,), (flow.ones_like(xs),))[1]
+    want = torch.func.jvp(torch.func.vmap(torch.func.grad(
+        lambda x: (torch.sin(3 * x) * x).sum())), (torch.tensor(xs.numpy()),),
+        (torch.ones(2, 3, dtype=torch.float64),))[1]
+    np.testing.assert_allclose(tangent.numpy(), want.numpy(), rtol=1e-12)

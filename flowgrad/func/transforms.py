@@ -192,11 +192,28 @@ def _fresh(x):
         copy = x.clone()
         TRANSFORM_INPUTS.add(copy._meta)  # (in-place writes refused, as to a leaf: torch's)
         return copy
+    if type(x) is BatchedTensor and any(isinstance(lv, ReverseLevel) for lv in TRANSFORMS) \
+            and _physical_requires_grad(x):
+        raise NotImplementedError(
+            "func transforms: a func.grad/vjp inside vmap whose input an outer func.grad or "
+            "vjp differentiates (grad(vmap(grad(f))) and the like) is not supported yet: "
+            "the outer derivative would be lost. Compute the per-example gradients without "
+            "vmap (a loop over the examples, or func.grad of the summed function when the "
+            "examples are independent)")
     if not x.is_floating_point():
         raise RuntimeError(f"func transforms: can only differentiate floating point inputs, "
                            f"got one of dtype {x.dtype}; convert it with .float()")
     return Tensor.requires_grad_(_detached(x), True)  # (also a batched one: vmap refuses
     # requires_grad_ from user code only)
+
+
+def _physical_requires_grad(x):
+    """Whether a level below the batched x (its whole-batch tensor) requires grad."""
+    while type(x) is BatchedTensor:
+        x = x._phys
+        if x.requires_grad:
+            return True
+    return False
 
 
 def _argnums(argnums, n, what):
