@@ -255,6 +255,12 @@ def self_overlapping(data):
     return data.size > 1 and any(st == 0 and n > 1 for st, n in zip(data.strides, data.shape))
 
 
+def expanded_view(t):
+    """Whether t is a view some of whose elements share one memory location (an expand,
+    or vmap's examples of one)."""
+    return t._view is not None and self_overlapping(memory_of(t))
+
+
 def writable(data, name):
     """`data` itself, or a writable alias of a read-only view from expand: NumPy marks every
     broadcast read-only, torch refuses only writes where elements overlap (`name` being

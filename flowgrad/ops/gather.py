@@ -20,13 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from ..autograd.inplace import (
-    check_inplace,
-    memory_of,
-    run_inplace,
-    self_overlapping,
-    warn_expanded_write,
-)
+from ..autograd.inplace import check_inplace, expanded_view, run_inplace, warn_expanded_write
 from ..device import array_module
 from ..errors import INT_INDEX_DTYPES, check_same_dtype, checked_number, fill_scalar
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -603,7 +597,7 @@ def _inplace(name, fn):
 
 
 def _index_put_(self, indices, values, accumulate=False):
-    if self._view is not None and self_overlapping(memory_of(self)):
+    if expanded_view(self):
         # an expand: torch writes each memory location once, with a warning
         _, values, spec, arrays = _put_args(self, indices, values)
         warn_expanded_write(self._data, "index_put_", "tensor[indices] = tensor")

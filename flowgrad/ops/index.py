@@ -26,8 +26,8 @@ from ..autograd import interpreter as _interpreter
 from ..autograd.inplace import (
     bump_version,
     check_inplace,
+    expanded_view,
     inplace_update,
-    memory_of,
     run_inplace,
     self_overlapping,
     warn_expanded_write,
@@ -355,7 +355,7 @@ def setitem(x, index, value):
             _interpreter.current is not _interpreter.AutogradInterpreter:  # or a tracer: as an op
         # an expand whose elements share memory (always a view: a tensor that is none owns
         # its elements, a vmap placeholder's zero strides included)
-        if x._view is not None and self_overlapping(memory_of(x)):  # (vmap's examples)
+        if expanded_view(x):  # (vmap's examples)
             check_inplace("setitem", x)  # (the write goes to the base, maybe to no element)
             if advanced:
                 write_elements(x, spec, arrays, value)
@@ -641,8 +641,7 @@ def _masked_fill_(self, mask, value):
         setitem(self, mask.expand(self._data.shape), value)  # element by element of the base
         return self
     warn_expanded_write(self._data, "masked_fill_", "tensor[mask] = scalar")
-    if _interpreter.current is not _interpreter.AutogradInterpreter and \
-            self._view is not None and self_overlapping(memory_of(self)):
+    if _interpreter.current is not _interpreter.AutogradInterpreter and expanded_view(self):
         # an expand, under an interpreter (a forward-AD level's tangent, vmap's examples): a
         # mask that differs between elements sharing a location still writes it once
         value = _fill_value(self, mask, value)
