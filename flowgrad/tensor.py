@@ -46,7 +46,9 @@ class Tensor:
     float dtype, and uninitialised storage for sizes.
     """
 
-    __slots__ = ("_data", "_meta", "_grad_fn", "_counter", "_view", "__weakref__")
+    # _lvl: the level token of a tensor made inside func transforms (autograd/levels.py),
+    # unset elsewhere (set only while a transform is entered: no cost outside them)
+    __slots__ = ("_data", "_meta", "_grad_fn", "_counter", "_view", "_lvl", "__weakref__")
     __array_priority__ = 1000  # numpy defers `ndarray * Tensor` to Tensor.__rmul__
 
     def __init__(self, *args, dtype=None, requires_grad=False, device=None):

@@ -163,6 +163,11 @@ def follow_current(cls):
     return cls
 
 
+# while func transforms are entered: their levels' tokens, innermost last (levels.TOKENS);
+# `Op.__call__` then stamps each new output with the last (`stamped`), else it stamps nothing
+STAMP = []
+
+
 def install(interpreter):
     """Make `interpreter` current (anything with `apply(op, inputs, attrs)`)."""
     global current
@@ -172,8 +177,23 @@ def install(interpreter):
     else:
         def entry(op, *inputs, **attrs):
             return interpreter.apply(op, inputs, attrs)
+    if STAMP:
+        entry = stamped(entry)
     for cls in _CALLERS:
         cls.__call__ = entry
+
+
+def stamped(entry):
+    """`entry`, giving each output that is not one of the inputs (an in-place op's) the token
+    of the innermost func transform: the level the tensor is made at (levels.own_depth)."""
+    def call(op, *inputs, **attrs):
+        out = entry(op, *inputs, **attrs)
+        token = STAMP[-1]
+        for o in (out if type(out) is tuple else (out,)):
+            if isinstance(o, Tensor) and not any(o is t for t in inputs):
+                o._lvl = token
+        return out
+    return call
 
 
 def check_read(tensor, what):

@@ -8,12 +8,15 @@ here runs unless a transform is in use.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..device import ARRAY_MODULES, HOST_XP
 from ..errors import kernel_error
 from . import grad_mode
 from . import interpreter as _interpreter
+from .node import AccumulateGrad
 from .views import mark_view
 
 # vmap levels currently entered, outermost first (see `reverse_scope`)
@@ -30,19 +33,103 @@ data_of = None
 detach_keeping_outer = None
 
 
+# The level record: while TRANSFORMS is not empty, every op's outputs are stamped with the
+# `Token` of the innermost transform entered (`interpreter.STAMP`, read by Op.__call__ then
+# alone: nothing is stamped, and nothing checked, outside func transforms). A tensor's own
+# level is the live one its stamp resolves to: a transform that has returned hands its
+# tensors to the level it was entered in, as torch's unwrapping does.
+TOKENS = _interpreter.STAMP  # one per entry of TRANSFORMS, in the same order
+
+
+class Token:
+    """The stamp of the tensors made while a transform is the innermost: its level while it
+    is entered (None after), and the token of the level it was entered in."""
+
+    __slots__ = ("level", "outer")
+
+    def __init__(self, level, outer):
+        self.level, self.outer = level, outer
+
+
+def stamp_of(t):
+    """The token t was stamped with (a batched tensor made by vmap itself: its examples'),
+    or None: made outside every func transform, or by no op."""
+    while True:
+        token = getattr(t, "_lvl", None)
+        if token is not None or getattr(t, "_level", None) is None:
+            return token
+        t = t._phys
+
+
+def stamp(t, token):
+    """Give t (a tensor made inside transforms by no op: an alias, a detached copy) `token`."""
+    if token is not None:
+        t._lvl = token
+    return t
+
+
+def own_depth(t):
+    """The index in TRANSFORMS of the level t was made at (or handed to when the level it was
+    made at returned); -1: outside every transform entered."""
+    token = stamp_of(t)
+    while token is not None and token.level is None:
+        token = token.outer
+    if token is None:
+        return -1
+    return next(i for i, lv in enumerate(TRANSFORMS) if lv is token.level)
+
+
 def innermost(t):
     """The innermost transform t is seen through, the one its .data and detach_() strip:
-    the last entered, past the vmap levels t is not batched at (a tensor from outside a vmap
-    is not lifted to it, as torch's); None when there is none."""
-    for level in reversed(TRANSFORMS):
+    t's own level (the one it was made at, or captured from: torch's functorch wrapper's
+    level), past the vmap levels t is not batched at (a tensor from outside a vmap is not
+    lifted to it, as torch's); None when there is none."""
+    limit = own_depth(t)
+    for i in range(len(TRANSFORMS) - 1, -1, -1):
+        level = TRANSFORMS[i]
         if not any(level is v for v in VMAP_STACK):
-            return level
+            if i <= limit:
+                return level
+            continue
         x = t
         while getattr(x, "_level", None) is not None:  # (a BatchedTensor's levels)
             if x._level is level:
                 return level
             x = x._phys
     return None
+
+
+# the metas of the inputs func.grad/vjp made leaves, once their level has returned: a graph
+# reaching only those (and no other leaf) is no outer level's to differentiate
+DEAD_LEAVES = weakref.WeakSet()
+
+
+def reaches_live_leaf(tensors):
+    """Whether the graph of any of `tensors` reaches a leaf that requires grad other than
+    the inputs of the func transforms that have returned: something outside them (an outer
+    transform's input, a tensor requiring grad outside every transform) differentiates
+    through them. A walk of the graph, made when a transform returns."""
+    stack, seen = [], set()
+    for t in tensors:
+        meta = getattr(t, "_meta", None)
+        if meta is None or not meta.requires_grad:
+            continue
+        if t._grad_fn is None:
+            if meta.is_leaf and meta not in DEAD_LEAVES:
+                return True
+            continue
+        stack.append(t._grad_fn)
+    while stack:
+        node = stack.pop()
+        if type(node) is AccumulateGrad:
+            if node.output_metas[0] not in DEAD_LEAVES:
+                return True
+            continue
+        for nxt in node.next_nodes:
+            if nxt is not None and id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append(nxt)
+    return False
 
 
 def stripped(forward_levels, t):
@@ -57,12 +144,14 @@ def stripped(forward_levels, t):
 
 
 class ReverseLevel:
-    """One func.grad or vjp while its function runs: its depth in TRANSFORMS and whether an
-    outer level (a transform or autograd itself) differentiates through its inputs."""
+    """One func.grad or vjp while its function runs: its depth in TRANSFORMS, whether an
+    outer level (a transform or autograd itself) differentiates through its inputs, and the
+    leaves it made of its inputs (`leaves`: metas)."""
 
     def __init__(self, keep):
         self.depth = len(TRANSFORMS)
         self.keep = keep
+        self.leaves = []
 
 
 class entered:
@@ -72,11 +161,21 @@ class entered:
         self.level = level
 
     def __enter__(self):
+        self.token = Token(self.level, TOKENS[-1] if TOKENS else None)
         TRANSFORMS.append(self.level)
+        TOKENS.append(self.token)
+        if len(TOKENS) == 1:  # Op.__call__ stamps its outputs from now on
+            _interpreter.install(_interpreter.current)
         return self.level
 
     def __exit__(self, *exc):
         TRANSFORMS.remove(self.level)
+        TOKENS.remove(self.token)
+        self.token.level = None
+        for meta in getattr(self.level, "leaves", ()):
+            DEAD_LEAVES.add(meta)
+        if not TOKENS:
+            _interpreter.install(_interpreter.current)
 
 
 class computing:

@@ -50,13 +50,23 @@ def _build(tree, leaves):
 
 
 def _detached(x):
-    """x.detach(), keeping x's tangents and batching at every level."""
+    """x.detach(), keeping x's tangents and batching at every level (and its level record)."""
     if type(x) is BatchedTensor:
         y = wrap(_detached(x._phys), x._level)
     else:
         y = x.detach()
     forward_ad.copy_tangents(x, y)
-    return y
+    return levels.stamp(y, levels.stamp_of(x))
+
+
+def _handed_out(tensors):
+    """What a transform returns to the level it was entered in: `tensors` with their graph
+    where it reaches something outside the transforms that have returned (an outer level's
+    input, a tensor requiring grad outside them all), else detached (with their tangents):
+    a graph into the returned transforms' own inputs is no outer level's, and torch's result
+    then does not require grad."""
+    return [t if not (isinstance(t, Tensor) and t.requires_grad)
+            or levels.reaches_live_leaf([t]) else _detached(t) for t in tensors]
 
 
 forward_ad.detached = _detached  # forward AD's derived rules cut the reverse graph with it
@@ -91,19 +101,31 @@ def _physical(x):
     return type(x) is BatchedTensor and (x._meta is None or x._meta is x._phys._meta)
 
 
-def _outer_graph(inner):
-    """Whether the levels outside the transform `inner` may keep a graph through it once
+def _outer_graph(inner, x):
+    """Whether the levels outside the transform `inner` may keep a graph of x through it once
     that one is stripped: an outer reverse level (or autograd around the transforms)
     differentiates through it, and autograd records (on the per-example tensors of the vmap
     levels a func.grad runs in, or on the physical ones)."""
     interp = _interpreter.current
     while isinstance(interp, (forward_ad.ForwardLevel, VmapLevel)):
         interp = interp.inner
-    if interp is not _interpreter.AutogradInterpreter:
+    if interp is not _interpreter.AutogradInterpreter or not grad_mode.is_grad_enabled():
         return False
-    return grad_mode.is_grad_enabled() and (
-        not isinstance(inner, ReverseLevel) or inner.keep
-        or any(isinstance(lv, ReverseLevel) for lv in TRANSFORMS[:_depth(inner)]))
+    depth = _depth(inner)
+    if any(isinstance(lv, ReverseLevel) for lv in TRANSFORMS[:depth]):
+        return True
+    if isinstance(inner, ReverseLevel) and inner.keep:
+        return True
+    # autograd around the transforms: x's graph reaches a leaf no transform at `depth` or
+    # inside it made (one captured from outside them)
+    inside = [m for lv in TRANSFORMS[depth:] for m in getattr(lv, "leaves", ())]
+    for meta in inside:
+        levels.DEAD_LEAVES.add(meta)
+    try:
+        return levels.reaches_live_leaf([x])
+    finally:
+        for meta in inside:
+            levels.DEAD_LEAVES.discard(meta)
 
 
 def _depth(level):
@@ -120,9 +142,9 @@ def _strip_inner(x, graph, depth):
         y._meta, y._grad_fn = phys._meta, phys._grad_fn
         return y
     if not (graph and x.requires_grad):
-        return _alias(x)
+        return levels.stamp(_alias(x), levels.stamp_of(x))
     with _interpreter.using_interpreter(_interpreter.AutogradInterpreter):
-        return _DataOf.apply(x, depth)
+        return levels.stamp(_DataOf.apply(x, depth), levels.stamp_of(x))
 
 
 def _seen_by(x, level):
@@ -145,7 +167,7 @@ def _data_of(x):
     if inner is None:  # (inside vmap levels x is not batched at: plain)
         return _alias(x)
     depth = _depth(inner)
-    y = _strip_inner(x, _outer_graph(inner), depth)
+    y = _strip_inner(x, _outer_graph(inner, x), depth)
     if x._meta in TRANSFORM_INPUTS and y._meta is not None:  # the outer level's input
         TRANSFORM_INPUTS.add(y._meta)  # itself, in torch: a leaf to in-place writes
     for lv in TRANSFORMS[:depth]:
@@ -168,13 +190,28 @@ def _detach_keeping_outer(x):
     alone (`levels.stripped` keeps the outer tangents); True when x kept a history for the
     outer levels (else detach_ makes it a leaf)."""
     inner = levels.innermost(x)
-    if inner is None or x._meta in TRANSFORM_INPUTS or not _outer_graph(inner):
+    _refuse_captured(x, inner)
+    if inner is None or x._meta in TRANSFORM_INPUTS or not _outer_graph(inner, x):
         return False  # (a transform's input itself stops requiring grad: its grad raises)
     y = _strip_inner(x, True, _depth(inner))
     if not y.requires_grad:
         return False
     _rebind(x, y)
     return True
+
+
+def _refuse_captured(x, own):
+    """torch refuses x.detach_() inside a grad or jvp transform x was captured into (its own
+    level is outside the innermost one entered, past the vmap levels)."""
+    last = next((i for i in range(len(TRANSFORMS) - 1, -1, -1)
+                 if not isinstance(TRANSFORMS[i], VmapLevel)), None)
+    if last is None or (own is not None and _depth(own) >= last):
+        return
+    raise RuntimeError(
+        "During a grad (vjp, jvp, grad, etc) transform, the function provided attempted to "
+        "call in-place operation (detach_) that would mutate a captured Tensor. This is not "
+        "supported (as in torch.func); use x.detach() instead, or pass the tensor to the "
+        "transformed function as an input")
 
 
 levels.detach_keeping_outer = _detach_keeping_outer
@@ -205,6 +242,17 @@ def _fresh(x):
                            f"got one of dtype {x.dtype}; convert it with .float()")
     return Tensor.requires_grad_(_detached(x), True)  # (also a batched one: vmap refuses
     # requires_grad_ from user code only)
+
+
+def _made_at(level, inputs):
+    """The differentiated inputs of func.grad/vjp live at its level (`_fresh` made them before
+    it was entered); the leaves it made of them are its own (`ReverseLevel.leaves`)."""
+    token = levels.TOKENS[-1]
+    for x in inputs:
+        if isinstance(x, Tensor):
+            levels.stamp(x, token)
+            if x._meta is not None and x._grad_fn is None:
+                level.leaves.append(x._meta)
 
 
 def _physical_requires_grad(x):
@@ -271,7 +319,9 @@ def grad_and_value(func, argnums=0, has_aux=False):
                        for i in nums for x in _flatten(args[i]))
             for i in nums:
                 args[i] = _unflatten(args[i], [_fresh(x) for x in _flatten(args[i])])
+            leaves = [x for i in nums for x in _flatten(args[i])]
             with entered(ReverseLevel(keep)) as level:
+                _made_at(level, leaves)
                 out = func(*args, **kwargs)
             aux = None
             if has_aux:
@@ -284,15 +334,17 @@ def grad_and_value(func, argnums=0, has_aux=False):
                     f"grad(f): expected f to return a scalar (one-element) tensor, got "
                     f"{'shape ' + str(tuple(out.shape)) if isinstance(out, Tensor) else type(out)}"
                     f"; use vjp or jacrev for non-scalar outputs")
-            leaves = [x for i in nums for x in _flatten(args[i])]
+            keep = level.keep = keep or levels.reaches_live_leaf([out])
             if out.requires_grad:
                 grads = _grad_of((out,), leaves, None, keep, level)
             else:
-                grads = [x * 0 for x in leaves]
+                grads = [x * 0 if keep else _detached(x * 0) for x in leaves]
         it = iter(grads)
         g = tuple(_unflatten(args[i], [next(it) for _ in _flatten(args[i])]) for i in nums)
         g = g if isinstance(argnums, tuple) else g[0]
         value = out if keep else _detached(out)
+        if has_aux:
+            aux = _unflatten(aux, _handed_out(_flatten(aux)))
         return (g, (value, aux)) if has_aux else (g, value)
     return wrapper
 
@@ -327,13 +379,16 @@ def vjp(func, *primals, has_aux=False):
     with scope, grad_mode.enable_grad():
         keep = any(isinstance(x, Tensor) and x.requires_grad for x in _flatten(primals))
         fresh = _unflatten(list(primals), [_fresh(x) for x in _flatten(primals)])
+        leaves = [x for x in _flatten(fresh) if isinstance(x, Tensor)]
         with entered(ReverseLevel(keep)) as level:
+            _made_at(level, leaves)
             out = func(*fresh)
         aux = None
         if has_aux:
             out, aux = out
-    leaves = [x for x in _flatten(fresh) if isinstance(x, Tensor)]
+            aux = _unflatten(aux, _handed_out(_flatten(aux)))
     outs = _flatten(out)
+    keep = level.keep = keep or levels.reaches_live_leaf(outs)
 
     def vjp_fn(*cotangents):
         cots = _flatten(cotangents[0] if len(cotangents) == 1 and not isinstance(out, Tensor)
@@ -344,7 +399,7 @@ def vjp(func, *primals, has_aux=False):
         pairs = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
         with reverse_scope(scope.levels):
             if not pairs:
-                grads = [x * 0 for x in leaves]
+                grads = [x * 0 if keep else _detached(x * 0) for x in leaves]
             else:
                 grads = _grad_of([o for o, _ in pairs], leaves, [c for _, c in pairs],
                                  keep or any(c.requires_grad for _, c in pairs), level)
@@ -381,6 +436,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         pairs = [forward_ad.unpack_dual(o) for o in flat]
         prim = [p for p, _ in pairs]
         tang = [t if t is not None else p * 0 for p, t in pairs]
+    prim, tang = _handed_out(prim), _handed_out(tang)
+    if has_aux:
+        aux = _unflatten(aux, _handed_out(_flatten(aux)))
     result = (_unflatten(out, prim), _unflatten(out, tang))
     return result + (aux,) if has_aux else result
 
