@@ -21,12 +21,15 @@ ARRAYS = [np.array([0.9, -0.35, 1.1]), np.array([1.5, 0.4, -0.8]),
 
 
 def transform(kind, m, f, p):
-    """`kind` of f at primal p, as a tensor shaped like p (grad, vjp) or like f(p) (jvp)."""
+    """`kind` of f at primal p, as a tensor shaped like p (grad, vjp) or like f(p) (jvp; vmap:
+    f(p) of two versions of p, stacked)."""
     if kind == "grad":
         return m.func.grad(lambda q: f(q).sum())(p)
     if kind == "vjp":
         out, fn = m.func.vjp(f, p)
         return fn(m.ones_like(out))[0]
+    if kind == "vmap":  # over two versions of p
+        return m.func.vmap(f)(m.stack([p, p * 0.5 - 0.25]))
     return m.func.jvp(f, (p,), (m.ones_like(p),))[1]
 
 
@@ -69,8 +72,15 @@ def nested(m, kinds, target, how):
 NESTINGS2 = [("grad", "grad"), ("grad", "jvp"), ("jvp", "grad"), ("vjp", "grad"),
              ("grad", "vjp"), ("jvp", "jvp"), ("vjp", "jvp"), ("jvp", "vjp")]
 NESTINGS3 = [("grad", "grad", "grad"), ("jvp", "grad", "grad"), ("grad", "jvp", "grad"),
-             ("grad", "grad", "jvp"), ("vjp", "jvp", "grad"), ("jvp", "jvp", "grad")]
+             ("grad", "grad", "jvp"), ("vjp", "jvp", "grad"), ("jvp", "jvp", "grad"),
+             ("vmap", "grad", "grad"), ("grad", "vmap", "grad"), ("vmap", "jvp", "grad"),
+             ("jvp", "vmap", "grad"), ("grad", "grad", "vmap")]
 HOWS = ["data", "detach", "detach_", "no_grad"]
+# refused with NotImplementedError (the inner grad under vmap records per example only: the
+# outer grad's derivative came out as zeros, silently)
+# (and detach_() inside vmap of a tensor captured from a grad around it)
+REFUSED = {("grad", "vmap", "grad")}
+REFUSED_ROWS = {"grad-grad-vmap-detach_-cap1"}
 
 
 def _rows():
@@ -96,11 +106,14 @@ def _run(m, kinds, target, how):
 
 
 @pytest.mark.parametrize("kinds,target,how", _rows())
-def test_strip_own_level_as_torch(kinds, target, how):
+def test_strip_own_level_as_torch(request, kinds, target, how):
     theirs, their_error = _run(torch, kinds, target, how)
     ours, our_error = _run(flow, kinds, target, how)
     if their_error is not None:
         assert our_error is not None, f"torch raises ({their_error}), flowgrad returned {ours}"
+        return
+    if tuple(kinds) in REFUSED or request.node.callspec.id in REFUSED_ROWS:
+        assert isinstance(our_error, NotImplementedError), our_error or ours
         return
     if our_error is not None:
         raise our_error

@@ -166,6 +166,10 @@ def _data_of(x):
     inner = levels.innermost(x)
     if inner is None:  # (inside vmap levels x is not batched at: plain)
         return _alias(x)
+    if isinstance(inner, VmapLevel):  # (x's own level is a vmap's, captured by a grad/jvp)
+        raise RuntimeError("accessing `data` under vmap transform is not allowed: use "
+                           "detach() (torch's functorch refuses .data of a tensor batched by "
+                           "vmap, captured into an inner grad or jvp too)")
     depth = _depth(inner)
     y = _strip_inner(x, _outer_graph(inner, x), depth)
     if x._meta in TRANSFORM_INPUTS and y._meta is not None:  # the outer level's input
@@ -205,6 +209,13 @@ def _refuse_captured(x, own):
     level is outside the innermost one entered, past the vmap levels)."""
     last = next((i for i in range(len(TRANSFORMS) - 1, -1, -1)
                  if not isinstance(TRANSFORMS[i], VmapLevel)), None)
+    if last is not None and last < len(TRANSFORMS) - 1 and x._meta is not None \
+            and any(x._meta is m for lv in TRANSFORMS for m in getattr(lv, "leaves", ())):
+        raise NotImplementedError(
+            "func transforms: x.detach_() inside vmap of the input of a func.grad/vjp around "
+            "the vmap (grad(grad(vmap(f))) and the like) is not supported: "
+            "torch.func detaches it for the outer levels too, flowgrad would not. Use "
+            "x.detach() instead")
     if last is None or (own is not None and _depth(own) >= last):
         return
     raise RuntimeError(
@@ -242,6 +253,23 @@ def _fresh(x):
                            f"got one of dtype {x.dtype}; convert it with .float()")
     return Tensor.requires_grad_(_detached(x), True)  # (also a batched one: vmap refuses
     # requires_grad_ from user code only)
+
+
+def _refuse_reverse_in_vmap_in_reverse():
+    """grad(vmap(grad(f))) and the like: the inner grad records on per-example tensors only,
+    so the outer derivative through a tensor captured from outside the vmap (or batched by
+    it) came out as zeros, silently. Refused until the per-example graph joins the outer one."""
+    seen_reverse = False
+    for lv in TRANSFORMS:
+        if isinstance(lv, ReverseLevel):
+            seen_reverse = True
+        elif seen_reverse and isinstance(lv, VmapLevel):
+            raise NotImplementedError(
+                "func transforms: a func.grad/vjp inside vmap inside an outer func.grad/vjp "
+                "(grad(vmap(grad(f))) and the like) is not supported yet: the outer "
+                "derivative would be lost. Compute the per-example gradients without vmap "
+                "(a loop over the examples, or func.grad of the summed function when the "
+                "examples are independent), or use jvp outside (jvp(vmap(grad(f))) is exact)")
 
 
 def _made_at(level, inputs):
@@ -320,6 +348,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             for i in nums:
                 args[i] = _unflatten(args[i], [_fresh(x) for x in _flatten(args[i])])
             leaves = [x for i in nums for x in _flatten(args[i])]
+            _refuse_reverse_in_vmap_in_reverse()
             with entered(ReverseLevel(keep)) as level:
                 _made_at(level, leaves)
                 out = func(*args, **kwargs)
@@ -380,6 +409,7 @@ def vjp(func, *primals, has_aux=False):
         keep = any(isinstance(x, Tensor) and x.requires_grad for x in _flatten(primals))
         fresh = _unflatten(list(primals), [_fresh(x) for x in _flatten(primals)])
         leaves = [x for x in _flatten(fresh) if isinstance(x, Tensor)]
+        _refuse_reverse_in_vmap_in_reverse()
         with entered(ReverseLevel(keep)) as level:
             _made_at(level, leaves)
             out = func(*fresh)
