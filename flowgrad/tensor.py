@@ -401,6 +401,8 @@ class Tensor:
         if self._counter is None:
             self._counter = VersionCounter()
         t._counter = self._counter
+        if _levels.TOKENS:  # made at the innermost func transform's level, as torch's op
+            t._lvl = _levels.TOKENS[-1]
         return t
 
     def detach_(self):

@@ -171,7 +171,7 @@ def _data_of(x):
                            "detach() (torch's functorch refuses .data of a tensor batched by "
                            "vmap, captured into an inner grad or jvp too)")
     depth = _depth(inner)
-    y = _strip_inner(x, _outer_graph(inner, x), depth)
+    y = levels.stamp(_strip_inner(x, _outer_graph(inner, x), depth), levels.stamp_of(x))
     if x._meta in TRANSFORM_INPUTS and y._meta is not None:  # the outer level's input
         TRANSFORM_INPUTS.add(y._meta)  # itself, in torch: a leaf to in-place writes
     for lv in TRANSFORMS[:depth]:
