@@ -382,12 +382,18 @@ def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_p
     weights = _safe_softmax(scores) if safe else softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
-    out = weights.matmul(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
-    if not batched:
-        out = out.squeeze(1)
-    elif batch_first:
-        out = out.transpose(0, 1)
+    out = weights.matmul(v)  # (N*H, L, hd), the batch major
+    if batched and batch_first:  # rows in the batch-first order: the output projection's
+        # result is the batch-first output itself, contiguous (the (L, N) order made it a
+        # strided view, and the heads' gradient strided matrices for the batched GEMMs)
+        out = out.reshape(bsz, num_heads, tgt_len, head_dim).transpose(1, 2)
+        out = out.reshape(bsz * tgt_len, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(bsz, tgt_len, -1)
+    else:
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        if not batched:
+            out = out.squeeze(1)
     if not need_weights:
         return out, None
     weights = weights.reshape(bsz, num_heads, tgt_len, src_len)

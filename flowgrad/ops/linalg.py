@@ -41,7 +41,22 @@ def _matmul(xp, a, b):
     if a.ndim > 2 and b.ndim == 2:  # fold the batch into rows: one BLAS call
         rows = math.prod(a.shape[:-1])  # not -1: ambiguous when a dim is 0
         return xp.matmul(a.reshape(rows, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+    if b.ndim > 2 and b.shape[-1] * b.shape[-2] <= _SMALL_NT and _transposed(b):
+        b = xp.ascontiguousarray(b)
     return xp.matmul(a, b)
+
+
+# a batch of small matrices times transposed ones (attention's backward, dy @ v^T) runs as
+# OpenBLAS's NT GEMM a third slower than an NN one on a copy: (128, 64, 32) @ (128, 32, 64)^T
+# 549 us against 396 with the copy; the gain is gone from 128 x 128 blocks of b on
+_SMALL_NT = 8192
+
+
+def _transposed(b):
+    """Whether b's matrices are transposed views (columns contiguous, rows not)."""
+    item = b.itemsize
+    return b.strides[-2] == item and b.strides[-1] != item and b.shape[-2] > 1 and \
+        b.dtype.char in "fd"
 
 
 @_matmul.grad
