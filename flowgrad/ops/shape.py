@@ -312,6 +312,10 @@ def add_reduce(xp, x, axes, keepdims=False):
         y = xp.add.reduce(x, axis=axes, keepdims=keepdims, dtype=xp.float32)
         return y.astype(x.dtype)
     # (axes are sorted: the last one is len - 1 exactly when they are all leading dims)
+    if axes and axes[-1] == len(axes) - 1 < x.ndim - 1 and _by_gemv(x):
+        lead = len(axes)
+        y = _leading_sum(xp, x, lead)
+        return y.reshape((1,) * lead + y.shape) if keepdims else y
     if len(axes) < 2 or axes[0] or axes[-1] == len(axes) - 1 or x.dtype.char not in "fd" or \
             not x.flags.c_contiguous:
         # (an integer sum stays in its dtype, as torch's: NumPy would widen int32 to int64)
@@ -320,11 +324,30 @@ def add_reduce(xp, x, axes, keepdims=False):
     lead = 1
     while axes[lead] == lead:
         lead += 1
-    rest = xp.add.reduce(x.reshape((math.prod(x.shape[:lead]),) + x.shape[lead:]), axis=0)
+    rest = _leading_sum(xp, x, lead) if _by_gemv(x) else \
+        xp.add.reduce(x.reshape((math.prod(x.shape[:lead]),) + x.shape[lead:]), axis=0)
     y = xp.add.reduce(rest, axis=tuple(a - lead for a in axes[lead:]))
     if keepdims:
         y = y.reshape(tuple(1 if i in axes else n for i, n in enumerate(x.shape)))
     return y
+
+
+# sums over the leading dims of at least this many float32/float64 values are a BLAS gemv
+# (ones @ x as a matrix): NumPy adds row after row, 2-4x slower (a linear layer's bias
+# gradient, (32, 64, 512) -> (512,): 101 us against 55)
+_GEMV_MIN = 1 << 14
+
+
+def _by_gemv(x):
+    return x.dtype.char in "fd" and x.size >= _GEMV_MIN and x.flags.c_contiguous
+
+
+def _leading_sum(xp, x, lead):
+    """x summed over its first `lead` dims, by one gemv. Its order differs from NumPy's
+    row-by-row one in the last ulps; an all -0.0 column sums to +0.0, as torch's."""
+    rows = math.prod(x.shape[:lead])
+    return xp.matmul(xp.ones(rows, x.dtype), x.reshape(rows, x.size // rows)).reshape(
+        x.shape[lead:])
 
 
 @op("sum_to", jvp="linear")
