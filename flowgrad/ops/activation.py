@@ -423,9 +423,12 @@ def _gelu_grad_from_cdf(xp, x, dy, cdf):
         return vector_math2("Mul", t, dy, t)
     x1, dy1, cdf1 = x.reshape(-1), dy.reshape(-1), cdf.reshape(-1)
     ct = cdf.dtype
-    out, step = xp.empty(dy1.shape, dy.dtype), chunk_elements(x) * _GRAD_CHUNKS
+    step = chunk_elements(x) * _GRAD_CHUNKS
     tmp = xp.empty(min(step, x1.size), ct)
     same = x.dtype == dy.dtype == ct
+    # one chunk: the result is the scratch array itself, the last written (the GEMM that reads
+    # the gradient next ran 0.2 ms slower on a fresh array written once)
+    out = tmp if same and step >= x1.size else xp.empty(dy1.shape, dy.dtype)
     half, inv_sqrt_2pi = ct.type(-0.5), ct.type(_INV_SQRT_2PI)
     for start in range(0, x1.size, step):
         xs, dys = x1[start:start + step], dy1[start:start + step]

@@ -66,10 +66,14 @@ def _freq_scale(xp, indices, num_weights, dtype):
 
 
 _ONE_HOT_MAX = 1 << 21  # vocabulary x lookups up to which the gradient is one GEMM (8 MB)
-# vocabularies up to this size take the one-hot GEMM, larger ones `_index_sums`: the GEMM's
-# work grows with the vocabulary, the sums' does not (2048 lookups of 128 values: the GEMM
-# 549 us at 96 rows, about 6 us a row; the sums 352 us)
-_ONE_HOT_ROWS = 48
+def _sums_pay(rows, lookups, width):
+    """Whether `_index_sums` beats the one-hot GEMM, by a cost model fitted on a Zen 4 core:
+    the GEMM's time grows with rows x lookups x width (1 us per 45k), the sums' with
+    (lookups + rows) x width (1 us per 1000) plus ~40 us. (2048 lookups of 128 values into 96
+    rows: GEMM 523 us, sums 315; 64 into 64 rows: 14 against 42.) Past _ONE_HOT_MAX (and
+    for a non-finite gradient) the sums run all the same: ufunc.at is slower still."""
+    return rows * lookups * width > 45 * ((lookups + rows) * width + 40_000) or \
+        rows * lookups > _ONE_HOT_MAX
 
 
 def _index_sums(xp, rows, index, n):
@@ -90,17 +94,19 @@ def _embedding_backward(xp, dy, indices, *, num_weights, padding_idx, scale_grad
     if scale_grad_by_freq and indices.size:  # each lookup's row / its index's count
         freq = _freq_scale(xp, indices, num_weights, dy.dtype)
         dy = dy * freq.reshape(indices.shape + (1,) * (dy.ndim - indices.ndim))
-    if dy.dtype.char in "fd" and num_weights > _ONE_HOT_ROWS and dy.size:
-        dw = _index_sums(xp, dy.reshape(indices.size, -1), indices.reshape(-1),
-                         num_weights).reshape((num_weights,) + row)
-    elif dy.dtype.char in "fd" and 0 < num_weights * indices.size <= _ONE_HOT_MAX and \
-            all_finite(xp, dy):
-        # one GEMM with the one-hot matrix of the lookups: ufunc.at adds row by row (a
-        # vocabulary of 96 and 2048 lookups: 1.6 ms against 0.3); a finite dy only, as the
-        # matrix's zeros times an inf would put nan in rows that lookup never touched
-        hot = xp.zeros((num_weights, indices.size), dy.dtype)
-        hot[indices.reshape(-1), xp.arange(indices.size)] = 1
-        dw = xp.matmul(hot, dy.reshape(indices.size, -1)).reshape((num_weights,) + row)
+    width = math.prod(row)
+    if dy.dtype.char in "fd" and dy.size:
+        if not _sums_pay(num_weights, indices.size, width) and all_finite(xp, dy):
+            # one GEMM with the one-hot matrix of the lookups: ufunc.at adds row by row (a
+            # vocabulary of 96 and 2048 lookups: 1.6 ms against 0.3); a finite dy only, as
+            # the matrix's zeros times an inf would put nan in rows that lookup never touched
+            hot = xp.zeros((num_weights, indices.size), dy.dtype)
+            hot[indices.reshape(-1), xp.arange(indices.size)] = 1
+            dw = xp.matmul(hot, dy.reshape(indices.size, width))
+        else:
+            dw = _index_sums(xp, dy.reshape(indices.size, width), indices.reshape(-1),
+                             num_weights)
+        dw = dw.reshape((num_weights,) + row)
     else:
         dw = xp.zeros((num_weights,) + row, dy.dtype)
         xp.add.at(dw, indices, dy)  # repeated indices sum their rows
