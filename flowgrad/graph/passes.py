@@ -148,20 +148,21 @@ def eliminate_common_subexpressions(program):
     >>> [n.op.name for n in eliminate_common_subexpressions(p).nodes]
     ['exp', 'add', 'sum']
     """
-    handed_out = _results_and_their_bases(program)
-    # (op, inputs) -> the first node with them; once a second one comes, {attribute key:
+    handed_out = None  # (_results_and_their_bases: made once two nodes may merge)
+    # (id of the op, *input ids) -> the first node with them; once a second one comes, {attribute key:
     # first node}: most nodes have inputs of their own, and never build an attribute key (nor
     # ask whether they may merge)
-    seen, replace, kept = {}, {}, []
+    seen, replace, dropped = {}, {}, set()
     for node in program.nodes:
-        if replace:
-            node.inputs = [replace.get(v.id, v) for v in node.inputs]
         inputs = node.inputs
-        key = (id(node.op), inputs[0].id if len(inputs) == 1 else tuple([v.id for v in inputs]))
-        first = seen.get(key)
-        if first is None:
-            seen[key] = node
-            kept.append(node)
+        if replace:
+            inputs = node.inputs = [replace.get(v.id, v) for v in inputs]
+        n_in = len(inputs)  # (the op by identity: an op object may define __eq__)
+        key = (id(node.op), inputs[0].id) if n_in == 1 else \
+            (id(node.op), inputs[0].id, inputs[1].id) if n_in == 2 else \
+            (id(node.op), *[v.id for v in inputs])
+        first = seen.setdefault(key, node)
+        if first is node:
             continue
         if first.__class__ is not dict:
             first = seen[key] = {_attrs_key(first.attrs): first}
@@ -169,20 +170,21 @@ def eliminate_common_subexpressions(program):
         first = by_attrs.get(attrs_key)
         if first is None or _never_merged(first):  # (it stands for them until one can)
             by_attrs[attrs_key] = node
-            kept.append(node)
             continue
         if _never_merged(node):
-            kept.append(node)
             continue
+        if handed_out is None:
+            handed_out = _results_and_their_bases(program)
         if any(a.id in handed_out and b.id in handed_out
                for a, b in zip(first.outputs, node.outputs)):
-            kept.append(node)  # two tensors the user gets (or views of them) stay two
-            continue
+            continue  # two tensors the user gets (or views of them) stay two
         for a, b in zip(first.outputs, node.outputs):
             replace[b.id] = a
             if b.id in handed_out:
                 handed_out.add(a.id)
-    program.nodes = kept
+        dropped.add(id(node))
+    if dropped:
+        program.nodes = [node for node in program.nodes if id(node) not in dropped]
     return _replace_uses(program, replace)
 
 
@@ -276,33 +278,51 @@ def simplify_algebra(program):
     >>> [n.op.name for n in eliminate_dead_code(simplify_algebra(p)).nodes]
     ['sum']
     """
-    results = _results_and_their_bases(program)
+    results = None  # (_results_and_their_bases: made once a node may be rewritten)
     replace = {}
+    kinds = _SIMPLIFIED
     for node in program.nodes:
         if replace:
             node.inputs = [replace.get(v.id, v) for v in node.inputs]
-        name = node.op.name
-        if name != "permute" and name != "reshape" and not (
-                name.startswith("scalar_") and _zero_or_one(node.attrs.get("value"))) or \
+        kind = kinds.get(node.op.name)
+        if kind is None:
+            kind = _simplified_kind(node.op.name)
+        if not kind or kind is _SCALAR and not _zero_or_one(node.attrs.get("value")) or \
                 len(node.inputs) != 1 or len(node.outputs) != node.n_results:
             continue
+        if results is None:
+            results = _results_and_their_bases(program)
         out = node.outputs[0]
         x = node.inputs[0]
         inner = x.source if x.kind == NODE and x.source.op is node.op else None
-        if name == "permute" and inner is not None:
+        if kind is _PERMUTE and inner is not None:
             dims = tuple(inner.attrs["dims"][d] for d in node.attrs["dims"])
             node.inputs, node.attrs = [inner.inputs[0]], dict(node.attrs, dims=dims)
-        elif name == "reshape" and inner is not None and out.id not in results:
+        elif kind is _RESHAPE and inner is not None and out.id not in results:
             # (not under a result: the inner reshape may have copied, eagerly, a layout a
             # view cannot take, and then the result owns its storage)
             node.inputs = [inner.inputs[0]]
         x = node.inputs[0]
         if out.id in results or tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype:
             continue
-        if name == "permute" and node.attrs["dims"] == tuple(range(len(out.shape))) or \
-                name == "reshape" or name.startswith("scalar_") and _is_identity_scalar(node, x):
+        if kind is _PERMUTE and node.attrs["dims"] == tuple(range(len(out.shape))) or \
+                kind is _RESHAPE or kind is _SCALAR and _is_identity_scalar(node, x):
             replace[out.id] = x
     return _replace_uses(program, replace)
+
+
+_PERMUTE, _RESHAPE, _SCALAR = "permute", "reshape", "scalar"
+_SIMPLIFIED = {}  # op name -> the rewrite simplify_algebra may make of it ("" for none)
+
+
+def _simplified_kind(name):
+    """The rewrite `simplify_algebra` may make of a node of op `name` (_PERMUTE, _RESHAPE,
+    _SCALAR for a scalar op, "" for none): found once per op name."""
+    if len(_SIMPLIFIED) >= 4096:  # (fused chains' names are many: bounded)
+        _SIMPLIFIED.clear()
+    kind = _SIMPLIFIED[name] = (_PERMUTE if name == "permute" else _RESHAPE if name ==
+                                "reshape" else _SCALAR if name.startswith("scalar_") else "")
+    return kind
 
 
 # ---- relu after max pooling ----------------------------------------------------------------
