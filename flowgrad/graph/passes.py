@@ -149,9 +149,9 @@ def eliminate_common_subexpressions(program):
     ['exp', 'add', 'sum']
     """
     handed_out = None  # (_results_and_their_bases: made once two nodes may merge)
-    # (id of the op, *input ids) -> the first node with them; once a second one comes, {attribute key:
-    # first node}: most nodes have inputs of their own, and never build an attribute key (nor
-    # ask whether they may merge)
+    # (id of the op, *input ids) -> the first node with them; once a second one comes,
+    # {attribute key: first node}: most nodes have inputs of their own, and never build an
+    # attribute key (nor ask whether they may merge)
     seen, replace, dropped = {}, {}, set()
     for node in program.nodes:
         inputs = node.inputs
