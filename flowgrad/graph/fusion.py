@@ -101,10 +101,10 @@ class FusedOp:
         self.chain = chain        # [(node, index of the input the chain runs through)]
         self.exports = exports    # chain positions whose value is an output, the last included
         self.into_input = into_input  # the first step writes into the chain's input array
-        names = [n.op.name for n, _ in chain]
+        names = list(map(_OP_NAME, map(_NODE, chain)))
         # the STEPS entry of each step (every step has the chain's shape: one size check)
-        self.steps = names if math.prod(chain[0][0].outputs[0].shape) > WHERE_SIZE else [
-            SMALL_STEPS.get(name, name) for name in names]
+        self.steps = names if math.prod(chain[0][0].outputs[0].shape) > WHERE_SIZE else list(
+            map(SMALL_STEPS.get, names, names))
         self.masked = any(STEPS[name][2] for name in set(self.steps))
         if len(names) > 6:
             names = [f"{len(names)} ops: {names[0]}", names[1], "...", names[-1]]
@@ -337,6 +337,7 @@ _OTHERS, _CONSTANT, _HANDED_OUT = (operator.itemgetter(i) for i in (2, 3, 5))
 # a chain entry's node and input; a node's inputs, attributes; attributes' constant
 _NODE, _POSITION = operator.itemgetter(0), operator.itemgetter(1)
 _INPUTS, _ATTRS = operator.attrgetter("inputs"), operator.attrgetter("attrs")
+_OP_NAME = operator.attrgetter("op.name")
 _VALUE = operator.methodcaller("get", "value")
 
 
@@ -392,28 +393,39 @@ def _repeats(sigs, shortest=8, longest_period=16):
 _FLOATING = {}  # a Value's dtype -> whether it is float32/64 (np.dtype() per node adds up)
 
 
-def _step_position(node):
-    """The index of the input the chain runs through, True for a binary step (either
-    input), False if the node cannot be a step."""
-    name = node.op.name
-    step = STEPS.get(name)
-    if step is None or node.n_results != 1 or len(node.outputs) != 1:
-        return False
-    out = node.outputs[0]
-    shape, dtype = out.shape, out.dtype
-    floating = _FLOATING.get(dtype)
-    if floating is None:  # (not float16: its kernels compute a scalar step in float32)
-        floating = _FLOATING[dtype] = np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize > 2
-    if not shape or not floating:
-        return False
-    for v in node.inputs:
-        if v.shape != shape or v.dtype is not dtype and v.dtype != dtype:
-            return False
-    if name in _SCALAR_STEPS and type(node.attrs.get("value")) not in (int, float):
-        return False
-    return True if step[0] is None else step[0]
+def _step_positions(nodes):
+    """By node: the index of the input a chain runs through it, True for a binary step (either
+    input), False if the node cannot be a step (one loop: a call per node adds up)."""
+    positions = []
+    for node in nodes:
+        pos = _STEP_AT.get(node.op.name, False)
+        if pos is not False:
+            outputs = node.outputs
+            out = outputs[0] if len(outputs) == 1 and node.n_results == 1 else None
+            if out is None or not out.shape:
+                pos = False
+            else:
+                shape, dtype = out.shape, out.dtype
+                floating = _FLOATING.get(dtype)
+                if floating is None:  # (not float16: its kernels compute a scalar step in
+                    #                     float32)
+                    kind = np.dtype(dtype)
+                    floating = _FLOATING[dtype] = kind.kind == "f" and kind.itemsize > 2
+                if not floating:
+                    pos = False
+                for v in node.inputs:
+                    if v.shape != shape or v.dtype is not dtype and v.dtype != dtype:
+                        pos = False
+                        break
+                if pos is not False and node.attrs and node.op.name in _SCALAR_STEPS and \
+                        type(node.attrs.get("value")) not in (int, float):
+                    pos = False
+        positions.append(pos)
+    return positions
 
 
+# op name -> the input a chain runs through it, True for either (a binary op)
+_STEP_AT = {name: True if step[0] is None else step[0] for name, step in STEPS.items()}
 _SCALAR_STEPS = frozenset(name for name in STEPS if name.startswith("scalar_"))
 
 
@@ -422,7 +434,11 @@ def _readers(program):
     readers = {}
     for i, node in enumerate(program.nodes):
         for v in node.inputs:
-            readers.setdefault(v.id, []).append(i)
+            reads = readers.get(v.id)
+            if reads is None:  # (not setdefault: a list made per read, mostly thrown away)
+                readers[v.id] = [i]
+            else:
+                reads.append(i)
     end = len(program.nodes)
     for v in program.results():
         readers.setdefault(v.id, []).append(end)
@@ -452,7 +468,7 @@ def fuse_elementwise(program):
     nodes = program.nodes
     n_nodes = len(nodes)
     readers = _readers(program)
-    kinds = [_step_position(node) for node in nodes]  # by node index, as `taken`
+    kinds = _step_positions(nodes)  # by node index, as `taken`
     taken, new_at = bytearray(n_nodes), {}
     for start, node in enumerate(nodes):
         pos = kinds[start]
@@ -508,7 +524,7 @@ def fuse_elementwise(program):
         inputs = [node.inputs[pos]]
         for n, p in chain:
             if len(n.inputs) > 1:  # (a unary step reads the chain only)
-                inputs += [v for i, v in enumerate(n.inputs) if i != p]
+                inputs += n.inputs[:p] + n.inputs[p + 1:]
         last = chain[-1][0]
         fused = Node(FusedOp(chain, exports, into_input), inputs, {}, outputs, last.phase)
         fused.where = getattr(last, "where", None)  # a failing plan names the user's line
@@ -518,8 +534,10 @@ def fuse_elementwise(program):
             taken[i] = 1
         new_at[at[-1]] = fused
     if new_at:
-        program.nodes = [new_at.get(i, n) for i, n in enumerate(nodes)
-                         if not taken[i] or i in new_at]
+        nodes = list(nodes)
+        for i, fused in new_at.items():  # (in the place of its chain's last node)
+            nodes[i], taken[i] = fused, 0
+        program.nodes = list(itertools.compress(nodes, map(operator.not_, taken)))
     return program
 
 
