@@ -18,6 +18,7 @@ returned to the user share storage it did not share before.
 from __future__ import annotations
 
 import math
+import operator
 import time
 
 import numpy as np
@@ -51,6 +52,9 @@ def trace(fn, *tensors):
     outs = out if isinstance(out, (tuple, list)) else (out,)
     tracer.program.outputs = [tracer.value(t) for t in outs]
     return tracer.program
+
+
+_ID, _KIND, _OP = (operator.attrgetter(name) for name in ("id", "kind", "op"))
 
 
 def _results(program):
@@ -341,9 +345,9 @@ def pool_before_relu(program):
     >>> [n.op.name for n in pool_before_relu(p).nodes]
     ['max_pool', 'relu']
     """
-    pools = [n for n in program.nodes if n.op is _MAX_POOL]
-    if not pools:  # (most programs: one scan, no reader lists)
+    if _MAX_POOL not in map(_OP, program.nodes):  # (most programs: one scan in C)
         return program
+    pools = [n for n in program.nodes if n.op is _MAX_POOL]
     readers, position = {}, {}
     for i, node in enumerate(program.nodes):
         position[id(node)] = i
@@ -442,7 +446,8 @@ def liveness(program):
         for v in node.inputs:
             last[v.id] = i
     dead = {}
-    kinds = {v.id: v.kind for v in program.values}
+    values = program.values  # (value id -> kind, made in C: a value per array of the trace)
+    kinds = dict(zip(map(_ID, values), map(_KIND, values)))
     for vid, i in sorted(last.items()):
         if vid not in results and kinds.get(vid) == NODE:
             dead.setdefault(i, []).append(vid)
