@@ -334,28 +334,6 @@ def test_repeated_chain_stretches_run_as_a_loop_bitwise():
     assert len({id(a) for a in got}) == len(got)  # handed-out arrays are distinct
 
 
-def test_step_table_is_the_step_by_step_walk_of_the_chain():
-    """FusedOp._step_table (map and zip) gives each step's operands, constant, flags and shape
-    number as a walk over the chain one step at a time would."""
-    rng = np.random.default_rng(1)
-    tensors = [flow.tensor(_DATA[:10])] + [
-        flow.tensor(rng.standard_normal(10).astype(np.float32)) for _ in range(12)]
-    op = fuse_elementwise(trace(_loop_chain, *tensors)).nodes[0].op
-    args = [f"a{i}" for i in range(op.n_in)]
-    named = {}
-    steps, sigs = op._step_table(args, lambda c: named.setdefault(repr(c), f"C{len(named)}"))
-    assert len(steps) == len(sigs) == len(op.chain) and len(named) == 13
-    arg, fresh, kinds = 1, True, {}
-    for k, ((node, pos), step, sig) in enumerate(zip(op.chain, steps, sigs)):
-        n_other, c, handed = len(node.inputs) - 1, node.attrs.get("value"), k in op.exports
-        assert step == (op.steps[k], pos, args[arg:arg + n_other],
-                        None if c is None else named[repr(c)], fresh, handed)
-        assert sig == kinds.setdefault((op.steps[k], pos, n_other, c is None, fresh, handed),
-                                       len(kinds))
-        arg, fresh = arg + n_other, handed
-    assert arg == len(args)
-
-
 def test_a_loops_handed_out_values_stay_in_its_list_and_are_freed_one_by_one():
     """A plan reads the arrays a loop handed out as items of its list (no line naming each),
     a later loop takes them as slices, and each item is dropped after its last reader."""

@@ -155,7 +155,7 @@ def generate(program):
                 lines.append(f"    v{value.id} = r[{k}] if r[{k}].__class__ is ND else "
                              f"AS(xp, r[{k}])")
         _free(lines, dead_after.get(i), ref, alive)
-    state_value = {id(v.source) for v in program.state_values(STATE)} \
+    state_value = {id(v.source) for v in program.values if v.kind == STATE} \
         if program.writebacks else ()
     for i, (tensor, value) in enumerate(program.writebacks.items()):
         scope[f"w{i}"], scope["BUMP"] = tensor, bump_version

@@ -101,10 +101,10 @@ class FusedOp:
         self.chain = chain        # [(node, index of the input the chain runs through)]
         self.exports = exports    # chain positions whose value is an output, the last included
         self.into_input = into_input  # the first step writes into the chain's input array
-        names = list(map(_OP_NAME, map(_NODE, chain)))
+        names = [n.op.name for n, _ in chain]
         # the STEPS entry of each step (every step has the chain's shape: one size check)
-        self.steps = names if math.prod(chain[0][0].outputs[0].shape) > WHERE_SIZE else list(
-            map(SMALL_STEPS.get, names, names))
+        self.steps = names if math.prod(chain[0][0].outputs[0].shape) > WHERE_SIZE else [
+            SMALL_STEPS.get(name, name) for name in names]
         self.masked = any(STEPS[name][2] for name in set(self.steps))
         if len(names) > 6:
             names = [f"{len(names)} ops: {names[0]}", names[1], "...", names[-1]]
@@ -174,7 +174,24 @@ class FusedOp:
             memo[type(value), repr(value)] = name
             return name
 
-        steps, sigs = self._step_table(args, const)
+        steps, fresh, arg, exports = [], not self.into_input, 1, set(self.exports)
+        sigs, kinds = [], {}  # each step's shape (see _repeats), numbered
+        for (node, pos), name in zip(self.chain, self.steps):
+            n_other = len(node.inputs) - 1
+            c = node.attrs.get("value")
+            if c is not None:  # (const(), inline: once per step)
+                hit = seen.get(id(c))
+                c = hit[1] if hit is not None and hit[0] is c else const(c)
+            export = len(steps) in exports
+            steps.append((name, pos, args[arg:arg + n_other] if n_other else (), c, fresh,
+                          export))
+            key = (name, pos, n_other, c is None, fresh, export)
+            sig = kinds.get(key)
+            if sig is None:
+                sig = kinds[key] = len(kinds)
+            sigs.append(sig)
+            arg += n_other
+            fresh = export
         # temporary -> how many steps use it: made up front when two or more do
         uses = dict.fromkeys(TEMPS, 0)
         for name in set(self.steps):
@@ -229,32 +246,6 @@ class FusedOp:
                          f"{prefix}exact(xp, locals())")
         return lines, scope, aliases
 
-    def _step_table(self, args, const):
-        """(steps, sigs): per step of the chain, (its STEPS name, the input the chain runs
-        through, its other inputs' names in `args`, its constant's name or None, whether it
-        allocates, whether it is handed out), and its shape numbered for `_repeats` (the
-        same number for the same name, input, input count, constant or not and flags).
-        Made with map and zip, loops in C: a chain has hundreds of steps."""
-        chain, n = self.chain, len(self.chain)
-        nodes = list(map(_NODE, chain))
-        n_inputs = list(map(len, map(_INPUTS, nodes)))
-        # the other inputs' names: `args` after the chain's input, in order
-        starts = list(itertools.accumulate(map(operator.sub, n_inputs, itertools.repeat(1)),
-                                           initial=1))
-        others = list(map(args.__getitem__, map(slice, starts, starts[1:])))
-        values = list(map(_VALUE, map(_ATTRS, nodes)))  # (a step's constant: `value`)
-        objects = dict(zip(map(id, values), values))  # (each object once, in order)
-        name_of = {key: None if c is None else const(c) for key, c in objects.items()}
-        handed = list(map(set(self.exports).__contains__, range(n)))
-        fresh = [not self.into_input] + handed[:-1]  # after a handed-out step: a new array
-        names, positions = self.steps, list(map(_POSITION, chain))
-        keys = list(zip(names, positions, n_inputs,
-                        map(operator.is_not, values, itertools.repeat(None)), fresh, handed))
-        number = {key: i for i, key in enumerate(dict.fromkeys(keys))}
-        steps = list(zip(names, positions, others, map(name_of.__getitem__, map(id, values)),
-                         fresh, handed))
-        return steps, list(map(number.__getitem__, keys))
-
     def exact(self, xp, *args):
         """The chain with each node's own kernel (the path eager takes)."""
         x, arg, outs = args[0], 1, []
@@ -289,17 +280,15 @@ class _Loop:
         for j in range(period):
             at = steps[j::period]
             names = []
-            n_other = len(at[0][2])  # (the same in each repeat: steps of one shape)
-            for slot in range(n_other + 1):  # the other inputs, then the constant
-                column = list(map(operator.itemgetter(slot), map(_OTHERS, at)) if
-                              slot < n_other else map(_CONSTANT, at))
+            for slot in range(len(at[0][2]) + 1):  # the other inputs, then the constant
+                column = [s[2][slot] if slot < len(s[2]) else s[3] for s in at]
                 if len(set(column)) == 1:
                     names.append(column[0])
                 else:
                     names.append(f"{prefix}l{len(varying)}")
                     varying.append(column)
             body_args.append(names)
-        n_out = sum(map(_HANDED_OUT, steps))
+        n_out = [s[5] for s in steps].count(True)
         lines.append(f"{chain} = {x}")
         if n_out:
             lines.append(f"{self.hand_out} = []")
@@ -323,22 +312,13 @@ class _Loop:
                 lines.append(f"{', '.join(got)}, = {self.hand_out}")
                 loop_names.append(self.hand_out)
             else:
-                aliases.update(zip(got, map(f"{self.hand_out}[{{}}]".format, range(n_out))))
+                aliases.update((o, f"{self.hand_out}[{i}]") for i, o in enumerate(got))
             out += n_out
         loop_names.append(chain)
         if not steps[-1][5]:  # the stretch goes on in the loop's array: under its own name
             lines.append(f"{outs[out]} = {chain}")
             return outs[out], out
         return chain, out
-
-
-# a step's fields (inline's `steps`): its other inputs, its constant, whether it is handed out
-_OTHERS, _CONSTANT, _HANDED_OUT = (operator.itemgetter(i) for i in (2, 3, 5))
-# a chain entry's node and input; a node's inputs, attributes; attributes' constant
-_NODE, _POSITION = operator.itemgetter(0), operator.itemgetter(1)
-_INPUTS, _ATTRS = operator.attrgetter("inputs"), operator.attrgetter("attrs")
-_OP_NAME = operator.attrgetter("op.name")
-_VALUE = operator.methodcaller("get", "value")
 
 
 def _local_ref(expression):
@@ -417,7 +397,7 @@ def _step_positions(nodes):
                     if v.shape != shape or v.dtype is not dtype and v.dtype != dtype:
                         pos = False
                         break
-                if pos is not False and node.attrs and node.op.name in _SCALAR_STEPS and \
+                if pos is not False and node.op.name in _SCALAR_STEPS and \
                         type(node.attrs.get("value")) not in (int, float):
                     pos = False
         positions.append(pos)

@@ -8,9 +8,6 @@ into a plan.
 """
 from __future__ import annotations
 
-import itertools
-import operator
-
 INPUT, STATE, CONST, NODE = "input", "state", "const", "node"
 
 
@@ -56,9 +53,6 @@ class Node:
         return f"{outs} = {call}" if outs else call  # an update returns nothing
 
 
-_KIND = operator.attrgetter("kind")
-
-
 class Program:
     """A traced job: its values, its nodes in execution order, and what it returns."""
 
@@ -78,10 +72,7 @@ class Program:
         return value
 
     def state_values(self, kind):
-        """The values of `kind` (INPUT, STATE, CONST or NODE), in order (filtered in C: a
-        program has a value per array it made)."""
-        values = self.values
-        return list(itertools.compress(values, map(kind.__eq__, map(_KIND, values))))
+        return [v for v in self.values if v.kind == kind]
 
     def results(self):
         """Every Value the plan must produce: the outputs, the parameters' gradients, then the

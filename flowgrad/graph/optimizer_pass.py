@@ -104,7 +104,7 @@ def place_updates(program):
     updates = getattr(program, "updates", ())
     if not updates:
         return program
-    state_of = {id(v.source): v.id for v in program.state_values(STATE)}
+    state_of = {id(v.source): v.id for v in program.values if v.kind == STATE}
     position = _last_use(program)
     after = {}  # node index -> update nodes to insert after it (-1: before every node)
     for update in updates:

@@ -18,7 +18,6 @@ returned to the user share storage it did not share before.
 from __future__ import annotations
 
 import math
-import operator
 import time
 
 import numpy as np
@@ -52,9 +51,6 @@ def trace(fn, *tensors):
     outs = out if isinstance(out, (tuple, list)) else (out,)
     tracer.program.outputs = [tracer.value(t) for t in outs]
     return tracer.program
-
-
-_ID, _KIND, _OP = (operator.attrgetter(name) for name in ("id", "kind", "op"))
 
 
 def _results(program):
@@ -345,9 +341,9 @@ def pool_before_relu(program):
     >>> [n.op.name for n in pool_before_relu(p).nodes]
     ['max_pool', 'relu']
     """
-    if _MAX_POOL not in map(_OP, program.nodes):  # (most programs: one scan in C)
-        return program
     pools = [n for n in program.nodes if n.op is _MAX_POOL]
+    if not pools:  # (most programs: one scan, no reader lists)
+        return program
     readers, position = {}, {}
     for i, node in enumerate(program.nodes):
         position[id(node)] = i
@@ -446,8 +442,7 @@ def liveness(program):
         for v in node.inputs:
             last[v.id] = i
     dead = {}
-    values = program.values  # (value id -> kind, made in C: a value per array of the trace)
-    kinds = dict(zip(map(_ID, values), map(_KIND, values)))
+    kinds = {v.id: v.kind for v in program.values}
     for vid, i in sorted(last.items()):
         if vid not in results and kinds.get(vid) == NODE:
             dead.setdefault(i, []).append(vid)
