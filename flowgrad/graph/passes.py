@@ -287,8 +287,13 @@ def simplify_algebra(program):
         kind = kinds.get(node.op.name)
         if kind is None:
             kind = _simplified_kind(node.op.name)
-        if not kind or kind is _SCALAR and not _zero_or_one(node.attrs.get("value")) or \
-                len(node.inputs) != 1 or len(node.outputs) != node.n_results:
+        if not kind:
+            continue
+        if kind is _SCALAR:  # (_zero_or_one, inline: a scalar op is one node in three here)
+            value = node.attrs.get("value")
+            if type(value) not in (int, float) or value != 0 and value != 1:
+                continue
+        if len(node.inputs) != 1 or len(node.outputs) != node.n_results:
             continue
         if results is None:
             results = _results_and_their_bases(program)
@@ -445,7 +450,11 @@ def liveness(program):
     kinds = {v.id: v.kind for v in program.values}
     for vid, i in sorted(last.items()):
         if vid not in results and kinds.get(vid) == NODE:
-            dead.setdefault(i, []).append(vid)
+            ids = dead.get(i)
+            if ids is None:  # (not setdefault: a list made per value, mostly thrown away)
+                dead[i] = [vid]
+            else:
+                ids.append(vid)
     return dead
 
 

@@ -188,6 +188,10 @@ class Tracer:
             in_values = [self.value(t) for t in inputs]
         elif len(inputs) == 1:  # (most ops: no comprehension; a Value is never falsy)
             in_values = [value_of.get(id(inputs[0]._data)) or self.value(inputs[0])]
+        elif len(inputs) == 2:  # (binary ops: no comprehension either)
+            a, b = inputs
+            in_values = [value_of.get(id(a._data)) or self.value(a),
+                         value_of.get(id(b._data)) or self.value(b)]
         else:  # (the lookup, else a new constant)
             in_values = [value_of.get(id(t._data)) or self.value(t) for t in inputs]
         values = self.program.values
@@ -547,6 +551,9 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                     out_grads = [g if g is not None else _materialized(function, v)
                                  for g, v in zip(out_grads, results)]
                 metas = function.output_metas
+                if len(metas) == 1 and (metas[0] is None or not metas[0].hooks and
+                                        not metas[0].retain_grad):
+                    metas = ()  # (most nodes: one output, neither hooks nor retain_grad)
                 for k, meta in enumerate(metas):
                     if meta is not None and meta.hooks and out_grads[k] is not None:
                         # the tensor's hooks (register_hook), as the eager engine's _take_grad
