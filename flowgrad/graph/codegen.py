@@ -155,12 +155,12 @@ def generate(program):
                 lines.append(f"    v{value.id} = r[{k}] if r[{k}].__class__ is ND else "
                              f"AS(xp, r[{k}])")
         _free(lines, dead_after.get(i), ref, alive)
-    state_value = {id(v.source) for v in program.values if v.kind == STATE} \
+    state_ids = {id(v.source) for v in program.values if v.kind == STATE} \
         if program.writebacks else ()
     for i, (tensor, value) in enumerate(program.writebacks.items()):
         scope[f"w{i}"], scope["BUMP"] = tensor, bump_version
         lines.append(f"    w{i}._data[...] = {expr(value)}  # in-place write to "
-                     f"{'state' if id(tensor) in state_value else 'a tensor'}")
+                     f"{'state' if id(tensor) in state_ids else 'a tensor'}")
         lines.append(f"    BUMP(w{i})")
     for position, value in program.input_writes.items():
         lines.append(f"    args[{position}][...] = {expr(value)}  # in-place write to an input")

@@ -242,10 +242,6 @@ def _fold(node, frozen):
 
 
 # ---- algebraic simplification --------------------------------------------------------------
-def _zero_or_one(value):
-    return type(value) in (int, float) and (value == 0 or value == 1)
-
-
 def _is_identity_scalar(node, x):
     """x * 1, x / 1, x + (-0.0) and x + 0 on integers: bitwise x. (x + 0.0 is not:
     -0.0 + 0.0 is +0.0; x * 1.0 on integers goes through float64; a float multiply by 1
@@ -289,7 +285,7 @@ def simplify_algebra(program):
             kind = _simplified_kind(node.op.name)
         if not kind:
             continue
-        if kind is _SCALAR:  # (_zero_or_one, inline: a scalar op is one node in three here)
+        if kind is _SCALAR:  # (a value of 0 or 1 only; inline: a scalar op is one node in three)
             value = node.attrs.get("value")
             if type(value) not in (int, float) or value != 0 and value != 1:
                 continue

@@ -66,6 +66,8 @@ def _freq_scale(xp, indices, num_weights, dtype):
 
 
 _ONE_HOT_MAX = 1 << 21  # vocabulary x lookups up to which the gradient is one GEMM (8 MB)
+
+
 def _sums_pay(rows, lookups, width):
     """Whether `_index_sums` beats the one-hot GEMM, by a cost model fitted on a Zen 4 core:
     the GEMM's time grows with rows x lookups x width (1 us per 45k), the sums' with

@@ -195,18 +195,15 @@ def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
     x2, dy2, mu, rs = x.reshape(m, n), dy.reshape(m, n), mean.reshape(m), rstd.reshape(m)
     w2 = w.reshape(n) if w is not None else xp.ones(n, x.dtype)
     dx = xp.empty((m, n), x.dtype)
-    dw = xp.zeros(n, x.dtype) if need_w else xp.zeros((0,), x.dtype)
-    db = xp.zeros(n, x.dtype) if need_b else xp.zeros((0,), x.dtype)
     rows = min(m, _block_rows(x, n))
     p = xp.multiply(dy2, x2, out=dx)  # dy x, in dx until the blocks below overwrite it
     # the per-row sums over the whole array (row by row: the same values as per block)
     ds, sb = xp.matmul(p, w2), xp.matmul(dy2, w2)
     b = (sb * mu - ds) * (rs * rs * rs) / n
     c = -b * mu - sb * rs / n
-    if need_w:
-        dw = _block_sums(xp, rs, p, rows) - _block_sums(xp, mu * rs, dy2, rows)
-    if need_b:
-        db = _block_sums(xp, xp.ones(m, x.dtype), dy2, rows)
+    dw = _block_sums(xp, rs, p, rows) - _block_sums(xp, mu * rs, dy2, rows) if need_w else \
+        xp.zeros((0,), x.dtype)
+    db = _block_sums(xp, xp.ones(m, x.dtype), dy2, rows) if need_b else xp.zeros((0,), x.dtype)
     buf = xp.empty((rows, n), x.dtype)
     outer = _Outer(xp, w2, rows)  # rstd w^T
     for r0, r1 in _row_blocks(m, rows):
