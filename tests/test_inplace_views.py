@@ -111,3 +111,28 @@ def test_a_write_selecting_nothing_through_an_expand_of_a_leaf_raises_as_torch(
         with m.no_grad():  # allowed there, and nothing written
             _EMPTY_WRITES[write](m, leaf.expand(view_shape))
         assert leaf.detach().numpy().tolist() == m.ones(base_shape).tolist()
+
+
+_SELF_COPIES = {
+    "copy_": lambda v: v.copy_(v),
+    "copy_of_a_view": lambda v: v.copy_(v[...]),
+    "setitem_slice": lambda v: v.__setitem__(slice(None), v),
+    "setitem_ellipsis": lambda v: v.__setitem__(Ellipsis, v),
+}
+
+
+@pytest.mark.parametrize("write", list(_SELF_COPIES))
+@pytest.mark.parametrize("target", ["leaf", "view", "expand"])
+def test_a_copy_of_itself_into_a_leaf_that_requires_grad_raises_as_torch(write, target):
+    # a copy of a tensor's own elements writes nothing, but torch refuses it for a leaf (or a
+    # view of one) that requires grad all the same; through an expand flowgrad ran it
+    # (found by program_fuzz seed 205530)
+    for m in (torch, flow):
+        leaf = m.tensor([1.0, 2.0] if target != "expand" else [3.0], requires_grad=True)
+        make = {"leaf": lambda: leaf, "view": lambda: leaf[:],
+                "expand": lambda: leaf.squeeze().expand(2)}[target]
+        with pytest.raises(RuntimeError, match="leaf"):
+            _SELF_COPIES[write](make())
+        with m.no_grad():  # allowed there, nothing changes
+            _SELF_COPIES[write](make())
+        assert leaf.detach().numpy().tolist() == ([1.0, 2.0] if target != "expand" else [3.0])

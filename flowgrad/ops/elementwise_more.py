@@ -16,6 +16,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import (
     bump_version,
+    check_inplace,
     memory_of,
     run_inplace,
     same_elements,
@@ -524,7 +525,9 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
         # torch's copy_ of itself (or of a view with its very elements) writes nothing, but
         # counts as a write; recorded (below), it starts a new version of the history, except
         # into an expand (where flowgrad refuses recorded writes that torch would only refuse
-        # in backward); its tangent (forward AD) is src's, as torch's
+        # in backward); its tangent (forward AD) is src's, as torch's. A leaf (or a view of
+        # one) that requires grad is refused all the same: torch checks the target first
+        check_inplace("copy_", self)
         bump_version(self)
         tell_written(self, src)
         return self
