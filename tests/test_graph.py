@@ -580,3 +580,35 @@ def test_compile_runs_a_module_with_python_side_effects_eagerly():
         got = [compiled(flow.ones(1, 2)).sum().item() for _ in range(3)]
     want = [eager(flow.ones(1, 2)).sum().item() for _ in range(3)]
     assert got == want and compiled_model.calls == eager.calls == 3
+
+
+def test_no_public_name_is_a_raw_op():
+    """The tracer takes the caller of one of flowgrad's ops to be flowgrad's code (its frame
+    is not looked at: tracer._CALLER_SKIP), so no public function or Tensor method may be an
+    op itself; a user's call to one would name the line above the user's."""
+    import flowgrad.fft
+    import flowgrad.linalg
+    import flowgrad.nn.functional
+    import flowgrad.special
+    from flowgrad.ops.registry import Op
+
+    namespaces = [flow, flow.Tensor, flowgrad.nn.functional, flowgrad.special, flowgrad.linalg,
+                  flowgrad.fft]
+    found = [f"{getattr(ns, '__name__', ns)}.{name}" for ns in namespaces
+             for name, value in vars(ns).items() if isinstance(value, Op)]
+    assert not found, found
+
+
+def test_ops_called_as_methods_and_operators_name_their_user_line():
+    from flowgrad.graph.passes import trace
+    from flowgrad.graph.tracer import user_line
+
+    def step(x):
+        bad = x.isnan()  # isnan line
+        good = bad.logical_not()  # logical_not line
+        return flow.where(~good, 0.0, x).isfinite()  # isfinite line
+
+    program = trace(step, flow.tensor([1.0, float("nan")]))
+    lines = {n.op.name: user_line(n.where).split("# ")[-1] for n in program.nodes}
+    assert lines["isnan"] == "isnan line" and lines["logical_not"] == "logical_not line" and \
+        lines["bitwise_not"] == lines["isfinite"] == "isfinite line", lines

@@ -112,9 +112,8 @@ def generate(program):
         return ref.get(value.id) or f"v{value.id}"
     used = {v.id for node in program.nodes for v in node.inputs}
     used.update(v.id for v in program.results())
-    for value in program.values:
-        if value.id not in used:
-            continue
+    values = program.values  # (a Value's id is its position: only the used ones looked at)
+    for value in map(values.__getitem__, sorted(used)):
         name = f"v{value.id}"
         if value.kind == INPUT:
             lines.append(f"    {name} = args[{value.source}]")

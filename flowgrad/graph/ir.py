@@ -57,7 +57,7 @@ class Program:
     """A traced job: its values, its nodes in execution order, and what it returns."""
 
     def __init__(self):
-        self.values = []
+        self.values = []    # every Value, at the position that is its id (passes rely on it)
         self.nodes = []
         self.inputs = []    # Values of the graph's tensor arguments, by position
         self.outputs = []   # Values the step returns (its flattened result)

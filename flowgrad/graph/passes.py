@@ -443,9 +443,9 @@ def liveness(program):
         for v in node.inputs:
             last[v.id] = i
     dead = {}
-    kinds = {v.id: v.kind for v in program.values}
+    values = program.values  # (a Value's id is its position)
     for vid, i in sorted(last.items()):
-        if vid not in results and kinds.get(vid) == NODE:
+        if vid not in results and values[vid].kind == NODE:
             ids = dead.get(i)
             if ids is None:  # (not setdefault: a list made per value, mostly thrown away)
                 dead[i] = [vid]

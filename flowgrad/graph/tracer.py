@@ -75,6 +75,19 @@ def user_line(where=None):
     return f"{filename}:{lineno}: {linecache.getline(filename, lineno).strip()}"
 
 
+# op -> how many frames above the tracer's `user_site` are flowgrad's for certain: 3 for
+# flowgrad's own ops, which only flowgrad code calls (no public name is an op:
+# tests/test_graph.py), 2 for an op registered elsewhere, which user code may call. A frame
+# the walk looks at becomes a frame object (made, then freed with the call): most of its cost
+_CALLER_SKIP = {}
+
+
+def _caller_skip(op):
+    module = getattr(op.kernel, "__module__", None) or ""
+    skip = _CALLER_SKIP[op] = 3 if module.startswith("flowgrad.") else 2
+    return skip
+
+
 # ops whose output's size depends on the input's values (a boolean mask's selection, the
 # non-zero positions): a plan recomputes the values, so a size read while tracing is stale
 _VALUE_SHAPED = frozenset(("nonzero", "flat_nonzero", "index"))  # (index: by a bool mask)
@@ -200,8 +213,8 @@ class Tracer:
         # (attrs: the entry's own keyword dict, made for this call: kept, not copied)
         node = Node(op, in_values, attrs, [], self.phase)
         # (this frame and its caller, the interpreter's entry or a wrapping interpreter, are
-        # flowgrad's: the walk starts above them)
-        node.where = self.where or user_site(2)
+        # flowgrad's, and so is the caller of one of flowgrad's ops: the walk starts above them)
+        node.where = self.where or user_site(_CALLER_SKIP.get(op) or _caller_skip(op))
         if type(result) is tuple:
             outs = result
             function = None

@@ -83,27 +83,63 @@ logical_xor = tensor_operand()(_compare("logical_xor", lambda xp, a, b: xp.logic
 
 
 @op("logical_not", differentiable=False)
-def logical_not(xp, x):
-    """Elementwise `not x` (nonzero is True); returns bool."""
+def _logical_not(xp, x):
     return xp.logical_not(x)
 
 
+def logical_not(input):
+    """Elementwise `not x` (nonzero is True); returns bool.
+
+    >>> import flowgrad as flow
+    >>> flow.logical_not(flow.tensor([0.0, 2.0])).tolist()
+    [True, False]
+    """
+    return _logical_not(input)
+
+
 @op("isnan", differentiable=False)
-def isnan(xp, x):
-    """Elementwise test for NaN; returns bool."""
+def _isnan(xp, x):
     return xp.isnan(x)
 
 
+def isnan(input):
+    """Elementwise test for NaN; returns bool.
+
+    >>> import flowgrad as flow
+    >>> flow.isnan(flow.tensor([1.0, float("nan")])).tolist()
+    [False, True]
+    """
+    return _isnan(input)
+
+
 @op("isinf", differentiable=False)
-def isinf(xp, x):
-    """Elementwise test for +/-inf; returns bool."""
+def _isinf(xp, x):
     return xp.isinf(x)
 
 
+def isinf(input):
+    """Elementwise test for +/-inf; returns bool.
+
+    >>> import flowgrad as flow
+    >>> flow.isinf(flow.tensor([1.0, -float("inf")])).tolist()
+    [False, True]
+    """
+    return _isinf(input)
+
+
 @op("isfinite", differentiable=False)
-def isfinite(xp, x):
-    """Elementwise test for finite values (not inf, not NaN); returns bool."""
+def _isfinite(xp, x):
     return xp.isfinite(x)
+
+
+def isfinite(input):
+    """Elementwise test for finite values (not inf, not NaN); returns bool.
+
+    >>> import flowgrad as flow
+    >>> flow.isfinite(flow.tensor([1.0, float("inf"), float("nan")])).tolist()
+    [True, False, False]
+    """
+    return _isfinite(input)
 
 
 @op("isin", differentiable=False)

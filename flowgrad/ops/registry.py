@@ -98,7 +98,8 @@ class Op:
         return rule
 
     def __get__(self, tensor, owner=None):
-        """As a Tensor method (`Tensor.isnan = isnan`), `x.isnan()` passes x as the input."""
+        """As a Tensor method (`Tensor.m = some_op`), `x.m()` passes x as the input (flowgrad's own
+        methods are functions calling their op: see graph/tracer.py's _CALLER_SKIP)."""
         return self if tensor is None else types.MethodType(self, tensor)
 
     # __call__(*inputs, **attrs) is the current interpreter's entry: set by the
