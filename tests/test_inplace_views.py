@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import torch
+from vs_torch import outcome
 
 import flowgrad as flow
 
@@ -136,3 +137,64 @@ def test_a_copy_of_itself_into_a_leaf_that_requires_grad_raises_as_torch(write, 
         with m.no_grad():  # allowed there, nothing changes
             _SELF_COPIES[write](make())
         assert leaf.detach().numpy().tolist() == ([1.0, 2.0] if target != "expand" else [3.0])
+
+
+_LAYOUTS = {  # a non-leaf base, and a view of it that is C-ordered where the base is not
+    "transposed": lambda x: (x.t() * 2.0).t(),
+    "plain": lambda x: x * 2.0,
+    "permuted": lambda x: (x.reshape(2, 3, 2).permute(2, 0, 1) * 2.0).permute(1, 2, 0),
+}
+_VIEWS = {
+    "reshape": lambda g: g.reshape(-1),
+    "view": lambda g: g.view(-1) if g.is_contiguous() else g.reshape(-1),
+    "flatten": lambda g: g.flatten(),
+    "reshape_other": lambda g: g.reshape(g.numel() // 2, 2),
+    "slice_of_flat": lambda g: g.reshape(-1)[1::2],
+    "narrow": lambda g: g.narrow(0, 1, 1),
+}
+_WRITES = {
+    "clamp_": lambda v: v.clamp_(-0.777, 0.833),
+    "mul_": lambda v: v.mul_(3.0),
+    "relu_": lambda v: v.relu_(),
+    "copy_": lambda v: v.copy_(v * v),
+}
+
+
+@pytest.mark.parametrize("write", list(_WRITES))
+@pytest.mark.parametrize("view", list(_VIEWS))
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+def test_a_write_through_a_reshape_of_a_base_not_in_c_order_has_torch_gradients(
+        layout, view, write):
+    # the backward of a write through a view replayed the view on a C-order copy of the base:
+    # a reshape of a transposed base's transpose was a copy there, the write missed it, and
+    # the gradient went to the base's old value as well: wrong gradients, silently (found
+    # by program_fuzz seed 221314)
+    def run(m):
+        x = m.tensor(np.linspace(-1.5, 1.5, 12).reshape(6, 2), requires_grad=True)
+        g = _LAYOUTS[layout](x if layout != "transposed" else x.reshape(2, 6))
+        _WRITES[write](_VIEWS[view](g))
+        gx, = m.autograd.grad((g * g).sum(), [x], create_graph=True)
+        ggx, = m.autograd.grad((gx * gx).sum(), [x])
+        return [a.detach().numpy() for a in (g, gx, ggx)]
+
+    want, want_error = outcome(lambda: run(torch))
+    got, error = outcome(lambda: run(flow))
+    assert (error is None) == (want_error is None), (error, want_error)
+    for a, b in zip(got or (), want or ()):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_a_write_through_views_of_a_base_with_gaps_reaches_the_right_elements():
+    # a base whose memory has gaps replays a reshape as a copy even in its own memory order:
+    # view_scatter then places the region by each element's position
+    from flowgrad.ops.registry import REGISTRY
+
+    base = np.arange(24.0)[::2].reshape(3, 4)  # strides (64, 16): gaps between the elements
+    chain = ((REGISTRY["permute"], {"dims": (1, 0)}, None),
+             (REGISTRY["reshape"], {"shape": (12,)}, None))
+    region = -np.arange(12.0)
+    out = REGISTRY["view_scatter"].kernel(np, base, region, chain=chain)
+    want = base.copy()
+    want.T[...] = region.reshape(4, 3)
+    np.testing.assert_array_equal(out, want)
+    assert base.tolist() == (np.arange(24.0)[::2].reshape(3, 4)).tolist()  # left as it was

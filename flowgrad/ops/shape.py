@@ -758,14 +758,42 @@ def meshgrid(*tensors, indexing="ij"):
 def _view_scatter(xp, base, region, *, chain, overlapping=False):
     """`base` with the region that `chain` (a view's ops from its base) selects replaced.
     `overlapping`: the view's elements share memory (an expand): its backward raises."""
+    # in the base's memory order, so the chain replays as views of the copy as it did of the
+    # base (a reshape of a transposed base's transpose is a view; of a C-order copy, a copy
+    # that the write would miss: a wrong gradient, silently)
+    out = xp.empty_like(base)
+    out[...] = base
+    view = _replayed(xp, out, chain)
+    owner = view
+    while owner is not None and owner is not out:  # (as_strided's view: through an interface)
+        owner = getattr(owner, "base", None)
+    if owner is out:
+        assign(view, region, "setitem")  # an expand's aliases are written as in place
+        return out
+    # (a base whose memory has gaps or runs backwards) each view element's position in the
+    # base, by replaying the chain on the positions themselves: views select elements by
+    # position, except those that reinterpret the bytes
+    if any(view_op.name in _BYTE_VIEWS for view_op, _, _ in chain):
+        raise RuntimeError(
+            f"an in-place write with autograd through a {chain[-1][0].name} view of a tensor "
+            f"whose memory is not dense (shape {tuple(base.shape)}, strides {base.strides}) is "
+            f"not supported; call .contiguous() on that tensor first, or write under no_grad")
     out = base.copy()
-    view = out
-    for view_op, attrs, index in chain:
-        view = view_op.kernel(xp, view, **attrs)
-        if index is not None:
-            view = view[index]
-    assign(view, region, "setitem")  # an expand's aliases are written as in place
+    at = _replayed(xp, xp.arange(base.size).reshape(base.shape), chain)
+    out.reshape(-1)[at] = region
     return out
+
+
+_BYTE_VIEWS = frozenset(("real", "imag", "view_as_real", "view_as_complex", "view_dtype",
+                         "as_strided"))
+
+
+def _replayed(xp, array, chain):
+    for view_op, attrs, index in chain:
+        array = view_op.kernel(xp, array, **attrs)
+        if index is not None:
+            array = array[index]
+    return array
 
 
 @_view_scatter.grad
