@@ -66,6 +66,8 @@ class Tensor:
         self._grad_fn = None
         self._counter = None
         self._view = None  # a ViewInfo when this tensor is a view (autograd/views.py)
+        if _levels.TOKENS:  # (the legacy constructor: made at the innermost transform's level)
+            self._lvl = _levels.TOKENS[-1]
         if requires_grad:
             self.requires_grad_(True)
 
@@ -401,12 +403,14 @@ class Tensor:
         if self._counter is None:
             self._counter = VersionCounter()
         t._counter = self._counter
-        if _levels.TOKENS:  # made at the innermost func transform's level, as torch's op
-            t._lvl = _levels.TOKENS[-1]
+        if _levels.TOKENS:  # made at the innermost transform's level, as torch's op (of a
+            t._lvl = _levels.alias_token(self, _levels.TOKENS[-1])  # captured tensor: frozen)
         return t
 
     def detach_(self):
         """Detach in place: this tensor becomes a leaf that does not require grad."""
+        if _levels.TOKENS:  # (a tensor captured into a func transform: refused, as torch's)
+            _levels.refuse_captured_write("detach_", self)
         if self._view is not None:
             raise RuntimeError(
                 f"Can't detach views in-place (this tensor of shape {tuple(self.shape)} is a "

@@ -24,7 +24,8 @@ from ..dtypes import can_cast_array
 from . import grad_mode
 from . import interpreter as _interpreter
 from .inference import check_write
-from .interpreter import AutogradInterpreter
+from .interpreter import STAMP, AutogradInterpreter
+from .levels import refuse_captured_write
 from .meta import VersionCounter, carry_over, leave_leaf
 from .views import replay_view, sync_view, view_error, writable_alias
 
@@ -45,6 +46,15 @@ def bump_version(tensor):
     elif counter.__class__ is not VersionCounter:  # an inference tensor's
         check_write(tensor)
     counter.value += 1
+
+
+def check_capture(name, target):
+    """Inside func transforms, refuse an in-place write (op `name`) to a tensor captured from
+    outside the innermost grad/vjp/jvp (`levels.refuse_captured_write`), before anything is
+    written: every in-place op checks here first (`inplace_update`, `check_inplace`, and the
+    writes that take neither path). Outside transforms: one test of an empty list."""
+    if STAMP:
+        refuse_captured_write(name, target)
 
 
 def run_inplace(name, fn, target, *args, **kwargs):
@@ -122,6 +132,8 @@ def inplace_update(name, target, compute, args_need_grad=False):
     When target is a view, its root base is rebased too, as torch's CopySlices does: the
     base's new value is its old value with the view's region replaced.
     """
+    if STAMP:  # (check_capture, inline)
+        refuse_captured_write(name, target)
     view = target._view
     recording = False
     if _state.enabled:
@@ -144,6 +156,8 @@ def check_inplace(name, target):
     """Raise where a recorded in-place write to `target` would be refused (a leaf, or a view of
     one, that requires grad), before a write that may select no element at all: torch checks
     the target, not what is written."""
+    if STAMP:  # (check_capture, inline)
+        refuse_captured_write(name, target)
     if not _state.enabled:
         return
     view, meta = target._view, target._meta

@@ -56,10 +56,20 @@ def _needs_record(inputs) -> bool:
 Tensor = None  # bound by flowgrad.tensor once the class exists (import order)
 
 
+_WRAPS = []  # [Tensor._wrap as defined, the one that stamps] (see `install`)
+
+
 def bind_tensor_class(cls):
     """Called once by flowgrad.tensor to hand this module the Tensor class (an import cycle)."""
     global Tensor
     Tensor = _node_module.Tensor = _saved_hooks.Tensor = cls
+    plain = cls._wrap
+
+    def wrap_stamped(klass, array):  # (a factory's tensor is made at the level too)
+        t = plain(array)
+        t._lvl = STAMP[-1]
+        return t
+    _WRAPS[:] = [cls.__dict__["_wrap"], classmethod(wrap_stamped)]
 
 
 def eager_call(op, *inputs, **attrs):
@@ -164,7 +174,8 @@ def follow_current(cls):
 
 
 # while func transforms are entered: their levels' tokens, innermost last (levels.TOKENS);
-# `Op.__call__` then stamps each new output with the last (`stamped`), else it stamps nothing
+# `Op.__call__` then stamps each new output with the last (`stamped`), and so does
+# `Tensor._wrap` (the tensors factories and kernels outside ops make), else nothing is stamped
 STAMP = []
 
 
@@ -181,17 +192,23 @@ def install(interpreter):
         entry = stamped(entry)
     for cls in _CALLERS:
         cls.__call__ = entry
+    if _WRAPS:
+        Tensor._wrap = _WRAPS[1] if STAMP else _WRAPS[0]
+
+
+alias_token = None  # bound by levels: the stamp of a view of a tensor (levels.alias_token)
 
 
 def stamped(entry):
     """`entry`, giving each output that is not one of the inputs (an in-place op's) the token
-    of the innermost func transform: the level the tensor is made at (levels.own_depth)."""
+    of the innermost func transform: the level the tensor is made at (levels.own_depth); a
+    view of a captured tensor, its frozen twin (in-place writes refused)."""
     def call(op, *inputs, **attrs):
         out = entry(op, *inputs, **attrs)
         token = STAMP[-1]
         for o in (out if type(out) is tuple else (out,)):
             if isinstance(o, Tensor) and not any(o is t for t in inputs):
-                o._lvl = token
+                o._lvl = token if o._view is None else alias_token(inputs[0], token)
         return out
     return call
 

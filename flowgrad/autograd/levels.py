@@ -43,12 +43,15 @@ TOKENS = _interpreter.STAMP  # one per entry of TRANSFORMS, in the same order
 
 class Token:
     """The stamp of the tensors made while a transform is the innermost: its level while it
-    is entered (None after), and the token of the level it was entered in."""
+    is entered (None after), and the token of the level it was entered in. A `frozen` one
+    (a twin of the level's, `alias_token`) stamps the aliases made there of captured tensors,
+    which in-place ops may not write while the level lasts; after it, they belong where the
+    tensor they alias does (their `outer`)."""
 
-    __slots__ = ("level", "outer")
+    __slots__ = ("level", "outer", "frozen", "twins")
 
-    def __init__(self, level, outer):
-        self.level, self.outer = level, outer
+    def __init__(self, level, outer, frozen=False):
+        self.level, self.outer, self.frozen, self.twins = level, outer, frozen, None
 
 
 def stamp_of(t):
@@ -62,9 +65,9 @@ def stamp_of(t):
 
 
 def stamp(t, token):
-    """Give t (a tensor made inside transforms by no op: an alias, a detached copy) `token`."""
-    if token is not None:
-        t._lvl = token
+    """Give t (a tensor made inside transforms by no op: an alias, a detached copy) `token`
+    (None: outside every transform, as a tensor captured from there)."""
+    t._lvl = token
     return t
 
 
@@ -97,6 +100,85 @@ def innermost(t):
                 return level
             x = x._phys
     return None
+
+
+def _live(token):
+    """The live token a stamp resolves to (None: outside every transform entered)."""
+    while token is not None and token.level is None:
+        token = token.outer
+    return token
+
+
+def _last_differentiating():
+    """The index in TRANSFORMS of the innermost grad, vjp or jvp level (-1: none, vmap's
+    alone or nothing entered)."""
+    last = len(TRANSFORMS) - 1
+    while last >= 0 and any(TRANSFORMS[last] is v for v in VMAP_STACK):
+        last -= 1
+    return last
+
+
+def captured(t):
+    """Whether in-place ops may not write t, as torch.func's grad/jvp interpreters refuse: t
+    lives outside the innermost grad, vjp or jvp level (captured from outside it, or made at
+    an outer level), or it aliases such a tensor (a view, `detach()` or `.data` made of one
+    inside: torch's immutable wrapper). A tensor made at a vmap level inside that level lives
+    there. False when no grad, vjp or jvp level is entered."""
+    last = _last_differentiating()
+    if last < 0:
+        return False
+    token = _live(stamp_of(t))
+    if token is None or token.frozen:
+        return True
+    return next(i for i, lv in enumerate(TRANSFORMS) if lv is token.level) < last
+
+
+def alias_token(src, token):
+    """The stamp of an alias of `src` (a view, a detach()) made while `token` is the
+    innermost: `token` itself, or its frozen twin when src is `captured` (its `outer`: src's
+    own, so the alias is src's level's once this level returns)."""
+    if not captured(src):
+        return token
+    outer = stamp_of(src)
+    live = _live(outer)
+    if live is not None and live.frozen:
+        outer = live.outer  # (an alias of an alias: of the same captured tensor)
+    twins = token.twins
+    if twins is None:
+        twins = token.twins = {}
+    twin = twins.get(outer)
+    if twin is None:
+        twin = twins[outer] = Token(token.level, outer, frozen=True)
+    return twin
+
+
+class writing_out:
+    """The block writes an `out=` argument: torch.func's interpreters check no capture there
+    (an out= op is not an in-place op to them), so neither does `refuse_captured_write`."""
+
+    depth = 0
+
+    def __enter__(self):
+        writing_out.depth += 1
+
+    def __exit__(self, *exc):
+        writing_out.depth -= 1
+
+
+def refuse_captured_write(name, target):
+    """torch.func's check of an in-place op (`name`) inside a grad, vjp or jvp transform:
+    refused, before anything is written, where its target is `captured` (from outside the
+    innermost such level, or an alias of such a tensor), with torch's RuntimeError. vmap
+    levels alone check nothing (torch's vmap has rules of its own for writes into unbatched
+    tensors). Called only while a transform is entered (`interpreter.STAMP` not empty)."""
+    if not writing_out.depth and captured(target):
+        raise RuntimeError(
+            f"During a grad (vjp, jvp, grad, etc) transform, the function provided attempted "
+            f"to call in-place operation ({name}) that would mutate a captured Tensor (shape "
+            f"{tuple(target.shape)}, made outside the transform, or a view or detach() of "
+            f"one). This is not supported (as in torch.func); please rewrite the function "
+            f"being transformed to explicitly accept the mutated Tensor(s) as inputs, or "
+            f"write into a clone() made inside it")
 
 
 # the metas of the inputs func.grad/vjp made leaves, once their level has returned: a graph
@@ -172,6 +254,8 @@ class entered:
         TRANSFORMS.remove(self.level)
         TOKENS.remove(self.token)
         self.token.level = None
+        for twin in (self.token.twins or {}).values():
+            twin.level = None
         for meta in getattr(self.level, "leaves", ()):
             DEAD_LEAVES.add(meta)
         if not TOKENS:
@@ -259,3 +343,6 @@ def delegate(interp, hook, *args):
     if fn is not None:
         return fn(*args)
     return None
+
+
+_interpreter.alias_token = alias_token

@@ -145,8 +145,8 @@ class BatchedTensor(Tensor):
         if self._counter is None:
             self._counter = VersionCounter()
         t._counter = self._counter
-        if _levels.TOKENS:  # (made at the innermost transform's level, as torch's op)
-            t._lvl = _levels.TOKENS[-1]
+        if _levels.TOKENS:  # (made at the innermost transform's level, as an eager detach())
+            t._lvl = _levels.alias_token(self, _levels.TOKENS[-1])
         return t
 
     @property

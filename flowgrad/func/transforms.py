@@ -165,7 +165,7 @@ def _data_of(x):
     x's own innermost (`levels.innermost`)."""
     inner = levels.innermost(x)
     if inner is None:  # (inside vmap levels x is not batched at: plain)
-        return _alias(x)
+        return levels.stamp(_alias(x), levels.stamp_of(x))
     if isinstance(inner, VmapLevel):  # (x's own level is a vmap's, captured by a grad/jvp)
         raise RuntimeError("accessing `data` under vmap transform is not allowed: use "
                            "detach() (torch's functorch refuses .data of a tensor batched by "
@@ -194,7 +194,7 @@ def _detach_keeping_outer(x):
     alone (`levels.stripped` keeps the outer tangents); True when x kept a history for the
     outer levels (else detach_ makes it a leaf)."""
     inner = levels.innermost(x)
-    _refuse_captured(x, inner)
+    _refuse_captured(x)
     if inner is None or x._meta in TRANSFORM_INPUTS or not _outer_graph(inner, x):
         return False  # (a transform's input itself stops requiring grad: its grad raises)
     y = _strip_inner(x, True, _depth(inner))
@@ -204,9 +204,10 @@ def _detach_keeping_outer(x):
     return True
 
 
-def _refuse_captured(x, own):
-    """torch refuses x.detach_() inside a grad or jvp transform x was captured into (its own
-    level is outside the innermost one entered, past the vmap levels)."""
+def _refuse_captured(x):
+    """detach_() of the input of a func.grad/vjp around a vmap around the innermost level:
+    torch.func detaches it for the outer levels too, flowgrad would not. (A tensor captured
+    into a grad or jvp transform was refused before: `levels.refuse_captured_write`.)"""
     last = next((i for i in range(len(TRANSFORMS) - 1, -1, -1)
                  if not isinstance(TRANSFORMS[i], VmapLevel)), None)
     if last is not None and last < len(TRANSFORMS) - 1 and x._meta is not None \
@@ -216,13 +217,6 @@ def _refuse_captured(x, own):
             "the vmap (grad(grad(vmap(f))) and the like) is not supported: "
             "torch.func detaches it for the outer levels too, flowgrad would not. Use "
             "x.detach() instead")
-    if last is None or (own is not None and _depth(own) >= last):
-        return
-    raise RuntimeError(
-        "During a grad (vjp, jvp, grad, etc) transform, the function provided attempted to "
-        "call in-place operation (detach_) that would mutate a captured Tensor. This is not "
-        "supported (as in torch.func); use x.detach() instead, or pass the tensor to the "
-        "transformed function as an input")
 
 
 levels.detach_keeping_outer = _detach_keeping_outer
@@ -453,7 +447,10 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         raise RuntimeError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents; "
                            f"give one tangent per primal")
     with forward_ad.dual_level(), entered(forward_ad._LEVELS[-1]):
-        duals = [forward_ad.make_dual(p, t) for p, t in zip(primals, tangents)]
+        # the level's own inputs, which in-place ops may write (torch's), not the frozen
+        # views of captured primals that Op.__call__ stamps them as
+        duals = [levels.stamp(forward_ad.make_dual(p, t), levels.TOKENS[-1])
+                 for p, t in zip(primals, tangents)]
         out = func(*duals)
         aux = None
         if has_aux:

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from .._warn import warn
-from ..autograd.inplace import bump_version
+from ..autograd.inplace import bump_version, check_capture
 from ..autograd.interpreter import check_host_draw
 from ..errors import check_std, check_uniform_bounds
 from ..random import numpy_generator as _numpy_generator
@@ -29,8 +29,10 @@ __all__ = [
 _SQRT_HALF = math.sqrt(0.5)
 
 
-def _write(tensor, values):
-    """Write `values` into tensor's storage (views see it) and bump its version."""
+def _write(tensor, values, name):
+    """Write `values` into tensor's storage (views see it) and bump its version: the in-place
+    op `name` (refused inside func transforms for a tensor captured from outside them)."""
+    check_capture(name, tensor)
     tensor._data[...] = np.asarray(values).astype(tensor._data.dtype, copy=False)
     bump_version(tensor)
     return tensor
@@ -112,8 +114,8 @@ def _draw_uniform(tensor, a, b, generator, name):
     shape = tuple(tensor.shape)
     rng = _host_generator(generator)
     if tensor.dtype.is_complex:
-        return _write(tensor, rng.uniform(a, b, shape) + 1j * rng.uniform(a, b, shape))
-    return _write(tensor, rng.uniform(a, b, shape))
+        return _write(tensor, rng.uniform(a, b, shape) + 1j * rng.uniform(a, b, shape), name)
+    return _write(tensor, rng.uniform(a, b, shape), name)
 
 
 def _normal_sample(tensor, mean, std, rng, name):
@@ -129,7 +131,8 @@ def _normal_sample(tensor, mean, std, rng, name):
 
 
 def _draw_normal(tensor, mean, std, generator, name):
-    return _write(tensor, _normal_sample(tensor, mean, std, _host_generator(generator), name))
+    return _write(tensor, _normal_sample(tensor, mean, std, _host_generator(generator), name),
+                  name)
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
@@ -170,7 +173,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         while bad.size:
             out[bad] = rng.normal(mean, std, bad.size).astype(np_dtype)
             bad = bad[(out[bad] < lo) | (out[bad] > hi)]
-        return _write(tensor, out.reshape(tuple(tensor.shape)))
+        return _write(tensor, out.reshape(tuple(tensor.shape)), "trunc_normal_")
     _check_uniform_bounds(tensor, a, b, "trunc_normal_")
     log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2  # the density's top in [a, b]
 
@@ -184,29 +187,29 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     while todo.size:
         out[todo] = rng.uniform(a, b, todo.size)
         todo = todo[rejected(out[todo])]
-    return _write(tensor, out.reshape(tuple(tensor.shape)))
+    return _write(tensor, out.reshape(tuple(tensor.shape)), "trunc_normal_")
 
 
 def constant_(tensor, val):
     """Fill with the value `val`."""
-    return _write(tensor, val)
+    return _write(tensor, val, "constant_")
 
 
 def ones_(tensor):
     """Fill `tensor` with ones in place, unrecorded by autograd; returns it (nn.init.ones_)."""
-    return _write(tensor, 1)
+    return _write(tensor, 1, "ones_")
 
 
 def zeros_(tensor):
     """Fill `tensor` with zeros in place, unrecorded by autograd; returns it (nn.init.zeros_)."""
-    return _write(tensor, 0)
+    return _write(tensor, 0, "zeros_")
 
 
 def eye_(tensor):
     """Fill a 2-D tensor with the identity matrix."""
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    return _write(tensor, np.eye(*tensor.shape))
+    return _write(tensor, np.eye(*tensor.shape), "eye_")
 
 
 def dirac_(tensor, groups=1):
@@ -224,7 +227,7 @@ def dirac_(tensor, groups=1):
     for g in range(groups):
         for d in range(min_dim):
             w[(g * out_per_group + d, d) + centre] = 1
-    return _write(tensor, w)
+    return _write(tensor, w, "dirac_")
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
@@ -281,7 +284,7 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     q = q * np.sign(np.diag(r))  # makes the decomposition unique (uniform over O(n))
     if rows < cols:
         q = q.T
-    return _write(tensor, gain * q.reshape(tuple(tensor.shape)))
+    return _write(tensor, gain * q.reshape(tuple(tensor.shape)), "orthogonal_")
 
 
 def sparse_(tensor, sparsity, std=0.01, generator=None):
@@ -294,7 +297,7 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     w = _normal_sample(tensor, 0.0, std, rng, "sparse_")
     for c in range(cols):
         w[rng.permutation(rows)[:num_zeros], c] = 0
-    return _write(tensor, w)
+    return _write(tensor, w, "sparse_")
 
 
 def _deprecated(fn):

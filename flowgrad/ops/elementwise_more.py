@@ -16,6 +16,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import (
     bump_version,
+    check_capture,
     check_inplace,
     memory_of,
     run_inplace,
@@ -526,7 +527,8 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
         # counts as a write; recorded (below), it starts a new version of the history, except
         # into an expand (where flowgrad refuses recorded writes that torch would only refuse
         # in backward); its tangent (forward AD) is src's, as torch's. A leaf (or a view of
-        # one) that requires grad is refused all the same: torch checks the target first
+        # one) that requires grad is refused all the same, and inside func transforms a
+        # captured tensor: torch checks the target first
         check_inplace("copy_", self)
         bump_version(self)
         tell_written(self, src)
@@ -552,6 +554,7 @@ def _write_sample(self, name, random_op, generator, kinds="fV", **attrs):
     """Fill self with a sample of `random_op` (attributes `attrs`, self's shape and dtype):
     drawn inside an op, so an nn.Graph plan draws fresh numbers on every run (drawn by
     Python here, it froze them). `kinds`: the dtype kinds the sample may have."""
+    check_capture(name, self)  # (before the draw, as torch's: a refused write draws nothing)
     if self._data.dtype.kind not in kinds:
         raise RuntimeError(f"{name}: expects a floating point tensor, got {self.dtype.name}; "
                            f"convert it with .float() first")

@@ -25,6 +25,7 @@ from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
 from ..autograd.inplace import (
     bump_version,
+    check_capture,
     check_inplace,
     expanded_view,
     inplace_update,
@@ -33,6 +34,7 @@ from ..autograd.inplace import (
     warn_expanded_write,
     writable,
 )
+from ..autograd.interpreter import STAMP
 from ..autograd.views import writable_alias
 from ..device import ARRAY_MODULES, array_module
 from ..errors import INT_INDEX_DTYPES, check_number, checked_value_tensor, fill_scalar, int_arg
@@ -304,6 +306,8 @@ _ASSIGNABLE = (bool, int, float, complex, np.generic, np.ndarray, list, tuple)
 
 def setitem(x, index, value):
     """`x[index] = value` in place; recorded (x is rebased) when value or x needs grad."""
+    if STAMP:  # (inside func transforms: check_capture, inline)
+        check_capture("setitem", x)
     xp = array_module(x._data)
     spec, arrays, advanced = parse_index(index)
     if not isinstance(value, Tensor):

@@ -18,6 +18,7 @@ import numpy as np
 from .._warn import warn
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import bump_version
+from ..autograd.levels import writing_out
 from ..dtypes import can_cast_array
 from ..errors import SparseOperandError, reraise_typed, sparse_form
 from ..tensor import Tensor
@@ -66,7 +67,7 @@ def write_out(result, out, name):
                 f"with t.resize_(0).", UserWarning, stacklevel=4)
         out._data = np.empty(shape, out._data.dtype)
         bump_version(out)
-    with no_grad():
+    with no_grad(), writing_out():  # (into a captured tensor too, as torch.func's)
         out.copy_(result)
     return out
 

@@ -18,7 +18,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes as _dt
-from ..autograd.inplace import bump_version
+from ..autograd.inplace import bump_version, check_capture
 from ..device import array_module, new_array
 from ..errors import tensor_operand
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -581,6 +581,7 @@ def _metadata_inplace(name, view_of):
     for a tensor outside autograd that is no view: a recorded history or a view's replay
     chain would describe the old layout."""
     def inplace(self, *args, **kwargs):
+        check_capture(name, self)
         if self.requires_grad or self._view is not None:
             what = "requires grad" if self.requires_grad else "is a view of another tensor"
             raise NotImplementedError(
@@ -621,6 +622,7 @@ def _resize_(self, *sizes, size=None, memory_format=None):
     if any(s < 0 for s in shape):
         raise RuntimeError(f"resize_: Trying to create tensor with negative dimension "
                            f"{min(shape)}: {list(shape)}")
+    check_capture("resize_", self)
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     if shape != tuple(self.shape):
