@@ -206,11 +206,21 @@ def test_vmap_alone_checks_no_capture(m):
     out = m.func.vmap(lambda x: x + cap.add_(1.0))(m.tensor(np.stack([X, X])))
     np.testing.assert_allclose(cap.numpy(), CAP + 1.0)
     np.testing.assert_allclose(out.numpy()[0], X + CAP + 1.0)
-    cap = m.tensor(CAP)
-    with pytest.raises(RuntimeError):
-        m.func.vmap(lambda x: cap.add_(x))(m.tensor(np.stack([X, X])))
-    if m is torch:  # (flowgrad's vmap refusal comes after its write: left as found)
+    for write in _BATCHED_WRITES:  # (flowgrad's refusal came after its write: zeros)
+        cap = m.tensor(CAP)
+        with pytest.raises(RuntimeError):
+            m.func.vmap(lambda x: write(m, cap, x))(m.tensor(np.stack([X, X])))
         np.testing.assert_array_equal(cap.numpy(), CAP)
+
+
+_BATCHED_WRITES = [
+    lambda m, cap, x: cap.add_(x), lambda m, cap, x: cap.mul_(x),
+    lambda m, cap, x: cap.copy_(x), lambda m, cap, x: cap.__setitem__(0, x[0]),
+    lambda m, cap, x: cap.clamp_(x, x), lambda m, cap, x: cap.addcmul_(x, x),
+    lambda m, cap, x: cap.lerp_(x, 0.5), lambda m, cap, x: cap.masked_fill_(x > 1, 0.0),
+    lambda m, cap, x: cap.index_add_(0, m.tensor([0]), x[:1]),
+    lambda m, cap, x: cap[:2].mul_(x[:2]),  # (through a view)
+]
 
 
 @pytest.mark.parametrize("m", [flow, torch], ids=["flowgrad", "torch"])

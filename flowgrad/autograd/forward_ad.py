@@ -148,6 +148,9 @@ class ForwardLevel:
         return outs, aux
 
     # hooks the eager functions call on the current interpreter
+    def writing(self, target, result):
+        delegate(self.inner, "writing", target, result)  # (a vmap inside refuses early)
+
     def written(self, target, result):
         """An in-place op wrote `result` into `target`: target's tangent takes result's."""
         self._overwrite(target, self.tangent(result))

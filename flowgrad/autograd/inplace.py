@@ -207,6 +207,7 @@ def _inplace_through_view(name, target, compute, recording=True):
     # fill_/zero_ write such a view as torch does; the backward through the write raises, as
     # torch's CopySlices (it would write the gradient into the shared elements)
     extra = {"overlapping": True} if overlapping else {}
+    _tell(_interpreter.current, "writing", target, region)  # (before anything is written)
     new_base = view_scatter(base_old, region.to(target.dtype), chain=chain, **extra)
     assign(target._data, region._data, name)  # shared storage: base sees it too
     bump_version(target)
@@ -327,6 +328,9 @@ def write_inplace(target, result, name):
     """Copy `result` into `target`'s storage; if result was recorded, rebase target on it."""
     data = result._data
     _check_writable(target, data, name)
+    current = _interpreter.current
+    if current is not AutogradInterpreter:  # (vmap refuses a batched result into an
+        _tell(current, "writing", target, result)  # unbatched tensor: before the write)
     if data is not target._data:
         assign(target._data, data, name)
     bump_version(target)

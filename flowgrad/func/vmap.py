@@ -144,14 +144,20 @@ class VmapLevel:
             node._outputs = [SavedBatched(o) for o in outputs]
 
     # hooks the eager functions call on the current interpreter
+    def writing(self, target, result):
+        """An in-place op is about to write `result` into `target`: refused, before anything
+        is written, where result is batched and target is not (torch's vmap error)."""
+        if batched_at(result, self) and not batched_at(target, self):
+            raise RuntimeError(
+                f"vmap: an in-place operation would write a batched result into a tensor "
+                f"that is not batched (shape {tuple(target.shape)}); use the out-of-place "
+                f"op, or pass the tensor in as a batched input")
+        delegate(self.inner, "writing", target, result)
+
     def written(self, target, result):
         """An in-place op wrote `result` into `target`: target now holds result's examples."""
         if batched_at(result, self):
-            if not batched_at(target, self):
-                raise RuntimeError(
-                    f"vmap: an in-place operation would write a batched result into a tensor "
-                    f"that is not batched (shape {tuple(target.shape)}); use the out-of-place "
-                    f"op, or pass the tensor in as a batched input")
+            self.writing(target, result)  # (writes that did not ask first)
             _write_examples(self, target, result)
         delegate(self.inner, "written", target, result)
 
