@@ -176,3 +176,28 @@ def test_index_write_into_an_expanded_dual_matches_torch(name, dual_value):
             return [(p.tolist(), None if t is None else t.tolist())
                     for p, t in (fw.unpack_dual(x), fw.unpack_dual(e))]
     assert run(flow) == run(torch)
+
+
+_FULL_VIEWS = {"squeeze": lambda t: t.squeeze(), "ellipsis": lambda t: t[...],
+               "view": lambda t: t.view(t.shape), "unsqueeze": lambda t: t.unsqueeze(0)}
+
+
+@pytest.mark.parametrize("view", list(_FULL_VIEWS))
+@pytest.mark.parametrize("shape", [(), (2,)])
+def test_a_dual_copied_into_a_view_of_its_own_detached_alias_gives_the_base_its_tangent(
+        shape, view):
+    # copy_ of a tensor's own elements took a shortcut that gave the view alone src's tangent:
+    # the base (x.detach(), a plain alias of the dual's primal) kept none, where torch's
+    # takes it (found by forward_fuzz seed 11781 in a sweep past the slow range)
+    tangents = []
+    for m in (torch, flow):
+        fw = m.autograd.forward_ad
+        with fw.dual_level():
+            x = fw.make_dual(m.full(shape, 0.38, dtype=m.float64),
+                             m.full(shape, -0.06, dtype=m.float64))
+            base = x.detach()
+            target = _FULL_VIEWS[view](base)
+            target.copy_(x if view != "unsqueeze" else x.unsqueeze(0))
+            tangents.append([None if t is None else t.tolist() for t in (
+                fw.unpack_dual(base).tangent, fw.unpack_dual(target).tangent)])
+    assert tangents[1] == tangents[0]

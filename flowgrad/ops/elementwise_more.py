@@ -13,6 +13,7 @@ import builtins
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd import interpreter as _interpreter
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import (
     bump_version,
@@ -522,7 +523,8 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
     src = _value_tensor(self, src, "copy_")
     if _same_data(src, self) and (
             not (is_grad_enabled() and (self.requires_grad or src.requires_grad))
-            or self_overlapping(memory_of(self))):
+            or self_overlapping(memory_of(self))) and not (
+            self._view is not None and _tangents_follow_views()):
         # torch's copy_ of itself (or of a view with its very elements) writes nothing, but
         # counts as a write; recorded (below), it starts a new version of the history, except
         # into an expand (where flowgrad refuses recorded writes that torch would only refuse
@@ -541,6 +543,15 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
         raise RuntimeError(f"copy_: the source of shape {tuple(src.shape)} is not broadcastable "
                            f"to the destination of shape {tuple(self.shape)}")
     return run_inplace("copy_", _filled, self, src)
+
+
+def _tangents_follow_views():
+    """Whether forward AD is on (its interpreter follows writes through views): a copy of a
+    view's own elements then writes as any copy, so the view's base takes src's tangent too
+    (torch's; the shortcut gave the view alone a tangent)."""
+    current = _interpreter.current
+    return current is not _interpreter.AutogradInterpreter and \
+        getattr(current, "written_view", None) is not None
 
 
 def _same_data(a, b):
