@@ -325,16 +325,21 @@ def test_writes_into_an_expand_under_vmap_of_jvp_match_torch():
     assert _expanded_writes_under_vmap_of_jvp(flow) == _expanded_writes_under_vmap_of_jvp(torch)
 
 
+def _stripped(t, variant, scale):
+    """t.data ("data"), or t * scale made a leaf by detach_() ("detach_")."""
+    if variant == "data":
+        return t.data
+    d = t * scale
+    d.detach_()
+    return d
+
+
 def _under(m, nest, variant):
     """f reading x.data (or detach_()-ing a tensor computed from x) under the transforms
     `nest`, outermost first: V vmap, G grad of a weighted sum, J jvp, A autograd.grad around
     them all; x is a batch of two rows per V."""
     def f(x):
-        if variant == "data":
-            d = x.data
-        else:
-            d = x * 2.0
-            d.detach_()
+        d = _stripped(x, variant, 2.0)
         return m.sin(3 * x) * d + x ** 3 + d * d * x
 
     def weights(shape, lo, hi):
@@ -374,12 +379,7 @@ def _closure_under_vmap(m, variant):
 
     def outer(w):
         def f(x):
-            if variant == "data":
-                d = w.data
-            else:
-                d = w * 1.0
-                d.detach_()
-            return (x * d * w).sum()
+            return (x * _stripped(w, variant, 1.0) * w).sum()
         return m.func.vmap(f)(xs).sum()
     return m.func.grad(outer)(m.tensor([0.3, -0.2, 0.5], dtype=m.float64)).tolist()
 

@@ -147,19 +147,23 @@ class VmapLevel:
     def writing(self, target, result):
         """An in-place op is about to write `result` into `target`: refused, before anything
         is written, where result is batched and target is not (torch's vmap error)."""
-        if batched_at(result, self) and not batched_at(target, self):
-            raise RuntimeError(
-                f"vmap: an in-place operation would write a batched result into a tensor "
-                f"that is not batched (shape {tuple(target.shape)}); use the out-of-place "
-                f"op, or pass the tensor in as a batched input")
+        if batched_at(result, self):
+            self._refuse_unbatched(target)
         delegate(self.inner, "writing", target, result)
 
     def written(self, target, result):
         """An in-place op wrote `result` into `target`: target now holds result's examples."""
         if batched_at(result, self):
-            self.writing(target, result)  # (writes that did not ask first)
+            self._refuse_unbatched(target)  # (writes that did not ask first)
             _write_examples(self, target, result)
         delegate(self.inner, "written", target, result)
+
+    def _refuse_unbatched(self, target):
+        if not batched_at(target, self):
+            raise RuntimeError(
+                f"vmap: an in-place operation would write a batched result into a tensor "
+                f"that is not batched (shape {tuple(target.shape)}); use the out-of-place "
+                f"op, or pass the tensor in as a batched input")
 
     def read(self, tensor, what):
         delegate(self.inner, "read", tensor, what)
