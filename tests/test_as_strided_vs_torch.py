@@ -329,25 +329,47 @@ def test_writes_to_overlapping_views_as_torch():
     assert run(flow) == run(torch)
 
 
-def test_recorded_write_through_a_view_of_a_non_c_order_tensor_is_refused_unchanged():
-    # (a recorded write replays the view on a C-order copy of the base: refused, not wrong)
-    x = flow.tensor(np.arange(12.0), requires_grad=True)
-    y = x.reshape(3, 4).t() * 1                       # Fortran order, as torch keeps it
-    v = y.as_strided((3,), (1,), 1)
-    before, version = y.tolist(), y._version
-    with pytest.raises(RuntimeError, match="as_strided.*not in C order.*contiguous"):
-        v.mul_(3)
-    assert y.tolist() == before and y._version == version
-    with flow.no_grad():
-        v.mul_(3)
-    t = torch.arange(12.0, dtype=torch.float64).reshape(3, 4).t() * 1
-    t.as_strided((3,), (1,), 1).mul_(3)
-    assert y.tolist() == t.tolist()
-    y2 = x.reshape(3, 4).t().contiguous() * 1         # the remedy: a C-order base
-    y2.as_strided((3,), (1,), 1).mul_(3)
-    (y2 * 2).sum().backward()
-    t2 = torch.arange(12.0, dtype=torch.float64, requires_grad=True)
-    y3 = t2.reshape(3, 4).t().contiguous() * 1
-    y3.as_strided((3,), (1,), 1).mul_(3)
-    (y3 * 2).sum().backward()
-    assert x.grad.tolist() == t2.grad.tolist()
+# recorded writes through an as_strided view of a base in any layout. flowgrad refused these
+# for a base not in C order: the write replayed the view on a row-major clone, which as_strided
+# (positions in the storage) would have read wrongly. A clone now keeps torch's layout
+_WRITE_BASES = {"row-major": lambda x: x.reshape(4, 6), "transposed": lambda x: x.reshape(4, 6).t(),
+                "sliced": lambda x: x.reshape(4, 6)[:, 1:5],
+                "transposed, sliced": lambda x: x.reshape(4, 6).t()[1:5],
+                "offset": lambda x: x[2:22].reshape(4, 5),
+                "permuted": lambda x: x.reshape(2, 3, 4).permute(2, 0, 1)}
+_WRITE_VIEWS = {
+    "strided diagonal": lambda y: y.as_strided((3,), (y.stride(0) + y.stride(1),),
+                                               y.storage_offset()),
+    "block": lambda y: y.as_strided((2, 2), (1, 2), y.storage_offset() + 1),
+    "of a transpose": lambda y: y.t().as_strided((3,), (1,), y.storage_offset() + 1),
+    "then reshaped": lambda y: y.as_strided((2, 3), (y.stride(0), y.stride(1)),
+                                            y.storage_offset()).reshape(-1)}
+_WRITES = {"mul_": lambda v: v.mul_(3), "clamp_": lambda v: v.clamp_(0.5, 1.5),
+           "copy_": lambda v: v.copy_(v.detach() * 0 + 2), "exp_": lambda v: v.exp_()}
+
+
+def _written(m, base, view, write):
+    """The base (times one: a tensor of that layout in its own storage) after the write, its
+    gradient and second gradient, or the error's type."""
+    x = m.tensor(np.arange(1.0, 25.0) / 7, requires_grad=True)
+    y = _WRITE_BASES[base](x) * 1
+    try:
+        v = _WRITE_VIEWS[view](y)
+        _WRITES[write](v)
+    except RuntimeError as e:
+        return type(e).__name__
+    w = m.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))
+    g, = m.autograd.grad((y.sin() * w).sum(), x, create_graph=True)
+    gg, = m.autograd.grad((g * g).sum(), x)
+    return [y.detach().numpy(), g.detach().numpy(), gg.numpy()]
+
+
+@pytest.mark.parametrize("write", _WRITES)
+@pytest.mark.parametrize("view", _WRITE_VIEWS)
+@pytest.mark.parametrize("base", _WRITE_BASES)
+def test_recorded_write_through_as_strided_of_any_layout_matches_torch(base, view, write):
+    want, got = _written(torch, base, view, write), _written(flow, base, view, write)
+    assert isinstance(want, str) == isinstance(got, str), (want, got)
+    if not isinstance(want, str):
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

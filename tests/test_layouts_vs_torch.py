@@ -87,3 +87,50 @@ def test_non_contiguous_inputs(fn, specs, layout, request):
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-9,
                                        equal_nan=True,
                                        err_msg=f"gradient of input {i} differs from torch")
+
+
+# ---- the layout of a result made like its input: torch's preserve_format ----------------------
+# before, clone, the *_like factories and flip returned row-major arrays whatever the input's
+# layout: x.t().clone().view(-1) ran where torch raises, and a reshape of such a clone was a view
+# (an in-place write through it changed the clone) where torch's is a copy
+_SOURCES = {"transposed": lambda m: m.arange(12.0).reshape(3, 4).t(),
+            "sliced": lambda m: m.arange(24.0).reshape(4, 6)[:, 1:5:2],
+            "transposed, sliced": lambda m: m.arange(24.0).reshape(4, 6).t()[::2],
+            "permuted": lambda m: m.arange(24.0).reshape(2, 3, 4).permute(2, 0, 1),
+            "expanded": lambda m: m.arange(4.0).reshape(4, 1).t().expand(3, 4).t(),
+            "expanded, unsqueezed": lambda m: m.arange(12.0).reshape(3, 4).t()[None].expand(
+                2, 4, 3)}
+_MADE_LIKE = {"clone": lambda m, x: x.clone(), "torch.clone": lambda m, x: m.clone(x),
+              "clone(preserve_format)": lambda m, x: x.clone(memory_format=m.preserve_format),
+              "clone(contiguous_format)": lambda m, x: x.clone(memory_format=m.contiguous_format),
+              "zeros_like": lambda m, x: m.zeros_like(x), "ones_like": lambda m, x: m.ones_like(x),
+              "empty_like": lambda m, x: m.empty_like(x).zero_(),
+              "full_like": lambda m, x: m.full_like(x, 2.0),
+              "rand_like": lambda m, x: m.rand_like(x) * 0,
+              "randn_like": lambda m, x: m.randn_like(x) * 0,
+              "randint_like": lambda m, x: m.randint_like(x, 1),
+              "zeros_like(int)": lambda m, x: m.zeros_like(x, dtype=m.int32),
+              "flip": lambda m, x: x.flip(0), "flip(-1)": lambda m, x: x.flip(-1),
+              "fliplr": lambda m, x: m.fliplr(x), "to(copy=True)": lambda m, x: x.to(
+                  m.float32, copy=True), "detach().clone()": lambda m, x: x.detach().clone()}
+
+
+def _made_like(m, source, make):
+    """The layout (strides of the dims longer than 1) of the result, whether view(-1) of it
+    raises, and whether an in-place write through reshape(-1) of it reaches it."""
+    out = _MADE_LIKE[make](m, _SOURCES[source](m).float())
+    strides = tuple(s for n, s in zip(out.shape, out.stride()) if n > 1)
+    try:
+        out.view(-1)
+        views = True
+    except RuntimeError:
+        views = False
+    before = out.clone()
+    out.reshape(-1).add_(1)
+    return strides, views, bool((out != before).any())
+
+
+@pytest.mark.parametrize("make", _MADE_LIKE)
+@pytest.mark.parametrize("source", _SOURCES)
+def test_results_made_like_an_input_keep_its_layout_as_torch(source, make):
+    assert _made_like(flow, source, make) == _made_like(torch, source, make)

@@ -47,8 +47,6 @@ KNOWN_DIFFERENCES = {
             "deprecated path); flowgrad's gradient is that of the value the memory holds",
     102894: "a copy whose source overlaps its destination: torch reads while writing, "
             "flowgrad reads the whole source first (NumPy's semantics)",
-    103139: "torch's clone keeps a transposed layout, so a view() of it fails; flowgrad's "
-            "clone is contiguous",
     104419: "torch's broadcast matmul saves reshaped copies of its operands, flowgrad the "
             "operands (written in place here)",
     1265: "a gradient through zero-size tensors keeps its history in flowgrad, not in torch",

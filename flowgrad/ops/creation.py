@@ -25,6 +25,7 @@ from ..device import ARRAY_MODULES, CPU, device_of, resolve_device, to_device
 from ..errors import check_number, fill_scalar
 from ..tensor import Size, Tensor, bind_late
 from ..typed_tensors import preserve_format, record_memory_format, recorded_memory_format
+from .layout import empty_preserving
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
@@ -467,6 +468,20 @@ def _bool_fill(value, np_dtype):
     return bool(value) if np_dtype.kind == "b" else value
 
 
+def _filled_like(dev, x, np_dtype, fill, options):
+    """An array of x's shape filled with `fill`, laid out as torch's `*_like` lay it out: as
+    x (preserve_format, the default), else row-major (a format asked for is recorded)."""
+    data, fmt = x._data, options.get("memory_format")
+    if (fmt is None or fmt is preserve_format) and data.ndim > 1 \
+            and not data.flags.c_contiguous:
+        out = empty_preserving(dev.xp, data, np_dtype)
+        out[...] = fill
+        return out
+    if type(fill) is int and fill == 0:  # (allocated zeroed)
+        return dev.xp.zeros(data.shape, np_dtype)
+    return dev.xp.full(data.shape, fill, np_dtype)
+
+
 def _like(x, dtype):
     return _dt.as_dtype(dtype) if dtype is not None else x.dtype
 
@@ -486,16 +501,16 @@ def zeros_like(x, dtype=None, device=None, requires_grad=False, **options):
     """
     check_hints("zeros_like", options)
     dev = _device_like(x, device, "zeros_like")
-    return _laid_out(_finish(dev.xp.zeros(x._data.shape, _like(x, dtype).np), requires_grad,
-                             dev), x, options)
+    return _laid_out(_finish(_filled_like(dev, x, _like(x, dtype).np, 0, options),
+                             requires_grad, dev), x, options)
 
 
 def ones_like(x, dtype=None, device=None, requires_grad=False, **options):
     """Ones with the shape of `x` and its dtype unless `dtype` is given."""
     check_hints("ones_like", options)
     dev = _device_like(x, device, "ones_like")
-    return _laid_out(_finish(dev.xp.ones(x._data.shape, _like(x, dtype).np), requires_grad,
-                             dev), x, options)
+    return _laid_out(_finish(_filled_like(dev, x, _like(x, dtype).np, 1, options),
+                             requires_grad, dev), x, options)
 
 
 def empty_like(x, dtype=None, device=None, requires_grad=False, **options):
@@ -518,8 +533,8 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **opt
         fill_value = fill_value.item()
     d = _like(x, dtype).np
     fill_value = _bool_fill(fill_scalar("full_like", fill_value, d), d)
-    return _laid_out(_finish(dev.xp.full(x._data.shape, fill_value, d), requires_grad, dev), x,
-                     options)
+    return _laid_out(_finish(_filled_like(dev, x, d, fill_value, options), requires_grad, dev),
+                     x, options)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False,

@@ -16,10 +16,12 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd import grad_mode
 from ..device import CPU, resolve_device, to_device
 from ..errors import check_probabilities, check_std, expect_tensor
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor
+from ..typed_tensors import preserve_format
 from .creation import (
     FACTORY_HINTS,
     _alloc,
@@ -30,6 +32,7 @@ from .creation import (
     _size,
     _size_arg,
     check_hints,
+    empty_like,
 )
 from .registry import op
 
@@ -240,8 +243,8 @@ def _sample_like(name, factory, input, dtype, generator, device, requires_grad, 
     expect_tensor(name, input)
     dev = _device_like(input, device, name)
     d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
-    return _laid_out(factory(*input.shape, dtype=d, generator=generator, device=dev,
-                             requires_grad=requires_grad), input, options)
+    return _preserving(factory(*input.shape, dtype=d, generator=generator, device=dev,
+                               requires_grad=requires_grad), input, options)
 
 
 def randint_like(input, low=0, high=None, dtype=None, generator=None, device=None,
@@ -255,10 +258,24 @@ def randint_like(input, low=0, high=None, dtype=None, generator=None, device=Non
     check_hints("randint_like", options)
     if high is None:
         low, high = 0, low
-    return _laid_out(randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
-                             generator=generator,
-                             device=_device_like(input, device, "randint_like"),
-                             requires_grad=requires_grad), input, options)
+    return _preserving(randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
+                               generator=generator,
+                               device=_device_like(input, device, "randint_like"),
+                               requires_grad=requires_grad), input, options)
+
+
+def _preserving(sample, input, options):
+    """A fresh `sample` laid out as torch's `*_like` lay it out: as `input` (preserve_format,
+    the default; ops/layout.py), else row-major with the format recorded. The numbers are
+    the sample's, element for element; only their places in memory change."""
+    fmt, data = options.get("memory_format"), input._data
+    if (fmt is None or fmt is preserve_format) and data.ndim > 1 \
+            and not data.flags.c_contiguous:
+        out = empty_like(input, dtype=sample.dtype, device=sample.device)
+        with grad_mode.no_grad():
+            out.copy_(sample)
+        sample = out.requires_grad_(sample.requires_grad)
+    return _laid_out(sample, input, options)
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False, **options):

@@ -14,6 +14,7 @@ from ..device import array_module
 from ..errors import INT_INDEX_DTYPES, int_arg, int_args
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .index import index_select
+from .layout import empty_preserving
 from .registry import op
 
 __all__ = ["flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat_interleave"]
@@ -31,7 +32,9 @@ def _dims(dims, nd, name):
 # ---- flip / roll / rot90 --------------------------------------------------------------------
 @op("flip", jvp="linear")
 def _flip(xp, x, *, dims):
-    return xp.flip(x, dims).copy()  # torch's flip returns a copy, not a view
+    out = empty_preserving(xp, x)  # torch's flip returns a copy (not a view) laid out as x
+    xp.copyto(out, xp.flip(x, dims))
+    return out
 
 
 @_flip.grad

@@ -28,6 +28,7 @@ from ..typed_tensors import (
     recorded_memory_format,
 )
 from .halfprec import HALF
+from .layout import copy_preserving
 from .out_arg import with_out
 from .registry import op
 from .transfer import to  # noqa: F401 (x.to, the casts: ops/transfer.py)
@@ -493,8 +494,8 @@ def unsqueeze(input, dim):
 
 # ---- copies and casts ------------------------------------------------------------------------
 @op("clone", jvp="linear")
-def _clone(xp, x):
-    return x.copy()
+def _clone(xp, x, *, keep_layout=False):
+    return copy_preserving(xp, x) if keep_layout else x.copy()  # (else row-major)
 
 
 @_clone.grad
@@ -512,11 +513,13 @@ def clone(input, *, memory_format=None):
     >>> y
     tensor([1., 2.], grad_fn=<clone_backward>)
     """
-    out = _clone(input)
-    # the format is recorded, as contiguous's (the array stays row-major); torch's default,
-    # preserve_format, keeps the input's
+    # torch's default, preserve_format, keeps the input's layout (its strides when dense) and
+    # its recorded format; another format is recorded, as contiguous's (the array row-major)
     if memory_format is None or memory_format is preserve_format:
+        out = _clone(input, keep_layout=True)
         memory_format = recorded_memory_format(input)
+    else:
+        out = _clone(input)
     if memory_format is not contiguous_format:
         record_memory_format(out, memory_format)
     return out
@@ -784,8 +787,7 @@ def _view_scatter(xp, base, region, *, chain, overlapping=False):
     return out
 
 
-_BYTE_VIEWS = frozenset(("real", "imag", "view_as_real", "view_as_complex", "view_dtype",
-                         "as_strided"))
+_BYTE_VIEWS = frozenset(("real", "imag", "view_as_real", "view_as_complex", "view_dtype"))
 
 
 def _replayed(xp, array, chain):

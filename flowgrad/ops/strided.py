@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import operator
-import sys
 
 import numpy as np
 
@@ -30,12 +29,8 @@ from ..autograd.views import ViewInfo, mark_view
 from ..tensor import Tensor, tensor_method
 from ..typed_tensors import contiguous_format
 from .registry import op
-from .shape import _replayed
 
 __all__ = ["as_strided", "as_strided_copy", "as_strided_scatter"]
-
-_VIEW_SCATTER = _replayed.__code__  # (view_scatter replays a view chain through it)
-
 
 # ---- geometry ------------------------------------------------------------------------------
 def _positions(xp, geometry):
@@ -173,15 +168,6 @@ def _as_strided(xp, x, *, size, stride, offset, source):
         return view
     # x is not the storage's memory (a gradient, a tangent, a copy in another layout, an
     # nn.Graph value): its own elements are all of the storage that is known here
-    if sys._getframe(1).f_code is _VIEW_SCATTER:
-        # a recorded write through the view replays it on a copy of the base's clone (C order,
-        # where torch's clone keeps the layout): not the base's layout, so the write would
-        # miss the copy (a wrong gradient)
-        raise RuntimeError(
-            f"as_strided: an in-place write with autograd through an as_strided view of a "
-            f"tensor whose memory is not in C order (base shape {tuple(source[0])}, strides "
-            f"{tuple(source[1])}) is not supported; call .contiguous() on that tensor before "
-            f"as_strided, or write under flowgrad.no_grad()")
     buf, covered = _buffer(xp, x, source[:3], source[3])
     pos = _positions(xp, (size, stride, offset))
     if not bool(covered[pos].all()):
