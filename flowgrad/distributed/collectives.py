@@ -33,7 +33,7 @@ from ..autograd.inplace import assign, bump_version, run_inplace
 from ..ops.collective import all_reduce_op, broadcast_op
 from ..tensor import Tensor
 from . import wire
-from .process_group import ReduceOp, Work, _mpi, _watch, fingerprint, resolve
+from .process_group import _STATE, ReduceOp, Work, _mpi, _watch, fingerprint, resolve
 
 __all__ = ["all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
            "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single", "send", "recv",
@@ -104,14 +104,17 @@ def _per_rank(tensors, pg, like, what, name, given=True, role=""):
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce `tensor` over all ranks of the group, in place; every rank gets the result."""
-    pg = resolve(group, "all_reduce")
+    pg = _STATE.default if group is None else None  # (the common case without a call)
     if pg is None:
-        return None
+        pg = resolve(group, "all_reduce")
+        if pg is None:
+            return None
     if type(op) is not ReduceOp:
         op = wire.reduce_op(op, "all_reduce")
     data = _array(tensor, "all_reduce")
-    if not async_op and tensor._grad_fn is None and data.flags.c_contiguous \
-            and data.flags.writeable:  # the common case, kept short: MPI writes the tensor
+    flags = data.flags
+    if not async_op and tensor._grad_fn is None and flags.c_contiguous \
+            and flags.writeable:  # the common case, kept short: MPI writes the tensor
         pg.call("all_reduce", wire.all_reduce, pg, data, op)
         bump_version(tensor)
         return None

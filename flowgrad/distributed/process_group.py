@@ -167,6 +167,7 @@ def _seconds(timeout):
 
 
 # ---- the watchdog: a collective that waits longer than the timeout ends the job ----------
+_get_ident, _monotonic = threading.get_ident, time.monotonic  # (the hot path's lookups)
 _INFLIGHT: dict = {}  # thread id -> (what, group description, start time, timeout s)
 _watchdog = None
 
@@ -258,8 +259,8 @@ class ProcessGroup:
         nothing is queued (the hot path of a synchronous collective), else queued."""
         with self._lock:
             if self._pending == 0:  # nothing queued: run here, keeping the order
-                key = threading.get_ident()  # _watch, inlined
-                _INFLIGHT[key] = (what, self, time.monotonic(), self.timeout)
+                key = _get_ident()  # _watch, inlined
+                _INFLIGHT[key] = (what, self, _monotonic(), self.timeout)
                 try:
                     fn(*args)
                 finally:

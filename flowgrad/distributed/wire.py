@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .process_group import _KIND_CODE, ReduceOp, _mpi, dtype_code, fingerprint
+from .process_group import _KIND_CODE, _STATE, ReduceOp, _mpi, dtype_code, fingerprint
 
 _KIND_ALL_REDUCE = _KIND_CODE["all_reduce"]
 
@@ -99,15 +99,17 @@ def like(buf, wire_dtype):
 
 def all_reduce(pg, buf, op):
     """Reduce the contiguous array `buf` over the group, in place."""
-    known = pg.plans.get((buf.dtype, op, buf.size))
+    key = (buf.dtype, op._value_, buf.size)  # (an enum's own hash is a Python call)
+    known = pg.plans.get(key)
     if known is None:  # once per (dtype, op, size) and group: the checks and lookups
         if len(pg.plans) > 4096:
             pg.plans.clear()
         fields = (_KIND_ALL_REDUCE, -1, int(op), buf.size, dtype_code(buf.dtype))
-        known = pg.plans[(buf.dtype, op, buf.size)] = (
+        known = pg.plans[key] = (
             plan(buf.dtype, op, "all_reduce"), buf.dtype.kind == "b", pg.signature(fields))
     (mpi_op, widen, avg), as_bytes, signature = known
-    pg.agree("all_reduce", signature)
+    if _STATE.debug_level:
+        pg.agree("all_reduce", signature)
     if widen:  # bfloat16: reduced in float32, rounded back
         wire = buf.astype(np.float32)
         _all_reduce_in_place(pg.comm, wire, mpi_op)
