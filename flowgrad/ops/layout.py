@@ -1,5 +1,5 @@
 """torch's `preserve_format`: the memory layout of a new tensor made like another (clone,
-the `*_like` factories, flip, sort's values). A dense input's strides are kept; any other
+the `*_like` factories, flip). A dense input's strides are kept; any other
 input's dims keep their order by stride, packed densely, a broadcast (stride 0) dim staying
 where row-major order puts it. NumPy's `empty_like` orders by stride too but puts stride-0
 dims innermost, so this is computed here. The layout matters beyond `stride()`: whether a
