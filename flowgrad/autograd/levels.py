@@ -74,12 +74,13 @@ def stamp(t, token):
 def own_depth(t):
     """The index in TRANSFORMS of the level t was made at (or handed to when the level it was
     made at returned); -1: outside every transform entered."""
-    token = stamp_of(t)
-    while token is not None and token.level is None:
-        token = token.outer
-    if token is None:
-        return -1
-    return next(i for i, lv in enumerate(TRANSFORMS) if lv is token.level)
+    token = _live(stamp_of(t))
+    return -1 if token is None else depth_of(token.level)
+
+
+def depth_of(level):
+    """The index in TRANSFORMS of the entered transform `level`."""
+    return next(i for i, lv in enumerate(TRANSFORMS) if lv is level)
 
 
 def innermost(t):
@@ -109,7 +110,7 @@ def _live(token):
     return token
 
 
-def _last_differentiating():
+def last_differentiating():
     """The index in TRANSFORMS of the innermost grad, vjp or jvp level (-1: none, vmap's
     alone or nothing entered)."""
     last = len(TRANSFORMS) - 1
@@ -124,13 +125,13 @@ def captured(t):
     an outer level), or it aliases such a tensor (a view, `detach()` or `.data` made of one
     inside: torch's immutable wrapper). A tensor made at a vmap level inside that level lives
     there. False when no grad, vjp or jvp level is entered."""
-    last = _last_differentiating()
+    last = last_differentiating()
     if last < 0:
         return False
     token = _live(stamp_of(t))
     if token is None or token.frozen:
         return True
-    return next(i for i, lv in enumerate(TRANSFORMS) if lv is token.level) < last
+    return depth_of(token.level) < last
 
 
 def alias_token(src, token):

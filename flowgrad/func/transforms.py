@@ -128,8 +128,7 @@ def _outer_graph(inner, x):
             levels.DEAD_LEAVES.discard(meta)
 
 
-def _depth(level):
-    return next(i for i, lv in enumerate(TRANSFORMS) if lv is level)
+_depth = levels.depth_of
 
 
 def _strip_inner(x, graph, depth):
@@ -208,9 +207,8 @@ def _refuse_captured(x):
     """detach_() of the input of a func.grad/vjp around a vmap around the innermost level:
     torch.func detaches it for the outer levels too, flowgrad would not. (A tensor captured
     into a grad or jvp transform was refused before: `levels.refuse_captured_write`.)"""
-    last = next((i for i in range(len(TRANSFORMS) - 1, -1, -1)
-                 if not isinstance(TRANSFORMS[i], VmapLevel)), None)
-    if last is not None and last < len(TRANSFORMS) - 1 and x._meta is not None \
+    last = levels.last_differentiating()
+    if 0 <= last < len(TRANSFORMS) - 1 and x._meta is not None \
             and any(x._meta is m for lv in TRANSFORMS for m in getattr(lv, "leaves", ())):
         raise NotImplementedError(
             "func transforms: x.detach_() inside vmap of the input of a func.grad/vjp around "

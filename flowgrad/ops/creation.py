@@ -468,12 +468,20 @@ def _bool_fill(value, np_dtype):
     return bool(value) if np_dtype.kind == "b" else value
 
 
+def _keeps_layout(source, options):
+    """Whether a tensor made like `source` (`*_like`) takes a layout other than row-major:
+    preserve_format (the default) asked for, and source's array not row-major
+    (ops/layout.py); a format asked for is recorded on a row-major array instead."""
+    fmt, data = options.get("memory_format"), source._data
+    return (fmt is None or fmt is preserve_format) and data.ndim > 1 and \
+        not data.flags.c_contiguous
+
+
 def _filled_like(dev, x, np_dtype, fill, options):
     """An array of x's shape filled with `fill`, laid out as torch's `*_like` lay it out: as
     x (preserve_format, the default), else row-major (a format asked for is recorded)."""
-    data, fmt = x._data, options.get("memory_format")
-    if (fmt is None or fmt is preserve_format) and data.ndim > 1 \
-            and not data.flags.c_contiguous:
+    data = x._data
+    if _keeps_layout(x, options):
         out = empty_preserving(dev.xp, data, np_dtype)
         out[...] = fill
         return out

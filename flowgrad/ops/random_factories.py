@@ -21,13 +21,13 @@ from ..device import CPU, resolve_device, to_device
 from ..errors import check_probabilities, check_std, expect_tensor
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor
-from ..typed_tensors import preserve_format
 from .creation import (
     FACTORY_HINTS,
     _alloc,
     _as_int,
     _device_like,
     _float_dtype,
+    _keeps_layout,
     _laid_out,
     _size,
     _size_arg,
@@ -268,9 +268,7 @@ def _preserving(sample, input, options):
     """A fresh `sample` laid out as torch's `*_like` lay it out: as `input` (preserve_format,
     the default; ops/layout.py), else row-major with the format recorded. The numbers are
     the sample's, element for element; only their places in memory change."""
-    fmt, data = options.get("memory_format"), input._data
-    if (fmt is None or fmt is preserve_format) and data.ndim > 1 \
-            and not data.flags.c_contiguous:
+    if _keeps_layout(input, options):
         out = empty_like(input, dtype=sample.dtype, device=sample.device)
         with grad_mode.no_grad():
             out.copy_(sample)
