@@ -22,6 +22,7 @@ from ._warn import warn
 from .autograd import grad_mode
 from .autograd.function import Function
 from .nn.module import Module
+from .ops.creation import zeros_like
 from .tensor import Tensor
 
 __all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling",
@@ -85,7 +86,7 @@ def _graphs():
                 outs = _flatten_outputs(self.model(*inputs))[0]
                 wrt = [x for x, need in zip(inputs, self.needs) if need] + _params(self.model)
                 grads = _grad_fn()(outs, wrt, out_grads, allow_unused=True)
-            return [g if g is not None else w.detach() * 0 for g, w in zip(grads, wrt)]
+            return [g if g is not None else zeros_like(w) for g, w in zip(grads, wrt)]
 
     return Forward, Backward
 

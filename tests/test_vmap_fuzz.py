@@ -55,6 +55,9 @@ GRAD_SLOW_KNOWN = {
 
 
 JVP_KNOWN = {**dict.fromkeys([29, 226, 264], _SAME_ELEMENTS), 21: _TORCH_OVERLAP}
+# and three seeds past 3000 where a tangent nothing carried (a detached tensor's) came out
+# as primal * 0, nan where an exp overflowed, instead of torch's zeros
+JVP_SEEDS = (*range(300), 21151, 26202, 32345)
 JVP_SLOW_KNOWN = {
     **dict.fromkeys([472, 606, 675, 704, 1254, 1282, 1496, 1508, 1607, 1633, 1691, 1699, 1967,
                      2005, 2117, 2317, 2474, 2892, 2960], _TORCH_OVERLAP),
@@ -123,7 +126,7 @@ VJOG_SLOW_KNOWN = {
 MODES = {
     "values": (vf.check, range(400), KNOWN_DIFFERENCES, SLOW_KNOWN),
     "grad": (vf.check_grad, range(300), GRAD_KNOWN, GRAD_SLOW_KNOWN),
-    "jvp": (vf.check_jvp, range(300), JVP_KNOWN, JVP_SLOW_KNOWN),
+    "jvp": (vf.check_jvp, JVP_SEEDS, JVP_KNOWN, JVP_SLOW_KNOWN),
     "hvp": (vf.check_hvp, range(300), HVP_KNOWN, HVP_SLOW_KNOWN),
     "jvp_of_grad": (vf.check_jvp_of_grad, range(300), JOG_KNOWN, JOG_SLOW_KNOWN),
     "vmap_hvp": (vf.check_vmap_hvp, VMAP_HVP_SEEDS, {}, VHVP_SLOW_KNOWN),

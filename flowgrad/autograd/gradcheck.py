@@ -21,6 +21,7 @@ import numpy as np
 from .._warn import warn
 from ..device import new_array, new_zeros, to_host
 from ..func import vmap
+from ..ops.creation import zeros_like
 from ..ops.shape import stack
 from ..tensor import Tensor
 from . import forward_ad as fwAD
@@ -199,7 +200,7 @@ def _jvp_outputs(func, inputs, tangents, positions):
         res = []
         for j in positions:
             primal, tangent = fwAD.unpack_dual(outs[j])
-            res.append(_as_vector(primal.detach() * 0 if tangent is None else tangent, True))
+            res.append(_as_vector(zeros_like(primal) if tangent is None else tangent, True))
     return res
 
 
@@ -271,7 +272,7 @@ def _forward_undefined_check(func, inputs, raise_exception):
                 new_array(t._data, rng.random(t._data.shape), t._data.dtype)))
         for i in idx:
             kept = duals[i]
-            duals[i] = fwAD.make_dual(inputs[i].detach(), inputs[i].detach() * 0)
+            duals[i] = fwAD.make_dual(inputs[i].detach(), zeros_like(inputs[i]))
             zero = [fwAD.unpack_dual(o).tangent for o in _outputs(func, duals)]
             duals[i] = inputs[i].detach()
             none = [fwAD.unpack_dual(o).tangent for o in _outputs(func, duals)]
@@ -353,7 +354,7 @@ def _batched_grad_check(inputs, diff, output, out_idx, raise_exception):
     check_batched_grad)."""
     def vjp(v):
         gs = _grad(output, diff, v, retain_graph=True, allow_unused=True)
-        return tuple(g if g is not None else t.detach() * 0 for g, t in zip(gs, diff))
+        return tuple(g if g is not None else zeros_like(t) for g, t in zip(gs, diff))
 
     rng = np.random.default_rng(2)
     cots = [Tensor._wrap(new_array(output._data, rng.standard_normal(output._data.shape),
@@ -381,7 +382,7 @@ def _batched_forward_grad_check(func, inputs, raise_exception):
                 res = []
                 for o in _outputs(func, duals):
                     primal, tan = fwAD.unpack_dual(o)
-                    res.append(tan if tan is not None else primal.detach() * 0)
+                    res.append(tan if tan is not None else zeros_like(primal))
                 return tuple(res)
 
         tans = [Tensor._wrap(new_array(x._data, rng.standard_normal(x._data.shape),

@@ -21,6 +21,7 @@ from ..autograd.levels import (
     entered,
     reverse_scope,
 )
+from ..ops.creation import zeros_like
 from ..return_types import sequence_of
 from ..tensor import Tensor
 from .batched import BatchedTensor, wrap
@@ -315,9 +316,9 @@ def _grad_of(outputs, inputs, cotangents, keep, level):
                             allow_unused=True)
     result = []
     for g, x in zip(grads, inputs):
-        if g is None:
-            g = Tensor._zeros(x._data.shape, x._data.dtype, x)
-            g = x * 0 if type(x) is BatchedTensor else g
+        if g is None:  # torch's zeros_like (x * 0 would be nan where x is inf)
+            g = zeros_like(x) if type(x) is BatchedTensor else \
+                Tensor._zeros(x._data.shape, x._data.dtype, x)
         result.append(g if keep else _detached(g))
     return result
 
@@ -359,7 +360,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             if out.requires_grad:
                 grads = _grad_of((out,), leaves, None, keep, level)
             else:
-                grads = [x * 0 if keep else _detached(x * 0) for x in leaves]
+                grads = [zeros_like(x) for x in leaves]  # torch's: no graph, no tangent
         it = iter(grads)
         g = tuple(_unflatten(args[i], [next(it) for _ in _flatten(args[i])]) for i in nums)
         g = g if isinstance(argnums, tuple) else g[0]
@@ -421,7 +422,7 @@ def vjp(func, *primals, has_aux=False):
         pairs = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
         with reverse_scope(scope.levels):
             if not pairs:
-                grads = [x * 0 if keep else _detached(x * 0) for x in leaves]
+                grads = [zeros_like(x) for x in leaves]  # torch's: no graph, no tangent
             else:
                 grads = _grad_of([o for o, _ in pairs], leaves, [c for _, c in pairs],
                                  keep or any(c.requires_grad for _, c in pairs), level)
@@ -460,7 +461,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                                    f"only tensors, got unsupported type {type(o)}")
         pairs = [forward_ad.unpack_dual(o) for o in flat]
         prim = [p for p, _ in pairs]
-        tang = [t if t is not None else p * 0 for p, t in pairs]
+        tang = [t if t is not None else zeros_like(p) for p, t in pairs]
     prim, tang = _handed_out(prim), _handed_out(tang)
     if has_aux:
         aux = _unflatten(aux, _handed_out(_flatten(aux)))
@@ -499,7 +500,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
         jacs = []
         for j, o in enumerate(outs):
             def one(c, j=j):
-                cots = [c if k == j else q * 0 for k, q in enumerate(outs)]
+                cots = [c if k == j else zeros_like(q) for k, q in enumerate(outs)]
                 return fn(_unflatten(out, cots)) if not isinstance(out, Tensor) else fn(c)
             per_in = vmap(one)(_basis(o))
             jacs.append(tuple(g.reshape(*o.shape, *x.shape) for g, x in zip(per_in, diff)))
@@ -534,7 +535,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
         per_arg, aux = [], None
         for k, x in enumerate(diff):
             def push(t, k=k):
-                tans = [t if m == k else y * 0 for m, y in enumerate(diff)]
+                tans = [t if m == k else zeros_like(y) for m, y in enumerate(diff)]
                 r = jvp(f, tuple(diff), tuple(tans), has_aux=has_aux)
                 return (r[1], r[2]) if has_aux else r[1]
             r = vmap(push, randomness=randomness)(_basis(x))

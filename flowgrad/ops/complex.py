@@ -19,6 +19,7 @@ from .. import dtypes as _dt
 from ..autograd.inplace import run_inplace
 from ..errors import check_same_dtype, expect_tensor, matrix_dims
 from ..tensor import Tensor, tensor_method
+from .creation import zeros_like
 from .registry import REGISTRY, op
 
 __all__ = ["real", "imag", "conj", "conj_physical", "is_complex", "is_conj", "angle", "sgn",
@@ -265,7 +266,7 @@ def _angle(xp, x):
 def angle_backward(ctx, dy):
     (z,) = ctx.inputs
     if not z.is_complex():
-        return dy * 0.0
+        return zeros_like(dy)  # torch's zeros (dy * 0.0 would keep dy's nan and inf)
     # d angle: dy * i z / |z|^2, 0 at z == 0 (torch's angle_backward)
     a2 = real(z * conj(z))
     return (dy * z / a2.masked_fill(a2 == 0, 1.0) * 1j).masked_fill(z == 0, 0.0)

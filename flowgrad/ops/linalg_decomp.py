@@ -25,7 +25,7 @@ from ..device import array_module
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from . import norm as _norm
 from .complex import adjoint, conj, imag, real
-from .creation import arange, eye, ones
+from .creation import arange, eye, ones, ones_like
 from .diag import diagonal as _diagonal
 from .diag import tril
 from .elementwise import where
@@ -145,7 +145,7 @@ def _det_backward(A, d, g):
 def _prod_of_others(S):
     """out[..., i] = prod_{j != i} S[..., j], without dividing (S may hold zeros)."""
     cols = [S[..., i] for i in range(S.shape[-1])]
-    left, right = [cols[0] * 0 + 1], [cols[0] * 0 + 1]
+    left, right = [ones_like(cols[0])], [ones_like(cols[0])]
     for c, r in zip(cols[:-1], cols[:0:-1]):
         left.append(left[-1] * c)
         right.append(right[-1] * r)

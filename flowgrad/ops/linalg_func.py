@@ -104,8 +104,8 @@ def matrix_power(A, n):
         raise RuntimeError(f"linalg.matrix_power: expected a tensor of square matrices, got "
                            f"shape {tuple(getattr(A, 'shape', ()))}")
     n = int_arg(n, "matrix_power", "n", 2)
-    if n == 0:
-        return A * 0 + _eye(A.shape[-1], A)
+    if n == 0:  # the identity, in A's graph with gradient zero (A * 0 would be nan at inf)
+        return where(ones_like(A, dtype=_dt.bool), _eye(A.shape[-1], A), A)
     if n < 0:
         A, n = inv(A), -n
     result, base = None, A
@@ -242,7 +242,7 @@ def torch_vander(x, N=None, increasing=False):
     N = x._data.shape[0] if N is None else int(N)
     if N == 0:
         return x.unsqueeze(-1)[:, :0]
-    out = vander(x, N=max(N, 2))[:, :N] if N > 1 else (x * 0 + 1).unsqueeze(-1)
+    out = vander(x, N=max(N, 2))[:, :N] if N > 1 else x.new_ones((x.shape[0], 1))  # (torch's)
     return out if increasing else out.flip(-1)
 
 

@@ -45,8 +45,8 @@ def vector_norm_backward(ctx, dy):
     (x,), y, p = ctx.inputs, ctx.out, ctx.ord
     shape, axes = ctx.input_shapes[0], ctx.axes
     g = expand_reduced(dy, shape, axes)
-    if p == 0:
-        return g * 0.0
+    if p == 0:  # a count: torch's undefined gradient, so x.grad stays None
+        return None
     if p == 1:
         return g * x.sign()
     y = expand_reduced(y, shape, axes)

@@ -623,8 +623,8 @@ def dist_norm_backward(ctx, dy):
         dy, n = dy.unsqueeze(ctx.dim), n.unsqueeze(ctx.dim)
     # a complex x: torch's rules with sgn(x) = x / |x| for sign(x) (the real loss's gradient)
     sign = x.sgn() if x.is_complex() else x.sign()
-    if p == 0:
-        return dy * x * 0.0
+    if p == 0:  # a count: torch's undefined gradient, so x.grad stays None
+        return None
     if p == 1:
         return dy * sign
     zero = n == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from ..device import array_module
+from .creation import zeros_like
 from .elementwise import where
 from .gather import gather
 from .registry import op
@@ -83,7 +84,7 @@ def segment_reduce_backward(ctx, dy):
     data, lengths = ctx.inputs
     out, reduce, axis, initial = ctx.out, ctx.reduce, ctx.axis, ctx.initial
     if dy.shape[axis] == 0:  # no segments: no gradient reaches the data
-        return data * 0.0, None
+        return zeros_like(data), None
     ids, covered = _segment_ids(lengths, n=data.shape[axis])
     nd = data.ndim
     mask = covered.reshape(tuple(covered.shape) + (1,) * (nd - axis - 1))
