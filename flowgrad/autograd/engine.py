@@ -17,9 +17,19 @@ from ..errors import freed_graph_error
 from . import anomaly as _anomaly
 from . import grad_mode
 from . import interpreter as _interpreter
+from . import levels as _levels
 from . import node_hooks as _node_hooks
 from .graph import _TASKS
 from .node import AccumulateGrad, FunctionNode
+
+
+def _next_nodes_followed():
+    """node -> the next nodes this backward follows: all of them, but none of a node a func
+    transform's backward stops at (`levels.stops_at`)."""
+    running = _levels.BACKWARD[0]
+    if running is None:
+        return lambda node: node.next_nodes
+    return lambda node: () if _levels.stops_at(node, running) else node.next_nodes
 
 
 class GraphTask:
@@ -49,8 +59,11 @@ class GraphTask:
         """
         deps = dict.fromkeys(self.roots, 0)
         stack = list(self.roots)
+        running = _levels.BACKWARD[0]  # (a func transform's backward: levels.stops_at)
         while stack:
             node = stack.pop()
+            if running is not None and _levels.stops_at(node, running):
+                continue
             for nxt in node.next_nodes:
                 if nxt is None:
                     continue
@@ -71,11 +84,13 @@ class GraphTask:
         target is a leaf, and every node either feeds another or is a target's
         accumulate_grad. Cheaper than `_prune`, which orders and recounts the graph."""
         targets = self.targets
+        running = _levels.BACKWARD[0]
         for node in deps:
             if type(node) is AccumulateGrad:
                 if node.output_metas[0] not in targets:
                     return False
-            elif node.next_nodes.count(None) == len(node.next_nodes):
+            elif node.next_nodes.count(None) == len(node.next_nodes) or (
+                    running is not None and _levels.stops_at(node, running)):
                 return False  # a branch into tensors that need no grad: no target there
         for meta in targets:
             if not meta.is_leaf:
@@ -87,10 +102,11 @@ class GraphTask:
         targets = self.targets
         order, remaining = [], dict(deps)
         ready = [r for r in self.roots if remaining[r] == 0]
+        nexts = _next_nodes_followed()
         while ready:  # Kahn's order: consumers before producers
             node = ready.pop()
             order.append(node)
-            for nxt in node.next_nodes:
+            for nxt in nexts(node):
                 if nxt is not None:
                     left = remaining[nxt] = remaining[nxt] - 1
                     if left == 0:
@@ -99,12 +115,12 @@ class GraphTask:
         target_metas = targets.keys()
         for node in reversed(order):  # producers first, so `needed` of next nodes is known
             if (not target_metas.isdisjoint(node.input_metas)
-                    or not needed.isdisjoint(node.next_nodes)
+                    or not needed.isdisjoint(nexts(node))
                     or (type(node) is AccumulateGrad and node.output_metas[0] in targets)):
                 needed.add(node)
         pruned = {n: 0 for n in order if n in needed}
         for node in pruned:
-            for nxt in node.next_nodes:
+            for nxt in nexts(node):
                 if nxt in pruned:
                     pruned[nxt] += 1
         return pruned
@@ -117,6 +133,7 @@ class GraphTask:
         if _anomaly.enabled:  # NaN checks and forward tracebacks, for this run
             run_node = _node_hooks.checked_runner(run_node)
         save_grad_for_leaf = self.save_grad_for_leaf
+        running = _levels.BACKWARD[0]
         while ready:
             node = ready.pop()
             if type(node) is AccumulateGrad:
@@ -124,6 +141,8 @@ class GraphTask:
                     acc_grad_for_leaf(node.output_metas[0])
             else:
                 run_node(node, deps, targets)
+            if running is not None and _levels.stops_at(node, running):
+                continue  # (its edges were not counted)
             for nxt in node.next_nodes:
                 if nxt is not None:
                     left = deps.get(nxt)

@@ -192,6 +192,9 @@ def _check_inplace_allowed(name, target, view, meta, base_needs):
 def _inplace_through_view(name, target, compute, recording=True):
     info = target._view
     base, chain = info.base, info.chain
+    # (an unrecorded write, under no_grad, leaves a view that was stale before it stale: its
+    # grad_fn still misses the earlier write to its base, and the next read must replay it)
+    in_sync = recording or info.version == target._counter.value
     base_old = base.clone()
     replayed = replay_view(base_old, chain)
     _tell(_interpreter.current, "replayed", target, replayed)
@@ -220,7 +223,8 @@ def _inplace_through_view(name, target, compute, recording=True):
         carry_over(old_base, base._meta)
         carry_over(target._meta, rebased._meta)
         target._meta, target._grad_fn = rebased._meta, rebased._grad_fn
-    info.version = target._counter.value
+    if in_sync:
+        info.version = target._counter.value
     current = _interpreter.current
     if current is not AutogradInterpreter:
         written_view = getattr(current, "written_view", None)

@@ -263,6 +263,15 @@ class entered:
             _interpreter.install(_interpreter.current)
 
 
+def stops_at(node, running):
+    """Whether the backward of the transform `running` stops at `node` without following its
+    edges: an alias kept for the levels outside it alone (`x.data`, `x.detach_()` inside a
+    transform: transforms._DataOf), which at `running` has no history, as torch's wrapper
+    there has none (so its producers are not visited, nor their saved tensors checked)."""
+    stops = getattr(getattr(node.op, "fn", None), "stops_backward", None)
+    return stops is not None and stops(node.attrs["ctx"], running)
+
+
 class computing:
     """The block computes the gradients of `level` (its engine.grad call)."""
 

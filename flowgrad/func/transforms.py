@@ -84,6 +84,10 @@ class _DataOf(Function):
         return _alias(x)
 
     @staticmethod
+    def stops_backward(ctx, running):  # (levels.stops_at: the engine skips its edges then)
+        return running.depth >= ctx.depth
+
+    @staticmethod
     def backward(ctx, dy):
         running = levels.BACKWARD[0]
         return (None if running is not None and running.depth >= ctx.depth else dy), None
