@@ -192,7 +192,7 @@ def _check_inplace_allowed(name, target, view, meta, base_needs):
 def _inplace_through_view(name, target, compute, recording=True):
     info = target._view
     base, chain = info.base, info.chain
-    # (an unrecorded write, under no_grad, leaves a view that was stale before it stale: its
+    # (an unrecorded write, under no_grad, through a view already stale keeps it stale: its
     # grad_fn still misses the earlier write to its base, and the next read must replay it)
     in_sync = recording or info.version == target._counter.value
     base_old = base.clone()
