@@ -23,24 +23,17 @@ from .graph import _TASKS
 from .node import AccumulateGrad, FunctionNode
 
 
-def _next_nodes_followed():
-    """node -> the next nodes this backward follows: all of them, but none of a node a func
-    transform's backward stops at (`levels.stops_at`)."""
-    running = _levels.BACKWARD[0]
-    if running is None:
-        return lambda node: node.next_nodes
-    return lambda node: () if _levels.stops_at(node, running) else node.next_nodes
-
-
 class GraphTask:
     """One backward run over the graph reachable from `roots`.
 
     `targets` (metas) restricts the run to nodes that lead to them, as `autograd.grad` and
-    `backward(inputs=...)` need; without targets every reachable node runs.
+    `backward(inputs=...)` need; without targets every reachable node runs. `stopped`: the
+    nodes whose edges the run does not follow (`levels.stops_at`; only in a func transform's
+    backward), found once by `compute_dependencies`.
     """
 
     __slots__ = ("roots", "dependencies", "retain_graph", "save_grad_for_leaf", "targets",
-                 "captured")
+                 "captured", "stopped")
 
     def __init__(self, roots, retain_graph, save_grad_for_leaf, targets=None):
         self.roots = list(dict.fromkeys(roots))
@@ -49,6 +42,7 @@ class GraphTask:
         self.targets = targets or {}
         self.captured = {}
         self.dependencies = None
+        self.stopped = ()
 
     def compute_dependencies(self, create_graph=False):
         """Count, for every reachable node, the edges that point at it (iterative DFS).
@@ -60,9 +54,11 @@ class GraphTask:
         deps = dict.fromkeys(self.roots, 0)
         stack = list(self.roots)
         running = _levels.BACKWARD[0]  # (a func transform's backward: levels.stops_at)
+        stopped = self.stopped = set() if running is not None else ()
         while stack:
             node = stack.pop()
             if running is not None and _levels.stops_at(node, running):
+                stopped.add(node)
                 continue
             for nxt in node.next_nodes:
                 if nxt is None:
@@ -83,14 +79,12 @@ class GraphTask:
         """True when pruning would keep every node (the usual grad(loss, params)): every
         target is a leaf, and every node either feeds another or is a target's
         accumulate_grad. Cheaper than `_prune`, which orders and recounts the graph."""
-        targets = self.targets
-        running = _levels.BACKWARD[0]
+        targets, stopped = self.targets, self.stopped
         for node in deps:
             if type(node) is AccumulateGrad:
                 if node.output_metas[0] not in targets:
                     return False
-            elif node.next_nodes.count(None) == len(node.next_nodes) or (
-                    running is not None and _levels.stops_at(node, running)):
+            elif node.next_nodes.count(None) == len(node.next_nodes) or node in stopped:
                 return False  # a branch into tensors that need no grad: no target there
         for meta in targets:
             if not meta.is_leaf:
@@ -102,7 +96,10 @@ class GraphTask:
         targets = self.targets
         order, remaining = [], dict(deps)
         ready = [r for r in self.roots if remaining[r] == 0]
-        nexts = _next_nodes_followed()
+        stopped = self.stopped
+
+        def nexts(node):
+            return () if node in stopped else node.next_nodes
         while ready:  # Kahn's order: consumers before producers
             node = ready.pop()
             order.append(node)
@@ -132,8 +129,7 @@ class GraphTask:
         run_node = self._run_node
         if _anomaly.enabled:  # NaN checks and forward tracebacks, for this run
             run_node = _node_hooks.checked_runner(run_node)
-        save_grad_for_leaf = self.save_grad_for_leaf
-        running = _levels.BACKWARD[0]
+        save_grad_for_leaf, stopped = self.save_grad_for_leaf, self.stopped
         while ready:
             node = ready.pop()
             if type(node) is AccumulateGrad:
@@ -141,7 +137,7 @@ class GraphTask:
                     acc_grad_for_leaf(node.output_metas[0])
             else:
                 run_node(node, deps, targets)
-            if running is not None and _levels.stops_at(node, running):
+            if stopped and node in stopped:
                 continue  # (its edges were not counted)
             for nxt in node.next_nodes:
                 if nxt is not None:
