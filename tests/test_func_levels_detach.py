@@ -220,12 +220,6 @@ def _write_through_data_in_grad_of_grad(m, read):
     return inner.numpy().tolist(), outer.numpy().tolist()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a flowgrad gap, open (vmap_fuzz hvp: 19 of 145,780 seeds past 3000, e.g. 27779, "
-    "51190): an in-place write through x.data inside grad(grad) is recorded on the .data "
-    "alias alone, so the outer derivative of x, and of x's views, misses it; the inner "
-    "gradient is right. Matching it needs x rebound, at the outer levels only, after a "
-    "write to its alias"))
 @pytest.mark.parametrize("read", ["tensor", "view"])
 def test_write_through_data_inside_grad_of_grad_reaches_the_outer_level(read):
     ours = _write_through_data_in_grad_of_grad(flow, read)

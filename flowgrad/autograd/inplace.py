@@ -23,6 +23,7 @@ from .._warn import warn
 from ..dtypes import can_cast_array
 from . import grad_mode
 from . import interpreter as _interpreter
+from . import levels as _levels
 from .inference import check_write
 from .interpreter import STAMP, AutogradInterpreter
 from .levels import refuse_captured_write
@@ -46,6 +47,8 @@ def bump_version(tensor):
     elif counter.__class__ is not VersionCounter:  # an inference tensor's
         check_write(tensor)
     counter.value += 1
+    if STAMP:  # (inside func transforms: a write through an x.data alias)
+        _levels.note_write(tensor)
 
 
 def check_capture(name, target):
@@ -217,12 +220,8 @@ def _inplace_through_view(name, target, compute, recording=True):
     _adopt_saved_outputs(region, target)
     rebased = replay_view(new_base, chain)
     if recording:  # (an interpreter's unrecorded write, under no_grad say, keeps the metas)
-        old_base = base._meta
-        leave_leaf(old_base)
-        base._meta, base._grad_fn = new_base._meta, new_base._grad_fn
-        carry_over(old_base, base._meta)
-        carry_over(target._meta, rebased._meta)
-        target._meta, target._grad_fn = rebased._meta, rebased._grad_fn
+        _take_history(base, new_base)
+        _take_history(target, rebased)
     if in_sync:
         info.version = target._counter.value
     current = _interpreter.current
@@ -233,7 +232,37 @@ def _inplace_through_view(name, target, compute, recording=True):
         else:
             _tell(current, "written", base, new_base)
             _tell(current, "written", target, rebased)
+    if STAMP and recording and _levels.DATA_ALIASES:  # (x.data aliases inside transforms)
+        _levels.written(base)
     return target
+
+
+def rebase(target, compute):
+    """target (and its root base, when target is a view) take the history of
+    `compute(target)` (recorded, target's values already in its storage: a write through an
+    alias of it), without a write or a version bump."""
+    view = target._view
+    if view is None:
+        _take_history(target, compute(target))
+        return
+    if view.version != target._counter.value:
+        sync_view(target)
+    base, chain = view.base, view.chain
+    base_old = base.clone()
+    extra = {"overlapping": True} if self_overlapping(memory_of(target)) else {}
+    new_base = view_scatter(base_old, compute(replay_view(base_old, chain)), chain=chain,
+                            **extra)
+    _take_history(base, new_base)
+    _take_history(target, replay_view(new_base, chain))
+
+
+def _take_history(target, result):
+    """target (written in place) takes result's history: its grad_fn and a fresh meta, which
+    keeps what belongs to the tensor (`carry_over`)."""
+    old = target._meta
+    leave_leaf(old)
+    carry_over(old, result._meta)
+    target._meta, target._grad_fn = result._meta, result._grad_fn
 
 
 def tell_written(target, result):
@@ -339,12 +368,11 @@ def write_inplace(target, result, name):
         assign(target._data, data, name)
     bump_version(target)
     if result._grad_fn is not None:
-        old = target._meta
-        carry_over(old, result._meta)
-        leave_leaf(old)
-        target._meta, target._grad_fn = result._meta, result._grad_fn
+        _take_history(target, result)
         _adopt_saved_outputs(result, target)
         if target._view is not None:
             target._view.version = target._counter.value
     tell_written(target, result)
+    if STAMP and result._grad_fn is not None and _levels.DATA_ALIASES:  # (x.data aliases)
+        _levels.written(target if target._view is None else target._view.base)
     return target

@@ -16,6 +16,7 @@ from ..device import ARRAY_MODULES, HOST_XP
 from ..errors import kernel_error
 from . import grad_mode
 from . import interpreter as _interpreter
+from . import meta as _meta
 from .node import AccumulateGrad
 from .views import mark_view
 
@@ -182,6 +183,60 @@ def refuse_captured_write(name, target):
             f"write into a clone() made inside it")
 
 
+# `x.data` aliases made inside a grad/vjp/jvp level (transforms._data_of): id(alias) -> (a
+# weak reference to x, the depth of the level the alias strips; `data_alias`). The alias
+# shares x's version counter; a write
+# through it is seen by x at the levels outside that one alone (as torch's .data of a
+# functorch wrapper IS the tensor of the level below): `UNSEEN_WRITES`, and x's rebinding
+# (`written`, bound by transforms, which also brings the other aliases up to date)
+DATA_ALIASES = {}
+UNSEEN_WRITES = []  # (version counter, its value after the write, the stripped level's depth)
+written = None
+
+
+def add_data_alias(alias, x, depth):
+    """Record `alias` as `x.data` stripping the level at `depth` (forgotten when alias is
+    freed)."""
+    key = id(alias)
+    DATA_ALIASES[key] = (weakref.ref(x), depth,
+                         weakref.ref(alias, lambda _: DATA_ALIASES.pop(key, None)))
+
+
+def data_alias(t):
+    """(x, the stripped level's depth) when t is a live `x.data` alias of a live x, else
+    None."""
+    entry = DATA_ALIASES.get(id(t))
+    if entry is None or entry[2]() is not t:
+        return None
+    x = entry[0]()
+    return None if x is None else (x, entry[1])
+
+
+def note_write(tensor):
+    """An in-place write to `tensor` bumped its version (called inside transforms alone): a
+    write through an `x.data` alias (or a view of one) is one the levels at and inside the
+    level it strips do not see in x's saved tensors."""
+    view = tensor._view
+    entry = data_alias(tensor if view is None else view.base)
+    if entry is not None:
+        UNSEEN_WRITES.append((tensor._counter, tensor._counter.value, entry[1]))
+
+
+def _writes_unseen(counter, version):
+    """`meta.writes_unseen` inside transforms: every write to `counter` since `version` is
+    one through an alias stripping the running backward's level or one outside it. (A
+    transform's backward runs once it has returned: levels are told apart by depth.)"""
+    running = BACKWARD[0]
+    if running is None or not UNSEEN_WRITES:
+        return False
+    unseen = sum(1 for c, value, depth in UNSEEN_WRITES
+                 if c is counter and value > version and depth <= running.depth)
+    return unseen == counter.value - version
+
+
+_meta.writes_unseen = _writes_unseen
+
+
 # the metas of the inputs func.grad/vjp made leaves, once their level has returned: a graph
 # reaching only those (and no other leaf) is no outer level's to differentiate
 DEAD_LEAVES = weakref.WeakSet()
@@ -259,6 +314,8 @@ class entered:
             twin.level = None
         for meta in getattr(self.level, "leaves", ()):
             DEAD_LEAVES.add(meta)
+        if UNSEEN_WRITES:  # (the levels inside this one have run their backward)
+            UNSEEN_WRITES[:] = [w for w in UNSEEN_WRITES if w[2] <= len(TRANSFORMS)]
         if not TOKENS:
             _interpreter.install(_interpreter.current)
 

@@ -59,6 +59,13 @@ def leave_leaf(meta):
         meta.is_leaf = False
 
 
+def writes_unseen(counter, version):
+    """Whether every write to `counter` since `version` is one the running backward does not
+    see (bound by `levels`: a write through `x.data` inside a func transform, which the
+    levels at and inside the one it strips do not see)."""
+    return False
+
+
 class VersionCounter:
     """Counts in-place writes to one storage; shared by a tensor, its views and detach()."""
 

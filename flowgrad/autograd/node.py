@@ -40,7 +40,8 @@ class SavedTensor:
 
     def check(self, node):
         """Raise if the tensor was written in place, or detach_()ed, since it was saved."""
-        if self.counter.value != self.version:
+        if self.counter.value != self.version and not _meta.writes_unseen(
+                self.counter, self.version):
             raise saved_tensor_error(node, self)
         tensor = self.tensor
         if tensor is not None and self.grad_fn is not None and tensor._grad_fn is None:

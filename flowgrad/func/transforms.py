@@ -13,7 +13,7 @@ import functools
 from ..autograd import engine, forward_ad, grad_mode, levels
 from ..autograd import interpreter as _interpreter
 from ..autograd.function import Function
-from ..autograd.inplace import TRANSFORM_INPUTS
+from ..autograd.inplace import TRANSFORM_INPUTS, rebase
 from ..autograd.levels import (
     TRANSFORMS,
     ReverseLevel,
@@ -21,6 +21,7 @@ from ..autograd.levels import (
     entered,
     reverse_scope,
 )
+from ..autograd.meta import VersionCounter
 from ..ops.creation import zeros_like
 from ..return_types import sequence_of
 from ..tensor import Tensor
@@ -91,6 +92,67 @@ class _DataOf(Function):
     def backward(ctx, dy):
         running = levels.BACKWARD[0]
         return (None if running is not None and running.depth >= ctx.depth else dy), None
+
+
+class _LevelMerge(Function):
+    """x after a recorded write through its alias `x.data` stripping the level at `depth`: the
+    identity
+    whose gradient goes to x's own history in the backward of `level` and of the levels
+    inside it (which do not see the write, as torch's wrapper there), and to the written
+    alias's history in the outer levels' and in autograd's own (torch's .data there IS x)."""
+
+    @staticmethod
+    def forward(ctx, x, written, depth):
+        ctx.depth = depth
+        return _alias(written)
+
+    @staticmethod
+    def backward(ctx, grad):
+        running = levels.BACKWARD[0]  # (a level's backward runs once it has returned)
+        if running is not None and running.depth >= ctx.depth:
+            return grad, None, None
+        return None, grad, None
+
+
+def _written(root):
+    """After a recorded in-place write to `root` (a tensor that is no view, or the root base
+    of the view written) inside transforms: when root is an alias `x.data`
+    (`levels.DATA_ALIASES`), x, and x's base when x is a view, take `_LevelMerge`'s history,
+    and so on when x is itself an alias; then the other aliases of the storage take their
+    tensor's new history (`_DataOf` of it), as torch's .data there IS that tensor. (Views
+    see it when next read: they share the version counter.)"""
+    alias, entry = root, levels.data_alias(root)
+    while entry is not None:
+        x, depth = entry
+        with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
+                grad_mode.enable_grad():
+            rebase(x, lambda old, written=alias, depth=depth:
+                   _LevelMerge.apply(old, written, depth))
+        _share_tangents(x, alias, depth)
+        alias, entry = x, levels.data_alias(x)
+    counter = root._counter
+    for key, (x_ref, depth, alias_ref) in list(levels.DATA_ALIASES.items()):
+        alias, x = alias_ref(), x_ref()
+        if alias is None or x is None or alias is root or alias._counter is not counter:
+            continue
+        x._sync()
+        with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
+                grad_mode.enable_grad():
+            fresh = _DataOf.apply(x, depth) if x.requires_grad else None
+        if fresh is not None or alias.requires_grad:
+            _rebind(alias, fresh if fresh is not None else _alias(x))
+        _share_tangents(alias, x, depth)
+
+
+def _share_tangents(dst, src, depth):
+    """dst takes src's tangents at the forward levels outside the one at `depth` (where an
+    alias x.data stripping that one and x are one tensor)."""
+    for lv in TRANSFORMS[:depth]:
+        if isinstance(lv, forward_ad.ForwardLevel):
+            lv._overwrite(dst, lv.tangent(src))
+
+
+levels.written = _written
 
 
 def _alias(x):
@@ -176,6 +238,12 @@ def _data_of(x):
                            "vmap, captured into an inner grad or jvp too)")
     depth = _depth(inner)
     y = levels.stamp(_strip_inner(x, _outer_graph(inner, x), depth), levels.stamp_of(x))
+    if type(x) is Tensor and type(y) is Tensor:  # (a write through y: levels.DATA_ALIASES)
+        if x._counter is None:
+            x._counter = VersionCounter()
+        y._counter = x._counter
+        owner = levels.data_alias(x)  # (x.data.data: x's alias, as torch's .data of it)
+        levels.add_data_alias(y, owner[0] if owner and owner[1] == depth else x, depth)
     if x._meta in TRANSFORM_INPUTS and y._meta is not None:  # the outer level's input
         TRANSFORM_INPUTS.add(y._meta)  # itself, in torch: a leaf to in-place writes
     for lv in TRANSFORMS[:depth]:
