@@ -5,7 +5,7 @@ changes x's history at the outer levels (and for autograd around the transforms)
 the level it strips, whose saved tensors do not see it either. And a later write to x is in
 the alias's history at the outer levels. Before, flowgrad recorded such a write on the alias
 alone: the outer derivative of x, and of x's views, missed it, with no error (vmap_fuzz hvp
-seeds 27779, 51190; jvp_of_grad 19547, 33339). Each row is one f, under four transforms:
+seeds 27779, 51190; jvp_of_grad 19547, 33339, 158418). Each row is one f, under four transforms:
 grad, grad of grad, jvp of grad, and backward() around grad; values and raise/no-raise
 must be torch's."""
 import numpy as np
@@ -122,11 +122,50 @@ def _unrecorded_write(m, x):
     return t.sin().sum()
 
 
+def _expand_of_data_written(m, x):  # the alias's tangent is a view of an expand
+    t4 = x.exp()
+    t6 = t4.expand(2, 2).data
+    t6[1, 0:1].mul_(2.0)
+    return t4.sin().sum()
+
+
+def _expand_of_data_written_through_unbind(m, x):
+    t4 = x.exp()
+    t7 = t4.expand(2, 2).data[1, :, None]
+    for element in t7:
+        element.mul_(2.0)
+    return t4.sin().sum()
+
+
+def _alias_saved_then_written(m, x):  # torch: the alias's own saved value was written
+    t2 = x.data
+    t3 = t2 / (x * x + 1.0)
+    t2.mul_(x)
+    return t3.sin().sum()
+
+
+def _unbound_view_then_unrecorded_write(m, x):  # x's history stays: no replay, no raise
+    u = x * 1.0
+    a, b = u.unbind(0)
+    b.data.masked_fill_(b < 0, 1.5)
+    return u.sin().sum() + a * b
+
+
+def _input_data_written(m, x):  # x is the transform's input: a leaf there
+    t2 = x.data
+    t3 = m.stack([e * 2.0 for e in x])
+    t2[[0]] = 0.75
+    t2.sub_(t3)
+    return (x.sin() * 0.3).sum() + (t2.sin() * 0.2).sum()
+
+
 CASES = [_read_after, _view_made_before, _saved_before, _through_a_view_of_data,
          _data_written_twice, _data_of_data, _no_history_before, _alias_read_after,
          _tensor_written_then_alias_read, _saved_output_outer, _saved_output_outer_twice,
          _alias_then_tensor_written, _data_of_a_view, _view_of_data_written,
-         _setitem_through_data, _unrecorded_write]
+         _setitem_through_data, _unrecorded_write, _expand_of_data_written,
+         _expand_of_data_written_through_unbind, _alias_saved_then_written,
+         _unbound_view_then_unrecorded_write, _input_data_written]
 
 
 def _run(m, body, transform):

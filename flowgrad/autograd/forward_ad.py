@@ -25,9 +25,10 @@ from collections import namedtuple
 import numpy as _np
 
 from . import engine, grad_mode
+from . import inplace as _inplace
 from . import interpreter as _interpreter
 from .function import Function, _FunctionOp
-from .inplace import write_into
+from .inplace import memory_of, self_overlapping, write_into
 from .levels import apply_full, delegate, pack, reverse_scope
 from .node import FunctionNode, SavedTensor
 from .views import replay_view
@@ -172,7 +173,19 @@ class ForwardLevel:
         a view with a tangent of its own over a plain base (make_dual's) keeps the base plain;
         a dual value written into a plain base makes the base dual, zeros elsewhere."""
         base_tangent, own = self.tangent(base), self.tangent(target)
-        if base_tangent is not None:
+        if base_tangent is not None and base_tangent._view is not None \
+                and self_overlapping(memory_of(base_tangent)):
+            # an expanded base tangent (of an alias x.data of an expand) cannot be written
+            # whole: the region is written into the tangent it is a view of
+            info = base_tangent._view
+            region = self.tangent(rebased)
+            with _interpreter.using_interpreter(self.inner):
+                if region is None:
+                    region = base_tangent.new_zeros(tuple(target.shape))
+                whole = _inplace.view_scatter(info.base, region, overlapping=True,
+                                              chain=info.chain + target._view.chain)
+                write_into(info.base, whole)
+        elif base_tangent is not None:
             self._overwrite(base, self.tangent(new_base))
             if own is not None and not _shares(own, base_tangent):
                 self._overwrite(target, self.tangent(rebased))

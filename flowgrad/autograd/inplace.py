@@ -232,8 +232,8 @@ def _inplace_through_view(name, target, compute, recording=True):
         else:
             _tell(current, "written", base, new_base)
             _tell(current, "written", target, rebased)
-    if STAMP and recording and _levels.DATA_ALIASES:  # (x.data aliases inside transforms)
-        _levels.written(base)
+    if STAMP and _levels.DATA_ALIASES:  # (x.data aliases inside transforms)
+        _levels.written(base, recording)
     return target
 
 
@@ -373,6 +373,7 @@ def write_inplace(target, result, name):
         if target._view is not None:
             target._view.version = target._counter.value
     tell_written(target, result)
-    if STAMP and result._grad_fn is not None and _levels.DATA_ALIASES:  # (x.data aliases)
-        _levels.written(target if target._view is None else target._view.base)
+    if STAMP and _levels.DATA_ALIASES:  # (x.data aliases inside transforms)
+        _levels.written(target if target._view is None else target._view.base,
+                        result._grad_fn is not None)
     return target

@@ -183,14 +183,18 @@ def refuse_captured_write(name, target):
             f"write into a clone() made inside it")
 
 
-# `x.data` aliases made inside a grad/vjp/jvp level (transforms._data_of): id(alias) -> (a
-# weak reference to x, the depth of the level the alias strips; `data_alias`). The alias
-# shares x's version counter; a write
-# through it is seen by x at the levels outside that one alone (as torch's .data of a
-# functorch wrapper IS the tensor of the level below): `UNSEEN_WRITES`, and x's rebinding
-# (`written`, bound by transforms, which also brings the other aliases up to date)
+# `x.data` aliases made inside a grad/vjp/jvp level (transforms._data_of): id(alias) -> (x,
+# kept while the alias lives, as a temporary view x's base must see a write through it;
+# the depth of the level the alias strips; `data_alias`). torch's .data
+# of a functorch wrapper IS the tensor of the level below: a write through the alias is
+# seen in x at the levels outside that one alone, and a write to x is seen in the alias.
+# The alias has a version counter of its own; a write through it bumps x's too, a bump the
+# levels at and inside the stripped one do not see (`UNSEEN_WRITES`), and, when unrecorded,
+# one that leaves x's history as it was (`NEUTRAL_WRITES`: x's views need no replay). x's
+# rebinding is `written`'s (bound by transforms).
 DATA_ALIASES = {}
-UNSEEN_WRITES = []  # (version counter, its value after the write, the stripped level's depth)
+UNSEEN_WRITES = []  # (x's version counter, its value after the write, the stripped depth)
+NEUTRAL_WRITES = []  # (x's version counter, its value after the write)
 written = None
 
 
@@ -198,28 +202,49 @@ def add_data_alias(alias, x, depth):
     """Record `alias` as `x.data` stripping the level at `depth` (forgotten when alias is
     freed)."""
     key = id(alias)
-    DATA_ALIASES[key] = (weakref.ref(x), depth,
+    DATA_ALIASES[key] = (x, depth,
                          weakref.ref(alias, lambda _: DATA_ALIASES.pop(key, None)))
 
 
 def data_alias(t):
-    """(x, the stripped level's depth) when t is a live `x.data` alias of a live x, else
-    None."""
+    """(x, the stripped level's depth) when t is a live `x.data` alias, else None."""
     entry = DATA_ALIASES.get(id(t))
     if entry is None or entry[2]() is not t:
         return None
-    x = entry[0]()
-    return None if x is None else (x, entry[1])
+    return entry[0], entry[1]
+
+
+def aliases_of(counter):
+    """The live aliases `x.data` of the tensors whose version counter is `counter`."""
+    found = []
+    for x, _, alias_ref in list(DATA_ALIASES.values()):
+        alias = alias_ref()
+        if alias is not None and x._counter is counter:
+            found.append(alias)
+    return found
 
 
 def note_write(tensor):
-    """An in-place write to `tensor` bumped its version (called inside transforms alone): a
-    write through an `x.data` alias (or a view of one) is one the levels at and inside the
-    level it strips do not see in x's saved tensors."""
+    """An in-place write to `tensor` bumped its version (called inside transforms alone).
+    Through an alias x.data (or a view of one): x's version moves too, unseen by the levels
+    at and inside the one stripped. To x (or its views): its aliases' versions move."""
     view = tensor._view
-    entry = data_alias(tensor if view is None else view.base)
-    if entry is not None:
-        UNSEEN_WRITES.append((tensor._counter, tensor._counter.value, entry[1]))
+    alias = tensor if view is None else view.base
+    entry = data_alias(alias)
+    counter = tensor._counter
+    while entry is not None:
+        x, depth = entry
+        counter = x._counter
+        if counter is None:
+            counter = x._counter = _meta.VersionCounter()
+        counter.value += 1
+        UNSEEN_WRITES.append((counter, counter.value, depth))
+        entry = data_alias(x)
+    for other in aliases_of(counter):
+        if other is not alias:
+            if other._counter is None:
+                other._counter = _meta.VersionCounter()
+            other._counter.value += 1
 
 
 def _writes_unseen(counter, version):
@@ -234,7 +259,17 @@ def _writes_unseen(counter, version):
     return unseen == counter.value - version
 
 
+def _writes_neutral(counter, version):
+    """`meta.writes_neutral`: every write to `counter` since `version` is an unrecorded one
+    through an alias (the tensor's history is as it was)."""
+    if not NEUTRAL_WRITES:
+        return False
+    neutral = sum(1 for c, value in NEUTRAL_WRITES if c is counter and value > version)
+    return neutral == counter.value - version
+
+
 _meta.writes_unseen = _writes_unseen
+_meta.writes_neutral = _writes_neutral
 
 
 # the metas of the inputs func.grad/vjp made leaves, once their level has returned: a graph
@@ -316,6 +351,8 @@ class entered:
             DEAD_LEAVES.add(meta)
         if UNSEEN_WRITES:  # (the levels inside this one have run their backward)
             UNSEEN_WRITES[:] = [w for w in UNSEEN_WRITES if w[2] <= len(TRANSFORMS)]
+        if not TRANSFORMS:
+            NEUTRAL_WRITES.clear()
         if not TOKENS:
             _interpreter.install(_interpreter.current)
 

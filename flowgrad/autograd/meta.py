@@ -66,6 +66,13 @@ def writes_unseen(counter, version):
     return False
 
 
+def writes_neutral(counter, version):
+    """Whether every write to `counter` since `version` left the history of the tensors
+    counted as it was (bound by `levels`: unrecorded writes through `x.data` inside a func
+    transform), so that their views need no replay."""
+    return False
+
+
 class VersionCounter:
     """Counts in-place writes to one storage; shared by a tensor, its views and detach()."""
 

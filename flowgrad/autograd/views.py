@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import grad_mode
+from . import meta as _meta
 from .meta import VersionCounter, carry_over, leave_leaf
 
 _state = grad_mode._state
@@ -75,7 +76,8 @@ def sync_view(view):
     regenerate (made under no_grad, or by a multi-output op) raise instead."""
     info = view._view
     version = view._counter.value
-    if info.version == version:
+    if info.version == version or _meta.writes_neutral(view._counter, info.version):
+        info.version = version
         return
     base = info.base
     base_meta = base._meta

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from ..autograd import engine, forward_ad, grad_mode, levels
+from ..autograd import engine, forward_ad, grad_mode, inplace, levels
 from ..autograd import interpreter as _interpreter
 from ..autograd.function import Function
 from ..autograd.inplace import TRANSFORM_INPUTS, rebase
@@ -21,7 +21,6 @@ from ..autograd.levels import (
     entered,
     reverse_scope,
 )
-from ..autograd.meta import VersionCounter
 from ..ops.creation import zeros_like
 from ..return_types import sequence_of
 from ..tensor import Tensor
@@ -114,26 +113,31 @@ class _LevelMerge(Function):
         return None, grad, None
 
 
-def _written(root):
-    """After a recorded in-place write to `root` (a tensor that is no view, or the root base
-    of the view written) inside transforms: when root is an alias `x.data`
-    (`levels.DATA_ALIASES`), x, and x's base when x is a view, take `_LevelMerge`'s history,
-    and so on when x is itself an alias; then the other aliases of the storage take their
-    tensor's new history (`_DataOf` of it), as torch's .data there IS that tensor. (Views
-    see it when next read: they share the version counter.)"""
-    alias, entry = root, levels.data_alias(root)
+def _written(root, recorded):
+    """After an in-place write to `root` (a tensor that is no view, or the root base of the
+    view written) inside transforms: when root is an alias `x.data` (`levels.DATA_ALIASES`),
+    x, and x's base when x is a view, take `_LevelMerge`'s history when the write was
+    `recorded`, and the alias's tangents at the forward levels outside the one it strips;
+    and so on when x is itself an alias. Then, when recorded, the other aliases of the
+    storage take their tensor's new history (`_DataOf` of it), as torch's .data there IS
+    that tensor. (Views see it when next read: they share the version counter.)"""
+    alias, entry, owner = root, levels.data_alias(root), root
     while entry is not None:
         x, depth = entry
-        with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
-                grad_mode.enable_grad():
-            rebase(x, lambda old, written=alias, depth=depth:
-                   _LevelMerge.apply(old, written, depth))
+        if recorded and not _transform_input(x):  # (whose history is the level's target)
+            with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
+                    grad_mode.enable_grad():
+                rebase(x, lambda old, written=alias, depth=depth:
+                       _LevelMerge.apply(old, written, depth))
         _share_tangents(x, alias, depth)
-        alias, entry = x, levels.data_alias(x)
-    counter = root._counter
-    for key, (x_ref, depth, alias_ref) in list(levels.DATA_ALIASES.items()):
-        alias, x = alias_ref(), x_ref()
-        if alias is None or x is None or alias is root or alias._counter is not counter:
+        if not recorded:
+            levels.NEUTRAL_WRITES.append((x._counter, x._counter.value))
+        alias, entry, owner = x, levels.data_alias(x), x
+    if not recorded:
+        return
+    for x, depth, alias_ref in list(levels.DATA_ALIASES.values()):
+        alias = alias_ref()
+        if alias is None or alias is root or x._counter is not owner._counter:
             continue
         x._sync()
         with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
@@ -144,12 +148,30 @@ def _written(root):
         _share_tangents(alias, x, depth)
 
 
+def _transform_input(x):
+    """Whether x is the input of a func.grad/vjp (a leaf there, its gradient's target)."""
+    meta = x._meta
+    return meta is not None and (meta in TRANSFORM_INPUTS or any(
+        meta is leaf for lv in TRANSFORMS for leaf in getattr(lv, "leaves", ())))
+
+
 def _share_tangents(dst, src, depth):
     """dst takes src's tangents at the forward levels outside the one at `depth` (where an
-    alias x.data stripping that one and x are one tensor)."""
+    alias x.data stripping that one and x are one tensor). A view dst: through its base's
+    tangent, whose views (dst's own among them) see it, as a write through a view does."""
     for lv in TRANSFORMS[:depth]:
-        if isinstance(lv, forward_ad.ForwardLevel):
-            lv._overwrite(dst, lv.tangent(src))
+        if not isinstance(lv, forward_ad.ForwardLevel):
+            continue
+        new, view = lv.tangent(src), dst._view
+        base_tangent = None if view is None or new is None else lv.tangent(view.base)
+        if base_tangent is None:
+            lv._overwrite(dst, new)
+            continue
+        extra = {"overlapping": True} if inplace.self_overlapping(dst._data) else {}
+        with _interpreter.using_interpreter(lv.inner):
+            whole = inplace.view_scatter(base_tangent, new.to(base_tangent.dtype),
+                                         chain=view.chain, **extra)
+        lv._overwrite(view.base, whole)
 
 
 levels.written = _written
@@ -239,9 +261,6 @@ def _data_of(x):
     depth = _depth(inner)
     y = levels.stamp(_strip_inner(x, _outer_graph(inner, x), depth), levels.stamp_of(x))
     if type(x) is Tensor and type(y) is Tensor:  # (a write through y: levels.DATA_ALIASES)
-        if x._counter is None:
-            x._counter = VersionCounter()
-        y._counter = x._counter
         owner = levels.data_alias(x)  # (x.data.data: x's alias, as torch's .data of it)
         levels.add_data_alias(y, owner[0] if owner and owner[1] == depth else x, depth)
     if x._meta in TRANSFORM_INPUTS and y._meta is not None:  # the outer level's input
