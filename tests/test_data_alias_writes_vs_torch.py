@@ -5,9 +5,9 @@ changes x's history at the outer levels (and for autograd around the transforms)
 the level it strips, whose saved tensors do not see it either. And a later write to x is in
 the alias's history at the outer levels. Before, flowgrad recorded such a write on the alias
 alone: the outer derivative of x, and of x's views, missed it, with no error (vmap_fuzz hvp
-seeds 27779, 51190; jvp_of_grad 19547, 33339, 158418). Each row is one f, under four transforms:
-grad, grad of grad, jvp of grad, and backward() around grad; values and raise/no-raise
-must be torch's."""
+seeds 27779, 51190, 155618; jvp_of_grad 19547, 33339, 158418). Each row is one f, under four
+transforms: grad, grad of grad, jvp of grad, and backward() around grad; values and
+raise/no-raise must be torch's."""
 import numpy as np
 import pytest
 import torch
@@ -159,13 +159,71 @@ def _input_data_written(m, x):  # x is the transform's input: a leaf there
     return (x.sin() * 0.3).sum() + (t2.sin() * 0.2).sum()
 
 
+def _alias_made_under_no_grad(m, x):  # vmap_fuzz hvp 155618: the outer history stays
+    t = x.reshape(1, -1)
+    with m.no_grad():
+        d = t.data
+    return (x.sum() * d).sum() + t.sin().sum()
+
+
+def _tensor_written_after_alias_saved(m, x):  # not seen at the stripped level: no raise
+    t = x * 1.0
+    d = t.data
+    s = d * x
+    t.add_(x)
+    return s.sum()
+
+
+def _tensor_written_after_alias_saved_outer(m, x):  # seen at the outer level: sin raises
+    t = x * 1.0
+    d = t.data
+    s = d.sin()
+    t.add_(1.0)
+    return (s * x).sum() + t.sum()
+
+
+def _view_of_tensor_written_after_alias_saved(m, x):
+    t = x * 1.0
+    d = t.data
+    s = d * x
+    t[0:1].add_(1.0)
+    return s.sum()
+
+
+def _other_alias_written(m, x):  # two aliases of one tensor: one written, one saved
+    d = x.data
+    s = d * x
+    x.data.add_(1.0)
+    return s.sum()
+
+
+def _alias_of_a_view_of_the_input_written(m, x):  # torch: a view of a leaf, written
+    v = x[...]
+    d = v.data
+    with m.no_grad():
+        v.add_(x)
+    d.div_(-0.5)
+    d.copy_(x * 3.0)
+    return (v * x).sum()
+
+
+def _alias_of_a_chunk_of_the_input_written(m, x):  # the chunk needs no replay after it
+    a, b = x.chunk(2, 0)
+    d = b.data
+    d[0] = x.sum()
+    return (b * a).sum() + x.sin().sum()
+
+
 CASES = [_read_after, _view_made_before, _saved_before, _through_a_view_of_data,
          _data_written_twice, _data_of_data, _no_history_before, _alias_read_after,
          _tensor_written_then_alias_read, _saved_output_outer, _saved_output_outer_twice,
          _alias_then_tensor_written, _data_of_a_view, _view_of_data_written,
          _setitem_through_data, _unrecorded_write, _expand_of_data_written,
          _expand_of_data_written_through_unbind, _alias_saved_then_written,
-         _unbound_view_then_unrecorded_write, _input_data_written]
+         _unbound_view_then_unrecorded_write, _input_data_written, _alias_made_under_no_grad,
+         _tensor_written_after_alias_saved, _tensor_written_after_alias_saved_outer,
+         _view_of_tensor_written_after_alias_saved, _other_alias_written,
+         _alias_of_a_view_of_the_input_written, _alias_of_a_chunk_of_the_input_written]
 
 
 def _run(m, body, transform):

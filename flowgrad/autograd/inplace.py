@@ -172,6 +172,9 @@ def check_inplace(name, target):
 # the metas of func.grad's inputs inside another transform: copies of the outer input (so
 # a view of one regenerates from it, not past it), which torch's functorch treats as leaves
 TRANSFORM_INPUTS = weakref.WeakSet()
+# the metas of aliases `x.data` of views x of those, which torch's functorch treats as views
+# of leaves
+TRANSFORM_INPUT_VIEWS = weakref.WeakSet()
 
 
 def _check_inplace_allowed(name, target, view, meta, base_needs):
@@ -179,11 +182,14 @@ def _check_inplace_allowed(name, target, view, meta, base_needs):
     own = meta is not None and meta.requires_grad
     if view is not None and view.creation:
         raise view_error(target, view.creation, "is being modified inplace")
-    if view is not None and (own or base_needs) and (
-            view.base._grad_fn is None or view.base._meta in TRANSFORM_INPUTS):
+    if (view is not None and (own or base_needs) and (
+            view.base._grad_fn is None or view.base._meta in TRANSFORM_INPUTS
+            or view.base._meta in TRANSFORM_INPUT_VIEWS)) or (
+            view is None and own and meta in TRANSFORM_INPUT_VIEWS):
+        base = target if view is None else view.base  # (an alias x.data of such a view)
         raise RuntimeError(
             f"{name}: a view of a leaf tensor that requires grad (base shape "
-            f"{tuple(view.base.shape)}, view shape {tuple(target.shape)}) is being used in an "
+            f"{tuple(base.shape)}, view shape {tuple(target.shape)}) is being used in an "
             f"in-place operation; wrap it in `with flowgrad.no_grad():` or clone() first")
     if view is None and own and (target._grad_fn is None or meta in TRANSFORM_INPUTS):
         raise RuntimeError(

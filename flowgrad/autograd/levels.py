@@ -214,37 +214,32 @@ def data_alias(t):
     return entry[0], entry[1]
 
 
-def aliases_of(counter):
-    """The live aliases `x.data` of the tensors whose version counter is `counter`."""
-    found = []
-    for x, _, alias_ref in list(DATA_ALIASES.values()):
-        alias = alias_ref()
-        if alias is not None and x._counter is counter:
-            found.append(alias)
-    return found
-
-
 def note_write(tensor):
     """An in-place write to `tensor` bumped its version (called inside transforms alone).
-    Through an alias x.data (or a view of one): x's version moves too, unseen by the levels
-    at and inside the one stripped. To x (or its views): its aliases' versions move."""
+    Through an alias x.data (or a view of one), x's version moves too; to x, its aliases'
+    do; both unseen by the levels at and inside the one stripped (torch's alias is the outer
+    level's tensor, whose saved copies at the stripped level do not see writes to x)."""
     view = tensor._view
     alias = tensor if view is None else view.base
-    entry = data_alias(alias)
-    counter = tensor._counter
+    entry, counter = data_alias(alias), tensor._counter
     while entry is not None:
         x, depth = entry
-        counter = x._counter
-        if counter is None:
-            counter = x._counter = _meta.VersionCounter()
-        counter.value += 1
-        UNSEEN_WRITES.append((counter, counter.value, depth))
+        counter = _bump_unseen(x, depth)
         entry = data_alias(x)
-    for other in aliases_of(counter):
-        if other is not alias:
-            if other._counter is None:
-                other._counter = _meta.VersionCounter()
-            other._counter.value += 1
+    for x, depth, alias_ref in list(DATA_ALIASES.values()):
+        other = alias_ref()
+        if other is not None and other is not alias and x._counter is counter:
+            _bump_unseen(other, depth)
+
+
+def _bump_unseen(t, depth):
+    """Bump t's version, unseen by the levels at and inside `depth`; its counter."""
+    counter = t._counter
+    if counter is None:
+        counter = t._counter = _meta.VersionCounter()
+    counter.value += 1
+    UNSEEN_WRITES.append((counter, counter.value, depth))
+    return counter
 
 
 def _writes_unseen(counter, version):

@@ -13,7 +13,7 @@ import functools
 from ..autograd import engine, forward_ad, grad_mode, inplace, levels
 from ..autograd import interpreter as _interpreter
 from ..autograd.function import Function
-from ..autograd.inplace import TRANSFORM_INPUTS, rebase
+from ..autograd.inplace import TRANSFORM_INPUT_VIEWS, TRANSFORM_INPUTS, rebase
 from ..autograd.levels import (
     TRANSFORMS,
     ReverseLevel,
@@ -129,9 +129,9 @@ def _written(root, recorded):
                     grad_mode.enable_grad():
                 rebase(x, lambda old, written=alias, depth=depth:
                        _LevelMerge.apply(old, written, depth))
-        _share_tangents(x, alias, depth)
-        if not recorded:
+        else:  # (x's history is as it was: its views need no replay)
             levels.NEUTRAL_WRITES.append((x._counter, x._counter.value))
+        _share_tangents(x, alias, depth)
         alias, entry, owner = x, levels.data_alias(x), x
     if not recorded:
         return
@@ -149,7 +149,10 @@ def _written(root, recorded):
 
 
 def _transform_input(x):
-    """Whether x is the input of a func.grad/vjp (a leaf there, its gradient's target)."""
+    """Whether x is the input of a func.grad/vjp (a leaf there, its gradient's target), or a
+    view of one."""
+    if x._view is not None:
+        x = x._view.base
     meta = x._meta
     return meta is not None and (meta in TRANSFORM_INPUTS or any(
         meta is leaf for lv in TRANSFORMS for leaf in getattr(lv, "leaves", ())))
@@ -194,12 +197,12 @@ def _outer_graph(inner, x):
     """Whether the levels outside the transform `inner` may keep a graph of x through it once
     that one is stripped: an outer reverse level (or autograd around the transforms)
     differentiates through it, and autograd records (on the per-example tensors of the vmap
-    levels a func.grad runs in, or on the physical ones)."""
+    levels a func.grad runs in, or on the physical ones), under no_grad too."""
     interp = _interpreter.current
     while isinstance(interp, (forward_ad.ForwardLevel, VmapLevel)):
         interp = interp.inner
-    if interp is not _interpreter.AutogradInterpreter or not grad_mode.is_grad_enabled():
-        return False
+    if interp is not _interpreter.AutogradInterpreter:
+        return False  # (not grad mode: torch's .data records nothing, it IS the outer tensor)
     depth = _depth(inner)
     if any(isinstance(lv, ReverseLevel) for lv in TRANSFORMS[:depth]):
         return True
@@ -231,7 +234,8 @@ def _strip_inner(x, graph, depth):
         return y
     if not (graph and x.requires_grad):
         return levels.stamp(_alias(x), levels.stamp_of(x))
-    with _interpreter.using_interpreter(_interpreter.AutogradInterpreter):
+    with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
+            grad_mode.enable_grad():
         return levels.stamp(_DataOf.apply(x, depth), levels.stamp_of(x))
 
 
@@ -265,6 +269,8 @@ def _data_of(x):
         levels.add_data_alias(y, owner[0] if owner and owner[1] == depth else x, depth)
     if x._meta in TRANSFORM_INPUTS and y._meta is not None:  # the outer level's input
         TRANSFORM_INPUTS.add(y._meta)  # itself, in torch: a leaf to in-place writes
+    elif x._view is not None and x._view.base._meta in TRANSFORM_INPUTS and y._meta is not None:
+        TRANSFORM_INPUT_VIEWS.add(y._meta)  # (a view of that leaf, in torch)
     for lv in TRANSFORMS[:depth]:
         if isinstance(lv, forward_ad.ForwardLevel):
             tangent = lv.tangent(_seen_by(x, lv))
