@@ -214,6 +214,25 @@ def _alias_of_a_chunk_of_the_input_written(m, x):  # the chunk needs no replay a
     return (b * a).sum() + x.sin().sum()
 
 
+def _alias_copied_into_itself(m, x):  # an unbound output, read after: no replay
+    a, b = x
+    with m.no_grad():
+        r = b.reshape(1)
+    d = r.data
+    t = b.relu()
+    d.copy_(d)
+    return t + b * a
+
+
+def _alias_written_through_unbind_after_tensor_written(m, x):
+    t = x.neg()
+    d = t.data
+    t.sigmoid_()
+    for element in d:
+        element.zero_()
+    return (t * x).sum()
+
+
 CASES = [_read_after, _view_made_before, _saved_before, _through_a_view_of_data,
          _data_written_twice, _data_of_data, _no_history_before, _alias_read_after,
          _tensor_written_then_alias_read, _saved_output_outer, _saved_output_outer_twice,
@@ -223,7 +242,8 @@ CASES = [_read_after, _view_made_before, _saved_before, _through_a_view_of_data,
          _unbound_view_then_unrecorded_write, _input_data_written, _alias_made_under_no_grad,
          _tensor_written_after_alias_saved, _tensor_written_after_alias_saved_outer,
          _view_of_tensor_written_after_alias_saved, _other_alias_written,
-         _alias_of_a_view_of_the_input_written, _alias_of_a_chunk_of_the_input_written]
+         _alias_of_a_view_of_the_input_written, _alias_of_a_chunk_of_the_input_written,
+         _alias_copied_into_itself, _alias_written_through_unbind_after_tensor_written]
 
 
 def _run(m, body, transform):

@@ -188,9 +188,10 @@ def refuse_captured_write(name, target):
 # the depth of the level the alias strips; `data_alias`). torch's .data
 # of a functorch wrapper IS the tensor of the level below: a write through the alias is
 # seen in x at the levels outside that one alone, and a write to x is seen in the alias.
-# The alias has a version counter of its own; a write through it bumps x's too, a bump the
-# levels at and inside the stripped one do not see (`UNSEEN_WRITES`), and, when unrecorded,
-# one that leaves x's history as it was (`NEUTRAL_WRITES`: x's views need no replay). x's
+# The alias has a version counter of its own; a write through it bumps x's too (and one to x
+# its aliases'), a bump the levels at and inside the stripped one do not see
+# (`UNSEEN_WRITES`), and, unless x's history is rebound after it, one that leaves x's history
+# as it was (`NEUTRAL_WRITES`: x's views need no replay). x's
 # rebinding is `written`'s (bound by transforms).
 DATA_ALIASES = {}
 UNSEEN_WRITES = []  # (x's version counter, its value after the write, the stripped depth)
@@ -233,13 +234,25 @@ def note_write(tensor):
 
 
 def _bump_unseen(t, depth):
-    """Bump t's version, unseen by the levels at and inside `depth`; its counter."""
+    """Bump t's version, unseen by the levels at and inside `depth`, and neutral until t's
+    history is rebound (`rebound`); its counter."""
     counter = t._counter
     if counter is None:
         counter = t._counter = _meta.VersionCounter()
     counter.value += 1
     UNSEEN_WRITES.append((counter, counter.value, depth))
+    NEUTRAL_WRITES.append((counter, counter.value))
     return counter
+
+
+def rebound(t):
+    """t's history was rebound after an alias write: its last version bump is no neutral
+    one (t's views replay it when next read)."""
+    counter = t._counter
+    for i in range(len(NEUTRAL_WRITES) - 1, -1, -1):
+        if NEUTRAL_WRITES[i][0] is counter and NEUTRAL_WRITES[i][1] == counter.value:
+            del NEUTRAL_WRITES[i]
+            return
 
 
 def _writes_unseen(counter, version):

@@ -129,8 +129,7 @@ def _written(root, recorded):
                     grad_mode.enable_grad():
                 rebase(x, lambda old, written=alias, depth=depth:
                        _LevelMerge.apply(old, written, depth))
-        else:  # (x's history is as it was: its views need no replay)
-            levels.NEUTRAL_WRITES.append((x._counter, x._counter.value))
+            levels.rebound(x)
         _share_tangents(x, alias, depth)
         alias, entry, owner = x, levels.data_alias(x), x
     if not recorded:
@@ -140,11 +139,13 @@ def _written(root, recorded):
         if alias is None or alias is root or x._counter is not owner._counter:
             continue
         x._sync()
+        keep = depth < len(TRANSFORMS) and x.requires_grad and _outer_graph(TRANSFORMS[depth], x)
         with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
                 grad_mode.enable_grad():
-            fresh = _DataOf.apply(x, depth) if x.requires_grad else None
+            fresh = _DataOf.apply(x, depth) if keep else None
         if fresh is not None or alias.requires_grad:
             _rebind(alias, fresh if fresh is not None else _alias(x))
+            levels.rebound(alias)
         _share_tangents(alias, x, depth)
 
 
