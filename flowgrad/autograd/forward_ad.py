@@ -29,7 +29,7 @@ from . import inplace as _inplace
 from . import interpreter as _interpreter
 from .function import Function, _FunctionOp
 from .inplace import memory_of, self_overlapping, write_into
-from .levels import apply_full, delegate, pack, reverse_scope
+from .levels import apply_full, delegate, pack, reverse_scope, writing_out
 from .node import FunctionNode, SavedTensor
 from .views import replay_view
 
@@ -187,7 +187,13 @@ class ForwardLevel:
                 write_into(info.base, whole)
         elif base_tangent is not None:
             self._overwrite(base, self.tangent(new_base))
-            if own is not None and not _shares(own, base_tangent):
+            now = self.tangent(base)
+            if own is not None and now is not base_tangent and _shares(own, base_tangent):
+                # (the base's tangent was replaced, not written: the view's, a view of the
+                # old one, would keep the old values) a view of the new one
+                with _interpreter.using_interpreter(self.inner):
+                    self.set_tangent(target, replay_view(now, target._view.chain))
+            elif own is not None and not _shares(own, base_tangent):
                 self._overwrite(target, self.tangent(rebased))
         elif own is not None:
             self._overwrite(target, self.tangent(rebased))
@@ -220,7 +226,9 @@ class ForwardLevel:
                 new = old.new_zeros(old.shape)
             elif _shares(new, old):
                 new = new.clone()
-            if write_into(old, new):
+            with writing_out():  # (a tangent made outside a grad transform is no capture:
+                written = write_into(old, new)  # its write is forward AD's own)
+            if written:
                 return
         self.set_tangent(target, _fit(new, target))
 

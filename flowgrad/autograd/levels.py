@@ -155,8 +155,9 @@ def alias_token(src, token):
 
 
 class writing_out:
-    """The block writes an `out=` argument: torch.func's interpreters check no capture there
-    (an out= op is not an in-place op to them), so neither does `refuse_captured_write`."""
+    """The block writes an `out=` argument, or a tangent in place (forward AD's own write):
+    torch.func's interpreters check no capture there (an out= op is not an in-place op to
+    them), so neither does `refuse_captured_write`."""
 
     depth = 0
 
