@@ -94,11 +94,11 @@ class _DataOf(Function):
 
 
 class _LevelMerge(Function):
-    """x after a recorded write through its alias `x.data` stripping the level at `depth`: the
-    identity
-    whose gradient goes to x's own history in the backward of `level` and of the levels
-    inside it (which do not see the write, as torch's wrapper there), and to the written
-    alias's history in the outer levels' and in autograd's own (torch's .data there IS x)."""
+    """x after a recorded write through its alias `x.data` stripping the level at `depth`:
+    the identity whose gradient goes to x's own history in the backward of that level and of
+    the levels inside it (which do not see the write, as torch's wrapper there), and to the
+    written alias's history in the outer levels' and in autograd's own (torch's .data there
+    IS x)."""
 
     @staticmethod
     def forward(ctx, x, written, depth):
@@ -120,7 +120,8 @@ def _written(root, recorded):
     `recorded`, and the alias's tangents at the forward levels outside the one it strips;
     and so on when x is itself an alias. Then, when recorded, the other aliases of the
     storage take their tensor's new history (`_DataOf` of it), as torch's .data there IS
-    that tensor. (Views see it when next read: they share the version counter.)"""
+    that tensor. (x's views replay the new history when next read: `levels.note_write`
+    moved x's version.)"""
     alias, entry, owner = root, levels.data_alias(root), root
     while entry is not None:
         x, depth = entry
