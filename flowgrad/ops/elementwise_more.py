@@ -524,11 +524,14 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
     if _same_data(src, self) and (
             not (is_grad_enabled() and (self.requires_grad or src.requires_grad))
             or self_overlapping(memory_of(self))) and not (
-            self._view is not None and _tangents_follow_views()):
+            self._view is not None and _tangents_follow_views()
+            and not self_overlapping(memory_of(self))):
         # torch's copy_ of itself (or of a view with its very elements) writes nothing, but
         # counts as a write; recorded (below), it starts a new version of the history, except
         # into an expand (where flowgrad refuses recorded writes that torch would only refuse
-        # in backward); its tangent (forward AD) is src's, as torch's. A leaf (or a view of
+        # in backward, and forward AD's write through the view too: the tangent of an
+        # expand's elements is its base's already); its tangent (forward AD) is src's, as
+        # torch's. A leaf (or a view of
         # one) that requires grad is refused all the same, and inside func transforms a
         # captured tensor: torch checks the target first
         check_inplace("copy_", self)
