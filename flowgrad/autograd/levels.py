@@ -185,15 +185,15 @@ def refuse_captured_write(name, target):
 
 
 # `x.data` aliases made inside a grad/vjp/jvp level (transforms._data_of): id(alias) -> (x,
-# kept while the alias lives, as a temporary view x's base must see a write through it;
-# the depth of the level the alias strips; `data_alias`). torch's .data
-# of a functorch wrapper IS the tensor of the level below: a write through the alias is
-# seen in x at the levels outside that one alone, and a write to x is seen in the alias.
-# The alias has a version counter of its own; a write through it bumps x's too (and one to x
-# its aliases'), a bump the levels at and inside the stripped one do not see
-# (`UNSEEN_WRITES`), and, unless x's history is rebound after it, one that leaves x's history
-# as it was (`NEUTRAL_WRITES`: x's views need no replay). x's
-# rebinding is `written`'s (bound by transforms).
+# the depth of the level the alias strips, a weak reference to the alias; `data_alias`).
+# x is kept while the alias lives: a write through a temporary view's alias must still
+# reach x's base. torch's .data of a functorch wrapper IS the tensor of the level below: a
+# write through the alias is seen in x at the levels outside that one alone, and a write to
+# x is seen in the alias. The alias has a version counter of its own; a write through it
+# bumps x's too (and one to x, its aliases'), a bump the levels at and inside the stripped
+# one do not see (`UNSEEN_WRITES`), and, unless x's history is rebound after it, one that
+# leaves x's history as it was (`NEUTRAL_WRITES`: x's views need no replay). x's rebinding
+# is `written`'s (bound by transforms).
 DATA_ALIASES = {}
 UNSEEN_WRITES = []  # (x's version counter, its value after the write, the stripped depth)
 NEUTRAL_WRITES = []  # (x's version counter, its value after the write)

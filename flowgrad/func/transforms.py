@@ -155,9 +155,12 @@ def _transform_input(x):
     view of one."""
     if x._view is not None:
         x = x._view.base
-    meta = x._meta
-    return meta is not None and (meta in TRANSFORM_INPUTS or any(
-        meta is leaf for lv in TRANSFORMS for leaf in getattr(lv, "leaves", ())))
+    return x._meta is not None and (x._meta in TRANSFORM_INPUTS or _a_level_leaf(x._meta))
+
+
+def _a_level_leaf(meta):
+    """Whether `meta` is one a func.grad/vjp entered made a leaf of its input with."""
+    return any(meta is leaf for lv in TRANSFORMS for leaf in getattr(lv, "leaves", ()))
 
 
 def _share_tangents(dst, src, depth):
@@ -308,8 +311,7 @@ def _refuse_captured(x):
     torch.func detaches it for the outer levels too, flowgrad would not. (A tensor captured
     into a grad or jvp transform was refused before: `levels.refuse_captured_write`.)"""
     last = levels.last_differentiating()
-    if 0 <= last < len(TRANSFORMS) - 1 and x._meta is not None \
-            and any(x._meta is m for lv in TRANSFORMS for m in getattr(lv, "leaves", ())):
+    if 0 <= last < len(TRANSFORMS) - 1 and x._meta is not None and _a_level_leaf(x._meta):
         raise NotImplementedError(
             "func transforms: x.detach_() inside vmap of the input of a func.grad/vjp around "
             "the vmap (grad(grad(vmap(f))) and the like) is not supported: "
