@@ -75,11 +75,10 @@ _GRAD_WRITE = ("an in-place write torch refuses inside grad(grad) (to an input o
                "it, a multi-output or no_grad view, a saved tensor): flowgrad runs it")
 HVP_KNOWN = {180: _GRAD_WRITE, **dict.fromkeys([287, 292], _REQUIRES_GRAD)}
 HVP_SLOW_KNOWN = {
-    **dict.fromkeys([1874, 2126, 603, 634, 1147, 1546, 1797, 2062, 2258, 2462, 737, 1217],
-                    _GRAD_WRITE),
+    **dict.fromkeys([1874, 2126, 603, 634, 1147, 1546, 2062, 2258, 2462, 1217], _GRAD_WRITE),
     **dict.fromkeys([526, 592, 597, 611, 655, 760, 771, 862, 907, 1008, 1068, 1075, 1172, 1203,
                      1445, 1600, 1676, 1791, 1856, 1880, 1908, 1979, 2038, 2271, 2315, 2331,
-                     2351, 2611, 2771, 2804, 2821, 2833, 2929], _REQUIRES_GRAD),
+                     2351, 2611, 2771, 2804, 2821, 2833], _REQUIRES_GRAD),
 }
 _SPLIT_AFTER_DETACH = ("detach_() inside grad inside jvp keeps the jvp tangent (torch's); a "
                        "write into one split output of the detached tensor then makes the "
@@ -102,24 +101,18 @@ _SAVED_WRITE = ("a tensor saved for backward, written in place later inside vmap
 # through them). `make test` runs seeds that differed then (one of each kind of program)
 VMAP_HVP_SEEDS = (83, 143, 724, 1823)
 VHVP_SLOW_KNOWN = {
-    **dict.fromkeys([180, 603, 634, 737, 1147, 1217, 1546, 1797, 1874, 2126, 2258, 2462],
+    **dict.fromkeys([180, 603, 634, 737, 1147, 1217, 1546, 1874, 2126, 2258, 2462],
                     _GRAD_WRITE),
     **dict.fromkeys([986, 1539, 2530], _SAVED_WRITE),
     1714: _OVERLAP,
     2317: _TORCH_OVERLAP,
 }
-_NO_GRAD_VIEW_REPLAY = ("a no_grad write through a view made under no_grad, of a permuted "
-                        "expand, inside vmap(jvp(grad)): the batched tangent rule's read "
-                        "regenerates the view (views.sync_view), which raises for a no_grad "
-                        "view, as _SPLIT_AFTER_DETACH's; torch computes. A flowgrad gap, open "
-                        "(found failing in session 49's slow run, and at 45deb87 too)")
 VJOG_SLOW_KNOWN = {
     226: _SAME_ELEMENTS,
     **dict.fromkeys([986, 1539, 2530], _SAVED_WRITE),
     1714: _OVERLAP,
     1859: _SPLIT_AFTER_DETACH,
     2317: _TORCH_OVERLAP,
-    2350: _NO_GRAD_VIEW_REPLAY,
 }
 # mode -> (its check, the seeds `make test` runs, their known differences, those of the
 # slow run's seeds, the rest of 0..2999): the vmapped programs' tensors, their per-example

@@ -90,8 +90,10 @@ def sync_view(view):
                          "modified inplace")
     if base_meta is None or not base_meta.requires_grad:
         # the base stopped requiring grad (requires_grad_(False), detach_()): like torch, the
-        # view keeps a history, but one that leads nowhere: a throwaway stand-in base
-        base = base.detach().requires_grad_()
+        # view keeps a history, but one that leads nowhere: a throwaway stand-in base (a
+        # leaf made directly: a batched base under vmap refuses requires_grad_())
+        base = base.detach()
+        base._meta = _meta.AutogradMeta(True, True)
     enabled = _state.enabled
     _state.enabled = True
     try:

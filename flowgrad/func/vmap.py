@@ -94,8 +94,9 @@ class VmapLevel:
                 first = inputs[0].unsqueeze(0).expand(self.size, *inputs[0].shape)
             inputs = [wrap(first, self)] + list(inputs[1:])
             flags = [True] + flags[1:]
-        if self.logical:  # a view whose base was written since: its history replayed first,
-            for t in inputs:  # as eager_call does (its gradient missed the write)
+        if self.logical and grad_mode._state.enabled and op.backward is not None:
+            for t in inputs:  # a view whose base was written since: its history replayed
+                # first, where eager_call replays it (its gradient missed the write)
                 view = t._view
                 if view is not None and view.version != t._counter.value:
                     sync_view(t)

@@ -367,8 +367,7 @@ def setitem(x, index, value):
                 _getitem(x, index=spec).copy_(value)
             return
         target = x
-        if x._view is not None and _interpreter.current is _interpreter.AutogradInterpreter \
-                and _selects_a_view(data, spec, arrays):
+        if x._view is not None and _selects_a_view(data, spec, arrays):
             # torch writes into the view the index's basic part makes (x[i] = v is
             # x[i].copy_(v)): the base is rebased, x is not, and x's history is regenerated
             # from the base when next read (none if the base stopped requiring grad)
