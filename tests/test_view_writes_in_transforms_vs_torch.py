@@ -1,6 +1,7 @@
 """Writes into views inside func transforms (vmap above all), against torch.func.
 
-Two gaps found by vmap_fuzz (seed 278837: grad and vmap_jvp_of_grad; 2350: vmap_jvp_of_grad):
+Three gaps found by vmap_fuzz (278837: grad and vmap_jvp_of_grad; 2350: vmap_jvp_of_grad;
+800048: grad):
 - `v[i] = value` on a view v is torch's `v[i].copy_(value)`: the base is rebased and v is
   regenerated from it when next read, so after `base.detach_()` v leads nowhere. Under vmap
   flowgrad wrote v itself, so v kept a history to `value`: per-example gradients came out
@@ -8,6 +9,10 @@ Two gaps found by vmap_fuzz (seed 278837: grad and vmap_jvp_of_grad; 2350: vmap_
 - Under vmap(jvp(grad)), a no_grad write through a view made under no_grad made the batched
   tangent rule regenerate that view (and raise, as a no_grad view must when it is written
   with grad enabled), where eager regenerates a view only to record an op.
+- An unrecorded (no_grad) write through a view under vmap, jvp or the tracer marked the view
+  up to date; eager and torch leave it stale, so its next read regenerates it from the base
+  (after `base.detach_()`: no history). Under vmap(grad) it kept its old history: wrong
+  per-example gradients, no error.
 Each row is one f under seven transforms; values and raise/no-raise must be torch's."""
 import numpy as np
 import pytest
@@ -63,9 +68,19 @@ def _no_grad_write_through_a_no_grad_view(m, x):
     return (v * x.unsqueeze(1)).sum() + (t * t).sum()
 
 
+def _no_grad_write_through_a_view_then_base_detached(m, x):  # vmap_fuzz grad 800048
+    t = x * x
+    v = t.unsqueeze(0)
+    with m.no_grad():
+        v.mul_(2.0)  # unrecorded: v is stale until read, then regenerated from t
+    t.detach_()
+    return (v.sin() * 0.5).sum() + (t * x).sum() + x.sin().sum()
+
+
 CASES = [_int_index_then_base_detached, _narrowing_slice_then_base_detached,
          _int_index_base_kept, _ellipsis_index_then_base_detached,
-         _no_grad_augmented_assignment, _no_grad_write_through_a_no_grad_view]
+         _no_grad_augmented_assignment, _no_grad_write_through_a_no_grad_view,
+         _no_grad_write_through_a_view_then_base_detached]
 TRANSFORMS = ["grad", "vmap_grad", "jvp", "vmap_jvp", "grad_of_grad", "jvp_of_grad",
               "vmap_jvp_of_grad"]
 

@@ -456,10 +456,8 @@ def unpack_dual(tensor, *, level=None):
     lvl = _level(level, "unpack_dual") if _LEVELS or level is not None else None
     if lvl is None:
         return UnpackedDualTensor(tensor, None)
-    tangent = lvl.tangent(tensor)
-    if tangent is None:
-        return UnpackedDualTensor(tensor, None)
-    with _interpreter.using_interpreter(lvl.inner):
+    tangent = lvl.tangent(tensor)  # (with or without one, the primal is a view, as torch's
+    with _interpreter.using_interpreter(lvl.inner):  # _fw_primal: a stale view replays)
         primal = tensor.reshape(tensor.shape)
     store, plain = primal._data, lvl.plain  # (a view of the dual that never has its tangent)
     plain[id(store)] = weakref.ref(store, lambda _, key=id(store): plain.pop(key, None))

@@ -201,9 +201,6 @@ def _check_inplace_allowed(name, target, view, meta, base_needs):
 def _inplace_through_view(name, target, compute, recording=True):
     info = target._view
     base, chain = info.base, info.chain
-    # (an unrecorded write, under no_grad, through a view already stale keeps it stale: its
-    # grad_fn still misses the earlier write to its base, and the next read must replay it)
-    in_sync = recording or info.version == target._counter.value
     base_old = base.clone()
     replayed = replay_view(base_old, chain)
     _tell(_interpreter.current, "replayed", target, replayed)
@@ -228,8 +225,8 @@ def _inplace_through_view(name, target, compute, recording=True):
     if recording:  # (an interpreter's unrecorded write, under no_grad say, keeps the metas)
         _take_history(base, new_base)
         _take_history(target, rebased)
-    if in_sync:
-        info.version = target._counter.value
+    if recording:  # (an unrecorded write, under no_grad, leaves the view stale, as eager's
+        info.version = target._counter.value  # and torch's: its next read regenerates it)
     current = _interpreter.current
     if current is not AutogradInterpreter:
         written_view = getattr(current, "written_view", None)
