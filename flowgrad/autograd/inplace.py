@@ -222,11 +222,10 @@ def _inplace_through_view(name, target, compute, recording=True):
     bump_version(target)
     _adopt_saved_outputs(region, target)
     rebased = replay_view(new_base, chain)
-    if recording:  # (an interpreter's unrecorded write, under no_grad say, keeps the metas)
-        _take_history(base, new_base)
-        _take_history(target, rebased)
-    if recording:  # (an unrecorded write, under no_grad, leaves the view stale, as eager's
-        info.version = target._counter.value  # and torch's: its next read regenerates it)
+    if recording:  # (an interpreter's unrecorded write, under no_grad say, keeps the metas
+        _take_history(base, new_base)  # and leaves the view stale, as eager's and torch's:
+        _take_history(target, rebased)  # its next read regenerates it from the base)
+        info.version = target._counter.value
     current = _interpreter.current
     if current is not AutogradInterpreter:
         written_view = getattr(current, "written_view", None)
