@@ -13,6 +13,9 @@ Three gaps found by vmap_fuzz (278837: grad and vmap_jvp_of_grad; 2350: vmap_jvp
   up to date; eager and torch leave it stale, so its next read regenerates it from the base
   (after `base.detach_()`: no history). Under vmap(grad) it kept its old history: wrong
   per-example gradients, no error.
+- Under vmap, an op's saved output written into a tensor in place (tanh_) stayed the op's
+  own array: a later write to the tensor was neither read by backward nor caught by the
+  version check (vmap_fuzz grad 803638, and the known 986, 1539, 2530).
 Each row is one f under seven transforms; values and raise/no-raise must be torch's."""
 import numpy as np
 import pytest
@@ -77,10 +80,27 @@ def _no_grad_write_through_a_view_then_base_detached(m, x):  # vmap_fuzz grad 80
     return (v.sin() * 0.5).sum() + (t * x).sum() + x.sin().sum()
 
 
+def _saved_output_written_through_data(m, x):  # vmap_fuzz grad 803638
+    t = x * x
+    v = t[0:1]
+    v.tanh_()  # saves its output: v's storage
+    with m.no_grad():
+        v.data.fill_(0.5)  # unseen by the version check: backward reads 0.5
+    return t.sin().sum()
+
+
+def _saved_output_written_after(m, x):  # torch's backward raises (seeds 986, 1539, 2530)
+    t = x * x
+    t.tanh_()
+    t.mul_(2.0)
+    return t.sum()
+
+
 CASES = [_int_index_then_base_detached, _narrowing_slice_then_base_detached,
          _int_index_base_kept, _ellipsis_index_then_base_detached,
          _no_grad_augmented_assignment, _no_grad_write_through_a_no_grad_view,
-         _no_grad_write_through_a_view_then_base_detached]
+         _no_grad_write_through_a_view_then_base_detached, _saved_output_written_through_data,
+         _saved_output_written_after]
 TRANSFORMS = ["grad", "vmap_grad", "jvp", "vmap_jvp", "grad_of_grad", "jvp_of_grad",
               "vmap_jvp_of_grad"]
 

@@ -44,12 +44,9 @@ SLOW_KNOWN = {
 }
 
 
-_EMPTY_SAVED = ("an empty tensor saved for backward and written in place (through another "
-                "empty view): torch's version check raises at backward; flowgrad's does not")
 GRAD_KNOWN = {226: _SAME_ELEMENTS}
 GRAD_SLOW_KNOWN = {
     1714: _OVERLAP,
-    **dict.fromkeys([986, 1539, 2530], _EMPTY_SAVED),
     2317: _TORCH_OVERLAP,
 }
 
@@ -93,9 +90,6 @@ JOG_SLOW_KNOWN = {
                      2804, 2821, 2833, 2929], _REQUIRES_GRAD),
     1859: _SPLIT_AFTER_DETACH,
 }
-_SAVED_WRITE = ("a tensor saved for backward, written in place later inside vmap(grad): "
-                "torch's version check raises at backward; flowgrad's under vmap does not (as "
-                "the grad mode's 986, 1539, 2530; without vmap it does). A flowgrad gap, open")
 # the hvp and jvp_of_grad programs under vmap: vmap(grad(grad)) and vmap(jvp(grad)); before,
 # .data and detach_() there stripped every level (the outer derivative missed the path
 # through them). `make test` runs seeds that differed then (one of each kind of program)
@@ -103,13 +97,11 @@ VMAP_HVP_SEEDS = (83, 143, 724, 1823)
 VHVP_SLOW_KNOWN = {
     **dict.fromkeys([180, 603, 634, 737, 1147, 1217, 1546, 1874, 2126, 2258, 2462],
                     _GRAD_WRITE),
-    **dict.fromkeys([986, 1539, 2530], _SAVED_WRITE),
     1714: _OVERLAP,
     2317: _TORCH_OVERLAP,
 }
 VJOG_SLOW_KNOWN = {
     226: _SAME_ELEMENTS,
-    **dict.fromkeys([986, 1539, 2530], _SAVED_WRITE),
     1714: _OVERLAP,
     1859: _SPLIT_AFTER_DETACH,
     2317: _TORCH_OVERLAP,

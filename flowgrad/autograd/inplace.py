@@ -290,9 +290,7 @@ def _adopt_saved_outputs(result, target):
     if node is None or not node._outputs:
         return
     for saved in node._outputs:
-        if saved.data is result._data:
-            saved.data, saved.counter = target._data, target._counter
-            saved.version = target._counter.value
+        saved.adopt(result, target)
 
 
 # in-place ops that torch lets write through an expanded (self-overlapping) view; setitem

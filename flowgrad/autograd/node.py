@@ -50,6 +50,13 @@ class SavedTensor:
                 f"{tuple(tensor.shape)}) that has been detached in-place, i.e. with "
                 f".detach_(). This is not supported; use the out-of-place .detach() instead")
 
+    def adopt(self, result, target):
+        """If this is `result` saved as its op's output, it is now `target` (an in-place op
+        wrote result into target's storage)."""
+        if self.data is result._data:
+            self.data, self.counter, self.version = target._data, target._counter, \
+                target._counter.value
+
     def unpack(self, node):
         tensor = self.tensor
         if self.counter.value != self.version or (

@@ -42,6 +42,11 @@ class SavedBatched(SavedTensor):
         super().__init__(tensor, True)
         self.data, self.grad_fn = tensor._phys, tensor._level
 
+    def adopt(self, result, target):
+        phys = getattr(target, "_phys", None)  # (the examples' storage)
+        if phys is not None and self.data is getattr(result, "_phys", None):
+            self.data, self.counter, self.version = phys, target._counter, target._counter.value
+
     def unpack(self, node):
         if self.counter.value != self.version:
             self.check(node)
