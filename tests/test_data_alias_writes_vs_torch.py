@@ -246,13 +246,27 @@ CASES = [_read_after, _view_made_before, _saved_before, _through_a_view_of_data,
          _alias_copied_into_itself, _alias_written_through_unbind_after_tensor_written]
 
 
+KNOWN_DIFFERENCES = {
+    (_alias_copied_into_itself, "vmap_grad_of_grad"):
+        "torch's alias IS the no_grad view r at the outer level, so the write raises there; "
+        "under vmap flowgrad's alias of a per-example view that needs no grad is not known "
+        "as one (without vmap it is, and raises)",
+}
+
+
 def _run(m, body, transform):
     def f(x):
         return body(m, x)
     F = m.func
     x = m.tensor([0.46, -0.3], dtype=m.float64)
+    xs = m.stack([x, m.tensor([-0.8, 1.1], dtype=m.float64)])
     try:
-        if transform == "grad":
+        if transform == "vmap_grad_of_grad":  # (the aliases of per-example tensors: 807740)
+            result = F.vmap(lambda x: F.grad(lambda x: (F.grad(f)(x) * m.cos(3 * x)).sum())(x))(
+                xs)
+        elif transform == "vmap_jvp_of_grad":
+            result = F.vmap(lambda x: F.jvp(F.grad(f), (x,), (m.cos(3 * x),))[1])(xs)
+        elif transform == "grad":
             result = F.grad(f)(x)
         elif transform == "grad_of_grad":
             result = F.grad(lambda x: (F.grad(f)(x) * m.cos(3 * x)).sum())(x)
@@ -267,8 +281,15 @@ def _run(m, body, transform):
     return result.detach().numpy()
 
 
-@pytest.mark.parametrize("transform", ["grad", "grad_of_grad", "jvp_of_grad", "backward"])
-@pytest.mark.parametrize("body", CASES, ids=lambda f: f.__name__[1:])
+TRANSFORMS = ["grad", "grad_of_grad", "jvp_of_grad", "backward", "vmap_grad_of_grad",
+              "vmap_jvp_of_grad"]
+
+
+@pytest.mark.parametrize("body,transform", [
+    pytest.param(body, transform, id=f"{body.__name__[1:]}-{transform}",
+                 marks=[pytest.mark.xfail(strict=True, reason=KNOWN_DIFFERENCES[body, transform])]
+                 if (body, transform) in KNOWN_DIFFERENCES else [])
+    for transform in TRANSFORMS for body in CASES])
 def test_write_through_data_matches_torch(body, transform):
     ours, theirs = _run(flow, body, transform), _run(torch, body, transform)
     if isinstance(theirs, type) or isinstance(ours, type):

@@ -269,7 +269,7 @@ def _data_of(x):
                            "vmap, captured into an inner grad or jvp too)")
     depth = _depth(inner)
     y = levels.stamp(_strip_inner(x, _outer_graph(inner, x), depth), levels.stamp_of(x))
-    if type(x) is Tensor and type(y) is Tensor:  # (a write through y: levels.DATA_ALIASES)
+    if type(x) is type(y) and not _physical(x):  # (a write through y: levels.DATA_ALIASES)
         owner = levels.data_alias(x)  # (x.data.data: x's alias, as torch's .data of it)
         levels.add_data_alias(y, owner[0] if owner and owner[1] == depth else x, depth)
     if x._meta in TRANSFORM_INPUTS and y._meta is not None:  # the outer level's input
