@@ -818,3 +818,27 @@ def test_ops_on_a_no_grad_view_of_a_leaf_reach_nothing(op):
         (x.sin().sum() + y.sin().sum()).backward()
         return flags(v), flags(y), x.grad, v.grad
     same(scenario)
+
+
+SAVED_OUTPUT_OPS = {"sigmoid": lambda t: t.sigmoid(), "tanh": lambda t: t.tanh(),
+                    "exp": lambda t: t.exp(), "sqrt": lambda t: t.sqrt(),
+                    "softmax": lambda t: t.softmax(0), "pow": lambda t: t.pow(3)}
+
+
+@pytest.mark.parametrize("op", SAVED_OUTPUT_OPS.values(), ids=SAVED_OUTPUT_OPS.keys())
+def test_double_backward_through_an_output_detached_in_place_as_torch(op):
+    """An op that saved its output, whose output is then detach_()ed: torch's saved output
+    still leads to the op's node, so the second derivative keeps that term (flowgrad's
+    dropped it, silently: program_fuzz seed 935948)."""
+    def run(m):
+        x = m.tensor([0.3, 0.8, 1.2], dtype=m.float64, requires_grad=True)
+        y = op(x)
+        v = y[1:]
+        y.detach_()
+        (g,) = m.autograd.grad((v.tanh() * v).sum(), [x], create_graph=True)
+        (g * m.tensor([0.5, -1.0, 2.0], dtype=m.float64)).sum().backward()
+        return g.tolist(), x.grad.tolist(), y.requires_grad
+    ours, theirs = run(flow), run(torch)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-10)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-10)
+    assert ours[2] == theirs[2]

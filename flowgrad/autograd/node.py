@@ -7,6 +7,7 @@ the op's captured state (the seed's capture state: saved tensors and attributes)
 from __future__ import annotations
 
 from ..errors import inference_saved_error, saved_tensor_error
+from . import grad_mode
 from . import meta as _meta
 from .graph import Node
 from .meta import VersionCounter
@@ -65,9 +66,27 @@ class SavedTensor:
         if tensor is not None:
             return tensor
         t = _new(Tensor)
+        meta = self.meta
         t._data, t._meta, t._grad_fn, t._counter, t._view = (
-            self.data, self.meta, node, self.counter, None)
+            self.data, meta, node, self.counter, None)
+        if meta is not None and not meta.requires_grad:
+            return leading_to_node(t)
         return t
+
+
+def leading_to_node(t):
+    """An unpacked saved output `t` whose tensor was detach_()ed since it was saved (its
+    meta, shared, stopped requiring grad): torch's saved output still leads to its node in
+    double backward, so under grad mode t is handed on through a clone recorded on the meta
+    (its gradient reaches the node; the detached tensor stays detached)."""
+    if not grad_mode._state.enabled:
+        return t
+    meta = t._meta
+    meta.requires_grad = True
+    try:
+        return t.clone()
+    finally:
+        meta.requires_grad = False
 
 
 class FunctionNode(Node):
@@ -144,12 +163,13 @@ class FunctionNode(Node):
         """The op's single output."""
         saved = self._outputs[0]
         if saved.__class__ is SavedTensor and saved.tensor is None and \
-                saved.counter.value == saved.version:  # (unpack, inline)
-            t = _new(Tensor)
+                saved.counter.value == saved.version and \
+                ((meta := saved.meta) is None or meta.requires_grad):
+            t = _new(Tensor)  # (unpack, inline)
             t._data, t._meta, t._grad_fn, t._counter, t._view = (
-                saved.data, saved.meta, self, saved.counter, None)
+                saved.data, meta, self, saved.counter, None)
             return t
-        return saved.unpack(self)  # (raises: written in place since)
+        return saved.unpack(self)  # (raises: written in place since; detached since)
 
     @property
     def attrs(self):

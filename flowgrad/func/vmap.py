@@ -22,7 +22,7 @@ from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
 from ..autograd.inplace import write_into
 from ..autograd.levels import VMAP_STACK, apply_full, delegate, entered, pack
-from ..autograd.node import SavedTensor
+from ..autograd.node import SavedTensor, leading_to_node
 from ..autograd.views import mark_view, sync_view
 from ..return_types import sequence_of
 from ..tensor import Tensor
@@ -52,6 +52,8 @@ class SavedBatched(SavedTensor):
             self.check(node)
         t = wrap(self.data, self.grad_fn)
         t._meta, t._grad_fn, t._counter = self.meta, node, self.counter
+        if self.meta is not None and not self.meta.requires_grad:
+            return leading_to_node(t)
         return t
 
 
