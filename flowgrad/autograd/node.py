@@ -66,22 +66,19 @@ class SavedTensor:
         if tensor is not None:
             return tensor
         t = _new(Tensor)
-        meta = self.meta
         t._data, t._meta, t._grad_fn, t._counter, t._view = (
-            self.data, meta, node, self.counter, None)
-        if meta is not None and not meta.requires_grad:
-            return leading_to_node(t)
-        return t
+            self.data, self.meta, node, self.counter, None)
+        return leading_to_node(t)
 
 
 def leading_to_node(t):
-    """An unpacked saved output `t` whose tensor was detach_()ed since it was saved (its
-    meta, shared, stopped requiring grad): torch's saved output still leads to its node in
-    double backward, so under grad mode t is handed on through a clone recorded on the meta
-    (its gradient reaches the node; the detached tensor stays detached)."""
-    if not grad_mode._state.enabled:
-        return t
+    """An unpacked saved output `t`, as it is unless its tensor was detach_()ed since it was
+    saved (its meta, shared, stopped requiring grad): torch's saved output still leads to its
+    node in double backward, so under grad mode t is then handed on through a clone recorded
+    on the meta (its gradient reaches the node; the detached tensor stays detached)."""
     meta = t._meta
+    if meta is None or meta.requires_grad or not grad_mode._state.enabled:
+        return t
     meta.requires_grad = True
     try:
         return t.clone()

@@ -52,9 +52,7 @@ class SavedBatched(SavedTensor):
             self.check(node)
         t = wrap(self.data, self.grad_fn)
         t._meta, t._grad_fn, t._counter = self.meta, node, self.counter
-        if self.meta is not None and not self.meta.requires_grad:
-            return leading_to_node(t)
-        return t
+        return leading_to_node(t)
 
 
 class _VmapOp:
