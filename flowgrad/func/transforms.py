@@ -144,10 +144,20 @@ def _written(root, recorded):
         with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
                 grad_mode.enable_grad():
             fresh = _DataOf.apply(x, depth) if keep else None
+            if _written_through(alias):  # (at the stripped level torch's alias is a wrapper
+                # of its own: the history of its own writes stays there and inside)
+                fresh = _LevelMerge.apply(alias, _alias(x) if fresh is None else fresh, depth)
         if fresh is not None or alias.requires_grad:
             _rebind(alias, fresh if fresh is not None else _alias(x))
             levels.rebound(alias)
         _share_tangents(alias, x, depth)
+
+
+def _written_through(alias):
+    """Whether a recorded write through `alias` (an `x.data`) gave it a history of its own,
+    more than the outer levels' view of x (`_DataOf`)."""
+    node = alias.grad_fn
+    return node is not None and node.name() != "_DataOfBackward"
 
 
 def _transform_input(x):
