@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import sys
 import warnings
+from dataclasses import replace
 
 import fuzz_common
 import numpy as np
@@ -119,10 +120,12 @@ def _compare(names, nt, nf):
     return None
 
 
-def execute(program, upto=None):
-    """Run `program.steps[:upto]` in both frameworks inside a dual level; the first
-    difference, as a `program_fuzz.Verdict`."""
+def execute(program, upto=None, oracle=None):
+    """Run `program.steps[:upto]` in both frameworks inside a dual level (torch runs `oracle`,
+    the same program written another way, when given); the first difference, as a
+    `program_fuzz.Verdict`."""
     steps = program.steps if upto is None else program.steps[:upto]
+    torch_steps = (oracle or program).steps
     nt, nf = _namespace(torch), _namespace(flow)
     names = []
     pf._reset_modes()
@@ -131,7 +134,7 @@ def execute(program, upto=None):
         warnings.simplefilter("ignore")
         try:
             for i, s in enumerate(steps):
-                et, ef = pf._exec(s.code, nt), pf._exec(s.code, nf)
+                et, ef = pf._exec(torch_steps[i].code, nt), pf._exec(s.code, nf)
                 names += [o for o in s.outs if o not in names]
                 if (et is None) != (ef is None):
                     return pf.Verdict(False, i, *pf._raise_what(et, ef, ""), steps_run=i + 1)
@@ -154,11 +157,17 @@ TORCH_ALIASED = ("an in-place op whose operand shares memory with the tensor it 
 def aliased_write(program, step):
     """Whether step `step` writes in place into a tensor that one of its operands shares
     memory with (checked in torch, the oracle, by running the program up to it)."""
+    return bool(_aliased_operands(program, step))
+
+
+def _aliased_operands(program, step):
+    """The names step `step` reads that share memory with the tensor it writes in place (in
+    torch, by running the program up to it): [] when it is no such write."""
     code = program.steps[step].code
     names = re.findall(r"\b([xt]\d+)\b", code.split(":", 1)[-1] if code.startswith("with")
                        else code)
     if "inplace" not in program.steps[step].kind or len(names) < 2:
-        return False
+        return []
     ns = _namespace(torch)
     with torch.autograd.forward_ad.dual_level(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -167,20 +176,40 @@ def aliased_write(program, step):
         target = ns.get(names[0])
         pf._reset_modes()
         if not isinstance(target, torch.Tensor):
-            return False
+            return []
         ptr = target.untyped_storage().data_ptr()
-        return any(isinstance(ns.get(n), torch.Tensor) and
-                   ns[n].untyped_storage().data_ptr() == ptr for n in names[1:])
+        return sorted({n for n in names[1:] if isinstance(ns.get(n), torch.Tensor) and
+                       ns[n].untyped_storage().data_ptr() == ptr})
+
+
+def unaliased(program, upto):
+    """A copy of `program` whose aliased in-place writes (`aliased_write`) among its first
+    `upto` steps read a clone of each aliased operand: the same values and derivatives, and
+    in torch tangents that are the derivative (TORCH_ALIASED)."""
+    steps = list(program.steps)
+    for i in range(upto):
+        operands = _aliased_operands(program, i)
+        if not operands:
+            continue
+        code = steps[i].code
+        head, sep, body = code.partition(": ") if code.startswith("with") else ("", "", code)
+        target = re.search(r"\b[xt]\d+\b", body)
+        rest = re.sub(r"\b(" + "|".join(operands) + r")\b", r"\1.clone()",
+                      body[target.end():])
+        steps[i] = replace(steps[i], code=head + sep + body[:target.end()] + rest)
+    return replace(program, steps=steps)
 
 
 def check(seed, known=True):
-    """None when the program of `seed` runs alike in both frameworks (or differs only where
-    torch's tangent is not the derivative: TORCH_ALIASED, unless `known` is False), else a
-    report."""
+    """None when the program of `seed` runs alike in both frameworks, else a report. Where
+    torch's tangent of an aliased write is not the derivative (TORCH_ALIASED), torch runs the
+    program with those writes reading clones (`unaliased`), unless `known` is False."""
     program = generate(seed)
     verdict = execute(program)
-    if verdict.ok or known and verdict.what == "tangent values" and isinstance(
-            verdict.step, int) and aliased_write(program, verdict.step):
+    if known and verdict.what == "tangent values" and isinstance(verdict.step, int) and \
+            aliased_write(program, verdict.step):  # (torch's tangent is not the derivative)
+        verdict = execute(program, oracle=unaliased(program, len(program.steps)))
+    if verdict.ok:
         return None
     mark = verdict.step if isinstance(verdict.step, int) else None
     source = program.source(mark=mark, note=verdict.what).replace(pf.HEADER, HEADER)
