@@ -198,3 +198,67 @@ def test_a_write_through_views_of_a_base_with_gaps_reaches_the_right_elements():
     want.T[...] = region.reshape(4, 3)
     np.testing.assert_array_equal(out, want)
     assert base.tolist() == (np.arange(24.0)[::2].reshape(3, 4)).tolist()  # left as it was
+
+
+def _mul_by_own_row(m, x, own):  # the operand is the target's very elements, one dim fewer
+    t = (x * 1.0)[None, ::2]
+    t.mul_(own(t[0]))
+    return t
+
+
+def _add_own_block(m, x, own):  # dense, so torch calls it a partial overlap (not under vmap)
+    t = x.reshape(1, 2, 1, 2) * 1.0
+    t.add_(own(t[0]))
+    return t
+
+
+def _setitem_from_own_row(m, x, own):  # t[:, 0:2] = t[1]: the value read whole first
+    t = (x * 1.0).reshape(2, 1, 2)
+    t[:, 0:2] = own(t[1])
+    return t
+
+
+def _shaped_operand_outcome(m, body, transform, clones=False):
+    """body under `transform`: its result, or the exception. torch's tangents come from the
+    body reading a clone of the operand where it computes (its tangent of an aliased write is
+    not the derivative: forward_fuzz.TORCH_ALIASED)."""
+    x = m.tensor([0.5, -1.5, 2.0, 0.25], dtype=m.float64)
+    own = (lambda t: t.clone()) if clones else (lambda t: t)
+    F = m.func
+    run = {"eager": lambda: body(m, x, own),
+           "vmap": lambda: F.vmap(lambda a: body(m, a, own))(m.stack([x, 2 * x])),
+           "jvp": lambda: F.jvp(lambda a: body(m, a, own), (x,), (x.cos(),))[1],
+           "vmap_jvp": lambda: F.vmap(lambda a: F.jvp(lambda b: body(m, b, own), (a,),
+                                                       (a.cos(),))[1])(m.stack([x, 2 * x]))}
+    result, error = outcome(run[transform])
+    if error is not None:
+        return error
+    if m is torch and "jvp" in transform and not clones:
+        return _shaped_operand_outcome(m, body, transform, clones=True)
+    return result.detach().numpy()
+
+
+@pytest.mark.parametrize("transform", ["eager", "vmap", "jvp", "vmap_jvp"])
+@pytest.mark.parametrize("body", [_mul_by_own_row, _add_own_block, _setitem_from_own_row],
+                         ids=lambda b: b.__name__[1:])
+def test_an_operand_of_the_written_elements_in_another_shape_is_no_overlap(body, transform):
+    """Before, flowgrad's overlap check wanted the operand in the target's own shape (and
+    under vmap compared the physical arrays unaligned): t.mul_(t[0]) of a 1 x n t raised where
+    torch computes (vmap_fuzz 2284, 226; forward_fuzz 503). torch refuses the dense ones
+    outside vmap (their strides differ): so does flowgrad."""
+    ours, theirs = (_shaped_operand_outcome(m, body, transform) for m in (flow, torch))
+    if isinstance(theirs, Exception) or isinstance(ours, Exception):
+        assert isinstance(ours, RuntimeError) and isinstance(theirs, RuntimeError), (ours, theirs)
+    else:
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+@pytest.mark.parametrize("transform", ["eager", "jvp"])
+def test_a_shifted_operand_is_a_partial_overlap_as_torch(transform):
+    def shifted(m, x, own):
+        t = x * 1.0
+        t[1:].add_(own(t[:-1]))
+        return t
+    for m in (flow, torch):
+        error = _shaped_operand_outcome(m, shifted, transform)
+        assert isinstance(error, RuntimeError) and "memory" in str(error), (m, error)

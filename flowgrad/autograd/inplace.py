@@ -69,8 +69,20 @@ def run_inplace(name, fn, target, *args, **kwargs):
     for a in args:
         if isinstance(a, tensor_class):
             args_need_grad = args_need_grad or a.requires_grad
-            _check_no_partial_overlap(name, memory, memory_of(a))
+            _check_no_partial_overlap(name, memory, _aligned(memory_of(a), a, memory, target),
+                                      memory.ndim > target.ndim)
     return inplace_update(name, target, lambda src: fn(src, *args, **kwargs), args_need_grad)
+
+
+def _aligned(other, operand, data, target):
+    """The array `other` holding `operand`'s elements, with size-1 dims inserted after its
+    vmap batch dims to line it up with `data`, target's (both batched alike: broadcasting
+    aligns the per-example dims, not the physical ones)."""
+    lead = data.ndim - target.ndim
+    if not lead or other.ndim - operand.ndim != lead or other.ndim >= data.ndim:
+        return other
+    return other.reshape(other.shape[:lead] + (1,) * (data.ndim - other.ndim) +
+                         other.shape[lead:])
 
 
 def memory_of(t):
@@ -109,7 +121,7 @@ def same_elements(a, b):
             and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
 
 
-def _check_no_partial_overlap(name, data, other):
+def _check_no_partial_overlap(name, data, other, batched=False):
     """torch refuses an in-place op whose operand shares some, but not all, of the written
     memory (`x[1:].add_(x[:-1])`): the result would depend on the order of the writes."""
     if other is data or not np.may_share_memory(other, data):
@@ -120,11 +132,34 @@ def _check_no_partial_overlap(name, data, other):
     except np.exceptions.TooHardError:
         pass  # undecided: refuse, as the safe answer
     if same_elements(other, data):
-        return  # `x.add_(x[:])` is fine
+        return  # `x.add_(x[:])` is fine: each element is read where it is written
+    if _same_elements_broadcast(other, data) and (batched or not (_dense(other) and _dense(data))):
+        # the very elements in another shape (t.mul_(t[0]) of a 1 x n t): torch leaves strided
+        # ones to its loop (no order matters here) and calls dense ones, whose strides differ,
+        # a partial overlap; under vmap, its batching rule computes
+        return
     raise RuntimeError(
         f"{name}: unsupported operation: some elements of the input tensor (shape "
         f"{tuple(other.shape)}) and the written-to tensor (shape {tuple(data.shape)}) refer "
         f"to a single memory location; clone() the input before the in-place operation")
+
+
+def _same_elements_broadcast(other, data):
+    """Whether `other`, broadcast to data's shape, is data's very elements."""
+    try:
+        return same_elements(np.broadcast_to(other, data.shape), data)
+    except ValueError:
+        return False
+
+
+def _dense(a):
+    """torch's non-overlapping-and-dense: the elements fill one block, in some dim order."""
+    step = a.itemsize
+    for stride, n in sorted((s, n) for n, s in zip(a.shape, a.strides) if n > 1):
+        if stride != step:
+            return False
+        step *= n
+    return True
 
 
 def inplace_update(name, target, compute, args_need_grad=False):

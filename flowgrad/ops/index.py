@@ -29,6 +29,7 @@ from ..autograd.inplace import (
     check_inplace,
     expanded_view,
     inplace_update,
+    memory_of,
     run_inplace,
     self_overlapping,
     warn_expanded_write,
@@ -340,7 +341,8 @@ def setitem(x, index, value):
         if extra > 0 and all(n == 1 for n in shape[:extra]):
             value = value.reshape(shape[extra:])
     if not advanced and _is_whole(data, spec) and (value is x or value._data.ndim <= data.ndim
-                                                   and not np.may_share_memory(value._data, data)):
+                                                   and not np.may_share_memory(
+                                                       memory_of(value), memory_of(x))):
         # torch's slice covering all of x is x itself: x.copy_(value), no view of x written
         # (so no CopySlices node: a second backward through it runs, as torch's); a value
         # aliasing x other than x itself takes the path below, which reads it before writing
