@@ -134,6 +134,12 @@ class PackedTensor:
                 self.counter, self.version):
             raise saved_tensor_error(node, self)
 
+    def adopt(self, result, target):
+        """`node.SavedTensor.adopt`: the saved output `result`, written into target in place,
+        is target, whose version a later write moves."""
+        if self.is_output and self.counter is result._counter:
+            self.counter, self.version = target._counter, target._counter.value
+
     def unpack(self, node):
         self.check(node)
         value = self.unpack_hook(self.packed)
