@@ -151,7 +151,9 @@ def execute(program, upto=None, oracle=None):
 TORCH_ALIASED = ("an in-place op whose operand shares memory with the tensor it writes "
                  "(x.mul_(x), x.add_(x[0])): torch's in-place tangent formula reads the "
                  "operand's tangent after updating the target's (x.mul_(x) gives 3 x dx, not "
-                 "2 x dx); flowgrad's is the derivative")
+                 "2 x dx); and t.copy_(x) into a t without a tangent: torch's t takes x's "
+                 "tangent itself, which a later in-place write to x changes. flowgrad's are "
+                 "the derivative")
 
 
 def aliased_write(program, step):
@@ -183,18 +185,20 @@ def _aliased_operands(program, step):
 
 
 def unaliased(program, upto):
-    """A copy of `program` whose aliased in-place writes (`aliased_write`) among its first
-    `upto` steps read a clone of each aliased operand: the same values and derivatives, and
-    in torch tangents that are the derivative (TORCH_ALIASED)."""
+    """torch's oracle for tangents (TORCH_ALIASED): a copy of `program` where, among its first
+    `upto` steps, each aliased in-place write (`aliased_write`) reads a clone of the operands
+    sharing its memory, and each copy_ copies from a clone. The same values and derivatives,
+    and torch's tangents are the derivative."""
     steps = list(program.steps)
     for i in range(upto):
-        operands = _aliased_operands(program, i)
+        code = steps[i].code
+        operands = set(_aliased_operands(program, i)) | set(re.findall(r"\.copy_\(([xt]\d+)\)",
+                                                                       code))
         if not operands:
             continue
-        code = steps[i].code
         head, sep, body = code.partition(": ") if code.startswith("with") else ("", "", code)
         target = re.search(r"\b[xt]\d+\b", body)
-        rest = re.sub(r"\b(" + "|".join(operands) + r")\b", r"\1.clone()",
+        rest = re.sub(r"\b(" + "|".join(sorted(operands)) + r")\b", r"\1.clone()",
                       body[target.end():])
         steps[i] = replace(steps[i], code=head + sep + body[:target.end()] + rest)
     return replace(program, steps=steps)
@@ -202,13 +206,15 @@ def unaliased(program, upto):
 
 def check(seed, known=True):
     """None when the program of `seed` runs alike in both frameworks, else a report. Where
-    torch's tangent of an aliased write is not the derivative (TORCH_ALIASED), torch runs the
-    program with those writes reading clones (`unaliased`), unless `known` is False."""
+    tangents differ, torch runs the program with its aliased writes and copy_ sources reading
+    clones (`unaliased`: its tangents there are not the derivative, TORCH_ALIASED), unless
+    `known` is False."""
     program = generate(seed)
     verdict = execute(program)
-    if known and verdict.what == "tangent values" and isinstance(verdict.step, int) and \
-            aliased_write(program, verdict.step):  # (torch's tangent is not the derivative)
-        verdict = execute(program, oracle=unaliased(program, len(program.steps)))
+    if known and verdict.what == "tangent values":  # (torch's may not be the derivative)
+        oracle = unaliased(program, len(program.steps))
+        if oracle != program:
+            verdict = execute(program, oracle=oracle)
     if verdict.ok:
         return None
     mark = verdict.step if isinstance(verdict.step, int) else None

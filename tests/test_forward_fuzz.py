@@ -238,3 +238,29 @@ def test_unpack_dual_reads_a_stale_view_as_torch():
     reading an output of unbind written in place under no_grad raises, as torch's does (28
     programs of the slow run read it before; the write no longer marks the view current)."""
     assert _unpack_after_a_no_grad_write(flow) == _unpack_after_a_no_grad_write(torch)
+
+
+def _tangent_after_copy_then_source_written(m, clone_source):
+    fw = m.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(m.tensor([1.0, 2.0], dtype=m.float64),
+                         m.tensor([1.0, -1.0], dtype=m.float64))
+        t = m.tensor([[5.0, 5.0]], dtype=m.float64).sigmoid()
+        t.copy_(x.clone() if clone_source else x)
+        with m.no_grad():
+            x.mul_(3.0)
+        return fw.unpack_dual(t).tangent.tolist()
+
+
+def test_a_copy_keeps_the_tangent_it_copied_when_the_source_is_written_later():
+    """t.copy_(x), then x written in place: t's tangent is x's tangent at the copy (forward
+    fuzz 1146, 928597). torch's t takes x's tangent itself, so the later write shows in it;
+    the fuzz's oracle (`forward_fuzz.unaliased`) copies from a clone there, as here."""
+    ours = _tangent_after_copy_then_source_written(flow, clone_source=False)
+    assert ours == [[1.0, -1.0]]
+    assert ours == _tangent_after_copy_then_source_written(torch, clone_source=True)
+    assert _tangent_after_copy_then_source_written(torch, clone_source=False) == [[3.0, -3.0]]
+    program = ff.generate(1146)
+    oracle = ff.unaliased(program, len(program.steps))
+    assert "t6.copy_(x2.clone())" in [s.code for s in oracle.steps]
+    assert not ff.execute(program).ok and ff.execute(program, oracle=oracle).ok

@@ -133,10 +133,12 @@ def _check_no_partial_overlap(name, data, other, batched=False):
         pass  # undecided: refuse, as the safe answer
     if same_elements(other, data):
         return  # `x.add_(x[:])` is fine: each element is read where it is written
-    if _same_elements_broadcast(other, data) and (batched or not (_dense(other) and _dense(data))):
+    if not self_overlapping(data) and _same_elements_broadcast(other, data) and (
+            batched or not (_dense(other) and _dense(data))):
         # the very elements in another shape (t.mul_(t[0]) of a 1 x n t): torch leaves strided
         # ones to its loop (no order matters here) and calls dense ones, whose strides differ,
-        # a partial overlap; under vmap, its batching rule computes
+        # a partial overlap; under vmap, its batching rule computes. (An expand written is
+        # refused either way.)
         return
     raise RuntimeError(
         f"{name}: unsupported operation: some elements of the input tensor (shape "
