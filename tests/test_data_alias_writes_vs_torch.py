@@ -250,6 +250,14 @@ def _alias_written_then_view_of_tensor_written(m, x):
     return d.sin().sum()
 
 
+def _data_of_a_view_after_its_base_written(m, x):  # vmap_fuzz hvp 1009440: the outer
+    t = x * 2.0                                     # levels' v is regenerated (the 1.5)
+    v = t[0:1]
+    t.mul_(1.5)
+    d = v.data
+    return (d * x).sin().sum()
+
+
 CASES = [_read_after, _view_made_before, _saved_before, _through_a_view_of_data,
          _data_written_twice, _data_of_data, _no_history_before, _alias_read_after,
          _tensor_written_then_alias_read, _saved_output_outer, _saved_output_outer_twice,
@@ -261,7 +269,8 @@ CASES = [_read_after, _view_made_before, _saved_before, _through_a_view_of_data,
          _view_of_tensor_written_after_alias_saved, _other_alias_written,
          _alias_of_a_view_of_the_input_written, _alias_of_a_chunk_of_the_input_written,
          _alias_copied_into_itself, _alias_written_through_unbind_after_tensor_written,
-         _alias_written_then_tensor_written, _alias_written_then_view_of_tensor_written]
+         _alias_written_then_tensor_written, _alias_written_then_view_of_tensor_written,
+         _data_of_a_view_after_its_base_written]
 
 
 KNOWN_DIFFERENCES = {

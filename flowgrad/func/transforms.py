@@ -251,6 +251,7 @@ def _strip_inner(x, graph, depth):
         return levels.stamp(_alias(x), levels.stamp_of(x))
     with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
             grad_mode.enable_grad():
+        x._sync()  # (a view whose base was written since: the outer levels' x is regenerated)
         return levels.stamp(_DataOf.apply(x, depth), levels.stamp_of(x))
 
 
