@@ -264,3 +264,36 @@ def test_a_copy_keeps_the_tangent_it_copied_when_the_source_is_written_later():
     oracle = ff.unaliased(program, len(program.steps))
     assert "t6.copy_(x2.clone())" in [s.code for s in oracle.steps]
     assert not ff.execute(program).ok and ff.execute(program, oracle=oracle).ok
+
+
+def _tangent_of_a_plain_expand_written(m, alias, write, vmapped):
+    fw = m.autograd.forward_ad
+
+    def f(x):
+        e = getattr(x.expand(2, 4), alias)
+        e = e() if callable(e) else e
+        row, _ = e
+        if write == "sub_":
+            row.sub_(x)
+        else:
+            row.copy_(x * 2.0)
+        return e * 1.0
+    x = m.tensor([-1.74, 1.31, -0.9, 0.41], dtype=m.float64)
+    tx = m.tensor([1.0, 2.0, 3.0, 4.0], dtype=m.float64)
+    if vmapped:
+        return m.func.vmap(lambda a, t: m.func.jvp(f, (a,), (t,))[1])(
+            m.stack([x, -x]), m.stack([tx, tx * 3])).tolist()
+    with fw.dual_level():
+        return fw.unpack_dual(f(fw.make_dual(x, tx))).tangent.tolist()
+
+
+@pytest.mark.parametrize("vmapped", [False, True])
+@pytest.mark.parametrize("write", ["sub_", "copy_"])
+@pytest.mark.parametrize("alias", ["data", "detach"])
+def test_a_dual_written_into_a_row_of_a_plain_expand_reaches_every_row_as_torch(
+        alias, write, vmapped):
+    """The rows of an expand are one memory: a dual value written into one row of a plain
+    (tangent-less) alias of an expand gives the alias a tangent laid out as it is, so every
+    row has it (vmap_fuzz jvp 1027514). Before, the other rows' tangents stayed zero."""
+    ours = _tangent_of_a_plain_expand_written(flow, alias, write, vmapped)
+    assert ours == _tangent_of_a_plain_expand_written(torch, alias, write, vmapped)

@@ -72,6 +72,18 @@ def _refuses_complex(op, inputs, tans, outs):
     return any(o._data.dtype.kind == "c" for o in outs)  # (an input has a tangent here)
 
 
+def _zeros_laid_out_as(t):
+    """Zeros shaped as t, an expand of a tensor with one element per distinct memory
+    location of t's (a dim t strides by 0 has size 1 there); made by ops, so a batched t
+    gets batched zeros."""
+    memory = memory_of(t)
+    compact = t.detach()
+    for dim, stride in enumerate(memory.strides[memory.ndim - t.ndim:]):
+        if stride == 0 and t.shape[dim] > 1:
+            compact = compact.narrow(dim, 0, 1)
+    return compact.clone().zero_().expand(tuple(t.shape))
+
+
 class ForwardLevel:
     """The interpreter of one forward-AD level: a table storage -> tangent."""
 
@@ -173,6 +185,13 @@ class ForwardLevel:
         a view with a tangent of its own over a plain base (make_dual's) keeps the base plain;
         a dual value written into a plain base makes the base dual, zeros elsewhere."""
         base_tangent, own = self.tangent(base), self.tangent(target)
+        if base_tangent is None and own is None and self.tangent(rebased) is not None and \
+                self_overlapping(memory_of(base)):
+            # a plain expanded base (an alias of an expand) made dual: its zero tangent is
+            # laid out as the base, so its aliased elements see the write, as torch's
+            with _interpreter.using_interpreter(self.inner):
+                base_tangent = _zeros_laid_out_as(base)
+            self.set_tangent(base, base_tangent)
         if base_tangent is not None and base_tangent._view is not None \
                 and self_overlapping(memory_of(base_tangent)):
             # an expanded base tangent (of an alias x.data of an expand) cannot be written
