@@ -69,8 +69,7 @@ def run_inplace(name, fn, target, *args, **kwargs):
     for a in args:
         if isinstance(a, tensor_class):
             args_need_grad = args_need_grad or a.requires_grad
-            _check_no_partial_overlap(name, memory, _aligned(memory_of(a), a, memory, target),
-                                      memory.ndim > target.ndim)
+            _check_no_partial_overlap(name, memory, memory_of(a), target, a)
     return inplace_update(name, target, lambda src: fn(src, *args, **kwargs), args_need_grad)
 
 
@@ -121,9 +120,10 @@ def same_elements(a, b):
             and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
 
 
-def _check_no_partial_overlap(name, data, other, batched=False):
+def _check_no_partial_overlap(name, data, other, target, operand):
     """torch refuses an in-place op whose operand shares some, but not all, of the written
-    memory (`x[1:].add_(x[:-1])`): the result would depend on the order of the writes."""
+    memory (`x[1:].add_(x[:-1])`): the result would depend on the order of the writes.
+    `data` and `other` hold the elements of `target` and `operand` (`memory_of`)."""
     if other is data or not np.may_share_memory(other, data):
         return
     try:  # bounds overlap; do elements? (interleaved columns of one matrix don't)
@@ -133,7 +133,9 @@ def _check_no_partial_overlap(name, data, other, batched=False):
         pass  # undecided: refuse, as the safe answer
     if same_elements(other, data):
         return  # `x.add_(x[:])` is fine: each element is read where it is written
-    if not self_overlapping(data) and _same_elements_broadcast(other, data) and (
+    batched = data.ndim > target.ndim
+    if not self_overlapping(data) and _same_elements_broadcast(
+            _aligned(other, operand, data, target), data) and (
             batched or not (_dense(other) and _dense(data))):
         # the very elements in another shape (t.mul_(t[0]) of a 1 x n t): torch leaves strided
         # ones to its loop (no order matters here) and calls dense ones, whose strides differ,

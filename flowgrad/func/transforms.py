@@ -157,7 +157,7 @@ def _written_through(alias):
     """Whether a recorded write through `alias` (an `x.data`) gave it a history of its own,
     more than the outer levels' view of x (`_DataOf`)."""
     node = alias.grad_fn
-    return node is not None and node.name() != "_DataOfBackward"
+    return node is not None and getattr(node.op, "fn", None) is not _DataOf
 
 
 def _transform_input(x):
