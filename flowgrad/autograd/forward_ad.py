@@ -76,12 +76,47 @@ def _zeros_laid_out_as(t):
     """Zeros shaped as t, an expand of a tensor with one element per distinct memory
     location of t's (a dim t strides by 0 has size 1 there); made by ops, so a batched t
     gets batched zeros."""
-    memory = memory_of(t)
-    compact = t.detach()
-    for dim, stride in enumerate(memory.strides[memory.ndim - t.ndim:]):
-        if stride == 0 and t.shape[dim] > 1:
-            compact = compact.narrow(dim, 0, 1)
-    return compact.clone().zero_().expand(tuple(t.shape))
+    return _distinct(t.detach(), t).clone().zero_().expand(tuple(t.shape))
+
+
+def _distinct(t, like):
+    """t narrowed to one element per distinct memory location of `like` (of t's shape): size
+    1 in each dim that like strides by 0."""
+    memory = memory_of(like)
+    for dim, stride in enumerate(memory.strides[memory.ndim - like.ndim:]):
+        if stride == 0 and like.shape[dim] > 1:
+            t = t.narrow(dim, 0, 1)
+    return t
+
+
+def _laid_out_as(tangent, like):
+    """`tangent` (like's shape and dtype) in like's memory layout, as torch keeps every
+    tangent (a copy where a rule's output is laid out otherwise, a transpose say): a view of
+    `like` then takes a view of its tangent, which later writes into the tangent reach.
+    Only a dense, unbatched `like` is laid out (an expand's tangent is made elsewhere)."""
+    data, values = like._data, tangent._data
+    if _same_layout(values, data) or getattr(like, "_phys", None) is not None or \
+            getattr(tangent, "_phys", None) is not None or not _dense(data):
+        return tangent
+    # (by ops, so an inner level's tangent of the tangent follows)
+    order = sorted(range(data.ndim), key=lambda d: -data.strides[d])
+    laid = tangent.permute(order).contiguous().permute(_np.argsort(order).tolist())
+    return laid if _same_layout(laid._data, data) else tangent
+
+
+def _same_layout(a, b):
+    return all(x == y for x, y, n in zip(a.strides, b.strides, a.shape) if n > 1)
+
+
+def _dense(data):
+    """Whether an array's elements fill its memory, each once, in some order of its dims."""
+    dims = sorted((stride, size) for stride, size in zip(data.strides, data.shape) if size > 1)
+    step = data.itemsize
+    for stride, size in dims:
+        if stride != step:
+            return False
+        step *= size
+    return True
 
 
 class ForwardLevel:
@@ -92,6 +127,7 @@ class ForwardLevel:
         self.index = index
         self.tangents = {}
         self.plain = {}  # views with no tangent of their base's (unpack_dual's primal)
+        self._elements_writes = []  # (writing_elements: one flag per write in progress)
 
     def tangent(self, t):
         entry = self.tangents.get(id(_key(t)))
@@ -154,9 +190,11 @@ class ForwardLevel:
                 for o, t in zip(outs, out_tans):
                     if t is not None and o._data.dtype.kind in _DIFF:
                         t = _fit(t, o)
-                        if o._view is None and _aliases(t, tans):
-                            t = t.clone()  # (an identity rule's: in-place updates of one
-                            # output's tangent must not reach an input's)
+                        if o._view is None:
+                            if _aliases(t, tans):
+                                t = t.clone()  # (an identity rule's: in-place updates of
+                                # one output's tangent must not reach an input's)
+                            t = _laid_out_as(t, o)
                         self.set_tangent(o, t)
         return outs, aux
 
@@ -168,6 +206,24 @@ class ForwardLevel:
         """An in-place op wrote `result` into `target`: target's tangent takes result's."""
         self._overwrite(target, self.tangent(result))
         delegate(self.inner, "written", target, result)
+
+    def writing_elements(self, target):
+        """A recorded write into the elements of the expand `target` is about to go to the
+        elements of its root base (`index.write_elements`): whether target has a tangent of
+        its own over a plain base (make_dual's view), which that write would not reach."""
+        own = self.tangent(target) is not None and self.tangent(target._view.base) is None
+        self._elements_writes.append(own)
+        delegate(self.inner, "writing_elements", target)
+
+    def written_elements(self, target, write):
+        """The write `writing_elements` announced is done. Where target's tangent is its own,
+        the base stays plain (torch's) and `write(tangent, tangent_of)` writes the written
+        values' tangents (zeros where they have none) into target's, a view of that view's."""
+        if self._elements_writes.pop():
+            self.set_tangent(target._view.base, None)  # (a dual value made it dual)
+            with _interpreter.using_interpreter(self.inner):
+                write(self.tangent(target), self.tangent)
+        delegate(self.inner, "written_elements", target, write)
 
     def replayed(self, target, region):
         """An in-place write through the view `target` computes on `region`, the view replayed
@@ -236,7 +292,7 @@ class ForwardLevel:
         if old is None:
             if new is not None:  # (a copy: another tensor's tangent may be this one)
                 with _interpreter.using_interpreter(self.inner):
-                    self.set_tangent(target, _fit(new, target).clone())
+                    self.set_tangent(target, _laid_out_as(_fit(new, target).clone(), target))
             return
         if new is old:
             return
@@ -245,8 +301,13 @@ class ForwardLevel:
                 new = old.new_zeros(old.shape)
             elif _shares(new, old):
                 new = new.clone()
+            dst = old
+            if old._view is not None and self_overlapping(memory_of(old)):
+                # an expand's tangent (a view of the expanded tensor's): its elements sharing
+                # a location hold one value, written once
+                dst, new = _distinct(old, old), _distinct(_fit(new, old), old)
             with writing_out():  # (a tangent made outside a grad transform is no capture:
-                written = write_into(old, new)  # its write is forward AD's own)
+                written = write_into(dst, new)  # its write is forward AD's own)
             if written:
                 return
         self.set_tangent(target, _fit(new, target))
