@@ -334,7 +334,8 @@ def _adopt_saved_outputs(result, target):
 
 # in-place ops that torch lets write through an expanded (self-overlapping) view; setitem
 # checks the region it writes itself
-_OVERLAP_OK = frozenset(("fill_", "zero_", "masked_fill_", "setitem", "index_put_"))
+_OVERLAP_OK = frozenset((
+    "fill_", "zero_", "masked_fill_", "index_fill_", "setitem", "index_put_"))
 
 
 def self_overlapping(data):

@@ -26,7 +26,7 @@ from ..errors import INT_INDEX_DTYPES, check_same_dtype, checked_number, fill_sc
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
 from .halfprec import HALF, in_float32
-from .index import _index, masked_fill, parse_index, write_elements
+from .index import _index, _masked_fill_, masked_fill, parse_index, write_elements
 from .registry import op
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_reduce",
@@ -607,10 +607,23 @@ def _index_put_(self, indices, values, accumulate=False):
     return run_inplace("index_put_", index_put, self, indices, values, accumulate)
 
 
+def _index_fill_(self, dim, index, value):
+    if expanded_view(self):
+        # an expand: torch fills the selected elements (each memory location once), with a
+        # warning, as masked_fill_
+        flat = _index_dim(self, dim, index, "index_fill", allow_negative=True)
+        if not isinstance(value, Tensor):
+            fill_scalar("index_fill", value, self._data.dtype)
+        mask = _flat_mask(flat, shape=self._data.shape if self._data.shape else (1,))
+        return _masked_fill_(self, mask.reshape(tuple(self.shape)), value, name="index_fill_")
+    return run_inplace("index_fill_", index_fill, self, dim, index, value)
+
+
 Tensor.index_put_ = _index_put_
+Tensor.index_fill_ = _index_fill_
 for _name, _fn in (("scatter_", scatter), ("scatter_add_", scatter_add),
                    ("scatter_reduce_", scatter_reduce), ("index_add_", index_add),
-                   ("index_copy_", index_copy), ("index_fill_", index_fill),
+                   ("index_copy_", index_copy),
                    ("index_reduce_", index_reduce),
                    ("masked_scatter_", masked_scatter),
                    ("put_", put)):

@@ -37,7 +37,7 @@ from ..autograd.inplace import (
 )
 from ..autograd.interpreter import STAMP
 from ..autograd.views import writable_alias
-from ..device import ARRAY_MODULES, array_module
+from ..device import ARRAY_MODULES, array_module, new_array
 from ..errors import INT_INDEX_DTYPES, check_number, checked_value_tensor, fill_scalar, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
@@ -478,6 +478,15 @@ def _write_base_elements(x, spec, arrays, value, accumulate=False):
             else:
                 setitem(base, (), value.reshape(-1)[-1])
         return
+    if not accumulate:
+        # one write per memory location, its last: the values it overwrites (the earlier
+        # writes to the location) get no gradient, as no output depends on them
+        flat = positions.reshape(-1)
+        _, last = np.unique(flat[::-1], return_index=True)
+        if last.size < flat.size:
+            last = np.sort(flat.size - 1 - last)
+            positions = flat[last]
+            value = value.reshape(-1)[Tensor._wrap(new_array(x._data, last))]
     where = xp.unravel_index(positions, base._data.shape)
     if accumulate:
         base.index_put_(tuple(Tensor._wrap(w) for w in where), value, accumulate=True)
@@ -655,20 +664,21 @@ def argwhere(input):
     return nonzero(input)
 
 
-def _masked_fill_(self, mask, value):
+def _masked_fill_(self, mask, value, name="masked_fill_"):
+    """masked_fill in place; `name`, the op it writes for (index_fill_ of an expand too)."""
     if (grad_mode.is_grad_enabled() and self_overlapping(self._data) and isinstance(mask, Tensor)
             and (self.requires_grad or isinstance(value, Tensor) and value.requires_grad)):
-        check_inplace("masked_fill_", self)
+        check_inplace(name, self)
         setitem(self, mask.expand(self._data.shape), value)  # element by element of the base
         return self
-    warn_expanded_write(self._data, "masked_fill_", "tensor[mask] = scalar")
+    warn_expanded_write(self._data, name, "tensor[mask] = scalar")
     if _interpreter.current is not _interpreter.AutogradInterpreter and expanded_view(self):
         # an expand, under an interpreter (a forward-AD level's tangent, vmap's examples): a
         # mask that differs between elements sharing a location still writes it once
         value = _fill_value(self, mask, value)
-        write_elements(self, (ARRAY,), (mask.expand(self._data.shape),), value, name="masked_fill_")
+        write_elements(self, (ARRAY,), (mask.expand(self._data.shape),), value, name=name)
         return self
-    return run_inplace("masked_fill_", masked_fill, self, mask, value)
+    return run_inplace(name, masked_fill, self, mask, value)
 
 
 Tensor.masked_fill_ = _masked_fill_

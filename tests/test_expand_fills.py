@@ -1,0 +1,102 @@
+"""Fills and element writes through an expand (whose elements share memory), against torch.
+
+- fill_ with a 0-dim tensor is torch's copy_, which refuses such a target; with a number it
+  writes. flowgrad filled both.
+- index_fill_ of an expand writes the selected elements, with torch's warning. flowgrad
+  refused it.
+- A recorded write into the shared elements: each memory location is written once, by its
+  last write, so only that write's value gets a gradient. Before, every element naming the
+  location did: the value of `e.masked_fill_(mask, v)` got a gradient of 2 where the output
+  depends on it once, with no error. torch's own answer is that wrong 2 (its CopySlices
+  through the expand), or an error in backward where the base requires grad; the oracle
+  here is the same write addressed to the base, in torch.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import flowgrad as flow
+
+
+def _fill(m, value_kind, requires_grad):
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=requires_grad)
+    y = x * 1
+    value = {"number": 4.0, "tensor": m.tensor(4.0), "int tensor": m.tensor(4),
+             "tensor requiring grad": m.tensor(4.0, requires_grad=True)}[value_kind]
+    try:
+        y.expand(2, 3).fill_(value)
+    except RuntimeError as e:
+        assert "more than one element" in str(e)
+        return "raised", y.tolist()
+    return "filled", y.tolist()
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("value_kind", ["number", "tensor", "int tensor",
+                                        "tensor requiring grad"])
+def test_fill_of_an_expand_by_a_tensor_raises_as_torch(value_kind, requires_grad):
+    """A refused fill leaves the tensor as it was."""
+    assert _fill(flow, value_kind, requires_grad) == _fill(torch, value_kind, requires_grad)
+
+
+def _index_fill(m, dim, index, value):
+    y = m.tensor([[1.0, 2.0, 3.0]])
+    e = y.expand(2, 3)
+    e.index_fill_(dim, m.tensor(index), m.tensor(value) if value == 5.0 else value)
+    return y.tolist(), e.tolist()
+
+
+@pytest.mark.parametrize("dim,index,value", [
+    (1, [0], 4.0), (1, [0, 2], 5.0), (0, [0], 4.0), (0, [1], 5.0), (-1, [-1], 4.0),
+    (0, [0, 1], 4.0)])
+def test_index_fill_of_an_expand_fills_the_selected_elements_as_torch(dim, index, value):
+    with pytest.warns(UserWarning, match="index_fill_ on expanded tensors"):
+        ours = _index_fill(flow, dim, index, value)
+    with pytest.warns(UserWarning):
+        assert ours == _index_fill(torch, dim, index, value)
+
+
+# (the write through the expand in flowgrad, the same write addressed to the base in torch)
+WRITES = {
+    "masked_fill_ of a column": (
+        lambda m, e, v: e.masked_fill_(m.tensor([[True, False, False], [True, False, False]]),
+                                       v[0]),
+        lambda y, v: y.__setitem__(0, v[0])),
+    "index_fill_ of a column": (
+        lambda m, e, v: e.index_fill_(1, m.tensor([0]), v[0]),
+        lambda y, v: y.__setitem__(0, v[0])),
+    "index_fill_ of a row": (
+        lambda m, e, v: e.index_fill_(0, m.tensor([1]), v[1]),
+        lambda y, v: y.fill_(v[1])),
+    "setitem of both rows": (
+        lambda m, e, v: e.__setitem__([0, 1], v.reshape(2, 3)),
+        lambda y, v: y.copy_(v.reshape(2, 3)[1])),
+    "setitem of one element twice": (
+        lambda m, e, v: e.__setitem__(([0, 1], [1, 1]), v[:2]),
+        lambda y, v: y.__setitem__(1, v[1])),
+    "index_put_ of three elements": (
+        lambda m, e, v: e.index_put_((m.tensor([1, 0, 1]), m.tensor([2, 2, 0])), v[:3]),
+        lambda y, v: y.index_put_((torch.tensor([2, 0]),), v[1:3])),
+}
+
+
+def _gradients(m, write, base_requires_grad, expanded=True):
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=base_requires_grad)
+    v = m.tensor([4.0, 5.0, 6.0, 7.0, 8.0, 9.0], requires_grad=True)
+    y = x * 1
+    through_expand, to_base = WRITES[write]
+    if expanded:
+        through_expand(m, y.expand(2, 3), v * 1)
+    else:
+        to_base(y, v * 1)
+    (y * m.tensor([1.0, 2.0, 3.0])).sum().backward()
+    return y.tolist(), None if x.grad is None else x.grad.tolist(), v.grad.tolist()
+
+
+@pytest.mark.filterwarnings("ignore:Use of")
+@pytest.mark.parametrize("base_requires_grad", [False, True])
+@pytest.mark.parametrize("write", sorted(WRITES))
+def test_a_value_written_into_shared_elements_gets_its_gradient_once(write, base_requires_grad):
+    assert _gradients(flow, write, base_requires_grad) == \
+        _gradients(torch, write, base_requires_grad, expanded=False)
