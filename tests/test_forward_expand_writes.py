@@ -122,3 +122,29 @@ def test_a_recorded_fill_of_an_expand_zeroes_a_tangent_that_requires_grad():
     """forward_fuzz 1099603: the tangent kept x.mul_'s value."""
     assert _rounded(_fill_of_an_expand_whose_tangent_requires_grad(flow)) == \
         _rounded(_fill_of_an_expand_whose_tangent_requires_grad(torch))
+
+
+def _jvp_of_a_write_into_an_expanded_input(m, how):
+    """func.jvp of f writing a value that requires grad into x.expand(2, 3), x its input
+    (a dual view over the caller's tensor): x's tangent is zero where written."""
+    w = m.tensor([4.0, 5.0, 6.0], dtype=m.float64, requires_grad=True)
+
+    def f(x):
+        x.expand(2, 3)[[0], [1]] = w[1] * 1
+        return x * 1
+    xs = m.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=m.float64)
+    ts = m.tensor([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]], dtype=m.float64)
+    if how == "jvp":
+        return m.func.jvp(f, (xs[0],), (ts[0],))[1].tolist()
+    if how == "vmap(jvp)":
+        return m.func.vmap(lambda x, t: m.func.jvp(f, (x,), (t,))[1])(xs, ts).tolist()
+    return m.func.jvp(m.func.vmap(f), (xs,), (ts,))[1].tolist()
+
+
+@pytest.mark.filterwarnings("ignore:Use of")
+@pytest.mark.parametrize("how", ["jvp", "vmap(jvp)", "jvp(vmap)"])
+def test_jvp_of_a_write_into_an_expanded_input_as_torch(how):
+    """The write went to the base, the caller's tensor, and was refused as a write into a
+    capture (jvp, vmap(jvp))."""
+    assert _jvp_of_a_write_into_an_expanded_input(flow, how) == \
+        _jvp_of_a_write_into_an_expanded_input(torch, how)

@@ -221,7 +221,7 @@ class ForwardLevel:
         values' tangents (zeros where they have none) into target's, a view of that view's."""
         if self._elements_writes.pop():
             self.set_tangent(target._view.base, None)  # (a dual value made it dual)
-            with _interpreter.using_interpreter(self.inner):
+            with _interpreter.using_interpreter(self.inner), writing_out():
                 write(self.tangent(target), self.tangent)
         delegate(self.inner, "written_elements", target, write)
 

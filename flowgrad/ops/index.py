@@ -36,6 +36,7 @@ from ..autograd.inplace import (
     writable,
 )
 from ..autograd.interpreter import STAMP
+from ..autograd.levels import writing_out
 from ..autograd.views import writable_alias
 from ..device import ARRAY_MODULES, array_module, new_array
 from ..errors import INT_INDEX_DTYPES, check_number, checked_value_tensor, fill_scalar, int_arg
@@ -412,7 +413,8 @@ def write_elements(x, spec, arrays, value, accumulate=False, name="setitem"):
         current = _interpreter.current
         if current is _interpreter.AutogradInterpreter or \
                 getattr(current, "written_elements", None) is None:
-            _write_base_elements(x, spec, arrays, value, accumulate)
+            with writing_out():  # (x was checked: its base may be a transform's capture)
+                _write_base_elements(x, spec, arrays, value, accumulate)
             return
 
         def write(tangent, tangent_of):  # (forward AD: the write into x's own tangent)
@@ -424,7 +426,8 @@ def write_elements(x, spec, arrays, value, accumulate=False, name="setitem"):
             write_elements(tangent, spec, arrays, written, accumulate, name)
 
         current.writing_elements(x)
-        _write_base_elements(x, spec, arrays, value, accumulate)
+        with writing_out():
+            _write_base_elements(x, spec, arrays, value, accumulate)
         current.written_elements(x, write)
         return
     positions = _base_positions(x)
