@@ -218,6 +218,24 @@ def _setitem_from_own_row(m, x, own):  # t[:, 0:2] = t[1]: the value read whole 
     return t
 
 
+def _add_row_of_transpose(m, x, own):  # strided, sharing t[1, 1] at one position alone
+    t = (x * 1.0).reshape(2, 2)
+    t[1].add_(own(t.t()[1]))
+    return t
+
+
+def _copy_column_into_row(m, x, own):  # t[0] and t.t()[0] share t[0, 0], at position 0
+    t = (x * 1.0).reshape(2, 2)
+    t[0].copy_(own(t.t()[0]))
+    return t
+
+
+def _mul_expand_by_itself(m, x, own):  # an expand written: refused (per example under vmap)
+    e = (x * 1.0)[:2].expand(2, 2)
+    e.mul_(own(e))
+    return e
+
+
 def _shaped_operand_outcome(m, body, transform, clones=False):
     """body under `transform`: its result, or the exception. torch's tangents come from the
     body reading a clone of the operand where it computes (its tangent of an aliased write is
@@ -239,13 +257,17 @@ def _shaped_operand_outcome(m, body, transform, clones=False):
 
 
 @pytest.mark.parametrize("transform", ["eager", "vmap", "jvp", "vmap_jvp"])
-@pytest.mark.parametrize("body", [_mul_by_own_row, _add_own_block, _setitem_from_own_row],
+@pytest.mark.parametrize("body", [_mul_by_own_row, _add_own_block, _setitem_from_own_row,
+                                  _add_row_of_transpose, _copy_column_into_row,
+                                  _mul_expand_by_itself],
                          ids=lambda b: b.__name__[1:])
 def test_an_operand_of_the_written_elements_in_another_shape_is_no_overlap(body, transform):
     """Before, flowgrad's overlap check wanted the operand in the target's own shape (and
     under vmap compared the physical arrays unaligned): t.mul_(t[0]) of a 1 x n t raised where
     torch computes (vmap_fuzz 2284, 226; forward_fuzz 503). torch refuses the dense ones
-    outside vmap (their strides differ): so does flowgrad."""
+    outside vmap (their strides differ): so does flowgrad. A strided operand sharing elements
+    at the same positions alone computes too (forward_fuzz 1200822); an expand written raised
+    under vmap in torch alone (vmap_fuzz jvp 1200172)."""
     ours, theirs = (_shaped_operand_outcome(m, body, transform) for m in (flow, torch))
     if isinstance(theirs, Exception) or isinstance(ours, Exception):
         assert isinstance(ours, RuntimeError) and isinstance(theirs, RuntimeError), (ours, theirs)

@@ -21,18 +21,21 @@ import vmap_fuzz as vf
 
 import flowgrad as flow
 
-_TORCH_OVERLAP = ("a write into an expanded batched tensor whose elements share memory: "
-                  "torch refuses it; flowgrad writes it (as eager flowgrad's fill_ would)")
+_TORCH_REFUSES_SOURCE = ("a setitem whose value shares memory with the tensor written (x[i] = x, "
+                         "or its .data): torch refuses it; flowgrad reads the whole value first")
+_TORCH_TANGENT_OVERLAP = ("torch refuses the write of its own tangent (an operand's tangent "
+                          "sharing the written tangent's memory); flowgrad computes")
 _OVERLAP = ("an operand shares some memory with the tensor written in place: torch's result "
             "depends on its loop order; flowgrad refuses, as it does eagerly")
 _SOURCE_OVERLAP = ("a setitem whose value is a view of the tensor written: torch reads while "
                    "writing, flowgrad reads the whole value first (program_fuzz's 102894)")
 _LAYOUT = ("view() of the sum of a transposed and a plain tensor: torch's result is laid out "
            "as one operand, NumPy's as the other, so one can view it and the other cannot")
-KNOWN_DIFFERENCES = {21: _TORCH_OVERLAP}
+# (the seeds of "a write into an expanded batched tensor": 21, 472, 606, 675, 1254, 1496, ...,
+# agree since flowgrad refuses an example's expand written, as torch's vmap)
+KNOWN_DIFFERENCES = {}
 SLOW_KNOWN = {
-    **dict.fromkeys([472, 606, 675, 1248, 1254, 1496, 1508, 1607, 1691, 1699, 1967, 2117,
-                     2317, 2474, 2960], _TORCH_OVERLAP),
+    1248: _TORCH_REFUSES_SOURCE,
     **dict.fromkeys([947, 1214, 1329, 1372, 1376, 1392, 1472, 1487, 1550, 1648, 1746, 1752,
                      1780, 1812, 1953, 2131, 2333, 2340, 2359], _OVERLAP),
     1267: _SOURCE_OVERLAP,
@@ -43,17 +46,16 @@ SLOW_KNOWN = {
 GRAD_KNOWN = {}
 GRAD_SLOW_KNOWN = {
     1714: _OVERLAP,
-    2317: _TORCH_OVERLAP,
 }
 
 
-JVP_KNOWN = {21: _TORCH_OVERLAP}
+JVP_KNOWN = {}
 # and three seeds past 3000 where a tangent nothing carried (a detached tensor's) came out
 # as primal * 0, nan where an exp overflowed, instead of torch's zeros
 JVP_SEEDS = (*range(300), 21151, 26202, 32345)
 JVP_SLOW_KNOWN = {
-    **dict.fromkeys([472, 606, 675, 704, 1254, 1282, 1496, 1508, 1607, 1633, 1691, 1699, 1967,
-                     2005, 2117, 2317, 2474, 2892, 2960], _TORCH_OVERLAP),
+    **dict.fromkeys([704, 1282], _TORCH_REFUSES_SOURCE),
+    1633: _TORCH_TANGENT_OVERLAP,
     **dict.fromkeys([947, 1214, 1293, 1329, 1348, 1372, 1376, 1392, 1487, 1534, 1550, 1648,
                      1714, 1752, 1780, 1812, 1886, 1953, 2131, 2284, 2285, 2333, 2340, 2359,
                      2383, 2923], _OVERLAP),
@@ -92,12 +94,10 @@ VMAP_HVP_SEEDS = (83, 143, 724, 1823)
 VHVP_SLOW_KNOWN = {
     **dict.fromkeys([180, 603, 634, 1147, 1217, 1546, 1874, 2126, 2258, 2462], _GRAD_WRITE),
     1714: _OVERLAP,
-    2317: _TORCH_OVERLAP,
 }
 VJOG_SLOW_KNOWN = {
     1714: _OVERLAP,
     1859: _SPLIT_AFTER_DETACH,
-    2317: _TORCH_OVERLAP,
 }
 # mode -> (its check, the seeds `make test` runs, their known differences, those of the
 # slow run's seeds, the rest of 0..2999): the vmapped programs' tensors, their per-example

@@ -134,18 +134,57 @@ def _check_no_partial_overlap(name, data, other, target, operand):
     if same_elements(other, data):
         return  # `x.add_(x[:])` is fine: each element is read where it is written
     batched = data.ndim > target.ndim
-    if not self_overlapping(data) and _same_elements_broadcast(
-            _aligned(other, operand, data, target), data) and (
+    aligned = _aligned(other, operand, data, target)
+    if not self_overlapping(data) and _same_elements_broadcast(aligned, data) and (
             batched or not (_dense(other) and _dense(data))):
         # the very elements in another shape (t.mul_(t[0]) of a 1 x n t): torch leaves strided
         # ones to its loop (no order matters here) and calls dense ones, whose strides differ,
         # a partial overlap; under vmap, its batching rule computes. (An expand written is
         # refused either way.)
         return
+    if name in ELEMENTWISE_WRITES and (batched or not (_dense(other) and _dense(data))) \
+            and not self_overlapping(data) and _shared_in_place(aligned, data):
+        # torch leaves a strided pair to its loop (and vmap to its batching rule); an element
+        # shared at one position alone (t[1].add_(t.t()[1]) shares t[1, 1]) is read where it
+        # is written, so no loop order matters: the out-of-place result is torch's
+        return
     raise RuntimeError(
         f"{name}: unsupported operation: some elements of the input tensor (shape "
         f"{tuple(other.shape)}) and the written-to tensor (shape {tuple(data.shape)}) refer "
         f"to a single memory location; clone() the input before the in-place operation")
+
+
+# in-place ops whose result at a position reads their operands at that position alone
+ELEMENTWISE_WRITES = frozenset((
+    "add_", "sub_", "mul_", "div_", "true_divide_", "copy_", "pow_", "float_power_",
+    "clamp_", "clamp_min_", "clamp_max_", "atan2_", "hypot_", "fmod_", "remainder_", "lerp_",
+    "addcmul_", "addcdiv_", "copysign_", "xlogy_", "floor_divide_", "logical_and_",
+    "logical_or_", "logical_xor_", "bitwise_and_", "bitwise_or_", "bitwise_xor_"))
+
+
+def _shared_in_place(other, data, limit=1 << 22):
+    """Whether every memory location `other` (broadcast to data's shape) shares with `data`
+    sits at the same position in both (elements of one itemsize, whole ones)."""
+    if other.itemsize != data.itemsize or data.size > limit:
+        return False
+    try:
+        other = np.broadcast_to(other, data.shape)
+    except ValueError:
+        return False
+    ours, theirs = _addresses(data), _addresses(other)
+    if ((theirs - ours.flat[0]) % data.itemsize).any():
+        return False  # (a location straddling two of data's elements)
+    shared = np.isin(theirs, ours)
+    return bool(np.array_equal(theirs[shared], ours[shared]))
+
+
+def _addresses(a):
+    """The byte address of each element of the array a, in a's shape."""
+    address = np.full(a.shape, a.__array_interface__["data"][0], np.int64)
+    for dim, (n, stride) in enumerate(zip(a.shape, a.strides)):
+        address += (np.arange(n, dtype=np.int64) * stride).reshape(
+            (1,) * dim + (n,) + (1,) * (a.ndim - dim - 1))
+    return address
 
 
 def _same_elements_broadcast(other, data):
@@ -395,6 +434,16 @@ def _check_writable(target, data, name):
             f"{name}: output with shape {tuple(target._data.shape)} doesn't match the "
             f"broadcast shape {tuple(data.shape)}; in-place ops cannot change a tensor's shape")
     writable(target._data, name)  # raises for a write torch refuses
+    memory = memory_of(target)
+    if memory is not target._data and name not in _OVERLAP_OK:
+        # under vmap: an example's elements sharing memory (a batched expand), as torch's
+        # batching rule refuses (its in-place op runs on the physical tensor)
+        example = memory[(0,) * (memory.ndim - target.ndim)]
+        if self_overlapping(example):
+            raise RuntimeError(
+                f"{name}: unsupported operation: more than one element of the written-to "
+                f"tensor (shape {tuple(target.shape)}) refers to a single memory location (an "
+                f"expanded view); call .clone() before the in-place operation")
 
 
 def write_inplace(target, result, name):
