@@ -100,3 +100,23 @@ def _gradients(m, write, base_requires_grad, expanded=True):
 def test_a_value_written_into_shared_elements_gets_its_gradient_once(write, base_requires_grad):
     assert _gradients(flow, write, base_requires_grad) == \
         _gradients(torch, write, base_requires_grad, expanded=False)
+
+
+def _copy_of_an_expand_into_itself(m, transform):
+    def f(x):
+        e = x.expand(2, 2, 3)
+        with m.no_grad():
+            e.permute(0, 1, 2).copy_(e)  # the same elements: torch's copy_ writes nothing
+        return x * 1
+    x = m.tensor([[1.14, 0.71, 1.05], [1.09, 1.21, 0.48]], dtype=m.float64)
+    if transform == "vmap":
+        return m.func.vmap(f)(m.stack([x, -x])).tolist()
+    return f(x).tolist()
+
+
+@pytest.mark.parametrize("transform", ["eager", "vmap"])
+def test_a_copy_of_an_expand_into_itself_writes_nothing_as_torch(transform):
+    """Under vmap the copy compared the placeholders, not the examples: it was no copy of
+    itself, and was refused as a write into an expand (vmap_fuzz values 2788)."""
+    assert _copy_of_an_expand_into_itself(flow, transform) == \
+        _copy_of_an_expand_into_itself(torch, transform)

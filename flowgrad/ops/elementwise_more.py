@@ -566,7 +566,7 @@ def _tangents_follow_views():
 def _same_data(a, b):
     """Whether tensors a and b are the same elements of one dtype: one tensor, or views of
     them (torch's copy_ returns early for those)."""
-    x, y = a._data, b._data
+    x, y = memory_of(a), memory_of(b)  # (under vmap, the examples)
     return a is b or type(x) is type(y) and x.dtype == y.dtype and same_elements(x, y)
 
 
