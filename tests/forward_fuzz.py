@@ -192,12 +192,16 @@ def unaliased(program, upto):
     steps = list(program.steps)
     for i in range(upto):
         code = steps[i].code
+        head, sep, body = code.partition(": ") if code.startswith("with") else ("", "", code)
+        target = re.search(r"\b[xt]\d+\b", body)
+        # (a copy of itself, t.copy_(t), stays: torch's writes nothing, its tangent is right,
+        # and a clone copied into an expand would raise)
+        if target and body == f"{target.group()}.copy_({target.group()})":
+            continue
         operands = set(_aliased_operands(program, i)) | set(re.findall(r"\.copy_\(([xt]\d+)\)",
                                                                        code))
         if not operands:
             continue
-        head, sep, body = code.partition(": ") if code.startswith("with") else ("", "", code)
-        target = re.search(r"\b[xt]\d+\b", body)
         rest = re.sub(r"\b(" + "|".join(sorted(operands)) + r")\b", r"\1.clone()",
                       body[target.end():])
         steps[i] = replace(steps[i], code=head + sep + body[:target.end()] + rest)
