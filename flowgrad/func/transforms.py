@@ -308,6 +308,10 @@ def _detach_keeping_outer(x):
     outer levels (else detach_ makes it a leaf)."""
     inner = levels.innermost(x)
     _refuse_captured(x)
+    alias = levels.data_alias(x)
+    if alias is not None and alias[1] >= levels.last_differentiating() and x.requires_grad:
+        return True  # (x is y.data inside the innermost grad level, an outer level's tensor
+        # there: torch's detach_ strips that innermost level, where x has no history)
     if inner is None or x._meta in TRANSFORM_INPUTS or not _outer_graph(inner, x):
         return False  # (a transform's input itself stops requiring grad: its grad raises)
     y = _strip_inner(x, True, _depth(inner))
