@@ -88,8 +88,6 @@ def _scenarios(arrays):
 # composite that saves an internal tensor (a copy, a product) instead of the user's: flowgrad's
 # op reads the user's tensor, which was written, so it raises rather than compute with it.
 TORCH_SAVES_A_TEMPORARY = {
-    "elementwise:rdiv": "torch's 3 / x is reciprocal(x) * 3 and saves the reciprocal",
-    "core:rdiv": "torch's 3 / x is reciprocal(x) * 3 and saves the reciprocal",
     "linalg:matmul_1d_3d": "torch's matmul expands and reshapes the 1-d operand (a copy)",
     "linalg:matmul_bcast": "torch's broadcast matmul expands and reshapes (copies) both",
     "core:matmul_broadcast": "torch's broadcast matmul expands and reshapes (copies) both",
@@ -197,3 +195,41 @@ def test_second_backward_through_a_slice_assignment():
         grads.append(leaf.grad.numpy())
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6, atol=1e-7)
     assert np.abs(grads[0]).min() > 0.05
+
+
+QUOTIENTS = {
+    "value / x": lambda m, t: 2.0 / t,
+    "tensor / x": lambda m, t: m.tensor([[2.0, 3.0], [1.5, 0.7]], dtype=m.float64) / t,
+    "x / f(x)": lambda m, t: t / (t * t + 1.0),
+}
+
+
+def _quotient_after_a_data_write(m, quotient, create_graph):
+    """A quotient's backward, or the double backward of its create_graph gradient, after a
+    write to x through .data (no version bump): it reads what torch's saved. torch's
+    `value / x` is reciprocal(x) * value: its backward reads the reciprocal its forward
+    made."""
+    x = m.tensor([[-0.16, -1.16], [-1.6, 0.94]], dtype=m.float64, requires_grad=True)
+    t = x * 1.0
+    y = QUOTIENTS[quotient](m, t)
+    if create_graph:
+        g, = m.autograd.grad(y.sin().sum(), [t], create_graph=True)
+        t.data.add_(0.25)
+        g.sin().sum().backward()
+    else:
+        t.data.add_(0.25)
+        y.sin().sum().backward()
+    return x.grad.tolist()
+
+
+# (not yet: a divisor's double backward after such a write. flowgrad's rule for b is
+# -(dy / b * a) / b, torch's -dy * ((a / b) / b): the saved values mix old and new alike only
+# in torch's order, whose nan pattern where dy is 0 differs from flowgrad's masked rules)
+@pytest.mark.parametrize("quotient,create_graph", [
+    (q, c) for q in sorted(QUOTIENTS) for c in (False, True) if q == "value / x" or not c])
+def test_a_quotient_reads_what_torch_saved_after_a_data_write(quotient, create_graph):
+    """flowgrad's rule for value / x read x, written since, where torch's reads the
+    reciprocal its forward made (a different gradient, no error)."""
+    np.testing.assert_allclose(_quotient_after_a_data_write(flow, quotient, create_graph),
+                               _quotient_after_a_data_write(torch, quotient, create_graph),
+                               rtol=1e-12)

@@ -126,6 +126,8 @@ def div_backward(ctx, dy):
     a, b = ctx.inputs
     b = conj(b)
     da = _grad_div(dy, b)
+    # -dy * (a / b) / b, torch's formula and its order: its double backward (create_graph)
+    # reads the same saved values (a / b, made here; b, a later .data write seen), as torch's
     return da, (-_grad_div(da * conj(a), b) if ctx.needs_input_grad[1] else None)
 
 
@@ -217,19 +219,6 @@ def _scalar_div(xp, x, *, value):
 @_scalar_div.grad
 def scalar_div_backward(ctx, dy):
     return dy / ctx.value
-
-
-@op("scalar_rdiv", jvp="diagonal", save="inputs", complex=True)
-def _scalar_rdiv(xp, x, *, value):
-    if x.dtype in HALF:  # torch's value / x: reciprocal(x) (rounded), times value in float32
-        return _in_float32(xp, xp.multiply, xp.reciprocal(x), value)
-    return _same(x, value / x)
-
-
-@_scalar_rdiv.grad
-def scalar_rdiv_backward(ctx, dy):  # from the input alone: `y = 1 / x; y.add_(1)` stays valid
-    (x,) = ctx.inputs
-    return -_grad_mul(dy, ctx.value / conj(x * x))
 
 
 # exponents torch's CPU kernel computes by products (float32/64): the C library's pow of a
@@ -352,9 +341,9 @@ _sqrt = unary("sqrt", lambda xp, x: xp.sqrt(x), d_of_y=lambda y: y * 2.0, divide
 # (reciprocal, not `1.0 /`: ml_dtypes < 0.7 divides a Python float by bfloat16 in float32)
 _rsqrt = unary("rsqrt", lambda xp, x: xp.reciprocal(xp.sqrt(x)), d_of_y=lambda y: y * y * y * -0.5,
                masked=True, complex=True)
-# from the output, as torch's (`1 / x` is scalar_rdiv, from the input: see its rule)
+# from the output, as torch's (`value / x` is reciprocal(x) * value: operators._rdiv)
 _reciprocal = unary("reciprocal", lambda xp, x: xp.reciprocal(x), d_of_y=lambda y: y * y * -1.0,
-                    complex=True)
+                    masked=True, complex=True)
 _sin = unary("sin", lambda xp, x: xp.sin(x), d_of_x=lambda x: cos(x), complex=True)
 _cos = unary("cos", lambda xp, x: xp.cos(x), d_of_x=lambda x: -sin(x), complex=True)
 

@@ -131,7 +131,7 @@ def _logsumexp(op, inputs, outs, tans, attrs, aux):
 
 # elementwise ops holomorphic on complex values (their complex JVP is the conjugated rule)
 HOLOMORPHIC = frozenset(("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "div",
-                         "pow", "scalar_pow", "scalar_rdiv", "scalar_rpow"))
+                         "pow", "scalar_pow", "scalar_rpow"))
 
 # rules written for real values only: forward AD refuses a complex tangent through them
 REAL_ONLY.update(jvp_linalg.RULES)

@@ -15,9 +15,7 @@ from __future__ import annotations
 from ..tensor import Tensor, tensor_method
 from .elementwise import (
     _SCALARS,
-    _float_of,
     _inplace_binary,
-    _scalar_rdiv,
     abs,
     add,
     allclose,
@@ -80,7 +78,9 @@ def _rsub(self, other):
 
 def _rdiv(self, other):
     if isinstance(other, _SCALARS):
-        return _scalar_rdiv(_float_of(self), value=other)
+        # torch's value / x: reciprocal(x) * value, so its backward reads the reciprocal (a
+        # temporary), not x: a later write to x (in place, or through .data) leaves it as is
+        return mul(reciprocal(self), other)
     return div(other, self)
 
 
