@@ -96,7 +96,7 @@ def _laid_out_as(tangent, like):
     Only a dense, unbatched `like` is laid out (an expand's tangent is made elsewhere)."""
     data, values = like._data, tangent._data
     if _same_layout(values, data) or getattr(like, "_phys", None) is not None or \
-            getattr(tangent, "_phys", None) is not None or not _dense(data):
+            getattr(tangent, "_phys", None) is not None or not _inplace._dense(data):
         return tangent
     # (by ops, so an inner level's tangent of the tangent follows)
     order = sorted(range(data.ndim), key=lambda d: -data.strides[d])
@@ -106,17 +106,6 @@ def _laid_out_as(tangent, like):
 
 def _same_layout(a, b):
     return all(x == y for x, y, n in zip(a.strides, b.strides, a.shape) if n > 1)
-
-
-def _dense(data):
-    """Whether an array's elements fill its memory, each once, in some order of its dims."""
-    dims = sorted((stride, size) for stride, size in zip(data.strides, data.shape) if size > 1)
-    step = data.itemsize
-    for stride, size in dims:
-        if stride != step:
-            return False
-        step *= size
-    return True
 
 
 class ForwardLevel:
