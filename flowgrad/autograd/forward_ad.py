@@ -116,7 +116,6 @@ class ForwardLevel:
         self.index = index
         self.tangents = {}
         self.plain = {}  # views with no tangent of their base's (unpack_dual's primal)
-        self._elements_writes = []  # (writing_elements: one flag per write in progress)
 
     def tangent(self, t):
         entry = self.tangents.get(id(_key(t)))
@@ -196,23 +195,22 @@ class ForwardLevel:
         self._overwrite(target, self.tangent(result))
         delegate(self.inner, "written", target, result)
 
-    def writing_elements(self, target):
-        """A recorded write into the elements of the expand `target` is about to go to the
-        elements of its root base (`index.write_elements`): whether target has a tangent of
-        its own over a plain base (make_dual's view), which that write would not reach."""
+    def write_elements(self, target, write_base, write_tangent):
+        """A recorded write into the elements of the expand `target` goes to the elements of
+        its root base (`write_base`, from `index.write_elements`). A view with a tangent of its
+        own over a plain base (make_dual's) never hears it: the base stays plain (torch's) and
+        `write_tangent(tangent, tangent_of)` writes the written values' tangents (zeros where
+        they have none) into target's, a view of that view's."""
         own = self.tangent(target) is not None and self.tangent(target._view.base) is None
-        self._elements_writes.append(own)
-        delegate(self.inner, "writing_elements", target)
-
-    def written_elements(self, target, write):
-        """The write `writing_elements` announced is done. Where target's tangent is its own,
-        the base stays plain (torch's) and `write(tangent, tangent_of)` writes the written
-        values' tangents (zeros where they have none) into target's, a view of that view's."""
-        if self._elements_writes.pop():
+        inner = getattr(self.inner, "write_elements", None)
+        if inner is None:
+            write_base()
+        else:
+            inner(target, write_base, write_tangent)
+        if own:
             self.set_tangent(target._view.base, None)  # (a dual value made it dual)
             with _interpreter.using_interpreter(self.inner), writing_out():
-                write(self.tangent(target), self.tangent)
-        delegate(self.inner, "written_elements", target, write)
+                write_tangent(self.tangent(target), self.tangent)
 
     def replayed(self, target, region):
         """An in-place write through the view `target` computes on `region`, the view replayed

@@ -395,11 +395,16 @@ def writable(data, name):
     if data.flags.writeable:
         return data
     if name not in _OVERLAP_OK and self_overlapping(data):
-        raise RuntimeError(
-            f"{name}: unsupported operation: more than one element of the written-to tensor "
-            f"(shape {tuple(data.shape)}) refers to a single memory location (an expanded "
-            f"view); call .clone() before the in-place operation")
+        raise expand_write_error(name, data.shape)
     return writable_alias(data)
+
+
+def expand_write_error(name, shape, fix="call .clone() before the in-place operation"):
+    """torch's refusal of an in-place write `name` into a tensor (of `shape`) some of whose
+    elements share one memory location."""
+    return RuntimeError(
+        f"{name}: unsupported operation: more than one element of the written-to tensor "
+        f"(shape {tuple(shape)}) refers to a single memory location (an expanded view); {fix}")
 
 
 def warn_expanded_write(data, name, example):
@@ -440,10 +445,7 @@ def _check_writable(target, data, name):
         # batching rule refuses (its in-place op runs on the physical tensor)
         example = memory[(0,) * (memory.ndim - target.ndim)]
         if self_overlapping(example):
-            raise RuntimeError(
-                f"{name}: unsupported operation: more than one element of the written-to "
-                f"tensor (shape {tuple(target.shape)}) refers to a single memory location (an "
-                f"expanded view); call .clone() before the in-place operation")
+            raise expand_write_error(name, target.shape)
 
 
 def write_inplace(target, result, name):

@@ -126,8 +126,6 @@ def div_backward(ctx, dy):
     a, b = ctx.inputs
     b = conj(b)
     da = _grad_div(dy, b)
-    # -dy * (a / b) / b, torch's formula and its order: its double backward (create_graph)
-    # reads the same saved values (a / b, made here; b, a later .data write seen), as torch's
     return da, (-_grad_div(da * conj(a), b) if ctx.needs_input_grad[1] else None)
 
 

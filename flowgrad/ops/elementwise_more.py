@@ -19,6 +19,7 @@ from ..autograd.inplace import (
     bump_version,
     check_capture,
     check_inplace,
+    expand_write_error,
     memory_of,
     run_inplace,
     same_elements,
@@ -500,10 +501,8 @@ def fill_(self, value):
                            f"{value._data.ndim} dimensions")
     if isinstance(value, Tensor) and self_overlapping(memory_of(self)):
         # (torch's fill_ of a tensor is a copy_, which refuses such a target; of a number, not)
-        raise RuntimeError(
-            f"fill_: unsupported operation: more than one element of the written-to tensor "
-            f"(shape {tuple(self.shape)}, an expand) refers to a single memory location; fill "
-            f"with a number (value.item()), or call .clone() before the in-place operation")
+        raise expand_write_error("fill_", self.shape, "fill with a number (value.item()), or "
+                                 "call .clone() before the in-place operation")
     return run_inplace("fill_", _filled, self, _value_tensor(self, value, "fill_"))
 
 

@@ -410,14 +410,11 @@ def write_elements(x, spec, arrays, value, accumulate=False, name="setitem"):
     itself, as any write through a view (so a forward-AD level updates x's tangent too, a
     view's over a plain base included: make_dual's)."""
     if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad):
-        current = _interpreter.current
-        if current is _interpreter.AutogradInterpreter or \
-                getattr(current, "written_elements", None) is None:
+        def write_base():
             with writing_out():  # (x was checked: its base may be a transform's capture)
                 _write_base_elements(x, spec, arrays, value, accumulate)
-            return
 
-        def write(tangent, tangent_of):  # (forward AD: the write into x's own tangent)
+        def write_tangent(tangent, tangent_of):  # (forward AD: x's own tangent, written too)
             written = tangent_of(value)
             if written is None and accumulate:
                 return
@@ -425,10 +422,13 @@ def write_elements(x, spec, arrays, value, accumulate=False, name="setitem"):
                 written = value.new_zeros(()).expand(tuple(value.shape))
             write_elements(tangent, spec, arrays, written, accumulate, name)
 
-        current.writing_elements(x)
-        with writing_out():
-            _write_base_elements(x, spec, arrays, value, accumulate)
-        current.written_elements(x, write)
+        current = _interpreter.current
+        hook = None if current is _interpreter.AutogradInterpreter else \
+            getattr(current, "write_elements", None)
+        if hook is None:
+            write_base()
+        else:
+            hook(x, write_base, write_tangent)
         return
     positions = _base_positions(x)
     size = x._view.base._data.size
