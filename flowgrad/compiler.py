@@ -214,7 +214,7 @@ class OptimizedModule(Module):
         now = get_rng_state()
         set_rng_state(rng)
         try:
-            inputs = [x.detach().requires_grad_(need) for x, need in zip(inputs, needs)]
+            inputs = [x.detach()._set_requires_grad(need) for x, need in zip(inputs, needs)]
             with grad_mode.no_grad():
                 return self._call_graph(("backward", model.training, needs),
                                         lambda: Backward(model, needs),

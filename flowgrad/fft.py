@@ -246,7 +246,7 @@ def _freqs(values, dtype, requires_grad, device, name, out):
     t = _Tensor._wrap(_np.asarray(values).astype(d.np))
     if out is not None:
         return _write_out(t, out, name)
-    return t.requires_grad_(True) if requires_grad else t
+    return t._set_requires_grad(True) if requires_grad else t
 
 
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):

@@ -173,7 +173,7 @@ def _unlink_created():
 def _rebuild_shared(name, offset, shape, strides, dtype, requires_grad):
     shm = _attach(name)
     array = np.ndarray(shape, np.dtype(dtype), buffer=shm.buf, offset=offset, strides=strides)
-    return Tensor._wrap(array).requires_grad_(requires_grad)
+    return Tensor._wrap(array)._set_requires_grad(requires_grad)
 
 
 def share_memory_(self):

@@ -449,7 +449,7 @@ class _Reader:
 
             return Parameter(t, requires_grad=bool(n.get("requires_grad")))
         if n.get("requires_grad"):
-            t.requires_grad_(True)
+            t._set_requires_grad(True)
         return t
 
 

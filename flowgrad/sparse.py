@@ -410,7 +410,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
         raise RuntimeError(f"sparse_coo_tensor: indices out of bounds for size {size} (max "
                            f"per dim {idx._data.max(1).tolist()}, min {int(idx._data.min())})")
     if requires_grad:
-        vals = vals.detach().requires_grad_(True)
+        vals = vals.detach()._set_requires_grad(True)
     return SparseTensor(idx, vals, size, coalesced=bool(is_coalesced))
 
 

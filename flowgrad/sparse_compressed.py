@@ -691,7 +691,7 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
                                             f"{c.shape[-1]}")
     _check_invariants(c, p, nmajor, nminor, nnz, cname, pname, name)
     if requires_grad:
-        vals = vals.detach().requires_grad_(True)
+        vals = vals.detach()._set_requires_grad(True)
     return CompressedTensor(c, p, vals, size, layout)
 
 

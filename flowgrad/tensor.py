@@ -69,7 +69,7 @@ class Tensor:
         if _levels.TOKENS:  # (the legacy constructor: made at the innermost transform's level)
             self._lvl = _levels.TOKENS[-1]
         if requires_grad:
-            self.requires_grad_(True)
+            self._set_requires_grad(True)
 
     @classmethod
     def _wrap(cls, array):
@@ -255,19 +255,44 @@ class Tensor:
         return view is not None and view.base.requires_grad
 
     @requires_grad.setter
-    def requires_grad(self, value):
-        self.requires_grad_(value)
+    def requires_grad(self, value):  # (allowed inside func transforms, as torch's attribute)
+        if value.__class__ is not bool:
+            raise RuntimeError(f"requires_grad must be a bool, got {type(value).__name__}")
+        if value and not self._leaf_here():  # (torch's attribute refuses a non-leaf)
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables; this tensor was "
+                f"computed by {self._grad_fn.name}. Use detach() for a leaf that shares its "
+                "data")
+        self._set_requires_grad(value)
 
     def requires_grad_(self, requires_grad=True):
-        """Set requires_grad on a leaf, in place; returns self.
+        """Set requires_grad on a leaf, in place; returns self. Refused inside a function
+        transformed by flowgrad.func (grad, vjp, jvp, vmap, ...), as torch's functorch does.
 
         >>> import flowgrad as flow
         >>> flow.zeros(2).requires_grad_().requires_grad
         True
         """
+        if len(_levels.TRANSFORMS) > len(_levels.LEGACY):
+            raise RuntimeError(
+                "requires_grad_(): called inside a function transformed by flowgrad.func "
+                "(grad, vjp, jvp, vmap, jacrev, ...), where it is unsupported, as in torch. "
+                "Let the transforms differentiate (pass the tensor as an input of func.grad "
+                "or func.vjp), or call requires_grad_() outside the transformed function")
+        return self._set_requires_grad(requires_grad)
+
+    def _leaf_here(self):
+        """Whether this tensor is a leaf where requires_grad is set: it has no grad_fn, or it
+        is a func.grad/vjp's input (a leaf at that level; the outer levels' history of it
+        stays)."""
+        return self._grad_fn is None or bool(_levels.TRANSFORMS) and (
+            self._meta in _levels.TRANSFORM_INPUTS or _levels.level_leaf(self._meta))
+
+    def _set_requires_grad(self, requires_grad=True):
+        """requires_grad_() for flowgrad itself and the attribute form: no transform check."""
         # leafness as torch's C++ reads it: the grad_fn the tensor has, a stale view's history
         # not regenerated (a view made a leaf, or made under no_grad, stays a leaf here)
-        if self._grad_fn is not None:
+        if not self._leaf_here():
             if not requires_grad:
                 raise RuntimeError(
                     "you can only change requires_grad flags of leaf variables; this tensor "
@@ -281,12 +306,17 @@ class Tensor:
             raise RuntimeError(
                 f"only tensors of floating point and complex dtype can require gradients; got "
                 f"{self.dtype} (shape {tuple(self._data.shape)}); convert with .float() first")
-        if self._meta is None:
+        meta = self._meta
+        if meta is None:
             if not requires_grad:
                 return self
-            self._meta = AutogradMeta(True, True)
+            meta = self._meta = AutogradMeta(True, True)
+        elif meta.requires_grad == bool(requires_grad):
+            return self
         else:
-            self._meta.requires_grad = bool(requires_grad)
+            meta.requires_grad = bool(requires_grad)
+        if requires_grad and _levels.TOKENS:
+            _levels.made_leaf(self)
         return self
 
     def is_inference(self):
@@ -296,12 +326,15 @@ class Tensor:
     @property
     def is_leaf(self):
         self._sync()
-        return self._grad_fn is None
+        return self._leaf_here()
 
     @property
     def grad_fn(self):
         self._sync()
-        return self._grad_fn
+        node = self._grad_fn
+        if node is not None and _levels.TRANSFORMS and self._meta in _levels.TRANSFORM_INPUTS:
+            return None  # (func.grad's input inside another transform: a leaf at its level)
+        return node
 
     @property
     def grad(self):
@@ -577,7 +610,7 @@ _interpreter.bind_tensor_class(Tensor)
 
 
 def _rebuild(data, requires_grad):
-    return Tensor._wrap(data).requires_grad_(requires_grad)
+    return Tensor._wrap(data)._set_requires_grad(requires_grad)
 
 
 class Size(tuple):

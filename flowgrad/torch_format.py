@@ -93,7 +93,7 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
             f"{storage.size} elements ({exc}); the file is corrupt") from None
     t = Tensor._wrap(arr)
     if requires_grad:
-        t.requires_grad_(True)
+        t._set_requires_grad(True)
     return t
 
 

@@ -63,28 +63,19 @@ JVP_SLOW_KNOWN = {
 }
 
 
-_REQUIRES_GRAD = ("requires_grad_() inside func.grad: torch's functorch refuses it; "
-                  "flowgrad runs it")
 _GRAD_WRITE = ("an in-place write torch refuses inside grad(grad) (to an input or a view of "
                "it, a multi-output or no_grad view, a saved tensor): flowgrad runs it")
-HVP_KNOWN = {180: _GRAD_WRITE, **dict.fromkeys([287, 292], _REQUIRES_GRAD)}
+HVP_KNOWN = {180: _GRAD_WRITE}
 HVP_SLOW_KNOWN = {
     **dict.fromkeys([1874, 2126, 603, 634, 1147, 1546, 2062, 2258, 2462, 1217], _GRAD_WRITE),
-    **dict.fromkeys([526, 592, 597, 611, 655, 760, 771, 862, 907, 1008, 1068, 1075, 1172, 1203,
-                     1445, 1600, 1676, 1791, 1856, 1880, 1908, 1979, 2038, 2271, 2315, 2331,
-                     2351, 2611, 2771, 2804, 2821, 2833], _REQUIRES_GRAD),
 }
 _SPLIT_AFTER_DETACH = ("detach_() inside grad inside jvp keeps the jvp tangent (torch's); a "
                        "write into one split output of the detached tensor then makes the "
                        "tangent rule of an op reading the other output regenerate that view "
                        "(views.sync_view), which raises for a multi-output view; torch "
                        "computes. A flowgrad gap, open")
-JOG_KNOWN = dict.fromkeys([287, 292], _REQUIRES_GRAD)
+JOG_KNOWN = {}
 JOG_SLOW_KNOWN = {
-    **dict.fromkeys([526, 592, 597, 611, 655, 760, 771, 862, 907, 1008, 1068, 1075,
-                     1172, 1203, 1445, 1600, 1676, 1791, 1856, 1880, 1908, 1979, 2034,
-                     2038, 2062, 2271, 2315, 2331, 2351, 2397, 2502, 2611, 2700, 2771,
-                     2804, 2821, 2833, 2929], _REQUIRES_GRAD),
     1859: _SPLIT_AFTER_DETACH,
 }
 # the hvp and jvp_of_grad programs under vmap: vmap(grad(grad)) and vmap(jvp(grad)); before,

@@ -602,7 +602,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             if materialize_grads:  # (differentiable zeros with create_graph, as torch's)
                 g = _interpreter.Tensor._zeros(t._data.shape, t._data.dtype, t)
                 if create_graph:
-                    g.requires_grad_(True)
+                    g._set_requires_grad(True)
             elif not allow_unused:
                 raise RuntimeError(
                     f"One of the differentiated Tensors (input {i}, shape {tuple(t.shape)}) "

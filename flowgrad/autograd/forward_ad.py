@@ -417,7 +417,7 @@ def derived_jvp(op, inputs, outs, tans, attrs, aux):
         us = [Tensor._zeros(o._data.shape, o._data.dtype, o) for o in outs]
         for u in us:
             if u._data.dtype.kind in _DIFF:
-                u.requires_grad_(True)
+                u._set_requires_grad(True)
         grads = call_rule(op, node, us)
         total = None
         for g, t, need in zip(grads, tans, needs):

@@ -19,7 +19,7 @@ from ..func import jacfwd
 from ..ops.creation import eye, zeros, zeros_like
 from ..ops.shape import stack
 from ..tensor import Tensor
-from . import engine, grad_mode
+from . import engine, grad_mode, levels
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
 
@@ -304,8 +304,15 @@ def _nest(rows, out_tuple, in_tuple):
 
 
 def _jacobian_forward(func, xs, in_tuple):
+    """All columns by vmapped forward AD: jacfwd, whose levels are legacy ones here (torch's
+    legacy vmap and plain dual level: no functorch transform around `func`)."""
+    def plain(*ys):
+        with levels.legacy_scope(False):
+            return func(*ys)
+
     nums = tuple(range(len(xs)))
-    out = jacfwd(func, argnums=nums)(*xs)  # not detached: torch keeps the graph to xs
+    with levels.legacy_scope(True):
+        out = jacfwd(plain, argnums=nums)(*xs)  # not detached: torch keeps the graph to xs
     if isinstance(out, tuple) and out and isinstance(out[0], tuple):
         return tuple(r if in_tuple else r[0] for r in out)
     return out if in_tuple else out[0]

@@ -98,7 +98,7 @@ def get_gradient_edge(tensor) -> GradientEdge:
     >>> e = flow.autograd.graph.get_gradient_edge(b); e.node.name(), e.output_nr
     ('split_backward', 1)
     """
-    node = tensor.grad_fn
+    node = _recorded(tensor)
     if node is None:
         if not tensor.requires_grad:
             raise RuntimeError(f"get_gradient_edge: the tensor (shape {tuple(tensor.shape)}) "
@@ -154,8 +154,16 @@ class RemovableHandle:
         self.remove()
 
 
+def _recorded(tensor):
+    """The node that made tensor, as the engine reads it (also for a func.grad's input inside
+    another transform, whose grad_fn reads None: a leaf at its level)."""
+    tensor._sync()
+    return tensor._grad_fn
+
+
 def _node_of(tensor):
-    return tensor.grad_fn if tensor.grad_fn is not None else tensor._meta.grad_accumulator()
+    node = _recorded(tensor)
+    return node if node is not None else tensor._meta.grad_accumulator()
 
 
 class MultiHandle:

@@ -26,7 +26,7 @@ from . import interpreter as _interpreter
 from . import levels as _levels
 from .inference import check_write
 from .interpreter import STAMP, AutogradInterpreter
-from .levels import refuse_captured_write
+from .levels import TRANSFORM_INPUTS, refuse_captured_write
 from .meta import VersionCounter, carry_over, leave_leaf
 from .views import replay_view, sync_view, view_error, writable_alias
 
@@ -247,9 +247,6 @@ def check_inplace(name, target):
         _check_inplace_allowed(name, target, view, meta, base_needs)
 
 
-# the metas of func.grad's inputs inside another transform: copies of the outer input (so
-# a view of one regenerates from it, not past it), which torch's functorch treats as leaves
-TRANSFORM_INPUTS = weakref.WeakSet()
 # the metas of aliases `x.data` of views x of those, which torch's functorch treats as views
 # of leaves
 TRANSFORM_INPUT_VIEWS = weakref.WeakSet()

@@ -27,6 +27,11 @@ VMAP_STACK = []
 # enters and a `ReverseLevel` per func.grad/vjp, so `x.data` can strip the innermost one
 # alone (torch's .data of a functorch wrapper wraps the same tensor of the level below)
 TRANSFORMS = []
+# the entries of TRANSFORMS that autograd.functional's forward mode entered itself (torch's
+# legacy vmap and plain forward AD there are no functorch transforms: requires_grad_() is
+# allowed, and a leaf made there is autograd's own); entered while LEGACY_SCOPE[0] is True
+LEGACY = []
+LEGACY_SCOPE = [False]
 BACKWARD = [None]  # the ReverseLevel whose gradients a transform is computing (None: none)
 # bound by flowgrad.func.transforms: x.data while TRANSFORMS is not empty, and x.detach_()'s
 # history for the levels outside the innermost transform (False: none)
@@ -49,10 +54,11 @@ class Token:
     which in-place ops may not write while the level lasts; after it, they belong where the
     tensor they alias does (their `outer`)."""
 
-    __slots__ = ("level", "outer", "frozen", "twins")
+    __slots__ = ("level", "outer", "frozen", "twins", "made")
 
     def __init__(self, level, outer, frozen=False):
         self.level, self.outer, self.frozen, self.twins = level, outer, frozen, None
+        self.made = None  # the metas of the leaves `made_leaf` gave it
 
 
 def stamp_of(t):
@@ -102,6 +108,31 @@ def innermost(t):
                 return level
             x = x._phys
     return None
+
+
+# the metas of func.grad's inputs inside another transform: copies of the outer input (so
+# a view of one regenerates from it, not past it), which torch's functorch treats as leaves
+TRANSFORM_INPUTS = weakref.WeakSet()
+
+
+def level_leaf(meta):
+    """Whether `meta` is one a func.grad/vjp entered made a leaf of its input with (a leaf
+    at that level, as torch's wrapper is, whatever history the levels outside give it)."""
+    return any(meta is leaf for lv in TRANSFORMS for leaf in getattr(lv, "leaves", ()))
+
+
+def made_leaf(t):
+    """t (whose meta was just made to require grad) became a leaf inside func transforms.
+    When it lives at a grad, vjp or jvp level (torch's wrapper at that level: made there,
+    or under a vmap inside it), its requiring grad is that level's alone: the level's exit
+    adds it to DEAD_LEAVES, so the levels outside see a constant there, as torch's do."""
+    token = _live(stamp_of(t))
+    while token is not None and any(token.level is v for v in (*VMAP_STACK, *LEGACY)):
+        token = _live(token.outer)
+    if token is not None:
+        if token.made is None:
+            token.made = []
+        token.made.append(t._meta)
 
 
 def _live(token):
@@ -345,6 +376,8 @@ class entered:
     def __enter__(self):
         self.token = Token(self.level, TOKENS[-1] if TOKENS else None)
         TRANSFORMS.append(self.level)
+        if LEGACY_SCOPE[0]:
+            LEGACY.append(self.level)
         TOKENS.append(self.token)
         if len(TOKENS) == 1:  # Op.__call__ stamps its outputs from now on
             _interpreter.install(_interpreter.current)
@@ -352,18 +385,36 @@ class entered:
 
     def __exit__(self, *exc):
         TRANSFORMS.remove(self.level)
+        if any(lv is self.level for lv in LEGACY):
+            LEGACY.remove(self.level)
         TOKENS.remove(self.token)
         self.token.level = None
         for twin in (self.token.twins or {}).values():
             twin.level = None
         for meta in getattr(self.level, "leaves", ()):
             DEAD_LEAVES.add(meta)
+        for token in (self.token, *(self.token.twins or {}).values()):
+            DEAD_LEAVES.update(token.made or ())
         if UNSEEN_WRITES:  # (the levels inside this one have run their backward)
             UNSEEN_WRITES[:] = [w for w in UNSEEN_WRITES if w[2] <= len(TRANSFORMS)]
         if not TRANSFORMS:
             NEUTRAL_WRITES.clear()
         if not TOKENS:
             _interpreter.install(_interpreter.current)
+
+
+class legacy_scope:
+    """The transforms entered in the block are LEGACY ones (`on`), or not (a user's function
+    called from there)."""
+
+    def __init__(self, on):
+        self.on = on
+
+    def __enter__(self):
+        self.prev, LEGACY_SCOPE[0] = LEGACY_SCOPE[0], self.on
+
+    def __exit__(self, *exc):
+        LEGACY_SCOPE[0] = self.prev
 
 
 def stops_at(node, running):

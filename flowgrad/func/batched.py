@@ -163,13 +163,6 @@ class BatchedTensor(Tensor):
         jvp inside it), where torch refuses `.data` and `detach_()`."""
         return _interpreter.current is self._level and not self._level.logical
 
-    def requires_grad_(self, requires_grad=True):
-        raise RuntimeError(
-            "You are attempting to call Tensor.requires_grad_() inside of a function being "
-            "transformed by vmap. This is unsupported (as in torch): differentiate with the "
-            "function transforms (grad, vjp, jacrev, jacfwd) or call requires_grad_() "
-            "outside of the transformed function")
-
     def detach_(self):
         if self._innermost():  # (inside vmap(grad(f)): as an eager tensor's)
             raise RuntimeError("Can't detach views in-place (a tensor batched by vmap is a "

@@ -156,7 +156,8 @@ def _written(root, recorded):
 def _written_through(alias):
     """Whether a recorded write through `alias` (an `x.data`) gave it a history of its own,
     more than the outer levels' view of x (`_DataOf`)."""
-    node = alias.grad_fn
+    alias._sync()
+    node = alias._grad_fn
     return node is not None and getattr(node.op, "fn", None) is not _DataOf
 
 
@@ -165,12 +166,7 @@ def _transform_input(x):
     view of one."""
     if x._view is not None:
         x = x._view.base
-    return x._meta is not None and (x._meta in TRANSFORM_INPUTS or _a_level_leaf(x._meta))
-
-
-def _a_level_leaf(meta):
-    """Whether `meta` is one a func.grad/vjp entered made a leaf of its input with."""
-    return any(meta is leaf for lv in TRANSFORMS for leaf in getattr(lv, "leaves", ()))
+    return x._meta is not None and (x._meta in TRANSFORM_INPUTS or levels.level_leaf(x._meta))
 
 
 def _share_tangents(dst, src, depth):
@@ -326,7 +322,7 @@ def _refuse_captured(x):
     torch.func detaches it for the outer levels too, flowgrad would not. (A tensor captured
     into a grad or jvp transform was refused before: `levels.refuse_captured_write`.)"""
     last = levels.last_differentiating()
-    if 0 <= last < len(TRANSFORMS) - 1 and x._meta is not None and _a_level_leaf(x._meta):
+    if 0 <= last < len(TRANSFORMS) - 1 and x._meta is not None and levels.level_leaf(x._meta):
         raise NotImplementedError(
             "func transforms: x.detach_() inside vmap of the input of a func.grad/vjp around "
             "the vmap (grad(grad(vmap(f))) and the like) is not supported: "
@@ -360,8 +356,7 @@ def _fresh(x):
     if not x.is_floating_point():
         raise RuntimeError(f"func transforms: can only differentiate floating point inputs, "
                            f"got one of dtype {x.dtype}; convert it with .float()")
-    return Tensor.requires_grad_(_detached(x), True)  # (also a batched one: vmap refuses
-    # requires_grad_ from user code only)
+    return _detached(x)._set_requires_grad(True)
 
 
 def _refuse_reverse_in_vmap_in_reverse():

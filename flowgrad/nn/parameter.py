@@ -18,8 +18,11 @@ def _sharing(cls, data, requires_grad):
     t._grad_fn = None
     t._counter = data._counter
     t._view = None
+    token = getattr(data, "_lvl", None)
+    if token is not None:  # (made inside func transforms: at data's level, as torch's)
+        t._lvl = token
     if requires_grad:
-        t.requires_grad_(True)
+        t._set_requires_grad(True)
     return t
 
 

@@ -373,7 +373,7 @@ def _finish(array, requires_grad, dev=None):
         if inference.state.enabled:  # a factory in inference mode makes an inference tensor
             t._counter = inference.INFERENCE_COUNTER
     if requires_grad:
-        t.requires_grad_(True)
+        t._set_requires_grad(True)
     return t
 
 

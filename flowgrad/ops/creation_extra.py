@@ -53,13 +53,13 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
             out = obj.clone()
         if requires_grad is False and out.requires_grad:
             return out.detach()
-        return out.requires_grad_(True) if requires_grad and not out.requires_grad else out
+        return out._set_requires_grad(True) if requires_grad and not out.requires_grad else out
     if isinstance(obj, np.ndarray) or type(obj) in ARRAY_MODULES:
         same = (target is None or target is _dt.from_numpy_dtype(obj.dtype)) and (
             device is None or resolve_device(device, "asarray") == device_of(obj))
         if same and copy is not True:
             out = as_tensor(obj)
-            return out.requires_grad_(True) if requires_grad else out
+            return out._set_requires_grad(True) if requires_grad else out
         if copy is False:
             raise ValueError(f"asarray: can't alias an array of dtype {obj.dtype} into dtype "
                              f"{target.name if target else obj.dtype} on device {device}; "
@@ -69,7 +69,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
         out = out.clone() if copy else out
         if device is not None:
             out = out.to(device=resolve_device(device, "asarray"))
-        return out.requires_grad_(True) if requires_grad else out
+        return out._set_requires_grad(True) if requires_grad else out
     elif copy is False:
         raise ValueError(f"asarray: can't alias a {type(obj).__name__} (it holds no tensor "
                          f"storage); pass copy=None to allow a copy")

@@ -135,7 +135,7 @@ def _finish_op(out, requires_grad, dev=CPU):
     if dev is not CPU:  # drawn on the host (one stream for every device), then moved
         out._data = to_device(out._data, dev)
     if requires_grad:
-        out.requires_grad_(True)
+        out._set_requires_grad(True)
     return out
 
 
@@ -272,7 +272,7 @@ def _preserving(sample, input, options):
         out = empty_like(input, dtype=sample.dtype, device=sample.device)
         with grad_mode.no_grad():
             out.copy_(sample)
-        sample = out.requires_grad_(sample.requires_grad)
+        sample = out._set_requires_grad(sample.requires_grad)
     return _laid_out(sample, input, options)
 
 

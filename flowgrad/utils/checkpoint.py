@@ -123,7 +123,7 @@ class _ReentrantCheckpoint(Function):
         args = list(ctx.args)
         saved = ctx.saved_tensors
         for i, t in zip(ctx.positions, saved):
-            args[i] = t.detach().requires_grad_(t.requires_grad)
+            args[i] = t.detach()._set_requires_grad(t.requires_grad)
         with _rng_as_at(ctx.rng_state), grad_mode.enable_grad(), ctx.autocast():
             outputs = ctx.run_function(*args)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)

@@ -96,7 +96,7 @@ class EmbeddingBag(Embedding):
                              f"{embeddings.dim()}-D")
         bag = cls(*embeddings.shape, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
                   embeddings, include_last_offset, padding_idx)
-        bag.weight.requires_grad_(not freeze)
+        bag.weight.requires_grad = not freeze
         return bag
 
 
