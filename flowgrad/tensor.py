@@ -444,7 +444,7 @@ class Tensor:
         """Detach in place: this tensor becomes a leaf that does not require grad."""
         if _levels.TOKENS:  # (a tensor captured into a func transform: refused, as torch's)
             _levels.refuse_captured_write("detach_", self)
-        if self._view is not None:
+        if self._view is not None and not (_levels.OWNED and id(self) in _levels.OWNED):
             raise RuntimeError(
                 f"Can't detach views in-place (this tensor of shape {tuple(self.shape)} is a "
                 f"view of another tensor). Use detach() instead")

@@ -166,11 +166,12 @@ def test_grad_result_does_not_require_grad(m):
     inner grad, `.data` and `detach()` of a captured tensor report requires_grad=False."""
     seen = []
 
-    def inner(x, w):
-        seen.extend([w.detach().requires_grad, w.data.requires_grad])
-        return (x * w).sum()
-    g = m.func.grad(lambda w: m.func.grad(inner)(m.tensor(ARRAYS[2]), w).sum())(
-        m.tensor(ARRAYS[1]))
+    def outer(w):
+        def inner(x):  # (w captured: an argument of inner would be its level's own)
+            seen.extend([w.detach().requires_grad, w.data.requires_grad])
+            return (x * w).sum()
+        return m.func.grad(inner)(m.tensor(ARRAYS[2])).sum()
+    g = m.func.grad(outer)(m.tensor(ARRAYS[1]))
     assert not g.requires_grad
     assert seen == [False, False]
     assert not m.func.grad(lambda x: (x ** 3).sum())(m.tensor(ARRAYS[2])).requires_grad

@@ -110,6 +110,10 @@ def innermost(t):
     return None
 
 
+# id -> tensor: the arguments a func.grad/jacrev/jacfwd does not differentiate, while its
+# function runs (`transforms._level_owns`): torch's wrappers of them at that level are no
+# views there, whatever they are outside it (detach_() of one is allowed)
+OWNED = {}
 # the metas of func.grad's inputs inside another transform: copies of the outer input (so
 # a view of one regenerates from it, not past it), which torch's functorch treats as leaves
 TRANSFORM_INPUTS = weakref.WeakSet()

@@ -279,8 +279,9 @@ def _data_of(x):
     if type(x) is type(y) and not _physical(x):  # (a write through y: levels.DATA_ALIASES)
         owner = levels.data_alias(x)  # (x.data.data: x's alias, as torch's .data of it)
         levels.add_data_alias(y, owner[0] if owner and owner[1] == depth else x, depth)
-    if x._meta in TRANSFORM_INPUTS and y._meta is not None:  # the outer level's input
-        TRANSFORM_INPUTS.add(y._meta)  # itself, in torch: a leaf to in-place writes
+    if y._meta is not None and (x._meta in TRANSFORM_INPUTS or any(  # the outer level's
+            x._meta is leaf for lv in TRANSFORMS[:depth] for leaf in getattr(lv, "leaves", ()))):
+        TRANSFORM_INPUTS.add(y._meta)  # input itself, in torch: a leaf to in-place writes
     elif x._view is not None and x._view.base._meta in TRANSFORM_INPUTS and y._meta is not None:
         TRANSFORM_INPUT_VIEWS.add(y._meta)  # (a view of that leaf, in torch)
     for lv in TRANSFORMS[:depth]:
@@ -405,15 +406,42 @@ def _argnums(argnums, n, what):
     return tuple(a % n for a in nums)
 
 
+class _level_owns:
+    """torch.func's grad, jacrev and jacfwd wrap every tensor of their positional arguments
+    at their level, the differentiated ones and the others: while the function runs, the
+    others are the level's own (writable in place, the caller seeing the write; `.data` and
+    detach_() strip that level), not captures. Their stamp is the innermost level's for
+    the block, and their own again after it."""
+
+    def __init__(self, args, nums):
+        self.tensors = [t for i, a in enumerate(args) if i not in nums
+                        for t in _flatten(a) if isinstance(t, Tensor)]
+
+    def __enter__(self):
+        self.stamps = [getattr(t, "_lvl", None) for t in self.tensors]
+        self.owned = [levels.OWNED.get(id(t)) for t in self.tensors]
+        for t in self.tensors:
+            levels.stamp(t, levels.TOKENS[-1])
+            levels.OWNED[id(t)] = t
+
+    def __exit__(self, *exc):
+        for t, token, owned in reversed(list(zip(self.tensors, self.stamps, self.owned))):
+            levels.stamp(t, token)
+            if owned is None:
+                levels.OWNED.pop(id(t), None)
+
+
 def _of_argnums(func, args, argnums, what):
-    """The arguments selected by `argnums`, and func as a function of those alone."""
+    """The arguments selected by `argnums`, and func as a function of those alone (the
+    others the level's own while it runs: `_level_owns`)."""
     nums = _argnums(argnums, len(args), what)
 
     def of_selected(*selected):
         full = list(args)
         for i, v in zip(nums, selected):
             full[i] = v
-        return func(*full)
+        with _level_owns(args, nums):
+            return func(*full)
     return [args[i] for i in nums], of_selected
 
 
@@ -453,7 +481,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
                 args[i] = _unflatten(args[i], [_fresh(x) for x in _flatten(args[i])])
             leaves = [x for i in nums for x in _flatten(args[i])]
             _refuse_reverse_in_vmap_in_reverse()
-            with entered(ReverseLevel(keep)) as level:
+            with entered(ReverseLevel(keep)) as level, _level_owns(args, nums):
                 _made_at(level, leaves)
                 out = func(*args, **kwargs)
             aux = None
