@@ -63,12 +63,8 @@ JVP_SLOW_KNOWN = {
 }
 
 
-_GRAD_WRITE = ("an in-place write torch refuses inside grad(grad) (to an input or a view of "
-               "it, a multi-output or no_grad view, a saved tensor): flowgrad runs it")
-HVP_KNOWN = {180: _GRAD_WRITE}
-HVP_SLOW_KNOWN = {
-    **dict.fromkeys([1874, 2126, 603, 634, 1147, 1546, 2062, 2258, 2462, 1217], _GRAD_WRITE),
-}
+HVP_KNOWN = {}
+HVP_SLOW_KNOWN = {}
 _SPLIT_AFTER_DETACH = ("detach_() inside grad inside jvp keeps the jvp tangent (torch's); a "
                        "write into one split output of the detached tensor then makes the "
                        "tangent rule of an op reading the other output regenerate that view "
@@ -83,7 +79,6 @@ JOG_SLOW_KNOWN = {
 # through them). `make test` runs seeds that differed then (one of each kind of program)
 VMAP_HVP_SEEDS = (83, 143, 724, 1823)
 VHVP_SLOW_KNOWN = {
-    **dict.fromkeys([180, 603, 634, 1147, 1217, 1546, 1874, 2126, 2258, 2462], _GRAD_WRITE),
     1714: _OVERLAP,
 }
 VJOG_SLOW_KNOWN = {

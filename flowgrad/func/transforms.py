@@ -9,6 +9,7 @@ gradients keep their graph when an outer transform differentiates them.
 from __future__ import annotations
 
 import functools
+import weakref
 
 from ..autograd import engine, forward_ad, grad_mode, inplace, levels
 from ..autograd import interpreter as _interpreter
@@ -309,13 +310,41 @@ def _detach_keeping_outer(x):
     if alias is not None and alias[1] >= levels.last_differentiating() and x.requires_grad:
         return True  # (x is y.data inside the innermost grad level, an outer level's tensor
         # there: torch's detach_ strips that innermost level, where x has no history)
-    if inner is None or x._meta in TRANSFORM_INPUTS or not _outer_graph(inner, x):
-        return False  # (a transform's input itself stops requiring grad: its grad raises)
+    if inner is None or not _outer_graph(inner, x):
+        return False
+    input_copy, old = x._meta in TRANSFORM_INPUTS, x._meta
     y = _strip_inner(x, True, _depth(inner))
     if not y.requires_grad:
         return False
     _rebind(x, y)
+    if input_copy:  # (an inner func.grad's input: at the outer levels it is still their
+        TRANSFORM_INPUTS.add(x._meta)  # input, a leaf to recorded in-place writes; its own
+        _DETACHED_INPUTS[x._meta] = old  # level's gradient of it raises, as torch's)
     return True
+
+
+# new meta -> the meta before: an inner func.grad/vjp input that detach_() rebound to its
+# outer levels' history (`_detach_keeping_outer`)
+_DETACHED_INPUTS = weakref.WeakKeyDictionary()
+
+
+def _reaches_inputs(outputs, inputs, level):
+    """Whether the graph of `outputs` at `level` reaches one of its inputs (as they were when
+    it was entered: a detach_()ed one by its old meta)."""
+    targets = {id(_DETACHED_INPUTS.get(x._meta, x._meta)) for x in inputs}
+    stack = [o._grad_fn for o in outputs if o._grad_fn is not None]
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if any(id(m) in targets for m in node.output_metas):
+            return True
+        if levels.stops_at(node, level):
+            continue
+        for nxt in node.next_nodes:
+            if nxt is not None and id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append(nxt)
+    return False
 
 
 def _refuse_captured(x):
@@ -449,6 +478,14 @@ def _grad_of(outputs, inputs, cotangents, keep, level):
     """Gradients (zeros where unused) of the transform `level`; with their graph when
     `keep`, else detached with their tangents (the engine keeps tangents only when creating
     the graph)."""
+    detached = [i for i, x in enumerate(inputs) if x._meta in _DETACHED_INPUTS]
+    if detached:  # (torch.func's grad of an input its function detach_()ed: zeros when the
+        # output requires grad at no level inside, else torch.autograd.grad's error)
+        if not _reaches_inputs(outputs, inputs, level):
+            return [zeros_like(x) for x in inputs]
+        raise RuntimeError(
+            f"grad: input {detached[0]} (shape {tuple(inputs[detached[0]].shape)}) does not "
+            f"require grad: the function detach_()ed it; use detach() instead")
     with computing(level):
         grads = engine.grad(outputs, inputs, cotangents, retain_graph=True,
                             create_graph=keep or bool(forward_ad.active_levels()),

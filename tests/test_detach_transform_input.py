@@ -1,0 +1,116 @@
+"""detach_() of a func.grad input inside another transform, against torch.func.
+
+torch's detach_() of the inner input strips the inner level alone: at the outer levels the
+tensor is still their input, a leaf requiring grad, so a recorded in-place write to it (or
+through a view of it) is refused; the inner grad of it raises when the output still
+requires grad there, and is zeros when it does not. flowgrad made it a plain tensor for
+every level: the writes ran (vmap_fuzz's `_GRAD_WRITE` family, hvp and vmap_hvp), and the
+inner grad raised where torch's gave zeros.
+"""
+import pytest
+import torch
+
+import flowgrad as flow
+
+X = [1.5, -0.5, 0.7]
+
+
+def _x(m):
+    return m.tensor(X, dtype=m.float64)
+
+
+def out_of_place(m, x):
+    x.detach_()
+    return (x * x * x).sum()
+
+
+def recorded_write(m, x):
+    x.detach_()
+    with m.no_grad():
+        x.relu_()
+    x.add_(-0.5)
+    return (x * x).sum()
+
+
+def view_write(m, x):
+    x.detach_()
+    x[0:1].mul_(2)
+    return (x * x).sum()
+
+
+def no_grad_write(m, x):
+    x.detach_()
+    with m.no_grad():
+        x.mul_(2)
+    return (x * x * x).sum()
+
+
+def graph_before(m, x):  # the output requires grad through x's history before detach_
+    y = x * x
+    x.detach_()
+    return (y + x).sum()
+
+
+def data_alias(m, x):
+    d = x.data
+    x.detach_()
+    return (x.sin() * 0.3).sum() + (d.sin() * 0.4).sum()
+
+
+def setitem_after(m, x):
+    x.detach_()
+    x[1] = 2.0
+    return x.exp().sum()
+
+
+BODIES = [out_of_place, recorded_write, view_write, no_grad_write, graph_before,
+          data_alias, setitem_after]
+
+
+def t_grad(m, body):
+    return [m.func.grad(lambda x: body(m, x))(_x(m))]
+
+
+def t_hvp(m, body):
+    g = m.func.grad(lambda x: body(m, x))
+    return [m.func.grad(lambda x: (g(x) * x.cos()).sum())(_x(m))]
+
+
+def t_jvp_of_grad(m, body):
+    return list(m.func.jvp(m.func.grad(lambda x: body(m, x)), (_x(m),), (m.ones_like(_x(m)),)))
+
+
+def t_vjp_in_grad(m, body):
+    def outer(x):
+        out, fn = m.func.vjp(lambda y: body(m, y), x)
+        return fn(m.tensor(1.0, dtype=m.float64))[0].sum() + out
+    return [m.func.grad(outer)(_x(m))]
+
+
+def t_vmap_hvp(m, body):
+    g = m.func.grad(lambda x: body(m, x))
+    hvp = m.func.grad(lambda x: (g(x) * x.cos()).sum())
+    return [m.func.vmap(hvp)(_x(m).expand(2, 3) * m.tensor([[1.0], [0.5]], dtype=m.float64))]
+
+
+TRANSFORMS = [t_grad, t_hvp, t_jvp_of_grad, t_vjp_in_grad, t_vmap_hvp]
+
+
+def _run(m, transform, body):
+    try:
+        return "ok", transform(m, body)
+    except Exception as e:  # noqa: BLE001 (the exception is the observation)
+        return "raise", f"{type(e).__name__}: {e}"
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("body", BODIES, ids=lambda b: b.__name__)
+def test_detach_of_a_transform_input_as_torch(body, transform):
+    ours, theirs = _run(flow, transform, body), _run(torch, transform, body)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "raise":
+        return
+    for a, b in zip(ours[1], theirs[1], strict=True):
+        assert a.requires_grad == b.requires_grad
+        assert torch.allclose(torch.from_numpy(a.detach().numpy().copy()), b.detach(),
+                              rtol=1e-10, atol=1e-12), (a, b)
