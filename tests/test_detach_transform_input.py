@@ -5,7 +5,11 @@ tensor is still their input, a leaf requiring grad, so a recorded in-place write
 through a view of it) is refused; the inner grad of it raises when the output still
 requires grad there, and is zeros when it does not. flowgrad made it a plain tensor for
 every level: the writes ran (vmap_fuzz's `_GRAD_WRITE` family, hvp and vmap_hvp), and the
-inner grad raised where torch's gave zeros.
+inner grad raised where torch's gave zeros. Two neighbours: detach_() of an `x.data` written
+through keeps the outer levels' view of x but not the history the write gave it there
+(jvp(grad) came out wrong, vmap_fuzz jvp_of_grad 2131897, 2050286), and a view regenerated
+after its base's detach_() has a stand-in base no transform hands out (func.grad's result
+required grad).
 """
 import pytest
 import torch
@@ -63,8 +67,23 @@ def setitem_after(m, x):
     return x.exp().sum()
 
 
+def written_alias(m, x):  # x.data written through (a history at the level), then detached
+    d = x.data
+    d[-1:] += x[0:1] * 2
+    d.detach_()
+    return (x.sin() * 0.3).sum() + (d.sin() * 0.5).sum()
+
+
+def stale_view_of_detached(m, x):  # a view made before its base's write and detach_()
+    t = x[[2, 0]]
+    v = t[0]
+    t.exp_()
+    t.detach_()
+    return (x.sin() * 0.3).sum() + (t.sin() * 0.4).sum() + v.sin()
+
+
 BODIES = [out_of_place, recorded_write, view_write, no_grad_write, graph_before,
-          data_alias, setitem_after]
+          data_alias, setitem_after, written_alias, stale_view_of_detached]
 
 
 def t_grad(m, body):

@@ -316,9 +316,8 @@ _meta.writes_unseen = _writes_unseen
 _meta.writes_neutral = _writes_neutral
 
 
-# the metas of the inputs func.grad/vjp made leaves, once their level has returned: a graph
-# reaching only those (and no other leaf) is no outer level's to differentiate
-DEAD_LEAVES = weakref.WeakSet()
+# a graph reaching only those leaves (and no other) is no outer level's to differentiate
+DEAD_LEAVES = _meta.DEAD_LEAVES
 
 
 def reaches_live_leaf(tensors):

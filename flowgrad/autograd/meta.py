@@ -10,6 +10,11 @@ import weakref
 
 AccumulateGrad = None  # the node class, bound by node.py (which builds on this module)
 
+# the metas of leaves nothing outside the func transforms differentiates through (read by
+# levels.reaches_live_leaf): the inputs func.grad/vjp made leaves, once their level has
+# returned, and a view's stand-in base (views.sync_view)
+DEAD_LEAVES = weakref.WeakSet()
+
 
 class AutogradMeta:
     """Per-tensor autograd state. Holds no reference to the tensor, nor to its grad_fn,

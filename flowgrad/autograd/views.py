@@ -94,6 +94,8 @@ def sync_view(view):
         # leaf made directly: a batched base under vmap refuses requires_grad_())
         base = base.detach()
         base._meta = _meta.AutogradMeta(True, True)
+        _meta.DEAD_LEAVES.add(base._meta)  # (nothing differentiates through it: a func
+        # transform hands its result out without this graph, as torch's does)
     enabled = _state.enabled
     _state.enabled = True
     try:

@@ -308,8 +308,20 @@ def _detach_keeping_outer(x):
     _refuse_captured(x)
     alias = levels.data_alias(x)
     if alias is not None and alias[1] >= levels.last_differentiating() and x.requires_grad:
-        return True  # (x is y.data inside the innermost grad level, an outer level's tensor
-        # there: torch's detach_ strips that innermost level, where x has no history)
+        # (x is y.data inside the innermost grad level, an outer level's tensor there:
+        # torch's detach_ strips that innermost level, where x has no history but the one a
+        # recorded write through x gave it, which goes: the outer levels' view of y stays)
+        if not _written_through(x):
+            return True
+        owner, depth = alias
+        owner._sync()
+        if not (owner.requires_grad and _outer_graph(TRANSFORMS[depth], owner)):
+            return False
+        with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
+                grad_mode.enable_grad():
+            _rebind(x, _DataOf.apply(owner, depth))
+        levels.rebound(x)
+        return True
     if inner is None or not _outer_graph(inner, x):
         return False
     input_copy, old = x._meta in TRANSFORM_INPUTS, x._meta
