@@ -162,11 +162,15 @@ CALLS = {
 def test_leaves_no_reference_cycle(name):
     call = CALLS[name]()
     call()
-    gc.collect()
-    gc.disable()
-    try:
-        call()
-        found = gc.collect()
-    finally:
-        gc.enable()
-    assert found == 0, f"{name}: {found} objects in reference cycles"
+    found = []
+    for _ in range(2):  # (a call's own cycles come back every call; the collector also counts
+        gc.collect()    # what another thread left meanwhile, once: seen under xdist)
+        gc.disable()
+        try:
+            call()
+            found.append(gc.collect())
+        finally:
+            gc.enable()
+        if found[-1] == 0:
+            break
+    assert found[-1] == 0, f"{name}: {found} objects in reference cycles, call after call"

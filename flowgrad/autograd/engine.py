@@ -92,7 +92,8 @@ class GraphTask:
         return True
 
     def _prune(self, deps):
-        """Keep only nodes with a path to a target meta; recount edges among them."""
+        """Keep only nodes with a path to a target meta; recount edges among them. A stopped
+        node gives its inputs no gradient in this run: it leads to no target."""
         targets = self.targets
         order, remaining = [], dict(deps)
         ready = [r for r in self.roots if remaining[r] == 0]
@@ -111,7 +112,7 @@ class GraphTask:
         needed = set()
         target_metas = targets.keys()
         for node in reversed(order):  # producers first, so `needed` of next nodes is known
-            if (not target_metas.isdisjoint(node.input_metas)
+            if ((node not in stopped and not target_metas.isdisjoint(node.input_metas))
                     or not needed.isdisjoint(nexts(node))
                     or (type(node) is AccumulateGrad and node.output_metas[0] in targets)):
                 needed.add(node)

@@ -320,12 +320,27 @@ _meta.writes_neutral = _writes_neutral
 DEAD_LEAVES = _meta.DEAD_LEAVES
 
 
+def graph_nodes(roots, stop=None):
+    """The nodes reachable from the nodes `roots`, each once, iteratively (no recursion: a
+    long graph is fine); the edges of a node where `stop(node)` holds are not followed."""
+    stack, seen = list(roots), {id(n) for n in roots}
+    while stack:
+        node = stack.pop()
+        yield node
+        if stop is not None and stop(node):
+            continue
+        for nxt in node.next_nodes:
+            if nxt is not None and id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append(nxt)
+
+
 def reaches_live_leaf(tensors):
     """Whether the graph of any of `tensors` reaches a leaf that requires grad other than
     the inputs of the func transforms that have returned: something outside them (an outer
     transform's input, a tensor requiring grad outside every transform) differentiates
     through them. A walk of the graph, made when a transform returns."""
-    stack, seen = [], set()
+    roots = []
     for t in tensors:
         meta = getattr(t, "_meta", None)
         if meta is None or not meta.requires_grad:
@@ -334,18 +349,9 @@ def reaches_live_leaf(tensors):
             if meta.is_leaf and meta not in DEAD_LEAVES:
                 return True
             continue
-        stack.append(t._grad_fn)
-    while stack:
-        node = stack.pop()
-        if type(node) is AccumulateGrad:
-            if node.output_metas[0] not in DEAD_LEAVES:
-                return True
-            continue
-        for nxt in node.next_nodes:
-            if nxt is not None and id(nxt) not in seen:
-                seen.add(id(nxt))
-                stack.append(nxt)
-    return False
+        roots.append(t._grad_fn)
+    return any(type(node) is AccumulateGrad and node.output_metas[0] not in DEAD_LEAVES
+               for node in graph_nodes(roots))
 
 
 def stripped(forward_levels, t):

@@ -344,19 +344,10 @@ def _reaches_inputs(outputs, inputs, level):
     """Whether the graph of `outputs` at `level` reaches one of its inputs (as they were when
     it was entered: a detach_()ed one by its old meta)."""
     targets = {id(_DETACHED_INPUTS.get(x._meta, x._meta)) for x in inputs}
-    stack = [o._grad_fn for o in outputs if o._grad_fn is not None]
-    seen = set()
-    while stack:
-        node = stack.pop()
-        if any(id(m) in targets for m in node.output_metas):
-            return True
-        if levels.stops_at(node, level):
-            continue
-        for nxt in node.next_nodes:
-            if nxt is not None and id(nxt) not in seen:
-                seen.add(id(nxt))
-                stack.append(nxt)
-    return False
+    roots = [o._grad_fn for o in outputs if o._grad_fn is not None]
+    return any(id(m) in targets
+               for node in levels.graph_nodes(roots, lambda n: levels.stops_at(n, level))
+               for m in node.output_metas)
 
 
 def _refuse_captured(x):
