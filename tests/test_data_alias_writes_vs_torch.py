@@ -264,6 +264,32 @@ def _outer_op_on_alias_saved_then_written(m, x):  # vmap_fuzz hvp 2208046: the s
     return x.sin().sum() + s.sin().sum()            # nor checks what it saved
 
 
+def _setitem_into_alias_of_expand(m, x):  # vmap_fuzz jvp_of_grad 2076722: the alias of an
+    d = x.expand(3, 2).data                  # expand is written through a view of it, so
+    with m.no_grad():                        # every row (one memory) takes the write, its
+        d[-1] = 0.75                         # tangent too: before, x's tangent stayed
+    return (x.sin() * 1.0).sum()
+
+
+def _input_written_under_no_grad(m, x):  # torch's inner input wraps the outer tensor: an
+    with m.no_grad():                       # unrecorded write to it is one to that tensor,
+        x[-1] = 0.75                        # whose new value the outer levels read (before,
+    return (x.sin() * 1.0).sum()            # flowgrad's inner input was a copy: no write)
+
+
+def _input_scaled_under_no_grad(m, x):
+    with m.no_grad():
+        x.mul_(2)
+    return (x.sin() * 1.0).sum()
+
+
+def _input_data_written_unrecorded(m, x):
+    d = x.data
+    with m.no_grad():
+        d[-1] = 0.75
+    return (x.sin() * 1.0).sum()
+
+
 CASES = [_read_after, _view_made_before, _saved_before, _through_a_view_of_data,
          _data_written_twice, _data_of_data, _no_history_before, _alias_read_after,
          _tensor_written_then_alias_read, _saved_output_outer, _saved_output_outer_twice,
@@ -276,7 +302,9 @@ CASES = [_read_after, _view_made_before, _saved_before, _through_a_view_of_data,
          _alias_of_a_view_of_the_input_written, _alias_of_a_chunk_of_the_input_written,
          _alias_copied_into_itself, _alias_written_through_unbind_after_tensor_written,
          _alias_written_then_tensor_written, _alias_written_then_view_of_tensor_written,
-         _data_of_a_view_after_its_base_written, _outer_op_on_alias_saved_then_written]
+         _data_of_a_view_after_its_base_written, _outer_op_on_alias_saved_then_written,
+         _setitem_into_alias_of_expand, _input_written_under_no_grad,
+         _input_scaled_under_no_grad, _input_data_written_unrecorded]
 
 
 KNOWN_DIFFERENCES = {

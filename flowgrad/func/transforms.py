@@ -22,6 +22,7 @@ from ..autograd.levels import (
     entered,
     reverse_scope,
 )
+from ..autograd.meta import VersionCounter
 from ..ops.creation import zeros_like
 from ..return_types import sequence_of
 from ..tensor import Tensor
@@ -92,6 +93,19 @@ class _DataOf(Function):
     def backward(ctx, dy):
         running = levels.BACKWARD[0]
         return (None if running is not None and running.depth >= ctx.depth else dy), None
+
+
+class _InputOf(Function):
+    """The input of a func.grad/vjp that an outer level differentiates through: the
+    identity, on x's own storage (`_fresh`)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return _alias(x)
+
+    @staticmethod
+    def backward(ctx, dy):
+        return dy
 
 
 class _LevelMerge(Function):
@@ -368,14 +382,25 @@ levels.data_of = _data_of
 
 
 def _fresh(x):
-    """What autograd.grad can target for x: a differentiable copy when x already requires
-    grad (an outer transform differentiates through it), else a new leaf. (A view of x was
+    """What autograd.grad can target for x: a differentiable alias of x (`_InputOf`: its
+    storage and version counter, no view) when x already requires grad (an outer transform
+    differentiates through it), else a new leaf. (A view of x was
     that copy before: a view read after a write under no_grad was regenerated from x's own
     base, past the inner input, and grad(grad(f)) came out wrong, silently.)"""
     if not isinstance(x, Tensor):
         return x
     if x.requires_grad:
-        copy = x.clone()
+        if type(x) in (Tensor, BatchedTensor):  # (on x's storage and version counter, as
+            # torch's wrapper of x: a write to it under no_grad is a write to x, which the
+            # outer levels read; a copy kept the old values there, silently)
+            with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
+                    grad_mode.enable_grad():
+                copy = _InputOf.apply(x)
+            if x._counter is None:
+                x._counter = VersionCounter()
+            copy._counter = x._counter
+        else:
+            copy = x.clone()
         TRANSFORM_INPUTS.add(copy._meta)  # (in-place writes refused, as to a leaf: torch's)
         return copy
     if type(x) is BatchedTensor and any(isinstance(lv, ReverseLevel) for lv in TRANSFORMS) \

@@ -360,9 +360,10 @@ def setitem(x, index, value):
             pass  # reported below, with the shapes
     if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad) or \
             _interpreter.current is not _interpreter.AutogradInterpreter:  # or a tracer: as an op
-        # an expand whose elements share memory (always a view: a tensor that is none owns
-        # its elements, a vmap placeholder's zero strides included)
-        if expanded_view(x):  # (vmap's examples)
+        # an expand whose elements share memory (a view, vmap's examples included; or an
+        # alias x.data of one inside func transforms, written through a view of it below)
+        if expanded_view(x) or not advanced and x._view is None and \
+                self_overlapping(memory_of(x)):
             check_inplace("setitem", x)  # (the write goes to the base, maybe to no element)
             if advanced:
                 write_elements(x, spec, arrays, value)
