@@ -114,8 +114,9 @@ def innermost(t):
 # function runs (`transforms._level_owns`): torch's wrappers of them at that level are no
 # views there, whatever they are outside it (detach_() of one is allowed)
 OWNED = {}
-# the metas of func.grad's inputs inside another transform: copies of the outer input (so
-# a view of one regenerates from it, not past it), which torch's functorch treats as leaves
+# the metas of func.grad's inputs inside another transform: aliases of the outer input
+# (`transforms._InputOf`, no views: a view of one regenerates from it, not past it), which
+# torch's functorch treats as leaves
 TRANSFORM_INPUTS = weakref.WeakSet()
 
 
