@@ -82,8 +82,18 @@ def stale_view_of_detached(m, x):  # a view made before its base's write and det
     return (x.sin() * 0.3).sum() + (t.sin() * 0.4).sum() + v.sin()
 
 
+def stale_view_data_then_detach(m, x):  # vmap_fuzz hvp 2163083: x.data of a stale view
+    t = x[[2, 0]]                          # leaves the view stale, so it regenerates
+    v = t[0]                               # after t.detach_(), as torch's: from t's
+    t.exp_()                               # outer history alone
+    d = v.data
+    t.detach_()
+    return (x.sin() * 0.3).sum() + (t.sin() * 0.4).sum() + v.sin() * 0.5 + d.sin() * 0.6
+
+
 BODIES = [out_of_place, recorded_write, view_write, no_grad_write, graph_before,
-          data_alias, setitem_after, written_alias, stale_view_of_detached]
+          data_alias, setitem_after, written_alias, stale_view_of_detached,
+          stale_view_data_then_detach]
 
 
 def t_grad(m, body):
@@ -122,8 +132,19 @@ def _run(m, transform, body):
         return "raise", f"{type(e).__name__}: {e}"
 
 
-@pytest.mark.parametrize("transform", TRANSFORMS, ids=lambda t: t.__name__)
-@pytest.mark.parametrize("body", BODIES, ids=lambda b: b.__name__)
+KNOWN_DIFFERENCES = {
+    ("stale_view_data_then_detach", "t_vmap_hvp"):
+        "under vmap, x.data of a stale view still regenerates the view (transforms."
+        "_regenerated), so after the base's detach_() the view keeps the inner level's "
+        "history: the outer derivative differs. A flowgrad gap, open",
+}
+
+
+@pytest.mark.parametrize("body, transform", [
+    pytest.param(body, transform, id=f"{body.__name__}-{transform.__name__}",
+                 marks=[pytest.mark.xfail(strict=True, reason=KNOWN_DIFFERENCES[key])]
+                 if (key := (body.__name__, transform.__name__)) in KNOWN_DIFFERENCES else [])
+    for body in BODIES for transform in TRANSFORMS])
 def test_detach_of_a_transform_input_as_torch(body, transform):
     ours, theirs = _run(flow, transform, body), _run(torch, transform, body)
     assert ours[0] == theirs[0], (ours, theirs)

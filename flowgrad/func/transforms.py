@@ -13,16 +13,19 @@ import weakref
 
 from ..autograd import engine, forward_ad, grad_mode, inplace, levels
 from ..autograd import interpreter as _interpreter
+from ..autograd import meta as _meta
 from ..autograd.function import Function
 from ..autograd.inplace import TRANSFORM_INPUT_VIEWS, TRANSFORM_INPUTS, rebase
 from ..autograd.levels import (
     TRANSFORMS,
+    VMAP_STACK,
     ReverseLevel,
     computing,
     entered,
     reverse_scope,
 )
 from ..autograd.meta import VersionCounter
+from ..autograd.views import replay_view
 from ..ops.creation import zeros_like
 from ..return_types import sequence_of
 from ..tensor import Tensor
@@ -262,8 +265,21 @@ def _strip_inner(x, graph, depth):
         return levels.stamp(_alias(x), levels.stamp_of(x))
     with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
             grad_mode.enable_grad():
-        x._sync()  # (a view whose base was written since: the outer levels' x is regenerated)
-        return levels.stamp(_DataOf.apply(x, depth), levels.stamp_of(x))
+        return levels.stamp(_DataOf.apply(_regenerated(x), depth), levels.stamp_of(x))
+
+
+def _regenerated(x):
+    """x with its history as its base has it now (a view whose base was written since: the
+    outer levels' x is regenerated), x itself left stale: torch's .data does not touch x's
+    grad_fn, so x regenerates when next read, from what its base is then (a base that
+    detach_() strips meanwhile included). (Under vmap x is regenerated: the per-example
+    views replay differently, open.)"""
+    info = x._view
+    if info is None or info.version == x._counter.value or info.creation or VMAP_STACK \
+            or not info.base.requires_grad or _meta.writes_neutral(x._counter, info.version):
+        x._sync()
+        return x
+    return replay_view(info.base, info.chain)
 
 
 def _seen_by(x, level):
