@@ -258,12 +258,7 @@ class Tensor:
     def requires_grad(self, value):  # (allowed inside func transforms, as torch's attribute)
         if value.__class__ is not bool:
             raise RuntimeError(f"requires_grad must be a bool, got {type(value).__name__}")
-        if value and not self._leaf_here():  # (torch's attribute refuses a non-leaf)
-            raise RuntimeError(
-                "you can only change requires_grad flags of leaf variables; this tensor was "
-                f"computed by {self._grad_fn.name}. Use detach() for a leaf that shares its "
-                "data")
-        self._set_requires_grad(value)
+        self._set_requires_grad(value, attribute=True)
 
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad on a leaf, in place; returns self. Refused inside a function
@@ -288,12 +283,13 @@ class Tensor:
         return self._grad_fn is None or bool(_levels.TRANSFORMS) and (
             self._meta in _levels.TRANSFORM_INPUTS or _levels.level_leaf(self._meta))
 
-    def _set_requires_grad(self, requires_grad=True):
-        """requires_grad_() for flowgrad itself and the attribute form: no transform check."""
+    def _set_requires_grad(self, requires_grad=True, attribute=False):
+        """requires_grad_() for flowgrad itself and the attribute form: no transform check
+        (the `attribute` refuses a non-leaf even for True, as torch's)."""
         # leafness as torch's C++ reads it: the grad_fn the tensor has, a stale view's history
         # not regenerated (a view made a leaf, or made under no_grad, stays a leaf here)
         if not self._leaf_here():
-            if not requires_grad:
+            if not requires_grad or attribute:
                 raise RuntimeError(
                     "you can only change requires_grad flags of leaf variables; this tensor "
                     f"was computed by {self._grad_fn.name}. Use detach() to get a tensor "
@@ -332,7 +328,7 @@ class Tensor:
     def grad_fn(self):
         self._sync()
         node = self._grad_fn
-        if node is not None and _levels.TRANSFORMS and self._meta in _levels.TRANSFORM_INPUTS:
+        if node is not None and self._leaf_here():
             return None  # (func.grad's input inside another transform: a leaf at its level)
         return node
 

@@ -120,10 +120,11 @@ OWNED = {}
 TRANSFORM_INPUTS = weakref.WeakSet()
 
 
-def level_leaf(meta):
+def level_leaf(meta, depth=None):
     """Whether `meta` is one a func.grad/vjp entered made a leaf of its input with (a leaf
-    at that level, as torch's wrapper is, whatever history the levels outside give it)."""
-    return any(meta is leaf for lv in TRANSFORMS for leaf in getattr(lv, "leaves", ()))
+    at that level, as torch's wrapper is, whatever history the levels outside give it); of
+    the levels outside the one at `depth` alone when given."""
+    return any(meta is leaf for lv in TRANSFORMS[:depth] for leaf in getattr(lv, "leaves", ()))
 
 
 def made_leaf(t):
@@ -398,13 +399,10 @@ class entered:
         if any(lv is self.level for lv in LEGACY):
             LEGACY.remove(self.level)
         TOKENS.remove(self.token)
-        self.token.level = None
-        for twin in (self.token.twins or {}).values():
-            twin.level = None
-        for meta in getattr(self.level, "leaves", ()):
-            DEAD_LEAVES.add(meta)
         for token in (self.token, *(self.token.twins or {}).values()):
+            token.level = None
             DEAD_LEAVES.update(token.made or ())
+        DEAD_LEAVES.update(getattr(self.level, "leaves", ()))
         if UNSEEN_WRITES:  # (the levels inside this one have run their backward)
             UNSEEN_WRITES[:] = [w for w in UNSEEN_WRITES if w[2] <= len(TRANSFORMS)]
         if not TRANSFORMS:
@@ -413,18 +411,23 @@ class entered:
             _interpreter.install(_interpreter.current)
 
 
-class legacy_scope:
-    """The transforms entered in the block are LEGACY ones (`on`), or not (a user's function
-    called from there)."""
+class _holding:
+    """`slot[0]` holds `value` for the block, and what it held before after it."""
 
-    def __init__(self, on):
-        self.on = on
+    def __init__(self, slot, value):
+        self.slot, self.value = slot, value
 
     def __enter__(self):
-        self.prev, LEGACY_SCOPE[0] = LEGACY_SCOPE[0], self.on
+        self.prev, self.slot[0] = self.slot[0], self.value
 
     def __exit__(self, *exc):
-        LEGACY_SCOPE[0] = self.prev
+        self.slot[0] = self.prev
+
+
+def legacy_scope(on):
+    """The transforms entered in the block are LEGACY ones (`on`), or not (a user's function
+    called from there)."""
+    return _holding(LEGACY_SCOPE, on)
 
 
 def stops_at(node, running):
@@ -436,17 +439,9 @@ def stops_at(node, running):
     return stops is not None and stops(node.attrs["ctx"], running)
 
 
-class computing:
+def computing(level):
     """The block computes the gradients of `level` (its engine.grad call)."""
-
-    def __init__(self, level):
-        self.level = level
-
-    def __enter__(self):
-        self.prev, BACKWARD[0] = BACKWARD[0], self.level
-
-    def __exit__(self, *exc):
-        BACKWARD[0] = self.prev
+    return _holding(BACKWARD, level)
 
 
 def eager_full(op, inputs, attrs):

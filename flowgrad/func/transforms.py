@@ -310,9 +310,9 @@ def _data_of(x):
     if type(x) is type(y) and not _physical(x):  # (a write through y: levels.DATA_ALIASES)
         owner = levels.data_alias(x)  # (x.data.data: x's alias, as torch's .data of it)
         levels.add_data_alias(y, owner[0] if owner and owner[1] == depth else x, depth)
-    if y._meta is not None and (x._meta in TRANSFORM_INPUTS or any(  # the outer level's
-            x._meta is leaf for lv in TRANSFORMS[:depth] for leaf in getattr(lv, "leaves", ()))):
-        TRANSFORM_INPUTS.add(y._meta)  # input itself, in torch: a leaf to in-place writes
+    if y._meta is not None and (x._meta in TRANSFORM_INPUTS  # the outer level's input
+                                or levels.level_leaf(x._meta, depth)):
+        TRANSFORM_INPUTS.add(y._meta)  # itself, in torch: a leaf to in-place writes
     elif x._view is not None and x._view.base._meta in TRANSFORM_INPUTS and y._meta is not None:
         TRANSFORM_INPUT_VIEWS.add(y._meta)  # (a view of that leaf, in torch)
     for lv in TRANSFORMS[:depth]:
@@ -345,11 +345,12 @@ def _detach_keeping_outer(x):
             return True
         owner, depth = alias
         owner._sync()
-        if not (owner.requires_grad and _outer_graph(TRANSFORMS[depth], owner)):
+        if not _outer_graph(TRANSFORMS[depth], owner):
             return False
-        with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
-                grad_mode.enable_grad():
-            _rebind(x, _DataOf.apply(owner, depth))
+        y = _strip_inner(owner, True, depth)  # (x takes the outer levels' view of y)
+        if not y.requires_grad:
+            return False
+        _rebind(x, y)
         levels.rebound(x)
         return True
     if inner is None or not _outer_graph(inner, x):
@@ -522,7 +523,8 @@ def _grad_of(outputs, inputs, cotangents, keep, level):
     """Gradients (zeros where unused) of the transform `level`; with their graph when
     `keep`, else detached with their tangents (the engine keeps tangents only when creating
     the graph)."""
-    detached = [i for i, x in enumerate(inputs) if x._meta in _DETACHED_INPUTS]
+    detached = _DETACHED_INPUTS and [i for i, x in enumerate(inputs)
+                                     if x._meta in _DETACHED_INPUTS]
     if detached:  # (torch.func's grad of an input its function detach_()ed: zeros when the
         # output requires grad at no level inside, else torch.autograd.grad's error)
         if not _reaches_inputs(outputs, inputs, level):
