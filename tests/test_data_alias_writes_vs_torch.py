@@ -277,6 +277,26 @@ def _input_written_under_no_grad(m, x):  # torch's inner input wraps the outer t
     return (x.sin() * 1.0).sum()            # flowgrad's inner input was a copy: no write)
 
 
+def _alias_of_expand_index_written(m, x):  # the same by an index list: the new tangent
+    d = x.expand(3, 2).data                  # of the shared elements is the written row's
+    with m.no_grad():                        # (before, the first row's: x's old tangent)
+        d[[2]] = 0.75
+    return (x.sin() * 1.0).sum()
+
+
+def _alias_of_expand_index_put(m, x):
+    d = x.expand(3, 2).data
+    with m.no_grad():
+        d.index_put_((m.tensor([1]),), m.tensor(0.75, dtype=m.float64))
+    return (x.sin() * 1.0).sum()
+
+
+def _alias_of_expand_rows_written_recorded(m, x):
+    d = x.expand(3, 2).data
+    d[[0, 2]] = m.stack([x * 3, x * 5])
+    return (x.sin() * 1.0).sum()
+
+
 def _input_scaled_under_no_grad(m, x):
     with m.no_grad():
         x.mul_(2)
@@ -304,7 +324,9 @@ CASES = [_read_after, _view_made_before, _saved_before, _through_a_view_of_data,
          _alias_written_then_tensor_written, _alias_written_then_view_of_tensor_written,
          _data_of_a_view_after_its_base_written, _outer_op_on_alias_saved_then_written,
          _setitem_into_alias_of_expand, _input_written_under_no_grad,
-         _input_scaled_under_no_grad, _input_data_written_unrecorded]
+         _input_scaled_under_no_grad, _input_data_written_unrecorded,
+         _alias_of_expand_index_written, _alias_of_expand_index_put,
+         _alias_of_expand_rows_written_recorded]
 
 
 KNOWN_DIFFERENCES = {
@@ -331,6 +353,9 @@ def _run(m, body, transform):
             result = F.grad(f)(x)
         elif transform == "grad_of_grad":
             result = F.grad(lambda x: (F.grad(f)(x) * m.cos(3 * x)).sum())(x)
+        elif transform == "jvp_of_jvp":
+            result = F.jvp(lambda x: F.jvp(f, (x,), (m.cos(3 * x),))[1], (x,),
+                           (m.tensor([0.7, -1.1], dtype=m.float64),))[1]
         elif transform == "jvp_of_grad":
             result = F.jvp(F.grad(f), (x,), (m.tensor([0.7, -1.1], dtype=m.float64),))[1]
         else:  # autograd around the transform
@@ -343,7 +368,7 @@ def _run(m, body, transform):
 
 
 TRANSFORMS = ["grad", "grad_of_grad", "jvp_of_grad", "backward", "vmap_grad_of_grad",
-              "vmap_jvp_of_grad"]
+              "vmap_jvp_of_grad", "jvp_of_jvp"]
 
 
 @pytest.mark.parametrize("body,transform", [

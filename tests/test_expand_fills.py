@@ -120,3 +120,37 @@ def test_a_copy_of_an_expand_into_itself_writes_nothing_as_torch(transform):
     itself, and was refused as a write into an expand (vmap_fuzz values 2788)."""
     assert _copy_of_an_expand_into_itself(flow, transform) == \
         _copy_of_an_expand_into_itself(torch, transform)
+
+
+def _setitem_of_an_expand_by_its_own_elements(m, value_kind, requires_grad):
+    """e[0:1, :2] = v for e = a.expand(2, 3): torch's setitem copies v broadcast to the
+    region, and a copy of the region's very elements writes nothing (its copy_ returns
+    early); a 0-d v is its fill_, which refuses, and so does a v laid out otherwise."""
+    x = m.tensor([[0.3]], dtype=m.float64, requires_grad=requires_grad)
+    a = x * 1.0 if requires_grad else x.clone()
+    e = a.expand(2, 3)
+    value = {"itself": a, "a row": a[0], "a reshape": a.reshape(1), "0-d": a[0, 0],
+             "an expand": a.expand(1, 2), "another tensor": m.ones(1, 1, dtype=m.float64)}[
+        value_kind]
+    try:
+        e[0:1, :2] = value
+    except RuntimeError as error:
+        assert "single memory location" in str(error)
+        return RuntimeError
+    out = (e * m.arange(6, dtype=m.float64).reshape(2, 3)).sum()
+    if requires_grad:  # (flowgrad refuses the recorded write; torch, its backward)
+        try:
+            m.autograd.grad(out, x)
+        except RuntimeError:
+            return RuntimeError
+    return [a.tolist(), out.item()]
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("value_kind", ["itself", "a row", "a reshape", "0-d", "an expand",
+                                        "another tensor"])
+def test_setitem_of_an_expand_by_its_own_elements_as_torch(value_kind, requires_grad):
+    # vmap_fuzz jvp_of_jvp 813: flowgrad refused `t10[None, 1, ::2, -2, :3] = t7` for
+    # t10 = t7.expand(..), which torch computes
+    assert _setitem_of_an_expand_by_its_own_elements(flow, value_kind, requires_grad) == \
+        _setitem_of_an_expand_by_its_own_elements(torch, value_kind, requires_grad)

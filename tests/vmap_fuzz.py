@@ -109,6 +109,11 @@ def run(m, program, upto, batches, grad=False):
         grad = m.func.grad(loss, argnums=tuple(range(n)))
         return m.func.jvp(grad, args[:n], args[n:])[1]
 
+    def tangents_of_tangents(*args):  # jvp along the second half of args of the tangents
+        n = len(args) // 2              # (jvp) of step along cos(3 x)
+        return m.func.jvp(lambda *a: m.func.jvp(step, a, tuple(m.cos(3 * t) for t in a))[1],
+                          args[:n], args[n:])[1]
+
     pf._reset_modes()
     args = [m.tensor(batches[n], dtype=m.float64) for n in leaves]
     if grad and not args:
@@ -116,11 +121,12 @@ def run(m, program, upto, batches, grad=False):
     fn = step
     if grad == "grad":
         fn = m.func.grad(loss, argnums=tuple(range(len(args))))
-    elif grad in ("jvp", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad"):
+    elif grad in ("jvp", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad", "jvp_of_jvp"):
         fn = {"jvp": tangents, "hvp": hessian_vector, "jvp_of_grad": grad_tangents,
-              "vmap_hvp": hessian_vector, "vmap_jvp_of_grad": grad_tangents}[grad]
+              "vmap_hvp": hessian_vector, "vmap_jvp_of_grad": grad_tangents,
+              "jvp_of_jvp": tangents_of_tangents}[grad]
         args += [m.tensor(np.cos(3 * batches[n]), dtype=m.float64) for n in leaves]
-    plain = grad in ("hvp", "jvp_of_grad")
+    plain = grad in ("hvp", "jvp_of_grad", "jvp_of_jvp")
     if plain:  # (no vmap: the first example)
         args = [a[0] for a in args]
     with warnings.catch_warnings():
@@ -172,7 +178,8 @@ def check(seed, grad=False):
             lo = mid
         else:
             hi, found = mid, d
-    if grad in ("jvp", "jvp_of_grad", "vmap_jvp_of_grad") and found[0] == "values":
+    if grad in ("jvp", "jvp_of_grad", "vmap_jvp_of_grad", "jvp_of_jvp") and \
+            found[0] == "values":
         # torch's tangent of an aliased write or a copy_ may not be the derivative
         # (TORCH_ALIASED): its oracle is the program with those reading clones
         oracle = forward_fuzz.unaliased(program, hi)
@@ -186,7 +193,9 @@ def check(seed, grad=False):
             "hvp": "grad(grad) of that loss against cos(3 x), example 0, not vmapped",
             "jvp_of_grad": "jvp(grad) of that loss along cos(3 x), example 0, not vmapped",
             "vmap_hvp": "grad(grad) of that loss against cos(3 x), vmapped",
-            "vmap_jvp_of_grad": "jvp(grad) of that loss along cos(3 x), vmapped"}.get(
+            "vmap_jvp_of_grad": "jvp(grad) of that loss along cos(3 x), vmapped",
+            "jvp_of_jvp": "jvp along cos(3 x) of the tangents of its tensors along cos(3 x), "
+                          "example 0, not vmapped"}.get(
         grad, "its tensors")
     return f"{found[0]}: {found[1]}\n" + program.source(mark=hi - 1, note=found[0]).replace(
         pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}: {what}")
@@ -216,9 +225,13 @@ def check_vmap_jvp_of_grad(seed):
     return check(seed, grad="vmap_jvp_of_grad")
 
 
+def check_jvp_of_jvp(seed):
+    return check(seed, grad="jvp_of_jvp")
+
+
 CHECKS = {"values": check, "grad": check_grad, "jvp": check_jvp, "hvp": check_hvp,
           "jvp_of_grad": check_jvp_of_grad, "vmap_hvp": check_vmap_hvp,
-          "vmap_jvp_of_grad": check_vmap_jvp_of_grad}
+          "vmap_jvp_of_grad": check_vmap_jvp_of_grad, "jvp_of_jvp": check_jvp_of_jvp}
 
 
 if __name__ == "__main__":

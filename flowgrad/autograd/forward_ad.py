@@ -24,6 +24,7 @@ from collections import namedtuple
 
 import numpy as _np
 
+from .. import dtypes as _dtypes
 from . import engine, grad_mode
 from . import inplace as _inplace
 from . import interpreter as _interpreter
@@ -102,6 +103,21 @@ def _laid_out_as(tangent, like):
     order = sorted(range(data.ndim), key=lambda d: -data.strides[d])
     laid = tangent.permute(order).contiguous().permute(_np.argsort(order).tolist())
     return laid if _same_layout(laid._data, data) else tangent
+
+
+def _last_written(new, old):
+    """`new` (of old's shape) narrowed to one element per memory location of `old` (an
+    expand's tangent): at each location the last element whose value differs from old's,
+    which a raw write of new into that memory would leave (the first where none does)."""
+    memory = memory_of(old)
+    strides = memory.strides[memory.ndim - old.ndim:]
+    for dim, (stride, n) in enumerate(zip(strides, old.shape)):
+        if stride == 0 and n > 1:
+            old = old.narrow(dim, 0, 1)
+            order = new.new_tensor(range(n), dtype=_dtypes.int64).reshape(
+                [n if d == dim else 1 for d in range(new.ndim)])
+            new = new.gather(dim, ((new != old) * order).amax(dim, keepdim=True))
+    return new
 
 
 def _same_layout(a, b):
@@ -188,25 +204,37 @@ class ForwardLevel:
 
     # hooks the eager functions call on the current interpreter
     def writing(self, target, result):
+        self._check_shared_elements(target, result)
         delegate(self.inner, "writing", target, result)  # (a vmap inside refuses early)
+
+    def _check_shared_elements(self, target, value):
+        """torch refuses to write a dual value into a tensor with no tangent some of whose
+        elements share memory (an expand, or an alias of one): the zero tangent it would get
+        is no expand, so its elements could not stay one. Refused before the write."""
+        if self_overlapping(memory_of(target)) and self._reads_dual((value,)) and \
+                self.tangent(target) is None:
+            raise _inplace.expand_write_error(
+                "forward AD", target.shape, fix="a dual value cannot be written into it, as it "
+                "has no tangent; clone() it first, or make it dual (make_dual) before the write")
 
     def written(self, target, result):
         """An in-place op wrote `result` into `target`: target's tangent takes result's."""
         self._overwrite(target, self.tangent(result))
         delegate(self.inner, "written", target, result)
 
-    def write_elements(self, target, write_base, write_tangent):
+    def write_elements(self, target, value, write_base, write_tangent):
         """A recorded write into the elements of the expand `target` goes to the elements of
         its root base (`write_base`, from `index.write_elements`). A view with a tangent of its
         own over a plain base (make_dual's) never hears it: the base stays plain (torch's) and
         `write_tangent(tangent, tangent_of)` writes the written values' tangents (zeros where
         they have none) into target's, a view of that view's."""
         own = self.tangent(target) is not None and self.tangent(target._view.base) is None
+        self._check_shared_elements(target, value)
         inner = getattr(self.inner, "write_elements", None)
         if inner is None:
             write_base()
         else:
-            inner(target, write_base, write_tangent)
+            inner(target, value, write_base, write_tangent)
         if own:
             self.set_tangent(target._view.base, None)  # (a dual value made it dual)
             with _interpreter.using_interpreter(self.inner), writing_out():
@@ -291,8 +319,8 @@ class ForwardLevel:
             dst = old
             if old._view is not None and self_overlapping(memory_of(old)):
                 # an expand's tangent (a view of the expanded tensor's): its elements sharing
-                # a location hold one value, written once
-                dst, new = _distinct(old, old), _distinct(_fit(new, old), old)
+                # a location hold one value, written once (by ops: an outer level follows)
+                dst, new = _distinct(old, old), _last_written(_fit(new, old), old)
             with writing_out():  # (a tangent made outside a grad transform is no capture:
                 written = write_into(dst, new)  # its write is forward AD's own)
             if written:

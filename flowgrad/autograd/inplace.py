@@ -93,17 +93,22 @@ def memory_of(t):
 
 def write_into(dst, src):
     """dst's elements become src's (same shape), in place, under the current interpreter:
-    by a recorded copy_ when either requires grad, else by a raw write that also reaches an
-    expand's elements (read-only, or sharing memory). True when written; False, with nothing
-    written, where dst cannot take it (a leaf that requires grad, a batched src where dst is
-    not, a device array)."""
+    by a recorded copy_ when either requires grad or an interpreter is current (an outer
+    forward level then updates dst's tangent: a nested jvp's tangent written), else by a raw
+    write that also reaches an expand's elements (read-only, or sharing memory). True when
+    written; False, with nothing written, where dst cannot take it (a leaf that requires
+    grad, a batched src where dst is not, a device array)."""
     data, values = memory_of(dst), memory_of(src)
     if tuple(dst.shape) != tuple(src.shape) or type(data) is not np.ndarray or \
             values.ndim > data.ndim:
         return False
     try:
-        if dst.requires_grad or src.requires_grad:
-            dst.copy_(src)
+        if dst.requires_grad or src.requires_grad or \
+                _interpreter.current is not AutogradInterpreter and not self_overlapping(data):
+            # (under an interpreter: so an outer forward level's tangents follow; the write
+            # mirrors one already checked, so it refuses no capture)
+            with _levels.writing_out():
+                dst.copy_(src)
         else:
             assign(data, values, "fill_")  # (overlap allowed)
             bump_version(dst)

@@ -31,6 +31,7 @@ from ..autograd.inplace import (
     inplace_update,
     memory_of,
     run_inplace,
+    same_elements,
     self_overlapping,
     warn_expanded_write,
     writable,
@@ -353,9 +354,19 @@ def setitem(x, index, value):
         warn_expanded_write(data, "index_put_", "tensor[indices] = tensor")
     elif not data.flags.writeable:
         # an expand: torch refuses a slice assignment only where the written region overlaps
-        # itself (index tensors go through index_put_, which writes anyway)
+        # itself (index tensors go through index_put_, which writes anyway), and, unrecorded,
+        # the value broadcast to it is not its very elements (`e[0, :2] = t` for
+        # e = t.expand(..): torch's copy_ of the same data, which writes nothing; a 0-d value
+        # is torch's fill_, which refuses)
         try:
-            writable(data[spec], "copy_")
+            region = data[spec]
+            if 0 < value._data.ndim and value._data.shape != region.shape and \
+                    _same_elements_broadcast(
+                    memory_of(value), region) and not (grad_mode.is_grad_enabled() and (
+                    value.requires_grad or x.requires_grad)):
+                _getitem(x, index=spec).copy_(value.expand(region.shape))
+                return
+            writable(region, "copy_")
         except IndexError:
             pass  # reported below, with the shapes
     if grad_mode.is_grad_enabled() and (value.requires_grad or x.requires_grad) or \
@@ -389,6 +400,16 @@ def setitem(x, index, value):
         raise type(e)(f"setitem: cannot assign value of shape {tuple(value.shape)} to index "
                       f"{_show(idx)} of tensor of shape {tuple(x.shape)}: {e}") from None
     bump_version(x)
+
+
+def _same_elements_broadcast(values, region):
+    """Whether `values` broadcast to region's shape are region's very elements."""
+    if values.dtype != region.dtype or not isinstance(region, type(values)):
+        return False
+    try:
+        return same_elements(array_module(values).broadcast_to(values, region.shape), region)
+    except ValueError:
+        return False
 
 
 def _base_positions(x):
@@ -429,7 +450,7 @@ def write_elements(x, spec, arrays, value, accumulate=False, name="setitem"):
         if hook is None:
             write_base()
         else:
-            hook(x, write_base, write_tangent)
+            hook(x, value, write_base, write_tangent)
         return
     positions = _base_positions(x)
     size = x._view.base._data.size
