@@ -28,7 +28,7 @@ from .inference import check_write
 from .interpreter import STAMP, AutogradInterpreter
 from .levels import TRANSFORM_INPUTS, refuse_captured_write
 from .meta import VersionCounter, carry_over, leave_leaf
-from .views import replay_view, sync_view, view_error, writable_alias
+from .views import regenerate, replay_view, sync_view, view_error, writable_alias
 
 _state = grad_mode._state
 view_scatter = None  # the op that writes a region into a base: bound by flowgrad.ops.shape
@@ -301,7 +301,7 @@ def _inplace_through_view(name, target, compute, recording=True):
     assign(target._data, region._data, name)  # shared storage: base sees it too
     bump_version(target)
     _adopt_saved_outputs(region, target)
-    rebased = replay_view(new_base, chain)
+    rebased = regenerate(new_base, target)
     if recording:  # (an interpreter's unrecorded write, under no_grad say, keeps the metas
         _take_history(base, new_base)  # and leaves the view stale, as eager's and torch's:
         _take_history(target, rebased)  # its next read regenerates it from the base)
@@ -335,7 +335,7 @@ def rebase(target, compute):
     new_base = view_scatter(base_old, compute(replay_view(base_old, chain)), chain=chain,
                             **extra)
     _take_history(base, new_base)
-    _take_history(target, replay_view(new_base, chain))
+    _take_history(target, regenerate(new_base, target))
 
 
 def _take_history(target, result):

@@ -70,6 +70,16 @@ def replay_view(x, chain):
     return x
 
 
+def regenerate(base, view):
+    """The view's chain replayed on `base` (recorded), as torch regenerates a view after a
+    write. torch's is as_strided, whose gradient for no elements is zeros with no history (so
+    under create_graph too): an empty view is regenerated so; the others replay their chain
+    (the same values, and a graph that reads as the code)."""
+    if view._data.size == 0 and getattr(view, "_phys", None) is None:
+        return base.as_strided(tuple(view.shape), view.stride(), 0)  # (reads no element)
+    return replay_view(base, view._view.chain)
+
+
 def sync_view(view):
     """Bring a view's grad_fn up to date after its base (or another view of it) was written in
     place: replay its chain on the base's current history. Views that torch refuses to
@@ -99,7 +109,7 @@ def sync_view(view):
     enabled = _state.enabled
     _state.enabled = True
     try:
-        rebased = replay_view(base, info.chain)
+        rebased = regenerate(base, view)
     finally:
         _state.enabled = enabled
     carry_over(view._meta, rebased._meta)
