@@ -132,12 +132,7 @@ def _run(m, transform, body):
         return "raise", f"{type(e).__name__}: {e}"
 
 
-KNOWN_DIFFERENCES = {
-    ("stale_view_data_then_detach", "t_vmap_hvp"):
-        "under vmap, x.data of a stale view still regenerates the view (transforms."
-        "_regenerated), so after the base's detach_() the view keeps the inner level's "
-        "history: the outer derivative differs. A flowgrad gap, open",
-}
+KNOWN_DIFFERENCES = {}
 
 
 @pytest.mark.parametrize("body, transform", [

@@ -18,7 +18,6 @@ from ..autograd.function import Function
 from ..autograd.inplace import TRANSFORM_INPUT_VIEWS, TRANSFORM_INPUTS, rebase
 from ..autograd.levels import (
     TRANSFORMS,
-    VMAP_STACK,
     ReverseLevel,
     computing,
     entered,
@@ -272,13 +271,15 @@ def _regenerated(x):
     """x with its history as its base has it now (a view whose base was written since: the
     outer levels' x is regenerated), x itself left stale: torch's .data does not touch x's
     grad_fn, so x regenerates when next read, from what its base is then (a base that
-    detach_() strips meanwhile included). (Under vmap x is regenerated: the per-example
-    views replay differently, open.)"""
+    detach_() strips meanwhile included)."""
     info = x._view
-    if info is None or info.version == x._counter.value or info.creation or VMAP_STACK \
+    if info is None or info.version == x._counter.value or info.creation \
             or not info.base.requires_grad or _meta.writes_neutral(x._counter, info.version):
         x._sync()
         return x
+    if type(x) is BatchedTensor:  # (the per-example views: replayed by x's vmap level)
+        with _interpreter.using_interpreter(x._level):
+            return replay_view(info.base, info.chain)
     return replay_view(info.base, info.chain)
 
 
