@@ -88,6 +88,13 @@ VJOG_SLOW_KNOWN = {
 # jvp of jvp, not vmapped (the inner tangents cos(3 x) of the dual input): before, a write
 # in place changed an inner tangent by a raw array write, so the outer level kept its old
 # tangent of it (636 of the first 1000 seeds differed)
+# grad of the tangents, not vmapped (reverse over forward): before, `x.data` of jvp's input
+# (make_dual's view of a leaf that requires grad below the jvp) took writes torch refuses
+_TORCH_SAVES_RESULT = ("torch's tangent rule of div and sigmoid reads the op's output, which the "
+                       "grad level saves; a no_grad write to that output then fails torch's "
+                       "backward. flowgrad's rule reads the inputs, and computes")
+GOJ_KNOWN = {252: _TORCH_SAVES_RESULT}
+GOJ_SLOW_KNOWN = {563: _TORCH_SAVES_RESULT}
 JOJ_SLOW_KNOWN = {
     505: _LAYOUT,
     **dict.fromkeys([704, 1282], _TORCH_REFUSES_SOURCE),
@@ -113,6 +120,7 @@ MODES = {
     "vmap_hvp": (vf.check_vmap_hvp, VMAP_HVP_SEEDS, {}, VHVP_SLOW_KNOWN),
     "vmap_jvp_of_grad": (vf.check_vmap_jvp_of_grad, VMAP_HVP_SEEDS, {}, VJOG_SLOW_KNOWN),
     "jvp_of_jvp": (vf.check_jvp_of_jvp, range(300), {}, JOJ_SLOW_KNOWN),
+    "grad_of_jvp": (vf.check_grad_of_jvp, range(300), GOJ_KNOWN, GOJ_SLOW_KNOWN),
 }
 
 

@@ -30,7 +30,8 @@ import torch
 import flowgrad as flow
 
 BATCH = 3
-_PER_LEAF = ("grad", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad")  # labels d<leaf>
+_PER_LEAF = ("grad", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad",
+             "grad_of_jvp")  # labels d<leaf>
 BUILDERS = [(4, pf.b_leaf), (30, pf.b_view), (33, pf.b_inplace), (16, pf.b_op)]
 
 
@@ -114,6 +115,13 @@ def run(m, program, upto, batches, grad=False):
         return m.func.jvp(lambda *a: m.func.jvp(step, a, tuple(m.cos(3 * t) for t in a))[1],
                           args[:n], args[n:])[1]
 
+    def grad_of_tangents(*args):  # grad of a loss over the tangents (jvp) along cos(3 x)
+        def tangent_loss(*a):
+            tangents = m.func.jvp(step, a, tuple(m.cos(3 * t) for t in a))[1]
+            return sum((t.sin() * (0.3 + 0.1 * k)).sum() for k, t in enumerate(tangents)
+                       if t.is_floating_point())
+        return m.func.grad(tangent_loss, argnums=tuple(range(len(args))))(*args)
+
     pf._reset_modes()
     args = [m.tensor(batches[n], dtype=m.float64) for n in leaves]
     if grad and not args:
@@ -121,12 +129,14 @@ def run(m, program, upto, batches, grad=False):
     fn = step
     if grad == "grad":
         fn = m.func.grad(loss, argnums=tuple(range(len(args))))
+    elif grad == "grad_of_jvp":
+        fn = grad_of_tangents
     elif grad in ("jvp", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad", "jvp_of_jvp"):
         fn = {"jvp": tangents, "hvp": hessian_vector, "jvp_of_grad": grad_tangents,
               "vmap_hvp": hessian_vector, "vmap_jvp_of_grad": grad_tangents,
               "jvp_of_jvp": tangents_of_tangents}[grad]
         args += [m.tensor(np.cos(3 * batches[n]), dtype=m.float64) for n in leaves]
-    plain = grad in ("hvp", "jvp_of_grad", "jvp_of_jvp")
+    plain = grad in ("hvp", "jvp_of_grad", "jvp_of_jvp", "grad_of_jvp")
     if plain:  # (no vmap: the first example)
         args = [a[0] for a in args]
     with warnings.catch_warnings():
@@ -178,7 +188,7 @@ def check(seed, grad=False):
             lo = mid
         else:
             hi, found = mid, d
-    if grad in ("jvp", "jvp_of_grad", "vmap_jvp_of_grad", "jvp_of_jvp") and \
+    if grad in ("jvp", "jvp_of_grad", "vmap_jvp_of_grad", "jvp_of_jvp", "grad_of_jvp") and \
             found[0] == "values":
         # torch's tangent of an aliased write or a copy_ may not be the derivative
         # (TORCH_ALIASED): its oracle is the program with those reading clones
@@ -195,7 +205,9 @@ def check(seed, grad=False):
             "vmap_hvp": "grad(grad) of that loss against cos(3 x), vmapped",
             "vmap_jvp_of_grad": "jvp(grad) of that loss along cos(3 x), vmapped",
             "jvp_of_jvp": "jvp along cos(3 x) of the tangents of its tensors along cos(3 x), "
-                          "example 0, not vmapped"}.get(
+                          "example 0, not vmapped",
+            "grad_of_jvp": "grad of sum(sin(t) * c) over the tangents of its tensors along "
+                           "cos(3 x), example 0, not vmapped"}.get(
         grad, "its tensors")
     return f"{found[0]}: {found[1]}\n" + program.source(mark=hi - 1, note=found[0]).replace(
         pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}: {what}")
@@ -229,9 +241,14 @@ def check_jvp_of_jvp(seed):
     return check(seed, grad="jvp_of_jvp")
 
 
+def check_grad_of_jvp(seed):
+    return check(seed, grad="grad_of_jvp")
+
+
 CHECKS = {"values": check, "grad": check_grad, "jvp": check_jvp, "hvp": check_hvp,
           "jvp_of_grad": check_jvp_of_grad, "vmap_hvp": check_vmap_hvp,
-          "vmap_jvp_of_grad": check_vmap_jvp_of_grad, "jvp_of_jvp": check_jvp_of_jvp}
+          "vmap_jvp_of_grad": check_vmap_jvp_of_grad, "jvp_of_jvp": check_jvp_of_jvp,
+          "grad_of_jvp": check_grad_of_jvp}
 
 
 if __name__ == "__main__":

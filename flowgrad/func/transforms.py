@@ -314,8 +314,12 @@ def _data_of(x):
     if y._meta is not None and (x._meta in TRANSFORM_INPUTS  # the outer level's input
                                 or levels.level_leaf(x._meta, depth)):
         TRANSFORM_INPUTS.add(y._meta)  # itself, in torch: a leaf to in-place writes
-    elif x._view is not None and x._view.base._meta in TRANSFORM_INPUTS and y._meta is not None:
-        TRANSFORM_INPUT_VIEWS.add(y._meta)  # (a view of that leaf, in torch)
+    elif x._view is not None and y._meta is not None and (
+            x._view.base._meta in TRANSFORM_INPUTS or isinstance(inner, forward_ad.ForwardLevel)
+            and x._view.base._grad_fn is None and x._view.base.requires_grad):
+        # (a view of that leaf, in torch; or jvp's input, make_dual's view of a leaf that
+        # requires grad below the jvp: its .data is that view there)
+        TRANSFORM_INPUT_VIEWS.add(y._meta)
     for lv in TRANSFORMS[:depth]:
         if isinstance(lv, forward_ad.ForwardLevel):
             tangent = lv.tangent(_seen_by(x, lv))
