@@ -102,6 +102,9 @@ JOJ_SLOW_KNOWN = {
     **dict.fromkeys([1348, 1372, 1534, 1550, 1648, 1812, 1886, 1953, 2333, 2340, 2359],
                     _OVERLAP),
 }
+# the same two under vmap: `make test` runs a few seeds (two that jvp_of_jvp found)
+VMAP_NESTED_JVP_SEEDS = (83, 143, 203, 724, 813, 1823)
+VJOJ_SLOW_KNOWN = {**JOJ_SLOW_KNOWN, **dict.fromkeys([1214, 1392], _OVERLAP)}
 # mode -> (its check, the seeds `make test` runs, their known differences, those of the
 # slow run's seeds, the rest of 0..2999): the vmapped programs' tensors, their per-example
 # gradients (vmap of grad: before, a write through a batched view was missing from the
@@ -121,6 +124,9 @@ MODES = {
     "vmap_jvp_of_grad": (vf.check_vmap_jvp_of_grad, VMAP_HVP_SEEDS, {}, VJOG_SLOW_KNOWN),
     "jvp_of_jvp": (vf.check_jvp_of_jvp, range(300), {}, JOJ_SLOW_KNOWN),
     "grad_of_jvp": (vf.check_grad_of_jvp, range(300), GOJ_KNOWN, GOJ_SLOW_KNOWN),
+    "vmap_jvp_of_jvp": (vf.check_vmap_jvp_of_jvp, VMAP_NESTED_JVP_SEEDS, {}, VJOJ_SLOW_KNOWN),
+    "vmap_grad_of_jvp": (vf.check_vmap_grad_of_jvp, VMAP_NESTED_JVP_SEEDS, {},
+                         {**GOJ_KNOWN, **GOJ_SLOW_KNOWN}),
 }
 
 

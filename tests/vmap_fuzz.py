@@ -31,7 +31,7 @@ import flowgrad as flow
 
 BATCH = 3
 _PER_LEAF = ("grad", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad",
-             "grad_of_jvp")  # labels d<leaf>
+             "grad_of_jvp", "vmap_grad_of_jvp")  # labels d<leaf>
 BUILDERS = [(4, pf.b_leaf), (30, pf.b_view), (33, pf.b_inplace), (16, pf.b_op)]
 
 
@@ -129,12 +129,13 @@ def run(m, program, upto, batches, grad=False):
     fn = step
     if grad == "grad":
         fn = m.func.grad(loss, argnums=tuple(range(len(args))))
-    elif grad == "grad_of_jvp":
+    elif grad in ("grad_of_jvp", "vmap_grad_of_jvp"):
         fn = grad_of_tangents
-    elif grad in ("jvp", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad", "jvp_of_jvp"):
+    elif grad in ("jvp", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad", "jvp_of_jvp",
+                  "vmap_jvp_of_jvp"):
         fn = {"jvp": tangents, "hvp": hessian_vector, "jvp_of_grad": grad_tangents,
               "vmap_hvp": hessian_vector, "vmap_jvp_of_grad": grad_tangents,
-              "jvp_of_jvp": tangents_of_tangents}[grad]
+              "jvp_of_jvp": tangents_of_tangents, "vmap_jvp_of_jvp": tangents_of_tangents}[grad]
         args += [m.tensor(np.cos(3 * batches[n]), dtype=m.float64) for n in leaves]
     plain = grad in ("hvp", "jvp_of_grad", "jvp_of_jvp", "grad_of_jvp")
     if plain:  # (no vmap: the first example)
@@ -188,7 +189,8 @@ def check(seed, grad=False):
             lo = mid
         else:
             hi, found = mid, d
-    if grad in ("jvp", "jvp_of_grad", "vmap_jvp_of_grad", "jvp_of_jvp", "grad_of_jvp") and \
+    if grad in ("jvp", "jvp_of_grad", "vmap_jvp_of_grad", "jvp_of_jvp", "grad_of_jvp",
+                "vmap_jvp_of_jvp", "vmap_grad_of_jvp") and \
             found[0] == "values":
         # torch's tangent of an aliased write or a copy_ may not be the derivative
         # (TORCH_ALIASED): its oracle is the program with those reading clones
@@ -207,7 +209,9 @@ def check(seed, grad=False):
             "jvp_of_jvp": "jvp along cos(3 x) of the tangents of its tensors along cos(3 x), "
                           "example 0, not vmapped",
             "grad_of_jvp": "grad of sum(sin(t) * c) over the tangents of its tensors along "
-                           "cos(3 x), example 0, not vmapped"}.get(
+                           "cos(3 x), example 0, not vmapped",
+            "vmap_jvp_of_jvp": "jvp of jvp as above, vmapped",
+            "vmap_grad_of_jvp": "grad of jvp as above, vmapped"}.get(
         grad, "its tensors")
     return f"{found[0]}: {found[1]}\n" + program.source(mark=hi - 1, note=found[0]).replace(
         pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}: {what}")
@@ -245,10 +249,19 @@ def check_grad_of_jvp(seed):
     return check(seed, grad="grad_of_jvp")
 
 
+def check_vmap_jvp_of_jvp(seed):
+    return check(seed, grad="vmap_jvp_of_jvp")
+
+
+def check_vmap_grad_of_jvp(seed):
+    return check(seed, grad="vmap_grad_of_jvp")
+
+
 CHECKS = {"values": check, "grad": check_grad, "jvp": check_jvp, "hvp": check_hvp,
           "jvp_of_grad": check_jvp_of_grad, "vmap_hvp": check_vmap_hvp,
           "vmap_jvp_of_grad": check_vmap_jvp_of_grad, "jvp_of_jvp": check_jvp_of_jvp,
-          "grad_of_jvp": check_grad_of_jvp}
+          "grad_of_jvp": check_grad_of_jvp, "vmap_jvp_of_jvp": check_vmap_jvp_of_jvp,
+          "vmap_grad_of_jvp": check_vmap_grad_of_jvp}
 
 
 if __name__ == "__main__":
