@@ -8,6 +8,7 @@ tensor([[ 3.],
         [12.]])
 """
 from .ensembling import functionalize, replace_all_batch_norm_modules_, stack_module_state
+from .rearrange import rearrange
 from .transforms import (
     functional_call,
     grad,
@@ -19,8 +20,8 @@ from .transforms import (
     linearize,
     vjp,
 )
-from .vmap import vmap
+from .vmap import debug_unwrap, vmap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
            "functional_call", "vmap", "linearize", "stack_module_state",
-           "replace_all_batch_norm_modules_", "functionalize"]
+           "replace_all_batch_norm_modules_", "functionalize", "rearrange", "debug_unwrap"]

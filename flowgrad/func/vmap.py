@@ -336,3 +336,22 @@ def _unwrap_tree(out, level, out_dims):
                                      *x.shape[d % (x.dim() + 1):])
     single = not isinstance(out, (tuple, list, dict))
     return _map(unwrap, out, out_dims, "out_dims") if not single else unwrap(out, out_dims)
+
+
+def debug_unwrap(tensor, *, recurse=True):
+    """The tensor under a vmap's per-example view (its physical tensor, the batch dimension
+    first), for looking at in a debugger; all levels down with `recurse`. A tensor vmap does
+    not batch is returned as it is (flowgrad's grad and jvp levels wrap nothing). Using the
+    result inside the transformed function is undefined, as torch's.
+
+    >>> import flowgrad as flow
+    >>> shapes = []
+    >>> _ = flow.func.vmap(lambda x: shapes.append(debug_unwrap(x).shape) or x)(flow.ones(3, 2))
+    >>> shapes
+    [flowgrad.Size([3, 2])]
+    """
+    while type(tensor) is BatchedTensor:
+        tensor = tensor._phys
+        if not recurse:
+            break
+    return tensor
