@@ -163,6 +163,7 @@ from .sparse_compressed import (  # noqa: F401
     sparse_csr,
     sparse_csr_tensor,
 )
+from .storage import UntypedStorage
 from .tensor import Size, Tensor
 from .threads import (
     get_num_interop_threads,

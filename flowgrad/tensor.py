@@ -135,6 +135,10 @@ class Tensor:
         return False  # nor quantized ones
 
     @property
+    def is_nested(self):
+        return False  # nor nested ones
+
+    @property
     def ndim(self):
         return self._data.ndim
 

@@ -14,6 +14,7 @@ tensor([9., 1., 2.], dtype=flowgrad.float64)
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from ..tensor import Tensor
 from .creation import FACTORY_HINTS, _finish, _size, as_tensor, check_hints, tensor
 from .elementwise_more import _filled, _value_tensor
 
-__all__ = ["asarray", "frombuffer", "empty_strided", "empty_permuted", "range", "fill",
+__all__ = ["asarray", "frombuffer", "from_file", "empty_strided", "empty_permuted", "range", "fill",
            "get_default_device", "set_default_device"]
 
 
@@ -116,6 +117,48 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
         warn("frombuffer: the buffer is not writable; writing to the tensor fails "
              "(copy it with .clone() to write)", UserWarning, stacklevel=2)
     return _finish(array, requires_grad)
+
+
+def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None,
+              pin_memory=False, requires_grad=False):
+    """A 1-D tensor of `size` elements whose storage is the file `filename`, memory-mapped
+    (raw bytes in the machine's order, as torch's): with `shared` writes to the tensor go to
+    the file (created, or grown, to fit), else they stay in memory and the file must hold
+    the elements already. Nothing in the file is run: it is read as numbers only.
+
+    >>> import flowgrad as flow, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.bin")
+    >>> t = flow.from_file(path, shared=True, size=3, dtype=flow.int32)
+    >>> t += 7; flow.from_file(path, size=3, dtype=flow.int32)
+    tensor([7, 7, 7], dtype=flowgrad.int32)
+    """
+    check_hints("from_file", {"layout": layout, "pin_memory": pin_memory}, FACTORY_HINTS)
+    if resolve_device(device, "from_file").type != "cpu":
+        raise RuntimeError(f"from_file: only CPU tensors can be mapped to files, not "
+                           f"device={device}; map it, then move it with .to(device)")
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    size = int(size)
+    if size < 0:
+        raise RuntimeError(f"from_file: size must be non-negative, got {size}")
+    need = size * np.dtype(d.np).itemsize
+    try:
+        exists = os.path.getsize(filename)
+    except OSError as error:
+        if not shared:
+            raise RuntimeError(f"from_file: unable to open file <{filename}> in read-only "
+                               f"mode: {error.strerror}") from None
+        exists = None
+    if not shared and exists < need:
+        raise RuntimeError(f"from_file: file <{filename}> size <{exists}> is smaller than the "
+                           f"required mapping size <{need}>; pass a smaller size, or "
+                           f"shared=True to grow the file")
+    if need == 0:
+        return _finish(np.empty(0, d.np), requires_grad)
+    if shared and (exists is None or exists < need):
+        with open(filename, "ab") as f:  # (grown with zeros, as torch's ftruncate)
+            f.truncate(need)
+    mapped = np.memmap(filename, dtype=d.np, mode="r+" if shared else "c", shape=(size,))
+    return _finish(mapped.view(np.ndarray), requires_grad)
 
 
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, **options):
