@@ -4,7 +4,8 @@ backward graph.
 - `Node`: the base class of every backward node (`grad_fn`), with `name()`,
   `next_functions`, `metadata`, `register_hook`, `register_prehook`
 - `GradientEdge`, `get_gradient_edge`, `increment_version`, `register_multi_grad_hook`
-- saved-tensor hooks: `saved_tensors_hooks`, `save_on_cpu`, `disable_saved_tensors_hooks`
+- saved-tensor hooks: `saved_tensors_hooks`, `save_on_cpu`, `disable_saved_tensors_hooks`,
+  `allow_mutation_on_saved_tensors`
 
 >>> import flowgrad as flow
 >>> x = flow.ones(2, requires_grad=True)
@@ -21,11 +22,16 @@ import weakref
 from typing import NamedTuple
 
 from .meta import VersionCounter
-from .saved_hooks import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks
+from .saved_hooks import (
+    allow_mutation_on_saved_tensors,
+    disable_saved_tensors_hooks,
+    save_on_cpu,
+    saved_tensors_hooks,
+)
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version",
            "register_multi_grad_hook", "saved_tensors_hooks", "save_on_cpu",
-           "disable_saved_tensors_hooks"]
+           "disable_saved_tensors_hooks", "allow_mutation_on_saved_tensors"]
 
 _METADATA: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # The backward runs in progress, innermost last (the engine keeps it; current_graph_task_id

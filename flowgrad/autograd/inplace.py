@@ -27,7 +27,7 @@ from . import levels as _levels
 from .inference import check_write
 from .interpreter import STAMP, AutogradInterpreter
 from .levels import TRANSFORM_INPUTS, refuse_captured_write
-from .meta import VersionCounter, carry_over, leave_leaf
+from .meta import BEFORE_WRITE, VersionCounter, carry_over, leave_leaf
 from .views import regenerate, replay_view, sync_view, view_error, writable_alias
 
 _state = grad_mode._state
@@ -58,6 +58,14 @@ def check_capture(name, target):
     writes that take neither path). Outside transforms: one test of an empty list."""
     if STAMP:
         refuse_captured_write(name, target)
+    if BEFORE_WRITE:
+        before_write(target)
+
+
+def before_write(target):
+    """Tell the BEFORE_WRITE functions that `target`'s memory is about to be written."""
+    for hook in BEFORE_WRITE:
+        hook(target)
 
 
 def run_inplace(name, fn, target, *args, **kwargs):
@@ -220,6 +228,8 @@ def inplace_update(name, target, compute, args_need_grad=False):
     """
     if STAMP:  # (check_capture, inline)
         refuse_captured_write(name, target)
+    if BEFORE_WRITE:
+        before_write(target)
     view = target._view
     recording = False
     if _state.enabled:
@@ -244,6 +254,8 @@ def check_inplace(name, target):
     the target, not what is written."""
     if STAMP:  # (check_capture, inline)
         refuse_captured_write(name, target)
+    if BEFORE_WRITE:
+        before_write(target)
     if not _state.enabled:
         return
     view, meta = target._view, target._meta

@@ -14,6 +14,9 @@ AccumulateGrad = None  # the node class, bound by node.py (which builds on this 
 # levels.reaches_live_leaf): the inputs func.grad/vjp made leaves, once their level has
 # returned, and a view's stand-in base (views.sync_view)
 DEAD_LEAVES = weakref.WeakSet()
+# functions called with the target of every in-place write, before anything is written
+# (`saved_hooks.allow_mutation_on_saved_tensors`); empty otherwise: one test per write
+BEFORE_WRITE: list = []
 
 
 class AutogradMeta:

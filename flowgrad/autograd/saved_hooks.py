@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+
 from ..errors import saved_tensor_error
 from . import meta as _meta
 
@@ -131,7 +133,7 @@ class PackedTensor:
 
     def check(self, node):
         if self.counter.value != self.version and not _meta.writes_unseen(
-                self.counter, self.version):
+                self.counter, self.version) and not getattr(self.packed, "copied", False):
             raise saved_tensor_error(node, self)
 
     def adopt(self, result, target):
@@ -153,9 +155,90 @@ class PackedTensor:
         return t
 
 
-def _stand_in(data):
-    import numpy as np
+class _Kept:
+    """A tensor saved inside `allow_mutation_on_saved_tensors` (a detached alias: no cycle
+    through its node), and its copy taken before the first in-place write into its memory."""
 
+    __slots__ = ("tensor", "copy")
+
+    def __init__(self, tensor):
+        self.tensor, self.copy = tensor.detach(), None
+
+    @property
+    def copied(self):  # (PackedTensor.check: the value read predates the write)
+        return self.copy is not None
+
+
+def _root(t):
+    """The array owning the memory of t's elements (a vmap example's: its physical one)."""
+    phys = getattr(t, "_phys", None)
+    data = t._data if phys is None else phys._data
+    while isinstance(data.base, np.ndarray):
+        data = data.base
+    return data
+
+
+_MUTATION_CONTEXT = [None]
+
+
+class allow_mutation_on_saved_tensors:  # noqa: N801 - torch's name
+    """Context manager: inside, an in-place write into the memory of a tensor saved for
+    backward first copies that tensor, and backward reads the copy, so the write raises no
+    version error and the gradient is the one of the values the forward used. Run backward
+    inside too; the graph's saved values are gone once it exits. Unlike torch's, a write
+    through another view of the same memory (a slice of it, its base) is copied for too:
+    torch copies for writes to the saved tensor itself and reads the others' new values.
+
+    >>> import flowgrad as flow
+    >>> a = flow.tensor([1.0, 2.0], requires_grad=True)
+    >>> with flow.autograd.graph.allow_mutation_on_saved_tensors():
+    ...     b = a * 1
+    ...     out = (b * b).sum()
+    ...     _ = b.mul_(10)
+    ...     out.backward()
+    >>> a.grad
+    tensor([2., 4.])
+    """
+
+    def __enter__(self):
+        if _MUTATION_CONTEXT[0] is not None:
+            raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+        self._kept = {}  # id(root array) -> (the array, [_Kept])
+        self._hooks = saved_tensors_hooks(self._pack, self._unpack)
+        self._hooks.__enter__()
+        _MUTATION_CONTEXT[0] = self
+        _meta.BEFORE_WRITE.append(self._before_write)
+        return self
+
+    def __exit__(self, *exc):
+        _meta.BEFORE_WRITE.remove(self._before_write)
+        _MUTATION_CONTEXT[0] = None
+        self._hooks.__exit__(*exc)
+        self._kept = None
+        return False
+
+    def _pack(self, tensor):
+        kept = _Kept(tensor)
+        root = _root(tensor)
+        self._kept.setdefault(id(root), (root, []))[1].append(kept)
+        return kept
+
+    def _unpack(self, kept):
+        if self._kept is None:
+            raise RuntimeError("Trying to backward outside of the "
+                               "'allow_mutation_on_saved_tensors' context in which the graph "
+                               "was originally recorded; run backward inside it")
+        return kept.tensor if kept.copy is None else kept.copy
+
+    def _before_write(self, target):
+        entry = self._kept.get(id(_root(target)))
+        if entry is not None:
+            for kept in entry[1]:
+                if kept.copy is None:
+                    kept.copy = kept.tensor.clone()
+
+
+def _stand_in(data):
     return np.broadcast_to(np.zeros((), data.dtype), data.shape)
 
 

@@ -38,6 +38,7 @@ from ..autograd.inplace import (
 )
 from ..autograd.interpreter import STAMP
 from ..autograd.levels import writing_out
+from ..autograd.meta import BEFORE_WRITE
 from ..autograd.views import writable_alias
 from ..device import ARRAY_MODULES, array_module, new_array
 from ..errors import INT_INDEX_DTYPES, check_number, checked_value_tensor, fill_scalar, int_arg
@@ -309,7 +310,7 @@ _ASSIGNABLE = (bool, int, float, complex, np.generic, np.ndarray, list, tuple)
 
 def setitem(x, index, value):
     """`x[index] = value` in place; recorded (x is rebased) when value or x needs grad."""
-    if STAMP:  # (inside func transforms: check_capture, inline)
+    if STAMP or BEFORE_WRITE:  # (inside func transforms, or saved tensors kept: inline)
         check_capture("setitem", x)
     xp = array_module(x._data)
     spec, arrays, advanced = parse_index(index)
