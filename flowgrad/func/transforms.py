@@ -421,6 +421,13 @@ def _fresh(x):
             if x._counter is None:
                 x._counter = VersionCounter()
             copy._counter = x._counter
+            for lv in TRANSFORMS:  # (and x's tangents, one tensor at the forward levels:
+                # made under autograd's interpreter, the alias had none, so grad(jvp(grad(f)))
+                # and jvp(grad(grad(f))) came out 0, silently)
+                if isinstance(lv, forward_ad.ForwardLevel):
+                    tangent = lv.tangent(_seen_by(x, lv))
+                    if tangent is not None:
+                        lv.set_tangent(_seen_by(copy, lv), tangent)
         else:
             copy = x.clone()
         TRANSFORM_INPUTS.add(copy._meta)  # (in-place writes refused, as to a leaf: torch's)
