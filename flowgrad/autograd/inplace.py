@@ -96,7 +96,9 @@ def memory_of(t):
     """The array holding t's elements: a vmap-batched tensor's examples (`_phys`), not its
     placeholder storage."""
     phys = getattr(t, "_phys", None)
-    return t._data if phys is None else phys._data
+    while phys is not None:  # (nested vmaps: the outermost level's physical array; the
+        t, phys = phys, getattr(phys, "_phys", None)  # inner ones' are placeholders)
+    return t._data
 
 
 def write_into(dst, src):

@@ -155,14 +155,28 @@ class VmapLevel:
         is written, where result is batched and target is not (torch's vmap error)."""
         if batched_at(result, self):
             self._refuse_unbatched(target)
+        self._refuse_nested_under_reverse(target)
         delegate(self.inner, "writing", target, result)
 
     def written(self, target, result):
         """An in-place op wrote `result` into `target`: target now holds result's examples."""
         if batched_at(result, self):
             self._refuse_unbatched(target)  # (writes that did not ask first)
+            self._refuse_nested_under_reverse(target)
             _write_examples(self, target, result)
         delegate(self.inner, "written", target, result)
+
+    def _refuse_nested_under_reverse(self, target):
+        """A write into a tensor batched by this level and one outside it, while a reverse
+        transform runs inside (per-example autograd): its gradient would miss the write
+        (vmap(vmap(grad(f))) with a write through a view), so it is refused, as before
+        nested vmaps took in-place writes at all."""
+        if self.logical and type(target) is BatchedTensor and target._level is self and \
+                type(target._phys) is BatchedTensor:
+            raise NotImplementedError(
+                f"vmap: an in-place write into a tensor batched by nested vmaps (shape "
+                f"{tuple(target.shape)}) inside func.grad/vjp is not supported yet: its "
+                f"gradient would miss the write; use the out-of-place op there")
 
     def _refuse_unbatched(self, target):
         if not batched_at(target, self):
@@ -234,10 +248,9 @@ def _write_examples(level, target, result):
     phys, new = target._phys, result._phys
     if phys is new:
         return
-    if type(phys._data) is np.ndarray:  # (not a nested vmap's batched physical tensor)
-        with _interpreter.using_interpreter(level.inner):
-            if write_into(phys, new):
-                return
+    with _interpreter.using_interpreter(level.inner):  # (a nested vmap's physical tensor:
+        if write_into(phys, new):  # batched by the level outside, which writes its examples)
+            return
     target._phys = new
 
 
