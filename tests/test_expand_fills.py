@@ -154,3 +154,26 @@ def test_setitem_of_an_expand_by_its_own_elements_as_torch(value_kind, requires_
     # t10 = t7.expand(..), which torch computes
     assert _setitem_of_an_expand_by_its_own_elements(flow, value_kind, requires_grad) == \
         _setitem_of_an_expand_by_its_own_elements(torch, value_kind, requires_grad)
+
+
+def _alias_of_an_expand_copied_from_itself(m, through_op, row):
+    """t.copy_(e) for t = e.data, e = x.expand(2, 3) of a leaf (or of x * 1): torch's copy of
+    the same elements writes nothing but records the copy, so t then leads to x."""
+    x = m.tensor([1.23, 1.05, -0.26], dtype=m.float64, requires_grad=True)
+    e = (x * 1 if through_op else x).expand(2, 3)
+    t = e.data
+    try:
+        t.copy_(e[0] if row else e)
+    except RuntimeError:  # (a row of e overlaps t partly: refused by both)
+        return RuntimeError
+    loss = (t * m.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=m.float64)).sum()
+    return t.requires_grad, m.autograd.grad(loss, x)[0].tolist()
+
+
+@pytest.mark.parametrize("row", [False, True])
+@pytest.mark.parametrize("through_op", [False, True])
+def test_an_alias_of_an_expand_copied_from_itself_records_the_copy_as_torch(through_op, row):
+    # (program_fuzz 1478164, 1484652: flowgrad wrote nothing and recorded nothing, so t
+    # did not require grad and its loss gave x no gradient)
+    assert _alias_of_an_expand_copied_from_itself(flow, through_op, row) == \
+        _alias_of_an_expand_copied_from_itself(torch, through_op, row)
