@@ -70,8 +70,8 @@ CHAINS = ["".join(c) for n in (2, 3) for c in itertools.product("gjv", repeat=n)
 SLOW_CHAINS = ["".join(c) for c in itertools.product("gjv", repeat=4)]
 
 
-def _check(chain, name):
-    ours, theirs = (_chained(m, chain, BODIES[name]) for m in (flow, torch))
+def _check(chain, body):
+    ours, theirs = (_chained(m, chain, body) for m in (flow, torch))
     if isinstance(ours, type) or isinstance(theirs, type):
         assert isinstance(ours, type) and isinstance(theirs, type), (ours, theirs)
     else:
@@ -81,14 +81,55 @@ def _check(chain, name):
 @pytest.mark.parametrize("name", sorted(BODIES))
 @pytest.mark.parametrize("chain", CHAINS)
 def test_nested_transforms_as_torch(chain, name):
-    _check(chain, name)
+    _check(chain, BODIES[name])
+
+
+def _data_read(m, x):
+    return (x * x.data).sum() + (x.sin() * x).sum()
+
+
+def _data_written(m, x):
+    d = x.data
+    y = x * 2
+    d.mul_(1.0)
+    return (y * x.data).sum() + (x ** 3).sum()
+
+
+def _detached(m, x):
+    return (x * x.detach() ** 2).sum() + (x ** 4).sum()
+
+
+def _detached_in_place(m, x):
+    y = x * x
+    y.detach_()
+    return (y * x).sum() + (x ** 3).sum()
+
+
+def _written_under_no_grad(m, x):
+    y = x * 3
+    with m.no_grad():
+        y.add_(1.0)
+    return (y * x).sum()
+
+
+# .data, detach() and detach_() strip the innermost level alone (the outer ones still
+# differentiate through them), and a no_grad write is seen by every level
+ALIAS_BODIES = {"data_read": _data_read, "data_written": _data_written, "detached": _detached,
+                "detached_in_place": _detached_in_place,
+                "written_under_no_grad": _written_under_no_grad}
+
+
+@pytest.mark.parametrize("name", sorted(ALIAS_BODIES))
+@pytest.mark.parametrize("chain", [c for c in CHAINS if "m" not in c])
+def test_nested_transforms_through_aliases_as_torch(chain, name):
+    _check(chain, ALIAS_BODIES[name])
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BODIES))
 def test_four_nested_transforms_as_torch(name):
     for chain in SLOW_CHAINS:
-        _check(chain, name)
+        _check(chain, BODIES[name])
 
 
 def test_the_table_computes():
