@@ -300,7 +300,9 @@ def _data_of(x):
     (vmap(grad(grad(f))): before, .data there cut every level). The transform stripped is
     x's own innermost (`levels.innermost`)."""
     inner = levels.innermost(x)
-    if inner is None:  # (inside vmap levels x is not batched at: plain)
+    if inner is None or any(inner is lv for lv in levels.LEGACY):
+        # (inside vmap levels x is not batched at; or autograd.functional's levels, torch's
+        # legacy vmap and plain dual level, where .data is plain: no tangent, no graph)
         return levels.stamp(_alias(x), levels.stamp_of(x))
     if isinstance(inner, VmapLevel):  # (x's own level is a vmap's, captured by a grad/jvp)
         raise RuntimeError("accessing `data` under vmap transform is not allowed: use "
@@ -358,7 +360,8 @@ def _detach_keeping_outer(x):
         _rebind(x, y)
         levels.rebound(x)
         return True
-    if inner is None or not _outer_graph(inner, x):
+    if inner is None or any(inner is lv for lv in levels.LEGACY) or \
+            not _outer_graph(inner, x):  # (autograd.functional's levels: a plain detach_)
         return False
     input_copy, old = x._meta in TRANSFORM_INPUTS, x._meta
     y = _strip_inner(x, True, _depth(inner))
