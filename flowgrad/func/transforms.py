@@ -682,11 +682,17 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     if len(primals) != len(tangents):
         raise RuntimeError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents; "
                            f"give one tangent per primal")
+    flat_primals, flat_tangents = _flatten(list(primals)), _flatten(list(tangents))
+    if len(flat_primals) != len(flat_tangents):  # (pytrees of tensors: dicts, lists, ...)
+        raise RuntimeError(f"jvp: the primals hold {len(flat_primals)} tensors and the "
+                           f"tangents {len(flat_tangents)}; give tangents of the primals' "
+                           f"structure")
     with forward_ad.dual_level(), entered(forward_ad._LEVELS[-1]):
         # the level's own inputs, which in-place ops may write (torch's), not the frozen
         # views of captured primals that Op.__call__ stamps them as
-        duals = [levels.stamp(forward_ad.make_dual(p, t), levels.TOKENS[-1])
-                 for p, t in zip(primals, tangents)]
+        duals = _unflatten(list(primals), [
+            levels.stamp(forward_ad.make_dual(p, t), levels.TOKENS[-1])
+            for p, t in zip(flat_primals, flat_tangents)])
         out = func(*duals)
         aux = None
         if has_aux:
@@ -740,7 +746,10 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
                 cots = [c if k == j else zeros_like(q) for k, q in enumerate(outs)]
                 return fn(_unflatten(out, cots)) if not isinstance(out, Tensor) else fn(c)
             per_in = vmap(one)(_basis(o))
-            jacs.append(tuple(g.reshape(*o.shape, *x.shape) for g, x in zip(per_in, diff)))
+            jacs.append(tuple(  # (each argument a pytree of tensors: a dict of parameters)
+                _unflatten(x, [g.reshape(*o.shape, *leaf.shape) for g, leaf in
+                               zip(_flatten(per), _flatten(x))])
+                for per, x in zip(per_in, diff)))
         jac = [j if isinstance(argnums, tuple) else j[0] for j in jacs]
         jac = jac[0] if isinstance(out, Tensor) else _unflatten(out, jac)
         return (jac, res[2]) if has_aux else jac
@@ -768,23 +777,31 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     @functools.wraps(func)
     def wrapper(*args):
         diff, f = _of_argnums(func, args, argnums, "jacfwd")
-        _real_only(diff, "inputs")  # a basis of real tangents misses the imaginary directions
-        per_arg, aux = [], None
+        leaves = [_flatten(x) for x in diff]  # (each argument a pytree of tensors)
+        _real_only([leaf for ls in leaves for leaf in ls], "inputs")  # (a basis of real
+        per_arg, aux = [], None  # tangents misses the imaginary directions)
         for k, x in enumerate(diff):
-            def push(t, k=k):
-                tans = [t if m == k else zeros_like(y) for m, y in enumerate(diff)]
-                r = jvp(f, tuple(diff), tuple(tans), has_aux=has_aux)
-                return (r[1], r[2]) if has_aux else r[1]
-            r = vmap(push, randomness=randomness)(_basis(x))
-            tang = r[0] if has_aux else r
-            _real_only(_flatten(tang), "outputs")
-            if has_aux:
-                aux = _flatten(r[1])  # the same per basis vector: keep the first
-                aux = _unflatten(r[1], [a[0] if isinstance(a, Tensor) else a for a in aux])
-            per_arg.append([t.movedim(0, -1).reshape(*t.shape[1:], *x.shape)
-                            for t in _flatten(tang)])
-            template = tang
-        outs = [tuple(p[j] for p in per_arg) for j in range(len(per_arg[0]))]
+            per_leaf = []
+            for i, leaf in enumerate(leaves[k]):
+                def push(t, k=k, i=i):
+                    tans = [_unflatten(y, [t if (n, j) == (k, i) else zeros_like(q)
+                                           for j, q in enumerate(leaves[n])])
+                            for n, y in enumerate(diff)]
+                    r = jvp(f, tuple(diff), tuple(tans), has_aux=has_aux)
+                    return (r[1], r[2]) if has_aux else r[1]
+                r = vmap(push, randomness=randomness)(_basis(leaf))
+                tang = r[0] if has_aux else r
+                _real_only(_flatten(tang), "outputs")
+                if has_aux:
+                    aux = _flatten(r[1])  # the same per basis vector: keep the first
+                    aux = _unflatten(r[1], [a[0] if isinstance(a, Tensor) else a for a in aux])
+                per_leaf.append([t.movedim(0, -1).reshape(*t.shape[1:], *leaf.shape)
+                                 for t in _flatten(tang)])
+                template = tang
+            per_arg.append(per_leaf)
+        outs = [tuple(_unflatten(x, [jac[j] for jac in per_leaf])
+                      for x, per_leaf in zip(diff, per_arg))
+                for j in range(len(per_arg[0][0]))]
         outs = [o if isinstance(argnums, tuple) else o[0] for o in outs]
         jac = outs[0] if isinstance(template, Tensor) else _unflatten(template, outs)
         return (jac, aux) if has_aux else jac
