@@ -81,3 +81,17 @@ def test_jvp_refuses_tangents_of_another_structure():
     with pytest.raises(RuntimeError, match="structure"):
         flow.func.jvp(lambda d: d["a"] * 2, ({"a": flow.ones(2), "b": flow.ones(2)},),
                       ({"a": flow.ones(2)},))
+
+
+def _non_tensor_output(m, extra, out_dims):
+    try:
+        return m.func.vmap(lambda x: (x.sum(), extra), out_dims=out_dims)(m.ones(4, 3))[1]
+    except ValueError as error:
+        assert "must only return Tensors" in str(error)
+        return ValueError
+
+
+@pytest.mark.parametrize("out_dims", [0, (0, None)])
+@pytest.mark.parametrize("extra", [None, 3, "text"])
+def test_vmap_hands_back_a_non_tensor_output_only_with_out_dims_none(extra, out_dims):
+    assert _non_tensor_output(flow, extra, out_dims) == _non_tensor_output(torch, extra, out_dims)

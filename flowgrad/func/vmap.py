@@ -331,16 +331,19 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                 out = func(*batched, **kwargs)
         finally:
             VMAP_STACK.remove(level)
-        return _unwrap_tree(out, level, out_dims)
+        return _unwrap_tree(out, level, out_dims, getattr(func, "__name__", "func"))
 
     wrapped.__doc__ = getattr(func, "__doc__", None)
     return wrapped
 
 
-def _unwrap_tree(out, level, out_dims):
+def _unwrap_tree(out, level, out_dims, name):
     def unwrap(x, d):
         if not isinstance(x, Tensor):
-            return x
+            if d is None:  # (torch's: a non-tensor output is handed back where out_dims is None)
+                return x
+            raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type "
+                             f"{type(x)}. Did you mean to set out_dims= to None for output?")
         if batched_at(x, level):
             return x._phys if d == 0 else x._phys.movedim(0, d)
         if d is None:
