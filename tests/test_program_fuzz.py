@@ -31,15 +31,12 @@ def test_generation_is_deterministic():
 # order, or accepts a program torch refuses and computes the gradient of what ran.
 _OVERLAP = ("an operand shares memory with the tensor written in place: torch's result depends "
             "on the order its loop reads and writes; flowgrad refuses (clone() the operand)")
-_EXPAND_COPY = ("a copy into an expanded view whose elements share memory: flowgrad refuses it "
-                "as every other in-place write there")
 _TORCH_REFUSES = "torch refuses; flowgrad runs it and gives the gradient of what ran"
 _DATA = (".data writes bypass version counters: the gradient reads whatever the op saved, "
          "and torch's composites saved copies where flowgrad's ops keep the original")
 KNOWN_DIFFERENCES = {
     **dict.fromkeys([375, 100222, 100665, 101015, 101404, 103358, 103806, 104173,
                      104184, 104533, 104886, 104924, 105131, 105693, 105947], _OVERLAP),
-    **dict.fromkeys([101585, 103484], _EXPAND_COPY),
     **dict.fromkeys([330, 100382, 101793, 101881, 102010, 102661, 103050],
                     _TORCH_REFUSES),
     **dict.fromkeys([103396, 103625, 104552], _DATA),
@@ -49,8 +46,6 @@ KNOWN_DIFFERENCES = {
             "flowgrad reads the whole source first (NumPy's semantics)",
     104419: "torch's broadcast matmul saves reshaped copies of its operands, flowgrad the "
             "operands (written in place here)",
-    1265: "a gradient through zero-size tensors keeps its history in flowgrad, not in torch",
-    105624: "a gradient through zero-size tensors keeps its history in flowgrad, not in torch",
 }
 
 
