@@ -17,6 +17,7 @@ from ..errors import kernel_error
 from . import grad_mode
 from . import interpreter as _interpreter
 from . import meta as _meta
+from . import saved_hooks as _saved_hooks
 from .node import AccumulateGrad
 from .views import mark_view
 
@@ -376,6 +377,9 @@ class ReverseLevel:
         self.depth = len(TRANSFORMS)
         self.keep = keep
         self.leaves = []
+
+
+_saved_hooks.TRANSFORMS, _saved_hooks.ReverseLevel = TRANSFORMS, ReverseLevel
 
 
 class entered:

@@ -247,8 +247,26 @@ def _pack_list(saved, tensors, pack, unpack):
             for s, t in zip(saved, tensors)]
 
 
+# the transforms entered and func.grad/vjp's level class: bound by levels (which imports
+# this layer)
+TRANSFORMS: list = []
+ReverseLevel = None
+
+
+def _refuse_in_reverse_transforms():
+    """torch's refusal of saved-tensor hooks while func.grad/vjp runs (their graph would be
+    packed by hooks that know nothing of its levels: vmap(grad(checkpoint(f))) came out
+    zeros, silently)."""
+    if TRANSFORMS and any(type(lv) is ReverseLevel for lv in TRANSFORMS):
+        raise RuntimeError("torch.func.{grad, vjp, jacrev, hessian} don't yet support saved "
+                           "tensor hooks (checkpoint, save_on_cpu, "
+                           "allow_mutation_on_saved_tensors, saved_tensors_hooks): leave "
+                           "them out of the function transformed, or use autograd.grad")
+
+
 def pack_capture(ctx, inputs, outputs):
     """Pass what add_node saved in `ctx` through the innermost hooks (hooks are on)."""
+    _refuse_in_reverse_transforms()
     pack, unpack = state.stack[-1]
     if ctx._inputs is not None:
         ctx._inputs = _pack_list(ctx._inputs, inputs, pack, unpack)
@@ -258,5 +276,6 @@ def pack_capture(ctx, inputs, outputs):
 
 def pack_saved(saved, tensors):
     """The same for a custom Function's `ctx.save_for_backward` list."""
+    _refuse_in_reverse_transforms()
     pack, unpack = state.stack[-1]
     return _pack_list(saved, tensors, pack, unpack)
