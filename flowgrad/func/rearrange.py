@@ -27,9 +27,9 @@ _TOKEN = re.compile(r"\.\.\.|\(|\)|[^\s()]+")
 def rearrange(tensor, pattern, **axes_lengths):
     """Reorder `tensor`'s elements as `pattern` ("left -> right") says: each side names the
     axes, `(a b)` is one dimension made of two axes, `...` stands for the dimensions not
-    named, `1` and `()` are dimensions of size 1. Sizes of axes inside a group on the left
-    come from the tensor, or from `axes_lengths` where the group has more than one unknown.
-    A list or tuple of tensors is stacked first (its own leading axis).
+    named, `1` and `()` are dimensions of size 1. A group on the left may leave one axis's
+    length out (the tensor's dimension gives it); the others come from `axes_lengths`. A
+    list or tuple of tensors is stacked first (its own leading axis).
 
     >>> import flowgrad as flow
     >>> images = flow.zeros(8, 6, 4, 3)
