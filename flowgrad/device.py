@@ -160,6 +160,13 @@ def to_device(array, dev):
 
 
 # ---- arrays on the device of another: what code outside kernels makes instead of np.zeros --
+def memory_owner(array):
+    """The array owning `array`'s memory: the root of the NumPy views it is one of."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
 def new_zeros(like, shape=None, dtype=None):
     """Zeros on the device of array `like` (its shape and dtype unless given).
 

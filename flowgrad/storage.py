@@ -15,7 +15,7 @@ import ctypes
 import numpy as np
 
 from .autograd.inplace import memory_of
-from .device import device_of
+from .device import device_of, memory_owner
 from .tensor import tensor_method
 
 __all__ = ["UntypedStorage"]
@@ -76,7 +76,4 @@ class UntypedStorage:
 def untyped_storage(self):
     """The storage of this tensor's elements (see `UntypedStorage`): views of one tensor have
     the same one, at the same `data_ptr()`."""
-    root = memory_of(self)
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    return UntypedStorage(root)
+    return UntypedStorage(memory_owner(memory_of(self)))

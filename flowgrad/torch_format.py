@@ -30,6 +30,7 @@ from collections import Counter, OrderedDict
 import numpy as np
 
 from . import dtypes as _dt
+from .device import memory_owner
 from .tensor import Size, Tensor
 
 __all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
@@ -505,9 +506,7 @@ class _Pickler(pickle._Pickler):
     def storage_of(self, data):
         """(storage, element offset, element strides): the root array the data views when
         it is one contiguous allocation (views then share it, as torch's), else a copy."""
-        root = data
-        while isinstance(root.base, np.ndarray):
-            root = root.base
+        root = memory_owner(data)
         item = data.itemsize
         ptr, rptr = data.__array_interface__["data"][0], root.__array_interface__["data"][0]
         if root.flags.c_contiguous and root.dtype == data.dtype and \

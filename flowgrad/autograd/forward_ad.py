@@ -80,13 +80,18 @@ def _zeros_laid_out_as(t):
     return _distinct(t.detach(), t).clone().zero_().expand(tuple(t.shape))
 
 
+def _shared_dims(like):
+    """The dims in which like's elements share memory: strided by 0, of size 2 or more."""
+    memory = memory_of(like)
+    strides = memory.strides[memory.ndim - like.ndim:]
+    return [d for d, (stride, n) in enumerate(zip(strides, like.shape)) if stride == 0 and n > 1]
+
+
 def _distinct(t, like):
     """t narrowed to one element per distinct memory location of `like` (of t's shape): size
     1 in each dim that like strides by 0."""
-    memory = memory_of(like)
-    for dim, stride in enumerate(memory.strides[memory.ndim - like.ndim:]):
-        if stride == 0 and like.shape[dim] > 1:
-            t = t.narrow(dim, 0, 1)
+    for dim in _shared_dims(like):
+        t = t.narrow(dim, 0, 1)
     return t
 
 
@@ -109,14 +114,12 @@ def _last_written(new, old):
     """`new` (of old's shape) narrowed to one element per memory location of `old` (an
     expand's tangent): at each location the last element whose value differs from old's,
     which a raw write of new into that memory would leave (the first where none does)."""
-    memory = memory_of(old)
-    strides = memory.strides[memory.ndim - old.ndim:]
-    for dim, (stride, n) in enumerate(zip(strides, old.shape)):
-        if stride == 0 and n > 1:
-            old = old.narrow(dim, 0, 1)
-            order = new.new_tensor(range(n), dtype=_dtypes.int64).reshape(
-                [n if d == dim else 1 for d in range(new.ndim)])
-            new = new.gather(dim, ((new != old) * order).amax(dim, keepdim=True))
+    for dim in _shared_dims(old):
+        n = old.shape[dim]
+        old = old.narrow(dim, 0, 1)
+        order = new.new_tensor(range(n), dtype=_dtypes.int64).reshape(
+            [n if d == dim else 1 for d in range(new.ndim)])
+        new = new.gather(dim, ((new != old) * order).amax(dim, keepdim=True))
     return new
 
 

@@ -128,6 +128,12 @@ def level_leaf(meta, depth=None):
     return any(meta is leaf for lv in TRANSFORMS[:depth] for leaf in getattr(lv, "leaves", ()))
 
 
+def legacy(level):
+    """Whether `level` is one autograd.functional entered (`LEGACY`: torch's legacy vmap and
+    plain dual level, where `.data` and `detach_()` are the plain ones)."""
+    return any(level is lv for lv in LEGACY)
+
+
 def made_leaf(t):
     """t (whose meta was just made to require grad) became a leaf inside func transforms.
     When it lives at a grad, vjp or jvp level (torch's wrapper at that level: made there,

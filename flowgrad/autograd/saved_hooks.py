@@ -22,6 +22,7 @@ import threading
 
 import numpy as np
 
+from ..device import memory_owner
 from ..errors import saved_tensor_error
 from . import meta as _meta
 
@@ -171,11 +172,9 @@ class _Kept:
 
 def _root(t):
     """The array owning the memory of t's elements (a vmap example's: its physical one)."""
-    phys = getattr(t, "_phys", None)
-    data = t._data if phys is None else phys._data
-    while isinstance(data.base, np.ndarray):
-        data = data.base
-    return data
+    while getattr(t, "_phys", None) is not None:
+        t = t._phys
+    return memory_owner(t._data)
 
 
 _MUTATION_CONTEXT = [None]

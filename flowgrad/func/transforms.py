@@ -300,7 +300,7 @@ def _data_of(x):
     (vmap(grad(grad(f))): before, .data there cut every level). The transform stripped is
     x's own innermost (`levels.innermost`)."""
     inner = levels.innermost(x)
-    if inner is None or any(inner is lv for lv in levels.LEGACY):
+    if inner is None or levels.legacy(inner):
         # (inside vmap levels x is not batched at; or autograd.functional's levels, torch's
         # legacy vmap and plain dual level, where .data is plain: no tangent, no graph)
         return levels.stamp(_alias(x), levels.stamp_of(x))
@@ -322,12 +322,18 @@ def _data_of(x):
         # (a view of that leaf, in torch; or jvp's input, make_dual's view of a leaf that
         # requires grad below the jvp: its .data is that view there)
         TRANSFORM_INPUT_VIEWS.add(y._meta)
-    for lv in TRANSFORMS[:depth]:
+    _take_tangents(y, x, TRANSFORMS[:depth])
+    return y
+
+
+def _take_tangents(alias, x, transforms):
+    """alias (on x's storage) takes x's tangent itself at each forward level of
+    `transforms`: one tensor there, as torch's wrapper."""
+    for lv in transforms:
         if isinstance(lv, forward_ad.ForwardLevel):
             tangent = lv.tangent(_seen_by(x, lv))
             if tangent is not None:
-                lv.set_tangent(_seen_by(y, lv), tangent)
-    return y
+                lv.set_tangent(_seen_by(alias, lv), tangent)
 
 
 def _rebind(x, y):
@@ -360,9 +366,8 @@ def _detach_keeping_outer(x):
         _rebind(x, y)
         levels.rebound(x)
         return True
-    if inner is None or any(inner is lv for lv in levels.LEGACY) or \
-            not _outer_graph(inner, x):  # (autograd.functional's levels: a plain detach_)
-        return False
+    if inner is None or levels.legacy(inner) or not _outer_graph(inner, x):
+        return False  # (autograd.functional's levels included: a plain detach_)
     input_copy, old = x._meta in TRANSFORM_INPUTS, x._meta
     y = _strip_inner(x, True, _depth(inner))
     if not y.requires_grad:
@@ -424,13 +429,9 @@ def _fresh(x):
             if x._counter is None:
                 x._counter = VersionCounter()
             copy._counter = x._counter
-            for lv in TRANSFORMS:  # (and x's tangents, one tensor at the forward levels:
-                # made under autograd's interpreter, the alias had none, so grad(jvp(grad(f)))
-                # and jvp(grad(grad(f))) came out 0, silently)
-                if isinstance(lv, forward_ad.ForwardLevel):
-                    tangent = lv.tangent(_seen_by(x, lv))
-                    if tangent is not None:
-                        lv.set_tangent(_seen_by(copy, lv), tangent)
+            # (and x's tangents: made under autograd's interpreter, the alias had none, so
+            # grad(jvp(grad(f))) and jvp(grad(grad(f))) came out 0, silently)
+            _take_tangents(copy, x, TRANSFORMS)
         else:
             copy = x.clone()
         TRANSFORM_INPUTS.add(copy._meta)  # (in-place writes refused, as to a leaf: torch's)
