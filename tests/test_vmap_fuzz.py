@@ -116,16 +116,16 @@ VJOJ_SLOW_KNOWN = {**JOJ_SLOW_KNOWN, **dict.fromkeys([1214, 1392], _OVERLAP)}
 # jvp of jvp (before, an in-place write left the outer tangent of an inner tangent alone)
 MODES = {
     "values": (vf.check, range(400), KNOWN_DIFFERENCES, SLOW_KNOWN),
-    "grad": (vf.check_grad, range(300), GRAD_KNOWN, GRAD_SLOW_KNOWN),
-    "jvp": (vf.check_jvp, JVP_SEEDS, JVP_KNOWN, JVP_SLOW_KNOWN),
-    "hvp": (vf.check_hvp, range(300), HVP_KNOWN, HVP_SLOW_KNOWN),
-    "jvp_of_grad": (vf.check_jvp_of_grad, range(300), JOG_KNOWN, JOG_SLOW_KNOWN),
-    "vmap_hvp": (vf.check_vmap_hvp, VMAP_HVP_SEEDS, {}, VHVP_SLOW_KNOWN),
-    "vmap_jvp_of_grad": (vf.check_vmap_jvp_of_grad, VMAP_HVP_SEEDS, {}, VJOG_SLOW_KNOWN),
-    "jvp_of_jvp": (vf.check_jvp_of_jvp, range(300), {}, JOJ_SLOW_KNOWN),
-    "grad_of_jvp": (vf.check_grad_of_jvp, range(300), GOJ_KNOWN, GOJ_SLOW_KNOWN),
-    "vmap_jvp_of_jvp": (vf.check_vmap_jvp_of_jvp, VMAP_NESTED_JVP_SEEDS, {}, VJOJ_SLOW_KNOWN),
-    "vmap_grad_of_jvp": (vf.check_vmap_grad_of_jvp, VMAP_NESTED_JVP_SEEDS, {},
+    "grad": (vf.CHECKS["grad"], range(300), GRAD_KNOWN, GRAD_SLOW_KNOWN),
+    "jvp": (vf.CHECKS["jvp"], JVP_SEEDS, JVP_KNOWN, JVP_SLOW_KNOWN),
+    "hvp": (vf.CHECKS["hvp"], range(300), HVP_KNOWN, HVP_SLOW_KNOWN),
+    "jvp_of_grad": (vf.CHECKS["jvp_of_grad"], range(300), JOG_KNOWN, JOG_SLOW_KNOWN),
+    "vmap_hvp": (vf.CHECKS["vmap_hvp"], VMAP_HVP_SEEDS, {}, VHVP_SLOW_KNOWN),
+    "vmap_jvp_of_grad": (vf.CHECKS["vmap_jvp_of_grad"], VMAP_HVP_SEEDS, {}, VJOG_SLOW_KNOWN),
+    "jvp_of_jvp": (vf.CHECKS["jvp_of_jvp"], range(300), {}, JOJ_SLOW_KNOWN),
+    "grad_of_jvp": (vf.CHECKS["grad_of_jvp"], range(300), GOJ_KNOWN, GOJ_SLOW_KNOWN),
+    "vmap_jvp_of_jvp": (vf.CHECKS["vmap_jvp_of_jvp"], VMAP_NESTED_JVP_SEEDS, {}, VJOJ_SLOW_KNOWN),
+    "vmap_grad_of_jvp": (vf.CHECKS["vmap_grad_of_jvp"], VMAP_NESTED_JVP_SEEDS, {},
                          {**GOJ_KNOWN, **GOJ_SLOW_KNOWN}),
 }
 
@@ -421,4 +421,4 @@ def test_an_aliased_write_is_checked_against_torch_reading_a_clone():
     n = len(program.steps)
     assert vf._differ(program, n, batches, "jvp_of_grad") is not None  # torch's own tangent
     assert vf._differ(program, n, batches, "jvp_of_grad", rewritten) is None
-    assert vf.check_jvp_of_grad(931259) is None
+    assert vf.CHECKS["jvp_of_grad"](931259) is None

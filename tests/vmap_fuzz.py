@@ -5,11 +5,12 @@ no_grad), generated the same way without its autograd steps, over leaves that do
 grad. Each leaf becomes an argument of the vmapped function, given a batch of three versions
 of its values, and the function returns every tensor the program bound. Both frameworks must
 agree on raise / no-raise of the whole call and on every returned tensor's shape and values.
-`check_grad` vmaps func.grad of a loss over those tensors instead: per-example gradients
-through the program's views and in-place writes; `check_jvp` vmaps func.jvp (jacfwd's order):
-their tangents; `check_hvp` (no vmap) takes grad of grad, a Hessian-vector product, and
-`check_jvp_of_grad` (no vmap) jvp of grad, the same product in forward-over-reverse;
-`check_vmap_hvp` and `check_vmap_jvp_of_grad` vmap those two over the batch.
+`CHECKS["grad"]` vmaps func.grad of a loss over those tensors instead: per-example
+gradients through the program's views and in-place writes; `CHECKS["jvp"]` vmaps func.jvp
+(jacfwd's order): their tangents; "hvp" (no vmap) takes grad of grad, a Hessian-vector
+product, and "jvp_of_grad" (no vmap) jvp of grad, the same product in forward-over-reverse;
+"jvp_of_jvp" and "grad_of_jvp" nest forward mode likewise; the "vmap_" modes vmap those
+over the batch. `--mode M` picks one.
 A difference is reported at the shortest prefix of the program that shows it.
 
     .venv/bin/python tests/vmap_fuzz.py --seeds 0:2000      # summary + first differences
@@ -18,6 +19,7 @@ A difference is reported at the shortest prefix of the program that shows it.
 """
 from __future__ import annotations
 
+import functools
 import sys
 import warnings
 
@@ -217,51 +219,12 @@ def check(seed, grad=False):
         pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}: {what}")
 
 
-def check_grad(seed):
-    return check(seed, grad="grad")
-
-
-def check_jvp(seed):
-    return check(seed, grad="jvp")
-
-
-def check_hvp(seed):
-    return check(seed, grad="hvp")
-
-
-def check_jvp_of_grad(seed):
-    return check(seed, grad="jvp_of_grad")
-
-
-def check_vmap_hvp(seed):
-    return check(seed, grad="vmap_hvp")
-
-
-def check_vmap_jvp_of_grad(seed):
-    return check(seed, grad="vmap_jvp_of_grad")
-
-
-def check_jvp_of_jvp(seed):
-    return check(seed, grad="jvp_of_jvp")
-
-
-def check_grad_of_jvp(seed):
-    return check(seed, grad="grad_of_jvp")
-
-
-def check_vmap_jvp_of_jvp(seed):
-    return check(seed, grad="vmap_jvp_of_jvp")
-
-
-def check_vmap_grad_of_jvp(seed):
-    return check(seed, grad="vmap_grad_of_jvp")
-
-
-CHECKS = {"values": check, "grad": check_grad, "jvp": check_jvp, "hvp": check_hvp,
-          "jvp_of_grad": check_jvp_of_grad, "vmap_hvp": check_vmap_hvp,
-          "vmap_jvp_of_grad": check_vmap_jvp_of_grad, "jvp_of_jvp": check_jvp_of_jvp,
-          "grad_of_jvp": check_grad_of_jvp, "vmap_jvp_of_jvp": check_vmap_jvp_of_jvp,
-          "vmap_grad_of_jvp": check_vmap_grad_of_jvp}
+# check(seed) under each transform: the per-example gradients (vmap of grad), tangents
+# (vmap of jvp), grad(grad) and jvp(grad) of the example-0 program and those under vmap,
+# jvp(jvp) and grad(jvp), plain and vmapped
+CHECKS = {"values": check, **{mode: functools.partial(check, grad=mode) for mode in (
+    "grad", "jvp", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad", "jvp_of_jvp",
+    "grad_of_jvp", "vmap_jvp_of_jvp", "vmap_grad_of_jvp")}}
 
 
 if __name__ == "__main__":
