@@ -79,7 +79,7 @@ HOWS = ["data", "detach", "detach_", "no_grad"]
 # refused with NotImplementedError (the inner grad under vmap records per example only: the
 # outer grad's derivative came out as zeros, silently)
 # (and detach_() inside vmap of a tensor captured from a grad around it)
-REFUSED = {("grad", "vmap", "grad")}
+REFUSED = set()
 REFUSED_ROWS = {"grad-grad-vmap-detach_-cap1"}
 
 

@@ -65,8 +65,11 @@ def _chained(m, chain, body):
 
 CHAINS = ["".join(c) for n in (2, 3) for c in itertools.product("gjv", repeat=n)] + \
     ["m" + "".join(c) for n in (2, 3) for c in itertools.product("gj", repeat=n)] + \
-    ["mm", "mmj", "gmm", "jmm", "vmm", "mgm", "mjm", "mvm"]  # (nested vmaps: an in-place
-# write there raised, the inner level's physical tensor read as its placeholder)
+    ["mm", "mmj", "gmm", "jmm", "vmm", "mgm", "mjm", "mvm"] + \
+    ["gmg", "gmv", "vmg", "vmv", "gmj", "jmg", "gmgg", "gmjg", "gjmg", "vmgv"]
+# (nested vmaps: an in-place write there raised, the inner level's physical tensor read as
+# its placeholder; a reverse transform outside a vmap around one was refused: grad(vmap(grad))
+# came out zero, silently, before that)
 SLOW_CHAINS = ["".join(c) for c in itertools.product("gjv", repeat=4)]
 
 

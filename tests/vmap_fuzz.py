@@ -10,7 +10,8 @@ gradients through the program's views and in-place writes; `CHECKS["jvp"]` vmaps
 (jacfwd's order): their tangents; "hvp" (no vmap) takes grad of grad, a Hessian-vector
 product, and "jvp_of_grad" (no vmap) jvp of grad, the same product in forward-over-reverse;
 "jvp_of_jvp" and "grad_of_jvp" nest forward mode likewise; the "vmap_" modes vmap those
-over the batch. `--mode M` picks one.
+over the batch; "grad_of_vmap_grad" differentiates the per-example gradients again, outside
+the vmap. `--mode M` picks one.
 A difference is reported at the shortest prefix of the program that shows it.
 
     .venv/bin/python tests/vmap_fuzz.py --seeds 0:2000      # summary + first differences
@@ -33,7 +34,7 @@ import flowgrad as flow
 
 BATCH = 3
 _PER_LEAF = ("grad", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad",
-             "grad_of_jvp", "vmap_grad_of_jvp")  # labels d<leaf>
+             "grad_of_jvp", "vmap_grad_of_jvp", "grad_of_vmap_grad")  # labels d<leaf>
 BUILDERS = [(4, pf.b_leaf), (30, pf.b_view), (33, pf.b_inplace), (16, pf.b_op)]
 
 
@@ -124,6 +125,12 @@ def run(m, program, upto, batches, grad=False):
                        if t.is_floating_point())
         return m.func.grad(tangent_loss, argnums=tuple(range(len(args))))(*args)
 
+    def grad_of_vmapped_grads(*args):  # grad of <vmap(grad(loss)), cos(3 x)>, whole batch
+        argnums = tuple(range(len(args)))
+        per_example = m.func.vmap(m.func.grad(loss, argnums=argnums))
+        return m.func.grad(lambda *a: sum((g * m.cos(3 * x)).sum() for g, x in zip(
+            per_example(*a), a)), argnums=argnums)(*args)
+
     pf._reset_modes()
     args = [m.tensor(batches[n], dtype=m.float64) for n in leaves]
     if grad and not args:
@@ -133,6 +140,8 @@ def run(m, program, upto, batches, grad=False):
         fn = m.func.grad(loss, argnums=tuple(range(len(args))))
     elif grad in ("grad_of_jvp", "vmap_grad_of_jvp"):
         fn = grad_of_tangents
+    elif grad == "grad_of_vmap_grad":
+        fn = grad_of_vmapped_grads
     elif grad in ("jvp", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad", "jvp_of_jvp",
                   "vmap_jvp_of_jvp"):
         fn = {"jvp": tangents, "hvp": hessian_vector, "jvp_of_grad": grad_tangents,
@@ -145,7 +154,8 @@ def run(m, program, upto, batches, grad=False):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            out = m.func.vmap(fn)(*args) if args and not plain else fn(*args)
+            out = m.func.vmap(fn)(*args) if args and not plain and \
+                grad != "grad_of_vmap_grad" else fn(*args)
         except Exception as e:  # noqa: BLE001 - an outcome to compare
             return None, e
         finally:
@@ -213,7 +223,9 @@ def check(seed, grad=False):
             "grad_of_jvp": "grad of sum(sin(t) * c) over the tangents of its tensors along "
                            "cos(3 x), example 0, not vmapped",
             "vmap_jvp_of_jvp": "jvp of jvp as above, vmapped",
-            "vmap_grad_of_jvp": "grad of jvp as above, vmapped"}.get(
+            "vmap_grad_of_jvp": "grad of jvp as above, vmapped",
+            "grad_of_vmap_grad": "grad of <vmap of grad of that loss, cos(3 x)>, the whole "
+                                 "batch"}.get(
         grad, "its tensors")
     return f"{found[0]}: {found[1]}\n" + program.source(mark=hi - 1, note=found[0]).replace(
         pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}: {what}")
@@ -224,7 +236,7 @@ def check(seed, grad=False):
 # jvp(jvp) and grad(jvp), plain and vmapped
 CHECKS = {"values": check, **{mode: functools.partial(check, grad=mode) for mode in (
     "grad", "jvp", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad", "jvp_of_jvp",
-    "grad_of_jvp", "vmap_jvp_of_jvp", "vmap_grad_of_jvp")}}
+    "grad_of_jvp", "vmap_jvp_of_jvp", "vmap_grad_of_jvp", "grad_of_vmap_grad")}}
 
 
 if __name__ == "__main__":

@@ -344,13 +344,22 @@ def graph_nodes(roots, stop=None):
                 stack.append(nxt)
 
 
+def _with_physical(tensors):
+    """tensors, each followed by its physical tensors down its vmap levels (autograd outside
+    a vmap records on those: grad(vmap(grad(f))))."""
+    for t in tensors:
+        while t is not None:
+            yield t
+            t = getattr(t, "_phys", None)
+
+
 def reaches_live_leaf(tensors):
     """Whether the graph of any of `tensors` reaches a leaf that requires grad other than
     the inputs of the func transforms that have returned: something outside them (an outer
     transform's input, a tensor requiring grad outside every transform) differentiates
     through them. A walk of the graph, made when a transform returns."""
     roots = []
-    for t in tensors:
+    for t in _with_physical(tensors):
         meta = getattr(t, "_meta", None)
         if meta is None or not meta.requires_grad:
             continue

@@ -411,6 +411,28 @@ levels.detach_keeping_outer = _detach_keeping_outer
 levels.data_of = _data_of
 
 
+def _input_alias(x):
+    """`_InputOf(x)` sharing x's version counter; for a batched x whose whole batch requires
+    grad below its vmap level (an outer func.grad, or autograd around the transforms), on an
+    `_InputOf` of its physical tensor too, so the physical graph the vmap level records goes
+    on to x's (grad(vmap(grad(f))): per-example gradients that an outer level differentiates).
+    Where only the physical tensor requires grad, the alias is a new leaf per example."""
+    phys = _input_alias(x._phys) if type(x) is BatchedTensor and \
+        _physical_requires_grad(x) else None
+    if phys is not None and (not x.requires_grad or _physical(x)):
+        copy = wrap(phys, x._level)._set_requires_grad(True)
+    else:
+        with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
+                grad_mode.enable_grad():
+            copy = _InputOf.apply(x)
+        if phys is not None:
+            copy._phys = phys
+    if x._counter is None:
+        x._counter = VersionCounter()
+    copy._counter = x._counter
+    return copy
+
+
 def _fresh(x):
     """What autograd.grad can target for x: a differentiable alias of x (`_InputOf`: its
     storage and version counter, no view) when x already requires grad (an outer transform
@@ -419,16 +441,11 @@ def _fresh(x):
     base, past the inner input, and grad(grad(f)) came out wrong, silently.)"""
     if not isinstance(x, Tensor):
         return x
-    if x.requires_grad:
+    if x.requires_grad or _physical_requires_grad(x):
         if type(x) in (Tensor, BatchedTensor):  # (on x's storage and version counter, as
             # torch's wrapper of x: a write to it under no_grad is a write to x, which the
             # outer levels read; a copy kept the old values there, silently)
-            with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
-                    grad_mode.enable_grad():
-                copy = _InputOf.apply(x)
-            if x._counter is None:
-                x._counter = VersionCounter()
-            copy._counter = x._counter
+            copy = _input_alias(x)
             # (and x's tangents: made under autograd's interpreter, the alias had none, so
             # grad(jvp(grad(f))) and jvp(grad(grad(f))) came out 0, silently)
             _take_tangents(copy, x, TRANSFORMS)
@@ -436,35 +453,10 @@ def _fresh(x):
             copy = x.clone()
         TRANSFORM_INPUTS.add(copy._meta)  # (in-place writes refused, as to a leaf: torch's)
         return copy
-    if type(x) is BatchedTensor and any(isinstance(lv, ReverseLevel) for lv in TRANSFORMS) \
-            and _physical_requires_grad(x):
-        raise NotImplementedError(
-            "func transforms: a func.grad/vjp inside vmap whose input an outer func.grad or "
-            "vjp differentiates (grad(vmap(grad(f))) and the like) is not supported yet: "
-            "the outer derivative would be lost. Compute the per-example gradients without "
-            "vmap (a loop over the examples, or func.grad of the summed function when the "
-            "examples are independent)")
     if not x.is_floating_point():
         raise RuntimeError(f"func transforms: can only differentiate floating point inputs, "
                            f"got one of dtype {x.dtype}; convert it with .float()")
     return _detached(x)._set_requires_grad(True)
-
-
-def _refuse_reverse_in_vmap_in_reverse():
-    """grad(vmap(grad(f))) and the like: the inner grad records on per-example tensors only,
-    so the outer derivative through a tensor captured from outside the vmap (or batched by
-    it) came out as zeros, silently. Refused until the per-example graph joins the outer one."""
-    seen_reverse = False
-    for lv in TRANSFORMS:
-        if isinstance(lv, ReverseLevel):
-            seen_reverse = True
-        elif seen_reverse and isinstance(lv, VmapLevel):
-            raise NotImplementedError(
-                "func transforms: a func.grad/vjp inside vmap inside an outer func.grad/vjp "
-                "(grad(vmap(grad(f))) and the like) is not supported yet: the outer "
-                "derivative would be lost. Compute the per-example gradients without vmap "
-                "(a loop over the examples, or func.grad of the summed function when the "
-                "examples are independent), or use jvp outside (jvp(vmap(grad(f))) is exact)")
 
 
 def _made_at(level, inputs):
@@ -476,6 +468,12 @@ def _made_at(level, inputs):
             levels.stamp(x, token)
             if x._meta is not None and x._grad_fn is None:
                 level.leaves.append(x._meta)
+
+
+def _differentiated(x):
+    """Whether a level outside the transform differentiates through the input x: x requires
+    grad, or (batched) its whole batch does below its vmap level."""
+    return isinstance(x, Tensor) and (x.requires_grad or _physical_requires_grad(x))
 
 
 def _physical_requires_grad(x):
@@ -574,12 +572,10 @@ def grad_and_value(func, argnums=0, has_aux=False):
         nums = _argnums(argnums, len(args), "grad")
         with reverse_scope(), grad_mode.enable_grad():
             args = list(args)
-            keep = any(isinstance(x, Tensor) and x.requires_grad
-                       for i in nums for x in _flatten(args[i]))
+            keep = any(_differentiated(x) for i in nums for x in _flatten(args[i]))
             for i in nums:
                 args[i] = _unflatten(args[i], [_fresh(x) for x in _flatten(args[i])])
             leaves = [x for i in nums for x in _flatten(args[i])]
-            _refuse_reverse_in_vmap_in_reverse()
             with entered(ReverseLevel(keep)) as level, _level_owns(args, nums):
                 _made_at(level, leaves)
                 out = func(*args, **kwargs)
@@ -637,10 +633,9 @@ def vjp(func, *primals, has_aux=False):
     """
     scope = reverse_scope()
     with scope, grad_mode.enable_grad():
-        keep = any(isinstance(x, Tensor) and x.requires_grad for x in _flatten(primals))
+        keep = any(_differentiated(x) for x in _flatten(primals))
         fresh = _unflatten(list(primals), [_fresh(x) for x in _flatten(primals)])
         leaves = [x for x in _flatten(fresh) if isinstance(x, Tensor)]
-        _refuse_reverse_in_vmap_in_reverse()
         with entered(ReverseLevel(keep)) as level:
             _made_at(level, leaves)
             out = func(*fresh)
@@ -663,7 +658,7 @@ def vjp(func, *primals, has_aux=False):
                 grads = [zeros_like(x) for x in leaves]  # torch's: no graph, no tangent
             else:
                 grads = _grad_of([o for o, _ in pairs], leaves, [c for _, c in pairs],
-                                 keep or any(c.requires_grad for _, c in pairs), level)
+                                 keep or any(_differentiated(c) for _, c in pairs), level)
         return tuple(_unflatten(list(primals), grads))
 
     value = out if keep else _unflatten(out, [_detached(o) for o in outs])

@@ -21,8 +21,17 @@ import numpy as np
 from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
 from ..autograd.inplace import write_into
-from ..autograd.levels import VMAP_STACK, apply_full, delegate, entered, pack
-from ..autograd.node import SavedTensor, leading_to_node
+from ..autograd.levels import (
+    DEAD_LEAVES,
+    TRANSFORMS,
+    VMAP_STACK,
+    apply_full,
+    delegate,
+    entered,
+    pack,
+)
+from ..autograd.meta import VersionCounter
+from ..autograd.node import AccumulateGrad, SavedTensor, leading_to_node
 from ..autograd.views import mark_view, sync_view
 from ..return_types import sequence_of
 from ..tensor import Tensor
@@ -74,6 +83,7 @@ class VmapLevel:
     def __init__(self, inner, size, randomness, depth):
         self.inner, self.size, self.randomness, self.depth = inner, size, randomness, depth
         self.logical = 0  # > 0 while a reverse-mode transform runs inside this level
+        self._inside_only = {}  # id -> node whose graph reaches inner leaves alone
 
     def apply(self, op, inputs, attrs):
         return pack(op, self.apply_full(op, inputs, attrs)[0])
@@ -106,10 +116,10 @@ class VmapLevel:
                 if view is not None and view.version != t._counter.value:
                     sync_view(t)
         logical = (self.logical and grad_mode._state.enabled and op.backward is not None
-                   and any(t.requires_grad for t in inputs))
+                   and any(t.requires_grad and not _outside_graph(t) for t in inputs))
         phys = [t._phys if f else t for t, f in zip(inputs, flags)]
         with _interpreter.using_interpreter(self.inner):
-            if logical:
+            if logical and not self._differentiated_outside(inputs, flags):
                 with grad_mode.no_grad():
                     outs, aux = rule(self, op, phys, flags, attrs)
             else:
@@ -125,6 +135,44 @@ class VmapLevel:
             _mark_views(inputs[0], wrapped, op, attrs)  # refuses some writes to those)
         return wrapped, aux
 
+    def _differentiated_outside(self, inputs, flags):
+        """Whether a level outside this one (an outer func.grad/vjp, or autograd around the
+        transforms) differentiates through an op recorded per example: a batched input's
+        whole batch requires grad, or an unbatched one has a graph to a leaf that no reverse
+        transform inside this level made. The op is then recorded on the physical tensors
+        too, so grad(vmap(grad(f))) and a backward() of per-example gradients see it."""
+        for t, batched in zip(inputs, flags):
+            if batched:
+                if t._phys.requires_grad:
+                    return True
+            elif isinstance(t, Tensor) and t.requires_grad and self._reaches_outside(t):
+                return True
+        return False
+
+    def _reaches_outside(self, t):
+        """Whether t's graph reaches a live leaf made outside this level's reverse
+        transforms (graphs found not to are remembered for the level's lifetime)."""
+        inside = {id(m) for lv in TRANSFORMS[TRANSFORMS.index(self) + 1:]
+                  for m in getattr(lv, "leaves", ())} if self in TRANSFORMS else set()
+
+        def live(meta):
+            return id(meta) not in inside and meta not in DEAD_LEAVES
+
+        if t._grad_fn is None:
+            return t._meta is None or not t._meta.requires_grad or live(t._meta)
+        known = self._inside_only
+        stack, seen = [t._grad_fn], {}
+        while stack:
+            node = stack.pop()
+            if id(node) in seen or id(node) in known:
+                continue
+            seen[id(node)] = node
+            if type(node) is AccumulateGrad and live(node.output_metas[0]):
+                return True
+            stack.extend(n for n in node.next_nodes if n is not None)
+        known.update(seen)  # (the nodes kept too: no id of a freed one is reused here)
+        return False
+
     def _random_rule(self, op, inputs, flags, attrs, rule):
         from .batch_rules import same_randomness
 
@@ -138,13 +186,7 @@ class VmapLevel:
     def _record(self, op, inputs, outputs, attrs, aux):
         from ..autograd.interpreter import add_node
 
-        for t in inputs:
-            if type(t) is BatchedTensor and t._meta is not None and t._meta is t._phys._meta \
-                    and t._meta.requires_grad:
-                raise NotImplementedError(
-                    f"vmap: {op.name}: differentiating inside vmap (func.grad, jacrev) with "
-                    f"respect to a tensor that also requires grad outside vmap is not "
-                    f"supported; detach() the vmapped inputs, or differentiate outside")
+        inputs = [_per_example_constant(t, self) if _outside_graph(t) else t for t in inputs]
         node = add_node(_VmapOp(op), inputs, outputs, attrs, aux)
         if node._outputs:
             node._outputs = [SavedBatched(o) for o in outputs]
@@ -224,6 +266,24 @@ class VmapLevel:
 
     def function_ran(self, cls, ctx, args, outputs):
         return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
+
+
+def _outside_graph(t):
+    """Whether autograd sees the batched t through its physical tensor's graph alone (made
+    before the reverse transform inside its level began, from tensors differentiated
+    outside the vmap): a constant to the per-example gradients."""
+    return type(t) is BatchedTensor and t._meta is not None and t._meta is t._phys._meta \
+        and t._meta.requires_grad
+
+
+def _per_example_constant(t, level):
+    """t without its physical graph, to a per-example node's inputs: the levels outside see
+    t's graph through the physical op the node's op also ran."""
+    c = wrap(t._phys, level)
+    if t._counter is None:
+        t._counter = VersionCounter()
+    c._counter = t._counter
+    return c
 
 
 def _mark_views(src, outs, op, attrs):
