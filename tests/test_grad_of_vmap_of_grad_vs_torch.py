@@ -144,3 +144,43 @@ def test_per_example_gradients_of_constants_have_no_graph():
         g = m.func.vmap(m.func.grad(lambda p, w: (p * w).sin().sum()), in_dims=(0, None))(
             m.tensor(X), m.tensor(W))
         assert not g.requires_grad
+
+
+def _no_grad_write_through_an_expand(m):
+    """backward() of a vmapped function that fills an expand of its input under no_grad:
+    the write is not recorded, so the gradient still flows through the expand to x."""
+    x = m.tensor(X.reshape(2, 4, 1), requires_grad=True)
+
+    def f(x1):
+        t = x1.expand(2, 4, 3)
+        with m.no_grad():
+            t.fill_(0.3)
+        return t.sin() * 2 + x1
+    m.func.vmap(f)(x * 1.0).sum().backward()
+    return x.grad.numpy()
+
+
+def _data_of_an_inner_input(m):
+    """x.data of the inner grad's input strips the inner grad alone: the outer one still
+    differentiates through it."""
+    def per_example(p):
+        return m.func.grad(lambda q: ((q + q.data) * q).sin().sum())(p)
+    return m.func.grad(lambda a: (m.func.vmap(per_example)(a) * a.cos()).sum())(
+        m.tensor(X)).numpy()
+
+
+@pytest.mark.parametrize("case", [_no_grad_write_through_an_expand, _data_of_an_inner_input])
+def test_writes_and_data_seen_from_outside_the_vmap_as_torch(case):
+    # (before: the no_grad write gave the vmap's physical tensor new examples with no
+    # history, and .data cut the physical graph: both wrong, silently)
+    np.testing.assert_allclose(case(flow), case(torch), rtol=1e-10, atol=1e-12)
+
+
+def test_a_write_into_a_vmapped_leaf_that_requires_grad_is_refused_as_torch():
+    # (before: flowgrad wrote into a copy of the leaf's examples, and computed)
+    for m in (torch, flow):
+        x = m.tensor(X, requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf"):
+            m.func.vmap(lambda r: r.sub_(0.75))(x)
+        with pytest.raises(RuntimeError, match="leaf"):
+            m.func.vmap(lambda r: r.sub_(0.75), in_dims=1)(x)

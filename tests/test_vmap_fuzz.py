@@ -105,6 +105,19 @@ JOJ_SLOW_KNOWN = {
 # the same two under vmap: `make test` runs a few seeds (two that jvp_of_jvp found)
 VMAP_NESTED_JVP_SEEDS = (83, 143, 203, 724, 813, 1823)
 VJOJ_SLOW_KNOWN = {**JOJ_SLOW_KNOWN, **dict.fromkeys([1214, 1392], _OVERLAP)}
+# differentiated outside the vmap, over the whole batch: grad of the per-example gradients
+# (before, refused: the inner grad recorded per example only), and the vmapped program by
+# func.grad and by backward() (before, a no_grad write into an expanded physical tensor lost
+# its history, and a write into a vmap input that is a leaf requiring grad went to a copy)
+_VMAP_SAVED_WRITE = ("an in-place op under vmap saves its result and a later write changes "
+                     "it: torch (and eager flowgrad) refuse the backward; flowgrad's vmap "
+                     "saved a physical tensor of its own and differentiates at the values "
+                     "before the write (checked against the program with the op out of place)")
+_TORCH_BATCHED_COPY = ("a tensor saved by matmul is written in place: flowgrad refuses the "
+                       "backward, as eagerly; torch's batched matmul saved a reshaped copy")
+GOVG_SEEDS = (*range(300), 314, 2770)  # (a no_grad fill_ through an expand; x.data: wrong)
+GOVG_SLOW_KNOWN = {737: _TORCH_SAVES_RESULT}
+GOV_SLOW_KNOWN = {**dict.fromkeys([1539, 2530], _VMAP_SAVED_WRITE), 1850: _TORCH_BATCHED_COPY}
 # mode -> (its check, the seeds `make test` runs, their known differences, those of the
 # slow run's seeds, the rest of 0..2999): the vmapped programs' tensors, their per-example
 # gradients (vmap of grad: before, a write through a batched view was missing from the
@@ -127,6 +140,9 @@ MODES = {
     "vmap_jvp_of_jvp": (vf.CHECKS["vmap_jvp_of_jvp"], VMAP_NESTED_JVP_SEEDS, {}, VJOJ_SLOW_KNOWN),
     "vmap_grad_of_jvp": (vf.CHECKS["vmap_grad_of_jvp"], VMAP_NESTED_JVP_SEEDS, {},
                          {**GOJ_KNOWN, **GOJ_SLOW_KNOWN}),
+    "grad_of_vmap_grad": (vf.CHECKS["grad_of_vmap_grad"], GOVG_SEEDS, {}, GOVG_SLOW_KNOWN),
+    "grad_of_vmap": (vf.CHECKS["grad_of_vmap"], range(300), {}, GOV_SLOW_KNOWN),
+    "backward_of_vmap": (vf.CHECKS["backward_of_vmap"], range(300), {}, GOV_SLOW_KNOWN),
 }
 
 

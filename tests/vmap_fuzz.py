@@ -11,7 +11,8 @@ gradients through the program's views and in-place writes; `CHECKS["jvp"]` vmaps
 product, and "jvp_of_grad" (no vmap) jvp of grad, the same product in forward-over-reverse;
 "jvp_of_jvp" and "grad_of_jvp" nest forward mode likewise; the "vmap_" modes vmap those
 over the batch; "grad_of_vmap_grad" differentiates the per-example gradients again, outside
-the vmap. `--mode M` picks one.
+the vmap, and "grad_of_vmap" and "backward_of_vmap" differentiate the vmapped program itself
+there, by func.grad and by backward(). `--mode M` picks one.
 A difference is reported at the shortest prefix of the program that shows it.
 
     .venv/bin/python tests/vmap_fuzz.py --seeds 0:2000      # summary + first differences
@@ -34,7 +35,10 @@ import flowgrad as flow
 
 BATCH = 3
 _PER_LEAF = ("grad", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad",
-             "grad_of_jvp", "vmap_grad_of_jvp", "grad_of_vmap_grad")  # labels d<leaf>
+             "grad_of_jvp", "vmap_grad_of_jvp", "grad_of_vmap_grad", "grad_of_vmap",
+             "backward_of_vmap")  # labels d<leaf>
+# modes that vmap inside what they differentiate (the whole batch, not one example)
+_WHOLE_BATCH = ("grad_of_vmap_grad", "grad_of_vmap", "backward_of_vmap")
 BUILDERS = [(4, pf.b_leaf), (30, pf.b_view), (33, pf.b_inplace), (16, pf.b_op)]
 
 
@@ -131,6 +135,15 @@ def run(m, program, upto, batches, grad=False):
         return m.func.grad(lambda *a: sum((g * m.cos(3 * x)).sum() for g, x in zip(
             per_example(*a), a)), argnums=argnums)(*args)
 
+    def vmapped_loss(*args):  # the loss over the vmapped program's tensors, whole batch
+        return sum((t.sin() * (0.3 + 0.1 * k)).sum() for k, t in enumerate(
+            m.func.vmap(step)(*args)) if t.is_floating_point())
+
+    def backward_of_vmapped(*args):  # its gradients by backward(), the leaves' .grad
+        leaves = [a.clone().requires_grad_() for a in args]
+        vmapped_loss(*leaves).backward()
+        return [m.zeros_like(a) if a.grad is None else a.grad for a in leaves]
+
     pf._reset_modes()
     args = [m.tensor(batches[n], dtype=m.float64) for n in leaves]
     if grad and not args:
@@ -142,6 +155,10 @@ def run(m, program, upto, batches, grad=False):
         fn = grad_of_tangents
     elif grad == "grad_of_vmap_grad":
         fn = grad_of_vmapped_grads
+    elif grad == "grad_of_vmap":
+        fn = m.func.grad(vmapped_loss, argnums=tuple(range(len(args))))
+    elif grad == "backward_of_vmap":
+        fn = backward_of_vmapped
     elif grad in ("jvp", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad", "jvp_of_jvp",
                   "vmap_jvp_of_jvp"):
         fn = {"jvp": tangents, "hvp": hessian_vector, "jvp_of_grad": grad_tangents,
@@ -155,7 +172,7 @@ def run(m, program, upto, batches, grad=False):
         warnings.simplefilter("ignore")
         try:
             out = m.func.vmap(fn)(*args) if args and not plain and \
-                grad != "grad_of_vmap_grad" else fn(*args)
+                grad not in _WHOLE_BATCH else fn(*args)
         except Exception as e:  # noqa: BLE001 - an outcome to compare
             return None, e
         finally:
@@ -225,7 +242,10 @@ def check(seed, grad=False):
             "vmap_jvp_of_jvp": "jvp of jvp as above, vmapped",
             "vmap_grad_of_jvp": "grad of jvp as above, vmapped",
             "grad_of_vmap_grad": "grad of <vmap of grad of that loss, cos(3 x)>, the whole "
-                                 "batch"}.get(
+                                 "batch",
+            "grad_of_vmap": "grad of that loss over the vmapped tensors, the whole batch",
+            "backward_of_vmap": "backward() of that loss over the vmapped tensors: the "
+                                "leaves' .grad"}.get(
         grad, "its tensors")
     return f"{found[0]}: {found[1]}\n" + program.source(mark=hi - 1, note=found[0]).replace(
         pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}: {what}")
@@ -236,7 +256,8 @@ def check(seed, grad=False):
 # jvp(jvp) and grad(jvp), plain and vmapped
 CHECKS = {"values": check, **{mode: functools.partial(check, grad=mode) for mode in (
     "grad", "jvp", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad", "jvp_of_jvp",
-    "grad_of_jvp", "vmap_jvp_of_jvp", "vmap_grad_of_jvp", "grad_of_vmap_grad")}}
+    "grad_of_jvp", "vmap_jvp_of_jvp", "vmap_grad_of_jvp", "grad_of_vmap_grad", "grad_of_vmap",
+    "backward_of_vmap")}}
 
 
 if __name__ == "__main__":

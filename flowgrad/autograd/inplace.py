@@ -243,6 +243,7 @@ def inplace_update(name, target, compute, args_need_grad=False):
         recording = (meta is not None and meta.requires_grad) or base_needs or args_need_grad
         if recording:
             _check_inplace_allowed(name, target, view, meta, base_needs)
+        _check_physical(name, target)
     if not recording and (view is None or _interpreter.current is AutogradInterpreter):
         return write_inplace(target, compute(target), name)
     if view is None:  # (a tracer records a write through a view as view_scatter on the base)
@@ -264,6 +265,20 @@ def check_inplace(name, target):
     base_needs = view is not None and view.base.requires_grad
     if (meta is not None and meta.requires_grad) or base_needs:
         _check_inplace_allowed(name, target, view, meta, base_needs)
+    _check_physical(name, target)
+
+
+def _check_physical(name, target):
+    """A tensor batched by vmap whose autograd is its physical tensor's (a vmap input, a
+    tensor computed from one outside a reverse transform): checked as that tensor, as
+    torch's vmap of a leaf that requires grad (before, the write went to a copy of it)."""
+    phys = getattr(target, "_phys", None)
+    while phys is not None and (target._meta is None or target._meta is phys._meta):
+        view, meta = phys._view, phys._meta
+        base_needs = view is not None and view.base.requires_grad
+        if (meta is not None and meta.requires_grad) or base_needs:
+            _check_inplace_allowed(name, phys, view, meta, base_needs)
+        target, phys = phys, getattr(phys, "_phys", None)
 
 
 # the metas of aliases `x.data` of views x of those, which torch's functorch treats as views

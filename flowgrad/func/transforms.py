@@ -264,7 +264,11 @@ def _strip_inner(x, graph, depth):
         return levels.stamp(_alias(x), levels.stamp_of(x))
     with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
             grad_mode.enable_grad():
-        return levels.stamp(_DataOf.apply(_regenerated(x), depth), levels.stamp_of(x))
+        src = _regenerated(x)
+        y = levels.stamp(_DataOf.apply(src, depth), levels.stamp_of(x))
+    if type(src) is BatchedTensor and _physical_requires_grad(src):
+        y._phys = _strip_inner(src._phys, graph, depth)  # (the levels outside the vmap:
+    return y  # grad(vmap(grad(f))) of an f reading x.data, vmap_fuzz's seed 2770)
 
 
 def _regenerated(x):

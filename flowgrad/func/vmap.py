@@ -11,8 +11,9 @@ batched input runs its batching rule (batch_rules.py) one level down, on the phy
 tensors; a per-example loop (`fallback`) serves ops without a rule. Autograd is recorded on
 the physical tensors, so a backward outside vmap sees ordinary ops; while a reverse-mode
 transform runs inside the level (func.grad, jacrev, a derived JVP) it is recorded on the
-per-example tensors instead (a node per op whose rule runs batched), so gradients inside
-vmap are per-example: `vmap(grad(loss))` gives per-sample gradients.
+per-example tensors (a node per op whose rule runs batched), so gradients inside vmap are
+per-example: `vmap(grad(loss))` gives per-sample gradients; on the physical tensors too
+where something outside the vmap differentiates them (grad(vmap(grad(loss)))).
 """
 from __future__ import annotations
 
@@ -311,6 +312,10 @@ def _write_examples(level, target, result):
     with _interpreter.using_interpreter(level.inner):  # (a nested vmap's physical tensor:
         if write_into(phys, new):  # batched by the level outside, which writes its examples)
             return
+    if not grad_mode._state.enabled and new._meta is None and phys._meta is not None:
+        # (a write autograd does not record keeps the tensor's history, as an eager one:
+        # the new examples had none, and the gradient through target was lost, silently)
+        new._meta, new._grad_fn = phys._meta, phys._grad_fn
     target._phys = new
 
 
