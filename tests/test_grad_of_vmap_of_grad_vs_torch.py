@@ -184,3 +184,36 @@ def test_a_write_into_a_vmapped_leaf_that_requires_grad_is_refused_as_torch():
             m.func.vmap(lambda r: r.sub_(0.75))(x)
         with pytest.raises(RuntimeError, match="leaf"):
             m.func.vmap(lambda r: r.sub_(0.75), in_dims=1)(x)
+
+
+def _data_written(m, x):
+    d = x.data
+    y = x * 2
+    d.mul_(1.0)
+    return (y * x.data).sum() + (x ** 3).sum()
+
+
+@pytest.mark.parametrize("route", ["leaf", "leaf_dim1", "computed", "backward"])
+def test_a_write_to_the_data_of_an_inner_input_as_torch(route):
+    # x.data of the inner grad's input is the vmap's batched tensor: torch refuses the write
+    # where that is the outer level's leaf (or a view of one) and computes where it is not
+    # (before: the inner input was taken for the outer level's input, refused everywhere)
+    def run(m):
+        F = m.func
+        a = m.tensor(X)
+        per = F.vmap(F.grad(lambda x: _data_written(m, x)),
+                     in_dims=1 if route == "leaf_dim1" else 0)
+        try:
+            if route == "backward":
+                a.requires_grad_()
+                per(a).sum().backward()
+                return a.grad.numpy()
+            return F.grad(lambda b: per(b * 1.0 if route == "computed" else b).sum())(
+                a).numpy()
+        except RuntimeError as error:
+            return type(error)
+    ours, theirs = run(flow), run(torch)
+    if isinstance(theirs, type):
+        assert ours is theirs
+    else:
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)

@@ -317,7 +317,10 @@ def _data_of(x):
     if type(x) is type(y) and not _physical(x):  # (a write through y: levels.DATA_ALIASES)
         owner = levels.data_alias(x)  # (x.data.data: x's alias, as torch's .data of it)
         levels.add_data_alias(y, owner[0] if owner and owner[1] == depth else x, depth)
-    if y._meta is not None and (x._meta in TRANSFORM_INPUTS  # the outer level's input
+    batch = _BATCH_OF.get(x._meta) if x._meta is not None else None
+    if batch is not None and y._meta is not None:  # (x.data is the vmap's batched tensor:
+        _as_leaf_writes(y, batch)  # a write refused where that is a leaf or a view of one)
+    elif y._meta is not None and (x._meta in TRANSFORM_INPUTS  # the outer level's input
                                 or levels.level_leaf(x._meta, depth)):
         TRANSFORM_INPUTS.add(y._meta)  # itself, in torch: a leaf to in-place writes
     elif x._view is not None and y._meta is not None and (
@@ -328,6 +331,16 @@ def _data_of(x):
         TRANSFORM_INPUT_VIEWS.add(y._meta)
     _take_tangents(y, x, TRANSFORMS[:depth])
     return y
+
+
+def _as_leaf_writes(y, batch):
+    """In-place writes to y refused as torch's to `batch` (a physical tensor): a leaf that
+    requires grad, or a view of one."""
+    view = batch._view
+    if view is None and batch._grad_fn is None and batch.requires_grad:
+        TRANSFORM_INPUTS.add(y._meta)
+    elif view is not None and view.base._grad_fn is None and view.base.requires_grad:
+        TRANSFORM_INPUT_VIEWS.add(y._meta)
 
 
 def _take_tangents(alias, x, transforms):
@@ -415,6 +428,11 @@ levels.detach_keeping_outer = _detach_keeping_outer
 levels.data_of = _data_of
 
 
+# meta of a per-example leaf `_input_alias` made -> the physical tensor of the batch it was
+# made on (what its `.data` is at the levels outside the vmap: `_data_of`)
+_BATCH_OF = weakref.WeakKeyDictionary()
+
+
 def _input_alias(x):
     """`_InputOf(x)` sharing x's version counter; for a batched x whose whole batch requires
     grad below its vmap level (an outer func.grad, or autograd around the transforms), on an
@@ -425,6 +443,7 @@ def _input_alias(x):
         _physical_requires_grad(x) else None
     if phys is not None and (not x.requires_grad or _physical(x)):
         copy = wrap(phys, x._level)._set_requires_grad(True)
+        _BATCH_OF[copy._meta] = x._phys
     else:
         with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
                 grad_mode.enable_grad():
