@@ -66,10 +66,13 @@ def _chained(m, chain, body):
 CHAINS = ["".join(c) for n in (2, 3) for c in itertools.product("gjv", repeat=n)] + \
     ["m" + "".join(c) for n in (2, 3) for c in itertools.product("gj", repeat=n)] + \
     ["mm", "mmj", "gmm", "jmm", "vmm", "mgm", "mjm", "mvm"] + \
-    ["gmg", "gmv", "vmg", "vmv", "gmj", "jmg", "gmgg", "gmjg", "gjmg", "vmgv"]
+    ["gmg", "gmv", "vmg", "vmv", "gmj", "jmg", "gmgg", "gmjg", "gjmg", "vmgv"] + \
+    ["mmg", "mmv", "mmgg", "mmjg", "gmmg", "vmmv", "jmmg", "mgmg", "mjmv"]
 # (nested vmaps: an in-place write there raised, the inner level's physical tensor read as
 # its placeholder; a reverse transform outside a vmap around one was refused: grad(vmap(grad))
-# came out zero, silently, before that)
+# came out zero, silently, before that; a write under nested vmaps with a reverse transform
+# inside was refused: a view's outputs were not marked views there, so its gradient missed a
+# write through one)
 SLOW_CHAINS = ["".join(c) for c in itertools.product("gjv", repeat=4)]
 
 
@@ -139,11 +142,3 @@ def test_the_table_computes():
     """A guard: torch computes every chain of the fast table (none is compared as a raise)."""
     assert not any(isinstance(_chained(torch, c, BODIES[n]), type) for c in CHAINS
                    for n in BODIES)
-
-
-@pytest.mark.parametrize("chain", ["mmg", "mmv"])
-def test_a_write_under_nested_vmaps_inside_grad_is_refused(chain):
-    # (torch computes it; flowgrad's per-example gradient would miss the write)
-    assert not isinstance(_chained(torch, chain, _view_write), type)
-    assert _chained(flow, chain, _view_write) is NotImplementedError
-    np.testing.assert_allclose(_chained(flow, chain, _poly), _chained(torch, chain, _poly))

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
-from ..autograd.inplace import write_into
+from ..autograd.inplace import memory_of, write_into
 from ..autograd.levels import (
     DEAD_LEAVES,
     TRANSFORMS,
@@ -198,28 +198,14 @@ class VmapLevel:
         is written, where result is batched and target is not (torch's vmap error)."""
         if batched_at(result, self):
             self._refuse_unbatched(target)
-        self._refuse_nested_under_reverse(target)
         delegate(self.inner, "writing", target, result)
 
     def written(self, target, result):
         """An in-place op wrote `result` into `target`: target now holds result's examples."""
         if batched_at(result, self):
             self._refuse_unbatched(target)  # (writes that did not ask first)
-            self._refuse_nested_under_reverse(target)
             _write_examples(self, target, result)
         delegate(self.inner, "written", target, result)
-
-    def _refuse_nested_under_reverse(self, target):
-        """A write into a tensor batched by this level and one outside it, while a reverse
-        transform runs inside (per-example autograd): its gradient would miss the write
-        (vmap(vmap(grad(f))) with a write through a view), so it is refused, as before
-        nested vmaps took in-place writes at all."""
-        if self.logical and type(target) is BatchedTensor and target._level is self and \
-                type(target._phys) is BatchedTensor:
-            raise NotImplementedError(
-                f"vmap: an in-place write into a tensor batched by nested vmaps (shape "
-                f"{tuple(target.shape)}) inside func.grad/vjp is not supported yet: its "
-                f"gradient would miss the write; use the out-of-place op there")
 
     def _refuse_unbatched(self, target):
         if not batched_at(target, self):
@@ -293,9 +279,9 @@ def _mark_views(src, outs, op, attrs):
     path: inside vmap(grad(f)) it rebases src's history per example (torch's CopySlices;
     without it the gradient missed the write: other values than grad(f) per example), inside
     vmap(jvp(f)) it carries the tangent to src's."""
-    base = src._phys._data
-    for i, out in enumerate(outs):
-        data = out._phys._data
+    base = memory_of(src)  # (under nested vmaps the outermost level's array: an inner
+    for i, out in enumerate(outs):  # level's physical tensor is batched, its data a placeholder)
+        data = memory_of(out)
         if data.size == 0 or np.may_share_memory(data, base):  # (as eager_call's _shares)
             mark_view(src, out, op, attrs, None if op.n_out == 1 else i)
 
