@@ -7,9 +7,13 @@ Until this file the inner grad recorded on the per-example tensors alone: an out
 was refused with NotImplementedError, and a backward() (or a loss that added such a penalty
 to another term) lost the per-example gradients' dependence on the captured weights with no
 error: the penalty's share of `w.grad` was 0.
+
+(At the end: jacfwd, whose per-input vmapped jvps ran the function once per input, and
+vmap(jacfwd(f)) writing through a view of its input.)
 """
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -217,3 +221,51 @@ def test_a_write_to_the_data_of_an_inner_input_as_torch(route):
         assert ours is theirs
     else:
         np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+def _jacfwd_of_a_writer(m):
+    """jacfwd in two inputs of a function that writes into one: torch runs it once."""
+    calls = []
+
+    def f(x1, x2):
+        calls.append(1)
+        t = x2.sigmoid()
+        x1.relu_()
+        x2.zero_()
+        return x1 * 2, t
+    jac = m.func.jacfwd(f, argnums=(0, 1))(m.tensor(X[0]), m.tensor(W[:3]))
+    return [j.numpy() for row in jac for j in row], len(calls)
+
+
+def test_jacfwd_runs_the_function_once_as_torch():
+    # (it ran once per input: the write into x2 was seen by the later run, whose Jacobian of
+    # sigmoid(x2) was sigmoid'(0) everywhere, silently)
+    (ours, our_calls), (theirs, their_calls) = _jacfwd_of_a_writer(flow), _jacfwd_of_a_writer(
+        torch)
+    assert our_calls == their_calls == 1
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def _clamps_a_view_of_its_input(m, x):
+    x[1].clamp_(-0.5, 0.5)
+    return x
+
+
+@pytest.mark.parametrize("how", ["vmap_of_jacfwd", "unbatched_tangent"])
+def test_a_write_through_a_view_of_a_jvp_input_batched_outside_as_torch(how):
+    # vmap(jacfwd(f)) with f clamping a view of its input: jacfwd's basis is the same for
+    # every example, and the per-example write reached the view's tangent alone: the
+    # Jacobian kept 1 where the clamp cut it, silently. jvp now batches such a tangent as its
+    # primal. (With a tangent the caller leaves unbatched torch raises; flowgrad computes.)
+    xs = np.array([[0.1, -1.8, 0.3], [2.0, 0.2, -0.9]])
+
+    def run(m):
+        F, x = m.func, m.tensor(xs)
+        f = functools.partial(_clamps_a_view_of_its_input, m)
+        if how == "vmap_of_jacfwd":
+            return F.vmap(F.jacfwd(f))(x).numpy()
+        one = m.ones(3, dtype=m.float64)
+        return F.vmap(lambda r: F.jvp(f, (r,), (one,))[1])(x).numpy()
+    want = run(torch) if how == "vmap_of_jacfwd" else np.array([[1.0, 0, 1], [1, 1, 1]])
+    np.testing.assert_allclose(run(flow), want)

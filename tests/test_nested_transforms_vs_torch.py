@@ -118,11 +118,33 @@ def _written_under_no_grad(m, x):
     return (y * x).sum()
 
 
+def _data_doubled(m, x):
+    d = x.data
+    d.mul_(2.0)
+    return (x.sin() * 0.3).sum() + (d.sin() * 0.4).sum()
+
+
+def _data_added_x(m, x):
+    d = x.data
+    d.add_(x * 1.0)
+    return (x.sin() * 0.3).sum() + (d.sin() * 0.4).sum()
+
+
+def _data_of_a_result_added_x(m, x):
+    y = x * 1.0
+    y.data.add_(x * 1.0)
+    return (x.sin() * 0.3).sum() + (y.sin() * 0.4).sum()
+
+
 # .data, detach() and detach_() strip the innermost level alone (the outer ones still
 # differentiate through them), and a no_grad write is seen by every level
 ALIAS_BODIES = {"data_read": _data_read, "data_written": _data_written, "detached": _detached,
                 "detached_in_place": _detached_in_place,
-                "written_under_no_grad": _written_under_no_grad}
+                "written_under_no_grad": _written_under_no_grad,
+                # (a write through .data: outside a vmap it is a write to x; before, the
+                # outer grad of grad(vmap(grad(f))) missed it, silently)
+                "data_doubled": _data_doubled, "data_added_x": _data_added_x,
+                "data_of_a_result_added_x": _data_of_a_result_added_x}
 
 
 @pytest.mark.parametrize("name", sorted(ALIAS_BODIES))

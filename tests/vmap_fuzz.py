@@ -36,9 +36,45 @@ import flowgrad as flow
 BATCH = 3
 _PER_LEAF = ("grad", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad",
              "grad_of_jvp", "vmap_grad_of_jvp", "grad_of_vmap_grad", "grad_of_vmap",
-             "backward_of_vmap")  # labels d<leaf>
+             "backward_of_vmap")  # labels d<leaf> (and "chain" where it ends in g or v)
 # modes that vmap inside what they differentiate (the whole batch, not one example)
-_WHOLE_BATCH = ("grad_of_vmap_grad", "grad_of_vmap", "backward_of_vmap")
+_WHOLE_BATCH = ("grad_of_vmap_grad", "grad_of_vmap", "backward_of_vmap", "chain")
+# the chains of transforms mode "chain" draws from (g grad of the sin-weighted sum, j jvp
+# along cos(3 x), v vjp of ones, m vmap over two versions of each tensor, r jacrev, f
+# jacfwd), outermost first
+CHAINS = ["gm", "jm", "vm", "mg", "mj", "mv", "gg", "gj", "jg", "jj", "gmg", "gmj", "vmg",
+          "jmg", "mgm", "mmg", "gmm", "mgg", "mjg", "gjm", "ggm", "jgm", "mmj", "gmgm"]
+# (r jacrev and f jacfwd of every output in every input: drawn by seeds from 100000 on)
+JAC_CHAINS = ["r", "f", "rm", "fm", "mr", "mf", "gr", "rg", "fr", "rf", "gmr", "rmg", "fmg"]
+
+
+def chain_of(seed):
+    chains = JAC_CHAINS if seed >= 100000 else CHAINS
+    return chains[seed % len(chains)]
+
+
+def _transformed(m, kind, fn):
+    """`kind` of fn, a function of tensors returning a tuple of tensors, as the same kind of
+    function."""
+    F = m.func
+
+    def scalar(*a):
+        return sum((t.sin() * (0.3 + 0.1 * k)).sum() for k, t in enumerate(fn(*a)))
+
+    if kind == "g":
+        return lambda *a: F.grad(scalar, argnums=tuple(range(len(a))))(*a)
+    if kind == "j":
+        return lambda *a: tuple(F.jvp(fn, a, tuple(m.cos(3 * t) for t in a))[1])
+    if kind == "v":
+        def pulled(*a):
+            out, pull = F.vjp(fn, *a)
+            return tuple(pull(tuple(m.ones_like(o) for o in out)))
+        return pulled
+    if kind in "rf":  # jacrev, jacfwd: every output's Jacobian in every input, flattened
+        jac = F.jacrev if kind == "r" else F.jacfwd
+        return lambda *a: tuple(j for row in jac(fn, argnums=tuple(range(len(a))))(*a)
+                                for j in row)
+    return lambda *a: tuple(F.vmap(fn)(*(m.stack([t, t * 0.5 - 0.2]) for t in a)))
 BUILDERS = [(4, pf.b_leaf), (30, pf.b_view), (33, pf.b_inplace), (16, pf.b_op)]
 
 
@@ -144,6 +180,12 @@ def run(m, program, upto, batches, grad=False):
         vmapped_loss(*leaves).backward()
         return [m.zeros_like(a) if a.grad is None else a.grad for a in leaves]
 
+    def chained(*args):  # CHAIN_OF(seed)'s transforms of the program, outermost first
+        fn = lambda *a: tuple(t for t in step(*a) if t.is_floating_point())  # noqa: E731
+        for kind in reversed(chain_of(program.seed)):
+            fn = _transformed(m, kind, fn)
+        return fn(*args)
+
     pf._reset_modes()
     args = [m.tensor(batches[n], dtype=m.float64) for n in leaves]
     if grad and not args:
@@ -159,6 +201,8 @@ def run(m, program, upto, batches, grad=False):
         fn = m.func.grad(vmapped_loss, argnums=tuple(range(len(args))))
     elif grad == "backward_of_vmap":
         fn = backward_of_vmapped
+    elif grad == "chain":
+        fn = chained
     elif grad in ("jvp", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad", "jvp_of_jvp",
                   "vmap_jvp_of_jvp"):
         fn = {"jvp": tangents, "hvp": hessian_vector, "jvp_of_grad": grad_tangents,
@@ -178,6 +222,8 @@ def run(m, program, upto, batches, grad=False):
         finally:
             pf._reset_modes()
     labels = [f"d{n}" for n in leaves] if grad in _PER_LEAF else step.bound
+    if grad == "chain":
+        labels = [f"out{i}" for i in range(len(out))]
     return list(zip(labels, (np.asarray(t.detach().numpy()) for t in out))), None
 
 
@@ -218,9 +264,9 @@ def check(seed, grad=False):
             lo = mid
         else:
             hi, found = mid, d
-    if grad in ("jvp", "jvp_of_grad", "vmap_jvp_of_grad", "jvp_of_jvp", "grad_of_jvp",
-                "vmap_jvp_of_jvp", "vmap_grad_of_jvp") and \
-            found[0] == "values":
+    if (grad in ("jvp", "jvp_of_grad", "vmap_jvp_of_grad", "jvp_of_jvp", "grad_of_jvp",
+                 "vmap_jvp_of_jvp", "vmap_grad_of_jvp") or grad == "chain" and
+            set("jf") & set(chain_of(seed))) and found[0] == "values":
         # torch's tangent of an aliased write or a copy_ may not be the derivative
         # (TORCH_ALIASED): its oracle is the program with those reading clones
         oracle = forward_fuzz.unaliased(program, hi)
@@ -245,7 +291,8 @@ def check(seed, grad=False):
                                  "batch",
             "grad_of_vmap": "grad of that loss over the vmapped tensors, the whole batch",
             "backward_of_vmap": "backward() of that loss over the vmapped tensors: the "
-                                "leaves' .grad"}.get(
+                                "leaves' .grad",
+            "chain": f"the chain {chain_of(seed)} (CHAINS), the whole batch"}.get(
         grad, "its tensors")
     return f"{found[0]}: {found[1]}\n" + program.source(mark=hi - 1, note=found[0]).replace(
         pf.HEADER, pf.HEADER + f"  # vmapped over the x leaves, batch {BATCH}: {what}")
@@ -257,7 +304,7 @@ def check(seed, grad=False):
 CHECKS = {"values": check, **{mode: functools.partial(check, grad=mode) for mode in (
     "grad", "jvp", "hvp", "jvp_of_grad", "vmap_hvp", "vmap_jvp_of_grad", "jvp_of_jvp",
     "grad_of_jvp", "vmap_jvp_of_jvp", "vmap_grad_of_jvp", "grad_of_vmap_grad", "grad_of_vmap",
-    "backward_of_vmap")}}
+    "backward_of_vmap", "chain")}}
 
 
 if __name__ == "__main__":

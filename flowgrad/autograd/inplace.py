@@ -268,10 +268,22 @@ def check_inplace(name, target):
     _check_physical(name, target)
 
 
+def _without_history(t):
+    """Whether t has no history (a leaf, where it requires grad): for a tensor batched by
+    vmap that autograd sees through its physical tensor, that tensor's (the batch of a
+    vmap input computed outside is no leaf: a func.jvp input's view of it takes writes)."""
+    while t._grad_fn is None:
+        phys = getattr(t, "_phys", None)
+        if phys is None or (t._meta is not None and t._meta is not phys._meta):
+            return True
+        t = phys
+    return False
+
+
 def _check_physical(name, target):
-    """A tensor batched by vmap whose autograd is its physical tensor's (a vmap input, a
-    tensor computed from one outside a reverse transform): checked as that tensor, as
-    torch's vmap of a leaf that requires grad (before, the write went to a copy of it)."""
+    """A tensor autograd sees through its physical tensor is checked as that tensor too, as
+    torch's vmap: a write into a vmapped leaf that requires grad is refused (before, it went
+    to a copy of its examples)."""
     phys = getattr(target, "_phys", None)
     while phys is not None and (target._meta is None or target._meta is phys._meta):
         view, meta = phys._view, phys._meta
@@ -292,7 +304,7 @@ def _check_inplace_allowed(name, target, view, meta, base_needs):
     if view is not None and view.creation:
         raise view_error(target, view.creation, "is being modified inplace")
     if (view is not None and (own or base_needs) and (
-            view.base._grad_fn is None or view.base._meta in TRANSFORM_INPUTS
+            _without_history(view.base) or view.base._meta in TRANSFORM_INPUTS
             or view.base._meta in TRANSFORM_INPUT_VIEWS)) or (
             view is None and own and meta in TRANSFORM_INPUT_VIEWS):
         base = target if view is None else view.base  # (an alias x.data of such a view)

@@ -148,6 +148,8 @@ def _written(root, recorded):
                 rebase(x, lambda old, written=alias, depth=depth:
                        _LevelMerge.apply(old, written, depth))
             levels.rebound(x)
+        if recorded:
+            _rebind_physical(x, alias)
         _share_tangents(x, alias, depth)
         alias, entry, owner = x, levels.data_alias(x), x
     if not recorded:
@@ -168,6 +170,19 @@ def _written(root, recorded):
             _rebind(alias, fresh if fresh is not None else _alias(x))
             levels.rebound(alias)
         _share_tangents(alias, x, depth)
+
+
+def _rebind_physical(x, alias):
+    """x's physical tensor takes the physical history of its alias `x.data` just written:
+    outside the vmap levels `.data` IS x, so there x holds the write (grad(vmap(grad(f))) of
+    an f writing through x.data: before, the outer grad missed the write, silently)."""
+    top, shared = x, _physical(x)  # (x's own history is its physical tensor's)
+    while type(x) is BatchedTensor and type(alias) is BatchedTensor:
+        x, alias = x._phys, alias._phys  # (each level down, nested vmaps included)
+        if x is not alias and x.requires_grad and alias.requires_grad:
+            x._meta, x._grad_fn = alias._meta, alias._grad_fn
+    if shared:
+        top._meta, top._grad_fn = top._phys._meta, top._phys._grad_fn
 
 
 def _written_through(alias):
@@ -314,7 +329,7 @@ def _data_of(x):
                            "vmap, captured into an inner grad or jvp too)")
     depth = _depth(inner)
     y = levels.stamp(_strip_inner(x, _outer_graph(inner, x), depth), levels.stamp_of(x))
-    if type(x) is type(y) and not _physical(x):  # (a write through y: levels.DATA_ALIASES)
+    if type(x) is type(y):  # (a write through y: levels.DATA_ALIASES)
         owner = levels.data_alias(x)  # (x.data.data: x's alias, as torch's .data of it)
         levels.add_data_alias(y, owner[0] if owner and owner[1] == depth else x, depth)
     batch = _BATCH_OF.get(x._meta) if x._meta is not None else None
@@ -688,6 +703,26 @@ def vjp(func, *primals, has_aux=False):
     return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
 
 
+def _vmap_levels(t):
+    levels_ = set()
+    while type(t) is BatchedTensor:
+        levels_.add(id(t._level))
+        t = t._phys
+    return levels_
+
+
+def _batched_like(tangent, primal):
+    """tangent batched at every vmap level the primal is (an expanded copy where it is not),
+    so a write through a view of jvp's input writes per example into its tangent as into the
+    primal (vmap(jacfwd(f)): jacfwd's basis is the same for every example of the outer vmap;
+    the write reached the view's tangent alone, and the Jacobian missed it, silently)."""
+    if not isinstance(tangent, Tensor) or not isinstance(primal, Tensor) or \
+            _vmap_levels(primal) <= _vmap_levels(tangent):
+        return tangent
+    zeros = primal.detach().isnan().to(tangent.dtype) * 0  # (batched where the primal is:
+    return tangent + zeros  # zeros_like is not; finite where the primal is not)
+
+
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """(func(*primals), J tangents) by forward-mode AD (torch.func.jvp).
 
@@ -706,6 +741,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         raise RuntimeError(f"jvp: the primals hold {len(flat_primals)} tensors and the "
                            f"tangents {len(flat_tangents)}; give tangents of the primals' "
                            f"structure")
+    flat_tangents = [_batched_like(t, p) for p, t in zip(flat_primals, flat_tangents)]
     with forward_ad.dual_level(), entered(forward_ad._LEVELS[-1]):
         # the level's own inputs, which in-place ops may write (torch's), not the frozen
         # views of captured primals that Op.__call__ stamps them as
@@ -742,6 +778,23 @@ def _basis(x):
 
     n = x.numel()
     return eye(n, dtype=x.dtype, device=x.device).reshape(n, *x.shape)
+
+
+def _bases(xs):
+    """A basis of all of xs together: per x, a batch of `total` tangents (in x's dtype) that
+    are zero except for x's own block of rows, the identity."""
+    from ..ops.creation import eye, zeros
+    from ..ops.shape import cat
+
+    total, offset, out = sum(x.numel() for x in xs), 0, []
+    for x in xs:
+        n = x.numel()
+        spec = dict(dtype=x.dtype, device=x.device)
+        block = cat([zeros(offset, n, **spec), eye(n, **spec),
+                     zeros(total - offset - n, n, **spec)])
+        out.append(block.reshape(total, *x.shape))
+        offset += n
+    return out
 
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
@@ -797,26 +850,30 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     def wrapper(*args):
         diff, f = _of_argnums(func, args, argnums, "jacfwd")
         leaves = [_flatten(x) for x in diff]  # (each argument a pytree of tensors)
-        _real_only([leaf for ls in leaves for leaf in ls], "inputs")  # (a basis of real
-        per_arg, aux = [], None  # tangents misses the imaginary directions)
-        for k, x in enumerate(diff):
+        flat = [leaf for ls in leaves for leaf in ls]
+        _real_only(flat, "inputs")  # (a basis of real tangents misses imaginary directions)
+
+        def push(*tangents):
+            it = iter(tangents)
+            tans = [_unflatten(y, [next(it) for _ in leaves[n]]) for n, y in enumerate(diff)]
+            r = jvp(f, tuple(diff), tuple(tans), has_aux=has_aux)
+            return (r[1], r[2]) if has_aux else r[1]
+        # one vmapped jvp over a basis of every input together, so func runs once, as
+        # torch's (run once per input, a write into an input was seen by the later runs)
+        r = vmap(push, randomness=randomness)(*_bases(flat))
+        tang, aux = (r[0], r[1]) if has_aux else (r, None)
+        _real_only(_flatten(tang), "outputs")
+        if has_aux:  # (the same per basis vector: keep the first)
+            aux = _unflatten(r[1], [a[0] if isinstance(a, Tensor) else a
+                                    for a in _flatten(r[1])])
+        template, per_arg, offset = tang, [], 0
+        for ls in leaves:
             per_leaf = []
-            for i, leaf in enumerate(leaves[k]):
-                def push(t, k=k, i=i):
-                    tans = [_unflatten(y, [t if (n, j) == (k, i) else zeros_like(q)
-                                           for j, q in enumerate(leaves[n])])
-                            for n, y in enumerate(diff)]
-                    r = jvp(f, tuple(diff), tuple(tans), has_aux=has_aux)
-                    return (r[1], r[2]) if has_aux else r[1]
-                r = vmap(push, randomness=randomness)(_basis(leaf))
-                tang = r[0] if has_aux else r
-                _real_only(_flatten(tang), "outputs")
-                if has_aux:
-                    aux = _flatten(r[1])  # the same per basis vector: keep the first
-                    aux = _unflatten(r[1], [a[0] if isinstance(a, Tensor) else a for a in aux])
-                per_leaf.append([t.movedim(0, -1).reshape(*t.shape[1:], *leaf.shape)
-                                 for t in _flatten(tang)])
-                template = tang
+            for leaf in ls:
+                n = leaf.numel()
+                per_leaf.append([t[offset:offset + n].movedim(0, -1).reshape(
+                    *t.shape[1:], *leaf.shape) for t in _flatten(tang)])
+                offset += n
             per_arg.append(per_leaf)
         outs = [tuple(_unflatten(x, [jac[j] for jac in per_leaf])
                       for x, per_leaf in zip(diff, per_arg))
