@@ -136,6 +136,14 @@ def _data_of_a_result_added_x(m, x):
     return (x.sin() * 0.3).sum() + (y.sin() * 0.4).sum()
 
 
+def _input_detached_then_written(m, x):
+    y = x * 2
+    x.detach_()
+    x.mul_(y)
+    x.add_(1.5)
+    return (x.sin() * 0.3).sum() + (y * y).sum()
+
+
 # .data, detach() and detach_() strip the innermost level alone (the outer ones still
 # differentiate through them), and a no_grad write is seen by every level
 ALIAS_BODIES = {"data_read": _data_read, "data_written": _data_written, "detached": _detached,
@@ -144,7 +152,12 @@ ALIAS_BODIES = {"data_read": _data_read, "data_written": _data_written, "detache
                 # (a write through .data: outside a vmap it is a write to x; before, the
                 # outer grad of grad(vmap(grad(f))) missed it, silently)
                 "data_doubled": _data_doubled, "data_added_x": _data_added_x,
-                "data_of_a_result_added_x": _data_of_a_result_added_x}
+                "data_of_a_result_added_x": _data_of_a_result_added_x,
+                # (x, an inner grad's input, written after its detach_(): the outer levels'
+                # tensor takes the write unless it is a leaf (before, always refused), and
+                # the inner gradient is of x before detach_ (before, of its last write's
+                # result, wrong)
+                "input_detached_then_written": _input_detached_then_written}
 
 
 @pytest.mark.parametrize("name", sorted(ALIAS_BODIES))

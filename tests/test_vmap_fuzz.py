@@ -119,18 +119,17 @@ GOVG_SEEDS = (*range(300), 314, 2770)  # (a no_grad fill_ through an expand; x.d
 GOVG_SLOW_KNOWN = {737: _TORCH_SAVES_RESULT}
 GOV_SLOW_KNOWN = {**dict.fromkeys([1539, 2530], _VMAP_SAVED_WRITE), 1850: _TORCH_BATCHED_COPY}
 # a random chain of two to four transforms (vmap_fuzz.CHAINS) over the whole batch: before,
-# grad(vmap(jvp(f))) refused writes into jvp's input (its batch taken for a leaf), and the
-# outer grad of grad(vmap(grad(f))) missed writes through x.data (wrong, silently)
+# grad(vmap(jvp(f))) refused writes into jvp's input (its batch taken for a leaf), the outer
+# grad of grad(vmap(grad(f))) missed writes through x.data (wrong, silently), and a write
+# into an inner grad input after its detach_() was refused (180, 634)
 _SAVED_DIFFER = ("a tensor saved for backward is written later: under vmap torch's batching "
                  "rules save reshaped copies or outputs and flowgrad the physical tensors, so "
                  "one of them refuses the backward where the other computes")
-_DETACHED_INPUT_WRITE = ("a write into an inner grad input after its detach_() under vmap "
-                         "inside an outer grad: torch writes, flowgrad refuses (a leaf)")
-CHAIN_KNOWN = {**dict.fromkeys([163, 230, 239, 278], _SAVED_DIFFER), 180: _DETACHED_INPUT_WRITE}
+CHAIN_KNOWN = dict.fromkeys([163, 230, 239, 278], _SAVED_DIFFER)
 CHAIN_SLOW_KNOWN = {
     **dict.fromkeys([410, 518, 563, 575, 837, 1043, 1211, 1243, 1315, 1504, 1867, 2078, 2174,
                      2252, 2303, 2483, 2539, 2756, 2808, 2930, 2968, 2971], _SAVED_DIFFER),
-    634: _DETACHED_INPUT_WRITE, 505: _LAYOUT}
+    505: _LAYOUT}
 # (seeds from 100000 draw chains with jacrev and jacfwd: before, jacfwd ran the function once
 # per input, so a write into an input was seen by the later runs, and vmap(jacfwd(f)) lost a
 # write through a view of its input (100131, 100261, 100482), both wrong silently)

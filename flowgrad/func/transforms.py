@@ -332,9 +332,9 @@ def _data_of(x):
     if type(x) is type(y):  # (a write through y: levels.DATA_ALIASES)
         owner = levels.data_alias(x)  # (x.data.data: x's alias, as torch's .data of it)
         levels.add_data_alias(y, owner[0] if owner and owner[1] == depth else x, depth)
-    batch = _BATCH_OF.get(x._meta) if x._meta is not None else None
-    if batch is not None and y._meta is not None:  # (x.data is the vmap's batched tensor:
-        _as_leaf_writes(y, batch)  # a write refused where that is a leaf or a view of one)
+    source = _SOURCE_OF.get(x._meta) if x._meta is not None else None
+    if source is not None and y._meta is not None:  # (x.data is the tensor the levels outside
+        _as_leaf_writes(y, source)  # see: a write refused where that is a leaf, or a view)
     elif y._meta is not None and (x._meta in TRANSFORM_INPUTS  # the outer level's input
                                 or levels.level_leaf(x._meta, depth)):
         TRANSFORM_INPUTS.add(y._meta)  # itself, in torch: a leaf to in-place writes
@@ -348,13 +348,15 @@ def _data_of(x):
     return y
 
 
-def _as_leaf_writes(y, batch):
-    """In-place writes to y refused as torch's to `batch` (a physical tensor): a leaf that
-    requires grad, or a view of one."""
-    view = batch._view
-    if view is None and batch._grad_fn is None and batch.requires_grad:
+def _as_leaf_writes(y, source):
+    """In-place writes to y refused as torch's to `source`: a leaf that requires grad (an
+    outer func.grad input included), or a view of one."""
+    def leaf(t):
+        return t.requires_grad and (t._grad_fn is None or t._meta in TRANSFORM_INPUTS)
+    view = source._view
+    if view is None and leaf(source):
         TRANSFORM_INPUTS.add(y._meta)
-    elif view is not None and view.base._grad_fn is None and view.base.requires_grad:
+    elif view is not None and leaf(view.base):
         TRANSFORM_INPUT_VIEWS.add(y._meta)
 
 
@@ -405,21 +407,40 @@ def _detach_keeping_outer(x):
     if not y.requires_grad:
         return False
     _rebind(x, y)
-    if input_copy:  # (an inner func.grad's input: at the outer levels it is still their
-        TRANSFORM_INPUTS.add(x._meta)  # input, a leaf to recorded in-place writes; its own
-        _DETACHED_INPUTS[x._meta] = old  # level's gradient of it raises, as torch's)
+    if input_copy:  # (an inner func.grad's input: at the outer levels it is the tensor
+        source = _SOURCE_OF.get(old)  # they gave, a leaf to recorded in-place writes where
+        if source is None:  # that is one; its own level's gradient of it raises, as torch's)
+            TRANSFORM_INPUTS.add(x._meta)
+        else:
+            _as_leaf_writes(x, source)
+        _DETACHED_INPUTS[x._meta] = old
+        _DETACHED_INPUT_TENSORS[id(x)] = (weakref.ref(
+            x, lambda _, key=id(x): _DETACHED_INPUT_TENSORS.pop(key, None)), old)
     return True
 
 
 # new meta -> the meta before: an inner func.grad/vjp input that detach_() rebound to its
 # outer levels' history (`_detach_keeping_outer`)
 _DETACHED_INPUTS = weakref.WeakKeyDictionary()
+# id(input) -> (a weak reference to it, its meta before detach_()): the input itself, whose
+# meta a later in-place write replaces again
+_DETACHED_INPUT_TENSORS = {}
+
+
+def _meta_before_detach(x):
+    """The meta a func.grad input had before its function detach_()ed it, whatever was
+    written into it since (a write of a constant leaves it detached at its own level, where
+    the outer levels record it); None where it was not detach_()ed."""
+    entry = _DETACHED_INPUT_TENSORS.get(id(x))
+    if entry is not None and entry[0]() is x:
+        return entry[1]
+    return _DETACHED_INPUTS.get(x._meta) if x._meta is not None else None
 
 
 def _reaches_inputs(outputs, inputs, level):
     """Whether the graph of `outputs` at `level` reaches one of its inputs (as they were when
     it was entered: a detach_()ed one by its old meta)."""
-    targets = {id(_DETACHED_INPUTS.get(x._meta, x._meta)) for x in inputs}
+    targets = {id(_meta_before_detach(x) or x._meta) for x in inputs}
     roots = [o._grad_fn for o in outputs if o._grad_fn is not None]
     return any(id(m) in targets
                for node in levels.graph_nodes(roots, lambda n: levels.stops_at(n, level))
@@ -443,9 +464,10 @@ levels.detach_keeping_outer = _detach_keeping_outer
 levels.data_of = _data_of
 
 
-# meta of a per-example leaf `_input_alias` made -> the physical tensor of the batch it was
-# made on (what its `.data` is at the levels outside the vmap: `_data_of`)
-_BATCH_OF = weakref.WeakKeyDictionary()
+# meta of an alias `_input_alias` made -> the tensor the levels outside see it as (x, or for
+# a new leaf per example the physical tensor of its batch): what its `.data`, and the alias
+# itself after detach_(), is to in-place writes there (`_data_of`, `_detach_keeping_outer`)
+_SOURCE_OF = weakref.WeakKeyDictionary()
 
 
 def _input_alias(x):
@@ -458,13 +480,14 @@ def _input_alias(x):
         _physical_requires_grad(x) else None
     if phys is not None and (not x.requires_grad or _physical(x)):
         copy = wrap(phys, x._level)._set_requires_grad(True)
-        _BATCH_OF[copy._meta] = x._phys
+        _SOURCE_OF[copy._meta] = x._phys
     else:
         with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \
                 grad_mode.enable_grad():
             copy = _InputOf.apply(x)
         if phys is not None:
             copy._phys = phys
+        _SOURCE_OF[copy._meta] = x
     if x._counter is None:
         x._counter = VersionCounter()
     copy._counter = x._counter
@@ -575,8 +598,10 @@ def _grad_of(outputs, inputs, cotangents, keep, level):
     """Gradients (zeros where unused) of the transform `level`; with their graph when
     `keep`, else detached with their tangents (the engine keeps tangents only when creating
     the graph)."""
-    detached = _DETACHED_INPUTS and [i for i, x in enumerate(inputs)
-                                     if x._meta in _DETACHED_INPUTS]
+    detached = (_DETACHED_INPUTS or _DETACHED_INPUT_TENSORS) and [
+        i for i, x in enumerate(inputs) if _meta_before_detach(x) is not None
+        and not _reaches_inputs([x], inputs, level)]  # (a write since that gave x a history
+    # at this level again (x.mul_(y) of a y made from x): torch differentiates x as it is)
     if detached:  # (torch.func's grad of an input its function detach_()ed: zeros when the
         # output requires grad at no level inside, else torch.autograd.grad's error)
         if not _reaches_inputs(outputs, inputs, level):
