@@ -842,6 +842,10 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
             def one(c, j=j):
                 cots = [c if k == j else zeros_like(q) for k, q in enumerate(outs)]
                 return fn(_unflatten(out, cots)) if not isinstance(out, Tensor) else fn(c)
+            if o.numel() == 0:  # (no basis to vmap over: its rows of the Jacobian are empty)
+                jacs.append(tuple(_unflatten(x, [leaf.new_zeros((*o.shape, *leaf.shape))
+                                                 for leaf in _flatten(x)]) for x in diff))
+                continue
             per_in = vmap(one)(_basis(o))
             jacs.append(tuple(  # (each argument a pytree of tensors: a dict of parameters)
                 _unflatten(x, [g.reshape(*o.shape, *leaf.shape) for g, leaf in
