@@ -92,6 +92,16 @@ def _aligned(other, operand, data, target):
                          other.shape[lead:])
 
 
+def physical_of(t):
+    """t's physical tensor where t is batched by vmap and autograd sees it through that
+    tensor (they share a meta, or t has none: no reverse transform inside t's vmap level
+    records on the per-example tensors); else None."""
+    phys = getattr(t, "_phys", None)
+    if phys is not None and (t._meta is None or t._meta is phys._meta):
+        return phys
+    return None
+
+
 def memory_of(t):
     """The array holding t's elements: a vmap-batched tensor's examples (`_phys`), not its
     placeholder storage."""
@@ -261,11 +271,15 @@ def check_inplace(name, target):
         before_write(target)
     if not _state.enabled:
         return
+    _check_requiring_grad(name, target)
+    _check_physical(name, target)
+
+
+def _check_requiring_grad(name, target):
     view, meta = target._view, target._meta
     base_needs = view is not None and view.base.requires_grad
     if (meta is not None and meta.requires_grad) or base_needs:
         _check_inplace_allowed(name, target, view, meta, base_needs)
-    _check_physical(name, target)
 
 
 def _without_history(t):
@@ -273,10 +287,9 @@ def _without_history(t):
     vmap that autograd sees through its physical tensor, that tensor's (the batch of a
     vmap input computed outside is no leaf: a func.jvp input's view of it takes writes)."""
     while t._grad_fn is None:
-        phys = getattr(t, "_phys", None)
-        if phys is None or (t._meta is not None and t._meta is not phys._meta):
+        t = physical_of(t)
+        if t is None:
             return True
-        t = phys
     return False
 
 
@@ -284,13 +297,10 @@ def _check_physical(name, target):
     """A tensor autograd sees through its physical tensor is checked as that tensor too, as
     torch's vmap: a write into a vmapped leaf that requires grad is refused (before, it went
     to a copy of its examples)."""
-    phys = getattr(target, "_phys", None)
-    while phys is not None and (target._meta is None or target._meta is phys._meta):
-        view, meta = phys._view, phys._meta
-        base_needs = view is not None and view.base.requires_grad
-        if (meta is not None and meta.requires_grad) or base_needs:
-            _check_inplace_allowed(name, phys, view, meta, base_needs)
-        target, phys = phys, getattr(phys, "_phys", None)
+    phys = physical_of(target)
+    while phys is not None:
+        _check_requiring_grad(name, phys)
+        phys = physical_of(phys)
 
 
 # the metas of aliases `x.data` of views x of those, which torch's functorch treats as views

@@ -15,7 +15,7 @@ from ..autograd import engine, forward_ad, grad_mode, inplace, levels
 from ..autograd import interpreter as _interpreter
 from ..autograd import meta as _meta
 from ..autograd.function import Function
-from ..autograd.inplace import TRANSFORM_INPUT_VIEWS, TRANSFORM_INPUTS, rebase
+from ..autograd.inplace import TRANSFORM_INPUT_VIEWS, TRANSFORM_INPUTS, physical_of, rebase
 from ..autograd.levels import (
     TRANSFORMS,
     ReverseLevel,
@@ -233,7 +233,7 @@ def _alias(x):
 def _physical(x):
     """Whether autograd sees the batched x through its physical tensor (it shares its
     meta: no reverse transform inside x's vmap level records on the per-example tensors)."""
-    return type(x) is BatchedTensor and (x._meta is None or x._meta is x._phys._meta)
+    return physical_of(x) is not None
 
 
 def _outer_graph(inner, x):
@@ -413,28 +413,23 @@ def _detach_keeping_outer(x):
             TRANSFORM_INPUTS.add(x._meta)
         else:
             _as_leaf_writes(x, source)
-        _DETACHED_INPUTS[x._meta] = old
-        _DETACHED_INPUT_TENSORS[id(x)] = (weakref.ref(
-            x, lambda _, key=id(x): _DETACHED_INPUT_TENSORS.pop(key, None)), old)
+        _DETACHED_INPUTS[id(x)] = (weakref.ref(
+            x, lambda _, key=id(x): _DETACHED_INPUTS.pop(key, None)), old)
     return True
 
 
-# new meta -> the meta before: an inner func.grad/vjp input that detach_() rebound to its
-# outer levels' history (`_detach_keeping_outer`)
-_DETACHED_INPUTS = weakref.WeakKeyDictionary()
-# id(input) -> (a weak reference to it, its meta before detach_()): the input itself, whose
-# meta a later in-place write replaces again
-_DETACHED_INPUT_TENSORS = {}
+# id(input) -> (a weak reference to it, its meta before detach_()): an inner func.grad/vjp
+# input that detach_() rebound to its outer levels' history (`_detach_keeping_outer`), kept
+# by the input itself, whose meta a later in-place write replaces again
+_DETACHED_INPUTS = {}
 
 
 def _meta_before_detach(x):
     """The meta a func.grad input had before its function detach_()ed it, whatever was
     written into it since (a write of a constant leaves it detached at its own level, where
     the outer levels record it); None where it was not detach_()ed."""
-    entry = _DETACHED_INPUT_TENSORS.get(id(x))
-    if entry is not None and entry[0]() is x:
-        return entry[1]
-    return _DETACHED_INPUTS.get(x._meta) if x._meta is not None else None
+    entry = _DETACHED_INPUTS.get(id(x))
+    return entry[1] if entry is not None and entry[0]() is x else None
 
 
 def _reaches_inputs(outputs, inputs, level):
@@ -598,7 +593,7 @@ def _grad_of(outputs, inputs, cotangents, keep, level):
     """Gradients (zeros where unused) of the transform `level`; with their graph when
     `keep`, else detached with their tangents (the engine keeps tangents only when creating
     the graph)."""
-    detached = (_DETACHED_INPUTS or _DETACHED_INPUT_TENSORS) and [
+    detached = _DETACHED_INPUTS and [
         i for i, x in enumerate(inputs) if _meta_before_detach(x) is not None
         and not _reaches_inputs([x], inputs, level)]  # (a write since that gave x a history
     # at this level again (x.mul_(y) of a y made from x): torch differentiates x as it is)
@@ -798,13 +793,6 @@ def linearize(func, *primals):
     return out, lambda *tangents: jvp(func, primals, tangents)[1]
 
 
-def _basis(x):
-    from ..ops.creation import eye
-
-    n = x.numel()
-    return eye(n, dtype=x.dtype, device=x.device).reshape(n, *x.shape)
-
-
 def _bases(xs):
     """A basis of all of xs together: per x, a batch of `total` tangents (in x's dtype) that
     are zero except for x's own block of rows, the identity."""
@@ -815,8 +803,8 @@ def _bases(xs):
     for x in xs:
         n = x.numel()
         spec = dict(dtype=x.dtype, device=x.device)
-        block = cat([zeros(offset, n, **spec), eye(n, **spec),
-                     zeros(total - offset - n, n, **spec)])
+        block = eye(n, **spec) if n == total else cat(
+            [zeros(offset, n, **spec), eye(n, **spec), zeros(total - offset - n, n, **spec)])
         out.append(block.reshape(total, *x.shape))
         offset += n
     return out
@@ -846,7 +834,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
                 jacs.append(tuple(_unflatten(x, [leaf.new_zeros((*o.shape, *leaf.shape))
                                                  for leaf in _flatten(x)]) for x in diff))
                 continue
-            per_in = vmap(one)(_basis(o))
+            per_in = vmap(one)(*_bases([o]))
             jacs.append(tuple(  # (each argument a pytree of tensors: a dict of parameters)
                 _unflatten(x, [g.reshape(*o.shape, *leaf.shape) for g, leaf in
                                zip(_flatten(per), _flatten(x))])

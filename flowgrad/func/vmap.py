@@ -21,7 +21,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
-from ..autograd.inplace import memory_of, write_into
+from ..autograd.inplace import memory_of, physical_of, write_into
 from ..autograd.levels import (
     DEAD_LEAVES,
     TRANSFORMS,
@@ -259,8 +259,7 @@ def _outside_graph(t):
     """Whether autograd sees the batched t through its physical tensor's graph alone (made
     before the reverse transform inside its level began, from tensors differentiated
     outside the vmap): a constant to the per-example gradients."""
-    return type(t) is BatchedTensor and t._meta is not None and t._meta is t._phys._meta \
-        and t._meta.requires_grad
+    return t._meta is not None and t._meta.requires_grad and physical_of(t) is not None
 
 
 def _per_example_constant(t, level):
