@@ -66,7 +66,7 @@ SKIP = {
 # while writing this table, left as they were)
 KNOWN = {
     # `.data` of the inner grad's input inside grad(grad(f)) is marked a leaf of the outer
-    # level (transforms._data_of: TRANSFORM_INPUTS), also when the outer level's tensor is
+    # level (inputs._data_of: TRANSFORM_INPUTS), also when the outer level's tensor is
     # no leaf (here x * 1.0): flowgrad refuses the in-place write, torch computes
     ("grad_grad", "data_add_", "input"),
     # nn.init writes a batched tensor's placeholder storage, not its examples (nn/init.py

@@ -2,7 +2,7 @@
 in-place writes and view writes, against torch.func: the result of, say,
 grad(jvp(grad(f))) is the third derivative f''' (x) cos(3x) summed as torch's.
 
-b529d60 made a func.grad input an alias of the outer tensor (`transforms._InputOf`), built
+b529d60 made a func.grad input an alias of the outer tensor (`inputs._InputOf`), built
 under autograd's interpreter alone, so it had none of the outer tensor's tangents: every
 chain with a forward level outside two reverse ones (grad(jvp(grad)), jvp(grad(grad)),
 and their vjp spellings) came out 0, with no error (30 of the 109 fast cases here).

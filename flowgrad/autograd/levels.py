@@ -116,7 +116,7 @@ def innermost(t):
 # views there, whatever they are outside it (detach_() of one is allowed)
 OWNED = {}
 # the metas of func.grad's inputs inside another transform: aliases of the outer input
-# (`transforms._InputOf`, no views: a view of one regenerates from it, not past it), which
+# (`inputs._InputOf`, no views: a view of one regenerates from it, not past it), which
 # torch's functorch treats as leaves
 TRANSFORM_INPUTS = weakref.WeakSet()
 
@@ -228,7 +228,7 @@ def refuse_captured_write(name, target):
             f"write into a clone() made inside it")
 
 
-# `x.data` aliases made inside a grad/vjp/jvp level (transforms._data_of): id(alias) -> (x,
+# `x.data` aliases made inside a grad/vjp/jvp level (inputs._data_of): id(alias) -> (x,
 # the depth of the level the alias strips, a weak reference to the alias; `data_alias`).
 # x is kept while the alias lives: a write through a temporary view's alias must still
 # reach x's base. torch's .data of a functorch wrapper IS the tensor of the level below: a
@@ -452,7 +452,7 @@ def legacy_scope(on):
 def stops_at(node, running):
     """Whether the backward of the transform `running` stops at `node` without following its
     edges: an alias kept for the levels outside it alone (`x.data`, `x.detach_()` inside a
-    transform: transforms._DataOf), which at `running` has no history, as torch's wrapper
+    transform: inputs._DataOf), which at `running` has no history, as torch's wrapper
     there has none (so its producers are not visited, nor their saved tensors checked)."""
     stops = getattr(getattr(node.op, "fn", None), "stops_backward", None)
     return stops is not None and stops(node.attrs["ctx"], running)

@@ -1,5 +1,6 @@
-"""Elementwise ops: arithmetic with broadcasting and Python scalars, unary math, where,
-clamp, comparisons. Each op's kernel and gradient rule sit side by side.
+"""Elementwise ops: arithmetic with broadcasting and Python scalars, unary math, comparisons
+(compare.py) and selection (selection.py: where, clamp, maximum, minimum), both re-exported
+here. Each op's kernel and gradient rule sit side by side.
 
 Binary ops take two tensors of one dtype (the public functions promote first, by torch's
 rules); `scalar_*` ops take a Python number as an attribute, as OneFlow's do.
@@ -19,13 +20,12 @@ import numpy as np
 from .. import dtypes as _dt
 from .. import sparse_ops
 from ..autograd.inplace import run_inplace
-from ..device import array_module, constant, scalar_operand, undispatched
+from ..device import constant, scalar_operand
 from ..errors import (
     SparseOperandError,
     check_alpha,
     check_kernel_dtype,
     checked_number,
-    tensor_operand,
 )
 from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
@@ -51,7 +51,6 @@ from .compare import (  # noqa: F401 - comparisons, re-exported; their module si
 )
 from .complex import conj, real_sign, sgn
 from .halfprec import HALF, in_float32
-from .index import nonzero
 from .out_arg import with_out
 from .registry import op
 from .rules import _grad_div, _grad_mul, _zero_grad, step, unary
@@ -393,59 +392,6 @@ _sigmoid = unary("sigmoid", in_float32(_sigmoid_kernel), d_of_y=lambda y: y * (1
                  grad_op=_sigmoid_grad)
 
 
-# ---- selection ---------------------------------------------------------------------------------
-# saves the condition only: writes to x or y stay valid
-@op("where", jvp="linear", save="inputs[0]", complex=True)
-def _where(xp, cond, x, y):
-    return undispatched(xp, "where")(cond, x, y)
-
-
-@_where.grad
-def where_backward(ctx, dy):
-    cond = ctx.inputs[0]
-    zero = dy.new_zeros(())
-    need = ctx.needs_input_grad
-    return (None, _where(cond, dy, zero) if need[1] else None,
-            _where(cond, zero, dy) if need[2] else None)
-
-
-@op("clamp", jvp="diagonal", save="inputs")
-def _clamp(xp, x, *, min, max):
-    return xp.clip(x, min, max).astype(x.dtype, copy=False)  # clip gives float32 for bfloat16
-
-
-@_clamp.grad
-def clamp_backward(ctx, dy):
-    return _where(clamp_mask(ctx.inputs[0], min=ctx.min, max=ctx.max), dy, dy.new_zeros(()))
-
-
-@op("maximum", jvp="diagonal", save="inputs")
-def _maximum(xp, a, b):
-    return xp.maximum(a, b)
-
-
-@_maximum.grad
-def maximum_backward(ctx, dy):
-    return _split_tie_grad(dy, *ctx.inputs, ">")
-
-
-@op("minimum", jvp="diagonal", save="inputs")
-def _minimum(xp, a, b):
-    return xp.minimum(a, b)
-
-
-@_minimum.grad
-def minimum_backward(ctx, dy):
-    return _split_tie_grad(dy, *ctx.inputs, "<")
-
-
-def _split_tie_grad(dy, a, b, first_wins):
-    """Grads of max/min of two tensors: to the winner; split in half on ties, as torch. The
-    loser gets exactly 0 even where dy is inf or nan (grad_mul masks on its first factor)."""
-    w, rest = tie_weights(a, b, first_wins=first_wins, dtype=dy.dtype)
-    return _grad_mul(w, dy), _grad_mul(rest, dy)
-
-
 # ---- public functions: promotion, then the op ---------------------------------------------
 _SCALARS = (builtins.int, builtins.float, builtins.bool)
 _BOOL = np.dtype(bool)
@@ -742,123 +688,15 @@ def reciprocal(input):
     return _reciprocal(_float_of(input))
 
 
-def where(condition, input=None, other=None):
-    """Elementwise `input if condition else other`; scalars allowed for either branch.
-
-    Only the branch taken receives gradient, so a NaN gradient in the other branch does not
-    leak through.
-
-    >>> import flowgrad as flow
-    >>> x = flow.tensor([-1.0, 2.0, -3.0])
-    >>> flow.where(x > 0, x, 0.0)
-    tensor([0., 2., 0.])
-    """
-    if input is None and other is None:
-        return nonzero(condition, as_tuple=True)
-    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        # two Python scalars: torch's dtype for them (where(c, 1, 0) is int64)
-        d, xp = _dt.result_type(input, other), array_module(condition._data)
-        input, other = (Tensor._wrap(xp.asarray(v, d.np)) for v in (input, other))
-    if isinstance(input, Tensor) is not isinstance(other, Tensor):
-        # the number converts to the result's dtype as torch's Scalar does (300 does not fit
-        # int8: raise; -1 for uint8 is 255), not by NumPy's wrap-around; half precision takes
-        # any float (1e10 becomes inf), as torch's
-        if isinstance(input, Tensor):
-            other = _checked_branch(input, other, "other")
-        else:
-            input = _checked_branch(other, input, "input")
-    if not isinstance(input, Tensor) or not isinstance(other, Tensor) or \
-            input._data.dtype != other._data.dtype:
-        input, other = _promote_pair(input, other, "where")
-    if condition._data.dtype.kind != "b":
-        if condition._data.dtype != np.uint8:  # (a byte condition: torch's deprecated mask)
-            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
-                               f"tensor with dtype {condition.dtype}; compare it (x != 0) or "
-                               f"call .bool()")
-        condition = condition.to(_dt.bool)
-    return _where(condition, input, other)
-
-
-def _checked_branch(tensor, number, arg):
-    """where's number branch checked against the dtype it takes beside `tensor` (the
-    tensor's own, int64 for an int beside bools, the default float dtype for a float beside
-    integers)."""
-    d = tensor._data.dtype
-    cls = number.__class__
-    if d.kind in "iub":
-        if cls is builtins.complex:
-            return number
-        if cls is builtins.float:  # the result is the default float dtype: 1e300 overflows it
-            d = _dt.get_default_dtype().np
-        if d.kind == "b" and cls is not builtins.bool:
-            d = _INT64
-    elif cls is builtins.complex or d.kind == "c":
-        return number
-    elif d in HALF:  # any float fits (1e10 becomes inf, as torch's); an int of 64 bits
-        d = _F64
-    return checked_number("where", number, d, arg)
-
-
-_INT64 = np.dtype(np.int64)
-
-
-def clamp(input, min=None, max=None, *, out=None):
-    """Limit values to [min, max]; either bound may be None or a tensor.
-
-    >>> import flowgrad as flow
-    >>> flow.clamp(flow.tensor([-2.0, 0.5, 3.0]), min=-1, max=1)
-    tensor([-1.0000,  0.5000,  1.0000])
-    """
-    if out is not None:
-        return with_out(clamp, out, (input,), "clamp", exact_dtype=True, min=min, max=max)
-    if min is None and max is None:
-        raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
-    if isinstance(min, Tensor) or isinstance(max, Tensor):
-        if min is not None and max is not None and \
-                isinstance(min, Tensor) is not isinstance(max, Tensor):
-            # torch's two overloads: two numbers or two tensors (either may be None)
-            raise TypeError(f"clamp(): min and max must both be numbers or both be tensors "
-                            f"(or None), got {type(min).__name__} and {type(max).__name__}; "
-                            f"wrap the number with flowgrad.tensor(...)")
-        return clamp_tensor(input, min, max)
-    d = _dt.result_type(input, *(v for v in (min, max) if v is not None))
-    if d is _dt.bool:  # torch has no bool kernel (an int bound promotes to int64: fine)
-        kernel = "clamp_scalar_cpu" if min is not None and max is not None else \
-            "clamp_min_scalar_cpu" if min is not None else "clamp_max_scalar_cpu"
-        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'; convert the '
-                                  f"tensor with .int() first")
-    # the bounds convert to the result's dtype as torch's Scalar does: out of its range
-    # raises, and uint8 takes -255..-1 modulo 256 (clamp(min=-1) of uint8 gives 255s)
-    min, max = checked_number("clamp", min, d.np, "min"), checked_number("clamp", max, d.np, "max")
-    if d is not input.dtype:  # torch promotes: a bool tensor clamped to ints gives int64
-        input = input.to(d)
-    return _clamp(input, min=min, max=max)
-
-
-clip = clamp
-
-
-@tensor_operand()
-def maximum(input, other):
-    """Elementwise max of two tensors (ties split the gradient).
-
-    >>> import flowgrad as flow
-    >>> flow.maximum(flow.tensor([1.0, 5.0]), flow.tensor([3.0, 2.0]))
-    tensor([3., 5.])
-    """
-    return _binary(_maximum, input, other, "maximum")
-
-
-@tensor_operand()
-def minimum(input, other):
-    """Elementwise min of two tensors (ties split the gradient).
-
-    >>> import flowgrad as flow
-    >>> flow.minimum(flow.tensor([1.0, 5.0]), flow.tensor([3.0, 2.0]))
-    tensor([1., 2.])
-    """
-    return _binary(_minimum, input, other, "minimum")
-
+from .selection import (  # noqa: E402,F401 - selection ops, re-exported: their module since it grew
+    _where,
+    clamp,
+    clamp_tensor,
+    clip,
+    maximum,
+    minimum,
+    where,
+)
 
 subtract, multiply, divide, true_divide, negative = sub, mul, div, div, neg
 
@@ -871,8 +709,6 @@ def _inplace_binary(name, fn):
     return method
 
 
-# the Tensor methods and Python operators of this family: operators.py (it reads the names
-# above, so it is imported last)
 # ---- rounded division (div with rounding_mode) ----------------------------------------
 def _check_int_zero(a, b, name):
     """Integer division by a zero raises, as torch's, once an element is divided (an empty
@@ -925,40 +761,6 @@ def _refuse_bool(a, kernel):
                                   f'are bool); convert one with .int() or .float() first')
 
 
-# ---- clamp with tensor bounds ---------------------------------------------------------------
-@op("clamp_tensor", jvp="diagonal", save="inputs")
-def _clamp_tensor(xp, x, *bounds, has_min, has_max):
-    y = xp.maximum(x, bounds[0]) if has_min else x
-    return xp.minimum(y, bounds[-1]) if has_max else y
-
-
-@_clamp_tensor.grad
-def clamp_tensor_backward(ctx, dy):
-    x, *bounds = ctx.inputs
-    lo = bounds[0] if ctx.has_min else None
-    hi = bounds[-1] if ctx.has_max else None
-    keeps, grads = [], []
-    if lo is not None:
-        keeps.append(x >= lo)
-        grads.append((x < lo) & (lo < hi) if hi is not None else x < lo)
-    if hi is not None:
-        keeps.append(x <= hi)
-        grads.append((x > hi) | (lo > hi) if lo is not None else x > hi)  # min > max: max wins
-    zero = dy.new_zeros(())
-    if not keeps:  # no bounds: the identity
-        return (dy,)
-    keep_x = keeps[0] & keeps[1] if len(keeps) == 2 else keeps[0]
-    return tuple(_where(m, dy, zero) if need else None
-                 for m, need in zip([keep_x, *grads], ctx.needs_input_grad))
-
-
-def clamp_tensor(input, min=None, max=None):
-    """clamp with tensor (or mixed) bounds, promoted together with input."""
-    bounds = [b for b in (min, max) if b is not None]
-    d, xp = _dt.result_type(input, *bounds), array_module(input._data)
-    ts = [t.to(d) if isinstance(t, Tensor) else Tensor._wrap(xp.asarray(t, d.np))
-          for t in (input, *bounds)]
-    return _clamp_tensor(*ts, has_min=min is not None, has_max=max is not None)
-
-
+# the Tensor methods and Python operators of this family: operators.py (it reads the names
+# above, so it is imported last)
 from . import operators  # noqa: E402,F401

@@ -23,11 +23,11 @@ from ..device import new_array
 from ..dtypes import float64, uint8
 from ..tensor import Tensor
 from .conv import col2im, ntuple, out_size, pad_array, windows
-from .creation import arange, fma64
 from .elementwise import where
 from .halfprec import opmath
 from .pool import _adaptive_avg, _along
 from .pool_more import antialias_matrix
+from .ranges import arange, fma64
 from .registry import op
 
 __all__ = ["unfold", "fold", "pixel_shuffle", "pixel_unshuffle", "interpolate", "upsample",
