@@ -134,7 +134,7 @@ def test_recomputation_that_diverges_raises():
 
     x = flow.ones(2, requires_grad=True)
     y = checkpoint(f, x, use_reentrant=False).sum()
-    with pytest.raises(RuntimeError, match="recomputation saved"):
+    with pytest.raises(RuntimeError, match="different number of tensors"):
         y.backward()
 
 

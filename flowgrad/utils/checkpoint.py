@@ -4,8 +4,11 @@
 backward runs `fn` again to get them. Two ways, as torch's:
 
 - `use_reentrant=False` (recommended): the forward runs under saved-tensor hooks whose pack
-  keeps only a slot number; the first unpack in backward re-runs `fn` (with grad on, under
-  hooks that collect what it saves) and hands out the recomputed tensors slot by slot.
+  keeps only a slot number; the first unpack in a backward run re-runs `fn` (with grad on,
+  under hooks that collect what it saves) and hands out the recomputed tensors slot by slot.
+  The re-run stops as soon as it has saved as many tensors as the forward did (early stop,
+  as torch's: what `fn` does after its last saved tensor, a module's forward hook, does not
+  run again), unless `early_stop=False` or `set_checkpoint_early_stop(False)`.
 - `use_reentrant=True`: a custom Function whose forward runs `fn` under `no_grad` and whose
   backward re-runs it with grad on and calls `autograd.backward` inside (leaf grads land
   in `.grad`; `autograd.grad` cannot reach through it).
@@ -29,9 +32,143 @@ from .. import random as _random
 from .._warn import warn
 from ..autograd import grad_mode
 from ..autograd.function import Function
+from ..autograd.graph import current_graph_task_id
 from ..autograd.saved_hooks import saved_tensors_hooks
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
+           "set_checkpoint_early_stop", "set_checkpoint_debug_enabled", "detach_variable",
+           "check_backward_validity", "get_device_states", "set_device_states",
+           "DefaultDeviceType", "noop_context_fn"]
+
+_EARLY_STOP = [None]  # set_checkpoint_early_stop's value while its block runs (None: unset)
+_DEBUG = [None]       # set_checkpoint_debug_enabled's
+
+
+class CheckpointError(RuntimeError):
+    """The recomputation of a non-reentrant checkpoint did not save what the forward saved."""
+
+
+class _StopRecomputation(Exception):
+    """Raised by the recomputation's pack hook once every slot is filled (early stop)."""
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable):
+    """Whether the checkpoints whose forward runs inside the block stop their recomputation as
+    soon as it has saved every tensor backward needs (the default), as torch's.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+    >>> x = flow.ones(2, requires_grad=True)
+    >>> with set_checkpoint_early_stop(False):
+    ...     y = checkpoint(lambda t: t.exp() * 2, x, use_reentrant=False)
+    >>> y.sum().backward(); x.grad
+    tensor([5.4366, 5.4366])
+    """
+    prev, _EARLY_STOP[0] = _EARLY_STOP[0], bool(enable)
+    try:
+        yield
+    finally:
+        _EARLY_STOP[0] = prev
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled):
+    """Inside the block every non-reentrant checkpoint runs as with `debug=True` (`None`:
+    each call's own `debug`): a recomputation that saves other tensors than the forward
+    raises naming the shape and dtype of every tensor each of them saved.
+
+    >>> from flowgrad.utils.checkpoint import set_checkpoint_debug_enabled
+    >>> with set_checkpoint_debug_enabled(True):
+    ...     pass
+    """
+    prev, _DEBUG[0] = _DEBUG[0], enabled
+    try:
+        yield
+    finally:
+        _DEBUG[0] = prev
+
+
+def detach_variable(inputs):
+    """A tuple of `inputs` with each tensor detached, keeping its requires_grad (torch's
+    helper for reentrant checkpoints).
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.utils.checkpoint import detach_variable
+    >>> x = flow.ones(2, requires_grad=True) * 2
+    >>> y, n = detach_variable((x, 3)); (y.requires_grad, y.grad_fn, n)
+    (True, None, 3)
+    """
+    from ..tensor import Tensor
+
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"detach_variable: only a tuple of tensors is supported, got "
+                           f"{type(inputs).__name__}")
+    return tuple(x.detach().requires_grad_(x.requires_grad) if isinstance(x, Tensor) else x
+                 for x in inputs)
+
+
+def check_backward_validity(inputs):
+    """Warn when no tensor of `inputs` requires grad: the checkpoint's gradients will be None.
+
+    >>> import flowgrad as flow
+    >>> from flowgrad.utils.checkpoint import check_backward_validity
+    >>> check_backward_validity((flow.ones(1, requires_grad=True),))
+    """
+    from ..tensor import Tensor
+
+    if not any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
+        warn("None of the inputs have requires_grad=True. Gradients will be None",
+             stacklevel=3)
+
+
+def get_device_states(*args):
+    """The RNG states of the accelerators the tensor arguments live on, to restore with
+    `set_device_states`: flowgrad's tensors are on the CPU, whose generator the checkpoint
+    keeps itself, so none (two empty lists, as torch's without GPU tensors).
+
+    >>> from flowgrad.utils.checkpoint import get_device_states
+    >>> get_device_states()
+    ([], [])
+    """
+    return [], []
+
+
+def set_device_states(devices, states, *, device_type=None):
+    """Restore accelerator RNG states from `get_device_states`; there are none to restore on
+    a CPU-only flowgrad (a non-empty list raises).
+
+    >>> from flowgrad.utils.checkpoint import set_device_states
+    >>> set_device_states([], [])
+    """
+    if list(devices) or list(states):
+        raise RuntimeError(f"set_device_states: flowgrad has no {device_type or 'accelerator'} "
+                           f"device whose RNG state could be set")
+
+
+class DefaultDeviceType:
+    """The device type whose RNG state checkpoints preserve besides the CPU's: the current
+    accelerator's, else 'cpu' (torch's rule; flowgrad's tensors are on the CPU).
+
+    >>> from flowgrad.utils.checkpoint import DefaultDeviceType
+    >>> DefaultDeviceType.get_device_type()
+    'cpu'
+    """
+
+    _default_device_type = None
+
+    @staticmethod
+    def set_device_type(device="cuda"):
+        DefaultDeviceType._default_device_type = device
+
+    @staticmethod
+    def get_device_type():
+        if not DefaultDeviceType._default_device_type:
+            from .. import accelerator
+
+            acc = accelerator.current_accelerator(True)
+            DefaultDeviceType._default_device_type = acc.type if acc else "cpu"
+        return DefaultDeviceType._default_device_type
 
 
 def noop_context_fn():
@@ -64,7 +201,8 @@ def _rng_as_at(state):
 
 
 def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
-               determinism_check="default", debug=False, preserve_rng_state=True, **kwargs):
+               determinism_check="default", debug=False, early_stop=True,
+               preserve_rng_state=True, **kwargs):
     """Run `function(*args, **kwargs)` without keeping its intermediate values; backward
     recomputes them. `use_reentrant` should be passed (None warns and means True, as
     torch 2.x).
@@ -92,8 +230,13 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
             raise ValueError("checkpoint: keyword arguments to the function are only "
                              "supported when use_reentrant=False")
         return _ReentrantCheckpoint.apply(function, preserve_rng_state, *args)
+    if _EARLY_STOP[0] is not None:  # (the block's setting wins over the argument, as torch's)
+        early_stop = _EARLY_STOP[0]
+    if _DEBUG[0] is not None:
+        debug = _DEBUG[0]
     return _checkpoint_with_hooks(function, preserve_rng_state, context_fn,
-                                  determinism_check == "default", args, kwargs)
+                                  determinism_check == "default", early_stop, debug, args,
+                                  kwargs)
 
 
 class _ReentrantCheckpoint(Function):
@@ -101,6 +244,7 @@ class _ReentrantCheckpoint(Function):
     def forward(ctx, run_function, preserve_rng_state, *args):
         from ..tensor import Tensor
 
+        check_backward_validity(args)
         ctx.run_function = run_function
         ctx.rng_state = _random.get_rng_state() if preserve_rng_state else None
         ctx.autocast = _autocast_as_now()
@@ -139,60 +283,106 @@ class _ReentrantCheckpoint(Function):
         return (None, None, *result)
 
 
-class _Recomputation:
-    """One checkpointed call: its forward's slots and the values a recomputation filled."""
+CheckpointFunction = _ReentrantCheckpoint  # torch's name for the reentrant Function
 
-    def __init__(self, function, args, kwargs, rng_state, context_fn, check):
+
+class _Recomputation:
+    """One checkpointed call: its forward's slots and the values a recomputation filled, for
+    the backward run that recomputed them (`task`)."""
+
+    def __init__(self, function, args, kwargs, rng_state, context_fn, check, early_stop,
+                 debug):
         self.function, self.args, self.kwargs = function, args, kwargs
         self.rng_state, self.context_fn, self.check = rng_state, context_fn, check
+        self.early_stop, self.debug = early_stop, debug
         self.autocast = _autocast_as_now()
         self.metadata = []   # (shape, dtype) per slot, from the forward
         self.values = {}     # slot -> recomputed tensor, until backward takes it
+        self.task = None     # the backward run the values were recomputed for
+        self.forward_completed = False
 
     def pack(self, tensor):
         self.metadata.append((tuple(tensor.shape), tensor.dtype))
         return len(self.metadata) - 1
 
     def unpack(self, slot):
+        task = current_graph_task_id()
+        if task != self.task or task == -1:  # each backward run recomputes, as torch's (the
+            # values of an earlier run that took only some are stale: parameters may have
+            # changed since), and so does every read outside backward
+            self.values.clear()
+            self.task = task
         value = self.values.pop(slot, None)
-        if value is None:  # first use in this backward (or a second backward): recompute
+        if value is None:  # first use in this backward (or a second read of the slot)
             self.recompute()
             value = self.values.pop(slot)
         return value
 
     def recompute(self):
         recomputed = []
+        n = len(self.metadata)
+        mismatch_allowed = False
 
         def keep(t):
+            nonlocal mismatch_allowed
+            if len(recomputed) >= n:
+                if self.forward_completed:
+                    raise CheckpointError(
+                        "flowgrad.utils.checkpoint: trying to save more tensors during "
+                        "recomputation than during the original forward pass" + self._log(
+                            recomputed + [t.detach()]))
+                mismatch_allowed = True  # (a backward inside the checkpointed function
+                # itself: its forward has not saved everything yet)
             recomputed.append(t.detach())
+            if self.early_stop and len(recomputed) == n:
+                raise _StopRecomputation
 
         def refuse(_):
             raise RuntimeError("checkpoint: a tensor saved while recomputing was unpacked")
 
         _, recompute_context = self.context_fn()
-        with _rng_as_at(self.rng_state), grad_mode.enable_grad(), self.autocast(), \
-                recompute_context, saved_tensors_hooks(keep, refuse):
-            self.function(*self.args, **self.kwargs)
-        if len(recomputed) != len(self.metadata):
-            raise RuntimeError(
-                f"flowgrad.utils.checkpoint: the recomputation saved {len(recomputed)} "
-                f"tensors, the forward saved {len(self.metadata)}; the checkpointed function "
-                f"must run the same ops both times (no branches on global state)")
-        for slot, t in enumerate(recomputed):
+        try:
+            with _rng_as_at(self.rng_state), grad_mode.enable_grad(), self.autocast(), \
+                    recompute_context, saved_tensors_hooks(keep, refuse):
+                self.function(*self.args, **self.kwargs)
+        except _StopRecomputation:
+            pass
+        if len(recomputed) < n or (len(recomputed) > n and not mismatch_allowed):
+            raise CheckpointError(
+                f"flowgrad.utils.checkpoint: a different number of tensors was saved during "
+                f"the original forward ({n}) and the recomputation ({len(recomputed)}); the "
+                f"checkpointed function must run the same ops both times (no branches on "
+                f"global state)" + self._log(recomputed))
+        for slot, t in enumerate(recomputed[:n]):
             if self.check and (tuple(t.shape), t.dtype) != self.metadata[slot]:
-                raise RuntimeError(
+                raise CheckpointError(
                     f"flowgrad.utils.checkpoint: recomputed tensor {slot} has shape "
                     f"{tuple(t.shape)} and dtype {t.dtype}, the forward saved "
-                    f"{self.metadata[slot][0]} {self.metadata[slot][1]}")
+                    f"{self.metadata[slot][0]} {self.metadata[slot][1]}" + self._log(
+                        recomputed))
             self.values[slot] = t
 
+    def _log(self, recomputed):
+        """With debug: what each run saved, slot by slot."""
+        if not self.debug:
+            return ""
+        forward = "\n".join(f"  {i}: {shape} {dtype}" for i, (shape, dtype)
+                             in enumerate(self.metadata))
+        again = "\n".join(f"  {i}: {tuple(t.shape)} {t.dtype}" for i, t in enumerate(recomputed))
+        return (f"\nTensors saved during the original forward:\n{forward}\n"
+                f"Tensors saved during recomputation:\n{again}")
 
-def _checkpoint_with_hooks(function, preserve_rng_state, context_fn, check, args, kwargs):
+
+def _checkpoint_with_hooks(function, preserve_rng_state, context_fn, check, early_stop, debug,
+                           args, kwargs):
     rng_state = _random.get_rng_state() if preserve_rng_state else None
-    frame = _Recomputation(function, args, kwargs, rng_state, context_fn, check)
+    frame = _Recomputation(function, args, kwargs, rng_state, context_fn, check, early_stop,
+                           debug)
     forward_context, _ = context_fn()
     with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
-        return function(*args, **kwargs)
+        out = function(*args, **kwargs)
+    frame.forward_completed = True
+    return out
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
