@@ -57,8 +57,8 @@ class saved_tensors_hooks:  # noqa: N801 - torch's name
 
 class save_on_cpu(saved_tensors_hooks):  # noqa: N801
     """Keep saved tensors on the CPU until backward (torch moves them off the GPU; flowgrad
-    tensors already live on the CPU, so each is kept as a plain copy of its storage, and
-    `pin_memory` is accepted for compatibility).
+    tensors already live on the CPU, so each is kept as it is, as torch keeps a CPU tensor,
+    and `pin_memory` is accepted for compatibility).
 
     >>> import flowgrad as flow
     >>> x = flow.ones(2, requires_grad=True)
@@ -70,7 +70,7 @@ class save_on_cpu(saved_tensors_hooks):  # noqa: N801
 
     def __init__(self, pin_memory=False, device_type="cuda"):
         def pack(t):
-            return (t.device, t.detach().cpu().clone())
+            return (t.device, t.detach().cpu())
 
         def unpack(packed):
             device, t = packed
@@ -121,7 +121,7 @@ class PackedTensor:
     """
 
     __slots__ = ("packed", "unpack_hook", "meta", "grad_fn", "counter", "version",
-                 "is_output", "tensor", "data")
+                 "is_output", "tensor", "data", "copy")
 
     def __init__(self, saved, tensor, pack, unpack):
         self.counter, self.version, self.is_output = saved.counter, saved.version, saved.is_output
@@ -131,9 +131,14 @@ class PackedTensor:
         self.data = _stand_in(tensor._data)  # zero bytes: shape and dtype for messages
         self.unpack_hook = unpack
         self.packed = pack(tensor)
+        self.copy = _is_copy(self.packed, _root(tensor))
 
     def check(self, node):
-        if self.counter.value != self.version and not _meta.writes_unseen(
+        """A write into the saved tensor since it was packed raises, unless pack kept a copy
+        (then backward reads the values the forward used, as torch's does). Where pack kept
+        the tensor itself (or something opaque), torch reads the values written without a
+        word, a gradient of other values than the forward's: this raises instead."""
+        if self.counter.value != self.version and not self.copy and not _meta.writes_unseen(
                 self.counter, self.version) and not getattr(self.packed, "copied", False):
             raise saved_tensor_error(node, self)
 
@@ -168,6 +173,24 @@ class _Kept:
     @property
     def copied(self):  # (PackedTensor.check: the value read predates the write)
         return self.copy is not None
+
+
+def _is_copy(packed, root):
+    """Whether what pack returned holds its own copy of the saved values: tensors or arrays
+    (alone, or in a tuple or list beside other things: a device), none of them in the memory
+    whose root array is `root`."""
+    found = False
+    for item in packed if type(packed) in (tuple, list) else (packed,):
+        if isinstance(item, Tensor):
+            item = _root(item)
+        elif hasattr(item, "__array_interface__") or hasattr(item, "__cuda_array_interface__"):
+            item = memory_owner(item)
+        else:
+            continue
+        if item is root:
+            return False
+        found = True
+    return found
 
 
 def _root(t):
