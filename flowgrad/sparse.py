@@ -1,4 +1,5 @@
-"""flowgrad.sparse: sparse COO tensors, enough for graph convolutions.
+"""flowgrad.sparse: sparse COO tensors, enough for graph convolutions and for the sparse
+weight gradients of `Embedding(sparse=True)` (which the engine sums into `.grad`).
 
 A `SparseTensor` holds two dense flowgrad tensors, `indices` (sparse_dim, nnz) int64 and
 `values` (nnz, *dense_shape), and its size. Every operation on it is composed of dense ops on
@@ -20,6 +21,7 @@ import sys
 
 import numpy as np
 
+from .autograd import engine as _engine
 from .autograd.function import Function
 from .device import array_module
 from .errors import SparseOperandError
@@ -285,6 +287,13 @@ class SparseTensor(SparseMetadata):
     def detach(self):
         return self._with_values(self._vals.detach())
 
+    def zero_(self):
+        """No entries left, the size kept (torch's zero_() of a sparse tensor; an optimizer's
+        zero_grad(set_to_none=False) of a sparse gradient)."""
+        self._idx, self._vals = self._idx[:, :0], self._vals.detach()[:0]
+        self._coalesced = True
+        return self
+
     def clone(self):
         return SparseTensor(self._idx.clone(), self._vals.clone(), self._size, self._coalesced)
 
@@ -355,6 +364,9 @@ class SparseTensor(SparseMetadata):
 
     def _kind(self):
         return "sparse COO"
+
+
+_engine.SparseTensor = SparseTensor  # (the engine sums sparse gradients: Embedding(sparse=True))
 
 
 def _public_caller():

@@ -346,9 +346,11 @@ class Tensor:
     @grad.setter
     def grad(self, value):
         if value is not None:
-            if not isinstance(value, Tensor):
+            sparse = getattr(value, "is_sparse", False)  # (a sparse COO gradient, as
+            # Embedding(sparse=True) makes)
+            if not sparse and not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad must be a Tensor or None, got {type(value)}")
-            if value._data.shape != self._data.shape:
+            if tuple(value.shape) != self._data.shape:
                 raise RuntimeError(
                     f"assigned grad has shape {tuple(value.shape)} but the tensor has shape "
                     f"{tuple(self.shape)}; they must match")

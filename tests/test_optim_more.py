@@ -29,9 +29,8 @@ def _run(fw, make, steps, dtype=np.float64, sparse_rows=False):
         if sparse_rows:  # only some rows touched: what SparseAdam is for
             for p in ps:
                 p.grad[1:2] = 0
-            if fw is torch:
-                for p in ps:
-                    p.grad = p.grad.to_sparse(1) if p.dim() > 1 else p.grad.to_sparse()
+            for p in ps:  # (SparseAdam takes sparse gradients only, as torch's)
+                p.grad = p.grad.to_sparse(1) if p.dim() > 1 else p.grad.to_sparse()
         opt.step()
     return [p.detach().numpy() for p in ps]
 

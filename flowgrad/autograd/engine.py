@@ -183,7 +183,8 @@ class GraphTask:
                 if data.dtype is not info[1] or data.shape != info[0]:
                     in_grads = _fit_grad(in_grads, info[0], info[1], node)
                 cur = meta.current_grad
-                meta.current_grad = in_grads if cur is None else cur + in_grads
+                meta.current_grad = in_grads if cur is None else cur + in_grads \
+                    if type(cur) is not SparseTensor else in_grads + cur
         else:
             if type(in_grads) is not tuple:
                 in_grads = (in_grads,) if not isinstance(in_grads, list) else tuple(in_grads)
@@ -248,11 +249,30 @@ class GraphTask:
             meta.current_grad = None
 
 
+SparseTensor = None  # bound by flowgrad.sparse (which imports this layer)
+
+
 def _add_grad(meta, g, info, node):
     """current_grad += g, g first fitted to the input's recorded shape and dtype."""
+    if type(g) is SparseTensor:
+        return _add_sparse_grad(meta, g, info, node)
     data = g._data
     if data.shape != info[0] or data.dtype != info[1]:
         g = _fit_grad(g, info[0], info[1], node)
+    cur = meta.current_grad
+    meta.current_grad = g if cur is None else cur + g if type(cur) is not SparseTensor \
+        else g + cur  # (dense + sparse is dense; sparse + dense raises, as torch's)
+
+
+def _add_sparse_grad(meta, g, info, node):
+    """A sparse gradient (Embedding(sparse=True)'s weight gradient) reaching a tensor: summed
+    sparse into a leaf's (torch's `.grad` is sparse then: entries concatenated, not
+    coalesced), made dense for the node that consumes a non-leaf (its rule reads arrays)."""
+    if tuple(g.shape) != info[0]:
+        raise RuntimeError(f"{node.name} returned a sparse gradient of shape {tuple(g.shape)} "
+                           f"for an input of shape {info[0]}; the shapes must match")
+    if not meta.is_leaf:
+        return _add_grad(meta, g.to_dense(), info, node)
     cur = meta.current_grad
     meta.current_grad = g if cur is None else cur + g
 
@@ -331,6 +351,9 @@ def _accumulate(meta, g, owned=False):
     torch does; otherwise (retain_grad, autograd.grad's results: g flows on) or when something
     else can see it, it copies, so a .grad never aliases another .grad or a live tensor."""
     acc = meta.acc_grad
+    if type(g) is SparseTensor or type(acc) is SparseTensor:
+        meta.acc_grad = _accumulated_sparse(acc, g, owned)
+        return
     if acc is None:
         if owned and _sole_owner(g):
             meta.acc_grad = g
@@ -345,6 +368,27 @@ def _accumulate(meta, g, owned=False):
             acc._data += g._data  # in place: keeps the .grad object the optimizer holds
         else:
             meta.acc_grad = (acc + g).detach()
+
+
+def _accumulated_sparse(acc, g, owned):
+    """`_accumulate` where a sparse gradient meets `.grad`, as torch's AccumulateGrad: sparse
+    on sparse adds the entries (in place, without create_graph), dense on sparse or sparse on
+    dense gives a dense `.grad` (a dense one kept and added to in place where it can be)."""
+    keep_graph = grad_mode.is_grad_enabled()
+    if acc is None:  # (g is the sparse one)
+        return g if owned else g.clone() if keep_graph else g.detach().clone()
+    if type(acc) is SparseTensor and type(g) is SparseTensor:
+        total = acc + g if keep_graph else acc.detach() + g.detach()
+        if keep_graph:
+            return total
+        acc._idx, acc._vals, acc._coalesced = total._idx, total._vals, total._coalesced
+        return acc
+    if type(acc) is SparseTensor:  # a dense gradient onto a sparse .grad
+        return g + acc if keep_graph else (g.detach() + acc.detach())
+    if not keep_graph and acc._grad_fn is None:
+        acc._data += g.to_dense()._data  # in place: keeps the .grad object the optimizer holds
+        return acc
+    return acc + g
 
 
 def _sole_owner(g) -> bool:

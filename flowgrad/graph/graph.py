@@ -376,6 +376,11 @@ class Graph:
                 if "clip_grad_max_norm" in group:
                     clip_grad_norm_(group["params"], group["clip_grad_max_norm"],
                                     group.get("clip_grad_norm_type", 2.0))
+                if getattr(optimizer, "_takes_sparse_only", False):  # SparseAdam: the plan's
+                    # dense gradients as sparse, a row with any non-zero value as an entry
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.grad = p.grad.to_sparse(1) if p.dim() > 1 else p.grad.to_sparse()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             if lr_sch is not None:

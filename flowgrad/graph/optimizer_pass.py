@@ -67,7 +67,9 @@ class UpdateOp:
 
 def in_plan(optimizer, config):
     """Whether `optimizer`'s update can run inside the plan (see the module docstring)."""
-    if type(optimizer).step is not Optimizer.step or config.gradient_accumulation_steps != 1:
+    if type(optimizer).step is not Optimizer.step and not \
+            type(optimizer).__dict__.get("_takes_sparse_only") or \
+            config.gradient_accumulation_steps != 1:
         return False
     if optimizer._step_pre_hooks or optimizer._step_post_hooks or \
             _optimizer._GLOBAL_STEP_PRE_HOOKS or _optimizer._GLOBAL_STEP_POST_HOOKS:

@@ -589,6 +589,9 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                     reached.add(value.id)
                     if g is None:
                         continue
+                    if getattr(g, "is_sparse", False):  # (Embedding(sparse=True)'s weight
+                        # gradient: dense in a plan, whose update ops read arrays)
+                        g = g.to_dense()
                     data = g._data
                     if data.shape != info[0] or data.dtype is not info[1] and \
                             data.dtype != info[1]:  # (dtypes: the same object, most often)

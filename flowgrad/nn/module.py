@@ -456,6 +456,8 @@ class Module(StateDict):
             if p.grad is not None:
                 if set_to_none:
                     p.grad = None
+                elif p.grad.is_sparse:
+                    p.grad.zero_()  # (no entries left: torch's zero_() of a sparse gradient)
                 else:
                     g = p.grad
                     if g.grad_fn is not None:

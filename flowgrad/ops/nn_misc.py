@@ -21,12 +21,13 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._warn import warn
-from ..autograd import grad_mode
+from ..autograd import grad_mode, levels
 from ..autograd.inplace import run_inplace
 from ..autograd.interpreter import check_read, varies_per_run
 from ..device import array_module
 from ..errors import INT_INDEX_DTYPES, check_same_dtype, expect_tensor
 from ..random import numpy_generator, resolve
+from ..sparse import SparseTensor
 from ..tensor import Tensor, _wrap_dim
 from .activation import softmax
 from .elementwise import _promote_pair, where
@@ -42,7 +43,7 @@ __all__ = ["embedding", "embedding_bag", "dropout", "dropout1d", "dropout2d", "d
 
 # ---- embedding -----------------------------------------------------------------------------------
 @op("embedding", jvp="linear", save="inputs[1]")
-def _embedding(xp, weight, indices, *, padding_idx, scale_grad_by_freq):
+def _embedding(xp, weight, indices, *, padding_idx, scale_grad_by_freq, sparse=False):
     # the wrapper's range check, again here: a compiled plan runs the kernel alone, and a
     # negative index would wrap around instead of raising
     if indices.size and indices.min() < 0:
@@ -54,9 +55,27 @@ def _embedding(xp, weight, indices, *, padding_idx, scale_grad_by_freq):
 @_embedding.grad
 def embedding_backward(ctx, dy):
     indices = ctx.inputs[1]
+    if ctx.sparse:
+        return _sparse_rows_grad(dy, indices, ctx.input_shapes[0], ctx.padding_idx,
+                                 ctx.scale_grad_by_freq), None
     return _embedding_backward(dy, indices, num_weights=ctx.input_shapes[0][0],
                                padding_idx=ctx.padding_idx,
                                scale_grad_by_freq=ctx.scale_grad_by_freq), None
+
+
+def _sparse_rows_grad(dy, indices, weight_shape, padding_idx, scale_grad_by_freq):
+    """Embedding(sparse=True)'s weight gradient, as torch's: a sparse COO tensor with one entry
+    per lookup (in lookup order, duplicates kept, uncoalesced), the lookups of padding_idx
+    left out."""
+    if scale_grad_by_freq:
+        raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse "
+                           "gradients; pass sparse=False or scale_grad_by_freq=False")
+    rows = indices.reshape(-1)
+    values = dy.reshape(rows.shape[0], *weight_shape[1:])
+    if padding_idx is not None:
+        keep = rows != padding_idx
+        rows, values = rows[keep], values[keep]
+    return SparseTensor(rows.reshape(1, -1), values, weight_shape)
 
 
 def _freq_scale(xp, indices, num_weights, dtype):
@@ -188,7 +207,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     """Rows of `weight` (num_embeddings, dim) picked by the integer `input`; the
     padding_idx row gets no gradient; with scale_grad_by_freq each row's gradient is divided
     by how often its index occurs in `input`; with max_norm the picked rows are renormalised in
-    place first, as torch does.
+    place first; with sparse=True the weight's gradient is a sparse COO tensor (one entry per
+    lookup), as torch does.
 
     >>> import flowgrad as flow
     >>> import flowgrad.nn.functional as F
@@ -213,8 +233,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     pad = _padding_idx(padding_idx, n, "embedding")
     if max_norm is not None:
         _renorm_rows(weight, input, max_norm, norm_type)
+    # (sparse: a sparse weight gradient from the eager engine; inside func transforms the
+    # gradient stays dense, and nn.Graph's autograd pass makes it dense)
     return _embedding(weight, input, padding_idx=pad,
-                      scale_grad_by_freq=bool(scale_grad_by_freq))
+                      scale_grad_by_freq=bool(scale_grad_by_freq),
+                      sparse=bool(sparse) and not levels.TRANSFORMS)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
@@ -242,6 +265,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     idx = _indices(input, "embedding_bag")
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+    if sparse and mode == "max":
+        raise ValueError("max mode does not support sparse weights; use mode='sum' or 'mean', "
+                         "or sparse=False")
     check_same_dtype("embedding_bag", weight, per_sample_weights=per_sample_weights)
     if scale_grad_by_freq and mode == "max":
         raise ValueError("embedding_bag: max mode does not support scaling the gradient by the "
@@ -283,8 +309,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                          f"dimension {idx.ndim}")
     n = weight._data.shape[0]
     pad = _padding_idx(padding_idx, n, "embedding_bag")
-    emb = embedding(flat, weight, max_norm=max_norm, norm_type=norm_type,
-                    scale_grad_by_freq=scale_grad_by_freq)
+    emb = embedding(flat, weight, padding_idx=pad, max_norm=max_norm, norm_type=norm_type,
+                    scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
     if idx.size == 0:
         return weight.new_zeros((starts.shape[0] - last, weight._data.shape[1]))
     # the bags padded to one length: positions (bags, longest) into the flat rows, and a mask

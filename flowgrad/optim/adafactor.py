@@ -13,7 +13,10 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.grad_mode import enable_grad
+from ..autograd.inplace import bump_version
 from ..device import array_module, new_zeros
+from ..sparse import SparseTensor
 from ..tensor import Tensor
 from .adam import _advance, _step_tensor
 from .optimizer import Optimizer
@@ -100,13 +103,25 @@ class Adafactor(Optimizer):
 
 
 class SparseAdam(Optimizer):
-    """torch.optim.SparseAdam: Adam that updates only the entries a gradient touches.
-    flowgrad has no sparse layout, so a dense gradient is read as sparse: a row of a
-    matrix (an embedding row) with any non-zero gradient is updated, as torch updates the
-    rows present in the sparse gradient of `Embedding(sparse=True)`; 1-D parameters are
-    masked element by element."""
+    """torch.optim.SparseAdam: Adam that updates only the entries a sparse gradient names
+    (`Embedding(sparse=True)`'s: each row looked up, whatever its gradient), the moments of
+    the others left as they are. A dense gradient is refused, as torch's; in nn.Graph's plans,
+    whose embedding gradients are dense, the rows with a non-zero gradient are updated.
+
+    >>> import flowgrad as flow
+    >>> emb = flow.nn.Embedding(4, 2, sparse=True)
+    >>> opt = flow.optim.SparseAdam(emb.parameters(), lr=0.1)
+    >>> before = emb.weight.detach().clone()
+    >>> emb(flow.tensor([1, 1])).sum().backward(); opt.step()
+    >>> (emb.weight != before).any(1).tolist()
+    [False, True, False, False]
+    """
 
     _state_keys = frozenset({"step", "exp_avg", "exp_avg_sq"})
+    # its step is the base class's after a check that the gradients are sparse: nn.Graph runs
+    # it in a plan all the same (whose update nodes read dense gradients as sparse), and
+    # hands it the plan's gradients as sparse when it steps it eagerly
+    _takes_sparse_only = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
         if isinstance(lr, Tensor) and lr.numel() != 1:
@@ -126,18 +141,58 @@ class SparseAdam(Optimizer):
         state["exp_avg"] = Tensor._wrap(new_zeros(p._data))
         state["exp_avg_sq"] = Tensor._wrap(new_zeros(p._data))
 
+    def step(self, closure=None):
+        """One update of every parameter with a (sparse) gradient; `closure` (optional)
+        re-evaluates the model and returns the loss, which step returns."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                m = p._meta
+                if m is not None and m.acc_grad is not None and \
+                        type(m.acc_grad) is not SparseTensor:
+                    raise RuntimeError("SparseAdam does not support dense gradients, please "
+                                       "consider Adam instead")
+        super().step()
+        return loss
+
+    def _check_sparse(self, group):
+        """Sparse gradients are what SparseAdam takes."""
+
+    def _step_one(self, p, g, group):
+        if type(g) is not SparseTensor:
+            return super()._step_one(p, g, group)
+        state = self.state[p]
+        if not state:
+            self._init_state(p, group, state)
+        g = (-g if group["maximize"] else g).coalesce()  # (the update is not linear in g)
+        self._update_entries(p._data, tuple(g._idx._data), g._vals._data, state, group)
+        bump_version(p)
+
     def _update(self, param, grad, state, group):
+        """A dense gradient (nn.Graph's): the rows with a non-zero gradient, 1-D parameters
+        element by element."""
         g = -grad if group["maximize"] else grad
-        state["step"] += 1
-        step = state["step"]
-        beta1, beta2 = group["betas"]
         xp = array_module(param)
         if g.ndim > 1:
             rows = xp.flatnonzero(xp.any(g.reshape(g.shape[0], -1) != 0, axis=1))
         else:
             rows = xp.flatnonzero(g)
-        m, v, gv = state["exp_avg"]._data, state["exp_avg_sq"]._data, g[rows]
-        m[rows] += (gv - m[rows]) * (1 - beta1)
-        v[rows] += (gv * gv - v[rows]) * (1 - beta2)
+        self._update_entries(param, (rows,), g[rows], state, group)
+
+    def _update_entries(self, param, where, gv, state, group):
+        """torch's sparse_adam on the entries `where` (a tuple of index arrays, one per
+        sparse dim) whose gradient values are `gv`."""
+        state["step"] += 1
+        if gv.size == 0:
+            return
+        step = state["step"]
+        beta1, beta2 = group["betas"]
+        xp = array_module(param)
+        m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+        m[where] += (gv - m[where]) * (1 - beta1)
+        v[where] += (gv * gv - v[where]) * (1 - beta2)
         step_size = group["lr"] * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
-        param[rows] -= step_size * (m[rows] / (xp.sqrt(v[rows]) + group["eps"]))
+        param[where] -= step_size * (m[where] / (xp.sqrt(v[where]) + group["eps"]))

@@ -38,6 +38,12 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 self._init_state(p, group, self.state[p])
 
+    def _check_sparse(self, group):
+        """A sparse gradient is read as its dense form (the rows it names change, the others
+        take a zero step: torch's sparse update), but not with weight decay (torch's)."""
+        if group["weight_decay"] != 0:
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
         # torch reads the constructor's value (self.defaults), not the group's, and fills

@@ -98,6 +98,8 @@ class Adam(Optimizer):
     tensor([0.9000, 0.9000])
     """
 
+    _sparse_error = "Adam does not support sparse gradients, please consider SparseAdam instead"
+
     _state_keys = frozenset({"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"})
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,

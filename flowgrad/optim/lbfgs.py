@@ -209,6 +209,7 @@ class LBFGS(Optimizer):
         like = self._params[0]._data
         return array_module(like).concatenate([
             _real_flat(new_zeros(like, p._data.size, p._data.dtype) if p.grad is None
+                       else p.grad.to_dense()._data if p.grad.is_sparse  # (torch's too)
                        else p.grad._data) for p in self._params])
 
     def _add_grad(self, step_size, update):

@@ -24,6 +24,7 @@ from .._warn import warn
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.inplace import bump_version
 from ..device import new_array
+from ..sparse import SparseTensor
 from ..tensor import RemovableHandle, Tensor
 from ._foreach import Packer, Scratch, fast_dtype
 from ._state_check import check_optimizer_state
@@ -217,6 +218,9 @@ class Optimizer:
                 g = p.grad
                 if g is None:
                     continue
+                if type(g) is SparseTensor:  # no entries left, still sparse (torch's zero_())
+                    g.zero_()
+                    continue
                 if g.grad_fn is not None:
                     g.detach_()
                 else:
@@ -257,10 +261,24 @@ class Optimizer:
         if group.get("fused"):
             check_fused_params(group)
         self._check_group(group)
+        for p in group["params"]:
+            m = p._meta
+            if m is not None and type(m.acc_grad) is SparseTensor:
+                self._check_sparse(group)  # (before anything is updated)
+                break
         return group
 
     def _check_group(self, group):
         """Validate options that users may have changed since construction."""
+
+    _sparse_error = None  # torch's refusal of a sparse gradient (default: "<Name> does not ...")
+
+    def _check_sparse(self, group):
+        """A parameter of `group` has a sparse gradient (Embedding(sparse=True)'s): raise
+        torch's error where this optimizer takes none (SGD and Adagrad take one, read as the
+        dense gradient: the same update; SparseAdam updates the rows it names)."""
+        raise RuntimeError(self._sparse_error or
+                           f"{type(self).__name__} does not support sparse gradients")
 
     # The batched path (foreach=None or True; foreach=False takes the loop over `_update`):
     # a subclass that defines `_step_group(group)` updates the whole group in one pass,
@@ -277,6 +295,9 @@ class Optimizer:
             g = None if m is None else m.acc_grad
             if g is None:
                 continue
+            if type(g) is SparseTensor:
+                self._step_one(p, g, group)
+                continue
             pd, gd = p._data, g._data
             if not fast_dtype(pd, gd):
                 self._step_one(p, g, group)
@@ -290,10 +311,11 @@ class Optimizer:
         if not state:
             self._init_state(p, group, state)
         pd = p._data
+        gd = g._data if type(g) is not SparseTensor else g.to_dense()._data
         if pd.dtype.kind == "c":
-            self._update_complex(pd, g._data, state, group)
+            self._update_complex(pd, gd, state, group)
         else:
-            self._update(pd, g._data, state, group)
+            self._update(pd, gd, state, group)
         bump_version(p)
 
     def _update_complex(self, param, grad, state, group):

@@ -44,6 +44,13 @@ class SGD(Optimizer):
                         foreach=foreach, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
+    def _check_sparse(self, group):
+        """A sparse gradient is read as its dense form (the same update), as torch takes it,
+        but not with weight decay (torch's add(sparse, dense) raises)."""
+        if group["weight_decay"] != 0:
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead. (SGD with weight_decay takes no sparse gradient)")
+
     def _update(self, param, grad, state, group):
         g = -grad if group["maximize"] else grad
         wd, momentum = group["weight_decay"], group["momentum"]
