@@ -6,8 +6,12 @@ einsum), listwise ranking (argsort, gather, logcumsumexp, topk, searchsorted), C
 bidirectional GRU, metric learning (triplet with swap, cosine embedding, margin ranking,
 cdist), a Gaussian process fit (cholesky, cholesky_solve, logdet), a top-2 mixture of experts
 (where, index_add_, bincount), a tabular net fed by a DataLoader with a chained scheduler, a
-neural ODE by RK4 with Rprop, and model surgery (frozen layers, parameter groups added
-mid-run, parameters_to_vector, a non-strict state_dict load)."""
+neural ODE by RK4 with Rprop, model surgery (frozen layers, parameter groups added mid-run,
+parameters_to_vector, a non-strict state_dict load), a spatial transformer with super-
+resolution (affine_grid, grid_sample, PixelShuffle, bicubic), nn.Transformer with masks,
+RNN variants (relu RNN, LSTM with proj_size, GRU with h0), SVD/QR/eigh/lstsq/pinv losses, an
+STFT spectral loss, parametrizations (symmetric, orthogonal, spectral_norm), mixup with
+SequentialLR and an L1 clip, AdaptiveLogSoftmaxWithLoss, and torch.compile'd training."""
 import numpy as np
 import pytest
 from test_torch_programs import _run
@@ -355,6 +359,255 @@ losses += [len(result.missing_keys), len(result.unexpected_keys), model.calls.it
 '''
 
 
+STN_SR = '''
+class STN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.loc = nn.Sequential(nn.Conv2d(1, 4, 3), nn.AdaptiveAvgPool2d(2), nn.Flatten(),
+                                 nn.Linear(16, 6))
+        self.up = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.PixelShuffle(2))
+        self.head = nn.Conv2d(1, 1, 3, padding=1)
+
+    def forward(self, x):
+        theta = self.loc(x).view(-1, 2, 3) + torch.tensor([[1.0, 0, 0], [0, 1.0, 0]])
+        grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+        warped = F.grid_sample(x, grid, mode="bilinear", padding_mode="border",
+                               align_corners=False)
+        sr = self.up(warped)
+        return self.head(sr + F.interpolate(warped, scale_factor=2, mode="bicubic",
+                                            align_corners=False))
+
+rng = np.random.default_rng(60)
+low = torch.tensor(rng.standard_normal((4, 1, 6, 6)))
+high = F.interpolate(low, scale_factor=2, mode="nearest") * 0.5
+model = init(STN(), scale=0.2)
+opt = torch.optim.Adam(model.parameters(), lr=5e-3)
+for _ in range(5):
+    loss = F.l1_loss(model(low), high) + 0.1 * F.mse_loss(model(low), high)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+'''
+
+SEQ_TRANSFORMER = '''
+model = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                       dim_feedforward=16, dropout=0.0, batch_first=True)
+embed = nn.Embedding(10, 8)
+head = nn.Linear(8, 10)
+init(nn.ModuleList([model, embed, head]), scale=0.3)
+params = list(model.parameters()) + list(embed.parameters()) + list(head.parameters())
+opt = torch.optim.Adam(params, lr=1e-2)
+rng = np.random.default_rng(61)
+src = torch.tensor(rng.integers(1, 10, (3, 5)))
+tgt = torch.tensor(rng.integers(1, 10, (3, 4)))
+tgt_mask = nn.Transformer.generate_square_subsequent_mask(3)
+src_pad = src == 0
+for _ in range(5):
+    out = model(embed(src), embed(tgt[:, :-1]), tgt_mask=tgt_mask,
+                src_key_padding_mask=src_pad, memory_key_padding_mask=src_pad)
+    loss = F.cross_entropy(head(out).reshape(-1, 10), tgt[:, 1:].reshape(-1))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+'''
+
+RNN_VARIANTS = '''
+rnn = nn.RNN(3, 5, num_layers=2, nonlinearity="relu", batch_first=True, bidirectional=True)
+lstm = nn.LSTM(10, 6, proj_size=3, batch_first=True)
+gru = nn.GRU(3, 4, num_layers=1)
+head = nn.Linear(3 + 4, 2)
+mods = nn.ModuleList([rnn, lstm, gru, head])
+init(mods, scale=0.3)
+opt = torch.optim.SGD(mods.parameters(), lr=0.1, momentum=0.5)
+rng = np.random.default_rng(62)
+x = torch.tensor(rng.standard_normal((4, 6, 3)))
+h0 = torch.tensor(rng.standard_normal((4, 4, 5))) * 0.1
+y = torch.tensor(rng.integers(0, 2, 4))
+for _ in range(5):
+    out, hn = rnn(x, h0)
+    out2, (h2, c2) = lstm(out)
+    out3, h3 = gru(x.transpose(0, 1))
+    loss = F.cross_entropy(head(torch.cat([out2[:, -1], h3[-1]], 1)), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses += [loss.item(), hn.abs().sum().item(), c2.abs().sum().item()]
+'''
+
+SPECTRAL = '''
+# Procrustes alignment + spectral norm penalty + a low-rank factorization by SVD/QR/eigh
+rng = np.random.default_rng(63)
+A = torch.tensor(rng.standard_normal((6, 4)))
+B = torch.tensor(rng.standard_normal((6, 4)))
+W = torch.tensor(rng.standard_normal((4, 4)) * 0.5, requires_grad=True)
+U0 = torch.tensor(rng.standard_normal((6, 2)), requires_grad=True)
+opt = torch.optim.SGD([W, U0], lr=0.05)
+for _ in range(5):
+    u, s, vh = torch.linalg.svd(A.T @ B)
+    R = u @ vh
+    q, r = torch.linalg.qr(U0)
+    evals, evecs = torch.linalg.eigh(W @ W.T + torch.eye(4))
+    lowrank = q @ (q.T @ A)
+    sol = torch.linalg.lstsq(A, B).solution
+    loss = ((A @ W - B) ** 2).mean() + 0.1 * torch.linalg.matrix_norm(W, ord=2) \\
+        + 0.01 * evals.log().sum() + ((lowrank - A) ** 2).mean() \\
+        + 1e-3 * torch.linalg.pinv(W).norm()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses += [loss.item(), (R.T @ R).trace().item(), sol.abs().sum().item(), s.sum().item()]
+'''
+
+AUDIO = '''
+class Denoiser(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv1d(1, 6, 5, padding=2), nn.Tanh(),
+                                 nn.Conv1d(6, 1, 5, padding=2))
+
+    def forward(self, x):
+        return x + self.net(x.unsqueeze(1)).squeeze(1)
+
+def spectral_loss(pred, target):
+    window = torch.hann_window(16, dtype=pred.dtype)
+    P = torch.stft(pred, n_fft=16, hop_length=4, window=window, return_complex=True)
+    T = torch.stft(target, n_fft=16, hop_length=4, window=window, return_complex=True)
+    mag = (P.abs() - T.abs()).norm() / T.abs().norm()
+    logmag = F.l1_loss(torch.log(P.abs() + 1e-5), torch.log(T.abs() + 1e-5))
+    return mag + logmag
+
+t = np.linspace(0, 1, 64)
+clean = torch.tensor(np.stack([np.sin(2 * np.pi * f * t) for f in (3, 5, 7)]))
+noisy = clean + torch.tensor(np.random.default_rng(64).standard_normal((3, 64)) * 0.3)
+model = init(Denoiser(), scale=0.2)
+opt = torch.optim.Adam(model.parameters(), lr=5e-3)
+for _ in range(5):
+    pred = model(noisy)
+    loss = spectral_loss(pred, clean) + F.mse_loss(pred, clean)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses += [loss.item(), torch.trapezoid(pred.abs(), dx=1 / 63).sum().item(),
+               torch.diff(pred, dim=1).abs().mean().item()]
+'''
+
+PARAMETRIZED = '''
+from torch.nn.utils import parametrize
+from torch.nn.utils.parametrizations import orthogonal, spectral_norm
+
+class Symmetric(nn.Module):
+    def forward(self, X):
+        return X.triu() + X.triu(1).transpose(-1, -2)
+
+lin_sym = nn.Linear(4, 4)
+lin_orth = nn.Linear(4, 4)
+lin_sn = nn.Linear(4, 3)
+init(nn.ModuleList([lin_sym, lin_orth, lin_sn]), scale=0.4)
+parametrize.register_parametrization(lin_sym, "weight", Symmetric())
+orthogonal(lin_orth, orthogonal_map="cayley")
+spectral_norm(lin_sn, n_power_iterations=2)
+with torch.no_grad():  # the power iteration's random start, from NumPy
+    rng0 = np.random.default_rng(65)
+    for name, buf in lin_sn.named_buffers():
+        if name.endswith(("_u", "_v")):
+            buf.copy_(torch.nn.functional.normalize(
+                torch.tensor(rng0.standard_normal(tuple(buf.shape))), dim=0))
+model = nn.Sequential(lin_sym, nn.Tanh(), lin_orth, nn.Tanh(), lin_sn)
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+rng = np.random.default_rng(66)
+x = torch.tensor(rng.standard_normal((10, 4)))
+y = torch.tensor(rng.integers(0, 3, 10))
+for _ in range(5):
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    W = lin_orth.weight
+    losses += [loss.item(), (W @ W.T - torch.eye(4)).abs().max().item() < 1e-9,
+               (lin_sym.weight - lin_sym.weight.T).abs().max().item(),
+               torch.linalg.matrix_norm(lin_sn.weight, 2).item()]
+'''
+
+MIXUP = '''
+model = init(nn.Sequential(nn.Linear(6, 16), nn.Mish(), nn.Linear(16, 4)))
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+sched = torch.optim.lr_scheduler.SequentialLR(opt, schedulers=[
+    torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=2),
+    torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4)], milestones=[2])
+rng = np.random.default_rng(67)
+for _ in range(6):
+    x = torch.tensor(rng.standard_normal((8, 6)))
+    y = torch.tensor(rng.integers(0, 4, 8))
+    lam = float(rng.beta(0.4, 0.4))
+    perm = torch.tensor(rng.permutation(8))
+    mixed = lam * x + (1 - lam) * x[perm]
+    soft = lam * F.one_hot(y, 4).to(x.dtype) + (1 - lam) * F.one_hot(y[perm], 4).to(x.dtype)
+    logits = model(mixed)
+    loss = torch.sum(-soft * F.log_softmax(logits, -1), -1).mean()
+    loss = loss + 0.1 * F.cross_entropy(logits, y, label_smoothing=0.2)
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=0.5, norm_type=1.0)
+    opt.step()
+    sched.step()
+    losses += [loss.item(), sched.get_last_lr()[0]]
+'''
+
+ADAPTIVE = '''
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(30, 8)
+        self.rnn = nn.GRU(8, 8, batch_first=True)
+        self.out = nn.AdaptiveLogSoftmaxWithLoss(8, 30, cutoffs=[5, 15], div_value=2.0)
+
+    def forward(self, x, y):
+        h, _ = self.rnn(self.emb(x))
+        return self.out(h.reshape(-1, 8), y.reshape(-1))
+
+model = init(LM(), scale=0.3)
+opt = torch.optim.Adagrad(model.parameters(), lr=0.1)
+data = torch.tensor(np.random.default_rng(68).integers(0, 30, (4, 7)))
+for _ in range(5):
+    res = model(data[:, :-1], data[:, 1:])
+    opt.zero_grad()
+    res.loss.backward()
+    opt.step()
+    losses += [res.loss.item(), res.output.sum().item()]
+with torch.no_grad():
+    h, _ = model.rnn(model.emb(data[:, :-1]))
+    losses += [model.out.log_prob(h.reshape(-1, 8)).exp().sum().item(),
+               model.out.predict(h.reshape(-1, 8)).sum().item()]
+'''
+
+COMPILED = '''
+model = init(nn.Sequential(nn.Linear(5, 8), nn.GELU(), nn.Linear(8, 1)))
+compiled = torch.compile(model)
+opt = torch.optim.Adam(model.parameters(), lr=1e-2, fused=False, foreach=True)
+rng = np.random.default_rng(69)
+x = torch.tensor(rng.standard_normal((16, 5)))
+y = torch.tensor(rng.standard_normal((16, 1)))
+
+@torch.no_grad()
+def evaluate():
+    model.eval()
+    out = F.mse_loss(compiled(x), y).item()
+    model.train()
+    return out
+
+for _ in range(5):
+    with torch.autograd.set_detect_anomaly(True):
+        loss = F.mse_loss(compiled(x), y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    losses += [loss.item(), evaluate()]
+with torch.inference_mode():
+    losses.append(compiled(x).sum().item())
+'''
+
 PROGRAMS = {name.lower(): source for name, source in [
     ("SAC_UPDATE", SAC_UPDATE),
     ("FNO", FNO),
@@ -366,6 +619,15 @@ PROGRAMS = {name.lower(): source for name, source in [
     ("TABULAR", TABULAR),
     ("NEURAL_ODE", NEURAL_ODE),
     ("SURGERY", SURGERY),
+    ("STN_SR", STN_SR),
+    ("SEQ_TRANSFORMER", SEQ_TRANSFORMER),
+    ("RNN_VARIANTS", RNN_VARIANTS),
+    ("SPECTRAL", SPECTRAL),
+    ("AUDIO", AUDIO),
+    ("PARAMETRIZED", PARAMETRIZED),
+    ("MIXUP", MIXUP),
+    ("ADAPTIVE", ADAPTIVE),
+    ("COMPILED", COMPILED),
 ]}
 
 
