@@ -29,3 +29,39 @@ def warn(message, category=UserWarning, stacklevel=None):
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level + 1)
+
+
+_WARNED_ONCE = set()
+
+
+def warn_once(message, category=UserWarning):
+    """`warn`, the first time only in this process (torch's TORCH_WARN_ONCE).
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_once("once"); warn_once("once")
+    >>> len(caught)
+    1
+    """
+    if message not in _WARNED_ONCE:
+        _WARNED_ONCE.add(message)
+        warn(message, category)
+
+
+# the modules whose functions only pass a call on (the argument guard, out=): a function they
+# wrap is called by whoever called them
+_PASSING_ON = frozenset(os.path.join(_PACKAGE, name) for name in ("errors.py", "_warn.py"))
+
+
+def called_by_user(depth=2):
+    """Whether the function `depth` frames up (2: the caller of `called_by_user`) was called
+    by code outside flowgrad: flowgrad's own calls are no mistake of the user's to warn of.
+
+    >>> called_by_user(1)
+    True
+    """
+    frame = sys._getframe(depth)
+    while frame is not None and frame.f_code.co_filename in _PASSING_ON:
+        frame = frame.f_back
+    return frame is None or not frame.f_code.co_filename.startswith(_PACKAGE)

@@ -16,6 +16,7 @@ import operator
 import numpy as np
 
 from . import dtypes as _dt
+from ._warn import called_by_user, warn
 from .autograd import engine
 from .autograd import grad_mode as _grad_mode
 from .autograd import interpreter as _interpreter
@@ -38,6 +39,13 @@ def bind_late(**functions):
     importing this one (which therefore cannot import them)."""
     globals().update(functions)
 
+
+_NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+    "instead.")
 
 class Tensor:
     """An n-dimensional array with autograd. Construct with `flowgrad.tensor(data)`.
@@ -339,9 +347,14 @@ class Tensor:
     @property
     def grad(self):
         """The accumulated gradient (`acc_grad`): set for leaves, and for non-leaves only
-        after `retain_grad()`."""
+        after `retain_grad()` (reading a non-leaf's without it warns, as torch's)."""
         m = self._meta
-        return None if m is None else m.acc_grad
+        if m is None:
+            return None
+        g = m.acc_grad
+        if g is None and self._grad_fn is not None and not m.retain_grad and called_by_user():
+            warn(_NON_LEAF_GRAD)
+        return g
 
     @grad.setter
     def grad(self, value):

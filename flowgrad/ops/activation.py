@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from .._warn import warn
 from ..autograd import grad_mode
 from ..autograd.inplace import run_inplace
 from ..blas import (
@@ -693,6 +694,8 @@ def _softmax_dim(input, dim, dtype, name, stacklevel):
     _check_kernel_dtype(input, ("log_softmax" if name == "log_softmax" else "softmax")
                      + "_lastdim_kernel_impl")
     if dim is None:
+        warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+             f"include dim=X as an argument.")
         dim = 0 if input._data.ndim in (0, 1, 3) else 1  # torch's legacy implicit choice
     return input, _wrap_dim(dim, input._data.ndim, name)
 

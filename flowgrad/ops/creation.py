@@ -19,7 +19,7 @@ import operator
 import numpy as np
 
 from .. import dtypes as _dt
-from .._warn import warn
+from .._warn import called_by_user, warn
 from ..autograd import inference
 from ..autograd import interpreter as _interpreter
 from ..device import ARRAY_MODULES, CPU, device_of, resolve_device, to_device
@@ -246,6 +246,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     """
     if pin_memory:
         check_hints("tensor", {"pin_memory": pin_memory}, FACTORY_HINTS)
+    if isinstance(data, Tensor) and called_by_user():
+        warn("To copy construct from a tensor, it is recommended to use "
+             "sourceTensor.detach().clone() or sourceTensor.detach().clone().requires_grad_(True), "
+             "rather than torch.tensor(sourceTensor).")
     dev = None if device is None else resolve_device(device, "tensor")  # None: data's own
     return _finish(as_array(data, _dt.as_dtype(dtype) if dtype is not None else None),
                    requires_grad, dev)

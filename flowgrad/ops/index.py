@@ -21,6 +21,7 @@ import operator
 import numpy as np
 
 from .. import dtypes as _dt
+from .._warn import warn
 from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
 from ..autograd.inplace import (
@@ -97,6 +98,8 @@ def parse_index(index, select_ints=True):
                 item = int(data)
             else:
                 if data.dtype == np.uint8:  # torch reads byte tensors as masks
+                    warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                         "torch.bool instead.")
                     item = item.to(_dt.bool)
                 arrays.append(item)
                 item = ARRAY

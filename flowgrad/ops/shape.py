@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from .._warn import warn_once
 from ..autograd import engine as _engine
 from ..autograd import inplace as _inplace
 from ..autograd.inplace import assign
@@ -295,7 +296,19 @@ def t(input):
     return transpose(input, 0, min(1, input._data.ndim - 1) if input._data.ndim else 0)
 
 
-Tensor.T = property(lambda self: _permute(self, dims=tuple(range(self._data.ndim))[::-1]))
+def _reversed_dims(self):
+    """x.T: the dims reversed; torch's deprecation note (once) for other than 2 dims."""
+    if self._data.ndim != 2:
+        warn_once("Tensor.T is deprecated on 0-D tensors. This function is the identity in "
+                  "these cases." if self._data.ndim == 0 else
+                  "The use of `x.T` on tensors of dimension other than 2 to reverse their shape "
+                  "is deprecated and it will throw an error in a future release. Consider "
+                  "`x.mT` to transpose batches of matrices or `x.permute(*torch.arange(x.ndim - "
+                  "1, -1, -1))` to reverse the dimensions of a tensor.")
+    return _permute(self, dims=tuple(range(self._data.ndim))[::-1])
+
+
+Tensor.T = property(_reversed_dims)
 Tensor.mT = property(lambda self: _permute(self, dims=()) if matrix_dims(self, "mT") else
                      transpose(self, -2, -1))
 
@@ -717,7 +730,7 @@ def broadcast_tensors(*tensors):
     return tuple(t_ if t_._data.shape == shape else expand(t_, shape) for t_ in ts)  # torch's
 
 
-def meshgrid(*tensors, indexing="ij"):
+def meshgrid(*tensors, indexing=None):
     """Coordinate grids from 1-D tensors: indexing='ij' (matrix) or 'xy' (Cartesian).
 
     >>> import flowgrad as flow
@@ -734,6 +747,10 @@ def meshgrid(*tensors, indexing="ij"):
     if not ts:
         raise RuntimeError("meshgrid expects a non-empty TensorList: pass one or more 1-D "
                            "tensors")
+    if indexing is None:
+        warn_once("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                  "indexing argument.")
+        indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"meshgrid: indexing must be one of 'xy' or 'ij', but received: "
                            f"{indexing}")

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import fft
+from .._warn import warn_once
 from ..tensor import tensor_method
 from .complex import complex as _complex
 from .complex import view_as_real
@@ -90,6 +91,12 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false")
     hop, win = _sizes("stft", n_fft, hop_length, win_length)
+    if window is None:
+        warn_once("A window was not provided. A rectangular window will be applied,which is "
+                  "known to cause spectral leakage. Other windows such as torch.hann_window or "
+                  "torch.hamming_window are recommended to reduce spectral leakage.To suppress "
+                  "this warning and use a rectangular window, explicitly set "
+                  "`window=torch.ones(n_fft, device=<device>)`.")
     x = input if input.dim() == 2 else input.unsqueeze(0)
     if center:
         x = _pad(x.unsqueeze(0), (n_fft // 2, n_fft // 2), mode=pad_mode).squeeze(0)
