@@ -49,9 +49,11 @@ def warn_once(message, category=UserWarning):
         warn(message, category)
 
 
-# the modules whose functions only pass a call on (the argument guard, out=): a function they
-# wrap is called by whoever called them
-_PASSING_ON = frozenset(os.path.join(_PACKAGE, name) for name in ("errors.py", "_warn.py"))
+# the modules whose functions only pass a call on (the argument guard, out=, numpy's axis=
+# spellings, autocast's casts): a function they wrap is called by whoever called them
+_PASSING_ON = frozenset(os.path.join(_PACKAGE, *name.split("/")) for name in (
+    "errors.py", "_warn.py", "ops/out_arg.py", "ops/torch_spellings.py", "amp/policy.py",
+    "amp/autocast_mode.py"))
 
 
 def called_by_user(depth=2):

@@ -1,8 +1,10 @@
 """torch's warnings of likely mistakes, warned by flowgrad where torch warns and not elsewhere:
 reading `.grad` of a non-leaf (it stays None: the classic silent bug), softmax without a dim,
 `tensor(a_tensor)`, `x.T` on other than 2 dims, meshgrid without `indexing`, stft without a
-window, a uint8 index. torch warns some of them once per process (TORCH_WARN_ONCE), so those
-are compared with torch's text alone; flowgrad's record of them is reset per case."""
+window, a uint8 index, var/std with no degree of freedom left (nan), and the deprecated
+names (F.upsample, nn.utils.weight_norm, torch.lu, chain_matmul). torch warns some of them
+once per process (TORCH_WARN_ONCE), so those are compared with torch's text alone;
+flowgrad's record of them is reset per case."""
 import warnings
 
 import numpy as np
@@ -68,6 +70,18 @@ EVERY_CALL = [
     ("uint8_index", lambda m: m.arange(3)[m.tensor([1, 0, 1], dtype=m.uint8)],
      "indexing with dtype torch.uint8 is now deprecated"),
     ("bool_index", lambda m: m.arange(3)[m.tensor([True, False, True])], None),
+    ("var_of_one_value", lambda m: m.ones(1).var(), "var(): degrees of freedom is <= 0"),
+    ("std_over_a_dim_of_one", lambda m: m.ones(2, 1).std(1), "std(): degrees of freedom"),
+    ("var_mean_of_one_value", lambda m: m.var_mean(m.ones(1)), "var_mean(): degrees of"),
+    ("std_mean_correction_3", lambda m: m.std_mean(m.ones(3), correction=3),
+     "std_mean(): degrees of freedom"),
+    ("var_of_no_value", lambda m: m.ones(0).var(), "var(): degrees of freedom"),
+    ("var_of_two_values", lambda m: m.ones(2).var(), None),
+    ("upsample", lambda m: m.nn.functional.upsample(m.ones(1, 1, 2, 2), scale_factor=2),
+     "`nn.functional.upsample` is deprecated"),
+    ("old_weight_norm", lambda m: m.nn.utils.weight_norm(m.nn.Linear(2, 2)),
+     "`torch.nn.utils.weight_norm` is deprecated"),
+    ("lu", lambda m: m.lu(m.eye(2)), "torch.lu is deprecated in favor of torch.linalg.lu_factor"),
 ]
 
 ONCE = [
@@ -81,6 +95,8 @@ ONCE = [
     ("meshgrid_with_indexing", lambda m: m.meshgrid(m.ones(2), m.ones(3), indexing="xy"), None),
     ("stft_without_window", lambda m: m.stft(m.ones(64), 16, return_complex=True),
      "A window was not provided. A rectangular window will be applied"),
+    ("chain_matmul", lambda m: m.chain_matmul(m.ones(2, 2), m.ones(2, 2)),
+     "torch.chain_matmul is deprecated and will be removed"),
     ("stft_with_window", lambda m: m.stft(m.ones(64), 16, window=m.hann_window(16),
                                           return_complex=True), None),
 ]
@@ -106,7 +122,7 @@ def test_warned_where_torch_warns(name, code, phrase):
     if phrase is None:
         assert not [c for c in ours if c[0] is UserWarning], ours
         return
-    assert len(found) == 1 and found[0][0] is UserWarning
+    assert len(found) == 1 and found[0][0] is _matching(theirs, key)[0][0]  # the category
     assert found[0][2] == __file__  # the user's line, not flowgrad's
 
 

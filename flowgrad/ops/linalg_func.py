@@ -19,7 +19,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes as _dt
-from .._warn import warn
+from .._warn import warn, warn_once
 from ..errors import check_same_dtype, int_arg
 from ..tensor import Tensor, tensor_method
 from .complex import adjoint
@@ -207,6 +207,9 @@ def _chain_product(ts, split, i, j):
 
 def chain_matmul(*matrices):
     """torch.chain_matmul: multi_dot of 2-D matrices (of one: a copy of it, as torch's)."""
+    warn_once("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+              "release. Use torch.linalg.multi_dot instead, which accepts a list of two or more "
+              "tensors rather than multiple parameters.")
     if len(matrices) == 1 and isinstance(matrices[0], Tensor):
         if matrices[0]._data.ndim != 2:
             raise RuntimeError(f"chain_matmul(): Tensor 0 must be 2-D, got "
@@ -409,6 +412,12 @@ def torch_qr(input, some=True):
 @tensor_method("lu")
 def torch_lu(A, pivot=True, get_infos=False):
     """torch.lu: (LU, pivots) or, with get_infos, (LU, pivots, infos)."""
+    warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / "
+         "torch.linalg.lu_factor_ex and will be removed in a future PyTorch release.\n"
+         "LU, pivots = torch.lu(A, compute_pivots)\nshould be replaced with\n"
+         "LU, pivots = torch.linalg.lu_factor(A, compute_pivots)\nand\n"
+         "LU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)\nshould be replaced "
+         "with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)")
     out = lu_factor_ex(A, pivot=pivot)
     return out if get_infos else LU_FACTOR(out.LU, out.pivots)
 

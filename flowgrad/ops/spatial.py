@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from .._warn import warn
 from ..device import new_array
 from ..dtypes import float64, uint8
 from ..tensor import Tensor
@@ -440,7 +441,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """Deprecated alias of interpolate, kept as torch keeps it."""
+    """Deprecated alias of interpolate, kept as torch keeps it (and warns of, as torch)."""
+    warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 

@@ -18,6 +18,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from .._warn import called_by_user, warn
 from ..dtypes import TORCH_SCALAR_NAMES
 from ..errors import check_kernel_dtype
 from ..return_types import of_zero_dim, values_indices
@@ -109,7 +110,11 @@ def _var_args(input, dim, unbiased, keepdim, correction, name):
     if input._data.dtype.kind not in "fVc":
         raise RuntimeError(f"{name}(): std and var only support floating point and complex "
                            f"dtypes, got {input.dtype.name}; call .float() first")
-    return normalize_dims(dim, input._data.ndim, name), keepdim, correction, dim is None
+    axes = normalize_dims(dim, input._data.ndim, name)
+    if _count(input._data.shape, axes) - correction <= 0 and called_by_user(3):  # (nan/inf)
+        warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than "
+             f"the reduction factor (input numel divided by output numel).")
+    return axes, keepdim, correction, dim is None
 
 
 @tensor_method()

@@ -9,6 +9,7 @@ or `weight_orig` plus buffers `weight_u`, `weight_v`) and recomputed by a forwar
 """
 from __future__ import annotations
 
+from ..._warn import warn
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import randn
 from ...ops.normalization import normalize
@@ -41,7 +42,10 @@ def _find(module, cls, name):
 
 
 def weight_norm(module, name="weight", dim=0):
-    """Split `module.<name>` into magnitude `<name>_g` and direction `<name>_v`."""
+    """Split `module.<name>` into magnitude `<name>_g` and direction `<name>_v` (deprecated
+    for parametrizations.weight_norm, as torch's)."""
+    warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
+         "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning)
     if _find(module, WeightNorm, name)[1] is not None:
         raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter "
                            f"{name}")
