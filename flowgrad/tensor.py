@@ -24,7 +24,7 @@ from .autograd import levels as _levels
 from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.graph import RemovableHandle
 from .autograd.inference import check_requires_grad
-from .autograd.meta import AutogradMeta, VersionCounter
+from .autograd.meta import AutogradMeta, VersionCounter, counter_of
 from .autograd.views import sync_view
 from .device import ARRAY_MODULES, CPU, device_of, new_zeros, resolve_device, to_device, to_host
 from .printing import tensor_repr
@@ -448,9 +448,7 @@ class Tensor:
         if _FORWARD_LEVELS:  # forward AD keys tangents by array: a new one has none (torch's)
             data = data.view()
         t = Tensor._wrap(data)
-        if self._counter is None:
-            self._counter = VersionCounter()
-        t._counter = self._counter
+        t._counter = counter_of(self)
         if _levels.TOKENS:  # made at the innermost transform's level, as torch's op (of a
             t._lvl = _levels.alias_token(self, _levels.TOKENS[-1])  # captured tensor: frozen)
         return t

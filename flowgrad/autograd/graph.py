@@ -21,7 +21,7 @@ import threading
 import weakref
 from typing import NamedTuple
 
-from .meta import VersionCounter
+from .meta import counter_of
 from .saved_hooks import (
     allow_mutation_on_saved_tensors,
     disable_saved_tensors_hooks,
@@ -125,9 +125,7 @@ def increment_version(tensor):
     1
     """
     for t in (tensor if isinstance(tensor, (list, tuple)) else (tensor,)):
-        if t._counter is None:
-            t._counter = VersionCounter()
-        t._counter.value += 1
+        counter_of(t).value += 1
 
 
 def current_graph_task_id() -> int:

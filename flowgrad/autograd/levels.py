@@ -281,9 +281,7 @@ def note_write(tensor):
 def _bump_unseen(t, depth):
     """Bump t's version, unseen by the levels at and inside `depth`, and neutral until t's
     history is rebound (`rebound`); its counter."""
-    counter = t._counter
-    if counter is None:
-        counter = t._counter = _meta.VersionCounter()
+    counter = _meta.counter_of(t)
     counter.value += 1
     UNSEEN_WRITES.append((counter, counter.value, depth))
     NEUTRAL_WRITES.append((counter, counter.value))

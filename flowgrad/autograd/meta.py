@@ -88,3 +88,19 @@ class VersionCounter:
 
     def __init__(self):
         self.value = 0
+
+
+def counter_of(t):
+    """t's version counter, made now if t has none yet (a tensor gets one on its first write
+    or share): what a tensor sharing t's storage takes as its own.
+
+    >>> from flowgrad.autograd.meta import counter_of
+    >>> import flowgrad as flow
+    >>> x = flow.ones(2)
+    >>> counter_of(x) is counter_of(x.detach()) is x._counter
+    True
+    """
+    counter = t._counter
+    if counter is None:
+        counter = t._counter = VersionCounter()
+    return counter

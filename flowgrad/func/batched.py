@@ -12,7 +12,7 @@ import numpy as np
 
 from ..autograd import interpreter as _interpreter
 from ..autograd import levels as _levels
-from ..autograd.meta import VersionCounter
+from ..autograd.meta import counter_of
 from ..tensor import Tensor
 
 
@@ -143,9 +143,7 @@ class BatchedTensor(Tensor):
         """Shares the examples and the version counter (a write through it is seen by the
         saved tensors' checks, as an eager detach()'s)."""
         t = wrap(self._phys.detach(), self._level)
-        if self._counter is None:
-            self._counter = VersionCounter()
-        t._counter = self._counter
+        t._counter = counter_of(self)
         if _levels.TOKENS:  # (made at the innermost transform's level, as an eager detach())
             t._lvl = _levels.alias_token(self, _levels.TOKENS[-1])
         return t

@@ -17,7 +17,7 @@ from ..autograd import meta as _meta
 from ..autograd.function import Function
 from ..autograd.inplace import TRANSFORM_INPUT_VIEWS, TRANSFORM_INPUTS, physical_of, rebase
 from ..autograd.levels import TRANSFORMS, ReverseLevel
-from ..autograd.meta import VersionCounter
+from ..autograd.meta import counter_of
 from ..autograd.views import replay_view
 from ..tensor import Tensor
 from .batched import BatchedTensor, wrap
@@ -453,9 +453,7 @@ def _input_alias(x):
         if phys is not None:
             copy._phys = phys
         _SOURCE_OF[copy._meta] = x
-    if x._counter is None:
-        x._counter = VersionCounter()
-    copy._counter = x._counter
+    copy._counter = counter_of(x)
     return copy
 
 

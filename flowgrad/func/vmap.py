@@ -31,7 +31,7 @@ from ..autograd.levels import (
     entered,
     pack,
 )
-from ..autograd.meta import VersionCounter
+from ..autograd.meta import counter_of
 from ..autograd.node import AccumulateGrad, SavedTensor, leading_to_node
 from ..autograd.views import mark_view, sync_view
 from ..return_types import sequence_of
@@ -266,9 +266,7 @@ def _per_example_constant(t, level):
     """t without its physical graph, to a per-example node's inputs: the levels outside see
     t's graph through the physical op the node's op also ran."""
     c = wrap(t._phys, level)
-    if t._counter is None:
-        t._counter = VersionCounter()
-    c._counter = t._counter
+    c._counter = counter_of(t)
     return c
 
 
