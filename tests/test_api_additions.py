@@ -370,3 +370,12 @@ def test_gradient_refuses_as_torch(shape, kwargs):
         torch.gradient(torch.ones(shape), **kwargs)
     with pytest.raises(RuntimeError):
         flow.gradient(flow.ones(shape), **kwargs)
+
+
+def test_a_device_is_a_context_making_it_the_default():
+    for m in (torch, flow):
+        with m.device("cpu") as d:
+            assert str(d) == "cpu"
+            assert m.ones(1).device == m.device("cpu")
+            assert m.nn.Linear(1, 1).weight.device == m.device("cpu")
+        assert m.get_default_device() == m.device("cpu")

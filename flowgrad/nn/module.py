@@ -24,6 +24,7 @@ from ..autograd.function import Function
 from ..autograd.inplace import bump_version
 from ..device import device, resolve_device, to_device
 from ..tensor import Tensor
+from . import module_hooks as _global
 from .module_state import StateDict
 from .parameter import Buffer, Parameter
 
@@ -92,7 +93,7 @@ class _BackwardHookIdentity(Function):
         state, module = ctx.state, ctx.state.module
         if ctx.at_output:
             grads = tuple(grads)
-            for hook in list(module._backward_pre_hooks.values()):
+            for hook in [*_global.BACKWARD_PRE.values(), *module._backward_pre_hooks.values()]:
                 res = hook(module, grads)
                 if res is not None:
                     grads = tuple(res) if isinstance(res, (tuple, list)) else (res,)
@@ -100,7 +101,7 @@ class _BackwardHookIdentity(Function):
             if not state.input_positions:
                 # no input requires grad: the hooks see grad_input of all None, as in torch
                 grad_input = (None,) * state.n_args
-                for hook in list(module._backward_hooks.values()):
+                for hook in [*_global.BACKWARD.values(), *module._backward_hooks.values()]:
                     res = hook(module, grad_input, grads)
                     if res is not None and any(r is not None for r in res):
                         raise RuntimeError(
@@ -111,7 +112,7 @@ class _BackwardHookIdentity(Function):
         for pos, g in zip(state.input_positions, grads):
             grad_input[pos] = g
         grad_input = tuple(grad_input)
-        for hook in list(module._backward_hooks.values()):
+        for hook in [*_global.BACKWARD.values(), *module._backward_hooks.values()]:
             res = hook(module, grad_input, state.grad_outputs)
             if res is not None:
                 res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
@@ -178,6 +179,8 @@ class Module(StateDict):
                 f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must "
                 f"be created explicitly. To express '{name}' as a function of another Tensor, "
                 f"compute the value in the forward() method.")
+        if _global.PARAMETER_REGISTRATION:
+            param = _global.registered(_global.PARAMETER_REGISTRATION, self, name, param)
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
@@ -197,6 +200,8 @@ class Module(StateDict):
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' "
                             f"(flowgrad Tensor or None required)")
+        if _global.BUFFER_REGISTRATION:
+            tensor = _global.registered(_global.BUFFER_REGISTRATION, self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -210,6 +215,8 @@ class Module(StateDict):
         self._check_name(name, "module")
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
+        if _global.MODULE_REGISTRATION:
+            module = _global.registered(_global.MODULE_REGISTRATION, self, name, module)
         self._modules[name] = module
 
     register_module = add_module
@@ -235,11 +242,15 @@ class Module(StateDict):
             for store in (d, params, self._buffers):
                 store.pop(name, None)
             self._non_persistent_buffers_set.discard(name)
+            if _global.MODULE_REGISTRATION:
+                value = _global.registered(_global.MODULE_REGISTRATION, self, name, value)
             self._modules[name] = value
         elif d.get("_modules") is not None and name in self._modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{_type_name(value)}' as child module "
                                 f"'{name}' (flowgrad.nn.Module or None expected)")
+            if _global.MODULE_REGISTRATION:
+                value = _global.registered(_global.MODULE_REGISTRATION, self, name, value)
             self._modules[name] = value
         elif isinstance(value, Buffer):  # torch's nn.Buffer: registers itself
             if d.get("_buffers") is None:
@@ -251,6 +262,8 @@ class Module(StateDict):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
                                 f"(flowgrad Tensor or None expected)")
+            if _global.BUFFER_REGISTRATION:
+                value = _global.registered(_global.BUFFER_REGISTRATION, self, name, value)
             self._buffers[name] = value
         else:
             object.__setattr__(self, name, value)
@@ -610,19 +623,19 @@ class Module(StateDict):
         return self.register_full_backward_hook(hook)
 
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or
-                self._backward_pre_hooks):
+        if not (_global.CALL_HOOKS or self._forward_pre_hooks or self._forward_hooks or
+                self._backward_hooks or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
-        always = self.__dict__.get("_forward_hooks_always_called")
-        if not always:
+        always = self.__dict__.get("_forward_hooks_always_called") or ()
+        if not (always or _global.FORWARD_ALWAYS):
             return self._call_with_hooks(args, kwargs)
         try:
             return self._call_with_hooks(args, kwargs)
         except Exception:
-            for hid, hook in list(self._forward_hooks.items()):
-                if hid in always:
+            for hid, hook, with_kwargs in self._forward_hook_list():
+                if hid in always or hid in _global.FORWARD_ALWAYS:
                     try:
-                        if hid in self._forward_hooks_with_kwargs:
+                        if with_kwargs:
                             hook(self, args, kwargs, None)
                         else:
                             hook(self, args, None)
@@ -630,7 +643,19 @@ class Module(StateDict):
                         pass
             raise
 
+    def _forward_hook_list(self):
+        """(id, hook, takes kwargs) of the forward hooks a call runs: the global ones first,
+        as torch's."""
+        return [*((hid, hook, hid in _global.FORWARD_WITH_KWARGS)
+                  for hid, hook in _global.FORWARD.items()),
+                *((hid, hook, hid in self._forward_hooks_with_kwargs)
+                  for hid, hook in self._forward_hooks.items())]
+
     def _call_with_hooks(self, args, kwargs):
+        for hook in list(_global.FORWARD_PRE.values()):
+            res = hook(self, args)
+            if res is not None:
+                args = res if isinstance(res, tuple) else (res,)
         for hid, hook in list(self._forward_pre_hooks.items()):
             if hid in self._forward_pre_hooks_with_kwargs:
                 res = hook(self, args, kwargs)
@@ -645,11 +670,12 @@ class Module(StateDict):
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
         state = None
-        if self._backward_hooks or self._backward_pre_hooks:
+        if self._backward_hooks or self._backward_pre_hooks or _global.BACKWARD or \
+                _global.BACKWARD_PRE:
             args, state = self._wrap_inputs(args)
         result = self.forward(*args, **kwargs)
-        for hid, hook in list(self._forward_hooks.items()):
-            if hid in self._forward_hooks_with_kwargs:
+        for hid, hook, with_kwargs in self._forward_hook_list():
+            if with_kwargs:
                 res = hook(self, args, kwargs, result)
             else:
                 res = hook(self, args, result)

@@ -22,6 +22,7 @@ from .. import dtypes as _dt
 from .._warn import warn
 from ..autograd.inplace import run_inplace
 from ..device import ARRAY_MODULES, array_module, device_of, resolve_device
+from ..device import device as _device_class
 from ..tensor import Tensor
 from .creation import FACTORY_HINTS, _finish, _size, as_tensor, check_hints, tensor
 from .elementwise_more import _filled, _value_tensor
@@ -267,6 +268,20 @@ def set_default_device(device):
             get_default_device():
         raise RuntimeError(f"set_default_device: flowgrad runs on the CPU; {device!r} cannot "
                            f"be the default device")
+
+
+def _enter_default(self):
+    """`with flowgrad.device(d):` makes d the factories' default device inside the block, as
+    torch's device context (here only the CPU can be; anything else raises on entry)."""
+    set_default_device(self)
+    return self
+
+
+def _exit_default(self, *exc):
+    return False  # (the CPU is the default before and after)
+
+
+_device_class.__enter__, _device_class.__exit__ = _enter_default, _exit_default
 
 
 def _apply(self, callable):

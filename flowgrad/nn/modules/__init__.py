@@ -1,5 +1,5 @@
 """The layer modules, one file per family (as torch.nn.modules)."""
-from . import activation, conv, linear, pooling, sparse
+from . import activation, conv, linear, module, pooling, sparse
 from .activation import *  # noqa: F401,F403
 from .adaptive import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
