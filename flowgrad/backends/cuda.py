@@ -19,7 +19,9 @@ class _Matmul:
 
 
 matmul = _Matmul()
-_sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
+# the attention kernels F.scaled_dot_product_attention may use (its `_check_backends`)
+_sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True,
+        "overrideable": True}
 
 
 def is_built() -> bool:
@@ -45,7 +47,8 @@ enable_cudnn_sdp, cudnn_sdp_enabled = _flag("cudnn")
 @contextlib.contextmanager
 def sdp_kernel(enable_flash=True, enable_math=True, enable_mem_efficient=True,
                enable_cudnn=True):
-    """Context manager choosing attention kernels: on the CPU there is one (the math one)."""
+    """Context manager choosing attention kernels (flowgrad.nn.attention.sdpa_kernel's
+    older form)."""
     saved = dict(_sdp)
     _sdp.update(flash=enable_flash, math=enable_math, mem_efficient=enable_mem_efficient,
                 cudnn=enable_cudnn)

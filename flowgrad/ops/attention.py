@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from .._warn import warn
+from ..backends.cuda import _sdp as _SDP
 from ..device import array_module
 from ..tensor import Tensor
 from .activation import _safe_softmax_op, softmax
@@ -101,6 +102,28 @@ def _safe_softmax(scores, allowed=None):
     return _safe_softmax_op(scores, dim=scores._data.ndim - 1)
 
 
+def _check_backends(q, k, v, dropout_p, enable_gqa):
+    """Raise as torch's CPU dispatch where the kernels allowed (`backends.cuda`'s switches,
+    `nn.attention.sdpa_kernel`) cannot run the call: the math one is off and the flash one is
+    off too or cannot take these inputs (4-D, one head width, no dropout, the batch and head
+    dims matching, or grouped heads with enable_gqa). Every kernel gives the same numbers."""
+    if _SDP["math"]:
+        return
+    if not _SDP["flash"]:
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found. "
+                           "This is likely due to turning off both the math kernel and the "
+                           "fused kernels.")
+    qs, ks, vs = q._data.shape, k._data.shape, v._data.shape
+    heads_fit = ks[:2] == vs[:2] and qs[0] == ks[0] and (
+        qs[1] == ks[1] or enable_gqa and ks[1] and qs[1] % ks[1] == 0) if len(qs) == 4 else False
+    if not (len(qs) == len(ks) == len(vs) == 4 and vs[-1] == qs[-1] and dropout_p == 0
+            and heads_fit):
+        raise RuntimeError("No available kernel.  Aborting execution. (scaled_dot_product_"
+                           "attention: only the flash kernel is enabled, and it takes 4-D "
+                           "inputs of one head width without dropout; enable the math "
+                           "kernel with nn.attention.sdpa_kernel)")
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(q @ k^T * scale + mask) @ v, with query (..., L, E), key (..., S, E) and
@@ -135,6 +158,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"scaled_dot_product_attention: dropout_p has to be between 0 and "
                          f"1, but got {dropout_p}")
+    _check_backends(q, k, v, dropout_p, enable_gqa)
     if enable_gqa and q._data.ndim >= 3:
         hq, hk = q._data.shape[-3], k._data.shape[-3]
         if hq % hk or hq % v._data.shape[-3]:
