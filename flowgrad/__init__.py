@@ -34,6 +34,7 @@ from . import (
     sparse,
     special,
     testing,
+    types,
     utils,
     xpu,
 )

@@ -42,17 +42,18 @@ __all__ = ["backward", "grad", "forward_ad", "functional", "Function", "Function
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "graph",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck", "GradcheckError",
-           "is_multithreading_enabled", "set_multithreading_enabled"]
+           "is_multithreading_enabled", "set_multithreading_enabled", "Variable"]
 
-_TOOLS = ("functional", "gradcheck", "gradgradcheck", "GradcheckError")
+_TOOLS = ("functional", "gradcheck", "gradgradcheck", "GradcheckError", "Variable")
 
 
 def _load_tools():
-    """Load `functional` and `gradcheck` (see above) and bind their names here."""
+    """Load `functional`, `gradcheck` and `Variable` (see above) and bind their names here."""
     checks = importlib.import_module(__name__ + ".gradcheck")
     globals().update(functional=importlib.import_module(__name__ + ".functional"),
                      gradcheck=checks.gradcheck, gradgradcheck=checks.gradgradcheck,
-                     GradcheckError=checks.GradcheckError)
+                     GradcheckError=checks.GradcheckError,
+                     Variable=importlib.import_module(__name__ + ".variable").Variable)
 
 
 def __getattr__(name):  # a tool asked for before flowgrad/__init__ loaded them

@@ -17,6 +17,8 @@ import copy
 import functools
 import itertools
 from collections import OrderedDict, defaultdict
+from collections.abc import Iterable
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -29,7 +31,12 @@ from ..tensor import RemovableHandle, Tensor
 from ._foreach import Packer, Scratch, fast_dtype
 from ._state_check import check_optimizer_state
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "ParamsT", "StateDict"]
+
+# what an optimizer takes as params (torch's annotations): tensors, param-group dicts, or
+# (name, tensor) pairs; and a state_dict's type
+ParamsT: TypeAlias = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
+StateDict: TypeAlias = dict[str, Any]
 
 
 class _RequiredParameter:
