@@ -30,6 +30,7 @@ from . import (
     onnx,
     ops,
     optim,
+    profiler,
     signal,
     sparse,
     special,

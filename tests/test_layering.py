@@ -21,7 +21,7 @@ ALLOWED: dict = {}  # (file, module, name) -> why it cannot be a module-level im
 
 # torch.autograd's tools built on the op library and the func transforms: autograd/__init__
 # loads them last (`_load_tools`), so they may import those layers at module level
-AUTOGRAD_TOOLS = {"functional.py", "gradcheck.py", "variable.py"}
+AUTOGRAD_TOOLS = {"functional.py", "gradcheck.py", "variable.py", "profiler.py"}
 ABOVE_OPS = ("nn", "optim", "graph")
 
 

@@ -81,7 +81,6 @@ EVERY_CALL = [
      "`nn.functional.upsample` is deprecated"),
     ("old_weight_norm", lambda m: m.nn.utils.weight_norm(m.nn.Linear(2, 2)),
      "`torch.nn.utils.weight_norm` is deprecated"),
-    ("lu", lambda m: m.lu(m.eye(2)), "torch.lu is deprecated in favor of torch.linalg.lu_factor"),
 ]
 
 ONCE = [
@@ -95,6 +94,7 @@ ONCE = [
     ("meshgrid_with_indexing", lambda m: m.meshgrid(m.ones(2), m.ones(3), indexing="xy"), None),
     ("stft_without_window", lambda m: m.stft(m.ones(64), 16, return_complex=True),
      "A window was not provided. A rectangular window will be applied"),
+    ("lu", lambda m: m.lu(m.eye(2)), "torch.lu is deprecated in favor of torch.linalg.lu_factor"),
     ("chain_matmul", lambda m: m.chain_matmul(m.ones(2, 2), m.ones(2, 2)),
      "torch.chain_matmul is deprecated and will be removed"),
     ("stft_with_window", lambda m: m.stft(m.ones(64), 16, window=m.hann_window(16),

@@ -44,16 +44,18 @@ __all__ = ["backward", "grad", "forward_ad", "functional", "Function", "Function
            "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck", "GradcheckError",
            "is_multithreading_enabled", "set_multithreading_enabled", "Variable"]
 
-_TOOLS = ("functional", "gradcheck", "gradgradcheck", "GradcheckError", "Variable")
+_TOOLS = ("functional", "gradcheck", "gradgradcheck", "GradcheckError", "Variable", "profiler")
 
 
 def _load_tools():
-    """Load `functional`, `gradcheck` and `Variable` (see above) and bind their names here."""
+    """Load `functional`, `gradcheck`, `Variable` and `profiler` (see above) and bind their
+    names here."""
     checks = importlib.import_module(__name__ + ".gradcheck")
     globals().update(functional=importlib.import_module(__name__ + ".functional"),
                      gradcheck=checks.gradcheck, gradgradcheck=checks.gradgradcheck,
                      GradcheckError=checks.GradcheckError,
-                     Variable=importlib.import_module(__name__ + ".variable").Variable)
+                     Variable=importlib.import_module(__name__ + ".variable").Variable,
+                     profiler=importlib.import_module(__name__ + ".profiler"))
 
 
 def __getattr__(name):  # a tool asked for before flowgrad/__init__ loaded them

@@ -19,6 +19,7 @@ from . import grad_mode
 from . import interpreter as _interpreter
 from . import levels as _levels
 from . import node_hooks as _node_hooks
+from . import profiling as _profiling
 from .graph import _TASKS
 from .node import AccumulateGrad, FunctionNode
 
@@ -130,6 +131,8 @@ class GraphTask:
         run_node = self._run_node
         if _anomaly.enabled:  # NaN checks and forward tracebacks, for this run
             run_node = _node_hooks.checked_runner(run_node)
+        if _profiling.ACTIVE:  # flowgrad.profiler: each node timed
+            run_node = _profiling.timed_runner(run_node)
         save_grad_for_leaf, stopped = self.save_grad_for_leaf, self.stopped
         while ready:
             node = ready.pop()

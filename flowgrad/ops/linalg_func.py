@@ -412,12 +412,12 @@ def torch_qr(input, some=True):
 @tensor_method("lu")
 def torch_lu(A, pivot=True, get_infos=False):
     """torch.lu: (LU, pivots) or, with get_infos, (LU, pivots, infos)."""
-    warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / "
-         "torch.linalg.lu_factor_ex and will be removed in a future PyTorch release.\n"
-         "LU, pivots = torch.lu(A, compute_pivots)\nshould be replaced with\n"
-         "LU, pivots = torch.linalg.lu_factor(A, compute_pivots)\nand\n"
-         "LU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)\nshould be replaced "
-         "with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)")
+    warn_once("torch.lu is deprecated in favor of torch.linalg.lu_factor / "
+              "torch.linalg.lu_factor_ex and will be removed in a future PyTorch release.\n"
+              "LU, pivots = torch.lu(A, compute_pivots)\nshould be replaced with\n"
+              "LU, pivots = torch.linalg.lu_factor(A, compute_pivots)\nand\n"
+              "LU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)\nshould be "
+              "replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)")
     out = lu_factor_ex(A, pivot=pivot)
     return out if get_infos else LU_FACTOR(out.LU, out.pivots)
 
