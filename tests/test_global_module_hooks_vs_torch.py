@@ -190,3 +190,19 @@ def test_global_module_hooks_match_torch(name):
     assert their_log or name in ("replacing", "backward_replacing")
     for a, b in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_the_deprecated_non_full_hooks_warn_that_they_run_as_full_ones():
+    """torch's register_backward_hook passes the gradients of the inputs of the module's last
+    autograd node (for a Linear, its addmm's: bias, input, weight); flowgrad's nodes are not
+    torch's, so the hook runs as a full one, and says so, rather than hand other numbers in
+    the same places silently."""
+    lin = flow.nn.Linear(2, 2)
+    seen = []
+    with pytest.warns(FutureWarning, match="runs the hook as register_full_backward_hook"):
+        lin.register_backward_hook(lambda mod, gi, go: seen.append([tuple(g.shape) for g in gi]))
+    x = flow.ones(3, 2, requires_grad=True)
+    lin(x).sum().backward()
+    assert seen == [[(3, 2)]]  # the module's input's gradient, as a full hook's
+    with pytest.warns(FutureWarning, match="runs the hook as register_full_backward_hook"):
+        flow.nn.modules.module.register_module_backward_hook(lambda mod, gi, go: None).remove()

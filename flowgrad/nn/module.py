@@ -20,6 +20,7 @@ import itertools
 from collections import OrderedDict
 
 from .. import dtypes as _dt
+from .._warn import warn
 from ..autograd.function import Function
 from ..autograd.inplace import bump_version
 from ..device import device, resolve_device, to_device
@@ -30,6 +31,12 @@ from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle"]
 
+
+_NON_FULL_HOOK = (
+    "register_backward_hook is deprecated: flowgrad runs the hook as "
+    "register_full_backward_hook (grad_input holds the gradients of the module's forward "
+    "inputs), where torch's deprecated form passes the gradients of the inputs of the module's "
+    "last autograd node. Use register_full_backward_hook.")
 
 class RemovableHandle:
     """Returned by the hook registrations; `remove()` unregisters the hook."""
@@ -620,6 +627,10 @@ class Module(StateDict):
         return self._add_hook(self._backward_pre_hooks, hook, prepend)
 
     def register_backward_hook(self, hook):
+        """torch's deprecated non-full hook, run here as `register_full_backward_hook` (and
+        warned of: torch's passes the gradients of the inputs of the module's last autograd
+        node, which flowgrad's nodes do not match)."""
+        warn(_NON_FULL_HOOK, FutureWarning)
         return self.register_full_backward_hook(hook)
 
     def __call__(self, *args, **kwargs):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from .._warn import warn
+
 __all__ = ["register_module_forward_pre_hook", "register_module_forward_hook",
            "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
            "register_module_backward_hook", "register_module_buffer_registration_hook",
@@ -80,8 +82,11 @@ def register_module_full_backward_hook(hook):
 
 
 def register_module_backward_hook(hook):
-    """torch's deprecated non-full global backward hook: here a full one (as
+    """torch's deprecated non-full global backward hook: here a full one, and warned of (as
     `Module.register_backward_hook`)."""
+    from .module import _NON_FULL_HOOK
+
+    warn(_NON_FULL_HOOK, FutureWarning)
     return _register(BACKWARD, hook)
 
 
