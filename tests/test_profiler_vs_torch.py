@@ -161,3 +161,24 @@ def test_profiling_changes_no_number(where):
     for a, b in zip(plain, profiled, strict=True):
         np.testing.assert_array_equal(a, b)
     assert flow.autograd.interpreter.current is flow.autograd.interpreter.AutogradInterpreter
+
+
+def test_a_compiled_graph_run_is_one_range():
+    """A plan calls no op: the profiler sees each run of an nn.Graph as one range named after
+    the graph (its first call, tracing and compiling, shows the ops it traced)."""
+    model = flow.nn.Linear(3, 2)
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            return self.model(x).sum()
+
+    step = Step()
+    with flow.profiler.profile() as prof:
+        for _ in range(3):
+            step(flow.ones(2, 3))
+    counts = {e.key: e.count for e in prof.key_averages()}
+    assert counts[f"nn.Graph {step.name}"] == 3

@@ -27,9 +27,11 @@ import gc
 import time
 
 from ..amp.autocast_mode import autocast
+from ..autograd import profiling as _profiling
 from ..autograd.inplace import bump_version
 from ..autograd.interpreter import using_interpreter
 from ..device import ARRAY_MODULES, HOST_XP, array_module
+from ..nn import module_hooks as _global_hooks
 from ..nn.module import Module
 from ..nn.parameter import is_lazy
 from ..optim.optimizer import Optimizer
@@ -313,9 +315,9 @@ class Graph:
             if tuple(store) != keys:
                 raise StalePlanError(
                     f"nn.Graph {self._name}: a hook was registered or removed after the graph "
-                    f"compiled (a module's forward or backward hook, or a parameter's "
-                    f"register_hook); its plan runs the hooks it traced, and would ignore the "
-                    f"change. Build a new graph after changing hooks")
+                    f"compiled (a module's forward or backward hook, a global module hook, "
+                    f"or a parameter's register_hook); its plan runs the hooks it traced, "
+                    f"and would ignore the change. Build a new graph after changing hooks")
         if _state_meta(trainable[0]) != state_meta:
             changed = next(i for i, (t, meta) in enumerate(zip(trainable[0], state_meta))
                            if (t._data.shape, t._data.dtype) != meta)
@@ -339,7 +341,12 @@ class Graph:
                 f"update would skip them. Build a new graph after changing the groups")
         arrays = [t._data for t in flat if isinstance(t, Tensor)]
         xp = ARRAY_MODULES.get(type(arrays[0]), HOST_XP) if arrays else HOST_XP
-        results = plan.run(xp, [t._data if isinstance(t, Tensor) else None for t in flat])
+        opened = _profiling.begin_range(f"nn.Graph {self._name}")  # (the profiler's view: one
+        # range per run of the plan, which calls no op)
+        try:
+            results = plan.run(xp, [t._data if isinstance(t, Tensor) else None for t in flat])
+        finally:
+            _profiling.end_range(opened)
         for position in program.input_writes:  # (the plan wrote into their arrays)
             bump_version(flat[position])
         n = len(program.outputs)
@@ -559,7 +566,9 @@ def _hooks(graph, state):
     tensor hook list of its state (their metas' lists, made on first registration, are
     watched through the meta): a plan runs the hooks it traced, so registering or removing
     one afterwards must be refused, not ignored."""
-    found = []
+    found = [(store, tuple(store)) for store in (  # the global module hooks too
+        _global_hooks.FORWARD_PRE, _global_hooks.FORWARD, _global_hooks.BACKWARD_PRE,
+        _global_hooks.BACKWARD)]
     for module in graph._modules.values():
         for sub in module.modules():
             for name in ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks",
