@@ -164,8 +164,8 @@ def test_profiling_changes_no_number(where):
 
 
 def test_a_compiled_graph_run_is_one_range():
-    """A plan calls no op: the profiler sees each run of an nn.Graph as one range named after
-    the graph (its first call, tracing and compiling, shows the ops it traced)."""
+    """A plan calls no op: the profiler sees each run of an nn.Graph's plan as one range named
+    after the graph, and its first call (trace and compile) as another."""
     model = flow.nn.Linear(3, 2)
 
     class Step(flow.nn.Graph):
@@ -178,7 +178,8 @@ def test_a_compiled_graph_run_is_one_range():
 
     step = Step()
     with flow.profiler.profile() as prof:
-        for _ in range(3):
+        for _ in range(4):
             step(flow.ones(2, 3))
     counts = {e.key: e.count for e in prof.key_averages()}
     assert counts[f"nn.Graph {step.name}"] == 3
+    assert counts[f"nn.Graph {step.name} (trace and compile)"] == 1  # the first call
