@@ -24,6 +24,7 @@ from . import (
     jit,
     linalg,
     masked,
+    meta,
     mps,
     multiprocessing,
     nn,  # noqa: E402,I001 - nn builds on everything above

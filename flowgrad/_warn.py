@@ -56,14 +56,19 @@ _PASSING_ON = frozenset(os.path.join(_PACKAGE, *name.split("/")) for name in (
     "amp/autocast_mode.py"))
 
 
-def called_by_user(depth=2):
+_TENSOR = os.path.join(_PACKAGE, "tensor.py")
+
+
+def called_by_user(depth=2, through_tensor=False):
     """Whether the function `depth` frames up (2: the caller of `called_by_user`) was called
     by code outside flowgrad: flowgrad's own calls are no mistake of the user's to warn of.
+    With `through_tensor`, Tensor's own methods (float() calling item()) pass a call on too.
 
     >>> called_by_user(1)
     True
     """
     frame = sys._getframe(depth)
-    while frame is not None and frame.f_code.co_filename in _PASSING_ON:
+    while frame is not None and (frame.f_code.co_filename in _PASSING_ON or
+                                 through_tensor and frame.f_code.co_filename == _TENSOR):
         frame = frame.f_back
     return frame is None or not frame.f_code.co_filename.startswith(_PACKAGE)

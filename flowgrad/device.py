@@ -322,14 +322,20 @@ def check_device(spec, op_name):
         raise RuntimeError(f"{op_name}(): {error}") from None
 
 
+DEFAULT_DEVICE = [None]  # set_default_device's (and a device context's) device; None: CPU
+
+
 def resolve_device(spec, op_name):
-    """The device a creation function's `device=` names (None: the CPU), or check_device's
-    error.
+    """The device a creation function's `device=` names (None: the default device, the CPU
+    unless set_default_device or a device context chose another), or check_device's error.
 
     >>> resolve_device(None, "zeros")
     device(type='cpu')
     """
-    if spec is None or spec is CPU:
+    if spec is None:
+        default = DEFAULT_DEVICE[0]
+        return CPU if default is None else default
+    if spec is CPU:
         return CPU
     check_device(spec, op_name)
     dev = spec if isinstance(spec, device) else device(spec)

@@ -27,6 +27,7 @@ from .autograd.inference import check_requires_grad
 from .autograd.meta import AutogradMeta, VersionCounter, counter_of
 from .autograd.views import sync_view
 from .device import ARRAY_MODULES, CPU, device_of, new_zeros, resolve_device, to_device, to_host
+from .meta import MetaArray
 from .printing import tensor_repr
 
 # Bound at import (`bind_late`) by the modules above this one, which import it:
@@ -46,6 +47,21 @@ _NON_LEAF_GRAD = (
     "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
     "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
     "instead.")
+
+
+def _meta_repr(t):
+    """torch's print of a meta tensor: `tensor(..., device='meta', size=(2, 3))`, with the
+    dtype where it is not the default one's, requires_grad or grad_fn."""
+    parts = [f"size={tuple(t._data.shape)}"]
+    d = _dt.from_numpy_dtype(t._data.dtype)
+    if d is not _dt.get_default_dtype():
+        parts.append(f"dtype={d}")
+    node = t._grad_fn
+    if node is not None:
+        parts.append(f"grad_fn=<{node.name}>")
+    elif t.requires_grad:
+        parts.append("requires_grad=True")
+    return "tensor(..., device='meta', " + ", ".join(parts) + ")"
 
 class Tensor:
     """An n-dimensional array with autograd. Construct with `flowgrad.tensor(data)`.
@@ -134,9 +150,6 @@ class Tensor:
     def is_mps(self):
         return type(self._data) is not np.ndarray and device_of(self._data).type == "mps"
 
-    @property
-    def is_meta(self):
-        return False  # flowgrad has no meta (storage-less) tensors
 
     @property
     def is_quantized(self):
@@ -586,7 +599,14 @@ class Tensor:
 
     def __repr__(self):
         _interpreter.check_read(self, "printing")
+        if self._data.__class__ is MetaArray:  # (torch's form: no values to print)
+            return _meta_repr(self)
         return tensor_repr(self)
+
+    @property
+    def is_meta(self):
+        """Whether this tensor is on the 'meta' device: a shape and a dtype, no values."""
+        return self._data.__class__ is MetaArray
 
     __str__ = __repr__
 

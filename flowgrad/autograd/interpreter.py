@@ -8,10 +8,15 @@
 """
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 
+from .._warn import called_by_user
 from ..device import ARRAY_MODULES, HOST_XP
 from ..errors import kernel_error
+from ..meta import MetaArray
 from . import anomaly as _anomaly
 from . import grad_mode
 from . import node as _node_module
@@ -223,6 +228,38 @@ def check_read(tensor, what):
     refuse = getattr(tensor, "_refuse", None)  # (a BatchedTensor's)
     if refuse is not None:
         refuse(what)
+    if tensor._data.__class__ is MetaArray and what not in _META_READS_NOTHING and \
+            _read_for_user():
+        _refuse_meta_read(tensor, what)
+
+
+# what reads no value of a meta tensor: its shape and dtype are all it has, and these keep them
+_META_READS_NOTHING = frozenset(("printing", "pickling", "copy.deepcopy()"))
+_TENSOR_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "tensor.py")
+
+
+def _read_for_user():
+    """Whether the value read in progress (check_read's) is the user's: a flowgrad function
+    reading a value for its result (save, unique) is; a Tensor method (item(), bool()) is
+    where the user called it, not where flowgrad's own code does (a dtype's choice, a shape
+    check: a meta tensor's meaningless zeros serve those)."""
+    if sys._getframe(2).f_code.co_filename != _TENSOR_FILE:
+        return True
+    return called_by_user(3, through_tensor=True)
+
+
+def _refuse_meta_read(tensor, what):
+    """torch's errors for reading a value of a meta tensor (which has none)."""
+    detail = (f" (a meta tensor of shape {tuple(tensor._data.shape)}: a shape and a dtype, no "
+              f"values; give it storage with Module.to_empty(device=...) or make it on the "
+              f"CPU)")
+    if what in ("item()", "bool()", "float()", "int()", "complex()"):
+        raise RuntimeError("Tensor.item() cannot be called on meta tensors" + detail)
+    if what == "numpy()":
+        raise TypeError("can't convert meta device type tensor to numpy. Use Tensor.cpu() to "
+                        "copy the tensor to host memory first." + detail)
+    raise NotImplementedError(f"Cannot copy out of meta tensor; no data! ({what})" + detail)
 
 
 def varies_per_run(tensor):

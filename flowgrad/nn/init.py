@@ -10,6 +10,7 @@ True
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -18,6 +19,7 @@ from .._warn import warn
 from ..autograd.inplace import bump_version, check_capture
 from ..autograd.interpreter import check_host_draw
 from ..errors import check_std, check_uniform_bounds
+from ..meta import MetaArray
 from ..random import numpy_generator as _numpy_generator
 
 __all__ = [
@@ -298,6 +300,22 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     for c in range(cols):
         w[rng.permutation(rows)[:num_zeros], c] = 0
     return _write(tensor, w, "sparse_")
+
+
+def _nothing_to_fill_on_meta(fn):
+    """fn, giving a meta tensor back as it is: it has no values to fill, and, as torch's meta
+    kernels, nothing is drawn for it (a big model built on meta costs neither the memory nor
+    the random numbers)."""
+    @functools.wraps(fn)
+    def init(tensor, *args, **kwargs):
+        if tensor._data.__class__ is MetaArray:
+            return tensor
+        return fn(tensor, *args, **kwargs)
+    return init
+
+
+for _name in __all__[1:]:  # (every init_ but calculate_gain)
+    globals()[_name] = _nothing_to_fill_on_meta(globals()[_name])
 
 
 def _deprecated(fn):

@@ -507,6 +507,25 @@ class Module(StateDict):
                     b._data = fn(b._data)
         return self
 
+    def to_empty(self, *, device, recurse=True):
+        """Give every parameter and buffer (of the submodules too, unless `recurse=False`) new
+        uninitialized storage on `device`, keeping their identity, shape and dtype: a module
+        built on the 'meta' device, before load_state_dict or an init fills it.
+
+        >>> import flowgrad as flow
+        >>> layer = flow.nn.Linear(2, 3, device="meta")
+        >>> layer.to_empty(device="cpu").weight.device, layer.weight.shape
+        (device(type='cpu'), flowgrad.Size([3, 2]))
+        """
+        dev = resolve_device(device, "Module.to_empty")
+        for m in (self.modules() if recurse else (self,)):
+            for t in [*m._parameters.values(), *m._buffers.values()]:
+                if t is not None:
+                    t._data = dev.xp.empty(t._data.shape, t._data.dtype)
+                    if t.grad is not None:
+                        t.grad._data = dev.xp.empty(t.grad._data.shape, t.grad._data.dtype)
+        return self
+
     def to(self, *args, **kwargs):
         """`to(dtype)`, `to(device)`, `to(tensor)` or keywords: floating parameters and
         buffers are cast to the dtype and moved to the device (the CPU or a registered one,

@@ -20,8 +20,10 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
+from .._warn import warn
 from ..autograd.grad_mode import no_grad
 from ..autograd.inplace import bump_version
+from ..meta import MetaArray
 from ..tensor import Tensor
 from .parameter import Parameter, is_lazy
 
@@ -216,7 +218,7 @@ class StateDict:
             if key not in state_dict:
                 continue
             if kind == "extra":
-                plan.append((mod, name, kind, None, state_dict[key]))
+                plan.append((mod, name, kind, None, state_dict[key], key))
                 continue
             current = getattr(mod, name)
             if is_lazy(state_dict[key]):
@@ -227,7 +229,7 @@ class StateDict:
                 continue  # lazy into lazy: stays lazy
             arr = _as_array(state_dict[key], key)
             if is_lazy(current):  # a lazy module takes the checkpoint's shape (below)
-                plan.append((mod, name, kind, current, arr))
+                plan.append((mod, name, kind, current, arr, key))
                 continue
             if tuple(arr.shape) != tuple(current.shape):
                 errors.append(
@@ -235,7 +237,7 @@ class StateDict:
                     f"flowgrad.Size({list(arr.shape)}) from checkpoint, the shape in current "
                     f"model is flowgrad.Size({list(current.shape)}).")
                 continue
-            plan.append((mod, name, kind, current, arr))
+            plan.append((mod, name, kind, current, arr, key))
         keys = _IncompatibleKeys(missing, unexpected)
         for mod_prefix, mod in self.named_modules(remove_duplicate=False):
             for hook in mod._hooks("_load_state_dict_post_hooks").values():
@@ -255,7 +257,7 @@ class StateDict:
             raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" +
                                "\n\t".join(errors))
         with no_grad():
-            for mod, name, kind, current, arr in plan:
+            for mod, name, kind, current, arr, key in plan:
                 if kind == "extra":
                     mod.set_extra_state(arr)
                     continue
@@ -267,6 +269,12 @@ class StateDict:
                         setattr(mod, name, Parameter(t, current.requires_grad))
                     else:
                         mod._buffers[name] = t
+                elif current._data.__class__ is MetaArray:  # (a meta tensor has no values)
+                    warn(f"for {key}: copying from a non-meta "
+                         f"parameter in the checkpoint to a meta parameter in the current "
+                         f"model, which is a no-op. (Did you mean to pass `assign=True` to "
+                         f"assign items in the state dictionary to their corresponding key "
+                         f"in the module instead of copying them in place?)")
                 else:
                     current._data[...] = arr.astype(current._data.dtype, copy=False)
                     bump_version(current)

@@ -13,6 +13,7 @@ import builtins
 from .. import dtypes as _dt
 from ..device import array_module
 from ..errors import check_int64, tensor_operand
+from ..meta import MetaArray
 from ..tensor import Tensor
 from .creation import tensor as _number_tensor
 from .registry import op
@@ -177,6 +178,10 @@ def isin(elements=None, test_elements=None, *, assume_unique=False, invert=False
 
 def equal(input, other) -> bool:
     """True when both tensors have the same shape and elements."""
+    for t in (input, other):
+        if t._data.__class__ is MetaArray:  # (no elements to compare, as torch's meta)
+            raise NotImplementedError("equal: a meta tensor has no values to compare (torch's "
+                                      "aten::equal has no meta kernel either)")
     # array_equal, not `==`: a vmap placeholder refuses NumPy functions (torch refuses too)
     return input.shape == other.shape and bool(
         array_module(input._data).array_equal(input._data, other._data))

@@ -22,7 +22,7 @@ from .. import dtypes as _dt
 from .._warn import called_by_user, warn
 from ..autograd import inference
 from ..autograd import interpreter as _interpreter
-from ..device import ARRAY_MODULES, CPU, device_of, resolve_device, to_device
+from ..device import ARRAY_MODULES, CPU, DEFAULT_DEVICE, device_of, resolve_device, to_device
 from ..errors import check_number, fill_scalar
 from ..tensor import Size, Tensor, bind_late
 from ..typed_tensors import preserve_format, record_memory_format, recorded_memory_format
@@ -250,7 +250,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         warn("To copy construct from a tensor, it is recommended to use "
              "sourceTensor.detach().clone() or sourceTensor.detach().clone().requires_grad_(True), "
              "rather than torch.tensor(sourceTensor).")
-    dev = None if device is None else resolve_device(device, "tensor")  # None: data's own
+    if device is not None or (DEFAULT_DEVICE[0] is not None and not isinstance(data, Tensor)):
+        dev = resolve_device(device, "tensor")  # (host data: the default device's)
+    else:
+        dev = None  # the data's own
     return _finish(as_array(data, _dt.as_dtype(dtype) if dtype is not None else None),
                    requires_grad, dev)
 

@@ -21,7 +21,7 @@ import numpy as np
 from .. import dtypes as _dt
 from .._warn import warn
 from ..autograd.inplace import run_inplace
-from ..device import ARRAY_MODULES, array_module, device_of, resolve_device
+from ..device import ARRAY_MODULES, CPU, DEFAULT_DEVICE, array_module, device_of, resolve_device
 from ..device import device as _device_class
 from ..tensor import Tensor
 from .creation import FACTORY_HINTS, _finish, _size, as_tensor, check_hints, tensor
@@ -258,27 +258,32 @@ def fill(input, value):
 
 
 def get_default_device():
-    """The device factories use when none is named: the CPU (flowgrad runs on NumPy)."""
+    """The device factories use when none is named: the CPU unless set_default_device (or a
+    device context) chose another ('meta', or a registered device)."""
     return resolve_device(None, "get_default_device")
 
 
 def set_default_device(device):
-    """Only the CPU (or None, the same) can be the default device here."""
-    if device is not None and resolve_device(device, "set_default_device") != \
-            get_default_device():
-        raise RuntimeError(f"set_default_device: flowgrad runs on the CPU; {device!r} cannot "
-                           f"be the default device")
+    """Make `device` (the CPU, 'meta', or a registered device; None: the CPU) the one
+    factories use when none is named."""
+    dev = None if device is None else resolve_device(device, "set_default_device")
+    DEFAULT_DEVICE[0] = None if dev == CPU else dev
+
+
+_DEFAULT_STACK = []  # the defaults the open device contexts replaced
 
 
 def _enter_default(self):
     """`with flowgrad.device(d):` makes d the factories' default device inside the block, as
-    torch's device context (here only the CPU can be; anything else raises on entry)."""
+    torch's device context."""
+    _DEFAULT_STACK.append(DEFAULT_DEVICE[0])
     set_default_device(self)
     return self
 
 
 def _exit_default(self, *exc):
-    return False  # (the CPU is the default before and after)
+    DEFAULT_DEVICE[0] = _DEFAULT_STACK.pop()
+    return False
 
 
 _device_class.__enter__, _device_class.__exit__ = _enter_default, _exit_default
