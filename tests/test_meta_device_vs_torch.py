@@ -42,7 +42,7 @@ CASES = {
         _meta(m, 3, 2, requires_grad=True)),
     "default_device": lambda m: (m.set_default_device("meta"), m.zeros(1).device.type,
                                  m.nn.Linear(2, 2).weight.device.type,
-                                 m.set_default_device("cpu"), m.zeros(1).device.type)[1:5:3],
+                                 m.set_default_device(None), m.zeros(1).device.type)[1:5:3],
 }
 
 
@@ -72,6 +72,19 @@ def _load_into_meta(m):
     return noop, lin.weight.device.type, lin(m.ones(1, 2)).tolist(), type(lin.weight).__name__
 
 
+def _generator_untouched(m):
+    """Draws on meta (and the inits of a module built there) draw nothing."""
+    m.manual_seed(0)
+    first = m.rand(3).numpy()
+    m.manual_seed(0)
+    m.rand(100, device="meta"), m.randn(2, device="meta")
+    m.randint(0, 5, (3,), device="meta"), m.randperm(4, device="meta")
+    with m.device("meta"):
+        m.nn.Linear(8, 8)
+    return bool((m.rand(3).numpy() == first).all())
+
+
+CASES["generator_untouched"] = _generator_untouched
 CASES["module_on_meta"] = _module_on_meta
 CASES["load_into_meta"] = _load_into_meta
 
@@ -93,8 +106,8 @@ def test_meta_as_torch(name):
     try:
         _same(CASES[name](flow), CASES[name](torch))
     finally:
-        flow.set_default_device("cpu")
-        torch.set_default_device("cpu")
+        flow.set_default_device(None)
+        torch.set_default_device(None)  # (torch's "cpu" would leave a device mode on)
 
 
 READS = {

@@ -19,6 +19,7 @@ from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..device import CPU, resolve_device, to_device
 from ..errors import check_probabilities, check_std, expect_tensor
+from ..meta import meta_array
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor
 from .creation import (
@@ -159,9 +160,17 @@ def _sample(name, kernel, kind, size_args, size, generator, dtype, device, requi
     dev = resolve_device(device, name)
     d = _sampled_dtype(name, dtype, kind).np
     shape = _size(_size_arg(size_args, size, name), name)
+    if dev.type == "meta":
+        return _undrawn(shape, d, requires_grad)
     gen = resolve(generator)
     out = _alloc(name, shape, d, lambda: kernel(shape=shape, dtype=d, generator=gen))
     return _finish_op(out, requires_grad, dev)
+
+
+def _undrawn(shape, dtype, requires_grad):
+    """A draw on the 'meta' device: a meta tensor, nothing drawn (the generator's state
+    stays, as torch's)."""
+    return _finish_op(Tensor._wrap(meta_array(shape, dtype)), requires_grad)
 
 
 def randint(low=None, high=None, size=None, generator=None, dtype=None, device=None,
@@ -190,6 +199,8 @@ def randint(low=None, high=None, size=None, generator=None, dtype=None, device=N
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     _check_random_bounds("randint", low, high, d)
     shape, gen = _size((size,), "randint"), resolve(generator)
+    if dev.type == "meta":
+        return _undrawn(shape, d.np, requires_grad)
     out = _alloc("randint", shape, np.int64, lambda: _randint(
         low=low, high=high, shape=shape, dtype=d.np, generator=gen))
     return _finish_op(out, requires_grad, dev)
@@ -299,6 +310,8 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False, **
     if largest is not None and n > largest:  # a cast would repeat values: no permutation
         raise RuntimeError(f"randperm(): n = {n} does not fit dtype {d.name}: its values "
                            f"0..n-1 must be exact, so n can be at most {largest}")
+    if dev.type == "meta":
+        return _undrawn((n,), d.np, requires_grad)
     gen = resolve(generator)
     return _finish_op(_alloc("randperm", (n,), np.int64, lambda: _randperm(
         n=n, dtype=d.np, generator=gen)), requires_grad, dev)
