@@ -213,7 +213,28 @@ def _input_written_after_forward(m, log):
     return [x.grad]
 
 
+def _norm_statistics(kind):
+    @_logged
+    def run(m, log):
+        """A norm layer's running statistics under a checkpoint: torch's batch_norm updates
+        them before it saves what its backward reads, so the recomputation updates them
+        again; instance_norm copies them back after, which the early stop skips."""
+        if kind == "batch":
+            mod, shape = m.nn.BatchNorm1d(3).double(), (4, 3)
+        else:
+            mod, shape = m.nn.InstanceNorm1d(3, track_running_stats=True).double(), (2, 3, 4)
+        x = m.tensor(np.arange(np.prod(shape), dtype=np.float64).reshape(shape) % 7,
+                     requires_grad=True)
+        y = _cp(m).checkpoint(mod, x, use_reentrant=False)
+        y.pow(2).sum().backward()
+        log.append(int(mod.num_batches_tracked))
+        return [mod.running_mean, mod.running_var, x.grad]
+    return run
+
+
 CASES = {
+    "batch_norm_statistics": _norm_statistics("batch"),
+    "instance_norm_statistics": _norm_statistics("instance"),
     "early_stop": _early_stop_plain,
     "early_stop_off_by_context": _early_stop_off_by_context,
     "early_stop_off_by_argument": _early_stop_off_by_argument,

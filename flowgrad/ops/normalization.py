@@ -402,13 +402,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         stats = None
         if tracked or _per_channel(x._data, axes):  # one set of float64 stats for both uses
             stats = _batch_stats(x, axes=axes)
-        out = _affine_normalize(x, axes, eps, w, b,
-                                stats if _per_channel(x._data, axes) else None)
+        # the running statistics first, as torch's op updates them before it saves what its
+        # backward reads: a checkpoint's recomputation, stopping once those are saved again,
+        # updates them again, as torch's does
         if running_mean is not None:
             _update_running(running_mean, stats[0], momentum)
         if running_var is not None:
             _update_running(running_var, stats[1], momentum, count / (count - 1))
-        return out
+        return _affine_normalize(x, axes, eps, w, b,
+                                 stats if _per_channel(x._data, axes) else None)
     if running_mean is None or running_var is None:
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
                            "evaluation mode (training=False)")

@@ -307,9 +307,9 @@ class _Recomputation:
 
     def unpack(self, slot):
         task = current_graph_task_id()
-        if task != self.task or task == -1:  # each backward run recomputes, as torch's (the
-            # values of an earlier run that took only some are stale: parameters may have
-            # changed since), and so does every read outside backward
+        if task != self.task:  # each backward run recomputes, as torch's (the values of an
+            # earlier run that took only some are stale: parameters may have changed since);
+            # reads outside an eager backward (nn.Graph's autograd pass) share one set
             self.values.clear()
             self.task = task
         value = self.values.pop(slot, None)
