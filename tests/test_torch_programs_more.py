@@ -11,7 +11,10 @@ parameters_to_vector, a non-strict state_dict load), a spatial transformer with 
 resolution (affine_grid, grid_sample, PixelShuffle, bicubic), nn.Transformer with masks,
 RNN variants (relu RNN, LSTM with proj_size, GRU with h0), SVD/QR/eigh/lstsq/pinv losses, an
 STFT spectral loss, parametrizations (symmetric, orthogonal, spectral_norm), mixup with
-SequentialLR and an L1 clip, AdaptiveLogSoftmaxWithLoss, and torch.compile'd training."""
+SequentialLR and an L1 clip, AdaptiveLogSoftmaxWithLoss, torch.compile'd training, Bayesian
+fits (Beta, Dirichlet, Gamma, LogNormal, KL terms), unfold/fold patches with pixel
+(un)shuffle, packed GRUs (pack/pad/unpack_sequence), and kNN with cdist/topk beside
+slogdet, cholesky_inverse and solve_triangular."""
 import numpy as np
 import pytest
 from test_torch_programs import _run
@@ -608,6 +611,113 @@ with torch.inference_mode():
     losses.append(compiled(x).sum().item())
 '''
 
+BAYES = '''
+from torch.distributions import Beta, Dirichlet, Gamma, Normal, LogNormal, kl_divergence
+
+rng = np.random.default_rng(70)
+alpha_raw = torch.tensor(rng.standard_normal(3) * 0.1, requires_grad=True)
+conc_raw = torch.tensor(rng.standard_normal(4) * 0.1, requires_grad=True)
+loc = torch.tensor(0.0, requires_grad=True)
+opt = torch.optim.Adam([alpha_raw, conc_raw, loc], lr=0.05)
+obs_beta = torch.tensor(rng.uniform(0.1, 0.9, (20, 3)))
+obs_dir = torch.tensor(rng.dirichlet([2, 3, 1, 4], 20))
+obs_pos = torch.tensor(rng.gamma(2.0, 1.5, 20))
+for _ in range(6):
+    a = F.softplus(alpha_raw) + 0.5
+    beta = Beta(a, a.flip(0))
+    dirich = Dirichlet(F.softplus(conc_raw) + 0.5)
+    gamma = Gamma(F.softplus(loc) + 1.0, torch.tensor(0.7))
+    ln = LogNormal(loc, 1.0)
+    nll = -(beta.log_prob(obs_beta).sum() + dirich.log_prob(obs_dir).sum()
+            + gamma.log_prob(obs_pos).sum() + ln.log_prob(obs_pos).sum())
+    reg = kl_divergence(beta, Beta(torch.ones(3), torch.ones(3))).sum() \\
+        + kl_divergence(Normal(loc, 1.0), Normal(0.0, 2.0))
+    loss = nll + reg
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses += [loss.item(), beta.entropy().sum().item(), dirich.mean.sum().item(),
+               gamma.variance.item()]
+'''
+
+PATCHES = '''
+class PatchNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(1 * 2 * 2, 6)
+        self.mix = nn.Linear(6, 4)
+
+    def forward(self, img):
+        patches = F.unfold(img, kernel_size=2, stride=2)          # (B, 4, L)
+        tokens = self.proj(patches.transpose(1, 2))              # (B, L, 6)
+        mixed = self.mix(torch.tanh(tokens)).transpose(1, 2)     # (B, 4, L)
+        return F.fold(mixed, output_size=(6, 6), kernel_size=2, stride=2)
+
+rng = np.random.default_rng(71)
+img = torch.tensor(rng.standard_normal((3, 1, 6, 6)))
+target = F.pixel_shuffle(F.pixel_unshuffle(img, 2), 2).flip(-1)
+model = init(PatchNet(), scale=0.3)
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+for _ in range(6):
+    out = model(img)
+    loss = F.mse_loss(out, target) + 0.01 * out.abs().mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    refolded = nn.Fold((6, 6), 3, padding=1)(nn.Unfold(3, padding=1)(out))
+    losses += [loss.item(), refolded.sum().item()]
+'''
+
+PACKED = '''
+from torch.nn.utils.rnn import pack_sequence, pad_sequence, pad_packed_sequence, unpack_sequence
+
+rng = np.random.default_rng(72)
+seqs = [torch.tensor(rng.standard_normal((n, 3))) for n in (5, 4, 2)]
+targets = torch.tensor(rng.integers(0, 2, 3))
+gru = nn.GRU(3, 4, batch_first=True, bidirectional=True)
+head = nn.Linear(8, 2)
+mods = nn.ModuleList([gru, head])
+init(mods, scale=0.3)
+opt = torch.optim.Adam(mods.parameters(), lr=1e-2)
+for _ in range(5):
+    packed = pack_sequence(seqs, enforce_sorted=True)
+    out, h = gru(packed)
+    padded, lengths = pad_packed_sequence(out, batch_first=True, padding_value=-1.0)
+    unpacked = unpack_sequence(out)
+    last = torch.stack([u[-1] for u in unpacked])
+    loss = F.cross_entropy(head(torch.cat([h[0], h[1]], 1)), targets) + 0.01 * last.pow(2).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses += [loss.item(), padded.sum().item(), lengths.sum().item(),
+               pad_sequence(seqs, batch_first=False, padding_value=2.0).sum().item()]
+'''
+
+KNN_LINALG = '''
+rng = np.random.default_rng(73)
+X = torch.tensor(rng.standard_normal((12, 3)))
+Y = torch.tensor(rng.standard_normal((12,)))
+W = torch.tensor(rng.standard_normal((3, 3)) * 0.3, requires_grad=True)
+opt = torch.optim.SGD([W], lr=0.05)
+for _ in range(5):
+    Z = X @ W
+    d = torch.cdist(Z, Z) + torch.eye(12) * 1e6
+    vals, idx = d.topk(3, largest=False)
+    weights = F.softmax(-vals, dim=1)
+    pred = (weights * Y[idx]).sum(1)
+    A = Z.T @ Z + torch.eye(3)
+    sign, logabsdet = torch.linalg.slogdet(A)
+    L = torch.linalg.cholesky(A)
+    inv = torch.cholesky_inverse(L)
+    sol = torch.linalg.solve_triangular(L, Z.T[:, :2], upper=False)
+    loss = F.mse_loss(pred, Y) + 0.01 * logabsdet + 0.001 * inv.trace() + 0.001 * sol.pow(2).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    buckets = torch.bucketize(Y, torch.tensor([-1.0, 0.0, 1.0]))
+    losses += [loss.item(), sign.item(), buckets.sum().item(), torch.logdet(A).item()]
+'''
+
 PROGRAMS = {name.lower(): source for name, source in [
     ("SAC_UPDATE", SAC_UPDATE),
     ("FNO", FNO),
@@ -628,6 +738,10 @@ PROGRAMS = {name.lower(): source for name, source in [
     ("MIXUP", MIXUP),
     ("ADAPTIVE", ADAPTIVE),
     ("COMPILED", COMPILED),
+    ("BAYES", BAYES),
+    ("PATCHES", PATCHES),
+    ("PACKED", PACKED),
+    ("KNN_LINALG", KNN_LINALG),
 ]}
 
 
