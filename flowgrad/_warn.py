@@ -56,7 +56,7 @@ _PASSING_ON = frozenset(os.path.join(_PACKAGE, *name.split("/")) for name in (
     "amp/autocast_mode.py"))
 
 
-_TENSOR = os.path.join(_PACKAGE, "tensor.py")
+TENSOR_FILE = os.path.join(_PACKAGE, "tensor.py")  # (Tensor's own methods)
 
 
 def called_by_user(depth=2, through_tensor=False):
@@ -69,6 +69,6 @@ def called_by_user(depth=2, through_tensor=False):
     """
     frame = sys._getframe(depth)
     while frame is not None and (frame.f_code.co_filename in _PASSING_ON or
-                                 through_tensor and frame.f_code.co_filename == _TENSOR):
+                                 through_tensor and frame.f_code.co_filename == TENSOR_FILE):
         frame = frame.f_back
     return frame is None or not frame.f_code.co_filename.startswith(_PACKAGE)

@@ -77,21 +77,23 @@ def _shape_of(shape):
     return (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
 
 
+def _make(shape, dtype=float, **_):
+    return meta_array(_shape_of(shape), dtype)
+
+
+def _make_like(a, *fill_value, dtype=None, order="K", subok=True, shape=None):
+    return meta_array(np.shape(a) if shape is None else _shape_of(shape),
+                      np.asarray(a).dtype if dtype is None else dtype)
+
+
 # the array-making functions: a meta array of the shape and dtype asked for, nothing allocated
 _MAKERS = {
-    "empty": lambda shape, dtype=float, **_: meta_array(_shape_of(shape), dtype),
-    "zeros": lambda shape, dtype=float, **_: meta_array(_shape_of(shape), dtype),
-    "ones": lambda shape, dtype=float, **_: meta_array(_shape_of(shape), dtype),
+    "empty": _make, "zeros": _make, "ones": _make,
     "full": lambda shape, fill_value, dtype=None, **_: meta_array(
         _shape_of(shape), dtype if dtype is not None else np.asarray(fill_value).dtype),
+    "empty_like": _make_like, "zeros_like": _make_like, "ones_like": _make_like,
+    "full_like": _make_like,
 }
-for _name in ("empty_like", "zeros_like", "ones_like"):
-    _MAKERS[_name] = lambda a, dtype=None, order="K", subok=True, shape=None: meta_array(
-        np.shape(a) if shape is None else _shape_of(shape),
-        np.asarray(a).dtype if dtype is None else dtype)
-_MAKERS["full_like"] = lambda a, fill_value, dtype=None, order="K", subok=True, shape=None: \
-    meta_array(np.shape(a) if shape is None else _shape_of(shape),
-               np.asarray(a).dtype if dtype is None else dtype)
 
 
 class _MetaModule(types.ModuleType):

@@ -8,12 +8,11 @@
 """
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
 
-from .._warn import called_by_user
+from .._warn import TENSOR_FILE, called_by_user
 from ..device import ARRAY_MODULES, HOST_XP
 from ..errors import kernel_error
 from ..meta import MetaArray
@@ -235,8 +234,6 @@ def check_read(tensor, what):
 
 # what reads no value of a meta tensor: its shape and dtype are all it has, and these keep them
 _META_READS_NOTHING = frozenset(("printing", "pickling", "copy.deepcopy()"))
-_TENSOR_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "tensor.py")
 
 
 def _read_for_user():
@@ -244,7 +241,7 @@ def _read_for_user():
     reading a value for its result (save, unique) is; a Tensor method (item(), bool()) is
     where the user called it, not where flowgrad's own code does (a dtype's choice, a shape
     check: a meta tensor's meaningless zeros serve those)."""
-    if sys._getframe(2).f_code.co_filename != _TENSOR_FILE:
+    if sys._getframe(2).f_code.co_filename != TENSOR_FILE:
         return True
     return called_by_user(3, through_tensor=True)
 

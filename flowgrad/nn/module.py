@@ -186,8 +186,7 @@ class Module(StateDict):
                 f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must "
                 f"be created explicitly. To express '{name}' as a function of another Tensor, "
                 f"compute the value in the forward() method.")
-        if _global.PARAMETER_REGISTRATION:
-            param = _global.registered(_global.PARAMETER_REGISTRATION, self, name, param)
+        param = _global.registered(_global.PARAMETER_REGISTRATION, self, name, param)
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
@@ -207,8 +206,7 @@ class Module(StateDict):
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' "
                             f"(flowgrad Tensor or None required)")
-        if _global.BUFFER_REGISTRATION:
-            tensor = _global.registered(_global.BUFFER_REGISTRATION, self, name, tensor)
+        tensor = _global.registered(_global.BUFFER_REGISTRATION, self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -222,8 +220,7 @@ class Module(StateDict):
         self._check_name(name, "module")
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
-        if _global.MODULE_REGISTRATION:
-            module = _global.registered(_global.MODULE_REGISTRATION, self, name, module)
+        module = _global.registered(_global.MODULE_REGISTRATION, self, name, module)
         self._modules[name] = module
 
     register_module = add_module
@@ -249,15 +246,13 @@ class Module(StateDict):
             for store in (d, params, self._buffers):
                 store.pop(name, None)
             self._non_persistent_buffers_set.discard(name)
-            if _global.MODULE_REGISTRATION:
-                value = _global.registered(_global.MODULE_REGISTRATION, self, name, value)
+            value = _global.registered(_global.MODULE_REGISTRATION, self, name, value)
             self._modules[name] = value
         elif d.get("_modules") is not None and name in self._modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{_type_name(value)}' as child module "
                                 f"'{name}' (flowgrad.nn.Module or None expected)")
-            if _global.MODULE_REGISTRATION:
-                value = _global.registered(_global.MODULE_REGISTRATION, self, name, value)
+            value = _global.registered(_global.MODULE_REGISTRATION, self, name, value)
             self._modules[name] = value
         elif isinstance(value, Buffer):  # torch's nn.Buffer: registers itself
             if d.get("_buffers") is None:
@@ -269,8 +264,7 @@ class Module(StateDict):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
                                 f"(flowgrad Tensor or None expected)")
-            if _global.BUFFER_REGISTRATION:
-                value = _global.registered(_global.BUFFER_REGISTRATION, self, name, value)
+            value = _global.registered(_global.BUFFER_REGISTRATION, self, name, value)
             self._buffers[name] = value
         else:
             object.__setattr__(self, name, value)

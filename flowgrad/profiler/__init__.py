@@ -52,6 +52,9 @@ class ProfilerAction(enum.Enum):
     RECORD_AND_SAVE = 3
 
 
+_RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+
+
 def supported_activities():
     """The activities a profile can record here: the CPU."""
     return {ProfilerActivity.CPU}
@@ -158,10 +161,7 @@ class profile:  # noqa: N801 - torch's name
         self._transit(ProfilerAction.NONE, self.current_action)
 
     def stop(self):
-        if self._recorder is not None:
-            self._finish_cycle(save=self.on_trace_ready is not None and
-                               self.current_action in (ProfilerAction.RECORD,
-                                                       ProfilerAction.RECORD_AND_SAVE))
+        self._finish_cycle(save=self.current_action in _RECORDING)
         self.current_action = ProfilerAction.NONE
 
     def step(self):
@@ -172,12 +172,11 @@ class profile:  # noqa: N801 - torch's name
         self._transit(previous, self.current_action)
 
     def _transit(self, previous, now):
-        recording = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
         if previous == ProfilerAction.RECORD_AND_SAVE:
             self._finish_cycle(save=True)
-        elif previous in recording and now not in recording:
+        elif previous in _RECORDING and now not in _RECORDING:
             self._finish_cycle(save=False)
-        if now in recording and self._recorder is None:
+        if now in _RECORDING and self._recorder is None:
             self._recorder = _profiling.start(self.record_shapes)
 
     def _finish_cycle(self, save):

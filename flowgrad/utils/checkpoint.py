@@ -52,7 +52,6 @@ class _StopRecomputation(Exception):
     """Raised by the recomputation's pack hook once every slot is filled (early stop)."""
 
 
-@contextlib.contextmanager
 def set_checkpoint_early_stop(enable):
     """Whether the checkpoints whose forward runs inside the block stop their recomputation as
     soon as it has saved every tensor backward needs (the default), as torch's.
@@ -65,14 +64,9 @@ def set_checkpoint_early_stop(enable):
     >>> y.sum().backward(); x.grad
     tensor([5.4366, 5.4366])
     """
-    prev, _EARLY_STOP[0] = _EARLY_STOP[0], bool(enable)
-    try:
-        yield
-    finally:
-        _EARLY_STOP[0] = prev
+    return _setting(_EARLY_STOP, bool(enable))
 
 
-@contextlib.contextmanager
 def set_checkpoint_debug_enabled(enabled):
     """Inside the block every non-reentrant checkpoint runs as with `debug=True` (`None`:
     each call's own `debug`): a recomputation that saves other tensors than the forward
@@ -82,11 +76,17 @@ def set_checkpoint_debug_enabled(enabled):
     >>> with set_checkpoint_debug_enabled(True):
     ...     pass
     """
-    prev, _DEBUG[0] = _DEBUG[0], enabled
+    return _setting(_DEBUG, enabled)
+
+
+@contextlib.contextmanager
+def _setting(store, value):
+    """`store[0]` (a module setting) is `value` while the block runs."""
+    prev, store[0] = store[0], value
     try:
         yield
     finally:
-        _DEBUG[0] = prev
+        store[0] = prev
 
 
 def detach_variable(inputs):
