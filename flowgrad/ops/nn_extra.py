@@ -27,7 +27,7 @@ from . import pool as _pool
 from . import sampling as _sampling
 from .elementwise import where
 from .linalg import bilinear  # noqa: F401 - torch.bilinear has F's signature
-from .norm import vector_norm
+from .normalization import dist_norm
 from .odds import triu_indices
 from .registry import op
 from .segment import _segment_reduce, segment_reduce  # noqa: F401 - torch.* names
@@ -57,7 +57,7 @@ def pdist(input, p=2):
     n = input.shape[0]
     i, j = triu_indices(n, n, 1)
     # differences of distinct rows only: no zero distance to differentiate the norm at
-    return vector_norm(input[i] - input[j], p, dim=-1)
+    return dist_norm(input[i] - input[j], p, -1, every_tie=True)
 
 
 def channel_shuffle(input, groups):

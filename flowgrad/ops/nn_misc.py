@@ -596,7 +596,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
             - 2 * (a @ b.transpose(-1, -2))
         return sq.clamp(min=1e-30).sqrt()
     diff = a.unsqueeze(-2) - b.unsqueeze(-3)
-    return dist_norm(diff, p, -1)
+    return dist_norm(diff, p, -1, every_tie=True)
 
 
 # ---- control dependencies (OneFlow's nn.functional.depend) ----------------------------------

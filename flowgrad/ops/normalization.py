@@ -600,7 +600,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 @op("dist_norm", save="inputs outputs", complex=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
-def _dist_norm(xp, x, *, p, dim, keepdim):
+def _dist_norm(xp, x, *, p, dim, keepdim, every_tie=False):
     a = xp.abs(x)  # (a complex x: its moduli, the real dtype the norm has)
     if p == 2:
         r = xp.sqrt(((a * a) if x.dtype.kind == "c" else (x * x)).sum(axis=dim,
@@ -635,17 +635,22 @@ def dist_norm_backward(ctx, dy):
         return dy * x / safe_n
     if p in (math.inf, -math.inf):
         hit = (x.abs() == n).to(n.dtype)
-        return dy * sign * hit / hit.sum(ctx.dim, keepdim=True)
+        # torch's cdist/pdist kernels give each element at the max the whole gradient; its
+        # norms share it among them
+        return dy * sign * hit if ctx.every_tie else dy * sign * hit / hit.sum(ctx.dim,
+                                                                                keepdim=True)
     grad = dy * sign * x.abs() ** (p - 1) / safe_n ** (p - 1)
     # p < 1: a zero element's |x| ** (p - 1) is inf (times sign 0: nan); torch's rule masks
     # it to a zero gradient
     return where(x == 0, 0.0, grad) if p < 1 else grad
 
 
-def dist_norm(x, p, dim, keepdim=False):
+def dist_norm(x, p, dim, keepdim=False, every_tie=False):
     """The p-norm of x along one dim (p = 2, 1, inf, -inf, 0 or any other real), with a zero
-    gradient where the norm is zero (the distance functions' convention)."""
-    return _dist_norm(x, p=float(p), dim=_wrap_dim(dim, x._data.ndim, "norm"), keepdim=keepdim)
+    gradient where the norm is zero (the distance functions' convention). `every_tie`: for
+    p = inf, each element at the max gets the whole gradient (cdist's and pdist's rule)."""
+    return _dist_norm(x, p=float(p), dim=_wrap_dim(dim, x._data.ndim, "norm"), keepdim=keepdim,
+                      every_tie=every_tie)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
