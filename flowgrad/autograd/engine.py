@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterable
 
 from .._warn import warn
-from ..device import ARRAY_DEVICES, new_empty, to_device
+from ..device import ARRAY_DEVICES, array_module, new_empty, to_device
 from ..dtypes import _FROM_NP
 from ..errors import freed_graph_error
 from . import anomaly as _anomaly
@@ -138,7 +138,7 @@ class GraphTask:
             node = ready.pop()
             if type(node) is AccumulateGrad:
                 if save_grad_for_leaf:
-                    acc_grad_for_leaf(node.output_metas[0])
+                    acc_grad_for_leaf(node.output_metas[0], node.variable())
             else:
                 run_node(node, deps, targets)
             if stopped and node in stopped:
@@ -348,29 +348,83 @@ def _fit_grad(g, shape, dtype, node):
     return g
 
 
-def _accumulate(meta, g, owned=False):
+def _accumulate(meta, g, owned=False, variable=None):
     """acc_grad += g (the seed's copy_or_acc_grad). `owned`: the caller drops g afterwards (a
     leaf's accumulate step), so .grad may take g's storage when nothing else can see it, as
     torch does; otherwise (retain_grad, autograd.grad's results: g flows on) or when something
-    else can see it, it copies, so a .grad never aliases another .grad or a live tensor."""
+    else can see it, it copies, so a .grad never aliases another .grad or a live tensor.
+    A first .grad is laid out as torch's: like `variable` (a leaf), C-contiguous without it
+    (retain_grad)."""
     acc = meta.acc_grad
     if type(g) is SparseTensor or type(acc) is SparseTensor:
         meta.acc_grad = _accumulated_sparse(acc, g, owned)
         return
     if acc is None:
-        if owned and _sole_owner(g):
+        relaid = _relaid(g, variable)
+        if relaid is not None:  # a fresh copy: nothing else sees it
+            meta.acc_grad = relaid
+        elif owned and _sole_owner(g):
             meta.acc_grad = g
         elif grad_mode.is_grad_enabled():  # create_graph: keep g's history
             meta.acc_grad = g.clone()
         else:
             meta.acc_grad = g.detach().clone()
-    elif grad_mode.is_grad_enabled():
-        meta.acc_grad = acc + g
+    elif grad_mode.is_grad_enabled():  # the sum laid out as .grad was (torch's iterator)
+        total = acc + g
+        relaid = _relaid(total, acc)
+        meta.acc_grad = total if relaid is None else relaid
     else:
         if acc._grad_fn is None and acc._data.shape == g._data.shape:
             acc._data += g._data  # in place: keeps the .grad object the optimizer holds
         else:
             meta.acc_grad = (acc + g).detach()
+
+
+def _relaid(g, variable):
+    """None when g is laid out as torch's AccumulateGrad lays out a first `.grad`, else a
+    copy of g so laid out (recorded under create_graph): the leaf `variable`'s strides where
+    its elements are dense (no overlap, no gap; size-1 dims aside), C order otherwise or
+    without a variable (torch's retain_grad). So `p.grad.view(-1)` works where torch's does.
+    (None, not g: a reference to g kept here would make `_sole_owner` copy it.)"""
+    data = g._data
+    like = data if variable is None else variable._data
+    if data.strides == like.strides and variable is not None or data.size == 0:
+        return None
+    if variable is not None and _dense(like):
+        if all(s == t or n == 1 and s != 0
+               for s, t, n in zip(data.strides, like.strides, data.shape)):
+            return None
+        array = array_module(like).empty_like(like, dtype=data.dtype)  # (order K: like's)
+    elif data.flags.c_contiguous:
+        return None
+    else:
+        array = new_empty(data)
+    return _interpreter.Tensor._wrap(array).copy_(g)  # (recorded under create_graph)
+
+
+def _c_ordered(g):
+    """An autograd.grad result laid out otherwise than C order (a rule's transposed GEMM, a
+    slice of the output's gradient) copied to C order, as torch's kernels hand theirs back;
+    so `g.view(-1)` works where torch's does. A broadcast one (zero strides: a sum's, as
+    torch's expand) stays as it is."""
+    if g is None or type(g) is SparseTensor:
+        return g
+    data = g._data
+    if data.flags.c_contiguous or 0 in data.strides:
+        return g
+    return _interpreter.Tensor._wrap(new_empty(data)).copy_(g)
+
+
+def _dense(array):
+    """Whether the elements of `array` tile its memory exactly: no two share an address, no
+    gap between them (torch's non-overlapping and dense)."""
+    step = array.itemsize
+    for size, stride in sorted((s for s in zip(array.shape, array.strides) if s[0] != 1),
+                               key=lambda s: s[1]):
+        if stride != step:
+            return False
+        step *= size
+    return True
 
 
 def _accumulated_sparse(acc, g, owned):
@@ -414,9 +468,9 @@ def _sole_owner(g) -> bool:
             and data.flags.c_contiguous and data.nbytes == base.nbytes)
 
 
-def acc_grad_for_leaf(meta):
+def acc_grad_for_leaf(meta, variable):
     """A leaf's accumulate_grad step: hooks, then acc_grad += current_grad, then
-    post-accumulate hooks."""
+    post-accumulate hooks. `variable`: the leaf (None when it is gone)."""
     g = meta.current_grad
     if g is None:
         return
@@ -430,7 +484,7 @@ def acc_grad_for_leaf(meta):
         return
     if meta.hooks:
         g = _run_hooks(meta.hooks, g)
-    _accumulate(meta, g, owned=True)
+    _accumulate(meta, g, owned=True, variable=variable)
     if meta.post_accumulate_hooks:
         for hook in meta.post_accumulate_hooks:
             if hook() is not None:
@@ -480,7 +534,7 @@ def _roots_and_seeds(outputs, grad_outputs, create_graph):
                     f"{g.dtype} and output[{i}] has a dtype of {out.dtype}")
             if not create_graph:
                 g = g.detach()
-        node = out._grad_fn if out._grad_fn is not None else out._meta.grad_accumulator()
+        node = out._grad_fn if out._grad_fn is not None else out._meta.grad_accumulator(out)
         roots.append((node, out._meta, g))
     return roots
 
@@ -641,7 +695,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     state = grad_mode._state  # (hooks and retain_grad of the targets run in the run's mode)
     prev, state.enabled = state.enabled, bool(create_graph)
     try:
-        collected = [task.collect(t._meta) for t in inputs]
+        collected = [_c_ordered(task.collect(t._meta)) for t in inputs]
     finally:
         state.enabled = prev
     result = []

@@ -109,7 +109,7 @@ def get_gradient_edge(tensor) -> GradientEdge:
         if not tensor.requires_grad:
             raise RuntimeError(f"get_gradient_edge: the tensor (shape {tuple(tensor.shape)}) "
                                f"does not require grad, so it has no gradient edge")
-        return GradientEdge(tensor._meta.grad_accumulator(), 0)
+        return GradientEdge(tensor._meta.grad_accumulator(tensor), 0)
     meta = tensor._meta
     index = next((i for i, m in enumerate(node.output_metas) if m is meta), 0)
     return GradientEdge(node, index)
@@ -167,7 +167,7 @@ def _recorded(tensor):
 
 def _node_of(tensor):
     node = _recorded(tensor)
-    return node if node is not None else tensor._meta.grad_accumulator()
+    return node if node is not None else tensor._meta.grad_accumulator(tensor)
 
 
 class MultiHandle:

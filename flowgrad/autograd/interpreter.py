@@ -321,7 +321,7 @@ def _edge(t):
     if meta is None or not meta.requires_grad:
         return _NO_EDGE
     node = t._grad_fn
-    return meta, node if node is not None else meta.grad_accumulator()
+    return meta, node if node is not None else meta.grad_accumulator(t)
 
 
 _NO_EDGE = (None, None)
@@ -343,7 +343,7 @@ def add_node(op, inputs, outputs, attrs, aux):
         if meta is not None and meta.requires_grad:
             node = t._grad_fn
             if node is None:
-                node = meta.grad_accumulator()
+                node = meta.grad_accumulator(t)
             next_nodes = (node,)
             # the producer's (meta,) itself when t is its only output: one object less per
             # op for the cycle collector to walk
@@ -367,7 +367,7 @@ def add_node(op, inputs, outputs, attrs, aux):
             if meta is not None and meta.requires_grad:
                 input_metas.append(meta)
                 node = t._grad_fn
-                next_nodes.append(node if node is not None else meta.grad_accumulator())
+                next_nodes.append(node if node is not None else meta.grad_accumulator(t))
             else:
                 input_metas.append(None)
                 next_nodes.append(None)

@@ -36,11 +36,12 @@ class AutogradMeta:
         self.post_accumulate_hooks = None
         self._accumulator = None   # weakref to this leaf's AccumulateGrad node
 
-    def grad_accumulator(self):
-        """The leaf's accumulate_grad node, created on first use and shared while alive."""
+    def grad_accumulator(self, tensor):
+        """The accumulate_grad node of the leaf `tensor` (whose meta this is), created on
+        first use and shared while alive."""
         node = self._accumulator() if self._accumulator is not None else None
         if node is None:
-            node = AccumulateGrad(self)
+            node = AccumulateGrad(self, tensor)
             self._accumulator = weakref.ref(node)
         return node
 

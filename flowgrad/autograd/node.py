@@ -6,6 +6,8 @@ the op's captured state (the seed's capture state: saved tensors and attributes)
 """
 from __future__ import annotations
 
+import weakref
+
 from ..errors import inference_saved_error, saved_tensor_error
 from . import grad_mode
 from . import meta as _meta
@@ -219,14 +221,16 @@ class InertNode(FunctionNode):
 
 
 class AccumulateGrad(FunctionNode):
-    """The accumulate_grad node of a leaf: its grad is written into the leaf's meta."""
+    """The accumulate_grad node of a leaf: its grad is written into the leaf's meta. It
+    holds the leaf weakly (`variable`), for the layout a first `.grad` takes."""
 
-    __slots__ = ()
+    __slots__ = ("variable",)
     name = NodeName("accumulate_grad")
 
-    def __init__(self, meta):
+    def __init__(self, meta, tensor):
         super().__init__(None, {}, (), (), ())
         self.output_metas = (meta,)
+        self.variable = weakref.ref(tensor)
 
     @property
     def variable_meta(self):

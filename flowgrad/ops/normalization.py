@@ -218,7 +218,7 @@ def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
 
 # the rule reads x and the weight (input 1), never the bias nor the statistics: only those
 # two are saved, as torch's batch/group norm, so a bias written in place stays legal
-@op("norm_affine", save="inputs[0, 1]")
+@op("norm_affine", save="inputs[0, 1]", contiguous=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _norm_affine(xp, x, *wb_stats, axes, eps, has_w, has_b, has_stats=False):
     wb = wb_stats[:has_w + has_b]
@@ -555,6 +555,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     y = xc * ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
     if w is not None:
         y = y * w.to(xc.dtype)
+    y = y.contiguous()  # (a strided input's layout: torch's output is C-ordered)
     return y.to(x.dtype) if half else y
 
 

@@ -25,7 +25,7 @@ __all__ = ["pad"]
 _MODES = ("constant", "reflect", "replicate", "circular")
 
 
-@op("pad_constant")
+@op("pad_constant", contiguous=True)
 def _pad_constant(xp, x, *, pads, value):
     return xp.pad(x, pads, mode="constant", constant_values=value)
 
@@ -179,4 +179,4 @@ def _pad_indexed(input, pairs, mode):
         j = d - first
         pos = pos.reshape((1,) * j + (-1,) + (1,) * (m - j - 1))
         sel.append(Tensor._wrap(new_array(input._data, pos)))
-    return input[tuple(sel)]
+    return input[tuple(sel)].contiguous()  # (NumPy's gather lays it out otherwise)

@@ -554,12 +554,12 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         for j in range(4):
             for i in range(4):
                 out = out + tap((pos[0][j], pos[1][i])) * (ws[0][j] * ws[1][i])
-        return out
+        return out.contiguous()  # (the taps are channels-last; torch's output is not)
     coords = [_pad_coord(c, s, padding_mode, align_corners) for c, s in zip(coords, sizes)]
     if mode == "nearest":
         # round half to even, as torch's nearbyint; torch gives grid a zero gradient here
         out = tap([c.detach().round().long() for c in coords])
-        return out + (grid.sum() * 0.0 if grid.requires_grad else 0.0)
+        return (out + (grid.sum() * 0.0 if grid.requires_grad else 0.0)).contiguous()
     low = [c.detach().floor() for c in coords]
     frac = [(c - lo).unsqueeze(1) for c, lo in zip(coords, low)]
     low = [lo.long() for lo in low]
@@ -569,7 +569,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         for up, f in zip(corner, frac):
             w = w * (f if up else 1 - f)
         out = out + tap([lo + up for lo, up in zip(low, corner)]) * w
-    return out
+    return out.contiguous()
 
 
 def _base_coords(steps, align_corners):

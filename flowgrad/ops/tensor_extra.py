@@ -159,7 +159,7 @@ def renorm(input, p, dim, maxnorm):
     norm = vector_norm(input, p, dim=others, keepdim=True)
     # torch's factor: the same 1e-7 keeps a zero slice finite
     factor = where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
-    return input * factor
+    return (input * factor).contiguous()  # (C order, as torch's, whatever input's layout)
 
 
 @tensor_method()

@@ -62,7 +62,7 @@ def _root_of(tensor):
     if tensor._grad_fn is not None:
         return tensor._grad_fn
     if tensor.requires_grad:
-        return tensor._meta.grad_accumulator()
+        return tensor._meta.grad_accumulator(tensor)
     raise ValueError(f"viz: the tensor (shape {tuple(tensor.shape)}) has no backward graph; "
                      f"compute it from tensors with requires_grad=True")
 
