@@ -1,4 +1,5 @@
-"""flowgrad.nn.utils: gradient clipping and parameter/vector conversion, as torch.nn.utils."""
+"""flowgrad.nn.utils: gradient clipping, parameter/vector conversion, parametrizations and
+pruning, as torch.nn.utils."""
 from . import (
     clip_grad,
     convert_parameters,
@@ -6,6 +7,7 @@ from . import (
     memory_format,
     parametrizations,
     parametrize,
+    prune,
     rnn,
     stateless,
 )
@@ -33,5 +35,6 @@ from .weight_norm import remove_spectral_norm, remove_weight_norm, spectral_norm
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_", "parameters_to_vector", "vector_to_parameters",
            "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm",
-           "parametrize", "parametrizations", "rnn", "stateless", "fusion", "fuse_conv_bn_eval",
-           "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights", "skip_init"]
+           "parametrize", "parametrizations", "prune", "rnn", "stateless", "fusion",
+           "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
+           "fuse_linear_bn_weights", "skip_init"]
