@@ -138,3 +138,21 @@ def test_optimizer_annotations_exist():
     (w * w).sum().backward()
     opt.step()
     np.testing.assert_allclose(w.detach().numpy(), [0.8, 0.8])
+
+
+@pytest.mark.parametrize("path, names", [
+    ("nn.utils.spectral_norm", ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]),
+    ("nn.utils.weight_norm", ["WeightNorm", "weight_norm", "remove_weight_norm"]),
+    ("nn.utils.prune", ["BasePruningMethod", "l1_unstructured", "remove", "is_pruned"]),
+])
+def test_hook_based_reparametrization_modules_import_as_torch(path, names):
+    """`from torch.nn.utils.spectral_norm import spectral_norm` (GAN code's spelling) and
+    its siblings; the package attribute stays the function, as torch's."""
+    for m in ("torch", "flowgrad"):
+        module = importlib.import_module(f"{m}.{path}")
+        assert all(callable(getattr(module, name)) for name in names)
+    layer = flow.nn.Linear(3, 2)
+    from flowgrad.nn.utils.spectral_norm import SpectralNorm, spectral_norm
+    assert flow.nn.utils.spectral_norm is spectral_norm
+    spectral_norm(layer)
+    assert any(isinstance(h, SpectralNorm) for h in layer._forward_pre_hooks.values())

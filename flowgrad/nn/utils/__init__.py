@@ -30,7 +30,8 @@ from .memory_format import (
     convert_conv2d_weight_memory_format,
     convert_conv3d_weight_memory_format,
 )
-from .weight_norm import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
+from .spectral_norm import remove_spectral_norm, spectral_norm
+from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_", "parameters_to_vector", "vector_to_parameters",
