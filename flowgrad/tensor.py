@@ -22,11 +22,11 @@ from .autograd import grad_mode as _grad_mode
 from .autograd import interpreter as _interpreter
 from .autograd import levels as _levels
 from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
-from .autograd.graph import RemovableHandle
 from .autograd.inference import check_requires_grad
 from .autograd.meta import AutogradMeta, VersionCounter, counter_of
 from .autograd.views import sync_view
 from .device import ARRAY_MODULES, CPU, device_of, new_zeros, resolve_device, to_device, to_host
+from .hook_handles import ListHandle
 from .meta import MetaArray
 from .printing import tensor_repr
 
@@ -420,7 +420,7 @@ class Tensor:
                 "cannot register a hook on a tensor that doesn't require gradient")
         if m.hooks is None:
             m.hooks = []
-        return RemovableHandle(m.hooks, hook)
+        return ListHandle(m.hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
         """On a leaf: call `hook(tensor)` after its `.grad` has been accumulated."""
@@ -436,7 +436,7 @@ class Tensor:
         import weakref
 
         ref = weakref.ref(self)
-        return RemovableHandle(m.post_accumulate_hooks, lambda: hook(ref()))
+        return ListHandle(m.post_accumulate_hooks, lambda: hook(ref()))
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor into the leaves' `.grad`.

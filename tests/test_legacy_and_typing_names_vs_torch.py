@@ -156,3 +156,37 @@ def test_hook_based_reparametrization_modules_import_as_torch(path, names):
     assert flow.nn.utils.spectral_norm is spectral_norm
     spectral_norm(layer)
     assert any(isinstance(h, SpectralNorm) for h in layer._forward_pre_hooks.values())
+
+
+def _handles(name):
+    m = importlib.import_module(name)
+    optimizer = importlib.import_module(name + ".optim.optimizer")
+    module = importlib.import_module(name + ".nn.modules.module")
+    layer, x = m.nn.Linear(1, 1), m.ones(1, requires_grad=True)
+    y = x * 2
+    opt = m.optim.SGD(layer.parameters(), 0.1)
+    return [layer.register_forward_hook(lambda *a: None, always_call=True, with_kwargs=True),
+            layer.register_full_backward_hook(lambda *a: None),
+            layer.register_state_dict_pre_hook(lambda *a: None),
+            x.register_hook(lambda g: g), x.register_post_accumulate_grad_hook(lambda p: None),
+            y.grad_fn.register_hook(lambda *a: None), y.grad_fn.register_prehook(lambda *a: None),
+            m.autograd.graph.register_multi_grad_hook([x], lambda g: None),
+            opt.register_step_pre_hook(lambda *a: None),
+            opt.register_state_dict_post_hook(lambda *a: None),
+            module.register_module_forward_hook(lambda *a: None, always_call=True),
+            optimizer.register_optimizer_step_post_hook(lambda *a: None)], layer, x
+
+
+@pytest.mark.parametrize("name", ["torch", "flowgrad"])
+def test_every_hook_handle_is_a_utils_hooks_removable_handle(name):
+    """As torch's: every registration returns a torch.utils.hooks.RemovableHandle (code
+    checks isinstance), and removing each leaves no trace."""
+    handle_class = importlib.import_module(name + ".utils.hooks").RemovableHandle
+    handles, layer, x = _handles(name)
+    assert all(isinstance(h, handle_class) for h in handles)
+    for h in handles:
+        h.remove()
+    assert not (layer._forward_hooks or layer._forward_hooks_with_kwargs or
+                layer._forward_hooks_always_called or layer._backward_hooks)
+    (x * 3).sum().backward()
+    assert x.grad.tolist() == [3.0]

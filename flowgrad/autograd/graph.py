@@ -21,6 +21,7 @@ import threading
 import weakref
 from typing import NamedTuple
 
+from ..hook_handles import MultiHandle, RemovableHandle  # noqa: F401 - torch.autograd.graph names
 from .meta import counter_of
 from .saved_hooks import (
     allow_mutation_on_saved_tensors,
@@ -140,24 +141,6 @@ def will_engine_execute_node(node) -> bool:
     return node in _TASKS[-1].dependencies
 
 
-class RemovableHandle:
-    """Returned by hook registrations; `remove()` unregisters the hook."""
-
-    def __init__(self, hooks, hook):
-        self._hooks, self._hook = hooks, hook
-        hooks.append(hook)
-
-    def remove(self):
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
 def _recorded(tensor):
     """The node that made tensor, as the engine reads it (also for a func.grad's input inside
     another transform, whose grad_fn reads None: a leaf at its level)."""
@@ -168,25 +151,6 @@ def _recorded(tensor):
 def _node_of(tensor):
     node = _recorded(tensor)
     return node if node is not None else tensor._meta.grad_accumulator(tensor)
-
-
-class MultiHandle:
-    """Several hook handles removed as one (also a context manager)."""
-
-    __slots__ = ("handles",)
-
-    def __init__(self, handles):
-        self.handles = handles
-
-    def remove(self):
-        for h in self.handles:
-            h.remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def register_multi_grad_hook(tensors, fn, *, mode="all"):

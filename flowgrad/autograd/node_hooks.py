@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import weakref
 
+from ..hook_handles import ListHandle, MultiHandle
 from . import anomaly
 from . import graph as _graph
-from .graph import MultiHandle, RemovableHandle
 from .node import AccumulateGrad, FunctionNode, InertNode
 
 
@@ -104,7 +104,7 @@ def register(node, hook, pre):
     hooks = _HOOKS.get(node)
     if hooks is None:
         hooks = _HOOKS[node] = _Hooks()
-    return RemovableHandle(hooks.pre if pre else hooks.post, hook)
+    return ListHandle(hooks.pre if pre else hooks.post, hook)
 
 
 _graph._register_node_hook = register  # grad_fn.register_hook / register_prehook
@@ -121,7 +121,7 @@ def _register_on_leaf(node, hook, pre):
             result = hook((grad,))
             return None if result is None else _check_count(result, 1, "pre-hook", node,
                                                             "outputs")[0]
-        return RemovableHandle(meta.hooks, as_tensor_hook)
+        return ListHandle(meta.hooks, as_tensor_hook)
     seen = []
 
     def remember(grad):
@@ -133,6 +133,6 @@ def _register_on_leaf(node, hook, pre):
 
     if meta.post_accumulate_hooks is None:
         meta.post_accumulate_hooks = []
-    first = RemovableHandle(meta.hooks, remember)
-    second = RemovableHandle(meta.post_accumulate_hooks, after)
+    first = ListHandle(meta.hooks, remember)
+    second = ListHandle(meta.post_accumulate_hooks, after)
     return MultiHandle((first, second))

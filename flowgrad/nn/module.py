@@ -16,7 +16,6 @@ them; `__call__` runs forward pre-hooks, `forward`, forward hooks and sets up ba
 """
 from __future__ import annotations
 
-import itertools
 from collections import OrderedDict
 
 from .. import dtypes as _dt
@@ -24,6 +23,7 @@ from .._warn import warn
 from ..autograd.function import Function
 from ..autograd.inplace import bump_version
 from ..device import device, resolve_device, to_device
+from ..hook_handles import RemovableHandle
 from ..tensor import Tensor
 from . import module_hooks as _global
 from .module_state import StateDict
@@ -37,29 +37,6 @@ _NON_FULL_HOOK = (
     "register_full_backward_hook (grad_input holds the gradients of the module's forward "
     "inputs), where torch's deprecated form passes the gradients of the inputs of the module's "
     "last autograd node. Use register_full_backward_hook.")
-
-class RemovableHandle:
-    """Returned by the hook registrations; `remove()` unregisters the hook."""
-
-    _next_id = itertools.count()
-
-    def __init__(self, *hook_dicts):
-        self.id = next(RemovableHandle._next_id)
-        self._dicts = hook_dicts
-
-    def remove(self):
-        for d in self._dicts:
-            if isinstance(d, set):
-                d.discard(self.id)
-            else:
-                d.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
 
 def _addindent(s, n):
     lines = s.split("\n")
@@ -149,9 +126,9 @@ class Module(StateDict):
         sa(self, "_non_persistent_buffers_set", set())
         sa(self, "_modules", {})
         sa(self, "_forward_pre_hooks", OrderedDict())
-        sa(self, "_forward_pre_hooks_with_kwargs", {})
+        sa(self, "_forward_pre_hooks_with_kwargs", OrderedDict())
         sa(self, "_forward_hooks", OrderedDict())
-        sa(self, "_forward_hooks_with_kwargs", {})
+        sa(self, "_forward_hooks_with_kwargs", OrderedDict())
         sa(self, "_backward_hooks", OrderedDict())
         sa(self, "_backward_pre_hooks", OrderedDict())
 
@@ -592,7 +569,7 @@ class Module(StateDict):
     # ---- hooks --------------------------------------------------------------------------------
     @staticmethod
     def _add_hook(store, hook, prepend, extra=None, extra_value=None):
-        handle = RemovableHandle(store, *([extra] if extra is not None else []))
+        handle = RemovableHandle(store, extra_dict=extra)
         store[handle.id] = hook
         if extra is not None and extra_value:
             extra[handle.id] = True
@@ -625,8 +602,8 @@ class Module(StateDict):
         handle = self._add_hook(self._forward_hooks, hook, prepend,
                                 self._forward_hooks_with_kwargs, with_kwargs)
         if always_call:  # run even when forward (or a pre-hook) raises, as torch's
-            self.__dict__.setdefault("_forward_hooks_always_called", set()).add(handle.id)
-            handle._dicts += (self._forward_hooks_always_called,)
+            handle._also_in(self.__dict__.setdefault("_forward_hooks_always_called",
+                                                     OrderedDict()))
         return handle
 
     def register_full_backward_hook(self, hook, prepend=False):

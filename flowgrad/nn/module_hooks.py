@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from .._warn import warn
+from ..hook_handles import RemovableHandle
 
 __all__ = ["register_module_forward_pre_hook", "register_module_forward_hook",
            "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
@@ -28,24 +29,22 @@ __all__ = ["register_module_forward_pre_hook", "register_module_forward_hook",
 
 FORWARD_PRE = OrderedDict()
 FORWARD = OrderedDict()
-FORWARD_WITH_KWARGS = {}    # handle id -> True: the forward hook takes (module, args, kwargs, out)
-FORWARD_ALWAYS = set()      # forward hooks that run even when forward raises
+FORWARD_WITH_KWARGS = OrderedDict()  # id -> True: the hook takes (module, args, kwargs, out)
+FORWARD_ALWAYS = OrderedDict()  # forward hooks that run even when forward raises
 BACKWARD_PRE = OrderedDict()
 BACKWARD = OrderedDict()
 BUFFER_REGISTRATION = OrderedDict()
 MODULE_REGISTRATION = OrderedDict()
 PARAMETER_REGISTRATION = OrderedDict()
 # every call hook's handle id: Module.__call__ tests this one dict before looking further
-CALL_HOOKS = {}
+CALL_HOOKS = OrderedDict()
 
 
 def _register(store, hook, call_hook=True):
-    from .module import RemovableHandle
-
-    handle = RemovableHandle(store, *((CALL_HOOKS,) if call_hook else ()))
+    handle = RemovableHandle(store)
     store[handle.id] = hook
     if call_hook:
-        CALL_HOOKS[handle.id] = True
+        handle._also_in(CALL_HOOKS)
     return handle
 
 
@@ -61,11 +60,9 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     output. With always_call it runs (output None) even when forward raises."""
     handle = _register(FORWARD, hook)
     if with_kwargs:
-        FORWARD_WITH_KWARGS[handle.id] = True
-        handle._dicts += (FORWARD_WITH_KWARGS,)
+        handle._also_in(FORWARD_WITH_KWARGS)
     if always_call:
-        FORWARD_ALWAYS.add(handle.id)
-        handle._dicts += (FORWARD_ALWAYS,)
+        handle._also_in(FORWARD_ALWAYS)
     return handle
 
 

@@ -23,6 +23,7 @@ import numpy as np
 from .._warn import warn
 from ..autograd.grad_mode import no_grad
 from ..autograd.inplace import bump_version
+from ..hook_handles import RemovableHandle
 from ..meta import MetaArray
 from ..tensor import Tensor
 from .parameter import Parameter, is_lazy
@@ -64,8 +65,6 @@ class StateDict:
         return self.__dict__.get(kind) or {}
 
     def _register(self, kind, hook):
-        from .module import RemovableHandle
-
         store = self.__dict__.setdefault(kind, OrderedDict())
         handle = RemovableHandle(store)
         store[handle.id] = hook

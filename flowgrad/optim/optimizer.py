@@ -26,8 +26,9 @@ from .._warn import warn
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.inplace import bump_version
 from ..device import new_array
+from ..hook_handles import RemovableHandle
 from ..sparse import SparseTensor
-from ..tensor import RemovableHandle, Tensor
+from ..tensor import Tensor
 from ._foreach import Packer, Scratch, fast_dtype
 from ._state_check import check_optimizer_state
 
@@ -72,12 +73,12 @@ _GLOBAL_STEP_POST_HOOKS = OrderedDict()
 def register_optimizer_step_pre_hook(hook):
     """Call `hook(optimizer, args, kwargs)` before every optimizer's step (it may return new
     `(args, kwargs)`); returns a handle whose `remove()` unregisters it."""
-    return _DictHandle(_GLOBAL_STEP_PRE_HOOKS, hook)
+    return _added(_GLOBAL_STEP_PRE_HOOKS, hook)
 
 
 def register_optimizer_step_post_hook(hook):
     """Call `hook(optimizer, args, kwargs)` after every optimizer's step."""
-    return _DictHandle(_GLOBAL_STEP_POST_HOOKS, hook)
+    return _added(_GLOBAL_STEP_POST_HOOKS, hook)
 
 
 def _hooked_step(step):
@@ -367,20 +368,20 @@ class Optimizer:
 
     def register_step_pre_hook(self, hook):
         """Call `hook(optimizer, args, kwargs)` before every step."""
-        return _DictHandle(self._step_pre_hooks, hook)
+        return _added(self._step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook):
         """Call `hook(optimizer, args, kwargs)` after every step."""
-        return _DictHandle(self._step_post_hooks, hook)
+        return _added(self._step_post_hooks, hook)
 
     # ---- state dicts --------------------------------------------------------------------
     def _hook_dict(self, kind, hook=None, prepend=False):
         store = self.__dict__.setdefault(kind, OrderedDict())
         if hook is None:
             return list(store.values())
-        handle = _DictHandle(store, hook)
+        handle = _added(store, hook)
         if prepend:
-            store.move_to_end(handle._id, last=False)
+            store.move_to_end(handle.id, last=False)
         return handle
 
     def register_state_dict_pre_hook(self, hook, prepend=False):
@@ -511,17 +512,11 @@ def _plain_group(group):
     return plain
 
 
-class _DictHandle(RemovableHandle):
-    """A hook handle over an OrderedDict of hooks (optimizers keep hooks by id)."""
-
-    _next = itertools.count()
-
-    def __init__(self, hooks, hook):
-        self._hooks, self._id = hooks, next(self._next)
-        hooks[self._id] = hook
-
-    def remove(self):
-        self._hooks.pop(self._id, None)
+def _added(hooks, hook):
+    """`hook` put in the OrderedDict `hooks` under a new handle's id; the handle."""
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
 
 
 def _validate(name, value, low=0.0, strict=False, high=None, message=None):
