@@ -90,6 +90,7 @@ from .ops.diag import *  # noqa: F401,F403
 from .ops.einsum import *  # noqa: F401,F403
 from .ops.elementwise import *  # noqa: F401,F403
 from .ops.elementwise_more import *  # noqa: F401,F403
+from .ops.foreach import *  # noqa: F401,F403 - torch._foreach_*
 from .ops.gather import *  # noqa: F401,F403
 from .ops.index import *  # noqa: F401,F403
 from .ops.index_static import *  # noqa: F401,F403
