@@ -94,3 +94,56 @@ def test_gradient_at_ties_matches_torch(name):
             continue
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12,
                                    atol=1e-12)
+
+
+# ---- differentiating a piecewise-linear op's gradient again w.r.t. its input ----------------
+# torch's backward formulas for these take the input, so the input gradient of the input
+# gradient is zeros (an input Hessian of a LeakyReLU net); flowgrad ties its rule's gradient to
+# the input under create_graph (`rules.tied`) for the same answer
+SECOND = {
+    "relu": lambda m, x: m.nn.functional.relu(x),
+    "leaky_relu": lambda m, x: m.nn.functional.leaky_relu(x, 0.1),
+    "rrelu_eval": lambda m, x: m.nn.functional.rrelu(x, training=False),
+    "hardtanh": lambda m, x: m.nn.functional.hardtanh(x),
+    "relu6": lambda m, x: m.nn.functional.relu6(x * 4),
+    "hardshrink": lambda m, x: m.nn.functional.hardshrink(x),
+    "softshrink": lambda m, x: m.nn.functional.softshrink(x),
+    "leaky_relu_net": lambda m, x: m.nn.functional.leaky_relu(x @ m.ones(4, 3, dtype=m.float64)),
+    # torch's backward of these does not take x: a second differentiation raises in both
+    "where": lambda m, x: m.where(x > 0, x, 0.0),
+    "max_pool_nearest_upsample": lambda m, x: m.nn.functional.interpolate(
+        x.unsqueeze(0), scale_factor=2.0),
+}
+# flowgrad's rules here read no saved input to tie to (pools keep indices, pads and threshold
+# are compositions): a second differentiation w.r.t. x raises "not used" where torch's gives
+# zeros. Kept as known differences.
+KNOWN_SECOND = {
+    "max_pool1d": lambda m, x: m.nn.functional.max_pool1d(x.unsqueeze(0), 2),
+    "avg_pool1d": lambda m, x: m.nn.functional.avg_pool1d(x.unsqueeze(0), 2),
+    "threshold": lambda m, x: m.nn.functional.threshold(x, 0.1, 0.0),
+    "reflect_pad": lambda m, x: m.nn.functional.pad(x.unsqueeze(0), (1, 1), mode="reflect"),
+}
+
+
+def _second(m, f):
+    x = m.tensor(ROWS, dtype=m.float64, requires_grad=True)
+    (g,) = m.autograd.grad(f(m, x).sum(), x, create_graph=True)
+    try:
+        (h,) = m.autograd.grad((g * g).sum(), x)
+    except RuntimeError:
+        return None
+    return h.detach().numpy()
+
+
+@pytest.mark.parametrize("name", list(SECOND))
+def test_second_differentiation_raises_or_not_as_torch(name):
+    ours, theirs = _second(flow, SECOND[name]), _second(torch, SECOND[name])
+    assert (ours is None) == (theirs is None)
+    if theirs is not None:
+        np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("name", list(KNOWN_SECOND))
+def test_known_second_differentiation_differences(name):
+    assert _second(flow, KNOWN_SECOND[name]) is None
+    assert not _second(torch, KNOWN_SECOND[name]).any()

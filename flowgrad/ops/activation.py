@@ -41,7 +41,7 @@ from .elementwise import sigmoid, tanh, where
 from .gelu import _gelu, _gelu_grad, gelu  # noqa: F401 (re-exported: its own file)
 from .halfprec import HALF, in_float32, opmath
 from .registry import op
-from .rules import _SMALL, masked_product, unary
+from .rules import _SMALL, masked_product, tied, unary
 
 
 def _no_bool(input, name):
@@ -112,7 +112,7 @@ def _leaky_relu(xp, x, *, slope):
 def leaky_relu_backward(ctx, dy):
     x = ctx.inputs[0]
     w = (x > 0).to(dy.dtype) * (1 - ctx.slope) + ctx.slope
-    return dy * w
+    return tied(dy * w, x)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -191,7 +191,7 @@ def _hardtanh(xp, x, *, lo, hi):
 def hardtanh_backward(ctx, dy):
     lo, hi = ctx.lo, ctx.hi
     x = ctx.inputs[0]
-    return where((x > lo) & (x < hi), dy, 0.0)
+    return tied(where((x > lo) & (x < hi), dy, 0.0), x)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):

@@ -16,6 +16,7 @@ from ..errors import check_kernel_dtype
 from .elementwise import where
 from .halfprec import in_float32
 from .registry import op
+from .rules import tied
 
 
 @op("elu_grad", jvp="diagonal", save="inputs")
@@ -49,7 +50,7 @@ def _shrink(xp, x, *, lambd, soft):
 @_shrink.grad
 def shrink_backward(ctx, dy):
     x = ctx.inputs[0]  # torch's hardshrink/softshrink_backward: dy where x < -l or x > l
-    return where((x > ctx.lambd) | (x < -ctx.lambd), dy, 0.0)
+    return tied(where((x > ctx.lambd) | (x < -ctx.lambd), dy, 0.0), x)
 
 
 def check_silu_input(input):

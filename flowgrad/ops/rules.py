@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import operator
 
+from ..autograd import grad_mode
 from ..device import constant
 from .complex import conj
 from .creation import zeros_like
@@ -114,6 +115,26 @@ def grad_div_backward(ctx, g):
     need = ctx.needs_input_grad
     gd = _grad_div(g, d) if need[0] else None
     return gd, (-_grad_div(_grad_div(_grad_mul(dy, g), d), d) if need[1] else None)
+
+
+# ---- piecewise-linear rules under create_graph ------------------------------------------------
+@op("tie", is_view=True)
+def _tie(xp, g, x):
+    return g.view()
+
+
+@_tie.grad
+def tie_backward(ctx, dg):
+    return dg, zeros_like(dg)
+
+
+def tied(g, x):
+    """A piecewise-linear op's input gradient `g` (dy masked or scaled by where x lies) tied
+    to x under create_graph, with a zero derivative: torch's backward formulas for these ops
+    take x, so differentiating the gradient again w.r.t. x gives zeros there (an input
+    Hessian of a LeakyReLU net), where an untied one would say x was not used. Free
+    without create_graph."""
+    return _tie(g, x) if grad_mode._state.enabled and x.requires_grad else g
 
 
 # (divide, masked) -> how dy meets f'; operator's functions are `dy * d`, `dy / d` without
