@@ -114,14 +114,15 @@ SECOND = {
     "max_pool_nearest_upsample": lambda m, x: m.nn.functional.interpolate(
         x.unsqueeze(0), scale_factor=2.0),
 }
-# flowgrad's rules here read no saved input to tie to (pools keep indices, pads and threshold
-# are compositions): a second differentiation w.r.t. x raises "not used" where torch's gives
+# flowgrad's rules here read no saved input to tie to (pools keep indices; pads, threshold
+# and prelu are compositions): a second differentiation w.r.t. x raises "not used" where torch's gives
 # zeros. Kept as known differences.
 KNOWN_SECOND = {
     "max_pool1d": lambda m, x: m.nn.functional.max_pool1d(x.unsqueeze(0), 2),
     "avg_pool1d": lambda m, x: m.nn.functional.avg_pool1d(x.unsqueeze(0), 2),
     "threshold": lambda m, x: m.nn.functional.threshold(x, 0.1, 0.0),
     "reflect_pad": lambda m, x: m.nn.functional.pad(x.unsqueeze(0), (1, 1), mode="reflect"),
+    "prelu": lambda m, x: m.nn.functional.prelu(x, m.tensor([0.25], dtype=m.float64)),
 }
 
 
