@@ -717,6 +717,50 @@ for _ in range(5):
     losses += [loss.item(), sign.item(), buckets.sum().item(), torch.logdet(A).item()]
 '''
 
+PRUNED_EMA = '''
+import torch.nn.utils.prune as prune
+from torch.utils.hooks import RemovableHandle
+
+model = init(nn.Sequential(nn.Linear(6, 12), nn.LeakyReLU(0.1), nn.Linear(12, 12), nn.Hardtanh(),
+                           nn.Linear(12, 3)), seed=80)
+prune.l1_unstructured(model[0], "weight", amount=0.3)
+prune.ln_structured(model[2], "weight", amount=2, n=2, dim=0)
+prune.global_unstructured([(model[2], "weight"), (model[4], "weight")],
+                          pruning_method=prune.L1Unstructured, amount=0.25)
+ema = [p.detach().clone() for p in model.parameters()]
+opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+seen = []
+handle = model[1].register_forward_hook(lambda m, i, o: seen.append(o.abs().mean().item()))
+assert isinstance(handle, RemovableHandle)
+rng = np.random.default_rng(81)
+for step in range(5):
+    x = torch.tensor(rng.standard_normal((16, 6)), requires_grad=True)
+    y = torch.tensor(rng.integers(0, 3, 16))
+    loss = F.cross_entropy(model(x), y)
+    # an input-gradient penalty through LeakyReLU and Hardtanh, differentiated w.r.t. x too
+    (gx,) = torch.autograd.grad(loss, x, create_graph=True)
+    (hx,) = torch.autograd.grad(gx.pow(2).sum(), x, retain_graph=True)
+    total = loss + 0.1 * gx.pow(2).sum()
+    opt.zero_grad()
+    total.backward()
+    grads = [p.grad for p in model.parameters()]
+    norms = torch._foreach_norm(grads)
+    clip = min(1.0, 1.0 / (torch.stack(norms).norm().item() + 1e-6))
+    torch._foreach_mul_(grads, clip)
+    opt.step()
+    with torch.no_grad():
+        torch._foreach_lerp_(ema, [p.detach() for p in model.parameters()], 0.2)
+    flat = torch.cat([g.view(-1) for g in grads])
+    losses += [loss.item(), total.item(), hx.abs().sum().item(), flat.norm().item(),
+               sum(e.sum().item() for e in ema)]
+handle.remove()
+model(torch.zeros(1, 6))
+for module, name in [(model[0], "weight"), (model[2], "weight"), (model[4], "weight")]:
+    prune.remove(module, name)
+losses += seen + [float((model[2].weight == 0).sum()), float(prune.is_pruned(model))]
+'''
+
+
 PROGRAMS = {name.lower(): source for name, source in [
     ("SAC_UPDATE", SAC_UPDATE),
     ("FNO", FNO),
@@ -741,6 +785,7 @@ PROGRAMS = {name.lower(): source for name, source in [
     ("PATCHES", PATCHES),
     ("PACKED", PACKED),
     ("KNN_LINALG", KNN_LINALG),
+    ("PRUNED_EMA", PRUNED_EMA),
 ]}
 
 
