@@ -115,8 +115,8 @@ SECOND = {
         x.unsqueeze(0), scale_factor=2.0),
 }
 # flowgrad's rules here read no saved input to tie to (pools keep indices; pads, threshold
-# and prelu are compositions): a second differentiation w.r.t. x raises "not used" where torch's gives
-# zeros. Kept as known differences.
+# and prelu are compositions): a second differentiation w.r.t. x raises "not used" where
+# torch's gives zeros. Kept as known differences.
 KNOWN_SECOND = {
     "max_pool1d": lambda m, x: m.nn.functional.max_pool1d(x.unsqueeze(0), 2),
     "avg_pool1d": lambda m, x: m.nn.functional.avg_pool1d(x.unsqueeze(0), 2),
