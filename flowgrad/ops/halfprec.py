@@ -13,11 +13,10 @@ flowgrad.float16
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from .. import dtypes as _dt
+from .kernel_wrappers import wrapped
 
 HALF = frozenset(d.np for d in (_dt.float16, _dt.bfloat16) if d is not None)
 
@@ -27,21 +26,25 @@ def in_float32(kernel):
     float32 results are rounded to the first half-precision input's dtype. Other dtypes pass
     through untouched (one dtype check per array)."""
 
-    @functools.wraps(kernel)
-    def run(xp, *arrays, **attrs):
-        for a in arrays:  # a plain loop: the float32 path pays ~0.1 us a call
-            if a.dtype in HALF:
-                low = a.dtype
-                break
-        else:
-            return kernel(xp, *arrays, **attrs)
-        out = kernel(xp, *(a.astype(xp.float32) if a.dtype in HALF else a for a in arrays),
-                     **attrs)
-        if type(out) is tuple:
-            return tuple(_round(o, low) for o in out)
-        return _round(out, low)
+    # (the kernel's own parameters: see kernel_wrappers.py)
+    run = wrapped(kernel, "    for _array in {arrays}:\n"
+                          "        if _array is not None and _array.dtype in HALF:\n"
+                          "            _low = _array.dtype\n"
+                          "            break\n"
+                          "    else:\n"
+                          "        return kernel({call})\n"
+                          "{rebind}"
+                          "    _out = kernel({call})\n"
+                          "    if type(_out) is tuple:\n"
+                          "        return tuple(_round(o, _low) for o in _out)\n"
+                          "    return _round(_out, _low)\n",
+                  HALF=HALF, cast=_to_float32, _round=_round)
     run.half_in_float32 = True  # autocast hands such an op its lower-precision inputs as they are
     return run
+
+
+def _to_float32(xp, a):
+    return a.astype(xp.float32) if a is not None and a.dtype in HALF else a
 
 
 def _round(out, low):

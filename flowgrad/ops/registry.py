@@ -19,12 +19,12 @@ gradient is dy * f'(x) or dy * f'(y) is one `unary(...)` row.
 """
 from __future__ import annotations
 
-import functools
 import itertools
 import types
 
 from ..autograd import interpreter as _interpreter
 from ..autograd.node import NodeName
+from .kernel_wrappers import wrapped
 
 REGISTRY: dict[str, Op] = {}
 _SAVE = {None: 0, "inputs": 1, "outputs": 2, "inputs outputs": 3, "all": 3, "attrs": 4}
@@ -149,11 +149,11 @@ def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=Fal
 
 
 def _c_contiguous_output(kernel):
-    """`kernel`, its outputs copied to C order where they are not (only for a strided input)."""
-    @functools.wraps(kernel)
-    def c_contiguous(xp, *inputs, **attrs):
-        out = kernel(xp, *inputs, **attrs)
-        if type(out) is tuple:
-            return tuple(o if o.flags.c_contiguous else xp.ascontiguousarray(o) for o in out)
-        return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
-    return c_contiguous
+    """`kernel`, its outputs copied to C order where they are not (only for a strided input);
+    with the kernel's own parameters (kernel_wrappers.py)."""
+    return wrapped(kernel, "    _out = kernel({call})\n"
+                           "    if type(_out) is tuple:\n"
+                           "        return tuple(o if o.flags.c_contiguous else "
+                           "xp.ascontiguousarray(o) for o in _out)\n"
+                           "    return _out if _out.flags.c_contiguous else "
+                           "xp.ascontiguousarray(_out)\n")
