@@ -487,10 +487,12 @@ def load(f, map_location=None, weights_only=None, mmap=None):
     safetensors file (no flowgrad metadata) loads as a flat {name: tensor} dict. A PyTorch
     checkpoint (`torch.save`'s zip format) is read without torch: with `weights_only`
     (the default, as torch's) only tensors, containers and plain values are rebuilt and any
-    other pickled global is refused, naming it; `weights_only=False` unpickles anything,
-    so use it only for files you trust. `map_location` and `mmap` are accepted and checked
-    as torch checks them (a device other than the CPU raises RuntimeError; mmap needs a
-    path); the tensors are always read into memory on the CPU.
+    other pickled global is refused, naming it; `weights_only=False` also rebuilds whole
+    modules, optimizers and objects of your own classes (flowgrad's, `__main__`'s or your
+    imported modules' classes, never a function or a library class a file names: torch's
+    unpickles anything), still only for files you trust. `map_location` and `mmap` are
+    accepted and checked as torch checks them (a device other than the CPU raises
+    RuntimeError; mmap needs a path); the tensors are always read into memory on the CPU.
 
     >>> import flowgrad as flow
     >>> import io

@@ -5,7 +5,10 @@ Reading goes through a restricted unpickler, as `torch.load(weights_only=True)`:
 and storage rebuilds, containers (dict, OrderedDict, list, tuple, set), plain values, dtypes,
 `Size` and `device` are allowed, plus what `add_safe_globals` / `safe_globals` name; any other
 global is refused (`pickle.UnpicklingError` naming it) before anything from it runs.
-`weights_only=False` unpickles everything: only for files from a trusted source.
+`weights_only=False` also rebuilds whole modules, optimizers and your own objects: any class
+of flowgrad's, of `__main__` or of your own modules already imported (not the standard
+library's nor an installed package's), plus plain containers; never a function or a library
+class the file names (torch's unpickles anything, so a file can run code: `os.system`).
 
 Writing emits the same opcodes torch writes (`torch._utils._rebuild_tensor_v2` over a
 persistent storage id), so `torch.load(path, weights_only=True)` reads flowgrad's files.
@@ -19,11 +22,19 @@ persistent storage id), so `torch.load(path, weights_only=True)` reads flowgrad'
 from __future__ import annotations
 
 import _compat_pickle
+import collections
 import contextlib
+import datetime
+import decimal
+import fractions
+import importlib
 import io
 import pickle
 import re
 import struct
+import sys
+import sysconfig
+import types
 import zipfile
 from collections import Counter, OrderedDict
 
@@ -189,13 +200,64 @@ def _allowed_globals():
     return allowed
 
 
+# what weights_only=False rebuilds beyond the weights-only list (see the module docstring)
+_PLAIN_CLASSES = frozenset((dict, list, tuple, set, frozenset, bytearray, bytes, str, int,
+                            float, complex, bool, slice, range, object, type(None),
+                            collections.OrderedDict, collections.defaultdict,
+                            collections.deque, collections.Counter, types.SimpleNamespace,
+                            datetime.date, datetime.datetime, datetime.time,
+                            datetime.timedelta, datetime.timezone, decimal.Decimal,
+                            fractions.Fraction, np.ndarray, np.dtype))
+_REBUILD_FUNCTIONS = frozenset(("copyreg._reconstructor", "numpy.core.multiarray._reconstruct",
+                                "numpy._core.multiarray._reconstruct",
+                                "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar",
+                                "numpy._core.numeric._frombuffer", "_codecs.encode"))
+_LIBRARY_DIRS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
+                                                          "platlib")})
+
+
+def _trusted_global(module, name, where):
+    """The class (or rebuild function) `module.name` for weights_only=False, looked up among
+    the modules already imported (nothing is imported for the file), or a refusal."""
+    qualname = f"{module}.{name}"
+    owner = sys.modules.get(module)
+    if owner is None and qualname in _REBUILD_FUNCTIONS:  # (NumPy's own shims)
+        owner = importlib.import_module(module)
+    obj = owner
+    for part in name.split(".") if owner is not None else ():
+        obj = getattr(obj, part, None)
+    if owner is None or obj is None:
+        raise pickle.UnpicklingError(
+            f"flowgrad.load: {where} names {qualname}, which is not loaded; import the module "
+            "that defines it before loading (flowgrad.load imports nothing a file names)")
+    if qualname in _REBUILD_FUNCTIONS or isinstance(obj, type) and (
+            obj in _PLAIN_CLASSES or _trusted_module(obj.__module__) or
+            issubclass(obj, np.generic) or isinstance(obj, type(np.dtype))):
+        return obj  # (NumPy's scalar types and dtype classes: data, no behaviour)
+    raise pickle.UnpicklingError(
+        f"flowgrad.load: {where} names {qualname}, which weights_only=False does not rebuild: "
+        "it rebuilds flowgrad's classes, your own and plain containers, never a function or a "
+        "library class a file names (that would run code from the file). If you trust it, "
+        f"allow it with flowgrad.serialization.add_safe_globals([{qualname}])")
+
+
+def _trusted_module(name):
+    """flowgrad's modules, `__main__` and the user's own: imported from outside the standard
+    library and the installed packages."""
+    if name == "__main__" or name == "flowgrad" or name.startswith("flowgrad."):
+        return True
+    path = getattr(sys.modules.get(name), "__file__", None)
+    return path is not None and not path.startswith(_LIBRARY_DIRS)
+
+
 def _refusal(qualname):
     return pickle.UnpicklingError(
         "Weights only load failed. This file can still be loaded, to do so you have two "
         "options, do those steps only if you trust the source of the checkpoint.\n\t(1) "
         "Re-running `flowgrad.load` with `weights_only` set to `False` will likely succeed, "
-        "but it can result in arbitrary code execution. Do it only if you got the file from "
-        "a trusted source.\n\t(2) Alternatively, to load with `weights_only=True` please "
+        "rebuilding flowgrad's classes and your own too (never a function or a library class "
+        "the file names). Do it only if you got the file from a trusted source.\n\t(2) "
+        "Alternatively, to load with `weights_only=True` please "
         "check the recommended steps in the following error message.\n\tWeightsUnpickler "
         f"error: Unsupported global: GLOBAL {qualname} was not an allowed global by default. "
         f"Please use `flowgrad.serialization.add_safe_globals([{qualname}])` or the "
@@ -288,7 +350,7 @@ class _Unpickler(pickle.Unpickler):
             raise pickle.UnpicklingError(
                 f"flowgrad.load: the checkpoint pickles the torch object {qualname}, which "
                 "flowgrad cannot rebuild; save its state_dict() with torch and load that")
-        return super().find_class(module, name)
+        return _trusted_global(module, name, self.name)
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
