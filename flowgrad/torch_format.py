@@ -212,6 +212,18 @@ _REBUILD_FUNCTIONS = frozenset(("copyreg._reconstructor", "numpy.core.multiarray
                                 "numpy._core.multiarray._reconstruct",
                                 "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar",
                                 "numpy._core.numeric._frombuffer", "_codecs.encode"))
+# the bases of flowgrad's classes weights_only=False rebuilds, each registered by the module
+# defining it (`loadable`); flowgrad's other classes are library classes to a file (a
+# SummaryWriter's constructor writes files, a benchmark Timer's runs its setup string)
+_LOADABLE = [Tensor, Size, _dt.dtype]
+
+
+def loadable(cls):
+    """Class decorator: `load(weights_only=False)` may rebuild `cls` and its subclasses."""
+    _LOADABLE.append(cls)
+    return cls
+
+
 _LIBRARY_DIRS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
                                                           "platlib")})
 
@@ -231,8 +243,8 @@ def _trusted_global(module, name, where):
             f"flowgrad.load: {where} names {qualname}, which is not loaded; import the module "
             "that defines it before loading (flowgrad.load imports nothing a file names)")
     if qualname in _REBUILD_FUNCTIONS or isinstance(obj, type) and (
-            obj in _PLAIN_CLASSES or _trusted_module(obj.__module__) or
-            issubclass(obj, np.generic) or isinstance(obj, type(np.dtype))):
+            obj in _PLAIN_CLASSES or _trusted_class(obj) or issubclass(obj, np.generic) or
+            isinstance(obj, type(np.dtype))):
         return obj  # (NumPy's scalar types and dtype classes: data, no behaviour)
     raise pickle.UnpicklingError(
         f"flowgrad.load: {where} names {qualname}, which weights_only=False does not rebuild: "
@@ -241,10 +253,14 @@ def _trusted_global(module, name, where):
         f"allow it with flowgrad.serialization.add_safe_globals([{qualname}])")
 
 
-def _trusted_module(name):
-    """flowgrad's modules, `__main__` and the user's own: imported from outside the standard
-    library and the installed packages."""
-    if name == "__main__" or name == "flowgrad" or name.startswith("flowgrad."):
+def _trusted_class(cls):
+    """flowgrad's data classes (`loadable` bases, named results) and the user's own:
+    `__main__`'s or a module imported from outside the standard library and the installed
+    packages."""
+    name = cls.__module__
+    if name == "flowgrad" or name.startswith("flowgrad."):
+        return issubclass(cls, tuple(_LOADABLE)) or name == "flowgrad.return_types"
+    if name == "__main__":
         return True
     path = getattr(sys.modules.get(name), "__file__", None)
     return path is not None and not path.startswith(_LIBRARY_DIRS)

@@ -43,8 +43,14 @@ def _as_checkpoint(obj, path):
 
 
 def _attacks(marker):
+    from flowgrad.utils.benchmark import Timer
+    from flowgrad.utils.tensorboard import SummaryWriter
+
     cmd = f"touch {marker}"
     return {
+        # flowgrad's own classes that act when constructed: not data to a file
+        "benchmark.Timer": _Reduces(Timer, "pass", "pass", f"open({str(marker)!r}, 'w')"),
+        "SummaryWriter": _Reduces(SummaryWriter, str(marker)),
         "os.system": _Reduces(os.system, cmd),
         "eval": _Reduces(eval, f"__import__('os').system({cmd!r})"),
         "getattr": _Reduces(getattr, str, "format"),
@@ -79,7 +85,12 @@ def test_what_users_save_still_loads(tmp_path):
     opt = flow.optim.Adam(net.parameters(), lr=0.1)
     net(flow.ones(4, 2)).sum().backward()
     opt.step()
+    flow.nn.utils.prune.l1_unstructured(net[0], "weight", amount=0.5)
+    sched = flow.optim.lr_scheduler.StepLR(opt, 2)
+    packed = flow.nn.utils.rnn.pack_sequence([flow.ones(3, 2), flow.ones(1, 2)])
+    normal = flow.distributions.Normal(flow.zeros(2), flow.ones(2))
     state = {"model": net, "opt": opt, "cfg": Config(3), "point": Point(1, 2.5),
+             "sched": sched, "packed": packed, "normal": normal,
              "array": np.arange(4.0), "scalar": np.float32(1.5), "dtype": np.dtype("int16"),
              "counts": collections.Counter("aab"), "tree": collections.defaultdict(list),
              "when": __import__("datetime").date(2026, 12, 5), "bytes": b"\x00\x01"}
@@ -95,6 +106,10 @@ def test_what_users_save_still_loads(tmp_path):
     assert got["array"].tolist() == [0.0, 1.0, 2.0, 3.0] and got["scalar"] == np.float32(1.5)
     assert got["dtype"] == np.dtype("int16") and got["counts"] == collections.Counter("aab")
     assert got["when"].year == 2026 and got["bytes"] == b"\x00\x01"
+    assert flow.nn.utils.prune.is_pruned(got["model"]) and got["sched"].step_size == 2
+    assert got["packed"].batch_sizes.tolist() == packed.batch_sizes.tolist()
+    assert got["normal"].log_prob(flow.zeros(2)).tolist() == normal.log_prob(
+        flow.zeros(2)).tolist()
     with pytest.raises(pickle.UnpicklingError, match="weights_only"):
         flow.load(tmp_path / "all.pt")  # the default stays weights-only
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import flowgrad as flow
 
+from ..torch_format import loadable
+
 __all__ = ["Constraint", "boolean", "real", "real_vector", "positive", "nonnegative",
            "nonnegative_integer", "positive_integer", "unit_interval", "simplex", "interval",
            "half_open_interval", "greater_than", "greater_than_eq", "less_than",
@@ -18,6 +20,7 @@ __all__ = ["Constraint", "boolean", "real", "real_vector", "positive", "nonnegat
            "cat", "stack", "MixtureSameFamilyConstraint"]
 
 
+@loadable  # (load(weights_only=False) rebuilds it)
 class Constraint:
     """A region of values: `check(value)` says, per batch element, whether it lies in it."""
 

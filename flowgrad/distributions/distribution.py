@@ -15,6 +15,7 @@ import math
 import flowgrad as flow
 
 from ..tensor import Tensor
+from ..torch_format import loadable
 from . import constraints
 
 __all__ = ["Distribution", "broadcast_all", "lazy_property", "logits_to_probs",
@@ -67,6 +68,7 @@ def sum_rightmost(value, dim):
     return value.reshape(*value.shape[:value.dim() - dim], -1).sum(-1) if dim > 0 else value
 
 
+@loadable  # (load(weights_only=False) rebuilds it)
 class Distribution:
     """Base class: subclasses set `arg_constraints`, `support` and implement what they can
     of rsample / sample, log_prob, entropy, mean, variance, cdf, icdf, enumerate_support."""

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import flowgrad as flow
 
+from ..torch_format import loadable
 from . import constraints
 from .distribution import lazy_property, sum_rightmost
 
 __all__ = ["Transform", "ComposeTransform", "identity_transform"]
 
 
+@loadable  # (load(weights_only=False) rebuilds it)
 class Transform:
     """Base class: subclasses give `_call`, `_inverse` and, when bijective,
     `log_abs_det_jacobian`. With `cache_size=1` the latest (x, y) pair is remembered, so

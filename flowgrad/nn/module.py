@@ -25,6 +25,7 @@ from ..autograd.inplace import bump_version
 from ..device import device, resolve_device, to_device
 from ..hook_handles import RemovableHandle
 from ..tensor import Tensor
+from ..torch_format import loadable
 from . import module_hooks as _global
 from .module_state import StateDict
 from .parameter import Buffer, Parameter
@@ -108,6 +109,7 @@ class _BackwardHookIdentity(Function):
         return (None, None) + tuple(grad_input[p] for p in state.input_positions)
 
 
+@loadable  # (load(weights_only=False) rebuilds it)
 class Module(StateDict):
     """Base class for all neural network modules; subclasses define `forward`."""
 

@@ -24,6 +24,7 @@ from functools import wraps
 
 from .._warn import warn
 from ..tensor import Tensor
+from ..torch_format import loadable
 from ._state_check import check_scheduler_state
 from .optimizer import Optimizer
 
@@ -86,6 +87,7 @@ def _mark_optimizer_steps(optimizer):
     optimizer.step = wrapper
 
 
+@loadable  # (load(weights_only=False) rebuilds it)
 class LRScheduler:
     """Base class: `get_lr()` computes the next lrs from the current ones (chainable form),
     `_get_closed_form_lr()` from `base_lrs` and `last_epoch` (used by `step(epoch)`)."""

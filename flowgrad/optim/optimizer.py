@@ -29,6 +29,7 @@ from ..device import new_array
 from ..hook_handles import RemovableHandle
 from ..sparse import SparseTensor
 from ..tensor import Tensor
+from ..torch_format import loadable
 from ._foreach import Packer, Scratch, fast_dtype
 from ._state_check import check_optimizer_state
 
@@ -109,6 +110,7 @@ def _hooked_step(step):
     return hooked
 
 
+@loadable  # (load(weights_only=False) rebuilds it)
 class Optimizer:
     """Base class of all optimizers: holds `param_groups` (dicts with 'params' and the
     hyperparameters) and `state` (a dict per parameter, keyed by the parameter)."""

@@ -27,6 +27,8 @@ import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 
+from ...torch_format import loadable
+
 __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructured",
            "L1Unstructured", "RandomStructured", "LnStructured", "CustomFromMask", "identity",
            "random_unstructured", "l1_unstructured", "random_structured", "ln_structured",
@@ -39,6 +41,7 @@ def _flow():
     return flowgrad
 
 
+@loadable  # (load(weights_only=False) rebuilds it)
 class BasePruningMethod(ABC):
     """A pruning recipe: `compute_mask(t, default_mask)` says which entries of the importance
     scores `t` to keep (ones) on top of an earlier mask; `apply(module, name, ...)` installs

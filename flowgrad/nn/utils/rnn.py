@@ -26,6 +26,7 @@ from ...ops.creation import full, tensor
 from ...ops.index import index_select
 from ...ops.shape import cat, stack
 from ...tensor import Tensor
+from ...torch_format import loadable
 
 __all__ = ["PackedSequence", "pad_sequence", "pack_padded_sequence", "pad_packed_sequence",
            "pack_sequence", "unpad_sequence", "unpack_sequence", "invert_permutation"]
@@ -41,6 +42,7 @@ def invert_permutation(permutation):
     return tensor(inv)
 
 
+@loadable  # (load(weights_only=False) rebuilds it)
 class PackedSequence(namedtuple("PackedSequence",
                                 ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
     """Packed steps of sorted sequences: `data` (sum of lengths, *), `batch_sizes` (int64,

@@ -13,12 +13,14 @@ from __future__ import annotations
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import randn
 from ...ops.normalization import normalize
+from ...torch_format import loadable
 from ..parameter import Parameter
 from .weight_norm import _find
 
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 
 
+@loadable  # (load(weights_only=False) rebuilds it)
 class SpectralNorm:
     """The pre-hook: weight = weight_orig / sigma, sigma by power iteration (training)."""
 

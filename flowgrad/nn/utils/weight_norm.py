@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from ..._warn import warn
 from ...autograd.grad_mode import no_grad
+from ...torch_format import loadable
 from ..parameter import Parameter
 from .parametrizations import norm_except_dim
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
 
+@loadable  # (load(weights_only=False) rebuilds it)
 class WeightNorm:
     """The pre-hook: weight = g * v / ||v||."""
 

@@ -20,6 +20,7 @@ import operator
 
 from ..._warn import warn
 from ...random import default_generator
+from ...torch_format import loadable
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split"]
@@ -34,6 +35,7 @@ class _NotIterableDatasetError(TypeError, AssertionError):
     """ChainDataset given a map-style dataset (AssertionError in torch)."""
 
 
+@loadable  # (load(weights_only=False) rebuilds it)
 class Dataset:
     """A map-style dataset: subclasses define `__getitem__(index)` (and usually
     `__len__`). `a + b` concatenates."""

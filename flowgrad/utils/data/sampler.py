@@ -11,6 +11,7 @@ import numpy as np
 
 from ...random import Generator, default_generator
 from ...tensor import Tensor
+from ...torch_format import loadable
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
@@ -25,6 +26,7 @@ def _fresh_generator(generator):
     return Generator().manual_seed(seed)
 
 
+@loadable  # (load(weights_only=False) rebuilds it)
 class Sampler:
     """Base class: subclasses define `__iter__` (and `__len__` when it is known)."""
 
