@@ -25,6 +25,7 @@ from .activation import relu
 from .conv import col2im, ntuple, pad_array, tap_slices, windows
 from .halfprec import HALF, in_float32
 from .registry import op
+from .rules import tied_to_input
 from .scan import with_rule_indices
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
@@ -99,7 +100,10 @@ def _first_inside_tap(xp, size, out, ksize, stride, padding, dilation):
     return first, inside
 
 
-@op("max_pool", n_out=2)
+# the max pools save their input, as torch's: their rule ties the gradient to it under
+# create_graph (rules.tied_to_input), so a second differentiation w.r.t. the input gives
+# zeros; a plain backward does not read it
+@op("max_pool", n_out=2, save="inputs", create_graph_reads=(0,))
 def _max_pool(xp, x, *, ksize, stride, padding, dilation, out_shape, return_indices=False):
     vals, idx = _max_pool_arrays(xp, x, ksize, stride, padding, dilation, out_shape)
     return with_rule_indices(vals, idx, return_indices)
@@ -181,13 +185,14 @@ def _max_pool_gather(xp, x, idx):
 
 
 def _max_rule(ctx, dy, _):
-    return _max_pool_backward(dy, ctx.aux[0], shape=ctx.input_shapes[0])
+    return tied_to_input(_max_pool_backward(dy, ctx.aux[0], shape=ctx.input_shapes[0]), ctx)
 
 
 @_max_pool.grad
 def max_pool_backward(ctx, dy, _):
-    return _max_pool_backward(dy, ctx.aux[0], shape=ctx.input_shapes[0],
-                              unique=_disjoint(ctx.ksize, ctx.stride, ctx.padding, ctx.dilation))
+    dx = _max_pool_backward(dy, ctx.aux[0], shape=ctx.input_shapes[0],
+                            unique=_disjoint(ctx.ksize, ctx.stride, ctx.padding, ctx.dilation))
+    return tied_to_input(dx, ctx)
 
 
 @_max_pool_backward.grad
@@ -484,7 +489,7 @@ def adaptive_avg_pool3d(input, output_size):
     return _adaptive_avg(input, output_size, 3)
 
 
-@op("adaptive_max_pool", n_out=2)
+@op("adaptive_max_pool", n_out=2, save="inputs", create_graph_reads=(0,))
 def _adaptive_max_pool(xp, x, *, out_shape, return_indices=False):
     return with_rule_indices(*_adaptive_max_arrays(xp, x, out_shape), return_indices)
 

@@ -137,6 +137,12 @@ def tied(g, x):
     return _tie(g, x) if grad_mode._state.enabled and x.requires_grad else g
 
 
+def tied_to_input(g, ctx, i=0):
+    """`tied(g, input i)` for a rule that reads input i only for this (its op declares
+    `create_graph_reads=(i,)`): a plain backward neither reads nor checks it."""
+    return tied(g, ctx.saved_input(i)) if grad_mode._state.enabled else g
+
+
 # (divide, masked) -> how dy meets f'; operator's functions are `dy * d`, `dy / d` without
 # a Python frame of their own
 _PRODUCTS = {(False, False): operator.mul, (True, False): operator.truediv,
