@@ -316,7 +316,8 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 
 # ---- average pooling: window sum / divisor -------------------------------------------------
-@op("window_sum", jvp="linear")
+# (its input saved and tied to under create_graph only, as the max pools')
+@op("window_sum", jvp="linear", save="inputs", create_graph_reads=(0,))
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _window_sum(xp, x, *, ksize, stride, padding, out_shape):
     out = out_shape
@@ -336,8 +337,9 @@ def _window_sum_adjoint(xp, dy, *, ksize, stride, padding, size):
 
 @_window_sum.grad
 def window_sum_backward(ctx, dy):
-    return _window_sum_adjoint(dy, ksize=ctx.ksize, stride=ctx.stride, padding=ctx.padding,
-                               size=ctx.input_shapes[0][2:])
+    dx = _window_sum_adjoint(dy, ksize=ctx.ksize, stride=ctx.stride, padding=ctx.padding,
+                             size=ctx.input_shapes[0][2:])
+    return tied_to_input(dx, ctx)
 
 
 @_window_sum_adjoint.grad
