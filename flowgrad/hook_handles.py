@@ -28,6 +28,12 @@ def _dead():
     return None
 
 
+def _new_id():
+    """The next handle id (one sequence for every kind of handle, as torch's)."""
+    RemovableHandle.next_id += 1
+    return RemovableHandle.next_id - 1
+
+
 class RemovableHandle:
     """A hook's handle: `remove()` deletes its id from `hooks_dict` (and from each of
     `extra_dict`, a dict or a list of them), which it holds weakly, as torch's."""
@@ -36,8 +42,7 @@ class RemovableHandle:
 
     def __init__(self, hooks_dict, *, extra_dict=None):
         self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.id = RemovableHandle.next_id
-        RemovableHandle.next_id += 1
+        self.id = _new_id()
         extras = [extra_dict] if isinstance(extra_dict, dict) else list(extra_dict or ())
         self.extra_dict_ref = tuple(weakref.ref(d) for d in extras)
 
@@ -75,8 +80,7 @@ class ListHandle(RemovableHandle):
     referenced weakly, and the tensor or node owning it may be gone by remove())."""
 
     def __init__(self, hooks, hook):
-        self.id = RemovableHandle.next_id
-        RemovableHandle.next_id += 1
+        self.id = _new_id()
         self.hooks_dict_ref, self.extra_dict_ref = _dead, ()
         self._hooks, self._hook = hooks, hook
         hooks.append(hook)
@@ -93,8 +97,7 @@ class MultiHandle(RemovableHandle):
     """Several hook handles removed as one (torch.autograd.graph's _MultiHandle)."""
 
     def __init__(self, handles):
-        self.id = RemovableHandle.next_id
-        RemovableHandle.next_id += 1
+        self.id = _new_id()
         self.hooks_dict_ref, self.extra_dict_ref = _dead, ()
         self.handles = handles
 

@@ -21,6 +21,7 @@ from . import levels as _levels
 from . import node_hooks as _node_hooks
 from . import profiling as _profiling
 from .graph import _TASKS
+from .inplace import dense
 from .node import AccumulateGrad, FunctionNode
 
 
@@ -390,7 +391,7 @@ def _relaid(g, variable):
     like = data if variable is None else variable._data
     if data.strides == like.strides and variable is not None or data.size == 0:
         return None
-    if variable is not None and _dense(like):
+    if variable is not None and dense(like):
         if all(s == t or n == 1 and s != 0
                for s, t, n in zip(data.strides, like.strides, data.shape)):
             return None
@@ -407,24 +408,10 @@ def _c_ordered(g):
     slice of the output's gradient) copied to C order, as torch's kernels hand theirs back;
     so `g.view(-1)` works where torch's does. A broadcast one (zero strides: a sum's, as
     torch's expand) stays as it is."""
-    if g is None or type(g) is SparseTensor:
+    if g is None or type(g) is SparseTensor or 0 in g._data.strides:
         return g
-    data = g._data
-    if data.flags.c_contiguous or 0 in data.strides:
-        return g
-    return _interpreter.Tensor._wrap(new_empty(data)).copy_(g)
-
-
-def _dense(array):
-    """Whether the elements of `array` tile its memory exactly: no two share an address, no
-    gap between them (torch's non-overlapping and dense)."""
-    step = array.itemsize
-    for size, stride in sorted((s for s in zip(array.shape, array.strides) if s[0] != 1),
-                               key=lambda s: s[1]):
-        if stride != step:
-            return False
-        step *= size
-    return True
+    relaid = _relaid(g, None)
+    return g if relaid is None else relaid
 
 
 def _accumulated_sparse(acc, g, owned):

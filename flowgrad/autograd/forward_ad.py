@@ -102,7 +102,7 @@ def _laid_out_as(tangent, like):
     Only a dense, unbatched `like` is laid out (an expand's tangent is made elsewhere)."""
     data, values = like._data, tangent._data
     if _same_layout(values, data) or getattr(like, "_phys", None) is not None or \
-            getattr(tangent, "_phys", None) is not None or not _inplace._dense(data):
+            getattr(tangent, "_phys", None) is not None or not _inplace.dense(data):
         return tangent
     # (by ops, so an inner level's tangent of the tangent follows)
     order = sorted(range(data.ndim), key=lambda d: -data.strides[d])

@@ -161,13 +161,13 @@ def _check_no_partial_overlap(name, data, other, target, operand):
     batched = data.ndim > target.ndim
     aligned = _aligned(other, operand, data, target)
     if not self_overlapping(data) and _same_elements_broadcast(aligned, data) and (
-            batched or not (_dense(other) and _dense(data))):
+            batched or not (dense(other) and dense(data))):
         # the very elements in another shape (t.mul_(t[0]) of a 1 x n t): torch leaves strided
         # ones to its loop (no order matters here) and calls dense ones, whose strides differ,
         # a partial overlap; under vmap, its batching rule computes. (An expand written is
         # refused either way.)
         return
-    if name in ELEMENTWISE_WRITES and (batched or not (_dense(other) and _dense(data))) \
+    if name in ELEMENTWISE_WRITES and (batched or not (dense(other) and dense(data))) \
             and not self_overlapping(data) and _shared_in_place(aligned, data):
         # torch leaves a strided pair to its loop (and vmap to its batching rule); an element
         # shared at one position alone (t[1].add_(t.t()[1]) shares t[1, 1]) is read where it
@@ -220,7 +220,7 @@ def _same_elements_broadcast(other, data):
         return False
 
 
-def _dense(a):
+def dense(a):
     """torch's non-overlapping-and-dense: the elements fill one block, in some dim order."""
     step = a.itemsize
     for stride, n in sorted((s, n) for n, s in zip(a.shape, a.strides) if n > 1):
