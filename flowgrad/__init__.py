@@ -9,6 +9,7 @@ tensor([0., 1.])
 import warnings as _warnings
 
 from . import (
+    _C,
     accelerator,
     amp,
     autograd,
@@ -31,6 +32,7 @@ from . import (
     onnx,
     ops,
     optim,
+    overrides,
     profiler,
     signal,
     sparse,

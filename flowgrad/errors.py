@@ -23,6 +23,18 @@ class SparseOperandError(NotImplementedError):
 
 SPARSE_FORMS = []  # flowgrad.sparse_shape's dispatcher, once imported (an import cycle)
 
+# overrides.dispatch (the __torch_function__ protocol), registered at import: the guards try
+# it on a call that failed (a tensor-like argument), and on every call once EVERY_CALL holds
+# it too (a Tensor subclass that dispatches was defined); NOT_HANDLED: no override took it
+DISPATCH, EVERY_CALL = [], []
+NOT_HANDLED = object()
+
+
+def tensor_like_call(func, args, kwargs):
+    """`func(*args, **kwargs)` through the __torch_function__ of a tensor-like argument, for
+    a call that failed on it; NOT_HANDLED when there is none."""
+    return DISPATCH[0](func, args, kwargs) if DISPATCH else NOT_HANDLED
+
 
 def sparse_form(name, args, kwargs, error):
     """Public function `name` met a sparse operand (`error`, a SparseOperandError): its
@@ -295,14 +307,30 @@ def guarded(fn, name, method=False):
     if strict:
         return _bools_checking(fn, name, strict, method, guard=True)
 
+    public = []  # the function users call (this one, or autocast's wrapper of it)
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
+        if EVERY_CALL:  # (a Tensor subclass exists: its __torch_function__ may take the call)
+            handled = EVERY_CALL[0](public[0], args, kwargs)
+            if handled is not NOT_HANDLED:
+                return handled
         try:
             return fn(*args, **kwargs)
         except AttributeError as error:
+            handled = tensor_like_call(public[0], args, kwargs)
+            if handled is not NOT_HANDLED:
+                return handled
             reraise_typed(name, fn, args, kwargs, error)
+        except TypeError:
+            handled = tensor_like_call(public[0], args, kwargs)
+            if handled is NOT_HANDLED:
+                raise
+            return handled
         except SparseOperandError as error:
             return sparse_form(name, args, kwargs, error)
+    public.append(call)
+    call._public = public
     call._guarded = True
     return call
 
@@ -324,8 +352,14 @@ def _bools_checking(fn, name, strict, method, guard):
     alias = "keepdims" if arg == "keepdim" else arg
     reach = min((i for _, i, _ in strict if i is not None), default=1 << 30)
 
+    public = []  # (as `guarded`'s)
+
     @functools.wraps(fn)
     def checked(*args, **kwargs):
+        if EVERY_CALL:  # (as `guarded`'s)
+            handled = EVERY_CALL[0](public[0], args, kwargs)
+            if handled is not NOT_HANDLED:
+                return handled
         if single:
             if len(args) > index:
                 value = args[index]
@@ -340,11 +374,21 @@ def _bools_checking(fn, name, strict, method, guard):
         try:
             return fn(*args, **kwargs)
         except AttributeError as error:
+            handled = tensor_like_call(public[0], args, kwargs)
+            if handled is not NOT_HANDLED:
+                return handled
             if guard:
                 reraise_typed(name, fn, args, kwargs, error)
             raise
+        except TypeError:
+            handled = tensor_like_call(public[0], args, kwargs)
+            if handled is NOT_HANDLED:
+                raise
+            return handled
         except SparseOperandError as error:
             return sparse_form(name, args, kwargs, error)
+    public.append(checked)
+    checked._public = public
     checked._guarded = guard or getattr(fn, "_guarded", False)
     checked._bools_checked = True
     return checked

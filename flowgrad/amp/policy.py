@@ -189,6 +189,8 @@ def install_composites(wrap):
             hit = wrapped.get(id(value))
             if hit is not None and hit[0] is value:
                 space[name] = hit[1]
+                if hasattr(value, "_public"):  # (__torch_function__ is told the new name)
+                    value._public[0] = hit[1]
     for name, value in list(vars(Tensor).items()):
         f = value  # (a method's argument guard wraps the function autocast knows)
         while f is not None:

@@ -10,10 +10,11 @@ import sys
 import threading
 from collections.abc import Iterable
 
+from .. import overrides
 from .._warn import warn
 from ..device import ARRAY_DEVICES, array_module, new_empty, to_device
 from ..dtypes import _FROM_NP
-from ..errors import freed_graph_error
+from ..errors import EVERY_CALL, freed_graph_error
 from . import anomaly as _anomaly
 from . import grad_mode
 from . import interpreter as _interpreter
@@ -564,6 +565,8 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, 
     _TASKS.append(task)
     state = grad_mode._state  # (set_grad_enabled's with-block, inline: once per backward)
     prev, state.enabled = state.enabled, bool(create_graph)
+    # the rules see tensors, not a subclass's __torch_function__, as torch's C++ backward
+    protocol, overrides._STATE.disabled = overrides._STATE.disabled, 1
     try:
         for _, meta, g in roots:
             cur = meta.current_grad
@@ -574,6 +577,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, 
         raise
     finally:
         state.enabled = prev
+        overrides._STATE.disabled = protocol
     return task
 
 
@@ -610,6 +614,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     if tracer is not _interpreter.AutogradInterpreter and hasattr(tracer, "backward"):
         return tracer.backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
     tensors = _as_tuple(tensors)
+    if EVERY_CALL:  # (a Tensor subclass among them: its __torch_function__ takes the call)
+        handled = overrides.dispatch_on(
+            backward, tensors + (_as_tuple(inputs) if inputs is not None else ()), (tensors,),
+            dict(grad_tensors=grad_tensors, retain_graph=retain_graph,
+                 create_graph=create_graph, inputs=inputs))
+        if handled is not overrides.NOT_HANDLED:
+            return handled
     grads = _as_tuple(grad_tensors) or (None,) * len(tensors)
     if len(grads) != len(tensors):
         raise RuntimeError(f"backward: got {len(tensors)} tensors but {len(grads)} gradients")
@@ -664,6 +675,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                             allow_unused, materialize_grads)
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
+    if EVERY_CALL:  # (as backward's)
+        handled = overrides.dispatch_on(
+            grad, outputs + inputs, (outputs, inputs),
+            dict(grad_outputs=grad_outputs, retain_graph=retain_graph,
+                 create_graph=create_graph, allow_unused=allow_unused,
+                 materialize_grads=materialize_grads))
+        if handled is not overrides.NOT_HANDLED:
+            return handled
     tracer = _interpreter.current
     if tracer is not _interpreter.AutogradInterpreter and hasattr(tracer, "grad"):
         return tracer.grad(outputs, inputs, _as_tuple(grad_outputs), create_graph,

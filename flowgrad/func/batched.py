@@ -13,6 +13,7 @@ import numpy as np
 from ..autograd import interpreter as _interpreter
 from ..autograd import levels as _levels
 from ..autograd.meta import counter_of
+from ..overrides import _disabled_torch_function_impl
 from ..tensor import Tensor
 
 
@@ -79,6 +80,7 @@ class BatchedTensor(Tensor):
     """A per-example view of `_phys` (batch at dim 0) at vmap level `_level`."""
 
     __slots__ = ("_phys", "_level")
+    __torch_function__ = _disabled_torch_function_impl
 
     def _refuse(self, what):
         raise RuntimeError(

@@ -22,6 +22,7 @@ from ..autograd import engine, grad_mode
 from ..autograd.interpreter import eager_call
 from ..autograd.node import FunctionNode
 from ..ops.registry import Op
+from ..overrides import _disabled_torch_function_impl
 from ..tensor import Tensor
 from .ir import CONST, INPUT, NODE, STATE, Node, Program, Value
 
@@ -99,6 +100,7 @@ class ValueShaped(Tensor):
     call's size. flowgrad's own code reads it freely (its kernels see each run's arrays)."""
 
     __slots__ = ()
+    __torch_function__ = _disabled_torch_function_impl
 
     @property
     def shape(self):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..autograd.interpreter import check_read
+from ..overrides import _disabled_torch_function_impl, has_torch_function_unary
 from ..tensor import Tensor
 
 
@@ -12,21 +13,22 @@ def _sharing(cls, data, requires_grad):
         from ..ops.creation import empty
 
         data = empty(0)
-    t = object.__new__(cls)
-    t._data = data._data
-    t._meta = None
-    t._grad_fn = None
-    t._counter = data._counter
-    t._view = None
-    token = getattr(data, "_lvl", None)
-    if token is not None:  # (made inside func transforms: at data's level, as torch's)
-        t._lvl = token
-    if requires_grad:
-        t._set_requires_grad(True)
-    return t
+    return Tensor._make_subclass(cls, data, requires_grad)
 
 
-class Parameter(Tensor):
+class _ParameterMeta(type):
+    """isinstance(t, Parameter) is also True for a tensor of a dispatching Tensor subclass
+    made a parameter (`Parameter(custom)` keeps its type and marks it `_is_param`), as
+    torch's."""
+
+    def __instancecheck__(cls, instance):
+        if cls is Parameter and getattr(instance, "_is_param", False) and \
+                isinstance(instance, Tensor):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Parameter(Tensor, metaclass=_ParameterMeta):
     """A Tensor that requires grad by default and is collected by `Module.parameters()`.
 
     Shares storage with the tensor it wraps, as torch's does.
@@ -37,7 +39,21 @@ class Parameter(Tensor):
     (True, True)
     """
 
+    __torch_function__ = _disabled_torch_function_impl  # (ops on it give plain tensors)
+
     def __new__(cls, data=None, requires_grad=True):
+        if data is not None and type(data) is not Tensor and has_torch_function_unary(data):
+            # a tensor of a subclass with its own __torch_function__ stays of its type,
+            # marked a parameter, as torch's
+            t = data.detach().requires_grad_(requires_grad)
+            if type(t) is not type(data):
+                raise RuntimeError(
+                    f"Creating a Parameter from an instance of type {type(data).__name__} "
+                    f"requires that detach() returns an instance of the same type, but "
+                    f"return type {type(t).__name__} was found instead; make its "
+                    f"__torch_function__ keep the type for detach()")
+            t._is_param = True
+            return t
         return _sharing(cls, data, requires_grad)
 
     def __init__(self, data=None, requires_grad=True):
@@ -69,6 +85,7 @@ class Buffer(Tensor):
     """
 
     __slots__ = ("persistent",)
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data=None, *, persistent=True):
         if data is not None and not isinstance(data, Tensor):

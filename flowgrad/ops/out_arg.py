@@ -20,7 +20,14 @@ from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import bump_version
 from ..autograd.levels import writing_out
 from ..dtypes import can_cast_array
-from ..errors import SparseOperandError, reraise_typed, sparse_form
+from ..errors import (
+    EVERY_CALL,
+    NOT_HANDLED,
+    SparseOperandError,
+    reraise_typed,
+    sparse_form,
+    tensor_like_call,
+)
 from ..tensor import Tensor
 
 
@@ -173,11 +180,19 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _in_out=name in compute_in_out, _apart=name in no_overlap,
                  _cast=name in castable_outs, _nondiff=(0,) if name in nondiff_first else (),
                  _tracked="" if name in untracked else "out" if name in out_tracked else "all",
-                 _dim=name in dim_required, **kwargs):
+                 _dim=name in dim_required, _public=[], **kwargs):
+            if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
+                handled = EVERY_CALL[0](_public[0], args,
+                                        kwargs if out is None else {**kwargs, "out": out})
+                if handled is not NOT_HANDLED:
+                    return handled
             if out is None:
                 try:  # (the argument guard of errors.guard_tensor_arguments, in this frame)
                     return _fn(*args, **kwargs)
                 except AttributeError as error:
+                    handled = tensor_like_call(_public[0], args, kwargs)
+                    if handled is not NOT_HANDLED:
+                        return handled
                     reraise_typed(_name, _fn, args, kwargs, error)
                 except SparseOperandError as error:  # a sparse operand: its sparse form
                     return sparse_form(_name, args, kwargs, error)
@@ -197,6 +212,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
             return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name, exact_dtype=_exact,
                             no_overlap=_apart, tracked=_tracked)
         namespace[name] = functools.wraps(fn)(call)
+        call.__kwdefaults__["_public"].append(call)  # (the function overrides are told of)
+        call._public = call.__kwdefaults__["_public"]
         namespace[name]._guarded = True
         namespace[name]._takes_out = True  # (its signature, from `fn`, does not show it)
         wrapped.append(name)

@@ -39,29 +39,6 @@ __all__ = ["dist", "renorm", "addr", "aminmax", "cov", "corrcoef", "diagonal_sca
            "narrow_copy", "resize_as_", "zero_"]
 
 
-def _as_subclass(self, cls):
-    """The same elements as a tensor of the Tensor subclass `cls` (its __init__ not run), an
-    alias in autograd as torch's: gradients flow through it to `self`.
-
-    >>> import flowgrad as flow
-    >>> class Scaled(flow.Tensor):
-    ...     pass
-    >>> type(flow.ones(2).as_subclass(Scaled)).__name__
-    'Scaled'
-    """
-    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
-        raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, got "
-                        f"{cls!r}")
-    alias = self.view(self.shape)
-    out = object.__new__(cls)
-    for slot in ("_data", "_meta", "_grad_fn", "_counter", "_view"):
-        setattr(out, slot, getattr(alias, slot))
-    return out
-
-
-Tensor.as_subclass = _as_subclass
-
-
 tensor_method()(multinomial)  # torch's method spelling: probs.multinomial(n)
 
 

@@ -45,7 +45,7 @@ def _tensor(data, dtype=None):
 
 
 def collate_tensor_fn(batch, *, collate_fn_map=None):
-    from ...ops.shape import stack
+    from ... import stack  # (the public function: a Tensor subclass's batch keeps its type)
 
     return stack(batch, 0)
 

@@ -1,0 +1,380 @@
+"""torch.overrides: the `__torch_function__` protocol, for Tensor subclasses and tensor-likes.
+
+A Tensor subclass sees every flowgrad function and Tensor method called on it through its
+`__torch_function__(func, types, args, kwargs)`; the default one (`Tensor.__torch_function__`)
+runs `func` with the protocol off and gives results the subclass's type, as torch's. An object
+of any other class with a `__torch_function__` (a tensor-like) gets the calls that fail on it.
+
+Where it hooks in, at no cost to plain tensors:
+- public functions (`flow.add`, `F.linear`, `flow.linalg.*`) and the guarded Tensor methods:
+  the argument guard (`errors.guarded`) calls `dispatch` once a subclass that dispatches
+  exists (`errors.EVERY_CALL`), and tries it on a call that failed otherwise;
+- the methods, operators and properties of such a subclass's instances: wrappers put on the
+  subclass when it is defined (`_subclass_defined`), which Python's reflected-operator rule
+  also picks for `plain + sub`;
+- the backward engine runs the gradient rules with the protocol off (`engine._run`), as
+  torch's C++ backward does: rules see the tensors, not the user's override.
+
+`nn.Parameter` and `nn.Buffer` opt out (`_disabled_torch_function_impl`), as torch's: ops on
+them give plain tensors. Not here: torch function modes (`TorchFunctionMode`) and
+`__torch_dispatch__` (flowgrad has no dispatcher below the Python functions).
+
+>>> import flowgrad as flow
+>>> class Tagged(flow.Tensor):
+...     pass
+>>> t = flow.ones(2).as_subclass(Tagged)
+>>> type(t + 1).__name__, type(flow.exp(t)).__name__, type(t.sum()).__name__
+('Tagged', 'Tagged', 'Tagged')
+"""
+from __future__ import annotations
+
+import functools
+
+from . import errors
+from .tensor import Tensor
+
+__all__ = ["handle_torch_function", "has_torch_function", "has_torch_function_unary",
+           "has_torch_function_variadic", "is_tensor_like", "get_default_nowrap_functions",
+           "is_tensor_method_or_property", "get_ignored_functions"]
+
+
+class _State:
+    __slots__ = ("disabled",)
+
+    def __init__(self):
+        self.disabled = 0  # > 0 inside DisableTorchFunction(Subclass) and the engine's runs
+
+
+_STATE = _State()
+NOT_HANDLED = errors.NOT_HANDLED
+
+
+class DisableTorchFunctionSubclass:
+    """Context manager (torch._C.DisableTorchFunctionSubclass): inside it, no
+    `__torch_function__` is called; functions run on subclasses as on plain tensors."""
+
+    def __enter__(self):
+        _STATE.disabled += 1
+        return self
+
+    def __exit__(self, *exc):
+        _STATE.disabled -= 1
+        return False
+
+
+DisableTorchFunction = DisableTorchFunctionSubclass  # (no modes here: the two are one)
+
+
+def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
+    """The `__torch_function__` of a class that opts out (nn.Parameter's): calls on it run as
+    on a plain tensor and results keep the types the function gives."""
+    with DisableTorchFunctionSubclass():
+        return func(*args, **(kwargs or {}))
+
+
+def _default_nowrap():
+    return {Tensor._base.__get__, Tensor.grad.__get__}
+
+
+def get_default_nowrap_functions():
+    """The functions whose results `Tensor.__torch_function__` hands out as they are (the
+    `.grad` and `._base` getters), as torch's."""
+    return _default_nowrap()
+
+
+def get_ignored_functions():
+    """The public functions that never dispatch (torch lists its factories and utilities
+    here; flowgrad's factories take no tensor to dispatch on): an empty set."""
+    return set()
+
+
+def _convert(result, cls):
+    """`result` with each tensor in it of type `cls` (an alias, as torch's `as_subclass`)."""
+    if isinstance(result, Tensor):
+        return result if isinstance(result, cls) else result.as_subclass(cls)
+    if isinstance(result, (tuple, list)):
+        items = [_convert(r, cls) for r in result]
+        if hasattr(result, "_make"):  # (return_types: max, sort, ...)
+            return result._make(items)
+        return type(result)(items)
+    return result
+
+
+def _torch_function(cls, func, types, args=(), kwargs=None):
+    """Tensor.__torch_function__: `func(*args, **kwargs)` with the protocol off, its tensors
+    made instances of `cls`; NotImplemented when some type in `types` is no base of `cls`
+    (another subclass handles the call then)."""
+    if kwargs is None:
+        kwargs = {}
+    if _STATE.disabled or not all(issubclass(cls, t) for t in types):
+        # (called with the protocol off: by another library's dispatch, torch's given a
+        # flowgrad tensor, which must fail as a type error, not recurse)
+        return NotImplemented
+    with DisableTorchFunctionSubclass():
+        result = func(*args, **kwargs)
+        if cls is Tensor or func in _default_nowrap():
+            return result
+        return _convert(result, cls)
+
+
+def _handler(obj):
+    """The `__torch_function__` of obj's class when it dispatches (None for a plain tensor,
+    a Parameter and any class without one)."""
+    cls = type(obj)
+    if cls is Tensor:
+        return None
+    method = getattr(cls, "__torch_function__", None)
+    if method is None or method is _disabled_torch_function_impl:
+        return None
+    return method
+
+
+def _add_overloaded(found, obj):
+    if _handler(obj) is None:
+        return
+    cls = type(obj)
+    for i, other in enumerate(found):
+        if type(other) is cls:
+            return
+        if issubclass(cls, type(other)):  # a subclass before its base, as torch's order
+            found.insert(i, obj)
+            return
+    found.append(obj)
+
+
+def _overloaded_args(args, kwargs):
+    found = []
+    for value in (*args, *kwargs.values()):
+        if value.__class__ is Tensor or value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                _add_overloaded(found, item)
+        else:
+            _add_overloaded(found, value)
+    return found
+
+
+def _call_overrides(func, overloaded, args, kwargs):
+    types = tuple(type(a) for a in overloaded)
+    for obj in overloaded:
+        result = obj.__torch_function__(func, types, args, kwargs)
+        if result is not NotImplemented:
+            return result
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    raise TypeError(f"no implementation found for '{name}' on types that implement "
+                    f"__torch_function__: {[t for t in types]}")
+
+
+def dispatch(func, args, kwargs):
+    """`func(*args, **kwargs)` through the `__torch_function__` of the subclasses and
+    tensor-likes among the arguments (and one level into lists and tuples: `cat`), or
+    NOT_HANDLED when there are none or the protocol is off."""
+    if _STATE.disabled:
+        return NOT_HANDLED
+    overloaded = _overloaded_args(args, kwargs)
+    if not overloaded:
+        return NOT_HANDLED
+    return _call_overrides(func, overloaded, args, kwargs)
+
+
+def dispatch_on(func, relevant, args, kwargs):
+    """`dispatch` looking for overrides among `relevant` alone (autograd.grad's outputs and
+    inputs, as torch's)."""
+    if _STATE.disabled:
+        return NOT_HANDLED
+    found = []
+    for obj in relevant:
+        _add_overloaded(found, obj)
+    return _call_overrides(func, found, args, kwargs) if found else NOT_HANDLED
+
+
+def has_torch_function(relevant_args) -> bool:
+    """Whether any object of `relevant_args` (a tuple) dispatches through __torch_function__.
+
+    >>> import flowgrad as flow
+    >>> has_torch_function((flow.ones(1),))
+    False
+    """
+    return not _STATE.disabled and any(_handler(a) is not None for a in relevant_args)
+
+
+def has_torch_function_unary(obj) -> bool:
+    """`has_torch_function((obj,))`."""
+    return not _STATE.disabled and _handler(obj) is not None
+
+
+def has_torch_function_variadic(*args) -> bool:
+    """`has_torch_function(args)`."""
+    return has_torch_function(args)
+
+
+def handle_torch_function(public_api, relevant_args, *args, **kwargs):
+    """Call `public_api` through the `__torch_function__` of the objects in `relevant_args`
+    that have one (a user function made overridable, as torch's).
+
+    >>> import flowgrad as flow
+    >>> class Tagged(flow.Tensor):
+    ...     pass
+    >>> def double(x):
+    ...     if has_torch_function_unary(x):
+    ...         return handle_torch_function(double, (x,), x)
+    ...     return x * 2
+    >>> type(double(flow.ones(1).as_subclass(Tagged))).__name__
+    'Tagged'
+    """
+    found = []
+    if not _STATE.disabled:
+        for obj in relevant_args:
+            _add_overloaded(found, obj)
+    if not found:
+        return public_api(*args, **kwargs)
+    return _call_overrides(public_api, found, args, kwargs)
+
+
+def is_tensor_like(inp) -> bool:
+    """Whether `inp` is a Tensor or has a `__torch_function__` (torch's test)."""
+    return isinstance(inp, Tensor) or hasattr(type(inp), "__torch_function__")
+
+
+def is_tensor_method_or_property(func) -> bool:
+    """Whether `func` is a method or property getter of Tensor (its first argument is the
+    tensor), as torch's."""
+    return func in _method_originals().values() or getattr(func, "__self__", None) in _PROPERTIES
+
+
+# ---- the methods of a subclass that dispatches ------------------------------------------------
+_NO_DISPATCH = frozenset((
+    "as_subclass", "tolist", "item", "numpy", "data_ptr", "dim", "ndimension", "numel",
+    "nelement", "size", "stride", "element_size", "is_contiguous", "is_complex",
+    "is_floating_point", "is_signed", "get_device", "storage_offset", "register_hook",
+    "register_post_accumulate_grad_hook", "retain_grad", "requires_grad_", "backward",
+    "untyped_storage", "storage"))
+# torch's operators go through __torch_function__ too, most as the method of the same
+# computation (`t + 1` as Tensor.add, `2 * t` as Tensor.mul(t, 2)); `plain @ t` is
+# matmul(plain, t). __iter__ does not dispatch (torch's neither: gh-54457); its unbind does.
+_OPERATORS = {
+    "__add__": "add", "__radd__": "add", "__sub__": "sub", "__rsub__": None, "__mul__": "mul",
+    "__rmul__": "mul", "__truediv__": "div", "__rtruediv__": None, "__floordiv__": None,
+    "__rfloordiv__": None, "__mod__": "remainder", "__rmod__": None, "__pow__": "pow",
+    "__rpow__": None, "__matmul__": "matmul", "__rmatmul__": "matmul", "__neg__": "neg",
+    "__pos__": "positive", "__abs__": "abs", "__invert__": None, "__and__": None,
+    "__rand__": "bitwise_and", "__or__": None, "__ror__": "bitwise_or", "__xor__": None,
+    "__rxor__": "bitwise_xor", "__lshift__": None, "__rlshift__": None, "__rshift__": None,
+    "__rrshift__": None, "__eq__": None, "__ne__": "ne", "__lt__": "lt", "__le__": "le",
+    "__gt__": "gt", "__ge__": "ge", "__iadd__": "add_", "__isub__": "sub_",
+    "__imul__": "mul_", "__itruediv__": "div_", "__ifloordiv__": None, "__imod__": None,
+    "__ipow__": None, "__iand__": None, "__ior__": None, "__ixor__": None, "__ilshift__": None,
+    "__irshift__": None, "__getitem__": None, "__setitem__": None, "__reversed__": None}
+_PROPERTY_NAMES = ("T", "mT", "H", "mH", "real", "imag", "data")
+_PROPERTIES = {getattr(Tensor, n, None) for n in _PROPERTY_NAMES} - {None}
+
+
+def _method_originals():
+    names = [n for n, v in vars(Tensor).items()
+             if callable(v) and not isinstance(v, (type, classmethod, staticmethod))
+             and (not n.startswith("_") or n in _OPERATORS) and n not in _NO_DISPATCH]
+    return {n: getattr(Tensor, n) for n in names}
+
+
+def _dispatching_method(original, func, swapped):
+    """A subclass's method: `original(self, ...)` through the overrides, which are told
+    `func` (the public method torch names: Tensor.add for `__add__`); `swapped`: the operands
+    are (other, self) there (`plain @ t`)."""
+    def method(self, *args, **kwargs):
+        if _STATE.disabled:
+            return original(self, *args, **kwargs)
+        operands = (args[0], self, *args[1:]) if swapped else (self, *args)
+        return _call_overrides(func, _overloaded_args(operands, kwargs), operands, kwargs)
+    functools.update_wrapper(method, original)
+    method._dispatches = True
+    return method
+
+
+def _dispatching_property(prop):
+    getter = prop.__get__
+
+    def get(self):
+        if _STATE.disabled:
+            return getter(self)
+        return _call_overrides(getter, _overloaded_args((self,), {}), (self,), {})
+    return property(get, prop.fset, prop.fdel, prop.__doc__)
+
+
+def _subclass_defined(cls, **kwargs):
+    """Tensor.__init_subclass__: a subclass that dispatches gets a dispatching wrapper for
+    each method, operator and property it does not define itself, and from then on the
+    public functions look for subclasses among their arguments."""
+    super(Tensor, cls).__init_subclass__(**kwargs)
+    if getattr(cls, "__torch_function__") is _disabled_torch_function_impl:
+        return
+    if not errors.EVERY_CALL:
+        errors.EVERY_CALL.append(dispatch)
+    for name, original in _method_originals().items():
+        if getattr(cls, name) is original:  # (not overridden, nor wrapped by a base already)
+            public = _OPERATORS.get(name)
+            func = original if public is None else getattr(Tensor, public)
+            setattr(cls, name, _dispatching_method(original, func, name == "__rmatmul__"))
+    for name in _PROPERTY_NAMES:
+        prop = getattr(Tensor, name, None)
+        if prop is not None and getattr(cls, name, None) is prop:
+            setattr(cls, name, _dispatching_property(prop))
+
+
+def _as_subclass(self, cls):
+    """The same elements as a tensor of the Tensor subclass `cls` (its __init__ not run), an
+    alias in autograd as torch's: gradients flow through it to `self`. It calls no
+    `__torch_function__` (an override may call it to unwrap its arguments).
+
+    >>> import flowgrad as flow
+    >>> class Scaled(flow.Tensor):
+    ...     pass
+    >>> type(flow.ones(2).as_subclass(Scaled)).__name__
+    'Scaled'
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, got "
+                        f"{cls!r}")
+    with DisableTorchFunctionSubclass():
+        alias = Tensor.view(self, self.shape)
+    out = object.__new__(cls)
+    for slot in ("_data", "_meta", "_grad_fn", "_counter", "_view"):
+        setattr(out, slot, getattr(alias, slot))
+    return out
+
+
+def _make_subclass(cls, data, require_grad=False, **ignored):
+    """Tensor._make_subclass: a new leaf of the Tensor subclass `cls` over `data`'s storage
+    (its __init__ not run), requiring grad as asked; how torch's Parameter-like classes are
+    built in `__new__`.
+
+    >>> import flowgrad as flow
+    >>> class Tagged(flow.Tensor):
+    ...     pass
+    >>> t = flow.Tensor._make_subclass(Tagged, flow.ones(2), True)
+    >>> type(t).__name__, t.requires_grad, t.is_leaf
+    ('Tagged', True, True)
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"_make_subclass(): cls must be a subclass of Tensor, got {cls!r}")
+    if not isinstance(data, Tensor):
+        raise TypeError(f"_make_subclass(): data must be a Tensor, got {type(data).__name__}")
+    t = object.__new__(cls)
+    t._data = data._data
+    t._meta = None
+    t._grad_fn = None
+    t._counter = data._counter
+    t._view = None
+    token = getattr(data, "_lvl", None)
+    if token is not None:  # (made inside func transforms: at data's level, as torch's)
+        t._lvl = token
+    if require_grad:
+        t._set_requires_grad(True)
+    return t
+
+
+Tensor.__torch_function__ = classmethod(_torch_function)
+Tensor.__init_subclass__ = classmethod(_subclass_defined)
+Tensor._make_subclass = staticmethod(_make_subclass)
+Tensor.as_subclass = _as_subclass
+errors.DISPATCH.append(dispatch)
