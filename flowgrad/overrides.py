@@ -232,6 +232,12 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     return _call_overrides(public_api, found, args, kwargs)
 
 
+def is_user_subclass(t) -> bool:
+    """Whether `t` is a tensor of a Tensor subclass that dispatches (the user's own, not
+    Parameter or Buffer): checkpoints record its type, as torch.save's."""
+    return isinstance(t, Tensor) and _handler(t) is not None
+
+
 def is_tensor_like(inp) -> bool:
     """Whether `inp` is a Tensor or has a `__torch_function__` (torch's test)."""
     return isinstance(inp, Tensor) or hasattr(type(inp), "__torch_function__")

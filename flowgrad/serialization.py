@@ -32,6 +32,7 @@ import numpy as np
 from . import dtypes as _dt
 from . import torch_format
 from .autograd.interpreter import check_read
+from .overrides import is_user_subclass
 from .tensor import Tensor
 from .torch_format import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 
@@ -122,6 +123,10 @@ class _Writer:
 
     def node(self, obj, path):
         if isinstance(obj, Tensor):
+            if is_user_subclass(obj):  # (torch's format records its type)
+                raise TypeError(f"flowgrad.save: safetensors cannot record the type of the "
+                                f"{type(obj).__name__} tensor at {_where(path)}; save it in "
+                                f"torch's format (format='torch', or a .pt path)")
             check_read(obj, "flowgrad.save()")
             _check_materialized(obj, path)
             return self.leaf(obj, obj._data, path, self._flags(obj))

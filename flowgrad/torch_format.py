@@ -42,6 +42,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .device import memory_owner
+from .overrides import is_user_subclass
 from .tensor import Size, Tensor
 
 __all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
@@ -119,10 +120,13 @@ def _rebuild_parameter(data, requires_grad, backward_hooks=None, state=None):
 
 
 def _rebuild_from_type_v2(func, new_type, args, state):
-    """torch._tensor._rebuild_from_type_v2 (tensors with attributes, Parameters)."""
+    """torch._tensor._rebuild_from_type_v2 (tensors with attributes, Parameters, tensors of a
+    Tensor subclass: an alias of that type, its __new__/__init__ not run, as torch's)."""
+    from .nn.parameter import Parameter
+
     t = func(*args)
     if new_type is not Tensor and not isinstance(t, new_type):
-        t = new_type(t)
+        t = new_type(t) if issubclass(new_type, Parameter) else t.as_subclass(new_type)
     for k, v in (state or {}).items():
         try:
             setattr(t, k, v)
@@ -563,6 +567,16 @@ class _Pickler(pickle._Pickler):
             self.global_name("torch", "device")
             self.save((obj.type,))
             self.write(pickle.REDUCE)
+        elif is_user_subclass(obj):  # (torch's reduction of a subclass's tensor)
+            self.global_name("torch._tensor", "_rebuild_from_type_v2")
+            self.write(pickle.MARK)
+            self.global_name("torch._utils", "_rebuild_tensor_v2")
+            self.save(type(obj))
+            storage, offset, strides = self.storage_of(obj._data)
+            self.save((storage, offset, tuple(obj._data.shape), strides, obj.requires_grad,
+                       OrderedDict()))
+            self.save(dict(getattr(obj, "__dict__", {})))
+            self.write(pickle.TUPLE + pickle.REDUCE)
         elif isinstance(obj, Parameter):
             self.global_name("torch._utils", "_rebuild_parameter")
             self.write(pickle.MARK)

@@ -3,6 +3,9 @@ torch: each case is a snippet run unchanged by torch and by flowgrad (torch mapp
 flowgrad by the programs' import shim); `out` must hold the same result types (by class
 name), values, dtypes and shapes, and both must raise or neither."""
 import builtins
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -308,3 +311,50 @@ def test_plain_tensors_never_call_the_protocol():
     y.backward()  # (autograd.backward itself dispatches, as torch's; its rules do not)
     assert [f.__name__ for f in calls[n:]] == ["backward"]
     np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(np.arange(3.0)), rtol=1e-6)
+
+
+_CHECKPOINT_SCRIPT = '''
+import json, sys
+lib = sys.argv[1]
+torch = __import__(lib)
+
+class My(torch.Tensor):
+    pass
+
+class Tagged(torch.Tensor):
+    @staticmethod
+    def __new__(cls, data, tag):
+        r = torch.Tensor._make_subclass(cls, data, False)
+        r.tag = tag
+        return r
+
+def describe(path):
+    r = torch.load(path, weights_only=False)
+    return {k: [type(v).__name__, v.tolist(), getattr(v, "tag", None)] for k, v in r.items()}
+
+if sys.argv[2] == "write":
+    torch.save({"t": torch.arange(3.0).as_subclass(My), "g": Tagged(torch.ones(2), "hi"),
+                "p": torch.zeros(1)}, sys.argv[3])
+else:
+    print(json.dumps(describe(sys.argv[3])))
+'''
+
+
+def test_checkpoints_keep_subclass_types_both_ways(tmp_path):
+    """torch.save of subclass tensors (torch's _rebuild_from_type_v2) read by flowgrad, and
+    flowgrad's written so, read by torch: the types and attributes come back on both sides."""
+    script = tmp_path / "ckpt.py"
+    script.write_text(_CHECKPOINT_SCRIPT)
+
+    def run(lib, mode, path):
+        done = subprocess.run([sys.executable, str(script), lib, mode, str(path)],
+                              capture_output=True, text=True, timeout=300, check=True)
+        return done.stdout
+
+    expected = {"t": ["My", [0.0, 1.0, 2.0], None], "g": ["Tagged", [1.0, 1.0], "hi"],
+                "p": ["Tensor", [0.0], None]}
+    run("torch", "write", tmp_path / "a.pt")
+    run("flowgrad", "write", tmp_path / "b.pt")
+    assert json.loads(run("flowgrad", "read", tmp_path / "a.pt")) == expected
+    assert json.loads(run("torch", "read", tmp_path / "b.pt")) == expected
+    assert json.loads(run("flowgrad", "read", tmp_path / "b.pt")) == expected
