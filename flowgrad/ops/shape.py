@@ -325,6 +325,11 @@ def add_reduce(xp, x, axes, keepdims=False):
         # (ml_dtypes adds bfloat16 in bfloat16, where 256 + 1 == 256; so do un-broadcast grads)
         y = xp.add.reduce(x, axis=axes, keepdims=keepdims, dtype=xp.float32)
         return y.astype(x.dtype)
+    if axes and not axes[0] and x.dtype.char in "fd" and not x.flags.c_contiguous and \
+            x.shape[0] > _CASCADE_ROWS:
+        # many rows of a strided array (a broadcast gradient, a transpose): NumPy would add
+        # them one after another; one copy, then the cascade below
+        x = xp.ascontiguousarray(x)
     # (axes are sorted: the last one is len - 1 exactly when they are all leading dims)
     if axes and axes[-1] == len(axes) - 1 < x.ndim - 1 and _by_gemv(x):
         lead = len(axes)
@@ -356,12 +361,30 @@ def _by_gemv(x):
     return x.dtype.char in "fd" and x.size >= _GEMV_MIN and x.flags.c_contiguous
 
 
+_BLOCK_ROWS = 64  # a cascade's block: few enough adds in a row to stay accurate
+_CASCADE_ROWS = 1024  # more rows than this are summed as a cascade
+
+
 def _leading_sum(xp, x, lead):
-    """x summed over its first `lead` dims, by one gemv. Its order differs from NumPy's
-    row-by-row one in the last ulps; an all -0.0 column sums to +0.0, as torch's."""
+    """x summed over its first `lead` dims by gemv; more than _CASCADE_ROWS rows as a
+    cascade, as torch's: blocks of _BLOCK_ROWS rows summed by one stacked matmul, then their
+    partial sums likewise. One gemv adds row after row into the result: over 400,000 rows of
+    0.1 it was 1.4e-4 off (1e-5 on random data), where torch's stays near 1e-7; the
+    cascade's is 7e-7, at the gemv's speed (faster on large arrays: cache-sized passes). The
+    order differs from NumPy's row-by-row one in the last ulps; an all -0.0 column sums to
+    +0.0, as torch's."""
     rows = math.prod(x.shape[:lead])
-    return xp.matmul(xp.ones(rows, x.dtype), x.reshape(rows, x.size // rows)).reshape(
-        x.shape[lead:])
+    m = x.reshape(rows, x.size // rows)
+    while m.shape[0] > _CASCADE_ROWS:
+        n = m.shape[0]
+        whole = n - n % _BLOCK_ROWS
+        parts = xp.matmul(xp.ones(_BLOCK_ROWS, m.dtype),
+                          m[:whole].reshape(whole // _BLOCK_ROWS, _BLOCK_ROWS, m.shape[1]))
+        if whole < n:
+            tail = xp.matmul(xp.ones(n - whole, m.dtype), m[whole:])
+            parts = xp.concatenate([parts, tail[None]])
+        m = parts
+    return xp.matmul(xp.ones(m.shape[0], m.dtype), m).reshape(x.shape[lead:])
 
 
 @op("sum_to", jvp="linear")
