@@ -19,6 +19,7 @@ from __future__ import annotations
 import weakref
 
 from . import dtypes as _dt
+from .overrides import _disabled_torch_function_impl
 from .tensor import Tensor, bind_late
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
@@ -52,7 +53,8 @@ def _make(dtype_name):
     dtype = _dt._BY_NAME.get(dtype_name)
     doc = f"Tensors of dtype {dtype}: `{name}(data)` or `{name}(*sizes)` (uninitialised)."
     return _TypedTensorMeta(name, (Tensor,), {"__slots__": (), "dtype": dtype, "__doc__": doc,
-                                              "__module__": "flowgrad"})
+                                              "__module__": "flowgrad",
+                                              "__torch_function__": _disabled_torch_function_impl})
 
 
 FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, LongTensor, IntTensor, ShortTensor, \

@@ -358,3 +358,27 @@ def test_checkpoints_keep_subclass_types_both_ways(tmp_path):
     assert json.loads(run("flowgrad", "read", tmp_path / "a.pt")) == expected
     assert json.loads(run("torch", "read", tmp_path / "b.pt")) == expected
     assert json.loads(run("flowgrad", "read", tmp_path / "b.pt")) == expected
+
+
+def test_flowgrad_own_subclasses_opt_out():
+    """flowgrad's own Tensor subclasses (Parameter, Buffer, the typed classes, lazy
+    placeholders, vmap's and nn.Graph's tensors) opt out of the protocol, so importing
+    flowgrad leaves plain calls without a dispatch check (EVERY_CALL stays empty: one
+    dispatching class would cost every public call ~0.5 us)."""
+    import flowgrad.func.batched
+    import flowgrad.graph.tracer  # noqa: F401 - defines ValueShaped
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    ours = [c for c in subclasses(flowgrad.Tensor) if c.__module__.startswith("flowgrad")]
+    assert len(ours) >= 15
+    dispatching = [c.__qualname__ for c in ours if flowgrad.overrides.has_torch_function_unary(
+        object.__new__(c))]
+    assert not dispatching, f"flowgrad classes that dispatch: {dispatching}"
+    code = "import flowgrad, flowgrad.graph, flowgrad.func; print(flowgrad.errors.EVERY_CALL)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=True)
+    assert done.stdout.strip() == "[]"

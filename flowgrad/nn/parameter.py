@@ -189,6 +189,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """A lazy module's buffer before its first forward (torch's); becomes a Tensor."""
 
     __slots__ = ()
+    __torch_function__ = _disabled_torch_function_impl
     cls_to_become = Tensor
 
     def __new__(cls, requires_grad=False, device=None, dtype=None):

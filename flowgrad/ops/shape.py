@@ -325,8 +325,8 @@ def add_reduce(xp, x, axes, keepdims=False):
         # (ml_dtypes adds bfloat16 in bfloat16, where 256 + 1 == 256; so do un-broadcast grads)
         y = xp.add.reduce(x, axis=axes, keepdims=keepdims, dtype=xp.float32)
         return y.astype(x.dtype)
-    if axes and not axes[0] and x.dtype.char in "fd" and not x.flags.c_contiguous and \
-            x.shape[0] > _CASCADE_ROWS:
+    if axes and not axes[0] and x.shape[0] > _CASCADE_ROWS and x.dtype.char in "fd" and \
+            not x.flags.c_contiguous:
         # many rows of a strided array (a broadcast gradient, a transpose): NumPy would add
         # them one after another; one copy, then the cascade below
         x = xp.ascontiguousarray(x)
