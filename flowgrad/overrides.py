@@ -15,9 +15,14 @@ Where it hooks in, at no cost to plain tensors:
 - the backward engine runs the gradient rules with the protocol off (`engine._run`), as
   torch's C++ backward does: rules see the tensors, not the user's override.
 
+- a `TorchFunctionMode` sees every call while entered, plain tensors' and factories' too:
+  entering the first one turns the guards' check on and puts dispatching forms of Tensor's
+  unguarded methods, operators and properties on Tensor (`_ModeMethod`: read from the class
+  they are still the methods themselves), which leaving the last one takes off again.
+
 `nn.Parameter` and `nn.Buffer` opt out (`_disabled_torch_function_impl`), as torch's: ops on
-them give plain tensors. Not here: torch function modes (`TorchFunctionMode`) and
-`__torch_dispatch__` (flowgrad has no dispatcher below the Python functions).
+them give plain tensors. Not here: `__torch_dispatch__` (flowgrad has no dispatcher below the
+Python functions).
 
 >>> import flowgrad as flow
 >>> class Tagged(flow.Tensor):
@@ -29,40 +34,55 @@ them give plain tensors. Not here: torch function modes (`TorchFunctionMode`) an
 from __future__ import annotations
 
 import functools
+import types
 
 from . import errors
 from .tensor import Tensor
 
-__all__ = ["handle_torch_function", "has_torch_function", "has_torch_function_unary",
+__all__ = ["TorchFunctionMode", "BaseTorchFunctionMode", "handle_torch_function",
+           "has_torch_function", "has_torch_function_unary",
            "has_torch_function_variadic", "is_tensor_like", "get_default_nowrap_functions",
            "is_tensor_method_or_property", "get_ignored_functions"]
 
 
 class _State:
-    __slots__ = ("disabled",)
+    __slots__ = ("subclasses_off", "all_off", "subclassed")
 
     def __init__(self):
-        self.disabled = 0  # > 0 inside DisableTorchFunction(Subclass) and the engine's runs
+        self.subclasses_off = 0  # > 0 inside DisableTorchFunctionSubclass
+        self.all_off = 0  # > 0 inside DisableTorchFunction and the engine's runs
+        self.subclassed = False  # a dispatching subclass was defined (EVERY_CALL stays on)
 
 
 _STATE = _State()
 NOT_HANDLED = errors.NOT_HANDLED
+_MODES = []  # the TorchFunctionMode stack, innermost last
 
 
 class DisableTorchFunctionSubclass:
-    """Context manager (torch._C.DisableTorchFunctionSubclass): inside it, no
-    `__torch_function__` is called; functions run on subclasses as on plain tensors."""
+    """Context manager (torch._C.DisableTorchFunctionSubclass): inside it, no subclass's
+    `__torch_function__` is called (functions run on subclasses as on plain tensors); the
+    active TorchFunctionModes still see the calls."""
 
     def __enter__(self):
-        _STATE.disabled += 1
+        _STATE.subclasses_off += 1
         return self
 
     def __exit__(self, *exc):
-        _STATE.disabled -= 1
+        _STATE.subclasses_off -= 1
         return False
 
 
-DisableTorchFunction = DisableTorchFunctionSubclass  # (no modes here: the two are one)
+class DisableTorchFunction:
+    """Context manager (torch._C.DisableTorchFunction): the protocol off, modes included."""
+
+    def __enter__(self):
+        _STATE.all_off += 1
+        return self
+
+    def __exit__(self, *exc):
+        _STATE.all_off -= 1
+        return False
 
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
@@ -106,7 +126,7 @@ def _torch_function(cls, func, types, args=(), kwargs=None):
     (another subclass handles the call then)."""
     if kwargs is None:
         kwargs = {}
-    if _STATE.disabled or not all(issubclass(cls, t) for t in types):
+    if _STATE.subclasses_off or _STATE.all_off or not all(issubclass(cls, t) for t in types):
         # (called with the protocol off: by another library's dispatch, torch's given a
         # flowgrad tensor, which must fail as a type error, not recurse)
         return NotImplemented
@@ -167,10 +187,15 @@ def _call_overrides(func, overloaded, args, kwargs):
 
 
 def dispatch(func, args, kwargs):
-    """`func(*args, **kwargs)` through the `__torch_function__` of the subclasses and
-    tensor-likes among the arguments (and one level into lists and tuples: `cat`), or
-    NOT_HANDLED when there are none or the protocol is off."""
-    if _STATE.disabled:
+    """`func(*args, **kwargs)` through the innermost TorchFunctionMode, else the
+    `__torch_function__` of the subclasses and tensor-likes among the arguments (and one level
+    into lists and tuples: `cat`), or NOT_HANDLED when there are none or the protocol is
+    off."""
+    if _STATE.all_off:
+        return NOT_HANDLED
+    if _MODES:
+        return _through_mode(func, _overloaded_args(args, kwargs), args, kwargs)
+    if _STATE.subclasses_off:
         return NOT_HANDLED
     overloaded = _overloaded_args(args, kwargs)
     if not overloaded:
@@ -181,12 +206,32 @@ def dispatch(func, args, kwargs):
 def dispatch_on(func, relevant, args, kwargs):
     """`dispatch` looking for overrides among `relevant` alone (autograd.grad's outputs and
     inputs, as torch's)."""
-    if _STATE.disabled:
+    if _STATE.all_off:
         return NOT_HANDLED
     found = []
     for obj in relevant:
         _add_overloaded(found, obj)
-    return _call_overrides(func, found, args, kwargs) if found else NOT_HANDLED
+    if _MODES:
+        return _through_mode(func, found, args, kwargs)
+    if _STATE.subclasses_off or not found:
+        return NOT_HANDLED
+    return _call_overrides(func, found, args, kwargs)
+
+
+def _through_mode(func, overloaded, args, kwargs):
+    """The innermost mode's __torch_function__, run with that mode off (calls it makes go to
+    the modes outside it, then the subclasses); the subclasses' when it says NotImplemented."""
+    mode = _MODES.pop()
+    try:
+        result = mode.__torch_function__(func, tuple(type(a) for a in overloaded), args,
+                                         kwargs)
+    finally:
+        _MODES.append(mode)
+    if result is not NotImplemented:
+        return result
+    if _STATE.subclasses_off or not overloaded:
+        return NOT_HANDLED
+    return _call_overrides(func, overloaded, args, kwargs)
 
 
 def has_torch_function(relevant_args) -> bool:
@@ -196,12 +241,13 @@ def has_torch_function(relevant_args) -> bool:
     >>> has_torch_function((flow.ones(1),))
     False
     """
-    return not _STATE.disabled and any(_handler(a) is not None for a in relevant_args)
+    return not _STATE.all_off and (bool(_MODES) or not _STATE.subclasses_off and any(
+        _handler(a) is not None for a in relevant_args))
 
 
 def has_torch_function_unary(obj) -> bool:
     """`has_torch_function((obj,))`."""
-    return not _STATE.disabled and _handler(obj) is not None
+    return has_torch_function((obj,))
 
 
 def has_torch_function_variadic(*args) -> bool:
@@ -223,13 +269,8 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     >>> type(double(flow.ones(1).as_subclass(Tagged))).__name__
     'Tagged'
     """
-    found = []
-    if not _STATE.disabled:
-        for obj in relevant_args:
-            _add_overloaded(found, obj)
-    if not found:
-        return public_api(*args, **kwargs)
-    return _call_overrides(public_api, found, args, kwargs)
+    handled = dispatch_on(public_api, relevant_args, args, kwargs)
+    return public_api(*args, **kwargs) if handled is NOT_HANDLED else handled
 
 
 def is_user_subclass(t) -> bool:
@@ -246,7 +287,8 @@ def is_tensor_like(inp) -> bool:
 def is_tensor_method_or_property(func) -> bool:
     """Whether `func` is a method or property getter of Tensor (its first argument is the
     tensor), as torch's."""
-    return func in _method_originals().values() or getattr(func, "__self__", None) in _PROPERTIES
+    return func in _method_originals().values() or \
+        getattr(func, "__self__", None) in _properties().values()
 
 
 # ---- the methods of a subclass that dispatches ------------------------------------------------
@@ -273,25 +315,47 @@ _OPERATORS = {
     "__ipow__": None, "__iand__": None, "__ior__": None, "__ixor__": None, "__ilshift__": None,
     "__irshift__": None, "__getitem__": None, "__setitem__": None, "__reversed__": None}
 _PROPERTY_NAMES = ("T", "mT", "H", "mH", "real", "imag", "data")
-_PROPERTIES = {getattr(Tensor, n, None) for n in _PROPERTY_NAMES} - {None}
+
+
+_ON_TENSOR = {}  # name -> (the dispatching wrapper put on Tensor while a mode is active, the
+#                  attribute it replaced)
 
 
 def _method_originals():
-    names = [n for n, v in vars(Tensor).items()
-             if callable(v) and not isinstance(v, (type, classmethod, staticmethod))
-             and (not n.startswith("_") or n in _OPERATORS) and n not in _NO_DISPATCH]
-    return {n: getattr(Tensor, n) for n in names}
+    """name -> Tensor's method (the one a mode's wrapper replaced, while a mode is active);
+    read afresh each time: autocast replaces some of them when first entered."""
+    found = {}
+    for name, value in vars(Tensor).items():
+        if name in _ON_TENSOR:
+            value = _ON_TENSOR[name][1]
+        if callable(value) and not isinstance(value, (type, classmethod, staticmethod)) and \
+                (not name.startswith("_") or name in _OPERATORS) and name not in _NO_DISPATCH:
+            found[name] = value
+    return found
 
 
-def _dispatching_method(original, func, swapped):
-    """A subclass's method: `original(self, ...)` through the overrides, which are told
-    `func` (the public method torch names: Tensor.add for `__add__`); `swapped`: the operands
-    are (other, self) there (`plain @ t`)."""
+def _properties():
+    """name -> Tensor's property, for the properties that dispatch (as _method_originals)."""
+    found = {}
+    for name in _PROPERTY_NAMES:
+        value = _ON_TENSOR[name][1] if name in _ON_TENSOR else vars(Tensor).get(name)
+        if isinstance(value, property):
+            found[name] = value
+    return found
+
+
+def _dispatching_method(original, name):
+    """`original(self, ...)` through the active mode and the overrides, which are told the
+    public method torch names (Tensor.add for `__add__`; `plain @ t` as matmul(plain, t))."""
+    public = _OPERATORS.get(name) or name
+    swapped = name == "__rmatmul__"
+
     def method(self, *args, **kwargs):
-        if _STATE.disabled:
-            return original(self, *args, **kwargs)
         operands = (args[0], self, *args[1:]) if swapped else (self, *args)
-        return _call_overrides(func, _overloaded_args(operands, kwargs), operands, kwargs)
+        # (the method as Tensor has it now: a mode's wrapper while one is active, which an
+        # override compares with `torch.Tensor.add` there)
+        handled = dispatch(getattr(Tensor, public), operands, kwargs)
+        return original(self, *args, **kwargs) if handled is NOT_HANDLED else handled
     functools.update_wrapper(method, original)
     method._dispatches = True
     return method
@@ -301,9 +365,8 @@ def _dispatching_property(prop):
     getter = prop.__get__
 
     def get(self):
-        if _STATE.disabled:
-            return getter(self)
-        return _call_overrides(getter, _overloaded_args((self,), {}), (self,), {})
+        handled = dispatch(getter, (self,), {})
+        return getter(self) if handled is NOT_HANDLED else handled
     return property(get, prop.fset, prop.fdel, prop.__doc__)
 
 
@@ -314,17 +377,116 @@ def _subclass_defined(cls, **kwargs):
     super(Tensor, cls).__init_subclass__(**kwargs)
     if getattr(cls, "__torch_function__") is _disabled_torch_function_impl:
         return
+    _STATE.subclassed = True
     if not errors.EVERY_CALL:
         errors.EVERY_CALL.append(dispatch)
     for name, original in _method_originals().items():
-        if getattr(cls, name) is original:  # (not overridden, nor wrapped by a base already)
-            public = _OPERATORS.get(name)
-            func = original if public is None else getattr(Tensor, public)
-            setattr(cls, name, _dispatching_method(original, func, name == "__rmatmul__"))
-    for name in _PROPERTY_NAMES:
-        prop = getattr(Tensor, name, None)
-        if prop is not None and getattr(cls, name, None) is prop:
+        if _inherited_from_tensor(cls, name, original):
+            setattr(cls, name, _dispatching_method(original, name))
+    for name, prop in _properties().items():
+        if _inherited_from_tensor(cls, name, prop):
             setattr(cls, name, _dispatching_property(prop))
+
+
+def _inherited_from_tensor(cls, name, original):
+    """Whether cls's attribute `name` is Tensor's (not overridden, nor wrapped by a base)."""
+    inherited = getattr(cls, name, None)  # (a _ModeMethod reads as the method itself)
+    return inherited is original or name in _ON_TENSOR and inherited is _ON_TENSOR[name][0]
+
+
+# ---- torch function modes ---------------------------------------------------------------------
+class TorchFunctionMode:
+    """torch.overrides.TorchFunctionMode: while entered (`with Mode():`), every flowgrad
+    function and Tensor method called, on any tensors and by factories too, goes to the
+    mode's `__torch_function__(func, types, args, kwargs)` instead, with the mode off while
+    it runs (what it calls goes to the modes outside it, then to subclasses). The backward
+    engine's rules do not (torch's C++ backward). Modes nest; the innermost sees a call
+    first.
+
+    >>> import flowgrad as flow
+    >>> class Count(TorchFunctionMode):
+    ...     calls = 0
+    ...     def __torch_function__(self, func, types, args=(), kwargs=None):
+    ...         Count.calls += 1
+    ...         return func(*args, **(kwargs or {}))
+    >>> with Count():
+    ...     y = flow.ones(2) + 1
+    >>> Count.calls, y.tolist()
+    (2, [2.0, 2.0])
+    """
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        raise NotImplementedError
+
+    def __enter__(self):
+        _push_mode(self)
+        return self
+
+    def __exit__(self, *exc):
+        _pop_mode(self)
+        return False
+
+
+class BaseTorchFunctionMode(TorchFunctionMode):
+    """A mode whose `__torch_function__` calls the function as it is (torch's base for modes
+    that override only some functions)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+class _ModeMethod:
+    """A Tensor method while a mode is active: called on a tensor, its dispatching wrapper;
+    read from the class (`torch.Tensor.exp`, what an override compares `func` with), the
+    method itself, so the function a mode is told is the one users name, in it or after."""
+
+    __slots__ = ("original", "wrapper")
+
+    def __init__(self, original, name):
+        self.original = original
+        self.wrapper = _dispatching_method(original, name)
+
+    def __get__(self, obj, owner=None):
+        return self.original if obj is None else types.MethodType(self.wrapper, obj)
+
+
+def _push_mode(mode):
+    if not _MODES:  # plain tensors' methods, operators and properties dispatch while in it
+        # (a guarded method dispatches in its guard already)
+        wrappers = {name: _ModeMethod(original, name)
+                    for name, original in _method_originals().items()
+                    if not getattr(original, "_guarded", False)}
+        wrappers.update((name, _dispatching_property(prop))
+                        for name, prop in _properties().items())
+        for name, wrapper in wrappers.items():
+            _ON_TENSOR[name] = (wrapper, vars(Tensor)[name])
+            setattr(Tensor, name, wrapper)
+        if not errors.EVERY_CALL:
+            errors.EVERY_CALL.append(dispatch)
+    _MODES.append(mode)
+
+
+def _pop_mode(mode):
+    if not _MODES or _MODES[-1] is not mode:
+        raise RuntimeError("TorchFunctionMode: exited a mode that is not the innermost one "
+                           "entered; exit modes in the reverse order of entering them")
+    _MODES.pop()
+    if not _MODES:
+        for name, (_, original) in _ON_TENSOR.items():
+            setattr(Tensor, name, original)
+        _ON_TENSOR.clear()
+        if not _STATE.subclassed:
+            errors.EVERY_CALL.clear()
+
+
+def _get_current_function_mode():
+    """The innermost active TorchFunctionMode, or None."""
+    return _MODES[-1] if _MODES else None
+
+
+def _get_current_function_mode_stack():
+    """The active TorchFunctionModes, outermost first."""
+    return list(_MODES)
 
 
 def _as_subclass(self, cls):
@@ -341,7 +503,7 @@ def _as_subclass(self, cls):
     if not (isinstance(cls, type) and issubclass(cls, Tensor)):
         raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, got "
                         f"{cls!r}")
-    with DisableTorchFunctionSubclass():
+    with DisableTorchFunction():
         alias = Tensor.view(self, self.shape)
     out = object.__new__(cls)
     for slot in ("_data", "_meta", "_grad_fn", "_counter", "_view"):

@@ -244,6 +244,97 @@ with torch.no_grad():
 (t ** 2).sum().backward()
 out = [type(n).__name__, n.requires_grad, x.grad, seen]
 """,
+    # TorchFunctionMode: every call goes to the innermost mode, plain tensors and factories too
+    "mode_logs": """
+from torch.overrides import TorchFunctionMode
+seen = []
+class Log(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        seen.append(func)
+        return func(*args, **(kwargs or {}))
+x = torch.arange(3.)
+with Log():
+    a = torch.ones(3); b = x + a; c = x.exp(); d = torch.exp(x); e = F.relu(x)
+    f = x[0]; g = x.sum(); h = x.T
+checks = [torch.ones in seen, torch.Tensor.add in seen, torch.Tensor.exp in seen,
+          torch.exp in seen, F.relu in seen, torch.Tensor.__getitem__ in seen,
+          torch.Tensor.sum in seen]
+y = x + 1
+out = [checks, a, b, c, d, e, f, g, h, type(b).__name__, y]
+""",
+    "mode_changes_results": """
+from torch.overrides import TorchFunctionMode
+class Double(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        r = func(*args, **(kwargs or {}))
+        if func is torch.Tensor.add or func is torch.add:
+            return r * 2
+        return r
+x = torch.arange(3.)
+with Double():
+    a = x + 1; b = torch.add(x, 1); c = x.mul(2)
+out = [a, b, c, x + 1]
+""",
+    "mode_nested": """
+from torch.overrides import TorchFunctionMode
+order = []
+class M(TorchFunctionMode):
+    def __init__(self, tag): self.tag = tag
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        order.append(self.tag)
+        return func(*args, **(kwargs or {}))
+x = torch.ones(2)
+with M('outer'):
+    with M('inner'):
+        y = torch.exp(x)
+out = [order, y]
+""",
+    "mode_with_subclass": """
+from torch.overrides import TorchFunctionMode
+seen = []
+class Log(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        seen.append([t.__name__ for t in types])
+        return func(*args, **(kwargs or {}))
+class My(torch.Tensor): pass
+t = torch.ones(2).as_subclass(My)
+with Log():
+    r = torch.exp(t)
+out = [seen, type(r).__name__, r]
+""",
+    "mode_training_step": """
+from torch.overrides import TorchFunctionMode
+n = [0]
+class Count(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        n[0] += 1
+        return func(*args, **(kwargs or {}))
+m = nn.Linear(3, 2)
+with torch.no_grad():
+    m.weight.copy_(torch.arange(6.).reshape(2, 3)); m.bias.fill_(0.5)
+x = torch.arange(6.).reshape(2, 3)
+with Count():
+    loss = F.mse_loss(m(x), torch.zeros(2, 2))
+loss.backward()
+out = [loss, m.weight.grad, n[0] > 0]
+""",
+    "base_mode": """
+from torch.overrides import BaseTorchFunctionMode
+with BaseTorchFunctionMode():
+    y = torch.ones(2) * 3
+out = [y]
+""",
+    "mode_get_current": """
+from torch.overrides import (TorchFunctionMode, _get_current_function_mode,
+                             _get_current_function_mode_stack)
+class M(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+m = M()
+with m:
+    a = _get_current_function_mode() is m; b = len(_get_current_function_mode_stack())
+out = [a, b, _get_current_function_mode() is None]
+""",
 }
 
 
@@ -382,3 +473,22 @@ def test_flowgrad_own_subclasses_opt_out():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_mode_leaves_tensor_as_it_was():
+    """Entering a mode puts dispatching methods on Tensor; leaving the last one puts the
+    very same methods back, and a process without subclasses goes back to no dispatch
+    check at all (in a fresh process: other tests define subclasses)."""
+    code = (
+        "import flowgrad\n"
+        "from flowgrad.overrides import BaseTorchFunctionMode\n"
+        "before = dict(vars(flowgrad.Tensor))\n"
+        "with BaseTorchFunctionMode():\n"
+        "    inside = flowgrad.errors.EVERY_CALL == [] or flowgrad.Tensor.exp is before['exp']\n"
+        "    y = flowgrad.ones(2).exp()\n"
+        "after = dict(vars(flowgrad.Tensor))\n"
+        "changed = [k for k in before if after.get(k) is not before[k]]\n"
+        "print(changed, flowgrad.errors.EVERY_CALL, inside)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=True)
+    assert done.stdout.strip() == "[] [] True"

@@ -566,7 +566,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, 
     state = grad_mode._state  # (set_grad_enabled's with-block, inline: once per backward)
     prev, state.enabled = state.enabled, bool(create_graph)
     # the rules see tensors, not a subclass's __torch_function__, as torch's C++ backward
-    protocol, overrides._STATE.disabled = overrides._STATE.disabled, 1
+    protocol, overrides._STATE.all_off = overrides._STATE.all_off, 1
     try:
         for _, meta, g in roots:
             cur = meta.current_grad
@@ -577,7 +577,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, 
         raise
     finally:
         state.enabled = prev
-        overrides._STATE.disabled = protocol
+        overrides._STATE.all_off = protocol
     return task
 
 
