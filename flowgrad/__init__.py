@@ -23,6 +23,7 @@ from . import (
     func,
     hub,
     jit,
+    library,
     linalg,
     masked,
     meta,

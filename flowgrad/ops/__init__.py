@@ -54,3 +54,14 @@ from .registry import REGISTRY, Op, op
 complex.mark_complex_ops()
 
 __all__ = ["REGISTRY", "Op", "op"]
+
+CUSTOM_NAMESPACES = []  # flowgrad.library's lookup, registered when it is imported
+
+
+def __getattr__(name):
+    """`flowgrad.ops.<namespace>`: the custom ops `flowgrad.library.custom_op` made there
+    (torch.ops.mylib.my_op)."""
+    found = CUSTOM_NAMESPACES[0](name) if CUSTOM_NAMESPACES else None
+    if found is None:
+        raise AttributeError(f"module 'flowgrad.ops' has no attribute {name!r}")
+    return found
