@@ -34,6 +34,7 @@ Python functions).
 from __future__ import annotations
 
 import functools
+import threading
 import types
 
 from . import errors
@@ -45,18 +46,19 @@ __all__ = ["TorchFunctionMode", "BaseTorchFunctionMode", "handle_torch_function"
            "is_tensor_method_or_property", "get_ignored_functions"]
 
 
-class _State:
-    __slots__ = ("subclasses_off", "all_off", "subclassed")
+class _State(threading.local):
+    """The protocol's switches, per thread as torch's (a backward in one thread leaves
+    another thread's calls dispatching)."""
 
     def __init__(self):
         self.subclasses_off = 0  # > 0 inside DisableTorchFunctionSubclass
         self.all_off = 0  # > 0 inside DisableTorchFunction and the engine's runs
-        self.subclassed = False  # a dispatching subclass was defined (EVERY_CALL stays on)
 
 
 _STATE = _State()
+_SUBCLASSED = []  # non-empty once a dispatching subclass was defined (EVERY_CALL stays on)
 NOT_HANDLED = errors.NOT_HANDLED
-_MODES = []  # the TorchFunctionMode stack, innermost last
+_MODES = []  # the TorchFunctionMode stack, innermost last (one per process, torch's per thread)
 
 
 class DisableTorchFunctionSubclass:
@@ -377,7 +379,8 @@ def _subclass_defined(cls, **kwargs):
     super(Tensor, cls).__init_subclass__(**kwargs)
     if getattr(cls, "__torch_function__") is _disabled_torch_function_impl:
         return
-    _STATE.subclassed = True
+    if not _SUBCLASSED:
+        _SUBCLASSED.append(True)
     if not errors.EVERY_CALL:
         errors.EVERY_CALL.append(dispatch)
     for name, original in _method_originals().items():
@@ -475,7 +478,7 @@ def _pop_mode(mode):
         for name, (_, original) in _ON_TENSOR.items():
             setattr(Tensor, name, original)
         _ON_TENSOR.clear()
-        if not _STATE.subclassed:
+        if not _SUBCLASSED:
             errors.EVERY_CALL.clear()
 
 

@@ -4,7 +4,7 @@ ops with torch's API, registers their gradients, fake kernels and kernels, and c
 flowgrad must give the same values, gradients and raise/no-raise (the harness of
 test_torch_function_vs_torch.py)."""
 import pytest
-from test_torch_function_vs_torch import _run, _same
+from test_torch_function_vs_torch import assert_snippet_matches_torch
 
 CASES = {
     "cop_basic": """
@@ -118,10 +118,4 @@ out = f(torch.ones(1))
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", list(CASES))
 def test_custom_op_case_matches_torch(name):
-    theirs = _run(CASES[name], shim=False)
-    ours = _run(CASES[name], shim=True)
-    assert ours[0] == theirs[0], (ours, theirs)
-    if theirs[0] == "raise":
-        assert ours[1] == theirs[1]
-    else:
-        _same(ours[1], theirs[1])
+    assert_snippet_matches_torch(CASES[name])

@@ -371,16 +371,22 @@ def _same(ours, theirs, path="out"):
         assert ours == theirs, (path, ours, theirs)
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
-@pytest.mark.parametrize("name", list(CASES))
-def test_subclass_case_matches_torch(name):
-    theirs = _run(CASES[name], shim=False)
-    ours = _run(CASES[name], shim=True)
+def assert_snippet_matches_torch(source):
+    """Run `source` with torch and with flowgrad: the same raise/no-raise (and exception
+    type), else the same `out`."""
+    theirs = _run(source, shim=False)
+    ours = _run(source, shim=True)
     assert ours[0] == theirs[0], (ours, theirs)
     if theirs[0] == "raise":
         assert ours[1] == theirs[1]
     else:
         _same(ours[1], theirs[1])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", list(CASES))
+def test_subclass_case_matches_torch(name):
+    assert_snippet_matches_torch(CASES[name])
 
 
 def test_plain_tensors_never_call_the_protocol():
@@ -492,3 +498,22 @@ def test_a_mode_leaves_tensor_as_it_was():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, check=True)
     assert done.stdout.strip() == "[] [] True"
+
+
+def test_switches_are_per_thread():
+    """The protocol's switches are per thread, as torch's: the engine turning it off for a
+    backward (or DisableTorchFunction) in one thread leaves another thread's calls
+    dispatching."""
+    import threading
+
+    class Marked(flowgrad.Tensor):
+        pass
+
+    t = flowgrad.ones(2).as_subclass(Marked)
+    seen = []
+    with flowgrad._C.DisableTorchFunction():
+        worker = threading.Thread(target=lambda: seen.append(type(t + 1)))
+        worker.start()
+        worker.join()
+        here = type(t + 1)
+    assert seen == [Marked] and here is flowgrad.Tensor
