@@ -1,6 +1,7 @@
 """torch.library: custom operators written in Python (`custom_op`), with their gradient
 (`register_autograd`), a shape-only form for meta tensors (`register_fake`) and per-device
-kernels (`register_kernel`), callable as the function returned or as `flowgrad.ops.<ns>.<name>`.
+kernels (`register_kernel`), callable as the function returned or as `flowgrad.ops.<ns>.<name>`;
+and the older schema-string API (`define`, `impl`, `Library`).
 
 An op runs its kernel below autograd, as torch's: grad mode is off inside (a kernel may read
 its inputs' arrays, `x.numpy()` of an input that requires grad aside: use `x.detach()`); when
@@ -27,18 +28,20 @@ tensor([0.0000, 0.8415])
 """
 from __future__ import annotations
 
+import ast
 import inspect
 
 import numpy as np
 
 from . import ops as _ops
+from ._warn import warn_once
 from .autograd import grad_mode
 from .autograd.function import Function
 from .autograd.inplace import bump_version
 from .tensor import Tensor
 
 __all__ = ["custom_op", "CustomOpDef", "register_autograd", "register_fake", "register_kernel",
-           "get_ctx"]
+           "get_ctx", "define", "impl", "Library", "impl_abstract"]
 
 OPS = {}  # "namespace::name" -> CustomOpDef
 
@@ -71,24 +74,29 @@ def _devices(device_types):
 class CustomOpDef:
     """A custom operator made by `custom_op`: call it as the function it wraps."""
 
-    def __init__(self, qualname, fn, mutates_args):
+    def __init__(self, qualname, fn, mutates_args, signature=None):
         self._namespace, self._name = qualname.split("::")
         self._qualname = qualname
-        self._init_fn = fn
-        self._signature = inspect.signature(fn)
+        self._init_fn = fn  # (None for an op `define`d by a schema, until `impl` gives one)
+        self._signature = signature or inspect.signature(fn)
         params = self._signature.parameters
         self._mutated = tuple(params) if mutates_args == "unknown" else tuple(mutates_args)
         unknown = [a for a in self._mutated if a not in params]
         if unknown:
             raise ValueError(f"custom_op({qualname!r}): mutates_args names {unknown}, which "
-                             f"are not arguments of {fn.__name__}{self._signature}")
+                             f"are not arguments of {qualname}{self._signature}")
+        # a kernel registered for an Autograd key (or CompositeImplicitAutograd) runs with
+        # grad on and is differentiated through; `_schema_op`: torch's deprecated fallback
+        # for a defined op without a formula does the same, with a warning
+        self._autograd_kernel = False
+        self._schema_op = signature is not None
         self._kernels = {}
         self._fake = None
         self._backward = None
         self._setup_context = None
         self._function = None
         self.__name__ = self._name
-        self.__doc__ = fn.__doc__
+        self.__doc__ = getattr(fn, "__doc__", None)
         OPS[qualname] = self
 
     def __repr__(self):
@@ -123,8 +131,17 @@ class CustomOpDef:
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         positional, keywords = bound.args, bound.kwargs
-        if grad_mode.is_grad_enabled() and any(
-                isinstance(a, Tensor) and a.requires_grad for a in positional):
+        needs_grad = grad_mode.is_grad_enabled() and any(
+            isinstance(a, Tensor) and a.requires_grad for a in positional)
+        if needs_grad and self._backward is None and (self._autograd_kernel or
+                                                      self._schema_op):
+            if not self._autograd_kernel:
+                warn_once(f"{self._qualname}: an autograd kernel was not registered (use "
+                          f"register_autograd, or impl with CompositeImplicitAutograd): "
+                          f"backward goes through the kernel's own ops, as torch's "
+                          f"deprecated fallback, which may not be the op's gradient")
+            result = self._run(positional, keywords)
+        elif needs_grad:
             function = self._function if not keywords else _function_for(self, keywords)
             if function is None:
                 function = self._function = _function_for(self, {})
@@ -147,6 +164,9 @@ class CustomOpDef:
                     f"{self._qualname}: no kernel registered for device {device!r} (it has "
                     f"{sorted(self._kernels)}); register one with register_kernel")
             return kernel
+        if self._init_fn is None:
+            raise NotImplementedError(f"{self._qualname}: defined, but no kernel was "
+                                      f"registered; give one with torch.library.impl")
         return self._init_fn
 
     def _run(self, positional, keywords):
@@ -237,6 +257,143 @@ def get_ctx():
     meta tensors need none; raises, saying so."""
     raise NotImplementedError("torch.library.get_ctx: flowgrad's fake kernels run on meta "
                               "tensors with no context; compute the shape from the inputs")
+
+
+# ---- the schema-string API: define / impl / Library -------------------------------------------
+# dispatch keys whose kernel serves every device; those marked True handle autograd themselves
+_ANY_DEVICE = {"compositeimplicitautograd": True, "compositeexplicitautograd": False,
+               "autograd": True, "": False, "default": False}
+_DEVICE_KEYS = {"cpu": "cpu", "cuda": "cuda", "meta": "meta", "mps": "mps", "xpu": "xpu",
+                "autogradcpu": "cpu", "autogradcuda": "cuda"}
+
+
+def define(qualname, schema, *, lib=None, tags=()):
+    """Declare the op `qualname` ("ns::name") by a schema string, "(Tensor x, float k=2.0)
+    -> Tensor", as torch.library.define; `impl` gives its kernels. Arguments written
+    `Tensor(a!)` are the ones it writes in place."""
+    if not isinstance(qualname, str) or qualname.count("::") != 1:
+        raise ValueError(f"define: the name must be 'namespace::op_name', got {qualname!r}")
+    signature, mutated = _parse_schema(qualname, schema)
+    op = CustomOpDef(qualname, None, mutated, signature=signature)
+    if lib is not None:
+        lib._ops.append(qualname)
+    return op
+
+
+def impl(qualname, types, func=None, *, lib=None):
+    """Register `func` as the kernel of `qualname` for `types` ("cpu", a list of devices,
+    "CompositeImplicitAutograd" (any device, differentiated through its ops),
+    "CompositeExplicitAutograd" (any device, below autograd), "Autograd", "Meta"), as
+    torch.library.impl; a decorator without `func`."""
+    def register(func):
+        op = _op(qualname)
+        for key in (types,) if isinstance(types, str) else tuple(types):
+            name = key.lower()
+            if name == "meta":
+                op.register_fake(func)
+            elif name in _ANY_DEVICE:
+                op._init_fn = func
+                op._kernels.clear()
+                op._autograd_kernel = _ANY_DEVICE[name]
+            elif name in _DEVICE_KEYS:
+                op._kernels[_DEVICE_KEYS[name]] = func
+                op._autograd_kernel = op._autograd_kernel or name.startswith("autograd")
+            else:
+                raise ValueError(f"torch.library.impl({qualname!r}): unknown dispatch key "
+                                 f"{key!r}; use a device ('cpu') or CompositeImplicitAutograd"
+                                 f" / CompositeExplicitAutograd / Autograd / Meta")
+        return func
+    return register if func is None else register(func)
+
+
+def impl_abstract(qualname, func=None, *, lib=None, _stacklevel=1):
+    """torch.library.impl_abstract, register_fake's older name."""
+    return register_fake(qualname, func)
+
+
+class Library:
+    """torch.library.Library("ns", "DEF" | "IMPL" | "FRAGMENT"): `define` ops of the
+    namespace by schema and `impl` their kernels; `_destroy()` forgets the ops it defined."""
+
+    def __init__(self, ns, kind, dispatch_key=""):
+        if kind not in ("DEF", "IMPL", "FRAGMENT"):
+            raise ValueError(f"Library: kind must be DEF, IMPL or FRAGMENT, got {kind!r}")
+        self.ns, self.kind, self.dispatch_key = ns, kind, dispatch_key
+        self._ops = []
+
+    def __repr__(self):
+        return f"Library(kind={self.kind}, ns={self.ns}, dispatch_key={self.dispatch_key})"
+
+    def define(self, schema, alias_analysis="", *, tags=()):
+        """Declare `name(args) -> returns` in this namespace; returns the name."""
+        name = schema.split("(", 1)[0].strip()
+        if not name or self.kind == "IMPL":
+            raise RuntimeError(f"Library({self.ns!r}).define({schema!r}): "
+                               + ("an IMPL library cannot define ops" if name else
+                                  "the schema must start with the op's name"))
+        define(f"{self.ns}::{name}", schema[len(schema.split('(', 1)[0]):], lib=self)
+        return name
+
+    def impl(self, op_name, fn, dispatch_key="", *, with_keyset=False, allow_override=False):
+        """Register `fn` as the kernel of this namespace's `op_name` for `dispatch_key`
+        (the library's own, else CompositeImplicitAutograd)."""
+        name = op_name if isinstance(op_name, str) else op_name._name
+        impl(f"{self.ns}::{name}", dispatch_key or self.dispatch_key or
+             "CompositeImplicitAutograd", fn)
+
+    def _destroy(self):
+        for qualname in self._ops:
+            OPS.pop(qualname, None)
+        self._ops.clear()
+
+
+def _parse_schema(qualname, schema):
+    """(inspect.Signature, names of the arguments written in place) of "(Tensor x, *,
+    float a=1.0) -> Tensor"; the types are not checked."""
+    text = schema.strip()
+    if not text.startswith("("):
+        raise ValueError(f"define({qualname!r}): the schema must be '(args) -> returns', "
+                         f"got {schema!r}")
+    depth, end = 0, None
+    for i, ch in enumerate(text):
+        depth += 1 if ch in "([" else -1 if ch in ")]" else 0
+        if depth == 0:
+            end = i
+            break
+    if end is None:
+        raise ValueError(f"define({qualname!r}): unbalanced parentheses in {schema!r}")
+    params, mutated, kind = [], [], inspect.Parameter.POSITIONAL_OR_KEYWORD
+    for arg in _split_top_level(text[1:end]):
+        if arg == "*":
+            kind = inspect.Parameter.KEYWORD_ONLY
+            continue
+        declaration, _, default = arg.partition("=")
+        type_name, _, name = declaration.strip().rpartition(" ")
+        if not name.isidentifier() or not type_name:
+            raise ValueError(f"define({qualname!r}): cannot read the argument {arg!r}")
+        if "!" in type_name:
+            mutated.append(name)
+        value = inspect.Parameter.empty if not default else _literal(default.strip(), qualname)
+        params.append(inspect.Parameter(name, kind, default=value))
+    return inspect.Signature(params), mutated
+
+
+def _split_top_level(text):
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += 1 if ch in "([" else -1 if ch in ")]" else 0
+        if ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    last = text[start:].strip()
+    return parts + [last] if last else parts
+
+
+def _literal(text, qualname):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise ValueError(f"define({qualname!r}): cannot read the default {text!r}") from None
 
 
 class _Namespace:

@@ -351,8 +351,11 @@ def _dispatching_method(original, name):
     public method torch names (Tensor.add for `__add__`; `plain @ t` as matmul(plain, t))."""
     public = _OPERATORS.get(name) or name
     swapped = name == "__rmatmul__"
+    equality = name in ("__eq__", "__ne__")
 
     def method(self, *args, **kwargs):
+        if equality and not _comparable(args[0]):
+            return NotImplemented  # (t == None is False, as Python's default and torch's)
         operands = (args[0], self, *args[1:]) if swapped else (self, *args)
         # (the method as Tensor has it now: a mode's wrapper while one is active, which an
         # override compares with `torch.Tensor.add` there)
@@ -361,6 +364,11 @@ def _dispatching_method(original, name):
     functools.update_wrapper(method, original)
     method._dispatches = True
     return method
+
+
+def _comparable(other):
+    """Whether `t == other` compares elementwise (Tensor.__eq__'s test in ops/operators.py)."""
+    return isinstance(other, (Tensor, int, float, complex)) or hasattr(other, "__array__")
 
 
 def _dispatching_property(prop):

@@ -1,6 +1,7 @@
 """torch.library.custom_op (flowgrad/library.py) against torch: each snippet defines custom
 ops with torch's API, registers their gradients, fake kernels and kernels, and calls them
-(directly, through torch.ops.<ns>.<name>, inside a module under an optimizer); torch and
+(directly, through torch.ops.<ns>.<name>, inside a module under an optimizer), and declares
+ops by schema strings (Library, define, impl with dispatch keys); torch and
 flowgrad must give the same values, gradients and raise/no-raise (the harness of
 test_torch_function_vs_torch.py)."""
 import pytest
@@ -111,6 +112,49 @@ from torch import Tensor
 def f(x: Tensor) -> Tensor:
     return x * 2
 out = f(torch.ones(1))
+""",
+    # the schema-string API: Library / define / impl
+    "lib_define_impl": """
+import warnings
+warnings.simplefilter('ignore')
+lib = torch.library.Library('oldlibA', 'DEF')
+name = lib.define('scale(Tensor x, float k=2.0) -> Tensor')
+def scale_cpu(x, k=2.0): return x * k
+lib.impl('scale', scale_cpu, 'CPU')
+x = torch.ones(2, requires_grad=True)
+y = torch.ops.oldlibA.scale(x)
+y.sum().backward()
+g1 = x.grad.clone()
+lib.define('twice(Tensor x) -> Tensor')
+lib.impl('twice', lambda x: x * 2, 'CompositeImplicitAutograd')
+x.grad = None; torch.ops.oldlibA.twice(x).sum().backward(); g2 = x.grad.clone()
+def keep_k(ctx, inputs, output): ctx.k = inputs[1]
+torch.library.register_autograd('oldlibA::scale', lambda ctx, g: (g * ctx.k * 10, None),
+                                setup_context=keep_k)
+x.grad = None; torch.ops.oldlibA.scale(x, 3.0).sum().backward(); g3 = x.grad.clone()
+lib.define('inc_(Tensor(a!) x) -> ()')
+def inc_(x): x.add_(1)
+lib.impl('inc_', inc_, 'CPU')
+z = torch.zeros(2); v = z._version; torch.ops.oldlibA.inc_(z)
+out = [name, y, g1, g2, g3, z, z._version > v]
+""",
+    "lib_functional_define": """
+torch.library.define('oldlibB::f', '(Tensor x, *, float a=1.5, int[] dims=[0]) -> Tensor')
+@torch.library.impl('oldlibB::f', 'cpu')
+def f(x, *, a=1.5, dims=[0]): return x + a
+out = [torch.ops.oldlibB.f(torch.zeros(1)), torch.ops.oldlibB.f(torch.zeros(1), a=3.0)]
+""",
+    "lib_no_kernel": """
+torch.library.define('oldlibC::g', '(Tensor x) -> Tensor')
+out = torch.ops.oldlibC.g(torch.ones(1))
+""",
+    "lib_meta": """
+lib = torch.library.Library('oldlibD', 'DEF')
+lib.define('h(Tensor x) -> Tensor')
+lib.impl('h', lambda x: x * 3, 'CPU')
+torch.library.register_fake('oldlibD::h', lambda x: torch.empty_like(x))
+m = torch.ops.oldlibD.h(torch.ones(2, 2, device='meta'))
+out = [tuple(m.shape), str(m.device), torch.ops.oldlibD.h(torch.ones(2))]
 """,
 }
 

@@ -43,6 +43,17 @@ out.append([type(mx).__name__, type(mx.values).__name__, type(mx.indices).__name
 out.append([type(a).__name__ for a in t] + [type(a).__name__ for a in reversed(t)])
 out.append([type(t.shape).__name__, type(t.tolist()).__name__, type(t.sum().item()).__name__])
 """,
+    "comparing_with_other_objects": """
+class My(torch.Tensor): pass
+t = torch.ones(2).as_subclass(My)
+out = [t == None, t != None, t == "a", None == t, "a" != t, t == 1, type(t == 1).__name__]
+""",
+    "mode_compares_with_other_objects": """
+from torch.overrides import BaseTorchFunctionMode
+x = torch.ones(2)
+with BaseTorchFunctionMode():
+    out = [x == None, x != None, None == x, x == 1, nn.Parameter(torch.zeros(1)).requires_grad]
+""",
     "gradients_through_subclass": """
 class My(torch.Tensor): pass
 x = torch.arange(6.).reshape(2, 3).requires_grad_()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..autograd.interpreter import check_read
-from ..overrides import _disabled_torch_function_impl, has_torch_function_unary
+from ..overrides import _disabled_torch_function_impl, is_user_subclass
 from ..tensor import Tensor
 
 
@@ -42,7 +42,7 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
     __torch_function__ = _disabled_torch_function_impl  # (ops on it give plain tensors)
 
     def __new__(cls, data=None, requires_grad=True):
-        if data is not None and type(data) is not Tensor and has_torch_function_unary(data):
+        if data is not None and is_user_subclass(data):
             # a tensor of a subclass with its own __torch_function__ stays of its type,
             # marked a parameter, as torch's
             t = data.detach().requires_grad_(requires_grad)
