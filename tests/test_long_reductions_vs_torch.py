@@ -1,10 +1,10 @@
 """float32 sums, means, variances and scans over many elements keep torch's accuracy.
 
-NumPy adds along a leading dim row after row and scans in float32, so over a million rows
-its error grows with the count (2e-4 relative for a column of 0.1s); torch's cascade sums
-and double-accumulated CPU scans stay near 1e-7. Each case checks flowgrad and torch against
-the float64 result of the same float32 input (flowgrad's bound is torch's own error, with
-room: 2e-6 relative)."""
+NumPy adds along a leading (or middle) dim row after row and scans in float32, so over a
+million rows its error grows with the count (2e-4 relative for a column of 0.1s); torch's
+cascade sums and double-accumulated CPU scans stay near 1e-7. Each case checks flowgrad and
+torch against the float64 result of the same float32 input (flowgrad's bound is torch's own
+error, with room: 2e-6 relative)."""
 import numpy as np
 import pytest
 import torch
@@ -14,6 +14,7 @@ import flowgrad as flow
 RNG = np.random.default_rng(0)
 COLUMN = np.full((1_000_003, 1), 0.1, np.float32)
 TALL = (RNG.standard_normal((400_000, 4)) * 0.5 + 3).astype(np.float32)
+SEQUENCES = (RNG.standard_normal((4, 100_000, 8)) + 3).astype(np.float32)
 RUN = np.full(100_000, 0.1, np.float32)
 GROWTH = np.full(100_000, 1.00001, np.float32)
 
@@ -25,6 +26,9 @@ CASES = {
     "std_of_tall_rows": (TALL, lambda m, x: x.std(0), lambda a: a.std(0, ddof=1)),
     "var_mean_of_tall_rows": (TALL, lambda m, x: m.var_mean(x, 0, correction=0)[0],
                               lambda a: a.var(0)),
+    "mean_over_a_long_middle_dim": (SEQUENCES, lambda m, x: x.mean(1), lambda a: a.mean(1)),
+    "sum_over_two_middle_dims": (SEQUENCES.reshape(4, 1000, 100, 8),
+                                 lambda m, x: x.sum((1, 2)), lambda a: a.sum((1, 2))),
     "cumsum": (RUN, lambda m, x: x.cumsum(0), np.cumsum),
     "reverse_cumsum_grad": (RUN, lambda m, x: _grad(m, x, lambda t: (t.cumsum(0) * 0.1).sum()),
                             lambda a: 0.1 * np.arange(a.size, 0, -1)),

@@ -335,6 +335,16 @@ def add_reduce(xp, x, axes, keepdims=False):
         lead = len(axes)
         y = _leading_sum(xp, x, lead)
         return y.reshape((1,) * lead + y.shape) if keepdims else y
+    if axes and axes[0] and axes[-1] - axes[0] == len(axes) - 1 < x.ndim - 1 - axes[0] and \
+            _by_gemv(x) and math.prod(x.shape[a] for a in axes) > _CASCADE_ROWS:
+        # one run of middle dims (a mean over a long sequence, (B, T, C) -> (B, C)): NumPy
+        # adds its rows one after another; the cascade, per leading index
+        first, stop = axes[0], axes[-1] + 1
+        y = _cascade_sum(xp, x.reshape(math.prod(x.shape[:first]), -1,
+                                       math.prod(x.shape[stop:])))
+        shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape)) if keepdims else \
+            x.shape[:first] + x.shape[stop:]
+        return y.reshape(shape)
     if len(axes) < 2 or axes[0] or axes[-1] == len(axes) - 1 or x.dtype.char not in "fd" or \
             not x.flags.c_contiguous:
         # (an integer sum stays in its dtype, as torch's: NumPy would widen int32 to int64)
@@ -367,24 +377,29 @@ _CASCADE_ROWS = 1024  # more rows than this are summed as a cascade
 
 def _leading_sum(xp, x, lead):
     """x summed over its first `lead` dims by gemv; more than _CASCADE_ROWS rows as a
-    cascade, as torch's: blocks of _BLOCK_ROWS rows summed by one stacked matmul, then their
-    partial sums likewise. One gemv adds row after row into the result: over 400,000 rows of
-    0.1 it was 1.4e-4 off (1e-5 on random data), where torch's stays near 1e-7; the
-    cascade's is 7e-7, at the gemv's speed (faster on large arrays: cache-sized passes). The
-    order differs from NumPy's row-by-row one in the last ulps; an all -0.0 column sums to
-    +0.0, as torch's."""
+    cascade, as torch's (`_cascade_sum`). One gemv adds row after row into the result: over
+    400,000 rows of 0.1 it was 1.4e-4 off (1e-5 on random data), where torch's stays near
+    1e-7; the cascade's is 7e-7, at the gemv's speed (faster on large arrays: cache-sized
+    passes). The order differs from NumPy's row-by-row one in the last ulps; an all -0.0
+    column sums to +0.0, as torch's."""
     rows = math.prod(x.shape[:lead])
-    m = x.reshape(rows, x.size // rows)
-    while m.shape[0] > _CASCADE_ROWS:
-        n = m.shape[0]
+    return _cascade_sum(xp, x.reshape(1, rows, x.size // rows)).reshape(x.shape[lead:])
+
+
+def _cascade_sum(xp, m):
+    """The sum over dim 1 of the C-contiguous (pre, rows, post) array m, (pre, post): blocks
+    of _BLOCK_ROWS rows summed by one stacked matmul with ones, then their partial sums
+    likewise while more than _CASCADE_ROWS are left, then one more."""
+    while m.shape[1] > _CASCADE_ROWS:
+        pre, n, post = m.shape
         whole = n - n % _BLOCK_ROWS
         parts = xp.matmul(xp.ones(_BLOCK_ROWS, m.dtype),
-                          m[:whole].reshape(whole // _BLOCK_ROWS, _BLOCK_ROWS, m.shape[1]))
+                          m[:, :whole].reshape(pre, whole // _BLOCK_ROWS, _BLOCK_ROWS, post))
         if whole < n:
-            tail = xp.matmul(xp.ones(n - whole, m.dtype), m[whole:])
-            parts = xp.concatenate([parts, tail[None]])
+            tail = xp.matmul(xp.ones(n - whole, m.dtype), m[:, whole:])
+            parts = xp.concatenate([parts, tail[:, None]], axis=1)
         m = parts
-    return xp.matmul(xp.ones(m.shape[0], m.dtype), m).reshape(x.shape[lead:])
+    return xp.matmul(xp.ones(m.shape[1], m.dtype), m)
 
 
 @op("sum_to", jvp="linear")
