@@ -61,30 +61,32 @@ NOT_HANDLED = errors.NOT_HANDLED
 _MODES = []  # the TorchFunctionMode stack, innermost last (one per process, torch's per thread)
 
 
-class DisableTorchFunctionSubclass:
+class _Switch:
+    """A context manager turning one of the thread's switches (`_State`'s `_field`) on."""
+
+    _field = ""
+
+    def __enter__(self):
+        setattr(_STATE, self._field, getattr(_STATE, self._field) + 1)
+        return self
+
+    def __exit__(self, *exc):
+        setattr(_STATE, self._field, getattr(_STATE, self._field) - 1)
+        return False
+
+
+class DisableTorchFunctionSubclass(_Switch):
     """Context manager (torch._C.DisableTorchFunctionSubclass): inside it, no subclass's
     `__torch_function__` is called (functions run on subclasses as on plain tensors); the
     active TorchFunctionModes still see the calls."""
 
-    def __enter__(self):
-        _STATE.subclasses_off += 1
-        return self
-
-    def __exit__(self, *exc):
-        _STATE.subclasses_off -= 1
-        return False
+    _field = "subclasses_off"
 
 
-class DisableTorchFunction:
+class DisableTorchFunction(_Switch):
     """Context manager (torch._C.DisableTorchFunction): the protocol off, modes included."""
 
-    def __enter__(self):
-        _STATE.all_off += 1
-        return self
-
-    def __exit__(self, *exc):
-        _STATE.all_off -= 1
-        return False
+    _field = "all_off"
 
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
@@ -94,14 +96,13 @@ def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))
 
 
-def _default_nowrap():
-    return {Tensor._base.__get__, Tensor.grad.__get__}
+_NOWRAP = frozenset((Tensor._base.__get__, Tensor.grad.__get__))
 
 
 def get_default_nowrap_functions():
     """The functions whose results `Tensor.__torch_function__` hands out as they are (the
     `.grad` and `._base` getters), as torch's."""
-    return _default_nowrap()
+    return set(_NOWRAP)
 
 
 def get_ignored_functions():
@@ -134,7 +135,7 @@ def _torch_function(cls, func, types, args=(), kwargs=None):
         return NotImplemented
     with DisableTorchFunctionSubclass():
         result = func(*args, **kwargs)
-        if cls is Tensor or func in _default_nowrap():
+        if cls is Tensor or func in _NOWRAP:
             return result
         return _convert(result, cls)
 

@@ -63,14 +63,6 @@ def _meta_repr(t):
         parts.append("requires_grad=True")
     return "tensor(..., device='meta', " + ", ".join(parts) + ")"
 
-def _made_by_new(t) -> bool:
-    try:
-        t._data
-    except AttributeError:
-        return False
-    return True
-
-
 class Tensor:
     """An n-dimensional array with autograd. Construct with `flowgrad.tensor(data)`.
 
@@ -84,7 +76,7 @@ class Tensor:
     __array_priority__ = 1000  # numpy defers `ndarray * Tensor` to Tensor.__rmul__
 
     def __init__(self, *args, dtype=None, requires_grad=False, device=None):
-        if type(self) is not Tensor and _made_by_new(self):
+        if type(self) is not Tensor and hasattr(self, "_data"):
             return  # (a subclass's __new__ made it, by _make_subclass: its arguments are its)
         dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
         if not args:

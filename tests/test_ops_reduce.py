@@ -19,7 +19,7 @@ CASES = [
     ("sum_neg_dim_keep", lambda m, x: x.sum(-1, keepdim=True), (2, 3, 4)),
     ("sum_tuple", lambda m, x: m.sum(x, (0, 2)), (2, 3, 4)),
     ("mean_tuple_keep", lambda m, x: x.mean((0, -1), keepdim=True), (2, 3, 4)),
-    # leading dims summed first, then the rest (ops.shape.add_reduce): a bias's (0, 2, 3)
+    # leading dims summed first, then the rest (ops.summation.add_reduce): a bias's (0, 2, 3)
     ("sum_channel_keep", lambda m, x: x.sum((0, 2, 3), keepdim=True), (2, 3, 2, 2)),
     ("sum_lead_two_then_last", lambda m, x: m.sum(x, (0, 1, 3)), (2, 2, 3, 2)),
     ("mean_channel", lambda m, x: x.mean((0, 2)), (3, 2, 4)),

@@ -24,7 +24,8 @@ from .elementwise import maximum, minimum, where
 from .halfprec import in_float32
 from .registry import op
 from .scan import cumprod, index_output_grad, with_rule_indices
-from .shape import _expand, _reshape, add_reduce, cat, sum_to
+from .shape import _expand, _reshape, cat, sum_to
+from .summation import add_reduce
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "sum_to",
            "logsumexp", "all", "any", "count_nonzero"]

@@ -28,7 +28,7 @@ from .halfprec import in_float32
 from .reduce import expand_reduced, keepdim_shape, normalize_dims
 from .registry import op
 from .scan import index_output_grad, with_rule_indices
-from .shape import add_reduce
+from .summation import add_reduce
 
 __all__ = ["var", "std", "var_mean", "std_mean", "median", "mode", "histogramdd"]
 
