@@ -615,4 +615,7 @@ def set_num_threads(num):
     if BACKEND != "mkl":
         return False
     _LIB.MKL_Set_Num_Threads(num)
+    # and no per-thread count left over in the calling thread (mkl_set_num_threads_local, as
+    # a library sharing this MKL may set: it overrides the global one there)
+    _LIB.MKL_Set_Num_Threads_Local(0)
     return True
