@@ -45,6 +45,7 @@ from . import (
 )
 from . import errors as _errors
 from . import sparse_shape as _sparse_shape  # noqa: F401,E402 - sparse forms of the functions
+from . import tensor_copy as _tensor_copy  # noqa: F401,E402 - Tensor.__deepcopy__
 from .amp.autocast_mode import (  # noqa: F401 - torch.* names of the autocast state
     autocast,
     autocast_decrement_nesting,

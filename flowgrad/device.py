@@ -13,6 +13,7 @@ device(type='cpu')
 from __future__ import annotations
 
 import types
+import weakref
 
 import numpy as np
 
@@ -165,6 +166,23 @@ def memory_owner(array):
     while isinstance(array.base, np.ndarray):
         array = array.base
     return array
+
+
+# arrays that stand for a torch storage (a deep copy's, a loaded checkpoint's): a tensor over
+# one that is no view of another tensor counts its storage offset from the array's start
+STORAGES = weakref.WeakValueDictionary()  # id(array) -> array
+
+
+def storage_start_offset(array):
+    """Elements from the start of the storage array `array` lies in to its first element,
+    when that array is one of STORAGES; else 0."""
+    if type(array) is not np.ndarray:
+        return 0
+    root = memory_owner(array)
+    if STORAGES.get(id(root)) is not root:
+        return 0
+    start = np.lib.array_utils.byte_bounds(root)[0]
+    return (array.__array_interface__["data"][0] - start) // array.itemsize
 
 
 def new_zeros(like, shape=None, dtype=None):

@@ -22,7 +22,8 @@ from multiprocessing import shared_memory as _shared_memory
 
 import numpy as np
 
-from .tensor import Tensor
+from .tensor import Tensor, _rebuild
+from .tensor_copy import attributes_of
 
 _strategy = ["file_system"]
 
@@ -170,10 +171,10 @@ def _unlink_created():
             pass
 
 
-def _rebuild_shared(name, offset, shape, strides, dtype, requires_grad):
+def _rebuild_shared(name, offset, shape, strides, dtype, requires_grad, cls=None, state=None):
     shm = _attach(name)
     array = np.ndarray(shape, np.dtype(dtype), buffer=shm.buf, offset=offset, strides=strides)
-    return Tensor._wrap(array)._set_requires_grad(requires_grad)
+    return _rebuild(array, requires_grad, cls, state)
 
 
 def share_memory_(self):
@@ -203,7 +204,7 @@ def _reduce(self):
         return _plain_reduce(self)
     data = self._data
     return _rebuild_shared, (*place, data.shape, data.strides, data.dtype.str,
-                             self.requires_grad)
+                             self.requires_grad, type(self), attributes_of(self))
 
 
 Tensor.share_memory_, Tensor.is_shared, Tensor._reduce = share_memory_, is_shared, _reduce

@@ -34,6 +34,7 @@ from . import torch_format
 from .autograd.interpreter import check_read
 from .overrides import is_user_subclass
 from .tensor import Tensor
+from .tensor_copy import attributes_of
 from .torch_format import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 
 __all__ = ["save", "load", "add_safe_globals", "clear_safe_globals", "get_safe_globals",
@@ -127,6 +128,11 @@ class _Writer:
                 raise TypeError(f"flowgrad.save: safetensors cannot record the type of the "
                                 f"{type(obj).__name__} tensor at {_where(path)}; save it in "
                                 f"torch's format (format='torch', or a .pt path)")
+            if attributes_of(obj):  # (and its attributes)
+                raise TypeError(f"flowgrad.save: safetensors cannot record the attributes "
+                                f"{sorted(attributes_of(obj))} of the tensor at "
+                                f"{_where(path)}; save it in torch's format (format='torch', "
+                                f"or a .pt path)")
             check_read(obj, "flowgrad.save()")
             _check_materialized(obj, path)
             return self.leaf(obj, obj._data, path, self._flags(obj))

@@ -25,7 +25,16 @@ from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.inference import check_requires_grad
 from .autograd.meta import AutogradMeta, VersionCounter, counter_of
 from .autograd.views import sync_view
-from .device import ARRAY_MODULES, CPU, device_of, new_zeros, resolve_device, to_device, to_host
+from .device import (
+    ARRAY_MODULES,
+    CPU,
+    device_of,
+    new_zeros,
+    resolve_device,
+    storage_start_offset,
+    to_device,
+    to_host,
+)
 from .hook_handles import ListHandle
 from .meta import MetaArray
 from .printing import tensor_repr
@@ -71,13 +80,19 @@ class Tensor:
     """
 
     # _lvl: the level token of a tensor made inside func transforms (autograd/levels.py),
-    # unset elsewhere (set only while a transform is entered: no cost outside them)
-    __slots__ = ("_data", "_meta", "_grad_fn", "_counter", "_view", "_lvl", "__weakref__")
+    # unset elsewhere (set only while a transform is entered: no cost outside them).
+    # __dict__: a user's own attributes (`t.tag = ...`, as torch's tensors take), made only
+    # when one is set; deepcopy, pickling and checkpoints carry them, as torch's
+    __slots__ = ("_data", "_meta", "_grad_fn", "_counter", "_view", "_lvl", "__dict__",
+                 "__weakref__")
     __array_priority__ = 1000  # numpy defers `ndarray * Tensor` to Tensor.__rmul__
 
-    def __init__(self, *args, dtype=None, requires_grad=False, device=None):
+    def __init__(self, *args, dtype=None, requires_grad=False, device=None, **extra):
         if type(self) is not Tensor and hasattr(self, "_data"):
             return  # (a subclass's __new__ made it, by _make_subclass: its arguments are its)
+        if extra:
+            raise TypeError(f"Tensor.__init__() got an unexpected keyword argument "
+                            f"{next(iter(extra))!r}")
         dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
         if not args:
             data = np.empty((0,), dt.np)
@@ -199,8 +214,8 @@ class Tensor:
         4
         """
         view = self._view
-        if view is None:
-            return 0
+        if view is None:  # (0 unless it lies in a storage array: a deep copy's, a checkpoint's)
+            return storage_start_offset(self._data)
         return (self.data_ptr() - view.base.data_ptr()) // self._data.itemsize
 
     def is_floating_point(self):
@@ -628,24 +643,24 @@ class Tensor:
         return rebuild(*args)
 
     def _reduce(self):
-        return _rebuild, (self._data, self.requires_grad)
-
-    def __deepcopy__(self, memo):
-        _interpreter.check_read(self, "copy.deepcopy()")
-        t = Tensor._wrap(self._data.copy())
-        if self._meta is not None and self._grad_fn is None:
-            t.requires_grad_(self._meta.requires_grad)
-        if type(self) is not Tensor:
-            t = type(self)(t, requires_grad=t.requires_grad)
-        memo[id(self)] = t
-        return t
+        state = self.__dict__ if self.__dict__ else None  # (a user's attributes)
+        if type(self) is Tensor and state is None:
+            return _rebuild, (self._data, self.requires_grad)
+        return _rebuild, (self._data, self.requires_grad, type(self), dict(state or {}))
 
 
 _interpreter.bind_tensor_class(Tensor)
 
 
-def _rebuild(data, requires_grad):
-    return Tensor._wrap(data)._set_requires_grad(requires_grad)
+def _rebuild(data, requires_grad, cls=None, state=None):
+    """A pickled tensor: a subclass's keeps its type (an alias, its __new__ not run) and a
+    tensor's own attributes come back, as torch's `_rebuild_from_type_v2`."""
+    t = Tensor._wrap(data)._set_requires_grad(requires_grad)
+    if cls is not None and cls is not Tensor:
+        t = t.as_subclass(cls)
+    if state:
+        t.__dict__.update(state)
+    return t
 
 
 class Size(tuple):

@@ -41,9 +41,10 @@ from collections import Counter, OrderedDict
 import numpy as np
 
 from . import dtypes as _dt
-from .device import memory_owner
+from .device import STORAGES, memory_owner
 from .overrides import is_user_subclass
 from .tensor import Size, Tensor
+from .tensor_copy import attributes_of
 
 __all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
 
@@ -398,7 +399,8 @@ class _Unpickler(pickle.Unpickler):
                     f"{numel} {dtype.name} elements; the file is corrupt")
             # a bytearray buffer: the loaded tensors are writable, as torch's
             arr = np.frombuffer(bytearray(raw[:numel * dtype.itemsize]), dtype.np)
-            self.storages[key] = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+            self.storages[key] = storage = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+            STORAGES[id(storage)] = storage  # (tensors over it: torch's storage offsets)
         return self.storages[key]
 
 
@@ -427,7 +429,9 @@ class _LegacyUnpickler(_Unpickler):
                 raise pickle.UnpicklingError(f"flowgrad.load: {self.name}: storage {key!r} "
                                              f"claims {numel} elements, more than the file "
                                              "holds; the file is corrupt")
-            self.storages[key] = np.frombuffer(bytearray(numel * dtype.itemsize), dtype.np)
+            self.storages[key] = storage = np.frombuffer(bytearray(numel * dtype.itemsize),
+                                                         dtype.np)
+            STORAGES[id(storage)] = storage  # (tensors over it: torch's storage offsets)
         elif self.storages[key].size != numel:
             raise pickle.UnpicklingError(f"flowgrad.load: {self.name}: storage {key!r} is "
                                          "referenced with two sizes; the file is corrupt")
@@ -567,22 +571,30 @@ class _Pickler(pickle._Pickler):
             self.global_name("torch", "device")
             self.save((obj.type,))
             self.write(pickle.REDUCE)
-        elif is_user_subclass(obj):  # (torch's reduction of a subclass's tensor)
+        elif is_user_subclass(obj) or type(obj) is Tensor and attributes_of(obj):
+            # (torch's reduction of a subclass's tensor, or of one with attributes)
             self.global_name("torch._tensor", "_rebuild_from_type_v2")
             self.write(pickle.MARK)
             self.global_name("torch._utils", "_rebuild_tensor_v2")
-            self.save(type(obj))
+            if type(obj) is Tensor:
+                self.global_name("torch", "Tensor")
+            else:
+                self.save(type(obj))
             storage, offset, strides = self.storage_of(obj._data)
             self.save((storage, offset, tuple(obj._data.shape), strides, obj.requires_grad,
                        OrderedDict()))
-            self.save(dict(getattr(obj, "__dict__", {})))
+            self.save(attributes_of(obj) or {})
             self.write(pickle.TUPLE + pickle.REDUCE)
         elif isinstance(obj, Parameter):
-            self.global_name("torch._utils", "_rebuild_parameter")
+            state = attributes_of(obj)
+            self.global_name("torch._utils", "_rebuild_parameter_with_state" if state else
+                             "_rebuild_parameter")
             self.write(pickle.MARK)
             self.save_tensor(obj, False)
             self.save(obj.requires_grad)
             self.save(OrderedDict())
+            if state:
+                self.save(state)
             self.write(pickle.TUPLE + pickle.REDUCE)
         else:
             self.save_tensor(obj, obj.requires_grad)

@@ -260,12 +260,6 @@ def _rezip(blob, fn):
     return out.getvalue()
 
 
-def _pickled_attribute():
-    t = torch.ones(2)
-    t.note = 3
-    return t
-
-
 DAMAGED = [
     ("truncated data.pkl", lambda b, legacy: _rezip(b, lambda d: d[:len(d) // 2]), False),
     ("empty data.pkl", lambda b, legacy: _rezip(b, lambda d: b""), False),
@@ -289,7 +283,6 @@ def test_damaged_files_raise_naming_the_file(tmp_path, label, damage, legacy):
 UNREADABLE = [
     ("uint16", lambda: torch.ones(2, dtype=torch.uint16), "uint16"),
     ("float8", lambda: torch.ones(2, dtype=torch.float8_e4m3fn), "float8"),
-    ("tensor attribute", _pickled_attribute, "attribute 'note'"),
 ]
 
 

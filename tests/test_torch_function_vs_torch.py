@@ -448,17 +448,23 @@ else:
 '''
 
 
-def test_checkpoints_keep_subclass_types_both_ways(tmp_path):
-    """torch.save of subclass tensors (torch's _rebuild_from_type_v2) read by flowgrad, and
-    flowgrad's written so, read by torch: the types and attributes come back on both sides."""
+def checkpoint_runner(tmp_path, source):
+    """run(lib, mode, path): the checkpoint script `source` run in a fresh process with
+    `lib` ("torch" or "flowgrad") as its torch, `mode` "write" or "read"; its stdout."""
     script = tmp_path / "ckpt.py"
-    script.write_text(_CHECKPOINT_SCRIPT)
+    script.write_text(source)
 
     def run(lib, mode, path):
         done = subprocess.run([sys.executable, str(script), lib, mode, str(path)],
                               capture_output=True, text=True, timeout=300, check=True)
         return done.stdout
+    return run
 
+
+def test_checkpoints_keep_subclass_types_both_ways(tmp_path):
+    """torch.save of subclass tensors (torch's _rebuild_from_type_v2) read by flowgrad, and
+    flowgrad's written so, read by torch: the types and attributes come back on both sides."""
+    run = checkpoint_runner(tmp_path, _CHECKPOINT_SCRIPT)
     expected = {"t": ["My", [0.0, 1.0, 2.0], None], "g": ["Tagged", [1.0, 1.0], "hi"],
                 "p": ["Tensor", [0.0], None]}
     run("torch", "write", tmp_path / "a.pt")

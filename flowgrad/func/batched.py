@@ -82,6 +82,9 @@ class BatchedTensor(Tensor):
     __slots__ = ("_phys", "_level")
     __torch_function__ = _disabled_torch_function_impl
 
+    def _reduce(self):  # (copied and pickled as a plain tensor)
+        return Tensor._wrap(self._data)._reduce()
+
     def _refuse(self, what):
         raise RuntimeError(
             f"vmap: {what} on a batched tensor (per-example shape {tuple(self.shape)}) is not "

@@ -119,6 +119,9 @@ class ValueShaped(Tensor):
         _refuse_size_read(self)
         return Tensor.__len__(self)
 
+    def _reduce(self):  # (copied and pickled as a plain tensor)
+        return Tensor._wrap(self._data)._reduce()
+
 
 def _mark_value_shaped(outs):
     for t in outs:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..autograd.interpreter import check_read
 from ..overrides import _disabled_torch_function_impl, is_user_subclass
 from ..tensor import Tensor
+from ..tensor_copy import attributes_of
 
 
 def _sharing(cls, data, requires_grad):
@@ -14,6 +15,13 @@ def _sharing(cls, data, requires_grad):
 
         data = empty(0)
     return Tensor._make_subclass(cls, data, requires_grad)
+
+
+def _rebuild_parameter(data, requires_grad, state=None):
+    p = Parameter(data, requires_grad)
+    if state:
+        p.__dict__.update(state)
+    return p
 
 
 class _ParameterMeta(type):
@@ -62,12 +70,13 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
-    def _reduce(self):
-        return Parameter, (Tensor._wrap(self._data), self.requires_grad)
+    def _reduce(self):  # (a user's attributes too, as torch's _rebuild_parameter_with_state)
+        return _rebuild_parameter, (Tensor._wrap(self._data), self.requires_grad,
+                                    attributes_of(self))
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo):  # (torch's: a clone in the same layout, no attributes)
         check_read(self, "copy.deepcopy()")
-        p = Parameter(Tensor._wrap(self._data.copy()), self.requires_grad)
+        p = Parameter(Tensor._wrap(self._data.copy(order="K")), self.requires_grad)
         memo[id(self)] = p
         return p
 
@@ -102,7 +111,7 @@ class Buffer(Tensor):
 
     def __deepcopy__(self, memo):
         check_read(self, "copy.deepcopy()")
-        b = Buffer(Tensor._wrap(self._data.copy()), persistent=self.persistent)
+        b = Buffer(Tensor._wrap(self._data.copy(order="K")), persistent=self.persistent)
         if self.requires_grad:
             b.requires_grad_(True)
         memo[id(self)] = b
