@@ -18,9 +18,12 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes as _dt
+from .._warn import warn
+from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, check_capture
-from ..device import array_module, new_array
+from ..device import STORAGES, array_module, memory_owner, new_array
 from ..errors import tensor_operand
+from ..storage import UntypedStorage
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .creation import multinomial, tensor, zeros
 from .elementwise import _inplace_binary, where
@@ -640,5 +643,111 @@ def zero_(input):
     return input.zero_()
 
 
+def _resize_as(self, tensor):
+    """The legacy out-of-place resize_as (deprecated in torch): `self` reshaped to
+    `tensor`'s shape, which must have as many elements; a differentiable reshape."""
+    warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    shape = tuple(tensor.shape)
+    if math.prod(shape) != self.numel():
+        raise RuntimeError(
+            f"requested resize to {'x'.join(map(str, shape))} ({math.prod(shape)} elements in "
+            f"total), but the given tensor has a size of {'x'.join(map(str, self.shape))} "
+            f"({self.numel()} elements). autograd's resize can only change the shape of a "
+            f"given tensor, while preserving the number of elements. ")
+    return self.reshape(shape)
+
+
 _resize_.__name__ = _resize_.__qualname__ = "resize_"
-Tensor.resize_, Tensor.resize_as_ = _resize_, resize_as_
+Tensor.resize_, Tensor.resize_as_, Tensor.resize_as = _resize_, resize_as_, _resize_as
+
+
+# ---- set_ ----------------------------------------------------------------------------------
+def _over_storage(root, dtype, storage_offset, size, stride, what):
+    """An array of `dtype` over the memory of array `root` (a storage) from element
+    `storage_offset`: `size` and `stride` (contiguous by default), or the rest of it."""
+    nbytes = root.nbytes
+    if not root.flags.c_contiguous:
+        root = root.ravel(order="K")  # (a storage read as bytes: its memory order)
+    memory = root.reshape(-1).view(np.uint8)
+    offset = 0 if storage_offset is None else int(storage_offset)
+    item = np.dtype(dtype).itemsize
+    if size is None:
+        size = (max(0, nbytes // item - offset),)
+    size = tuple(int(n) for n in size)
+    if stride is None:
+        stride, step = [], 1
+        for n in reversed(size):
+            stride.insert(0, step)
+            step *= max(n, 1)
+    stride = tuple(int(n) for n in stride)
+    if offset < 0 or len(stride) != len(size) or any(n < 0 for n in size):
+        raise RuntimeError(f"{what}: storage offset {offset}, size {list(size)} and stride "
+                           f"{list(stride)} do not make a tensor (non-negative offset and "
+                           f"sizes, one stride per size)")
+    extent = 0 if 0 in size else offset + 1 + sum((n - 1) * st for n, st in zip(size, stride))
+    if extent * item > nbytes:
+        raise RuntimeError(
+            f"{what}: a tensor of size {list(size)} and stride {list(stride)} at storage "
+            f"offset {offset} needs {extent * item} bytes, its storage has {nbytes} (torch "
+            f"grows the storage; flowgrad does not: set_ onto a larger tensor)")
+    return np.ndarray(size, dtype, buffer=memory, offset=offset * item,
+                      strides=tuple(st * item for st in stride))
+
+
+def _set_(self, source=None, storage_offset=None, size=None, stride=None):
+    """Make this tensor look at `source`'s elements, in place, as torch's set_: another
+    tensor's (its storage, offset, size and stride; or a storage offset, size and stride of
+    its own in that tensor's storage), a storage's (`untyped_storage()`), or none (`set_()`:
+    an empty tensor). Writes through either then reach the other. Refused for a leaf that
+    requires grad while grad mode is on, as torch.
+
+    >>> import flowgrad as flow
+    >>> a = flow.arange(6.0)
+    >>> t = flow.zeros(2).set_(a, 1, (2,), (2,))
+    >>> a[1] = 10.0
+    >>> t
+    tensor([10.,  3.])
+    """
+    if source is None:
+        if storage_offset is not None or size is not None or stride is not None:
+            raise TypeError("set_(): a storage offset, size or stride needs a source tensor or "
+                            "storage to set the tensor to")
+        new = array_module(self._data).empty((0,), self._data.dtype)
+    elif isinstance(source, (Tensor, UntypedStorage)):
+        if isinstance(source, Tensor) and source.dtype != self.dtype:
+            raise RuntimeError(f"set_: could not set a tensor of dtype {self.dtype} to one of "
+                               f"dtype {source.dtype}; convert it first "
+                               f"(source.to({self.dtype}))")
+        if (storage_offset is None) != (size is None) or stride is not None and size is None:
+            raise TypeError("set_(): with a source, give a storage offset and a size together "
+                            "(and optionally a stride), or none of them")
+        root = source._root if isinstance(source, UntypedStorage) else None
+        if root is None and size is None:
+            new = source._data
+            root = memory_owner(new)
+        else:
+            root = memory_owner(source._data) if root is None else root
+            if type(root) is not np.ndarray:
+                raise NotImplementedError(f"set_: a storage offset, size or stride on "
+                                          f"{source.device}")
+            new = _over_storage(root, self._data.dtype, storage_offset, size, stride, "set_")
+        if type(root) is np.ndarray:
+            STORAGES[id(root)] = root  # (its tensors report torch's storage offsets)
+    else:
+        raise TypeError(f"set_(): argument 'source' must be a Tensor or a storage, not "
+                        f"{type(source).__name__}")
+    if self.requires_grad and is_grad_enabled():
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation." if self.is_leaf else
+                           "set_: the tensor is the result of an operation that autograd "
+                           "recorded; set_ a detached tensor (x.detach().set_(...)) or do it "
+                           "under torch.no_grad()")
+    check_capture("set_", self)
+    bump_version(self)
+    self._data = new
+    self._view = None  # (its elements are no longer its base's)
+    return self
+
+
+_set_.__name__ = _set_.__qualname__ = "set_"
+Tensor.set_ = _set_

@@ -1,0 +1,99 @@
+"""Tensor.set_ (and the legacy out-of-place resize_as) against torch: snippets run unchanged
+by torch and by flowgrad through the programs' import shim (the harness of
+test_torch_function_vs_torch): results, shared writes, storage offsets, raise/no-raise."""
+import pytest
+from test_torch_function_vs_torch import assert_snippet_matches_torch
+
+import flowgrad as flow
+
+CASES = {
+    "set_to_a_tensor_shares_its_elements": """
+a = torch.arange(6.)
+t = torch.zeros(2)
+r = t.set_(a)
+a[0] = 100.
+t[5] = -1.
+out = [r is t, t, a, t.data_ptr() == a.data_ptr(), t.is_set_to(a), t._version, a._version]
+""",
+    "set_to_nothing": """
+t = torch.zeros(2, 3)
+t.set_()
+out = [t, list(t.shape), t.numel(), str(t.dtype).split(".")[-1]]
+""",
+    "set_to_a_storage_with_offset_size_stride": """
+a = torch.arange(6.)
+t = torch.zeros(2)
+t.set_(a.untyped_storage(), 2, (2, 2), (1, 2))
+a[3] = 30.
+out = [t, t.stride(), t.storage_offset(), t.is_contiguous()]
+""",
+    "set_to_a_tensor_with_offset_size_stride": """
+a = torch.arange(6.)
+t = torch.zeros(2).set_(a, 1, (2,), (2,))
+u = torch.zeros(1).set_(a, 4, (2,))
+out = [t, t.storage_offset(), u, u.stride()]
+""",
+    "set_to_a_view_keeps_its_offset": """
+b = torch.arange(4.)
+q = torch.zeros(2)
+q.set_(b[1:3])
+b[1] = -1.
+out = [q, q.storage_offset()]
+""",
+    "set_to_another_dtype_raises": "torch.zeros(2, dtype=torch.int64).set_(torch.arange(6.))",
+    "set_an_offset_without_a_size_raises": "torch.zeros(2).set_(torch.arange(6.), 3)",
+    "set_with_no_source_but_an_offset_raises": "torch.zeros(2).set_(None, 1)",
+    "set_on_a_leaf_that_requires_grad_raises": """
+x = torch.ones(2, requires_grad=True)
+x.set_(torch.arange(3.))
+""",
+    "set_under_no_grad_then_differentiate": """
+with torch.no_grad():
+    x = torch.ones(2, requires_grad=True)
+    x.set_(torch.arange(3.))
+(x * x).sum().backward()
+out = [x, x.requires_grad, x.is_leaf, x.grad]
+""",
+    "set_through_data_leaves_the_tensor": """
+x = torch.ones(2, requires_grad=True)
+x.data.set_(torch.arange(3.))
+out = [x, list(x.shape)]
+""",
+    "set_a_module_parameter": """
+m = nn.Linear(3, 2)
+with torch.no_grad():
+    m.weight.set_(torch.ones(2, 3))
+    m.bias.zero_()
+y = m(torch.arange(3.).reshape(1, 3))
+y.sum().backward()
+out = [y, type(m.weight).__name__, m.weight.grad]
+""",
+    "legacy_resize_as": """
+import warnings
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    x = torch.arange(4., requires_grad=True)
+    y = x.resize_as(torch.ones(2, 2))
+y.pow(2).sum().backward()
+out = [y, x.grad]
+""",
+    "legacy_resize_as_to_another_count_raises": """
+import warnings
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    torch.ones(2, 2).resize_as(torch.ones(3))
+""",
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_set_case_matches_torch(name):
+    assert_snippet_matches_torch(CASES[name])
+
+
+def test_set_beyond_the_storage_is_refused_with_sizes():
+    """torch grows the storage; flowgrad refuses, naming the sizes, and leaves the tensor."""
+    t = flow.zeros(2)
+    with pytest.raises(RuntimeError, match=r"size \[10\].*needs 40 bytes.*has 24"):
+        t.set_(flow.arange(6.0), 0, (10,))
+    assert t.tolist() == [0.0, 0.0]
