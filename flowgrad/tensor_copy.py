@@ -93,7 +93,7 @@ def deepcopy_tensor(self, memo):
     if has_torch_function_unary(self):
         return handle_torch_function(Tensor.__deepcopy__, (self,), self, memo)
     check_read(self, "copy.deepcopy()")
-    if self._grad_fn is not None:
+    if not self.is_leaf:  # (as torch's: a stale view's history is brought up to date first)
         raise RuntimeError(_NOT_A_LEAF)
     if id(self) in memo:
         return memo[id(self)]

@@ -480,7 +480,38 @@ def b_leaf(g):
     return True
 
 
+def b_storage(g):
+    """Storage shared or copied outside views: copy.deepcopy of one pool tensor or of two
+    together (views of one storage stay views of one copy), copy.copy (the same storage),
+    and set_ to another pool tensor under no_grad (the two then share their elements)."""
+    names = g.tensors()
+    a = g.pick(names)
+    if a is None:
+        return False
+    op = g.rng.choice(["deepcopy", "deepcopy2", "copy", "set_", "set_"])
+    if op == "set_":
+        # on a tensor that does not require grad, is no view and has none in the pool:
+        # flowgrad refuses set_ on a tensor with history or on a view of one that requires
+        # grad (torch replays a view's history at its new place), and a leaf that requires
+        # grad keeps its place in the graphs built before (torch's leaves a graph built
+        # before: autograd.grad calls the leaf unused there)
+        a = g.pick([n for n in names if g.peek(f"not {n}.requires_grad and not {n}._is_view()")
+                    and not g.where(n).startswith("base")])
+        b = g.pick([n for n in names if n != a])
+        return None not in (a, b) and g.commit(f"storage:set_@{g.where(a)}",
+                                               f"with m.no_grad(): {a}.set_({b})")
+    t = g.fresh()
+    if op == "deepcopy2":
+        u = g.fresh()
+        return g.commit("storage:deepcopy2", f"import copy; {t}, {u} = copy.deepcopy([{a}, "
+                        f"{g.pick(names)}])", (t, u))
+    return g.commit(f"storage:{op}@{g.where(a)}", f"import copy; {t} = copy.{op}({a})", (t,))
+
+
 BUILDERS = [(3, b_leaf), (30, b_view), (33, b_inplace), (16, b_op), (6, b_data), (12, b_grad)]
+# seeds from STORAGE_SEEDS on also draw b_storage (the seeds below keep their programs)
+STORAGE_SEEDS = 1_000_000
+STORAGE_BUILDERS = BUILDERS + [(8, b_storage)]
 
 
 def grow(g, builders, first_grad):
@@ -503,7 +534,7 @@ def generate(seed):
     """The program of `seed`: a deterministic function of the seed (and torch's behaviour)."""
     g = _Gen(seed)
     _reset_modes()
-    grow(g, BUILDERS, first_grad=True)
+    grow(g, STORAGE_BUILDERS if seed >= STORAGE_SEEDS else BUILDERS, first_grad=True)
     names = [n for s in g.steps for n in s.outs]
     coef = {n: round(g.rng.uniform(-1.5, 1.5), 2) or 0.5 for n in names}
     _reset_modes()

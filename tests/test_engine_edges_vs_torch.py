@@ -57,7 +57,21 @@ CASES = {
         (a * a).sum(), (t for t in [a])))(x(m)),
     "grad_outputs_count_mismatch": lambda m: (lambda a: m.autograd.grad(
         [a.sum(), a.prod()], [a], [m.tensor(1.0)]))(x(m)),
+    # a .grad made before the leaf changed shape (`.data =` another shape): without
+    # create_graph torch adds the new gradient in place, so only one that broadcasts to the
+    # old .grad's shape is taken; with it, out of place (flowgrad broadcast both silently)
+    "grad_of_another_shape_in_place": lambda m: _regrad(m, (3, 1), (1, 3), False),
+    "grad_of_a_broadcasting_shape_in_place": lambda m: _regrad(m, (3, 3), (1, 3), False),
+    "grad_of_another_shape_out_of_place": lambda m: _regrad(m, (3, 1), (1, 3), True),
 }
+
+
+def _regrad(m, before, after, create_graph):
+    a = m.ones(*before, requires_grad=True)
+    (a * 2).sum().backward(create_graph=create_graph)
+    a.data = m.ones(*after)
+    (a * 3).sum().backward(create_graph=create_graph)
+    return a.grad
 
 
 def _outcome(m, case):

@@ -50,7 +50,7 @@ x.set_(torch.arange(3.))
     "set_under_no_grad_then_differentiate": """
 with torch.no_grad():
     x = torch.ones(2, requires_grad=True)
-    x.set_(torch.arange(3.))
+    x.set_(torch.arange(2.))
 (x * x).sum().backward()
 out = [x, x.requires_grad, x.is_leaf, x.grad]
 """,
@@ -97,3 +97,22 @@ def test_set_beyond_the_storage_is_refused_with_sizes():
     with pytest.raises(RuntimeError, match=r"size \[10\].*needs 40 bytes.*has 24"):
         t.set_(flow.arange(6.0), 0, (10,))
     assert t.tolist() == [0.0, 0.0]
+
+
+def test_set_refuses_where_the_gradient_would_not_describe_the_tensor():
+    """Where torch lets no_grad code set_ a tensor whose autograd history then describes
+    other elements (a result, a view of a tensor that requires grad, a leaf of another shape
+    in a graph), flowgrad raises, naming what to do, and leaves the tensor as it was."""
+    x = flow.ones(3, requires_grad=True)
+    y = x * 2
+    with flow.no_grad():
+        view = x[1:]  # (made without grad: no history of its own)
+        with pytest.raises(RuntimeError, match="autograd history.*detach"):
+            y.set_(flow.zeros(3))
+        with pytest.raises(RuntimeError, match="view of a tensor that requires grad"):
+            view.set_(flow.zeros(2))
+        with pytest.raises(RuntimeError, match=r"changing the shape.*\(3,\) to \(2,\)"):
+            x.set_(flow.zeros(2))
+        x.set_(flow.zeros(3))  # the same shape: torch's parameter swap
+    assert y.tolist() == [2.0, 2.0, 2.0] and view.tolist() == [1.0, 1.0]
+    assert x.tolist() == [0.0, 0.0, 0.0] and x.requires_grad and x.is_leaf

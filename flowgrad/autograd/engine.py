@@ -372,14 +372,19 @@ def _accumulate(meta, g, owned=False, variable=None):
         else:
             meta.acc_grad = g.detach().clone()
     elif grad_mode.is_grad_enabled():  # the sum laid out as .grad was (torch's iterator)
-        total = acc + g
-        relaid = _relaid(total, acc)
+        total = acc + g  # (out of place, as torch's: a .grad of another shape broadcasts)
+        relaid = _relaid(total, acc) if total._data.shape == acc._data.shape else None
         meta.acc_grad = total if relaid is None else relaid
+    elif acc._grad_fn is None and acc._data.shape == g._data.shape:
+        acc._data += g._data  # in place: keeps the .grad object the optimizer holds
     else:
-        if acc._grad_fn is None and acc._data.shape == g._data.shape:
-            acc._data += g._data  # in place: keeps the .grad object the optimizer holds
-        else:
-            meta.acc_grad = (acc + g).detach()
+        total = (acc + g).detach()
+        if total._data.shape != acc._data.shape:
+            # torch adds in place here: a .grad made before the tensor changed shape (a
+            # `.data =` or set_ of another shape) cannot take the new gradient
+            raise RuntimeError(f"output with shape {list(acc._data.shape)} doesn't match the "
+                               f"broadcast shape {list(total._data.shape)}")
+        meta.acc_grad = total
 
 
 def _relaid(g, variable):

@@ -699,7 +699,11 @@ def _set_(self, source=None, storage_offset=None, size=None, stride=None):
     tensor's (its storage, offset, size and stride; or a storage offset, size and stride of
     its own in that tensor's storage), a storage's (`untyped_storage()`), or none (`set_()`:
     an empty tensor). Writes through either then reach the other. Refused for a leaf that
-    requires grad while grad mode is on, as torch.
+    requires grad while grad mode is on, as torch; and, where torch lets no_grad code do it
+    and autograd then follows its internals, for a tensor with a grad_fn, a view of a tensor
+    that requires grad, and a new shape for a leaf that requires grad. A leaf that requires
+    grad keeps its place in graphs built before (torch's does not: autograd.grad calls it
+    unused there).
 
     >>> import flowgrad as flow
     >>> a = flow.arange(6.0)
@@ -736,12 +740,28 @@ def _set_(self, source=None, storage_offset=None, size=None, stride=None):
     else:
         raise TypeError(f"set_(): argument 'source' must be a Tensor or a storage, not "
                         f"{type(source).__name__}")
-    if self.requires_grad and is_grad_enabled():
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                           "operation." if self.is_leaf else
-                           "set_: the tensor is the result of an operation that autograd "
-                           "recorded; set_ a detached tensor (x.detach().set_(...)) or do it "
-                           "under torch.no_grad()")
+    if self._grad_fn is not None:
+        # (torch lets no_grad code do it; the gradient then follows torch's internals: a
+        # view's is replayed at its new place in its base's storage)
+        raise RuntimeError(
+            f"set_: the tensor has autograd history (grad_fn={self._grad_fn.name}), which "
+            f"would no longer describe its elements; set_ a leaf or a detached tensor "
+            f"(x.detach().set_(...))")
+    if self._view is not None and self._view.base.requires_grad:
+        raise RuntimeError(
+            f"set_: the tensor is a view of a tensor that requires grad (shape "
+            f"{tuple(self._view.base.shape)}); torch replays the view's history at its new "
+            f"place, flowgrad does not: set_ a detached tensor (x.detach().set_(...))")
+    if self.requires_grad:
+        if is_grad_enabled():
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        if new.shape != self._data.shape:
+            raise RuntimeError(
+                f"set_: changing the shape of a tensor that requires grad "
+                f"({tuple(self._data.shape)} to {tuple(new.shape)}) is not supported: "
+                f"gradients from the graphs it is in would not match it (torch sums them by "
+                f"broadcasting); make a new leaf of the new shape")
     check_capture("set_", self)
     bump_version(self)
     self._data = new
