@@ -104,8 +104,6 @@ def test_onnx_and_hub_raise_clearly():
         flow.onnx.export(flow.nn.Linear(1, 1), (flow.ones(1),), "m.onnx")
     with pytest.raises(NotImplementedError, match="flowgrad.hub.load is not available"):
         flow.hub.load("pytorch/vision", "resnet18", pretrained=True)
-    with pytest.raises(NotImplementedError, match="load_state_dict_from_url"):
-        flow.hub.load_state_dict_from_url("https://example.com/w.pth")
 
 
 def _worker(rank, queue, scale):
