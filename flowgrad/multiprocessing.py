@@ -22,8 +22,7 @@ from multiprocessing import shared_memory as _shared_memory
 
 import numpy as np
 
-from .tensor import Tensor, _rebuild
-from .tensor_copy import attributes_of
+from .tensor import Tensor, _rebuild, attributes_of
 
 _strategy = ["file_system"]
 

@@ -33,8 +33,7 @@ from . import dtypes as _dt
 from . import torch_format
 from .autograd.interpreter import check_read
 from .overrides import is_user_subclass
-from .tensor import Tensor
-from .tensor_copy import attributes_of
+from .tensor import Tensor, attributes_of
 from .torch_format import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 
 __all__ = ["save", "load", "add_safe_globals", "clear_safe_globals", "get_safe_globals",
@@ -128,9 +127,10 @@ class _Writer:
                 raise TypeError(f"flowgrad.save: safetensors cannot record the type of the "
                                 f"{type(obj).__name__} tensor at {_where(path)}; save it in "
                                 f"torch's format (format='torch', or a .pt path)")
-            if attributes_of(obj):  # (and its attributes)
+            attributes = attributes_of(obj)
+            if attributes:  # (and its attributes)
                 raise TypeError(f"flowgrad.save: safetensors cannot record the attributes "
-                                f"{sorted(attributes_of(obj))} of the tensor at "
+                                f"{sorted(attributes)} of the tensor at "
                                 f"{_where(path)}; save it in torch's format (format='torch', "
                                 f"or a .pt path)")
             check_read(obj, "flowgrad.save()")

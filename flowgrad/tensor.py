@@ -643,13 +643,19 @@ class Tensor:
         return rebuild(*args)
 
     def _reduce(self):
-        state = self.__dict__ if self.__dict__ else None  # (a user's attributes)
+        state = attributes_of(self)
         if type(self) is Tensor and state is None:
             return _rebuild, (self._data, self.requires_grad)
-        return _rebuild, (self._data, self.requires_grad, type(self), dict(state or {}))
+        return _rebuild, (self._data, self.requires_grad, type(self), state or {})
 
 
 _interpreter.bind_tensor_class(Tensor)
+
+
+def attributes_of(t):
+    """t's own attributes (its instance __dict__) as a new dict, or None when it has none:
+    what torch's pickling calls a tensor's state."""
+    return dict(t.__dict__) or None
 
 
 def _rebuild(data, requires_grad, cls=None, state=None):

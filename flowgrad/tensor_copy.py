@@ -32,7 +32,7 @@ from .overrides import (
     handle_torch_function,
     has_torch_function_unary,
 )
-from .tensor import Tensor, tensor_method
+from .tensor import Tensor, attributes_of, tensor_method
 
 _byte_bounds = np.lib.array_utils.byte_bounds
 _TENSOR_SLOTS = frozenset(Tensor.__slots__)
@@ -47,16 +47,6 @@ _OTHER_TYPE = (
     "instance of the same subclass. You should either properly implement new_empty() for "
     "your subclass or override __deepcopy__() if it is intended behavior for new_empty() to "
     "return an instance of a different type.")
-
-
-def attributes_of(t):
-    """t's own attributes (its instance __dict__) as a new dict, or None when it has none:
-    what torch's pickling calls a tensor's state."""
-    try:
-        state = object.__getattribute__(t, "__dict__")
-    except AttributeError:
-        return None
-    return dict(state) if state else None
 
 
 def _copied_storage(array, memo):

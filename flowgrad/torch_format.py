@@ -43,8 +43,7 @@ import numpy as np
 from . import dtypes as _dt
 from .device import STORAGES, memory_owner
 from .overrides import is_user_subclass
-from .tensor import Size, Tensor
-from .tensor_copy import attributes_of
+from .tensor import Size, Tensor, attributes_of
 
 __all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
 

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from ..autograd.interpreter import check_read
 from ..overrides import _disabled_torch_function_impl, is_user_subclass
-from ..tensor import Tensor
-from ..tensor_copy import attributes_of
+from ..tensor import Tensor, attributes_of
 
 
 def _sharing(cls, data, requires_grad):
