@@ -2,14 +2,13 @@
 torch: each case is a snippet run unchanged by torch and by flowgrad (torch mapped to
 flowgrad by the programs' import shim); `out` must hold the same result types (by class
 name), values, dtypes and shapes, and both must raise or neither."""
-import builtins
 import json
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-from test_torch_programs import _as_flowgrad_import
+from test_torch_programs import exec_program
 
 import flowgrad
 
@@ -359,14 +358,10 @@ def _norm(v):
 
 
 def _run(source, shim):
-    namespace = {"__name__": "__case__"}
-    if shim:
-        namespace["__builtins__"] = dict(vars(builtins), __import__=_as_flowgrad_import)
     try:
-        exec(compile(PRELUDE + source, "<case>", "exec"), namespace)
+        namespace = exec_program(PRELUDE + source, shim, "__case__")
     except Exception as error:  # noqa: BLE001 - raise/no-raise is part of the result
         return "raise", type(error).__name__
-    assert (namespace["torch"] is flowgrad) == shim
     return "ok", _norm(namespace["out"])
 
 

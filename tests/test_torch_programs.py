@@ -182,18 +182,25 @@ def _as_flowgrad_import(name, globals=None, locals=None, fromlist=(), level=0):
     return builtins.__import__(name, globals, locals, fromlist, level)
 
 
-def _run(source, shim):
-    namespace = {"__name__": "__program__"}
+def exec_program(source, shim, name):
+    """The namespace of `source` run as module `name` with torch, or (`shim`) with `import
+    torch...` resolving to flowgrad; the program's own exception propagates."""
+    namespace = {"__name__": name}
     if shim:
         namespace["__builtins__"] = dict(vars(builtins), __import__=_as_flowgrad_import)
+    exec(compile(source, f"<{name}>", "exec"), namespace)
+    assert (namespace["torch"] is flowgrad) == shim
+    return namespace
+
+
+def _run(source, shim):
     try:
-        exec(compile(PRELUDE + source, "<program>", "exec"), namespace)
+        namespace = exec_program(PRELUDE + source, shim, "__program__")
     finally:
         import torch
 
         torch.set_default_dtype(torch.float32)
         flowgrad.set_default_dtype(flowgrad.float32)
-    assert (namespace["torch"] is flowgrad) == shim
     return namespace["losses"]
 
 
