@@ -162,10 +162,16 @@ def to_device(array, dev):
 
 # ---- arrays on the device of another: what code outside kernels makes instead of np.zeros --
 def memory_owner(array):
-    """The array owning `array`'s memory: the root of the NumPy views it is one of."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array
+    """The array owning `array`'s memory: the root of the NumPy views it is one of, through
+    the array-interface holders that as_strided views are made over (their `base` is the
+    array they view)."""
+    while True:
+        base = array.base
+        if not isinstance(base, np.ndarray):
+            base = getattr(base, "base", None)
+            if not isinstance(base, np.ndarray):
+                return array
+        array = base
 
 
 # arrays that stand for a torch storage (a deep copy's, a loaded checkpoint's): a tensor over

@@ -40,6 +40,18 @@ q.set_(b[1:3])
 b[1] = -1.
 out = [q, q.storage_offset()]
 """,
+    # an as_strided view's storage is its base's whole storage (a copy of its elements was
+    # taken: a write to the base no longer showed, at the wrong offsets)
+    "set_to_the_storage_of_an_as_strided_view": """
+a = torch.arange(6.)
+s = a.as_strided((3,), (2,))
+u = torch.zeros(1).set_(s.untyped_storage(), 3, (2,))
+a[4] = -1.
+out = [u, s.untyped_storage().nbytes(), u.storage_offset()]
+""",
+    "set_to_a_non_contiguous_tensor_with_a_size_raises": """
+torch.zeros(1).set_(torch.arange(6.).as_strided((3,), (2,)), 1, (2,))
+""",
     "set_to_another_dtype_raises": "torch.zeros(2, dtype=torch.int64).set_(torch.arange(6.))",
     "set_an_offset_without_a_size_raises": "torch.zeros(2).set_(torch.arange(6.), 3)",
     "set_with_no_source_but_an_offset_raises": "torch.zeros(2).set_(None, 1)",

@@ -666,9 +666,10 @@ def _over_storage(root, dtype, storage_offset, size, stride, what):
     """An array of `dtype` over the memory of array `root` (a storage) from element
     `storage_offset`: `size` and `stride` (contiguous by default), or the rest of it."""
     nbytes = root.nbytes
-    if not root.flags.c_contiguous:
-        root = root.ravel(order="K")  # (a storage read as bytes: its memory order)
-    memory = root.reshape(-1).view(np.uint8)
+    if not (root.flags.c_contiguous or root.flags.f_contiguous):
+        raise NotImplementedError(f"{what}: the storage array has gaps (strides "
+                                  f"{root.strides}); set_ onto the tensor itself")
+    memory = root.ravel(order="K").view(np.uint8)  # (its bytes in memory order: a view)
     offset = 0 if storage_offset is None else int(storage_offset)
     item = np.dtype(dtype).itemsize
     if size is None:
@@ -725,6 +726,10 @@ def _set_(self, source=None, storage_offset=None, size=None, stride=None):
         if (storage_offset is None) != (size is None) or stride is not None and size is None:
             raise TypeError("set_(): with a source, give a storage offset and a size together "
                             "(and optionally a stride), or none of them")
+        if size is not None and isinstance(source, Tensor) and \
+                not source._data.flags.c_contiguous:
+            raise RuntimeError("set_: passed in tensor to be used as storage must be "
+                               "contiguous")
         root = source._root if isinstance(source, UntypedStorage) else None
         if root is None and size is None:
             new = source._data
