@@ -24,11 +24,12 @@ from .autograd import levels as _levels
 from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.inference import check_requires_grad
 from .autograd.meta import AutogradMeta, VersionCounter, counter_of
-from .autograd.views import sync_view
+from .autograd.views import moved_from_base, sync_view
 from .device import (
     ARRAY_MODULES,
     CPU,
     device_of,
+    memory_owner,
     new_zeros,
     resolve_device,
     storage_start_offset,
@@ -216,7 +217,8 @@ class Tensor:
         view = self._view
         if view is None:  # (0 unless it lies in a storage array: a deep copy's, a checkpoint's)
             return storage_start_offset(self._data)
-        return (self.data_ptr() - view.base.data_ptr()) // self._data.itemsize
+        start = memory_owner(self._data) if moved_from_base(self) else view.base._data
+        return (self.data_ptr() - start.__array_interface__["data"][0]) // self._data.itemsize
 
     def is_floating_point(self):
         return self._data.dtype.kind in "fV"

@@ -80,6 +80,50 @@ y = m(torch.arange(3.).reshape(1, 3))
 y.sum().backward()
 out = [y, type(m.weight).__name__, m.weight.grad]
 """,
+    # a view made before its base's set_ (or `.data =`) keeps the old memory, as torch's: a
+    # recorded write through it went through the base to the base's new elements
+    "a_view_made_before_set_keeps_the_old_memory_in_a_recorded_write": """
+x = torch.ones(4, requires_grad=True)
+base = torch.zeros(4)
+v = base[:2]
+base.set_(torch.arange(6.))
+v.mul_(x[:2])
+v.sum().backward()
+out = [v, base, x.grad, v.storage_offset()]
+""",
+    "a_view_made_before_data_assignment_keeps_the_old_memory": """
+x = torch.ones(2, requires_grad=True)
+base = torch.zeros(2, 2)
+v, w = base[0], base[1]
+base.data = torch.arange(4.).reshape(2, 2)
+v.copy_(x * 2)
+(v * v).sum().backward()
+out = [v, w, base, x.grad]
+""",
+    "setitem_on_a_view_made_before_set_": """
+x = torch.ones(2, requires_grad=True)
+base = torch.zeros(4)
+v = base[:2]
+base.set_(torch.arange(6.))
+v[0] = x[0] * 3
+v.sum().backward()
+out = [v, base, x.grad]
+""",
+    # torch regenerates such a view by as_strided at its place in its own storage, over the
+    # base's new history (elements the view does not hold: torch's semantics, kept)
+    "a_view_made_before_set_read_after_the_base_is_written": """
+x = torch.ones(6, requires_grad=True)
+base = torch.zeros(4)
+v = base.view(2, 2)
+u = base[1:3]
+base.set_(torch.arange(6.))
+base.mul_(x)
+(v * 2).sum().backward()
+g = x.grad.clone()
+x.grad = None
+(u * u).sum().backward()
+out = [v, u, g, x.grad, u.storage_offset()]
+""",
     "legacy_resize_as": """
 import warnings
 with warnings.catch_warnings():
@@ -109,6 +153,19 @@ def test_set_beyond_the_storage_is_refused_with_sizes():
     with pytest.raises(RuntimeError, match=r"size \[10\].*needs 40 bytes.*has 24"):
         t.set_(flow.arange(6.0), 0, (10,))
     assert t.tolist() == [0.0, 0.0]
+
+
+def test_a_recorded_write_through_a_view_whose_base_moved_and_requires_grad_raises():
+    """torch records such a write into the base's graph at the view's old offsets, where other
+    elements now are; flowgrad raises, naming what to do, and writes nothing."""
+    x = flow.ones(4, requires_grad=True)
+    base = flow.zeros(4)
+    view = base[:2]
+    base.set_(flow.arange(4.0))
+    base.mul_(x)
+    with pytest.raises(RuntimeError, match=r"add_: .*base was given other memory.*clone"):
+        view.add_(x[:2])
+    assert view.tolist() == [0.0, 0.0] and base.tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 def test_set_refuses_where_the_gradient_would_not_describe_the_tensor():

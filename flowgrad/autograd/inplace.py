@@ -28,7 +28,14 @@ from .inference import check_write
 from .interpreter import STAMP, AutogradInterpreter
 from .levels import TRANSFORM_INPUTS, refuse_captured_write
 from .meta import BEFORE_WRITE, VersionCounter, carry_over, leave_leaf
-from .views import regenerate, replay_view, sync_view, view_error, writable_alias
+from .views import (
+    moved_from_base,
+    regenerate,
+    replay_view,
+    sync_view,
+    view_error,
+    writable_alias,
+)
 
 _state = grad_mode._state
 view_scatter = None  # the op that writes a region into a base: bound by flowgrad.ops.shape
@@ -230,6 +237,24 @@ def dense(a):
     return True
 
 
+def leave_moved_base(name, view):
+    """When `view`'s base no longer holds view's memory (`set_` or `.data =` gave the base other
+    memory; a view keeps the old one, as torch's), make the view its own base before a
+    recorded write: through the base, the write reached the base's new elements (a wrong
+    value, and a gradient from them). Refused while the base requires grad (torch records
+    the write into the base's graph at the view's old offsets, where other elements now are)."""
+    if not moved_from_base(view):
+        return
+    base = view._view.base
+    if base.requires_grad:
+        raise RuntimeError(
+            f"{name}: an in-place write with autograd through a view whose base was given "
+            f"other memory after the view was made (set_ or .data =; base shape "
+            f"{tuple(base.shape)}, view shape {tuple(view.shape)}), while the base requires "
+            f"grad; write a .clone() of the view, or make the view again from the base")
+    view._view = None
+
+
 def inplace_update(name, target, compute, args_need_grad=False):
     """Replace target's values by `compute(target)`, in place, with autograd.
 
@@ -251,6 +276,9 @@ def inplace_update(name, target, compute, args_need_grad=False):
         base = view.base if view is not None else None
         base_needs = base is not None and base.requires_grad
         recording = (meta is not None and meta.requires_grad) or base_needs or args_need_grad
+        if recording and view is not None:
+            leave_moved_base(name, target)
+            view = target._view
         if recording:
             _check_inplace_allowed(name, target, view, meta, base_needs)
         _check_physical(name, target)

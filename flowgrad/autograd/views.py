@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..device import memory_owner
 from . import grad_mode
 from . import meta as _meta
 from .meta import VersionCounter, carry_over, leave_leaf
@@ -74,10 +75,21 @@ def regenerate(base, view):
     """The view's chain replayed on `base` (recorded), as torch regenerates a view after a
     write. torch's is as_strided, whose gradient for no elements is zeros with no history (so
     under create_graph too): an empty view is regenerated so; the others replay their chain
-    (the same values, and a graph that reads as the code)."""
+    (the same values, and a graph that reads as the code); one whose base was given other
+    memory, as torch's."""
     if view._data.size == 0 and getattr(view, "_phys", None) is None:
         return base.as_strided(tuple(view.shape), view.stride(), 0)  # (reads no element)
+    if moved_from_base(view):  # (torch's as_strided, at the view's place in its own storage)
+        return base.as_strided(tuple(view.shape), view.stride(), view.storage_offset())
     return replay_view(base, view._view.chain)
+
+
+def moved_from_base(view):
+    """Whether `view`'s base no longer holds the view's memory: `set_` or `.data =` gave the
+    base other memory after the view was made (the view keeps the old one, as torch's)."""
+    data, base_data = view._data, view._view.base._data
+    return type(data) is np.ndarray and type(base_data) is np.ndarray and \
+        getattr(view, "_phys", None) is None and memory_owner(data) is not memory_owner(base_data)
 
 
 def sync_view(view):

@@ -30,6 +30,7 @@ from ..autograd.inplace import (
     check_inplace,
     expanded_view,
     inplace_update,
+    leave_moved_base,
     memory_of,
     run_inplace,
     same_elements,
@@ -386,6 +387,8 @@ def setitem(x, index, value):
                 _getitem(x, index=spec).copy_(value)
             return
         target = x
+        if x._view is not None:
+            leave_moved_base("setitem", x)
         if x._view is not None and _selects_a_view(data, spec, arrays):
             # torch writes into the view the index's basic part makes (x[i] = v is
             # x[i].copy_(v)): the base is rebased, x is not, and x's history is regenerated
