@@ -415,3 +415,34 @@ def test_averaged_model_integer_buffers_like_torch(ema):
 
     assert run(flow) == run(torch)
 
+
+
+SCALAR_STATE = ["Adam", "AdamW", "Adamax", "NAdam", "RAdam", "ASGD", "Adagrad", "RMSprop",
+                "Adadelta", "Rprop", "SGD"]
+
+
+@pytest.mark.parametrize("name", SCALAR_STATE)
+def test_scalar_state_follows_a_float64_default_dtype_as_torch(name):
+    """torch's `_get_scalar_dtype`: the step count (and NAdam's mu_product, ASGD's eta and mu)
+    is float64 under a float64 default dtype (it was float32: NAdam and ASGD drifted by 1e-9
+    over 30 steps, and state dicts carried float32)."""
+    states = []
+    for fw in (flow, torch):
+        fw.set_default_dtype(fw.float64)
+        try:
+            p = fw.nn.Parameter(fw.ones(3))
+            opt = getattr(fw.optim, name)([p], lr=0.1)
+            for step in range(30):
+                p.grad = fw.full((3,), 0.5 + step)
+                opt.step()
+            states.append((p.detach().numpy().copy(),
+                           {k: (str(v.dtype).split(".")[-1], v.detach().numpy().copy())
+                            for k, v in opt.state[p].items() if v.dim() == 0}))
+        finally:
+            fw.set_default_dtype(fw.float32)
+    (ours, our_scalars), (theirs, their_scalars) = states
+    np.testing.assert_allclose(ours, theirs, rtol=1e-13)
+    assert our_scalars.keys() == their_scalars.keys()
+    for key, (dtype, value) in their_scalars.items():
+        assert our_scalars[key][0] == dtype, key
+        np.testing.assert_allclose(our_scalars[key][1], value, rtol=1e-13)

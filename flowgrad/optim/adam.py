@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..device import array_module, new_zeros
+from ..dtypes import get_default_dtype
 from ..tensor import Tensor
 from ._foreach import SMALL, advance, apply, bump, plain_numbers
 from .optimizer import Optimizer, _lerp_, _no_differentiable, _validate
@@ -11,9 +12,17 @@ from .optimizer import Optimizer, _lerp_, _no_differentiable, _validate
 __all__ = ["Adam", "AdamW", "Adamax"]
 
 
+def scalar_dtype():
+    """The dtype of an optimizer's scalar state (the step count, NAdam's mu_product, ASGD's
+    eta and mu), as torch's `_get_scalar_dtype`: float64 under a float64 default dtype, else
+    float32."""
+    return np.dtype(np.float64) if get_default_dtype().np == np.float64 else \
+        np.dtype(np.float32)
+
+
 def _step_tensor():
-    # torch keeps the step count as a float32 0-d tensor; state dicts carry it that way
-    return Tensor._zeros((), np.float32)  # on the CPU, as torch's (not capturable)
+    # torch keeps the step count as a 0-d tensor of `scalar_dtype`; state dicts carry it so
+    return Tensor._zeros((), scalar_dtype())  # on the CPU, as torch's (not capturable)
 
 
 def _advance(state):

@@ -5,7 +5,14 @@ import numpy as np
 
 from ..device import new_full, new_zeros
 from ..tensor import Tensor
-from .adam import _advance, _check_betas, _decayed_grad, _step_tensor, _update_moments
+from .adam import (
+    _advance,
+    _check_betas,
+    _decayed_grad,
+    _step_tensor,
+    _update_moments,
+    scalar_dtype,
+)
 from .optimizer import Optimizer, _no_differentiable, _validate
 
 __all__ = ["NAdam", "RAdam"]
@@ -32,7 +39,7 @@ class NAdam(Optimizer):
 
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
-        state["mu_product"] = Tensor._wrap(new_full(p._data, 1.0, (), np.float32))
+        state["mu_product"] = Tensor._wrap(new_full(p._data, 1.0, (), scalar_dtype()))
         state["exp_avg"] = Tensor._wrap(new_zeros(p._data))
         state["exp_avg_sq"] = Tensor._wrap(new_zeros(p._data))
 
@@ -45,7 +52,7 @@ class NAdam(Optimizer):
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * decay))
         mu_product = state["mu_product"]._data
-        mu_product *= mu  # a float32 product, as torch keeps it
+        mu_product *= mu  # a product in the scalar dtype, as torch keeps it
         m, v = _update_moments(state, g, beta1, beta2)
         denom = np.sqrt(v / bias_correction2)
         denom += group["eps"]

@@ -9,12 +9,10 @@ tensor([ 0.9000, -0.9000], requires_grad=True)
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..device import array_module, new_full, new_zeros
 from ..dtypes import get_default_dtype
 from ..tensor import Tensor
-from .adam import _advance, _step_tensor
+from .adam import _advance, _step_tensor, scalar_dtype
 from .optimizer import Optimizer, _no_differentiable, _validate
 
 __all__ = ["Rprop", "ASGD"]
@@ -78,8 +76,8 @@ class ASGD(Optimizer):
 
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
-        state["eta"] = Tensor._wrap(new_full(p._data, group["lr"], (), np.float32))
-        state["mu"] = Tensor._wrap(new_full(p._data, 1.0, (), np.float32))
+        state["eta"] = Tensor._wrap(new_full(p._data, group["lr"], (), scalar_dtype()))
+        state["mu"] = Tensor._wrap(new_full(p._data, 1.0, (), scalar_dtype()))
         state["ax"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
