@@ -346,3 +346,22 @@ def test_half_input_with_float32_parameters_differentiates_in_float32(layer):
     for a, b in zip(ours, exact):
         a, b = a.detach().float().numpy(), b.detach().numpy()
         np.testing.assert_allclose(a, b, rtol=2e-2, atol=2e-2 * np.abs(b).max())
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("params", ["float32", "half", "none"])
+def test_native_norm_statistics_dtype_as_torch(dtype, params):
+    """native_layer_norm / native_batch_norm return float32 statistics for a half input with
+    float32 weight and bias (torch's mixed precision), else the input's dtype."""
+    results = []
+    for m in (flow, torch):
+        x = m.tensor(np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32))
+        x = x.to(getattr(m, dtype))
+        w = None if params == "none" else m.ones(4, dtype=x.dtype if params == "half" else None)
+        b = None if w is None else m.zeros_like(w)
+        stats = [*m.native_layer_norm(x, (4,), w, b, 1e-5)[1:],
+                 *m.native_batch_norm(x, w, b, None, None, True, 0.1, 1e-5)[1:]]
+        results.append([(str(s.dtype).split(".")[-1], s.float().numpy()) for s in stats])
+    for (ours, a), (theirs, b) in zip(*results):
+        assert ours == theirs
+        np.testing.assert_allclose(a, b, rtol=1e-2)

@@ -266,8 +266,8 @@ def _check_class_target(input, target, weight, ignore_index, name):
             raise ValueError(f"{name}: expected input batch_size ({expected[0]}) to match "
                              f"target batch_size ({t.shape[0] if t.ndim else 0}); input shape "
                              f"{tuple(input.shape)}, target shape {tuple(target.shape)}")
-        raise ValueError(f"{name}: expected target of shape {expected} for input of shape "
-                         f"{tuple(input.shape)}, got target shape {tuple(target.shape)}")
+        raise RuntimeError(f"{name}: expected target of shape {expected} for input of shape "
+                           f"{tuple(input.shape)}, got target shape {tuple(target.shape)}")
     n_classes = x._data.shape[1]
     _check_targets(t, ignore_index, n_classes, name, tuple(input.shape))
     w = None
@@ -334,6 +334,13 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got "
                            f"{label_smoothing}")
     label_smoothing = max(label_smoothing, 0.0)  # torch ignores a negative one
+    if isinstance(target, Tensor) and target._data.dtype.kind in "iub" and \
+            target._data.shape == input._data.shape and input._data.ndim > 1:
+        # (torch reads a target of the input's shape as class probabilities)
+        raise RuntimeError(f"cross_entropy: a target of the input's shape "
+                           f"{tuple(input.shape)} holds class probabilities and must be "
+                           f"floating point, got {target.dtype}; for one-hot class indices "
+                           f"pass target.argmax(1) instead, or convert with .float()")
     if isinstance(target, Tensor) and target._data.dtype.kind in "fV" or label_smoothing:
         return cross_entropy_soft(input, target, weight, ignore_index, reduction,
                                   label_smoothing)
@@ -365,8 +372,10 @@ def cross_entropy_soft(input, target, weight, ignore_index, reduction, label_smo
     w = _class_view(weight.to(input.dtype), input._data.ndim) if weight is not None else None
     if target._data.dtype.kind in "fV":
         if tuple(target.shape) != tuple(input.shape):
-            raise ValueError(f"cross_entropy: class-probability target must have the input's "
-                             f"shape {tuple(input.shape)}, got {tuple(target.shape)}")
+            raise RuntimeError(f"cross_entropy: a floating-point target holds class "
+                               f"probabilities and must have the input's shape "
+                               f"{tuple(input.shape)}, got {tuple(target.shape)}; class "
+                               f"indices must be int64 (target.long())")
         if ignore_index >= 0:
             raise RuntimeError(f"cross_entropy: ignore_index ({ignore_index}) is not supported "
                                f"for floating point (probability) targets")

@@ -447,7 +447,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     out = _norm.layer_norm(input, normalized_shape, weight, bias, eps)
     dims = tuple(range(input.ndim - len(tuple(normalized_shape)), input.ndim))
     with no_grad():
-        mean, rstd = _mean_rstd(input.detach(), dims, eps)
+        mean, rstd = _mean_rstd(input.detach(), dims, eps, (weight, bias))
     return out, mean, rstd
 
 
@@ -465,7 +465,8 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     dims = (0,) + tuple(range(2, input.ndim))
     with no_grad():
         if training:
-            mean, rstd = (s.reshape(-1) for s in _mean_rstd(input.detach(), dims, eps))
+            mean, rstd = (s.reshape(-1) for s in _mean_rstd(input.detach(), dims, eps,
+                                                            (weight, bias)))
         else:
             mean = rstd = input.new_empty((0,))
     out = _norm.batch_norm(input, running_mean, running_var, weight, bias, bool(training),
@@ -492,7 +493,12 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     return out, mean.reshape(N, group), rstd.reshape(N, group)
 
 
-def _mean_rstd(x, dims, eps):
+def _mean_rstd(x, dims, eps, params=()):
+    """The statistics in x's dtype; in float32 for a half-precision x with float32 `params`
+    (weight, bias: torch's mixed precision), as torch's layer and batch norms."""
+    if x.dtype.name in ("bfloat16", "float16") and any(
+            p is not None and p.dtype.name == "float32" for p in params):
+        x = x.float()
     mean = x.mean(dims, keepdim=True)
     return mean, (x.var(dims, unbiased=False, keepdim=True) + eps).rsqrt()
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from ..._warn import warn
+from ...amp.autocast_mode import is_autocast_enabled
 from ...ops.creation import zeros
 from ...ops.elementwise import sigmoid, tanh
 from ...ops.rnn import _steps, gru_seq, lstm_seq, rnn_seq
@@ -182,6 +183,12 @@ class RNNBase(Module):
                 raise RuntimeError(f"{name}: packed data must be (rows, {self.input_size}), "
                                    f"got {list(input.data.shape)}")
             return input.data, True, sizes, sizes[0]
+        weight = self._flat_weights[0] if self._flat_weights else None
+        if weight is not None and input.dtype != weight.dtype and \
+                not is_autocast_enabled("cpu"):
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
+                             f"({weight.dtype}). Convert input: input.to({weight.dtype}), or "
+                             f"convert model: model.to({input.dtype})")
         if input.dim() not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
                              f"tensor instead")

@@ -1,0 +1,30 @@
+"""The exception class torch raises, for mistakes found in training scripts (code that
+catches `RuntimeError` or `ValueError` sees the same one): snippets run by torch and by
+flowgrad through the programs' import shim (test_torch_function_vs_torch's harness)."""
+import pytest
+from test_torch_function_vs_torch import assert_snippet_matches_torch
+
+CASES = {
+    "cross_entropy_float_class_indices": """
+F.cross_entropy(torch.zeros(4, 3), torch.tensor([0., 1., 2., 1.]))
+""",
+    "cross_entropy_one_hot_long_target": """
+F.cross_entropy(torch.zeros(4, 3), F.one_hot(torch.tensor([0, 1, 2, 1]), 3))
+""",
+    "cross_entropy_spatial_target_shape": """
+F.cross_entropy(torch.zeros(2, 2, 3), torch.tensor([[0, 1], [2, 1]]))
+""",
+    "cross_entropy_batch_mismatch": "F.cross_entropy(torch.zeros(4, 3), torch.tensor([0, 1]))",
+    "lstm_input_of_another_dtype": "nn.LSTM(3, 4)(torch.zeros(5, 2, 3, dtype=torch.float64))",
+    "gru_input_of_another_dtype": "nn.GRU(3, 4)(torch.zeros(5, 2, 3, dtype=torch.float64))",
+    "lstm_input_of_another_dtype_under_autocast_runs": """
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    y, _ = nn.LSTM(3, 4)(torch.zeros(5, 2, 3, dtype=torch.float64))
+out = [list(y.shape)]
+""",
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_error_type_matches_torch(name):
+    assert_snippet_matches_torch(CASES[name])
