@@ -366,7 +366,8 @@ class SparseTensor(SparseMetadata):
         return "sparse COO"
 
 
-_engine.SparseTensor = SparseTensor  # (the engine sums sparse gradients: Embedding(sparse=True))
+# (the engine sums sparse gradients: Embedding(sparse=True); hooks may return them)
+_engine.SparseTensor = _engine._node_hooks.SPARSE[0] = SparseTensor
 
 
 def _public_caller():

@@ -22,7 +22,7 @@ from . import levels as _levels
 from . import node_hooks as _node_hooks
 from . import profiling as _profiling
 from .graph import _TASKS
-from .inplace import dense
+from .inplace import dense, writable
 from .node import AccumulateGrad, FunctionNode
 
 
@@ -322,10 +322,11 @@ def _on_one_device(grads):
 
 
 def _run_hooks(hooks, g):
-    for hook in hooks:
+    # a snapshot: a hook that removes another still sees it run in this pass, as torch's
+    for hook in tuple(hooks):
         result = hook(g)
         if result is not None:
-            g = result
+            g = _node_hooks.checked_result(hook, g, result)
     return g
 
 
@@ -375,8 +376,11 @@ def _accumulate(meta, g, owned=False, variable=None):
         total = acc + g  # (out of place, as torch's: a .grad of another shape broadcasts)
         relaid = _relaid(total, acc) if total._data.shape == acc._data.shape else None
         meta.acc_grad = total if relaid is None else relaid
-    elif acc._grad_fn is None and acc._data.shape == g._data.shape:
-        acc._data += g._data  # in place: keeps the .grad object the optimizer holds
+    elif acc._grad_fn is None and acc._data.shape == g._data.shape and meta.is_leaf:
+        # in place: keeps the .grad object the optimizer holds. A non-leaf's retained grad
+        # is a new tensor each time, as torch's: one read before stays as it was
+        data = writable(acc._data, "AccumulateGrad")  # (an expanded .grad: refused)
+        data += g._data
     else:
         total = (acc + g).detach()
         if total._data.shape != acc._data.shape:

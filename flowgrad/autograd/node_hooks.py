@@ -15,11 +15,13 @@ tensor([30., 30.])
 """
 from __future__ import annotations
 
+import functools
 import weakref
 
 from ..hook_handles import ListHandle, MultiHandle
 from . import anomaly
 from . import graph as _graph
+from . import interpreter as _interpreter
 from .node import AccumulateGrad, FunctionNode, InertNode
 
 
@@ -30,6 +32,7 @@ class _Hooks:
         self.pre, self.post = [], []
 
 
+SPARSE = [None]  # flowgrad.sparse's SparseTensor, bound there (it imports this layer)
 _HOOKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -45,7 +48,8 @@ class HookedNode(FunctionNode):
             for hook in tuple(hooks.pre):
                 result = hook(grads)
                 if result is not None:
-                    grads = _check_count(result, len(grads), "pre-hook", self, "outputs")
+                    grads = _check_count(result, len(grads), "pre-hook", self, "outputs",
+                                         hook, grads)
             out_grads = list(grads)
         in_grads = FunctionNode.backward_fn(self, out_grads)
         if hooks is not None and hooks.post:
@@ -54,17 +58,49 @@ class HookedNode(FunctionNode):
             for hook in tuple(hooks.post):
                 result = hook(in_grads, tuple(out_grads))
                 if result is not None:
-                    in_grads = _check_count(result, len(in_grads), "hook", self, "inputs")
+                    in_grads = _check_count(result, len(in_grads), "hook", self, "inputs",
+                                            hook, in_grads)
         if anomaly.enabled and anomaly.check_nan:
             anomaly.check_results(self, in_grads)
         return in_grads
 
 
-def _check_count(result, n, kind, node, what):
+def _check_count(result, n, kind, node, what, hook=None, originals=None):
     result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
     if len(result) != n:
         raise RuntimeError(f"{kind} of {node.name} returned {len(result)} gradients, expected "
                            f"{n} (one per {what[:-1]} of the node)")
+    if originals is not None:
+        for original, g in zip(originals, result):
+            checked_result(hook, original, g)
+    return result
+
+
+def checked_result(hook, original, result):
+    """`result`, a gradient `hook` returned in place of `original`, after torch's checks
+    (check_single_result): a Tensor (or None) of the same type, device and shape. The engine
+    would otherwise sum or cast it to fit, silently giving other numbers than torch."""
+    if result is None:
+        return None
+    name = getattr(hook, "__name__", None) or repr(hook)
+    if not isinstance(result, _interpreter.Tensor) and type(result) is not SPARSE[0]:
+        raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}': "
+                        f"hook '{name}' must return a gradient tensor or None")
+    if original is None:
+        return result
+    if (type(result) is not type(original) or result.dtype != original.dtype
+            or result.device.type != original.device.type):
+        raise RuntimeError(
+            f"hook '{name}' has changed the type of value (was {original.type()} got "
+            f"{result.type()}); return a gradient of the dtype and device it was given")
+    if result.device != original.device:
+        raise RuntimeError(f"hook '{name}' has changed the device of value (was "
+                           f"{original.device} got {result.device})")
+    if tuple(result.shape) != tuple(original.shape):
+        raise RuntimeError(
+            f"hook '{name}' has changed the size of value: the gradient has shape "
+            f"{tuple(original.shape)}, the hook returned shape {tuple(result.shape)}; return "
+            f"a gradient of the same shape")
     return result
 
 
@@ -117,6 +153,7 @@ def _register_on_leaf(node, hook, pre):
     if meta.hooks is None:
         meta.hooks = []
     if pre:
+        @functools.wraps(hook)  # (its name, for the engine's check of what it returns)
         def as_tensor_hook(grad):
             result = hook((grad,))
             return None if result is None else _check_count(result, 1, "pre-hook", node,

@@ -22,6 +22,7 @@ from .. import dtypes as _dt
 from .._warn import warn
 from ..autograd.function import Function
 from ..autograd.inplace import bump_version
+from ..autograd.node_hooks import checked_result
 from ..device import device, resolve_device, to_device
 from ..hook_handles import RemovableHandle
 from ..tensor import Tensor
@@ -53,12 +54,13 @@ def _type_name(value):
 class _HookState:
     """What one call's backward hooks share between the output and the input boundary."""
 
-    def __init__(self, module, n_args, input_positions, input_needs):
+    def __init__(self, module, n_args, input_positions, input_zeros):
         self.module = module
         self.n_args = n_args
         self.input_positions = input_positions  # arg index of each wrapped tensor
-        self.input_needs = input_needs
-        self.grad_outputs = None
+        self.input_zeros = input_zeros  # arg index -> (shape, dtype, device): no grad needed
+        self.n_outputs, self.output_positions = 1, ()
+        self.grad_outputs = None  # set at the output boundary, taken at the input boundary
 
 
 class _BackwardHookIdentity(Function):
@@ -67,6 +69,8 @@ class _BackwardHookIdentity(Function):
     @staticmethod
     def forward(ctx, state, at_output, *tensors):
         ctx.state, ctx.at_output = state, at_output
+        if at_output:  # an output backward never reached is None in grad_output, as torch's
+            ctx.set_materialize_grads(False)
         return tuple(t.detach() for t in tensors)
 
     @staticmethod
@@ -75,38 +79,65 @@ class _BackwardHookIdentity(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        state, module = ctx.state, ctx.state.module
+        state = ctx.state
         if ctx.at_output:
-            grads = tuple(grads)
-            for hook in [*_global.BACKWARD_PRE.values(), *module._backward_pre_hooks.values()]:
-                res = hook(module, grads)
-                if res is not None:
-                    grads = tuple(res) if isinstance(res, (tuple, list)) else (res,)
-            state.grad_outputs = grads
-            if not state.input_positions:
-                # no input requires grad: the hooks see grad_input of all None, as in torch
-                grad_input = (None,) * state.n_args
-                for hook in [*_global.BACKWARD.values(), *module._backward_hooks.values()]:
-                    res = hook(module, grad_input, grads)
-                    if res is not None and any(r is not None for r in res):
-                        raise RuntimeError(
-                            "Backward hook for Modules where no input requires gradient "
-                            "should always return None or None for all gradients.")
+            return (None, None) + _at_outputs(state, state.module, grads)
+        if state.grad_outputs is None:
+            # reached without passing the module's outputs (double backward through the
+            # module's saved tensors): torch runs no hook, or its change would count twice
             return (None, None) + grads
-        grad_input = [None] * state.n_args
-        for pos, g in zip(state.input_positions, grads):
-            grad_input[pos] = g
-        grad_input = tuple(grad_input)
+        return (None, None) + _at_inputs(state, state.module, grads)
+
+
+def _at_outputs(state, module, grads):
+    """Backward pre-hooks on grad_output (one entry per output, None for a non-tensor)."""
+    packed = [None] * state.n_outputs
+    for pos, g in zip(state.output_positions, grads):
+        packed[pos] = g
+    grads = tuple(packed)
+    for hook in [*_global.BACKWARD_PRE.values(), *module._backward_pre_hooks.values()]:
+        res = hook(module, grads)
+        if res is not None:
+            res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+            if len(res) != len(grads):
+                raise RuntimeError(
+                    f"Backward pre hook returned an invalid number of grad_output, got "
+                    f"{len(res)}, but expected {len(grads)}")
+            grads = tuple(map(checked_result, (hook,) * len(res), grads, res))
+    state.grad_outputs = grads
+    if not state.input_positions:
+        # no input requires grad: the hooks see grad_input of all None, as in torch
+        grad_input = (None,) * state.n_args
         for hook in [*_global.BACKWARD.values(), *module._backward_hooks.values()]:
-            res = hook(module, grad_input, state.grad_outputs)
-            if res is not None:
-                res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
-                if len(res) != len(grad_input):
-                    raise RuntimeError(
-                        f"Backward hook returned an invalid number of grad_input, got "
-                        f"{len(res)}, but expected {len(grad_input)}")
-                grad_input = res
-        return (None, None) + tuple(grad_input[p] for p in state.input_positions)
+            res = hook(module, grad_input, grads)
+            if res is not None and any(r is not None for r in res):
+                raise RuntimeError(
+                    "Backward hook for Modules where no input requires gradient "
+                    "should always return None or None for all gradients.")
+        state.grad_outputs = None
+    return tuple(grads[p] for p in state.output_positions)
+
+
+def _at_inputs(state, module, grads):
+    """Full backward hooks on grad_input (one entry per argument: zeros for a tensor that
+    needs no grad, None for a non-tensor), with the grad_output the pass brought."""
+    grad_input = [None] * state.n_args
+    for pos, g in zip(state.input_positions, grads):
+        grad_input[pos] = g
+    for pos, (shape, dtype, dev) in state.input_zeros.items():
+        grad_input[pos] = Tensor._zeros(shape, dtype).to(dev)
+    grad_input = tuple(grad_input)
+    grad_outputs, state.grad_outputs = state.grad_outputs, None
+    for hook in [*_global.BACKWARD.values(), *module._backward_hooks.values()]:
+        res = hook(module, grad_input, grad_outputs)
+        if res is not None:
+            res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+            if len(res) != len(grad_input):
+                raise RuntimeError(
+                    f"Backward hook returned an invalid number of grad_input, got "
+                    f"{len(res)}, but expected {len(grad_input)}")
+            grad_input = tuple(map(checked_result, (hook,) * len(res), grad_input, res))
+    return tuple(grad_input[p] for p in state.input_positions)
 
 
 @loadable  # (load(weights_only=False) rebuilds it)
@@ -692,7 +723,12 @@ class Module(StateDict):
         from ..autograd.grad_mode import is_grad_enabled
 
         positions = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
-        state = _HookState(self, len(args), positions if is_grad_enabled() else [], None)
+        if not is_grad_enabled():
+            positions = []
+        zeros = {} if not positions else {
+            i: (tuple(a.shape), a._data.dtype, a.device) for i, a in enumerate(args)
+            if isinstance(a, Tensor) and not a.requires_grad}
+        state = _HookState(self, len(args), positions, zeros)
         if not state.input_positions:
             return args, state
         wrapped = _BackwardHookIdentity.apply(state, False, *(args[i] for i in positions))
@@ -704,19 +740,21 @@ class Module(StateDict):
     @staticmethod
     def _wrap_outputs(result, state):
         single = isinstance(result, Tensor)
-        outs = [result] if single else list(result) if isinstance(result, (tuple, list)) \
-            else None
-        if outs is None:
+        if not single and not isinstance(result, tuple):
+            warn(f"For backward hooks to be called, module output should be a Tensor or a "
+                 f"tuple of Tensors but received {type(result)}")
             return result
+        outs = [result] if single else list(result)
         idx = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
         if not idx:
             return result
+        state.n_outputs, state.output_positions = len(outs), idx
         wrapped = _BackwardHookIdentity.apply(state, True, *(outs[i] for i in idx))
         for i, w in zip(idx, wrapped):
             outs[i] = w
         if single:
             return outs[0]
-        return type(result)(outs) if isinstance(result, list) else tuple(outs)
+        return type(result)(*outs) if hasattr(result, "_fields") else tuple(outs)
 
     # ---- printing ------------------------------------------------------------------------------
     def _get_name(self):
