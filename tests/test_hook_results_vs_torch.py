@@ -128,6 +128,44 @@ out = [g0, b.grad, g0 is b.grad, c0, c.grad, a0, a0 is a.grad]
 a.grad = torch.ones(1, dtype=torch.float64).expand(3)
 (a * 2).sum().backward()
 """,
+    "inplace_relu_in_a_hooked_module": _A + """
+m = torch.nn.ReLU(inplace=True)
+m.register_full_backward_hook(lambda mod, gi, go: None)
+m(a * 1).sum().backward()
+""",
+    "inplace_on_a_hooked_modules_output": _A + """
+lin = torch.nn.Linear(3, 2).double(); lin.register_full_backward_hook(lambda mod, gi, go: None)
+y = lin(a); y.relu_()
+""",
+    "inplace_relu_after_a_hooked_layer": _A + """
+m = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU(inplace=True), torch.nn.Linear(3, 1))
+m = m.double(); m[0].register_full_backward_hook(lambda mod, gi, go: None)
+m(a).sum().backward()
+""",
+    "hooked_module_outputs_written_under_no_grad_or_cloned": _A + """
+m = torch.nn.ReLU(inplace=True); log = []
+m.register_full_backward_hook(lambda mod, gi, go: log.append(1))
+with torch.no_grad():
+    r = m(a * -1)
+lin = torch.nn.Linear(3, 2).double()
+lin.register_full_backward_pre_hook(lambda mod, go: log.append(2))
+y = lin(a); z = y.clone(); z.relu_(); z.sum().backward()
+out = [r, log, a.grad is not None]
+""",
+    "custom_function_input_returned_as_is_written_in_place": _A + """
+class I(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x): return x
+    @staticmethod
+    def backward(ctx, g): return g
+res = []
+for f in (lambda y: y.mul_(2), lambda y: y[1:].mul_(2), lambda y: y.clone().mul_(2)):
+    try:
+        f(I.apply(a * 1)); res.append("ok")
+    except RuntimeError:
+        res.append("RuntimeError")
+out = res
+""",
 }
 
 

@@ -23,6 +23,7 @@ from ..errors import freed_graph_error
 from . import grad_mode
 from . import interpreter as _interpreter
 from . import saved_hooks as _saved_hooks
+from .inplace import CUSTOM_FUNCTION_VIEWS
 from .interpreter import add_node
 from .node import NodeName, SavedTensor
 
@@ -245,8 +246,10 @@ class Function:
                     f"clone() it before passing it in")
         # an output that is an input returned as-is (not modified) becomes a new tensor
         # sharing its storage, as torch returns a view: the input keeps its own history
-        outs = tuple(o.detach() if isinstance(o, Tensor) and id(o) not in ctx.dirty
-                     and any(o is t for t in tensors) else o for o in outs)
+        as_is = [k for k, o in enumerate(outs) if isinstance(o, Tensor)
+                 and id(o) not in ctx.dirty and any(o is t for t in tensors)]
+        if as_is:
+            outs = tuple(o.detach() if k in as_is else o for k, o in enumerate(outs))
         tensor_outs = [o for o in outs if isinstance(o, Tensor)]
         attrs = {"ctx": ctx, "positions": positions, "n_args": len(args)}
         if len(tensor_outs) != len(outs):
@@ -257,6 +260,9 @@ class Function:
             if id(o) in ctx.non_differentiable:
                 o._meta, o._grad_fn = None, None  # its grad arrives as zeros
         diff = [o for o in tensor_outs if o._grad_fn is node]
+        for k in as_is:  # torch's views made in a custom Function: no in-place write to them
+            if outs[k]._grad_fn is node:
+                CUSTOM_FUNCTION_VIEWS[outs[k]._meta] = (k, cls.__name__)
         saved = ctx._saved
         if saved:
             node._inputs = [

@@ -336,9 +336,18 @@ def _check_physical(name, target):
 TRANSFORM_INPUT_VIEWS = weakref.WeakSet()
 
 
+# the metas of a custom Function's outputs that are inputs returned as-is, as torch's views
+# made in a custom Function -> (output index, node name)
+CUSTOM_FUNCTION_VIEWS = weakref.WeakKeyDictionary()
+
+
 def _check_inplace_allowed(name, target, view, meta, base_needs):
     """torch's check_inplace: refuse recorded writes that autograd cannot rebase."""
     own = meta is not None and meta.requires_grad
+    if CUSTOM_FUNCTION_VIEWS:
+        made = CUSTOM_FUNCTION_VIEWS.get(meta if view is None else view.base._meta)
+        if made is not None:
+            raise custom_function_view_error(name, target, *made)
     if view is not None and view.creation:
         raise view_error(target, view.creation, "is being modified inplace")
     if (view is not None and (own or base_needs) and (
@@ -478,6 +487,16 @@ def writable(data, name):
     if name not in _OVERLAP_OK and self_overlapping(data):
         raise expand_write_error(name, data.shape)
     return writable_alias(data)
+
+
+def custom_function_view_error(name, target, index, node_name):
+    return RuntimeError(
+        f"{name}: output {index} of {node_name} (shape {tuple(target.shape)}) is a view and "
+        f"is being modified inplace. This view was created inside a custom Function (or "
+        f"because an input was returned as-is) and the autograd logic to handle view+inplace "
+        f"would override the custom backward associated with the custom Function, leading to "
+        f"incorrect gradients. This behavior is forbidden. You can fix this by cloning the "
+        f"output of the custom Function.")
 
 
 def expand_write_error(name, shape, fix="call .clone() before the in-place operation"):

@@ -71,7 +71,9 @@ class _BackwardHookIdentity(Function):
         ctx.state, ctx.at_output = state, at_output
         if at_output:  # an output backward never reached is None in grad_output, as torch's
             ctx.set_materialize_grads(False)
-        return tuple(t.detach() for t in tensors)
+        # returned as-is: views made in a custom Function, which an in-place op may not
+        # write (it would bypass the hooks), as torch's BackwardHookFunction
+        return tensors
 
     @staticmethod
     def jvp(ctx, _state, _at_output, *tangents):  # an identity: tangents pass through
