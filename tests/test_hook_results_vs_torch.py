@@ -166,6 +166,37 @@ for f in (lambda y: y.mul_(2), lambda y: y[1:].mul_(2), lambda y: y.clone().mul_
         res.append("RuntimeError")
 out = res
 """,
+    "multi_grad_hook_over_leaves_under_autograd_grad": """
+a = torch.ones(2, dtype=torch.float64, requires_grad=True)
+b = torch.ones(2, dtype=torch.float64, requires_grad=True)
+res = []
+def record(gs):
+    res.append([g is None for g in gs])
+torch.autograd.graph.register_multi_grad_hook((a, b), record)
+for f in (lambda: torch.autograd.grad((a * b).sum(), [a]),
+          lambda: torch.autograd.grad((a * b).sum(), [a, b]),
+          lambda: (a * b).sum().backward(inputs=[a]), lambda: (a * b).sum().backward()):
+    try:
+        f(); res.append("ok")
+    except RuntimeError:
+        res.append("RuntimeError")
+c = a * 1; d = b * 1; res.append("nonleaf")
+torch.autograd.graph.register_multi_grad_hook((c, d), record)
+torch.autograd.grad((c * d).sum(), [c])
+out = res
+""",
+    "a_target_hook_raising_in_autograd_grad_leaves_no_partial_grads": _A + """
+b = torch.ones(3, dtype=torch.float64, requires_grad=True)
+def boom(g):
+    raise ValueError("boom")
+h = a.register_hook(boom)
+try:
+    torch.autograd.grad((a * b).sum(), [a, b])
+except ValueError:
+    pass
+h.remove()
+out = list(torch.autograd.grad((a * b * 3).sum(), [a, b]))
+""",
 }
 
 

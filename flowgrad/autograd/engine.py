@@ -646,12 +646,16 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     task = _run(tensors, grads, retain_graph, create_graph, True, targets)
     if targets:  # non-leaf inputs: their summed grad goes into their .grad as well
         with grad_mode.set_grad_enabled(create_graph):
-            for meta in targets:
-                if meta.is_leaf:
-                    continue
-                g = task.collect(meta)
-                if g is not None and not meta.retain_grad:  # collect kept retained ones
-                    _accumulate(meta, g)
+            try:
+                for meta in targets:
+                    if meta.is_leaf:
+                        continue
+                    g = task.collect(meta)
+                    if g is not None and not meta.retain_grad:  # collect kept retained ones
+                        _accumulate(meta, g)
+            except BaseException:
+                task.clear()
+                raise
 
 
 @_one_run_at_a_time
@@ -711,6 +715,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     prev, state.enabled = state.enabled, bool(create_graph)
     try:
         collected = [_c_ordered(task.collect(t._meta)) for t in inputs]
+    except BaseException:
+        task.clear()  # (a hook raised: the other inputs' grads are not left for a next run)
+        raise
     finally:
         state.enabled = prev
     result = []

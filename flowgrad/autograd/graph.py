@@ -138,7 +138,17 @@ def will_engine_execute_node(node) -> bool:
     """Whether the backward run in progress will run `node` (after pruning)."""
     if not _TASKS:
         raise RuntimeError("will_engine_execute_node can only be called during backward")
-    return node in _TASKS[-1].dependencies
+    from .node import AccumulateGrad  # (node imports this module)
+
+    task = _TASKS[-1]
+    if type(node) is AccumulateGrad and not task.save_grad_for_leaf:
+        # torch's refusal: autograd.grad runs no accumulate node, yet its inputs' grads are
+        # computed; which a leaf "will execute" has no answer (register_multi_grad_hook)
+        raise RuntimeError(
+            "A leaf node was passed to _will_engine_execute_node but we are currently running "
+            "autograd.grad(). This is currently not supported (a multi-grad hook over leaves "
+            "runs under backward(); call backward(inputs=...) instead of autograd.grad)")
+    return node in task.dependencies
 
 
 def _recorded(tensor):
@@ -194,11 +204,11 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
             task = current_graph_task_id()
             with lock:
                 seen = counts.get(task, 0)
-                counts[task] = seen + 1
-                if seen == 0:
-                    buffers[task] = [None] * len(tensors)
+                if seen == 0:  # (may raise: then nothing is recorded for this run)
                     expected[task] = sum(
                         1 for node in nodes if task == -1 or will_engine_execute_node(node))
+                    buffers[task] = [None] * len(tensors)
+                counts[task] = seen + 1
                 buffers[task][idx] = grad
                 done = seen + 1 >= expected[task]
             if done:
