@@ -197,6 +197,18 @@ except ValueError:
 h.remove()
 out = list(torch.autograd.grad((a * b * 3).sum(), [a, b]))
 """,
+    "node_prehook_returning_none_grads": _A + """
+b = a.exp(); b.grad_fn.register_prehook(lambda go: (None,)); b.sum().backward()
+res = [a.grad]
+x, y = (a * 2).split([1, 2])
+x.grad_fn.register_prehook(lambda go: tuple(None if i == 0 else g for i, g in enumerate(go)))
+(x.sum() + y.sum()).backward(); res.append(a.grad)
+a.grad = None; n = []
+b = a.exp(); b.grad_fn.register_prehook(lambda go: (None,))
+b.grad_fn.register_hook(lambda gi, go: n.append([g is None for g in gi + go]))
+(b.sum() + (a * 3).sum()).backward()
+out = res + [a.grad, n]
+""",
 }
 
 

@@ -51,7 +51,13 @@ class HookedNode(FunctionNode):
                     grads = _check_count(result, len(grads), "pre-hook", self, "outputs",
                                          hook, grads)
             out_grads = list(grads)
-        in_grads = FunctionNode.backward_fn(self, out_grads)
+        read = out_grads
+        if hooks is not None and hooks.pre and None in out_grads:
+            read = _undefined_as_zeros(self, out_grads)  # a pre-hook made a grad undefined
+        if read is None:  # every grad undefined: no rule runs, no input gets a grad
+            in_grads = (None,) * len(self.input_metas)
+        else:
+            in_grads = FunctionNode.backward_fn(self, read)
         if hooks is not None and hooks.post:
             if type(in_grads) is not tuple:
                 in_grads = tuple(in_grads) if isinstance(in_grads, list) else (in_grads,)
@@ -63,6 +69,19 @@ class HookedNode(FunctionNode):
         if anomaly.enabled and anomaly.check_nan:
             anomaly.check_results(self, in_grads)
         return in_grads
+
+
+def _undefined_as_zeros(node, grads):
+    """The output grads a rule reads where pre-hooks made some None: None when all are (as
+    torch's formulas, which give undefined grads then), zeros for the others, unless the node
+    takes None (a custom Function after ctx.set_materialize_grads(False))."""
+    if all(g is None for g in grads):
+        return None
+    materialize = getattr(node.op, "materialize_grads", None)
+    if materialize is not None and not materialize(node):
+        return grads
+    return [_interpreter.Tensor._zeros(*info) if g is None else g
+            for g, info in zip(grads, node.output_infos)]
 
 
 def _check_count(result, n, kind, node, what, hook=None, originals=None):
