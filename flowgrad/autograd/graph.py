@@ -64,6 +64,7 @@ class Node:
     """
 
     __slots__ = ()
+    accumulates = False  # (a leaf's accumulate_grad node: node.AccumulateGrad)
 
     @property
     def metadata(self) -> dict:
@@ -138,10 +139,8 @@ def will_engine_execute_node(node) -> bool:
     """Whether the backward run in progress will run `node` (after pruning)."""
     if not _TASKS:
         raise RuntimeError("will_engine_execute_node can only be called during backward")
-    from .node import AccumulateGrad  # (node imports this module)
-
     task = _TASKS[-1]
-    if type(node) is AccumulateGrad and not task.save_grad_for_leaf:
+    if node.accumulates and not task.save_grad_for_leaf:
         # torch's refusal: autograd.grad runs no accumulate node, yet its inputs' grads are
         # computed; which a leaf "will execute" has no answer (register_multi_grad_hook)
         raise RuntimeError(

@@ -226,6 +226,7 @@ class AccumulateGrad(FunctionNode):
 
     __slots__ = ("variable",)
     name = NodeName("accumulate_grad")
+    accumulates = True
 
     def __init__(self, meta, tensor):
         super().__init__(None, {}, (), (), ())

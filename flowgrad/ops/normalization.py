@@ -285,7 +285,7 @@ def norm_affine_backward(ctx, dy):
                                            trailing_wb=all(tuple(s) == trailing
                                                            for s in wb_shapes))
     else:  # create_graph: the same formula in flowgrad ops, differentiable in x and w
-        low = x.dtype if x._data.dtype in HALF else None
+        low = x.dtype if x.dtype.name in ("bfloat16", "float16") else None
         if low is not None:  # (in float32, as the kernels)
             x, dy, w = x.float(), dy.float(), None if w is None else w.float()
         mean = x.mean(axes, keepdim=True)
