@@ -27,6 +27,10 @@ from .inplace import CUSTOM_FUNCTION_VIEWS
 from .interpreter import add_node
 from .node import NodeName, SavedTensor
 
+# tensor type -> the SavedTensor class its saved outputs take (flowgrad.func.vmap registers
+# BatchedTensor's: a saved output's own data is a placeholder, its examples live elsewhere)
+SAVED_OUTPUT = {}
+
 
 class FunctionCtx:
     """The `ctx` of a custom Function: saved tensors, flags, and any attributes you set.
@@ -224,11 +228,13 @@ class Function:
         tensors = [args[i] for i in positions]
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         record = grad_mode.is_grad_enabled() and any(t.requires_grad for t in tensors)
+        run = getattr(transform, "function_forward", None)  # (vmap: its batching rule)
         with grad_mode.no_grad():
             if cls.setup_context is Function.setup_context:
                 outputs = cls.forward(ctx, *args, **kwargs)
             else:  # torch's newer style: forward(*args) without ctx, then setup_context
-                outputs = cls.forward(*args, **kwargs)
+                outputs = cls.forward(*args, **kwargs) if run is None else \
+                    run(cls, args, kwargs)
                 cls.setup_context(ctx, args, outputs)
         ran = getattr(transform, "function_ran", None)
         if ran is not None:  # forward AD: tangents from the jvp staticmethod
@@ -265,9 +271,8 @@ class Function:
                 CUSTOM_FUNCTION_VIEWS[outs[k]._meta] = (k, cls.__name__)
         saved = ctx._saved
         if saved:
-            node._inputs = [
-                None if t is None else SavedTensor(t, any(t is o for o in diff))
-                for t in saved]
+            node._inputs = [None if t is None else _saved(t, any(t is o for o in diff))
+                            for t in saved]
             node.saved_something = True
             if _saved_hooks.state.stack:
                 node._inputs = _saved_hooks.pack_saved(node._inputs, saved)
@@ -276,6 +281,11 @@ class Function:
         if tracer is not None:  # nn.Graph: the autograd pass must run this backward
             tracer(node, tensors, diff)
         return outs[0] if single else outs
+
+
+def _saved(t, is_output):
+    saver = SAVED_OUTPUT.get(type(t)) if is_output else None
+    return SavedTensor(t, is_output) if saver is None else saver(t)
 
 
 def once_differentiable(backward):

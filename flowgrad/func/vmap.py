@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd import function as _function
 from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
 from ..autograd.inplace import memory_of, physical_of, write_into
@@ -37,6 +38,7 @@ from ..autograd.views import mark_view, sync_view
 from ..return_types import sequence_of
 from ..tensor import Tensor
 from .batched import BatchedTensor, batched_at, wrap
+from .generated import generated_apply
 
 RANDOM = frozenset(("bernoulli", "dropout", "rrelu", "normal", "uniform", "rand", "randn",
                     "randint", "randperm", "multinomial", "exponential", "cauchy",
@@ -63,6 +65,9 @@ class SavedBatched(SavedTensor):
         t = wrap(self.data, self.grad_fn)
         t._meta, t._grad_fn, t._counter = self.meta, node, self.counter
         return leading_to_node(t)
+
+
+_function.SAVED_OUTPUT[BatchedTensor] = SavedBatched
 
 
 class _VmapOp:
@@ -225,17 +230,36 @@ class VmapLevel:
 
     def function_apply(self, cls, args, kwargs):
         """A custom Function under vmap: its `vmap` staticmethod, else (with
-        generate_vmap_rule=True) its forward's ops, batched one by one."""
+        generate_vmap_rule=True) torch's generated rule (`_generated_apply`). Where a reverse
+        transform inside this level differentiates it, it is recorded per example by
+        Function.apply (its forward batched by `function_forward`), as torch's grad level
+        records it above the vmap."""
         from ..autograd.function import Function
 
         if not any(batched_at(a, self) for a in args):
             return delegate(self.inner, "function_apply", cls, args, kwargs)
-        if getattr(cls, "generate_vmap_rule", False):
-            return None
-        if getattr(cls, "vmap", Function.vmap) is Function.vmap:
+        generate = getattr(cls, "generate_vmap_rule", False)
+        if not generate and getattr(cls, "vmap", Function.vmap) is Function.vmap:
             raise RuntimeError(
                 f"vmap: {cls.__name__}: to use an autograd.Function with vmap, you must either "
                 f"override the vmap staticmethod or set generate_vmap_rule=True")
+        if self.logical and grad_mode._state.enabled and any(
+                isinstance(a, Tensor) and a.requires_grad for a in args):
+            return None
+        if generate:
+            return generated_apply(self, cls, args, kwargs)
+        return self._vmap_rule(cls, args, kwargs)
+
+    def function_forward(self, cls, args, kwargs):
+        """The outputs of a custom Function's forward (setup_context style) on `args`."""
+        if not any(batched_at(a, self) for a in args):
+            inner = getattr(self.inner, "function_forward", None)
+            return cls.forward(*args, **kwargs) if inner is None else inner(cls, args, kwargs)
+        if getattr(cls, "generate_vmap_rule", False):
+            return cls.forward(*args, **kwargs)
+        return self._vmap_rule(cls, args, kwargs)
+
+    def _vmap_rule(self, cls, args, kwargs):
         in_dims = tuple(0 if batched_at(a, self) else None for a in args)
         phys = [a._phys if batched_at(a, self) else a for a in args]
         with _interpreter.using_interpreter(self.inner):
@@ -248,8 +272,13 @@ class VmapLevel:
         with _interpreter.using_interpreter(self.inner):
             for o, d in zip(outs, dims):
                 result.append(o if d is None or not isinstance(o, Tensor)
-                              else wrap(o.movedim(d, 0), self))
+                              else self._wrap_keeping_graph(o.movedim(d, 0)))
         return result[0] if single else tuple(result)
+
+    def _wrap_keeping_graph(self, phys):
+        w = wrap(phys, self)
+        w._meta, w._grad_fn = phys._meta, phys._grad_fn  # (as apply_full's)
+        return w
 
     def function_ran(self, cls, ctx, args, outputs):
         return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
