@@ -48,6 +48,14 @@ class Mm(torch.autograd.Function):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         return g @ w.T, torch.outer(x, g)
+class Double_(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+    @staticmethod
+    def backward(ctx, g): return g * 2
 W = torch.tensor([[1., 2., 3.], [0.5, -1., 2.]], dtype=torch.float64)
 """
 
@@ -95,6 +103,76 @@ class Triple(torch.autograd.Function):
 out = [torch.func.jvp(torch.func.vmap(Sq.apply), (X,), (torch.ones_like(X),))[1],
        torch.func.jacfwd(torch.func.vmap(Sq.apply))(X),
        torch.func.jvp(torch.func.vmap(Triple.apply), (X,), (X,))[1]]
+""",
+    # a view written in place by forward (mark_dirty): its base did not take the write into
+    # its history (torch's CopySlices): the gradient missed the Function's
+    "mark_dirty_on_a_view_rebases_its_base": """
+a = torch.arange(6., dtype=torch.float64).requires_grad_()
+b = a.clone().view(2, 3)
+v = b[:, 1]
+r = Double_.apply(v)
+(b ** 2).sum().backward()
+out = [a.grad, b, r is v, b._version, v._version]
+""",
+    "mark_dirty_bumps_the_version_once_more": """
+a = torch.ones(3, dtype=torch.float64, requires_grad=True)
+b = a * 1
+Double_.apply(b)
+v1 = b._version
+with torch.no_grad():
+    Double_.apply(b)
+c = torch.ones(2)
+Double_.apply(c)
+b.sum().backward()
+out = [v1, b._version, c._version, a.grad]
+""",
+    "mark_dirty_on_a_view_of_a_leaf_that_requires_grad_raises": """
+a = torch.ones(3, dtype=torch.float64, requires_grad=True)
+Double_.apply(a[1:])
+""",
+    "mark_dirty_on_a_view_with_two_outputs_raises": """
+class Two(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x, x * 3
+    @staticmethod
+    def backward(ctx, g, h): return g * 2 + h * 6
+a = torch.ones(3, dtype=torch.float64, requires_grad=True)
+Two.apply(a.clone()[1:])
+""",
+    "backward_may_return_trailing_nones": """
+class T(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k): return x * k
+    @staticmethod
+    def backward(ctx, g): return g * 2, None, None
+a = torch.ones(2, dtype=torch.float64, requires_grad=True)
+T.apply(a, 2).sum().backward()
+out = [a.grad]
+""",
+    "backward_returning_an_extra_gradient_raises": """
+class T(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x): return x * 2
+    @staticmethod
+    def backward(ctx, g): return g, g
+a = torch.ones(2, dtype=torch.float64, requires_grad=True)
+T.apply(a).sum().backward()
+""",
+    "an_input_returned_as_non_differentiable": """
+class ND(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.mark_non_differentiable(x)
+        return x, x * 2
+    @staticmethod
+    def backward(ctx, g, h): return h * 2
+a = torch.ones(2, dtype=torch.float64, requires_grad=True)
+y, z = ND.apply(a * 1)
+z.sum().backward()
+out = [y.requires_grad, y.grad_fn is None, z.requires_grad, a.grad]
 """,
 }
 

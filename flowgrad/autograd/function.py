@@ -21,11 +21,13 @@ import inspect
 
 from ..errors import freed_graph_error
 from . import grad_mode
+from . import inplace as _inplace
 from . import interpreter as _interpreter
 from . import saved_hooks as _saved_hooks
 from .inplace import CUSTOM_FUNCTION_VIEWS
 from .interpreter import add_node
 from .node import NodeName, SavedTensor
+from .views import regenerate
 
 # tensor type -> the SavedTensor class its saved outputs take (flowgrad.func.vmap registers
 # BatchedTensor's: a saved output's own data is a placeholder, its examples live elsewhere)
@@ -125,6 +127,8 @@ class _FunctionOp:
         result = result if isinstance(result, tuple) else (result,)
         positions = state.attrs["positions"]
         n_args = state.attrs["n_args"]
+        if len(result) > n_args and all(g is None for g in result[n_args:]):
+            result = result[:n_args]  # (torch ignores trailing Nones)
         if len(result) != n_args:
             raise RuntimeError(
                 f"function {self.node_name} returned an incorrect number of gradients "
@@ -241,27 +245,28 @@ class Function:
             ran(cls, ctx, args, outputs)
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
+        dirty = [o for o in outs if isinstance(o, Tensor) and id(o) in ctx.dirty]
+        for o in dirty:  # (torch's mark_dirty counts a write of its own)
+            _inplace.bump_version(o)
         if not record:
             return outputs
-        for o in outs:
-            if isinstance(o, Tensor) and id(o) in ctx.dirty and o.requires_grad \
-                    and o._grad_fn is None:
-                raise RuntimeError(
-                    f"{cls.__name__}: a leaf tensor that requires grad (shape "
-                    f"{tuple(o.shape)}) was modified in place by forward (mark_dirty); "
-                    f"clone() it before passing it in")
+        for o in dirty:
+            _check_dirty(cls, o, len(outs))
         # an output that is an input returned as-is (not modified) becomes a new tensor
         # sharing its storage, as torch returns a view: the input keeps its own history
         as_is = [k for k, o in enumerate(outs) if isinstance(o, Tensor)
                  and id(o) not in ctx.dirty and any(o is t for t in tensors)]
         if as_is:
-            outs = tuple(o.detach() if k in as_is else o for k, o in enumerate(outs))
+            outs = tuple(_as_output(o, ctx) if k in as_is else o for k, o in enumerate(outs))
         tensor_outs = [o for o in outs if isinstance(o, Tensor)]
         attrs = {"ctx": ctx, "positions": positions, "n_args": len(args)}
         if len(tensor_outs) != len(outs):
             attrs["out_slots"] = (len(outs), [k for k, o in enumerate(outs)
                                               if isinstance(o, Tensor)])
         node = add_node(cls._op, tensors, tensor_outs, attrs, ())
+        for o in dirty:
+            if o._view is not None and o._grad_fn is node:
+                _rebase_base(o)
         for o in tensor_outs:
             if id(o) in ctx.non_differentiable:
                 o._meta, o._grad_fn = None, None  # its grad arrives as zeros
@@ -281,6 +286,50 @@ class Function:
         if tracer is not None:  # nn.Graph: the autograd pass must run this backward
             tracer(node, tensors, diff)
         return outs[0] if single else outs
+
+
+def _as_output(o, ctx):
+    """The new tensor an input returned as-is becomes (marked non-differentiable where the
+    input was)."""
+    d = o.detach()
+    if id(o) in ctx.non_differentiable:
+        ctx.non_differentiable.add(id(d))
+    return d
+
+
+def _check_dirty(cls, o, n_outs):
+    """torch's checks of an input forward wrote in place (mark_dirty), whose history would
+    be rebased onto the Function's node."""
+    view = o._view
+    if view is None and o.requires_grad and o._grad_fn is None:
+        raise RuntimeError(
+            f"{cls.__name__}: a leaf tensor that requires grad (shape {tuple(o.shape)}) was "
+            f"modified in place by forward (mark_dirty); clone() it before passing it in")
+    if view is None or not (o.requires_grad or view.base.requires_grad):
+        return
+    if view.base.requires_grad and view.base._grad_fn is None:
+        raise RuntimeError(
+            f"{cls.__name__}: a view of a leaf tensor that requires grad (base shape "
+            f"{tuple(view.base.shape)}, view shape {tuple(o.shape)}) was modified in place by "
+            f"forward (mark_dirty); clone() the base before taking the view")
+    if n_outs > 1:
+        raise RuntimeError(
+            f"{cls.__name__}: forward modified in place (mark_dirty) an input that is a view "
+            f"of another tensor, and returns {n_outs} outputs; a Function that writes a "
+            f"view in place can return only that one tensor (return the others from another "
+            f"Function, or clone() the view first)")
+
+
+def _rebase_base(o):
+    """The view `o`, written in place by forward and now the Function's output: its root
+    base takes the write into its history, as torch's CopySlices (the gradient of the view's
+    region goes through the Function, the rest to the base's old history)."""
+    info = o._view
+    base = info.base
+    info.version = o._counter.value  # (its values are forward's: no replay from the base)
+    new_base = _inplace.view_scatter(base.clone(), o, chain=info.chain)
+    _inplace._take_history(base, new_base)
+    _inplace._take_history(o, regenerate(new_base, o))
 
 
 def _saved(t, is_output):
