@@ -174,6 +174,70 @@ y, z = ND.apply(a * 1)
 z.sum().backward()
 out = [y.requires_grad, y.grad_fn is None, z.requires_grad, a.grad]
 """,
+    # forward AD is off inside forward, as torch's: the input's tangent was visible there and
+    # a dirty input's tangent was updated by forward's write and again by jvp (doubled)
+    "forward_sees_no_tangent_and_jvp_updates_a_dirty_input": """
+seen = []
+class J(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        seen.append(fwAD.unpack_dual(x).tangent is None)
+        y = x * 3
+        seen.append(fwAD.unpack_dual(y).tangent is None)
+        return y
+    @staticmethod
+    def setup_context(ctx, inputs, output): pass
+    @staticmethod
+    def backward(ctx, g): return g
+    @staticmethod
+    def jvp(ctx, t): return t * 2
+class D(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+    @staticmethod
+    def backward(ctx, g): return g * 2
+    @staticmethod
+    def jvp(ctx, t): return t.mul_(2)
+one = torch.ones(2, dtype=torch.float64)
+with fwAD.dual_level():
+    d = fwAD.make_dual(one.clone(), one.clone())
+    r = J.apply(d)
+    e = fwAD.make_dual(one.clone(), one.clone())
+    D.apply(e)
+    tangents = [fwAD.unpack_dual(r).tangent, fwAD.unpack_dual(e).tangent]
+out = [seen, tangents, torch.func.jvp(J.apply, (one,), (one,))]
+""",
+    "jvp_of_a_dirty_input_that_returns_a_new_tangent_raises": """
+class D(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+    @staticmethod
+    def backward(ctx, g): return g * 2
+    @staticmethod
+    def jvp(ctx, t): return t * 2
+with fwAD.dual_level():
+    D.apply(fwAD.make_dual(torch.ones(2), torch.ones(2)))
+""",
+    "jvp_of_a_dirty_input_that_returns_a_view_of_its_tangent_raises": """
+class D(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+    @staticmethod
+    def backward(ctx, g): return g * 2
+    @staticmethod
+    def jvp(ctx, t): return t.mul_(2).view_as(t)
+with fwAD.dual_level():
+    D.apply(fwAD.make_dual(torch.ones(2), torch.ones(2)))
+""",
 }
 
 

@@ -28,7 +28,7 @@ from .. import dtypes as _dtypes
 from . import engine, grad_mode
 from . import inplace as _inplace
 from . import interpreter as _interpreter
-from .function import Function, _FunctionOp
+from .function import FORWARD_AD_OFF, Function, _FunctionOp
 from .inplace import memory_of, self_overlapping, write_into
 from .levels import apply_full, delegate, pack, reverse_scope, writing_out
 from .node import FunctionNode, SavedTensor
@@ -137,6 +137,8 @@ class ForwardLevel:
         self.plain = {}  # views with no tangent of their base's (unpack_dual's primal)
 
     def tangent(self, t):
+        if FORWARD_AD_OFF[0]:
+            return None
         entry = self.tangents.get(id(_key(t)))
         if entry is not None:
             return entry[1]
@@ -165,7 +167,7 @@ class ForwardLevel:
         """Whether an input has a tangent: one of its own, or one its view of a dual base
         makes when first read (a view made before a dual value was written into its base)."""
         table = self.tangents
-        if not table:
+        if not table or FORWARD_AD_OFF[0]:
             return False
         for t in inputs:
             if id(_key(t)) in table:
@@ -355,14 +357,37 @@ class ForwardLevel:
         if ctx.materialize_grads:  # (as torch: a tensor input without a tangent gives zeros)
             tans = [a.new_zeros(a.shape) if t is None and isinstance(a, Tensor) and
                     a.dtype.is_floating_point else t for a, t in zip(args, tans)]
+        versions = [None if t is None else t._version for t in tans]
         with _interpreter.using_interpreter(self.inner):
             t_out = cls.jvp(ctx, *tans)
         outs = outputs if isinstance(outputs, tuple) else (outputs,)
         t_outs = t_out if isinstance(t_out, tuple) else (t_out,)
+        _check_dirty_tangents(cls, ctx, args, outs, t_outs, tans, versions)
         for o, t in zip(outs, t_outs):
             if isinstance(o, Tensor):
                 self.set_tangent(o, None if t is None else _fit(t, o))
         return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
+
+
+def _check_dirty_tangents(cls, ctx, args, outs, t_outs, tans, versions):
+    """torch's rule for an input forward wrote in place (mark_dirty): jvp writes its tangent
+    in place and returns that tensor as-is."""
+    for o, t in zip(outs, t_outs):
+        if id(o) not in ctx.dirty:
+            continue
+        for a, tan, version in zip(args, tans, versions):
+            if a is not o or tan is None:
+                continue
+            if tan._version == version:
+                raise RuntimeError(
+                    f"{cls.__name__}: an inplace custom Function is not modifying the forward "
+                    f"mode gradients inplace. If the forward is modifying an input inplace, "
+                    f"then the jvp function must modify the corresponding gradient inplace")
+            if t is not tan:
+                raise RuntimeError(
+                    f"{cls.__name__}: an inplace custom Function is not returning the forward "
+                    f"mode gradients as-is. If the forward is modifying an input inplace, then "
+                    f"the jvp function must return the modified gradient itself")
 
 
 def _aliases(t, tangents):

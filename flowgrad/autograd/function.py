@@ -32,6 +32,9 @@ from .views import regenerate
 # tensor type -> the SavedTensor class its saved outputs take (flowgrad.func.vmap registers
 # BatchedTensor's: a saved output's own data is a placeholder, its examples live elsewhere)
 SAVED_OUTPUT = {}
+# > 0 while a Function's forward runs: forward AD is off there, as torch's (no tangent is
+# seen or made; the jvp staticmethod gives the outputs theirs)
+FORWARD_AD_OFF = [0]
 
 
 class FunctionCtx:
@@ -233,13 +236,17 @@ class Function:
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         record = grad_mode.is_grad_enabled() and any(t.requires_grad for t in tensors)
         run = getattr(transform, "function_forward", None)  # (vmap: its batching rule)
-        with grad_mode.no_grad():
-            if cls.setup_context is Function.setup_context:
-                outputs = cls.forward(ctx, *args, **kwargs)
-            else:  # torch's newer style: forward(*args) without ctx, then setup_context
-                outputs = cls.forward(*args, **kwargs) if run is None else \
-                    run(cls, args, kwargs)
-                cls.setup_context(ctx, args, outputs)
+        FORWARD_AD_OFF[0] += 1
+        try:
+            with grad_mode.no_grad():
+                if cls.setup_context is Function.setup_context:
+                    outputs = cls.forward(ctx, *args, **kwargs)
+                else:  # torch's newer style: forward(*args) without ctx, then setup_context
+                    outputs = cls.forward(*args, **kwargs) if run is None else \
+                        run(cls, args, kwargs)
+                    cls.setup_context(ctx, args, outputs)
+        finally:
+            FORWARD_AD_OFF[0] -= 1
         ran = getattr(transform, "function_ran", None)
         if ran is not None:  # forward AD: tangents from the jvp staticmethod
             ran(cls, ctx, args, outputs)
