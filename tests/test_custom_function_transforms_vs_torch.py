@@ -238,6 +238,19 @@ class D(torch.autograd.Function):
 with fwAD.dual_level():
     D.apply(fwAD.make_dual(torch.ones(2), torch.ones(2)))
 """,
+    "func_jvp_inside_forward_sees_its_tangents": """
+class J(torch.autograd.Function):
+    @staticmethod
+    def forward(x): return torch.func.jvp(torch.sin, (x,), (torch.ones_like(x),))[1]
+    @staticmethod
+    def setup_context(ctx, inputs, output): pass
+    @staticmethod
+    def backward(ctx, g): return g
+    @staticmethod
+    def jvp(ctx, t): return t
+x = torch.tensor([0.5, 1.0], dtype=torch.float64, requires_grad=True)
+out = [J.apply(x)]
+""",
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from ..autograd import engine, forward_ad, grad_mode, levels
+from ..autograd.function import FORWARD_AD_OFF
 from ..autograd.levels import (
     ReverseLevel,
     computing,
@@ -277,6 +278,14 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                            f"tangents {len(flat_tangents)}; give tangents of the primals' "
                            f"structure")
     flat_tangents = [_batched_like(t, p) for p, t in zip(flat_primals, flat_tangents)]
+    off, FORWARD_AD_OFF[0] = FORWARD_AD_OFF[0], 0  # (on again inside a Function's forward,
+    try:  # as torch's)
+        return _jvp(func, primals, flat_primals, flat_tangents, has_aux)
+    finally:
+        FORWARD_AD_OFF[0] = off
+
+
+def _jvp(func, primals, flat_primals, flat_tangents, has_aux):
     with forward_ad.dual_level(), entered(forward_ad._LEVELS[-1]):
         # the level's own inputs, which in-place ops may write (torch's), not the frozen
         # views of captured primals that Op.__call__ stamps them as
