@@ -251,6 +251,44 @@ class J(torch.autograd.Function):
 x = torch.tensor([0.5, 1.0], dtype=torch.float64, requires_grad=True)
 out = [J.apply(x)]
 """,
+    # what jvp returns was not checked: a missing, extra, None or wrongly shaped tangent was
+    # taken (broadcast, or left the output without one)
+    "jvp_results_are_checked": """
+def make(fw, jvp):
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x): return fw(ctx, x)
+        @staticmethod
+        def backward(ctx, *g): return g[0]
+    F.jvp = staticmethod(jvp)
+    return F
+long = torch.ones(2, dtype=torch.long)
+cases = [
+    (lambda c, x: (x * 2, x * 3), lambda c, t: t * 2),
+    (lambda c, x: x * 2, lambda c, t: (t * 2, t)),
+    (lambda c, x: x * 2, lambda c, t: None),
+    (lambda c, x: (x * 2, x * 3), lambda c, t: (t, None)),
+    (lambda c, x: x * 2, lambda c, t: t[:1]),
+    (lambda c, x: x * 2, lambda c, t: t.sum()),
+    (lambda c, x: (c.mark_non_differentiable(y := x * 2), y)[1], lambda c, t: None),
+    (lambda c, x: (x * 2, long), lambda c, t: (t, None)),
+    (lambda c, x: (x * 2, long), lambda c, t: (t, t)),
+    (lambda c, x: (x * 2, 3), lambda c, t: (t, None)),
+    (lambda c, x: (x * 2, 3), lambda c, t: t),
+    (lambda c, x: x * 2, lambda c, t: (t * 2,)),
+]
+out = []
+for fw, jvp in cases:
+    with fwAD.dual_level():
+        d = fwAD.make_dual(torch.ones(3, 4, dtype=torch.float64),
+                           torch.ones(3, 4, dtype=torch.float64))
+        try:
+            r = make(fw, jvp).apply(d)
+            out.append([fwAD.unpack_dual(o).tangent if isinstance(o, torch.Tensor) else o
+                        for o in (r if isinstance(r, tuple) else (r,))])
+        except RuntimeError:
+            out.append("RuntimeError")
+""",
 }
 
 

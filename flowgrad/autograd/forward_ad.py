@@ -362,11 +362,44 @@ class ForwardLevel:
             t_out = cls.jvp(ctx, *tans)
         outs = outputs if isinstance(outputs, tuple) else (outputs,)
         t_outs = t_out if isinstance(t_out, tuple) else (t_out,)
+        _check_jvp_result(cls, ctx, outs, t_outs)
         _check_dirty_tangents(cls, ctx, args, outs, t_outs, tans, versions)
         for o, t in zip(outs, t_outs):
             if isinstance(o, Tensor):
                 self.set_tangent(o, None if t is None else _fit(t, o))
         return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
+
+
+def _check_jvp_result(cls, ctx, outs, t_outs):
+    """torch's checks of what a jvp staticmethod returned: one tangent per forward output, a
+    tensor of the output's shape for each differentiable one, None for the others."""
+    Tensor = _interpreter.Tensor
+    if len(t_outs) != len(outs):
+        raise RuntimeError(
+            f"{cls.__name__}'s jvp returned an invalid number of forward gradients (expected "
+            f"{len(outs)} but got {len(t_outs)}); return one per output of forward (None for "
+            f"those that are not differentiable tensors)")
+    for k, (o, t) in enumerate(zip(outs, t_outs)):
+        diff = isinstance(o, Tensor) and o._data.dtype.kind in _DIFF and \
+            id(o) not in ctx.non_differentiable
+        if not diff:
+            if t is not None:
+                raise RuntimeError(
+                    f"{cls.__name__}'s jvp returned a gradient at position {k}, but the "
+                    f"corresponding forward output is not a differentiable Tensor; return "
+                    f"None at that position instead")
+            continue
+        if not isinstance(t, Tensor):
+            raise RuntimeError(
+                f"{cls.__name__}'s jvp returned {type(t).__name__} at position {k} for a "
+                f"differentiable output of shape {tuple(o.shape)}; return its tangent, a "
+                f"tensor of that shape")
+        if tuple(t.shape) != tuple(o.shape):
+            raise RuntimeError(
+                f"{cls.__name__}'s jvp: trying to set a forward gradient that has a different "
+                f"size than that of the original Tensor: output {k} is of size "
+                f"{tuple(o.shape)} while the given forward gradient is of size "
+                f"{tuple(t.shape)}; return a tangent of the output's shape")
 
 
 def _check_dirty_tangents(cls, ctx, args, outs, t_outs, tans, versions):
