@@ -289,6 +289,33 @@ for fw, jvp in cases:
         except RuntimeError:
             out.append("RuntimeError")
 """,
+    # a Function without setup_context under torch.func's transforms: torch refuses it
+    # (flowgrad ran it); autograd.functional's and plain autograd take it
+    "old_style_function_under_func_transforms": """
+class Old(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x): return x * 2
+    @staticmethod
+    def backward(ctx, g): return g * 2
+    @staticmethod
+    def vmap(info, in_dims, x): return x * 2, in_dims[0]
+    @staticmethod
+    def jvp(ctx, t): return t * 2
+x = torch.ones(2, dtype=torch.float64)
+out = []
+for f in [lambda: torch.func.grad(lambda x: Old.apply(x).sum())(x),
+          lambda: torch.func.vmap(Old.apply)(x),
+          lambda: torch.func.jvp(Old.apply, (x,), (x,)),
+          lambda: torch.func.grad(lambda y: (y * Old.apply(x)).sum())(x),
+          lambda: torch.autograd.functional.jacobian(Old.apply, x),
+          lambda: torch.autograd.functional.jacobian(Old.apply, x, vectorize=True),
+          lambda: torch.autograd.functional.hvp(lambda y: Old.apply(y).pow(2).sum(), x, x),
+          lambda: Old.apply(x.clone().requires_grad_())]:
+    try:
+        out.append(f())
+    except RuntimeError:
+        out.append("RuntimeError")
+""",
 }
 
 

@@ -234,11 +234,14 @@ def test_forward_ad_api():
 
 
 def test_custom_function_jvp_and_vmap():
-    class Cube(flow.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.x = x
+    class Cube(flow.autograd.Function):  # (setup_context style: torch's transforms refuse
+        @staticmethod  # the other, as flowgrad's do)
+        def forward(x):
             return x ** 3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.x = inputs[0]
 
         @staticmethod
         def backward(ctx, dy):
@@ -260,8 +263,12 @@ def test_custom_function_jvp_and_vmap():
         generate_vmap_rule = True
 
         @staticmethod
-        def forward(ctx, x):
+        def forward(x):
             return x * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
 
         @staticmethod
         def backward(ctx, dy):
@@ -273,6 +280,17 @@ def test_custom_function_jvp_and_vmap():
         generate_vmap_rule = False
     with pytest.raises(RuntimeError, match="generate_vmap_rule"):
         vmap(Plain.apply)(x)
+
+    class OldStyle(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+    with pytest.raises(RuntimeError, match="setup_context"):
+        vmap(OldStyle.apply)(x)
 
 
 def test_every_differentiable_op_has_a_forward_rule():

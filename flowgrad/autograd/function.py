@@ -23,6 +23,7 @@ from ..errors import freed_graph_error
 from . import grad_mode
 from . import inplace as _inplace
 from . import interpreter as _interpreter
+from . import levels as _levels
 from . import saved_hooks as _saved_hooks
 from .inplace import CUSTOM_FUNCTION_VIEWS
 from .interpreter import add_node
@@ -222,6 +223,8 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         Tensor = _interpreter.Tensor
+        if _levels.TRANSFORMS and cls.setup_context is Function.setup_context:
+            _refuse_in_transforms(cls)
         if cls.setup_context is not Function.setup_context and not kwargs:
             args = cls._op.with_defaults(args)
         transform = _interpreter.current  # a func transform (vmap, forward AD) may take over
@@ -293,6 +296,21 @@ class Function:
         if tracer is not None:  # nn.Graph: the autograd pass must run this backward
             tracer(node, tensors, diff)
         return outs[0] if single else outs
+
+
+def _refuse_in_transforms(cls):
+    """torch's func transforms (grad, vjp, jvp, vmap, jacrev, ...) take only Functions of the
+    setup_context style (flowgrad's own, which it runs there itself, excepted); not
+    autograd.functional's levels, which are no func transforms."""
+    if cls.__module__.partition(".")[0] == __name__.partition(".")[0]:
+        return
+    if all(_levels.legacy(level) for level in _levels.TRANSFORMS):
+        return
+    raise RuntimeError(
+        f"{cls.__name__}: in order to use an autograd.Function with functorch transforms "
+        f"(vmap, grad, jvp, jacrev, ...), it must override the setup_context staticmethod: "
+        f"write forward(*args) without ctx and setup_context(ctx, inputs, output) to save what "
+        f"backward needs")
 
 
 def _as_output(o, ctx):
