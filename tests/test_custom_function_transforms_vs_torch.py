@@ -316,6 +316,49 @@ for f in [lambda: torch.func.grad(lambda x: Old.apply(x).sum())(x),
     except RuntimeError:
         out.append("RuntimeError")
 """,
+    # the generated rule with outputs not batched, an input returned as-is, None gradients
+    # (set_materialize_grads(False)) and nothing saved; a backward that reads saved_tensors
+    # of a Function that saved nothing (it raised 'freed')
+    "generated_rule_edge_cases": """
+w0 = torch.tensor([1.5, -2.0], dtype=torch.float64)
+class Two(torch.autograd.Function):
+    generate_vmap_rule = True
+    @staticmethod
+    def forward(x, w): return x * w, w * 2, 7
+    @staticmethod
+    def setup_context(ctx, inputs, output): ctx.save_for_backward(*inputs)
+    @staticmethod
+    def backward(ctx, g, h, _):
+        x, w = ctx.saved_tensors
+        return g * w, g * x + 2 * h
+class Id(torch.autograd.Function):
+    generate_vmap_rule = True
+    @staticmethod
+    def forward(x): return x
+    @staticmethod
+    def setup_context(ctx, inputs, output): pass
+    @staticmethod
+    def backward(ctx, g): return g * 5 + len(ctx.saved_tensors)
+class NoneGrads(torch.autograd.Function):
+    generate_vmap_rule = True
+    @staticmethod
+    def forward(x): return x * 2, x * 3
+    @staticmethod
+    def setup_context(ctx, inputs, output): ctx.set_materialize_grads(False)
+    @staticmethod
+    def backward(ctx, g, h): return g * 2 if h is None else g * 2 + h * 3
+a, w = X.clone().requires_grad_(), w0.clone().requires_grad_()
+y, z, k = torch.func.vmap(Two.apply, in_dims=(1, None), out_dims=(0, None, None))(a, w)
+(y.sum() + z.sum()).backward()
+out = [y, z, k, a.grad, w.grad]
+for f in (Id, NoneGrads):
+    a = X.clone().requires_grad_()
+    torch.func.vmap(f.apply)(a)[0].sum().backward()
+    out.append(a.grad)
+a = X.clone().requires_grad_()
+Id.apply(a).sum().backward()
+out.append(a.grad)
+""",
 }
 
 

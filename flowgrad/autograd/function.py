@@ -72,6 +72,8 @@ class FunctionCtx:
                 return tuple(self._saved_forward)
             return tuple(self._saved or ())
         if state._inputs is None:
+            if not state.saved_something:  # (nothing was saved: torch's empty tuple)
+                return ()
             raise freed_graph_error(state)
         return state.inputs
 
