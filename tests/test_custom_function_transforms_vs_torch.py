@@ -359,6 +359,25 @@ a = X.clone().requires_grad_()
 Id.apply(a).sum().backward()
 out.append(a.grad)
 """,
+    # grad(vmap(grad(f))) and a backward of vmap(grad(f)): the levels outside the vmap saw
+    # no graph of the forward (it ran under no_grad per example): zeros
+    "grad_of_vmap_of_grad_of_a_function_saving_its_output": """
+out = []
+for f in (Exp, ExpRule):
+    per_example = torch.func.vmap(torch.func.grad(lambda y: f.apply(y).sum()))
+    out.append(torch.func.grad(lambda x: per_example(x).sum())(X))
+    a = X.clone().requires_grad_()
+    per_example(a).sum().backward()
+    out.append(a.grad)
+""",
+    "forward_and_reverse_compositions_of_a_generated_rule": """
+x0 = X[0]
+out = [torch.func.jacfwd(Sq.apply)(x0), torch.func.jacrev(Sq.apply)(x0),
+       torch.func.hessian(lambda x: Sq.apply(x).sum())(x0),
+       torch.func.vmap(lambda x: torch.func.jvp(Sq.apply, (x,), (torch.ones_like(x),))[1])(X),
+       torch.func.vmap(torch.func.vmap(torch.func.grad(Sq.apply)))(X),
+       torch.func.jvp(torch.func.vmap(torch.func.vmap(Sq.apply)), (X,), (torch.ones_like(X),))]
+""",
 }
 
 

@@ -255,7 +255,15 @@ class VmapLevel:
         if not any(batched_at(a, self) for a in args):
             inner = getattr(self.inner, "function_forward", None)
             return cls.forward(*args, **kwargs) if inner is None else inner(cls, args, kwargs)
-        if getattr(cls, "generate_vmap_rule", False):
+        generate = getattr(cls, "generate_vmap_rule", False)
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        if self._differentiated_outside(tensors, [batched_at(t, self) for t in tensors]):
+            # (grad(vmap(grad(f)))): the physical outputs keep the graph the levels outside
+            with grad_mode.enable_grad():  # differentiate, as apply_full's rule records it
+                if generate:
+                    return generated_apply(self, cls, args, kwargs)
+                return self._vmap_rule(cls, args, kwargs)
+        if generate:
             return cls.forward(*args, **kwargs)
         return self._vmap_rule(cls, args, kwargs)
 
