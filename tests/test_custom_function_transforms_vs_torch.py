@@ -384,3 +384,26 @@ out = [torch.func.jacfwd(Sq.apply)(x0), torch.func.jacrev(Sq.apply)(x0),
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_custom_function_matches_torch(name):
     assert_snippet_matches_torch(PRELUDE + CASES[name])
+
+
+def test_jvp_of_vmap_of_a_function_without_jvp_names_it():
+    import flowgrad as flow
+
+    class NoJvp(flow.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = flow.ones(2, 3)
+    with pytest.raises(NotImplementedError, match=r"\(NoJvp has none"):
+        flow.func.jvp(flow.func.vmap(NoJvp.apply), (x,), (x,))

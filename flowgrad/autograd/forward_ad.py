@@ -351,7 +351,8 @@ class ForwardLevel:
             # flowgrad's ops, as NumPy kernels do: a tangent made from them would be wrong)
             raise NotImplementedError(
                 f"You must implement the jvp function for custom autograd.Function to use it "
-                f"with forward mode AD ({cls.__name__} has none: define its jvp staticmethod)")
+                f"with forward mode AD ({getattr(cls, 'vmapped', cls).__name__} has none: "
+                f"define its jvp staticmethod)")
 
         tans = [self.tangent(a) if isinstance(a, Tensor) else None for a in args]
         if ctx.materialize_grads:  # (as torch: a tensor input without a tangent gives zeros)

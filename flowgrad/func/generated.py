@@ -94,7 +94,7 @@ def generated_apply(level, cls, args, kwargs):
         return result[0] if single else tuple(result)
 
     methods = {"forward": staticmethod(forward), "backward": staticmethod(backward),
-               "generate_vmap_rule": True}
+               "generate_vmap_rule": True, "vmapped": cls}
     if getattr(cls, "jvp", Function.jvp) is not Function.jvp:
         methods["jvp"] = staticmethod(jvp)
     generated = type(f"Vmapped{cls.__name__}", (Function,), methods)
