@@ -3,8 +3,10 @@
 `checkpoint(fn, *args)` runs `fn` keeping none of its intermediate values for backward;
 backward runs `fn` again to get them. Two ways, as torch's:
 
-- `use_reentrant=False` (recommended): the forward runs under saved-tensor hooks whose pack
-  keeps only a slot number; the first unpack in a backward run re-runs `fn` (with grad on,
+- `use_reentrant=False` (recommended): the tensor arguments are saved for backward (as
+  torch's: an in-place write into one before backward raises the version error, where the
+  recomputation would silently run on the new values), then the forward runs under
+  saved-tensor hooks whose pack keeps only a slot number; the first unpack in a backward run re-runs `fn` (with grad on,
   under hooks that collect what it saves) and hands out the recomputed tensors slot by slot.
   The re-run stops as soon as it has saved as many tensors as the forward did (early stop,
   as torch's: what `fn` does after its last saved tensor, a module's forward hook, does not
@@ -32,8 +34,10 @@ from .. import random as _random
 from .._warn import warn
 from ..autograd import grad_mode
 from ..autograd.function import Function
+from ..autograd import saved_hooks
 from ..autograd.graph import current_graph_task_id
-from ..autograd.saved_hooks import saved_tensors_hooks
+from ..autograd.node import SavedTensor
+from ..autograd.saved_hooks import PackedTensor, saved_tensors_hooks
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
            "set_checkpoint_early_stop", "set_checkpoint_debug_enabled", "detach_variable",
@@ -290,9 +294,12 @@ class _Recomputation:
     """One checkpointed call: its forward's slots and the values a recomputation filled, for
     the backward run that recomputed them (`task`)."""
 
+    name = "checkpoint"  # (what the saved-tensor errors call the saver of the arguments)
+
     def __init__(self, function, args, kwargs, rng_state, context_fn, check, early_stop,
                  debug):
-        self.function, self.args, self.kwargs = function, args, kwargs
+        self.function, self.kwargs = function, kwargs
+        self.args = _save_inputs(args)
         self.rng_state, self.context_fn, self.check = rng_state, context_fn, check
         self.early_stop, self.debug = early_stop, debug
         self.autocast = _autocast_as_now()
@@ -344,7 +351,7 @@ class _Recomputation:
         try:
             with _rng_as_at(self.rng_state), grad_mode.enable_grad(), self.autocast(), \
                     recompute_context, saved_tensors_hooks(keep, refuse):
-                self.function(*self.args, **self.kwargs)
+                self.function(*self.saved_args(), **self.kwargs)
         except _StopRecomputation:
             pass
         if len(recomputed) < n or (len(recomputed) > n and not mismatch_allowed):
@@ -362,6 +369,11 @@ class _Recomputation:
                         recomputed))
             self.values[slot] = t
 
+    def saved_args(self):
+        """The arguments, each tensor unpacked (through the hooks that packed it)."""
+        return [a.unpack(self) if isinstance(a, (SavedTensor, PackedTensor)) else a
+                for a in self.args]
+
     def _log(self, recomputed):
         """With debug: what each run saved, slot by slot."""
         if not self.debug:
@@ -373,8 +385,27 @@ class _Recomputation:
                 f"Tensors saved during recomputation:\n{again}")
 
 
+def _save_inputs(args):
+    """`args` with each tensor saved for backward as an op's input (torch's checkpoint saves
+    them so: its outer saved-tensor hooks pack each, an inference tensor is refused)."""
+    from ..tensor import Tensor
+
+    positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+    tensors = [args[i] for i in positions]
+    saved = [SavedTensor(t, is_output=False) for t in tensors]
+    if saved_hooks.state.stack:
+        saved = saved_hooks.pack_saved(saved, tensors)
+    args = list(args)
+    for i, s in zip(positions, saved):
+        args[i] = s
+    return args
+
+
 def _checkpoint_with_hooks(function, preserve_rng_state, context_fn, check, early_stop, debug,
                            args, kwargs):
+    if not grad_mode.is_grad_enabled():  # nothing is recorded, so nothing to recompute
+        context_fn()
+        return function(*args, **kwargs)
     rng_state = _random.get_rng_state() if preserve_rng_state else None
     frame = _Recomputation(function, args, kwargs, rng_state, context_fn, check, early_stop,
                            debug)

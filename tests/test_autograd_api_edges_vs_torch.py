@@ -1,0 +1,75 @@
+"""Edges of the autograd API against torch (checkpoint's saved arguments, autograd.grad's
+inputs, the functional Jacobians, grad-mode decorators, forward AD): snippets run unchanged
+by torch and by flowgrad through the programs' import shim (the harness of
+test_torch_function_vs_torch): results, raise/no-raise."""
+import pytest
+from test_torch_function_vs_torch import assert_snippet_matches_torch
+
+CASES = {
+    # the argument saved at the call was written in place by the function: the version
+    # error, not a gradient recomputed from the written values
+    "checkpoint_of_a_function_writing_its_input": """
+from torch.utils.checkpoint import checkpoint
+def g(x):
+    x.mul_(2)
+    return x.sin()
+a = torch.tensor([0.5, 1.0], dtype=torch.float64, requires_grad=True)
+out = []
+for reentrant in (False, True):
+    try:
+        checkpoint(g, a * 1, use_reentrant=reentrant).sum().backward()
+        out.append(a.grad)
+    except RuntimeError as e:
+        out.append(["modified by an in" in str(e), "leaf" in str(e)])
+""",
+    "checkpoint_argument_written_after_the_call": """
+from torch.utils.checkpoint import checkpoint
+a = torch.tensor([0.5, 1.0], dtype=torch.float64, requires_grad=True)
+c = torch.ones(2, dtype=torch.float64)
+y = checkpoint(lambda x, c: (x * 2).sin() * c.sum(), a, c, use_reentrant=False)
+c.add_(1)
+try:
+    y.sum().backward()
+    out = [a.grad]
+except RuntimeError as e:
+    out = ["modified by an in" in str(e)]
+""",
+    "checkpoint_arguments_go_through_outer_saved_tensor_hooks": """
+from torch.autograd.graph import saved_tensors_hooks
+from torch.utils.checkpoint import checkpoint
+a = torch.tensor([0.5, 1.0], dtype=torch.float64, requires_grad=True)
+packed, unpacked = [], []
+def pack(t):
+    packed.append(list(t.shape))
+    return t * 1
+def unpack(t):
+    unpacked.append(list(t.shape))
+    return t
+with saved_tensors_hooks(pack, unpack):
+    y = checkpoint(lambda x, w, n, k=None: (x.sin() * x * w).sum() * n, a,
+                   torch.ones(1, dtype=torch.float64), 3, k=torch.ones(3),
+                   use_reentrant=False)
+n_forward = len(packed)
+y.backward()
+with torch.no_grad(), saved_tensors_hooks(pack, unpack):
+    checkpoint(lambda x: (x.sin() * x).sum(), a, use_reentrant=False)
+out = [n_forward, packed, unpacked, a.grad]
+""",
+    "checkpoint_of_an_inference_tensor": """
+from torch.utils.checkpoint import checkpoint
+with torch.inference_mode():
+    t = torch.ones(2)
+a = torch.ones(2, requires_grad=True)
+try:
+    checkpoint(lambda x: (x.sin() * a).sum(), t, use_reentrant=False).backward()
+    out = [a.grad]
+except RuntimeError as e:
+    out = ["Inference tensors cannot be saved" in str(e)]
+""",
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", list(CASES))
+def test_autograd_api_edge_matches_torch(name):
+    assert_snippet_matches_torch(CASES[name])
