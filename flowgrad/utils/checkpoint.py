@@ -6,9 +6,10 @@ backward runs `fn` again to get them. Two ways, as torch's:
 - `use_reentrant=False` (recommended): the tensor arguments are saved for backward (as
   torch's: an in-place write into one before backward raises the version error, where the
   recomputation would silently run on the new values), then the forward runs under
-  saved-tensor hooks whose pack keeps only a slot number; the first unpack in a backward run re-runs `fn` (with grad on,
-  under hooks that collect what it saves) and hands out the recomputed tensors slot by slot.
-  The re-run stops as soon as it has saved as many tensors as the forward did (early stop,
+  saved-tensor hooks whose pack keeps only a slot number; the first unpack in a backward run
+  re-runs `fn` (with grad on, under hooks that collect what it saves) and hands out the
+  recomputed tensors slot by slot. The re-run stops as soon as it has saved as many tensors
+  as the forward did (early stop,
   as torch's: what `fn` does after its last saved tensor, a module's forward hook, does not
   run again), unless `early_stop=False` or `set_checkpoint_early_stop(False)`.
 - `use_reentrant=True`: a custom Function whose forward runs `fn` under `no_grad` and whose
@@ -32,9 +33,8 @@ import contextlib
 
 from .. import random as _random
 from .._warn import warn
-from ..autograd import grad_mode
+from ..autograd import grad_mode, saved_hooks
 from ..autograd.function import Function
-from ..autograd import saved_hooks
 from ..autograd.graph import current_graph_task_id
 from ..autograd.node import SavedTensor
 from ..autograd.saved_hooks import PackedTensor, saved_tensors_hooks
