@@ -69,6 +69,41 @@ except RuntimeError as e:
 }
 
 
+CASES.update({
+    # an input passed twice gets its gradient twice, as torch's
+    "grad_of_an_input_passed_twice": """
+a = torch.tensor([1., 2.], dtype=torch.float64, requires_grad=True)
+b = a.exp()
+out = [torch.autograd.grad((a * a).sum(), [a, a]),
+       [g.requires_grad for g in torch.autograd.grad((a * a).sum(), (a, a), create_graph=True)],
+       torch.autograd.grad((b * a).sum(), [b, a, b]),
+       torch.autograd.grad((a * 2).sum(), [a, b, b], allow_unused=True)]
+""",
+    # GradientEdges as inputs and outputs: the gradient flowing into the edge
+    "grad_through_gradient_edges": """
+from torch.autograd.graph import get_gradient_edge
+a = torch.tensor([1., 2.], dtype=torch.float64, requires_grad=True)
+b = a.exp()
+x, y = (a * 2).split(1)
+out = [torch.autograd.grad((b * 2).sum(), get_gradient_edge(b)),
+       torch.autograd.grad((a * 3).sum(), [get_gradient_edge(a), a]),
+       torch.autograd.grad((y * 5).sum(), [get_gradient_edge(y), get_gradient_edge(x)],
+                           allow_unused=True),
+       torch.autograd.grad(get_gradient_edge(b), a, torch.ones(2, dtype=torch.float64))]
+try:
+    torch.autograd.grad((a * 2).sum(), [get_gradient_edge(b)])
+except RuntimeError:
+    out.append("unused edge raises")
+try:
+    out.append(torch.autograd.grad((y * 5).sum(), [get_gradient_edge(y)],
+                                   materialize_grads=True))
+    torch.autograd.grad((y * 5).sum(), [get_gradient_edge(x)], materialize_grads=True)
+except RuntimeError:
+    out.append("materialize_grads with an unused edge raises")
+""",
+})
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", list(CASES))
 def test_autograd_api_edge_matches_torch(name):

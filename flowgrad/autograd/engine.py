@@ -21,7 +21,7 @@ from . import interpreter as _interpreter
 from . import levels as _levels
 from . import node_hooks as _node_hooks
 from . import profiling as _profiling
-from .graph import _TASKS
+from .graph import _TASKS, GradientEdge
 from .inplace import dense, writable
 from .node import AccumulateGrad, FunctionNode
 
@@ -490,10 +490,44 @@ def acc_grad_for_leaf(meta, variable):
                     "tensor.grad in place instead of returning a value")
 
 
+def _edge_meta(edge, what):
+    """The AutogradMeta a GradientEdge's gradient is summed into (its node's output)."""
+    node, nr = edge
+    metas = getattr(node, "output_metas", ())
+    if not 0 <= nr < len(metas) or not metas[nr].requires_grad:
+        raise RuntimeError(f"grad: {what} is a GradientEdge to output {nr} of {node!r}, which "
+                           f"has no such output that requires grad")
+    return metas[nr]
+
+
+def _shape_of(t):
+    """A tensor's shape, or a GradientEdge's (its node's output's), for messages."""
+    if not isinstance(t, GradientEdge):
+        return tuple(t.shape)
+    node, nr = t
+    if isinstance(node, AccumulateGrad):
+        leaf = node.variable()
+        return None if leaf is None else tuple(leaf.shape)
+    return tuple(node.output_infos[nr][0])
+
+
+def _edge_root(edge, g, i, create_graph):
+    meta = _edge_meta(edge, f"output {i}")
+    shape = _shape_of(edge)
+    if not isinstance(g, _interpreter.Tensor) or tuple(g.shape) != shape:
+        raise RuntimeError(f"grad: output {i} is a GradientEdge (shape {shape}): pass a "
+                           f"grad_output of that shape for it, got "
+                           f"{tuple(g.shape) if g is not None else None}")
+    return edge.node, meta, g if create_graph else g.detach()
+
+
 def _roots_and_seeds(outputs, grad_outputs, create_graph):
     Tensor = _interpreter.Tensor
     roots = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if isinstance(out, GradientEdge):  # (torch's: the gradient flowing into the edge)
+            roots.append(_edge_root(out, g, i, create_graph))
+            continue
         out._sync()
         if out._meta is None or not out._meta.requires_grad:
             raise RuntimeError(
@@ -594,6 +628,8 @@ def _as_tuple(x):
     """None, or the tensors of a tensor, a sequence or any iterable (a generator: read once)."""
     if x is None:
         return None
+    if isinstance(x, GradientEdge):
+        return (x,)
     if isinstance(x, (tuple, list)):
         return tuple(x)
     if isinstance(x, _interpreter.Tensor) or not isinstance(x, Iterable):
@@ -703,33 +739,43 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grads = _as_tuple(grad_outputs) or (None,) * len(outputs)
     if len(grads) != len(outputs):
         raise RuntimeError(f"grad: got {len(outputs)} outputs but {len(grads)} grad_outputs")
+    metas = []
     for i, t in enumerate(inputs):
+        if isinstance(t, GradientEdge):
+            metas.append(_edge_meta(t, f"input {i}"))
+            continue
         t._sync()
         if t._meta is None or not t._meta.requires_grad:
             raise RuntimeError(
                 f"grad: input {i} (shape {tuple(t.shape)}) does not require grad; "
                 f"set requires_grad=True on it before computing the outputs")
-    targets = dict.fromkeys(t._meta for t in inputs)
+        metas.append(t._meta)
+    targets = dict.fromkeys(metas)
     task = _run(outputs, grads, retain_graph, create_graph, False, targets)
     state = grad_mode._state  # (hooks and retain_grad of the targets run in the run's mode)
     prev, state.enabled = state.enabled, bool(create_graph)
-    try:
-        collected = [_c_ordered(task.collect(t._meta)) for t in inputs]
+    try:  # (once per target: an input passed twice gets its gradient twice, as torch's)
+        collected = {m: _c_ordered(task.collect(m)) for m in targets}
     except BaseException:
         task.clear()  # (a hook raised: the other inputs' grads are not left for a next run)
         raise
     finally:
         state.enabled = prev
     result = []
-    for i, (t, g) in enumerate(zip(inputs, collected)):
+    for i, (t, m) in enumerate(zip(inputs, metas)):
+        g = collected[m]
         if g is None:
+            if materialize_grads and isinstance(t, GradientEdge):
+                raise RuntimeError(f"materialize_grads cannot be used when the given input is a "
+                                   f"GradientEdge (input {i}, which got no gradient); pass the "
+                                   f"tensor instead")
             if materialize_grads:  # (differentiable zeros with create_graph, as torch's)
                 g = _interpreter.Tensor._zeros(t._data.shape, t._data.dtype, t)
                 if create_graph:
                     g._set_requires_grad(True)
             elif not allow_unused:
                 raise RuntimeError(
-                    f"One of the differentiated Tensors (input {i}, shape {tuple(t.shape)}) "
+                    f"One of the differentiated Tensors (input {i}, shape {_shape_of(t)}) "
                     f"appears to not have been used in the graph. Set allow_unused=True if "
                     f"this is the desired behavior.")
         elif not create_graph:
