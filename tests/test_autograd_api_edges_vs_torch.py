@@ -101,6 +101,36 @@ try:
 except RuntimeError:
     out.append("materialize_grads with an unused edge raises")
 """,
+    # an input that gets no gradient in a vmapped backward: a zero block (jacobian,
+    # hessian), None (is_grads_batched with allow_unused), the error without it
+    "vectorized_jacobians_with_an_unused_input": """
+AF = torch.autograd.functional
+x = torch.tensor([1., 2.], dtype=torch.float64)
+a = torch.tensor([1., 2.], dtype=torch.float64, requires_grad=True)
+b = torch.ones(2, dtype=torch.float64, requires_grad=True)
+go = torch.ones(2, 2, dtype=torch.float64)
+out = [AF.jacobian(lambda a, b: a * 2, (x, x), vectorize=True),
+       AF.jacobian(lambda a, b: (a * 2, a.sum()), (x, x), vectorize=True),
+       AF.hessian(lambda a, b: (a ** 3).sum(), (x, x), vectorize=True),
+       torch.autograd.grad(a.exp(), [a, b], go, is_grads_batched=True, allow_unused=True),
+       torch.autograd.grad(a.exp(), [b], go, is_grads_batched=True, allow_unused=True)]
+try:
+    torch.autograd.grad(a.exp(), [a, b], go, is_grads_batched=True)
+except RuntimeError:
+    out.append("unused raises")
+""",
+    # torch's forward-mode jacobian of tuple inputs hands its blocks back in lists
+    "forward_mode_jacobian_containers": """
+AF = torch.autograd.functional
+x = torch.tensor([1., 2.], dtype=torch.float64)
+out = []
+for f, inp in [(lambda a, b: a * 2, (x, x)), (lambda a, b: (a * 2, b), (x, x)),
+               (lambda a: a * 2, x), (lambda a: (a * 2, a), x), (lambda a: (a * 2, a), (x,))]:
+    r = AF.jacobian(f, inp, vectorize=True, strategy="forward-mode")
+    out.append([type(r).__name__, r])
+    if isinstance(r, (tuple, list)):
+        out.append([type(t).__name__ for t in r])
+""",
 })
 
 

@@ -313,9 +313,10 @@ def _jacobian_forward(func, xs, in_tuple):
     nums = tuple(range(len(xs)))
     with levels.legacy_scope(True):
         out = jacfwd(plain, argnums=nums)(*xs)  # not detached: torch keeps the graph to xs
+    # torch's forward-mode jacobian hands tuple inputs' blocks back in lists
     if isinstance(out, tuple) and out and isinstance(out[0], tuple):
-        return tuple(r if in_tuple else r[0] for r in out)
-    return out if in_tuple else out[0]
+        return [list(r) for r in out] if in_tuple else tuple(r[0] for r in out)
+    return list(out) if in_tuple else out[0]
 
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,

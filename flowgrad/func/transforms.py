@@ -467,25 +467,25 @@ def batched_grad(grad_fn, outputs, inputs, grad_outputs, retain_graph, create_gr
                            "whose dim 0 is the batch")
     inputs_t = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
 
+    unused = []  # per input, whether it got no gradient (the same for every batch entry)
+
     def one(*g):
         res = grad_fn(outputs, inputs, g, retain_graph=True, create_graph=create_graph,
                       allow_unused=True, materialize_grads=materialize_grads)
-        return tuple(r if r is not None else _missing(x, allow_unused, materialize_grads)
-                     for r, x in zip(res, inputs_t))
-    result = vmap(one)(*gos)
-    return tuple(None if isinstance(r, _Unused) else r for r in result)
+        unused[:] = [r is None for r in res]
+        for r, x in zip(res, inputs_t):
+            if r is None:
+                _missing(x, allow_unused)
+        return tuple(r for r in res if r is not None)  # (vmap returns tensors only)
+    used = iter(vmap(one)(*gos))
+    return tuple(None if u else next(used) for u in unused)
 
 
 engine.batched_grad = batched_grad  # autograd.grad(is_grads_batched=True) calls it
 
 
-class _Unused:
-    """An input that received no gradient (allow_unused): None after vmap."""
-
-
-def _missing(x, allow_unused, materialize):
+def _missing(x, allow_unused):
     if not allow_unused:
         raise RuntimeError(f"One of the differentiated Tensors (shape {tuple(x.shape)}) appears "
                            f"to not have been used in the graph. Set allow_unused=True if this "
                            f"is the desired behavior.")
-    return _Unused()
