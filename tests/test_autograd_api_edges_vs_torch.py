@@ -131,6 +131,29 @@ for f, inp in [(lambda a, b: a * 2, (x, x)), (lambda a, b: (a * 2, b), (x, x)),
     if isinstance(r, (tuple, list)):
         out.append([type(t).__name__ for t in r])
 """,
+    # a decorated generator runs each step in the decorator's mode
+    "inference_mode_decorating_a_generator": """
+@torch.inference_mode()
+def ig():
+    x = yield torch.is_inference_mode_enabled()
+    yield [x, torch.is_inference_mode_enabled(), torch.is_grad_enabled(),
+           (torch.ones(1) * 2).is_inference()]
+g = ig()
+out = [next(g), g.send(5), torch.is_inference_mode_enabled(), torch.is_grad_enabled()]
+@torch.inference_mode(False)
+def ig2():
+    yield [torch.is_inference_mode_enabled(), torch.is_grad_enabled()]
+with torch.inference_mode():
+    out += [list(ig2()), torch.is_inference_mode_enabled()]
+@torch.inference_mode
+def ig3():
+    yield torch.is_inference_mode_enabled()
+    return 7
+def outer():
+    r = yield from ig3()
+    yield r
+out.append(list(outer()))
+""",
 })
 
 

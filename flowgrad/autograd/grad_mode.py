@@ -54,7 +54,7 @@ class _GradMode:
     def __call__(self, fn):
         mode = self.mode
         if inspect.isgeneratorfunction(fn):
-            return _wrap_generator(fn, mode)
+            return _wrap_generator(fn, lambda: _Mode(mode))
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -68,16 +68,18 @@ class _GradMode:
         return wrapper
 
 
-def _wrap_generator(fn, mode):
-    """A decorated generator runs each step (not just its creation) in `mode`."""
+class _Mode(_GradMode):
+    """Grad mode `mode` (None: as it is) for one step of a decorated generator."""
+
+    def __init__(self, mode):
+        self.mode = mode
+
+
+def _wrap_generator(fn, context):
+    """A decorated generator runs each step (not just its creation) inside `context()`."""
     def in_mode(step, *args):
-        prev = _state.enabled
-        if mode is not None:
-            _state.enabled = mode
-        try:
+        with context():
             return step(*args)
-        finally:
-            _state.enabled = prev
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -242,6 +244,8 @@ class inference_mode(_GradMode):  # noqa: N801
 
     def __call__(self, fn):
         mode = self.inference
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(fn, lambda: inference_mode(mode))
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
