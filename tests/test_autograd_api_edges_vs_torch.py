@@ -154,6 +154,33 @@ def outer():
     yield r
 out.append(list(outer()))
 """,
+    # one forward-AD level at a time, as torch's; func.jvp nests inside func.jvp only
+    "nested_forward_ad_levels": """
+import torch.autograd.forward_ad as fwAD
+x = torch.tensor([1., 2.], dtype=torch.float64)
+out = []
+def attempt(f):
+    try:
+        out.append(f())
+    except RuntimeError as e:
+        out.append("Nested forward mode AD is not supported" in str(e))
+def nested():
+    with fwAD.dual_level():
+        with fwAD.dual_level():
+            return "entered"
+def dual_in_jvp(y):
+    with fwAD.dual_level():
+        return fwAD.unpack_dual(fwAD.make_dual(y, torch.ones_like(y)).sin()).tangent
+def jvp_in_dual():
+    with fwAD.dual_level():
+        return torch.func.jvp(torch.sin, (x,), (x,))
+attempt(nested)
+attempt(jvp_in_dual)
+attempt(lambda: torch.func.jvp(dual_in_jvp, (x,), (x,)))
+attempt(lambda: torch.func.jvp(lambda y: torch.func.jvp(torch.sin, (y,), (y,))[1], (x,), (x,)))
+with fwAD.dual_level():
+    out.append(fwAD.unpack_dual(fwAD.make_dual(x, x).sin()).tangent)
+""",
 })
 
 

@@ -135,6 +135,7 @@ class ForwardLevel:
         self.index = index
         self.tangents = {}
         self.plain = {}  # views with no tangent of their base's (unpack_dual's primal)
+        self.public = True  # entered by dual_level (False: by func.jvp)
 
     def tangent(self, t):
         if FORWARD_AD_OFF[0]:
@@ -531,8 +532,22 @@ def derived_jvp(op, inputs, outs, tans, attrs, aux):
 
 # ---- the public API: torch.autograd.forward_ad -----------------------------------------------
 def enter_dual_level():
-    """Enter a new forward-AD level and return its index (prefer `with dual_level()`)."""
+    """Enter a new forward-AD level and return its index (prefer `with dual_level()`).
+    Only one at a time, as torch's (func.jvp nests its own levels instead)."""
+    if _LEVELS:
+        raise RuntimeError("Nested forward mode AD is not supported at the moment: a "
+                           "forward-AD level (dual_level or func.jvp) is already entered; "
+                           "use torch.func.jvp inside torch.func.jvp to nest")
+    return _enter(public=True)
+
+
+def _enter(public):
+    """Enter a forward-AD level; func.jvp's (`public=False`) nest only inside func.jvp's."""
+    if any(lvl.public for lvl in _LEVELS):
+        raise RuntimeError("Nested forward mode AD is not supported at the moment: func.jvp "
+                           "inside a dual_level; leave the dual_level first")
     level = ForwardLevel(_interpreter.current, len(_LEVELS))
+    level.public = public
     level._ctx = _interpreter.using_interpreter(level)
     level._ctx.__enter__()
     _LEVELS.append(level)
@@ -566,6 +581,14 @@ class dual_level:
 
     def __exit__(self, *exc):
         exit_dual_level()
+
+
+class transform_level(dual_level):  # noqa: N801
+    """The level of one func.jvp call: func.jvp calls nest, a dual_level around or inside
+    one raises, as torch's."""
+
+    def __enter__(self):
+        return _enter(public=False)
 
 
 def _level(level, what):

@@ -286,7 +286,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
 
 
 def _jvp(func, primals, flat_primals, flat_tangents, has_aux):
-    with forward_ad.dual_level(), entered(forward_ad._LEVELS[-1]):
+    with forward_ad.transform_level(), entered(forward_ad._LEVELS[-1]):
         # the level's own inputs, which in-place ops may write (torch's), not the frozen
         # views of captured primals that Op.__call__ stamps them as
         duals = _unflatten(list(primals), [
