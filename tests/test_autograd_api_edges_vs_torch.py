@@ -181,6 +181,31 @@ attempt(lambda: torch.func.jvp(lambda y: torch.func.jvp(torch.sin, (y,), (y,))[1
 with fwAD.dual_level():
     out.append(fwAD.unpack_dual(fwAD.make_dual(x, x).sin()).tangent)
 """,
+    # make_dual keeps a tangent of another floating dtype (ops' tangents take their outputs'
+    # dtype) and copies one laid out otherwise than the primal to the primal's strides
+    "make_dual_tangent_dtype_and_layout": """
+import torch.autograd.forward_ad as fwAD
+p = torch.tensor([0.5, 1.0], dtype=torch.float64)
+out = []
+with fwAD.dual_level():
+    d = fwAD.make_dual(p, torch.tensor([1., 2.]))
+    out += [fwAD.unpack_dual(d).tangent, fwAD.unpack_dual(d * 3).tangent,
+            fwAD.unpack_dual(d.sin()).tangent]
+    P, T = torch.ones(2, 3), torch.arange(6.).reshape(3, 2).t()
+    t = fwAD.unpack_dual(fwAD.make_dual(P, T)).tangent
+    out += [list(t.stride()), t, t.data_ptr() == T.data_ptr()]
+    T2 = torch.arange(6.).reshape(2, 3)
+    t2 = fwAD.unpack_dual(fwAD.make_dual(P, T2)).tangent
+    out.append(t2.data_ptr() == T2.data_ptr())
+    t3 = fwAD.unpack_dual(fwAD.make_dual(torch.ones(3, 2).t(), T2)).tangent
+    out += [list(t3.stride()), t3]
+    try:
+        fwAD.make_dual(P, torch.ones(2, 3, dtype=torch.int64))
+    except ValueError:
+        out.append("integer tangent refused")
+r = torch.func.jvp(torch.sin, (p,), (torch.ones(2),))
+out.append(r)
+""",
 })
 
 

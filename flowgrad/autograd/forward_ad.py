@@ -604,7 +604,8 @@ def _level(level, what):
 
 
 def make_dual(tensor, tangent, *, level=None):
-    """A view of `tensor` carrying `tangent` (same shape and dtype) at the level.
+    """A view of `tensor` carrying `tangent` (same shape, a floating or complex dtype) at the
+    level.
 
     >>> import flowgrad as flow
     >>> import flowgrad.autograd.forward_ad as fwAD
@@ -622,11 +623,14 @@ def make_dual(tensor, tangent, *, level=None):
     if not (tensor.is_floating_point() or tensor.is_complex()):
         raise ValueError(f"make_dual: expected a floating point or complex primal, got "
                          f"{tensor.dtype}")
-    if tangent.dtype != tensor.dtype:
-        raise ValueError(f"make_dual: the tangent's dtype {tangent.dtype} differs from the "
-                         f"primal's {tensor.dtype}; convert it with .to(primal.dtype)")
+    if not (tangent.is_floating_point() or tangent.is_complex()):
+        raise ValueError(f"make_dual: expected a floating point or complex tangent, got "
+                         f"{tangent.dtype}")
     with _interpreter.using_interpreter(lvl.inner):
         dual = tensor.reshape(tensor.shape)
+        # (torch's: the tangent keeps its dtype, ops' tangents take their outputs'; one laid
+        # out otherwise than the primal is copied to the primal's strides)
+        tangent = _laid_out_as(tangent, dual)
     lvl.set_tangent(dual, tangent)
     return dual
 
