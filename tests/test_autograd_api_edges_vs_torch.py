@@ -206,6 +206,21 @@ with fwAD.dual_level():
 r = torch.func.jvp(torch.sin, (p,), (torch.ones(2),))
 out.append(r)
 """,
+    # torch.func differentiates inference tensors (inputs or captured) through normal
+    # tensors wrapping them; plain autograd still refuses to save one
+    "func_transforms_of_inference_tensors": """
+with torch.inference_mode():
+    t = torch.tensor([1., 2.], dtype=torch.float64)
+one = torch.ones(2, dtype=torch.float64)
+g = torch.func.grad(lambda x: (x * x).sum())(t)
+out = [g, g.is_inference(), torch.func.grad(lambda x: (x * t).sum())(one),
+       torch.func.vjp(lambda x: x.sin(), t)[1](one), torch.func.jacrev(torch.sin)(t),
+       torch.func.jvp(torch.sin, (t,), (t,)), torch.func.hessian(lambda x: (x ** 3).sum())(t)]
+try:
+    (one.clone().requires_grad_() * t).sum().backward()
+except RuntimeError as e:
+    out.append("Inference tensors cannot be saved" in str(e))
+""",
 })
 
 

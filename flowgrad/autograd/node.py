@@ -11,6 +11,7 @@ import weakref
 from ..errors import inference_saved_error, saved_tensor_error
 from . import grad_mode
 from . import meta as _meta
+from . import saved_hooks as _saved_hooks
 from .graph import Node
 from .meta import VersionCounter
 
@@ -32,7 +33,9 @@ class SavedTensor:
         if counter is None:
             counter = tensor._counter = VersionCounter()
         elif counter.__class__ is not VersionCounter:  # an inference tensor's
-            raise inference_saved_error(tensor)
+            if not _saved_hooks.TRANSFORMS:
+                raise inference_saved_error(tensor)
+            counter = VersionCounter()  # (torch.func sees it through a normal tensor)
         self.counter = counter
         self.version = counter.value
         self.is_output = is_output

@@ -480,7 +480,11 @@ def _fresh(x):
     if not x.is_floating_point():
         raise RuntimeError(f"func transforms: can only differentiate floating point inputs, "
                            f"got one of dtype {x.dtype}; convert it with .float()")
-    return _detached(x)._set_requires_grad(True)
+    y = _detached(x)
+    if y._counter is not None and y._counter.__class__ is not _meta.VersionCounter:
+        y._counter = _meta.VersionCounter()  # (an inference tensor: torch.func differentiates
+        # a normal tensor wrapping it)
+    return y._set_requires_grad(True)
 
 
 def _made_at(level, inputs):
