@@ -221,6 +221,33 @@ try:
 except RuntimeError as e:
     out.append("Inference tensors cannot be saved" in str(e))
 """,
+    # backward(inputs=...): a tensor given twice counts once; GradientEdges are accepted
+    # (a leaf's edge fills its .grad, a non-leaf's fills nothing)
+    "backward_inputs_twice_and_gradient_edges": """
+from torch.autograd.graph import get_gradient_edge
+import warnings
+warnings.simplefilter("ignore")
+a = torch.tensor([1., 2.], dtype=torch.float64, requires_grad=True)
+(a * a).sum().backward(inputs=[a, a])
+out = [a.grad.clone()]
+a.grad = None
+b = a.exp()
+b.retain_grad()
+(b * a).sum().backward(inputs=[b, b, a], retain_graph=True)
+out += [a.grad.clone(), b.grad.clone()]
+a.grad = b.grad = None
+c = b * 2
+(c * a).sum().backward(inputs=[get_gradient_edge(a)], retain_graph=True)
+out.append(a.grad.clone())
+(c * a).sum().backward(inputs=[get_gradient_edge(b)], retain_graph=True)
+out += [a.grad.clone(), b.grad.clone()]
+(c * a).sum().backward(inputs=[get_gradient_edge(c), b])
+out += [a.grad.clone(), b.grad.clone(), c.grad]
+try:
+    (a * 2).sum().backward(inputs=[a.detach()])
+except RuntimeError:
+    out.append("an input that does not require grad raises")
+""",
 })
 
 

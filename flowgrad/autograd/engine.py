@@ -674,11 +674,17 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         inputs = _as_tuple(inputs)
         if not inputs:
             raise RuntimeError("backward: 'inputs' must not be empty")
-        for t in inputs:
+        metas = []
+        for i, t in enumerate(inputs):
+            if isinstance(t, GradientEdge):
+                metas.append(_edge_meta(t, f"inputs[{i}]"))
+                continue
             t._sync()
-        targets = {t._meta: i for i, t in enumerate(inputs) if t._meta is not None}
-        if len(targets) != len(inputs):
-            raise RuntimeError("backward: every tensor in 'inputs' must require grad")
+            if t._meta is None or not t._meta.requires_grad:
+                raise RuntimeError("backward: every tensor in 'inputs' must require grad")
+            metas.append(t._meta)
+        targets = {m: i for i, m in enumerate(metas)}  # (an input given twice counts once)
+        tensors_given = {m for t, m in zip(inputs, metas) if not isinstance(t, GradientEdge)}
     task = _run(tensors, grads, retain_graph, create_graph, True, targets)
     if targets:  # non-leaf inputs: their summed grad goes into their .grad as well
         with grad_mode.set_grad_enabled(create_graph):
@@ -687,8 +693,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                     if meta.is_leaf:
                         continue
                     g = task.collect(meta)
-                    if g is not None and not meta.retain_grad:  # collect kept retained ones
-                        _accumulate(meta, g)
+                    if g is not None and not meta.retain_grad and meta in tensors_given:
+                        _accumulate(meta, g)  # (collect kept retained ones; an edge has no
+                        # .grad)
             except BaseException:
                 task.clear()
                 raise
