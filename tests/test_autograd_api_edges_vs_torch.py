@@ -248,6 +248,24 @@ try:
 except RuntimeError:
     out.append("an input that does not require grad raises")
 """,
+    # a dict of inputs: the gradients under the same keys (other Mappings refused);
+    # materialized gradients of a batched grad: torch's zeros of the input's shape
+    "grad_of_a_dict_of_inputs_and_batched_materialized": """
+import collections
+a = torch.tensor([1., 2.], dtype=torch.float64, requires_grad=True)
+b = torch.tensor([3., 4.], dtype=torch.float64, requires_grad=True)
+go = torch.ones(2, 2, dtype=torch.float64)
+r = torch.autograd.grad((a * b).sum(), {"x": a, "y": b})
+out = [type(r).__name__, list(r), r["x"], r["y"],
+       list(torch.autograd.grad((a * 2).sum(), {"x": a, "y": b}, allow_unused=True).values()),
+       torch.autograd.grad(a.exp(), {"x": a}, go, is_grads_batched=True)["x"]]
+m = torch.autograd.grad(a.exp(), [a, b], go, is_grads_batched=True, materialize_grads=True)
+out += [m, m[1].requires_grad]
+try:
+    torch.autograd.grad((a * b).sum(), collections.OrderedDict(x=a))
+except TypeError:
+    out.append("OrderedDict refused")
+""",
 })
 
 

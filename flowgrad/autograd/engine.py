@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from .. import overrides
 from .._warn import warn
@@ -722,6 +722,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if allow_unused is False and materialize_grads:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")
+    if type(inputs) is dict:  # (torch's: the gradients come back under the same keys)
+        return dict(zip(inputs, grad(outputs, tuple(inputs.values()), grad_outputs,
+                                     retain_graph, create_graph, only_inputs, allow_unused,
+                                     is_grads_batched, materialize_grads)))
+    if isinstance(inputs, Mapping):
+        raise TypeError(f"`inputs` argument to `grad()` must be a dict, not "
+                        f"{type(inputs).__name__}. Other Mapping types are not supported.")
     inputs = _as_tuple(inputs)
     if not inputs:
         raise RuntimeError("grad requires non-empty inputs: the `inputs` argument to grad() "

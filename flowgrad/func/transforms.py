@@ -471,14 +471,16 @@ def batched_grad(grad_fn, outputs, inputs, grad_outputs, retain_graph, create_gr
 
     def one(*g):
         res = grad_fn(outputs, inputs, g, retain_graph=True, create_graph=create_graph,
-                      allow_unused=True, materialize_grads=materialize_grads)
+                      allow_unused=True)
         unused[:] = [r is None for r in res]
         for r, x in zip(res, inputs_t):
             if r is None:
-                _missing(x, allow_unused)
+                _missing(x, allow_unused or materialize_grads)
         return tuple(r for r in res if r is not None)  # (vmap returns tensors only)
     used = iter(vmap(one)(*gos))
-    return tuple(None if u else next(used) for u in unused)
+    # (materialized as torch's: zeros of the input's shape, without the batch dim)
+    return tuple((zeros_like(x).requires_grad_(bool(create_graph)) if materialize_grads
+                  else None) if u else next(used) for u, x in zip(unused, inputs_t))
 
 
 engine.batched_grad = batched_grad  # autograd.grad(is_grads_batched=True) calls it
