@@ -216,10 +216,15 @@ g = torch.func.grad(lambda x: (x * x).sum())(t)
 out = [g, g.is_inference(), torch.func.grad(lambda x: (x * t).sum())(one),
        torch.func.vjp(lambda x: x.sin(), t)[1](one), torch.func.jacrev(torch.sin)(t),
        torch.func.jvp(torch.sin, (t,), (t,)), torch.func.hessian(lambda x: (x ** 3).sum())(t)]
-try:
-    (one.clone().requires_grad_() * t).sum().backward()
-except RuntimeError as e:
-    out.append("Inference tensors cannot be saved" in str(e))
+w = torch.ones(2, dtype=torch.float64, requires_grad=True)
+for f in [lambda: (one.clone().requires_grad_() * t).sum().backward(),
+          lambda: torch.func.vmap(lambda x: (x * w * t).sum())(torch.ones(3, 2)).sum().backward(),
+          lambda: torch.func.jvp(lambda x: (x * w * t).sum(), (one,), (one,))[0].backward()]:
+    try:
+        f()
+        out.append(w.grad)
+    except RuntimeError as e:  # (a graph outside torch.func's: the inference tensor itself)
+        out.append("Inference tensors cannot be saved" in str(e))
 """,
     # backward(inputs=...): a tensor given twice counts once; GradientEdges are accepted
     # (a leaf's edge fills its .grad, a non-leaf's fills nothing)

@@ -33,9 +33,10 @@ class SavedTensor:
         if counter is None:
             counter = tensor._counter = VersionCounter()
         elif counter.__class__ is not VersionCounter:  # an inference tensor's
-            if not _saved_hooks.TRANSFORMS:
+            levels = _saved_hooks.TRANSFORMS
+            if not levels or type(levels[-1]) is not _saved_hooks.ReverseLevel:
                 raise inference_saved_error(tensor)
-            counter = VersionCounter()  # (torch.func sees it through a normal tensor)
+            counter = VersionCounter()  # (func.grad/vjp see it through a normal tensor)
         self.counter = counter
         self.version = counter.value
         self.is_output = is_output

@@ -480,11 +480,17 @@ def _fresh(x):
     if not x.is_floating_point():
         raise RuntimeError(f"func transforms: can only differentiate floating point inputs, "
                            f"got one of dtype {x.dtype}; convert it with .float()")
-    y = _detached(x)
-    if y._counter is not None and y._counter.__class__ is not _meta.VersionCounter:
-        y._counter = _meta.VersionCounter()  # (an inference tensor: torch.func differentiates
-        # a normal tensor wrapping it)
-    return y._set_requires_grad(True)
+    return _normal(_detached(x))._set_requires_grad(True)
+
+
+def _normal(x):
+    """x, or for an inference tensor an alias with a version counter of its own: torch.func
+    differentiates inference tensors through normal tensors wrapping them."""
+    if isinstance(x, Tensor) and x._counter is not None and \
+            x._counter.__class__ is not _meta.VersionCounter:
+        x = x.detach()
+        x._counter = _meta.VersionCounter()
+    return x
 
 
 def _made_at(level, inputs):

@@ -30,6 +30,7 @@ from .inputs import (
     _handed_out,
     _made_at,
     _meta_before_detach,
+    _normal,
     _reaches_inputs,
 )
 from .vmap import vmap
@@ -290,7 +291,7 @@ def _jvp(func, primals, flat_primals, flat_tangents, has_aux):
         # the level's own inputs, which in-place ops may write (torch's), not the frozen
         # views of captured primals that Op.__call__ stamps them as
         duals = _unflatten(list(primals), [
-            levels.stamp(forward_ad.make_dual(p, t), levels.TOKENS[-1])
+            levels.stamp(forward_ad.make_dual(_normal(p), t), levels.TOKENS[-1])
             for p, t in zip(flat_primals, flat_tangents)])
         out = func(*duals)
         aux = None
