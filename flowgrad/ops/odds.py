@@ -27,7 +27,7 @@ from .creation import FACTORY_HINTS, check_hints
 from .index import index_select, narrow
 from .registry import op
 from .shape import cat, meshgrid, stack
-from .stats import histogramdd
+from .stats import bin_points, histogramdd, linspace_edges
 
 __all__ = ["kron", "diff", "cartesian_prod", "combinations", "trapezoid", "trapz",
            "cumulative_trapezoid", "histc", "histogram", "unique_consecutive", "tril_indices",
@@ -290,8 +290,10 @@ def _histc(xp, a, *, bins, lo, hi):
         lo, hi = lo - 1, hi + 1
     if lo > hi or not (math.isfinite(lo) and math.isfinite(hi)):
         raise RuntimeError(f"histc: range of [{lo}, {hi}] is not finite or max < min")
-    counts, _ = xp.histogram(a.reshape(-1), bins, (lo, hi))
-    return counts.astype(a.dtype)
+    # torch's binning: edges by its linspace in a's dtype (an overflowing step makes them
+    # nan, and then every element is dropped), bin = (x - lo) * bins / (hi - lo) in a's dtype
+    edges = xp.asarray(linspace_edges(lo, hi, bins + 1, np.dtype(a.dtype), "histc"))
+    return bin_points(xp, a.reshape(-1, 1), (edges,), method="guess")
 
 
 _histogram_type = namedtuple("histogram", ["hist", "bin_edges"])

@@ -332,7 +332,7 @@ def bin_points(xp, points, edges, weight=None, method="search"):
     return hist
 
 
-def linspace_edges(lo, hi, n, dtype):
+def linspace_edges(lo, hi, n, dtype, name="histogramdd"):
     """torch.linspace(lo, hi, n) in a floating `dtype` as torch 2.13's CPU kernel computes it
     (n >= 2): step = (hi - lo) / (n - 1), then lo + step * i up to the middle and
     hi - step * (n - 1 - i) after. float32/float64 evaluate each as one fused multiply-add
@@ -342,13 +342,18 @@ def linspace_edges(lo, hi, n, dtype):
     with np.errstate(over="ignore"):  # (a double bound reaches c10::Half through float)
         first, last = (t(np.float32(lo)), t(np.float32(hi))) if half else (t(lo), t(hi))
     if not (np.isfinite(first) and np.isfinite(last)):
-        raise RuntimeError(f"histogramdd: range [{lo}, {hi}] cannot be converted to type "
+        raise RuntimeError(f"{name}: range [{lo}, {hi}] cannot be converted to type "
                            f"{dtype} without overflow; pass a range the dtype can hold")
     if half:
         step = t(t(last - first) / t(n - 1))
         return np.array([first + t(step * t(i)) if i < n // 2 else
                          last - t(step * t(n - 1 - i)) for i in builtins.range(n)], dtype)
-    step = (last - first) / t(n - 1)
+    with np.errstate(over="ignore"):
+        step = (last - first) / t(n - 1)
+    if not np.isfinite(step):  # (an overflowing range: inf * 0 and the ends make nans)
+        i = np.arange(n)
+        with np.errstate(invalid="ignore"):
+            return np.where(i < n // 2, first + step * i, last - step * (n - 1 - i)).astype(dtype)
     q, a, b = Fraction(float(step)), Fraction(float(first)), Fraction(float(last))
     return np.array([float(a + q * i) if i < n // 2 else float(b - q * (n - 1 - i))
                      for i in builtins.range(n)]).astype(dtype)
