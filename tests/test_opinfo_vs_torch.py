@@ -186,7 +186,6 @@ KNOWN_HALF: dict[str, tuple[str, str]] = {
                                          _HALF_LINALG),
     "linalg.matrix_norm": (r"Expected a floating point or complex tensor", _HALF_LINALG),
     "nn.functional.batch_norm": (r"expected 2D or more input", "a 1-D empty input (as float64)"),
-    "histc": (r"values differ", _HALF_ROUNDING),
     "nn.functional.scaled_dot_product_attention": (r"values differ", _HALF_ROUNDING + " (scores "
                                                    "of ~100 make softmax an argmax)"),
     "nn.functional.soft_margin_loss": (r"torch inf", "torch's float16 exp overflows to inf; "
