@@ -21,6 +21,38 @@ out = [torch.histc(t([1e-45, 0.]), bins=2),
        torch.histc(t([1e-45, 2e-45, 3e-45]), bins=4, min=1e-45, max=3e-45),
        torch.histc(t([60000., -60000, 0], dtype=torch.float16), bins=2, min=-6e4, max=6e4)]
 """,
+    "nan_to_num_complex_by_parts": """
+nan, inf = float("nan"), float("inf")
+c = [complex(nan, inf), complex(-inf, 1), complex(2, -inf)]
+out = [torch.nan_to_num(torch.tensor(c), nan=1.0, posinf=2.0),
+       torch.nan_to_num(torch.tensor(c, dtype=torch.complex128)),
+       torch.tensor(c).nan_to_num_(3.)]
+""",
+    "logit_eps_clamps_as_torch_kernel": """
+out = []
+for dt, eps in ((torch.float64, 0.7), (torch.float64, 1e-3), (torch.float16, 1e-6)):
+    x = torch.tensor([0., 0.3, 0.5, 0.75, 1., 0.9995], dtype=dt, requires_grad=True)
+    y = torch.logit(x, eps=eps)
+    y.sum().backward()
+    out += [y[4:], x.grad]
+x = torch.tensor([1., 0.9995], dtype=torch.bfloat16, requires_grad=True)
+y = torch.logit(x, eps=1e-3)
+y.sum().backward()
+out += [y.float(), x.grad.float(), torch.tensor([0., 0.3, 0.75]).logit_(0.7)]
+""",
+    "sinc_half_in_float32": """
+x = torch.tensor([1., 2., -3., 0.5, 0., 1e-3, 100., 1000.5])
+out = [torch.sinc(x.half()), torch.sinc(x.bfloat16()).float()]
+""",
+    "ldexp_promotes_integer_input": """
+t = torch.tensor
+out = []
+for b in (t(2., dtype=torch.float64), t([2., 1.], dtype=torch.float16),
+          t(2. + 1j, dtype=torch.complex128), t([2, -1]), t([1., 2.], dtype=torch.bfloat16)):
+    for a in (t([1, 2]), t([True, False]), t([1., 2.])):
+        r = torch.ldexp(a, b)
+        out += [r.float() if r.dtype == torch.bfloat16 else r, str(r.dtype)[-8:]]
+""",
 }
 
 

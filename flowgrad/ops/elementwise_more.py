@@ -351,6 +351,11 @@ def _finfo(dtype):
 
 
 def _nan_to_num_kernel(xp, x, *, nan, posinf, neginf):
+    if x.dtype.kind == "c":  # each part on its own, as torch
+        y = xp.empty_like(x)
+        y.real, y.imag = (_nan_to_num_kernel(xp, p, nan=nan, posinf=posinf, neginf=neginf)
+                          for p in (x.real, x.imag))
+        return y
     fi = _finfo(x.dtype)
     hi = fi.max if posinf is None else posinf
     lo = fi.min if neginf is None else neginf
@@ -360,7 +365,8 @@ def _nan_to_num_kernel(xp, x, *, nan, posinf, neginf):
 
 
 # a product, as torch's (a nan grad at an inf input stays nan)
-_nan_to_num = unary("nan_to_num", _nan_to_num_kernel, d_of_x=lambda x: isfinite(x).to(x.dtype))
+_nan_to_num = unary("nan_to_num", _nan_to_num_kernel, d_of_x=lambda x: isfinite(x).to(x.dtype),
+                    complex=True)
 
 
 @tensor_method()
@@ -371,7 +377,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     >>> flow.nan_to_num(flow.tensor([float("nan"), float("inf"), -1.0]), posinf=100.0)
     tensor([  0., 100.,  -1.])
     """
-    if input._data.dtype.kind not in "fV":
+    if input._data.dtype.kind not in "fVc":
         return input.clone()
     # torch takes them as doubles (2**200 is a number like any other; NumPy's bfloat16 would
     # refuse the int)

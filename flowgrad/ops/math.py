@@ -182,15 +182,26 @@ def logit(input, eps=None):
     if eps is not None and eps != eps:  # (torch clamps nothing for a nan eps)
         eps = None
     checked_number("logit", eps, p._data.dtype, "eps")  # (torch casts it: 1e300 raises)
+    return _logit_bounded(p, None if eps is None else _logit_bounds(p._data.dtype, eps))
+
+
+def _logit_bounds(dtype, eps):
+    # torch's lo = eps and hi = 1 - eps in the tensor's dtype (1 - 1e-6 is 1 in float16)
+    t = dtype.type
+    return float(t(eps)), float(t(1) - t(eps))
+
+
+def _logit_bounded(p, bounds):
     if p._data.dtype in HALF:  # in float32, rounded once
-        return logit(p.float(), eps).to(p.dtype)
-    return _logit(p, eps=eps)
+        return _logit_bounded(p.float(), bounds).to(p.dtype)
+    return _logit(p, bounds=bounds)
 
 
 @op("logit", jvp="diagonal", save="inputs")
-def _logit(xp, p, *, eps):
-    if eps is not None:
-        p = xp.clip(p, eps, 1.0 - eps)
+def _logit(xp, p, *, bounds):
+    if bounds is not None:  # torch's x < lo ? lo : (x > hi ? hi : x), even when lo > hi
+        lo, hi = (xp.asarray(b, p.dtype) for b in bounds)
+        p = xp.where(p < lo, lo, xp.where(p > hi, hi, p))
     with xp.errstate(divide="ignore", invalid="ignore"):
         return (xp.log(p) - xp.log1p(-p)).astype(p.dtype, copy=False)
 
@@ -200,8 +211,8 @@ def logit_backward(ctx, dy):
     # torch's (infinitely_differentiable_)logit_backward: dy / (x (1 - x)) on [0, 1] (on
     # [eps, 1 - eps] with eps), else nan (0 with eps): the clamp's flat sides and log's
     # domain are not differentiated through
-    x, eps = ctx.inputs[0], ctx.eps
-    lo, hi, outside = (0.0, 1.0, math.nan) if eps is None else (eps, 1.0 - eps, 0.0)
+    x, bounds = ctx.inputs[0], ctx.bounds
+    lo, hi, outside = (0.0, 1.0, math.nan) if bounds is None else (*bounds, 0.0)
     return where((x >= lo) & (x <= hi), dy / (x * (1.0 - x)), outside)
 
 

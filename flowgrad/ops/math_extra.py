@@ -191,8 +191,10 @@ def ldexp(input, other):
             input._data.dtype.kind in "fV":  # (torch's kernel: a floating input's exponent)
         raise NotImplementedError('"ldexp_cpu_exp" not implemented for \'Bool\'; convert the '
                                   "exponent with .int() first")
+    if isinstance(other, Tensor) and other._data.dtype.kind in "fcV":
+        return input * pow(2.0, other)  # torch's promotion: an integer input takes other's
     a = _float_of(input)
-    if isinstance(other, Tensor) and other._data.dtype.kind not in "fcV":
+    if isinstance(other, Tensor):
         other = other.to(a.dtype)  # integer exponents keep the input's dtype; float ones promote
     return a * pow(2.0, other)
 

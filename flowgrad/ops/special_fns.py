@@ -309,8 +309,11 @@ def zeta_backward(ctx, dy):
 
 
 def _sinc_kernel(xp, x):
-    with xp.errstate(all="ignore"):  # (ml_dtypes < 0.7 computes a bfloat16 sinc in float32)
-        return xp.sinc(x).astype(x.dtype, copy=False)
+    # float16/bfloat16 in float32, rounded once, as torch's opmath (pi * 1 in float16 is not
+    # pi's float32, and sin of it is 3e-4 rather than ~0)
+    wide = x.astype(xp.float32) if x.dtype.kind in "fV" and x.dtype.itemsize < 4 else x
+    with xp.errstate(all="ignore"):
+        return xp.sinc(wide).astype(x.dtype, copy=False)
 
 
 def _sinc_derivative(x):
