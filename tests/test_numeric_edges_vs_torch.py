@@ -53,6 +53,24 @@ for b in (t(2., dtype=torch.float64), t([2., 1.], dtype=torch.float16),
         r = torch.ldexp(a, b)
         out += [r.float() if r.dtype == torch.bfloat16 else r, str(r.dtype)[-8:]]
 """,
+    "quantile_at_infinities": """
+inf, nan = float("inf"), float("nan")
+out = []
+for v, q, i in (([-inf, 1.], 0., "lower"), ([1., inf], 1., "higher"), ([1., inf], 0.5, "linear"),
+                ([1., 2., inf], 0.9, "linear"), ([1., inf], 1., "linear"),
+                ([-inf, 1., 2., inf], 0.5, "midpoint"), ([1., inf], 1., "nearest"),
+                ([1., 2., 3., nan], 0.3, "linear"), ([4., 1., 3., 2.], 0.6, "nearest")):
+    for f in (torch.quantile, torch.nanquantile):
+        x = torch.tensor(v, requires_grad=True)
+        y = f(x, q, interpolation=i)
+        y.backward()
+        out += [y, x.grad]
+x = torch.tensor([[1., 5., inf], [2., -inf, 0.]], dtype=torch.float64, requires_grad=True)
+for i in ("linear", "lower", "higher", "midpoint", "nearest"):
+    y = torch.quantile(x, torch.tensor([0.1, 0.5, 0.75], dtype=torch.float64), dim=1,
+                       keepdim=True, interpolation=i)
+    out += [y, torch.autograd.grad(y.nan_to_num().sum(), x)[0]]
+""",
 }
 
 

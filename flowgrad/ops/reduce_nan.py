@@ -20,6 +20,7 @@ from ..func.batched import every_example
 from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import exp, log, where
+from .elementwise_more import lerp
 from .gather import gather
 from .halfprec import in_float32
 from .reduce import float_input
@@ -175,12 +176,18 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
         ranks = ranks.round()  # half to even, as torch
     below = ranks.floor()
     above = ranks.ceil().clamp(max=last).long()
-    weight = 0.5 if interpolation == "midpoint" else ranks - below
+    weight = ranks * 0.0 + 0.5 if interpolation == "midpoint" else ranks - below
     below = below.long()
     outs = []
     for j in range(qs.shape[0]):
-        lo, hi = gather(values, d, below[j]), gather(values, d, above[j])
-        outs.append(lo + (hi - lo) * (weight if interpolation == "midpoint" else weight[j]))
+        lo = gather(values, d, below[j])
+        if interpolation in ("lower", "higher", "nearest"):  # the value itself, as torch
+            outs.append(lo)
+            continue
+        # torch's lerp: its two formulas keep an infinite end exact where lo + w * (hi - lo)
+        # is nan, and give nan for inf - inf as torch
+        hi = gather(values, d, above[j])
+        outs.append(lerp(lo, hi, weight[j].expand(lo.shape)))
     out = stack(outs, 0)
     if input._data.ndim == 0:  # a 0-d input keeps no reduced dim, keepdim or not (torch)
         out = out.reshape(-1)
