@@ -71,6 +71,19 @@ for i in ("linear", "lower", "higher", "midpoint", "nearest"):
                        keepdim=True, interpolation=i)
     out += [y, torch.autograd.grad(y.nan_to_num().sum(), x)[0]]
 """,
+    "matrix_norm_of_empty_matrices": """
+out = []
+for shape in ((0, 3), (3, 0), (0, 0), (2, 0, 3), (2, 3, 0)):
+    for o in (2, 1, float("inf"), "nuc", "fro"):
+        out += [torch.linalg.matrix_norm(torch.zeros(shape), o),
+                torch.linalg.norm(torch.zeros(shape), o, dim=(-2, -1), keepdim=True)]
+x = torch.zeros(2, 0, 3, dtype=torch.complex128, requires_grad=True)
+y = torch.linalg.matrix_norm(x, 2)
+out += [y, y.requires_grad, torch.linalg.matrix_norm(torch.zeros(3, 0), 2, dtype=torch.float64)]
+""",
+    "matrix_norm_empty_min_raises": """
+out = [torch.linalg.matrix_norm(torch.zeros(3, 0), -1)]
+""",
 }
 
 

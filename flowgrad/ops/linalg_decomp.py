@@ -528,6 +528,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple of different dims, got "
                            f"{dim}")
     r0, r1 = dim[0] % A.ndim, dim[1] % A.ndim
+    taken_over = {2: A.shape[r0] * A.shape[r1], 1: A.shape[r1], math.inf: A.shape[r0]}
+    if not isinstance(ord, str) and taken_over.get(ord) == 0:
+        # the largest of no singular values / column sums / row sums: 0, as torch (no grad)
+        return A.detach().abs().sum((r0, r1), keepdim=keepdim)
     if ord == "fro":
         return vector_norm(A, 2, (r0, r1), keepdim)
     if ord in ("nuc", 2, -2):
