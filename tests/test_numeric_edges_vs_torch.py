@@ -85,6 +85,23 @@ out += [y, y.requires_grad, torch.linalg.matrix_norm(torch.zeros(3, 0), 2, dtype
 out = [torch.linalg.matrix_norm(torch.zeros(3, 0), -1)]
 """,
 }
+# each raises in torch; flowgrad must raise the same exception type rather than compute
+for _i, _call in enumerate([
+        "x.sum((0, -1))", "x.sum((0, 0))", "x.mean((0, -1))", "x.amax((0, -1))",
+        "x.std((0, -1))", "x.logsumexp((0, -1))", "torch.linalg.vector_norm(x, 2, (0, -1))",
+        "x.nansum((0, -1))", "torch.ones(2).sum((0, -1))",
+        "torch.unique(torch.zeros(0, 3), dim=1)", "torch.unique(torch.zeros(2, 0, 0), dim=1)",
+        "torch.unique_consecutive(torch.zeros(2, 0), dim=0)",
+        "torch.tensor([True]) << torch.tensor([True])", "torch.tensor([True]) >> True",
+        "torch.logaddexp(torch.tensor([1, 2]), torch.tensor([1, 2]))",
+        "torch.logaddexp2(torch.tensor([True]), torch.tensor([False]))"]):
+    CASES[f"raises_{_i}"] = f"x = torch.tensor(1.)\nout = [{_call}]\n"
+CASES["computes_where_torch_does"] = """
+t = torch.tensor
+out = [t([True]) << 1, 1 << t([True]), t([True]) >> t([1]), torch.unique(torch.zeros(2, 0, 3),
+       dim=1, return_inverse=True, return_counts=True), torch.logaddexp(t([1, 2]), t(1.)),
+       torch.logaddexp2(t([1., 2.]), t([3, 4])), torch.tensor(2.).sum((-1,))]
+"""
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")

@@ -20,12 +20,10 @@ _MODE_NAN = ("mode of a slice holding a nan: torch's answer depends on where the
 _NANMEAN = "nanmean of only nans: torch's gradient is nan (0/0), flowgrad's 0"
 _UNIQUE_DIM_NAN = ("unique(dim=) of slices holding nans: NumPy's unique along an axis treats "
                    "nan slices as equal, torch keeps them apart")
-_EMPTY_UNIQUE = "unique over a zero-size dim it does not select: torch refuses, flowgrad runs"
 KNOWN_DIFFERENCES = {
     **dict.fromkeys([0, 402, 2314, 3055, 3371], _MODE_NAN),
     **dict.fromkeys([31, 2770], _NANMEAN),
     **dict.fromkeys([583, 1574, 1805, 3098], _UNIQUE_DIM_NAN),
-    **dict.fromkeys([2575, 3251, 3455], _EMPTY_UNIQUE),
 }
 
 

@@ -422,8 +422,10 @@ def _bitwise(name, fn, shift=False):
     def public(input, other):
         _bitwise_check(name, input, other)
         a, b = _promote_pair(input, other, name)
-        if shift and a._data.dtype.kind == "b":
-            a, b = a.to(_dt.int64), b.to(_dt.int64)
+        if shift and a._data.dtype.kind == "b":  # (bool << int promotes to int64 first)
+            raise NotImplementedError(
+                f"\"{'l' if 'left' in name else 'r'}shift_cpu\" not implemented for 'Bool': "
+                f"{name} of two bool operands; convert one with .long() first")
         return k(a, b)
     public.__name__ = name
     public.__doc__ = f"Elementwise {name.replace('_', ' ')} of integer or bool tensors."

@@ -201,7 +201,12 @@ def ldexp(input, other):
 
 # ---- logaddexp ---------------------------------------------------------------------------
 def _logaddexp(input, other, real_op):
-    a, b = _promote_pair(input, other, "logaddexp", floating=True)
+    name = "logaddexp2" if real_op is _logaddexp2_real else "logaddexp"
+    a, b = _promote_pair(input, other, name)
+    if a._data.dtype.kind in "biu":  # torch has no integer kernel (no lift to float)
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
+                                  f"'{_dt.from_numpy_dtype(a._data.dtype).name}': {name} of "
+                                  f"integer or bool tensors; convert one with .float() first")
     if a.is_complex():
         return _complex_logaddexp(a, b)
     return real_op(a, b)

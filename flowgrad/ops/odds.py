@@ -27,6 +27,7 @@ from .creation import FACTORY_HINTS, check_hints
 from .index import index_select, narrow
 from .registry import op
 from .shape import cat, meshgrid, stack
+from .sort import unique_dim
 from .stats import bin_points, histogramdd, linspace_edges
 
 __all__ = ["kron", "diff", "cartesian_prod", "combinations", "trapezoid", "trapz",
@@ -339,7 +340,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         values = flat[starts]
         inv_shape = a.shape
     else:
-        d = _wrap_dim(dim, a.ndim, "unique_consecutive")
+        d = unique_dim(a.shape, dim, "unique_consecutive")
         rest = math.prod(a.shape[:d] + a.shape[d + 1:])  # not -1: a 0-size dim leaves it open
         moved = xp.moveaxis(a, d, 0).reshape(a.shape[d], rest)
         starts = xp.ones(a.shape[d], bool)

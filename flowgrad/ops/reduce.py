@@ -36,17 +36,14 @@ def normalize_dims(dim, ndim, op_name):
     """dim (None, int or sequence) -> sorted tuple of non-negative axes."""
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return tuple(range(ndim))
-    if ndim == 0:  # torch takes dim 0 / -1 of a 0-d tensor: checked, then nothing to reduce
-        for d in dim if isinstance(dim, (tuple, list)) else (dim,):
-            _wrap_dim(d, 0, op_name)
-        return ()
-    if isinstance(dim, (tuple, list)):
-        axes = tuple(sorted({_wrap_dim(d, ndim, op_name) for d in dim}))
-        if len(axes) != len(dim):
-            raise RuntimeError(f"{op_name}: dim {tuple(dim)} appears multiple times in the "
-                               f"list of dims")
-        return axes
-    return (_wrap_dim(dim, ndim, op_name),)
+    axes = set()
+    for d in dim if isinstance(dim, (tuple, list)) else (dim,):
+        a = _wrap_dim(d, ndim, op_name)  # (a 0-d tensor takes dim 0 or -1, both dim 0)
+        if a in axes:
+            raise RuntimeError(f"{op_name}: dim {a} appears multiple times in the list of dims "
+                               f"{tuple(dim)}; name each dim once")
+        axes.add(a)
+    return () if ndim == 0 else tuple(sorted(axes))  # (0-d: nothing to reduce)
 
 
 def keepdim_shape(shape, axes):

@@ -111,6 +111,19 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     return values_indices("kthvalue", values, idx)
 
 
+def unique_dim(shape, dim, name):
+    """`dim` wrapped; as torch, an empty input must have exactly one 0-size dim, `dim`."""
+    d = _wrap_dim(dim, len(shape), name)
+    if 0 in shape:
+        if shape.count(0) > 1:
+            raise RuntimeError(f"{name}: shape {tuple(shape)} has more than one 0-size dim, so "
+                               f"unique cannot be applied along dim {dim}")
+        if shape[d]:
+            raise RuntimeError(f"{name}: shape {tuple(shape)} has a 0-size dim other than dim "
+                               f"{dim}, so unique cannot be applied along it")
+    return d
+
+
 @tensor_method()
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values (or distinct slices along `dim`), sorted; optionally the inverse
@@ -127,7 +140,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     if low is not None:  # (ordered in float32: exact both ways, NaN sorted last)
         a = a.astype(xp.float32)
     if dim is not None:
-        d = _wrap_dim(dim, a.ndim, "unique")
+        d = unique_dim(a.shape, dim, "unique")
         vals, inv, cnt = xp.unique(a, return_inverse=True, return_counts=True, axis=d,
                                    equal_nan=False)
     else:  # (every nan is a value of its own, as torch's)
