@@ -84,6 +84,16 @@ out += [y, y.requires_grad, torch.linalg.matrix_norm(torch.zeros(3, 0), 2, dtype
     "matrix_norm_empty_min_raises": """
 out = [torch.linalg.matrix_norm(torch.zeros(3, 0), -1)]
 """,
+    "cdist_inf_passes_over_nan": """
+nan, inf = float("nan"), float("inf")
+out = [torch.cdist(torch.tensor([[nan, 1.]]), torch.zeros(1, 2), p=inf),
+       torch.cdist(torch.tensor([[inf, 1.]]), torch.tensor([[inf, 1.]]), p=inf),
+       torch.cdist(torch.tensor([[nan, nan], [1., inf]]), torch.tensor([[0., 0.], [2, 3]]), p=inf),
+       torch.cdist(torch.tensor([[nan, 1.]]), torch.zeros(1, 2), p=2)]
+x = torch.tensor([[1., nan, -2.], [3., 1., 2.]], requires_grad=True)
+torch.cdist(x, torch.zeros(1, 3), p=inf).sum().backward()
+out += [x.grad[:, [0, 2]], x.grad[1]]
+""",
 }
 # each raises in torch; flowgrad must raise the same exception type rather than compute
 for _i, _call in enumerate([

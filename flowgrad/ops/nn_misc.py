@@ -596,6 +596,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
             - 2 * (a @ b.transpose(-1, -2))
         return sq.clamp(min=1e-30).sqrt()
     diff = a.unsqueeze(-2) - b.unsqueeze(-3)
+    if p == math.inf:  # torch's kernel: agg = max(agg, |d|) from 0, which passes over a nan
+        diff = where(diff.isnan(), 0.0, diff)
     return dist_norm(diff, p, -1, every_tie=True)
 
 
