@@ -94,6 +94,23 @@ x = torch.tensor([[1., nan, -2.], [3., 1., 2.]], requires_grad=True)
 torch.cdist(x, torch.zeros(1, 3), p=inf).sum().backward()
 out += [x.grad[:, [0, 2]], x.grad[1]]
 """,
+    "prod_cumprod_first_order_grads_with_zeros": """
+nan, inf = float("nan"), float("inf")
+out = []
+for v in ([nan, 0., 0.], [inf, 0., 3.], [2., 0., inf], [1., 0., nan, 0., 2.],
+          [inf, 2., 0., 3., 0., inf], [0., 2., 3., 0., 5.]):
+    x = torch.tensor(v, requires_grad=True)
+    x.prod().backward()
+    out.append(x.grad)
+    x = torch.tensor(v, requires_grad=True)
+    (x.cumprod(0) * torch.arange(1., len(v) + 1)).sum().backward()
+    out.append(x.grad)
+    x2 = torch.tensor([v, v[::-1]], requires_grad=True)
+    out += [torch.autograd.grad(x2.prod(1).sum(), x2)[0],
+            torch.autograd.grad(x2.t().cumprod(0).sum(), x2)[0],
+            torch.autograd.grad(x2.cumprod(1).sum(), x2, create_graph=True)[0],
+            torch.autograd.grad(x2.prod(), x2, create_graph=True)[0]]
+""",
 }
 # each raises in torch; flowgrad must raise the same exception type rather than compute
 for _i, _call in enumerate([

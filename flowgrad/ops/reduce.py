@@ -15,6 +15,7 @@ import builtins
 import math
 
 from .. import dtypes as _dt
+from ..autograd import grad_mode
 from ..autograd.interpreter import varies_per_run
 from ..errors import not_a_tensor
 from ..return_types import of_zero_dim, values_indices
@@ -346,7 +347,7 @@ def argmin(input, dim=None, keepdim=False):
 # ---- prod ----------------------------------------------------------------------------------
 @op("prod", save="inputs outputs", complex=True, contiguous=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
-def _prod(xp, x, *, axes, keepdim):
+def _prod(xp, x, *, axes, keepdim, whole=False):
     return xp.multiply.reduce(x, axis=axes, keepdims=keepdim,
                               # (see add_reduce; bool: dtype=torch.bool asked for it)
                               dtype=x.dtype if x.dtype.kind in "iub" else None)
@@ -362,8 +363,14 @@ def prod_backward(ctx, dy):
         return g
     # (the division, when x has no zero; a compiled plan, whose later inputs may have zeros,
     # always takes the exact form)
-    if not varies_per_run(x) and not (x == 0).any():
-        return g * (expand_reduced(y, shape, axes) / x)
+    if not varies_per_run(x):
+        zeros = int((x == 0).sum())
+        if not zeros:
+            return g * (expand_reduced(y, shape, axes) / x)
+        if zeros > 1 and ctx.whole and not grad_mode.is_grad_enabled():
+            # torch's first-order rule for prod(): two zeros make every gradient 0 (even that
+            # of a nan or inf element, where the product of the others is 0 * nan)
+            return g.new_zeros(tuple(shape))
     return g * _prod_of_others(x, axes)  # a zero in x: y / x would be 0 / 0
 
 
@@ -400,7 +407,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dim is not None and isinstance(dim, (tuple, list)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}; "
                         f"reduce one dim at a time")
-    return _prod(x, axes=normalize_dims(dim, x._data.ndim, "prod"), keepdim=keepdim)
+    return _prod(x, axes=normalize_dims(dim, x._data.ndim, "prod"), keepdim=keepdim,
+                 whole=dim is None)
 
 
 # ---- logsumexp -----------------------------------------------------------------------------

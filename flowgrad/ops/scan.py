@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes as _dt
+from ..autograd import grad_mode
 from ..autograd.interpreter import varies_per_run
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -158,10 +159,28 @@ def cumprod_backward(ctx, dy):
     x, y = conj(x), conj(y)  # torch's convention for complex; the identity for real
     # (the division, when x has no zero; a compiled plan, whose later inputs may have zeros,
     # always takes the exact form)
-    if not varies_per_run(x) and not (x == 0).any():
-        # dx_i = sum_{k >= i} dy_k y_k / x_i
-        return _cumsum(dy * y, dim=dim, reverse=True) / x
+    if not varies_per_run(x):
+        if not (x == 0).any():
+            # dx_i = sum_{k >= i} dy_k y_k / x_i
+            return _cumsum(dy * y, dim=dim, reverse=True) / x
+        if not grad_mode.is_grad_enabled():  # first order: torch's O(n) rule, inf/nan alike
+            return _cumprod_grad_first_order(x, y, dy, dim)
     return _cumprod_grad_with_zeros(x, dy, dim)
+
+
+def _cumprod_grad_first_order(x, y, dy, dim):
+    """torch's first-order cumprod gradient for an x with zeros: before the first zero z1,
+    the reversed cumsum of dy * y over x; at z1, prod(x[:z1]) * sum over [z1, z2) of dy_k
+    prod(x[z1 + 1:k + 1]); after it, 0."""
+    n = x.shape[dim]
+    seen = _cumsum((x == 0).to(_dt.int64), dim=dim, reverse=False)  # zeros up to here
+    before, first_run = seen == 0, seen == 1
+    first = (x == 0) & first_run
+    dx = where(before, _cumsum(where(before, dy * y, 0.0), dim=dim, reverse=True) / x, 0.0)
+    run = _cumprod(where(first_run & ~first, x, 1.0), dim=dim)
+    lead = _cumprod(where(before, x, 1.0), dim=dim).narrow(dim, n - 1, 1)  # prod(x[:z1])
+    at_first = (run * where(first_run, dy, 0.0)).sum(dim, keepdim=True) * lead
+    return where(first, at_first, dx)
 
 
 def _cumprod_grad_with_zeros(x, dy, dim):
