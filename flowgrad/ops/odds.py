@@ -293,7 +293,7 @@ def _histc(xp, a, *, bins, lo, hi):
         raise RuntimeError(f"histc: range of [{lo}, {hi}] is not finite or max < min")
     # torch's binning: edges by its linspace in a's dtype (an overflowing step makes them
     # nan, and then every element is dropped), bin = (x - lo) * bins / (hi - lo) in a's dtype
-    edges = xp.asarray(linspace_edges(lo, hi, bins + 1, np.dtype(a.dtype), "histc"))
+    edges = xp.asarray(linspace_edges(lo, hi, bins + 1, a.dtype, "histc"))
     return bin_points(xp, a.reshape(-1, 1), (edges,), method="guess")
 
 
