@@ -55,6 +55,21 @@ with torch.no_grad(), saved_tensors_hooks(pack, unpack):
     checkpoint(lambda x: (x.sin() * x).sum(), a, use_reentrant=False)
 out = [n_forward, packed, unpacked, a.grad]
 """,
+    "checkpoint_under_no_grad_enters_no_context": """
+import contextlib
+from torch.utils.checkpoint import checkpoint
+calls = []
+@contextlib.contextmanager
+def forward_context():
+    calls.append("in"); yield; calls.append("out")
+x = torch.ones(2, requires_grad=True)
+with torch.no_grad():
+    y = checkpoint(lambda t: t * 2, x, use_reentrant=False,
+                   context_fn=lambda: (forward_context(), contextlib.nullcontext()))
+z = checkpoint(lambda t: t * 3, x, use_reentrant=False,
+               context_fn=lambda: (forward_context(), contextlib.nullcontext()))
+out = [" ".join(calls), y, y.requires_grad, z]
+""",
     "checkpoint_of_an_inference_tensor": """
 from torch.utils.checkpoint import checkpoint
 with torch.inference_mode():

@@ -403,9 +403,8 @@ def _save_inputs(args):
 
 def _checkpoint_with_hooks(function, preserve_rng_state, context_fn, check, early_stop, debug,
                            args, kwargs):
-    if not grad_mode.is_grad_enabled():  # nothing is recorded, so nothing to recompute
-        context_fn()
-        return function(*args, **kwargs)
+    if not grad_mode.is_grad_enabled():  # nothing is recorded, so nothing to recompute (torch
+        return function(*args, **kwargs)  # enters no context_fn context then either)
     rng_state = _random.get_rng_state() if preserve_rng_state else None
     frame = _Recomputation(function, args, kwargs, rng_state, context_fn, check, early_stop,
                            debug)
