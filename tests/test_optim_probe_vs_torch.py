@@ -446,3 +446,28 @@ def test_scalar_state_follows_a_float64_default_dtype_as_torch(name):
     for key, (dtype, value) in their_scalars.items():
         assert our_scalars[key][0] == dtype, key
         np.testing.assert_allclose(our_scalars[key][1], value, rtol=1e-13)
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 0.1])
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "Adamax", "NAdam", "RAdam"])
+def test_state_of_another_dtype_than_the_gradient_raises_as_torch(name, weight_decay):
+    """After model.double() following steps, torch's lerp_ refuses the float32 first moment;
+    flowgrad stepped on with it. It raises before writing anything (torch has counted the
+    step and decayed the weights by then)."""
+    raised = []
+    for fw in (flow, torch):
+        m = fw.nn.Linear(2, 2)
+        opt = getattr(fw.optim, name)(m.parameters(), lr=0.1, weight_decay=weight_decay)
+        m(fw.ones(1, 2)).sum().backward()
+        opt.step()
+        m.double()
+        opt.zero_grad()
+        m(fw.ones(1, 2, dtype=fw.float64)).sum().backward()
+        before = m.weight.detach().clone(), opt.state[m.weight]["step"].clone()
+        with pytest.raises(RuntimeError, match="expected dtype float") as info:
+            opt.step()
+        raised.append(info.value)
+        if fw is flow:
+            assert "make the optimizer again" in str(info.value)
+            assert flow.equal(m.weight.detach(), before[0])
+            assert flow.equal(opt.state[m.weight]["step"], before[1])

@@ -44,6 +44,17 @@ def _decayed_grad(param, grad, group):
     return g
 
 
+def check_moment_dtype(state, grad):
+    """torch's lerp_ refusal of a first moment of another dtype than the gradient (the model's
+    dtype changed after steps: model.double()), raised before anything is written."""
+    m = state["exp_avg"]._data
+    if m.dtype != grad.dtype:
+        raise RuntimeError(
+            f"expected dtype {m.dtype} for `end` but got dtype {grad.dtype}: the optimizer's "
+            f"state is {m.dtype} and the gradient {grad.dtype} (the model's dtype changed "
+            f"after steps); make the optimizer again after changing the model's dtype")
+
+
 def _update_moments(state, g, beta1, beta2):
     """In place: m <- lerp(m, g, 1 - beta1), v <- beta2 v + (1 - beta2) g^2; returns m, v."""
     m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
@@ -134,6 +145,7 @@ class Adam(Optimizer):
             state["max_exp_avg_sq"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
+        check_moment_dtype(state, grad)
         g = _decayed_grad(param, grad, group)
         step = _advance(state)
         lr, (beta1, beta2) = group["lr"], group["betas"]
@@ -273,6 +285,7 @@ class Adamax(Optimizer):
         state["exp_inf"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
+        check_moment_dtype(state, grad)
         g = _decayed_grad(param, grad, group)
         step = _advance(state)
         beta1, beta2 = group["betas"]

@@ -11,6 +11,7 @@ from .adam import (
     _decayed_grad,
     _step_tensor,
     _update_moments,
+    check_moment_dtype,
     scalar_dtype,
 )
 from .optimizer import Optimizer, _no_differentiable, _validate
@@ -44,6 +45,7 @@ class NAdam(Optimizer):
         state["exp_avg_sq"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
+        check_moment_dtype(state, grad)
         g = _decayed_grad(param, grad, group)
         step = _advance(state)
         lr, (beta1, beta2) = group["lr"], group["betas"]
@@ -85,6 +87,7 @@ class RAdam(Optimizer):
         state["exp_avg_sq"] = Tensor._wrap(new_zeros(p._data))
 
     def _update(self, param, grad, state, group):
+        check_moment_dtype(state, grad)
         g = _decayed_grad(param, grad, group)
         step = _advance(state)
         lr, (beta1, beta2) = group["lr"], group["betas"]
