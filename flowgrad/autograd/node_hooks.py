@@ -48,8 +48,7 @@ class HookedNode(FunctionNode):
             for hook in tuple(hooks.pre):
                 result = hook(grads)
                 if result is not None:
-                    grads = _check_count(result, len(grads), "pre-hook", self, "outputs",
-                                         hook, grads)
+                    grads = _check_count(result, grads, "pre-hook", self, "outputs", hook)
             out_grads = list(grads)
         read = out_grads
         if hooks is not None and hooks.pre and None in out_grads:
@@ -64,8 +63,7 @@ class HookedNode(FunctionNode):
             for hook in tuple(hooks.post):
                 result = hook(in_grads, tuple(out_grads))
                 if result is not None:
-                    in_grads = _check_count(result, len(in_grads), "hook", self, "inputs",
-                                            hook, in_grads)
+                    in_grads = _check_count(result, in_grads, "hook", self, "inputs", hook)
         if anomaly.enabled and anomaly.check_nan:
             anomaly.check_results(self, in_grads)
         return in_grads
@@ -84,15 +82,22 @@ def _undefined_as_zeros(node, grads):
             for g, info in zip(grads, node.output_infos)]
 
 
-def _check_count(result, n, kind, node, what, hook=None, originals=None):
+def checked_results(hook, originals, result, wrong_count):
+    """`result`, the gradients `hook` returned (a tuple, a list or one) in place of
+    `originals`: as many (else RuntimeError(wrong_count(n))), each passing `checked_result`
+    (unless `hook` is None: the engine checks that hook's result itself)."""
     result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
-    if len(result) != n:
-        raise RuntimeError(f"{kind} of {node.name} returned {len(result)} gradients, expected "
-                           f"{n} (one per {what[:-1]} of the node)")
-    if originals is not None:
-        for original, g in zip(originals, result):
-            checked_result(hook, original, g)
+    if len(result) != len(originals):
+        raise RuntimeError(wrong_count(len(result)))
+    if hook is not None:
+        result = tuple(map(checked_result, (hook,) * len(result), originals, result))
     return result
+
+
+def _check_count(result, originals, kind, node, what, hook=None):
+    return checked_results(hook, originals, result, lambda n: (
+        f"{kind} of {node.name} returned {n} gradients, expected {len(originals)} (one per "
+        f"{what[:-1]} of the node)"))
 
 
 def checked_result(hook, original, result):
@@ -175,8 +180,8 @@ def _register_on_leaf(node, hook, pre):
         @functools.wraps(hook)  # (its name, for the engine's check of what it returns)
         def as_tensor_hook(grad):
             result = hook((grad,))
-            return None if result is None else _check_count(result, 1, "pre-hook", node,
-                                                            "outputs")[0]
+            return None if result is None else _check_count(result, (grad,), "pre-hook",
+                                                            node, "outputs")[0]
         return ListHandle(meta.hooks, as_tensor_hook)
     seen = []
 

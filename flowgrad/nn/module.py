@@ -22,7 +22,7 @@ from .. import dtypes as _dt
 from .._warn import warn
 from ..autograd.function import Function
 from ..autograd.inplace import bump_version
-from ..autograd.node_hooks import checked_result
+from ..autograd.node_hooks import checked_results
 from ..device import device, resolve_device, to_device
 from ..hook_handles import RemovableHandle
 from ..tensor import Tensor
@@ -100,12 +100,9 @@ def _at_outputs(state, module, grads):
     for hook in [*_global.BACKWARD_PRE.values(), *module._backward_pre_hooks.values()]:
         res = hook(module, grads)
         if res is not None:
-            res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
-            if len(res) != len(grads):
-                raise RuntimeError(
-                    f"Backward pre hook returned an invalid number of grad_output, got "
-                    f"{len(res)}, but expected {len(grads)}")
-            grads = tuple(map(checked_result, (hook,) * len(res), grads, res))
+            grads = checked_results(hook, grads, res, lambda n, want=len(grads): (
+                f"Backward pre hook returned an invalid number of grad_output, got {n}, but "
+                f"expected {want}"))
     state.grad_outputs = grads
     if not state.input_positions:
         # no input requires grad: the hooks see grad_input of all None, as in torch
@@ -133,12 +130,9 @@ def _at_inputs(state, module, grads):
     for hook in [*_global.BACKWARD.values(), *module._backward_hooks.values()]:
         res = hook(module, grad_input, grad_outputs)
         if res is not None:
-            res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
-            if len(res) != len(grad_input):
-                raise RuntimeError(
-                    f"Backward hook returned an invalid number of grad_input, got "
-                    f"{len(res)}, but expected {len(grad_input)}")
-            grad_input = tuple(map(checked_result, (hook,) * len(res), grad_input, res))
+            grad_input = checked_results(hook, grad_input, res, lambda n, want=len(grad_input): (
+                f"Backward hook returned an invalid number of grad_input, got {n}, but "
+                f"expected {want}"))
     return tuple(grad_input[p] for p in state.input_positions)
 
 
