@@ -28,7 +28,6 @@ from . import saved_hooks as _saved_hooks
 from .inplace import CUSTOM_FUNCTION_VIEWS
 from .interpreter import add_node
 from .node import NodeName, SavedTensor
-from .views import regenerate
 
 # tensor type -> the SavedTensor class its saved outputs take (flowgrad.func.vmap registers
 # BatchedTensor's: a saved output's own data is a placeholder, its examples live elsewhere)
@@ -351,12 +350,8 @@ def _rebase_base(o):
     """The view `o`, written in place by forward and now the Function's output: its root
     base takes the write into its history, as torch's CopySlices (the gradient of the view's
     region goes through the Function, the rest to the base's old history)."""
-    info = o._view
-    base = info.base
-    info.version = o._counter.value  # (its values are forward's: no replay from the base)
-    new_base = _inplace.view_scatter(base.clone(), o, chain=info.chain)
-    _inplace._take_history(base, new_base)
-    _inplace._take_history(o, regenerate(new_base, o))
+    o._view.version = o._counter.value  # (its values are forward's: no replay from the base)
+    _inplace.rebase(o, lambda _old_region: o)
 
 
 def _saved(t, is_output):
