@@ -185,6 +185,14 @@ def wrap(phys, level):
     return t
 
 
+def wrap_with_graph(phys, level):
+    """`wrap(phys, level)` that autograd sees through phys's own history (autograd recorded
+    on the physical tensors)."""
+    t = wrap(phys, level)
+    t._meta, t._grad_fn = phys._meta, phys._grad_fn
+    return t
+
+
 def batched_at(t, level):
     return type(t) is BatchedTensor and t._level is level
 

@@ -12,7 +12,7 @@ from ..autograd import interpreter as _interpreter
 from ..autograd.function import Function, FunctionCtx
 from ..autograd.levels import VMAP_STACK
 from ..tensor import Tensor
-from .batched import batched_at, wrap
+from .batched import batched_at, wrap, wrap_with_graph
 
 
 def _phys(t, level):
@@ -105,8 +105,6 @@ def generated_apply(level, cls, args, kwargs):
     result = []
     for o, d in zip((out,) if single else out, state["out_dims"]):
         if d is not None:
-            w = wrap(o, level)
-            w._meta, w._grad_fn = o._meta, o._grad_fn
-            o = w
+            o = wrap_with_graph(o, level)
         result.append(o)
     return result[0] if single else tuple(result)

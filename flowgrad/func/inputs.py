@@ -20,7 +20,7 @@ from ..autograd.levels import TRANSFORMS, ReverseLevel
 from ..autograd.meta import counter_of
 from ..autograd.views import replay_view
 from ..tensor import Tensor
-from .batched import BatchedTensor, wrap
+from .batched import BatchedTensor, wrap, wrap_with_graph
 from .vmap import VmapLevel
 
 
@@ -242,9 +242,7 @@ def _strip_inner(x, graph, depth):
     per-example or the physical one), without tangents."""
     if _physical(x):
         phys = _strip_inner(x._phys, graph, depth)
-        y = wrap(phys, x._level)
-        y._meta, y._grad_fn = phys._meta, phys._grad_fn
-        return y
+        return wrap_with_graph(phys, x._level)
     if not (graph and x.requires_grad):
         return levels.stamp(_alias(x), levels.stamp_of(x))
     with _interpreter.using_interpreter(_interpreter.AutogradInterpreter), \

@@ -37,7 +37,7 @@ from ..autograd.node import AccumulateGrad, SavedTensor, leading_to_node
 from ..autograd.views import mark_view, sync_view
 from ..return_types import sequence_of
 from ..tensor import Tensor
-from .batched import BatchedTensor, batched_at, wrap
+from .batched import BatchedTensor, batched_at, wrap, wrap_with_graph
 from .generated import generated_apply
 
 RANDOM = frozenset(("bernoulli", "dropout", "rrelu", "normal", "uniform", "rand", "randn",
@@ -130,13 +130,11 @@ class VmapLevel:
                     outs, aux = rule(self, op, phys, flags, attrs)
             else:
                 outs, aux = rule(self, op, phys, flags, attrs)
-        wrapped = tuple(wrap(o, self) for o in outs)
+        # (autograd on the per-example tensors when logical, else on the physical ones)
+        wrapped = tuple((wrap if logical else wrap_with_graph)(o, self) for o in outs)
         aux = tuple(wrap(a, self) for a in aux)
         if logical:
             self._record(op, inputs, wrapped, attrs, aux)
-        else:
-            for w, o in zip(wrapped, outs):
-                w._meta, w._grad_fn = o._meta, o._grad_fn  # autograd on the physical tensor
         if op.is_view and flags[0]:  # (made under no_grad too: torch
             _mark_views(inputs[0], wrapped, op, attrs)  # refuses some writes to those)
         return wrapped, aux
@@ -280,13 +278,8 @@ class VmapLevel:
         with _interpreter.using_interpreter(self.inner):
             for o, d in zip(outs, dims):
                 result.append(o if d is None or not isinstance(o, Tensor)
-                              else self._wrap_keeping_graph(o.movedim(d, 0)))
+                              else wrap_with_graph(o.movedim(d, 0), self))
         return result[0] if single else tuple(result)
-
-    def _wrap_keeping_graph(self, phys):
-        w = wrap(phys, self)
-        w._meta, w._grad_fn = phys._meta, phys._grad_fn  # (as apply_full's)
-        return w
 
     def function_ran(self, cls, ctx, args, outputs):
         return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
