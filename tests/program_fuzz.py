@@ -1,4 +1,5 @@
-"""Differential fuzzing of whole autograd PROGRAMS: flowgrad against torch, in float64.
+"""Differential fuzzing of whole autograd PROGRAMS: flowgrad against torch, in float64
+(and, from MIXED_SEEDS on, float32 and float64 mixed).
 
 A program is generated once, from a seed, as a list of `Step`s over a small pool of named
 tensors: leaves, results of ops, views (slicing, select, unbind, expand, iteration, ...),
@@ -36,6 +37,10 @@ from program_steps import _r, b_data, b_grad, b_inplace, b_leaf, b_op, b_storage
 import flowgrad as flow
 
 RTOL, ATOL = 1e-7, 1e-9
+# a float32 value is compared to float32 precision: NumPy's and torch's kernels round
+# differently, and the programs chain up to twenty steps
+RTOL32, ATOL32 = 2e-5, 1e-5
+_FLOAT32_SEEN = False   # in a mixed program float64 values carry float32 roundings too
 LEAF_SHAPES = [(), (3,), (4,), (2, 3), (3, 3), (3, 2), (1, 3), (3, 1), (2, 3, 4), (2, 2, 3)]
 HEADER = "import torch as m  # or: import flowgrad as m"
 
@@ -90,6 +95,7 @@ class _Gen:
 
     def __init__(self, seed):
         self.seed = seed
+        self.dtypes = ("float64", "float32") if seed >= MIXED_SEEDS else ("float64",)
         self.rng = random.Random(seed)
         self.vals = np.random.default_rng(seed)
         self.steps: list[Step] = []
@@ -192,7 +198,9 @@ class _Gen:
         n = self.fresh("x")
         lit = _r(v) if v.ndim == 0 else repr(v.tolist())
         rg = ", requires_grad=True" if grad else ""
-        self.commit("leaf", f"{n} = m.tensor({lit}, dtype=m.float64{rg})", (n,))
+        # drawn only when there is a choice: the float64 programs keep their seeds' programs
+        dtype = self.rng.choice(self.dtypes) if len(self.dtypes) > 1 else self.dtypes[0]
+        self.commit("leaf", f"{n} = m.tensor({lit}, dtype=m.{dtype}{rg})", (n,))
 
     def index(self, shape, basic=True):
         rng = self.rng
@@ -224,6 +232,9 @@ BUILDERS = [(3, b_leaf), (30, b_view), (33, b_inplace), (16, b_op), (6, b_data),
 # seeds from STORAGE_SEEDS on also draw b_storage (the seeds below keep their programs)
 STORAGE_SEEDS = 1_000_000
 STORAGE_BUILDERS = BUILDERS + [(8, b_storage)]
+# seeds from MIXED_SEEDS on draw the storage builders over float32 and float64 leaves: type
+# promotion, in-place writes that cast, and the dtype of every value and gradient
+MIXED_SEEDS = 2_000_000
 
 
 def grow(g, builders, first_grad):
@@ -291,10 +302,18 @@ def _same_tensor(a, b, label):
         return "shape", f"{label}: shape {sb} vs torch {sa}"
     if ga != gb:
         return "requires_grad", f"{label}: requires_grad {gb} vs torch {ga}"
+    da, db = _dtype_name(a), _dtype_name(b)
+    if da != db:
+        return "dtype", f"{label}: dtype {db} vs torch {da}"
+    rtol, atol = (RTOL, ATOL) if da == "float64" and not _FLOAT32_SEEN else (RTOL32, ATOL32)
     if not np.array_equal(np.isnan(x), np.isnan(y)) or not np.allclose(
-            y, x, rtol=RTOL, atol=ATOL, equal_nan=True):
+            y, x, rtol=rtol, atol=atol, equal_nan=True):
         return "values", f"{label}: flowgrad {y.tolist()} vs torch {x.tolist()}"
     return None
+
+
+def _dtype_name(t):
+    return str(t.dtype).rpartition(".")[2]
 
 
 def _same_binding(a, b, label):
@@ -367,14 +386,15 @@ def _final_lines(program, names, nt):
 # the loss is sin of every live tensor: past this magnitude a one-ulp difference in a value
 # (NumPy's SIMD exp and torch's round differently, per CPU) moves sin by more than the
 # tolerance, so the loss and the gradients through it measure rounding, not autograd
-_SIN_WELL_CONDITIONED = 1e6
+_SIN_WELL_CONDITIONED = {"float64": 1e6, "float32": 32.0}
 
 
 def _loss_ill_conditioned(program, names, nt):
     for n in _live(program, names, nt):
         try:
             values = nt[n].detach()
-            if bool((values.isfinite() & (values.abs() > _SIN_WELL_CONDITIONED)).any()):
+            bound = _SIN_WELL_CONDITIONED.get(_dtype_name(values), 1e6)
+            if bool((values.isfinite() & (values.abs() > bound)).any()):
                 return True
         except RuntimeError:  # a stale multi-output view: its reading raises elsewhere
             continue
@@ -387,6 +407,8 @@ def execute(program, upto=None):
     nt, nf = {"m": torch}, {"m": flow}
     names: list[str] = []
     _reset_modes()
+    global _FLOAT32_SEEN
+    _FLOAT32_SEEN = program.seed >= MIXED_SEEDS
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ran = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 
 from .. import dtypes as _dt
+from ..autograd.meta import counter_of
 from ..device import array_module
 from ..errors import check_int64, tensor_operand
 from ..meta import MetaArray
@@ -52,9 +53,32 @@ def _promote_pair(a, b, op_name, floating=False, number_pair=False):
         d = _dt.result_type(a, b)
     if floating and d.category < 2:
         d = _dt.get_default_dtype()
-    a = a if a._data.dtype == d.np else a.to(d)
-    b = b if b._data.dtype == d.np else b.to(d)
+    a = a if a._data.dtype == d.np else promoted(a, d)
+    b = b if b._data.dtype == d.np else promoted(b, d)
     return (b, a) if swapped else (a, b)
+
+
+def promoted(t, dtype):
+    """t cast to `dtype` for an op's type promotion. The cast shares t's version counter: torch
+    promotes inside the kernel and saves t itself, so an in-place write to t after the op
+    makes its backward raise; a copy with a counter of its own would let the backward run on
+    the values before the write.
+
+    >>> import flowgrad as flow
+    >>> x = flow.ones(2, requires_grad=True)
+    >>> n = flow.tensor([2, 3])
+    >>> y = x * n          # n is promoted to float32 for the product, and saved
+    >>> n += 1
+    >>> try:
+    ...     y.sum().backward()
+    ... except RuntimeError as e:
+    ...     print(str(e)[:62])
+    one of the tensors needed for gradient computation has been mo
+    """
+    cast = t.to(dtype)
+    if cast is not t and not t.is_inference():
+        cast._counter = counter_of(t)
+    return cast
 
 
 # ---- comparisons and logic (no gradient) -----------------------------------------------------

@@ -16,7 +16,7 @@ from .. import dtypes as _dt
 from ..device import array_module, undispatched
 from ..errors import checked_number, tensor_operand
 from ..tensor import Tensor
-from .compare import _promote_pair, clamp_mask, tie_weights
+from .compare import _promote_pair, clamp_mask, promoted, tie_weights
 from .elementwise import _F64, _binary
 from .halfprec import HALF
 from .index import nonzero
@@ -231,6 +231,6 @@ def clamp_tensor(input, min=None, max=None):
     """clamp with tensor (or mixed) bounds, promoted together with input."""
     bounds = [b for b in (min, max) if b is not None]
     d, xp = _dt.result_type(input, *bounds), array_module(input._data)
-    ts = [t.to(d) if isinstance(t, Tensor) else Tensor._wrap(xp.asarray(t, d.np))
+    ts = [promoted(t, d) if isinstance(t, Tensor) else Tensor._wrap(xp.asarray(t, d.np))
           for t in (input, *bounds)]
     return _clamp_tensor(*ts, has_min=min is not None, has_max=max is not None)
