@@ -32,7 +32,18 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
-from program_steps import _r, b_data, b_grad, b_inplace, b_leaf, b_op, b_storage, b_view
+from program_steps import (
+    _r,
+    b_data,
+    b_grad,
+    b_inplace,
+    b_inplace_more,
+    b_leaf,
+    b_op,
+    b_op_more,
+    b_storage,
+    b_view,
+)
 
 import flowgrad as flow
 
@@ -95,7 +106,8 @@ class _Gen:
 
     def __init__(self, seed):
         self.seed = seed
-        self.dtypes = ("float64", "float32") if seed >= MIXED_SEEDS else ("float64",)
+        mixed = MIXED_SEEDS <= seed < MORE_SEEDS
+        self.dtypes = ("float64", "float32") if mixed else ("float64",)
         self.rng = random.Random(seed)
         self.vals = np.random.default_rng(seed)
         self.steps: list[Step] = []
@@ -235,6 +247,11 @@ STORAGE_BUILDERS = BUILDERS + [(8, b_storage)]
 # seeds from MIXED_SEEDS on draw the storage builders over float32 and float64 leaves: type
 # promotion, in-place writes that cast, and the dtype of every value and gradient
 MIXED_SEEDS = 2_000_000
+# seeds from MORE_SEEDS on (float64) also draw more ops: softmax, cumprod, sort, cat, norm, ...
+# (ops saving their output, or giving a view or a copy by case) and more in-place writes:
+# t_, squeeze_ (a tensor's shape changed in place), index_copy_, scatter_, masked_scatter_, ...
+MORE_SEEDS = 3_000_000
+MORE_BUILDERS = STORAGE_BUILDERS + [(14, b_op_more), (16, b_inplace_more)]
 
 
 def grow(g, builders, first_grad):
@@ -257,7 +274,9 @@ def generate(seed):
     """The program of `seed`: a deterministic function of the seed (and torch's behaviour)."""
     g = _Gen(seed)
     _reset_modes()
-    grow(g, STORAGE_BUILDERS if seed >= STORAGE_SEEDS else BUILDERS, first_grad=True)
+    builders = MORE_BUILDERS if seed >= MORE_SEEDS else \
+        STORAGE_BUILDERS if seed >= STORAGE_SEEDS else BUILDERS
+    grow(g, builders, first_grad=True)
     names = [n for s in g.steps for n in s.outs]
     coef = {n: round(g.rng.uniform(-1.5, 1.5), 2) or 0.5 for n in names}
     _reset_modes()
@@ -408,7 +427,7 @@ def execute(program, upto=None):
     names: list[str] = []
     _reset_modes()
     global _FLOAT32_SEEN
-    _FLOAT32_SEEN = program.seed >= MIXED_SEEDS
+    _FLOAT32_SEEN = MIXED_SEEDS <= program.seed < MORE_SEEDS
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ran = 0

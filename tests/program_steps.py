@@ -294,3 +294,86 @@ def b_storage(g):
         return g.commit("storage:deepcopy2", f"import copy; {t}, {u} = copy.deepcopy([{a}, "
                         f"{g.pick(names)}])", (t, u))
     return g.commit(f"storage:{op}@{g.where(a)}", f"import copy; {t} = copy.{op}({a})", (t,))
+
+
+# ---- more ops (the seeds from program_fuzz.MORE_SEEDS on): ops that save their output or
+# return a view or a copy by case, multi-output ops, and in-place ops that change a tensor's
+# shape or write through an index
+def _dim(g, sh):
+    return g.rng.randrange(-len(sh), len(sh)) if sh else 0
+
+
+def b_op_more(g):
+    a = g.pick(g.tensors(), view_bias=2.0)
+    if a is None:
+        return False
+    rng, t, sh = g.rng, g.fresh(), g.shape(a)
+    d = _dim(g, sh)
+    nd = len(sh)
+    op = rng.choice(["softmax", "log_softmax", "cumsum", "cumprod", "max_dim", "min_dim",
+                     "sort", "topk", "cat", "stack", "norm", "mean", "var", "prod", "pow2",
+                     "sqrt", "flip", "roll", "repeat", "tril", "gather", "masked_select",
+                     "clamp", "lerp", "addcmul", "abs", "contiguous", "flatten", "movedim",
+                     "logsumexp", "amax", "square", "atan2", "maximum"])
+    b = g.partner(sh) or a
+    code = {
+        "softmax": f"m.softmax({a}, {d})", "log_softmax": f"m.log_softmax({a}, {d})",
+        "cumsum": f"{a}.cumsum({d})", "cumprod": f"{a}.cumprod({d})",
+        "max_dim": f"{a}.max({d})[0]", "min_dim": f"{a}.min({d}).values",
+        "sort": f"{a}.sort({d}, descending={rng.random() < 0.5})[0]",
+        "topk": f"{a}.topk(1, {d})[0]", "cat": f"m.cat([{a}, {b}], {d})",
+        "stack": f"m.stack([{a}, {b}], {rng.randint(-nd - 1, nd)})", "norm": f"{a}.norm()",
+        "mean": f"{a}.mean({d})", "var": f"{a}.var()", "prod": f"{a}.prod({d})",
+        "pow2": f"{a}.pow(2)", "sqrt": f"({a}.abs() + 0.1).sqrt()", "flip": f"{a}.flip({d})",
+        "roll": f"{a}.roll(1, {d})", "repeat": f"{a}.repeat({', '.join(['2'] + ['1'] * nd)})",
+        "tril": f"{a}.tril()", "gather": f"{a}.gather({d}, m.zeros_like({a}, "
+                                          f"dtype=m.int64))",
+        "masked_select": f"{a}.masked_select({a} > 0)", "clamp": f"{a}.clamp(-0.5, 0.5)",
+        "lerp": f"m.lerp({a}, {b}, 0.3)", "addcmul": f"m.addcmul({a}, {b}, {b}, value=0.5)",
+        "abs": f"{a}.abs()", "contiguous": f"{a}.contiguous()", "flatten": f"{a}.flatten()",
+        "movedim": f"{a}.movedim(0, -1)", "logsumexp": f"{a}.logsumexp({d})",
+        "amax": f"{a}.amax({d})", "square": f"{a}.square()", "atan2": f"m.atan2({a}, {b})",
+        "maximum": f"m.maximum({a}, {b})",
+    }[op]
+    return _maybe_no_grad(g, "op2:" + op, f"{t} = {code}", (t,), p=0.05)
+
+
+def b_inplace_more(g):
+    a = g.pick(g.tensors())
+    if a is None:
+        return False
+    rng, sh = g.rng, g.shape(a)
+    d = _dim(g, sh)
+    op = rng.choice(["t_", "transpose_", "unsqueeze_", "squeeze_", "abs_", "neg_", "pow_",
+                     "clamp_min_", "addcmul_", "lerp_", "index_fill_", "index_copy_",
+                     "scatter_", "scatter_add_", "masked_scatter_", "sin_", "square_",
+                     "tril_", "cumsum_", "copy_bcast", "fill_diagonal_", "sqrt_"])
+    if op in ("t_", "transpose_", "unsqueeze_", "squeeze_") and (
+            g.ns[a].requires_grad or g.ns[a]._is_view()):
+        return False  # a known gap: flowgrad refuses them there (NotImplementedError)
+    kind = f"inplace2:{op}@{g.where(a)}"
+    b = g.partner(sh) or "1.25"
+    n = sh[d] if sh else 0
+    if op in ("index_fill_", "index_copy_", "scatter_", "scatter_add_") and not n:
+        return False
+    i = rng.randrange(n) if n else 0
+    code = {
+        "t_": f"{a}.t_()", "transpose_": f"{a}.transpose_(0, -1)",
+        "unsqueeze_": f"{a}.unsqueeze_({rng.randint(-len(sh) - 1, len(sh))})",
+        "squeeze_": f"{a}.squeeze_()", "abs_": f"{a}.abs_()", "neg_": f"{a}.neg_()",
+        "pow_": f"{a}.pow_(2)", "clamp_min_": f"{a}.clamp_min_(-0.25)",
+        "addcmul_": f"{a}.addcmul_({b}, {b}, value=0.5)" if b != "1.25" else f"{a}.mul_(2.0)",
+        "lerp_": f"{a}.lerp_({b}, 0.25)" if b != "1.25" else f"{a}.add_(0.5)",
+        "index_fill_": f"{a}.index_fill_({d}, m.tensor([{i}]), -0.75)",
+        "index_copy_": f"{a}.index_copy_({d}, m.tensor([{i}]), "
+                       f"{a}.narrow({d}, 0, 1).clone() * 2.0)",
+        "scatter_": f"{a}.scatter_({d}, m.zeros_like({a}, dtype=m.int64).narrow({d}, 0, 1), "
+                    f"{a}.narrow({d}, 0, 1) * 3.0)",
+        "scatter_add_": f"{a}.scatter_add_({d}, m.zeros_like({a}, dtype=m.int64), "
+                        f"{b if b != '1.25' else a} * 0.5)",
+        "masked_scatter_": f"{a}.masked_scatter_({a} > 0, {b if b != '1.25' else a} * 2.0)",
+        "sin_": f"{a}.sin_()", "square_": f"{a}.square_()", "tril_": f"{a}.tril_()",
+        "cumsum_": f"{a}.cumsum_({d})", "copy_bcast": f"{a}.copy_({g.operand(sh, 0.5)})",
+        "fill_diagonal_": f"{a}.fill_diagonal_(0.5)", "sqrt_": f"{a}.abs_().add_(0.1).sqrt_()",
+    }[op]
+    return _maybe_no_grad(g, kind, code)

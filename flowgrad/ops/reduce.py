@@ -98,7 +98,9 @@ def mean_array(xp, x, axes, keepdim):
 def mean_backward(ctx, dy):
     shape = ctx.input_shapes[0]
     count = math.prod(shape[a] for a in ctx.axes)
-    return expand_reduced(dy / count, shape, ctx.axes)
+    # divided after the expand, as torch's (sum_backward / numel): the gradient is then a
+    # dense tensor, which an in-place write to autograd.grad's result may change
+    return expand_reduced(dy, shape, ctx.axes) / count
 
 
 def _sum_dtype(x, dtype):

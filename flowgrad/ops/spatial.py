@@ -559,7 +559,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if mode == "nearest":
         # round half to even, as torch's nearbyint; torch gives grid a zero gradient here
         out = tap([c.detach().round().long() for c in coords])
-        return (out + (grid.sum() * 0.0 if grid.requires_grad else 0.0)).contiguous()
+        # (zeros laid out as grid, as torch's: a dense gradient, not an expanded zero)
+        return (out + ((grid * 0.0).sum() if grid.requires_grad else 0.0)).contiguous()
     low = [c.detach().floor() for c in coords]
     frac = [(c - lo).unsqueeze(1) for c, lo in zip(coords, low)]
     low = [lo.long() for lo in low]
