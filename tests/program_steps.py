@@ -348,9 +348,6 @@ def b_inplace_more(g):
                      "clamp_min_", "addcmul_", "lerp_", "index_fill_", "index_copy_",
                      "scatter_", "scatter_add_", "masked_scatter_", "sin_", "square_",
                      "tril_", "cumsum_", "copy_bcast", "fill_diagonal_", "sqrt_"])
-    if op in ("t_", "transpose_", "unsqueeze_", "squeeze_") and (
-            g.ns[a].requires_grad or g.ns[a]._is_view()):
-        return False  # a known gap: flowgrad refuses them there (NotImplementedError)
     kind = f"inplace2:{op}@{g.where(a)}"
     b = g.partner(sh) or "1.25"
     n = sh[d] if sh else 0
@@ -376,4 +373,8 @@ def b_inplace_more(g):
         "cumsum_": f"{a}.cumsum_({d})", "copy_bcast": f"{a}.copy_({g.operand(sh, 0.5)})",
         "fill_diagonal_": f"{a}.fill_diagonal_(0.5)", "sqrt_": f"{a}.abs_().add_(0.1).sqrt_()",
     }[op]
+    if op in ("t_", "transpose_", "unsqueeze_", "squeeze_") and g.ns[a].requires_grad:
+        # not under no_grad: flowgrad refuses a layout change there (NotImplementedError: a
+        # graph recorded before would hand its old-shaped gradient on), torch allows it
+        return g.commit(kind, code)
     return _maybe_no_grad(g, kind, code)

@@ -27,7 +27,7 @@ from . import levels as _levels
 from .inference import check_write
 from .interpreter import STAMP, AutogradInterpreter
 from .levels import TRANSFORM_INPUTS, refuse_captured_write
-from .meta import BEFORE_WRITE, VersionCounter, carry_over, leave_leaf
+from .meta import BEFORE_WRITE, VersionCounter, carry_over, counter_of, leave_leaf
 from .views import (
     moved_from_base,
     regenerate,
@@ -424,6 +424,43 @@ def rebase(target, compute):
                             **extra)
     _take_history(base, new_base)
     _take_history(target, regenerate(new_base, target))
+
+
+def change_layout(name, target, view_of):
+    """target becomes `view_of(target)` in place (t_, squeeze_, unsqueeze_, transpose_, ...):
+    its array is the view's (the same storage), its version moves on, and under grad mode a
+    target that requires grad takes the view op's history, as torch's: a view's chain gains
+    the op, and a result's history runs through the op to its old one. Views made before a
+    non-view's change find their elements by their place in the storage (`sync_view`).
+    Refused: a leaf that requires grad, or a view of one (torch's error), and a tensor that
+    requires grad under no_grad, which torch allows but whose graphs recorded before would
+    hand a gradient of the old shape to the new one."""
+    recording = target.requires_grad
+    if recording and not _state.enabled:
+        raise NotImplementedError(
+            f"{name}: changing the shape in place of a tensor that requires grad, under "
+            f"no_grad (shape {tuple(target.shape)}), is not supported; use the out-of-place "
+            f"form, x = x.{name[:-1]}(...)")
+    if recording:
+        _check_requiring_grad(name, target)  # (a leaf, or a view of one: refused)
+    source = target
+    if recording and target._view is None:  # an alias that carries target's old history
+        source = _interpreter.Tensor._wrap(target._data)
+        source._meta, source._grad_fn = target._meta, target._grad_fn
+        source._counter = counter_of(target)
+    result = view_of(source)
+    bump_version(target)
+    target._data = result._data
+    if target._view is not None:  # the chain gains the op; the view was made as it was
+        result._view.creation = target._view.creation
+        target._view = result._view
+    else:  # (views made before describe the old layout: `views.sync_view` relocates them)
+        target._layout_epoch = target._counter.value
+    if recording:
+        _take_history(target, result)
+        if target._view is not None:
+            target._view.version = target._counter.value
+    return target
 
 
 def _take_history(target, result):

@@ -31,6 +31,9 @@ _state = grad_mode._state
 DEFAULT, NO_GRAD, MULTI_OUTPUT = 0, 1, 2
 
 
+STORAGE_CHAIN = None  # (base, view) -> a chain of one as_strided step (bound by ops.strided)
+
+
 class ViewInfo:
     """A view's root base, the view ops from it, how it was made, and the storage version at
     which its grad_fn was last computed."""
@@ -102,6 +105,11 @@ def sync_view(view):
         info.version = version
         return
     base = info.base
+    if info.version < getattr(base, "_layout_epoch", -1):
+        # the base's layout changed in place (t_, squeeze_, ...) after the view was made: its
+        # view ops describe the old layout; from now on it is found by its place in the
+        # storage, as torch regenerates a view by as_strided
+        info.chain = STORAGE_CHAIN(base, view)
     base_meta = base._meta
     if view._grad_fn is None and (base_meta is None or not base_meta.requires_grad):
         # no history to refresh (a plain view, or a view leaf); the version stays stale, as

@@ -23,6 +23,7 @@ import operator
 import numpy as np
 
 from ..autograd import grad_mode
+from ..autograd import views as _views
 from ..autograd.inplace import bump_version, check_inplace
 from ..autograd.meta import carry_over
 from ..autograd.views import ViewInfo, mark_view
@@ -397,3 +398,16 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
         src = src.to(input.dtype)  # torch copies src into the slice: cast to input's dtype
     return _as_strided_scatter(input, src, length=length, target=target,
                                region=(size, stride, offset))
+
+
+def _storage_chain(base, view):
+    """A view chain of one as_strided step that finds `view`'s elements in `base`'s storage at
+    base's current layout (`views.sync_view`, after base's layout changed in place)."""
+    _, length, _ = _source(base)
+    step = {"size": tuple(view.shape), "stride": view.stride(),
+            "offset": view.storage_offset(),
+            "source": (tuple(base._data.shape), base.stride(), 0, length)}
+    return ((_as_strided, step, None),)
+
+
+_views.STORAGE_CHAIN = _storage_chain

@@ -20,7 +20,7 @@ import numpy as np
 from .. import dtypes as _dt
 from .._warn import warn
 from ..autograd.grad_mode import is_grad_enabled
-from ..autograd.inplace import bump_version, check_capture
+from ..autograd.inplace import bump_version, change_layout, check_capture
 from ..device import STORAGES, array_module, memory_owner, new_array
 from ..errors import tensor_operand
 from ..storage import UntypedStorage
@@ -557,21 +557,11 @@ Tensor.__irshift__ = Tensor.bitwise_right_shift_
 
 def _metadata_inplace(name, view_of):
     """Tensor.<name>(*args): the tensor itself becomes `view_of(tensor, *args)` (t_,
-    transpose_, squeeze_, ...), its storage shared and its version bumped, as torch's. Only
-    for a tensor outside autograd that is no view: a recorded history or a view's replay
-    chain would describe the old layout."""
+    transpose_, squeeze_, ...), its storage shared and its version bumped, as torch's
+    (`inplace.change_layout`)."""
     def inplace(self, *args, **kwargs):
         check_capture(name, self)
-        if self.requires_grad or self._view is not None:
-            what = "requires grad" if self.requires_grad else "is a view of another tensor"
-            raise NotImplementedError(
-                f"{name}: changing the shape in place of a tensor that {what} (shape "
-                f"{tuple(self.shape)}) is not supported; use the out-of-place form, "
-                f"x = x.{name[:-1]}(...)")
-        new = view_of(self, *args, **kwargs)._data
-        bump_version(self)
-        self._data = new
-        return self
+        return change_layout(name, self, lambda t: view_of(t, *args, **kwargs))
     inplace.__name__ = name
     return inplace
 

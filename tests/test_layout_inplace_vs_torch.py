@@ -1,0 +1,109 @@
+"""In-place layout changes (t_, transpose_, swapdims_, squeeze_, unsqueeze_) of tensors that
+require grad, against torch: a result takes the view op's history, a view's chain gains the
+op, and a view made before its base's change keeps its elements (found by its place in the
+storage, as torch's as_strided regeneration). A leaf that requires grad, or a view of one,
+is refused as torch refuses it; a tensor that requires grad is refused under no_grad
+(NotImplementedError: a graph recorded before would get a gradient of the new shape)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import flowgrad as flow
+
+W23 = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+
+
+def _result_t_(m):
+    a = m.tensor(W23, dtype=m.float64, requires_grad=True)
+    y = a * 1
+    y.t_()
+    (y * m.arange(6.0, dtype=m.float64).view(3, 2)).sum().backward()
+    return [y, a.grad]
+
+
+def _view_unsqueeze_(m):
+    a = m.tensor(W23, dtype=m.float64, requires_grad=True)
+    y = a * 2
+    v = y[0]
+    v.unsqueeze_(0)
+    (v * m.arange(3.0, dtype=m.float64)).sum().backward()
+    return [v, a.grad]
+
+
+def _chained_then_written(m):
+    a = m.tensor(W23, dtype=m.float64, requires_grad=True)
+    y = a.sin()
+    y.unsqueeze_(1).squeeze_(1)
+    y.transpose_(0, 1)
+    y.mul_(2)
+    (y * m.arange(6.0, dtype=m.float64).view(3, 2)).sum().backward()
+    return [y, a.grad]
+
+
+def _double_backward(m):
+    a = m.tensor(W23, dtype=m.float64, requires_grad=True)
+    y = a * a
+    y.swapdims_(0, 1)
+    (g,) = m.autograd.grad((y ** 2).sum(), a, create_graph=True)
+    g.sum().backward()
+    return [g, a.grad]
+
+
+def _view_made_before(m):
+    a = m.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=m.float64, requires_grad=True)
+    y = a * 1
+    v = y[0]
+    y.t_()
+    v.mul_(10)
+    (y * m.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=m.float64)).sum().backward()
+    return [y, v, a.grad]
+
+
+def _view_made_before_read(m):
+    a = m.tensor(W23, dtype=m.float64, requires_grad=True)
+    y = a * 3
+    v = y[:, 1:]
+    y.t_()
+    y.add_(1)
+    (v * v).sum().backward()
+    return [v, a.grad]
+
+
+def _plain_view(m):
+    x = m.zeros(2, 3, dtype=m.float64)
+    v = x[1]
+    v.unsqueeze_(0)
+    v.add_(1)
+    return [x, v]
+
+
+CASES = {f.__name__[1:]: f for f in (_result_t_, _view_unsqueeze_, _chained_then_written,
+                                     _double_backward, _view_made_before,
+                                     _view_made_before_read, _plain_view)}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_layout_change_in_place_as_torch(name):
+    want, got = CASES[name](torch), CASES[name](flow)
+    for w, g in zip(want, got):
+        assert tuple(g.shape) == tuple(w.shape)
+        np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=1e-12)
+
+
+def test_a_leaf_or_its_view_is_refused_as_torch():
+    for m in (torch, flow):
+        a = m.ones(2, 3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf"):
+            a.t_()
+        with pytest.raises(RuntimeError, match="leaf"):
+            a[0].unsqueeze_(0)
+        assert tuple(a.shape) == (2, 3)
+
+
+def test_under_no_grad_a_tensor_that_requires_grad_is_refused():
+    y = flow.ones(2, 3, requires_grad=True) * 2
+    with flow.no_grad(), pytest.raises(NotImplementedError, match="under no_grad"):
+        y.t_()
+    assert tuple(y.shape) == (2, 3)
