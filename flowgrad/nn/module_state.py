@@ -112,6 +112,18 @@ class StateDict:
         has no versions) up to this class's `_version`, in `state_dict`; a class whose state
         changed overrides it (torch's `_load_from_state_dict` does it there)."""
 
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """This module's turn before the load: upgrade old versions' entries and run the load
+        pre-hooks. A subclass may override it to rename or convert its keys in `state_dict`
+        (then call super), as with torch; the copying itself happens after every module had
+        its turn, so a refused load changes nothing."""
+        self._upgrade_state_dict(state_dict, prefix, local_metadata)
+        for hook, with_module in self._hooks("_load_state_dict_pre_hooks").values():
+            args = (state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                    error_msgs)
+            hook(self, *args) if with_module else hook(*args)
+
     def _has_extra_state(self):
         return type(self).get_extra_state is not StateDict.get_extra_state
 
@@ -199,19 +211,19 @@ class StateDict:
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)  # the pre-hooks may change it: the caller's stays
-        errors = []
+        errors, reported_missing, reported_unexpected = [], [], []
         for mod_prefix, mod in self.named_modules(remove_duplicate=False):
-            hooks = mod._hooks("_load_state_dict_pre_hooks")
             pre = mod_prefix + ("." if mod_prefix else "")
             local_metadata = {} if metadata is None else dict(metadata.get(mod_prefix, {}))
-            mod._upgrade_state_dict(state_dict, pre, local_metadata)
-            for hook, with_module in hooks.values():
-                args = (state_dict, pre, local_metadata, strict, [], [], errors)
-                hook(mod, *args) if with_module else hook(*args)
+            # (torch passes strict=True here whatever the caller's strict)
+            mod._load_from_state_dict(state_dict, pre, local_metadata, True, reported_missing,
+                                      reported_unexpected, errors)
         entries = self._state_entries()
         own = {key for key, *_ in entries}
         missing = [key for key, *_ in entries if key not in state_dict]
         unexpected = [key for key in state_dict.keys() if key not in own]
+        missing += [k for k in dict.fromkeys(reported_missing) if k not in missing]
+        unexpected += [k for k in dict.fromkeys(reported_unexpected) if k not in unexpected]
         plan = []
         for key, mod, name, kind in entries:
             if key not in state_dict:
