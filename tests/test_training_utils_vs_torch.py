@@ -65,3 +65,67 @@ def test_load_pre_hook_gets_strict_true_as_torch():
                                             seen.append(strict))
         m.load_state_dict(m.state_dict(), strict=False)
     assert seen == [True, True]
+
+
+def _train_with_shared_state(lib, opt_name, kw):
+    """Two optimizers, the second loaded from the first's state_dict() in memory, both
+    stepping on: torch's load keeps the given tensors (no copy), so they share state."""
+    p = lib.nn.Parameter(lib.linspace(-1.5, 1.5, 6).reshape(2, 3))
+    opt = getattr(lib.optim, opt_name)([p], **kw)
+    for _ in range(2):
+        opt.zero_grad()
+        (p.sin() * p).sum().backward()
+        opt.step()
+    p2 = lib.nn.Parameter(p.detach().clone())
+    opt2 = getattr(lib.optim, opt_name)([p2], **kw)
+    opt2.load_state_dict(opt.state_dict())
+    for _ in range(3):
+        for param, o in ((p, opt), (p2, opt2)):
+            o.zero_grad()
+            (param.sin() * param).sum().backward()
+            o.step()
+    state = {k: (v.detach().numpy().copy() if hasattr(v, "numpy") else v)
+             for k, v in opt2.state_dict()["state"][0].items()}
+    return p.detach().numpy().copy(), p2.detach().numpy().copy(), state
+
+
+@pytest.mark.parametrize("opt_name,kw", [
+    ("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.05, amsgrad=True)),
+    ("AdamW", dict(lr=0.05)), ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5)),
+    ("Adagrad", dict(lr=0.1)), ("Rprop", dict(lr=0.01)), ("NAdam", dict(lr=0.05)),
+    ("ASGD", dict(lr=0.05, t0=1)), ("Adadelta", dict(lr=1.0)),
+])
+def test_optimizer_load_state_dict_keeps_the_given_tensors(opt_name, kw):
+    tp, tp2, tstate = _train_with_shared_state(torch, opt_name, kw)
+    fp, fp2, fstate = _train_with_shared_state(flow, opt_name, kw)
+    np.testing.assert_allclose(fp, tp, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fp2, tp2, rtol=1e-5, atol=1e-6)
+    assert sorted(fstate) == sorted(tstate)
+    for k in tstate:
+        np.testing.assert_allclose(np.asarray(fstate[k], np.float64),
+                                   np.asarray(tstate[k], np.float64), rtol=1e-5, atol=1e-6)
+
+
+def test_optimizer_restoring_an_in_memory_checkpoint_twice_as_torch():
+    """`best = deepcopy(opt.state_dict())`, restored twice: torch's first restore steps
+    `best`'s own tensors on, so the second restore starts from the moved state."""
+    import copy
+    results = []
+    for lib in (torch, flow):
+        p = lib.nn.Parameter(lib.tensor([1.0, -2.0, 0.5]))
+        opt = lib.optim.Adam([p], lr=0.1)
+
+        def steps(n):
+            for _ in range(n):
+                opt.zero_grad()
+                (p ** 4).sum().backward()
+                opt.step()
+        steps(2)
+        best = copy.deepcopy(opt.state_dict())
+        for _ in range(2):
+            opt.load_state_dict(best)
+            steps(2)
+        results.append((p.detach().numpy().copy(),
+                        best["state"][0]["exp_avg"].numpy().copy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-5)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-5)

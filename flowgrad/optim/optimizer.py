@@ -57,9 +57,15 @@ def _typename(obj):
 
 def _as_state_tensor(value, like=None):
     """A loaded state value as a flowgrad Tensor: torch tensors and arrays are converted
-    (copied), floating values take the parameter's dtype as torch's load_state_dict does."""
+    (copied), floating values take the parameter's dtype as torch's load_state_dict does. A
+    flowgrad Tensor needing no cast is kept itself, as torch's `.to` keeps it: the loaded
+    optimizer then steps the given state dict's tensors."""
     if isinstance(value, Tensor):
         data = value._data
+        if like is None or type(data) is type(like._data) and (
+                data.dtype == like._data.dtype or not (like._data.dtype.kind in "fV"
+                                                       and data.dtype.kind in "fV")):
+            return value
     else:
         data = np.asarray(value.detach().cpu().numpy() if hasattr(value, "detach") else value)
     if like is not None and like._data.dtype.kind in "fV" and data.dtype.kind in "fV":
