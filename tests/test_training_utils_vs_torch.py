@@ -129,3 +129,18 @@ def test_optimizer_restoring_an_in_memory_checkpoint_twice_as_torch():
                         best["state"][0]["exp_avg"].numpy().copy()))
     np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-5)
     np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-5)
+
+
+def test_load_state_dict_assign_keeps_given_buffers_and_parameters():
+    seen = []
+    for lib in (torch, flow):
+        m = lib.nn.BatchNorm1d(2)
+        rm = lib.tensor([1.0, 2.0])
+        w = lib.nn.Parameter(lib.tensor([3.0, 4.0]), requires_grad=False)
+        b = lib.zeros(2, dtype=lib.float64)
+        m.load_state_dict({"weight": w, "bias": b, "running_mean": rm,
+                           "running_var": lib.ones(2), "num_batches_tracked": lib.tensor(5)},
+                          assign=True)
+        seen.append((m.running_mean is rm, m.weight is w, m.weight.requires_grad,
+                     m.bias is b, str(m.bias.dtype).split(".")[-1], m.bias.requires_grad))
+    assert seen[1] == seen[0]

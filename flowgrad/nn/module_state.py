@@ -275,9 +275,14 @@ class StateDict:
                 if is_lazy(current):
                     current.materialize(arr.shape)
                 if assign:  # the given tensor itself (torch's Parameter(t) shares storage)
-                    t = Tensor._wrap(arr)
+                    given = state_dict[key]
+                    t = given if isinstance(given, Tensor) else Tensor._wrap(arr)
                     if kind == "param":
-                        setattr(mod, name, Parameter(t, current.requires_grad))
+                        if isinstance(t, Parameter):  # kept, with the module's requires_grad
+                            t.requires_grad_(current.requires_grad)
+                        else:
+                            t = Parameter(t, current.requires_grad)
+                        setattr(mod, name, t)
                     else:
                         mod._buffers[name] = t
                 elif current._data.__class__ is MetaArray:  # (a meta tensor has no values)
