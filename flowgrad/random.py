@@ -12,12 +12,25 @@ import contextlib
 import numpy as np
 
 
+def _mt19937(seed):
+    """torch's CPU stream for `seed`: MT19937 seeded as torch's manual_seed (init_genrand of
+    the low 32 bits), which NumPy's legacy seeding is."""
+    bits = np.random.MT19937(0)
+    bits._legacy_seeding(seed & 0xFFFFFFFF)
+    return bits
+
+
 class Generator:
-    """A random stream (NumPy's PCG64). Pass one as `generator=` to sample from it."""
+    """A random stream (NumPy's PCG64). Pass one as `generator=` to sample from it.
+
+    Beside it runs torch's own CPU stream (MT19937, seeded as torch seeds it), which the
+    draws torch documents per seed take: randperm, and the samplers' and DataLoader's
+    draws, so a seeded shuffle gives torch's order."""
 
     def __init__(self, device="cpu"):
         self._seed = 67280421310721
         self.np = np.random.Generator(np.random.PCG64(self._seed))
+        self.mt = _mt19937(self._seed)
 
     def manual_seed(self, seed):
         seed = int(seed)
@@ -26,6 +39,7 @@ class Generator:
                              f"{seed}")
         self._seed = seed % 2 ** 64  # a negative seed counts from 2**64, as torch's
         self.np = np.random.Generator(np.random.PCG64(self._seed))
+        self.mt = _mt19937(self._seed)
         return self
 
     def seed(self):
@@ -39,13 +53,22 @@ class Generator:
 
         from .tensor import Tensor
 
-        state = json.dumps(self.np.bit_generator.state).encode()
+        mt = self.mt.state
+        mt = dict(mt, state=dict(mt["state"], key=mt["state"]["key"].tolist()))
+        state = json.dumps({"np": self.np.bit_generator.state, "mt": mt}).encode()
         return Tensor._wrap(np.frombuffer(state, dtype=np.uint8).copy())
 
     def set_state(self, state):
         import json
 
-        self.np.bit_generator.state = json.loads(bytes(np.asarray(state, np.uint8)).decode())
+        state = json.loads(bytes(np.asarray(state, np.uint8)).decode())
+        if "np" not in state:  # (a state saved before the torch stream was kept)
+            self.np.bit_generator.state = state
+            return self
+        self.np.bit_generator.state = state["np"]
+        mt = state["mt"]
+        self.mt.state = dict(mt, state=dict(mt["state"], key=np.asarray(mt["state"]["key"],
+                                                                          np.uint32)))
         return self
 
 
@@ -124,3 +147,36 @@ def resolve(generator=None):
     True
     """
     return default_generator if generator is None else generator
+
+
+# ---- torch's draws from its CPU stream (Generator.mt) -------------------------------------
+_RANDPERM_SMALL = (2 ** 32 - 1) // 20  # below this, torch's randperm is the simple loop
+
+
+def torch_int64(generator=None):
+    """`torch.empty((), dtype=torch.int64).random_(generator=generator).item()`."""
+    hi, lo = resolve(generator).mt.random_raw(2).tolist()
+    return ((hi << 32) | lo) & (2 ** 63 - 1)
+
+
+def torch_randint(high, size, generator=None):
+    """`torch.randint(high=high, size=(size,), generator=generator).tolist()` (high below
+    2**32: one 32-bit draw modulo high each)."""
+    if high >= 2 ** 32:
+        return resolve(generator).np.integers(0, high, size).tolist()
+    return (resolve(generator).mt.random_raw(size) % np.uint64(high)).tolist()
+
+
+def torch_randperm(n, generator=None):
+    """`torch.randperm(n, generator=generator).tolist()` on the CPU: a Fisher-Yates pass over
+    32-bit draws (`r[i] <-> r[i + draw % (n - i)]`); from 2**32 // 20 elements on, where
+    torch's differs, a NumPy permutation of the same stream."""
+    gen = resolve(generator)
+    if n >= _RANDPERM_SMALL:
+        return np.random.Generator(gen.mt).permutation(n).tolist()
+    draws = gen.mt.random_raw(max(n - 1, 0)) % np.arange(n, 1, -1, dtype=np.uint64)
+    perm = list(range(n))
+    for i, z in enumerate(draws.tolist()):  # sequential by nature
+        j = i + z
+        perm[i], perm[j] = perm[j], perm[i]
+    return perm

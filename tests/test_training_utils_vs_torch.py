@@ -144,3 +144,48 @@ def test_load_state_dict_assign_keeps_given_buffers_and_parameters():
         seen.append((m.running_mean is rm, m.weight is w, m.weight.requires_grad,
                      m.bias is b, str(m.bias.dtype).split(".")[-1], m.bias.requires_grad))
     assert seen[1] == seen[0]
+
+
+def _orders(lib):
+    data = lib.utils.data
+    ds = data.TensorDataset(lib.arange(10))
+    g = lib.Generator().manual_seed(3)
+    loader = data.DataLoader(ds, batch_size=4, shuffle=True, generator=g)
+    out = {"loader_gen": [b[0].tolist() for epoch in range(2) for b in loader]}
+    lib.manual_seed(5)
+    out["loader_global"] = [b[0].tolist() for b in data.DataLoader(ds, batch_size=4,
+                                                                     shuffle=True)]
+    out["randperm_after"] = lib.randperm(6).tolist()
+    for name, make in [
+            ("random", lambda g: data.RandomSampler(range(10), generator=g)),
+            ("random_n", lambda g: data.RandomSampler(range(10), num_samples=25, generator=g)),
+            ("random_repl", lambda g: data.RandomSampler(range(7), replacement=True,
+                                                         num_samples=40, generator=g)),
+            ("subset", lambda g: data.SubsetRandomSampler([5, 7, 9, 11], generator=g))]:
+        out[name] = list(make(lib.Generator().manual_seed(11)))
+    out["split"] = [list(s.indices) for s in data.random_split(
+        range(10), [0.3, 0.3, 0.4], generator=lib.Generator().manual_seed(3))]
+    lib.manual_seed(2 ** 40 + 7)
+    out["split_global"] = [list(s.indices) for s in data.random_split(range(9), [4, 5])]
+    out["subset_global"] = list(data.SubsetRandomSampler([1, 2, 3, 4]))
+    return out
+
+
+def test_seeded_shuffle_orders_are_torchs():
+    """torch's CPU stream (MT19937) drives randperm and the samplers: a seeded DataLoader,
+    sampler or random_split gives torch's order."""
+    assert _orders(flow) == _orders(torch)
+
+
+def test_rng_state_round_trip_restores_the_shuffle_order():
+    flow.manual_seed(1)
+    state = flow.get_rng_state()
+    first = flow.randperm(20).tolist(), flow.rand(3).tolist()
+    flow.set_rng_state(state)
+    assert (flow.randperm(20).tolist(), flow.rand(3).tolist()) == first
+    with flow.random.fork_rng():
+        flow.randperm(5)
+    after = flow.randperm(8).tolist()
+    flow.set_rng_state(state)
+    flow.randperm(20), flow.rand(3)
+    assert flow.randperm(8).tolist() == after

@@ -20,7 +20,7 @@ from ..autograd import grad_mode
 from ..device import CPU, resolve_device, to_device
 from ..errors import check_probabilities, check_std, expect_tensor
 from ..meta import meta_array
-from ..random import numpy_generator, resolve
+from ..random import numpy_generator, resolve, torch_randperm
 from ..tensor import Tensor
 from .creation import (
     FACTORY_HINTS,
@@ -84,7 +84,7 @@ def _randint(xp, *, low, high, shape, dtype, generator):
 
 @op("randperm", differentiable=False)
 def _randperm(xp, *, n, dtype, generator):
-    return numpy_generator(generator).permutation(n).astype(dtype)
+    return xp.asarray(torch_randperm(n, generator), dtype=dtype)
 
 
 @op("normal", differentiable=False)

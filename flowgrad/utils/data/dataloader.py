@@ -26,7 +26,7 @@ import threading
 import time
 import traceback
 
-from ...random import default_generator, manual_seed
+from ...random import manual_seed, torch_int64
 from ._collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
@@ -385,8 +385,7 @@ class DataLoader:
 def _base_seed(loader):
     # drawn by every iterator, after the (lazy) sampler iterator is made but before it
     # draws, as torch does: so an order does not depend on num_workers
-    gen = loader.generator if loader.generator is not None else default_generator
-    return int(gen.np.integers(0, 2 ** 62))
+    return torch_int64(loader.generator)
 
 
 class _BaseIter:

@@ -19,7 +19,7 @@ import math
 import operator
 
 from ..._warn import warn
-from ...random import default_generator
+from ...random import default_generator, torch_randperm
 from ...torch_format import loadable
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
@@ -236,8 +236,7 @@ def random_split(dataset, lengths, generator=default_generator):
     except TypeError:
         raise TypeError(f"random_split: lengths must be integers (or fractions that sum to "
                         f"1), got {lengths}") from None
-    gen = generator if generator is not None else default_generator
-    perm = gen.np.permutation(sum(lengths)).tolist()
+    perm = torch_randperm(sum(lengths), generator)
     out, offset = [], 0
     for length in lengths:
         out.append(Subset(dataset, perm[offset:offset + length]))

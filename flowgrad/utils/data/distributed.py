@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from ...random import _RANDPERM_SMALL, Generator
+from ...random import torch_randperm as _randperm
 from .sampler import Sampler
 
 __all__ = ["DistributedSampler"]
 
-_RANDPERM_SMALL = (2 ** 32 - 1) // 20  # below this, torch's randperm is the simple loop
 
 
 def torch_randperm(n, seed):
@@ -31,14 +30,7 @@ def torch_randperm(n, seed):
         raise NotImplementedError(
             f"DistributedSampler: reproducing torch's shuffle of {n} >= {_RANDPERM_SMALL} "
             f"indices is not implemented; pass shuffle=False and shuffle the dataset yourself")
-    bits = np.random.MT19937(0)
-    bits._legacy_seeding(seed & 0xFFFFFFFF)  # torch's manual_seed: mt19937 init_genrand
-    draws = bits.random_raw(max(n - 1, 0)) % np.arange(n, 1, -1, dtype=np.uint64)
-    perm = list(range(n))
-    for i, z in enumerate(draws.tolist()):  # sequential by nature (Fisher-Yates)
-        j = i + z
-        perm[i], perm[j] = perm[j], perm[i]
-    return perm
+    return _randperm(n, Generator().manual_seed(seed))
 
 
 class DistributedSampler(Sampler):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...random import Generator, default_generator
+from ...random import Generator, default_generator, torch_int64, torch_randint, torch_randperm
 from ...tensor import Tensor
 from ...torch_format import loadable
 
@@ -22,8 +22,7 @@ def _fresh_generator(generator):
     `flowgrad.manual_seed` makes every epoch's order reproducible."""
     if generator is not None:
         return generator
-    seed = int(default_generator.np.integers(0, 2 ** 63 - 1))
-    return Generator().manual_seed(seed)
+    return Generator().manual_seed(torch_int64(default_generator))
 
 
 @loadable  # (load(weights_only=False) rebuilds it)
@@ -75,18 +74,19 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n = len(self.data_source)
-        rng = _fresh_generator(self.generator).np
+        gen = _fresh_generator(self.generator)
         if self.replacement:
             if n == 0:  # torch's class; NumPy would say ValueError('high <= 0')
                 raise RuntimeError(f"RandomSampler: cannot draw num_samples="
                                    f"{self.num_samples} indices from an empty data_source")
-            # drawn in chunks: num_samples may exceed memory (10**10)
-            for start in range(0, self.num_samples, _CHUNK):
-                yield from rng.integers(0, n, min(_CHUNK, self.num_samples - start)).tolist()
+            # torch's draws: 32 at a time (num_samples may exceed memory: 10**10)
+            for _ in range(self.num_samples // 32):
+                yield from torch_randint(n, 32, gen)
+            yield from torch_randint(n, self.num_samples % 32, gen)
             return
         for _ in range(self.num_samples // n):
-            yield from rng.permutation(n).tolist()
-        yield from rng.permutation(n)[:self.num_samples % n].tolist()
+            yield from torch_randperm(n, gen)
+        yield from torch_randperm(n, gen)[:self.num_samples % n]
 
     def __len__(self):
         return self.num_samples
@@ -100,7 +100,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        for i in _fresh_generator(self.generator).np.permutation(len(self.indices)).tolist():
+        for i in torch_randperm(len(self.indices), self.generator):  # (torch: no fresh one)
             yield self.indices[i]
 
     def __len__(self):
