@@ -180,3 +180,14 @@ def torch_randperm(n, generator=None):
         j = i + z
         perm[i], perm[j] = perm[j], perm[i]
     return perm
+
+
+def torch_multinomial_with_replacement(weights, size, generator=None):
+    """`torch.multinomial(weights, size, replacement=True, generator=generator).tolist()`
+    for 1-d float64 `weights` and size > 1: each draw a 53-bit double from two 32-bit draws,
+    placed by binary search in the normalized cumulative weights."""
+    cum = np.cumsum(np.asarray(weights))  # (in the weights' float32 or float64, as torch)
+    cum = cum / cum[-1]
+    raw = resolve(generator).mt.random_raw(2 * size).reshape(size, 2)
+    bits = ((raw[:, 0] << np.uint64(32)) | raw[:, 1]) & np.uint64((1 << 53) - 1)
+    return np.searchsorted(cum, bits.astype(np.float64) * 2.0 ** -53, side="left").tolist()

@@ -189,3 +189,20 @@ def test_rng_state_round_trip_restores_the_shuffle_order():
     flow.set_rng_state(state)
     flow.randperm(20), flow.rand(3)
     assert flow.randperm(8).tolist() == after
+
+
+def _weighted_draws(lib):
+    data = lib.utils.data
+    w = [0.1, 0.9, 0.4, 0.7, 0.0, 1e-3]
+    out = {"sampler": list(data.WeightedRandomSampler(w, 40, generator=lib.Generator()
+                                                        .manual_seed(3)))}
+    lib.manual_seed(8)
+    out["sampler_global"] = list(data.WeightedRandomSampler(w, 9))
+    for dtype in ("float32", "float64"):
+        probs = lib.tensor([[0.1, 0.9, 0.4], [1.0, 0.0, 3.0]], dtype=getattr(lib, dtype))
+        out[dtype] = lib.multinomial(probs, 12, replacement=True).tolist()
+    return out
+
+
+def test_weighted_sampling_with_replacement_draws_torchs_indices():
+    assert _weighted_draws(flow) == _weighted_draws(torch)

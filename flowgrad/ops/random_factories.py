@@ -17,10 +17,15 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd import grad_mode
-from ..device import CPU, resolve_device, to_device
+from ..device import CPU, HOST_XP, resolve_device, to_device
 from ..errors import check_probabilities, check_std, expect_tensor
 from ..meta import meta_array
-from ..random import numpy_generator, resolve, torch_randperm
+from ..random import (
+    numpy_generator,
+    resolve,
+    torch_multinomial_with_replacement,
+    torch_randperm,
+)
 from ..tensor import Tensor
 from .creation import (
     FACTORY_HINTS,
@@ -109,7 +114,11 @@ def _multinomial(xp, x, *, num_samples, replacement, generator):
     gen = numpy_generator(generator)
     p = x.astype(xp.float64)
     rows = p.reshape(-1, p.shape[-1])
-    if replacement:
+    if replacement and num_samples > 1 and x.dtype.name in ("float32", "float64") \
+            and xp is HOST_XP:  # torch's draws from its stream, row after row
+        out = xp.asarray([torch_multinomial_with_replacement(r, num_samples, generator)
+                          for r in x.reshape(-1, x.shape[-1])], dtype=xp.int64)
+    elif replacement:
         cdf = xp.cumsum(rows, axis=1)
         cdf /= cdf[:, -1:]
         u = xp.asarray(gen.random((rows.shape[0], num_samples)))

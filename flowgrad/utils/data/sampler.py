@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...random import Generator, default_generator, torch_int64, torch_randint, torch_randperm
+from ...random import (
+    Generator,
+    default_generator,
+    resolve,
+    torch_int64,
+    torch_multinomial_with_replacement,
+    torch_randint,
+    torch_randperm,
+)
 from ...tensor import Tensor
 from ...torch_format import loadable
 
@@ -135,8 +143,11 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        rng = _fresh_generator(self.generator).np
         w = self.weights._data
+        if self.replacement and self.num_samples > 1:  # torch's draws (its stream, not fresh)
+            yield from torch_multinomial_with_replacement(w, self.num_samples, self.generator)
+            return
+        rng = resolve(self.generator).np  # (torch's exponential draws here are not reproduced)
         draws = rng.choice(w.size, self.num_samples, replace=self.replacement, p=w / w.sum())
         yield from draws.tolist()
 
