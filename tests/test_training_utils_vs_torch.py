@@ -206,3 +206,12 @@ def _weighted_draws(lib):
 
 def test_weighted_sampling_with_replacement_draws_torchs_indices():
     assert _weighted_draws(flow) == _weighted_draws(torch)
+
+
+@pytest.mark.parametrize("foreach", [None, True, False])
+def test_clip_grad_value_refuses_complex_gradients_as_torch(foreach):
+    for lib in (torch, flow):
+        p = lib.nn.Parameter(lib.ones(2, dtype=lib.complex64))
+        p.grad = lib.tensor([1 + 1j, -2j])
+        with pytest.raises(NotImplementedError, match="complex"):
+            lib.nn.utils.clip_grad_value_([p], 1.0, foreach=foreach)

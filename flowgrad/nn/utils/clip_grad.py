@@ -152,6 +152,9 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient entry into [-clip_value, clip_value], in place."""
     clip_value = float(clip_value)
-    for g in _grads(parameters, "clip_grad_value_"):
+    grads = list(_grads(parameters, "clip_grad_value_"))
+    if any(g.is_complex() for g in grads):  # (NumPy would clip the real parts, silently)
+        raise NotImplementedError("clamp is not supported for complex types")
+    for g in grads:
         g._data.clip(-clip_value, clip_value, out=g._data)
         bump_version(g)
