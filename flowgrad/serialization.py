@@ -32,6 +32,7 @@ import numpy as np
 from . import dtypes as _dt
 from . import torch_format
 from .autograd.interpreter import check_read
+from .device import STORAGES, memory_owner
 from .overrides import is_user_subclass
 from .tensor import Tensor, attributes_of
 from .torch_format import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
@@ -442,6 +443,8 @@ class _Reader:
                 len(v["strides"]) != len(shape) or not ints([v.get("offset")]) or \
                 v["offset"] < 0 or storage.ndim != 1:
             raise self.bad(f"view metadata at {path} (of storage {key!r}) is malformed")
+        root = memory_owner(storage)
+        STORAGES[id(root)] = root  # (its views report storage offsets from the saved span)
         try:
             return np.ndarray(tuple(shape), dtype, buffer=storage, offset=v["offset"],
                               strides=tuple(v["strides"]))

@@ -215,3 +215,17 @@ def test_clip_grad_value_refuses_complex_gradients_as_torch(foreach):
         p.grad = lib.tensor([1 + 1j, -2j])
         with pytest.raises(NotImplementedError, match="complex"):
             lib.nn.utils.clip_grad_value_([p], 1.0, foreach=foreach)
+
+
+def test_loaded_views_report_their_storage_offsets_as_torch():
+    import io
+    seen = []
+    for lib in (torch, flow):
+        base = lib.arange(12.0).reshape(3, 4)
+        buf = io.BytesIO()
+        lib.save({"base": base, "col": base[:, 2], "corner": base[1:, 1:], "t": base.t()}, buf)
+        buf.seek(0)
+        o = lib.load(buf)
+        o["base"][1, 2] = 100.0  # still views of one storage
+        seen.append({k: (v.storage_offset(), v.stride(), v.tolist()) for k, v in o.items()})
+    assert seen[1] == seen[0]
