@@ -229,3 +229,31 @@ def test_loaded_views_report_their_storage_offsets_as_torch():
         o["base"][1, 2] = 100.0  # still views of one storage
         seen.append({k: (v.storage_offset(), v.stride(), v.tolist()) for k, v in o.items()})
     assert seen[1] == seen[0]
+
+
+class _Augmenting:
+    """A dataset drawing from NumPy's and Python's global streams, as augmentations do."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        import random
+        return int(np.random.randint(0, 10 ** 9)), random.randrange(10 ** 9)
+
+
+def _worker_draws(lib):
+    np.random.seed(0)
+    g = lib.Generator().manual_seed(5)
+    loader = lib.utils.data.DataLoader(_Augmenting(), batch_size=2, num_workers=2,
+                                       generator=g)
+    return [[x.tolist() for x in batch] for batch in loader]
+
+
+def test_dataloader_workers_seed_numpy_as_torch():
+    """Each worker seeds NumPy's global stream from the base seed and its id (torch's
+    _generate_state): forked workers drew the same numbers, one worker's repeating the
+    other's."""
+    draws = _worker_draws(flow)
+    assert draws == _worker_draws(torch)
+    assert len({x for batch in draws for x in batch[0]}) == 8

@@ -26,6 +26,8 @@ import threading
 import time
 import traceback
 
+import numpy as np
+
 from ...random import manual_seed, torch_int64
 from ._collate import default_collate, default_convert
 from .dataset import IterableDataset
@@ -183,6 +185,11 @@ def _worker_loop(dataset, index_queue, data_queue, auto_collation, collate_fn, b
         _exit_with_parent(main_pid)
     manual_seed(seed)
     random.seed(seed)
+    # NumPy's global stream too, from the base seed and the worker id as torch's
+    # _generate_state (NumPy's SeedSequence): forked workers would all draw the parent's
+    base = seed - worker_id
+    np.random.seed(np.random.SeedSequence([worker_id, base & 0xFFFFFFFF, base >> 32, 0])
+                   .generate_state(4))
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
     failure = None
     try:
