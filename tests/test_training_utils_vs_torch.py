@@ -257,3 +257,29 @@ def test_dataloader_workers_seed_numpy_as_torch():
     draws = _worker_draws(flow)
     assert draws == _worker_draws(torch)
     assert len({x for batch in draws for x in batch[0]}) == 8
+
+
+def test_load_from_state_dict_override_may_claim_keys_after_super():
+    """An override reading its own extra key after super() removes it from the unexpected
+    keys torch's base method reported; the load then passes strict."""
+    seen = []
+    for lib in (torch, flow):
+        class Claiming(lib.nn.Linear):
+            def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict,
+                                      missing_keys, unexpected_keys, error_msgs):
+                super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
+                                              missing_keys, unexpected_keys, error_msgs)
+                key = prefix + "scale"
+                if key in state_dict:
+                    self.scale = float(state_dict[key])
+                    unexpected_keys.remove(key)
+        m = lib.nn.Sequential(Claiming(2, 2))
+        sd = dict(m.state_dict())
+        sd["0.scale"] = lib.tensor(3.0)
+        sd["stray"] = lib.tensor(1.0)
+        sd["0.weight.x"] = lib.tensor(1.0)
+        keys = m.load_state_dict(sd, strict=False)
+        del sd["stray"], sd["0.weight.x"]
+        m.load_state_dict(sd)
+        seen.append((keys.missing_keys, keys.unexpected_keys, m[0].scale))
+    assert seen[1] == seen[0]

@@ -123,6 +123,22 @@ class StateDict:
             args = (state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                     error_msgs)
             hook(self, *args) if with_module else hook(*args)
+        if strict:  # this module's own keys, as torch reports them (an override may edit)
+            self._report_keys(state_dict, prefix, missing_keys, unexpected_keys)
+
+    def _report_keys(self, state_dict, prefix, missing_keys, unexpected_keys):
+        local = [name for name, p in self._parameters.items() if p is not None]
+        local += [name for name, b in self._buffers.items()
+                  if b is not None and name not in self._non_persistent_buffers_set]
+        extra = prefix + _EXTRA
+        missing_keys.extend(prefix + name for name in local if prefix + name not in state_dict)
+        if self._has_extra_state() and extra not in state_dict:
+            missing_keys.append(extra)
+        for key in state_dict.keys():
+            if key.startswith(prefix) and key != extra:
+                head, *rest = key[len(prefix):].split(".", 1)
+                if head not in (self._modules if rest else local):
+                    unexpected_keys.append(key)
 
     def _has_extra_state(self):
         return type(self).get_extra_state is not StateDict.get_extra_state
@@ -219,11 +235,7 @@ class StateDict:
             mod._load_from_state_dict(state_dict, pre, local_metadata, True, reported_missing,
                                       reported_unexpected, errors)
         entries = self._state_entries()
-        own = {key for key, *_ in entries}
-        missing = [key for key, *_ in entries if key not in state_dict]
-        unexpected = [key for key in state_dict.keys() if key not in own]
-        missing += [k for k in dict.fromkeys(reported_missing) if k not in missing]
-        unexpected += [k for k in dict.fromkeys(reported_unexpected) if k not in unexpected]
+        missing, unexpected = reported_missing, reported_unexpected
         plan = []
         for key, mod, name, kind in entries:
             if key not in state_dict:
