@@ -260,7 +260,7 @@ BAD = [
      RuntimeError, r"query heads \(3\) must be a multiple"),
     ("sdpa_mask_and_causal", lambda: F(flow).scaled_dot_product_attention(
         flow.ones(1, 2, 2), flow.ones(1, 2, 2), flow.ones(1, 2, 2),
-        attn_mask=flow.ones(2, 2), is_causal=True), RuntimeError, "not both"),
+        attn_mask=flow.ones(2, 2), is_causal=True), RuntimeError, "Explicit attn_mask"),
 ]
 
 

@@ -102,6 +102,26 @@ def _safe_softmax(scores, allowed=None):
     return _safe_softmax_op(scores, dim=scores._data.ndim - 1)
 
 
+def _flash_fits(q, k, v, dropout_p, enable_gqa, attn_mask=None):
+    """Whether torch's CPU flash kernel takes these inputs: 4-D, one head width, no dropout,
+    the batch and head dims matching (or grouped heads with enable_gqa), and a mask (not
+    requiring grad) of 2 dims, or of 4 whose leading dims are 1 or the query's, and whose
+    last two are the scores' or 1."""
+    qs, ks, vs = q._data.shape, k._data.shape, v._data.shape
+    if not (len(qs) == len(ks) == len(vs) == 4 and vs[-1] == qs[-1] and dropout_p == 0):
+        return False
+    if not (ks[:2] == vs[:2] and qs[0] == ks[0] and (
+            qs[1] == ks[1] or enable_gqa and ks[1] and qs[1] % ks[1] == 0)):
+        return False
+    if attn_mask is None:
+        return True
+    ms = attn_mask._data.shape
+    if attn_mask.requires_grad or len(ms) not in (2, 4) or ms[-2] not in (1, qs[2]) or \
+            ms[-1] not in (1, ks[2]):
+        return False
+    return len(ms) == 2 or (ms[0] in (1, qs[0]) and ms[1] in (1, qs[1]))
+
+
 def _check_backends(q, k, v, dropout_p, enable_gqa):
     """Raise as torch's CPU dispatch where the kernels allowed (`backends.cuda`'s switches,
     `nn.attention.sdpa_kernel`) cannot run the call: the math one is off and the flash one is
@@ -113,11 +133,7 @@ def _check_backends(q, k, v, dropout_p, enable_gqa):
         raise RuntimeError("No viable backend for scaled_dot_product_attention was found. "
                            "This is likely due to turning off both the math kernel and the "
                            "fused kernels.")
-    qs, ks, vs = q._data.shape, k._data.shape, v._data.shape
-    heads_fit = ks[:2] == vs[:2] and qs[0] == ks[0] and (
-        qs[1] == ks[1] or enable_gqa and ks[1] and qs[1] % ks[1] == 0) if len(qs) == 4 else False
-    if not (len(qs) == len(ks) == len(vs) == 4 and vs[-1] == qs[-1] and dropout_p == 0
-            and heads_fit):
+    if not _flash_fits(q, k, v, dropout_p, enable_gqa):
         raise RuntimeError("No available kernel.  Aborting execution. (scaled_dot_product_"
                            "attention: only the flash kernel is enabled, and it takes 4-D "
                            "inputs of one head width without dropout; enable the math "
@@ -152,13 +168,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"scaled_dot_product_attention: shapes don't match: query "
                            f"{tuple(q.shape)}, key {tuple(k.shape)}, value {tuple(v.shape)}; "
                            f"need query (..., L, E), key (..., S, E), value (..., S, Ev)")
-    if is_causal and attn_mask is not None:
-        raise RuntimeError("scaled_dot_product_attention: pass either attn_mask or "
-                           "is_causal=True, not both")
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"scaled_dot_product_attention: dropout_p has to be between 0 and "
                          f"1, but got {dropout_p}")
     _check_backends(q, k, v, dropout_p, enable_gqa)
+    if is_causal and attn_mask is not None and not (
+            _SDP["flash"] and _flash_fits(q, k, v, dropout_p, enable_gqa, attn_mask)):
+        # torch's math kernel refuses both; its flash kernel (taken where it fits) applies both
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                           "set when is_causal=True")
     if enable_gqa and q._data.ndim >= 3:
         hq, hk = q._data.shape[-3], k._data.shape[-3]
         if hq % hk or hq % v._data.shape[-3]:
@@ -173,15 +191,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if scale is None:
         scale = 1.0 / math.sqrt(q._data.shape[-1])
     scores = (q @ k.transpose(-2, -1)) * scale
-    if is_causal:  # (a constant of the shapes)
-        attn = _safe_softmax(scores, Tensor._wrap(xp.tril(xp.ones((length, source), bool))))
-    elif attn_mask is not None:
+    causal = Tensor._wrap(xp.tril(xp.ones((length, source), bool))) if is_causal else None
+    if attn_mask is not None:  # (with is_causal too: torch 2.13 applies both)
         if attn_mask._data.dtype.kind == "b":
             # an input of the ops below: a graph compiles them
-            attn = _safe_softmax(scores, attn_mask)
+            attn = _safe_softmax(scores, attn_mask if causal is None else attn_mask & causal)
         else:
             check_mask_dtype(attn_mask, q.dtype)
-            attn = _safe_softmax(scores + attn_mask.to(scores.dtype))
+            attn = _safe_softmax(scores + attn_mask.to(scores.dtype), causal)
+    elif is_causal:  # (a constant of the shapes)
+        attn = _safe_softmax(scores, causal)
     else:
         attn = softmax(scores, -1)
     if dropout_p > 0:

@@ -1,0 +1,64 @@
+"""nn layers and nn.functional used the less common ways torch users use them, against torch
+2.13: values, gradients, dtypes and raise/no-raise."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from vs_torch import assert_same_raise, outcome
+
+import flowgrad as flow
+
+F, TF = flow.nn.functional, torch.nn.functional
+
+
+def _both(*shapes, seed=0, grad=True):
+    """Random float32 arrays as torch and flowgrad tensors: ([torch...], [flowgrad...])."""
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    return ([torch.tensor(a, requires_grad=grad) for a in arrays],
+            [flow.tensor(a, requires_grad=grad) for a in arrays])
+
+
+def _close(f, t, atol=1e-5):
+    assert tuple(f.shape) == tuple(t.shape) and str(f.dtype)[-8:] == str(t.dtype)[-8:]
+    np.testing.assert_allclose(f.detach().numpy(), t.detach().numpy(), atol=atol, rtol=1e-4)
+
+
+# ---- scaled_dot_product_attention with attn_mask and is_causal together -----------------------
+_SDPA_BOTH = {  # q, k, v shapes, the mask's shape (negative: a bool mask), kwargs
+    "4d": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5), (4, 6), {}),
+    "4d_mask": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5), (2, 1, 4, 6), {}),
+    "bool": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5), (-4, -6), {}),
+    "gqa": ((2, 4, 4, 5), (2, 2, 6, 5), (2, 2, 6, 5), (4, 6), {"enable_gqa": True}),
+    "scale": ((1, 2, 5, 3), (1, 2, 5, 3), (1, 2, 5, 3), (5, 5), {"scale": 0.3}),
+    "3d": ((3, 4, 5), (3, 6, 5), (3, 6, 5), (4, 6), {}),
+    "value_width": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 7), (4, 6), {}),
+    "batch_bcast": ((2, 3, 4, 5), (1, 3, 6, 5), (1, 3, 6, 5), (4, 6), {}),
+    "mask_3d": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5), (3, 4, 6), {}),
+    "dropout": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5), (4, 6), {"dropout_p": 0.5}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SDPA_BOTH))
+def test_sdpa_mask_and_is_causal_as_torch(case):
+    """torch 2.13's CPU flash kernel applies an attn_mask and is_causal together; where it
+    cannot run (3-D, another value width, dropout...) the math kernel refuses both. flowgrad
+    refused both everywhere."""
+    qs, ks, vs, ms, kw = _SDPA_BOTH[case]
+    (tq, tk, tv, tm), (fq, fk, fv, fm) = _both(qs, ks, vs, tuple(abs(s) for s in ms), seed=3)
+    if ms[0] < 0:
+        tm, fm = tm.detach() > 0, fm.detach() > 0
+    else:
+        tm, fm = tm.detach(), fm.detach()
+    t, terr = outcome(lambda: TF.scaled_dot_product_attention(tq, tk, tv, tm, is_causal=True,
+                                                              **kw))
+    f, ferr = outcome(lambda: F.scaled_dot_product_attention(fq, fk, fv, fm, is_causal=True,
+                                                             **kw))
+    assert_same_raise(terr, ferr)
+    if terr is None:
+        _close(f, t)
+        gt = torch.autograd.grad((t ** 2).sum(), (tq, tk, tv))
+        gf = flow.autograd.grad((f ** 2).sum(), (fq, fk, fv))
+        for a, b in zip(gf, gt):
+            _close(a, b)
