@@ -62,3 +62,39 @@ def test_sdpa_mask_and_is_causal_as_torch(case):
         gf = flow.autograd.grad((f ** 2).sum(), (fq, fk, fv))
         for a, b in zip(gf, gt):
             _close(a, b)
+
+
+# ---- max_unpool's output_size ----------------------------------------------------------------
+_UNPOOL = {  # nd, input shape, kernel, stride, padding, output_size
+    "1d_default": (1, (2, 3, 9), 3, 2, 1, [9]),
+    "1d_upper_bound": (1, (2, 3, 9), 3, 2, 1, [11]),
+    "1d_inside": (1, (2, 3, 9), 3, 2, 1, [8]),
+    "1d_lower_bound": (1, (2, 3, 9), 3, 2, 1, [5]),
+    "2d_full_size": (2, (2, 3, 6, 6), 2, 2, 0, (2, 3, 7, 6)),
+    "2d_too_big": (2, (2, 3, 6, 6), 2, 2, 0, (8, 6)),
+    "2d_three": (2, (2, 3, 6, 6), 2, 2, 0, (3, 7, 6)),
+    "2d_unbatched_three": (2, (3, 6, 6), 2, 2, 0, (3, 7, 7)),
+    "2d_one": (2, (2, 3, 6, 6), 2, 2, 0, (7,)),
+    "3d_ok": (3, (1, 2, 4, 4, 4), 2, 2, 0, (5, 4, 5)),
+    "3d_too_small": (3, (1, 2, 4, 4, 4), 2, 2, 0, (2, 4, 4)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_UNPOOL))
+def test_max_unpool_output_size_checked_as_torch(case):
+    """torch takes an output_size of nd or nd + 2 sizes, each strictly within one stride of
+    the default; flowgrad took any (its last nd sizes), and scattered into a larger or
+    smaller output than torch would allow: max_unpool1d(output_size=[9]) where torch allows
+    6 to 8."""
+    nd, shape, k, s, p, size = _UNPOOL[case]
+    (tx,), (fx,) = _both(shape, seed=4)
+    pool, unpool = f"max_pool{nd}d", f"max_unpool{nd}d"
+    ty, ti = getattr(TF, pool)(tx, k, s, p, return_indices=True)
+    fy, fi = getattr(F, pool)(fx, k, s, p, return_indices=True)
+    t, terr = outcome(lambda: getattr(TF, unpool)(ty, ti, k, s, p, output_size=size))
+    f, ferr = outcome(lambda: getattr(F, unpool)(fy, fi, k, s, p, output_size=size))
+    assert_same_raise(terr, ferr)
+    if terr is None:
+        _close(f, t)
+    else:
+        assert type(ferr) is type(terr)

@@ -48,10 +48,18 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     batched = input._data.ndim == nd + 2
     x, idx = (input, indices) if batched else (input.unsqueeze(0), indices.unsqueeze(0))
     spatial = x.shape[2:]
-    if output_size is None:
-        out = tuple((n - 1) * st - 2 * pd + kk for n, st, pd, kk in zip(spatial, s, p, k))
-    else:
-        out = tuple(int(o) for o in tuple(output_size)[-nd:])
+    out = tuple((n - 1) * st - 2 * pd + kk for n, st, pd, kk in zip(spatial, s, p, k))
+    if output_size is not None:  # torch's _unpool_output_size: within a stride of the default
+        given = tuple(int(o) for o in output_size)
+        given = given[2:] if len(given) == nd + 2 else given
+        if len(given) != nd:
+            raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} "
+                             f"elements, but it has a length of '{len(given)}'")
+        for d, (o, dflt, st) in enumerate(zip(given, out, s)):
+            if not dflt - st < o < dflt + st:
+                raise ValueError(f'invalid output_size "{list(output_size)}" (dim {d} must be '
+                                 f"between {dflt - st} and {dflt + st})")
+        out = given
     size = math.prod(out)
     n, c = x.shape[0], x.shape[1]
     flat = idx._data.reshape(n, c, math.prod(idx.shape[2:]))  # (not -1: an empty batch)
