@@ -98,3 +98,21 @@ def test_max_unpool_output_size_checked_as_torch(case):
         _close(f, t)
     else:
         assert type(ferr) is type(terr)
+
+
+@pytest.mark.parametrize("shape, groups", [((1, 3, 1), 3), ((1, 3), 3), ((1, 3, 1, 1), 3),
+                                           ((1, 3, 1), 2), ((2, 3, 1), 3), ((1, 6, 1), 3),
+                                           ((1, 4), 4), ((1, 4, 2), 4)])
+def test_group_norm_one_value_per_group_raises_as_torch(shape, groups):
+    """torch's group_norm refuses a group holding one value (N * C // G * spatial == 1) with
+    ValueError, as batch_norm does; flowgrad returned zeros."""
+    (tx,), (fx,) = _both(shape, seed=5)
+    t, terr = outcome(lambda: TF.group_norm(tx, groups))
+    f, ferr = outcome(lambda: F.group_norm(fx, groups))
+    assert_same_raise(terr, ferr)
+    if terr is None:
+        _close(f, t)
+    else:
+        assert type(ferr) is type(terr)
+    m, merr = outcome(lambda: flow.nn.GroupNorm(groups, shape[1]).eval()(fx))
+    assert_same_raise(terr, merr)

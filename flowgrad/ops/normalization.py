@@ -557,6 +557,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(f"group_norm: expected at least 2 dims (N, C, ...), got input of "
                            f"shape {tuple(x.shape)}")
     n, c = x._data.shape[:2]
+    if num_groups > 0 and n * c // num_groups * math.prod(x._data.shape[2:]) == 1:
+        # torch's _verify_batch_size on (N * C // G, G, *spatial), in train and eval alike
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {list(x.shape)}")
     if num_groups <= 0 or c % num_groups:
         raise RuntimeError(f"group_norm: expected number of channels in input to be "
                            f"divisible by num_groups, but got input of shape "
