@@ -116,3 +116,35 @@ def test_group_norm_one_value_per_group_raises_as_torch(shape, groups):
         assert type(ferr) is type(terr)
     m, merr = outcome(lambda: flow.nn.GroupNorm(groups, shape[1]).eval()(fx))
     assert_same_raise(terr, merr)
+
+
+_MIXED = {"int64_float32": ("int64", "float32"), "float32_bool": ("float32", "bool"),
+          "bool_float32": ("bool", "float32"), "int64_float64": ("int64", "float64"),
+          "float32_float64": ("float32", "float64"), "float16_int64": ("float16", "int64"),
+          "int64_int64": ("int64", "int64")}
+
+
+@pytest.mark.parametrize("loss", ["mse_loss", "smooth_l1_loss"])
+@pytest.mark.parametrize("case", sorted(_MIXED))
+def test_mse_and_smooth_l1_promote_an_integer_operand_as_torch(loss, case):
+    """torch's mse and smooth_l1 kernels compute in the promoted dtype: an int64 prediction
+    against float32 targets (or a bool target) gives a float32 loss; flowgrad refused the
+    int64 input ('mse_cpu' not implemented) and subtracted a bool target (an error)."""
+    a_dt, b_dt = _MIXED[case]
+    rng = np.random.default_rng(6)
+    a = rng.integers(0, 3, (3, 4)) if a_dt in ("int64", "bool") else rng.standard_normal((3, 4))
+    b = rng.integers(0, 2, (3, 4)) if b_dt in ("int64", "bool") else rng.standard_normal((3, 4))
+    grad = a_dt.startswith("float")
+    ta = torch.tensor(a).to(getattr(torch, a_dt)).requires_grad_(grad)
+    fa = flow.tensor(a).to(getattr(flow, a_dt)).requires_grad_(grad)
+    tb, fb = torch.tensor(b).to(getattr(torch, b_dt)), flow.tensor(b).to(getattr(flow, b_dt))
+    kw = {"beta": 0.5} if loss == "smooth_l1_loss" else {}
+    for reduction in ("none", "mean"):
+        t, terr = outcome(lambda: getattr(TF, loss)(ta, tb, reduction=reduction, **kw))
+        f, ferr = outcome(lambda: getattr(F, loss)(fa, fb, reduction=reduction, **kw))
+        assert_same_raise(terr, ferr)
+        if terr is None:
+            _close(f, t, atol=1e-3 if "float16" in case else 1e-5)
+            if grad:
+                _close(flow.autograd.grad(f.sum(), fa)[0], torch.autograd.grad(t.sum(), ta)[0],
+                       atol=1e-3 if "float16" in case else 1e-5)

@@ -17,6 +17,7 @@ import numpy as np
 
 from .._warn import warn
 from ..autograd import grad_mode
+from ..dtypes import result_type
 from ..errors import check_kernel_dtype, check_same_dtype
 from ..tensor import Tensor
 from .activation import _row_sums, log_softmax, softmax
@@ -405,6 +406,17 @@ def cross_entropy_soft(input, target, weight, ignore_index, reduction, label_smo
 
 
 # ---- regression losses -----------------------------------------------------------------------
+def _promoted(input, target, kernel):
+    """input and target in their promoted dtype, which `kernel` (floating only) computes in,
+    as torch's TensorIterator kernels (mse, smooth_l1) do: an int64 or bool operand beside a
+    float one works, two integer ones raise."""
+    if isinstance(input, Tensor) and isinstance(target, Tensor) and input.dtype != target.dtype:
+        dtype = result_type(input, target)
+        input, target = input.to(dtype), target.to(dtype)
+    check_kernel_dtype(input, kernel)
+    return input, target
+
+
 def _pair(input, target, name, reduction):
     check_reduction(reduction, name)
     if not isinstance(target, Tensor):
@@ -430,7 +442,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     >>> F.mse_loss(flow.tensor([1.0, 2.0]), flow.tensor([0.0, 4.0]))
     tensor(2.5000)
     """
-    check_kernel_dtype(input, "mse_cpu")  # complex: torch refuses (d * d is no squared modulus)
+    # complex: torch refuses (d * d is no squared modulus)
+    input, target = _promoted(input, target, "mse_cpu")
     d = _pair(input, target, "mse_loss", reduction)
     return _weighted(d * d, weight, input, reduction, "mse_loss", True)
 
@@ -459,7 +472,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     """
     if beta < 0:
         raise RuntimeError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
-    check_kernel_dtype(input, "smooth_l1_cpu")
+    input, target = _promoted(input, target, "smooth_l1_cpu")
     d = _pair(input, target, "smooth_l1_loss", reduction)
     a = d.abs()
     if beta == 0:
