@@ -148,3 +148,24 @@ def test_mse_and_smooth_l1_promote_an_integer_operand_as_torch(loss, case):
             if grad:
                 _close(flow.autograd.grad(f.sum(), fa)[0], torch.autograd.grad(t.sum(), ta)[0],
                        atol=1e-3 if "float16" in case else 1e-5)
+
+
+@pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("shape, batch_first", [((0, 2, 3), False), ((2, 0, 3), True),
+                                                ((0, 3), False), ((5, 0, 3), False)])
+def test_rnn_empty_sequence_raises_as_torch(mode, shape, batch_first):
+    """A sequence of length 0 makes torch's recurrent layers raise RuntimeError ('Expected
+    sequence length to be larger than 0'); flowgrad's fused loop failed with NumPy's
+    ValueError ('need at least one array to concatenate'). An empty batch runs in both."""
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, mode)(3, 4, num_layers=2, bidirectional=True, batch_first=batch_first)
+    fm = getattr(flow.nn, mode)(3, 4, num_layers=2, bidirectional=True, batch_first=batch_first)
+    fm.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    (tx,), (fx,) = _both(shape, seed=9)
+    t, terr = outcome(lambda: tm(tx))
+    f, ferr = outcome(lambda: fm(fx))
+    assert_same_raise(terr, ferr)
+    if terr is None:
+        _close(f[0], t[0])
+    else:
+        assert type(ferr) is type(terr) and "sequence length" in str(ferr)

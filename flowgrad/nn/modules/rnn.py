@@ -200,6 +200,8 @@ class RNNBase(Module):
             input = input.unsqueeze(1)
         elif self.batch_first:
             input = input.transpose(0, 1)
+        if input.shape[0] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         return input, batched, None, input.shape[1]
 
     def _run(self, input, states, batch_sizes=None):
