@@ -169,3 +169,22 @@ def test_rnn_empty_sequence_raises_as_torch(mode, shape, batch_first):
         _close(f[0], t[0])
     else:
         assert type(ferr) is type(terr) and "sequence length" in str(ferr)
+
+
+@pytest.mark.parametrize("target_dtype", ["int64", "bool", "uint8", "float64"])
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div_integral_target_raises_as_torch(target_dtype, log_target):
+    """torch's kl_div refuses an integral (or bool) target ('Integral inputs not supported');
+    flowgrad computed a loss from it."""
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    y = rng.integers(0, 2, (3, 4))
+    tt = torch.tensor(y).to(getattr(torch, target_dtype))
+    ft = flow.tensor(y).to(getattr(flow, target_dtype))
+    t, terr = outcome(lambda: TF.kl_div(torch.tensor(x), tt, reduction="sum",
+                                        log_target=log_target))
+    f, ferr = outcome(lambda: F.kl_div(flow.tensor(x), ft, reduction="sum",
+                                       log_target=log_target))
+    assert_same_raise(terr, ferr)
+    if terr is None:
+        _close(f, t)

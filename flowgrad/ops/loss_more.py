@@ -186,6 +186,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"kl_div: {reduction!r} is not a valid value for reduction; use one of "
                          f"('none', 'mean', 'sum', 'batchmean')")
+    if isinstance(target, Tensor) and target._data.dtype.kind in "biu":
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     x, t = _float_input(input, "kl_div"), target  # (promoted together, as torch's)
     if log_target:
         loss = t.exp() * (t - x)
