@@ -188,3 +188,22 @@ def test_kl_div_integral_target_raises_as_torch(target_dtype, log_target):
     assert_same_raise(terr, ferr)
     if terr is None:
         _close(f, t)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "bool", "uint8"])
+@pytest.mark.parametrize("nd, mode", [(1, "nearest"), (1, "linear"), (2, "nearest"),
+                                      (2, "bilinear"), (2, "bicubic"), (2, "area"),
+                                      (3, "trilinear")])
+def test_interpolate_integer_input_error_type_as_torch(dtype, nd, mode):
+    """torch's interpolate kernels are missing for integer inputs (uint8 aside, for nearest,
+    bilinear and bicubic): NotImplementedError; flowgrad raised RuntimeError."""
+    x = np.ones((1, 1) + (4,) * nd, np.int64)
+    t, terr = outcome(lambda: TF.interpolate(torch.tensor(x).to(getattr(torch, dtype)),
+                                             scale_factor=2, mode=mode))
+    f, ferr = outcome(lambda: F.interpolate(flow.tensor(x).to(getattr(flow, dtype)),
+                                            scale_factor=2, mode=mode))
+    assert_same_raise(terr, ferr)
+    if terr is None:
+        np.testing.assert_array_equal(f.numpy(), t.numpy())
+    else:
+        assert type(ferr) is type(terr)

@@ -428,9 +428,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if input._data.dtype == np.uint8 and mode in ("bilinear", "bicubic"):
         return _interpolate_uint8(input, out, mode, align_corners, scales, antialias)
     if input._data.dtype.kind not in "fV":
-        raise RuntimeError(f"interpolate: expected a floating point input, got {input.dtype}"
-                           f" (uint8 is taken by nearest, bilinear and bicubic only); "
-                           f"convert it with .float()")
+        raise NotImplementedError(f"interpolate: expected a floating point input, got "
+                                  f"{input.dtype} (uint8 is taken by nearest, bilinear and "
+                                  f"bicubic only); convert it with .float()")
     if mode == "area":
         return _adaptive_avg(input, out, nd)
     real = opmath(input._data.dtype).type  # torch's
