@@ -207,3 +207,49 @@ def test_interpolate_integer_input_error_type_as_torch(dtype, nd, mode):
         np.testing.assert_array_equal(f.numpy(), t.numpy())
     else:
         assert type(ferr) is type(terr)
+
+
+def _dtype_cases(torch_or_flow, dt):
+    m, D = torch_or_flow, getattr(torch_or_flow, dt)
+    fn = m.nn.functional
+    return {
+        "adaptive_max_pool1d": lambda: fn.adaptive_max_pool1d(m.ones(1, 2, 6, dtype=D), 3),
+        "adaptive_max_pool2d": lambda: fn.adaptive_max_pool2d(m.ones(1, 2, 6, 6, dtype=D), 3),
+        "adaptive_max_pool3d": lambda: fn.adaptive_max_pool3d(m.ones(1, 2, 4, 4, 4, dtype=D),
+                                                              2),
+        "unfold": lambda: fn.unfold(m.ones(1, 2, 4, 4, dtype=D), 2),
+        "fold": lambda: fn.fold(m.ones(1, 8, 4, dtype=D), (3, 3), 2),
+        "max_unpool1d": lambda: fn.max_unpool1d(m.ones(1, 2, 3, dtype=D),
+                                                m.zeros(1, 2, 3, dtype=m.int64), 2),
+        "max_unpool3d": lambda: fn.max_unpool3d(m.ones(1, 2, 2, 2, 2, dtype=D),
+                                                m.zeros(1, 2, 2, 2, 2, dtype=m.int64), 2),
+        "grid_sample": lambda: fn.grid_sample(m.ones(1, 1, 3, 3, dtype=D),
+                                              m.zeros(1, 2, 2, 2, dtype=D), align_corners=False),
+        "grid_sample_3d": lambda: fn.grid_sample(m.ones(1, 1, 3, 3, 3, dtype=D),
+                                                 m.zeros(1, 2, 2, 2, 3, dtype=D),
+                                                 align_corners=False),
+        "pdist": lambda: fn.pdist(m.ones(3, 2, dtype=D)),
+        "linear": lambda: fn.linear(m.ones(2, 3, dtype=D), m.ones(4, 3, dtype=D)),
+        "pairwise_distance": lambda: fn.pairwise_distance(m.ones(3, 2, dtype=D),
+                                                          m.ones(3, 2, dtype=D)),
+    }
+
+
+@pytest.mark.parametrize("dt", ["int64", "int8", "uint8", "bool", "float16", "bfloat16",
+                                "float64", "complex64"])
+def test_kernel_dtype_support_as_torch(dt):
+    """torch has no integer (or bool, or complex) kernels for adaptive max pooling, im2col /
+    col2im (unfold / fold: bool and complex they take), max unpooling, grid sampling or
+    pdist (float32 and float64 only), nor a bool linear, and pairwise_distance of two bool
+    tensors fails on their subtraction; flowgrad computed every one of them (grid_sample of
+    int8 gave float32), or raised another type (complex grid_sample: RuntimeError). The
+    outcome and the result dtype now follow torch."""
+    tcases, fcases = _dtype_cases(torch, dt), _dtype_cases(flow, dt)
+    for name in tcases:
+        t, terr = outcome(tcases[name])
+        f, ferr = outcome(fcases[name])
+        assert (terr is None) == (ferr is None), (name, terr, ferr)
+        if terr is None:
+            assert str(f.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], name
+        else:
+            assert type(ferr) is type(terr), (name, terr, ferr)

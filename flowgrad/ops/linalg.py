@@ -447,6 +447,8 @@ def linear(input, weight, bias=None):
             f"linear: expected both operands to have the same dtype, but got "
             f"{input.dtype.name} and {weight.dtype.name}; convert one with "
             f".to({_dt.result_type(input, weight)})")
+    if wd.dtype == np.bool_:  # (matmul refuses it too)
+        raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
     if bias is None:
         return _linear(input, weight)
     if bias._data.dtype != wd.dtype:

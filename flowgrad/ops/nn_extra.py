@@ -18,7 +18,7 @@ import math
 
 from .._warn import warn
 from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..errors import int_arg
+from ..errors import check_kernel_dtype, int_arg
 from . import loss_ctc as _loss_ctc
 from . import loss_more as _loss_more
 from . import nn_misc as _nn_misc
@@ -54,6 +54,11 @@ def pdist(input, p=2):
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if p < 0:
         raise RuntimeError(f"pdist only supports non-negative p values, got {p}")
+    if input._data.dtype.kind not in "fV":
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    check_kernel_dtype(input, "pdist", kinds="f")  # (float32 and float64: no half precision)
+    if input._data.dtype.itemsize < 4:
+        check_kernel_dtype(input, "pdist", kinds="")
     n = input.shape[0]
     i, j = triu_indices(n, n, 1)
     # differences of distinct rows only: no zero distance to differentiate the norm at

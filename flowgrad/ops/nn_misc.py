@@ -560,6 +560,9 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """||x1 - x2 + eps||_p along the last dim (broadcasting); complex inputs give a real
     distance (the norm of their complex differences), as torch."""
+    if x1.dtype == x2.dtype and x1._data.dtype.kind == "b":  # (torch's x1 - x2 refuses them)
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
     a, b = _float_pair(x1, x2, "pairwise_distance", complex_ok=True)
     diff = a - b + eps
     if diff._data.ndim == 0:

@@ -531,6 +531,7 @@ _adaptive_max_pool.grad(_max_rule)
 
 def _adaptive_max(input, output_size, return_indices, nd):
     name = f"adaptive_max_pool{nd}d"
+    check_kernel_dtype(input, "adaptive_max_pool3d_cpu" if nd == 3 else "adaptive_max_pool2d")
     x, batched, out = _adaptive_args(input, output_size, nd, name)
     if any(o == 0 for o in out):
         raise RuntimeError(f"{name}(): output_size must be positive, got {out}")

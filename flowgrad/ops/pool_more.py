@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..device import array_module
+from ..errors import check_kernel_dtype
 from ..tensor import Tensor
 from .conv import ntuple
 from .creation import arange, full, rand
@@ -35,6 +36,7 @@ __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "fractional_max_pool2
 def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     xp = array_module(input._data)
     name = f"max_unpool{nd}d"
+    check_kernel_dtype(input, "max_unpool3d" if nd == 3 else "max_unpool2d")
     k = ntuple(kernel_size, nd, "kernel_size", name)
     s = k if stride is None else ntuple(stride, nd, "stride", name)
     p = ntuple(padding, nd, "padding", name)

@@ -22,6 +22,7 @@ import numpy as np
 from .._warn import warn
 from ..device import new_array
 from ..dtypes import float64, uint8
+from ..errors import check_kernel_dtype
 from ..tensor import Tensor
 from .conv import col2im, ntuple, out_size, pad_array, windows
 from .elementwise import where
@@ -93,6 +94,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """
     ksize, dilation, padding, stride = _window_args(kernel_size, dilation, padding, stride,
                                                     "unfold")
+    check_kernel_dtype(input, "im2col_out_cpu", kinds="fVcb")
     rank = input._data.ndim
     if rank not in (3, 4):
         raise RuntimeError(f"unfold: Input Error: Only 3D or 4D input Tensors are supported "
@@ -123,6 +125,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     ksize, dilation, padding, stride = _window_args(kernel_size, dilation, padding, stride,
                                                     "fold")
     size = ntuple(output_size, 2, "output_size", "fold")
+    check_kernel_dtype(input, "col2im_out_cpu", kinds="fVcb")
     rank = input._data.ndim
     if rank not in (2, 3):
         raise RuntimeError(f"fold: Input Error: Only unbatched (2D) or batched (3D) input "
@@ -518,6 +521,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
                            f"but got input with sizes {list(input.shape)} and grid with sizes "
                            f"{list(grid.shape)}")
+    check_kernel_dtype(input, "grid_sampler3d_cpu" if nd == 3 else
+                       "grid_sampler_2d_cpu_kernel_impl")
     if grid.dtype != input.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have the same dtype, "
                            f"but input has {input.dtype} and grid has {grid.dtype}")
