@@ -253,3 +253,34 @@ def test_kernel_dtype_support_as_torch(dt):
             assert str(f.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], name
         else:
             assert type(ferr) is type(terr), (name, terr, ferr)
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("mode, kw", [("LSTM", {}), ("GRU", {}), ("RNN", {}),
+                                      ("LSTM", {"num_layers": 2, "bidirectional": True}),
+                                      ("GRU", {"num_layers": 2}), ("LSTM", {"proj_size": 2})])
+def test_half_precision_rnn_dtypes_as_torch(dt, mode, kw):
+    """A bfloat16 LSTM/GRU/RNN gave float32 outputs and final states (NumPy's bfloat16
+    arithmetic promotes), so a second layer met float32 input beside bfloat16 weights and
+    raised; torch keeps bfloat16 throughout. Values agree to the dtype's rounding."""
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, mode)(3, 4, **kw)
+    fm = getattr(flow.nn, mode)(3, 4, **kw)
+    fm.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    tm, fm = tm.to(getattr(torch, dt)), fm.to(getattr(flow, dt))
+    x = np.random.default_rng(11).standard_normal((5, 2, 3)).astype(np.float32)
+    tx = torch.tensor(x).to(getattr(torch, dt)).requires_grad_()
+    fx = flow.tensor(x).to(getattr(flow, dt)).requires_grad_()
+    (ty, th), (fy, fh) = tm(tx), fm(fx)
+    th, fh = (th, fh) if isinstance(th, tuple) else ((th,), (fh,))
+    for a, b in zip((fy, *fh), (ty, *th)):
+        assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+        np.testing.assert_allclose(a.float().detach().numpy(), b.float().detach().numpy(),
+                                   atol=3e-2, rtol=3e-2)
+    ty.float().pow(2).sum().backward()
+    fy.float().pow(2).sum().backward()
+    assert str(fx.grad.dtype).split(".")[-1] == dt
+    np.testing.assert_allclose(fx.grad.float().numpy(), tx.grad.float().numpy(), atol=5e-2,
+                               rtol=5e-2)
+    for (n, tp), fp in zip(tm.named_parameters(), fm.parameters()):
+        assert str(fp.grad.dtype).split(".")[-1] == dt, n

@@ -30,6 +30,7 @@ from ..autograd import grad_mode
 from .activation import _relu_grad, relu
 from .creation import tensor
 from .elementwise import sigmoid, tanh
+from .halfprec import in_float32
 from .linalg import _linear_wgrad
 from .registry import op
 from .shape import cat
@@ -254,6 +255,7 @@ def _gru_backward(m, acts, ghn, hprev, w_hh, dys, dh, batch_sizes, reverse):
 
 # ---- the ops ---------------------------------------------------------------------------------
 @op("rnn_seq", save="all", n_out=2)
+@in_float32  # (half precision in float32, rounded once; bfloat16 arithmetic gave float32)
 def _rnn_seq(xp, gx, h0, w_hh, *, batch_sizes, reverse=False, nonlinearity="tanh"):
     return _rnn_forward(_ArrayFns(xp), gx, h0, w_hh, batch_sizes, reverse, nonlinearity)
 
@@ -273,11 +275,13 @@ def rnn_seq_backward(ctx, dys, dh):
 
 
 @op("rnn_seq_grad", n_out=2, differentiable=False)
+@in_float32  # (half precision in float32, rounded once; bfloat16 arithmetic gave float32)
 def _rnn_seq_grad(xp, ys, w_hh, dys, dh, *, batch_sizes, reverse, nonlinearity):
     return _rnn_backward(_ArrayFns(xp), ys, w_hh, dys, dh, batch_sizes, reverse, nonlinearity)
 
 
 @op("lstm_seq", save="inputs", n_out=3)
+@in_float32  # (half precision in float32, rounded once; bfloat16 arithmetic gave float32)
 def _lstm_seq(xp, gx, h0, c0, w_hh, *, batch_sizes, reverse=False):
     return _lstm_forward(_ArrayFns(xp), gx, h0, c0, w_hh, batch_sizes, reverse)
 
@@ -297,12 +301,14 @@ def lstm_seq_backward(ctx, dys, dh, dc):
 
 
 @op("lstm_seq_grad", n_out=3, differentiable=False)
+@in_float32  # (half precision in float32, rounded once; bfloat16 arithmetic gave float32)
 def _lstm_seq_grad(xp, acts, tcs, cprev, w_hh, dys, dh, dc, *, batch_sizes, reverse):
     return _lstm_backward(_ArrayFns(xp), acts, tcs, cprev, w_hh, dys, dh, dc, batch_sizes,
                           reverse)
 
 
 @op("gru_seq", save="inputs", n_out=2)
+@in_float32  # (half precision in float32, rounded once; bfloat16 arithmetic gave float32)
 def _gru_seq(xp, gx, h0, w_hh, b_hh=None, *, batch_sizes, reverse=False):
     return _gru_forward(_ArrayFns(xp), gx, h0, w_hh, b_hh, batch_sizes, reverse)
 
@@ -324,6 +330,7 @@ def gru_seq_backward(ctx, dys, dh):
 
 
 @op("gru_seq_grad", n_out=3, differentiable=False)
+@in_float32  # (half precision in float32, rounded once; bfloat16 arithmetic gave float32)
 def _gru_seq_grad(xp, acts, ghn, hprev, w_hh, dys, dh, *, batch_sizes, reverse):
     return _gru_backward(_ArrayFns(xp), acts, ghn, hprev, w_hh, dys, dh, batch_sizes, reverse)
 
