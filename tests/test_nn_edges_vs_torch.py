@@ -284,3 +284,13 @@ def test_half_precision_rnn_dtypes_as_torch(dt, mode, kw):
                                rtol=5e-2)
     for (n, tp), fp in zip(tm.named_parameters(), fm.parameters()):
         assert str(fp.grad.dtype).split(".")[-1] == dt, n
+
+
+@pytest.mark.parametrize("mode", ["RNN", "GRU"])
+@pytest.mark.parametrize("kw", [{"proj_size": 0}, {"proj_size": 2}, {"foo": 1}])
+def test_rnn_gru_refuse_proj_size_as_torch(mode, kw):
+    """torch's RNN and GRU refuse proj_size (even 0) with ValueError; flowgrad's signature
+    raised TypeError (an unexpected keyword)."""
+    t, terr = outcome(lambda: getattr(torch.nn, mode)(3, 4, **kw))
+    f, ferr = outcome(lambda: getattr(flow.nn, mode)(3, 4, **kw))
+    assert type(ferr) is type(terr)

@@ -305,12 +305,23 @@ class RNNBase(Module):
         return zeros(n, batch, size, dtype=like.dtype, device=like.device)
 
 
+def _no_proj_size(kwargs):
+    """torch's RNN and GRU take **kwargs: proj_size (any value) is a ValueError there, any
+    other unknown keyword the TypeError of an unexpected argument."""
+    if "proj_size" in kwargs:
+        raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+    if kwargs:
+        raise TypeError(f"RNNBase.__init__() got an unexpected keyword argument "
+                        f"'{next(iter(kwargs))}'")
+
+
 class RNN(RNNBase):
     """Elman RNN: h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh) (or relu)."""
 
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
                  batch_first=False, dropout=0.0, bidirectional=False, device=None,
-                 dtype=None):
+                 dtype=None, **kwargs):
+        _no_proj_size(kwargs)
         if nonlinearity == "tanh":
             mode = "RNN_TANH"
         elif nonlinearity == "relu":
@@ -350,7 +361,8 @@ class GRU(RNNBase):
     """
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+                 dropout=0.0, bidirectional=False, device=None, dtype=None, **kwargs):
+        _no_proj_size(kwargs)
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
                          dropout, bidirectional, 0, device, dtype)
 
