@@ -294,3 +294,20 @@ def test_rnn_gru_refuse_proj_size_as_torch(mode, kw):
     t, terr = outcome(lambda: getattr(torch.nn, mode)(3, 4, **kw))
     f, ferr = outcome(lambda: getattr(flow.nn, mode)(3, 4, **kw))
     assert type(ferr) is type(terr)
+
+
+@pytest.mark.parametrize("shape, mode", [((1, 2, 4, 4), "nearest"), ((1, 2, 4, 4), "area"),
+                                         ((1, 2, 4), "linear"), ((1, 1, 2, 4, 4), "trilinear"),
+                                         ((1, 2, 4, 4), "bilinear")])
+def test_interpolate_antialias_mode_error_type_as_torch(shape, mode):
+    """torch 2.13 refuses antialias=True outside 4-D bilinear/bicubic with ValueError;
+    flowgrad raised NotImplementedError."""
+    x = np.ones(shape, np.float32)
+    size = (2,) * (len(shape) - 2)
+    t, terr = outcome(lambda: TF.interpolate(torch.tensor(x), size=size, mode=mode,
+                                             antialias=True))
+    f, ferr = outcome(lambda: F.interpolate(flow.tensor(x), size=size, mode=mode,
+                                            antialias=True))
+    assert type(ferr) is type(terr)
+    if terr is None:
+        _close(f, t)

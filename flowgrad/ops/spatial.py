@@ -387,8 +387,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
     if antialias and (mode not in ("bilinear", "bicubic") or rank != 4):
-        raise NotImplementedError("Anti-alias option is restricted to bilinear and bicubic "
-                                  "modes and requires a 4-D tensor as input")
+        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and "
+                         "requires a 4-D tensor as input")
     if antialias and input._data.dtype.name in ("float16", "bfloat16"):
         raise NotImplementedError(f"interpolate: antialias is not implemented for "
                                   f"{input.dtype} (as torch's CPU kernels); convert the input "
