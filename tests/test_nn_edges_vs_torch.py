@@ -311,3 +311,25 @@ def test_interpolate_antialias_mode_error_type_as_torch(shape, mode):
     assert type(ferr) is type(terr)
     if terr is None:
         _close(f, t)
+
+
+_TENSOR_ARGS = {
+    "conv2d_stride": lambda m, x, w, t: m.nn.functional.conv2d(x, w, stride=t),
+    "conv2d_padding": lambda m, x, w, t: m.nn.functional.conv2d(x, w, padding=t),
+    "conv2d_dilation": lambda m, x, w, t: m.nn.functional.conv2d(x, w, dilation=t),
+    "conv_transpose2d_stride": lambda m, x, w, t: m.nn.functional.conv_transpose2d(
+        x, w.transpose(0, 1), stride=t),
+    "max_pool2d": lambda m, x, w, t: m.nn.functional.max_pool2d(x, t),
+    "avg_pool2d": lambda m, x, w, t: m.nn.functional.avg_pool2d(x, t, stride=t),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_TENSOR_ARGS))
+def test_zero_dim_tensor_window_arguments_as_torch(case):
+    """torch takes a 0-d integer tensor for an int-list argument (stride=torch.tensor(2));
+    flowgrad raised TypeError (a 0-d tensor is no sequence)."""
+    x = np.random.default_rng(12).standard_normal((1, 2, 6, 6)).astype(np.float32)
+    w = np.random.default_rng(13).standard_normal((3, 2, 2, 2)).astype(np.float32)
+    t = _TENSOR_ARGS[case](torch, torch.tensor(x), torch.tensor(w), torch.tensor(2))
+    f = _TENSOR_ARGS[case](flow, flow.tensor(x), flow.tensor(w), flow.tensor(2))
+    _close(f, t)

@@ -483,8 +483,8 @@ def conv_weight_backward(ctx, dw):
 # ---- argument checking -------------------------------------------------------------------
 def ntuple(value, n, name, op_name):
     """int or sequence -> tuple of n ints (torch's _ntuple), with a clear error."""
-    if isinstance(value, (int, np.integer)):
-        return (int(value),) * n
+    if isinstance(value, (int, np.integer)) or isinstance(value, Tensor) and not value.shape:
+        return (int(value),) * n  # (a 0-d integer tensor too: torch takes it by __index__)
     value = tuple(int(v) for v in value)
     if len(value) == 1:
         return value * n

@@ -239,7 +239,7 @@ def _pool_out(size, k, s, p, d, ceil_mode):
 
 def _pool_args(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name):
     ksize = ntuple(kernel_size, nd, "kernel_size", name)
-    stride = ksize if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
+    stride = ksize if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
         else ntuple(stride, nd, "stride", name)
     padding = ntuple(padding, nd, "padding", name)
     dilation = ntuple(dilation, nd, "dilation", name)
