@@ -333,3 +333,22 @@ def test_zero_dim_tensor_window_arguments_as_torch(case):
     t = _TENSOR_ARGS[case](torch, torch.tensor(x), torch.tensor(w), torch.tensor(2))
     f = _TENSOR_ARGS[case](flow, flow.tensor(x), flow.tensor(w), flow.tensor(2))
     _close(f, t)
+
+
+@pytest.mark.parametrize("nd, shape, size", [(2, (2, 3, 4, 5, 6), 1), (2, (5, 6), 1),
+                                             (2, (2, 3, 4, 5, 6), (1, 1)),
+                                             (3, (4, 5, 6), 1), (3, (1, 2, 3, 4, 5, 6), 1),
+                                             (2, (2, 3, 4, 5, 6), 2), (2, (6,), 1)])
+def test_adaptive_avg_pool_to_one_any_rank_as_torch(nd, shape, size):
+    """torch's adaptive_avg_pool2d/3d to output size 1 is a mean over the last 2/3 dims for
+    an input of any rank (global pooling of a 5-D tensor with AdaptiveAvgPool2d(1));
+    flowgrad refused every rank but nd + 1 and nd + 2."""
+    (tx,), (fx,) = _both(shape, seed=14)
+    name = f"adaptive_avg_pool{nd}d"
+    t, terr = outcome(lambda: getattr(TF, name)(tx, size))
+    f, ferr = outcome(lambda: getattr(F, name)(fx, size))
+    assert_same_raise(terr, ferr)
+    if terr is None:
+        _close(f, t)
+        _close(flow.autograd.grad((f * f).sum(), fx)[0], torch.autograd.grad((t * t).sum(),
+                                                                             tx)[0])

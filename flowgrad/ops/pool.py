@@ -460,6 +460,12 @@ def _adaptive_avg(input, output_size, nd):
     check_kernel_dtype(input, "adaptive_avg_pool3d_cpu" if nd == 3 else "adaptive_avg_pool2d")
     if input._data.dtype in HALF:  # summed in float32, rounded once, as torch's
         return _adaptive_avg(input.float(), output_size, nd).to(input.dtype)
+    ones = output_size == 1 or isinstance(output_size, (tuple, list)) and \
+        len(output_size) == nd and all(o == 1 for o in output_size)
+    if nd > 1 and ones and isinstance(input, Tensor) and input._data.ndim >= nd and \
+            input._data.ndim not in (nd + 1, nd + 2):
+        # torch's adaptive_avg_pool2d/3d to size 1: a mean over the last nd dims, any rank
+        return input.mean(tuple(range(-nd, 0)), keepdim=True)
     x, batched, out = _adaptive_args(input, output_size, nd, name)
     mats = []
     for n, o in zip(x.shape[2:], out):
