@@ -352,3 +352,18 @@ def test_adaptive_avg_pool_to_one_any_rank_as_torch(nd, shape, size):
         _close(f, t)
         _close(flow.autograd.grad((f * f).sum(), fx)[0], torch.autograd.grad((t * t).sum(),
                                                                              tx)[0])
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("rank", [1, 2, 3, 4, 5, 6])
+def test_circular_pad_module_input_dims_as_torch(n, rank):
+    """nn.CircularPad1d/2d/3d take n + 1 or n + 2 dims and raise ValueError otherwise, as
+    torch's _check_input_dim; flowgrad's F.pad raised NotImplementedError (or padded a
+    4-D input with CircularPad1d)."""
+    shape = (2, 3, 4, 4, 4, 4)[:rank]
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    t, terr = outcome(lambda: getattr(torch.nn, f"CircularPad{n}d")(1)(torch.tensor(x)))
+    f, ferr = outcome(lambda: getattr(flow.nn, f"CircularPad{n}d")(1)(flow.tensor(x)))
+    assert type(ferr) is type(terr)
+    if terr is None:
+        _close(f, t)

@@ -113,16 +113,26 @@ class ReplicationPad3d(_PadNd):
     _n, _mode = 3, "replicate"
 
 
-class CircularPad1d(_PadNd):
+class _CircularPadNd(_PadNd):
+    _mode = "circular"
+
+    def forward(self, input):
+        if input.dim() not in (self._n + 1, self._n + 2):  # torch's _check_input_dim
+            raise ValueError(f"expected {self._n + 1}D or {self._n + 2}D input (got "
+                             f"{input.dim()}D input)")
+        return F.pad(input, self.padding, self._mode)
+
+
+class CircularPad1d(_CircularPadNd):
     """Pad the last 1 dim(s) by wrapping around (periodic padding)."""
     _n, _mode = 1, "circular"
 
 
-class CircularPad2d(_PadNd):
+class CircularPad2d(_CircularPadNd):
     """Pad the last 2 dim(s) by wrapping around (periodic padding)."""
     _n, _mode = 2, "circular"
 
 
-class CircularPad3d(_PadNd):
+class CircularPad3d(_CircularPadNd):
     """Pad the last 3 dim(s) by wrapping around (periodic padding)."""
     _n, _mode = 3, "circular"
