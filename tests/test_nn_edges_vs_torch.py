@@ -367,3 +367,21 @@ def test_circular_pad_module_input_dims_as_torch(n, rank):
     assert type(ferr) is type(terr)
     if terr is None:
         _close(f, t)
+
+
+@pytest.mark.parametrize("n, shape, affine", [(1, (2, 3), True), (1, (2, 3), False),
+                                              (1, (2, 4, 5), True), (2, (2, 4, 4), True),
+                                              (2, (3, 4, 4), True), (3, (2, 2, 3, 3, 3), True)])
+def test_instance_norm_module_num_features_checked_as_torch(n, shape, affine):
+    """An affine InstanceNorm refuses an input whose channel dim is not num_features with
+    ValueError (torch reads (2, 3) as an unbatched 2-channel input for InstanceNorm1d(3));
+    flowgrad raised RuntimeError from the weight's shape. Without affine torch warns and
+    normalises."""
+    x = np.random.default_rng(15).standard_normal(shape).astype(np.float32)
+    t, terr = outcome(lambda: getattr(torch.nn, f"InstanceNorm{n}d")(3, affine=affine)(
+        torch.tensor(x)))
+    f, ferr = outcome(lambda: getattr(flow.nn, f"InstanceNorm{n}d")(3, affine=affine)(
+        flow.tensor(x)))
+    assert type(ferr) is type(terr)
+    if terr is None:
+        _close(f, t)

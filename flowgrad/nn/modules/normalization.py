@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 
 from ... import dtypes as _dt
+from ..._warn import warn
 from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import tensor as _tensor
@@ -163,6 +164,15 @@ class _InstanceNorm(_NormBase):
     def forward(self, input):
         self._check_input_dim(input)
         n_sp = self._dims[-1] - 2  # spatial dims of the batched form
+        feature_dim = input.dim() - n_sp - 1
+        if input.shape[feature_dim] != self.num_features:  # torch's check (affine) or warning
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match "
+                                 f"num_features ({self.num_features}), but got: "
+                                 f"{input.shape[feature_dim]}.")
+            warn(f"input's size at dim={feature_dim} does not match num_features. You can "
+                 f"silence this warning by not passing in num_features, which is not used "
+                 f"because affine=False")
         if input.dim() == n_sp + 1:  # unbatched (C, *spatial)
             return self.forward(input.unsqueeze(0)).squeeze(0)
         return F.instance_norm(input, self.running_mean, self.running_var, self.weight,
