@@ -112,6 +112,7 @@ def tracking(program, modules):
     (a list of Nodes) to `program.checkpoints`."""
     program.checkpoints = []
     depth, starts, handles = [0], [], []
+    program.checkpoint_depth = depth  # (utils.checkpoint inside build: `checkpointed`)
 
     def enter(module, args):
         if depth[0] == 0:
@@ -133,6 +134,30 @@ def tracking(program, modules):
     finally:
         for handle in handles:
             handle.remove()
+
+
+def checkpointed(program, function, args, kwargs):
+    """`flowgrad.utils.checkpoint(function, *args)` called while build is traced: the call
+    runs once, plainly, and its forward nodes become a range of `program.checkpoints`, as a
+    checkpointed module's. (Its eager recomputation, traced in the backward, would stop
+    early inside the op that saves the last tensor, before the tracer records that op, so
+    the plan read the first call's value of it; and it would record the recomputation's
+    random draws as new draws, where eagerly they replay the forward's.) Inside another
+    range the call is part of that range."""
+    depth = getattr(program, "checkpoint_depth", None)
+    if depth is None:
+        return function(*args, **kwargs)
+    start = len(program.nodes)
+    depth[0] += 1
+    try:
+        out = function(*args, **kwargs)
+    finally:
+        depth[0] -= 1
+    if depth[0] == 0:
+        nodes = [n for n in program.nodes[start:] if n.phase == "forward"]
+        if nodes:
+            program.checkpoints.append(nodes)
+    return out
 
 
 def recompute_checkpoints(program):
@@ -181,5 +206,5 @@ def recompute_checkpoints(program):
     return program
 
 
-__all__ = ["GraphModule", "ProxyModule", "checkpointed_modules", "tracking",
+__all__ = ["GraphModule", "ProxyModule", "checkpointed", "checkpointed_modules", "tracking",
            "recompute_checkpoints"]

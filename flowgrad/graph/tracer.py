@@ -24,6 +24,7 @@ from ..autograd.node import FunctionNode
 from ..ops.registry import Op
 from ..overrides import _disabled_torch_function_impl
 from ..tensor import Tensor
+from . import checkpointing
 from .ir import CONST, INPUT, NODE, STATE, Node, Program, Value
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -392,6 +393,10 @@ class Tracer:
                     f"nn.Graph: build() wrote a parameter or buffer (shape {before.shape}) in a "
                     f"way the trace cannot replay (a write through a view of it, or into its "
                     f"array directly); write it with an op (x.copy_(...), x.add_(...))")
+
+    def checkpointed(self, function, args, kwargs):
+        """`flowgrad.utils.checkpoint` inside build: `checkpointing.checkpointed`."""
+        return checkpointing.checkpointed(self.program, function, args, kwargs)
 
     # ---- custom autograd.Function ----------------------------------------------------------
     def function_node(self, function, inputs, outputs):

@@ -34,6 +34,7 @@ import contextlib
 from .. import random as _random
 from .._warn import warn
 from ..autograd import grad_mode, saved_hooks
+from ..autograd import interpreter as _interpreter
 from ..autograd.function import Function
 from ..autograd.graph import current_graph_task_id
 from ..autograd.node import SavedTensor
@@ -226,6 +227,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
     if determinism_check not in ("default", "none"):
         raise ValueError(f"checkpoint: determinism_check must be 'default' or 'none', got "
                          f"{determinism_check!r}")
+    traced = getattr(_interpreter.current, "checkpointed", None)  # (nn.Graph's build)
     if use_reentrant:
         if context_fn is not noop_context_fn or debug:
             raise ValueError("checkpoint: passing context_fn or debug is only supported when "
@@ -233,11 +235,18 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
         if kwargs:
             raise ValueError("checkpoint: keyword arguments to the function are only "
                              "supported when use_reentrant=False")
+        if traced is not None and grad_mode.is_grad_enabled() and any(
+                getattr(a, "requires_grad", False) for a in args):
+            return traced(function, args, {})
         return _ReentrantCheckpoint.apply(function, preserve_rng_state, *args)
     if _EARLY_STOP[0] is not None:  # (the block's setting wins over the argument, as torch's)
         early_stop = _EARLY_STOP[0]
     if _DEBUG[0] is not None:
         debug = _DEBUG[0]
+    if traced is not None and grad_mode.is_grad_enabled():
+        forward_context, _ = context_fn()
+        with forward_context:
+            return traced(function, args, kwargs)
     return _checkpoint_with_hooks(function, preserve_rng_state, context_fn,
                                   determinism_check == "default", early_stop, debug, args,
                                   kwargs)
