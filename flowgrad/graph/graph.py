@@ -27,7 +27,9 @@ import gc
 import time
 
 from ..amp.autocast_mode import autocast
+from ..autograd import engine
 from ..autograd import profiling as _profiling
+from ..autograd.grad_mode import no_grad
 from ..autograd.inplace import bump_version
 from ..autograd.interpreter import using_interpreter
 from ..device import ARRAY_MODULES, HOST_XP, array_module
@@ -270,6 +272,7 @@ class Graph:
         first = [tracer.tensor_of[v.id] for v in program.results()]
         n = len(program.outputs)
         grads = {p: g._data for p, g in zip(program.grads, first[n:n + len(program.grads)])}
+        leaf_grads = list(zip(program.leaf_grads, first[len(first) - len(program.leaf_grads):]))
         eager_update = optimizer_pass.plan_updates(
             program, [opt for opt, _ in self._optimizers], self.config)
         traced = time.perf_counter() - started
@@ -291,6 +294,7 @@ class Graph:
                     _settings(self, reads), _bindings(self), _hooks(self, state),
                     _state_meta(state))
         object.__setattr__(self, "_compiled", compiled)
+        _add_leaf_grads(flat, [(key, g._data) for key, g in leaf_grads])
         if self._dynamic_size:
             if len(self._plans) >= self._dynamic_size:
                 self._plans.pop(next(iter(self._plans)))  # the oldest signature goes
@@ -359,6 +363,9 @@ class Graph:
             bump_version(flat[position])
         n = len(program.outputs)
         outs = [Tensor._wrap(a) for a in results[:n]]
+        if program.leaf_grads:
+            _add_leaf_grads(flat, zip(program.leaf_grads,
+                                      results[len(results) - len(program.leaf_grads):]))
         return rebuild(outs), (dict(zip(program.grads, results[n:])), eager_update)
 
     def _update(self, grads):
@@ -451,6 +458,15 @@ class Graph:
             lines.append("  (compiled program):\n    " +
                          repr(self._compiled[0]).replace("\n", "\n    "))
         return "\n".join(lines) + "\n)"
+
+
+def _add_leaf_grads(flat, leaf_grads):
+    """Add each gradient the plan computed for a graph input (by position) or a captured
+    tensor that requires grad into its .grad, as the eager backward accumulates it."""
+    for key, array in leaf_grads:
+        tensor = flat[key] if isinstance(key, int) else key
+        with no_grad():
+            engine._accumulate(tensor._meta, Tensor._wrap(array), variable=tensor)
 
 
 def _flatten_inputs(args, kwargs):

@@ -65,6 +65,8 @@ class Program:
         self.writebacks = {}  # parameter/buffer tensor -> the Value written into it in place
         self.input_writes = {}  # graph input's position -> the Value written into it in place
         self.leaf_values = {}  # value id -> the parameter's STATE Value it was written into
+        self.leaf_grads = {}  # graph input's position, or a captured tensor -> the Value of its
+        #                       gradient (a leaf that requires grad): added into its .grad
 
     def new_value(self, kind, array, source=None):
         value = Value(len(self.values), kind, array.shape, array.dtype, source)
@@ -75,10 +77,12 @@ class Program:
         return [v for v in self.values if v.kind == kind]
 
     def results(self):
-        """Every Value the plan must produce: the outputs, the parameters' gradients, then the
-        values written back into parameters and buffers."""
+        """Every Value the plan must produce: the outputs, the parameters' gradients, the
+        values written back into parameters, buffers and inputs, then the gradients of the
+        other leaves (last: `Graph` reads them from the end)."""
         return list(self.outputs) + list(self.grads.values()) + \
-            list(self.writebacks.values()) + list(self.input_writes.values())
+            list(self.writebacks.values()) + list(self.input_writes.values()) + \
+            list(self.leaf_grads.values())
 
     def __repr__(self):
         lines = [f"inputs: {self.inputs}"]

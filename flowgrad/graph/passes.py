@@ -88,6 +88,8 @@ def _replace_uses(program, replace):
         program.writebacks = {t: get(v) for t, v in writebacks.items()}
     if program.input_writes:
         program.input_writes = {i: get(v) for i, v in program.input_writes.items()}
+    if program.leaf_grads:
+        program.leaf_grads = {k: get(v) for k, v in program.leaf_grads.items()}
     return program
 
 

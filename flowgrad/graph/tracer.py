@@ -157,6 +157,7 @@ class Tracer:
         self.functions = []    # (position among the nodes, node) of custom Functions
         self.made_here = []    # tensors a factory (zeros, arange, ...) made during build
         self.eager_grads = {}  # parameter -> its eager .grad, while build sees the traced one
+        self.leaf_eager_grads = {}  # another leaf's meta -> its .grad before build, likewise
         self.value_shaped = False  # whether some traced tensor's size depends on values
         self.phase = "forward"
         self.where = None      # set by the autograd pass: the user_site of its ops
@@ -379,13 +380,36 @@ class Tracer:
                 self.program.grads.pop(param, None)
             else:
                 self.program.grads[param] = self.value(final)
+        if self.leaf_eager_grads:
+            self._leaf_results()
         self.restore_grads()
+
+    def _leaf_results(self):
+        """The gradients a graph input or a captured eager tensor holds at the end of build:
+        results of the plan, which `Graph` adds into the tensor's .grad after each call (a
+        leaf made inside build lives for the call only: its .grad was build's to read)."""
+        made = {id(t._data) for t in self.made_here}
+        for value in self.program.values:
+            if value.kind == INPUT:
+                tensor, key = self.tensor_of[value.id], value.source
+            elif value.kind == CONST and id(value.source._data) not in made and \
+                    value.id not in getattr(self.program, "frozen", ()):
+                tensor = key = value.source
+            else:
+                continue
+            meta = tensor._meta
+            if meta is not None and meta in self.leaf_eager_grads and \
+                    meta.acc_grad is not None and key not in self.program.leaf_grads:
+                self.program.leaf_grads[key] = self.value(meta.acc_grad)
 
     def restore_grads(self):
         """Put the parameters' eager .grad back (after build, or when build raised)."""
         for param, eager_grad in self.eager_grads.items():
             param._meta.acc_grad = eager_grad
         self.eager_grads = {}
+        for meta, eager_grad in self.leaf_eager_grads.items():
+            meta.acc_grad = eager_grad
+        self.leaf_eager_grads = {}
         for key, before in self.stale.items():
             if before is not None and before.kind == STATE and \
                     before.source not in self.program.writebacks:
@@ -438,23 +462,45 @@ class Tracer:
     def backward(self, tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                  inputs=None):
         """`loss.backward()` inside build: the autograd pass over the recorded job; each
-        trainable parameter's gradient becomes a result of the plan."""
-        tensors = tensors if isinstance(tensors, (tuple, list)) else (tensors,)
-        if len(tensors) != 1 or grad_tensors not in (None, (None,)) or inputs is not None:
+        trainable parameter's gradient becomes a result of the plan, and so does that of a
+        graph input or captured tensor that requires grad (added into its .grad after each
+        call, as eagerly); every leaf's .grad reads the traced gradient until build ends."""
+        tensors = tuple(tensors) if isinstance(tensors, (tuple, list)) else (tensors,)
+        if inputs is not None:
             raise NotImplementedError(
-                f"nn.Graph: only `loss.backward()` of one scalar loss is supported inside "
-                f"build() yet (at {user_line()})")
-        loss = tensors[0]
-        if loss._data.size != 1:
-            raise RuntimeError(f"nn.Graph: backward() needs a scalar loss, got shape "
-                               f"{tuple(loss.shape)} (at {user_line()})")
-        grads = autograd_pass(self, [loss], None, create_graph)
+                f"nn.Graph: backward(inputs=...) is not supported inside build() yet (at "
+                f"{user_line()}); use flow.autograd.grad(outputs, inputs)")
+        if isinstance(grad_tensors, Tensor):
+            grad_tensors = (grad_tensors,)
+        grad_tensors = tuple(grad_tensors) if grad_tensors is not None else \
+            (None,) * len(tensors)
+        if len(grad_tensors) != len(tensors):
+            raise RuntimeError(f"backward: got {len(tensors)} tensors but {len(grad_tensors)} "
+                               f"gradients")
+        # eager's checks (a root that requires no grad, an implicit seed of a non-scalar, a
+        # seed of another shape) and its seeds
+        seeds = [g for _, _, g in engine._roots_and_seeds(tensors, grad_tensors, create_graph)]
+        params = {id(v.source._meta) for v in self.program.values
+                  if v.kind == STATE and v.source._meta is not None}
+        leaves = {}
+        grads = autograd_pass(self, list(tensors), seeds, create_graph, (leaves, params))
         for value in self.program.values:
             if value.kind == STATE and value.source.requires_grad:
                 g = self._leaf_gradient(grads, value)
                 if g is not None:
                     g = self._leaf_hooked(g, value.source, create_graph)
                     self._accumulate(value.source, g, create_graph)
+        for meta, (g, shape) in leaves.items():
+            g = self._meta_hooked(g, meta, shape, create_graph)
+            if meta not in self.leaf_eager_grads:
+                self.leaf_eager_grads[meta] = meta.acc_grad
+                meta.acc_grad = None
+            current = meta.acc_grad
+            if current is not None:
+                with grad_mode.set_grad_enabled(create_graph):
+                    g = current + g
+            meta.acc_grad = g
+            self.value(g)
 
     def _accumulate(self, param, g, create_graph):
         """param.grad += g, as eagerly, on the traced gradient: the rest of build reads it
@@ -477,9 +523,13 @@ class Tracer:
         meta = leaf._meta
         if meta is None:
             return g
+        return self._meta_hooked(g, meta, tuple(leaf.shape), create_graph)
+
+    def _meta_hooked(self, g, meta, shape, create_graph):
+        """`_leaf_hooked` on the leaf's meta (`shape`: the leaf's, for the message)."""
         if meta.post_accumulate_hooks:
             raise NotImplementedError(
-                f"nn.Graph: a parameter (shape {tuple(leaf.shape)}) has post-accumulate-grad "
+                f"nn.Graph: a parameter (shape {shape}) has post-accumulate-grad "
                 f"hooks (register_post_accumulate_grad_hook, or DistributedDataParallel's), "
                 f"which a compiled plan cannot run (at {user_line()}); remove them, or change "
                 f"the gradient with a tensor hook (register_hook) instead")
@@ -509,10 +559,19 @@ class Tracer:
                 total = g if total is None else total + g
         return total
 
-    def grad(self, outputs, inputs, grad_outputs=None, create_graph=False, allow_unused=False):
+    def grad(self, outputs, inputs, grad_outputs=None, create_graph=False, allow_unused=False,
+             materialize_grads=False):
         """`flow.autograd.grad` inside build: the same pass, returning the gradients as traced
         tensors (differentiable again with create_graph=True: a gradient penalty)."""
-        grads = autograd_pass(self, list(outputs), grad_outputs, create_graph)
+        if not grad_outputs or len(grad_outputs) == 1 and grad_outputs[0] is None:
+            grad_outputs = (None,) * len(outputs)
+        grad_outputs = tuple(grad_outputs)
+        if len(grad_outputs) != len(outputs):
+            raise RuntimeError(f"grad: got {len(outputs)} outputs but {len(grad_outputs)} "
+                               f"grad_outputs")
+        # eager's checks and seeds (see backward)
+        seeds = [g for _, _, g in engine._roots_and_seeds(outputs, grad_outputs, create_graph)]
+        grads = autograd_pass(self, list(outputs), seeds, create_graph)
         result = []
         for i, t in enumerate(inputs):
             g = self._leaf_gradient(grads, self.value(t))
@@ -521,15 +580,21 @@ class Tracer:
             if g is None and not allow_unused:
                 raise RuntimeError(f"nn.Graph: input {i} of autograd.grad was not used to "
                                    f"compute the outputs; pass allow_unused=True")
+            if g is None and materialize_grads:
+                g = Tensor._zeros(t._data.shape, t._data.dtype, t)
+                self.value(g)
             result.append(g)
         return tuple(result)
 
 
-def autograd_pass(tracer, roots, seeds, create_graph):
+def autograd_pass(tracer, roots, seeds, create_graph, leaves=None):
     """Walk the recorded nodes from `roots` back, calling each op's registered gradient rule
     (through the tracer, so its ops join the Program); returns {value id: gradient tensor}.
     With create_graph the rules' ops are recorded for autograd too, so a later pass can
-    differentiate them again."""
+    differentiate them again. `leaves`: (a dict, a set of meta ids to skip): the dict gets
+    {meta: (gradient, shape)} for every other leaf reached (summed per tensor, not per value:
+    `x.detach().requires_grad_()` shares x's value)."""
+    collected, skip = leaves if leaves is not None else (None, ())
     from ..ops.creation import ones_like
 
     program = tracer.program
@@ -551,6 +616,10 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                     ones_like(root)
                 _add(tracer, grads, tracer.value(root), seed)
                 reached.add(tracer.value(root).id)
+                meta = root._meta
+                if collected is not None and meta is not None and meta.is_leaf and \
+                        id(meta) not in skip:
+                    _add_leaf(collected, meta, seed, tuple(root.shape))
             for node in reversed(nodes):
                 function = function_of.get(node)
                 if function is None:
@@ -606,6 +675,8 @@ def autograd_pass(tracer, roots, seeds, create_graph):
                     if data.shape != info[0] or data.dtype is not info[1] and \
                             data.dtype != info[1]:  # (dtypes: the same object, most often)
                         g = engine._fit_grad(g, info[0], info[1], function)
+                    if collected is not None and meta.is_leaf and id(meta) not in skip:
+                        _add_leaf(collected, meta, g, info[0])
                     old = grads.get(value.id)  # (as _add, inline: once per gradient)
                     if old is not None:
                         g = old + g
@@ -638,6 +709,11 @@ def _add(tracer, grads, value, g):
     grads[value.id] = g = g if old is None else old + g
     if tracer.stale or id(g._data) not in tracer.value_of:
         tracer.value(g)
+
+
+def _add_leaf(collected, meta, g, shape):
+    old = collected.get(meta)
+    collected[meta] = (g if old is None else old[0] + g, shape)
 
 
 def _materialized(function, value):
