@@ -250,3 +250,19 @@ def test_grad_with_materialize_grads_inside_build_gives_zeros():
         unused = flow.ones(3, requires_grad=True)
         return flow.autograd.grad((x @ w).sum(), [x, unused], materialize_grads=True)
     _calls_as_eager(step, _inputs(False))
+
+
+def test_a_detached_parameter_made_a_leaf_keeps_its_gradient_apart():
+    # `w.detach().requires_grad_()` shares w's array, so the pass summed its gradient into
+    # w's (one value): SGD's first update of w off by 0.0035
+    def step(model, x, y):
+        w = model[0].weight
+        w_leaf = w.detach().requires_grad_()
+        h = F.linear(x, w) + 0.5 * F.linear(x, w_leaf)
+        loss = F.cross_entropy(model[2](model[1](h)), y)
+        loss.backward()
+        return loss
+
+    def make():
+        return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    _train_as_eager(make, step, lambda m: flow.optim.SGD(m.parameters(), lr=0.1), _batches())

@@ -480,15 +480,13 @@ class Tracer:
         # eager's checks (a root that requires no grad, an implicit seed of a non-scalar, a
         # seed of another shape) and its seeds
         seeds = [g for _, _, g in engine._roots_and_seeds(tensors, grad_tensors, create_graph)]
-        params = {id(v.source._meta) for v in self.program.values
-                  if v.kind == STATE and v.source._meta is not None}
         leaves = {}
-        grads = autograd_pass(self, list(tensors), seeds, create_graph, (leaves, params))
+        autograd_pass(self, list(tensors), seeds, create_graph, leaves)
         for value in self.program.values:
             if value.kind == STATE and value.source.requires_grad:
-                g = self._leaf_gradient(grads, value)
-                if g is not None:
-                    g = self._leaf_hooked(g, value.source, create_graph)
+                reached = leaves.pop(value.source._meta, None)
+                if reached is not None:
+                    g = self._leaf_hooked(reached[0], value.source, create_graph)
                     self._accumulate(value.source, g, create_graph)
         for meta, (g, shape) in leaves.items():
             g = self._meta_hooked(g, meta, shape, create_graph)
@@ -571,10 +569,15 @@ class Tracer:
                                f"grad_outputs")
         # eager's checks and seeds (see backward)
         seeds = [g for _, _, g in engine._roots_and_seeds(outputs, grad_outputs, create_graph)]
-        grads = autograd_pass(self, list(outputs), seeds, create_graph)
+        leaves = {}
+        grads = autograd_pass(self, list(outputs), seeds, create_graph, leaves)
         result = []
         for i, t in enumerate(inputs):
-            g = self._leaf_gradient(grads, self.value(t))
+            meta = t._meta
+            if t._grad_fn is None and meta is not None and meta.is_leaf:
+                g = leaves.get(meta, (None,))[0]  # (per tensor: see autograd_pass)
+            else:
+                g = self._leaf_gradient(grads, self.value(t))
             if g is not None and t._grad_fn is None:
                 g = self._leaf_hooked(g, t, create_graph)
             if g is None and not allow_unused:
@@ -591,10 +594,10 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None):
     """Walk the recorded nodes from `roots` back, calling each op's registered gradient rule
     (through the tracer, so its ops join the Program); returns {value id: gradient tensor}.
     With create_graph the rules' ops are recorded for autograd too, so a later pass can
-    differentiate them again. `leaves`: (a dict, a set of meta ids to skip): the dict gets
-    {meta: (gradient, shape)} for every other leaf reached (summed per tensor, not per value:
-    `x.detach().requires_grad_()` shares x's value)."""
-    collected, skip = leaves if leaves is not None else (None, ())
+    differentiate them again. `leaves` (a dict) gets {meta: (gradient, shape)} for every leaf
+    reached, summed per tensor, not per value: `w.detach().requires_grad_()` shares w's
+    value, not its gradient."""
+    collected = leaves
     from ..ops.creation import ones_like
 
     program = tracer.program
@@ -617,8 +620,7 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None):
                 _add(tracer, grads, tracer.value(root), seed)
                 reached.add(tracer.value(root).id)
                 meta = root._meta
-                if collected is not None and meta is not None and meta.is_leaf and \
-                        id(meta) not in skip:
+                if collected is not None and meta is not None and meta.is_leaf:
                     _add_leaf(collected, meta, seed, tuple(root.shape))
             for node in reversed(nodes):
                 function = function_of.get(node)
@@ -675,7 +677,7 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None):
                     if data.shape != info[0] or data.dtype is not info[1] and \
                             data.dtype != info[1]:  # (dtypes: the same object, most often)
                         g = engine._fit_grad(g, info[0], info[1], function)
-                    if collected is not None and meta.is_leaf and id(meta) not in skip:
+                    if collected is not None and meta.is_leaf:
                         _add_leaf(collected, meta, g, info[0])
                     old = grads.get(value.id)  # (as _add, inline: once per gradient)
                     if old is not None:
