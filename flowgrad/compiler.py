@@ -85,7 +85,10 @@ def _graphs():
             with grad_mode.enable_grad():
                 outs = _flatten_outputs(self.model(*inputs))[0]
                 wrt = [x for x, need in zip(inputs, self.needs) if need] + _params(self.model)
-                grads = _grad_fn()(outs, wrt, out_grads, allow_unused=True)
+                # (outputs no gradient flows from: autograd.grad refuses them, as eagerly)
+                pairs = [(o, g) for o, g in zip(outs, out_grads) if o.requires_grad]
+                grads = _grad_fn()([o for o, _ in pairs], wrt, [g for _, g in pairs],
+                                   allow_unused=True) if pairs else [None] * len(wrt)
             return [g if g is not None else zeros_like(w) for g, w in zip(grads, wrt)]
 
     return Forward, Backward

@@ -266,3 +266,33 @@ def test_a_detached_parameter_made_a_leaf_keeps_its_gradient_apart():
     def make():
         return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
     _train_as_eager(make, step, lambda m: flow.optim.SGD(m.parameters(), lr=0.1), _batches())
+
+
+@pytest.mark.parametrize("stepped", ["optimizer", "scheduler", "chained", "warm_restarts"])
+def test_stepping_an_optimizer_or_scheduler_inside_build_raises(stepped):
+    # the torch loop pasted into build: the step ran once, on the trace, and every later call
+    # skipped it silently (the model stopped training: weights 0.027 off eager's by call 3)
+    model = nn.Linear(4, 3)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sch = {"scheduler": flow.optim.lr_scheduler.StepLR(opt, 1, 0.5),
+           "chained": flow.optim.lr_scheduler.ChainedScheduler(
+               [flow.optim.lr_scheduler.ExponentialLR(opt, 0.9)]),
+           "warm_restarts": flow.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, 2)}.get(
+        stepped)
+
+    def step(m, x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        if sch is None:
+            opt.step()
+        else:
+            sch.step()
+        return loss
+    before = [p.detach().clone() for p in model.parameters()]
+    lr = opt.param_groups[0]["lr"]
+    with pytest.raises(RuntimeError, match=r"step\(\) inside build\(\).*add_optimizer"):
+        _graph(model, step)(*_batches(1)[0])
+    for p, b in zip(model.parameters(), before):
+        np.testing.assert_array_equal(p.detach().numpy(), b.numpy())
+    assert opt.param_groups[0]["lr"] == lr

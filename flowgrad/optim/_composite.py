@@ -19,6 +19,7 @@ from bisect import bisect_right
 from ._state_check import check_scheduler_state
 from .lr_scheduler import LRScheduler, _lrs, _set_lr
 from .lr_scheduler_plateau import ReduceLROnPlateau
+from .optimizer import refuse_in_graph
 
 
 def _check_children(cls_name, optimizer, schedulers):
@@ -89,6 +90,7 @@ class SequentialLR(_Composite):
             sched.last_epoch -= 1
 
     def step(self):
+        refuse_in_graph("SequentialLR.step()")
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -113,6 +115,7 @@ class ChainedScheduler(_Composite):
         self._last_lr = _lrs(self._schedulers[-1].optimizer)
 
     def step(self):
+        refuse_in_graph("ChainedScheduler.step()")
         for s in self._schedulers:
             s.step()
         self._last_lr = _lrs(self._schedulers[-1].optimizer)

@@ -26,7 +26,7 @@ from .._warn import warn
 from ..tensor import Tensor
 from ..torch_format import loadable
 from ._state_check import check_scheduler_state
-from .optimizer import Optimizer
+from .optimizer import Optimizer, refuse_in_graph
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
            "ConstantLR", "LinearLR", "ExponentialLR", "PolynomialLR", "CosineAnnealingLR",
@@ -139,6 +139,7 @@ class LRScheduler:
         raise NotImplementedError
 
     def step(self, epoch=None):
+        refuse_in_graph(f"{type(self).__name__}.step()")
         if self._step_count == 1:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
                 warn("Seems like `optimizer.step()` has been overridden after "

@@ -17,6 +17,7 @@ import types
 
 from ._state_check import check_scheduler_state
 from .lr_scheduler import LRScheduler, _check_optimizer, _lrs, _per_group, _set_lr
+from .optimizer import refuse_in_graph
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
@@ -69,6 +70,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def step(self, epoch=None):
         """Advance one epoch, or jump to `epoch` (fractional epochs allowed)."""
+        refuse_in_graph(f"{type(self).__name__}.step()")
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:

@@ -23,6 +23,7 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from .._warn import warn
+from ..autograd import interpreter as _interpreter
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.inplace import bump_version
 from ..device import new_array
@@ -88,6 +89,18 @@ def register_optimizer_step_post_hook(hook):
     return _added(_GLOBAL_STEP_POST_HOOKS, hook)
 
 
+def refuse_in_graph(what):
+    """An optimizer's or a scheduler's step inside nn.Graph's build: it updates arrays (or
+    numbers) once, while build is traced, and the compiled plan would never repeat it."""
+    if getattr(_interpreter.current, "read", None) is not None:  # inside nn.Graph's build
+        raise RuntimeError(
+            f"nn.Graph: {what} inside build() runs once, while build is traced, and the "
+            f"compiled plan would not repeat it on later calls. Register the optimizer and its "
+            f"scheduler with self.add_optimizer(optimizer, lr_sch=scheduler) in the graph's "
+            f"__init__ and leave step() and zero_grad() out of build: the graph steps them "
+            f"after every call (clipping by the param groups' clip_grad_max_norm)")
+
+
 def _hooked_step(step):
     """`step` running the global and the optimizer's step hooks around it, as torch wraps
     every optimizer class's step (a subclass's own step included: see __init_subclass__)."""
@@ -95,6 +108,7 @@ def _hooked_step(step):
     def hooked(self, *args, **kwargs):
         if self.__dict__.get("_in_step"):  # a subclass's step calling super().step()
             return step(self, *args, **kwargs)
+        refuse_in_graph(f"{type(self).__name__}.step()")
         args = (self,) + args  # (torch's hooks see the optimizer as args[0] too)
         for hook in list(_GLOBAL_STEP_PRE_HOOKS.values()) + list(self._step_pre_hooks.values()):
             result = hook(self, args, kwargs)
