@@ -296,3 +296,21 @@ def test_stepping_an_optimizer_or_scheduler_inside_build_raises(stepped):
     for p, b in zip(model.parameters(), before):
         np.testing.assert_array_equal(p.detach().numpy(), b.numpy())
     assert opt.param_groups[0]["lr"] == lr
+
+
+def test_a_second_backward_through_freed_saved_tensors_raises_inside_build_as_eagerly():
+    # graph: the second backward added the gradients again (x.grad doubled) where eager
+    # refuses; with retain_graph=True both add up in both
+    def step(retain):
+        def run(x, w):
+            x = x.detach().requires_grad_()
+            loss = (x @ w).exp().sum()
+            loss.backward(retain_graph=retain)
+            loss.backward()
+            return x.grad
+        return run
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        step(False)(*_inputs(False)(0))
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        flow.nn.Graph.trace(step(False))(*_inputs(False)(0))
+    _calls_as_eager(step(True), _inputs(False))

@@ -749,7 +749,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     tracer = _interpreter.current
     if tracer is not _interpreter.AutogradInterpreter and hasattr(tracer, "grad"):
         return tracer.grad(outputs, inputs, _as_tuple(grad_outputs), create_graph,
-                           allow_unused or materialize_grads, materialize_grads)
+                           allow_unused or materialize_grads, materialize_grads, retain_graph)
     grads = _as_tuple(grad_outputs) or (None,) * len(outputs)
     if len(grads) != len(outputs):
         raise RuntimeError(f"grad: got {len(outputs)} outputs but {len(grads)} grad_outputs")

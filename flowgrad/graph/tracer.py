@@ -21,6 +21,7 @@ import numpy as np
 from ..autograd import engine, grad_mode
 from ..autograd.interpreter import eager_call
 from ..autograd.node import FunctionNode
+from ..errors import freed_graph_error
 from ..ops.registry import Op
 from ..overrides import _disabled_torch_function_impl
 from ..tensor import Tensor
@@ -481,7 +482,7 @@ class Tracer:
         # seed of another shape) and its seeds
         seeds = [g for _, _, g in engine._roots_and_seeds(tensors, grad_tensors, create_graph)]
         leaves = {}
-        autograd_pass(self, list(tensors), seeds, create_graph, leaves)
+        autograd_pass(self, list(tensors), seeds, create_graph, leaves, retain_graph)
         for value in self.program.values:
             if value.kind == STATE and value.source.requires_grad:
                 reached = leaves.pop(value.source._meta, None)
@@ -558,7 +559,7 @@ class Tracer:
         return total
 
     def grad(self, outputs, inputs, grad_outputs=None, create_graph=False, allow_unused=False,
-             materialize_grads=False):
+             materialize_grads=False, retain_graph=None):
         """`flow.autograd.grad` inside build: the same pass, returning the gradients as traced
         tensors (differentiable again with create_graph=True: a gradient penalty)."""
         if not grad_outputs or len(grad_outputs) == 1 and grad_outputs[0] is None:
@@ -570,7 +571,7 @@ class Tracer:
         # eager's checks and seeds (see backward)
         seeds = [g for _, _, g in engine._roots_and_seeds(outputs, grad_outputs, create_graph)]
         leaves = {}
-        grads = autograd_pass(self, list(outputs), seeds, create_graph, leaves)
+        grads = autograd_pass(self, list(outputs), seeds, create_graph, leaves, retain_graph)
         result = []
         for i, t in enumerate(inputs):
             meta = t._meta
@@ -590,15 +591,19 @@ class Tracer:
         return tuple(result)
 
 
-def autograd_pass(tracer, roots, seeds, create_graph, leaves=None):
+def autograd_pass(tracer, roots, seeds, create_graph, leaves=None, retain_graph=None):
     """Walk the recorded nodes from `roots` back, calling each op's registered gradient rule
     (through the tracer, so its ops join the Program); returns {value id: gradient tensor}.
     With create_graph the rules' ops are recorded for autograd too, so a later pass can
     differentiate them again. `leaves` (a dict) gets {meta: (gradient, shape)} for every leaf
     reached, summed per tensor, not per value: `w.detach().requires_grad_()` shares w's
-    value, not its gradient."""
-    collected = leaves
+    value, not its gradient. Without `retain_graph` (default: `create_graph`) each node run
+    is marked released, as eagerly, so a second pass through one that saved tensors raises
+    eager's error instead of adding the gradients again."""
     from ..ops.creation import ones_like
+
+    collected = leaves
+    release = not (create_graph if retain_graph is None else retain_graph)
 
     program = tracer.program
     nodes = list(program.nodes)
@@ -660,7 +665,11 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None):
                         engine._accumulate(meta, out_grads[k])  # h.retain_grad() in build
                 own = _OWN_RULE.get(function.op) if type(function) is FunctionNode else False
                 tracer.where = outer if own or own is None and _own_rule(function) else None
+                if function.released and function.saved_something:
+                    raise freed_graph_error(function)
                 in_grads = function.backward_fn(out_grads)
+                if release:
+                    function.released = True
                 if type(in_grads) is not tuple:
                     in_grads = tuple(in_grads) if isinstance(in_grads, list) else (in_grads,)
                 for meta, g, value, info in zip(function.input_metas, in_grads, node.inputs,
