@@ -74,7 +74,11 @@ def _sparse_rows_grad(dy, indices, weight_shape, padding_idx, scale_grad_by_freq
     values = dy.reshape(rows.shape[0], *weight_shape[1:])
     if padding_idx is not None:
         keep = rows != padding_idx
-        rows, values = rows[keep], values[keep]
+        if varies_per_run(indices):  # (a compiled plan: how many lookups are padding varies
+            # per run, so they stay as entries of zeros; the plan makes the gradient dense)
+            values = values * keep.reshape(-1, *(1,) * (values.ndim - 1)).to(values.dtype)
+        else:
+            rows, values = rows[keep], values[keep]
     return SparseTensor(rows.reshape(1, -1), values, weight_shape)
 
 
