@@ -11,6 +11,21 @@ import contextlib
 
 import numpy as np
 
+# While nn.Graph traces build: a callable that raises for a change of a generator's state
+# (seeding, set_state, a new Generator): it would happen once, on the trace, while the
+# compiled plan's random ops draw on from the generator on every call
+_REFUSE_STATE_CHANGES = []
+
+
+@contextlib.contextmanager
+def refusing_state_changes(refuse):
+    """Within the block, `refuse(what)` is called before a generator's state changes."""
+    _REFUSE_STATE_CHANGES.append(refuse)
+    try:
+        yield
+    finally:
+        _REFUSE_STATE_CHANGES.pop()
+
 
 def _mt19937(seed):
     """torch's CPU stream for `seed`: MT19937 seeded as torch's manual_seed (init_genrand of
@@ -28,11 +43,16 @@ class Generator:
     draws, so a seeded shuffle gives torch's order."""
 
     def __init__(self, device="cpu"):
+        if _REFUSE_STATE_CHANGES:
+            _REFUSE_STATE_CHANGES[-1]("flowgrad.Generator()")
         self._seed = 67280421310721
         self.np = np.random.Generator(np.random.PCG64(self._seed))
         self.mt = _mt19937(self._seed)
 
     def manual_seed(self, seed):
+        if _REFUSE_STATE_CHANGES:
+            _REFUSE_STATE_CHANGES[-1]("manual_seed" if self is default_generator else
+                                      "Generator.manual_seed")
         seed = int(seed)
         if not -2 ** 63 <= seed < 2 ** 64:
             raise ValueError(f"manual_seed: the seed must be within [-2**63, 2**64 - 1], got "
@@ -59,6 +79,9 @@ class Generator:
         return Tensor._wrap(np.frombuffer(state, dtype=np.uint8).copy())
 
     def set_state(self, state):
+        if _REFUSE_STATE_CHANGES:
+            _REFUSE_STATE_CHANGES[-1]("set_rng_state (or fork_rng)" if self is
+                                      default_generator else "Generator.set_state")
         import json
 
         state = json.loads(bytes(np.asarray(state, np.uint8)).decode())

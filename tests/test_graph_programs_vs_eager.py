@@ -338,3 +338,24 @@ def test_a_sparse_embedding_with_padding_trains_in_a_graph(optimizer):
             return flow.optim.SparseAdam(list(m.emb.parameters()), lr=0.1)
         return getattr(flow.optim, optimizer)(m.parameters(), lr=0.1)
     _train_as_eager(_Lookup, _cross_entropy, make_opt, batches)
+
+
+@pytest.mark.parametrize("case", ["manual_seed", "generator", "fork_rng", "set_rng_state"])
+def test_changing_a_generators_state_inside_build_raises(case):
+    # the seeding ran once, on the trace; the plan's dropout drew on from the generator, so
+    # from the second call on its masks differed from eager's (which reseeds every call)
+    def step(x):
+        if case == "manual_seed":
+            flow.manual_seed(0)
+            return F.dropout(x, 0.5)
+        if case == "generator":
+            return x + flow.rand(6, generator=flow.Generator().manual_seed(1))
+        if case == "fork_rng":
+            with flow.random.fork_rng():
+                return F.dropout(x, 0.5)
+        flow.set_rng_state(state)
+        return F.dropout(x, 0.5)
+    state = flow.get_rng_state()
+    with pytest.raises(RuntimeError, match="inside build.* random generator's state"):
+        flow.nn.Graph.trace(step)(flow.ones(6))
+    step(flow.ones(6))  # (eagerly fine)

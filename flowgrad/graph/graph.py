@@ -26,6 +26,7 @@ import functools
 import gc
 import time
 
+from .. import random as _random
 from ..amp.autocast_mode import autocast
 from ..autograd import engine
 from ..autograd import profiling as _profiling
@@ -41,7 +42,7 @@ from ..return_types import sequence_of
 from ..tensor import Tensor
 from . import checkpointing, codegen, optimizer_pass, passes
 from .ir import INPUT, NODE, STATE
-from .tracer import Tracer
+from .tracer import Tracer, user_line
 
 
 class StalePlanError(RuntimeError):
@@ -254,7 +255,8 @@ class Graph:
         # and its gradients summed in the lower precision, the numbers eager gets
         with using_interpreter(tracer), autocast("cpu", self.config.amp_dtype, self.config.amp,
                                                  cache_enabled=True), checkpointing.tracking(
-                tracer.program, checkpointing.checkpointed_modules(self)):
+                tracer.program, checkpointing.checkpointed_modules(self)), \
+                _random.refusing_state_changes(_refuse_rng_change):
             self.__dict__["_reads"] = set()
             settings_before = _settings(self, None)
             try:
@@ -458,6 +460,15 @@ class Graph:
             lines.append("  (compiled program):\n    " +
                          repr(self._compiled[0]).replace("\n", "\n    "))
         return "\n".join(lines) + "\n)"
+
+
+def _refuse_rng_change(what):
+    raise RuntimeError(
+        f"nn.Graph: {what} inside build() changes a random generator's state once, while "
+        f"build is traced, at {user_line()}; the compiled plan's random ops draw on from the "
+        f"generator on every call, where the eager code would restart its stream. Seed "
+        f"outside build (flow.manual_seed before calling the graph), or pass the random "
+        f"values in as an input")
 
 
 def _add_leaf_grads(flat, leaf_grads):
