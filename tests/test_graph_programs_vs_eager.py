@@ -359,3 +359,17 @@ def test_changing_a_generators_state_inside_build_raises(case):
     with pytest.raises(RuntimeError, match="inside build.* random generator's state"):
         flow.nn.Graph.trace(step)(flow.ones(6))
     step(flow.ones(6))  # (eagerly fine)
+
+
+def test_changing_an_optimizer_option_inside_build_raises_and_is_undone():
+    # `param_groups[0]['lr'] *= 0.5` in build ran once, on the trace: lr stayed 0.5 where
+    # eagerly it halves every step
+    model = nn.Linear(4, 3)
+    opt = flow.optim.SGD(model.parameters(), lr=1.0)
+
+    def step(m, x, y):
+        opt.param_groups[0]["lr"] *= 0.5
+        return _cross_entropy(m, x, y)
+    with pytest.raises(NotImplementedError, match="param group option 'lr' from 1.0 to 0.5"):
+        _graph(model, step, opt)(*_batches(1)[0])
+    assert opt.param_groups[0]["lr"] == 1.0

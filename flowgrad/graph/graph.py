@@ -259,9 +259,11 @@ class Graph:
                 _random.refusing_state_changes(_refuse_rng_change):
             self.__dict__["_reads"] = set()
             settings_before = _settings(self, None)
+            groups_before = _group_settings(self)
             try:
                 out = self.build(*args, **kwargs)
                 _refuse_setting_writes(self, settings_before)
+                _refuse_group_writes(self, groups_before)
             except BaseException:
                 tracer.restore_grads()  # a failed build leaves the eager .grad as it was
                 raise
@@ -575,6 +577,33 @@ def _refuse_setting_writes(graph, before):
                 f"cannot repeat on later calls. Keep such state in a tensor updated with ops "
                 f"(a buffer: self.register_buffer('{name}', flow.zeros(())) and "
                 f"self.{name}.add_(1)), or change it outside build")
+
+
+def _group_settings(graph):
+    """(param group, a copy of its plain options) for every group of the graph's optimizers."""
+    return [(group, {k: v for k, v in group.items() if _plain(k, v)})
+            for optimizer, _ in graph._optimizers for group in optimizer.param_groups]
+
+
+def _refuse_group_writes(graph, before):
+    """build() changed an optimizer's option (`param_groups[0]['lr'] *= 0.5`): done once, at
+    trace time, where eagerly every step would do it; put back, then refused."""
+    for group, options in before:
+        now = {k: v for k, v in group.items() if _plain(k, v)}
+        changed = [k for k in set(now) | set(options) if now.get(k, _GONE) is not
+                   options.get(k, _GONE) and now.get(k, _GONE) != options.get(k, _GONE)]
+        if changed:
+            name = changed[0]
+            for g, o in before:
+                g.update(o)
+                for k in [k for k in g if _plain(k, g[k]) and k not in o]:
+                    del g[k]
+            raise NotImplementedError(
+                f"nn.Graph {graph._name}: build() changed an optimizer's param group option "
+                f"{name!r} from {options.get(name)!r} to {now.get(name)!r} at trace time, a "
+                f"Python side effect its compiled plan cannot repeat on later calls. Change "
+                f"it outside build, between calls (the plan reads the groups' options at "
+                f"every call), or with an lr scheduler given to add_optimizer")
 
 
 def _plain(name, value):
