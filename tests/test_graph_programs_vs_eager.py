@@ -373,3 +373,27 @@ def test_changing_an_optimizer_option_inside_build_raises_and_is_undone():
     with pytest.raises(NotImplementedError, match="param group option 'lr' from 1.0 to 0.5"):
         _graph(model, step, opt)(*_batches(1)[0])
     assert opt.param_groups[0]["lr"] == 1.0
+
+
+def test_a_write_through_a_reshape_of_an_input_refuses_an_input_of_another_layout():
+    # traced on a contiguous x, `x.reshape(-1)[0] = 100` wrote x (a view); given x.t() of
+    # a (4, 6) array later, eager's reshape copies and x is left alone, but the plan still
+    # wrote 100 into it
+    def through_reshape(x):
+        x.reshape(-1)[0] = 100.0
+        return x * 1
+
+    def direct(x):
+        x.mul_(2)
+        return x * 1
+    flow.manual_seed(0)
+    contiguous, transposed = flow.randn(6, 4), flow.randn(4, 6).t()
+    graph = flow.nn.Graph.trace(through_reshape)
+    graph(contiguous.clone())
+    with pytest.raises(RuntimeError, match="input 0 has strides .* traced with strides"):
+        graph(transposed.clone())
+    graph = flow.nn.Graph.trace(direct)  # a direct write reaches the input in any layout
+    graph(contiguous.clone())
+    given = transposed.clone()
+    np.testing.assert_allclose(graph(given).numpy(), transposed.numpy() * 2)
+    np.testing.assert_allclose(given.numpy(), transposed.numpy() * 2)

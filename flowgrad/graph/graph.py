@@ -282,6 +282,11 @@ class Graph:
         traced = time.perf_counter() - started
         self._log(0, lambda: _traced_summary(self._name, program, traced))
         self._log(2, lambda: f"  traced program:\n{program!r}")
+        # an input the plan writes into: whether a write through a reshape of it reached it
+        # depended on its layout (a view, or a copy): later calls must have the same
+        reshaped = _reshaped_inputs(program)
+        program.input_layouts = {i: _layout(flat[i]) for i in program.input_writes
+                                 if i in reshaped}
         program.switches = {name: bool(args[0]) if args else True
                             for name, (args, _) in self.config.switches.items()}
         passes.optimize(program, log=(lambda m: self._log(0, "  " + m))
@@ -309,6 +314,14 @@ class Graph:
         (program, plan, rebuild, signature, eager_update, layout, trainable,
          settings, bindings, hooks, state_meta) = self._compiled
         _check_signature(signature, _signature(flat))
+        for i, layout in program.input_layouts.items():
+            if _layout(flat[i]) != layout:
+                raise RuntimeError(
+                    f"nn.Graph {self._name}: input {i} has strides {flat[i].stride()}, and "
+                    f"build() wrote into the input traced with strides {layout}: whether a "
+                    f"write through a view or reshape of it reaches the input depends on its "
+                    f"layout, and the plan keeps the traced one. Pass inputs of one layout "
+                    f"(x.contiguous()), or write into a clone inside build")
         for store, path, name, held in bindings:
             if store.get(name, _GONE) is not held:
                 raise StalePlanError(
@@ -692,6 +705,26 @@ def _traced_summary(name, program, seconds):
     phases = [n.phase for n in program.nodes]
     return (f"nn.Graph {name}: traced {len(phases)} nodes ({phases.count('forward')} forward, "
             f"{phases.count('backward')} backward) in {seconds * 1e3:.1f} ms")
+
+
+def _reshaped_inputs(program):
+    """Positions of the inputs that a `reshape` reads (through views of them): it is a view
+    of the input or a copy as the input's layout has it."""
+    origin = {v.id: v.source for v in program.inputs}  # value id -> the input it views
+    found = set()
+    for node in program.nodes:
+        if getattr(node.op, "is_view", False) and node.inputs:
+            position = origin.get(node.inputs[0].id)
+            if position is not None:
+                if getattr(node.op, "name", None) == "reshape":
+                    found.add(position)
+                origin.update((out.id, position) for out in node.outputs)
+    return found
+
+
+def _layout(tensor):
+    """A tensor's strides in elements, 0 for a dim of size 1 (any stride does there)."""
+    return tuple(0 if n == 1 else st for n, st in zip(tensor.shape, tensor.stride()))
 
 
 def _key(signature):
