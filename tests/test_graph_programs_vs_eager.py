@@ -397,3 +397,38 @@ def test_a_write_through_a_reshape_of_an_input_refuses_an_input_of_another_layou
     given = transposed.clone()
     np.testing.assert_allclose(graph(given).numpy(), transposed.numpy() * 2)
     np.testing.assert_allclose(given.numpy(), transposed.numpy() * 2)
+
+
+class _Scaled(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+        self.__dict__["scale"] = scale  # (a Parameter the module does not register)
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+def test_an_optimizer_parameter_outside_the_graphs_modules_is_trained():
+    # a Parameter used in build but held only by the optimizer never moved in the graph
+    # (its gradient was not a result of the plan), so the rest of the model drifted too
+    def make():
+        return _Scaled(nn.Parameter(flow.ones(3)))
+
+    def make_opt(m):
+        return flow.optim.SGD(list(m.parameters()) + [m.scale], lr=0.1, momentum=0.9)
+    flow.manual_seed(0)
+    eager = make()
+    compiled = _Scaled(nn.Parameter(flow.ones(3)))
+    compiled.load_state_dict(eager.state_dict())
+    opt_e, opt_g = make_opt(eager), make_opt(compiled)
+    graph = _graph(compiled, _cross_entropy, opt_g)
+    for x, y in _batches():
+        opt_e.zero_grad()
+        _cross_entropy(eager, x, y)
+        opt_e.step()
+        graph(x, y)
+        np.testing.assert_allclose(compiled.scale.detach().numpy(),
+                                   eager.scale.detach().numpy(), rtol=1e-5)
+        np.testing.assert_allclose(compiled.lin.weight.detach().numpy(),
+                                   eager.lin.weight.detach().numpy(), rtol=1e-5)

@@ -220,10 +220,17 @@ class Graph:
         return Traced()
 
     def _state(self):
+        """The modules' parameters and buffers, then any other parameter an optimizer of the
+        graph holds (used in build as a captured tensor, it is state all the same: its
+        gradient is a result of the plan and the optimizer updates it)."""
         seen = {}
         for module in self._modules.values():
             for t in list(module.parameters()) + list(module.buffers()):
                 seen.setdefault(id(t), t)
+        for optimizer, _ in self._optimizers:
+            for group in optimizer.param_groups:
+                for t in group["params"]:
+                    seen.setdefault(id(t), t)
         return list(seen.values())
 
     def _compile(self, args, kwargs, flat):
