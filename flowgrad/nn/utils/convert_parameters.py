@@ -37,19 +37,21 @@ def vector_to_parameters(vec, parameters):
     parameters = list(parameters)
     # as torch: each parameter takes vec[start:start + numel] (along the first dimension)
     # viewed as the parameter's shape; all slices are checked before any is assigned
-    flat = vec._data
+    # (by ops and the .data setter: inside nn.Graph's build the trace records them, where a
+    # raw array assignment left the plan without the write)
+    flat = vec.detach()
     chunks = []
     start = 0
     for p in parameters:
         n = p.numel()
         chunk = flat[start:start + n]
-        if chunk.size != n:
+        if chunk.numel() != n:
             raise RuntimeError(
                 f"vector_to_parameters: vec must be 1-D with at least as many entries as the "
                 f"parameters ({sum(q.numel() for q in parameters)}), got shape "
-                f"{tuple(vec.shape)} (vec[{start}:{start + n}] has {chunk.size} entries for "
+                f"{tuple(vec.shape)} (vec[{start}:{start + n}] has {chunk.numel()} entries for "
                 f"a parameter of shape {tuple(p.shape)})")
         chunks.append(chunk.reshape(p._data.shape))
         start += n
     for p, chunk in zip(parameters, chunks):
-        p._data = chunk
+        p.data = chunk
