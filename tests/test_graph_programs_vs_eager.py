@@ -447,3 +447,16 @@ def test_vector_to_parameters_inside_build_is_replayed_by_the_plan():
     def make():
         return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
     _train_as_eager(make, step, lambda m: flow.optim.SGD(m.parameters(), lr=0.1), _batches())
+
+
+def test_clip_grad_value_inside_build_clamps_each_calls_gradients():
+    # it raised inside build (array-level, like clip_grad_norm_), though a clamp is one op
+    def step(model, x, y):
+        loss = _cross_entropy(model, x, y)
+        flow.nn.utils.clip_grad_value_(model.parameters(), 0.05)
+        return loss
+
+    def make():
+        return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    _train_as_eager(make, step, lambda m: flow.optim.SGD(m.parameters(), lr=0.1, momentum=0.9),
+                    [(x * 3, y) for x, y in _batches()])

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..._warn import warn
 from ...autograd import interpreter as _interpreter
+from ...autograd.grad_mode import no_grad
 from ...autograd.inplace import bump_version
 from ...device import array_module
 from ...tensor import Tensor
@@ -152,6 +153,13 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient entry into [-clip_value, clip_value], in place."""
     clip_value = float(clip_value)
+    if getattr(_interpreter.current, "read", None) is not None:  # inside nn.Graph's build:
+        # the clamp as a recorded in-place op on each traced gradient
+        with no_grad():
+            for p in _tensors(parameters):
+                if p.grad is not None:
+                    p.grad.clamp_(-clip_value, clip_value)
+        return
     grads = list(_grads(parameters, "clip_grad_value_"))
     if any(g.is_complex() for g in grads):  # (NumPy would clip the real parts, silently)
         raise NotImplementedError("clamp is not supported for complex types")
