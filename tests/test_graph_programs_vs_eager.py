@@ -460,3 +460,36 @@ def test_clip_grad_value_inside_build_clamps_each_calls_gradients():
         return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
     _train_as_eager(make, step, lambda m: flow.optim.SGD(m.parameters(), lr=0.1, momentum=0.9),
                     [(x * 3, y) for x, y in _batches()])
+
+
+class _Optional(flow.nn.Graph):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def build(self, x, scale=None, shift=None):
+        h = self.model(x)
+        if scale is not None:
+            h = h * scale
+        if shift is not None:
+            h = h + shift
+        return h
+
+
+def test_keyword_inputs_are_bound_by_name_not_by_count():
+    # graph(x, shift=b) after graph(x, scale=s): two inputs of the same meta both times, so
+    # the plan took b as the traced scale and returned h * b (silently)
+    model = nn.Linear(4, 3)
+    x, s, b = flow.randn(2, 4), flow.full((3,), 2.0), flow.full((3,), 0.5)
+    graph = _Optional(model)
+    np.testing.assert_allclose(graph(x, scale=s).numpy(), (model(x) * s).detach().numpy(),
+                               rtol=1e-6)
+    np.testing.assert_allclose(graph(x, s).numpy(), (model(x) * s).detach().numpy(),
+                               rtol=1e-6)  # (the same call, by position)
+    with pytest.raises(RuntimeError, match="ONLY accepts static inputs"):
+        graph(x, shift=b)
+    dynamic = flow.nn.Graph.with_dynamic_input_shape(size=4)(
+        type("Dynamic", (_Optional,), {}))(model)
+    dynamic(x, scale=s)
+    np.testing.assert_allclose(dynamic(x, shift=b).numpy(), (model(x) + b).detach().numpy(),
+                               rtol=1e-6)

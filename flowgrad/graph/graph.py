@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
 import time
 
 from .. import random as _random
@@ -152,6 +153,7 @@ class Graph:
     def __call__(self, *args, **kwargs):
         if type(self).build is Graph.build:
             self.build()
+        args, kwargs = _bound_to_build(self, args, kwargs)
         steps = self.config.gradient_accumulation_steps
         if steps == 1:
             result, grads = self._step(args, kwargs)
@@ -500,6 +502,36 @@ def _add_leaf_grads(flat, leaf_grads):
         tensor = flat[key] if isinstance(key, int) else key
         with no_grad():
             engine._accumulate(tensor._meta, Tensor._wrap(array), variable=tensor)
+
+
+_PLAIN_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _bound_to_build(graph, args, kwargs):
+    """The call's arguments by build's parameters, every one given (defaults filled in) and
+    positional where it can be: a plan reads its inputs by position, so `graph(x, bias=b)`
+    after `graph(x, mask=m)` must not hand b in as the traced mask (now: an input None where
+    the plan had a tensor, refused), while `graph(x, m)` and `graph(x, mask=m)` are one call.
+    A build taking *args or **kwargs, or arguments build would refuse, are left as given."""
+    cls = type(graph)
+    signature = cls.__dict__.get("_build_signature")
+    if signature is None:
+        try:
+            signature = inspect.signature(graph.build)
+        except (TypeError, ValueError):
+            signature = False
+        if signature and any(p.kind not in _PLAIN_KINDS + (inspect.Parameter.KEYWORD_ONLY,)
+                             for p in signature.parameters.values()):
+            signature = False
+        type.__setattr__(cls, "_build_signature", signature)
+    if not signature:
+        return args, kwargs
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return args, kwargs
+    bound.apply_defaults()
+    return bound.args, bound.kwargs
 
 
 def _flatten_inputs(args, kwargs):
