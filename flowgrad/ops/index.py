@@ -83,8 +83,8 @@ def parse_index(index, select_ints=True):
     items = index if isinstance(index, tuple) else (index,)
     spec, arrays, advanced = [], [], False
     for item in items:
-        if isinstance(item, range):  # torch reads a range as the list of its ints
-            item = list(item)
+        if isinstance(item, range) or (isinstance(item, tuple) and items is index):
+            item = list(item)  # a range, or a tuple inside the index tuple: torch's sequence
         if isinstance(item, Tensor):
             data = item._data
             if data.dtype not in _INDEX_TENSOR_DTYPES:
