@@ -222,6 +222,8 @@ def hardsigmoid(input, inplace=False):
     _check_kernel_dtype(input, "hardsigmoid_cpu")
     if inplace:
         return run_inplace("hardsigmoid_", hardsigmoid, input)
+    if input._data.dtype in HALF:  # in float32, rounded once, as torch (x + 3 would round)
+        return hardsigmoid(input.float()).to(input.dtype)
     return _hardtanh(input + 3.0, lo=0.0, hi=6.0) * (1.0 / 6.0)
 
 

@@ -336,8 +336,9 @@ _log = unary("log", lambda xp, x: xp.log(x), d_of_x=lambda x: x, divide=True, ma
 _sqrt = unary("sqrt", lambda xp, x: xp.sqrt(x), d_of_y=lambda y: y * 2.0, divide=True,
               masked=True, complex=True)
 # (reciprocal, not `1.0 /`: ml_dtypes < 0.7 divides a Python float by bfloat16 in float32)
-_rsqrt = unary("rsqrt", lambda xp, x: xp.reciprocal(xp.sqrt(x)), d_of_y=lambda y: y * y * y * -0.5,
-               masked=True, complex=True)
+# (half precision: in float32, rounded once, as torch; sqrt then reciprocal would round twice)
+_rsqrt = unary("rsqrt", in_float32(lambda xp, x: xp.reciprocal(xp.sqrt(x))),
+               d_of_y=lambda y: y * y * y * -0.5, masked=True, complex=True)
 # from the output, as torch's (`value / x` is reciprocal(x) * value: operators._rdiv)
 _reciprocal = unary("reciprocal", lambda xp, x: xp.reciprocal(x), d_of_y=lambda y: y * y * -1.0,
                     masked=True, complex=True)

@@ -36,6 +36,7 @@ from .elementwise import (
     sub,
     where,
 )
+from .halfprec import in_float32
 from .math import log1p
 from .registry import op
 
@@ -216,6 +217,7 @@ def _logaddexp_op(name, two):
     """The real logaddexp (two: logaddexp2) op, with torch's rule dy / (1 + exp(b - a)) (pow
     of 2 for logaddexp2): nan at equal infinities (inf - inf), as torch's."""
     @op(name, jvp="diagonal", save="inputs")
+    @in_float32  # half precision: computed in float32 and rounded once, as torch
     def kernel(xp, a, b):
         # equal infinities: the answer is that infinity (inf - inf would give nan)
         same_inf = (a == b) & (xp.abs(a) == math.inf)

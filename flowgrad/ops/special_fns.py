@@ -29,6 +29,7 @@ from .elementwise import (
     sign,
     where,
 )
+from .halfprec import HALF
 from .math import log1p
 from .registry import op
 from .rules import _grad_mul, unary
@@ -282,6 +283,10 @@ def i0(input):
 # ---- xlog1py, zeta, sinc, entr ---------------------------------------------------------------
 @op("xlog1py", jvp="diagonal", save="inputs")
 def _xlog1py(xp, x, y):
+    if x.dtype in HALF:  # torch's x * log1p(y) in x's dtype: log1p rounded, then the product
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            r = x * xp.log1p(y.astype(xp.float32)).astype(y.dtype)
+        return xp.where((x == 0) & ~xp.isnan(y), xp.zeros((), x.dtype), r)
     return scipy_call(xp, "xlog1py", x, y)
 
 

@@ -136,9 +136,12 @@ def renorm(input, p, dim, maxnorm):
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {nd} dimensions")
     d = _wrap_dim(dim, nd, "renorm")
     others = tuple(k for k in range(nd) if k != d)
-    norm = vector_norm(input, p, dim=others, keepdim=True)
+    half = input.dtype in (_dt.float16, _dt.bfloat16)
+    # (half precision: the norm and factor in float32, the factor rounded once, as torch's)
+    norm = vector_norm(input.float() if half else input, p, dim=others, keepdim=True)
     # torch's factor: the same 1e-7 keeps a zero slice finite
     factor = where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+    factor = factor.to(input.dtype) if half else factor
     return (input * factor).contiguous()  # (C order, as torch's, whatever input's layout)
 
 
