@@ -8,11 +8,15 @@ mixtures, factories, out=) agreed except for these, fixed:
   at each of their steps where torch computes in float32 and rounds once (1 ulp off on a
   third of the values); xlog1py rounded once where torch rounds log1p(y) first, then the
   product; renorm computed the norm and factor in half precision (torch: in float32, the
-  factor rounded to the input's dtype);
+  factor rounded to the input's dtype); logsumexp, logit and ndtr rounded once from float32
+  where torch computes them op by op in the tensor's dtype (bfloat16 logsumexp 0.125 off,
+  logit 0.03, logit's gradient 0.06);
 - a tuple inside the index tuple (`x[(0, 1), 2]`, `x[((0, 1),)]`) raised IndexError; torch
   reads it as a sequence, like a list.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -75,6 +79,44 @@ def test_half_precision_gradients_stay_close():
             grads.append([g.float().numpy() for g in m.autograd.grad(y.sum(), (a, b))])
         for t, f in zip(*grads):
             np.testing.assert_allclose(f, t, rtol=2e-2, atol=2e-2)
+
+
+COMPOSITE_ROWS = [
+    ("logit", lambda m, dt: m.logit(m.linspace(-0.1, 1.1, 4001).to(dt))),
+    ("logit eps", lambda m, dt: m.logit(m.linspace(-0.1, 1.1, 4001).to(dt), eps=1e-3)),
+    ("logit eps 0.3", lambda m, dt: m.linspace(-0.1, 1.1, 4001).to(dt).logit(0.3)),
+    ("ndtr", lambda m, dt: m.special.ndtr(m.linspace(-9, 9, 4001).to(dt))),
+    ("logsumexp dim 1", lambda m, dt: _spread(m, dt).logsumexp(1)),
+    ("logsumexp dim 0 keepdim", lambda m, dt: _spread(m, dt).logsumexp(0, keepdim=True)),
+    ("logsumexp all", lambda m, dt: _spread(m, dt).logsumexp((0, 1))),
+    ("logsumexp infinities", lambda m, dt: m.tensor(
+        [[-math.inf, -math.inf], [math.inf, 1.0], [math.nan, 1.0], [-math.inf, 2.0]]
+    ).to(dt).logsumexp(1)),
+    ("logsumexp grad", lambda m, dt: _grad(m, lambda x: x.logsumexp(1), _spread(m, dt)[:5, :7])),
+    ("logit grad", lambda m, dt: _grad(m, m.logit, m.linspace(0.05, 0.95, 37).to(dt))),
+    ("logit eps grad", lambda m, dt: _grad(m, lambda x: x.logit(0.2),
+                                           m.linspace(0.05, 0.95, 37).to(dt))),
+]
+
+
+def _spread(m, dt):
+    x = m.linspace(-30, 30, 4000).to(dt).reshape(40, 100)
+    return (x * m.linspace(0.1, 3, 100).to(dt)).reshape(100, 40)
+
+
+def _grad(m, f, x):
+    x = x.clone().requires_grad_()
+    return m.autograd.grad(f(x).sum(), x)[0]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name,call", COMPOSITE_ROWS, ids=[r[0] for r in COMPOSITE_ROWS])
+def test_half_precision_composites_round_at_each_step_as_torch(name, call, dtype):
+    # torch computes these in the tensor's dtype, op by op (logsumexp: amax, x - m, exp, a
+    # float32-accumulated sum, log, + m; logit: log(x / (1 - x)); ndtr: (1 + erf(x / sqrt 2))
+    # * 0.5), rounding at each step; flowgrad rounded once from float32
+    _same_bits(call(torch, torch.float16 if dtype == "float16" else torch.bfloat16),
+               call(flow, getattr(flow, dtype)))
 
 
 INDEX_ROWS = [

@@ -192,8 +192,6 @@ def _logit_bounds(dtype, eps):
 
 
 def _logit_bounded(p, bounds):
-    if p._data.dtype in HALF:  # in float32, rounded once
-        return _logit_bounded(p.float(), bounds).to(p.dtype)
     return _logit(p, bounds=bounds)
 
 
@@ -203,6 +201,8 @@ def _logit(xp, p, *, bounds):
         lo, hi = (xp.asarray(b, p.dtype) for b in bounds)
         p = xp.where(p < lo, lo, xp.where(p > hi, hi, p))
     with xp.errstate(divide="ignore", invalid="ignore"):
+        if p.dtype in HALF:  # torch's log(x / (1 - x)), each step rounded to x's dtype
+            return xp.log((p / (p.dtype.type(1) - p)).astype(xp.float32)).astype(p.dtype)
         return (xp.log(p) - xp.log1p(-p)).astype(p.dtype, copy=False)
 
 

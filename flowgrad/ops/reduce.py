@@ -22,7 +22,7 @@ from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
 from .elementwise import maximum, minimum, where
-from .halfprec import in_float32
+from .halfprec import HALF, in_float32
 from .registry import op
 from .scan import cumprod, index_output_grad, with_rule_indices
 from .shape import _expand, _reshape, cat, sum_to
@@ -415,13 +415,19 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 # ---- logsumexp -----------------------------------------------------------------------------
 @op("logsumexp", save="inputs outputs", contiguous=True, complex=True)
-@in_float32  # a half-precision input accumulates in float32, as torch
 def _logsumexp(xp, x, *, axes, keepdim):
     # complex: shifted by the largest real part, as torch (the log is the principal one)
     m = xp.real(x).max(axis=axes, keepdims=True, initial=-xp.inf)  # empty dims give -inf
-    m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or an inf) rows: shift by 0
+    m = xp.where(xp.isfinite(m), m, xp.zeros((), m.dtype))  # all -inf (or an inf) rows: by 0
     with xp.errstate(divide="ignore", invalid="ignore"):  # all -inf: log(0) = -inf, as torch
-        y = xp.log(xp.exp(x - m).sum(axis=axes, keepdims=True)) + m
+        if x.dtype in HALF:  # torch's composite: each op rounded to x's dtype, the sum
+            # accumulated in float32
+            f32 = xp.float32
+            e = xp.exp((x - m).astype(f32)).astype(x.dtype).astype(f32)
+            s = e.sum(axis=axes, keepdims=True).astype(x.dtype)
+            y = xp.log(s.astype(f32)).astype(x.dtype) + m
+        else:
+            y = xp.log(xp.exp(x - m).sum(axis=axes, keepdims=True)) + m
     return y if keepdim else y.squeeze(axes)
 
 

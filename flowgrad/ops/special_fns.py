@@ -216,8 +216,15 @@ def igammac(input, other):
 
 # ---- erfcx, the normal distribution ----------------------------------------------------------
 _erfcx = unary("erfcx", _scipy("erfcx"), d_of_xy=lambda x, y: x * y * 2.0 - _TWO_OVER_SQRT_PI)
-_ndtr = unary("ndtr", _scipy("ndtr"), d_of_x=lambda x: exp(x * x * -0.5),
-              scale=1.0 / _SQRT_2PI)
+def _ndtr_kernel(xp, x):
+    if x.dtype in HALF:  # torch's (1 + erf(x / sqrt(2))) * 0.5, each step rounded to x's dtype
+        t = (x.astype(xp.float32) * xp.float32(1.0 / math.sqrt(2.0))).astype(x.dtype)
+        e = scipy_call(xp, "erf", t.astype(xp.float32)).astype(x.dtype)
+        return (x.dtype.type(1) + e) * x.dtype.type(0.5)
+    return scipy_call(xp, "ndtr", x)
+
+
+_ndtr = unary("ndtr", _ndtr_kernel, d_of_x=lambda x: exp(x * x * -0.5), scale=1.0 / _SQRT_2PI)
 _ndtri = unary("ndtri", _scipy("ndtri"), d_of_y=lambda y: exp(y * y * 0.5), scale=_SQRT_2PI)
 _log_ndtr = unary("log_ndtr", _scipy("log_ndtr"), d_of_xy=lambda x, y: exp(x * x * -0.5 - y),
                   scale=1.0 / _SQRT_2PI)
