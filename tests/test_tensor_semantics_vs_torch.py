@@ -10,7 +10,8 @@ mixtures, factories, out=) agreed except for these, fixed:
   product; renorm computed the norm and factor in half precision (torch: in float32, the
   factor rounded to the input's dtype); logsumexp, logit and ndtr rounded once from float32
   where torch computes them op by op in the tensor's dtype (bfloat16 logsumexp 0.125 off,
-  logit 0.03, logit's gradient 0.06);
+  logit 0.03, logit's gradient 0.06); round(decimals=) multiplied by 10 ** d in half
+  precision (torch: in float32, rounded once; values 0.1 apart);
 - a tuple inside the index tuple (`x[(0, 1), 2]`, `x[((0, 1),)]`) raised IndexError; torch
   reads it as a sequence, like a list.
 """
@@ -117,6 +118,17 @@ def test_half_precision_composites_round_at_each_step_as_torch(name, call, dtype
     # * 0.5), rounding at each step; flowgrad rounded once from float32
     _same_bits(call(torch, torch.float16 if dtype == "float16" else torch.bfloat16),
                call(flow, getattr(flow, dtype)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("decimals", [1, 2, -1])
+def test_round_decimals_of_half_precision_in_float32_as_torch(dtype, decimals):
+    # torch: rint(x * 10 ** d) / 10 ** d in float32, rounded once; flowgrad multiplied in
+    # half precision first (float16 2.936 rounded to 2.900, torch 2.900; 5.293: 5.301 both,
+    # but 3 of 256 float16 and 11 bfloat16 values 0.1 apart)
+    x = np.random.RandomState(0).randn(256).astype(np.float32) * (30 if decimals < 0 else 3)
+    _same_bits(torch.tensor(x).to(getattr(torch, dtype)).round(decimals=decimals),
+               flow.tensor(x).to(getattr(flow, dtype)).round(decimals=decimals))
 
 
 INDEX_ROWS = [

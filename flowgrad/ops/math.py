@@ -18,7 +18,7 @@ from ..errors import check_kernel_dtype, checked_number
 from ..tensor import Tensor, tensor_method
 from . import special
 from .elementwise import _float_of, _inplace_binary, exp, sqrt, where
-from .halfprec import HALF
+from .halfprec import HALF, in_float32
 from .registry import op
 from .rules import step, unary
 
@@ -86,8 +86,14 @@ _erfinv = unary("erfinv", lambda xp, x: special.erfinv(xp, x), d_of_x=_erfinv_sl
 _floor = step("floor", lambda xp, x: xp.floor(x))
 _ceil = step("ceil", lambda xp, x: xp.ceil(x))
 _trunc = step("trunc", lambda xp, x: xp.trunc(x))
-_round = step("round", lambda xp, x, decimals=0: xp.round(x, decimals).astype(
-    x.dtype, copy=False))
+# (half precision with decimals: x * 10 ** d, its rint and the division in float32, rounded
+# once, as torch's; in half, x * 10 would round first: 2.936 to 2.900 where torch has 2.900)
+@in_float32
+def _round_kernel(xp, x, *, decimals=0):
+    return xp.round(x, decimals).astype(x.dtype, copy=False)
+
+
+_round = step("round", _round_kernel)
 
 
 def _keep_ints(k, input, **attrs):
