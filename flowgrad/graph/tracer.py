@@ -686,7 +686,11 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None, retain_graph=
                     if data.shape != info[0] or data.dtype is not info[1] and \
                             data.dtype != info[1]:  # (dtypes: the same object, most often)
                         g = engine._fit_grad(g, info[0], info[1], function)
-                    if collected is not None and meta.is_leaf:
+                    if collected is not None and meta.is_leaf and (
+                            value.kind != NODE or value.source not in function_of):
+                        # (a value an op made, with a rule: the gradient goes on through it,
+                        # to the leaf it came from; an unpacked saved tensor whose pack hook
+                        # copied the leaf carries the leaf's meta on that copy)
                         _add_leaf(collected, meta, g, info[0])
                     old = grads.get(value.id)  # (as _add, inline: once per gradient)
                     if old is not None:
