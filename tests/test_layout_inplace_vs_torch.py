@@ -107,3 +107,54 @@ def test_under_no_grad_a_tensor_that_requires_grad_is_refused():
     with flow.no_grad(), pytest.raises(NotImplementedError, match="under no_grad"):
         y.t_()
     assert tuple(y.shape) == (2, 3)
+
+
+def test_inside_vmap_a_tensor_that_requires_grad_is_refused():
+    """(torch records it per example; flowgrad's alias of the old history is not batched)"""
+    def f(x):
+        y = x * 2
+        y.unsqueeze_(0)
+        return (y * y).sum()
+    with pytest.raises(NotImplementedError, match="inside vmap"):
+        flow.func.vmap(flow.func.grad(f))(flow.ones(2, 2))
+
+
+def test_inside_nn_graph_as_eager():
+    """build() with t_ and unsqueeze_ on an activation: the tracer hears of each change (the
+    tensor then holds the view op's value), so the plan trains as eager does."""
+    def step(lin, x):
+        y = lin(x)
+        y.t_()
+        y.unsqueeze_(0)
+        return (y * flow.arange(8.0).view(1, 2, 4)).sum()
+
+    xs = [flow.tensor(np.random.default_rng(i).standard_normal((4, 3)).astype(np.float32))
+          for i in range(3)]
+    runs = []
+    for graph in (False, True):
+        flow.manual_seed(0)
+        lin = flow.nn.Linear(3, 2)
+        opt = flow.optim.SGD(lin.parameters(), lr=0.1)
+        if graph:
+            class Train(flow.nn.Graph):
+                def __init__(self):
+                    super().__init__()
+                    self.lin = lin
+                    self.add_optimizer(opt)
+
+                def build(self, x):
+                    loss = step(self.lin, x)
+                    loss.backward()
+                    return loss
+            train = Train()
+        else:
+            def train(x):
+                loss = step(lin, x)
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                return loss
+        losses = [float(train(x)) for x in xs]
+        runs.append((losses, lin.weight.detach().numpy().copy()))
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-6)
+    np.testing.assert_allclose(runs[1][1], runs[0][1], rtol=1e-6)

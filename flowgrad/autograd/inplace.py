@@ -441,6 +441,11 @@ def change_layout(name, target, view_of):
             f"{name}: changing the shape in place of a tensor that requires grad, under "
             f"no_grad (shape {tuple(target.shape)}), is not supported; use the out-of-place "
             f"form, x = x.{name[:-1]}(...)")
+    if recording and getattr(target, "_phys", None) is not None:
+        raise NotImplementedError(
+            f"{name}: changing the shape in place of a tensor that requires grad inside vmap "
+            f"(per-example shape {tuple(target.shape)}) is not supported; use the "
+            f"out-of-place form, x = x.{name[:-1]}(...)")
     if recording:
         _check_requiring_grad(name, target)  # (a leaf, or a view of one: refused)
     source = target
@@ -460,6 +465,7 @@ def change_layout(name, target, view_of):
         _take_history(target, result)
         if target._view is not None:
             target._view.version = target._counter.value
+    tell_written(target, result)  # (a tracer: target now holds result's value)
     return target
 
 
