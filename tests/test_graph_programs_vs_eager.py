@@ -7,25 +7,12 @@ import copy
 
 import numpy as np
 import pytest
+from graph_helpers import graph_of
 
 import flowgrad as flow
 import flowgrad.nn.functional as F
 from flowgrad import nn
 from flowgrad.utils.checkpoint import checkpoint, checkpoint_sequential
-
-
-def _graph(model, step, optimizer=None):
-    class Step(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            if optimizer is not None:
-                self.add_optimizer(optimizer)
-
-        def build(self, *args):
-            return step(self.model, *args)
-
-    return Step()
 
 
 def _batches(n=4, rows=6):
@@ -39,7 +26,7 @@ def _train_as_eager(make_model, step, make_opt, batches):
     eager = make_model()
     compiled = copy.deepcopy(eager)
     opt_e, opt_g = make_opt(eager), make_opt(compiled)
-    graph = _graph(compiled, step, opt_g)
+    graph = graph_of(compiled, step, opt_g)
     for i, (x, y) in enumerate(batches):
         flow.manual_seed(10 + i)
         opt_e.zero_grad()
@@ -109,7 +96,7 @@ def test_checkpoint_sequential_with_dropout_inside_build_trains_as_eager():
 
 def test_utils_checkpoint_inside_build_is_recomputed_by_the_plan():
     model = _Checkpointed(lambda h: flow.tanh(h) * 2)  # tanh's output: internal
-    graph = _graph(model, _cross_entropy, flow.optim.SGD(model.parameters(), lr=0.1))
+    graph = graph_of(model, _cross_entropy, flow.optim.SGD(model.parameters(), lr=0.1))
     graph(*_batches(1)[0])
     program = graph._compiled[0]
     assert len(program.checkpoints) == 1
@@ -178,7 +165,7 @@ def test_a_graph_input_that_requires_grad_gets_its_gradient_after_each_call():
 
 def test_input_gradients_accumulate_across_calls_as_eagerly():
     model = nn.Linear(4, 2)
-    graph = _graph(model, lambda m, x: (m(x).pow(2).sum().backward(), x.grad)[1])
+    graph = graph_of(model, lambda m, x: (m(x).pow(2).sum().backward(), x.grad)[1])
     x_graph = flow.randn(3, 4, requires_grad=True)
     x_eager = x_graph.detach().clone().requires_grad_()
     for _ in range(3):
@@ -292,7 +279,7 @@ def test_stepping_an_optimizer_or_scheduler_inside_build_raises(stepped):
     before = [p.detach().clone() for p in model.parameters()]
     lr = opt.param_groups[0]["lr"]
     with pytest.raises(RuntimeError, match=r"step\(\) inside build\(\).*add_optimizer"):
-        _graph(model, step)(*_batches(1)[0])
+        graph_of(model, step)(*_batches(1)[0])
     for p, b in zip(model.parameters(), before):
         np.testing.assert_array_equal(p.detach().numpy(), b.numpy())
     assert opt.param_groups[0]["lr"] == lr
@@ -327,7 +314,7 @@ class _Lookup(nn.Module):
 
 
 @pytest.mark.parametrize("optimizer", ["SGD", "Adagrad", "SparseAdam"])
-def test_a_sparse_embedding_with_padding_trains_in_a_graph(optimizer):
+def test_a_sparse_embedding_with_padding_trains_in_agraph_of(optimizer):
     # the sparse gradient left the padding lookups out: an entry count of the first call's
     # data, so the plan's next call failed ("cannot reshape array of size 17 into (1,16)")
     flow.manual_seed(2)
@@ -371,7 +358,7 @@ def test_changing_an_optimizer_option_inside_build_raises_and_is_undone():
         opt.param_groups[0]["lr"] *= 0.5
         return _cross_entropy(m, x, y)
     with pytest.raises(NotImplementedError, match="param group option 'lr' from 1.0 to 0.5"):
-        _graph(model, step, opt)(*_batches(1)[0])
+        graph_of(model, step, opt)(*_batches(1)[0])
     assert opt.param_groups[0]["lr"] == 1.0
 
 
@@ -422,7 +409,7 @@ def test_an_optimizer_parameter_outside_the_graphs_modules_is_trained():
     compiled = _Scaled(nn.Parameter(flow.ones(3)))
     compiled.load_state_dict(eager.state_dict())
     opt_e, opt_g = make_opt(eager), make_opt(compiled)
-    graph = _graph(compiled, _cross_entropy, opt_g)
+    graph = graph_of(compiled, _cross_entropy, opt_g)
     for x, y in _batches():
         opt_e.zero_grad()
         _cross_entropy(eager, x, y)

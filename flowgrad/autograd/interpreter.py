@@ -267,6 +267,12 @@ def varies_per_run(tensor):
     return hook is not None and bool(hook(tensor))
 
 
+def tracing_a_plan():
+    """Whether the current interpreter traces a compiled plan (nn.Graph's build): code that
+    works on arrays or Python state, not through ops, runs once there and is not replayed."""
+    return getattr(current, "read", None) is not None
+
+
 def check_host_draw(what):
     """Random numbers drawn by Python outside an op (nn.init's algorithms): a tracer refuses
     them, as its plan would reuse the same numbers on every run."""

@@ -92,7 +92,7 @@ def register_optimizer_step_post_hook(hook):
 def refuse_in_graph(what):
     """An optimizer's or a scheduler's step inside nn.Graph's build: it updates arrays (or
     numbers) once, while build is traced, and the compiled plan would never repeat it."""
-    if getattr(_interpreter.current, "read", None) is not None:  # inside nn.Graph's build
+    if _interpreter.tracing_a_plan():  # inside nn.Graph's build
         raise RuntimeError(
             f"nn.Graph: {what} inside build() runs once, while build is traced, and the "
             f"compiled plan would not repeat it on later calls. Register the optimizer and its "

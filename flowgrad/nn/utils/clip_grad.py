@@ -34,7 +34,7 @@ def _tensors(tensors):
 
 
 def _refuse_in_graph(name):
-    if getattr(_interpreter.current, "read", None) is not None:  # inside nn.Graph's build
+    if _interpreter.tracing_a_plan():  # inside nn.Graph's build
         raise RuntimeError(
             f"nn.Graph: {name} inside build() computes on the gradients' arrays, which a "
             f"compiled plan cannot replay (it would keep the first call's numbers). Give the "
@@ -153,7 +153,7 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient entry into [-clip_value, clip_value], in place."""
     clip_value = float(clip_value)
-    if getattr(_interpreter.current, "read", None) is not None:  # inside nn.Graph's build:
+    if _interpreter.tracing_a_plan():  # inside nn.Graph's build:
         # the clamp as a recorded in-place op on each traced gradient
         with no_grad():
             for p in _tensors(parameters):
