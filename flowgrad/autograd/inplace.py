@@ -81,10 +81,11 @@ def run_inplace(name, fn, target, *args, **kwargs):
     tensor_class = _interpreter.Tensor
     args_need_grad = False
     memory = memory_of(target)
-    for a in args:
+    for a in (*args, *kwargs.values()) if kwargs else args:
         if isinstance(a, tensor_class):
             args_need_grad = args_need_grad or a.requires_grad
-            _check_no_partial_overlap(name, memory, memory_of(a), target, a)
+            if a.ndim or name not in READS_VALUE_FIRST:
+                _check_no_partial_overlap(name, memory, memory_of(a), target, a)
     return inplace_update(name, target, lambda src: fn(src, *args, **kwargs), args_need_grad)
 
 
@@ -185,6 +186,9 @@ def _check_no_partial_overlap(name, data, other, target, operand):
         f"{tuple(other.shape)}) and the written-to tensor (shape {tuple(data.shape)}) refer "
         f"to a single memory location; clone() the input before the in-place operation")
 
+
+# in-place ops that read a 0-d value tensor once, as a number, before writing (torch: .item())
+READS_VALUE_FIRST = frozenset(("fill_", "masked_fill_", "index_fill_"))
 
 # in-place ops whose result at a position reads their operands at that position alone
 ELEMENTWISE_WRITES = frozenset((
