@@ -14,6 +14,7 @@ from flowgrad.graph.fusion import STEPS, _repeats, fuse_elementwise
 from flowgrad.graph.ir import CONST, NODE, Node, Program
 from flowgrad.graph.optimizer_pass import place_updates
 from flowgrad.graph.passes import trace
+from flowgrad.ops.elementwise import scale
 from flowgrad.ops.registry import REGISTRY
 
 
@@ -246,7 +247,8 @@ def test_each_fused_step_is_bitwise_its_kernel(name):
     name = small.get(name, name)
     x = flow.tensor(data)
     other = flow.tensor(rng.standard_normal(data.shape).astype(np.float32))
-    calls = {"scalar_mul": lambda a: a * 1.5, "scalar_add": lambda a: a + 0.25,
+    calls = {"scalar_mul": lambda a: a * 1.5, "scale": lambda a: scale(a, value=1.5),
+             "scalar_add": lambda a: a + 0.25,
              "scalar_div": lambda a: a / 3.0, "neg": flow.neg, "tanh": flow.tanh,
              "exp": flow.exp, "sqrt": flow.sqrt, "relu": flow.relu,
              "add": lambda a: a + other, "sub": lambda a: other - a,

@@ -89,9 +89,6 @@ KNOWN_DIFFERENCES = {
     **dict.fromkeys([3000518, 3000950, 3001609, 3004326, 3004738], _TORCH_REFUSES),
     **dict.fromkeys([3001240, 3003870], _TORCH_REFUSES + " (a write of a tensor into "
                     "itself: torch checks overlap where flowgrad reads the whole source first)"),
-    3000408: "a second backward through lerp(x, y, 0.3): torch's lerp keeps the number weight "
-             "as a Scalar and saves nothing; flowgrad's composite multiplies by it (saved, "
-             "as torch's x * 0.3 saves it) and raises",
     3003045: "hooks registered after an in-place layout change (t_, unsqueeze_) on a tensor "
              "with hooks from before: torch adds them to the hooks of the value before the "
              "change (one Python dict, registered on the old node); flowgrad's see the new one",

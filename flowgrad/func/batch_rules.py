@@ -311,7 +311,7 @@ DIM_OPS = ("softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "m
 ELEMENTWISE = ("add", "sub", "mul", "div", "pow", "where", "clone", "cast", "eq", "ne", "lt",
                "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_and", "logical_or",
                "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
-               "bitwise_not", "scalar_add", "scalar_mul", "scalar_div",
+               "bitwise_not", "scalar_add", "scalar_mul", "scale", "scalar_div",
                "scalar_pow", "scalar_rpow", "scaled_product")
 TRAILING = ("tril", "triu", "linalg_cholesky", "linalg_det", "linalg_inv",
             "linalg_slogdet", "linalg_eigh", "linalg_qr", "linalg_svd")

@@ -45,6 +45,7 @@ from .ir import Node
 # {ko} is ", out={b}", for maximum, whose positional output NumPy 2.4 deprecates)
 STEPS = {
     "scalar_mul": (0, "{b} = xp.multiply({x}, {c}{o})", False),
+    "scale": (0, "{b} = xp.multiply({x}, {c}{o})", False),
     "scalar_add": (0, "{b} = xp.add({x}, {c}{o})", False),
     "scalar_div": (0, "{b} = xp.true_divide({x}, {c}{o})", False),
     "neg": (0, "{b} = xp.negative({x}{o})", False),

@@ -256,7 +256,7 @@ def _is_identity_scalar(node, x):
         return False
     if kind in "iu" and type(value) is float:
         return False
-    if node.op.name in ("scalar_mul", "scalar_div"):
+    if node.op.name in ("scalar_mul", "scale", "scalar_div"):
         return value == 1
     if node.op.name == "scalar_add":
         return value == 0 and (type(value) is int and kind in "iu"

@@ -205,6 +205,17 @@ def scalar_mul_backward(ctx, dy):
     return _scalar_mul(dy, value=ctx.value)  # (dy * value, without mul's argument checks)
 
 
+# x * value where torch's op keeps the number as a Scalar, not a saved tensor (add's alpha,
+# lerp's weight, trapezoid's dx): a second backward through it works, as torch's
+scale = op("scale", jvp="linear", complex=True)(_scalar_mul.kernel)
+
+
+@scale.grad
+def scale_backward(ctx, dy):
+    value = ctx.value  # (torch's gradient of a complex scale: the conjugate's)
+    return scale(dy, value=value.conjugate() if isinstance(value, builtins.complex) else value)
+
+
 @op("scalar_div", jvp="linear", save="attrs", complex=True)  # as scalar_mul
 def _scalar_div(xp, x, *, value):
     s = scalar_operand(xp, value, x.dtype)
@@ -502,6 +513,8 @@ def scale_by_alpha(input, other, alpha, name):
                     .astype(dtype.np))
     elif dtype.np in HALF and not isinstance(alpha, builtins.complex):
         alpha = float(dtype.np.type(alpha))  # torch's half-precision alpha * other: rounded
+    if isinstance(other, Tensor) and dtype.np == other._data.dtype:
+        return scale(other, value=alpha)
     return other * alpha
 
 

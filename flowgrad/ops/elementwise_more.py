@@ -54,6 +54,7 @@ from .elementwise import (
     log,
     logical_not,
     mul,
+    scale,
     sub,
     where,
 )
@@ -237,13 +238,14 @@ def lerp(input, end, weight):
     if isinstance(weight, Tensor):
         return where(weight.abs() < 0.5, input + weight * (end - input),
                      end - (end - input) * (1 - weight))
+    # (a number weight scales unsaved: torch's lerp keeps it as a Scalar)
     if abs(weight) < 0.5:
-        return input + weight * (end - input)
+        return input + scale(end - input, value=weight)
     if input._data.dtype.kind == "c":
-        return end - (end - input) * (1 - weight)
+        return end - scale(end - input, value=1 - weight)
     # 1 - weight in the precision torch computes it in (float for float32 and half inputs)
     real = opmath(input._data.dtype).type
-    return end - (end - input) * float(real(1) - real(weight))
+    return end - scale(end - input, value=float(real(1) - real(weight)))
 
 
 @tensor_method()

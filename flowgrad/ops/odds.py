@@ -24,6 +24,7 @@ from ..device import array_module, resolve_device, to_device
 from ..errors import expect_tensor, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .creation import FACTORY_HINTS, check_hints
+from .elementwise import scale
 from .index import index_select, narrow
 from .registry import op
 from .shape import cat, meshgrid, stack
@@ -128,9 +129,15 @@ def combinations(input, r=2, with_replacement=False):
 def _trapezoid_terms(y, x, dx, d, name):
     """The per-interval areas along d: (y[i] + y[i+1]) / 2 * (x[i+1] - x[i])."""
     n = y._data.shape[d]
-    mids = (narrow(y, d, 1, n - 1) + narrow(y, d, 0, n - 1)) * 0.5
+    if y._data.dtype.kind == "b":
+        raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not supported; "
+                           f"convert it with y.float()")
+    if y._data.dtype.kind in "iu":  # torch's 0.5 promotes integers to the default float
+        y = y.to(_dt.get_default_dtype())
+    # (numbers scale unsaved, as torch's Scalars: a second backward through it works)
+    mids = scale(narrow(y, d, 1, n - 1) + narrow(y, d, 0, n - 1), value=0.5)
     if x is None:
-        return mids * (1.0 if dx is None else dx)
+        return mids if dx is None else scale(mids, value=dx)
     if dx is not None:
         raise RuntimeError(f"{name}: cannot pass both x and dx")
     if x._data.ndim == 1:
