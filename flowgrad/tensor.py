@@ -24,6 +24,7 @@ from .autograd import levels as _levels
 from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.inference import check_requires_grad
 from .autograd.meta import AutogradMeta, VersionCounter, counter_of
+from .autograd.torch_nodes import named as _named
 from .autograd.views import moved_from_base, sync_view
 from .device import (
     ARRAY_MODULES,
@@ -372,8 +373,10 @@ class Tensor:
     def grad_fn(self):
         self._sync()
         node = self._grad_fn
-        if node is not None and self._leaf_here():
-            return None  # (func.grad's input inside another transform: a leaf at its level)
+        if node is not None:
+            if self._leaf_here():
+                return None  # (func.grad's input inside another transform: a leaf at its level)
+            return _named(node)  # (as torch names it: MulBackward0)
         return node
 
     @property

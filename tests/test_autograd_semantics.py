@@ -617,11 +617,11 @@ def test_grad_fn_name_and_next_functions():
     y = x * c
     z = y + x
     assert x.grad_fn is None and c.grad_fn is None
-    assert y.grad_fn.name() == "mul_backward" and z.grad_fn.name() == "add_backward"
+    assert y.grad_fn.name() == "MulBackward0" and z.grad_fn.name() == "AddBackward0"
     nf = y.grad_fn.next_functions
     assert isinstance(nf, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in nf)
     acc, idx = nf[0]
-    assert acc.name() == "accumulate_grad" and idx == 0
+    assert acc.name() == "torch::autograd::AccumulateGrad" and idx == 0
     assert nf[1] == (None, 0)
     assert z.grad_fn.next_functions[0] == (y.grad_fn, 0)
     assert z.grad_fn.next_functions[1][0] is acc  # one accumulate_grad node per leaf

@@ -140,7 +140,7 @@ class GraphTask:
             node = ready.pop()
             if type(node) is AccumulateGrad:
                 if save_grad_for_leaf:
-                    acc_grad_for_leaf(node.output_metas[0], node.variable())
+                    acc_grad_for_leaf(node.output_metas[0], node._variable())
             else:
                 run_node(node, deps, targets)
             if stopped and node in stopped:
@@ -506,7 +506,7 @@ def _shape_of(t):
         return tuple(t.shape)
     node, nr = t
     if isinstance(node, AccumulateGrad):
-        leaf = node.variable()
+        leaf = node._variable()
         return None if leaf is None else tuple(leaf.shape)
     return tuple(node.output_infos[nr][0])
 

@@ -11,9 +11,9 @@ backward graph.
 >>> x = flow.ones(2, requires_grad=True)
 >>> y = (x * 2).sum()
 >>> isinstance(y.grad_fn, flow.autograd.graph.Node), y.grad_fn.name()
-(True, 'sum_backward')
+(True, 'SumBackward0')
 >>> flow.autograd.graph.get_gradient_edge(x).node.name()
-'accumulate_grad'
+'torch::autograd::AccumulateGrad'
 """
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ _METADATA: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _TASKS: list = []
 # Node.register_hook/register_prehook: node_hooks.register, bound there (it builds on Node)
 _register_node_hook = None
+_named = None  # torch_nodes.named, bound there: the node as torch names it
 
 
 def node_metadata(node) -> dict:
@@ -58,7 +59,7 @@ class Node:
     >>> x = flow.ones(2, requires_grad=True)
     >>> y = x.exp()
     >>> y.grad_fn.next_functions[0][0].name()
-    'accumulate_grad'
+    'torch::autograd::AccumulateGrad'
     >>> y.grad_fn.metadata["note"] = "mine"; y.grad_fn.metadata
     {'note': 'mine'}
     """
@@ -104,7 +105,7 @@ def get_gradient_edge(tensor) -> GradientEdge:
     >>> x = flow.ones(2, requires_grad=True)
     >>> a, b = (x * 2).split(1)
     >>> e = flow.autograd.graph.get_gradient_edge(b); e.node.name(), e.output_nr
-    ('split_backward', 1)
+    ('SplitBackward0', 1)
     """
     node = _recorded(tensor)
     if node is None:
@@ -114,7 +115,7 @@ def get_gradient_edge(tensor) -> GradientEdge:
         return GradientEdge(tensor._meta.grad_accumulator(tensor), 0)
     meta = tensor._meta
     index = next((i for i, m in enumerate(node.output_metas) if m is meta), 0)
-    return GradientEdge(node, index)
+    return GradientEdge(_named(node), index)
 
 
 def increment_version(tensor):

@@ -202,17 +202,16 @@ class FunctionNode(Node):
         return self.next_functions_pairs()
 
     def __repr__(self):
-        return f"<{self.name} object at {id(self):#x}>"
+        return f"<{self.name()} object at {id(self):#x}>"
 
 
 class NodeName(str):
     """A str that can also be called: torch code calls `grad_fn.name()`, the seed reads
-    `node.name`; both work. Made once per op, not per node."""
-
-    __slots__ = ()
+    `node.name`; both work. Made once per op, not per node. Called, it gives torch's name
+    where one was set (`torch`: autograd/torch_nodes.py), else itself."""
 
     def __call__(self):
-        return str(self)
+        return self.__dict__.get("torch") or str(self)
 
 
 class InertNode(FunctionNode):
@@ -228,18 +227,26 @@ class AccumulateGrad(FunctionNode):
     """The accumulate_grad node of a leaf: its grad is written into the leaf's meta. It
     holds the leaf weakly (`variable`), for the layout a first `.grad` takes."""
 
-    __slots__ = ("variable",)
+    __slots__ = ("_variable",)
     name = NodeName("accumulate_grad")
     accumulates = True
 
     def __init__(self, meta, tensor):
         super().__init__(None, {}, (), (), ())
         self.output_metas = (meta,)
-        self.variable = weakref.ref(tensor)
+        self._variable = weakref.ref(tensor)
+
+    @property
+    def variable(self):
+        """The leaf (torch's `.variable`), held weakly: None once it is gone."""
+        return self._variable()
 
     @property
     def variable_meta(self):
         return self.output_metas[0]
 
 
+FunctionNode.behaviour = FunctionNode  # a class made for torch's name keeps its base's
+InertNode.behaviour = InertNode
+AccumulateGrad.behaviour = AccumulateGrad
 _meta.AccumulateGrad = AccumulateGrad  # AutogradMeta.grad_accumulator makes them

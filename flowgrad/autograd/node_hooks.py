@@ -40,6 +40,7 @@ class HookedNode(FunctionNode):
     """A FunctionNode whose backward runs its hooks and anomaly checks."""
 
     __slots__ = ()
+    behaviour = None  # (HookedNode: set below)
 
     def backward_fn(self, out_grads):
         hooks = _HOOKS.get(self)
@@ -67,6 +68,15 @@ class HookedNode(FunctionNode):
         if anomaly.enabled and anomaly.check_nan:
             anomaly.check_results(self, in_grads)
         return in_grads
+
+
+HookedNode.behaviour = HookedNode
+
+
+def hooked_variant(cls):
+    """The class a node of class `cls` takes to run hooks (torch_nodes binds its own: a
+    node named as torch's keeps its name)."""
+    return HookedNode
 
 
 def _undefined_as_zeros(node, grads):
@@ -133,9 +143,10 @@ def checked_runner(run_node):
     are checked for NaN/inf (node_hooks.HookedNode), and any error a node raises warns with
     the forward traceback of that node before propagating."""
     def run(node, deps, targets):
-        plain = type(node) is FunctionNode
+        cls = type(node)
+        plain = cls.behaviour is FunctionNode
         if plain:
-            node.__class__ = HookedNode  # its backward_fn checks the results
+            node.__class__ = hooked_variant(cls)  # its backward_fn checks the results
         try:
             run_node(node, deps, targets)
         except Exception as error:
@@ -148,7 +159,7 @@ def checked_runner(run_node):
             raise
         finally:
             if plain:
-                node.__class__ = FunctionNode
+                node.__class__ = cls
     return run
 
 
@@ -159,8 +170,8 @@ def register(node, hook, pre):
                         f"callable, got {type(hook).__name__}")
     if type(node) is AccumulateGrad:
         return _register_on_leaf(node, hook, pre)
-    if type(node) is FunctionNode or type(node) is InertNode:
-        node.__class__ = HookedNode
+    if type(node).behaviour in (FunctionNode, InertNode):
+        node.__class__ = hooked_variant(type(node))
     hooks = _HOOKS.get(node)
     if hooks is None:
         hooks = _HOOKS[node] = _Hooks()

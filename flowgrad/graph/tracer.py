@@ -663,7 +663,8 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None, retain_graph=
                             tracer.value(g)
                     if meta is not None and meta.retain_grad and out_grads[k] is not None:
                         engine._accumulate(meta, out_grads[k])  # h.retain_grad() in build
-                own = _OWN_RULE.get(function.op) if type(function) is FunctionNode else False
+                own = (_OWN_RULE.get(function.op) if type(function).behaviour is FunctionNode
+                       else False)
                 tracer.where = outer if own or own is None and _own_rule(function) else None
                 if function.released and function.saved_something:
                     raise freed_graph_error(function)
@@ -709,7 +710,7 @@ _OWN_RULE = {}  # registry op -> whether its gradient rule is flowgrad's code
 def _own_rule(function):
     """Whether `function` runs a rule of flowgrad's registry written in flowgrad (no user
     code runs in it: not a custom Function's backward, nor a node with hooks)."""
-    if type(function) is not FunctionNode:
+    if type(function).behaviour is not FunctionNode:
         return False
     op = function.op
     own = _OWN_RULE.get(op)

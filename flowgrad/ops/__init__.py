@@ -26,6 +26,7 @@ from . import (  # noqa: F401 - imported to register their ops
     loss_more,
     math,
     nn_misc,
+    node_names,
     norm,
     normalization,
     odds,

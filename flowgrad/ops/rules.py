@@ -13,7 +13,7 @@ their gradient is zero. The generated rules are flowgrad ops, so they differenti
 >>> import flowgrad as flow
 >>> x = flow.tensor([0.0, 1.0], requires_grad=True)
 >>> y = flow.sin(x); y.sum().backward(); x.grad, y.grad_fn.name()
-(tensor([1.0000, 0.5403]), 'sin_backward')
+(tensor([1.0000, 0.5403]), 'SinBackward0')
 """
 from __future__ import annotations
 
