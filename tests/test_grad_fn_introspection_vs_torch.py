@@ -72,6 +72,8 @@ DIFFERENT = {
     "F.mse_loss(x, y)": ("MeanBackward0", ["MulBackward0"]),  # torch: MseLossBackward0
     "F.cross_entropy(x, torch.tensor([0, 1]))": ("NllLossBackward0", ["AccumulateGrad"]),
     "x.exp().mul_(2)": ("MulBackward0", ["CloneBackward0", None]),  # torch: (ExpBackward0)
+    "x.mean((0, 1))": ("MeanBackward0", ["AccumulateGrad"]),  # torch: MeanBackward1
+    "x.sum((0, 1))": ("SumBackward0", ["AccumulateGrad"]),  # torch: SumBackward1
 }
 
 
@@ -197,6 +199,31 @@ SAVED = [
     ("x.expand(4, 2, 3)", ["_saved_self_sym_sizes"]), ("x.permute(1, 0)", ["_saved_dims"]),
     ("torch.cat([x, y], 1)", ["_saved_dim"]), ("x.cumsum(1)", ["_saved_dim"]),
     ("x.clamp(0, 1)", ["_saved_self", "_saved_min", "_saved_max"]),
+    ("x.clamp(min=0)", ["_saved_self", "_saved_min", "_saved_max"]),
+    ("x[0]", ["_saved_dim", "_saved_index", "_saved_self_sym_sizes"]),
+    ("x.select(1, 2)", ["_saved_dim", "_saved_index"]),
+    ("x[:, 1:]", ["_saved_dim", "_saved_start", "_saved_end", "_saved_step"]),
+    ("x.narrow(1, 0, 2)", ["_saved_dim", "_saved_start", "_saved_end", "_saved_step"]),
+    ("x[::2]", ["_saved_dim", "_saved_start", "_saved_end", "_saved_step"]),
+    ("x.std(1)", ["_saved_dim", "_saved_keepdim", "_saved_self", "_saved_result"]),
+    ("x.std()", ["_saved_dim", "_saved_keepdim", "_saved_self", "_saved_result"]),
+    ("x.var(0, keepdim=True)", ["_saved_dim", "_saved_keepdim", "_saved_self"]),
+    ("x.norm()", ["_saved_dim", "_saved_keepdim", "_saved_self", "_saved_result"]),
+    ("torch.where(c > 0, x, y)", ["_saved_condition"]),
+    ("torch.maximum(x, y)", ["_saved_self", "_saved_other"]),
+    ("x.atan2(y)", ["_saved_self", "_saved_other"]),
+    ("x.split(1)[0]", ["_saved_dim", "_saved_split_size", "_saved_self_sym_sizes"]),
+    ("x.chunk(3, 1)[0]", ["_saved_dim", "_saved_split_size"]),
+    ("x.repeat(2, 1)", ["_saved_repeats", "_saved_self_sym_sizes"]),
+    ("x.flip(0)", ["_saved_dims"]), ("x.roll(1, 0)", ["_saved_dims", "_saved_shifts"]),
+    ("F.gelu(x, approximate='tanh')", ["_saved_self", "_saved_approximate"]),
+    ("F.leaky_relu(x, 0.2)", ["_saved_self", "_saved_negative_slope"]),
+    ("F.hardtanh(x)", ["_saved_self", "_saved_min_val", "_saved_max_val"]),
+    ("F.elu(x, 0.5)", ["_saved_self", "_saved_alpha"]),
+    ("x.diagonal(1)", ["_saved_offset", "_saved_dim1", "_saved_dim2"]),
+    ("x.tril(1)", ["_saved_diagonal"]), ("x.triu()", ["_saved_diagonal"]),
+    ("x.cumprod(1)", ["_saved_dim", "_saved_self", "_saved_result"]),
+    ("x.pow(2.5)", ["_saved_self", "_saved_exponent"]),
 ]
 
 

@@ -196,6 +196,70 @@ _SAVED = {
 }
 
 
+def _dims_or_none(node):
+    """A reduction's dims as torch saves them: None for one over every dim."""
+    return None if _whole(node) else node.axes
+
+
+def _index_parts(node):
+    """getitem's index: (dim, the component) of its one non-full component."""
+    index = node.__dict__.get("index")
+    parts = index if isinstance(index, tuple) else (index,)
+    for dim, part in enumerate(parts):
+        if part is not Ellipsis and part != slice(None):
+            return dim, part
+    return 0, slice(None)
+
+
+def _slice_field(field):
+    def get(node):
+        dim, part = _index_parts(node)
+        size = node.input_infos[0][0][dim]
+        start, stop, step = part.indices(size)
+        return {"dim": dim, "start": start, "step": step,
+                "end": 9223372036854775807 if part.stop is None else stop}[field]
+    return get
+
+
+_TWO = {"_saved_self": _input(0), "_saved_other": _input(1)}
+_SAVED.update({
+    "SelectBackward0": {"_saved_dim": lambda n: _index_parts(n)[0],
+                        "_saved_index": lambda n: _index_parts(n)[1],
+                        "_saved_self_sym_sizes": _sizes(0)},
+    "SliceBackward0": {"_saved_" + f: _slice_field(f) for f in ("dim", "start", "end", "step")}
+    | {"_saved_self_sym_sizes": _sizes(0)},
+    "StdBackward0": {"_saved_self": _SELF, "_saved_result": _RESULT,
+                     "_saved_dim": _dims_or_none, "_saved_keepdim": _attr("keepdim")},
+    "VarBackward0": {"_saved_self": _SELF, "_saved_dim": _dims_or_none,
+                     "_saved_keepdim": _attr("keepdim")},
+    "LinalgVectorNormBackward0": {"_saved_self": _SELF, "_saved_result": _RESULT,
+                                  "_saved_dim": _dims_or_none,
+                                  "_saved_keepdim": _attr("keepdim")},
+    "WhereBackward0": {"_saved_condition": _input(0)},
+    "MaximumBackward0": _TWO, "MinimumBackward0": _TWO, "Atan2Backward0": _TWO,
+    "HypotBackward0": _TWO,
+    "SplitBackward0": {"_saved_dim": _attr("dim"), "_saved_self_sym_sizes": _sizes(0),
+                       "_saved_split_size": lambda n: n.bounds[1] - n.bounds[0]},
+    "RepeatBackward0": {"_saved_repeats": _attr("reps"), "_saved_self_sym_sizes": _sizes(0)},
+    "FlipBackward0": {"_saved_dims": _attr("dims")},
+    "RollBackward0": {"_saved_dims": _attr("dims"), "_saved_shifts": _attr("shifts")},
+    "GeluBackward0": {"_saved_self": _SELF, "_saved_approximate": _attr("approximate")},
+    "LeakyReluBackward0": {"_saved_self": _SELF, "_saved_negative_slope": _attr("slope")},
+    "HardtanhBackward0": {"_saved_self": _SELF, "_saved_min_val": _attr("lo"),
+                          "_saved_max_val": _attr("hi")},
+    "EluBackward0": {"_saved_self": _SELF, "_saved_alpha": _attr("alpha"),
+                     "_saved_scale": _attr("scale"), "_saved_input_scale": _attr("input_scale")},
+    "SoftplusBackward0": {"_saved_self": _SELF, "_saved_beta": _attr("beta"),
+                          "_saved_threshold": _attr("threshold")},
+    "DiagonalBackward0": {"_saved_offset": _attr("offset"), "_saved_dim1": _attr("dim1"),
+                          "_saved_dim2": _attr("dim2"), "_saved_self_sym_sizes": _sizes(0)},
+    "TrilBackward0": {"_saved_diagonal": _attr("diagonal")},
+    "TriuBackward0": {"_saved_diagonal": _attr("diagonal")},
+    "CumprodBackward0": {"_saved_dim": _attr("dim"), "_saved_self": _SELF,
+                         "_saved_result": _RESULT},
+})
+
+
 def _numel(shape):
     n = 1
     for s in shape:
