@@ -167,6 +167,7 @@ def test_hooks_and_anomaly_run_on_named_nodes():
 SAVED = [
     ("x * y", ["_saved_self", "_saved_other"]),
     ("x * 2", ["_saved_self", "_saved_other"]),
+    ("x * 2.5", ["_saved_self", "_saved_other"]), ("x / 0.5", ["_saved_other"]),
     ("x * c", ["_saved_self", "_saved_other"]),
     ("x / y", ["_saved_self", "_saved_other"]),
     ("x / 2", ["_saved_self", "_saved_other"]),
@@ -229,7 +230,8 @@ SAVED = [
 
 def _value(v):
     if isinstance(v, (torch.Tensor, flow.Tensor)):
-        return ("tensor", tuple(v.shape), v.detach().double().tolist())
+        return ("tensor", tuple(v.shape), str(v.dtype).split(".")[-1],
+                v.detach().double().tolist())
     return v
 
 
@@ -239,8 +241,8 @@ def test_saved_attributes_as_torch(expr, attrs):
     for attr in attrs:
         tv, fv = _value(getattr(t, attr)), _value(getattr(f, attr))
         if isinstance(tv, tuple) and tv and tv[0] == "tensor":
-            assert fv[:2] == tv[:2], attr
-            np.testing.assert_allclose(fv[2], tv[2], rtol=1e-5, atol=1e-6, err_msg=attr)
+            assert fv[:3] == tv[:3], attr
+            np.testing.assert_allclose(fv[3], tv[3], rtol=1e-5, atol=1e-6, err_msg=attr)
         else:
             assert fv == tv and type(fv) is type(tv), (attr, fv, tv)
 

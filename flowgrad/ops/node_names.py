@@ -8,6 +8,7 @@ tests/test_grad_fn_introspection_vs_torch.py lists those cases.
 """
 from __future__ import annotations
 
+from .. import dtypes as _dt
 from ..autograd import torch_nodes as _torch_nodes
 from .creation import tensor as _tensor
 
@@ -123,9 +124,16 @@ def _input(i):
         saved = node._inputs
         s = saved[i] if saved is not None and i < len(saved) else None
         if s is None and i == 1 and "value" in node.__dict__:
-            return _tensor(node.value)  # a number operand: torch's wrapped-number tensor
+            return _wrapped(node.value)
         return None if s is None else s.unpack(node)
     return get
+
+
+def _wrapped(value):
+    """A number operand as torch's wrapped-number tensor (a float: float64, as Python's)."""
+    kind = type(value)
+    dtype = _dt.float64 if kind is float else _dt.complex128 if kind is complex else None
+    return _tensor(value, dtype=dtype)
 
 
 def _result(node):
