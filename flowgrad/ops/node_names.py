@@ -67,6 +67,7 @@ def _shrink(node):
 _torch_nodes.NAMES.update({
     "add": "AddBackward0", "sub": "SubBackward0", "mul": "MulBackward0",
     "div": "DivBackward0", "scalar_add": "AddBackward0", "scalar_mul": "MulBackward0",
+    "scale": "MulBackward0",
     "scalar_div": "DivBackward0", "div_rounded": "DivBackward2",
     "pow": "PowBackward1", "scalar_pow": "PowBackward0", "scalar_rpow": "PowBackward2",
     "sum": _overload("SumBackward0", "SumBackward1"),
@@ -99,7 +100,7 @@ _torch_nodes.NAMES.update({
 
 # torch's node keeps an edge for a scalar operand ((None, 0)) and none for an index input
 _torch_nodes.EDGES.update({
-    "scalar_add": (0, None), "scalar_mul": (0, None), "scalar_div": (0, None),
+    "scalar_add": (0, None), "scalar_mul": (0, None), "scalar_div": (0, None), "scale": (0, None),
     "where": (1, 2), "index": (0,), "take_flat": (0,), "cross_entropy": (0,),
     "nll_loss": (0,), "segment_reduce": (0,), "scatter_reduce_flat": (0, 1),
     "conv": lambda node: (0, 1, 2 if len(node.input_infos) > 2 else None),
