@@ -520,11 +520,15 @@ def _bound_to_build(graph, args, kwargs):
             signature = inspect.signature(graph.build)
         except (TypeError, ValueError):
             signature = False
-        if signature and any(p.kind not in _PLAIN_KINDS + (inspect.Parameter.KEYWORD_ONLY,)
-                             for p in signature.parameters.values()):
+        kinds = [p.kind for p in signature.parameters.values()] if signature else []
+        if any(k not in _PLAIN_KINDS + (inspect.Parameter.KEYWORD_ONLY,) for k in kinds):
             signature = False
         type.__setattr__(cls, "_build_signature", signature)
-    if not signature:
+        # every parameter given by position, none keyword-only: bound as it is (the usual
+        # call; binding it costs several microseconds a call)
+        type.__setattr__(cls, "_build_arity", len(kinds) if signature and all(
+            k in _PLAIN_KINDS for k in kinds) else -1)
+    if not signature or not kwargs and len(args) == cls.__dict__["_build_arity"]:
         return args, kwargs
     try:
         bound = signature.bind(*args, **kwargs)
