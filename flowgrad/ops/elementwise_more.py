@@ -38,6 +38,7 @@ from ..errors import (
 )
 from ..random import resolve
 from ..tensor import Tensor, tensor_method
+from .compare import promoted
 from .creation import _normal, _uniform
 from .elementwise import (
     _SCALARS,
@@ -288,13 +289,18 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     if all(isinstance(t, Tensor) and t._data.dtype in HALF for t in (input, tensor1, tensor2)):
         return addcdiv(input.float(), tensor1.float(), tensor2.float(),
                        value=value).to(input.dtype)  # (in float32, as addcmul)
-    q = tensor1 / tensor2
+    q_dtype = _dt.result_type(tensor1, tensor2)
+    if q_dtype.category < 2:  # (an integer by a float 0-d tensor: true division's float)
+        q_dtype = _dt.get_default_dtype()
     if isinstance(value, builtins.complex):
-        value = fill_scalar("addcdiv", value, q._data.dtype)
+        value = fill_scalar("addcdiv", value, q_dtype.np)
     else:
-        d = _dt.result_type(input, q).np  # (half precision: read in float32)
+        d = _dt.result_type(input, q_dtype).np  # (half precision: read in float32)
         value = checked_number("addcdiv", value, opmath(d) if d in HALF else d)
-    return input + (q if value == 1 else q * value)
+    if value == 1:
+        return input + tensor1 / tensor2
+    # torch's kernel scales before it divides: (value * tensor1) / tensor2
+    return input + promoted(tensor1, q_dtype) * value / tensor2
 
 
 # ---- fmax / fmin: nan-ignoring maximum / minimum ---------------------------------------
