@@ -573,6 +573,12 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 # ---- power-average pooling -----------------------------------------------------------------
 def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nd):
     ksize = ntuple(kernel_size, nd, "kernel_size", f"lp_pool{nd}d")
+    if isinstance(norm_type, (int, float)) and math.isinf(norm_type):
+        # torch: p = inf is max pooling of |x|, p = -inf the min of |x| (x ** inf is 0 or inf)
+        max_pool = (max_pool1d, max_pool2d, max_pool3d)[nd - 1]
+        if norm_type > 0:
+            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
     pool = (avg_pool1d, avg_pool2d, avg_pool3d)[nd - 1]
     out = pool(input ** norm_type, kernel_size, stride, 0, ceil_mode)
     # torch's formula exactly, so its gradient (sign * relu guard) matches too
