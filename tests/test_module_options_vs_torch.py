@@ -76,3 +76,30 @@ def test_lp_pool_of_infinite_norm_is_max_pooling_of_abs_as_torch(nd, p, ceil_mod
     tm, fm = _pair(f"LPPool{nd}d", p, 2, stride=(1, 2, 2)[nd - 1], ceil_mode=ceil_mode)
     x = torch.randn((2, 3) + (5,) * nd, dtype=torch.float64, requires_grad=True)
     _check_pair(tm, fm, [x], lambda m, x: m(x), torch.float64)
+
+
+# ---- option combinations torch refuses ---------------------------------------------------------
+_REFUSED = {
+    # an explicit size leaves no scale to recompute
+    "interpolate_size_recompute": lambda lib: lib.nn.functional.interpolate(
+        lib.ones(1, 1, 4), size=3, recompute_scale_factor=True),
+    # per_sample_weights must have the input's shape, not just its number of elements
+    "embedding_bag_2d_flat_weights": lambda lib: lib.nn.EmbeddingBag(5, 2, mode="sum")(
+        lib.tensor([[1, 2]]), per_sample_weights=lib.ones(2)),
+    "embedding_bag_1d_weights_too_long": lambda lib: lib.nn.functional.embedding_bag(
+        lib.tensor([1, 2]), lib.ones(5, 2), lib.tensor([0]), per_sample_weights=lib.ones(3),
+        mode="sum"),
+    "embedding_bag_1d_weights_2d": lambda lib: lib.nn.functional.embedding_bag(
+        lib.tensor([1, 2]), lib.ones(5, 2), lib.tensor([0]), per_sample_weights=lib.ones(1, 2),
+        mode="sum"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_REFUSED))
+def test_option_combinations_torch_refuses_raise_its_error(case):
+    with pytest.raises(ValueError) as torch_error:
+        _REFUSED[case](torch)
+    with pytest.raises(ValueError) as error:
+        _REFUSED[case](flow)
+    assert str(error.value).split(" (")[0].split(":")[0] == \
+        str(torch_error.value).split(" (")[0].split(":")[0]

@@ -279,6 +279,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights is only supported for "
                                   f"mode='sum' (got mode={mode!r})")
+    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(idx.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "
+                         f"not None, then it must have the same shape as the input "
+                         f"({input.shape})")
     if idx.ndim == 2:
         if offsets is not None:
             raise ValueError("embedding_bag: if input is 2D, then offsets has to be None, as "

@@ -398,6 +398,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined" if size is not None
                          else "either size or scale_factor should be defined")
+    if size is not None and recompute_scale_factor:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
     scales = (None,) * nd
     if size is not None:
         out = (size,) * nd if isinstance(size, (int, np.integer)) else tuple(size)
