@@ -103,3 +103,31 @@ def test_option_combinations_torch_refuses_raise_its_error(case):
         _REFUSED[case](flow)
     assert str(error.value).split(" (")[0].split(":")[0] == \
         str(torch_error.value).split(" (")[0].split(":")[0]
+
+
+# ---- EmbeddingBag(mode="max") with equal maxima ----------------------------------------------
+_TIED = [[1.0, 2.0], [1.0, 2.0], [3.0, 0.0], [float("nan"), 1.0], [3.0, 0.0], [0.0, 0.0]]
+
+
+@pytest.mark.parametrize("bags", [
+    ([[0, 1]], None), ([[2, 4, 0]], None), ([[1, 0, 1]], None), ([[5, 5, 2]], None),
+    ([[0, 3]], None), ([[3, 0]], None), ([[3, 0], [0, 3]], 3), ([[5, 1, 0, 1]], 5),
+    ([2, 4, 0, 1, 0, 5, 5], [0, 3, 3, 5]), ([3, 1, 0, 4, 2], [0, 2])])
+def test_embedding_bag_max_gives_the_first_of_equal_maxima_the_gradient_as_torch(bags):
+    """torch's max kernel keeps a bag's first row and replaces it only by a strictly greater
+    value: of equal maxima the first gets the whole gradient (flowgrad's amax split it, 0.5
+    each), and a nan counts only as a bag's first (non-padding) row."""
+    indices, extra = bags
+    offsets, padding_idx = (extra, None) if isinstance(extra, list) else (None, extra)
+    results = []
+    for lib in (torch, flow):
+        w = lib.tensor(_TIED, dtype=lib.float64, requires_grad=True)
+        i = lib.tensor(indices)
+        o = lib.tensor(offsets) if offsets is not None else None
+        y = lib.nn.functional.embedding_bag(i, w, o, mode="max", padding_idx=padding_idx)
+        y.nan_to_num().mul(lib.arange(1.0, y.numel() + 1, dtype=lib.float64).reshape(
+            y.shape)).sum().backward()
+        results.append((y.detach().numpy(), w.grad.numpy()))
+    (ty, tg), (fy, fg) = results
+    np.testing.assert_array_equal(fy, ty)
+    np.testing.assert_array_equal(fg, tg)

@@ -326,7 +326,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                             longest=longest)
     rows = emb[pos]  # (bags, longest, dim)
     if mode == "max":
-        rows = where(mask.unsqueeze(-1), rows, -math.inf).amax(1)
+        # torch's kernel keeps a bag's first row, then takes a row only where it is strictly
+        # greater: the first of equal maxima gets the gradient, and a nan counts only first
+        real = mask.unsqueeze(-1)
+        first = real & (mask.long().cumsum(1) == 1).unsqueeze(-1)
+        vals = where(real, rows.detach(), -math.inf)
+        vals = where(vals.isnan() & ~first, -math.inf, vals)
+        rows = rows.gather(1, vals.argmax(1, keepdim=True)).squeeze(1)
         return where(mask.any(1).unsqueeze(-1), rows, 0.0)
     wts = mask.unsqueeze(-1).to(weight.dtype)
     if psw is not None:
