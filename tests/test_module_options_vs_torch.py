@@ -475,3 +475,28 @@ def test_option_matrix_sample_vs_torch(family):
 def test_option_matrix_large_sample_vs_torch(family, block):
     for seed in range(15 + 50 * block, 15 + 50 * (block + 1)):
         _run_case(family, seed)
+
+
+# ---- FractionalMaxPool3d's output size bound -------------------------------------------------
+@pytest.mark.parametrize("nd", [2, 3])
+@pytest.mark.parametrize("grow", [None, 0, 1, 2])
+def test_fractional_max_pool_output_size_bound_as_torch(nd, grow):
+    """torch's 3-D kernel refuses output + kernel - 1 == input (its check is strict, the 2-D
+    one is not); flowgrad pooled such an input where torch raises."""
+    x = np.sin(np.arange(6 ** nd, dtype=np.float64)).reshape((1, 1) + (6,) * nd)
+    size = [3] * nd
+    if grow is not None:
+        size[grow % nd] = 4
+    samples = np.full((1, 1, nd), 0.3)
+    results = []
+    for lib in (torch, flow):
+        pool = getattr(lib.nn.functional, f"fractional_max_pool{nd}d")
+        try:
+            results.append(pool(lib.tensor(x), 3, output_size=size,
+                                _random_samples=lib.tensor(samples)).numpy())
+        except RuntimeError as error:
+            results.append(str(error))
+    if isinstance(results[0], str):
+        assert results[1] == results[0]
+    else:
+        np.testing.assert_array_equal(results[1], results[0])

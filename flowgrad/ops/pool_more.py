@@ -140,10 +140,11 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
         out = tuple(int(s * r) for s, r in zip(spatial, ratio))
     else:
         out = ntuple(output_size, nd, "output_size", name)
-    for size, kk, o in zip(spatial, k, out):
-        if o + kk - 1 > size:
-            raise RuntimeError(f"{name}: output_size {out} + kernel_size {k} - 1 is too large "
-                               f"for the input's spatial size {spatial}")
+    for size, kk, o, dim in zip(spatial, k, out, ("time", "height", "width")[3 - nd:]):
+        # torch's 3-D kernel wants the last window to end before the input's end (2-D: at it)
+        if o + kk - 1 > size - (nd == 3):
+            raise RuntimeError(f"{name}{'_out' * (nd == 3)}(): pool {dim} {kk} too large "
+                               f"relative to input {dim} {size}")
     if samples is None:  # an op draw: under vmap, randomness= decides, as torch's rand
         samples = rand(n, c, nd, dtype=x.dtype, device=x.device)
     else:  # torch's checks; rows past the batch are not read (an unbatched input reads row 0)
