@@ -500,3 +500,20 @@ def test_fractional_max_pool_output_size_bound_as_torch(nd, grow):
         assert results[1] == results[0]
     else:
         np.testing.assert_array_equal(results[1], results[0])
+
+
+@pytest.mark.parametrize("case", ["offsets_2d", "offsets_0d", "index_negative", "index_past"])
+def test_embedding_bag_bad_offsets_and_indices_raise_as_torch(case):
+    """A 2-D (or 0-D) offsets tensor was flattened and used (torch: ValueError); an index out
+    of range raised IndexError (torch's bag kernel: RuntimeError, naming its position)."""
+    def call(lib):
+        bag = lib.nn.EmbeddingBag(5, 2)
+        if case.startswith("offsets"):
+            offsets = lib.tensor([[0]]) if case == "offsets_2d" else lib.tensor(0)
+            return bag(lib.tensor([1, 2]), offsets)
+        return bag(lib.tensor([[1, -1 if case == "index_negative" else 5]]))
+    with pytest.raises((ValueError, RuntimeError)) as torch_error:
+        call(torch)
+    with pytest.raises(torch_error.type, match=r"^" + str(torch_error.value).replace(
+            "[", r"\[").replace("(", r"\(").replace(")", r"\)") + "$"):
+        call(flow)

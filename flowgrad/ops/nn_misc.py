@@ -295,6 +295,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     elif idx.ndim == 1:
         if offsets is None:
             raise ValueError("embedding_bag: offsets has to be a 1D Tensor but got None")
+        if offsets._data.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
         first = xp.asarray(offsets._data).reshape(-1)[:1]
         if first.size == 0 or first[0] != 0:
             raise ValueError(f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence "
@@ -316,6 +318,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError(f"embedding_bag: input has to be 1D or 2D Tensor, but got Tensor of "
                          f"dimension {idx.ndim}")
     n = weight._data.shape[0]
+    if idx.size and (idx.min() < 0 or idx.max() >= n):  # torch's bag kernel: RuntimeError
+        at = int(xp.flatnonzero((idx.reshape(-1) < 0) | (idx.reshape(-1) >= n))[0])
+        raise RuntimeError(f"Index {at} of input takes value {int(idx.reshape(-1)[at])} which "
+                           f"is not in the valid range [0, {n})")
     pad = _padding_idx(padding_idx, n, "embedding_bag")
     emb = embedding(flat, weight, padding_idx=pad, max_norm=max_norm, norm_type=norm_type,
                     scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
