@@ -242,11 +242,11 @@ class TransformerEncoderLayer(Module):
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal,
                                    fast)
-            x = x + self._ff_block(self.norm2(x))
+            x = x + self._ff_block(self.norm2(x), fast)
         else:
             x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal,
                                               fast))
-            x = self.norm2(x + self._ff_block(x))
+            x = self.norm2(x + self._ff_block(x, fast))
         return x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False, fast=False):
@@ -258,8 +258,11 @@ class TransformerEncoderLayer(Module):
                                need_weights=False, is_causal=is_causal)[0]
         return self.dropout1(x)
 
-    def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+    def _ff_block(self, x, fast=False):
+        # torch's native kernel runs its own relu or exact gelu: GELU(approximate='tanh')
+        # counts as gelu there and is computed exactly
+        act = (F.relu, F.gelu)[self.activation_relu_or_gelu - 1] if fast else self.activation
+        x = self.linear2(self.dropout(act(self.linear1(x))))
         return self.dropout2(x)
 
 
