@@ -451,8 +451,6 @@ def test_torch_ctc_loss_takes_an_int_reduction(reduction):
     logits = _rand(6, 2, 4, seed=0)
     targets, il, tl = np.array([[1, 2], [3, 3]]), [6, 5], [2, 2]
 
-    # (through log_softmax: flowgrad's ctc_loss gives the exact gradient with respect to
-    # log_probs, torch's the one with respect to the logits; after log_softmax they agree)
     def call(lib):
         return lambda x: lib.ctc_loss(x.log_softmax(2), lib.tensor(targets), lib.tensor(il),
                                       lib.tensor(tl), 0, reduction)

@@ -2,8 +2,10 @@
 (alpha) and backward (beta) recursions run in log space, vectorised over the batch and the
 label positions, with a loop over time steps.
 
-The gradient is the exact one with respect to log_probs (-posterior occupancy); after a
-log_softmax it equals torch's (torch returns the gradient with respect to the logits).
+The gradient is torch's: exp(log_probs) - posterior occupancy over each sample's frames, the
+gradient with respect to the logits before a log_softmax (torch's kernel assumes one). After a
+log_softmax the composed gradient is the same as the exact one's (-occupancy), but a leaf
+log_probs (torch's own CTCLoss example), or log_probs that are not normalised, gets torch's.
 
 >>> import flowgrad as flow
 >>> lp = flow.zeros(2, 1, 2).log_softmax(2)         # T=2, N=1, C=2 (blank 0)
@@ -118,13 +120,18 @@ def _ctc_loss_grad(xp, lp, alpha, dy, targets, input_lengths, target_lengths, *,
         log_ll = xp.logaddexp(beta[0, :, 0], xp.where(has_label, beta[0, :, 1], _NEG))
         # occupancy of each extended label at each frame, normalised by the path sum
         occ = xp.exp(alpha + beta - lpe - log_ll[None, :, None])
-    occ = xp.where(xp.isfinite(log_ll)[None, :, None], xp.nan_to_num(occ), 0.0)
-    grad = xp.zeros((t_max, n, c))
-    xp.add.at(grad, (xp.arange(t_max)[:, None, None], rows[None, :, None], ext[None]), occ)
+    possible = xp.isfinite(log_ll)
+    occ = xp.where(possible[None, :, None], xp.nan_to_num(occ), 0.0)
+    frames = xp.arange(t_max)[:, None] < input_lengths[None, :]  # (T, N)
+    # torch's kernel: exp(lp) - occupancy on a sample's frames, 0 past them and (with
+    # zero_infinity) over an impossible sample
+    grad = xp.where((frames & possible[None, :])[:, :, None], xp.exp(lp.astype(xp.float64)),
+                    0.0)
+    xp.subtract.at(grad, (xp.arange(t_max)[:, None, None], rows[None, :, None], ext[None]),
+                   occ)
     if not zero_infinity:  # an impossible alignment: nan over its frames (torch: inf - inf)
-        frames = xp.arange(t_max)[:, None] < input_lengths[None, :]
-        grad[frames & ~xp.isfinite(log_ll)[None, :]] = xp.nan
-    return (-grad * dy.astype(xp.float64)[None, :, None]).astype(lp.dtype)
+        grad[frames & ~possible[None, :]] = xp.nan
+    return (grad * dy.astype(xp.float64)[None, :, None]).astype(lp.dtype)
 
 
 @_ctc_loss_grad.grad

@@ -1,0 +1,102 @@
+"""Losses over their option matrices against torch 2.13: each case runs in both frameworks from
+the same NumPy numbers and must give the same raise/no-raise, dtype, shape, value and input
+gradients (nan where torch's nan)."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from vs_torch import ERRORS
+
+import flowgrad as flow
+
+
+def F(m):
+    return m.nn.functional
+
+
+def _run(m, build):
+    """(value, gradients of the differentiable leaves) of build(m) -> (loss, leaves), or the
+    exception's type."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            loss, leaves = build(m)
+            up = m.tensor(np.linspace(0.5, 1.5, max(loss.numel(), 1))[:loss.numel()]
+                          .reshape(tuple(loss.shape)), dtype=loss.dtype)
+            grads = m.autograd.grad((loss * up).sum(), leaves) if leaves else []
+        except ERRORS as error:
+            return type(error).__name__
+    return [loss.detach()] + [g for g in grads]
+
+
+def _same(build, rtol=1e-7, atol=1e-9):
+    want, got = _run(torch, build), _run(flow, build)
+    if isinstance(want, str) or isinstance(got, str):
+        assert isinstance(want, str) and isinstance(got, str), (want, got)
+        return
+    assert len(want) == len(got)
+    for w, g in zip(want, got):
+        assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
+        assert tuple(g.shape) == tuple(w.shape)
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=rtol, atol=atol, equal_nan=True)
+
+
+# ---- ctc_loss: the gradient of a leaf log_probs -----------------------------------------------
+def _log_probs(t, n, c, seed=0, normalised=True):
+    x = np.random.default_rng(seed).standard_normal((t, n, c))
+    if normalised:
+        x = x - np.log(np.exp(x).sum(-1, keepdims=True))
+    return x
+
+
+_TP = np.array([[1, 2, 2, 3], [3, 4, 1, 1], [1, 1, 1, 0]])
+_TL = np.array([4, 2, 3])
+
+
+def _ctc_case(targets="padded", lengths="tensor", reduction="mean", zero_infinity=False,
+              blank=0, input_lengths=(12, 10, 7), normalised=True, dtype="float64"):
+    def build(m):
+        lp = m.tensor(_log_probs(12, 3, 5, normalised=normalised),
+                      dtype=getattr(m, dtype)).requires_grad_()
+        tp = np.where(_TP == blank, 2, _TP)
+        tg = m.tensor(np.concatenate([tp[i, :_TL[i]] for i in range(3)])
+                      if targets == "concatenated" else tp)
+        il, tl = list(input_lengths), _TL.tolist()
+        if lengths == "tensor":
+            il, tl = m.tensor(il), m.tensor(tl)
+        elif lengths == "tuple":
+            il, tl = tuple(il), tuple(tl)
+        loss = F(m).ctc_loss(lp, tg, il, tl, blank=blank, reduction=reduction,
+                             zero_infinity=zero_infinity)
+        return loss, [lp]
+    return build
+
+
+CTC_CASES = {
+    "padded_mean": _ctc_case(),
+    "concatenated_sum": _ctc_case(targets="concatenated", reduction="sum"),
+    "tuple_lengths_none": _ctc_case(lengths="tuple", reduction="none"),
+    "list_lengths_concatenated": _ctc_case(targets="concatenated", lengths="list"),
+    "blank_1": _ctc_case(blank=1, reduction="none"),
+    "blank_4_concatenated": _ctc_case(blank=4, targets="concatenated"),
+    "impossible": _ctc_case(input_lengths=(3, 10, 7), reduction="none"),
+    "impossible_zero_infinity": _ctc_case(input_lengths=(3, 10, 7), zero_infinity=True),
+    "not_normalised": _ctc_case(normalised=False, reduction="sum"),
+    "float32": _ctc_case(dtype="float32"),
+}
+
+
+@pytest.mark.parametrize("name", list(CTC_CASES))
+def test_ctc_loss_gradient_of_a_leaf_log_probs_is_torchs(name):
+    # torch's kernel returns exp(log_probs) - occupancy (the gradient of the logits beneath a
+    # log_softmax); a leaf log_probs, as in torch's CTCLoss example, gets that gradient
+    rtol = 1e-4 if name == "float32" else 1e-7
+    _same(CTC_CASES[name], rtol=rtol, atol=rtol * 1e-2)
+
+
+def test_ctc_loss_gradient_of_an_unbatched_leaf_is_torchs():
+    def build(m):
+        lp = m.tensor(_log_probs(12, 1, 5, seed=3)[:, 0]).requires_grad_()
+        return F(m).ctc_loss(lp, m.tensor([1, 2, 2]), m.tensor(12), m.tensor(3)), [lp]
+    _same(build)
