@@ -100,3 +100,22 @@ def test_ctc_loss_gradient_of_an_unbatched_leaf_is_torchs():
         lp = m.tensor(_log_probs(12, 1, 5, seed=3)[:, 0]).requires_grad_()
         return F(m).ctc_loss(lp, m.tensor([1, 2, 2]), m.tensor(12), m.tensor(3)), [lp]
     _same(build)
+
+
+# ---- soft margins: a target broadcast against the input ---------------------------------------
+def _margin_case(name, target_shape, reduction):
+    def build(m):
+        x = m.tensor(np.random.default_rng(0).standard_normal((3, 4))).requires_grad_()
+        t = m.tensor(np.random.default_rng(1).uniform(0.1, 0.9, target_shape))
+        return getattr(F(m), name)(x, t, reduction=reduction), [x]
+    return build
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum"])
+@pytest.mark.parametrize("target_shape", [(4,), (3, 1), (), (1, 3, 4), (2, 1, 4), (5,)])
+@pytest.mark.parametrize("name", ["soft_margin_loss", "multilabel_soft_margin_loss"])
+def test_soft_margin_losses_broadcast_the_target_as_torch(name, target_shape, reduction):
+    # soft_margin_loss broadcasts the target into the input's shape, multilabel_soft_margin_loss
+    # broadcasts both and sums the input's last dim counted from the front ((1, 3, 4) targets
+    # give a (1, 4) loss); flowgrad refused any target of another shape
+    _same(_margin_case(name, target_shape, reduction))

@@ -408,7 +408,12 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)), averaged over all elements."""
     check_reduction(reduction, "soft_margin_loss")
-    t = _same_shape(input, target, "soft_margin_loss")
+    if not isinstance(target, Tensor):
+        raise TypeError(f"soft_margin_loss: expected target to be a Tensor, got "
+                        f"{type(target).__name__}")
+    # torch broadcasts the target into the input's shape (an output of the input's shape)
+    _broadcastable(target, input.shape, "soft_margin_loss", "target")
+    t = target.to(input.dtype) if target._data.dtype != input._data.dtype else target
     check_no_grad_arg(target, "soft_margin_loss", "target")  # (torch has no target rule)
     return reduce_loss(softplus(-t * input), reduction)
 
@@ -418,14 +423,24 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
                                 reduction="mean"):
     """Per-class BCE-with-logits, averaged over the classes (last dim) of each sample."""
     check_reduction(reduction, "multilabel_soft_margin_loss")
-    _same_shape(input, target, "multilabel_soft_margin_loss")
+    if not isinstance(target, Tensor):
+        raise TypeError(f"multilabel_soft_margin_loss: expected target to be a Tensor, got "
+                        f"{type(target).__name__}")
+    try:  # torch broadcasts input and target (and weight) with no check of their shapes
+        np.broadcast_shapes(tuple(input.shape), tuple(target.shape))
+    except ValueError:
+        raise RuntimeError(f"multilabel_soft_margin_loss: target of shape "
+                           f"{tuple(target.shape)} can't be broadcast with the input's shape "
+                           f"{tuple(input.shape)}") from None
     t = target  # (promoted with the input, and the weight too, as torch's)
     # -(t log sigmoid(x) + (1 - t) log sigmoid(-x)) = t softplus(-x) + (1 - t) softplus(x)
     loss = t * softplus(-input) + (1.0 - t) * softplus(input)
     if weight is not None:
         loss = loss * weight
+    # the class dim is the input's last, counted from the front in a broadcast loss, as torch's
+    class_dim = input._data.ndim - 1
     c = input._data.shape[-1]
-    return reduce_loss(loss.sum(-1) / c, reduction)
+    return reduce_loss(loss.sum(class_dim) / c, reduction)
 
 
 @legacy_reduction
