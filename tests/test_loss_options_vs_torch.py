@@ -119,3 +119,27 @@ def test_soft_margin_losses_broadcast_the_target_as_torch(name, target_shape, re
     # broadcasts both and sums the input's last dim counted from the front ((1, 3, 4) targets
     # give a (1, 4) loss); flowgrad refused any target of another shape
     _same(_margin_case(name, target_shape, reduction))
+
+
+# ---- margin losses: int64 class indices only -------------------------------------------------
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "int8", "uint8", "bool", "float32"])
+@pytest.mark.parametrize("name", ["multilabel_margin_loss", "multi_margin_loss"])
+def test_margin_losses_take_int64_targets_only_as_torch(name, dtype):
+    # torch raises 'expected scalar type Long' for any other target dtype; flowgrad computed
+    # multilabel_margin_loss of int32/int16/int8/uint8 targets (int32 [[0, 1, -1, 0], ...]:
+    # 0.517) and raised IndexError (not RuntimeError) for multi_margin_loss's bool/float ones
+    def build(m):
+        x = m.tensor(np.random.default_rng(0).standard_normal((3, 4))).requires_grad_()
+        if name == "multilabel_margin_loss":
+            t = np.array([[0, 1, -1, 0], [2, -1, 0, 0], [3, 2, 1, 0]])
+        else:
+            t = np.array([0, 1, 3])
+        if dtype in ("uint8", "bool"):
+            t = np.abs(t) % 2
+        return getattr(F(m), name)(x, m.tensor(t).to(getattr(m, dtype))), [x]
+    want, got = _run(torch, build), _run(flow, build)
+    assert isinstance(want, str) == isinstance(got, str), (want, got)
+    if isinstance(want, str):
+        assert got == want
+    else:
+        _same(build)

@@ -53,6 +53,14 @@ def _broadcastable(t, shape, name, what):
     return t
 
 
+def _long_target(target, name):
+    """torch's margin kernels take int64 class indices only (int32 and uint8 raise too)."""
+    if not isinstance(target, Tensor) or target._data.dtype != np.int64:
+        got = target.dtype if isinstance(target, Tensor) else type(target).__name__
+        raise RuntimeError(f"{name}: expected scalar type Long (int64 class indices) but "
+                           f"found {got}; use .long()")
+
+
 def _check_unit_range(data, what):
     """Raise torch's RuntimeError unless every element of `data` lies in [0, 1] (nan does
     not); one min and one max pass for valid data."""
@@ -378,11 +386,12 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
             target._data.reshape(-1).shape[0] != x2._data.shape[0]:
         raise ValueError(f"multi_margin_loss: expected input (N, C) or (C,) and target (N,) "
                          f"or (), got input {tuple(x.shape)} and target {tuple(target.shape)}")
+    _long_target(target, "multi_margin_loss")
     t = target._data.reshape(-1)
     n, c = x2._data.shape
-    if t.dtype.kind not in "iu" or t.size and (t.min() < 0 or t.max() >= c):
-        raise IndexError(f"multi_margin_loss: target must hold class indices in [0, {c}), got "
-                         f"{t.tolist() if t.size < 10 else t.dtype}")
+    if t.size and (t.min() < 0 or t.max() >= c):
+        raise RuntimeError(f"multi_margin_loss: target out of range: class indices must lie "
+                           f"in [0, {c}), got {t.tolist() if t.size < 10 else t.dtype}")
     target_shape = tuple(target.shape)
     target = target.reshape(n, 1)  # (ops on the target: a graph compiles them)
     picked = x2.gather(1, target)
@@ -459,10 +468,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if nd > 2 or nd == 2 and x._data.shape[1] == 0 or nd < 2 and x._data.size == 0:
         raise RuntimeError(f"multilabel_margin_loss: expected non-empty vector or matrix with "
                            f"optional 0-dim batch size, but got: {list(x.shape)}")
-    if not isinstance(target, Tensor) or target._data.dtype.kind not in "iu":
-        got = target.dtype if isinstance(target, Tensor) else type(target).__name__
-        raise RuntimeError(f"multilabel_margin_loss: expected target of an integer dtype "
-                           f"(Long) holding class indices, got {got}; use .long()")
+    _long_target(target, "multilabel_margin_loss")
     if tuple(target.shape) != tuple(x.shape) and not (nd == 0 and target._data.size == 1):
         raise RuntimeError(f"multilabel_margin_loss: inconsistent target size: "
                            f"{list(target.shape)} for input of size: {list(x.shape)}")
