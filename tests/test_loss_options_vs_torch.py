@@ -143,3 +143,36 @@ def test_margin_losses_take_int64_targets_only_as_torch(name, dtype):
         assert got == want
     else:
         _same(build)
+
+
+@pytest.mark.parametrize("targets", [[[1, 0, 2], [3, 1, 0]], [[0, 0, 1], [2, 0, 3]]])
+def test_ctc_loss_of_a_blank_inside_the_targets_is_torchs(targets):
+    # torch treats a blank written in the targets as a label (its kernels' skip rule checks only
+    # that a label differs from the one before it); flowgrad's refused the skip into it:
+    # [[1, 0, 2], [3, 1, 0]] (lengths 3, 2) gave 7.4007 where torch has 6.4359
+    def build(m):
+        lp = m.tensor(_log_probs(8, 2, 4)).requires_grad_()
+        return F(m).ctc_loss(lp, m.tensor(targets), m.tensor([8, 6]), m.tensor([3, 2]),
+                             reduction="none"), []
+    _same(build)
+
+
+@pytest.mark.parametrize("call", ["float_input_lengths", "float_target_lengths",
+                                  "bool_input_lengths", "blank_-1", "blank_C"])
+def test_ctc_loss_refuses_what_torch_refuses(call):
+    # torch raises RuntimeError for lengths that are not integral (flowgrad truncated float
+    # lengths and computed) and for a blank outside the classes (flowgrad: ValueError)
+    def build(m):
+        lp = m.tensor(_log_probs(8, 2, 4)).requires_grad_()
+        il, tl, blank = m.tensor([8, 6]), m.tensor([3, 2]), 0
+        if call == "float_input_lengths":
+            il = il.double()
+        elif call == "float_target_lengths":
+            tl = tl.double()
+        elif call == "bool_input_lengths":
+            il = il.bool()
+        else:
+            blank = -1 if call == "blank_-1" else 4
+        return F(m).ctc_loss(lp, m.tensor([[1, 2, 2], [3, 1, 0]]), il, tl, blank=blank), [lp]
+    want, got = _run(torch, build), _run(flow, build)
+    assert want == got == "RuntimeError"

@@ -35,7 +35,9 @@ def _extended(xp, targets, target_lengths, blank):
     ext = xp.full((n, 2 * s + 1), blank, xp.int64)
     ext[:, 1::2] = targets
     skip = xp.zeros(ext.shape, bool)
-    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    # a skip over s - 1 into a label differing from the one before it; torch's kernels check
+    # no more (a blank written in the targets is a label there), nor does this
+    skip[:, 2:] = ext[:, 2:] != ext[:, :-2]
     valid = xp.arange(2 * s + 1)[None, :] < (2 * target_lengths[:, None] + 1)
     return ext, skip, valid
 
@@ -141,7 +143,10 @@ def ctc_loss_grad_backward(ctx, ddx):
 
 
 def _lengths(v, n, name):
-    a = np.asarray(v._data if isinstance(v, Tensor) else v, np.int64).reshape(-1)
+    raw = np.asarray(v._data if isinstance(v, Tensor) else v)
+    if raw.dtype.kind not in "iu":  # (a bool or float tensor, as torch)
+        raise RuntimeError(f"ctc_loss: {name} must be integral, got {raw.dtype}")
+    a = raw.astype(np.int64).reshape(-1)
     if a.shape[0] != n:
         raise RuntimeError(f"ctc_loss: {name} must have length {n} (the batch), got "
                            f"{a.shape[0]}")
@@ -194,7 +199,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
                            f"{tuple(log_probs.shape)}")
     t_max, n, c = lp._data.shape
     if not 0 <= blank < c:
-        raise ValueError(f"ctc_loss: blank ({blank}) must be a class index in [0, {c})")
+        raise RuntimeError(f"ctc_loss: blank must be in label range: a class index in "
+                           f"[0, {c}), got {blank}")
     in_len = _lengths(input_lengths, n, "input_lengths")
     tg_len = _lengths(target_lengths, n, "target_lengths")
     if (in_len > t_max).any():
