@@ -176,3 +176,22 @@ def test_ctc_loss_refuses_what_torch_refuses(call):
         return F(m).ctc_loss(lp, m.tensor([[1, 2, 2], [3, 1, 0]]), il, tl, blank=blank), [lp]
     want, got = _run(torch, build), _run(flow, build)
     assert want == got == "RuntimeError"
+
+
+# ---- cosine_embedding_loss: torch checks dims, then broadcasts -----------------------------
+@pytest.mark.parametrize("shapes", [((3, 4), (1, 4), (3,)), ((3, 4), (3, 1), (3,)),
+                                    ((1, 4), (1, 4), (3,)), ((3, 4), (3, 4), (1,)),
+                                    ((4,), (1,), ()), ((0, 4), (1, 4), (0,)),
+                                    ((3, 4), (2, 4), (3,)), ((3, 4), (3, 4), (5,)),
+                                    ((3, 4), (4,), (3,)), ((3, 4), (3, 4), (1, 3))])
+def test_cosine_embedding_loss_broadcasts_as_torch(shapes):
+    # flowgrad required inputs of one shape and a target of the batch's: an input2 of (1, 4)
+    # beside a (3, 4) input1 raised where torch gives [0.991, 0, 1.606] (margin 0)
+    s1, s2, st = shapes
+
+    def build(m):
+        a = m.tensor(np.random.default_rng(0).standard_normal(s1)).requires_grad_()
+        b = m.tensor(np.random.default_rng(1).standard_normal(s2)).requires_grad_()
+        t = m.tensor(np.resize([1.0, -1.0, 1.0, -1.0, 1.0], st))
+        return F(m).cosine_embedding_loss(a, b, t, margin=-0.2, reduction="none"), [a, b]
+    _same(build)

@@ -272,13 +272,24 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where target is 1; max(0, cos(x1, x2) - margin) where it is -1."""
     check_reduction(reduction, "cosine_embedding_loss")
-    if input1._data.ndim not in (1, 2) or input1.shape != input2.shape:
-        raise RuntimeError(f"cosine_embedding_loss: expected 1D or 2D inputs of one shape, got "
+    # torch checks the dims only (a 1-D target: 2-D inputs, a 0-d one: 1-D inputs); the
+    # shapes then broadcast, as its ops do
+    dim = target._data.ndim
+    if dim > 1:
+        raise RuntimeError(f"cosine_embedding_loss: 0D or 1D target tensor expected, "
+                           f"multi-target not supported, got shape {tuple(target.shape)}")
+    if input1._data.ndim != dim + 1 or input2._data.ndim != dim + 1:
+        raise RuntimeError(f"cosine_embedding_loss: {dim}D target tensor expects {dim + 1}D "
+                           f"input tensors, but found inputs with sizes "
                            f"{tuple(input1.shape)} and {tuple(input2.shape)}")
-    dim = input1._data.ndim - 1
-    if tuple(target.shape) != tuple(input1.shape[:dim]):
-        raise RuntimeError(f"cosine_embedding_loss: expected target of shape "
-                           f"{tuple(input1.shape[:dim])}, got {tuple(target.shape)}")
+    try:
+        np.broadcast_shapes(tuple(input1.shape), tuple(input2.shape))
+        np.broadcast_shapes(tuple(target.shape), tuple(input1.shape[:dim]),
+                            tuple(input2.shape[:dim]))
+    except ValueError:
+        raise RuntimeError(f"cosine_embedding_loss: the sizes of input1 {tuple(input1.shape)}, "
+                           f"input2 {tuple(input2.shape)} and target {tuple(target.shape)} "
+                           f"don't broadcast") from None
     eps = 1e-12
     prod = (input1 * input2).sum(dim)
     denom = (((input1 * input1).sum(dim) + eps) * ((input2 * input2).sum(dim) + eps)).sqrt()
