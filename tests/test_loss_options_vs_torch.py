@@ -195,3 +195,38 @@ def test_cosine_embedding_loss_broadcasts_as_torch(shapes):
         t = m.tensor(np.resize([1.0, -1.0, 1.0, -1.0, 1.0], st))
         return F(m).cosine_embedding_loss(a, b, t, margin=-0.2, reduction="none"), [a, b]
     _same(build)
+
+
+# ---- loss modules' class weights: the caller's tensor is not converted --------------------------
+@pytest.mark.parametrize("convert", ["double", "half", "to_float64", "float"])
+@pytest.mark.parametrize("loss", ["CrossEntropyLoss", "NLLLoss", "BCELoss", "MultiMarginLoss",
+                                  "MultiLabelSoftMarginLoss"])
+def test_module_conversion_leaves_the_callers_weight_as_torch(loss, convert):
+    # Module.double() converted each buffer's storage in place, so the tensor given as a loss's
+    # weight (the caller's own, maybe shared with another loss) turned float64 too; torch puts
+    # a converted tensor in the module and leaves the given one (and keeps it where the dtype
+    # stays)
+    def facts(m):
+        w = m.tensor([0.5, 1.0, 2.0])
+        module = getattr(m.nn, loss)(weight=w)
+        if convert == "to_float64":
+            module.to(m.float64)
+        else:
+            getattr(module, convert)()
+        return (str(w.dtype).split(".")[-1], str(module.weight.dtype).split(".")[-1],
+                module.weight is w, w.tolist())
+    assert facts(flow) == facts(torch)
+
+
+def test_converted_module_loss_still_computes_as_torch():
+    def build(m):
+        w = m.tensor([0.5, 1.0, 2.0])
+        ce = m.nn.CrossEntropyLoss(weight=w)
+        nll = m.nn.NLLLoss(weight=w)
+        ce.double()
+        x = m.tensor(np.random.default_rng(0).standard_normal((4, 3)),
+                     dtype=m.float32).requires_grad_()
+        t = m.tensor([0, 2, 1, 2])
+        # the float32 loss still takes the untouched float32 weights
+        return nll(x.log_softmax(1), t) + ce(x.double(), t).float(), [x]
+    _same(build, rtol=1e-5, atol=1e-7)

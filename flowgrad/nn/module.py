@@ -495,16 +495,26 @@ class Module(StateDict):
 
     def _apply(self, fn):
         """Convert every parameter, its grad and every buffer's storage with `fn(array)`;
-        parameters keep their identity."""
+        parameters keep their identity. A buffer whose dtype or device changes is a new
+        tensor, as torch's (the one given to register_buffer, a loss's class weights say,
+        may be the caller's own and keeps its dtype); an unchanged one stays itself."""
         for m in self.modules():
             for p in m._parameters.values():
                 if p is not None:
                     p._data = fn(p._data)
                     if p.grad is not None:
                         p.grad._data = fn(p.grad._data)
-            for name, b in m._buffers.items():
-                if b is not None:
-                    b._data = fn(b._data)
+            for name, b in list(m._buffers.items()):
+                if b is None:
+                    continue
+                new = fn(b._data)
+                if new.dtype == b._data.dtype and type(new) is type(b._data):
+                    b._data = new
+                else:
+                    converted = Tensor._wrap(new)
+                    if b.requires_grad:
+                        converted.requires_grad_(True)
+                    m._buffers[name] = converted
         return self
 
     def to_empty(self, *, device, recurse=True):
