@@ -230,3 +230,31 @@ def test_converted_module_loss_still_computes_as_torch():
         # the float32 loss still takes the untouched float32 weights
         return nll(x.log_softmax(1), t) + ce(x.double(), t).float(), [x]
     _same(build, rtol=1e-5, atol=1e-7)
+
+
+# ---- class-index targets of uint8 -----------------------------------------------------------
+_UINT8_SHAPES = {1: ((4,), ()), 2: ((3, 4), (3,)), 3: ((3, 4, 2), (3, 2)),
+                 4: ((3, 4, 2, 2), (3, 2, 2))}
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("fn, smoothing", [("nll_loss", 0.0), ("cross_entropy", 0.0),
+                                           ("cross_entropy", 0.1)])
+@pytest.mark.parametrize("ndim", [1, 2, 3, 4])
+def test_uint8_class_targets_where_torch_takes_them(ndim, fn, smoothing, weighted, reduction):
+    # torch takes Byte class indices for (C,) and (N, C) inputs only: a K-dimensional input
+    # raises 'expected scalar type Long but found Byte' (flowgrad computed a loss), and so does
+    # cross_entropy's smoothed weighted mean, which gathers the weights by the target
+    xs, ts = _UINT8_SHAPES[ndim]
+
+    def build(m):
+        x = m.tensor(np.random.default_rng(0).standard_normal(xs)).requires_grad_()
+        t = m.tensor(np.random.default_rng(1).integers(0, 4, ts)).to(m.uint8)
+        kw = {"reduction": reduction}
+        if weighted:
+            kw["weight"] = m.tensor([0.5, 1.0, 2.0, 0.3], dtype=m.float64)
+        if smoothing:
+            kw["label_smoothing"] = smoothing
+        return getattr(F(m), fn)(x, t, **kw), [x]
+    _same(build)

@@ -256,6 +256,11 @@ def _check_class_target(input, target, weight, ignore_index, name):
                            f"(class indices), got {target.dtype}; use .long()")
     if input._data.ndim == 0:
         raise ValueError(f"{name}: input must have at least 1 dimension (C,) or (N, C, ...)")
+    if target._data.dtype == np.uint8 and input._data.ndim > 2:
+        # (torch's K-dimensional kernel, nll_loss2d, takes Long only; (N, C) and (C,) take Byte)
+        raise RuntimeError(f"{name}: expected scalar type Long but found Byte: uint8 targets "
+                           f"serve (N, C) and (C,) inputs only, got input of shape "
+                           f"{tuple(input.shape)}; use target.long()")
     x = input if input._data.ndim > 1 else input.unsqueeze(0)
     if input._data.ndim == 1 and target._data.ndim != 0:
         raise ValueError(f"{name}: for an unbatched input of shape {tuple(input.shape)} the "
@@ -389,6 +394,11 @@ def cross_entropy_soft(input, target, weight, ignore_index, reduction, label_smo
         total = -prod.sum()
         return total if reduction == "sum" else total / (input._data.size // n_classes)
     _, t, wa = _check_class_target(input, target, weight, ignore_index, "cross_entropy")
+    if wa is not None and reduction == "mean" and t._data.dtype == np.uint8:
+        # torch's smoothed mean gathers the class weights by the target: a uint8 index raises
+        raise RuntimeError("cross_entropy: gather(): Expected dtype int32/int64 for index (a "
+                           "uint8 target with label_smoothing, weight and reduction 'mean'); "
+                           "use target.long()")
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     smooth = -(logp * w).sum(dim) if w is not None else -logp.sum(dim)
     valid = target != ignore_index  # ops, so a trace reads the new targets
