@@ -258,3 +258,22 @@ def test_uint8_class_targets_where_torch_takes_them(ndim, fn, smoothing, weighte
             kw["label_smoothing"] = smoothing
         return getattr(F(m), fn)(x, t, **kw), [x]
     _same(build)
+
+
+# ---- nll_loss under create_graph ----------------------------------------------------------
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("shape", [(3, 5), (2, 5, 3)])
+def test_nll_loss_gradient_of_its_gradient_is_torchs(shape, reduction):
+    # torch's nll_loss gradient is a function of the input (of zero derivative): under
+    # create_graph it requires grad, and differentiating it gives zeros; flowgrad's did not
+    # require grad, so a gradient penalty on log-probabilities raised 'does not require grad'
+    def build(m):
+        x = m.tensor(np.random.default_rng(0).standard_normal(shape)).requires_grad_()
+        t = m.tensor(np.random.default_rng(1).integers(0, 5, shape[:1] + shape[2:]))
+        loss = F(m).nll_loss(x, t, weight=m.tensor([0.5, 1.0, 2.0, 0.3, 1.5],
+                                                   dtype=m.float64), reduction=reduction)
+        up = m.tensor(np.linspace(0.5, 1.5, loss.numel()).reshape(tuple(loss.shape)))
+        g, = m.autograd.grad((loss * up).sum(), x, create_graph=True)
+        assert g.requires_grad
+        return (g * g).sum(), [x]
+    _same(build)

@@ -24,6 +24,7 @@ from .activation import _row_sums, log_softmax, softmax
 from .elementwise import where
 from .halfprec import in_float32
 from .registry import op
+from .rules import step
 
 __all__ = ["nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"]
 
@@ -196,7 +197,7 @@ def _sample_coef(ctx, dy, target, weight):
 
 
 # ---- nll_loss ------------------------------------------------------------------------------
-@op("nll_loss", save="inputs[1, 2]")
+@op("nll_loss", save="inputs")
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _nll_loss(xp, x, target, *weight, ignore_index, reduction):
     _check_targets(target, ignore_index, x.shape[1], "nll_loss")
@@ -207,9 +208,18 @@ def _nll_loss(xp, x, target, *weight, ignore_index, reduction):
 
 @_nll_loss.grad
 def nll_loss_backward(ctx, dy):
-    _, target, *weight = ctx.inputs
+    target = ctx.saved_input(1)
+    weight = [ctx.saved_input(i) for i in range(2, len(ctx.input_infos))]
     coef, hit = _sample_coef(ctx, dy, target, weight)
-    return (where(hit, -coef.unsqueeze(1), 0.0), None) + (None,) * len(weight)
+    grad = where(hit, -coef.unsqueeze(1), 0.0)
+    if grad_mode.is_grad_enabled():
+        # torch's gradient is a function of the input too (of zero derivative): under
+        # create_graph it requires grad, and a grad of it is zeros rather than an error
+        grad = grad + _nll_input_zeros(ctx.saved_input(0))
+    return (grad, None) + (None,) * len(weight)
+
+
+_nll_input_zeros = step("nll_input_zeros", lambda xp, x: xp.zeros_like(x))
 
 
 # ---- cross_entropy with class indices: one fused kernel --------------------------------
