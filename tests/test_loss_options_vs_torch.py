@@ -277,3 +277,21 @@ def test_nll_loss_gradient_of_its_gradient_is_torchs(shape, reduction):
         assert g.requires_grad
         return (g * g).sum(), [x]
     _same(build)
+
+
+# ---- exception types of integer and bool operands -----------------------------------------
+@pytest.mark.parametrize("call", ["huber_int_input", "huber_bool_input", "bcel_bool_target"])
+def test_integer_and_bool_operands_raise_torchs_type(call):
+    # torch: huber_loss of an integer input beside a float target can't cast its float result
+    # to the input's dtype (RuntimeError; flowgrad raised NotImplementedError), and
+    # binary_cross_entropy_with_logits subtracts from a bool target (RuntimeError; flowgrad
+    # let NumPy raise a TypeError)
+    def build(m):
+        x = m.tensor(np.random.default_rng(0).standard_normal(4)).requires_grad_()
+        if call == "bcel_bool_target":
+            return F(m).binary_cross_entropy_with_logits(
+                x, m.tensor([True, False, True, True])), [x]
+        ints = m.tensor([1, 0, 1, 1])
+        return F(m).huber_loss(ints.bool() if call == "huber_bool_input" else ints, x), [x]
+    want, got = _run(torch, build), _run(flow, build)
+    assert want == got == "RuntimeError"

@@ -511,6 +511,11 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """
     if delta <= 0:
         raise RuntimeError(f"huber_loss: delta must be positive, got {delta}")
+    if isinstance(input, Tensor) and isinstance(target, Tensor) and \
+            input._data.dtype.kind in "biu" and target._data.dtype.kind in "fVc":
+        # (the output takes the input's dtype in torch, and a float result can't be cast there)
+        raise RuntimeError(f"huber_loss: result type {target.dtype} can't be cast to the "
+                           f"desired output type {input.dtype} (the input's)")
     check_kernel_dtype(input, "huber_cpu")
     if isinstance(target, Tensor) and isinstance(input, Tensor) and target.dtype != input.dtype:
         target = target.to(input.dtype)  # torch's kernel computes in the input's dtype

@@ -164,6 +164,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(f"binary_cross_entropy_with_logits: target size "
                          f"({tuple(getattr(target, 'shape', ()))}) must be the same as input "
                          f"size ({tuple(x.shape)})")
+    if target._data.dtype == np.bool_:  # (torch's kernel subtracts from the target)
+        raise RuntimeError("binary_cross_entropy_with_logits: Subtraction, the `-` operator, "
+                           "with a bool tensor is not supported; convert the target with "
+                           ".float()")
     # torch's kernel computes in the target's dtype (its in-place steps start from the target)
     x, t = (x.to(target.dtype) if target._data.dtype != x._data.dtype else x), target
     _broadcastable(weight, x.shape, "binary_cross_entropy_with_logits", "weight")
