@@ -295,3 +295,18 @@ def test_integer_and_bool_operands_raise_torchs_type(call):
         return F(m).huber_loss(ints.bool() if call == "huber_bool_input" else ints, x), [x]
     want, got = _run(torch, build), _run(flow, build)
     assert want == got == "RuntimeError"
+
+
+@pytest.mark.parametrize("call", ["4d_log_probs", "int64_log_probs", "bool_log_probs"])
+def test_ctc_loss_bad_log_probs_raise_torchs_type(call):
+    # torch: log_probs of 4 dims raise RuntimeError (flowgrad: ValueError), integer log_probs
+    # NotImplementedError, its kernel having no integer instance (flowgrad: RuntimeError)
+    def build(m):
+        lp = m.tensor(_log_probs(8, 2, 4))
+        if call == "4d_log_probs":
+            lp = lp[None]
+        else:
+            lp = lp.long() if call == "int64_log_probs" else lp > 0
+        return F(m).ctc_loss(lp, m.tensor([[1, 2], [2, 1]]), [8, 7], [2, 2]), []
+    want, got = _run(torch, build), _run(flow, build)
+    assert want == got

@@ -186,11 +186,12 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     gradient over their frames, as torch's)."""
     check_reduction(reduction, "ctc_loss")
     lp = log_probs
-    if lp._data.dtype.kind not in "fV":
-        raise RuntimeError(f"ctc_loss: expected floating point log_probs, got {lp.dtype}")
+    if lp._data.dtype.kind not in "fV":  # (torch: its kernel has no integer instance)
+        raise NotImplementedError(f"ctc_loss: \"ctc_loss_cpu\" not implemented for "
+                                  f"{lp.dtype}: expected floating point log_probs")
     batched = lp._data.ndim == 3
     if lp._data.ndim not in (2, 3):
-        raise ValueError(f"ctc_loss: log_probs must be (T, N, C) or (T, C), got shape "
+        raise RuntimeError(f"ctc_loss: log_probs must be (T, N, C) or (T, C), got shape "
                          f"{tuple(lp.shape)}")
     if not batched:
         lp = lp.unsqueeze(1)
