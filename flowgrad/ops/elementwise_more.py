@@ -367,9 +367,10 @@ def _nan_to_num_kernel(xp, x, *, nan, posinf, neginf):
     fi = _finfo(x.dtype)
     hi = fi.max if posinf is None else posinf
     lo = fi.min if neginf is None else neginf
-    y = xp.where(xp.isnan(x), xp.asarray(nan, x.dtype), x)
-    y = xp.where(y == xp.inf, xp.asarray(hi, x.dtype), y)
-    return xp.where(y == -xp.inf, xp.asarray(lo, x.dtype), y)
+    # each mask from the input: a nan replaced by inf (nan=float("inf")) stays inf, as torch's
+    y = xp.where(x == xp.inf, xp.asarray(hi, x.dtype), x)
+    y = xp.where(x == -xp.inf, xp.asarray(lo, x.dtype), y)
+    return xp.where(xp.isnan(x), xp.asarray(nan, x.dtype), y)
 
 
 # a product, as torch's (a nan grad at an inf input stays nan)

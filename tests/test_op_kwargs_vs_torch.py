@@ -1,0 +1,54 @@
+"""Ops with many keyword options against torch, for the combinations that came out wrong:
+nan_to_num(nan=inf), tensordot with a tensor dims, the functional scatters with a src of
+another dtype, narrow_copy with a one-element tensor start."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import flowgrad as flow
+
+
+def _np(t):
+    if str(t.dtype).endswith("bfloat16"):
+        t = t.float()
+    return t.detach().numpy()
+
+
+def _same(call, rtol=1e-6):
+    want, got = call(torch), call(flow)
+    if not isinstance(want, (tuple, list)):
+        want, got = (want,), (got,)
+    assert len(want) == len(got)
+    for w, g in zip(want, got):
+        assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
+        assert tuple(g.shape) == tuple(w.shape)
+        np.testing.assert_allclose(_np(g), _np(w), rtol=rtol, equal_nan=True)
+
+
+_NAN, _INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("kw", [dict(nan=_INF), dict(nan=-_INF), dict(nan=_INF, posinf=1.0),
+                                dict(nan=-_INF, neginf=2.0), dict(nan=3.0, posinf=_NAN)])
+def test_nan_to_num_replaces_by_the_input_not_the_replaced_value(dtype, kw):
+    # nan=inf gave the dtype's max (the nan became inf, then inf became max); torch: inf
+    def call(m):
+        x = m.tensor([_NAN, _INF, -_INF, 1.0, -0.0], dtype=getattr(m, dtype))
+        return m.nan_to_num(x, **kw), x.clone().nan_to_num_(**kw)
+    _same(call)
+
+
+def test_nan_to_num_complex_nan_to_inf():
+    _same(lambda m: m.nan_to_num(m.tensor([complex(_NAN, _INF), complex(1, _NAN)]), nan=_INF))
+
+
+def test_nan_to_num_grad_with_nan_to_inf():
+    def call(m):
+        x = m.tensor([_NAN, _INF, 2.0], dtype=m.float64, requires_grad=True)
+        y = m.nan_to_num(x, nan=_INF)
+        (y * m.tensor([1.0, 2.0, 3.0], dtype=m.float64)).sum().backward()
+        return y, x.grad
+    _same(call)
