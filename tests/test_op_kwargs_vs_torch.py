@@ -52,3 +52,26 @@ def test_nan_to_num_grad_with_nan_to_inf():
         (y * m.tensor([1.0, 2.0, 3.0], dtype=m.float64)).sum().backward()
         return y, x.grad
     _same(call)
+
+
+@pytest.mark.parametrize("dims", [lambda m: m.tensor(2), lambda m: m.tensor([2]),
+                                  lambda m: m.tensor(0), lambda m: m.tensor([[1, 2], [0, 1]]),
+                                  lambda m: m.tensor([[1], [0]])])
+def test_tensordot_dims_as_a_tensor(dims):
+    # a 0-d or one-element tensor is a count (raised TypeError); more elements are two lists
+    a = np.arange(24.0).reshape(2, 3, 4) * 0.1
+    b = np.arange(60.0).reshape(3, 4, 5) * 0.2 - 1
+
+    def call(m):
+        x = m.tensor(a, requires_grad=True)
+        y = m.tensor(b, requires_grad=True)
+        out = m.tensordot(x, y, dims=dims(m))
+        out.pow(2).sum().backward()
+        return out, x.grad, y.grad
+    _same(call, rtol=1e-10)
+
+
+def test_tensordot_negative_tensor_dims_raises():
+    for m in (torch, flow):
+        with pytest.raises(RuntimeError):
+            m.tensordot(m.ones(2, 2), m.ones(2, 2), dims=m.tensor(-1))

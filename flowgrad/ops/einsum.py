@@ -230,6 +230,8 @@ def tensordot(a, b, dims=2):
     """Contract `dims` trailing dims of a with leading dims of b (or the listed dims)."""
     check_same_dtype("tensordot", a, b=b)
     na, nb = a._data.ndim, b._data.ndim
+    if isinstance(dims, Tensor):  # torch: one element is a count, more are the two dim lists
+        dims = dims.tolist() if dims.numel() > 1 else int(dims.item())
     if isinstance(dims, int):
         if dims < 0 or dims > min(na, nb):
             raise RuntimeError(f"tensordot: dims must be in [0, {min(na, nb)}] for shapes "
