@@ -75,3 +75,36 @@ def test_tensordot_negative_tensor_dims_raises():
     for m in (torch, flow):
         with pytest.raises(RuntimeError):
             m.tensordot(m.ones(2, 2), m.ones(2, 2), dims=m.tensor(-1))
+
+
+_SCATTERS = {
+    "diagonal": lambda m, x, s: m.diagonal_scatter(x, s[:3]),
+    "diagonal_offset": lambda m, x, s: x.diagonal_scatter(s[:3], -1, 1, 0),
+    "select": lambda m, x, s: m.select_scatter(x, s[:4], 0, 1),
+    "slice": lambda m, x, s: m.slice_scatter(x, s.reshape(2, 4), 0, 1, 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SCATTERS))
+@pytest.mark.parametrize("into,src", [("float32", "float64"), ("float32", "int64"),
+                                      ("int64", "float32"), ("float16", "float32"),
+                                      ("bool", "int64"), ("float64", "bool"),
+                                      ("complex64", "float32")])
+def test_functional_scatters_cast_src_to_the_input_dtype(name, into, src):
+    # torch copies src into a clone of input; these raised RuntimeError for another dtype
+    def call(m):
+        x = m.arange(12.0).reshape(3, 4).to(getattr(m, into))
+        s = m.tensor([1.5, -2.7, 3.2, 0.0, 4.4, -1.0, 2.0, 7.9]).to(getattr(m, src))
+        return _SCATTERS[name](m, x, s)
+    _same(call)
+
+
+@pytest.mark.parametrize("name", ["diagonal", "select", "slice"])
+def test_functional_scatters_grads_across_dtypes(name):
+    def call(m):
+        x = m.arange(12.0, dtype=m.float64).reshape(3, 4).requires_grad_(True)
+        s = m.tensor([1.5, -2.7, 3.2, 0.0, 4.4, -1.0, 2.0, 7.9], requires_grad=True)
+        y = _SCATTERS[name](m, x, s)
+        (y * m.arange(12.0, dtype=m.float64).reshape(3, 4)).sum().backward()
+        return y, x.grad, s.grad
+    _same(call)

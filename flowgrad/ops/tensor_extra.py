@@ -269,11 +269,14 @@ def corrcoef(input):
 # ---- functional scatters: a copy of input with a region replaced -------------------------
 # Each is one index_copy (out of place, differentiable in both, batchable by vmap), with the
 # region's positions computed from the shape alone.
-def _check_src(src, region_shape, name):
+def _check_src(src, region_shape, name, input):
+    """src checked against the region's shape, cast to input's dtype (torch copies src into
+    a clone of input: a float64 or int src goes into a float32 input)."""
     if tuple(src.shape) != tuple(region_shape):
         raise RuntimeError(f"{name}(): expected src to have a size equal to the slice of "
                            f"self; src size = {list(src.shape)}, slice size = "
                            f"{list(region_shape)}")
+    return src if src.dtype == input.dtype else src.to(input.dtype)
 
 
 def _positions(values):
@@ -298,7 +301,7 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     r0, c0 = max(-offset, 0), max(offset, 0)
     n = max(min(rows - r0, cols - c0), 0)
     rest = [k for k in range(nd) if k not in (d1, d2)]
-    _check_src(src, [input.shape[k] for k in rest] + [n], "diagonal_scatter")
+    src = _check_src(src, [input.shape[k] for k in rest] + [n], "diagonal_scatter", input)
     # (rest..., rows * cols): the diagonal is every (cols + 1)-th element from r0 * cols + c0
     moved = input.permute(*rest, d1, d2)
     flat = moved.reshape(*moved.shape[:-2], rows * cols)
@@ -324,7 +327,7 @@ def select_scatter(input, src, dim, index):
     if not -n <= index < n:
         raise IndexError(f"select_scatter(): index {index} out of range for tensor of size "
                          f"{list(input.shape)} at dimension {d}")
-    _check_src(src, input.shape[:d] + input.shape[d + 1:], "select_scatter")
+    src = _check_src(src, input.shape[:d] + input.shape[d + 1:], "select_scatter", input)
     return input.index_copy(d, _positions([index % n]), src.unsqueeze(d))
 
 
@@ -338,7 +341,8 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """
     d = _wrap_dim(dim, input.dim(), "slice_scatter")
     picked = range(input.shape[d])[slice(start, end, step)]
-    _check_src(src, input.shape[:d] + (len(picked),) + input.shape[d + 1:], "slice_scatter")
+    src = _check_src(src, input.shape[:d] + (len(picked),) + input.shape[d + 1:],
+                     "slice_scatter", input)
     return input.index_copy(d, _positions(list(picked)), src)
 
 
