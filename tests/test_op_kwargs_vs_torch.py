@@ -108,3 +108,9 @@ def test_functional_scatters_grads_across_dtypes(name):
         (y * m.arange(12.0, dtype=m.float64).reshape(3, 4)).sum().backward()
         return y, x.grad, s.grad
     _same(call)
+
+
+@pytest.mark.parametrize("start", [lambda m: m.tensor([1]), lambda m: m.tensor([[2]]),
+                                   lambda m: m.tensor(1, dtype=m.int32), lambda m: 1])
+def test_narrow_copy_takes_a_one_element_integer_tensor_start(start):
+    _same(lambda m: m.narrow_copy(m.arange(20.0).reshape(4, 5), 0, start(m), 2))

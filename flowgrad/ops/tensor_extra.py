@@ -66,6 +66,10 @@ def narrow_copy(input, dim, start, length):
     tensor([[1, 2],
             [4, 5]])
     """
+    # torch reads its start and length as ints: a one-element integer tensor of any rank is
+    # one (narrow itself takes only a 0-d one)
+    start, length = (int(v._data.reshape(())) if isinstance(v, Tensor) and v._data.size == 1
+                     and v._data.dtype.kind in "iu" else v for v in (start, length))
     return input.narrow(dim, start, length).clone()
 
 
