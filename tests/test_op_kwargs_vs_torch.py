@@ -114,3 +114,16 @@ def test_functional_scatters_grads_across_dtypes(name):
                                    lambda m: m.tensor(1, dtype=m.int32), lambda m: 1])
 def test_narrow_copy_takes_a_one_element_integer_tensor_start(start):
     _same(lambda m: m.narrow_copy(m.arange(20.0).reshape(4, 5), 0, start(m), 2))
+
+
+@pytest.mark.parametrize("fn", ["var", "std", "var_mean", "std_mean"])
+@pytest.mark.parametrize("correction", [2, 5])
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_complex_var_without_degrees_of_freedom_as_torch(fn, correction, dim):
+    # torch sums the real and imaginary parts' variances: a part constant along dim is 0/0,
+    # nan; flowgrad divided |x - mean|^2 by 0 and gave inf
+    def call(m):
+        x = m.tensor([[1 + 1j, 0j], [0j, 1j]])
+        return getattr(m, fn)(x, dim=dim, correction=correction)
+    with np.errstate(all="ignore"):
+        _same(call)

@@ -48,6 +48,10 @@ def _moment(xp, x, fn, axes, keepdim, correction):
             return fn(x, axis=axes, ddof=correction, keepdims=keepdim)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
+            if x.dtype.kind == "c":  # torch's var(real) + var(imag): a constant part's 0/0
+                v = sum(xp.var(p, axis=axes, ddof=correction, keepdims=keepdim)  # is nan
+                        for p in (x.real, x.imag))
+                return xp.sqrt(v) if fn is xp.std else v
             return fn(x, axis=axes, ddof=correction, keepdims=keepdim)
 
 
