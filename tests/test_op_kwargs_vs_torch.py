@@ -127,3 +127,21 @@ def test_complex_var_without_degrees_of_freedom_as_torch(fn, correction, dim):
         return getattr(m, fn)(x, dim=dim, correction=correction)
     with np.errstate(all="ignore"):
         _same(call)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_half_precision_scans_accumulate_in_float32_as_torch(dtype, dim):
+    # torch's CPU cumsum/cumprod of half precision run in float32 (its acc_type), rounding
+    # each running value; in double, 12 of 20000 float16 running sums were an ulp off
+    a = np.random.default_rng(0).standard_normal((4, 3000)).astype(np.float32) * 3
+    b = 1 + np.random.default_rng(1).standard_normal((3, 400)).astype(np.float32) * 0.05
+
+    def call(m):
+        x = m.tensor(a).to(getattr(m, dtype))
+        p = m.tensor(b).to(getattr(m, dtype))
+        xg = x.detach().requires_grad_(True)
+        y = m.cumsum(xg, dim)
+        y.backward(m.ones_like(y))
+        return m.cumsum(x, dim), m.cumprod(p, dim), x.cumsum_(dim), xg.grad
+    _same(call, rtol=0)

@@ -21,7 +21,7 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
 from .creation import eye as _eye
 from .elementwise import where
-from .halfprec import in_float32
+from .halfprec import HALF
 from .registry import op
 
 __all__ = ["cumsum", "cumprod", "cummax", "cummin"]
@@ -103,20 +103,26 @@ def index_output_grad(ctx, dy, _):
 _WIDER = {"f": "d", "F": "D"}  # the accumulator torch's CPU scans use for these dtypes
 
 
+def _accumulate(xp, scan, x, dim):
+    """x scanned in torch's CPU accumulator (its acc_type), each running value rounded to
+    x's dtype: double for float32 and complex64 (NumPy's float32 running sum of a hundred
+    thousand 0.1s was 7e-4 off), float32 for half precision (in double, 12 of 20000 float16
+    running sums came out a unit in the last place off torch's), an int32 scan in int32."""
+    if x.dtype in HALF:
+        return scan(x.astype(xp.float32), axis=dim, dtype=xp.float32).astype(x.dtype)
+    wide = _WIDER.get(x.dtype.char)
+    return scan(x, axis=dim, dtype=x.dtype) if wide is None else \
+        scan(x, axis=dim, dtype=wide).astype(x.dtype)
+
+
 @op("cumsum", jvp="linear", contiguous=True)
-@in_float32  # a half-precision input accumulates in float32, as torch
 def _cumsum(xp, x, *, dim, reverse):
     # floats: the ufunc's accumulate, not xp.cumsum, which runs through NumPy's Python code
     # (fromnumeric.py), where an inf - inf would warn out of reach of flowgrad's filter
     scan = xp.add.accumulate if x.dtype.kind in "fV" else xp.cumsum
     if reverse:
         x = xp.flip(x, dim)
-    # (an int32 scan stays int32, as torch's; float32 and complex64 accumulate in double,
-    # each running sum rounded, as torch's CPU kernel: NumPy's float32 running sum of a
-    # hundred thousand 0.1s was 7e-4 off)
-    wide = _WIDER.get(x.dtype.char)
-    y = scan(x, axis=dim, dtype=x.dtype) if wide is None else \
-        scan(x, axis=dim, dtype=wide).astype(x.dtype)
+    y = _accumulate(xp, scan, x, dim)
     return xp.flip(y, dim) if reverse else y
 
 
@@ -142,12 +148,9 @@ def cumsum(input, dim, *, dtype=None):
 
 # ---- cumprod ---------------------------------------------------------------------------------
 @op("cumprod", save="inputs outputs", complex=True, contiguous=True)
-@in_float32  # a half-precision input accumulates in float32, as torch
 def _cumprod(xp, x, *, dim):
     scan = xp.multiply.accumulate if x.dtype.kind in "fV" else xp.cumprod
-    wide = _WIDER.get(x.dtype.char)  # (in double, as _cumsum)
-    return scan(x, axis=dim, dtype=x.dtype) if wide is None else \
-        scan(x, axis=dim, dtype=wide).astype(x.dtype)
+    return _accumulate(xp, scan, x, dim)
 
 
 @_cumprod.grad
