@@ -145,3 +145,44 @@ def test_half_precision_scans_accumulate_in_float32_as_torch(dtype, dim):
         y.backward(m.ones_like(y))
         return m.cumsum(x, dim), m.cumprod(p, dim), x.cumsum_(dim), xg.grad
     _same(call, rtol=0)
+
+
+_TRAPEZOIDS = {
+    "plain": lambda m, f, y, x: f(y),
+    "dx": lambda m, f, y, x: f(y, dx=0.1),
+    "dx_int": lambda m, f, y, x: f(y, dx=3, dim=0),
+    "x": lambda m, f, y, x: f(y, x),
+    "x_2d": lambda m, f, y, x: f(y, x.expand(y.shape[0], -1).cumsum(0), dim=0),
+}
+
+
+@pytest.mark.parametrize("fn", ["trapezoid", "cumulative_trapezoid"])
+@pytest.mark.parametrize("case", sorted(_TRAPEZOIDS))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "int64"])
+def test_trapezoid_rules_in_torchs_order_of_rounding(fn, case, dtype):
+    # torch: (sum(y) - (y[0] + y[-1]) / 2) * dx, or sum((y[i] + y[i+1]) * step) / 2, and the
+    # cumulative cumsum(dx / 2 * (y[i] + y[i+1])); the areas summed one by one came out 1 to
+    # 3 ulps off in float16 (trapezoid -65.3125 and -56.03125, torch -65.375 and -56.09375)
+    a = np.random.default_rng(0).standard_normal((4, 3000)) * 3
+    steps = np.random.default_rng(1).uniform(0.001, 0.02, 3000)
+
+    def call(m):
+        y = m.tensor(a if dtype != "int64" else a * 10).to(getattr(m, dtype))
+        x = m.tensor(np.cumsum(steps)).to(y.dtype if dtype != "int64" else m.float32)
+        return _TRAPEZOIDS[case](m, getattr(m, fn), y, x)
+    _same(call, rtol=0 if dtype in ("float16", "bfloat16") else 1e-5)
+
+
+@pytest.mark.parametrize("fn", ["trapezoid", "cumulative_trapezoid"])
+def test_trapezoid_grads_and_bool_refusal(fn):
+    def call(m):
+        y = m.tensor([[1.0, 4.0, 9.0, 16.0], [2.0, -1.0, 0.5, 3.0]], dtype=m.float64,
+                     requires_grad=True)
+        x = m.tensor([0.0, 0.5, 2.0, 2.5], dtype=m.float64, requires_grad=True)
+        out = getattr(m, fn)(y, x) * 1.5 + getattr(m, fn)(y, dx=0.3).sum()
+        out.pow(2).sum().backward()
+        return out, y.grad, x.grad
+    _same(call, rtol=1e-12)
+    for m in (torch, flow):
+        with pytest.raises(RuntimeError, match="bool"):
+            getattr(m, fn)(m.tensor([True, False, True]))

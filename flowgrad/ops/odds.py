@@ -126,28 +126,24 @@ def combinations(input, r=2, with_replacement=False):
 
 
 # ---- trapezoidal rule ------------------------------------------------------------------------
-def _trapezoid_terms(y, x, dx, d, name):
-    """The per-interval areas along d: (y[i] + y[i+1]) / 2 * (x[i+1] - x[i])."""
-    n = y._data.shape[d]
+def _trapezoid_steps(y, x, dx, d, name):
+    """The sum of the interval pairs y[i] + y[i+1] and the steps x[i+1] - x[i] along d (None
+    where the spacing is the number dx), after torch's checks."""
     if y._data.dtype.kind == "b":
         raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not supported; "
                            f"convert it with y.float()")
-    if y._data.dtype.kind in "iu":  # torch's 0.5 promotes integers to the default float
-        y = y.to(_dt.get_default_dtype())
-    # (numbers scale unsaved, as torch's Scalars: a second backward through it works)
-    mids = scale(narrow(y, d, 1, n - 1) + narrow(y, d, 0, n - 1), value=0.5)
+    n = y._data.shape[d]
+    pairs = narrow(y, d, 0, n - 1) + narrow(y, d, 1, n - 1)
     if x is None:
-        return mids if dx is None else scale(mids, value=dx)
+        return pairs, None
     if dx is not None:
         raise RuntimeError(f"{name}: cannot pass both x and dx")
     if x._data.ndim == 1:
         if x._data.shape[0] != n:
             raise RuntimeError(f"{name}: There must be one `x` value for each sample point; "
                                f"got {x._data.shape[0]} x values and {n} samples")
-        steps = diff(x).reshape([n - 1 if k == d else 1 for k in range(y._data.ndim)])
-    else:
-        steps = diff(x, dim=d - y._data.ndim)
-    return mids * steps
+        return pairs, diff(x).reshape([n - 1 if k == d else 1 for k in range(y._data.ndim)])
+    return pairs, diff(x, dim=d - y._data.ndim)
 
 
 @tensor_method()
@@ -231,6 +227,19 @@ def _gradient_along(f, d, h, edge_order):
     return cat([first, inner, last], d)
 
 
+def _promoted_samples(y):
+    """y, an integer one in the default float (torch's 0.5 promotes it)."""
+    return y.to(_dt.get_default_dtype()) if y._data.dtype.kind in "iu" else y
+
+
+def _times(t, number):
+    """t * number, the number kept unsaved as torch keeps its Scalar dx (a second backward
+    through trapezoid works); 1.0 leaves t as it is."""
+    if isinstance(number, Tensor):
+        return t * number
+    return t if number == 1.0 else scale(t, value=number)
+
+
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """Integral of y along dim by the trapezoidal rule (sample points x, or spacing dx).
 
@@ -241,7 +250,14 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     d = _wrap_dim(dim, y._data.ndim, "trapezoid")
     if y._data.shape[d] == 0:
         return y.sum(d)
-    return _trapezoid_terms(y, x, dx, d, "trapezoid").sum(d)
+    # torch's formulas and order of rounding (they differ in half precision): with a number
+    # dx, (sum(y) - (y[0] + y[-1]) / 2) * dx; with x, sum((y[i] + y[i+1]) * step) / 2
+    y = _promoted_samples(y)
+    pairs, steps = _trapezoid_steps(y, x, dx, d, "trapezoid")
+    if steps is None:
+        ends = y.select(d, 0) + y.select(d, -1)
+        return _times(y.sum(d) - _times(ends, 0.5), 1.0 if dx is None else dx)
+    return (pairs * steps).sum(d) / 2
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
@@ -264,7 +280,12 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     d = _wrap_dim(dim, y._data.ndim, "cumulative_trapezoid")
     if y._data.shape[d] == 0:
         return y
-    return _trapezoid_terms(y, x, dx, d, "cumulative_trapezoid").cumsum(d)
+    # torch's formulas: cumsum(dx / 2 * (y[i] + y[i+1])), cumsum((y[i] + y[i+1]) * step) / 2
+    y = _promoted_samples(y)
+    pairs, steps = _trapezoid_steps(y, x, dx, d, "cumulative_trapezoid")
+    if steps is None:
+        return _times(pairs, (1.0 if dx is None else dx) / 2.0).cumsum(d)
+    return (pairs * steps).cumsum(d) / 2
 
 
 # ---- counting: no gradient -------------------------------------------------------------------
