@@ -186,3 +186,15 @@ def test_trapezoid_grads_and_bool_refusal(fn):
     for m in (torch, flow):
         with pytest.raises(RuntimeError, match="bool"):
             getattr(m, fn)(m.tensor([True, False, True]))
+
+
+def test_repeat_interleave_counts_by_keyword_and_take_along_dim_broadcast_error():
+    # repeat_interleave(repeats=counts) is torch's index form (it raised TypeError); a
+    # take_along_dim whose shapes do not broadcast raised NumPy's ValueError
+    _same(lambda m: m.repeat_interleave(repeats=m.tensor([2, 0, 1])))
+    _same(lambda m: m.repeat_interleave(repeats=m.tensor([2, 1]), output_size=3))
+    for m in (torch, flow):
+        with pytest.raises(TypeError):
+            m.repeat_interleave()
+        with pytest.raises(RuntimeError):
+            m.take_along_dim(m.ones(3, 4), m.tensor([[0, 1]]), dim=0)

@@ -228,7 +228,11 @@ def take_along_dim(input, indices, dim=None):
     d = _wrap_dim(dim, input._data.ndim, "take_along_dim")
     ishape, jshape = list(input.shape), list(indices.shape)
     ishape[d] = jshape[d] = 1
-    b = np.broadcast_shapes(tuple(ishape), tuple(jshape))
+    try:
+        b = np.broadcast_shapes(tuple(ishape), tuple(jshape))
+    except ValueError:
+        raise RuntimeError(f"take_along_dim: input {tuple(input.shape)} and indices "
+                           f"{tuple(indices.shape)} do not broadcast outside dim {d}") from None
     x = input.expand(b[:d] + (input.shape[d],) + b[d + 1:])
     # torch wraps negative indices here (gather itself refuses them)
     _, flat = _gather_flat(x, d, indices.expand(b[:d] + (indices.shape[d],) + b[d + 1:]),

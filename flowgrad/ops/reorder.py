@@ -202,7 +202,7 @@ def _check_repeats_dtype(counts):
 
 
 @tensor_method()
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
     """Repeat each element `repeats` times along `dim` (flattened when dim=None).
     `repeat_interleave(counts)` alone gives [0]*counts[0] + [1]*counts[1] + ...
 
@@ -210,6 +210,11 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     >>> flow.repeat_interleave(flow.tensor([1, 2]), 2)
     tensor([1, 1, 2, 2])
     """
+    if input is None and isinstance(repeats, Tensor):  # repeat_interleave(repeats=counts)
+        input, repeats = repeats, None
+    if not isinstance(input, Tensor):
+        raise TypeError(f"repeat_interleave(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
     xp = array_module(input._data)
     # (the output's size comes from the repeats' values: a plan could not repeat it)
     if repeats is None:  # the index form
