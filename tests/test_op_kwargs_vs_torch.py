@@ -198,3 +198,31 @@ def test_repeat_interleave_counts_by_keyword_and_take_along_dim_broadcast_error(
             m.repeat_interleave()
         with pytest.raises(RuntimeError):
             m.take_along_dim(m.ones(3, 4), m.tensor([[0, 1]]), dim=0)
+
+
+_RAISES = {  # torch raises RuntimeError / IndexError here; flowgrad raised the other one
+    "quantile_empty": lambda m: m.quantile(m.zeros(0), 0.5),
+    "quantile_empty_dim": lambda m: m.quantile(m.zeros(2, 0), 0.5, dim=1),
+    "nanquantile_empty": lambda m: m.nanquantile(m.zeros(0), 0.5),
+    "kthvalue_k_big": lambda m: m.kthvalue(m.tensor([1.0, 2.0]), 3),
+    "kthvalue_k0": lambda m: m.kthvalue(m.tensor([1.0, 2.0]), 0),
+    "aminmax_empty": lambda m: m.aminmax(m.zeros(0)),
+    "aminmax_empty_keepdim": lambda m: m.aminmax(m.zeros(2, 0), keepdim=True),
+    "amax_empty_no_dim": lambda m: m.amax(m.zeros(2, 0)),
+    "amin_empty_no_dim": lambda m: m.zeros(0).amin(),
+    "max_empty": lambda m: m.zeros(0).max(),
+    "argmax_empty": lambda m: m.zeros(0).argmax(),
+    "argmin_empty_dim": lambda m: m.zeros(2, 0).argmin(1),
+    "unflatten_0d": lambda m: m.tensor(1.0).unflatten(0, (1, 1)),
+    "diff_0d_prepend": lambda m: m.diff(m.tensor([1.0, 2.0]), prepend=m.tensor(0.0)),
+    "diff_0d_append_n0": lambda m: m.diff(m.tensor([1.0, 2.0]), n=0, append=m.tensor(0.0)),
+    "diff_1d_append_2d": lambda m: m.diff(m.ones(2, 2), append=m.ones(2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_RAISES))
+def test_error_types_as_torch(name):
+    with pytest.raises(Exception) as want:
+        _RAISES[name](torch)
+    with pytest.raises(want.type):
+        _RAISES[name](flow)

@@ -66,11 +66,14 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
+    for t in (prepend, append):  # (a 0-d one too: NumPy's diff broadcasts it, torch's not)
+        if t is not None and t._data.ndim != input._data.ndim:
+            raise RuntimeError("diff expects prepend or append to be the same dimension as "
+                               "input")
     if n == 0:  # torch ignores prepend/append then and returns a copy of the input
         return input.clone()
     d = _wrap_dim(dim, input._data.ndim, "diff")
-    parts = [t if t._data.ndim else t.expand(*input.shape[:d], 1, *input.shape[d + 1:])
-             for t in (prepend, input, append) if t is not None]
+    parts = [t for t in (prepend, input, append) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input
     for _ in range(n):
         length = x._data.shape[d]

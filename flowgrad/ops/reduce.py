@@ -195,10 +195,17 @@ _amax.grad(_extremum_grad)
 _amin.grad(_extremum_grad)
 
 
-def _check_nonempty(x, axes, name):
+def _check_nonempty(x, axes, name, whole=False):
+    if whole and x._data.size == 0:  # no dim given: torch's RuntimeError, not IndexError
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                           f"== 0. Specify the reduction dim with the 'dim' argument.")
     if builtins.any(x._data.shape[a] == 0 for a in axes):  # (2, 0) over dim 0 is fine: (0,)
         raise IndexError(f"{name}(): Expected reduction dim to have non-zero size; input has "
                          f"shape {tuple(x.shape)}")
+
+
+def _no_dims(dim):
+    return isinstance(dim, (tuple, list)) and len(dim) == 0
 
 
 @tensor_method()
@@ -210,7 +217,7 @@ def amax(input, dim=(), keepdim=False):
     tensor([3., 5.])
     """
     axes = normalize_dims(dim, input._data.ndim, "amax")
-    _check_nonempty(input, axes, "amax")
+    _check_nonempty(input, axes, "amax", whole=dim is None or _no_dims(dim))
     return _amax(input, axes=axes, keepdim=keepdim)
 
 
@@ -218,7 +225,7 @@ def amax(input, dim=(), keepdim=False):
 def amin(input, dim=(), keepdim=False):
     """Minimum over `dim` (all dims when empty); ties share the gradient."""
     axes = normalize_dims(dim, input._data.ndim, "amin")
-    _check_nonempty(input, axes, "amin")
+    _check_nonempty(input, axes, "amin", whole=dim is None or _no_dims(dim))
     return _amin(input, axes=axes, keepdim=keepdim)
 
 
@@ -256,7 +263,7 @@ def _max_min(input, dim, keepdim, other, name):
         return (maximum if name == "max" else minimum)(input, other)
     if dim is None:
         axes = tuple(range(input._data.ndim))
-        _check_nonempty(input, axes, name)
+        _check_nonempty(input, axes, name, whole=True)
         return (_amax if name == "max" else _amin)(input, axes=axes, keepdim=False, whole=True)
     d = _wrap_dim(dim, input._data.ndim, name)
     _check_nonempty(input, (d,) if input._data.ndim else (), name)
@@ -311,6 +318,15 @@ def _argmin(xp, x, *, dim, keepdim):
     return xp.expand_dims(r, dim) if keepdim else r
 
 
+def _check_empty_arg(input, d, name):
+    """torch's IndexError for an argmax/argmin with nothing to pick from (NumPy's is a
+    ValueError)."""
+    if input._data.size == 0 and (d is None or input._data.shape[d] == 0):
+        raise IndexError(f"{name}(): Expected reduction dim "
+                         f"{'to be specified for input.numel() == 0' if d is None else d}"
+                         f"{'' if d is None else ' to have non-zero size'}.")
+
+
 @tensor_method()
 def argmax(input, dim=None, keepdim=False):
     """Index of the largest element (over all elements when dim is None); int64.
@@ -327,6 +343,7 @@ def argmax(input, dim=None, keepdim=False):
                            f"; convert it with .int() first")
     d = None if dim is None else _wrap_dim(dim, input._data.ndim, "argmax")
     d = None if input._data.ndim == 0 else d  # dim 0 of a 0-d tensor: the element itself
+    _check_empty_arg(input, d, "argmax")
     return _argmax(input, dim=d, keepdim=keepdim).to(_dt.int64)
 
 
@@ -343,6 +360,7 @@ def argmin(input, dim=None, keepdim=False):
                            f"; convert it with .int() first")
     d = None if dim is None else _wrap_dim(dim, input._data.ndim, "argmin")
     d = None if input._data.ndim == 0 else d  # dim 0 of a 0-d tensor: the element itself
+    _check_empty_arg(input, d, "argmin")
     return _argmin(input, dim=d, keepdim=keepdim).to(_dt.int64)
 
 

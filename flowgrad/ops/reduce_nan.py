@@ -154,7 +154,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
         raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor, got "
                            f"{q.dtype} and {input.dtype}")
     if input._data.size == 0:
-        raise IndexError(f"{name}() input tensor must be non-empty")
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else _wrap_dim(dim, input._data.ndim, name)
     if x._data.ndim == 0:

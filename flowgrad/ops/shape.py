@@ -211,6 +211,8 @@ def unflatten(input, dim, sizes):
     tensor([[0, 1, 2],
             [3, 4, 5]])
     """
+    if input._data.ndim == 0:
+        raise RuntimeError("unflatten: Dimension specified as 0 but tensor has no dimensions")
     d = _wrap_dim(dim, input._data.ndim, "unflatten")
     shp = input._data.shape
     sizes = _infer_shape(tuple(sizes), shp[d], "unflatten", shp)

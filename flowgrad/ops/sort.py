@@ -100,7 +100,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     d = _wrap_dim(dim, nd, "kthvalue")
     size = input._data.shape[d] if nd else 1
     if not 1 <= k <= size:
-        raise IndexError(f"kthvalue(): selected number k ({k}) out of range for dimension "
+        raise RuntimeError(f"kthvalue(): selected number k ({k}) out of range for dimension "
                          f"{d} with size {size}")
     if nd == 0:
         return of_zero_dim("kthvalue", input)

@@ -181,6 +181,9 @@ def aminmax(input, *, dim=None, keepdim=False):
     aminmax(min=tensor([1., 2.]), max=tensor([5., 3.]))
     """
     dims = () if dim is None else dim
+    if dim is None and input._data.size == 0:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
     if dim is None and keepdim:
         dims = tuple(range(input.dim()))
     return _aminmax_type(amin(input, dims, keepdim), amax(input, dims, keepdim))
