@@ -226,3 +226,35 @@ def test_error_types_as_torch(name):
         _RAISES[name](torch)
     with pytest.raises(want.type):
         _RAISES[name](flow)
+
+
+_DTYPE_RAISES = {  # torch: RuntimeError for a non-float cdist, NotImplementedError for the
+    # kernels it does not compile for a dtype (flowgrad computed cdist of int64 and float16,
+    # and raised RuntimeError for the others)
+    "cdist_int": lambda m: m.cdist(m.ones(2, 2).long(), m.ones(2, 2).long()),
+    "cdist_int_float": lambda m: m.cdist(m.ones(2, 2).long(), m.ones(2, 2)),
+    "cdist_complex": lambda m: m.cdist(m.ones(2, 2, dtype=m.complex64),
+                                       m.ones(2, 2, dtype=m.complex64)),
+    "cdist_half": lambda m: m.cdist(m.ones(2, 2).half(), m.ones(2, 2).half()),
+    "cdist_bfloat16": lambda m: m.cdist(m.ones(2, 2).bfloat16(), m.ones(2, 2).bfloat16()),
+    "histc_int": lambda m: m.histc(m.tensor([1, 2, 3]), bins=3),
+    "bincount_float": lambda m: m.bincount(m.tensor([1.0, 2.0])),
+    "bincount_float_2d": lambda m: m.bincount(m.tensor([[1.0, 2.0]])),
+    "tril_indices_float": lambda m: m.tril_indices(3, 3, dtype=m.float32),
+    "triu_indices_bool": lambda m: m.triu_indices(3, 3, dtype=m.bool),
+    "gcd_float": lambda m: m.gcd(m.tensor([1.0]), m.tensor([2.0])),
+    "lcm_float": lambda m: m.lcm(m.tensor([1.0]), m.tensor([2.0])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_DTYPE_RAISES))
+def test_dtype_refusals_as_torch(name):
+    with pytest.raises(Exception) as want:
+        _DTYPE_RAISES[name](torch)
+    with pytest.raises(want.type):
+        _DTYPE_RAISES[name](flow)
+
+
+def test_cdist_float_dtypes_still_work():
+    _same(lambda m: m.cdist(m.tensor([[0.0, 1.0], [2.0, 2.0]], dtype=m.float64),
+                            m.tensor([[1.0, 1.0]], dtype=m.float64), p=1.5))

@@ -338,8 +338,8 @@ def heaviside(input, values):
 def _integer_pair(input, other, name):
     a, b = _promote_pair(input, other, name)
     if a._data.dtype.kind not in "iu":
-        raise RuntimeError(f"{name}: \"{name}_cpu\" not implemented for '{a.dtype.name}'; "
-                           f"{name} takes integer tensors")
+        raise NotImplementedError(f"{name}: \"{name}_cpu\" not implemented for "
+                                  f"'{a.dtype.name}'; {name} takes integer tensors")
     return a, b
 
 

@@ -25,7 +25,7 @@ from ..autograd import grad_mode, levels
 from ..autograd.inplace import run_inplace
 from ..autograd.interpreter import check_read, varies_per_run
 from ..device import array_module
-from ..errors import INT_INDEX_DTYPES, check_same_dtype, expect_tensor
+from ..errors import INT_INDEX_DTYPES, check_kernel_dtype, check_same_dtype, expect_tensor
 from ..random import numpy_generator, resolve
 from ..sparse import SparseTensor
 from ..tensor import Tensor, _wrap_dim
@@ -604,7 +604,13 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
                            f"{x1._data.shape[-1]} X2: {x2._data.shape[-1]}")
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    for t, arg in ((x1, "X1"), (x2, "X2")):
+        if t._data.dtype.kind in "iub":  # (complex: refused below, naming it)
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {arg} got: "
+                               f"{t.dtype}")
     check_same_dtype("cdist", x1, x2=x2)
+    # torch's CPU kernel: float32 and float64 only, as pdist
+    check_kernel_dtype(x1, "cdist", kinds="fc" if x1._data.dtype.itemsize >= 4 else "")
     modes = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
              "donot_use_mm_for_euclid_dist")
     if compute_mode not in modes:

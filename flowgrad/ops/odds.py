@@ -294,8 +294,8 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 # ---- counting: no gradient -------------------------------------------------------------------
 def _float_input(input, name):
     if input._data.dtype.kind not in "fV":
-        raise RuntimeError(f"{name}: \"{name}_cpu\" not implemented for '{input.dtype}'; "
-                           f"convert the input with .float()")
+        raise NotImplementedError(f"{name}: \"{name}_cpu\" not implemented for "
+                                  f"'{input.dtype}'; convert the input with .float()")
     return input._data
 
 
@@ -396,8 +396,8 @@ def _tri_indices(row, col, offset, dtype, lower, device):
                             f"int, not {type(size).__name__}")
     dtype = _dt.int64 if dtype is None else dtype
     if dtype not in (_dt.int64, _dt.int32):
-        raise RuntimeError(f"\"{'tril' if lower else 'triu'}_indices\" not implemented for "
-                           f"'{dtype}'; pass dtype=flow.long or flow.int")
+        raise NotImplementedError(f"\"{'tril' if lower else 'triu'}_indices\" not implemented "
+                                  f"for '{dtype}'; pass dtype=flow.long or flow.int")
     for what, size in (("row", row), ("col", col)):
         if size < 0:
             raise RuntimeError(f"{name}: {what} must be non-negative, got {size}")

@@ -470,7 +470,10 @@ def bincount(input, weights=None, minlength=0):
     if input.dtype == _dt.bool:
         raise NotImplementedError("\"bincount_cpu\" not implemented for 'Bool'; convert the "
                                   "input with .long() first")
-    if input.dim() != 1 or input.is_floating_point() or input.is_complex():
+    if input.is_floating_point() or input.is_complex():  # torch's dtype check comes first
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{input.dtype.name}'; "
+                                  f"bincount counts integers")
+    if input.dim() != 1:
         raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs, got "
                            f"shape {tuple(input.shape)} of dtype {input.dtype.name}")
     if minlength < 0:
