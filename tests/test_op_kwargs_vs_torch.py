@@ -258,3 +258,24 @@ def test_dtype_refusals_as_torch(name):
 def test_cdist_float_dtypes_still_work():
     _same(lambda m: m.cdist(m.tensor([[0.0, 1.0], [2.0, 2.0]], dtype=m.float64),
                             m.tensor([[1.0, 1.0]], dtype=m.float64), p=1.5))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.clamp(m.tensor([-3.0, 0.5, 2.0, 7.0]).half(), m.tensor(-1.0).half(), 1.7),
+    lambda m: m.clamp(m.tensor([-3.0, 0.5, 2.0, 7.0]), min=m.tensor(0.0), max=2),
+    lambda m: m.clip(m.tensor([1, 5, -2]), m.tensor(0.5), 3),
+    lambda m: m.clamp(m.tensor([1, 5, -2]), 0, m.tensor(3.5, dtype=m.float64)),
+    lambda m: m.tensor([1.0, 5.0, -2.0]).clamp_(m.tensor(0.5), 3),
+])
+def test_clamp_reads_a_0d_tensor_bound_beside_a_number_as_a_number(call):
+    # torch's parser takes a 0-d tensor (not requiring grad) as the Number overload's bound;
+    # flowgrad raised TypeError 'min and max must both be numbers or both be tensors'
+    _same(call)
+
+
+def test_clamp_mixed_bounds_still_refused_where_torch_refuses():
+    for m in (torch, flow):
+        with pytest.raises(TypeError):
+            m.clamp(m.ones(3), m.tensor([0.5, 0.5, 0.5]), 3)
+        with pytest.raises(TypeError):
+            m.clamp(m.ones(3), m.tensor(0.5, requires_grad=True), 3)

@@ -142,6 +142,12 @@ def _checked_branch(tensor, number, arg):
 _INT64 = np.dtype(np.int64)
 
 
+def _as_number(bound):
+    if isinstance(bound, Tensor) and bound._data.ndim == 0 and not bound.requires_grad:
+        return bound.item()
+    return bound
+
+
 def clamp(input, min=None, max=None, *, out=None):
     """Limit values to [min, max]; either bound may be None or a tensor.
 
@@ -153,6 +159,10 @@ def clamp(input, min=None, max=None, *, out=None):
         return with_out(clamp, out, (input,), "clamp", exact_dtype=True, min=min, max=max)
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
+    if min is not None and max is not None and \
+            isinstance(min, Tensor) is not isinstance(max, Tensor):
+        # torch's parser reads a 0-d tensor that needs no grad as the other's Number
+        min, max = (_as_number(v) for v in (min, max))
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         if min is not None and max is not None and \
                 isinstance(min, Tensor) is not isinstance(max, Tensor):
