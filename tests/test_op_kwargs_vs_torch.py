@@ -279,3 +279,17 @@ def test_clamp_mixed_bounds_still_refused_where_torch_refuses():
             m.clamp(m.ones(3), m.tensor([0.5, 0.5, 0.5]), 3)
         with pytest.raises(TypeError):
             m.clamp(m.ones(3), m.tensor(0.5, requires_grad=True), 3)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.var(m.tensor([[1.0, 4.0, 9.0], [2.0, 3.0, 7.0]]), 1, correction=m.tensor(1)),
+    lambda m: m.std_mean(m.tensor([[1.0, 4.0, 9.0], [2.0, 3.0, 7.0]]),
+                         correction=m.tensor(0.5)),
+    lambda m: m.gradient(m.tensor([[1.0, 4.0, 9.0], [2.0, 3.0, 7.0]]), spacing=m.tensor(0.5)),
+    lambda m: m.tril_indices(m.tensor(2), 3),
+    lambda m: m.triu_indices(3, 3, m.tensor(-1)),
+])
+def test_0d_tensor_for_a_number_argument(call):
+    # torch reads a 0-d tensor as the Scalar/int argument; flowgrad raised AttributeError
+    # (var/std correction), RuntimeError (gradient spacing) or TypeError (tril_indices)
+    _same(call)

@@ -165,6 +165,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     if spacing is None:  # (torch's default when spelt out: unit spacing)
         spacing = 1
+    elif isinstance(spacing, Tensor) and spacing._data.ndim == 0:  # torch's Scalar form
+        spacing = spacing.item()
     ndim = input._data.ndim
     dims = (list(range(ndim)) if dim is None else [dim] if isinstance(dim, int)
             else list(dim))
@@ -390,6 +392,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 def _tri_indices(row, col, offset, dtype, lower, device):
     name = "tril_indices" if lower else "triu_indices"
     dev = resolve_device(device, name)
+    row, col, offset = (int(v.item()) if isinstance(v, Tensor) and v._data.ndim == 0 and
+                        v._data.dtype.kind in "iu" else v for v in (row, col, offset))
     for position, (what, size) in enumerate((("row", row), ("col", col), ("offset", offset))):
         if not isinstance(size, (int, np.integer)) or isinstance(size, bool):
             raise TypeError(f"{name}(): argument '{what}' (position {position + 1}) must be "

@@ -127,6 +127,8 @@ def _var_args(input, dim, unbiased, keepdim, correction, name):
         raise RuntimeError(f"{name}(): pass either unbiased or correction, not both")
     if correction is None:
         correction = 0 if unbiased is False else 1
+    elif isinstance(correction, Tensor) and correction._data.ndim == 0:  # torch's Scalar
+        correction = correction.item()
     if input._data.dtype.kind not in "fVc":
         raise RuntimeError(f"{name}(): std and var only support floating point and complex "
                            f"dtypes, got {input.dtype.name}; call .float() first")
