@@ -293,3 +293,20 @@ def test_0d_tensor_for_a_number_argument(call):
     # torch reads a 0-d tensor as the Scalar/int argument; flowgrad raised AttributeError
     # (var/std correction), RuntimeError (gradient spacing) or TypeError (tril_indices)
     _same(call)
+
+
+_REFUSED = {  # torch refuses these; flowgrad computed something (or raised IndexError)
+    "tensor_split_int32_indices": lambda m: m.tensor_split(
+        m.arange(20.0).reshape(4, 5), m.tensor([1, 2], dtype=m.int32), 1),
+    "histogram_edges_and_range": lambda m: m.histogram(m.arange(6.0), m.tensor([0.0, 2.0, 5.0]),
+                                                       range=(0.0, 1.0)),
+    "searchsorted_0d_boundaries": lambda m: m.searchsorted(m.tensor(1.0), m.tensor([1.5])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_REFUSED))
+def test_refused_as_torch(name):
+    with pytest.raises(Exception) as want:
+        _REFUSED[name](torch)
+    with pytest.raises(want.type):
+        _REFUSED[name](flow)

@@ -344,6 +344,8 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
     histogram(hist=tensor([2., 1.]), bin_edges=tensor([1.0000, 1.5000, 2.0000]))
     """
     expect_tensor("histogram", input)
+    if isinstance(bins, Tensor) and range is not None:  # (torch has no such overload)
+        raise TypeError("histogram(): range= goes with a number of bins, not with bin edges")
     if not isinstance(bins, Tensor):
         bins = int_arg(bins, "histogram", "bins", 2)
         if bins <= 0:

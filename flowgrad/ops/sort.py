@@ -200,6 +200,9 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     scalar = not isinstance(input, Tensor)
     values = Tensor._wrap(xp.asarray(input)) if scalar else input
     seq, vals = sorted_sequence._data, values._data
+    if seq.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
+                           "dimension, but got 0 dimension")
     if seq.ndim > 1 and (scalar or seq.shape[:-1] != vals.shape[:-1]):
         raise RuntimeError(
             f"searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "

@@ -153,9 +153,9 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
                                      "tensor_indices_or_sections": tensor_indices_or_sections})
     d, n = _size(input, dim, "tensor_split")
     if isinstance(s, Tensor):
-        if s._data.dtype.kind not in "iu":
-            raise RuntimeError(f"tensor_split(): tensor_indices_or_sections must be an integer "
-                               f"tensor, got {s.dtype}")
+        if s._data.dtype != np.int64:  # (int32 too: torch takes long only)
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have "
+                               f"dtype of long, but got {s.dtype}")
         check_read(s, "tensor_split's tensor_indices_or_sections")  # (the pieces' sizes)
         s = s._data.item() if s._data.ndim == 0 else s._data.tolist()
     if isinstance(s, (list, tuple)):
