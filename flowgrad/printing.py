@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from . import dtypes as _dt
+from .autograd.torch_nodes import torch_name
 from .device import to_host
 
 _DEFAULT_SUFFIXLESS = ("int64", "bool")
@@ -174,7 +175,7 @@ def tensor_repr(t) -> str:
                 name != _dt.to_complex(_dt.get_default_dtype()).name:
             extras.append(f"dtype=flowgrad.{name}")
     if t._grad_fn is not None:
-        extras.append(f"grad_fn=<{t._grad_fn.name}>")
+        extras.append(f"grad_fn=<{torch_name(t._grad_fn)}>")  # (torch's name: MulBackward0)
     elif t.requires_grad:
         extras.append("requires_grad=True")
     text = prefix + body

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import sparse as _coo
 from .autograd.function import Function
+from .autograd.torch_nodes import torch_name
 from .device import new_array, to_host
 from .sparse import SparseMetadata, SparseTensor, _dense_only, layout, sparse_coo, strided
 from .tensor import Tensor
@@ -329,7 +330,7 @@ class CompressedTensor(SparseMetadata):
             suffixes.append(f"dtype={self.dtype}")
         suffixes.append(f"layout=flowgrad.{self.layout.name}")
         if self._vals._grad_fn is not None:
-            suffixes.append(f"grad_fn=<{self._vals._grad_fn.name}>")
+            suffixes.append(f"grad_fn=<{torch_name(self._vals._grad_fn)}>")
         elif self.requires_grad:
             suffixes.append("requires_grad=True")
         last = len(text) - text.rfind("\n") + 1  # (torch's count of the last line)

@@ -25,6 +25,7 @@ from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.inference import check_requires_grad
 from .autograd.meta import AutogradMeta, VersionCounter, counter_of
 from .autograd.torch_nodes import named as _named
+from .autograd.torch_nodes import torch_name
 from .autograd.views import moved_from_base, sync_view
 from .device import (
     ARRAY_MODULES,
@@ -69,7 +70,7 @@ def _meta_repr(t):
         parts.append(f"dtype={d}")
     node = t._grad_fn
     if node is not None:
-        parts.append(f"grad_fn=<{node.name}>")
+        parts.append(f"grad_fn=<{torch_name(node)}>")
     elif t.requires_grad:
         parts.append("requires_grad=True")
     return "tensor(..., device='meta', " + ", ".join(parts) + ")"

@@ -492,4 +492,4 @@ def test_random_ops_are_not_differentiable_but_dropout_and_rrelu_are():
         assert REGISTRY[name].backward is not None, name
     x = flow.rand(50, requires_grad=True)
     assert flow.bernoulli(x).requires_grad is False
-    assert F.dropout(x, 0.5).grad_fn.name() == "dropout_backward"
+    assert F.dropout(x, 0.5).grad_fn.name() == "MulBackward0"  # (torch's CPU dropout: a product)

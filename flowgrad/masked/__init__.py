@@ -6,7 +6,7 @@ operation; gradients flow to the masked-in elements only. MaskedTensor is not pr
 >>> x = flow.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
 >>> m = flow.tensor([[True, False], [True, True]])
 >>> flow.masked.sum(x, 1, mask=m)
-tensor([1., 7.], grad_fn=<sum_backward>)
+tensor([1., 7.], grad_fn=<SumBackward1>)
 >>> flow.masked.sum(x, mask=m).backward(); x.grad
 tensor([[1., 0.],
         [1., 1.]])

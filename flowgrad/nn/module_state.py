@@ -219,7 +219,7 @@ class StateDict:
         >>> m.load_state_dict({"weight": flow.tensor([[1.0, 2.0]]), "bias": flow.tensor([0.5])})
         <All keys matched successfully>
         >>> m(flow.tensor([[1.0, 1.0]]))
-        tensor([[3.5000]], grad_fn=<linear_backward>)
+        tensor([[3.5000]], grad_fn=<AddmmBackward0>)
         >>> m.load_state_dict({"weight": flow.zeros(1, 2)}, strict=False).missing_keys
         ['bias']
         """

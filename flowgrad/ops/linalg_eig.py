@@ -12,7 +12,7 @@ rule raises as torch's does.
 >>> import flowgrad as flow
 >>> a = flow.tensor([[2.0, 0.0], [0.0, 3.0]], requires_grad=True)
 >>> flow.linalg.eigvals(a)
-tensor([2.+0.j, 3.+0.j], grad_fn=<linalg_eig_backward>)
+tensor([2.+0.j, 3.+0.j], grad_fn=<LinalgEigBackward0>)
 >>> flow.linalg.eigvals(a).real.sum().backward(); a.grad
 tensor([[1., 0.],
         [0., 1.]])

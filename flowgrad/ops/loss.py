@@ -339,7 +339,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     >>> logits = flow.tensor([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0]], requires_grad=True)
     >>> loss = F.cross_entropy(logits, flow.tensor([0, 2]))
     >>> loss
-    tensor(0.1755, grad_fn=<cross_entropy_backward>)
+    tensor(0.1755, grad_fn=<NllLossBackward0>)
     >>> loss.backward(); logits.grad
     tensor([[-0.1072,  0.0876,  0.0196],
             [ 0.0247,  0.0272, -0.0519]])

@@ -11,7 +11,7 @@ output. Embedding takes its indices as an op input.
 >>> w = flow.eye(3, requires_grad=True)
 >>> flow.nn.functional.embedding(flow.tensor([2, 0]), w)
 tensor([[0., 0., 1.],
-        [1., 0., 0.]], grad_fn=<embedding_backward>)
+        [1., 0., 0.]], grad_fn=<EmbeddingBackward0>)
 """
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ _torch_nodes.NAMES.update({
     "reshape": "ViewBackward0", "permute": "PermuteBackward0", "getitem": _getitem,
     "index": "IndexBackward0", "take_flat": "GatherBackward0", "where": "WhereBackward0",
     "setitem": "CopySlices", "view_scatter": "CopySlices", "cast": "ToCopyBackward0",
-    "cat": "CatBackward0",
+    "cat": "CatBackward0", "dropout": "MulBackward0", "to_device": "ToCopyBackward0",
     "split": "SplitBackward0", "clamp": "ClampBackward1", "clamp_tensor": "ClampBackward0",
     "conv": "ConvolutionBackward0", "pad_constant": "ConstantPadNdBackward0",
     "max_pool": _pool("MaxPool"), "adaptive_max_pool": _pool("AdaptiveMaxPool"),

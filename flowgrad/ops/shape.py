@@ -476,7 +476,7 @@ def clone(input, *, memory_format=None):
     >>> x = flow.tensor([1.0, 2.0], requires_grad=True)
     >>> y = x.clone()
     >>> y
-    tensor([1., 2.], grad_fn=<clone_backward>)
+    tensor([1., 2.], grad_fn=<CloneBackward0>)
     """
     # torch's default, preserve_format, keeps the input's layout (its strides when dense) and
     # its recorded format; another format is recorded, as contiguous's (the array row-major)

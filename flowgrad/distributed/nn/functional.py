@@ -8,7 +8,7 @@ Under `python -m flowgrad.distributed.run --nproc-per-node 2`:
 >>> from flowgrad.distributed.nn.functional import all_reduce
 >>> x = flow.ones(2, requires_grad=True)
 >>> y = all_reduce(x * (dist.get_rank() + 1)); y                  # doctest: +SKIP
-tensor([3., 3.], grad_fn=<all_reduce_backward>)
+tensor([3., 3.], grad_fn=<AllReduceBackward0>)
 >>> y.sum().backward()        # each rank's dy = 1, summed: 2    # doctest: +SKIP
 >>> x.grad / (dist.get_rank() + 1)                                   # doctest: +SKIP
 tensor([2., 2.])

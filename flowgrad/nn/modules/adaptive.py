@@ -10,7 +10,7 @@ own log-softmax, computed from a smaller projection (in_features // div_value **
 >>> out.output.shape, out.loss.shape
 (flowgrad.Size([5]), flowgrad.Size([]))
 >>> asm.log_prob(flow.randn(2, 8)).exp().sum(1)
-tensor([1.0000, 1.0000], grad_fn=<sum_backward>)
+tensor([1.0000, 1.0000], grad_fn=<SumBackward1>)
 """
 from __future__ import annotations
 

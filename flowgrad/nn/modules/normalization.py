@@ -202,7 +202,7 @@ class LayerNorm(Module):
     >>> import flowgrad as flow
     >>> from flowgrad import nn
     >>> nn.LayerNorm(3)(flow.tensor([[1.0, 2.0, 3.0]]))
-    tensor([[-1.2247,  0.0000,  1.2247]], grad_fn=<norm_affine_backward>)
+    tensor([[-1.2247,  0.0000,  1.2247]], grad_fn=<NativeLayerNormBackward0>)
     """
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,

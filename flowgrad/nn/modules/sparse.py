@@ -26,7 +26,7 @@ class Embedding(Module):
     >>> emb(flow.tensor([[0, 2], [4, 0]])).shape
     flowgrad.Size([2, 2, 3])
     >>> emb.weight[0]
-    tensor([0., 0., 0.], grad_fn=<getitem_backward>)
+    tensor([0., 0., 0.], grad_fn=<SelectBackward0>)
     """
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
