@@ -480,3 +480,25 @@ def test_keyword_inputs_are_bound_by_name_not_by_count():
     dynamic(x, scale=s)
     np.testing.assert_allclose(dynamic(x, shift=b).numpy(), (model(x) + b).detach().numpy(),
                                rtol=1e-6)
+
+
+def test_a_parameter_no_optimizer_holds_accumulates_its_gradient_across_calls():
+    # the optimizers zero only their own parameters' grads: another parameter's .grad sums
+    # every call's, as eagerly (the graph kept only the last call's)
+    def make():
+        return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+
+    flow.manual_seed(0)
+    eager = make()
+    compiled = copy.deepcopy(eager)
+    opt_e = flow.optim.SGD(eager[0].parameters(), lr=0.1)
+    opt_g = flow.optim.SGD(compiled[0].parameters(), lr=0.1)
+    graph = graph_of(compiled, _cross_entropy, opt_g)
+    for i, (x, y) in enumerate(_batches()):
+        opt_e.zero_grad()
+        _cross_entropy(eager, x, y)
+        opt_e.step()
+        graph(x, y)
+        for p, q in zip(eager[2].parameters(), compiled[2].parameters()):
+            np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-7,
+                                       err_msg=f"call {i}")

@@ -403,7 +403,14 @@ class Graph:
             return
         program = self._compiled[0]
         handed = set()
+        zeroed = {id(p) for optimizer, _ in self._optimizers for group in optimizer.param_groups
+                  for p in group["params"]}
         for p, array in grads.items():
+            if id(p) not in zeroed and p.grad is not None:
+                # no optimizer zeroes it: its .grad sums every call's, as eagerly
+                with no_grad():
+                    engine._accumulate(p._meta, Tensor._wrap(array.copy()), variable=p)
+                continue
             grad_value = program.grads.get(p)
             # never hand out a constant's, or a view's, storage, nor one array as two
             # parameters' grads (equal gradients, as an RNN's two biases have, are one value
