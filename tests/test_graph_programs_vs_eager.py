@@ -502,3 +502,31 @@ def test_a_parameter_no_optimizer_holds_accumulates_its_gradient_across_calls():
         for p, q in zip(eager[2].parameters(), compiled[2].parameters()):
             np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-7,
                                        err_msg=f"call {i}")
+
+
+def test_gradient_accumulation_gives_an_input_its_gradient():
+    # each micro-batch's gradient, over k (the mean loss's), gathered into the input's .grad
+    # as eagerly; the input got none
+    def step(model, x, y):
+        loss = F.cross_entropy(model(x * 2.0), y)
+        loss.backward()
+        return loss
+
+    flow.manual_seed(0)
+    eager = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    compiled = copy.deepcopy(eager)
+    opt_g = flow.optim.SGD(compiled.parameters(), lr=0.1)
+    graph = graph_of(compiled, step, opt_g)
+    graph.config.set_gradient_accumulation_steps(2)
+    for i, (x, y) in enumerate(_batches()):
+        xe, xg = x.clone().requires_grad_(), x.clone().requires_grad_()
+        loss = sum(F.cross_entropy(eager(xc * 2.0), yc) for xc, yc in
+                   zip(xe.chunk(2), y.chunk(2))) / 2
+        loss.backward()
+        graph(xg, y)
+        np.testing.assert_allclose(xg.grad.numpy(), xe.grad.numpy(), rtol=1e-5, atol=1e-7,
+                                   err_msg=f"call {i}")
+        with flow.no_grad():
+            for p in eager.parameters():
+                p -= 0.1 * p.grad
+                p.grad = None

@@ -161,13 +161,19 @@ class Graph:
             return result
         # gradient accumulation: k micro-batches along dim 0, their mean gradient, one update;
         # each output comes back stacked, one row per micro-batch
-        results, total = [], {}
-        for micro_args, micro_kwargs in _micro_batches(args, kwargs, steps):
+        results, total, parts = [], {}, {}
+        for micro_args, micro_kwargs in _micro_batches(args, kwargs, steps, parts):
             result, (grads, _) = self._step(micro_args, micro_kwargs)
             results.append(result)
             for p, g in grads.items():
                 total[p] = g / steps if p not in total else total[p] + g / steps
         self._update((total, None))
+        for whole, chunks in parts.values():  # an input's gradient: its micro-batches', / k
+            if any(c.grad is not None for c in chunks):
+                xp = array_module(whole._data)
+                grads = [c.grad._data if c.grad is not None else
+                         xp.zeros(c._data.shape, c._data.dtype) for c in chunks]
+                _add_leaf_grads([whole], [(0, xp.concatenate(grads) / steps)])
         leaves = [_flatten_outputs(r)[0] for r in results]
         rebuild = _flatten_outputs(results[0])[1]
         return rebuild([Tensor._wrap(array_module(leaves[0][i]._data).stack(
@@ -734,8 +740,10 @@ def _trainable(state):
     return state, tuple(t.requires_grad for t in state)
 
 
-def _micro_batches(args, kwargs, steps):
-    """The (args, kwargs) of each micro-batch: tensors split along dim 0, the rest as given."""
+def _micro_batches(args, kwargs, steps, parts):
+    """The (args, kwargs) of each micro-batch: tensors split along dim 0, the rest as given.
+    An input that requires grad is split into leaves (`parts[id]`: it and its chunks), whose
+    gradients the caller gathers into it."""
     def split(obj):
         if not isinstance(obj, Tensor):
             return [obj] * steps
@@ -743,7 +751,11 @@ def _micro_batches(args, kwargs, steps):
             raise RuntimeError(f"nn.Graph: gradient accumulation over {steps} micro-batches "
                                f"needs every tensor input's dim 0 divisible by {steps}; got "
                                f"shape {tuple(obj.shape)}")
-        return list(obj.chunk(steps, 0))
+        if not obj.requires_grad:
+            return list(obj.chunk(steps, 0))
+        chunks = [c.requires_grad_() for c in obj.detach().chunk(steps, 0)]
+        parts[id(obj)] = (obj, chunks)
+        return chunks
 
     arg_parts = [split(a) for a in args]
     kwarg_parts = {k: split(v) for k, v in kwargs.items()}
