@@ -59,7 +59,8 @@ def assume_constant_result(fn):
 
 
 def _graphs():
-    from .graph.graph import Graph, _flatten_outputs
+    from .graph.call_args import flatten_outputs
+    from .graph.graph import Graph
 
     @Graph.with_dynamic_input_shape(size=8)
     class Forward(Graph):
@@ -83,7 +84,7 @@ def _graphs():
             n = len(self.needs)
             inputs, out_grads = args[:n], args[n:]
             with grad_mode.enable_grad():
-                outs = _flatten_outputs(self.model(*inputs))[0]
+                outs = flatten_outputs(self.model(*inputs))[0]
                 wrt = [x for x, need in zip(inputs, self.needs) if need] + _params(self.model)
                 # (outputs no gradient flows from: autograd.grad refuses them, as eagerly)
                 pairs = [(o, g) for o, g in zip(outs, out_grads) if o.requires_grad]
@@ -197,12 +198,12 @@ class OptimizedModule(Module):
             _compiling[0] = False
 
     def _run_forward(self, inputs):
-        from .graph.graph import _flatten_outputs
+        from .graph.call_args import flatten_outputs
 
         Forward, _ = _graphs()
         model = self._orig_mod
         out = self._call_graph(("forward", model.training), lambda: Forward(model), inputs)
-        outs, rebuild = _flatten_outputs(out)
+        outs, rebuild = flatten_outputs(out)
         object.__setattr__(self, "_rebuild", rebuild)
         return outs, rebuild
 

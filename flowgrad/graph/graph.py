@@ -22,9 +22,7 @@ plan; later calls run the plan without running `build` again.
 """
 from __future__ import annotations
 
-import functools
 import gc
-import inspect
 import time
 
 from .. import random as _random
@@ -39,9 +37,17 @@ from ..nn import module_hooks as _global_hooks
 from ..nn.module import Module
 from ..nn.parameter import is_lazy
 from ..optim.optimizer import Optimizer
-from ..return_types import sequence_of
 from ..tensor import Tensor
 from . import checkpointing, codegen, optimizer_pass, passes
+from .call_args import (
+    bound_to_build,
+    check_signature,
+    flatten_inputs,
+    flatten_outputs,
+    input_signature,
+    micro_batches,
+    signature_key,
+)
 from .ir import INPUT, NODE, STATE
 from .tracer import Tracer, user_line
 
@@ -153,7 +159,7 @@ class Graph:
     def __call__(self, *args, **kwargs):
         if type(self).build is Graph.build:
             self.build()
-        args, kwargs = _bound_to_build(self, args, kwargs)
+        args, kwargs = bound_to_build(self, args, kwargs)
         steps = self.config.gradient_accumulation_steps
         if steps == 1:
             result, grads = self._step(args, kwargs)
@@ -162,7 +168,7 @@ class Graph:
         # gradient accumulation: k micro-batches along dim 0, their mean gradient, one update;
         # each output comes back stacked, one row per micro-batch
         results, total, parts = [], {}, {}
-        for micro_args, micro_kwargs in _micro_batches(args, kwargs, steps, parts):
+        for micro_args, micro_kwargs in micro_batches(args, kwargs, steps, parts):
             result, (grads, _) = self._step(micro_args, micro_kwargs)
             results.append(result)
             for p, g in grads.items():
@@ -174,18 +180,18 @@ class Graph:
                 grads = [c.grad._data if c.grad is not None else
                          xp.zeros(c._data.shape, c._data.dtype) for c in chunks]
                 _add_leaf_grads([whole], [(0, xp.concatenate(grads) / steps)])
-        leaves = [_flatten_outputs(r)[0] for r in results]
-        rebuild = _flatten_outputs(results[0])[1]
+        leaves = [flatten_outputs(r)[0] for r in results]
+        rebuild = flatten_outputs(results[0])[1]
         return rebuild([Tensor._wrap(array_module(leaves[0][i]._data).stack(
             [ls[i]._data for ls in leaves])) for i in range(len(leaves[0]))])
 
     def _step(self, args, kwargs):
-        flat = _flatten_inputs(args, kwargs)
+        flat = flatten_inputs(args, kwargs)
         if self._compiled is None:
             return self._profiled_compile(args, kwargs, flat)
-        signature = _signature(flat)
+        signature = input_signature(flat)
         if self._dynamic_size and signature != self._compiled[3]:
-            compiled = self._plans.get(_key(signature))
+            compiled = self._plans.get(signature_key(signature))
             if compiled is None:
                 return self._profiled_compile(args, kwargs, flat)
             object.__setattr__(self, "_compiled", compiled)
@@ -286,7 +292,7 @@ class Graph:
                 reads = self.__dict__.pop("_reads")
         tracer.finish()
         program = tracer.program
-        leaves, rebuild = _flatten_outputs(out)
+        leaves, rebuild = flatten_outputs(out)
         program.outputs = [tracer.value(t) for t in leaves]
         first = [tracer.tensor_of[v.id] for v in program.results()]
         n = len(program.outputs)
@@ -313,7 +319,7 @@ class Graph:
         self._log(0, lambda: f"  codegen: {plan.source.count(chr(10)) + 1} lines in "
                              f"{generated * 1e3:.1f} ms")
         self._log(2, plan.source)
-        compiled = (program, plan, rebuild, _signature(flat), eager_update,
+        compiled = (program, plan, rebuild, input_signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers), _trainable(state),
                     _settings(self, reads), _bindings(self), _hooks(self, state),
                     _state_meta(state))
@@ -322,13 +328,13 @@ class Graph:
         if self._dynamic_size:
             if len(self._plans) >= self._dynamic_size:
                 self._plans.pop(next(iter(self._plans)))  # the oldest signature goes
-            self._plans[_key(compiled[3])] = compiled
+            self._plans[signature_key(compiled[3])] = compiled
         return rebuild([t.detach() for t in first[:n]]), (grads, None)
 
     def _run(self, flat):
         (program, plan, rebuild, signature, eager_update, layout, trainable,
          settings, bindings, hooks, state_meta) = self._compiled
-        _check_signature(signature, _signature(flat))
+        check_signature(signature, input_signature(flat))
         for i, layout in program.input_layouts.items():
             if _layout(flat[i]) != layout:
                 raise RuntimeError(
@@ -517,101 +523,6 @@ def _add_leaf_grads(flat, leaf_grads):
             engine._accumulate(tensor._meta, Tensor._wrap(array), variable=tensor)
 
 
-_PLAIN_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-
-
-def _bound_to_build(graph, args, kwargs):
-    """The call's arguments by build's parameters, every one given (defaults filled in) and
-    positional where it can be: a plan reads its inputs by position, so `graph(x, bias=b)`
-    after `graph(x, mask=m)` must not hand b in as the traced mask (now: an input None where
-    the plan had a tensor, refused), while `graph(x, m)` and `graph(x, mask=m)` are one call.
-    A build taking *args or **kwargs, or arguments build would refuse, are left as given."""
-    cls = type(graph)
-    signature = cls.__dict__.get("_build_signature")
-    if signature is None:
-        try:
-            signature = inspect.signature(graph.build)
-        except (TypeError, ValueError):
-            signature = False
-        kinds = [p.kind for p in signature.parameters.values()] if signature else []
-        if any(k not in _PLAIN_KINDS + (inspect.Parameter.KEYWORD_ONLY,) for k in kinds):
-            signature = False
-        type.__setattr__(cls, "_build_signature", signature)
-        # every parameter given by position, none keyword-only: bound as it is (the usual
-        # call; binding it costs several microseconds a call)
-        type.__setattr__(cls, "_build_arity", len(kinds) if signature and all(
-            k in _PLAIN_KINDS for k in kinds) else -1)
-    if not signature or not kwargs and len(args) == cls.__dict__["_build_arity"]:
-        return args, kwargs
-    try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError:
-        return args, kwargs
-    bound.apply_defaults()
-    return bound.args, bound.kwargs
-
-
-def _flatten_inputs(args, kwargs):
-    flat = list(args) + [kwargs[k] for k in sorted(kwargs)]
-    for i, a in enumerate(flat):
-        if not (a is None or isinstance(a, (Tensor, int, float, bool, str))):
-            raise TypeError(f"nn.Graph: input {i} is a {type(a).__name__}; a graph takes "
-                            f"tensors, None and Python scalars")
-    return flat
-
-
-def _flatten_outputs(out):
-    """The tensors of a (nested) result, in order, and a function rebuilding the structure
-    from tensors in that order. (Iterative: a recursive closure here was a reference cycle
-    that kept the trace's whole eager graph alive until the cycle collector ran.)"""
-    leaves, root = [], [None]
-    todo = [(out, root, 0)]  # (object, the container its spec goes into, at which key)
-    while todo:
-        obj, into, key = todo.pop()
-        if isinstance(obj, Tensor):
-            into[key] = len(leaves)
-            leaves.append(obj)
-        elif isinstance(obj, (list, tuple)):
-            inner = [None] * len(obj)
-            into[key] = (type(obj), inner)
-            todo += [(o, inner, i) for i, o in reversed(list(enumerate(obj)))]
-        elif isinstance(obj, dict):
-            inner = dict.fromkeys(obj)
-            into[key] = (dict, inner)
-            todo += [(v, inner, k) for k, v in reversed(list(obj.items()))]
-        elif obj is None:
-            into[key] = None
-        else:
-            raise TypeError(f"nn.Graph: build() returned a {type(obj).__name__}; return "
-                            f"tensors, or lists, tuples and dicts of them")
-    return leaves, functools.partial(_rebuild, root[0])
-
-
-def _rebuild(spec, tensors):
-    """The structure `spec` (from _flatten_outputs) with `tensors` in its places."""
-    root = [None]
-    todo = [(spec, root, 0)]
-    sequences = []  # (container, key, kind, items): made once their items are (inner first)
-    while todo:
-        item, into, key = todo.pop()
-        if item is None:
-            into[key] = None
-        elif isinstance(item, int):
-            into[key] = tensors[item]
-        else:
-            kind, inner = item
-            if kind is dict:
-                into[key] = made = dict.fromkeys(inner)
-                todo += [(v, made, k) for k, v in inner.items()]
-            else:
-                items = [None] * len(inner)
-                sequences.append((into, key, kind, items))
-                todo += [(v, items, i) for i, v in enumerate(inner)]
-    for into, key, kind, items in reversed(sequences):
-        into[key] = sequence_of(kind, items)
-    return root[0]
-
-
 _GONE = object()
 _PLAIN = (bool, int, float, str, type(None))
 
@@ -740,29 +651,6 @@ def _trainable(state):
     return state, tuple(t.requires_grad for t in state)
 
 
-def _micro_batches(args, kwargs, steps, parts):
-    """The (args, kwargs) of each micro-batch: tensors split along dim 0, the rest as given.
-    An input that requires grad is split into leaves (`parts[id]`: it and its chunks), whose
-    gradients the caller gathers into it."""
-    def split(obj):
-        if not isinstance(obj, Tensor):
-            return [obj] * steps
-        if obj.ndim == 0 or obj.shape[0] % steps:
-            raise RuntimeError(f"nn.Graph: gradient accumulation over {steps} micro-batches "
-                               f"needs every tensor input's dim 0 divisible by {steps}; got "
-                               f"shape {tuple(obj.shape)}")
-        if not obj.requires_grad:
-            return list(obj.chunk(steps, 0))
-        chunks = [c.requires_grad_() for c in obj.detach().chunk(steps, 0)]
-        parts[id(obj)] = (obj, chunks)
-        return chunks
-
-    arg_parts = [split(a) for a in args]
-    kwarg_parts = {k: split(v) for k, v in kwargs.items()}
-    return [(tuple(p[i] for p in arg_parts), {k: p[i] for k, p in kwarg_parts.items()})
-            for i in range(steps)]
-
-
 def _traced_summary(name, program, seconds):
     phases = [n.phase for n in program.nodes]
     return (f"nn.Graph {name}: traced {len(phases)} nodes ({phases.count('forward')} forward, "
@@ -788,23 +676,3 @@ def _layout(tensor):
     """A tensor's strides in elements, 0 for a dim of size 1 (any stride does there)."""
     return tuple(0 if n == 1 else st for n, st in zip(tensor.shape, tensor.stride()))
 
-
-def _key(signature):
-    return repr(signature)
-
-
-def _signature(flat):
-    return [(tuple(t.shape), t.dtype) if isinstance(t, Tensor) else t for t in flat]
-
-
-def _check_signature(expected, actual):
-    for i, (e, a) in enumerate(zip(expected, actual)):
-        if e != a:
-            raise RuntimeError(
-                f"nn.Graph ONLY accepts static inputs tensor meta, please check whether your "
-                f"input tensor meta each step is the same as the input of first call. The "
-                f"expected tensor meta is: {e}, but the actual tensor meta is: {a}. The input "
-                f"index is {i}.")
-    if len(expected) != len(actual):
-        raise RuntimeError(f"nn.Graph: called with {len(actual)} inputs, compiled for "
-                           f"{len(expected)}")
