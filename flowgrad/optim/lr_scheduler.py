@@ -165,6 +165,10 @@ class LRScheduler:
             self.last_epoch = epoch
             closed = getattr(self, "_get_closed_form_lr", None)
             values = closed() if closed is not None else self.get_lr()
+        self._apply_lrs(values)
+
+    def _apply_lrs(self, values):
+        """Set each group's lr, refusing as torch's strict zip does a count that differs."""
         groups = self.optimizer.param_groups
         values = list(values)
         if len(values) != len(groups):

@@ -16,7 +16,7 @@ import math
 import types
 
 from ._state_check import check_scheduler_state
-from .lr_scheduler import LRScheduler, _check_optimizer, _lrs, _per_group, _set_lr
+from .lr_scheduler import LRScheduler, _check_optimizer, _per_group, _set_lr
 from .optimizer import refuse_in_graph
 
 
@@ -93,9 +93,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-            _set_lr(group, lr)
-        self._last_lr = _lrs(self.optimizer)
+        self._apply_lrs(self.get_lr())
 
 
 def _set_momentum(group, use_beta1, value):
