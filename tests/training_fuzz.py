@@ -90,7 +90,9 @@ def _model(r):
         elif norm == "ln":
             layers.append(f"nn.LayerNorm({h}, elementwise_affine={r.random() < 0.8})")
         elif norm == "gn":
-            layers.append(f"nn.GroupNorm(2, {h})")
+            # two features per group normalize to +-1 whatever they are: an ill-conditioned
+            # gradient (entries 12 beside 1e-5) that ulps of the input move by 3e-9 relative
+            layers.append(f"nn.GroupNorm({2 if h == 6 else 1}, {h})")
         layers.append(act)
         if r.random() < 0.3:
             layers.append("nn.Dropout(0.0)")
@@ -103,7 +105,9 @@ def _model(r):
         c, ln, k = r.choice([1, 2]), 6, r.choice([1, 3])
         pad = r.choice([0, 1])
         norm = r.choice(["", "", "nn.BatchNorm1d(4)", "nn.GroupNorm(2, 4)"])
+        grp = 2 if c == 2 and r.random() < 0.4 else 1
         layers.append(f"nn.Conv1d({c}, 4, {k}, padding={pad}, stride={r.choice([1, 2])}, "
+                      f"groups={grp}, "
                       f"bias={not norm})")
         if norm:
             layers.append(norm)
@@ -113,7 +117,11 @@ def _model(r):
     elif kind == "conv2d":
         c = r.choice([1, 2])
         norm = r.choice(["", "", "nn.BatchNorm2d(3)", "nn.GroupNorm(3, 3)"])
-        layers.append(f"nn.Conv2d({c}, 3, {r.choice([1, 2, 3])}, padding={r.choice([0, 1])}, "
+        opts = r.choice(["", "", ", dilation=2", ", padding_mode='reflect'",
+                         ", padding_mode='circular'", ", stride=2"])
+        pad = "'same'" if opts in ("", ", dilation=2") and r.random() < 0.3 else 1
+        layers.append(f"nn.Conv2d({c}, 3, {r.choice([2, 3]) if pad != 1 else 3}, "
+                      f"padding={pad if opts or pad != 1 else r.choice([0, 1])}{opts}, "
                       f"bias={not norm})")
         if norm:
             layers.append(norm)
@@ -126,7 +134,8 @@ def _model(r):
     elif kind == "embed":
         v, e = 7, r.choice([3, 4])
         pi = r.choice([None, 0, 2])
-        layers.append(f"nn.Embedding({v}, {e}, padding_idx={pi})")
+        mx = f", max_norm={r.choice([0.5, 1.0])}" if r.random() < 0.3 else ""
+        layers.append(f"nn.Embedding({v}, {e}, padding_idx={pi}{mx})")
         layers.append("nn.Flatten()")
         layers.append(f"nn.Linear({3 * e}, {out})")
         shape, inp = (n, 3), "index"
@@ -180,8 +189,8 @@ def _optimizer(r):
     elif name in ("Adam", "AdamW"):
         kw.update(betas=r.choice([(0.9, 0.999), (0.8, 0.9)]), weight_decay=wd,
                   amsgrad=r.random() < 0.4, maximize=mx)
-        if r.random() < 0.5:
-            kw["foreach"] = r.random() < 0.5
+        if name == "Adam" and r.random() < 0.2:
+            kw["decoupled_weight_decay"] = True
     elif name == "RMSprop":
         kw.update(alpha=r.choice([0.99, 0.9]), centered=r.random() < 0.5, weight_decay=wd,
                   momentum=r.choice([0.0, 0.5]), maximize=mx)
@@ -201,6 +210,8 @@ def _optimizer(r):
         kw.update(t0=r.choice([1.0, 3.0]), lambd=1e-3, weight_decay=wd, maximize=mx)
     elif name == "Rprop":
         kw.update(etas=r.choice([(0.5, 1.2), (0.3, 1.5)]), maximize=mx)
+    if name != "ASGD" and r.random() < 0.4:
+        kw["foreach"] = r.random() < 0.5
     return name, kw
 
 
@@ -260,6 +271,9 @@ def _scheduler(r, steps, momentum_ok):
 
 def _loss(r, out, inp_n):
     kind = r.choice(["mse", "ce", "ce", "smooth_l1", "huber", "l1", "nll"])
+    if kind == "ce" and r.random() < 0.25:
+        return (f"nn.CrossEntropyLoss(label_smoothing={r.choice([0.0, 0.2])})",
+                "soft")
     if kind == "ce":
         opts = []
         if r.random() < 0.4:
@@ -369,7 +383,10 @@ def generate(seed):
         else:
             idx = [[r.randrange(7) for _ in range(shape[1])] for _ in range(shape[0])]
             lines.append(f"X.append(torch.tensor({idx}))")
-        if target == "class":
+        if target == "soft":
+            lines.append(f"Y.append(torch.softmax(data({(shape[0], out)}, "
+                         f"{round(1.1 + r.random(), 3)}) * 3, dim=1))")
+        elif target == "class":
             lines.append(f"Y.append(torch.tensor({[r.randrange(out) for _ in range(shape[0])]}))")
         else:
             lines.append(f"Y.append(data({(shape[0], out)}, {round(1.1 + r.random(), 3)}))")
@@ -389,11 +406,15 @@ def generate(seed):
         nt = "float('inf')" if nt == "inf" else nt
         lines.append(f"    total = torch.nn.utils.clip_grad_norm_(model.parameters(), "
                      f"{r.choice([0.1, 1.0, 0.5])}, norm_type={nt}"
-                     f"{', foreach=' + str(r.random() < 0.5) if r.random() < 0.4 else ''})")
+                     f"{', foreach=' + str(r.random() < 0.5) if r.random() < 0.4 else ''}"
+                     f"{', error_if_nonfinite=True' if r.random() < 0.2 else ''})")
         lines.append("    rec(f'norm{i}', total)")
     elif clip == "value":
         lines.append(f"    torch.nn.utils.clip_grad_value_(model.parameters(), "
                      f"{r.choice([0.01, 0.1])})")
+    # the grads as opt.step() reads them (after clipping): torch's foreach SGD with nesterov
+    # (no maximize, no weight_decay) adds momentum * buf into p.grad in place during step()
+    lines.append("    rec(f'grads{i}', [p.grad for p in model.parameters()])")
     lines.append("    opt.step()")
     if sched is not None:
         lines.append("    sched.step(loss.item())" if plateau else "    sched.step()")
@@ -401,7 +422,8 @@ def generate(seed):
             lines.append("    rec(f'last_lr{i}', sched.get_last_lr())")
     lines += ["    rec(f'lrs{i}', [g['lr'] for g in opt.param_groups])", ""]
     # the run, with events between steps
-    events = ["roundtrip", "eval", "lr", "add", "train_eval", "sub_eval", "none", "none"]
+    events = ["roundtrip", "eval", "lr", "add", "train_eval", "sub_eval", "freeze", "none",
+              "none"]
     add_at = r.randrange(1, steps - 1) if added else None
     for i in range(steps):
         if i == add_at:
@@ -431,10 +453,14 @@ def generate(seed):
             lines.append("for g in opt.param_groups:\n    g['lr'] = g['lr'] * 0.5")
         elif ev == "train_eval":
             lines.append("model.eval()" if r.random() < 0.5 else "model.train(False)")
+        elif ev == "freeze":
+            # fine-tuning style: freeze a submodule mid-run (its grads stay as they are)
+            sub = "model[0]" if names is None else "model.inp"
+            lines.append(f"{sub}.requires_grad_(False)")
         elif ev == "sub_eval" and names is None:
             lines.append("model[1].eval()")
     lines += ["for n, p in model.named_parameters():",
-              "    rec('param ' + n, p)", "    rec('grad ' + n, p.grad)",
+              "    rec('param ' + n, p)",
               "for n, b in model.named_buffers():", "    rec('buffer ' + n, b)",
               "rec('opt', opt.state_dict())",
               "if sched is not None:", "    rec('sched', sched.state_dict())"]
