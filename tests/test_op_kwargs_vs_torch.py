@@ -220,14 +220,6 @@ _RAISES = {  # torch raises RuntimeError / IndexError here; flowgrad raised the 
 }
 
 
-@pytest.mark.parametrize("name", sorted(_RAISES))
-def test_error_types_as_torch(name):
-    with pytest.raises(Exception) as want:
-        _RAISES[name](torch)
-    with pytest.raises(want.type):
-        _RAISES[name](flow)
-
-
 _DTYPE_RAISES = {  # torch: RuntimeError for a non-float cdist, NotImplementedError for the
     # kernels it does not compile for a dtype (flowgrad computed cdist of int64 and float16,
     # and raised RuntimeError for the others)
@@ -247,12 +239,13 @@ _DTYPE_RAISES = {  # torch: RuntimeError for a non-float cdist, NotImplementedEr
 }
 
 
-@pytest.mark.parametrize("name", sorted(_DTYPE_RAISES))
-def test_dtype_refusals_as_torch(name):
+@pytest.mark.parametrize("name", sorted(_RAISES) + sorted(_DTYPE_RAISES))
+def test_error_types_as_torch(name):
+    case = _RAISES.get(name) or _DTYPE_RAISES[name]
     with pytest.raises(Exception) as want:
-        _DTYPE_RAISES[name](torch)
+        case(torch)
     with pytest.raises(want.type):
-        _DTYPE_RAISES[name](flow)
+        case(flow)
 
 
 def test_cdist_float_dtypes_still_work():

@@ -84,7 +84,7 @@ def run_inplace(name, fn, target, *args, **kwargs):
     for a in (*args, *kwargs.values()) if kwargs else args:
         if isinstance(a, tensor_class):
             args_need_grad = args_need_grad or a.requires_grad
-            if a.ndim or name not in READS_VALUE_FIRST:
+            if name not in READS_VALUE_FIRST or a.ndim:
                 _check_no_partial_overlap(name, memory, memory_of(a), target, a)
     return inplace_update(name, target, lambda src: fn(src, *args, **kwargs), args_need_grad)
 
