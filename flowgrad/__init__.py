@@ -231,6 +231,18 @@ _OUT_NAMES = (
     # several results: out=(values, indices), ...
     "aminmax", "cummax", "cummin", "frexp", "kthvalue", "max", "min", "mode", "sort", "topk",
 )
+# torch's elementwise kernels (and cumsum, diff, msort) refuse an out= sharing only part of
+# an input's memory; its reductions, matmuls and the others write wherever out is
+_ELEMENTWISE_OUT = frozenset(_OUT_NAMES[_OUT_NAMES.index("exp"):_OUT_NAMES.index("stack")]) | {
+    "pow", "remainder", "fmod", "maximum", "minimum", "fmax", "fmin", "mul", "multiply", "sub",
+    "subtract", "atan2", "hypot", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "lerp", "addcmul", "addcdiv", "floor_divide", "true_divide", "xlogy", "copysign",
+    "nextafter", "logaddexp", "logit", "angle", "bitwise_left_shift", "bitwise_right_shift",
+    "conj_physical", "deg2rad", "digamma", "fix", "float_power", "gcd", "greater",
+    "greater_equal", "heaviside", "i0", "igamma", "igammac", "isneginf", "isposinf", "lcm",
+    "ldexp", "less", "less_equal", "lgamma", "logaddexp2", "nan_to_num", "not_equal",
+    "polygamma", "rad2deg", "signbit", "sinc", "cumsum", "cumprod", "logcumsumexp", "diff",
+    "msort"}
 _out_arg.accept_out(
     globals(), _OUT_NAMES,
     exact=("abs", "round", "sign", "sgn", "floor", "ceil", "trunc", "frac", "matmul", "mm",
@@ -244,6 +256,7 @@ _out_arg.accept_out(
                     "empty", "full", "linspace", "logspace", "eye", "rand", "randn", "randint",
                     "randperm"),
     no_overlap=("kthvalue", "gather", "index_select", "masked_select"),
+    partial_overlap=_ELEMENTWISE_OUT,
     untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("sum", "prod"))
 _out_arg.accept_out(  # (the torch.* functions above and these: every one torch gives out=)
     globals(), ("svd", "histogram", "geqrf", "cholesky", "chain_matmul", "lu_solve",
@@ -255,7 +268,7 @@ _out_arg.accept_out(  # (the torch.* functions above and these: every one torch 
            "complex", "isin", "narrow_copy", "ormqr", "clamp_min", "clamp_max", "softmax",
            "log_softmax", "index_add", "index_copy", "scatter", "scatter_add", "take"),
     compute_in_out=("range",), castable_outs=("geqrf",), nondiff_first=("lu_unpack",),
-    no_overlap=("take",),
+    no_overlap=("take",), partial_overlap=("clamp_min", "clamp_max"),
     untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("median", "nanmedian"))
 _out_arg.accept_out(
     vars(linalg), ("cholesky", "cond", "cross", "det", "eigvalsh", "inv", "matmul",

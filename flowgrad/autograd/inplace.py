@@ -85,7 +85,7 @@ def run_inplace(name, fn, target, *args, **kwargs):
         if isinstance(a, tensor_class):
             args_need_grad = args_need_grad or a.requires_grad
             if name not in READS_VALUE_FIRST or a.ndim:
-                _check_no_partial_overlap(name, memory, memory_of(a), target, a)
+                check_no_partial_overlap(name, memory, memory_of(a), target, a)
     return inplace_update(name, target, lambda src: fn(src, *args, **kwargs), args_need_grad)
 
 
@@ -153,10 +153,11 @@ def same_elements(a, b):
             and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
 
 
-def _check_no_partial_overlap(name, data, other, target, operand):
+def check_no_partial_overlap(name, data, other, target=None, operand=None):
     """torch refuses an in-place op whose operand shares some, but not all, of the written
     memory (`x[1:].add_(x[:-1])`): the result would depend on the order of the writes.
-    `data` and `other` hold the elements of `target` and `operand` (`memory_of`)."""
+    `data` and `other` hold the elements of `target` and `operand` (`memory_of`; those two
+    only matter under vmap)."""
     if other is data or not np.may_share_memory(other, data):
         return
     try:  # bounds overlap; do elements? (interleaved columns of one matrix don't)
@@ -166,8 +167,8 @@ def _check_no_partial_overlap(name, data, other, target, operand):
         pass  # undecided: refuse, as the safe answer
     if same_elements(other, data):
         return  # `x.add_(x[:])` is fine: each element is read where it is written
-    batched = data.ndim > target.ndim
-    aligned = _aligned(other, operand, data, target)
+    batched = target is not None and data.ndim > target.ndim
+    aligned = other if target is None else _aligned(other, operand, data, target)
     if not self_overlapping(data) and _same_elements_broadcast(aligned, data) and (
             batched or not (dense(other) and dense(data))):
         # the very elements in another shape (t.mul_(t[0]) of a 1 x n t): torch leaves strided
@@ -239,6 +240,16 @@ def dense(a):
             return False
         step *= n
     return True
+
+
+def overlap_status(a, b):
+    """torch's get_overlap_status of arrays a and b: "no", "full" (the very elements in the
+    same order), "partial", or "too hard" (either is not dense, and torch's checks let it be)."""
+    if a.size == 0 or b.size == 0 or not np.may_share_memory(a, b):
+        return "no"
+    if not (dense(a) and dense(b)):
+        return "too hard"
+    return "full" if same_elements(a, b) else "partial"
 
 
 def leave_moved_base(name, view):

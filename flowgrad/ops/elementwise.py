@@ -445,7 +445,7 @@ def add(input, other, *, alpha=1, out=None):
     tensor([1.5000, 2.5000])
     """
     if out is not None:
-        return with_out(add, out, (input, other), "add", alpha=alpha)
+        return with_out(add, out, (input, other), "add", no_overlap="partial", alpha=alpha)
     given = other
     try:  # (free until raised: a sparse operand goes to its sparse form)
         if alpha.__class__ is not int or alpha != 1:  # (alpha=True or 1.0: checked too)
@@ -466,7 +466,7 @@ def sub(input, other, *, alpha=1, out=None):
     tensor([3, 5])
     """
     if out is not None:
-        return with_out(sub, out, (input, other), "sub", alpha=alpha)
+        return with_out(sub, out, (input, other), "sub", no_overlap="partial", alpha=alpha)
     given = other
     try:  # (free until raised: a sparse operand goes to its sparse form)
         bools = [isinstance(x, builtins.bool) or isinstance(x, Tensor) and
@@ -541,7 +541,7 @@ def mul(input, other, *, out=None):
             [ 2., 20.]])
     """
     if out is not None:
-        return with_out(mul, out, (input, other), "mul")
+        return with_out(mul, out, (input, other), "mul", no_overlap="partial")
     try:  # (free until raised: a sparse operand goes to its sparse form)
         if isinstance(other, _SCALARS) and isinstance(input, Tensor):
             if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, other):  # (inline)
@@ -565,7 +565,8 @@ def div(input, other, *, rounding_mode=None, out=None):
     tensor([ 3, -4])
     """
     if out is not None:
-        return with_out(div, out, (input, other), "div", rounding_mode=rounding_mode)
+        return with_out(div, out, (input, other), "div", no_overlap="partial",
+                        rounding_mode=rounding_mode)
     if rounding_mode is not None:
         return _rounded_div(input, other, rounding_mode)
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
@@ -581,7 +582,7 @@ def pow(input, exponent, *, out=None):
     (tensor([1., 4.]), tensor([2, 4]))
     """
     if out is not None:
-        return with_out(pow, out, (input, exponent), "pow")
+        return with_out(pow, out, (input, exponent), "pow", no_overlap="partial")
     if isinstance(exponent, _SCALARS) and isinstance(input, Tensor):
         if input._data.dtype.kind in "iub" and \
                 not isinstance(exponent, (builtins.float, builtins.complex)) and exponent < 0:

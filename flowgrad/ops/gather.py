@@ -26,7 +26,15 @@ from ..errors import INT_INDEX_DTYPES, check_same_dtype, checked_number, fill_sc
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
 from .halfprec import HALF, in_float32
-from .index import _index, _masked_fill_, masked_fill, parse_index, write_elements
+from .index import (
+    ARRAY,
+    _index,
+    _masked_fill_,
+    masked_fill,
+    parse_index,
+    refuse_overlapping_value,
+    write_elements,
+)
 from .registry import op
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_reduce",
@@ -608,6 +616,10 @@ def _index_put_(self, indices, values, accumulate=False):
         check_inplace("index_put_", self)
         write_elements(self, spec, arrays, values, bool(accumulate), name="index_put_")
         return self
+    if isinstance(values, Tensor) and isinstance(indices, (tuple, list)) and all(
+            isinstance(i, Tensor) for i in indices) and refuse_overlapping_value(
+            self, (ARRAY,) * len(indices), list(indices), True, values, bool(accumulate)):
+        values = values.clone()  # (its masked_fill_: the value is read before the write)
     return run_inplace("index_put_", index_put, self, indices, values, accumulate)
 
 

@@ -28,10 +28,12 @@ from ..autograd.inplace import (
     bump_version,
     check_capture,
     check_inplace,
+    check_no_partial_overlap,
     expanded_view,
     inplace_update,
     leave_moved_base,
     memory_of,
+    overlap_status,
     run_inplace,
     same_elements,
     self_overlapping,
@@ -335,6 +337,7 @@ def setitem(x, index, value):
                                f"{value.dtype.name} for the source; convert the value with "
                                f".to({x.dtype.name})")
         value = value.to(x.dtype)
+    refuse_overlapping_value(x, spec, arrays, advanced, value)
     data = x._data
     if value._data.ndim and value._data.shape[0] == 1 and not advanced:
         # torch drops a value's leading 1s; NumPy broadcasts them away except into fewer
@@ -407,6 +410,41 @@ def setitem(x, index, value):
         raise type(e)(f"setitem: cannot assign value of shape {tuple(value.shape)} to index "
                       f"{_show(idx)} of tensor of shape {tuple(x.shape)}: {e}") from None
     bump_version(x)
+
+
+def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False):
+    """torch's checks on `x[index] = value` where value shares x's memory. A basic index is
+    x[index].copy_(value) (a 0-d value its fill_, read first): refused where value holds some,
+    not all, of the written elements (`x[1:4] = x[0:3]`). An advanced one is index_put_ into
+    what the basic part selects: refused where value shares any memory with it
+    (`x[[0, 1]] = x[1:3]`), unless it is one value under one boolean mask (its masked_fill_,
+    which reads the value first: True is returned then, for the caller to read it first)."""
+    data, values = memory_of(x), memory_of(value)
+    if data is not x._data or values is not value._data or \
+            not np.may_share_memory(data, values):
+        return False  # (vmap's batched tensors: their checks are the batching rules')
+    try:
+        if not advanced:
+            region = data[spec]
+            if values.ndim and value is not x and values.size == region.size and \
+                    np.broadcast_shapes(values.shape, region.shape) == region.shape:
+                # (torch expands a smaller value: stride 0, not dense, which it lets be)
+                check_no_partial_overlap("copy_", region, values)
+            return False
+        masks = iter(a._data.ndim if a._data.dtype == np.bool_ else 1 for a in arrays)
+        sliced = data[tuple(s for item in spec for s in (
+            (slice(None),) * next(masks) if item is ARRAY else (item,)))]
+    except (IndexError, ValueError):
+        return False  # (the write reports it, with the shapes)
+    if not accumulate and value._data.size == 1 and len(arrays) == 1 and \
+            arrays[0]._data.dtype == np.bool_:
+        return True
+    if overlap_status(sliced, values) in ("partial", "full"):
+        raise RuntimeError(
+            f"index_put_: unsupported operation: the value (shape {tuple(value.shape)}) "
+            f"shares memory with the tensor it is written into (shape {tuple(x.shape)}); "
+            f"clone() the value first")
+    return False
 
 
 def _same_elements_broadcast(values, region):

@@ -704,7 +704,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     tensor([[0.6000, 0.8000]])
     """
     if out is not None:
-        return with_out(normalize, out, (input,), "normalize", p=p, dim=dim, eps=eps)
+        return with_out(normalize, out, (input,), "normalize", no_overlap="partial", p=p,
+                        dim=dim, eps=eps)
     x = _as_float(input, "normalize", "fVc")
     if x._data.ndim == 0:  # a scalar is its own dim 0 (or -1), as torch's
         _wrap_dim(dim, 1, "normalize")

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._warn import warn
 from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..autograd.inplace import bump_version
+from ..autograd.inplace import bump_version, memory_of, overlap_status
 from ..autograd.levels import writing_out
 from ..dtypes import can_cast_array
 from ..errors import (
@@ -55,6 +55,19 @@ def check_no_overlap(out, inputs, name):
                                f"operation.")
 
 
+def check_out_partial_overlap(out, inputs, name):
+    """torch's assert_no_partial_overlap for out= of its elementwise kernels: an input may be
+    `out` itself (its very elements) or apart from it, not share some of its memory
+    (`torch.exp(x[:3], out=x[1:])`: the result would depend on the order of the writes)."""
+    for t in inputs:
+        if isinstance(t, Tensor) and t is not out and \
+                overlap_status(memory_of(out), memory_of(t)) == "partial":
+            raise RuntimeError(f"{name}(): unsupported operation: some elements of the input "
+                               f"tensor (shape {tuple(t.shape)}) and the written-to tensor "
+                               f"(shape {tuple(out.shape)}) refer to a single memory location; "
+                               f"clone() the input before the operation")
+
+
 def write_out(result, out, name):
     """Copy `result` into `out` (resized to its shape as torch's resize_output) and return
     `out`."""
@@ -86,7 +99,8 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
     or wider: a float result does not go into an integer `out`); `exact_dtype`: only the
     result's own dtype, as torch's structured kernels (clamp). `cast_error`: the exception
     type torch raises for an `out` the result cannot be cast to (TypeError for cat).
-    `no_overlap`: an `out` sharing memory with an input is refused, as torch's cat does.
+    `no_overlap`: an `out` sharing memory with an input is refused, as torch's cat does;
+    "partial": one sharing only some of it, as torch's elementwise kernels (and cumsum).
     `tracked`: which arguments torch's autograd check sees: "all", "out" (floor_divide's:
     its out= form is not differentiable, yet writes a leaf `out` as an in-place op) or ""
     (a function torch never differentiates: comparisons, histc, argmax, the Bessel functions).
@@ -99,7 +113,9 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
     # (cat's tensors come as one list)
     tensors = [t for a in inputs for t in (a if isinstance(a, (list, tuple)) else (a,))]
     check_out(out, tensors if tracked == "all" else (), name, nondiff=not tracked)
-    if no_overlap:
+    if no_overlap == "partial":  # (clamp's min and max may be tensors)
+        check_out_partial_overlap(out, (*tensors, *kwargs.values()), name)
+    elif no_overlap:
         check_no_overlap(out, tensors, name)
     result = fn(*inputs, **kwargs)
     if isinstance(result, tuple):  # (torch's overloads: a tuple of outs or none)
@@ -150,13 +166,15 @@ def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=
 
 
 def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), castable_outs=(),
-               nondiff_first=(), untracked=(), out_tracked=(), dim_required=()):
+               nondiff_first=(), untracked=(), out_tracked=(), dim_required=(),
+               partial_overlap=()):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
     `out`'s dtype (torch's reductions: `sum(x, out=int64 tensor)`); those in `no_overlap`
-    refuse an `out` sharing memory with an input. For functions of several results (a tuple
-    of outs): `castable_outs` cast each result into its `out` where that is safe (otherwise
+    refuse an `out` sharing memory with an input, those in `partial_overlap` one sharing only
+    some of an input's memory (torch's elementwise kernels). For functions of several results
+    (a tuple of outs): `castable_outs` cast each result into its `out` where that is safe (otherwise
     only the result's dtype), `nondiff_first` have a first result that is not differentiable
     (its `out` may require grad). torch's autograd check on out= skips the arguments of the
     functions in `untracked` (never differentiated) and the inputs of those in `out_tracked`
@@ -177,7 +195,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
             pass
 
         def call(*args, out=None, _fn=fn, _name=name, _exact=name in exact,
-                 _in_out=name in compute_in_out, _apart=name in no_overlap,
+                 _in_out=name in compute_in_out,
+                 _apart=True if name in no_overlap else "partial" * (name in partial_overlap),
                  _cast=name in castable_outs, _nondiff=(0,) if name in nondiff_first else (),
                  _tracked="" if name in untracked else "out" if name in out_tracked else "all",
                  _dim=name in dim_required, _public=[], **kwargs):

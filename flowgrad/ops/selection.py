@@ -156,7 +156,8 @@ def clamp(input, min=None, max=None, *, out=None):
     tensor([-1.0000,  0.5000,  1.0000])
     """
     if out is not None:
-        return with_out(clamp, out, (input,), "clamp", exact_dtype=True, min=min, max=max)
+        return with_out(clamp, out, (input,), "clamp", exact_dtype=True, no_overlap="partial",
+                        min=min, max=max)
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
     if min is not None and max is not None and \

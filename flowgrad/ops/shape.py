@@ -622,7 +622,8 @@ def stack(tensors, dim=0, *, out=None):
             [2, 4]])
     """
     if out is not None:
-        return with_out(stack, out, (tensors,), "stack", cast_error=TypeError, dim=dim)
+        return with_out(stack, out, (tensors,), "stack", cast_error=TypeError, no_overlap=True,
+                        dim=dim)
     tensors = _promote_all(tensors, "stack")
     shp = tensors[0]._data.shape
     for i, x in enumerate(tensors):

@@ -1,0 +1,119 @@
+"""Writes whose source shares memory with the written tensor (`x[1:4] = x[0:3]`,
+`torch.exp(x[:3], out=x[1:])`), raised or computed as torch answers them.
+
+torch refuses them where the result would depend on the order of the writes: `x[i] = v` for a
+basic index is `x[i].copy_(v)` (a partial overlap is refused, a 0-d v is a fill, read first);
+for an advanced index it is index_put_, which refuses any shared memory unless it is one
+value under one boolean mask (masked_fill_); out= of an elementwise kernel (and cumsum, diff)
+refuses an input sharing only part of out's memory, while out= that is an input itself is
+fine. Before, flowgrad computed all of these as if the source had been cloned first.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import flowgrad as flow
+
+
+def _written(write, shape=(6,)):
+    def program(m):
+        x = m.arange(float(np.prod(shape)), dtype=m.float64).reshape(shape)
+        write(m, x)
+        return [x]
+    return program
+
+
+def _with_grad(write):
+    def program(m):
+        x0 = m.tensor([0.5, -1.0, 2.0, 3.0], dtype=m.float64, requires_grad=True)
+        x = x0 * 1
+        write(m, x)
+        (x * m.tensor([1.0, 2.0, 3.0, 4.0], dtype=m.float64)).sum().backward()
+        return [x.detach(), x0.grad]
+    return program
+
+
+def _mask(m, *positions):
+    return m.tensor([i in positions for i in range(6)])
+
+
+PROGRAMS = {
+    # x[basic] = value: x[basic].copy_(value)
+    "setitem_slice_shifted": _written(lambda m, x: x.__setitem__(slice(1, 4), x[0:3])),
+    "setitem_slice_itself": _written(lambda m, x: x.__setitem__(slice(0, 3), x[0:3])),
+    "setitem_slice_apart": _written(lambda m, x: x.__setitem__(slice(3, 6), x[0:3])),
+    "setitem_slice_zero_dim": _written(lambda m, x: x.__setitem__(slice(0, 3), x[1])),
+    "setitem_row_broadcast": _written(lambda m, x: x.__setitem__(
+        (slice(None), slice(0, 2)), x[1]), shape=(2, 1, 2)),
+    "setitem_whole_reversed": _written(lambda m, x: x.__setitem__(Ellipsis, x.flip(0))),
+    "setitem_zero_dim_grad": _with_grad(lambda m, x: x.__setitem__(slice(0, 3), x[1])),
+    # x[advanced] = value: index_put_
+    "setitem_list_itself": _written(lambda m, x: x.__setitem__([0, 0, 1, 2, 3, 4], x)),
+    "setitem_list_element": _written(lambda m, x: x.__setitem__([2], x[2])),
+    "setitem_list_of_copy": _written(lambda m, x: x.__setitem__([1, 2, 3], x[[0, 1, 2]])),
+    "setitem_list_after_slice": _written(lambda m, x: x.__setitem__(
+        (slice(1, None), [0, 1]), x[0, 2:]), shape=(3, 4)),
+    "setitem_list_strided_value": _written(lambda m, x: x.__setitem__(
+        (slice(None), [0]), x[:, 1:2]), shape=(3, 4)),
+    "setitem_mask_one_value": _written(lambda m, x: x.__setitem__(x > 2, x[0])),
+    "setitem_mask_two_values": _written(lambda m, x: x.__setitem__(_mask(m, 0, 2), x[0:2])),
+    "index_put_mask_one_value": _written(lambda m, x: x.index_put_((_mask(m, 0, 2),), x[1])),
+    "index_put_indices_alias": _written(lambda m, x: x.index_put_((m.tensor([0, 1]),), x[0:2])),
+    "index_put_accumulate_mask": _written(lambda m, x: x.index_put_(
+        (_mask(m, 0, 2),), x[1], accumulate=True)),
+    # out=
+    "add_out_shifted": _written(lambda m, x: m.add(x[0:3], 1, out=x[1:4])),
+    "add_out_itself": _written(lambda m, x: m.add(x, 1, out=x)),
+    "exp_out_shifted": _written(lambda m, x: m.exp(x[0, :3], out=x[0, 1:]), shape=(3, 4)),
+    "mul_out_broadcast_row": _written(lambda m, x: m.mul(x, x[0], out=x), shape=(3, 4)),
+    "pow_out_shifted": _written(lambda m, x: m.pow(x[0:3], 2, out=x[1:4])),
+    "lerp_out_shifted": _written(lambda m, x: m.lerp(x[0:3], x[3:6], 0.5, out=x[1:4])),
+    "clamp_out_shifted": _written(lambda m, x: m.clamp(x[0:3], 0, 1, out=x[1:4])),
+    "clamp_out_tensor_bound": _written(lambda m, x: m.clamp(x[3:6], min=x[0:3], out=x[1:4])),
+    "div_floor_out_shifted": _written(lambda m, x: m.div(x[0:3], 2, rounding_mode="floor",
+                                                         out=x[1:4])),
+    "where_out_itself": _written(lambda m, x: m.where(x > 2, x, m.zeros(()).double(), out=x)),
+    "cumsum_out_itself": _written(lambda m, x: m.cumsum(x, 0, out=x)),
+    "cumsum_out_shifted": _written(lambda m, x: m.cumsum(x[0:3], 0, out=x[1:4])),
+    "diff_out_shifted": _written(lambda m, x: m.diff(x, out=x[1:])),
+    "stack_out_rows": _written(lambda m, x: m.stack([x[0], x[2]], out=x[0:2]), shape=(3, 4)),
+    "hstack_out_rows": _written(lambda m, x: m.hstack([x[0], x[2]], out=x[0:2].reshape(-1)),
+                                shape=(3, 4)),
+    "sum_out_other_rows": _written(lambda m, x: m.sum(x[1:], 0, out=x[0]), shape=(3, 4)),
+    "mm_out_itself": _written(lambda m, x: m.mm(x, m.eye(3, dtype=m.float64), out=x),
+                              shape=(3, 3)),
+    "softmax_out_itself": _written(lambda m, x: m.softmax(x, 0, out=x)),
+}
+
+
+def _outcome(m, program):
+    try:
+        return [None if t is None else np.asarray(t.numpy()) for t in program(m)]
+    except RuntimeError:
+        return "raises"
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_write_from_overlapping_memory_as_torch(name):
+    want = _outcome(torch, PROGRAMS[name])
+    got = _outcome(flow, PROGRAMS[name])
+    assert (want == "raises") == (got == "raises"), (name, want, got)
+    if want != "raises":
+        assert len(want) == len(got)
+        for w, g in zip(want, got):
+            assert (w is None) == (g is None), (name, w, g)
+            if w is not None:
+                assert g.dtype == w.dtype and g.shape == w.shape, (name, g, w)
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=0, err_msg=name)
+
+
+def test_a_refused_write_leaves_the_tensor_as_it_was():
+    x = flow.arange(6.0)
+    with pytest.raises(RuntimeError, match="index_put_"):
+        x[[0, 1]] = x[1:3]
+    with pytest.raises(RuntimeError, match=r"exp\(\)"):
+        flow.exp(x[:3], out=x[1:4])
+    np.testing.assert_array_equal(x.numpy(), np.arange(6.0))
+    assert x._version == 0
