@@ -73,12 +73,15 @@ def inference_saved_error(tensor):
         f"autograd, or use `flowgrad.no_grad()` instead of `flowgrad.inference_mode()`.")
 
 
-def freed_graph_error(node):
-    """The RuntimeError for a second backward through a graph whose saved tensors were freed."""
+def freed_graph_error(node, reading=False):
+    """The RuntimeError for a second backward through a graph whose saved tensors were freed
+    (`reading`: for reading one of them, as `grad_fn._saved_self`)."""
+    also = " (or directly access saved tensors after they have already been freed)"
     return RuntimeError(
-        f"Trying to backward through the graph a second time: {node.name} has already "
-        f"freed its saved tensors. Pass retain_graph=True to the first backward() or "
-        f"autograd.grad() if you need to backward through the graph again.")
+        f"Trying to backward through the graph a second time{also if reading else ''}: "
+        f"{node.name} has already freed its saved tensors. Pass retain_graph=True to the "
+        f"first backward() or autograd.grad() if you need to backward through the graph "
+        f"again{' or read its saved tensors' if reading else ''}.")
 
 
 def _broadcast_mismatch(shapes):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .. import dtypes as _dt
 from ..autograd import torch_nodes as _torch_nodes
+from ..errors import freed_graph_error
 from .creation import tensor as _tensor
 
 
@@ -111,12 +112,7 @@ _torch_nodes.EDGES.update({
 
 def _freed(node):
     if node.released and node.saved_something:
-        raise RuntimeError(
-            "Trying to backward through the graph a second time (or directly access saved "
-            "tensors after they have already been freed). Saved intermediate values of the "
-            "graph are freed when you call .backward() or autograd.grad(). Specify "
-            "retain_graph=True if you need to backward through the graph a second time or "
-            "if you need to access saved tensors after calling backward.")
+        raise freed_graph_error(node, reading=True)
 
 
 def _input(i):
