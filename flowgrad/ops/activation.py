@@ -347,7 +347,10 @@ def _softplus(xp, x, *, beta, threshold):
 def softplus_backward(ctx, dy):
     x = ctx.inputs[0]
     bx = x * ctx.beta
-    return where(bx > ctx.threshold, dy, dy * bx.sigmoid())
+    # at bx == threshold the slope is sigmoid(bx), but its own derivative is torch's 0 (its
+    # double backward takes the linear side there): that entry's bx enters as a constant
+    at = bx == ctx.threshold
+    return where(bx > ctx.threshold, dy, dy * where(at, bx.detach(), bx).sigmoid())
 
 
 def softplus(input, beta=1.0, threshold=20.0):

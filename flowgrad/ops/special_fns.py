@@ -330,7 +330,8 @@ def _sinc_kernel(xp, x):
 
 def _sinc_derivative(x):
     xs = _safe(x)
-    return where(x == 0, 0.0, (cos(xs * math.pi) - _sinc(xs)) / xs)
+    # at 0 the slope's Taylor term -pi^2 x / 3: 0 there, with sinc''(0) as its derivative
+    return where(x == 0, x * (-math.pi ** 2 / 3), (cos(xs * math.pi) - _sinc(xs)) / xs)
 
 
 def _entr_kernel(xp, x):
