@@ -9,7 +9,7 @@ is only a note (`unused:`); None where torch's entry is nonzero is a finding.
 
 Run as a script for a report: .venv/bin/python tests/opinfo_gradgrad.py [name ...]
 (`--all`: every sample, not the first few; `--rounded`: inputs rounded to halves;
-`--shard=i/n`)
+`--complex`: complex128 samples; `--shard=i/n`)
 """
 from __future__ import annotations
 
@@ -161,15 +161,15 @@ def gradgrad_sample(info, fn, sample, seed=0):
     return found
 
 
-def candidate(info):
-    """An OpInfo this sweep runs: gradgrad supported, float64, not random or gauge-dependent."""
+def candidate(info, dtype=torch.float64):
+    """An OpInfo this sweep runs: gradgrad supported, `dtype`, not random or gauge-dependent."""
     return (info.supports_autograd and info.supports_gradgrad and info.name not in SKIP
-            and torch.float64 in info.supported_dtypes("cpu"))
+            and dtype in info.supported_dtypes("cpu"))
 
 
-def gradgrad_samples(info, first=FIRST):
-    """float64 samples that require grad (the first `first`, or all for first=None)."""
-    if not candidate(info):
+def gradgrad_samples(info, first=FIRST, dtype=torch.float64):
+    """`dtype` samples that require grad (the first `first`, or all for first=None)."""
+    if not candidate(info, dtype):
         return []
 
     def wanted(s):
@@ -177,7 +177,7 @@ def gradgrad_samples(info, first=FIRST):
             isinstance(t, torch.Tensor) and t.requires_grad
             for t in [s.input, *s.args, *s.kwargs.values()])
     try:  # (lazily: some OpInfos' generators are slow, max_unpool's)
-        return list(itertools.islice(filter(wanted, samples(info, torch.float64)), first))
+        return list(itertools.islice(filter(wanted, samples(info, dtype)), first))
     except Exception:  # noqa: BLE001 - torch's generator needs something missing
         return []
 
@@ -198,26 +198,27 @@ def quantize(sample):
     return sample
 
 
-def probe(info, first=FIRST, rounded=False):
+def probe(info, first=FIRST, rounded=False, dtype=torch.float64):
     """Every finding for one OpInfo: [(dtype, sample description, message)]."""
     fn = resolve(info)
     if fn is None:
         return [("", "", "missing")]
     found = []
-    for k, sample in enumerate(gradgrad_samples(info, first)):
+    for k, sample in enumerate(gradgrad_samples(info, first, dtype)):
         if rounded:
             sample = quantize(sample)
         for message in gradgrad_sample(info, fn, sample, seed=k):
-            found.append(("float64", describe(sample), message))
+            found.append((str(dtype)[6:], describe(sample), message))
     return found
 
 
 def main(names):
     first = None if "--all" in names else FIRST
     rounded = "--rounded" in names
-    names = [n for n in names if n not in ("--all", "--rounded")]
+    dtype = torch.complex128 if "--complex" in names else torch.float64
+    names = [n for n in names if n not in ("--all", "--rounded", "--complex")]
     shard, shards = shard_of(names)
-    report(op_db(), lambda info: probe(info, first, rounded),
+    report(op_db(), lambda info: probe(info, first, rounded, dtype),
            lambda k, info: k % shards == shard and (
                not names or info.name in names or full_name(info) in names),
            "OpInfos (gradgrad)")
