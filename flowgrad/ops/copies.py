@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numbers
 
-from ..tensor import Tensor, _wrap_dim
+from ..tensor import Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import contiguous_format
 from . import pad as _pad
 from . import shape as _shape
@@ -19,7 +19,8 @@ from . import split as _split
 
 __all__ = ["alias_copy", "diagonal_copy", "permute_copy", "slice_copy", "squeeze_copy", "t_copy",
            "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy", "view_copy",
-           "split_with_sizes_copy", "unsafe_chunk", "unsafe_split", "constant_pad_nd"]
+           "split_with_sizes_copy", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
+           "constant_pad_nd"]
 
 
 def _fresh(view):
@@ -114,14 +115,22 @@ def split_with_sizes_copy(input, split_sizes, dim=0):
     return [_fresh(part) for part in _split.split(input, list(split_sizes), dim)]
 
 
+@tensor_method()
 def unsafe_chunk(input, chunks, dim=0):
     """torch.unsafe_chunk: chunk (flowgrad's views are always safe to write)."""
     return _split.chunk(input, chunks, dim)
 
 
+@tensor_method()
 def unsafe_split(input, split_size, dim=0):
     """torch.unsafe_split: split."""
     return _split.split(input, split_size, dim)
+
+
+@tensor_method()
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    """torch.unsafe_split_with_sizes: split by a list of sizes."""
+    return _split.split(input, list(split_sizes), dim)
 
 
 def constant_pad_nd(input, pad, value=0):

@@ -633,6 +633,14 @@ def abs(input):
     return _abs(input)
 
 
+def abs_of_real(input):
+    """abs for abs_ / absolute_: a complex tensor cannot hold its own real modulus (torch
+    refuses rather than writing |z| + 0j)."""
+    if input.is_complex():
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return abs(input)
+
+
 def sign(input):
     """-1, 0 or 1 by the sign of each element (no gradient)."""
     return _sign(input)

@@ -25,6 +25,7 @@ from .elementwise import (
     _inplace_binary,
     _promote_pair,
     abs,
+    abs_of_real,
     eq,
     exp,
     ge,
@@ -148,7 +149,9 @@ def _float_power_(self, exponent):
         raise RuntimeError(f"float_power_(): the base given to float_power_ has dtype "
                            f"{self.dtype.name} but the operation's result requires dtype "
                            f"{need.name}; call .to({need.name}) first or use float_power")
-    return Tensor.pow_(self, exponent.double() if isinstance(exponent, Tensor) else exponent)
+    if isinstance(exponent, Tensor):  # (a complex exponent keeps its imaginary part)
+        exponent = exponent.to(_dt.complex128 if exponent.is_complex() else _dt.float64)
+    return Tensor.pow_(self, exponent)
 
 
 _frexp_type = namedtuple("frexp", ["mantissa", "exponent"])
@@ -449,7 +452,7 @@ def is_signed(input):
     return input._data.dtype.kind in "ifcV"
 
 
-for _name, _fn in (("absolute_", abs), ("deg2rad_", deg2rad), ("rad2deg_", rad2deg),
+for _name, _fn in (("absolute_", abs_of_real), ("deg2rad_", deg2rad), ("rad2deg_", rad2deg),
                    ("copysign_", copysign), ("ldexp_", ldexp), ("nextafter_", nextafter),
                    ("heaviside_", heaviside), ("gcd_", gcd), ("lcm_", lcm),
                    ("greater_", gt), ("greater_equal_", ge), ("less_", lt),

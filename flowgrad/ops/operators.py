@@ -17,6 +17,7 @@ from .elementwise import (
     _SCALARS,
     _inplace_binary,
     abs,
+    abs_of_real,
     add,
     allclose,
     clamp,
@@ -126,7 +127,8 @@ Tensor.__xor__ = logical_xor
 
 for _name, _fn in (("add_", add), ("sub_", sub), ("mul_", mul), ("div_", div), ("pow_", pow),
                    ("clamp_", clamp), ("clip_", clamp), ("neg_", neg), ("negative_", neg),
-                   ("abs_", abs), ("sign_", sign), ("exp_", exp), ("log_", log), ("sqrt_", sqrt),
+                   ("abs_", abs_of_real), ("sign_", sign), ("exp_", exp), ("log_", log),
+                   ("sqrt_", sqrt),
                    ("rsqrt_", rsqrt), ("sin_", sin), ("cos_", cos), ("tanh_", tanh),
                    ("sigmoid_", sigmoid), ("square_", square), ("reciprocal_", reciprocal),
                    ("eq_", eq), ("ne_", ne), ("lt_", lt), ("le_", le), ("gt_", gt), ("ge_", ge),
