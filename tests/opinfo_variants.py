@@ -13,6 +13,7 @@ users call as often: `x.add(y)` (method_variant), `x + y` (operator_variant), `x
   slice): the base's values and the gradients through the base.
 
 Run as a script for a report: .venv/bin/python tests/opinfo_variants.py [name ...] [--shard=i/n]
+(`--first`: each OpInfo's first sample per dtype; `--reference`: torch's reference inputs)
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import sys
 import types
 import warnings
 
+import opinfo_vs_torch
 import torch
 from opinfo_vs_torch import (
     DTYPES,
@@ -258,6 +260,9 @@ def probe(info, dtypes=DTYPES, kinds=KINDS, first_only=False):
 
 
 def main(names):
+    if "--reference" in names:  # torch's reference inputs (extremal values, number operands)
+        names.remove("--reference")
+        opinfo_vs_torch.REFERENCE = True
     shard, shards = shard_of(names)
     first = "--first" in names
     if first:
