@@ -553,7 +553,25 @@ def prelu(input, weight):
         w = weight.reshape(())
     else:
         w = weight.reshape((channels,) + (1,) * (input._data.ndim - 2))
-    return where(input > 0, input, input * w)
+    return _prelu(input, w)
+
+
+# an op of its own for torch's two conventions at x == 0: its reverse rule gives w (x > 0
+# passes dy), its forward rule (jvp_rules) the tangent itself (x >= 0 passes it)
+@op("prelu", save="inputs")
+@in_float32
+def _prelu(xp, x, w):
+    return xp.where(x > 0, x, x * w).astype(x.dtype, copy=False)
+
+
+@_prelu.grad
+def prelu_backward(ctx, dy):
+    x, w = ctx.inputs
+    need = ctx.needs_input_grad
+    positive = x > 0
+    dx = where(positive, dy, dy * w) if need[0] else None
+    dw = where(positive, dy * 0, dy * x) if need[1] else None
+    return dx, dw
 
 
 def glu(input, dim=-1):

@@ -23,6 +23,7 @@ from __future__ import annotations
 from ..autograd.forward_ad import JVP_KINDS, JVP_RULES, REAL_ONLY, call_rule, capture
 from ..tensor import Tensor
 from . import jvp_linalg
+from .elementwise import where
 
 
 def _floating(x):
@@ -129,6 +130,14 @@ def _logsumexp(op, inputs, outs, tans, attrs, aux):
     return ((x - lse).exp() * t).sum(tuple(axes), keepdim=attrs["keepdim"])
 
 
+def _prelu(op, inputs, outs, tans, attrs, aux):
+    # torch's forward formula: x >= 0 passes the tangent (its reverse rule: x > 0 passes dy)
+    (x, w), (tx, tw) = inputs, tans
+    tx = _zeros_like(x) if tx is None else tx
+    inner = tx * w if tw is None else tx * w + tw * x
+    return where(x >= 0, tx, inner)
+
+
 # elementwise ops holomorphic on complex values (their complex JVP is the conjugated rule)
 HOLOMORPHIC = frozenset(("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "div",
                          "pow", "scalar_pow", "scalar_rpow"))
@@ -140,5 +149,6 @@ REAL_ONLY.update(jvp_linalg.RULES)
 JVP_KINDS.update(linear=_linear, multilinear=_multilinear, diagonal=_diagonal)
 JVP_RULES.update({"linear": _linear_layer, "conv": _linear_layer, "scalar_add": _first,
                   "depend": _first, "pad_constant": _pad_constant, "softmax": _softmax,
-                  "safe_softmax": _softmax, "log_softmax": _log_softmax, "logsumexp": _logsumexp})
+                  "safe_softmax": _softmax, "log_softmax": _log_softmax, "logsumexp": _logsumexp,
+                  "prelu": _prelu})
 JVP_RULES.update(jvp_linalg.RULES)
