@@ -57,11 +57,12 @@ def vector_norm_backward(ctx, dy):
     safe_y = where(y == 0, 1.0, y)  # the norm of a zero slice: gradient 0, as torch
     if p == 2:
         return where(y == 0, 0.0, g * x / safe_y)
-    grad = g * x.sign() * (x.abs() / safe_y) ** (p - 1)
     # p < 1: a zero element's |x| ** (p - 1) is inf (times sign 0: nan); torch's rule masks
-    # it to a zero gradient
+    # it to a zero gradient. The masked ratio is made finite first: forward mode
+    # differentiates this rule in g, and where's gradient times an inf factor would be nan
     zero = (y == 0).logical_or(x == 0) if p < 1 else y == 0
-    return where(zero, 0.0, grad)
+    ratio = where(zero, 1.0, x.abs() / safe_y)
+    return where(zero, 0.0, g * x.sign() * ratio ** (p - 1))
 
 
 def in_norm_dtype(x, dtype, name):
