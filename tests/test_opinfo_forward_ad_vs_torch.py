@@ -141,3 +141,40 @@ def test_vector_norm_forward_at_zeros(x):
     t = [1.0, -2.0, 0.5]
     np.testing.assert_allclose(_norm_tangents(flow, x, t), _norm_tangents(torch, x, t),
                                rtol=1e-12, atol=1e-12)
+
+
+def _distance_tangents(m, p):
+    fwad = m.autograd.forward_ad
+    F = m.nn.functional
+    x = m.tensor([[0.0, 0.0], [0.0, 2.0], [0.0, -1.5]], dtype=m.float64)
+    t = m.tensor([[-1.0, -0.5], [0.0, 0.5], [1.0, 1.5]], dtype=m.float64)
+    zeros = m.zeros(3, 2, dtype=m.float64)
+    found = []
+    for fn in (lambda a: F.normalize(a, p=p), lambda a: F.pairwise_distance(a, zeros, p, eps=0.0)):
+        with fwad.dual_level():
+            found.append(fwad.unpack_dual(fn(fwad.make_dual(x, t))).tangent.numpy())
+    return found
+
+
+@pytest.mark.parametrize("p", [0.5, -1.0, 3.0])
+def test_distance_norm_forward_at_zeros(p):
+    """dist_norm (normalize, pairwise_distance, cdist): as vector_norm, p < 1 at a zero
+    element. Before, normalize(x, p=0.5)'s tangent of the row [0, 2] was [nan, nan] (torch
+    [0, 5.6e-17]) and pairwise_distance's [nan, nan, nan] (torch [0, 0.5, 0])."""
+    for a, e in zip(_distance_tangents(flow, p), _distance_tangents(torch, p)):
+        np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("p", [-1.0, -0.5, 0.5])
+def test_pairwise_distance_grad_at_a_zero_norm(p):
+    """p < 0: one zero element makes the norm 0, and torch's gradient there is 0 for every
+    element. Before, flowgrad's reverse rule masked only the zero elements: the row [0, 2]
+    got [0, 0.5] for p=-1 where torch gives [0, 0]."""
+    x0 = np.array([[0.0, 0.0], [0.0, 2.0], [0.0, -1.5], [1.0, 2.0]])
+    found = []
+    for m in (torch, flow):
+        x = m.tensor(x0, dtype=m.float64).requires_grad_()
+        y = m.nn.functional.pairwise_distance(x, m.zeros(4, 2, dtype=m.float64), p, eps=0.0)
+        (g,) = m.autograd.grad((y * m.tensor([1.0, 2.0, 3.0, 4.0], dtype=m.float64)).sum(), x)
+        found.append(g.numpy())
+    np.testing.assert_allclose(found[1], found[0], rtol=1e-12, atol=1e-12)

@@ -682,10 +682,15 @@ def dist_norm_backward(ctx, dy):
         # norms share it among them
         return dy * sign * hit if ctx.every_tie else dy * sign * hit / hit.sum(ctx.dim,
                                                                                 keepdim=True)
-    grad = dy * sign * x.abs() ** (p - 1) / safe_n ** (p - 1)
-    # p < 1: a zero element's |x| ** (p - 1) is inf (times sign 0: nan); torch's rule masks
-    # it to a zero gradient
-    return where(x == 0, 0.0, grad) if p < 1 else grad
+    if p >= 1:
+        return dy * sign * x.abs() ** (p - 1) / safe_n ** (p - 1)
+    # p < 1: a zero element's |x| ** (p - 1) is inf (times sign 0: nan), and p < 0 makes
+    # the whole norm 0; torch's rule masks both to a zero gradient. Masked before the power:
+    # forward mode differentiates this rule in dy, and where's gradient times an inf factor
+    # would be nan
+    masked = (x == 0).logical_or(zero)
+    grad = dy * sign * where(masked, 1.0, x.abs()) ** (p - 1) / safe_n ** (p - 1)
+    return where(masked, 0.0, grad)
 
 
 def dist_norm(x, p, dim, keepdim=False, every_tie=False):
