@@ -178,3 +178,20 @@ def test_pairwise_distance_grad_at_a_zero_norm(p):
         (g,) = m.autograd.grad((y * m.tensor([1.0, 2.0, 3.0, 4.0], dtype=m.float64)).sum(), x)
         found.append(g.numpy())
     np.testing.assert_allclose(found[1], found[0], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (2, 0, 4), (0, 0)])
+@pytest.mark.parametrize("full", [True, False])
+def test_svd_forward_of_an_empty_matrix(shape, full):
+    """Before, forward mode through svd(full_matrices=True) of a (0, 3) matrix raised
+    (expand of an empty tangent to (3, 3)); torch gives zero tangents (Vh is an identity)."""
+    found = []
+    for m in (torch, flow):
+        fwad = m.autograd.forward_ad
+        with fwad.dual_level():
+            a = fwad.make_dual(m.zeros(shape, dtype=m.float64), m.zeros(shape, dtype=m.float64))
+            outs = m.linalg.svd(a, full_matrices=full)
+            found.append([(o.shape, fwad.unpack_dual(o).tangent.numpy()) for o in outs])
+    for (es, e), (as_, a) in zip(*found):
+        assert tuple(as_) == tuple(es)
+        np.testing.assert_array_equal(a, e)

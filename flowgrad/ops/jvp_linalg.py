@@ -59,6 +59,8 @@ def _svd(op, inputs, outs, tans, attrs, aux):
     (rows) get zero tangents, as torch's."""
     (A,), (U, S, Vh), (dA,) = inputs, outs, tans
     m, n, k = A.shape[-2], A.shape[-1], S.shape[-1]
+    if k == 0:  # an empty A: full_matrices' U or Vh is a non-empty identity, tangent 0
+        return U * 0, S * 0, Vh * 0
     full = U.shape[-1] != k or Vh.shape[-2] != k
     if full:
         U, Vh = U[..., :k], Vh[..., :k, :]
