@@ -32,6 +32,7 @@ from opinfo_vs_torch import (
     describe,
     flowgrad_wrapper,
     full_name,
+    one_thread,
     op_db,
     report,
     resolve,
@@ -305,7 +306,6 @@ def probe(info, all_samples=False, modes=MODES):
     fn = resolve(info)
     if fn is None:
         return [("", "", "missing")]
-    found = []
     try:
         chosen = []
         for sample in float64_samples(info):
@@ -314,6 +314,12 @@ def probe(info, all_samples=False, modes=MODES):
                 break
     except Exception as error:  # noqa: BLE001
         return [("", "", f"skip: sample_inputs: {error!r:.100}")]
+    with one_thread():  # small tensors: thread pools only spin
+        return _probe_samples(info, fn, chosen, modes)
+
+
+def _probe_samples(info, fn, chosen, modes):
+    found = []
     runs = {"dual": run_dual, "jvp": run_jvp, "fwbw": run_fwbw}
     for k, sample in enumerate(chosen):
         leaves = _tangent_leaves(sample)
