@@ -107,9 +107,9 @@ def _shift(d, k):
 def _dims_rule(*names, all_if_none=True):
     """Ops whose attributes name dims of their first input: shift them past the batch."""
     def rule(level, op, phys, flags, attrs):
-        if not _only_first(flags):
-            return fallback(level, op, phys, flags, attrs)
         k = phys[0].dim() - 1
+        if not _only_first(flags) or k == 0:  # (0-d examples: dim 0 names no physical dim)
+            return fallback(level, op, phys, flags, attrs)
         new = dict(attrs)
         for name in names:
             d = attrs.get(name)

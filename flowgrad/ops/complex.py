@@ -244,10 +244,15 @@ def view_as_complex(input):
     if a.ndim == 0 or a.shape[-1] != 2:
         raise RuntimeError(f"view_as_complex: Tensor must have a last dimension of size 2, "
                            f"got shape {tuple(a.shape)}")
-    if a.strides[-1] != a.itemsize or any(s % (2 * a.itemsize) for s in a.strides[:-1]):
+    phys = input
+    while getattr(phys, "_phys", None) is not None:  # (under vmap: the examples' own strides)
+        phys = phys._phys
+    strides = phys._data.strides[phys._data.ndim - a.ndim:]
+    if strides[-1] != a.itemsize or any(s % (2 * a.itemsize) for s in strides[:-1]):
         raise RuntimeError(f"view_as_complex: Tensor must have a last dimension with stride 1 "
-                           f"and other strides divisible by 2 (strides {input.stride()}); "
-                           f"call .contiguous() first")
+                           f"and other strides divisible by 2 (strides "
+                           f"{tuple(s // a.itemsize for s in strides)}); call .contiguous() "
+                           f"first")
     _dt.complex_in_use()
     return _view_as_complex(input)
 

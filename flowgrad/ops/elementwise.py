@@ -27,6 +27,7 @@ from ..errors import (
     check_kernel_dtype,
     checked_number,
 )
+from ..func.batched import every_example
 from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
     _promote_pair,
@@ -736,7 +737,8 @@ def _inplace_binary(name, fn):
 def _check_int_zero(a, b, name):
     """Integer division by a zero raises, as torch's, once an element is divided (an empty
     result divides none; shapes that do not broadcast are the op's own error)."""
-    if b._data.dtype.kind in "iub" and not b._data.all():
+    # (every example's values: under vmap `_data` is a placeholder)
+    if b._data.dtype.kind in "iub" and not every_example(b != 0, guard=True):
         try:
             empty = 0 in np.broadcast_shapes(a._data.shape, b._data.shape)
         except ValueError:

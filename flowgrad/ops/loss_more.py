@@ -17,6 +17,7 @@ import numpy as np
 from .._warn import warn
 from ..device import array_module
 from ..errors import check_same_dtype
+from ..func.batched import every_example
 from ..tensor import Tensor
 from .activation import softplus
 from .elementwise import minimum, where
@@ -244,7 +245,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     x = _float_input(input, "gaussian_nll_loss")
     if not isinstance(var, Tensor):
         var = Tensor._wrap(xp.full(tuple(x.shape), float(var), x._data.dtype))
-    if (var._data < 0).any():
+    if not every_example(var >= 0, guard=True):  # (under vmap `_data` is a placeholder)
         raise ValueError("gaussian_nll_loss: var has negative entry/entries")
     xs, vs = tuple(x.shape), tuple(var.shape)
     if vs != xs:
@@ -256,9 +257,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
             raise ValueError(f"gaussian_nll_loss: var is of incorrect size {vs} for input of "
                              f"size {xs}; use the input's shape, it without its last dim, or "
                              f"it with 1 for one of its dims")
-    clamped = xp.maximum(var._data, eps)
     # the clamp shifts the value but passes the gradient straight through (torch's no_grad)
-    v = var + Tensor._wrap((clamped - var._data).astype(var._data.dtype))
+    v = var + (var.clamp(min=eps) - var).detach()
     d = x - target
     loss = (v.log() + d * d / v) * 0.5
     if full:

@@ -18,6 +18,7 @@ from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..autograd.interpreter import varies_per_run
 from ..errors import not_a_tensor
+from ..func.batched import every_example
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
@@ -384,10 +385,11 @@ def prod_backward(ctx, dy):
     # (the division, when x has no zero; a compiled plan, whose later inputs may have zeros,
     # always takes the exact form)
     if not varies_per_run(x):
-        zeros = int((x == 0).sum())
-        if not zeros:
+        # (every example's: under vmap the division only if no example has a zero)
+        if every_example(x != 0):
             return g * (expand_reduced(y, shape, axes) / x)
-        if zeros > 1 and ctx.whole and not grad_mode.is_grad_enabled():
+        if ctx.whole and not grad_mode.is_grad_enabled() and every_example(
+                (x == 0).sum() > 1):
             # torch's first-order rule for prod(): two zeros make every gradient 0 (even that
             # of a nan or inf element, where the product of the others is 0 * nan)
             return g.new_zeros(tuple(shape))

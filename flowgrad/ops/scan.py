@@ -16,6 +16,7 @@ import math
 from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..autograd.interpreter import varies_per_run
+from ..func.batched import every_example
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
@@ -163,7 +164,7 @@ def cumprod_backward(ctx, dy):
     # (the division, when x has no zero; a compiled plan, whose later inputs may have zeros,
     # always takes the exact form)
     if not varies_per_run(x):
-        if not (x == 0).any():
+        if every_example(x != 0):  # (under vmap: the division only if no example has a 0)
             # dx_i = sum_{k >= i} dy_k y_k / x_i
             return _cumsum(dy * y, dim=dim, reverse=True) / x
         if not grad_mode.is_grad_enabled():  # first order: torch's O(n) rule, inf/nan alike

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ..device import array_module
+from ..func.batched import every_example
 from .creation import zeros_like
 from .elementwise import where
 from .gather import gather
@@ -150,30 +150,28 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     if tuple(given.shape[:-1]) != tuple(data.shape[:axis]):
         raise RuntimeError(f"segment_reduce(): {name} of shape {tuple(given.shape)} must have "
                            f"the leading dims of data {tuple(data.shape[:axis])}")
-    xp = array_module(given._data)
-    arr = given._data.astype(xp.int64)
     n = data.shape[axis]
+    # (checks by ops over every example: under vmap `_data` is a placeholder)
     if offsets is not None and lengths is None:
-        if arr.shape[-1] == 0:
+        if given.shape[-1] == 0:
             raise RuntimeError("segment_reduce(): offsets must hold at least one value (the "
                                "start of the first segment)")
-        if (arr[..., 1:] < arr[..., :-1]).any():
+        if not every_example(given[..., 1:] >= given[..., :-1], guard=True):
             raise RuntimeError("segment_reduce(): offsets must be non-decreasing (segment "
                                "lengths >= 0)")
-        if arr.size and (arr.min() < 0 or arr.max() > n):
+        if not every_example((given >= 0) & (given <= n), guard=True):
             raise RuntimeError(f"segment_reduce(): offsets must lie in [0, {n}] (the size of "
-                               f"data along axis {axis}), got {arr.tolist()}")
+                               f"data along axis {axis})")
         # the positions before offsets[0] belong to no segment: a leading one, dropped after
         # (by ops: offsets that are an input of nn.Graph are traced)
         lengths = cat([offsets[..., :1], offsets[..., 1:] - offsets[..., :-1]], -1)
-        arr = xp.concatenate([arr[..., :1], arr[..., 1:] - arr[..., :-1]], -1)
-    if (arr < 0).any():
+    if not every_example(lengths >= 0, guard=True):
         raise RuntimeError("lengths contains negative value!")
-    totals = arr.sum(-1)
-    if not unsafe and offsets is None and (totals != n).any():
+    totals = lengths.sum(-1)
+    if not unsafe and offsets is None and not every_example(totals == n, guard=True):
         raise RuntimeError("segment_reduce(): Expected all rows of lengths along axis to sum to "
                            "data.size(lengths.dim()-1) when !unsafe.")
-    if (totals > n).any():
+    if not every_example(totals <= n, guard=True):
         raise RuntimeError(f"segment_reduce(): the lengths sum to more than the {n} elements "
                            f"of data along axis {axis}")
     out = _segment_reduce_op(data, lengths, reduce=reduce, axis=axis,

@@ -23,6 +23,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, change_layout, check_capture
 from ..device import STORAGES, array_module, memory_owner, new_array
 from ..errors import tensor_operand
+from ..func.batched import every_example
 from ..storage import UntypedStorage
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .creation import multinomial, tensor, zeros
@@ -204,7 +205,7 @@ def _check_cov_weights(weights, name, n):
         kind = "integral" if integral else "floating point"
         raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
                            f"{weights.dtype.name} dtype")
-    if bool((weights._data < 0).any()):
+    if not every_example(weights >= 0, guard=True):  # (under vmap `_data` is a placeholder)
         raise RuntimeError(f"cov(): {name} cannot be negative")
 
 
@@ -438,7 +439,7 @@ def unravel_index(indices, shape):
         raise ValueError("unravel_index: 'shape' cannot have negative values, but got "
                          f"{shape}")
     total = math.prod(shape)
-    if indices.numel() and ((indices < -total) | (indices >= total)).any().item():
+    if not every_example((indices >= -total) & (indices < total), guard=True):
         raise ValueError(f"unravel_index: index out of bounds for shape {shape}")
     flat = where(indices < 0, indices + total, indices)
     out = []
@@ -478,7 +479,7 @@ def bincount(input, weights=None, minlength=0):
                            f"shape {tuple(input.shape)} of dtype {input.dtype.name}")
     if minlength < 0:
         raise RuntimeError(f"bincount: minlength should be >= 0, got {minlength}")
-    if input.numel() and (input < 0).any().item():
+    if not every_example(input >= 0, guard=True):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs; the "
                            "input has negative values")
     if weights is not None:
@@ -612,6 +613,12 @@ def _resize_(self, *sizes, size=None, memory_format=None):
     check_capture("resize_", self)
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
+    if shape != tuple(self.shape) and getattr(self, "_phys", None) is not None:
+        # (under vmap: each example takes the shape; `_data` is a placeholder there)
+        if math.prod(shape) != self.numel():
+            raise RuntimeError(f"resize_: under vmap the number of elements cannot change "
+                               f"(per-example shape {tuple(self.shape)} to {shape})")
+        return change_layout("resize_", self, lambda t: t.reshape(shape))
     if shape != tuple(self.shape):
         if self._view is not None:
             raise NotImplementedError(
