@@ -13,7 +13,7 @@ The versions of a tensor keep its domain: floats are scaled elementwise by facto
 (index arguments stay in range).
 
 Run as a script for a report: .venv/bin/python tests/opinfo_vmap.py [name ...]
-(`--all`: every sample, not the first of each OpInfo; `--shard=i/n`)
+(`--all`: every sample, not the first of each OpInfo; `--first=N`: the first N; `--shard=i/n`)
 """
 from __future__ import annotations
 
@@ -291,8 +291,9 @@ def run_grad(info, fn, sample, seed=0):
     return compare(to_numpy(expected), to_numpy(actual), "grad")
 
 
-def probe(info, dtypes=DTYPES, every=False):
-    """Every finding for one OpInfo: [(dtype/case, sample description, message)]."""
+def probe(info, dtypes=DTYPES, every=False, first=None):
+    """Every finding for one OpInfo: [(dtype/case, sample description, message)]; the first
+    sample of each dtype, the first `first` with `every`, or all."""
     fn = resolve(info)
     if fn is None:
         return [("", "", "missing")]
@@ -306,7 +307,7 @@ def probe(info, dtypes=DTYPES, every=False):
         except Exception as error:  # noqa: BLE001
             found.append((str(dtype), "", f"skip: sample_inputs: {error!r:.100}"))
             continue
-        chosen = chosen if every else chosen[:1]
+        chosen = chosen[:first] if every else chosen[:1]
         name = str(dtype).split(".")[1]
         for sample in chosen:
             for dims, out_dims, label in cases(sample, every):
@@ -329,8 +330,13 @@ def main(names):
     every = "--all" in names
     if every:
         names.remove("--all")
+    first = None
+    for arg in list(names):
+        if arg.startswith("--first="):
+            every, first = True, int(arg[8:])
+            names.remove(arg)
     shard, shards = shard_of(names)
-    report(op_db(), lambda info: probe(info, every=every),
+    report(op_db(), lambda info: probe(info, every=every, first=first),
            lambda k, info: k % shards == shard and (
                not names or info.name in names or full_name(info) in names), "OpInfos")
 

@@ -136,10 +136,42 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, **
     """
     check_hints("linspace", options, FACTORY_HINTS)
     dev = resolve_device(device, "linspace")
+    if _batched(start, end):
+        out = _batched_range("linspace", start, end, steps, None, dtype)
+        return out.requires_grad_() if requires_grad else out
     start, end, d = _range_bounds("linspace", start, end, dtype)
     n = _steps(steps, "linspace")
     return _finish(_alloc("linspace", (n,), d.np, lambda: _linspace(start, end, n, d)),
                    requires_grad, dev)
+
+
+def _batched(*bounds):
+    return any(getattr(b, "_phys", None) is not None for b in bounds)
+
+
+def _batched_range(op_name, start, end, steps, base, dtype):
+    """linspace/logspace with bounds batched by vmap (their values differ per example, so
+    no .item()): the same spacing by tensor ops, from both ends, in float64."""
+    for arg, v in (("start", start), ("end", end)):
+        if isinstance(v, Tensor) and v.dim():
+            raise RuntimeError(f"{op_name}(): only supports 0-dimensional start and end "
+                               f"tensors, but got {arg} of shape {tuple(v.shape)}")
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    n = _steps(steps, op_name)
+    lo, hi = (v.to(_dt.float64) if isinstance(v, Tensor) else float(v) for v in (start, end))
+    if d.category == 1:  # (an integer dtype truncates the bounds first, as torch)
+        lo, hi = (v.trunc() if isinstance(v, Tensor) else float(math.trunc(v)) for v in (lo, hi))
+    i = arange(n, dtype=_dt.float64)
+    if n == 1:
+        values = i * 0 + lo
+    else:
+        step = (hi - lo) / (n - 1)
+        values = (lo + step * i).where(i < n // 2, hi - step * (n - 1 - i))
+    if base is not None:
+        values = float(base) ** values
+    if d.category == 1:
+        values = values.trunc()
+    return values.to(d)
 
 
 def _range_bounds(op_name, start, end, dtype):
@@ -272,6 +304,9 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
     """
     check_hints("logspace", options, FACTORY_HINTS)
     dev = resolve_device(device, "logspace")
+    if _batched(start, end):
+        out = _batched_range("logspace", start, end, steps, base, dtype)
+        return out.requires_grad_() if requires_grad else out
     start, end, d = _range_bounds("logspace", start, end, dtype)
     n = _steps(steps, "logspace")
     if isinstance(base, Tensor):
