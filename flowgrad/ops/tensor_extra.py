@@ -479,7 +479,7 @@ def bincount(input, weights=None, minlength=0):
                            f"shape {tuple(input.shape)} of dtype {input.dtype.name}")
     if minlength < 0:
         raise RuntimeError(f"bincount: minlength should be >= 0, got {minlength}")
-    if not every_example(input >= 0, guard=True):
+    if not every_example(input >= 0):  # (a read: the result's length is the input's max)
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs; the "
                            "input has negative values")
     if weights is not None:
