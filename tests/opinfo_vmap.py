@@ -98,13 +98,14 @@ def _ndim(v):
 
 
 def cases(sample, every=False):
-    """(in_dims per slot, out_dims, label) combinations for one sample."""
+    """(in_dims per slot, out_dims, label) combinations for one sample: all batched at 0 and
+    at -1; with `every` also each one alone, and dim 1."""
     slots = _slots(sample)
     n = len(slots)
     if not n:
         return []
     out = [((0,) * n, 0, "all@0")]
-    if n > 1:
+    if n > 1 and every:
         out += [(tuple(0 if j == i else None for j in range(n)), 0, f"only{i}@0")
                 for i in range(n)]
     out.append(((-1,) * n, -1, "all@-1,out-1"))

@@ -3,8 +3,9 @@
 combinations, and vmap(func.grad) per-example gradients. A finding fails the test unless the
 OpInfo is in KNOWN with a pattern its findings match (each with its reason); an entry that no
 longer matches anything fails too. The default tier runs each OpInfo's first float64 sample
-(values and gradients); the slow tier adds int64 (values) and the first SLOW_SAMPLES samples
-of each, with the dim-1 case (every sample is ~15 min of CPU: the CLI's --all).
+(all tensors batched at 0, at -1, and the gradients); the slow tier adds int64 (values), the
+first SLOW_SAMPLES samples of each, each tensor batched alone and the dim-1 case (every
+sample is ~15 min of CPU: the CLI's --all).
 """
 from __future__ import annotations
 
