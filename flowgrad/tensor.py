@@ -30,6 +30,7 @@ from .autograd.views import moved_from_base, sync_view
 from .device import (
     ARRAY_MODULES,
     CPU,
+    STORAGES,
     device_of,
     memory_owner,
     new_zeros,
@@ -485,6 +486,13 @@ class Tensor:
             data = data.view()
         t = Tensor._wrap(data)
         t._counter = counter_of(self)
+        view = self._view
+        if view is not None and type(data) is np.ndarray:
+            # the detached tensor keeps the view's storage and offset (as_strided reads it)
+            root = memory_owner(view.base._data)
+            if type(root) is np.ndarray and root.__array_interface__["data"][0] == \
+                    view.base._data.__array_interface__["data"][0]:
+                STORAGES[id(root)] = root
         if _levels.TOKENS:  # made at the innermost transform's level, as torch's op (of a
             t._lvl = _levels.alias_token(self, _levels.TOKENS[-1])  # captured tensor: frozen)
         return t

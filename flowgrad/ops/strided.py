@@ -27,6 +27,7 @@ from ..autograd import views as _views
 from ..autograd.inplace import bump_version, check_inplace
 from ..autograd.meta import carry_over
 from ..autograd.views import ViewInfo, mark_view
+from ..device import STORAGES, memory_owner
 from ..tensor import Tensor, tensor_method
 from ..typed_tensors import contiguous_format
 from .registry import op
@@ -70,6 +71,11 @@ def _storage(tensor):
     if data.size == 0:
         return root, 0
     item = data.itemsize
+    if view is None and type(data) is np.ndarray:
+        owner = memory_owner(data)
+        if STORAGES.get(id(owner)) is owner:  # (a detached view, a set_ tensor: its storage
+            #                                     is the whole registered array, as torch's)
+            return root, owner.nbytes // item
     return root, 1 + sum((n - 1) * (s // item) for n, s in zip(data.shape, data.strides)
                          if s > 0)
 
@@ -309,7 +315,8 @@ def as_strided(input, size, stride, storage_offset=None):
         # any view: the storage is the same whatever path led to input
         info = out._view
         step = {"size": size, "stride": stride, "offset": offset,
-                "source": (tuple(root._data.shape), root.stride(), 0, length)}
+                "source": (tuple(root._data.shape), root.stride(),
+                           root.storage_offset(), length)}
         out._view = ViewInfo(info.base, ((_as_strided, step, None),), info.creation,
                              info.version)
     return out

@@ -1,0 +1,114 @@
+"""torch's OpInfo samples on strided inputs (non-contiguous, transposed, sliced, expanded)
+against flowgrad (opinfo_layouts.py does the work), and what that sweep found.
+
+A finding fails the test unless the OpInfo is in KNOWN with a pattern its findings match (a
+difference kept on purpose, or torch's own bug, each with its reason); an entry that no
+longer matches anything fails too.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("expecttest")  # torch's test internals import it
+
+import opinfo_layouts  # noqa: E402
+import torch  # noqa: E402
+from opinfo_vs_torch import full_name, op_db  # noqa: E402
+
+import flowgrad as flow  # noqa: E402
+
+
+# ---- regressions the sweep found -----------------------------------------------------------
+def _both(build):
+    return build(torch), build(flow)
+
+
+def _close(t, f):
+    assert tuple(f.shape) == tuple(t.shape)
+    assert torch.allclose(torch.as_tensor(f.detach().numpy()), t.detach(), equal_nan=True), (
+        t, f)
+
+
+def test_detach_of_a_view_keeps_its_storage_offset():
+    """detach() of a view is a new leaf over the same storage at the same offset: torch's
+    as_strided on it counts from the storage's start. flowgrad's detach dropped the offset
+    (0 where torch has 3), so as_strided read 3 elements further on ([3, 5, 4, 6] where
+    torch has [0, 2, 1, 3]) and the gradient landed on other elements."""
+    def build(m):
+        base = m.arange(20.0)
+        view = base[2:14].view(3, 4)[:, 1:]
+        leaf = view.detach().requires_grad_()
+        out = leaf.as_strided((2, 2), (1, 4), 3)
+        (grad,) = m.autograd.grad(out.sum(), [leaf])
+        return (leaf.storage_offset(), view.detach().as_strided((2, 2), (1, 2), 0),
+                m.as_strided(view.detach(), (2, 2), (1, 2), 1), out, grad)
+    expected, actual = _both(build)
+    assert actual[0] == expected[0] == 3
+    for t, f in zip(expected[1:], actual[1:]):
+        _close(t, f)
+
+
+def test_as_strided_reads_a_set_storage_past_the_tensor():
+    """A tensor set_() into a storage at an offset: as_strided reaches the whole storage
+    (torch gives [7., 8.]; flowgrad refused: storage of size 3)."""
+    def build(m):
+        base = m.arange(10.0)
+        t = m.empty(0)
+        t.set_(base.untyped_storage(), 2, (3,), (1,))
+        return t.as_strided((2,), (1,), 7), t.as_strided((2,), (1,), 0)
+    for t, f in zip(*_both(build)):
+        _close(t, f)
+
+
+# ---- the sweep -----------------------------------------------------------------------------
+_R_SINGULAR = ("an expanded matrix has equal rows (rank 1): flowgrad refuses the singular "
+               "factor, torch carries on with inf/nan")
+_R_MEDIAN = ("torch 2.13 bug: median/nanmedian(dim) of an expanded input (stride 0 along dim) "
+             "returns garbage (values 3e-24, indices 2 1 0 ...); flowgrad gives the row")
+
+KNOWN: dict[str, tuple[str, str]] = {
+    "median": (r"expanded\].*output\[0\]: values differ", _R_MEDIAN),
+    "nanmedian": (r"expanded\].*output\[0\]: values differ", _R_MEDIAN),
+    "native_group_norm": (r"raise: torch RuntimeError\('Expected X.is_contiguous",
+                          "torch's native kernel insists on contiguous input; flowgrad "
+                          "takes any layout (the same numbers)"),
+    "native_batch_norm": (r"expanded\].*more than one element of the written-to tensor",
+                          "expanded running_mean/var: flowgrad refuses the in-place update "
+                          "of a stride-0 buffer (as torch's copy_ does); torch's kernel "
+                          "writes it anyway"),
+    "cholesky_solve": (r"expanded\].*singular", _R_SINGULAR),
+    "lu": (r"expanded\].*singular", _R_SINGULAR),
+    "geqrf": (r"expanded\].*values differ", "a rank-1 (expanded) matrix: the Householder "
+              "reflectors past the rank are not unique (LAPACK's choice)"),
+    "kthvalue": (r"expanded\].*grad\[0\]", "equal values: which index gets the gradient is "
+                 "the kernel's choice among ties"),
+    "cov": (r"grad\[1\]: values differ", "float32 aweights: rounding noise, as in "
+            "test_opinfo_vs_torch.py"),
+}
+
+
+def _findings(info, first_only):
+    name = full_name(info)
+    findings = opinfo_layouts.probe(info, first_only=first_only)
+    if findings and findings[0][2] == "missing":
+        pytest.skip("not in flowgrad")
+    real = [f for f in findings if not f[2].startswith("skip")]
+    pattern = KNOWN.get(name, (None,))[0]
+    text = [f"[{where}] {sample}\n    {message}" for where, sample, message in real]
+    unexplained = [f for f in text if pattern is None or not re.search(pattern, f, re.S)]
+    assert not unexplained, "\n".join(unexplained[:6])
+    return real, pattern
+
+
+DB = op_db()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("info", DB, ids=[full_name(info) for info in DB])
+def test_opinfo_layouts_vs_torch(info):
+    """Every sample of every OpInfo in each layout (float64 with gradients, int64,
+    complex128)."""
+    real, pattern = _findings(info, first_only=False)
+    assert pattern is None or real, "no finding matches KNOWN any more: remove it"
