@@ -62,6 +62,23 @@ def test_as_strided_reads_a_set_storage_past_the_tensor():
         _close(t, f)
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "expanded"])
+def test_std_of_a_constant_slice_has_gradient_zero(layout):
+    """std over a slice of equal values is 0 and torch's gradient there is 0 (only mean's
+    part remains: 1/3 each). flowgrad's mean of [0.7, 0.7, 0.7] was 0.6999999999999998, so
+    its std was 1.4e-16, not 0, and the gradient the rounding's direction: [0.74, -0.07]
+    where torch has [0.33, 0.33]."""
+    def build(m):
+        row = m.tensor([[0.7, 0.2]], dtype=m.float64).expand(3, 2)
+        x = (row.contiguous() if layout == "contiguous" else row.detach()).requires_grad_()
+        s, mean = m.std_mean(x, dim=0)
+        (g,) = m.autograd.grad(s.sum() + mean.sum(), [x])
+        (g2,) = m.autograd.grad(m.std(x, dim=0, correction=0).sum(), [x])
+        return s, g, g2, m.var(x, dim=0)
+    for t, f in zip(*_both(build)):
+        _close(t, f)
+
+
 # ---- the sweep -----------------------------------------------------------------------------
 _R_SINGULAR = ("an expanded matrix has equal rows (rank 1): flowgrad refuses the singular "
                "factor, torch carries on with inf/nan")

@@ -43,7 +43,7 @@ def _moment(xp, x, fn, axes, keepdim, correction):
     code, out of reach of flowgrad's module filter) is caught only in that rare case."""
     with xp.errstate(divide="ignore", invalid="ignore"):
         if _count(x.shape, axes) > correction:
-            if x.dtype.char in "fd" and axes and x.flags.c_contiguous:
+            if x.dtype.char in "fdFD" and axes:
                 return _two_pass(xp, x, fn, axes, keepdim, correction)
             return fn(x, axis=axes, ddof=correction, keepdims=keepdim)
         with warnings.catch_warnings():
@@ -63,7 +63,14 @@ def _two_pass(xp, x, fn, axes, keepdim, correction):
     mean = add_reduce(xp, x, axes, keepdims=True)
     xp.true_divide(mean, count, out=mean)
     d = xp.subtract(x, mean)
-    xp.multiply(d, d, out=d)
+    # the mean corrected by its residuals' mean: a constant slice's deviations are then 0
+    # exactly (std 0, whose gradient is 0, as torch's), not the rounding of the sum
+    mean += add_reduce(xp, d, axes, keepdims=True) / count
+    xp.subtract(x, mean, out=d)
+    if d.dtype.kind == "c":  # |d|^2
+        d = d.real * d.real + d.imag * d.imag
+    else:
+        xp.multiply(d, d, out=d)
     y = add_reduce(xp, d, axes, keepdim) / (count - correction)
     return xp.sqrt(y) if fn is xp.std else y
 
