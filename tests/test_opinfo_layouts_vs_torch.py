@@ -79,6 +79,18 @@ def test_std_of_a_constant_slice_has_gradient_zero(layout):
         _close(t, f)
 
 
+def test_view_copy_of_a_transposed_input():
+    """view_copy(size) copies: torch takes strides view() refuses (a transposed (5, 5, 5) to
+    (25, 5)); flowgrad raised 'view size is not compatible'."""
+    def build(m):
+        x = m.arange(125.0, dtype=m.float64).reshape(5, 5, 5).mT.requires_grad_()
+        y = m.view_copy(x, [25, 5])
+        (g,) = m.autograd.grad(y, [x], m.arange(125.0, dtype=m.float64).reshape(25, 5))
+        return y, g, m.view_copy(x[:, :, ::2], [-1])
+    for t, f in zip(*_both(build)):
+        _close(t, f)
+
+
 # ---- the sweep -----------------------------------------------------------------------------
 _R_SINGULAR = ("an expanded matrix has equal rows (rank 1): flowgrad refuses the singular "
                "factor, torch carries on with inf/nan")

@@ -104,10 +104,11 @@ def unsqueeze_copy(input, dim):
 
 
 def view_copy(input, size=None, *, dtype=None):
-    """input.view(size), or input.view(dtype) (a reinterpretation), copied."""
+    """input.view(size), or input.view(dtype) (a reinterpretation), copied; a size needs no
+    viewable strides (torch's copies a transposed input as reshape would)."""
     if (size is None) == (dtype is None):
         raise TypeError("view_copy() takes a size or a dtype (dtype=), exactly one")
-    return _fresh(input.view(size if dtype is None else dtype))
+    return _fresh(input.reshape(size) if dtype is None else input.view(dtype))
 
 
 def split_with_sizes_copy(input, split_sizes, dim=0):
