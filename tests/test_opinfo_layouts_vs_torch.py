@@ -91,40 +91,105 @@ def test_view_copy_of_a_transposed_input():
         _close(t, f)
 
 
-# ---- the sweep -----------------------------------------------------------------------------
-_R_SINGULAR = ("an expanded matrix has equal rows (rank 1): flowgrad refuses the singular "
-               "factor, torch carries on with inf/nan")
+@pytest.mark.parametrize("call", [
+    lambda m: m.repeat_interleave(m.arange(4.0), m.tensor([2, 2, 2, 2]), dim=0, output_size=6),
+    lambda m: m.repeat_interleave(m.arange(4.0), 2, output_size=6),
+    lambda m: m.repeat_interleave(m.tensor([1, 2]), output_size=2),
+])
+def test_repeat_interleave_refuses_a_wrong_output_size(call):
+    """output_size that is not the repeats' sum: torch raises; flowgrad returned the 8
+    elements the repeats ask for."""
+    with pytest.raises(RuntimeError, match="allocated size does not match|Invalid output_size"):
+        call(torch)
+    with pytest.raises(RuntimeError, match="allocated size does not match"):
+        call(flow)
+
+
+# ---- the sweep ----------------------------------------------------------------------------
+# (output strides are not checked here: `opinfo_layouts.py --strides` reports them)
+_EXP = r"^\[\w+ expanded\]"
+_R_RANK1 = ("an expanded matrix has equal rows (rank 1): singular or rank-deficient, where "
+            "factors, pivots, eigen/singular vectors and (sub)gradients are not unique and "
+            "torch gives inf/nan or other choices; flowgrad raises or picks another")
 _R_MEDIAN = ("torch 2.13 bug: median/nanmedian(dim) of an expanded input (stride 0 along dim) "
              "returns garbage (values 3e-24, indices 2 1 0 ...); flowgrad gives the row")
+_R_TORCH_VIEW = ("torch bug: its kernel or gradient calls view() on the strided input and "
+                 "raises ('view size is not compatible', 'grad_input must be contiguous'); "
+                 "flowgrad computes the contiguous input's numbers")
+_R_TIES = "equal values: which index gets the gradient is the kernel's choice among ties"
 
 KNOWN: dict[str, tuple[str, str]] = {
-    "median": (r"expanded\].*output\[0\]: values differ", _R_MEDIAN),
-    "nanmedian": (r"expanded\].*output\[0\]: values differ", _R_MEDIAN),
+    **{name: (_EXP, _R_RANK1) for name in (
+        "cholesky_solve", "lu", "linalg.lu", "linalg.lu_factor_ex", "linalg.solve_triangular",
+        "linalg.cholesky_ex", "linalg.inv_ex", "linalg.solve_ex", "linalg.ldl_solve",
+        "linalg.tensorinv", "linalg.tensorsolve", "linalg.cond", "logdet", "linalg.slogdet",
+        "geqrf", "qr", "linalg.qr", "svd", "linalg.svd", "linalg.svdvals", "linalg.eig",
+        "linalg.eigh", "linalg.eigvals", "linalg.eigvalsh", "linalg.lstsq",
+        "linalg.lstsq.grad_oriented", "linalg.norm", "linalg.matrix_norm", "norm.nuc",
+        "pca_lowrank")},
+    "svd_lowrank": (_EXP + r"|processed output\[0\]: values differ",
+                    _R_RANK1 + "; and the random projection (flowgrad's generator is not "
+                    "torch's), as in test_opinfo_vs_torch.py"),
+    "median": (_EXP + r".*output\[0\]: values differ", _R_MEDIAN),
+    "nanmedian": (_EXP + r".*output\[0\]: values differ", _R_MEDIAN),
+    "masked.median": (_EXP + r".*output: values differ", _R_MEDIAN),
+    "kthvalue": (_EXP + r".*grad\[0\]", _R_TIES),
+    "mode": (_EXP + r".*grad\[0\]", _R_TIES),
     "native_group_norm": (r"raise: torch RuntimeError\('Expected X.is_contiguous",
                           "torch's native kernel insists on contiguous input; flowgrad "
                           "takes any layout (the same numbers)"),
-    "native_batch_norm": (r"expanded\].*more than one element of the written-to tensor",
+    "native_batch_norm": (_EXP + r".*more than one element of the written-to tensor",
                           "expanded running_mean/var: flowgrad refuses the in-place update "
                           "of a stride-0 buffer (as torch's copy_ does); torch's kernel "
                           "writes it anyway"),
-    "cholesky_solve": (r"expanded\].*singular", _R_SINGULAR),
-    "lu": (r"expanded\].*singular", _R_SINGULAR),
-    "geqrf": (r"expanded\].*values differ", "a rank-1 (expanded) matrix: the Householder "
-              "reflectors past the rank are not unique (LAPACK's choice)"),
-    "kthvalue": (r"expanded\].*grad\[0\]", "equal values: which index gets the gradient is "
-                 "the kernel's choice among ties"),
+    "nn.functional.batch_norm": (r"more than one element of the written-to tensor|expected "
+                                 r"2D or more input", "as native_batch_norm; and a 1-D empty "
+                                 "input, as in test_opinfo_vs_torch.py"),
+    **{name: (r"view size is not compatible|grad_input must be contiguous", _R_TORCH_VIEW)
+       for name in ("nn.functional.max_unpool2d", "nn.functional.max_unpool3d",
+                    "nn.functional.max_unpool2d.grad", "nn.functional.max_unpool3d.grad",
+                    "nn.functional.nll_loss", "take_along_dim")},
+    "stft": (_EXP + r".*grad\[0\]: values differ",
+             "torch's stft frames the input with as_strided, whose gradient for an input "
+             "with overlapping memory (stride 0) spreads each storage element's sum evenly "
+             "(a constant vector); flowgrad's is the contiguous input's"),
+    **{name: (_EXP + r".*complex128.*grad\[0\]: values differ",
+              "complex std over equal values: torch's std is rounding noise, its gradient "
+              "that noise's direction (0.34j); flowgrad's std is exactly 0, its gradient 0 "
+              "(torch's for real input)") for name in ("std", "std_mean", "std_mean.unbiased",
+                                                       "std.unbiased")},
     "cov": (r"grad\[1\]: values differ", "float32 aweights: rounding noise, as in "
             "test_opinfo_vs_torch.py"),
+    "as_strided_scatter": (r"grad\[\d\]: values differ", "torch 2.13's gradient bug, as in "
+                           "test_opinfo_vs_torch.py (its own OpInfo marks it expectedFailure)"),
+    "nn.functional.linear_cross_entropy.chunked": (
+        _EXP + r".*grad\[0\]: values differ", "equal targets all ignore_index: torch's "
+        "chunked path gives nan gradients; its unchunked path and flowgrad 0"),
+    "to_sparse": (r"_to_sparse does not support automatic differentiation",
+                  "as in test_opinfo_vs_torch.py"),
+    "nn.functional.multi_head_attention_forward": (r"output\[0\]: values differ",
+                                                   "dropout draws, as in "
+                                                   "test_opinfo_vs_torch.py"),
+    **{name: (r"output: values differ", "torch's float32-accurate approximation, as in "
+              "test_opinfo_vs_torch.py") for name in ("special.bessel_j0", "special.bessel_j1",
+                                                      "special.bessel_y1")},
+    # found here, not fixed yet (layout-independent: the same with contiguous inputs)
+    "nn.functional.embedding_bag": (_EXP + r".*output: values differ",
+                                    "include_last_offset=True with offsets[-1] < len(indices) "
+                                    "(equal offsets): torch's last bag runs to the end of "
+                                    "indices, flowgrad's stops at offsets[-1]"),
+    "nanmean": (_EXP + r".*grad\[0\]: values differ", "an all-nan slice: torch's gradient "
+                "is nan (0/0 count), flowgrad's 0"),
 }
 
 
-def _findings(info, first_only):
-    name = full_name(info)
-    findings = opinfo_layouts.probe(info, first_only=first_only)
+def _findings(info, first_only, layouts=opinfo_layouts.LAYOUTS, dtypes=opinfo_layouts.DTYPES):
+    findings = opinfo_layouts.probe(info, dtypes, layouts, first_only=first_only,
+                                    strides=False)
     if findings and findings[0][2] == "missing":
         pytest.skip("not in flowgrad")
     real = [f for f in findings if not f[2].startswith("skip")]
-    pattern = KNOWN.get(name, (None,))[0]
+    pattern = KNOWN.get(full_name(info), (None,))[0]
     text = [f"[{where}] {sample}\n    {message}" for where, sample, message in real]
     unexplained = [f for f in text if pattern is None or not re.search(pattern, f, re.S)]
     assert not unexplained, "\n".join(unexplained[:6])
@@ -132,6 +197,14 @@ def _findings(info, first_only):
 
 
 DB = op_db()
+
+
+@pytest.mark.parametrize("k", range(0, len(DB), 3), ids=[full_name(info) for info in DB[::3]])
+def test_opinfo_layouts_first_sample_vs_torch(k):
+    """Every third OpInfo's first float64 sample, with gradients, in one of the four layouts
+    (which one turns along op_db): the CI budget's share; the slow test runs all."""
+    layouts = opinfo_layouts.LAYOUTS
+    _findings(DB[k], True, layouts[k // 3 % len(layouts):][:1], (torch.float64,))
 
 
 @pytest.mark.slow

@@ -202,6 +202,12 @@ def _check_repeats_dtype(counts):
 
 
 @tensor_method()
+def _check_output_size(output_size, size):
+    if output_size is not None and output_size != size:  # (torch's message)
+        raise RuntimeError(f"repeat_interleave(): allocated size does not match required size "
+                           f"(output_size={output_size}, the repeats sum to {size})")
+
+
 def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
     """Repeat each element `repeats` times along `dim` (flattened when dim=None).
     `repeat_interleave(counts)` alone gives [0]*counts[0] + [1]*counts[1] + ...
@@ -223,7 +229,9 @@ def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
         _check_repeats_dtype(counts)
         if counts.ndim != 1:
             raise RuntimeError("repeat_interleave(): repeats must be a 1-D integer tensor")
-        return Tensor._wrap(xp.repeat(xp.arange(counts.size), counts).astype(counts.dtype))
+        out = xp.repeat(xp.arange(counts.size), counts).astype(counts.dtype)
+        _check_output_size(output_size, out.size)
+        return Tensor._wrap(out)
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else _wrap_dim(dim, input._data.ndim, "repeat_interleave")
     n = x._data.shape[d] if x._data.ndim else 1
@@ -238,4 +246,5 @@ def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
     if (reps < 0).any():
         raise RuntimeError("repeat_interleave(): repeats can not be negative")
     idx = xp.repeat(xp.arange(n), xp.broadcast_to(reps.reshape(-1), (n,)))
+    _check_output_size(output_size, idx.size)
     return index_select(x, d, Tensor._wrap(idx.astype(np.int64)))
