@@ -156,8 +156,7 @@ KNOWN: dict[str, tuple[str, str]] = {
     **{name: (_EXP + r".*complex128.*grad\[0\]: values differ",
               "complex std over equal values: torch's std is rounding noise, its gradient "
               "that noise's direction (0.34j); flowgrad's std is exactly 0, its gradient 0 "
-              "(torch's for real input)") for name in ("std", "std_mean", "std_mean.unbiased",
-                                                       "std.unbiased")},
+              "(torch's for real input)") for name in ("std", "std.unbiased")},
     "cov": (r"grad\[1\]: values differ", "float32 aweights: rounding noise, as in "
             "test_opinfo_vs_torch.py"),
     "as_strided_scatter": (r"grad\[\d\]: values differ", "torch 2.13's gradient bug, as in "
