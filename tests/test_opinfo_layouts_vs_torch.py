@@ -209,7 +209,7 @@ def test_opinfo_layouts_first_sample_vs_torch(k):
 @pytest.mark.parametrize("info", DB, ids=[full_name(info) for info in DB])
 def test_opinfo_layouts_vs_torch(info):
     """Every OpInfo's first sample in float64 (with gradients), int64 and complex128, in all
-    four layouts (the slow tier's share of CPU). KNOWN was triaged on the full sweep (every sample; float64, int64,
-    complex128: `python tests/opinfo_layouts.py`, ~40 min CPU), where an entry that matches
+    four layouts (the slow tier's share of CPU). KNOWN was triaged on the full sweep (every
+    sample: `python tests/opinfo_layouts.py`, ~40 min CPU), where an entry that matches
     nothing is stale; this subset sees only some of them."""
     _findings(info, True)
