@@ -201,13 +201,13 @@ def _check_repeats_dtype(counts):
                                   f"tensor, got {counts.dtype}; convert it with .long()")
 
 
-@tensor_method()
 def _check_output_size(output_size, size):
     if output_size is not None and output_size != size:  # (torch's message)
         raise RuntimeError(f"repeat_interleave(): allocated size does not match required size "
                            f"(output_size={output_size}, the repeats sum to {size})")
 
 
+@tensor_method()
 def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
     """Repeat each element `repeats` times along `dim` (flattened when dim=None).
     `repeat_interleave(counts)` alone gives [0]*counts[0] + [1]*counts[1] + ...
