@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-import re
 import sys
 import warnings
 
@@ -33,6 +32,7 @@ from opinfo_vs_torch import (
     Converter,
     describe,
     full_name,
+    only_missing_names,
     op_db,
     report,
     resolve,
@@ -206,12 +206,7 @@ def probe(info, dtypes=DTYPES, layouts=LAYOUTS, first_only=False, strides=False)
                     message = str(error)
                 if message:
                     found.append((where, describe(sample), message))
-    real = [f for f in found if not f[2].startswith("skip")]
-    if real and all("AttributeError" in f[2] and re.search(
-            r"(module 'flowgrad[\w.]*'|'Tensor' object|type object 'Tensor') has no attribute",
-            f[2]) for f in real):
-        return [("", "", "missing")]  # torch's wrapper calls a name flowgrad lacks
-    return found
+    return [("", "", "missing")] if only_missing_names(found) else found
 
 
 def main(names):

@@ -17,7 +17,6 @@ Run as a script for a report: .venv/bin/python tests/opinfo_vmap.py [name ...]
 """
 from __future__ import annotations
 
-import re
 import sys
 import types
 import warnings
@@ -34,6 +33,7 @@ from opinfo_vs_torch import (
     describe,
     flowgrad_wrapper,
     full_name,
+    only_missing_names,
     op_db,
     report,
     resolve,
@@ -320,11 +320,7 @@ def probe(info, dtypes=DTYPES, every=False, first=None):
                 message = run_grad(info, fn, sample)
                 if message:
                     found.append((f"{name} grad", describe(sample), message))
-    real = [f for f in found if not f[2].startswith("skip")]
-    if real and all(re.search(r"AttributeError.*(module 'flowgrad[\w.]*'|'(Batched)?Tensor' "
-                              r"object) has no attribute", f[2]) for f in real):
-        return [("", "", "missing")]  # a name flowgrad lacks
-    return found
+    return [("", "", "missing")] if only_missing_names(found) else found
 
 
 def main(names):

@@ -40,3 +40,28 @@ def assert_same_raise(torch_error, error):
     """Both raised, or neither did."""
     assert (torch_error is None) == (error is None), (
         f"torch: {torch_error!r}, flowgrad: {error!r}")
+
+
+def assert_program_as_torch(name, program, rtol=1e-12):
+    """`program(m)`, a function of the module (torch or flowgrad) returning a list of tensors
+    (or None): both raise a RuntimeError, or neither does and each tensor has torch's dtype,
+    shape and values."""
+    import numpy as np
+    import torch
+
+    import flowgrad
+
+    def run(m):
+        try:
+            return [None if t is None else np.asarray(t.numpy()) for t in program(m)]
+        except RuntimeError:
+            return "raises"
+    want, got = run(torch), run(flowgrad)
+    assert (want == "raises") == (got == "raises"), (name, want, got)
+    if want != "raises":
+        assert len(want) == len(got)
+        for w, g in zip(want, got):
+            assert (w is None) == (g is None), (name, w, g)
+            if w is not None:
+                assert g.dtype == w.dtype and g.shape == w.shape, (name, g, w)
+                np.testing.assert_allclose(g, w, rtol=rtol, atol=0, err_msg=name)
