@@ -19,7 +19,6 @@ Run as a script for a report: .venv/bin/python tests/opinfo_layouts.py [name ...
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
 import sys
 import warnings
@@ -31,13 +30,13 @@ from opinfo_vs_torch import (
     RANDOM,
     Converter,
     describe,
+    dtype_samples,
     full_name,
     only_missing_names,
     op_db,
     report,
     resolve,
     run_sample,
-    samples,
     shard_of,
 )
 from torch.testing._internal.opinfo.core import BinaryUfuncInfo, UnaryUfuncInfo
@@ -179,15 +178,7 @@ def probe(info, dtypes=DTYPES, layouts=LAYOUTS, first_only=False, strides=False)
     if fn is None:
         return [("", "", "missing")]
     found = []
-    supported = info.supported_dtypes("cpu")
-    for dtype in dtypes:
-        if dtype not in supported:
-            continue
-        try:
-            all_samples = list(itertools.islice(samples(info, dtype), 1 if first_only else None))
-        except Exception as error:  # noqa: BLE001
-            found.append((str(dtype), "", f"skip: sample_inputs: {error!r:.100}"))
-            continue
+    for dtype, all_samples in dtype_samples(info, dtypes, found, 1 if first_only else None):
         for sample in all_samples:
             for layout in layouts:
                 where = f"{str(dtype).split('.')[1]} {layout}"

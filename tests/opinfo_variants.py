@@ -18,7 +18,6 @@ Run as a script for a report: .venv/bin/python tests/opinfo_variants.py [name ..
 from __future__ import annotations
 
 import functools
-import itertools
 import sys
 import types
 import warnings
@@ -32,12 +31,12 @@ from opinfo_vs_torch import (
     Unsupported,
     compare,
     describe,
+    dtype_samples,
     full_name,
     one_thread,
     op_db,
     report,
     run_sample,
-    samples,
     shard_of,
     to_numpy,
 )
@@ -231,16 +230,7 @@ def probe(info, dtypes=DTYPES, kinds=KINDS, first_only=False):
         variants[kind] = (t_fn, f_fn)
     if not variants:
         return found
-    supported = info.supported_dtypes("cpu")
-    for dtype in dtypes:
-        if dtype not in supported:
-            continue
-        try:
-            # (the first only: not drawn past it; some generators seed torch per sample)
-            all_samples = list(itertools.islice(samples(info, dtype), 1 if first_only else None))
-        except Exception as error:  # noqa: BLE001
-            found.append((str(dtype), "", f"skip: sample_inputs: {error!r:.100}"))
-            continue
+    for dtype, all_samples in dtype_samples(info, dtypes, found, 1 if first_only else None):
         grad = dtype in (torch.float64, torch.complex128)
         name = str(dtype).split(".")[1]
         values = info.name not in RANDOM

@@ -31,13 +31,13 @@ from opinfo_vs_torch import (
     _has_ties,
     compare,
     describe,
+    dtype_samples,
     flowgrad_wrapper,
     full_name,
     only_missing_names,
     op_db,
     report,
     resolve,
-    samples,
     shard_of,
     to_numpy,
 )
@@ -299,16 +299,7 @@ def probe(info, dtypes=DTYPES, every=False, first=None):
     if fn is None:
         return [("", "", "missing")]
     found = []
-    supported = info.supported_dtypes("cpu")
-    for dtype in dtypes:
-        if dtype not in supported:
-            continue
-        try:
-            chosen = list(samples(info, dtype))
-        except Exception as error:  # noqa: BLE001
-            found.append((str(dtype), "", f"skip: sample_inputs: {error!r:.100}"))
-            continue
-        chosen = chosen[:first] if every else chosen[:1]
+    for dtype, chosen in dtype_samples(info, dtypes, found, first if every else 1):
         name = str(dtype).split(".")[1]
         for sample in chosen:
             for dims, out_dims, label in cases(sample, every):

@@ -14,6 +14,7 @@ Run as a script for a report: .venv/bin/python tests/opinfo_vs_torch.py [name ..
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import re
 import sys
@@ -455,15 +456,7 @@ def probe(info, dtypes=DTYPES):
     if fn is None:
         return [("", "", "missing")]
     found = []
-    supported = info.supported_dtypes("cpu")
-    for dtype in dtypes:
-        if dtype not in supported:
-            continue
-        try:
-            all_samples = list(samples(info, dtype))
-        except Exception as error:  # noqa: BLE001
-            found.append((str(dtype), "", f"skip: sample_inputs: {error!r:.100}"))
-            continue
+    for dtype, all_samples in dtype_samples(info, dtypes, found):
         for sample in all_samples:
             message = run_sample(info, fn, sample, check_grad=dtype in (
                 torch.float64, torch.complex128), values=info.name not in RANDOM)
@@ -472,6 +465,22 @@ def probe(info, dtypes=DTYPES):
     for message in check_errors(info, fn):
         found.append(("errors", "", message))
     return [("", "", "missing")] if only_missing_names(found) else found
+
+
+def dtype_samples(info, dtypes, found, count=None):
+    """(dtype, a list of its first `count` samples: None, all) for each of `dtypes` the OpInfo
+    supports on CPU; a sample generator that raises is a skip in `found`. (Not drawn past
+    `count`: some of torch's generators seed its generator per sample.)"""
+    supported = info.supported_dtypes("cpu")
+    for dtype in dtypes:
+        if dtype not in supported:
+            continue
+        try:
+            chosen = list(itertools.islice(samples(info, dtype), count))
+        except Exception as error:  # noqa: BLE001
+            found.append((str(dtype), "", f"skip: sample_inputs: {error!r:.100}"))
+            continue
+        yield dtype, chosen
 
 
 def only_missing_names(found):
