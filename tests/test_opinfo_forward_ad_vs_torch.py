@@ -79,6 +79,9 @@ KNOWN: dict[str, tuple[str, str]] = {
                 "positions, flowgrad's agrees with finite differences"),
 }
 
+# KNOWN entries whose findings come and go from run to run (no stale check)
+_MAY_AGREE = frozenset(("nn.functional.max_unpool2d",))
+
 DB = [info for info in op_db() if info.supports_forward_ad]
 
 
@@ -92,7 +95,7 @@ def _check(info, all_samples, stale_check, modes=opinfo_forward_ad.MODES):
     unexplained = [f for f in real if pattern is None or not re.search(pattern, f[2])]
     assert not unexplained, "\n".join(
         f"[{mode}] {where}\n    {message}" for mode, where, message in unexplained[:6])
-    assert pattern is None or real or not stale_check, (
+    assert pattern is None or real or not stale_check or name in _MAY_AGREE, (
         f"{name}: no finding matches KNOWN any more: remove it")
 
 

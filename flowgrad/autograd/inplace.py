@@ -85,7 +85,7 @@ def run_inplace(name, fn, target, *args, **kwargs):
         if isinstance(a, tensor_class):
             args_need_grad = args_need_grad or a.requires_grad
             if name not in READS_VALUE_FIRST or a.ndim:
-                check_no_partial_overlap(name, memory, memory_of(a), target, a)
+                _check_no_partial_overlap(name, memory, memory_of(a), target, a)
     return inplace_update(name, target, lambda src: fn(src, *args, **kwargs), args_need_grad)
 
 
@@ -153,11 +153,10 @@ def same_elements(a, b):
             and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
 
 
-def check_no_partial_overlap(name, data, other, target=None, operand=None):
+def _check_no_partial_overlap(name, data, other, target, operand):
     """torch refuses an in-place op whose operand shares some, but not all, of the written
     memory (`x[1:].add_(x[:-1])`): the result would depend on the order of the writes.
-    `data` and `other` hold the elements of `target` and `operand` (`memory_of`; those two
-    only matter under vmap)."""
+    `data` and `other` hold the elements of `target` and `operand` (`memory_of`)."""
     if other is data or not np.may_share_memory(other, data):
         return
     try:  # bounds overlap; do elements? (interleaved columns of one matrix don't)
@@ -167,8 +166,8 @@ def check_no_partial_overlap(name, data, other, target=None, operand=None):
         pass  # undecided: refuse, as the safe answer
     if same_elements(other, data):
         return  # `x.add_(x[:])` is fine: each element is read where it is written
-    batched = target is not None and data.ndim > target.ndim
-    aligned = other if target is None else _aligned(other, operand, data, target)
+    batched = data.ndim > target.ndim
+    aligned = _aligned(other, operand, data, target)
     if not self_overlapping(data) and _same_elements_broadcast(aligned, data) and (
             batched or not (dense(other) and dense(data))):
         # the very elements in another shape (t.mul_(t[0]) of a 1 x n t): torch leaves strided

@@ -28,7 +28,6 @@ from ..autograd.inplace import (
     bump_version,
     check_capture,
     check_inplace,
-    check_no_partial_overlap,
     expanded_view,
     inplace_update,
     leave_moved_base,
@@ -414,8 +413,9 @@ def setitem(x, index, value):
 
 def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False):
     """torch's checks on `x[index] = value` where value shares x's memory. A basic index is
-    x[index].copy_(value) (a 0-d value its fill_, read first): refused where value holds some,
-    not all, of the written elements (`x[1:4] = x[0:3]`). An advanced one is index_put_ into
+    x[index].copy_(value) (a 0-d value its fill_, read first): refused where both are dense
+    and value holds some, not all, of the written elements (`x[1:4] = x[0:3]`; a strided pair
+    torch lets be, and so does this). An advanced one is index_put_ into
     what the basic part selects: refused where value shares any memory with it
     (`x[[0, 1]] = x[1:3]`), unless it is one value under one boolean mask (its masked_fill_,
     which reads the value first: True is returned then, for the caller to read it first)."""
@@ -427,9 +427,15 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
         if not advanced:
             region = data[spec]
             if values.ndim and value is not x and values.size == region.size and \
-                    np.broadcast_shapes(values.shape, region.shape) == region.shape:
-                # (torch expands a smaller value: stride 0, not dense, which it lets be)
-                check_no_partial_overlap("copy_", region, values)
+                    np.broadcast_shapes(values.shape, region.shape) == region.shape and \
+                    overlap_status(region, np.broadcast_to(values, region.shape)) == "partial":
+                # (torch's check alone: it expands a smaller value, stride 0, not dense, which
+                # it lets be, as a strided pair; leading 1s it adds are the same elements)
+                raise RuntimeError(
+                    f"copy_: unsupported operation: some elements of the value (shape "
+                    f"{tuple(value.shape)}) and the written-to region (shape "
+                    f"{tuple(region.shape)}) refer to a single memory location; clone() the "
+                    f"value first")
             return False
         masks = iter(a._data.ndim if a._data.dtype == np.bool_ else 1 for a in arrays)
         sliced = data[tuple(s for item in spec for s in (
