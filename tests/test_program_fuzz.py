@@ -49,7 +49,7 @@ _DATA = (".data writes bypass version counters: the gradient reads whatever the 
 KNOWN_DIFFERENCES = {
     **dict.fromkeys([375, 100222, 100665, 101015, 101404, 103358, 103806, 104173,
                      104184, 104533, 104886, 104924, 105131, 105693, 105947], _OVERLAP),
-    **dict.fromkeys([330, 100382, 101793, 101881, 102010, 102661, 103050],
+    **dict.fromkeys([330, 100382, 101881, 102010, 102661],
                     _TORCH_REFUSES),
     **dict.fromkeys([103396, 103625, 104552], _DATA),
     102267: "torch counts both index_put_ writes to one aliased element of an expand (its "
@@ -69,7 +69,7 @@ KNOWN_DIFFERENCES = {
     **dict.fromkeys([2000899, 2001230, 2004000, 2004320, 2004564, 2004723, 2005468],
                     _OVERLAP),
     **dict.fromkeys([2000601, 2000985], _TORCH_REFUSES),
-    **dict.fromkeys([2003380, 2003382, 2004736, 2005370], _TORCH_REFUSES + " (an advanced-"
+    **dict.fromkeys([2003382], _TORCH_REFUSES + " (an advanced-"
                     "index write of a tensor into itself; torch's index_put_ checks overlap)"),
     **dict.fromkeys([2001817, 2003066], "as 102894: a copy whose source overlaps its "
                     "destination"),
@@ -87,7 +87,7 @@ KNOWN_DIFFERENCES = {
                     "backward refuses a write to it, flowgrad's gives the gradient"),
     **dict.fromkeys([3001267, 3001543, 3002077, 3003169, 3004277], _OVERLAP),
     **dict.fromkeys([3000518, 3000950, 3001609, 3004326, 3004738], _TORCH_REFUSES),
-    **dict.fromkeys([3001240, 3003870], _TORCH_REFUSES + " (a write of a tensor into "
+    **dict.fromkeys([3003870], _TORCH_REFUSES + " (a write of a tensor into "
                     "itself: torch checks overlap where flowgrad reads the whole source first)"),
     3003045: "hooks registered after an in-place layout change (t_, unsqueeze_) on a tensor "
              "with hooks from before: torch adds them to the hooks of the value before the "
