@@ -127,19 +127,41 @@ def _det_backward(A, d, g):
     """torch's rule: g conj(det A) A^-H where A is invertible, and through the SVD where
     det(A) = 0 (det A = det U det Vh prod S, whose product rule needs no division). Both
     branches run on safe inputs and `where` merges them, so the rule has no data-dependent
-    branch (graph mode traces it). Double backward at a singular A goes through svd's rule:
-    undefined where singular values repeat, as torch's. (conj is the identity on real.)"""
+    branch (graph mode traces it). Up to 3 x 3 the singular branch is the cofactor matrix, a
+    polynomial, whose derivatives are exact at every rank (torch's double backward at a rank
+    n - 2 matrix is nan). Larger ones' double backward at a singular A goes through svd's
+    rule: undefined where singular values repeat, as torch's. (conj: identity on real.)"""
     n = A.shape[-1]
     if n == 0:  # 0 x 0 matrices: det is the constant 1
         return A * 0
     singular = (d == 0).unsqueeze(-1).unsqueeze(-1)
     gd = (g * conj(d)).unsqueeze(-1).unsqueeze(-1)
     regular = gd * adjoint(inv(where(singular, _eye(n, A), A)))
+    if n <= 3:  # the cofactors, a polynomial in A: exact derivatives at every rank
+        return where(singular, conj(_cofactors(A)) * g.unsqueeze(-1).unsqueeze(-1), regular)
     distinct = _eye(n, A) * arange(1, n + 1, dtype=_real_dtype(A), device=A.device)
     U, S, Vh = _svd(where(singular, A, distinct), full_matrices=False)
     sign = conj(_det(U.detach()) * _det(Vh.detach()))  # of modulus 1, locally constant
     others = _prod_of_others(S) * (g * sign).unsqueeze(-1)
     return where(singular, (U * others.unsqueeze(-2)) @ Vh, regular)
+
+
+def _cofactors(A):
+    """The cofactor matrix of (batches of) 1 x 1, 2 x 2 or 3 x 3 matrices, d det(A) / dA."""
+    n = A.shape[-1]
+    if n == 1:
+        return ones_like(A)
+    if n == 2:
+        a, b, c, d = A[..., 0, 0], A[..., 0, 1], A[..., 1, 0], A[..., 1, 1]
+        return stack([stack([d, -c], -1), stack([-b, a], -1)], -2)
+    rows = [A[..., i, :] for i in range(3)]
+
+    def cross(u, v):
+        return stack([u[..., 1] * v[..., 2] - u[..., 2] * v[..., 1],
+                      u[..., 2] * v[..., 0] - u[..., 0] * v[..., 2],
+                      u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]], -1)
+    return stack([cross(rows[1], rows[2]), cross(rows[2], rows[0]), cross(rows[0], rows[1])],
+                 -2)
 
 
 def _prod_of_others(S):
