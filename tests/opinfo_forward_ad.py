@@ -29,6 +29,7 @@ from opinfo_vs_torch import (
     Unsupported,
     _has_ties,
     compare,
+    convert_sample,
     describe,
     flowgrad_wrapper,
     full_name,
@@ -101,9 +102,7 @@ def _call_flow(info, fn, sample, leaves, duals):
     convert = Converter()
     for t, d in zip(leaves, duals):
         convert.made[id(t)] = (t, d)
-    f_input = convert(sample.input)
-    f_args = convert(list(sample.args))
-    f_kwargs = convert(dict(sample.kwargs))
+    f_input, f_args, f_kwargs = convert_sample(sample, convert)
     out = flowgrad_wrapper(info.gradcheck_wrapper)(fn, f_input, *f_args, **f_kwargs)
     return sample.output_process_fn_grad(out)
 

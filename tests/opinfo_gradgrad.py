@@ -25,6 +25,7 @@ from opinfo_vs_torch import (
     Unsupported,
     _differentiable,
     compare,
+    convert_sample,
     describe,
     flowgrad_wrapper,
     full_name,
@@ -90,9 +91,7 @@ def gradgrad_sample(info, fn, sample, seed=0):
         return ["skip: random draws (dropout)"]
     convert = Converter()
     try:
-        f_input = convert(sample.input)
-        f_args = convert(list(sample.args))
-        f_kwargs = convert(dict(sample.kwargs))
+        f_input, f_args, f_kwargs = convert_sample(sample, convert)
     except Unsupported as reason:
         return ["skip: " + str(reason)]
     wrap = info.gradcheck_wrapper

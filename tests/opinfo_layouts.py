@@ -29,6 +29,7 @@ import torch
 from opinfo_vs_torch import (
     RANDOM,
     Converter,
+    convert_sample,
     describe,
     dtype_samples,
     full_name,
@@ -155,9 +156,7 @@ def output_strides(info, fn, sample):
         return None
     convert = StridedConverter()
     try:
-        f_input = convert(sample.input)
-        f_args = convert(list(sample.args))
-        f_kwargs = convert(dict(sample.kwargs))
+        f_input, f_args, f_kwargs = convert_sample(sample, convert)
         with warnings.catch_warnings(), torch.no_grad(), flow.no_grad():
             warnings.simplefilter("ignore")
             expected = info.op(sample.input, *sample.args, **sample.kwargs)

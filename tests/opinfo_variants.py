@@ -30,6 +30,9 @@ from opinfo_vs_torch import (
     Converter,
     Unsupported,
     compare,
+    compare_grads,
+    convert_sample,
+    cotangents,
     describe,
     dtype_samples,
     full_name,
@@ -78,14 +81,6 @@ def _call(fn, x, args, kwargs):
             return None, error
 
 
-def _cotangent(shape, dtype, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    if dtype.is_complex:
-        return torch.complex(torch.randn(shape, generator=gen, dtype=torch.float64),
-                             torch.randn(shape, generator=gen, dtype=torch.float64)).to(dtype)
-    return torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)
-
-
 def _grads(t_out, f_out, pairs):
     """Gradients of t_out / f_out (with the same cotangent) to every leaf pair, compared."""
     if not pairs or not (t_out.requires_grad or f_out.requires_grad):
@@ -94,35 +89,12 @@ def _grads(t_out, f_out, pairs):
         return f"requires_grad: torch {t_out.requires_grad}, flowgrad {f_out.requires_grad}"
     if not (t_out.dtype.is_floating_point or t_out.dtype.is_complex):
         return None
-    cot = _cotangent(t_out.shape, t_out.dtype)
-    t_leaves = [t for t, _ in pairs]
-    f_leaves = [f for _, f in pairs]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            t_grads = torch.autograd.grad([t_out], t_leaves, [cot], allow_unused=True)
-            t_error = None
-        except Exception as error:  # noqa: BLE001
-            t_grads, t_error = None, error
-        try:
-            f_grads = flow.autograd.grad([f_out], f_leaves, [Converter().tensor(cot)],
-                                         allow_unused=True)
-            f_error = None
-        except Exception as error:  # noqa: BLE001
-            f_grads, f_error = None, error
-    if t_error is not None or f_error is not None:
-        if (t_error is None) != (f_error is None):
-            return f"grad raise: torch {t_error!r:.200}, flowgrad {f_error!r:.300}"
-        return None
-    t_grads = [torch.zeros_like(leaf) if g is None else g for g, leaf in zip(t_grads, t_leaves)]
-    f_grads = [flow.zeros_like(leaf) if g is None else g for g, leaf in zip(f_grads, f_leaves)]
-    return compare(to_numpy(tuple(t_grads)), to_numpy(tuple(f_grads)), "grad")
+    return compare_grads([t_out], [f_out], pairs, cotangents([t_out]))
 
 
 def _convert(sample):
     convert = Converter()
-    f_input = convert(sample.input)
-    return convert, f_input, convert(list(sample.args)), convert(dict(sample.kwargs))
+    return (convert, *convert_sample(sample, convert))
 
 
 def run_inplace(t_fn, f_fn, sample, check_grad=True, values=True):

@@ -295,9 +295,7 @@ def run_sample(info, fn, sample, check_grad=True, values=True):
     """Compare one sample; return None (same) or a message."""
     convert = Converter()
     try:
-        f_input = convert(sample.input)
-        f_args = convert(list(sample.args))
-        f_kwargs = convert(dict(sample.kwargs))
+        f_input, f_args, f_kwargs = convert_sample(sample, convert)
     except Unsupported as reason:
         return "skip: " + str(reason)
     # torch's gradcheck wrapper keeps inputs in the op's domain (the triangle a triangular
@@ -350,32 +348,45 @@ def run_sample(info, fn, sample, check_grad=True, values=True):
         f_out = _differentiable(process_t(actual), flow)
     except Exception as error:  # noqa: BLE001 - the processing lambda is torch-written
         return f"skip: output_process_fn_grad: {error!r:.100}"
-    t_leaves = [t for t, _ in convert.pairs]
-    f_leaves = [f for _, f in convert.pairs]
-    if not t_out or not t_leaves:
+    if not t_out or not convert.pairs:
         if len(f_out) != len(t_out):
             return f"grad: torch has {len(t_out)} differentiable outputs, flowgrad {len(f_out)}"
         return None
     if len(f_out) != len(t_out):
         return f"grad: torch has {len(t_out)} differentiable outputs, flowgrad {len(f_out)}"
-    gen = torch.Generator().manual_seed(0)
-    cotangents = []
-    for o in t_out:
+    return compare_grads(t_out, f_out, convert.pairs, cotangents(t_out))
+
+
+def cotangents(outs, seed=0):
+    """A random cotangent for each torch output, drawn in order from one generator (complex
+    outputs: random real and imaginary parts)."""
+    gen = torch.Generator().manual_seed(seed)
+    made = []
+    for o in outs:
         if o.dtype.is_complex:
             c = torch.complex(torch.randn(o.shape, generator=gen, dtype=torch.float64),
-                              torch.randn(o.shape, generator=gen, dtype=torch.float64)).to(o.dtype)
+                              torch.randn(o.shape, generator=gen, dtype=torch.float64))
         else:
-            c = torch.randn(o.shape, generator=gen, dtype=torch.float64).to(o.dtype)
-        cotangents.append(c)
+            c = torch.randn(o.shape, generator=gen, dtype=torch.float64)
+        made.append(c.to(o.dtype))
+    return made
+
+
+def compare_grads(t_out, f_out, pairs, cots):
+    """The gradients of torch's outputs `t_out` and flowgrad's `f_out`, with torch's cotangents
+    `cots`, to the (torch, flowgrad) leaf `pairs`: None when they agree (or both raise), else
+    a message."""
+    t_leaves = [t for t, _ in pairs]
+    f_leaves = [f for _, f in pairs]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            t_grads = torch.autograd.grad(t_out, t_leaves, cotangents, allow_unused=True)
+            t_grads = torch.autograd.grad(t_out, t_leaves, cots, allow_unused=True)
             t_error = None
         except ERRORS as error:
             t_grads, t_error = None, error
         try:
-            f_cot = [Converter().tensor(c) for c in cotangents]
+            f_cot = [Converter().tensor(c) for c in cots]
             f_grads = flow.autograd.grad(f_out, f_leaves, f_cot, allow_unused=True)
             f_error = None
         except Exception as error:  # noqa: BLE001
@@ -387,6 +398,13 @@ def run_sample(info, fn, sample, check_grad=True, values=True):
     t_grads = [torch.zeros_like(leaf) if g is None else g for g, leaf in zip(t_grads, t_leaves)]
     f_grads = [flow.zeros_like(leaf) if g is None else g for g, leaf in zip(f_grads, f_leaves)]
     return compare(to_numpy(tuple(t_grads)), to_numpy(tuple(f_grads)), "grad")
+
+
+def convert_sample(sample, convert=None):
+    """The sample's input, args and kwargs as flowgrad values, converted in that order by
+    `convert` (a fresh Converter unless given); raises Unsupported."""
+    convert = Converter() if convert is None else convert
+    return convert(sample.input), convert(list(sample.args)), convert(dict(sample.kwargs))
 
 
 REFERENCE = False  # True: torch's larger reference_inputs (extremal values, promotion)
@@ -417,11 +435,8 @@ def check_errors(info, fn):
         return [f"skip: error_inputs: {error!r:.100}"]
     for error_input in errors:
         sample = error_input.sample_input
-        convert = Converter()
         try:
-            f_input = convert(sample.input)
-            f_args = convert(list(sample.args))
-            f_kwargs = convert(dict(sample.kwargs))
+            f_input, f_args, f_kwargs = convert_sample(sample)
         except Unsupported:
             continue
         with warnings.catch_warnings():
