@@ -181,10 +181,16 @@ def _check_no_partial_overlap(name, data, other, target, operand):
         # shared at one position alone (t[1].add_(t.t()[1]) shares t[1, 1]) is read where it
         # is written, so no loop order matters: the out-of-place result is torch's
         return
-    raise RuntimeError(
+    raise overlap_error(name, other.shape, data.shape)
+
+
+def overlap_error(name, operand_shape, target_shape):
+    """The RuntimeError for a write (op `name`) whose operand shares part of the memory it
+    writes, as torch's assert_no_partial_overlap words it."""
+    return RuntimeError(
         f"{name}: unsupported operation: some elements of the input tensor (shape "
-        f"{tuple(other.shape)}) and the written-to tensor (shape {tuple(data.shape)}) refer "
-        f"to a single memory location; clone() the input before the in-place operation")
+        f"{tuple(operand_shape)}) and the written-to tensor (shape {tuple(target_shape)}) "
+        f"refer to a single memory location; clone() the input before the operation")
 
 
 # in-place ops that read a 0-d value tensor once, as a number, before writing (torch: .item())

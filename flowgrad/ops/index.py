@@ -32,6 +32,7 @@ from ..autograd.inplace import (
     inplace_update,
     leave_moved_base,
     memory_of,
+    overlap_error,
     overlap_status,
     run_inplace,
     same_elements,
@@ -415,10 +416,10 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
     """torch's checks on `x[index] = value` where value shares x's memory. A basic index is
     x[index].copy_(value) (a 0-d value its fill_, read first): refused where both are dense
     and value holds some, not all, of the written elements (`x[1:4] = x[0:3]`; a strided pair
-    torch lets be, and so does this). An advanced one is index_put_ into
-    what the basic part selects: refused where value shares any memory with it
-    (`x[[0, 1]] = x[1:3]`), unless it is one value under one boolean mask (its masked_fill_,
-    which reads the value first: True is returned then, for the caller to read it first)."""
+    torch lets be, and so does this). An advanced one is index_put_ into what the basic part
+    selects: refused where value shares any memory with it (`x[[0, 1]] = x[1:3]`), unless it
+    is one value under one boolean mask (its masked_fill_, which reads the value first: True
+    is returned then, for the caller to read it first)."""
     data, values = memory_of(x), memory_of(value)
     if data is not x._data or values is not value._data or \
             not np.may_share_memory(data, values):
@@ -431,11 +432,7 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
                     overlap_status(region, np.broadcast_to(values, region.shape)) == "partial":
                 # (torch's check alone: it expands a smaller value, stride 0, not dense, which
                 # it lets be, as a strided pair; leading 1s it adds are the same elements)
-                raise RuntimeError(
-                    f"copy_: unsupported operation: some elements of the value (shape "
-                    f"{tuple(value.shape)}) and the written-to region (shape "
-                    f"{tuple(region.shape)}) refer to a single memory location; clone() the "
-                    f"value first")
+                raise overlap_error("copy_", value.shape, region.shape)
             return False
         masks = iter(a._data.ndim if a._data.dtype == np.bool_ else 1 for a in arrays)
         sliced = data[tuple(s for item in spec for s in (

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._warn import warn
 from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..autograd.inplace import bump_version, memory_of, overlap_status
+from ..autograd.inplace import bump_version, memory_of, overlap_error, overlap_status
 from ..autograd.levels import writing_out
 from ..dtypes import can_cast_array
 from ..errors import (
@@ -62,10 +62,7 @@ def check_out_partial_overlap(out, inputs, name):
     for t in inputs:
         if isinstance(t, Tensor) and t is not out and \
                 overlap_status(memory_of(out), memory_of(t)) == "partial":
-            raise RuntimeError(f"{name}(): unsupported operation: some elements of the input "
-                               f"tensor (shape {tuple(t.shape)}) and the written-to tensor "
-                               f"(shape {tuple(out.shape)}) refer to a single memory location; "
-                               f"clone() the input before the operation")
+            raise overlap_error(f"{name}()", t.shape, out.shape)
 
 
 def write_out(result, out, name):
