@@ -6,7 +6,9 @@ gives 0 at an exactly singular matrix, [[1, 2], [2, 4]] included). Its own deriv
 at a matrix of rank n - 2 (the 2 x 2 zero matrix, diag(1, 0, 0)) was finite and wrong: the
 singular branch went through svd's rule, undefined where zero singular values repeat (torch
 gives nan there). Up to 3 x 3 the branch is now the cofactor matrix itself, a polynomial, whose
-derivative is exact; checked against central differences of the first derivative.
+derivative is exact; larger, the adjugate op, whose rule (from adj(U S Vh) = sign V adj(S) U^H)
+is a polynomial in the singular values, exact too (diag(1, 2, 0, 0) was off by 2.1, diag(1, 2,
+3, 0, 0) by 3.0). Checked against central differences of the first derivative.
 """
 from __future__ import annotations
 
@@ -24,6 +26,13 @@ SINGULAR = {
     "zero_3x3": np.zeros((3, 3)),
     "rank2_3x3": np.array([[2.0, 0.0, 1.0], [0.0, 3.0, 0.0], [0.0, 0.0, 0.0]]),
     "batch": np.stack([np.zeros((2, 2)), np.array([[1.0, 2.0], [3.0, 4.0]])]),
+    "rank2_4x4": np.diag([1.0, 2.0, 0.0, 0.0]),
+    "rank2_4x4_dense": np.array([[1.0, 2.0, 0.0, 3.0], [4.0, 5.0, 0.0, 6.0], [0.0, 0.0, 0.0, 0.0],
+                                 [7.0, 8.0, 0.0, 9.0]]),
+    "rank3_5x5": np.diag([1.0, 2.0, 3.0, 0.0, 0.0]),
+    "rank2_5x5": np.diag([1.0, 2.0, 0.0, 0.0, 0.0]),
+    "batch_4x4": np.stack([np.diag([1.0, 2.0, 0.0, 0.0]), np.diag([0.0, 3.0, 0.0, 1.0]),
+                           np.arange(16.0).reshape(4, 4) % 7 + np.eye(4)]),
 }
 
 
@@ -66,4 +75,26 @@ def test_det_second_derivative_at_singular_matrices_is_exact(name):
         step = np.zeros_like(a)
         step[index] = 1e-4
         expected[index] = ((_first(a + step, v) - _first(a - step, v)) * u).sum() / 2e-4
+    np.testing.assert_allclose(h.numpy(), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["rank2_3x3", "rank2_4x4", "rank2_4x4_dense", "rank3_5x5"])
+def test_det_complex_second_derivative_at_singular_matrices_is_exact(name):
+    """torch's complex convention: the gradient of a real L is dL/dRe + i dL/dIm."""
+    a = SINGULAR[name] * (1 - 0.5j) + np.triu(SINGULAR[name], 1) * 0.25j
+    v = np.asarray(0.7 - 0.2j)
+    u = _weights(a.shape, 4) + 1j * _weights(a.shape, 5)
+    x = flow.tensor(a, requires_grad=True)
+    (g,) = flow.autograd.grad(flow.linalg.det(x), [x], grad_outputs=[flow.tensor(v)],
+                              create_graph=True)
+    (h,) = flow.autograd.grad(g, [x], grad_outputs=[flow.tensor(u)])
+
+    def loss(b):
+        return (np.conj(u) * _first(b, v)).sum().real
+    expected = np.zeros_like(a)
+    for index in np.ndindex(*a.shape):
+        step = np.zeros(a.shape)
+        step[index] = 1e-4
+        expected[index] = ((loss(a + step) - loss(a - step))
+                           + 1j * (loss(a + 1j * step) - loss(a - 1j * step))) / 2e-4
     np.testing.assert_allclose(h.numpy(), expected, rtol=1e-6, atol=1e-6)

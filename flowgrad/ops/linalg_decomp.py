@@ -19,13 +19,12 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import dtypes as _dt
 from ..autograd.interpreter import varies_per_run
 from ..device import array_module
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from . import norm as _norm
 from .complex import adjoint, conj, imag, real
-from .creation import arange, eye, ones, ones_like
+from .creation import eye, ones, ones_like
 from .diag import diagonal as _diagonal
 from .diag import tril
 from .elementwise import where
@@ -71,11 +70,6 @@ def _lapack(fn, name, what="the input is singular"):
     except np.linalg.LinAlgError as e:
         raise RuntimeError(f"{name}: The factorization could not be completed because {what} "
                            f"({e})") from None
-
-
-def _real_dtype(A):
-    """The real dtype of A's singular values and norms (A's own dtype for real A)."""
-    return _dt.to_real(A.dtype)
 
 
 def _diag_embed(v):
@@ -127,10 +121,9 @@ def _det_backward(A, d, g):
     """torch's rule: g conj(det A) A^-H where A is invertible, and through the SVD where
     det(A) = 0 (det A = det U det Vh prod S, whose product rule needs no division). Both
     branches run on safe inputs and `where` merges them, so the rule has no data-dependent
-    branch (graph mode traces it). Up to 3 x 3 the singular branch is the cofactor matrix, a
-    polynomial, whose derivatives are exact at every rank (torch's double backward at a rank
-    n - 2 matrix is nan). Larger ones' double backward at a singular A goes through svd's
-    rule: undefined where singular values repeat, as torch's. (conj: identity on real.)"""
+    branch (graph mode traces it). The singular branch is the adjugate: up to 3 x 3 the
+    cofactor matrix, a polynomial; larger, the adjugate op, whose rule is exact at every rank
+    too (torch's double backward at a rank n - 2 matrix is nan). (conj: identity on real.)"""
     n = A.shape[-1]
     if n == 0:  # 0 x 0 matrices: det is the constant 1
         return A * 0
@@ -139,11 +132,37 @@ def _det_backward(A, d, g):
     regular = gd * adjoint(inv(where(singular, _eye(n, A), A)))
     if n <= 3:  # the cofactors, a polynomial in A: exact derivatives at every rank
         return where(singular, conj(_cofactors(A)) * g.unsqueeze(-1).unsqueeze(-1), regular)
-    distinct = _eye(n, A) * arange(1, n + 1, dtype=_real_dtype(A), device=A.device)
-    U, S, Vh = _svd(where(singular, A, distinct), full_matrices=False)
-    sign = conj(_det(U.detach()) * _det(Vh.detach()))  # of modulus 1, locally constant
-    others = _prod_of_others(S) * (g * sign).unsqueeze(-1)
-    return where(singular, (U * others.unsqueeze(-2)) @ Vh, regular)
+    return where(singular, adjoint(_adjugate(A)) * g.unsqueeze(-1).unsqueeze(-1), regular)
+
+
+@op("linalg_adjugate", save="inputs", complex=True)
+def _adjugate(xp, A):
+    """adj(A) = det(U) det(Vh) Vh^H diag(s_others) U^H for A = U diag(S) Vh, where s_others[i]
+    is the product of the singular values other than S[i]: no division, exact at every rank."""
+    U, S, Vh = xp.linalg.svd(A)
+    ones = xp.ones_like(S[..., :1])
+    below = xp.cumprod(xp.concatenate([ones, S[..., :-1]], -1), -1)
+    above = xp.flip(xp.cumprod(xp.concatenate([ones, xp.flip(S, -1)[..., :-1]], -1), -1), -1)
+    sign = (xp.linalg.det(U) * xp.linalg.det(Vh))[..., None, None]
+    V, Uh = xp.conj(xp.swapaxes(Vh, -1, -2)), xp.conj(xp.swapaxes(U, -1, -2))
+    return sign * (V * (below * above)[..., None, :]) @ Uh
+
+
+@_adjugate.grad
+def linalg_adjugate_backward(ctx, dy):
+    """adj(A + E) = sign V adj(S + F) U^H with F = U^H E V, and adj(S + F)'s first-order term
+    is diag(P diag(F)) - P * F, P[i, k] the product of the singular values other than S[i] and
+    S[k] (P[i, i] = 0): a polynomial in S, exact at every rank. Its adjoint has the same form,
+    applied to H = conj(sign) Vh dy U, and U (.) Vh maps it back."""
+    (A,) = ctx.inputs
+    U, S, Vh = _svd(A, full_matrices=False)
+    sign = _det(U.detach()) * _det(Vh.detach())  # of modulus 1, locally constant
+    H = conj(sign).unsqueeze(-1).unsqueeze(-1) * (Vh @ dy @ U)
+    on_diagonal = _eye(S.shape[-1], S) != 0
+    rows = where(on_diagonal, ones_like(S).unsqueeze(-1), S.unsqueeze(-2))  # row i: S[i] -> 1
+    P = where(on_diagonal, S.unsqueeze(-1) * 0, _prod_of_others(rows))
+    mixed = (P * _diagonal(H, 0, -2, -1).unsqueeze(-2)).sum(-1)
+    return U @ (_eye(S.shape[-1], H) * mixed.unsqueeze(-1) - H * P) @ Vh
 
 
 def _cofactors(A):
