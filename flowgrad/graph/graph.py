@@ -409,9 +409,10 @@ class Graph:
     def _update(self, grads):
         """The optimizer part of a training step after the plan ran: set the gradients, clip,
         step and zero for the optimizers the plan does not update (`eager`; None: all of
-        them, as on the first call), then step the schedulers."""
+        them, as on the first call), then step the schedulers. A parameter no optimizer
+        updates gets its gradient in .grad, as eagerly (summed over calls until zeroed)."""
         grads, eager = grads
-        if not self._optimizers:
+        if not grads and not self._optimizers:
             return
         program = self._compiled[0]
         handed = set()

@@ -1,0 +1,130 @@
+"""torch's nn-module database (ModuleInfo) through nn.Graph against eager flowgrad
+(tests/moduleinfo_graph.py does the work): an eval graph on two batches, a training graph
+(SGD with momentum; Adam in the slow tier) on three, and a backward-only graph (no optimizer:
+the parameters' .grad as eager's); outputs, gradients, parameters and buffers after each
+call, earlier outputs kept, inputs unwritten, eager writes seen by the next call.
+
+A finding fails the test unless KNOWN explains it (a pattern and the reason); an entry that
+no longer matches anything fails too. The regression tests at the end are the fixes the
+sweep led to, each checked against torch.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("expecttest")  # torch's test internals import it
+
+import moduleinfo_graph  # noqa: E402
+import opinfo_vs_torch  # noqa: E402
+import torch  # noqa: E402
+from opinfo_vs_torch import full_name  # noqa: E402
+
+import flowgrad as flow  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("keep_global_random_streams")
+
+DB = moduleinfo_graph.module_db()
+
+# full name -> (pattern of the findings it explains, the reason)
+KNOWN: dict[str, tuple[str, str]] = {}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    with opinfo_vs_torch.one_thread():
+        yield
+
+
+def _check(info, first, stale_check=True, **options):
+    findings = []
+    findings += moduleinfo_graph.probe(info, first=first, **options)
+    findings += moduleinfo_graph.probe(info, first=first, modes=(True,), optimizer=False,
+                                       **options)
+    if findings and findings[0][2] == "missing":
+        pytest.skip("not in flowgrad")
+    real = [f for f in findings if not f[2].startswith("skip")]
+    pattern = KNOWN.get(full_name(info), (None, None))[0]
+    unexplained = [f for f in real if pattern is None or not re.search(pattern, f[2])]
+    assert not unexplained, "\n".join(f"[{mode}] {where}\n    {message}"
+                                      for mode, where, message in unexplained[:6])
+    assert pattern is None or real or not stale_check, (
+        f"{full_name(info)}: no finding matches KNOWN any more: remove it")
+
+
+@pytest.mark.parametrize("info", DB, ids=[full_name(info) for info in DB])
+def test_module_graph_matches_eager(info):
+    """The first ModuleInput of each ModuleInfo, train and eval."""
+    _check(info, first=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("info", DB, ids=[full_name(info) for info in DB])
+def test_module_graph_matches_eager_every_input(info):
+    """Every ModuleInput (masks, h0, padding_idx, norm_first...), and Adam on the first."""
+    _check(info, first=None, stale_check=False)
+    _check(info, first=1, stale_check=False, adam=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("info", DB, ids=[full_name(info) for info in DB])
+def test_module_graph_matches_eager_float32(info):
+    """The first ModuleInput in float32 (fusion and autocast paths see another dtype)."""
+    _check(info, first=1, stale_check=False, dtype="float32")
+
+
+def test_known_names_are_in_the_database():
+    assert set(KNOWN) <= {full_name(info) for info in DB}
+
+
+# ---- the fixes the sweep led to ---------------------------------------------------------------
+def test_backward_only_graph_sets_parameter_grads_as_eager():
+    """A graph with loss.backward() and no optimizer computed the parameters' gradients and
+    dropped them: .grad stayed None (torch: each call's gradient summed into .grad)."""
+    torch.manual_seed(0)
+    t_mod = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(),
+                                torch.nn.Linear(4, 2)).double()
+    f_mod = flow.nn.Sequential(flow.nn.Linear(3, 4), flow.nn.Tanh(),
+                               flow.nn.Linear(4, 2)).double()
+    f_mod.load_state_dict({k: flow.tensor(v.numpy()) for k, v in t_mod.state_dict().items()})
+
+    class Backward(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.m = f_mod
+
+        def build(self, x):
+            loss = (self.m(x) ** 2).sum()
+            loss.backward()
+            return loss
+
+    graph = Backward()
+    rng = np.random.default_rng(0)
+    for call in range(3):
+        x = rng.standard_normal((5, 3))
+        (t_mod(torch.tensor(x)) ** 2).sum().backward()
+        graph(flow.tensor(x))
+        for name, p in t_mod.named_parameters():
+            got = f_mod.get_parameter(name).grad
+            assert got is not None, f"call {call}: {name}.grad is None"
+            np.testing.assert_allclose(got.numpy(), p.grad.numpy(), rtol=1e-12, atol=1e-12)
+    f_mod.zero_grad()  # zeroed eagerly: the next call starts a new sum
+    t_mod.zero_grad()
+    x = rng.standard_normal((5, 3))
+    (t_mod(torch.tensor(x)) ** 2).sum().backward()
+    graph(flow.tensor(x))
+    np.testing.assert_allclose(f_mod[0].weight.grad.numpy(), t_mod[0].weight.grad.numpy(),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_eval_graph_leaves_grads_alone():
+    """No backward in build: .grad untouched (None stays None, a held one unchanged)."""
+    m = flow.nn.Linear(3, 2)
+    m.bias.grad = flow.ones(2)
+    graph = flow.nn.Graph.trace(m)
+    for _ in range(2):
+        graph(flow.randn(4, 3))
+    assert m.weight.grad is None
+    assert m.bias.grad.tolist() == [1.0, 1.0]
