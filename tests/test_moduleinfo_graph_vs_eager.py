@@ -128,3 +128,62 @@ def test_eval_graph_leaves_grads_alone():
         graph(flow.randn(4, 3))
     assert m.weight.grad is None
     assert m.bias.grad.tolist() == [1.0, 1.0]
+
+
+def _backward_graph(module):
+    class Backward(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.m = module
+
+        def build(self, x):
+            loss = (self.m(x) ** 2).sum()
+            loss.backward()
+            return loss
+
+    return Backward()
+
+
+def test_graph_input_with_a_history_hands_its_gradient_on():
+    """An input computed from a leaf (x = w * 2 + 1, with w requiring grad): the plan's
+    gradient stopped at x, so w.grad stayed None (torch: w.grad = 2 * dloss/dx, summed over
+    calls); now it goes on through x's eager history."""
+    torch.manual_seed(0)
+    t_mod = torch.nn.Linear(3, 2).double()
+    f_mod = flow.nn.Linear(3, 2).double()
+    f_mod.load_state_dict({k: flow.tensor(v.numpy()) for k, v in t_mod.state_dict().items()})
+    graph = _backward_graph(f_mod)
+    rng = np.random.default_rng(1)
+    w_data = rng.standard_normal((4, 3))
+    t_w = torch.tensor(w_data, requires_grad=True)
+    f_w = flow.tensor(w_data, requires_grad=True)
+    for call in range(2):
+        (t_mod(t_w * 2 + 1) ** 2).sum().backward()
+        graph(f_w * 2 + 1)
+        assert f_w.grad is not None, f"call {call}: w.grad is None"
+        np.testing.assert_allclose(f_w.grad.numpy(), t_w.grad.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(f_mod.weight.grad.numpy(), t_mod.weight.grad.numpy(),
+                                   rtol=1e-12)
+
+
+@pytest.mark.parametrize("traced, called", [(True, False), (False, True)])
+def test_graph_refuses_an_input_whose_requires_grad_changed(traced, called):
+    """A backward traced with the input requiring grad, called with one that does not,
+    failed inside the plan's gradient hand-out (AttributeError: 'NoneType' object has no
+    attribute 'acc_grad'); the other way round the input's gradient was silently missing
+    (.grad None, torch's the gradient). Both now refuse, naming the input."""
+    graph = _backward_graph(flow.nn.Linear(3, 2).double())
+    graph(flow.randn(4, 3, dtype=flow.float64, requires_grad=traced))
+    x = flow.randn(4, 3, dtype=flow.float64, requires_grad=called)
+    with pytest.raises(RuntimeError, match="input 0 .*requires? grad"):
+        graph(x)
+    assert x.grad is None
+
+
+def test_forward_graph_takes_inputs_requiring_grad_or_not():
+    """No autograd pass in build: whether an input requires grad does not matter."""
+    m = flow.nn.Linear(3, 2)
+    graph = flow.nn.Graph.trace(m)
+    x = flow.randn(4, 3)
+    first = graph(x.requires_grad_()).numpy()
+    np.testing.assert_array_equal(graph(x.detach()).numpy(), first)

@@ -272,6 +272,7 @@ class Graph:
         for i, t in enumerate(flat):
             if isinstance(t, Tensor):
                 tracer.program.inputs.append(tracer.bind(t, INPUT, i))
+        tracer.program.inputs_requiring_grad = _requiring_grad(flat)
         # the weight-cast cache on, as eager autocast has it: a weight used twice is cast once,
         # and its gradients summed in the lower precision, the numbers eager gets
         with using_interpreter(tracer), autocast("cpu", self.config.amp_dtype, self.config.amp,
@@ -389,6 +390,14 @@ class Graph:
                 f"nn.Graph {self._name}: an optimizer's param groups changed after the graph "
                 f"compiled (add_param_group, or params added or removed); the compiled "
                 f"update would skip them. Build a new graph after changing the groups")
+        if program.differentiated and _requiring_grad(flat) != program.inputs_requiring_grad:
+            i = next(iter(set(_requiring_grad(flat)) ^ set(program.inputs_requiring_grad)))
+            raise StalePlanError(
+                f"nn.Graph {self._name}: input {i} "
+                f"{'requires' if flat[i].requires_grad else 'does not require'} grad, and "
+                f"{'did not' if flat[i].requires_grad else 'did'} when the graph compiled; "
+                f"its plan computes the gradients of the inputs that required grad then. Pass "
+                f"inputs with the traced requires_grad, or build a new graph")
         arrays = [t._data for t in flat if isinstance(t, Tensor)]
         xp = ARRAY_MODULES.get(type(arrays[0]), HOST_XP) if arrays else HOST_XP
         opened = _profiling.begin_range(f"nn.Graph {self._name}")  # (the profiler's view: one
@@ -517,11 +526,24 @@ def _refuse_rng_change(what):
 
 def _add_leaf_grads(flat, leaf_grads):
     """Add each gradient the plan computed for a graph input (by position) or a captured
-    tensor that requires grad into its .grad, as the eager backward accumulates it."""
+    tensor that requires grad into its .grad, as the eager backward accumulates it; one that
+    has an eager history (an input computed from a leaf) hands it on into that history, as
+    eagerly the backward goes on through it to its leaves."""
+    roots, seeds = [], []
     for key, array in leaf_grads:
         tensor = flat[key] if isinstance(key, int) else key
+        if tensor.grad_fn is not None:
+            roots.append(tensor)
+            seeds.append(Tensor._wrap(array))
+            continue
         with no_grad():
             engine._accumulate(tensor._meta, Tensor._wrap(array), variable=tensor)
+    if roots:
+        engine.backward(roots, seeds)
+
+
+def _requiring_grad(flat):
+    return tuple(i for i, t in enumerate(flat) if isinstance(t, Tensor) and t.requires_grad)
 
 
 _GONE = object()

@@ -67,6 +67,8 @@ class Program:
         self.leaf_values = {}  # value id -> the parameter's STATE Value it was written into
         self.leaf_grads = {}  # graph input's position, or a captured tensor -> the Value of its
         #                       gradient (a leaf that requires grad): added into its .grad
+        self.differentiated = False  # build ran an autograd pass (backward, autograd.grad)
+        self.inputs_requiring_grad = ()  # the positions of the inputs that did when traced
 
     def new_value(self, kind, array, source=None):
         value = Value(len(self.values), kind, array.shape, array.dtype, source)

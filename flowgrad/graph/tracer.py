@@ -467,6 +467,7 @@ class Tracer:
         graph input or captured tensor that requires grad (added into its .grad after each
         call, as eagerly); every leaf's .grad reads the traced gradient until build ends."""
         tensors = tuple(tensors) if isinstance(tensors, (tuple, list)) else (tensors,)
+        self.program.differentiated = True
         if inputs is not None:
             raise NotImplementedError(
                 f"nn.Graph: backward(inputs=...) is not supported inside build() yet (at "
@@ -562,6 +563,7 @@ class Tracer:
              materialize_grads=False, retain_graph=None):
         """`flow.autograd.grad` inside build: the same pass, returning the gradients as traced
         tensors (differentiable again with create_graph=True: a gradient penalty)."""
+        self.program.differentiated = True
         if not grad_outputs or len(grad_outputs) == 1 and grad_outputs[0] is None:
             grad_outputs = (None,) * len(outputs)
         grad_outputs = tuple(grad_outputs)
@@ -687,11 +689,13 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None, retain_graph=
                     if data.shape != info[0] or data.dtype is not info[1] and \
                             data.dtype != info[1]:  # (dtypes: the same object, most often)
                         g = engine._fit_grad(g, info[0], info[1], function)
-                    if collected is not None and meta.is_leaf and (
+                    if collected is not None and (meta.is_leaf or value.kind != NODE) and (
                             value.kind != NODE or value.source not in function_of):
                         # (a value an op made, with a rule: the gradient goes on through it,
                         # to the leaf it came from; an unpacked saved tensor whose pack hook
-                        # copied the leaf carries the leaf's meta on that copy)
+                        # copied the leaf carries the leaf's meta on that copy. An input or
+                        # captured tensor with an eager history is where the trace ends: its
+                        # gradient goes on into that history after each call)
                         _add_leaf(collected, meta, g, info[0])
                     old = grads.get(value.id)  # (as _add, inline: once per gradient)
                     if old is not None:
