@@ -20,7 +20,8 @@ flowgrad's converter cannot express, data the variant breaks).
 
 Run as a script for a report: .venv/bin/python tests/moduleinfo_graph.py [Name ...]
 (`--all`: every sample, not the first; `--adam`; `--no-optimizer`: backward only, the
-parameters' .grad compared; `--float32`: float32 modules and data; `--shard=i/n`)
+parameters' .grad compared; `--float32`: float32 modules and data; `--history`: inputs
+requiring grad computed from leaves; `--shard=i/n`)
 """
 from __future__ import annotations
 
@@ -257,9 +258,18 @@ def _optimizer(module, adam):
     return flow.optim.SGD(params, lr=0.1, momentum=0.9)
 
 
-def run_train(case, seed=0, adam=False, optimizer=True):
+def _through(tensors, history):
+    """`tensors`, those requiring grad given as `leaf * 2 - 1` with history=True (an input
+    with an eager history: its gradient goes on to the leaf)."""
+    if not history:
+        return tensors
+    return [t * 2 - 1 if t.requires_grad else t for t in tensors]
+
+
+def run_train(case, seed=0, adam=False, optimizer=True, history=False):
     """Training calls against eager steps. optimizer=False: no optimizer, the graph's
-    backward only: the parameters' .grad then sums every call's, as eagerly."""
+    backward only: the parameters' .grad then sums every call's, as eagerly. history=True:
+    the inputs requiring grad computed from leaves, whose gradients are compared."""
     found = []
     case.eager.train()
     case.compiled.train()
@@ -277,7 +287,7 @@ def run_train(case, seed=0, adam=False, optimizer=True):
             opt_e.zero_grad()
         flow.manual_seed(100 + call)
         try:
-            out = case.call(case.eager, e_inputs)
+            out = case.call(case.eager, _through(e_inputs, history))
         except Exception:  # noqa: BLE001
             if call == 0:
                 return []
@@ -299,7 +309,8 @@ def run_train(case, seed=0, adam=False, optimizer=True):
         g_inputs = leaves(arrays, case.grads)
         flow.manual_seed(100 + call)
         try:
-            actual = _quiet(lambda: graph(*g_inputs, *[flow.tensor(c) for c in cots]))  # noqa: B023
+            actual = _quiet(lambda: graph(*_through(g_inputs, history),  # noqa: B023
+                                          *[flow.tensor(c) for c in cots]))
         except Exception as error:  # noqa: BLE001
             return found + [f"train call {call}: graph raises {_raised(error)}"]
         where = f"train call {call}"
@@ -353,7 +364,8 @@ def _relabel(message):
         "dtype torch ", "dtype eager ").replace("shape torch ", "shape eager ")
 
 
-def probe(info, first=1, modes=(True, False), adam=False, optimizer=True, dtype="float64"):
+def probe(info, first=1, modes=(True, False), adam=False, optimizer=True, dtype="float64",
+          history=False):
     """Every finding for one ModuleInfo: [(mode, input description, message)]."""
     if flow_class(info) is None:
         return [("", "", "missing")]
@@ -378,7 +390,8 @@ def probe(info, first=1, modes=(True, False), adam=False, optimizer=True, dtype=
                 found.append((mode, where, f"skip: eager: {error!r:.150}"))
                 continue
             try:
-                messages = run_train(case, k, adam, optimizer) if training else run_eval(case, k)
+                messages = (run_train(case, k, adam, optimizer, history) if training
+                            else run_eval(case, k))
             except Exception as error:  # noqa: BLE001 - the harness's own failure
                 messages = [f"probe error: {error!r:.300}"]
             found += [(mode, where, _relabel(m)) for m in messages]
@@ -390,10 +403,12 @@ def main(names):
     adam = "--adam" in names
     optimizer = "--no-optimizer" not in names
     dtype = "float32" if "--float32" in names else "float64"
-    names = [n for n in names if n not in ("--all", "--adam", "--no-optimizer", "--float32")]
+    history = "--history" in names
+    names = [n for n in names if n not in ("--all", "--adam", "--no-optimizer", "--float32",
+                                           "--history")]
     shard, shards = shard_of(names)
     report(module_db(), lambda info: probe(info, first, adam=adam, optimizer=optimizer,
-                                                dtype=dtype),
+                                                dtype=dtype, history=history),
            lambda k, info: k % shards == shard and (
                not names or {full_name(info), info.name, info.module_cls.__name__} & set(names)),
            "ModuleInfos (nn.Graph)")

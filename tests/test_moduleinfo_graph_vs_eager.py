@@ -1,8 +1,9 @@
 """torch's nn-module database (ModuleInfo) through nn.Graph against eager flowgrad
 (tests/moduleinfo_graph.py does the work): an eval graph on two batches, a training graph
-(SGD with momentum; Adam in the slow tier) on three, and a backward-only graph (no optimizer:
-the parameters' .grad as eager's); outputs, gradients, parameters and buffers after each
-call, earlier outputs kept, inputs unwritten, eager writes seen by the next call.
+(SGD with momentum; Adam in the slow tier) on three, and a backward-only graph (no
+optimizer: the parameters' .grad as eager's; the inputs requiring grad computed from leaves,
+whose .grad as eager's); outputs, gradients, parameters and buffers after each call, earlier
+outputs kept, inputs unwritten, eager writes seen by the next call.
 
 A finding fails the test unless KNOWN explains it (a pattern and the reason); an entry that
 no longer matches anything fails too. The regression tests at the end are the fixes the
@@ -42,7 +43,7 @@ def _check(info, first, stale_check=True, **options):
     findings = []
     findings += moduleinfo_graph.probe(info, first=first, **options)
     findings += moduleinfo_graph.probe(info, first=first, modes=(True,), optimizer=False,
-                                       **options)
+                                       history=True, **options)
     if findings and findings[0][2] == "missing":
         pytest.skip("not in flowgrad")
     real = [f for f in findings if not f[2].startswith("skip")]
