@@ -3,11 +3,12 @@
 For each ModuleInput (float64) the flowgrad module is built twice from the same constructor
 arguments with the same state (an eager copy and a compiled copy), and:
 
-1. eval: an nn.Graph whose build returns `self.m(*inputs)`, called on two batches of the same
-   shapes (the second a permutation of the first's values), against the eager copy: the
-   outputs; the first call's outputs still as they were after the second call; the inputs
-   not written. Between the calls an eager write (`p.add_(0.01)` under no_grad) into every
-   float parameter and buffer of both copies, which the second call must see.
+1. eval: an nn.Graph whose build returns `self.m(*inputs)`, called on three batches of the
+   same shapes (permutations of the first's values; the third under no_grad, where a module
+   may take another path), against the eager copy: the outputs; the first call's outputs
+   still as they were after the later calls; the inputs not written. Between the calls an
+   eager write (`p.add_(0.01)` under no_grad) into every parameter and buffer of both copies
+   (1 into integer ones), which the next call must see.
 2. train: the module in training mode, SGD with momentum (`--adam`: Adam), loss
    `sum((out * cotangent).sum())` over the float outputs that require grad, `loss.backward()`
    in build, three calls (new data and cotangents each) against three eager steps: loss,
@@ -40,7 +41,7 @@ from opinfo_vs_torch import Unsupported, compare, full_name, one_thread, report,
 
 import flowgrad as flow
 
-CALLS_EVAL, CALLS_TRAIN = 2, 3
+CALLS_EVAL, CALLS_TRAIN = 3, 3  # (the last eval call under no_grad)
 WRITE = 0.01  # the eager write between calls
 
 
@@ -99,16 +100,13 @@ def outputs_of(out):
     return []
 
 
-def float_state(module):
-    return [t for t in list(module.parameters()) + list(module.buffers())
-            if t.is_floating_point()]
-
-
 def eager_write(*modules):
+    """WRITE into every float parameter and buffer, 1 into the integer buffers (a
+    BatchNorm's num_batches_tracked, its momentum=None's average reads it)."""
     with flow.no_grad():
         for m in modules:
-            for t in float_state(m):
-                t.add_(WRITE)
+            for t in list(m.parameters()) + list(m.buffers()):
+                t.add_(WRITE if t.is_floating_point() else 1)
 
 
 def compare_state(eager, compiled, where):
@@ -211,9 +209,11 @@ def run_eval(case, seed=0):
     for call, arrays in enumerate(case.batches(CALLS_EVAL, seed)):
         if call:
             eager_write(case.eager, case.compiled)
+        grad = call < CALLS_EVAL - 1
         flow.manual_seed(100 + call)
         try:
-            expected = case.call(case.eager, leaves(arrays, no_grads))
+            with flow.set_grad_enabled(grad):
+                expected = case.call(case.eager, leaves(arrays, no_grads))
         except Exception:  # noqa: BLE001 - the permuted data is not valid: nothing to compare
             if call == 0:
                 return []
@@ -221,7 +221,8 @@ def run_eval(case, seed=0):
         inputs = leaves(arrays, no_grads)
         flow.manual_seed(100 + call)
         try:
-            actual = _quiet(lambda: graph(*inputs))  # noqa: B023 - called at once
+            with flow.set_grad_enabled(grad):
+                actual = _quiet(lambda: graph(*inputs))  # noqa: B023 - called at once
         except Exception as error:  # noqa: BLE001 - any raise where eager works is a finding
             return found + [f"eval call {call}: graph raises {_raised(error)}"]
         message = compare(to_numpy(expected), to_numpy(actual), f"eval call {call}: output")
@@ -231,7 +232,7 @@ def run_eval(case, seed=0):
             if not np.array_equal(t.detach().numpy(), a, equal_nan=True):
                 found.append(f"eval call {call}: input {i} written by the graph")
         if held is not None:
-            message = compare(held[1], to_numpy(held[0]), "eval call 0's output after call 1")
+            message = compare(held[1], to_numpy(held[0]), f"eval call 0's output after {call}")
             if message:
                 found.append(message)
         else:

@@ -29,7 +29,7 @@ from .. import random as _random
 from ..amp.autocast_mode import autocast
 from ..autograd import engine
 from ..autograd import profiling as _profiling
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import bump_version
 from ..autograd.interpreter import using_interpreter
 from ..device import ARRAY_MODULES, HOST_XP, array_module
@@ -187,6 +187,8 @@ class Graph:
 
     def _step(self, args, kwargs):
         flat = flatten_inputs(args, kwargs)
+        if not self._optimizers:
+            self._plans_of_grad_mode()
         if self._compiled is None:
             return self._profiled_compile(args, kwargs, flat)
         signature = input_signature(flat)
@@ -196,6 +198,22 @@ class Graph:
                 return self._profiled_compile(args, kwargs, flat)
             object.__setattr__(self, "_compiled", compiled)
         return self._run(flat)
+
+    def _plans_of_grad_mode(self):
+        """The plans traced in the grad mode of this call: build may take another path
+        without grad (torch's Transformer encoder in eval converts padded batches to nested
+        tensors, whose padded rows come out zero), so a graph without an optimizer called
+        under no_grad and with grad holds a plan (and its dynamic-shape plans) for each."""
+        mode = is_grad_enabled()
+        held = self.__dict__.setdefault("_grad_mode", mode)
+        if held == mode:
+            return
+        others = self.__dict__.setdefault("_other_grad_mode", {})
+        others[held] = (self._compiled, self._plans)
+        compiled, plans = others.pop(mode, (None, {}))
+        object.__setattr__(self, "_compiled", compiled)
+        object.__setattr__(self, "_plans", plans)
+        object.__setattr__(self, "_grad_mode", mode)
 
     def _profiled_compile(self, args, kwargs, flat):
         """`_compile`, seen by the profiler as one range (its tracer calls the ops)."""
