@@ -106,9 +106,16 @@ def _default_lr(cls, kwargs):
 
 
 def _record(opt, params):
+    """The parameters' and learning rates' values now (copies: `.numpy()` shares the memory
+    the optimizer updates in place, and a trace of views would hold the last step's values
+    at every step)."""
     lrs = [group["lr"] for group in opt.param_groups]
-    return [to_numpy(p) for p in params] + [
-        to_numpy(lr) if hasattr(lr, "numpy") else float(lr) for lr in lrs]
+    return [_copied(to_numpy(p)) for p in params] + [
+        _copied(to_numpy(lr)) if hasattr(lr, "numpy") else float(lr) for lr in lrs]
+
+
+def _copied(form):
+    return form[:2] + (form[2].copy(),)
 
 
 def _train(m, cls, kwargs, values, x, two_groups=False, scheduler_fns=(), resume=None,

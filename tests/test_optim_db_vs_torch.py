@@ -94,3 +94,16 @@ def test_muon_trains_as_torch_in_float32():
     np.testing.assert_allclose(out[1], out[0], atol=1e-5)
     with pytest.raises(ValueError, match="only supports 2D"):
         flow.optim.Muon([flow.nn.Parameter(flow.ones(3))])
+
+
+def test_recorded_trace_holds_each_steps_values():
+    """A step's record copies the parameters: `.numpy()` shares the memory the optimizer
+    updates in place, and a trace of views held the last step's values at every step (the
+    sweep compared only the final parameters)."""
+    w = flow.nn.Parameter(flow.ones(3, dtype=flow.float64))
+    opt = flow.optim.SGD([w], lr=0.5)
+    before = harness._record(opt, [w])
+    w.grad = flow.ones(3, dtype=flow.float64)
+    opt.step()
+    after = harness._record(opt, [w])
+    assert before[0][2].tolist() == [1.0] * 3 and after[0][2].tolist() == [0.5] * 3
