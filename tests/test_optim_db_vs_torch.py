@@ -107,3 +107,47 @@ def test_recorded_trace_holds_each_steps_values():
     opt.step()
     after = harness._record(opt, [w])
     assert before[0][2].tolist() == [1.0] * 3 and after[0][2].tolist() == [0.5] * 3
+
+
+@pytest.mark.parametrize("in_graph", [False, True])
+def test_sparse_adam_steps_a_0d_parameter_as_torch(in_graph):
+    """SparseAdam on a 0-d parameter: eagerly with its sparse gradient (no index array: it
+    raised ValueError 'setting an array element with a sequence', where torch steps it), and
+    in an nn.Graph (its first call steps with the gradient as sparse, the plan's update nodes
+    read the dense one)."""
+    def run(m, graph=False):
+        s = m.nn.Parameter(m.tensor(1.5, dtype=m.float64))
+        w = m.nn.Parameter(m.tensor([1.0, 0.0, -2.0], dtype=m.float64))
+        opt = m.optim.SparseAdam([s, w], lr=0.1)
+
+        def loss(x):
+            return ((s - x) ** 2 * 3).sum() + (w * w * x).sum()
+
+        if graph:
+            holder = m.nn.ParameterList([s, w])
+
+            class Train(m.nn.Graph):
+                def __init__(self):
+                    super().__init__()
+                    self.holder = holder
+                    self.add_optimizer(opt)
+
+                def build(self, x):
+                    value = loss(x)
+                    value.backward()
+                    return value
+
+            step = Train()
+        for x in (1.0, 2.0, 0.5, 1.5):
+            xt = m.tensor(x, dtype=m.float64)
+            if graph:
+                step(xt)
+                continue
+            opt.zero_grad()
+            loss(xt).backward()
+            s.grad, w.grad = s.grad.to_sparse(), w.grad.to_sparse()
+            opt.step()
+        return [s.detach().numpy().copy(), w.detach().numpy().copy()]
+
+    for got, want in zip(run(flow, in_graph), run(torch)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -176,6 +176,7 @@ class SparseAdam(Optimizer):
         element by element."""
         g = -grad if group["maximize"] else grad
         xp = array_module(param)
+        g = g.reshape(1) if g.ndim == 0 else g
         if g.ndim > 1:
             rows = xp.flatnonzero(xp.any(g.reshape(g.shape[0], -1) != 0, axis=1))
         else:
@@ -192,6 +193,10 @@ class SparseAdam(Optimizer):
         beta1, beta2 = group["betas"]
         xp = array_module(param)
         m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+        if param.ndim == 0:  # its one entry, through 1-element views (a 0-d sparse gradient
+            # has no index array, a dense one's row indices index a 1-d array)
+            param, m, v = param.reshape(1), m.reshape(1), v.reshape(1)
+            where = where or (xp.zeros(gv.shape[0], dtype=xp.intp),)
         m[where] += (gv - m[where]) * (1 - beta1)
         v[where] += (gv * gv - v[where]) * (1 - beta2)
         step_size = group["lr"] * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
