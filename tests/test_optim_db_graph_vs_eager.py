@@ -7,6 +7,7 @@ input; the slow tier every input, and the inputs with torch's global options (fo
 differentiable, fused). KNOWN lists what still differs, with the reason; an entry that no
 longer differs fails, so the list only shrinks. The regression tests after it are the fixes
 the sweep led to."""
+import io
 import re
 
 import pytest
@@ -14,17 +15,14 @@ import pytest
 pytest.importorskip("expecttest")  # torch's test internals import it
 
 import optim_db_graph as sweep  # noqa: E402
+import optim_db_vs_torch as eager_db  # noqa: E402
+
+import flowgrad as flow  # noqa: E402
 
 DB = sweep.optim_db()
 IDS = [sweep.name_of(info) for info in DB]
 # name: (pattern of its findings' "where: message", reason)
 KNOWN: dict[str, tuple[str, str]] = {
-    "Adam": (r"\(saved and loaded, schedulers [1-6]\)",
-             "graph.state_dict() leaves its lr_sch's state out: a graph loaded from it "
-             "restarts the schedule (a LinearLR warm-up starts over)"),
-    "SGD": (r"\(saved and loaded, schedulers [1-6]\)",
-            "graph.state_dict() leaves its lr_sch's state out: a graph loaded from it "
-            "restarts the schedule (a LinearLR warm-up starts over)"),
     "LBFGS": ("raised an unclear error",
               "a graph steps it without the closure its step needs: Python's TypeError "
               "'missing 1 required positional argument' after the backward ran"),
@@ -63,3 +61,38 @@ def test_graph_steps_as_eager_every_input(info):
                          ids=[n for i, n in zip(DB, IDS) if not i.step_requires_closure])
 def test_graph_steps_as_eager_with_global_options(info):
     _check(info, sweep.probe(info, options=True), every_variant=False)
+
+
+# ---- regression tests ----------------------------------------------------------------------
+def _linear_warmup(opt):
+    return flow.optim.lr_scheduler.LinearLR(opt, start_factor=0.25, total_iters=4)
+
+
+def test_graph_state_dict_resumes_the_lr_schedule():
+    """graph.state_dict() holds its lr_sch's state, as OneFlow's: a graph loaded from it goes
+    on with the schedule where it was (the loaded graph restarted the warm-up: after four
+    steps of a LinearLR warm-up to 0.1, its rates were 0.108, 0.131, 0.155 for 0.1)."""
+    values, xs = eager_db._values(False), sweep.batches()
+    expected = sweep.train(flow.optim.SGD, {"lr": 0.1}, values, xs, True,
+                           scheduler_fns=[_linear_warmup])
+    actual = sweep._saved_and_loaded(flow.optim.SGD, {"lr": 0.1}, values, xs, [_linear_warmup])
+    after = sweep.RESUME_AFTER
+    assert [t[-1] for t in actual[0]] == pytest.approx([t[-1] for t in expected[0][after:]])
+    assert sweep._compare_runs((expected[0][after:], expected[1], expected[2][after:]),
+                               actual) is None
+
+
+def test_graph_state_dict_holds_the_lr_schedulers_through_flow_save():
+    values = eager_db._values(False)
+    holder, _, opt, (sch,) = sweep._setup(flow.optim.Adam, {"lr": 0.1}, values,
+                                          scheduler_fns=[_linear_warmup])
+    graph = sweep.make_graph(holder, opt, [sch])
+    for x in sweep.batches()[:2]:
+        graph(flow.tensor(x))
+    buffer = io.BytesIO()
+    flow.save(graph.state_dict(), buffer)
+    buffer.seek(0)
+    loaded = flow.load(buffer)
+    assert loaded["_lr_schedulers"] == [sch.state_dict()]
+    assert loaded["_lr_schedulers"][0]["last_epoch"] == 2
+    assert sorted(loaded["_optimizers"][0]["state"]) == [0, 1, 2]

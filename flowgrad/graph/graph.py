@@ -483,9 +483,12 @@ class Graph:
 
     # ---- state and printing -------------------------------------------------------------------
     def state_dict(self):
-        """Module states by attribute name, and each optimizer's state."""
+        """Module states by attribute name, each optimizer's state and each lr_sch's (as
+        OneFlow's: a graph resumed from it goes on with the schedule where it was)."""
         state = {name: m.state_dict() for name, m in self._modules.items()}
         state["_optimizers"] = [opt.state_dict() for opt, _ in self._optimizers]
+        state["_lr_schedulers"] = [None if sch is None else sch.state_dict()
+                                   for _, sch in self._optimizers]
         return state
 
     def load_state_dict(self, state):
@@ -493,6 +496,9 @@ class Graph:
             module.load_state_dict(state[name])
         for (opt, _), opt_state in zip(self._optimizers, state.get("_optimizers", ())):
             opt.load_state_dict(opt_state)
+        for (_, sch), sch_state in zip(self._optimizers, state.get("_lr_schedulers", ())):
+            if sch is not None and sch_state is not None:
+                sch.load_state_dict(sch_state)
 
     def debug(self, v_level=0, *, ranks=None, max_py_stack_depth=2, only_user_py_stack=True):
         """Log the compilation, as OneFlow's `graph.debug`: with `v_level` 0 the trace's size
