@@ -23,6 +23,7 @@ plan; later calls run the plan without running `build` again.
 from __future__ import annotations
 
 import gc
+import inspect
 import time
 
 from .. import random as _random
@@ -133,9 +134,17 @@ class Graph:
     def add_optimizer(self, optimizer, *, lr_sch=None, is_sparse=False):
         """Make the graph a training graph: each call also steps `optimizer` (clipping
         gradients as its param groups' clip_grad_max_norm/clip_grad_norm_type say), zeroes
-        the gradients, then steps `lr_sch`."""
+        the gradients, then steps `lr_sch`. An optimizer whose step needs a closure (LBFGS)
+        is refused."""
         from ..optim.lr_scheduler import ReduceLROnPlateau
 
+        closure = inspect.signature(type(optimizer).step).parameters.get("closure")
+        if closure is not None and closure.default is inspect.Parameter.empty:
+            raise NotImplementedError(
+                f"nn.Graph.add_optimizer: {type(optimizer).__name__}.step needs a closure that "
+                f"re-evaluates the loss several times a step, and a graph steps its optimizers "
+                f"once after its plan, without one. Step it eagerly (opt.step(closure)), or "
+                f"use an optimizer whose step takes gradients only")
         if isinstance(lr_sch, ReduceLROnPlateau):
             raise TypeError("nn.Graph.add_optimizer: ReduceLROnPlateau steps on a metric the "
                             "graph does not have; leave lr_sch out and call "
