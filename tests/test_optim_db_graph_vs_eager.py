@@ -142,3 +142,32 @@ def test_a_step_hook_registered_after_compiling_is_refused_not_skipped(kind):
             assert sweep._compare_runs(*runs) is None
     finally:
         handle.remove()
+
+
+@pytest.mark.parametrize("change", ["clipping", "accumulation"])
+def test_an_option_that_takes_the_update_out_of_the_plan_set_after_compiling_is_refused(
+        change):
+    """clip_grad_max_norm added to the groups, or gradient accumulation set, after the graph
+    compiled with the update inside its plan: the plan skipped the clipping (W ended 0.97
+    from eager's after 4 steps of SGD with momentum), and with accumulation each micro-batch
+    ran the plan's update and then the accumulated eager step updated again (0.93 off). Both
+    are refused before the plan runs."""
+    from flowgrad.graph.graph import StalePlanError
+
+    values, xs = eager_db._values(False), sweep.batches(rows=4)
+    holder, params, opt, _ = sweep._setup(flow.optim.SGD, {"lr": 0.1, "momentum": 0.9},
+                                          values)
+    graph = sweep.make_graph(holder, opt)
+    for x in xs[:2]:
+        graph(flow.tensor(x[:2]))
+    x = xs[2][:2]
+    if change == "clipping":
+        for group in opt.param_groups:
+            group.update(sweep.CLIP)
+    else:
+        graph.config.set_gradient_accumulation_steps(2)
+        x = xs[2]
+    before = [p.detach().numpy().copy() for p in params]
+    with pytest.raises(StalePlanError, match="inside the plan"):
+        graph(flow.tensor(x))
+    assert all((p.detach().numpy() == b).all() for p, b in zip(params, before))

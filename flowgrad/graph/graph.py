@@ -415,6 +415,15 @@ class Graph:
                 f"compiled (frozen or unfrozen); its plan computes the gradients of the "
                 f"parameters that required grad when it was traced, and would keep updating a "
                 f"frozen one. Build a new graph after changing requires_grad")
+        for optimizer, _ in self._optimizers:
+            if optimizer not in eager_update and not optimizer_pass.in_plan(optimizer,
+                                                                            self.config):
+                raise StalePlanError(
+                    f"nn.Graph {self._name}: {type(optimizer).__name__}'s update runs inside "
+                    f"the plan, and it now needs the eager step after it (a param group's "
+                    f"clip_grad_max_norm, gradient accumulation, or a step hook set after the "
+                    f"graph compiled): the plan would skip it. Build a new graph after "
+                    f"changing these")
         if optimizer_pass.param_layout(self._optimizers) != layout:
             raise StalePlanError(
                 f"nn.Graph {self._name}: an optimizer's param groups changed after the graph "
