@@ -37,7 +37,6 @@ from ..device import ARRAY_MODULES, HOST_XP, array_module
 from ..nn import module_hooks as _global_hooks
 from ..nn.module import Module
 from ..nn.parameter import is_lazy
-from ..optim import optimizer as _optim_module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from . import checkpointing, codegen, optimizer_pass, passes
@@ -350,8 +349,7 @@ class Graph:
         self._log(2, plan.source)
         compiled = (program, plan, rebuild, input_signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers), _trainable(state),
-                    _settings(self, reads), _bindings(self),
-                    _hooks(self, state) + _step_hooks(self, eager_update),
+                    _settings(self, reads), _bindings(self), _hooks(self, state),
                     _state_meta(state))
         object.__setattr__(self, "_compiled", compiled)
         _add_leaf_grads(flat, [(key, g._data) for key, g in leaf_grads])
@@ -396,9 +394,8 @@ class Graph:
                 raise StalePlanError(
                     f"nn.Graph {self._name}: a hook was registered or removed after the graph "
                     f"compiled (a module's forward or backward hook, a global module hook, "
-                    f"a parameter's register_hook, or a step hook of an optimizer the plan "
-                    f"updates); its plan runs the hooks it traced, and would ignore the "
-                    f"change. Build a new graph after changing hooks")
+                    f"or a parameter's register_hook); its plan runs the hooks it traced, "
+                    f"and would ignore the change. Build a new graph after changing hooks")
         if _state_meta(trainable[0]) != state_meta:
             changed = next(i for i, (t, meta) in enumerate(zip(trainable[0], state_meta))
                            if (t._data.shape, t._data.dtype) != meta)
@@ -421,9 +418,9 @@ class Graph:
                 raise StalePlanError(
                     f"nn.Graph {self._name}: {type(optimizer).__name__}'s update runs inside "
                     f"the plan, and it now needs the eager step after it (a param group's "
-                    f"clip_grad_max_norm, gradient accumulation, or a step hook set after the "
-                    f"graph compiled): the plan would skip it. Build a new graph after "
-                    f"changing these")
+                    f"clip_grad_max_norm, gradient accumulation, or a step hook of its own or "
+                    f"a global one, set after the graph compiled): the plan would skip it. "
+                    f"Build a new graph after changing these")
         if optimizer_pass.param_layout(self._optimizers) != layout:
             raise StalePlanError(
                 f"nn.Graph {self._name}: an optimizer's param groups changed after the graph "
@@ -692,20 +689,6 @@ def _hooks(graph, state):
         if meta is not None:
             found.append((_TensorHooks(meta), tuple(_TensorHooks(meta))))
     return found
-
-
-def _step_hooks(graph, eager_update):
-    """(hook store, its hooks) for the step hooks of the optimizers whose update runs inside
-    the plan (and the global ones, where one does): its update nodes run no step hook (the
-    optimizer pass leaves an optimizer with hooks to the eager step), so a hook registered
-    afterwards must be refused, not skipped."""
-    in_plan = [opt for opt, _ in graph._optimizers if opt not in eager_update]
-    if not in_plan:
-        return []
-    stores = [_optim_module._GLOBAL_STEP_PRE_HOOKS, _optim_module._GLOBAL_STEP_POST_HOOKS]
-    for opt in in_plan:
-        stores += [opt._step_pre_hooks, opt._step_post_hooks]
-    return [(store, tuple(store)) for store in stores]
 
 
 class _TensorHooks:
