@@ -359,8 +359,12 @@ del _name
 # public namespace of functions
 for _space in (globals(), vars(nn.functional), vars(linalg), vars(special), vars(fft)):
     _errors.guard_tensor_arguments(_space)
+for _space in (globals(), vars(nn.functional), vars(linalg), vars(special), vars(fft),
+               vars(hub), vars(backends.cuda)):
+    _errors.pickle_by_name(_space)  # (after the guards: the functions users hold)
 del _space
 _errors.guard_tensor_methods(Tensor)
+_errors.pickle_by_name(vars(Tensor), "Tensor.")
 
 # last: the library's objects (and everything imported before) leave the cycle collector's
 # full collections, which a deep backward graph triggers: see utils/memory.py

@@ -5,6 +5,7 @@ import functools
 import inspect
 import math
 import operator
+import sys
 import types
 
 import numpy as np
@@ -713,3 +714,23 @@ def matrix_dims(tensor, attr, batches=True):
         raise RuntimeError(f"tensor.{attr} is only supported on {what}. Got {nd}-D tensor."
                            f"{hint}")
     return False
+
+
+def _resolves(obj, module_name, qualname):
+    target = sys.modules.get(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    return target is obj
+
+
+def pickle_by_name(namespace, prefix=""):
+    """Name each public function of `namespace` (a module's or class's dict) where pickle
+    looks it up: the wrappers (argument guard, out=, autocast) copy the wrapped function's
+    module and name, under which pickle finds the unwrapped function (a PicklingError, as for
+    a module holding F.relu: torch pickles its functions by name). `prefix`: a class's name."""
+    home = namespace.get("__module__") if prefix else namespace.get("__name__")
+    for name, fn in list(namespace.items()):
+        if name.startswith("_") or not isinstance(fn, types.FunctionType) or _resolves(
+                fn, fn.__module__, fn.__qualname__):
+            continue
+        fn.__module__, fn.__qualname__ = home, prefix + name

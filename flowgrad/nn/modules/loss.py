@@ -12,9 +12,12 @@ import math
 from ..._warn import warn
 from ...ops.loss import legacy_reduction_name
 from ...ops.loss_linear import LinearCrossEntropyOptions
+from ...torch_format import loadable
 from .. import functional as F
 from ..module import Module
 from .linear import Linear
+
+loadable(LinearCrossEntropyOptions)  # (load(weights_only=False) rebuilds a loss holding one)
 
 __all__ = ["L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "SmoothL1Loss", "HuberLoss",
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",

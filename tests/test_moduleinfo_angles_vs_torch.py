@@ -1,0 +1,91 @@
+"""torch's nn-module database (ModuleInfo) from test_modules.py's other angles (second
+derivatives, non-contiguous inputs and parameters, memory formats, in-place modules,
+pickle/deepcopy/save, repr, error inputs, train against eval), against torch 2.13:
+tests/moduleinfo_angles.py does the work.
+
+A finding fails the test unless KNOWN explains it (a pattern matched against
+"angle/mode message", and the reason); an entry that no longer matches anything fails too.
+The regression tests at the end are the fixes the sweep led to, each against torch.
+"""
+from __future__ import annotations
+
+import copy
+import io
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+import flowgrad as flow
+
+
+# ---- the fixes the sweep led to ------------------------------------------------------------
+def _raises(call):
+    """The exception type a call raises (None: it returns)."""
+    try:
+        call()
+    except Exception as error:  # noqa: BLE001 - the type is what is compared
+        return type(error)
+    return None
+
+
+@pytest.mark.parametrize("path", ["nn.functional.relu", "nn.functional.gelu", "acos", "tanh",
+                                  "add", "linalg.det", "special.expit", "fft.fft", "tensor",
+                                  "Tensor.add", "Tensor.relu"])
+def test_public_functions_pickle_by_name(path):
+    """The argument guard's wrappers kept the wrapped function's module and name, under which
+    pickle found the unwrapped one: PicklingError ("not the same object as
+    flowgrad.ops.activation.relu", or a factory's `<locals>` name), where torch's pickle."""
+    def lookup(root):
+        for part in path.split("."):
+            root = getattr(root, part)
+        return root
+    assert pickle.loads(pickle.dumps(lookup(torch))) is lookup(torch)
+    assert pickle.loads(pickle.dumps(lookup(flow))) is lookup(flow)
+
+
+def test_module_holding_a_function_pickles():
+    """A TransformerEncoderLayer with activation=F.relu: pickle and deepcopy (both raised)
+    give a layer of the same outputs, as torch's."""
+    torch.manual_seed(0)
+    t_layer = torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0,
+                                               activation=torch.nn.functional.relu).double()
+    layer = flow.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0,
+                                            activation=flow.nn.functional.relu).double()
+    layer.load_state_dict({k: flow.tensor(v.numpy()) for k, v in t_layer.state_dict().items()})
+    x = torch.randn(3, 5, 4, dtype=torch.float64)
+    expected = pickle.loads(pickle.dumps(t_layer))(x).detach().numpy()
+    for made in (pickle.loads(pickle.dumps(layer)), copy.deepcopy(layer)):
+        assert made.activation is flow.nn.functional.relu
+        np.testing.assert_allclose(made(flow.tensor(x.numpy())).detach().numpy(), expected,
+                                   rtol=1e-10, atol=1e-12)
+
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0),
+    lambda lib: lib.nn.TransformerDecoderLayer(4, 2, 8, dropout=0.0, activation="gelu"),
+    lambda lib: lib.nn.LinearCrossEntropyLoss(
+        4, 3, options=lib.nn.LinearCrossEntropyOptions(batch_chunk_size=2))],
+    ids=["encoder_layer", "decoder_layer_gelu", "linear_cross_entropy_options"])
+def test_whole_module_save_load(make):
+    """flow.save of a whole module and flow.load(weights_only=False), as torch's: a transformer
+    layer holds F.relu (its default activation; pickling it raised, then loading refused the
+    function), a LinearCrossEntropyLoss its options (refused as a library class)."""
+    torch.manual_seed(0)
+    t_mod = make(torch).double().eval()
+    mod = make(flow).double().eval()
+    mod.load_state_dict({k: flow.tensor(v.numpy()) for k, v in t_mod.state_dict().items()})
+    buf = io.BytesIO()
+    flow.save(mod, buf)
+    buf.seek(0)
+    loaded = flow.load(buf, weights_only=False)
+    inputs = [torch.randn(2, 3, 4, dtype=torch.float64)]
+    inputs += [inputs[0].clone()] if "Decoder" in type(t_mod).__name__ else \
+        [torch.tensor([0, 2, 1], dtype=torch.long)] if "Loss" in type(t_mod).__name__ else []
+    if "Loss" in type(t_mod).__name__:
+        inputs[0] = inputs[0][0]
+    expected = t_mod(*inputs).detach().numpy()
+    actual = loaded(*[flow.tensor(x.numpy()) for x in inputs]).detach().numpy()
+    np.testing.assert_allclose(actual, expected, rtol=1e-10, atol=1e-12)
