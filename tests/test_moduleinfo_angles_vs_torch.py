@@ -62,6 +62,33 @@ def test_module_holding_a_function_pickles():
                                    rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("eps", [-1.0, -1e-9, 0.0, 1e-5])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("stats", [True, False])
+def test_batch_norm_eps_checked_as_torch(eps, training, stats):
+    """F.batch_norm refuses eps <= 0 in training and eps < 0 in eval (ValueError); flowgrad
+    computed nan (eps=-1: the variance plus eps under a square root) or, in eval, inf."""
+    x = (torch.arange(60, dtype=torch.float64).reshape(4, 3, 5) * 0.37) % 1.3 - 0.6
+
+    def call(lib):
+        stat = (lib.zeros(3, dtype=lib.float64), lib.ones(3, dtype=lib.float64)) if stats \
+            else (None, None)
+        return lambda: lib.nn.functional.batch_norm(lib.tensor(x.numpy()), *stat,
+                                                    training=training, eps=eps)
+    expected = _raises(call(torch))
+    assert _raises(call(flow)) is expected
+    if expected is None:
+        np.testing.assert_allclose(call(flow)().numpy(), call(torch)().numpy(), rtol=1e-10,
+                                   atol=1e-12)
+    # torch.batch_norm, the functional's kernel, checks nothing: both compute
+    kernel = [lib.batch_norm(lib.tensor(x.numpy()), None, None, None, None, True, 0.1, 0.0,
+                             False).numpy() for lib in (torch, flow)]
+    np.testing.assert_allclose(kernel[1], kernel[0], rtol=1e-10, atol=1e-12)
+    module = [_raises(lambda lib=lib: lib.nn.BatchNorm1d(3, eps=eps).double().train(training)(
+        lib.tensor(x.numpy()))) for lib in (torch, flow)]
+    assert module[1] is module[0]
+
+
 
 @pytest.mark.parametrize("make", [
     lambda lib: lib.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0),

@@ -199,8 +199,8 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
                cudnn_enabled=True):
     """torch.batch_norm: F.batch_norm with weight and bias first; `cudnn_enabled` has no
     effect on the CPU."""
-    return _norm.batch_norm(input, running_mean, running_var, weight, bias, training,
-                            momentum, eps)
+    return _norm._batch_norm(input, running_mean, running_var, weight, bias, training,
+                             momentum, eps)
 
 
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum,
@@ -474,8 +474,8 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
                                                             (weight, bias)))
         else:
             mean = rstd = input.new_empty((0,))
-    out = _norm.batch_norm(input, running_mean, running_var, weight, bias, bool(training),
-                           momentum, eps)
+    out = _norm._batch_norm(input, running_mean, running_var, weight, bias, bool(training),
+                            momentum, eps)
     return out, mean, rstd
 
 

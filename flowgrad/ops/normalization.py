@@ -415,6 +415,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     tensor([[-1.0000],
             [ 1.0000]])
     """
+    if training and eps <= 0.0:  # (torch's F.batch_norm checks; torch.batch_norm takes any)
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
     x = _as_float(input, "batch_norm")
     check_norm_params("batch_norm", x, weight=weight, bias=bias, running_mean=running_mean,
                       running_var=running_var)
@@ -491,7 +499,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             weight, bias = (t if t is None else t.float() for t in (weight, bias))
             running_mean, running_var = (t if t is None else t.float()
                                          for t in (running_mean, running_var))
-        return batch_norm(x, running_mean, running_var, weight, bias, False, momentum, eps)
+        return _batch_norm(x, running_mean, running_var, weight, bias, False, momentum, eps)
     if math.prod(x._data.shape[2:]) == 1:  # one value per (sample, channel): its own mean
         raise ValueError(f"instance_norm: expected more than 1 spatial element when "
                          f"training, got input of shape {tuple(x.shape)}")
