@@ -89,6 +89,45 @@ def test_batch_norm_eps_checked_as_torch(eps, training, stats):
     assert module[1] is module[0]
 
 
+@pytest.mark.parametrize("cls", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("kwargs", [dict(bias=1), dict(bias="yes"), dict(batch_first=0),
+                                    dict(input_size=2.0), dict(input_size=0),
+                                    dict(hidden_size=3.0), dict(hidden_size=0), {}])
+def test_rnn_constructor_checks_as_torch(cls, kwargs):
+    """torch refuses a non-bool bias/batch_first and a non-int input_size/hidden_size
+    (TypeError), input_size 0 (ValueError); flowgrad built them (or raised ValueError)."""
+    args = dict(input_size=2, hidden_size=3, **{k: v for k, v in kwargs.items()
+                                                if k not in ("input_size", "hidden_size")})
+    args.update({k: v for k, v in kwargs.items() if k in ("input_size", "hidden_size")})
+    assert _raises(lambda: getattr(flow.nn, cls)(**args)) is \
+        _raises(lambda: getattr(torch.nn, cls)(**args))
+
+
+def test_huber_loss_delta_type_checked():
+    """torch's HuberLoss refuses a complex delta at construction (TypeError)."""
+    for delta in (1j, "1", 2, 0.5):
+        assert _raises(lambda d=delta: flow.nn.HuberLoss(delta=d)) is \
+            _raises(lambda d=delta: torch.nn.HuberLoss(delta=d))
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.nn.functional.multi_margin_loss(lib.ones(5, 10), lib.zeros(3).long()),
+    lambda lib: lib.nn.functional.multi_margin_loss(lib.ones(5, 10), lib.zeros(5, 2).long()),
+    lambda lib: lib.nn.functional.cross_entropy(lib.ones(4, 2), lib.ones(5, 2) / 2),
+    lambda lib: lib.nn.functional.cross_entropy(lib.ones(4, 2, 3), lib.ones(3, 2, 3) / 2),
+    lambda lib: lib.nn.functional.cross_entropy(lib.ones(4, 2), lib.tensor(0.5)),
+    lambda lib: lib.nn.functional.cross_entropy(lib.ones(4, 2, 3), lib.ones(4, 2, 2) / 2),
+    lambda lib: lib.nn.functional.linear_cross_entropy(lib.ones(4, 3), lib.ones(2, 3),
+                                                       lib.ones(5, 2) / 2),
+], ids=["mm_batch", "mm_2d_target", "ce_probs_batch", "ce_probs_batch_3d", "ce_0d_target",
+        "ce_probs_shape", "lce_probs_batch"])
+def test_loss_target_shape_error_types(call):
+    """The exception type as torch's: multi_margin_loss's target size is a RuntimeError
+    (flowgrad: ValueError); a probability target of another batch size a ValueError (torch
+    checks the batch size first; flowgrad: RuntimeError)."""
+    expected = _raises(lambda: call(torch))
+    assert expected is not None and _raises(lambda: call(flow)) is expected
+
 
 @pytest.mark.parametrize("make", [
     lambda lib: lib.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0),

@@ -387,6 +387,12 @@ def cross_entropy_soft(input, target, weight, ignore_index, reduction, label_smo
                            f"{list(weight.shape)}")
     w = _class_view(weight.to(input.dtype), input._data.ndim) if weight is not None else None
     if target._data.dtype.kind in "fV":
+        batch = target._data.shape[0] if target._data.ndim else 0
+        if tuple(target.shape) != tuple(input.shape) and input._data.ndim > 1 and \
+                batch != input._data.shape[0]:  # (torch's class-index check comes first)
+            raise ValueError(f"cross_entropy: expected input batch_size ({input.shape[0]}) to "
+                             f"match target batch_size ({batch}); input shape "
+                             f"{tuple(input.shape)}, target shape {tuple(target.shape)}")
         if tuple(target.shape) != tuple(input.shape):
             raise RuntimeError(f"cross_entropy: a floating-point target holds class "
                                f"probabilities and must have the input's shape "

@@ -399,8 +399,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     x2 = x if x._data.ndim == 2 else x.reshape(1, -1)  # (a 0-d input: one class, as torch)
     if x._data.ndim > 2 or target._data.ndim > 1 or \
             target._data.reshape(-1).shape[0] != x2._data.shape[0]:
-        raise ValueError(f"multi_margin_loss: expected input (N, C) or (C,) and target (N,) "
-                         f"or (), got input {tuple(x.shape)} and target {tuple(target.shape)}")
+        raise RuntimeError(f"multi_margin_loss: expected input (N, C) or (C,) and target (N,) "
+                           f"or (), got input {tuple(x.shape)} and target {tuple(target.shape)}")
     _long_target(target, "multi_margin_loss")
     t = target._data.reshape(-1)
     n, c = x2._data.shape

@@ -113,6 +113,8 @@ class SmoothL1Loss(_Loss):
 class HuberLoss(_Loss):
     """Huber loss: 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (torch.nn.HuberLoss)."""
     def __init__(self, reduction="mean", delta=1.0):
+        if not isinstance(delta, (float, int)):
+            raise TypeError(f"delta must be a float or int, got: {type(delta)}")
         super().__init__(reduction=reduction)
         self.delta = delta
 

@@ -68,8 +68,14 @@ class RNNBase(Module):
             warn("dropout option adds dropout after all but last recurrent layer, so "
                  f"non-zero dropout expects num_layers greater than 1, but got "
                  f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
-        if not isinstance(hidden_size, int) or hidden_size <= 0:
-            raise ValueError("hidden_size must be an integer greater than zero")
+        for name, value, kind in (("bias", bias, bool), ("batch_first", batch_first, bool),
+                                  ("input_size", input_size, int),
+                                  ("hidden_size", hidden_size, int)):
+            if not isinstance(value, kind):
+                raise TypeError(f"{name} should be of type {kind.__name__}, got: "
+                                f"{type(value).__name__}")
+            if kind is int and value <= 0:
+                raise ValueError(f"{name} must be greater than zero")
         if not isinstance(num_layers, int) or num_layers <= 0:
             raise ValueError("num_layers must be an integer greater than zero")
         if proj_size < 0:
