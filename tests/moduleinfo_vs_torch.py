@@ -14,6 +14,7 @@ Run as a script for a report: .venv/bin/python tests/moduleinfo_vs_torch.py [Nam
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import types
@@ -57,6 +58,9 @@ class ModuleConverter(Converter):
             return str(value)
         if isinstance(value, torch.nn.Module):
             return convert_module(value)
+        if isinstance(value, torch.nn.LinearCrossEntropyOptions):  # (a frozen dataclass)
+            return flow.nn.LinearCrossEntropyOptions(**{
+                f.name: self(getattr(value, f.name)) for f in dataclasses.fields(value)})
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
             fn = getattr(flow.nn.functional, value.__name__, None)
             if fn is None:
@@ -150,54 +154,77 @@ def _warnings_off(call):
         return call()
 
 
-def run_input(info, f_cls, module_input, training):
-    """Compare one ModuleInput; a list of messages (empty: the same)."""
-    name = info.module_cls.__name__
+class Stop(Exception):
+    """build_pair's early answer: the findings so far (empty: nothing to compare)."""
+
+    def __init__(self, found):
+        super().__init__(found)
+        self.found = found
+
+
+def build_pair(info, f_cls, module_input, training, dtype=torch.float64):
+    """The torch module and flowgrad's of one ModuleInput, built from the same arguments, cast
+    to `dtype`, in the same mode, with torch's state copied in; with flowgrad's copies of the
+    forward inputs: (t_mod, f_mod, f_args, f_kwargs, convert (its pairs: the input leaves),
+    findings about the state_dicts). Raises Stop(findings) where there is nothing to compare."""
     ctor, fwd = module_input.constructor_input, module_input.forward_input
     if fwd is None:
-        return []
+        raise Stop([])
     convert = ModuleConverter()
     try:
         f_cargs = convert(list(ctor.args))
         f_ckwargs = convert(dict(ctor.kwargs))
     except Unsupported as reason:
-        return ["skip: " + str(reason)]
-    # torch: construction
+        raise Stop(["skip: " + str(reason)]) from None
     torch.manual_seed(0)
     try:
         t_mod = _warnings_off(lambda: info.module_cls(*ctor.args, **ctor.kwargs))
-        t_mod.to(torch.float64)
+        t_mod.to(dtype)
         t_mod.train(training)
     except Exception:  # noqa: BLE001 - torch refuses the arguments: nothing to compare
-        return []
+        raise Stop([]) from None
+    f_dtype = Converter()(dtype)
     try:
         f_mod = _warnings_off(lambda: f_cls(*f_cargs, **f_ckwargs))
-        f_mod.to(flow.float64)
+        f_mod.to(f_dtype)
         f_mod.train(training)
     except Exception as error:  # noqa: BLE001 - any raise where torch builds is a finding
-        return [f"construct raise: flowgrad {error!r:.300}"]
+        raise Stop([f"construct raise: flowgrad {error!r:.300}"]) from None
     convert = InputConverter()  # forward inputs: its pairs are the leaves for the gradients
     try:
         f_args = convert(list(fwd.args))
         f_kwargs = convert(dict(fwd.kwargs))
     except Unsupported as reason:
-        return ["skip: " + str(reason)]
+        raise Stop(["skip: " + str(reason)]) from None
     if isinstance(t_mod, torch.nn.modules.lazy.LazyModuleMixin):
         try:  # the placeholders take their shapes from a first forward (no state to change)
             with torch.no_grad():
                 _warnings_off(lambda: t_mod(*fwd.args, **fwd.kwargs))
         except Exception:  # noqa: BLE001
-            return []
+            raise Stop([]) from None
         try:
             with flow.no_grad():
                 _warnings_off(lambda: f_mod(*f_args, **f_kwargs))
         except Exception as error:  # noqa: BLE001
-            return [f"raise: flowgrad (a lazy module's first forward) {error!r:.300}"]
+            raise Stop([f"raise: flowgrad (a lazy module's first forward) {error!r:.300}"]) \
+                from None
     found = compare_state(t_mod, f_mod)
     t_state = t_mod.state_dict()
     f_keys = set(f_mod.state_dict())
     f_mod.load_state_dict(state_to_flow({k: v for k, v in t_state.items() if k in f_keys}),
                           strict=False)
+    return t_mod, f_mod, f_args, f_kwargs, convert, found
+
+
+def run_input(info, f_cls, module_input, training):
+    """Compare one ModuleInput; a list of messages (empty: the same)."""
+    name = info.module_cls.__name__
+    ctor, fwd = module_input.constructor_input, module_input.forward_input
+    try:
+        t_mod, f_mod, f_args, f_kwargs, convert, found = build_pair(
+            info, f_cls, module_input, training)
+    except Stop as stop:
+        return stop.found
     # forward
     try:
         expected = _warnings_off(lambda: t_mod(*fwd.args, **fwd.kwargs))

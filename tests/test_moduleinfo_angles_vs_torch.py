@@ -12,12 +12,112 @@ from __future__ import annotations
 import copy
 import io
 import pickle
+import re
 
-import numpy as np
 import pytest
-import torch
 
-import flowgrad as flow
+pytest.importorskip("expecttest")  # torch's test internals import it
+
+import moduleinfo_angles  # noqa: E402
+import numpy as np  # noqa: E402
+import opinfo_vs_torch  # noqa: E402
+import torch  # noqa: E402
+
+import flowgrad as flow  # noqa: E402
+
+DB = moduleinfo_angles.module_db()
+
+_LAYOUT = ("memory formats are recorded on the tensors a user converts (`x.contiguous("
+           "memory_format=...)`, `module.to(memory_format=...)`); an op's output does not "
+           "inherit its input's or weight's, as torch's TensorIterator, convolutions, "
+           "pooling, batch norm and padding make theirs: flowgrad's outputs answer "
+           "is_contiguous() True and is_contiguous(memory_format=channels_last) False (the "
+           "values and gradients are torch's)")
+_LAYOUT_NAMES = (
+    "nn.AdaptiveAvgPool2d", "nn.AdaptiveMaxPool2d", "nn.BatchNorm2d", "nn.BatchNorm3d",
+    "nn.Conv2d", "nn.ConvTranspose2d", "nn.LazyConv2d", "nn.LazyConvTranspose2d", "nn.LPPool2d",
+    "nn.MaxPool3d", "nn.Hardshrink", "nn.Tanh", "nn.Tanhshrink", "nn.Threshold",
+    "nn.ReflectionPad3d", "nn.ReplicationPad3d", "nn.ZeroPad3d", "nn.ConstantPad3d")
+_NO_DOUBLE = ("torch 2.13 has no derivative of {} (its second derivative raises); "
+              "flowgrad's backward is made of differentiable ops")
+KNOWN: dict[str, tuple[str, str]] = {
+    **{name: (r"^memformat/\w+ layout \(", _LAYOUT) for name in _LAYOUT_NAMES},
+    "nn.MultiLabelMarginLoss": (r"^gradgrad/\w+ gradgrad raise: torch RuntimeError",
+                                _NO_DOUBLE.format("multilabel_margin_loss_backward")),
+    "nn.MultiMarginLoss": (r"^gradgrad/\w+ gradgrad raise: torch RuntimeError",
+                           _NO_DOUBLE.format("multi_margin_loss_backward")),
+    **{name: (r"^gradgrad/\w+ gradgrad raise: torch RuntimeError\('derivative for "
+              r"aten::_scaled_dot_product_flash", _NO_DOUBLE.format("CPU flash attention's "
+                                                                   "backward"))
+       for name in ("nn.TransformerEncoder", "nn.TransformerEncoderLayer",
+                    "nn.TransformerDecoderLayer", "nn.Transformer")},
+    "nn.NLLLoss": (r"^errors error input #0 .*torch 2\.13 does not raise",
+                   "torch's own error input is stale: an empty float16 weight with an empty "
+                   "float64 input no longer raises in torch 2.13 (nor in flowgrad)"),
+}
+# more ModuleInputs (slow; stale entries are not checked there)
+_LAYOUT_ALL = (
+    "nn.AdaptiveAvgPool3d", "nn.AvgPool2d", "nn.Conv3d", "nn.ELU", "nn.LazyConv3d",
+    "nn.MaxPool2d", "nn.MSELoss", "nn.PoissonNLLLoss", "nn.GroupNorm", "nn.Hardswish",
+    "nn.LocalResponseNorm", "nn.RMSNorm", "nn.ReLU", "nn.ReLU6", "nn.PReLU", "nn.Sigmoid",
+    "nn.ReflectionPad2d", "nn.ReplicationPad2d", "nn.ZeroPad2d", "nn.CircularPad2d",
+    "nn.CircularPad3d", "nn.ConstantPad2d")
+KNOWN_ALL: dict[str, tuple[str, str]] = {
+    **{name: (r"^memformat/\w+ layout \(", _LAYOUT) for name in _LAYOUT_ALL},
+    "nn.CrossEntropyLoss": (r"^gradgrad/\w+ gradgrad cotangent 0: values differ .* torch nan",
+                            "every target ignored with reduction='mean': the first gradient "
+                            "is exactly 0 for any cotangent, so its derivative by the "
+                            "cotangent is 0; torch's double backward divides by the total "
+                            "weight 0 (nan)"),
+    "nn.LinearCrossEntropyLoss": (
+        r"^gradgrad/\w+ gradgrad(\[\d\]: torch None| \w+ [\w.]+: values differ)",
+        "torch's chunked linear_cross_entropy documents no higher-order autograd (its first "
+        "gradient is a constant: second derivatives None or 0); flowgrad's are those of the "
+        "unchunked loss (test_opinfo_gradgrad_vs_torch.py's KNOWN)"),
+}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    with opinfo_vs_torch.one_thread():
+        yield
+
+
+def _check(info, known, first, stale_check=True):
+    findings = moduleinfo_angles.probe(info, first=first)
+    real = [f for f in findings if not f[2].startswith("skip")]
+    pattern = known.get(info.name, (None, None))[0]
+    unexplained = [f for f in real if pattern is None or
+                   not re.search(pattern, f"{f[0]} {f[2]}")]
+    assert not unexplained, f"{len(unexplained)} differences from torch:\n" + "\n".join(
+        f"[{mode}] {where}: {message[:400]}" for mode, where, message in unexplained[:8])
+    assert pattern is None or real or not stale_check, (
+        f"{info.name}: no finding matches KNOWN any more: remove it")
+
+
+@pytest.mark.parametrize("info", DB, ids=[info.name for info in DB])
+def test_module_angles_vs_torch(info):
+    """Every angle on the first ModuleInput, in training and in eval mode."""
+    _check(info, KNOWN, first=1)
+
+
+MANY = 10  # ModuleInputs per ModuleInfo in the slow tier (LinearCrossEntropyLoss has 200)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("info", DB, ids=[info.name for info in DB])
+def test_module_angles_more_inputs_vs_torch(info):
+    """The first MANY ModuleInputs (KNOWN_ALL: what only later inputs show)."""
+    known = dict(KNOWN)
+    for name, (pattern, reason) in KNOWN_ALL.items():
+        if name in known:
+            pattern, reason = f"{known[name][0]}|{pattern}", f"{known[name][1]}; {reason}"
+        known[name] = (pattern, reason)
+    _check(info, known, first=MANY, stale_check=False)
+
+
+def test_known_names_are_in_the_database():
+    assert set(KNOWN) | set(KNOWN_ALL) <= {info.name for info in DB}
 
 
 # ---- the fixes the sweep led to ------------------------------------------------------------
