@@ -7,7 +7,8 @@ and storage rebuilds, containers (dict, OrderedDict, list, tuple, set), plain va
 global is refused (`pickle.UnpicklingError` naming it) before anything from it runs.
 `weights_only=False` also rebuilds whole modules, optimizers and your own objects: any class
 of flowgrad's, of `__main__` or of your own modules already imported (not the standard
-library's nor an installed package's), plus plain containers; never a function or a library
+library's nor an installed package's), plus plain containers and flowgrad.nn.functional's
+functions (a module's activation; tensor math only); never another function or a library
 class the file names (torch's unpickles anything, so a file can run code: `os.system`).
 
 Writing emits the same opcodes torch writes (`torch._utils._rebuild_tensor_v2` over a
