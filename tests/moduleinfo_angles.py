@@ -455,7 +455,8 @@ def repr_(info, f_cls, module_input, training):
 
 # ---- 7. error inputs -------------------------------------------------------------------
 def errors(info, f_cls, module_input=None, training=True):
-    """Each of torch's error inputs: flowgrad raises at the same step with the same type."""
+    """Each of torch's error inputs: flowgrad raises at the same step with the same type (the
+    module as constructed, uncast: as torch's test_errors)."""
     if info.module_error_inputs_func is None:
         return []
     with warnings.catch_warnings():
@@ -469,7 +470,6 @@ def errors(info, f_cls, module_input=None, training=True):
         step = error_input.error_on.name  # CONSTRUCTION_ERROR / FORWARD_ERROR
         try:
             t_mod = _warnings_off(lambda: info.module_cls(*ctor.args, **ctor.kwargs))
-            t_mod.to(torch.float64)
             t_error = None if fwd is None else _forward(torch, t_mod, fwd.args, fwd.kwargs)[1]
         except Exception as error:  # noqa: BLE001
             t_error = error
@@ -481,7 +481,6 @@ def errors(info, f_cls, module_input=None, training=True):
             continue
         try:
             f_mod = _warnings_off(lambda: f_cls(*f_cargs, **f_ckwargs))
-            f_mod.to(flow.float64)
             f_error = None if fwd is None else _forward(flow, f_mod, *f_inputs)[1]
         except Exception as error:  # noqa: BLE001
             f_error = error

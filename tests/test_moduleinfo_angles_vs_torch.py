@@ -51,9 +51,6 @@ KNOWN: dict[str, tuple[str, str]] = {
                                                                    "backward"))
        for name in ("nn.TransformerEncoder", "nn.TransformerEncoderLayer",
                     "nn.TransformerDecoderLayer", "nn.Transformer")},
-    "nn.NLLLoss": (r"^errors error input #0 .*torch 2\.13 does not raise",
-                   "torch's own error input is stale: an empty float16 weight with an empty "
-                   "float64 input no longer raises in torch 2.13 (nor in flowgrad)"),
 }
 # more ModuleInputs (slow; stale entries are not checked there)
 _LAYOUT_ALL = (
