@@ -79,6 +79,15 @@ class device:  # noqa: N801 - torch's name
     def __str__(self):
         return self.type
 
+    def __reduce__(self):  # (by its name: `xp` is a module, which pickle refuses)
+        return device, (self.type, self.index)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
 
 def register_device(type_name, array_type, xp, to_host=np.asarray):
     """Plug in a device: tensors whose storage is an `array_type` live on `type_name`, their

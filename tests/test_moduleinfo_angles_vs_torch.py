@@ -252,3 +252,21 @@ def test_whole_module_save_load(make):
     expected = t_mod(*inputs).detach().numpy()
     actual = loaded(*[flow.tensor(x.numpy()) for x in inputs]).detach().numpy()
     np.testing.assert_allclose(actual, expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.device("cpu"), lambda lib: lib.device("cpu", 0),
+    lambda lib: {"device": lib.device("cpu")}], ids=["device", "device_index", "in_a_dict"])
+def test_device_pickles_and_deepcopies(make):
+    """A device held the array module (NumPy) in a slot: pickle.dumps and copy.deepcopy raised
+    TypeError ("cannot pickle 'module' object"), so did deepcopy of a module storing its device
+    (an EMA copy); torch's pickle and deepcopy."""
+    for lib in (torch, flow):
+        value = make(lib)
+        assert pickle.loads(pickle.dumps(value)) == value
+        assert copy.deepcopy(value) == value
+    for lib in (torch, flow):
+        module = lib.nn.Linear(2, 2)
+        module.device = lib.device("cpu")  # (a plain attribute, as user modules keep one)
+        assert copy.deepcopy(module).device == lib.device("cpu")
+
