@@ -270,3 +270,20 @@ def test_device_pickles_and_deepcopies(make):
         module.device = lib.device("cpu")  # (a plain attribute, as user modules keep one)
         assert copy.deepcopy(module).device == lib.device("cpu")
 
+
+@pytest.mark.parametrize("how", ["weight_norm", "spectral_norm", "orthogonal"])
+def test_parametrized_module_pickle_refused_deepcopy_works(how):
+    """torch refuses to pickle a parametrized module (RuntimeError pointing at state_dict) and
+    deepcopies it; flowgrad's pickle raised PicklingError (its made class has no importable
+    name)."""
+    outs = []
+    for lib in (torch, flow):
+        lib.manual_seed(0)
+        module = getattr(lib.nn.utils.parametrizations, how)(lib.nn.Linear(3, 3).double())
+        assert _raises(lambda m=module: pickle.dumps(m)) is RuntimeError
+        assert _raises(lambda m=module, b=io.BytesIO(): lib.save(m, b)) is RuntimeError
+        replica = copy.deepcopy(module.eval())
+        assert type(replica).__name__ == "ParametrizedLinear"
+        x = lib.ones(2, 3, dtype=lib.float64)
+        outs.append((replica(x) - module(x)).abs().max().item())
+    assert outs == [0.0, 0.0]

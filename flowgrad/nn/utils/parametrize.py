@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import copy
 
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
@@ -177,11 +178,31 @@ def _get(module, name):
     return module.parametrizations[name]()
 
 
+def _refuse_pickle(self):
+    raise RuntimeError(
+        "Serialization of parametrized modules is only supported through state_dict(). See:\n"
+        "https://pytorch.org/tutorials/beginner/saving_loading_models.html"
+        "#saving-loading-a-general-checkpoint-for-inference-and-or-resuming-training")
+
+
+def _deepcopy(self, memo):
+    """A plain deepcopy (what __getstate__'s refusal would stop), as torch's."""
+    replica = memo.get(id(self))
+    if replica is None:
+        replica = memo[id(self)] = self.__new__(type(self))
+        replica.__dict__ = copy.deepcopy(self.__dict__, memo)
+    return replica
+
+
 def _inject(module, name):
     cls = type(module)
     if not getattr(cls, "_is_parametrized_class", False):
-        cls = type(f"Parametrized{cls.__name__}", (cls,), {"_is_parametrized_class": True,
-                                                           "_original_class": cls})
+        # (the class is made here, so pickle cannot find it by name: torch refuses with a
+        # RuntimeError pointing at state_dict, and deepcopies)
+        extra = {} if hasattr(cls, "__deepcopy__") else {"__deepcopy__": _deepcopy}
+        cls = type(f"Parametrized{cls.__name__}", (cls,), {
+            "_is_parametrized_class": True, "_original_class": cls,
+            "__getstate__": _refuse_pickle, **extra})
         module.__class__ = cls
     setattr(cls, name, property(lambda self: _get(self, name),
                                 lambda self, value: self.parametrizations[name]
