@@ -41,6 +41,12 @@ def _make(name):
 
 
 TYPES = {name: _make(name) for name in _NAMES}
+globals().update(TYPES)  # (flowgrad.return_types.max...: where pickle finds each, as torch's)
+# the other named results of torch.return_types (their ops take them from here)
+histogram = namedtuple("histogram", ["hist", "bin_edges"], module=__name__)
+histogramdd = namedtuple("histogramdd", ["hist", "bin_edges"], module=__name__)
+aminmax = namedtuple("aminmax", ["min", "max"], module=__name__)
+frexp = namedtuple("frexp", ["mantissa", "exponent"], module=__name__)
 
 
 def values_indices(op_name, values, indices):

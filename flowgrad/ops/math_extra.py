@@ -13,9 +13,9 @@ tensor([0.6931])
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
 from .. import dtypes as _dt
+from .. import return_types
 from ..device import constant
 from ..errors import expect_tensor, tensor_operand
 from ..tensor import Tensor, tensor_method
@@ -154,7 +154,7 @@ def _float_power_(self, exponent):
     return Tensor.pow_(self, exponent)
 
 
-_frexp_type = namedtuple("frexp", ["mantissa", "exponent"])
+_frexp_type = return_types.frexp
 
 
 @op("frexp_exponent", differentiable=False)

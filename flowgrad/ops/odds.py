@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import namedtuple
 
 import numpy as np
 
 from .. import dtypes as _dt
+from .. import return_types
 from ..autograd.interpreter import check_read
 from ..device import array_module, resolve_device, to_device
 from ..errors import expect_tensor, int_arg
@@ -330,7 +330,7 @@ def _histc(xp, a, *, bins, lo, hi):
     return bin_points(xp, a.reshape(-1, 1), (edges,), method="guess")
 
 
-_histogram_type = namedtuple("histogram", ["hist", "bin_edges"])
+_histogram_type = return_types.histogram
 
 
 @tensor_method()

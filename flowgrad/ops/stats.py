@@ -13,11 +13,11 @@ import builtins
 import math
 import numbers
 import warnings
-from collections import namedtuple
 from fractions import Fraction
 
 import numpy as np
 
+from .. import return_types
 from .._warn import called_by_user, warn
 from ..dtypes import TORCH_SCALAR_NAMES
 from ..errors import check_kernel_dtype
@@ -414,7 +414,7 @@ def _histogramdd(xp, points, *given, counts, rng, weighted, density):
     return (hist, *edges) if counts is not None else (hist,)
 
 
-_histogramdd_type = namedtuple("histogramdd", ["hist", "bin_edges"])
+_histogramdd_type = return_types.histogramdd
 
 
 def _histogramdd_bins(bins, n):

@@ -13,11 +13,11 @@ tensor(5.)
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
 import numpy as np
 
 from .. import dtypes as _dt
+from .. import return_types
 from .._warn import warn
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, change_layout, check_capture
@@ -170,7 +170,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     return _scaled_add(input, prod, beta, alpha, "addr", refuse_float=True)
 
 
-_aminmax_type = namedtuple("aminmax", ["min", "max"])
+_aminmax_type = return_types.aminmax
 
 
 @tensor_method()
