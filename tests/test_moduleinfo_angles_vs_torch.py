@@ -13,6 +13,7 @@ import copy
 import io
 import pickle
 import re
+import warnings
 
 import pytest
 
@@ -307,3 +308,21 @@ def test_named_results_pickle(call):
         assert type(again) is type(result) and type(result).__name__ == name
         for a, b in zip(again, result):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("make", [lambda lib: lib.cuda.amp.GradScaler(),
+                                  lambda lib: lib.cpu.amp.GradScaler(init_scale=8.0),
+                                  lambda lib: lib.amp.GradScaler("cpu", init_scale=4.0)],
+                         ids=["cuda_amp", "cpu_amp", "amp"])
+def test_grad_scalers_pickle(make):
+    """torch.<device>.amp.GradScaler (deprecated spellings) pickles; flowgrad's classes were
+    made in a function (`old_spellings.<locals>.GradScaler`: AttributeError in pickle)."""
+    results = []
+    for lib in (torch, flow):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (the deprecated spellings warn)
+            scaler = make(lib)
+        again = pickle.loads(pickle.dumps(scaler))
+        results.append((type(again).__name__, again.is_enabled(),
+                        again.get_scale() if again.is_enabled() else None))
+    assert results[0] == results[1]

@@ -22,9 +22,9 @@ from . import grad_scaler as _grad_scaler
 __all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd"]
 
 
-def old_spellings(device, default_dtype):
+def old_spellings(device, default_dtype, module):
     """torch.<device>.amp's deprecated autocast and GradScaler classes: they warn, then are
-    `autocast(device, ...)` and `GradScaler(device, ...)`."""
+    `autocast(device, ...)` and `GradScaler(device, ...)`, classes of `module`."""
     def deprecated(name):
         warn(f"`torch.{device}.amp.{name}(args...)` is deprecated. Please use "
              f"`torch.amp.{name}('{device}', args...)` instead.", FutureWarning,
@@ -45,10 +45,12 @@ def old_spellings(device, default_dtype):
     autocast.__doc__ = f"`flowgrad.autocast('{device}', ...)` under torch.{device}.amp's name."
     GradScaler.__doc__ = (f"`flowgrad.amp.GradScaler('{device}', ...)` under torch.{device}"
                           f".amp's name.")
+    for cls in (autocast, GradScaler):  # (where pickle finds them: a scaler pickles)
+        cls.__module__, cls.__qualname__ = module, cls.__name__
     return autocast, GradScaler
 
 
-autocast, GradScaler = old_spellings("cuda", _dt.float16)
+autocast, GradScaler = old_spellings("cuda", _dt.float16, __name__)
 
 
 def custom_fwd(fwd=None, *, cast_inputs=None):

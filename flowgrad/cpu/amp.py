@@ -16,4 +16,4 @@ from ..amp.cuda_amp import old_spellings
 
 __all__ = ["autocast", "GradScaler"]
 
-autocast, GradScaler = old_spellings("cpu", _dt.bfloat16)
+autocast, GradScaler = old_spellings("cpu", _dt.bfloat16, __name__)
