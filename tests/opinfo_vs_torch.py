@@ -132,7 +132,10 @@ class Converter:
             if made is not None:
                 return made[1]
             if value._base is not None and not value.requires_grad and \
-                    not value._base.requires_grad:  # a view (an expand, a slice): of its base
+                    not value._base.requires_grad and not value.is_conj() and \
+                    not value.is_neg() and value._base.is_contiguous() and \
+                    value._base.storage_offset() == 0:  # a view (an expand, a slice): of its
+                #                                          base (laid out as its storage)
                 out = self(value._base).as_strided(tuple(value.shape), value.stride(),
                                                    value.storage_offset())
             else:
