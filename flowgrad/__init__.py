@@ -204,16 +204,18 @@ _UNTRACKED = ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "l
 # and those whose out= form torch computes by other ops (no autograd check of the inputs;
 # an `out` that requires grad is still refused)
 _OUT_TRACKED = ("floor_divide", "heaviside", "conj_physical", "diag", "inner", "nanquantile",
-                "quantile", "tensordot", "multinomial", "softmax", "log_softmax", "histogram")
+                "quantile", "tensordot", "multinomial", "softmax", "log_softmax", "histogram",
+                "slice_scatter")
 _OUT_NAMES = (
     "sum", "mean", "prod", "cumsum", "cumprod", "amax", "amin", "argmax", "argmin", "matmul",
     "mm", "bmm", "mv", "dot", "outer", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
-    "sqrt", "rsqrt", "abs", "neg", "negative", "reciprocal", "sign", "sgn", "round", "floor",
-    "ceil", "trunc", "frac", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-    "tanh", "asinh", "acosh", "atanh", "sigmoid", "erf", "erfc", "erfinv", "square", "eq", "ne",
+    "sqrt", "rsqrt", "abs", "absolute", "neg", "negative", "reciprocal", "sign", "sgn", "round",
+    "floor", "ceil", "trunc", "frac", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+    "tanh", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
+    "arctanh", "sigmoid", "erf", "erfc", "erfinv", "square", "eq", "ne",
     "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor", "where",
     "stack", "hstack", "vstack", "pow", "remainder", "fmod", "maximum", "minimum", "fmax",
-    "fmin", "mul", "multiply", "sub", "subtract", "atan2", "hypot", "bitwise_and",
+    "fmin", "mul", "multiply", "sub", "subtract", "atan2", "arctan2", "hypot", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "cross", "lerp", "addmm", "baddbmm", "addmv",
     "addcmul", "addcdiv", "logsumexp", "nansum", "std", "var", "norm",
     "floor_divide", "true_divide", "xlogy", "copysign", "nextafter", "logaddexp", "logit", "all",
@@ -235,7 +237,8 @@ _OUT_NAMES = (
 # an input's memory; its reductions, matmuls and the others write wherever out is
 _ELEMENTWISE_OUT = frozenset(_OUT_NAMES[_OUT_NAMES.index("exp"):_OUT_NAMES.index("stack")]) | {
     "pow", "remainder", "fmod", "maximum", "minimum", "fmax", "fmin", "mul", "multiply", "sub",
-    "subtract", "atan2", "hypot", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "subtract", "atan2", "arctan2", "hypot", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_not",
     "lerp", "addcmul", "addcdiv", "floor_divide", "true_divide", "xlogy", "copysign",
     "nextafter", "logaddexp", "logit", "angle", "bitwise_left_shift", "bitwise_right_shift",
     "conj_physical", "deg2rad", "digamma", "fix", "float_power", "gcd", "greater",
@@ -245,7 +248,8 @@ _ELEMENTWISE_OUT = frozenset(_OUT_NAMES[_OUT_NAMES.index("exp"):_OUT_NAMES.index
     "msort"}
 _out_arg.accept_out(
     globals(), _OUT_NAMES,
-    exact=("abs", "round", "sign", "sgn", "floor", "ceil", "trunc", "frac", "matmul", "mm",
+    exact=("neg", "negative", "bitwise_not", "cross", "norm", "round", "sign", "sgn", "floor",
+           "ceil", "trunc", "frac", "matmul", "mm",
            "bmm", "mv", "dot", "where", "amax", "amin", "argmax", "argmin", "addmm", "baddbmm",
            "addmv", "addbmm", "conj_physical", "diag", "fix", "gather", "heaviside", "histc",
            "index_select", "inner", "inverse", "ldexp", "logcumsumexp", "masked_select", "msort",
@@ -255,21 +259,29 @@ _out_arg.accept_out(
     compute_in_out=("sum", "cumsum", "cumprod", "prod", "nansum", "arange", "zeros", "ones",
                     "empty", "full", "linspace", "logspace", "eye", "rand", "randn", "randint",
                     "randperm"),
-    no_overlap=("kthvalue", "gather", "index_select", "masked_select"),
+    no_overlap=("kthvalue", "gather", "index_select", "masked_select", "take_along_dim",
+                "cross"),
     partial_overlap=_ELEMENTWISE_OUT,
-    untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("sum", "prod"))
+    untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("sum", "prod"),
+    exact_real=("abs", "absolute"),
+    silent_resize=("zeros", "ones", "empty", "full", "linspace", "logspace", "eye", "rand",
+                   "randn", "randint", "randperm", "addbmm"))
 _out_arg.accept_out(  # (the torch.* functions above and these: every one torch gives out=)
     globals(), ("svd", "histogram", "geqrf", "cholesky", "chain_matmul", "lu_solve",
                 "multinomial", "kron", "lu_unpack", "matrix_power", "mvlgamma", "narrow_copy",
                 "nonzero", "ormqr", "polar", "range", "triangular_solve", "complex", "qr",
                 "slogdet", "median", "nanmedian", "isin", "clamp_min", "clamp_max", "softmax",
-                "log_softmax", "index_add", "index_copy", "scatter", "scatter_add", "take"),
-    exact=("chain_matmul", "lu_solve", "multinomial", "matrix_power", "nonzero", "polar",
+                "log_softmax", "index_add", "index_copy", "scatter", "scatter_add", "take",
+                "scatter_reduce", "index_reduce", "slice_scatter"),
+    exact=("scatter_reduce", "index_reduce", "slice_scatter", "chain_matmul", "lu_solve",
+           "multinomial", "matrix_power", "nonzero", "polar",
            "complex", "isin", "narrow_copy", "ormqr", "clamp_min", "clamp_max", "softmax",
            "log_softmax", "index_add", "index_copy", "scatter", "scatter_add", "take"),
     compute_in_out=("range",), castable_outs=("geqrf",), nondiff_first=("lu_unpack",),
+    exact_scalar=("clamp_min", "clamp_max"),
     no_overlap=("take",), partial_overlap=("clamp_min", "clamp_max"),
-    untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("median", "nanmedian"))
+    untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("median", "nanmedian"),
+    silent_resize=("range", "multinomial", "narrow_copy"))
 _out_arg.accept_out(
     vars(linalg), ("cholesky", "cond", "cross", "det", "eigvalsh", "inv", "matmul",
                    "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
@@ -282,9 +294,17 @@ _out_arg.accept_out(
     exact=("cholesky", "cross", "det", "eigvalsh", "inv", "matmul", "matrix_norm",
            "matrix_power", "multi_dot", "norm", "solve", "solve_triangular", "svdvals", "vecdot",
            "vector_norm", "ldl_solve", "lu_solve"),
-    castable_outs=("eig", "lstsq"), nondiff_first=("lu",),
+    castable_outs=("eig", "lstsq"), nondiff_first=("lu",), no_overlap=("cross",),
     out_tracked=("matrix_rank", "cond", "eigvals", "matrix_norm", "norm", "tensorinv",
                  "tensorsolve", "ldl_solve", "ldl_factor", "ldl_factor_ex"))
+# the *_copy functions: out of the result's dtype; torch's check sees only `out`
+_COPY_OUT = ("alias_copy", "as_strided_copy", "diagonal_copy", "expand_copy", "permute_copy",
+             "slice_copy", "squeeze_copy", "t_copy", "transpose_copy", "unfold_copy",
+             "unsqueeze_copy", "view_copy")
+_out_arg.accept_out(globals(), (*_COPY_OUT, "split_with_sizes_copy", "unbind_copy"),
+                    exact=_COPY_OUT, out_tracked=(*_COPY_OUT, "unbind_copy"),
+                    untracked=("split_with_sizes_copy",),
+                    list_outs=("split_with_sizes_copy", "unbind_copy"))
 _out_arg.accept_out(vars(special), [n for n in special.__all__ if n not in (
     "softmax", "log_softmax")], exact=("round",), out_tracked=("ndtr",), untracked=[
         # (torch has no derivatives of these)

@@ -65,16 +65,16 @@ def check_out_partial_overlap(out, inputs, name):
             raise overlap_error(f"{name}()", t.shape, out.shape)
 
 
-def write_out(result, out, name):
+def write_out(result, out, name, warn_resize=True):
     """Copy `result` into `out` (resized to its shape as torch's resize_output) and return
-    `out`."""
+    `out`. `warn_resize=False`: resized silently, as torch's factories' `out.resize_()`."""
     shape = tuple(result.shape)
     if tuple(out.shape) != shape:
         if out._view is not None:
             raise RuntimeError(
                 f"{name}(): out= is a view of shape {list(out.shape)} but the result has shape "
                 f"{list(shape)}; a view cannot be resized, pass a tensor of that shape")
-        if out.numel():
+        if out.numel() and warn_resize:
             warn(
                 f"An output with one or more elements was resized since it had shape "
                 f"{list(out.shape)}, which does not match the required output shape "
@@ -90,7 +90,7 @@ def write_out(result, out, name):
 
 
 def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
-             no_overlap=False, tracked="all", **kwargs):
+             no_overlap=False, tracked="all", warn_resize=True, **kwargs):
     """`fn(*inputs, **kwargs)` written into `out`, for a function whose `out=` was given:
     torch's checks first, then the result cast into out's dtype where torch casts (same kind
     or wider: a float result does not go into an integer `out`); `exact_dtype`: only the
@@ -101,6 +101,7 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
     `tracked`: which arguments torch's autograd check sees: "all", "out" (floor_divide's:
     its out= form is not differentiable, yet writes a leaf `out` as an in-place op) or ""
     (a function torch never differentiates: comparisons, histc, argmax, the Bessel functions).
+    `warn_resize=False`: `out` resized without torch's deprecation warning (its factories).
 
     >>> import flowgrad as flow
     >>> out = flow.zeros(2)
@@ -125,7 +126,7 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
         raise cast_error(f"{name}(): result type {result.dtype} can't be cast to the desired "
                          f"output type {out.dtype}; pass an `out` of a dtype the result fits "
                          f"in, or drop out=")
-    return write_out(result, out, name)
+    return write_out(result, out, name, warn_resize)
 
 
 def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=(),
@@ -164,7 +165,8 @@ def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=
 
 def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), castable_outs=(),
                nondiff_first=(), untracked=(), out_tracked=(), dim_required=(),
-               partial_overlap=()):
+               partial_overlap=(), silent_resize=(), exact_scalar=(), list_outs=(),
+               exact_real=()):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
@@ -176,7 +178,13 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     (its `out` may require grad). torch's autograd check on out= skips the arguments of the
     functions in `untracked` (never differentiated) and the inputs of those in `out_tracked`
     (see `with_out`); those in `dim_required` have no out= form reducing over all
-    elements (torch.sum(x, out=o) is a TypeError)."""
+    elements (torch.sum(x, out=o) is a TypeError); those in `silent_resize` resize an `out` of
+    another shape without torch's deprecation warning (its factories, narrow_copy, addbmm);
+    those in `exact_scalar` take only an `out` of the result's dtype when their other
+    arguments are numbers, any it casts to when one is a tensor (clamp_min's two overloads);
+    those in `exact_real` only for a real input (abs: torch computes a complex input's real
+    result apart and casts it into `out`); those in `list_outs` write a list of results into
+    a list `out` and return None, as torch's split_with_sizes_copy and unbind_copy."""
     import functools
     import inspect
 
@@ -196,7 +204,9 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _apart=True if name in no_overlap else "partial" * (name in partial_overlap),
                  _cast=name in castable_outs, _nondiff=(0,) if name in nondiff_first else (),
                  _tracked="" if name in untracked else "out" if name in out_tracked else "all",
-                 _dim=name in dim_required, _public=[], **kwargs):
+                 _dim=name in dim_required, _loud=name not in silent_resize,
+                 _scalar=name in exact_scalar, _none=name in list_outs,
+                 _real=name in exact_real, _public=[], **kwargs):
             if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
                 handled = EVERY_CALL[0](_public[0], args,
                                         kwargs if out is None else {**kwargs, "out": out})
@@ -222,11 +232,21 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                     raise RuntimeError(f"{_name}(): dtype {kwargs['dtype']} does not match the "
                                        f"dtype of the out parameter ({out.dtype}); pass one "
                                        f"of them")
+            if _none:
+                if not isinstance(out, (tuple, list)):
+                    raise TypeError(f"{_name}(): argument 'out' must be a list of Tensors, not "
+                                    f"{type(out).__name__}")
+                with_outs(lambda *a: tuple(_fn(*a, **kwargs)), tuple(out), args, _name,
+                          tracked=_tracked)
+                return None
             if isinstance(out, (tuple, list)):  # max(x, 1, out=(values, indices)), sort, ...
                 return with_outs(lambda *a: _fn(*a, **kwargs), out, args, _name, _apart,
                                  _cast, _nondiff, _tracked)
-            return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name, exact_dtype=_exact,
-                            no_overlap=_apart, tracked=_tracked)
+            exact = (_exact or _real and not (args and isinstance(args[0], Tensor)
+                                              and args[0].is_complex())) and not (
+                _scalar and any(isinstance(a, Tensor) for a in (*args[1:], *kwargs.values())))
+            return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name, exact_dtype=exact,
+                            no_overlap=_apart, tracked=_tracked, warn_resize=_loud)
         namespace[name] = functools.wraps(fn)(call)
         call.__kwdefaults__["_public"].append(call)  # (the function overrides are told of)
         call._public = call.__kwdefaults__["_public"]

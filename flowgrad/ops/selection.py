@@ -155,9 +155,14 @@ def clamp(input, min=None, max=None, *, out=None):
     >>> flow.clamp(flow.tensor([-2.0, 0.5, 3.0]), min=-1, max=1)
     tensor([-1.0000,  0.5000,  1.0000])
     """
-    if out is not None:
-        return with_out(clamp, out, (input,), "clamp", exact_dtype=True, no_overlap="partial",
-                        min=min, max=max)
+    if out is not None:  # (torch's Scalar overload takes only out of the result's dtype)
+        bounds = (min, max)
+        if min is not None and max is not None and \
+                isinstance(min, Tensor) is not isinstance(max, Tensor):
+            bounds = [_as_number(v) for v in bounds]  # (read as below)
+        scalars = not any(isinstance(v, Tensor) for v in bounds)
+        return with_out(clamp, out, (input,), "clamp", exact_dtype=scalars,
+                        no_overlap="partial", min=min, max=max)
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
     if min is not None and max is not None and \
