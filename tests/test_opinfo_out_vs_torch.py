@@ -31,7 +31,7 @@ FIRST_DTYPES = DTYPES[:1]  # the default tier's (CPU budget); the fixes: their o
 
 _NO_OUT = r"unexpected keyword argument 'out'"
 _R_NO_OUT = ("flowgrad's function takes no out= yet (a clear TypeError): torch.nn.functional's "
-             "activations, pools and linear, the random draws and native_batch_norm are "
+             "activations, pools and linear, torch.normal and native_batch_norm are "
              "called without out= in torch code")
 _TORCH_VERSION = (r"version: torch 0 -> 0",
                   "torch writes the result through an internal view of `out` (an _unsafe_view "
@@ -44,7 +44,7 @@ _TORCH_NO_OUT_KERNEL = (r"raise: torch NotImplementedError\('.(nansum|std)_cpu. 
 
 KNOWN: dict[str, tuple[str, str]] = {
     **{name: (_NO_OUT, _R_NO_OUT) for name in (
-        "bernoulli", "normal", "normal.number_mean", "native_batch_norm", "lu",
+        "normal", "normal.number_mean", "native_batch_norm", "lu",
         "nn.functional.avg_pool2d", "nn.functional.avg_pool3d", "nn.functional.gelu",
         "nn.functional.hardshrink", "nn.functional.softshrink", "nn.functional.softplus",
         "nn.functional.logsigmoid", "nn.functional.linear")},
@@ -74,9 +74,8 @@ KNOWN: dict[str, tuple[str, str]] = {
                "out tensor of shape ... does not match the computed number\"), not the "
                "resize warning this sweep looks for; flowgrad gives the resize warning"),
     "mode": (r"resize: resize warning: torch False, flowgrad True",
-             "torch's mode resizes its (values, indices) outs silently; flowgrad warns as "
-             "its other tuple-out functions (max, sort) and torch's do (not fixed: words "
-             "only)"),
+             "a 0-d input: torch's mode resizes its (values, indices) outs silently on that "
+             "path (it warns for every other shape, as flowgrad does); words only"),
     "matmul": (r"resize warning: torch True, flowgrad False|raise: torch RuntimeError\('The "
                r"size of tensor a",
                "torch quirks: a 1-D @ 2-D matmul out= warns about a resize even when out has "
@@ -334,3 +333,18 @@ def test_scatter_functions_take_out(call):
     t, f = _both(lambda T: call(T, T.zeros(3, dtype=T.float64, requires_grad=True),
                                 T.empty(0, dtype=T.float64)))
     assert (t[0] is RuntimeError) == (f[0] is RuntimeError), (t, f)
+
+
+def test_bernoulli_takes_out():
+    """torch.bernoulli(p, out=o) draws into o in o's dtype, resized silently; flowgrad raised
+    TypeError (unexpected keyword 'out')."""
+    def run(T, dtype, size=4):
+        p = T.tensor([0.0, 1.0, 1.0, 0.0], dtype=T.float64)
+        out = T.full((size,), 5, dtype=getattr(T, dtype))
+        assert T.bernoulli(p, out=out) is out
+        return out.tolist()
+    for dtype, size in (("float32", 4), ("int64", 4), ("float64", 7)):
+        t, f = _both(lambda T: run(T, dtype, size))  # noqa: B023 - called at once
+        assert t == f, (dtype, t, f)
+    t, f = _both(lambda T: T.bernoulli(T.ones(2, requires_grad=True), out=T.zeros(2)))
+    assert t[0] is f[0] is RuntimeError, (t, f)

@@ -40,6 +40,7 @@ from .creation import (
     check_hints,
     empty_like,
 )
+from .out_arg import with_out
 from .registry import op
 
 __all__ = ["rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm",
@@ -359,9 +360,10 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
     return _finish_op(out, requires_grad, dev)
 
 
-def bernoulli(input, p=None, *, generator=None):
+def bernoulli(input, p=None, *, generator=None, out=None):
     """1 with probability input (elementwise), else 0, in input's dtype; with `p`, every
-    element is 1 with probability p.
+    element is 1 with probability p. `out=`: the draws in out's dtype, whatever it is (torch's
+    out.bernoulli_(input)), out resized silently.
 
     >>> import flowgrad as flow
     >>> flow.bernoulli(flow.tensor([0.0, 1.0, 1.0]))
@@ -369,6 +371,15 @@ def bernoulli(input, p=None, *, generator=None):
     >>> flow.bernoulli(flow.zeros(2), p=1.0)
     tensor([1., 1.])
     """
+    if out is not None:
+        if p is not None:  # (torch's bernoulli(input, p) overload has no out=)
+            raise TypeError("bernoulli(): out= goes with bernoulli(input) only, not with p; "
+                            "use flowgrad.full_like(out, p).bernoulli_() or drop out=")
+        if isinstance(out, Tensor) and out.is_complex() and input.numel():
+            raise NotImplementedError(f"bernoulli(): no draws into a complex out (torch's "
+                                      f"kernel has none), got {out.dtype}")
+        return with_out(lambda x: bernoulli(x, p, generator=generator).to(out.dtype), out,
+                        (input,), "bernoulli", warn_resize=False)
     if p is None:
         check_probabilities(input, "bernoulli")
     return _bernoulli(input, p=p, generator=resolve(generator))
