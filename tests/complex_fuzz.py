@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import torch
+from vs_torch import magnitude
 
 import flowgrad as flow
 
@@ -126,8 +127,7 @@ def compare(kind, name, seed):
             continue
         if a.shape != b.shape or a.dtype != b.dtype:
             return f"{what}: {a.dtype}{a.shape}, torch {b.dtype}{b.shape}"
-        scale = max(1.0, float(np.abs(b).max(initial=0.0)))
-        if not np.allclose(a, b, rtol=0, atol=RTOL * scale, equal_nan=True):
+        if not np.allclose(a, b, rtol=0, atol=RTOL * magnitude(b), equal_nan=True):
             return f"{what} differs by {np.nanmax(np.abs(a - b)):.3g}"
     return None
 

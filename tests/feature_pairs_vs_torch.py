@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import torch
 from graph_feature_pairs import build, optimizer_for  # the same model and optimizers
+from vs_torch import magnitude
 
 import flowgrad as flow
 
@@ -135,9 +136,8 @@ def compare(a, b, tol):
         va, vb = np.asarray(va, dtype=np.float64), np.asarray(vb, dtype=np.float64)
         if va.shape != vb.shape:
             return f"{ka}: shape {va.shape} vs {vb.shape}"
-        scale = max(1.0, np.abs(vb).max() if vb.size else 1)
-        if not np.allclose(va, vb, rtol=tol, atol=tol * scale):
-            return f"{ka}: max diff {np.abs(va - vb).max():.3g} (scale {np.abs(vb).max():.3g})"
+        if not np.allclose(va, vb, rtol=tol, atol=tol * magnitude(vb), equal_nan=True):
+            return f"{ka}: max diff {np.abs(va - vb).max():.3g} (scale {magnitude(vb):.3g})"
     return None
 
 # flowgrad computes these where torch refuses: an in-place write on the output of a module

@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 import torch
-from vs_torch import ERRORS
+from vs_torch import ERRORS, magnitude
 
 import flowgrad as flow
 
@@ -247,9 +247,7 @@ def compare(expected, actual, where="output", values=True):
             return None
         rtol, atol = tolerance(dtype)
         if e.dtype.kind in "fc":
-            scale = max(1.0, float(np.nanmax(np.abs(e))) if e.size and np.isfinite(
-                np.abs(e)).any() else 1.0)
-            ok = np.isclose(a, e, rtol=rtol, atol=atol * scale, equal_nan=True)
+            ok = np.isclose(a, e, rtol=rtol, atol=atol * magnitude(e), equal_nan=True)
         else:
             ok = a == e
         if not np.all(ok):

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 # what a bad call raises (a test's own assertion errors are never caught)
 ERRORS = (RuntimeError, ValueError, TypeError, NotImplementedError, IndexError,
           ZeroDivisionError, OverflowError)
+
+
+def magnitude(values):
+    """The largest finite |value| in `values`, at least 1: the scale of an absolute tolerance
+    (taken over all values, one inf would let every finite position pass)."""
+    values = np.asarray(values)
+    finite = np.abs(values[np.isfinite(values)])
+    return max(1.0, float(finite.max())) if finite.size else 1.0
 
 
 def outcome(call):
