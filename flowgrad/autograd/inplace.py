@@ -468,6 +468,7 @@ def change_layout(name, target, view_of):
             f"out-of-place form, x = x.{name[:-1]}(...)")
     if recording:
         _check_requiring_grad(name, target)  # (a leaf, or a view of one: refused)
+    _tell(_interpreter.current, "relayout", name, target)  # (a tracer refuses some)
     source = target
     if recording and target._view is None:  # an alias that carries target's old history
         source = _interpreter.Tensor._wrap(target._data)

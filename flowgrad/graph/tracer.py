@@ -351,6 +351,19 @@ class Tracer:
             # their gradients are its gradient
             self.program.leaf_values[value.id] = origin
 
+    def relayout(self, name, target):
+        """`target.t_()`, `unsqueeze_`, `resize_` inside build: the caller's tensor (an input, a
+        parameter or buffer, a captured tensor) would change its shape on the first call only;
+        the plan cannot change a tensor it was handed. A tensor made in build may."""
+        value = self.value_of.get(id(target._data))
+        if value is None or value.kind == NODE or value.id in getattr(
+                self.program, "frozen", ()):
+            return
+        raise NotImplementedError(
+            f"nn.Graph: {name} changes the shape of a graph input, parameter, buffer or "
+            f"captured tensor (shape {tuple(target.shape)}) inside build() at {user_line()}; "
+            f"the compiled plan cannot: use the out-of-place form (x = x.{name[:-1]}(...))")
+
     def data_set(self, target, array):
         """`target.data = other` inside build: target now holds other's array, so a
         parameter, buffer, input or captured tensor keeps other's value after the plan (the

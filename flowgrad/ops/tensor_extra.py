@@ -19,6 +19,7 @@ import numpy as np
 from .. import dtypes as _dt
 from .. import return_types
 from .._warn import warn
+from ..autograd import interpreter as _interpreter
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, change_layout, check_capture
 from ..device import STORAGES, array_module, memory_owner, new_array
@@ -619,6 +620,14 @@ def _resize_(self, *sizes, size=None, memory_format=None):
             raise RuntimeError(f"resize_: under vmap the number of elements cannot change "
                                f"(per-example shape {tuple(self.shape)} to {shape})")
         return change_layout("resize_", self, lambda t: t.reshape(shape))
+    if shape != tuple(self.shape) and _tracing():
+        # (nn.Graph: the new layout through recorded ops, so the plan computes it from each
+        # call's values instead of keeping the array resized while tracing)
+        if not self.is_contiguous():
+            raise NotImplementedError(
+                f"nn.Graph: resize_ of a non-contiguous tensor (shape {tuple(self.shape)}) "
+                f"inside build() is not supported; resize a .contiguous() copy")
+        return change_layout("resize_", self, lambda t: _resized(t, shape))
     if shape != tuple(self.shape):
         if self._view is not None:
             raise NotImplementedError(
@@ -635,6 +644,18 @@ def _resize_(self, *sizes, size=None, memory_format=None):
     if memory_format is not None:
         self.contiguous(memory_format)  # (records the format on self: contiguous already)
     return self
+
+
+def _tracing():
+    return getattr(_interpreter.current, "relayout", None) is not None
+
+
+def _resized(t, shape):
+    """resize_'s result as ops: t's elements in order, cut or padded with zeros to `shape`."""
+    flat, n = t.reshape(-1), math.prod(shape)
+    if n > flat.numel():
+        flat = cat([flat, zeros(n - flat.numel(), dtype=t.dtype)])
+    return flat[:n].reshape(shape)
 
 
 def resize_as_(input, the_template, *, memory_format=None):

@@ -1,0 +1,49 @@
+"""Graph mode against eager flowgrad and torch: in-place layout changes (resize_, t_,
+unsqueeze_, ...) inside build."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import flowgrad as flow
+
+RESIZES = [
+    ("resize_", lambda m, x: (x * 2).resize_(6)),
+    ("resize_ grows", lambda m, x: (x * 2).resize_(8)[:6] + 0),
+    ("resize_ shrinks", lambda m, x: (x * 2).resize_(2, 2)),
+    ("resize_as_", lambda m, x: (x * 2).resize_as_(m.ones(3, 2))),
+]
+
+
+@pytest.mark.parametrize("name,step", RESIZES, ids=[n for n, _ in RESIZES])
+def test_resize_inside_build_follows_each_call(name, step):
+    """resize_ of a tensor made inside build set its array outside any op: the plan kept the
+    traced call's array, so the 2nd call of `(x * 2).resize_(6)` gave [0, 2, 4, 6, 8, 10]
+    (the 1st call's) for torch's [0, 4, 8, 12, 16, 20]."""
+    graph = flow.nn.Graph.trace(lambda x: step(flow, x))
+    for k in (1.0, 2.0, -3.0):
+        data = np.arange(6.0).reshape(2, 3) * k
+        expected = step(torch, torch.tensor(data)).numpy()
+        got = graph(flow.tensor(data)).numpy()
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("name", ["resize_", "t_", "unsqueeze_", "squeeze_", "transpose_"])
+def test_shape_change_of_a_graph_input_inside_build_refuses(name):
+    """A layout change in place of a graph input changed the caller's tensor on the traced
+    call only (the plan cannot), and the input signature was taken after it: the next call
+    with a tensor of the first call's shape was refused as a different input. Now a clear
+    error at trace time; on a tensor made inside build it is allowed."""
+    args = {"resize_": (6,), "t_": (), "unsqueeze_": (0,), "squeeze_": (),
+            "transpose_": (0, 1)}[name]
+    graph = flow.nn.Graph.trace(lambda x: getattr(x, name)(*args) * 1)
+    with pytest.raises(NotImplementedError, match=f"{name} changes the shape of a graph input"):
+        graph(flow.ones(2, 3) if name != "squeeze_" else flow.ones(1, 3))
+    made = flow.nn.Graph.trace(lambda x: getattr(x * 2, name)(*args))
+    for k in (1.0, 3.0):
+        shape = (2, 3) if name != "squeeze_" else (1, 3)
+        data = np.arange(6.0)[:int(np.prod(shape))].reshape(shape) * k
+        expected = getattr(torch.tensor(data) * 2, name)(*args).numpy()
+        np.testing.assert_array_equal(made(flow.tensor(data)).numpy(), expected)
