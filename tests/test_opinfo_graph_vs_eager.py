@@ -1,5 +1,5 @@
 """Graph mode against eager flowgrad and torch: in-place layout changes (resize_, t_,
-unsqueeze_, ...) inside build."""
+unsqueeze_, ...) inside build; captured tensors whose values build reads."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import flowgrad as flow
+from flowgrad.graph.graph import StalePlanError
 
 RESIZES = [
     ("resize_", lambda m, x: (x * 2).resize_(6)),
@@ -47,3 +48,31 @@ def test_shape_change_of_a_graph_input_inside_build_refuses(name):
         data = np.arange(6.0)[:int(np.prod(shape))].reshape(shape) * k
         expected = getattr(torch.tensor(data) * 2, name)(*args).numpy()
         np.testing.assert_array_equal(made(flow.tensor(data)).numpy(), expected)
+
+
+CAPTURED_READS = [
+    ("tensor_split", lambda m, x, idx: m.tensor_split(x, idx)[0] * 1),
+    ("tolist", lambda m, x, idx: x * idx.tolist()[0]),
+    ("repeat_interleave", lambda m, x, idx: x[:2].repeat_interleave(idx) * 1),
+]
+
+
+@pytest.mark.parametrize("name,step", CAPTURED_READS, ids=[n for n, _ in CAPTURED_READS])
+def test_captured_tensor_read_inside_build_is_guarded(name, step):
+    """build reading a captured tensor's values (tensor_split's indices, tolist) froze them:
+    after `idx.copy_([2, 4])` the plan of tensor_split(x, idx)[0] still gave [0.] where torch
+    gives [0., 1.]. The graph now raises StalePlanError once they change; flow.compile traces
+    anew and follows them."""
+    idx = flow.tensor([1, 3])
+    t_idx = torch.tensor([1, 3])
+    x, t_x = flow.arange(6.0), torch.arange(6.0)
+    graph = flow.nn.Graph.trace(lambda x: step(flow, x, idx))
+    compiled = flow.compile(lambda x: step(flow, x, idx), fullgraph=True)
+    for f in (graph, compiled):
+        np.testing.assert_array_equal(f(x).numpy(), step(torch, t_x, t_idx).numpy())
+    idx.copy_(flow.tensor([2, 4]))
+    t_idx.copy_(torch.tensor([2, 4]))
+    with pytest.raises(StalePlanError, match="read the values of a captured tensor"):
+        graph(x)
+    for _ in range(2):
+        np.testing.assert_array_equal(compiled(x).numpy(), step(torch, t_x, t_idx).numpy())

@@ -60,6 +60,11 @@ class StalePlanError(RuntimeError):
     raises it, naming the change."""
 
 
+def _same_array(now, seen):
+    return now.shape == seen.shape and now.dtype == seen.dtype and bool(
+        array_module(now).array_equal(now, seen, equal_nan=now.dtype.kind in "fc"))
+
+
 class GraphConfig:
     """`graph.config`: the switches OneFlow's nn.Graph has; recorded, honoured where they
     mean something to this compiler."""
@@ -371,6 +376,14 @@ class Graph:
                     f"write through a view or reshape of it reaches the input depends on its "
                     f"layout, and the plan keeps the traced one. Pass inputs of one layout "
                     f"(x.contiguous()), or write into a clone inside build")
+        for tensor, seen in program.read_guards:
+            if not _same_array(tensor._data, seen):
+                raise StalePlanError(
+                    f"nn.Graph {self._name}: build() read the values of a captured tensor "
+                    f"(shape {tuple(seen.shape)}: item(), tolist(), an op taking its values as "
+                    f"sizes or indices) and they changed since the graph compiled; its plan "
+                    f"keeps the values it read. Pass the tensor to the graph as an input and "
+                    f"compute with tensor ops, or build a new graph")
         for store, path, name, held in bindings:
             if store.get(name, _GONE) is not held:
                 raise StalePlanError(

@@ -289,7 +289,13 @@ class Tracer:
         formula by the values must not let the plan keep that choice: `varies_per_run`."""
         value = self.value_of.get(id(tensor._data))
         if self.phase == "backward" or value is None or value.kind == CONST:
-            return  # a constant (or a Python number being wrapped) reads the same every run
+            # a constant (or a Python number being wrapped) reads the same every run; a
+            # captured eager tensor is read by reference: the plan is stale once it changes
+            if self.phase != "backward" and (value is None or value.id not in getattr(
+                    self.program, "frozen", ())) and not any(
+                    t._data is tensor._data for t in self.made_here):
+                self.program.read_guards.append((tensor, tensor._data.copy()))
+            return
         raise RuntimeError(
             f"nn.Graph: {what} of a tensor (shape {tuple(tensor.shape)}) inside build() reads "
             f"its value, which the compiled plan cannot do: at {user_line()}. Keep the "
