@@ -22,7 +22,6 @@ from ._warn import warn
 from .autograd import grad_mode
 from .autograd.function import Function
 from .nn.module import Module
-from .ops.creation import zeros_like
 from .tensor import Tensor
 
 __all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling",
@@ -74,7 +73,7 @@ def _graphs():
     @Graph.with_dynamic_input_shape(size=8)
     class Backward(Graph):
         """The forward again, then the gradients of its outputs for the inputs that need
-        them and the parameters (zeros where none flows)."""
+        them and the parameters (None where none flows)."""
 
         def __init__(self, model, needs):
             super().__init__()
@@ -90,7 +89,7 @@ def _graphs():
                 pairs = [(o, g) for o, g in zip(outs, out_grads) if o.requires_grad]
                 grads = _grad_fn()([o for o, _ in pairs], wrt, [g for _, g in pairs],
                                    allow_unused=True) if pairs else [None] * len(wrt)
-            return [g if g is not None else zeros_like(w) for g, w in zip(grads, wrt)]
+            return list(grads)  # (None where none flows: .grad stays None, as eagerly)
 
     return Forward, Backward
 

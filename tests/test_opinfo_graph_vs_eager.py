@@ -1,5 +1,6 @@
 """Graph mode against eager flowgrad and torch: in-place layout changes (resize_, t_,
-unsqueeze_, ...) inside build; captured tensors whose values build reads."""
+unsqueeze_, ...) inside build; captured tensors whose values build reads; flow.compile's
+gradients."""
 from __future__ import annotations
 
 import numpy as np
@@ -76,3 +77,37 @@ def test_captured_tensor_read_inside_build_is_guarded(name, step):
         graph(x)
     for _ in range(2):
         np.testing.assert_array_equal(compiled(x).numpy(), step(torch, t_x, t_idx).numpy())
+
+
+def test_compiled_backward_leaves_grad_none_where_no_gradient_flows():
+    """flow.compile's backward graph gave zeros for an input or parameter no gradient reaches:
+    `x * 2 + y.detach()` gave y.grad [0., 0.] and an unused submodule's weight a zero matrix,
+    where torch (and eager flowgrad) leave .grad None."""
+    def step(x, y):
+        return x * 2 + y.detach()
+
+    f = flow.compile(step, fullgraph=True)
+    t_x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    t_y = torch.tensor([3.0, 0.0], dtype=torch.float64, requires_grad=True)
+    step(t_x, t_y).sum().backward()
+    assert t_y.grad is None
+    for _ in range(2):
+        x = flow.tensor([1.0, 2.0], dtype=flow.float64, requires_grad=True)
+        y = flow.tensor([3.0, 0.0], dtype=flow.float64, requires_grad=True)
+        f(x, y).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), t_x.grad.numpy())
+        assert y.grad is None
+
+    class Two(flow.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used, self.unused = flow.nn.Linear(2, 2), flow.nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.used(x)
+
+    model = Two()
+    compiled = flow.compile(model, fullgraph=True)
+    compiled(flow.ones(1, 2)).sum().backward()
+    assert model.used.weight.grad is not None
+    assert model.unused.weight.grad is None and model.unused.bias.grad is None
