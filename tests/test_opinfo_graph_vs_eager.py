@@ -1,15 +1,98 @@
-"""Graph mode against eager flowgrad and torch: in-place layout changes (resize_, t_,
-unsqueeze_, ...) inside build; captured tensors whose values build reads; flow.compile's
-gradients."""
+"""Every OpInfo through graph mode against eager flowgrad (opinfo_graph.py does the work): an
+eval nn.Graph of the op on the sample's tensors as inputs, called on two data (values, dtype,
+shape, raise/no-raise, the first call's outputs still as they were, the inputs after each call);
+a training-style build whose backward() fills the inputs' .grad as eager's, accumulating on a
+third call; the sample's other tensors captured by build and written between calls; and
+flow.compile(fullgraph=True) with gradients through backward() outside.
+
+The default tier runs the first float64 sample of every other OpInfo (the CPU budget) through
+the eval graph and the backward graph (DEFAULT_KINDS); the slow tier each OpInfo's first
+float64, int64 and bool sample through every check (and only it checks that each KNOWN entry
+still matches something). Every sample: `python tests/opinfo_graph.py`. A finding fails unless
+KNOWN explains it (a pattern its messages match, with the reason).
+"""
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
-import torch
 
-import flowgrad as flow
-from flowgrad.graph.graph import StalePlanError
+pytest.importorskip("expecttest")  # torch's test internals import it
 
+import torch  # noqa: E402
+from opinfo_graph import DTYPES, KINDS, probe  # noqa: E402
+from opinfo_vs_torch import full_name, one_thread, op_db  # noqa: E402
+from test_opinfo_vs_torch import MISSING  # noqa: E402
+
+import flowgrad as flow  # noqa: E402
+from flowgrad.graph.graph import StalePlanError  # noqa: E402
+
+DEFAULT_KINDS = ("graph", "grad")
+
+_HOST_READ = (r"reads its value, which the compiled plan cannot do|build\(\) returned a "
+              r"(bool|int|float)|build\(\) read the values of a captured tensor",
+              "a host read inside build (item(), bool(), a value-shaped result, an op taking a "
+              "tensor's values as sizes): graph mode refuses it with a clear error naming the "
+              "line (tests/test_graph_host_reads.py); of a captured tensor, the plan is stale "
+              "once its values change (StalePlanError; flow.compile traces anew)")
+
+KNOWN: dict[str, tuple[str, str]] = {
+    **{name: _HOST_READ for name in (
+        "item", "allclose", "equal", "unique", "unique_consecutive", "bincount",
+        "nn.functional.one_hot", "linspace.tensor_overload", "logspace.tensor_overload",
+        "tensor_split")},
+    "to_sparse": (r"build\(\) returned a SparseTensor",
+                  "a graph returns dense tensors (sparse tensors are eager only)"),
+    "nn.functional.embedding_bag": (
+        r"2nd call raise: eager ValueError\('embedding_bag: offsets\[0\] has to be 0",
+        "the 2nd call's reversed offsets are invalid: eager checks their values in Python, "
+        "the plan (traced once, valid offsets) does not read values (as OneFlow's lazy mode)"),
+}
+
+DB = op_db()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with one_thread():  # small tensors: thread pools only spin
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _streams(keep_global_random_streams):
+    """(each call of the sweep seeds flowgrad's generator)"""
+
+
+def _check(info, first_only):
+    name = full_name(info)
+    if name in MISSING:  # (test_opinfo_vs_torch.py checks that they are still missing)
+        pytest.skip("not in flowgrad")
+    if first_only:
+        findings = probe(info, DTYPES[:1], DEFAULT_KINDS, first_only=True)
+    else:
+        findings = probe(info, DTYPES, KINDS, first_only=True)
+    real = [f for f in findings if not f[2].startswith("skip")]
+    pattern = KNOWN.get(name, (None, None))[0]
+    unexplained = [f for f in real if pattern is None or not re.search(pattern, f[2])]
+    assert not unexplained, "\n".join(
+        f"[{kind}] {where}\n    {message}" for kind, where, message in unexplained[:6])
+    assert pattern is None or real or first_only, (
+        f"{name}: no finding matches KNOWN any more: remove it")
+
+
+@pytest.mark.parametrize("info", DB[::2], ids=[full_name(info) for info in DB[::2]])
+def test_opinfo_graph_first_sample_vs_eager(info):
+    _check(info, first_only=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("info", DB, ids=[full_name(info) for info in DB])
+def test_opinfo_graph_vs_eager(info):
+    _check(info, first_only=False)
+
+
+# ---- the fixes this sweep found, on their own ------------------------------------------------
 RESIZES = [
     ("resize_", lambda m, x: (x * 2).resize_(6)),
     ("resize_ grows", lambda m, x: (x * 2).resize_(8)[:6] + 0),
