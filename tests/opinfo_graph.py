@@ -23,7 +23,8 @@ plan draws the numbers eager draws. (`compare`'s messages say "torch" for eager,
 the graph.)
 
 Run as a script for a report: .venv/bin/python tests/opinfo_graph.py [name ...] [--shard=i/n]
-(`--first`: each OpInfo's first sample per dtype; `--kinds=graph,grad`: those checks only)
+(`--first`: each OpInfo's first sample per dtype; `--samples=n`: the first n; `--kinds=graph,grad`:
+those checks only)
 """
 from __future__ import annotations
 
@@ -289,6 +290,9 @@ def check_compile(case):
     return None
 
 
+LIMIT = None  # the most samples per dtype (`--samples=n`); None: all
+
+
 CHECKS = {"graph": check_forward, "grad": check_grad, "captured": check_captured,
           "compile": check_compile}
 
@@ -299,7 +303,7 @@ def probe(info, dtypes=DTYPES, kinds=KINDS, first_only=False):
     if fn is None:
         return [("", "", "missing")]
     found = []
-    for dtype, all_samples in dtype_samples(info, dtypes, found, 1 if first_only else None):
+    for dtype, all_samples in dtype_samples(info, dtypes, found, 1 if first_only else LIMIT):
         name = str(dtype).split(".")[1]
         for sample in all_samples:
             try:
@@ -325,9 +329,13 @@ def main(names):
     if first:
         names.remove("--first")
     kinds = KINDS
+    global LIMIT
     for arg in list(names):
         if arg.startswith("--kinds="):
             kinds = tuple(arg[8:].split(","))
+            names.remove(arg)
+        elif arg.startswith("--samples="):
+            LIMIT = int(arg[10:])
             names.remove(arg)
     with one_thread():
         report(op_db(), lambda info: probe(info, kinds=kinds, first_only=first),
