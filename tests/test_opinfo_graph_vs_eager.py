@@ -194,3 +194,15 @@ def test_compiled_backward_leaves_grad_none_where_no_gradient_flows():
     compiled(flow.ones(1, 2)).sum().backward()
     assert model.used.weight.grad is not None
     assert model.unused.weight.grad is None and model.unused.bias.grad is None
+
+
+def test_nonzero_as_tuple_of_a_0d_tensor_follows_each_call():
+    """nonzero(x, as_tuple=True) of a 0-d tensor reshaped to the traced count: a plan traced
+    on 3.0 raised "cannot reshape array of size 0 into shape (1,)" on 0.0 (torch: an empty
+    index vector)."""
+    graph = flow.nn.Graph.trace(lambda x: flow.nonzero(x, as_tuple=True))
+    for v in (3.0, 0.0, -1.0):
+        (expected,) = torch.nonzero(torch.tensor(v), as_tuple=True)
+        (got,) = graph(flow.tensor(v))
+        assert got.dtype == flow.int64
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())

@@ -657,7 +657,7 @@ def nonzero(input, *, as_tuple=False):
             [1, 0]])
     """
     if as_tuple and input._data.ndim == 0:  # (NumPy has no 0-d nonzero: as a 1-element one)
-        return (_nonzero(input.reshape(1)).to(_dt.int64).reshape(-1),)
+        return (_nonzero(input.reshape(1)).to(_dt.int64)[:, 0],)  # (a column: per run)
     if as_tuple:  # the op's columns (a plan computes them per run)
         found = _nonzero(input).to(_dt.int64)
         return tuple(found[:, k] for k in range(input._data.ndim))
