@@ -251,7 +251,8 @@ def _trusted_global(module, name, where):
             obj in _PLAIN_CLASSES or _trusted_class(obj) or issubclass(obj, np.generic) or
             isinstance(obj, type(np.dtype))):
         return obj  # (NumPy's scalar types and dtype classes: data, no behaviour)
-    if module == "flowgrad.nn.functional" and isinstance(obj, types.FunctionType):
+    if module == "flowgrad.nn.functional" and "." not in name and isinstance(
+            obj, types.FunctionType):  # (no dotted name: nothing reached through attributes)
         return obj  # (a module's activation, F.relu by default: tensor math, no effects)
     raise pickle.UnpicklingError(
         f"flowgrad.load: {where} names {qualname}, which weights_only=False does not rebuild: "

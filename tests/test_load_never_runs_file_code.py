@@ -80,6 +80,22 @@ def test_nothing_a_file_names_is_imported(tmp_path):
         flow.load(path, weights_only=False)
 
 
+def test_only_nn_functional_functions_by_their_own_name_are_rebuilt(tmp_path):
+    """A module's activation (F.relu) rebuilds; a dotted name reaching through one of its
+    attributes (the unguarded function F.relu wraps) is refused as any other function."""
+    for name, refused in (("relu", False), ("relu.__wrapped__", True)):
+        path = tmp_path / "c.pt"
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("c/data.pkl", b"\x80\x04\x8c\x16flowgrad.nn.functional\x94\x8c"
+                       + bytes([len(name)]) + name.encode() + b"\x94\x93\x94.")
+            z.writestr("c/version", "3\n")
+        if refused:
+            with pytest.raises(pickle.UnpicklingError, match="does not rebuild"):
+                flow.load(path, weights_only=False)
+        else:
+            assert flow.load(path, weights_only=False) is flow.nn.functional.relu
+
+
 def test_what_users_save_still_loads(tmp_path):
     net = flow.nn.Sequential(flow.nn.Linear(2, 3), flow.nn.ReLU(), flow.nn.BatchNorm1d(3))
     opt = flow.optim.Adam(net.parameters(), lr=0.1)
