@@ -1,6 +1,6 @@
 """Statistics over dims: var, std, var_mean, std_mean (with `correction`/`unbiased`),
-median (all elements, or values+indices along a dim), mode, and the N-dimensional histogram
-histogramdd (torch's binning, shared through `bin_points`).
+median (all elements, or values+indices along a dim), mode, the N-dimensional histogram
+histogramdd (torch's binning, shared through `bin_points`), cov and corrcoef.
 
 >>> import flowgrad as flow
 >>> x = flow.tensor([1.0, 2.0, 4.0], requires_grad=True)
@@ -21,6 +21,7 @@ from .. import return_types
 from .._warn import called_by_user, warn
 from ..dtypes import TORCH_SCALAR_NAMES
 from ..errors import check_kernel_dtype
+from ..func.batched import every_example
 from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
@@ -30,7 +31,8 @@ from .registry import op
 from .scan import index_output_grad, with_rule_indices
 from .summation import add_reduce
 
-__all__ = ["var", "std", "var_mean", "std_mean", "median", "mode", "histogramdd"]
+__all__ = ["var", "std", "var_mean", "std_mean", "median", "mode", "histogramdd", "cov",
+           "corrcoef"]
 
 
 def _count(shape, axes):
@@ -540,3 +542,87 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
     out = _histogramdd(*inputs, counts=counts, rng=rng,
                        weighted=weight is not None, density=bool(density))
     return _histogramdd_type(out[0], tuple(out[1:]) if counts is not None else tuple(edges))
+
+
+# ---- covariance --------------------------------------------------------------------------
+def _check_cov_weights(weights, name, n):
+    """torch.cov's checks of fweights (integers) and aweights (floats): one value per
+    observation, none negative (a traced graph's weights are checked on the first call)."""
+    integral = name == "fweights"
+    if weights.dim() > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                           f"{name} with {weights.dim()} dimensions")
+    if weights.numel() != n:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                           f"observations in the input but got {weights.numel()} != {n}")
+    if integral == (weights.is_floating_point() or weights.is_complex()):
+        kind = "integral" if integral else "floating point"
+        raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
+                           f"{weights.dtype.name} dtype")
+    if not every_example(weights >= 0, guard=True):  # (under vmap `_data` is a placeholder)
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+
+
+@tensor_method()
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """Covariance of the rows (variables) over the columns (observations) of a 1-D or 2-D
+    input, with optional frequency and observation weights, as torch.cov.
+
+    >>> import flowgrad as flow
+    >>> flow.cov(flow.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
+    tensor([[ 1., -1.],
+            [-1.,  1.]])
+    """
+    if input.dim() > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                         f"input with {input.dim()} dimensions")
+    x = input.reshape(1, -1) if input.dim() < 2 else input
+    if not (x.is_floating_point() or x.is_complex()):
+        x = x.float()
+    n = x.shape[1]
+    w = None
+    if fweights is not None:
+        _check_cov_weights(fweights, "fweights", n)
+        w = fweights  # (the weights take part in type promotion, as torch's)
+    if aweights is not None:
+        _check_cov_weights(aweights, "aweights", n)
+        w = aweights if w is None else w * aweights
+    if w is None:
+        w_sum = n
+        avg = x.mean(1)
+    else:
+        w_sum = w.sum()
+        avg = (x * w).sum(1) / w_sum
+    if w is None:
+        norm = w_sum - correction
+    elif correction == 0:
+        norm = w_sum
+    elif aweights is None:
+        norm = w_sum - correction
+    else:
+        norm = w_sum - correction * (w * aweights).sum() / w_sum
+    if isinstance(norm, Tensor):
+        norm = norm.clamp(min=0)
+    else:
+        norm = max(norm, 0)
+    xm = x - avg.unsqueeze(1)
+    c = ((xm * w) if w is not None else xm) @ xm.mT.conj()
+    return (c / norm).squeeze()
+
+
+@tensor_method()
+def corrcoef(input):
+    """Pearson correlation coefficients of the rows of input (cov scaled by the standard
+    deviations, clipped to [-1, 1] as torch does).
+
+    >>> import flowgrad as flow
+    >>> flow.corrcoef(flow.tensor([[0.0, 1.0, 2.0], [2.0, 1.5, 0.0]])).round(decimals=4)
+    tensor([[ 1.0000, -0.9608],
+            [-0.9608,  1.0000]])
+    """
+    c = cov(input)
+    if c.dim() == 0:
+        return c / c
+    std = c.diagonal().real.sqrt() if c.is_complex() else c.diagonal().sqrt()
+    c = c / std.unsqueeze(1) / std.unsqueeze(0)
+    return c if c.is_complex() else c.clamp(-1, 1)

@@ -1,5 +1,5 @@
 """Small compositions of existing ops under torch's names: dist, renorm, addr, aminmax,
-cov/corrcoef, the functional scatters (diagonal/select/slice_scatter), block_diag,
+the functional scatters (diagonal/select/slice_scatter), block_diag,
 split_with_sizes, sum_to_size, unravel_index, bincount, fill_diagonal_, the in-place
 spellings of existing ops (addmm_, cumsum_, ...) and of views (t_, squeeze_, ...).
 
@@ -38,7 +38,7 @@ from .scan import cumprod, cumsum
 from .shape import cat
 from .split import split
 
-__all__ = ["dist", "renorm", "addr", "aminmax", "cov", "corrcoef", "diagonal_scatter",
+__all__ = ["dist", "renorm", "addr", "aminmax", "diagonal_scatter",
            "select_scatter", "slice_scatter", "block_diag", "split_with_sizes",
            "unravel_index", "bincount", "detach", "typename", "is_inference", "get_device",
            "narrow_copy", "resize_as_", "zero_"]
@@ -189,90 +189,6 @@ def aminmax(input, *, dim=None, keepdim=False):
     if dim is None and keepdim:
         dims = tuple(range(input.dim()))
     return _aminmax_type(amin(input, dims, keepdim), amax(input, dims, keepdim))
-
-
-# ---- covariance --------------------------------------------------------------------------
-def _check_cov_weights(weights, name, n):
-    """torch.cov's checks of fweights (integers) and aweights (floats): one value per
-    observation, none negative (a traced graph's weights are checked on the first call)."""
-    integral = name == "fweights"
-    if weights.dim() > 1:
-        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
-                           f"{name} with {weights.dim()} dimensions")
-    if weights.numel() != n:
-        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
-                           f"observations in the input but got {weights.numel()} != {n}")
-    if integral == (weights.is_floating_point() or weights.is_complex()):
-        kind = "integral" if integral else "floating point"
-        raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
-                           f"{weights.dtype.name} dtype")
-    if not every_example(weights >= 0, guard=True):  # (under vmap `_data` is a placeholder)
-        raise RuntimeError(f"cov(): {name} cannot be negative")
-
-
-@tensor_method()
-def cov(input, *, correction=1, fweights=None, aweights=None):
-    """Covariance of the rows (variables) over the columns (observations) of a 1-D or 2-D
-    input, with optional frequency and observation weights, as torch.cov.
-
-    >>> import flowgrad as flow
-    >>> flow.cov(flow.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
-    tensor([[ 1., -1.],
-            [-1.,  1.]])
-    """
-    if input.dim() > 2:
-        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
-                         f"input with {input.dim()} dimensions")
-    x = input.reshape(1, -1) if input.dim() < 2 else input
-    if not (x.is_floating_point() or x.is_complex()):
-        x = x.float()
-    n = x.shape[1]
-    w = None
-    if fweights is not None:
-        _check_cov_weights(fweights, "fweights", n)
-        w = fweights  # (the weights take part in type promotion, as torch's)
-    if aweights is not None:
-        _check_cov_weights(aweights, "aweights", n)
-        w = aweights if w is None else w * aweights
-    if w is None:
-        w_sum = n
-        avg = x.mean(1)
-    else:
-        w_sum = w.sum()
-        avg = (x * w).sum(1) / w_sum
-    if w is None:
-        norm = w_sum - correction
-    elif correction == 0:
-        norm = w_sum
-    elif aweights is None:
-        norm = w_sum - correction
-    else:
-        norm = w_sum - correction * (w * aweights).sum() / w_sum
-    if isinstance(norm, Tensor):
-        norm = norm.clamp(min=0)
-    else:
-        norm = max(norm, 0)
-    xm = x - avg.unsqueeze(1)
-    c = ((xm * w) if w is not None else xm) @ xm.mT.conj()
-    return (c / norm).squeeze()
-
-
-@tensor_method()
-def corrcoef(input):
-    """Pearson correlation coefficients of the rows of input (cov scaled by the standard
-    deviations, clipped to [-1, 1] as torch does).
-
-    >>> import flowgrad as flow
-    >>> flow.corrcoef(flow.tensor([[0.0, 1.0, 2.0], [2.0, 1.5, 0.0]])).round(decimals=4)
-    tensor([[ 1.0000, -0.9608],
-            [-0.9608,  1.0000]])
-    """
-    c = cov(input)
-    if c.dim() == 0:
-        return c / c
-    std = c.diagonal().real.sqrt() if c.is_complex() else c.diagonal().sqrt()
-    c = c / std.unsqueeze(1) / std.unsqueeze(0)
-    return c if c.is_complex() else c.clamp(-1, 1)
 
 
 # ---- functional scatters: a copy of input with a region replaced -------------------------
