@@ -69,6 +69,16 @@ def torch_test_internals():
     if hypothesis is not None:
         hypothesis.settings.load_profile(profile)
     backends["__allow_nonbracketed_mutation_flag"] = unfrozen
+    # torch's sample iterators look for their unittest caller with inspect.stack(), which
+    # reads the source of every frame (most of a sweep's CPU time under pytest's deep stack);
+    # no unittest.TestCase runs here, so the lookup's answer is always None
+    for name in ("torch.testing._internal.common_utils", "torch.testing._internal.opinfo.core"):
+        if hasattr(sys.modules.get(name), "extract_test_fn"):
+            sys.modules[name].extract_test_fn = _no_test_fn
+
+
+def _no_test_fn():
+    return None
 
 
 @contextlib.contextmanager
