@@ -296,7 +296,28 @@ class Optimizer:
             if m is not None and type(m.acc_grad) is SparseTensor:
                 self._check_sparse(group)  # (before anything is updated)
                 break
+        if group.get("capturable") and not group.get("fused"):
+            self._refuse_capturable(group)
         return group
+
+    # what torch's capturable check names (ASGD, NAdam name their extra state tensors)
+    _capturable_names = "params and state_steps"
+
+    def _refuse_capturable(self, group):
+        """torch's capturable step asserts that the parameters are on an accelerator, so on
+        the CPU (flowgrad's only device) it raises AssertionError at the first step with a
+        gradient, after the state is made and before anything is updated (fused=True skips
+        that check: the fused CPU kernels run)."""
+        params = [p for p in group["params"] if p.grad is not None]
+        if not params:
+            return
+        for p in params:
+            state = self.state[p]
+            if not state:
+                self._init_state(p, group, state)
+        raise AssertionError(
+            f"If capturable=True, {self._capturable_names} must be on supported devices: "
+            "['cuda', 'xpu', 'hpu', 'privateuseone', 'xla'].")
 
     def _check_group(self, group):
         """Validate options that users may have changed since construction."""

@@ -63,6 +63,7 @@ class ASGD(Optimizer):
     `ax` of the iterates starts after t0 steps; eta = lr / (1 + lambd lr step)^alpha."""
 
     _state_keys = frozenset({"step", "eta", "mu", "ax"})
+    _capturable_names = "params, mus, etas, and state_steps"
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
