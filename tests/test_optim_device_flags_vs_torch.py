@@ -83,3 +83,50 @@ def test_capturable_group_among_plain_groups():
     assert got[0] == expected[0] and got[2] == expected[2]
     for e, g in zip(expected[1], got[1]):
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+
+
+HALF_CASES = [(n, dt, kw) for n in ("Adam", "AdamW") for dt in ("float16", "bfloat16")
+              for kw in (dict(), dict(weight_decay=0.1, maximize=True), dict(amsgrad=True),
+                         dict(eps=1e-8, shape=(3, 4)))]
+# SGD's and Adagrad's kernels only where their loops step each value (under 16 values): in
+# torch 2.13 the vectorized loop of fused SGD leaves a float16 / bfloat16 parameter as it was,
+# and fused Adagrad's rounds lr and eps to the parameter's dtype there
+HALF_CASES += [(n, dt, dict(kw, shape=(12,))) for dt in ("float16", "bfloat16")
+               for n, kw in (("SGD", {}), ("SGD", dict(momentum=0.9, nesterov=True)),
+                             ("SGD", dict(momentum=0.9, dampening=0.2, weight_decay=0.1)),
+                             ("Adagrad", dict(weight_decay=0.1, lr_decay=0.01)))]
+
+
+def _run_half(m, name, dtype, kwargs, steps=10):
+    """Steps of a fused optimizer on a float16 / bfloat16 parameter (64 values: the kernels'
+    vectorized loop, or 12 with eps=1e-8, where float16 steps that round after every
+    operation reach 0 / 0 = nan)."""
+    kwargs = dict(kwargs)
+    shape = kwargs.pop("shape", (64,))
+    gen = np.random.default_rng(1)
+    dt = getattr(m, dtype)
+    w = m.nn.Parameter(m.tensor(gen.standard_normal(shape).astype(np.float32)).to(dt))
+    x = m.tensor(gen.standard_normal(shape).astype(np.float32)).to(dt)
+    opt = getattr(m.optim, name)([w], lr=0.05, fused=True, **kwargs)
+    for _ in range(steps):
+        opt.zero_grad()
+        ((w - x) ** (3 if name.startswith("Adam") else 2)).sum().backward()
+        opt.step()
+    state = {k: v.float().numpy() for k, v in opt.state[w].items() if v.dim()}
+    return w.detach().float().numpy(), state, str(w.dtype).split(".")[-1]
+
+
+@pytest.mark.parametrize("name,dtype,kwargs", HALF_CASES,
+                         ids=[f"{n}-{d}-{k}" for n, d, k in HALF_CASES])
+def test_fused_half_steps_in_float32(name, dtype, kwargs):
+    """torch's fused CPU kernels read a float16 / bfloat16 parameter, gradient and state as
+    float32 and rounds each stored value once."""
+    (ew, estate, edt), (gw, gstate, gdt) = (_run_half(torch, name, dtype, kwargs),
+                                            _run_half(flow, name, dtype, kwargs))
+    assert gdt == edt and sorted(gstate) == sorted(estate)
+    ulp = 2.0 ** (-10 if dtype == "float16" else -7)
+    for e, g in [(ew, gw)] + [(estate[k], gstate[k]) for k in estate]:
+        assert np.isnan(g).sum() == np.isnan(e).sum()
+        np.testing.assert_allclose(g, e, rtol=ulp, atol=1e-6)
+        differ = (g != e) & ~(np.isnan(g) & np.isnan(e))
+        assert differ.mean() <= 0.1  # at most a few values one rounding apart

@@ -341,6 +341,7 @@ class Optimizer:
     def _batchable(self, group):
         """(param, grad, their arrays) for the group's params with a gradient that the batched
         path takes; the others (another dtype, ...) are updated one by one here."""
+        fused = group.get("fused")
         for p in group["params"]:
             m = p._meta
             g = None if m is None else m.acc_grad
@@ -350,7 +351,7 @@ class Optimizer:
                 self._step_one(p, g, group)
                 continue
             pd, gd = p._data, g._data
-            if not fast_dtype(pd, gd):
+            if not fast_dtype(pd, gd) or fused and pd.dtype.name in _HALF:
                 self._step_one(p, g, group)
                 continue
             yield p, g, pd, gd
@@ -365,9 +366,36 @@ class Optimizer:
         gd = g._data if type(g) is not SparseTensor else g.to_dense()._data
         if pd.dtype.kind == "c":
             self._update_complex(pd, gd, state, group)
+        elif group.get("fused") and pd.dtype.name in _HALF:
+            self._update_fused_half(pd, gd, state, group)
         else:
             self._update(pd, gd, state, group)
         bump_version(p)
+
+    def _update_fused_half(self, param, grad, state, group):
+        """`_update` of a float16 / bfloat16 parameter as torch's fused CPU kernels step it:
+        parameter, gradient and state read as float32, every operation in float32, each
+        stored value rounded once to the parameter's dtype (the unfused steps round after
+        every operation)."""
+        dt = param.dtype
+        if any(isinstance(v, Tensor) and v._data.shape == param.shape and v._data.dtype != dt
+               for v in state.values()):  # state of another dtype: the unfused step refuses
+            self._update(param, grad, state, group)
+            return
+        wide = {k: Tensor._wrap(v._data.astype(np.float32))
+                if isinstance(v, Tensor) and v._data.dtype == dt else v
+                for k, v in state.items()}
+        wide_param = param.astype(np.float32)
+        self._update(wide_param, grad.astype(np.float32), wide, group)
+        for k, v in wide.items():
+            if isinstance(v, Tensor) and v._data.shape == param.shape:
+                if k in state and state[k] is not v:
+                    state[k]._data[...] = v._data
+                else:  # made during the step (the momentum buffer, ...)
+                    state[k] = Tensor._wrap(v._data.astype(dt))
+            else:
+                state[k] = v
+        param[...] = wide_param
 
     def _update_complex(self, param, grad, state, group):
         """`_update` on a complex parameter, as torch steps it: on real views (..., 2) of the
@@ -603,6 +631,9 @@ def check_fused_params(group):
                 "bfloat16",):
             raise RuntimeError(f"`fused=True` requires all the params to be floating point "
                                f"Tensors of supported devices: ['cpu'] but {p.dtype} and cpu")
+
+
+_HALF = ("float16", "bfloat16")  # the dtypes torch's fused kernels step in float32
 
 
 def _cast_state(param, value, key=None):
