@@ -130,3 +130,34 @@ def test_fused_half_steps_in_float32(name, dtype, kwargs):
         np.testing.assert_allclose(g, e, rtol=ulp, atol=1e-6)
         differ = (g != e) & ~(np.isnan(g) & np.isnan(e))
         assert differ.mean() <= 0.1  # at most a few values one rounding apart
+
+
+SPARSE_CASES = [(n, kw) for n in ("SGD", "Adagrad")
+                for kw in (dict(fused=True), dict(fused=True, weight_decay=0.1),
+                           dict(foreach=True), dict(foreach=False))]
+SPARSE_CASES += [("SGD", dict(fused=True, momentum=0.9))]
+
+
+def _run_sparse(m, name, kwargs):
+    e = m.nn.Embedding(5, 3, sparse=True)
+    with m.no_grad():
+        e.weight.copy_(m.arange(15.0).reshape(5, 3) / 10)
+    opt = getattr(m.optim, name)(e.parameters(), lr=0.1, **kwargs)
+    try:
+        for _ in range(2):
+            opt.zero_grad()
+            e(m.tensor([1, 3, 1])).pow(2).sum().backward()
+            opt.step()
+    except RuntimeError as error:
+        return type(error), e.weight.detach().numpy().copy()
+    return None, e.weight.detach().numpy().copy()
+
+
+@pytest.mark.parametrize("name,kwargs", SPARSE_CASES,
+                         ids=[f"{n}-{k}" for n, k in SPARSE_CASES])
+def test_fused_refuses_a_sparse_gradient(name, kwargs):
+    """fused SGD and Adagrad raise RuntimeError at a step with a sparse gradient, before
+    anything is updated; foreach steps it."""
+    (etype, ew), (gtype, gw) = _run_sparse(torch, name, kwargs), _run_sparse(flow, name, kwargs)
+    assert gtype is etype
+    np.testing.assert_allclose(gw, ew, rtol=1e-6, atol=1e-7)

@@ -40,7 +40,10 @@ class Adagrad(Optimizer):
 
     def _check_sparse(self, group):
         """A sparse gradient is read as its dense form (the rows it names change, the others
-        take a zero step: torch's sparse update), but not with weight decay (torch's)."""
+        take a zero step: torch's sparse update), but not with weight decay (torch's) or
+        fused=True."""
+        if group.get("fused"):
+            raise RuntimeError("`fused` does not support sparse grad or complex param")
         if group["weight_decay"] != 0:
             raise RuntimeError("weight_decay option is not compatible with sparse gradients")
 

@@ -46,7 +46,9 @@ class SGD(Optimizer):
 
     def _check_sparse(self, group):
         """A sparse gradient is read as its dense form (the same update), as torch takes it,
-        but not with weight decay (torch's add(sparse, dense) raises)."""
+        but not with weight decay (torch's add(sparse, dense) raises) or fused=True."""
+        if group.get("fused"):
+            raise RuntimeError("`_fused_sgd` does not support sparse gradients")
         if group["weight_decay"] != 0:
             raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                                "instead. (SGD with weight_decay takes no sparse gradient)")
