@@ -95,6 +95,10 @@ HALF_CASES += [(n, dt, dict(kw, shape=(12,))) for dt in ("float16", "bfloat16")
                for n, kw in (("SGD", {}), ("SGD", dict(momentum=0.9, nesterov=True)),
                              ("SGD", dict(momentum=0.9, dampening=0.2, weight_decay=0.1)),
                              ("Adagrad", dict(weight_decay=0.1, lr_decay=0.01)))]
+# a 0-d parameter (the step count's shape, not a moment: it stays float32)
+HALF_CASES += [(n, dt, dict(kw, shape=())) for dt in ("float16", "bfloat16")
+               for n, kw in (("Adam", dict(amsgrad=True)), ("AdamW", {}),
+                             ("SGD", dict(momentum=0.9)), ("Adagrad", {}))]
 
 
 def _run_half(m, name, dtype, kwargs, steps=10):
@@ -105,14 +109,16 @@ def _run_half(m, name, dtype, kwargs, steps=10):
     shape = kwargs.pop("shape", (64,))
     gen = np.random.default_rng(1)
     dt = getattr(m, dtype)
-    w = m.nn.Parameter(m.tensor(gen.standard_normal(shape).astype(np.float32)).to(dt))
-    x = m.tensor(gen.standard_normal(shape).astype(np.float32)).to(dt)
+    w = m.nn.Parameter(m.tensor(np.float32(gen.standard_normal(shape))).to(dt))
+    x = m.tensor(np.float32(gen.standard_normal(shape))).to(dt)
     opt = getattr(m.optim, name)([w], lr=0.05, fused=True, **kwargs)
     for _ in range(steps):
         opt.zero_grad()
         ((w - x) ** (3 if name.startswith("Adam") else 2)).sum().backward()
         opt.step()
-    state = {k: v.float().numpy() for k, v in opt.state[w].items() if v.dim()}
+    state = {k: v.float().numpy() for k, v in opt.state[w].items() if k != "step"}
+    if "step" in opt.state[w]:
+        assert opt.state[w]["step"].dtype == m.float32
     return w.detach().float().numpy(), state, str(w.dtype).split(".")[-1]
 
 

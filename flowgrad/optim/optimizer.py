@@ -378,21 +378,21 @@ class Optimizer:
         stored value rounded once to the parameter's dtype (the unfused steps round after
         every operation)."""
         dt = param.dtype
-        if any(isinstance(v, Tensor) and v._data.shape == param.shape and v._data.dtype != dt
-               for v in state.values()):  # state of another dtype: the unfused step refuses
-            self._update(param, grad, state, group)
+        moments = [k for k, v in state.items() if k != "step" and isinstance(v, Tensor)
+                   and v._data.shape == param.shape]  # (the step count stays as it is)
+        if any(state[k]._data.dtype != dt for k in moments):
+            self._update(param, grad, state, group)  # state of another dtype: torch refuses
             return
-        wide = {k: Tensor._wrap(v._data.astype(np.float32))
-                if isinstance(v, Tensor) and v._data.dtype == dt else v
-                for k, v in state.items()}
+        wide = dict(state)
+        for k in moments:
+            wide[k] = Tensor._wrap(state[k]._data.astype(np.float32))
         wide_param = param.astype(np.float32)
         self._update(wide_param, grad.astype(np.float32), wide, group)
         for k, v in wide.items():
-            if isinstance(v, Tensor) and v._data.shape == param.shape:
-                if k in state and state[k] is not v:
-                    state[k]._data[...] = v._data
-                else:  # made during the step (the momentum buffer, ...)
-                    state[k] = Tensor._wrap(v._data.astype(dt))
+            if k in moments:
+                state[k]._data[...] = v._data
+            elif k not in state and isinstance(v, Tensor) and v._data.shape == param.shape:
+                state[k] = Tensor._wrap(v._data.astype(dt))  # made in the step (momentum)
             else:
                 state[k] = v
         param[...] = wide_param
