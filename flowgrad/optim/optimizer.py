@@ -612,8 +612,8 @@ def _lerp_(a, b, weight):
 
 def _no_differentiable(defaults_name, differentiable, fused=None, foreach=None):
     """torch's checks of fused= (SGD, Adam, AdamW, Adagrad: their fused CPU kernels give the
-    same numbers, and so does flowgrad's update, which takes fused=True as it is) and of
-    differentiable= (not supported here)."""
+    unfused numbers in float32 and float64, and step float16 / bfloat16 in float32:
+    `_update_fused_half`) and of differentiable= (not supported here)."""
     if fused and foreach:
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
     if fused and differentiable:
