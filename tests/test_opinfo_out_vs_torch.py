@@ -119,8 +119,6 @@ KNOWN: dict[str, tuple[str, str]] = {
     "nonzero": (r"argument 'out' must be Tensor, not tuple",
                 "nonzero(as_tuple=True, out=(...)): torch refuses a tuple out, flowgrad writes "
                 "each index tensor into it"),
-    "scatter": (r"scatter_reduce_flat is not supported for complex",
-                "no complex scatter with reduce= yet (a clear error); the function form too"),
     "nansum": _TORCH_NO_OUT_KERNEL,
     "nanmean": _TORCH_NO_OUT_KERNEL,
     "std": _TORCH_NO_OUT_KERNEL,

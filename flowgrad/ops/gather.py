@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd import grad_mode
 from ..autograd.inplace import check_inplace, expanded_view, run_inplace, warn_expanded_write
 from ..device import array_module
 from ..errors import INT_INDEX_DTYPES, check_same_dtype, checked_number, fill_scalar
@@ -260,9 +261,30 @@ def take(input, index):
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
-@op("scatter_reduce_flat", save="inputs outputs")
+# complex=True: sum, prod and mean run on complex (amax/amin and include_self=False refuse as
+# torch's kernels); no complex gradient ever reaches the rule: scatter_reduce and index_reduce
+# refuse a complex input that records one, scatter(reduce=) has no derivative at all (torch's)
+def _refuse_complex_kernel(reduce, include_self, caller, itemsize):
+    """torch's CPU kernels with no complex version: amax/amin, and index_reduce's
+    include_self=False (its init for every reduce)."""
+    if caller == "index_reduce" and not include_self:
+        kernel = "index_reduce_func_exclude_input_init"
+    elif reduce not in ("amax", "amin"):
+        return
+    elif caller == "index_reduce":
+        kernel = "maximum_cpu" if reduce == "amax" else "minimum_cpu"
+    else:
+        kernel = f"scatter_gather_tensor_cpu_reduce_{reduce}"
+    name = "ComplexFloat" if itemsize == 8 else "ComplexDouble"
+    raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
+
+
+@op("scatter_reduce_flat", save="inputs outputs", complex=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
-def _scatter_reduce_flat(xp, x, s, flat, *, reduce, include_self):
+def _scatter_reduce_flat(xp, x, s, flat, *, reduce, include_self, caller="scatter_reduce",
+                         legacy=False):
+    if x.dtype.kind == "c":
+        _refuse_complex_kernel(reduce, include_self, caller, x.dtype.itemsize)
     out = x.reshape(-1).copy()
     f, v = flat.reshape(-1), xp.broadcast_to(s, flat.shape).reshape(-1)
     if reduce in ("sum", "mean"):
@@ -272,7 +294,7 @@ def _scatter_reduce_flat(xp, x, s, flat, *, reduce, include_self):
         if reduce == "mean":
             cnt = xp.bincount(f, minlength=out.size) + (1 if include_self else 0)
             touched = cnt > 0
-            if out.dtype.kind in "fV":
+            if out.dtype.kind in "fVc":
                 out[touched] = out[touched] / cnt[touched]
             else:  # torch floors integer means
                 out[touched] = out[touched] // cnt[touched]
@@ -292,6 +314,8 @@ def _scatter_reduce_flat(xp, x, s, flat, *, reduce, include_self):
 
 @_scatter_reduce_flat.grad
 def scatter_reduce_flat_backward(ctx, dy):
+    if getattr(ctx, "legacy", False):  # scatter(reduce=): no derivative in torch, any dtype
+        raise RuntimeError("derivative for aten::scatter is not implemented")
     (x, s, flat), out = ctx.inputs, ctx.out
     red, incl = ctx.reduce, ctx.include_self
     shape = ctx.input_shapes[0]
@@ -364,8 +388,10 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
         if reduce not in modes:
             raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, "
                                f"got {reduce!r}")
-        return scatter_reduce(input, dim, index, src if isinstance(src, Tensor)
-                              else _as_value(src, input).expand(index.shape), modes[reduce])
+        src = src if isinstance(src, Tensor) else _as_value(src, input).expand(index.shape)
+        flat, s = _scatter_args(input, dim, index, src, "scatter")
+        return _scatter_reduce_flat(input, s, flat, reduce=modes[reduce], include_self=True,
+                                    caller="scatter", legacy=True)
     flat, s = _scatter_args(input, dim, index, src, "scatter")
     written = _put_flat(s, flat, shape=input._data.shape, accumulate=False)
     return where(_flat_mask(flat, shape=input._data.shape), written, input)
@@ -397,8 +423,21 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not "
                         f"{type(src).__name__}")
     flat, s = _scatter_args(input, dim, index, src, "scatter_reduce")
+    _refuse_complex(input, s, "scatter_reduce", reduce, bool(include_self))
     return _scatter_reduce_flat(input, s, flat, reduce=reduce,
                                 include_self=bool(include_self))
+
+
+def _refuse_complex(input, src, name, reduce, include_self):
+    """torch's scatter_reduce/index_reduce have no complex derivative: they refuse a complex
+    call that would record one (rather than a gradient without the conjugates), once the
+    kernel has taken the dtype."""
+    if not input.is_complex():
+        return
+    _refuse_complex_kernel(reduce, include_self, name, input._data.dtype.itemsize)
+    if grad_mode.is_grad_enabled() and (input.requires_grad or src.requires_grad):
+        raise RuntimeError(f"{name} does not support automatic differentiation for outputs "
+                           f"with complex dtype.")
 
 
 # ---- index_* along one dim ----------------------------------------------------------------------
@@ -464,8 +503,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
                            f"excluding the specified dimension. Got self.shape = "
                            f"{list(input.shape)} source.shape = {list(source.shape)}")
     flat = _index_dim(input, dim, index, "index_reduce", source)
+    _refuse_complex(input, source, "index_reduce", reduce, bool(include_self))
     return _scatter_reduce_flat(input, source, flat, reduce=reduce,
-                                include_self=bool(include_self))
+                                include_self=bool(include_self), caller="index_reduce")
 
 
 @tensor_method()
