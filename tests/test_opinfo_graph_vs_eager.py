@@ -162,6 +162,16 @@ def test_captured_tensor_read_inside_build_is_guarded(name, step):
         np.testing.assert_array_equal(compiled(x).numpy(), step(torch, t_x, t_idx).numpy())
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_captured_tensor_holding_nan_still_matches_its_guard(dtype):
+    """The guard compares nan as equal to nan for every float kind: a bfloat16 (NumPy kind V)
+    tensor holding a nan read inside build raised StalePlanError on an unchanged second call."""
+    held = flow.tensor([1.0, float("nan")], dtype=getattr(flow, dtype))
+    graph = flow.nn.Graph.trace(lambda x: x * sum(v == v for v in held.tolist()))
+    for _ in range(2):
+        np.testing.assert_array_equal(graph(flow.ones(2)).numpy(), [1.0, 1.0])
+
+
 def test_compiled_backward_leaves_grad_none_where_no_gradient_flows():
     """flow.compile's backward graph gave zeros for an input or parameter no gradient reaches:
     `x * 2 + y.detach()` gave y.grad [0., 0.] and an unused submodule's weight a zero matrix,

@@ -62,7 +62,7 @@ class StalePlanError(RuntimeError):
 
 def _same_array(now, seen):
     return now.shape == seen.shape and now.dtype == seen.dtype and bool(
-        array_module(now).array_equal(now, seen, equal_nan=now.dtype.kind in "fc"))
+        array_module(now).array_equal(now, seen, equal_nan=now.dtype.kind in "fcV"))
 
 
 class GraphConfig:
