@@ -734,3 +734,10 @@ def pickle_by_name(namespace, prefix=""):
                 fn, fn.__module__, fn.__qualname__):
             continue
         fn.__module__, fn.__qualname__ = home, prefix + name
+        RENAMED[f"{home}.{prefix}{name}"] = home
+
+
+# the wrappers pickle_by_name named into a namespace: their docstrings are the wrapped
+# functions', whose examples run in their own modules (the root conftest.py skips these
+# copies, which doctest would run again in the namespace's globals)
+RENAMED = {}  # the wrapper's dotted name -> the namespace's module
