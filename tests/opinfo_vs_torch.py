@@ -579,3 +579,17 @@ def main(names):
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+def assert_explained(name, findings, known, stale_check=True, notes=("skip",)):
+    """Each sweep test's verdict on one entry: every finding (kind, where, message) that is not
+    a note matches the entry's KNOWN pattern (known[name][0]); with `stale_check`, a pattern
+    no finding matches any more fails (remove it). Returns the findings that count."""
+    real = [f for f in findings if not f[2].startswith(notes)]
+    pattern = known.get(name, (None,))[0]
+    unexplained = [f for f in real if pattern is None or not re.search(pattern, f[2])]
+    assert not unexplained, "\n".join(
+        f"[{kind}] {where}\n    {message}" for kind, where, message in unexplained[:6])
+    assert pattern is None or real or not stale_check, (
+        f"{name}: no finding matches KNOWN any more: remove it")
+    return real

@@ -11,8 +11,6 @@ sweep led to, each checked against torch.
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 
@@ -21,7 +19,7 @@ pytest.importorskip("expecttest")  # torch's test internals import it
 import moduleinfo_graph  # noqa: E402
 import opinfo_vs_torch  # noqa: E402
 import torch  # noqa: E402
-from opinfo_vs_torch import full_name  # noqa: E402
+from opinfo_vs_torch import assert_explained, full_name  # noqa: E402
 
 import flowgrad as flow  # noqa: E402
 
@@ -46,13 +44,7 @@ def _check(info, first, stale_check=True, **options):
                                        history=True, **options)
     if findings and findings[0][2] == "missing":
         pytest.skip("not in flowgrad")
-    real = [f for f in findings if not f[2].startswith("skip")]
-    pattern = KNOWN.get(full_name(info), (None, None))[0]
-    unexplained = [f for f in real if pattern is None or not re.search(pattern, f[2])]
-    assert not unexplained, "\n".join(f"[{mode}] {where}\n    {message}"
-                                      for mode, where, message in unexplained[:6])
-    assert pattern is None or real or not stale_check, (
-        f"{full_name(info)}: no finding matches KNOWN any more: remove it")
+    assert_explained(full_name(info), findings, KNOWN, stale_check)
 
 
 @pytest.mark.parametrize("info", DB, ids=[full_name(info) for info in DB])

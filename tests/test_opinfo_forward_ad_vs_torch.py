@@ -6,8 +6,6 @@ slow tier all samples and reverse over forward too.
 """
 from __future__ import annotations
 
-import re
-
 import pytest
 
 pytest.importorskip("expecttest")  # torch's test internals import it
@@ -15,7 +13,7 @@ pytest.importorskip("expecttest")  # torch's test internals import it
 import numpy as np  # noqa: E402
 import opinfo_forward_ad  # noqa: E402
 import torch  # noqa: E402
-from opinfo_vs_torch import full_name, op_db  # noqa: E402
+from opinfo_vs_torch import assert_explained, full_name, op_db  # noqa: E402
 
 import flowgrad as flow  # noqa: E402
 
@@ -90,13 +88,7 @@ def _check(info, all_samples, stale_check, modes=opinfo_forward_ad.MODES):
     findings = opinfo_forward_ad.probe(info, all_samples, modes)
     if findings and findings[0][2] == "missing":
         pytest.skip("not in flowgrad")
-    real = [f for f in findings if not f[2].startswith("skip")]
-    pattern = KNOWN.get(name, (None,))[0]
-    unexplained = [f for f in real if pattern is None or not re.search(pattern, f[2])]
-    assert not unexplained, "\n".join(
-        f"[{mode}] {where}\n    {message}" for mode, where, message in unexplained[:6])
-    assert pattern is None or real or not stale_check or name in _MAY_AGREE, (
-        f"{name}: no finding matches KNOWN any more: remove it")
+    assert_explained(name, findings, KNOWN, stale_check and name not in _MAY_AGREE)
 
 
 @pytest.mark.parametrize("info", DB, ids=[full_name(info) for info in DB])

@@ -9,7 +9,6 @@ zeros) are not findings.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
@@ -18,7 +17,7 @@ pytest.importorskip("expecttest")  # torch's test internals import it
 
 import opinfo_gradgrad  # noqa: E402
 import torch  # noqa: E402
-from opinfo_vs_torch import full_name, op_db  # noqa: E402
+from opinfo_vs_torch import assert_explained, full_name, op_db  # noqa: E402
 
 import flowgrad as flow  # noqa: E402
 
@@ -78,13 +77,7 @@ def _check(info, known, first, rounded=False, stale_check=True, dtype=torch.floa
     findings = opinfo_gradgrad.probe(info, first=first, rounded=rounded, dtype=dtype)
     if findings and findings[0][2] == "missing":
         pytest.skip("not in flowgrad")
-    real = [f for f in findings if not f[2].startswith(("skip", "unused"))]
-    pattern = known.get(full_name(info), (None, None))[0]
-    unexplained = [f for f in real if pattern is None or not re.search(pattern, f[2])]
-    assert not unexplained, "\n".join(f"{where}\n    {message}"
-                                      for _, where, message in unexplained[:6])
-    assert pattern is None or real or not stale_check, (
-        f"{full_name(info)}: no finding matches KNOWN any more: remove it")
+    assert_explained(full_name(info), findings, known, stale_check, notes=("skip", "unused"))
 
 
 @pytest.mark.parametrize("info", DB, ids=[full_name(info) for info in DB])

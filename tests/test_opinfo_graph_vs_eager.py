@@ -13,8 +13,6 @@ KNOWN explains it (a pattern its messages match, with the reason).
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 
@@ -22,7 +20,7 @@ pytest.importorskip("expecttest")  # torch's test internals import it
 
 import torch  # noqa: E402
 from opinfo_graph import DTYPES, KINDS, probe  # noqa: E402
-from opinfo_vs_torch import full_name, one_thread, op_db  # noqa: E402
+from opinfo_vs_torch import assert_explained, full_name, one_thread, op_db  # noqa: E402
 from test_opinfo_vs_torch import MISSING  # noqa: E402
 
 import flowgrad as flow  # noqa: E402
@@ -72,13 +70,7 @@ def _check(info, first_only):
         findings = probe(info, DTYPES[:1], DEFAULT_KINDS, first_only=True)
     else:
         findings = probe(info, DTYPES, KINDS, first_only=True)
-    real = [f for f in findings if not f[2].startswith("skip")]
-    pattern = KNOWN.get(name, (None, None))[0]
-    unexplained = [f for f in real if pattern is None or not re.search(pattern, f[2])]
-    assert not unexplained, "\n".join(
-        f"[{kind}] {where}\n    {message}" for kind, where, message in unexplained[:6])
-    assert pattern is None or real or first_only, (
-        f"{name}: no finding matches KNOWN any more: remove it")
+    assert_explained(name, findings, KNOWN, stale_check=not first_only)
 
 
 @pytest.mark.parametrize("info", DB[::2], ids=[full_name(info) for info in DB[::2]])

@@ -11,7 +11,6 @@ with the reason).
 """
 from __future__ import annotations
 
-import re
 import warnings
 
 import pytest
@@ -20,7 +19,7 @@ pytest.importorskip("expecttest")  # torch's test internals import it
 
 import torch  # noqa: E402
 from opinfo_out import probe  # noqa: E402
-from opinfo_vs_torch import full_name, one_thread, op_db  # noqa: E402
+from opinfo_vs_torch import assert_explained, full_name, one_thread, op_db  # noqa: E402
 from test_opinfo_vs_torch import KNOWN as FUNCTION_KNOWN  # noqa: E402
 from test_opinfo_vs_torch import MISSING  # noqa: E402
 
@@ -143,13 +142,7 @@ def _check(info, first_only):
     if name in MISSING:
         assert any(f[2].startswith("missing") for f in findings), f"{name} exists now"
         pytest.skip("not in flowgrad")
-    real = [f for f in findings if not f[2].startswith("skip")]
-    pattern = KNOWN.get(name, (None, None))[0]
-    unexplained = [f for f in real if pattern is None or not re.search(pattern, f[2])]
-    assert not unexplained, "\n".join(
-        f"[{kind}] {where}\n    {message}" for kind, where, message in unexplained[:6])
-    assert pattern is None or real or first_only, (
-        f"{name}: no finding matches KNOWN any more: remove it")
+    assert_explained(name, findings, KNOWN, stale_check=not first_only)
 
 
 @pytest.mark.parametrize("info", DB, ids=[full_name(info) for info in DB])

@@ -16,7 +16,7 @@ pytest.importorskip("expecttest")  # torch's test internals import it
 
 import opinfo_vs_torch  # noqa: E402
 import torch  # noqa: E402
-from opinfo_vs_torch import full_name, op_db, probe  # noqa: E402
+from opinfo_vs_torch import assert_explained, full_name, op_db, probe  # noqa: E402
 
 DTYPES = (torch.float64, torch.int64, torch.bool, torch.complex128)
 
@@ -138,13 +138,7 @@ def _check(info, dtypes, known, stale_check=True):
         assert name in MISSING, f"{name}: flowgrad has no op of this name (add it, or MISSING)"
         pytest.skip("not in flowgrad")
     assert name not in MISSING, f"{name} exists in flowgrad now: remove it from MISSING"
-    real = [f for f in findings if not f[2].startswith("skip")]
-    pattern, _reason = known.get(name, (None, None))
-    unexplained = [f for f in real if pattern is None or not re.search(pattern, f[2])]
-    assert not unexplained, "\n".join(
-        f"[{dtype}] {where}\n    {message}" for dtype, where, message in unexplained[:6])
-    assert pattern is None or real or not stale_check, (
-        f"{name}: no finding matches KNOWN any more: remove it")
+    assert_explained(name, findings, known, stale_check)
 
 
 @pytest.mark.parametrize("info", DB, ids=[full_name(info) for info in DB])
