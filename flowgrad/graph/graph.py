@@ -425,28 +425,22 @@ class Graph:
                 f"compiled (frozen or unfrozen); its plan computes the gradients of the "
                 f"parameters that required grad when it was traced, and would keep updating a "
                 f"frozen one. Build a new graph after changing requires_grad")
+        if optimizer_pass.param_layout(self._optimizers) != layout:
+            raise StalePlanError(
+                f"nn.Graph {self._name}: an optimizer's param groups changed after the graph "
+                f"compiled (add_param_group, or params added or removed); the compiled "
+                f"update would skip them. Build a new graph after changing the groups")
         for optimizer, _ in self._optimizers:
-            if optimizer not in eager_update and not optimizer_pass.in_plan(optimizer,
-                                                                            self.config):
+            if optimizer not in eager_update and not optimizer_pass.still_in_plan(
+                    optimizer, self.config):
                 raise StalePlanError(
                     f"nn.Graph {self._name}: {type(optimizer).__name__}'s update runs inside "
                     f"the plan, and it now needs the eager step after it (a param group's "
                     f"clip_grad_max_norm, gradient accumulation, or a step hook of its own or "
                     f"a global one, set after the graph compiled): the plan would skip it. "
                     f"Build a new graph after changing these")
-        if optimizer_pass.param_layout(self._optimizers) != layout:
-            raise StalePlanError(
-                f"nn.Graph {self._name}: an optimizer's param groups changed after the graph "
-                f"compiled (add_param_group, or params added or removed); the compiled "
-                f"update would skip them. Build a new graph after changing the groups")
-        if program.differentiated and _requiring_grad(flat) != program.inputs_requiring_grad:
-            i = next(iter(set(_requiring_grad(flat)) ^ set(program.inputs_requiring_grad)))
-            raise StalePlanError(
-                f"nn.Graph {self._name}: input {i} "
-                f"{'requires' if flat[i].requires_grad else 'does not require'} grad, and "
-                f"{'did not' if flat[i].requires_grad else 'did'} when the graph compiled; "
-                f"its plan computes the gradients of the inputs that required grad then. Pass "
-                f"inputs with the traced requires_grad, or build a new graph")
+        if program.differentiated:
+            _check_inputs_requiring_grad(self._name, flat, program.inputs_requiring_grad)
         arrays = [t._data for t in flat if isinstance(t, Tensor)]
         xp = ARRAY_MODULES.get(type(arrays[0]), HOST_XP) if arrays else HOST_XP
         opened = _profiling.begin_range(f"nn.Graph {self._name}")  # (the profiler's view: one
@@ -599,6 +593,20 @@ def _add_leaf_grads(flat, leaf_grads):
 
 def _requiring_grad(flat):
     return tuple(i for i, t in enumerate(flat) if isinstance(t, Tensor) and t.requires_grad)
+
+
+def _check_inputs_requiring_grad(name, flat, traced):
+    """A plan with a backward computes the gradients of the inputs that required grad when
+    it was traced: refuse a call whose inputs differ in that."""
+    requiring = _requiring_grad(flat)
+    if requiring != traced:
+        i = next(iter(set(requiring) ^ set(traced)))
+        raise StalePlanError(
+            f"nn.Graph {name}: input {i} "
+            f"{'requires' if flat[i].requires_grad else 'does not require'} grad, and "
+            f"{'did not' if flat[i].requires_grad else 'did'} when the graph compiled; "
+            f"its plan computes the gradients of the inputs that required grad then. Pass "
+            f"inputs with the traced requires_grad, or build a new graph")
 
 
 _GONE = object()

@@ -68,14 +68,18 @@ class UpdateOp:
 def in_plan(optimizer, config):
     """Whether `optimizer`'s update can run inside the plan (see the module docstring)."""
     if type(optimizer).step is not Optimizer.step and not \
-            type(optimizer).__dict__.get("_takes_sparse_only") or \
-            config.gradient_accumulation_steps != 1:
-        return False
-    if optimizer._step_pre_hooks or optimizer._step_post_hooks or \
-            _optimizer._GLOBAL_STEP_PRE_HOOKS or _optimizer._GLOBAL_STEP_POST_HOOKS:
+            type(optimizer).__dict__.get("_takes_sparse_only"):
         return False
     params = [p for g in optimizer.param_groups for p in g["params"]]
-    if len({id(p) for p in params}) != len(params):
+    return len({id(p) for p in params}) == len(params) and still_in_plan(optimizer, config)
+
+
+def still_in_plan(optimizer, config):
+    """in_plan's conditions that a user may change after the graph compiled (its param groups
+    are checked by `param_layout`): no gradient accumulation, no step hook, no clipping."""
+    if config.gradient_accumulation_steps != 1 or optimizer._step_pre_hooks or \
+            optimizer._step_post_hooks or _optimizer._GLOBAL_STEP_PRE_HOOKS or \
+            _optimizer._GLOBAL_STEP_POST_HOOKS:
         return False
     return not any("clip_grad_max_norm" in g for g in optimizer.param_groups)
 
