@@ -47,7 +47,7 @@ from moduleinfo_vs_torch import (
     module_inputs,
     state_to_flow,
 )
-from opinfo_gradgrad import _grad, _none_pattern, _random_like
+from opinfo_gradgrad import _none_pattern, _random_like, both_grads
 from opinfo_vs_torch import (
     Converter,
     Unsupported,
@@ -115,12 +115,9 @@ def gradgrad(info, f_cls, module_input, training):
     rng = np.random.default_rng(0)
     vs = [_random_like(rng, tuple(o.shape), o.dtype) for o in t_out]
     t_v, f_v = [t for t, _ in vs], [f for _, f in vs]
-    t_g, t_error = _grad(torch, t_out, t_leaves, t_v, True)
-    f_g, f_error = _grad(flow, f_out, f_leaves, f_v, True)
-    if t_error is not None or f_error is not None:
-        if (t_error is None) != (f_error is None):
-            return [f"grad raise: torch {t_error!r:.200}, flowgrad {f_error!r:.300}"]
-        return []
+    t_g, f_g, stop = both_grads((t_out, t_leaves, t_v), (f_out, f_leaves, f_v), True, "grad")
+    if stop is not None:
+        return stop
     found = [m for m in _none_pattern(t_g, f_g, "grad") if not m.startswith("unused")]
     found += compare_each_grad(labels, t_leaves, t_g, f_g, "grad")
     if found:
@@ -132,14 +129,11 @@ def gradgrad(info, f_cls, module_input, training):
     if flat:
         return [f"gradgrad: flowgrad's first gradient of {flat} does not require grad"]
     us = [_random_like(rng, tuple(t_g[i].shape), t_g[i].dtype) for i in pick]
-    t_gg, t_error = _grad(torch, [t_g[i] for i in pick], t_leaves + t_v,
-                          [t.detach() for t, _ in us], False)
-    f_gg, f_error = _grad(flow, [f_g[i] for i in pick], f_leaves + f_v,
-                          [f.detach() for _, f in us], False)
-    if t_error is not None or f_error is not None:
-        if (t_error is None) != (f_error is None):
-            return [f"gradgrad raise: torch {t_error!r:.200}, flowgrad {f_error!r:.300}"]
-        return []
+    t_gg, f_gg, stop = both_grads(
+        ([t_g[i] for i in pick], t_leaves + t_v, [t.detach() for t, _ in us]),
+        ([f_g[i] for i in pick], f_leaves + f_v, [f.detach() for _, f in us]), False, "gradgrad")
+    if stop is not None:
+        return stop
     found = [m for m in _none_pattern(t_gg, f_gg, "gradgrad") if not m.startswith("unused")]
     return found + compare_each_grad(labels + [f"cotangent {i}" for i in range(len(t_v))],
                                      t_leaves + t_v, t_gg, f_gg, "gradgrad")

@@ -71,6 +71,19 @@ def _grad(module, outputs, inputs, cotangents, create_graph):
             return None, error
 
 
+def both_grads(t_call, f_call, create_graph, what):
+    """`_grad` in torch and in flowgrad, each given its (outputs, inputs, cotangents):
+    (torch's, flowgrad's, None), or (None, None, findings) where either raises (a finding
+    when only one does; none when both do)."""
+    t_g, t_error = _grad(torch, *t_call, create_graph)
+    f_g, f_error = _grad(flow, *f_call, create_graph)
+    if t_error is None and f_error is None:
+        return t_g, f_g, None
+    if (t_error is None) != (f_error is None):
+        return None, None, [f"{what} raise: torch {t_error!r:.200}, flowgrad {f_error!r:.300}"]
+    return None, None, []
+
+
 def _none_pattern(t_grads, f_grads, where):
     """Findings and notes about entries one side gives as None."""
     for i, (t, f) in enumerate(zip(t_grads, f_grads)):
@@ -118,12 +131,9 @@ def gradgrad_sample(info, fn, sample, seed=0):
     rng = np.random.default_rng(seed)
     vs = [_random_like(rng, tuple(o.shape), o.dtype) for o in t_out]
     t_v, f_v = [t for t, _ in vs], [f for _, f in vs]
-    t_g, t_error = _grad(torch, t_out, t_leaves, t_v, True)
-    f_g, f_error = _grad(flow, f_out, f_leaves, f_v, True)
-    if t_error is not None or f_error is not None:
-        if (t_error is None) != (f_error is None):
-            return [f"grad raise: torch {t_error!r:.200}, flowgrad {f_error!r:.300}"]
-        return []
+    t_g, f_g, stop = both_grads((t_out, t_leaves, t_v), (f_out, f_leaves, f_v), True, "grad")
+    if stop is not None:
+        return stop
     found = list(_none_pattern(t_g, f_g, "grad"))
     if any(not m.startswith("unused") for m in found):
         return found
@@ -141,14 +151,11 @@ def gradgrad_sample(info, fn, sample, seed=0):
         return found + [f"gradgrad: flowgrad's first gradient {flat} does not require grad "
                         "(torch's does)"]
     us = [_random_like(rng, tuple(t_g[i].shape), t_g[i].dtype) for i in pick]
-    t_gg, t_error = _grad(torch, [t_g[i] for i in pick], t_leaves + t_v,
-                          [t.detach() for t, _ in us], False)
-    f_gg, f_error = _grad(flow, [f_g[i] for i in pick], f_leaves + f_v,
-                          [f.detach() for _, f in us], False)
-    if t_error is not None or f_error is not None:
-        if (t_error is None) != (f_error is None):
-            found.append(f"gradgrad raise: torch {t_error!r:.200}, flowgrad {f_error!r:.300}")
-        return found
+    t_gg, f_gg, stop = both_grads(
+        ([t_g[i] for i in pick], t_leaves + t_v, [t.detach() for t, _ in us]),
+        ([f_g[i] for i in pick], f_leaves + f_v, [f.detach() for _, f in us]), False, "gradgrad")
+    if stop is not None:
+        return found + stop
     found += _none_pattern(t_gg, f_gg, "gradgrad")
     both = t_leaves + t_v
     fboth = f_leaves + f_v
