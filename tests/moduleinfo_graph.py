@@ -225,21 +225,27 @@ def run_eval(case, seed=0):
                 actual = _quiet(lambda: graph(*inputs))  # noqa: B023 - called at once
         except Exception as error:  # noqa: BLE001 - any raise where eager works is a finding
             return found + [f"eval call {call}: graph raises {_raised(error)}"]
-        message = compare(to_numpy(expected), to_numpy(actual), f"eval call {call}: output")
-        if message:
-            found.append(message)
-        for i, (t, a) in enumerate(zip(inputs, arrays)):
-            if not np.array_equal(t.detach().numpy(), a, equal_nan=True):
-                found.append(f"eval call {call}: input {i} written by the graph")
-        if held is not None:
-            message = compare(held[1], to_numpy(held[0]), f"eval call 0's output after {call}")
-            if message:
-                found.append(message)
-        else:
-            held = (actual, to_numpy(actual))
-            held = (held[0], _copied(held[1]))
+        held = _after_call(found, f"eval call {call}", expected, actual, inputs, arrays, held)
         found += compare_state(case.eager, case.compiled, f"eval call {call}")
     return found
+
+
+def _after_call(found, where, expected, actual, inputs, arrays, held):
+    """Add to `found` what one graph call got wrong against eager: its outputs, an input it
+    wrote (`arrays`: the inputs' values before), the first call's output as held by the user
+    (`held`: (that output, a copy of its values), None on the first call); returns `held`."""
+    message = compare(to_numpy(expected), to_numpy(actual), f"{where}: output")
+    if message:
+        found.append(message)
+    for i, (t, a) in enumerate(zip(inputs, arrays)):
+        if not np.array_equal(t.detach().numpy(), a, equal_nan=True):
+            found.append(f"{where}: input {i} written by the graph")
+    if held is None:
+        return actual, _copied(to_numpy(actual))
+    message = compare(held[1], to_numpy(held[0]), f"{where}: call 0's output after it")
+    if message:
+        found.append(message)
+    return held
 
 
 def _copied(value):
@@ -315,18 +321,7 @@ def run_train(case, seed=0, adam=False, optimizer=True, history=False):
         except Exception as error:  # noqa: BLE001
             return found + [f"train call {call}: graph raises {_raised(error)}"]
         where = f"train call {call}"
-        message = compare(to_numpy(expected), to_numpy(actual), f"{where}: (loss, output)")
-        if message:
-            found.append(message)
-        for i, (t, a) in enumerate(zip(g_inputs, arrays)):
-            if not np.array_equal(t.detach().numpy(), a, equal_nan=True):
-                found.append(f"{where}: input {i} written by the graph")
-        if held is not None:
-            message = compare(held[1], to_numpy(held[0]), f"{where}: call 0's output after it")
-            if message:
-                found.append(message)
-        else:
-            held = (actual, _copied(to_numpy(actual)))
+        held = _after_call(found, where, expected, actual, g_inputs, arrays, held)
         for i, (e, g) in enumerate(zip(e_inputs, g_inputs)):
             if e.grad is None and g.grad is None:
                 continue
