@@ -39,7 +39,7 @@ import numpy as np
 
 __all__ = ["axpy", "axpby", "takes", "matmul", "vector_math", "vector_math2", "vector_affine",
            "vector_ready", "rows_ready", "VECTOR_THREADED", "fill_rows", "linear", "matmul_add",
-           "BACKEND", "get_num_threads", "set_num_threads"]
+           "column_sums_add", "BACKEND", "get_num_threads", "set_num_threads"]
 
 # arrays below this many elements take the ufuncs (a ctypes call costs ~2 us)
 MIN_SIZE = 1 << 15
@@ -174,6 +174,7 @@ def _bind(lib, prefix, suffix, index, routines):
 
 
 _LEVEL1 = {"axpy": "irpipi", "axpby": "irpirpi"}
+_LEVEL2 = {"gemv": "iiiirpipirpi"}
 _LEVEL3 = {"gemm": "iiiiiirpipirpi", "gemm_batch_strided": "iiiiiirpiipiirpiii"}
 
 
@@ -182,7 +183,7 @@ def _load():
     else none."""
     mkl, openblas = _mkl(), _openblas()
     if mkl is not None:
-        found = _bind(mkl, "cblas_", "", ctypes.c_int, {**_LEVEL1, **_LEVEL3})
+        found = _bind(mkl, "cblas_", "", ctypes.c_int, {**_LEVEL1, **_LEVEL2, **_LEVEL3})
         if found and _agrees(found):
             if openblas is not None and hasattr(openblas, "scipy_openblas_set_num_threads64_"):
                 openblas.scipy_openblas_set_num_threads64_(1)
@@ -210,7 +211,14 @@ def _agrees(found):
     a_t = a.T.copy()  # (named: a temporary would be freed before the call reads it)
     found["gemm", a.dtype](_ROW_MAJOR, _TRANS, _NO_TRANS, 2, 4, 3, 1.0, _address(a_t),
                            2, _address(b), 4, 0.0, _address(c), 4)
-    return bool(np.array_equal(c, a @ b))
+    if not np.array_equal(c, a @ b):
+        return False
+    if ("gemv", x.dtype) not in found:
+        return True
+    ones, y = np.ones(3), np.ones(4)
+    found["gemv", b.dtype](_ROW_MAJOR, _TRANS, 3, 4, -2.0, _address(b), 4, _address(ones), 1,
+                           1.0, _address(y), 1)
+    return bool(np.array_equal(y, 1.0 - 2.0 * b.sum(axis=0)))
 
 
 BACKEND, _ROUTINES, _LIB = _load()
@@ -508,9 +516,10 @@ def matmul(a, b, out=None):
     return c
 
 
-def _gemm(a, b, out, beta=0.0, routines=None):
-    """The product computed by BLAS into `out` (or a new array), or None where NumPy must;
-    beta = 1 adds it to what `out` holds. `routines`: where the GEMM is bound (_ROUTINES)."""
+def _gemm(a, b, out, beta=0.0, routines=None, alpha=1.0, least=None):
+    """alpha times the product computed by BLAS into `out` (or a new array), or None where
+    NumPy must; beta = 1 adds it to what `out` holds. `routines`: where the GEMM is bound
+    (_ROUTINES); `least`: the fewest multiply-adds BLAS takes (GEMM_MIN)."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim < 2 or b.ndim < 2:
         return None
     dtype = a.dtype
@@ -522,7 +531,9 @@ def _gemm(a, b, out, beta=0.0, routines=None):
     if k != kb or m * n * k == 0 or max(m, n, k) > _INT32_MAX:
         return None
     matrices = a.ndim == 2 and b.ndim == 2
-    if matrices and m * n * k < GEMM_MIN:
+    if least is None:
+        least = GEMM_MIN
+    if matrices and m * n * k < least:
         return None  # (NumPy's: before the layout checks below, which it would not use)
     item = dtype.itemsize
     la = _layout(m, k, a.strides[-2], a.strides[-1], item)
@@ -541,7 +552,7 @@ def _gemm(a, b, out, beta=0.0, routines=None):
     else:
         return None  # a broadcast between two stacks
     count = max(ba[0], bb[0])
-    if count * m * n * k < GEMM_MIN or count * m * n > _INT32_MAX:
+    if count * m * n * k < least or count * m * n > _INT32_MAX:
         return None
     shape = lead + (m, n)
     if out is None:
@@ -556,15 +567,15 @@ def _gemm(a, b, out, beta=0.0, routines=None):
     sa = ba[1] if ba[0] > 1 else 0
     sb = bb[1] if bb[0] > 1 else 0
     if count == 1:
-        gemm(_ROW_MAJOR, ta, tb, m, n, k, 1.0, _address(a), lda, _address(b), ldb,
+        gemm(_ROW_MAJOR, ta, tb, m, n, k, alpha, _address(a), lda, _address(b), ldb,
              beta, _address(c), n)
     elif sb == 0 and ta == _NO_TRANS and sa == m * lda:
         # one matrix against a contiguous stack: a single GEMM over all its rows
-        gemm(_ROW_MAJOR, ta, tb, count * m, n, k, 1.0, _address(a), lda, _address(b),
+        gemm(_ROW_MAJOR, ta, tb, count * m, n, k, alpha, _address(a), lda, _address(b),
              ldb, beta, _address(c), n)
     else:
         _ROUTINES["gemm_batch_strided", dtype](
-            _ROW_MAJOR, ta, tb, m, n, k, 1.0, _address(a), lda, sa, _address(b), ldb,
+            _ROW_MAJOR, ta, tb, m, n, k, alpha, _address(a), lda, sa, _address(b), ldb,
             sb, beta, _address(c), n, m * n, count)
     return c
 
@@ -594,15 +605,47 @@ def linear(x, w, bias):
     return _gemm(x, w.T, c, beta=1.0, routines=routines)
 
 
-def matmul_add(a, b, c):
-    """c += a @ b, in place, by one GEMM with beta = 1 (c may be a run of rows of a larger
-    array); False, with nothing done, where `matmul` would not take the product to MKL.
+def matmul_add(a, b, c, alpha=1.0, least=None):
+    """c += alpha * (a @ b), in place, by one GEMM with beta = 1 (c may be a run of rows of a
+    larger array); False, with nothing done, where MKL does not take the product (as
+    `matmul`; `least`: the fewest multiply-adds it takes, a GEMM's start-up against NumPy's).
 
     >>> a, b, c = np.ones((2, 3)), np.ones((3, 2)), np.ones((2, 2))
     >>> matmul_add(a, b, c) is False or c.tolist() == [[4.0, 4.0], [4.0, 4.0]]
     True
     """
-    return _gemm(a, b, c, beta=1.0) is not None
+    return _number(alpha) and _gemm(a, b, c, beta=1.0, alpha=alpha, least=least) is not None
+
+
+def column_sums_add(m, y, alpha):
+    """y += alpha * m.sum(axis=0), in place, for a C-contiguous (rows, n) float matrix m and
+    a C-contiguous (n,) y of its dtype, by one MKL gemv (m^T times a column of ones); False,
+    with nothing done, where MKL does not take it. The rows are added one after another, as
+    NumPy's and flowgrad's own sums of up to a thousand rows (a bias gradient's).
+
+    >>> m, y = np.ones((3, 2)), np.zeros(2)
+    >>> column_sums_add(m, y, -0.5) is False or y.tolist() == [-1.5, -1.5]
+    True
+    """
+    gemv = _ROUTINES.get(("gemv", m.dtype))
+    if gemv is None or type(m) is not np.ndarray or type(y) is not np.ndarray or \
+            not _number(alpha) or m.ndim != 2 or y.shape != m.shape[1:] or \
+            y.dtype != m.dtype or not (m.flags.c_contiguous and m.flags.aligned and
+                                       y.flags.c_contiguous and y.flags.writeable and
+                                       y.flags.aligned) or \
+            not 0 < m.size <= _INT32_MAX or np.may_share_memory(m, y):
+        return False
+    rows, n = m.shape
+    ones = _ONES.get((rows, m.dtype))
+    if ones is None:
+        ones = _ONES[rows, m.dtype] = np.ones(rows, m.dtype)
+        ones.flags.writeable = False
+    gemv(_ROW_MAJOR, _TRANS, rows, n, alpha, _address(m), n, _address(ones), 1, 1.0,
+         _address(y), 1)
+    return True
+
+
+_ONES = {}  # (rows, dtype) -> a read-only column of ones, for column_sums_add
 
 
 def get_num_threads():

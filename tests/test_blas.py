@@ -332,3 +332,39 @@ def test_mkl_paths_where_mkl_is_installed_but_not_the_default():
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     summary = done.stdout.strip().splitlines()[-1]
     assert " passed" in summary and "skipped" not in summary, summary
+
+
+@needs_gemm
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_add_scales_the_product_into_c(dtype):
+    """c += alpha * a @ b by one GEMM (nn.Graph's fused SGD step of a weight): the product
+    rounded once into c, so within an ulp or two of the two-step NumPy update."""
+    rng = np.random.default_rng(4)
+    dy, x = rng.standard_normal((64, 96)).astype(dtype), rng.standard_normal((64, 80)).astype(dtype)
+    c = rng.standard_normal((96, 80)).astype(dtype)
+    expected = c - dtype(0.1) * (dy.T @ x)
+    assert blas.matmul_add(dy.T, x, c, -0.1, least=1)
+    np.testing.assert_allclose(c, expected, rtol=1e-5 if dtype == np.float32 else 1e-13,
+                               atol=1e-6 if dtype == np.float32 else 1e-14)
+    before = c.copy()
+    assert not blas.matmul_add(dy.T, x, c, -0.1)  # below GEMM_MIN: NumPy's, nothing done
+    assert not blas.matmul_add(dy.T, x, c, np.float32(0.5), least=1)  # not a Python number
+    assert not blas.matmul_add(dy.T, x.astype(np.float16), c, -0.1, least=1)
+    np.testing.assert_array_equal(c, before)
+
+
+@needs_gemm
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_sums_add_is_a_bias_step(dtype):
+    rng = np.random.default_rng(5)
+    m, y = rng.standard_normal((128, 40)).astype(dtype), rng.standard_normal(40).astype(dtype)
+    expected = y - dtype(0.01) * m.sum(axis=0)
+    assert blas.column_sums_add(m, y, -0.01)
+    np.testing.assert_allclose(y, expected, rtol=1e-5 if dtype == np.float32 else 1e-13,
+                               atol=1e-7 if dtype == np.float32 else 1e-15)
+    before = y.copy()
+    for bad_m, bad_y in [(m.T, y), (m[:, ::2], y[:20]), (m, y[::2]), (m, y.astype(np.float16)),
+                         (m[:0], y), (m.astype(np.int64), y.astype(np.int64))]:
+        assert not blas.column_sums_add(bad_m, bad_y, -0.01)
+    assert not blas.column_sums_add(m, m[0], -0.01)  # y inside m: nothing written
+    np.testing.assert_array_equal(y, before)

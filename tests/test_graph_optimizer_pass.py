@@ -207,3 +207,81 @@ def test_reduce_on_plateau_is_stepped_by_the_user_and_the_plan_reads_its_rate():
         sch_g.step(loss_g.item())
         np.testing.assert_allclose(loss_g.numpy(), loss_e.detach().numpy(), rtol=1e-5)
     assert opt_g.param_groups[0]["lr"] == opt_e.param_groups[0]["lr"] < 0.5
+
+
+def _plain_pair(dtype, sizes=(96, 128, 10), **sgd):
+    eager, graphed = _mlp(sizes=sizes).to(dtype), _mlp(sizes=sizes).to(dtype)
+    opt_e = flow.optim.SGD(eager.parameters(), lr=0.1, **sgd)
+    opt_g = flow.optim.SGD(graphed.parameters(), lr=0.1, **sgd)
+    return eager, graphed, opt_e, opt_g
+
+
+def _batches_of(dtype, n=5):
+    return [(x.to(dtype), y) for x, y in _batches(n, rows=64, features=96, classes=10)]
+
+
+def _fallbacks(monkeypatch):
+    """The parameters whose fused step fell back to computing the gradient first."""
+    from flowgrad.graph import optimizer_pass
+
+    seen, kernel = [], optimizer_pass.UpdateOp.kernel
+
+    def spy(self, xp, *grads):
+        seen.extend(tuple(p.shape) for p in self.params)
+        return kernel(self, xp, *grads)
+    monkeypatch.setattr(optimizer_pass.UpdateOp, "kernel", spy)
+    return seen
+
+
+@pytest.mark.parametrize("dtype", [flow.float32, flow.float64, flow.float16])
+def test_plain_sgd_steps_join_the_gradient_products(dtype, monkeypatch):
+    """Plain SGD: a weight's step is one GEMM adding -lr * dy^T x into it, a bias's one gemv,
+    the gradients never stored; eager's numbers up to the last ulps. What BLAS cannot take
+    (a small product, float16) computes the gradient, then runs the update, as before."""
+    from flowgrad import blas
+
+    eager, graphed, opt_e, opt_g = _plain_pair(dtype)
+    train = train_graph(graphed, opt_g)
+    fallbacks = _fallbacks(monkeypatch)
+    steps_match_eager(train, eager, opt_e, None, _batches_of(dtype))
+    assert [n.op.name for n in _updates(train)] == ["sgd_update[linear_wgrad]",
+                                                    "sgd_update[sum]"] * 2
+    rtol = {flow.float32: 1e-6, flow.float64: 1e-13, flow.float16: 0}[dtype]
+    for pe, pg in zip(eager.parameters(), graphed.parameters()):
+        np.testing.assert_allclose(pg.detach().numpy(), pe.detach().numpy(), rtol=rtol,
+                                   atol=rtol / 10)
+    if dtype == flow.float16:  # no BLAS for it: every step as before, eager's bits
+        assert set(fallbacks) == {tuple(p.shape) for p in graphed.parameters()}
+    elif ("gemm", np.dtype(np.float32)) in blas._ROUTINES:  # MKL: only the 64x128x10 product
+        assert set(fallbacks) == {(10, 128)}
+
+
+def test_a_fused_step_falls_back_when_the_group_stops_being_plain():
+    """The plan asks at every run whether the step is still plain: a new rate (a scheduler),
+    then momentum set after compiling, train as eagerly."""
+    eager, graphed, opt_e, opt_g = _plain_pair(flow.float32)
+    sch_e = flow.optim.lr_scheduler.StepLR(opt_e, step_size=1, gamma=0.5)
+    sch_g = flow.optim.lr_scheduler.StepLR(opt_g, step_size=1, gamma=0.5)
+    train = train_graph(graphed, opt_g, lr_sch=sch_g)
+    batches = _batches_of(flow.float32, 6)
+    steps_match_eager(train, eager, opt_e, sch_e, batches[:3])
+    for opt in (opt_e, opt_g):
+        opt.param_groups[0]["momentum"] = 0.9
+    steps_match_eager(train, eager, opt_e, sch_e, batches[3:])
+    assert opt_g.state_dict()["state"].keys() == opt_e.state_dict()["state"].keys()
+    for pe, pg in zip(eager.parameters(), graphed.parameters()):
+        np.testing.assert_allclose(pg.detach().numpy(), pe.detach().numpy(), rtol=1e-6,
+                                   atol=1e-7)
+
+
+def test_a_gradient_read_twice_or_kept_is_not_fused():
+    """A weight used by two layers (its gradient is a sum) or a gradient hook's reader keeps
+    the update as its own node."""
+    eager, graphed, opt_e, opt_g = _plain_pair(flow.float32)
+    for model in (eager, graphed):
+        model[0].bias.register_hook(lambda g: g * 2)
+
+    train = train_graph(graphed, opt_g)
+    steps_match_eager(train, eager, opt_e, None, _batches_of(flow.float32, 3))
+    names = [n.op.name for n in _updates(train)]
+    assert "sgd_update" in names and "sgd_update[linear_wgrad]" in names

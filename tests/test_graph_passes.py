@@ -12,7 +12,7 @@ import flowgrad.nn.functional as F
 from flowgrad.graph import codegen, fusion, passes
 from flowgrad.graph.fusion import STEPS, _repeats, fuse_elementwise
 from flowgrad.graph.ir import CONST, NODE, Node, Program
-from flowgrad.graph.optimizer_pass import place_updates
+from flowgrad.graph.optimizer_pass import fuse_plain_steps, place_updates
 from flowgrad.graph.passes import trace
 from flowgrad.ops.elementwise import scale
 from flowgrad.ops.registry import REGISTRY
@@ -465,7 +465,8 @@ def _train_both(eager, graphed, build, batches, lr=0.1):
 
 
 def test_pipeline_runs_every_pass():
-    assert passes.PIPELINE[-3:] == (fuse_elementwise, place_updates, passes.annotate_liveness)
+    assert passes.PIPELINE[-4:] == (fuse_elementwise, place_updates, fuse_plain_steps,
+                                    passes.annotate_liveness)
     assert {passes.simplify_algebra, passes.eliminate_common_subexpressions,
             passes.fold_constants, passes.eliminate_dead_code} <= set(passes.PIPELINE)
 

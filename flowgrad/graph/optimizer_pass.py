@@ -11,15 +11,25 @@ qualifies, the per-parameter reference step otherwise) on that parameter: the nu
 eager's, bit for bit, and the optimizer's state (`opt.state`, `param_groups`, the learning
 rate a scheduler sets) is the eager object's, read at every run.
 
+A plain SGD step (`SGD._plain_rate`) of a parameter whose gradient comes from a linear
+layer's weight-gradient product or a bias's sum over the batch joins that node
+(`fuse_plain_steps`): p -= lr * dy^T x is one GEMM adding into p (alpha = -lr, beta = 1), the
+bias's one gemv, and the gradient is never stored. Those numbers round once fewer than
+eager's (the gradient is not rounded before the step): equal up to the last ulp.
+
 Optimizers whose step needs more than gradients stay eager after the plan: gradient
 clipping (`clip_grad_max_norm`), gradient accumulation, step hooks, a custom `step`
 (closures), a parameter in two groups or written in place by the step.
 """
 from __future__ import annotations
 
+import functools
+
+from .. import blas
 from ..autograd.grad_mode import no_grad
+from ..ops.summation import leading_sum_add
 from ..optim import optimizer as _optimizer
-from ..optim._foreach import SMALL
+from ..optim._foreach import SMALL, bump
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from .ir import STATE, Node
@@ -126,6 +136,89 @@ def place_updates(program):
     return program
 
 
+class PlainStepOp:
+    """The op of a node computing a gradient (`producer`) fused with the plain SGD update of
+    the one parameter it is the gradient of: `step(p, -lr, *inputs)` adds -lr times the
+    gradient into p without storing it, where it can; else the gradient, then the update."""
+
+    n_out = 0
+    effect = True
+
+    def __init__(self, update, producer, step):
+        self.update, self.step = update, step
+        self.optimizer, self.group_index, self.params = \
+            update.optimizer, update.group_index, update.params
+        attrs = producer.attrs
+        self.gradient = functools.partial(producer.op.kernel, **attrs) if attrs else \
+            producer.op.kernel
+        self.name = f"{update.name}[{producer.op.name}]"
+
+    def __repr__(self):
+        return f"<update op {self.name}>"
+
+    def kernel(self, xp, *inputs):
+        update = self.update
+        param = update.params[0]
+        neg_lr = update.optimizer._plain_rate(update.optimizer.param_groups[update.group_index])
+        if neg_lr is not None and self.step(param._data, neg_lr, *inputs):
+            bump(param)
+            return
+        update.kernel(xp, self.gradient(xp, *inputs))
+
+
+# a fused weight step takes MKL's GEMM from this many multiply-adds on (blas.GEMM_MIN for a
+# bare product): it replaces a product on NumPy, a temporary and a pass of the update
+_STEP_GEMM_MIN = 1 << 18
+
+
+def _weight_step(p, neg_lr, dy, x):
+    """p += neg_lr * dy^T @ x: linear_wgrad's product of 2-D operands, by one GEMM into p."""
+    return dy.ndim == 2 == x.ndim and \
+        blas.matmul_add(dy.T, x, p, neg_lr, least=_STEP_GEMM_MIN)
+
+
+def _bias_step(attrs):
+    """The step for a sum over leading axes into a parameter (a bias's gradient), or None."""
+    axes = attrs.get("axes")
+    if attrs.get("keepdim") or not axes or axes != tuple(range(len(axes))):
+        return None
+    lead = len(axes)
+    return lambda p, neg_lr, g: g.ndim > lead and leading_sum_add(g, lead, p, neg_lr)
+
+
+_PLAIN_STEPS = {"linear_wgrad": lambda attrs: _weight_step, "sum": _bias_step}
+
+
+def fuse_plain_steps(program):
+    """Fuse each one-parameter update of an optimizer with a plain step (`_plain_rate`) into
+    the node right before it when that node computes the gradient, alone reads nothing the
+    update changes (the update was placed after the parameter's last reader) and is a kind
+    `_PLAIN_STEPS` knows; the gradient must have no other reader. The fused node checks the
+    step is still plain on every run, and falls back to the gradient and the update."""
+    results = {v.id for v in program.results()}
+    reads = {}
+    for node in program.nodes:
+        for v in node.inputs:
+            reads[v.id] = reads.get(v.id, 0) + 1
+    nodes = []
+    for node in program.nodes:
+        op, producer = node.op, nodes[-1] if nodes else None
+        if type(op) is UpdateOp and len(op.params) == 1 and producer is not None and \
+                hasattr(op.optimizer, "_plain_rate") and len(producer.outputs) == 1 and \
+                node.inputs == producer.outputs and reads[node.inputs[0].id] == 1 and \
+                node.inputs[0].id not in results:
+            make = _PLAIN_STEPS.get(getattr(producer.op, "name", None))
+            step = make(producer.attrs) if make is not None else None
+            if step is not None:
+                fused = Node(PlainStepOp(op, producer, step), producer.inputs, {}, [], "update")
+                fused.where = producer.where
+                nodes[-1] = fused
+                continue
+        nodes.append(node)
+    program.nodes = nodes
+    return program
+
+
 def param_layout(optimizers):
     """Which parameters each optimizer's groups hold: a compiled update covers exactly these."""
     return [tuple(tuple(map(id, g["params"])) for g in opt.param_groups)
@@ -150,4 +243,5 @@ def _last_use(program):
     return position
 
 
-__all__ = ["UpdateOp", "in_plan", "param_layout", "plan_updates", "place_updates"]
+__all__ = ["UpdateOp", "PlainStepOp", "in_plan", "param_layout", "plan_updates",
+           "place_updates", "fuse_plain_steps"]

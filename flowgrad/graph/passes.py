@@ -27,7 +27,7 @@ from ..random import Generator
 from .checkpointing import recompute_checkpoints
 from .fusion import fuse_elementwise
 from .ir import CONST, NODE, Value
-from .optimizer_pass import place_updates
+from .optimizer_pass import fuse_plain_steps, place_updates
 
 
 # ---- helpers ------------------------------------------------------------------------------
@@ -464,7 +464,7 @@ def annotate_liveness(program):
 
 PIPELINE = (simplify_algebra, eliminate_common_subexpressions, fold_constants,
             recompute_checkpoints, eliminate_dead_code, pool_before_relu, fuse_elementwise,
-            place_updates, annotate_liveness)
+            place_updates, fuse_plain_steps, annotate_liveness)
 
 
 def optimize(program, log=None):

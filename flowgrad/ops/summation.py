@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ..blas import column_sums_add
 from .halfprec import HALF
 
 
@@ -94,3 +95,14 @@ def _cascade_sum(xp, m):
             parts = xp.concatenate([parts, tail[:, None]], axis=1)
         m = parts
     return xp.matmul(xp.ones(m.shape[1], m.dtype), m)
+
+
+def leading_sum_add(x, lead, y, alpha):
+    """y += alpha * x.sum(axis=range(lead)), in place, by one BLAS gemv (`column_sums_add`)
+    where add_reduce would add the rows one after another too (at most _CASCADE_ROWS of a
+    C-contiguous float array); False, with nothing done, otherwise. nn.Graph's plans compute a
+    plain SGD step of a bias this way, its gradient never stored (optimizer_pass.py)."""
+    rows = math.prod(x.shape[:lead])
+    if not 0 < rows <= _CASCADE_ROWS or not x.flags.c_contiguous or x.dtype.char not in "fd":
+        return False
+    return column_sums_add(x.reshape(rows, x.size // rows), y, alpha)

@@ -71,19 +71,26 @@ class SGD(Optimizer):
         return plain_numbers(group["lr"], group["momentum"], group["dampening"],
                              group["weight_decay"])
 
-    def _step_plain(self, group, params, grads):
-        """p -= lr * g for each parameter and gradient array, when the group is plain SGD (no
-        momentum, weight decay or maximize; a number lr) and every pair is a floating CPU
-        array of one dtype; False, updating nothing, otherwise. nn.Graph's update nodes call
-        it on every run of a plan (`_step_params`' bookkeeping was most of a small update)."""
+    @staticmethod
+    def _plain_rate(group):
+        """-lr when the group's step is plain SGD, p -= lr * g (no momentum, weight decay or
+        maximize; a number lr), else None. nn.Graph's plans ask it on every run, and where it
+        holds may compute the step inside the gradient's own GEMM (optimizer_pass.py)."""
         lr = group["lr"]
         if type(lr) is not float and type(lr) is not int or group["momentum"] != 0 or \
                 group["weight_decay"] != 0 or group["maximize"] or group.get("fused") or \
                 group.get("foreach") is False:
+            return None
+        return -lr
+
+    def _step_plain(self, group, params, grads):
+        """p -= lr * g for each parameter and gradient array, when the group is plain SGD
+        (`_plain_rate`) and every pair is a floating CPU array of one dtype; False, updating
+        nothing, otherwise. nn.Graph's update nodes call it on every run of a plan
+        (`_step_params`' bookkeeping was most of a small update)."""
+        neg_lr = self._plain_rate(group)
+        if neg_lr is None or not all(fast_dtype(p._data, g) for p, g in zip(params, grads)):
             return False
-        if not all(fast_dtype(p._data, g) for p, g in zip(params, grads)):
-            return False
-        neg_lr = -lr
         for p, gd in zip(params, grads):
             pd = p._data
             if takes(pd):  # a large parameter: BLAS's one pass
