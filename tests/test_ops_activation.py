@@ -237,3 +237,23 @@ def test_softmax_of_many_short_rows_as_torch(dtype):
     for ours, theirs in zip(*results):
         np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
         np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=rtol)  # (values of order 1)
+
+
+@pytest.mark.parametrize("shape", [(7, 10), (3, 4, 16), (5, 17), (1, 10), (6, 0), (0, 5)])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_row_max_equals_numpys_max_with_nan_and_inf_rows(shape, dtype):
+    """row_max (softmax's, log_softmax's and cross_entropy's row maxima; short rows from a
+    transposed copy) gives NumPy's max along the last dim, -inf along an empty one."""
+    from flowgrad.ops.activation import row_max
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(dtype)
+    if x.size > 2 * shape[-1]:
+        x[0, ..., 1] = np.nan
+        x.reshape(-1, shape[-1])[1] = -np.inf
+        x.reshape(-1, shape[-1])[2, -1] = np.inf
+    expected = x.max(axis=-1, keepdims=True, initial=-np.inf)
+    for view in (x, x[..., ::-1]):  # (a strided view takes NumPy's own max)
+        got = row_max(np, view, view.ndim - 1)
+        assert got.dtype == x.dtype and got.shape == expected.shape
+        np.testing.assert_array_equal(got, view.max(axis=-1, keepdims=True, initial=-np.inf))

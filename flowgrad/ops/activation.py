@@ -611,6 +611,22 @@ def _row_sums(xp, a, dim):
     return a.sum(axis=dim, keepdims=True)
 
 
+_SHORT_ROW = 16  # rows of at most this many values: their maxima by `row_max`'s columns
+
+
+def row_max(xp, x, dim):
+    """x's maxima along `dim` (keepdims; -inf along an empty dim). Short rows of a contiguous
+    float array, along its last dim, from a transposed copy: one contiguous maximum per
+    column, where NumPy's max runs an inner loop per row (a (2048, 10) batch of logits took
+    118 us against 12, (128, 10) 9.4 against 2.9; from 32 values on, NumPy's is as fast)."""
+    n = x.shape[-1] if x.ndim else 0
+    if 0 < n <= _SHORT_ROW and dim in (-1, x.ndim - 1) and x.size > n and \
+            x.dtype.char in "efd" and x.flags.c_contiguous:
+        columns = xp.ascontiguousarray(x.reshape(-1, n).T)
+        return xp.maximum.reduce(columns, axis=0).reshape(x.shape[:-1] + (1,))
+    return x.max(axis=dim, keepdims=True, initial=-xp.inf)  # (initial: empty dims)
+
+
 def _short_rows(x, dim):
     """x as a (rows, n) matrix when dim is its contiguous last dim and `fill_rows` pays."""
     if dim != x.ndim - 1 or x.size < ROWS_MIN:  # (and no reshape of an empty x)
@@ -628,7 +644,7 @@ def _softmax(xp, x, *, dim):
 def _softmax_of(xp, x, dim, peak=None):
     """softmax along dim; `peak`: x's maxima along dim (keepdims), when already known."""
     if peak is None:
-        peak = x.max(axis=dim, keepdims=True, initial=-xp.inf)  # (initial: empty dims)
+        peak = row_max(xp, x, dim)
     rows = _short_rows(x, dim)
     if rows is not None:  # NumPy's broadcasts and exp, one thread each: by BLAS and VML
         e = xp.empty_like(rows)
@@ -650,7 +666,7 @@ def _safe_softmax_op(xp, x, *, dim):
     """softmax, but 0 on a row whose every value is -inf (NaN in softmax): torch's
     _safe_softmax, the attention kernels' rule for a fully masked row. Its gradient is
     softmax's, from the output (torch's too: 0 * dy on such a row)."""
-    peak = x.max(axis=dim, keepdims=True, initial=-xp.inf)
+    peak = row_max(xp, x, dim)
     empty = peak == -xp.inf
     if not empty.any():  # (the usual case: one test on the row maxima)
         return _softmax_of(xp, x, dim, peak)
@@ -691,7 +707,7 @@ def _softmax_grad(xp, y, dy, *, dim):
 @op("log_softmax", save="outputs", contiguous=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _log_softmax(xp, x, *, dim):
-    shifted = x - x.max(axis=dim, keepdims=True, initial=-xp.inf)  # initial: empty dims
+    shifted = x - row_max(xp, x, dim)
     shifted -= xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
     return shifted
 
