@@ -13,6 +13,7 @@ tensor([[[[ 5.,  7.],
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -25,7 +26,7 @@ from .activation import relu
 from .conv import col2im, ntuple, pad_array, tap_slices, windows
 from .halfprec import HALF, in_float32
 from .registry import op
-from .rules import tied_to_input
+from .rules import has_nan, tied_to_input
 from .scan import with_rule_indices
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
@@ -70,22 +71,39 @@ def _max_pool_tiles(xp, x, ksize, out):
     taps = xp.ascontiguousarray(x.transpose(perm)).reshape((math.prod(ksize),) + lead
                                                            + tuple(out))
     vals = taps.max(axis=0)
-    if (vals != vals).any():
+    if has_nan(xp, vals):
         return None
+    offsets, origin = _tile_offsets(size, tuple(ksize), tuple(out))
+    if len(offsets) > 256:  # (a tap number past uint8)
+        first = xp.argmax(taps == vals, axis=0)
+    else:
+        # torch keeps the first tap that reaches the max: its number is ne0 * (1 + ne1 * (1 +
+        # ... ne_(n-2))), ne_t "tap t is below the max", read inside out in uint8 (the bool
+        # arrays' own bytes: no casting loop), then each number's offset looked up once
+        first = xp.zeros(vals.shape, xp.uint8) if len(offsets) == 1 else None
+        for t in range(len(offsets) - 2, -1, -1):
+            below = (taps[t] != vals).view(xp.uint8)
+            if first is None:
+                first = below
+            else:
+                first += 1
+                xp.multiply(first, below, out=first)
+    return vals, xp.add(xp.asarray(origin), xp.asarray(offsets).take(first),
+                        out=xp.empty(vals.shape, xp.int64))
+
+
+@functools.lru_cache(maxsize=64)
+def _tile_offsets(size, ksize, out):
+    """For windows tiling a plane of `size`: each tap's flat offset within its window (int64,
+    row-major) and each window's origin (a read-only (out) int64 array), made once per
+    shape (their Python-level set-up was a tenth of a LeNet pool)."""
     plane = np.cumprod((1,) + tuple(size[:0:-1]))[::-1]
-    offs = [int(np.dot(tap, plane)) for tap in itertools.product(*(range(k) for k in ksize))]
-    # torch keeps the first tap that reaches the max: offset = off0 + ne0 * (d1 + ne1 * (d2
-    # + ...)) with ne_t "tap t is below the max" and d_t = off_t - off_(t-1), read inside out
-    # in int32 where the plane allows: 5x faster than NumPy's int64 multiply on LeNet's pools
-    small = xp.int32 if math.prod(size) < 2**31 else xp.int64
-    acc = small(offs[-1] - offs[-2] if len(offs) > 1 else 0)
-    for t in range(len(offs) - 2, -1, -1):
-        acc = xp.multiply(taps[t] != vals, acc, dtype=small)
-        if t:
-            acc += small(offs[t] - offs[t - 1])
-    origin = _flat_index(xp, [g * k for g, k in zip(np.ix_(*(np.arange(o) for o in out)),
-                                                      ksize)], size) + offs[0]
-    return vals, xp.add(acc, origin, out=xp.empty(vals.shape, xp.int64))
+    offsets = np.array([int(np.dot(tap, plane)) for tap in
+                        itertools.product(*(range(k) for k in ksize))], np.int64)
+    origin = _flat_index(np, [g * k for g, k in zip(np.ix_(*(np.arange(o) for o in out)),
+                                                      ksize)], size)
+    offsets.flags.writeable = origin.flags.writeable = False
+    return offsets, origin
 
 
 def _first_inside_tap(xp, size, out, ksize, stride, padding, dilation):
