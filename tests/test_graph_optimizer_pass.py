@@ -285,3 +285,21 @@ def test_a_gradient_read_twice_or_kept_is_not_fused():
     steps_match_eager(train, eager, opt_e, None, _batches_of(flow.float32, 3))
     names = [n.op.name for n in _updates(train)]
     assert "sgd_update" in names and "sgd_update[linear_wgrad]" in names
+
+
+def test_a_fused_weight_step_takes_every_leading_dim(monkeypatch):
+    """A linear layer on (batch, time, features): its weight's step is the GEMM over all
+    batch * time rows, as eager's gradient."""
+    def loss_fn(model, x, y):
+        return F.cross_entropy(model(x.reshape(8, 8, 96)).reshape(64, 10), y)
+
+    eager, graphed, opt_e, opt_g = _plain_pair(flow.float32)
+    train = train_graph(graphed, opt_g, loss_fn=loss_fn)
+    fallbacks = _fallbacks(monkeypatch)
+    steps_match_eager(train, eager, opt_e, None, _batches_of(flow.float32, 4),
+                      loss_fn=loss_fn)
+    for pe, pg in zip(eager.parameters(), graphed.parameters()):
+        np.testing.assert_allclose(pg.detach().numpy(), pe.detach().numpy(), rtol=1e-6,
+                                   atol=1e-7)
+    assert "sgd_update[linear_wgrad]" in [n.op.name for n in _updates(train)]
+    assert (128, 96) not in fallbacks

@@ -172,9 +172,11 @@ _STEP_GEMM_MIN = 1 << 18
 
 
 def _weight_step(p, neg_lr, dy, x):
-    """p += neg_lr * dy^T @ x: linear_wgrad's product of 2-D operands, by one GEMM into p."""
-    return dy.ndim == 2 == x.ndim and \
-        blas.matmul_add(dy.T, x, p, neg_lr, least=_STEP_GEMM_MIN)
+    """p += neg_lr * dy^T @ x over all leading dims: linear_wgrad's product for a 2-D weight,
+    by one GEMM into p."""
+    return dy.ndim == x.ndim > 1 and blas.matmul_add(
+        dy.reshape(-1, dy.shape[-1]).T, x.reshape(-1, x.shape[-1]), p, neg_lr,
+        least=_STEP_GEMM_MIN)
 
 
 def _bias_step(attrs):
