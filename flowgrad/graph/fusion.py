@@ -11,8 +11,8 @@ stands where the chain's last node stood, so every such reader must come later.
 Constants are 0-d arrays of the chain's dtype: NumPy converts a Python scalar on every call
 (about as long as a ufunc on 100 floats) and gives the same bits for the 0-d array.
 
-`relu_grad` multiplies by a float mask (heaviside(y, 0)), which turns an inf or nan gradient
-at y <= 0 into nan where eager gives 0. Every step carries a nan on to the chain's last
+`relu_grad` multiplies by a float mask (the sign of relu's output), which turns an inf or nan
+gradient at y <= 0 into nan where eager gives 0. Every step carries a nan on to the chain's last
 array, so one check at the end finds it, and the chain then reruns with the ops' own kernels.
 On at most WHERE_SIZE values its kernel is one `where` (+0 where masked), and so is its step.
 
@@ -63,8 +63,10 @@ STEPS = {
     "tanh_grad": (1, "{t} = xp.square({i0}{to})\n"
                      "{t} = xp.subtract({one}, {t}, {t})\n"
                      "{b} = xp.multiply({x}, {t}{o})", False),
-    # dy where y > 0, else 0, as _relu_grad (nan/inf at y <= 0: the check at the end)
-    "relu_grad": (1, "{t} = xp.heaviside({i0}, {zero}{to})\n"
+    # dy where y > 0, else 0, as _relu_grad (nan/inf at y <= 0: the check at the end). y is
+    # relu's output (>= +0, or nan), whose sign is heaviside(y, 0): 1, +0 or nan (NumPy's
+    # heaviside took 330 us on 64k values, its sign 28)
+    "relu_grad": (1, "{t} = xp.sign({i0}{to})\n"
                      "{b} = xp.multiply({x}, {t}{o})", True),
     # the same on at most WHERE_SIZE values, where its kernel (masked_product) takes one
     # `where` (+0 where masked, as torch's; a nan y passes dy): one `where` here too
