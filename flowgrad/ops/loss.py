@@ -167,7 +167,7 @@ def _nll_coef(xp, dy, target, *weight, n_classes, ignore_index, reduction):
 def _plain_targets(xp, target, n_classes, ignore_index):
     """Whether every target is a class in [0, n_classes) and none is ignore_index: one
     comparison of the targets read as unsigned integers (a negative one reads as huge), and
-    one more only when ignore_index is itself a class."""
+    one more only when ignore_index is itself a class (array methods only: any xp)."""
     kind = target.dtype.kind
     if kind not in "iu" or not target.size:
         return False
@@ -299,7 +299,8 @@ def _check_class_target(input, target, weight, ignore_index, name):
         raise RuntimeError(f"{name}: expected target of shape {expected} for input of shape "
                            f"{tuple(input.shape)}, got target shape {tuple(target.shape)}")
     n_classes = x._data.shape[1]
-    _check_targets(t, ignore_index, n_classes, name, tuple(input.shape))
+    if not _plain_targets(None, t, n_classes, ignore_index):  # (else all in range: one test)
+        _check_targets(t, ignore_index, n_classes, name, tuple(input.shape))
     w = None
     if weight is not None:
         if tuple(weight.shape) != (n_classes,):
