@@ -70,6 +70,16 @@ def _check_optimizer(optimizer):
         raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
 
 
+def _check_resumable(optimizer):
+    """A scheduler resumed (last_epoch >= 0) starts from the groups' initial_lr."""
+    for i, group in enumerate(optimizer.param_groups):
+        if "initial_lr" not in group:
+            raise KeyError(
+                f"param 'initial_lr' is not specified in param_groups[{i}] when resuming "
+                "scheduler with last_epoch >= 0; load the optimizer's state dict first, or "
+                "start with last_epoch=-1")
+
+
 def _mark_optimizer_steps(optimizer):
     """Wrap `optimizer.step` so a scheduler can warn when it is stepped first."""
     if hasattr(optimizer.step, "_wrapped_by_lr_sched"):
@@ -93,6 +103,7 @@ class LRScheduler:
     `_get_closed_form_lr()` from `base_lrs` and `last_epoch` (used by `step(epoch)`)."""
 
     _is_initial = False
+    _get_lr_called_within_step = False  # (get_lr() warns when called from outside step())
 
     def __init__(self, optimizer, last_epoch=-1):
         _check_optimizer(optimizer)
@@ -102,12 +113,7 @@ class LRScheduler:
                 lr = group["lr"]
                 group.setdefault("initial_lr", lr.clone() if isinstance(lr, Tensor) else lr)
         else:
-            for i, group in enumerate(optimizer.param_groups):
-                if "initial_lr" not in group:
-                    raise KeyError(
-                        f"param 'initial_lr' is not specified in param_groups[{i}] when "
-                        "resuming scheduler with last_epoch >= 0; load the optimizer's state "
-                        "dict first, or start with last_epoch=-1")
+            _check_resumable(optimizer)
         self.base_lrs = _lrs(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         _mark_optimizer_steps(optimizer)
@@ -138,6 +144,22 @@ class LRScheduler:
     def get_lr(self):
         raise NotImplementedError
 
+    def _check_group_count(self, n, verb="has", what="per-group values"):
+        """Refuse, as torch's strict zips do, n per-group values for another number of groups."""
+        groups = len(self.optimizer.param_groups)
+        if n != groups:
+            raise ValueError(
+                f"{type(self).__name__} {verb} {n} {what} for the optimizer's {groups} param "
+                "groups (a param group added after the scheduler was built?); build the "
+                "scheduler after adding the param groups")
+
+    def _warn_direct_get_lr(self):
+        """torch's warning when get_lr() is called outside step(): it computes the next lrs
+        (and moves CyclicLR's and OneCycleLR's momentum); get_last_lr() reads the current."""
+        if not self._get_lr_called_within_step:
+            warn("To get the last learning rate computed by the scheduler, please use "
+                 "`get_last_lr()`.", UserWarning, stacklevel=2)
+
     def step(self, epoch=None):
         refuse_in_graph(f"{type(self).__name__}.step()")
         if self._step_count == 1:
@@ -158,24 +180,24 @@ class LRScheduler:
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):
-        if epoch is None:
-            self.last_epoch += 1
-            values = self.get_lr()
-        else:
-            self.last_epoch = epoch
-            closed = getattr(self, "_get_closed_form_lr", None)
-            values = closed() if closed is not None else self.get_lr()
+        self._get_lr_called_within_step = True
+        try:
+            if epoch is None:
+                self.last_epoch += 1
+                values = self.get_lr()
+            else:
+                self.last_epoch = epoch
+                closed = getattr(self, "_get_closed_form_lr", None)
+                values = closed() if closed is not None else self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
         self._apply_lrs(values)
 
     def _apply_lrs(self, values):
         """Set each group's lr, refusing as torch's strict zip does a count that differs."""
         groups = self.optimizer.param_groups
         values = list(values)
-        if len(values) != len(groups):
-            raise ValueError(
-                f"{type(self).__name__} computed {len(values)} learning rates for the "
-                f"optimizer's {len(groups)} param groups (a param group added after the "
-                "scheduler was built?); build the scheduler after adding the param groups")
+        self._check_group_count(len(values), "computed", "learning rates")
         for group, lr in zip(groups, values):
             _set_lr(group, lr)
         self._last_lr = _lrs(self.optimizer)
@@ -224,10 +246,13 @@ class LambdaLR(_LambdaState, LRScheduler):
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         self.optimizer = optimizer
+        if last_epoch != -1 and isinstance(optimizer, Optimizer):
+            _check_resumable(optimizer)  # (torch's order: its lambdas are called later)
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        self._warn_direct_get_lr()
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
 
@@ -240,8 +265,10 @@ class MultiplicativeLR(_LambdaState, LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        self._warn_direct_get_lr()
         if self._is_initial:
             return _lrs(self.optimizer)
+        self._check_group_count(len(self.lr_lambdas), what="lr_lambdas")
         return [g["lr"] * fn(self.last_epoch)
                 for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups)]
 
@@ -265,6 +292,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        self._warn_direct_get_lr()
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return _lrs(self.optimizer)
         return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
@@ -282,6 +310,7 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        self._warn_direct_get_lr()
         if self.last_epoch not in self.milestones:
             return _lrs(self.optimizer)
         return [g["lr"] * self.gamma ** self.milestones[self.last_epoch]
@@ -304,6 +333,7 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        self._warn_direct_get_lr()
         if self.last_epoch == 0:
             return [g["lr"] * self.factor for g in self.optimizer.param_groups]
         if self.last_epoch != self.total_iters:
@@ -331,6 +361,7 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        self._warn_direct_get_lr()
         if self.last_epoch == 0:
             return [g["lr"] * self.start_factor for g in self.optimizer.param_groups]
         if self._is_initial or self.last_epoch > self.total_iters:
@@ -355,6 +386,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        self._warn_direct_get_lr()
         if self._is_initial:
             return _lrs(self.optimizer)
         return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
@@ -396,6 +428,7 @@ class PolynomialLR(LRScheduler):
         return [(b - e) * (1 - t / n) ** self.power + e for b in self.base_lrs]
 
     def get_lr(self):
+        self._warn_direct_get_lr()
         if self._oneflow:
             return self._oneflow_form()
         if self._is_initial or self.last_epoch > self.total_iters:
@@ -433,12 +466,15 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        self._warn_direct_get_lr()
         groups, t, tm, lo = self.optimizer.param_groups, self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:
             return _lrs(self.optimizer)
         if self._step_count == 1 and t > 0:
+            self._check_group_count(len(self.base_lrs), what="base_lrs")
             return [lo + (b - lo) * (1 + math.cos(t * math.pi / tm)) / 2 for b in self.base_lrs]
         if (t - 1 - tm) % (2 * tm) == 0:
+            self._check_group_count(len(self.base_lrs), what="base_lrs")
             return [g["lr"] + (b - lo) * (1 - math.cos(math.pi / tm)) / 2
                     for b, g in zip(self.base_lrs, groups)]
         return [(1 + math.cos(math.pi * t / tm)) / (1 + math.cos(math.pi * (t - 1) / tm))

@@ -49,6 +49,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        self._warn_direct_get_lr()
         gamma = 1.0
         if self.decay_rate != 1.0 or self.restart_limit:
             k = self._cycle()
@@ -93,7 +94,12 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        self._apply_lrs(self.get_lr())
+        self._get_lr_called_within_step = True
+        try:
+            values = self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        self._apply_lrs(values)
 
 
 def _set_momentum(group, use_beta1, value):
@@ -184,6 +190,7 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self):
+        self._warn_direct_get_lr()
         step = self.last_epoch
         if step > self.total_steps:
             raise ValueError(f"Tried to step {step} times. The specified number of total "
@@ -250,6 +257,7 @@ class CyclicLR(LRScheduler):
         return self.gamma ** x
 
     def get_lr(self):
+        self._warn_direct_get_lr()
         cycle = math.floor(1 + self.last_epoch / self.total_size)
         x = 1.0 + self.last_epoch / self.total_size - cycle
         if x <= self.step_ratio:
@@ -260,6 +268,7 @@ class CyclicLR(LRScheduler):
         lrs = [b + (hi - b) * scale * self.scale_fn(arg)
                for b, hi in zip(self.base_lrs, self.max_lrs)]
         if self.cycle_momentum:
+            self._check_group_count(len(self.base_momentums), what="momentums")
             for group, lo, hi in zip(self.optimizer.param_groups, self.base_momentums,
                                      self.max_momentums):
                 _set_momentum(group, self.use_beta1, hi - (hi - lo) * scale * self.scale_fn(arg))

@@ -103,10 +103,13 @@ class ReduceLROnPlateau(LRScheduler):
         return a > best + self.threshold
 
     def _init_is_better(self, mode, threshold, threshold_mode):
-        if mode not in ("min", "max"):
-            raise ValueError("mode " + str(mode) + " is unknown!")
-        if threshold_mode not in ("rel", "abs"):
-            raise ValueError("threshold mode " + str(threshold_mode) + " is unknown!")
+        for what, value, known in (("mode", mode, ("min", "max")),
+                                   ("threshold mode", threshold_mode, ("rel", "abs"))):
+            if not isinstance(value, str):  # (torch's message concatenation raises TypeError)
+                raise TypeError(f"ReduceLROnPlateau: {what} must be one of the strings "
+                                f"{known}, got {type(value).__name__} {value!r}")
+            if value not in known:
+                raise ValueError(f"{what} {value} is unknown!")
         self.mode_worse = math.inf if mode == "min" else -math.inf
         self.mode = mode
         self.threshold = threshold
