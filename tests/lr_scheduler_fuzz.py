@@ -9,7 +9,8 @@ modes, custom scale functions and momentum cycling (SGD's momentum, Adam's beta1
 OneCycleLR's phases, ReduceLROnPlateau on metric sequences with nan and infinities,
 SequentialLR and ChainedScheduler of random children. Then a random sequence of
 `optimizer.step()`, `scheduler.step(...)`, an lr changed by hand, `add_param_group`, and a
-`state_dict()` loaded into a freshly built scheduler (and sometimes a fresh optimizer).
+`state_dict()` loaded into a freshly built scheduler (and sometimes a fresh optimizer; in
+flowgrad's run sometimes the state_dict torch saved at that point).
 
 After every call both frameworks must agree on: raise/no-raise and the exception type, the
 UserWarnings torch gives (step order, the deprecated epoch), every group's lr (exactly; a
@@ -100,9 +101,26 @@ class Spec:
         return f"{self.name}({', '.join(inner)})"
 
 
+class Tn:
+    """A float64 tensor argument (base_lr, max_lr, momentum), made afresh for each framework;
+    the program watches it: a scheduler must not write into its caller's tensor."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return f"tensor({self.value})"
+
+
+MADE = []  # the tensors Tn made in the current run
+
+
 def _resolve(m, opt, v):
     if isinstance(v, Fn):
         return v.make()
+    if isinstance(v, Tn):
+        MADE.append(m.tensor(v.value, dtype=m.float64))
+        return MADE[-1]
     if isinstance(v, Spec):
         return build(m, opt, v)
     if isinstance(v, list):
@@ -120,8 +138,12 @@ def build(m, opt, spec):
     return cls(opt, *args, **kwargs)
 
 
-def _per_group(r, n, draw):
-    """One value, or (sometimes) a list of one per group (rarely of the wrong length)."""
+def _per_group(r, n, draw, tensors=False):
+    """One value, or (sometimes) a list of one per group (rarely of the wrong length); with
+    `tensors`, now and then a tensor."""
+    if tensors:
+        plain = draw
+        draw = lambda: Tn(plain()) if r.random() < 0.15 else plain()  # noqa: E731
     if r.random() < 0.3:
         k = n if r.random() < 0.9 else r.choice([k for k in (1, 2, 3, 4) if k != n])
         return [draw() for _ in range(k)]
@@ -198,11 +220,11 @@ def _scheduler(r, n, bad):
             kw["scale_mode"] = r.choice(["cycle", "iterations"])
         kw["cycle_momentum"] = r.random() < 0.7
         if r.random() < 0.5:
-            kw["base_momentum"] = _per_group(r, n, lambda: r.choice([0.8, 0.7, 0.85]))
+            kw["base_momentum"] = _per_group(r, n, lambda: r.choice([0.8, 0.7, 0.85]), True)
         if r.random() < 0.5:
-            kw["max_momentum"] = _per_group(r, n, lambda: r.choice([0.9, 0.95]))
-        return Spec(name, [_per_group(r, n, lambda: r.choice([1e-3, 0.01, 0.02])),
-                           _per_group(r, n, lambda: r.choice([0.1, 0.05, 0.2]))], kw)
+            kw["max_momentum"] = _per_group(r, n, lambda: r.choice([0.9, 0.95]), True)
+        return Spec(name, [_per_group(r, n, lambda: r.choice([1e-3, 0.01, 0.02]), True),
+                           _per_group(r, n, lambda: r.choice([0.1, 0.05, 0.2]), True)], kw)
     if name == "OneCycleLR":
         kw = _last_epoch(r)
         if r.random() < 0.6:
@@ -226,7 +248,7 @@ def _scheduler(r, n, bad):
             kw["base_momentum"] = _per_group(r, n, lambda: r.choice([0.85, 0.8]))
         if r.random() < 0.4:
             kw["max_momentum"] = _per_group(r, n, lambda: r.choice([0.95, 0.9]))
-        return Spec(name, [_per_group(r, n, lambda: r.choice([0.1, 1.0, 0.05]))], kw)
+        return Spec(name, [_per_group(r, n, lambda: r.choice([0.1, 1.0, 0.05]), True)], kw)
     if name == "ReduceLROnPlateau":
         kw = {"mode": r.choice(["min", "max"] + (["middle", None] if bad else [])),
               "factor": r.choice([0.1, 0.5, 0.9] + ([1.0] if bad else [])),
@@ -312,7 +334,7 @@ def _ops(r, plateau, epoch_ok):
             else:
                 ops.append(("step",))
         elif x < 0.8:
-            ops.append(("reload", r.random() < 0.3, r.random() < 0.5))
+            ops.append(("reload", r.random() < 0.3, r.random() < 0.5, r.random() < 0.4))
         elif x < 0.84:
             ops.append(("get_lr",))
         elif x < 0.85:
@@ -355,6 +377,9 @@ class Program:
 
     def run(self, m):
         """A record per call: (what it raised, the warnings, the state after it)."""
+        if m is torch:
+            self.torch_states = {}  # the state_dict torch saved at each reload
+        MADE.clear()
         params = [m.nn.Parameter(m.tensor(np.linspace(-1.0, 1.0, 2) * (i + 1)))
                   for i in range(len(self.groups))]
         opt = self._make_opt(m, params, self.groups)
@@ -408,6 +433,10 @@ def _apply(m, prog, op, state, params, i):
         saved = sched.state_dict()
         if op[2]:
             saved = copy.deepcopy(saved)
+        if m is torch:
+            prog.torch_states[i] = copy.deepcopy(saved)
+        elif op[3] and not _has_tensor(prog.torch_states[i]):  # (torch's tensors: not ours)
+            saved = copy.deepcopy(prog.torch_states[i])  # torch's own state_dict, loaded
         if op[1]:  # a fresh optimizer too, from its own state_dict
             osd = opt.state_dict()
             groups = [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
@@ -416,6 +445,14 @@ def _apply(m, prog, op, state, params, i):
         fresh = build(m, opt, prog.spec)
         fresh.load_state_dict(saved)
         state["sched"], state["opt"] = fresh, opt  # (a failed reload keeps the old ones)
+
+
+def _has_tensor(v):
+    if isinstance(v, dict):
+        return any(_has_tensor(x) for x in v.values())
+    if isinstance(v, (list, tuple)):
+        return any(_has_tensor(x) for x in v)
+    return isinstance(v, torch.Tensor)
 
 
 def _call(records, fn):
@@ -448,6 +485,7 @@ def _snapshot(opt, sched, params):
         warnings.simplefilter("ignore")
         sd = sched.state_dict()
     return {"groups": groups, "get_last_lr": _norm(sched.get_last_lr()),
+            "caller's tensors": [_norm(t) for t in MADE],
             "last_epoch": _norm(getattr(sched, "last_epoch", None)),
             "state_dict": _norm_state(sd),
             "params": [p.detach().numpy().copy() for p in params]}

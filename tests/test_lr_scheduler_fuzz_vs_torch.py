@@ -116,3 +116,28 @@ def test_lambda_lr_resumed_without_initial_lr_raises_key_error_first():
         opt = m.optim.SGD([m.zeros(1, requires_grad=True)], lr=0.1)
         got.append(_outcome(lambda: m.optim.lr_scheduler.LambdaLR(opt, 0.5, last_epoch=2)))
     assert got == [KeyError, KeyError]
+
+
+@pytest.mark.parametrize("name", ["CyclicLR", "OneCycleLR"])
+def test_tensor_hyperparameters_are_cloned_per_group_as_torch(name):
+    # flowgrad kept the caller's tensor as every group's value: CyclicLR then filled it in
+    # place with the group's lr (the caller's base_lr 0.01 became 0.1), and all groups
+    # shared one tensor; torch clones one per group
+    got = []
+    for m in (torch, flow):
+        groups = [{"params": [m.zeros(1, requires_grad=True)]},
+                  {"params": [m.zeros(1, requires_grad=True)], "lr": 0.2}]
+        opt = m.optim.SGD(groups, lr=0.5, momentum=0.9)
+        given = m.tensor(0.01 if name == "CyclicLR" else 0.3, dtype=m.float64)
+        ls = m.optim.lr_scheduler
+        sched = (ls.CyclicLR(opt, base_lr=given, max_lr=0.1, step_size_up=2)
+                 if name == "CyclicLR" else ls.OneCycleLR(opt, max_lr=given, total_steps=10))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(3):
+                opt.step()
+                sched.step()
+        key = "lr" if name == "CyclicLR" else "max_lr"
+        got.append((float(given), [float(g["lr"]) for g in opt.param_groups],
+                    opt.param_groups[0][key] is opt.param_groups[1][key]))
+    assert got[1] == got[0]

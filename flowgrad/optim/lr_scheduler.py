@@ -55,14 +55,17 @@ def _set_lr(group, value, key="lr"):
 
 
 def _per_group(name, optimizer, value):
-    """One value per param group: a scalar is repeated, a list must match the groups."""
+    """One value per param group: a scalar is repeated, a list must match the groups; tensors
+    are cloned, one per group, as torch's (a scheduler fills a group's lr tensor in place: it
+    must not write into the caller's tensor, nor into the other groups')."""
     if isinstance(value, (list, tuple)):
         if len(value) != len(optimizer.param_groups):
             raise ValueError(
                 f"{name} must have the same length as optimizer.param_groups. {name} has "
                 f"{len(value)} values, param_groups has {len(optimizer.param_groups)}.")
-        return list(value)
-    return [value] * len(optimizer.param_groups)
+    else:
+        value = [value] * len(optimizer.param_groups)
+    return [v.clone() if isinstance(v, Tensor) else v for v in value]
 
 
 def _check_optimizer(optimizer):
