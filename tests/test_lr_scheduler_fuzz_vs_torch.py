@@ -5,7 +5,9 @@ behave as torch's after every call: see tests/lr_scheduler_fuzz.py.
 
 KNOWN differences (where a program stops being compared; the fuzzer counts them):
 - flowgrad refuses a scheduler state_dict that does not fit the scheduler (another class, or
-  per-group lists of another length after add_param_group); torch loads anything.
+  per-group lists of another length after add_param_group; or a ChainedScheduler nested in a
+  SequentialLR whose milestone step had failed in both with NotImplementedError, leaving a
+  last_epoch in its state); torch loads anything.
 - after add_param_group, a step that must fail fails in both, but torch's strict zip has
   already set the lrs of the first groups; flowgrad sets none (all or nothing).
 - an optimizer step that fails in both (AdamW with beta1 = 1 from a momentum cycle divides by
@@ -33,7 +35,7 @@ def test_scheduler_program_matches_torch(seed):
 
 @pytest.mark.slow
 def test_many_scheduler_programs_match_torch():
-    fuzz_common.assert_seeds_agree(lf.check, range(200, 6000))
+    fuzz_common.assert_seeds_agree(lf.check, range(200, 20000))
 
 
 def _outcome(fn):
