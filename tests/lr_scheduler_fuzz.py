@@ -168,7 +168,20 @@ def _lambda(r, bad, n, multiplicative=False):
 
 
 def _simple(r, n, bad, name=None):
-    """A scheduler that can be a child of SequentialLR / ChainedScheduler."""
+    """A scheduler that can be a child of SequentialLR / ChainedScheduler; now and then with
+    its integer arguments (step_size, total_iters, T_max, milestones) given as floats."""
+    spec = _simple_spec(r, n, bad, name)
+    if r.random() < 0.1:
+        def floats(v):
+            if isinstance(v, list):
+                return [floats(x) for x in v]
+            return float(v) if type(v) is int else v
+        spec.args = tuple(floats(a) for a in spec.args)
+        spec.kwargs = {k: floats(v) for k, v in spec.kwargs.items()}
+    return spec
+
+
+def _simple_spec(r, n, bad, name=None):
     name = name or r.choice(["LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
                              "ConstantLR", "LinearLR", "ExponentialLR", "PolynomialLR",
                              "CosineAnnealingLR"])
