@@ -21,6 +21,7 @@ tensor([0.7000, 0.7000], requires_grad=True), 16.0)
 """
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from enum import Enum
 
@@ -94,24 +95,29 @@ class GradScaler:
 
         if not self._enabled:
             return outputs
-        if self._scale is None and _any_tensor(outputs):
-            self._lazy_init()
-        return _scaled(outputs, self._scale, Tensor)
+
+        def scale_of(_):  # the scale made at the first tensor met, as torch's (a generator's
+            if self._scale is None:  # tensors are met when it is consumed)
+                self._lazy_init()
+            return self._scale
+        return _scaled(outputs, scale_of, Tensor)
 
     def _unscale_grads_(self, optimizer, inv_scale, allow_fp16):
+        grads = []  # all checked before any is unscaled, as torch's
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                if not allow_fp16 and param.grad.dtype is _dt.float16:
+                    raise ValueError("Attempting to unscale FP16 gradients.")
+                grads.append(param.grad)
         found = None
         with no_grad():
-            for group in optimizer.param_groups:
-                for param in group["params"]:
-                    grad = param.grad
-                    if grad is None:
-                        continue
-                    if not allow_fp16 and grad.dtype is _dt.float16:
-                        raise ValueError("Attempting to unscale FP16 gradients.")
-                    bad = not bool(grad.isfinite().all())
-                    found = bad or bool(found)
-                    if inv_scale != 1.0:
-                        grad.mul_(inv_scale)
+            for grad in grads:
+                bad = not bool(grad.isfinite().all())
+                found = bad or bool(found)
+                if inv_scale != 1.0:
+                    grad.mul_(inv_scale)
         if found is None:  # no gradients: torch records no inf check
             return {}
         from ..ops.creation import full
@@ -130,7 +136,8 @@ class GradScaler:
                 "unscale_() has already been called on this optimizer since the last update().")
         if state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        inv_scale = float(np.float32(1.0 / float(self._scale.item())))
+        with np.errstate(divide="ignore", over="ignore"):  # a scale of 0 (or under 2**-128)
+            inv_scale = float(np.float32(np.float64(1.0) / self._scale.item()))  # unscales by inf
         state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale, False)
         state["stage"] = OptState.UNSCALED
 
@@ -163,25 +170,26 @@ class GradScaler:
         scale, tracker = self._check_scale_growth_tracker("update")
         if new_scale is not None:
             if isinstance(new_scale, float):
-                value = new_scale
+                scale.fill_(new_scale)
             else:
-                if new_scale.numel() != 1 or new_scale.requires_grad:
+                if new_scale.device.type != self._device or new_scale.numel() != 1 or \
+                        new_scale.requires_grad:
                     raise AssertionError(
                         "new_scale should be a float or a 1-element torch.cuda.FloatTensor or "
                         "torch.FloatTensor with requires_grad=False.")
-                value = new_scale.item()
-            scale.fill_(value)
+                scale.copy_(new_scale)  # (a (1,) tensor is refused: not broadcast to ())
         else:
             found = [f.item() for s in self._per_optimizer_states.values()
                      for f in s["found_inf_per_device"].values()]
             if not found:
                 raise AssertionError("No inf checks were recorded prior to update.")
+            interval = _growth_interval(self._growth_interval)
             # torch's _amp_update_scale_ kernel: products in float64, stored as float32
             current, grown = float(scale.item()), int(tracker.item()) + 1
             if sum(found):
                 scale.fill_(float(np.float32(current * self._backoff_factor)))
                 tracker.fill_(0)
-            elif grown == self._growth_interval:
+            elif grown == interval:
                 bigger = np.float32(current * self._growth_factor)
                 if np.isfinite(bigger):
                     scale.fill_(float(bigger))
@@ -224,6 +232,24 @@ class GradScaler:
     def is_enabled(self):
         return self._enabled
 
+    def __getstate__(self):
+        """torch's: only between iterations; the scale and tracker pickle as the initial
+        values (the tensors are made again at the next `scale`)."""
+        state = self.__dict__.copy()
+        if self._enabled:
+            if len(self._per_optimizer_states) != 0:
+                raise AssertionError(
+                    "A GradScaler instance may only be pickled at the beginning of an "
+                    "iteration, or at the end after scaler.update().")
+            state["_init_scale"] = self.get_scale()
+            state["_init_growth_tracker"] = self._get_growth_tracker()
+            state["_scale"] = None
+            state["_growth_tracker"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
     def state_dict(self):
         """torch's keys: scale, growth_factor, backoff_factor, growth_interval,
         _growth_tracker ({} when disabled)."""
@@ -251,18 +277,22 @@ class GradScaler:
             self._growth_tracker.fill_(state_dict["_growth_tracker"])
 
 
-def _any_tensor(val):
-    from ..tensor import Tensor
-
-    if isinstance(val, Tensor):
-        return True
-    return isinstance(val, (list, tuple)) and any(_any_tensor(v) for v in val)
+def _growth_interval(value):
+    """`growth_interval` as torch's update kernel takes it: an int (not a bool, not a
+    float)."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"_amp_update_scale_(): argument 'growth_interval' (position 6) must "
+                        f"be int, not {type(value).__name__}") from None
 
 
 def _scaled(val, scale, tensor_class):
-    """`val` (a tensor, or nested lists/tuples/iterables of them) times `scale`."""
+    """`val` (a tensor, or nested lists/tuples/iterables of them) times `scale(tensor)`."""
     if isinstance(val, tensor_class):
-        return val * scale
+        return val * scale(val)
     if isinstance(val, (list, tuple)):
         return type(val)(_scaled(v, scale, tensor_class) for v in val)
     if hasattr(val, "__iter__"):
