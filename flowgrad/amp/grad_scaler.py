@@ -152,12 +152,44 @@ class GradScaler:
         state = self._per_optimizer_states[id(optimizer)]
         if state["stage"] is OptState.STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
+        if getattr(optimizer, "_step_supports_amp_scaling", False):
+            return self._fused_step(optimizer, state, args, kwargs)
         if state["stage"] is OptState.READY:
             self.unscale_(optimizer)
         if len(state["found_inf_per_device"]) == 0:
             raise AssertionError("No inf checks were recorded for this optimizer.")
         retval = None
         if not sum(v.item() for v in state["found_inf_per_device"].values()):
+            retval = optimizer.step(*args, **kwargs)
+        state["stage"] = OptState.STEPPED
+        return retval
+
+    def _fused_step(self, optimizer, state, args, kwargs):
+        """torch's step of an optimizer made with fused=True (SGD, Adam, AdamW, Adagrad): the
+        scaler only checks the gradients (when unscale_ was not called) and the fused kernel
+        divides them by the scale, or skips the update with the gradients left scaled; its
+        state is made all the same (Adam's and AdamW's zeros, step 0). No inf check
+        recorded (no gradients) is no error here."""
+        divide = state["stage"] is OptState.READY
+        if divide:
+            state["found_inf_per_device"] = self._unscale_grads_(optimizer, 1.0, True)
+        found = sum(v.item() for v in state["found_inf_per_device"].values())
+        if found:
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None and not optimizer.state.get(p):
+                        made = {}
+                        optimizer._init_state(p, group, made)
+                        if made:
+                            optimizer.state[p] = made
+            retval = None
+        else:
+            if divide:
+                with no_grad():
+                    for group in optimizer.param_groups:
+                        for p in group["params"]:
+                            if p.grad is not None:
+                                p.grad.div_(self._scale.to(p.grad.dtype))
             retval = optimizer.step(*args, **kwargs)
         state["stage"] = OptState.STEPPED
         return retval

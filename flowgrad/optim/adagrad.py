@@ -34,6 +34,8 @@ class Adagrad(Optimizer):
                         foreach=foreach, maximize=maximize, differentiable=differentiable,
                         fused=fused)
         super().__init__(params, defaults)
+        if fused:  # torch's: GradScaler.step hands the step its scale (see grad_scaler.py)
+            self._step_supports_amp_scaling = True
         for group in self.param_groups:
             for p in group["params"]:
                 self._init_state(p, group, self.state[p])

@@ -136,6 +136,8 @@ class Adam(Optimizer):
         if not do_bias_correction:  # OneFlow's option; absent (True) keeps torch's groups
             defaults["do_bias_correction"] = False
         super().__init__(params, defaults)
+        if fused:  # torch's: GradScaler.step hands the step its scale (see grad_scaler.py)
+            self._step_supports_amp_scaling = True
 
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()

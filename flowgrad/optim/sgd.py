@@ -43,6 +43,8 @@ class SGD(Optimizer):
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
                         foreach=foreach, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        if fused:  # torch's: GradScaler.step hands the step its scale (see grad_scaler.py)
+            self._step_supports_amp_scaling = True
 
     def _check_sparse(self, group):
         """A sparse gradient is read as its dense form (the same update), as torch takes it,
