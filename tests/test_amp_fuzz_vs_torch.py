@@ -247,3 +247,41 @@ def test_fused_step_without_gradients_is_no_error():
         return outs, w.tolist()
     want, got = _both(program)
     assert got == want
+
+
+def test_unscale_of_a_sparse_gradient():
+    # torch unscales a sparse gradient's values (Embedding(sparse=True)); flowgrad asked the
+    # sparse tensor itself isfinite() (SparseOperandError)
+    def program(m):
+        emb = m.nn.Embedding(4, 2, sparse=True)
+        with m.no_grad():
+            emb.weight.copy_(m.tensor([[0.5, -1.0], [2.0, 0.25], [1.5, -0.5], [0.0, 1.0]]))
+        opt = m.optim.SGD(emb.parameters(), lr=0.1)
+        scaler = m.amp.GradScaler("cpu", init_scale=3.0)
+        out = []
+        for ids in ([1, 2, 1], [0, 3]):
+            opt.zero_grad()
+            scaler.scale((emb(m.tensor(ids)) ** 2).sum()).backward()
+            scaler.unscale_(opt)
+            grad = emb.weight.grad.to_dense().tolist()
+            scaler.step(opt)
+            scaler.update()
+            out.append((grad, emb.weight.tolist(), scaler.get_scale()))
+        return out
+    want, got = _both(program)
+    assert len(got) == len(want) == 2, (got, want)
+    for (g_grad, g_weight, g_scale), (w_grad, w_weight, w_scale) in zip(got, want):
+        np.testing.assert_allclose(g_grad, w_grad, rtol=1e-6)
+        np.testing.assert_allclose(g_weight, w_weight, rtol=1e-6)
+        assert g_scale == w_scale
+
+
+@pytest.mark.parametrize("enabled", [1, "yes", None, 0.0])
+def test_autocast_enabled_must_be_a_bool_on_entering(enabled):
+    # torch's autocast hands `enabled` to set_autocast_enabled on entering: TypeError for a
+    # non-bool; flowgrad took its truth value
+    def program(m):
+        with m.autocast("cpu", dtype=m.bfloat16, enabled=enabled):
+            return str((m.ones(2, 2) @ m.ones(2, 2)).dtype).split(".")[-1]
+    want, got = _both(program)
+    assert got == want

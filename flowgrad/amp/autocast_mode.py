@@ -267,10 +267,13 @@ class autocast:  # noqa: N801 - torch's name
                     f"autocast.\nCPU Autocast only supports dtypes of flowgrad.bfloat16, "
                     f"flowgrad.float16 currently (got {self.fast_dtype}).", stacklevel=2)
                 enabled = False
-        self._enabled = bool(enabled)
+        self._enabled = enabled  # (entering refuses a non-bool, as torch's)
 
     def __enter__(self):
         device = self.device
+        if not isinstance(self._enabled, bool):
+            raise TypeError(f"set_autocast_enabled(): argument 'enabled' (position 2) must be "
+                            f"bool, not {type(self._enabled).__name__}")
         self.prev_cache_enabled = state.cache_enabled
         self.prev = state.enabled[device]
         self.prev_fastdtype = state.dtype[device]

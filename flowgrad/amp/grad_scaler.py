@@ -110,13 +110,18 @@ class GradScaler:
                     continue
                 if not allow_fp16 and param.grad.dtype is _dt.float16:
                     raise ValueError("Attempting to unscale FP16 gradients.")
-                grads.append(param.grad)
+                grads.append(param)
         found = None
         with no_grad():
-            for grad in grads:
-                bad = not bool(grad.isfinite().all())
+            for param in grads:
+                grad = param.grad
+                sparse = grad.is_sparse  # (its values; unscaled out of place, as torch allows)
+                values = grad._values() if sparse else grad
+                bad = not bool(values.isfinite().all())
                 found = bad or bool(found)
-                if inv_scale != 1.0:
+                if inv_scale != 1.0 and sparse:
+                    param.grad = _sparse_coo(grad._indices(), values * inv_scale, grad.shape)
+                elif inv_scale != 1.0:
                     grad.mul_(inv_scale)
         if found is None:  # no gradients: torch records no inf check
             return {}
@@ -307,6 +312,12 @@ class GradScaler:
         self._init_growth_tracker = state_dict["_growth_tracker"]
         if self._growth_tracker is not None:
             self._growth_tracker.fill_(state_dict["_growth_tracker"])
+
+
+def _sparse_coo(indices, values, shape):
+    from ..sparse import sparse_coo_tensor
+
+    return sparse_coo_tensor(indices, values, shape)
 
 
 def _growth_interval(value):
