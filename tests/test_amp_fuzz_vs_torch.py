@@ -285,3 +285,20 @@ def test_autocast_enabled_must_be_a_bool_on_entering(enabled):
             return str((m.ones(2, 2) @ m.ones(2, 2)).dtype).split(".")[-1]
     want, got = _both(program)
     assert got == want
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_fused_step_of_a_half_parameter_divides_in_float32(dtype):
+    # torch's fused path takes a float16 gradient (no "Attempting to unscale FP16
+    # gradients": the kernel unscales, in float32); flowgrad refused it, and a division by
+    # the scale rounded to float16 (2**20: inf) would zero it
+    def program(m):
+        w = m.nn.Parameter(m.tensor([0.3, -1.7, 2.9]).to(getattr(m, dtype)))
+        opt = m.optim.Adam([w], lr=0.1, fused=True)
+        scaler = m.amp.GradScaler("cpu", init_scale=2.0 ** 20)
+        scaler.scale((w.float() * m.tensor([1e-3, 3e-3, 1.3e-2])).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+        return w.grad.float().tolist(), w.float().tolist(), scaler.get_scale()
+    want, got = _both(program)
+    assert got == want

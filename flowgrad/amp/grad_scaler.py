@@ -193,8 +193,11 @@ class GradScaler:
                 with no_grad():
                     for group in optimizer.param_groups:
                         for p in group["params"]:
-                            if p.grad is not None:
-                                p.grad.div_(self._scale.to(p.grad.dtype))
+                            g = p.grad
+                            if g is not None and g.dtype in (_dt.float16, _dt.bfloat16):
+                                g.copy_(g.float() / self._scale)  # (in float32, as the
+                            elif g is not None:  # kernels: 2**20 is inf in float16)
+                                g.div_(self._scale.to(g.dtype))
             retval = optimizer.step(*args, **kwargs)
         state["stage"] = OptState.STEPPED
         return retval
