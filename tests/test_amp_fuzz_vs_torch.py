@@ -302,3 +302,24 @@ def test_fused_step_of_a_half_parameter_divides_in_float32(dtype):
         return w.grad.float().tolist(), w.float().tolist(), scaler.get_scale()
     want, got = _both(program)
     assert got == want
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_a_skipped_step_with_a_closure(fused):
+    # a fused optimizer's skipped step still runs a (positional) closure and returns its
+    # value, as torch's step calls it before its kernel skips; the unfused path does not
+    def program(m):
+        w = m.nn.Parameter(m.tensor([0.3, -1.7]))
+        opt = m.optim.Adam([w], lr=0.1, fused=fused)
+        scaler = m.amp.GradScaler("cpu", init_scale=2.0)
+        calls = []
+
+        def closure():
+            calls.append(m.is_grad_enabled())
+            return 7.5
+        scaler.scale((w * m.tensor([1.0, float("inf")])).sum()).backward()
+        with m.no_grad():
+            retval = scaler.step(opt, closure)
+        return retval, calls, w.tolist()
+    want, got = _both(program)
+    assert got == want

@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._warn import warn
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import enable_grad, no_grad
 
 __all__ = ["GradScaler", "OptState"]
 
@@ -188,6 +188,9 @@ class GradScaler:
                         if made:
                             optimizer.state[p] = made
             retval = None
+            if args:  # a closure (positional: closure= is refused) still runs, as torch's
+                with enable_grad():  # step runs it before its kernel skips the update
+                    retval = args[0]()
         else:
             if divide:
                 with no_grad():
