@@ -2,17 +2,18 @@
 in flowgrad on the CPU.
 
 A program draws a small model (Linear / ReLU / LayerNorm, float32 parameters, now and then a
-float16 one), one or two optimizers (SGD, Adam, AdamW, some with two parameter groups), a
-GradScaler (any spelling: `amp.GradScaler("cpu")`, the deprecated `cpu.amp` / `cuda.amp`
-ones, the top-level one; random init_scale, growth_factor, backoff_factor, growth_interval,
-enabled) and then iterations of calls: zero_grad, a forward under `autocast` (bfloat16 or
-float16, or none) whose loss (or a list / tuple / generator of losses) is scaled and back-
-propagated, inf or NaN written into gradients, unscale_ and clip_grad_norm_, step (of one
-optimizer, of both, twice), update() or update(new_scale) with a float or a tensor, the
-setters, state_dict into a fresh scaler mid-run, pickling. After every call the parameters,
-gradients, the scale, the growth tracker, each optimizer's recorded found_inf and the
-optimizer state must agree with torch's, and a call must raise (the same exception type)
-exactly where torch's does.
+float16 one), one or two optimizers (SGD, Adam, AdamW, some with two parameter groups, some
+fused=True: the scaler hands those the scale), a GradScaler (any spelling:
+`amp.GradScaler("cpu")`, the deprecated `cpu.amp` / `cuda.amp` ones, the top-level one;
+random init_scale, growth_factor, backoff_factor, growth_interval, enabled) and then
+iterations of calls: zero_grad, a forward under `autocast` (bfloat16 or float16, or none)
+whose loss (or a list / tuple / generator of losses) is scaled and backpropagated (now and
+then twice: accumulated), inf or NaN written into gradients, unscale_ and clip_grad_norm_,
+step (of one optimizer, of both, twice), update() or update(new_scale) with a float or a
+tensor, the setters, state_dict into a fresh scaler mid-run, pickling. After every call the
+parameters, gradients, the scale, the growth tracker, each optimizer's stage and recorded
+inf checks and the optimizer state must agree with torch's, and a call must raise (the same
+exception type) exactly where torch's does.
 
     .venv/bin/python tests/amp_fuzz.py --seeds 0:500      # summary
     .venv/bin/python tests/amp_fuzz.py --show 17          # one program and its verdict
