@@ -323,3 +323,23 @@ def test_a_skipped_step_with_a_closure(fused):
         return retval, calls, w.tolist()
     want, got = _both(program)
     assert got == want
+
+
+def test_private_inf_check_helpers():
+    # _check_inf_per_device / _found_inf_per_device / _get_scale_async, which training
+    # libraries call: flowgrad had none (AttributeError)
+    def program(m):
+        w, opt, scaler = _setup(m)
+        out = [scaler._get_scale_async()]
+        scaler.scale((w * m.tensor([1.0, float("nan"), 2.0])).sum()).backward()
+        out.append(float(scaler._get_scale_async()))
+        found = scaler._check_inf_per_device(opt)
+        out.append([float(v) for v in found.values()])
+        out.append([float(v) for v in scaler._found_inf_per_device(opt).values()])
+        out.append(w.grad.tolist())  # (not unscaled)
+        scaler.step(opt)
+        scaler.update()
+        out.append((w.tolist(), scaler.get_scale()))
+        return out
+    want, got = _both(program)
+    np.testing.assert_equal(got, want)

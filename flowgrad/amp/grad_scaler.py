@@ -177,7 +177,7 @@ class GradScaler:
         recorded (no gradients) is no error here."""
         divide = state["stage"] is OptState.READY
         if divide:
-            state["found_inf_per_device"] = self._unscale_grads_(optimizer, 1.0, True)
+            self._check_inf_per_device(optimizer)
         found = sum(v.item() for v in state["found_inf_per_device"].values())
         if found:
             for group in optimizer.param_groups:
@@ -240,6 +240,20 @@ class GradScaler:
             else:
                 tracker.fill_(grown)
         self._per_optimizer_states = defaultdict(_fresh_state)
+
+    def _get_scale_async(self):
+        return self._scale
+
+    def _check_inf_per_device(self, optimizer):
+        """torch's: record whether `optimizer`'s gradients hold an inf or NaN, unscaling
+        nothing (what the fused path runs; some training loops call it)."""
+        self._check_scale_growth_tracker("_check_inf_per_device")
+        found = self._unscale_grads_(optimizer, 1.0, True)
+        self._per_optimizer_states[id(optimizer)]["found_inf_per_device"] = found
+        return found
+
+    def _found_inf_per_device(self, optimizer):
+        return self._per_optimizer_states[id(optimizer)]["found_inf_per_device"]
 
     def get_scale(self):
         """The current scale as a float (1.0 when disabled)."""
