@@ -81,10 +81,6 @@ def known(report, lines=None):
             ("grads", "norm", "loss", "param", "eval", "opt", "lrs", "last_lr", "buffer"))
 
 
-# scheduler state_dict keys compared only as far as torch's public ones go: flowgrad's
-# schedulers keep their OneFlow options (PolynomialLR's cycle, ...) beside torch's, and
-# torch's _get_lr_called_within_step is its get_lr() warning's flag, always False between steps
-SCHED_PRIVATE = {"_get_lr_called_within_step"}
 
 
 # ---- the generator ---------------------------------------------------------------------------
@@ -546,9 +542,9 @@ def _diff(a, b, path):
         if not (isinstance(a, tuple) and a and a[0] == b[0]):
             return f"{path}: flowgrad {_kind(a)}, torch {_kind(b)}"
         if b[0] == "dict":
-            if path.startswith("sched"):   # torch's private flags and flowgrad's extras
+            if path.startswith("sched"):  # flowgrad's schedulers keep their OneFlow options
+                # (PolynomialLR's cycle, ...) beside torch's keys
                 a = ("dict", {k: v for k, v in a[1].items() if k in b[1]})
-                b = ("dict", {k: v for k, v in b[1].items() if k not in SCHED_PRIVATE})
             if set(a[1]) != set(b[1]):
                 return (f"{path}: keys flowgrad-only {sorted(map(str, set(a[1]) - set(b[1])))}"
                         f", torch-only {sorted(map(str, set(b[1]) - set(a[1])))}")
