@@ -206,7 +206,7 @@ def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
     dw = _block_sums(xp, rs, p, rows) - _block_sums(xp, mu * rs, dy2, rows) if need_w else \
         xp.zeros((0,), x.dtype)
     if need_w and not xp.isfinite(dw).all():  # an inf in dy: inf - inf there, where torch's
-        with np.errstate(invalid="ignore", over="ignore"):  # sum of dy xhat has the inf
+        with xp.errstate(invalid="ignore", over="ignore"):  # sum of dy xhat has the inf
             dw = (dy2 * ((x2 - mu[:, None]) * rs[:, None])).sum(0)
     db = _block_sums(xp, xp.ones(m, x.dtype), dy2, rows) if need_b else xp.zeros((0,), x.dtype)
     buf = xp.empty((rows, n), x.dtype)
