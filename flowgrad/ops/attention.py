@@ -419,6 +419,10 @@ def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_p
     if causal:  # SDPA's causal mask: top-left aligned, over the keys as extended
         attn_mask = full((tgt_len, src_len), -math.inf, dtype=dtype, device=q.device).triu(1)
     if attn_mask is not None:
+        if need_weights and not fast and attn_mask.dtype != dtype:  # torch's baddbmm refuses
+            raise RuntimeError(f"multi_head_attention_forward: a float attn_mask of "
+                               f"{attn_mask.dtype} with {dtype} inputs and need_weights=True; "
+                               f"give the mask the inputs' dtype")
         scores = scores + attn_mask
     # need_weights runs torch's softmax (a fully masked row is NaN), else SDPA's (it is 0)
     safe = not (fast or need_weights) and attn_mask is not None

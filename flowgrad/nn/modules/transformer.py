@@ -137,6 +137,8 @@ class MultiheadAttention(Module):
         if query.dim() not in (2, 3):
             raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but "
                                  f"received {query.dim()}-D query tensor")
+        if is_causal and attn_mask is not None:  # torch checks the mask's dtype even where
+            canonical_mask(attn_mask, "attn_mask", query.dtype)  # the hint will replace it
         fast = self._torch_fast_path(query, key, value, key_padding_mask, attn_mask)
         return self._attend(query, key, value, key_padding_mask, need_weights, attn_mask,
                             average_attn_weights, is_causal, fast)

@@ -1,0 +1,61 @@
+"""Random attention calls (SDPA, MultiheadAttention, multi_head_attention_forward, the
+Transformer layers and stacks; every mask kind and layout, train/eval, no_grad fast paths)
+in torch and in flowgrad must give the same outputs, attention weights and gradients, and
+raise the same exception types: see tests/attention_fuzz.py."""
+from __future__ import annotations
+
+import attention_fuzz as af
+import fuzz_common
+import pytest
+import torch
+
+import flowgrad as flow
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_attention_case_matches_torch(seed):
+    verdict = af.check(seed)
+    assert verdict is None, f"{af.Case(seed).describe()}\n{verdict}"
+
+
+@pytest.mark.slow
+def test_many_attention_cases_match_torch():
+    fuzz_common.assert_seeds_agree(af.check, range(100, 3000))
+
+
+def _raises(m, call):
+    try:
+        call(m)
+    except Exception as e:
+        return type(e)
+    return None
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_mha_with_is_causal_checks_the_masks_dtype_as_torch(need_weights):
+    # nn.MultiheadAttention's forward canonicalizes attn_mask before anything: an integer
+    # mask raises AssertionError even where the is_causal hint replaces it (no key padding
+    # mask, need_weights=False); flowgrad dropped the mask unchecked and ran
+    def call(m):
+        mha = m.nn.MultiheadAttention(4, 2)
+        x = m.ones(3, 2, 4)
+        mask = m.ones(3, 3, dtype=m.int64).triu(1)
+        return mha(x, x, x, attn_mask=mask, need_weights=need_weights, is_causal=True)
+    want = _raises(torch, call)
+    assert want is AssertionError
+    assert _raises(flow, call) is want
+
+
+@pytest.mark.parametrize("with_kpm", [True, False])
+def test_mha_need_weights_refuses_a_float_mask_of_another_dtype_as_torch(with_kpm):
+    # need_weights=True: torch adds the float32 attn_mask to float64 scores by baddbmm, which
+    # refuses mixed dtypes (a key padding mask merged first promotes it, and then it runs);
+    # flowgrad promoted silently in both cases
+    def call(m):
+        mha = m.nn.MultiheadAttention(4, 2, dtype=m.float64)
+        x = m.ones(3, 1, 4, dtype=m.float64)
+        kpm = m.zeros(1, 3, dtype=m.bool) if with_kpm else None
+        return mha(x, x, x, attn_mask=m.zeros(3, 3), key_padding_mask=kpm)
+    want = _raises(torch, call)
+    assert want is (None if with_kpm else RuntimeError)
+    assert _raises(flow, call) is want
