@@ -59,3 +59,29 @@ def test_mha_need_weights_refuses_a_float_mask_of_another_dtype_as_torch(with_kp
     want = _raises(torch, call)
     assert want is (None if with_kpm else RuntimeError)
     assert _raises(flow, call) is want
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_mha_on_an_empty_query_gives_torchs_empty_output(batch_first, need_weights):
+    # no query positions: the output projection's (0, E) result was reshaped with -1, which
+    # is ambiguous at 0 elements, and flowgrad raised where torch returns an empty output
+    def call(m):
+        mha = m.nn.MultiheadAttention(4, 2, batch_first=batch_first, dtype=m.float64)
+        q = m.ones((2, 0, 4) if batch_first else (0, 2, 4), dtype=m.float64)
+        kv = m.ones((2, 3, 4) if batch_first else (3, 2, 4), dtype=m.float64)
+        out, w = mha(q, kv, kv, need_weights=need_weights)
+        return tuple(out.shape), None if w is None else tuple(w.shape)
+    assert call(flow) == call(torch)
+
+
+def test_fast_path_refuses_a_wrong_key_padding_mask_with_torchs_type():
+    # torch's native encoder-layer kernel (eval, no_grad, batch_first) refuses a key padding
+    # mask of the wrong length with RuntimeError; flowgrad raised the F path's AssertionError
+    def call(m):
+        layer = m.nn.TransformerEncoderLayer(4, 2, dim_feedforward=3, batch_first=True).eval()
+        with m.no_grad():
+            return layer(m.ones(1, 1, 4), src_key_padding_mask=m.zeros(1, 2, dtype=m.bool))
+    want = _raises(torch, call)
+    assert want is RuntimeError
+    assert _raises(flow, call) is want

@@ -407,9 +407,10 @@ def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_p
     src_len = kt.shape[2]
     if key_padding_mask is not None:
         for i, want in ((0, bsz), (1, src_len)):
-            if key_padding_mask.shape[i] != want:
-                raise AssertionError(f"Expected key_padded_mask.shape[{i}] to be {want}, but "
-                                     f"got {key_padding_mask.shape[i]}")
+            if key_padding_mask.shape[i] != want:  # (torch's native kernel: a view's error)
+                raise (RuntimeError if fast else AssertionError)(
+                    f"Expected key_padded_mask.shape[{i}] to be {want}, but got "
+                    f"{key_padding_mask.shape[i]}")
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
         kpm = kpm.reshape(bh, 1, src_len)
         attn_mask = kpm if attn_mask is None else attn_mask + kpm
@@ -430,15 +431,16 @@ def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_p
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     out = weights.matmul(v)  # (N*H, L, hd), the batch major
+    e_out = out_proj_weight.shape[0]  # (not -1: an empty sequence leaves it undetermined)
     if batched and batch_first:  # rows in the batch-first order: the output projection's
         # result is the batch-first output itself, contiguous (the (L, N) order made it a
         # strided view, and the heads' gradient strided matrices for the batched GEMMs)
         out = out.reshape(bsz, num_heads, tgt_len, head_dim).transpose(1, 2)
         out = out.reshape(bsz * tgt_len, embed_dim)
-        out = linear(out, out_proj_weight, out_proj_bias).reshape(bsz, tgt_len, -1)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(bsz, tgt_len, e_out)
     else:
         out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, e_out)
         if not batched:
             out = out.squeeze(1)
     if not need_weights:
