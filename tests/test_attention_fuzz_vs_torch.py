@@ -85,3 +85,18 @@ def test_fast_path_refuses_a_wrong_key_padding_mask_with_torchs_type():
     want = _raises(torch, call)
     assert want is RuntimeError
     assert _raises(flow, call) is want
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_encoder_nested_check_refuses_a_wrong_key_padding_mask_as_torch(grad):
+    # TransformerEncoder in eval checks src_key_padding_mask's left alignment before its
+    # other fast-path conditions (grad enabled included), and a mask of the wrong length
+    # raises RuntimeError there; flowgrad reached the layers' AssertionError
+    def call(m):
+        layer = m.nn.TransformerEncoderLayer(4, 2, dim_feedforward=3, batch_first=True)
+        enc = m.nn.TransformerEncoder(layer, 1).eval()
+        with m.set_grad_enabled(grad):
+            return enc(m.ones(2, 3, 4), src_key_padding_mask=m.zeros(2, 4, dtype=m.bool))
+    want = _raises(torch, call)
+    assert want is RuntimeError
+    assert _raises(flow, call) is want

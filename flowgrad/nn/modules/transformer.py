@@ -351,6 +351,14 @@ class TransformerEncoder(Module):
         first `length` positions; torch's mask check (a mask not left aligned keeps the
         padded path) is computed by ops, so a compiled plan makes it per call."""
         first = self.layers[0]
+        if self.use_nested_tensor and not first.training and src.dim() == 3 and \
+                key_padding_mask is not None and self.mask_check and \
+                tuple(key_padding_mask.shape) != tuple(src.shape[:2]):
+            # torch's left-alignment check runs before its other conditions, and refuses
+            raise RuntimeError(f"TransformerEncoder: src_key_padding_mask of shape "
+                               f"{tuple(key_padding_mask.shape)} for src of shape "
+                               f"{tuple(src.shape)}: Mask size should match input size "
+                               f"{tuple(src.shape[:2])}")
         if not self.use_nested_tensor or first.training or src.dim() != 3 or \
                 key_padding_mask is None or mask is not None or \
                 not first._torch_fast_path(src):
