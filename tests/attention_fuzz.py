@@ -120,6 +120,9 @@ class Case:
         s["is_causal"] = r.choice([False, False, True] + [None] * (s["kind"] in (
             "encoder", "decoder", "transformer")))
         s["full_row"] = r.random() < 0.3
+        if s["kind"] == "transformer":
+            s["src_causal"] = r.choice([None, False, True])
+            s["memory_causal"] = r.random() < 0.2
         s["kpm_full"] = r.random() < 0.2
 
     def describe(self):
@@ -298,7 +301,8 @@ def _layers(m, c):
             else:
                 out = mod(src, tgt, src_mask=am, tgt_mask=tm, memory_mask=mm,
                           src_key_padding_mask=kpm, tgt_key_padding_mask=tkpm,
-                          memory_key_padding_mask=kpm, tgt_is_causal=s["is_causal"])
+                          memory_key_padding_mask=kpm, tgt_is_causal=s["is_causal"],
+                          src_is_causal=s["src_causal"], memory_is_causal=s["memory_causal"])
     names = [[k for k, _ in mod.named_parameters()]]
     return names + _value_and_gradients(m, c, [out], leaves)
 
