@@ -1,7 +1,9 @@
 """Random attention calls (SDPA, MultiheadAttention, multi_head_attention_forward, the
 Transformer layers and stacks; every mask kind and layout, train/eval, no_grad fast paths)
 in torch and in flowgrad must give the same outputs, attention weights and gradients, and
-raise the same exception types: see tests/attention_fuzz.py."""
+raise the same exception types: see tests/attention_fuzz.py. What is not copied from torch
+(its quirks on empty sequences, and one refusal's type) is its KNOWN and KNOWN_RUNS tables,
+each entry with its reason."""
 from __future__ import annotations
 
 import attention_fuzz as af
