@@ -143,3 +143,15 @@ def test_tensor_hyperparameters_are_cloned_per_group_as_torch(name):
         got.append((float(given), [float(g["lr"]) for g in opt.param_groups],
                     opt.param_groups[0][key] is opt.param_groups[1][key]))
     assert got[1] == got[0]
+
+
+def test_lambda_lr_checks_the_lambda_count_before_initial_lr_as_torch():
+    # resumed (last_epoch=2) without initial_lr and with a lambda per group too many: torch
+    # counts the lambdas first (ValueError); flowgrad checked initial_lr first (KeyError)
+    raised = []
+    for m in (torch, flow):
+        opt = m.optim.SGD([m.nn.Parameter(m.ones(1))], lr=0.1)
+        with pytest.raises(Exception) as info:
+            m.optim.lr_scheduler.LambdaLR(opt, [lambda e: 1.0] * 2, last_epoch=2)
+        raised.append(info.type)
+    assert raised == [ValueError, ValueError]

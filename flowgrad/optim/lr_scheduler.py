@@ -230,7 +230,10 @@ class _LambdaState:
                 fn.__dict__.update(saved)
 
 
-def _lambdas(optimizer, lr_lambda):
+def _lambdas(optimizer, lr_lambda, resuming=False):
+    """One lr_lambda per param group, checked in torch's order: their count, then (LambdaLR
+    resumed at last_epoch >= 0) the groups' initial_lr, then that each is callable (torch's
+    fails only when it calls one)."""
     if isinstance(lr_lambda, (list, tuple)):
         if len(lr_lambda) != len(optimizer.param_groups):
             raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
@@ -238,6 +241,8 @@ def _lambdas(optimizer, lr_lambda):
         fns = list(lr_lambda)
     else:
         fns = [lr_lambda] * len(optimizer.param_groups)
+    if resuming:
+        _check_resumable(optimizer)
     for fn in fns:
         if not callable(fn):
             raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
@@ -249,9 +254,8 @@ class LambdaLR(_LambdaState, LRScheduler):
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         self.optimizer = optimizer
-        if last_epoch != -1 and isinstance(optimizer, Optimizer):
-            _check_resumable(optimizer)  # (torch's order: its lambdas are called later)
-        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda, last_epoch != -1 and
+                                   isinstance(optimizer, Optimizer))
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
