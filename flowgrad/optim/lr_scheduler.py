@@ -183,18 +183,22 @@ class LRScheduler:
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):
+        if epoch is None:
+            self.last_epoch += 1
+            self._apply_lrs(self._lrs_in_step(self.get_lr))
+        else:
+            self.last_epoch = epoch
+            closed = getattr(self, "_get_closed_form_lr", None)
+            self._apply_lrs(self._lrs_in_step(closed or self.get_lr))
+
+    def _lrs_in_step(self, compute):
+        """compute() (get_lr, or the closed form) as step() runs it: get_lr() warns only when
+        called from outside a step."""
         self._get_lr_called_within_step = True
         try:
-            if epoch is None:
-                self.last_epoch += 1
-                values = self.get_lr()
-            else:
-                self.last_epoch = epoch
-                closed = getattr(self, "_get_closed_form_lr", None)
-                values = closed() if closed is not None else self.get_lr()
+            return compute()
         finally:
             self._get_lr_called_within_step = False
-        self._apply_lrs(values)
 
     def _apply_lrs(self, values):
         """Set each group's lr, refusing as torch's strict zip does a count that differs."""

@@ -94,12 +94,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        self._get_lr_called_within_step = True
-        try:
-            values = self.get_lr()
-        finally:
-            self._get_lr_called_within_step = False
-        self._apply_lrs(values)
+        self._apply_lrs(self._lrs_in_step(self.get_lr))
 
 
 def _set_momentum(group, use_beta1, value):
