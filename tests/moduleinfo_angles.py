@@ -43,8 +43,8 @@ from moduleinfo_vs_torch import (
     build_pair,
     compare_each_grad,
     flow_class,
+    inputs_or_skip,
     module_db,
-    module_inputs,
     state_to_flow,
 )
 from opinfo_gradgrad import _none_pattern, _random_like, both_grads
@@ -547,11 +547,7 @@ def probe(info, angles=ANGLES, first=1, modes=(True, False)):
             continue
         for training in modes[:1] if angle in ONE_MODE else modes:
             mode = f"{angle}/{'train' if training else 'eval'}"
-            try:
-                inputs = module_inputs(info, training)[:first]
-            except Exception as error:  # noqa: BLE001
-                found.append((mode, "", f"skip: module_inputs: {error!r:.100}"))
-                continue
+            inputs = inputs_or_skip(info, training, mode, found)[:first]
             for k, module_input in enumerate(inputs):
                 try:
                     messages = fn(info, f_cls, module_input, training)

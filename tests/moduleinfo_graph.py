@@ -34,8 +34,8 @@ from moduleinfo_vs_torch import (
     InputConverter,
     ModuleConverter,
     flow_class,
+    inputs_or_skip,
     module_db,
-    module_inputs,
 )
 from opinfo_vs_torch import Unsupported, compare, full_name, one_thread, report, shard_of, to_numpy
 
@@ -368,12 +368,7 @@ def probe(info, first=1, modes=(True, False), adam=False, optimizer=True, dtype=
     found = []
     for training in modes:
         mode = "train" if training else "eval"
-        try:
-            inputs = module_inputs(info, training)
-        except Exception as error:  # noqa: BLE001
-            found.append((mode, "", f"skip: module_inputs: {error!r:.100}"))
-            continue
-        for k, module_input in enumerate(inputs[:first]):
+        for k, module_input in enumerate(inputs_or_skip(info, training, mode, found)[:first]):
             if module_input.forward_input is None:
                 continue
             where = f"#{k} {module_input.desc}"

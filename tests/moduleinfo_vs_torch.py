@@ -322,6 +322,16 @@ def module_inputs(info, training):
         info, device="cpu", dtype=torch.float64, requires_grad=True, training=training)))
 
 
+def inputs_or_skip(info, training, mode, found):
+    """module_inputs(info, training), or none with a skip finding for `mode` in `found` where
+    torch's own input generator fails (every ModuleInfo sweep's probe starts a mode so)."""
+    try:
+        return module_inputs(info, training)
+    except Exception as error:  # noqa: BLE001
+        found.append((mode, "", f"skip: module_inputs: {error!r:.100}"))
+        return []
+
+
 def probe(info, modes=(True, False)):
     """Every finding for one ModuleInfo: [(mode, input description, message)]."""
     f_cls = flow_class(info)
@@ -330,12 +340,7 @@ def probe(info, modes=(True, False)):
     found = []
     for training in modes:
         mode = "train" if training else "eval"
-        try:
-            inputs = module_inputs(info, training)
-        except Exception as error:  # noqa: BLE001
-            found.append((mode, "", f"skip: module_inputs: {error!r:.100}"))
-            continue
-        for k, module_input in enumerate(inputs):
+        for k, module_input in enumerate(inputs_or_skip(info, training, mode, found)):
             try:
                 messages = run_input(info, f_cls, module_input, training)
             except Exception as error:  # noqa: BLE001 - the harness's own failure

@@ -9,15 +9,13 @@ sample is ~15 min of CPU: the CLI's --all).
 """
 from __future__ import annotations
 
-import re
-
 import pytest
 
 pytest.importorskip("expecttest")  # torch's test internals import it
 
 import torch  # noqa: E402
 from opinfo_vmap import DTYPES, probe  # noqa: E402
-from opinfo_vs_torch import full_name, one_thread, op_db  # noqa: E402
+from opinfo_vs_torch import assert_explained, full_name, one_thread, op_db  # noqa: E402
 from test_opinfo_vs_torch import MISSING  # noqa: E402
 
 import flowgrad as flow  # noqa: E402
@@ -104,18 +102,12 @@ def _check(info, every, known):
         findings = probe(info, DTYPES if every else DTYPES[:1], every=every, first=SLOW_SAMPLES)
     if findings and findings[0][2] == "missing":
         pytest.skip("flowgrad lacks a name the sample uses")
-    real = [f for f in findings if not f[2].startswith("skip")]
-    pattern, _reason = known.get(name, (None, None))
-    unexplained = [f for f in real if pattern is None or not re.search(pattern, f[2])]
-    assert not unexplained, "\n".join(
-        f"[{case}] {where}\n    {message}" for case, where, message in unexplained[:6])
-    return real, pattern
+    return assert_explained(name, findings, known, stale_check=not every)
 
 
 @pytest.mark.parametrize("info", DB, ids=[full_name(info) for info in DB])
 def test_opinfo_vmap_vs_torch(info):
-    real, pattern = _check(info, False, KNOWN)
-    assert pattern is None or real, f"{full_name(info)}: no finding matches KNOWN: remove it"
+    _check(info, False, KNOWN)
 
 
 @pytest.mark.slow
