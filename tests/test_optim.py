@@ -228,8 +228,6 @@ ERRORS = [
      "cannot be `True` together"),
     (lambda: flow.optim.Adam([_leaf()], fused=True, differentiable=True), RuntimeError,
      "does not support `differentiable`"),
-    (lambda: flow.optim.Adam([_leaf()], differentiable=True), NotImplementedError,
-     "differentiable"),
     (lambda: flow.optim.Adam([_leaf()], eps=-1), ValueError, "Invalid epsilon value"),
     (lambda: flow.optim.Adam([_leaf()], betas=(1.0, 0.9)), ValueError,
      "beta parameter at index 0"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..device import array_module, new_full, new_zeros
 from ..tensor import Tensor
 from .adam import _advance, _step_tensor
-from .optimizer import Optimizer, _no_differentiable, _validate
+from .optimizer import Optimizer, _check_flags, _validate
 
 __all__ = ["Adagrad", "Adadelta"]
 
@@ -28,7 +28,7 @@ class Adagrad(Optimizer):
         _validate("weight_decay value", weight_decay)
         _validate("initial_accumulator_value value", initial_accumulator_value)
         _validate("epsilon value", eps)
-        _no_differentiable("Adagrad", differentiable, fused, foreach)
+        _check_flags(fused, foreach, differentiable)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value,
                         foreach=foreach, maximize=maximize, differentiable=differentiable,
@@ -87,7 +87,6 @@ class Adadelta(Optimizer):
             raise ValueError(f"Invalid rho value: {rho}")
         _validate("epsilon value", eps)
         _validate("weight_decay value", weight_decay)
-        _no_differentiable("Adadelta", differentiable)
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
                         maximize=maximize, capturable=capturable, foreach=foreach,
                         differentiable=differentiable)

@@ -7,7 +7,7 @@ from ..device import array_module, new_zeros
 from ..dtypes import get_default_dtype
 from ..tensor import Tensor
 from ._foreach import SMALL, advance, apply, bump, plain_numbers
-from .optimizer import Optimizer, _lerp_, _no_differentiable, _validate
+from .optimizer import Optimizer, _check_flags, _lerp_, _validate
 
 __all__ = ["Adam", "AdamW", "Adamax"]
 
@@ -128,7 +128,7 @@ class Adam(Optimizer):
                  do_bias_correction=True, contiguous_params=False):
         _check_tensor_options(lr, betas, foreach, capturable)
         _check_betas(lr, eps, betas, weight_decay)
-        _no_differentiable(type(self).__name__, differentiable, fused, foreach)
+        _check_flags(fused, foreach, differentiable)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,
@@ -275,7 +275,6 @@ class Adamax(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):
         _check_betas(lr, eps, betas, weight_decay)
-        _no_differentiable("Adamax", differentiable)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         foreach=foreach, maximize=maximize, differentiable=differentiable,
                         capturable=capturable)

@@ -14,7 +14,7 @@ from .adam import (
     check_moment_dtype,
     scalar_dtype,
 )
-from .optimizer import Optimizer, _no_differentiable, _validate
+from .optimizer import Optimizer, _validate
 
 __all__ = ["NAdam", "RAdam"]
 
@@ -32,7 +32,6 @@ class NAdam(Optimizer):
                  maximize=False, capturable=False, differentiable=False):
         _check_betas(lr, eps, betas, weight_decay)
         _validate("momentum_decay value", momentum_decay)
-        _no_differentiable("NAdam", differentiable)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         momentum_decay=momentum_decay,
                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
@@ -75,7 +74,6 @@ class RAdam(Optimizer):
                  decoupled_weight_decay=False, *, foreach=None, maximize=False,
                  capturable=False, differentiable=False):
         _check_betas(lr, eps, betas, weight_decay)
-        _no_differentiable("RAdam", differentiable)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         decoupled_weight_decay=decoupled_weight_decay,

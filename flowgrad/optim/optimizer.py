@@ -209,7 +209,7 @@ class Optimizer:
             if not isinstance(p, Tensor):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params "
                                 f"is {_typename(p)}")
-            if not (p.is_leaf or p.retains_grad):
+            if not (p.is_leaf or p.retains_grad or self.defaults.get("differentiable")):
                 raise ValueError("can't optimize a non-leaf Tensor")
         group = dict(param_group)
         group["params"] = params
@@ -266,10 +266,55 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        with no_grad():
+        # torch's: grad mode follows the optimizer's differentiable flag
+        with enable_grad() if self.defaults.get("differentiable") else no_grad():
             for group in self.param_groups:
-                self._step_params(group)
+                if group.get("differentiable"):
+                    self._step_differentiable(group)
+                else:
+                    self._step_params(group)
         return loss
+
+    # True where torch's foreach step runs differentiable (SGD's foreach ops record autograd;
+    # the other optimizers' assert it does not)
+    _foreach_differentiable = False
+
+    def _step_differentiable(self, group):
+        """differentiable=True: torch's single-tensor update in flowgrad tensor ops, recorded by
+        autograd (see _differentiable.py); the group's tensor hyperparameters stay tensors."""
+        from ._differentiable import STEPS
+        update = STEPS.get(type(self).__name__) or STEPS.get(self._differentiable_base())
+        if update is None:
+            raise NotImplementedError(f"{type(self).__name__}: differentiable=True is not "
+                                      "supported (no differentiable step)")
+        self._check_group(group)
+        params = [p for p in group["params"] if p.grad is not None]
+        for p in params:
+            if type(p.grad) is SparseTensor or p.is_complex():
+                got = p.dtype if p.is_complex() else "a sparse gradient"
+                raise NotImplementedError(f"{type(self).__name__}(differentiable=True): "
+                                          f"flowgrad steps dense real parameters only (got "
+                                          f"{got}); use differentiable=False")
+        if group.get("foreach") and not self._foreach_differentiable and params:
+            for p in params:
+                if not self.state[p]:
+                    self._init_state(p, group, self.state[p])
+            raise AssertionError("_foreach ops don't support autograd")
+        if group.get("capturable"):
+            self._refuse_capturable(group)
+        for p in params:
+            state = self.state[p]
+            if not state:
+                self._init_state(p, group, state)
+            update(p, p.grad, state, group)
+
+    def _differentiable_base(self):
+        """The torch optimizer a subclass of a flowgrad optimizer steps as."""
+        from ._differentiable import STEPS
+        for cls in type(self).__mro__:
+            if cls.__name__ in STEPS:
+                return cls.__name__
+        return None
 
     def _step_params(self, group):
         """Update the group's parameters that have a gradient (also what nn.Graph's update
@@ -610,18 +655,14 @@ def _lerp_(a, b, weight):
         a[...] = b - (b - a) * (1 - weight)
 
 
-def _no_differentiable(defaults_name, differentiable, fused=None, foreach=None):
-    """torch's checks of fused= (SGD, Adam, AdamW, Adagrad: their fused CPU kernels give the
-    unfused numbers in float32 and float64, and step float16 / bfloat16 in float32:
-    `_update_fused_half`) and of differentiable= (not supported here)."""
+def _check_flags(fused=None, foreach=None, differentiable=False):
+    """torch's constructor checks of fused= (SGD, Adam, AdamW, Adagrad: their fused CPU
+    kernels give the unfused numbers in float32 and float64, and step float16 / bfloat16 in
+    float32: `_update_fused_half`) against foreach= and differentiable=."""
     if fused and foreach:
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
     if fused and differentiable:
         raise RuntimeError("`fused` does not support `differentiable`")
-    if differentiable:
-        raise NotImplementedError(
-            f"{defaults_name}: differentiable=True is not supported by flowgrad's optimizers "
-            "(updates run in place under no_grad)")
 
 
 def check_fused_params(group):

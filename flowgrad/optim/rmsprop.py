@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..device import array_module, new_zeros
 from ..tensor import Tensor
 from .adam import _advance, _step_tensor
-from .optimizer import Optimizer, _lerp_, _no_differentiable, _validate
+from .optimizer import Optimizer, _lerp_, _validate
 
 __all__ = ["RMSprop"]
 
@@ -26,7 +26,6 @@ class RMSprop(Optimizer):
         _validate("momentum value", momentum)
         _validate("weight_decay value", weight_decay)
         _validate("alpha value", alpha)
-        _no_differentiable("RMSprop", differentiable)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
                         maximize=maximize, differentiable=differentiable)

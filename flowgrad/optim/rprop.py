@@ -13,7 +13,7 @@ from ..device import array_module, new_full, new_zeros
 from ..dtypes import get_default_dtype
 from ..tensor import Tensor
 from .adam import _advance, _step_tensor, scalar_dtype
-from .optimizer import Optimizer, _no_differentiable, _validate
+from .optimizer import Optimizer, _validate
 
 __all__ = ["Rprop", "ASGD"]
 
@@ -29,7 +29,6 @@ class Rprop(Optimizer):
         _validate("learning rate", lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
-        _no_differentiable("Rprop", differentiable)
         super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes,
                                       capturable=capturable, foreach=foreach,
                                       maximize=maximize, differentiable=differentiable))
@@ -38,6 +37,12 @@ class Rprop(Optimizer):
         state["step"] = _step_tensor()
         state["prev"] = Tensor._wrap(new_zeros(p._data))
         lr = group["lr"]
+        if isinstance(lr, Tensor):  # torch.full_like(grad, lr)
+            if lr.requires_grad:
+                raise TypeError("full_like(): argument 'fill_value' (position 2) must be "
+                                "Number, not Tensor (Rprop's initial step sizes take the lr "
+                                "as a number: give an lr that does not require grad)")
+            lr = lr.item()
         if p._data.dtype.kind == "c":  # torch: lr for the real and the imaginary parts
             lr = complex(lr, lr)
         state["step_size"] = Tensor._wrap(new_full(p._data, lr))
@@ -69,7 +74,6 @@ class ASGD(Optimizer):
                  foreach=None, maximize=False, differentiable=False, capturable=False):
         _validate("learning rate", lr)
         _validate("weight_decay value", weight_decay)
-        _no_differentiable("ASGD", differentiable)
         super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0,
                                       weight_decay=weight_decay, foreach=foreach,
                                       maximize=maximize, differentiable=differentiable,
@@ -77,7 +81,9 @@ class ASGD(Optimizer):
 
     def _init_state(self, p, group, state):
         state["step"] = _step_tensor()
-        state["eta"] = Tensor._wrap(new_full(p._data, group["lr"], (), scalar_dtype()))
+        lr = group["lr"]  # (torch.as_tensor(lr).clone().detach(): a tensor lr's value)
+        lr = lr.item() if isinstance(lr, Tensor) else lr
+        state["eta"] = Tensor._wrap(new_full(p._data, lr, (), scalar_dtype()))
         state["mu"] = Tensor._wrap(new_full(p._data, 1.0, (), scalar_dtype()))
         state["ax"] = Tensor._wrap(new_zeros(p._data))
 

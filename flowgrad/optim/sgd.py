@@ -7,7 +7,7 @@ from ..blas import axpby, axpy, takes
 from ..device import new_empty
 from ..tensor import Tensor
 from ._foreach import SMALL, apply, bump, fast_dtype, plain_numbers
-from .optimizer import Optimizer, _no_differentiable, _validate
+from .optimizer import Optimizer, _check_flags, _validate
 
 __all__ = ["SGD"]
 
@@ -38,7 +38,7 @@ class SGD(Optimizer):
         _validate("weight_decay value", weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        _no_differentiable("SGD", differentiable, fused, foreach)
+        _check_flags(fused, foreach, differentiable)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
                         foreach=foreach, differentiable=differentiable, fused=fused)
