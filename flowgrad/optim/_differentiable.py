@@ -70,7 +70,9 @@ def sgd(param, grad, state, group):
         else:
             buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
         grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
-    if isinstance(lr, Tensor) and lr.requires_grad:
+    if group["foreach"]:  # torch's foreach step: _foreach_add_(params, grads, alpha=-lr)
+        param.add_(grad, alpha=-_number(lr, "_foreach_add_", "alpha"))
+    elif isinstance(lr, Tensor) and lr.requires_grad:
         param.addcmul_(grad, lr, value=-1)
     else:
         param.add_(grad, alpha=-_number(lr))

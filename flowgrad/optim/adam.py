@@ -121,6 +121,7 @@ class Adam(Optimizer):
     _sparse_error = "Adam does not support sparse gradients, please consider SparseAdam instead"
 
     _state_keys = frozenset({"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"})
+    _refuses_step_requiring_grad = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,

@@ -278,6 +278,7 @@ class Optimizer:
     # True where torch's foreach step runs differentiable (SGD's foreach ops record autograd;
     # the other optimizers' assert it does not)
     _foreach_differentiable = False
+    _refuses_step_requiring_grad = False  # (Adam's and AdamW's check of a loaded state)
 
     def _step_differentiable(self, group):
         """differentiable=True: torch's single-tensor update in flowgrad tensor ops, recorded by
@@ -295,18 +296,19 @@ class Optimizer:
                 raise NotImplementedError(f"{type(self).__name__}(differentiable=True): "
                                           f"flowgrad steps dense real parameters only (got "
                                           f"{got}); use differentiable=False")
+        for p in params:  # (torch's _init_group: every state first, then the updates)
+            state = self.state[p]
+            if not state:
+                self._init_state(p, group, state)
+            if self._refuses_step_requiring_grad and state["step"].requires_grad:
+                raise RuntimeError("`requires_grad` is not supported for `step` in "
+                                   "differentiable mode")
         if group.get("foreach") and not self._foreach_differentiable and params:
-            for p in params:
-                if not self.state[p]:
-                    self._init_state(p, group, self.state[p])
             raise AssertionError("_foreach ops don't support autograd")
         if group.get("capturable"):
             self._refuse_capturable(group)
         for p in params:
-            state = self.state[p]
-            if not state:
-                self._init_state(p, group, state)
-            update(p, p.grad, state, group)
+            update(p, p.grad, self.state[p], group)
 
     def _differentiable_base(self):
         """The torch optimizer a subclass of a flowgrad optimizer steps as."""

@@ -29,6 +29,7 @@ class SGD(Optimizer):
     """
 
     _state_keys = frozenset({"momentum_buffer"})
+    _foreach_differentiable = True  # (torch's foreach ops record autograd: the same numbers)
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
