@@ -18,6 +18,16 @@ import torch
 import flowgrad as flow
 
 LR = 0.05
+# what does not match torch to 1e-12, and why (the tolerance those comparisons use instead)
+KNOWN = {
+    "float32 step": "under the float32 default dtype the step count is a float32 0-d tensor "
+                    "and Adam's differentiable bias corrections are 1 - beta ** step in "
+                    "float32: NumPy's float32 pow and torch's differ by an ulp on ~20% of "
+                    "inputs (0.9 ** 4: 0.65609997 against 0.65609992), which moves the float64 "
+                    "results by ~1e-8 relative; those runs are compared to 1e-7, the float64 "
+                    "default dtype ones to 1e-12",
+}
+RTOL = {"float64": 1e-12, "float32": 1e-7}
 SHAPES = [(3,), (2, 2)]
 # (optimizer, options): each flag that changes the update
 CASES = [
@@ -59,8 +69,18 @@ def _steps(name, steps):
 
 
 def run(m, case):
-    """[params, state tensors, d loss / d (w, grads, lr)] after the steps, as arrays."""
-    (name, kwargs), seed, steps, lr_tensor = case
+    """([params, state tensors], [d loss / d (w, grads, lr)] or the exception backward raised)
+    after the steps, as arrays, under the case's default dtype."""
+    default = m.get_default_dtype()
+    m.set_default_dtype(getattr(m, case[-1]))
+    try:
+        return _run(m, case)
+    finally:
+        m.set_default_dtype(default)
+
+
+def _run(m, case):
+    (name, kwargs), seed, steps, lr_tensor, _ = case
     rng = np.random.default_rng(seed)
     ws = [m.tensor(rng.standard_normal(s), dtype=m.float64, requires_grad=True)
           for s in SHAPES]
@@ -104,36 +124,44 @@ def check(case):
         if type(torch_error) is not type(error):
             return f"torch: {torch_error!r}; flowgrad: {error!r}"
         return None
-    return _difference(want, got)
+    return _difference(want, got, RTOL[case[-1]])
 
 
-def _difference(want, got):
+def _difference(want, got, rtol=1e-12):
     """The first difference of run's results: values, then gradients (or both raising)."""
     (values_t, grads_t), (values, grads) = want, got
     if len(values) != len(values_t):
         return f"{len(values)} values, torch {len(values_t)}"
     pairs = [(f"value {i}", v, w) for i, (v, w) in enumerate(zip(values, values_t))]
-    verdict = fuzz_common.first_difference(pairs, rtol=1e-12)
+    verdict = fuzz_common.first_difference(pairs, rtol)
     if verdict is not None or isinstance(grads_t, Exception) or isinstance(grads, Exception):
         return verdict or (None if type(grads) is type(grads_t) else
                            f"gradients: torch {grads_t!r}, flowgrad {grads!r}")
     pairs = [(f"gradient {i}", g, w) for i, (g, w) in enumerate(zip(grads, grads_t))]
-    return fuzz_common.first_difference(pairs, rtol=1e-12)
+    return fuzz_common.first_difference(pairs, rtol)
 
 
 @pytest.mark.parametrize("lr_tensor", [False, True], ids=["lr", "tensor_lr"])
 @pytest.mark.parametrize("steps", [1, 3])
 @pytest.mark.parametrize("case", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_differentiable_steps_match_torch(case, steps, lr_tensor):
-    verdict = check((case, 0, steps, lr_tensor))
+    verdict = check((case, 0, steps, lr_tensor, "float64"))
     assert verdict is None, f"{case} steps={steps} tensor lr={lr_tensor}: {verdict}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_differentiable_steps_match_torch_float32_default(case):
+    # float64 tensors, float32 step counts and scalar state: see KNOWN["float32 step"]
+    lr_tensor = case[0] in LR_DIFFERENTIABLE and not case[1].get("foreach")
+    verdict = check((case, 0, 4, lr_tensor, "float32"))
+    assert verdict is None, f"{case}: {verdict}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_one_step_is_compared(case):
     # the cases above compare numbers, not only refusals: one step runs in both
     lr_tensor = case[0] in LR_DIFFERENTIABLE and not case[1].get("foreach")
-    want, got = (run(m, (case, 0, 1, lr_tensor)) for m in (torch, flow))
+    want, got = (run(m, (case, 0, 1, lr_tensor, "float64")) for m in (torch, flow))
     assert _difference(want, got) is None
     assert not isinstance(want[1], Exception) and len(got[1]) == len(want[1])
     if lr_tensor:  # the lr's gradient flows (last gradient), in both
@@ -144,7 +172,8 @@ def test_one_step_is_compared(case):
 @pytest.mark.parametrize("case", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_differentiable_steps_match_torch_many_seeds(case):
     fuzz_common.assert_seeds_agree(
-        lambda s: check((case, s, 1 + s % 4, s % 2 == 1)), range(1, 40))
+        lambda s: check((case, s, 1 + s % 4, s % 2 == 1, ("float64", "float32")[s % 3 == 2])),
+        range(1, 40))
 
 
 @pytest.mark.parametrize("name", NAMES)
