@@ -70,22 +70,28 @@ def _steps(name, steps):
 
 def run(m, case):
     """([params, state tensors], [d loss / d (w, grads, lr)] or the exception backward raised)
-    after the steps, as arrays, under the case's default dtype."""
+    after the steps, as arrays; a case is ((optimizer, options), seed, steps, tensor lr?,
+    default dtype, parameter dtype)."""
     default = m.get_default_dtype()
-    m.set_default_dtype(getattr(m, case[-1]))
+    m.set_default_dtype(getattr(m, case[4]))
     try:
         return _run(m, case)
     finally:
         m.set_default_dtype(default)
 
 
+def _draw(m, rng, shape, dtype):
+    a = rng.standard_normal(shape)
+    if dtype == "complex128":
+        a = a + 1j * rng.standard_normal(shape)
+    return m.tensor(a, dtype=getattr(m, dtype), requires_grad=True)
+
+
 def _run(m, case):
-    (name, kwargs), seed, steps, lr_tensor, _ = case
+    (name, kwargs), seed, steps, lr_tensor, _, dtype = case
     rng = np.random.default_rng(seed)
-    ws = [m.tensor(rng.standard_normal(s), dtype=m.float64, requires_grad=True)
-          for s in SHAPES]
-    grads = [[m.tensor(rng.standard_normal(s), dtype=m.float64, requires_grad=True)
-              for s in SHAPES] for _ in range(_steps(name, steps))]
+    ws = [_draw(m, rng, s, dtype) for s in SHAPES]
+    grads = [[_draw(m, rng, s, dtype) for s in SHAPES] for _ in range(_steps(name, steps))]
     lr = m.tensor(LR, dtype=m.float64, requires_grad=True) if lr_tensor else LR
     params = [w.clone() for w in ws]
     opt = getattr(m.optim, name)(params, lr=lr, differentiable=True, **kwargs)
@@ -99,6 +105,7 @@ def _run(m, case):
     loss = 0
     for i, out in enumerate(outs):
         if out.requires_grad:
+            out = m.view_as_real(out) if out.is_complex() else out
             up = np.random.default_rng(seed + 1 + i).standard_normal(tuple(out.shape))
             loss = loss + (out * m.tensor(up, dtype=out.dtype)).sum()
     inputs = ws + [g for step_grads in grads for g in step_grads] + ([lr] if lr_tensor else [])
@@ -124,7 +131,7 @@ def check(case):
         if type(torch_error) is not type(error):
             return f"torch: {torch_error!r}; flowgrad: {error!r}"
         return None
-    return _difference(want, got, RTOL[case[-1]])
+    return _difference(want, got, RTOL[case[4]])
 
 
 def _difference(want, got, rtol=1e-12):
@@ -145,7 +152,7 @@ def _difference(want, got, rtol=1e-12):
 @pytest.mark.parametrize("steps", [1, 3])
 @pytest.mark.parametrize("case", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_differentiable_steps_match_torch(case, steps, lr_tensor):
-    verdict = check((case, 0, steps, lr_tensor, "float64"))
+    verdict = check((case, 0, steps, lr_tensor, "float64", "float64"))
     assert verdict is None, f"{case} steps={steps} tensor lr={lr_tensor}: {verdict}"
 
 
@@ -153,15 +160,23 @@ def test_differentiable_steps_match_torch(case, steps, lr_tensor):
 def test_differentiable_steps_match_torch_float32_default(case):
     # float64 tensors, float32 step counts and scalar state: see KNOWN["float32 step"]
     lr_tensor = case[0] in LR_DIFFERENTIABLE and not case[1].get("foreach")
-    verdict = check((case, 0, 4, lr_tensor, "float32"))
+    verdict = check((case, 0, 4, lr_tensor, "float32", "float64"))
     assert verdict is None, f"{case}: {verdict}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+def test_complex_parameters_match_torch(case):
+    # torch steps complex parameters on real views (SGD: as they are)
+    verdict = check((case, 0, 2, False, "float64", "complex128"))
+    assert verdict is None, f"{case}: {verdict}"
+    assert _outcome(torch, (case, 0, 2, False, "float64", "complex128"))[1] is None
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_one_step_is_compared(case):
     # the cases above compare numbers, not only refusals: one step runs in both
     lr_tensor = case[0] in LR_DIFFERENTIABLE and not case[1].get("foreach")
-    want, got = (run(m, (case, 0, 1, lr_tensor, "float64")) for m in (torch, flow))
+    want, got = (run(m, (case, 0, 1, lr_tensor, "float64", "float64")) for m in (torch, flow))
     assert _difference(want, got) is None
     assert not isinstance(want[1], Exception) and len(got[1]) == len(want[1])
     if lr_tensor:  # the lr's gradient flows (last gradient), in both
@@ -172,8 +187,40 @@ def test_one_step_is_compared(case):
 @pytest.mark.parametrize("case", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_differentiable_steps_match_torch_many_seeds(case):
     fuzz_common.assert_seeds_agree(
-        lambda s: check((case, s, 1 + s % 4, s % 2 == 1, ("float64", "float32")[s % 3 == 2])),
+        lambda s: check((case, s, 1 + s % 4, s % 2 == 1, ("float64", "float32")[s % 3 == 2],
+                         ("float64", "complex128")[s % 5 == 4])),
         range(1, 40))
+
+
+def _adam_tensor_hyperparameters(m, case):
+    """Adam with tensor lr, betas (and weight decay) that require grad: values, gradients."""
+    wd_tensor, amsgrad, decoupled, steps = case
+    rng = np.random.default_rng(5)
+    w = m.tensor(rng.standard_normal(4), dtype=m.float64, requires_grad=True)
+    hyper = [m.tensor(v, dtype=m.float64, requires_grad=True) for v in (0.05, 0.9, 0.99, 0.1)]
+    lr, beta1, beta2, wd = hyper
+    leaves = [m.tensor(rng.standard_normal(4), dtype=m.float64, requires_grad=True)
+              for _ in range(steps)]
+    p = w.clone()
+    opt = m.optim.Adam([p], lr=lr, betas=(beta1, beta2), weight_decay=wd if wd_tensor else 0.1,
+                       amsgrad=amsgrad, decoupled_weight_decay=decoupled, differentiable=True)
+    for g in leaves:
+        p.grad = g * 1.0  # (a tensor weight decay adds to the gradient in place, as torch's)
+        opt.step()
+    outs = [p] + [v for _, v in sorted(opt.state[p].items())]
+    loss = sum((o * o).sum() for o in outs if o.requires_grad)
+    d = m.autograd.grad(loss, [w] + hyper[:3 + wd_tensor] + leaves, allow_unused=True)
+    return ([o.detach().numpy().copy() for o in outs],
+            [None if x is None else x.numpy() for x in d])
+
+
+@pytest.mark.parametrize("case", [(False, False, False, 3), (True, False, False, 1),
+                                  (True, True, False, 1), (True, False, True, 2)])
+def test_adam_tensor_betas_and_weight_decay(case):
+    # torch's differentiable Adam keeps tensor betas (and an L2 weight decay) in the graph
+    want, got = (_adam_tensor_hyperparameters(m, case) for m in (torch, flow))
+    assert _difference(want, got) is None
+    assert got[1][2] is not None and want[1][2] is not None  # d / d beta2 flows
 
 
 @pytest.mark.parametrize("name", NAMES)

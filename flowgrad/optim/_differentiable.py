@@ -81,7 +81,7 @@ def sgd(param, grad, state, group):
 def adam(param, grad, state, group):
     """Adam and AdamW (decoupled_weight_decay); torch's differentiable branch: the bias
     corrections from the step tensor, the step size folded into the denominator."""
-    lr, (beta1, beta2) = _squeezed(group["lr"]), group["betas"]
+    lr, (beta1, beta2) = _squeezed(group["lr"]), map(_squeezed, group["betas"])
     wd, eps, amsgrad = group["weight_decay"], group["eps"], group["amsgrad"]
     grad = _maximized(grad, group)
     exp_avg, exp_avg_sq, step = state["exp_avg"], state["exp_avg_sq"], state["step"]
@@ -91,7 +91,8 @@ def adam(param, grad, state, group):
             param.mul_(1 - lr * wd)
         else:
             grad = _weight_decayed(param, grad, wd)
-    exp_avg.lerp_(grad, 1 - beta1)
+    # (a tensor beta1 in the parameter's dtype: torch's beta1_dict)
+    exp_avg.lerp_(grad, 1 - (beta1.to(param.dtype) if isinstance(beta1, Tensor) else beta1))
     if isinstance(beta2, Tensor) and beta2.requires_grad:
         exp_avg_sq.lerp_(grad.square(), 1 - beta2)
     else:

@@ -291,11 +291,10 @@ class Optimizer:
         self._check_group(group)
         params = [p for p in group["params"] if p.grad is not None]
         for p in params:
-            if type(p.grad) is SparseTensor or p.is_complex():
-                got = p.dtype if p.is_complex() else "a sparse gradient"
+            if type(p.grad) is SparseTensor:
                 raise NotImplementedError(f"{type(self).__name__}(differentiable=True): "
-                                          f"flowgrad steps dense real parameters only (got "
-                                          f"{got}); use differentiable=False")
+                                          "flowgrad steps dense gradients only (got a sparse "
+                                          "gradient); use differentiable=False")
         for p in params:  # (torch's _init_group: every state first, then the updates)
             state = self.state[p]
             if not state:
@@ -308,7 +307,10 @@ class Optimizer:
         if group.get("capturable"):
             self._refuse_capturable(group)
         for p in params:
-            update(p, p.grad, self.state[p], group)
+            if p.is_complex() and update.__name__ != "sgd":
+                _complex_as_real(update, p, self.state[p], group)
+            else:  # (SGD steps complex tensors as they are, as torch's)
+                update(p, p.grad, self.state[p], group)
 
     def _differentiable_base(self):
         """The torch optimizer a subclass of a flowgrad optimizer steps as."""
@@ -587,6 +589,19 @@ class Optimizer:
             new_groups.append(saved)
         self.state = state
         self.param_groups = new_groups
+
+
+def _complex_as_real(update, p, state, group):
+    """A differentiable step of a complex parameter on real views (torch.view_as_real) of it,
+    its gradient and its complex state, as torch's steps take them; a state entry the step
+    makes is kept complex."""
+    from ..ops.complex import view_as_complex, view_as_real
+    real = {k: view_as_real(v) if isinstance(v, Tensor) and v.is_complex() else v
+            for k, v in state.items()}
+    update(view_as_real(p), view_as_real(p.grad), real, group)
+    for k, v in real.items():
+        if k not in state:
+            state[k] = view_as_complex(v)
 
 
 def _as_real(a):

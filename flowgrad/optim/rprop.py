@@ -37,8 +37,8 @@ class Rprop(Optimizer):
         state["step"] = _step_tensor()
         state["prev"] = Tensor._wrap(new_zeros(p._data))
         lr = group["lr"]
-        if isinstance(lr, Tensor):  # torch.full_like(grad, lr)
-            if lr.requires_grad:
+        if isinstance(lr, Tensor):  # torch.full_like(grad, lr) (complex(lr, lr) takes any)
+            if lr.requires_grad and p._data.dtype.kind != "c":
                 raise TypeError("full_like(): argument 'fill_value' (position 2) must be "
                                 "Number, not Tensor (Rprop's initial step sizes take the lr "
                                 "as a number: give an lr that does not require grad)")
