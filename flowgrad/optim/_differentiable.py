@@ -19,7 +19,6 @@ tensor([0.8000, 0.8000])
 """
 from __future__ import annotations
 
-from ..autograd.grad_mode import no_grad
 from ..dtypes import get_default_dtype
 from ..ops.shape import cat
 from ..tensor import Tensor
@@ -46,6 +45,11 @@ def _squeezed(lr):
     return lr.squeeze() if isinstance(lr, Tensor) and lr.dim() != 0 else lr
 
 
+def _grad_tensor(value):
+    """A tensor hyperparameter that requires grad (torch keeps those in the graph)."""
+    return isinstance(value, Tensor) and value.requires_grad
+
+
 def _maximized(grad, group):
     return -grad if group["maximize"] else grad
 
@@ -53,7 +57,7 @@ def _maximized(grad, group):
 def _weight_decayed(param, grad, weight_decay):
     """grad + weight_decay * param (torch's grad.add(param, alpha=weight_decay); a tensor
     weight decay that requires grad stays in the graph: grad.addcmul_(param.clone(), wd))."""
-    if isinstance(weight_decay, Tensor) and weight_decay.requires_grad:
+    if _grad_tensor(weight_decay):
         return grad.addcmul_(param.clone(), weight_decay)
     return grad.add(param, alpha=_number(weight_decay))
 
@@ -72,7 +76,7 @@ def sgd(param, grad, state, group):
         grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
     if group["foreach"]:  # torch's foreach step: _foreach_add_(params, grads, alpha=-lr)
         param.add_(grad, alpha=-_number(lr, "_foreach_add_", "alpha"))
-    elif isinstance(lr, Tensor) and lr.requires_grad:
+    elif _grad_tensor(lr):
         param.addcmul_(grad, lr, value=-1)
     else:
         param.add_(grad, alpha=-_number(lr))
@@ -93,7 +97,7 @@ def adam(param, grad, state, group):
             grad = _weight_decayed(param, grad, wd)
     # (a tensor beta1 in the parameter's dtype: torch's beta1_dict)
     exp_avg.lerp_(grad, 1 - (beta1.to(param.dtype) if isinstance(beta1, Tensor) else beta1))
-    if isinstance(beta2, Tensor) and beta2.requires_grad:
+    if _grad_tensor(beta2):
         exp_avg_sq.lerp_(grad.square(), 1 - beta2)
     else:
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=_number(1 - beta2))
@@ -103,18 +107,13 @@ def adam(param, grad, state, group):
     bias_correction2_sqrt = bias_correction2.sqrt()
     if amsgrad:
         if "max_exp_avg_sq" not in state:  # amsgrad switched on after the first step
-            with no_grad():
-                state["max_exp_avg_sq"] = exp_avg_sq.detach().new_zeros(exp_avg_sq.shape)
+            state["max_exp_avg_sq"] = exp_avg_sq.detach().new_zeros(exp_avg_sq.shape)
         vmax = state["max_exp_avg_sq"]
         vmax.copy_(vmax.clone().maximum(exp_avg_sq))
         exp_avg_sq = vmax
     denom = (exp_avg_sq.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(
         eps / step_size_neg)
     param.addcdiv_(exp_avg.clone(), denom)
-
-
-def _grad_tensor(value):
-    return isinstance(value, Tensor) and value.requires_grad
 
 
 def adamax(param, grad, state, group):
