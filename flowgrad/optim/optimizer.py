@@ -28,9 +28,11 @@ from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.inplace import bump_version
 from ..device import new_array
 from ..hook_handles import RemovableHandle
+from ..ops.complex import view_as_complex, view_as_real
 from ..sparse import SparseTensor
 from ..tensor import Tensor
 from ..torch_format import loadable
+from ._differentiable import STEPS
 from ._foreach import Packer, Scratch, fast_dtype
 from ._state_check import check_optimizer_state
 
@@ -283,7 +285,6 @@ class Optimizer:
     def _step_differentiable(self, group):
         """differentiable=True: torch's single-tensor update in flowgrad tensor ops, recorded by
         autograd (see _differentiable.py); the group's tensor hyperparameters stay tensors."""
-        from ._differentiable import STEPS
         update = STEPS.get(type(self).__name__) or STEPS.get(self._differentiable_base())
         if update is None:
             raise NotImplementedError(f"{type(self).__name__}: differentiable=True is not "
@@ -314,7 +315,6 @@ class Optimizer:
 
     def _differentiable_base(self):
         """The torch optimizer a subclass of a flowgrad optimizer steps as."""
-        from ._differentiable import STEPS
         for cls in type(self).__mro__:
             if cls.__name__ in STEPS:
                 return cls.__name__
@@ -595,7 +595,6 @@ def _complex_as_real(update, p, state, group):
     """A differentiable step of a complex parameter on real views (torch.view_as_real) of it,
     its gradient and its complex state, as torch's steps take them; a state entry the step
     makes is kept complex."""
-    from ..ops.complex import view_as_complex, view_as_real
     real = {k: view_as_real(v) if isinstance(v, Tensor) and v.is_complex() else v
             for k, v in state.items()}
     update(view_as_real(p), view_as_real(p.grad), real, group)
