@@ -135,7 +135,7 @@ def _pow(xp, a, b):
         # torch truncates integer a ** -n = 1 / a ** n: 0 unless |a| == 1 (NumPy raises)
         r = a ** xp.abs(b)
         return xp.where((b >= 0) | (xp.abs(a) == 1), r, xp.zeros((), r.dtype))
-    return a ** b
+    return _rounded_power(xp, a, b)
 
 
 @_pow.grad
@@ -241,7 +241,17 @@ _POW_BY_PRODUCT = {
 
 def _power(xp, x, exponent):
     product = _POW_BY_PRODUCT.get(exponent) if x.dtype.char in "fd" else None
-    return x ** exponent if product is None else product(xp, x)
+    return _rounded_power(xp, x, exponent) if product is None else product(xp, x)
+
+
+def _rounded_power(xp, a, b):
+    """a ** b; a float32 power computed in float64 and rounded once. NumPy's float32 power is
+    off by an ulp for a fifth of the values (0.9 ** 4: 0.6561 for 0.65609992), torch's (1 ulp
+    at most) for one in fifty: rounded from float64, the two agree on 98% of them."""
+    if a.dtype.char == "f" and getattr(b, "dtype", a.dtype).char == "f":
+        return (a.astype(xp.float64) ** (b.astype(xp.float64) if hasattr(b, "dtype") else b)
+                ).astype(xp.float32)
+    return a ** b
 
 
 @op("scalar_pow", jvp="diagonal", save="inputs", complex=True)
@@ -306,7 +316,8 @@ def scalar_pow_backward(ctx, dy):
 def _scalar_rpow(xp, x, *, base):
     if x.dtype in HALF:  # the base rounded to x's dtype, as torch's
         return _same(x, xp.float32(_rounded(x, base)) ** x.astype(xp.float32))
-    return _same(x, base ** x)
+    return _same(x, _rounded_power(xp, xp.asarray(base, x.dtype), x) if x.dtype.char == "f"
+                 and not isinstance(base, complex) else base ** x)
 
 
 @_scalar_rpow.grad
