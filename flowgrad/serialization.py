@@ -73,6 +73,16 @@ def _bounds(a):
     return lo, hi + a.itemsize
 
 
+def _c_strides(a):
+    """Whether `a` has C-contiguous strides, size-1 dimensions included (NumPy's flag ignores
+    their strides; torch keeps them: x[::2] of 2 elements has stride (2,))."""
+    step, want = a.itemsize, []
+    for n in reversed(a.shape):
+        want.append(step)
+        step *= n
+    return a.strides == tuple(reversed(want))
+
+
 def _digest(structure, arrays):
     """sha256 over the structure metadata and every stored tensor (name, dtype, shape and
     bytes, in name order): independent of where safetensors places the data."""
@@ -196,7 +206,7 @@ class _Writer:
         for members in groups:
             # a non-contiguous tensor is stored as its storage too: it loads with its strides
             # (an expanded one aliasing itself), as after torch.load
-            if (len(members) > 1 or not self.leaves[members[0]][0].flags.c_contiguous) and \
+            if (len(members) > 1 or not _c_strides(self.leaves[members[0]][0])) and \
                     self.store_shared(sorted(members)):
                 shared.update(members)
         for i, (a, path, node) in enumerate(self.leaves):
@@ -475,15 +485,17 @@ def _read(f):
         return fh.read(), repr(path)
 
 
-def _check_map_location(map_location):
-    """Accept what torch.load accepts; a device flowgrad lacks ('cuda') raises RuntimeError,
-    as torch.load on a machine without it. Tensors always load on the CPU."""
+def _check_map_location(map_location, location="cpu"):
+    """Accept what torch.load accepts for a storage saved at `location`; a device flowgrad
+    lacks ('cuda') raises RuntimeError, as torch.load on a machine without it. Tensors
+    always load on the CPU. Called (as torch checks) when the first storage is read: a file
+    without tensors loads whatever map_location says."""
     from .device import device
 
     if map_location is None or callable(map_location):
         return
     if isinstance(map_location, dict):
-        target = map_location.get("cpu")  # what the CPU storages of the file would map to
+        target = map_location.get(location)  # what the file's storages would map to
         if target is not None:
             _check_map_location(target)
         return
@@ -518,17 +530,25 @@ def load(f, map_location=None, weights_only=None, mmap=None):
     """
     from safetensors import deserialize
 
-    _check_map_location(map_location)
+    data, name = _read(f)
+    if mmap and data[:4] != torch_format._ZIP_MAGIC and (torch_format.is_torch_file(data) or
+                                                         len(data) < 8):
+        raise RuntimeError(f"flowgrad.load: {name}: mmap can only be used with files saved "
+                           "with torch.save(_use_new_zipfile_serialization=True); load it "
+                           "without mmap")
     if mmap and (hasattr(f, "read") or not isinstance(f, (str, os.PathLike))):
+        if data[:4] == torch_format._ZIP_MAGIC:
+            torch_format.open_zip(data, name)  # (torch opens the zip first: a damaged one
+            # raises RuntimeError)
         raise ValueError(f"flowgrad.load: mmap=True needs a file path, got {type(f).__name__}"
                          "; pass the path (as torch.load) or leave mmap unset")
-    data, name = _read(f)
+
+    def check_map_location(location):
+        _check_map_location(map_location, location)
+
     if torch_format.is_torch_file(data):
-        if mmap and data[:4] != torch_format._ZIP_MAGIC:
-            raise RuntimeError(f"flowgrad.load: {name}: mmap can only be used with files saved "
-                               "with torch.save(_use_new_zipfile_serialization=True); load it "
-                               "without mmap")
-        return torch_format.load_bytes(data, name, weights_only is not False)
+        return torch_format.load_bytes(data, name, weights_only is not False,
+                                       check_map_location)
     try:
         entries = deserialize(data)
         n = int.from_bytes(data[:8], "little")
@@ -542,6 +562,8 @@ def load(f, map_location=None, weights_only=None, mmap=None):
             raise ValueError(f"flowgrad.load: {name}: tensor {key!r} has dtype {e['dtype']}, "
                              "which flowgrad cannot hold")
         arrays[key] = np.frombuffer(e["data"], _CODES[e["dtype"]]).reshape(e["shape"])
+    if arrays:
+        check_map_location("cpu")
     meta = header.get("__metadata__") or {}
     reader = _Reader(name, arrays)
     if meta.get("format") not in (_FORMAT, _FORMAT_VIEWS):

@@ -197,7 +197,7 @@ def _allowed_globals():
                "torch.serialization._get_layout": _get_layout,
                "torch.nn.parameter.Parameter": Parameter, "torch.Tensor": Tensor,
                "torch.Size": Size, "torch.device": _device, "_codecs.encode": _encode,
-               "builtins.set": set, "builtins.frozenset": frozenset,
+               "builtins.set": set,
                "builtins.bytearray": bytearray, "builtins.complex": complex}
     allowed.update({f"torch.{k}": _dt._BY_NAME[v] for k, v in _TORCH_DTYPES.items()
                     if v in _dt._BY_NAME})
@@ -349,6 +349,7 @@ class _Unpickler(pickle.Unpickler):
         self.zf, self.prefix, self.restricted, self.name = zf, prefix, restricted, name
         self.allowed = _allowed_globals()
         self.storages = {}
+        self.on_storage = None  # called with each storage's location before it is read
 
     def find_class(self, module, name):
         # protocol 2 spells Python 3 names the Python 2 way (__builtin__.set)
@@ -386,16 +387,14 @@ class _Unpickler(pickle.Unpickler):
             raise pickle.UnpicklingError(f"flowgrad.load: {self.name}: a storage in the header "
                                          "of a legacy torch checkpoint; the file is corrupt")
         if key not in self.storages:
+            if self.on_storage is not None:
+                self.on_storage(_location)
             dtype = _dt._BY_NAME.get(stype.dtype)
             if dtype is None:
                 raise pickle.UnpicklingError(f"flowgrad.load: {stype.name} needs the "
                                              "ml_dtypes package (bfloat16)")
             name = f"{self.prefix}data/{key}"
-            try:
-                raw = self.zf.read(name)
-            except KeyError:
-                raise pickle.UnpicklingError(f"flowgrad.load: the storage record {name!r} "
-                                             "is missing; the file is corrupt") from None
+            raw = _read_record(self.zf, name, self.name)
             if not isinstance(numel, int) or len(raw) < numel * dtype.itemsize:
                 raise pickle.UnpicklingError(
                     f"flowgrad.load: storage {key!r} holds {len(raw)} bytes, fewer than "
@@ -405,6 +404,19 @@ class _Unpickler(pickle.Unpickler):
             self.storages[key] = storage = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
             STORAGES[id(storage)] = storage  # (tensors over it: torch's storage offsets)
         return self.storages[key]
+
+
+def _read_record(zf, record, name):
+    """The bytes of a zip record; a missing or damaged one raises RuntimeError naming the
+    file, as torch's zip reader."""
+    try:
+        return zf.read(record)
+    except KeyError:
+        raise RuntimeError(f"flowgrad.load: {name}: the record {record!r} is missing; the file "
+                           "is corrupt") from None
+    except (zipfile.BadZipFile, ValueError, EOFError) as exc:
+        raise RuntimeError(f"flowgrad.load: {name}: the record {record!r} is damaged ({exc}); "
+                           "the file is corrupt") from None
 
 
 def is_torch_file(data):
@@ -424,6 +436,8 @@ class _LegacyUnpickler(_Unpickler):
                                          f"id {pid!r}; only torch tensor storages are read")
         _, stype, key, _location, numel, _view = pid
         if key not in self.storages:
+            if self.on_storage is not None:
+                self.on_storage(_location)
             dtype = _dt._BY_NAME[stype.dtype]
             # (zf: the bytes the file has left for storages, so a crafted count cannot make
             # it allocate more memory than the file's size)
@@ -444,7 +458,7 @@ class _LegacyUnpickler(_Unpickler):
 _LEGACY_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
 
 
-def _load_legacy(data, name, weights_only):
+def _load_legacy(data, name, weights_only, on_storage=None):
     """Read torch's legacy (non-zip) format: magic number, protocol version, system info,
     the pickled object, the list of storage keys, then each storage as an int64 element
     count and its bytes (little-endian)."""
@@ -454,13 +468,14 @@ def _load_legacy(data, name, weights_only):
         return _Unpickler(f, None, "", True, name).load()
 
     if header() != _LEGACY_MAGIC_NUMBER or header() != 1001:
-        raise ValueError(f"flowgrad.load: {name} has a bad magic number or protocol version "
-                         "for torch's legacy format; the file is corrupt")
+        raise RuntimeError(f"flowgrad.load: {name} has a bad magic number or protocol version "
+                           "for torch's legacy format; the file is corrupt")
     info = header()
     if not isinstance(info, dict) or info.get("little_endian") is not True:
         raise ValueError(f"flowgrad.load: {name} was written on a big-endian machine (or its "
                          "system info is missing); flowgrad reads little-endian checkpoints")
     unpickler = _LegacyUnpickler(f, len(data) - f.tell(), "", weights_only, name)
+    unpickler.on_storage = on_storage
     result = unpickler.load()
     keys = header()
     if not isinstance(keys, list) or set(keys) != set(unpickler.storages):
@@ -499,29 +514,43 @@ def _corrupt_pickle_errors(name):
                                      f"checkpoint ({type(exc).__name__}: {exc})") from exc
 
 
-def load_bytes(data, name, weights_only=True):
-    """Read the bytes of a torch checkpoint (see the module docstring)."""
+def load_bytes(data, name, weights_only=True, on_storage=None):
+    """Read the bytes of a torch checkpoint (see the module docstring); `on_storage(location)`
+    is called before each storage is read (torch.load checks map_location there: a file
+    without tensors loads whatever map_location says)."""
     if data[:4] == _LEGACY_MAGIC:
         with _corrupt_pickle_errors(name):
-            return _load_legacy(data, name, weights_only)
+            return _load_legacy(data, name, weights_only, on_storage)
+    zf, prefix, names = open_zip(data, name)
+    byteorder = f"{prefix}byteorder"
+    if byteorder in names and _read_record(zf, byteorder, name).strip() not in (b"little", b""):
+        raise ValueError(f"flowgrad.load: {name} was written on a big-endian machine; "
+                         "flowgrad reads little-endian checkpoints")
+    unpickler = _Unpickler(io.BytesIO(_read_record(zf, f"{prefix}data.pkl", name)), zf, prefix,
+                           weights_only, name)
+    unpickler.on_storage = on_storage
+    with _corrupt_pickle_errors(name):
+        return unpickler.load()
+
+
+def open_zip(data, name):
+    """(zip file, record prefix, record names) of a torch zip checkpoint's bytes; a damaged
+    zip raises RuntimeError, as torch's reader."""
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
         names = zf.namelist()
-    except (zipfile.BadZipFile, ValueError) as exc:
-        raise ValueError(f"flowgrad.load: {name} is not a valid torch zip checkpoint ({exc})") \
-            from None
+    except (zipfile.BadZipFile, ValueError) as exc:  # (RuntimeError: torch's zip reader's)
+        raise RuntimeError(f"flowgrad.load: {name} is not a valid torch zip checkpoint ({exc});"
+                           " the file is truncated or corrupt") from None
     pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
     if len(pkl) != 1:
-        raise ValueError(f"flowgrad.load: {name} is a zip file without the data.pkl record "
-                         "of a torch checkpoint")
+        raise RuntimeError(f"flowgrad.load: {name} is a zip file without the data.pkl record "
+                           "of a torch checkpoint; the file is corrupt")
     prefix = pkl[0][:-len("data.pkl")]
-    byteorder = f"{prefix}byteorder"
-    if byteorder in names and zf.read(byteorder).strip() not in (b"little", b""):
-        raise ValueError(f"flowgrad.load: {name} was written on a big-endian machine; "
-                         "flowgrad reads little-endian checkpoints")
-    unpickler = _Unpickler(io.BytesIO(zf.read(pkl[0])), zf, prefix, weights_only, name)
-    with _corrupt_pickle_errors(name):
-        return unpickler.load()
+    if f"{prefix}version" not in names and f"{prefix}.data/version" not in names:
+        raise RuntimeError(f"flowgrad.load: {name} lacks the version record every torch "
+                           "checkpoint has; the file is corrupt")
+    return zf, prefix, names
 
 
 class _Pickler(pickle._Pickler):
@@ -531,6 +560,7 @@ class _Pickler(pickle._Pickler):
     def __init__(self, file):
         super().__init__(file, protocol=2)
         self.storages = {}  # id(root array) -> _Storage
+        self.retyped = {}  # (id(root array), dtype) -> the root viewed as that dtype
 
     def global_name(self, module, name):
         self.write(pickle.GLOBAL + f"{module}\n{name}\n".encode())
@@ -615,6 +645,11 @@ class _Pickler(pickle._Pickler):
         it is one contiguous allocation (views then share it, as torch's), else a copy."""
         root = memory_owner(data)
         item = data.itemsize
+        if root.dtype != data.dtype and root.flags.c_contiguous and root.nbytes % item == 0:
+            # a view as another dtype (t.view(torch.bfloat16) of an int16 tensor): torch's
+            # storage is untyped, so it is saved as one storage of the view's dtype, strides kept
+            root = self.retyped.setdefault((id(root), data.dtype.str),
+                                           root.reshape(-1).view(data.dtype))
         ptr, rptr = data.__array_interface__["data"][0], root.__array_interface__["data"][0]
         if root.flags.c_contiguous and root.dtype == data.dtype and \
                 data.dtype.byteorder != ">" and (ptr - rptr) % item == 0 and \
@@ -643,6 +678,17 @@ class _Pickler(pickle._Pickler):
         return None
 
 
+def _write_aligned(zf, out, name, data):
+    """A stored zip record whose data starts at a multiple of 64 bytes, as torch.save pads
+    its records (an "FB" extra field): torch.load(mmap=True) maps the storages in place, and
+    SIMD code crashes on complex128 data at an unaligned address."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_STORED
+    pad = -(out.tell() + 30 + len(name.encode()) + 4) % 64
+    info.extra = b"FB" + pad.to_bytes(2, "little") + b"Z" * pad
+    zf.writestr(info, data)
+
+
 def save_bytes(obj):
     """`obj` in torch's zip format (the bytes of a .pt file)."""
     buf = io.BytesIO()
@@ -650,10 +696,10 @@ def save_bytes(obj):
     pickler.dump(obj)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
-        zf.writestr("archive/data.pkl", buf.getvalue())
-        zf.writestr("archive/byteorder", "little")
+        _write_aligned(zf, out, "archive/data.pkl", buf.getvalue())
+        _write_aligned(zf, out, "archive/byteorder", b"little")
         for s in pickler.storages.values():
-            zf.writestr(f"archive/data/{s.key}", np.ascontiguousarray(s.array).tobytes())
-        zf.writestr("archive/version", "3\n")
+            _write_aligned(zf, out, f"archive/data/{s.key}",
+                           np.ascontiguousarray(s.array).tobytes())
+        _write_aligned(zf, out, "archive/version", b"3\n")
     return out.getvalue()
-
