@@ -381,20 +381,21 @@ class _Unpickler(pickle.Unpickler):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
                 and isinstance(pid[1], _StorageType) and isinstance(pid[2], str)):
             raise pickle.UnpicklingError(f"flowgrad.load: unsupported persistent id {pid!r}; "
-                                         "only torch tensor storages are read")
+                                         "only torch tensor storages are read: the file is "
+                                         "corrupt or was not written by torch.save")
         _, stype, key, _location, numel = pid
         if self.zf is None:
             raise pickle.UnpicklingError(f"flowgrad.load: {self.name}: a storage in the header "
                                          "of a legacy torch checkpoint; the file is corrupt")
         if key not in self.storages:
-            if self.on_storage is not None:
-                self.on_storage(_location)
             dtype = _dt._BY_NAME.get(stype.dtype)
             if dtype is None:
                 raise pickle.UnpicklingError(f"flowgrad.load: {stype.name} needs the "
                                              "ml_dtypes package (bfloat16)")
             name = f"{self.prefix}data/{key}"
             raw = _read_record(self.zf, name, self.name)
+            if self.on_storage is not None:  # (torch maps a storage once it has read it)
+                self.on_storage(_location)
             if not isinstance(numel, int) or len(raw) < numel * dtype.itemsize:
                 raise pickle.UnpicklingError(
                     f"flowgrad.load: storage {key!r} holds {len(raw)} bytes, fewer than "
@@ -414,7 +415,7 @@ def _read_record(zf, record, name):
     except KeyError:
         raise RuntimeError(f"flowgrad.load: {name}: the record {record!r} is missing; the file "
                            "is corrupt") from None
-    except (zipfile.BadZipFile, ValueError, EOFError) as exc:
+    except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as exc:
         raise RuntimeError(f"flowgrad.load: {name}: the record {record!r} is damaged ({exc}); "
                            "the file is corrupt") from None
 
@@ -433,7 +434,8 @@ class _LegacyUnpickler(_Unpickler):
                 and isinstance(pid[1], _StorageType) and isinstance(pid[4], int)
                 and pid[5] is None):
             raise pickle.UnpicklingError(f"flowgrad.load: {self.name}: unsupported persistent "
-                                         f"id {pid!r}; only torch tensor storages are read")
+                                         f"id {pid!r}; only torch tensor storages are read: "
+                                         "the file is corrupt or was not written by torch.save")
         _, stype, key, _location, numel, _view = pid
         if key not in self.storages:
             if self.on_storage is not None:
@@ -443,9 +445,9 @@ class _LegacyUnpickler(_Unpickler):
             # it allocate more memory than the file's size)
             self.zf -= numel * dtype.itemsize
             if numel < 0 or self.zf < 0:
-                raise pickle.UnpicklingError(f"flowgrad.load: {self.name}: storage {key!r} "
-                                             f"claims {numel} elements, more than the file "
-                                             "holds; the file is corrupt")
+                raise RuntimeError(f"flowgrad.load: {self.name}: storage {key!r} claims "
+                                   f"{numel} elements, more than the file holds; the file is "
+                                   "corrupt")  # (torch's RuntimeError, when it reads them)
             self.storages[key] = storage = np.frombuffer(bytearray(numel * dtype.itemsize),
                                                          dtype.np)
             STORAGES[id(storage)] = storage  # (tensors over it: torch's storage offsets)
@@ -470,10 +472,10 @@ def _load_legacy(data, name, weights_only, on_storage=None):
     if header() != _LEGACY_MAGIC_NUMBER or header() != 1001:
         raise RuntimeError(f"flowgrad.load: {name} has a bad magic number or protocol version "
                            "for torch's legacy format; the file is corrupt")
-    info = header()
-    if not isinstance(info, dict) or info.get("little_endian") is not True:
-        raise ValueError(f"flowgrad.load: {name} was written on a big-endian machine (or its "
-                         "system info is missing); flowgrad reads little-endian checkpoints")
+    info = header()  # (torch reads no more of it than flowgrad: a damaged one loads)
+    if isinstance(info, dict) and info.get("little_endian") is False:
+        raise ValueError(f"flowgrad.load: {name} was written on a big-endian machine; "
+                         "flowgrad reads little-endian checkpoints")
     unpickler = _LegacyUnpickler(f, len(data) - f.tell(), "", weights_only, name)
     unpickler.on_storage = on_storage
     result = unpickler.load()
@@ -486,9 +488,8 @@ def _load_legacy(data, name, weights_only, on_storage=None):
         arr = unpickler.storages[key]
         raw = f.read(8 + arr.nbytes)
         if len(raw) < 8 + arr.nbytes or int.from_bytes(raw[:8], "little") != arr.size:
-            raise pickle.UnpicklingError(f"flowgrad.load: {name}: storage {key!r} of {arr.size} "
-                                         "elements is truncated or has the wrong size; the file "
-                                         "is corrupt")
+            raise RuntimeError(f"flowgrad.load: {name}: storage {key!r} of {arr.size} elements "
+                               "is truncated or has the wrong size; the file is corrupt")
         arr.view(np.uint8)[:] = np.frombuffer(raw, np.uint8, offset=8)
     return result
 
@@ -539,7 +540,8 @@ def open_zip(data, name):
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
         names = zf.namelist()
-    except (zipfile.BadZipFile, ValueError) as exc:  # (RuntimeError: torch's zip reader's)
+    except (zipfile.BadZipFile, ValueError, NotImplementedError) as exc:  # (torch's reader
+        # raises RuntimeError)
         raise RuntimeError(f"flowgrad.load: {name} is not a valid torch zip checkpoint ({exc});"
                            " the file is truncated or corrupt") from None
     pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]

@@ -173,3 +173,29 @@ def test_a_size_one_dimension_keeps_its_stride_in_safetensors():
         buf.seek(0)
         loaded = m.load(buf)
         assert [t.stride() for t in loaded] == [(2,), (1, 1)], m.__name__
+
+
+def test_a_legacy_file_with_damaged_system_info_loads_as_in_torch():
+    # torch reads nothing from the system info record; flowgrad refused the file unless it
+    # said little_endian (a big-endian file, saying so, is still refused)
+    blob = _torch_bytes({"x": torch.arange(3.0)}, _use_new_zipfile_serialization=False)
+    damaged = blob.replace(b"little_endian", b"little_endiaX")
+    assert torch.load(io.BytesIO(damaged))["x"].tolist() == [0.0, 1.0, 2.0]
+    assert flow.load(io.BytesIO(damaged))["x"].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_a_missing_record_raises_before_map_location_is_used_as_torch():
+    # torch reads a storage's record, then maps it: a missing record is the error
+    blob = _drop(_torch_bytes({"x": torch.arange(3.0)}), "data/0")
+    assert _outcome(lambda: torch.load(io.BytesIO(blob), map_location=3)) is RuntimeError
+    with pytest.raises(RuntimeError, match="'archive/data/0' is missing"):
+        flow.load(io.BytesIO(blob), map_location=3)
+
+
+def test_a_zip_version_python_cannot_read_raises_runtime_error_naming_the_file():
+    # (torch's reader ignores the field and loads it; Python's zipfile raised a bare
+    # NotImplementedError('zip file version 9.0'))
+    b = bytearray(_torch_bytes({"x": torch.arange(3.0)}))
+    b[b.find(b"PK\x01\x02") + 6] = 90  # the central directory's "version needed" of data.pkl
+    with pytest.raises(RuntimeError, match="BytesIO.*zip file version 9.0.*corrupt"):
+        flow.load(io.BytesIO(bytes(b)))
