@@ -531,12 +531,15 @@ def load(f, map_location=None, weights_only=None, mmap=None):
     from safetensors import deserialize
 
     data, name = _read(f)
+    is_path = not hasattr(f, "read") and isinstance(f, (str, os.PathLike))
+    # (torch.load: mmap of anything but a zip raises RuntimeError; flowgrad's own format
+    # loads from a path and, as a torch zip, raises ValueError from a file object)
     if mmap and data[:4] != torch_format._ZIP_MAGIC and (torch_format.is_torch_file(data) or
-                                                         len(data) < 8):
+                                                         data[8:9] != b"{"):
         raise RuntimeError(f"flowgrad.load: {name}: mmap can only be used with files saved "
-                           "with torch.save(_use_new_zipfile_serialization=True); load it "
-                           "without mmap")
-    if mmap and (hasattr(f, "read") or not isinstance(f, (str, os.PathLike))):
+                           "with torch.save(_use_new_zipfile_serialization=True) (as torch.load; "
+                           "flowgrad's own format from a path too); load it without mmap")
+    if mmap and not is_path:
         if data[:4] == torch_format._ZIP_MAGIC:
             torch_format.open_zip(data, name)  # (torch opens the zip first: a damaged one
             # raises RuntimeError)

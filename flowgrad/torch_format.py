@@ -563,6 +563,7 @@ class _Pickler(pickle._Pickler):
         super().__init__(file, protocol=2)
         self.storages = {}  # id(root array) -> _Storage
         self.retyped = {}  # (id(root array), dtype) -> the root viewed as that dtype
+        self.viewed_as = {}  # id(root array) -> the dtype its storage is saved as
 
     def global_name(self, module, name):
         self.write(pickle.GLOBAL + f"{module}\n{name}\n".encode())
@@ -645,7 +646,7 @@ class _Pickler(pickle._Pickler):
     def storage_of(self, data):
         """(storage, element offset, element strides): the root array the data views when
         it is one contiguous allocation (views then share it, as torch's), else a copy."""
-        root = memory_owner(data)
+        root = owner = memory_owner(data)
         item = data.itemsize
         if root.dtype != data.dtype and root.flags.c_contiguous and root.nbytes % item == 0:
             # a view as another dtype (t.view(torch.bfloat16) of an int16 tensor): torch's
@@ -658,6 +659,12 @@ class _Pickler(pickle._Pickler):
                 all(s >= 0 and s % item == 0 for s in data.strides) and \
                 rptr <= ptr and ptr + sum((n - 1) * s for n, s in zip(data.shape, data.strides)
                                           if n) + item <= rptr + root.nbytes:
+            if self.viewed_as.setdefault(id(owner), data.dtype) != data.dtype:
+                raise RuntimeError(
+                    f"flowgrad.save: cannot save multiple tensors that view the same data as "
+                    f"different types ({self.viewed_as[id(owner)]} and {data.dtype}), as "
+                    "torch.save cannot: save a copy of one (t.clone()), or use flowgrad's own "
+                    "format (format='safetensors'), which keeps them sharing")
             return self.storage(root), (ptr - rptr) // item, tuple(s // item
                                                                   for s in data.strides)
         flat = np.ascontiguousarray(data.reshape(-1)).astype(data.dtype.newbyteorder("<"))

@@ -157,11 +157,27 @@ def test_a_damaged_storage_is_refused_naming_the_record():
 @pytest.mark.parametrize("label,blob", [
     ("legacy", _torch_bytes({"x": torch.ones(2)}, _use_new_zipfile_serialization=False)),
     ("empty", b""), ("truncated zip", _torch_bytes({"x": torch.ones(2)})[:60]),
+    ("neither format", b"\x80\x02\x8a\x0b" + bytes(60)),
     ("zip", _torch_bytes({"x": torch.ones(2)}))])
 def test_mmap_of_a_file_object_raises_as_torch(label, blob):
     want = _outcome(lambda: torch.load(io.BytesIO(blob), mmap=True))
     assert want is not None
     assert _outcome(lambda: flow.load(io.BytesIO(blob), mmap=True)) is want
+
+
+def test_views_of_one_memory_as_two_dtypes_are_refused_in_torch_format_as_torch():
+    # torch.save refuses them (its storages are untyped); flowgrad's torch format wrote two
+    # storages, so the loaded tensors no longer shared memory. Its own format keeps them.
+    for m in (torch, flow):
+        x = m.arange(4.0)
+        with pytest.raises(RuntimeError, match="view the same data as different types"):
+            m.save([x, x.view(m.int32)], io.BytesIO(),
+                   **({"format": "torch"} if m is flow else {}))
+    x = flow.arange(4.0)
+    flow.save([x, x.view(flow.int32)], buf := io.BytesIO())
+    y = flow.load(io.BytesIO(buf.getvalue()))
+    y[1][0] = 0
+    assert y[0][0].item() == 0.0
 
 
 def test_a_size_one_dimension_keeps_its_stride_in_safetensors():
