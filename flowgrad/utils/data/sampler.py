@@ -130,26 +130,36 @@ class WeightedRandomSampler(Sampler):
         if w.ndim != 1:
             raise ValueError("weights should be a 1d sequence but given weights have shape "
                              f"{tuple(w.shape)}")
-        if (w < 0).any() or not np.isfinite(w).all() or w.sum() <= 0:
-            raise RuntimeError("WeightedRandomSampler: weights must be finite, non-negative "
-                               "and not all zero")
-        if not replacement and num_samples > np.count_nonzero(w):
-            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
-                               f"replacement (num_samples={num_samples}, "
-                               f"{np.count_nonzero(w)} nonzero weights)")
         self.weights = Tensor._wrap(w)
         self.num_samples = num_samples
         self.replacement = replacement
         self.generator = generator
 
     def __iter__(self):
+        # the weights' values are checked here, as torch's multinomial does (a sampler with
+        # bad weights can be built and measured; iterating it raises)
         w = self.weights._data
+        if (w < 0).any() or not np.isfinite(w).all() or w.sum() <= 0:
+            raise RuntimeError("WeightedRandomSampler: invalid multinomial distribution: the "
+                               "weights must be finite, non-negative and not all zero")
+        if not self.replacement and self.num_samples > w.size:
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                               f"replacement (num_samples={self.num_samples}, {w.size} "
+                               "weights)")
         if self.replacement and self.num_samples > 1:  # torch's draws (its stream, not fresh)
             yield from torch_multinomial_with_replacement(w, self.num_samples, self.generator)
             return
         rng = resolve(self.generator).np  # (torch's exponential draws here are not reproduced)
-        draws = rng.choice(w.size, self.num_samples, replace=self.replacement, p=w / w.sum())
-        yield from draws.tolist()
+        if self.replacement:
+            yield from rng.choice(w.size, 1, p=w / w.sum()).tolist()
+            return
+        # without replacement: the nonzero weights' indices in a weighted order, then (as
+        # torch, once those run out) the zero weights' ones
+        nonzero = np.flatnonzero(w)
+        first = rng.choice(nonzero, min(self.num_samples, nonzero.size), replace=False,
+                           p=w[nonzero] / w.sum())
+        rest = rng.permutation(np.flatnonzero(w == 0))[:self.num_samples - first.size]
+        yield from first.tolist() + rest.tolist()
 
     def __len__(self):
         return self.num_samples

@@ -1,0 +1,63 @@
+"""Random datasets, samplers and DataLoaders (every dataset class and sample kind, every
+sampler, batch_sampler and DistributedSampler setup, DataLoader arguments with their
+conflicts, two epochs, worker processes in the slow tier) built and iterated in torch and in
+flowgrad must agree step for step: the same errors, lengths, batch structure, dtypes and
+values. See tests/data_fuzz.py."""
+from __future__ import annotations
+
+import data_fuzz as dfz
+import fuzz_common
+import numpy as np
+import pytest
+import torch
+
+import flowgrad as flow
+import flowgrad.utils.data as fdata
+
+pytestmark = [pytest.mark.usefixtures("keep_global_random_streams"),
+              pytest.mark.filterwarnings("ignore:Length of split")]
+
+
+@pytest.mark.parametrize("seed", range(600))
+def test_data_pipeline_matches_torch(seed):
+    verdict = dfz.check(seed)
+    assert verdict is None, f"{dfz.Case(seed).describe()}\n{verdict}"
+
+
+@pytest.mark.slow
+def test_many_data_pipelines_match_torch():
+    fuzz_common.assert_seeds_agree(dfz.check, range(600, 20000))
+
+
+@pytest.mark.slow
+def test_data_pipelines_with_workers_match_torch():
+    fuzz_common.assert_seeds_agree(lambda s: dfz.check(s, workers=True), range(400))
+
+
+@pytest.mark.parametrize("weights, num_samples, replacement", [
+    ([1.0, -1.0], 1, True), ([1.0, float("nan")], 2, True), ([0.0, 0.0], 2, True),
+    ([1.0, 0.0], 3, False), ([0.0, 0.0], 1, False), ([1.0, float("inf")], 2, True),
+])
+def test_weighted_sampler_checks_its_weights_when_iterated(weights, num_samples, replacement):
+    # as torch's multinomial: the sampler is built (and has a length); iterating raises.
+    # flowgrad raised in the constructor
+    for d in (torch.utils.data, fdata):
+        sampler = d.WeightedRandomSampler(weights, num_samples, replacement=replacement)
+        assert len(sampler) == num_samples
+        with pytest.raises(RuntimeError):
+            list(sampler)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_weighted_sampler_without_replacement_runs_into_zero_weights(seed):
+    # torch draws the nonzero weights' indices first, then those of weight 0 (n_sample may
+    # reach the number of weights); flowgrad raised RuntimeError past the nonzero ones
+    weights = [0.0, 0.0, 1.0, 0.0, 2.0, 0.0]
+    got = list(fdata.WeightedRandomSampler(
+        weights, 6, replacement=False, generator=flow.Generator().manual_seed(seed)))
+    assert sorted(got) == list(range(6))
+    assert sorted(got[:2]) == [2, 4]
+    want = list(torch.utils.data.WeightedRandomSampler(weights, 6, replacement=False))
+    assert sorted(want) == sorted(got) and sorted(want[:2]) == sorted(got[:2])
+    assert np.count_nonzero(np.asarray(weights)[got[2:]]) == 0
+
