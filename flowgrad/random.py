@@ -53,7 +53,12 @@ class Generator:
         if _REFUSE_STATE_CHANGES:
             _REFUSE_STATE_CHANGES[-1]("manual_seed" if self is default_generator else
                                       "Generator.manual_seed")
-        seed = int(seed)
+        if isinstance(seed, bool) or not isinstance(seed, int):  # as torch's: no int(seed)
+            if isinstance(seed, np.integer):
+                raise TypeError(f"Generator.manual_seed: an integer is required, got "
+                                f"{type(seed).__name__}; pass int(seed)")
+            raise RuntimeError(f"manual_seed expected a long, but got "
+                               f"{type(seed).__name__}; pass an int")
         if not -2 ** 63 <= seed < 2 ** 64:
             raise ValueError(f"manual_seed: the seed must be within [-2**63, 2**64 - 1], got "
                              f"{seed}")
@@ -108,7 +113,7 @@ def manual_seed(seed):
     >>> flow.equal(a, flow.rand(2))
     True
     """
-    return default_generator.manual_seed(seed)
+    return default_generator.manual_seed(int(seed))  # (torch.manual_seed takes int(seed))
 
 
 def seed():

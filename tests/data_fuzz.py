@@ -161,7 +161,7 @@ class Case:
         self.rank = r.choice([0, 1, 2, 3, -1])
         self.dshuffle = r.random() < 0.6
         self.ddrop = r.random() < 0.4
-        self.dseed = r.randint(0, 9)
+        self.dseed = r.randint(0, 9) if r.random() < 0.97 else r.choice([1.5, True])
         self.epoch = r.choice([None, 0, 1, 4])
         self.batch_size = r.choice([1, 1, 2, 3, 4, None, 0, -1, 2.0, True]) \
             if r.random() < 0.3 else r.choice([1, 2, 3, 4, None])
@@ -175,7 +175,7 @@ class Case:
         self.generator = r.random() < 0.6
         self.user_batches = [[r.randrange(n) for _ in range(r.randint(0, 3))]
                              for _ in range(r.randint(0, 4))] if n else []
-        self.workers = r.choice([0, 0, 1, 2]) if workers else r.choice([0] * 30 + [-1])
+        self.workers = r.choice([0, 0, 1, 2]) if workers else r.choice([0] * 30 + [-1, 0.0])
         self.sampler_iter = r.random() < 0.5  # also list(sampler) by itself
         self.w = rng.random(n + 3) + 0.1  # (cut to the dataset's length)
         if self.weights == "zeros_some":
@@ -279,7 +279,7 @@ class Case:
                                 "identity": collate_identity}[self.collate]
         if self.generator:
             kw["generator"] = gen
-        if self.workers != 0:
+        if self.workers != 0 or isinstance(self.workers, float):
             kw["num_workers"] = self.workers
         return kw
 

@@ -61,3 +61,35 @@ def test_weighted_sampler_without_replacement_runs_into_zero_weights(seed):
     assert sorted(want) == sorted(got) and sorted(want[:2]) == sorted(got[:2])
     assert np.count_nonzero(np.asarray(weights)[got[2:]]) == 0
 
+
+
+@pytest.mark.parametrize("seed", [1.5, True, "3", np.int64(3)], ids=["float", "bool", "str",
+                                                                   "np_int64"])
+def test_generator_manual_seed_takes_only_an_int(seed):
+    # torch's Generator.manual_seed refuses what is not a Python int (RuntimeError; NumPy
+    # integers TypeError), so DistributedSampler(seed=1.5) raises when iterated; flowgrad
+    # took int(seed). torch.manual_seed (the global one) does take int(seed), flowgrad too
+    shuffled = []
+    for m in (torch, flow):
+        with pytest.raises(RuntimeError if not isinstance(seed, np.integer) else TypeError):
+            m.Generator().manual_seed(seed)
+        try:  # (seed + epoch first: True + 0 is a seed, "3" + 0 a TypeError)
+            shuffled.append(list(m.utils.data.DistributedSampler(range(4), num_replicas=2,
+                                                                 rank=0, seed=seed)))
+        except (RuntimeError, TypeError) as e:
+            shuffled.append(type(e))
+    assert shuffled[1] == shuffled[0]
+    assert flow.manual_seed(seed).initial_seed() == torch.manual_seed(seed).initial_seed()
+
+
+@pytest.mark.parametrize("num_workers, raises", [(0.0, None), (False, None), (1.0, TypeError)])
+def test_dataloader_num_workers_only_checked_for_sign(num_workers, raises):
+    # torch checks num_workers < 0 only: 0.0 loads in the main process, 1.0 fails when
+    # iterated (range(1.0)); flowgrad refused every non-int with ValueError in the constructor
+    for d in (torch.utils.data, fdata):
+        loader = d.DataLoader([1, 2, 3], batch_size=2, num_workers=num_workers)
+        if raises is None:
+            assert [b.tolist() for b in loader] == [[1, 2], [3]]
+        else:
+            with pytest.raises(raises):
+                list(loader)

@@ -259,7 +259,7 @@ class DataLoader:
                  timeout=0, worker_init_fn=None, multiprocessing_context=None,
                  generator=None, *, prefetch_factor=None, persistent_workers=False,
                  pin_memory_device="", in_order=True):
-        if not isinstance(num_workers, int) or num_workers < 0:
+        if num_workers < 0:  # (as torch: 0.0 loads in this process, 1.0 fails in range())
             raise ValueError("num_workers option should be non-negative; use num_workers=0 "
                              "to disable multiprocessing.")
         if timeout < 0:
