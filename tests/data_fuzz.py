@@ -29,6 +29,7 @@ import collections
 import collections.abc as cabc
 import gc
 import random
+import warnings
 
 import fuzz_common
 import numpy as np
@@ -41,7 +42,8 @@ import flowgrad.utils.data as fdata
 
 P = collections.namedtuple("P", "x y")
 SAMPLE_KINDS = ["tensor", "tuple", "dict", "namedtuple", "numpy", "str", "int", "float",
-                "bool", "nested"]
+                "bool", "nested", "npscalar", "list", "ordered", "bytes", "none", "ragged",
+                "mixednum", "tensor0d"]
 DTYPES = ["float32", "float64", "int64", "int32", "int16", "int8", "uint8", "float16", "bool"]
 
 
@@ -95,7 +97,12 @@ def _sample(kind, rng, shape, dtype, i):
             "namedtuple": ("P", [a, float(i)]), "numpy": a, "str": f"w{i}", "int": i * 3 - 4,
             "float": i * 0.25, "bool": i % 2 == 0,
             "nested": ("dict", {"a": [("T", a), ("tuple", [i, f"n{i}"])],
-                                "b": {"c": np.float32(i)}})}[kind]
+                                "b": {"c": np.float32(i)}}),
+            "npscalar": a.reshape(-1)[:1].reshape(()) [()] if a.size else np.float32(i),
+            "list": [("T", a), i], "ordered": ("ordered", [("b", a), ("a", i * 0.5)]),
+            "bytes": f"b{i}".encode(), "none": None,
+            "ragged": ("T", np.zeros(i % 3, dtype)), "mixednum": i if i % 2 else i + 0.5,
+            "tensor0d": ("T", np.array(i, dtype))}[kind]
 
 
 def _make(m, spec):
@@ -106,6 +113,8 @@ def _make(m, spec):
         return tuple(_make(m, s) for s in spec[1])
     if isinstance(spec, tuple) and spec[0] == "P":
         return P(*(_make(m, s) for s in spec[1]))
+    if isinstance(spec, tuple) and spec[0] == "ordered":
+        return collections.OrderedDict((k, _make(m, v)) for k, v in spec[1])
     if isinstance(spec, tuple) and spec[0] == "dict":
         return {k: _make(m, v) for k, v in spec[1].items()}
     if isinstance(spec, dict):
@@ -134,7 +143,7 @@ class Case:
         n = self.n
         self.subset_idx = [r.randrange(-n, n) for _ in range(r.randint(0, n + 2))] if n else []
         self.idx_tensor = r.random() < 0.2  # Subset's indices a tensor
-        self.base = r.choice(["items", "items", "tensords", "tensor"])  # what is wrapped
+        self.base = r.choice(["items", "items", "tensords", "tensor", "stack", "subset"])
         self.cut = r.randint(0, n)
         if r.random() < 0.5:
             k = r.randint(1, 3)
@@ -153,6 +162,10 @@ class Case:
                                  "distributed", "list_indices"])
         if self.wrap in ("iterable", "chain") and r.random() < 0.8:
             self.sampler = "default"
+        if self.sampler == "weighted" and self.kind in ("ragged", "mixednum"):
+            # (types and shapes that depend on the index: an inexact order shows them)
+            self.kind = "int"
+            self.samples = [_sample("int", rng, shape, dtype, i) for i in range(n)]
         self.replacement = r.random() < 0.4 if r.random() < 0.95 else r.choice([1, None])
         self.num_samples = r.choice([None, None, None, 1, 3, 8, 20, 0, -1, 2.0])
         self.weights = r.choice(["pos", "pos", "zeros_some", "all_zero", "negative", "2d",
@@ -202,14 +215,18 @@ class Case:
         if self.wrap == "tensords":
             return m.d.TensorDataset(m.t.tensor(self.X.copy()), m.t.tensor(self.y.copy()))
         if self.wrap in ("subset", "split", "concat") and self.base != "items":
-            items = m.t.tensor(self.X.copy()) if self.base == "tensor" else \
-                m.d.TensorDataset(m.t.tensor(self.X.copy()), m.t.tensor(self.y.copy()))
+            items = {"tensor": lambda: m.t.tensor(self.X.copy()),
+                     "tensords": lambda: m.d.TensorDataset(m.t.tensor(self.X.copy()),
+                                                           m.t.tensor(self.y.copy())),
+                     "stack": lambda: m.d.StackDataset(items, m.t.tensor(self.y.copy())),
+                     "subset": lambda: m.d.Subset(items, list(range(self.n))[::-1])}[
+                         self.base]()
         if self.wrap == "subset":
             idx = m.t.tensor(self.subset_idx, dtype=m.t.int64) if self.idx_tensor else \
                 self.subset_idx
             return m.d.Subset(items, idx)
         if self.wrap == "concat":
-            if self.base == "tensords":
+            if self.base != "items" and self.base != "tensor":
                 return m.d.ConcatDataset([items, items])
             return m.d.ConcatDataset([items[:self.cut], items[self.cut:]])
         if self.wrap == "stack_args":
@@ -301,7 +318,11 @@ def run(case, m):
     m.t.manual_seed(1000 + case.seed)
     gen = m.t.Generator().manual_seed(case.seed)
     events = []
-    ds, ok = _step(events, "dataset", lambda: case.dataset(m, gen))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds, ok = _step(events, "dataset", lambda: case.dataset(m, gen))
+    events.append(("dataset warnings", "ok", [(w.category.__name__, str(w.message))
+                                              for w in caught]))
     if not ok:
         return events
     _step(events, "len(dataset)", lambda: len(ds))

@@ -18,6 +18,14 @@ pytestmark = [pytest.mark.usefixtures("keep_global_random_streams"),
               pytest.mark.filterwarnings("ignore:Length of split")]
 
 
+# seeds whose difference is not utils.data's: seed -> why it is left
+KNOWN = {
+    8654: "torch.as_tensor([np.bool_, int]) raises TypeError (np.bool_ has no __index__ under "
+          "NumPy 2); flowgrad's tensor creation makes int64: a creation quirk, not collation",
+    19050: "the same: default_collate of a (np.bool_, int) sample, torch.as_tensor refuses it",
+}
+
+
 @pytest.mark.parametrize("seed", range(600))
 def test_data_pipeline_matches_torch(seed):
     verdict = dfz.check(seed)
@@ -26,7 +34,7 @@ def test_data_pipeline_matches_torch(seed):
 
 @pytest.mark.slow
 def test_many_data_pipelines_match_torch():
-    fuzz_common.assert_seeds_agree(dfz.check, range(600, 20000))
+    fuzz_common.assert_seeds_agree(dfz.check, range(600, 20000), KNOWN)
 
 
 @pytest.mark.slow
