@@ -174,7 +174,12 @@ def resolve(generator=None):
     >>> resolve() is default_generator
     True
     """
-    return default_generator if generator is None else generator
+    if generator is None:
+        return default_generator
+    if not isinstance(generator, Generator):  # (torch's class: its ops refuse the argument)
+        raise TypeError(f"generator must be a flowgrad.Generator or None, got "
+                        f"{type(generator).__name__}")
+    return generator
 
 
 # ---- torch's draws from its CPU stream (Generator.mt) -------------------------------------

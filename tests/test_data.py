@@ -145,8 +145,8 @@ def test_random_samplers():
     (lambda: WeightedRandomSampler([1.0], 0), ValueError, "num_samples should be"),
     (lambda: WeightedRandomSampler([1.0], 1, replacement=0), ValueError, "replacement"),
     (lambda: WeightedRandomSampler([[1.0]], 1), ValueError, "1d sequence"),
-    (lambda: WeightedRandomSampler([1.0, 0.0], 2, replacement=False), RuntimeError,
-     "without replacement"),
+    (lambda: list(WeightedRandomSampler([1.0, 0.0], 3, replacement=False)), RuntimeError,
+     "without replacement"),  # (as torch: more than the weights, when iterated)
     (lambda: BatchSampler(range(3), 0, False), ValueError, "batch_size should be"),
     (lambda: BatchSampler(range(3), 2, 1), ValueError, "drop_last should be"),
 ])

@@ -101,3 +101,16 @@ def test_dataloader_num_workers_only_checked_for_sign(num_workers, raises):
         else:
             with pytest.raises(raises):
                 list(loader)
+
+
+@pytest.mark.parametrize("make", [
+    lambda d: list(d.DataLoader([1, 2], shuffle=True, generator=5)),
+    lambda d: list(d.RandomSampler([1, 2], generator=5)),
+    lambda d: list(d.SubsetRandomSampler([1, 2], generator="g")),
+    lambda d: d.random_split(range(4), [2, 2], generator=5),
+], ids=["loader", "random_sampler", "subset_random_sampler", "random_split"])
+def test_generator_that_is_not_one_is_a_type_error(make):
+    # torch's random ops refuse it (TypeError); flowgrad failed inside with AttributeError
+    for d in (torch.utils.data, fdata):
+        with pytest.raises(TypeError):
+            make(d)
