@@ -98,7 +98,7 @@ def _sample(kind, rng, shape, dtype, i):
             "float": i * 0.25, "bool": i % 2 == 0,
             "nested": ("dict", {"a": [("T", a), ("tuple", [i, f"n{i}"])],
                                 "b": {"c": np.float32(i)}}),
-            "npscalar": a.reshape(-1)[:1].reshape(()) [()] if a.size else np.float32(i),
+            "npscalar": a.reshape(-1)[0] if a.size else np.float32(i),
             "list": [("T", a), i], "ordered": ("ordered", [("b", a), ("a", i * 0.5)]),
             "bytes": f"b{i}".encode(), "none": None,
             "ragged": ("T", np.zeros(i % 3, dtype)), "mixednum": i if i % 2 else i + 0.5,
