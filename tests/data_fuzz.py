@@ -193,12 +193,16 @@ class Case:
         self.w = rng.random(n + 3) + 0.1  # (cut to the dataset's length)
         if self.weights == "zeros_some":
             self.w[rng.random(n + 3) < 0.5] = 0.0
+        self.worker_kw = {}  # (drawn last: the cases without workers stay as they were)
+        if workers and r.random() < 0.5:
+            self.worker_kw = {"persistent_workers": r.random() < 0.5,  # (not in_order=False:
+                              "prefetch_factor": r.choice([None, 1, 3])}  # arrival order)
 
     def describe(self):
         keys = ["n", "kind", "wrap", "sized", "sampler", "replacement", "num_samples",
                 "weights", "replicas", "rank", "dshuffle", "ddrop", "dseed", "epoch",
                 "batch_size", "bs_inner", "drop_last", "shuffle", "collate", "generator",
-                "workers", "base", "idx_tensor", "sampler_iter", "split", "part",
+                "workers", "worker_kw", "base", "idx_tensor", "sampler_iter", "split", "part",
                 "subset_idx", "cut", "user_batches"]
         return ", ".join(f"{k}={getattr(self, k)!r}" for k in keys)
 
@@ -298,6 +302,7 @@ class Case:
             kw["generator"] = gen
         if self.workers != 0 or isinstance(self.workers, float):
             kw["num_workers"] = self.workers
+            kw.update(self.worker_kw)
         return kw
 
 
