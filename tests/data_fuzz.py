@@ -8,10 +8,11 @@ random_split part of one; an IterableDataset or a ChainDataset of them), a sampl
 num_samples, SubsetRandomSampler, WeightedRandomSampler, a BatchSampler or a user's list of
 batches as batch_sampler, DistributedSampler with its options and set_epoch), and the
 DataLoader's arguments (batch_size, None and 0 included, drop_last, shuffle, collate_fn,
-generator, conflicting options; worker processes only in the slow tier). Each step (building
-each piece, len() of each, two epochs of batches) must agree: both raise (flowgrad an
-instance of torch's exception class) or both give the same container types, dtypes, shapes
-and values.
+generator, conflicting options; worker processes, persistent or not, only in the slow tier).
+Each step (building each piece and the warnings that gives, len() and list() of each
+sampler, len() of the loader, a first epoch perhaps stopped early, then two whole ones) must
+agree: both raise (flowgrad an instance of torch's exception class) or both give the same
+container types, dtypes, shapes and values.
 
 flowgrad reproduces torch's CPU random streams (randperm, randint, int64 seeds, multinomial
 with replacement), so random orders are compared exactly: with a seeded generator= and with
@@ -28,6 +29,7 @@ from __future__ import annotations
 import collections
 import collections.abc as cabc
 import gc
+import itertools
 import random
 import warnings
 
@@ -193,6 +195,7 @@ class Case:
         self.w = rng.random(n + 3) + 0.1  # (cut to the dataset's length)
         if self.weights == "zeros_some":
             self.w[rng.random(n + 3) < 0.5] = 0.0
+        self.take = r.choice([None, None, 0, 1, 2])  # the first epoch stops after `take`
         self.worker_kw = {}  # (drawn last: the cases without workers stay as they were)
         if workers and r.random() < 0.5:
             self.worker_kw = {"persistent_workers": r.random() < 0.5,  # (not in_order=False:
@@ -202,8 +205,8 @@ class Case:
         keys = ["n", "kind", "wrap", "sized", "sampler", "replacement", "num_samples",
                 "weights", "replicas", "rank", "dshuffle", "ddrop", "dseed", "epoch",
                 "batch_size", "bs_inner", "drop_last", "shuffle", "collate", "generator",
-                "workers", "worker_kw", "base", "idx_tensor", "sampler_iter", "split", "part",
-                "subset_idx", "cut", "user_batches"]
+                "workers", "worker_kw", "take", "base", "idx_tensor", "sampler_iter", "split",
+                "part", "subset_idx", "cut", "user_batches"]
         return ", ".join(f"{k}={getattr(self, k)!r}" for k in keys)
 
     def inexact(self):
@@ -351,7 +354,8 @@ def run(case, m):
     if not ok:
         return events
     _step(events, "len(loader)", lambda: len(dl))
-    for epoch in range(2):
+    _step(events, "epoch 0", lambda: list(itertools.islice(dl, case.take)))
+    for epoch in (1, 2):
         _step(events, f"epoch {epoch}", lambda: list(dl))
     return events
 
