@@ -364,7 +364,8 @@ def test_parameter_list_and_dict():
     pd["b"] = nn.Parameter(flow.ones(1))
     assert list(pd.keys()) == ["a", "b"] and isinstance(pd["a"], nn.Parameter)
     assert [n for n, _ in pd.named_parameters()] == ["a", "b"]
-    assert "Parameter containing: [flowgrad.float32 of size 2x3]" in repr(pd)
+    # (torch's ParameterDict names the tensor type: FloatTensor)
+    assert "Parameter containing: [flowgrad.FloatTensor of size 2x3]" in repr(pd)
 
 
 # ---- repr ----------------------------------------------------------------------------------------

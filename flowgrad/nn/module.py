@@ -47,6 +47,16 @@ def _addindent(s, n):
     return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
 
 
+def _children_first(module, seen):
+    """`module`'s submodules, each once, every one after its children (torch's _apply)."""
+    if id(module) not in seen:
+        seen.add(id(module))
+        for child in module._modules.values():
+            if child is not None:
+                yield from _children_first(child, seen)
+        yield module
+
+
 def _type_name(value):
     return type(value).__module__ + "." + type(value).__qualname__
 
@@ -317,10 +327,10 @@ class Module(StateDict):
         the attribute it replaces)."""
         if target == "":
             raise ValueError("Cannot set the submodule without a target name!")
-        parent_path, _, name = target.rpartition(".")
-        parent = self.get_submodule(parent_path)
         if not isinstance(module, Module):
             raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
         if strict and not hasattr(parent, name):
             raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
         if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
@@ -328,18 +338,24 @@ class Module(StateDict):
         setattr(parent, name, module)
 
     def get_parameter(self, target):
-        mod_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(mod_path)
-        if name not in mod._parameters:
-            raise AttributeError(f"`{name}` is not an nn.Parameter")
-        return mod._parameters[name]
+        """The Parameter at dotted path `target` (a None parameter is not one)."""
+        param = getattr(*self._get_attribute(target))
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{target.rpartition('.')[2]}` is not an nn.Parameter")
+        return param
 
     def get_buffer(self, target):
-        mod_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(mod_path)
+        """The buffer at dotted path `target` (None for one registered as None)."""
+        mod, name = self._get_attribute(target)
         if name not in mod._buffers:
             raise AttributeError(f"`{name}` is not a buffer")
         return mod._buffers[name]
+
+    def _get_attribute(self, target):
+        mod_path, _, name = target.rpartition(".")
+        if not hasattr(mod := self.get_submodule(mod_path), name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        return mod, name
 
     # ---- traversal ----------------------------------------------------------------------
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
@@ -497,8 +513,9 @@ class Module(StateDict):
         """Convert every parameter, its grad and every buffer's storage with `fn(array)`;
         parameters keep their identity. A buffer whose dtype or device changes is a new
         tensor, as torch's (the one given to register_buffer, a loss's class weights say,
-        may be the caller's own and keeps its dtype); an unchanged one stays itself."""
-        for m in self.modules():
+        may be the caller's own and keeps its dtype); an unchanged one stays itself.
+        Children first, as torch's (a child's Parameter that is also a buffer stays one)."""
+        for m in _children_first(self, set()):
             for p in m._parameters.values():
                 if p is not None:
                     p._data = fn(p._data)
@@ -669,16 +686,17 @@ class Module(StateDict):
         always = self.__dict__.get("_forward_hooks_always_called") or ()
         if not (always or _global.FORWARD_ALWAYS):
             return self._call_with_hooks(args, kwargs)
+        seen = {"args": args, "kwargs": kwargs, "result": None, "called": set()}
         try:
-            return self._call_with_hooks(args, kwargs)
-        except Exception:
+            return self._call_with_hooks(args, kwargs, seen)
+        except Exception:  # the always-call hooks not yet run, on the latest args and result
+            args, kwargs, result = seen["args"], seen["kwargs"], seen["result"]
             for hid, hook, with_kwargs in self._forward_hook_list():
-                if hid in always or hid in _global.FORWARD_ALWAYS:
+                if (hid in always or hid in _global.FORWARD_ALWAYS) and hid not in seen["called"]:
                     try:
-                        if with_kwargs:
-                            hook(self, args, kwargs, None)
-                        else:
-                            hook(self, args, None)
+                        res = hook(self, args, kwargs, result) if with_kwargs else \
+                            hook(self, args, result)
+                        result = result if res is None else res
                     except Exception:  # noqa: BLE001 - forward's own error is the one raised
                         pass
             raise
@@ -691,7 +709,8 @@ class Module(StateDict):
                 *((hid, hook, hid in self._forward_hooks_with_kwargs)
                   for hid, hook in self._forward_hooks.items())]
 
-    def _call_with_hooks(self, args, kwargs):
+    def _call_with_hooks(self, args, kwargs, seen=None):
+        seen = {"called": set()} if seen is None else seen  # (what __call__'s except sees)
         for hook in list(_global.FORWARD_PRE.values()):
             res = hook(self, args)
             if res is not None:
@@ -713,14 +732,16 @@ class Module(StateDict):
         if self._backward_hooks or self._backward_pre_hooks or _global.BACKWARD or \
                 _global.BACKWARD_PRE:
             args, state = self._wrap_inputs(args)
-        result = self.forward(*args, **kwargs)
+        seen.update(args=args, kwargs=kwargs)
+        result = seen["result"] = self.forward(*args, **kwargs)
         for hid, hook, with_kwargs in self._forward_hook_list():
+            seen["called"].add(hid)
             if with_kwargs:
                 res = hook(self, args, kwargs, result)
             else:
                 res = hook(self, args, result)
             if res is not None:
-                result = res
+                result = seen["result"] = res
         if state is not None:
             result = self._wrap_outputs(result, state)
         return result

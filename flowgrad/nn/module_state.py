@@ -76,10 +76,13 @@ class StateDict:
 
     def register_state_dict_post_hook(self, hook):
         """`hook(module, state_dict, prefix, local_metadata)` after this module and its
-        children wrote their state; it may change `state_dict` in place."""
-        return self._register("_state_dict_hooks", hook)
+        children wrote their state; it may change `state_dict` in place, and returns None
+        (a value returned raises, as torch's)."""
+        return self._register("_state_dict_hooks", (hook, True))
 
-    _register_state_dict_hook = register_state_dict_post_hook  # torch's older name
+    def _register_state_dict_hook(self, hook):
+        """torch's older form: a dict the hook returns replaces the state dict."""
+        return self._register("_state_dict_hooks", (hook, False))
 
     def register_load_state_dict_pre_hook(self, hook):
         """`hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -185,27 +188,51 @@ class StateDict:
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".",
                                   keep_vars=keep_vars)
-        for hook in self._hooks("_state_dict_hooks").values():
+        for hook, public in self._hooks("_state_dict_hooks").values():
             result = hook(self, destination, prefix, local_metadata)
             if result is not None:  # (torch's older hooks may return a new dict)
+                if public:
+                    raise RuntimeError("state_dict post-hook must return None: a hook from "
+                                       "register_state_dict_post_hook changes the state "
+                                       "dict in place")
                 destination = result
         return destination
 
     # ---- loading ----------------------------------------------------------------------------
-    def _state_entries(self):
-        """(key, owning module, attribute name, kind) for every state_dict entry."""
-        out = []
-        for mod_prefix, mod in self.named_modules(remove_duplicate=False):
-            pre = mod_prefix + ("." if mod_prefix else "")
-            for name, p in mod._parameters.items():
-                if p is not None:
-                    out.append((pre + name, mod, name, "param"))
-            for name, b in mod._buffers.items():
-                if b is not None and name not in mod._non_persistent_buffers_set:
-                    out.append((pre + name, mod, name, "buffer"))
-            if mod._has_extra_state():
-                out.append((pre + _EXTRA, mod, _EXTRA, "extra"))
+    def _state_entries(self, pre="", out=None):
+        """(key, owning module, attribute name, kind) for every state_dict entry, keyed as
+        state_dict keys them (a child named "" under the root gives ".weight")."""
+        out = [] if out is None else out
+        for name, p in self._parameters.items():
+            if p is not None:
+                out.append((pre + name, self, name, "param"))
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                out.append((pre + name, self, name, "buffer"))
+        if self._has_extra_state():
+            out.append((pre + _EXTRA, self, _EXTRA, "extra"))
+        for name, child in self._modules.items():
+            if child is not None:
+                child._state_entries(pre + name + ".", out)
         return out
+
+    def _load_keys(self, state_dict, prefix, metadata, keys, errors):
+        """This module's and its children's turns (their pre-hooks, the keys they report),
+        then this module's load post-hooks, which see the keys reported so far (as torch's,
+        whose post-hooks run as each module's subtree is loaded)."""
+        local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+        # (torch passes strict=True here whatever the caller's strict)
+        self._load_from_state_dict(state_dict, prefix, local_metadata, True, keys.missing_keys,
+                                   keys.unexpected_keys, errors)
+        for name, child in self._modules.items():
+            if child is not None:
+                child._load_keys(state_dict, prefix + name + ".", metadata, keys, errors)
+        for hook in self._hooks("_load_state_dict_post_hooks").values():
+            if hook(self, keys) is not None:  # (torch's assertion)
+                raise AssertionError("Hooks registered with "
+                                     "``register_load_state_dict_post_hook`` are not "
+                                     "expected to return new values; change "
+                                     "incompatible_keys in place instead")
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy values into this module's parameters and buffers (the same objects keep
@@ -227,15 +254,10 @@ class StateDict:
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)  # the pre-hooks may change it: the caller's stays
-        errors, reported_missing, reported_unexpected = [], [], []
-        for mod_prefix, mod in self.named_modules(remove_duplicate=False):
-            pre = mod_prefix + ("." if mod_prefix else "")
-            local_metadata = {} if metadata is None else dict(metadata.get(mod_prefix, {}))
-            # (torch passes strict=True here whatever the caller's strict)
-            mod._load_from_state_dict(state_dict, pre, local_metadata, True, reported_missing,
-                                      reported_unexpected, errors)
+        errors, missing, unexpected = [], [], []
+        keys = _IncompatibleKeys(missing, unexpected)
+        self._load_keys(state_dict, "", metadata, keys, errors)
         entries = self._state_entries()
-        missing, unexpected = reported_missing, reported_unexpected
         plan = []
         for key, mod, name, kind in entries:
             if key not in state_dict:
@@ -261,14 +283,6 @@ class StateDict:
                     f"model is flowgrad.Size({list(current.shape)}).")
                 continue
             plan.append((mod, name, kind, current, arr, key))
-        keys = _IncompatibleKeys(missing, unexpected)
-        for mod_prefix, mod in self.named_modules(remove_duplicate=False):
-            for hook in mod._hooks("_load_state_dict_post_hooks").values():
-                if hook(mod, keys) is not None:  # (torch's assertion)
-                    raise AssertionError("Hooks registered with "
-                                         "``register_load_state_dict_post_hook`` are not "
-                                         "expected to return new values; change "
-                                         "incompatible_keys in place instead")
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: " +
@@ -289,14 +303,14 @@ class StateDict:
                 if assign:  # the given tensor itself (torch's Parameter(t) shares storage)
                     given = state_dict[key]
                     t = given if isinstance(given, Tensor) else Tensor._wrap(arr)
-                    if kind == "param":
+                    # (a Parameter registered as a buffer becomes a parameter, as torch's
+                    # setattr makes it: torch asks the current value, not its store)
+                    if isinstance(current, Parameter):
                         if isinstance(t, Parameter):  # kept, with the module's requires_grad
                             t.requires_grad_(current.requires_grad)
                         else:
                             t = Parameter(t, current.requires_grad)
-                        setattr(mod, name, t)
-                    else:
-                        mod._buffers[name] = t
+                    setattr(mod, name, t)
                 elif current._data.__class__ is MetaArray:  # (a meta tensor has no values)
                     warn(f"for {key}: copying from a non-meta "
                          f"parameter in the checkpoint to a meta parameter in the current "

@@ -451,6 +451,10 @@ def linear(input, weight, bias=None):
         raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
     if bias is None:
         return _linear(input, weight)
+    if wd.ndim == 1 and (len(xs) == 2 or bias._data.ndim == 1 and input.is_contiguous()):
+        # (torch takes addmm there, whose mat2 is the weight; a scalar bias goes by matmul)
+        raise RuntimeError("linear: mat2 must be a matrix, got 1-D tensor: a 1-D weight "
+                           "with a bias needs a 2-D weight (weight.unsqueeze(0))")
     if bias._data.dtype != wd.dtype:
         check_same_dtype("linear", weight, bias=bias)
     y = _linear(input, weight, bias)

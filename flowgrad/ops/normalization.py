@@ -422,6 +422,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     if eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    if training and (running_mean is None) != (running_var is None):
+        raise ValueError("batch_norm: running_mean and running_var must either both be None "
+                         "or neither be None (training updates them together)")
     return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections import OrderedDict
+from collections.abc import Mapping
 from itertools import islice
 
 from ...tensor import Tensor
@@ -256,10 +257,18 @@ class ModuleDict(Module):
             self[item[0]] = item[1]
 
 
-def _param_repr(p):
-    size = "x".join(str(s) for s in p.shape)
-    kind = "Parameter containing" if isinstance(p, Parameter) else "Tensor"
-    return f"{kind}: [flowgrad.{p.dtype.name} of size {size}]"
+def _param_lines(items, dtype_name):
+    """ParameterList's and ParameterDict's extra_repr: one line per entry, each indented by
+    two spaces (torch's: a lone entry shows as `ParameterList(  (0): ...)`)."""
+    lines = []
+    for key, p in items:
+        if isinstance(p, Tensor):
+            size = "x".join(str(s) for s in p.shape)
+            kind = "Parameter containing" if isinstance(p, Parameter) else "Tensor"
+            lines.append(f"  ({key}): {kind}: [{dtype_name(p)} of size {size}]")
+        else:
+            lines.append(f"  ({key}): Object of type: {type(p).__name__}")
+    return "\n".join(lines)
 
 
 class ParameterList(Module):
@@ -302,9 +311,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        return "\n".join(f"({i}): " + (_param_repr(p) if isinstance(p, Tensor) else
-                                       "Object of type: " + type(p).__name__)
-                         for i, p in enumerate(self))
+        return _param_lines(enumerate(self), lambda p: f"flowgrad.{p.dtype.name}")
 
 
 class ParameterDict(Module):
@@ -360,11 +367,20 @@ class ParameterDict(Module):
             del self[k]
 
     def update(self, parameters):
-        items = parameters.items() if hasattr(parameters, "items") else parameters
+        """Add the entries of an OrderedDict or ParameterDict in their order, of any other
+        mapping in sorted key order (as torch's), or (key, value) pairs."""
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            items = parameters.items()
+        elif isinstance(parameters, Mapping):
+            items = sorted(parameters.items())
+        else:
+            items = parameters
+            for j, item in enumerate(parameters):
+                if len(item) != 2:
+                    raise ValueError(f"ParameterDict update sequence element #{j} has length "
+                                     f"{len(item)}; 2 is required")
         for k, v in items:
             self[k] = v
 
-    def extra_repr(self):
-        return "\n".join(f"({k}): " + (_param_repr(p) if isinstance(p, Tensor) else
-                                       "Object of type: " + type(p).__name__)
-                         for k, p in self.items())
+    def extra_repr(self):  # (torch names the tensor type here: flowgrad.DoubleTensor)
+        return _param_lines(self.items(), lambda p: p.type())

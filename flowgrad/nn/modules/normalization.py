@@ -116,7 +116,9 @@ class _BatchNorm(_NormBase):
                 # not item(), so a compiled graph recomputes it each call
                 factor = 1.0 / self.num_batches_tracked.to(_dt.float64)
         # eval mode normalises with the running stats when it has them
-        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        # (a bool whatever was assigned to self.training, as torch's if/else makes it)
+        bn_training = True if self.training else \
+            self.running_mean is None and self.running_var is None
         use_stats = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if use_stats else None,
                             self.running_var if use_stats else None, self.weight, self.bias,
