@@ -120,10 +120,10 @@ def test_instance_norm_running_stats():
 
 
 def test_batch_norm_running_stats_bump_version():
-    rm = flow.zeros(3)
-    before = rm._version
-    F(flow).batch_norm(flow.randn(4, 3), rm, None, training=True)
-    assert rm._version > before
+    rm, rv = flow.zeros(3), flow.ones(3)  # (both or neither: torch refuses one alone)
+    before = rm._version, rv._version
+    F(flow).batch_norm(flow.randn(4, 3), rm, rv, training=True)
+    assert rm._version > before[0] and rv._version > before[1]
 
 
 BAD = [
