@@ -155,10 +155,24 @@ def _format_array(a, indent):
     return _nested(a, indent, summarize, (_Formatter(shown, floating), None))
 
 
+def prefix_of(t) -> str:
+    """`tensor(`, or a user's Tensor subclass's name as torch prints it (`MyTensor(`); the
+    classes of flowgrad's own (Parameter, Buffer, ...) print as plain tensors."""
+    cls = type(t)
+    return "tensor(" if cls.__module__.startswith("flowgrad.") else f"{cls.__name__}("
+
+
+def as_parameter(t, text) -> str:
+    """torch's `Parameter(MyTensor(...))` for a user's subclass tensor made a Parameter."""
+    from .nn.parameter import Parameter  # (nn imports this module's users)
+    return f"Parameter({text})" if isinstance(t, Parameter) and \
+        not type(t).__module__.startswith("flowgrad.") else text
+
+
 def tensor_repr(t) -> str:
     """torch's repr of a tensor: formatted values plus dtype/grad_fn/requires_grad suffixes."""
     a = to_host(t._data)  # formatted on the host, whatever device holds it
-    prefix = "tensor("
+    prefix = prefix_of(t)
     body = "[]" if a.size == 0 else _format_array(a, len(prefix))
     extras = []
     name = a.dtype.name if a.dtype.kind != "V" else "bfloat16"
@@ -174,6 +188,22 @@ def tensor_repr(t) -> str:
         if name not in _DEFAULT_SUFFIXLESS and name != default and \
                 name != _dt.to_complex(_dt.get_default_dtype()).name:
             extras.append(f"dtype=flowgrad.{name}")
+    return _with_suffixes(t, prefix, body, extras)
+
+
+def meta_repr(t) -> str:
+    """torch's print of a meta tensor: `tensor(..., device='meta', size=(2, 3))`, with the
+    dtype where it is not the default one, then requires_grad or grad_fn."""
+    extras = ["device='meta'", f"size={tuple(t._data.shape)}"]
+    d = _dt.from_numpy_dtype(t._data.dtype)
+    if d is not _dt.get_default_dtype():
+        extras.append(f"dtype={d}")
+    return _with_suffixes(t, prefix_of(t), "...", extras)
+
+
+def _with_suffixes(t, prefix, body, extras):
+    """`prefix` + `body` + the suffixes (`extras`, then grad_fn or requires_grad), each on
+    a line of its own where it would pass linewidth, as torch's."""
     if t._grad_fn is not None:
         extras.append(f"grad_fn=<{torch_name(t._grad_fn)}>")  # (torch's name: MulBackward0)
     elif t.requires_grad:
@@ -187,4 +217,4 @@ def tensor_repr(t) -> str:
         else:
             text += ", " + extra
             last += len(extra) + 2
-    return text + ")"
+    return as_parameter(t, text + ")")

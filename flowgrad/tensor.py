@@ -25,7 +25,6 @@ from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.inference import check_requires_grad
 from .autograd.meta import AutogradMeta, VersionCounter, counter_of
 from .autograd.torch_nodes import named as _named
-from .autograd.torch_nodes import torch_name
 from .autograd.views import moved_from_base, sync_view
 from .device import (
     ARRAY_MODULES,
@@ -41,7 +40,7 @@ from .device import (
 )
 from .hook_handles import ListHandle
 from .meta import MetaArray
-from .printing import tensor_repr
+from .printing import meta_repr, tensor_repr
 
 # Bound at import (`bind_late`) by the modules above this one, which import it:
 as_array = None  # by flowgrad.ops.creation: a fresh array from data, torch's dtype inference
@@ -61,20 +60,6 @@ _NON_LEAF_GRAD = (
     "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
     "instead.")
 
-
-def _meta_repr(t):
-    """torch's print of a meta tensor: `tensor(..., device='meta', size=(2, 3))`, with the
-    dtype where it is not the default one's, requires_grad or grad_fn."""
-    parts = [f"size={tuple(t._data.shape)}"]
-    d = _dt.from_numpy_dtype(t._data.dtype)
-    if d is not _dt.get_default_dtype():
-        parts.append(f"dtype={d}")
-    node = t._grad_fn
-    if node is not None:
-        parts.append(f"grad_fn=<{torch_name(node)}>")
-    elif t.requires_grad:
-        parts.append("requires_grad=True")
-    return "tensor(..., device='meta', " + ", ".join(parts) + ")"
 
 class Tensor:
     """An n-dimensional array with autograd. Construct with `flowgrad.tensor(data)`.
@@ -631,7 +616,7 @@ class Tensor:
     def __repr__(self):
         _interpreter.check_read(self, "printing")
         if self._data.__class__ is MetaArray:  # (torch's form: no values to print)
-            return _meta_repr(self)
+            return meta_repr(self)
         return tensor_repr(self)
 
     @property
@@ -639,10 +624,10 @@ class Tensor:
         """Whether this tensor is on the 'meta' device: a shape and a dtype, no values."""
         return self._data.__class__ is MetaArray
 
-    __str__ = __repr__
-
     def __format__(self, spec):
-        if self._data.ndim == 0:
+        # (torch's: a 0-d plain tensor formats its number; a subclass's, a Parameter's or a
+        # meta tensor's goes through object.__format__, which takes only "" and gives str())
+        if self._data.ndim == 0 and type(self) is Tensor and self._data.__class__ is not MetaArray:
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 

@@ -124,6 +124,8 @@ def _cumsum(xp, x, *, dim, reverse):
     if reverse:
         x = xp.flip(x, dim)
     y = _accumulate(xp, scan, x, dim)
+    if x.dtype.kind in "fcV":  # torch's running sum starts at +0.: a -0. prefix sums to +0.
+        y += xp.zeros((), y.dtype)
     return xp.flip(y, dim) if reverse else y
 
 

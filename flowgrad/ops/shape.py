@@ -21,6 +21,7 @@ from ..autograd.inplace import assign
 from ..autograd.views import replay_view
 from ..device import broadcast_view
 from ..errors import SparseOperandError, expect_tensor, int_args, matrix_dims
+from ..meta import MetaArray
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import (
     contiguous_format,
@@ -132,7 +133,10 @@ def view(input, *shape, size=None, dtype=None):
         return _view_as_dtype(input, _dt.as_dtype(shape[0]))
     shape = _infer_shape(_shape_arg(shape), input._data.size, "view", input._data.shape)
     y = _reshape(input, shape=shape)
-    if input._data.size and not np.shares_memory(y._data, input._data):
+    # (a meta array has no layout to keep: zero strides over one element, as torch's meta
+    # tensors' views always are)
+    if input._data.size and input._data.__class__ is not MetaArray and \
+            not np.shares_memory(y._data, input._data):
         raise RuntimeError(
             f"view size is not compatible with input tensor's size and stride (input shape "
             f"{tuple(input.shape)}, requested {shape}); use .reshape(...) instead")
@@ -243,6 +247,9 @@ def permute(input, *order, dims=None):
     """
     if dims is not None:
         order = _keyword(order, dims, "permute", "dims")
+    elif not order:  # (torch's: the order is required, () for a 0-d tensor)
+        raise TypeError('permute() missing 1 required positional arguments: "dims" (give the '
+                        'new order of every dim, e.g. x.permute(1, 0); () for a 0-d tensor)')
     dims = _shape_arg(order, "permute", "dims")
     nd = input._data.ndim
     if len(dims) != nd:
