@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from . import dtypes as _dt
+from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.torch_nodes import torch_name
 from .device import to_host
 
@@ -202,12 +203,16 @@ def meta_repr(t) -> str:
 
 
 def _with_suffixes(t, prefix, body, extras):
-    """`prefix` + `body` + the suffixes (`extras`, then grad_fn or requires_grad), each on
-    a line of its own where it would pass linewidth, as torch's."""
+    """`prefix` + `body` + the suffixes (`extras`, then grad_fn or requires_grad, then a
+    dual tensor's tangent), each on a line of its own where it would pass linewidth, as
+    torch's."""
     if t._grad_fn is not None:
         extras.append(f"grad_fn=<{torch_name(t._grad_fn)}>")  # (torch's name: MulBackward0)
     elif t.requires_grad:
         extras.append("requires_grad=True")
+    tangent = _FORWARD_LEVELS[-1].tangent(t) if _FORWARD_LEVELS else None
+    if tangent is not None:  # a dual tensor's, at the innermost forward-AD level
+        extras.append(f"tangent={tangent}")
     text = prefix + body
     last = len(text) - text.rfind("\n") + 1  # (torch's count of the last line)
     for extra in extras:  # a suffix that would pass linewidth goes on a line of its own

