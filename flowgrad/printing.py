@@ -163,11 +163,15 @@ def prefix_of(t) -> str:
     return "tensor(" if cls.__module__.startswith("flowgrad.") else f"{cls.__name__}("
 
 
+def is_parameter(t) -> bool:
+    """isinstance(t, nn.Parameter): a Parameter, or a user's subclass tensor made one."""
+    from .nn.parameter import Parameter  # (nn imports this module's users)
+    return isinstance(t, Parameter)
+
+
 def as_parameter(t, text) -> str:
     """torch's `Parameter(MyTensor(...))` for a user's subclass tensor made a Parameter."""
-    from .nn.parameter import Parameter  # (nn imports this module's users)
-    return f"Parameter({text})" if isinstance(t, Parameter) and \
-        not type(t).__module__.startswith("flowgrad.") else text
+    return f"Parameter({text})" if prefix_of(t) != "tensor(" and is_parameter(t) else text
 
 
 def tensor_repr(t) -> str:

@@ -40,7 +40,7 @@ from .device import (
 )
 from .hook_handles import ListHandle
 from .meta import MetaArray
-from .printing import meta_repr, tensor_repr
+from .printing import is_parameter, meta_repr, prefix_of, tensor_repr
 
 # Bound at import (`bind_late`) by the modules above this one, which import it:
 as_array = None  # by flowgrad.ops.creation: a fresh array from data, torch's dtype inference
@@ -627,7 +627,8 @@ class Tensor:
     def __format__(self, spec):
         # (torch's: a 0-d plain tensor formats its number; a subclass's, a Parameter's or a
         # meta tensor's goes through object.__format__, which takes only "" and gives str())
-        if self._data.ndim == 0 and type(self) is Tensor and self._data.__class__ is not MetaArray:
+        if self._data.ndim == 0 and self._data.__class__ is not MetaArray and \
+                prefix_of(self) == "tensor(" and not is_parameter(self):
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 

@@ -161,7 +161,7 @@ class Case:
         if r.random() < 0.2 and self.options:
             self.options = dict(self.options, **r.choice(OPTIONS))
         floating = self.dtype in FLOATS or self.dtype.startswith("complex")
-        wraps = ["plain", "plain", "parameter", "meta"]
+        wraps = ["plain", "plain", "parameter", "meta", "buffer"]
         if floating:  # (torch's make_dual refuses an expanded primal: KNOWN)
             wraps += ["requires_grad", "op", "subclass"] + ["dual"] * (self.view != "expand")
         self.wrap = r.choice(wraps)
@@ -209,6 +209,8 @@ class Case:
             return m.autograd.forward_ad.make_dual(base, base * 2)
         if self.wrap == "meta":
             return base.to("meta")
+        if self.wrap == "buffer":  # (torch's: a plain tensor; flowgrad's: a subclass)
+            return m.nn.Buffer(base)
         if self.wrap == "subclass":  # a user's subclass prints its own name
             sub = base.as_subclass(_SUBCLASSES[m])
             if self.subclass == "parameter":

@@ -56,8 +56,9 @@ def _both(fn):
 def test_str_and_format_of_a_parameter_say_parameter_as_torch():
     # str(p) was Tensor.__repr__ (no "Parameter containing:"); f"{p}" of a 0-d Parameter
     # formatted its number, where torch's goes through object.__format__ (str(), and a spec
-    # raises TypeError)
-    want, got = _both(lambda m: [str(m.nn.Parameter(m.ones(2))), f"{m.nn.Parameter(m.ones(()))}"])
+    # raises TypeError); a Buffer (torch's: a plain tensor) formats its number
+    want, got = _both(lambda m: [str(m.nn.Parameter(m.ones(2))), f"{m.nn.Parameter(m.ones(()))}",
+                                 f"{m.nn.Buffer(m.ones(())):.2f}"])
     assert got == [w.replace("torch.", "flowgrad.") for w in want]
     assert got[1].startswith("Parameter containing:\ntensor(1.")
     for m in (torch, flow):
