@@ -190,10 +190,23 @@ def tensor_repr(t) -> str:
     else:
         if not _OPTS["edgeitems"]:  # (torch's: no values shown, so the size is)
             extras.append(f"size={tuple(a.shape)}")
-        if name not in _DEFAULT_SUFFIXLESS and name != default and \
-                name != _dt.to_complex(_dt.get_default_dtype()).name:
+        if not implied_dtype(t.dtype):
             extras.append(f"dtype=flowgrad.{name}")
-    return _with_suffixes(t, prefix, body, extras)
+    return with_suffixes(t, prefix, body, extras)
+
+
+def implied_dtype(dtype) -> bool:
+    """Whether the values' text implies `dtype` (torch prints no dtype= for it): the default
+    dtype, its complex one, int64 and bool."""
+    default = _dt.get_default_dtype()
+    return dtype.name in _DEFAULT_SUFFIXLESS or dtype is default or \
+        dtype is _dt.to_complex(default)
+
+
+def tensor_str(t, indent) -> str:
+    """The values of `t` as torch's _tensor_str: `[]` when empty."""
+    a = to_host(t._data)
+    return "[]" if a.size == 0 else _format_array(a, indent)
 
 
 def meta_repr(t) -> str:
@@ -203,10 +216,10 @@ def meta_repr(t) -> str:
     d = _dt.from_numpy_dtype(t._data.dtype)
     if d is not _dt.get_default_dtype():
         extras.append(f"dtype={d}")
-    return _with_suffixes(t, prefix_of(t), "...", extras)
+    return with_suffixes(t, prefix_of(t), "...", extras)
 
 
-def _with_suffixes(t, prefix, body, extras):
+def with_suffixes(t, prefix, body, extras, force_newline=False):
     """`prefix` + `body` + the suffixes (`extras`, then grad_fn or requires_grad, then a
     dual tensor's tangent), each on a line of its own where it would pass linewidth, as
     torch's."""
@@ -220,9 +233,10 @@ def _with_suffixes(t, prefix, body, extras):
     text = prefix + body
     last = len(text) - text.rfind("\n") + 1  # (torch's count of the last line)
     for extra in extras:  # a suffix that would pass linewidth goes on a line of its own
-        if last + len(extra) + 2 > _OPTS["linewidth"]:
+        if force_newline or last + len(extra) + 2 > _OPTS["linewidth"]:
             text += ",\n" + " " * len(prefix) + extra
             last = len(prefix) + len(extra)
+            force_newline = False
         else:
             text += ", " + extra
             last += len(extra) + 2

@@ -345,19 +345,28 @@ class SparseTensor(SparseMetadata):
     def __len__(self):
         return self._size[0]
 
-    def __repr__(self):
-        # torch's layout: continuation lines under the inner tensors' first element, a
-        # non-default dtype after nnz
-        from .dtypes import get_default_dtype
+    def __format__(self, spec):  # (torch's: a 0-d one formats its number, as a dense one)
+        if not self._size:
+            return self.to_dense().__format__(spec)
+        return object.__format__(self, spec)
 
-        idx = repr(self._idx).replace("\n", "\n" + " " * 15)
-        vals = repr(self._vals).replace("\n", "\n" + " " * 7)
-        dtype = ""
-        if self.dtype is not get_default_dtype():
-            vals = vals.replace(f", dtype={self.dtype}", "")
-            dtype = f"dtype={self.dtype}, "
-        return (f"tensor(indices={idx},\n       values={vals},\n       size={self._size}, "
-                f"nnz={self._nnz()}, {dtype}layout=flowgrad.sparse_coo)")
+    def __repr__(self):
+        # torch's: indices and values as the inner tensors' text (no dtype; an empty one's
+        # size), then size, nnz, a dtype not implied (as a dense tensor's), the layout and
+        # requires_grad/grad_fn, the first suffix on a new line
+        from .printing import implied_dtype, tensor_str, with_suffixes
+
+        inner = []
+        for name, t in (("indices", self._idx), ("values", self._vals)):
+            text = tensor_str(t, 7 + len(name) + 8)
+            inner.append(f"{name}=tensor({text}" + (f", size={tuple(t.shape)})" if
+                                                    not t.numel() else ")"))
+        extras = [f"size={self._size}", f"nnz={self._nnz()}"]
+        if not implied_dtype(self.dtype):
+            extras.append(f"dtype={self.dtype}")
+        extras.append("layout=flowgrad.sparse_coo")
+        return with_suffixes(self._vals, "tensor(", ",\n       ".join(inner), extras,
+                             force_newline=True)
 
     # ---- everything else: SparseMetadata's refusals -----------------------------------------
     _supported = _SUPPORTED

@@ -65,6 +65,7 @@ OPS = {
 INEXACT_COMPLEX = {
     "abs": "complex abs (hypot) differs by an ulp between torch's and NumPy's",
     "pow": "complex x ** 2 is torch's pow(), an ulp from NumPy's x * x",
+    "relu": "drawn as relu(x.abs()): complex abs as above",
     "neg": "torch's vectorized complex neg is 0 - x (a zero part stays +0.), its scalar "
            "loop and flowgrad's give -0.: the printed sign of a zero part differs",
 }
@@ -73,6 +74,9 @@ NOT_DRAWN = {
     "relu(-0.)": "torch's relu and clamp(min=0) keep -0. (x < 0 ? 0 : x); flowgrad's NumPy "
                  "maximum/clip give +0. for float32/float64/bfloat16 (-0. for float16); "
                  "the fuzz prints relu(x.abs())",
+    "sparse tolist()": "flowgrad's refusal of a dense op on a sparse tensor is "
+                       "NotImplementedError (SparseOperandError); torch's tolist RuntimeError",
+    "0-d sparse": "format() of a 0-d sparse tensor with nnz=0 is torch's item(): an int 0",
     "make_dual(expanded)": "torch's make_dual refuses an expanded primal (its tangent is laid "
                            "out in the primal's overlapping strides); flowgrad's takes it",
 }
@@ -161,7 +165,7 @@ class Case:
         if r.random() < 0.2 and self.options:
             self.options = dict(self.options, **r.choice(OPTIONS))
         floating = self.dtype in FLOATS or self.dtype.startswith("complex")
-        wraps = ["plain", "plain", "parameter", "meta", "buffer"]
+        wraps = ["plain", "plain", "parameter", "meta", "buffer", "sparse"]
         if floating:  # (torch's make_dual refuses an expanded primal: KNOWN)
             wraps += ["requires_grad", "op", "subclass"] + ["dual"] * (self.view != "expand")
         self.wrap = r.choice(wraps)
@@ -209,6 +213,8 @@ class Case:
             return m.autograd.forward_ad.make_dual(base, base * 2)
         if self.wrap == "meta":
             return base.to("meta")
+        if self.wrap == "sparse":
+            return base.to_sparse() if base.dim() else base  # (0-d: NOT_DRAWN)
         if self.wrap == "buffer":  # (torch's: a plain tensor; flowgrad's: a subclass)
             return m.nn.Buffer(base)
         if self.wrap == "subclass":  # a user's subclass prints its own name
@@ -225,6 +231,20 @@ _SUFFIX = re.compile(
     r",(?: |\n +)(?=(?:device='|size=\(|dtype=|grad_fn=<|requires_grad=True))")
 _PREFIX = re.compile(r"(Parameter containing:\n)?(Parameter\()?(\w+\()")
 _TANGENT = re.compile(r",(?: |\n +)tangent=")
+_SPARSE_SUFFIX = re.compile(r",(?: |\n +)(?=(?:size=\(|nnz=|dtype=|layout=|grad_fn=<|"
+                            r"requires_grad=True))")
+
+
+def _closing(text, start):
+    """The index of the ")" closing the "(" just before `start`."""
+    depth = 1
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if not depth:
+            return i
+    raise ValueError(text)
+
+
 _ANY_GRAD_FN = re.compile(r"grad_fn=<\w+>")
 
 
@@ -236,6 +256,12 @@ def as_flowgrad(text):
         return text
     head, wrapped, prefix = _PREFIX.match(text).groups()
     rest = text[_PREFIX.match(text).end():-2 if wrapped else -1]
+    if rest.startswith("indices="):  # sparse: the suffixes follow values=tensor(...)
+        end = _closing(rest, rest.index("values=tensor(") + len("values=tensor("))
+        suffixes = _SPARSE_SUFFIX.split(rest[end + 1:])[1:]
+        return _tensor_str._add_suffixes(prefix + rest[:end + 1].replace(
+            "torch.", "flowgrad."), [x.replace("torch.", "flowgrad.") for x in suffixes],
+            len(prefix), True)
     tangent = _TANGENT.search(rest)  # (the last suffix: a tensor's repr, with its own)
     if tangent:
         rest, tangent = rest[:tangent.start()], "tangent=" + as_flowgrad(rest[tangent.end():])
@@ -262,7 +288,8 @@ def _printed(m, case):
         with m.autograd.forward_ad.dual_level() if case.wrap == "dual" else \
                 contextlib.nullcontext():
             t = case.tensor(m)
-            return [(what, _text(m, fn, t)) for what, fn in PRINTS]
+            return [(what, _text(m, fn, t)) for what, fn in PRINTS
+                    if not (case.wrap == "sparse" and what == "tolist")]  # (NOT_DRAWN)
     finally:
         m.set_printoptions(profile="default")
         m.set_default_dtype(old)
@@ -274,12 +301,17 @@ PRINTS = [("repr", repr), ("str", str), ("format", lambda t: f"{t}"),
           ("tuple", lambda t: str((t,))), ("dict", lambda t: repr({"a": t}))]
 
 
+def _builtin(e):
+    """The builtin exception class `e` is (flowgrad's raise subclasses of torch's types)."""
+    return next(c.__name__ for c in type(e).__mro__ if c.__module__ == "builtins")
+
+
 def _text(m, fn, t):
     """fn(t) (torch's: each repr of t in it as flowgrad's should read), or what it raised."""
     try:
         text = fn(t)
     except Exception as e:  # noqa: BLE001 (compared with torch's)
-        return f"raised {type(e).__name__}"
+        return f"raised {_builtin(e)}"
     if m is torch:
         text = text.replace(repr(t), as_flowgrad(repr(t)))
     return text.replace("torch.", "flowgrad.")

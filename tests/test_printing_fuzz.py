@@ -142,3 +142,15 @@ def test_batched_tensor_repr_indents_its_value_as_torch():
         return seen[0]
     want, got = _both(text)
     assert got == want and got.endswith("\n    )\n)")
+
+
+def test_sparse_coo_repr_as_torch():
+    # flowgrad's sparse repr printed requires_grad inside values=tensor(...), named an int64
+    # dtype, gave an empty indices tensor its dtype and an empty values tensor no size
+    def texts(m):
+        x = m.tensor([[0.0, 1.5], [2.0, 0.0]])
+        return [repr(x.to_sparse().requires_grad_()), repr(m.tensor([[0, 1], [2, 0]]).to_sparse()),
+                repr(m.zeros(2, 3).to_sparse()), repr(x.double().to_sparse()),
+                f"{m.tensor(2.5).to_sparse():.2f}"]
+    want, got = _both(texts)
+    assert got == [w.replace("torch.", "flowgrad.") for w in want]
