@@ -54,7 +54,8 @@ OPS = {
     "sum": lambda t: t.flatten()[:2].sum(), "mean": lambda t: t.flatten()[:2].mean(),
     "pow": lambda t: t ** 2, "relu": lambda t: t.abs().relu(),  # (-0.: NOT_DRAWN)
     "cat": lambda t: _module(t).cat([t, t]), "stack": lambda t: _module(t).stack([t]),
-    "max": lambda t: t.max(), "index": lambda t: t[[0]], "mask": lambda t: t[t == t],
+    "max": lambda t: (t if t.is_complex() else t.abs()).max(),  # (NOT_DRAWN)
+    "index": lambda t: t[[0]], "mask": lambda t: t[t == t],
     "contiguous": lambda t: t.t().contiguous(), "repeat": lambda t: t.repeat(2),
     "detach": lambda t: t.detach(), "to_float": lambda t: t.float(),
     "mul_": lambda t: t.clone().mul_(2), "conj": lambda t: t.conj(), "real": lambda t: t.real,
@@ -66,6 +67,7 @@ INEXACT_COMPLEX = {
     "abs": "complex abs (hypot) differs by an ulp between torch's and NumPy's",
     "pow": "complex x ** 2 is torch's pow(), an ulp from NumPy's x * x",
     "relu": "drawn as relu(x.abs()): complex abs as above",
+    "rsub": "torch's 1 - x multiplies x by alpha=1 as a complex: an inf part gives nan",
     "neg": "torch's vectorized complex neg is 0 - x (a zero part stays +0.), its scalar "
            "loop and flowgrad's give -0.: the printed sign of a zero part differs",
 }
@@ -74,6 +76,8 @@ NOT_DRAWN = {
     "relu(-0.)": "torch's relu and clamp(min=0) keep -0. (x < 0 ? 0 : x); flowgrad's NumPy "
                  "maximum/clip give +0. for float32/float64/bfloat16 (-0. for float16); "
                  "the fuzz prints relu(x.abs())",
+    "max() of -0. and 0.": "which zero a max over both returns (torch's bfloat16: 0.); "
+                           "the fuzz draws x.abs().max()",
     "sparse tolist()": "flowgrad's refusal of a dense op on a sparse tensor is "
                        "NotImplementedError (SparseOperandError); torch's tolist RuntimeError",
     "0-d sparse": "format() of a 0-d sparse tensor with nnz=0 is torch's item(): an int 0",

@@ -16,7 +16,8 @@ import flowgrad as flow
 # tensors (INEXACT_COMPLEX) nor these cases (NOT_DRAWN: an op's values differ, not the
 # printing), and places the suffixes by flowgrad's own text ("dtype=flowgrad.float64" is 3
 # characters longer than torch's, so it wraps at linewidth a little earlier: as_flowgrad)
-KNOWN = {**pf.KNOWN, **pf.INEXACT_COMPLEX, **pf.NOT_DRAWN,
+KNOWN = {**{f"grad_fn of {k}": v for k, v in pf.KNOWN.items()},
+         **{f"complex {k}": v for k, v in pf.INEXACT_COMPLEX.items()}, **pf.NOT_DRAWN,
          "suffix wrap": "a suffix naming flowgrad is measured against linewidth as printed",
          "set_printoptions(profile='x')": "flowgrad raises ValueError naming the profiles; "
                                           "torch ignores an unknown profile (a typo does "
