@@ -22,6 +22,12 @@ with torch.autocast("cpu", dtype=torch.bfloat16):
     y, _ = nn.LSTM(3, 4)(torch.zeros(5, 2, 3, dtype=torch.float64))
 out = [list(y.shape)]
 """,
+    # a Python int beyond int64: torch's ValueError (unpacking a long long); within int64 but
+    # beyond the dtype: RuntimeError
+    "tensor_of_an_int_beyond_int64": "torch.tensor([1, 2 ** 63])",
+    "tensor_of_a_negative_int_beyond_int64": "torch.tensor(-2 ** 63 - 1)",
+    "tensor_of_an_int_beyond_int64_as_int8": "torch.tensor([2 ** 70], dtype=torch.int8)",
+    "tensor_of_an_int_beyond_int32": "torch.tensor([2 ** 40], dtype=torch.int32)",
 }
 
 

@@ -201,9 +201,22 @@ def as_array(data, dtype=None):
             wide = np.array(data, dtype=np.int64)
             if wide.min() >= -255 and wide.max() <= 255:
                 return (wide % 256).astype(np.uint8)
+        if _beyond_int64(data):  # torch's ValueError, from reading the int as a long long
+            raise ValueError(f"tensor(): Overflow when unpacking long long: a Python int "
+                             f"beyond int64 cannot become a {dtype.name} tensor; pass "
+                             f"dtype=float64 (or a float) for a value this large") from None
         raise RuntimeError(f"tensor(): a value cannot be converted to type {dtype.name} without "
                            f"overflow ({error}); pass a dtype that holds it (float64 beyond "
                            f"int64)") from None
+
+
+def _beyond_int64(data):
+    """Whether NumPy cannot hold `data` (nested Python numbers) as int64 either."""
+    try:
+        np.array(data, dtype=np.int64)
+    except OverflowError:
+        return True
+    return False
 
 
 def _cast_array(array, dtype):
