@@ -39,7 +39,7 @@ def diagonal_copy(input, offset=0, dim1=0, dim2=1):
 
 def permute_copy(input, dims):
     """input.permute(dims), copied."""
-    return _fresh(input.permute(*dims))
+    return _fresh(input.permute(dims))  # (dims as one argument: () for a 0-d tensor)
 
 
 def _slice_bound(value, arg):
