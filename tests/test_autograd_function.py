@@ -425,3 +425,24 @@ def test_materialized_grads_are_zeros_by_default():
     a, _ = TwoOut.apply(x)
     a.sum().backward()
     assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_a_write_into_a_tensor_without_history_beside_a_live_function_view():
+    # a custom Function's as-is output, alive, is remembered (a weak dictionary); a write into
+    # a plain tensor (no autograd meta) then looked None up there and raised TypeError
+    class Same(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    kept = Same.apply(flow.ones(3, requires_grad=True))
+    w = flow.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    z = flow.zeros(3)
+    z[1:] = w[1:]
+    z.sum().backward()
+    assert z.tolist() == [0.0, 2.0, 3.0] and w.grad.tolist() == [0.0, 1.0, 1.0]
+    assert kept.grad_fn is not None

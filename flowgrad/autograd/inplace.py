@@ -365,7 +365,10 @@ def _check_inplace_allowed(name, target, view, meta, base_needs):
     """torch's check_inplace: refuse recorded writes that autograd cannot rebase."""
     own = meta is not None and meta.requires_grad
     if CUSTOM_FUNCTION_VIEWS:
-        made = CUSTOM_FUNCTION_VIEWS.get(meta if view is None else view.base._meta)
+        # (a tensor without a meta has no history, so no Function made it; and a weak
+        # dictionary cannot look up None)
+        written = meta if view is None else view.base._meta
+        made = None if written is None else CUSTOM_FUNCTION_VIEWS.get(written)
         if made is not None:
             raise custom_function_view_error(name, target, *made)
     if view is not None and view.creation:
