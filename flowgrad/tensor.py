@@ -586,10 +586,21 @@ class Tensor:
         return self._data.tolist()
 
     def __float__(self):
-        return float(self._one_value("float()"))
+        return float(self._real_value("float()", "double"))
 
     def __int__(self):
-        return int(self._one_value("int()"))
+        return int(self._real_value("int()", "int64_t"))
+
+    def _real_value(self, what, ctype):
+        """The value for float()/int(): a complex one only without an imaginary part (torch's
+        checked conversion raises for one; Python's float() refuses any complex)."""
+        value = self._one_value(what)
+        if isinstance(value, complex):
+            if value.imag != 0:
+                raise RuntimeError(f"{what}: value {value} cannot be converted to type {ctype} "
+                                   f"without overflow; take .real first")
+            value = value.real
+        return value
 
     def _one_value(self, what):
         """The value of a one-element tensor for float()/int()/complex() (`what`); torch's

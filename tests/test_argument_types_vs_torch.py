@@ -134,9 +134,8 @@ METHOD_SKIP = {"backward", "register_hook", "apply_", "map_", "map2_", "share_me
                "pin_memory", "storage", "untyped_storage", "set_", "resize_", "resize_as_",
                "tolist", "numpy", "item", "record_stream", "cuda", "new", "to", "type",
                "requires_grad_", "retain_grad", "register_post_accumulate_grad_hook"}
-# torch refuses the float, flowgrad takes it: diff(n=0) returns before looking at `dim`;
-# new_full(0, 1.5) reads 0 as a size
-KNOWN_INT_LENIENT = {("diff", (0, 1.5)), ("new_full", (0, 1.5))}
+# torch refuses the float, flowgrad takes it: diff(n=0) returns before looking at `dim`
+KNOWN_INT_LENIENT = {("diff", (0, 1.5))}
 
 
 def _int_results():

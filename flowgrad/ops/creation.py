@@ -194,8 +194,11 @@ def as_array(data, dtype=None):
     data = _unwrap(data) if has_tensors else data
     if inferred.category == 3 and dtype.category in (1, 2):
         data = np.array(data, np.complex128).real  # _check_real allowed (and warned of) this
+    if dtype.category == 1 and inferred.category >= 2:
+        _check_float_range(data, dtype)
     try:
-        return np.array(data, dtype=dtype.np)
+        with np.errstate(over="ignore"):  # (a float beyond float16/32 is inf, as in torch)
+            return np.array(data, dtype=dtype.np)
     except OverflowError as error:  # torch's uint8 takes -255..-1 modulo 256; the rest raise
         if dtype.np == np.uint8:
             wide = np.array(data, dtype=np.int64)
@@ -211,12 +214,31 @@ def as_array(data, dtype=None):
 
 
 def _beyond_int64(data):
-    """Whether NumPy cannot hold `data` (nested Python numbers) as int64 either."""
-    try:
-        np.array(data, dtype=np.int64)
-    except OverflowError:
-        return True
+    """Whether `data` (nested Python numbers) holds an int beyond int64 (not a float)."""
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, int) and not -2 ** 63 <= x < 2 ** 63:
+            return True
     return False
+
+
+def _check_float_range(data, dtype):
+    """torch's overflow check of the floats in a nest going into an integer dtype: nan, inf
+    and values beyond the dtype's range raise (NumPy would wrap -1.0 into uint8's 255)."""
+    info = np.iinfo(dtype.np)
+    lo, hi = float(info.min), float(info.max)
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, (float, np.floating)) and not lo <= x <= hi:
+            raise RuntimeError(f"tensor(): value {x} cannot be converted to type {dtype.name} "
+                               f"without overflow; pass a floating dtype or round and clamp "
+                               f"the values into the dtype's range first")
 
 
 def _cast_array(array, dtype):
@@ -226,7 +248,8 @@ def _cast_array(array, dtype):
         warn("Casting complex values to real discards the imaginary part",
              UserWarning, stacklevel=4)
         array = array.real
-    return array.astype(dtype.np)
+    with np.errstate(over="ignore", invalid="ignore"):  # torch casts inf/nan silently too
+        return array.astype(dtype.np)
 
 
 def _check_real(data, arrays, dtype):
@@ -468,6 +491,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, **optio
                         f"{type(fill_value).__name__} ({fill_value!r})")
     if dtype is None:
         dtype = _infer_dtype(fill_value)
+    if not isinstance(size, (tuple, list)):  # (torch.Size is a tuple)
+        raise TypeError(f"full(): argument 'size' must be a tuple of ints, not "
+                        f"{type(size).__name__} ({size!r}); pass ({size!r},) for a 1-D tensor")
     shape, d = _size((size,), "full"), _dt.as_dtype(dtype).np
     fill_value = _bool_fill(fill_scalar("full", fill_value, d), d)
     return _finish(_alloc("full", shape, d, lambda: dev.xp.full(shape, fill_value, d)),

@@ -10,6 +10,7 @@ gradient goes back to the device the input lives on, as torch's `to` does; and t
 from __future__ import annotations
 
 from .. import dtypes as _dt
+from .._warn import warn_once
 from ..device import resolve_device, to_device
 from ..tensor import Tensor, tensor_method
 from ..typed_tensors import as_tensor_dtype, type_name
@@ -45,7 +46,14 @@ def move(input, device, op_name="to"):
 
 @op("cast", jvp="linear")
 def _cast(xp, x, *, dtype):
-    return x.astype(dtype)
+    # torch casts inf, nan and out-of-range values without a word, and warns (once) that a
+    # complex cast to a real dtype drops the imaginary part, where NumPy gives its own
+    # RuntimeWarning and ComplexWarning
+    if x.dtype.kind == "c" and xp.dtype(dtype).kind not in "cb":
+        warn_once("Casting complex values to real discards the imaginary part")
+        x = x.real
+    with xp.errstate(over="ignore", invalid="ignore"):
+        return x.astype(dtype)
 
 
 @_cast.grad
