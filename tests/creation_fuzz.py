@@ -171,6 +171,7 @@ class Case:
             self.kw["memory_format"] = r.choice(["contiguous_format", "preserve_format",
                                                  "channels_last"])
         self.write = r.random() < 0.7  # write through the source, see if the result shows it
+        self.one = r.random() < 0.8  # item() and int(t) of a one-element slice of the source
 
     def __repr__(self):
         return (f"Case({self.factory}, default={self.default}, data={self.data!r}, "
@@ -188,7 +189,18 @@ def _kw(m, case, names):
 
 
 def _source_tensor(m, case, src):
-    return src if isinstance(src, m.Tensor) else m.tensor(np.zeros((2, 2), np.float32))
+    """The tensor a method is called on: the data's tensor, or one sharing the data's array
+    (a write through the source reaches both), else a float32 2x2; one element of it for
+    item() and int()/float()/bool()/complex() (mostly)."""
+    if isinstance(src, m.Tensor):
+        base = src
+    elif isinstance(src, np.ndarray) and src.flags.writeable:
+        base = m.from_numpy(src)
+    else:
+        base = m.tensor(np.zeros((2, 2), np.float32))
+    if case.one and (case.factory == "item" or case.factory.startswith("py_")):
+        return base.reshape(-1)[:1]
+    return base
 
 
 def _call(m, case, src):

@@ -194,8 +194,8 @@ def as_array(data, dtype=None):
     data = _unwrap(data) if has_tensors else data
     if inferred.category == 3 and dtype.category in (1, 2):
         data = np.array(data, np.complex128).real  # _check_real allowed (and warned of) this
-    if dtype.category == 1 and inferred.category >= 2:
-        _check_float_range(data, dtype)
+    if dtype.category == 1 and (inferred.category >= 2 or arrays):
+        _check_range(data, arrays, dtype)
     try:
         with np.errstate(over="ignore"):  # (a float beyond float16/32 is inf, as in torch)
             return np.array(data, dtype=dtype.np)
@@ -225,21 +225,33 @@ def _beyond_int64(data):
     return False
 
 
-def _check_float_range(data, dtype):
-    """torch's overflow check of the floats in a nest going into an integer dtype: nan, inf
-    and values beyond the dtype's range raise (NumPy would wrap -1.0 into uint8's 255)."""
+def _check_range(data, arrays, dtype):
+    """torch's checked conversion of a nest's floats and 0-d tensors into an integer dtype:
+    nan, inf and values beyond the dtype's range raise (NumPy would wrap -1.0 into uint8's 255
+    and a 0-d int64 tensor's -2**63 into int8's 0); uint8 takes ints -255..-1 modulo 256."""
     info = np.iinfo(dtype.np)
-    lo, hi = float(info.min), float(info.max)
+    leaves = [a._data for a in arrays if isinstance(a, Tensor)]
     stack = [data]
     while stack:
         x = stack.pop()
         if isinstance(x, (list, tuple)):
             stack.extend(x)
-        elif isinstance(x, (float, np.floating)) and not lo <= x <= hi:
+        elif isinstance(x, (float, np.floating)):
+            leaves.append(x)
+    for x in leaves:
+        v = np.asarray(x)
+        v = v.real if v.dtype.kind == "c" else v  # (_check_real refuses an imaginary part)
+        if v.size == 0 or v.dtype.kind == "b":
+            continue
+        if v.dtype.kind in "iu":
+            low = -info.max if dtype.np == np.uint8 else info.min
+            bad = v.min() < low or v.max() > info.max
+        else:
+            bad = not np.all((float(info.min) <= v) & (v <= float(info.max)))
+        if bad:
             raise RuntimeError(f"tensor(): value {x} cannot be converted to type {dtype.name} "
                                f"without overflow; pass a floating dtype or round and clamp "
                                f"the values into the dtype's range first")
-
 
 def _cast_array(array, dtype):
     """A whole array or tensor cast to `dtype`: complex into a real dtype keeps the real part

@@ -73,8 +73,9 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
             out = out.to(device=resolve_device(device, "asarray"))
         return out._set_requires_grad(True) if requires_grad else out
     elif copy is False:
-        raise ValueError(f"asarray: can't alias a {type(obj).__name__} (it holds no tensor "
-                         f"storage); pass copy=None to allow a copy")
+        error = RuntimeError if isinstance(obj, np.generic) else ValueError  # (torch's types)
+        raise error(f"asarray: can't alias a {type(obj).__name__} (it holds no tensor "
+                    f"storage); pass copy=None to allow a copy")
     return tensor(obj, dtype=target, device=device, requires_grad=bool(requires_grad))
 
 

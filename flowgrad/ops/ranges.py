@@ -27,6 +27,17 @@ from .creation import (
 )
 
 
+def _real_bound(v, arg):
+    """A complex bound's real part when its imaginary part is 0; else torch's RuntimeError
+    from its checked conversion to double (arange has no complex ranges)."""
+    if isinstance(v, (numbers.Complex, np.complexfloating)) and not isinstance(v, numbers.Real):
+        if v.imag != 0:
+            raise RuntimeError(f"arange(): argument '{arg}' ({v!r}) cannot be converted to "
+                               f"type double without overflow; arange has no complex ranges")
+        return v.real
+    return v
+
+
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False,
            **options):
     """Values from start (default 0) up to end, exclusive; int64 for integer arguments.
@@ -42,6 +53,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    start, end, step = (_real_bound(v, arg) for v, arg in ((start, "start"), (end, "end"),
+                                                           (step, "step")))
     for arg, v in (("start", start), ("end", end), ("step", step)):
         if not isinstance(v, (numbers.Real, np.generic)):
             raise TypeError(f"arange(): argument '{arg}' must be a number, not "
