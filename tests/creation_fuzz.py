@@ -106,7 +106,9 @@ def _data(r):
     if kind < 0.35:
         return ("array", _array(r))
     if kind < 0.5:
-        return ("tensor", _array(r))
+        a = _array(r)
+        grad = a.dtype.kind in "fc" and r.random() < 0.3  # a leaf that requires grad
+        return ("grad_tensor" if grad else "tensor", a)
     if kind < 0.58:
         dt = r.choice(NP_DTYPES)
         return ("list0", [_np_values(r, dt if r.random() < 0.7 else r.choice(NP_DTYPES), ())
@@ -123,8 +125,8 @@ def _make(m, data):
             if d.base is not None else d.copy()
         a.flags.writeable = d.flags.writeable
         return a
-    if kind == "tensor":
-        return m.from_numpy(np.array(d, copy=True))
+    if kind in ("tensor", "grad_tensor"):
+        return m.from_numpy(np.array(d, copy=True)).requires_grad_(kind == "grad_tensor")
     if kind == "list0":
         return [m.from_numpy(np.array(x, copy=True)) for x in d]
     return _make_nest(m, d)
@@ -217,8 +219,7 @@ def _call(m, case, src):
         return m.from_numpy(src)
     base = _source_tensor(m, case, src)
     if f == "new_tensor":
-        return base.new_tensor(src if not isinstance(src, m.Tensor) else src.tolist(),
-                               **_kw(m, case, dk))
+        return base.new_tensor(src, **_kw(m, case, dk))
     if f in ("new_zeros", "new_empty"):
         return getattr(base, f)(case.size, **_kw(m, case, dk))
     if f == "new_full":

@@ -14,6 +14,8 @@ The fuzz found, fixed:
 - full(4, x) / x.new_full(4, v) took an int size (torch: TypeError, a tuple of ints);
 - tensor([0-d tensors], dtype=<integer>) wrapped what torch refuses ([tensor(-2**63)] into
   int8 gave 0): each 0-d tensor's value is range-checked as torch's item() conversion is;
+- x.new_tensor(a tensor) gave no warning (torch: "To copy construct from a tensor, it is
+  recommended to use sourceTensor.detach().clone() ...", as tensor(a tensor) gives);
 - arange with a complex bound raised TypeError (torch: RuntimeError; a 0 imaginary part is
   taken); asarray(NumPy scalar, copy=False) raised ValueError (torch: RuntimeError).
 """
@@ -51,6 +53,10 @@ KNOWN = [
      r"(b?float16)",
      "torch's full of ONE float16/bfloat16 element skips the overflow check (a fast path: "
      "3.5e38 -> inf); every other size raises, as flowgrad does for all"),
+    (r"^flowgrad raised RuntimeError: (linspace|logspace)\(\): value \S+ cannot be converted "
+     r"to type float16",
+     "torch's linspace/logspace of ONE float16 step skips the overflow check (1e5 -> inf), as "
+     "its one-element full does; more steps raise, as flowgrad does for all"),
     (r"torch raised NotImplementedError: \"arange_cpu\" not implemented for '(ComplexDouble|"
      r"ComplexFloat|Bool)'; flowgrad (RuntimeError|TypeError)",
      "arange in a complex or bool dtype from a bad range: torch's NotImplementedError for the "
@@ -169,3 +175,14 @@ def test_complex_ranges_and_aliasing_scalars_raise_torchs_type(make):
     got = _same_outcome(make)
     if got is not None:
         np.testing.assert_array_equal(*got)
+
+
+@pytest.mark.parametrize("data", [lambda m: m.ones(2), lambda m: m.tensor(3),
+                                  lambda m: m.zeros(2, requires_grad=True)])
+def test_new_tensor_of_a_tensor_warns_as_torch(data):
+    # torch recommends detach().clone() for new_tensor(tensor) as for tensor(tensor)
+    (want, t_cats), (got, f_cats) = (_warnings(lambda m=m: m.ones(1).new_tensor(data(m)))
+                                     for m in (torch, flow))
+    assert f_cats == t_cats == [UserWarning]
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    assert got.requires_grad is want.requires_grad is False

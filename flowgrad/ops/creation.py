@@ -674,6 +674,10 @@ def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=Fal
 
 
 def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    if isinstance(data, Tensor):
+        warn("To copy construct from a tensor, it is recommended to use "
+             "sourceTensor.detach().clone() or sourceTensor.detach().clone().requires_grad_(True), "
+             "rather than tensor.new_tensor(sourceTensor).")
     return tensor(data, dtype=dtype or self.dtype,
                   device=self.device if device is None else device, requires_grad=requires_grad)
 
