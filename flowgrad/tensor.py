@@ -16,7 +16,7 @@ import operator
 import numpy as np
 
 from . import dtypes as _dt
-from ._warn import called_by_user, warn
+from ._warn import called_by_user, warn, warn_once
 from .autograd import engine
 from .autograd import grad_mode as _grad_mode
 from .autograd import interpreter as _interpreter
@@ -59,6 +59,13 @@ _NON_LEAF_GRAD = (
     "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
     "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
     "instead.")
+
+
+def _warn_scalar_of_grad(t):
+    """torch's warning (once a process) that a tensor requiring grad became a Python number."""
+    if t.requires_grad and called_by_user(3, through_tensor=True):
+        warn_once("Converting a tensor with requires_grad=True to a scalar may lead to "
+                  "unexpected behavior.\nConsider using tensor.detach() first.")
 
 
 class Tensor:
@@ -575,6 +582,7 @@ class Tensor:
 
     def item(self):
         _interpreter.check_read(self, "item()")
+        _warn_scalar_of_grad(self)
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar; "
@@ -606,6 +614,7 @@ class Tensor:
         """The value of a one-element tensor for float()/int()/complex() (`what`); torch's
         ValueError for more (item() raises a RuntimeError)."""
         _interpreter.check_read(self, what)
+        _warn_scalar_of_grad(self)
         if self._data.size != 1:
             raise ValueError(f"only one element tensors can be converted to Python scalars "
                              f"(this one has shape {tuple(self._data.shape)})")

@@ -141,7 +141,9 @@ def _make_nest(m, d):
 
 
 WARN_ONCE = ("Casting complex values to real discards the imaginary part",
-             "The given NumPy array is not writable")
+             "The given NumPy array is not writable",
+             "Converting a tensor with requires_grad=True to a scalar",
+             "torch.asarray: unspecified requires_grad", "asarray: unspecified requires_grad")
 
 FACTORIES = ["tensor", "as_tensor", "asarray", "from_numpy", "new_tensor", "new_zeros",
              "new_full", "new_empty", "zeros", "ones", "full", "empty", "arange", "linspace",
@@ -338,7 +340,8 @@ def check(seed):
         if got[2] != want[2]:
             return f"value: flowgrad {got[2]}, torch {want[2]}"
     elif case.factory not in ("empty", "new_empty"):
-        tol = 1e-6 if case.factory in ("linspace", "logspace") else 0.0
+        # (torch's complex64 pow in logspace is off by about 1e-6 of the largest value)
+        tol = {"linspace": 1e-6, "logspace": 1e-5}.get(case.factory, 0.0)
         d = fuzz_common.first_difference([("value", got[2], want[2])], tol)
         if d:
             return d

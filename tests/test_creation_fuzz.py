@@ -16,6 +16,8 @@ The fuzz found, fixed:
   int8 gave 0): each 0-d tensor's value is range-checked as torch's item() conversion is;
 - x.new_tensor(a tensor) gave no warning (torch: "To copy construct from a tensor, it is
   recommended to use sourceTensor.detach().clone() ...", as tensor(a tensor) gives);
+- float()/int()/item() of a tensor requiring grad and asarray(such a tensor) without
+  requires_grad= gave none of torch's (once a process) warnings;
 - arange with a complex bound raised TypeError (torch: RuntimeError; a 0 imaginary part is
   taken); asarray(NumPy scalar, copy=False) raised ValueError (torch: RuntimeError).
 """
@@ -32,6 +34,7 @@ import torch
 from vs_torch import outcome
 
 import flowgrad as flow
+from flowgrad import _warn
 
 # (what the verdict says, why the difference stays): torch behaviour we deliberately do not
 # copy, where both refuse or torch's refusal is an accident of its implementation
@@ -57,6 +60,17 @@ KNOWN = [
      r"to type float16",
      "torch's linspace/logspace of ONE float16 step skips the overflow check (1e5 -> inf), as "
      "its one-element full does; more steps raise, as flowgrad does for all"),
+    (r"torch raised ValueError: expected sequence of length \d+ at dim \d+ \(got \d+\); "
+     r"flowgrad TypeError: tensor\(\): a Python complex number",
+     "a ragged nest holding a complex going to a real dtype: both refuse, torch names the "
+     "shape (ValueError), flowgrad the complex number (TypeError) it checks first"),
+    (r"torch raised ValueError: can't alias tensor with dtype '\w+' into dtype '\w+'\.; "
+     r"flowgrad ran",
+     "torch.asarray(a NumPy scalar, dtype=<another>, copy=True) raises 'can't alias' although "
+     "copy=True asks for a copy (a torch bug); flowgrad copies"),
+    (r"^shares memory with the source: flowgrad True, torch False",
+     "torch.asarray(a 0-d NumPy array, copy=False) copies it (breaking copy=False's promise); "
+     "flowgrad shares it as copy=False asks (only 0-d arrays: others share in both)"),
     (r"torch raised NotImplementedError: \"arange_cpu\" not implemented for '(ComplexDouble|"
      r"ComplexFloat|Bool)'; flowgrad (RuntimeError|TypeError)",
      "arange in a complex or bool dtype from a bad range: torch's NotImplementedError for the "
@@ -186,3 +200,33 @@ def test_new_tensor_of_a_tensor_warns_as_torch(data):
     assert f_cats == t_cats == [UserWarning]
     np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
     assert got.requires_grad is want.requires_grad is False
+
+
+def _first_warnings(m, call):
+    """The warnings of `call(m)`, flowgrad's once-a-process ones forgotten first (torch's are
+    given once a process too: this compares what flowgrad gives the first time)."""
+    if m is flow:
+        _warn._WARNED_ONCE.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call(m)
+    return [str(w.message)[:40] for w in caught]
+
+
+@pytest.mark.parametrize("call", [lambda m: float(m.ones(1, requires_grad=True)),
+                                  lambda m: m.ones((), requires_grad=True).item(),
+                                  lambda m: int(m.ones(1, requires_grad=True))])
+def test_a_scalar_of_a_tensor_requiring_grad_warns_once(call):
+    # torch warns (once a process) that the number leaves the graph; flowgrad said nothing
+    got = _first_warnings(flow, call)
+    assert got == ["Converting a tensor with requires_grad=T"]
+    assert _first_warnings(flow, lambda m: m.ones(1).item()) == []
+
+
+@pytest.mark.parametrize("requires_grad, warns", [(None, True), (False, False), (True, False)])
+def test_asarray_of_a_tensor_requiring_grad_warns_of_the_default(requires_grad, warns):
+    kw = {} if requires_grad is None else {"requires_grad": requires_grad}
+    got = _first_warnings(flow, lambda m: m.asarray(m.ones(2, requires_grad=True), **kw))
+    assert got == (["asarray: unspecified requires_grad now d"] if warns else [])
+    t = torch.asarray(torch.ones(2, requires_grad=True), **kw)
+    assert flow.asarray(flow.ones(2, requires_grad=True), **kw).requires_grad == t.requires_grad

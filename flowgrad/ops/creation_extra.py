@@ -19,7 +19,7 @@ import os
 import numpy as np
 
 from .. import dtypes as _dt
-from .._warn import warn
+from .._warn import warn, warn_once
 from ..autograd.inplace import run_inplace
 from ..device import ARRAY_MODULES, CPU, DEFAULT_DEVICE, array_module, device_of, resolve_device
 from ..device import device as _device_class
@@ -44,6 +44,10 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
     """
     target = None if dtype is None else _dt.as_dtype(dtype)
     if isinstance(obj, Tensor):
+        if requires_grad is None and obj.requires_grad:
+            warn_once("asarray: unspecified requires_grad now defaults to "
+                      "obj.requires_grad instead of False. Pass requires_grad=False explicitly "
+                      "to get the old behavior and silence this warning.")
         place = obj.device if device is None else resolve_device(device, "asarray")
         same = (target is None or target is obj.dtype) and place == obj.device
         if copy is False and not same:
