@@ -604,7 +604,7 @@ class Tensor:
         checked conversion raises for one; Python's float() refuses any complex)."""
         value = self._one_value(what)
         if isinstance(value, complex):
-            if value.imag != 0:
+            if value.imag != 0 or ctype == "int64_t" and not -2 ** 63 <= value.real < 2 ** 63:
                 raise RuntimeError(f"{what}: value {value} cannot be converted to type {ctype} "
                                    f"without overflow; take .real first")
             value = value.real

@@ -11,7 +11,10 @@ The fuzz found, fixed:
   its own UserWarning, once);
 - float()/int() of a complex tensor raised Python's TypeError even for 1.5+0j (torch: the real
   part; a RuntimeError when the imaginary part is not 0);
-- full(4, x) / x.new_full(4, v) took an int size (torch: TypeError, a tuple of ints);
+- full(4, x) / x.new_full(4, v) took an int size (torch: TypeError, a tuple of ints), and
+  full(size, 2**63, dtype=bfloat16) raised TypeError (torch: 9.2234e+18);
+- int() of a complex tensor beyond int64 (-inf+0j, 1e30+0j) gave Python's OverflowError or a
+  huge int (torch: RuntimeError);
 - tensor([0-d tensors], dtype=<integer>) wrapped what torch refuses ([tensor(-2**63)] into
   int8 gave 0): each 0-d tensor's value is range-checked as torch's item() conversion is;
 - x.new_tensor(a tensor) gave no warning (torch: "To copy construct from a tensor, it is
@@ -52,10 +55,10 @@ KNOWN = [
     (r"value: nan/inf differ: flowgrad array\(\[inf\+0\.j\]",
      "logspace to a huge exponent in complex: torch's inf+nanj (complex pow overflow), flowgrad "
      "inf+0j"),
-    (r"^flowgrad raised RuntimeError: full\(\): value \S+ cannot be converted to type "
+    (r"^flowgrad raised RuntimeError: full(_like)?\(\): value \S+ cannot be converted to type "
      r"(b?float16)",
-     "torch's full of ONE float16/bfloat16 element skips the overflow check (a fast path: "
-     "3.5e38 -> inf); every other size raises, as flowgrad does for all"),
+     "torch's full (full_like) of ONE float16/bfloat16 element skips the overflow check (a "
+     "fast path: 3.5e38 -> inf); every other size raises, as flowgrad does for all"),
     (r"^flowgrad raised RuntimeError: (linspace|logspace)\(\): value \S+ cannot be converted "
      r"to type float16",
      "torch's linspace/logspace of ONE float16 step skips the overflow check (1e5 -> inf), as "
@@ -71,6 +74,10 @@ KNOWN = [
     (r"^shares memory with the source: flowgrad True, torch False",
      "torch.asarray(a 0-d NumPy array, copy=False) copies it (breaking copy=False's promise); "
      "flowgrad shares it as copy=False asks (only 0-d arrays: others share in both)"),
+    (r"torch raised TypeError: ('complex' object cannot be interpreted as an integer|must be "
+     r"real number, not complex); flowgrad RuntimeError: tensor\(\): a complex tensor",
+     "a nest of a Python complex and a 0-d complex tensor going to a real dtype: both refuse, "
+     "torch names the Python complex (TypeError), flowgrad the tensor it checks first"),
     (r"torch raised NotImplementedError: \"arange_cpu\" not implemented for '(ComplexDouble|"
      r"ComplexFloat|Bool)'; flowgrad (RuntimeError|TypeError)",
      "arange in a complex or bool dtype from a bad range: torch's NotImplementedError for the "
@@ -145,7 +152,8 @@ def test_casts_give_no_numpy_warnings(make):
     np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
 
 
-@pytest.mark.parametrize("value", [1.5 + 0j, -0j, 2.5 - 0j, 1 + 1j, 1j, complex("nan+1j")])
+@pytest.mark.parametrize("value", [1.5 + 0j, -0j, 2.5 - 0j, 1 + 1j, 1j, complex("nan+1j"),
+                                   complex("-inf"), 1e30 + 0j, complex("nan")])
 @pytest.mark.parametrize("convert", [float, int, complex, bool])
 def test_python_numbers_of_a_complex_tensor(value, convert):
     # float(tensor(1.5+0j)) raised Python's TypeError; torch gives 1.5 (RuntimeError for 1+1j)
@@ -157,7 +165,9 @@ def test_python_numbers_of_a_complex_tensor(value, convert):
 @pytest.mark.parametrize("make", [lambda m: m.full(4, 1.0), lambda m: m.full(0, 2),
                                   lambda m: m.ones(2).new_full(3, 0.5),
                                   lambda m: m.full(m.Size([2]), 1.0),
-                                  lambda m: m.full([2, 1], True)])
+                                  lambda m: m.full([2, 1], True),
+                                  lambda m: m.full([2, 1], 2 ** 63, dtype=m.bfloat16).float(),
+                                  lambda m: m.full([2], 2 ** 64 - 1, dtype=m.complex64)])
 def test_full_wants_a_sequence_size(make):
     # full(4, x) and new_full(4, x) made a 4-vector where torch raises TypeError
     got = _same_outcome(make)

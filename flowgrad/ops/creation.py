@@ -508,6 +508,8 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, **optio
                         f"{type(size).__name__} ({size!r}); pass ({size!r},) for a 1-D tensor")
     shape, d = _size((size,), "full"), _dt.as_dtype(dtype).np
     fill_value = _bool_fill(fill_scalar("full", fill_value, d), d)
+    if isinstance(fill_value, builtins.int) and abs(fill_value) >= 2 ** 63:
+        fill_value = float(fill_value)  # (a uint64 into a float dtype: bfloat16 refuses the int)
     return _finish(_alloc("full", shape, d, lambda: dev.xp.full(shape, fill_value, d)),
                    requires_grad, dev)
 
