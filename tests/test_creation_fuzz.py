@@ -19,6 +19,9 @@ The fuzz found, fixed:
   int8 gave 0): each 0-d tensor's value is range-checked as torch's item() conversion is;
 - x.new_tensor(a tensor) gave no warning (torch: "To copy construct from a tensor, it is
   recommended to use sourceTensor.detach().clone() ...", as tensor(a tensor) gives);
+- tensor(complex, dtype=bool) dropped the imaginary part first (tensor(0.001j) -> False; torch:
+  True, nonzero), and a nest with a NumPy complex in it was made floats before the range
+  check (300 -> 44 in uint8);
 - float()/int()/item() of a tensor requiring grad and asarray(such a tensor) without
   requires_grad= gave none of torch's (once a process) warnings;
 - arange with a complex bound raised TypeError (torch: RuntimeError; a 0 imaginary part is
@@ -240,3 +243,28 @@ def test_asarray_of_a_tensor_requiring_grad_warns_of_the_default(requires_grad, 
     assert got == (["asarray: unspecified requires_grad now d"] if warns else [])
     t = torch.asarray(torch.ones(2, requires_grad=True), **kw)
     assert flow.asarray(flow.ones(2, requires_grad=True), **kw).requires_grad == t.requires_grad
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.tensor(m.tensor(0.001j), dtype=m.bool),
+    lambda m: m.tensor(np.array([0.001j, 0, 2 + 0j]), dtype=m.bool),
+    lambda m: m.as_tensor(m.tensor([0.5j, 0j]), dtype=m.bool),
+    lambda m: m.asarray(np.array([1j], np.complex64), dtype=m.bool)])
+def test_complex_into_bool_is_nonzero(make):
+    # the imaginary part was dropped before the cast: tensor(tensor(0.001j), dtype=bool) False
+    got = _same_outcome(make)
+    if got is not None:
+        np.testing.assert_array_equal(*got)
+
+
+@pytest.mark.parametrize("data", [
+    [300, np.complex128(2)], [[-2 ** 63 - 1, 1], [1e308, np.complex128(1)]],
+    [[1e308, -2 ** 63 - 1], [1, np.complex128(1)]],
+    [np.int64(300)], [-1, 2.5, -255], [2 ** 63 - 1, 5.0]])
+def test_a_nest_with_complex_numbers_is_range_checked_in_order(data):
+    # a NumPy complex among the numbers turned the whole nest into floats first: 300 -> 44
+    # in uint8, and an int beyond int64 went through; torch names the first that does not fit
+    dtype = "int64" if 2 ** 63 - 1 in data else "uint8"
+    got = _same_outcome(lambda m: m.tensor(data, dtype=getattr(m, dtype)))
+    if got is not None:
+        np.testing.assert_array_equal(*got)

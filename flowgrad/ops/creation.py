@@ -192,10 +192,10 @@ def as_array(data, dtype=None):
             _interpreter.check_read(a, "tensor(a list of tensors)")
             has_tensors = True
     data = _unwrap(data) if has_tensors else data
+    if dtype.category == 1:
+        _check_range(data, arrays, dtype)
     if inferred.category == 3 and dtype.category in (1, 2):
         data = np.array(data, np.complex128).real  # _check_real allowed (and warned of) this
-    if dtype.category == 1 and (inferred.category >= 2 or arrays):
-        _check_range(data, arrays, dtype)
     try:
         with np.errstate(over="ignore"):  # (a float beyond float16/32 is inf, as in torch)
             return np.array(data, dtype=dtype.np)
@@ -226,37 +226,77 @@ def _beyond_int64(data):
 
 
 def _check_range(data, arrays, dtype):
-    """torch's checked conversion of a nest's floats and 0-d tensors into an integer dtype:
+    """torch's checked conversion of a nest's numbers and 0-d tensors into an integer dtype:
     nan, inf and values beyond the dtype's range raise (NumPy would wrap -1.0 into uint8's 255
-    and a 0-d int64 tensor's -2**63 into int8's 0); uint8 takes ints -255..-1 modulo 256."""
+    and a 0-d int64 tensor's -2**63 into int8's 0), an int beyond int64 with torch's
+    ValueError; uint8 takes ints -255..-1 modulo 256. The first that does not fit is named."""
     info = np.iinfo(dtype.np)
-    leaves = [a._data for a in arrays if isinstance(a, Tensor)]
+    low = -info.max if dtype.np == np.uint8 else info.min
+    if not arrays and _all_fit(data, info, low):
+        return
     stack = [data]
     while stack:
         x = stack.pop()
         if isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif isinstance(x, (float, np.floating)):
-            leaves.append(x)
-    for x in leaves:
-        v = np.asarray(x)
-        v = v.real if v.dtype.kind == "c" else v  # (_check_real refuses an imaginary part)
-        if v.size == 0 or v.dtype.kind == "b":
+            stack.extend(reversed(x))
             continue
-        if v.dtype.kind in "iu":
-            low = -info.max if dtype.np == np.uint8 else info.min
-            bad = v.min() < low or v.max() > info.max
-        else:
-            bad = not np.all((float(info.min) <= v) & (v <= float(info.max)))
-        if bad:
-            raise RuntimeError(f"tensor(): value {x} cannot be converted to type {dtype.name} "
-                               f"without overflow; pass a floating dtype or round and clamp "
-                               f"the values into the dtype's range first")
+        if isinstance(x, builtins.int) and not isinstance(x, bool) and \
+                not -2 ** 63 <= x < 2 ** 63:
+            raise ValueError(f"tensor(): Overflow when unpacking long long: a Python int "
+                             f"beyond int64 ({x}) cannot become a {dtype.name} tensor; pass "
+                             f"dtype=float64 (or a float) for a value this large")
+        if x.__class__ is builtins.int:  # (the common leaves: no NumPy call)
+            if not low <= x <= info.max:
+                _overflow(x, dtype)
+        elif x.__class__ is float:
+            if not float(info.min) <= x <= float(info.max):
+                _overflow(x, dtype)
+        elif isinstance(x, (np.floating, np.integer)):
+            _check_fits(x, x, dtype, info, low)
+    for a in arrays:
+        if isinstance(a, Tensor):
+            _check_fits(a._data, a._data.item() if a._data.size == 1 else a._data, dtype, info,
+                        low)
+
+
+def _all_fit(data, info, low):
+    """The fast path of `_check_range`: a nest that NumPy reads as int64 or float64 values,
+    all of them in the dtype's range (a negative float for uint8 is looked at one by one)."""
+    try:
+        with np.errstate(all="ignore"):
+            flat = np.array(data)
+    except (ValueError, OverflowError, TypeError):
+        return False
+    if flat.size == 0:
+        return True
+    if flat.dtype == np.int64:
+        return low <= flat.min() and flat.max() <= info.max
+    return flat.dtype == np.float64 and bool(np.isfinite(flat).all()) and \
+        float(info.min) <= flat.min() and flat.max() <= float(info.max)
+
+
+def _overflow(x, dtype):
+    raise RuntimeError(f"tensor(): value {x} cannot be converted to type {dtype.name} without "
+                       f"overflow; pass a floating dtype or round and clamp the values into the "
+                       f"dtype's range first")
+
+
+def _check_fits(x, shown, dtype, info, low):
+    v = np.asarray(x)
+    v = v.real if v.dtype.kind == "c" else v  # (_check_real refuses an imaginary part)
+    if v.size == 0 or v.dtype.kind == "b":
+        return
+    if v.dtype.kind in "iu":
+        bad = v.min() < low or v.max() > info.max
+    else:
+        bad = not np.all((float(info.min) <= v) & (v <= float(info.max)))
+    if bad:
+        _overflow(shown, dtype)
 
 def _cast_array(array, dtype):
     """A whole array or tensor cast to `dtype`: complex into a real dtype keeps the real part
     with torch's warning."""
-    if array.dtype.kind == "c" and dtype.category < 3:
+    if array.dtype.kind == "c" and dtype.category in (1, 2):  # (bool: nonzero, as torch)
         warn("Casting complex values to real discards the imaginary part",
              UserWarning, stacklevel=4)
         array = array.real
