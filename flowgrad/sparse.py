@@ -306,6 +306,15 @@ class SparseTensor(SparseMetadata):
     def double(self):
         return self.to(self._float("float64"))
 
+    def long(self):
+        return self.to(self._float("int64"))
+
+    def int(self):
+        return self.to(self._float("int32"))
+
+    def bool(self):
+        return self.to(self._float("bool"))
+
     @staticmethod
     def _float(name):
         from . import dtypes
@@ -313,12 +322,18 @@ class SparseTensor(SparseMetadata):
         return getattr(dtypes, name)
 
     def transpose(self, dim0, dim1):
-        """Swap two sparse dims (the result is not coalesced, as torch's)."""
+        """Swap two sparse dims (the result is not coalesced, as torch's; a dim with itself:
+        the tensor as it is, any dim)."""
         n = self.sparse_dim()
         d0, d1 = dim0 % self.dim(), dim1 % self.dim()
-        if d0 >= n or d1 >= n:
-            raise NotImplementedError("transpose of a sparse tensor's dense dims is not "
-                                      "supported; call .to_dense() first")
+        if d0 == d1:
+            out = SparseTensor(self._idx, self._vals, self._size, coalesced=self._coalesced)
+            out._src = self._src
+            return out
+        if d0 >= n or d1 >= n:  # (torch's RuntimeError)
+            raise RuntimeError(f"sparse transpose: transposed dimensions must be sparse, got "
+                               f"sparse_dim {n}, dims {dim0} and {dim1}; call .to_dense() "
+                               f"first")
         order = list(range(n))
         order[d0], order[d1] = order[d1], order[d0]
         size = list(self._size)
@@ -500,6 +515,8 @@ Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: (
 
 
 def _check_mm(a, b, name):
+    if a.dim() < 2 or b.dim() < 2:  # (torch's IndexError: it reads the size of dim -2)
+        raise IndexError(f"{name}: expected 2-D operands, got {a.dim()}-D and {b.dim()}-D")
     if a.dim() != 2 or b.dim() != 2:
         raise RuntimeError(f"{name}: expected 2-D operands, got {a.dim()}-D and {b.dim()}-D")
     if a.shape[1] != b.shape[0]:
@@ -535,9 +552,9 @@ def mm(mat1, mat2):
     _check_mm(mat1, mat2, "sparse.mm")
     if s2:  # dense @ sparse = (sparse^T @ dense^T)^T
         return mm(mat2.t(), mat1.t()).t()
-    if mat1.dense_dim():
-        raise NotImplementedError("sparse.mm: hybrid sparse tensors (dense dims in the values) "
-                                  "are not supported")
+    if mat1.dense_dim():  # (torch's RuntimeError)
+        raise RuntimeError("sparse.mm: hybrid sparse tensors (dense dims in the values) are "
+                           "not supported; call .to_dense() first")
     rows, cols = mat1._idx[0], mat1._idx[1]
     contrib = mat1._vals.unsqueeze(-1) * mat2.index_select(0, cols)
     out = zeros(mat1.shape[0], mat2.shape[1], dtype=contrib.dtype, device=contrib.device)

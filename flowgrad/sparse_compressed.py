@@ -176,7 +176,8 @@ class CompressedTensor(SparseMetadata):
         bidx = np.unravel_index(np.repeat(np.arange(int(np.prod(batch))), nnz), batch) \
             if batch else ()
         coords = np.stack([*bidx, major, minor]).reshape(nb + 2, -1).astype(np.int64)
-        vals = self._vals.reshape(-1, *self._vals.shape[nb + 1:])
+        lead = int(np.prod(self._vals.shape[:nb + 1]))  # (not -1: a dense dim may be 0)
+        vals = self._vals.reshape(lead, *self._vals.shape[nb + 1:])
         return coords, vals
 
     def _coo(self):

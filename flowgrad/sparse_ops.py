@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import dtypes
 from .device import array_module
 from .sparse import SparseTensor
 from .tensor import Tensor
@@ -42,6 +43,9 @@ _ZERO_TO_ZERO = (
 def _on_values(name):
     """The sparse form of Tensor method `name` (f(0) = 0): f of the coalesced values."""
     def apply(self, *args, **kwargs):
+        if name == "square" and self.dtype == dtypes.bool:  # (torch's: int64 into bool)
+            raise RuntimeError("square: result type Long can't be cast to the desired output "
+                               "type Bool of a sparse bool tensor; convert it with .to() first")
         c = self.coalesce()  # (the method looked up per call: ops install it after this)
         values = getattr(c._vals, name)(*args, **kwargs)
         return SparseTensor(c._idx, values, c._size, coalesced=True)
@@ -109,6 +113,11 @@ def _add_sparse(a, b):
 
     _same_size(a, b, "add")
     a, b = _promoted(a, b)
+    if a.dtype == dtypes.bool and b._nnz():  # (torch has no bool cadd_sparse; with no
+        # entries on the left it adds in int64 and fails to cast back)
+        kind = NotImplementedError if a._nnz() else RuntimeError
+        raise kind("add: sparse + sparse is not implemented for bool values; convert both "
+                   "with .to() (an integer type) first")
     out = SparseTensor(cat([a._idx, b._idx], 1), cat([a._vals, b._vals], 0), a._size)
     return out.coalesce() if a._coalesced and b._coalesced else out
 
@@ -118,6 +127,10 @@ def _mul_sparse(a, b):
     both operands were, as torch's)."""
     _same_size(a, b, "mul")
     coalesced = a._coalesced and b._coalesced
+    if coalesced and a._nnz() and b._nnz() and dtypes.bool in (a.dtype, b.dtype) and \
+            a.dtype == b.dtype:  # (torch's mul_out_sparse has no bool kernel)
+        raise NotImplementedError("mul: sparse * sparse is not implemented for bool values; "
+                                  "convert both with .to() (an integer type) first")
     a, b = _promoted(a.coalesce(), b.coalesce())
     la, lb = a._linear_index()._data, b._linear_index()._data
     xp = array_module(la)
@@ -173,8 +186,9 @@ def _softmax(input, dim, dtype, log):
     dim %= nd
     s = input.coalesce()
     vals = s._vals if dtype is None else s._vals.to(dtype)
-    if vals.dtype.is_floating_point is False:
-        raise RuntimeError(f"{name}: expected a floating point tensor, got {vals.dtype}")
+    if vals.dtype.is_floating_point is False:  # (torch's NotImplementedError)
+        raise NotImplementedError(f"{name}: not implemented for {vals.dtype} values; pass "
+                                  f"dtype= a floating point type, or convert with .to()")
     ns = s.sparse_dim()
     if dim >= ns:  # a dense dim: each entry's own values
         d = 1 + dim - ns
@@ -245,8 +259,7 @@ def index_select(s, dim, index):
     ns, size = s.sparse_dim(), s._size[dim]
     if dim >= ns:
         vals = s._vals.index_select(1 + dim - ns, index)
-        return SparseTensor(s._idx, vals, s._size[:dim] + (index.numel(),) + s._size[dim + 1:],
-                            s._coalesced)
+        return SparseTensor(s._idx, vals, s._size[:dim] + (index.numel(),) + s._size[dim + 1:])
     wanted = index._data.reshape(-1).astype(np.int64)
     if wanted.size and (wanted.min() < 0 or wanted.max() >= size):
         raise IndexError(f"index_select(): index out of range for dimension {dim} of size "

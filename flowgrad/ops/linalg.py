@@ -135,6 +135,10 @@ def matmul(input, other):
     """
     if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
         if _is_sparse(input) or _is_sparse(other):
+            if input.dim() == 1 and other.dim() == 2:  # vector @ matrix, as torch's
+                return _sparse_mm(input.unsqueeze(0), other).squeeze(0)
+            if input.dim() == 2 and other.dim() == 1:  # matrix @ vector
+                return _sparse_mm(input, other.unsqueeze(1)).squeeze(1)
             return _sparse_mm(input, other)
     a, b = _check_matmul(input, other, "matmul")
     return _matmul(a, b)
@@ -302,6 +306,17 @@ def addmm(input, mat1, mat2, out_dtype=None, *, beta=1, alpha=1):
     """
     if out_dtype is not None:
         input, mat1, mat2 = _out_dtype((input, mat1, mat2), out_dtype)
+    if _is_sparse(mat1) or _is_sparse(mat2):  # torch.mm's sparse product (a dense result)
+        if mat1.dim() != 2 or mat2.dim() != 2:
+            raise RuntimeError(f"addmm: mat1 and mat2 must be matrices, got {mat1.dim()}-D "
+                               f"and {mat2.dim()}-D")
+        if isinstance(mat2, sparse.SparseTensor):
+            raise RuntimeError("addmm: expected a sparse COO mat1 and a strided mat2, got a "
+                               "sparse mat2; use addmm(input.t(), mat2.t(), mat1.t()).t()")
+        if isinstance(input, Tensor) and input.dtype != mat1.dtype:
+            raise RuntimeError(f"addmm: expected input to be {mat1.dtype} as the sparse "
+                               f"mat1, but got {input.dtype}; convert it with .to()")
+        return _scaled_add(input, _sparse_mm(mat1, mat2), beta, alpha, "addmm")
     check_same_dtype("addmm", mat1, mat2=mat2, input=input)
     return _scaled_add(input, mm(mat1, mat2), beta, alpha, "addmm", blas_alpha=True)
 
