@@ -514,6 +514,12 @@ Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: (
     self if dtype is None else self.to(dtype))
 
 
+def _bool():
+    from . import dtypes
+
+    return dtypes.bool
+
+
 def _check_mm(a, b, name):
     if a.dim() < 2 or b.dim() < 2:  # (torch's IndexError: it reads the size of dim -2)
         raise IndexError(f"{name}: expected 2-D operands, got {a.dim()}-D and {b.dim()}-D")
@@ -522,6 +528,11 @@ def _check_mm(a, b, name):
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"{name}: mat1 and mat2 shapes cannot be multiplied "
                            f"({a.shape[0]}x{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
+    if any(isinstance(t, SparseTensor) and t.dtype == _bool() and t._nnz() and not
+           t.dense_dim() for t in (a, b)):
+        # (torch's: no bool kernel, checked before the dtypes)
+        raise NotImplementedError(f"{name}: not implemented for bool sparse tensors; convert "
+                                  f"with .to() (a floating point type) first")
     if a.dtype != b.dtype:
         raise RuntimeError(f"{name}: expected both operands to have the same dtype, but got "
                            f"{a.dtype} and {b.dtype}; convert one with .to()")
@@ -694,9 +705,14 @@ def sum(input, dim=None, dtype=None):
     dims.sort()
     ns = input.sparse_dim()
     dense_dims = [1 + d - ns for d in dims if d >= ns]
+    keep = [d for d in range(ns) if d not in dims]
+    if dense_dims and keep and dtype is None and vals.sum().dtype != vals.dtype:
+        # (torch's: the int64 sums of bool values cannot fill a sparse bool result)
+        raise RuntimeError(f"sparse.sum: summing dense dims of {vals.dtype} values gives "
+                           f"{vals.sum().dtype}, which does not fit a {vals.dtype} sparse "
+                           f"result; pass dtype= or convert with .to() first")
     if dense_dims:
         vals = vals.sum(tuple(dense_dims))
-    keep = [d for d in range(ns) if d not in dims]
     size = [s for d, s in enumerate(input._size) if d not in dims]
     if not keep:
         return vals.sum(0)

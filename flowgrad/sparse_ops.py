@@ -127,14 +127,15 @@ def _mul_sparse(a, b):
     both operands were, as torch's)."""
     _same_size(a, b, "mul")
     coalesced = a._coalesced and b._coalesced
-    if coalesced and a._nnz() and b._nnz() and dtypes.bool in (a.dtype, b.dtype) and \
-            a.dtype == b.dtype:  # (torch's mul_out_sparse has no bool kernel)
-        raise NotImplementedError("mul: sparse * sparse is not implemented for bool values; "
-                                  "convert both with .to() (an integer type) first")
     a, b = _promoted(a.coalesce(), b.coalesce())
     la, lb = a._linear_index()._data, b._linear_index()._data
     xp = array_module(la)
     _, ia, ib = xp.intersect1d(la, lb, assume_unique=True, return_indices=True)
+    if coalesced and a._nnz() and b._nnz() and a.dtype == b.dtype == dtypes.bool and \
+            (ia.size or not a.dense_dim()):  # (torch's mul_out_sparse has no bool kernel:
+        # a hybrid one with no common entry does not reach it)
+        raise NotImplementedError("mul: sparse * sparse is not implemented for bool values; "
+                                  "convert both with .to() (an integer type) first")
     ia, ib = Tensor._wrap(ia.astype(np.int64)), Tensor._wrap(ib.astype(np.int64))
     return SparseTensor(a._idx.index_select(1, ia),
                         a._vals.index_select(0, ia) * b._vals.index_select(0, ib), a._size,
@@ -186,9 +187,12 @@ def _softmax(input, dim, dtype, log):
     dim %= nd
     s = input.coalesce()
     vals = s._vals if dtype is None else s._vals.to(dtype)
-    if vals.dtype.is_floating_point is False:  # (torch's NotImplementedError)
+    if vals.dtype.is_floating_point is False and 0 not in s._size:  # (torch's
+        # NotImplementedError; an empty tensor it returns)
         raise NotImplementedError(f"{name}: not implemented for {vals.dtype} values; pass "
                                   f"dtype= a floating point type, or convert with .to()")
+    if 0 in s._size:
+        return SparseTensor(s._idx, vals, s._size, coalesced=True)
     ns = s.sparse_dim()
     if dim >= ns:  # a dense dim: each entry's own values
         d = 1 + dim - ns

@@ -109,7 +109,7 @@ class Program:
             except Exception as e:  # noqa: BLE001 (flowgrad's other errors are differences)
                 out.append(("raise", type(e).__name__, str(e)))
                 continue
-            out.append(_observe(y))
+            out.append(y if isinstance(y, tuple) else _observe(y))
             if getattr(y, "layout", None) == m.sparse_coo and y.dim() >= 1:
                 x = y
         grads = []
@@ -160,8 +160,13 @@ class Program:
         if op == "sparse_sum":
             return m.sparse.sum(x) if a["dim"] is None else m.sparse.sum(x, a["dim"])
         if op == "mm":
-            other = m.tensor(self._array((shape[-1], a["cols"]), "float64" if self.dtype ==
-                                         "float64" else "float32", rng=rng))
+            # the operand in x's dtype (torch's empty int or bool sparse times a float matrix
+            # is a float matrix, with entries a refusal: see KNOWN); bool: float32
+            kind = str(x.dtype).split(".")[-1]
+            other = m.tensor(self._array((shape[-1], a["cols"]), "float32" if kind == "bool"
+                                         else kind, rng=rng))
+            if kind == "bool" and x._nnz() == 0:
+                return ("skip",)
             if self.grad:
                 other.requires_grad_(True)
                 leaves.append(other)
@@ -221,6 +226,11 @@ def check(seed):
     tol = TOL.get(prog.dtype, 2e-5)
     for i, (w, g) in enumerate(zip(want, got)):
         step = prog.steps[i][0]
+        if w[0] == "skip":
+            continue
+        if w[0] == "raise" and step in ("indices", "values") and g[0] == "dense" and \
+                g[-1].shape[step == "indices"] <= 1:
+            continue  # (KNOWN: flowgrad flags a result of at most one entry coalesced)
         if w[0] == "raise" or g[0] == "raise":
             if w[:2] != g[:2]:
                 return f"step {i} ({step}): torch {w[:2]}, flowgrad {g}"

@@ -313,7 +313,8 @@ def addmm(input, mat1, mat2, out_dtype=None, *, beta=1, alpha=1):
         if isinstance(mat2, sparse.SparseTensor):
             raise RuntimeError("addmm: expected a sparse COO mat1 and a strided mat2, got a "
                                "sparse mat2; use addmm(input.t(), mat2.t(), mat1.t()).t()")
-        if isinstance(input, Tensor) and input.dtype != mat1.dtype:
+        if isinstance(input, Tensor) and input.dtype != mat1.dtype and \
+                mat1.dtype != _dt.bool:  # (a bool mat1: torch's NotImplementedError first)
             raise RuntimeError(f"addmm: expected input to be {mat1.dtype} as the sparse "
                                f"mat1, but got {input.dtype}; convert it with .to()")
         return _scaled_add(input, _sparse_mm(mat1, mat2), beta, alpha, "addmm")
