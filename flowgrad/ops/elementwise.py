@@ -133,7 +133,9 @@ def div_backward(ctx, dy):
 def _pow(xp, a, b):
     if b.dtype.kind in "iu" and (b < 0).any():
         # torch truncates integer a ** -n = 1 / a ** n: 0 unless |a| == 1 (NumPy raises)
-        r = a ** xp.abs(b)
+        # (only the parity of a negative exponent matters, for a == -1: b & 1, as |b| wraps
+        # for the dtype's minimum, where NumPy then refuses the power)
+        r = a ** xp.where(b >= 0, b, b & 1)
         return xp.where((b >= 0) | (xp.abs(a) == 1), r, xp.zeros((), r.dtype))
     return _rounded_power(xp, a, b)
 

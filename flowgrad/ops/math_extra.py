@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import dtypes as _dt
 from .. import return_types
 from ..device import constant
@@ -346,14 +348,30 @@ def _integer_pair(input, other, name):
     return a, b
 
 
+def _c_gcd(xp, a, b):
+    """torch's calc_gcd: Euclid on C's abs and remainder, so the minimum of a signed dtype
+    (whose abs wraps to itself) gives gcd(-5, -32768) = -1 where NumPy's gcd gives 1."""
+    a, b = xp.abs(a) + xp.zeros_like(b), xp.abs(b) + xp.zeros_like(a)  # broadcast
+    while True:
+        live = a != 0
+        if not live.any():
+            return b
+        a, b = xp.where(live, xp.fmod(b, xp.where(live, a, 1)), 0), xp.where(live, a, b)
+
+
 @op("gcd", differentiable=False)
 def _gcd(xp, a, b):
-    return xp.gcd(a, b)
+    return _c_gcd(xp, a, b)
 
 
 @op("lcm", differentiable=False)
 def _lcm(xp, a, b):
-    return xp.lcm(a, b)
+    # torch's calc_lcm: abs(a / gcd * b) in the dtype, wrapping on overflow (NumPy's lcm takes
+    # |a| and |b| first: lcm(-2147483647, 2) is 2 in torch's int32, -2 in NumPy's)
+    g = _c_gcd(xp, a, b)
+    with np.errstate(over="ignore"):
+        q = a // xp.where(g == 0, 1, g)  # exact: g divides a
+        return xp.where(g == 0, 0, xp.abs(q * b)).astype(a.dtype)
 
 
 @tensor_method()
