@@ -64,6 +64,22 @@ def _make(m, op):
     return m.tensor(np.array(vals, dtype=dtype).reshape(shape))
 
 
+def _no_c_overflow(op):
+    """An lcm operand without the int32/int64 minimum: torch's calc_lcm divides it by a gcd
+    of -1 in C (lcm(-2**31, 2**31 - 1)), and the process dies of SIGFPE (NOT_DRAWN)."""
+    if op[0] != "t" or op[1] not in ("int32", "int64"):
+        return op
+    low = int(np.iinfo(op[1]).min)
+    return op[:3] + ([v + 1 if v == low else v for v in op[3]],)
+
+
+def _topk(x):
+    """topk's values, and the elements its indices pick: which of tied elements torch's
+    partial sort picks is unspecified (it took index 1 of [7, 7, 5], flowgrad 0)."""
+    values, indices = x.topk(min(2, x.numel()))
+    return values, x[indices]
+
+
 BINARY = {
     "add": lambda m, a, b: a + b, "sub": lambda m, a, b: a - b, "mul": lambda m, a, b: a * b,
     "truediv": lambda m, a, b: a / b, "floordiv": lambda m, a, b: a // b,
@@ -98,7 +114,7 @@ UNARY = {
     "min": lambda m, a: a.min(), "amax0": lambda m, a: a.amax(0),
     "sort": lambda m, a: a.sort(stable=True), "sort_desc": lambda m, a: a.sort(
         descending=True, stable=True), "argsort": lambda m, a: a.argsort(stable=True),
-    "topk": lambda m, a: a.flatten().topk(1), "unique": lambda m, a: m.unique(
+    "topk": lambda m, a: _topk(a.flatten()), "unique": lambda m, a: m.unique(
         a, return_inverse=True, return_counts=True),
     "bincount": lambda m, a: m.bincount(a.flatten()),
     "clamp_if": lambda m, a: a.clamp(-3, 5), "clamp_ff": lambda m, a: a.clamp(-2.5, 4.5),
@@ -116,8 +132,10 @@ class Program:
             kind = r.random()
             if kind < 0.55:
                 name = r.choice(sorted(BINARY))
-                a = _operand(r, allow_scalar=r.random() < 0.3)
-                self.steps.append(("bin", name, a, _operand(r)))
+                a, b = _operand(r, allow_scalar=r.random() < 0.3), _operand(r)
+                if name == "lcm":
+                    a, b = _no_c_overflow(a), _no_c_overflow(b)
+                self.steps.append(("bin", name, a, b))
             elif kind < 0.7:
                 name = r.choice(INPLACE)
                 self.steps.append(("inplace", name, _operand(r, False), _operand(r)))

@@ -39,6 +39,7 @@ from ..errors import (
 )
 from ..random import resolve
 from ..tensor import Tensor, tensor_method
+from .broadcasting import broadcast_shapes
 from .compare import promoted
 from .creation import _normal, _uniform
 from .elementwise import (
@@ -431,8 +432,11 @@ def _bitwise(name, fn, shift=False):
     k = op(name, differentiable=False)(fn)
 
     def public(input, other):
-        _bitwise_check(name, input, other)
+        # torch's order: two numbers are a TypeError, shapes that do not broadcast a
+        # RuntimeError, before the dtype's NotImplementedError
         a, b = _promote_pair(input, other, name)
+        broadcast_shapes(a.shape, b.shape)
+        _bitwise_check(name, input, other)
         if shift and a._data.dtype.kind == "b":  # (bool << int promotes to int64 first)
             raise NotImplementedError(
                 f"\"{'l' if 'left' in name else 'r'}shift_cpu\" not implemented for 'Bool': "
@@ -637,6 +641,35 @@ Tensor.fill_, Tensor.zero_, Tensor.copy_ = fill_, zero_, copy_
 Tensor.uniform_, Tensor.normal_ = uniform_, normal_
 
 
+_CHECKED = {"floor_divide_", "remainder_", "fmod_", "bitwise_and_", "bitwise_or_",
+            "bitwise_xor_", "bitwise_left_shift_", "bitwise_right_shift_"}
+
+
+def _checked_inplace(name, fn):
+    """The in-place `name` checking, as torch's TensorIterator does before any kernel runs,
+    the broadcast shape and then the promoted result type against self: `int8 &= float32
+    tensor` is torch's cast error, not bitwise_and's "not implemented for 'Float'"."""
+    method = _inplace_binary(name, fn)
+
+    def checked(self, other, *args, **kwargs):
+        if isinstance(other, Tensor) or isinstance(other, _SCALARS + (builtins.complex,)):
+            shape = tuple(self.shape)
+            full = tuple(broadcast_shapes(shape, other.shape if isinstance(other, Tensor)
+                                          else ()))
+            if full != shape:
+                raise RuntimeError(f"{name}: output with shape {shape} doesn't match the "
+                                   f"broadcast shape {full}; in-place ops cannot change a "
+                                   f"tensor's shape")
+            result = _dt.result_type(self, other)
+            if not _dt.can_cast(result, self.dtype):
+                raise RuntimeError(f"{name}: result type {result} can't be cast to the "
+                                   f"desired output type {self.dtype}; use the out-of-place "
+                                   f"op, or convert the tensor first")
+        return method(self, other, *args, **kwargs)
+    checked.__name__ = name
+    return checked
+
+
 for _name, _fn in (("floor_divide_", floor_divide), ("remainder_", remainder),
                    ("fmod_", fmod), ("atan2_", atan2), ("hypot_", hypot), ("xlogy_", xlogy),
                    ("lerp_", lerp), ("addcmul_", addcmul), ("addcdiv_", addcdiv),
@@ -648,7 +681,8 @@ for _name, _fn in (("floor_divide_", floor_divide), ("remainder_", remainder),
                    ("divide_", div), ("arctan2_", atan2),
                    ("bitwise_left_shift_", bitwise_left_shift),
                    ("bitwise_right_shift_", bitwise_right_shift)):
-    setattr(Tensor, _name, _inplace_binary(_name, _fn))
+    setattr(Tensor, _name, (_checked_inplace if _name in _CHECKED else _inplace_binary)(
+        _name, _fn))
 Tensor.__iand__, Tensor.__ior__ = Tensor.bitwise_and_, Tensor.bitwise_or_
 Tensor.__ixor__ = Tensor.bitwise_xor_
 Tensor.__ifloordiv__, Tensor.__imod__ = Tensor.floor_divide_, Tensor.remainder_

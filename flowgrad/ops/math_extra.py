@@ -21,6 +21,7 @@ from .. import return_types
 from ..device import constant
 from ..errors import expect_tensor, tensor_operand
 from ..tensor import Tensor, tensor_method
+from .broadcasting import broadcast_shapes
 from .creation import zeros_like
 from .elementwise import (
     _float_of,
@@ -342,6 +343,7 @@ def heaviside(input, values):
 
 def _integer_pair(input, other, name):
     a, b = _promote_pair(input, other, name)
+    broadcast_shapes(a.shape, b.shape)  # (torch's shape error comes before the dtype's)
     if a._data.dtype.kind not in "iu":
         raise NotImplementedError(f"{name}: \"{name}_cpu\" not implemented for "
                                   f"'{a.dtype.name}'; {name} takes integer tensors")
@@ -366,12 +368,14 @@ def _gcd(xp, a, b):
 
 @op("lcm", differentiable=False)
 def _lcm(xp, a, b):
-    # torch's calc_lcm: abs(a / gcd * b) in the dtype, wrapping on overflow (NumPy's lcm takes
-    # |a| and |b| first: lcm(-2147483647, 2) is 2 in torch's int32, -2 in NumPy's)
+    # torch's calc_lcm: abs(a / gcd * b) in C's int (8- and 16-bit types promote to it) or
+    # the dtype, wrapping on overflow, then cast back (NumPy's lcm takes |a| and |b| first:
+    # lcm(-2147483647, 2) is 2 in torch's int32, -2 in NumPy's; int16 lcm(32767, 2) is -2)
     g = _c_gcd(xp, a, b)
+    wide = a.dtype if a.dtype.itemsize >= 4 else xp.int64
     with np.errstate(over="ignore"):
-        q = a // xp.where(g == 0, 1, g)  # exact: g divides a
-        return xp.where(g == 0, 0, xp.abs(q * b)).astype(a.dtype)
+        q = a.astype(wide) // xp.where(g == 0, 1, g).astype(wide)  # exact: g divides a
+        return xp.where(g == 0, 0, xp.abs(q * b.astype(wide))).astype(a.dtype)
 
 
 @tensor_method()
