@@ -166,16 +166,18 @@ def _run_step(m, step):
     return (out, x)
 
 
-def _outcome(m, step):
+def _outcome(m, run):
     try:
-        return ("ok", _arrays(_run_step(m, step)))
+        return ("ok", _arrays(run(m)))
     except Exception as e:
         return ("raise", type(e), str(e))
 
 
-def check_step(step):
-    want = _outcome(torch, step)
-    got = _outcome(flow, step)
+def compare(run):
+    """The verdict of `run(module)` in torch and flowgrad: None when both raise the same
+    exception type, or both return the same arrays (dtypes, shapes, integers bit for bit)."""
+    want = _outcome(torch, run)
+    got = _outcome(flow, run)
     if want[0] != got[0]:
         return (f"torch {want[0]} {want[1:] if want[0] == 'raise' else ''}, "
                 f"flowgrad {got[0]} {got[1:] if got[0] == 'raise' else ''}")
@@ -188,6 +190,10 @@ def check_step(step):
         return f"torch {len(want[1])} results, flowgrad {len(got[1])}"
     pairs = [(f"result {i}", g, w) for i, (g, w) in enumerate(zip(got[1], want[1]))]
     return fuzz_common.first_difference(pairs, rtol=1e-6)
+
+
+def check_step(step):
+    return compare(lambda m: _run_step(m, step))
 
 
 def check(seed):
