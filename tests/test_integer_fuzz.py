@@ -96,3 +96,13 @@ def test_binary_integer_ops_check_shapes_before_dtypes(fn):
 
 def test_shift_of_two_numbers_is_a_type_error():
     _same(lambda m: m.bitwise_left_shift(3, 2.0))
+
+
+@pytest.mark.parametrize("fn", [lambda m, a, b: m.div(a, b, rounding_mode="trunc"),
+                                lambda m, a, b: m.remainder(a, b),
+                                lambda m, a, b: m.fmod(a, b), lambda m, a, b: a // b,
+                                lambda m, a, b: a ** b])
+def test_bool_division_checks_shapes_before_the_bool_refusal(fn):
+    # two bool tensors that do not broadcast: torch's RuntimeError for the shapes, not the
+    # NotImplementedError of the missing bool kernel
+    _same(lambda m: fn(m, m.zeros((1, 3), dtype=m.bool), m.zeros(0, dtype=m.bool)))

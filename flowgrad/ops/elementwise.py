@@ -29,6 +29,7 @@ from ..errors import (
 )
 from ..func.batched import every_example
 from ..tensor import Tensor
+from .broadcasting import broadcast_shapes
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
     _promote_pair,
     allclose,
@@ -133,9 +134,7 @@ def div_backward(ctx, dy):
 def _pow(xp, a, b):
     if b.dtype.kind in "iu" and (b < 0).any():
         # torch truncates integer a ** -n = 1 / a ** n: 0 unless |a| == 1 (NumPy raises)
-        # (only the parity of a negative exponent matters, for a == -1: b & 1, as |b| wraps
-        # for the dtype's minimum, where NumPy then refuses the power)
-        r = a ** xp.where(b >= 0, b, b & 1)
+        r = a ** xp.where(b >= 0, b, b & 1)  # (its parity: |b| of the minimum wraps)
         return xp.where((b >= 0) | (xp.abs(a) == 1), r, xp.zeros((), r.dtype))
     return _rounded_power(xp, a, b)
 
@@ -623,7 +622,7 @@ def pow(input, exponent, *, out=None):
         a, b = input, exponent
     else:
         a, b = _promote_pair(input, exponent, "pow")
-    _refuse_bool(a, "pow")
+    _refuse_bool(a, "pow", b)
     return _pow(a, b)
 
 
@@ -787,14 +786,16 @@ def _rounded_div(input, other, rounding_mode):
         # torch divides half precision by a scalar in float32, the scalar unrounded
         return _rounded_div(input.float(), other, rounding_mode).to(input.dtype)
     a, b = _promote_pair(input, other, "div", number_pair=True)
-    _refuse_bool(a, f"div_{rounding_mode}_cpu")
+    _refuse_bool(a, f"div_{rounding_mode}_cpu", b)
     _check_int_zero(a, b, "div")
     return _div_rounded(a, b, mode=rounding_mode)
 
 
-def _refuse_bool(a, kernel):
-    """torch has no rounded division, remainder, fmod or pow kernel for bool results."""
+def _refuse_bool(a, kernel, b=None):
+    """torch has no rounded division, remainder, fmod or pow kernel for bool results (it
+    raises first for shapes `a` and `b` that do not broadcast)."""
     if a._data.dtype.kind == "b":
+        broadcast_shapes(a.shape, a.shape if b is None else b.shape)
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\' (both operands '
                                   f'are bool); convert one with .int() or .float() first')
 

@@ -116,7 +116,7 @@ def fmod_backward(ctx, dy):
 def remainder(input, other):
     """Python's modulus: the result takes the sign of the divisor."""
     a, b = _promote_pair(input, other, "remainder")
-    _refuse_bool(a, "remainder_cpu")
+    _refuse_bool(a, "remainder_cpu", b)
     _check_int_zero(a, b, "remainder")
     return _remainder(a, b)
 
@@ -126,7 +126,7 @@ def fmod(input, other):
     """C's fmod: the result takes the sign of the dividend."""
     expect_tensor("fmod", input)  # torch has no fmod(Scalar, Tensor), unlike remainder's
     a, b = _promote_pair(input, other, "fmod")
-    _refuse_bool(a, "fmod_cpu")
+    _refuse_bool(a, "fmod_cpu", b)
     _check_int_zero(a, b, "fmod")
     return _fmod(a, b)
 
