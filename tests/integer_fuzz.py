@@ -80,6 +80,11 @@ def _topk(x):
     return values, x[indices]
 
 
+# a Python int -2**63 divided by an int64 tensor holding -1: torch's scalar path divides in C
+# and the process dies of SIGFPE (div(-2**63, tensor([-1]), rounding_mode="trunc"); NOT_DRAWN)
+_DIVISIONS = {"floordiv", "mod", "fmod", "remainder", "floor_divide", "div_trunc", "div_floor"}
+
+
 BINARY = {
     "add": lambda m, a, b: a + b, "sub": lambda m, a, b: a - b, "mul": lambda m, a, b: a * b,
     "truediv": lambda m, a, b: a / b, "floordiv": lambda m, a, b: a // b,
@@ -135,6 +140,8 @@ class Program:
                 a, b = _operand(r, allow_scalar=r.random() < 0.3), _operand(r)
                 if name == "lcm":
                     a, b = _no_c_overflow(a), _no_c_overflow(b)
+                if name in _DIVISIONS and a == ("s", -(2 ** 63)):
+                    a = ("s", 1 - 2 ** 63)
                 self.steps.append(("bin", name, a, b))
             elif kind < 0.7:
                 name = r.choice(INPLACE)

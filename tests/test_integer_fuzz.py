@@ -5,6 +5,8 @@ same exception types: see tests/integer_fuzz.py. Below them, the fuzz's findings
 cases.
 
 NOT DRAWN by the fuzz (see integer_fuzz.py):
+- the Python int -2**63 divided (//, %, fmod, div with a rounding mode) by an int64 tensor:
+  torch's scalar path divides it by -1 in C and the process dies of SIGFPE.
 - lcm of the int32/int64 minimum: torch's calc_lcm divides it by a gcd of -1 in C and the
   process dies of SIGFPE (flowgrad returns the wrapped value).
 - which of tied elements topk returns: torch's partial sort leaves it unspecified; the fuzz
@@ -76,7 +78,8 @@ def test_fmod_of_a_number_by_a_tensor_is_a_type_error(first):
 
 
 @pytest.mark.parametrize("method", ["__iand__", "__ior__", "__ixor__", "__ilshift__",
-                                    "__irshift__", "__ifloordiv__", "__imod__", "fmod_"])
+                                    "__irshift__", "__ifloordiv__", "__imod__", "fmod_",
+                                    "__ipow__"])
 @pytest.mark.parametrize("self_shape,other_shape", [((3,), (3,)), ((), (2, 1)), ((0,), (3,))])
 def test_inplace_checks_shape_and_cast_before_the_kernel(method, self_shape, other_shape):
     # int32 &= float32: torch's TensorIterator refuses the shape, then the cast of the promoted
@@ -106,3 +109,7 @@ def test_bool_division_checks_shapes_before_the_bool_refusal(fn):
     # two bool tensors that do not broadcast: torch's RuntimeError for the shapes, not the
     # NotImplementedError of the missing bool kernel
     _same(lambda m: fn(m, m.zeros((1, 3), dtype=m.bool), m.zeros(0, dtype=m.bool)))
+
+
+def test_bool_inplace_pow_checks_the_output_shape_first():
+    _same(lambda m: m.ones((2, 1), dtype=m.bool).__ipow__(m.ones(3, dtype=m.bool)))

@@ -57,6 +57,7 @@ from .elementwise import (
     log,
     logical_not,
     mul,
+    pow,
     scale,
     sub,
     where,
@@ -642,7 +643,7 @@ Tensor.uniform_, Tensor.normal_ = uniform_, normal_
 
 
 _CHECKED = {"floor_divide_", "remainder_", "fmod_", "bitwise_and_", "bitwise_or_",
-            "bitwise_xor_", "bitwise_left_shift_", "bitwise_right_shift_"}
+            "bitwise_xor_", "bitwise_left_shift_", "bitwise_right_shift_", "pow_"}
 
 
 def _checked_inplace(name, fn):
@@ -651,7 +652,8 @@ def _checked_inplace(name, fn):
     tensor` is torch's cast error, not bitwise_and's "not implemented for 'Float'"."""
     method = _inplace_binary(name, fn)
 
-    def checked(self, other, *args, **kwargs):
+    def checked(self, *args, **kwargs):
+        other = args[0] if args else kwargs.get("other", kwargs.get("exponent"))
         if isinstance(other, Tensor) or isinstance(other, _SCALARS + (builtins.complex,)):
             shape = tuple(self.shape)
             full = tuple(broadcast_shapes(shape, other.shape if isinstance(other, Tensor)
@@ -662,10 +664,10 @@ def _checked_inplace(name, fn):
                                    f"tensor's shape")
             result = _dt.result_type(self, other)
             if not _dt.can_cast(result, self.dtype):
-                raise RuntimeError(f"{name}: result type {result} can't be cast to the "
-                                   f"desired output type {self.dtype}; use the out-of-place "
+                raise RuntimeError(f"{name}: result type {result.name} can't be cast to the "
+                                   f"desired output type {self.dtype.name}; use the out-of-place "
                                    f"op, or convert the tensor first")
-        return method(self, other, *args, **kwargs)
+        return method(self, *args, **kwargs)
     checked.__name__ = name
     return checked
 
@@ -680,7 +682,7 @@ for _name, _fn in (("floor_divide_", floor_divide), ("remainder_", remainder),
                    ("true_divide_", div), ("subtract_", sub), ("multiply_", mul),
                    ("divide_", div), ("arctan2_", atan2),
                    ("bitwise_left_shift_", bitwise_left_shift),
-                   ("bitwise_right_shift_", bitwise_right_shift)):
+                   ("bitwise_right_shift_", bitwise_right_shift), ("pow_", pow)):
     setattr(Tensor, _name, (_checked_inplace if _name in _CHECKED else _inplace_binary)(
         _name, _fn))
 Tensor.__iand__, Tensor.__ior__ = Tensor.bitwise_and_, Tensor.bitwise_or_
