@@ -142,6 +142,8 @@ class Program:
                     a, b = _no_c_overflow(a), _no_c_overflow(b)
                 if name in _DIVISIONS and a == ("s", -(2 ** 63)):
                     a = ("s", 1 - 2 ** 63)
+                if name == "fmod" and a[0] == "s":  # (flowgrad takes it on purpose: NOT_DRAWN)
+                    a = _operand(r, allow_scalar=False)
                 self.steps.append(("bin", name, a, b))
             elif kind < 0.7:
                 name = r.choice(INPLACE)

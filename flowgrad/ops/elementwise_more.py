@@ -33,7 +33,6 @@ from ..errors import (
     check_std,
     check_uniform_bounds,
     checked_number,
-    expect_tensor,
     fill_scalar,
     tensor_operand,
 )
@@ -125,7 +124,6 @@ def remainder(input, other):
 @tensor_method()
 def fmod(input, other):
     """C's fmod: the result takes the sign of the dividend."""
-    expect_tensor("fmod", input)  # torch has no fmod(Scalar, Tensor), unlike remainder's
     a, b = _promote_pair(input, other, "fmod")
     _refuse_bool(a, "fmod_cpu", b)
     _check_int_zero(a, b, "fmod")
