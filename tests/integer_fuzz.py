@@ -65,8 +65,9 @@ def _make(m, op):
 
 
 def _no_c_overflow(op):
-    """An lcm operand without the int32/int64 minimum: torch's calc_lcm divides it by a gcd
-    of -1 in C (lcm(-2**31, 2**31 - 1)), and the process dies of SIGFPE (NOT_DRAWN)."""
+    """An lcm (or scalar division) operand without the int32/int64 minimum: torch's calc_lcm
+    divides it by a gcd of -1 in C (lcm(-2**31, 2**31 - 1)), and the process dies of SIGFPE
+    (NOT_DRAWN)."""
     if op[0] != "t" or op[1] not in ("int32", "int64"):
         return op
     low = int(np.iinfo(op[1]).min)
@@ -80,9 +81,16 @@ def _topk(x):
     return values, x[indices]
 
 
-# a Python int -2**63 divided by an int64 tensor holding -1: torch's scalar path divides in C
-# and the process dies of SIGFPE (div(-2**63, tensor([-1]), rounding_mode="trunc"); NOT_DRAWN)
+# an integer division with a Python number operand and the int32/int64 minimum dividing by -1:
+# torch's scalar path divides in C and the process dies of SIGFPE (div(-2**63,
+# tensor([-1]), rounding_mode="trunc"), tensor([-2**63]) // -1; NOT_DRAWN)
 _DIVISIONS = {"floordiv", "mod", "fmod", "remainder", "floor_divide", "div_trunc", "div_floor"}
+
+
+def _no_scalar_overflow(op):
+    if op[0] == "s":
+        return ("s", 1 - 2 ** 63) if op[1] == -(2 ** 63) else op
+    return _no_c_overflow(op)
 
 
 BINARY = {
@@ -138,18 +146,26 @@ class Program:
             if kind < 0.55:
                 name = r.choice(sorted(BINARY))
                 a, b = _operand(r, allow_scalar=r.random() < 0.3), _operand(r)
+                if a[0] == b[0] == "s":  # (pow(2**40, 2**40) of two numbers never ends)
+                    b = _operand(r, allow_scalar=False)
                 if name == "lcm":
                     a, b = _no_c_overflow(a), _no_c_overflow(b)
-                if name in _DIVISIONS and a == ("s", -(2 ** 63)):
-                    a = ("s", 1 - 2 ** 63)
+                if name in _DIVISIONS and "s" in (a[0], b[0]):
+                    a, b = _no_scalar_overflow(a), _no_scalar_overflow(b)
                 if name == "fmod" and a[0] == "s":  # (flowgrad takes it on purpose: NOT_DRAWN)
                     a = _operand(r, allow_scalar=False)
                 self.steps.append(("bin", name, a, b))
             elif kind < 0.7:
                 name = r.choice(INPLACE)
-                self.steps.append(("inplace", name, _operand(r, False), _operand(r)))
+                a, b = _operand(r, False), _operand(r)
+                if name in _DIVISIONS and b[0] == "s":
+                    a, b = _no_scalar_overflow(a), _no_scalar_overflow(b)
+                self.steps.append(("inplace", name, a, b))
             else:
-                self.steps.append(("un", r.choice(sorted(UNARY)), _operand(r, False), None))
+                name, a = r.choice(sorted(UNARY)), _operand(r, False)
+                if name == "bincount":  # (a count per value up to the maximum: 2**31 of them
+                    a = a[:3] + ([min(v, 100) for v in a[3]],)  # take 16 GiB; NOT_DRAWN)
+                self.steps.append(("un", name, a, None))
 
     def describe(self):
         return "; ".join(f"{k} {n}({a}, {b})" for k, n, a, b in self.steps)

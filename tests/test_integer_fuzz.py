@@ -28,12 +28,12 @@ KNOWN = {}
 
 @pytest.mark.parametrize("block", range(8))
 def test_integer_programs_match_torch(block):
-    fuzz_common.assert_seeds_agree(inf.check, range(block * 40, block * 40 + 40), KNOWN)
+    fuzz_common.assert_seeds_agree(inf.check, range(block * 200, block * 200 + 200), KNOWN)
 
 
 @pytest.mark.slow
 def test_many_integer_programs_match_torch():
-    fuzz_common.assert_seeds_agree(inf.check, range(320, 6000), KNOWN)
+    fuzz_common.assert_seeds_agree(inf.check, range(1600, 9600), KNOWN)
 
 
 def _same(run):
