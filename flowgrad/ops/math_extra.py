@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import dtypes as _dt
 from .. import return_types
 from ..device import constant
@@ -373,7 +371,7 @@ def _lcm(xp, a, b):
     # lcm(-2147483647, 2) is 2 in torch's int32, -2 in NumPy's; int16 lcm(32767, 2) is -2)
     g = _c_gcd(xp, a, b)
     wide = a.dtype if a.dtype.itemsize >= 4 else xp.int64
-    with np.errstate(over="ignore"):
+    with xp.errstate(over="ignore"):
         q = a.astype(wide) // xp.where(g == 0, 1, g).astype(wide)  # exact: g divides a
         return xp.where(g == 0, 0, xp.abs(q * b.astype(wide))).astype(a.dtype)
 
