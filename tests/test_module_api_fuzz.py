@@ -11,6 +11,7 @@ import fuzz_common
 import module_api_fuzz as maf
 import pytest
 import torch
+from test_module_api_vs_torch import _outcome  # (the case's result or exception class)
 
 import flowgrad as flow
 
@@ -194,14 +195,6 @@ CASES = [always_call_hook_after_a_raising_hook, to_converts_children_first,
          load_post_hook_sees_keys_so_far, load_assign_parameter_registered_as_buffer,
          load_child_named_empty, batchnorm_training_not_bool, batch_norm_one_running_stat,
          state_dict_post_hook_returning, old_state_dict_hook_returning]
-
-
-def _outcome(m, case):
-    try:
-        result = case(m)
-    except Exception as e:  # noqa: BLE001 - the exception's class is the outcome
-        return type(e).__name__
-    return repr(result).replace("torch.", "").replace("flowgrad.", "")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
