@@ -581,8 +581,8 @@ class Tensor:
         return Tensor._wrap(np.asarray(array))
 
     def item(self):
-        _interpreter.check_read(self, "item()")
-        _warn_scalar_of_grad(self)
+        _interpreter.check_read(self, "item()")  # (no warning for a tensor requiring grad:
+        # torch warns in float()/int()/complex() only, not in loss.item())
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar; "

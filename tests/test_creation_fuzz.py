@@ -30,6 +30,8 @@ The fuzz found, fixed:
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import warnings
 
 import creation_fuzz as cf
@@ -227,13 +229,25 @@ def _first_warnings(m, call):
 
 
 @pytest.mark.parametrize("call", [lambda m: float(m.ones(1, requires_grad=True)),
-                                  lambda m: m.ones((), requires_grad=True).item(),
                                   lambda m: int(m.ones(1, requires_grad=True))])
 def test_a_scalar_of_a_tensor_requiring_grad_warns_once(call):
     # torch warns (once a process) that the number leaves the graph; flowgrad said nothing
     got = _first_warnings(flow, call)
     assert got == ["Converting a tensor with requires_grad=T"]
     assert _first_warnings(flow, lambda m: m.ones(1).item()) == []
+
+
+def test_item_of_a_tensor_requiring_grad_does_not_warn():
+    # torch's item() does not warn (loss.item() in every training loop); in a fresh process,
+    # as torch's warning is once a process
+    code = ("import warnings, sys\nwarnings.simplefilter('always')\n"
+            "import {m} as m\nwith warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    (m.ones(2, requires_grad=True) * 2).sum().item()\nprint(len(w))")
+    for name in ("torch", "flowgrad"):
+        out = subprocess.run([sys.executable, "-c", code.format(m=name)], capture_output=True,
+                             text=True, check=True).stdout.split()
+        assert out[-1] == "0", (name, out)
 
 
 @pytest.mark.parametrize("requires_grad, warns", [(None, True), (False, False), (True, False)])
