@@ -157,6 +157,18 @@ def nadam(param, grad, state, group):
     param.addcdiv_(exp_avg, denom)
 
 
+def radam_rectification(beta2, step):
+    """RAdam's scalars at `step` (a number): (1 - beta2 ** step, the variance rectification
+    term, or None while the approximated SMA is at most 5). Both RAdam step paths use it."""
+    bias_correction2 = 1 - beta2 ** step
+    rho_inf = 2 / (1 - beta2) - 1
+    rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+    if rho_t <= 5.0:
+        return bias_correction2, None
+    return bias_correction2, ((rho_t - 4) * (rho_t - 2) * rho_inf
+                              / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+
+
 def radam(param, grad, state, group):
     lr, (beta1, beta2), wd = _squeezed(group["lr"]), group["betas"], group["weight_decay"]
     grad = _maximized(grad, group)
@@ -170,14 +182,9 @@ def radam(param, grad, state, group):
             grad = grad.add(param, alpha=wd)
     exp_avg.lerp_(grad, 1 - beta1)
     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    bias_correction1 = 1 - beta1 ** step
-    bias_correction2 = 1 - beta2 ** step
-    corrected = exp_avg / bias_correction1
-    rho_inf = 2 / (1 - beta2) - 1
-    rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-    if rho_t > 5.0:
-        rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
-                / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+    corrected = exp_avg / (1 - beta1 ** step)
+    bias_correction2, rect = radam_rectification(beta2, step)
+    if rect is not None:
         adaptive = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add(group["eps"])
         param.add_(corrected * lr * adaptive * rect, alpha=-1.0)
     else:

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..device import new_full, new_zeros
 from ..tensor import Tensor
+from ._differentiable import radam_rectification
 from .adam import (
     _advance,
     _check_betas,
@@ -91,14 +92,9 @@ class RAdam(Optimizer):
         step = _advance(state)
         lr, (beta1, beta2) = group["lr"], group["betas"]
         m, v = _update_moments(state, g, beta1, beta2)
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2 = 1 - beta2 ** step
-        corrected = m / bias_correction1
-        rho_inf = 2 / (1 - beta2) - 1
-        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-        if rho_t > 5.0:
-            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
-                    / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+        corrected = m / (1 - beta1 ** step)
+        bias_correction2, rect = radam_rectification(beta2, step)
+        if rect is not None:
             adaptive = (bias_correction2 ** 0.5) / (np.sqrt(v) + group["eps"])
             param += -1.0 * (corrected * lr * adaptive * rect)
         else:
