@@ -76,8 +76,11 @@ class RNNBase(Module):
                                 f"{type(value).__name__}")
             if kind is int and value <= 0:
                 raise ValueError(f"{name} must be greater than zero")
-        if not isinstance(num_layers, int) or num_layers <= 0:
-            raise ValueError("num_layers must be an integer greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if not isinstance(num_layers, int):  # (torch's range(num_layers) raises)
+            raise TypeError(f"num_layers should be of type int, got: "
+                            f"{type(num_layers).__name__}")
         if proj_size < 0:
             raise ValueError("proj_size should be a positive integer or zero to disable "
                              "projections")
@@ -183,18 +186,22 @@ class RNNBase(Module):
         """(input as (T, N, C) or packed rows, batched flag, batch_sizes or None, batch
         size), with torch's checks."""
         name = type(self).__name__
-        if isinstance(input, PackedSequence):
-            sizes = tuple(int(b) for b in input.batch_sizes.tolist())
-            if input.data.dim() != 2 or input.data.shape[-1] != self.input_size:
-                raise RuntimeError(f"{name}: packed data must be (rows, {self.input_size}), "
-                                   f"got {list(input.data.shape)}")
-            return input.data, True, sizes, sizes[0]
+        packed = isinstance(input, PackedSequence)
+        data = input.data if packed else input
         weight = self._flat_weights[0] if self._flat_weights else None
-        if weight is not None and input.dtype != weight.dtype and \
+        if weight is not None and data.dtype != weight.dtype and \
                 not is_autocast_enabled("cpu"):
-            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
-                             f"({weight.dtype}). Convert input: input.to({weight.dtype}), or "
-                             f"convert model: model.to({input.dtype})")
+            # (torch's LSTM skips this check for a packed input: its GEMM's RuntimeError)
+            error = RuntimeError if packed and self.mode == "LSTM" else ValueError
+            raise error(f"RNN input dtype ({data.dtype}) does not match weight dtype "
+                        f"({weight.dtype}). Convert input: input.to({weight.dtype}), or "
+                        f"convert model: model.to({data.dtype})")
+        if packed:
+            sizes = tuple(int(b) for b in input.batch_sizes.tolist())
+            if data.dim() != 2 or data.shape[-1] != self.input_size:
+                raise RuntimeError(f"{name}: packed data must be (rows, {self.input_size}), "
+                                   f"got {list(data.shape)}")
+            return data, True, sizes, sizes[0]
         if input.dim() not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
                              f"tensor instead")
@@ -401,22 +408,44 @@ class LSTM(RNNBase):
             h0 = self._zeros_state(n, real_hidden, x)
             c0 = self._zeros_state(n, self.hidden_size, x)
         else:
-            if not isinstance(hx, (tuple, list)) or len(hx) != 2:
-                raise TypeError("LSTM: hx must be a tuple (h_0, c_0)")
-            h0, c0 = hx
+            h0, c0 = _lstm_states(hx, "LSTM")
+            packed = isinstance(input, PackedSequence)
+            dims = 2 if not batched else None if packed else 3
+            if dims and (h0.dim() != dims or c0.dim() != dims):
+                raise RuntimeError(f"For {'un' if dims == 2 else ''}batched {dims}-D input, "
+                                   f"hx and cx should also be {dims}-D but got ({h0.dim()}-D, "
+                                   f"{c0.dim()}-D) tensors")
             if not batched:
-                if h0.dim() != 2 or c0.dim() != 2:
-                    raise RuntimeError(f"For unbatched 2-D input, hx and cx should also be "
-                                       f"2-D but got ({h0.dim()}-D, {c0.dim()}-D) tensors")
                 h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
             self._check_hidden(h0, (layers, n, real_hidden))
             self._check_hidden(c0, (layers, n, self.hidden_size), "cell")
             self._check_dtype(h0, x)
             self._check_dtype(c0, x)
+            if batched and not (packed and input.sorted_indices is not None):
+                _two_states(hx, "LSTM")  # (torch's reorder of a packed batch takes two)
             h0, c0 = self._sorted(h0, input), self._sorted(c0, input)
         out, finals = self._run(x, [h0, c0], sizes)
         out, (h, c) = self._finish(out, finals, batched, input)
         return out, (h, c)
+
+
+def _lstm_states(hx, name):
+    """hx[0] and hx[1], as torch's LSTM reads them, but a state of fewer than two entries
+    says what it wants (torch's IndexError, from indexing)."""
+    pair = isinstance(hx, (tuple, list))
+    if (len(hx) if pair else hx.shape[0] if hx.dim() else 0) < 2:
+        got = f"a {type(hx).__name__} of {len(hx)}" if pair else \
+            f"a tensor of shape {list(hx.shape)}"
+        raise IndexError(f"{name}: hx must be a tuple (h_0, c_0), got {got}")
+    return hx[0], hx[1]
+
+
+def _two_states(hx, name):
+    """torch's check of an LSTM's state: a tuple or list (h_0, c_0)."""
+    if not isinstance(hx, (tuple, list)):
+        raise TypeError(f"{name}: hx must be a tuple (h_0, c_0), got {type(hx).__name__}")
+    if len(hx) != 2:
+        raise RuntimeError(f"{name} expects two hidden states (h_0, c_0), got {len(hx)}")
 
 
 class RNNCellBase(Module):
@@ -495,14 +524,15 @@ class RNNCell(RNNCellBase):
     """One step of an Elman RNN: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (or relu)."""
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
                  dtype=None):
-        if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
-        self.nonlinearity = nonlinearity
+        self.nonlinearity = nonlinearity  # (checked by forward, as torch's)
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):
         x, h, batched = self._prep(input, hx)
+        if self.nonlinearity not in ("tanh", "relu"):
+            raise RuntimeError(f"RNNCell: Unknown nonlinearity: {self.nonlinearity}; use "
+                               f"'tanh' or 'relu'")
         _, h = rnn_seq(F.linear(x, self.weight_ih, self._bias_sum()), h, self.weight_hh,
                        (x.shape[0],), nonlinearity=self.nonlinearity)
         return h if batched else h.squeeze(0)
@@ -532,8 +562,11 @@ class LSTMCell(RNNCellBase):
             x, h, batched = self._prep(input, None)
             c = h
         else:
-            x, h, batched = self._prep(input, hx[0])
-            c = self._hidden(x, hx[1], batched, 1)
+            if input.dim() == 2:  # (torch's makes a pair of an unbatched step's states)
+                _two_states(hx, "LSTMCell")
+            h, c = _lstm_states(hx, "LSTMCell")
+            x, h, batched = self._prep(input, h)
+            c = self._hidden(x, c, batched, 1)
         _, h, c = lstm_seq(F.linear(x, self.weight_ih, self._bias_sum()), h, c,
                            self.weight_hh, (x.shape[0],))
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))

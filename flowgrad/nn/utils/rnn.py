@@ -51,16 +51,29 @@ class PackedSequence(namedtuple("PackedSequence",
     def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
         if unsorted_indices is None:
             unsorted_indices = invert_permutation(sorted_indices)
+        if batch_sizes is None:  # torch's PackedSequence((data, batch_sizes))
+            if not (isinstance(data, (list, tuple)) and len(data) == 2):
+                raise AssertionError("Expected data to be a list or tuple of length 2")
+            data, batch_sizes = data
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs):
         data = self.data.to(*args, **kwargs)
-        return self if data is self.data else type(self)(data, self.batch_sizes,
-                                                         self.sorted_indices,
-                                                         self.unsorted_indices)
+        if data is self.data:
+            return self
+        if "copy" in kwargs:
+            raise RuntimeError("PackedSequence.to() does not accept copy argument")
+        return type(self)(data, self.batch_sizes, self.sorted_indices, self.unsorted_indices)
+
+    def cuda(self, *args, **kwargs):
+        return self.to(*args, **{**kwargs, "device": "cuda"})
 
     def cpu(self):
         return self
+
+    def pin_memory(self):
+        return type(self)(self.data.pin_memory(), self.batch_sizes, self.sorted_indices,
+                          self.unsorted_indices)
 
     def double(self):
         return self.to(dtype=dtypes.float64)
@@ -94,12 +107,17 @@ class PackedSequence(namedtuple("PackedSequence",
         return False
 
 
+def _lengths_array(lengths):
+    return np.asarray(lengths.tolist() if isinstance(lengths, Tensor) else lengths)
+
+
 def _lengths_list(lengths):
-    if isinstance(lengths, Tensor):
-        if lengths.dim() != 1:
-            raise RuntimeError(f"lengths must be a 1D tensor, got {lengths.dim()}D")
-        return [int(v) for v in lengths.tolist()]
-    return [int(v) for v in lengths]
+    """The lengths as a list of ints; as torch's as_tensor(lengths, dtype=int64), a tensor or
+    a (nested) list of another shape than 1-D is a RuntimeError."""
+    a = _lengths_array(lengths)
+    if a.ndim != 1:
+        raise RuntimeError(f"lengths must be a 1D tensor or list of ints, got {a.ndim}D")
+    return [int(v) for v in a.tolist()]
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
@@ -112,8 +130,16 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     """
     if isinstance(sequences, Tensor):
         sequences = sequences.unbind(0)
+    try:
+        sequences = tuple(sequences)  # (any iterable, as torch's)
+    except TypeError:
+        raise RuntimeError(f"pad_sequence: Expected iterable for input sequences, but got arg "
+                           f"of type: {type(sequences)}") from None
     if not sequences:
         raise RuntimeError("pad_sequence: received an empty list of sequences")
+    if any(s.dim() == 0 for s in sequences):
+        raise RuntimeError("pad_sequence: each sequence must have at least one dimension (its "
+                           "length), got a 0-d tensor")
     if padding_side not in ("left", "right"):
         raise RuntimeError(f"Expected padding_side to be one of left or right, but got "
                            f"{padding_side}.")
@@ -137,6 +163,10 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     >>> pack_padded_sequence(flow.arange(6.).reshape(3, 2), [3, 1]).data
     tensor([0., 1., 2., 4.])
     """
+    if not enforce_sorted and _lengths_array(lengths).ndim > 1:
+        # (torch sorts the lengths first and index_selects the batch in their order)
+        raise IndexError(f"pack_padded_sequence: lengths must be 1-D, got shape "
+                         f"{_lengths_array(lengths).shape}")
     lens = _lengths_list(lengths)
     if batch_first:
         input = input.transpose(0, 1)
@@ -209,7 +239,11 @@ def unpad_sequence(padded_sequences, lengths, batch_first=False):
     """The list of sequences of a padded batch, each cut to its length."""
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
-    return [padded_sequences[i, :n] for i, n in enumerate(_lengths_list(lengths))]
+    lens = _lengths_list(lengths)
+    if len(lens) != padded_sequences.shape[0]:  # (torch's zip(..., strict=True))
+        raise ValueError(f"unpad_sequence: {len(lens)} lengths for a batch of "
+                         f"{padded_sequences.shape[0]} sequences; pass one length per sequence")
+    return [padded_sequences[i, :n] for i, n in enumerate(lens)]
 
 
 def unpack_sequence(packed_sequences):
