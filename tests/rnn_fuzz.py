@@ -55,7 +55,12 @@ def _layer_options(r):
     if dropout:
         kw["dropout"] = dropout
     return dict(cls=cls, args=(r.randint(1, 4), hidden), kwargs=kw, train=train,
-                dtype="float32" if r.random() < 0.2 else "float64")
+                dtype="float32" if r.random() < 0.2 else "float64", values=_values(r))
+
+
+def _values(r):
+    """The input's values: standard normal, or scaled into saturation, or with nan/inf."""
+    return r.choice(["normal"] * 8 + ["saturating", "nonfinite"])
 
 
 def _layer(r):
@@ -159,7 +164,8 @@ def _cell(r):
     case = dict(kind="cell", cls=cls, args=(r.randint(1, 4), r.randint(1, 5)), kwargs=kw,
                 form=r.choice(["batched", "batched", "unbatched", "batch1", "empty_batch"]),
                 batch=r.randint(2, 4), state=r.random() < 0.6,
-                dtype="float32" if r.random() < 0.2 else "float64", train=True, break_=None)
+                dtype="float32" if r.random() < 0.2 else "float64", train=True, break_=None,
+                values=_values(r))
     case["batch"] = {"batch1": 1, "empty_batch": 0}.get(case["form"], case["batch"])
     if r.random() < 0.25:
         case["break_"] = r.choice(["width", "dims3", "batch", "hidden", "dims", "dtype",
@@ -206,7 +212,15 @@ class _Run:
         self.named, self.outs, self.leaves, self.leaf_names = [], [], [], []
 
     def tensor(self, shape, leaf=None, dtype=None):
-        t = self.m.tensor(self.rng.standard_normal(shape), dtype=dtype or self.dtype)
+        a = self.rng.standard_normal(shape)
+        values = self.case.get("values") if leaf == "grad input" else None
+        if values == "saturating":
+            a *= 1e3
+        elif values == "nonfinite":
+            a[self.rng.random(shape) < 0.15] = np.nan
+            a[self.rng.random(shape) < 0.15] = np.inf
+            a[self.rng.random(shape) < 0.15] = -np.inf
+        t = self.m.tensor(a, dtype=dtype or self.dtype)
         if leaf:
             t.requires_grad_(True)
             self.leaves.append(t)

@@ -157,6 +157,27 @@ def test_rnn_cell_checks_its_nonlinearity_when_it_runs():
     _same_outcome(run_changed)
 
 
+@pytest.mark.parametrize("cell", [False, True])
+def test_relu_recurrence_gradient_through_nan_and_inf_as_torch(cell):
+    """torch's relu backward is (y <= 0 ? 0 : d): a nan state passes the gradient and an inf
+    one stops at y <= 0. The fused recurrence's backward multiplied by (y > 0): it zeroed the
+    gradient through nan states, and 0 * inf made nan below them."""
+    x = np.array([[np.nan, 1.0], [np.inf, -2.0], [-np.inf, 0.5], [0.3, 1.0]])
+    grads = []
+    for m in (torch, flow):
+        layer = (m.nn.RNNCell if cell else m.nn.RNN)(2, 3, nonlinearity="relu").double()
+        with m.no_grad():
+            for i, p in enumerate(layer.parameters()):
+                p.copy_(m.tensor(np.linspace(-1, 1, p.numel()).reshape(tuple(p.shape)) + i))
+        xs = m.tensor(x, requires_grad=True)
+        out = layer(xs) if cell else layer(xs)[0]
+        up = m.tensor(np.array([[1.0, -np.inf, 2.0]] * 4))
+        grads.append([g.numpy() for g in m.autograd.grad(
+            (out * up).sum(), [xs, *layer.parameters()])])
+    for i, (t, f) in enumerate(zip(*grads)):
+        np.testing.assert_allclose(f, t, rtol=1e-12, err_msg=f"gradient {i}")
+
+
 # ---- KNOWN: torch's behaviours flowgrad does not copy ----------------------------------------
 def _unpad_transposes_in_place(m):
     padded = m.zeros(3, 2, 1)

@@ -33,6 +33,7 @@ from .elementwise import sigmoid, tanh
 from .halfprec import in_float32
 from .linalg import _linear_wgrad
 from .registry import op
+from .rules import masked_product
 from .shape import cat
 
 __all__ = ["rnn_seq", "lstm_seq", "gru_seq"]
@@ -58,7 +59,8 @@ class _ArrayFns:
         return self.xp.maximum(x, 0)
 
     def relu_grad(self, y, d):
-        return d * (y > 0)
+        # torch's (y <= 0 ? 0 : d): a nan state passes d, an inf or nan d stops at y <= 0
+        return masked_product(self.xp, ~(y <= 0), d)
 
     def cat(self, xs):
         return xs[0] if len(xs) == 1 else self.xp.concatenate(xs, 0)
