@@ -157,6 +157,37 @@ def test_rnn_cell_checks_its_nonlinearity_when_it_runs():
     _same_outcome(run_changed)
 
 
+@pytest.mark.parametrize("lengths", [[2.5, 1.0], [-1, 1], [0, 3], [7, 2]])
+def test_unpad_sequence_keeps_the_steps_below_each_length(lengths):
+    """torch keeps the steps i < length: 2.5 keeps three, -1 none; flowgrad sliced [:int(n)],
+    and [:-1] dropped the last step of a negative length."""
+    t, f = _same_outcome(lambda m: m.nn.utils.rnn.unpad_sequence(
+        m.arange(6.).reshape(2, 3), m.tensor(lengths), batch_first=True))
+    assert [s.tolist() for s in f[1]] == [s.tolist() for s in t[1]]
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.utils.rnn.pad_sequence([m.ones(2), m.ones(1)], batch_first=None),
+    lambda m: m.nn.utils.rnn.pad_sequence([m.ones(2), m.ones(1)], batch_first=1),
+    lambda m: m.nn.utils.rnn.pack_padded_sequence(m.ones(3, 0), []),
+    lambda m: m.nn.utils.rnn.unpad_sequence(m.ones(2, 2), m.tensor(2)),
+], ids=["pad_batch_first_none", "pad_batch_first_int", "pack_no_sequences", "unpad_0d_lengths"])
+def test_sequence_utilities_refuse_as_torch(call):
+    """torch: TypeError (a non-bool batch_first, 0-d lengths), RuntimeError (no sequences to
+    pack); flowgrad padded, and raised IndexError, RuntimeError."""
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("mode", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("sizes,rows", [([1, 2], 3), ([2, 2], 3)])
+def test_packed_sequence_with_impossible_batch_sizes_is_refused(mode, sizes, rows):
+    """A hand-built PackedSequence whose batch sizes grow, or count more rows than its data
+    has: torch's kernels raise RuntimeError; flowgrad returned 4 output rows from 3 (or a
+    ValueError from the loop)."""
+    _same_outcome(lambda m: getattr(m.nn, mode)(1, 2)(m.nn.utils.rnn.PackedSequence(
+        m.ones(rows, 1), m.tensor(sizes))))
+
+
 @pytest.mark.parametrize("cell", [False, True])
 def test_relu_recurrence_gradient_through_nan_and_inf_as_torch(cell):
     """torch's relu backward is (y <= 0 ? 0 : d): a nan state passes the gradient and an inf

@@ -201,6 +201,12 @@ class RNNBase(Module):
             if data.dim() != 2 or data.shape[-1] != self.input_size:
                 raise RuntimeError(f"{name}: packed data must be (rows, {self.input_size}), "
                                    f"got {list(data.shape)}")
+            if any(a < b for a, b in zip(sizes, sizes[1:])) or sum(sizes) > data.shape[0]:
+                # (torch's kernels fail on these; the loops would read past the rows)
+                raise RuntimeError(f"{name}: a PackedSequence's batch_sizes must not increase "
+                                   f"and must count at most its {data.shape[0]} rows, got "
+                                   f"{list(sizes)}; build it with pack_padded_sequence or "
+                                   f"pack_sequence")
             return data, True, sizes, sizes[0]
         if input.dim() not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "

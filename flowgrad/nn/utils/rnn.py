@@ -128,6 +128,9 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     tensor([[1., 1.],
             [1., 0.]])
     """
+    if batch_first.__class__ is not bool:  # (torch's argument parser)
+        raise TypeError(f"pad_sequence(): argument 'batch_first' (position 2) must be bool, "
+                        f"not {type(batch_first).__name__}")
     if isinstance(sequences, Tensor):
         sequences = sequences.unbind(0)
     try:
@@ -170,6 +173,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     lens = _lengths_list(lengths)
     if batch_first:
         input = input.transpose(0, 1)
+    if not lens:
+        raise RuntimeError("pack_padded_sequence: Cannot pack empty tensors (no sequences)")
     if len(lens) != input.shape[1]:
         raise RuntimeError(f"pack_padded_sequence: expected {input.shape[1]} lengths (the batch "
                            f"size), got {len(lens)}")
@@ -239,11 +244,17 @@ def unpad_sequence(padded_sequences, lengths, batch_first=False):
     """The list of sequences of a padded batch, each cut to its length."""
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
-    lens = _lengths_list(lengths)
+    lens = _lengths_array(lengths)
+    if lens.ndim == 0:  # (torch iterates over it)
+        raise TypeError("unpad_sequence: lengths must be 1-D, got a 0-d tensor")
+    if lens.ndim != 1:
+        raise RuntimeError(f"unpad_sequence: lengths must be 1-D, got shape {lens.shape}")
     if len(lens) != padded_sequences.shape[0]:  # (torch's zip(..., strict=True))
         raise ValueError(f"unpad_sequence: {len(lens)} lengths for a batch of "
                          f"{padded_sequences.shape[0]} sequences; pass one length per sequence")
-    return [padded_sequences[i, :n] for i, n in enumerate(lens)]
+    # torch keeps the steps i < length: a float length rounds up, a negative one keeps none
+    steps = np.arange(padded_sequences.shape[1])
+    return [padded_sequences[i, :int(np.count_nonzero(steps < n))] for i, n in enumerate(lens)]
 
 
 def unpack_sequence(packed_sequences):
