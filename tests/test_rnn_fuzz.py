@@ -235,6 +235,16 @@ def _state_with_extra_rows(m):
     return tuple(m.nn.GRU(1, 2)(p, m.zeros(1, 3, 2))[1].shape)
 
 
+def _lstm_packed_state_with_extra_rows(m):
+    p = m.nn.utils.rnn.pack_sequence([m.ones(3, 1)])  # one sequence, an h0 for two
+    h = m.zeros(1, 2, 2)
+    return tuple(m.nn.LSTM(1, 2)(p, (h, h))[1][0].shape)
+
+
+def _unbatched_cell_with_a_2d_state(m):
+    return tuple(m.nn.RNNCell(2, 2)(m.ones(2), m.ones(2, 2)).shape)
+
+
 def _unpad_lengths_as_a_list(m):
     return len(m.nn.utils.rnn.unpad_sequence(m.zeros(2, 3), [2, 1], batch_first=True))
 
@@ -246,6 +256,10 @@ def _packed_sequence_of_a_list(m):
 def _lstm_packed_2d_state(m):
     return m.nn.LSTM(1, 2)(m.nn.utils.rnn.pack_sequence([m.ones(2, 1)]),
                            (m.zeros(1, 2), m.zeros(1, 2)))
+
+
+def _pad_broadcasts_a_sequence(m):
+    return tuple(m.nn.utils.rnn.pad_sequence([m.ones(2, 3), m.ones(1)]).shape)
 
 
 def _packed_cuda(m):
@@ -270,6 +284,13 @@ KNOWN = [
     ("state_with_extra_rows", _state_with_extra_rows, ("ok", (1, 2, 2)), "RuntimeError",
      "a packed batch with sorted_indices: torch index_selects the rows of h0 it needs and "
      "ignores the rest; flowgrad checks h0's shape as for every other input"),
+    ("lstm_packed_state_with_extra_rows", _lstm_packed_state_with_extra_rows,
+     ("ok", (1, 2, 2)), "RuntimeError", "torch's LSTM does not check the states of a packed "
+     "input (its RNN and GRU do); its kernel carries the extra rows to h_n. flowgrad checks "
+     "them as RNN and GRU"),
+    ("unbatched_cell_with_a_2d_state", _unbatched_cell_with_a_2d_state, ("ok", (2, 2)),
+     "RuntimeError", "torch's cell unsqueezes a 2-D state of a 1-D input to 3-D, checks only "
+     "its first two sizes and broadcasts the step over the third; flowgrad wants a 1-D state"),
     ("unpad_lengths_as_a_list", _unpad_lengths_as_a_list, "AttributeError", ("ok", 2),
      "torch's unpad_sequence reads lengths.device; flowgrad takes a list as well"),
     ("packed_sequence_of_a_list", _packed_sequence_of_a_list, "AttributeError",
@@ -277,6 +298,9 @@ KNOWN = [
     ("lstm_packed_2d_state", _lstm_packed_2d_state, "IndexError", "RuntimeError",
      "a 2-D state for a packed batch: torch's kernel fails indexing dim 2; flowgrad raises "
      "its shape check naming the expected (layers, batch, hidden)"),
+    ("pad_broadcasts_a_sequence", _pad_broadcasts_a_sequence, ("ok", (2, 2, 3)),
+     "RuntimeError", "torch copies each sequence into the padded tensor with broadcasting, so "
+     "a (1,) sequence among (L, 3) ones fills its rows; flowgrad wants one trailing shape"),
     ("packed_cuda", _packed_cuda, "AssertionError", "RuntimeError",
      "no CUDA: torch's build assertion; flowgrad's Tensor.cuda raises RuntimeError"),
 ]

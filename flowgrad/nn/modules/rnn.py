@@ -516,6 +516,9 @@ class RNNCellBase(Module):
             raise ValueError(f"{type(self).__name__}: Expected {what} to be 1D or 2D, got "
                              f"{hx.dim()}D instead")
         if not batched:
+            if hx.dim() != 1:
+                raise RuntimeError(f"{type(self).__name__}: a 1-D input takes a 1-D hidden{k} "
+                                   f"(hidden_size,), got shape {list(hx.shape)}")
             hx = hx.unsqueeze(0)
         if hx.shape[0] != input.shape[0]:
             raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{k} "
