@@ -119,12 +119,13 @@ def diag_embed_backward(ctx, ddx):
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal of dims (dim1, dim2) as the last dim; a view sharing storage."""
     nd = input._data.ndim
-    if nd < 2:
-        raise RuntimeError(f"diagonal(): input must have at least 2 dimensions, got shape "
-                           f"{tuple(input.shape)}")
+    # torch wraps the dims first (an IndexError out of range); fewer than 2 dims then fail
     d1, d2 = _wrap_dim(dim1, nd, "diagonal"), _wrap_dim(dim2, nd, "diagonal")
     if d1 == d2:
         raise RuntimeError(f"diagonal(): dimensions cannot be identical {dim1}, {dim2}")
+    if nd < 2:
+        raise RuntimeError(f"diagonal(): input must have at least 2 dimensions, got shape "
+                           f"{tuple(input.shape)}")
     return _diagonal(input, offset=int_arg(offset, "diagonal", "offset", 2), dim1=d1, dim2=d2)
 
 

@@ -171,7 +171,8 @@ def _gather_flat(input, dim, index, name, src=None, allow_negative=False):
         if src is not None and idx_n.shape[k] > (src.shape or (1,))[k]:
             raise RuntimeError(f"{name}(): Expected index {list(idx.shape)} to be smaller than "
                                f"src {list(src.shape)} in every dimension")
-    _check_range(idx_n, ishape[d], name, d, allow_negative)
+    # (torch's gather/scatter/take_along_dim raise a RuntimeError for an index out of range)
+    _check_range(idx_n, ishape[d], name, d, allow_negative, RuntimeError)
     t = _long(index)
     if idx.ndim == 0 or not shape:
         t = t.reshape(-1)

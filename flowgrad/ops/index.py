@@ -616,14 +616,22 @@ def narrow(input, dim, start, length):
     tensor([[1, 2],
             [4, 5]])
     """
+    if input._data.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, input._data.ndim, "narrow")
     size = input._data.shape[d]
     start, length = _narrow_arg(start, "start"), _narrow_arg(length, "length")
+    # torch's checks and exception types: start in [-size, size] (IndexError), then length
+    if not -size <= start <= size:
+        raise IndexError(f"narrow: start out of range (expected to be in range of [{-size}, "
+                         f"{size}], but got {start}) for dim {d} of size {size}")
     if start < 0:
         start += size
-    if not (0 <= start and start + length <= size and length >= 0):
-        raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension size "
-                         f"({size}) of dim {d}")
+    if length < 0:
+        raise RuntimeError(f"narrow(): length must be non-negative, got {length}")
+    if start + length > size:
+        raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}) of dim {d}")
     return _getitem(input, index=(slice(None),) * d + (slice(start, start + length),))
 
 

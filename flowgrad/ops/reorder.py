@@ -22,11 +22,13 @@ __all__ = ["flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat_interlea
 
 def _dims(dims, nd, name):
     dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
-    out = tuple(_wrap_dim(d, nd, name) for d in dims)
-    if len(set(out)) != len(out):
-        raise RuntimeError(f"{name}(): dims has duplicates, original flip dims size="
-                           f"{len(dims)}, but unique flip dims size={len(set(out))}")
-    return out
+    out = []
+    for d in dims:  # (in order, as torch's: a repeat is refused before a later bad dim)
+        out.append(_wrap_dim(d, nd, name))
+        if out[-1] in out[:-1]:
+            raise RuntimeError(f"{name}(): dim {out[-1]} appears multiple times in the list of "
+                               f"dims {dims}")
+    return tuple(out)
 
 
 # ---- flip / roll / rot90 --------------------------------------------------------------------
@@ -115,6 +117,8 @@ def roll(input, shifts, dims=None):
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll(): shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims: {len(dims)}")
+    if input._data.size == 0:  # (torch's early return: an empty tensor's dims go unchecked)
+        return input.clone()
     nd = input._data.ndim
     dims = tuple(_wrap_dim(d, nd, "roll") for d in dims)
     return _roll(input, shifts=tuple(int(s) for s in shifts), dims=dims)
@@ -169,6 +173,8 @@ def repeat(input, *sizes, repeats=None):
             [1, 2]])
     """
     sizes = _varargs(sizes, repeats, "repeat", "repeats")
+    if not sizes:
+        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = sizes[0]
     sizes = int_args(sizes, "repeat", "repeats", 1)
@@ -232,6 +238,9 @@ def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
         out = xp.repeat(xp.arange(counts.size), counts).astype(counts.dtype)
         _check_output_size(output_size, out.size)
         return Tensor._wrap(out)
+    if dim is not None and not input._data.ndim:  # (torch: no dim is valid for a 0-d input)
+        raise IndexError(f"repeat_interleave: Dimension specified as {dim} but tensor has no "
+                         f"dimensions; leave dim=None for a 0-d input")
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else _wrap_dim(dim, input._data.ndim, "repeat_interleave")
     n = x._data.shape[d] if x._data.ndim else 1

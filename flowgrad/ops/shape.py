@@ -51,6 +51,14 @@ def _shape_arg(shape, op_name="view", arg="size"):
     return tuple(shape)
 
 
+def _required(sizes, op_name, name):
+    """torch's TypeError for a call with no sizes at all (`x.reshape()`): a 0-d tensor's
+    shape is an empty tuple, given as one."""
+    if not sizes:
+        raise TypeError(f'{op_name}() missing 1 required positional arguments: "{name}" '
+                        f"(give the sizes, or () for a 0-d tensor)")
+
+
 def _keyword(args, value, op_name, name):
     """(value,) for a shape given as keyword `name=`; positional sizes too are an error."""
     if args:
@@ -102,6 +110,7 @@ def reshape(input, *sizes, shape=None):
     """
     if shape is not None:
         sizes = _keyword(sizes, shape, "reshape", "shape")
+    _required(sizes, "reshape", "shape")
     shape = _infer_shape(_shape_arg(sizes, "reshape", "shape"), input._data.size, "reshape",
                          input._data.shape)
     return _reshape(input, shape=shape)
@@ -129,6 +138,7 @@ def view(input, *shape, size=None, dtype=None):
                 raise TypeError("view() got sizes and dtype=: it takes a size or a dtype")
             return _view_as_dtype(input, _dt.as_dtype(dtype))
         shape = _keyword(shape, size, "view", "size")
+    _required(shape, "view", "size")
     if len(shape) == 1 and not _is_size(shape[0]):
         return _view_as_dtype(input, _dt.as_dtype(shape[0]))
     shape = _infer_shape(_shape_arg(shape), input._data.size, "view", input._data.shape)
@@ -194,9 +204,9 @@ def flatten(input, start_dim=0, end_dim=-1):
     flowgrad.Size([2, 12])
     """
     nd = input._data.ndim
-    if nd == 0:
-        return reshape(input, 1)
     s, e = _wrap_dim(start_dim, nd, "flatten"), _wrap_dim(end_dim, nd, "flatten")
+    if nd == 0:  # (its dims checked first, as torch's: 0 and -1 name a 0-d tensor's dim)
+        return reshape(input, 1)
     if s > e:
         raise RuntimeError(f"flatten() has invalid args: start_dim ({start_dim}) cannot come "
                            f"after end_dim ({end_dim})")
@@ -215,9 +225,9 @@ def unflatten(input, dim, sizes):
     tensor([[0, 1, 2],
             [3, 4, 5]])
     """
+    d = _wrap_dim(dim, input._data.ndim, "unflatten")  # (first: torch's IndexError)
     if input._data.ndim == 0:
         raise RuntimeError("unflatten: Dimension specified as 0 but tensor has no dimensions")
-    d = _wrap_dim(dim, input._data.ndim, "unflatten")
     shp = input._data.shape
     sizes = _infer_shape(tuple(sizes), shp[d], "unflatten", shp)
     return reshape(input, shp[:d] + sizes + shp[d + 1:])
@@ -318,8 +328,8 @@ def _reversed_dims(self):
 
 
 Tensor.T = property(_reversed_dims)
-Tensor.mT = property(lambda self: _permute(self, dims=()) if matrix_dims(self, "mT") else
-                     transpose(self, -2, -1))
+# (0-d: the tensor itself, as torch's, not a view of it)
+Tensor.mT = property(lambda self: self if matrix_dims(self, "mT") else transpose(self, -2, -1))
 
 
 # ---- sum_to: where broadcasting is undone --------------------------------------------------
@@ -374,6 +384,7 @@ def expand(input, *sizes, size=None, implicit=False):
     """
     if size is not None:
         sizes = _keyword(sizes, size, "expand", "size")
+    _required(sizes, "expand", "size")
     sizes = _shape_arg(sizes, "expand")
     shp = input._data.shape
     lead = len(sizes) - len(shp)
@@ -384,12 +395,16 @@ def expand(input, *sizes, size=None, implicit=False):
     out = []
     for i, s in enumerate(sizes):
         if i < lead:
+            if s < 0:
+                raise RuntimeError(f"expand: the expanded size of the tensor ({s}) isn't "
+                                   f"allowed in a leading, non-existing dimension {i}. Target "
+                                   f"sizes: {list(sizes)}. Tensor sizes: {list(shp)}")
             out.append(s)
             continue
         cur = shp[i - lead]
         if s == -1:
             s = cur
-        if cur != 1 and s != cur:
+        if s < 0 or cur != 1 and s != cur:
             raise RuntimeError(
                 f"expand: the expanded size of the tensor ({s}) must match the existing size "
                 f"({cur}) at non-singleton dimension {i}. Target sizes: {list(sizes)}. "
@@ -444,7 +459,14 @@ def squeeze(input, dim=None):
         new = tuple(s for s in shp if s != 1)
     else:
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-        axes = {_wrap_dim(d, len(shp), "squeeze") for d in dims} if shp else set()
+        axes = set()
+        for d in dims:  # (in order, as torch's: a repeat is refused before a later bad dim)
+            a = _wrap_dim(d, len(shp), "squeeze")
+            if a in axes:
+                raise RuntimeError(f"squeeze: dim {a} appears multiple times in the list of "
+                                   f"dims {tuple(dims)}")
+            axes.add(a)
+        axes = axes if shp else set()
         new = tuple(s for i, s in enumerate(shp) if not (i in axes and s == 1))
     return _reshape(input, shape=new)
 
@@ -505,7 +527,9 @@ def ravel(input):
     >>> flow.arange(6).reshape(2, 3).t().ravel()
     tensor([0, 3, 1, 4, 2, 5])
     """
-    return reshape(input, -1)
+    # torch's contiguous().view(-1): a copy unless C-contiguous, even where a view could be
+    # made (an expanded or a sliced input), so writes through it never reach the input
+    return reshape(contiguous(input), -1)
 
 
 def _itself(name):
@@ -600,10 +624,17 @@ def cat(tensors, dim=0, *, out=None):
     # torch's legacy rule: a 1-D empty tensor joins tensors of more dims as nothing, wherever
     # it stands; when all are 1-D they all join (a split's backward of empty pieces keeps
     # every piece's history)
-    ref = next((x for x in tensors if x._data.shape != (0,)), tensors[0])
-    d = _wrap_dim(dim, ref._data.ndim, "cat")
+    # (torch checks no dim when every tensor is such an empty one; a skipped one that requires
+    # grad still joins, as an empty block, so the result requires grad as torch's does)
+    ref = next((x for x in tensors if x._data.shape != (0,)), None)
+    if ref is None:
+        ref, d = tensors[0], 0
+    else:
+        d = _wrap_dim(dim, ref._data.ndim, "cat")
     if ref._data.ndim > 1:
-        tensors = [x for x in tensors if x._data.shape != (0,)]
+        empty = ref._data.shape[:d] + (0,) + ref._data.shape[d + 1:]
+        tensors = [x if x._data.shape != (0,) else x.reshape(empty) for x in tensors
+                   if x._data.shape != (0,) or x.requires_grad]
     for i, x in enumerate(tensors):
         if x._data.ndim != ref._data.ndim or any(
                 a != b for k, (a, b) in enumerate(zip(x._data.shape, ref._data.shape))
@@ -633,11 +664,11 @@ def stack(tensors, dim=0, *, out=None):
                         dim=dim)
     tensors = _promote_all(tensors, "stack")
     shp = tensors[0]._data.shape
+    d = _wrap_dim(dim, len(shp) + 1, "stack")  # (first, as torch's: an IndexError)
     for i, x in enumerate(tensors):
         if x._data.shape != shp:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{tuple(shp)} at entry 0 and {tuple(x.shape)} at entry {i}")
-    d = _wrap_dim(dim, len(shp) + 1, "stack")
     return cat([unsqueeze(x, d) for x in tensors], d)
 
 

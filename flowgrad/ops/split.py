@@ -183,6 +183,9 @@ def unbind(input, dim=0):
     >>> flow.unbind(flow.tensor([[1, 2], [3, 4]]), dim=1)
     (tensor([1, 3]), tensor([2, 4]))
     """
+    if input._data.ndim == 0:  # (torch's type: an IndexError, not split's RuntimeError)
+        raise IndexError(f"unbind(): Dimension specified as {dim} but tensor has no "
+                         f"dimensions")
     d, n = _size(input, dim, "unbind")
     return _pieces(input, d, list(range(n + 1)), squeeze=True) if n else ()
 

@@ -287,9 +287,7 @@ def block_diag(*tensors):
         blocks.append(t.reshape(1, -1) if t.dim() < 2 else t)
     if not blocks:
         return zeros(1, 0)
-    dtype = blocks[0].dtype
-    for b in blocks[1:]:
-        dtype = _dt.promote_types(dtype, b.dtype)
+    dtype = _dt.result_type(*tensors)  # (torch's: a 0-d block promotes as a 0-d tensor)
     width = sum(b.shape[1] for b in blocks)
     rows, left = [], 0
     for b in blocks:
