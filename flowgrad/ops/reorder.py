@@ -173,8 +173,6 @@ def repeat(input, *sizes, repeats=None):
             [1, 2]])
     """
     sizes = _varargs(sizes, repeats, "repeat", "repeats")
-    if not sizes:
-        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = sizes[0]
     sizes = int_args(sizes, "repeat", "repeats", 1)

@@ -51,14 +51,6 @@ def _shape_arg(shape, op_name="view", arg="size"):
     return tuple(shape)
 
 
-def _required(sizes, op_name, name):
-    """torch's TypeError for a call with no sizes at all (`x.reshape()`): a 0-d tensor's
-    shape is an empty tuple, given as one."""
-    if not sizes:
-        raise TypeError(f'{op_name}() missing 1 required positional arguments: "{name}" '
-                        f"(give the sizes, or () for a 0-d tensor)")
-
-
 def _keyword(args, value, op_name, name):
     """(value,) for a shape given as keyword `name=`; positional sizes too are an error."""
     if args:
@@ -110,7 +102,6 @@ def reshape(input, *sizes, shape=None):
     """
     if shape is not None:
         sizes = _keyword(sizes, shape, "reshape", "shape")
-    _required(sizes, "reshape", "shape")
     shape = _infer_shape(_shape_arg(sizes, "reshape", "shape"), input._data.size, "reshape",
                          input._data.shape)
     return _reshape(input, shape=shape)
@@ -138,7 +129,6 @@ def view(input, *shape, size=None, dtype=None):
                 raise TypeError("view() got sizes and dtype=: it takes a size or a dtype")
             return _view_as_dtype(input, _dt.as_dtype(dtype))
         shape = _keyword(shape, size, "view", "size")
-    _required(shape, "view", "size")
     if len(shape) == 1 and not _is_size(shape[0]):
         return _view_as_dtype(input, _dt.as_dtype(shape[0]))
     shape = _infer_shape(_shape_arg(shape), input._data.size, "view", input._data.shape)
@@ -384,7 +374,6 @@ def expand(input, *sizes, size=None, implicit=False):
     """
     if size is not None:
         sizes = _keyword(sizes, size, "expand", "size")
-    _required(sizes, "expand", "size")
     sizes = _shape_arg(sizes, "expand")
     shp = input._data.shape
     lead = len(sizes) - len(shp)
