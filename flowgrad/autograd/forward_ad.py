@@ -342,6 +342,10 @@ class ForwardLevel:
     def inplace(self, tensor):
         delegate(self.inner, "inplace", tensor)
 
+    def function_check(self, cls):
+        """A custom Function is applied: the levels below may refuse it (vmap without a rule)."""
+        delegate(self.inner, "function_check", cls)
+
     def function_ran(self, cls, ctx, args, outputs):
         """A custom Function ran: with a `jvp` staticmethod, its output tangents come from
         it (else from the ops its forward ran, which this level saw)."""

@@ -229,6 +229,9 @@ class Function:
         if cls.setup_context is not Function.setup_context and not kwargs:
             args = cls._op.with_defaults(args)
         transform = _interpreter.current  # a func transform (vmap, forward AD) may take over
+        check = getattr(transform, "function_check", None)
+        if check is not None:  # (vmap refuses a Function without a rule, batched or not)
+            check(cls)
         hook = getattr(transform, "function_apply", None)
         if hook is not None:
             done = hook(cls, args, kwargs)

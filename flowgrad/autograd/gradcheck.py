@@ -26,6 +26,7 @@ from ..ops.shape import stack
 from ..tensor import Tensor
 from . import forward_ad as fwAD
 from . import grad_mode
+from . import levels as _levels
 from .engine import grad as _grad
 
 
@@ -328,7 +329,8 @@ def _batched(fn, stacked, what, raise_exception):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return vmap(fn)(stacked)
+            with _levels.legacy_scope(True):  # (torch's checks use its legacy vmap)
+                return vmap(fn)(stacked)
         except NotImplementedError:
             raise  # a transform flowgrad lacks, not a wrong rule
         except (RuntimeError, ValueError) as ex:  # flowgrad's kernels may raise either

@@ -30,6 +30,7 @@ from ..autograd.levels import (
     apply_full,
     delegate,
     entered,
+    legacy,
     pack,
 )
 from ..autograd.meta import counter_of
@@ -232,15 +233,9 @@ class VmapLevel:
         transform inside this level differentiates it, it is recorded per example by
         Function.apply (its forward batched by `function_forward`), as torch's grad level
         records it above the vmap."""
-        from ..autograd.function import Function
-
         if not any(batched_at(a, self) for a in args):
             return delegate(self.inner, "function_apply", cls, args, kwargs)
         generate = getattr(cls, "generate_vmap_rule", False)
-        if not generate and getattr(cls, "vmap", Function.vmap) is Function.vmap:
-            raise RuntimeError(
-                f"vmap: {cls.__name__}: to use an autograd.Function with vmap, you must either "
-                f"override the vmap staticmethod or set generate_vmap_rule=True")
         if self.logical and grad_mode._state.enabled and any(
                 isinstance(a, Tensor) and a.requires_grad for a in args):
             return None
@@ -283,6 +278,21 @@ class VmapLevel:
 
     def function_ran(self, cls, ctx, args, outputs):
         return delegate(self.inner, "function_ran", cls, ctx, args, outputs)
+
+    def function_check(self, cls):
+        """torch's refusal of a custom Function called under vmap without a batching rule
+        (no vmap staticmethod, generate_vmap_rule False), whether or not its arguments are
+        batched at this level or any (torch's legacy vmap, autograd.functional's and
+        gradcheck's, runs forward's ops one by one)."""
+        from ..autograd.function import Function
+
+        own = cls.__module__.partition(".")[0] == __name__.partition(".")[0]  # (flowgrad's)
+        if not own and not legacy(self) and not getattr(cls, "generate_vmap_rule", False) and \
+                getattr(cls, "vmap", Function.vmap) is Function.vmap:
+            raise RuntimeError(
+                f"vmap: {cls.__name__}: to use an autograd.Function with vmap, you must either "
+                f"override the vmap staticmethod or set generate_vmap_rule=True")
+        delegate(self.inner, "function_check", cls)
 
 
 def _outside_graph(t):
