@@ -36,7 +36,7 @@ class GraphTask:
     """
 
     __slots__ = ("roots", "dependencies", "retain_graph", "save_grad_for_leaf", "targets",
-                 "captured", "stopped")
+                 "captured", "stopped", "fed_zero")
 
     def __init__(self, roots, retain_graph, save_grad_for_leaf, targets=None):
         self.roots = list(dict.fromkeys(roots))
@@ -46,6 +46,7 @@ class GraphTask:
         self.captured = {}
         self.dependencies = None
         self.stopped = ()
+        self.fed_zero = set()  # tensors an op's rule gave None: a zero gradient, as torch's
 
     def compute_dependencies(self, create_graph=False):
         """Count, for every reachable node, the edges that point at it (iterative DFS).
@@ -155,6 +156,15 @@ class GraphTask:
 
     def _run_node(self, node, deps, targets):
         metas = node.output_metas
+        if type(node) is FunctionNode and getattr(node.op, "materialize_grads", None) is None \
+                and all(m.current_grad is None and m not in self.fed_zero for m in metas):
+            # torch's generated backward: no gradient reached any output (a custom Function
+            # returned None for it), so none leaves: its inputs' grads stay None, not zeros
+            _node_hooks.none_to_hooks(metas)  # (torch's tensor hooks see the None)
+            if not self.retain_graph:
+                node._inputs = node._outputs = node.aux = None
+                node.released = True
+            return
         if len(metas) == 1 and type(node) is FunctionNode:  # most ops: no list of one
             meta = metas[0]
             g = meta.current_grad
@@ -200,6 +210,9 @@ class GraphTask:
             for meta, nxt, g, info in zip(metas, node.next_nodes, in_grads, node.input_infos):
                 if meta is None or g is None or (
                         targets and nxt not in deps and meta not in targets):
+                    if g is None and meta is not None and \
+                            getattr(node.op, "materialize_grads", None) is None:
+                        self.fed_zero.add(meta)  # (not a custom Function's None)
                     continue  # (with targets, a pruned branch gets nothing)
                 _add_grad(meta, g, info, node)
         if not self.retain_graph:

@@ -208,3 +208,15 @@ def _register_on_leaf(node, hook, pre):
     first = ListHandle(meta.hooks, remember)
     second = ListHandle(meta.post_accumulate_hooks, after)
     return MultiHandle((first, second))
+
+
+def none_to_hooks(metas):
+    """Run each tensor's hooks on the None gradient it received; as torch's, none may return
+    a tensor in its place."""
+    for meta in metas:
+        for hook in tuple(meta.hooks or ()):
+            if hook(None) is not None:
+                raise RuntimeError(
+                    "can't replace a None gradient with a non-None value: a tensor hook "
+                    "returned a gradient for a tensor that received none (a custom Function's "
+                    "backward returned None for it); return None from the hook there")
