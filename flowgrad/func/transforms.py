@@ -350,20 +350,24 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
         res = vjp(f, *diff, has_aux=has_aux)
         out, fn = res[:2]
         outs = _flatten(out)
-        jacs = []
-        for j, o in enumerate(outs):
-            def one(c, j=j):
-                cots = [c if k == j else zeros_like(q) for k, q in enumerate(outs)]
-                return fn(_unflatten(out, cots)) if not isinstance(out, Tensor) else fn(c)
-            if o.numel() == 0:  # (no basis to vmap over: its rows of the Jacobian are empty)
+        total = sum(o.numel() for o in outs)
+        if total:  # one vmapped vjp over a basis of every output together, as torch's
+            # (one per output ran backward once per output)
+            per_in = vmap(lambda *cots: fn(_unflatten(out, list(cots))
+                                           if not isinstance(out, Tensor) else cots[0]))(
+                *_bases(outs))
+        jacs, offset = [], 0
+        for o in outs:
+            n = o.numel()
+            if n == 0:  # (its rows of the Jacobian are empty)
                 jacs.append(tuple(_unflatten(x, [leaf.new_zeros((*o.shape, *leaf.shape))
                                                  for leaf in _flatten(x)]) for x in diff))
                 continue
-            per_in = vmap(one)(*_bases([o]))
             jacs.append(tuple(  # (each argument a pytree of tensors: a dict of parameters)
-                _unflatten(x, [g.reshape(*o.shape, *leaf.shape) for g, leaf in
-                               zip(_flatten(per), _flatten(x))])
+                _unflatten(x, [g[offset:offset + n].reshape(*o.shape, *leaf.shape)
+                               for g, leaf in zip(_flatten(per), _flatten(x))])
                 for per, x in zip(per_in, diff)))
+            offset += n
         jac = [j if isinstance(argnums, tuple) else j[0] for j in jacs]
         jac = jac[0] if isinstance(out, Tensor) else _unflatten(out, jac)
         return (jac, res[2]) if has_aux else jac
