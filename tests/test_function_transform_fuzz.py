@@ -1,0 +1,142 @@
+"""Random functions built from ops and custom autograd.Functions (both styles, saved inputs,
+outputs and intermediates, mark_dirty, mark_non_differentiable, set_materialize_grads(False),
+needs_input_grad, once_differentiable, several outputs, inputs returned as-is, non-tensor
+arguments), differentiated by backward, torch.autograd.functional and torch.func's
+transforms, must give torch's values, gradients and raise/no-raise: see
+tests/function_transform_fuzz.py."""
+from __future__ import annotations
+
+import function_transform_fuzz as ff
+import fuzz_common
+import pytest
+import torch
+
+import flowgrad as flow
+
+SEEDS = range(120)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_function_transform_case_matches_torch(seed):
+    verdict = ff.check_unknown(seed)
+    assert verdict is None, f"{ff.Case(seed).describe()}\n{verdict}"
+
+
+@pytest.mark.slow
+def test_many_function_transform_cases_match_torch():
+    fuzz_common.assert_seeds_agree(ff.check_unknown, range(SEEDS.stop, 3000))
+
+
+@pytest.mark.parametrize("name", list(ff.KNOWN))
+def test_known_differences_still_differ(name):
+    # each KNOWN entry still explains a difference (else it should go)
+    hit = ff.KNOWN[name][0]
+    seeds = [s for s in range(300) if hit(ff.Case(s))]
+    assert any(ff.known(s, ff.check(s) or "") == name for s in seeds), seeds
+
+
+def _sq(m):
+    class Sq(m.autograd.Function):  # no vmap staticmethod, no generate_vmap_rule
+        @staticmethod
+        def forward(x):
+            return x * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g * ctx.saved_tensors[0]
+    return Sq
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, Sq, x: m.func.vmap(lambda y: Sq.apply(x) + y)(x),
+    lambda m, Sq, x: m.func.vmap(lambda y: m.func.jvp(lambda y: Sq.apply(x) + y, (y,), (y,)))(x),
+    lambda m, Sq, x: m.func.vmap(m.func.grad(lambda y: (Sq.apply(x) * y).sum()))(x),
+    lambda m, Sq, x: m.func.jacfwd(lambda a, b: (Sq.apply(a), b * 2)[1], argnums=1)(x, x),
+])
+def test_vmap_refuses_a_function_without_a_rule_even_where_nothing_is_batched(call):
+    # torch's vmap level refuses a custom Function without a batching rule whether or not
+    # its arguments are batched; flowgrad ran it where they were not (and a jvp inside
+    # vmap never asked the vmap level at all)
+    for m in (torch, flow):
+        x = m.tensor([1.0, 2.0, 3.0], dtype=m.float64)
+        with pytest.raises(RuntimeError, match="vmap"):
+            call(m, _sq(m), x)
+
+
+def _first(m, log=None):
+    class First(m.autograd.Function):  # backward returns None for y
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+    return First
+
+
+def _none_gradient_outcome(m):
+    First = _first(m)
+    x = m.tensor(0.5, dtype=m.float64, requires_grad=True)
+    y = m.tensor(0.7, dtype=m.float64, requires_grad=True)
+    z = (y * 2).tanh()
+    z.retain_grad()
+    seen = []
+    z.register_hook(lambda g: seen.append(g))
+    First.apply(x, z).backward()
+    grads = m.autograd.grad(First.apply(x, y.exp()), [x, y], allow_unused=True)
+    g, = m.autograd.grad(First.apply(x, x.sin()) * 2, [x], create_graph=True)
+    return [x.grad.item(), y.grad, z.grad, seen, grads[0].item(), grads[1], g.requires_grad]
+
+
+def test_a_none_gradient_from_a_function_stays_none_through_the_ops_before_it():
+    # a custom Function's backward returning None for an input: torch's ops before it get no
+    # gradient and pass none on (y.grad None, autograd.grad None, a hook sees None, the
+    # create_graph gradient needs no graph); flowgrad made zeros there and ran the ops'
+    # backward on them (y.grad 0, and a gradient requiring grad through sin's backward)
+    assert _none_gradient_outcome(flow) == _none_gradient_outcome(torch) == \
+        [1.0, None, None, [None], 1.0, None, False]
+
+
+def test_a_hook_may_not_replace_a_none_gradient():
+    for m in (torch, flow):
+        x = m.tensor(0.5, dtype=m.float64, requires_grad=True)
+        z = x * 2
+        z.register_hook(lambda g: m.ones(()))
+        with pytest.raises(RuntimeError, match="can't replace a None gradient"):
+            _first(m).apply(x, z).backward()
+
+
+def test_jacrev_of_several_outputs_runs_backward_once():
+    # torch's jacrev vmaps one vjp over a basis of every output together; flowgrad vmapped
+    # one per output, running a custom Function's backward (and its side effects) per output
+    calls = {}
+    for m in (torch, flow):
+        seen = calls[m.__name__] = []
+
+        class Mul(m.autograd.Function):
+            generate_vmap_rule = True
+
+            @staticmethod
+            def forward(x, y):
+                return x * y
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.save_for_backward(*inputs)
+
+            @staticmethod
+            def backward(ctx, g):
+                seen.append(tuple(g.shape))
+                x, y = ctx.saved_tensors
+                return g * y, g * x
+        x = m.tensor([1.0, 2.0, 3.0], dtype=m.float64)
+        jac = m.func.jacrev(lambda x: (Mul.apply(x, x), x.sin(), Mul.apply(x, x)[:2]))(x)
+        calls[m.__name__ + " jac"] = [j.numpy() for j in jac]
+    assert calls["flowgrad"] == calls["torch"]
+    for a, b in zip(calls["flowgrad jac"], calls["torch jac"]):
+        assert fuzz_common.first_difference([("jacobian", a, b)], 1e-12) is None
