@@ -363,9 +363,35 @@ def _saved(t, is_output):
 
 
 def once_differentiable(backward):
-    """Mark a backward as not differentiable itself: it runs with grad mode off."""
+    """Mark a backward as not differentiable itself: it runs with grad mode off; under
+    create_graph its results require grad through a node that refuses a second backward, as
+    torch's (DelayedError)."""
     @functools.wraps(backward)
     def wrapper(ctx, *grads):
         with grad_mode.no_grad():
-            return backward(ctx, *grads)
+            outputs = backward(ctx, *grads)
+        Tensor = _interpreter.Tensor
+        if not grad_mode.is_grad_enabled() or not any(
+                isinstance(g, Tensor) and g.requires_grad for g in grads):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        tensors = [o.detach().requires_grad_() for o in outs if isinstance(o, Tensor)]
+        refused = iter(_DelayedError.apply(*tensors))
+        outs = tuple(next(refused) if isinstance(o, Tensor) else o for o in outs)
+        return outs[0] if single else outs
     return wrapper
+
+
+class _DelayedError(Function):
+    """The results of a once_differentiable backward under create_graph: their backward
+    raises."""
+
+    @staticmethod
+    def forward(ctx, *tensors):
+        return tensors
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")
