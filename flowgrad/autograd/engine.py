@@ -156,8 +156,9 @@ class GraphTask:
 
     def _run_node(self, node, deps, targets):
         metas = node.output_metas
-        if type(node) is FunctionNode and getattr(node.op, "materialize_grads", None) is None \
-                and all(m.current_grad is None and m not in self.fed_zero for m in metas):
+        if metas and metas[0].current_grad is None and type(node) is FunctionNode and all(
+                m.current_grad is None and m not in self.fed_zero for m in metas) and \
+                getattr(node.op, "materialize_grads", None) is None:
             # torch's generated backward: no gradient reached any output (a custom Function
             # returned None for it), so none leaves: its inputs' grads stay None, not zeros
             _node_hooks.none_to_hooks(metas)  # (torch's tensor hooks see the None)
