@@ -13,7 +13,7 @@ import torch
 
 import flowgrad as flow
 
-SEEDS = range(300)
+SEEDS = range(500)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -371,9 +371,9 @@ def once_differentiable(backward):
         with grad_mode.no_grad():
             outputs = backward(ctx, *grads)
         Tensor = _interpreter.Tensor
-        if not grad_mode.is_grad_enabled() or not any(
+        if not grad_mode.is_grad_enabled() or _levels.TRANSFORMS or not any(
                 isinstance(g, Tensor) and g.requires_grad for g in grads):
-            return outputs
+            return outputs  # (func transforms: their levels differentiate it themselves)
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         tensors = [o.detach().requires_grad_() for o in outs if isinstance(o, Tensor)]
