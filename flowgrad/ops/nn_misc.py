@@ -442,7 +442,15 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
         raise RuntimeError(f"dropout1d: expected 2D or 3D input, got input of shape "
                            f"{tuple(input.shape)}; dropout1d drops channels of inputs with 1 "
                            f"spatial dimension")
-    return _dropout_impl(input, p, training, inplace, "dropout1d", feature_dims=1)
+    return _unbatched(_dropout_impl(input, p, training, inplace, "dropout1d", feature_dims=1),
+                      input, input._data.ndim == 2 and not inplace)
+
+
+def _unbatched(out, input, unbatched):
+    """torch's dropout1d/3d unsqueeze an unbatched input and squeeze the result: when nothing
+    is dropped (eval, p = 0) that is a view of the input, not the input itself (in place: the
+    input, unsqueezed and squeezed back)."""
+    return input.view_as(input) if out is input and unbatched else out
 
 
 def _feature_warning(name, input, dims):
@@ -478,8 +486,9 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     _check_p(p, "dropout3d")
     _feature_warning("dropout3d", input, 3)
     nd = input._data.ndim
-    return _dropout_impl(input, p, training, inplace, "dropout3d",
-                         feature_dims=3 if nd == 5 else nd - 1)
+    return _unbatched(_dropout_impl(input, p, training, inplace, "dropout3d",
+                                    feature_dims=3 if nd == 5 else nd - 1), input,
+                      nd != 5 and not inplace)
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):

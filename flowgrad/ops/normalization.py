@@ -14,6 +14,7 @@ tensor([[-1.0000,  1.0000]])
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -428,6 +429,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
+def _check_momentum(name, momentum):
+    """A number, as torch's float argument (None is the modules' cumulative average, which
+    they compute themselves; a Tensor is theirs: 1 / batches seen)."""
+    if not isinstance(momentum, (numbers.Real, Tensor)):
+        raise TypeError(f"{name}(): argument 'momentum' must be float, not "
+                        f"{type(momentum).__name__} (the modules' momentum=None, a cumulative "
+                        f"average, is theirs, not the function's)")
+
+
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
     x = _as_float(input, "batch_norm")
     check_norm_params("batch_norm", x, weight=weight, bias=bias, running_mean=running_mean,
@@ -447,6 +457,7 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         if count == 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                              f"training, got input size {tuple(x.shape)}")
+        _check_momentum("batch_norm", momentum)  # (after that check, as torch's)
         if count == 0:  # an empty batch: an empty output, the running statistics untouched
             y = x * 1.0 if w is None else x * w  # (torch's; weight and bias get zero grads)
             return y if b is None else y + b
@@ -463,6 +474,7 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
             _update_running(running_var, stats[1], momentum, count / (count - 1))
         return _affine_normalize(x, axes, eps, w, b,
                                  stats if _per_channel(x._data, axes) else None)
+    _check_momentum("batch_norm", momentum)
     if running_mean is None or running_var is None:
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
                            "evaluation mode (training=False)")
@@ -509,6 +521,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if math.prod(x._data.shape[2:]) == 1:  # one value per (sample, channel): its own mean
         raise ValueError(f"instance_norm: expected more than 1 spatial element when "
                          f"training, got input of shape {tuple(x.shape)}")
+    _check_momentum("instance_norm", momentum)  # (after that check, as torch's)
     c = x._data.shape[1]
     bshape = (1, c) + (1,) * (x._data.ndim - 2)
     w = _param(weight, (c,), bshape, "instance_norm", "weight")
@@ -517,9 +530,12 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     b = _param(bias, (c,), bshape, "instance_norm", "bias")
     axes = tuple(range(2, x._data.ndim))
     out = _affine_normalize(x, axes, eps, w, b)
-    if running_mean is not None or running_var is not None:
+    count = math.prod(x._data.shape[a] for a in axes)
+    # no values per instance: the running statistics stay (torch's batch_norm of an empty
+    # input), unless there are no instances either (their mean is nan, as torch's)
+    if (running_mean is not None or running_var is not None) and \
+            (count or not x._data.shape[0]):
         mean, var = _batch_stats(x, axes=axes)  # per (sample, channel)
-        count = math.prod(x._data.shape[a] for a in axes)
         if running_mean is not None:
             _update_running(running_mean, mean.mean(0), momentum)
         if running_var is not None:
@@ -696,15 +712,15 @@ def dist_norm_backward(ctx, dy):
         # norms share it among them
         return dy * sign * hit if ctx.every_tie else dy * sign * hit / hit.sum(ctx.dim,
                                                                                 keepdim=True)
-    if p >= 1:
-        return dy * sign * x.abs() ** (p - 1) / safe_n ** (p - 1)
+    if p >= 1:  # torch masks dy / n ** (p - 1) at a zero norm: a nan dy there gives 0
+        return where(zero, 0.0, dy / safe_n ** (p - 1)) * sign * x.abs() ** (p - 1)
     # p < 1: a zero element's |x| ** (p - 1) is inf (times sign 0: nan), and p < 0 makes
-    # the whole norm 0; torch's rule masks both to a zero gradient. Masked before the power:
-    # forward mode differentiates this rule in dy, and where's gradient times an inf factor
-    # would be nan
-    masked = (x == 0).logical_or(zero)
-    grad = dy * sign * where(masked, 1.0, x.abs()) ** (p - 1) / safe_n ** (p - 1)
-    return where(masked, 0.0, grad)
+    # the whole norm 0; torch's rule masks the factor of x to zero there, not dy (a nan dy
+    # stays nan). Masked before the power: forward mode differentiates this rule in dy, and
+    # where's gradient times an inf factor would be nan
+    masked = x == 0
+    scaled = where(masked, 0.0, sign * where(masked, 1.0, x.abs()) ** (p - 1))
+    return scaled * dy * n ** (1 - p)
 
 
 def dist_norm(x, p, dim, keepdim=False, every_tie=False):

@@ -601,7 +601,9 @@ def affine_grid(theta, size, align_corners=None):
                          f"Nx{nd}x{nd + 1} for size {size}. Got {theta.shape}.")
     if theta._data.dtype.kind not in "fV":
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
-    if any(s <= 0 for s in size[2:]):
+    # torch's check, of the batch and channels too, skipped (its elif) when align_corners and
+    # a spatial size is 1
+    if not (align_corners and min(size[2:]) == 1) and min(size) <= 0:
         raise ValueError(f"affine_grid: expected non-zero, positive output size, got {size}")
     spatial = size[2:]
     axes = [_base_coords(s, align_corners) for s in reversed(spatial)]  # x, y(, z)
