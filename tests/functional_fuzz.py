@@ -73,7 +73,9 @@ def _lambd(r):
 
 def _rrelu(r):
     lo = r.choice([1 / 8, 0.1, 0.5])
-    return {"lower": lo, "upper": r.choice([1 / 3, lo, 0.9, lo / 2]), "training": False}
+    up = r.choice([1 / 3, lo, 0.9, lo / 2])
+    # (training draws each slope from U(lower, upper): deterministic only when they are equal)
+    return {"lower": lo, "upper": up, "training": up == lo and r.random() < 0.6}
 
 
 ACTIVATIONS = {
@@ -82,7 +84,8 @@ ACTIVATIONS = {
     "elu": (_alpha, lambda kw: [0.0], True),
     "selu": (lambda r: {}, lambda kw: [0.0], True),
     "celu": (_alpha, lambda kw: [0.0], True),
-    "gelu": (lambda r: {"approximate": r.choice(["none", "tanh"])} if r.random() < 0.7 else {},
+    "gelu": (lambda r: {"approximate": r.choice(["none", "tanh", "tanh", "sigmoid"])}
+             if r.random() < 0.7 else {},
              lambda kw: [0.0], False),
     "silu": (lambda r: {}, lambda kw: [0.0], True),
     "mish": (lambda r: {}, lambda kw: [0.0], True),
@@ -179,7 +182,8 @@ def _layer_norm(r):
         ns = [n + 1 for n in ns] or [2]  # wrong shape
     name = r.choice(["layer_norm", "rms_norm"])
     kw = {"weight": _affine_param(r, ns), "bias": _affine_param(r, ns) if name == "layer_norm"
-          else None, "eps": r.choice([1e-5, 0.1]) if name == "layer_norm" else
+          else None, "eps": r.choice([1e-5, 0.1] if np.prod(ns) > 2 else [0.1])
+          if name == "layer_norm" else
           r.choice([None, 1e-5, 0.5])}
     if name == "rms_norm":
         del kw["bias"]

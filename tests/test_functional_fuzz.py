@@ -234,3 +234,12 @@ def test_batchnorm_module_with_momentum_none_still_averages():
             bn(m.tensor(np.random.default_rng(seed).standard_normal((4, 2))))
         out.append(np.concatenate([bn.running_mean.numpy(), bn.running_var.numpy()]))
     np.testing.assert_allclose(out[1], out[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("lambd", [-0.5, 0.5])
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float64"])
+def test_softshrink_checks_the_dtype_before_lambda(dtype, lambd):
+    # torch refuses an integer input whatever lambd (NotImplementedError); flowgrad checked
+    # lambd first (RuntimeError)
+    _assert_same(lambda m: [m.nn.functional.softshrink(m.tensor([2, 0], dtype=getattr(
+        m, dtype)), lambd)])

@@ -498,10 +498,10 @@ def hardshrink(input, lambd=0.5):
 
 def softshrink(input, lambd=0.5):
     """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    _check_kernel_dtype(input, "softshrink_check")  # (first: an integer input, any lambd)
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
                            f"{lambd}.")
-    _check_kernel_dtype(input, "softshrink_check")
     high = float(_dt.finfo(input.dtype).max)
     if lambd > high:
         raise RuntimeError(f"softshrink: lambda must be in range [0, {high:g}] for input dtype "
