@@ -29,10 +29,20 @@ import numpy as np
 RTOL, RTOL32 = 1e-9, 2e-5  # of the array's scale: float64, float32 cases
 
 
-def x_spec(shape, specials=(), scale=1.0, grad=True, kind="normal", nc=False):
-    """A floating input: `specials` are mixed into its values (the op's kinks)."""
+def x_spec(shape, specials=(), scale=1.0, grad=True, kind="normal", nc=False, dtype=None):
+    """A floating input: `specials` are mixed into its values (the op's kinks); `dtype` when
+    not the case's."""
     return dict(kind=kind, shape=tuple(shape), specials=tuple(specials), scale=scale,
-                grad=grad, nc=nc)
+                grad=grad, nc=nc, dtype=dtype)
+
+
+def _param(r, shape, mixed=False, **kw):
+    """A weight: sometimes non-contiguous; `mixed`: rarely of another dtype than the input
+    (not drawn for the normalizations and embeddings: there flowgrad checks the dtypes before
+    torch's other checks, a momentum's type, an empty batch's shortcut, and a float16
+    embedding's max_norm renorm rounds in float16 in torch, in float64 once in flowgrad)."""
+    return x_spec(shape, nc=_nc(r), dtype="float16" if mixed and r.random() < 0.05 else None,
+                  **kw)
 
 
 def i_spec(shape, lo, hi, dtype="int64"):
@@ -60,7 +70,7 @@ def _softplus(r):
 
 def _hardtanh(r):
     lo = r.choice([-1.0, -2.0, 0.5, 0.0])
-    return {"min_val": lo, "max_val": r.choice([lo + 1.5, 1.0, lo, lo - 0.5])}
+    return {"min_val": lo, "max_val": r.choice([lo + 1.5, 1.0, lo, lo - 0.5, lo - 0.5])}
 
 
 def _threshold(r):
@@ -132,7 +142,8 @@ def _prelu(r):
     c = r.choice([1, 3, 4])
     shape = r.choice([(2, c), (2, c, 3), (c,), (), (0, c, 2), (2, c, 2, 2)])
     wshape = r.choice([(1,), (c,), (c,), (), (2,)])
-    return dict(fn="prelu", args=[x_spec(shape, [0.0], nc=_nc(r)), x_spec(wshape)], kwargs={})
+    return dict(fn="prelu", args=[x_spec(shape, [0.0], nc=_nc(r)), _param(r, wshape, True)],
+                kwargs={})
 
 
 def _glu(r):
@@ -171,7 +182,7 @@ def _normalize(r):
 
 def _affine_param(r, shape, p=0.7):
     """A weight/bias of `shape` or None."""
-    return x_spec(shape) if r.random() < p else None
+    return _param(r, shape) if r.random() < p else None
 
 
 def _layer_norm(r):
@@ -255,7 +266,7 @@ def _embedding(r):
         kw["norm_type"] = r.choice([2.0, 1.0, 3.0, float("inf")])
     if r.random() < 0.4:
         kw["scale_grad_by_freq"] = True
-    return dict(fn="embedding", args=[idx, x_spec((v, d), scale=1.5)], kwargs=kw,
+    return dict(fn="embedding", args=[idx, _param(r, (v, d), scale=1.5)], kwargs=kw,
                 state=["args1"])
 
 
@@ -273,12 +284,12 @@ def _embedding_bag(r):
         kw["offsets"] = ("offsets", n, nb)
         kw["include_last_offset"] = r.random() < 0.3
     if mode == "sum" and r.random() < 0.4 or r.random() < 0.05:
-        kw["per_sample_weights"] = x_spec(idx["shape"])
+        kw["per_sample_weights"] = _param(r, idx["shape"])
     if r.random() < 0.3:
         kw["padding_idx"] = r.randint(-v, v - 1)
     if r.random() < 0.2:
         kw["max_norm"] = r.choice([1.0, 0.5])
-    return dict(fn="embedding_bag", args=[idx, x_spec((v, d), scale=1.5)], kwargs=kw,
+    return dict(fn="embedding_bag", args=[idx, _param(r, (v, d), scale=1.5)], kwargs=kw,
                 state=["args1"])
 
 
@@ -365,8 +376,8 @@ def _linear(r):
         shape = batch + (fi,) if r.random() < 0.95 else batch + (fi + 1,)
         w = r.choice([(fo, fi), (fo, fi), (fi,)])
         b = r.choice([None, (fo,), (), (1,)]) if len(w) == 2 else r.choice([None, ()])
-        return dict(fn="linear", args=[x_spec(shape, nc=_nc(r)), x_spec(w),
-                                       None if b is None else x_spec(b)], kwargs={})
+        return dict(fn="linear", args=[x_spec(shape, nc=_nc(r)), _param(r, w, True),
+                                       None if b is None else _param(r, b, True)], kwargs={})
     f2 = r.choice([1, 2])
     b = r.choice([None, (fo,)])
     return dict(fn="bilinear", args=[x_spec(batch + (fi,), nc=_nc(r)), x_spec(batch + (f2,)),
@@ -403,7 +414,7 @@ def _make(m, rng, spec, dtype, leaves):
     if spec["specials"] and a.size:
         pick = rng.random(full) < 0.3
         a = np.where(pick, rng.choice(np.array(spec["specials"], float), full), a)
-    leaf = m.tensor(a.astype(dtype), requires_grad=spec["grad"])
+    leaf = m.tensor(a.astype(spec["dtype"] or dtype), requires_grad=spec["grad"])
     if spec["grad"]:
         leaves.append(leaf)
     return leaf[..., ::2] if nc else leaf
