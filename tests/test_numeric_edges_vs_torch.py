@@ -156,3 +156,17 @@ def test_float32_power_rounds_as_torch_on_nearly_every_value():
         assert np.mean(a.numpy() != b.numpy()) < 0.03
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2.5e-7)
     assert ours[3].item() == theirs[3].item()
+
+
+@pytest.mark.parametrize("p", [0.5, -1.0, 2.0, 3.0])
+@pytest.mark.parametrize("upstream", [1.0, float("nan"), float("inf")])
+@pytest.mark.parametrize("xs", [[0.0, 1.0], [0.0, 0.0], [0.0, -2.0]], ids=["one0", "all0", "neg"])
+def test_vector_norm_gradient_at_zeros_passes_a_nan_upstream_as_torch(p, upstream, xs):
+    """torch masks the factor of x at a zero (p < 1) or the ratio x / norm at a zero norm
+    (p = 2), not the upstream gradient: a nan or inf one gives nan there, not 0."""
+    grads = []
+    for m in (torch, flow):
+        x = m.tensor(xs, dtype=m.float64, requires_grad=True)
+        (m.linalg.vector_norm(x, ord=p) * m.tensor(upstream, dtype=m.float64)).backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12, atol=0)

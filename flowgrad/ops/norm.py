@@ -55,12 +55,17 @@ def vector_norm_backward(ctx, dy):
         hit = (a == y).logical_or(a.isnan()).to(x.dtype)
         return g * x.sign() * (hit / hit.sum(dim=axes, keepdim=True))
     safe_y = where(y == 0, 1.0, y)  # the norm of a zero slice: gradient 0, as torch
-    if p == 2:
-        return where(y == 0, 0.0, g * x / safe_y)
-    # p < 1: a zero element's |x| ** (p - 1) is inf (times sign 0: nan); torch's rule masks
-    # it to a zero gradient. The masked ratio is made finite first: forward mode
-    # differentiates this rule in g, and where's gradient times an inf factor would be nan
-    zero = (y == 0).logical_or(x == 0) if p < 1 else y == 0
+    if p == 2:  # (torch masks the ratio, not g: a nan or inf g at a zero norm gives nan)
+        return g * where(y == 0, 0.0, x / safe_y)
+    if p < 1:
+        # a zero element's |x| ** (p - 1) is inf (times sign 0: nan); torch's rule masks that
+        # factor to 0, and g y ** (1 - p) multiplies it (a nan g stays nan). Made finite
+        # before the power: forward mode differentiates this rule in g, and where's gradient
+        # times an inf factor would be nan
+        zero = x == 0
+        scaled = where(zero, 0.0, x.sign() * where(zero, 1.0, x.abs()) ** (p - 1))
+        return scaled * g * y ** (1 - p)
+    zero = y == 0  # p > 1: torch masks g / y ** (p - 1) at a zero norm (a nan g gives 0)
     ratio = where(zero, 1.0, x.abs() / safe_y)
     return where(zero, 0.0, g * x.sign() * ratio ** (p - 1))
 
