@@ -18,9 +18,10 @@ import numpy as np
 from .._warn import warn
 from ..autograd.inplace import bump_version, check_capture
 from ..autograd.interpreter import check_host_draw
-from ..errors import check_std, check_uniform_bounds
+from ..errors import check_std, check_uniform_bounds, fill_scalar
 from ..meta import MetaArray
 from ..random import numpy_generator as _numpy_generator
+from ..tensor import Tensor
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
@@ -104,9 +105,16 @@ def _check_sampled_dtype(tensor, name, complex_ok=True):
 
 
 def _check_uniform_bounds(tensor, a, b, name):
-    """torch's uniform_ checks (an empty tensor takes any bounds)."""
-    if tensor.numel():
-        check_uniform_bounds(f"nn.init.{name}", tensor.dtype, a, b)
+    """torch's uniform_ checks, which an empty tensor passes through too: a floating (or
+    complex) dtype, finite bounds inside its range, a <= b."""
+    dt = tensor.dtype
+    if dt.is_complex and not tensor.numel():
+        return  # (torch's complex uniform_ fills the real view: an empty one is not checked)
+    if not (dt.is_floating_point or dt.is_complex):
+        raise NotImplementedError(f"nn.init.{name}: draws U(a, b) into a floating point or "
+                                  f"complex tensor, got {dt.name} (shape "
+                                  f"{tuple(tensor.shape)}); make it with a floating dtype")
+    check_uniform_bounds(f"nn.init.{name}", dt, a, b)
 
 
 def _draw_uniform(tensor, a, b, generator, name):
@@ -115,6 +123,8 @@ def _draw_uniform(tensor, a, b, generator, name):
     _check_uniform_bounds(tensor, a, b, name)
     shape = tuple(tensor.shape)
     rng = _host_generator(generator)
+    if not tensor.numel():  # (nothing drawn: NumPy would check the bounds itself)
+        return _write(tensor, np.empty(shape), name)
     if tensor.dtype.is_complex:
         return _write(tensor, rng.uniform(a, b, shape) + 1j * rng.uniform(a, b, shape), name)
     return _write(tensor, rng.uniform(a, b, shape), name)
@@ -123,8 +133,8 @@ def _draw_uniform(tensor, a, b, generator, name):
 def _normal_sample(tensor, mean, std, rng, name):
     """An array of N(mean, std^2) draws of tensor's shape; for a complex tensor torch's
     complex normal: each part N(mean, std^2 / 2), so that E|z - mean|^2 = std^2."""
+    check_std(std, f"nn.init.{name}")  # (first, as torch's normal_)
     _check_sampled_dtype(tensor, name)
-    check_std(std, f"nn.init.{name}")
     shape = tuple(tensor.shape)
     if tensor.dtype.is_complex:
         part = std * _SQRT_HALF
@@ -151,6 +161,14 @@ def _norm_cdf(x):
     return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
 
+def _refuse_complex(tensor):
+    """trunc_normal_ compares the draws with [a, b]: torch refuses a complex tensor, empty too."""
+    if tensor.dtype.is_complex:
+        raise NotImplementedError(f"nn.init.trunc_normal_: truncates to a real interval, got "
+                                  f"a {tensor.dtype.name} tensor (shape {tuple(tensor.shape)}); "
+                                  f"fill the real and imaginary parts separately")
+
+
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Fill with N(mean, std^2) truncated to [a, b], by torch's method: resampling the
     normal while [a, b] holds over 30% of its mass, else rejection sampling from U(a, b)
@@ -158,16 +176,17 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     if mean < a - 2 * std or mean > b + 2 * std:
         warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
              "The distribution of values may be incorrect.", stacklevel=2)
-    _check_sampled_dtype(tensor, "trunc_normal_", complex_ok=False)
     if std == 0:
         raise ZeroDivisionError(f"nn.init.trunc_normal_: std=0 (mean={mean}, [a, b]=[{a}, "
                                 f"{b}]) leaves nothing to truncate; pass std > 0, or use "
                                 f"constant_")
+    _check_sampled_dtype(tensor, "trunc_normal_")  # (complex: refused below, where torch's is)
     mass = _norm_cdf((b - mean) / std) - _norm_cdf((a - mean) / std)
     rng = _host_generator(generator)
     np_dtype = tensor._data.dtype
     n = tensor.numel()
     if mass > 0.3:
+        _refuse_complex(tensor)
         # compared in the tensor's dtype, as torch: a draw that rounds onto a bound is kept
         lo, hi = np.asarray(a).astype(np_dtype), np.asarray(b).astype(np_dtype)
         out = rng.normal(mean, std, n).astype(np_dtype)
@@ -177,6 +196,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
             bad = bad[(out[bad] < lo) | (out[bad] > hi)]
         return _write(tensor, out.reshape(tuple(tensor.shape)), "trunc_normal_")
     _check_uniform_bounds(tensor, a, b, "trunc_normal_")
+    _refuse_complex(tensor)
     log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2  # the density's top in [a, b]
 
     def rejected(x):
@@ -193,7 +213,10 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 
 def constant_(tensor, val):
-    """Fill with the value `val`."""
+    """Fill with the value `val` (checked as fill_ checks it: nan, inf or a number out of an
+    integer dtype's range raise rather than wrap around)."""
+    if not isinstance(val, Tensor):
+        val = fill_scalar("nn.init.constant_", val, tensor._data.dtype)
     return _write(tensor, val, "constant_")
 
 

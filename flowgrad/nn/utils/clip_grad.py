@@ -21,6 +21,7 @@ from ...autograd import interpreter as _interpreter
 from ...autograd.grad_mode import no_grad
 from ...autograd.inplace import bump_version
 from ...device import array_module
+from ...errors import fill_scalar
 from ...tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
@@ -59,12 +60,16 @@ def _vector_norm(a, p):
     arrays are accumulated in float32 as torch does (a float16 [300, 400] has norm 500, not
     the inf of squares summed in float16)."""
     a = np.abs(a.reshape(-1))
+    if not a.size and abs(p) == math.inf:  # (max and min have no identity)
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty "
+                           f"tensor because the operation does not have an identity; clip "
+                           f"with a finite norm_type, or leave the empty gradients out")
     if _half(a.dtype):
         return a.dtype.type(_vector_norm(a.astype(np.float32), p))
     if p == math.inf:
-        return a.max() if a.size else a.dtype.type(0)
+        return a.max()
     if p == -math.inf:
-        return a.min() if a.size else a.dtype.type(math.inf)
+        return a.min()
     if p == 0:
         return a.dtype.type(np.count_nonzero(a))
     if p == 1:
@@ -80,9 +85,10 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     _refuse_in_graph("get_total_norm")
     tensors = _tensors(tensors)
     for i, t in enumerate(tensors):
-        if t is None:
-            raise RuntimeError(f"get_total_norm: tensor {i} is None; pass only the gradients "
-                               "that exist ([p.grad for p in params if p.grad is not None])")
+        if t is None:  # (torch's type: the first one's .device fails, a later one its check)
+            raise (AttributeError if i == 0 else RuntimeError)(
+                f"get_total_norm: tensor {i} is None; pass only the gradients that exist "
+                "([p.grad for p in params if p.grad is not None])")
     norm_type = float(norm_type)
     if not tensors:
         return Tensor._zeros((), np.float32)
@@ -106,8 +112,12 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     grads = _grads(parameters, "clip_grads_with_norm_")
     if not grads:
         return
+    if not isinstance(total_norm, Tensor):  # (torch's clamp of the coefficient refuses it)
+        raise TypeError(f"clip_grads_with_norm_: total_norm must be a tensor (what "
+                        f"get_total_norm returns), got {type(total_norm).__name__}; pass "
+                        f"flowgrad.tensor(total_norm)")
     xp = array_module(grads[0]._data)
-    total = xp.asarray(total_norm._data if isinstance(total_norm, Tensor) else total_norm)
+    total = xp.asarray(total_norm._data)
     coef = xp.minimum(xp.asarray(max_norm, total.dtype) / (total + total.dtype.type(1e-6)), 1.0)
     for g in grads:
         data = g._data
@@ -163,6 +173,9 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     grads = list(_grads(parameters, "clip_grad_value_"))
     if any(g.is_complex() for g in grads):  # (NumPy would clip the real parts, silently)
         raise NotImplementedError("clamp is not supported for complex types")
+    for g in grads:  # (as clamp_: a bound out of a grad's dtype raises, checked before any)
+        fill_scalar("clip_grad_value_", -clip_value, g._data.dtype, arg="min")
+        fill_scalar("clip_grad_value_", clip_value, g._data.dtype, arg="max")
     for g in grads:
         g._data.clip(-clip_value, clip_value, out=g._data)
         bump_version(g)

@@ -263,7 +263,14 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
         original = plist.original
         if leave_parametrized:
             with no_grad():
-                _set(original, getattr(module, tensor_name))
+                value = getattr(module, tensor_name)
+            if value.dtype != original.dtype:  # (torch's set_ keeps the dtype: it raises)
+                raise RuntimeError(
+                    f"remove_parametrizations(leave_parametrized=True): the parametrized "
+                    f"{tensor_name} is {value.dtype} but its original is {original.dtype}; "
+                    f"the original keeps its dtype, so it cannot take the value. Pass "
+                    f"leave_parametrized=False, or make the parametrization keep the dtype")
+            _set(original, value)
     else:
         if not leave_parametrized:
             raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a tensor "

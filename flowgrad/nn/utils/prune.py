@@ -271,11 +271,12 @@ class _Structured(BasePruningMethod):
             raise IndexError(f"Invalid index {self.dim} for tensor of size {t.shape}")
         channels = t.shape[self.dim]
         count = _pruned_count(self.amount, channels)
+        ranks = self._ranks(t)  # (before the count, as torch: a bad n raises for amount 0 too)
         if not count:
             return default_mask
         mask = _flow().zeros_like(t)
         kept = [slice(None)] * t.dim()
-        kept[self.dim] = self._kept(t, channels, count)
+        kept[self.dim] = self._kept(ranks, channels, count)
         mask[tuple(kept)] = 1
         mask *= default_mask.to(dtype=mask.dtype)
         return mask
@@ -288,7 +289,10 @@ class RandomStructured(_Structured):
         _check_amount(amount)
         self.amount, self.dim = amount, dim
 
-    def _kept(self, t, channels, count):
+    def _ranks(self, t):
+        return None  # (drawn only when channels are pruned, as torch)
+
+    def _kept(self, ranks, channels, count):
         draws = _flow().rand(channels)
         return draws > _flow().kthvalue(draws, k=count).values
 
@@ -304,9 +308,12 @@ class LnStructured(_Structured):
         _check_amount(amount)
         self.amount, self.n, self.dim = amount, n, dim
 
-    def _kept(self, t, channels, count):
+    def _ranks(self, t):
+        """Each channel's L`n` norm."""
         dim = self.dim % t.dim()
-        norms = _flow().norm(t, p=self.n, dim=[d for d in range(t.dim()) if d != dim])
+        return _flow().norm(t, p=self.n, dim=[d for d in range(t.dim()) if d != dim])
+
+    def _kept(self, norms, channels, count):
         return _flow().topk(norms, k=channels - count, largest=True).indices
 
     @classmethod
