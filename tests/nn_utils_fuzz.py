@@ -202,27 +202,37 @@ def gen_parametrize(r, rng):
                                                                      "buffer"]),
                 unsafe=r.random() < 0.3, assign=r.random() < 0.4, cached=r.random() < 0.3,
                 remove=r.choice([None, True, False]), w=_arr(rng, (3, 3)),
+                frozen=r.random() < 0.15, reload=r.random() < 0.3,
                 b=_arr(rng, (3,)), x=_arr(rng, (2, 3)), new=_arr(rng, (3, 3)) ** 2 + 0.1)
 
 
-def run_parametrize(m, c):
+def _parametrized(m, c, w, out):
+    """A float64 Linear(3, 3) (with a buffer `buf`) holding `w`, the case's parametrizations
+    registered on its target (each one's outcome appended to `out`); (module, name)."""
     P = m.nn.utils.parametrize
     kinds = _parametrizations(m)
     lin = m.nn.Linear(3, 3).double()
+    lin.weight.requires_grad_(not c["frozen"])
     with m.no_grad():
-        lin.weight.copy_(m.tensor(c["w"]))
+        lin.weight.copy_(m.tensor(w))
         lin.bias.copy_(m.tensor(c["b"]))
     name = c["target"]
     if name == "buffer":
         name = "buf"
-        lin.register_buffer("buf", m.tensor(c["w"].copy()))
-    out = []
+        lin.register_buffer("buf", m.tensor(w.copy()))
     for k in c["names"]:
         try:
             P.register_parametrization(lin, name, kinds[k](), unsafe=c["unsafe"])
             out.append("ok")
         except Exception as e:  # noqa: BLE001 - the class is what is compared
             out.append(type(e).__name__)
+    return lin, name
+
+
+def run_parametrize(m, c):
+    P = m.nn.utils.parametrize
+    out = []
+    lin, name = _parametrized(m, c, c["w"], out)
     out += [P.is_parametrized(lin), P.is_parametrized(lin, name), sorted(lin.state_dict()),
             sorted(n for n, _ in lin.named_parameters())]
     if not P.is_parametrized(lin, name):
@@ -232,7 +242,10 @@ def run_parametrize(m, c):
             a = getattr(lin, name)
             out += [a is getattr(lin, name), a]
     value = getattr(lin, name)
-    out.append(value)
+    out += [value, value.requires_grad]
+    if c["reload"]:  # the state_dict into a module parametrized alike (strict)
+        again, _ = _parametrized(m, c, c["new"], [])
+        out += [str(again.load_state_dict(lin.state_dict())), getattr(again, name)]
     if name != "buf" and tuple(value.shape) == (3,) * value.dim() and value.dtype == m.float64:
         y = lin(m.tensor(c["x"]))
         (y * y).sum().backward()
@@ -263,7 +276,8 @@ def gen_norms(r, rng):
     layer = r.choice(sorted(LAYERS))
     c = dict(family="norms", kind=kind, layer=layer, seed=r.randrange(1000),
              dim=r.choice([None, 0, 1, -1, 2, -2, 3, "absent"]), steps=r.choice([1, 2]),
-             train=[r.random() < 0.7 for _ in range(2)], remove=r.random() < 0.4)
+             train=[r.random() < 0.7 for _ in range(2)], remove=r.random() < 0.4,
+             name="bias" if r.random() < 0.15 else "weight")
     if kind.startswith("spectral"):
         c.update(n=r.choice([0, 1, 2, 3]), eps=r.choice([1e-12, 1e-3]))
     if kind == "orthogonal":
@@ -309,18 +323,20 @@ def run_norms(m, c):
             out.append(mod.weight)
         return out
     mod = _seeded(m, make(m.nn).double(), c["seed"])
+    name = c["name"]
     if kind == "weight_norm":
-        U.parametrizations.weight_norm(mod, **kw)
+        U.parametrizations.weight_norm(mod, name, **kw)
     elif kind == "weight_norm_old":
-        U.weight_norm(mod, **kw)
+        U.weight_norm(mod, name, **kw)
     else:
         (U.spectral_norm if kind == "spectral_norm_old" else
-         U.parametrizations.spectral_norm)(mod, n_power_iterations=c["n"], eps=c["eps"], **kw)
+         U.parametrizations.spectral_norm)(mod, name, n_power_iterations=c["n"], eps=c["eps"],
+                                           **kw)
     _seeded(m, mod, c["seed"] + 10)
     uv = []
     if kind.startswith("spectral"):  # the same starting u, v in both
-        owner, pre = (mod, "weight_") if kind.endswith("old") else \
-            (mod.parametrizations.weight[0], "_")
+        owner, pre = (mod, name + "_") if kind.endswith("old") else \
+            (getattr(mod.parametrizations, name)[0], "_")
         uv = [getattr(owner, pre + "u"), getattr(owner, pre + "v")]
         with m.no_grad():
             for i, t in enumerate(uv):
@@ -332,13 +348,15 @@ def run_norms(m, c):
         mod.zero_grad()
         y = mod(x)
         (y * y).sum().backward()
-        out += [y, mod.weight] + uv + [[p.grad for _, p in sorted(mod.named_parameters())]]
+        out += [y, getattr(mod, name)] + uv + \
+            [[p.grad for _, p in sorted(mod.named_parameters())]]
     if c["remove"]:
         if kind.endswith("old"):
-            getattr(U, "remove_" + kind[:-4])(mod)
+            getattr(U, "remove_" + kind[:-4])(mod, name)
         else:
-            U.parametrize.remove_parametrizations(mod, "weight")
-        out += [sorted(mod.state_dict()), mod.weight, mod(x), type(mod.weight).__name__]
+            U.parametrize.remove_parametrizations(mod, name)
+        out += [sorted(mod.state_dict()), getattr(mod, name), mod(x),
+                type(getattr(mod, name)).__name__]
     return out
 
 
@@ -354,7 +372,7 @@ def gen_prune(r, rng):
         how = r.choice(["l1", "l1", "ln", "ln", "random_u", "random_s", "identity", "custom",
                         "global"])
         step = dict(how=how, name=r.choice(["weight", "weight", "bias"]),
-                    amount=r.choice(AMOUNTS))
+                    amount=r.choice(AMOUNTS), scores=r.random() < 0.25)
         if how in ("ln", "random_s"):
             step.update(n=r.choice([1, 2, INF, -INF, 0, "fro", "nuc", 3]),
                         dim=r.choice([0, 1, -1, 2, -3, 4]))
@@ -403,12 +421,17 @@ def run_prune(m, c):
     for s in c["steps"]:
         mod, name = mods[0], s["name"]
         try:
+            scores = None
+            if s["scores"] and s["how"] in ("l1", "ln"):  # (a wrong shape for a few)
+                t = getattr(mod, name).detach()
+                scores = (t ** 3 + 0.1) if s["amount"] != 1 else t[:1]
             if s["how"] == "l1":
-                r = pr.l1_unstructured(mod, name, s["amount"])
+                r = pr.l1_unstructured(mod, name, s["amount"], importance_scores=scores)
             elif s["how"] == "random_u":
                 r = pr.random_unstructured(mod, name, s["amount"])
             elif s["how"] == "ln":
-                r = pr.ln_structured(mod, name, s["amount"], s["n"], s["dim"])
+                r = pr.ln_structured(mod, name, s["amount"], s["n"], s["dim"],
+                                     importance_scores=scores)
             elif s["how"] == "random_s":
                 r = pr.random_structured(mod, name, s["amount"], s["dim"])
             elif s["how"] == "identity":
