@@ -189,3 +189,22 @@ def test_remove_parametrizations_refuses_a_changed_dtype(target):
         m.nn.utils.parametrize.remove_parametrizations(lin, name)
         return getattr(lin, name)
     _same(run)
+
+
+@pytest.mark.parametrize("both", [True, False])
+def test_weight_norm_loads_a_checkpoint_of_the_old_weight_norm(both):
+    # torch's parametrizations.weight_norm renames weight_g / weight_v on load (a pre-hook):
+    # flowgrad refused them as unexpected keys, missing original0 / original1
+    def run(m):
+        old = m.nn.utils.weight_norm(nf._seeded(m, m.nn.Linear(3, 2).double(), 3))
+        with m.no_grad():
+            old.weight_g.mul_(3.0)
+        sd = dict(m.nn.Sequential(old).state_dict())
+        if not both:
+            del sd["0.weight_v"]
+        new = m.nn.Sequential(m.nn.utils.parametrizations.weight_norm(
+            nf._seeded(m, m.nn.Linear(3, 2).double(), 9)))
+        result = new.load_state_dict(sd, strict=False)
+        return [sorted(result.missing_keys), sorted(result.unexpected_keys),
+                sorted(new.state_dict()), new[0].weight if both else old.weight]
+    _same(run)

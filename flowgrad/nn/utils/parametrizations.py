@@ -56,6 +56,16 @@ def weight_norm(module, name="weight", dim=0):
     """Reparametrize `module.<name>` as g * v / ||v|| (norm over all dims but `dim`; g is
     `original0`, v is `original1`). See the module example."""
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def weight_norm_compat_hook(state_dict, prefix, local_metadata, strict, missing_keys,
+                                unexpected_keys, error_msgs):
+        # a checkpoint of nn.utils.weight_norm (name_g, name_v) loads as original0, original1
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+
+    module._register_load_state_dict_pre_hook(weight_norm_compat_hook)
     return module
 
 
