@@ -85,6 +85,15 @@ def test_known_orthogonal_of_a_half_tensor():
     np.testing.assert_allclose(w @ w.T, np.eye(3), atol=2e-3)
 
 
+def test_known_parameters_to_vector_of_a_non_contiguous_parameter():
+    assert nf.KNOWN["parameters_to_vector of a non-contiguous parameter"]
+    w = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(RuntimeError, match="view"):
+        torch.nn.utils.parameters_to_vector([torch.tensor(w).t()])
+    v = flow.nn.utils.parameters_to_vector([flow.tensor(w).t()])
+    np.testing.assert_array_equal(v.numpy(), w.T.reshape(-1))
+
+
 def test_known_re_pruning_refused():
     """torch drops the first method's hook before refusing the second."""
     assert nf.KNOWN["re-pruning refused"]
@@ -207,4 +216,17 @@ def test_weight_norm_loads_a_checkpoint_of_the_old_weight_norm(both):
         result = new.load_state_dict(sd, strict=False)
         return [sorted(result.missing_keys), sorted(result.unexpected_keys),
                 sorted(new.state_dict()), new[0].weight if both else old.weight]
+    _same(run)
+
+
+@pytest.mark.parametrize("what", ["instance", "function", "class"])
+def test_skip_init_refuses_what_is_not_a_module_class(what):
+    # an instance: torch's issubclass raises TypeError (flowgrad's RuntimeError); a function
+    # with a device argument: torch's "Expected a Module" (flowgrad called it)
+    def run(m):
+        def make(device=None):
+            return m.nn.Linear(2, 2)
+        cls = {"instance": m.nn.Linear(2, 2), "function": make, "class": m.nn.Linear}[what]
+        return m.nn.utils.skip_init(cls, 2, 3).weight.shape if what == "class" else \
+            m.nn.utils.skip_init(cls)
     _same(run)

@@ -87,6 +87,10 @@ def skip_init(module_cls, *args, **kwargs):
     """`module_cls(*args, **kwargs)`, as torch's skip_init: torch leaves the parameters
     uninitialised to save the time; flowgrad initialises them (any values are valid there).
     The module must take a `device` argument, as torch requires."""
+    from ..module import Module
+
+    if not issubclass(module_cls, Module):  # (TypeError for an instance, as torch's)
+        raise RuntimeError(f"Expected a Module; got {module_cls}")
     if "device" not in inspect.signature(module_cls).parameters:
         raise RuntimeError("Module must support a 'device' arg to skip initialization")
     return module_cls(*args, **kwargs)
