@@ -230,3 +230,35 @@ def test_skip_init_refuses_what_is_not_a_module_class(what):
         return m.nn.utils.skip_init(cls, 2, 3).weight.shape if what == "class" else \
             m.nn.utils.skip_init(cls)
     _same(run)
+
+
+@pytest.mark.parametrize("case", ["plain", "parametrized", "other_shape", "missing", "split",
+                                  "not_parametrized", "all"])
+def test_transfer_parametrizations_shares_the_originals_as_torch(case):
+    # flowgrad copied the originals' values (copy_: a shape mismatch raised, a missing tensor
+    # failed, and the two modules did not share the trained tensor) and skipped the
+    # registration on an already parametrized module; torch registers the same
+    # parametrizations again and assigns the very originals
+    def run(m):
+        kinds = nf._parametrizations(m)
+        P = m.nn.utils.parametrize
+        src = nf._seeded(m, m.nn.Linear(3, 3).double(), 1)
+        if case != "not_parametrized":
+            P.register_parametrization(src, "weight", kinds["split" if case == "split" else
+                                                           "scale"]())
+            P.register_parametrization(src, "bias", kinds["scale"]())
+        dst = nf._seeded(m, m.nn.Linear(3, 4 if case == "other_shape" else 3).double(), 2)
+        if case == "parametrized":
+            P.register_parametrization(dst, "weight", kinds["sym"]())
+        if case == "missing":
+            dst = m.nn.Module()
+        P.transfer_parametrizations_and_params(src, dst, None if case == "all" else "weight")
+        out = [sorted(dst.state_dict()), P.is_parametrized(dst)]
+        if case == "not_parametrized":
+            return out
+        plist = dst.parametrizations.weight
+        out += [len(plist), dst.weight,
+                [getattr(plist, k) is getattr(src.parametrizations.weight, k)
+                 for k in ("original", "original0", "original1") if hasattr(plist, k)]]
+        return out
+    _same(run)

@@ -299,18 +299,24 @@ def type_before_parametrizations(module):
 
 
 def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
-    """Copy the parametrizations (and their originals) of `from_module` onto `to_module`."""
-    names = [tensor_name] if tensor_name else list(from_module.parametrizations._modules)
+    """Register the parametrizations of `from_module` (all, or `tensor_name`'s) on
+    `to_module` too, as torch's: the same parametrization modules, appended to any it has,
+    and the same original tensors (shared, not copied: training one module trains the
+    other); a tensor `to_module` lacks is first set to the parametrized value. Nothing
+    happens when `from_module` is not parametrized."""
+    if not is_parametrized(from_module):
+        return to_module
+    names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
     for name in names:
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name)))
         plist = from_module.parametrizations[name]
-        if not is_parametrized(to_module, name):
-            for p in plist:
-                register_parametrization(to_module, name, p)
-        with no_grad():
-            if plist.is_tensor:
-                to_module.parametrizations[name].original.copy_(plist.original)
-            else:
-                for i in range(plist.ntensors):
-                    getattr(to_module.parametrizations[name], f"original{i}").copy_(
-                        getattr(plist, f"original{i}"))
+        for p in plist:
+            register_parametrization(to_module, name, p)
+        target = to_module.parametrizations[name]
+        if hasattr(plist, "original"):
+            target.original = plist.original
+        else:
+            for i in range(plist.ntensors):
+                setattr(target, f"original{i}", getattr(plist, f"original{i}"))
     return to_module
