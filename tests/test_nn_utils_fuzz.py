@@ -262,3 +262,25 @@ def test_transfer_parametrizations_shares_the_originals_as_torch(case):
                  for k in ("original", "original0", "original1") if hasattr(plist, k)]]
         return out
     _same(run)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3)])
+@pytest.mark.parametrize("omap", [None, "matrix_exp", "cayley", "householder"])
+def test_orthogonal_of_a_complex_weight(shape, omap):
+    # the householder map has no complex form in torch (ValueError), and a complex weight's
+    # default map is matrix_exp whatever its shape; flowgrad ran householder, with NumPy's
+    # warning about discarding imaginary parts
+    def run(m):
+        rng = np.random.RandomState(0)
+        mod = m.nn.Module()
+        mod.weight = m.nn.Parameter(m.tensor(rng.randn(*shape) + 1j * rng.randn(*shape)))
+        m.nn.utils.parametrizations.orthogonal(mod, orthogonal_map=omap)
+        P = mod.parametrizations.weight
+        with m.no_grad():  # (the map shows once the original moves off zero)
+            P.original.add_(m.tensor(rng.randn(*shape) * 0.3))
+            if hasattr(P[0], "base"):  # (completed at random for a non-square weight)
+                n = max(shape)
+                P[0].base.copy_(m.linalg.qr(m.tensor(rng.randn(n, n) + 1j * rng.randn(n, n)))[0])
+        w = mod.weight.detach().numpy()
+        return [np.round(w.conj().T @ w, 8), w]
+    _same(run)

@@ -239,7 +239,7 @@ class _Orthogonal(Module):
 
 def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):
     """Constrain `module.<name>` (a matrix or batch) to be orthogonal: "matrix_exp" (square
-    default), "cayley" or "householder" (non-square default)."""
+    or complex default), "cayley" or "householder" (real non-square default)."""
     weight = getattr(module, name, None)
     if not isinstance(weight, Tensor):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
@@ -247,10 +247,14 @@ def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization
         raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of "
                          f"{weight.dim()} dimensions.")
     if orthogonal_map is None:
-        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] else "householder"
+        square = weight.shape[-2] == weight.shape[-1]
+        orthogonal_map = "matrix_exp" if square or weight.is_complex() else "householder"
     if orthogonal_map not in _MAPS:
         raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", '
                          f'"householder". Got: {orthogonal_map}')
+    if weight.is_complex() and orthogonal_map == "householder":  # (tau would be free too)
+        raise ValueError("The householder parametrization does not support complex tensors. "
+                         "Use orthogonal_map='matrix_exp' or 'cayley' for a unitary one")
     orth = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
     parametrize.register_parametrization(module, name, orth, unsafe=True)
     return module
