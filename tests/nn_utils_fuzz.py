@@ -283,7 +283,7 @@ def gen_norms(r, rng):
     if kind == "orthogonal":
         c.update(layer="linear", shape=r.choice([(4, 4), (5, 3), (3, 5), (2, 4, 3)]),
                  omap=r.choice([None, "matrix_exp", "cayley", "householder", "bad"]),
-                 triv=r.random() < 0.5, assign=r.random() < 0.4)
+                 triv=r.random() < 0.5, assign=r.random() < 0.4, cplx=r.random() < 0.25)
     return c
 
 
@@ -301,24 +301,25 @@ def run_norms(m, c):
     kw = {} if c["dim"] == "absent" else {"dim": c["dim"]}
     kind = c["kind"]
     if kind == "orthogonal":
+        def draw(seed, shape, scale=1.0):  # (complex weights: unitary ones)
+            rs = np.random.RandomState(seed)
+            a = rs.randn(*shape) * scale
+            return m.tensor(a + 1j * rs.randn(*shape) * scale if c["cplx"] else a)
         mod = m.nn.Module()
-        mod.weight = m.nn.Parameter(m.tensor(np.random.RandomState(c["seed"]).randn(
-            *c["shape"])))
+        mod.weight = m.nn.Parameter(draw(c["seed"], c["shape"]))
         U.parametrizations.orthogonal(mod, orthogonal_map=c["omap"],
                                       use_trivialization=c["triv"])
         P = mod.parametrizations.weight
         with m.no_grad():
-            P.original.copy_(m.tensor(np.random.RandomState(c["seed"] + 1).randn(
-                *P.original.shape) * 0.3))
+            P.original.copy_(draw(c["seed"] + 1, P.original.shape, 0.3))
             if c["triv"]:
-                P[0].base.copy_(m.linalg.qr(m.tensor(np.random.RandomState(
-                    c["seed"] + 2).randn(*P[0].base.shape)))[0])
+                P[0].base.copy_(m.linalg.qr(draw(c["seed"] + 2, P[0].base.shape))[0])
         W = mod.weight
-        (W * m.tensor(np.random.RandomState(c["seed"] + 3).randn(*W.shape))).sum().backward()
+        (W * draw(c["seed"] + 3, W.shape)).real.sum().backward()
         out = [W, P.original.grad, sorted(mod.state_dict())]
         if c["assign"] and len(c["shape"]) == 2:
             big, small = max(c["shape"]), min(c["shape"])
-            Q = m.linalg.qr(m.tensor(np.random.RandomState(c["seed"] + 4).randn(big, small)))[0]
+            Q = m.linalg.qr(draw(c["seed"] + 4, (big, small)))[0]
             mod.weight = Q.mT if c["shape"][0] < c["shape"][1] else Q
             out.append(mod.weight)
         return out

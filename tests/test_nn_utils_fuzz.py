@@ -269,7 +269,8 @@ def test_transfer_parametrizations_shares_the_originals_as_torch(case):
 def test_orthogonal_of_a_complex_weight(shape, omap):
     # the householder map has no complex form in torch (ValueError), and a complex weight's
     # default map is matrix_exp whatever its shape; flowgrad ran householder, with NumPy's
-    # warning about discarding imaginary parts
+    # warning about discarding imaginary parts. matrix_exp and cayley map X - X^H
+    # (skew-Hermitian): flowgrad took X - X^T, a weight that is not unitary
     def run(m):
         rng = np.random.RandomState(0)
         mod = m.nn.Module()
@@ -277,7 +278,7 @@ def test_orthogonal_of_a_complex_weight(shape, omap):
         m.nn.utils.parametrizations.orthogonal(mod, orthogonal_map=omap)
         P = mod.parametrizations.weight
         with m.no_grad():  # (the map shows once the original moves off zero)
-            P.original.add_(m.tensor(rng.randn(*shape) * 0.3))
+            P.original.add_(m.tensor((rng.randn(*shape) + 1j * rng.randn(*shape)) * 0.3))
             if hasattr(P[0], "base"):  # (completed at random for a non-square weight)
                 n = max(shape)
                 P[0].base.copy_(m.linalg.qr(m.tensor(rng.randn(n, n) + 1j * rng.randn(n, n)))[0])

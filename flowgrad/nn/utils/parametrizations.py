@@ -175,7 +175,7 @@ class _Orthogonal(Module):
             if n != k:
                 X = cat([X, zeros(n, n - k, dtype=X.dtype, device=X.device).expand(
                     *X.shape[:-2], n, n - k)], -1)
-            A = X - X.mT
+            A = X - X.mH  # skew-Hermitian (skew-symmetric when real)
             if self.orthogonal_map == "matrix_exp":
                 Q = _linalg("matrix_exp")(A)
             else:
