@@ -432,6 +432,8 @@ class Tensor:
         self._sync()
         m = self._meta
         if m is None or not m.requires_grad:
+            if self.requires_grad:  # a no_grad view of a tensor requiring grad: a leaf that
+                return ListHandle([], hook)  # no gradient ever reaches, as torch's
             raise RuntimeError(
                 "cannot register a hook on a tensor that doesn't require gradient")
         if m.hooks is None:
@@ -445,6 +447,8 @@ class Tensor:
                 "post accumulate grad hooks cannot be registered on non-leaf tensors")
         m = self._meta
         if m is None or not m.requires_grad:
+            if self.requires_grad:  # a no_grad view of a tensor requiring grad (register_hook)
+                return ListHandle([], hook)
             raise RuntimeError(
                 "cannot register a hook on a tensor that doesn't require gradient")
         if m.post_accumulate_hooks is None:

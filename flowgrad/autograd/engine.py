@@ -23,6 +23,7 @@ from . import node_hooks as _node_hooks
 from . import profiling as _profiling
 from .graph import _TASKS, GradientEdge
 from .inplace import dense, writable
+from .meta import input_meta as _input_meta
 from .node import AccumulateGrad, FunctionNode
 
 
@@ -115,10 +116,14 @@ class GraphTask:
                         ready.append(nxt)
         needed = set()
         target_metas = targets.keys()
+        # backward(inputs=...) runs a non-leaf target's own node too, as torch's (its saved
+        # tensors are read, its hooks run, its gradients go nowhere); autograd.grad does not
+        runs_target = self.save_grad_for_leaf
         for node in reversed(order):  # producers first, so `needed` of next nodes is known
             if ((node not in stopped and not target_metas.isdisjoint(node.input_metas))
                     or not needed.isdisjoint(nexts(node))
-                    or (type(node) is AccumulateGrad and node.output_metas[0] in targets)):
+                    or (type(node) is AccumulateGrad and node.output_metas[0] in targets)
+                    or runs_target and not target_metas.isdisjoint(node.output_metas)):
                 needed.add(node)
         pruned = {n: 0 for n in order if n in needed}
         for node in pruned:
@@ -395,6 +400,9 @@ def _accumulate(meta, g, owned=False, variable=None):
         # is a new tensor each time, as torch's: one read before stays as it was
         data = writable(acc._data, "AccumulateGrad")  # (an expanded .grad: refused)
         data += g._data
+    elif meta.is_leaf and acc._data.shape == g._data.shape:
+        acc.add_(g)  # a .grad with history (from create_graph): torch's adds in place too,
+        # under no_grad, so it keeps its history (and requires grad)
     else:
         total = (acc + g).detach()
         if total._data.shape != acc._data.shape:
@@ -486,6 +494,8 @@ def acc_grad_for_leaf(meta, variable):
     if g is None:
         return
     meta.current_grad = None
+    if meta.hooks:  # (torch's engine runs them before the node: after detach_() too)
+        g = _run_hooks(meta.hooks, g)
     if not meta.is_leaf:  # written in place with history since the graph was recorded
         raise RuntimeError(
             "leaf variable has been moved into the graph interior: a tensor this graph uses "
@@ -493,8 +503,6 @@ def acc_grad_for_leaf(meta, variable):
             "requires_grad_(False)); clone() it before the in-place op instead")
     if not meta.requires_grad:  # requires_grad_(False) since the graph was recorded: torch's
         return
-    if meta.hooks:
-        g = _run_hooks(meta.hooks, g)
     _accumulate(meta, g, owned=True, variable=variable)
     if meta.post_accumulate_hooks:
         for hook in meta.post_accumulate_hooks:
@@ -629,6 +637,12 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, 
             cur = meta.current_grad
             meta.current_grad = g if cur is None else cur + g
         task.apply()
+        ran = task.dependencies
+        for node, meta, _ in roots:  # a root pruned away (it leads to no target): its seed
+            if node not in ran and meta not in task.targets:  # is not left for a next run
+                if len(roots) == 1:  # torch's engine starts at a lone root's node: its
+                    task._take_grad(meta, None)  # tensor hooks and retain_grad see the seed
+                meta.current_grad = None
     except BaseException:
         task.clear()
         raise
@@ -694,25 +708,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                 metas.append(_edge_meta(t, f"inputs[{i}]"))
                 continue
             t._sync()
-            if t._meta is None or not t._meta.requires_grad:
-                raise RuntimeError("backward: every tensor in 'inputs' must require grad")
-            metas.append(t._meta)
+            if t._grad_fn is not None:  # torch's: a non-leaf input retains its grad from now
+                t.retain_grad()  # on (each input in turn, before the next one is checked)
+            metas.append(_input_meta(t, "backward: every tensor in 'inputs' must require grad"))
         targets = {m: i for i, m in enumerate(metas)}  # (an input given twice counts once)
-        tensors_given = {m for t, m in zip(inputs, metas) if not isinstance(t, GradientEdge)}
-    task = _run(tensors, grads, retain_graph, create_graph, True, targets)
-    if targets:  # non-leaf inputs: their summed grad goes into their .grad as well
-        with grad_mode.set_grad_enabled(create_graph):
-            try:
-                for meta in targets:
-                    if meta.is_leaf:
-                        continue
-                    g = task.collect(meta)
-                    if g is not None and not meta.retain_grad and meta in tensors_given:
-                        _accumulate(meta, g)  # (collect kept retained ones; an edge has no
-                        # .grad)
-            except BaseException:
-                task.clear()
-                raise
+    _run(tensors, grads, retain_graph, create_graph, True, targets)
+    # (a non-leaf input retains its grad, and its node runs: _take_grad filled its .grad)
 
 
 @_one_run_at_a_time
@@ -773,11 +774,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             metas.append(_edge_meta(t, f"input {i}"))
             continue
         t._sync()
-        if t._meta is None or not t._meta.requires_grad:
-            raise RuntimeError(
-                f"grad: input {i} (shape {tuple(t.shape)}) does not require grad; "
-                f"set requires_grad=True on it before computing the outputs")
-        metas.append(t._meta)
+        metas.append(_input_meta(
+            t, f"grad: input {i} (shape {tuple(t.shape)}) does not require grad; set "
+               f"requires_grad=True on it before computing the outputs"))
     targets = dict.fromkeys(metas)
     task = _run(outputs, grads, retain_graph, create_graph, False, targets)
     state = grad_mode._state  # (hooks and retain_grad of the targets run in the run's mode)

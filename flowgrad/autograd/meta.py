@@ -105,3 +105,15 @@ def counter_of(t):
     if counter is None:
         counter = t._counter = VersionCounter()
     return counter
+
+
+def input_meta(t, refusal):
+    """The meta whose gradient an input of grad/backward(inputs=) reads. A view made under
+    no_grad of a tensor requiring grad requires grad (torch's rule) but is a leaf nothing
+    reaches: a meta of its own, which no run fills (torch's: no gradient for it)."""
+    m = t._meta
+    if m is None or not m.requires_grad:
+        if not t.requires_grad:
+            raise RuntimeError(refusal)
+        return AutogradMeta(True)
+    return m

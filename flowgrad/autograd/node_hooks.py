@@ -61,6 +61,9 @@ class HookedNode(FunctionNode):
         if hooks is not None and hooks.post:
             if type(in_grads) is not tuple:
                 in_grads = tuple(in_grads) if isinstance(in_grads, list) else (in_grads,)
+            if None in self.next_nodes:  # torch's: no grad_input for an input that needs none
+                in_grads = tuple(None if n is None else g
+                                 for g, n in zip(in_grads, self.next_nodes))
             for hook in tuple(hooks.post):
                 result = hook(in_grads, tuple(out_grads))
                 if result is not None:

@@ -475,7 +475,7 @@ def batched_grad(grad_fn, outputs, inputs, grad_outputs, retain_graph, create_gr
     unused = []  # per input, whether it got no gradient (the same for every batch entry)
 
     def one(*g):
-        res = grad_fn(outputs, inputs, g, retain_graph=True, create_graph=create_graph,
+        res = grad_fn(outputs, inputs, g, retain_graph=retain_graph, create_graph=create_graph,
                       allow_unused=True)
         unused[:] = [r is None for r in res]
         for r, x in zip(res, inputs_t):
