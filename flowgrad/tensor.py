@@ -547,7 +547,10 @@ class Tensor:
     def _version(self):
         """torch's `x._version`: how many in-place writes this tensor's storage has had (an
         int, shared by its views). The counter object itself is `_counter`."""
-        return 0 if self._counter is None else self._counter.value
+        counter = self._counter
+        if counter is not None and counter.__class__ is not VersionCounter:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return 0 if counter is None else counter.value
 
     # ---- conversion ---------------------------------------------------------------------
     def numpy(self, force=False):

@@ -151,6 +151,28 @@ first = x.grad
 x.sin().sum().backward()
 out = [x.grad, x.grad is first, x.grad.requires_grad, x.grad.grad_fn is not None]
 """,
+    # a node's post-hook sees None for an input whose gradient goes nowhere in a run that
+    # computes only some gradients (torch's formulas skip it: task_should_compute_output)
+    "node_hook_grad_inputs_none_where_the_run_prunes": """
+x = torch.tensor(1.05, dtype=torch.float64, requires_grad=True)
+u = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+seen = []
+s = x.sum()
+s.grad_fn.register_hook(lambda gi, go: seen.append(gi))
+(s.exp() * 0.5).sum().backward(inputs=[s])
+t = x * u
+t.grad_fn.register_hook(lambda gi, go: seen.append(gi))
+out = [torch.autograd.grad(t, [u]), seen, x.grad]
+""",
+    "inference_tensor_has_no_version": """
+with torch.inference_mode():
+    t = torch.ones(2)
+out = [torch.ones(2)._version]
+try:
+    out.append(t._version)
+except RuntimeError as e:
+    out.append(str(e))
+""",
 }
 
 

@@ -61,9 +61,7 @@ class HookedNode(FunctionNode):
         if hooks is not None and hooks.post:
             if type(in_grads) is not tuple:
                 in_grads = tuple(in_grads) if isinstance(in_grads, list) else (in_grads,)
-            if None in self.next_nodes:  # torch's: no grad_input for an input that needs none
-                in_grads = tuple(None if n is None else g
-                                 for g, n in zip(in_grads, self.next_nodes))
+            in_grads = _needed_only(self, in_grads)
             for hook in tuple(hooks.post):
                 result = hook(in_grads, tuple(out_grads))
                 if result is not None:
@@ -74,6 +72,19 @@ class HookedNode(FunctionNode):
 
 
 HookedNode.behaviour = HookedNode
+
+
+def _needed_only(node, in_grads):
+    """The grad_inputs a node's post-hooks see: None for an input that needs no gradient, or
+    whose gradient goes nowhere in this run (grad / backward(inputs=) prune the graph), as
+    torch's (its formulas skip what `task_should_compute_output` says is not needed)."""
+    task = _graph._TASKS[-1] if _graph._TASKS else None
+    deps, targets = (task.dependencies, task.targets) if task is not None and task.targets \
+        else ((), None)
+    if None not in node.next_nodes and targets is None:
+        return in_grads
+    return tuple(None if n is None or targets is not None and n not in deps and m not in targets
+                 else g for g, n, m in zip(in_grads, node.next_nodes, node.input_metas))
 
 
 def hooked_variant(cls):
