@@ -66,8 +66,9 @@ NODE_HOOKS = ["lambda gi, go: log('{k}', (gi, go))",
 PRE_HOOKS = ["lambda go: log('{k}', go)",
              "lambda go: log('{k}', go) or tuple(None if x is None else x * 0.5 for x in go)",
              "lambda go: boom()"]
-POST_HOOKS = ["lambda p: log('{k}', p.grad)", "lambda p: log('{k}', p.grad) or p.grad.mul_(2)",
-              "lambda p: boom()"]
+POST_HOOKS = ["lambda p: log('{k}', p.grad)",
+              "lambda p: log('{k}', p.grad) or p.grad.mul_(2) and None",
+              "lambda p: boom()", "lambda p: p.grad", "lambda p: 5"]
 PACK = {"log": ("lambda t: log('pack', t.shape) or t", "lambda t: log('unpack', t.shape) or t"),
         "scale": ("lambda t: t * 2", "lambda t: t"),
         "clone": ("lambda t: t.clone()", "lambda t: t.clone()")}
@@ -323,7 +324,11 @@ class _Gen:
         if a is None:
             return False
         # (not a gradient's node: see _READS)
-        fn = self.rng.choice([n for n in self.tensors() if n[0] != "g"] or [a])
+        # (nor a CopySlices: torch's holds the written view's node inside, flowgrad's has an
+        # edge to it, as tests/test_grad_fn_introspection_vs_torch.py documents)
+        fn = self.rng.choice([n for n in self.tensors(lambda u: u.grad_fn is None or
+                                                      u.grad_fn.name() != "CopySlices")
+                              if n[0] != "g"] or [a])
         choices = [f"{a}.requires_grad_({rng.choice([True, False])})", f"{a}.retain_grad()",
                    f"{a}.retain_grad()", f"{a}.detach_()", f"{a}.grad = None",
                    f"{a}.grad.zero_()", f"{a}.grad = m.ones_like({a})",

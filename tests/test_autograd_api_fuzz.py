@@ -164,6 +164,14 @@ t = x * u
 t.grad_fn.register_hook(lambda gi, go: seen.append(gi))
 out = [torch.autograd.grad(t, [u]), seen, x.grad]
 """,
+    # a post-accumulate-grad hook returning something: a tensor is RuntimeError, anything
+    # else TypeError (torch checks it as a gradient first)
+    "post_accumulate_hook_returning_a_number": """
+x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+x.register_post_accumulate_grad_hook(lambda p: 5)
+x.sum().backward()
+out = [x.grad]
+""",
     "inference_tensor_has_no_version": """
 with torch.inference_mode():
     t = torch.ones(2)

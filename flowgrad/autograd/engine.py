@@ -506,7 +506,11 @@ def acc_grad_for_leaf(meta, variable):
     _accumulate(meta, g, owned=True, variable=variable)
     if meta.post_accumulate_hooks:
         for hook in meta.post_accumulate_hooks:
-            if hook() is not None:
+            result = hook()
+            if result is not None and not isinstance(result, _interpreter.Tensor):
+                raise TypeError(f"expected Variable, but hook returned "
+                                f"'{type(result).__name__}' (a post accumulate grad hook)")
+            if result is not None:
                 raise RuntimeError(
                     "Tensor post accumulate grad hooks should return None; modify "
                     "tensor.grad in place instead of returning a value")
