@@ -151,6 +151,18 @@ first = x.grad
 x.sin().sum().backward()
 out = [x.grad, x.grad is first, x.grad.requires_grad, x.grad.grad_fn is not None]
 """,
+    # a leaf's post-accumulate hooks run when its node does, after detach_() too (.grad None)
+    "post_accumulate_hooks_run_after_detach_": """
+out = []
+for how in ("detach_", "requires_grad_"):
+    x = torch.tensor(1.2, dtype=torch.float64, requires_grad=True)
+    seen = []
+    x.register_post_accumulate_grad_hook(lambda p: seen.append((p.grad, p.requires_grad)))
+    y = x.sin() * 2
+    getattr(x, how)() if how == "detach_" else x.requires_grad_(False)
+    y.backward()
+    out += [seen, x.grad]
+""",
     # a node's post-hook sees None for an input whose gradient goes nowhere in a run that
     # computes only some gradients (torch's formulas skip it: task_should_compute_output)
     "node_hook_grad_inputs_none_where_the_run_prunes": """

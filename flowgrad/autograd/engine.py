@@ -501,9 +501,8 @@ def acc_grad_for_leaf(meta, variable):
             "leaf variable has been moved into the graph interior: a tensor this graph uses "
             "as a leaf got a history from an in-place op since (after detach_() or "
             "requires_grad_(False)); clone() it before the in-place op instead")
-    if not meta.requires_grad:  # requires_grad_(False) since the graph was recorded: torch's
-        return
-    _accumulate(meta, g, owned=True, variable=variable)
+    if meta.requires_grad:  # (not after requires_grad_(False) since the graph was recorded;
+        _accumulate(meta, g, owned=True, variable=variable)  # its post hooks run, as torch's)
     if meta.post_accumulate_hooks:
         for hook in meta.post_accumulate_hooks:
             result = hook()
