@@ -325,9 +325,10 @@ class _Gen:
             return False
         # (not a gradient's node: see _READS)
         # (nor a CopySlices: torch's holds the written view's node inside, flowgrad's has an
-        # edge to it, as tests/test_grad_fn_introspection_vs_torch.py documents)
-        fn = self.rng.choice([n for n in self.tensors(lambda u: u.grad_fn is None or
-                                                      "CopySlices" not in u.grad_fn.name())
+        # edge to it, as tests/test_grad_fn_introspection_vs_torch.py documents; nor a node
+        # named as TORCH_ONLY_NAMES)
+        fn = self.rng.choice([n for n in self.tensors(lambda u: u.grad_fn is None or all(
+            s not in u.grad_fn.name() for s in ("CopySlices", *TORCH_ONLY_NAMES)))
                               if n[0] != "g"] or [a])
         choices = [f"{a}.requires_grad_({rng.choice([True, False])})", f"{a}.retain_grad()",
                    f"{a}.retain_grad()", f"{a}.detach_()", f"{a}.grad = None",

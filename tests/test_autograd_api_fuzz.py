@@ -10,15 +10,19 @@ import fuzz_common
 import pytest
 from test_torch_function_vs_torch import assert_snippet_matches_torch
 
+FAST_SEEDS = range(150)
+SLOW_SEEDS = range(150, 2000)
+_CAPTURE = ("autograd.grad of a non-leaf input whose own node runs too (it leads to another "
+            "input): torch returns the gradient before that tensor's hooks (after them when the "
+            "node does not run, and in backward); flowgrad's is after its hooks every time")
+_POST = ("a post-accumulate-grad hook returned a value: torch calls the next hooks with .grad "
+         "None before raising; flowgrad raises at once")
 # seed -> why flowgrad differs from torch there, deliberately
-KNOWN = {
-    269: "retain_grad under autograd.grad(is_grads_batched=True): torch stores a leaked "
-         "BatchedTensor in .grad (it cannot even be printed); flowgrad's vmap refuses the write",
-}
+KNOWN = {870: _POST, 1557: _CAPTURE}
 
 
 @pytest.mark.filterwarnings("ignore")
-@pytest.mark.parametrize("seed", [s for s in range(120) if s not in KNOWN])
+@pytest.mark.parametrize("seed", [s for s in FAST_SEEDS if s not in KNOWN])
 def test_autograd_api_program_matches_torch(seed):
     verdict = af.check(seed)
     assert verdict is None, f"{af.source(seed)}\n{verdict}"
@@ -27,7 +31,7 @@ def test_autograd_api_program_matches_torch(seed):
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore")
 def test_many_autograd_api_programs_match_torch():
-    fuzz_common.assert_seeds_agree(af.check, range(120, 3000), KNOWN)
+    fuzz_common.assert_seeds_agree(af.check, SLOW_SEEDS, KNOWN)
 
 
 def test_generation_is_deterministic():
