@@ -504,9 +504,15 @@ def _err(e):
     return "ran" if e is None else f"raised {type(e).__name__}: {str(e)[:150]}"
 
 
+def report(seed):
+    """The program of `seed` and where it differs from torch, or None when it runs alike."""
+    verdict = check(seed)
+    return None if verdict is None else f"{source(seed)}\n# differs: {verdict}"
+
+
 def main():
-    fuzz_common.main(__doc__, source, check, seeds="0:300")
+    return fuzz_common.report_main(__doc__, source, report)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
