@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import builtins
 
+import numpy as np
+
 from .. import dtypes as _dt
 from ..autograd.meta import counter_of
 from ..device import array_module
@@ -31,7 +33,9 @@ def _promote_pair(a, b, op_name, floating=False, number_pair=False):
     float dtype when that is integral (cast straight to float, so that in `-3 / uint8` the
     -3 is not first wrapped to 253 by a cast to uint8). `number_pair`: two Python numbers are
     taken, the first as a 0-d tensor (torch's add, sub, mul and div do; its other functions
-    refuse them)."""
+    refuse them; a NumPy scalar is a number there, as in torch: mul(np.float32(1.5), 2) is a
+    float32 0-d tensor, and np.float64 is read as a Python float too)."""
+    a, b = (x.item() if isinstance(x, np.generic) else x for x in (a, b))
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         if not (number_pair and isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS)):
             raise TypeError(f"{op_name}(): argument 'input' (position 1) must be Tensor, "

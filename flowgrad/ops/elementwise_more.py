@@ -268,16 +268,22 @@ def addcmul(input, tensor1, tensor2, *, value=1):
         # computed in float32 (value unrounded) and rounded once, as torch's kernel
         return addcmul(input.float(), tensor1.float(), tensor2.float(),
                        value=value).to(input.dtype)
-    prod = tensor1 * tensor2
-    if isinstance(value, float) and all(isinstance(t, Tensor) and t._data.dtype.kind in "iub"
-                                        for t in (input, tensor1, tensor2)):
+    d = _dt.result_type(input, tensor1, tensor2)  # torch computes all of it in this dtype
+    tensor1, tensor2 = _in_dtype(tensor1, d), _in_dtype(tensor2, d)
+    if isinstance(value, float) and d.category < 2:
         value = int(value)  # torch's value.to<integer type>()
     if isinstance(value, builtins.complex):
-        value = fill_scalar("addcmul", value, prod._data.dtype)
+        value = fill_scalar("addcmul", value, d.np)
     else:  # torch's Scalar conversion to the result's dtype (256 does not fit int8)
-        d = _dt.result_type(input, prod).np  # (half precision: read in float32)
-        value = checked_number("addcmul", value, opmath(d) if d in HALF else d)
+        value = checked_number("addcmul", value, opmath(d.np) if d.np in HALF else d.np)
+    prod = tensor1 * tensor2
     return input + (prod if value == 1 else prod * value)
+
+
+def _in_dtype(t, d):
+    """An addcmul/addcdiv operand cast to the dtype torch's kernel computes all three in (a
+    product of two int32 tensors added to a float one must not wrap in int32 first)."""
+    return promoted(t, d) if isinstance(t, Tensor) and t._data.dtype != d.np else t
 
 
 @tensor_method()
@@ -291,18 +297,18 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     if all(isinstance(t, Tensor) and t._data.dtype in HALF for t in (input, tensor1, tensor2)):
         return addcdiv(input.float(), tensor1.float(), tensor2.float(),
                        value=value).to(input.dtype)  # (in float32, as addcmul)
-    q_dtype = _dt.result_type(tensor1, tensor2)
-    if q_dtype.category < 2:  # (an integer by a float 0-d tensor: true division's float)
-        q_dtype = _dt.get_default_dtype()
+    d = _dt.result_type(input, tensor1, tensor2)  # (floating: integer pairs refused above)
+    if d.category < 2:  # (an integer by a 0-d float tensor: true division's float)
+        d = _dt.get_default_dtype()
+    tensor1, tensor2 = _in_dtype(tensor1, d), _in_dtype(tensor2, d)
     if isinstance(value, builtins.complex):
-        value = fill_scalar("addcdiv", value, q_dtype.np)
-    else:
-        d = _dt.result_type(input, q_dtype).np  # (half precision: read in float32)
-        value = checked_number("addcdiv", value, opmath(d) if d in HALF else d)
+        value = fill_scalar("addcdiv", value, d.np)
+    else:  # (half precision: read in float32)
+        value = checked_number("addcdiv", value, opmath(d.np) if d.np in HALF else d.np)
     if value == 1:
         return input + tensor1 / tensor2
     # torch's kernel scales before it divides: (value * tensor1) / tensor2
-    return input + promoted(tensor1, q_dtype) * value / tensor2
+    return input + tensor1 * value / tensor2
 
 
 # ---- fmax / fmin: nan-ignoring maximum / minimum ---------------------------------------
@@ -415,7 +421,8 @@ _TORCH_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
 
 def _bitwise_check(name, *xs):
     for x in xs:
-        if isinstance(x, Tensor) and x._data.dtype.kind in "fV" or isinstance(x, builtins.float):
+        if isinstance(x, Tensor) and x._data.dtype.kind in "fV" or \
+                isinstance(x, (builtins.float, np.floating)):  # (a NumPy float too)
             d = x.dtype.name if isinstance(x, Tensor) else "float"
             raise NotImplementedError(
                 f"{name}: not implemented for {d} (\"{name}_cpu\" not implemented for "

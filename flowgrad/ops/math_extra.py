@@ -307,8 +307,9 @@ def nextafter(input, other):
     """
     a, b = _promote_pair(input, other, "nextafter")
     if not a.is_floating_point():
-        raise RuntimeError(f"nextafter: not implemented for {a.dtype.name}; floating "
-                           f"tensors only")
+        raise NotImplementedError(  # (torch's dispatch error: its type, not RuntimeError)
+            f"nextafter: not implemented for {a.dtype.name} (\"nextafter_cpu\" not implemented "
+            f"for '{_dt.TORCH_SCALAR_NAMES[a.dtype.name]}'); floating tensors only")
     return _nextafter(a, b)
 
 

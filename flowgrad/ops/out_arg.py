@@ -245,8 +245,12 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
             exact = (_exact or _real and not (args and isinstance(args[0], Tensor)
                                               and args[0].is_complex())) and not (
                 _scalar and any(isinstance(a, Tensor) for a in (*args[1:], *kwargs.values())))
-            return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name, exact_dtype=exact,
-                            no_overlap=_apart, tracked=_tracked, warn_resize=_loud)
+            try:
+                return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name,
+                                exact_dtype=exact, no_overlap=_apart, tracked=_tracked,
+                                warn_resize=_loud)
+            except AttributeError as error:  # (a number where a tensor goes, as without out=)
+                reraise_typed(_name, _fn, args, kwargs, error)
         namespace[name] = functools.wraps(fn)(call)
         call.__kwdefaults__["_public"].append(call)  # (the function overrides are told of)
         call._public = call.__kwdefaults__["_public"]
