@@ -252,7 +252,7 @@ _out_arg.accept_out(
            "ceil", "trunc", "frac", "matmul", "mm",
            "bmm", "mv", "dot", "where", "amax", "amin", "argmax", "argmin", "addmm", "baddbmm",
            "addmv", "addbmm", "conj_physical", "diag", "fix", "gather", "heaviside", "histc",
-           "index_select", "inner", "inverse", "ldexp", "logcumsumexp", "masked_select", "msort",
+           "index_select", "inner", "inverse", "logcumsumexp", "masked_select", "msort",
            "nan_to_num", "nanquantile", "quantile", "renorm", "take_along_dim", "tensordot",
            "tril", "triu", "vdot", "float_power", "bucketize", "searchsorted", "any",
            "isneginf", "isposinf", "signbit", "all"),
@@ -263,7 +263,7 @@ _out_arg.accept_out(
                 "cross"),
     partial_overlap=_ELEMENTWISE_OUT,
     untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("sum", "prod"),
-    exact_real=("abs", "absolute"),
+    exact_real=("abs", "absolute"), exact_float_int=("ldexp",),
     silent_resize=("zeros", "ones", "empty", "full", "linspace", "logspace", "eye", "rand",
                    "randn", "randint", "randperm", "addbmm"))
 _out_arg.accept_out(  # (the torch.* functions above and these: every one torch gives out=)

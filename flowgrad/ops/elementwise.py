@@ -496,7 +496,9 @@ def sub(input, other, *, alpha=1, out=None):
             other = scale_by_alpha(input, other, alpha, "sub")
         if isinstance(other, _SCALARS) and isinstance(input, Tensor):
             if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, -other):
-                return _scalar_add(input, value=-other)
+                # (x - 0 is x + -0.0: x + 0.0 would turn a -0.0 of x into 0.0)
+                neg = -other if other or input._data.dtype.kind in "iu" else -0.0
+                return _scalar_add(input, value=neg)
         return _binary(_sub, input, other, "sub", number_pair=True)
     except SparseOperandError:
         return _sparse_binary("sub", input, given, alpha)
@@ -596,6 +598,8 @@ def pow(input, exponent, *, out=None):
     """
     if out is not None:
         return with_out(pow, out, (input, exponent), "pow", no_overlap="partial")
+    input, exponent = (x.item() if isinstance(x, np.generic) else x  # (NumPy's: a number)
+                       for x in (input, exponent))
     if isinstance(exponent, _SCALARS) and isinstance(input, Tensor):
         if input._data.dtype.kind in "iub" and \
                 not isinstance(exponent, (builtins.float, builtins.complex)) and exponent < 0:

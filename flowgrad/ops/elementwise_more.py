@@ -264,26 +264,31 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     if all(isinstance(t, Tensor) and t._data.dtype.kind == "b" for t in (input, tensor1, tensor2)):
         raise NotImplementedError('"addcmul_cpu_out" not implemented for \'Bool\'; convert the '
                                   "tensors with .int() first")
-    if all(isinstance(t, Tensor) and t._data.dtype in HALF for t in (input, tensor1, tensor2)):
-        # computed in float32 (value unrounded) and rounded once, as torch's kernel
-        return addcmul(input.float(), tensor1.float(), tensor2.float(),
-                       value=value).to(input.dtype)
     d = _dt.result_type(input, tensor1, tensor2)  # torch computes all of it in this dtype
+    if d.np in HALF:  # computed in float32 (value unrounded) and rounded once, as torch's
+        return addcmul(*(_in_dtype(t, d, _dt.float32) for t in (input, tensor1, tensor2)),
+                       value=value).to(d)
     tensor1, tensor2 = _in_dtype(tensor1, d), _in_dtype(tensor2, d)
-    if isinstance(value, float) and d.category < 2:
-        value = int(value)  # torch's value.to<integer type>()
     if isinstance(value, builtins.complex):
         value = fill_scalar("addcmul", value, d.np)
-    else:  # torch's Scalar conversion to the result's dtype (256 does not fit int8)
+    else:  # torch's Scalar conversion to the result's dtype (256 does not fit int8, nor -1.5
+        # uint8), then value.to<integer type>() (0.5 is 0)
         value = checked_number("addcmul", value, opmath(d.np) if d.np in HALF else d.np)
+        if isinstance(value, float) and d.category < 2:
+            value = int(value)
     prod = tensor1 * tensor2
     return input + (prod if value == 1 else prod * value)
 
 
-def _in_dtype(t, d):
+def _in_dtype(t, d, compute=None):
     """An addcmul/addcdiv operand cast to the dtype torch's kernel computes all three in (a
-    product of two int32 tensors added to a float one must not wrap in int32 first)."""
-    return promoted(t, d) if isinstance(t, Tensor) and t._data.dtype != d.np else t
+    product of two int32 tensors added to a float one must not wrap in int32 first); a number
+    as a 0-d tensor of it. `compute`: then cast to that (float32 for half precision: int32's
+    2**31 - 1 is inf in float16 first, as torch's)."""
+    if not isinstance(t, Tensor):
+        t = Tensor._wrap(np.asarray(fill_scalar("addcmul", t, d.np), d.np))
+    t = promoted(t, d) if t._data.dtype != d.np else t
+    return t if compute is None else _in_dtype(t, compute)
 
 
 @tensor_method()
@@ -294,12 +299,12 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
             "Integer division with addcdiv is no longer supported (got tensor1 "
             f"{tensor1.dtype.name} and tensor2 {tensor2.dtype.name}); use "
             "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) instead")
-    if all(isinstance(t, Tensor) and t._data.dtype in HALF for t in (input, tensor1, tensor2)):
-        return addcdiv(input.float(), tensor1.float(), tensor2.float(),
-                       value=value).to(input.dtype)  # (in float32, as addcmul)
     d = _dt.result_type(input, tensor1, tensor2)  # (floating: integer pairs refused above)
     if d.category < 2:  # (an integer by a 0-d float tensor: true division's float)
         d = _dt.get_default_dtype()
+    if d.np in HALF:  # (in float32, rounded once, as addcmul)
+        return addcdiv(*(_in_dtype(t, d, _dt.float32) for t in (input, tensor1, tensor2)),
+                       value=value).to(d)
     tensor1, tensor2 = _in_dtype(tensor1, d), _in_dtype(tensor2, d)
     if isinstance(value, builtins.complex):
         value = fill_scalar("addcdiv", value, d.np)

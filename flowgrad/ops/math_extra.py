@@ -198,10 +198,26 @@ def ldexp(input, other):
                                   "exponent with .int() first")
     if isinstance(other, Tensor) and other._data.dtype.kind in "fcV":
         return input * pow(2.0, other)  # torch's promotion: an integer input takes other's
+    if isinstance(other, Tensor) and input._data.dtype.kind in "fV":
+        # torch's kernel: C's ldexp, exact (ldexp(0.0, 2**31 - 1) is 0.0, where 0 * 2 ** e
+        # is 0 * inf = nan, and ldexp(1e300, -1100) is not 1e300 * 0)
+        return _ldexp_exact(input, other)
     a = _float_of(input)
     if isinstance(other, Tensor):
         other = other.to(a.dtype)  # integer exponents keep the input's dtype; float ones promote
     return a * pow(2.0, other)
+
+
+@op("ldexp", save="inputs", grad_reads=((1,), ()))  # (the exponent only, as torch)
+def _ldexp_exact(xp, a, e):
+    if a.dtype.kind == "V" or a.dtype == xp.float16:  # (exact in float32, rounded once)
+        return xp.ldexp(a.astype(xp.float32), e.astype(xp.int32)).astype(a.dtype)
+    return xp.ldexp(a, e.astype(xp.int32))  # (torch's kernel takes a C int exponent)
+
+
+@_ldexp_exact.grad
+def ldexp_exact_backward(ctx, dy):
+    return _ldexp_exact(dy, ctx.inputs[1]), None
 
 
 # ---- logaddexp ---------------------------------------------------------------------------
@@ -287,7 +303,9 @@ def logaddexp2(input, other):
 # ---- value-only kernels ------------------------------------------------------------------
 @op("nextafter", save="inputs")
 def _nextafter(xp, a, b):
-    return xp.nextafter(a, b)
+    # where a == b, b itself (C's nextafter: nextafter(-0.0, 0.0) is 0.0); NumPy's float16
+    # loop returns a there
+    return xp.where(a == b, b, xp.nextafter(a, b))
 
 
 @_nextafter.grad

@@ -12,6 +12,8 @@ tensor([1., 0.])
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..tensor import Tensor, tensor_method
 from .elementwise import (
     _SCALARS,
@@ -78,9 +80,11 @@ def _rsub(self, other):
 
 
 def _rdiv(self, other):
-    if isinstance(other, _SCALARS):
+    if isinstance(other, (*_SCALARS, complex, np.number)):
         # torch's value / x: reciprocal(x) * value, so its backward reads the reciprocal (a
-        # temporary), not x: a later write to x (in place, or through .data) leaves it as is
+        # temporary), not x: a later write to x (in place, or through .data) leaves it as is;
+        # for a complex or NumPy value too (2j / bfloat16 x is reciprocal(x) rounded to
+        # bfloat16, times 2j)
         return mul(reciprocal(self), other)
     return div(other, self)
 

@@ -163,10 +163,16 @@ def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=
     return type(results)(*written) if hasattr(results, "_fields") else tuple(written)
 
 
+def _float_int(args):
+    """Whether `args` begin with a floating tensor and an integer (or bool) tensor."""
+    return len(args) > 1 and all(isinstance(a, Tensor) for a in args[:2]) and \
+        args[0]._data.dtype.kind in "fV" and args[1]._data.dtype.kind in "biu"
+
+
 def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), castable_outs=(),
                nondiff_first=(), untracked=(), out_tracked=(), dim_required=(),
                partial_overlap=(), silent_resize=(), exact_scalar=(), list_outs=(),
-               exact_real=()):
+               exact_real=(), exact_float_int=()):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
@@ -184,7 +190,9 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     arguments are numbers, any it casts to when one is a tensor (clamp_min's two overloads);
     those in `exact_real` only for a real input (abs: torch computes a complex input's real
     result apart and casts it into `out`); those in `list_outs` write a list of results into
-    a list `out` and return None, as torch's split_with_sizes_copy and unbind_copy."""
+    a list `out` and return None, as torch's split_with_sizes_copy and unbind_copy; those in
+    `exact_float_int` only for a floating input and an integer tensor second argument (ldexp:
+    torch's kernel then; its composite input * 2 ** other casts into any `out`)."""
     import functools
     import inspect
 
@@ -206,7 +214,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _tracked="" if name in untracked else "out" if name in out_tracked else "all",
                  _dim=name in dim_required, _loud=name not in silent_resize,
                  _scalar=name in exact_scalar, _none=name in list_outs,
-                 _real=name in exact_real, _public=[], **kwargs):
+                 _real=name in exact_real, _fi=name in exact_float_int, _public=[],
+                 **kwargs):
             if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
                 handled = EVERY_CALL[0](_public[0], args,
                                         kwargs if out is None else {**kwargs, "out": out})
@@ -243,7 +252,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                 return with_outs(lambda *a: _fn(*a, **kwargs), out, args, _name, _apart,
                                  _cast, _nondiff, _tracked)
             exact = (_exact or _real and not (args and isinstance(args[0], Tensor)
-                                              and args[0].is_complex())) and not (
+                                              and args[0].is_complex())
+                     or _fi and _float_int(args)) and not (
                 _scalar and any(isinstance(a, Tensor) for a in (*args[1:], *kwargs.values())))
             try:
                 return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name,

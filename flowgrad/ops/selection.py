@@ -124,6 +124,8 @@ def _checked_branch(tensor, number, arg):
     tensor's own, int64 for an int beside bools, the default float dtype for a float beside
     integers)."""
     d = tensor._data.dtype
+    if isinstance(number, np.generic):  # (a NumPy scalar is the Python number it holds)
+        number = number.item()
     cls = number.__class__
     if d.kind in "iub":
         if cls is builtins.complex:

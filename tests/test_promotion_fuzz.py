@@ -1,0 +1,163 @@
+"""Type promotion against torch: random binary and ternary elementwise calls (every dtype
+pair of the twelve, n-d and 0-d tensors, Python and NumPy numbers, both operand orders; the
+function, method, operator, out=, in-place and in-place-operator forms; set_default_dtype
+(float64) now and then) must give torch's result dtype, its values (integers exactly, floats
+bit for bit or within the ulps promotion_fuzz.ULPS states), and its refusals with the same
+exception type: see tests/promotion_fuzz.py. Below the fuzz, its findings as fixed cases.
+
+KNOWN (promotion_fuzz.KNOWN, by what each framework did, a reason by each):
+- number operand: flowgrad takes a number where torch's signature insists on a tensor (kept
+  on purpose, as test_opinfo_vs_torch.py's _R_SCALAR);
+- complex32: flowgrad has no complex32 (float16 with a complex 0-d tensor is complex32 in
+  torch);
+- complex refusal: flowgrad's one refusal of complex inputs is a RuntimeError, torch's
+  kernels' a NotImplementedError for some ops (its subclass);
+- check order: both refuse, torch on the out/self tensor first, flowgrad on the kernel's
+  dtype;
+- clamp complex bound: torch reads a complex bound of imaginary part 0 as real;
+- integer lerp into a float out: torch computes in out's dtype;
+- ldexp of complex by a half exponent: torch computes 2 ** other as a complex of the
+  exponent's precision;
+- complex pow at infinities, complex x ** 0: torch's exp(y log x) against NumPy's power.
+NOT DRAWN: NumPy complex64 and bool scalars (torch reads them as a real number and a float),
+ldexp exponents beyond int32 (torch's kernel casts them to C int), nan as copysign's sign
+(torch's cast of nan to bfloat16 sets its sign bit).
+"""
+from __future__ import annotations
+
+import fuzz_common
+import numpy as np
+import promotion_fuzz as pf
+import pytest
+
+
+@pytest.mark.parametrize("block", range(8))
+def test_promotion_cases_match_torch(block):
+    fuzz_common.assert_seeds_agree(pf.check, range(block * 500, block * 500 + 500))
+
+
+@pytest.mark.slow
+def test_many_promotion_cases_match_torch():
+    fuzz_common.assert_seeds_agree(pf.check, range(4000, 60000))
+
+
+def _same(name, fn, default64=False):
+    verdict = pf.compare(pf.Call(name, fn, default64), allow_known=False)
+    assert verdict is None, verdict
+
+
+def _t(m, values, dtype):
+    if dtype == "bfloat16":
+        return m.tensor(np.array(values, np.float32)).to(m.bfloat16)
+    return m.tensor(np.array(values, dtype=dtype))
+
+
+# addcmul/addcdiv computed the product (quotient) in the dtype of tensor1 and tensor2, then
+# added: torch casts all three to their common dtype first
+ADDC = {
+    # int32 100 * int32 -2**31 wrapped to 0 in int32 before the float32 sum (torch -2.1e11)
+    "int_product_into_float": lambda m: m.addcmul(
+        _t(m, [1.5, 0.0], "float32"), _t(m, 100, "int32"), _t(m, -2 ** 31, "int32")),
+    # int8 127 * bfloat16 1.5 rounded to bfloat16 (190) before the complex128 sum (190.5)
+    "bfloat16_product_into_complex": lambda m: m.addcmul(
+        _t(m, [0.1 + 0.1j], "complex128"), _t(m, 127, "int8"), _t(m, [1.5, 3.1], "bfloat16")),
+    # a complex value with a complex input and float tensors: refused as "not float32"
+    "complex_value": lambda m: m.addcmul(
+        _t(m, [1 - 2j], "complex128"), _t(m, [1.5], "float32"), _t(m, [2.25], "float32"),
+        value=1j),
+    # a 0-d float16 input beside bfloat16 tensors: bfloat16 (flowgrad gave float16)
+    "half_dtype_of_zero_dim_input": lambda m: m.addcmul(
+        _t(m, 1.5, "float16"), _t(m, [0.1, 3.0], "bfloat16"), _t(m, [1.5], "bfloat16")),
+    # int32 2**31 - 1 is inf in float16 before the float32 arithmetic (torch: nan; these two
+    # guard the common-dtype path above, whose first form summed in float32 and gave inf)
+    "int32_max_in_float16": lambda m: m.addcmul(
+        _t(m, [2 ** 31 - 1], "int32"), _t(m, [2], "uint8"), _t(m, [-np.inf], "float16")),
+    # uint8 with value -1.5: torch refuses the negative float (flowgrad took int(-1.5) = -1,
+    # which uint8 takes as 255)
+    "negative_float_value_uint8": lambda m: m.addcmul(
+        _t(m, [3], "uint8"), _t(m, [2], "uint8"), _t(m, [1], "uint8"), value=-1.5),
+    # a float64 input with float32 tensors: the quotient in float64 (flowgrad's in float32)
+    "float32_quotient_into_float64": lambda m: m.addcdiv(
+        _t(m, [0.0, 1.0], "float64"), _t(m, [1.0, 2.0], "float32"), _t(m, [3.0, 7.0], "float32"),
+        value=0.1),
+    "int32_min_in_float16": lambda m: m.addcdiv(
+        _t(m, -2 ** 31, "int32"), _t(m, [np.inf, 1.5], "float16"), _t(m, [0, 0], "bool"),
+        out=m.empty(0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADDC))
+def test_addcmul_and_addcdiv_compute_in_the_common_dtype(name):
+    _same("addcmul", ADDC[name])
+
+
+# NumPy scalars are the Python numbers they hold, as torch's argument parser reads them
+NUMPY = {
+    # two numbers: mul(np.float32(1.5), 2) is a float32 0-d tensor (flowgrad: TypeError)
+    "float32_and_int": lambda m: m.mul(np.float32(1.5), 2),
+    # np.float64 was a float64 0-d tensor, not a Python float (the default dtype, float32)
+    "float64_and_float": lambda m: m.mul(np.float64(-2.5), 2.0),
+    "int8_and_int": lambda m: m.add(np.int8(3), 2),
+    # a NumPy float with bitwise ops: torch's NotImplementedError (flowgrad: NumPy's TypeError)
+    "bitwise_float": lambda m: m.bitwise_and(_t(m, [1, 2], "int16"), np.float32(1.5)),
+    # where's number branch: np.complex128 beside int64 is complex (flowgrad refused it as an
+    # int64 that (1-1j) does not fit)
+    "where_complex": lambda m: m.where(_t(m, [True, False], "bool"), _t(m, [1, 2], "int64"),
+                                       np.complex128(1 - 1j)),
+    # pow's exponent: np.uint8(200) does not fit int8 (torch refuses; flowgrad computed)
+    "pow_exponent_range": lambda m: _t(m, [-1, 2], "int8").pow(np.uint8(200)),
+    # np.float32 / half: reciprocal(x) * value as for Python numbers (flowgrad divided)
+    "rdiv_half": lambda m: np.float32(3) / _t(m, [0.7, 1.1, 3.3], "float16"),
+    "rdiv_bfloat16": lambda m: np.int64(3) / _t(m, [3.3, 0.9, 13.0], "bfloat16"),
+}
+
+
+@pytest.mark.parametrize("default64", [False, True])
+@pytest.mark.parametrize("name", sorted(NUMPY))
+def test_numpy_scalars_are_numbers(name, default64):
+    _same(name, NUMPY[name], default64)
+
+
+FIXED = {
+    # out= with a number first: torch's TypeError (flowgrad: AttributeError from the kernel)
+    ("gt", "out_number_first"): lambda m: m.gt(-3, _t(m, [1.0], "float32"), out=m.empty(0)),
+    ("addcdiv", "out_number_input"): lambda m: m.addcdiv(
+        0.5, 0.001, _t(m, [1.0], "float64"), out=m.empty(0, dtype=m.complex128)),
+    # nextafter of integers: torch's NotImplementedError (flowgrad: RuntimeError)
+    ("nextafter", "integers"): lambda m: m.nextafter(_t(m, [0, 2], "int64"),
+                                                     _t(m, [1, 2], "int32")),
+    # nextafter(-0.0, 0) is 0.0 (C's: y where x == y); NumPy's float16 loop gave -0.0
+    ("nextafter", "signed_zero_half"): lambda m: m.nextafter(
+        _t(m, [-0.0, 0.0, -0.0], "float16"), _t(m, [0, 0, 100], "int32")),
+    # x - 0 keeps x's -0.0 (flowgrad added -0, an int 0: -0.0 + 0.0 is 0.0)
+    ("sub", "minus_int_zero"): lambda m: _t(m, [-0.0, 0.0, 1.5], "float32") - 0,
+    ("sub", "alpha_int_zero"): lambda m: m.sub(_t(m, [-0.0], "float64"), 0, alpha=2),
+    # 2j / bfloat16 x: reciprocal(x) in bfloat16 times 2j, as torch's __rtruediv__
+    ("div", "complex_over_bfloat16"): lambda m: (2 + 0j) / _t(m, [0.1, -2.25], "bfloat16"),
+    # ldexp of a float by an integer exponent: C's ldexp (flowgrad: x * 2 ** e, with
+    # 0 * inf = nan and 1e300 * 0 = 0)
+    ("ldexp", "exact_zero"): lambda m: m.ldexp(_t(m, [-0.0, 0.0, 1.5], "bfloat16"),
+                                               _t(m, 2 ** 31 - 1, "int32")),
+    ("ldexp", "exact_underflow"): lambda m: m.ldexp(_t(m, [1e300, 3.0], "float64"),
+                                                    _t(m, [-1100, 2], "int64")),
+    # ldexp's out=: exact only for its kernel (a float input, an integer exponent); torch's
+    # input * 2 ** other casts into any out (flowgrad refused a complex64 out)
+    ("ldexp", "out_castable"): lambda m: m.ldexp(_t(m, [5, 2], "int64"), _t(m, 1.5, "float16"),
+                                                 out=m.empty(0, dtype=m.complex64)),
+    ("ldexp", "out_exact"): lambda m: m.ldexp(_t(m, [1.5], "float32"), _t(m, [2], "int64"),
+                                              out=m.empty(0, dtype=m.float64)),
+}
+
+
+@pytest.mark.parametrize("key", sorted(FIXED), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_fixed_promotion_cases(key):
+    _same(key[0], FIXED[key])
+
+
+def test_ldexp_gradient_is_two_to_the_exponent():
+    # (torch's is grad * pow(2, other) in the integer exponent's dtype: 0 for other < 0, a
+    # torch bug not copied; flowgrad's is 2 ** other)
+    import flowgrad as flow
+    x = flow.tensor([1.0, 3.0, 0.5], requires_grad=True)
+    flow.ldexp(x, flow.tensor([-2, 0, 3])).sum().backward()
+    assert x.grad.tolist() == [0.25, 1.0, 8.0]
