@@ -36,7 +36,8 @@ import flowgrad as flow
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
           "float64", "complex64", "complex128"]
 SHAPES = [(3,), (2, 3), (1, 3), (2, 1)]
-PY_SCALARS = [True, False, 0, 2, -3, 7, 0.5, -1.5, 2.0, 1e-3, 1 + 2j, -0.5j, 2 + 0j]
+PY_SCALARS = [True, False, 0, 2, -3, 7, 0.5, -1.5, 2.0, 1e-3, 1 + 2j, -0.5j, 2 + 0j, 300, 2 ** 40,
+              1e300, float("inf"), float("nan"), -0.0]
 NP_SCALARS = [("float32", 1.5), ("float64", -2.5), ("int64", 3), ("int8", -2),
               ("float16", 0.5), ("uint8", 200), ("int32", 5), ("complex128", 1 - 1j)]
 # NOT DRAWN: NumPy complex64 and bool scalars. torch reads a numpy.complex64 as a real number,
@@ -190,7 +191,9 @@ class Case:
             # nan sets it (signbit(nan) is True there), ml_dtypes' does not; IEEE leaves it open
             self.args = [a[:3] + ([-np.inf if v != v else v for v in a[3]],) if a[0] == "t"
                          else a for a in self.args]
-        if self.form in ("method", "inplace", "ioperator") and self.args[0][0] != "t":
+        if self.form in ("method", "inplace", "ioperator") and self.args[0][0] != "t" or \
+                self.form == "operator" and all(a[0] != "t" for a in self.args):
+            # (two numbers under an operator are Python's arithmetic: 2 ** 40 ** 2 ** 40)
             self.args[0] = _operand(r, tensor_only=True)
         if self.form == "out":
             self.out_dtype = r.choice(DTYPES)
@@ -378,6 +381,11 @@ KNOWN = {
         "clamp of a floating tensor with a complex bound of imaginary part 0: torch reads it "
         "as a real number (of an integer tensor it refuses it); flowgrad refuses complex "
         "bounds"),
+    "clamp nan bound": (
+        lambda case, want, got: case.name == "clamp" and want[0] == "ok" and got[0] == "raise"
+        and any(a[0] == "py" and a[1] != a[1] for a in case.args[1:]),
+        "clamp with a nan bound: torch fills nan before it converts the other bound (1e300 "
+        "beside nan is taken); flowgrad converts both"),
     "integer lerp into a float out": (
         lambda case, want, got: case.name == "lerp" and case.form == "out" and want[0] == "ok"
         and got[0] == "raise" and "lerp_kernel" in got[2],

@@ -497,7 +497,8 @@ def sub(input, other, *, alpha=1, out=None):
         if isinstance(other, _SCALARS) and isinstance(input, Tensor):
             if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, -other):
                 # (x - 0 is x + -0.0: x + 0.0 would turn a -0.0 of x into 0.0)
-                neg = -other if other or input._data.dtype.kind in "iu" else -0.0
+                neg = -0.0 if other.__class__ is int and other == 0 and \
+                    input._data.dtype.kind in "fVc" else -other
                 return _scalar_add(input, value=neg)
         return _binary(_sub, input, other, "sub", number_pair=True)
     except SparseOperandError:

@@ -98,7 +98,8 @@ def where(condition, input=None, other=None):
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         # two Python scalars: torch's dtype for them (where(c, 1, 0) is int64)
         d, xp = _dt.result_type(input, other), array_module(condition._data)
-        input, other = (Tensor._wrap(xp.asarray(v, d.np)) for v in (input, other))
+        input, other = (Tensor._wrap(xp.asarray(checked_number("where", v, d.np, arg), d.np))
+                        for v, arg in ((input, "input"), (other, "other")))  # (1e300: raise)
     if isinstance(input, Tensor) is not isinstance(other, Tensor):
         # the number converts to the result's dtype as torch's Scalar does (300 does not fit
         # int8: raise; -1 for uint8 is 255), not by NumPy's wrap-around; half precision takes
@@ -134,7 +135,9 @@ def _checked_branch(tensor, number, arg):
             d = _dt.get_default_dtype().np
         if d.kind == "b" and cls is not builtins.bool:
             d = _INT64
-    elif cls is builtins.complex or d.kind == "c":
+    elif d.kind == "c":  # (1e300 overflows complex64's parts)
+        return checked_number("where", number, d, arg)
+    elif cls is builtins.complex:
         return number
     elif d in HALF:  # any float fits (1e10 becomes inf, as torch's); an int of 64 bits
         d = _F64
@@ -185,6 +188,10 @@ def clamp(input, min=None, max=None, *, out=None):
             "clamp_min_scalar_cpu" if min is not None else "clamp_max_scalar_cpu"
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'; convert the '
                                   f"tensor with .int() first")
+    if d.is_complex and not input.is_floating_point():  # (before the bounds' conversion, as
+        # torch's; a floating tensor's complex bound is converted to double: RuntimeError)
+        raise NotImplementedError(f"clamp is not supported for complex types (got {d} from "
+                                  f"{input.dtype} and the bounds); clamp .real or .abs()")
     # the bounds convert to the result's dtype as torch's Scalar does: out of its range
     # raises, and uint8 takes -255..-1 modulo 256 (clamp(min=-1) of uint8 gives 255s)
     min, max = checked_number("clamp", min, d.np, "min"), checked_number("clamp", max, d.np, "max")
