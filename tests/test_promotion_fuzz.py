@@ -45,9 +45,6 @@ KNOWN_SEEDS = {
     61823: "ldexp of complex128 by a complex64 0-d exponent: torch's 2 ** other in complex64",
     77546: "ldexp of float64 by a float32 0-d exponent: torch's 2 ** other in float32",
     66773: "float16 - (2+0j) into a complex64 out=: torch computes in complex32 (KNOWN's)",
-    72994: "OPEN: bfloat16 div(x, 3, rounding_mode='trunc'): torch divides in float32 and rounds "
-           "the truncated quotient once (332); flowgrad rounds the quotient first (334)",
-    99815: "OPEN: bfloat16 //= bfloat16: as 72994 (torch 668, flowgrad 664)",
     95449: "OPEN: lerp of uint8 tensors by a float32 0-d weight: torch computes (float32), "
            "flowgrad refuses integer lerp",
     73574: "OPEN: lerp of int32 tensors by a complex128 0-d weight: as 95449",
@@ -194,3 +191,23 @@ def test_ldexp_gradient_is_two_to_the_exponent():
     x = flow.tensor([1.0, 3.0, 0.5], requires_grad=True)
     flow.ldexp(x, flow.tensor([-2, 0, 3])).sum().backward()
     assert x.grad.tolist() == [0.25, 1.0, 8.0]
+
+
+# half-precision rounded division: torch's vectorised floor division rounds each step of c10's
+# div_floor_floating to the dtype (flowgrad's NumPy/ml_dtypes floor_divide rounded once: 664
+# for torch's 668); a NumPy number divisor is a number, divided in float32 (flowgrad promoted
+# it to a bfloat16 tensor first: 334 for torch's 332)
+HALF_DIVISION = {
+    "bfloat16_floor_steps": lambda m: _t(m, [1000.5, -7.0, -1.0], "bfloat16") // _t(
+        m, [1.5, -2.25, 0.1], "bfloat16"),
+    "float16_floor_steps": lambda m: m.div(
+        _t(m, np.linspace(-900, 900, 41), "float16"), _t(m, np.linspace(0.3, 3.7, 41), "float16"),
+        rounding_mode="floor"),
+    "bfloat16_trunc_by_numpy_int": lambda m: m.div(
+        _t(m, [1000.5, np.inf, 3.0], "bfloat16"), np.int64(3), rounding_mode="trunc"),
+}
+
+
+@pytest.mark.parametrize("name", HALF_DIVISION)
+def test_half_precision_rounded_division_as_torch(name):
+    _same(name, HALF_DIVISION[name])

@@ -27,9 +27,7 @@ from ..errors import (
     check_kernel_dtype,
     checked_number,
 )
-from ..func.batched import every_example
 from ..tensor import Tensor
-from .broadcasting import broadcast_shapes
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
     _promote_pair,
     allclose,
@@ -52,6 +50,7 @@ from .compare import (  # noqa: F401 - comparisons, re-exported; their module si
     tie_weights,
 )
 from .complex import conj, real_sign, sgn
+from .division import _refuse_bool, _rounded_div
 from .halfprec import HALF, in_float32
 from .out_arg import with_out
 from .registry import op
@@ -748,61 +747,6 @@ def _inplace_binary(name, fn):
         return run_inplace(name, fn, self, *args, **kwargs)
     method.__name__ = name
     return method
-
-
-# ---- rounded division (div with rounding_mode) ----------------------------------------
-def _check_int_zero(a, b, name):
-    """Integer division by a zero raises, as torch's, once an element is divided (an empty
-    result divides none; shapes that do not broadcast are the op's own error)."""
-    # (every example's values: under vmap `_data` is a placeholder)
-    if b._data.dtype.kind in "iub" and not every_example(b != 0, guard=True):
-        try:
-            empty = 0 in np.broadcast_shapes(a._data.shape, b._data.shape)
-        except ValueError:
-            return
-        if not empty:
-            raise RuntimeError(f"ZeroDivisionError: {name} of integer tensors by zero")
-
-
-@op("div_rounded", jvp="diagonal")
-def _div_rounded(xp, a, b, *, mode):
-    if a.dtype.kind in "iub":
-        q = a // b
-        if mode == "trunc":  # a // b floors; step back toward zero where signs differ
-            q = q + (((a - q * b) != 0) & ((a < 0) != (b < 0)))
-        return q.astype(a.dtype, copy=False)
-    with xp.errstate(divide="ignore", invalid="ignore"):
-        q = xp.floor_divide(a, b) if mode == "floor" else xp.trunc(a / b)
-    return q.astype(a.dtype, copy=False)
-
-
-@_div_rounded.grad
-def div_rounded_backward(ctx, dy):
-    return _zero_grad(dy), _zero_grad(dy)  # a step function: zero almost everywhere, as torch
-
-
-def _rounded_div(input, other, rounding_mode):
-    """div(..., rounding_mode='floor' | 'trunc'): keeps integer dtypes, as torch."""
-    if rounding_mode not in ("floor", "trunc"):
-        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                           f"but found {rounding_mode!r}")
-    if isinstance(input, Tensor) and input._data.dtype in HALF and \
-            isinstance(other, (builtins.int, builtins.float)):
-        # torch divides half precision by a scalar in float32, the scalar unrounded
-        return _rounded_div(input.float(), other, rounding_mode).to(input.dtype)
-    a, b = _promote_pair(input, other, "div", number_pair=True)
-    _refuse_bool(a, f"div_{rounding_mode}_cpu", b)
-    _check_int_zero(a, b, "div")
-    return _div_rounded(a, b, mode=rounding_mode)
-
-
-def _refuse_bool(a, kernel, b=None):
-    """torch has no rounded division, remainder, fmod or pow kernel for bool results (it
-    raises first for shapes `a` and `b` that do not broadcast)."""
-    if a._data.dtype.kind == "b":
-        broadcast_shapes(a.shape, a.shape if b is None else b.shape)
-        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\' (both operands '
-                                  f'are bool); convert one with .int() or .float() first')
 
 
 # the Tensor methods and Python operators of this family: operators.py (it reads the names

@@ -41,14 +41,11 @@ from ..tensor import Tensor, tensor_method
 from .broadcasting import broadcast_shapes
 from .compare import promoted
 from .creation import _normal, _uniform
+from .division import _check_int_zero, _div_rounded, _refuse_bool, _rounded_div
 from .elementwise import (
     _SCALARS,
-    _check_int_zero,
-    _div_rounded,
     _inplace_binary,
     _promote_pair,
-    _refuse_bool,
-    _rounded_div,
     _where,
     div,
     isfinite,
