@@ -228,3 +228,19 @@ def test_draws_with_bad_parameters_raise_as_torch(case):
         REFUSED_DRAWS[case](torch)
     with pytest.raises(RuntimeError):
         REFUSED_DRAWS[case](flow)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "bool", "float32"])
+@pytest.mark.parametrize("name", ["uniform_", "normal_", "exponential_", "cauchy_",
+                                  "log_normal_", "geometric_", "bernoulli_", "random_"])
+def test_random_fill_of_each_dtype_raises_as_torch(name, dtype):
+    """The exception class of each in-place draw into each dtype is torch's (uniform_ and
+    normal_ of an integer tensor: NotImplementedError, its dtype dispatch's)."""
+    kinds = []
+    for m in (torch, flow):
+        try:
+            getattr(m.zeros(3, dtype=getattr(m, dtype)), name)()
+            kinds.append(None)
+        except Exception as error:  # noqa: BLE001 - the class is what is compared
+            kinds.append(type(error).__name__)
+    assert kinds[1] == kinds[0]

@@ -607,13 +607,14 @@ def _same_data(a, b):
     return a is b or type(x) is type(y) and x.dtype == y.dtype and same_elements(x, y)
 
 
-def _write_sample(self, name, random_op, generator, kinds="fV", **attrs):
+def _write_sample(self, name, random_op, generator, kinds="fV", refusal=RuntimeError, **attrs):
     """Fill self with a sample of `random_op` (attributes `attrs`, self's shape and dtype):
     drawn inside an op, so an nn.Graph plan draws fresh numbers on every run (drawn by
-    Python here, it froze them). `kinds`: the dtype kinds the sample may have."""
+    Python here, it froze them). `kinds`: the dtype kinds the sample may have (another is
+    torch's `refusal`)."""
     check_capture(name, self)  # (before the draw, as torch's: a refused write draws nothing)
     if self._data.dtype.kind not in kinds:
-        raise RuntimeError(f"{name}: expects a floating point tensor, got {self.dtype.name}; "
+        raise refusal(f"{name}: expects a floating point tensor, got {self.dtype.name}; "
                            f"convert it with .float() first")
     sample = random_op(shape=self._data.shape, dtype=self._data.dtype,
                        generator=resolve(generator), **attrs)
@@ -628,7 +629,8 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
     if kwargs:
         a, b = _uniform_keywords(a, b, kwargs)
     check_uniform_bounds("uniform_", self.dtype, a, b)
-    return _write_sample(self, "uniform_", _uniform, generator, low=float(a), high=float(b))
+    return _write_sample(self, "uniform_", _uniform, generator, low=float(a), high=float(b),
+                         refusal=NotImplementedError)  # (torch's dtype dispatch refuses)
 
 
 def _uniform_keywords(a, b, kwargs):
@@ -642,7 +644,8 @@ def _uniform_keywords(a, b, kwargs):
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with samples from N(mean, std**2)."""
     check_std(std, "normal_")
-    return _write_sample(self, "normal_", _normal, generator, mean=float(mean), std=float(std))
+    return _write_sample(self, "normal_", _normal, generator, mean=float(mean), std=float(std),
+                         refusal=NotImplementedError)
 
 
 Tensor.fill_, Tensor.zero_, Tensor.copy_ = fill_, zero_, copy_
