@@ -27,7 +27,7 @@ from ..autograd.inplace import (
     self_overlapping,
     tell_written,
 )
-from ..device import array_module
+from ..device import array_module, new_array
 from ..errors import (
     check_kernel_dtype,
     check_std,
@@ -283,7 +283,7 @@ def _in_dtype(t, d, compute=None):
     as a 0-d tensor of it. `compute`: then cast to that (float32 for half precision: int32's
     2**31 - 1 is inf in float16 first, as torch's)."""
     if not isinstance(t, Tensor):
-        t = Tensor._wrap(np.asarray(fill_scalar("addcmul", t, d.np), d.np))
+        t = Tensor._wrap(new_array(None, fill_scalar("addcmul", t, d.np), d.np))  # (0-d)
     t = promoted(t, d) if t._data.dtype != d.np else t
     return t if compute is None else _in_dtype(t, compute)
 
