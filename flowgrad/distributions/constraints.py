@@ -177,14 +177,6 @@ class _LowerCholesky(Constraint):
         return tril & (value.diagonal(0, -2, -1) > 0).all(-1)
 
 
-class _PositiveDefinite(Constraint):
-    event_dim = 2
-
-    def check(self, value):
-        sym = ((value - value.mT).abs() < 1e-6).flatten(-2).all(-1)
-        return sym & (flow.linalg.eigvalsh(value) > 0).all(-1)
-
-
 class _OneHot(Constraint):
     is_discrete = True
     event_dim = 1
@@ -239,6 +231,17 @@ class _PositiveSemidefinite(_Symmetric):
         if not symmetric.all():
             return symmetric
         return (flow.linalg.eigvalsh(value) >= 0).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
+    """As torch's: a batch holding a non-square or non-symmetric matrix gives the symmetry
+    check itself; else whether each matrix has a Cholesky factor."""
+
+    def check(self, value):
+        symmetric = super().check(value)
+        if not symmetric.all():
+            return symmetric
+        return flow.linalg.cholesky_ex(value).info == 0
 
 
 class _Cat(Constraint):

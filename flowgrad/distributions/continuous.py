@@ -63,6 +63,8 @@ class Normal(_LocScale, ExponentialFamily):
             - LOG_SQRT_2PI
 
     def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         return 0.5 * (1 + flow.erf((value - self.loc) / (self.scale * math.sqrt(2))))
 
     def icdf(self, value):
@@ -75,15 +77,16 @@ class Normal(_LocScale, ExponentialFamily):
 class Uniform(Distribution):
     """Uniform on [low, high)."""
 
-    arg_constraints = {"low": constraints.real, "high": constraints.real}
     has_rsample = True
+
+    @property
+    def arg_constraints(self):  # (each bound by the other, as torch's)
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
         super().__init__(self.low.shape, validate_args=validate_args)
-        if self._validate_args and not bool((self.low < self.high).all()):
-            raise ValueError(f"Expected parameter low ({tuple(self.low.shape)}) of distribution "
-                             f"{self!r} to be strictly less than high")
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
@@ -105,6 +108,8 @@ class Uniform(Distribution):
         return inside.log() - (self.high - self.low).log()
 
     def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         return ((value - self.low) / (self.high - self.low)).clamp(0, 1)
 
     def icdf(self, value):
@@ -145,6 +150,8 @@ class Exponential(ExponentialFamily):
         return self.rate.log() - self.rate * value
 
     def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         return 1 - flow.exp(-self.rate * value)
 
     def icdf(self, value):
@@ -172,6 +179,8 @@ class Laplace(_LocScale):
         return -(2 * self.scale).log() - (value - self.loc).abs() / self.scale
 
     def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         z = (value - self.loc) / self.scale
         return 0.5 - 0.5 * z.sign() * flow.expm1(-z.abs())
 
@@ -220,6 +229,8 @@ class Gamma(ExponentialFamily):
         return a - self.rate.log() + flow.lgamma(a) + (1.0 - a) * flow.digamma(a)
 
     def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         return flow.special.gammainc(self.concentration, self.rate * value)
 
 
@@ -300,7 +311,9 @@ class Beta(ExponentialFamily):
 
     def expand(self, batch_shape, _instance=None):
         c = self._dirichlet.concentration.expand(*batch_shape, 2)
-        return Beta(c[..., 0], c[..., 1], validate_args=False)
+        new = Beta(c[..., 0], c[..., 1], validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     @property
     def mean(self):

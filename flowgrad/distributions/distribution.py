@@ -192,6 +192,8 @@ class Distribution:
         for k, v in self.__dict__.items():
             if isinstance(v, Tensor) and k not in ("_batch_shape", "_event_shape"):
                 v = v.expand(*batch_shape, *v.shape[old:])
+            elif isinstance(v, Distribution):  # (a base_dist it samples through)
+                v = v.expand(tuple(batch_shape) + tuple(v.batch_shape)[old:])
             new.__dict__[k] = v
         new._batch_shape = batch_shape
         return new

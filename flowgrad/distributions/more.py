@@ -45,6 +45,8 @@ class Cauchy(_LocScale):
             flow.log1p(((value - self.loc) / self.scale) ** 2)
 
     def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         return flow.atan((value - self.loc) / self.scale) / math.pi + 0.5
 
     def icdf(self, value):
@@ -79,6 +81,8 @@ class HalfNormal(Distribution):
         return _inside(value >= 0, self.base_dist.log_prob(value) + math.log(2))
 
     def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         return 2 * self.base_dist.cdf(value) - 1
 
     def icdf(self, value):

@@ -45,10 +45,22 @@ class Independent(Distribution):
         batch_shape = tuple(batch_shape)
         base = self.base_dist.expand(batch_shape + tuple(
             self.event_shape[:self.reinterpreted_batch_ndims]))
-        return Independent(base, self.reinterpreted_batch_ndims, validate_args=False)
+        new = Independent(base, self.reinterpreted_batch_ndims, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     has_rsample = property(lambda self: self.base_dist.has_rsample)
-    has_enumerate_support = property(lambda self: False)
+    # (a cartesian product of supports is not enumerated; with no dims reinterpreted, the
+    # base's support is this one's)
+    has_enumerate_support = property(lambda self: self.reinterpreted_batch_ndims == 0
+                                     and self.base_dist.has_enumerate_support)
+
+    def enumerate_support(self, expand=True):
+        if self.reinterpreted_batch_ndims > 0:
+            raise NotImplementedError("Independent.enumerate_support: enumeration over the "
+                                      "cartesian product of the reinterpreted dims is not "
+                                      "implemented (reinterpreted_batch_ndims > 0)")
+        return self.base_dist.enumerate_support(expand=expand)
 
     @constraints.dependent_property
     def support(self):

@@ -48,14 +48,15 @@ def _standard_gamma_grad(xp, alpha, x):
 
 @op("poisson", differentiable=False)
 def _poisson(xp, rate, *, generator):
-    return numpy_generator(generator).poisson(rate.astype(xp.float64)).astype(rate.dtype)
+    draws = numpy_generator(generator).poisson(rate.astype(xp.float64))
+    return xp.asarray(draws).astype(rate.dtype)  # (a 0-d rate draws a Python int)
 
 
 @op("binomial", differentiable=False)
 def _binomial(xp, count, prob, *, generator):
     n = xp.broadcast_to(count, xp.broadcast_shapes(count.shape, prob.shape))
     draws = numpy_generator(generator).binomial(n.astype(xp.int64), prob.astype(xp.float64))
-    return draws.astype(prob.dtype)
+    return xp.asarray(draws).astype(prob.dtype)  # (0-d: a Python int)
 
 
 def standard_gamma(alpha, generator=None):
