@@ -62,10 +62,12 @@ CONSTRAINTS = ["real", "positive", "nonnegative", "unit_interval", "simplex", "b
                "nonnegative_integer", "positive_integer", "lower_triangular", "lower_cholesky",
                "positive_definite", "corr_cholesky", "real_vector", "greater_than",
                "less_than", "interval", "half_open_interval", "integer_interval",
-               "greater_than_eq", "one_hot", "square", "symmetric", "positive_semidefinite"]
+               "greater_than_eq", "one_hot", "square", "symmetric", "positive_semidefinite",
+               "cat", "stack", "independent"]
 BIJECT = ["real", "positive", "nonnegative", "unit_interval", "simplex", "lower_cholesky",
           "positive_definite", "corr_cholesky", "real_vector", "greater_than", "less_than",
-          "interval", "half_open_interval", "greater_than_eq", "positive_semidefinite"]
+          "interval", "half_open_interval", "greater_than_eq", "positive_semidefinite", "cat",
+          "stack", "independent"]
 
 
 def generate(seed):
@@ -85,6 +87,7 @@ def generate(seed):
         case["expand"] = r.choice([(4,) + case["batch"], (2,) + case["batch"], case["batch"]])
     elif probe == "sample":
         case["sample_shape"] = r.choice([(), (3,), (2, 1)])
+        case["float32"] = r.random() < 0.4
     elif probe == "enumerate":
         case["name"] = r.choice(["Bernoulli", "Binomial", "Categorical", "OneHotCategorical",
                                  "Multinomial", "Poisson", "Geometric"])
@@ -172,13 +175,15 @@ def _arrays(case, rng):
 def _build(m, case, arrays, validate=False, grad=False):
     D = m.distributions
     name = case["name"]
-    ts = {p: m.tensor(v, requires_grad=grad and p != "total_count") for p, v in arrays.items()}
+    dtype = m.float32 if case.get("float32") else m.float64
+    ts = {p: m.tensor(v, dtype=dtype, requires_grad=grad and p != "total_count")
+          for p, v in arrays.items()}
     kw = dict(ts)
     if case.get("logits") and "probs" in kw:
         p = kw.pop("probs")
         kw["logits"] = (p / (1 - p)).log() if DISTS[name]["probs"] == "unit" else p.log()
     if name.startswith("Relaxed"):
-        kw["temperature"] = m.tensor(0.7, dtype=m.float64)
+        kw["temperature"] = m.tensor(0.7, dtype=dtype)
     if name == "Multinomial":
         kw["total_count"] = 3
     if validate is not None:
@@ -498,7 +503,10 @@ def _constraint_of(m, name, rng):
             "greater_than_eq": lambda: C.greater_than_eq(lo),
             "interval": lambda: C.interval(lo, hi),
             "half_open_interval": lambda: C.half_open_interval(lo, hi),
-            "integer_interval": lambda: C.integer_interval(0, 3)}
+            "integer_interval": lambda: C.integer_interval(0, 3),
+            "cat": lambda: C.cat([C.positive, C.interval(-1.0, 1.0)], -1, [1, 2]),
+            "stack": lambda: C.stack([C.positive, C.real, C.unit_interval], -1),
+            "independent": lambda: C.independent(C.positive, 1)}
     return made[name]() if name in made else getattr(C, name)
 
 
