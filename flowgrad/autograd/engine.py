@@ -161,25 +161,20 @@ class GraphTask:
 
     def _run_node(self, node, deps, targets):
         metas = node.output_metas
-        if metas and metas[0].current_grad is None and type(node) is FunctionNode and all(
-                m.current_grad is None and m not in self.fed_zero for m in metas) and \
-                getattr(node.op, "materialize_grads", None) is None:
-            # torch's generated backward: no gradient reached any output (a custom Function
-            # returned None for it), so none leaves: its inputs' grads stay None, not zeros
-            _node_hooks.none_to_hooks(metas)  # (torch's tensor hooks see the None)
-            if not self.retain_graph:
-                node._inputs = node._outputs = node.aux = None
-                node.released = True
-            return
         if len(metas) == 1 and type(node) is FunctionNode:  # most ops: no list of one
             meta = metas[0]
             g = meta.current_grad
             if g is None or meta.hooks or meta.retain_grad or targets:
+                if g is None and self._reached_by_none(node, metas):
+                    return
                 g = self._take_grad(meta, node.output_infos[0], node)
             else:
                 meta.current_grad = None
             in_grads = node.op.backward(node, g)
         else:
+            if metas and metas[0].current_grad is None and type(node) is FunctionNode and \
+                    self._reached_by_none(node, metas):
+                return
             out_grads = []
             for meta, info in zip(metas, node.output_infos):
                 g = meta.current_grad
@@ -224,6 +219,19 @@ class GraphTask:
         if not self.retain_graph:
             node._inputs = node._outputs = node.aux = None  # free what it saved
             node.released = True
+
+    def _reached_by_none(self, node, metas):
+        """torch's generated backward: when no gradient reached any output of `node` (a custom
+        Function returned None for it), none leaves: its inputs' grads stay None, not zeros.
+        Then its tensors' hooks see the None and it is released; otherwise False."""
+        if getattr(node.op, "materialize_grads", None) is not None or any(
+                m.current_grad is not None or m in self.fed_zero for m in metas):
+            return False
+        _node_hooks.none_to_hooks(metas)
+        if not self.retain_graph:
+            node._inputs = node._outputs = node.aux = None
+            node.released = True
+        return True
 
     def _take_grad(self, meta, info, node=None):
         """The summed grad of one tensor, after its hooks; feeds retain_grad and targets.
