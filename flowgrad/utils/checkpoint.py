@@ -243,6 +243,8 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
         early_stop = _EARLY_STOP[0]
     if _DEBUG[0] is not None:
         debug = _DEBUG[0]
+    if debug and context_fn is not noop_context_fn:  # (torch's debug logs through its own)
+        raise ValueError("checkpoint: debug=True is incompatible with non-default context_fn")
     if traced is not None and grad_mode.is_grad_enabled():
         forward_context, _ = context_fn()
         with forward_context:
@@ -305,11 +307,11 @@ class _Recomputation:
 
     name = "checkpoint"  # (what the saved-tensor errors call the saver of the arguments)
 
-    def __init__(self, function, args, kwargs, rng_state, context_fn, check, early_stop,
-                 debug):
+    def __init__(self, function, args, kwargs, rng_state, recompute_context, check,
+                 early_stop, debug):
         self.function, self.kwargs = function, kwargs
         self.args = _save_inputs(args)
-        self.rng_state, self.context_fn, self.check = rng_state, context_fn, check
+        self.rng_state, self.recompute_context, self.check = rng_state, recompute_context, check
         self.early_stop, self.debug = early_stop, debug
         self.autocast = _autocast_as_now()
         self.metadata = []   # (shape, dtype) per slot, from the forward
@@ -319,7 +321,7 @@ class _Recomputation:
 
     def pack(self, tensor):
         self.metadata.append((tuple(tensor.shape), tensor.dtype))
-        return len(self.metadata) - 1
+        return _Slot(len(self.metadata) - 1)
 
     def unpack(self, slot):
         task = current_graph_task_id()
@@ -335,7 +337,7 @@ class _Recomputation:
         return value
 
     def recompute(self):
-        recomputed = []
+        recomputed, versions = [], []
         n = len(self.metadata)
         mismatch_allowed = False
 
@@ -350,17 +352,18 @@ class _Recomputation:
                 mismatch_allowed = True  # (a backward inside the checkpointed function
                 # itself: its forward has not saved everything yet)
             recomputed.append(t.detach())
+            versions.append(t._version)
             if self.early_stop and len(recomputed) == n:
                 raise _StopRecomputation
 
         def refuse(_):
             raise RuntimeError("checkpoint: a tensor saved while recomputing was unpacked")
 
-        _, recompute_context = self.context_fn()
+        args = self.saved_args()  # (before the contexts, as torch's)
         try:
             with _rng_as_at(self.rng_state), grad_mode.enable_grad(), self.autocast(), \
-                    recompute_context, saved_tensors_hooks(keep, refuse):
-                self.function(*self.saved_args(), **self.kwargs)
+                    self.recompute_context, saved_tensors_hooks(keep, refuse):
+                self.function(*args, **self.kwargs)
         except _StopRecomputation:
             pass
         if len(recomputed) < n or (len(recomputed) > n and not mismatch_allowed):
@@ -376,6 +379,13 @@ class _Recomputation:
                     f"{tuple(t.shape)} and dtype {t.dtype}, the forward saved "
                     f"{self.metadata[slot][0]} {self.metadata[slot][1]}" + self._log(
                         recomputed))
+            if t._version != versions[slot]:
+                raise RuntimeError(
+                    f"flowgrad.utils.checkpoint: tensor {slot} saved while recomputing (shape "
+                    f"{tuple(t.shape)}, {t.dtype}) was modified by an in-place operation later "
+                    f"in the recomputation, so backward would read the written values, not "
+                    f"those the forward used (torch reads them without a word). Write into a "
+                    f"copy (x = x.clone()) or out of place instead.")
             self.values[slot] = t
 
     def saved_args(self):
@@ -392,6 +402,14 @@ class _Recomputation:
         again = "\n".join(f"  {i}: {tuple(t.shape)} {t.dtype}" for i, t in enumerate(recomputed))
         return (f"\nTensors saved during the original forward:\n{forward}\n"
                 f"Tensors saved during recomputation:\n{again}")
+
+
+class _Slot(int):
+    """What the forward's pack keeps: a slot number. Its values come from the recomputation,
+    so a write into the forward's tensor after it was saved does not matter (`copied`: the
+    saved-tensor version check passes, as torch's skips it for hooks)."""
+
+    copied = True
 
 
 def _save_inputs(args):
@@ -412,12 +430,13 @@ def _save_inputs(args):
 
 def _checkpoint_with_hooks(function, preserve_rng_state, context_fn, check, early_stop, debug,
                            args, kwargs):
+    forward_context, recompute_context = context_fn()  # once: each recomputation enters
+    # the same context, as torch's
     if not grad_mode.is_grad_enabled():  # nothing is recorded, so nothing to recompute (torch
-        return function(*args, **kwargs)  # enters no context_fn context then either)
+        return function(*args, **kwargs)  # enters neither context then either)
     rng_state = _random.get_rng_state() if preserve_rng_state else None
-    frame = _Recomputation(function, args, kwargs, rng_state, context_fn, check, early_stop,
-                           debug)
-    forward_context, _ = context_fn()
+    frame = _Recomputation(function, args, kwargs, rng_state, recompute_context, check,
+                           early_stop, debug)
     with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
         out = function(*args, **kwargs)
     frame.forward_completed = True
