@@ -50,12 +50,14 @@ class Program:
         self.sequential = r.random() < 0.2
         self.steps = [r.choice(STEPS) for _ in range(r.randint(1, 4))]
         self.reentrant = r.choice([True, False, False, None])
-        self.b_grad = r.choice([True, False, None])  # None: b is not passed
-        self.extra = r.random() < 0.4  # a number and None among the arguments
-        self.kwarg = r.random() < 0.3 and not self.reentrant
+        hooks = self.reentrant is False  # (the others mostly refuse what follows)
+        # b: None when not passed (checkpoint_sequential passes one argument)
+        self.b_grad = None if self.sequential else r.choice([True, False, None])
+        self.extra = not self.sequential and r.random() < 0.4  # a number and None
+        self.kwarg = not self.sequential and r.random() < (0.3 if hooks else 0.05)
         self.outputs = "single" if self.sequential else r.choice(OUTPUTS)
         self.used = r.choice(["all", "first", "last"])
-        self.backward = r.choice(BACKWARDS)
+        self.backward = r.choice(BACKWARDS if hooks else ["backward", "twice"] + BACKWARDS)
         self.flags = {}
         if r.random() < 0.4:
             self.flags["preserve_rng_state"] = r.random() < 0.5
@@ -69,7 +71,7 @@ class Program:
                 # some runs under pytest: later programs' `tensor * 2` raise TypeError. Its
                 # one effect in flowgrad, the error message, test_checkpoint_semantics tests)
                 self.flags["debug"] = False
-            if r.random() < 0.2:
+            if r.random() < (0.25 if hooks else 0.05):
                 self.flags["context_fn"] = "logged"
             if r.random() < 0.1 and self.reentrant is False:
                 self.flags["early_stop"] = False
@@ -78,6 +80,7 @@ class Program:
         self.no_early_stop = r.random() < 0.15
         self.nested_reentrant = r.random() < 0.5
         self.segments = r.randint(1, 3)
+        self.modules = self.sequential and r.random() < 0.5
         self.dropout = "dropout" in self.steps
         if self.dropout:  # (compared with the plain run, which refuses exp_inplace)
             self.steps = ["exp" if k == "exp_inplace" else k for k in self.steps]
@@ -89,7 +92,8 @@ class Program:
                 f"kwarg={self.kwarg} outputs={self.outputs} used={self.used} "
                 f"backward={self.backward} flags={self.flags} x_grad={self.x_grad} "
                 f"hooks={self.hooks} no_early_stop={self.no_early_stop} "
-                f"nested_reentrant={self.nested_reentrant} segments={self.segments}")
+                f"nested_reentrant={self.nested_reentrant} segments={self.segments} "
+                f"modules={self.modules}")
 
     # ---- one run -----------------------------------------------------------------------
 
@@ -103,7 +107,7 @@ class Program:
         w = m.tensor(rng.standard_normal(SHAPE[1]), requires_grad=True)
         bn = m.nn.BatchNorm1d(SHAPE[1]).double()
         captured = m.zeros(SHAPE[1], dtype=m.float64)
-        calls, events = [0], []
+        calls, events, self.linear = [0], [], []
         m.manual_seed(self.seed)
 
         def step(kind, h, bb):
@@ -164,6 +168,8 @@ class Program:
         kwargs = {"scale": 0.5} if self.kwarg else {}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            # (NumPy's overflow warnings, which flowgrad's own filter hides)
+            warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"flowgrad\.")
             with contextlib.ExitStack() as stack:
                 if self.hooks:
                     stack.enter_context(m.autograd.graph.saved_tensors_hooks(
@@ -207,14 +213,27 @@ class Program:
             flags["context_fn"] = context_fn
         if self.reentrant is not None:
             flags["use_reentrant"] = self.reentrant
-        if not checkpointed:
-            return fn(*args, **kwargs)
         if self.sequential:
             functions = [(lambda t: t.sin()), (lambda t: fn(t))] + \
                 [(lambda t: t * 1.5)] * (self.segments - 1)
+            if self.modules:  # an nn.Sequential: a Linear, the function, a Tanh, ...
+                linear = m.nn.Linear(SHAPE[1], SHAPE[1]).double()
+                self.linear.append(linear)
+                with m.no_grad():
+                    linear.weight.copy_(m.tensor(np.linspace(-1, 1, SHAPE[1] ** 2).reshape(
+                        SHAPE[1], SHAPE[1])))
+                    linear.bias.fill_(0.25)
+                functions = m.nn.Sequential(linear, _Wrapped(m, fn), m.nn.Tanh(),
+                                            *[m.nn.Tanh() for _ in range(self.segments - 1)])
+            if not checkpointed:
+                for f in functions:
+                    args[0] = f(args[0])
+                return args[0]
             extra = {k: v for k, v in flags.items() if k in ("preserve_rng_state",
                                                              "use_reentrant")}
             return cp.checkpoint_sequential(functions, self.segments, args[0], **extra)
+        if not checkpointed:
+            return fn(*args, **kwargs)
         return cp.checkpoint(fn, *args, **flags, **kwargs)
 
     def _loss(self, out):
@@ -228,6 +247,8 @@ class Program:
 
     def _differentiate(self, m, loss, x, b, w, bn):
         leaves = {"x": x, "b": b, "w": w, "bn.weight": bn.weight, "bn.bias": bn.bias}
+        for lin in self.linear:  # (checkpoint_sequential's nn.Sequential)
+            leaves.update({"linear.weight": lin.weight, "linear.bias": lin.bias})
         wanted = [k for k, t in leaves.items() if t.requires_grad]
         kind = self.backward
         out = {}
@@ -250,6 +271,13 @@ class Program:
             loss.backward()
         out.update({f".grad {k}": _arr(t.grad) for k, t in leaves.items()})
         return out
+
+
+def _Wrapped(m, fn):  # noqa: N802 - a module class per framework
+    class Wrapped(m.nn.Module):
+        def forward(self, t):
+            return fn(t)
+    return Wrapped()
 
 
 def _runs(events):
