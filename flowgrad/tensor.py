@@ -25,7 +25,7 @@ from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.inference import check_requires_grad
 from .autograd.meta import AutogradMeta, VersionCounter, counter_of
 from .autograd.torch_nodes import named as _named
-from .autograd.views import moved_from_base, sync_view
+from .autograd.views import moved_from_base, shown_base, sync_view
 from .device import (
     ARRAY_MODULES,
     CPU,
@@ -212,8 +212,13 @@ class Tensor:
         view = self._view
         if view is None:  # (0 unless it lies in a storage array: a deep copy's, a checkpoint's)
             return storage_start_offset(self._data)
-        start = memory_owner(self._data) if moved_from_base(self) else view.base._data
-        return (self.data_ptr() - start.__array_interface__["data"][0]) // self._data.itemsize
+        item = self._data.itemsize
+        if moved_from_base(self):
+            start = memory_owner(self._data).__array_interface__["data"][0]
+            return (self.data_ptr() - start) // item
+        base = view.base  # (itself at an offset in its storage after set_ or resize_)
+        return (base.storage_offset() * base._data.itemsize + self.data_ptr() -
+                base.data_ptr()) // item
 
     def is_floating_point(self):
         return self._data.dtype.kind in "fV"
@@ -521,8 +526,11 @@ class Tensor:
         >>> x.view(2, 2)._base is x, x._base
         (True, None)
         """
-        view = self._view
-        return None if view is None else view.base
+        return None if self._view is None else shown_base(self)
+
+    def _is_view(self):
+        """torch's `x._is_view()`: whether this tensor is a view of another (has a `_base`)."""
+        return self._view is not None and shown_base(self) is not None
 
     @property
     def data(self):

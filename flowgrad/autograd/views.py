@@ -18,6 +18,8 @@ tensor([2., 2., 0.])
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..device import memory_owner
@@ -32,6 +34,32 @@ DEFAULT, NO_GRAD, MULTI_OUTPUT = 0, 1, 2
 
 
 STORAGE_CHAIN = None  # (base, view) -> a chain of one as_strided step (bound by ops.strided)
+
+
+# a base that as_strided_ made to hold a tensor's storage (ops/strided.py) -> a weak
+# reference to that tensor, which torch's _base shows in its place: None for the tensor
+# itself, the tensor for its views
+# (keyed by id: a tensor's == is elementwise; an entry goes with its base)
+HIDDEN_BASES = {}
+
+
+def hide_base(base, owner):
+    """Record `base` as the hidden base of as_strided_'s `owner`."""
+    key = id(base)
+    HIDDEN_BASES[key] = weakref.ref(owner)
+    weakref.finalize(base, HIDDEN_BASES.pop, key, None)
+
+
+def shown_base(t):
+    """torch's `t._base`: the root base of view `t`, the tensor a hidden base stands for."""
+    view = t._view
+    if view is None:
+        return None
+    owner = HIDDEN_BASES.get(id(view.base)) if HIDDEN_BASES else None
+    owner = None if owner is None else owner()
+    if owner is None:
+        return view.base
+    return None if owner is t else owner
 
 
 class ViewInfo:

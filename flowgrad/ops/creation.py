@@ -26,7 +26,7 @@ from ..device import ARRAY_MODULES, CPU, DEFAULT_DEVICE, device_of, resolve_devi
 from ..errors import check_number, fill_scalar
 from ..tensor import Size, Tensor, bind_late
 from ..typed_tensors import preserve_format, record_memory_format, recorded_memory_format
-from .layout import empty_preserving
+from .layout import empty_preserving, row_major
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
@@ -574,8 +574,7 @@ def _keeps_layout(source, options):
     preserve_format (the default) asked for, and source's array not row-major
     (ops/layout.py); a format asked for is recorded on a row-major array instead."""
     fmt, data = options.get("memory_format"), source._data
-    return (fmt is None or fmt is preserve_format) and data.ndim > 1 and \
-        not data.flags.c_contiguous
+    return (fmt is None or fmt is preserve_format) and not row_major(data)
 
 
 def _filled_like(dev, x, np_dtype, fill, options):

@@ -16,6 +16,8 @@ a copy.
 """
 from __future__ import annotations
 
+import numpy as np
+
 
 def dense_order(shape, strides):
     """The dims of an array from innermost to outermost, as torch's `infer_dense_strides` (and
@@ -37,10 +39,43 @@ def dense_order(shape, strides):
     return perm
 
 
+def row_major(a):
+    """Whether array `a`'s strides are the row-major ones exactly (NumPy's c_contiguous also
+    holds for any stride of a size-1 dim, which torch's preserve_format keeps)."""
+    if not a.flags.c_contiguous:
+        return False
+    step = a.itemsize
+    for n, st in zip(reversed(a.shape), reversed(a.strides)):
+        if st != step and a.size:
+            return False
+        step *= n
+    return True
+
+
+def _non_overlapping_and_dense(a):
+    """torch's is_non_overlapping_and_dense: the dims of size 2 or more, by stride, pack the
+    elements without gaps (a size-1 dim's stride is anything)."""
+    dims = sorted((d for d in range(a.ndim) if a.shape[d] > 1), key=lambda d: a.strides[d])
+    step = a.itemsize
+    for d in dims:
+        if a.strides[d] != step:
+            return False
+        step *= a.shape[d]
+    return True
+
+
 def empty_preserving(xp, like, dtype=None):
     """An uninitialised array of `like`'s shape (and dtype unless given), laid out as torch's
     preserve_format lays out a tensor made like it."""
     dtype = like.dtype if dtype is None else dtype
+    if row_major(like):
+        return xp.empty(like.shape, dtype)
+    if like.size and type(like) is np.ndarray and _non_overlapping_and_dense(like):
+        # torch's empty_strided with like's own strides (those of its size-1 dims too)
+        item = np.dtype(dtype).itemsize
+        return np.lib.stride_tricks.as_strided(
+            np.empty(like.size, dtype), like.shape,
+            tuple(st // like.itemsize * item for st in like.strides))
     if like.ndim < 2 or like.flags.c_contiguous:
         return xp.empty(like.shape, dtype)
     perm = dense_order(like.shape, like.strides)  # innermost first
@@ -51,7 +86,7 @@ def empty_preserving(xp, like, dtype=None):
 
 def copy_preserving(xp, x):
     """A copy of `x` laid out as torch's `clone()` (preserve_format) lays it out."""
-    if x.ndim < 2 or x.flags.c_contiguous:
+    if row_major(x):
         return x.copy()
     out = empty_preserving(xp, x)
     xp.copyto(out, x)

@@ -150,20 +150,27 @@ def _view_dtype(xp, x, *, dtype):
 
 def _view_as_dtype(input, dtype):
     """The same bytes read as `dtype` (torch's `view(dtype)`): with another element size the
-    last dim grows or shrinks, which needs it contiguous (stride 1)."""
+    last dim grows or shrinks, which needs it contiguous (stride 1). The result is not a view
+    autograd tracks: no `_base`, and it does not require grad, as torch's."""
     data = input._data
     old, new = data.dtype.itemsize, np.dtype(dtype.np).itemsize
     if old != new:
         what = f"to view {input.dtype} as {dtype} (different element sizes)"
         if data.ndim == 0:
             raise RuntimeError(f"view(dtype): self.dim() cannot be 0 {what}")
-        if data.strides[-1] != old and data.shape[-1] != 1:
+        # (a size-1 dim's stride is NumPy's own, but a broadcast one's 0 is torch's too)
+        if data.strides[-1] != old and (data.shape[-1] != 1 or data.strides[-1] == 0):
             raise RuntimeError(f"view(dtype): self.stride(-1) must be 1 {what}, but got "
                                f"{data.strides[-1] // old}")
         if (data.shape[-1] * old) % new:
             raise RuntimeError(f"view(dtype): self.size(-1) must be divisible by "
                                f"{max(new // old, 1)} {what}, but got {data.shape[-1]}")
-    return _view_dtype(input, dtype=dtype.np)
+        if (input.storage_offset() * old) % new:
+            raise RuntimeError(f"view(dtype): self.storage_offset() must be divisible by "
+                               f"{new // old} {what}, but got {input.storage_offset()}")
+    # torch's view(dtype) is a view autograd does not follow: a tensor of its own (no _base,
+    # no grad, a leaf) over the same storage, sharing its version counter, which detach() is
+    return _view_dtype(input, dtype=dtype.np).detach()
 
 
 def _is_size(arg):
@@ -374,6 +381,8 @@ def expand(input, *sizes, size=None, implicit=False):
     """
     if size is not None:
         sizes = _keyword(sizes, size, "expand", "size")
+    elif not sizes:
+        raise TypeError('expand() missing 1 required positional arguments: "size"')
     sizes = _shape_arg(sizes, "expand")
     shp = input._data.shape
     lead = len(sizes) - len(shp)
@@ -541,7 +550,12 @@ Tensor.__pos__ = positive
 @tensor_method()
 def contiguous(input, memory_format=None):
     """`input` itself if C-contiguous, else a contiguous copy (the arrays stay row-major; a
-    memory_format is recorded: flowgrad/typed_tensors.py)."""
+    memory_format is recorded: flowgrad/typed_tensors.py). preserve_format is refused for a
+    tensor that is not contiguous, as torch's."""
+    if memory_format is preserve_format and not input._data.flags.c_contiguous:
+        raise RuntimeError(f"preserve memory format is unsupported by the contiguous operator "
+                           f"(a tensor of shape {tuple(input.shape)} and stride "
+                           f"{input.stride()}); use contiguous() or clone()")
     out = input if input._data.flags.c_contiguous else _clone(input)
     if memory_format is not None:
         record_memory_format(out, memory_format)

@@ -71,10 +71,10 @@ def _storage(tensor):
     if data.size == 0:
         return root, 0
     item = data.itemsize
-    if view is None and type(data) is np.ndarray:
+    if type(data) is np.ndarray:
         owner = memory_owner(data)
-        if STORAGES.get(id(owner)) is owner:  # (a detached view, a set_ tensor: its storage
-            #                                     is the whole registered array, as torch's)
+        if STORAGES.get(id(owner)) is owner:  # (a detached view, a set_ or resized tensor and
+            #                              their views: the whole registered array, as torch's)
             return root, owner.nbytes // item
     return root, 1 + sum((n - 1) * (s // item) for n, s in zip(data.shape, data.strides)
                          if s > 0)
@@ -346,6 +346,7 @@ def _as_strided_(self, size, stride, storage_offset=None):
         # storage_offset(), later as_strided calls and in-place writes see the storage
         base = Tensor._wrap(self._data)
         base._meta, base._grad_fn, base._counter = self._meta, self._grad_fn, self._counter
+        _views.hide_base(base, self)  # (its _base: None, as torch's)
     else:
         base = info.base
     if self._meta is not None and new._meta is not None:

@@ -543,18 +543,30 @@ def _resize_(self, *sizes, size=None, memory_format=None):
                 f"inside build() is not supported; resize a .contiguous() copy")
         return change_layout("resize_", self, lambda t: _resized(t, shape))
     if shape != tuple(self.shape):
-        if self._view is not None:
-            raise NotImplementedError(
-                f"resize_: resizing a view of another tensor (shape {tuple(self.shape)} to "
-                f"{shape}) is not supported; resize its base, or a .clone()")
-        flat = self._data.ravel(order="K")  # (storage order)
         n = math.prod(shape)
-        if n > flat.size:
-            grown = array_module(flat).zeros((n,), flat.dtype)
-            grown[:flat.size] = flat
-            flat = grown
-        bump_version(self)
-        self._data = flat[:n].reshape(shape)
+        root = memory_owner(self._data)
+        if type(root) is np.ndarray and (root.flags.c_contiguous or root.flags.f_contiguous) \
+                and (self.storage_offset() + n) * self._data.itemsize <= root.nbytes:
+            # torch's: contiguous strides from the same storage offset, the storage kept (a
+            # view stays one, and writes still reach every tensor over it)
+            new = _over_storage(root, self._data.dtype, self.storage_offset(), shape, None,
+                                "resize_")
+            STORAGES[id(root)] = root  # (its tensors report torch's storage offsets)
+            bump_version(self)
+            self._data = new
+        elif self._view is not None:
+            raise NotImplementedError(
+                f"resize_: growing a view of another tensor (shape {tuple(self.shape)} to "
+                f"{shape}) past its storage is not supported (torch grows the storage under "
+                f"every tensor over it); resize its base, or a .clone()")
+        else:
+            flat = self._data.ravel(order="K")  # (storage order)
+            if n > flat.size:
+                grown = array_module(flat).zeros((n,), flat.dtype)
+                grown[:flat.size] = flat
+                flat = grown
+            bump_version(self)
+            self._data = flat[:n].reshape(shape)
     if memory_format is not None:
         self.contiguous(memory_format)  # (records the format on self: contiguous already)
     return self
@@ -668,7 +680,8 @@ def _set_(self, source=None, storage_offset=None, size=None, stride=None):
                             "storage to set the tensor to")
         new = array_module(self._data).empty((0,), self._data.dtype)
     elif isinstance(source, (Tensor, UntypedStorage)):
-        if isinstance(source, Tensor) and source.dtype != self.dtype:
+        if isinstance(source, Tensor) and source.dtype != self.dtype and size is None:
+            # (with an offset and a size torch reads the source's storage as this dtype)
             raise RuntimeError(f"set_: could not set a tensor of dtype {self.dtype} to one of "
                                f"dtype {source.dtype}; convert it first "
                                f"(source.to({self.dtype}))")

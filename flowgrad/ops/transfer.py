@@ -9,11 +9,14 @@ gradient goes back to the device the input lives on, as torch's `to` does; and t
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as _dt
 from .._warn import warn_once
 from ..device import resolve_device, to_device
 from ..tensor import Tensor, tensor_method
 from ..typed_tensors import as_tensor_dtype, type_name
+from .layout import empty_preserving, row_major
 from .registry import op
 
 
@@ -49,11 +52,16 @@ def _cast(xp, x, *, dtype):
     # torch casts inf, nan and out-of-range values without a word, and warns (once) that a
     # complex cast to a real dtype drops the imaginary part, where NumPy gives its own
     # RuntimeWarning and ComplexWarning
+    like = x
     if x.dtype.kind == "c" and xp.dtype(dtype).kind not in "cb":
         warn_once("Casting complex values to real discards the imaginary part")
         x = x.real
     with xp.errstate(over="ignore", invalid="ignore"):
-        return x.astype(dtype)
+        if row_major(like) or type(like) is not np.ndarray:
+            return x.astype(dtype)
+        out = empty_preserving(xp, like, dtype)  # (torch's preserve_format layout)
+        xp.copyto(out, x, casting="unsafe")
+        return out
 
 
 @_cast.grad
