@@ -129,6 +129,8 @@ def _draw_step(r, t, pool):
         if how in ("storage", "window", "self_window") and \
                 not _fits(_extent(offset, size, strides), t, source):
             return kind, how, 0, (), None
+        if how in ("tensor", "window") and pool[0].requires_grad and not t.requires_grad:
+            return kind, "storage", offset, (), None  # (torch's grad_fn there: KNOWN)
         if how == "tensor" and source.dtype != t.dtype:
             return step  # (refused by both)
     if kind in ("resize_", "resize_as_") and not _grows_alone(t, pool):
@@ -168,7 +170,7 @@ def _draw_kind(r, t):
         return kind, dim, r.randint(-size, size)
     if kind == "expand":
         new = [r.choice([n, 3]) if n == 1 else r.choice([n, n, -1]) for n in shape]
-        if r.random() < 0.5:
+        if r.random() < 0.5 or not new:  # (no sizes: KNOWN)
             new.insert(0, r.choice([1, 2]))
         return kind, tuple(new)
     if kind in ("unsqueeze", "unsqueeze_"):

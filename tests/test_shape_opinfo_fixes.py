@@ -344,12 +344,16 @@ def test_resize_as_and_zero_functions():
         assert lib.zero_(y) is y and y.tolist() == [[0.0, 0.0], [0.0, 0.0]]
 
 
-def test_resize_of_a_view_is_refused():
-    base = flow.arange(6.0)
-    with pytest.raises(NotImplementedError, match="view"):
-        base[2:].resize_(2)
-    view = base[2:]
-    assert view.resize_(4) is view  # the same shape: nothing to do
+def test_resize_of_a_view_within_its_storage_as_torch_and_growing_one_refused():
+    for lib in (torch, flow):
+        base = lib.arange(6.0)
+        view = base[2:]
+        assert view.resize_(2) is view and view.tolist() == [2.0, 3.0]
+        assert view._base is base and view.storage_offset() == 2
+        view = base[2:]
+        assert view.resize_(4) is view  # the same shape: nothing to do
+    with pytest.raises(NotImplementedError, match="view"):  # (torch grows the storage)
+        flow.arange(6.0)[2:].resize_(5)
 
 
 def test_gradient_spacing_none_and_repeated_dims():

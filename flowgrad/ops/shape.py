@@ -381,8 +381,6 @@ def expand(input, *sizes, size=None, implicit=False):
     """
     if size is not None:
         sizes = _keyword(sizes, size, "expand", "size")
-    elif not sizes:
-        raise TypeError('expand() missing 1 required positional arguments: "size"')
     sizes = _shape_arg(sizes, "expand")
     shp = input._data.shape
     lead = len(sizes) - len(shp)

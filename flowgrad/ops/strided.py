@@ -75,9 +75,10 @@ def _storage(tensor):
         owner = memory_owner(data)
         if STORAGES.get(id(owner)) is owner:  # (a detached view, a set_ or resized tensor and
             #                              their views: the whole registered array, as torch's)
-            return root, owner.nbytes // item
-    return root, 1 + sum((n - 1) * (s // item) for n, s in zip(data.shape, data.strides)
-                         if s > 0)
+            return root, owner.nbytes // tensor._data.itemsize
+    # (in the tensor's elements: .real/.imag of a complex root have half its size)
+    return root, (1 + sum((n - 1) * (s // item) for n, s in zip(data.shape, data.strides)
+                          if s > 0)) * item // tensor._data.itemsize
 
 
 def _contiguous(shape):

@@ -652,6 +652,8 @@ def _over_storage(root, dtype, storage_offset, size, stride, what):
             f"{what}: a tensor of size {list(size)} and stride {list(stride)} at storage "
             f"offset {offset} needs {extent * item} bytes, its storage has {nbytes} (torch "
             f"grows the storage; flowgrad does not: set_ onto a larger tensor)")
+    if extent == 0:  # (no elements: NumPy keeps no place for them, see storage_offset)
+        return memory[:0].view(dtype).reshape(size)
     return np.ndarray(size, dtype, buffer=memory, offset=offset * item,
                       strides=tuple(st * item for st in stride))
 
@@ -701,6 +703,9 @@ def _set_(self, source=None, storage_offset=None, size=None, stride=None):
             if type(root) is not np.ndarray:
                 raise NotImplementedError(f"set_: a storage offset, size or stride on "
                                           f"{source.device}")
+            if isinstance(source, Tensor):  # (torch's offset counts from the source's own)
+                storage_offset = int(storage_offset) + \
+                    source.storage_offset() * source._data.itemsize // self._data.itemsize
             new = _over_storage(root, self._data.dtype, storage_offset, size, stride, "set_")
         if type(root) is np.ndarray:
             STORAGES[id(root)] = root  # (its tensors report torch's storage offsets)

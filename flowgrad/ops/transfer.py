@@ -15,7 +15,7 @@ from .. import dtypes as _dt
 from .._warn import warn_once
 from ..device import resolve_device, to_device
 from ..tensor import Tensor, tensor_method
-from ..typed_tensors import as_tensor_dtype, type_name
+from ..typed_tensors import as_tensor_dtype, preserve_format, type_name
 from .layout import empty_preserving, row_major
 from .registry import op
 
@@ -116,7 +116,9 @@ def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False,
         out = move(out, device)
     if copy and out is input:
         out = input.clone()
-    return out if memory_format is None else out.contiguous(memory_format)
+    if memory_format is None or memory_format is preserve_format:
+        return out
+    return out.contiguous(memory_format)
 
 
 def _caster(d):
