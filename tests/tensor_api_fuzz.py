@@ -121,16 +121,20 @@ def _draw_step(r, t, pool):
         return ("contiguous", None)
     if kind == "view_dtype" and t.dim() and t.shape[-1] == 1 and t.stride(-1) != 1:
         return kind, SAME_SIZE[t.element_size()][0]  # (a size-1 dim's stride: KNOWN)
+    if kind == "set_" and t.grad_fn is not None:
+        return ("detach",)  # (flowgrad refuses set_ of a tensor with history: KNOWN)
     if kind == "set_":
         _, how, offset, size, stride = step
+        if how in ("tensor", "window") and pool[0].requires_grad and not t.requires_grad:
+            how = "storage"  # (torch's grad_fn there: KNOWN)
+            step = (kind, how, offset, size, stride)
         source = t if how == "self_window" else pool[0]
         strides = stride if stride is not None else \
             tuple(int(np.prod(size[i + 1:], dtype=np.int64)) for i in range(len(size)))
+        start = offset + (source.storage_offset() if how == "window" else 0)  # (torch's)
         if how in ("storage", "window", "self_window") and \
-                not _fits(_extent(offset, size, strides), t, source):
-            return kind, how, 0, (), None
-        if how in ("tensor", "window") and pool[0].requires_grad and not t.requires_grad:
-            return kind, "storage", offset, (), None  # (torch's grad_fn there: KNOWN)
+                not _fits(_extent(start, size, strides), t, source):
+            return kind, how, 0, (0,), None
         if how == "tensor" and source.dtype != t.dtype:
             return step  # (refused by both)
     if kind in ("resize_", "resize_as_") and not _grows_alone(t, pool):
@@ -158,7 +162,9 @@ def _draw_kind(r, t):
     if kind == "slice":
         dim = _dim(r, t)
         size = shape[dim] if -d <= dim < d else 1
-        return kind, dim, r.randint(-1, size), r.randint(0, size + 1), r.choice([1, 1, 2, 3, 0])
+        # (no step 0 past the last dim: KNOWN)
+        step = r.choice([1, 1, 2, 3, 0]) if -d <= dim < d else r.choice([1, 2])
+        return kind, dim, r.randint(-1, size), r.randint(0, size + 1), step
     if kind == "narrow":
         dim = _dim(r, t)
         size = shape[dim] if -d <= dim < d else 1
@@ -220,6 +226,14 @@ def _draw_kind(r, t):
     if kind == "write":
         return kind, r.choice(["add_", "fill_", "zero_"])
     return (kind,)
+
+
+def _zeroed(t):
+    """`t` with every element of its storage zero (torch's empty ones: uninitialised)."""
+    n = t.untyped_storage().nbytes() // t.element_size()
+    if n:
+        t.as_strided((n,), (1,), 0).zero_()
+    return t
 
 
 def _apply(m, t, pool, step):
@@ -284,8 +298,8 @@ def _apply(m, t, pool, step):
         out = t.resize_(a[0]) if kind == "resize_" else \
             t.resize_as_(m.empty(a[0], dtype=t.dtype))
         facts.append((f"{kind} returns self", out is t))
-        if t.untyped_storage().nbytes() > before:
-            t.zero_()  # (torch's grown storage is uninitialised)
+        # (torch's grown bytes are uninitialised: values are not compared after this)
+        facts.append(("storage grew", t.untyped_storage().nbytes() > before))
         return t, facts
     if kind == "as_strided_":
         size, stride, offset = a
@@ -332,11 +346,11 @@ def _apply(m, t, pool, step):
         return out, facts
     if kind == "new_empty_strided":
         out = t.new_empty_strided(*a)
-        return out.zero_() if out.numel() else out, facts
+        return _zeroed(out), facts
     if kind == "empty_like":
         fmt = a[0]
         out = m.empty_like(t) if fmt is None else m.empty_like(t, memory_format=getattr(m, fmt))
-        return out.zero_() if out.numel() else out, facts
+        return _zeroed(out), facts
     if kind == "write":
         with m.no_grad():
             if a[0] == "add_":
@@ -435,7 +449,7 @@ class Program:
             warnings.simplefilter("ignore")
             t = _factory(m, self.factory)
             pool = [t]
-            set_views = {}
+            set_views, grown = {}, False
             out.append(("factory", (None, _record(m, t, pool), _array(m, t), None)))
             for step in self.steps:
                 try:
@@ -448,8 +462,10 @@ class Program:
                 if ("set_ of a view", True) in facts:
                     facts.remove(("set_ of a view", True))
                     set_views[id(t)] = t
-                out.append((step, (facts, _record(m, t, pool, set_views), _array(m, t),
-                                   _array(m, pool[0]))))
+                grown = grown or ("storage grew", True) in facts
+                out.append((step, (facts, _record(m, t, pool, set_views),
+                                   None if grown else _array(m, t),
+                                   None if grown else _array(m, pool[0]))))
         return out
 
 

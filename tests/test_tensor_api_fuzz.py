@@ -32,11 +32,20 @@ KNOWN = {
                                "raises); flowgrad's does not require grad",
     "expand()": "no sizes: torch's TypeError; flowgrad's 0-d shape (shape_fuzz's 'no sizes')",
 }
-# seeds whose first difference is one of KNOWN, reached by a path the draw does not avoid
-KNOWN_SEEDS = {}
+_BF16_WRITE = ("writes into a bfloat16 tensor with stride-0 dims (as_strided/expand/set_ "
+               "geometry) raise NumPy/ml_dtypes' ValueError or TypeError; torch writes")
+# seeds whose first difference is outside the draw's reach to avoid, with the reason
+KNOWN_SEEDS = {
+    346: _BF16_WRITE, 1230: _BF16_WRITE, 1938: _BF16_WRITE, 1988: _BF16_WRITE,
+    2817: _BF16_WRITE,
+    3438: "add_ into an unfold whose windows overlap: torch's result depends on its kernel's "
+          "order (no overlap check for unfold), flowgrad adds to each element once",
+    3972: "the preserve_format strides of a non-dense tensor with several stride-0 dims: "
+          "torch's insertion sort leaves them in an order flowgrad's layout.py does not follow",
+}
 
 
-@pytest.mark.parametrize("seed", range(300))
+@pytest.mark.parametrize("seed", range(800))
 def test_tensor_api_program_matches_torch(seed):
     if seed in KNOWN_SEEDS:
         pytest.skip(KNOWN_SEEDS[seed])
@@ -46,7 +55,7 @@ def test_tensor_api_program_matches_torch(seed):
 
 @pytest.mark.slow
 def test_many_tensor_api_programs_match_torch():
-    fuzz_common.assert_seeds_agree(taf.check, range(300, 4000), KNOWN_SEEDS)
+    fuzz_common.assert_seeds_agree(taf.check, range(800, 6000), KNOWN_SEEDS)
 
 
 def _both(fn):
@@ -183,6 +192,78 @@ def test_set_onto_a_window_of_a_tensor_of_another_dtype():
             m.zeros(1, dtype=m.bfloat16).set_(m.arange(4, dtype=m.int16))
 
 
+def test_set_window_counts_from_the_source_offset_and_keeps_same_size_strides():
+    # torch's set_(tensor, offset, size): the offset from the source's own storage offset (a
+    # count of elements), and the same sizes with no stride keep this tensor's strides
+    def f(m):
+        s = m.arange(8.0)[3:]
+        a = m.zeros(1).set_(s, 2, (1,))
+        b = m.zeros(4, 3).t()
+        b.set_(m.arange(12.0), 0, (3, 4))
+        c = m.zeros(1, dtype=m.float64).set_(m.arange(8.0)[1:], 1, (1,))  # (float32 source)
+        return [a.storage_offset(), a.tolist(), b.stride(), b.tolist(), c.storage_offset()]
+    want, got = _both(f)
+    assert got == want
+
+
+def test_set_zero_size_window_and_overlapping_window():
+    def f(m):
+        e = m.zeros(1, dtype=m.int16).set_(m.zeros(1, dtype=m.int16).untyped_storage(), 3,
+                                            (0,), (1,))
+        o = m.zeros(1).set_(m.arange(4.0), 1, (2, 2), (0, 0))
+        try:
+            o.add_(1)  # (one memory location under several elements: refused)
+            wrote = True
+        except RuntimeError:
+            wrote = False
+        o.fill_(3)
+        return [tuple(e.shape), wrote, o.tolist()]
+    want, got = _both(f)
+    assert got == want
+
+
+def test_as_strided_over_imag_of_a_complex_root_and_past_a_resized_one():
+    def f(m):
+        c = m.ones(1, 4, dtype=m.complex128).expand(1, 3, 4).imag
+        c.as_strided_((2, 2), (3, 3))
+        x = m.arange(6.0)
+        x.resize_(3)
+        v = x.as_strided((), (), 2)
+        return [c.tolist(), c.storage_offset(), v._base is x, v.item()]
+    want, got = _both(f)
+    assert got == want
+
+
+def test_view_dtype_checks_every_stride():
+    for m in (torch, flow):
+        with pytest.raises(RuntimeError, match=r"stride\(0\)"):
+            m.arange(3, dtype=m.int32).unfold(0, 2, 1).view(m.float64)
+
+
+def test_to_keeps_the_layout_for_preserve_format():
+    def f(m):
+        x = m.ones(2, 3).t()
+        return [x.to(m.float64, memory_format=m.preserve_format).stride(),
+                x.to(m.float64, memory_format=m.contiguous_format).stride()]
+    want, got = _both(f)
+    assert got == want
+
+
+def test_resize_grows_a_tensor_at_an_offset_as_torch():
+    # the grown storage keeps the old bytes first and the tensor at its offset (flowgrad took
+    # the tensor's own elements from offset 0; an as_strided_ tensor refused as a view)
+    def f(m):
+        x = m.arange(6.0)
+        x.as_strided_((2,), (2,), 1)
+        x.resize_(2, 3)
+        y = m.arange(4.0)[1::2].detach()
+        y.resize_(5)
+        return [x[:, :2].tolist(), x.storage_offset(), x._base is None, y[:3].tolist(),
+                y.storage_offset(), y.untyped_storage().nbytes()]
+    want, got = _both(f)
+    assert got == want
+
+
 # ---- KNOWN -----------------------------------------------------------------------------------
 def test_known_channels_last_is_a_tag():
     t = torch.ones(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
@@ -214,6 +295,22 @@ def test_known_zero_element_strides():
 def test_known_size_one_dim_strides():
     assert torch.ones(3, 4).t().unsqueeze(-1).stride() == (1, 4, 1)
     assert flow.ones(3, 4).t().unsqueeze(-1).stride() == (1, 4, 4)  # KNOWN
+
+
+def test_known_bfloat16_write_through_stride_zero_geometry():
+    t = torch.full((3, 1), 2.0, dtype=torch.bfloat16).t().as_strided((2, 2), (1, 0), 1)
+    t.fill_(1)
+    f = flow.full((3, 1), 2.0, dtype=flow.bfloat16).t().as_strided((2, 2), (1, 0), 1)
+    with pytest.raises((TypeError, ValueError)):  # KNOWN
+        f.fill_(1)
+
+
+def test_known_set_onto_a_grad_source():
+    x = torch.zeros(3)
+    x.set_(torch.ones(2, requires_grad=True))
+    fx = flow.zeros(3)
+    fx.set_(flow.ones(2, requires_grad=True))
+    assert x.requires_grad and not fx.requires_grad  # KNOWN
 
 
 def test_known_stale_base_after_set():

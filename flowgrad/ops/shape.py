@@ -165,6 +165,11 @@ def _view_as_dtype(input, dtype):
         if (data.shape[-1] * old) % new:
             raise RuntimeError(f"view(dtype): self.size(-1) must be divisible by "
                                f"{max(new // old, 1)} {what}, but got {data.shape[-1]}")
+        if new > old:
+            for i, st in enumerate(input.stride()[:-1]):
+                if st % (new // old):
+                    raise RuntimeError(f"view(dtype): self.stride({i}) must be divisible by "
+                                       f"{new // old} {what}, but got {st}")
         if (input.storage_offset() * old) % new:
             raise RuntimeError(f"view(dtype): self.storage_offset() must be divisible by "
                                f"{new // old} {what}, but got {input.storage_offset()}")

@@ -309,7 +309,9 @@ def as_strided(input, size, stride, storage_offset=None):
     if root is None:
         return out
     if out._view is None and (out._data.size == 0
-                              or np.may_share_memory(out._data, root._data)):
+                              or np.may_share_memory(out._data, root._data)
+                              or type(out._data) is np.ndarray and  # (past a resized root)
+                              _owner(out._data) is _owner(root._data)):
         mark_view(input, out, _as_strided, {}, None)  # outside input's own bytes: a view too
     if out._view is not None:
         # replayed from the root (in-place writes, regenerated histories), as torch replays

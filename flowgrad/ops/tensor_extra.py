@@ -22,6 +22,7 @@ from .._warn import warn
 from ..autograd import interpreter as _interpreter
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, change_layout, check_capture
+from ..autograd.views import shown_base
 from ..device import STORAGES, array_module, memory_owner, new_array
 from ..errors import tensor_operand
 from ..func.batched import every_example
@@ -554,6 +555,17 @@ def _resize_(self, *sizes, size=None, memory_format=None):
             STORAGES[id(root)] = root  # (its tensors report torch's storage offsets)
             bump_version(self)
             self._data = new
+        elif type(root) is np.ndarray and (root.flags.c_contiguous or root.flags.f_contiguous) \
+                and (self._view is None or shown_base(self) is None):
+            # torch's: a larger storage, the old bytes first, the tensor contiguous at its
+            # offset (here a new array: tensors over the old storage keep it, KNOWN)
+            item, offset = self._data.itemsize, self.storage_offset()
+            grown = np.zeros((offset + n) * item, np.uint8)
+            grown[:root.nbytes] = root.ravel(order="K").view(np.uint8)
+            STORAGES[id(grown)] = grown
+            bump_version(self)
+            self._data = grown.view(self._data.dtype)[offset:offset + n].reshape(shape)
+            self._view = None  # (as_strided_'s hidden base: its storage is no longer this one)
         elif self._view is not None:
             raise NotImplementedError(
                 f"resize_: growing a view of another tensor (shape {tuple(self.shape)} to "
@@ -654,8 +666,11 @@ def _over_storage(root, dtype, storage_offset, size, stride, what):
             f"grows the storage; flowgrad does not: set_ onto a larger tensor)")
     if extent == 0:  # (no elements: NumPy keeps no place for them, see storage_offset)
         return memory[:0].view(dtype).reshape(size)
-    return np.ndarray(size, dtype, buffer=memory, offset=offset * item,
-                      strides=tuple(st * item for st in stride))
+    new = np.ndarray(size, dtype, buffer=memory, offset=offset * item,
+                     strides=tuple(st * item for st in stride))
+    if any(n > 1 and st == 0 for n, st in zip(size, stride)):
+        new.flags.writeable = False  # (torch refuses writes to overlapping elements, as expand)
+    return new
 
 
 def _set_(self, source=None, storage_offset=None, size=None, stride=None):
@@ -703,9 +718,10 @@ def _set_(self, source=None, storage_offset=None, size=None, stride=None):
             if type(root) is not np.ndarray:
                 raise NotImplementedError(f"set_: a storage offset, size or stride on "
                                           f"{source.device}")
+            if stride is None and tuple(int(n) for n in size) == tuple(self.shape):
+                stride = self.stride()  # (torch's: the same sizes keep this tensor's strides)
             if isinstance(source, Tensor):  # (torch's offset counts from the source's own)
-                storage_offset = int(storage_offset) + \
-                    source.storage_offset() * source._data.itemsize // self._data.itemsize
+                storage_offset = int(storage_offset) + source.storage_offset()  # (as a count)
             new = _over_storage(root, self._data.dtype, storage_offset, size, stride, "set_")
         if type(root) is np.ndarray:
             STORAGES[id(root)] = root  # (its tensors report torch's storage offsets)
