@@ -17,8 +17,13 @@ of their data_ptr), which tensor its _base is, _is_view, dtype, layout, device, 
 is_leaf; and its values and the first tensor's. A step torch refuses, flowgrad must refuse
 with the same exception class (the program goes on from the tensor before it).
 
-channels_last is not drawn: flowgrad records it as a tag (the strides stay contiguous), see
-KNOWN in tests/test_tensor_api_fuzz.py.
+Not drawn, each listed in KNOWN in tests/test_tensor_api_fuzz.py: channels_last (a tag in
+flowgrad, the strides stay row-major); set_/resize_ that would grow a storage other tensors
+see (NumPy memory does not grow in place); steps that read the storage around a zero-element
+tensor (NumPy keeps no place for one); writes through overlapping elements (add_) or into a
+non-contiguous or empty bfloat16 tensor. Not compared: the strides of size-1 dims (NumPy's own
+after unsqueeze), the _base of views after a set_ of a view (torch keeps a stale one), values
+once a storage grew (torch's new bytes are uninitialised).
 
     .venv/bin/python tests/tensor_api_fuzz.py --seeds 0:500      # summary
     .venv/bin/python tests/tensor_api_fuzz.py --show 17          # one program and its verdict
@@ -99,6 +104,15 @@ def _extent(offset, size, stride):
     return 0 if 0 in size else offset + 1 + sum((n - 1) * st for n, st in zip(size, stride))
 
 
+def _overlaps(t):
+    """Whether torch tensor `t` has two elements at one memory location."""
+    if t.numel() == 0:
+        return False
+    at = sum(np.indices(tuple(t.shape)).reshape(t.dim(), -1)[i] * st
+             for i, st in enumerate(t.stride())) if t.dim() else np.zeros(1)
+    return len(np.unique(at)) < t.numel()
+
+
 def _grows_alone(t, pool):
     """Whether torch tensor `t` may grow its storage in resize_ as flowgrad grows it (a new
     array): not a view, at the start of its storage, contiguous, and the first tensor itself
@@ -119,7 +133,7 @@ def _draw_step(r, t, pool):
     kind = step[0]
     if kind in READS_STORAGE and t.numel() == 0:
         return ("contiguous", None)
-    if kind == "view_dtype" and t.dim() and t.shape[-1] == 1 and t.stride(-1) != 1:
+    if kind == "view_dtype" and t.dim() and t.shape[-1] == 1:
         return kind, SAME_SIZE[t.element_size()][0]  # (a size-1 dim's stride: KNOWN)
     if kind == "set_" and t.grad_fn is not None:
         return ("detach",)  # (flowgrad refuses set_ of a tensor with history: KNOWN)
@@ -137,6 +151,9 @@ def _draw_step(r, t, pool):
             return kind, how, 0, (0,), None
         if how == "tensor" and source.dtype != t.dtype:
             return step  # (refused by both)
+    if kind == "write" and (_overlaps(t) and step[1] == "add_" or
+                            t.dtype == torch.bfloat16 and not (t.is_contiguous() and t.numel())):
+        return ("clone", None)  # (overlapping writes: KNOWN_SEEDS' reasons)
     if kind in ("resize_", "resize_as_") and not _grows_alone(t, pool):
         shape = step[1]
         if not _fits(t.storage_offset() + int(np.prod(shape, dtype=np.int64)), t, t):

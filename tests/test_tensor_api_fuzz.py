@@ -31,21 +31,27 @@ KNOWN = {
                                "requires grad through a NotImplemented grad_fn (backward "
                                "raises); flowgrad's does not require grad",
     "expand()": "no sizes: torch's TypeError; flowgrad's 0-d shape (shape_fuzz's 'no sizes')",
+    "bfloat16 stride-0 writes": "writes into a bfloat16 tensor with a stride-0 dim "
+                                "(as_strided/expand/set_ geometry), or with no elements, "
+                                "raise NumPy/ml_dtypes' ValueError or TypeError; torch writes",
+    "overlapping add_": "add_ into an unfold whose windows overlap: torch's result depends on "
+                        "its kernel's order (no overlap check for unfold); flowgrad adds to "
+                        "each element once",
 }
-_BF16_WRITE = ("writes into a bfloat16 tensor with stride-0 dims (as_strided/expand/set_ "
-               "geometry) raise NumPy/ml_dtypes' ValueError or TypeError; torch writes")
 # seeds whose first difference is outside the draw's reach to avoid, with the reason
+# (the draw leaves out the writes KNOWN lists: bfloat16 with a stride-0 dim, overlapping add_)
 KNOWN_SEEDS = {
-    346: _BF16_WRITE, 1230: _BF16_WRITE, 1938: _BF16_WRITE, 1988: _BF16_WRITE,
-    2817: _BF16_WRITE,
-    3438: "add_ into an unfold whose windows overlap: torch's result depends on its kernel's "
-          "order (no overlap check for unfold), flowgrad adds to each element once",
-    3972: "the preserve_format strides of a non-dense tensor with several stride-0 dims: "
-          "torch's insertion sort leaves them in an order flowgrad's layout.py does not follow",
+    **dict.fromkeys((3972, 6524, 11104, 12802, 17624, 18633), (
+        "the preserve_format strides of a non-dense tensor with stride-0 and size-1 dims: "
+        "torch's insertion sort leaves them in an order flowgrad's layout.py does not follow")),
+    4266: "size-1 dim strides (KNOWN): expand's stride-0 size-1 dims, then empty_like sorts by "
+          "them",
+    5248: "zero-element strides (KNOWN): a zero-size set_ window keeps no storage offset, which "
+          "a later set_ onto it counts from",
 }
 
 
-@pytest.mark.parametrize("seed", range(800))
+@pytest.mark.parametrize("seed", range(2000))
 def test_tensor_api_program_matches_torch(seed):
     if seed in KNOWN_SEEDS:
         pytest.skip(KNOWN_SEEDS[seed])
@@ -55,7 +61,7 @@ def test_tensor_api_program_matches_torch(seed):
 
 @pytest.mark.slow
 def test_many_tensor_api_programs_match_torch():
-    fuzz_common.assert_seeds_agree(taf.check, range(800, 6000), KNOWN_SEEDS)
+    fuzz_common.assert_seeds_agree(taf.check, range(2000, 20000), KNOWN_SEEDS)
 
 
 def _both(fn):
@@ -303,6 +309,15 @@ def test_known_bfloat16_write_through_stride_zero_geometry():
     f = flow.full((3, 1), 2.0, dtype=flow.bfloat16).t().as_strided((2, 2), (1, 0), 1)
     with pytest.raises((TypeError, ValueError)):  # KNOWN
         f.fill_(1)
+
+
+def test_known_overlapping_add():
+    t = torch.arange(6).unfold(0, 2, 1)
+    t.add_(1)
+    f = flow.arange(6).unfold(0, 2, 1)
+    f.add_(1)
+    assert t.tolist() != f.tolist()  # KNOWN (torch's: its kernel's order)
+    assert f.tolist() == [[1, 2], [2, 3], [3, 4], [4, 5], [5, 6]]
 
 
 def test_known_set_onto_a_grad_source():
