@@ -21,9 +21,9 @@ Not drawn, each listed in KNOWN in tests/test_tensor_api_fuzz.py: channels_last 
 flowgrad, the strides stay row-major); set_/resize_ that would grow a storage other tensors
 see (NumPy memory does not grow in place); steps that read the storage around a zero-element
 tensor (NumPy keeps no place for one); writes through overlapping elements (add_) or into a
-non-contiguous or empty bfloat16 tensor. Not compared: the strides of size-1 dims (NumPy's own
-after unsqueeze), the _base of views after a set_ of a view (torch keeps a stale one), values
-once a storage grew (torch's new bytes are uninitialised).
+non-contiguous, empty or size-1-dim bfloat16 tensor. Not compared: the strides of size-1 dims
+(NumPy's own after unsqueeze), the _base of views after a set_ of a view (torch keeps a stale
+one), values once a storage grew (torch's new bytes are uninitialised).
 
     .venv/bin/python tests/tensor_api_fuzz.py --seeds 0:500      # summary
     .venv/bin/python tests/tensor_api_fuzz.py --show 17          # one program and its verdict
@@ -152,7 +152,8 @@ def _draw_step(r, t, pool):
         if how == "tensor" and source.dtype != t.dtype:
             return step  # (refused by both)
     if kind == "write" and (_overlaps(t) and step[1] == "add_" or
-                            t.dtype == torch.bfloat16 and not (t.is_contiguous() and t.numel())):
+                            t.dtype == torch.bfloat16 and not (t.is_contiguous() and t.numel() and
+                                                               1 not in t.shape)):
         return ("clone", None)  # (overlapping writes: KNOWN_SEEDS' reasons)
     if kind in ("resize_", "resize_as_") and not _grows_alone(t, pool):
         shape = step[1]
