@@ -44,6 +44,8 @@ def row_major(a):
     holds for any stride of a size-1 dim, which torch's preserve_format keeps)."""
     if not a.flags.c_contiguous:
         return False
+    if 1 not in a.shape:  # (the common case: no size-1 dim, the flag says it all)
+        return True
     step = a.itemsize
     for n, st in zip(reversed(a.shape), reversed(a.strides)):
         if st != step and a.size:
