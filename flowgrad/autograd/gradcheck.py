@@ -28,6 +28,7 @@ from . import forward_ad as fwAD
 from . import grad_mode
 from . import levels as _levels
 from .engine import grad as _grad
+from .function import Function
 
 
 class GradcheckError(RuntimeError):
@@ -97,23 +98,22 @@ def _numeric_jacobian_columns(func, inputs, diff, eps, keep_complex=False):
     return cols
 
 
-def _analytic_rows(outputs, diff):
-    """d output_j / d inputs by one backward per output element: [input][output]."""
-    rows = [[np.zeros((t._data.size, o._data.size),
-                      np.complex128 if t._data.dtype.kind == "c" else np.float64)
-             for o in outputs] for t in diff]
-    for j, out in enumerate(outputs):
-        if not out.requires_grad:
-            continue
-        for k in range(out._data.size):
-            seed = np.zeros(out._data.size, out._data.dtype)
-            seed[k] = 1
-            gs = _grad(out, diff, Tensor._wrap(new_array(out._data, seed.reshape(out._data.shape))),
-                       retain_graph=True, allow_unused=True)
-            for i, g in enumerate(gs):
-                if g is not None:
-                    rows[i][j][:, k] = _as_vector(g, True)
-    return rows
+def _vjp_rows(out, diff):
+    """d out / d inputs by one backward per element of `out`: an array per input, and whether
+    every gradient had its input's dtype."""
+    rows = [np.zeros((t._data.size, out._data.size),
+                     np.complex128 if t._data.dtype.kind == "c" else np.float64) for t in diff]
+    types_ok = True
+    for k in range(out._data.size):
+        seed = np.zeros(out._data.size, out._data.dtype)
+        seed[k] = 1
+        gs = _grad(out, diff, Tensor._wrap(new_array(out._data, seed.reshape(out._data.shape))),
+                   retain_graph=True, allow_unused=True)
+        for i, (g, t) in enumerate(zip(gs, diff)):
+            if g is not None:
+                types_ok = types_ok and g.dtype == t.dtype
+                rows[i][:, k] = _as_vector(g, True)
+    return rows, types_ok
 
 
 def _fail(message, raise_exception):
@@ -122,11 +122,42 @@ def _fail(message, raise_exception):
     return False
 
 
-def _slow_check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception):
-    analytic = _analytic_rows(outputs, diff)
+def _checked_vjps(vjps, nondet_tol, check_grad_dtypes, raise_exception):
+    """`vjps()` ((arrays, types ok)) run twice, as torch's: a gradient of another dtype than
+    its input (with check_grad_dtypes) and two runs differing by more than nondet_tol fail;
+    else the first run's arrays (None after a failure that does not raise)."""
+    first, types_ok = vjps()
+    second, _ = vjps()
+    if not types_ok and check_grad_dtypes:
+        return _fail("Gradient has dtype mismatch", raise_exception) or None
+    if any(np.abs(a - b).max(initial=0.0) > nondet_tol for a, b in zip(first, second)):
+        return _fail("Backward is not reentrant, i.e., running backward with same input and "
+                     "grad_output multiple times gives different values, although analytical "
+                     f"gradient matches numerical gradient. The tolerance for nondeterminism "
+                     f"was {nondet_tol}.", raise_exception) or None
+    return first
+
+
+def _no_differentiable_outputs(numeric, raise_exception):
+    """No output requires grad: the numerical Jacobians must be exactly zero (torch's)."""
+    if any(np.any(n != 0) for per_out in numeric for n in per_out):
+        return _fail("Numerical gradient for function expected to be zero", raise_exception)
+    return True
+
+
+def _slow_check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception,
+                nondet_tol=0.0, check_grad_dtypes=False):
     numeric = _numeric_jacobian_columns(func, inputs, diff, eps)
-    for i, (a_in, n_in) in enumerate(zip(analytic, numeric)):
-        for j, (a, n) in enumerate(zip(a_in, n_in)):
+    positions = [j for j, o in enumerate(outputs) if o.requires_grad]
+    if not positions:
+        return _no_differentiable_outputs(numeric, raise_exception)
+    for j in positions:  # the outputs that do not require grad are not compared (torch's)
+        analytic = _checked_vjps(lambda j=j: _vjp_rows(outputs[j], diff), nondet_tol,
+                                 check_grad_dtypes, raise_exception)
+        if analytic is None:
+            return False
+        for i, a in enumerate(analytic):
+            n = numeric[i][j]
             if not np.allclose(a, n, rtol=rtol, atol=atol):
                 return _fail(
                     f"Jacobian mismatch for output {j} with respect to input {i},\n"
@@ -134,42 +165,67 @@ def _slow_check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception):
     return True
 
 
-def _fast_check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception, seed=0):
-    """u^T J v for random unit u (per output) and v (per input), numerically (directional
-    difference along v) and analytically (vjp with u, dotted with v)."""
+def _unit_rand(rng, shape):
+    """A random non-negative unit vector (torch's fast-mode draw: rand, then normalised)."""
+    v = rng.random(shape)
+    return v / max(np.linalg.norm(v), 1e-12)
+
+
+def _fast_check(func, inputs, diff, outputs, eps, atol, rtol, raise_exception, seed=0,
+                nondet_tol=0.0, check_grad_dtypes=False):
+    """v^T J u per (input, output) for random non-negative unit u (per input; a complex input:
+    u_r + i u_i) and v (per output), numerically (a directional difference along u) and
+    analytically (the vjp with v, dotted with u), atol scaled by sum(u) sum(v) (torch's)."""
     rng = np.random.default_rng(seed)
-    vs = [rng.standard_normal(t._data.shape) if t._data.dtype.kind != "c" else
-          rng.standard_normal(t._data.shape) + 1j * rng.standard_normal(t._data.shape)
+    us = [_unit_rand(rng, t._data.shape) + (1j * _unit_rand(rng, t._data.shape)
+                                            if t._data.dtype.kind == "c" else 0)
           for t in diff]
-    vs = [v / max(np.linalg.norm(v), 1e-12) for v in vs]
-    saved = [t._data.copy() for t in diff]
-    on_device = [new_array(s, v) for s, v in zip(saved, vs)]  # the directions, by the inputs
+    vs = [_unit_rand(rng, o._data.shape) for o in outputs]
+    numeric = []  # [input][output]
+    for t, u in zip(diff, us):
+        saved = t._data.copy()
+        u_on_device = new_array(saved, u)
 
-    def shifted(step):
-        for t, s, v in zip(diff, saved, on_device):
-            t._data[...] = s + step * v
-        with grad_mode.no_grad():
-            out = [to_host(o._data).astype(np.float64) for o in _outputs(func, inputs)]
-        for t, s in zip(diff, saved):
-            t._data[...] = s
-        return out
+        def shifted(step, t=t, saved=saved, u_on_device=u_on_device):
+            t._data[...] = saved + step * u_on_device
+            try:
+                with grad_mode.no_grad():
+                    return [to_host(o._data).astype(np.float64) for o in _outputs(func, inputs)]
+            finally:
+                t._data[...] = saved
 
-    plus, minus = shifted(eps), shifted(-eps)
-    for j, out in enumerate(outputs):
-        u = rng.standard_normal(out._data.shape)
-        u /= max(np.linalg.norm(u), 1e-12)
-        numeric = float(np.sum(u * (plus[j] - minus[j]) / (2 * eps)))
-        analytic = 0.0
-        if out.requires_grad:
-            gs = _grad(out, diff, Tensor._wrap(new_array(out._data, u, out._data.dtype)),
+        plus, minus = shifted(eps), shifted(-eps)
+        numeric.append([float(np.sum(v * (p - m) / (2 * eps)))
+                        for v, p, m in zip(vs, plus, minus)])
+    positions = [j for j, o in enumerate(outputs) if o.requires_grad]
+    if not positions:
+        if any(abs(n) > nondet_tol for per_out in numeric for n in per_out):
+            return _fail("Numerical gradient for function expected to be zero",
+                         raise_exception)
+        return True
+    for j in positions:
+        out = outputs[j]
+
+        def vjps(out=out, v=vs[j]):
+            gs = _grad(out, diff, Tensor._wrap(new_array(out._data, v, out._data.dtype)),
                        retain_graph=True, allow_unused=True)
-            # <g, v> as real vectors: a complex gradient is d/dx + i d/dy (a real one, d/dx)
-            analytic = sum(float(np.sum((np.conj(to_host(g._data)) * v).real))
-                           for g, v in zip(gs, vs) if g is not None)
-        if not abs(analytic - numeric) <= atol + rtol * abs(numeric):
-            return _fail(
-                f"Jacobian mismatch for output {j} (fast mode: u^T J v with random u, v):\n"
-                f"numerical:{numeric}\nanalytical:{analytic}\n", raise_exception)
+            # <g, u> as real vectors: a complex gradient is d/dx + i d/dy (a real one, d/dx)
+            dots = [np.array(0.0 if g is None else
+                             float(np.sum((np.conj(to_host(g._data)) * u).real)))
+                    for g, u in zip(gs, us)]
+            return dots, all(g is None or g.dtype == t.dtype for g, t in zip(gs, diff))
+
+        analytic = _checked_vjps(vjps, nondet_tol, check_grad_dtypes, raise_exception)
+        if analytic is None:
+            return False
+        for i, (a, u) in enumerate(zip(analytic, us)):
+            n = numeric[i][j]
+            tol = atol * float(np.sum(u.real) + np.sum(u.imag)) * float(np.sum(vs[j]))
+            if not abs(float(a) - n) <= tol + rtol * abs(n):
+                return _fail(
+                    f"Jacobian mismatch for output {j} with respect to input {i} (fast mode: "
+                    f"v^T J u with random u, v):\nnumerical:{n}\nanalytical:{float(a)}\n",
+                    raise_exception)
     return True
 
 
@@ -416,6 +472,52 @@ def _zero_cotangent_check(outputs, diff, raise_exception):
     return True
 
 
+class _UndefinedGrad(Function):
+    """Identity whose backward sends no gradient (torch's UndefinedGrad node): the Function
+    before it sees None with set_materialize_grads(False), zeros otherwise."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None
+
+
+def _undefined_grad_check(func, inputs, diff, raise_exception):
+    """Backward with undefined output gradients (all of them; then, with several outputs,
+    one at a time, the others zero) must run and give None or zero gradients (torch's
+    check_undefined_grad in backward mode)."""
+    def fails(message):
+        warn("Backwards compatibility: New undefined gradient support checking feature is "
+             "enabled by default, but it may break existing callers of this function. If this "
+             "is true for you, you can call this function with \"check_undefined_grad=False\" "
+             "to disable the feature", stacklevel=4)
+        return _fail(message, raise_exception)
+
+    n = len(_diff_positions(func, inputs))
+    for undefined in [None] + (list(range(n)) if n > 1 else []):
+        outs = [o for o in _outputs(func, inputs) if o.requires_grad]
+        outs = [_UndefinedGrad.apply(o) if undefined in (None, k) else o
+                for k, o in enumerate(outs)]
+        try:
+            gs = _grad(outs, diff, [Tensor._wrap(new_zeros(o._data)) for o in outs],
+                       allow_unused=True)
+        except RuntimeError as e:
+            try:
+                return fails(f"Expected backward function to handle undefined output grads "
+                             f"(got: {e}); a custom Function with "
+                             f"set_materialize_grads(False) receives None for them")
+            except GradcheckError as err:
+                raise err from e
+        if any(g is not None and np.any(to_host(g._data) != 0) for g in gs):
+            return fails("Expected all input grads to be undefined or zero when all output "
+                         "grads are undefined or zero; a custom Function with "
+                         "set_materialize_grads(False) receives None for them")
+    return True
+
+
 def _check_options(options, *requires):
     """torch's refusals: the first two options (the modes) must not both be off, and each
     (option, needed) pair of names may be set only with `needed` set."""
@@ -464,7 +566,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         check = _fast_check if fast_mode else _slow_check
         for fn in _real_outputs(func, outputs):
             if not check(fn, inputs, diff, _outputs(fn, inputs), eps, atol, rtol,
-                         raise_exception):
+                         raise_exception, nondet_tol=nondet_tol,
+                         check_grad_dtypes=check_grad_dtypes):
                 return False
     if check_forward_ad and not _forward_checks(func, inputs, eps, atol, rtol, raise_exception,
                                                 fast_mode, check_undefined_grad):
@@ -481,14 +584,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                 return False
     if not _zero_cotangent_check(outputs, diff, raise_exception):
         return False
-    if check_grad_dtypes:
-        for t in diff:
-            gs = [_grad(o.sum(), t, allow_unused=True)[0] for o in outputs if o.requires_grad]
-            for g in gs:
-                if g is not None and g.dtype != t.dtype:
-                    return _fail(f"Gradient has dtype mismatch: {g.dtype} for an input of "
-                                 f"{t.dtype}", raise_exception)
-    return True
+    return not check_undefined_grad or _undefined_grad_check(func, inputs, diff,
+                                                             raise_exception)
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
