@@ -5,7 +5,7 @@ autograd.Function whose backward is right or wrong by a drawn defect (a sign, a 
 missing term, a gradient wrong only for one input or one output, only off the Jacobian's
 diagonal, a wrong conjugate of a complex function, returning None, a wrong shape, an error only
 in the second derivative, noise below or above nondet_tol, not multiplied by grad_output, not
-handling an undefined output gradient); inputs float64, float32 or complex128, some not
+handling an undefined output gradient); inputs float64, float32, complex128 or complex64, some not
 requiring grad, a number argument, outputs tuples with an integer or a detached output; and the
 options (eps, atol, rtol, raise_exception, nondet_tol, check_undefined_grad, check_grad_dtypes,
 check_batched_grad, check_forward_ad, check_backward_ad, fast_mode, and for gradgradcheck
@@ -35,7 +35,8 @@ DEFECTS = ["none", "none", "sign", "factor", "missing_term", "wrong_input", "ret
 def generate(seed):
     r = random.Random(seed)
     kind = r.choice(["ops", "custom", "custom", "cumsum", "conj"])
-    dtype = "complex128" if kind == "conj" else r.choice(["float64", "float64", "float32"])
+    dtype = r.choice(["complex128", "complex128", "complex64"]) if kind == "conj" else \
+        r.choice(["float64", "float64", "float32"])
     case = dict(kind=kind, dtype=dtype, n=r.choice([1, 3, 4]),
                 defect=r.choice(DEFECTS) if kind == "custom" else
                 r.choice(["none", "off_diagonal"]) if kind == "cumsum" else
@@ -48,7 +49,7 @@ def generate(seed):
                 nondet_tol=r.choice([0.0, 0.0, 1e-9, 1e-6]),
                 check_undefined_grad=r.random() < 0.7, check_grad_dtypes=r.random() < 0.3,
                 fast_mode=r.random() < 0.4)
-    if dtype == "float32":  # tolerances float32's rounding cannot reach, for a firm verdict
+    if dtype in ("float32", "complex64"):  # tolerances its rounding cannot reach
         opts.update(eps=1e-3, atol=1e-2, rtol=1e-2)
     if not case["second"]:
         opts["check_batched_grad"] = kind == "ops" and r.random() < 0.3
@@ -115,7 +116,7 @@ def build(m, case):
     r = np.random.default_rng(len(str(case)))
     n, c = case["n"], case["c"]
     vals = r.uniform(0.3, 1.2, (2, n))
-    if case["dtype"] == "complex128":
+    if case["dtype"].startswith("complex"):
         vals = vals + 1j * r.uniform(-1, 1, (2, n))
     x = m.tensor(vals[0], dtype=dt, requires_grad=True)
     y = m.tensor(vals[1], dtype=dt, requires_grad=case["y_grad"])

@@ -186,3 +186,17 @@ def test_fast_mode_error_of_one_sign_does_not_cancel(n):
         return F.apply
     want, got = _both(make, lambda m: _x(m, n), fast_mode=True, raise_exception=False)
     assert got == want is False
+
+
+def test_inputs_torch_warns_about_or_refuses():
+    # a complex64 input gave no precision warning (only a dtype under 8 bytes warned); an
+    # input with a stride-0 dimension failed in NumPy (ValueError: read-only) for torch's
+    # RuntimeError
+    for m in (torch, flow):
+        z = m.ones(3, dtype=m.complex64, requires_grad=True)
+        with pytest.warns(UserWarning, match="Input #0 requires gradient and is not a double"):
+            assert m.autograd.gradcheck(lambda t: (t * 2).abs().sum(), (z,), eps=1e-3,
+                                        atol=1e-2, rtol=1e-2)
+        x = m.ones(1, dtype=m.float64).expand(3).requires_grad_()
+        with pytest.raises(RuntimeError, match="The 0th input has a dimension with stride 0"):
+            m.autograd.gradcheck(lambda t: (t * t).sum(), (x,))

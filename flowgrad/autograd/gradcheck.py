@@ -44,16 +44,27 @@ def _outputs(func, inputs):
 
 
 def _check_inputs(inputs):
-    diff = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
+    """The inputs requiring grad (torch's checks: at least one; each not of float64 or
+    complex128 warns; one with a stride-0 dimension, whose elements share memory, is refused)."""
+    diff = []
+    for idx, t in enumerate(inputs):
+        if not (isinstance(t, Tensor) and t.requires_grad):
+            continue
+        if t.dtype.itemsize < 8 or t.dtype.is_complex and t.dtype.itemsize < 16:
+            warn(f"Input #{idx} requires gradient and is not a double precision floating point "
+                 f"or complex ({t.dtype}). This check will likely fail if all the inputs are not "
+                 f"of double precision floating point or complex: use float64 or complex128 "
+                 f"inputs", stacklevel=3)
+        if not t.is_sparse and any(st == 0 and sz > 1 for st, sz in zip(t.stride(), t.shape)):
+            raise RuntimeError(f"The {idx}th input has a dimension with stride 0 (shape "
+                               f"{tuple(t.shape)}, strides {t.stride()}). gradcheck only "
+                               f"supports inputs that are non-overlapping to be able to compute "
+                               f"the numerical gradients correctly. You should call .contiguous "
+                               f"on the input before passing it to gradcheck.")
+        diff.append(t)
     if not diff:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, "
-                         "but none of them have requires_grad=True")
-    for t in diff:
-        if t.dtype.itemsize < 8:
-
-            warn(f"gradcheck: input of shape {tuple(t.shape)} is {t.dtype}, not "
-                 f"double precision; the check may fail from rounding alone. Use "
-                 f"float64 inputs", stacklevel=3)
+                         "but none of them have requires_grad=True.")
     return diff
 
 
