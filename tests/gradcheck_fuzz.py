@@ -5,12 +5,14 @@ autograd.Function whose backward is right or wrong by a drawn defect (a sign, a 
 missing term, a gradient wrong only for one input or one output, only off the Jacobian's
 diagonal, a wrong conjugate of a complex function, returning None, a wrong shape, an error only
 in the second derivative, noise below or above nondet_tol, not multiplied by grad_output, not
-handling an undefined output gradient); inputs float64, float32, complex128 or complex64, some not
-requiring grad, a number argument, outputs tuples with an integer or a detached output; and the
-options (eps, atol, rtol, raise_exception, nondet_tol, check_undefined_grad, check_grad_dtypes,
-check_batched_grad, check_forward_ad, check_backward_ad, fast_mode, and for gradgradcheck
-gen_non_contig_grad_outputs). The verdict (True, False, or the exception's class:
-GradcheckError for torch's) and whether a precision warning was given must agree.
+handling an undefined output gradient, a bias of 1e-12 that only masked=True lets through);
+inputs float64, float32, complex128 or complex64, some not requiring grad, a number argument,
+outputs tuples with an integer or a detached output; and the options (eps, atol, rtol,
+raise_exception, nondet_tol, check_undefined_grad, check_grad_dtypes, check_batched_grad,
+check_batched_forward_grad, check_forward_ad, check_backward_ad, fast_mode, masked, and for
+gradgradcheck gen_non_contig_grad_outputs and check_fwd_over_rev). The verdict (True, False, or
+the exception's class: GradcheckError for torch's) and whether a precision warning was given
+must agree.
 
     .venv/bin/python tests/gradcheck_fuzz.py --seeds 0:500      # summary
     .venv/bin/python tests/gradcheck_fuzz.py --show 17          # one case and its verdict
@@ -29,7 +31,7 @@ import flowgrad as flow
 
 DEFECTS = ["none", "none", "sign", "factor", "missing_term", "wrong_input", "return_none",
            "shape", "detached", "noise_small", "noise_big", "no_grad_output", "undefined_raise",
-           "undefined_nonzero"]
+           "undefined_nonzero", "tiny_bias"]
 
 
 def generate(seed):
@@ -55,8 +57,12 @@ def generate(seed):
         opts["check_batched_grad"] = kind == "ops" and r.random() < 0.3
         opts["check_forward_ad"] = kind == "ops" and r.random() < 0.3
         opts["check_backward_ad"] = not opts["check_forward_ad"] or r.random() < 0.7
+        opts["check_batched_forward_grad"] = opts["check_forward_ad"] and r.random() < 0.5
+        opts["masked"] = r.choice([None, False, True])
     else:
         opts["gen_non_contig_grad_outputs"] = r.random() < 0.5
+        opts["check_fwd_over_rev"] = kind == "ops" and r.random() < 0.3
+        opts["masked"] = r.random() < 0.3
     case["opts"] = opts
     return case
 
@@ -104,6 +110,8 @@ def _function(m, case):
                 counter[0] += 1
                 amp = 1e-10 if defect == "noise_small" else 1e-7
                 dx = dx + g1 * amp * (counter[0] % 2)  # (zero for a zero g1)
+            elif defect == "tiny_bias":  # not multiplied by grad_output, but below allclose's
+                dx = dx + 1e-12
             elif defect == "return_none":
                 dx = None
             return dx, dy, None
@@ -180,11 +188,12 @@ def run(m, case):
     torch.manual_seed(0)  # (torch's gradgradcheck draws its grad_outputs from its generator)
     if case["second"] and case["defect"] != "none":
         # a wrong second derivative is found by how much: give both the same grad_outputs,
-        # away from 0 (drawn ones, different in each framework, make verdicts differ at random)
+        # positive (drawn ones, different in each framework, make verdicts differ at random, and
+        # errors of both signs can cancel in fast mode's projection)
         r = np.random.default_rng(len(str(case)) + 1)
         outs = [o for o in func(*inputs) if o.requires_grad]
         opts["grad_outputs"] = tuple(
-            m.tensor(r.choice([-1, 1], o.shape) * r.uniform(0.5, 1.5, o.shape) *
+            m.tensor(r.uniform(0.5, 1.5, o.shape) *
                      ((1 + 1j) if o.is_complex() else 1), dtype=o.dtype, requires_grad=True)
             for o in outs)
     with warnings.catch_warnings(record=True) as caught:

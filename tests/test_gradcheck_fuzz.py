@@ -200,3 +200,57 @@ def test_inputs_torch_warns_about_or_refuses():
         x = m.ones(1, dtype=m.float64).expand(3).requires_grad_()
         with pytest.raises(RuntimeError, match="The 0th input has a dimension with stride 0"):
             m.autograd.gradcheck(lambda t: (t * t).sum(), (x,))
+
+
+@pytest.mark.parametrize("masked", [None, False, True])
+def test_masked_allows_a_tiny_gradient_from_a_zero_grad_output(masked):
+    # torch's masked=True checks a zero grad_output's gradient with allclose, not == 0 (the
+    # undefined-grad check still wants exact zeros); flowgrad ignored masked
+    def make(m):
+        class Biased(m.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return g * 2 * x + 1e-12 * (x * 0 + 1)
+        return Biased.apply
+    want, got = _both(make, lambda m: _x(m), masked=masked, check_undefined_grad=False,
+                      raise_exception=False)
+    assert got == want
+    assert (want is True) == bool(masked)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_gradgradcheck_passes_masked_on(masked):
+    # a double backward with a tiny gradient from a zero grad_output: gradgradcheck did not
+    # pass masked on to its gradcheck
+    def make(m):
+        class Grad(m.autograd.Function):
+            @staticmethod
+            def forward(ctx, g, x):
+                ctx.save_for_backward(g, x)
+                return g * 2 * x
+
+            @staticmethod
+            def backward(ctx, gg):
+                g, x = ctx.saved_tensors
+                return gg * 2 * x + 1e-12 * (x * 0 + 1), gg * 2 * g
+
+        class Square(m.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return Grad.apply(g, x)
+        return Square.apply
+    want, got = _both(make, lambda m: _x(m), "gradgradcheck", masked=masked,
+                      check_undefined_grad=False, raise_exception=False)
+    assert got == want == masked
