@@ -15,7 +15,7 @@ from torch.autograd.gradcheck import GradcheckError as TorchGradcheckError
 import flowgrad as flow
 
 
-@pytest.mark.parametrize("seed", range(120))
+@pytest.mark.parametrize("seed", range(1000))
 def test_gradcheck_verdict_matches_torch(seed):
     verdict = gf.check(seed)
     assert verdict is None, f"{gf.generate(seed)}\n{verdict}"
@@ -23,7 +23,7 @@ def test_gradcheck_verdict_matches_torch(seed):
 
 @pytest.mark.slow
 def test_many_gradcheck_verdicts_match_torch():
-    fuzz_common.assert_seeds_agree(gf.check, range(120, 3000))
+    fuzz_common.assert_seeds_agree(gf.check, range(1000, 20000))
 
 
 def test_the_fuzz_draws_passing_failing_and_raising_checks():
@@ -34,7 +34,7 @@ def test_the_fuzz_draws_passing_failing_and_raising_checks():
 def test_known_torch_bug_is_still_torchs():
     # KNOWN (gradcheck_fuzz.KNOWN): torch's fast forward-mode check of a function with an
     # output that does not require grad indexes past its analytical list; flowgrad checks it
-    case = next(gf.generate(s) for s in range(1000) if gf.known(gf.generate(s)))
+    case = next(c for c in map(gf.generate, range(1000)) if gf.known(c) and c["kind"] == "ops")
     assert gf.run(torch, case)[0] == "IndexError"
     assert gf.run(flow, case)[0] is True
 
