@@ -53,6 +53,11 @@ def generate(seed):
                 fast_mode=r.random() < 0.4)
     if dtype in ("float32", "complex64"):  # tolerances its rounding cannot reach
         opts.update(eps=1e-3, atol=1e-2, rtol=1e-2)
+    if opts["fast_mode"] and dtype == "float64" and case["defect"] in ("factor", "wrong_input"):
+        # a 1 % error against atol * sum(u) * sum(v): tolerances that make the verdict firm
+        opts.update(atol=1e-5, rtol=1e-3)
+    if case["second"] and case["defect"].startswith("noise"):
+        case["defect"] = "none"  # (noise in the first derivative defeats finite differences)
     if not case["second"]:
         opts["check_batched_grad"] = r.random() < (0.3 if kind == "ops" else 0.1)
         opts["check_forward_ad"] = r.random() < (0.3 if kind == "ops" else 0.1)
@@ -108,7 +113,8 @@ def _function(m, case):
                 dx = dx.sum().reshape(1)
             elif defect in ("noise_small", "noise_big"):
                 counter[0] += 1
-                amp = 1e-10 if defect == "noise_small" else 1e-7
+                amp = 1e-10 if defect == "noise_small" else \
+                    1e-7 if x.dtype == m.float64 else 1e-3  # (1e-7 rounds away in float32)
                 dx = dx + g1 * amp * (counter[0] % 2)  # (zero for a zero g1)
             elif defect == "tiny_bias":  # not multiplied by grad_output, but below allclose's
                 dx = dx + 1e-12
@@ -125,7 +131,7 @@ def build(m, case):
     n, c = case["n"], case["c"]
     vals = r.uniform(0.3, 1.2, (2, n))
     if case["dtype"].startswith("complex"):
-        vals = vals + 1j * r.uniform(-1, 1, (2, n))
+        vals = vals + 1j * r.choice([-1, 1], (2, n)) * r.uniform(0.5, 1, (2, n))
     x = m.tensor(vals[0], dtype=dt, requires_grad=True)
     y = m.tensor(vals[1], dtype=dt, requires_grad=case["y_grad"])
     extra = case["extra"]
