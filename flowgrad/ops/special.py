@@ -9,8 +9,9 @@ suffices: 16 array passes where the former rational fit x P(x^2) / Q(x^2) took 2
 ulp, mean 0.33, max abs 1.8e-7 (the rational: 7.4 ulp, 0.33, 4.4e-7; torch: 1.0 ulp).
 erf and erfc in float64: for |x| < 3 the everywhere-positive series
     erf(x) = 2/sqrt(pi) exp(-x^2) sum_n 2^n x^(2n+1) / (2n+1)!!
-(no cancellation), beyond it the continued fraction of erfc; loops run over terms, never
-over elements, and stop once terms fall below float64 precision.
+(no cancellation), beyond it 1 - erfc; erfc from |x| = 0.5 on as exp(-x^2) erfcx(x), exp(-x^2)
+without the rounding of x * x and erfcx SciPy's; loops run over terms, never over elements, and
+stop once terms fall below float64 precision.
 erfinv: Winitzki's closed-form estimate (within ~2e-3), polished by Newton steps on erf for
 small |y| and on erfc near 1, so both ends keep full relative precision.
 """
@@ -23,7 +24,7 @@ import numpy as _np  # only to tell NumPy's arrays (chunked) from other devices'
 from ..blas import vector_math
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_SPLIT = 3.0  # float64: series below, continued fraction above
+_SPLIT = 3.0  # float64: erf by its series below, as 1 - erfc above
 _G = (1.1283791670955126, 0.10276880700926738, -0.00019030141844435822,
       -0.0006214356267363055, 8.830553256277409e-05, -5.779550030820346e-06,
       1.4816477471544408e-07)
@@ -124,6 +125,15 @@ def normal_cdf_into(xp, x, out, tmp):
     return out
 
 
+def _exp_neg_square(xp, a):
+    """exp(-a^2) for 0 <= a <= 28 to ~1 ulp: a = hi + lo with hi on a 2^-16 grid, so hi^2 is
+    exact and exp(-a^2) = exp(-hi^2) exp(-(2 hi + lo) lo) (exp(-a * a) loses a^2 ulps to the
+    rounding of a * a: 100 ulps of erfc at a = 20)."""
+    hi = xp.round(a * 65536.0) / 65536.0
+    lo = a - hi
+    return xp.exp(-hi * hi) * xp.exp(-(2.0 * hi + lo) * lo)
+
+
 def _erf_series(xp, a):
     """erf(a) for 0 <= a < 3 in float64."""
     a2 = a * a
@@ -134,29 +144,34 @@ def _erf_series(xp, a):
         total += term
         if n > 4 and not (term > 1e-17 * total).any():
             break
-    return _TWO_OVER_SQRT_PI * xp.exp(-a2) * total
+    return _TWO_OVER_SQRT_PI * _exp_neg_square(xp, a) * total
 
 
-def _erfc_fraction(xp, a):
-    """erfc(a) for a >= 3 in float64, by its continued fraction evaluated bottom-up."""
-    frac = xp.zeros_like(a)
-    for k in range(60, 0, -1):
-        frac = (k / 2.0) / (a + frac)
-    return xp.exp(-a * a) / math.sqrt(math.pi) / (a + frac)
+def _erfc_big(xp, a):
+    """erfc(a) for a >= 0.5 in float64: exp(-a^2) erfcx(a), erfcx by SciPy's Faddeeva kernel
+    (~2 ulps); 0 from a = 28 on, where erfc has underflowed."""
+    from .special_fns import scipy_call  # (special_fns imports this module's users)
+    capped = xp.minimum(a, 28.0)
+    out = _exp_neg_square(xp, capped) * scipy_call(xp, "erfcx", capped)
+    return xp.where(a >= 28.0, 0.0, out)
 
 
 def _erf_erfc_abs(xp, a):
-    """(erf(a), erfc(a)) for a = |x| in float64 (1-D), each branch on its own elements."""
+    """(erf(a), erfc(a)) for a = |x| in float64 (1-D), each branch on its own elements: erf by
+    its series below 3, erfc as 1 - erf below 0.5 (erfc > 0.48 there: no cancellation) and by
+    _erfc_big from 0.5 on (1 - erf lost up to 5e4 ulps of erfc at 2.9)."""
     erf_abs = xp.full_like(a, xp.nan)
     erfc_abs = xp.full_like(a, xp.nan)
     small = a < _SPLIT
     if small.any():
-        e = _erf_series(xp, a[small])
-        erf_abs[small], erfc_abs[small] = e, 1.0 - e
+        erf_abs[small] = _erf_series(xp, a[small])
+    low = a < 0.5
+    erfc_abs[low] = 1.0 - erf_abs[low]
+    high = a >= 0.5
+    if high.any():
+        erfc_abs[high] = _erfc_big(xp, a[high])
     large = a >= _SPLIT
-    if large.any():
-        c = _erfc_fraction(xp, a[large])
-        erf_abs[large], erfc_abs[large] = 1.0 - c, c
+    erf_abs[large] = 1.0 - erfc_abs[large]
     return erf_abs, erfc_abs
 
 

@@ -82,11 +82,37 @@ def _polygamma(xp, x, *, n):
     return out
 
 
+@functools.cache
+def _lgamma_near_one():
+    """The Taylor coefficients of lgamma(1 + e): -euler_gamma, then (-1)^k zeta(k) / k."""
+    import scipy.special
+    return (-0.5772156649015329,) + tuple((-1) ** k * float(scipy.special.zeta(k)) / k
+                                          for k in range(2, 28))
+
+
+def _lgamma_zeros(xp, x):
+    """lgamma(x) for |x - 1| < 0.2 or |x - 2| < 0.2 in float64 by lgamma(1 + e)'s series
+    (and lgamma(2 + e) = lgamma(1 + e) + log1p(e)): near its zeros gammaln keeps only
+    absolute precision (2e5 ulps at 1 - 3e-6, 4e3 at 2.0001)."""
+    x = x.astype(xp.float64)
+    e = xp.where(x > 1.5, x - 2.0, x - 1.0)  # exact
+    coefs = _lgamma_near_one()
+    acc = xp.full_like(e, coefs[-1])
+    for c in coefs[-2::-1]:
+        acc = acc * e + c
+    acc = acc * e + 0.0  # (+0 at 1, not -euler_gamma * 0 = -0)
+    return xp.where(x > 1.5, acc + xp.log1p(e), acc)
+
+
 def _lgamma_kernel(xp, x):
     """log|Gamma(x)|: SciPy's gammaln, but +inf at -inf (C99's lgamma, as torch; gammaln
-    gives -inf) and -log|x| for |x| < 1e-30, where gammaln's 1/x overflows (inf at 1e-320;
-    the next term, -0.577 x, is below float64's precision there)."""
+    gives -inf), -log|x| for |x| < 1e-30, where gammaln's 1/x overflows (inf at 1e-320;
+    the next term, -0.577 x, is below float64's precision there), and a series near the
+    zeros 1 and 2 (_lgamma_zeros)."""
     out = scipy_call(xp, "gammaln", x)
+    near = (xp.abs(x - 1.0) < 0.2) | (xp.abs(x - 2.0) < 0.2)
+    if near.any():
+        out = xp.where(near, _lgamma_zeros(xp, xp.where(near, x, 1.0)).astype(out.dtype), out)
     with xp.errstate(all="ignore"):
         tiny = -xp.log(xp.abs(x)).astype(out.dtype, copy=False)
     out = xp.where(xp.abs(x) < 1e-30, tiny, out)
@@ -226,7 +252,16 @@ def _ndtr_kernel(xp, x):
 
 _ndtr = unary("ndtr", _ndtr_kernel, d_of_x=lambda x: exp(x * x * -0.5), scale=1.0 / _SQRT_2PI)
 _ndtri = unary("ndtri", _scipy("ndtri"), d_of_y=lambda y: exp(y * y * 0.5), scale=_SQRT_2PI)
-_log_ndtr = unary("log_ndtr", _scipy("log_ndtr"), d_of_xy=lambda x, y: exp(x * x * -0.5 - y),
+def _log_ndtr_derivative(x, y):
+    """phi(x) / Phi(x) sqrt(2 pi): for x < 0 2 / erfcx(-x / sqrt 2) (Phi = exp(-x^2/2)
+    erfcx(-x/sqrt 2) / 2), as torch's exp(-x^2/2 - y) elsewhere; that form
+    cancels x^2/2 against -y for x << 0 (290 float32 ulps at -39)."""
+    neg = x < 0  # (times sqrt(2 pi): the rule's scale divides by it last)
+    tail = _erfcx(where(neg, x, -1.0) * (-1.0 / math.sqrt(2.0))).reciprocal() * 2.0
+    return where(neg, tail, exp(x * x * -0.5 - y))
+
+
+_log_ndtr = unary("log_ndtr", _scipy("log_ndtr"), d_of_xy=_log_ndtr_derivative,
                   scale=1.0 / _SQRT_2PI)
 
 
@@ -328,10 +363,19 @@ def _sinc_kernel(xp, x):
         return xp.sinc(wide).astype(x.dtype, copy=False)
 
 
+# sinc'(x) = x S(x^2) near 0, S's coefficients (-1)^k 2k pi^2k / (2k+1)!, k >= 1: nine terms
+# reach float64 precision up to |x| = 0.1, where (cos(pi x) - sinc(x)) / x cancels (exactly
+# 0 at tiny x, so its derivative, sinc'', was -pi^2 there rather than -pi^2/3)
+_SINC_SMALL = 0.1
+_SINC_D = tuple((-1) ** k * 2 * k * math.pi ** (2 * k) / math.factorial(2 * k + 1)
+                for k in range(1, 10))
+
+
 def _sinc_derivative(x):
-    xs = _safe(x)
-    # at 0 the slope's Taylor term -pi^2 x / 3: 0 there, with sinc''(0) as its derivative
-    return where(x == 0, x * (-math.pi ** 2 / 3), (cos(xs * math.pi) - _sinc(xs)) / xs)
+    small = abs(x) < _SINC_SMALL
+    xs, xt = where(small, 1.0, x), where(small, x, 0.0)  # each branch sees finite values only
+    return where(small, xt * _series(_SINC_D, xt.square()),
+                 (cos(xs * math.pi) - _sinc(xs)) / xs)
 
 
 def _entr_kernel(xp, x):

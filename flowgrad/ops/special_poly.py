@@ -50,7 +50,10 @@ _FAMILIES = {
 
 def _register(name, first, step, shifted):
     def kernel(xp, x, n):
-        return _evaluate(xp, 2 * x - 1 if shifted else x, n, first, step).astype(x.dtype)
+        # float32 in float64, rounded once, as torch's values: float32's recurrence overflowed
+        # on the way to a finite p_n (H_42(5.68) = -5.6e37 was -inf)
+        wide = x.astype(xp.float64) if x.dtype == xp.float32 else x
+        return _evaluate(xp, 2 * wide - 1 if shifted else wide, n, first, step).astype(x.dtype)
     return op(name, differentiable=False)(kernel)
 
 

@@ -1,0 +1,104 @@
+"""Special and transcendental functions over wide value ranges (tails, poles, zeros, large
+orders) in torch and in flowgrad: values and first (and second) derivatives within each
+function's bound of torch's, or closer to mpmath's: see tests/special_fuzz.py. Then one test
+per error the sweep found, each against mpmath's value."""
+from __future__ import annotations
+
+import math
+
+import fuzz_common
+import mpmath as mp
+import numpy as np
+import pytest
+import special_fuzz as sf
+import torch
+
+import flowgrad as flow
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_special_function_case_matches_torch_or_the_truth(seed):
+    verdict = sf.check(seed)
+    assert verdict is None, f"{sf.Case(seed).describe()}\n{verdict}"
+
+
+@pytest.mark.slow
+def test_many_special_function_cases_match_torch_or_the_truth():
+    fuzz_common.assert_seeds_agree(sf.check, range(300, 6000))
+
+
+def test_every_function_is_drawn_and_every_known_entry_names_one():
+    drawn = {sf.Case(seed).name for seed in range(300)}
+    assert drawn == set(sf.FUNCS)
+    assert set(sf.KNOWN) <= set(sf.FUNCS)
+
+
+def _ulps(got, true, dtype):
+    return abs(float(got) - float(true)) / (float(np.finfo(dtype).eps) * abs(float(true)))
+
+
+@pytest.mark.parametrize("x", [0.7, 1.5, 2.9, 9.418928242342151, 20.957803435724728, -0.9])
+def test_erfc_float64_keeps_its_relative_precision(x):
+    # 1 - erf(x) for x < 3 lost up to 5e4 ulps (2.9), exp(-x * x) x^2 ulps beyond (100 at 21)
+    got = flow.special.erfc(flow.tensor([x], dtype=flow.float64)).item()
+    assert _ulps(got, mp.erfc(mp.mpf(x)), np.float64) <= 4
+
+
+def test_erfinv_near_one_by_the_precise_erfc():
+    y = 1 - 2.0 ** -20
+    got = flow.erfinv(flow.tensor([y], dtype=flow.float64)).item()
+    assert _ulps(got, mp.erfinv(mp.mpf(y)), np.float64) <= 4
+
+
+@pytest.mark.parametrize("x", [0.9999965700280841, 1.0001, 0.99, 1.99, 2.0001, 1.1])
+def test_lgamma_near_its_zeros_keeps_its_relative_precision(x):
+    # SciPy's gammaln has only absolute precision by 1 and 2: 2e5 ulps at 1 - 3.4e-6
+    got = flow.lgamma(flow.tensor([x], dtype=flow.float64)).item()
+    assert _ulps(got, mp.log(mp.gamma(mp.mpf(x))), np.float64) <= 4
+
+
+def test_lgamma_is_plus_zero_at_one_and_two():
+    for dtype in (flow.float64, flow.float32):
+        out = flow.lgamma(flow.tensor([1.0, 2.0], dtype=dtype)).numpy()
+        assert (out == 0).all() and not np.signbit(out).any()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("x", [1e-30, -1e-10, 3e-5, 0.0])
+def test_sinc_second_derivative_near_zero_is_minus_pi_squared_over_three(dtype, x):
+    # (cos(pi x) - sinc(x)) / x is exactly 0 at tiny x: its derivative gave -pi^2 there
+    t = flow.tensor([x], dtype=getattr(flow, dtype), requires_grad=True)
+    g, = flow.autograd.grad(flow.special.sinc(t).sum(), t, create_graph=True)
+    h, = flow.autograd.grad(g.sum(), t)
+    true = mp.diff(lambda u: mp.sinpi(u) / (mp.pi * u) if u else mp.mpf(1), mp.mpf(x), 2)
+    assert abs(h.item() - float(true)) <= 4 * np.finfo(dtype).eps * abs(float(true))
+
+
+def test_float32_polynomials_do_not_overflow_on_the_way_to_a_finite_value():
+    # H_42(5.68) = -5.6e37 fits float32, its recurrence's 2 x H_41 does not
+    x, n = np.float32(5.684503555297852), 42
+    got = flow.special.hermite_polynomial_h(flow.tensor([x]), flow.tensor([float(n)])).item()
+    want = torch.special.hermite_polynomial_h(torch.tensor([x]), torch.tensor([float(n)]))
+    assert math.isfinite(got)
+    assert _ulps(got, mp.hermite(n, mp.mpf(float(x))), np.float32) <= 4
+    assert _ulps(got, want.item(), np.float32) <= 4
+
+
+@pytest.mark.parametrize("dtype", ["float64"])
+@pytest.mark.parametrize("p", [0.4999944112098464, 0.4940834667628472, 0.5068333148956299,
+                               0.26, 0.74])
+def test_logit_near_one_half_keeps_its_relative_precision(dtype, p):
+    # log(p) - log1p(-p) cancelled: 7800 ulps at 0.4999944
+    p = float(np.array(p, dtype))
+    got = flow.special.logit(flow.tensor([p], dtype=getattr(flow, dtype))).item()
+    assert _ulps(got, mp.log(mp.mpf(p) / (1 - mp.mpf(p))), dtype) <= 4
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("x", [-39.208213806152344, -30.0, -8.0, -1.5, 0.5])
+def test_log_ndtr_derivative_in_the_left_tail(dtype, x):
+    # exp(-x^2/2 - log_ndtr(x)) cancels x^2/2 against -log_ndtr: 290 float32 ulps at -39
+    t = flow.tensor([x], dtype=getattr(flow, dtype), requires_grad=True)
+    g, = flow.autograd.grad(flow.special.log_ndtr(t).sum(), t)
+    xm = mp.mpf(x)
+    assert _ulps(g.item(), mp.npdf(xm) / mp.ncdf(xm), dtype) <= 4
