@@ -9,8 +9,6 @@ gradient goes back to the device the input lives on, as torch's `to` does; and t
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import dtypes as _dt
 from .._warn import warn_once
 from ..device import resolve_device, to_device
@@ -57,7 +55,7 @@ def _cast(xp, x, *, dtype):
         warn_once("Casting complex values to real discards the imaginary part")
         x = x.real
     with xp.errstate(over="ignore", invalid="ignore"):
-        if row_major(like) or type(like) is not np.ndarray:
+        if row_major(like):
             return x.astype(dtype)
         out = empty_preserving(xp, like, dtype)  # (torch's preserve_format layout)
         xp.copyto(out, x, casting="unsafe")
