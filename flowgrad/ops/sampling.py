@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..random import numpy_generator, resolve
 from .registry import op
-from .special_fns import _scipy_special
+from .special import _scipy_special
 
 __all__ = ["standard_gamma", "poisson", "binomial"]
 

@@ -17,6 +17,7 @@ small |y| and on erfc near 1, so both ends keep full relative precision.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as _np  # only to tell NumPy's arrays (chunked) from other devices' (whole)
@@ -33,6 +34,24 @@ _G = (1.1283791670955126, 0.10276880700926738, -0.00019030141844435822,
 # Elements per chunk for map_chunks: 128 KiB of float32, so a formula's temporaries stay in
 # the core's cache between its passes (measured best of 16K-128K on erf and gelu)
 CHUNK = 32768
+
+
+@functools.cache
+def _scipy_special(xp_name):
+    if not xp_name.startswith("cupy"):  # NumPy (or NumPy with MKL's matmul)
+        import scipy.special
+        return scipy.special
+    import cupyx.scipy.special  # a CuPy device: the same ufuncs on the GPU
+    return cupyx.scipy.special
+
+
+def scipy_call(xp, name, *arrays):
+    """scipy.special.<name>(*arrays) computed in float64, cast back to the first array's dtype
+    (float32 inputs keep float32 results, as torch's)."""
+    fn = getattr(_scipy_special(xp.__name__), name)
+    with xp.errstate(all="ignore"):
+        out = fn(*(a.astype(xp.float64, copy=False) for a in arrays))
+    return out.astype(arrays[0].dtype, copy=False)
 
 
 def map_chunks(xp, fn, *arrays):
@@ -150,7 +169,6 @@ def _erf_series(xp, a):
 def _erfc_big(xp, a):
     """erfc(a) for a >= 0.5 in float64: exp(-a^2) erfcx(a), erfcx by SciPy's Faddeeva kernel
     (~2 ulps); 0 from a = 28 on, where erfc has underflowed."""
-    from .special_fns import scipy_call  # (special_fns imports this module's users)
     capped = xp.minimum(a, 28.0)
     out = _exp_neg_square(xp, capped) * scipy_call(xp, "erfcx", capped)
     return xp.where(a >= 28.0, 0.0, out)

@@ -33,29 +33,12 @@ from .halfprec import HALF
 from .math import log1p
 from .registry import op
 from .rules import _grad_mul, unary
+from .special import _scipy_special, scipy_call
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "i0", "igamma", "igammac", "sinc"]
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-
-
-@functools.cache
-def _scipy_special(xp_name):
-    if not xp_name.startswith("cupy"):  # NumPy (or NumPy with MKL's matmul)
-        import scipy.special
-        return scipy.special
-    import cupyx.scipy.special  # a CuPy device: the same ufuncs on the GPU
-    return cupyx.scipy.special
-
-
-def scipy_call(xp, name, *arrays):
-    """scipy.special.<name>(*arrays) computed in float64, cast back to the first array's dtype
-    (float32 inputs keep float32 results, as torch's)."""
-    fn = getattr(_scipy_special(xp.__name__), name)
-    with xp.errstate(all="ignore"):
-        out = fn(*(a.astype(xp.float64, copy=False) for a in arrays))
-    return out.astype(arrays[0].dtype, copy=False)
 
 
 def _scipy(name):
