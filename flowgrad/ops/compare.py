@@ -35,7 +35,10 @@ def _promote_pair(a, b, op_name, floating=False, number_pair=False):
     taken, the first as a 0-d tensor (torch's add, sub, mul and div do; its other functions
     refuse them; a NumPy scalar is a number there, as in torch: mul(np.float32(1.5), 2) is a
     float32 0-d tensor, and np.float64 is read as a Python float too)."""
-    a, b = (x.item() if isinstance(x, np.generic) else x for x in (a, b))
+    if isinstance(a, np.generic):  # (two checks: no generator frame per binary op)
+        a = a.item()
+    if isinstance(b, np.generic):
+        b = b.item()
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         if not (number_pair and isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS)):
             raise TypeError(f"{op_name}(): argument 'input' (position 1) must be Tensor, "

@@ -598,8 +598,10 @@ def pow(input, exponent, *, out=None):
     """
     if out is not None:
         return with_out(pow, out, (input, exponent), "pow", no_overlap="partial")
-    input, exponent = (x.item() if isinstance(x, np.generic) else x  # (NumPy's: a number)
-                       for x in (input, exponent))
+    if isinstance(input, np.generic):  # (NumPy's: a number)
+        input = input.item()
+    if isinstance(exponent, np.generic):
+        exponent = exponent.item()
     if isinstance(exponent, _SCALARS) and isinstance(input, Tensor):
         if input._data.dtype.kind in "iub" and \
                 not isinstance(exponent, (builtins.float, builtins.complex)) and exponent < 0:
