@@ -102,3 +102,53 @@ def test_log_ndtr_derivative_in_the_left_tail(dtype, x):
     g, = flow.autograd.grad(flow.special.log_ndtr(t).sum(), t)
     xm = mp.mpf(x)
     assert _ulps(g.item(), mp.npdf(xm) / mp.ncdf(xm), dtype) <= 4
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+@pytest.mark.parametrize("x", [-64.5, -10.5, -0.3, -1000.7, -1389432305427.5376])
+def test_polygamma_of_negative_x_by_reflection(n, x):
+    # SciPy's zeta(n + 1, x) summed ~|x| terms (no return at -1.4e12) and lost 3e4 (n = 2)
+    # to 8e8 (n = 4) ulps near half-integers; mpmath's own polygamma hangs there too
+    got = flow.polygamma(n, flow.tensor([x], dtype=flow.float64)).item()
+    assert _ulps(got, sf._reflected(n, mp.mpf(x)), np.float64) <= 8
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_polygamma_at_negative_integers_and_minus_inf_keeps_its_poles(n):
+    got = flow.polygamma(n, flow.tensor([-3.0, -2.6e229, -math.inf], dtype=flow.float64)).tolist()
+    pole = math.inf if n % 2 else -math.inf
+    assert got[:2] == [pole, pole]
+    assert math.isnan(got[2]) if n == 1 else got[2] == pole
+
+
+@pytest.mark.parametrize("name,nu", [("i0e", 0), ("i1e", 1)])
+@pytest.mark.parametrize("dtype,x", [("float32", 83994.0), ("float32", -25.0),
+                                     ("float64", 1e5), ("float64", -3000.5)])
+def test_scaled_bessel_derivative_for_large_x_by_its_expansion(name, nu, dtype, x):
+    # i1e - sgn(x) i0e cancels terms ~1/sqrt(2 pi x) to one ~1/x smaller: 1% off in float32
+    t = flow.tensor([x], dtype=getattr(flow, dtype), requires_grad=True)
+    getattr(flow.special, name)(t).sum().backward()
+    true = mp.diff(lambda z: mp.besseli(nu, z) * mp.exp(-abs(z)), mp.mpf(x))
+    assert _ulps(t.grad.item(), true, np.dtype(dtype)) <= 4
+
+
+def test_sinc_second_derivative_in_float32_without_cancellation():
+    t = flow.tensor([-0.6546288132667542], requires_grad=True)
+    g, = flow.autograd.grad(flow.sinc(t).sum(), t, create_graph=True)
+    g2, = flow.autograd.grad(g.sum(), t)
+    true = mp.diff(lambda z: mp.sinpi(z) / (mp.pi * z), mp.mpf(-0.6546288132667542), 2)
+    assert _ulps(g2.item(), true, np.float32) <= 4
+
+
+@pytest.mark.parametrize("x", [1.5, 3.0, 5.0, 6.1, 8.440348548133763, 10.0, 30.0])
+def test_log_ndtr_float64_above_one_keeps_its_relative_precision(x):
+    # SciPy's log(ndtr(x)) below 6 and -ndtr(-x) above were up to 50 ulps off
+    got = flow.special.log_ndtr(flow.tensor([x], dtype=flow.float64)).item()
+    assert _ulps(got, mp.log1p(-mp.ncdf(-mp.mpf(x))), np.float64) <= 4
+
+
+def test_log_ndtr_gradient_near_float32_max_does_not_overflow():
+    # phi / Phi ~ -x: 2 / erfcx(-x / sqrt 2) overflowed float32 before the 1/sqrt(2 pi)
+    t = flow.tensor([-3.0182215194615804e38, -1e4], requires_grad=True)
+    flow.special.log_ndtr(t).sum().backward()
+    assert np.allclose(t.grad.numpy(), [3.0182215194615804e38, 1e4], rtol=1e-6)

@@ -144,13 +144,13 @@ def normal_cdf_into(xp, x, out, tmp):
     return out
 
 
-def _exp_neg_square(xp, a):
-    """exp(-a^2) for 0 <= a <= 28 to ~1 ulp: a = hi + lo with hi on a 2^-16 grid, so hi^2 is
-    exact and exp(-a^2) = exp(-hi^2) exp(-(2 hi + lo) lo) (exp(-a * a) loses a^2 ulps to the
-    rounding of a * a: 100 ulps of erfc at a = 20)."""
+def _exp_neg_square(xp, a, scale=1.0):
+    """exp(-scale a^2) for 0 <= a <= 40 (scale a power of two) to ~1 ulp: a = hi + lo with hi
+    on a 2^-16 grid, so hi^2 is exact and exp(-a^2) = exp(-hi^2) exp(-(2 hi + lo) lo)
+    (exp(-a * a) loses a^2 ulps to the rounding of a * a: 100 ulps of erfc at a = 20)."""
     hi = xp.round(a * 65536.0) / 65536.0
     lo = a - hi
-    return xp.exp(-hi * hi) * xp.exp(-(2.0 * hi + lo) * lo)
+    return xp.exp(-scale * (hi * hi)) * xp.exp(-scale * ((2.0 * hi + lo) * lo))
 
 
 def _erf_series(xp, a):
