@@ -223,7 +223,7 @@ class SparseTensor(SparseMetadata):
         nsparse = math.prod(self._size[:self.sparse_dim()])
         dense = self._size[self.sparse_dim():]
         out = zeros((nsparse,) + dense, dtype=self._vals.dtype, device=self._vals.device)
-        return out.index_add(0, self._linear_index(), self._vals).reshape(*self._size)
+        return out.index_add(0, self._linear_index(), self._vals).reshape(self._size)
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
         """Itself (COO), or the compressed `layout` (sparse_dim 2 only, as torch's)."""

@@ -580,7 +580,7 @@ def _sparse_mask(self, mask):
     vals = self[tuple(_index(self, i) for i in _int_array(coo._idx))]
     if isinstance(mask, SparseTensor):
         return SparseTensor(mask._idx, vals, mask._size, mask._coalesced)
-    return mask._with_values(vals.reshape(*mask._vals.shape))
+    return mask._with_values(vals.reshape(mask._vals.shape))
 
 
 # ---- constructors --------------------------------------------------------------------------

@@ -154,7 +154,7 @@ def _mul_dense(s, d):
     if shape != s._size:
         raise RuntimeError(f"mul: the dense operand of shape {tuple(d.shape)} does not "
                            f"broadcast to the sparse operand's size {s._size}")
-    at = d.expand(*s._size)[tuple(s._idx[k] for k in range(s.sparse_dim()))]
+    at = d.expand(s._size)[tuple(s._idx[k] for k in range(s.sparse_dim()))]
     return s._with_values(s._vals * at)
 
 

@@ -703,9 +703,6 @@ KNOWN = {
     "block_diag empty block": "torch 2.13's block_diag backward takes an empty 1-D block, "
                               "which fills one row of the result, for no rows: the later "
                               "blocks get their gradients from one row too high",
-    "no sizes": "x.reshape(), x.view(), x.expand(), x.repeat() with no sizes: torch's "
-                "TypeError; flowgrad takes no sizes as the 0-d shape, which its own code relies "
-                "on (x.expand(*shape) for every shape, the empty one too)",
     "take_along_dim flat view": "torch 2.13's take_along_dim(dim=None) flattens with view(-1): "
                                 "a RuntimeError for an input no view can flatten; flowgrad "
                                 "flattens as torch.flatten does, a copy where needed",
@@ -719,9 +716,6 @@ def known(case):
     if op in ("mH", "H", "adjoint") and x["dtype"] == "complex128" and \
             (nd in (0, 2) if op == "H" else nd != 1):
         return "lazy conj"
-    if op in ("reshape", "view", "expand", "repeat") and case["call"] == "method" and \
-            not args and not case["kw"]:
-        return "no sizes"
     if op == "narrow_copy" and nd:
         dim, start, length = args
         if dim >= nd:

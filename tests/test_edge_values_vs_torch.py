@@ -139,3 +139,16 @@ def test_alpha_zero_keeps_the_operands_in_the_graph():
         T.addmm(i, a, b, alpha=0, beta=0.5).sum().backward()
         grads.append([a.grad.tolist(), b.grad.tolist(), i.grad.tolist()])
     assert grads[0] == grads[1]
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool"])
+@pytest.mark.parametrize("wdtype", ["float32", "float64", "float16", "complex64"])
+def test_lerp_of_integers_with_a_0d_float_weight_promotes_as_torch(dtype, wdtype):
+    # flowgrad refused ("lerp_kernel_tensor not implemented for Long"); torch computes in the
+    # weight's dtype
+    a, b = np.array([1, 2, 0]), np.array([5, 6, 1])
+    w = np.array(0.75 + (0.5j if wdtype == "complex64" else 0))
+    got, want = (m.lerp(m.tensor(a).to(getattr(m, dtype)), m.tensor(b).to(getattr(m, dtype)),
+                        m.tensor(w, dtype=getattr(m, wdtype))) for m in (flow, torch))
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-3)

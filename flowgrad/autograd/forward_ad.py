@@ -450,7 +450,7 @@ def _shares(a, b):
 def _fit(t, like):
     """A tangent of exactly `like`'s shape and dtype (rules may return broadcastable ones)."""
     if tuple(t.shape) != tuple(like.shape):
-        t = t.expand(*like.shape)
+        t = t.expand(like.shape)
     if t.dtype != like.dtype:
         t = t.to(like.dtype)
     return t

@@ -262,7 +262,7 @@ def _jacobian_vectorized(outs, xs, create_graph):
     for g, x in zip(gs, xs):
         parts, start = [], 0
         for o, n in zip(outs, numels):
-            parts.append(g[start:start + n].reshape(*o.shape, *x.shape))
+            parts.append(g[start:start + n].reshape((*o.shape, *x.shape)))
             start += n
         per_input.append(parts)
     return tuple(zip(*per_input))
@@ -294,7 +294,7 @@ def _jacobian_rows(i, out, xs, create_graph, strict):
         raise RuntimeError(f"jacobian: output {i} of the user-provided function has no "
                            f"elements (shape {tuple(out.shape)}); torch's stack of its empty "
                            f"list of rows fails too, use vectorize=True")
-    return tuple(stack(rows).reshape(*out.shape, *x.shape) for rows, x in zip(per_input, xs))
+    return tuple(stack(rows).reshape((*out.shape, *x.shape)) for rows, x in zip(per_input, xs))
 
 
 def _nest(rows, out_tuple, in_tuple):

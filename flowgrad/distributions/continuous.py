@@ -215,7 +215,7 @@ class Gamma(ExponentialFamily):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        x = standard_gamma(self.concentration.expand(*shape)) / self.rate.expand(*shape)
+        x = standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
         return x.clamp(min=flow.finfo(x.dtype).tiny)
 
     def log_prob(self, value):
@@ -253,7 +253,7 @@ class Dirichlet(ExponentialFamily):
                          validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
-        x = standard_gamma(self.concentration.expand(*self._extended_shape(sample_shape)))
+        x = standard_gamma(self.concentration.expand(self._extended_shape(sample_shape)))
         return x / x.sum(-1, keepdim=True)
 
     def log_prob(self, value):

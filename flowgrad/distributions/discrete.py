@@ -80,7 +80,7 @@ class Bernoulli(_ProbsOrLogits, ExponentialFamily):
     def sample(self, sample_shape=()):
         probs = self.probs  # outside no_grad: a lazy property is cached with its history
         with flow.no_grad():
-            return flow.bernoulli(probs.expand(*self._extended_shape(sample_shape)))
+            return flow.bernoulli(probs.expand(self._extended_shape(sample_shape)))
 
     def log_prob(self, value):
         if self._validate_args:
@@ -149,7 +149,7 @@ class Categorical(Distribution):
             probs_2d = probs.reshape(-1, self._num_events)
             n = max(1, int(flow.Size(sample_shape).numel()))
             draws = flow.multinomial(probs_2d, n, True).T
-            return draws.reshape(*shape)
+            return draws.reshape(shape)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -235,7 +235,7 @@ class Poisson(ExponentialFamily):
 
     def sample(self, sample_shape=()):
         with flow.no_grad():
-            return poisson(self.rate.expand(*self._extended_shape(sample_shape)))
+            return poisson(self.rate.expand(self._extended_shape(sample_shape)))
 
     def log_prob(self, value):
         if self._validate_args:
@@ -280,7 +280,7 @@ class Binomial(_BinaryParams):
         shape = self._extended_shape(sample_shape)
         probs = self.probs  # outside no_grad: a lazy property is cached with its history
         with flow.no_grad():
-            return binomial(self.total_count.expand(*shape), probs.expand(*shape))
+            return binomial(self.total_count.expand(shape), probs.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:

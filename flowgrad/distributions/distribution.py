@@ -191,7 +191,7 @@ class Distribution:
         old = len(self._batch_shape)
         for k, v in self.__dict__.items():
             if isinstance(v, Tensor) and k not in ("_batch_shape", "_event_shape"):
-                v = v.expand(*batch_shape, *v.shape[old:])
+                v = v.expand((*batch_shape, *v.shape[old:]))
             elif isinstance(v, Distribution):  # (a base_dist it samples through)
                 v = v.expand(tuple(batch_shape) + tuple(v.batch_shape)[old:])
             new.__dict__[k] = v

@@ -105,7 +105,7 @@ class ContinuousBernoulli(ExponentialFamily):
         new._lims = self._lims
         for name in ("probs", "logits"):
             if name in self.__dict__:
-                new.__dict__[name] = self.__dict__[name].expand(*batch_shape)
+                new.__dict__[name] = self.__dict__[name].expand(batch_shape)
                 new._param = new.__dict__[name]
         return new
 

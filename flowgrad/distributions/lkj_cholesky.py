@@ -46,7 +46,7 @@ class LKJCholesky(Distribution):
         batch_shape = flow.Size(batch_shape)
         new = self._expanded(batch_shape, _instance=_instance)
         new.dim = self.dim
-        new.concentration = self.concentration.expand(*batch_shape)
+        new.concentration = self.concentration.expand(batch_shape)
         new._beta = self._beta.expand(batch_shape + (self.dim,))
         return new
 

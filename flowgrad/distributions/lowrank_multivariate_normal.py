@@ -92,7 +92,7 @@ class LowRankMultivariateNormal(Distribution):
     def expand(self, batch_shape, _instance=None):
         new = self._expanded(batch_shape)
         shape = (*batch_shape, *self._event_shape)
-        new.loc, new.cov_diag = self.loc.expand(*shape), self.cov_diag.expand(*shape)
+        new.loc, new.cov_diag = self.loc.expand(shape), self.cov_diag.expand(shape)
         new.cov_factor = self.cov_factor.expand(*shape, self.cov_factor.shape[-1])
         new._unbroadcasted_cov_factor = self._unbroadcasted_cov_factor
         new._unbroadcasted_cov_diag = self._unbroadcasted_cov_diag
@@ -108,7 +108,7 @@ class LowRankMultivariateNormal(Distribution):
     @lazy_property
     def variance(self):
         W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
-        return ((W ** 2).sum(-1) + D).expand(*self._batch_shape, *self._event_shape)
+        return ((W ** 2).sum(-1) + D).expand((*self._batch_shape, *self._event_shape))
 
     @lazy_property
     def scale_tril(self):
@@ -118,13 +118,13 @@ class LowRankMultivariateNormal(Distribution):
         D_sqrt = self._unbroadcasted_cov_diag.sqrt().unsqueeze(-1)
         Dinvsqrt_W = self._unbroadcasted_cov_factor / D_sqrt
         K = Dinvsqrt_W @ Dinvsqrt_W.mT + flow.eye(n, dtype=Dinvsqrt_W.dtype)
-        return (D_sqrt * flow.linalg.cholesky(K)).expand(*self._matrix_shape())
+        return (D_sqrt * flow.linalg.cholesky(K)).expand(self._matrix_shape())
 
     @lazy_property
     def covariance_matrix(self):
         W = self._unbroadcasted_cov_factor
         covariance = W @ W.mT + flow.diag_embed(self._unbroadcasted_cov_diag)
-        return covariance.expand(*self._matrix_shape())
+        return covariance.expand(self._matrix_shape())
 
     @lazy_property
     def precision_matrix(self):
@@ -133,7 +133,7 @@ class LowRankMultivariateNormal(Distribution):
         Wt_Dinv = self._unbroadcasted_cov_factor.mT / D.unsqueeze(-2)
         A = flow.linalg.solve_triangular(self._capacitance_tril, Wt_Dinv, upper=False)
         precision = flow.diag_embed(D.reciprocal()) - A.mT @ A
-        return precision.expand(*self._matrix_shape())
+        return precision.expand(self._matrix_shape())
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -156,7 +156,7 @@ class LowRankMultivariateNormal(Distribution):
 
     def entropy(self):
         H = 0.5 * (self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + self._log_det())
-        return H.expand(*self._batch_shape) if len(self._batch_shape) else H
+        return H.expand(self._batch_shape) if len(self._batch_shape) else H
 
 
 def _check_event_shapes(p, q):

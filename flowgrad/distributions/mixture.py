@@ -80,7 +80,7 @@ class MixtureSameFamily(Distribution):
     def _weights(self):
         """The mixture probabilities (..., k), with a trailing 1 per event dimension."""
         probs = self._mixture_distribution.probs
-        return probs.reshape(*probs.shape, *(1,) * self._event_ndims)
+        return probs.reshape((*probs.shape, *(1,) * self._event_ndims))
 
     def _pad(self, x):
         return x.unsqueeze(-1 - self._event_ndims)

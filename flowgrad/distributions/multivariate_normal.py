@@ -21,7 +21,7 @@ __all__ = ["MultivariateNormal"]
 def _batch_mahalanobis(L, x):
     """|| L^{-1} x ||^2 over the last dimension, L and x broadcast."""
     shape = flow.broadcast_shapes(tuple(L.shape[:-2]), tuple(x.shape[:-1]))
-    L = L.expand(*shape, *L.shape[-2:])
+    L = L.expand((*shape, *L.shape[-2:]))
     x = x.expand(*shape, x.shape[-1])
     y = flow.linalg.solve_triangular(L, x.unsqueeze(-1), upper=False).squeeze(-1)
     return (y * y).sum(-1)
@@ -82,8 +82,8 @@ class MultivariateNormal(Distribution):
 
     @property
     def variance(self):
-        return (self._unbroadcasted_scale_tril ** 2).sum(-1).expand(*self._batch_shape,
-                                                                     *self._event_shape)
+        return (self._unbroadcasted_scale_tril ** 2).sum(-1).expand(
+            (*self._batch_shape, *self._event_shape))
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -102,4 +102,4 @@ class MultivariateNormal(Distribution):
 
     def entropy(self):
         h = 0.5 * self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
-        return h.expand(*self._batch_shape) if len(self._batch_shape) else h
+        return h.expand(self._batch_shape) if len(self._batch_shape) else h

@@ -47,7 +47,7 @@ class LogitRelaxedBernoulli(_ProbsOrLogits):
         new.temperature = self.temperature  # not broadcast with the batch, as torch
         for name in ("probs", "logits"):
             if name in self.__dict__:
-                new.__dict__[name] = self.__dict__[name].expand(*batch_shape)
+                new.__dict__[name] = self.__dict__[name].expand(batch_shape)
         return new
 
     param_shape = property(lambda self: self._batch_shape)
@@ -62,7 +62,7 @@ class LogitRelaxedBernoulli(_ProbsOrLogits):
 
     def _draw(self, probs, sample_shape):
         shape = self._extended_shape(sample_shape)
-        probs = clamp_probs(probs.expand(*shape))
+        probs = clamp_probs(probs.expand(shape))
         u = _uniform(shape, probs)
         return (u.log() - (-u).log1p() + probs.log() - (-probs).log1p()) / self.temperature
 

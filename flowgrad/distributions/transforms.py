@@ -99,10 +99,10 @@ class ReshapeTransform(Transform):
             ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
 
     def _call(self, x):
-        return x.reshape(*x.shape[:x.dim() - len(self.in_shape)], *self.out_shape)
+        return x.reshape((*x.shape[:x.dim() - len(self.in_shape)], *self.out_shape))
 
     def _inverse(self, y):
-        return y.reshape(*y.shape[:y.dim() - len(self.out_shape)], *self.in_shape)
+        return y.reshape((*y.shape[:y.dim() - len(self.out_shape)], *self.in_shape))
 
     def log_abs_det_jacobian(self, x, y):
         return x.new_zeros(x.shape[:x.dim() - len(self.in_shape)])
@@ -317,7 +317,7 @@ class AffineTransform(Transform):
         if self._event_dim:
             result = result.reshape(*result.shape[:result.dim() - self._event_dim], -1).sum(-1)
             shape = shape[:len(shape) - self._event_dim]
-        return result.expand(*shape)
+        return result.expand(shape)
 
     def forward_shape(self, shape):
         return flow.broadcast_shapes(shape, getattr(self.loc, "shape", ()),

@@ -51,7 +51,7 @@ class HalfCauchy(TransformedDistribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return _keep_validation(HalfCauchy(self.scale.expand(*batch_shape),
+        return _keep_validation(HalfCauchy(self.scale.expand(batch_shape),
                                            validate_args=False), self)
 
     scale = property(lambda self: self.base_dist.scale)
@@ -94,8 +94,8 @@ class InverseGamma(TransformedDistribution):
 
     def expand(self, batch_shape, _instance=None):
         shape = tuple(batch_shape)
-        return _keep_validation(InverseGamma(self.concentration.expand(*shape),
-                                             self.rate.expand(*shape), validate_args=False), self)
+        return _keep_validation(InverseGamma(self.concentration.expand(shape),
+                                             self.rate.expand(shape), validate_args=False), self)
 
     concentration = property(lambda self: self.base_dist.concentration)
     rate = property(lambda self: self.base_dist.rate)
@@ -143,8 +143,8 @@ class Kumaraswamy(TransformedDistribution):
 
     def expand(self, batch_shape, _instance=None):
         shape = tuple(batch_shape)
-        return _keep_validation(Kumaraswamy(self.concentration1.expand(*shape),
-                                            self.concentration0.expand(*shape),
+        return _keep_validation(Kumaraswamy(self.concentration1.expand(shape),
+                                            self.concentration0.expand(shape),
                                             validate_args=False), self)
 
     mean = property(lambda self: _kumaraswamy_moment(self.concentration1,
@@ -183,7 +183,7 @@ class Pareto(TransformedDistribution):
 
     def expand(self, batch_shape, _instance=None):
         shape = tuple(batch_shape)
-        return _keep_validation(Pareto(self.scale.expand(*shape), self.alpha.expand(*shape),
+        return _keep_validation(Pareto(self.scale.expand(shape), self.alpha.expand(shape),
                                        validate_args=False), self)
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
@@ -223,8 +223,8 @@ class Weibull(TransformedDistribution):
 
     def expand(self, batch_shape, _instance=None):
         shape = tuple(batch_shape)
-        return _keep_validation(Weibull(self.scale.expand(*shape),
-                                        self.concentration.expand(*shape),
+        return _keep_validation(Weibull(self.scale.expand(shape),
+                                        self.concentration.expand(shape),
                                         validate_args=False), self)
 
     @property
@@ -261,8 +261,8 @@ class GeneralizedPareto(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         shape = tuple(batch_shape)
-        new = GeneralizedPareto(self.loc.expand(*shape), self.scale.expand(*shape),
-                                self.concentration.expand(*shape), validate_args=False)
+        new = GeneralizedPareto(self.loc.expand(shape), self.scale.expand(shape),
+                                self.concentration.expand(shape), validate_args=False)
         return _keep_validation(new, self)
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
@@ -347,7 +347,7 @@ class FisherSnedecor(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         shape = tuple(batch_shape)
-        return _keep_validation(FisherSnedecor(self.df1.expand(*shape), self.df2.expand(*shape),
+        return _keep_validation(FisherSnedecor(self.df1.expand(shape), self.df2.expand(shape),
                                                validate_args=False), self)
 
     @property
@@ -427,8 +427,8 @@ class VonMises(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         shape = tuple(batch_shape)
-        return _keep_validation(VonMises(self.loc.expand(*shape),
-                                         self.concentration.expand(*shape),
+        return _keep_validation(VonMises(self.loc.expand(shape),
+                                         self.concentration.expand(shape),
                                          validate_args=False), self)
 
     def log_prob(self, value):

@@ -70,10 +70,10 @@ class Wishart(ExponentialFamily):
                              "dimensions")
         if isinstance(df, Tensor):
             batch = tuple(flow.broadcast_shapes(tuple(param.shape[:-2]), tuple(df.shape)))
-            self.df = df.expand(*batch)
+            self.df = df.expand(batch)
         else:
             batch = tuple(param.shape[:-2])
-            self.df = flow.tensor(float(df), dtype=param.dtype).expand(*batch)
+            self.df = flow.tensor(float(df), dtype=param.dtype).expand(batch)
         p = param.shape[-1]
         if bool((self.df <= p - 1).any()):
             raise ValueError(f"Wishart: value of df={df} expected to be greater than "
@@ -95,11 +95,11 @@ class Wishart(ExponentialFamily):
     def expand(self, batch_shape, _instance=None):
         new = self._expanded(batch_shape)
         shape = (*batch_shape, *self._event_shape)
-        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(*shape)
-        new.df = self.df.expand(*batch_shape)
+        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(shape)
+        new.df = self.df.expand(batch_shape)
         for name in ("covariance_matrix", "precision_matrix", "scale_tril"):
             if name in self.__dict__:
-                new.__dict__[name] = self.__dict__[name].expand(*shape)
+                new.__dict__[name] = self.__dict__[name].expand(shape)
         return new
 
     def _matrix_shape(self):
@@ -107,18 +107,18 @@ class Wishart(ExponentialFamily):
 
     @lazy_property
     def scale_tril(self):
-        return self._unbroadcasted_scale_tril.expand(*self._matrix_shape())
+        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
 
     @lazy_property
     def covariance_matrix(self):
         L = self._unbroadcasted_scale_tril
-        return (L @ L.mT).expand(*self._matrix_shape())
+        return (L @ L.mT).expand(self._matrix_shape())
 
     @lazy_property
     def precision_matrix(self):
         L = self._unbroadcasted_scale_tril
         eye = flow.eye(self._event_shape[-1], dtype=L.dtype)
-        return flow.cholesky_solve(eye, L).expand(*self._matrix_shape())
+        return flow.cholesky_solve(eye, L).expand(self._matrix_shape())
 
     def _df_matrix(self):
         return self.df.reshape(*self._batch_shape, 1, 1)

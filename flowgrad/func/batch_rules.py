@@ -277,7 +277,7 @@ def _class_loss(level, op, phys, flags, attrs):
         xf = x.movedim(2, -1).reshape(-1, c)
         (out,), aux = _call(level, op, [xf, target.reshape(-1)], none)
         out = out.reshape(target.shape)
-        aux = tuple(a.reshape(*x.movedim(2, -1).shape).movedim(-1, 2) for a in aux
+        aux = tuple(a.reshape(x.movedim(2, -1).shape).movedim(-1, 2) for a in aux
                     if a.dim() == 2 and a.shape[0] == xf.shape[0])
     if reduction != "none":
         out = out.reshape(out.shape[0], -1).sum(1)
@@ -301,7 +301,7 @@ def _cross_entropy_grad(level, op, phys, flags, attrs):
     (out,), aux = _call(level, op, [logp.reshape(b * n, c), dy.reshape(b * n),
                                     target.reshape(b * n)],
                         dict(attrs, reduction="none"))
-    return (out.reshape(*logp.shape),), ()
+    return (out.reshape(logp.shape),), ()
 
 
 REDUCE_AXES = ("sum", "mean", "amax", "amin", "prod", "logsumexp", "var", "std", "vector_norm",

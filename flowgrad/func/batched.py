@@ -139,10 +139,10 @@ class BatchedTensor(Tensor):
                         f"least one dimension spans across two contiguous subspaces): the "
                         f"examples of shape {tuple(self.shape)} cannot be viewed as "
                         f"{tuple(shape)}. Use .reshape(...) instead") from None
-        return self.reshape(*shape)
+        return self.reshape(shape)
 
     def view_as(self, other):
-        return self.reshape(*other.shape)
+        return self.reshape(other.shape)
 
     def is_contiguous(self, memory_format=None):
         return True

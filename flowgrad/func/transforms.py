@@ -364,7 +364,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
                                                  for leaf in _flatten(x)]) for x in diff))
                 continue
             jacs.append(tuple(  # (each argument a pytree of tensors: a dict of parameters)
-                _unflatten(x, [g[offset:offset + n].reshape(*o.shape, *leaf.shape)
+                _unflatten(x, [g[offset:offset + n].reshape((*o.shape, *leaf.shape))
                                for g, leaf in zip(_flatten(per), _flatten(x))])
                 for per, x in zip(per_in, diff)))
             offset += n
@@ -418,7 +418,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
             for leaf in ls:
                 n = leaf.numel()
                 per_leaf.append([t[offset:offset + n].movedim(0, -1).reshape(
-                    *t.shape[1:], *leaf.shape) for t in _flatten(tang)])
+                    (*t.shape[1:], *leaf.shape)) for t in _flatten(tang)])
                 offset += n
             per_arg.append(per_leaf)
         outs = [tuple(_unflatten(x, [jac[j] for jac in per_leaf])

@@ -90,8 +90,8 @@ def _operand_grad(dy, out, subs, operands, i, shape):
     kept = "".join(c for c in target if c in present)
     g = _einsum(*args, eq=",".join(in_subs) + "->" + kept)
     if len(kept) != len(target):  # letters summed away only in operand i: broadcast back
-        g = g.reshape(*[shape[p] if c in present else 1 for p, c in enumerate(target)])
-        g = g.expand(*shape)
+        g = g.reshape([shape[p] if c in present else 1 for p, c in enumerate(target)])
+        g = g.expand(shape)
     return g
 
 
@@ -161,7 +161,7 @@ def _parse(equation, operands):
         if len(set(s)) != len(s) and want != t._data.shape:
             raise RuntimeError(f"einsum(): a repeated subscript in {s!r} needs dims of one "
                                f"size, got shape {tuple(t.shape)}")
-        expanded.append(t.expand(*want) if want != t._data.shape else t)
+        expanded.append(t.expand(want) if want != t._data.shape else t)
     return ",".join(canon) + "->" + out, expanded
 
 
@@ -258,9 +258,9 @@ def tensordot(a, b, dims=2):
                 f"{a._data.shape[x]} in dim {x} and second has size {b._data.shape[y]} in dim "
                 f"{y} (shapes {tuple(a.shape)} and {tuple(b.shape)})")
     if sha != list(a._data.shape):
-        a = a.expand(*sha)
+        a = a.expand(sha)
     if shb != list(b._data.shape):
-        b = b.expand(*shb)
+        b = b.expand(shb)
     sa = list(_LETTERS[:na])
     sb = [None] * nb
     for x, y in zip(da, db):

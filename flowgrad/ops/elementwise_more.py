@@ -216,6 +216,11 @@ def lerp(input, end, weight):
     tensor([ 2.5000, 12.5000])
     """
     if isinstance(weight, Tensor) and weight._data.ndim == 0 and \
+            input._data.dtype.kind in "biu" and weight._data.dtype.kind in "fVc" and \
+            isinstance(end, Tensor) and end._data.dtype == input._data.dtype:
+        # integer input and end with a 0-d float weight: torch promotes them to its dtype
+        input, end = input.to(weight.dtype), end.to(weight.dtype)
+    if isinstance(weight, Tensor) and weight._data.ndim == 0 and \
             weight._data.dtype != input._data.dtype:
         # torch binds a 0-d tensor of another dtype to its Scalar weight: a number, read in
         # the float it computes in (not differentiated)

@@ -92,7 +92,7 @@ def _diagonal(op, inputs, outs, tans, attrs, aux):
             continue
         t = tans[i]
         if tuple(t.shape) != tuple(out.shape):
-            t = t.expand(*out.shape)
+            t = t.expand(out.shape)
         node.needs_input_grad = tuple(j == i for j in range(len(needs)))
         g = call_rule(op, node, [t])[i]
         if g is None:
@@ -126,7 +126,7 @@ def _logsumexp(op, inputs, outs, tans, attrs, aux):
     axes = attrs["axes"]
     axes = tuple(range(x.ndim)) if axes is None else axes
     lse = outs[0] if attrs["keepdim"] else outs[0].reshape(
-        *[1 if d in {a % max(x.ndim, 1) for a in axes} else n for d, n in enumerate(x.shape)])
+        [1 if d in {a % max(x.ndim, 1) for a in axes} else n for d, n in enumerate(x.shape)])
     return ((x - lse).exp() * t).sum(tuple(axes), keepdim=attrs["keepdim"])
 
 

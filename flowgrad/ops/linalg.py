@@ -286,7 +286,7 @@ def _scaled_add(input, prod, beta, alpha, name, refuse_float=False, blas_alpha=F
     elif alpha != 1:
         prod = prod * alpha
     if beta == 0:  # torch ignores input's values (nan and inf in it do not propagate)
-        out = prod.expand(*np.broadcast_shapes(input._data.shape, prod._data.shape))
+        out = prod.expand(np.broadcast_shapes(input._data.shape, prod._data.shape))
         if input.requires_grad and is_grad_enabled():
             # but keeps it in the graph: its gradient is zeros (a where, not * 0, keeps a
             # nan of input out of the values)

@@ -295,7 +295,7 @@ def cholesky_solve(input, input2, upper=False):
 @tensor_method()
 def cholesky_inverse(input, upper=False):
     """torch.cholesky_inverse: A^-1 from A's Cholesky factor."""
-    return cholesky_solve(_eye(input.shape[-1], input).expand(*input.shape), input, upper)
+    return cholesky_solve(_eye(input.shape[-1], input).expand(input.shape), input, upper)
 
 
 # ---- pseudo-inverse, least squares, rank ----------------------------------------------------
@@ -466,7 +466,7 @@ def tensorinv(A, ind=2):
         raise RuntimeError(f"linalg.tensorinv: Expected self to satisfy the requirement "
                            f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got {cols} "
                            f"!= {rows}")
-    return inv(A.reshape(rows, cols)).reshape(*in_shape, *out_shape)
+    return inv(A.reshape(rows, cols)).reshape((*in_shape, *out_shape))
 
 
 def tensorsolve(A, B, dims=None):
@@ -485,4 +485,4 @@ def tensorsolve(A, B, dims=None):
     if A.numel() != cols * cols:
         raise RuntimeError(f"linalg.tensorsolve: A of shape {tuple(A.shape)} cannot be seen as "
                            f"a {cols} x {cols} matrix for B of shape {tuple(B.shape)}")
-    return solve(A.reshape(cols, cols), B.reshape(cols)).reshape(*x_shape)
+    return solve(A.reshape(cols, cols), B.reshape(cols)).reshape(x_shape)

@@ -576,7 +576,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
                            f"common dtype is {a.dtype}; convert the inputs with .float()")
     a, b = _float_pair(a, b, "cosine_similarity")
     shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
-    a, b = a.expand(*shape), b.expand(*shape)
+    a, b = a.expand(shape), b.expand(shape)
     d = _wrap_dim(dim, len(shape), "cosine_similarity")
     na, nb = dist_norm(a, 2, d, keepdim=True), dist_norm(b, 2, d, keepdim=True)
     # torch clamps the norms at eps under no_grad: the value moves, the gradient still flows

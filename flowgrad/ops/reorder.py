@@ -172,6 +172,9 @@ def repeat(input, *sizes, repeats=None):
     tensor([[1, 2],
             [1, 2]])
     """
+    if not sizes and repeats is None:
+        raise TypeError('repeat() missing 1 required positional arguments: "repeats" (give a '
+                        'count per dim, e.g. x.repeat(2, 1))')
     sizes = _varargs(sizes, repeats, "repeat", "repeats")
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = sizes[0]

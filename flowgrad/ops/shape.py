@@ -89,6 +89,11 @@ def reshape_backward(ctx, dy):
     return dy if dy.shape == shape else _reshape(dy, shape=shape)
 
 
+def _missing(name, arg):
+    return TypeError(f'{name}() missing 1 required positional arguments: "{arg}" (give the '
+                     f'sizes, e.g. x.{name}(2, -1), or a tuple; () for a 0-d result)')
+
+
 @tensor_method()
 def reshape(input, *sizes, shape=None):
     """The same elements in a new shape (one dim may be -1): sizes, a tuple, or `shape=`.
@@ -102,6 +107,8 @@ def reshape(input, *sizes, shape=None):
     """
     if shape is not None:
         sizes = _keyword(sizes, shape, "reshape", "shape")
+    elif not sizes:
+        raise _missing("reshape", "shape")
     shape = _infer_shape(_shape_arg(sizes, "reshape", "shape"), input._data.size, "reshape",
                          input._data.shape)
     return _reshape(input, shape=shape)
@@ -121,6 +128,9 @@ def view(input, *shape, size=None, dtype=None):
     >>> x.view(size=(2, 3)).shape, x.view(dtype=flow.int64).dtype
     (flowgrad.Size([2, 3]), flowgrad.int64)
     """
+    if not shape and size is None and dtype is None:
+        raise TypeError("view() missing its size (or dtype): give the new shape, e.g. "
+                        "x.view(2, -1), or a dtype")
     if size is not None or dtype is not None:
         if size is not None and dtype is not None:
             raise TypeError("view() takes a size or a dtype, not both")
@@ -386,6 +396,8 @@ def expand(input, *sizes, size=None, implicit=False):
     """
     if size is not None:
         sizes = _keyword(sizes, size, "expand", "size")
+    elif not sizes:
+        raise _missing("expand", "size")
     sizes = _shape_arg(sizes, "expand")
     shp = input._data.shape
     lead = len(sizes) - len(shp)

@@ -167,7 +167,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
         for arg, value in (("beta", beta), ("alpha", alpha)):  # (refuses float ones)
             _coefficient("addr", arg, value, np.dtype(np.bool_), True)
         shape = np.broadcast_shapes(tuple(input.shape), tuple(prod.shape))
-        out = (prod if alpha else prod & False).expand(*shape)
+        out = (prod if alpha else prod & False).expand(shape)
         return out | input if beta else out
     return _scaled_add(input, prod, beta, alpha, "addr", refuse_float=True)
 
