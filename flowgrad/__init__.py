@@ -259,6 +259,7 @@ _out_arg.accept_out(
     compute_in_out=("sum", "cumsum", "cumprod", "prod", "nansum", "arange", "zeros", "ones",
                     "empty", "full", "linspace", "logspace", "eye", "rand", "randn", "randint",
                     "randperm"),
+    dtype_is_out=("mean", "nanmean"), exact_weight=("lerp",),
     no_overlap=("kthvalue", "gather", "index_select", "masked_select", "take_along_dim",
                 "cross"),
     partial_overlap=_ELEMENTWISE_OUT,

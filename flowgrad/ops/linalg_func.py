@@ -256,6 +256,12 @@ def vecdot(x, y, *, dim=-1):
     >>> flow.linalg.vecdot(flow.tensor([[1.0, 2.0], [3.0, 4.0]]), flow.tensor([1.0, 1.0]))
     tensor([3., 7.])
     """
+    if x.dtype != y.dtype:  # (torch's kernel does not promote)
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found "
+                           f"x of type {x.dtype} and y of type {y.dtype} instead")
+    if not (x.is_floating_point() or x.is_complex()):
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as "
+                           f"input. Got {x.dtype}")
     return (x.conj() * y).sum(dim)  # conj of a real tensor is the tensor itself
 
 

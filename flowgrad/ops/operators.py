@@ -129,13 +129,28 @@ Tensor.__or__ = logical_or
 Tensor.__xor__ = logical_xor
 
 
+def _compared_in_place(compare):
+    """x.eq_(y) and its kin: the comparison as x's new values, differentiable with a zero
+    gradient where x requires grad (torch's derivative of eq_ is zeros; keeping x's history
+    passed the gradient of the values the comparison overwrote)."""
+    def method(src, *args, **kwargs):
+        result = compare(src, *args, **kwargs)
+        if not src.requires_grad:
+            return result
+        everywhere = result.logical_or(result.logical_not())
+        return where(everywhere, result.to(src.dtype), src)
+    return method
+
+
 for _name, _fn in (("add_", add), ("sub_", sub), ("mul_", mul), ("div_", div), ("pow_", pow),
                    ("clamp_", clamp), ("clip_", clamp), ("neg_", neg), ("negative_", neg),
                    ("abs_", abs_of_real), ("sign_", sign), ("exp_", exp), ("log_", log),
                    ("sqrt_", sqrt),
                    ("rsqrt_", rsqrt), ("sin_", sin), ("cos_", cos), ("tanh_", tanh),
                    ("sigmoid_", sigmoid), ("square_", square), ("reciprocal_", reciprocal),
-                   ("eq_", eq), ("ne_", ne), ("lt_", lt), ("le_", le), ("gt_", gt), ("ge_", ge),
+                   ("eq_", _compared_in_place(eq)), ("ne_", _compared_in_place(ne)),
+                   ("lt_", _compared_in_place(lt)), ("le_", _compared_in_place(le)),
+                   ("gt_", _compared_in_place(gt)), ("ge_", _compared_in_place(ge)),
                    ("logical_not_", logical_not), ("logical_and_", logical_and),
                    ("logical_or_", logical_or), ("logical_xor_", logical_xor)):
     setattr(Tensor, _name, _inplace_binary(_name, _fn))

@@ -70,10 +70,6 @@ def write_out(result, out, name, warn_resize=True):
     `out`. `warn_resize=False`: resized silently, as torch's factories' `out.resize_()`."""
     shape = tuple(result.shape)
     if tuple(out.shape) != shape:
-        if out._view is not None:
-            raise RuntimeError(
-                f"{name}(): out= is a view of shape {list(out.shape)} but the result has shape "
-                f"{list(shape)}; a view cannot be resized, pass a tensor of that shape")
         if out.numel() and warn_resize:
             warn(
                 f"An output with one or more elements was resized since it had shape "
@@ -82,8 +78,14 @@ def write_out(result, out, name, warn_resize=True):
                 f"outputs will not be resized unless they have zero elements. You can "
                 f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
                 f"with t.resize_(0).", UserWarning, stacklevel=4)
-        out._data = np.empty(shape, out._data.dtype)
-        bump_version(out)
+        if out._view is not None:
+            # torch's resize_ of a view: contiguous from its storage offset, written through
+            # to the tensors over that storage (refused where it would grow the storage)
+            with no_grad():
+                out.resize_(shape)
+        else:
+            out._data = np.empty(shape, out._data.dtype)
+            bump_version(out)
     with no_grad(), writing_out():  # (into a captured tensor too, as torch.func's)
         out.copy_(result)
     return out
@@ -116,6 +118,12 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
     elif no_overlap:
         check_no_overlap(out, tensors, name)
     result = fn(*inputs, **kwargs)
+    if no_overlap == "partial" and tuple(result.shape) != tuple(out.shape) and any(
+            t is out for t in tensors):
+        # torch's elementwise kernels read an `out` that is an input in place: it is not
+        # resized to the broadcast shape
+        raise RuntimeError(f"{name}(): output with shape {list(out.shape)} doesn't match the "
+                           f"broadcast shape {list(result.shape)}")
     if isinstance(result, tuple):  # (torch's overloads: a tuple of outs or none)
         raise TypeError(f"{name}(): out= takes a tuple of {len(result)} tensors here (one per "
                         f"result), got a tensor")
@@ -169,10 +177,15 @@ def _float_int(args):
         args[0]._data.dtype.kind in "fV" and args[1]._data.dtype.kind in "biu"
 
 
+def _dimensioned(args):
+    """Whether one of `args` is a tensor with dims."""
+    return any(isinstance(a, Tensor) and a.ndim for a in args)
+
+
 def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), castable_outs=(),
                nondiff_first=(), untracked=(), out_tracked=(), dim_required=(),
                partial_overlap=(), silent_resize=(), exact_scalar=(), list_outs=(),
-               exact_real=(), exact_float_int=()):
+               exact_real=(), exact_float_int=(), dtype_is_out=(), exact_weight=()):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
@@ -191,6 +204,10 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     those in `exact_real` only for a real input (abs: torch computes a complex input's real
     result apart and casts it into `out`); those in `list_outs` write a list of results into
     a list `out` and return None, as torch's split_with_sizes_copy and unbind_copy; those in
+    `dtype_is_out` refuse a `dtype=` other than out's dtype (mean: torch's kernel computes in
+    that dtype into out, without computing in out's dtype when dtype= is absent); those in
+    `exact_weight` only when their weight (third argument) is a tensor with dims (lerp: torch's
+    structured kernel then; a number or a 0-d weight casts into any `out`); those in
     `exact_float_int` only for a floating input and an integer tensor second argument (ldexp:
     torch's kernel then; its composite input * 2 ** other casts into any `out`)."""
     import functools
@@ -214,7 +231,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _tracked="" if name in untracked else "out" if name in out_tracked else "all",
                  _dim=name in dim_required, _loud=name not in silent_resize,
                  _scalar=name in exact_scalar, _none=name in list_outs,
-                 _real=name in exact_real, _fi=name in exact_float_int, _public=[],
+                 _real=name in exact_real, _fi=name in exact_float_int,
+                 _dtype_out=name in dtype_is_out, _weight=name in exact_weight, _public=[],
                  **kwargs):
             if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
                 handled = EVERY_CALL[0](_public[0], args,
@@ -234,9 +252,10 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
             if _dim and len(args) < 2 and "dim" not in kwargs:
                 raise TypeError(f"{_name}(): out= needs a dim, as torch's (it has no out= form "
                                 f"of the reduction over all elements); pass dim=")
-            if _in_out and isinstance(out, Tensor):
+            if (_in_out or _dtype_out) and isinstance(out, Tensor):
                 if kwargs.get("dtype") is None:
-                    kwargs["dtype"] = out.dtype
+                    if _in_out:
+                        kwargs["dtype"] = out.dtype
                 elif kwargs["dtype"] != out.dtype:
                     raise RuntimeError(f"{_name}(): dtype {kwargs['dtype']} does not match the "
                                        f"dtype of the out parameter ({out.dtype}); pass one "
@@ -253,7 +272,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                                  _cast, _nondiff, _tracked)
             exact = (_exact or _real and not (args and isinstance(args[0], Tensor)
                                               and args[0].is_complex())
-                     or _fi and _float_int(args)) and not (
+                     or _fi and _float_int(args)
+                     or _weight and _dimensioned((*args[2:3], kwargs.get("weight")))) and not (
                 _scalar and any(isinstance(a, Tensor) for a in (*args[1:], *kwargs.values())))
             try:
                 return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name,
