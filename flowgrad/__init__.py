@@ -260,6 +260,7 @@ _out_arg.accept_out(
                     "empty", "full", "linspace", "logspace", "eye", "rand", "randn", "randint",
                     "randperm"),
     dtype_is_out=("mean", "nanmean"), exact_weight=("lerp",),
+    column_major=dict.fromkeys(("inverse", "cholesky_inverse"), (0,)),
     no_overlap=("kthvalue", "gather", "index_select", "masked_select", "take_along_dim",
                 "cross"),
     partial_overlap=_ELEMENTWISE_OUT,
@@ -279,6 +280,8 @@ _out_arg.accept_out(  # (the torch.* functions above and these: every one torch 
            "complex", "isin", "narrow_copy", "ormqr", "clamp_min", "clamp_max", "softmax",
            "log_softmax", "index_add", "index_copy", "scatter", "scatter_add", "take"),
     compute_in_out=("range",), castable_outs=("geqrf",), nondiff_first=("lu_unpack",),
+    column_major={"qr": (0, 1), "svd": (0,), "geqrf": (0,), "triangular_solve": (0, 1),
+                  "lu_solve": (0,), "ormqr": (0,)},
     exact_scalar=("clamp_min", "clamp_max"),
     no_overlap=("take",), partial_overlap=("clamp_min", "clamp_max"),
     untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("median", "nanmedian"),
@@ -296,6 +299,12 @@ _out_arg.accept_out(
            "matrix_power", "multi_dot", "norm", "solve", "solve_triangular", "svdvals", "vecdot",
            "vector_norm", "ldl_solve", "lu_solve"),
     castable_outs=("eig", "lstsq"), nondiff_first=("lu",), no_overlap=("cross",),
+    # (torch's LAPACK-backed kernels resize an out to column-major matrices)
+    column_major={**dict.fromkeys(("inv", "solve", "cholesky", "solve_triangular", "lu_solve",
+                                   "householder_product", "ldl_solve", "lu_factor",
+                                   "lu_factor_ex", "inv_ex", "cholesky_ex", "solve_ex",
+                                   "ldl_factor", "ldl_factor_ex", "lstsq"), (0,)),
+                  "eigh": (1,), "eig": (1,), "qr": (0, 1), "svd": (0, 2)},
     out_tracked=("matrix_rank", "cond", "eigvals", "matrix_norm", "norm", "tensorinv",
                  "tensorsolve", "ldl_solve", "ldl_factor", "ldl_factor_ex"))
 # the *_copy functions: out of the result's dtype; torch's check sees only `out`

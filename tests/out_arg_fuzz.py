@@ -487,28 +487,39 @@ _NONDIFF = ("torch lets a non-differentiable in-place op (logical_not_, logical_
             "leaf that requires grad and keeps the tensor's old history, so the gradient is "
             "that of the overwritten values; flowgrad refuses the leaf and gives zero")
 KNOWN = {
-    **dict.fromkeys([999, 1279, 1335, 1692, 1741, 2274, 2316, 2376, 2641, 2706, 2873, 2959],
-                    _NONDIFF),
-    975: "torch's matmul of a batch by a vector into a transposed out folds the batch wrongly "
-         "and raises a size mismatch",
-    1041: "torch's matmul of a vector by a matrix warns of a resize for an out of the right "
-          "shape (it resizes out to its own 2-D intermediate first)",
+    **dict.fromkeys([999, 1279, 1335, 1692, 1741, 2274, 2316, 2376, 2641, 2706, 2873, 2959,
+                     3010, 3387, 3488, 3714, 4585, 5287, 5479, 5489, 5564], _NONDIFF),
+    **dict.fromkeys([975, 5893], "torch's matmul of a batch by a vector into a transposed out "
+                    "folds the batch wrongly and raises a size mismatch"),
+    **dict.fromkeys([1041, 4875], "torch's matmul of a vector by a matrix warns of a resize "
+                    "for an out of the right shape (it resizes out to its own 2-D intermediate "
+                    "first)"),
+    3695: "torch's diff along an empty dim into an out raises IndexError (narrow past the end); "
+          "the same call without out= returns the empty result",
     1969: "torch's std computes in out's dtype and has no complex kernel: a float std into a "
           "complex out raises NotImplementedError",
 }
 # flowgrad's differences left open: seed -> what
-_COLUMN_MAJOR = ("torch's LAPACK-backed linalg functions (inv, solve, cholesky, ...) resize an "
-                 "out to column-major strides; flowgrad's are row-major (values agree)")
 OPEN = {
-    **dict.fromkeys([105, 211, 237, 561, 797, 1478, 2216, 2353, 2636, 2927], _COLUMN_MAJOR),
     **dict.fromkeys([1433, 1743, 2238], "floor_divide_ on a tensor requiring grad: torch "
                     "raises (no derivative), flowgrad's gradient is zero"),
+    **dict.fromkeys([4873, 5329], "floor_divide_ on a tensor requiring grad: torch raises (no "
+                    "derivative), flowgrad's gradient is zero"),
     916: "unsqueeze_ under no_grad of a leaf requiring grad: flowgrad refuses",
-    985: "mode into an out of another shape: torch resizes without the deprecation warning",
-    491: "baddbmm into an out partly overlapping an input: torch refuses",
-    1464: "sort into an out partly overlapping the input: torch refuses",
+    **dict.fromkeys([985, 3928], "mode into an out of another shape: torch resizes without "
+                    "the deprecation warning"),
+    **dict.fromkeys([491, 1464, 3515], "baddbmm, sort, kron into an out partly overlapping an "
+                    "input: torch refuses, flowgrad writes the result"),
     595: "sort of a complex 0-d tensor: torch refuses complex sorts",
+    3222: "max(dim) of a complex 0-d tensor: torch refuses complex",
     771: "kthvalue of a bool 0-d tensor: torch returns it, flowgrad refuses bool",
+    **dict.fromkeys([3254, 5025, 5713], "nansum into an int16 or bool out: torch computes in "
+                    "out's dtype and has no kernel for it; flowgrad computes and casts"),
+    4134: "lerp of 0-d float64 tensors with a 0-d complex weight: torch's result is complex128, "
+          "flowgrad's float64",
+    4173: "logsumexp of integers into a complex128 out: torch computes finer than the float32 "
+          "result (3e-9 off), flowgrad rounds to float32 first (1e-7 off)",
+    5724: "cumsum of an empty bool tensor into itself: flowgrad refuses a bool scan",
 }
 
 

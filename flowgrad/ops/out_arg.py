@@ -65,9 +65,11 @@ def check_out_partial_overlap(out, inputs, name):
             raise overlap_error(f"{name}()", t.shape, out.shape)
 
 
-def write_out(result, out, name, warn_resize=True):
+def write_out(result, out, name, warn_resize=True, column_major=False):
     """Copy `result` into `out` (resized to its shape as torch's resize_output) and return
-    `out`. `warn_resize=False`: resized silently, as torch's factories' `out.resize_()`."""
+    `out`. `warn_resize=False`: resized silently, as torch's factories' `out.resize_()`;
+    `column_major`: resized to a batch of column-major matrices, as torch's LAPACK-backed
+    kernels do (linalg.inv, solve, qr, ...)."""
     shape = tuple(result.shape)
     if tuple(out.shape) != shape:
         if out.numel() and warn_resize:
@@ -78,11 +80,19 @@ def write_out(result, out, name, warn_resize=True):
                 f"outputs will not be resized unless they have zero elements. You can "
                 f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
                 f"with t.resize_(0).", UserWarning, stacklevel=4)
+        swapped = (*shape[:-2], shape[-1], shape[-2]) if column_major and len(shape) >= 2 \
+            else None
         if out._view is not None:
-            # torch's resize_ of a view: contiguous from its storage offset, written through
-            # to the tensors over that storage (refused where it would grow the storage)
+            # torch's resize_ of a view: contiguous (or column-major) from its storage offset,
+            # written through to the tensors over that storage (refused where it would grow
+            # the storage)
             with no_grad():
-                out.resize_(shape)
+                out.resize_(swapped or shape)
+            if swapped:
+                _swap_last_dims(out)
+        elif swapped:
+            out._data = np.empty(swapped, out._data.dtype).swapaxes(-1, -2)
+            bump_version(out)
         else:
             out._data = np.empty(shape, out._data.dtype)
             bump_version(out)
@@ -91,8 +101,13 @@ def write_out(result, out, name, warn_resize=True):
     return out
 
 
+def _swap_last_dims(t):
+    """t's array seen with its last two dims swapped (the same memory)."""
+    t._data = t._data.swapaxes(-1, -2)
+
+
 def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
-             no_overlap=False, tracked="all", warn_resize=True, **kwargs):
+             no_overlap=False, tracked="all", warn_resize=True, column_major=False, **kwargs):
     """`fn(*inputs, **kwargs)` written into `out`, for a function whose `out=` was given:
     torch's checks first, then the result cast into out's dtype where torch casts (same kind
     or wider: a float result does not go into an integer `out`); `exact_dtype`: only the
@@ -103,7 +118,8 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
     `tracked`: which arguments torch's autograd check sees: "all", "out" (floor_divide's:
     its out= form is not differentiable, yet writes a leaf `out` as an in-place op) or ""
     (a function torch never differentiates: comparisons, histc, argmax, the Bessel functions).
-    `warn_resize=False`: `out` resized without torch's deprecation warning (its factories).
+    `warn_resize=False`: `out` resized without torch's deprecation warning (its factories);
+    `column_major`: resized to column-major matrices (torch's LAPACK-backed kernels).
 
     >>> import flowgrad as flow
     >>> out = flow.zeros(2)
@@ -134,17 +150,18 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
         raise cast_error(f"{name}(): result type {result.dtype} can't be cast to the desired "
                          f"output type {out.dtype}; pass an `out` of a dtype the result fits "
                          f"in, or drop out=")
-    return write_out(result, out, name, warn_resize)
+    return write_out(result, out, name, warn_resize, column_major)
 
 
 def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=(),
-              tracked="all"):
+              tracked="all", column_major=()):
     """`fn(*inputs)`, a function of several results (a named tuple), written into the tensors
     of `outs`, one each, and returned as that named tuple of them. torch's rules per result as
     its structured kernels have them: each `out` of the result's own dtype (`castable`: or one
     it casts to safely, as linalg.eig's and lstsq's); `no_overlap`: no `out` may share memory
     with an input (kthvalue's); `nondiff`: positions of results that are not differentiable
-    (lu's permutation), whose `out` may require grad; `tracked` as `with_out`'s.
+    (lu's permutation), whose `out` may require grad; `tracked` as `with_out`'s;
+    `column_major`: positions of results whose `out` is resized to column-major matrices.
 
     >>> import flowgrad as flow
     >>> values, indices = flow.empty(0), flow.empty(0, dtype=flow.int64)
@@ -167,7 +184,8 @@ def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=
                 castable and can_cast_array(result._data.dtype, out._data.dtype)):
             raise RuntimeError(f"{name}(): Expected out tensor to have dtype {result.dtype}, "
                                f"but got {out.dtype} instead")
-    written = [write_out(result, out, name) for result, out in zip(results, outs)]
+    written = [write_out(result, out, name, column_major=i in column_major)
+               for i, (result, out) in enumerate(zip(results, outs))]
     return type(results)(*written) if hasattr(results, "_fields") else tuple(written)
 
 
@@ -185,7 +203,8 @@ def _dimensioned(args):
 def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), castable_outs=(),
                nondiff_first=(), untracked=(), out_tracked=(), dim_required=(),
                partial_overlap=(), silent_resize=(), exact_scalar=(), list_outs=(),
-               exact_real=(), exact_float_int=(), dtype_is_out=(), exact_weight=()):
+               exact_real=(), exact_float_int=(), dtype_is_out=(), exact_weight=(),
+               column_major=None):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
@@ -207,7 +226,10 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     `dtype_is_out` refuse a `dtype=` other than out's dtype (mean: torch's kernel computes in
     that dtype into out, without computing in out's dtype when dtype= is absent); those in
     `exact_weight` only when their weight (third argument) is a tensor with dims (lerp: torch's
-    structured kernel then; a number or a 0-d weight casts into any `out`); those in
+    structured kernel then; a number or a 0-d weight casts into any `out`); `column_major`
+    maps names to the positions of their results whose `out`, when resized, becomes a batch of
+    column-major matrices (torch's LAPACK-backed kernels: linalg.inv, solve, qr's Q and R,
+    ...); those in
     `exact_float_int` only for a floating input and an integer tensor second argument (ldexp:
     torch's kernel then; its composite input * 2 ** other casts into any `out`)."""
     import functools
@@ -232,7 +254,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _dim=name in dim_required, _loud=name not in silent_resize,
                  _scalar=name in exact_scalar, _none=name in list_outs,
                  _real=name in exact_real, _fi=name in exact_float_int,
-                 _dtype_out=name in dtype_is_out, _weight=name in exact_weight, _public=[],
+                 _dtype_out=name in dtype_is_out, _weight=name in exact_weight,
+                 _cm=(column_major or {}).get(name, ()), _public=[],
                  **kwargs):
             if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
                 handled = EVERY_CALL[0](_public[0], args,
@@ -269,7 +292,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                 return None
             if isinstance(out, (tuple, list)):  # max(x, 1, out=(values, indices)), sort, ...
                 return with_outs(lambda *a: _fn(*a, **kwargs), out, args, _name, _apart,
-                                 _cast, _nondiff, _tracked)
+                                 _cast, _nondiff, _tracked, _cm)
             exact = (_exact or _real and not (args and isinstance(args[0], Tensor)
                                               and args[0].is_complex())
                      or _fi and _float_int(args)
@@ -278,7 +301,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
             try:
                 return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name,
                                 exact_dtype=exact, no_overlap=_apart, tracked=_tracked,
-                                warn_resize=_loud)
+                                warn_resize=_loud, column_major=0 in _cm)
             except AttributeError as error:  # (a number where a tensor goes, as without out=)
                 reraise_typed(_name, _fn, args, kwargs, error)
         namespace[name] = functools.wraps(fn)(call)
