@@ -245,7 +245,7 @@ _ELEMENTWISE_OUT = frozenset(_OUT_NAMES[_OUT_NAMES.index("exp"):_OUT_NAMES.index
     "greater_equal", "heaviside", "i0", "igamma", "igammac", "isneginf", "isposinf", "lcm",
     "ldexp", "less", "less_equal", "lgamma", "logaddexp2", "nan_to_num", "not_equal",
     "polygamma", "rad2deg", "signbit", "sinc", "cumsum", "cumprod", "logcumsumexp", "diff",
-    "msort"}
+    "msort", "sort", "topk"}
 _out_arg.accept_out(
     globals(), _OUT_NAMES,
     exact=("neg", "negative", "bitwise_not", "cross", "norm", "round", "sign", "sgn", "floor",
@@ -283,7 +283,7 @@ _out_arg.accept_out(  # (the torch.* functions above and these: every one torch 
     column_major={"qr": (0, 1), "svd": (0,), "geqrf": (0,), "triangular_solve": (0, 1),
                   "lu_solve": (0,), "ormqr": (0,)},
     exact_scalar=("clamp_min", "clamp_max"),
-    no_overlap=("take",), partial_overlap=("clamp_min", "clamp_max"),
+    no_overlap=("take",), partial_overlap=("clamp_min", "clamp_max", "kron"),
     untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("median", "nanmedian"),
     silent_resize=("range", "multinomial", "narrow_copy"))
 _out_arg.accept_out(

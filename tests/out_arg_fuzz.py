@@ -508,8 +508,8 @@ OPEN = {
     916: "unsqueeze_ under no_grad of a leaf requiring grad: flowgrad refuses",
     **dict.fromkeys([985, 3928], "mode into an out of another shape: torch resizes without "
                     "the deprecation warning"),
-    **dict.fromkeys([491, 1464, 3515], "baddbmm, sort, kron into an out partly overlapping an "
-                    "input: torch refuses, flowgrad writes the result"),
+    491: "baddbmm into an out partly overlapping an input: torch refuses, flowgrad writes the "
+         "result (its out may still be the input itself, of another shape: torch resizes it)",
     595: "sort of a complex 0-d tensor: torch refuses complex sorts",
     3222: "max(dim) of a complex 0-d tensor: torch refuses complex",
     771: "kthvalue of a bool 0-d tensor: torch returns it, flowgrad refuses bool",

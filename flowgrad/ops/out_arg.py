@@ -159,7 +159,8 @@ def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=
     of `outs`, one each, and returned as that named tuple of them. torch's rules per result as
     its structured kernels have them: each `out` of the result's own dtype (`castable`: or one
     it casts to safely, as linalg.eig's and lstsq's); `no_overlap`: no `out` may share memory
-    with an input (kthvalue's); `nondiff`: positions of results that are not differentiable
+    with an input (kthvalue's), "partial": only part of one (sort's, topk's); `nondiff`:
+    positions of results that are not differentiable
     (lu's permutation), whose `out` may require grad; `tracked` as `with_out`'s;
     `column_major`: positions of results whose `out` is resized to column-major matrices.
 
@@ -172,7 +173,9 @@ def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=
     for i, out in enumerate(outs):
         check_out(out, tensors if tracked == "all" else (), name,
                   nondiff=i in nondiff or not tracked)
-        if no_overlap:
+        if no_overlap == "partial":
+            check_out_partial_overlap(out, tensors, name)
+        elif no_overlap:
             check_no_overlap(out, tensors, name)
     results = fn(*inputs)
     if not isinstance(results, tuple) or len(results) != len(outs):
