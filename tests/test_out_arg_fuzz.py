@@ -181,3 +181,21 @@ def test_an_out_partly_overlapping_the_input_is_refused(name):
         verdicts.append(row)
     assert verdicts[1] == verdicts[0]
     assert verdicts[0][0] == "raised"
+
+
+def test_igamma_of_integer_operands_is_refused():
+    # torch has no integer or bool kernel for igamma/igammac (one floating operand makes the
+    # result floating); flowgrad computed them in float32 (out_arg_fuzz seeds 149, 568)
+    verdicts = []
+    for m in (torch, flow):
+        row = []
+        for a, b in ((m.tensor([1, 2]), m.tensor([1, 2])), (m.tensor([True]), m.tensor([True])),
+                     (m.tensor([1, 2], dtype=m.int32), m.tensor(3)),
+                     (m.tensor([1, 2]), m.tensor([1.0, 2.0]))):
+            for f in (m.igamma, m.igammac, m.special.gammainc, m.special.gammaincc):
+                try:
+                    row.append(str(f(a, b).dtype).split(".")[-1])
+                except NotImplementedError:
+                    row.append("refused")
+        verdicts.append(row)
+    assert verdicts[1] == verdicts[0]

@@ -258,7 +258,19 @@ def igamma(input, other):
     >>> flow.igamma(flow.tensor([1.0]), flow.tensor([1.0]))
     tensor([0.6321])
     """
+    _floating_kernel_only("igamma", input, other)
     return _igamma(*_promote_pair(input, other, "igamma", floating=True))
+
+
+def _floating_kernel_only(name, input, other):
+    """torch computes igamma/igammac in the operands' promoted dtype, and has no integer or
+    bool kernel: refused where neither operand is floating (one floating operand makes the
+    result floating)."""
+    tensors = [t for t in (input, other) if isinstance(t, Tensor)]
+    if tensors and not any(t.is_floating_point() or t.is_complex() for t in tensors):
+        raise NotImplementedError(f'"{name}_cpu" not implemented for '
+                                  f'{" and ".join(sorted({str(t.dtype) for t in tensors}))}; '
+                                  f"convert the operands to a floating dtype")
 
 
 @tensor_method()
@@ -270,6 +282,7 @@ def igammac(input, other):
     >>> flow.igammac(flow.tensor([1.0]), flow.tensor([1.0]))
     tensor([0.3679])
     """
+    _floating_kernel_only("igammac", input, other)
     return _igammac(*_promote_pair(input, other, "igammac", floating=True))
 
 
