@@ -538,8 +538,6 @@ OPEN = {
     771: "kthvalue of a bool 0-d tensor: torch returns it, flowgrad refuses bool",
     **dict.fromkeys([3254, 5025, 5713], "nansum into an int16 or bool out: torch computes in "
                     "out's dtype and has no kernel for it; flowgrad computes and casts"),
-    4134: "lerp of 0-d float64 tensors with a 0-d complex weight: torch's result is complex128, "
-          "flowgrad's float64",
     4173: "logsumexp of integers into a complex128 out: torch computes finer than the float32 "
           "result (3e-9 off), flowgrad rounds to float32 first (1e-7 off)",
     5724: "cumsum of an empty bool tensor into itself: flowgrad refuses a bool scan",

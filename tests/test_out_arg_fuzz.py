@@ -199,3 +199,20 @@ def test_igamma_of_integer_operands_is_refused():
                     row.append("refused")
         verdicts.append(row)
     assert verdicts[1] == verdicts[0]
+
+
+def test_lerp_with_a_complex_0d_weight_is_complex():
+    # a 0-d weight takes part in torch's type promotion: a complex one makes lerp of real
+    # tensors complex; flowgrad cast it to the input's dtype, dropping its imaginary part
+    # (out_arg_fuzz seed 4134)
+    got = []
+    for m in (torch, flow):
+        # (no gradient: torch's backward of this promotion to a real input fails)
+        a = m.tensor([1.0, -2.0], dtype=m.float64)
+        b = m.tensor([3.0, 0.5], dtype=m.float64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            y = m.lerp(a, b, m.tensor(0.25 + 0.5j))
+            z = m.lerp(a.float(), b.float(), m.tensor(0.75 - 1j))
+        got.append([(str(t.dtype).split(".")[-1], t.tolist()) for t in (y, z)])
+    np.testing.assert_equal(got[1], got[0])

@@ -215,6 +215,12 @@ def lerp(input, end, weight):
     >>> flow.lerp(flow.tensor([0.0, 10.0]), flow.tensor([10.0, 20.0]), 0.25)
     tensor([ 2.5000, 12.5000])
     """
+    if isinstance(weight, Tensor) and weight._data.ndim == 0 and weight.is_complex() and \
+            not input.is_complex() and isinstance(end, Tensor):
+        # a complex 0-d weight raises real operands to complex, as torch's type promotion
+        # (cast to input's dtype, it lost its imaginary part)
+        common = _dt.result_type(input, end, weight)
+        input, end, weight = input.to(common), end.to(common), weight.to(common)
     if isinstance(weight, Tensor) and weight._data.ndim == 0 and \
             input._data.dtype.kind in "biu" and weight._data.dtype.kind in "fVc" and \
             isinstance(end, Tensor) and end._data.dtype == input._data.dtype:
