@@ -204,6 +204,10 @@ def xlogy(input, other):
 arctan2 = atan2
 
 
+# dtype categories, for a 0-d operand that promotes (bool < integer < float < complex)
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2, "c": 3}
+
+
 # ---- lerp, addcmul, addcdiv (composed: their rules come from mul and add) ----------------
 @tensor_method()
 def lerp(input, end, weight):
@@ -215,17 +219,14 @@ def lerp(input, end, weight):
     >>> flow.lerp(flow.tensor([0.0, 10.0]), flow.tensor([10.0, 20.0]), 0.25)
     tensor([ 2.5000, 12.5000])
     """
-    if isinstance(weight, Tensor) and weight._data.ndim == 0 and weight.is_complex() and \
-            not input.is_complex() and isinstance(end, Tensor):
-        # a complex 0-d weight raises real operands to complex, as torch's type promotion
-        # (cast to input's dtype, it lost its imaginary part)
+    if isinstance(weight, Tensor) and weight._data.ndim == 0 and isinstance(end, Tensor) and \
+            end._data.dtype == input._data.dtype and \
+            _KIND_RANK[weight._data.dtype.kind] > _KIND_RANK[input._data.dtype.kind]:
+        # a 0-d weight of a higher category (float for integers, complex for reals) promotes
+        # the operands, as torch's type promotion (cast to input's dtype, a complex weight
+        # lost its imaginary part; integers were refused)
         common = _dt.result_type(input, end, weight)
         input, end, weight = input.to(common), end.to(common), weight.to(common)
-    if isinstance(weight, Tensor) and weight._data.ndim == 0 and \
-            input._data.dtype.kind in "biu" and weight._data.dtype.kind in "fVc" and \
-            isinstance(end, Tensor) and end._data.dtype == input._data.dtype:
-        # integer input and end with a 0-d float weight: torch promotes them to its dtype
-        input, end = input.to(weight.dtype), end.to(weight.dtype)
     if isinstance(weight, Tensor) and weight._data.ndim == 0 and \
             weight._data.dtype != input._data.dtype:
         # torch binds a 0-d tensor of another dtype to its Scalar weight: a number, read in
