@@ -413,6 +413,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     # torch takes them as doubles (2**200 is a number like any other; NumPy's bfloat16 would
     # refuse the int)
     nan, posinf, neginf = (v if v is None else float(v) for v in (nan, posinf, neginf))
+    nan = 0.0 if nan is None else nan  # (torch's None for nan is its default, 0)
     return _nan_to_num(input, nan=nan, posinf=posinf, neginf=neginf)
 
 

@@ -243,8 +243,12 @@ def torch_vander(x, N=None, increasing=False):
     if x._data.ndim != 1:
         raise RuntimeError("vander: x must be a one-dimensional tensor")
     N = x._data.shape[0] if N is None else int(N)
-    if N == 0:
-        return x.unsqueeze(-1)[:, :0]
+    if x._data.dtype == np.bool_:  # (torch's result type: bool promotes to int64)
+        x = x.long()
+    if N < 0:
+        raise RuntimeError("vander: N must be non-negative.")
+    if N == 0 or x._data.shape[0] == 0:  # (torch's: a new empty tensor, off the graph)
+        return x.detach().new_empty((x._data.shape[0], N))
     out = vander(x, N=max(N, 2))[:, :N] if N > 1 else x.new_ones((x.shape[0], 1))  # (torch's)
     return out if increasing else out.flip(-1)
 

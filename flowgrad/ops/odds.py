@@ -70,9 +70,16 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         if t is not None and t._data.ndim != input._data.ndim:
             raise RuntimeError("diff expects prepend or append to be the same dimension as "
                                "input")
+    if n == 0 and prepend is None and append is None:
+        return input.clone()  # (torch checks no dim then)
+    d = _wrap_dim(dim, input._data.ndim, "diff")
+    for t in (prepend, append):
+        if t is not None and any(a != b for k, (a, b) in
+                                 enumerate(zip(t._data.shape, input._data.shape)) if k != d):
+            raise RuntimeError("diff expects the shape of tensor to prepend or append to match "
+                               "that of input except along the differencing dimension")
     if n == 0:  # torch ignores prepend/append then and returns a copy of the input
         return input.clone()
-    d = _wrap_dim(dim, input._data.ndim, "diff")
     parts = [t for t in (prepend, input, append) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input
     for _ in range(n):
@@ -136,7 +143,8 @@ def _trapezoid_steps(y, x, dx, d, name):
         raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not supported; "
                            f"convert it with y.float()")
     n = y._data.shape[d]
-    pairs = narrow(y, d, 0, n - 1) + narrow(y, d, 1, n - 1)
+    k = max(n - 1, 0)  # (no samples: no intervals, as torch's slices give)
+    pairs = narrow(y, d, 0, k) + narrow(y, d, min(n, 1), k)
     if x is None:
         return pairs, None
     if dx is not None:
@@ -145,7 +153,7 @@ def _trapezoid_steps(y, x, dx, d, name):
         if x._data.shape[0] != n:
             raise RuntimeError(f"{name}: There must be one `x` value for each sample point; "
                                f"got {x._data.shape[0]} x values and {n} samples")
-        return pairs, diff(x).reshape([n - 1 if k == d else 1 for k in range(y._data.ndim)])
+        return pairs, diff(x).reshape([k if i == d else 1 for i in range(y._data.ndim)])
     return pairs, diff(x, dim=d - y._data.ndim)
 
 
@@ -208,6 +216,9 @@ def _gradient_along(f, d, h, edge_order):
     if h._data.ndim != 1 or h._data.shape[0] != n:
         raise RuntimeError(f"torch.gradient expected each tensor in spacing to be 1-D with "
                            f"the size of its dim ({n}), got shape {tuple(h.shape)} for dim {d}")
+    # the coordinates take part in type promotion, as torch's (float32 samples at float64
+    # coordinates give float64)
+    f = f.to(_dt.promote_types(f.dtype, h.dtype))
     shape = [1] * f._data.ndim
     shape[d] = -1
 
@@ -253,8 +264,8 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     tensor(4.)
     """
     d = _wrap_dim(dim, y._data.ndim, "trapezoid")
-    if y._data.shape[d] == 0:
-        return y.sum(d)
+    if y._data.shape[d] == 0:  # (torch's: zeros of y's dtype, off the graph, before any check)
+        return y.detach().new_zeros(tuple(y.shape[:d]) + tuple(y.shape[d + 1:]))
     # torch's formulas and order of rounding (they differ in half precision): with a number
     # dx, (sum(y) - (y[0] + y[-1]) / 2) * dx; with x, sum((y[i] + y[i+1]) * step) / 2
     y = _promoted_samples(y)
@@ -283,8 +294,10 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     tensor([1.5000, 4.0000])
     """
     d = _wrap_dim(dim, y._data.ndim, "cumulative_trapezoid")
-    if y._data.shape[d] == 0:
-        return y
+    for t, what in ((y, "y"), (x, "x")):
+        if t is not None and t._data.dtype == np.bool_:
+            raise RuntimeError(f"cumulative_trapezoid: received a bool input for `{what}`, "
+                               f"but bool is not supported")
     # torch's formulas: cumsum(dx / 2 * (y[i] + y[i+1])), cumsum((y[i] + y[i+1]) * step) / 2
     y = _promoted_samples(y)
     pairs, steps = _trapezoid_steps(y, x, dx, d, "cumulative_trapezoid")

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import return_types
 from .._warn import called_by_user, warn
-from ..dtypes import TORCH_SCALAR_NAMES
+from ..dtypes import TORCH_SCALAR_NAMES, promote_types
 from ..errors import check_kernel_dtype
 from ..func.batched import every_example
 from ..return_types import of_zero_dim, values_indices
@@ -576,6 +576,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                          f"input with {input.dim()} dimensions")
+    if input.dtype.name == "bool":
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     x = input.reshape(1, -1) if input.dim() < 2 else input
     if not (x.is_floating_point() or x.is_complex()):
         x = x.float()
@@ -592,7 +594,12 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         avg = x.mean(1)
     else:
         w_sum = w.sum()
-        avg = (x * w).sum(1) / w_sum
+        if not every_example(w_sum != 0, guard=True):
+            raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+        # one observation is its own mean: x * w / w_sum rounds off it, and a dof <= 0
+        # (norm 0) then made that rounding an inf where torch's 0 / 0 is nan
+        avg = x.squeeze(1).to(promote_types(x.dtype, w.dtype)) if n == 1 else \
+            (x * w).sum(1) / w_sum
     if w is None:
         norm = w_sum - correction
     elif correction == 0:

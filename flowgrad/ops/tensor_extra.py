@@ -145,9 +145,14 @@ def renorm(input, p, dim, maxnorm):
     others = tuple(k for k in range(nd) if k != d)
     half = input.dtype in (_dt.float16, _dt.bfloat16)
     # (half precision: the norm and factor in float32, the factor rounded once, as torch's)
-    norm = vector_norm(input.float() if half else input, p, dim=others, keepdim=True)
+    x = input.float() if half else input
+    over = vector_norm(x.detach(), p, dim=others, keepdim=True) > maxnorm
+    # the norm of the slices it scales only: a slice left as it is passes its gradient
+    # through, as torch's, where the norm's own gradient (at a nan, or a norm that
+    # underflows to 0) would make it nan
+    norm = vector_norm(where(over, x, 0.0), p, dim=others, keepdim=True)
     # torch's factor: the same 1e-7 keeps a zero slice finite
-    factor = where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+    factor = where(over, maxnorm / (norm + 1e-7), 1.0)
     factor = factor.to(input.dtype) if half else factor
     return (input * factor).contiguous()  # (C order, as torch's, whatever input's layout)
 
