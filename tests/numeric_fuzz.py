@@ -23,7 +23,7 @@ import fuzz_common
 import numpy as np
 
 RTOL = 1e-10
-F64, F32, I64, BOOL = "float64", "float32", "int64", "bool"
+F64, F32, I64, BOOL, C128 = "float64", "float32", "int64", "bool", "complex128"
 
 
 # ---- inputs --------------------------------------------------------------------------------
@@ -33,7 +33,9 @@ def _shape(r, nd=None, lo=1, hi=4):
                  for _ in range(nd))
 
 
-def _dtype(r, floats=0.8):
+def _dtype(r, floats=0.8, complex_=0.0):
+    if r.random() < complex_:
+        return C128
     if r.random() < floats:
         return F64 if r.random() < 0.85 else F32
     return I64 if r.random() < 0.7 else BOOL
@@ -64,9 +66,9 @@ def _case(op, inputs, *args, **kw):
 
 # ---- the ops -------------------------------------------------------------------------------
 def g_diff(r):
-    nd = r.choice([0, 1, 1, 2, 3])
+    nd = r.choice([1, 1, 2, 2, 3] + ([0] if r.random() < 0.3 else []))
     shape = _shape(r, nd)
-    dt = _dtype(r)
+    dt = _dtype(r, complex_=0.05)
     d = _dim(r, nd)
     ins = [_inp(shape, dt, r=r)]
     kw = {}
@@ -90,7 +92,7 @@ def g_diff(r):
 
 def g_gradient(r):
     nd = r.choice([1, 1, 2, 2, 3])
-    shape = tuple(r.randint(1, 5) for _ in range(nd))
+    shape = tuple(r.randint(1, 5) if r.random() < 0.15 else r.randint(3, 5) for _ in range(nd))
     dt = _dtype(r, 0.85)
     if dt == BOOL:
         dt = I64
@@ -109,6 +111,10 @@ def g_gradient(r):
     kind = r.choice(["default", "scalar", "scalars", "coords", "coords"])
     if kind == "scalar":
         kw["spacing"] = r.choice([2.0, 0.5, -1.5, 3])
+        if r.random() < 0.2:
+            ins.append(_inp((), F64 if r.random() < 0.7 else I64, "positive"))
+            kw["spacing"] = T(len(ins) - 1) if r.random() < 0.5 else [T(len(ins) - 1)] * \
+                len(dims)
     elif kind == "scalars":
         kw["spacing"] = [r.choice([2.0, 0.5, 1, -0.75]) for _ in dims]
         if r.random() < 0.05:
@@ -161,7 +167,7 @@ def g_cov(r):
     op = r.choice(["cov", "cov", "corrcoef"])
     nd = r.choice([0, 1, 2, 2, 2] + ([3] if r.random() < 0.05 else []))
     shape = _shape(r, nd, 1, 5)
-    dt = _dtype(r, 0.85)
+    dt = _dtype(r, 0.85, complex_=0.06)
     ins = [_inp(shape, dt, r=r)]
     kw = {}
     if op == "cov":
@@ -204,11 +210,12 @@ def g_cross(r):
         kw["dim"] = d - len(shape) if r.random() < 0.5 else d + nout - len(shape)
         if r.random() < 0.03:
             kw["dim"] = nout
-    return _case(op, ins, **kw)
+    return _case(op, ins, T(1), **kw)
 
 
 def g_kron(r):
-    return _case("kron", [_inp(_shape(r), _dtype(r), r=r), _inp(_shape(r), _dtype(r), r=r)])
+    return _case("kron", [_inp(_shape(r), _dtype(r, complex_=0.05), r=r),
+                          _inp(_shape(r), _dtype(r, complex_=0.05), r=r)], T(1))
 
 
 def g_vander(r):
@@ -283,7 +290,7 @@ def g_rot90(r):
 
 
 def g_renorm(r):
-    nd = r.choice([1, 2, 2, 3] + ([0] if r.random() < 0.05 else []))
+    nd = r.choice([2, 2, 3, 3, 4] + ([0, 1] if r.random() < 0.1 else []))
     dt = F64 if r.random() < 0.9 else r.choice([F32, I64])
     ins = [_inp(_shape(r, nd), dt, r=r)]
     p = r.choice([1, 2, 2.0, 3, 0.5, float("inf")] + ([0, -1] if r.random() < 0.1 else []))
@@ -292,7 +299,7 @@ def g_renorm(r):
 
 
 def g_nan_to_num(r):
-    dt = r.choice([F64, F64, F32, I64, BOOL])
+    dt = r.choice([F64, F64, F32, I64, BOOL, C128])
     ins = [_inp(_shape(r), dt, "special")]
     kw, args = {}, []
     for name in ("nan", "posinf", "neginf"):
@@ -334,6 +341,10 @@ def g_binary(r):
         return _case(op, ins[1:], r.choice([2.0, -3, 0.5]), T(0), call="scalar_first")
     if op == "float_power" and ins[0]["values"] == "normal" and r.random() < 0.5:
         ins[0]["values"] = "positive"
+    if op in ("float_power", "fmax", "logaddexp") and r.random() < 0.06:
+        ins[0]["dtype"] = C128
+        if op == "logaddexp" and len(ins) == 2:  # (torch's backward takes no real operand)
+            ins[1]["dtype"] = C128
     return _case(op, ins, *args)
 
 
@@ -384,6 +395,8 @@ def _array(spec, rng):
         x = rng.integers(-5, 6, shape)
     elif kind == "zeros":
         x = np.zeros(shape)
+    if dt == C128:
+        return x + 1j * np.round(rng.standard_normal(shape), 1)
     if dt == BOOL:
         return np.asarray(x > 0)
     if dt == I64:
@@ -450,6 +463,8 @@ def _run(m, case):
     if live and leaves:
         up = np.random.default_rng(case["seed"] + 1)
         loss = sum((o * m.tensor(up.standard_normal(tuple(o.shape)))).sum() for o in live)
+        if loss.is_complex():
+            loss = loss.real
         gs = m.autograd.grad(loss, leaves, allow_unused=True)
         facts += [(f"gradient {i}", None if g is None else g.numpy()) for i, g in enumerate(gs)]
     return facts
@@ -488,6 +503,14 @@ KNOWN = {
                              "modified in place), so the harness differentiates the power "
                              "rule instead: at an infinite x its terms of both signs sum to "
                              "nan in another order than flowgrad's products (-inf)",
+    "complex pow at an infinity": "float_power of a complex base with an infinite part: "
+                                  "torch's exp(y * log(x)) gives nan for x ** 0 and inf+nanj "
+                                  "for (-inf+0.8j) ** 2; flowgrad's NumPy power gives 1 and "
+                                  "inf-infj (x ** 0 = 1, as pow(inf, 0) is for reals)",
+    "complex difference at an infinity": "diff of complex numbers with an infinite part: "
+                                         "torch's subtraction a - b multiplies b by -1 as a "
+                                         "complex number, so (-1.55-1.4j) - (-inf+0.7j) is "
+                                         "inf+nanj; flowgrad's is inf-2.1j",
     "cov aweights dtype": "cov of one observation of an integer or float32 input with "
                           "float64 aweights: torch 2.13's single-observation path multiplies "
                           "a float32 matrix by a float64 one and raises (with more "
@@ -510,6 +533,11 @@ def known(case):
         return "ldexp negative exponent"
     if op == "vander" and arrays[0].dtype == np.float64 and not np.isfinite(arrays[0]).all():
         return "vander of an infinity"
+    if op == "float_power" and any(a.dtype.kind == "c" and not np.isfinite(a).all()
+                                   for a in arrays):
+        return "complex pow at an infinity"
+    if op == "diff" and any(a.dtype.kind == "c" and not np.isfinite(a).all() for a in arrays):
+        return "complex difference at an infinity"
     if op == "frexp" and arrays[0].dtype == np.float64:
         a = np.abs(arrays[0])
         if ((a > 0) & (a < np.finfo(np.float64).tiny)).any():

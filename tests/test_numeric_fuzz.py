@@ -37,7 +37,7 @@ def _case(op, inputs, *args, **kw):
                 args=list(args), kw=kw, seed=7, call="fn")
 
 
-F64, I64 = "float64", "int64"
+F64, I64, C128 = "float64", "int64", "complex128"
 # one written case for each KNOWN entry (the default tier's seeds hold only some of them)
 KNOWN_CASES = {
     "ldexp negative exponent": _case("ldexp", [((3,), F64, "normal"), ((3,), I64, "exponents")],
@@ -50,6 +50,11 @@ KNOWN_CASES = {
                             nf.T(1)),
     "vander of an infinity": dict(_case("vander", [((4,), F64, "special")], N=5,
                                         increasing=False), seed=7428),
+    "complex pow at an infinity": dict(_case("float_power", [((4, 3, 2), C128, "special"),
+                                                             ((4, 3, 2), F64, "ties")],
+                                             nf.T(1)), seed=4572),
+    "complex difference at an infinity": dict(_case("diff", [((3,), C128, "special")],
+                                                    n=1, dim=-1), seed=11994),
     "cov aweights dtype": _case("cov", [((3, 1), I64, "normal"), ((1,), F64, "positive")],
                                 aweights=nf.T(1)),
     "cov single weighted observation": _case("cov", [((3, 1), F64, "normal"),
@@ -190,5 +195,37 @@ def test_diff_of_order_zero_checks_prepend_and_append():
             except RuntimeError:
                 out.append("raised")
         return out
+    want, got = _both(run)
+    assert got == want
+
+
+def test_cross_refuses_a_dim_out_of_range():
+    # dim % ndim took any dim: cross(a, b, dim=1) of 3-vectors ran as dim 0 (seeds 1185, 4607)
+    def run(m):
+        out = []
+        for shape, dim in (((3,), 1), ((3,), -2), ((2, 3), 2), ((), 0), ((3, 3), -1)):
+            for fn in (lambda a, b: m.cross(a, b, dim=dim),
+                       lambda a, b: m.linalg.cross(a, b, dim=dim)):
+                try:
+                    out.append(tuple(fn(m.ones(shape), m.ones(shape)).shape))
+                except IndexError:
+                    out.append("IndexError")
+        return out
+    want, got = _both(run)
+    assert got == want
+
+
+def test_gradient_takes_no_spacing_tensor_that_requires_grad_as_a_number():
+    # a 0-d spacing tensor is torch's Number only when it needs no grad; flowgrad took one
+    # that required grad too (seed 989)
+    def run(m):
+        f = m.tensor([1.0, 4.0, 9.0], dtype=m.float64)
+        h = m.tensor(0.5, dtype=m.float64)
+        ok = m.gradient(f, spacing=h)[0].tolist()
+        try:
+            m.gradient(f, spacing=h.requires_grad_())
+            return ok, "ran"
+        except TypeError:
+            return ok, "TypeError"
     want, got = _both(run)
     assert got == want

@@ -21,7 +21,7 @@ import numpy as np
 from .. import dtypes as _dt
 from .._warn import warn, warn_once
 from ..errors import check_same_dtype, int_arg
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import adjoint
 from .creation import ones_like, zeros_like
 from .diag import tril
@@ -293,12 +293,13 @@ def _cross(input, other, dim, name):
         raise RuntimeError(f"{name}: inputs must have the same number of dimensions, got "
                            f"shapes {tuple(input.shape)} and {tuple(other.shape)}")
     nd = input._data.ndim
-    d = dim % nd if nd else 0
+    if nd == 0:
+        raise IndexError(f"{name}: Dimension specified as {dim} but tensor has no dimensions")
+    d = _wrap_dim(dim, nd, name)  # (dim % nd took any dim: 1 of a 1-D input was 0)
     # both must have length 3 there before broadcasting ((5, 3) with (5, 1) is refused)
-    if nd == 0 or input._data.shape[d] != 3 or other._data.shape[d] != 3:
-        got = (f"{input._data.shape[d]} and {other._data.shape[d]}" if nd else
-               f"{tuple(input.shape)} and {tuple(other.shape)}")
-        raise RuntimeError(f"{name}: inputs dimension {dim} must have length 3. Got {got}")
+    if input._data.shape[d] != 3 or other._data.shape[d] != 3:
+        raise RuntimeError(f"{name}: inputs dimension {dim} must have length 3. Got "
+                           f"{input._data.shape[d]} and {other._data.shape[d]}")
     a, b = broadcast_tensors(input, other)
     dim = d
     a0, a1, a2 = (a.narrow(dim, i, 1) for i in range(3))

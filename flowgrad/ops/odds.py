@@ -174,6 +174,9 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     if spacing is None:  # (torch's default when spelt out: unit spacing)
         spacing = 1
     elif isinstance(spacing, Tensor) and spacing._data.ndim == 0:  # torch's Scalar form
+        if spacing.requires_grad:  # (torch's parser takes no such tensor for a Number)
+            raise TypeError("gradient() received an invalid combination of arguments: a "
+                            "spacing tensor that requires grad is no Number")
         spacing = spacing.item()
     ndim = input._data.ndim
     dims = (list(range(ndim)) if dim is None else [dim] if isinstance(dim, int)
