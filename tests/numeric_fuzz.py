@@ -363,6 +363,9 @@ _METHODS = {"diff", "kron", "rot90", "renorm", "nan_to_num", "float_power", "fma
             "cov", "corrcoef"}
 
 
+_INPLACE = {"nan_to_num", "renorm", "float_power", "ldexp", "heaviside", "nextafter"}
+
+
 def generate(seed):
     r = random.Random(seed)
     case = r.choice(GENERATORS)(r)
@@ -370,6 +373,8 @@ def generate(seed):
     case.setdefault("call", "fn")
     if case["call"] == "fn" and case["op"] in _METHODS and r.random() < 0.15:
         case["call"] = "method"
+    elif case["call"] == "fn" and case["op"] in _INPLACE and r.random() < 0.12:
+        case["call"] = "inplace"
     return case
 
 
@@ -424,6 +429,10 @@ def _call(m, case, xs):
         return m.float_power(args[0], args[1])
     if case["call"] == "method":
         return getattr(xs[0], op)(*args, **kw)
+    if case["call"] == "inplace":  # (on the leaf's clone; the result is that tensor)
+        out = getattr(xs[0], op + "_")(*args, **kw)
+        assert out is xs[0]
+        return out
     fn = m.linalg.cross if op == "linalg.cross" else getattr(m, op)
     if op in ("tril_indices", "triu_indices", "cartesian_prod"):
         return fn(*args, **kw)
@@ -511,6 +520,13 @@ KNOWN = {
                                          "torch's subtraction a - b multiplies b by -1 as a "
                                          "complex number, so (-1.55-1.4j) - (-inf+0.7j) is "
                                          "inf+nanj; flowgrad's is inf-2.1j",
+    "renorm subnormal norm": "renorm by a p-norm (p not 1, 2 or inf) of a slice whose norm is "
+                             "subnormal (1e-310): torch's norm gradient divides by "
+                             "norm ** (p - 1), which underflows to 0 (nan); flowgrad's is "
+                             "finite (0 where maxnorm is 0)",
+    "complex cov of dof <= 0": "cov of a complex input with dof <= 0: both return c / 0, and "
+                               "which parts of a complex division by zero are inf or nan "
+                               "(and their signs) is the division algorithm's",
     "cov aweights dtype": "cov of one observation of an integer or float32 input with "
                           "float64 aweights: torch 2.13's single-observation path multiplies "
                           "a float32 matrix by a float64 one and raises (with more "
@@ -521,6 +537,24 @@ KNOWN = {
                                        "with dof <= 0 (its value 0 / 0 = nan) its gradient "
                                        "is 0 where flowgrad's is nan",
 }
+
+
+def _cov_dof(arrays, kw):
+    """torch.cov's normalization factor (dof) for the case's arrays."""
+    x = arrays[0]
+    n = x.shape[-1] if x.ndim else 1
+    fw, aw = kw.get("fweights"), kw.get("aweights")
+    correction = kw.get("correction", 1)
+    if fw is None and aw is None:
+        return n - correction
+    w = np.ones(n)
+    w = w * arrays[fw[1]] if fw else w
+    w = w * arrays[aw[1]] if aw else w
+    if w.size != n or w.sum() == 0:
+        return 1
+    if aw and correction:
+        return w.sum() - correction * (w * arrays[aw[1]]).sum() / w.sum()
+    return w.sum() - correction
 
 
 def known(case):
@@ -538,6 +572,13 @@ def known(case):
         return "complex pow at an infinity"
     if op == "diff" and any(a.dtype.kind == "c" and not np.isfinite(a).all() for a in arrays):
         return "complex difference at an infinity"
+    if op == "renorm" and arrays[0].dtype == np.float64 and case["args"][0] not in \
+            (1, 2, 2.0, float("inf")):
+        a = np.abs(arrays[0])
+        if ((a > 0) & (a < np.finfo(np.float64).tiny)).any():
+            return "renorm subnormal norm"
+    if op == "cov" and arrays[0].dtype.kind == "c" and _cov_dof(arrays, kw) <= 0:
+        return "complex cov of dof <= 0"
     if op == "frexp" and arrays[0].dtype == np.float64:
         a = np.abs(arrays[0])
         if ((a > 0) & (a < np.finfo(np.float64).tiny)).any():

@@ -55,6 +55,11 @@ KNOWN_CASES = {
                                              nf.T(1)), seed=4572),
     "complex difference at an infinity": dict(_case("diff", [((3,), C128, "special")],
                                                     n=1, dim=-1), seed=11994),
+    "renorm subnormal norm": dict(_case("renorm", [((4, 1, 1), F64, "special")], 3, -3, 0.0),
+                                  seed=38866),
+    "complex cov of dof <= 0": dict(_case("cov", [((5, 3), C128, "normal"),
+                                                  ((3,), F64, "positive")],
+                                          correction=3, aweights=nf.T(1)), seed=34670),
     "cov aweights dtype": _case("cov", [((3, 1), I64, "normal"), ((1,), F64, "positive")],
                                 aweights=nf.T(1)),
     "cov single weighted observation": _case("cov", [((3, 1), F64, "normal"),
@@ -227,5 +232,18 @@ def test_gradient_takes_no_spacing_tensor_that_requires_grad_as_a_number():
             return ok, "ran"
         except TypeError:
             return ok, "TypeError"
+    want, got = _both(run)
+    assert got == want
+
+
+def test_the_norm_of_one_element_is_its_modulus():
+    # sqrt(x * x) and (|x| ** p) ** (1 / p) underflowed 1e-310 to 0 and overflowed 1e200 to
+    # inf; torch's norm over one element is |x| (seed 17820: renorm scaled nothing down)
+    def run(m):
+        x = m.tensor([[1e-310], [-1e200], [3.0]], dtype=m.float64)
+        out = [m.linalg.vector_norm(x, p, dim=1).tolist() for p in (2, 3, 0.5, 1)]
+        out.append(m.tensor(-1e-310, dtype=m.float64).norm().item())
+        out.append(m.renorm(x, 2, 0, 0.5).tolist())
+        return out
     want, got = _both(run)
     assert got == want

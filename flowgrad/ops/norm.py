@@ -33,7 +33,9 @@ def _vector_norm(xp, x, *, ord, axes, keepdim):
         return a.min(axis=axes, keepdims=keepdim)
     if ord == 0:
         return (a != 0).sum(axis=axes, keepdims=keepdim).astype(x.dtype)
-    if ord == 1:
+    if ord == 1 or math.prod(x.shape[i] for i in axes) == 1:
+        # the norm of one element is its modulus, as torch's: sqrt(x * x) underflowed 1e-310
+        # to 0 and overflowed 1e200 to inf
         return a.sum(axis=axes, keepdims=keepdim)
     if ord == 2:
         return xp.sqrt((x * x).sum(axis=axes, keepdims=keepdim))
