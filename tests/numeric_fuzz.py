@@ -547,10 +547,12 @@ def _cov_dof(arrays, kw):
     correction = kw.get("correction", 1)
     if fw is None and aw is None:
         return n - correction
+    if any(t and arrays[t[1]].shape != (n,) for t in (fw, aw)):
+        return 1  # (refused)
     w = np.ones(n)
     w = w * arrays[fw[1]] if fw else w
     w = w * arrays[aw[1]] if aw else w
-    if w.size != n or w.sum() == 0:
+    if w.sum() == 0:
         return 1
     if aw and correction:
         return w.sum() - correction * (w * arrays[aw[1]]).sum() / w.sum()
