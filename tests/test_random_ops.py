@@ -486,10 +486,12 @@ def test_random_ops_take_the_generator_object_as_their_attribute():
 def test_random_ops_are_not_differentiable_but_dropout_and_rrelu_are():
     from flowgrad.ops import REGISTRY
 
-    for name in ("rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial"):
+    for name in ("rand", "randn", "randint", "randperm", "multinomial"):
         assert not REGISTRY[name].differentiable and REGISTRY[name].backward is None, name
-    for name in ("dropout", "rrelu", "embedding", "embedding_backward"):
+    # (normal's mean and std, bernoulli's and poisson's input: torch's zero gradients)
+    for name in ("dropout", "rrelu", "embedding", "embedding_backward", "normal", "bernoulli",
+                 "poisson"):
         assert REGISTRY[name].backward is not None, name
     x = flow.rand(50, requires_grad=True)
-    assert flow.bernoulli(x).requires_grad is False
+    assert flow.bernoulli(x).requires_grad is True
     assert F.dropout(x, 0.5).grad_fn.name() == "MulBackward0"  # (torch's CPU dropout: a product)

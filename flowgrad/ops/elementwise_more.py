@@ -627,8 +627,12 @@ def _write_sample(self, name, random_op, generator, kinds="fV", refusal=RuntimeE
     torch's `refusal`)."""
     check_capture(name, self)  # (before the draw, as torch's: a refused write draws nothing)
     if self._data.dtype.kind not in kinds:
+        if self.requires_grad and self._grad_fn is None and is_grad_enabled():
+            refusal = RuntimeError  # (torch's autograd check comes before its kernel's)
+            raise refusal(f"{name}: a leaf tensor that requires grad (shape "
+                          f"{tuple(self.shape)}) is being used in an in-place operation")
         raise refusal(f"{name}: expects a floating point tensor, got {self.dtype.name}; "
-                           f"convert it with .float() first")
+                      f"convert it with .float() first")
     sample = random_op(shape=self._data.shape, dtype=self._data.dtype,
                        generator=resolve(generator), **attrs)
     if array_module(sample._data) is not array_module(self._data):  # the host's draw, moved
@@ -641,6 +645,9 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
     keyword, hence **kwargs) name a and b."""
     if kwargs:
         a, b = _uniform_keywords(a, b, kwargs)
+    if self._data.dtype.kind not in "fVc":  # (torch's dtype dispatch, before the bounds)
+        raise NotImplementedError(f"uniform_: expects a floating point tensor, got "
+                                  f"{self.dtype.name}; convert it with .float() first")
     check_uniform_bounds("uniform_", self.dtype, a, b)
     return _write_sample(self, "uniform_", _uniform, generator, low=float(a), high=float(b),
                          refusal=NotImplementedError)  # (torch's dtype dispatch refuses)
@@ -657,8 +664,9 @@ def _uniform_keywords(a, b, kwargs):
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with samples from N(mean, std**2)."""
     check_std(std, "normal_")
+    kinds = "fV" if self.numel() else "fViub"  # (torch's kernel checks the dtype, on elements)
     return _write_sample(self, "normal_", _normal, generator, mean=float(mean), std=float(std),
-                         refusal=NotImplementedError)
+                         kinds=kinds, refusal=NotImplementedError)
 
 
 Tensor.fill_, Tensor.zero_, Tensor.copy_ = fill_, zero_, copy_

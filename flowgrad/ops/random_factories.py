@@ -39,6 +39,7 @@ from .creation import (
     _size_arg,
     check_hints,
     empty_like,
+    zeros_like,
 )
 from .out_arg import with_out
 from .registry import op
@@ -93,7 +94,7 @@ def _randperm(xp, *, n, dtype, generator):
     return xp.asarray(torch_randperm(n, generator), dtype=dtype)
 
 
-@op("normal", differentiable=False)
+@op("normal")
 def _normal(xp, *tensors, mean, std, shape, dtype, generator):
     """mean + std * N(0, 1); `mean` / `std` are numbers, or None where they are the inputs
     (in that order)."""
@@ -103,11 +104,22 @@ def _normal(xp, *tensors, mean, std, shape, dtype, generator):
     return (m + s * xp.asarray(numpy_generator(generator).standard_normal(shape))).astype(dtype)
 
 
-@op("bernoulli", differentiable=False)
+@op("bernoulli")
 def _bernoulli(xp, x, *, p, generator):
     probs = x if p is None else xp.full(x.shape, p, x.dtype)
     draws = xp.asarray(numpy_generator(generator).random(probs.shape))  # the host's stream
     return (draws < probs).astype(probs.dtype)
+
+
+@_normal.grad
+@_bernoulli.grad
+def zero_gradients(ctx, dy):
+    """torch's rule for its samplers' parameters (normal's mean and std, bernoulli's and
+    poisson's input): the result requires grad, and each gradient is zeros."""
+    if getattr(ctx, "p", None) is not None:  # (torch's bernoulli(input, p) has none)
+        raise RuntimeError("derivative for bernoulli(input, p) is not implemented (torch's "
+                           "neither); detach the input, or use bernoulli(probabilities)")
+    return tuple(zeros_like(dy) if need else None for need in ctx.needs_input_grad)
 
 
 @op("multinomial", differentiable=False)
@@ -167,9 +179,15 @@ def randn(*size_args, size=None, generator=None, dtype=None, device=None,
 
 def _sample(name, kernel, kind, size_args, size, generator, dtype, device, requires_grad):
     """rand's and randn's body: `kernel` (a random op) drawn in a floating or complex dtype."""
+    if not size_args and size is None:  # (torch's rand() has no default size; rand(()) is 0-d)
+        raise TypeError(f"{name}() missing 1 required positional argument: 'size'; pass the "
+                        f"sizes, e.g. {name}(2, 3), or () for a 0-d tensor")
     dev = resolve_device(device, name)
-    d = _sampled_dtype(name, dtype, kind).np
     shape = _size(_size_arg(size_args, size, name), name)
+    if kind == "normal" and math.prod(shape) == 0:  # (torch's randn runs no kernel, so no
+        d = _float_dtype(dtype).np  # dtype check, for an empty result; its rand checks)
+    else:
+        d = _sampled_dtype(name, dtype, kind).np
     if dev.type == "meta":
         return _undrawn(shape, d, requires_grad)
     gen = resolve(generator)
@@ -202,6 +220,9 @@ def randint(low=None, high=None, size=None, generator=None, dtype=None, device=N
     if size is None or high is None:
         raise TypeError(f"randint(): argument '{'high' if high is None else 'size'}' is "
                         f"missing; pass a tuple of ints, e.g. randint(0, 10, (2, 3))")
+    if not isinstance(size, (tuple, list)):  # (torch's randint takes no bare int)
+        raise TypeError(f"randint(): argument 'size' must be a tuple of ints, not "
+                        f"{type(size).__name__}; pass e.g. (3,)")
     low = _as_int(0 if low is None else low, "randint", "low")
     high = _as_int(high, "randint", "high")
     if low >= high:
@@ -264,7 +285,7 @@ def _sample_like(name, factory, input, dtype, generator, device, requires_grad, 
     expect_tensor(name, input)
     dev = _device_like(input, device, name)
     d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
-    return _preserving(factory(*input.shape, dtype=d, generator=generator, device=dev,
+    return _preserving(factory(size=tuple(input.shape), dtype=d, generator=generator, device=dev,
                                requires_grad=requires_grad), input, options)
 
 
@@ -328,9 +349,10 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False, **
 
 
 def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None,
-           requires_grad=False, **options):
+           requires_grad=False, out=None, **options):
     """Normal samples with the given mean and std (tensors or numbers); torch's layout and
-    pin_memory keywords are accepted (strided, the only layout).
+    pin_memory keywords are accepted (strided, the only layout). A tensor mean or std gives
+    a result that requires grad as they do, with zero gradients (torch's rule).
 
     >>> import flowgrad as flow
     >>> flow.normal(2.0, 0.0, size=(2,))
@@ -340,24 +362,78 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
     for arg, value in (("mean", mean), ("std", std)):
         if not isinstance(value, (Tensor, int, float, np.integer, np.floating)):
             expect_tensor("normal", value, arg, 1 if arg == "mean" else 2)
-    if size is None and not isinstance(mean, Tensor) and not isinstance(std, Tensor):
+    if size is not None:  # (torch's parser reads a 0-d tensor as a number where size= is)
+        mean, std = (float(t) if isinstance(t, Tensor) and t.dim() == 0 and
+                     not t.requires_grad else t for t in (mean, std))
+    tensors = tuple(t for t in (mean, std) if isinstance(t, Tensor))
+    if size is None and not tensors:
         raise TypeError("normal(): with a Python number for both mean and std, torch needs the "
                         "size; pass size=(...) or a tensor mean or std")
+    if size is not None and tensors:  # (torch has no overload taking both)
+        raise TypeError("normal(): size= goes with a Python number for both mean and std; "
+                        "with a tensor mean or std the result takes their broadcast shape")
     dev = resolve_device(device, "normal")
     m = mean._data if isinstance(mean, Tensor) else mean
     s = std._data if isinstance(std, Tensor) else std
     check_std(s, "normal")
-    shape = size if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
-    like = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
+    shapes = [np.shape(m), np.shape(s)]
+    if out is not None and isinstance(mean, Tensor) and not isinstance(std, Tensor):
+        shapes[1] = tuple(out.shape)  # (torch's out= form broadcasts the mean to out)
+    shape = tuple(size) if size is not None else _broadcast(*shapes)
+    if out is not None:
+        result = _normal_out(tensors, mean, std, shape, generator, dtype, out)
+        return result.requires_grad_() if requires_grad else result
+    like = tensors[0] if tensors else None
     d = _float_dtype(dtype if dtype is not None else like.dtype if like is not None else None)
-    if not d.is_floating_point:  # torch has no normal kernel for integers
+    if not d.is_floating_point:  # torch has no normal kernel for integers (an empty result
+        if math.prod(shape) == 0:  # runs none, but its in-place mul_(std) casts)
+            if isinstance(std, Tensor) and std.is_floating_point():
+                raise RuntimeError(f"normal(): result type {std.dtype.name} can't be cast to "
+                                   f"the desired output type {d.name}; pass a floating mean")
+            return _finish_op(Tensor._wrap(np.empty(shape, d.np)), requires_grad, dev)
         raise NotImplementedError(f"normal(): not implemented for dtype {d.name}; normal "
                                   "samples need a floating dtype (e.g. dtype=flowgrad.float32)")
-    tensors = tuple(t for t in (mean, std) if isinstance(t, Tensor))
-    out = _normal(*tensors, mean=None if isinstance(mean, Tensor) else mean,
-                  std=None if isinstance(std, Tensor) else std, shape=tuple(shape),
-                  dtype=d.np, generator=resolve(generator))
-    return _finish_op(out, requires_grad, dev)
+    result = _normal(*tensors, mean=None if isinstance(mean, Tensor) else mean,
+                     std=None if isinstance(std, Tensor) else std, shape=shape,
+                     dtype=d.np, generator=resolve(generator))
+    return _finish_op(result, requires_grad, dev)
+
+
+def _broadcast(*shapes):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise RuntimeError(f"normal(): the shapes of mean and std (or out) {list(shapes)} do "
+                           f"not broadcast; pass tensors of matching sizes") from None
+
+
+def _normal_out(tensors, mean, std, shape, generator, dtype, out):
+    """normal(..., out=): drawn in out's dtype and written into it (resized to `shape`), as
+    torch's normal_out, which fills out in place (a complex out with a complex normal)."""
+    expect_tensor("normal", out, "out")
+    if dtype is not None and _dt.as_dtype(dtype) != out.dtype:
+        raise RuntimeError(f"normal(): dtype {_dt.as_dtype(dtype).name} does not match the "
+                           f"dtype of out ({out.dtype.name}); drop dtype= or pass a matching "
+                           f"out")
+    sampled = out.dtype.is_floating_point or out.dtype.is_complex
+    if not sampled and math.prod(shape):
+        raise NotImplementedError(f"normal(): not implemented for dtype {out.dtype.name}; "
+                                  f"pass a floating out")
+    detached = tuple(t.detach() for t in tensors)
+
+    def draw(*_):
+        if not sampled:
+            return Tensor._wrap(np.empty(shape, out._data.dtype))
+        if out.dtype.is_complex:
+            z = _randn(shape=shape, dtype=out._data.dtype, generator=resolve(generator))
+            m, s = (detached[0] if isinstance(mean, Tensor) else mean,
+                    detached[-1] if isinstance(std, Tensor) else std)
+            return (z * s + m).to(out.dtype)
+        return _normal(*detached, mean=None if isinstance(mean, Tensor) else mean,
+                       std=None if isinstance(std, Tensor) else std, shape=shape,
+                       dtype=out._data.dtype, generator=resolve(generator))
+    # (torch's factory form, with size=, resizes out silently; its tensor forms warn)
+    return with_out(draw, out, tensors, "normal", warn_resize=bool(tensors))
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):
@@ -381,8 +457,28 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         return with_out(lambda x: bernoulli(x, p, generator=generator).to(out.dtype), out,
                         (input,), "bernoulli", warn_resize=False)
     if p is None:
+        check_probability_dtype(input, "bernoulli")
         check_probabilities(input, "bernoulli")
+        return _bernoulli(input, p=None, generator=resolve(generator))
+    if input.is_complex():
+        raise NotImplementedError(f"bernoulli(): no draws into a complex tensor (torch's "
+                                  f"kernel has none), got {input.dtype}")
+    check_probability(p, "bernoulli")
     return _bernoulli(input, p=p, generator=resolve(generator))
+
+
+def check_probability_dtype(probs, name):
+    """torch's bernoulli kernels read the probabilities as floats: an integer or bool tensor
+    of them is refused (a non-empty one: an empty one runs no kernel)."""
+    if probs._data.dtype.kind not in "fV" and probs.numel():
+        raise NotImplementedError(f"{name}: the probabilities must be a floating point tensor, "
+                                  f"got {probs.dtype.name}; convert them with .float()")
+
+
+def check_probability(p, name):
+    """A probability given as a number lies in [0, 1] (nan does not)."""
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"{name} expects p to be in [0, 1], but got p={p}")
 
 
 def _check_probs(input, num_samples):

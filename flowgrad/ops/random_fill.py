@@ -28,6 +28,7 @@ from .complex import complex as _complex
 from .creation import _bernoulli
 from .creation import bernoulli as _draw_bernoulli
 from .elementwise_more import _write_sample
+from .random_factories import check_probability, check_probability_dtype
 from .registry import op
 
 _FLOAT, _INTEGER, _ANY = "fV", "iu", "fViub"
@@ -70,9 +71,12 @@ def _check_float(self, name, distribution):
 
 def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with samples of the exponential distribution of rate `lambd`."""
-    _check_float(self, "exponential_", "Exponential")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    if not self.numel():  # (torch's kernel, which checks the dtype, runs on no elements)
+        return _write_sample(self, "exponential_", _exponential, generator, kinds=_ANY + "c",
+                             rate=float(lambd))
+    _check_float(self, "exponential_", "Exponential")
     return _write_sample(self, "exponential_", _exponential, generator, kinds=_FLOAT,
                          rate=float(lambd))
 
@@ -88,22 +92,21 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill with exp(N(mean, std**2)) samples."""
-    if self._data.dtype.kind not in _FLOAT:
-        raise NotImplementedError(f"log_normal_: not implemented for dtype {self.dtype.name}; "
-                                  f"it needs a floating point tensor (.float())")
-    if not std > 0:
+    if not std > 0:  # (first, as torch's; its kernel checks the dtype, on elements only)
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-    return _write_sample(self, "log_normal_", _log_normal, generator, kinds=_FLOAT,
+    kinds = _FLOAT if self.numel() else _ANY + "c"
+    return _write_sample(self, "log_normal_", _log_normal, generator, kinds=kinds,
+                         refusal=NotImplementedError,
                          mean=float(mean), std=float(std))
 
 
 def geometric_(self, p, *, generator=None):
     """Fill with the number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
-    if self._data.dtype.kind not in _FLOAT + _INTEGER:
-        raise NotImplementedError(f"geometric_: not implemented for dtype {self.dtype.name}")
-    if not 0 < p < 1:
+    if not 0 < p < 1:  # (first, as torch's; its kernel checks the dtype, on elements only)
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-    return _write_sample(self, "geometric_", _geometric, generator, kinds=_ANY, p=float(p))
+    kinds = _FLOAT + _INTEGER if self.numel() else _ANY + "c"  # (torch's kernel checks the
+    return _write_sample(self, "geometric_", _geometric, generator, kinds=kinds,  # dtype)
+                         refusal=NotImplementedError, p=float(p))
 
 
 def _random_bounds(self, args):
@@ -153,6 +156,13 @@ def random_(self, *args, generator=None, **kwargs):
             raise TypeError(f"random_() got an unexpected keyword argument "
                             f"{sorted(unknown)[0]!r}; it takes from, to and generator")
         args = (kwargs.get("from", args[0] if args else 0), kwargs.get("to"))
+    if self.is_complex():  # (torch: its bounds check refuses, or with no bounds its kernel)
+        bounded = any(a is not None for a in args)
+        if not bounded and not self.numel():
+            return self
+        raise (RuntimeError if bounded else NotImplementedError)(
+            f"random_: no random integers for dtype {self.dtype.name}; draw into an integer "
+            f"or floating tensor")
     low, high = _random_bounds(self, args)
     high = min(high, 2 ** 63 - 1)  # NumPy's int64 draws stop there
     return _write_sample(self, "random_", _random_integers, generator, kinds=_ANY,
@@ -162,12 +172,18 @@ def random_(self, *args, generator=None, **kwargs):
 def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 1 where a draw falls below p (a number, or a tensor broadcast to self),
     else 0."""
+    if self.is_complex():
+        raise NotImplementedError(f"bernoulli_: no draws into a complex tensor (torch's "
+                                  f"kernel has none), got {self.dtype}")
     if isinstance(p, Tensor):
         probs = p
+        if not self.numel():  # (torch returns before any check)
+            return self
+        p.expand(self.shape)  # (torch's broadcast check comes before its dtype dispatch)
+        check_probability_dtype(p, "bernoulli_")
         check_probabilities(p, "bernoulli_")
     else:
-        if not 0 <= p <= 1:
-            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        check_probability(p, "bernoulli_")
         probs = None
     if probs is not None:  # one draw per element of self: the probabilities broadcast first
         probs = probs.detach().double().expand(self.shape)
@@ -183,8 +199,8 @@ def _bernoulli_number(xp, *, p, shape, dtype, generator):
 
 def bernoulli(self, p=None, *, generator=None):
     """A new tensor of 0/1 draws: with probability self (elementwise), or `p` everywhere."""
-    if p is None:
-        return _draw_bernoulli(self, generator=generator)
+    if p is None or not isinstance(p, Tensor):  # (torch's bernoulli(p: float): a result
+        return _draw_bernoulli(self, p, generator=generator)  # with self's zero gradient)
     return bernoulli_(self.new_empty(self.shape), p, generator=generator)
 
 
@@ -196,6 +212,8 @@ def _complex_fill(real_fill, name, std_arg=None):
     def fill(self, *args, generator=None, **kwargs):
         if self._data.dtype.kind != "c":
             return real_fill(self, *args, generator=generator, **kwargs)
+        if not self.numel() and std_arg is None:  # (torch's uniform_ fills the real view:
+            return self  # an empty one checks nothing)
         if std_arg is not None:  # (mean, std): positional or keyword
             args = list(args) + [None] * (2 - len(args))
             mean = kwargs.pop("mean", 0.0 if args[0] is None else args[0])

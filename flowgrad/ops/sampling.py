@@ -17,6 +17,7 @@ sample's concentration is not provided; torch's is not either).
 from __future__ import annotations
 
 from ..random import numpy_generator, resolve
+from .creation import zeros_like
 from .registry import op
 from .special import _scipy_special
 
@@ -46,10 +47,27 @@ def _standard_gamma_grad(xp, alpha, x):
     return (-dp_da * xp.exp(-log_density)).astype(alpha.dtype)
 
 
-@op("poisson", differentiable=False)
+# NumPy's poisson refuses rates from ~9.2e18 on (its int64 counts); there a count is
+# lam + sqrt(lam) * N(0, 1) to far better than a float64's precision (sd / lam < 1e-9)
+_NORMAL_FROM = 1e18
+
+
+@op("poisson")
 def _poisson(xp, rate, *, generator):
-    draws = numpy_generator(generator).poisson(rate.astype(xp.float64))
-    return xp.asarray(draws).astype(rate.dtype)  # (a 0-d rate draws a Python int)
+    gen = numpy_generator(generator)
+    lam = rate.astype(xp.float64)
+    huge = lam >= _NORMAL_FROM
+    draws = xp.asarray(gen.poisson(xp.where(huge, 0.0, lam)), dtype=xp.float64)
+    if huge.any():  # (an infinite rate counts infinitely many)
+        big = lam[huge]
+        draws[huge] = xp.round(big + xp.sqrt(big) * gen.standard_normal(big.shape))
+    return draws.astype(rate.dtype)
+
+
+@_poisson.grad
+def poisson_backward(ctx, dy):
+    """torch's rule: the counts require grad as the rates do, with a zero gradient."""
+    return zeros_like(dy)
 
 
 @op("binomial", differentiable=False)
