@@ -156,7 +156,15 @@ from .ops.tensor_extra import *  # noqa: F401,F403
 from .ops.torch_spellings import *  # noqa: F401,F403 - after the *s: torch.* keyword names
 from .ops.windows import *  # noqa: F401,F403
 from .printing import set_printoptions
-from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
 from .serialization import load, save
 from .settings import *  # noqa: F401,F403 - determinism and matmul precision switches
 from .sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: F401

@@ -11,6 +11,8 @@ import contextlib
 
 import numpy as np
 
+from .device import CPU
+
 # While nn.Graph traces build: a callable that raises for a change of a generator's state
 # (seeding, set_state, a new Generator): it would happen once, on the trace, while the
 # compiled plan's random ops draw on from the generator on every call
@@ -73,6 +75,11 @@ class Generator:
     def initial_seed(self):
         return self._seed
 
+    @property
+    def device(self):
+        """The device the generator draws for: the CPU (flowgrad draws every number there)."""
+        return CPU
+
     def get_state(self):
         import json
 
@@ -89,7 +96,16 @@ class Generator:
                                       default_generator else "Generator.set_state")
         import json
 
-        state = json.loads(bytes(np.asarray(state, np.uint8)).decode())
+        from .tensor import Tensor
+
+        if not isinstance(state, Tensor) or state.dtype.name != "uint8":
+            raise TypeError(f"RNG state must be a uint8 tensor (from get_state), got "
+                            f"{getattr(state, 'dtype', type(state).__name__)}")
+        try:
+            state = json.loads(bytes(np.asarray(state, np.uint8)).decode())
+        except ValueError:  # (json's errors and a bad utf-8 are ValueErrors)
+            raise RuntimeError(f"set_state: the {state.numel()} bytes are not a state from "
+                               f"get_state (or get_rng_state)") from None
         if "np" not in state:  # (a state saved before the torch stream was kept)
             self.np.bit_generator.state = state
             return self

@@ -183,7 +183,7 @@ def gen_fill(r):
 
 
 GEN_STEPS = ["manual_seed", "draw", "initial_seed", "get_set", "seed", "fork", "global_seed",
-             "global_get_set", "bad_seed"]
+             "global_get_set", "bad_seed", "bad_state", "device"]
 
 
 def gen_generator(r):
@@ -192,7 +192,8 @@ def gen_generator(r):
                        for _ in range(5)],
                 draw=r.choice(["rand", "randn", "randint", "randperm", "normal_", "bernoulli",
                                "multinomial", "exponential_"]),
-                bad=r.choice([1.5, "3", -2 ** 63 - 1, 2 ** 64, True]))
+                bad=r.choice([1.5, "3", -2 ** 63 - 1, 2 ** 64, True]),
+                bad_state=r.choice(["float32", "short", "empty", "list"]))
 
 
 NONLINEARITIES = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
@@ -526,6 +527,14 @@ def run_generator(m, c):
             a = _draw(m, c["draw"])
             m.set_rng_state(st)
             res.append(("global state", _name(st.dtype), bool(m.equal(a, _draw(m, c["draw"])))))
+        elif step == "device":
+            res.append(("device", g.device.type, m.default_generator.device.type,
+                        describe(_draw(m, c["draw"], m.default_generator))))
+        elif step == "bad_state":
+            bad = {"float32": lambda: m.zeros(8), "short": lambda: m.zeros(8, dtype=m.uint8),
+                   "empty": lambda: m.zeros(0, dtype=m.uint8), "list": lambda: [0] * 8}
+            g.set_state(bad[c["bad_state"]]())
+            res.append("bad state ran")
         else:
             g.manual_seed(c["bad"])
             res.append("bad seed ran")

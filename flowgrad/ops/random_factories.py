@@ -424,6 +424,9 @@ def _normal_out(tensors, mean, std, shape, generator, dtype, out):
     def draw(*_):
         if not sampled:
             return Tensor._wrap(np.empty(shape, out._data.dtype))
+        if out.dtype.is_complex and not tensors:  # (torch's out.normal_(mean, std): the
+            return Tensor._wrap(np.empty(shape, out._data.dtype)).normal_(  # mean in both
+                mean, std, generator=generator)  # parts)
         if out.dtype.is_complex:
             z = _randn(shape=shape, dtype=out._data.dtype, generator=resolve(generator))
             m, s = (detached[0] if isinstance(mean, Tensor) else mean,
