@@ -81,7 +81,7 @@ def gen_factory(r):
                      "randint_like"])
     c = dict(family="factory", name=name, dtype=_dtype(r), grad=r.random() < 0.2,
              generator=r.random() < 0.3)
-    size = _size(r)
+    size = _size(r) if r.random() < 0.85 else (5000,)  # (big: a rare draw past a bound)
     if r.random() < 0.05 and name in ("rand", "randn", "randint"):
         size = size + (-1,)
     if name in ("rand", "randn"):
@@ -163,7 +163,7 @@ def gen_poisson(r):
 
 FILL_ARGS = {
     "uniform_": [(), (-2.0, 3.0), (1.0, 1.0), (3.0, -1.0), (0.0, INF), (NAN, 1.0),
-                 (-3e38, 3e38), (0, 70000)],
+                 (-3e38, 3e38), (0, 70000), (1000.0, 1001.0), (-1.0, 1.0)],
     "normal_": [(), (1.0, 2.0), (0.0, 0.0), (0.0, -1.0), (5.0, 0.0), (0.0, NAN)],
     "exponential_": [(), (2.0,), (0.0,), (-1.0,), (INF,), (NAN,)],
     "geometric_": [(0.5,), (0.2,), (0.0,), (1.0,), (1.5,), (NAN,)],
@@ -433,9 +433,9 @@ def run_poisson(m, c):
 
 def _fill_property(name, args, v):
     """What every draw of the fill satisfies."""
-    if name == "uniform_":
+    if name == "uniform_":  # [a, b): never b (a when a == b)
         a, b = args if args else (0.0, 1.0)
-        return bool((v >= a).all() and (v <= b).all())
+        return bool((v >= a).all() and ((v < b).all() or a == b and (v == b).all()))
     if name in ("exponential_", "log_normal_"):
         return bool((v >= 0).all())
     if name == "geometric_":

@@ -212,3 +212,29 @@ def test_normal_of_numbers_into_a_complex_out_puts_the_mean_in_both_parts():
     want, got = _both(lambda m: m.normal(3.0, 0.0, size=(2,),
                                          out=m.empty(2, dtype=m.complex64)).tolist())
     assert got == want == [3 + 3j, 3 + 3j]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_uniform_draws_stay_below_the_upper_bound(dtype):
+    # float64 draws cast to float16 rounded up to 1.0 about once in 4000 (bfloat16: once in
+    # 500): rand, rand_like and uniform_ gave values outside [0, 1) and [a, b); torch draws
+    # on the dtype's own grid, k / 2**digits
+    flow.manual_seed(0)
+    dt = getattr(flow, dtype)
+    draws = [flow.rand(50000, dtype=dt), flow.rand_like(flow.zeros(50000, dtype=dt)),
+             flow.empty(50000, dtype=dt).uniform_()]
+    assert all(float(x.max()) < 1.0 for x in draws)
+    assert float(flow.empty(50000, dtype=dt).uniform_(-1.0, 1.0).max()) < 1.0
+    assert float(flow.empty(50000, dtype=dt).uniform_(1000.0, 1001.0).max()) < 1001.0
+
+
+def test_random_integers_in_a_half_dtype_stay_below_to():
+    # past 2**digits a half dtype rounds integers: randint(0, 300, dtype=bfloat16) drew 300
+    # (299 rounded up), outside [0, 300) (seed 9929); torch's stay below `to` (and warn)
+    flow.manual_seed(0)
+    for x in (flow.randint(0, 300, (20000,), dtype=flow.bfloat16),
+              flow.randint_like(flow.zeros(20000, dtype=flow.bfloat16), 0, 300),
+              flow.empty(20000, dtype=flow.bfloat16).random_(0, 300),
+              flow.empty(20000, dtype=flow.float16).random_(0, 4001)):
+        top = 300 if x.numel() and x.dtype == flow.bfloat16 else 4001
+        assert float(x.max()) < top and float(x.min()) >= 0

@@ -62,18 +62,45 @@ def rand(*size_args, size=None, generator=None, dtype=None, device=None,
 
 
 # ---- random sampling: kernels draw from the Generator attribute ---------------------------
+# torch's U[0, 1) for a half dtype is k / 2**digits (k < 2**digits, digits: the
+# significand's bits): each value exact. A float64 draw cast to float16 rounds to 1.0 once in
+# ~4000 draws (bfloat16: once in ~500); float32's and float64's keep NumPy's values (seeded
+# draws stay as they were), a float32 one rounded up to the bound stepping down below it
+_DIGITS = {"float16": 11, "bfloat16": 8}
+
+
+def _unit_draws(xp, generator, shape, dtype):
+    """float64 draws on [0, 1); on the grid `dtype` holds exactly where it is a half one."""
+    u = xp.asarray(numpy_generator(generator).random(shape))
+    digits = _DIGITS.get(xp.dtype(dtype).name)
+    return u if digits is None else xp.floor(u * 2.0 ** digits) * 2.0 ** -digits
+
+
+def _below(xp, out, low, high):
+    """`out` (draws cast to their dtype) with a value rounded up to `high` or past it moved to
+    the one below: every draw in [low, high), as torch's contract."""
+    if high > low:
+        past = out.astype(xp.float64) >= high
+        if past.any():
+            out[past] = xp.nextafter(out[past], xp.asarray(-xp.inf, dtype=out.dtype))
+    return out
+
+
 @op("rand", differentiable=False)
 def _rand(xp, *, shape, dtype, generator):
-    if dtype.kind == "c":  # real and imaginary parts each uniform, as torch's
-        parts = numpy_generator(generator).random(tuple(shape) + (2,))
+    if xp.dtype(dtype).kind == "c":  # real and imaginary parts each uniform, as torch's
+        part = xp.float32 if xp.dtype(dtype).itemsize == 8 else xp.float64
+        parts = _below(xp, _unit_draws(xp, generator, tuple(shape) + (2,), part).astype(part),
+                       0.0, 1.0)
         return (parts[..., 0] + 1j * parts[..., 1]).astype(dtype)
-    return numpy_generator(generator).random(shape, xp.float64).astype(dtype)
+    return _below(xp, _unit_draws(xp, generator, shape, dtype).astype(dtype), 0.0, 1.0)
 
 
 @op("uniform", differentiable=False)
 def _uniform(xp, *, low, high, shape, dtype, generator):
-    """low + (high - low) * U[0, 1): NumPy's Generator.uniform's own formula, so its values."""
-    return (low + (high - low) * numpy_generator(generator).random(shape)).astype(dtype)
+    """low + (high - low) * U[0, 1), in [low, high) (see _below)."""
+    u = _unit_draws(xp, generator, shape, dtype)
+    return _below(xp, (low + (high - low) * u).astype(dtype), low, high)
 
 
 @op("randn", differentiable=False)
@@ -86,7 +113,10 @@ def _randn(xp, *, shape, dtype, generator):
 
 @op("randint", differentiable=False)
 def _randint(xp, *, low, high, shape, dtype, generator):
-    return numpy_generator(generator).integers(low, high, shape).astype(dtype)
+    out = numpy_generator(generator).integers(low, high, shape).astype(dtype)
+    # (a half dtype holds integers exactly only to 2**digits: past that torch warns, and a
+    # draw the cast rounds up to high stays below it)
+    return _below(xp, out, low, high) if xp.dtype(dtype).kind in "fV" else out
 
 
 @op("randperm", differentiable=False)

@@ -28,7 +28,7 @@ from .complex import complex as _complex
 from .creation import _bernoulli
 from .creation import bernoulli as _draw_bernoulli
 from .elementwise_more import _write_sample
-from .random_factories import check_probability, check_probability_dtype
+from .random_factories import _below, check_probability, check_probability_dtype
 from .registry import op
 
 _FLOAT, _INTEGER, _ANY = "fV", "iu", "fViub"
@@ -58,8 +58,9 @@ def _geometric(xp, *, p, shape, dtype, generator):
 @op("random_integers", differentiable=False)
 def _random_integers(xp, *, low, high, shape, dtype, generator):
     """Integers uniform in [low, high), in `dtype` (a float dtype holds them exactly)."""
-    return numpy_generator(generator).integers(low, high, shape, dtype="int64",
-                                               endpoint=False).astype(dtype)
+    out = numpy_generator(generator).integers(low, high, shape, dtype="int64",
+                                              endpoint=False).astype(dtype)
+    return _below(xp, out, low, high) if xp.dtype(dtype).kind in "fV" else out  # (randint's)
 
 
 def _check_float(self, name, distribution):
