@@ -182,19 +182,21 @@ def test_histogramdd_refuses_as_torch(case):
     assert error is None or "histogram" in str(error), error
 
 
-def test_histogramdd_has_no_gradient():
-    """torch records a node whose backward is not implemented; flowgrad records none (as
-    its histc and histogram): neither gives a gradient. Edge tensors come back as given."""
-    x = torch.tensor([[0.0, 1.0], [1.0, 0.0]], requires_grad=True)
-    with pytest.raises(RuntimeError):
-        torch.histogramdd(x, 2).hist.sum().backward()
-    edges = [flow.tensor([0.0, 1.0], requires_grad=True), flow.tensor([0.0, 0.5, 1.0])]
-    w = flow.ones(2, requires_grad=True)
-    ours = flow.histogramdd(flow.tensor([[0.0, 1.0], [1.0, 0.0]], requires_grad=True), edges,
-                            weight=w)
-    assert not ours.hist.requires_grad and ours.hist.grad_fn is None
-    assert ours.bin_edges[0] is edges[0] and ours.bin_edges[1] is edges[1]
-    assert not flow.histogramdd(_flow(x).requires_grad_(), 2).bin_edges[0].requires_grad
+def test_histogramdd_records_a_gradient_that_raises():
+    """torch records a node whose backward is not implemented, so a loss reaching the
+    histogram raises rather than skipping it; edge tensors come back as given (flowgrad
+    recorded nothing: a loss through it ran)."""
+    for m in (torch, flow):
+        edges = [m.tensor([0.0, 1.0], requires_grad=True), m.tensor([0.0, 0.5, 1.0])]
+        w = m.ones(2, requires_grad=True)
+        out = m.histogramdd(m.tensor([[0.0, 1.0], [1.0, 0.0]]), edges, weight=w)
+        assert out.hist.requires_grad
+        assert out.bin_edges[0] is edges[0] and out.bin_edges[1] is edges[1]
+        x = m.tensor([[0.0, 1.0], [1.0, 0.0]], requires_grad=True)
+        counted = m.histogramdd(x, 2)
+        assert counted.hist.requires_grad and counted.bin_edges[0].requires_grad
+        with pytest.raises(RuntimeError):
+            (counted.hist.sum() + x.sum()).backward()
 
 
 # ---- nonzero_static --------------------------------------------------------------------------

@@ -173,8 +173,15 @@ def test_forward_only(case):
     check(fn, *specs, grad=False)
 
 
-def test_unique_has_no_grad_fn():
-    assert flow.unique(flow.randn(4, requires_grad=True)).grad_fn is None
+def test_unique_records_a_gradient_that_raises():
+    # as torch: the values require grad and backward refuses (a loss reaching them raises
+    # rather than skipping them)
+    for m in (torch, flow):
+        x = m.randn(4, requires_grad=True)
+        out = m.unique(x)
+        assert out.requires_grad and out.grad_fn is not None
+        with pytest.raises(NotImplementedError):
+            (out.sum() + x.sum()).backward()
 
 
 # ---- in-place variants ---------------------------------------------------------------------------

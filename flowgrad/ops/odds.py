@@ -28,7 +28,7 @@ from .elementwise import scale
 from .index import index_select, narrow
 from .registry import op
 from .shape import cat, meshgrid, stack
-from .sort import unique_dim
+from .sort import unique_dim, without_derivative
 from .stats import bin_points, histogramdd, linspace_edges
 
 __all__ = ["kron", "diff", "cartesian_prod", "combinations", "trapezoid", "trapz",
@@ -369,7 +369,11 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
                                f"dimension 0")
     out = histogramdd(input.reshape(-1, 1), [bins], range=range,
                       weight=None if weight is None else weight.reshape(-1), density=density)
-    return _histogram_type(out.hist, out.bin_edges[0])
+    edges = out.bin_edges[0]
+    if isinstance(bins, Tensor):  # (torch returns a copy of the edges, not the tensor given)
+        edges = without_derivative([edges.detach().clone()], [input, weight, bins],
+                                   "histogram", "RuntimeError")[0]
+    return _histogram_type(out.hist, edges)
 
 
 @tensor_method()
@@ -404,6 +408,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     if return_counts:
         edges = xp.flatnonzero(xp.append(starts, True))
         out.append(Tensor._wrap(xp.diff(edges).astype(np.int64)))
+    out = without_derivative(out, [input], "unique_consecutive")
     return out[0] if len(out) == 1 else tuple(out)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..autograd.interpreter import check_read
 from ..device import array_module
 from ..return_types import of_zero_dim, values_indices
@@ -124,6 +125,30 @@ def unique_dim(shape, dim, name):
     return d
 
 
+@op("no_derivative")
+def _no_derivative(xp, value, source, *, what, error):
+    return value
+
+
+@_no_derivative.grad
+def no_derivative_backward(ctx, dy):
+    if ctx.error == "RuntimeError":
+        raise RuntimeError(f"derivative for aten::{ctx.what} is not implemented (as in torch)")
+    raise NotImplementedError(f"the derivative for '{ctx.what}' is not implemented (as in "
+                              f"torch)")
+
+
+def without_derivative(outputs, sources, what, error="NotImplementedError"):
+    """`outputs`, their floating ones requiring grad where a source does, with a backward that
+    raises `error`: torch's ops without a derivative formula (unique, histogram) record one
+    that refuses, so a loss reaching them raises rather than skipping them."""
+    source = next((s for s in sources if isinstance(s, Tensor) and s.requires_grad), None)
+    if source is None:
+        return outputs
+    return [_no_derivative(o, source, what=what, error=error)
+            if o.is_floating_point() or o.is_complex() else o for o in outputs]
+
+
 @tensor_method()
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values (or distinct slices along `dim`), sorted; optionally the inverse
@@ -153,6 +178,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
                                 else inv.astype(np.int64)))
     if return_counts:
         out.append(Tensor._wrap(cnt.astype(np.int64)))
+    out = without_derivative(out, [input], "_unique2" if dim is None else "unique_dim")
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -218,6 +244,13 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype "
                                f"but got dtype {sorter.dtype}; convert it with .long()")
         sorted_sequence = gather(sorted_sequence, -1, sorter)
+    # compared in torch's result type, as its comparison ops do: int32 boundaries past 2^24
+    # against float32 values round, and a number below an unsigned dtype wraps (-2 -> 254)
+    common = _dt.result_type(sorted_sequence, input)
+    if sorted_sequence.dtype != common:
+        sorted_sequence = sorted_sequence.to(common)
+    if values.dtype != common:
+        values = values.to(common)
     return _searchsorted(sorted_sequence, values, right=right, out_int32=out_int32)
 
 

@@ -29,6 +29,7 @@ from .halfprec import in_float32
 from .reduce import expand_reduced, keepdim_shape, normalize_dims
 from .registry import op
 from .scan import index_output_grad, with_rule_indices
+from .sort import without_derivative
 from .summation import add_reduce
 
 __all__ = ["var", "std", "var_mean", "std_mean", "median", "mode", "histogramdd", "cov",
@@ -336,6 +337,10 @@ def bin_points(xp, points, edges, weight=None, method="search"):
         else:
             with xp.errstate(invalid="ignore", over="ignore"):
                 guess = (x - e[0]) * e.dtype.type(k - 1) / (e[-1] - e[0])
+            # 0/0 where the range rounds to one value in the dtype (every edge equal, 2^25
+            # in float32): the point equals every edge, and the search puts it in the last
+            # bin (torch casts the nan to int64 and indexes before the edges)
+            guess = xp.where(xp.isnan(guess), k - 1, guess)
             pos = xp.where(keep, guess, 0).astype(xp.int64)
             if method == "guess_and_search":
                 lo = xp.maximum(pos - 1, 0)
@@ -541,7 +546,13 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
     inputs = [points] + ([weight.reshape(-1)] if weight is not None else []) + (edges or [])
     out = _histogramdd(*inputs, counts=counts, rng=rng,
                        weighted=weight is not None, density=bool(density))
-    return _histogramdd_type(out[0], tuple(out[1:]) if counts is not None else tuple(edges))
+    if counts is None:  # (edge tensors come back as given, as torch's)
+        hist = without_derivative([out[0]], [input, weight, *edges], "_histogramdd_from_bin_"
+                                  "tensors", "RuntimeError")[0]
+        return _histogramdd_type(hist, tuple(edges))
+    out = without_derivative(list(out), [input, weight], "_histogramdd_from_bin_cts",
+                             "RuntimeError")
+    return _histogramdd_type(out[0], tuple(out[1:]))
 
 
 # ---- covariance --------------------------------------------------------------------------
