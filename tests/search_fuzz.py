@@ -120,7 +120,7 @@ class Case(dict):
             vals = r.choice([0, 1.5, -2, float("nan"), True, 3])
         if r.random() < 0.25:
             seq["sort"] = False
-            kw["sorter"] = True
+            kw["sorter"] = r.choice(["argsort"] * 6 + ["int32", "short", "out of range"])
         if r.random() < 0.4:
             kw["right"] = r.random() < 0.5
         if r.random() < 0.3:
@@ -146,7 +146,7 @@ class Case(dict):
         x = _data(r, _shape(r), _dtype(r, "f" * 6 + "i"))
         kw = {}
         if r.random() < 0.8:
-            kw["bins"] = r.choice([1, 2, 3, 5, 10, 0, -1])
+            kw["bins"] = r.choice([1, 2, 3, 5, 10, 0, -1, 2.0])
         lo, hi = r.choice([(0, 0), (-2, 2), (0, 1), (1, 1), (3, -3), (-1e3, 5), (2, 0),
                            (-1.5, 0.25), (0, float("inf")), (float("nan"), 1)])
         if r.random() < 0.8:
@@ -160,7 +160,8 @@ class Case(dict):
         kw = {}
         bins = r.choice([1, 2, 3, 7, "edges", "edges", 0])
         if bins == "edges":
-            bins = _data(r, (r.choice([1, 2, 3, 5]),), dt, sort=True)
+            bins = _data(r, (r.choice([1, 2, 3, 5]),), dt if r.random() < 0.9 else
+                         _dtype(r, "f"), sort=True)
             bins["values"] = r.choice(["normal", "ties", "normal"])
         elif r.random() < 0.4:
             kw["range"] = r.choice([(-2, 2), (0, 1), (1, 1), (3, -3), (-1e3, 5), (0, 0)])
@@ -233,6 +234,9 @@ class Case(dict):
             kw["dim"] = r.randrange(-nd, nd)
             if r.random() < 0.3:
                 kw["dim"] = tuple(r.sample(range(nd), r.randint(1, nd)))
+                if r.random() < 0.1:  # (a repeated dim: torch refuses)
+                    kw["dim"] = kw["dim"] + kw["dim"][:1]
+        kw["method"] = r.random() < 0.3
         return dict(x=x, kw=kw)
 
     @staticmethod
@@ -246,6 +250,8 @@ class Case(dict):
         kw = {}
         if r.random() < 0.4:
             kw["invert"] = True
+        if r.random() < 0.3:
+            kw["spelled"] = True
         if r.random() < 0.3:
             kw["assume_unique"] = True
             for s in (a, b):  # (the caller's promise; a tie breaks it)
@@ -267,9 +273,12 @@ def _call(m, case):
     if op in ("searchsorted", "bucketize"):
         seq = _arg(m, case["seq"])
         vals = _arg(m, case["vals"])
-        if kw.pop("sorter", False):
-            order = m.tensor(np.argsort(_array(case["seq"]), axis=-1, kind="stable"))
-            kw["sorter"] = order
+        how = kw.pop("sorter", None)
+        if how:  # (a bad sorter: the wrong dtype, too short, or indices past the end)
+            order = np.argsort(_array(case["seq"]), axis=-1, kind="stable")
+            order = order[..., 1:] if how == "short" else \
+                order + order.shape[-1] if how == "out of range" else order
+            kw["sorter"] = m.tensor(order).to(m.int32 if how == "int32" else m.int64)
         if op == "bucketize":
             return m.bucketize(vals, seq, **kw)
         return m.searchsorted(seq, vals, **kw)
@@ -293,8 +302,14 @@ def _call(m, case):
     if op in ("unique", "unique_consecutive"):
         return getattr(m, op)(_arg(m, case["x"], case["grad"]), **kw)
     if op == "count_nonzero":
-        return m.count_nonzero(_arg(m, case["x"]), **kw)
-    return m.isin(_arg(m, case["a"]), _arg(m, case["b"]), **kw)
+        x = _arg(m, case["x"])
+        return x.count_nonzero(**kw) if kw.pop("method") else m.count_nonzero(x, **kw)
+    a, b = _arg(m, case["a"]), _arg(m, case["b"])
+    if kw.pop("spelled", False):  # (torch's keyword names for a number on either side)
+        return m.isin(**{"element" if not isinstance(a, m.Tensor) else "elements": a,
+                         "test_element" if not isinstance(b, m.Tensor) else "test_elements":
+                         b}, **kw)
+    return m.isin(a, b, **kw)
 
 
 def _backward(out):

@@ -64,6 +64,16 @@ def test_searchsorted_compares_in_the_result_type():
     assert got[1] == got[0]
 
 
+def test_searchsorted_refuses_a_sorter_of_another_shape():
+    # gather with a shorter sorter took a prefix of the boundaries, and the search ran
+    # (search_fuzz seed 32)
+    for m in (torch, flow):
+        seq = m.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        for sorter in (m.tensor([[1, 2], [0, 2]]), m.tensor([1, 2, 0])):
+            with pytest.raises(RuntimeError):
+                m.searchsorted(seq, m.tensor([[1.5], [4.5]]), sorter=sorter)
+
+
 def test_histograms_of_a_range_one_value_wide_in_the_dtype():
     # 2^25 + 4 in float32: the range widened by 1 (histc) or 0.5 rounds back to one value, the
     # bin guess is 0/0, and flowgrad cast the nan to int64: histogram and histogramdd raised

@@ -243,6 +243,10 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         if sorter._data.dtype != np.int64:
             raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype "
                                f"but got dtype {sorter.dtype}; convert it with .long()")
+        if tuple(sorter.shape) != tuple(sorted_sequence.shape):  # (gather takes a prefix)
+            raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same "
+                               f"size, but got boundary tensor {list(sorted_sequence.shape)} "
+                               f"and got sorter tensor {list(sorter.shape)}")
         sorted_sequence = gather(sorted_sequence, -1, sorter)
     # compared in torch's result type, as its comparison ops do: int32 boundaries past 2^24
     # against float32 values round, and a number below an unsigned dtype wraps (-2 -> 254)
