@@ -206,7 +206,7 @@ class Case(dict):
                 ["float64", "float32", "float16", "int64", "int32", "bool"])), values="normal")
         if r.random() < 0.4:
             kw["minlength"] = r.choice([0, 1, 5, 30, -1])
-        return dict(x=x, kw=kw)
+        return dict(x=x, kw=kw, grad=r.random() < 0.3)
 
     @staticmethod
     def _unique(r):
@@ -287,7 +287,7 @@ def _call(m, case):
     if op == "histogram":
         bins = _arg(m, case["bins"])
         if "weight" in kw:
-            kw["weight"] = _arg(m, kw["weight"])
+            kw["weight"] = _arg(m, kw["weight"], case["grad"])
         return m.histogram(_arg(m, case["x"], case["grad"]), bins, **kw)
     if op == "histogramdd":
         bins = case["bins"]
@@ -297,7 +297,7 @@ def _call(m, case):
         return m.histogramdd(_arg(m, case["x"]), bins, **kw)
     if op == "bincount":
         if "weights" in kw:
-            kw["weights"] = _arg(m, kw["weights"])
+            kw["weights"] = _arg(m, kw["weights"], case["grad"])
         return m.bincount(_arg(m, case["x"]), **kw)
     if op in ("unique", "unique_consecutive"):
         return getattr(m, op)(_arg(m, case["x"], case["grad"]), **kw)

@@ -89,11 +89,11 @@ def test_histograms_of_a_range_one_value_wide_in_the_dtype():
 
 
 @pytest.mark.parametrize("op", ["unique", "unique_dim", "unique_consecutive", "histogram",
-                                "histogram_edges", "histogramdd"])
+                                "histogram_edges", "histogramdd", "bincount"])
 def test_ops_without_a_derivative_record_one_that_raises(op):
-    # torch's values of unique/unique_consecutive and histogram's outputs require grad, and
-    # backward through them raises; flowgrad's required no grad, so a loss adding them ran
-    # and gave x.sum()'s gradient (search_fuzz seeds 9, 13)
+    # torch's values of unique/unique_consecutive, histogram's outputs and bincount's weighted
+    # counts require grad, and backward through them raises; flowgrad's required no grad, so
+    # a loss adding them ran and gave x.sum()'s gradient (search_fuzz seeds 9, 13, 349)
     verdicts = []
     for m in (torch, flow):
         x = m.tensor([1.0, 2.0, 1.0, 0.5], requires_grad=True)
@@ -103,7 +103,8 @@ def test_ops_without_a_derivative_record_one_that_raises(op):
                "histogram": lambda: m.histogram(x, 3).hist,
                "histogram_edges": lambda: m.histogram(x.detach(), x.detach().sort().values
                                                       .requires_grad_()).bin_edges,
-               "histogramdd": lambda: m.histogramdd(x.reshape(2, 2), 2).bin_edges[1]}[op]()
+               "histogramdd": lambda: m.histogramdd(x.reshape(2, 2), 2).bin_edges[1],
+               "bincount": lambda: m.bincount(m.tensor([0, 1, 1, 3]), weights=x)}[op]()
         try:
             (out.sum() + x.sum()).backward()
             error = None

@@ -37,6 +37,7 @@ from .reduce import amax, amin, sum_to
 from .registry import op
 from .scan import cumprod, cumsum
 from .shape import cat
+from .sort import without_derivative
 from .split import split
 
 __all__ = ["dist", "renorm", "addr", "aminmax", "diagonal_scatter",
@@ -409,7 +410,9 @@ def bincount(input, weights=None, minlength=0):
                                f"input, got {tuple(weights.shape)} for {tuple(input.shape)}")
         if not input.numel():  # (torch's: counts, not weights, when there is nothing)
             return zeros(int(minlength), dtype=_dt.int64)
-        return _bincount(input, weights, minlength=int(minlength))
+        # (torch records a node that refuses: a loss through the weights raises)
+        return without_derivative([_bincount(input, weights, minlength=int(minlength))],
+                                  [weights], "bincount", "RuntimeError")[0]
     return _bincount(input, minlength=int(minlength))
 
 
