@@ -302,4 +302,6 @@ def test_a_fused_weight_step_takes_every_leading_dim(monkeypatch):
         np.testing.assert_allclose(pg.detach().numpy(), pe.detach().numpy(), rtol=1e-6,
                                    atol=1e-7)
     assert "sgd_update[linear_wgrad]" in [n.op.name for n in _updates(train)]
-    assert (128, 96) not in fallbacks
+    from flowgrad import blas
+    if ("gemm", np.dtype(np.float32)) in blas._ROUTINES:  # (without MKL, NumPy computes it)
+        assert (128, 96) not in fallbacks

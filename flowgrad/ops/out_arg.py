@@ -13,11 +13,20 @@ shape is written through, whatever its strides.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._warn import warn
 from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..autograd.inplace import bump_version, memory_of, overlap_error, overlap_status
+from ..autograd.inplace import (
+    bump_version,
+    expand_write_error,
+    memory_of,
+    overlap_error,
+    overlap_status,
+    self_overlapping,
+)
 from ..autograd.levels import writing_out
 from ..dtypes import can_cast_array
 from ..errors import (
@@ -65,7 +74,7 @@ def check_out_partial_overlap(out, inputs, name):
             raise overlap_error(f"{name}()", t.shape, out.shape)
 
 
-def write_out(result, out, name, warn_resize=True, column_major=False):
+def write_out(result, out, name, warn_resize=True, column_major=False, recheck=None):
     """Copy `result` into `out` (resized to its shape as torch's resize_output) and return
     `out`. `warn_resize=False`: resized silently, as torch's factories' `out.resize_()`;
     `column_major`: resized to a batch of column-major matrices, as torch's LAPACK-backed
@@ -90,6 +99,8 @@ def write_out(result, out, name, warn_resize=True, column_major=False):
                 out.resize_(swapped or shape)
             if swapped:
                 _swap_last_dims(out)
+            if recheck is not None:  # (the view now covers other memory: torch checks it)
+                recheck(out)
         elif swapped:
             out._data = np.empty(swapped, out._data.dtype).swapaxes(-1, -2)
             bump_version(out)
@@ -129,20 +140,22 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
     # (cat's tensors come as one list)
     tensors = [t for a in inputs for t in (a if isinstance(a, (list, tuple)) else (a,))]
     check_out(out, tensors if tracked == "all" else (), name, nondiff=not tracked)
+    if no_overlap and self_overlapping(out._data):  # (before any resize, as torch's)
+        raise expand_write_error(f"{name}()", out.shape, "pass an out without an expand")
     if no_overlap == "partial":  # (clamp's min and max may be tensors)
         check_out_partial_overlap(out, (*tensors, *kwargs.values()), name)
     elif no_overlap:
         check_no_overlap(out, tensors, name)
     result = fn(*inputs, **kwargs)
+    if isinstance(result, tuple):  # (torch's overloads: a tuple of outs or none)
+        raise TypeError(f"{name}(): out= takes a tuple of {len(result)} tensors here (one per "
+                        f"result), got a tensor")
     if no_overlap == "partial" and tuple(result.shape) != tuple(out.shape) and any(
             t is out for t in tensors):
         # torch's elementwise kernels read an `out` that is an input in place: it is not
         # resized to the broadcast shape
         raise RuntimeError(f"{name}(): output with shape {list(out.shape)} doesn't match the "
                            f"broadcast shape {list(result.shape)}")
-    if isinstance(result, tuple):  # (torch's overloads: a tuple of outs or none)
-        raise TypeError(f"{name}(): out= takes a tuple of {len(result)} tensors here (one per "
-                        f"result), got a tensor")
     if exact_dtype and result._data.dtype != out._data.dtype:  # torch's structured kernels
         raise RuntimeError(f"{name}(): Found dtype {out.dtype} but expected {result.dtype}; "
                            f"pass an `out` of dtype {result.dtype}")
@@ -150,7 +163,12 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
         raise cast_error(f"{name}(): result type {result.dtype} can't be cast to the desired "
                          f"output type {out.dtype}; pass an `out` of a dtype the result fits "
                          f"in, or drop out=")
-    return write_out(result, out, name, warn_resize, column_major)
+    recheck = None
+    if no_overlap == "partial":
+        recheck = functools.partial(check_out_partial_overlap, inputs=tensors, name=name)
+    elif no_overlap:
+        recheck = functools.partial(check_no_overlap, inputs=tensors, name=name)
+    return write_out(result, out, name, warn_resize, column_major, recheck)
 
 
 def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=(),
