@@ -93,10 +93,6 @@ KNOWN: dict[str, tuple[str, str]] = {
              "n=0: torch's diff returns out.copy_(input) by another path, which refuses "
              "an out of another dtype and skips the autograd check; flowgrad's n=0 is the "
              "same as every n (cast, checked)"),
-    "lerp": (r"raise: torch RuntimeError\('Found dtype \w+ but expected",
-             "torch's lerp with a tensor weight takes only an out of the result's dtype, "
-             "with a number weight any it casts to; flowgrad casts for both (the values are "
-             "the result's, cast). Not fixed: the rule depends on the weight's type"),
     "inner": (r"inner\(\): Found dtype",
               "inner with a 0-d operand: torch computes it by mul's out= (which casts); "
               "flowgrad keeps inner's exact-dtype rule for every shape"),
