@@ -80,7 +80,8 @@ def _below(xp, out, low, high):
     """`out` (draws cast to their dtype) with a value rounded up to `high` or past it moved to
     the one below: every draw in [low, high), as torch's contract."""
     if high > low:
-        past = out.astype(xp.float64) >= high
+        wide = out if out.dtype == xp.float64 else out.astype(xp.float64)  # (exact compare)
+        past = wide >= high
         if past.any():
             out[past] = xp.nextafter(out[past], xp.asarray(-xp.inf, dtype=out.dtype))
     return out
