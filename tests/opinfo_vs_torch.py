@@ -221,6 +221,8 @@ def to_numpy(value):
         return to_numpy(value.to_dense())
     if isinstance(value, (torch.dtype, flow.dtype)):
         return ("dtype", str(value).split(".")[1])
+    if isinstance(value, (torch.layout, type(flow.strided))):
+        return ("layout", str(value).split(".")[1])
     if isinstance(value, torch.Size):
         return tuple(value)
     return value

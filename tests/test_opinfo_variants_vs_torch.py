@@ -44,9 +44,6 @@ KNOWN: dict[str, tuple[str, str]] = {
         "input.unsqueeze_(0) and squeeze_(0) around the kernel, in-place metadata edits that "
         "bump the version twice and refuse a leaf requiring grad even with training=False or "
         "p=0; flowgrad writes nothing when nothing changes"),
-    "resize_": (r"view raise: .*resizing a view of another tensor",
-                "resize_ of a non-contiguous view to a new shape (torch re-strides the view over "
-                "its base's storage): not built, a clear NotImplementedError"),
     # the function variant's own entries (test_opinfo_vs_torch.py), seen through the method
     **{name: FUNCTION_KNOWN[name] for name in ("cov", "as_strided_scatter", "to_sparse")},
 }
