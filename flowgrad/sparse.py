@@ -21,6 +21,7 @@ import sys
 
 import numpy as np
 
+from .autograd import accumulate as _accumulate
 from .autograd import engine as _engine
 from .autograd.function import Function
 from .device import array_module
@@ -391,7 +392,7 @@ class SparseTensor(SparseMetadata):
 
 
 # (the engine sums sparse gradients: Embedding(sparse=True); hooks may return them)
-_engine.SparseTensor = _engine._node_hooks.SPARSE[0] = SparseTensor
+_engine.SparseTensor = _accumulate.SparseTensor = _engine._node_hooks.SPARSE[0] = SparseTensor
 
 
 def _public_caller():
