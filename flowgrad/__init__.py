@@ -267,7 +267,7 @@ _out_arg.accept_out(
     compute_in_out=("sum", "cumsum", "cumprod", "prod", "nansum", "arange", "zeros", "ones",
                     "empty", "full", "linspace", "logspace", "eye", "rand", "randn", "randint",
                     "randperm"),
-    dtype_is_out=("mean", "nanmean"), exact_weight=("lerp",),
+    dtype_is_out=("mean", "nanmean"), exact_weight=("lerp",), float_kernel=("nansum",),
     column_major=dict.fromkeys(("inverse", "cholesky_inverse"), (0,)),
     no_overlap=("kthvalue", "gather", "index_select", "masked_select", "take_along_dim",
                 "cross"),

@@ -524,10 +524,6 @@ KNOWN = {
 }
 # flowgrad's differences left open: seed -> what
 OPEN = {
-    **dict.fromkeys([1433, 1743, 2238], "floor_divide_ on a tensor requiring grad: torch "
-                    "raises (no derivative), flowgrad's gradient is zero"),
-    **dict.fromkeys([4873, 5329], "floor_divide_ on a tensor requiring grad: torch raises (no "
-                    "derivative), flowgrad's gradient is zero"),
     916: "unsqueeze_ under no_grad of a leaf requiring grad: flowgrad refuses",
     **dict.fromkeys([985, 3928], "mode into an out of another shape: torch resizes without "
                     "the deprecation warning"),
@@ -536,8 +532,6 @@ OPEN = {
     595: "sort of a complex 0-d tensor: torch refuses complex sorts",
     3222: "max(dim) of a complex 0-d tensor: torch refuses complex",
     771: "kthvalue of a bool 0-d tensor: torch returns it, flowgrad refuses bool",
-    **dict.fromkeys([3254, 5025, 5713], "nansum into an int16 or bool out: torch computes in "
-                    "out's dtype and has no kernel for it; flowgrad computes and casts"),
     4173: "logsumexp of integers into a complex128 out: torch computes finer than the float32 "
           "result (3e-9 off), flowgrad rounds to float32 first (1e-7 off)",
     5724: "cumsum of an empty bool tensor into itself: flowgrad refuses a bool scan",

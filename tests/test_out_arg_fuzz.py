@@ -216,3 +216,45 @@ def test_lerp_with_a_complex_0d_weight_is_complex():
             z = m.lerp(a.float(), b.float(), m.tensor(0.75 - 1j))
         got.append([(str(t.dtype).split(".")[-1], t.tolist()) for t in (y, z)])
     np.testing.assert_equal(got[1], got[0])
+
+
+def test_floor_divide_has_no_derivative():
+    # torch records floor_divide (function, method, operator, in place, either operand
+    # requiring grad) with a node that refuses backward; flowgrad's gradient was zero
+    # (out_arg_fuzz seeds 1433, 1743, 2238, 4873, 5329). div(rounding_mode='floor') keeps
+    # its zero gradient in both
+    got = []
+    for m in (torch, flow):
+        row = []
+        leaf = m.tensor([3.0, -4.0], dtype=m.float64, requires_grad=True)
+        two = m.tensor([2.0], dtype=m.float64)
+        for call in (lambda: m.floor_divide(leaf, two), lambda: leaf // 2, lambda: 7 // leaf,
+                     lambda: m.floor_divide(two, leaf), lambda: (leaf * 1).floor_divide_(two),
+                     lambda: (leaf * 1).__ifloordiv__(2),
+                     lambda: m.div(leaf, two, rounding_mode="floor")):
+            y = call()
+            try:
+                (g,) = m.autograd.grad(y.sum(), leaf)
+                row.append((y.tolist(), g.tolist()))
+            except RuntimeError as e:
+                row.append((y.tolist(), "not implemented" in str(e)))
+        got.append(row)
+    assert got[1] == got[0]
+
+
+def test_nansum_of_floats_refuses_an_integer_or_bool_out():
+    # torch's nansum kernel runs in out's dtype and is floating-only: a floating input into
+    # an integer or bool out raises (dtype= converts the input first, and integer inputs
+    # are summed); flowgrad computed and cast (out_arg_fuzz seeds 3254, 5025, 5713)
+    verdicts = []
+    for m in (torch, flow):
+        row = []
+        for x in (m.tensor([1.5, float("nan"), 2.5]), m.tensor([1, 2], dtype=m.int32)):
+            for d in (m.int16, m.bool, m.uint8, m.int64, m.float16, m.float64):
+                try:
+                    row.append(m.nansum(x, 0, out=m.empty(0, dtype=d)).tolist())
+                except NotImplementedError:
+                    row.append("refused")
+            row.append(m.nansum(x, 0, dtype=m.int16).tolist())
+        verdicts.append(row)
+    assert verdicts[1] == verdicts[0]

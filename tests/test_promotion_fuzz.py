@@ -45,13 +45,6 @@ KNOWN_SEEDS = {
     61823: "ldexp of complex128 by a complex64 0-d exponent: torch's 2 ** other in complex64",
     77546: "ldexp of float64 by a float32 0-d exponent: torch's 2 ** other in float32",
     66773: "float16 - (2+0j) into a complex64 out=: torch computes in complex32 (KNOWN's)",
-    95449: "OPEN: lerp of uint8 tensors by a float32 0-d weight: torch computes (float32), "
-           "flowgrad refuses integer lerp",
-    73574: "OPEN: lerp of int32 tensors by a complex128 0-d weight: as 95449",
-    102687: "OPEN: float32.lerp_(end, complex 0-d weight): torch refuses the cast, flowgrad "
-            "computes",
-    98265: "OPEN: clamp of bool tensors by bool tensor bounds: torch's NotImplementedError, "
-           "flowgrad computes",
 }
 
 
@@ -157,6 +150,15 @@ FIXED = {
     # clamp of a complex result refuses complex first (NotImplementedError), before the
     # bounds' conversion (flowgrad: RuntimeError for 1e300 into complex64)
     ("clamp", "complex_before_bounds"): lambda m: m.clamp(_t(m, [1j], "complex64"), 1e300),
+    # clamp of bools by two bool tensor bounds: torch's "clamp_cpu" has no bool kernel (also
+    # into an int64 out, and empty); flowgrad computed (promotion_fuzz seed 98265). One bound
+    # is maximum/minimum, which take bools
+    ("clamp", "bool_tensor_bounds"): lambda m: m.clamp(
+        _t(m, [False, True], "bool"), _t(m, False, "bool"), _t(m, [[True], [False]], "bool")),
+    ("clamp", "bool_tensor_bounds_out"): lambda m: m.clamp(
+        _t(m, [], "bool"), _t(m, [], "bool"), _t(m, [], "bool"), out=m.empty(0, dtype=m.int64)),
+    ("clamp", "bool_one_tensor_bound"): lambda m: m.clamp(
+        _t(m, [False, True], "bool"), max=_t(m, [False], "bool")),
     # x - 0 keeps x's -0.0 (flowgrad added -0, an int 0: -0.0 + 0.0 is 0.0)
     ("sub", "minus_int_zero"): lambda m: _t(m, [-0.0, 0.0, 1.5], "float32") - 0,
     # (a guard of the fix above: -0.0 - -0.0 is 0.0, a float zero keeps its own negation)

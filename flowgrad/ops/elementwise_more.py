@@ -60,6 +60,7 @@ from .elementwise import (
 )
 from .halfprec import HALF, opmath
 from .registry import op
+from .sort import without_derivative
 from .rules import _grad_mul, unary
 
 __all__ = [
@@ -73,8 +74,19 @@ __all__ = [
 # ---- rounded division, remainder, fmod ------------------------------------------------------
 @tensor_method()
 def floor_divide(input, other):
-    """input // other, rounding toward -inf (Python's rule)."""
-    return _rounded_div(input, other, "floor")
+    """input // other, rounding toward -inf (Python's rule). No gradient, as in torch: a
+    backward reaching it raises (div(..., rounding_mode='floor') has torch's zero gradient).
+
+    >>> import flowgrad as flow
+    >>> flow.floor_divide(flow.tensor([7.0, -7.0]), 2)
+    tensor([ 3., -4.])
+    """
+    return _floor_divide(input, other, "floor_divide")
+
+
+def _floor_divide(input, other, what):
+    return without_derivative([_rounded_div(input, other, "floor")], (input, other), what,
+                              error="RuntimeError")[0]
 
 
 # d/da is 1: only b's gradient reads the inputs
@@ -703,7 +715,9 @@ def _checked_inplace(name, fn):
     return checked
 
 
-for _name, _fn in (("floor_divide_", floor_divide), ("remainder_", remainder),
+for _name, _fn in (("floor_divide_", lambda input, other: _floor_divide(input, other,
+                                                                    "floor_divide_")),
+                   ("remainder_", remainder),
                    ("fmod_", fmod), ("atan2_", atan2), ("hypot_", hypot), ("xlogy_", xlogy),
                    ("lerp_", lerp), ("addcmul_", addcmul), ("addcdiv_", addcdiv),
                    ("nan_to_num_", nan_to_num), ("clamp_min_", clamp_min),

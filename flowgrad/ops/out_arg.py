@@ -28,7 +28,7 @@ from ..autograd.inplace import (
     self_overlapping,
 )
 from ..autograd.levels import writing_out
-from ..dtypes import can_cast_array
+from ..dtypes import TORCH_SCALAR_NAMES, can_cast_array
 from ..errors import (
     EVERY_CALL,
     NOT_HANDLED,
@@ -221,11 +221,22 @@ def _dimensioned(args):
     return any(isinstance(a, Tensor) and a.ndim for a in args)
 
 
+def _refuse_nonfloat_out(name, args, out):
+    """torch's floating-only kernel run in an integer or bool out's dtype."""
+    if args and isinstance(args[0], Tensor) and args[0].is_floating_point() and not (
+            out.is_floating_point() or out.is_complex()):
+        raise NotImplementedError(
+            f'{name}(): "{name}_cpu" not implemented for '
+            f"'{TORCH_SCALAR_NAMES[out._data.dtype.name]}' (a {args[0].dtype} input into an "
+            f"out of dtype {out.dtype}); pass dtype={out.dtype} to convert the input first, "
+            f"or a floating out")
+
+
 def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), castable_outs=(),
                nondiff_first=(), untracked=(), out_tracked=(), dim_required=(),
                partial_overlap=(), silent_resize=(), exact_scalar=(), list_outs=(),
                exact_real=(), exact_float_int=(), dtype_is_out=(), exact_weight=(),
-               column_major=None):
+               column_major=None, float_kernel=()):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
@@ -252,7 +263,10 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     column-major matrices (torch's LAPACK-backed kernels: linalg.inv, solve, qr's Q and R,
     ...); those in
     `exact_float_int` only for a floating input and an integer tensor second argument (ldexp:
-    torch's kernel then; its composite input * 2 ** other casts into any `out`)."""
+    torch's kernel then; its composite input * 2 ** other casts into any `out`). Those in
+    `float_kernel` compute in out's dtype with a kernel for floating dtypes only (nansum: a
+    floating input into an integer or bool `out`, without dtype=, is torch's
+    NotImplementedError; with dtype= torch converts the input first)."""
     import functools
     import inspect
 
@@ -276,7 +290,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _scalar=name in exact_scalar, _none=name in list_outs,
                  _real=name in exact_real, _fi=name in exact_float_int,
                  _dtype_out=name in dtype_is_out, _weight=name in exact_weight,
-                 _cm=(column_major or {}).get(name, ()), _public=[],
+                 _cm=(column_major or {}).get(name, ()), _float=name in float_kernel,
+                 _public=[],
                  **kwargs):
             if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
                 handled = EVERY_CALL[0](_public[0], args,
@@ -298,6 +313,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                                 f"of the reduction over all elements); pass dim=")
             if (_in_out or _dtype_out) and isinstance(out, Tensor):
                 if kwargs.get("dtype") is None:
+                    if _float:
+                        _refuse_nonfloat_out(_name, args, out)
                     if _in_out:
                         kwargs["dtype"] = out.dtype
                 elif kwargs["dtype"] != out.dtype:

@@ -16,6 +16,7 @@ from .. import dtypes as _dt
 from ..device import array_module, undispatched
 from ..errors import checked_number, tensor_operand
 from ..tensor import Tensor
+from .broadcasting import broadcast_shapes
 from .compare import _promote_pair, clamp_mask, promoted, tie_weights
 from .elementwise import _F64, _binary
 from .halfprec import HALF
@@ -256,6 +257,12 @@ def clamp_tensor(input, min=None, max=None):
     """clamp with tensor (or mixed) bounds, promoted together with input."""
     bounds = [b for b in (min, max) if b is not None]
     d, xp = _dt.result_type(input, *bounds), array_module(input._data)
+    if d is _dt.bool and len(bounds) == 2:  # (one bound is maximum/minimum: bools are fine)
+        broadcast_shapes(*(t.shape for t in (input, *bounds)
+                           if isinstance(t, Tensor)))  # (torch's shape error first)
+        raise NotImplementedError(f"clamp: \"clamp_cpu\" not implemented for 'Bool' (tensor, "
+                                  f"min and max all bool); convert them with .int() first, "
+                                  f"or clamp by one bound (maximum/minimum)")
     ts = [promoted(t, d) if isinstance(t, Tensor) else Tensor._wrap(xp.asarray(t, d.np))
           for t in (input, *bounds)]
     return _clamp_tensor(*ts, has_min=min is not None, has_max=max is not None)
