@@ -60,8 +60,8 @@ from .elementwise import (
 )
 from .halfprec import HALF, opmath
 from .registry import op
-from .sort import without_derivative
 from .rules import _grad_mul, unary
+from .sort import without_derivative
 
 __all__ = [
     "floor_divide", "remainder", "fmod", "atan2", "arctan2", "hypot", "xlogy", "lerp",

@@ -260,9 +260,9 @@ def clamp_tensor(input, min=None, max=None):
     if d is _dt.bool and len(bounds) == 2:  # (one bound is maximum/minimum: bools are fine)
         broadcast_shapes(*(t.shape for t in (input, *bounds)
                            if isinstance(t, Tensor)))  # (torch's shape error first)
-        raise NotImplementedError(f"clamp: \"clamp_cpu\" not implemented for 'Bool' (tensor, "
-                                  f"min and max all bool); convert them with .int() first, "
-                                  f"or clamp by one bound (maximum/minimum)")
+        raise NotImplementedError("clamp: \"clamp_cpu\" not implemented for 'Bool' (tensor, "
+                                  "min and max all bool); convert them with .int() first, "
+                                  "or clamp by one bound (maximum/minimum)")
     ts = [promoted(t, d) if isinstance(t, Tensor) else Tensor._wrap(xp.asarray(t, d.np))
           for t in (input, *bounds)]
     return _clamp_tensor(*ts, has_min=min is not None, has_max=max is not None)
