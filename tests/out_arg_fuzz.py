@@ -524,7 +524,6 @@ KNOWN = {
 }
 # flowgrad's differences left open: seed -> what
 OPEN = {
-    916: "unsqueeze_ under no_grad of a leaf requiring grad: flowgrad refuses",
     **dict.fromkeys([985, 3928], "mode into an out of another shape: torch resizes without "
                     "the deprecation warning"),
     491: "baddbmm into an out partly overlapping an input: torch refuses, flowgrad writes the "

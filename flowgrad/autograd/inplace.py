@@ -455,20 +455,16 @@ def change_layout(name, target, view_of):
     target that requires grad takes the view op's history, as torch's: a view's chain gains
     the op, and a result's history runs through the op to its old one. Views made before a
     non-view's change find their elements by their place in the storage (`sync_view`).
-    Refused: a leaf that requires grad, or a view of one (torch's error), and a tensor that
-    requires grad under no_grad, which torch allows but whose graphs recorded before would
-    hand a gradient of the old shape to the new one."""
-    recording = target.requires_grad
-    if recording and not _state.enabled:
-        raise NotImplementedError(
-            f"{name}: changing the shape in place of a tensor that requires grad, under "
-            f"no_grad (shape {tuple(target.shape)}), is not supported; use the out-of-place "
-            f"form, x = x.{name[:-1]}(...)")
-    if recording and getattr(target, "_phys", None) is not None:
+    Refused under grad mode: a leaf that requires grad, or a view of one (torch's error).
+    Under no_grad nothing is recorded, as torch's: a leaf stays a leaf of the new shape (its
+    gradient takes that shape), and a graph recorded before hands its gradient to the new
+    layout as the engine's shape check allows (torch's too)."""
+    if target.requires_grad and getattr(target, "_phys", None) is not None:
         raise NotImplementedError(
             f"{name}: changing the shape in place of a tensor that requires grad inside vmap "
             f"(per-example shape {tuple(target.shape)}) is not supported; use the "
             f"out-of-place form, x = x.{name[:-1]}(...)")
+    recording = target.requires_grad and _state.enabled
     if recording:
         _check_requiring_grad(name, target)  # (a leaf, or a view of one: refused)
     _tell(_interpreter.current, "relayout", name, target)  # (a tracer refuses some)
