@@ -528,12 +528,8 @@ OPEN = {
                     "the deprecation warning"),
     491: "baddbmm into an out partly overlapping an input: torch refuses, flowgrad writes the "
          "result (its out may still be the input itself, of another shape: torch resizes it)",
-    595: "sort of a complex 0-d tensor: torch refuses complex sorts",
-    3222: "max(dim) of a complex 0-d tensor: torch refuses complex",
-    771: "kthvalue of a bool 0-d tensor: torch returns it, flowgrad refuses bool",
     4173: "logsumexp of integers into a complex128 out: torch computes finer than the float32 "
           "result (3e-9 off), flowgrad rounds to float32 first (1e-7 off)",
-    5724: "cumsum of an empty bool tensor into itself: flowgrad refuses a bool scan",
 }
 
 

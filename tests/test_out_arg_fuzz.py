@@ -258,3 +258,36 @@ def test_nansum_of_floats_refuses_an_integer_or_bool_out():
             row.append(m.nansum(x, 0, dtype=m.int16).tolist())
         verdicts.append(row)
     assert verdicts[1] == verdicts[0]
+
+
+def _outcomes(m, calls):
+    row = []
+    for call in calls:
+        try:
+            got = call()
+            got = got if isinstance(got, tuple) else (got,)
+            row.append([(str(t.dtype).split(".")[-1], t.tolist()) for t in got])
+        except (RuntimeError, NotImplementedError, IndexError) as e:
+            row.append(type(e).__name__)
+    return row
+
+
+def test_a_0d_input_is_refused_or_returned_as_torch_decides():
+    # torch's sort, argsort, topk and max/min(dim) refuse a complex 0-d tensor (flowgrad
+    # returned it: out_arg_fuzz seeds 595, 3222); its kthvalue returns a bool 0-d one before
+    # the dtype check (flowgrad refused: seed 771); cumsum/cumprod into bool copy a 0-d or
+    # empty input (flowgrad refused: seed 5724), and their in-place forms scan in self's dtype
+    def calls(m):
+        c0, b0 = m.tensor(1 + 2j), m.tensor(True)
+        bools, empty = m.tensor([True, False]), m.ones(1, 0, dtype=m.bool)
+        return (lambda: m.sort(c0), lambda: c0.argsort(), lambda: m.topk(c0, 1),
+                lambda: m.max(c0, 0), lambda: m.min(c0, 0, keepdim=True),
+                lambda: m.max(m.ones(0, dtype=m.complex64), 0), lambda: m.kthvalue(c0, 1),
+                lambda: m.kthvalue(b0, 1), lambda: m.kthvalue(b0, 1, 0),
+                lambda: m.kthvalue(bools, 1), lambda: m.kthvalue(bools, 3),
+                lambda: m.cumsum(empty, 1, out=empty), lambda: m.cumprod(b0, 0, dtype=m.bool),
+                lambda: m.cumsum(bools, 0, dtype=m.bool), lambda: empty.cumsum_(1),
+                lambda: bools.clone().cumsum_(0),
+                lambda: m.tensor([100, 3], dtype=m.int8).cumprod_(0),
+                lambda: m.tensor([1.5, 3.0]).cumsum_(0, dtype=m.float64))
+    assert _outcomes(flow, calls(flow)) == _outcomes(torch, calls(torch))

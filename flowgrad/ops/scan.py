@@ -35,7 +35,9 @@ def _scan_input(input, dim, dtype, name):
     x = input.to(dtype) if dtype is not None else input
     if dtype is None and x._data.dtype.kind in "biu":  # torch scans integers in int64
         x = x.to(_dt.int64)
-    elif x._data.dtype.kind == "b":  # dtype=bool (or out= a bool tensor)
+    elif x._data.dtype.kind == "b" and x._data.ndim and x._data.size:
+        # dtype=bool (or out= a bool tensor): torch's kernel refuses once it runs (a 0-d or
+        # empty input is copied)
         raise NotImplementedError(f"{name}(): not implemented for dtype bool (as torch's "
                                   f"\"{name}_out_cpu\"); scan in an integer dtype and compare "
                                   f"with 0")

@@ -35,6 +35,13 @@ def _argsort(xp, a, *, dim, descending):
     return xp.flip(n - 1 - rev, dim).astype(xp.int64)
 
 
+def _refuse_complex_order(input, name):
+    """torch's sort and topk refuse complex inputs, a 0-d one too."""
+    if input._data.dtype.kind == "c":
+        raise RuntimeError(f"{name}: does not support complex dtypes (got {input.dtype}, shape "
+                           f"{tuple(input.shape)}); {name} .real, .imag or .abs() instead")
+
+
 @tensor_method()
 def sort(input, dim=-1, descending=False, stable=False):
     """(values, indices) sorted along `dim` (NaN sorts as the largest value).
@@ -44,6 +51,7 @@ def sort(input, dim=-1, descending=False, stable=False):
     >>> values, indices
     (tensor([[1., 2., 3.]]), tensor([[1, 2, 0]]))
     """
+    _refuse_complex_order(input, "sort")
     if input._data.ndim == 0:
         return of_zero_dim("sort", input)
     d = _wrap_dim(dim, input._data.ndim, "sort")
@@ -77,6 +85,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     tensor([1, 3])
     """
     nd = input._data.ndim
+    _refuse_complex_order(input, "topk")
     if input._data.dtype.kind == "b":
         raise RuntimeError(f'"topk_cpu" not implemented for \'Bool\' (input of shape '
                            f"{tuple(input.shape)}); convert with .int() first")
@@ -95,16 +104,16 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 def kthvalue(input, k, dim=-1, keepdim=False):
     """The k-th smallest entry along `dim` (k counts from 1), with its index."""
     nd = input._data.ndim
-    if input._data.dtype.kind == "b":
-        raise NotImplementedError(f'"kthvalue_cpu" not implemented for \'Bool\' (input of '
-                                  f"shape {tuple(input.shape)}); convert with .int() first")
     d = _wrap_dim(dim, nd, "kthvalue")
     size = input._data.shape[d] if nd else 1
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k ({k}) out of range for dimension "
                          f"{d} with size {size}")
-    if nd == 0:
+    if nd == 0:  # (torch returns a 0-d input before its kernel's dtype check)
         return of_zero_dim("kthvalue", input)
+    if input._data.dtype.kind == "b":
+        raise NotImplementedError(f'"kthvalue_cpu" not implemented for \'Bool\' (input of '
+                                  f"shape {tuple(input.shape)}); convert with .int() first")
     idx = _argsort(input, dim=d, descending=False).narrow(d, k - 1, 1)
     values = gather(input, d, idx)
     if not keepdim:

@@ -473,9 +473,21 @@ def is_inference(input):
     return input.is_inference()
 
 
+def _scan_in_place(scan):
+    """torch's cumsum_/cumprod_: the scan in self's dtype (cumsum_out(self, self)), so an
+    integer scan is not widened to int64 first and a bool one refuses only once it runs."""
+    def run(input, dim, *, dtype=None):
+        if dtype is not None and dtype != input.dtype:
+            raise RuntimeError(f"{scan.__name__}_: Bad in-place call: input tensor dtype "
+                               f"{input.dtype} and output tensor dtype {dtype} should match; "
+                               f"drop dtype= or use the out-of-place {scan.__name__}")
+        return scan(input, dim, dtype=input.dtype)
+    return run
+
+
 for _name, _fn in (("addmm_", addmm), ("addmv_", addmv), ("addbmm_", addbmm),
-                   ("baddbmm_", baddbmm), ("addr_", addr), ("cumsum_", cumsum),
-                   ("cumprod_", cumprod), ("renorm_", renorm)):
+                   ("baddbmm_", baddbmm), ("addr_", addr), ("renorm_", renorm),
+                   ("cumsum_", _scan_in_place(cumsum)), ("cumprod_", _scan_in_place(cumprod))):
     setattr(Tensor, _name, _inplace_binary(_name, _fn))
 
 
