@@ -524,10 +524,6 @@ KNOWN = {
 }
 # flowgrad's differences left open: seed -> what
 OPEN = {
-    **dict.fromkeys([985, 3928], "mode into an out of another shape: torch resizes without "
-                    "the deprecation warning"),
-    491: "baddbmm into an out partly overlapping an input: torch refuses, flowgrad writes the "
-         "result (its out may still be the input itself, of another shape: torch resizes it)",
     4173: "logsumexp of integers into a complex128 out: torch computes finer than the float32 "
           "result (3e-9 off), flowgrad rounds to float32 first (1e-7 off)",
 }

@@ -7,6 +7,7 @@ flowgrad's differences left open (OPEN).
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import fuzz_common
@@ -291,3 +292,50 @@ def test_a_0d_input_is_refused_or_returned_as_torch_decides():
                 lambda: m.tensor([100, 3], dtype=m.int8).cumprod_(0),
                 lambda: m.tensor([1.5, 3.0]).cumsum_(0, dtype=m.float64))
     assert _outcomes(flow, calls(flow)) == _outcomes(torch, calls(torch))
+
+
+def test_mode_of_a_0d_input_resizes_its_outs_silently():
+    # torch's mode copies a 0-d input into outs it resizes itself, without the deprecation
+    # warning (its other reductions warn); flowgrad warned (out_arg_fuzz seeds 985, 3928)
+    got = []
+    for m in (torch, flow):
+        row = []
+        for x in (m.tensor(2.5, dtype=m.float64), m.tensor([2.5, 1.0], dtype=m.float64)):
+            for call in (m.mode, m.median, m.kthvalue):
+                outs = (m.zeros(3, dtype=m.float64), m.zeros(3, dtype=m.int64))
+                args = (x, 1, 0) if call is m.kthvalue else (x, 0)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    call(*args, out=outs)
+                row.append((call.__name__, x.ndim, sum("resized" in str(w.message)
+                                                       for w in caught)))
+        got.append(row)
+    assert got[1] == got[0]
+
+
+@pytest.mark.parametrize("name", ["addmm", "addmv", "addbmm", "baddbmm", "addr", "outer"])
+def test_an_out_partly_overlapping_addmms_self_is_refused(name):
+    # torch copies addmm's self into out first, by a copy that refuses an out sharing only
+    # part of self's memory (an expanded self is let be); outer is an elementwise product;
+    # flowgrad wrote (out_arg_fuzz seed 491)
+    shapes = {"addmm": ((2, 2), (2, 3), (3, 2)), "addmv": ((4,), (4, 3), (3,)),
+              "addbmm": ((2, 2), (3, 2, 3), (3, 3, 2)),
+              "baddbmm": ((2, 1, 2), (2, 1, 3), (2, 3, 2)), "addr": ((2, 2), (2,), (2,)),
+              "outer": ((2,), (2,))}[name]
+    verdicts = []
+    for m in (torch, flow):
+        row = []
+        for shift in (1, 0, "apart"):
+            buf = m.arange(1.0, 10.0, dtype=m.float64)
+            self_ = buf[:math.prod(shapes[0])].view(shapes[0])
+            out = buf[5:9] if shift == "apart" else buf[shift:shift + 4]
+            rest = [m.ones(s, dtype=m.float64) for s in shapes[1:]]
+            result_shape = getattr(m, name)(self_, *rest).shape
+            try:
+                getattr(m, name)(self_, *rest, out=out.view(result_shape))
+                row.append(buf.tolist())
+            except RuntimeError:
+                row.append("raised")
+        verdicts.append(row)
+    assert verdicts[1] == verdicts[0]
+    assert verdicts[0][0] == "raised"

@@ -125,7 +125,9 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
     result's own dtype, as torch's structured kernels (clamp). `cast_error`: the exception
     type torch raises for an `out` the result cannot be cast to (TypeError for cat).
     `no_overlap`: an `out` sharing memory with an input is refused, as torch's cat does;
-    "partial": one sharing only some of it, as torch's elementwise kernels (and cumsum).
+    "partial": one sharing only some of it, as torch's elementwise kernels (and cumsum);
+    "first": one sharing only some of the first input's (addmm's self: torch copies it into
+    out first, by a copy that refuses that overlap).
     `tracked`: which arguments torch's autograd check sees: "all", "out" (floor_divide's:
     its out= form is not differentiable, yet writes a leaf `out` as an in-place op) or ""
     (a function torch never differentiates: comparisons, histc, argmax, the Bessel functions).
@@ -144,7 +146,7 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
         raise expand_write_error(f"{name}()", out.shape, "pass an out without an expand")
     if no_overlap == "partial":  # (clamp's min and max may be tensors)
         check_out_partial_overlap(out, (*tensors, *kwargs.values()), name)
-    elif no_overlap:
+    elif no_overlap and no_overlap != "first":  # ("first": once the result's shape is known)
         check_no_overlap(out, tensors, name)
     result = fn(*inputs, **kwargs)
     if isinstance(result, tuple):  # (torch's overloads: a tuple of outs or none)
@@ -164,7 +166,13 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
                          f"output type {out.dtype}; pass an `out` of a dtype the result fits "
                          f"in, or drop out=")
     recheck = None
-    if no_overlap == "partial":
+    if no_overlap == "first":  # (torch's copy of self, expanded to the result's shape, into
+        # out: an expand that repeats elements is not dense, which its check lets be)
+        first = tensors[:1] if tensors[0].numel() == result.numel() else ()
+        if tuple(out.shape) == tuple(result.shape):
+            check_out_partial_overlap(out, first, name)
+        recheck = functools.partial(check_out_partial_overlap, inputs=first, name=name)
+    elif no_overlap == "partial":
         recheck = functools.partial(check_out_partial_overlap, inputs=tensors, name=name)
     elif no_overlap:
         recheck = functools.partial(check_no_overlap, inputs=tensors, name=name)
@@ -172,7 +180,7 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
 
 
 def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=(),
-              tracked="all", column_major=()):
+              tracked="all", column_major=(), warn_resize=True):
     """`fn(*inputs)`, a function of several results (a named tuple), written into the tensors
     of `outs`, one each, and returned as that named tuple of them. torch's rules per result as
     its structured kernels have them: each `out` of the result's own dtype (`castable`: or one
@@ -180,7 +188,8 @@ def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=
     with an input (kthvalue's), "partial": only part of one (sort's, topk's); `nondiff`:
     positions of results that are not differentiable
     (lu's permutation), whose `out` may require grad; `tracked` as `with_out`'s;
-    `column_major`: positions of results whose `out` is resized to column-major matrices.
+    `column_major`: positions of results whose `out` is resized to column-major matrices;
+    `warn_resize=False`: the outs resized without torch's deprecation warning.
 
     >>> import flowgrad as flow
     >>> values, indices = flow.empty(0), flow.empty(0, dtype=flow.int64)
@@ -205,7 +214,7 @@ def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=
                 castable and can_cast_array(result._data.dtype, out._data.dtype)):
             raise RuntimeError(f"{name}(): Expected out tensor to have dtype {result.dtype}, "
                                f"but got {out.dtype} instead")
-    written = [write_out(result, out, name, column_major=i in column_major)
+    written = [write_out(result, out, name, warn_resize, column_major=i in column_major)
                for i, (result, out) in enumerate(zip(results, outs))]
     return type(results)(*written) if hasattr(results, "_fields") else tuple(written)
 
@@ -236,13 +245,15 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                nondiff_first=(), untracked=(), out_tracked=(), dim_required=(),
                partial_overlap=(), silent_resize=(), exact_scalar=(), list_outs=(),
                exact_real=(), exact_float_int=(), dtype_is_out=(), exact_weight=(),
-               column_major=None, float_kernel=()):
+               column_major=None, float_kernel=(), silent_zero_dim=(),
+               partial_overlap_first=()):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
     `out`'s dtype (torch's reductions: `sum(x, out=int64 tensor)`); those in `no_overlap`
     refuse an `out` sharing memory with an input, those in `partial_overlap` one sharing only
-    some of an input's memory (torch's elementwise kernels). For functions of several results
+    some of an input's memory (torch's elementwise kernels), those in `partial_overlap_first`
+    one sharing only some of the first input's (addmm's self). For functions of several results
     (a tuple of outs): `castable_outs` cast each result into its `out` where that is safe (otherwise
     only the result's dtype), `nondiff_first` have a first result that is not differentiable
     (its `out` may require grad). torch's autograd check on out= skips the arguments of the
@@ -266,7 +277,9 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     torch's kernel then; its composite input * 2 ** other casts into any `out`). Those in
     `float_kernel` compute in out's dtype with a kernel for floating dtypes only (nansum: a
     floating input into an integer or bool `out`, without dtype=, is torch's
-    NotImplementedError; with dtype= torch converts the input first)."""
+    NotImplementedError; with dtype= torch converts the input first). Those in
+    `silent_zero_dim` resize their outs without the deprecation warning for a 0-d input (mode:
+    torch's copies it into outs it resizes itself)."""
     import functools
     import inspect
 
@@ -283,7 +296,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
 
         def call(*args, out=None, _fn=fn, _name=name, _exact=name in exact,
                  _in_out=name in compute_in_out,
-                 _apart=True if name in no_overlap else "partial" * (name in partial_overlap),
+                 _apart=True if name in no_overlap else "partial" * (name in partial_overlap)
+                 or "first" * (name in partial_overlap_first),
                  _cast=name in castable_outs, _nondiff=(0,) if name in nondiff_first else (),
                  _tracked="" if name in untracked else "out" if name in out_tracked else "all",
                  _dim=name in dim_required, _loud=name not in silent_resize,
@@ -291,7 +305,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _real=name in exact_real, _fi=name in exact_float_int,
                  _dtype_out=name in dtype_is_out, _weight=name in exact_weight,
                  _cm=(column_major or {}).get(name, ()), _float=name in float_kernel,
-                 _public=[],
+                 _quiet0=name in silent_zero_dim, _public=[],
                  **kwargs):
             if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
                 handled = EVERY_CALL[0](_public[0], args,
@@ -329,8 +343,9 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                           tracked=_tracked)
                 return None
             if isinstance(out, (tuple, list)):  # max(x, 1, out=(values, indices)), sort, ...
+                quiet = _quiet0 and args and isinstance(args[0], Tensor) and not args[0].ndim
                 return with_outs(lambda *a: _fn(*a, **kwargs), out, args, _name, _apart,
-                                 _cast, _nondiff, _tracked, _cm)
+                                 _cast, _nondiff, _tracked, _cm, warn_resize=not quiet)
             exact = (_exact or _real and not (args and isinstance(args[0], Tensor)
                                               and args[0].is_complex())
                      or _fi and _float_int(args)
