@@ -339,3 +339,22 @@ def test_an_out_partly_overlapping_addmms_self_is_refused(name):
         verdicts.append(row)
     assert verdicts[1] == verdicts[0]
     assert verdicts[0][0] == "raised"
+
+
+def test_logsumexp_into_a_wider_out_sums_and_logs_in_its_dtype():
+    # torch's out= form sums the exponentials into out and takes the log there: integers
+    # (exp in float32) or float32 into a float64/complex128 out are finer than the float32
+    # result cast; flowgrad cast it (out_arg_fuzz seed 4173). (Exponents whose float32 exp
+    # NumPy and torch round alike: 0 and -inf, so the sums are exact)
+    got = []
+    for m in (torch, flow):
+        row = []
+        for x in (m.tensor([[0, 0, 0], [5, 5, 5]]), m.tensor([[3, 7, -2], [3, 7, -2]]).T,
+                  m.tensor([[1.5, 1.5], [-math.inf, 1.5], [-math.inf, -math.inf]]),
+                  m.tensor([[0.25, 0.25, 0.25]], dtype=m.float16)):
+            for d in (m.float64, m.complex128, m.float32):
+                out = m.empty(0, dtype=d)
+                m.logsumexp(x, 1, keepdim=x.ndim == 2 and x.shape[0] == 3, out=out)
+                row.append((tuple(out.shape), out.tolist()))
+        got.append(row)
+    assert got[1] == got[0]

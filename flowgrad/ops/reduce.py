@@ -24,6 +24,7 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
 from .elementwise import maximum, minimum, where
 from .halfprec import HALF, in_float32
+from .out_arg import with_out
 from .registry import op
 from .scan import cumprod, index_output_grad, with_rule_indices
 from .shape import _expand, _reshape, cat, sum_to
@@ -477,16 +478,34 @@ def float_input(input, name, complex_ok=False):
 
 
 @tensor_method()
-def logsumexp(input, dim, keepdim=False):
+def logsumexp(input, dim, keepdim=False, *, out=None):
     """log(sum(exp(x))) over `dim`, computed stably (|x| ~ 1e4 is fine).
 
     >>> import flowgrad as flow
     >>> flow.logsumexp(flow.tensor([[0.0, 0.0], [100.0, 100.0]]), dim=1)
     tensor([  0.6931, 100.6931])
     """
+    if out is not None:
+        return with_out(lambda t: _logsumexp_into(t, dim, keepdim, out.dtype), out, (input,),
+                        "logsumexp")
     x = float_input(input, "logsumexp", complex_ok=True)
     axes = normalize_dims(dim, x._data.ndim, "logsumexp")
     return _logsumexp(x, axes=axes, keepdim=keepdim)
+
+
+def _logsumexp_into(input, dim, keepdim, dtype):
+    """logsumexp for an out of `dtype`: where that is another floating or complex dtype than
+    a real input's, torch's out= form sums the exponentials into out, in its dtype, and
+    takes the log there (logsumexp of int64 into complex128: exp in float32, the rest in
+    double; the float32 result cast would be 1e-7 off it)."""
+    x = float_input(input, "logsumexp", complex_ok=True)
+    axes = normalize_dims(dim, x._data.ndim, "logsumexp")
+    if dtype == x.dtype or x.is_complex() or not (dtype.is_floating_point or dtype.is_complex):
+        return _logsumexp(x, axes=axes, keepdim=keepdim)
+    top = x.amax(axes, keepdim=True) if x.numel() else x.sum(axes, keepdim=True) - math.inf
+    top = where(top.abs() == math.inf, 0.0, top)  # (all -inf, or an inf: shifted by 0)
+    total = (x - top).exp().sum(axes, keepdim=keepdim, dtype=dtype)
+    return total.log() + (top if keepdim else top.squeeze(axes))
 
 
 # ---- boolean reductions ----------------------------------------------------------------------
