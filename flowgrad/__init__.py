@@ -214,6 +214,11 @@ _UNTRACKED = ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "l
 _OUT_TRACKED = ("floor_divide", "heaviside", "conj_physical", "diag", "inner", "nanquantile",
                 "quantile", "tensordot", "multinomial", "softmax", "log_softmax", "histogram",
                 "slice_scatter")
+# (of those, the ones whose out= form torch records without a derivative: out requires grad
+# and its backward raises, naming torch's op)
+_OUT_NO_DERIVATIVE = {"conj_physical": "conj_physical", "diag": "diagonal_copy",
+                      "softmax": "softmax", "log_softmax": "log_softmax",
+                      "slice_scatter": "slice_scatter"}
 _OUT_NAMES = (
     "sum", "mean", "prod", "cumsum", "cumprod", "amax", "amin", "argmax", "argmin", "matmul",
     "mm", "bmm", "mv", "dot", "outer", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
@@ -275,6 +280,7 @@ _out_arg.accept_out(
     partial_overlap=_ELEMENTWISE_OUT | {"outer"},
     partial_overlap_first=("addmm", "addmv", "addbmm", "baddbmm", "addr"),
     untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("sum", "prod"),
+    out_no_derivative=_OUT_NO_DERIVATIVE,
     exact_real=("abs", "absolute"), exact_float_int=("ldexp",),
     silent_resize=("zeros", "ones", "empty", "full", "linspace", "logspace", "eye", "rand",
                    "randn", "randint", "randperm", "addbmm"))
@@ -295,6 +301,7 @@ _out_arg.accept_out(  # (the torch.* functions above and these: every one torch 
     exact_scalar=("clamp_min", "clamp_max"),
     no_overlap=("take",), partial_overlap=("clamp_min", "clamp_max", "kron"),
     untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("median", "nanmedian"),
+    out_no_derivative=_OUT_NO_DERIVATIVE,
     silent_resize=("range", "multinomial", "narrow_copy"))
 _out_arg.accept_out(
     vars(linalg), ("cholesky", "cond", "cross", "det", "eigvalsh", "inv", "matmul",

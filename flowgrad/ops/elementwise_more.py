@@ -59,9 +59,9 @@ from .elementwise import (
     where,
 )
 from .halfprec import HALF, opmath
+from .no_derivative import without_derivative
 from .registry import op
 from .rules import _grad_mul, unary
-from .sort import without_derivative
 
 __all__ = [
     "floor_divide", "remainder", "fmod", "atan2", "arctan2", "hypot", "xlogy", "lerp",

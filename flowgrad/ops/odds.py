@@ -26,9 +26,10 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .creation import FACTORY_HINTS, check_hints
 from .elementwise import scale
 from .index import index_select, narrow
+from .no_derivative import without_derivative
 from .registry import op
 from .shape import cat, meshgrid, stack
-from .sort import unique_dim, without_derivative
+from .sort import unique_dim
 from .stats import bin_points, histogramdd, linspace_edges
 
 __all__ = ["kron", "diff", "cartesian_prod", "combinations", "trapezoid", "trapz",

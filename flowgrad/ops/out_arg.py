@@ -13,6 +13,7 @@ shape is written through, whatever its strides.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
@@ -38,6 +39,7 @@ from ..errors import (
     tensor_like_call,
 )
 from ..tensor import Tensor
+from .no_derivative import without_derivative
 
 
 def check_out(out, inputs, name, nondiff=False):
@@ -74,11 +76,13 @@ def check_out_partial_overlap(out, inputs, name):
             raise overlap_error(f"{name}()", t.shape, out.shape)
 
 
-def write_out(result, out, name, warn_resize=True, column_major=False, recheck=None):
+def write_out(result, out, name, warn_resize=True, column_major=False, recheck=None,
+              recorded=False):
     """Copy `result` into `out` (resized to its shape as torch's resize_output) and return
     `out`. `warn_resize=False`: resized silently, as torch's factories' `out.resize_()`;
     `column_major`: resized to a batch of column-major matrices, as torch's LAPACK-backed
-    kernels do (linalg.inv, solve, qr, ...)."""
+    kernels do (linalg.inv, solve, qr, ...); `recorded`: the copy is recorded by autograd
+    (out takes result's history)."""
     shape = tuple(result.shape)
     if tuple(out.shape) != shape:
         if out.numel() and warn_resize:
@@ -107,8 +111,8 @@ def write_out(result, out, name, warn_resize=True, column_major=False, recheck=N
         else:
             out._data = np.empty(shape, out._data.dtype)
             bump_version(out)
-    with no_grad(), writing_out():  # (into a captured tensor too, as torch.func's)
-        out.copy_(result)
+    with (contextlib.nullcontext() if recorded else no_grad()), writing_out():
+        out.copy_(result)  # (into a captured tensor too, as torch.func's)
     return out
 
 
@@ -118,7 +122,8 @@ def _swap_last_dims(t):
 
 
 def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
-             no_overlap=False, tracked="all", warn_resize=True, column_major=False, **kwargs):
+             no_overlap=False, tracked="all", warn_resize=True, column_major=False,
+             no_derivative=None, **kwargs):
     """`fn(*inputs, **kwargs)` written into `out`, for a function whose `out=` was given:
     torch's checks first, then the result cast into out's dtype where torch casts (same kind
     or wider: a float result does not go into an integer `out`); `exact_dtype`: only the
@@ -133,6 +138,10 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
     (a function torch never differentiates: comparisons, histc, argmax, the Bessel functions).
     `warn_resize=False`: `out` resized without torch's deprecation warning (its factories);
     `column_major`: resized to column-major matrices (torch's LAPACK-backed kernels).
+    With `tracked="out"` the write into `out` is recorded where the result requires grad, as
+    torch's composite out= forms (`out` takes the history: inner's gradient, floor_divide's
+    refusal); `no_derivative`: torch's name of the op whose out= form records no derivative
+    (diag's "diagonal_copy"), whose backward then raises.
 
     >>> import flowgrad as flow
     >>> out = flow.zeros(2)
@@ -176,7 +185,10 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
         recheck = functools.partial(check_out_partial_overlap, inputs=tensors, name=name)
     elif no_overlap:
         recheck = functools.partial(check_no_overlap, inputs=tensors, name=name)
-    return write_out(result, out, name, warn_resize, column_major, recheck)
+    recorded = tracked == "out" and is_grad_enabled() and result.requires_grad
+    if recorded and no_derivative:
+        result = without_derivative([result], tensors, no_derivative, error="RuntimeError")[0]
+    return write_out(result, out, name, warn_resize, column_major, recheck, recorded)
 
 
 def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=(),
@@ -246,14 +258,16 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                partial_overlap=(), silent_resize=(), exact_scalar=(), list_outs=(),
                exact_real=(), exact_float_int=(), dtype_is_out=(), exact_weight=(),
                column_major=None, float_kernel=(), silent_zero_dim=(),
-               partial_overlap_first=()):
+               partial_overlap_first=(), out_no_derivative=None):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
     `out`'s dtype (torch's reductions: `sum(x, out=int64 tensor)`); those in `no_overlap`
     refuse an `out` sharing memory with an input, those in `partial_overlap` one sharing only
     some of an input's memory (torch's elementwise kernels), those in `partial_overlap_first`
-    one sharing only some of the first input's (addmm's self). For functions of several results
+    one sharing only some of the first input's (addmm's self). `out_no_derivative` maps
+    names in `out_tracked` to torch's name of the op their out= form records without a
+    derivative (`with_out`'s `no_derivative`). For functions of several results
     (a tuple of outs): `castable_outs` cast each result into its `out` where that is safe (otherwise
     only the result's dtype), `nondiff_first` have a first result that is not differentiable
     (its `out` may require grad). torch's autograd check on out= skips the arguments of the
@@ -305,7 +319,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _real=name in exact_real, _fi=name in exact_float_int,
                  _dtype_out=name in dtype_is_out, _weight=name in exact_weight,
                  _cm=(column_major or {}).get(name, ()), _float=name in float_kernel,
-                 _quiet0=name in silent_zero_dim, _public=[],
+                 _quiet0=name in silent_zero_dim,
+                 _nd=(out_no_derivative or {}).get(name), _public=[],
                  **kwargs):
             if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
                 handled = EVERY_CALL[0](_public[0], args,
@@ -354,7 +369,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
             try:
                 return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name,
                                 exact_dtype=exact, no_overlap=_apart, tracked=_tracked,
-                                warn_resize=_loud, column_major=0 in _cm)
+                                warn_resize=_loud, column_major=0 in _cm, no_derivative=_nd)
             except AttributeError as error:  # (a number where a tensor goes, as without out=)
                 reraise_typed(_name, _fn, args, kwargs, error)
         namespace[name] = functools.wraps(fn)(call)

@@ -18,6 +18,7 @@ from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .gather import gather
 from .halfprec import HALF, in_float32
+from .no_derivative import without_derivative
 from .registry import op
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "searchsorted",
@@ -132,30 +133,6 @@ def unique_dim(shape, dim, name):
             raise RuntimeError(f"{name}: shape {tuple(shape)} has a 0-size dim other than dim "
                                f"{dim}, so unique cannot be applied along it")
     return d
-
-
-@op("no_derivative")
-def _no_derivative(xp, value, source, *, what, error):
-    return value
-
-
-@_no_derivative.grad
-def no_derivative_backward(ctx, dy):
-    if ctx.error == "RuntimeError":
-        raise RuntimeError(f"derivative for aten::{ctx.what} is not implemented (as in torch)")
-    raise NotImplementedError(f"the derivative for '{ctx.what}' is not implemented (as in "
-                              f"torch)")
-
-
-def without_derivative(outputs, sources, what, error="NotImplementedError"):
-    """`outputs`, their floating ones requiring grad where a source does, with a backward that
-    raises `error`: torch's ops without a derivative formula (unique, histogram) record one
-    that refuses, so a loss reaching them raises rather than skipping them."""
-    source = next((s for s in sources if isinstance(s, Tensor) and s.requires_grad), None)
-    if source is None:
-        return outputs
-    return [_no_derivative(o, source, what=what, error=error)
-            if o.is_floating_point() or o.is_complex() else o for o in outputs]
 
 
 @tensor_method()

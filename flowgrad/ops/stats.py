@@ -26,10 +26,10 @@ from ..return_types import of_zero_dim, values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
 from .halfprec import in_float32
+from .no_derivative import without_derivative
 from .reduce import expand_reduced, keepdim_shape, normalize_dims
 from .registry import op
 from .scan import index_output_grad, with_rule_indices
-from .sort import without_derivative
 from .summation import add_reduce
 
 __all__ = ["var", "std", "var_mean", "std_mean", "median", "mode", "histogramdd", "cov",

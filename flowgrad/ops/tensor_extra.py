@@ -31,13 +31,13 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .creation import multinomial, tensor, zeros
 from .elementwise import _inplace_binary, where
 from .linalg import _coefficient, _scaled_add, addbmm, addmm, addmv, baddbmm, outer
+from .no_derivative import without_derivative
 from .norm import vector_norm
 from .pad import pad
 from .reduce import amax, amin, sum_to
 from .registry import op
 from .scan import cumprod, cumsum
 from .shape import cat
-from .sort import without_derivative
 from .split import split
 
 __all__ = ["dist", "renorm", "addr", "aminmax", "diagonal_scatter",
