@@ -699,10 +699,11 @@ def _set_(self, source=None, storage_offset=None, size=None, stride=None):
     its own in that tensor's storage), a storage's (`untyped_storage()`), or none (`set_()`:
     an empty tensor). Writes through either then reach the other. Refused for a leaf that
     requires grad while grad mode is on, as torch; and, where torch lets no_grad code do it
-    and autograd then follows its internals, for a tensor with a grad_fn, a view of a tensor
-    that requires grad, and a new shape for a leaf that requires grad. A leaf that requires
-    grad keeps its place in graphs built before (torch's does not: autograd.grad calls it
-    unused there).
+    and autograd then follows its internals, for a tensor with a grad_fn and a view of a
+    tensor that requires grad. A leaf that requires grad may take a new shape under no_grad,
+    as torch's (a graph built before hands it a gradient of the old shape, as torch's
+    engine does); it keeps its place in those graphs (torch's does not: autograd.grad calls
+    it unused there).
 
     >>> import flowgrad as flow
     >>> a = flow.arange(6.0)
@@ -764,12 +765,6 @@ def _set_(self, source=None, storage_offset=None, size=None, stride=None):
         if is_grad_enabled():
             raise RuntimeError("a leaf Variable that requires grad is being used in an "
                                "in-place operation.")
-        if new.shape != self._data.shape:
-            raise RuntimeError(
-                f"set_: changing the shape of a tensor that requires grad "
-                f"({tuple(self._data.shape)} to {tuple(new.shape)}) is not supported: "
-                f"gradients from the graphs it is in would not match it (torch sums them by "
-                f"broadcasting); make a new leaf of the new shape")
     check_capture("set_", self)
     bump_version(self)
     self._data = new
