@@ -12,6 +12,7 @@ from __future__ import annotations
 import numbers
 
 from ..tensor import Tensor, tensor_method
+from .no_derivative import refuse_forward
 from .registry import op
 
 __all__ = ["nonzero_static"]
@@ -48,4 +49,6 @@ def nonzero_static(input, *, size, fill_value=-1):
     if size < 0:
         raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, got "
                            f"{size}")
-    return _nonzero_static(input, size=size, fill_value=fill_value)
+    out = _nonzero_static(input, size=size, fill_value=fill_value)
+    refuse_forward([input], "nonzero_static")  # (no tangent to give: torch refuses a dual)
+    return out

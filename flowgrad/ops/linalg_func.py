@@ -30,6 +30,7 @@ from .linalg import dot, matmul, outer
 from .linalg_decomp import _eye, _matrix, _square, inv, matrix_norm, qr, svd, svdvals
 from .linalg_solve import LU_FACTOR, inv_ex, lu_factor_ex, lu_solve
 from .linalg_solve import solve_triangular as _solve_triangular
+from .no_derivative import without_derivative
 from .registry import op
 from .shape import broadcast_tensors, cat, not_a_sequence, stack
 
@@ -397,7 +398,8 @@ def geqrf(input):
     """torch.geqrf: LAPACK's QR storage (R above the diagonal, reflectors below, and tau);
     not differentiable, as torch's."""
     _matrix(input, "geqrf")
-    return GEQRF(*_geqrf(input))
+    # (torch records a node that refuses: its outputs require grad, a backward raises)
+    return GEQRF(*without_derivative(list(_geqrf(input)), [input], "geqrf"))
 
 
 # ---- torch.* spellings of the older API ------------------------------------------------------

@@ -19,6 +19,7 @@ import math
 from collections import namedtuple
 
 from .linalg_decomp import _matrix, _square
+from .no_derivative import refuse_forward, without_derivative
 from .registry import op
 
 __all__ = ["ldl_factor", "ldl_factor_ex", "ldl_solve"]
@@ -198,6 +199,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
     differentiable, as torch's; `hermitian` changes nothing for real matrices."""
     _square(A, "linalg.ldl_factor_ex")
     LD, pivots, info = _ldl_factor(A, hermitian=bool(hermitian))
+    refuse_forward([A], "linalg_ldl_factor_ex")  # (its outputs never require grad, as torch's)
     if check_errors and info._data.any():
         raise RuntimeError(f"linalg.ldl_factor_ex: the factorization could not be completed: "
                            f"D is singular (info = {info.tolist()})")
@@ -225,4 +227,5 @@ def ldl_solve(LD, pivots, B, *, hermitian=False):
     if B._data.shape[-2] != LD._data.shape[-1]:
         raise RuntimeError(f"linalg.ldl_solve: Incompatible shapes of A and B for the equation "
                            f"AX = B ({tuple(LD.shape)} and {tuple(B.shape)})")
-    return _ldl_solve(LD, pivots, B, hermitian=bool(hermitian))
+    return without_derivative([_ldl_solve(LD, pivots, B, hermitian=bool(hermitian))],
+                              [LD, B], "linalg_ldl_solve", "RuntimeError")[0]

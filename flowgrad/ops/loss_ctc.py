@@ -22,6 +22,7 @@ from ..device import array_module
 from ..tensor import Tensor
 from .elementwise import where
 from .loss import check_reduction
+from .no_derivative import refuse_forward_rule
 from .registry import op
 
 __all__ = ["ctc_loss"]
@@ -140,6 +141,10 @@ def _ctc_loss_grad(xp, lp, alpha, dy, targets, input_lengths, target_lengths, *,
 def ctc_loss_grad_backward(ctx, ddx):
     raise RuntimeError("ctc_loss: double backward is not implemented (nor is it in torch); "
                        "differentiate ctc_loss once only")
+
+
+# (its derived rule would differentiate ctc_loss_grad, which refuses with a RuntimeError)
+refuse_forward_rule("ctc_loss", "_ctc_loss", "its forward derivative is not implemented")
 
 
 def _lengths(v, n, name):

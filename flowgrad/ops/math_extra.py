@@ -40,6 +40,7 @@ from .elementwise import (
 )
 from .halfprec import in_float32
 from .math import log1p
+from .no_derivative import refuse_forward_rule
 from .registry import op
 
 __all__ = ["absolute", "deg2rad", "rad2deg", "copysign", "signbit", "float_power", "frexp",
@@ -340,6 +341,9 @@ def _heaviside(xp, x, values):
 def heaviside_backward(ctx, dy):
     raise RuntimeError("the derivative for heaviside is not implemented (as in torch); "
                        "use a smooth step such as sigmoid(k * x) to differentiate")
+
+
+refuse_forward_rule("heaviside", "heaviside")  # (NotImplementedError, not the reverse's error)
 
 
 @tensor_method()

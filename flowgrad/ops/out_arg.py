@@ -39,7 +39,7 @@ from ..errors import (
     tensor_like_call,
 )
 from ..tensor import Tensor
-from .no_derivative import without_derivative
+from .no_derivative import refuse_forward, without_derivative
 
 
 def check_out(out, inputs, name, nondiff=False):
@@ -185,6 +185,8 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
         recheck = functools.partial(check_out_partial_overlap, inputs=tensors, name=name)
     elif no_overlap:
         recheck = functools.partial(check_no_overlap, inputs=tensors, name=name)
+    if no_derivative:  # (a dual input refuses before out is written, as torch's)
+        refuse_forward(tensors, no_derivative)
     recorded = tracked == "out" and is_grad_enabled() and result.requires_grad
     if recorded and no_derivative:
         result = without_derivative([result], tensors, no_derivative, error="RuntimeError")[0]
