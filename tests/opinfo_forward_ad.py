@@ -9,10 +9,18 @@ inputs, the same random tangent for each differentiable tensor input, and then
   function of the output tangents with respect to the primals and the tangents (torch's
   test_fn_fwgrad_bwgrad idea: reverse mode over forward mode).
 
-Raise/no-raise must agree too. The sample's `output_process_fn_grad` runs on the outputs inside
-the level, as torch's gradcheck does (it makes singular and eigen vectors comparable).
+Raise/no-raise must agree too, and the exception's type where both raise. The sample's
+`output_process_fn_grad` runs on the outputs inside the level, as torch's gradcheck does (it
+makes singular and eigen vectors comparable).
 
-    .venv/bin/python tests/opinfo_forward_ad.py [name ...] [--all] [--shard=i/n]
+The OpInfos torch says do not support forward AD (`refusals`): the same dual call, a tangent on
+every floating input, must raise where torch's does, with its type (NotImplementedError for
+an op without a derivative: floor_divide, unique, histogram, heaviside ...), not give a zero
+or absent tangent. Where torch refuses only because it has no forward formula ("not
+implemented yet": cholesky, cdist, grid_sample ...) and flowgrad derives one, flowgrad's
+tangent must be torch's J t through reverse mode (autograd.functional.jvp's double vjp).
+
+    .venv/bin/python tests/opinfo_forward_ad.py [name ...] [--all] [--refusals] [--shard=i/n]
 (`--all`: every float64 sample; by default the first of each OpInfo)
 """
 from __future__ import annotations
@@ -158,6 +166,9 @@ def _raise_message(t_error, f_error, what):
         return "skip: torch's gradcheck wrapper calls torch functions"
     if (t_error is None) != (f_error is None):
         return f"{what} raise: torch {t_error!r:.200}, flowgrad {f_error!r:.300}"
+    if type(t_error) is not type(f_error) and not isinstance(f_error, type(t_error)):
+        return (f"{what} raise type: torch {type(t_error).__name__} ({t_error!s:.150}), "
+                f"flowgrad {type(f_error).__name__} ({f_error!s:.200})")
     return None
 
 
@@ -339,14 +350,163 @@ def _probe_samples(info, fn, chosen, modes):
     return found
 
 
+# ---- the OpInfos torch refuses forward AD for ----------------------------------------------
+NOT_YET = "because it has not been implemented yet"  # torch's refusal of a missing formula
+
+
+def _floating_leaves(sample):
+    """Every floating (or complex) tensor of the sample, in order: each gets a tangent."""
+    found, seen = [], set()
+
+    def walk(v):
+        if isinstance(v, torch.Tensor):
+            if (v.dtype.is_floating_point or v.dtype.is_complex) and id(v) not in seen:
+                seen.add(id(v))
+                found.append(v)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+    walk(sample.input)
+    walk(list(sample.args))
+    walk(dict(sample.kwargs))
+    return found
+
+
+def _torch_floats(info, sample, leaves, ps):
+    """torch's floating outputs with `ps` (cloned: an in-place op writes the clone) in place
+    of the leaves."""
+    table = dict(zip(map(id, leaves), (p.clone() for p in ps)))
+    return tuple(_float_outputs(_call_torch(info, sample, table), torch))
+
+
+def _reverse_jvp(info, sample, leaves, arrays):
+    """torch's (outputs, J t) of the floating outputs through reverse mode: the double vjp
+    of autograd.functional.jvp, which needs no forward formula."""
+    primals = tuple(t.detach().clone() for t in leaves)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out, tan = torch.autograd.functional.jvp(
+            lambda *ps: _torch_floats(info, sample, leaves, ps), primals,
+            tuple(torch.from_numpy(a.copy()) for a in arrays))
+    return to_numpy(out), to_numpy(tan)
+
+
+FD_STEP = 1e-6
+
+
+def _finite_jvp(info, sample, leaves, arrays):
+    """torch's (outputs, J t) by central differences, where its reverse mode cannot be
+    differentiated twice (cdist, pdist, the margin losses): (f(x + h t) - f(x - h t)) / 2h."""
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        ps = [t.detach().clone() for t in leaves]
+        ts = [torch.from_numpy(a.copy()) for a in arrays]
+        out = _torch_floats(info, sample, leaves, ps)
+        up = _torch_floats(info, sample, leaves, [p + FD_STEP * t for p, t in zip(ps, ts)])
+        down = _torch_floats(info, sample, leaves, [p - FD_STEP * t for p, t in zip(ps, ts)])
+    return to_numpy(out), to_numpy(tuple((u - d) / (2 * FD_STEP) for u, d in zip(up, down)))
+
+
+def _compare_finite(expected, actual, where):
+    """Tangents against central differences: within their truncation and rounding error."""
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        e, a = e[2], a[2]
+        if e.shape != a.shape:
+            return f"{where}[{i}]: shape torch {e.shape}, flowgrad {a.shape}"
+        scale = max(1.0, float(np.abs(e).max(initial=0.0)))
+        if not np.allclose(a, e, rtol=1e-5, atol=1e-6 * scale):
+            bad = np.argwhere(~np.isclose(a, e, rtol=1e-5, atol=1e-6 * scale))
+            j = tuple(bad[0])
+            return (f"{where}[{i}]: values differ at {len(bad)} of {e.size} positions, e.g. "
+                    f"{j}: finite differences {e[j]}, flowgrad {a[j]}")
+    return None
+
+
+def _dual_floats(info, fn, sample, leaves, arrays):
+    """flowgrad's (outputs, tangents) of the floating outputs under a dual level (zeros for
+    a tangent that is None, as autograd.functional.jvp's)."""
+    fwad = flow.autograd.forward_ad
+    with flow.autograd.forward_ad.dual_level():
+        duals = [fwad.make_dual(flow.tensor(t.detach().numpy().copy()), flow.tensor(a.copy()))
+                 for t, a in zip(leaves, arrays)]
+        outs = _float_outputs(_call_flow(info, fn, sample, leaves, duals), flow)
+        pairs = [fwad.unpack_dual(o) for o in outs]
+        return (to_numpy(tuple(p.primal for p in pairs)),
+                to_numpy(tuple(flow.zeros_like(p.primal) if p.tangent is None else p.tangent
+                               for p in pairs)))
+
+
+def run_refusal(info, fn, sample, leaves, arrays):
+    """A dual call of an op torch refuses forward AD for: the same raise (and type); where
+    flowgrad gives tangents and torch refuses only for want of a formula (or runs all the
+    same), they must be torch's reverse-mode J t."""
+    def in_torch():
+        with torch.autograd.forward_ad.dual_level():
+            table = {id(t): torch.autograd.forward_ad.make_dual(
+                t.detach().clone(), torch.from_numpy(a.copy())) for t, a in zip(leaves, arrays)}
+            return _unpack(_call_torch(info, sample, table), torch)
+
+    _, t_error = _attempt(in_torch)
+    actual, f_error = _attempt(lambda: _dual_floats(info, fn, sample, leaves, arrays))
+    if f_error is not None or (t_error is not None and not (
+            isinstance(t_error, NotImplementedError) and NOT_YET in str(t_error))):
+        return _raise_message(t_error, f_error, "dual")
+    if not actual[0]:
+        return None  # (no floating output: no tangent to give, none to refuse)
+    values = _values(info, sample)
+    expected, r_error = _attempt(lambda: _reverse_jvp(info, sample, leaves, arrays))
+    if r_error is None:
+        return compare(expected, actual, "dual (vs torch's reverse-mode J t)", values)
+    expected, fd_error = _attempt(lambda: _finite_jvp(info, sample, leaves, arrays))
+    if fd_error is not None:
+        return f"torch's J t: reverse mode raised {r_error!r:.150}, finite differences " \
+               f"{fd_error!r:.150}; flowgrad gave tangents"
+    message = compare(expected[0], actual[0], "dual primal", values)
+    if message or not values:
+        return message
+    return _compare_finite(expected[1], actual[1], "dual tangent (vs finite differences)")
+
+
+def probe_refusals(info):
+    """The findings of the first float64 sample of an OpInfo torch refuses forward AD for."""
+    if info.supports_forward_ad or torch.float64 not in info.supported_dtypes("cpu"):
+        return []
+    fn = resolve(info)
+    if fn is None:
+        return [("", "", "missing")]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sample = next(iter(info.sample_inputs("cpu", torch.float64)), None)
+    except Exception as error:  # noqa: BLE001
+        return [("", "", f"skip: sample_inputs: {error!r:.100}")]
+    leaves = _floating_leaves(sample) if sample is not None else []
+    if any(t.layout != torch.strided for t in leaves):
+        return [("refusal", describe(sample), "skip: a sparse input")]
+    if not leaves:
+        return []
+    with one_thread():
+        try:
+            message = run_refusal(info, fn, sample, leaves, _tangent_arrays(leaves, 0))
+        except Unsupported as reason:
+            message = "skip: " + str(reason)
+    return [("refusal", describe(sample), message)] if message else []
+
+
 def main(names):
     all_samples = "--all" in names
     if all_samples:
         names.remove("--all")
+    refusals = "--refusals" in names
+    if refusals:
+        names.remove("--refusals")
     shard, shards = shard_of(names)
-    report(op_db(), lambda info: probe(info, all_samples), lambda k, info: (
-        k % shards == shard and (not names or info.name in names or full_name(info) in names)),
-        "OpInfos")
+    report(op_db(), probe_refusals if refusals else lambda info: probe(info, all_samples),
+           lambda k, info: (k % shards == shard and (
+               not names or info.name in names or full_name(info) in names)), "OpInfos")
 
 
 if __name__ == "__main__":

@@ -204,3 +204,96 @@ def test_svd_forward_of_an_empty_matrix(shape, full):
     for (es, e), (as_, a) in zip(*found):
         assert tuple(as_) == tuple(es)
         np.testing.assert_array_equal(a, e)
+
+
+# ---- the OpInfos torch refuses forward AD for -----------------------------------------------
+KNOWN_REFUSALS: dict[str, tuple[str, str]] = {
+    **{name: (r"\[0\]\[0\]: values differ",
+              "the primal: torch's float32-accurate approximation (errors to 8e-7), flowgrad's "
+              "Cephes agrees with mpmath (as in test_opinfo_vs_torch.py)")
+       for name in ("special.bessel_j0", "special.bessel_j1", "special.bessel_y1")},
+    "chalf": (r"has no attribute 'chalf'", "no complex32 (chalf) dtype in flowgrad "
+              "(test_opinfo_vs_torch.py's MISSING)"),
+}
+REFUSALS = [info for info in op_db() if not info.supports_forward_ad]
+
+
+@pytest.mark.parametrize("info", REFUSALS, ids=[full_name(info) for info in REFUSALS])
+def test_opinfo_forward_refusals_vs_torch(info):
+    """A dual call (a tangent on every floating input) of the first float64 sample of each
+    OpInfo torch says has no forward AD: the same raise and exception type; where torch only
+    lacks the formula, flowgrad's derived tangent is torch's reverse-mode J t. Before, the
+    ops without a derivative gave a zero tangent (floor_divide) or none (unique,
+    unique_consecutive, histogram, histogramdd, geqrf, ldl_factor, ldl_solve,
+    nonzero_static), heaviside and ctc_loss a RuntimeError, and resize_ resized a dual."""
+    findings = opinfo_forward_ad.probe_refusals(info)
+    if findings and findings[0][2] == "missing":
+        pytest.skip("not in flowgrad")
+    assert_explained(full_name(info), findings, KNOWN_REFUSALS)
+
+
+def _refusal(m, call, mode):
+    """The exception type `call(dual x, weights)` raises in module m (None: none)."""
+    x0 = m.tensor([[3.0, -4.0], [0.0, 2.5]], dtype=m.float64)
+    t0 = m.tensor([[1.0, -2.0], [0.5, 1.0]], dtype=m.float64)
+    try:
+        if mode == "dual":
+            fwad = m.autograd.forward_ad
+            with fwad.dual_level():
+                call(m, fwad.make_dual(x0, t0))
+        elif mode == "jvp":
+            m.func.jvp(lambda x: call(m, x), (x0,), (t0,))
+        else:
+            m.func.jacfwd(lambda x: call(m, x))(x0)
+    except Exception as error:  # noqa: BLE001 - the type is compared
+        return type(error)
+    return None
+
+
+_NO_DERIVATIVE = {
+    "floor_divide": lambda m, x: x // 2,
+    "floor_divide_tensors": lambda m, x: m.floor_divide(x, x + 10),
+    "unique": lambda m, x: m.unique(x),
+    "unique_consecutive": lambda m, x: m.unique_consecutive(x),
+    "histogram": lambda m, x: m.histogram(x.reshape(-1), 3).hist,
+    "histogramdd": lambda m, x: m.histogramdd(x, 2).hist,
+    "bincount_weights": lambda m, x: m.bincount(m.tensor([0, 2, 2, 1]), x.reshape(-1)),
+    "heaviside": lambda m, x: m.heaviside(x, x),
+    "geqrf": lambda m, x: m.geqrf(x)[0],
+    "ldl_factor": lambda m, x: m.linalg.ldl_factor(x + x.mT)[0],
+    "ldl_solve": lambda m, x: m.linalg.ldl_solve(
+        *m.linalg.ldl_factor(m.tensor([[4.0, 1.0], [1.0, 3.0]], dtype=m.float64)), x),
+    "nonzero_static": lambda m, x: m.nonzero_static(x, size=2),
+    "diag_out": lambda m, x: m.diag(x, out=m.zeros(2, dtype=m.float64)),
+    "resize_": lambda m, x: x.resize_(4),
+    "sign": lambda m, x: x.sign(),  # (a zero tangent, no raise: it has a derivative)
+}
+
+
+@pytest.mark.parametrize("mode", ["dual", "jvp", "jacfwd"])
+@pytest.mark.parametrize("name", sorted(_NO_DERIVATIVE))
+def test_no_derivative_forward_refusals(name, mode):
+    """Forward mode through an op without a derivative raises what torch's does
+    (NotImplementedError), through dual tensors, func.jvp and func.jacfwd alike. Before,
+    flowgrad gave floor_divide a zero tangent, unique none, and heaviside raised its reverse
+    rule's RuntimeError."""
+    call = _NO_DERIVATIVE[name]
+    assert _refusal(flow, call, mode) is _refusal(torch, call, mode)
+
+
+@pytest.mark.parametrize("name", ["geqrf", "ldl_solve"])
+def test_no_derivative_reverse_records_a_refusal(name):
+    """torch records geqrf and ldl_solve with a node that refuses: the outputs require grad
+    and a backward raises (geqrf NotImplementedError, ldl_solve RuntimeError). Before,
+    flowgrad's outputs did not require grad (a loss through them silently skipped them)."""
+    found = []
+    for m in (torch, flow):
+        x = m.tensor([[3.0, -4.0], [0.0, 2.5]], dtype=m.float64, requires_grad=True)
+        out = _NO_DERIVATIVE[name](m, x)
+        try:
+            out.sum().backward()
+            error = None
+        except Exception as e:  # noqa: BLE001 - the type is compared
+            error = type(e)
+        found.append((out.requires_grad, error))
+    assert found[1] == found[0]

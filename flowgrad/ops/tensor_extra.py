@@ -20,6 +20,7 @@ from .. import dtypes as _dt
 from .. import return_types
 from .._warn import warn
 from ..autograd import interpreter as _interpreter
+from ..autograd.forward_ad import active_levels
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, change_layout, check_capture
 from ..autograd.views import shown_base
@@ -528,8 +529,9 @@ for _name in ("t_", "transpose_", "swapdims_", "swapaxes_", "squeeze_", "unsquee
 def _resize_(self, *sizes, size=None, memory_format=None):
     """Give the tensor shape `sizes`, in place, as torch's resize_: its elements in memory order
     fill the new shape (the same storage when it holds enough; a larger one keeps them first,
-    the rest zeros here, uninitialised in torch). Refused for a tensor that requires grad, as
-    torch, and for a view whose shape would change (flowgrad keeps a view's layout).
+    the rest zeros here, uninitialised in torch). Refused for a tensor that requires grad or
+    is dual (forward mode), as torch, and for a view whose shape would change (flowgrad keeps
+    a view's layout).
 
     >>> import flowgrad as flow
     >>> flow.arange(6.0).resize_(2, 2)
@@ -549,6 +551,10 @@ def _resize_(self, *sizes, size=None, memory_format=None):
     check_capture("resize_", self)
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
+    if any(level.tangent(self) is not None for level in active_levels()):
+        raise RuntimeError(f"cannot resize variables that has a forward grad (as torch's: "
+                           f"resize_ to {list(shape)} of a dual tensor of shape "
+                           f"{list(self.shape)}); resize a copy of its primal instead")
     if shape != tuple(self.shape) and getattr(self, "_phys", None) is not None:
         # (under vmap: each example takes the shape; `_data` is a placeholder there)
         if math.prod(shape) != self.numel():
