@@ -399,7 +399,10 @@ FD_STEP = 1e-6
 
 def _finite_jvp(info, sample, leaves, arrays):
     """torch's (outputs, J t) by central differences, where its reverse mode cannot be
-    differentiated twice (cdist, pdist, the margin losses): (f(x + h t) - f(x - h t)) / 2h."""
+    differentiated twice (cdist, pdist, the margin losses): (f(x + h t) - f(x - h t)) / 2h.
+    It differentiates every floating input, including ones both frameworks hold constant
+    (cross_entropy's class weights, embedding_bag's max_norm renorm): later samples of
+    linear_cross_entropy and embedding_bag differ from it for that reason alone."""
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         ps = [t.detach().clone() for t in leaves]
