@@ -23,6 +23,7 @@ from ..errors import check_kernel_dtype, check_norm_params
 from ..tensor import Tensor, _wrap_dim
 from .elementwise import where
 from .halfprec import HALF, in_float32
+from .norm import power_norm
 from .out_arg import with_out
 from .reduce import mean_array
 from .registry import op
@@ -55,11 +56,33 @@ def _channel_sum(xp, a, b=None):
 
 
 def _channel_stats(xp, x):
-    """Batch mean and biased variance per channel (float64), in two passes as torch does."""
+    """Batch mean and biased variance per channel (float64), in two passes as torch does;
+    the mean corrected by its residuals' (see `_deviations`)."""
     count = x.size // x.shape[1]
     mean = _channel_sum(xp, x) / count
-    xc = _rows_of(x) - _channel_row(xp, mean, x)
-    return mean, _channel_sum(xp, xc.reshape(x.shape), xc.reshape(x.shape)) / count
+    xc = _deviations(xp, _rows_of(x), mean, x)
+    r = _channel_sum(xp, xc.reshape(x.shape)) / count
+    xc -= _channel_row(xp, r, x)
+    return mean + r, _channel_sum(xp, xc.reshape(x.shape), xc.reshape(x.shape)) / count
+
+
+def _split(xp, mean, dtype):
+    """A float64 mean as float values hi + lo (lo None for a float64 input)."""
+    hi = mean.astype(dtype)
+    return hi, (mean - hi).astype(dtype) if dtype != mean.dtype else None
+
+
+def _deviations(xp, rows, mean, like=None):
+    """rows - mean for a float64 mean of float32 rows, to float32's precision: x - hi is exact
+    near the mean (Sterbenz), then - lo. x - float32(mean) carries the mean's rounding, c / s
+    ulps of the spread s of values about c (rows at 300 +- 0.02: 2.9e-5 off where torch is
+    1.5e-6). `like`: rows is `_rows_of(like)` and mean per channel."""
+    hi, lo = _split(xp, mean, rows.dtype)
+    row = (lambda v: _channel_row(xp, v, like)) if like is not None else (lambda v: v)
+    d = rows - row(hi)
+    if lo is not None:
+        d -= row(lo)
+    return d
 
 
 def _rows_of(a):
@@ -153,6 +176,14 @@ def _rows_forward(xp, x, k, w, b, eps):
     mean = xp.matmul(x2, ones)
     mean /= n
     y = xp.subtract(x2, mean[:, None])
+    if x.dtype != xp.float64:
+        # the residual mean r: x - mean is exact near the mean, so y - r are the deviations
+        # to float32's precision and mean + r (float64, for the backward) the mean to twice
+        # it; y alone carried the mean's rounding (see `_deviations`)
+        r = xp.matmul(y, ones)
+        r /= n
+        y -= r[:, None]
+        mean = mean.astype(xp.float64) + r
     # the sums of squares in one pass, with no (m, n) temporary: 34 us against 81 for a
     # product and a gemv on (2048, 128) float32 (a relative error of 1.5e-7 against 1e-7)
     rstd = xp.einsum("ij,ij->i", y, y)
@@ -186,39 +217,41 @@ def _block_sums(xp, v, a, rows):
 
 
 def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
-    """Layer norm's backward in torch's CPU form, on row blocks in cache: with g = dy * w,
-    ds = sum(g x) and sb = sum(g) per row, dx = rstd g + b x + c for per-row b, c. Every sum
-    is a BLAS gemv, dw and db come out reduced to the normalised shape. dw sums dy (x - mean)
-    rstd, block by block, as torch's: rstd @ (dy x) - (mean rstd) @ dy cancels (a row of one
-    value gave 2e-4 where the true value is 0). The per-row sums and b, c run over the whole
-    array (per-block calls cost more than the cache saves: 362 us against 427 on (2048,
-    128))."""
+    """Layer norm's backward on row blocks in cache, in centred form: with g = dy * w,
+    xc = x - mean and ds = sum(g xc) per row, dx = rstd g + b xc + c for per-row b = -ds
+    rstd^3 / n and c = -mean(rstd g). Every sum is a BLAS gemv; dw and db come out reduced to
+    the normalised shape. torch's b = (sum(g) mean - sum(g x)) rstd^3 / n and b x + c cancel
+    where the mean is large beside the spread (a row of one value, eps 1e-12: dx 0.06 where
+    it is 0), as dw = rstd @ (dy x) - (mean rstd) @ dy did (2e-4 where it is 0); xc is taken
+    from the float64 mean (see `_deviations`)."""
     shape = x.shape[x.ndim - k:]
     n = math.prod(shape)
     m = x.size // n
-    x2, dy2, mu, rs = x.reshape(m, n), dy.reshape(m, n), mean.reshape(m), rstd.reshape(m)
-    w2 = w.reshape(n) if w is not None else xp.ones(n, x.dtype)
+    x2, dy2, rs = x.reshape(m, n), dy.reshape(m, n), rstd.reshape(m)
+    hi, lo = _split(xp, mean.reshape(m), x.dtype)
+    ones = xp.ones(n, x.dtype)
+    w2 = w.reshape(n) if w is not None else ones
     dx = xp.empty((m, n), x.dtype)
     rows = min(m, _block_rows(x, n))
-    p = xp.multiply(dy2, x2, out=dx)  # dy x, in dx until the blocks below overwrite it
-    # the per-row sums over the whole array (row by row: the same values as per block)
-    ds, sb = xp.matmul(p, w2), xp.matmul(dy2, w2)
-    b = (sb * mu - ds) * (rs * rs * rs) / n
-    c = -b * mu - sb * rs / n
     dw = xp.zeros(n, x.dtype) if need_w else xp.zeros((0,), x.dtype)
     db = _block_sums(xp, xp.ones(m, x.dtype), dy2, rows) if need_b else xp.zeros((0,), x.dtype)
-    buf = xp.empty((rows, n), x.dtype)
+    buf, buf2 = xp.empty((rows, n), x.dtype), xp.empty((rows, n), x.dtype)
     outer = _Outer(xp, w2, rows)  # rstd w^T
     for r0, r1 in _row_blocks(m, rows):
-        g, q = dx[r0:r1], buf[:r1 - r0]
+        g, q, p = dx[r0:r1], buf[:r1 - r0], buf2[:r1 - r0]
+        xp.subtract(x2[r0:r1], hi[r0:r1, None], out=q)
+        if lo is not None:
+            q -= lo[r0:r1, None]
+        xp.multiply(q, dy2[r0:r1], out=p)  # dy xc
         if need_w:
-            xp.subtract(x2[r0:r1], mu[r0:r1, None], out=q)
-            q *= dy2[r0:r1]
-            dw += xp.matmul(rs[r0:r1], q)
-        xp.multiply(dy2[r0:r1], outer(xp, rs[r0:r1]), out=g)
-        xp.multiply(x2[r0:r1], b[r0:r1, None], out=q)
+            dw += xp.matmul(rs[r0:r1], p)
+        r = rs[r0:r1]
+        b = xp.matmul(p, w2) * (r * r * r) / -n
+        xp.multiply(dy2[r0:r1], outer(xp, r), out=g)
+        c = xp.matmul(g, ones) / -n  # (a row of one value: c = -g exactly)
+        q *= b[:, None]
         g += q
-        g += c[r0:r1, None]
+        g += c[:, None]
     return dx.reshape(x.shape), dw.reshape(shape) if need_w else dw, \
         db.reshape(shape) if need_b else db
 
@@ -248,20 +281,29 @@ def _normalize(xp, x, *wb_stats, axes, eps, has_w, has_b, has_stats):
     wb = wb_stats[:has_w + has_b]
     if has_stats or _per_channel(x, axes):
         # batch norm: float64 statistics (batch_norm hands in the ones it already computed
-        # for the running averages, as inputs), then torch's CPU form y = x * alpha + beta
+        # for the running averages, as inputs), then y = (x - hi) * alpha + beta with
+        # beta = b - lo * alpha, the mean hi + lo (see `_deviations`); x * alpha + b -
+        # mean * alpha cancelled, c / s ulps off for channels at c +- s (c / s = 350: 1.5e-5
+        # where torch is 6e-7). The float64 mean is kept for the backward
         mean, var = wb_stats[-2:] if has_stats else _channel_stats(xp, x)
         rstd = 1.0 / xp.sqrt(var + eps)
         alpha = rstd * wb[0] if has_w else rstd
-        beta = (wb[1 if has_w else 0] if has_b else 0.0) - mean * alpha
-        y = _rows_of(x) * _channel_row(xp, alpha, x)
+        hi, lo = _split(xp, mean, x.dtype)
+        beta = (wb[1 if has_w else 0] if has_b else 0.0) - (0.0 if lo is None else lo) * alpha
+        y = _rows_of(x) - _channel_row(xp, hi, x)
+        y *= _channel_row(xp, alpha, x)
         y += _channel_row(xp, beta, x)
-        return y.reshape(x.shape), mean.astype(x.dtype), rstd.astype(x.dtype)
+        return y.reshape(x.shape), mean, rstd.astype(x.dtype)
     if _rows_path(x, axes, wb):
         return _rows_forward(xp, x, len(axes), wb[0] if has_w else None,
                              wb[-1] if has_b else None, eps)
     # mean_array, not x.mean: an inf - inf there warns from NumPy's code (see reduce._sum)
     mean = mean_array(xp, x, axes, True)
     xc = x - mean
+    if x.dtype != xp.float64:  # the residual mean, as the rows path's
+        r = mean_array(xp, xc, axes, True)
+        xc -= r
+        mean = mean.astype(xp.float64) + r
     var = mean_array(xp, xc * xc, axes, True)
     rstd = (1.0 / xp.sqrt(var + eps)).astype(x.dtype, copy=False)
     y = xc * rstd
@@ -336,7 +378,7 @@ def _normalize_backward(xp, x, mean, rstd, dy, *w, axes, need_w, need_b, trailin
         # batch norm: two per-channel sums (torch's sum_dy and dotp), then one affine pass
         # dx = dy * a + xc * b + c; dw and db come out already reduced to the channel shape
         count = x.size // x.shape[1]
-        xc = _rows_of(x) - _channel_row(xp, mean, x)
+        xc = _deviations(xp, _rows_of(x), mean, x)
         sdy, dotp = _channel_sum(xp, dy), _channel_sum(xp, dy, xc.reshape(x.shape))
         r = rstd.astype(xp.float64)
         k = r * w[0] if w else r
@@ -350,7 +392,7 @@ def _normalize_backward(xp, x, mean, rstd, dy, *w, axes, need_w, need_b, trailin
     if trailing_wb and _rows_path(x, axes, w) and dy.dtype == x.dtype:
         return _rows_backward(xp, x, mean, rstd, dy, w[0] if w else None, len(axes), need_w,
                               need_b)
-    xhat = (x - mean) * rstd
+    xhat = _deviations(xp, x, mean) * rstd
     g = dy * w[0] if w else dy
     dx = rstd * (g - mean_array(xp, g, axes, True) - xhat * mean_array(xp, g * xhat, axes, True))
     # dw/db come back in x's shape; the engine sums them down to the parameter's shape
@@ -676,10 +718,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _dist_norm(xp, x, *, p, dim, keepdim, every_tie=False):
     a = xp.abs(x)  # (a complex x: its moduli, the real dtype the norm has)
-    if p == 2:
-        r = xp.sqrt(((a * a) if x.dtype.kind == "c" else (x * x)).sum(axis=dim,
-                                                                   keepdims=keepdim))
-    elif p == 1:
+    if p == 1:
         r = a.sum(axis=dim, keepdims=keepdim)
     elif p == math.inf:
         r = a.max(axis=dim, keepdims=keepdim)
@@ -687,8 +726,8 @@ def _dist_norm(xp, x, *, p, dim, keepdim, every_tie=False):
         r = a.min(axis=dim, keepdims=keepdim)
     elif p == 0:
         r = (a != 0).sum(axis=dim, keepdims=keepdim)
-    else:
-        r = (a ** p).sum(axis=dim, keepdims=keepdim) ** (1.0 / p)
+    else:  # (float32 redone in float64 where it over- or underflowed)
+        r = power_norm(xp, a, p, dim, keepdim)
     return xp.asarray(r, dtype=a.dtype)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import return_types
 from .._warn import called_by_user, warn
-from ..dtypes import TORCH_SCALAR_NAMES, promote_types
+from ..dtypes import TORCH_SCALAR_NAMES, complex128, float64, promote_types
 from ..errors import check_kernel_dtype
 from ..func.batched import every_example
 from ..return_types import of_zero_dim, values_indices
@@ -43,9 +43,15 @@ def _count(shape, axes):
 def _moment(xp, x, fn, axes, keepdim, correction):
     """x.var / x.std with torch's silent inf/nan where N <= correction: errstate quiets the
     arithmetic, and NumPy's 'Degrees of freedom <= 0' (a warnings.warn in its own Python
-    code, out of reach of flowgrad's module filter) is caught only in that rare case."""
+    code, out of reach of flowgrad's module filter) is caught only in that rare case.
+    float32 (complex64) is taken in float64 and rounded once, as torch's CPU Welford sums
+    accumulate in double: in float32 the squares of values below 1e-19 underflowed (std 0)
+    and above 1e19 overflowed (inf), and near-equal values lost the spread (var of values
+    2e-9 apart at 3e-3: 4% off)."""
     with xp.errstate(divide="ignore", invalid="ignore"):
         if _count(x.shape, axes) > correction:
+            if x.dtype.char in "fF" and axes:
+                return _wide_moment(xp, x, fn, axes, keepdim, correction)
             if x.dtype.char in "fdFD" and axes:
                 return _two_pass(xp, x, fn, axes, keepdim, correction)
             return fn(x, axis=axes, ddof=correction, keepdims=keepdim)
@@ -56,6 +62,25 @@ def _moment(xp, x, fn, axes, keepdim, correction):
                         for p in (x.real, x.imag))
                 return xp.sqrt(v) if fn is xp.std else v
             return fn(x, axis=axes, ddof=correction, keepdims=keepdim)
+
+
+def _wide_moment(xp, x, fn, axes, keepdim, correction):
+    """A float32 (complex64) var / std in two float64 passes, rounded once. NumPy's own
+    reductions suffice there (a float64 sum of 1e6 rows added one after another is still
+    far below a float32 ulp), and a constant slice's deviations are 0 exactly (its float64
+    sum is exact below 2^29 elements)."""
+    count = _count(x.shape, axes)
+    d = x.astype(xp.float64 if x.dtype.char == "f" else xp.complex128)
+    mean = xp.add.reduce(d, axis=axes, keepdims=True)
+    mean /= count
+    d -= mean
+    if d.dtype.kind == "c":  # |d|^2
+        d = d.real * d.real + d.imag * d.imag
+    else:
+        xp.multiply(d, d, out=d)
+    y = xp.add.reduce(d, axis=axes, keepdims=keepdim)
+    y /= count - correction
+    return (xp.sqrt(y) if fn is xp.std else y).astype(xp.float32)
 
 
 def _two_pass(xp, x, fn, axes, keepdim, correction):
@@ -173,18 +198,28 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _std(input, axes=axes, keepdim=keepdim, correction=c, whole=whole)
 
 
+def _moment_mean(input, axes, keepdim):
+    """var_mean's mean: a float32 (complex64) input's in float64, rounded once, as torch's
+    comes from the same double sums as its var (a float32 mean of values about 0 was 20
+    times less accurate)."""
+    wide = {"float32": float64, "complex64": complex128}.get(input.dtype.name)
+    if wide is None:
+        return input.mean(dim=axes, keepdim=keepdim)
+    return input.to(wide).mean(dim=axes, keepdim=keepdim).to(input.dtype)
+
+
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(var, mean) over `dim`."""
     axes, keepdim, c, whole = _var_args(input, dim, unbiased, keepdim, correction, "var_mean")
     return (_var(input, axes=axes, keepdim=keepdim, correction=c, whole=whole),
-            input.mean(dim=axes, keepdim=keepdim))
+            _moment_mean(input, axes, keepdim))
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(std, mean) over `dim`."""
     axes, keepdim, c, whole = _var_args(input, dim, unbiased, keepdim, correction, "std_mean")
     return (_std(input, axes=axes, keepdim=keepdim, correction=c, whole=whole),
-            input.mean(dim=axes, keepdim=keepdim))
+            _moment_mean(input, axes, keepdim))
 
 
 # ---- median ----------------------------------------------------------------------------------
