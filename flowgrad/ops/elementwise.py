@@ -360,11 +360,35 @@ _sqrt = unary("sqrt", lambda xp, x: xp.sqrt(x), d_of_y=lambda y: y * 2.0, divide
               masked=True, complex=True)
 # (reciprocal, not `1.0 /`: ml_dtypes < 0.7 divides a Python float by bfloat16 in float32)
 # (half precision: in float32, rounded once, as torch; sqrt then reciprocal would round twice)
-_rsqrt = unary("rsqrt", in_float32(lambda xp, x: xp.reciprocal(xp.sqrt(x))),
-               d_of_y=lambda y: y * y * y * -0.5, masked=True, complex=True)
+@op("rsqrt", save="outputs", complex=True, jvp="diagonal")
+@in_float32
+def _rsqrt(xp, x):
+    return xp.reciprocal(xp.sqrt(x))
+
+
 # from the output, as torch's (`value / x` is reciprocal(x) * value: operators._rdiv)
-_reciprocal = unary("reciprocal", lambda xp, x: xp.reciprocal(x), d_of_y=lambda y: y * y * -1.0,
-                    masked=True, complex=True)
+@op("reciprocal", save="outputs", complex=True, jvp="diagonal")
+def _reciprocal(xp, x):
+    return xp.reciprocal(x)
+
+
+def _times_powers(dy, y, n):
+    """dy y^n as ((dy y) y) ..., each product masked (0 where dy is 0): y^n first underflowed
+    where the gradient is a number (float32 1 / x for |x| above 1.8e19: y * y is 0, and
+    renorm's gradient at 1e29 lost its projection, 24% off) or overflowed."""
+    for _ in range(n):
+        dy = _grad_mul(dy, y)
+    return dy
+
+
+@_rsqrt.grad
+def rsqrt_backward(ctx, dy):
+    return _times_powers(dy, conj(ctx.out), 3) * -0.5
+
+
+@_reciprocal.grad
+def reciprocal_backward(ctx, dy):
+    return -_times_powers(dy, conj(ctx.out), 2)
 _sin = unary("sin", lambda xp, x: xp.sin(x), d_of_x=lambda x: cos(x), complex=True)
 _cos = unary("cos", lambda xp, x: xp.cos(x), d_of_x=lambda x: -sin(x), complex=True)
 

@@ -57,6 +57,9 @@ def power_norm(xp, a, p, axes, keepdims):
     norms accumulate in double): x * x overflowed above 1.8e19 (inf where the norm is
     finite) and underflowed below 1e-19 (0), p = 3 above 7e12 and below 2e-13. (A zero or
     nan norm is redone too; the common case pays one check of the result.)"""
+    if a.ndim == 0 or math.prod(a.shape[i] for i in ((axes,) if isinstance(axes, int)
+                                                       else axes)) == 1:
+        return a.sum(axis=axes, keepdims=keepdims)  # one element's norm is its modulus
     y = _power_sum(xp, a, p, axes, keepdims)
     if a.dtype.char == "f":
         low = _TINY32 ** (1.0 / p) * 1e4 if p > 1 else 0.0

@@ -60,8 +60,8 @@ def _channel_stats(xp, x):
     the mean corrected by its residuals' (see `_deviations`)."""
     count = x.size // x.shape[1]
     mean = _channel_sum(xp, x) / count
-    xc = _deviations(xp, _rows_of(x), mean, x)
-    r = _channel_sum(xp, xc.reshape(x.shape)) / count
+    xc = _rows_of(x) - _channel_row(xp, mean, x)
+    r = _channel_sum(xp, xc.reshape(x.shape)) / count  # (takes the mean's rounding off too)
     xc -= _channel_row(xp, r, x)
     return mean + r, _channel_sum(xp, xc.reshape(x.shape), xc.reshape(x.shape)) / count
 
@@ -237,6 +237,7 @@ def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
     db = _block_sums(xp, xp.ones(m, x.dtype), dy2, rows) if need_b else xp.zeros((0,), x.dtype)
     buf, buf2 = xp.empty((rows, n), x.dtype), xp.empty((rows, n), x.dtype)
     outer = _Outer(xp, w2, rows)  # rstd w^T
+    tiny = float(np.finfo(x.dtype).tiny)
     for r0, r1 in _row_blocks(m, rows):
         g, q, p = dx[r0:r1], buf[:r1 - r0], buf2[:r1 - r0]
         xp.subtract(x2[r0:r1], hi[r0:r1, None], out=q)
@@ -246,10 +247,15 @@ def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
         if need_w:
             dw += xp.matmul(rs[r0:r1], p)
         r = rs[r0:r1]
-        b = xp.matmul(p, w2) * (r * r * r) / -n
+        b = xp.matmul(p, w2) * r * r / -n  # (-ds rstd^2 / n, left to right: no underflow)
         xp.multiply(dy2[r0:r1], outer(xp, r), out=g)
         c = xp.matmul(g, ones) / -n  # (a row of one value: c = -g exactly)
-        q *= b[:, None]
+        rb = r * b
+        if xp.all(xp.isfinite(rb) & ((xp.abs(rb) >= tiny) | (b == 0))):
+            q *= rb[:, None]
+        else:  # rstd^3 under- or overflows (|x| ~ 1e22: 1e-66): (xc rstd) b
+            q *= r[:, None]
+            q *= b[:, None]
         g += q
         g += c[:, None]
     return dx.reshape(x.shape), dw.reshape(shape) if need_w else dw, \
