@@ -633,6 +633,12 @@ class Case:
 
     __repr__ = describe
 
+    def reproducer(self):
+        """Python that rebuilds the case (run from tests/): its inputs come from `.arrays()`
+        and `run(torch or flowgrad, case, 32 or 64)` gives its value and gradients."""
+        return (f"import precision_fuzz as pf; case = pf.Case({self.seed}, {self.name!r}, "
+                f"{self.inputs!r}, {self.opts!r}); print(pf.errors(case))")
+
     def arrays(self):
         rng = np.random.default_rng(self.seed)
         return [_draw(rng, s) for s in self.inputs]
@@ -746,7 +752,7 @@ def check(seed, case=None):
 def show(seed):
     case = generate(seed)
     errs = errors(case)
-    lines = [case.describe()]
+    lines = [case.describe(), "  " + case.reproducer()]
     if isinstance(errs, list):
         lines += [f"  {what}: flowgrad {e if e is None else f'{e:.3g}'}, "
                   f"torch {t if t is None else f'{t:.3g}'}" for what, e, t in errs]

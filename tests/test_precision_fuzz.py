@@ -12,10 +12,22 @@ import flowgrad as flow
 
 DEFAULT = range(300)
 
-# torch's own artifacts, by seed, each with its reason (none in the default tier)
+# torch's own artifacts, by seed, each with its reason (none in seeds 0-5000: where torch's
+# float64 overflows, soft_margin_loss, the truth comes from another formula, precision_fuzz.TRUTH)
 KNOWN = {}
-# flowgrad's differences not fixed yet, by seed, each with its reason
-OPEN = {}
+# flowgrad's differences not fixed, by seed, each with its reason (none in the default tier)
+OPEN = {
+    4495: "group_norm of 2 values per group, eps 1e-3 beside a variance of 2e4: the true input "
+          "gradient is ~5e-8 of the terms it is the difference of, so both frameworks carry "
+          "one rounding of those terms (flowgrad 0.03 of the truth, torch 0.0015): no "
+          "cancelling formula to remove, the gradient itself is that difference",
+    4807: "kl_div(log_target, 'mean') of 1028 terms of both signs (sum |terms| / |sum| = 38): "
+          "the terms agree with torch's to the bit; flowgrad's float32 sum (NumPy's pairwise) "
+          "is 0.4 ulp of sum |terms| off, torch's more accurate accumulation 0.03",
+    3158: "triplet_margin_loss(p=1): each distance within 0.6 ulp of the truth (torch's 0.3), "
+          "and the loss d(a, p) - d(a, n) + margin of ~350-sized distances magnifies that "
+          "17 times; no formula differs",
+}
 
 
 @pytest.mark.parametrize("seed", [s for s in DEFAULT if s not in KNOWN and s not in OPEN])
@@ -198,3 +210,8 @@ def test_reciprocal_gradient_of_large_float32_is_finite_and_nonzero():
     x = flow.tensor([3e20, -1e25], requires_grad=True)
     (g,) = flow.autograd.grad((x.reciprocal() * flow.tensor([1e30, 2e37])).sum(), x)
     np.testing.assert_allclose(g.numpy(), [-1e30 / 9e40, -2e37 / 1e50], rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", sorted(OPEN))
+def test_each_open_seed_still_differs(seed):
+    assert pf.check(seed) is not None, f"seed {seed} agrees now: take it out of OPEN"
