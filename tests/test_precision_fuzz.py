@@ -12,8 +12,9 @@ import flowgrad as flow
 
 DEFAULT = range(300)
 
-# torch's own artifacts, by seed, each with its reason (none in seeds 0-5000: where torch's
-# float64 overflows, soft_margin_loss, the truth comes from another formula, precision_fuzz.TRUTH)
+# torch's own artifacts, by seed, each with its reason (none in seeds 0-9000: where torch's
+# float64 is wrong, soft_margin_loss and gelu, the truth comes from another formula,
+# precision_fuzz.TRUTH)
 KNOWN = {}
 # flowgrad's differences not fixed, by seed, each with its reason (none in the default tier)
 OPEN = {
@@ -27,6 +28,18 @@ OPEN = {
     3158: "triplet_margin_loss(p=1): each distance within 0.6 ulp of the truth (torch's 0.3), "
           "and the loss d(a, p) - d(a, n) + margin of ~350-sized distances magnifies that "
           "17 times; no formula differs",
+    5379: "rms_norm of one value 9.35, eps 1e-3: the true gradient w r (1 - x^2 r^2) = w r eps "
+          "r^2 is 1e-5 of its terms; flowgrad's composite (torch's formula too) keeps one "
+          "rounding of them (7e-3 of the truth, torch's 4e-4); a fused rms_norm backward "
+          "could take the 1 - x^2 r^2 = eps r^2 form",
+    7429: "softmin (softmax) of a row of 1000 with one value far below the rest: the row sum "
+          "by one float32 BLAS gemv absorbs the low bits of the 999 small exps into the "
+          "peak's 1 (y 1e-7 off, torch's 1e-8; the gradient needs 1 - y at the peak: 2e-4 "
+          "against 5e-6). float64 row sums cost ~10% of softmax; blocked float32 sums do "
+          "not help (the peak's block absorbs as well): not fixed here",
+    7916: "addmm's mat2 gradient of shape (1, 1): a dot product of 64 terms of both signs "
+          "(sum |terms| / |sum| = 92): one float32 BLAS dot's rounding (0.25 ulp of the "
+          "terms), torch's summation order 10 times luckier; no formula differs",
 }
 
 
@@ -38,7 +51,7 @@ def test_float32_accuracy_matches_torch(seed):
 
 @pytest.mark.slow
 def test_many_cases_are_as_accurate_as_torch():
-    fuzz_common.assert_seeds_agree(pf.check, range(300, 5000), set(KNOWN) | set(OPEN))
+    fuzz_common.assert_seeds_agree(pf.check, range(300, 9000), set(KNOWN) | set(OPEN))
 
 
 def _case(name, inputs, seed=7, **opts):
@@ -193,6 +206,12 @@ SECOND = [
           2648, dim=0, keepdim=False, correction=2, ord=2, maxnorm=0.0047605424302914305),
     _case("layer_norm", [((1, 3), "wide", dict(lo=3.4303656334383916, hi=22.18725930771323)),
                          ((1, 3), "offset", W), ((1, 3), "offset", B)], 3667, k=2,
+          affine=True, eps=1e-5),
+    # batch norm's float64 mean corrected by the residuals about itself, not about its
+    # float32 rounding (which the deviations were taken from): off by that rounding again
+    _case("batch_norm", [((4, 1, 1, 1), "near", dict(c=-27.444301365943836,
+                                                     s=0.0003151154822231755)),
+                         ((1,), "offset", W, False), ((1,), "offset", B)], 7348, groups=1,
           affine=True, eps=1e-5),
     _case("triplet_margin_loss", [((1, 1), "near", dict(c=1.858479265250302,
                                                         s=1.945793583044269e-06))] * 3, 2651,

@@ -59,9 +59,11 @@ def _channel_stats(xp, x):
     """Batch mean and biased variance per channel (float64), in two passes as torch does;
     the mean corrected by its residuals' (see `_deviations`)."""
     count = x.size // x.shape[1]
-    mean = _channel_sum(xp, x) / count
+    # the mean rounded to x's dtype, and the residuals' mean r about it: hi + r is the mean
+    # to twice x's precision (x - hi is exact near the mean), xc - r the deviations to x's
+    mean = (_channel_sum(xp, x) / count).astype(x.dtype)
     xc = _rows_of(x) - _channel_row(xp, mean, x)
-    r = _channel_sum(xp, xc.reshape(x.shape)) / count  # (takes the mean's rounding off too)
+    r = _channel_sum(xp, xc.reshape(x.shape)) / count
     xc -= _channel_row(xp, r, x)
     return mean + r, _channel_sum(xp, xc.reshape(x.shape), xc.reshape(x.shape)) / count
 
