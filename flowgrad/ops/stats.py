@@ -44,10 +44,10 @@ def _moment(xp, x, fn, axes, keepdim, correction):
     """x.var / x.std with torch's silent inf/nan where N <= correction: errstate quiets the
     arithmetic, and NumPy's 'Degrees of freedom <= 0' (a warnings.warn in its own Python
     code, out of reach of flowgrad's module filter) is caught only in that rare case.
-    float32 (complex64) is taken in float64 and rounded once, as torch's CPU Welford sums
-    accumulate in double: in float32 the squares of values below 1e-19 underflowed (std 0)
-    and above 1e19 overflowed (inf), and near-equal values lost the spread (var of values
-    2e-9 apart at 3e-3: 4% off)."""
+    float32 (complex64) goes by `_float32_moment`, as accurate as torch's CPU Welford sums
+    in double: before, the squares of values below 1e-19 underflowed (std 0) and above 1e19
+    overflowed (inf), and near-equal values lost the spread (values 2e-9 apart at 3e-3: 4%
+    off)."""
     with xp.errstate(divide="ignore", invalid="ignore"):
         if _count(x.shape, axes) > correction:
             if x.dtype.char in "fF" and axes:
