@@ -179,3 +179,23 @@ def test_bad_arguments(case):
 
 def test_norm_positive_var_input():
     check(lambda m, x: F(m).layer_norm(x * 100.0, (3,)), Positive((2, 3)))
+
+
+def test_layer_norm_backward_of_an_infinite_gradient_as_torch():
+    """A row of dy holding infinities: nan and inf where torch's uncentred form puts them (the
+    centred form, used for finite rows, gave signed infinities where torch has nan)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    dy = rng.standard_normal((6, 5)).astype(np.float32)
+    dy[1, 2], dy[3, 0], dy[3, 4] = np.inf, -np.inf, np.inf
+    got, want = [], []
+    for m, out in ((flow, got), (torch, want)):
+        t = m.tensor(x, requires_grad=True)
+        ln = m.nn.LayerNorm(5)
+        ln(t).backward(m.tensor(dy))
+        out += [t.grad.numpy(), ln.weight.grad.numpy(), ln.bias.grad.numpy()]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        np.testing.assert_array_equal(np.isposinf(g), np.isposinf(w))
+        np.testing.assert_array_equal(np.isneginf(g), np.isneginf(w))
+        np.testing.assert_allclose(g[np.isfinite(w)], w[np.isfinite(w)], rtol=1e-5, atol=1e-6)

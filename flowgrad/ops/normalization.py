@@ -267,8 +267,24 @@ def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
             q *= b[:, None]
         g += q
         g += c[:, None]
+        bad = ~(xp.isfinite(b) & xp.isfinite(c))
+        if bad.any():
+            _nonfinite_rows(xp, g, bad, x2[r0:r1], dy2[r0:r1], w2, hi[r0:r1], r, n)
     return dx.reshape(x.shape), dw.reshape(shape) if need_w else dw, \
         db.reshape(shape) if need_b else db
+
+
+def _nonfinite_rows(xp, g, bad, x, dy, w, mean, rstd, n):
+    """The rows of dx whose sums are not finite (an inf or nan in dy) in torch's uncentred
+    form, (sum(g) mean - sum(g x)) rstd^3 / n x + c: the nan and infinities land where
+    torch's do (its inf - inf; the centred form gives signed infinities there)."""
+    rows = xp.nonzero(bad)[0]
+    with xp.errstate(invalid="ignore", over="ignore"):
+        gw, xr, mu, r = dy[rows] * w, x[rows], mean[rows], rstd[rows]
+        ds, sb = (gw * xr).sum(1), gw.sum(1)
+        b = (sb * mu - ds) * (r * r * r) / n
+        c = -b * mu - sb * r / n
+        g[rows] = gw * r[:, None] + b[:, None] * xr + c[:, None]
 
 
 def _float32(xp, a):
