@@ -60,26 +60,36 @@ def _channel_stats(xp, x):
     the mean corrected by its residuals' (see `_deviations`)."""
     count = x.size // x.shape[1]
     # the mean rounded to x's dtype, and the residuals' mean r about it: hi + r is the mean
-    # to twice x's precision (x - hi is exact near the mean), xc - r the deviations to x's
+    # to twice x's precision (x - hi is exact near the mean), xc - r the deviations to x's;
+    # channels whose mean is within their spread of 0 (mean^2 <= var) have nothing to correct
     mean = (_channel_sum(xp, x) / count).astype(x.dtype)
     xc = _rows_of(x) - _channel_row(xp, mean, x)
+    var = _channel_sum(xp, xc.reshape(x.shape), xc.reshape(x.shape)) / count
+    if x.dtype == xp.float64 or xp.all(mean * mean <= var):
+        return mean.astype(xp.float64), var
     r = _channel_sum(xp, xc.reshape(x.shape)) / count
     xc -= _channel_row(xp, r, x)
     return mean + r, _channel_sum(xp, xc.reshape(x.shape), xc.reshape(x.shape)) / count
 
 
-def _split(xp, mean, dtype):
-    """A float64 mean as float values hi + lo (lo None for a float64 input)."""
+def _split(xp, mean, dtype, rstd=None):
+    """A float64 mean as float values hi + lo (lo None for a float64 input, and where lo
+    moves no deviation by half an ulp of the spread 1 / rstd)."""
     hi = mean.astype(dtype)
-    return hi, (mean - hi).astype(dtype) if dtype != mean.dtype else None
+    if dtype == mean.dtype:
+        return hi, None
+    lo = (mean - hi).astype(dtype)
+    if rstd is not None and xp.all(xp.abs(lo) * rstd.reshape(lo.shape) <= _EPS32 / 2):
+        return hi, None
+    return hi, lo
 
 
-def _deviations(xp, rows, mean, like=None):
+def _deviations(xp, rows, mean, like=None, rstd=None):
     """rows - mean for a float64 mean of float32 rows, to float32's precision: x - hi is exact
     near the mean (Sterbenz), then - lo. x - float32(mean) carries the mean's rounding, c / s
     ulps of the spread s of values about c (rows at 300 +- 0.02: 2.9e-5 off where torch is
     1.5e-6). `like`: rows is `_rows_of(like)` and mean per channel."""
-    hi, lo = _split(xp, mean, rows.dtype)
+    hi, lo = _split(xp, mean, rows.dtype, rstd)
     row = (lambda v: _channel_row(xp, v, like)) if like is not None else (lambda v: v)
     d = rows - row(hi)
     if lo is not None:
@@ -184,12 +194,12 @@ def _rows_forward(xp, x, k, w, b, eps):
     # product and a gemv on (2048, 128) float32 (a relative error of 1.5e-7 against 1e-7)
     rstd = xp.einsum("ij,ij->i", y, y)
     rstd /= n
-    if x.dtype != xp.float64:
+    if x.dtype != xp.float64 and not xp.all(mean * mean <= rstd):  # (rstd: the variance)
         # the residual mean r: x - mean is exact near the mean, so y - r are the deviations
         # to float32's precision and mean + r (float64, for the backward) the mean to twice
         # it; y alone carried the mean's rounding (see `_deviations`). Taken off the rows
-        # only where it moves them by more than half an ulp of their spread (rows about 0,
-        # whose r is the gemv's own rounding, skip that pass)
+        # only where it moves them by more than half an ulp of their spread. Rows whose
+        # mean is within their spread of 0 (most: activations about 0) skip all of it
         r = xp.matmul(y, ones)
         r /= n
         mean = mean.astype(xp.float64) + r
@@ -237,7 +247,7 @@ def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
     n = math.prod(shape)
     m = x.size // n
     x2, dy2, rs = x.reshape(m, n), dy.reshape(m, n), rstd.reshape(m)
-    hi, lo = _split(xp, mean.reshape(m), x.dtype)
+    hi, lo = _split(xp, mean.reshape(m), x.dtype, rs)
     ones = xp.ones(n, x.dtype)
     w2 = w.reshape(n) if w is not None else ones
     dx = xp.empty((m, n), x.dtype)
@@ -413,7 +423,7 @@ def _normalize_backward(xp, x, mean, rstd, dy, *w, axes, need_w, need_b, trailin
         # batch norm: two per-channel sums (torch's sum_dy and dotp), then one affine pass
         # dx = dy * a + xc * b + c; dw and db come out already reduced to the channel shape
         count = x.size // x.shape[1]
-        xc = _deviations(xp, _rows_of(x), mean, x)
+        xc = _deviations(xp, _rows_of(x), mean, x, rstd)
         sdy, dotp = _channel_sum(xp, dy), _channel_sum(xp, dy, xc.reshape(x.shape))
         r = rstd.astype(xp.float64)
         k = r * w[0] if w else r
@@ -427,7 +437,7 @@ def _normalize_backward(xp, x, mean, rstd, dy, *w, axes, need_w, need_b, trailin
     if trailing_wb and _rows_path(x, axes, w) and dy.dtype == x.dtype:
         return _rows_backward(xp, x, mean, rstd, dy, w[0] if w else None, len(axes), need_w,
                               need_b)
-    xhat = _deviations(xp, x, mean) * rstd
+    xhat = _deviations(xp, x, mean, rstd=rstd) * rstd
     g = dy * w[0] if w else dy
     dx = rstd * (g - mean_array(xp, g, axes, True) - xhat * mean_array(xp, g * xhat, axes, True))
     # dw/db come back in x's shape; the engine sums them down to the parameter's shape
