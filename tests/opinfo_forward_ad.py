@@ -54,14 +54,15 @@ import flowgrad as flow
 MODES = ("dual", "jvp", "fwbw")
 
 
-def _tangent_leaves(sample):
-    """The sample's differentiable tensors (those torch made require grad), in order."""
+def _tangent_leaves(sample, every_float=False):
+    """The sample's differentiable tensors (those torch made require grad), in order;
+    `every_float`: every floating (or complex) tensor, required grad or not."""
     found, seen = [], set()
 
     def walk(v):
         if isinstance(v, torch.Tensor):
-            if v.requires_grad and (v.dtype.is_floating_point or v.dtype.is_complex) and \
-                    id(v) not in seen:
+            if (every_float or v.requires_grad) and (
+                    v.dtype.is_floating_point or v.dtype.is_complex) and id(v) not in seen:
                 seen.add(id(v))
                 found.append(v)
         elif isinstance(v, (list, tuple)):
@@ -356,23 +357,7 @@ NOT_YET = "because it has not been implemented yet"  # torch's refusal of a miss
 
 def _floating_leaves(sample):
     """Every floating (or complex) tensor of the sample, in order: each gets a tangent."""
-    found, seen = [], set()
-
-    def walk(v):
-        if isinstance(v, torch.Tensor):
-            if (v.dtype.is_floating_point or v.dtype.is_complex) and id(v) not in seen:
-                seen.add(id(v))
-                found.append(v)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-    walk(sample.input)
-    walk(list(sample.args))
-    walk(dict(sample.kwargs))
-    return found
+    return _tangent_leaves(sample, every_float=True)
 
 
 def _torch_floats(info, sample, leaves, ps):
