@@ -141,3 +141,86 @@ def test_in_place_op_with_itself_as_operand_has_the_true_tangent(op):
     h = 1e-6
     numeric = (f(flow.tensor(x + h * v)).numpy() - f(flow.tensor(x - h * v)).numpy()) / (2 * h)
     np.testing.assert_allclose(tangent, numeric, rtol=1e-7, atol=1e-9)
+
+
+def _tangent(m, fn, *duals):
+    """fn's result's tangent (None, or a list) with each (value, tangent) pair made dual."""
+    ad = m.autograd.forward_ad
+    with ad.dual_level():
+        args = [ad.make_dual(m.tensor(v, dtype=m.float64), m.tensor(t, dtype=m.float64))
+                if t is not None else m.tensor(v, dtype=m.float64) for v, t in duals]
+        t = ad.unpack_dual(fn(m, *args)).tangent
+        return None if t is None else t.tolist()
+
+
+@pytest.mark.parametrize("bounds", ["both", "min", "max"])
+def test_clamp_tensor_bounds_tangent_is_torchs_at_ties_nans_and_crossed_bounds(bounds):
+    # torch's clamp_jvp takes a bound's tangent at a tie where its reverse rule passes the
+    # input's gradient; flowgrad derived the reverse rule's choice
+    import itertools
+
+    def clamp(m, x, lo, hi):
+        return m.clamp(x, min=None if bounds == "max" else lo, max=None if bounds == "min"
+                       else hi)
+    for (x, lo, hi), dual in itertools.product(itertools.product([np.nan, 0.0, 1.0], repeat=3),
+                                               itertools.product([0, 1], repeat=3)):
+        duals = [([v], [float(k)] if d else None) for v, k, d in zip((x, lo, hi), (2, 3, 5),
+                                                                        dual)]
+        ours, theirs = _tangent(flow, clamp, *duals), _tangent(torch, clamp, *duals)
+        assert ours == theirs or (theirs is None and ours == [0.0]), (x, lo, hi, dual)
+
+
+SAMPLERS = [
+    ("normal_mean", lambda m, d: m.normal(d, m.ones(3, dtype=m.float64))),
+    ("normal_std", lambda m, d: m.normal(m.zeros(3, dtype=m.float64), d.abs())),
+    ("normal_number", lambda m, d: m.normal(d, 2.0)),
+    ("bernoulli", lambda m, d: m.bernoulli(d.abs() / 3)),
+    ("poisson", lambda m, d: m.poisson(d.abs())),
+    ("Normal.sample", lambda m, d: m.distributions.Normal(d, 1.0).sample()),
+    ("LogNormal.sample", lambda m, d: m.distributions.LogNormal(d, 1.0).sample((2,))),
+    ("Independent.sample", lambda m, d: m.distributions.Independent(
+        m.distributions.Normal(d, 1.0), 1).sample()),
+    ("Poisson.sample", lambda m, d: m.distributions.Poisson(d.abs()).sample()),
+]
+
+
+@pytest.mark.parametrize("name,fn", SAMPLERS, ids=[c[0] for c in SAMPLERS])
+def test_a_samples_tangent_is_zeros_as_torchs(name, fn):
+    # the samplers' tangents were absent (None), and Normal.sample (rsample under no_grad,
+    # which forward mode ignores) moved with loc: torch's sample() draws by torch.normal
+    duals = [([0.5, -1.0, 2.0], [1.0, 1.0, 1.0])]
+    ours, theirs = _tangent(flow, fn, *duals), _tangent(torch, fn, *duals)
+    assert set(np.ravel(ours)) == {0.0}
+    if name == "normal_std":  # (torch's is None where only normal's std is dual)
+        theirs = ours if theirs is None else theirs
+    assert ours == theirs
+
+
+def test_a_sample_broadcast_over_its_parameters_has_a_tangent_of_its_shape():
+    # (torch raises: it gives the tangent the parameter's shape; zeros of the sample's shape
+    # are what its zero derivative means)
+    for fn in (lambda m, d: m.normal(d, m.ones(2, 1, dtype=m.float64)),
+               lambda m, d: m.normal(m.zeros(2, 1, dtype=m.float64), d.abs()),
+               lambda m, d: m.distributions.HalfNormal(d.abs()).sample((2,))):
+        assert _tangent(flow, fn, ([0.5, 1.0, 2.0], [1.0, 1.0, 1.0])) == [[0.0] * 3] * 2
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, d: m.bernoulli(d.abs() / 3, 0.5),
+    lambda m, d: m.distributions.Gamma(d.abs(), 1.0).sample(),
+    lambda m, d: m.distributions.Binomial(3, d.abs() / 3).sample(),
+], ids=["bernoulli_p", "Gamma.sample", "Binomial.sample"])
+def test_samplers_without_a_forward_formula_refuse_a_dual_as_torch(fn):
+    for m in (torch, flow):
+        with pytest.raises(NotImplementedError):
+            _tangent(m, fn, ([0.5, 1.0, 2.0], [1.0, 1.0, 1.0]))
+
+
+def test_binomial_counts_require_grad_and_refuse_a_backward_as_torchs():
+    # flowgrad's counts required no grad: a loss through them ran, their term silently left out
+    for m in (torch, flow):
+        p = m.tensor([0.3, 0.6], requires_grad=True)
+        y = m.binomial(m.tensor([3.0, 4.0]), p)
+        assert y.requires_grad
+        with pytest.raises(RuntimeError, match="binomial"):
+            (y.sum() + p.sum()).backward()

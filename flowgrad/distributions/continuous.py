@@ -52,6 +52,12 @@ class Normal(_LocScale, ExponentialFamily):
     stddev = property(lambda self: self.scale)
     variance = property(lambda self: self.scale ** 2)
 
+    def sample(self, sample_shape=()):
+        """Draw samples (no gradient; a forward-mode tangent of zeros, as torch's normal)."""
+        shape = self._extended_shape(sample_shape)
+        with flow.no_grad():
+            return flow.normal(self.loc.expand(shape), self.scale.expand(shape))
+
     def rsample(self, sample_shape=()):
         eps = _noise(flow.randn, self._extended_shape(sample_shape), self.loc)
         return self.loc + eps * self.scale

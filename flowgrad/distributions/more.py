@@ -72,6 +72,10 @@ class HalfNormal(Distribution):
     mode = property(lambda self: flow.zeros_like(self.scale))
     variance = property(lambda self: self.scale ** 2 * (1 - 2 / math.pi))
 
+    def sample(self, sample_shape=()):
+        with flow.no_grad():  # (the base's sample: a forward-mode tangent of zeros, as torch's)
+            return self.base_dist.sample(sample_shape).abs()
+
     def rsample(self, sample_shape=()):
         return self.base_dist.rsample(sample_shape).abs()
 

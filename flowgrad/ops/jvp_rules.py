@@ -16,6 +16,9 @@ themselves differentiable and batchable. The families:
   real values; with complex ones torch's reverse rule conjugates: a holomorphic op's JVP is
   the conjugated rule, any other's is derived);
 - softmax, log_softmax, logsumexp: their closed forms;
+- clamp with tensor bounds: torch's forward formula, which at a tie takes the bound's
+  tangent where its reverse rule passes the input's gradient;
+- the samplers (normal, bernoulli, poisson): zero tangents of the sample's shape;
 - qr, svd, eigh, logcumsumexp: torch's formulas (`jvp_linalg.py`).
 """
 from __future__ import annotations
@@ -138,6 +141,31 @@ def _prelu(op, inputs, outs, tans, attrs, aux):
     return where(x >= 0, tx, inner)
 
 
+def _clamp_tensor(op, inputs, outs, tans, attrs, aux):
+    # torch's clamp_jvp: where(lo > hi, t_hi, where(x < lo, t_lo, where(x > hi, t_hi, t_x))),
+    # and with one bound where(x > lo, t_x, t_lo) (a tie takes the bound's tangent)
+    x, *bounds = inputs
+    tx, *tb = [0.0 if t is None else t for t in tans]
+    if attrs["has_min"] and attrs["has_max"]:
+        (lo, hi), (t_lo, t_hi) = bounds, tb
+        inner = where(x < lo, t_lo, where(x > hi, t_hi, tx))
+        return where(lo > hi, t_hi, inner)
+    if attrs["has_min"]:
+        return where(x > bounds[0], tx, tb[0])
+    return where(x < bounds[0], tx, tb[0])
+
+
+def _sample(op, inputs, outs, tans, attrs, aux):
+    """A sampler's draw moves with none of its parameters (torch's zero gradients), and its
+    tangent has the sample's shape, also where a parameter broadcasts."""
+    if attrs.get("p") is not None:  # torch's bernoulli(input, p) has no forward formula
+        raise NotImplementedError(
+            "Trying to use forward AD with aten::bernoulli(input, p) that does not support it "
+            "(as torch's); pass the primal (forward_ad.unpack_dual(x).primal) or use "
+            "bernoulli(probabilities)")
+    return [_zeros_like(o) if _floating(o) else None for o in outs]
+
+
 # elementwise ops holomorphic on complex values (their complex JVP is the conjugated rule)
 HOLOMORPHIC = frozenset(("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "div",
                          "pow", "scalar_pow", "scalar_rpow"))
@@ -150,5 +178,6 @@ JVP_KINDS.update(linear=_linear, multilinear=_multilinear, diagonal=_diagonal)
 JVP_RULES.update({"linear": _linear_layer, "conv": _linear_layer, "scalar_add": _first,
                   "depend": _first, "pad_constant": _pad_constant, "softmax": _softmax,
                   "safe_softmax": _softmax, "log_softmax": _log_softmax, "logsumexp": _logsumexp,
-                  "prelu": _prelu})
+                  "prelu": _prelu, "clamp_tensor": _clamp_tensor, "normal": _sample,
+                  "bernoulli": _sample, "poisson": _sample})
 JVP_RULES.update(jvp_linalg.RULES)

@@ -27,6 +27,7 @@ from . import pool as _pool
 from . import sampling as _sampling
 from .elementwise import where
 from .linalg import bilinear  # noqa: F401 - torch.bilinear has F's signature
+from .no_derivative import without_derivative
 from .normalization import dist_norm
 from .odds import triu_indices
 from .registry import op
@@ -352,6 +353,8 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
 def binomial(count, prob, generator=None):
     """torch.binomial: Binomial(count, prob) draws, float, broadcast. Both float tensors of
     one dtype; a nan probability gives nan, a count <= 0 gives 0, prob is clamped to [0, 1].
+    The draws require grad where an input does, and a backward reaching them raises (torch
+    has no derivative for them).
 
     >>> import flowgrad as flow
     >>> flow.binomial(flow.tensor([4.0, 0.0]), flow.tensor([1.0, 0.5]))
@@ -374,8 +377,8 @@ def binomial(count, prob, generator=None):
         if bool((n.isinf() & (p > 0)).any()):
             raise RuntimeError("binomial: an infinite count with a positive probability has "
                                "no finite draw")
-        draws = _sampling.binomial(where(n.isinf(), 0.0, n), p, generator)
-        return where(bad, math.nan, draws)
+        draws = where(bad, math.nan, _sampling.binomial(where(n.isinf(), 0.0, n), p, generator))
+    return without_derivative([draws], (count, prob), "binomial", error="RuntimeError")[0]
 
 
 __all__ += ["ctc_loss", "feature_dropout", "feature_dropout_", "dropout_", "alpha_dropout_",

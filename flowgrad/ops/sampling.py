@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ..random import numpy_generator, resolve
 from .creation import zeros_like
+from .no_derivative import refuse_forward, refuse_forward_rule
 from .registry import op
 from .special import _scipy_special
 
@@ -35,6 +36,10 @@ def _standard_gamma(xp, alpha, *, generator):
 def standard_gamma_backward(ctx, dy):
     (alpha,), (x,) = ctx.inputs, ctx.outputs
     return dy * _standard_gamma_grad(alpha, x)
+
+
+refuse_forward_rule("standard_gamma", "_standard_gamma", "its forward derivative is not "
+                    "implemented")
 
 
 @op("standard_gamma_grad", differentiable=False)
@@ -100,5 +105,8 @@ def poisson(input, generator=None):
 
 
 def binomial(count, prob, generator=None):
-    """Binomial counts of `count` trials with success probability `prob` (floats)."""
+    """Binomial counts of `count` trials with success probability `prob` (floats); a dual
+    input raises, as torch's binomial has no forward derivative (nor a reverse one:
+    flowgrad.binomial's counts refuse a backward)."""
+    refuse_forward((count, prob), "binomial")
     return _binomial(count, prob, generator=resolve(generator))
