@@ -216,11 +216,27 @@ def test_samplers_without_a_forward_formula_refuse_a_dual_as_torch(fn):
             _tangent(m, fn, ([0.5, 1.0, 2.0], [1.0, 1.0, 1.0]))
 
 
-def test_binomial_counts_require_grad_and_refuse_a_backward_as_torchs():
-    # flowgrad's counts required no grad: a loss through them ran, their term silently left out
+@pytest.mark.parametrize("name,fn", [
+    ("binomial", lambda m, p: m.binomial(m.tensor([3.0, 4.0]), p)),
+    ("ldl_factor", lambda m, p: m.linalg.ldl_factor(m.diag(p + 1))[0]),
+    ("ldl_factor_ex", lambda m, p: m.linalg.ldl_factor_ex(m.diag(p + 1))[0]),
+], ids=["binomial", "ldl_factor", "ldl_factor_ex"])
+def test_outputs_without_a_derivative_require_grad_and_refuse_a_backward_as_torchs(name, fn):
+    # flowgrad's required no grad: a loss through them ran, their term silently left out
     for m in (torch, flow):
         p = m.tensor([0.3, 0.6], requires_grad=True)
-        y = m.binomial(m.tensor([3.0, 4.0]), p)
+        y = fn(m, p)
         assert y.requires_grad
-        with pytest.raises(RuntimeError, match="binomial"):
+        with pytest.raises(RuntimeError, match=name[:10]):
             (y.sum() + p.sum()).backward()
+
+
+def test_bernoulli_fill_by_probabilities_requiring_grad_gives_them_zeros_as_torch():
+    # the probabilities were detached: the result required no grad, a loss through it raised
+    for m in (torch, flow):
+        p = m.tensor([0.3, 0.6], dtype=m.float64, requires_grad=True)
+        m.manual_seed(0)
+        y = m.zeros(2, dtype=m.float32).bernoulli_(p)
+        assert y.requires_grad
+        (y * 3).sum().backward()
+        assert p.grad.tolist() == [0.0, 0.0]

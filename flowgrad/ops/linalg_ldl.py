@@ -19,7 +19,7 @@ import math
 from collections import namedtuple
 
 from .linalg_decomp import _matrix, _square
-from .no_derivative import refuse_forward, without_derivative
+from .no_derivative import without_derivative
 from .registry import op
 
 __all__ = ["ldl_factor", "ldl_factor_ex", "ldl_solve"]
@@ -196,10 +196,12 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
     """(LD, pivots, info) of A = P L D L^T P^T (L D L^H for a complex A with `hermitian`;
     Bunch-Kaufman, LAPACK sytrf/hetrf's lower form): L unit lower below the diagonal of LD,
     D's 1 x 1 and 2 x 2 blocks on it, pivots 1-based (negative for a 2 x 2 block). Not
-    differentiable, as torch's; `hermitian` changes nothing for real matrices."""
+    differentiable, as torch's (a backward reaching LD raises); `hermitian` changes nothing
+    for real matrices."""
     _square(A, "linalg.ldl_factor_ex")
     LD, pivots, info = _ldl_factor(A, hermitian=bool(hermitian))
-    refuse_forward([A], "linalg_ldl_factor_ex")  # (its outputs never require grad, as torch's)
+    # (LD requires grad where A does and refuses a backward, as torch's)
+    LD = without_derivative([LD], [A], "linalg_ldl_factor_ex", "RuntimeError")[0]
     if check_errors and info._data.any():
         raise RuntimeError(f"linalg.ldl_factor_ex: the factorization could not be completed: "
                            f"D is singular (info = {info.tolist()})")

@@ -187,7 +187,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
         check_probability(p, "bernoulli_")
         probs = None
     if probs is not None:  # one draw per element of self: the probabilities broadcast first
-        probs = probs.detach().double().expand(self.shape)
+        probs = probs.double().expand(self.shape)  # (p's gradient: zeros, as torch's)
         return self.copy_(_bernoulli(probs, p=None, generator=resolve(generator)))
     return _write_sample(self, "bernoulli_", _bernoulli_number, generator, kinds=_ANY,
                          p=float(p))
