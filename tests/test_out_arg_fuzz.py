@@ -360,14 +360,16 @@ def test_logsumexp_into_a_wider_out_sums_and_logs_in_its_dtype():
     assert got[1] == got[0]
 
 
-@pytest.mark.parametrize("name", ["floor_divide", "heaviside", "conj_physical", "diag",
-                                  "softmax", "log_softmax", "slice_scatter", "inner",
-                                  "tensordot", "quantile"])
-def test_composite_out_forms_record_as_torch(name):
+@pytest.mark.parametrize("name,dtype", [
+    *[(name, "float64") for name in ["floor_divide", "heaviside", "conj_physical", "diag",
+                                     "softmax", "log_softmax", "slice_scatter", "inner",
+                                     "tensordot", "quantile"]],
+    *[(name, "complex128") for name in ["conj_physical", "diag", "slice_scatter", "inner"]]])
+def test_composite_out_forms_record_as_torch(name, dtype):
     # torch's out= forms of these take an input requiring grad: out takes the history, a
     # gradient (inner, tensordot, quantile) or a node that refuses backward (the others);
     # flowgrad wrote out without any history (the floor_divide family of out_arg_fuzz seeds
-    # 1433, ...)
+    # 1433, ...), and its refusing node then refused complex values in the forward
     calls = {"floor_divide": lambda m, x, o: m.floor_divide(x, 2, out=o),
              "heaviside": lambda m, x, o: m.heaviside(x, x, out=o),
              "conj_physical": lambda m, x, o: m.conj_physical(x, out=o),
@@ -380,16 +382,18 @@ def test_composite_out_forms_record_as_torch(name):
              "quantile": lambda m, x, o: m.quantile(x, 0.25, 1, out=o)}
     got = []
     for m in (torch, flow):
-        x = m.tensor([[3.0, 4.0], [1.0, -2.0]], dtype=m.float64, requires_grad=True)
-        out = m.empty(0, dtype=m.float64)
+        d = getattr(m, dtype)
+        x = m.tensor([[3.0, 4.0], [1.0, -2.0]], dtype=d) * (1 if dtype == "float64" else 1 - 2j)
+        x.requires_grad_()
+        out = m.empty(0, dtype=d)
         back = calls[name](m, x, out)
         row = [back is out, out.requires_grad, out.is_leaf, np.round(out.tolist(), 12).tolist()]
         try:
-            (g,) = m.autograd.grad((out * out).sum(), x)
-            row.append(g.tolist())
+            (g,) = m.autograd.grad((out.abs() ** 2).sum(), x)
+            row.append(np.round(g.tolist(), 12).tolist())
         except RuntimeError as e:
             row.append("not implemented" in str(e))
         with m.no_grad():
-            row.append(calls[name](m, x, m.empty(0, dtype=m.float64)).requires_grad)
+            row.append(calls[name](m, x, m.empty(0, dtype=d)).requires_grad)
         got.append(row)
     assert got[1] == got[0]

@@ -16,7 +16,7 @@ from ..tensor import Tensor
 from .registry import op
 
 
-@op("no_derivative")
+@op("no_derivative", complex=True)
 def _no_derivative(xp, value, source, *, what, error):
     return value
 
