@@ -72,9 +72,6 @@ KNOWN: dict[str, tuple[str, str]] = {
                "torch's arange warns in words of its own (\"The number of elements in the "
                "out tensor of shape ... does not match the computed number\"), not the "
                "resize warning this sweep looks for; flowgrad gives the resize warning"),
-    "mode": (r"resize: resize warning: torch False, flowgrad True",
-             "a 0-d input: torch's mode resizes its (values, indices) outs silently on that "
-             "path (it warns for every other shape, as flowgrad does); words only"),
     "matmul": (r"resize warning: torch True, flowgrad False|raise: torch RuntimeError\('The "
                r"size of tensor a",
                "torch quirks: a 1-D @ 2-D matmul out= warns about a resize even when out has "
