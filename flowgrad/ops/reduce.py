@@ -28,6 +28,7 @@ from .out_arg import with_out
 from .registry import op
 from .scan import cumprod, index_output_grad, with_rule_indices
 from .shape import _expand, _reshape, cat, sum_to
+from .sort import refuse_complex_order
 from .summation import add_reduce
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "sum_to",
@@ -269,9 +270,7 @@ def _max_min(input, dim, keepdim, other, name):
         return (_amax if name == "max" else _amin)(input, axes=axes, keepdim=False, whole=True)
     d = _wrap_dim(dim, input._data.ndim, name)
     _check_nonempty(input, (d,) if input._data.ndim else (), name)
-    if input._data.dtype.kind == "c":  # (a 0-d one too, as torch's)
-        raise RuntimeError(f"{name}(): does not support complex input (got {input.dtype}, shape "
-                           f"{tuple(input.shape)}); apply it to .real, .imag or .abs()")
+    refuse_complex_order(input, name)
     if input._data.ndim == 0:
         return of_zero_dim(name, input)
     fn = _max_dim if name == "max" else _min_dim

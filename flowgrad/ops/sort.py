@@ -36,11 +36,12 @@ def _argsort(xp, a, *, dim, descending):
     return xp.flip(n - 1 - rev, dim).astype(xp.int64)
 
 
-def _refuse_complex_order(input, name):
-    """torch's sort and topk refuse complex inputs, a 0-d one too."""
+def refuse_complex_order(input, name):
+    """torch's ops that order values (sort, topk, max/min along a dim) refuse complex inputs,
+    a 0-d one too."""
     if input._data.dtype.kind == "c":
-        raise RuntimeError(f"{name}: does not support complex dtypes (got {input.dtype}, shape "
-                           f"{tuple(input.shape)}); {name} .real, .imag or .abs() instead")
+        raise RuntimeError(f"{name}(): does not support complex input (got {input.dtype}, shape "
+                           f"{tuple(input.shape)}); apply it to .real, .imag or .abs()")
 
 
 @tensor_method()
@@ -52,7 +53,7 @@ def sort(input, dim=-1, descending=False, stable=False):
     >>> values, indices
     (tensor([[1., 2., 3.]]), tensor([[1, 2, 0]]))
     """
-    _refuse_complex_order(input, "sort")
+    refuse_complex_order(input, "sort")
     if input._data.ndim == 0:
         return of_zero_dim("sort", input)
     d = _wrap_dim(dim, input._data.ndim, "sort")
@@ -86,7 +87,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     tensor([1, 3])
     """
     nd = input._data.ndim
-    _refuse_complex_order(input, "topk")
+    refuse_complex_order(input, "topk")
     if input._data.dtype.kind == "b":
         raise RuntimeError(f'"topk_cpu" not implemented for \'Bool\' (input of shape '
                            f"{tuple(input.shape)}); convert with .int() first")
