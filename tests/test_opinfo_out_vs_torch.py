@@ -36,10 +36,10 @@ _TORCH_VERSION = (r"version: torch 0 -> 0",
                   "torch writes the result through an internal view of `out` (an _unsafe_view "
                   "with a counter of its own), so out's version stays 0; flowgrad's write is an "
                   "in-place write of out and moves its counter, as any write")
-_TORCH_NO_OUT_KERNEL = (r"raise: torch NotImplementedError\('.(nansum|std)_cpu. not "
+_TORCH_NO_OUT_KERNEL = (r"raise: torch NotImplementedError\('.std_cpu. not "
                         r"implemented|raise type: torch NotImplementedError",
-                        "torch's out= kernel lacks the dtype its function handles (nansum of "
-                        "int64, std/var/nanmean of complex): a torch gap; flowgrad computes it")
+                        "torch's out= kernel lacks the dtype its function handles (std/var/"
+                        "nanmean of complex): a torch gap; flowgrad computes it")
 
 KNOWN: dict[str, tuple[str, str]] = {
     **{name: (_NO_OUT, _R_NO_OUT) for name in (
@@ -107,7 +107,6 @@ KNOWN: dict[str, tuple[str, str]] = {
     "nonzero": (r"argument 'out' must be Tensor, not tuple",
                 "nonzero(as_tuple=True, out=(...)): torch refuses a tuple out, flowgrad writes "
                 "each index tensor into it"),
-    "nansum": _TORCH_NO_OUT_KERNEL,
     "nanmean": _TORCH_NO_OUT_KERNEL,
     "std": _TORCH_NO_OUT_KERNEL,
     "var": _TORCH_NO_OUT_KERNEL,
