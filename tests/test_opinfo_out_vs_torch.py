@@ -36,10 +36,11 @@ _TORCH_VERSION = (r"version: torch 0 -> 0",
                   "torch writes the result through an internal view of `out` (an _unsafe_view "
                   "with a counter of its own), so out's version stays 0; flowgrad's write is an "
                   "in-place write of out and moves its counter, as any write")
-_TORCH_NO_OUT_KERNEL = (r"raise: torch NotImplementedError\('.std_cpu. not "
+_TORCH_NO_OUT_KERNEL = (r"raise: torch NotImplementedError\('.(nansum|std)_cpu. not "
                         r"implemented|raise type: torch NotImplementedError",
-                        "torch's out= kernel lacks the dtype its function handles (std/var/"
-                        "nanmean of complex): a torch gap; flowgrad computes it")
+                        "torch's out= kernel lacks the dtype its function handles (std/var of "
+                        "complex, nanmean of complex through its nansum): a torch gap; "
+                        "flowgrad computes it")
 
 KNOWN: dict[str, tuple[str, str]] = {
     **{name: (_NO_OUT, _R_NO_OUT) for name in (
