@@ -83,3 +83,26 @@ def test_python_bools_and_leading_ones_as_torch():
         (y * m.arange(24.0, dtype=m.float64).reshape(2, 3, 4)).sum().backward()
         results.append((shapes, y.tolist(), x.grad.tolist()))
     assert results[0] == results[1]
+
+
+def test_index_ops_out_of_range_raise_torchs_exception_classes():
+    # torch's index_add of a vector checks as index_put (IndexError), of a matrix by its own
+    # kernel (RuntimeError); flowgrad raised RuntimeError for both
+    got = []
+    for m in (torch, flow):
+        row = []
+        for shape in ((5,), (5, 3)):
+            for name, call in (("index_add_", lambda x, i: x.index_add_(0, i, m.ones(
+                    (1,) + shape[1:]))), ("index_copy_", lambda x, i: x.index_copy_(
+                    0, i, m.ones((1,) + shape[1:]))), ("index_fill_", lambda x, i: x.index_fill_(
+                    0, i, 1.0)), ("index_select", lambda x, i: x.index_select(0, i))):
+                for bad in (7, -7):
+                    x = m.zeros(shape)
+                    try:
+                        call(x, m.tensor([bad]))
+                        row.append("ran")
+                    except (IndexError, RuntimeError) as e:
+                        row.append(type(e).__name__)
+                    assert x.abs().sum().item() == 0  # nothing written
+        got.append(row)
+    assert got[1] == got[0]

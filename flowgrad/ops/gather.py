@@ -444,7 +444,8 @@ def _refuse_complex(input, src, name, reduce, include_self):
 # ---- index_* along one dim ----------------------------------------------------------------------
 def _index_dim(input, dim, index, name, source=None, allow_negative=False, error=IndexError):
     """index_add/copy/fill checks -> flat positions of shape source.shape. As in torch, only
-    index_fill takes negative indices; index_add raises RuntimeError, the others IndexError."""
+    index_fill takes negative indices; index_add of a matrix raises RuntimeError, the others
+    IndexError."""
     shape = input._data.shape
     d = _wrap_dim(dim, len(shape), name)
     idx = _as_index(index, name)
@@ -475,7 +476,9 @@ def index_add(input, dim, index, source, *, alpha=1):
             [1., 1.]])
     """
     _check_dtype(input, source, "index_add")
-    flat = _index_dim(input, dim, index, "index_add", source, error=RuntimeError)
+    # (torch's index_add of a vector goes through index_put's checks: IndexError)
+    flat = _index_dim(input, dim, index, "index_add", source,
+                      error=IndexError if input._data.ndim <= 1 else RuntimeError)
     if input._data.dtype.kind == "b":  # bool arithmetic, as add's: alpha * b is b (or False)
         src = source if alpha else source & False
     else:  # torch's Scalar conversion of alpha to the input's dtype (256 does not fit int8)
