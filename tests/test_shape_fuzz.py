@@ -131,3 +131,12 @@ def test_a_shape_method_without_sizes_raises_as_torch(method):
     with pytest.raises(TypeError, match="x.view|missing"):
         getattr(flow.ones(1), method)()
     assert getattr(flow.ones(()), method)(()).shape == ()
+
+
+def test_repeat_interleave_of_negative_counts_raises_runtime_error_as_torch():
+    # the index form (counts alone) let NumPy's repeat raise its ValueError
+    for m in (torch, flow):
+        for call in (lambda: m.repeat_interleave(m.tensor([-1, 2])),
+                     lambda: m.tensor([1, 2]).repeat_interleave(m.tensor([-1, 2]))):
+            with pytest.raises(RuntimeError, match="negative"):
+                call()

@@ -236,6 +236,8 @@ def repeat_interleave(input=None, repeats=None, dim=None, *, output_size=None):
         _check_repeats_dtype(counts)
         if counts.ndim != 1:
             raise RuntimeError("repeat_interleave(): repeats must be a 1-D integer tensor")
+        if (counts < 0).any():  # (NumPy's repeat would raise a ValueError)
+            raise RuntimeError("repeat_interleave(): repeats can not be negative")
         out = xp.repeat(xp.arange(counts.size), counts).astype(counts.dtype)
         _check_output_size(output_size, out.size)
         return Tensor._wrap(out)
