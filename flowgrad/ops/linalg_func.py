@@ -384,6 +384,10 @@ def orgqr(input, input2):
 def ormqr(input, input2, input3, left=True, transpose=False):
     """torch.ormqr: Q @ input3 (or Q^T, or on the right) for geqrf's reflectors (input,
     tau = input2), without forming Q."""
+    for arg, t in (("input", input), ("other", input3)):
+        if isinstance(t, Tensor) and t._data.ndim < 2:
+            raise RuntimeError(f"torch.ormqr: {arg} must have at least 2 dimensions (got shape "
+                               f"{tuple(t.shape)})")
     return _apply_reflectors(input, input2, input3, left, transpose)
 
 

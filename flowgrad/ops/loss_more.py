@@ -395,6 +395,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     check_reduction(reduction, "multi_margin_loss")
     if p not in (1, 2):
         raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got {p}")
+    if weight is not None and weight.ndim != 1:  # (torch's Python check, before the others)
+        raise ValueError(f"multi_margin_loss: weight must be one-dimensional, got shape "
+                         f"{tuple(weight.shape)}")
     x = _float_input(input, "multi_margin_loss")
     x2 = x if x._data.ndim == 2 else x.reshape(1, -1)  # (a 0-d input: one class, as torch)
     if x._data.ndim > 2 or target._data.ndim > 1 or \

@@ -445,6 +445,11 @@ def _adaptive_args(input, output_size, nd, name):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): expected a Tensor input, got {type(input).__name__}")
     rank = input._data.ndim
+    if nd > 1 and isinstance(output_size, (tuple, list)) and rank <= len(output_size):
+        # (torch's Python check, before its kernel's: it fills None sizes from the input's)
+        raise ValueError(f"{name}(): Input dimension should be at least "
+                         f"{len(output_size) + 1}, got a {rank}-D input of shape "
+                         f"{tuple(input.shape)} for output_size {tuple(output_size)}")
     if rank not in (nd + 1, nd + 2):
         raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
                            f"{list(input.shape)}")

@@ -120,6 +120,9 @@ def roll(input, shifts, dims=None):
     if input._data.size == 0:  # (torch's early return: an empty tensor's dims go unchecked)
         return input.clone()
     nd = input._data.ndim
+    if nd == 0:  # (NumPy's roll would raise its AxisError)
+        raise IndexError(f"roll(): Dimension specified as {dims[0]} but tensor has no "
+                         f"dimensions; pass dims=None to roll a 0-d tensor")
     dims = tuple(_wrap_dim(d, nd, "roll") for d in dims)
     return _roll(input, shifts=tuple(int(s) for s in shifts), dims=dims)
 

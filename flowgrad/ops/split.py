@@ -195,7 +195,7 @@ def _split_by(input, s, dim, name, need):
         raise RuntimeError(f"{name}(): requires a tensor with at least {need} dimension, but "
                            f"got a tensor with {input._data.ndim} dimensions!")
     n = input._data.shape[dim]
-    if isinstance(s, int) and n % s:
+    if isinstance(s, int) and (s == 0 or n % s):
         raise RuntimeError(f"{name}(): attempted to split along dimension {dim}, but the size "
                            f"of the dimension {n} is not divisible by the split_size {s}!")
     return tensor_split(input, s, dim)

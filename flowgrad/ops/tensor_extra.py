@@ -75,6 +75,11 @@ def narrow_copy(input, dim, start, length):
     # one (narrow itself takes only a 0-d one)
     start, length = (int(v._data.reshape(())) if isinstance(v, Tensor) and v._data.size == 1
                      and v._data.dtype.kind in "iu" else v for v in (start, length))
+    # torch's own check of a dim past the last (a negative one out of range is narrow's
+    # IndexError)
+    if isinstance(dim, int) and dim >= max(input._data.ndim, 1):
+        raise RuntimeError(f"narrow_copy(): Expected dim < {input._data.ndim} (the input's "
+                           f"shape is {tuple(input.shape)}), got dim {dim}")
     return input.narrow(dim, start, length).clone()
 
 
