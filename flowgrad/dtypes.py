@@ -97,8 +97,12 @@ def from_numpy_dtype(np_dtype) -> dtype:
     """The flowgrad dtype of a NumPy dtype; raises TypeError for unsupported ones."""
     try:
         d = _FROM_NP[np_dtype]
-    except KeyError:
-        d = _FROM_NP.get(np.dtype(np_dtype))
+    except (KeyError, TypeError):  # (TypeError: an unhashable value)
+        try:
+            d = _FROM_NP.get(np.dtype(np_dtype))
+        except (TypeError, ValueError):  # (a tensor, a list ... where a dtype belongs)
+            raise TypeError(f"expected a dtype (such as flowgrad.float32), got "
+                            f"{type(np_dtype).__name__} {str(np_dtype)[:40]!r}") from None
         if d is None:
             raise TypeError(
                 f"flowgrad does not support NumPy dtype {np.dtype(np_dtype)}; "
@@ -201,6 +205,10 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """
     if a is b:
         return a
+    for name, d in (("type1", a), ("type2", b)):
+        if not isinstance(d, dtype):
+            raise TypeError(f"promote_types(): argument '{name}' must be flowgrad.dtype, not "
+                            f"{type(d).__name__}")
     if a.category == 3 or b.category == 3:
         ra, rb = to_real(a), to_real(b)
         if ra.category < 2 or rb.category < 2:

@@ -108,7 +108,8 @@ def kernel_error(op, inputs, error):
     if message.startswith((f"{op.name}:", f"{op.name}(")):
         return error
     described = ", ".join(describe(t) for t in inputs)
-    if "could not be broadcast" in message:
+    if "could not be broadcast" in message or "cannot be broadcast" in message:  # (NumPy's
+        # ufuncs' and broadcast_arrays' wordings)
         mismatch = _broadcast_mismatch([t._data.shape for t in inputs])
         if mismatch is not None:
             return RuntimeError(f"{op.name}: {mismatch}; inputs: {described}. Make the shapes "

@@ -28,6 +28,26 @@ out = [list(y.shape)]
     "tensor_of_a_negative_int_beyond_int64": "torch.tensor(-2 ** 63 - 1)",
     "tensor_of_an_int_beyond_int64_as_int8": "torch.tensor([2 ** 70], dtype=torch.int8)",
     "tensor_of_an_int_beyond_int32": "torch.tensor([2 ** 40], dtype=torch.int32)",
+    # flowgrad let NumPy's or Python's exception through (AxisError, ZeroDivisionError,
+    # AttributeError, KeyError, IndexError, ValueError), or none where torch refuses
+    "promote_types_of_a_tensor": "torch.promote_types(torch.ones(1), torch.float32)",
+    "a_tensor_as_dtype": "torch.zeros_like(torch.ones(2), torch.ones(2))",
+    "searchsorted_of_none": "torch.searchsorted(torch.ones(2), None)",
+    "hinge_embedding_loss_of_a_number": "F.hinge_embedding_loss(torch.ones(3), 1)",
+    "fill_by_a_vector": "torch.fill(torch.ones(3), torch.ones(3))",
+    "cosine_similarity_of_unbroadcastable": "F.cosine_similarity(torch.ones(2, 2), torch.ones(3))",
+    "complex_of_unbroadcastable": "torch.complex(torch.ones(2, 2), torch.ones(3))",
+    "lu_unpack_of_int64_pivots": """
+LU, pivots = torch.linalg.lu_factor(torch.eye(2))
+torch.lu_unpack(LU, pivots.long())
+""",
+    "lu_solve_of_float_pivots": """
+LU, pivots = torch.linalg.lu_factor(torch.eye(2))
+torch.linalg.lu_solve(LU, pivots.float(), torch.ones(2, 1))
+""",
+    "roll_of_a_0d_tensor_along_a_dim": "torch.roll(torch.tensor(1.0), 1, 0)",
+    "hsplit_into_0_sections": "torch.hsplit(torch.ones(5, 5), 0)",
+    "ormqr_of_a_vector": "torch.ormqr(torch.ones(3), torch.ones(1), torch.ones(3, 3))",
 }
 
 

@@ -259,6 +259,9 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
 def fill(input, value):
     """A new tensor of input's shape and dtype filled with `value` (a number or a 0-d
     tensor, whose gradient is the sum of the output's)."""
+    if isinstance(value, Tensor) and value._data.ndim:
+        raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with "
+                           f"{value._data.ndim} dimensions (shape {tuple(value.shape)})")
     return run_inplace("fill", _filled, input.clone(), _value_tensor(input, value, "fill"))
 
 

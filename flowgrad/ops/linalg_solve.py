@@ -174,8 +174,17 @@ def lu_factor(A, *, pivot=True):
     return LU_FACTOR(LU, pivots)
 
 
+def _check_pivots(pivots, name, arg="pivots"):
+    """lu_factor's pivots are int32, and torch's LU consumers take no other dtype."""
+    if not isinstance(pivots, Tensor) or pivots._data.dtype != np.int32:
+        got = pivots.dtype if isinstance(pivots, Tensor) else type(pivots).__name__
+        raise RuntimeError(f"{name}: {arg} should be a Tensor of scalar type int32 (as "
+                           f"lu_factor returns them), got {got}")
+
+
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     """torch.lu_unpack: (P, L, U) from the packed LU and its pivots."""
+    _check_pivots(LU_pivots, "torch.lu_unpack", "LU_pivots")
     xp = array_module(LU_data._data)
     P, L, U = _unpack(LU_data, LU_pivots)
     empty = Tensor._wrap(xp.empty((0,), LU_data._data.dtype))
@@ -203,6 +212,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     lu_factor's result; differentiable in LU and B."""
     _square(LU, "linalg.lu_solve")
     _matrix(B, "linalg.lu_solve")
+    _check_pivots(pivots, "linalg.lu_solve")
     P, L, U = _unpack(LU, pivots)
 
     def tri(T, X, upper, left, unit=False):

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._warn import warn
 from ..device import array_module
-from ..errors import check_same_dtype
+from ..errors import check_same_dtype, expect_tensor
 from ..func.batched import every_example
 from ..tensor import Tensor
 from .activation import softplus
@@ -328,6 +328,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
                          reduction="mean"):
     """x where target is 1, max(0, margin - x) where it is -1."""
     check_reduction(reduction, "hinge_embedding_loss")
+    expect_tensor("hinge_embedding_loss", input)
+    expect_tensor("hinge_embedding_loss", target, "target", 2)
     loss = where(target != 1, (margin - input).clamp(min=0.0), 0.0) + \
         where(target != -1, input, 0.0)
     return reduce_loss(loss, reduction)

@@ -25,7 +25,13 @@ from ..autograd import grad_mode, levels
 from ..autograd.inplace import run_inplace
 from ..autograd.interpreter import check_read, varies_per_run
 from ..device import array_module
-from ..errors import INT_INDEX_DTYPES, check_kernel_dtype, check_same_dtype, expect_tensor
+from ..errors import (
+    INT_INDEX_DTYPES,
+    _broadcast_mismatch,
+    check_kernel_dtype,
+    check_same_dtype,
+    expect_tensor,
+)
 from ..random import numpy_generator, resolve
 from ..sparse import SparseTensor
 from ..tensor import Tensor, _wrap_dim
@@ -575,7 +581,11 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet "
                            f"common dtype is {a.dtype}; convert the inputs with .float()")
     a, b = _float_pair(a, b, "cosine_similarity")
-    shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    mismatch = _broadcast_mismatch([a._data.shape, b._data.shape])
+    if mismatch is not None:  # (NumPy's ValueError would leak)
+        raise RuntimeError(f"cosine_similarity: {mismatch} (x1 {tuple(a.shape)}, x2 "
+                           f"{tuple(b.shape)}); the inputs must broadcast")
+    shape = np.broadcast_shapes(a._data.shape, b._data.shape)
     a, b = a.expand(shape), b.expand(shape)
     d = _wrap_dim(dim, len(shape), "cosine_similarity")
     na, nb = dist_norm(a, 2, d, keepdim=True), dist_norm(b, 2, d, keepdim=True)

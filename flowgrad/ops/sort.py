@@ -9,6 +9,8 @@ tensor([1., 2., 3.])
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -211,6 +213,9 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                                "side of left while right was True")
         right = side == "right"
     scalar = not isinstance(input, Tensor)
+    if scalar and not isinstance(input, numbers.Number):
+        raise TypeError(f"searchsorted(): argument 'input' must be a Tensor or a number, not "
+                        f"{type(input).__name__}")
     values = Tensor._wrap(xp.asarray(input)) if scalar else input
     seq, vals = sorted_sequence._data, values._data
     if seq.ndim == 0:
