@@ -199,6 +199,12 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val cannot be greater than max_val (got min_val="
                          f"{min_val}, max_val={max_val})")
+    return _clamped(input, min_val, max_val, inplace)
+
+
+def _clamped(input, min_val, max_val, inplace):
+    """hardtanh after F.hardtanh's own check (torch's hardtanh_ has none: crossed limits give
+    max_val everywhere, with a zero gradient)."""
     _no_bool(input, "hardtanh")
     if input._data.dtype.kind == "u" and (min_val < 0 or max_val < 0):
         raise RuntimeError(f"cannot do hardtanh on an unsigned type with negative limits (input "
@@ -208,7 +214,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     min_val = checked_number("hardtanh", min_val, input._data.dtype, "min_val")
     max_val = checked_number("hardtanh", max_val, input._data.dtype, "max_val")
     if inplace:
-        return run_inplace("hardtanh_", hardtanh, input, min_val, max_val)
+        return run_inplace("hardtanh_", lambda x: _hardtanh(x, lo=min_val, hi=max_val), input)
     return _hardtanh(input, lo=min_val, hi=max_val)
 
 
@@ -331,7 +337,7 @@ def leaky_relu_(input, negative_slope=0.01):
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
     """hardtanh, in place."""
-    return hardtanh(input, min_val, max_val, True)
+    return _clamped(input, min_val, max_val, True)
 
 
 # ---- softplus and silu -------------------------------------------------------------------
