@@ -57,9 +57,6 @@ KNOWN = {
     "(it recovers the input from the output); flowgrad keeps the input and gives the "
     "out-of-place gradient (test_negative_inplace_gradient_is_the_out_of_place_one)":
         _negative_inplace,
-    "torch's F.hardtanh_ skips F.hardtanh's min_val <= max_val check; flowgrad checks both":
-        lambda c: c["fn"] == "hardtanh" and (c.get("inplace") or "").startswith("underscore") and
-        c["kwargs"].get("min_val", -1.0) > c["kwargs"].get("max_val", 1.0),
     "torch's dropout1d/dropout3d in place unsqueeze_ an unbatched input, which refuses a "
     "leaf that requires grad even when nothing is dropped (torch's dropout does not); "
     "flowgrad refuses only an in-place write":
