@@ -224,6 +224,10 @@ class Tensor:
         return self._data.dtype.kind in "fV"
 
     def is_contiguous(self, memory_format=None):
+        if memory_format is not None and getattr(memory_format, "name", None) not in (
+                "contiguous_format", "channels_last", "channels_last_3d", "preserve_format"):
+            raise TypeError(f"is_contiguous(): argument 'memory_format' must be "
+                            f"flowgrad.memory_format, not {type(memory_format).__name__}")
         if memory_format is not None and memory_format.name != "contiguous_format":
             return recorded_memory_format(self) is memory_format  # channels_last: as recorded
         return self._data.flags.c_contiguous

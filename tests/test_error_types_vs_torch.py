@@ -48,6 +48,12 @@ torch.linalg.lu_solve(LU, pivots.float(), torch.ones(2, 1))
     "roll_of_a_0d_tensor_along_a_dim": "torch.roll(torch.tensor(1.0), 1, 0)",
     "hsplit_into_0_sections": "torch.hsplit(torch.ones(5, 5), 0)",
     "ormqr_of_a_vector": "torch.ormqr(torch.ones(3), torch.ones(1), torch.ones(3, 3))",
+    "cholesky_inverse_of_a_0d_tensor": "torch.tensor(1.0).cholesky_inverse()",
+    "is_contiguous_of_a_number": "torch.ones(2).is_contiguous(memory_format=0)",
+    "norm_with_p_none_runs": """
+x = torch.tensor([[3.0, 4.0], [1.0, 2.0]])
+out = [x.norm(None).item(), x.norm(None, 1).tolist(), torch.norm(x, p=None, dim=0).tolist()]
+""",
     # F.hardtanh checks its limits, torch's hardtanh_ (a binding) does not
     "hardtanh_of_crossed_limits": "F.hardtanh(torch.tensor([1.5, -3.0]), 5.0, 1.0)",
     "hardtanh__of_crossed_limits_runs": """

@@ -305,6 +305,9 @@ def cholesky_solve(input, input2, upper=False):
 @tensor_method()
 def cholesky_inverse(input, upper=False):
     """torch.cholesky_inverse: A^-1 from A's Cholesky factor."""
+    if input._data.ndim < 2:
+        raise RuntimeError(f"cholesky_inverse: The input tensor A must have at least 2 "
+                           f"dimensions (got shape {tuple(input.shape)})")
     return cholesky_solve(_eye(input.shape[-1], input).expand(input.shape), input, upper)
 
 

@@ -155,6 +155,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     p-norm over `dim`, all elements when None)."""
     if isinstance(dim, int):
         dim = (dim,)
+    if p is None:  # (torch's default 2-norm, over any number of dims)
+        p = 2
     if p == "nuc":
         return matrix_norm(input, "nuc", dim if dim is not None else (-2, -1), keepdim,
                            dtype=dtype)
