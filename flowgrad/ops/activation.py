@@ -17,6 +17,8 @@ tensor([0., 1.])
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -205,6 +207,16 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 def _clamped(input, min_val, max_val, inplace):
     """hardtanh after F.hardtanh's own check (torch's hardtanh_ has none: crossed limits give
     max_val everywhere, with a zero gradient)."""
+    limits = []
+    for position, value in enumerate((min_val, max_val), 2):
+        if isinstance(value, Tensor) and value._data.ndim == 0:  # (a number, as torch's)
+            value = value.item()
+        if not isinstance(value, numbers.Number):
+            arg = "min_val" if position == 2 else "max_val"
+            raise TypeError(f"hardtanh(): argument '{arg}' (position {position}) must be Number, "
+                            f"not {type(value).__name__}")
+        limits.append(value)
+    min_val, max_val = limits
     _no_bool(input, "hardtanh")
     if input._data.dtype.kind == "u" and (min_val < 0 or max_val < 0):
         raise RuntimeError(f"cannot do hardtanh on an unsigned type with negative limits (input "
