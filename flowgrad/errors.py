@@ -469,7 +469,7 @@ def fill_scalar(op_name, value, np_dtype, float_overflow=True, arg="value"):
     number out of the dtype's range raise (NumPy would drop the imaginary part, write inf or
     wrap around); uint8 takes -255..-1 modulo 256, as torch's. Anything fits bool and complex
     dtypes. `float_overflow=False`: a finite number beyond a floating dtype's range becomes
-    inf (torch's `x[i] = 1e40`, a copy rather than a fill).
+    inf (torch's `x[i] = 1e40` into a half-precision tensor).
 
     >>> import numpy as np
     >>> fill_scalar("fill_", -1, np.dtype(np.uint8)), fill_scalar("fill_", 2.5, np.dtype(bool))

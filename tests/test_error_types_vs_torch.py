@@ -54,6 +54,22 @@ torch.linalg.lu_solve(LU, pivots.float(), torch.ones(2, 1))
 x = torch.tensor([[3.0, 4.0], [1.0, 2.0]])
 out = [x.norm(None).item(), x.norm(None, 1).tolist(), torch.norm(x, p=None, dim=0).tolist()]
 """,
+    # a Python int in [2**63, 2**64) is a uint64 Scalar in torch: with a bool tensor the result
+    # type, which torch refuses; flowgrad wrapped it to int64 (a negative number)
+    "bool_tensor_plus_2_pow_63": "torch.tensor([True, False]) + 2 ** 63",
+    "bool_tensor_over_2_pow_63": "torch.tensor([True, False]) / 2 ** 63",
+    "bool_tensor_eq_2_pow_63": "torch.tensor([True, False]) == 2 ** 63",
+    "float_minus_below_int64": "torch.ones(2) - (-2 ** 63 - 1)",
+    # setitem: a number beyond float32's range is refused (a half dtype takes inf), and an int
+    # beyond int64 is unpacked as one
+    "setitem_float32_beyond_its_range": "x = torch.zeros(2)\nx[0] = 1e39",
+    "setitem_complex64_beyond_its_range": "x = torch.zeros(2, dtype=torch.complex64)\nx[:] = 1e39",
+    "setitem_half_beyond_its_range_runs": """
+x = torch.zeros(2, dtype=torch.float16)
+x[0] = 70000.0
+out = [x.tolist()]
+""",
+    "setitem_int_beyond_int64": "x = torch.zeros(2)\nx[0] = 2 ** 63",
     # F.hardtanh checks its limits, torch's hardtanh_ (a binding) does not
     "hardtanh_of_crossed_limits": "F.hardtanh(torch.tensor([1.5, -3.0]), 5.0, 1.0)",
     "hardtanh__of_crossed_limits_runs": """

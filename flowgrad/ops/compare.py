@@ -55,6 +55,7 @@ def _promote_pair(a, b, op_name, floating=False, number_pair=False):
             raise TypeError(f"{op_name}(): unsupported operand type {type(b).__name__}; "
                             f"expected a Tensor or a number")
         check_int64(op_name, b, "other")
+        check_bool_uint64(a, b, op_name)
         b = Tensor._wrap(array_module(a._data).asarray(b))  # on a's device
         d = _dt.result_type(a, b if b._data.ndim else b.item())
     else:
@@ -64,6 +65,17 @@ def _promote_pair(a, b, op_name, floating=False, number_pair=False):
     a = a if a._data.dtype == d.np else promoted(a, d)
     b = b if b._data.dtype == d.np else promoted(b, d)
     return (b, a) if swapped else (a, b)
+
+
+def check_bool_uint64(tensor, number, op_name):
+    """A Python int from 2**63 on is a uint64 Scalar in torch, and with a bool tensor the result
+    type too, which torch refuses (an int64 of it would wrap to a negative number)."""
+    if number.__class__ is int and 9223372036854775808 <= number < 18446744073709551616 and \
+            tensor._data.dtype == np.bool_:  # (from 2**64 on: check_int64's OverflowError)
+        raise RuntimeError(f"{op_name}(): Promotion for uint16, uint32, uint64 types is not "
+                           f"supported, attempted to promote Bool and UInt64 (the number "
+                           f"{number} does not fit int64); convert the bool tensor with "
+                           f".long() or pass a float")
 
 
 def promoted(t, dtype):

@@ -24,6 +24,7 @@ from ..device import constant, scalar_operand
 from ..errors import (
     SparseOperandError,
     check_alpha,
+    check_int64,
     check_kernel_dtype,
     checked_number,
 )
@@ -31,6 +32,7 @@ from ..tensor import Tensor
 from .compare import (  # noqa: F401 - comparisons, re-exported; their module since it grew
     _promote_pair,
     allclose,
+    check_bool_uint64,
     clamp_mask,
     eq,
     equal,
@@ -518,6 +520,7 @@ def sub(input, other, *, alpha=1, out=None):
         if alpha.__class__ is not int or alpha != 1:  # (alpha=True or 1.0: checked too)
             other = scale_by_alpha(input, other, alpha, "sub")
         if isinstance(other, _SCALARS) and isinstance(input, Tensor):
+            check_int64("sub", other, "other")  # (before negating: -(-2**63 - 1) would fit)
             if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, -other):
                 # (x - 0 is x + -0.0: x + 0.0 would turn a -0.0 of x into 0.0)
                 neg = -0.0 if other.__class__ is int and other == 0 and \
@@ -609,6 +612,7 @@ def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is not None:
         return _rounded_div(input, other, rounding_mode)
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
+        check_bool_uint64(input, other, "div")
         return _scalar_div(_float_of(input), value=other)
     return _div(*_promote_pair(input, other, "div", floating=True, number_pair=True))
 

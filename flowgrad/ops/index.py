@@ -325,8 +325,14 @@ def setitem(x, index, value):
             # (NumPy would write None as nan into a float tensor)
             raise TypeError(f"setitem: can't assign a {type(value).__name__} to a tensor of "
                             f"dtype {x.dtype.name}; assign a number or a tensor")
+        if value.__class__ is int and not -2 ** 63 <= value < 2 ** 63:
+            raise ValueError(f"setitem: Overflow when unpacking long long: {value} does not "
+                             f"fit int64 (torch reads an assigned int as one); assign a float")
         if isinstance(value, (bool, int, float, complex, np.generic)):
-            value = fill_scalar("setitem", value, x._data.dtype, float_overflow=False)
+            # (torch writes inf for a number beyond a half dtype's range, and refuses one
+            # beyond float32's)
+            value = fill_scalar("setitem", value, x._data.dtype,
+                                float_overflow=x._data.dtype.itemsize > 2)
         value = Tensor._wrap(xp.asarray(value, dtype=x._data.dtype))
     elif value._data.dtype != x._data.dtype:
         if advanced and not (value._data.size == 1 and all(a.dtype == _dt.bool for a in arrays)):
