@@ -70,10 +70,6 @@ x[0] = 70000.0
 out = [x.tolist()]
 """,
     "setitem_int_beyond_int64": "x = torch.zeros(2)\nx[0] = 2 ** 63",
-    "fill_diagonal_half_beyond_its_range_runs": """
-x = torch.zeros(2, 2, dtype=torch.float16).fill_diagonal_(70000.0)
-out = [x.tolist()]
-""",
     # F.hardtanh checks its limits, torch's hardtanh_ (a binding) does not
     "hardtanh_of_crossed_limits": "F.hardtanh(torch.tensor([1.5, -3.0]), 5.0, 1.0)",
     "hardtanh__of_crossed_limits_runs": """

@@ -25,7 +25,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, change_layout, check_capture
 from ..autograd.views import shown_base
 from ..device import STORAGES, array_module, memory_owner, new_array
-from ..errors import check_int64, tensor_operand
+from ..errors import tensor_operand
 from ..func.batched import every_example
 from ..storage import UntypedStorage
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -436,11 +436,6 @@ def _fill_diagonal_(self, fill_value, wrap=False):
     end = numel if (wrap and nd == 2) else min(shape) * step
     mask = np.zeros(numel, bool)
     mask[0:end:step] = True
-    if self._data.dtype.itemsize == 2 and self._data.dtype.kind in "fV" and \
-            fill_value.__class__ in (int, float):  # (torch's half fill takes inf for a number
-        check_int64("fill_diagonal_", fill_value, "fill_value")  # beyond the dtype's range,
-        with np.errstate(over="ignore"):  # masked_fill_ does not)
-            fill_value = float(self._data.dtype.type(fill_value))
     # the mask depends on the shape only: a constant, so the fill is one masked_fill_
     return self.masked_fill_(Tensor._wrap(new_array(self._data, mask.reshape(shape))), fill_value)
 
