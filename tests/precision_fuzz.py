@@ -39,6 +39,8 @@ import flowgrad as flow
 FACTOR = 8.0  # flowgrad may be this many times less accurate than torch ...
 ULPS = 4.0  # ... plus this many float32 ulps of the array's scale
 EPS32 = float(np.finfo(np.float32).eps)
+# a case's dtype: its machine epsilon (half_precision_fuzz.py runs float16 and bfloat16)
+EPS = {"float32": EPS32, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
 TINY = 1e-37  # the scale of an array whose truth is all zeros
 
 
@@ -628,8 +630,9 @@ def _(m, xs, o):
 
 # ---- running a case -------------------------------------------------------------------------
 class Case:
-    def __init__(self, seed, name, inputs, opts):
+    def __init__(self, seed, name, inputs, opts, dtype="float32"):
         self.seed, self.name, self.inputs, self.opts = seed, name, inputs, opts
+        self.dtype = dtype  # the precision compared (the truth is float64)
 
     def describe(self):
         def spec(i, s):
@@ -637,35 +640,46 @@ class Case:
                           for k, v in s["p"].items())
             return f"x{i}{list(s['shape'])} {s['kind']}({p}){'' if s['grad'] else ' no grad'}"
         opts = ", ".join(f"{k}={v!r}" for k, v in self.opts.items())
+        where = "precision_fuzz.py" if self.dtype == "float32" else \
+            f"half_precision_fuzz.py --dtype {self.dtype}"
         return (f"{self.name}({'; '.join(spec(i, s) for i, s in enumerate(self.inputs))}; "
-                f"{opts})  [tests/precision_fuzz.py --show {self.seed}]")
+                f"{opts})  [tests/{where} --show {self.seed}]")
 
     __repr__ = describe
 
     def reproducer(self):
         """Python that rebuilds the case (run from tests/): its inputs come from `.arrays()`
-        and `run(torch or flowgrad, case, 32 or 64)` gives its value and gradients."""
+        and `run(torch or flowgrad, case, case.dtype or "float64")` gives its value and
+        gradients."""
+        dtype = "" if self.dtype == "float32" else f", {self.dtype!r}"
         return (f"import precision_fuzz as pf; case = pf.Case({self.seed}, {self.name!r}, "
-                f"{self.inputs!r}, {self.opts!r}); print(pf.errors(case))")
+                f"{self.inputs!r}, {self.opts!r}{dtype}); print(pf.errors(case))")
 
     def arrays(self):
         rng = np.random.default_rng(self.seed)
-        return [_draw(rng, s) for s in self.inputs]
+        return [rounded(_draw(rng, s), self.dtype) for s in self.inputs]
 
 
-def generate(seed):
+def rounded(a, dtype):
+    """Real float64 values `a` rounded to `dtype` (float32 already: _draw), as float64."""
+    if dtype == "float32" or a.dtype != np.float64:
+        return a
+    return torch.from_numpy(a).to(getattr(torch, dtype)).double().numpy()
+
+
+def generate(seed, dtype="float32"):
     r = random.Random(seed)
     name = r.choice(sorted(OPS))
     inputs, opts = OPS[name][0](r)
-    return Case(seed, name, inputs, opts)
+    return Case(seed, name, inputs, opts, dtype)
 
 
-def run(m, case, bits, truth=False):
+def run(m, case, dtype, truth=False):
     """[each output, the gradient of each float input that requires grad] as float64 (or
-    complex128) arrays, the op run at `bits` (32 or 64) in module `m` (torch or flowgrad);
-    `truth`: by the op's TRUTH formula where it has one."""
-    real = m.float32 if bits == 32 else m.float64
-    cplx = m.complex64 if bits == 32 else m.complex128
+    complex128) arrays, the op run in `dtype` ("float64" or the case's) in module `m` (torch
+    or flowgrad); `truth`: by the op's TRUTH formula where it has one."""
+    real = getattr(m, dtype)
+    cplx = m.complex128 if dtype == "float64" else m.complex64
     xs, leaves = [], []
     for spec, a in zip(case.inputs, case.arrays()):
         if spec["kind"] == "classes":
@@ -682,13 +696,17 @@ def run(m, case, bits, truth=False):
         outs = (fn or OPS[case.name][1])(m, xs, case.opts)
         outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
         rng = np.random.default_rng(case.seed + 1)
-        ups = [rng.standard_normal(tuple(o.shape)).astype(np.float32) for o in outs]
-        loss = sum((o * m.tensor(u.astype(np.float64), dtype=o.dtype)).sum()
-                   for o, u in zip(outs, ups))
+        ups = [rounded(rng.standard_normal(tuple(o.shape)).astype(np.float32).astype(
+            np.float64), case.dtype) for o in outs]
+        loss = sum((o * m.tensor(u, dtype=o.dtype)).sum() for o, u in zip(outs, ups))
         grads = m.autograd.grad(loss, leaves, allow_unused=True) if leaves else []
-    wide = lambda a: a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)  # noqa: E731
-    return [wide(o.detach().numpy()) for o in outs] + \
-        [None if g is None else wide(g.numpy()) for g in grads]
+
+    def wide(t):
+        t = t.detach()
+        if t.dtype in (m.float16, m.bfloat16):
+            t = t.float()
+        return t.numpy().astype(np.complex128 if t.is_complex() else np.float64)
+    return [wide(o) for o in outs] + [None if g is None else wide(g) for g in grads]
 
 
 def error(a, truth, fallback=TINY):
@@ -714,12 +732,12 @@ def errors(case):
     """[(what, flowgrad's error, torch's error)] for each output and gradient, or a string
     when one framework raises and the other does not (None when both raise)."""
     try:
-        want = run(torch, case, 64, truth=True)
-        mine32 = run(torch, case, 32)
+        want = run(torch, case, "float64", truth=True)
+        theirs = run(torch, case, case.dtype)
     except fuzz_common.TORCH_REFUSALS as e:
         want = e
     try:
-        got = run(flow, case, 32)
+        got = run(flow, case, case.dtype)
     except Exception as e:
         return None if isinstance(want, Exception) else f"flowgrad raised {type(e).__name__}: {e}"
     if isinstance(want, Exception):
@@ -735,31 +753,33 @@ def errors(case):
         return max([float(np.abs(w[np.isfinite(w)]).max(initial=0.0)) for w in kin] +
                    [TINY])
     return [(what, error(g, w, kin_scale(i)), error(t, w, kin_scale(i)))
-            for i, (what, g, t, w) in enumerate(zip(names, got, mine32, want))]
+            for i, (what, g, t, w) in enumerate(zip(names, got, theirs, want))]
 
 
-def worst(errs):
+def worst(errs, dtype="float32", ulps=ULPS):
     """The (what, flowgrad's error, torch's error) flagged worst (largest ratio), or None.
     An array torch gets wholly wrong (error >= 1: no digit right) is not compared."""
+    eps = EPS[dtype]
     bad = [(what, e, t) for what, e, t in errs
-           if e is not None and e > FACTOR * (t or 0.0) + ULPS * EPS32 and (t or 0.0) < 1.0]
-    return max(bad, key=lambda w: w[1] / (w[2] + EPS32), default=None)
+           if e is not None and e > FACTOR * (t or 0.0) + ulps * eps and (t or 0.0) < 1.0]
+    return max(bad, key=lambda w: w[1] / (w[2] + eps), default=None)
 
 
-def check(seed, case=None):
-    """None when flowgrad's float32 result and gradients are as accurate as torch's (to
-    FACTOR and ULPS), else a message naming the worst array and both errors."""
+def check(seed, case=None, ulps=ULPS):
+    """None when flowgrad's result and gradients (float32, or the case's dtype) are as
+    accurate as torch's (to FACTOR and `ulps`), else a message naming the worst array and
+    both errors."""
     case = case or generate(seed)
     errs = errors(case)
     if errs is None or isinstance(errs, str):
         return errs
-    w = worst(errs)
-    return None if w is None else \
-        f"{w[0]}: flowgrad's float32 error {w[1]:.3g}, torch's {w[2]:.3g} (against float64)"
+    w = worst(errs, case.dtype, ulps)
+    return None if w is None else (f"{w[0]}: flowgrad's {case.dtype} error {w[1]:.3g}, "
+                                   f"torch's {w[2]:.3g} (against float64)")
 
 
-def show(seed):
-    case = generate(seed)
+def show(seed, case=None):
+    case = case or generate(seed)
     errs = errors(case)
     lines = [case.describe(), "  " + case.reproducer()]
     if isinstance(errs, list):

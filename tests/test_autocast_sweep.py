@@ -6,7 +6,7 @@ from __future__ import annotations
 import autocast_sweep as sweep
 
 _TORCH_REFUSES = "torch refuses (no bfloat16 kernel, or mixed operand dtypes); flowgrad computes"
-_NO_BF16_LINALG = ("flowgrad refuses bfloat16 in matrix_exp, matrix_norm and solve_triangular "
+_NO_BF16_LINALG = ("flowgrad refuses bfloat16 in matrix_exp and solve_triangular "
                    "(NumPy's LAPACK has no bfloat16); torch computes them")
 KNOWN = {
     **dict.fromkeys([("special.ndtri", "bfloat16"), ("special.ndtri", "mixed"),
@@ -14,7 +14,6 @@ KNOWN = {
                      ("special.erfcx", "bfloat16"), ("special.erfcx", "mixed"),
                      ("special.zeta", "bfloat16")], _TORCH_REFUSES),
     **dict.fromkeys([("matrix_exp", "bfloat16"), ("matrix_exp", "mixed"),
-                     ("matrix_norm", "bfloat16"), ("matrix_norm", "mixed"),
                      ("solve_triangular", "bfloat16")], _NO_BF16_LINALG),
     ("pinv", "float32"): ("torch's linalg.pinv is a composite whose matmuls autocast casts to "
                           "bfloat16; flowgrad's one pinv kernel keeps float32"),

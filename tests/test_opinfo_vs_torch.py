@@ -167,7 +167,7 @@ def test_opinfo_reference_inputs_vs_torch(info, monkeypatch):
 # float16 and bfloat16: outputs (raise/no-raise, dtype, shape, values at half tolerance), no
 # gradients and no error inputs (the float64 test has both). Where torch's half arithmetic
 # differs from flowgrad's float32-then-round, or a half kernel is not built:
-_HALF_LINALG = ("half-precision linalg (matrix_exp, matrix norms): not built, a clear error "
+_HALF_LINALG = ("half-precision linalg (matrix_exp): not built, a clear error "
                 "(torch computes them in half)")
 _HALF_ROUNDING = ("torch computes in half precision step by step; flowgrad in float32, rounded "
                   "once: values near a rounding or bin edge land on the other side")
@@ -178,10 +178,6 @@ KNOWN_HALF: dict[str, tuple[str, str]] = {
     "view_as_complex": (r"only supported for float32 and float64", "no complex32 dtype"),
     "matrix_exp": (r"Expected a floating point or complex tensor", _HALF_LINALG),
     "linalg.matrix_exp": (r"Expected a floating point or complex tensor", _HALF_LINALG),
-    "linalg.norm": (r"Expected a floating point or complex tensor", _HALF_LINALG),
-    "linalg.norm.subgradients_at_zero": (r"Expected a floating point or complex tensor",
-                                         _HALF_LINALG),
-    "linalg.matrix_norm": (r"Expected a floating point or complex tensor", _HALF_LINALG),
     "nn.functional.batch_norm": (r"expected 2D or more input", "a 1-D empty input (as float64)"),
     "nn.functional.scaled_dot_product_attention": (r"values differ", _HALF_ROUNDING + " (scores "
                                                    "of ~100 make softmax an argmax)"),

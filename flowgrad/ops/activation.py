@@ -41,7 +41,7 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .activation_rules import _elu_grad, _shrink, check_silu_input
 from .elementwise import sigmoid, tanh, where
 from .gelu import _gelu, _gelu_grad, gelu  # noqa: F401 (re-exported: its own file)
-from .halfprec import HALF, in_float32, opmath
+from .halfprec import HALF, in_float32, opmath, upcast
 from .registry import op
 from .rules import _SMALL, masked_product, tied, unary
 
@@ -363,12 +363,14 @@ def _softplus(xp, x, *, beta, threshold):
 
 @_softplus.grad
 def softplus_backward(ctx, dy):
-    x = ctx.inputs[0]
+    # half precision in float32, rounded once, as torch's (a rounded x * beta moved the slope)
+    low, (x, dy) = upcast(ctx.inputs[0], dy)
     bx = x * ctx.beta
     # at bx == threshold the slope is sigmoid(bx), but its own derivative is torch's 0 (its
     # double backward takes the linear side there): that entry's bx enters as a constant
     at = bx == ctx.threshold
-    return where(bx > ctx.threshold, dy, dy * where(at, bx.detach(), bx).sigmoid())
+    g = where(bx > ctx.threshold, dy, dy * where(at, bx.detach(), bx).sigmoid())
+    return g if low is None else g.to(low)
 
 
 def softplus(input, beta=1.0, threshold=20.0):

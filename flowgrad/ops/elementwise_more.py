@@ -58,7 +58,7 @@ from .elementwise import (
     sub,
     where,
 )
-from .halfprec import HALF, opmath
+from .halfprec import HALF, opmath, upcast
 from .no_derivative import without_derivative
 from .registry import op
 from .rules import _grad_mul, unary
@@ -147,12 +147,15 @@ def _atan2(xp, a, b):
 
 @_atan2.grad
 def atan2_backward(ctx, dy):
-    a, b = ctx.inputs
+    # half precision in float32, rounded once, as torch's (float16's a * a + b * b of a, b
+    # ~ 1e-3 lands in subnormals, or 0: an infinite gradient)
+    low, (a, b, dy) = upcast(*ctx.inputs, dy)
     den = a * a + b * b
     # 0 at the origin, as torch's (not 0 / 0)
     g = dy * where(den == 0, 0.0, 1.0 / where(den == 0, 1.0, den))
     need = ctx.needs_input_grad
-    return (g * b if need[0] else None), (-g * a if need[1] else None)
+    return tuple(None if not n else r if low is None else r.to(low)
+                 for n, r in zip(need, (g * b, -g * a)))
 
 
 @op("hypot", jvp="diagonal", save="inputs outputs", grad_reads=((0,), (1,)))

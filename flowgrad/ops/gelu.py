@@ -15,7 +15,7 @@ import math
 from ..blas import VECTOR_THREADED, vector_affine, vector_math, vector_math2, vector_ready
 from ..errors import check_kernel_dtype as _check_kernel_dtype
 from ..tensor import tensor_method
-from .halfprec import in_float32
+from .halfprec import in_float32, upcast
 from .registry import op
 from .special import chunk_elements, erf, map_chunks, normal_cdf_into
 
@@ -64,10 +64,13 @@ def _gelu_exact(xp, x):
 def gelu_backward(ctx, dy):
     x = ctx.inputs[0]
     if ctx.approximate == "tanh":
+        # half precision in float32, rounded once, as torch's (float16's x ** 3 overflows)
+        low, (x, dy) = upcast(x, dy)
         k = math.sqrt(2 / math.pi)
         t = (k * (x + x * x * x * 0.044715)).tanh()
         dinner = k * (1 + x * x * (3 * 0.044715))
-        return dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner)
+        g = dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner)
+        return g if low is None else g.to(low)
     return _gelu_grad(x, dy, *(ctx.aux or ()))
 
 

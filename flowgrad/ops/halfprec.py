@@ -64,3 +64,22 @@ def opmath(np_dtype):
     (dtype('float32'), dtype('float64'))
     """
     return np.dtype(np.float64) if np_dtype in _DOUBLE else np.dtype(np.float32)
+
+
+def upcast(*tensors):
+    """(the half-precision dtype of the first such tensor, or None; the tensors with the half
+    ones in float32): a composite of flowgrad ops (a gradient rule, a fused multiply-add) run
+    on these computes in float32 and rounds once at its end (`.to(low)`), as torch's kernels,
+    where rounding each step to half precision overflows (float16's x ** 3 above 40) or
+    lands in subnormals. Other dtypes: (None, the tensors as they are), one check each.
+
+    >>> import flowgrad as flow
+    >>> low, (x,) = upcast(flow.ones(2, dtype=flow.float16))
+    >>> low, x.dtype
+    (flowgrad.float16, flowgrad.float32)
+    """
+    low = next((t.dtype for t in tensors if t is not None and t._data.dtype in HALF), None)
+    if low is None:
+        return None, tensors
+    return low, tuple(t.float() if t is not None and t._data.dtype in HALF else t
+                      for t in tensors)

@@ -27,7 +27,7 @@ from ..tensor import Tensor, tensor_method
 from .complex import conj
 from .einsum import einsum, tensordot
 from .elementwise import where
-from .halfprec import HALF, in_float32, opmath
+from .halfprec import HALF, in_float32, opmath, upcast
 from .reduce import _sum
 from .registry import op
 
@@ -268,6 +268,18 @@ def _coefficient(name, arg, value, dtype, refuse_float):
     return int(value) if dtype.kind in "iu" else value
 
 
+def _wide(input, *mats):
+    """(low, tensors): half precision in float32 (halfprec.upcast) for a fused multiply-add,
+    rounded once at its end, as torch's GEMMs (alpha * (a @ b) of float16 overflowed)."""
+    if not isinstance(input, Tensor):  # (_scaled_add says so)
+        return None, (input, *mats)
+    return upcast(input, *mats)
+
+
+def _narrow(out, low):
+    return out if low is None else out.to(low)
+
+
 def _scaled_add(input, prod, beta, alpha, name, refuse_float=False, blas_alpha=False):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): input must be a Tensor, got {type(input).__name__}")
@@ -319,14 +331,17 @@ def addmm(input, mat1, mat2, out_dtype=None, *, beta=1, alpha=1):
                                f"mat1, but got {input.dtype}; convert it with .to()")
         return _scaled_add(input, _sparse_mm(mat1, mat2), beta, alpha, "addmm")
     check_same_dtype("addmm", mat1, mat2=mat2, input=input)
-    return _scaled_add(input, mm(mat1, mat2), beta, alpha, "addmm", blas_alpha=True)
+    low, (input, mat1, mat2) = _wide(input, mat1, mat2)
+    return _narrow(_scaled_add(input, mm(mat1, mat2), beta, alpha, "addmm", blas_alpha=True),
+                   low)
 
 
 @tensor_method()
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec)."""
     check_same_dtype("addmv", mat, vec=vec, input=input)
-    return _scaled_add(input, mv(mat, vec), beta, alpha, "addmv", blas_alpha=True)
+    low, (input, mat, vec) = _wide(input, mat, vec)
+    return _narrow(_scaled_add(input, mv(mat, vec), beta, alpha, "addmv", blas_alpha=True), low)
 
 
 @tensor_method()
@@ -335,7 +350,8 @@ def baddbmm(input, batch1, batch2, out_dtype=None, *, beta=1, alpha=1):
     if out_dtype is not None:
         input, batch1, batch2 = _out_dtype((input, batch1, batch2), out_dtype)
     check_same_dtype("baddbmm", batch1, batch2=batch2, input=input)
-    return _scaled_add(input, bmm(batch1, batch2), beta, alpha, "baddbmm")
+    low, (input, batch1, batch2) = _wide(input, batch1, batch2)
+    return _narrow(_scaled_add(input, bmm(batch1, batch2), beta, alpha, "baddbmm"), low)
 
 
 @tensor_method()
@@ -347,8 +363,9 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     if batch1.shape[0] != batch2.shape[0] or batch1.shape[2] != batch2.shape[1]:
         raise RuntimeError(f"addbmm: batch1 {tuple(batch1.shape)} and batch2 "
                            f"{tuple(batch2.shape)} cannot be multiplied")
-    return _scaled_add(input, einsum("bij,bjk->ik", batch1, batch2), beta, alpha, "addbmm",
-                       blas_alpha=True)
+    low, (input, batch1, batch2) = _wide(input, batch1, batch2)
+    return _narrow(_scaled_add(input, einsum("bij,bjk->ik", batch1, batch2), beta, alpha,
+                               "addbmm", blas_alpha=True), low)
 
 
 # ---- layers' functional forms (exported as F.linear, F.bilinear) --------------------------

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..autograd.interpreter import varies_per_run
 from ..device import array_module
+from ..dtypes import TORCH_SCALAR_NAMES
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from . import norm as _norm
 from .complex import adjoint, conj, imag, real
@@ -28,6 +29,7 @@ from .creation import eye, ones, ones_like
 from .diag import diagonal as _diagonal
 from .diag import tril
 from .elementwise import where
+from .halfprec import HALF
 from .linalg import matmul
 from .norm import vector_norm
 from .registry import op
@@ -50,14 +52,16 @@ def _square(A, name):
     return A
 
 
-def _matrix(A, name):
-    """A checked as a batch of float32/float64/complex64/complex128 matrices."""
+def _matrix(A, name, low_ok=False):
+    """A checked as a batch of float32/float64/complex64/complex128 matrices (`low_ok`:
+    float16 and bfloat16 too)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{name}: expected a Tensor, got {type(A).__name__}")
     if A._data.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions, got "
                            f"shape {tuple(A.shape)}")
-    if A._data.dtype.kind not in "fc" or A._data.dtype.itemsize < 4:
+    if A._data.dtype.kind not in "fc" and not (low_ok and A._data.dtype in HALF) or \
+            A._data.dtype.itemsize < 4 and not low_ok:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
                            f"Got {A.dtype.name}; convert with .float() or .double()")
     return A
@@ -560,7 +564,10 @@ def eigvalsh(A, UPLO="L"):
 # ---- norms -----------------------------------------------------------------------------------
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """Matrix norm over the two dims `dim`: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2."""
-    _matrix(A, "linalg.matrix_norm")
+    _matrix(A, "linalg.matrix_norm", low_ok=True)  # (half precision: not the SVD's orders)
+    if A._data.dtype in HALF and ord in ("nuc", 2, -2):
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got "
+                           f"{TORCH_SCALAR_NAMES[A._data.dtype.name]}")
     if dtype is not None:
         A = _norm.in_norm_dtype(A, dtype, "linalg.matrix_norm").to(dtype)
     if not isinstance(dim, (tuple, list)) or len(dim) != 2 or \

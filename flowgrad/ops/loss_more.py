@@ -16,11 +16,12 @@ import numpy as np
 
 from .._warn import warn
 from ..device import array_module
-from ..errors import check_same_dtype, expect_tensor
+from ..errors import check_kernel_dtype, check_same_dtype, expect_tensor
 from ..func.batched import every_example
 from ..tensor import Tensor
 from .activation import softplus
 from .elementwise import minimum, where
+from .halfprec import upcast
 from .loss import _float_input, check_no_grad_arg, check_reduction, legacy_reduction, reduce_loss
 from .nn_misc import one_hot, pairwise_distance
 from .registry import op
@@ -257,8 +258,10 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
             raise ValueError(f"gaussian_nll_loss: var is of incorrect size {vs} for input of "
                              f"size {xs}; use the input's shape, it without its last dim, or "
                              f"it with 1 for one of its dims")
-    # the clamp shifts the value but passes the gradient straight through (torch's no_grad)
-    v = var + (var.clamp(min=eps) - var).detach()
+    # the clamp shifts the value but passes the gradient straight through (torch's no_grad);
+    # a where, not var + (clamp(var) - var), which made an infinite var (float16's above
+    # 65504) nan where torch's loss is inf
+    v = where(var < eps, var - var.detach() + eps, var)
     d = x - target
     loss = (v.log() + d * d / v) * 0.5
     if full:
@@ -295,12 +298,16 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
                            f"input2 {tuple(input2.shape)} and target {tuple(target.shape)} "
                            f"don't broadcast") from None
     eps = 1e-12
+    # half precision in float32, rounded once (torch rounds each step, as this did: its
+    # gradient 1e4 times torch's error for bfloat16 inputs of 1e-11..1e9)
+    low, (input1, input2) = upcast(input1, input2)
     prod = (input1 * input2).sum(dim)
     denom = (((input1 * input1).sum(dim) + eps) * ((input2 * input2).sum(dim) + eps)).sqrt()
     cos = prod / denom
     is_pos, is_neg = _sign_target(target, "cosine_embedding_loss")
     loss = where(is_pos, 1.0 - cos, 0.0) + where(is_neg, (cos - margin).clamp(min=0.0), 0.0)
-    return reduce_loss(loss, reduction)
+    loss = reduce_loss(loss, reduction)
+    return loss if low is None else loss.to(low)
 
 
 @legacy_reduction
@@ -407,6 +414,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise RuntimeError(f"multi_margin_loss: expected input (N, C) or (C,) and target (N,) "
                            f"or (), got input {tuple(x.shape)} and target {tuple(target.shape)}")
     _long_target(target, "multi_margin_loss")
+    # torch's CPU kernel: float32 and float64 only (half precision refused)
+    check_kernel_dtype(x, "multi_margin_loss_cpu_kernel",
+                       kinds="fc" if x._data.dtype.itemsize >= 4 else "")
     t = target._data.reshape(-1)
     n, c = x2._data.shape
     if t.size and (t.min() < 0 or t.max() >= c):

@@ -37,6 +37,7 @@ from ..sparse import SparseTensor
 from ..tensor import Tensor, _wrap_dim
 from .activation import softmax
 from .elementwise import _promote_pair, where
+from .halfprec import upcast
 from .normalization import dist_norm
 from .reduce import float_input
 from .registry import op
@@ -628,8 +629,6 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
             raise RuntimeError(f"cdist only supports floating-point dtypes, {arg} got: "
                                f"{t.dtype}")
     check_same_dtype("cdist", x1, x2=x2)
-    # torch's CPU kernel: float32 and float64 only, as pdist
-    check_kernel_dtype(x1, "cdist", kinds="fc" if x1._data.dtype.itemsize >= 4 else "")
     modes = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
              "donot_use_mm_for_euclid_dist")
     if compute_mode not in modes:
@@ -639,10 +638,14 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     rows1, rows2 = a._data.shape[-2], b._data.shape[-2]
     use_mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or (
         compute_mode == modes[0] and (rows1 > 25 or rows2 > 25)))
-    if use_mm:
+    if use_mm:  # (half precision too, as torch's, in float32 rounded once: x * x overflowed)
+        low, (a, b) = upcast(a, b)
         sq = (a * a).sum(-1, keepdim=True) + (b * b).sum(-1).unsqueeze(-2) \
             - 2 * (a @ b.transpose(-1, -2))
-        return sq.clamp(min=1e-30).sqrt()
+        d = sq.clamp(min=1e-30).sqrt()
+        return d if low is None else d.to(low)
+    # torch's CPU kernel: float32 and float64 only, as pdist (half precision: the mm form only)
+    check_kernel_dtype(x1, "cdist", kinds="fc" if x1._data.dtype.itemsize >= 4 else "")
     diff = a.unsqueeze(-2) - b.unsqueeze(-3)
     if p == math.inf:  # torch's kernel: agg = max(agg, |d|) from 0, which passes over a nan
         diff = where(diff.isnan(), 0.0, diff)

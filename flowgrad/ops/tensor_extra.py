@@ -160,7 +160,9 @@ def renorm(input, p, dim, maxnorm):
     norm = vector_norm(where(over, x, 0.0), p, dim=others, keepdim=True)
     # torch's factor: the same 1e-7 keeps a zero slice finite
     factor = where(over, maxnorm / (norm + 1e-7), 1.0)
-    factor = factor.to(input.dtype) if half else factor
+    if half:  # the factor's value rounded, not its gradient (sum(dy x) overflowed float16)
+        factor = factor + (factor.to(input.dtype).float() - factor).detach()
+        return (x * factor).to(input.dtype).contiguous()
     return (input * factor).contiguous()  # (C order, as torch's, whatever input's layout)
 
 
