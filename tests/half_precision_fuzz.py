@@ -17,7 +17,10 @@ that cancels or overflows is off by many ulps, or wholly).
 float16's range is 6e-8..65504: an input drawn beyond it (precision_fuzz's magnitudes reach
 1e30, its offsets 1e7) is scaled into it (c and s alike, so the offset / spread ratio that
 provokes cancellation stays); bfloat16 has float32's range and is drawn as is. Complex var
-is left out (no complex32 in flowgrad).
+is left out (no complex32 in flowgrad). Beside precision_fuzz's ops it draws MORE_OPS, the
+elementwise composites torch computes in float32 at once (lerp, addcmul, addcdiv, hardswish,
+hardsigmoid, softsign, tanhshrink, logit, rsqrt, xlogy, pow), prod/cumprod and
+local_response_norm.
 
     .venv/bin/python tests/half_precision_fuzz.py --dtype bfloat16 --seeds 0:300
     .venv/bin/python tests/half_precision_fuzz.py --dtype float16 --show 17
@@ -25,6 +28,7 @@ is left out (no complex32 in flowgrad).
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 
 import fuzz_common
@@ -34,6 +38,75 @@ ULPS = 2.0  # half-precision ulps of the array's scale (FACTOR: precision_fuzz's
 HALVES = ("float16", "bfloat16")
 LEFT_OUT = {"var_complex"}  # (no complex32)
 F16_TOP = 3e4  # an input's |c| + 5 s (float16) is scaled down to this where it is above
+
+
+def more(name, gen):
+    def register(fn):
+        pf.MORE_OPS[name] = (gen, fn)
+        return fn
+    return register
+
+
+def g_unary(r):
+    (x,), o = pf.g_unary(r)
+    return [x], dict(o, w=r.choice([0.5, 0.3, 2.0, -1.5, 1e-3, 10.0]))
+
+
+def g_ternary(r):
+    (x, y), o = pf.g_binary(r)
+    return [x, y, dict(y, p=dict(y["p"]))], dict(o, w=r.choice([0.5, 0.3, 2.0, -1.5, 1e-3]))
+
+
+F = pf.F
+UNARY = {
+    "hardswish": lambda m, x, o: F(m).hardswish(x),
+    "hardsigmoid": lambda m, x, o: F(m).hardsigmoid(x),
+    "softsign": lambda m, x, o: F(m).softsign(x),
+    "tanhshrink": lambda m, x, o: F(m).tanhshrink(x),
+    "logit": lambda m, x, o: m.logit(m.sigmoid(x), eps=abs(o["w"]) % 0.5),
+    "rsqrt": lambda m, x, o: m.rsqrt(x.abs()),
+    "pow_scalar": lambda m, x, o: m.pow(x.abs(), o["w"] * 3),
+}
+for _name, _f in UNARY.items():
+    more(_name, g_unary)(lambda m, xs, o, _f=_f: _f(m, xs[0], o))
+TERNARY = {
+    "lerp": lambda m, x, y, z, o: m.lerp(x, y, o["w"]),
+    "lerp_tensor": lambda m, x, y, z, o: m.lerp(x, y, m.sigmoid(z)),
+    "addcmul": lambda m, x, y, z, o: m.addcmul(x, y, z, value=o["w"]),
+    "addcdiv": lambda m, x, y, z, o: m.addcdiv(x, y, z.abs() + 0.5, value=o["w"]),
+    "xlogy": lambda m, x, y, z, o: m.xlogy(x, y.abs()),
+    "pow": lambda m, x, y, z, o: m.pow(x.abs(), y.clamp(-4, 4)),
+}
+for _name, _f in TERNARY.items():
+    more(_name, g_ternary)(lambda m, xs, o, _f=_f: _f(m, *xs, o))
+
+
+def g_products(r):
+    shape = pf._rows(r, r.choice([1, 2]))
+    kind, p = r.choice([("offset", dict(c=r.choice([-1.0, 1.0]), s=10.0 ** r.uniform(-4, 0))),
+                        ("positive", dict(s=10.0 ** r.uniform(-3, 0))), pf._kind(r)])
+    return [pf._inp(shape, kind, **p)], dict(dim=pf._dim(r, len(shape)))
+
+
+@more("prod", g_products)
+def _(m, xs, o):
+    return m.prod(xs[0], o["dim"])
+
+
+@more("cumprod", g_products)
+def _(m, xs, o):
+    return m.cumprod(xs[0], o["dim"])
+
+
+def g_lrn(r):
+    (x, _, _), o = pf.g_norm(r)
+    return [x], dict(size=r.choice([1, 2, 3, 5]), k=r.choice([1.0, 2.0, 1e-3]))
+
+
+@more("local_response_norm", g_lrn)
+def _(m, xs, o):
+    x = xs[0] if xs[0].dim() >= 3 else xs[0].unsqueeze(-1)
+    return F(m).local_response_norm(x, o["size"], k=o["k"])
 
 
 def _into_float16(spec):
@@ -52,12 +125,11 @@ def _into_float16(spec):
 
 
 def generate(seed, dtype):
-    """precision_fuzz's case of `seed` in `dtype` (a left-out op: the next seed's op)."""
-    case = pf.generate(seed, dtype)
-    k = 1
-    while case.name in LEFT_OUT:
-        other = pf.generate(seed + 1_000_000 * k, dtype)
-        case, k = pf.Case(seed, other.name, other.inputs, other.opts, dtype), k + 1
+    """A case of precision_fuzz's ops or MORE_OPS, in `dtype`."""
+    r = random.Random(seed)
+    name = r.choice(sorted(pf.OPS.keys() - LEFT_OUT) + sorted(pf.MORE_OPS))
+    inputs, opts = (pf.OPS.get(name) or pf.MORE_OPS[name])[0](r)
+    case = pf.Case(seed, name, inputs, opts, dtype)
     if dtype == "float16":
         case.inputs = [_into_float16(s) for s in case.inputs]
     return case

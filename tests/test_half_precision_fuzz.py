@@ -60,8 +60,11 @@ def _case(dtype, name, inputs, seed=7, **opts):
 # digits (0.04 where torch is 0.002), alpha * (a @ b) overflowed in a @ b (baddbmm: inf where
 # torch is 1e-4), renorm's factor gradient sum(dy x) overflowed (inf), and in bfloat16
 # softplus's rounded beta * x moved its slope (0.12 where torch is 4e-4) and
-# cosine_embedding_loss's gradient was 1.4e4 off (torch 1e-3)
+# cosine_embedding_loss's gradient was 1.4e4 off (torch 1e-3); local_response_norm's window
+# sum of squares overflowed float16 (x ~ 247: inf, torch's average of them is finite)
 HALF_STEPS = [
+    _case("float16", "local_response_norm", [((1, 300), "offset", dict(c=247.1, s=0.02876))],
+          988, size=3, k=1.0),
     _case("float16", "pairwise_distance", [((2, 7, 2), "near", dict(c=-0.03914, s=1.767e-08)),
                                            ((2, 1, 2), "near", dict(c=-0.03914, s=1.767e-08))],
           170, p=2.0, mode=""),
@@ -142,6 +145,12 @@ def test_half_precision_kernels_run_or_refuse_as_torch(dtype):
            for mode in ("use_mm_for_euclid_dist_if_necessary", "donot_use_mm_for_euclid_dist")},
         "multi_margin_loss": lambda m: m.nn.functional.multi_margin_loss(
             m.tensor(x[0], dtype=getattr(m, dtype)), m.tensor([0] * 30)),
+        # a 3-d average pool (local_response_norm of 4-d input too): no half kernel in torch
+        "avg_pool3d": lambda m: m.nn.functional.avg_pool3d(
+            m.tensor(x[..., None, None], dtype=getattr(m, dtype)), 1),
+        **{f"local_response_norm {k}-d": (lambda m, k=k: m.nn.functional.local_response_norm(
+            m.tensor(x.reshape(x.shape + (1,) * (k - 3)), dtype=getattr(m, dtype)), 2))
+           for k in (3, 4)},
     }
     for what, fn in cases.items():
         got, want = outcome(flow, fn), outcome(torch, fn)

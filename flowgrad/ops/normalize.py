@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import check_kernel_dtype
 from ..tensor import Tensor, _wrap_dim
 from .elementwise import where
-from .halfprec import in_float32, upcast
+from .halfprec import HALF, in_float32, upcast
 from .norm import power_norm
 from .out_arg import with_out
 from .registry import op
@@ -47,7 +47,11 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     if size <= 0:
         raise ValueError(f"local_response_norm: size must be positive, got {size}")
     if x._data.dtype != np.int64:  # torch averages by avg_pool2d (3-d) or avg_pool3d
-        check_kernel_dtype(x, "avg_pool2d" if x._data.ndim == 3 else "avg_pool3d_out_frame")
+        check_kernel_dtype(x, "avg_pool2d" if x._data.ndim == 3 else "avg_pool3d_out_frame",
+                           kinds="fV" if x._data.ndim == 3 or x._data.dtype not in HALF else "")
+    # half precision in float32, rounded once: the window's sum of squares overflowed float16
+    # (torch's average of them does not: its pool accumulates in float32)
+    low, (x,) = upcast(x)
     c = x._data.shape[1]
     sq = x * x
     lo, hi = size // 2, (size - 1) // 2
@@ -68,7 +72,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         window = window.div(size, rounding_mode="trunc") * alpha  # (float from here on)
     else:
         window = window * (alpha / size)
-    return x / (window + k) ** beta
+    y = x / (window + k) ** beta
+    return y if low is None else y.to(low)
 
 
 @op("dist_norm", save="inputs outputs", complex=True)

@@ -382,6 +382,8 @@ def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pa
     name = f"avg_pool{nd}d"
     kernel = "avg_pool3d_out_frame" if nd == 3 else "avg_pool2d"  # torch's, int64 beside floats
     x, batched = _pool_input(input, nd, name, kernel, ints="int64")
+    if nd == 3 and x._data.dtype in HALF:  # torch's 3-d kernel has no half precision
+        check_kernel_dtype(x, kernel, kinds="")
     ksize, stride, padding, _, out = _pool_args(x, kernel_size, stride, padding, 1, ceil_mode,
                                                 nd, name)
     if divisor_override is not None and divisor_override == 0:
