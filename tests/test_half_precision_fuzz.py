@@ -15,8 +15,14 @@ import flowgrad as flow
 
 DEFAULT = range(150)  # per dtype
 
-# torch's own artifacts, by (dtype, seed), each with its reason (none found in seeds 0-6500)
-KNOWN = {}
+# the measure's artifacts, by (dtype, seed), each with its reason
+KNOWN = {
+    ("bfloat16", 3126): "cosine_embedding_loss of rows of one element: cos is 1 exactly and "
+                        "every true gradient 0, so there is no scale to measure against; "
+                        "flowgrad's float32 composite leaves 1.2e-10 of rounding noise in one "
+                        "gradient (torch's float32 the same), torch's bfloat16 steps 1.5e-5 in "
+                        "the other",
+}
 # flowgrad's differences not fixed, by (dtype, seed), each with its reason
 OPEN = {
     ("bfloat16", 2832): "cdist (mm form) of rows that are all one value in bfloat16: the true "
@@ -44,6 +50,11 @@ def test_half_precision_accuracy_matches_torch(dtype, seed):
 @pytest.mark.parametrize("dtype", hf.HALVES)
 def test_many_half_precision_cases_are_as_accurate_as_torch(dtype):
     fuzz_common.assert_seeds_agree(lambda s: hf.check(s, dtype), _seeds(dtype, range(150, 3000)))
+
+
+@pytest.mark.parametrize("dtype,seed", sorted(KNOWN) + sorted(OPEN))
+def test_each_known_and_open_seed_still_differs(dtype, seed):
+    assert hf.check(seed, dtype) is not None, f"{dtype} seed {seed} agrees now: take it out"
 
 
 def _case(dtype, name, inputs, seed=7, **opts):

@@ -300,7 +300,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     eps = 1e-12
     # half precision in float32, rounded once (torch rounds each step, as this did: its
     # gradient 1e4 times torch's error for bfloat16 inputs of 1e-11..1e9)
-    low, (input1, input2) = upcast(input1, input2)
+    low, (input1, input2) = upcast(input1, input2) if input1.dtype == input2.dtype else \
+        (None, (input1, input2))  # (mixed dtypes promote: the wider one's)
     prod = (input1 * input2).sum(dim)
     denom = (((input1 * input1).sum(dim) + eps) * ((input2 * input2).sum(dim) + eps)).sqrt()
     cos = prod / denom
