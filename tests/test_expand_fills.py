@@ -177,3 +177,34 @@ def test_an_alias_of_an_expand_copied_from_itself_records_the_copy_as_torch(thro
     # did not require grad and its loss gave x no gradient)
     assert _alias_of_an_expand_copied_from_itself(flow, through_op, row) == \
         _alias_of_an_expand_copied_from_itself(torch, through_op, row)
+
+
+# tril_/triu_ of an expand: torch's kernel writes only the zeros, so a location any alias
+# zeroes ends zero (nan kept elsewhere included); flowgrad refused both. With autograd the
+# write is recorded and a backward through it raises, as torch's CopySlices
+def _triangle(m, code, requires_grad):
+    x = m.tensor([1.5, float("nan"), -2.0, 0.5], dtype=m.float64, requires_grad=requires_grad)
+    y = x * 1
+    view = eval(code, {"y": y})
+    try:
+        view.tril_() if "tril" in code else view.triu_(-1 if "-1" in code else 0)
+    except RuntimeError as e:
+        return "raised", type(e).__name__
+    out = [y.tolist()]
+    if requires_grad:
+        try:
+            y.sum().backward()
+            out.append(x.grad.tolist())
+        except RuntimeError as e:
+            out.append("more than one element" in str(e))
+    return out
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("code", ["y.expand(3, 4)  # tril", "y.expand(2, 4)  # triu",
+                                  "y.unsqueeze(1).expand(4, 3)  # triu",
+                                  "y.unsqueeze(1).expand(4, 3)  # tril",
+                                  "y.expand(2, 2, 4)  # triu -1"])
+def test_tril_triu_of_an_expand_write_the_zeros_as_torch(code, requires_grad):
+    ours, theirs = _triangle(flow, code, requires_grad), _triangle(torch, code, requires_grad)
+    assert repr(ours) == repr(theirs)

@@ -240,3 +240,27 @@ def test_bernoulli_fill_by_probabilities_requiring_grad_gives_them_zeros_as_torc
         assert y.requires_grad
         (y * 3).sum().backward()
         assert p.grad.tolist() == [0.0, 0.0]
+
+
+# torch's own forward formulas where they part from its reverse rules (J^T applied to the
+# tangent, which flowgrad's elementwise JVPs were): atan2's 0 / 0 at the origin, div's inf
+# at a zero denominator (not inf - inf), maximum/minimum's tangent at a nan (the second
+# input's, not both), fmax/fmin's ties (fmax's to the second input, fmin's to the first)
+_SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.0, float("inf"), float("nan")]
+_A, _B = np.meshgrid(_SPECIAL, _SPECIAL)
+
+
+@pytest.mark.parametrize("name", ["atan2", "div", "maximum", "minimum", "fmax", "fmin"])
+@pytest.mark.parametrize("which", ["both", "first", "second"])
+def test_binary_jvp_at_special_values_matches_torch(name, which):
+    ta = np.linspace(0.3, 1.3, _A.size).reshape(_A.shape)
+    tb = np.linspace(-0.7, 0.9, _A.size).reshape(_A.shape)
+
+    def tangent(m):
+        f, a, b = getattr(m, name), m.tensor(_A), m.tensor(_B)
+        if which == "both":
+            return m.func.jvp(f, (a, b), (m.tensor(ta), m.tensor(tb)))[1]
+        if which == "first":
+            return m.func.jvp(lambda x: f(x, b), (a,), (m.tensor(ta),))[1]
+        return m.func.jvp(lambda y: f(a, y), (b,), (m.tensor(tb),))[1]
+    np.testing.assert_allclose(tangent(flow).numpy(), tangent(torch).numpy(), rtol=1e-12)

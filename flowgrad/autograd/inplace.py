@@ -389,6 +389,11 @@ def _check_inplace_allowed(name, target, view, meta, base_needs):
             f"`with flowgrad.no_grad():` or use the out-of-place op")
 
 
+# writes through an expanded view that torch records (its backward raises): each writes
+# constants only, so the order of the aliases' writes does not matter
+_ZEROS_ONLY = frozenset(("fill_", "zero_", "tril_", "triu_"))
+
+
 def _inplace_through_view(name, target, compute, recording=True):
     info = target._view
     base, chain = info.base, info.chain
@@ -398,14 +403,14 @@ def _inplace_through_view(name, target, compute, recording=True):
     region = compute(replayed)
     _check_writable(target, region._data, name)
     overlapping = self_overlapping(memory_of(target))
-    if recording and name not in ("fill_", "zero_") and overlapping:
+    if recording and name not in _ZEROS_ONLY and overlapping:
         raise RuntimeError(
             f"{name}: an in-place write with autograd through an expanded view whose elements "
             f"share memory (shape {tuple(target.shape)}) is not supported: its gradient "
             f"would count the shared elements more than once. clone() the view first, or "
             f"write the base")
-    # fill_/zero_ write such a view as torch does; the backward through the write raises, as
-    # torch's CopySlices (it would write the gradient into the shared elements)
+    # fill_/zero_/tril_/triu_ write such a view as torch does; the backward through the
+    # write raises, as torch's CopySlices (it would write the gradient into shared elements)
     extra = {"overlapping": True} if overlapping else {}
     _tell(_interpreter.current, "writing", target, region)  # (before anything is written)
     new_base = view_scatter(base_old, region.to(target.dtype), chain=chain, **extra)
@@ -525,9 +530,11 @@ def _adopt_saved_outputs(result, target):
 
 
 # in-place ops that torch lets write through an expanded (self-overlapping) view; setitem
-# checks the region it writes itself
+# checks the region it writes itself; tril_/triu_ only write zeros (torch's kernel leaves
+# the kept triangle alone), so where aliases disagree the zero wins, whatever the order
 _OVERLAP_OK = frozenset((
-    "fill_", "zero_", "masked_fill_", "index_fill_", "setitem", "index_put_"))
+    "fill_", "zero_", "masked_fill_", "index_fill_", "setitem", "index_put_", "tril_",
+    "triu_"))
 
 
 def self_overlapping(data):
@@ -589,6 +596,8 @@ def assign(dst, values, name):
         dst[...] = values
         return
     changed = values != dst
+    if dst.dtype.kind in "fc":  # (a nan kept is unchanged: rewriting it could undo a write)
+        changed &= ~(np.isnan(values) & np.isnan(dst))
     dst[changed] = np.broadcast_to(values, dst.shape)[changed]
 
 

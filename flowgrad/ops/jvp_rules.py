@@ -19,6 +19,8 @@ themselves differentiable and batchable. The families:
 - clamp with tensor bounds: torch's forward formula, which at a tie takes the bound's
   tangent where its reverse rule passes the input's gradient;
 - the samplers (normal, bernoulli, poisson): zero tangents of the sample's shape;
+- atan2, div, maximum/minimum, fmax/fmin: torch's forward formulas, where they part from the
+  reverse rule (the origin, a zero denominator, a nan operand, ties);
 - qr, svd, eigh, logcumsumexp: torch's formulas (`jvp_linalg.py`).
 """
 from __future__ import annotations
@@ -166,6 +168,42 @@ def _sample(op, inputs, outs, tans, attrs, aux):
     return [_zeros_like(o) if _floating(o) else None for o in outs]
 
 
+# ---- torch's own forward formulas, where they part from the reverse rule at ties, zeros,
+# nans (a tangent torch leaves undefined is its zero tensor: a product with it is 0)
+def _tangents(inputs, tans):
+    return [t if t is not None and _floating(x) else None for x, t in zip(inputs, tans)]
+
+
+def _atan2(op, inputs, outs, tans, attrs, aux):
+    # (b ta - a tb) / (a^2 + b^2): nan at the origin (0 / 0) where the reverse rule gives 0
+    (a, b), (ta, tb) = inputs, _tangents(inputs, tans)
+    num = None if tb is None else -a * tb
+    if ta is not None:
+        num = b * ta if num is None else num + b * ta
+    return num / (a * a + b * b)
+
+
+def _div(op, inputs, outs, tans, attrs, aux):
+    # (ta - tb y) / b: at b = 0 an inf, where ta / b - tb a / b^2 is inf - inf = nan
+    (_, b), (ta, tb) = inputs, _tangents(inputs, tans)
+    num = ta
+    if tb is not None:
+        num = -(tb * outs[0]) if num is None else num - tb * outs[0]
+    return num / b
+
+
+def _selecting(pick):
+    """maximum/minimum/fmax/fmin: tb + w (ta - tb), w the weight of the first input (torch's
+    forward weights: a nan operand gives maximum's tangent to the second input, where the
+    reverse rule passes dy to both; fmax's ties go to the second, its reverse rule's to the
+    first)."""
+    def rule(op, inputs, outs, tans, attrs, aux):
+        (a, b), ts = inputs, _tangents(inputs, tans)
+        ta, tb = (t if t is not None else _zeros_like(x) for x, t in zip(inputs, ts))
+        return tb + pick(a, b).to(outs[0].dtype) * (ta - tb)
+    return rule
+
+
 # elementwise ops holomorphic on complex values (their complex JVP is the conjugated rule)
 HOLOMORPHIC = frozenset(("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "div",
                          "pow", "scalar_pow", "scalar_rpow"))
@@ -179,5 +217,9 @@ JVP_RULES.update({"linear": _linear_layer, "conv": _linear_layer, "scalar_add": 
                   "depend": _first, "pad_constant": _pad_constant, "softmax": _softmax,
                   "safe_softmax": _softmax, "log_softmax": _log_softmax, "logsumexp": _logsumexp,
                   "prelu": _prelu, "clamp_tensor": _clamp_tensor, "normal": _sample,
-                  "bernoulli": _sample, "poisson": _sample})
+                  "bernoulli": _sample, "poisson": _sample, "atan2": _atan2, "div": _div,
+                  "maximum": _selecting(lambda a, b: where(a == b, 0.5, (a > b).to(a.dtype))),
+                  "minimum": _selecting(lambda a, b: where(a == b, 0.5, (a < b).to(a.dtype))),
+                  "fmax": _selecting(lambda a, b: (a > b) | b.isnan()),
+                  "fmin": _selecting(lambda a, b: (a <= b) | b.isnan())})
 JVP_RULES.update(jvp_linalg.RULES)
