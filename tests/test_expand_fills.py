@@ -208,3 +208,31 @@ def _triangle(m, code, requires_grad):
 def test_tril_triu_of_an_expand_write_the_zeros_as_torch(code, requires_grad):
     ours, theirs = _triangle(flow, code, requires_grad), _triangle(torch, code, requires_grad)
     assert repr(ours) == repr(theirs)
+
+
+# `e[i] = v` with e an expand and v 0-d is torch's e[i].fill_(v), which reads v first (v may be
+# the very element written: e = v.expand(2)); a recorded write (v requiring grad, or inside
+# a dual level) went through copy_, whose overlap check refused it
+def _element_write(m, mode, code):
+    fwAD = m.autograd.forward_ad
+    with fwAD.dual_level():
+        x = m.tensor(2.0, dtype=m.float64, requires_grad=mode == "grad")
+        if mode == "dual":
+            x = fwAD.make_dual(x, m.tensor(3.0, dtype=m.float64))
+        y = x * 1
+        e, f = y.expand(2), y.expand(2, 2)  # noqa: F841 - written by `code`
+        try:
+            exec(code)
+        except RuntimeError as err:
+            return "raised", "more than one element" in str(err)
+        if mode == "grad":
+            y.backward()
+            return y.item(), x.grad.item()
+        return y.item(), None if mode == "plain" else fwAD.unpack_dual(y).tangent.item()
+
+
+@pytest.mark.parametrize("mode", ["plain", "grad", "dual"])
+@pytest.mark.parametrize("code", ["e[None, 1] = y", "e[None, 0:1] = y", "f[0, None, 1] = y",
+                                  "e[:] = y", "e[None, 1] = y * 1"])
+def test_element_of_an_expand_written_with_its_own_value_as_torch(mode, code):
+    assert _element_write(flow, mode, code) == _element_write(torch, mode, code)

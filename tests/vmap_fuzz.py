@@ -224,7 +224,8 @@ def run(m, program, upto, batches, grad=False):
     labels = [f"d{n}" for n in leaves] if grad in _PER_LEAF else step.bound
     if grad == "chain":
         labels = [f"out{i}" for i in range(len(out))]
-    return list(zip(labels, (np.asarray(t.detach().numpy()) for t in out))), None
+    # (force: a chain of transforms can hand back torch's ZeroTensor, which numpy() refuses)
+    return list(zip(labels, (np.asarray(t.detach().numpy(force=True)) for t in out))), None
 
 
 def _differ(program, upto, batches, grad, oracle=None):

@@ -392,8 +392,10 @@ def setitem(x, index, value):
             check_inplace("setitem", x)  # (the write goes to the base, maybe to no element)
             if advanced:
                 write_elements(x, spec, arrays, value)
-            else:  # write the region it selects (torch's x[i] = v is x[i].copy_(v))
-                _getitem(x, index=spec).copy_(value)
+            else:  # write the region it selects (torch's x[i] = v is x[i].copy_(v); of a
+                # 0-d v, x[i].fill_(v), which reads v first: v may be the region's element)
+                region = _getitem(x, index=spec)
+                region.fill_(value) if value._data.ndim == 0 else region.copy_(value)
             return
         target = x
         if x._view is not None:
