@@ -197,6 +197,24 @@ try:
 except RuntimeError as e:
     out.append(str(e))
 """,
+    # a node's post-hooks get one grad_input per edge torch's node has: `x * 2`'s MulBackward0
+    # has two (the number's: None), where's none for the condition, index's none for the
+    # indices; flowgrad's hooks got its own inputs' (one for `x * 2`), and a hook returning
+    # torch's count raised (autograd_api_fuzz 5000074, 5000638)
+    "node_hooks_see_torch_edges": """
+x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+seen = {}
+def hook(k, gi, go):
+    seen[k] = tuple(None if g is None else g.tolist() for g in gi)
+    return tuple(None if g is None else g * 3 for g in gi)
+y = x * 2
+y.mul_(2)
+ys = [y, x.sin() + 1, x.cos() / 4, torch.where(x > 0, x, x.exp()), x[torch.tensor([0, 2])]]
+for k, t in enumerate(ys):
+    t.grad_fn.register_hook(lambda gi, go, k=k: hook(k, gi, go))
+sum(t.sum() for t in ys).backward()
+out = [sorted(seen.items()), x.grad, [len(t.grad_fn.next_functions) for t in ys]]
+""",
 }
 
 

@@ -62,10 +62,13 @@ class HookedNode(FunctionNode):
             if type(in_grads) is not tuple:
                 in_grads = tuple(in_grads) if isinstance(in_grads, list) else (in_grads,)
             in_grads = _needed_only(self, in_grads)
+            edges = torch_edges(self)
+            seen = in_grads if edges is None else _on_edges(in_grads, edges)
             for hook in tuple(hooks.post):
-                result = hook(in_grads, tuple(out_grads))
+                result = hook(seen, tuple(out_grads))
                 if result is not None:
-                    in_grads = _check_count(result, in_grads, "hook", self, "inputs", hook)
+                    seen = _check_count(result, seen, "hook", self, "inputs", hook)
+            in_grads = seen if edges is None else _off_edges(in_grads, seen, edges)
         if anomaly.enabled and anomaly.check_nan:
             anomaly.check_results(self, in_grads)
         return in_grads
@@ -85,6 +88,29 @@ def _needed_only(node, in_grads):
         return in_grads
     return tuple(None if n is None or targets is not None and n not in deps and m not in targets
                  else g for g, n, m in zip(in_grads, node.next_nodes, node.input_metas))
+
+
+def torch_edges(node):
+    """Which of node's inputs torch's node has its edges for, in torch's order (None for an
+    edge flowgrad's node has no input for: a number operand); None where they are node's
+    inputs. (torch_nodes binds torch's table here.)"""
+    return None
+
+
+def _on_edges(in_grads, edges):
+    """node's grad_inputs as torch's node hands them to its hooks: one per edge (`x * 2`'s
+    MulBackward0 has two, the second None), none for an index input."""
+    return tuple(None if i is None else in_grads[i] for i in edges
+                 if i is None or i < len(in_grads))
+
+
+def _off_edges(in_grads, seen, edges):
+    """in_grads with the hooks' results per torch edge (`seen`) put back at their inputs."""
+    out = list(in_grads)
+    for i, g in zip((i for i in edges if i is None or i < len(in_grads)), seen):
+        if i is not None:
+            out[i] = g
+    return tuple(out)
 
 
 def hooked_variant(cls):

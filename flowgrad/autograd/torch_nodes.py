@@ -114,10 +114,8 @@ class _TorchNamed:
         """torch's ((node, input_nr), ...): one pair per input torch's node has an edge for
         ((None, 0) where it needs no grad), each node torch-named."""
         pairs = self.next_functions_pairs()
-        keep = EDGES.get(getattr(self.op, "name", None))
+        keep = torch_edges(self)
         if keep is not None:
-            if callable(keep):
-                keep = keep(self)
             pairs = tuple((None, 0) if i is None else pairs[i] for i in keep
                           if i is None or i < len(pairs))
         return tuple((None if n is None else named(n), k) for n, k in pairs)
@@ -163,3 +161,12 @@ def _accumulate_name():
 AccumulateGrad.name = _accumulate_name()
 _graph._named = named  # get_gradient_edge hands out named nodes
 _node_hooks.hooked_variant = hooked_variant
+
+
+def torch_edges(node):
+    """Which of node's inputs torch's node has its edges for (EDGES), or None."""
+    keep = EDGES.get(getattr(node.op, "name", None))
+    return keep(node) if callable(keep) else keep
+
+
+_node_hooks.torch_edges = torch_edges
