@@ -45,6 +45,10 @@ SAME = [
     "F.max_pool2d(img, 2)", "F.conv2d(img, img[:, :, :3, :3].detach())",
     "F.layer_norm(x, (3,))", "x.lgamma()", "x.digamma()", "torch.special.i0e(x)",
     "torch.special.erfcx(x)", "x.nan_to_num()", "x.floor()", "x.round()", "x.trunc()",
+    # the derivative of an activation's rule: one node, torch's *BackwardBackward0 (flowgrad
+    # named it after its op: SigmoidGradBackward0) with torch's edges (grad_output first)
+    *(f"torch.autograd.grad(({a} * y).sum(), x, create_graph=True)[0]" for a in (
+        "x.sigmoid()", "x.tanh()", "x.relu()", "F.gelu(x)", "F.elu(x)", "F.selu(x)")),
 ]
 
 # expression -> (flowgrad's node class, its next_functions' node classes): torch records

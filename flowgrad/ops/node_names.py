@@ -95,6 +95,10 @@ _torch_nodes.NAMES.update({
     "scatter_reduce_flat": "ScatterReduceBackward0", "rrelu": "RreluWithNoiseBackward0",
     "linalg_inv": "LinalgInvExBackward0", "linalg_cholesky": "LinalgCholeskyExBackward0",
     "linalg_solve": "LinalgSolveExBackward0", "linalg_lu_factor": "LinalgLuFactorExBackward0",
+    # the one-node derivatives of an activation's rule (torch's sigmoid_backward, ...)
+    "sigmoid_grad": "SigmoidBackwardBackward0", "tanh_grad": "TanhBackwardBackward0",
+    "relu_grad": "ThresholdBackwardBackward0", "gelu_grad": "GeluBackwardBackward0",
+    "elu_grad": "EluBackwardBackward0",
     **{name: f"Special{_torch_nodes.torch_style(name)}" for name in (
         "i0e", "i1", "i1e", "erfcx", "entr", "ndtri", "log_ndtr", "xlog1py")},
 })
@@ -103,6 +107,8 @@ _torch_nodes.NAMES.update({
 _torch_nodes.EDGES.update({
     "scalar_add": (0, None), "scalar_mul": (0, None), "scalar_div": (0, None), "scale": (0, None),
     "where": (1, 2), "index": (0,), "take_flat": (0,), "cross_entropy": (0,),
+    **dict.fromkeys(  # (torch's: grad_output, then x or y)
+        ("sigmoid_grad", "tanh_grad", "relu_grad", "gelu_grad", "elu_grad"), (1, 0)),
     "nll_loss": (0,), "segment_reduce": (0,), "scatter_reduce_flat": (0, 1),
     "conv": lambda node: (0, 1, 2 if len(node.input_infos) > 2 else None),
     "norm_affine": lambda node: (0, 1 if node.has_w else None,
