@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from numpy.lib.stride_tricks import as_strided
 
-from ..autograd.inplace import run_inplace
+from ..autograd.inplace import expand_write_error, memory_of, run_inplace, self_overlapping
 from ..errors import check_kernel_dtype, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .registry import op
@@ -184,6 +184,36 @@ def trace(input):
     return diagonal(input).sum()
 
 
-for _name, _fn in (("tril_", tril), ("triu_", triu)):
-    setattr(Tensor, _name, lambda self, *a, _n=_name, _f=_fn, **k: run_inplace(_n, _f, self,
-                                                                               *a, **k))
+def _writes_in_place(a):
+    """torch's checkTrilTriuBatchContiguous(allow_zero_stride=True): whether tril_/triu_
+    write `a` in place (only its zeros: an expand's shared elements are fine) rather than
+    through a contiguous copy copied back (which refuses such a target). Up to three dims in
+    place; above, where each batch dim but a first stride-0 or size-1 one is laid out as in a
+    contiguous batch of matrices. A size-1 dim's stride is torch's from unsqueeze or expand
+    (the next dim's size times its stride), NumPy's being anything."""
+    if a.ndim <= 3:
+        return True
+    strides = [s // a.itemsize for s in a.strides]
+    for i in range(a.ndim - 2, -1, -1):
+        if a.shape[i] == 1:
+            strides[i] = a.shape[i + 1] * strides[i + 1]
+    expected = a.shape[-1] * a.shape[-2]
+    for i in range(a.ndim - 3, -1, -1):
+        if i == 0 and (strides[0] == 0 or a.shape[0] == 1):
+            continue
+        if strides[i] != expected:
+            return False
+        expected *= a.shape[i]
+    return True
+
+
+def _triangle_(name, fn):
+    def method(self, *args, **kwargs):
+        data = memory_of(self)
+        if self_overlapping(data) and not _writes_in_place(data):
+            raise expand_write_error(name, self.shape)
+        return run_inplace(name, fn, self, *args, **kwargs)
+    return method
+
+
+Tensor.tril_, Tensor.triu_ = _triangle_("tril_", tril), _triangle_("triu_", triu)
