@@ -173,3 +173,49 @@ def test_once_differentiable_results_refuse_a_second_backward():
     # connected to the inputs: autograd.grad of x with allow_unused gives None); flowgrad's
     # results required no grad, so autograd.grad raised and backward named no Function
     assert _once_outcome(flow) == _once_outcome(torch) == (True, (None,), True)
+
+
+def _dirty_view_unreached(m, through_view):
+    """A Function writing a view in place (mark_dirty), whose result then gets no gradient (a
+    Function after set_materialize_grads(False) returns None for it)."""
+    class Dirty(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class PassLazy(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.set_materialize_grads(False)
+            return x.clone(), y * 2
+
+        @staticmethod
+        def backward(ctx, gx, gy):
+            return gx, None if gy is None else gy * 2
+
+    x0 = m.tensor([1.0, 2.0], dtype=m.float64, requires_grad=True)
+    x1 = m.tensor([3.0, 4.0], dtype=m.float64, requires_grad=True)
+    if through_view:
+        base = x1.clone().unsqueeze(0)
+        Dirty.apply(base[0])
+        y = base[0] + 0
+    else:
+        y = Dirty.apply(x1.clone()) + 0
+    out = PassLazy.apply(x0, y)[0]
+    return [None if g is None else g.tolist()
+            for g in m.autograd.grad(out.sum(), [x0, x1], allow_unused=True)]
+
+
+@pytest.mark.parametrize("through_view", [True, False])
+def test_dirty_view_reached_by_no_gradient_gives_none_as_torch(through_view):
+    """torch's CopySlices runs such a Function's backward, and on an undefined gradient
+    returns undefined ones without calling it: x1's gradient is None (flowgrad's materialized
+    zeros for the Function, as for one not writing a view, where torch does too; fuzz seed
+    5004829)."""
+    assert _dirty_view_unreached(flow, through_view) == _dirty_view_unreached(torch, through_view)

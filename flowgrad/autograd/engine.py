@@ -222,8 +222,11 @@ class GraphTask:
     def _reached_by_none(self, node, metas):
         """torch's generated backward: when no gradient reached any output of `node` (a custom
         Function returned None for it), none leaves: its inputs' grads stay None, not zeros.
-        Then its tensors' hooks see the None and it is released; otherwise False."""
-        if getattr(node.op, "materialize_grads", None) is not None or any(
+        Then its tensors' hooks see the None and it is released; otherwise False. A custom
+        Function's node gets zeros instead (materialized), unless it wrote a view in place
+        (mark_dirty): torch's CopySlices runs it, and returns nothing on no gradient."""
+        if getattr(node.op, "materialize_grads", None) is not None and \
+                "copy_slices" not in node.__dict__ or any(
                 m.current_grad is not None or m in self.fed_zero for m in metas):
             return False
         _node_hooks.none_to_hooks(metas)

@@ -281,6 +281,8 @@ class Function:
         for o in dirty:
             if o._view is not None and o._grad_fn is node:
                 _rebase_base(o)
+                if len(tensor_outs) == 1:  # torch's CopySlices calls it: not with no grad
+                    node.copy_slices = True
         for o in tensor_outs:
             if id(o) in ctx.non_differentiable:
                 o._meta, o._grad_fn = None, None  # its grad arrives as zeros
