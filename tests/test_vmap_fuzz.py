@@ -90,11 +90,13 @@ VJOG_SLOW_KNOWN = {
 # tangent of it (636 of the first 1000 seeds differed)
 # grad of the tangents, not vmapped (reverse over forward): before, `x.data` of jvp's input
 # (make_dual's view of a leaf that requires grad below the jvp) took writes torch refuses
-_TORCH_SAVES_RESULT = ("torch's tangent rule of div and sigmoid reads the op's output, which the "
-                       "grad level saves; a no_grad write to that output then fails torch's "
-                       "backward. flowgrad's rule reads the inputs, and computes")
-GOJ_KNOWN = {252: _TORCH_SAVES_RESULT}
-GOJ_SLOW_KNOWN = {563: _TORCH_SAVES_RESULT}
+_TORCH_SAVES_RESULT = ("torch's tangent rule of sigmoid reads the op's output, which the grad "
+                       "level saves; a no_grad write to that output then fails torch's "
+                       "backward. flowgrad's rule reads the input, and computes")
+# (seeds 252 and 563 were div's case of that: its tangent rule is torch's formula now, which
+# reads the output, and flowgrad's backward refuses the write as torch's)
+GOJ_KNOWN = {}
+GOJ_SLOW_KNOWN = {}
 JOJ_SLOW_KNOWN = {
     505: _LAYOUT,
     **dict.fromkeys([704, 1282], _TORCH_REFUSES_SOURCE),
@@ -127,9 +129,9 @@ _SAVED_DIFFER = ("a tensor saved for backward is written later: under vmap torch
                  "one of them refuses the backward where the other computes")
 CHAIN_KNOWN = dict.fromkeys([163, 230, 239, 278], _SAVED_DIFFER)
 CHAIN_SLOW_KNOWN = {
-    **dict.fromkeys([410, 518, 563, 575, 837, 1043, 1211, 1243, 1315, 1504, 1867, 2078, 2174,
+    **dict.fromkeys([410, 518, 575, 837, 1043, 1243, 1504, 1867, 2078, 2174,
                      2252, 2303, 2483, 2539, 2756, 2808, 2930, 2968, 2971], _SAVED_DIFFER),
-    505: _LAYOUT}
+    505: _LAYOUT}  # (563, 1211, 1315 agree since div's tangent reads its output, as torch's)
 # (seeds from 100000 draw chains with jacrev and jacfwd: before, jacfwd ran the function once
 # per input, so a write into an input was seen by the later runs, and vmap(jacfwd(f)) lost a
 # write through a view of its input (100131, 100261, 100482), both wrong silently)
