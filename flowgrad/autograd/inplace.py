@@ -596,7 +596,7 @@ def assign(dst, values, name):
         dst[...] = values
         return
     changed = values != dst
-    if dst.dtype.kind in "fc":  # (a nan kept is unchanged: rewriting it could undo a write)
+    if dst.dtype.kind in "fcV":  # (a nan kept is unchanged: rewriting it could undo a write)
         changed &= ~(np.isnan(values) & np.isnan(dst))
     dst[changed] = np.broadcast_to(values, dst.shape)[changed]
 
