@@ -57,9 +57,7 @@ KNOWN: dict[str, tuple[str, str]] = {
     "max_pool2d_with_indices_backward": (r"has no attribute 'aten'", "not in flowgrad "
                                          "(test_opinfo_vs_torch.py's MISSING)"),
     "angle": (r"tangent: torch a tensor, flowgrad None", _ZEROS),
-    "bernoulli": (r"tangent: torch a tensor, flowgrad None", _ZEROS),
     "linalg.slogdet": (r"tangent: torch a tensor, flowgrad None", _ZEROS),
-    "cov": (r"dual tangent: values differ", "float32 aweights: float32 rounding (2e-7 relative)"),
     "linalg.det": (r"fwbw grad\[0\]: values differ|tangent: torch a tensor, flowgrad None",
                    _FD + "; " + _ZEROS),
     "logdet": (r"fwbw grad\[0\]: values differ|tangent: torch a tensor, flowgrad None",
