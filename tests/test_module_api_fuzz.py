@@ -9,6 +9,7 @@ from collections import OrderedDict
 
 import fuzz_common
 import module_api_fuzz as maf
+import numpy as np
 import pytest
 import torch
 from test_module_api_vs_torch import _outcome  # (the case's result or exception class)
@@ -200,3 +201,12 @@ CASES = [always_call_hook_after_a_raising_hook, to_converts_children_first,
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
 def test_module_api_finding_as_torch(case):
     assert _outcome(flow, case) == _outcome(torch, case)
+
+
+def test_float32_numbers_are_judged_by_the_float64_truth():
+    """Seed 2714: a BatchNorm bias's gradient is 0 in float64; torch's float32 sum gives
+    -1.04e-3, flowgrad's 7.6e-6. flowgrad passes; a flowgrad further off than torch fails."""
+    assert maf.check(2714) is None
+    truth, torch32 = np.array([0.0, 0.0]), np.array([1e-3, 0.0], np.float32)
+    assert maf._no_further(np.float32([1e-5, 0]), torch32, truth, 1e-4, "g") is None
+    assert "float64" in maf._no_further(np.float32([0, 2e-3]), torch32, truth, 1e-4, "g")

@@ -25,7 +25,7 @@ from ..device import ARRAY_MODULES, CPU, DEFAULT_DEVICE, array_module, device_of
 from ..device import device as _device_class
 from ..tensor import Tensor
 from .creation import FACTORY_HINTS, _finish, _size, as_tensor, check_hints, tensor
-from .elementwise_more import _filled, _value_tensor
+from .elementwise_more import _fill_value, _filled
 
 __all__ = ["asarray", "frombuffer", "from_file", "empty_strided", "empty_permuted", "range", "fill",
            "get_default_device", "set_default_device"]
@@ -259,10 +259,8 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
 def fill(input, value):
     """A new tensor of input's shape and dtype filled with `value` (a number or a 0-d
     tensor, whose gradient is the sum of the output's)."""
-    if isinstance(value, Tensor) and value._data.ndim:
-        raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with "
-                           f"{value._data.ndim} dimensions (shape {tuple(value.shape)})")
-    return run_inplace("fill", _filled, input.clone(), _value_tensor(input, value, "fill"))
+    value_tensor = _fill_value(input, value, "fill")
+    return run_inplace("fill", _filled, input.clone(), value_tensor)
 
 
 def get_default_device():

@@ -554,16 +554,22 @@ def _value_tensor(target, value, name):
     return Tensor._wrap(array_module(target._data).asarray(fill_scalar(name, value, dtype), dtype))
 
 
+def _fill_value(target, value, name):
+    """fill's and fill_'s value as a tensor: a number, or a 0-d tensor (copy_ takes any)."""
+    if isinstance(value, Tensor) and value._data.ndim:
+        raise RuntimeError(f"{name} only supports 0-dimension value tensor but got tensor with "
+                           f"{value._data.ndim} dimensions (shape {tuple(value.shape)})")
+    return _value_tensor(target, value, name)
+
+
 def fill_(self, value):
     """Fill with `value` (a number or a 0-dim tensor, whose gradient is then recorded)."""
-    if isinstance(value, Tensor) and value._data.ndim:
-        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
-                           f"{value._data.ndim} dimensions")
+    value_tensor = _fill_value(self, value, "fill_")
     if isinstance(value, Tensor) and self_overlapping(memory_of(self)):
         # (torch's fill_ of a tensor is a copy_, which refuses such a target; of a number, not)
         raise expand_write_error("fill_", self.shape, "fill with a number (value.item()), or "
                                  "call .clone() before the in-place operation")
-    return run_inplace("fill_", _filled, self, _value_tensor(self, value, "fill_"))
+    return run_inplace("fill_", _filled, self, value_tensor)
 
 
 def zero_(self):
