@@ -277,7 +277,7 @@ def hardswish(input, inplace=False):
 # ---- elu, selu, celu: one fused op -----------------------------------------------------------
 @op("elu", jvp="diagonal", save="inputs")
 @in_float32  # half precision: computed in float32 and rounded once, as torch
-def _elu(xp, x, *, alpha, scale, input_scale, grad_scale):
+def _elu(xp, x, *, alpha, scale, input_scale, grad_scale, celu=False):  # (celu: the node's name)
     # expm1 on min(x, 0) only: the positive side never overflows
     neg = xp.expm1(xp.minimum(x, 0) * input_scale) * alpha
     return (xp.where(x > 0, x, neg) * scale).astype(x.dtype, copy=False)
@@ -319,7 +319,7 @@ def celu(input, alpha=1.0, inplace=False):
     if alpha == 0:
         raise RuntimeError("celu: ZeroDivisionError: alpha must not be 0 (it divides x)")
     return _elu_call("celu", input, inplace, alpha=alpha, scale=1.0, input_scale=1.0
-                     / alpha, grad_scale=1.0 / float(np.float32(alpha)))  # (as torch's)
+                     / alpha, grad_scale=1.0 / float(np.float32(alpha)), celu=True)  # (torch's)
 
 
 def relu_(input):

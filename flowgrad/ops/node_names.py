@@ -61,6 +61,10 @@ def _norm(node):
     return "NativeBatchNormBackward0" if batch else "NativeLayerNormBackward0"
 
 
+def _elu(node):
+    return "CeluBackward0" if node.__dict__.get("celu") else "EluBackward0"
+
+
 def _shrink(node):
     return "SoftshrinkBackward0" if node.__dict__.get("soft") else "HardshrinkBackward0"
 
@@ -89,7 +93,7 @@ _torch_nodes.NAMES.update({
     "conv": "ConvolutionBackward0", "pad_constant": "ConstantPadNdBackward0",
     "max_pool": _pool("MaxPool"), "adaptive_max_pool": _pool("AdaptiveMaxPool"),
     "cross_entropy": "NllLossBackward0", "logsigmoid": "LogSigmoidBackward0",
-    "shrink": _shrink, "norm_affine": _norm, "sum_to": "SumBackward1",
+    "shrink": _shrink, "elu": _elu, "norm_affine": _norm, "sum_to": "SumBackward1",
     "unfold": "Im2ColBackward0", "unfold_dim": "UnfoldBackward0",
     "dist_norm": "CdistBackward0", "fmod": "FmodBackward1", "remainder": "RemainderBackward1",
     "scatter_reduce_flat": "ScatterReduceBackward0", "rrelu": "RreluWithNoiseBackward0",
@@ -258,6 +262,7 @@ _SAVED.update({
     "LeakyReluBackward0": {"_saved_self": _SELF, "_saved_negative_slope": _attr("slope")},
     "HardtanhBackward0": {"_saved_self": _SELF, "_saved_min_val": _attr("lo"),
                           "_saved_max_val": _attr("hi")},
+    "CeluBackward0": {"_saved_self": _SELF, "_saved_alpha": _attr("alpha")},
     "EluBackward0": {"_saved_self": _SELF, "_saved_alpha": _attr("alpha"),
                      "_saved_scale": _attr("scale"), "_saved_input_scale": _attr("input_scale")},
     "SoftplusBackward0": {"_saved_self": _SELF, "_saved_beta": _attr("beta"),
