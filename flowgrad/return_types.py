@@ -11,10 +11,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
-from .device import array_module
-
 _NAMES = ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
           "cummin")
 
@@ -52,11 +48,3 @@ frexp = namedtuple("frexp", ["mantissa", "exponent"], module=__name__)
 def values_indices(op_name, values, indices):
     """The named result of `op_name`: a tuple with `.values` and `.indices`."""
     return TYPES[op_name](values, indices)
-
-
-def of_zero_dim(op_name, input):
-    """The result on a 0-d input: the value itself, at index 0."""
-    xp = array_module(input._data)
-    from .tensor import Tensor
-
-    return TYPES[op_name](input.clone(), Tensor._wrap(xp.zeros((), np.int64)))

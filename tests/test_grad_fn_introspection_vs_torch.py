@@ -274,3 +274,38 @@ def test_saved_tensors_raise_after_the_graph_is_freed_as_torch():
         y = x * x
         y.sum().backward(retain_graph=True)
         assert y.grad_fn._saved_self.tolist() == x.tolist()
+
+
+ZERO_DIM = ["x.max(0)[0]", "x.min(0)[0]", "x.sort()[0]", "x.topk(1)[0]", "x.kthvalue(1)[0]",
+            "x.median(0)[0]", "x.nanmedian(0)[0]", "x.mode()[0]", "x.cummax(0)[0]",
+            "x.cummin(0)[0]", "x.cumprod(0)", "x.logcumsumexp(0)", "x.max()", "x.median()"]
+
+
+def _second_backward(y):
+    try:
+        y.backward()
+        return "runs"
+    except RuntimeError:
+        return "raises"
+
+
+@pytest.mark.parametrize("expr", ZERO_DIM)
+def test_zero_dim_results_are_torch_nodes_that_save_what_torch_saves(expr):
+    """On a 0-d input these ops return the value itself; the node is still torch's and saves
+    what torch's does: a second backward without retain_graph, or one after an in-place write
+    into the input or the result, raises where torch's does."""
+    seen = []
+    for mod in (torch, flow):
+        x = mod.tensor(2.0, requires_grad=True)
+        y = eval(expr, {"x": x})
+        y.backward()
+        first = (type(y.grad_fn).__name__, x.grad.item(), _second_backward(y))
+        for write in ("input", "result"):
+            x0 = mod.tensor(2.0, requires_grad=True)
+            x = x0 * 1
+            y = eval(expr, {"x": x})
+            with mod.no_grad():
+                (x if write == "input" else y).add_(1)
+            first += (_second_backward(y),)
+        seen.append(first)
+    assert seen[1] == seen[0]

@@ -61,6 +61,15 @@ def _norm(node):
     return "NativeBatchNormBackward0" if batch else "NativeLayerNormBackward0"
 
 
+# the ops whose 0-d result is zero_dim_value, by torch's node name (median(dim): Backward1)
+_ZERO_DIM = {"median": "MedianBackward1", "nanmedian": "NanmedianBackward1"}
+
+
+def _zero_dim(node):
+    of = node.__dict__.get("of", "")
+    return _ZERO_DIM.get(of) or _torch_nodes.torch_style(of)
+
+
 def _elu(node):
     return "CeluBackward0" if node.__dict__.get("celu") else "EluBackward0"
 
@@ -93,7 +102,9 @@ _torch_nodes.NAMES.update({
     "conv": "ConvolutionBackward0", "pad_constant": "ConstantPadNdBackward0",
     "max_pool": _pool("MaxPool"), "adaptive_max_pool": _pool("AdaptiveMaxPool"),
     "cross_entropy": "NllLossBackward0", "logsigmoid": "LogSigmoidBackward0",
-    "shrink": _shrink, "elu": _elu, "norm_affine": _norm, "sum_to": "SumBackward1",
+    "shrink": _shrink, "elu": _elu, "norm_affine": _norm,
+    **dict.fromkeys(("zero_dim_value", "zero_dim_of_input", "zero_dim_of_result"), _zero_dim),
+    "sum_to": "SumBackward1",
     "unfold": "Im2ColBackward0", "unfold_dim": "UnfoldBackward0",
     "dist_norm": "CdistBackward0", "fmod": "FmodBackward1", "remainder": "RemainderBackward1",
     "scatter_reduce_flat": "ScatterReduceBackward0", "rrelu": "RreluWithNoiseBackward0",

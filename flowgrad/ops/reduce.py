@@ -19,14 +19,14 @@ from ..autograd import grad_mode
 from ..autograd.interpreter import varies_per_run
 from ..errors import not_a_tensor
 from ..func.batched import every_example
-from ..return_types import of_zero_dim, values_indices
+from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
 from .elementwise import maximum, minimum, where
 from .halfprec import HALF, in_float32
 from .out_arg import with_out
 from .registry import op
-from .scan import cumprod, index_output_grad, with_rule_indices
+from .scan import cumprod, index_output_grad, of_zero_dim, with_rule_indices
 from .shape import _expand, _reshape, cat, sum_to
 from .sort import refuse_complex_order
 from .summation import add_reduce

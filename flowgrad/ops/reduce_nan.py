@@ -26,6 +26,7 @@ from .halfprec import in_float32
 from .reduce import float_input
 from .registry import op
 from .reorder import flip
+from .scan import of_zero_dim, zero_dim_of_result
 from .shape import stack
 from .sort import sort
 
@@ -110,7 +111,6 @@ def nanmedian(input, dim=None, keepdim=False):
     tensor(2.)
     """
     check_kernel_dtype(input, "median_cpu" if dim is None else "median_out", "fViu")
-    xp = array_module(input._data)
     if dim is None:
         if input._data.size == 0:
             if input.is_floating_point():  # as torch: nan, with a history
@@ -120,7 +120,7 @@ def nanmedian(input, dim=None, keepdim=False):
                              f"returns an uninitialised value); convert it to a float first")
         return _nanmedian_all(input)
     if input._data.ndim == 0:
-        return values_indices("nanmedian", input.clone(), Tensor._wrap(xp.zeros((), np.int64)))
+        return of_zero_dim("nanmedian", input)
     d = _wrap_dim(dim, input._data.ndim, "nanmedian")
     if input._data.shape[d] == 0:
         raise IndexError(f"nanmedian(): expected reduction dim {d} to have non-zero size; "
@@ -289,5 +289,5 @@ def logcumsumexp(input, dim):
     x = float_input(input, "logcumsumexp", complex_ok=True)
     if x._data.ndim == 0:
         _wrap_dim(dim, 1, "logcumsumexp")
-        return x.clone()
+        return zero_dim_of_result(x, of="logcumsumexp")
     return _logcumsumexp(x, dim=_wrap_dim(dim, x._data.ndim, "logcumsumexp"))

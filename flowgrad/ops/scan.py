@@ -16,8 +16,9 @@ import math
 from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..autograd.interpreter import varies_per_run
+from ..device import array_module
 from ..func.batched import every_example
-from ..return_types import of_zero_dim, values_indices
+from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .complex import conj
 from .creation import eye as _eye
@@ -81,6 +82,37 @@ def select_along_backward_backward(ctx, ddx):
 def select_along(x, index, dim):
     """x gathered at `index` (an int64 tensor shaped like the result) along `dim`."""
     return _select_along(x, index, dim=dim)
+
+
+# ---- a 0-d input: the value itself, at index 0 -------------------------------------------------
+# max/sort/cumprod/... of a 0-d input is the value itself, through a node that saves what
+# torch's saves there, so a later in-place write or a second backward without retain_graph
+# raises as torch's does: its indices (max, sort, topk, median, mode...: nothing of the user's,
+# yet the node has saved state), the input (cummax, cummin), input and result (cumprod,
+# logcumsumexp). `of` names the op, for the node's name.
+def _zero_dim_kernel(xp, x, *, of):
+    return x.copy()
+
+
+def zero_dim_backward(ctx, dy):
+    return dy
+
+
+zero_dim_value = op("zero_dim_value", jvp="linear", save="attrs", complex=True)(_zero_dim_kernel)
+zero_dim_of_input = op("zero_dim_of_input", jvp="linear", save="inputs",
+                       complex=True)(_zero_dim_kernel)
+zero_dim_of_result = op("zero_dim_of_result", jvp="linear", save="inputs outputs",
+                        complex=True)(_zero_dim_kernel)
+zero_dim_value.grad(zero_dim_backward)
+zero_dim_of_input.grad(zero_dim_backward)
+zero_dim_of_result.grad(zero_dim_backward)
+
+
+def of_zero_dim(op_name, input):
+    """The (values, indices) result of `op_name` on a 0-d input: the value, at index 0."""
+    index = Tensor._wrap(array_module(input._data).zeros((), _dt.int64.np))
+    value = (zero_dim_of_input if op_name in ("cummax", "cummin") else zero_dim_value)
+    return values_indices(op_name, value(input, of=op_name), index)
 
 
 def with_rule_indices(vals, idx, returned=True):
@@ -216,7 +248,7 @@ def cumprod(input, dim, *, dtype=None):
     """
     x, d = _scan_input(input, dim, dtype, "cumprod")
     if x._data.ndim == 0:
-        return x.clone()
+        return zero_dim_of_result(x, of="cumprod")
     return _cumprod(x, dim=d)
 
 

@@ -16,12 +16,13 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.interpreter import check_read
 from ..device import array_module
-from ..return_types import of_zero_dim, values_indices
+from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .gather import gather
 from .halfprec import HALF, in_float32
 from .no_derivative import without_derivative
 from .registry import op
+from .scan import of_zero_dim
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "searchsorted",
            "bucketize"]

@@ -22,14 +22,14 @@ from .._warn import called_by_user, warn
 from ..dtypes import TORCH_SCALAR_NAMES, complex128, float64, promote_types
 from ..errors import check_kernel_dtype
 from ..func.batched import every_example
-from ..return_types import of_zero_dim, values_indices
+from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
 from .halfprec import in_float32
 from .no_derivative import without_derivative
 from .reduce import expand_reduced, keepdim_shape, normalize_dims
 from .registry import op
-from .scan import index_output_grad, with_rule_indices
+from .scan import index_output_grad, of_zero_dim, with_rule_indices
 from .summation import add_reduce
 
 __all__ = ["var", "std", "var_mean", "std_mean", "median", "mode", "histogramdd", "cov",
