@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Iterable, Mapping
+from heapq import heappop, heappush
 
 from .. import overrides
 from .._warn import warn
@@ -134,7 +135,13 @@ class GraphTask:
     def apply(self):
         """Run every node once, after all its consumers (the ready queue of the seed)."""
         deps, targets = self.dependencies, self.targets
-        ready = [r for r in self.roots if deps.get(r) == 0]  # a stack: depth first
+        # torch's ready queue: a heap whose top is the node made last (highest sequence_nr;
+        # a leaf's accumulate_grad first of all), ties broken as its std::priority_queue's
+        # (heapq's sifts are the same), so hooks run in torch's order
+        ready = []
+        for root in self.roots:
+            if deps.get(root) == 0:
+                heappush(ready, (-root.sequence_nr, root))
         run_node = self._run_node
         if _anomaly.enabled:  # NaN checks and forward tracebacks, for this run
             run_node = _node_hooks.checked_runner(run_node)
@@ -142,7 +149,7 @@ class GraphTask:
             run_node = _profiling.timed_runner(run_node)
         save_grad_for_leaf, stopped = self.save_grad_for_leaf, self.stopped
         while ready:
-            node = ready.pop()
+            node = heappop(ready)[1]
             if type(node) is AccumulateGrad:
                 if save_grad_for_leaf:
                     acc_grad_for_leaf(node.output_metas[0], node._variable())
@@ -156,7 +163,7 @@ class GraphTask:
                     if left is not None:  # (None: pruned, it leads to no target)
                         deps[nxt] = left = left - 1
                         if left == 0:
-                            ready.append(nxt)
+                            heappush(ready, (-nxt.sequence_nr, nxt))
 
     def _run_node(self, node, deps, targets):
         metas = node.output_metas

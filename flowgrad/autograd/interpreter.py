@@ -22,6 +22,7 @@ from . import node as _node_module
 from . import saved_hooks as _saved_hooks
 from .meta import AutogradMeta, VersionCounter
 from .node import FunctionNode, InertNode, SavedTensor
+from .node import next_sequence_nr as _next_sequence_nr
 from .views import mark_view, sync_view
 
 _state = grad_mode._state
@@ -381,6 +382,7 @@ def add_node(op, inputs, outputs, attrs, aux):
     # FunctionNode.__init__ and AutogradMeta.__init__ inline (one call frame each less per
     # op, the hottest lines of a forward); output_metas and output_infos are set below
     node = _new(FunctionNode)
+    node.sequence_nr = _next_sequence_nr()
     node.op, node.input_metas, node.next_nodes = op, input_metas, next_nodes
     node.input_infos = _SHARED_INFOS.get(input_infos) or _shared(input_infos)
     if attrs:

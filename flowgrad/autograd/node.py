@@ -6,6 +6,7 @@ the op's captured state (the seed's capture state: saved tensors and attributes)
 """
 from __future__ import annotations
 
+import itertools
 import weakref
 
 from ..errors import inference_saved_error, saved_tensor_error
@@ -17,6 +18,10 @@ from .meta import VersionCounter
 
 Tensor = None  # bound by flowgrad.tensor once the class exists (interpreter.bind_tensor_class)
 _new = object.__new__
+# nodes are numbered as they are made (torch's sequence_nr); a leaf's accumulate_grad node
+# takes torch's UINT64_MAX, so the ready queue runs it as soon as it is ready
+next_sequence_nr = itertools.count().__next__
+LEAF_SEQUENCE_NR = 2 ** 64 - 1
 
 
 class SavedTensor:
@@ -107,9 +112,10 @@ class FunctionNode(Node):
     # the op call's attributes are the node's instance __dict__: `ctx.dim` is a plain read
     __slots__ = ("op", "input_metas", "next_nodes", "input_infos", "output_metas",
                  "output_infos", "_inputs", "_outputs", "aux", "_needs", "saved_something",
-                 "released", "__dict__", "__weakref__")
+                 "released", "sequence_nr", "__dict__", "__weakref__")
 
     def __init__(self, op, attrs, input_metas, next_nodes, input_infos):
+        self.sequence_nr = next_sequence_nr()
         self.op = op
         if attrs:  # (none: the __dict__ is made only if something is ever set)
             self.__dict__ = attrs
@@ -119,6 +125,14 @@ class FunctionNode(Node):
         self.output_metas = self.output_infos = ()  # output_infos: for zero grads
         self._inputs = self._outputs = self.aux = self._needs = None
         self.saved_something = self.released = False
+
+    def _sequence_nr(self):
+        """The node's place in creation order (torch's): the engine runs the ready node with
+        the highest first; a leaf's accumulate_grad has the highest of all."""
+        return self.sequence_nr
+
+    def __lt__(self, other):  # (the ready queue's ties, leaves' nodes: equal priorities)
+        return False
 
     @property
     def name(self):
@@ -233,6 +247,7 @@ class AccumulateGrad(FunctionNode):
 
     def __init__(self, meta, tensor):
         super().__init__(None, {}, (), (), ())
+        self.sequence_nr = LEAF_SEQUENCE_NR
         self.output_metas = (meta,)
         self._variable = weakref.ref(tensor)
 
