@@ -49,7 +49,7 @@ _TORCH_REFUSES = "torch refuses; flowgrad runs it and gives the gradient of what
 _DATA = (".data writes bypass version counters: the gradient reads whatever the op saved, "
          "and torch's composites saved copies where flowgrad's ops keep the original")
 KNOWN_DIFFERENCES = {
-    **dict.fromkeys([375, 100222, 100665, 101015, 101404, 103358, 103806, 104173,
+    **dict.fromkeys([375, 100222, 100665, 101015, 103358, 103806, 104173,
                      104184, 104533, 104886, 104924, 105131, 105693, 105947], _OVERLAP),
     **dict.fromkeys([330, 100382, 101881, 102010, 102661],
                     _TORCH_REFUSES),
@@ -61,7 +61,7 @@ KNOWN_DIFFERENCES = {
     104419: "torch's broadcast matmul saves reshaped copies of its operands, flowgrad the "
             "operands (written in place here)",
     # the storage programs: the families above, met again
-    **dict.fromkeys([1000689, 1000811, 1001266, 1001294, 1001925, 1002192, 1003034],
+    **dict.fromkeys([1000689, 1000811, 1001266, 1001925, 1002192, 1003034],
                     _OVERLAP),
     **dict.fromkeys([1001712, 1005461], _TORCH_REFUSES),
     1004521: _DATA,
@@ -81,13 +81,13 @@ KNOWN_DIFFERENCES = {
                     _DATA + " (here the other way: flowgrad casts a promoted operand before the "
                     "op and saves the cast, torch saves the operand itself)"),
     # the programs with more ops
-    **dict.fromkeys([3000084, 3000261, 3000309, 3000657, 3000703, 3000810, 3001066, 3001662,
-                     3001676, 3002247, 3002305, 3002690, 3002692, 3003672, 3003739, 3003795,
-                     3004092, 3004241, 3004475, 3005025, 3005606, 3005625, 3005906],
+    **dict.fromkeys([3000084, 3000261, 3000309, 3000657, 3000703, 3000810, 3001662,
+                     3002247, 3002305, 3002690, 3002692, 3003672, 3003739, 3004092, 3004241,
+                     3004475, 3005025, 3005606, 3005625, 3005906],
                     "torch saves a tensor flowgrad's rule does not read (gather's, scatter's and "
-                    "masked_select's input, for its shape; a 0-d cumprod's input): torch's "
+                    "masked_select's input, for its shape): torch's "
                     "backward refuses a write to it, flowgrad's gives the gradient"),
-    **dict.fromkeys([3001267, 3001543, 3002077, 3003169, 3004277], _OVERLAP),
+    **dict.fromkeys([3001543, 3002077, 3003169], _OVERLAP),
     **dict.fromkeys([3000518, 3000950, 3001609, 3004326, 3004738], _TORCH_REFUSES),
     **dict.fromkeys([3003870], _TORCH_REFUSES + " (a write of a tensor into "
                     "itself: torch checks overlap where flowgrad reads the whole source first)"),
@@ -98,10 +98,9 @@ KNOWN_DIFFERENCES = {
              "the first element by then, flowgrad checks first and writes nothing",
     # the sweep's seeds (5000000-5002999): the families above, met again, and three more
     **dict.fromkeys([5000094, 5000268, 5000274, 5002544, 5002645], _OVERLAP),
-    **dict.fromkeys([5000366, 5000943, 5001167, 5001179, 5001194, 5001492, 5001541, 5002174,
+    **dict.fromkeys([5000943, 5001167, 5001179, 5001194, 5001492, 5001541, 5002174,
                      5002609, 5002901, 5002925], "as 3000084: torch saves a tensor flowgrad's "
-                    "rule does not read (gather's and masked_select's input; a 0-d cumprod's "
-                    "output)"),
+                    "rule does not read (gather's and masked_select's input)"),
     **dict.fromkeys([5001385, 5002326, 5002517], _TORCH_REFUSES + " (a write through an "
                     "expand: torch's backward through its CopySlices refuses)"),
     5000636: "as 3004303: masked_scatter_ with too short a source",
