@@ -407,11 +407,6 @@ KNOWN = {
         "torch raised RuntimeError: Some elements marked as dirty",
         "torch's generated vmap rule calls setup_context with the unbatched input, which "
         "is no output, and refuses; flowgrad batches the write and gives the values", 65),
-    "order_of_independent_backwards": (
-        lambda c: True, "backward ran in another order",
-        "torch's engine runs the ready node created last first (a priority queue); "
-        "flowgrad's runs them depth first from a stack: the same calls, in another order",
-        2853),
 }
 
 
