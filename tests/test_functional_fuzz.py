@@ -199,6 +199,23 @@ def test_unbatched_feature_dropout_that_drops_nothing_is_a_view(fn, shape, inpla
     _assert_same(program)
 
 
+@pytest.mark.parametrize("fn, shape, p", [
+    ("feature_alpha_dropout", (3,), 1.0), ("feature_alpha_dropout", (), 1.0),
+    ("feature_alpha_dropout", (0,), 0.5), ("dropout3d", (), 0.5), ("dropout2d", (3,), 1.0),
+])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_feature_dropouts_check_their_dims_only_where_they_draw_a_mask(fn, shape, p, inplace):
+    # torch's feature dropouts need 2 dims only in training with 0 < p < 1 on a non-empty
+    # input: feature_alpha_dropout(p=1) of a 1-D input raised in flowgrad (torch: zeros);
+    # dropout3d of a 0-d input (unsqueezed to 1-D) ran where torch raises
+    def program(m):
+        x = m.ones(shape, dtype=m.float64, requires_grad=True)
+        out = getattr(m.nn.functional, fn)(x * 1, p, training=True, inplace=inplace)
+        (g,) = m.autograd.grad(out.sum(), x) if out.numel() else (m.zeros(shape),)
+        return [out.detach(), g.double()]
+    _assert_same(program)
+
+
 @pytest.mark.parametrize("fn, kw", [("elu", {"alpha": -0.5}), ("celu", {"alpha": -0.5}),
                                     ("leaky_relu", {"negative_slope": -0.5})])
 def test_negative_inplace_gradient_is_the_out_of_place_one(fn, kw):

@@ -247,7 +247,7 @@ BAD = [
     ("dropout_p", lambda: F(flow).dropout(flow.ones(2), 1.5), ValueError,
      "dropout: dropout probability has to be between 0 and 1, but got 1.5"),
     ("dropout2d_dims", lambda: F(flow).dropout2d(flow.ones(2), 0.5), RuntimeError,
-     "dropout2d: expected 3D or 4D input"),
+     "dropout2d: feature dropout requires at least 2 dimensions"),
     ("cdist_cols", lambda: flow.cdist(flow.ones(2, 3), flow.ones(2, 4)), RuntimeError,
      "X1: 3 X2: 4"),
     ("cdist_p", lambda: flow.cdist(flow.ones(2, 3), flow.ones(2, 3), p=-1), RuntimeError,

@@ -460,6 +460,15 @@ def _unbatched(out, input, unbatched):
     return input.view_as(input) if out is input and unbatched else out
 
 
+def _check_feature_dims(name, input, p, training, ndim):
+    """torch's feature dropouts need (N, C, ...) where they draw a mask: in training with
+    0 < p < 1 on a non-empty input (p = 1 zeroes anything; `ndim` counts the batch dim
+    dropout3d adds to an unbatched input)."""
+    if training and 0 < p < 1 and ndim < 2 and input._data.size:
+        raise RuntimeError(f"{name}: feature dropout requires at least 2 dimensions in the "
+                           f"input, got input of shape {tuple(input.shape)}")
+
+
 def _feature_warning(name, input, dims):
     nd = input._data.ndim
     if nd not in (dims + 1, dims + 2):
@@ -480,9 +489,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
              "shape (N, C, L), where C is the channel dim. To maintain the 1D "
              "channel-wise dropout behavior, please switch to using dropout1d "
              "instead.", stacklevel=2)
-    if training and 0 < p < 1 and input._data.ndim < 2 and input._data.size:
-        raise RuntimeError(f"dropout2d: expected 3D or 4D input (feature dropout needs at "
-                           f"least 2 dimensions), got input of shape {tuple(input.shape)}")
+    _check_feature_dims("dropout2d", input, p, training, input._data.ndim)
     return _dropout_impl(input, p, training, inplace, "dropout2d",
                          feature_dims=max(input._data.ndim - 2, 0))
 
@@ -493,6 +500,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     _check_p(p, "dropout3d")
     _feature_warning("dropout3d", input, 3)
     nd = input._data.ndim
+    _check_feature_dims("dropout3d", input, p, training, nd + (nd != 5))
     return _unbatched(_dropout_impl(input, p, training, inplace, "dropout3d",
                                     feature_dims=3 if nd == 5 else nd - 1), input,
                       nd != 5 and not inplace)
@@ -508,9 +516,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """alpha_dropout of whole channels (dims 0 and 1 of the input keep their own mask)."""
     _check_p(p, "feature_alpha_dropout")
-    if training and p and input._data.ndim < 2:
-        raise RuntimeError(f"feature_alpha_dropout: expected at least 2D input, got input of "
-                           f"shape {tuple(input.shape)}")
+    _check_feature_dims("feature_alpha_dropout", input, p, training, input._data.ndim)
     return _dropout_impl(input, p, training, inplace, "feature_alpha_dropout", alpha=True,
                          feature_dims=max(input._data.ndim - 2, 0))
 
