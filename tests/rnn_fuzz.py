@@ -172,6 +172,11 @@ def _cell(r):
         case["break_"] = r.choice(["width", "dims3", "batch", "hidden", "dims", "dtype",
                                    "c_hidden", "not_tuple"])
         case["state"] = case["state"] or case["break_"] not in ("width", "dims3")
+    if (cls, case["form"], case["break_"], case["args"][1]) == \
+            ("LSTMCell", "unbatched", "dims", 1):
+        # torch 2.13 segfaults on an unbatched LSTMCell(hidden_size=1) given an h0 of shape
+        # (1, 1) (seed 5000407); hidden_size 2 breaks the same way and torch raises
+        case["args"] = (case["args"][0], 2)
     return case
 
 
