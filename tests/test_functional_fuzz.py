@@ -216,6 +216,23 @@ def test_feature_dropouts_check_their_dims_only_where_they_draw_a_mask(fn, shape
     _assert_same(program)
 
 
+@pytest.mark.parametrize("shape", [(3, 1, 3), (3,), (2, 3)])
+@pytest.mark.parametrize("bias_dtype", ["float16", "float32", "int64", "complex64"])
+def test_linear_takes_a_0d_bias_of_another_dtype_where_torch_adds_it(shape, bias_dtype):
+    # torch adds a 0-d bias to the product in place unless the input is 2-D (addmm, one
+    # dtype): a float16 0-d bias of a 3-D float64 input ran there and raised in flowgrad
+    # (seed 5010228); a complex one cannot be cast into the real result and raises
+    def program(m):
+        x = m.ones(shape, dtype=m.float64)
+        w = m.tensor(np.arange(15.0).reshape(5, 3))
+        b = m.tensor(0.5, dtype=getattr(m, bias_dtype))
+        b.requires_grad_(bias_dtype != "int64")
+        out = m.nn.functional.linear(x, w, b)
+        grads = m.autograd.grad(out.sum(), b) if b.requires_grad else ()
+        return [out.detach()] + list(grads)
+    _assert_same(program)
+
+
 @pytest.mark.parametrize("fn, kw", [("elu", {"alpha": -0.5}), ("celu", {"alpha": -0.5}),
                                     ("leaky_relu", {"negative_slope": -0.5})])
 def test_negative_inplace_gradient_is_the_out_of_place_one(fn, kw):

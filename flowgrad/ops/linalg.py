@@ -452,6 +452,12 @@ def _drop_unneeded_saves(y):
             saved[1] = None
 
 
+def _kind_rank(t):
+    """bool < integers < floating (bfloat16's NumPy kind is V) < complex: what an in-place add
+    may cast from."""
+    return {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2, "c": 3}[t._data.dtype.kind]
+
+
 def linear(input, weight, bias=None):
     """F.linear: input @ weight.T + bias, with weight of shape (out_features, in_features).
 
@@ -489,7 +495,12 @@ def linear(input, weight, bias=None):
         raise RuntimeError("linear: mat2 must be a matrix, got 1-D tensor: a 1-D weight "
                            "with a bias needs a 2-D weight (weight.unsqueeze(0))")
     if bias._data.dtype != wd.dtype:
-        check_same_dtype("linear", weight, bias=bias)
+        if bias._data.ndim == 0 and len(xs) != 2 and _kind_rank(bias) <= _kind_rank(weight):
+            # torch adds a 0-d bias to a matmul's result in place except for a 2-D input
+            # (addmm, which insists on one dtype): the bias is cast as a number would be
+            bias = bias.to(weight.dtype)
+        else:
+            check_same_dtype("linear", weight, bias=bias)
     y = _linear(input, weight, bias)
     if y._grad_fn is not None:
         _drop_unneeded_saves(y)
