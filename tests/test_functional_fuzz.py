@@ -233,6 +233,17 @@ def test_linear_takes_a_0d_bias_of_another_dtype_where_torch_adds_it(shape, bias
     _assert_same(program)
 
 
+@pytest.mark.parametrize("bias_shape", [(), (1,), (1, 5), (2, 5), (5,)])
+def test_bilinear_checks_the_bias_first_size_as_torch(bias_shape):
+    # torch wants bias.size(0) == out_features (a 0-d bias: IndexError), then broadcasts;
+    # flowgrad broadcast any bias that fits the output ((), (1,), (1, 5), (2, 5) ran)
+    def program(m):
+        x1, x2 = m.ones(2, 3, dtype=m.float64), m.ones(2, 4, dtype=m.float64)
+        w = m.tensor(np.arange(60.0).reshape(5, 3, 4))
+        return [m.nn.functional.bilinear(x1, x2, w, m.ones(bias_shape, dtype=m.float64))]
+    _assert_same(program)
+
+
 @pytest.mark.parametrize("fn, kw", [("elu", {"alpha": -0.5}), ("celu", {"alpha": -0.5}),
                                     ("leaky_relu", {"negative_slope": -0.5})])
 def test_negative_inplace_gradient_is_the_out_of_place_one(fn, kw):

@@ -516,5 +516,12 @@ def bilinear(input1, input2, weight, bias=None):
             f"dims and weight (out, in1, in2); got {tuple(input1.shape)}, "
             f"{tuple(input2.shape)} and {tuple(weight.shape)}")
     check_same_dtype("bilinear", input1, input2=input2, weight=weight, bias=bias)
+    if bias is not None and (not bias._data.ndim or bias._data.shape[0] != weight.shape[0]):
+        # torch checks the bias's first size only (then broadcasts it): a 0-d one fails there
+        if not bias._data.ndim:
+            raise IndexError("bilinear(): expected a bias of shape (out_features,), got a 0-d "
+                             "tensor (dimension specified as 0 but tensor has no dimensions)")
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[0]} but expected {weight.shape[0]}")
     y = einsum("...i,oij,...j->...o", input1, weight, input2)
     return y + bias if bias is not None else y
