@@ -10,6 +10,7 @@ import fuzz_common
 import numpy as np
 import pytest
 import spatial_fuzz as sf
+import torch
 
 import flowgrad as flow
 
@@ -64,3 +65,32 @@ def test_a_max_pool_window_over_padding_only_reads_nothing():
     assert g.tolist() == [[[[0.0, 0.0, 0.0]]]]
     (gg,) = flow.autograd.grad((g * x).sum(), x)  # the gather of double backward too
     assert gg.tolist() == [[[[0.0, 0.0, 0.0]]]]
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("bias_dtype", ["float16", "float32", "int64", "complex128"])
+def test_conv_transpose_bias_of_another_dtype_as_torch(nd, bias_dtype):
+    # torch's conv_transpose1d/2d add a real bias of any dtype to a floating result (the
+    # gradient comes back in the bias's dtype); conv_transpose3d and a complex bias raise.
+    # flowgrad refused every bias of another dtype
+    def program(m):
+        x = m.tensor(np.arange(2.0 * 3 ** nd).reshape((1, 2) + (3,) * nd))
+        w = m.ones((2, 3) + (2,) * nd, dtype=m.float64)
+        b = m.tensor([1, 2, 3], dtype=getattr(m, bias_dtype))
+        b.requires_grad_(b.is_floating_point())
+        y = getattr(m.nn.functional, f"conv_transpose{nd}d")(x, w, b)
+        grads = m.autograd.grad(y.sum(), b) if b.requires_grad else ()
+        return [y.detach().numpy()] + [g.numpy() for g in grads]
+
+    out = []
+    for m in (torch, flow):
+        try:
+            out.append(program(m))
+        except RuntimeError:
+            out.append(RuntimeError)
+    want, got = out
+    assert (want is RuntimeError) == (got is RuntimeError), (want, got)
+    if want is not RuntimeError:
+        for w, g in zip(want, got, strict=True):
+            assert w.dtype == g.dtype
+            np.testing.assert_array_equal(g, w)
