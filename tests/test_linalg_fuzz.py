@@ -4,6 +4,8 @@ multi_dot, ...) on batched, empty-batch and 1x1 inputs against torch, values and
 (decompositions through what their gauge leaves fixed): see tests/linalg_fuzz.py."""
 from __future__ import annotations
 
+import warnings
+
 import fuzz_common
 import linalg_fuzz as lf
 import numpy as np
@@ -45,3 +47,44 @@ def test_solve_on_the_right_refuses_a_vector_as_torch():
     with pytest.raises(RuntimeError, match="XA = B"):
         flow.linalg.solve(flow.eye(3, dtype=flow.float64).expand(2, 3, 3),
                           flow.ones(2, 3, dtype=flow.float64), left=False)
+
+
+def _cholesky_outcomes(m, a, upper):
+    """Each cholesky form's factor (info too for cholesky_ex) and its gradient, or 'raises'."""
+    out = []
+    forms = [lambda t: m.linalg.cholesky(t, upper=upper),
+             lambda t: m.linalg.cholesky_ex(t, upper=upper),
+             lambda t: m.cholesky(t, upper=upper)]
+    for form in forms:
+        A = m.tensor(a, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (torch.cholesky's deprecation)
+            try:
+                r = form(A)
+            except RuntimeError:
+                out.append("raises")
+                continue
+        L, info = (r[0], r[1].numpy().tolist()) if isinstance(r, tuple) else (r, None)
+        if info:  # (a failed factor's L is unspecified)
+            out.append(info)
+            continue
+        (g,) = m.autograd.grad((L * m.tensor(np.arange(L.numel()).reshape(L.shape))).real
+                               .sum(), A)
+        out.append((info, np.round(L.detach().numpy(), 12).tolist(),
+                    np.round(g.numpy(), 10).tolist()))
+    return out
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("a", [
+    [[4.0, 1.0], [3.0, 5.0]],  # not symmetric: upper=True reads the upper triangle
+    [[2.0, 1.0], [np.nan, 2.0]], [[2.0, np.nan], [1.0, 2.0]], [[np.nan, 1.0], [1.0, 2.0]],
+    [[[1.0, 0.0], [0.0, 1.0]], [[2.0, 1.0], [np.nan, 2.0]]],
+    [[4.0 + 0j, 1.0 - 2.0j], [1.0 + 2.0j, 5.0]],  # Hermitian: torch's complex gradient
+], ids=["asymmetric", "nan_lower", "nan_upper", "nan_diagonal", "nan_batch", "hermitian"])
+def test_cholesky_reads_the_triangle_torch_reads_and_refuses_nan(a, upper):
+    # cholesky(A, upper=True) factored A's lower triangle (and transposed): for a
+    # non-symmetric A other values than torch's, which reads the upper one; a nan in the
+    # triangle read gave a factor of nans where torch raises (cholesky_ex: info > 0)
+    a = np.array(a)
+    assert _cholesky_outcomes(flow, a, upper) == _cholesky_outcomes(torch, a, upper)

@@ -365,7 +365,10 @@ def _same_dtype(A, B, name):
 # ---- cholesky / qr ---------------------------------------------------------------------------
 @op("linalg_cholesky", save="outputs", complex=True)
 def _cholesky(xp, A):
-    return xp.linalg.cholesky(A)
+    L = xp.linalg.cholesky(A)
+    if xp.isnan(L).any():  # (a nan pivot, which NumPy's potrf lets through and torch's refuses)
+        raise xp.linalg.LinAlgError("a pivot is nan")
+    return L
 
 
 @_cholesky.grad
@@ -381,11 +384,23 @@ def linalg_cholesky_backward(ctx, gL):
     return adjoint(Linv) @ S @ Linv
 
 
+@op("cholesky_upper_triangle", complex=True)
+def _upper_triangle(xp, A):
+    """A^H: A's upper triangle where potrf reads (the lower one) for cholesky(upper=True)."""
+    return xp.conj(xp.swapaxes(A, -1, -2))
+
+
+@_upper_triangle.grad
+def _(ctx, dy):
+    return dy  # torch's cholesky rule is the same whichever triangle its kernel read
+
+
 def cholesky(A, *, upper=False):
     """Lower (or upper: L^H) Cholesky factor of Hermitian (symmetric) positive-definite
     matrices; float and complex."""
     _square(A, "linalg.cholesky")
-    L = _lapack(lambda: _cholesky(A), "linalg.cholesky",
+    # torch factors the triangle it is told to: upper=True reads A's upper one (A^H's lower)
+    L = _lapack(lambda: _cholesky(_upper_triangle(A) if upper else A), "linalg.cholesky",
                 "the input is not positive-definite")
     return adjoint(L) if upper else L
 

@@ -288,7 +288,7 @@ def _cholesky_info(xp, A):
 def cholesky_ex(A, *, upper=False, check_errors=False):
     """(L, info): info = k > 0 when the leading k x k minor is not positive-definite."""
     _square(A, "linalg.cholesky_ex")
-    info = _cholesky_info(A)
+    info = _cholesky_info(A.mH if upper else A)  # (upper: its upper triangle is read)
     L = _ex(cholesky(_safe(A, info), upper=upper), info, "linalg.cholesky_ex", check_errors)
     return CHOLESKY_EX(L, info)
 

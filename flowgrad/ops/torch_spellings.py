@@ -108,8 +108,7 @@ def cholesky(input, upper=False):
     warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be "
          "removed in a future PyTorch release; use torch.linalg.cholesky(A) (and .mH "
          "for upper=True)", UserWarning, stacklevel=2)
-    lower = _linalg.cholesky(input)
-    return lower.mH if upper else lower
+    return _linalg.cholesky(input, upper=upper)  # (upper: A's upper triangle is read)
 
 
 def cond(pred, true_fn, false_fn, operands=()):
