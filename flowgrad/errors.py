@@ -16,6 +16,11 @@ from .dtypes import TORCH_SCALAR_NAMES, finfo, from_numpy_dtype, to_real
 INT_INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
 
+class LinAlgError(RuntimeError):
+    """torch.linalg.LinAlgError: a factorization that could not be completed (a singular or
+    not positive-definite matrix); a RuntimeError, as torch's, so either `except` catches it."""
+
+
 class SparseOperandError(NotImplementedError):
     """A dense op read a sparse tensor's data: the op has no sparse form here (the message
     names it and the remedy). add, sub and mul catch it first and run the sparse form

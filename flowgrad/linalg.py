@@ -17,6 +17,7 @@ tensor([[ 3., -1.],
 """
 from __future__ import annotations
 
+from .errors import LinAlgError
 from .ops.linalg import matmul
 from .ops.linalg_decomp import (
     cholesky,
@@ -69,4 +70,4 @@ __all__ = ["norm", "vector_norm", "matrix_norm", "det", "slogdet", "logdet", "in
            "matrix_exp", "matrix_power", "multi_dot", "vander", "vecdot", "cross",
            "cholesky_ex", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
            "matrix_rank", "pinv", "solve_ex", "solve_triangular", "tensorinv", "tensorsolve",
-           "eig", "eigvals"]
+           "eig", "eigvals", "LinAlgError"]

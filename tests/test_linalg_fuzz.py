@@ -88,3 +88,30 @@ def test_cholesky_reads_the_triangle_torch_reads_and_refuses_nan(a, upper):
     # triangle read gave a factor of nans where torch raises (cholesky_ex: info > 0)
     a = np.array(a)
     assert _cholesky_outcomes(flow, a, upper) == _cholesky_outcomes(torch, a, upper)
+
+
+def test_factorization_failures_raise_torch_linalg_error():
+    # torch.linalg.LinAlgError (a RuntimeError) was missing: `except torch.linalg.LinAlgError`
+    # raised AttributeError under flowgrad. lu_factor_ex/ldl_factor_ex's check_errors raise
+    # a plain RuntimeError in torch, and so in flowgrad
+    sing, npd = np.zeros((2, 2)), np.array([[1.0, 2.0], [2.0, 1.0]])
+
+    def outcomes(m):
+        calls = [lambda: m.linalg.cholesky(m.tensor(npd)), lambda: m.linalg.inv(m.tensor(sing)),
+                 lambda: m.linalg.solve(m.tensor(sing), m.ones(2, dtype=m.float64)),
+                 lambda: m.linalg.inv_ex(m.tensor(sing), check_errors=True),
+                 lambda: m.linalg.cholesky_ex(m.tensor(npd), check_errors=True),
+                 lambda: m.linalg.lu_factor_ex(m.tensor(sing), check_errors=True),
+                 lambda: m.linalg.ldl_factor_ex(m.tensor(sing), check_errors=True)]
+        out = []
+        for call in calls:
+            try:
+                call()
+                out.append("ok")
+            except m.linalg.LinAlgError:
+                out.append("LinAlgError")
+            except RuntimeError:
+                out.append("RuntimeError")
+        return out
+    assert issubclass(flow.linalg.LinAlgError, RuntimeError)
+    assert outcomes(flow) == outcomes(torch)

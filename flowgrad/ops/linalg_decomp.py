@@ -22,6 +22,7 @@ import numpy as np
 from ..autograd.interpreter import varies_per_run
 from ..device import array_module
 from ..dtypes import TORCH_SCALAR_NAMES
+from ..errors import LinAlgError
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from . import norm as _norm
 from .complex import adjoint, conj, imag, real
@@ -68,11 +69,11 @@ def _matrix(A, name, low_ok=False):
 
 
 def _lapack(fn, name, what="the input is singular"):
-    """Run a NumPy LAPACK call, turning LinAlgError into torch's RuntimeError."""
+    """Run a NumPy LAPACK call, turning NumPy's LinAlgError into torch's."""
     try:
         return fn()
     except np.linalg.LinAlgError as e:
-        raise RuntimeError(f"{name}: The factorization could not be completed because {what} "
+        raise LinAlgError(f"{name}: The factorization could not be completed because {what} "
                            f"({e})") from None
 
 

@@ -23,6 +23,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad
 from ..device import array_module
+from ..errors import LinAlgError
 from ..func.batched import every_example
 from ..tensor import Tensor, tensor_method
 from .complex import adjoint, real
@@ -234,7 +235,7 @@ def _ex(result, info, name, check_errors):
     if not info._data.any():
         return result
     if check_errors:
-        raise RuntimeError(f"{name}: the factorization could not be completed (info = "
+        raise LinAlgError(f"{name}: the factorization could not be completed (info = "
                            f"{info.tolist()})")
     bad = info != 0
     while bad.ndim < result.ndim:
