@@ -216,6 +216,23 @@ def test_feature_dropouts_check_their_dims_only_where_they_draw_a_mask(fn, shape
     _assert_same(program)
 
 
+@pytest.mark.parametrize("fn, shape", [
+    ("dropout", (0,)), ("alpha_dropout", (0, 1)), ("feature_alpha_dropout", (2, 0)),
+    ("dropout2d", (0, 3, 2)), ("dropout3d", (2, 0, 3, 2, 2)), ("dropout1d", (2, 0)),
+])
+@pytest.mark.parametrize("p", [0.5, 1.0])
+@pytest.mark.parametrize("dtype", ["float64", "int64"])
+def test_dropout_of_an_empty_input_returns_it(fn, shape, p, dtype):
+    # torch's dropouts return an empty input itself, of any dtype (dropout1d/3d of an
+    # unbatched one: a view, squeezed back); flowgrad multiplied it (a new tensor; seed
+    # 5040004) and refused integer ones
+    def program(m):
+        x = m.zeros(shape, dtype=getattr(m, dtype))
+        out = getattr(m.nn.functional, fn)(x, p, training=True)
+        return [out is x, out.shape, out.dtype == x.dtype]
+    _assert_same(program)
+
+
 @pytest.mark.parametrize("shape", [(3, 1, 3), (3,), (2, 3)])
 @pytest.mark.parametrize("bias_dtype", ["float16", "float32", "int64", "complex64"])
 def test_linear_takes_a_0d_bias_of_another_dtype_where_torch_adds_it(shape, bias_dtype):

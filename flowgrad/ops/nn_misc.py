@@ -416,7 +416,7 @@ def dropout_backward(ctx, dy):
 
 def _dropout_impl(input, p, training, inplace, name, alpha=False, feature_dims=None):
     _check_p(p, name)
-    if not training or p == 0:
+    if not training or p == 0 or not input._data.size:  # (torch's: the input itself)
         return input
     if input._data.dtype.kind not in "fV":
         raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}")
