@@ -574,8 +574,9 @@ def _observe(m, case):
 
 
 def _error_class(e):
-    """torch's linalg errors (torch._C._LinAlgError) are RuntimeErrors."""
-    return "RuntimeError" if type(e).__name__ == "_LinAlgError" else type(e).__name__
+    """The class's name; torch's linalg errors are torch._C._LinAlgError, public as
+    torch.linalg.LinAlgError (flowgrad's flow.linalg.LinAlgError)."""
+    return type(e).__name__.lstrip("_")
 
 
 def _flat(v):

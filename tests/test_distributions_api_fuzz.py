@@ -165,3 +165,11 @@ def test_expand_expands_a_base_distribution():
     got = [tuple(m.distributions.HalfNormal(m.tensor(1.0)).expand((2,)).sample((2,)).shape)
            for m in (torch, flow)]
     assert got[1] == got[0] == (2, 2)
+
+
+@pytest.mark.parametrize("seed", [5020237, 5050218, 5050443])
+def test_low_rank_normal_of_a_factor_cholesky_refuses_as_torch(seed):
+    # a nan cov_factor or negative cov_diag without validation: torch's capacitance Cholesky
+    # raises torch.linalg.LinAlgError; flowgrad's gave nans (5020237), and the harness named
+    # torch's class RuntimeError once flowgrad raised its own LinAlgError (5050218, 5050443)
+    assert daf.check(seed) is None, daf.generate(seed)
