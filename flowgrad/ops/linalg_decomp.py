@@ -392,7 +392,7 @@ def _upper_triangle(xp, A):
 
 
 @_upper_triangle.grad
-def _(ctx, dy):
+def cholesky_upper_triangle_backward(ctx, dy):
     return dy  # torch's cholesky rule is the same whichever triangle its kernel read
 
 
