@@ -21,9 +21,24 @@ def _program(seed):
     steps = []
     for i in range(r.randint(1, 8)):
         n = leaves + i
-        steps.append((r.choice(["mul", "add", "sin", "cat", "sum_with", "mul"]),
+        steps.append((r.choice(["mul", "add", "sin", "cat", "sum_with", "mul", "unbind",
+                                "split", "exp_fn"]),
                       [r.randrange(n) for _ in range(2)]))
     return leaves, steps, r.random() < 0.5
+
+
+def _exp(m):
+    class Exp(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.saved_tensors[0]
+    return Exp
 
 
 def _calls(m, seed):
@@ -39,14 +54,17 @@ def _calls(m, seed):
     for k, (op, (a, b)) in enumerate(steps):
         x, y = ts[a], ts[b]
         out = {"mul": lambda: x * y, "add": lambda: x + y, "sin": lambda: x.sin(),
-               "cat": lambda: m.cat([x, y])[:3], "sum_with": lambda: x.sum() + y}[op]()
+               "cat": lambda: m.cat([x, y])[:3], "sum_with": lambda: x.sum() + y,
+               "unbind": lambda: m.stack([x.unbind()[2], y.unbind()[0], x.unbind()[1]]),
+               "split": lambda: m.cat(x.split([1, 2])[::-1]) * y,
+               "exp_fn": lambda: _exp(m).apply(x) + y}[op]()
         out.register_hook(lambda gr, k=k: log.append(("t", k)))
         ts.append(out)
     sum(t.sum() for t in ts[leaves:]).backward()
     return log
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", range(80))
 def test_hooks_run_in_torch_order(seed):
     assert _calls(flow, seed) == _calls(torch, seed)
 
