@@ -156,7 +156,10 @@ class Program:
         if op == "mul_scalar":
             return x * a["c"]
         if op == "div_scalar":
-            return x / a["c"]
+            # (x / 0 of an uncoalesced x divides each duplicate: inf + -inf is nan where the
+            # entry's sum is finite, so the nans follow how the ops before split duplicates,
+            # and torch's sparse add merges some that flowgrad keeps apart: seed 5001960)
+            return (x.coalesce() if a["c"] == 0 else x) / a["c"]
         if op == "sparse_sum":
             return m.sparse.sum(x) if a["dim"] is None else m.sparse.sum(x, a["dim"])
         if op == "mm":
