@@ -51,7 +51,7 @@ KNOWN = [
      r"integer tensors of a single element can be converted to an index)",
      "a NumPy float/bool scalar or a 0-d float tensor in a list going to an integer or bool "
      "dtype: torch reads it through __index__ and refuses; flowgrad converts its value"),
-    (r"torch raised TypeError: (must be real number, not list|not a sequence); flowgrad "
+    (r"torch raised TypeError: (must be real number, not (list|tuple)|not a sequence); flowgrad "
      r"ValueError: setting an array element with a sequence",
      "a ragged nest: torch's TypeError, flowgrad's ValueError (inhomogeneous shape); both refuse"),
     (r"^flowgrad raised ValueError: setting an array element with a sequence",
@@ -204,6 +204,19 @@ def test_complex_ranges_and_aliasing_scalars_raise_torchs_type(make):
     got = _same_outcome(make)
     if got is not None:
         np.testing.assert_array_equal(*got)
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.arange(float("nan"), dtype=m.bool), lambda m: m.arange(0, 5, 0, dtype=m.bool),
+    lambda m: m.arange(5, 0, dtype=m.complex64), lambda m: m.arange(1 + 2j, dtype=m.bool),
+    lambda m: m.arange(False, True, True), lambda m: m.arange(float("inf"), dtype=m.int32)])
+def test_arange_refuses_its_dtype_before_its_range(make):
+    # creation_fuzz seed 5001546: arange(nan, dtype=bool) raised the range's RuntimeError,
+    # torch's NotImplementedError for the dtype; arange(False, True, True) refused (int64)
+    got = _same_outcome(make)
+    if got is not None:
+        np.testing.assert_array_equal(*got)
+        assert got[0].dtype == got[1].dtype
 
 
 @pytest.mark.parametrize("data", [lambda m: m.ones(2), lambda m: m.tensor(3),

@@ -53,12 +53,16 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    for arg, v in (("start", start), ("end", end), ("step", step)):
+        if not isinstance(v, (numbers.Number, np.generic)):
+            raise TypeError(f"arange(): argument '{arg}' must be a number, not "
+                            f"{type(v).__name__} ({v!r})")
+    if dtype is not None:  # (torch refuses a bool/complex dtype before it reads the range)
+        dtype = _dt.as_dtype(dtype)
+        _check_range_dtype(dtype)
     start, end, step = (_real_bound(v, arg) for v, arg in ((start, "start"), (end, "end"),
                                                            (step, "step")))
     for arg, v in (("start", start), ("end", end), ("step", step)):
-        if not isinstance(v, (numbers.Real, np.generic)):
-            raise TypeError(f"arange(): argument '{arg}' must be a number, not "
-                            f"{type(v).__name__} ({v!r})")
         if not math.isfinite(v):
             raise RuntimeError(f"arange(): unsupported range: {start} -> {end} (step {step}); "
                                f"'{arg}' must be finite")
@@ -69,10 +73,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
                            f"(start={start}, end={end}, step={step})")
     if dtype is None:
         dtype = _infer_dtype([start, end, step])
-    dtype = _dt.as_dtype(dtype)
-    if dtype.category in (0, 3):
-        raise NotImplementedError(f"arange(): not implemented for dtype {dtype.name} (as torch); "
-                                  f"make an integer or floating range and convert it")
+        dtype = _dt.int64 if dtype is _dt.bool else dtype  # (arange(False, True, True): int64)
     if dtype.category == 1:
         n, first, stride = _int_range(start, end, step, dtype)
         return _finish(_alloc("arange", (n,), dtype.np, lambda: (
@@ -80,6 +81,12 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     n = builtins.max(0, math.ceil((float(end) - float(start)) / float(step)))
     return _finish(_alloc("arange", (n,), dtype.np, lambda: _float_range(start, step, n, dtype)),
                    requires_grad, dev)
+
+
+def _check_range_dtype(dtype):
+    if dtype.category in (0, 3):
+        raise NotImplementedError(f"arange(): not implemented for dtype {dtype.name} (as torch); "
+                                  f"make an integer or floating range and convert it")
 
 
 # torch's arange kernel writes vectors of 32 bytes (its AVX2 build: 4 doubles, 8 floats, 16
