@@ -165,10 +165,12 @@ def test_empty_tensors_run_where_torch_runs_no_kernel(call):
     "m.zeros(3, dtype=m.complex64, requires_grad=True).log_normal_()",
     "m.normal(m.zeros(2, 3), m.ones(6))",
     "m.normal(m.zeros(2, 0, dtype=m.int64), m.ones(2, 0))",  # mul_(std) into an int result
+    "m.zeros(0, 2, dtype=m.complex64, requires_grad=True).uniform_(0, 7)",  # empty: the leaf
+    "m.zeros(0, 2, dtype=m.complex64, requires_grad=True)[:, :1].uniform_(0, 7)",
 ])
 def test_refusals_have_torchs_exception_class(call):
     # flowgrad checked in another order, or raised ValueError from NumPy's broadcast (seeds
-    # 16, 957, 3558, 1127, 6356, 593, 1420)
+    # 16, 957, 3558, 1127, 6356, 593, 1420); an empty complex leaf's uniform_ ran (5000174)
     want, got = _both(lambda m: eval(call, {"m": m}))
     assert got == want and isinstance(want, str)
 

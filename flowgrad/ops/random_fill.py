@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from ..autograd.inplace import check_inplace
 from ..dtypes import finfo
 from ..errors import check_probabilities
 from ..random import numpy_generator, resolve
@@ -214,7 +215,8 @@ def _complex_fill(real_fill, name, std_arg=None):
         if self._data.dtype.kind != "c":
             return real_fill(self, *args, generator=generator, **kwargs)
         if not self.numel() and std_arg is None:  # (torch's uniform_ fills the real view:
-            return self  # an empty one checks nothing)
+            check_inplace(name, self)  # an empty one checks nothing but autograd's leaf rule)
+            return self
         if std_arg is not None:  # (mean, std): positional or keyword
             args = list(args) + [None] * (2 - len(args))
             mean = kwargs.pop("mean", 0.0 if args[0] is None else args[0])
