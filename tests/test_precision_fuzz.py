@@ -40,6 +40,20 @@ OPEN = {
     7916: "addmm's mat2 gradient of shape (1, 1): a dot product of 64 terms of both signs "
           "(sum |terms| / |sum| = 92): one float32 BLAS dot's rounding (0.25 ulp of the "
           "terms), torch's summation order 10 times luckier; no formula differs",
+    # fresh seeds (session 71's sweep of 5000000:5002000)
+    5000489: "renorm of a one-element slice near 1.87 beside maxnorm 3e-3: the true gradient "
+             "maxnorm 1e-7 / (|x| + 1e-7)^2 is 5e-8 of the terms factor dy - maxnorm x (x dy) "
+             "/ (norm (norm + 1e-7)^2) it is the difference of, torch's formula too; flowgrad "
+             "keeps one rounding of them (2.6 of the truth, torch 0.25)",
+    5000494: "bce_with_logits(pos_weight)'s input gradient ((pw t + 1 - t) s - pw t, torch's "
+             "formula) cancels 9x; flowgrad's float32 sigmoid is 0.8 ulp off there (NumPy's "
+             "SIMD float32 exp: up to 2.3 ulps, torch's 0.55), torch's 0.2: computing float32 "
+             "exp in float64 would slow every sigmoid",
+    5000651: "batch_norm's weight gradient sum(dy xc) over 16384 values per channel (sum |terms| "
+             "/ |sum| = 190): flowgrad sums each row by a float32 gemv (the channel's rows in "
+             "float64), torch accumulates in double; 7e-9 of sum |terms| (11 ulps of the "
+             "result, torch's 1). Blocked gemvs gain 2-5x at best; float64 products would "
+             "double a hot path's cost",
 }
 
 
