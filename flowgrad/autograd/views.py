@@ -180,7 +180,10 @@ def writable_alias(array):
     fill_, zero_ and masked_fill_ write through such views)."""
     interface = dict(array.__array_interface__)
     interface["data"] = (interface["data"][0], False)
-    return np.asarray(_ArrayInterface(interface, array))
+    view = np.asarray(_ArrayInterface(interface, array))
+    # (an array interface spells bfloat16 as raw bytes, 'V2': its dtype is put back, or a
+    # bfloat16 write through an expand raised NumPy's "No cast function available")
+    return view if view.dtype == array.dtype else view.view(array.dtype)
 
 
 def view_error(view, creation, what):
