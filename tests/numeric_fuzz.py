@@ -527,6 +527,11 @@ KNOWN = {
     "complex cov of dof <= 0": "cov of a complex input with dof <= 0: both return c / 0, and "
                                "which parts of a complex division by zero are inf or nan "
                                "(and their signs) is the division algorithm's",
+    "real cov of dof <= 0 at a zero sum": "cov of tied values (multiples of 2/3) with dof "
+                                          "<= 0: an entry whose centred products sum to 0 "
+                                          "exactly is 0 / 0 = nan where the sum rounds to "
+                                          "0 (torch's order) and +-inf where it rounds to "
+                                          "+-2e-17 (flowgrad's, seed 5019820)",
     "cov aweights dtype": "cov of one observation of an integer or float32 input with "
                           "float64 aweights: torch 2.13's single-observation path multiplies "
                           "a float32 matrix by a float64 one and raises (with more "
@@ -581,6 +586,8 @@ def known(case):
             return "renorm subnormal norm"
     if op == "cov" and arrays[0].dtype.kind == "c" and _cov_dof(arrays, kw) <= 0:
         return "complex cov of dof <= 0"
+    if op == "cov" and ins[0]["values"] == "ties" and _cov_dof(arrays, kw) <= 0:
+        return "real cov of dof <= 0 at a zero sum"
     if op == "frexp" and arrays[0].dtype == np.float64:
         a = np.abs(arrays[0])
         if ((a > 0) & (a < np.finfo(np.float64).tiny)).any():

@@ -60,6 +60,8 @@ KNOWN_CASES = {
     "complex cov of dof <= 0": dict(_case("cov", [((5, 3), C128, "normal"),
                                                   ((3,), F64, "positive")],
                                           correction=3, aweights=nf.T(1)), seed=34670),
+    "real cov of dof <= 0 at a zero sum": dict(_case("cov", [((5, 3), F64, "ties")],
+                                                     correction=3), seed=5019820),
     "cov aweights dtype": _case("cov", [((3, 1), I64, "normal"), ((1,), F64, "positive")],
                                 aweights=nf.T(1)),
     "cov single weighted observation": _case("cov", [((3, 1), F64, "normal"),
