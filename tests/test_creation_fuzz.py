@@ -206,6 +206,24 @@ def test_complex_ranges_and_aliasing_scalars_raise_torchs_type(make):
         np.testing.assert_array_equal(*got)
 
 
+@pytest.mark.parametrize("value, dtype", [
+    (np.float64("inf"), "int64"), (np.float64("nan"), "int32"), (np.float64(-1.0), "uint8"),
+    (np.float64(300.0), "int8"), (np.int64(300), "int8"), (np.float64(2.5), "int64"),
+    (np.int64(-1), "uint8")])
+@pytest.mark.parametrize("make", ["tensor", "as_tensor", "new_tensor", "asarray"])
+def test_a_numpy_scalar_into_an_integer_dtype_is_range_checked(make, value, dtype):
+    # creation_fuzz seed 5004902: tensor(np.float64(inf), dtype=int64) was -2**63 and
+    # np.float64(-1.0) into uint8 255 where torch raises (a nest's numbers were checked, a
+    # bare NumPy scalar not); torch's asarray casts it as an array, wrapping
+    def call(m):
+        if make == "new_tensor":
+            return m.zeros(1).new_tensor(value, dtype=getattr(m, dtype))
+        return getattr(m, make)(value, dtype=getattr(m, dtype))
+    got = _same_outcome(call)
+    if got is not None:
+        np.testing.assert_array_equal(*got)
+
+
 @pytest.mark.parametrize("make", [
     lambda m: m.arange(float("nan"), dtype=m.bool), lambda m: m.arange(0, 5, 0, dtype=m.bool),
     lambda m: m.arange(5, 0, dtype=m.complex64), lambda m: m.arange(1 + 2j, dtype=m.bool),

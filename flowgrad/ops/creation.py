@@ -178,6 +178,9 @@ def as_array(data, dtype=None):
         return _cast_array(data, dtype)
     if np.isscalar(data) and isinstance(data, np.generic):
         d = dtype or _dt.from_numpy_dtype(data.dtype)
+        if d.category == 1:  # checked as a nest's numbers are (np.float64(-1.0) wrapped to 255)
+            info = np.iinfo(d.np)
+            _check_fits(data, data, d, info, -info.max if d.np == np.uint8 else info.min)
         return _cast_array(np.asarray(data), d)
     examples, arrays = _scan(data)
     inferred = _dtype_of(examples, arrays)  # raises for leaves that are no numbers (None, str)

@@ -80,6 +80,8 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
         error = RuntimeError if isinstance(obj, np.generic) else ValueError  # (torch's types)
         raise error(f"asarray: can't alias a {type(obj).__name__} (it holds no tensor "
                     f"storage); pass copy=None to allow a copy")
+    if isinstance(obj, np.generic):  # torch's asarray casts a NumPy scalar as an array
+        obj = np.asarray(obj)  # (wrapping: -1.0 into uint8 is 255), where tensor() checks
     return tensor(obj, dtype=target, device=device, requires_grad=bool(requires_grad))
 
 
