@@ -51,9 +51,11 @@ KNOWN = [
      r"integer tensors of a single element can be converted to an index)",
      "a NumPy float/bool scalar or a 0-d float tensor in a list going to an integer or bool "
      "dtype: torch reads it through __index__ and refuses; flowgrad converts its value"),
-    (r"torch raised TypeError: (must be real number, not (list|tuple)|not a sequence); flowgrad "
-     r"ValueError: setting an array element with a sequence",
-     "a ragged nest: torch's TypeError, flowgrad's ValueError (inhomogeneous shape); both refuse"),
+    (r"torch raised TypeError: (must be real number, not (list|tuple)|not a sequence|'list' "
+     r"object cannot be interpreted as an integer); flowgrad ValueError: (setting an array "
+     r"element with a sequence|tensor\(\): Overflow when unpacking long long)",
+     "a ragged nest: torch's TypeError, flowgrad's ValueError (inhomogeneous shape, or an "
+     "int beyond int64 it checks first); both refuse"),
     (r"^flowgrad raised ValueError: setting an array element with a sequence",
      "a ragged nest whose FIRST element is empty (((), [..], x)): torch reads the shape from it "
      "and never looks at the others; flowgrad refuses the ragged nest"),
