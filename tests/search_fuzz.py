@@ -359,6 +359,12 @@ def check(seed, case=None):
         pairs.append((f"output {i}", a, b))
     rtol = {"float64": 1e-12, "float32": 1e-6}.get(case.get("x", {}).get("dtype"), 1e-3) \
         if isinstance(case.get("x"), dict) else 1e-6
+    kw = case.get("kw") or {}
+    if kw.get("density") and kw.get("weight") is not None and rtol == 1e-6:
+        # float32 weights of both signs summed, then divided by the sum and the bin widths:
+        # a few roundings, magnified where the sum cancels (seed 5027924: flowgrad 3e-7 from
+        # the float64 truth, torch 7e-7, 1.7e-6 apart)
+        rtol = 1e-5
     return fuzz_common.first_difference(pairs, rtol)
 
 
