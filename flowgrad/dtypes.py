@@ -256,11 +256,11 @@ def result_type(*operands) -> dtype:
     for x in operands:
         if isinstance(x, Tensor):
             d, tier = x.dtype, (0 if x._data.ndim else 1)
-        elif isinstance(x, (builtins.bool, np.bool_)):
+        elif isinstance(x, builtins.bool):
             d, tier = bool, 2
         elif isinstance(x, (builtins.int, np.integer)):
             d, tier = int64, 2
-        elif isinstance(x, (builtins.float, np.floating)):
+        elif isinstance(x, (builtins.float, np.floating, np.bool_)):  # (see scalar_value)
             d, tier = get_default_dtype(), 2
         elif isinstance(x, (builtins.complex, np.complexfloating)):
             d, tier = default_complex(), 2
@@ -269,6 +269,19 @@ def result_type(*operands) -> dtype:
         cur = tiers[tier]
         tiers[tier] = d if cur is None else promote_types(cur, d)
     return _combine(tiers[0], _combine(tiers[1], tiers[2]))
+
+
+def scalar_value(x):
+    """A NumPy scalar as the Python number torch's Scalar arguments read it: its value, except
+    that a `np.bool_` is a float (torch's parser takes a Python bool as a bool, a NumPy
+    integer as an int and anything else with __float__ as a double): torch.full((2,),
+    np.True_) and int32 + np.True_ are float32, arange(np.True_) is arange(1.0).
+
+    >>> import numpy as np
+    >>> scalar_value(np.True_), scalar_value(np.int32(3))
+    (1.0, 3)
+    """
+    return builtins.float(x) if isinstance(x, np.bool_) else x.item()
 
 
 def _combine(higher, lower):

@@ -130,6 +130,56 @@ def test_numpy_scalars_are_numbers(name, default64):
     _same(name, NUMPY[name], default64)
 
 
+def _bools(m):
+    return _t(m, [True, False], "bool")
+
+
+# np.bool_ is a float to torch's Scalar arguments (its parser takes a Python bool as a bool, a
+# NumPy integer as an int, anything else with __float__ as a double), not a bool: flowgrad
+# took np.True_ as True (arange int64, full bool, int32 + np.True_ int32, where's number
+# branch int, clamp's bound int); inside torch.tensor's nests it stays a bool
+NUMPY_BOOL = {
+    "arange": lambda m: m.arange(np.True_),
+    "arange_step": lambda m: m.arange(0, 2, np.True_),
+    "full": lambda m: m.full((2,), np.True_),
+    "full_int32": lambda m: m.full((2,), np.False_, dtype=m.int32),
+    "tensor_nest": lambda m: m.tensor([np.True_, True]),
+    "add_int32": lambda m: _t(m, [1, 2], "int32") + np.True_,
+    "radd_int64": lambda m: np.False_ + _t(m, [1, 2], "int64"),
+    "mul_bool": lambda m: _bools(m) * np.True_,
+    "add_float16": lambda m: _t(m, [1.5, 2.0], "float16") + np.True_,
+    "sub_int8": lambda m: _t(m, [1, -2], "int8") - np.True_,
+    "rsub_uint8": lambda m: np.True_ - _t(m, [1, 2], "uint8"),
+    "pow_int32": lambda m: _t(m, [3, 2], "int32") ** np.True_,
+    "rpow_int64": lambda m: np.True_ ** _t(m, [3, 2], "int64"),
+    "floor_div": lambda m: m.div(_t(m, [3, -2], "int32"), np.True_, rounding_mode="floor"),
+    "remainder": lambda m: m.remainder(_t(m, [3, -2], "int16"), np.True_),
+    "two_numbers": lambda m: m.mul(np.True_, 2),
+    "where_branch": lambda m: m.where(_bools(m), _t(m, [3, 2], "int32"), np.True_),
+    "where_both": lambda m: m.where(_bools(m), np.True_, np.False_),
+    "clamp_min": lambda m: m.clamp(_t(m, [0, 2], "int32"), min=np.True_),
+    "hardtanh": lambda m: m.nn.functional.hardtanh(_t(m, [0.5, 2.0], "float32"), np.True_, 2),
+    "result_type": lambda m: m.result_type(_t(m, [1], "uint8"), np.True_),
+    "eq_int32": lambda m: _t(m, [1, 2], "int32") == np.True_,
+    "masked_fill_int32": lambda m: _t(m, [3, 2], "int32").masked_fill(_bools(m), np.True_),
+    # a float into an integer tensor: refused in place, into an int out=, by bitwise ops and
+    # as an integer alpha
+    "add_inplace_int32": lambda m: _t(m, [1, 2], "int32").add_(np.True_),
+    "mul_out_int32": lambda m: m.mul(_t(m, [1, 2], "int32"), np.True_,
+                                     out=m.empty(0, dtype=m.int32)),
+    "bitwise_int16": lambda m: _t(m, [1, 2], "int16") & np.True_,
+    "bitwise_inplace": lambda m: _t(m, [1, 2], "int16").bitwise_xor_(np.False_),
+    "alpha_float32": lambda m: m.add(_t(m, [1, 2], "float32"), 1, alpha=np.True_),
+    "alpha_bool": lambda m: m.add(_bools(m), _bools(m), alpha=np.True_),
+}
+
+
+@pytest.mark.parametrize("default64", [False, True])
+@pytest.mark.parametrize("name", sorted(NUMPY_BOOL))
+def test_numpy_bool_scalars_are_floats(name, default64):
+    _same(name, NUMPY_BOOL[name], default64)
+
+
 FIXED = {
     # out= with a number first: torch's TypeError (flowgrad: AttributeError from the kernel)
     ("gt", "out_number_first"): lambda m: m.gt(-3, _t(m, [1.0], "float32"), out=m.empty(0)),

@@ -212,6 +212,8 @@ def _clamped(input, min_val, max_val, inplace):
     for position, value in enumerate((min_val, max_val), 2):
         if isinstance(value, Tensor) and value._data.ndim == 0:  # (a number, as torch's)
             value = value.item()
+        elif isinstance(value, np.bool_):  # (not a numbers.Number; torch reads it as a float)
+            value = _dt.scalar_value(value)
         if not isinstance(value, numbers.Number):
             arg = "min_val" if position == 2 else "max_val"
             raise TypeError(f"hardtanh(): argument '{arg}' (position {position}) must be Number, "

@@ -37,9 +37,9 @@ def _promote_pair(a, b, op_name, floating=False, number_pair=False):
     refuse them; a NumPy scalar is a number there, as in torch: mul(np.float32(1.5), 2) is a
     float32 0-d tensor, and np.float64 is read as a Python float too)."""
     if isinstance(a, np.generic):  # (two checks: no generator frame per binary op)
-        a = a.item()
+        a = _dt.scalar_value(a)  # (np.bool_: a float, as torch)
     if isinstance(b, np.generic):
-        b = b.item()
+        b = _dt.scalar_value(b)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         if not (number_pair and isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS)):
             raise TypeError(f"{op_name}(): argument 'input' (position 1) must be Tensor, "

@@ -103,8 +103,8 @@ def _dtype_of(examples, arrays, typed_numpy_scalars=True):
     counts as bool, int64, the default float or complex; a NumPy scalar, array or tensor with
     its own dtype (`[np.float64(1.0), 2]` is float64, `[np.int32(1)]` int32; an integer
     scalar of a dtype flowgrad lacks, uint16 to uint64, as int64); then promoted. Without
-    `typed_numpy_scalars` a NumPy scalar counts as the Python number it is (torch.full's and
-    arange's inference)."""
+    `typed_numpy_scalars` a NumPy scalar counts as the Python number it is, a np.bool_ as a
+    float (torch.full's and arange's inference: see dtypes.scalar_value)."""
     kinds = {x.dtype if isinstance(x, Tensor) else _dt.from_numpy_dtype(x.dtype)
              for x in arrays}
     for t, x in examples.items():
@@ -115,11 +115,11 @@ def _dtype_of(examples, arrays, typed_numpy_scalars=True):
                 kinds.add(_dt.int64)
             else:
                 kinds.add(_dt.from_numpy_dtype(np.dtype(t)))
-        elif issubclass(t, (bool, np.bool_)):
+        elif issubclass(t, bool):
             kinds.add(_dt.bool)
         elif issubclass(t, (int, np.integer)):
             kinds.add(_dt.int64)
-        elif issubclass(t, (float, np.floating)):
+        elif issubclass(t, (float, np.floating, np.bool_)):  # (np.bool_: dtypes.scalar_value)
             kinds.add(_dt.get_default_dtype())
         elif issubclass(t, (complex, np.complexfloating)):
             kinds.add(_dt.as_dtype(_dt.default_complex()))

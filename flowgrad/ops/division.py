@@ -6,6 +6,7 @@ import builtins
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..func.batched import every_example
 from ..tensor import Tensor
 from .broadcasting import broadcast_shapes
@@ -61,7 +62,7 @@ def _rounded_div(input, other, rounding_mode):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found {rounding_mode!r}")
     if isinstance(other, np.generic):  # (a NumPy number is a Python number here, as torch)
-        other = other.item()
+        other = _dt.scalar_value(other)
     if isinstance(input, Tensor) and input._data.dtype in HALF and \
             isinstance(other, (builtins.int, builtins.float)):
         # torch divides half precision by a scalar in float32, the scalar unrounded

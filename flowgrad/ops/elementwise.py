@@ -539,8 +539,8 @@ def scale_by_alpha(input, other, alpha, name):
     if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
         raise SparseOperandError(f"{name} of sparse tensors")  # (add/sub take their sparse form)
     dtype = _dt.result_type(input, other)
-    if hasattr(alpha, "item"):  # a tensor or a NumPy number: its Python value
-        alpha = alpha.item()
+    if hasattr(alpha, "item"):  # a tensor or a NumPy number: its value (np.bool_ a float)
+        alpha = _dt.scalar_value(alpha) if isinstance(alpha, np.generic) else alpha.item()
     check_alpha(name, "alpha", alpha, dtype.np)
     if dtype.category < 3 and isinstance(alpha, builtins.complex):
         raise RuntimeError(f"For non-complex input tensors, argument alpha must not be a complex "
@@ -626,10 +626,10 @@ def pow(input, exponent, *, out=None):
     """
     if out is not None:
         return with_out(pow, out, (input, exponent), "pow", no_overlap="partial")
-    if isinstance(input, np.generic):  # (NumPy's: a number)
-        input = input.item()
+    if isinstance(input, np.generic):  # (NumPy's: a number; np.bool_ a float, as torch)
+        input = _dt.scalar_value(input)
     if isinstance(exponent, np.generic):
-        exponent = exponent.item()
+        exponent = _dt.scalar_value(exponent)
     if isinstance(exponent, _SCALARS) and isinstance(input, Tensor):
         if input._data.dtype.kind in "iub" and \
                 not isinstance(exponent, (builtins.float, builtins.complex)) and exponent < 0:

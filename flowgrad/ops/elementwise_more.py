@@ -452,7 +452,7 @@ _TORCH_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
 def _bitwise_check(name, *xs):
     for x in xs:
         if isinstance(x, Tensor) and x._data.dtype.kind in "fV" or \
-                isinstance(x, (builtins.float, np.floating)):  # (a NumPy float too)
+                isinstance(x, (builtins.float, np.floating, np.bool_)):  # (np.bool_: a float)
             d = x.dtype.name if isinstance(x, Tensor) else "float"
             raise NotImplementedError(
                 f"{name}: not implemented for {d} (\"{name}_cpu\" not implemented for "
@@ -698,6 +698,9 @@ _CHECKED = {"floor_divide_", "remainder_", "fmod_", "bitwise_and_", "bitwise_or_
             "bitwise_xor_", "bitwise_left_shift_", "bitwise_right_shift_", "pow_"}
 
 
+_CHECKED_NUMBERS = _SCALARS + (builtins.complex, np.number, np.bool_)  # (NumPy's: numbers)
+
+
 def _checked_inplace(name, fn):
     """The in-place `name` checking, as torch's TensorIterator does before any kernel runs,
     the broadcast shape and then the promoted result type against self: `int8 &= float32
@@ -706,7 +709,7 @@ def _checked_inplace(name, fn):
 
     def checked(self, *args, **kwargs):
         other = args[0] if args else kwargs.get("other", kwargs.get("exponent"))
-        if isinstance(other, Tensor) or isinstance(other, _SCALARS + (builtins.complex,)):
+        if isinstance(other, Tensor) or isinstance(other, _CHECKED_NUMBERS):
             shape = tuple(self.shape)
             full = tuple(broadcast_shapes(shape, other.shape if isinstance(other, Tensor)
                                           else ()))

@@ -208,7 +208,7 @@ def _range_bounds(op_name, start, end, dtype):
         if not isinstance(v, (numbers.Number, np.generic)) or isinstance(v, np.str_):
             raise TypeError(f"{op_name}(): argument '{arg}' must be a number or a 0-dim "
                             f"tensor, not {type(v).__name__} ({v!r})")
-        bounds.append(v.item() if isinstance(v, np.generic) else v)
+        bounds.append(_dt.scalar_value(v) if isinstance(v, np.generic) else v)
     is_complex = any(isinstance(v, complex) for v in bounds)
     d = _dt.as_dtype(dtype) if dtype is not None else (
         _dt.default_complex() if is_complex else _dt.get_default_dtype())

@@ -127,7 +127,7 @@ def _checked_branch(tensor, number, arg):
     integers)."""
     d = tensor._data.dtype
     if isinstance(number, np.generic):  # (a NumPy scalar is the Python number it holds)
-        number = number.item()
+        number = _dt.scalar_value(number)
     cls = number.__class__
     if d.kind in "iub":
         if cls is builtins.complex:
