@@ -185,6 +185,15 @@ FIXED = {
     ("gt", "out_number_first"): lambda m: m.gt(-3, _t(m, [1.0], "float32"), out=m.empty(0)),
     ("addcdiv", "out_number_input"): lambda m: m.addcdiv(
         0.5, 0.001, _t(m, [1.0], "float64"), out=m.empty(0, dtype=m.complex128)),
+    # pow(1.0, t, out=) fills out with 1 whatever out's dtype, as torch's pow(Scalar, Tensor)
+    # does for a base equal to 1 (flowgrad refused the float32 result for an int64 out);
+    # True is no such base: refused
+    ("pow", "one_base_int_out"): lambda m: m.pow(1.0, _t(m, [0.5, np.nan], "float32"),
+                                                 out=m.empty(0, dtype=m.int64)),
+    ("pow", "numpy_one_base_bool_out"): lambda m: m.pow(
+        np.True_, _t(m, [[2], [3]], "uint8"), out=m.empty(0, dtype=m.bool)),
+    ("pow", "true_base_int_out"): lambda m: m.pow(True, _t(m, [0.5], "float32"),
+                                                  out=m.empty(0, dtype=m.int64)),
     # nextafter of integers: torch's NotImplementedError (flowgrad: RuntimeError)
     ("nextafter", "integers"): lambda m: m.nextafter(_t(m, [0, 2], "int64"),
                                                      _t(m, [1, 2], "int32")),

@@ -625,6 +625,11 @@ def pow(input, exponent, *, out=None):
     (tensor([1., 4.]), tensor([2, 4]))
     """
     if out is not None:
+        if isinstance(exponent, Tensor) and _is_one(input):
+            # torch's pow(Scalar, Tensor, out=) fills out with 1 for a base equal to 1 (not
+            # for True), so 1.0 ** float tensor goes into an integer out unchecked
+            return with_out(lambda e: e.new_ones(e.shape, dtype=out.dtype), out, (exponent,),
+                            "pow", no_overlap="partial")
         return with_out(pow, out, (input, exponent), "pow", no_overlap="partial")
     if isinstance(input, np.generic):  # (NumPy's: a number; np.bool_ a float, as torch)
         input = _dt.scalar_value(input)
@@ -658,6 +663,13 @@ def pow(input, exponent, *, out=None):
         a, b = _promote_pair(input, exponent, "pow")
     _refuse_bool(a, "pow", b)
     return _pow(a, b)
+
+
+def _is_one(base):
+    if isinstance(base, np.generic):
+        base = _dt.scalar_value(base)
+    return isinstance(base, (builtins.int, builtins.float, builtins.complex)) and \
+        base.__class__ is not builtins.bool and base == 1
 
 
 def neg(input):
