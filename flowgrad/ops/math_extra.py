@@ -20,7 +20,7 @@ from ..device import constant
 from ..errors import expect_tensor, tensor_operand
 from ..tensor import Tensor, tensor_method
 from .broadcasting import broadcast_shapes
-from .creation import zeros_like
+from .creation import scalar_tensor, zeros_like
 from .elementwise import (
     _float_of,
     _inplace_binary,
@@ -197,16 +197,25 @@ def ldexp(input, other):
             input._data.dtype.kind in "fV":  # (torch's kernel: a floating input's exponent)
         raise NotImplementedError('"ldexp_cpu_exp" not implemented for \'Bool\'; convert the '
                                   "exponent with .int() first")
-    if isinstance(other, Tensor) and other._data.dtype.kind in "fcV":
-        return input * pow(2.0, other)  # torch's promotion: an integer input takes other's
-    if isinstance(other, Tensor) and input._data.dtype.kind in "fV":
+    if isinstance(other, Tensor) and other._data.dtype.kind in "iub" and \
+            input._data.dtype.kind in "fV":
         # torch's kernel: C's ldexp, exact (ldexp(0.0, 2**31 - 1) is 0.0, where 0 * 2 ** e
         # is 0 * inf = nan, and ldexp(1e300, -1100) is not 1e300 * 0)
         return _ldexp_exact(input, other)
-    a = _float_of(input)
-    if isinstance(other, Tensor):
-        other = other.to(a.dtype)  # integer exponents keep the input's dtype; float ones promote
-    return a * pow(2.0, other)
+    if not isinstance(other, Tensor):
+        return _float_of(input) * pow(2.0, other)
+    return input * _pow2(input, other)
+
+
+def _pow2(input, other):
+    """2 ** other as torch's ldexp takes it: pow(2.0, other) for an integer or float32 input
+    (other's float dtype, or the default one), else 2 as a 0-d tensor of input's dtype to the
+    power other, promoted with it: a 0-d float32 exponent beside a float64 input gives a
+    float64 2 ** 1.5, a 1-d one a float32 one (its dimensions outrank the 0-d 2)."""
+    d = input._data.dtype
+    if d.kind in "iub" or d.kind == "f" and d.itemsize == 4:
+        return pow(2.0, other)
+    return pow(scalar_tensor(2.0, dtype=input.dtype, device=input.device), other)
 
 
 @op("ldexp", save="inputs", grad_reads=((1,), ()))  # (the exponent only, as torch)
