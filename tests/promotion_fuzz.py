@@ -40,10 +40,12 @@ PY_SCALARS = [True, False, 0, 2, -3, 7, 0.5, -1.5, 2.0, 1e-3, 1 + 2j, -0.5j, 2 +
               1e300, float("inf"), float("nan"), -0.0]
 NP_SCALARS = [("float32", 1.5), ("float64", -2.5), ("int64", 3), ("int8", -2),
               ("float16", 0.5), ("uint8", 200), ("int32", 5), ("complex128", 1 - 1j)]
-# NOT DRAWN: NumPy complex64 and bool scalars. torch reads a numpy.complex64 as a real number,
-# dropping the imaginary part with a ComplexWarning (t + np.complex64(1j) is t), and a
-# numpy.bool_ as a float (int8 tensor * np.True_ is float32, uint8 %= np.True_ raises);
-# flowgrad takes them as Python's complex and bool, as NumPy does
+# NumPy bool scalars are drawn too (_operand): torch reads a numpy.bool_ as a float (int8
+# tensor * np.True_ is float32, uint8 %= np.True_ raises), and so does flowgrad
+# (dtypes.scalar_value).
+# NOT DRAWN: NumPy complex64 scalars. torch reads a numpy.complex64 as a real number, dropping
+# the imaginary part with a ComplexWarning (t + np.complex64(1j) is t); flowgrad takes it as
+# Python's complex, as NumPy does
 
 # ulps of the result dtype two libraries' kernels may differ by, and why (every other op is
 # one correctly rounded operation: bit for bit)
@@ -131,7 +133,10 @@ def _operand(r, tensor_only=False):
         return ("t", dtype, shape, _values(r, dtype, int(np.prod(shape))))
     if k < 0.85:
         return ("py", r.choice(PY_SCALARS))
-    return ("np",) + r.choice(NP_SCALARS)
+    scalar = r.choice(NP_SCALARS)  # (drawn for a bool too: the seeds' later draws stay)
+    if k > 0.97:  # (k decides: a bool in place of a NumPy scalar of the seeds before bools)
+        return ("np", "bool", k > 0.985)
+    return ("np",) + scalar
 
 
 def _make(m, op):
