@@ -213,7 +213,7 @@ def _pow2(input, other):
     power other, promoted with it: a 0-d float32 exponent beside a float64 input gives a
     float64 2 ** 1.5, a 1-d one a float32 one (its dimensions outrank the 0-d 2)."""
     d = input._data.dtype
-    if d.kind in "iub" or d.kind == "f" and d.itemsize == 4:
+    if d.kind in "iub" or d == _dt.float32.np:
         return pow(2.0, other)
     return pow(scalar_tensor(2.0, dtype=input.dtype, device=input.device), other)
 
