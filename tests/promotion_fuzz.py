@@ -60,10 +60,6 @@ ULPS = {
     "lerp": (2, "torch's weight < 0.5 split with an fma where the CPU has one"),
     "addcmul": (2, "self + value * t1 * t2: three roundings, an fma in torch's kernel"),
     "addcdiv": (2, "self + value * t1 / t2: three roundings, an fma in torch's kernel"),
-    "ldexp": (1, "a half-precision input times a 0-d float32 2 ** other: torch's mul takes "
-                 "the 0-d tensor's unrounded value in float32, flowgrad's rounds it to the "
-                 "half dtype first (mul's own difference, open; a complex input's pow is "
-                 "'complex pow')"),
     "complex": (4, "a complex product or quotient is several roundings, in each library's "
                    "own order (torch's vectorized kernels against NumPy's)"),
     "div_scalar_half": (1, "a half tensor by a number: torch divides in float32 by the "

@@ -284,6 +284,42 @@ HALF_DIVISION = {
 }
 
 
+# a half tensor times (over) a one-element tensor of another dtype, second: torch's mul and div
+# kernels read its value in float32, unrounded, and round the float32 result once (flowgrad
+# rounded it to the half dtype first: float16 3.0 * float32 (1 + 2**-11 + 2**-30) was 3.0 for
+# torch's 3.002, 0.7 / 0.1 7.0039 for 7.0); first, it is rounded as torch's does
+HALF_BY_ONE_ELEMENT = {
+    "float16_times_float32": lambda m: _t(m, [3.0, 0.7, 1000.5], "float16") * _t(
+        m, 1 + 2 ** -11 + 2 ** -30, "float32"),
+    "float16_over_float32": lambda m: m.div(_t(m, [0.7, 3.0, 1000.5], "float16"),
+                                            _t(m, 0.1, "float32")),
+    "bfloat16_times_float16": lambda m: _t(m, [3.0, 0.7, 1000.5], "bfloat16") * _t(
+        m, 1.0717734, "float16"),
+    "float16_times_int64": lambda m: _t(m, [3.0, 0.7], "float16") * _t(m, [3333], "int64"),
+    "float16_times_float64_in_place": lambda m: _t(m, [0.7, 3.0], "float16").mul_(
+        _t(m, 0.1, "float64")),
+    "float32_times_float16_first": lambda m: _t(m, 1 + 2 ** -11 + 2 ** -30, "float32") * _t(
+        m, [3.0, 0.7], "float16"),
+}
+
+
+@pytest.mark.parametrize("name", HALF_BY_ONE_ELEMENT)
+def test_half_by_one_element_tensor_in_float32(name):
+    _same(name, HALF_BY_ONE_ELEMENT[name])
+
+
+def test_half_by_one_element_tensor_input_gradient():
+    import torch
+
+    import flowgrad as flow
+    grads = []
+    for m in (torch, flow):
+        x = _t(m, [3.0, 0.7, 1000.5], "float16").requires_grad_()
+        (x * _t(m, 0.1, "float32")).sum().backward()
+        grads.append(x.grad.tolist())
+    assert grads[0] == grads[1]
+
+
 @pytest.mark.parametrize("name", HALF_DIVISION)
 def test_half_precision_rounded_division_as_torch(name):
     _same(name, HALF_DIVISION[name])

@@ -53,7 +53,7 @@ from .compare import (  # noqa: F401 - comparisons, re-exported; their module si
 )
 from .complex import conj, real_sign, sgn
 from .division import _refuse_bool, _rounded_div
-from .halfprec import HALF, in_float32
+from .halfprec import HALF, half_by_one_element, in_float32
 from .out_arg import with_out
 from .registry import op
 from .rules import _grad_div, _grad_mul, _zero_grad, step, unary
@@ -588,6 +588,8 @@ def mul(input, other, *, out=None):
         if isinstance(other, _SCALARS) and isinstance(input, Tensor):
             if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, other):  # (inline)
                 return _scalar_mul(input, value=other)
+        if half_by_one_element(input, other):  # (torch's scalar in float32, unrounded)
+            return mul(input.float(), other.float()).to(input.dtype)
         return _binary(_mul, input, other, "mul", number_pair=True)
     except SparseOperandError:
         return _sparse_binary("mul", input, other)
@@ -614,6 +616,8 @@ def div(input, other, *, rounding_mode=None, out=None):
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         check_bool_uint64(input, other, "div")
         return _scalar_div(_float_of(input), value=other)
+    if half_by_one_element(input, other):  # (torch's scalar in float32, unrounded)
+        return div(input.float(), other.float()).to(input.dtype)
     return _div(*_promote_pair(input, other, "div", floating=True, number_pair=True))
 
 

@@ -83,3 +83,17 @@ def upcast(*tensors):
         return None, tensors
     return low, tuple(t.float() if t is not None and t._data.dtype in HALF else t
                       for t in tensors)
+
+
+def half_by_one_element(a, b):
+    """Whether torch's mul/div kernel takes `b` as a scalar of `a * b` (`a / b`) in float32:
+    `a` a half-precision tensor, `b` a one-element tensor of another dtype (a 0-d float32 or
+    float64, an integer) whose result stays `a`'s dtype. torch reads b's original value in
+    float32 and rounds the float32 result once (float16 3.0 * a 0-d float32 1 + 2**-11 +
+    2**-30 is 3.002, not 3.0 as with b rounded to float16 first); `b * a` is not such a case.
+    Not where b requires grad: torch's gradient of b is then computed in the half dtype
+    (grad * a summed in float16), which the float32 product would not give (open)."""
+    da, db = getattr(a, "_data", None), getattr(b, "_data", None)
+    return da is not None and db is not None and da.dtype in HALF and db.size == 1 and \
+        db.dtype != da.dtype and not getattr(b, "is_sparse", False) and \
+        not b.requires_grad and _dt.result_type(a, b).np == da.dtype
