@@ -63,10 +63,16 @@ def _rounded_div(input, other, rounding_mode):
                            f"but found {rounding_mode!r}")
     if isinstance(other, np.generic):  # (a NumPy number is a Python number here, as torch)
         other = _dt.scalar_value(other)
-    if isinstance(input, Tensor) and input._data.dtype in HALF and \
-            isinstance(other, (builtins.int, builtins.float)):
-        # torch divides half precision by a scalar in float32, the scalar unrounded
-        return _rounded_div(input.float(), other, rounding_mode).to(input.dtype)
+    if isinstance(input, Tensor) and input._data.dtype in HALF:
+        # torch divides half precision by a scalar in float32, the scalar unrounded: a number,
+        # or a one-element tensor (its kernel's scalar operand: bfloat16 1000.5 // a 0-d 3.0
+        # is trunc(1000 / 3) = 333, rounded to 332, not 1000 / 3 rounded to 334 first)
+        if isinstance(other, (builtins.int, builtins.float)):
+            return _rounded_div(input.float(), other, rounding_mode).to(input.dtype)
+        if isinstance(other, Tensor) and other._data.size == 1:
+            d = _dt.result_type(input, other)
+            if d.np in HALF:
+                return _rounded_div(input.float(), other.float(), rounding_mode).to(d)
     a, b = _promote_pair(input, other, "div", number_pair=True)
     _refuse_bool(a, f"div_{rounding_mode}_cpu", b)
     _check_int_zero(a, b, "div")
