@@ -588,7 +588,8 @@ def mul(input, other, *, out=None):
         if isinstance(other, _SCALARS) and isinstance(input, Tensor):
             if input._data.dtype.kind in "fVc" or _scalar_dtype_ok(input, other):  # (inline)
                 return _scalar_mul(input, value=other)
-        if half_by_one_element(input, other):  # (torch's scalar in float32, unrounded)
+        if isinstance(other, Tensor) and other._data.size == 1 and \
+                half_by_one_element(input, other):  # (torch's scalar in float32, unrounded)
             return mul(input.float(), other.float()).to(input.dtype)
         return _binary(_mul, input, other, "mul", number_pair=True)
     except SparseOperandError:
@@ -616,7 +617,8 @@ def div(input, other, *, rounding_mode=None, out=None):
     if isinstance(other, _SCALARS) and isinstance(input, Tensor):
         check_bool_uint64(input, other, "div")
         return _scalar_div(_float_of(input), value=other)
-    if half_by_one_element(input, other):  # (torch's scalar in float32, unrounded)
+    if isinstance(other, Tensor) and other._data.size == 1 and \
+            half_by_one_element(input, other):  # (torch's scalar in float32, unrounded)
         return div(input.float(), other.float()).to(input.dtype)
     return _div(*_promote_pair(input, other, "div", floating=True, number_pair=True))
 
@@ -629,9 +631,7 @@ def pow(input, exponent, *, out=None):
     (tensor([1., 4.]), tensor([2, 4]))
     """
     if out is not None:
-        if isinstance(exponent, Tensor) and _is_one(input):
-            # torch's pow(Scalar, Tensor, out=) fills out with 1 for a base equal to 1 (not
-            # for True), so 1.0 ** float tensor goes into an integer out unchecked
+        if isinstance(exponent, Tensor) and _is_one(input):  # (torch: out filled, unchecked)
             return with_out(lambda e: e.new_ones(e.shape, dtype=out.dtype), out, (exponent,),
                             "pow", no_overlap="partial")
         return with_out(pow, out, (input, exponent), "pow", no_overlap="partial")
@@ -670,6 +670,8 @@ def pow(input, exponent, *, out=None):
 
 
 def _is_one(base):
+    """Whether pow's base is a number equal to 1 (not True): torch's pow(Scalar, Tensor, out=)
+    then fills out with ones of its dtype, so 1.0 ** a float tensor goes into an int out."""
     if isinstance(base, np.generic):
         base = _dt.scalar_value(base)
     return isinstance(base, (builtins.int, builtins.float, builtins.complex)) and \
