@@ -215,6 +215,20 @@ for k, t in enumerate(ys):
 sum(t.sum() for t in ys).backward()
 out = [sorted(seen.items()), x.grad, [len(t.grad_fn.next_functions) for t in ys]]
 """,
+    # vmap hands back an input returned unchanged as the caller's tensor itself, not a view
+    # of it: grad(is_grads_batched=True, create_graph=True) of an input with respect to itself
+    # gave a view of the grad_outputs, whose detach_() raised (autograd_api_fuzz 6000289)
+    "vmap_returns_an_unchanged_input_itself": """
+x = torch.tensor([[0.3, 0.5, 0.1], [1.0, 2.0, 3.0]], dtype=torch.float64, requires_grad=True)
+G = torch.stack([torch.ones_like(x), torch.full_like(x, -1.0)])
+g = torch.autograd.grad(x, [x], grad_outputs=G, is_grads_batched=True, create_graph=True)[0]
+v = torch.func.vmap(lambda t: t)(G)
+w = torch.func.vmap(lambda t: t, in_dims=-3, out_dims=-3)(G)
+out = [g is G, g._is_view(), v is G, v._is_view(), w is G]
+g.detach_()
+g.mul_(2)
+out += [G, G._version]
+""",
 }
 
 

@@ -410,7 +410,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             raise ValueError(f"vmap: expected all batched inputs to have the same size along "
                              f"their in_dims, got sizes {sizes}")
         level = VmapLevel(_interpreter.current, sizes[0], randomness, len(VMAP_STACK) + 1)
-        batched = _map(lambda x, d: x if d is None else wrap(x.movedim(d, 0), level),
+        # (an input batched along dim 0 is its own physical tensor, as torch's: a function
+        # that returns it unchanged returns the caller's tensor itself, not a view of it)
+        batched = _map(lambda x, d: x if d is None else wrap(
+                           x if d % x.dim() == 0 else x.movedim(d, 0), level),
                        list(args), list(dims) if isinstance(dims, (tuple, list)) else dims,
                        "in_dims")
         VMAP_STACK.append(level)
@@ -433,7 +436,7 @@ def _unwrap_tree(out, level, out_dims, name):
             raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type "
                              f"{type(x)}. Did you mean to set out_dims= to None for output?")
         if batched_at(x, level):
-            return x._phys if d == 0 else x._phys.movedim(0, d)
+            return x._phys if d % x._phys.dim() == 0 else x._phys.movedim(0, d)
         if d is None:
             return x
         return x.unsqueeze(d).expand(*x.shape[:d % (x.dim() + 1)], level.size,
