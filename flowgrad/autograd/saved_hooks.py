@@ -140,7 +140,10 @@ class PackedTensor:
         word, a gradient of other values than the forward's: this raises instead."""
         if self.counter.value != self.version and not self.copy and not _meta.writes_unseen(
                 self.counter, self.version) and not getattr(self.packed, "copied", False):
-            raise saved_tensor_error(node, self)
+            raise RuntimeError(f"{saved_tensor_error(node, self)} It was saved through a "
+                               f"saved_tensors_hooks pack hook that kept the tensor itself: "
+                               f"torch skips this check there and reads the values written; "
+                               f"have pack return a copy (t.clone()) to read the forward's values")
 
     def adopt(self, result, target):
         """`node.SavedTensor.adopt`: the saved output `result`, written into target in place,
