@@ -31,13 +31,19 @@ OPEN = {
                         "rounding keeps; torch's same form in bfloat16 steps happens to land "
                         "below 0 and clamps to exactly 0. Its half-precision mm form would "
                         "overflow float16 at |x| > 256",
-    ("float16", 2832): "the same cdist case in float16 (the gradient: torch's 0 against "
-                       "flowgrad's noise over a zero distance)",
+}
+# cases whose verdict turns on rounding noise that differs between machines: neither checked
+# to agree nor to differ
+NOISE = {
+    ("float16", 2832): "the same cdist case in float16: torch's and flowgrad's distances over a "
+                       "true 0 are both cancellation noise, and which is nearer 0 depends on the "
+                       "machine's BLAS (differs on one 2-core EPYC, agrees on another)",
 }
 
 
 def _seeds(dtype, seeds):
-    return [s for s in seeds if (dtype, s) not in KNOWN and (dtype, s) not in OPEN]
+    return [s for s in seeds if (dtype, s) not in KNOWN and (dtype, s) not in OPEN and
+            (dtype, s) not in NOISE]
 
 
 @pytest.mark.parametrize("dtype,seed", [(d, s) for d in hf.HALVES for s in _seeds(d, DEFAULT)])

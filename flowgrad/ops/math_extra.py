@@ -113,7 +113,8 @@ def copysign(input, other):
     return _copysign(*_promote_pair(input, other, "copysign", floating=True))
 
 
-@op("copysign", jvp="diagonal", save="inputs outputs", grad_reads=((0,), ()))  # (not other)
+@op("copysign", jvp="diagonal", save="inputs outputs", grad_reads=((0,), ()),
+    elementwise=True)  # (not other)
 def _copysign(xp, a, b):
     return xp.copysign(a, b)
 
@@ -218,7 +219,8 @@ def _pow2(input, other):
     return pow(scalar_tensor(2.0, dtype=input.dtype, device=input.device), other)
 
 
-@op("ldexp", save="inputs", grad_reads=((1,), ()))  # (the exponent only, as torch)
+@op("ldexp", save="inputs", grad_reads=((1,), ()),
+    elementwise=True)  # (the exponent only, as torch)
 def _ldexp_exact(xp, a, e):
     if a.dtype.kind == "V" or a.dtype == xp.float16:  # (exact in float32, rounded once)
         return xp.ldexp(a.astype(xp.float32), e.astype(xp.int32)).astype(a.dtype)
@@ -246,7 +248,7 @@ def _logaddexp(input, other, real_op):
 def _logaddexp_op(name, two):
     """The real logaddexp (two: logaddexp2) op, with torch's rule dy / (1 + exp(b - a)) (pow
     of 2 for logaddexp2): nan at equal infinities (inf - inf), as torch's."""
-    @op(name, jvp="diagonal", save="inputs")
+    @op(name, jvp="diagonal", save="inputs", elementwise=True)
     @in_float32  # half precision: computed in float32 and rounded once, as torch
     def kernel(xp, a, b):
         # equal infinities: the answer is that infinity (inf - inf would give nan)
@@ -311,7 +313,7 @@ def logaddexp2(input, other):
 
 
 # ---- value-only kernels ------------------------------------------------------------------
-@op("nextafter", save="inputs")
+@op("nextafter", save="inputs", elementwise=True)
 def _nextafter(xp, a, b):
     # where a == b, b itself (C's nextafter: nextafter(-0.0, 0.0) is 0.0); NumPy's float16
     # loop returns a there
@@ -341,7 +343,7 @@ def nextafter(input, other):
     return _nextafter(a, b)
 
 
-@op("heaviside")
+@op("heaviside", elementwise=True)
 def _heaviside(xp, x, values):
     return xp.where(x == 0, values, (x > 0).astype(x.dtype)).astype(x.dtype)
 
@@ -391,12 +393,12 @@ def _c_gcd(xp, a, b):
         a, b = xp.where(live, xp.fmod(b, xp.where(live, a, 1)), 0), xp.where(live, a, b)
 
 
-@op("gcd", differentiable=False)
+@op("gcd", differentiable=False, elementwise=True)
 def _gcd(xp, a, b):
     return _c_gcd(xp, a, b)
 
 
-@op("lcm", differentiable=False)
+@op("lcm", differentiable=False, elementwise=True)
 def _lcm(xp, a, b):
     # torch's calc_lcm: abs(a / gcd * b) in C's int (8- and 16-bit types promote to it) or
     # the dtype, wrapping on overflow, then cast back (NumPy's lcm takes |a| and |b| first:

@@ -25,6 +25,7 @@ import types
 from ..autograd import interpreter as _interpreter
 from ..autograd.node import NodeName
 from .kernel_wrappers import wrapped
+from .result_layout import torch_layout
 
 REGISTRY: dict[str, Op] = {}
 _SAVE = {None: 0, "inputs": 1, "outputs": 2, "inputs outputs": 3, "all": 3, "attrs": 4}
@@ -66,11 +67,14 @@ class Op:
 
     def __init__(self, name, kernel, save=None, n_out=1, differentiable=True, is_view=False,
                  complex=False, jvp=None, grad_reads=None, create_graph_reads=(),
-                 contiguous=False):
+                 contiguous=False, elementwise=False):
         if name in REGISTRY:
             raise ValueError(f"op {name!r} is registered twice")
+        if contiguous and elementwise:
+            raise ValueError(f"op {name!r}: contiguous and elementwise layouts exclude each other")
         self.name = name
-        self.kernel = _c_contiguous_output(kernel) if contiguous else kernel
+        self.kernel = (_c_contiguous_output(kernel) if contiguous else
+                       _torch_layout_output(kernel) if elementwise else kernel)
         self.backward = None
         self.save, self.saved_inputs = _saved_inputs(save, grad_reads)
         self.n_out = n_out
@@ -128,7 +132,7 @@ _JVP_KINDS = (None, "linear", "multilinear", "diagonal")
 
 
 def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=False, jvp=None,
-       grad_reads=None, create_graph_reads=(), contiguous=False):
+       grad_reads=None, create_graph_reads=(), contiguous=False, elementwise=False):
     """Decorator: register a kernel as op `name`. Follow with `@<op>.grad` for its rule,
     or pass differentiable=False for ops with no gradient (comparisons, argmax).
 
@@ -141,10 +145,12 @@ def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=Fal
     saved inputs each input's gradient reads (see _saved_inputs); `create_graph_reads`: the
     saved inputs the rule reads only under create_graph. `contiguous=True`: the output is
     made C-contiguous, as torch allocates a reduction's, a scan's or softmax's (NumPy keeps a
-    strided input's layout there, and a later `.view()` torch runs would raise)."""
+    strided input's layout there, and a later `.view()` torch runs would raise).
+    `elementwise=True` (an elementwise op of several tensors): a result of strided inputs is
+    laid out as torch's iterator lays it out (ops/result_layout.py), not as NumPy's."""
     def register(kernel):
         return Op(name, kernel, save, n_out, differentiable, is_view, complex, jvp, grad_reads,
-                  create_graph_reads, contiguous)
+                  create_graph_reads, contiguous, elementwise)
     return register
 
 
@@ -157,3 +163,15 @@ def _c_contiguous_output(kernel):
                            "xp.ascontiguousarray(o) for o in _out)\n"
                            "    return _out if _out.flags.c_contiguous else "
                            "xp.ascontiguousarray(_out)\n")
+
+
+def _torch_layout_output(kernel):
+    """`kernel`, its result laid out as torch's iterator lays out an elementwise result where
+    some input is not C-contiguous (ops/result_layout.py); with the kernel's parameters."""
+    return wrapped(kernel, "    _out = kernel({call})\n"
+                           "    if {all_c}:\n"
+                           "        return _out\n"
+                           "    if type(_out) is tuple:\n"
+                           "        return tuple(torch_layout(xp, o, {arrays}) for o in _out)\n"
+                           "    return torch_layout(xp, _out, {arrays})\n",
+                   torch_layout=torch_layout)

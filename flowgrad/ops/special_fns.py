@@ -166,12 +166,12 @@ def _not_implemented(what):
                               f"pass that argument as a tensor that does not require grad")
 
 
-@op("igamma", save="inputs")
+@op("igamma", save="inputs", elementwise=True)
 def _igamma(xp, a, x):
     return scipy_call(xp, "gammainc", a, x)
 
 
-@op("igammac", save="inputs")
+@op("igammac", save="inputs", elementwise=True)
 def _igammac(xp, a, x):
     return scipy_call(xp, "gammaincc", a, x)
 
@@ -416,7 +416,7 @@ def i0(input):
 
 
 # ---- xlog1py, zeta, sinc, entr ---------------------------------------------------------------
-@op("xlog1py", jvp="diagonal", save="inputs")
+@op("xlog1py", jvp="diagonal", save="inputs", elementwise=True)
 def _xlog1py(xp, x, y):
     if x.dtype in HALF:  # torch's x * log1p(y) in x's dtype: log1p rounded, then the product
         with xp.errstate(divide="ignore", invalid="ignore"):
@@ -435,7 +435,7 @@ def xlog1py_backward(ctx, dy):
     return dx, (_grad_mul(dy, x / (y + 1.0)) if need[1] else None)
 
 
-@op("zeta", save="inputs")
+@op("zeta", save="inputs", elementwise=True)
 def _zeta(xp, x, q):
     return scipy_call(xp, "zeta", x, q)
 

@@ -1,0 +1,142 @@
+"""The memory layout of an elementwise result of several strided tensors is torch's: torch's
+TensorIterator takes the dim order of the first operand that decides it, NumPy's ufuncs let
+the C order win where operands disagree (flowgrad/ops/result_layout.py). The layout decides
+what a later flatten()/reshape() shares with the result and whether view() raises, so a
+different one is a different value after an in-place write (program_fuzz seed 6003237).
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+import flowgrad as flow
+
+LAYOUTS = {  # name: (build from module m and dtype dt)
+    "c34": lambda m, dt: m.arange(12, dtype=dt).reshape(3, 4) + 1,
+    "t34": lambda m, dt: (m.arange(12, dtype=dt).reshape(4, 3) + 1).t(),
+    "s34": lambda m, dt: (m.arange(24, dtype=dt).reshape(3, 8) + 1)[:, ::2],
+    "st34": lambda m, dt: (m.arange(24, dtype=dt).reshape(8, 3) + 1)[::2].t(),
+    "c31": lambda m, dt: m.arange(3, dtype=dt).reshape(3, 1) + 1,
+    "c4": lambda m, dt: m.arange(4, dtype=dt) + 1,
+    "e34": lambda m, dt: (m.arange(4, dtype=dt) + 1).expand(3, 4),
+    "p234a": lambda m, dt: (m.arange(24, dtype=dt).reshape(4, 2, 3) + 1).permute(1, 2, 0),
+    "p234b": lambda m, dt: (m.arange(24, dtype=dt).reshape(3, 4, 2) + 1).permute(2, 0, 1),
+    "c234": lambda m, dt: m.arange(24, dtype=dt).reshape(2, 3, 4) + 1,
+    "c131": lambda m, dt: m.arange(3, dtype=dt).reshape(1, 3, 1) + 1,
+    "z0d": lambda m, dt: m.tensor(2, dtype=dt),
+}
+PAIRS = [("t34", "c34"), ("c34", "t34"), ("s34", "t34"), ("t34", "s34"), ("st34", "c34"),
+         ("c31", "t34"), ("c4", "t34"), ("e34", "t34"), ("t34", "e34"), ("p234a", "p234b"),
+         ("p234b", "p234a"), ("c234", "p234a"), ("p234a", "c234"), ("c131", "p234b"),
+         ("z0d", "t34"), ("st34", "st34")]
+
+OPS = {
+    "add": lambda m, a, b: a + b, "sub": lambda m, a, b: a - b, "mul": lambda m, a, b: a * b,
+    "div": lambda m, a, b: a / b, "pow": lambda m, a, b: a ** b,
+    "add_alpha": lambda m, a, b: m.add(a, b, alpha=2),
+    "maximum": lambda m, a, b: m.maximum(a, b), "fmin": lambda m, a, b: m.fmin(a, b),
+    "lt": lambda m, a, b: a < b, "logical_xor": lambda m, a, b: m.logical_xor(a, b),
+    "isclose": lambda m, a, b: m.isclose(a, b), "atan2": lambda m, a, b: m.atan2(a, b),
+    "hypot": lambda m, a, b: m.hypot(a, b), "fmod": lambda m, a, b: m.fmod(a, b),
+    "remainder": lambda m, a, b: m.remainder(a, b), "xlogy": lambda m, a, b: m.xlogy(a, b),
+    "copysign": lambda m, a, b: m.copysign(a, b), "nextafter": lambda m, a, b: m.nextafter(a, b),
+    "heaviside": lambda m, a, b: m.heaviside(a, b), "logaddexp": lambda m, a, b: m.logaddexp(a, b),
+    "float_power": lambda m, a, b: m.float_power(a, b),
+    "div_floor": lambda m, a, b: m.div(a, b, rounding_mode="floor"),
+    "where": lambda m, a, b: m.where(b > 5, a, b), "clamp": lambda m, a, b: m.clamp(a, min=b),
+    "addcmul": lambda m, a, b: m.addcmul(a, b, b), "lerp": lambda m, a, b: m.lerp(a, b, 0.3),
+    "gcd": lambda m, a, b: m.gcd(a.long(), b.long()), "igamma": lambda m, a, b: m.igamma(a, b),
+    "complex": lambda m, a, b: m.complex(a, b), "mixed_dtypes": lambda m, a, b: a.float() + b,
+    "xlog1py": lambda m, a, b: m.special.xlog1py(a, b),
+    "hermite": lambda m, a, b: m.special.hermite_polynomial_h(a, b),
+    "bce": lambda m, a, b: m.nn.functional.binary_cross_entropy(a / 30, b / 30, reduction="none"),
+    "rpow": lambda m, a, b: 2.0 ** (a + b),
+}
+
+
+def _order(t):
+    """The strides of the dims of size > 1: what decides how memory is traversed."""
+    return tuple(s for s, n in zip(t.stride(), t.shape) if n != 1)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_elementwise_result_is_laid_out_as_torch(name):
+    fn, found = OPS[name], []
+    for first, second in PAIRS:
+        if name == "bce" and LAYOUTS[first](torch, None).shape != LAYOUTS[second](
+                torch, None).shape:
+            continue  # (torch: target and input sizes must match)
+        expected = fn(torch, LAYOUTS[first](torch, torch.float64),
+                      LAYOUTS[second](torch, torch.float64))
+        actual = fn(flow, LAYOUTS[first](flow, flow.float64), LAYOUTS[second](flow, flow.float64))
+        if _order(actual) != _order(expected):
+            found.append(f"{first}, {second}: torch {expected.stride()}, "
+                         f"flowgrad {actual.stride()}")
+    assert not found, "\n".join(found)
+
+
+def _random_operand(rng, shape):
+    """A strided tensor recipe broadcastable to `shape`: a permuted, sliced or expanded view."""
+    dims = list(range(len(shape)))
+    kind = rng.choice(["contiguous", "permuted", "sliced", "broadcast", "expanded"])
+    if kind == "broadcast":
+        sizes = [n if rng.random() < 0.5 else 1 for n in shape][rng.randrange(len(shape)):]
+        return lambda m: m.randn(*sizes, dtype=m.float64) if sizes else m.tensor(1.5)
+    if kind == "expanded":
+        sizes = [n if rng.random() < 0.5 else 1 for n in shape]
+        return lambda m: m.randn(*sizes, dtype=m.float64).expand(*shape)
+    perm = dims[:]
+    rng.shuffle(perm)
+    step = 2 if kind == "sliced" else 1
+    stored = [shape[d] for d in perm]
+    stored[-1] *= step
+    inverse = [perm.index(d) for d in dims]
+    if kind == "contiguous":
+        return lambda m: m.randn(*shape, dtype=m.float64)
+    return lambda m: m.randn(*stored, dtype=m.float64)[..., ::step].permute(*inverse)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_layouts_follow_torch(seed):
+    """Random shapes, permutations, slices and broadcasts of two or three operands: the
+    result of add and where is laid out as torch's, and flatten() shares memory with it
+    exactly when torch's does."""
+    rng = random.Random(seed)
+    for _ in range(40):
+        shape = [rng.randint(1, 4) for _ in range(rng.randint(2, 4))]
+        recipes = [_random_operand(rng, shape) for _ in range(3)]
+        torch.manual_seed(seed)
+        a, b, c = (r(torch) for r in recipes)
+        flow.manual_seed(seed)
+        fa, fb, fc = (r(flow) for r in recipes)
+        for expected, actual in ((a + b, fa + fb), (torch.where(c > 0, a, b),
+                                                    flow.where(fc > 0, fa, fb))):
+            assert _order(actual) == _order(expected), (shape, a.stride(), b.stride(),
+                                                        c.stride())
+            assert actual.is_contiguous() == expected.is_contiguous()
+
+
+def test_flatten_of_a_permuted_difference_is_a_copy_as_torch():
+    """program_fuzz seed 6003237: torch's x.permute(1, 0) - y keeps x's column-major order, so
+    flatten() copies and a later write into the difference does not reach the flattened
+    tensor; flowgrad's row-major difference gave a view that saw the write."""
+    def run(m):
+        x = m.arange(6.0).reshape(2, 3)
+        z = x.permute(1, 0) - m.ones(3, 2)
+        flat = z.flatten()
+        z.add_(100)
+        return flat, z.is_contiguous()
+    (expected, expected_contiguous), (actual, actual_contiguous) = run(torch), run(flow)
+    assert actual.tolist() == expected.tolist()
+    assert actual_contiguous == expected_contiguous is False
+
+
+def test_view_of_a_column_major_result_raises_as_torch():
+    x = torch.arange(6.0).reshape(3, 2).t()
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        (x * torch.ones(2, 3)).view(6)
+    fx = flow.arange(6.0).reshape(3, 2).t()
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        (fx * flow.ones(2, 3)).view(6)
