@@ -140,3 +140,35 @@ def test_view_of_a_column_major_result_raises_as_torch():
     fx = flow.arange(6.0).reshape(3, 2).t()
     with pytest.raises(RuntimeError, match="view size is not compatible"):
         (fx * flow.ones(2, 3)).view(6)
+
+
+ONE_TENSOR_LAYOUTS = ("t34", "st34", "p234a", "e34", "s34")
+ONE_TENSOR_OPS = {  # kernels that are not one NumPy ufunc, and torch's C-ordered results
+    "erf": lambda m, x: m.erf(x), "erfc": lambda m, x: m.erfc(x),
+    "erfinv": lambda m, x: m.erfinv(x / 30), "polygamma": lambda m, x: m.polygamma(1, x),
+    "i0": lambda m, x: m.i0(x), "square": lambda m, x: x ** 2, "pow": lambda m, x: x ** 2.5,
+    "silu": lambda m, x: m.nn.functional.silu(x), "mish": lambda m, x: m.nn.functional.mish(x),
+    "gelu": lambda m, x: m.nn.functional.gelu(x), "sin": lambda m, x: m.sin(x),
+    "logsigmoid": lambda m, x: m.nn.functional.logsigmoid(x),
+    "rrelu_eval": lambda m, x: m.nn.functional.rrelu(x, training=False),
+    "clone": lambda m, x: x.clone(), "zeros_like": lambda m, x: m.zeros_like(x),
+}
+
+
+@pytest.mark.parametrize("name", ONE_TENSOR_OPS)
+def test_one_tensor_result_is_laid_out_as_torch(name):
+    fn, found = ONE_TENSOR_OPS[name], []
+    for layout in ONE_TENSOR_LAYOUTS:
+        expected = fn(torch, LAYOUTS[layout](torch, torch.float64))
+        actual = fn(flow, LAYOUTS[layout](flow, flow.float64))
+        if _order(actual) != _order(expected):
+            found.append(f"{layout}: torch {expected.stride()}, flowgrad {actual.stride()}")
+    assert not found, "\n".join(found)
+
+
+def test_conj_physical_of_a_real_tensor_is_the_tensor_itself():
+    """torch returns a real input itself (a write into the result reaches it); flowgrad
+    copied."""
+    for m in (torch, flow):
+        x = m.arange(3.0, requires_grad=True) * 2
+        assert m.conj_physical(x) is x

@@ -155,8 +155,9 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *,
     _check_kernel_dtype(input, "leaky_relu_cpu")  # (torch's rrelu runs leaky_relu's kernel)
     lower = checked_number("rrelu", lower, opmath(input._data.dtype), "lower")
     upper = checked_number("rrelu", upper, opmath(input._data.dtype), "upper")
-    if not training:
-        return leaky_relu(input, (lower + upper) / 2, inplace)
+    if not training:  # (torch's result is C-ordered: its output is allocated so)
+        out = leaky_relu(input, (lower + upper) / 2, inplace)
+        return out if inplace or out._data.flags.c_contiguous else out.contiguous()
 
     gen = resolve(generator)
     if inplace:
@@ -404,7 +405,8 @@ def _sigmoid_of(xp, x):
 
 # silu and mish: one op each with a one-pass rule (torch's formulas), so an inf upstream
 # gradient gives +-inf, not the nan of 0 * inf that the composed rules gave
-@op("silu", jvp="diagonal", save="inputs", complex=True)  # (complex: forward only, as torch)
+@op("silu", jvp="diagonal", save="inputs", complex=True,
+    elementwise=True)  # (complex: forward only, as torch)
 @in_float32  # half precision: computed in float32 and rounded once, as torch
 def _silu(xp, x):
     s = _sigmoid_of(xp, _as_float(xp, x))
@@ -453,7 +455,7 @@ def silu(input, inplace=False):
     return _silu(input)
 
 
-@op("mish", jvp="diagonal", save="inputs")
+@op("mish", jvp="diagonal", save="inputs", elementwise=True)
 @in_float32  # half precision: computed in float32 and rounded once, as torch
 def _mish(xp, x):
     xf = _as_float(xp, x)
@@ -614,7 +616,7 @@ def glu(input, dim=-1):
 
 # log(1 / (1 + exp(-x))), no overflow
 _logsigmoid = unary("logsigmoid", lambda xp, x: -xp.logaddexp(xp.zeros((), x.dtype), -x),
-                    d_of_x=lambda x: sigmoid(-x))
+                    d_of_x=lambda x: sigmoid(-x), contiguous=True)  # (torch's is C-ordered)
 
 
 def logsigmoid(input):

@@ -85,13 +85,13 @@ def conj(input):
 
 
 def conj_physical(input):
-    """The complex conjugate as a new tensor (a copy for real tensors).
+    """The complex conjugate as a new tensor; a real tensor itself, as torch's.
 
     >>> import flowgrad as flow
     >>> flow.conj_physical(flow.tensor([1 - 1j]))
     tensor([1.+1.j])
     """
-    return _conj_physical(input) if input._data.dtype.kind == "c" else input.clone()
+    return _conj_physical(input) if input._data.dtype.kind == "c" else input
 
 
 def adjoint(input):

@@ -257,7 +257,7 @@ def _rounded_power(xp, a, b):
     return a ** b
 
 
-@op("scalar_pow", jvp="diagonal", save="inputs", complex=True)
+@op("scalar_pow", jvp="diagonal", save="inputs", complex=True, elementwise=True)
 def _scalar_pow(xp, x, *, exponent):
     if x.dtype in HALF:  # the exponent rounded to x's dtype, as torch's
         e = _rounded(x, exponent)

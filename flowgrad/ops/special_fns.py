@@ -99,7 +99,7 @@ def _polygamma_reflected(xp, x, n):
     return xp.where((r == 0) | xp.isinf(x), (-1) ** (n + 1) * xp.inf, out)
 
 
-@op("polygamma", jvp="diagonal", save="inputs")
+@op("polygamma", jvp="diagonal", save="inputs", elementwise=True)
 def _polygamma(xp, x, *, n):
     if n == 0:
         return scipy_call(xp, "psi", x)
@@ -325,7 +325,7 @@ _log_ndtr = unary("log_ndtr", _log_ndtr_kernel, d_of_xy=_log_ndtr_derivative)
 
 
 # ---- modified Bessel functions of the first kind (torch.i0, torch.special.i0e/i1/i1e) --------
-_i0 = unary("i0", _scipy("i0"), d_of_x=lambda x: _i1(x))
+_i0 = unary("i0", _scipy("i0"), d_of_x=lambda x: _i1(x), elementwise=True)
 
 
 # For |x| >= _IE_LARGE the e-scaled derivatives i0e' = i1e - sgn(x) i0e and
