@@ -13,7 +13,8 @@ gradients are compared as opinfo_vs_torch.run_sample does; for elementwise ops
 (ELEMENTWISE) the output's strides too, which torch keeps from the input.
 
 Run as a script for a report: .venv/bin/python tests/opinfo_layouts.py [name ...]
-(`--layout=transposed`: one layout; `--strides`: elementwise ops' output strides too;
+(`--layout=transposed`: one layout; `--strides`: elementwise ops' output strides too,
+`--strides=all`: every op's outputs' dim order (the strides of dims of size > 1);
 `--shard=i/n`)
 """
 from __future__ import annotations
@@ -150,9 +151,16 @@ def strided_conversion():
 ELEMENTWISE = (UnaryUfuncInfo, BinaryUfuncInfo)
 
 
-def output_strides(info, fn, sample):
-    """For an elementwise op: a message where flowgrad's output strides are not torch's."""
-    if not isinstance(info, ELEMENTWISE) or not isinstance(sample.input, torch.Tensor):
+def _dim_order(t):
+    return tuple(s for s, n in zip(t.stride(), t.shape) if n != 1)
+
+
+def output_strides(info, fn, sample, all_ops=False):
+    """For an elementwise op: a message where flowgrad's output strides are not torch's.
+    `all_ops`: for any op, where the dim order of an output (the strides of its dims of size
+    > 1, what a later view()/flatten() depends on) is not torch's."""
+    if not isinstance(sample.input, torch.Tensor) or not (
+            all_ops or isinstance(info, ELEMENTWISE)):
         return None
     convert = StridedConverter()
     try:
@@ -163,6 +171,13 @@ def output_strides(info, fn, sample):
             actual = fn(f_input, *f_args, **f_kwargs)
     except Exception:  # noqa: BLE001 - raises are run_sample's to compare
         return None
+    if all_ops:
+        pairs = zip(*(r if isinstance(r, (tuple, list)) else (r,) for r in (expected, actual)))
+        return next((f"output {i} dim order: torch strides {tuple(e.stride())}, flowgrad "
+                     f"{tuple(a.stride())} (input {tuple(sample.input.stride())})"
+                     for i, (e, a) in enumerate(pairs) if isinstance(e, torch.Tensor) and
+                     isinstance(a, flow.Tensor) and not e.is_sparse and e.numel() > 1 and
+                     e.shape == tuple(a.shape) and _dim_order(e) != _dim_order(a)), None)
     if not isinstance(expected, torch.Tensor) or not isinstance(actual, flow.Tensor):
         return None
     if expected.numel() <= 1 or tuple(expected.stride()) == tuple(actual.stride()):
@@ -191,7 +206,7 @@ def probe(info, dtypes=DTYPES, layouts=LAYOUTS, first_only=False, strides=False)
                         message = run_sample(info, fn, moved, check_grad=dtype in (
                             torch.float64, torch.complex128), values=info.name not in RANDOM)
                     if not message and strides:
-                        message = output_strides(info, fn, moved)
+                        message = output_strides(info, fn, moved, all_ops=strides == "all")
                 except LayoutMismatch as error:
                     message = str(error)
                 if message:
@@ -200,9 +215,10 @@ def probe(info, dtypes=DTYPES, layouts=LAYOUTS, first_only=False, strides=False)
 
 
 def main(names):
-    strides = "--strides" in names
-    if strides:
-        names.remove("--strides")
+    strides = "--strides" in names or "--strides=all" in names and "all"
+    for flag in ("--strides", "--strides=all"):
+        if flag in names:
+            names.remove(flag)
     layouts = LAYOUTS
     for arg in list(names):
         if arg.startswith("--layout="):

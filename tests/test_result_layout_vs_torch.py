@@ -172,3 +172,16 @@ def test_conj_physical_of_a_real_tensor_is_the_tensor_itself():
     for m in (torch, flow):
         x = m.arange(3.0, requires_grad=True) * 2
         assert m.conj_physical(x) is x
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: x.scatter_add(0, m.zeros(2, 4, dtype=m.int64), m.ones(2, 4, dtype=m.float64)),
+    lambda m, x: x.masked_scatter(x.t().t() > 5, m.zeros(12, dtype=m.float64)),
+])
+def test_scatters_into_a_contiguous_copy_as_torch(call):
+    """torch's out-of-place scatter_add and masked_scatter write into a contiguous clone of a
+    transposed input; composed of add and where, flowgrad's took the input's order."""
+    expected = call(torch, LAYOUTS["t34"](torch, torch.float64))
+    actual = call(flow, LAYOUTS["t34"](flow, flow.float64))
+    assert _order(actual) == _order(expected)
+    assert actual.tolist() == expected.tolist()

@@ -157,7 +157,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *,
     upper = checked_number("rrelu", upper, opmath(input._data.dtype), "upper")
     if not training:  # (torch's result is C-ordered: its output is allocated so)
         out = leaky_relu(input, (lower + upper) / 2, inplace)
-        return out if inplace or out._data.flags.c_contiguous else out.contiguous()
+        return out if inplace else out.contiguous()
 
     gen = resolve(generator)
     if inplace:

@@ -410,7 +410,8 @@ def scatter_add(input, dim, index, src):
         raise TypeError(f"scatter_add(): argument 'src' must be Tensor, not "
                         f"{type(src).__name__}")
     flat, s = _scatter_args(input, dim, index, src, "scatter_add")
-    return input + _put_flat(s, flat, shape=input._data.shape, accumulate=True)
+    # (the C-ordered sum first: the result's layout is its, as torch's contiguous clone)
+    return _put_flat(s, flat, shape=input._data.shape, accumulate=True) + input
 
 
 @tensor_method()
@@ -616,7 +617,9 @@ def masked_scatter(input, mask, source):
                            f"in mask ({source._data.size} < {k})")
     vals = source.reshape(-1)[:k]  # the leading k elements, in order
     written = _put_flat(vals, flat, shape=shape, accumulate=False)
-    return where(mask if tuple(mask.shape) == shape else mask.expand(shape), written, input)
+    # (C-ordered as torch's, which writes into a contiguous clone of input)
+    return where(mask if tuple(mask.shape) == shape else mask.expand(shape), written,
+                 input).contiguous()
 
 
 @tensor_method()
