@@ -185,3 +185,45 @@ def test_scatters_into_a_contiguous_copy_as_torch(call):
     actual = call(flow, LAYOUTS["t34"](flow, flow.float64))
     assert _order(actual) == _order(expected)
     assert actual.tolist() == expected.tolist()
+
+
+def _spd(m):
+    a = m.arange(16.0, dtype=m.float64).reshape(4, 4).sin()
+    return a @ a.mT + 4 * m.eye(4, dtype=m.float64)
+
+
+LINALG = {  # torch's LAPACK-backed results are column-major in their last two dims
+    "inv": lambda m: m.linalg.inv(_spd(m)),
+    "inv_batched": lambda m: m.linalg.inv(_spd(m).expand(2, 4, 4)),
+    "cholesky": lambda m: m.linalg.cholesky(_spd(m)),
+    "qr": lambda m: m.linalg.qr(_spd(m)[:, :3]),
+    "solve": lambda m: m.linalg.solve(_spd(m), m.ones(4, 3, dtype=m.float64)),
+    "lu_factor": lambda m: m.linalg.lu_factor(_spd(m)),
+    "lu": lambda m: m.linalg.lu(_spd(m)),
+    "eigh": lambda m: m.linalg.eigh(_spd(m)),
+    "svd": lambda m: m.linalg.svd(_spd(m)[:, :3]),
+    "solve_triangular": lambda m: m.linalg.solve_triangular(
+        m.linalg.cholesky(_spd(m)), m.ones(4, 3, dtype=m.float64), upper=False),
+    "cholesky_inverse": lambda m: m.cholesky_inverse(m.linalg.cholesky(_spd(m))),
+    "geqrf": lambda m: m.geqrf(_spd(m)),
+    "ldl_factor": lambda m: m.linalg.ldl_factor(_spd(m)),
+}
+
+
+@pytest.mark.parametrize("name", LINALG)
+def test_linalg_results_are_column_major_as_torch(name):
+    expected, actual = LINALG[name](torch), LINALG[name](flow)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    actual = actual if isinstance(actual, tuple) else (actual,)
+    assert [_order(a) for a in actual] == [_order(e) for e in expected]
+
+
+def test_reshape_of_a_q_factor_is_a_copy_as_torch():
+    """torch's Q is column-major, so Q.reshape(-1) copies and a later write into Q does not
+    reach it; flowgrad's row-major Q gave a view that saw the write."""
+    def run(m):
+        q = m.linalg.qr(_spd(m))[0]
+        flat = q.reshape(-1)
+        q.mul_(0)
+        return flat
+    assert flow.allclose(run(flow), flow.tensor(run(torch).numpy()))

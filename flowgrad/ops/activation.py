@@ -406,7 +406,7 @@ def _sigmoid_of(xp, x):
 # silu and mish: one op each with a one-pass rule (torch's formulas), so an inf upstream
 # gradient gives +-inf, not the nan of 0 * inf that the composed rules gave
 @op("silu", jvp="diagonal", save="inputs", complex=True,
-    elementwise=True)  # (complex: forward only, as torch)
+    layout="elementwise")  # (complex: forward only, as torch)
 @in_float32  # half precision: computed in float32 and rounded once, as torch
 def _silu(xp, x):
     s = _sigmoid_of(xp, _as_float(xp, x))
@@ -455,7 +455,7 @@ def silu(input, inplace=False):
     return _silu(input)
 
 
-@op("mish", jvp="diagonal", save="inputs", elementwise=True)
+@op("mish", jvp="diagonal", save="inputs", layout="elementwise")
 @in_float32  # half precision: computed in float32 and rounded once, as torch
 def _mish(xp, x):
     xf = _as_float(xp, x)
@@ -616,7 +616,7 @@ def glu(input, dim=-1):
 
 # log(1 / (1 + exp(-x))), no overflow
 _logsigmoid = unary("logsigmoid", lambda xp, x: -xp.logaddexp(xp.zeros((), x.dtype), -x),
-                    d_of_x=lambda x: sigmoid(-x), contiguous=True)  # (torch's is C-ordered)
+                    d_of_x=lambda x: sigmoid(-x), layout="contiguous")  # (torch's is C-ordered)
 
 
 def logsigmoid(input):

@@ -103,7 +103,7 @@ def promoted(t, dtype):
 
 # ---- comparisons and logic (no gradient) -----------------------------------------------------
 def _compare(name, fn):
-    k = op(name, differentiable=False, elementwise=True)(fn)
+    k = op(name, differentiable=False, layout="elementwise")(fn)
 
     def compare(input, other):
         if not isinstance(other, Tensor) or other._data.dtype is not input._data.dtype:
@@ -244,7 +244,7 @@ def isclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
 
 
 # an op: a graph compiles it rather than freezing it; complex: |a - b| is the modulus, as torch
-@op("isclose", differentiable=False, complex=True, elementwise=True)
+@op("isclose", differentiable=False, complex=True, layout="elementwise")
 def _isclose(xp, a, b, *, rtol, atol, equal_nan):
     return xp.isclose(a, b, rtol, atol, equal_nan)
 

@@ -151,7 +151,7 @@ def imag(input):
 
 
 # ---- complex from parts ------------------------------------------------------------------------
-@op("complex", complex=True, elementwise=True)
+@op("complex", complex=True, layout="elementwise")
 def _complex(xp, re, im):
     out = xp.empty(xp.broadcast_shapes(re.shape, im.shape),
                    xp.complex128 if re.dtype == xp.float64 else xp.complex64)

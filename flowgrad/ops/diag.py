@@ -20,7 +20,7 @@ __all__ = ["tril", "triu", "diagonal", "diag_embed", "diag", "trace", "diagflat"
 
 
 # ---- triangles ------------------------------------------------------------------------------
-@op("tril", jvp="linear", contiguous=True)
+@op("tril", jvp="linear", layout="contiguous")
 def _tril(xp, x, *, diagonal):
     return xp.tril(x, diagonal)
 
@@ -30,7 +30,7 @@ def tril_backward(ctx, dy):
     return _tril(dy, diagonal=ctx.diagonal)
 
 
-@op("triu", jvp="linear", contiguous=True)
+@op("triu", jvp="linear", layout="contiguous")
 def _triu(xp, x, *, diagonal):
     return xp.triu(x, diagonal)
 

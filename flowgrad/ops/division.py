@@ -29,7 +29,7 @@ def _check_int_zero(a, b, name):
             raise RuntimeError(f"ZeroDivisionError: {name} of integer tensors by zero")
 
 
-@op("div_rounded", jvp="diagonal", elementwise=True)
+@op("div_rounded", jvp="diagonal", layout="elementwise")
 def _div_rounded(xp, a, b, *, mode):
     if a.dtype.kind in "iub":
         q = a // b

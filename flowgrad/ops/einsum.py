@@ -43,7 +43,7 @@ def _path(eq, arrays):
     return path
 
 
-@op("einsum", jvp="multilinear", save="inputs for others", complex=True, contiguous=True)
+@op("einsum", jvp="multilinear", save="inputs for others", complex=True, layout="contiguous")
 @in_float32
 def _einsum(xp, *arrays, eq):
     if len(arrays) == 1:

@@ -68,7 +68,7 @@ __all__ = [
 
 
 # ---- arithmetic: tensor (op) tensor -------------------------------------------------------
-@op("add", jvp="linear", complex=True, elementwise=True)
+@op("add", jvp="linear", complex=True, layout="elementwise")
 def _add(xp, a, b):
     return a + b
 
@@ -78,7 +78,7 @@ def add_backward(ctx, dy):
     return dy, dy
 
 
-@op("sub", jvp="linear", complex=True, elementwise=True)
+@op("sub", jvp="linear", complex=True, layout="elementwise")
 def _sub(xp, a, b):
     return a - b
 
@@ -89,7 +89,7 @@ def sub_backward(ctx, dy):
 
 
 @op("mul", jvp="multilinear", save="inputs for others", complex=True,
-    elementwise=True)
+    layout="elementwise")
 def _mul(xp, a, b):
     return a * b
 
@@ -119,7 +119,8 @@ def scaled_product_backward(ctx, dy):
             _scaled_product(a, b, dy, scale=scale) if need[2] else None)
 
 
-@op("div", jvp="diagonal", save="inputs", complex=True, grad_reads=((1,), (0, 1)), elementwise=True)
+@op("div", jvp="diagonal", save="inputs", complex=True, grad_reads=((1,), (0, 1)),
+    layout="elementwise")
 def _div(xp, a, b):
     return a / b
 
@@ -132,7 +133,7 @@ def div_backward(ctx, dy):
     return da, (-_grad_div(da * conj(a), b) if ctx.needs_input_grad[1] else None)
 
 
-@op("pow", jvp="diagonal", save="inputs outputs", complex=True, elementwise=True)
+@op("pow", jvp="diagonal", save="inputs outputs", complex=True, layout="elementwise")
 def _pow(xp, a, b):
     if b.dtype.kind in "iu" and (b < 0).any():
         # torch truncates integer a ** -n = 1 / a ** n: 0 unless |a| == 1 (NumPy raises)
@@ -257,7 +258,7 @@ def _rounded_power(xp, a, b):
     return a ** b
 
 
-@op("scalar_pow", jvp="diagonal", save="inputs", complex=True, elementwise=True)
+@op("scalar_pow", jvp="diagonal", save="inputs", complex=True, layout="elementwise")
 def _scalar_pow(xp, x, *, exponent):
     if x.dtype in HALF:  # the exponent rounded to x's dtype, as torch's
         e = _rounded(x, exponent)
@@ -315,7 +316,7 @@ def scalar_pow_backward(ctx, dy):
     return _grad_mul(dy, (x ** (e - 1)) * e)  # x ** -0.5 at 0: inf, masked where dy == 0
 
 
-@op("scalar_rpow", jvp="diagonal", save="outputs", complex=True, contiguous=True)
+@op("scalar_rpow", jvp="diagonal", save="outputs", complex=True, layout="contiguous")
 def _scalar_rpow(xp, x, *, base):
     if x.dtype in HALF:  # the base rounded to x's dtype, as torch's
         return _same(x, xp.float32(_rounded(x, base)) ** x.astype(xp.float32))

@@ -90,7 +90,7 @@ def _floor_divide(input, other, what):
 
 
 # d/da is 1: only b's gradient reads the inputs
-@op("remainder", jvp="diagonal", save="inputs", grad_reads=((), (0, 1)), elementwise=True)
+@op("remainder", jvp="diagonal", save="inputs", grad_reads=((), (0, 1)), layout="elementwise")
 def _remainder(xp, a, b):
     with xp.errstate(divide="ignore", invalid="ignore"):
         r = xp.remainder(a, b)
@@ -108,7 +108,7 @@ def remainder_backward(ctx, dy):
     return dy, db
 
 
-@op("fmod", jvp="diagonal", save="inputs", grad_reads=((), (0, 1)), elementwise=True)
+@op("fmod", jvp="diagonal", save="inputs", grad_reads=((), (0, 1)), layout="elementwise")
 def _fmod(xp, a, b):
     with xp.errstate(divide="ignore", invalid="ignore"):
         return xp.fmod(a, b)
@@ -140,7 +140,7 @@ def fmod(input, other):
 
 
 # ---- atan2, hypot, xlogy ---------------------------------------------------------------------
-@op("atan2", jvp="diagonal", save="inputs", elementwise=True)
+@op("atan2", jvp="diagonal", save="inputs", layout="elementwise")
 def _atan2(xp, a, b):
     return xp.arctan2(a, b)
 
@@ -158,7 +158,7 @@ def atan2_backward(ctx, dy):
                  for n, r in zip(need, (g * b, -g * a)))
 
 
-@op("hypot", jvp="diagonal", save="inputs outputs", grad_reads=((0,), (1,)), elementwise=True)
+@op("hypot", jvp="diagonal", save="inputs outputs", grad_reads=((0,), (1,)), layout="elementwise")
 def _hypot(xp, a, b):
     return xp.hypot(a, b)
 
@@ -172,7 +172,7 @@ def hypot_backward(ctx, dy):
                                                          else None)
 
 
-@op("xlogy", jvp="diagonal", save="inputs", elementwise=True)
+@op("xlogy", jvp="diagonal", save="inputs", layout="elementwise")
 def _xlogy(xp, x, y):
     with xp.errstate(divide="ignore", invalid="ignore"):
         r = x * xp.log(y)
@@ -341,7 +341,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 
 
 # ---- fmax / fmin: nan-ignoring maximum / minimum ---------------------------------------
-@op("fmax", jvp="diagonal", save="inputs", elementwise=True)
+@op("fmax", jvp="diagonal", save="inputs", layout="elementwise")
 def _fmax(xp, a, b):
     return xp.fmax(a, b)
 
@@ -352,7 +352,7 @@ def fmax_backward(ctx, dy):
     return _pick_grad(dy, (a >= b) | isnan(b))  # torch: ties go to the first input
 
 
-@op("fmin", jvp="diagonal", save="inputs", elementwise=True)
+@op("fmin", jvp="diagonal", save="inputs", layout="elementwise")
 def _fmin(xp, a, b):
     return xp.fmin(a, b)
 
@@ -465,7 +465,7 @@ def _describe(x):
 
 
 def _bitwise(name, fn, shift=False):
-    k = op(name, differentiable=False, elementwise=True)(fn)
+    k = op(name, differentiable=False, layout="elementwise")(fn)
 
     def public(input, other):
         # torch's order: two numbers are a TypeError, shapes that do not broadcast a

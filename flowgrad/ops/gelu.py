@@ -21,7 +21,7 @@ from .special import chunk_elements, erf, map_chunks, normal_cdf_into
 
 __all__ = ["gelu"]
 
-@op("gelu", jvp="diagonal", save="inputs", elementwise=True)
+@op("gelu", jvp="diagonal", save="inputs", layout="elementwise")
 @in_float32  # half precision: computed in float32 and rounded once, as torch
 def _gelu(xp, x, *, approximate):
     if approximate == "tanh":

@@ -35,7 +35,7 @@ __all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "addmv", "baddb
            "inner"]
 
 
-@op("matmul", jvp="multilinear", save="inputs for others", complex=True, contiguous=True)
+@op("matmul", jvp="multilinear", save="inputs for others", complex=True, layout="contiguous")
 @in_float32
 def _matmul(xp, a, b):
     if a.ndim > 2 and b.ndim == 2:  # fold the batch into rows: one BLAS call

@@ -295,7 +295,7 @@ def logdet(A):
     return where(sign < 0, math.nan, logabs)  # sign 0 already gives logabsdet = -inf
 
 
-@op("linalg_inv", save="outputs", complex=True)
+@op("linalg_inv", save="outputs", complex=True, layout="column_major")
 def _inv(xp, A):
     return xp.linalg.inv(A)
 
@@ -313,7 +313,8 @@ def inv(A):
 
 
 # B's gradient reads A, A's reads A and X: B itself is never read
-@op("linalg_solve", save="inputs outputs", complex=True, grad_reads=((0,), (0,)))
+@op("linalg_solve", save="inputs outputs", complex=True, grad_reads=((0,), (0,)),
+    layout="column_major")
 def _solve(xp, A, B):
     return xp.linalg.solve(A, B)
 
@@ -364,7 +365,7 @@ def _same_dtype(A, B, name):
 
 
 # ---- cholesky / qr ---------------------------------------------------------------------------
-@op("linalg_cholesky", save="outputs", complex=True)
+@op("linalg_cholesky", save="outputs", complex=True, layout="column_major")
 def _cholesky(xp, A):
     L = xp.linalg.cholesky(A)
     if xp.isnan(L).any():  # (a nan pivot, which NumPy's potrf lets through and torch's refuses)
@@ -406,7 +407,7 @@ def cholesky(A, *, upper=False):
     return adjoint(L) if upper else L
 
 
-@op("linalg_qr", n_out=2, save="outputs", complex=True)
+@op("linalg_qr", n_out=2, save="outputs", complex=True, layout="column_major")
 def _qr(xp, A, *, mode):
     Q, R = xp.linalg.qr(A, mode="complete" if mode == "complete" else "reduced")
     return Q, R  # a plain tuple: NumPy's QRResult is a namedtuple
@@ -466,7 +467,7 @@ def qr(A, mode="reduced"):
 
 
 # ---- svd / eigh ------------------------------------------------------------------------------
-@op("linalg_svd", n_out=3, save="outputs", complex=True)
+@op("linalg_svd", n_out=3, save="outputs", complex=True, layout="column_major")
 def _svd(xp, A, *, full_matrices):
     U, S, Vh = xp.linalg.svd(A, full_matrices=full_matrices)
     return U, S, Vh
@@ -534,7 +535,7 @@ def svdvals(A):
     return _svd(A, full_matrices=False)[1]
 
 
-@op("linalg_eigh", n_out=2, save="outputs", complex=True)
+@op("linalg_eigh", n_out=2, save="outputs", complex=True, layout="column_major")
 def _eigh(xp, A, *, UPLO):
     w, V = xp.linalg.eigh(A, UPLO=UPLO)
     return w, V

@@ -34,7 +34,7 @@ __all__ = ["eig", "eigvals"]
 EIG = namedtuple("EIG", ["eigenvalues", "eigenvectors"])
 
 
-@op("linalg_eig", n_out=2, save="outputs", complex=True)
+@op("linalg_eig", n_out=2, save="outputs", complex=True, layout="column_major")
 def _eig(xp, A):
     L, V = xp.linalg.eig(A)
     # NumPy returns real arrays when every eigenvalue is real; torch's are always complex

@@ -391,7 +391,7 @@ def ormqr(input, input2, input3, left=True, transpose=False):
     return _apply_reflectors(input, input2, input3, left, transpose)
 
 
-@op("geqrf", n_out=2, differentiable=False, complex=True)
+@op("geqrf", n_out=2, differentiable=False, complex=True, layout="column_major")
 def _geqrf(xp, A):
     h, tau = xp.linalg.qr(A, mode="raw")
     return xp.ascontiguousarray(xp.swapaxes(h, -1, -2)), tau

@@ -165,7 +165,7 @@ def _sytrs(xp, ld, piv, b, herm):
     return b
 
 
-@op("linalg_ldl_factor", n_out=3, differentiable=False, complex=True)
+@op("linalg_ldl_factor", n_out=3, differentiable=False, complex=True, layout="column_major")
 def _ldl_factor(xp, A, *, hermitian):
     n = A.shape[-1]
     herm = hermitian and A.dtype.kind == "c"

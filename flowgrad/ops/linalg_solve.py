@@ -83,12 +83,12 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
 
 
 # ---- LU --------------------------------------------------------------------------------------
-@op("linalg_lu_factor", n_out=3, save="outputs", complex=True)
+@op("linalg_lu_factor", n_out=3, save="outputs", complex=True, layout="column_major")
 def _lu_factor(xp, A):
     return _getrf(xp, A)  # (in linalg_decomp.py: slogdet takes its pivots' signs too)
 
 
-@op("linalg_lu_permutation", differentiable=False, complex=True)
+@op("linalg_lu_permutation", differentiable=False, complex=True, layout="contiguous")
 def _permutation(xp, pivots, LU):
     """P with A = P L U from getrf's row swaps: apply the swaps to the rows of I, transposed.
     (LU only gives the size and dtype.)"""

@@ -81,7 +81,7 @@ def _check_unit_range(data, what):
 # One op each (elementwise loss, torch's formulas), so that an inf upstream gradient gives
 # inf * finite = +-inf where the composed rules gave nan (0 * inf); reductions and weights
 # stay ordinary ops.
-@op("binary_cross_entropy", save="inputs", elementwise=True)
+@op("binary_cross_entropy", save="inputs", layout="elementwise")
 def _bce(xp, x, t):
     with xp.errstate(divide="ignore"):
         log_x = xp.maximum(xp.log(x), -100)
@@ -99,7 +99,7 @@ def binary_cross_entropy_backward(ctx, dy):
     return dx, dt
 
 
-@op("binary_cross_entropy_with_logits", save="inputs", elementwise=True)
+@op("binary_cross_entropy_with_logits", save="inputs", layout="elementwise")
 def _bce_logits(xp, x, t, *pos_weight):
     sp = xp.logaddexp(xp.zeros((), x.dtype), -x)  # softplus(-x) = -log(sigmoid(x))
     if pos_weight:

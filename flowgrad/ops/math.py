@@ -67,9 +67,9 @@ _atanh = unary("atanh", lambda xp, x: xp.arctanh(x), d_of_x=lambda x: 1.0 - x * 
 # ---- error function ------------------------------------------------------------------------
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _erf = unary("erf", lambda xp, x: special.erf(xp, x), d_of_x=lambda x: exp(x * x * -1.0),
-             scale=_TWO_OVER_SQRT_PI, elementwise=True)
+             scale=_TWO_OVER_SQRT_PI, layout="elementwise")
 _erfc = unary("erfc", lambda xp, x: special.erfc(xp, x), d_of_x=lambda x: exp(x * x * -1.0),
-              scale=-_TWO_OVER_SQRT_PI, elementwise=True)
+              scale=-_TWO_OVER_SQRT_PI, layout="elementwise")
 
 
 def _erfinv_slope(x):
@@ -80,7 +80,7 @@ def _erfinv_slope(x):
 
 
 _erfinv = unary("erfinv", lambda xp, x: special.erfinv(xp, x), d_of_x=_erfinv_slope,
-                scale=math.sqrt(math.pi) / 2.0, elementwise=True)
+                scale=math.sqrt(math.pi) / 2.0, layout="elementwise")
 
 # ---- rounding: step functions, zero gradient (as torch) --------------------------------------
 _floor = step("floor", lambda xp, x: xp.floor(x))

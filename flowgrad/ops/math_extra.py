@@ -114,7 +114,7 @@ def copysign(input, other):
 
 
 @op("copysign", jvp="diagonal", save="inputs outputs", grad_reads=((0,), ()),
-    elementwise=True)  # (not other)
+    layout="elementwise")  # (not other)
 def _copysign(xp, a, b):
     return xp.copysign(a, b)
 
@@ -220,7 +220,7 @@ def _pow2(input, other):
 
 
 @op("ldexp", save="inputs", grad_reads=((1,), ()),
-    elementwise=True)  # (the exponent only, as torch)
+    layout="elementwise")  # (the exponent only, as torch)
 def _ldexp_exact(xp, a, e):
     if a.dtype.kind == "V" or a.dtype == xp.float16:  # (exact in float32, rounded once)
         return xp.ldexp(a.astype(xp.float32), e.astype(xp.int32)).astype(a.dtype)
@@ -248,7 +248,7 @@ def _logaddexp(input, other, real_op):
 def _logaddexp_op(name, two):
     """The real logaddexp (two: logaddexp2) op, with torch's rule dy / (1 + exp(b - a)) (pow
     of 2 for logaddexp2): nan at equal infinities (inf - inf), as torch's."""
-    @op(name, jvp="diagonal", save="inputs", elementwise=True)
+    @op(name, jvp="diagonal", save="inputs", layout="elementwise")
     @in_float32  # half precision: computed in float32 and rounded once, as torch
     def kernel(xp, a, b):
         # equal infinities: the answer is that infinity (inf - inf would give nan)
@@ -313,7 +313,7 @@ def logaddexp2(input, other):
 
 
 # ---- value-only kernels ------------------------------------------------------------------
-@op("nextafter", save="inputs", elementwise=True)
+@op("nextafter", save="inputs", layout="elementwise")
 def _nextafter(xp, a, b):
     # where a == b, b itself (C's nextafter: nextafter(-0.0, 0.0) is 0.0); NumPy's float16
     # loop returns a there
@@ -343,7 +343,7 @@ def nextafter(input, other):
     return _nextafter(a, b)
 
 
-@op("heaviside", elementwise=True)
+@op("heaviside", layout="elementwise")
 def _heaviside(xp, x, values):
     return xp.where(x == 0, values, (x > 0).astype(x.dtype)).astype(x.dtype)
 
@@ -393,12 +393,12 @@ def _c_gcd(xp, a, b):
         a, b = xp.where(live, xp.fmod(b, xp.where(live, a, 1)), 0), xp.where(live, a, b)
 
 
-@op("gcd", differentiable=False, elementwise=True)
+@op("gcd", differentiable=False, layout="elementwise")
 def _gcd(xp, a, b):
     return _c_gcd(xp, a, b)
 
 
-@op("lcm", differentiable=False, elementwise=True)
+@op("lcm", differentiable=False, layout="elementwise")
 def _lcm(xp, a, b):
     # torch's calc_lcm: abs(a / gcd * b) in C's int (8- and 16-bit types promote to it) or
     # the dtype, wrapping on overflow, then cast back (NumPy's lcm takes |a| and |b| first:

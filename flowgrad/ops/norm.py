@@ -25,7 +25,7 @@ __all__ = ["norm"]
 matrix_norm = None  # bound by linalg_decomp, which builds on this module (nuc needs the SVD)
 
 
-@op("vector_norm", save="inputs outputs", contiguous=True)
+@op("vector_norm", save="inputs outputs", layout="contiguous")
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _vector_norm(xp, x, *, ord, axes, keepdim):
     a = xp.abs(x)

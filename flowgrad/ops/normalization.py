@@ -302,7 +302,7 @@ def _float32(xp, a):
 
 # the rule reads x and the weight (input 1), never the bias nor the statistics: only those
 # two are saved, as torch's batch/group norm, so a bias written in place stays legal
-@op("norm_affine", save="inputs[0, 1]", contiguous=True)
+@op("norm_affine", save="inputs[0, 1]", layout="contiguous")
 def _norm_affine(xp, x, *wb_stats, axes, eps, has_w, has_b, has_stats=False):
     if x.dtype in HALF:
         # normalised in float32 with the weight and bias as given (the input's dtype or

@@ -25,7 +25,7 @@ __all__ = ["pad"]
 _MODES = ("constant", "reflect", "replicate", "circular")
 
 
-@op("pad_constant", contiguous=True)
+@op("pad_constant", layout="contiguous")
 def _pad_constant(xp, x, *, pads, value):
     return xp.pad(x, pads, mode="constant", constant_values=value)
 

@@ -67,7 +67,7 @@ def expand_reduced(dy, shape, axes):
 # The kernels call the ufuncs' reduce, not x.sum() / x.mean(): those run through NumPy's own
 # Python code (numpy/_core/_methods.py), so an inf - inf or an empty mean would warn from a
 # NumPy frame, out of reach of flowgrad's filter for RuntimeWarnings raised from its modules.
-@op("sum", jvp="linear", contiguous=True)
+@op("sum", jvp="linear", layout="contiguous")
 def _sum(xp, x, *, axes, keepdim):
     return add_reduce(xp, x, axes, keepdim)  # (half precision: in float32, as torch)
 
@@ -77,7 +77,7 @@ def sum_backward(ctx, dy):
     return expand_reduced(dy, ctx.input_shapes[0], ctx.axes)
 
 
-@op("mean", jvp="linear", contiguous=True)
+@op("mean", jvp="linear", layout="contiguous")
 def _mean(xp, x, *, axes, keepdim):
     return mean_array(xp, x, axes, keepdim)
 
@@ -159,12 +159,12 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
 
 # ---- max / min -------------------------------------------------------------------------------
-@op("amax", save="inputs outputs", contiguous=True)
+@op("amax", save="inputs outputs", layout="contiguous")
 def _amax(xp, x, *, axes, keepdim, whole=False):
     return x.max(axis=axes, keepdims=keepdim)
 
 
-@op("amin", save="inputs outputs", contiguous=True)
+@op("amin", save="inputs outputs", layout="contiguous")
 def _amin(xp, x, *, axes, keepdim, whole=False):
     return x.min(axis=axes, keepdims=keepdim)
 
@@ -369,7 +369,7 @@ def argmin(input, dim=None, keepdim=False):
 
 
 # ---- prod ----------------------------------------------------------------------------------
-@op("prod", save="inputs outputs", complex=True, contiguous=True)
+@op("prod", save="inputs outputs", complex=True, layout="contiguous")
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _prod(xp, x, *, axes, keepdim, whole=False):
     return xp.multiply.reduce(x, axis=axes, keepdims=keepdim,
@@ -437,7 +437,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 
 # ---- logsumexp -----------------------------------------------------------------------------
-@op("logsumexp", save="inputs outputs", contiguous=True, complex=True)
+@op("logsumexp", save="inputs outputs", layout="contiguous", complex=True)
 def _logsumexp(xp, x, *, axes, keepdim):
     # complex: shifted by the largest real part, as torch (the log is the principal one)
     m = xp.real(x).max(axis=axes, keepdims=True, initial=-xp.inf)  # empty dims give -inf
@@ -508,19 +508,19 @@ def _logsumexp_into(input, dim, keepdim, dtype):
 
 
 # ---- boolean reductions ----------------------------------------------------------------------
-@op("all", differentiable=False, contiguous=True)
+@op("all", differentiable=False, layout="contiguous")
 def _all(xp, x, *, axes, keepdim):
     r = xp.all(x, axis=axes, keepdims=keepdim)
     return r.astype(x.dtype) if x.dtype == xp.uint8 else r  # torch keeps uint8
 
 
-@op("any", differentiable=False, contiguous=True)
+@op("any", differentiable=False, layout="contiguous")
 def _any(xp, x, *, axes, keepdim):
     r = xp.any(x, axis=axes, keepdims=keepdim)
     return r.astype(x.dtype) if x.dtype == xp.uint8 else r
 
 
-@op("count_nonzero", differentiable=False, contiguous=True)
+@op("count_nonzero", differentiable=False, layout="contiguous")
 def _count_nonzero(xp, x, *, axes):
     if len(axes) == x.ndim:  # all of it: the fast whole-array count, not a sum over axes
         return xp.asarray(xp.count_nonzero(x), dtype=xp.int64)

@@ -223,7 +223,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 # ---- logcumsumexp ----------------------------------------------------------------------------
-@op("logcumsumexp", save="inputs outputs", contiguous=True, complex=True)
+@op("logcumsumexp", save="inputs outputs", layout="contiguous", complex=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _logcumsumexp(xp, x, *, dim):
     with xp.errstate(all="ignore"):

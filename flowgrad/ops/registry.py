@@ -25,7 +25,7 @@ import types
 from ..autograd import interpreter as _interpreter
 from ..autograd.node import NodeName
 from .kernel_wrappers import wrapped
-from .result_layout import torch_layout
+from .result_layout import column_major, torch_layout
 
 REGISTRY: dict[str, Op] = {}
 _SAVE = {None: 0, "inputs": 1, "outputs": 2, "inputs outputs": 3, "all": 3, "attrs": 4}
@@ -67,14 +67,13 @@ class Op:
 
     def __init__(self, name, kernel, save=None, n_out=1, differentiable=True, is_view=False,
                  complex=False, jvp=None, grad_reads=None, create_graph_reads=(),
-                 contiguous=False, elementwise=False):
+                 layout=None):
         if name in REGISTRY:
             raise ValueError(f"op {name!r} is registered twice")
-        if contiguous and elementwise:
-            raise ValueError(f"op {name!r}: contiguous and elementwise layouts exclude each other")
+        if layout not in _LAYOUTS:
+            raise ValueError(f"op {name!r}: layout must be one of {sorted(map(str, _LAYOUTS))}")
         self.name = name
-        self.kernel = (_c_contiguous_output(kernel) if contiguous else
-                       _torch_layout_output(kernel) if elementwise else kernel)
+        self.kernel = _LAYOUTS[layout](kernel)
         self.backward = None
         self.save, self.saved_inputs = _saved_inputs(save, grad_reads)
         self.n_out = n_out
@@ -132,7 +131,7 @@ _JVP_KINDS = (None, "linear", "multilinear", "diagonal")
 
 
 def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=False, jvp=None,
-       grad_reads=None, create_graph_reads=(), contiguous=False, elementwise=False):
+       grad_reads=None, create_graph_reads=(), layout=None):
     """Decorator: register a kernel as op `name`. Follow with `@<op>.grad` for its rule,
     or pass differentiable=False for ops with no gradient (comparisons, argmax).
 
@@ -143,14 +142,16 @@ def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=Fal
     forward-mode rule, "linear", "multilinear" or "diagonal" (see _JVP_KINDS); without it,
     a rule in ops/jvp_rules.py or the one derived from the reverse rule. `grad_reads`: which
     saved inputs each input's gradient reads (see _saved_inputs); `create_graph_reads`: the
-    saved inputs the rule reads only under create_graph. `contiguous=True`: the output is
-    made C-contiguous, as torch allocates a reduction's, a scan's or softmax's (NumPy keeps a
-    strided input's layout there, and a later `.view()` torch runs would raise).
-    `elementwise=True` (an elementwise op of several tensors): a result of strided inputs is
-    laid out as torch's iterator lays it out (ops/result_layout.py), not as NumPy's."""
+    saved inputs the rule reads only under create_graph. `layout`: how the outputs lie in
+    memory where NumPy's choice is not torch's (what a later view()/flatten() depends on):
+    "contiguous" makes them C-ordered, as torch allocates a reduction's, a scan's or softmax's
+    (NumPy keeps a strided input's layout there); "elementwise" (an elementwise op of several
+    tensors, or a one-input kernel that is not one NumPy ufunc) lays a result of strided
+    inputs out as torch's iterator does (ops/result_layout.py); "column_major" gives the
+    matrices (last two dims) of a LAPACK-backed op's outputs column-major, as torch's."""
     def register(kernel):
         return Op(name, kernel, save, n_out, differentiable, is_view, complex, jvp, grad_reads,
-                  create_graph_reads, contiguous, elementwise)
+                  create_graph_reads, layout)
     return register
 
 
@@ -175,3 +176,17 @@ def _torch_layout_output(kernel):
                            "        return tuple(torch_layout(xp, o, {arrays}) for o in _out)\n"
                            "    return torch_layout(xp, _out, {arrays})\n",
                    torch_layout=torch_layout)
+
+
+def _column_major_output(kernel):
+    """`kernel`, each output of 2 or more dims with its last two dims column-major (batch
+    dims outermost), as torch's LAPACK-backed results; with the kernel's parameters."""
+    return wrapped(kernel, "    _out = kernel({call})\n"
+                           "    if type(_out) is tuple:\n"
+                           "        return tuple(column_major(xp, o) for o in _out)\n"
+                           "    return column_major(xp, _out)\n",
+                   column_major=column_major)
+
+
+_LAYOUTS = {None: lambda kernel: kernel, "contiguous": _c_contiguous_output,
+            "elementwise": _torch_layout_output, "column_major": _column_major_output}

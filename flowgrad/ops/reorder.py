@@ -90,7 +90,7 @@ def flipud(input):
     return flip(input, 0)
 
 
-@op("roll", jvp="linear", contiguous=True)
+@op("roll", jvp="linear", layout="contiguous")
 def _roll(xp, x, *, shifts, dims):
     return xp.roll(x, shifts, dims)
 

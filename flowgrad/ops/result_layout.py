@@ -1,5 +1,5 @@
 """The memory layout of an elementwise result of several tensors, as torch's TensorIterator
-chooses it (ops declared with `elementwise=True` in the registry).
+chooses it (ops declared with `layout="elementwise"` in the registry).
 
 NumPy's ufuncs order a result's dims by all operands' strides at once, and when operands
 disagree the C order wins; torch's iterator takes the order of the first operand that decides
@@ -14,7 +14,7 @@ into it reaching the result). The result keeps NumPy's values; only its layout i
 """
 from __future__ import annotations
 
-__all__ = ["torch_layout"]
+__all__ = ["column_major", "torch_layout"]
 
 
 def _should_swap(d0, d1, shape, strides):
@@ -80,3 +80,16 @@ def torch_layout(xp, out, arrays):
     result = dense.transpose([order.index(d) for d in range(len(shape))])
     result[...] = out
     return result
+
+
+def column_major(xp, a):
+    """`a` with its last two dims column-major and any batch dims outermost (torch's layout of
+    a LAPACK result); arrays of fewer than 2 dims, and those already so, as they are.
+
+    >>> import numpy as np
+    >>> column_major(np, np.ones((2, 3, 4))).strides
+    (96, 8, 24)
+    """
+    if getattr(a, "ndim", 0) < 2 or a.swapaxes(-1, -2).flags.c_contiguous:
+        return a
+    return xp.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)

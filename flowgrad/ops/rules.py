@@ -151,8 +151,7 @@ _PRODUCTS = {(False, False): operator.mul, (True, False): operator.truediv,
 
 # ---- elementwise unary ops: kernel and f' in one row -----------------------------------------
 def unary(name, kernel, *, d_of_x=None, d_of_y=None, d_of_xy=None, divide=False, masked=False,
-          scale=None, complex=False, grad_op=None, differentiable=True, elementwise=False,
-          contiguous=False):
+          scale=None, complex=False, grad_op=None, differentiable=True, layout=None):
     """Register the elementwise op `name` (`kernel(xp, x, **attrs)`) whose gradient is
     `dy * f'`, f' given as `d_of_x(x)` (saves the input), `d_of_y(y)` (saves the output) or
     `d_of_xy(x, y)` (both), written with flowgrad ops. `divide`: the function gives 1 / f'
@@ -161,9 +160,9 @@ def unary(name, kernel, *, d_of_x=None, d_of_y=None, d_of_xy=None, divide=False,
     input and is holomorphic, so f' is conjugated (torch's `grad * f'(z).conj()`);
     `grad_op`: for real tensors the rule is that op of (saved, dy) instead (a fused kernel
     with its own rule). With `differentiable=False` and no f', a non-differentiable op.
-    `elementwise`, `contiguous`: the registry's layout options (`elementwise` for a kernel
-    that is not one NumPy ufunc, whose result would not keep a strided input's layout as
-    torch's does; `contiguous` where torch's result is C-ordered whatever the input).
+    `layout`: the registry's option ("elementwise" for a kernel that is not one NumPy ufunc,
+    whose result would not keep a strided input's layout as torch's does; "contiguous" where
+    torch's result is C-ordered whatever the input).
     Returns the op; its rule is registered as `<name>_backward`.
 
     >>> from flowgrad.ops.elementwise import _exp
@@ -175,11 +174,9 @@ def unary(name, kernel, *, d_of_x=None, d_of_y=None, d_of_xy=None, divide=False,
         raise TypeError(f"unary({name!r}): give exactly one of d_of_x, d_of_y, d_of_xy, or "
                         f"none with differentiable=False")
     if not differentiable:
-        return op(name, differentiable=False, complex=complex, elementwise=elementwise,
-                  contiguous=contiguous)(kernel)
+        return op(name, differentiable=False, complex=complex, layout=layout)(kernel)
     save = ("inputs", "outputs", "inputs outputs")[given.index(True)]
-    k = op(name, save=save, complex=complex, jvp="diagonal", elementwise=elementwise,
-           contiguous=contiguous)(kernel)
+    k = op(name, save=save, complex=complex, jvp="diagonal", layout=layout)(kernel)
     d = d_of_x or d_of_y or d_of_xy
     product = _PRODUCTS[divide, masked]
     from_y, both = d_of_y is not None, d_of_xy is not None

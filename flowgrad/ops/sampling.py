@@ -75,7 +75,7 @@ def poisson_backward(ctx, dy):
     return zeros_like(dy)
 
 
-@op("binomial", differentiable=False, elementwise=True)
+@op("binomial", differentiable=False, layout="elementwise")
 def _binomial(xp, count, prob, *, generator):
     n = xp.broadcast_to(count, xp.broadcast_shapes(count.shape, prob.shape))
     draws = numpy_generator(generator).binomial(n.astype(xp.int64), prob.astype(xp.float64))

@@ -150,7 +150,7 @@ def _accumulate(xp, scan, x, dim):
         scan(x, axis=dim, dtype=wide).astype(x.dtype)
 
 
-@op("cumsum", jvp="linear", contiguous=True)
+@op("cumsum", jvp="linear", layout="contiguous")
 def _cumsum(xp, x, *, dim, reverse):
     # floats: the ufunc's accumulate, not xp.cumsum, which runs through NumPy's Python code
     # (fromnumeric.py), where an inf - inf would warn out of reach of flowgrad's filter
@@ -184,7 +184,7 @@ def cumsum(input, dim, *, dtype=None):
 
 
 # ---- cumprod ---------------------------------------------------------------------------------
-@op("cumprod", save="inputs outputs", complex=True, contiguous=True)
+@op("cumprod", save="inputs outputs", complex=True, layout="contiguous")
 def _cumprod(xp, x, *, dim):
     scan = xp.multiply.accumulate if x.dtype.kind in "fV" else xp.cumprod
     return _accumulate(xp, scan, x, dim)
@@ -265,12 +265,12 @@ def _running_extremum(xp, x, dim, ufunc):
     return values, xp.maximum.accumulate(hit, axis=dim).astype(xp.int64)
 
 
-@op("cummax", n_out=2, contiguous=True)
+@op("cummax", n_out=2, layout="contiguous")
 def _cummax(xp, x, *, dim):
     return with_rule_indices(*_running_extremum(xp, x, dim, xp.maximum))
 
 
-@op("cummin", n_out=2, contiguous=True)
+@op("cummin", n_out=2, layout="contiguous")
 def _cummin(xp, x, *, dim):
     return with_rule_indices(*_running_extremum(xp, x, dim, xp.minimum))
 

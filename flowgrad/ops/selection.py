@@ -30,7 +30,7 @@ __all__ = ["where", "clamp", "clip", "maximum", "minimum"]
 
 # ---- selection ---------------------------------------------------------------------------------
 # saves the condition only: writes to x or y stay valid
-@op("where", jvp="linear", save="inputs[0]", complex=True, elementwise=True)
+@op("where", jvp="linear", save="inputs[0]", complex=True, layout="elementwise")
 def _where(xp, cond, x, y):
     return undispatched(xp, "where")(cond, x, y)
 
@@ -54,7 +54,7 @@ def clamp_backward(ctx, dy):
     return _where(clamp_mask(ctx.inputs[0], min=ctx.min, max=ctx.max), dy, dy.new_zeros(()))
 
 
-@op("maximum", jvp="diagonal", save="inputs", elementwise=True)
+@op("maximum", jvp="diagonal", save="inputs", layout="elementwise")
 def _maximum(xp, a, b):
     return xp.maximum(a, b)
 
@@ -64,7 +64,7 @@ def maximum_backward(ctx, dy):
     return _split_tie_grad(dy, *ctx.inputs, ">")
 
 
-@op("minimum", jvp="diagonal", save="inputs", elementwise=True)
+@op("minimum", jvp="diagonal", save="inputs", layout="elementwise")
 def _minimum(xp, a, b):
     return xp.minimum(a, b)
 
@@ -227,7 +227,7 @@ def minimum(input, other):
 
 
 # ---- clamp with tensor bounds ---------------------------------------------------------------
-@op("clamp_tensor", jvp="diagonal", save="inputs", elementwise=True)
+@op("clamp_tensor", jvp="diagonal", save="inputs", layout="elementwise")
 def _clamp_tensor(xp, x, *bounds, has_min, has_max):
     y = xp.maximum(x, bounds[0]) if has_min else x
     return xp.minimum(y, bounds[-1]) if has_max else y

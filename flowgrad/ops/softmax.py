@@ -51,7 +51,7 @@ def _short_rows(x, dim):
     return rows if rows_ready(rows) else None
 
 
-@op("softmax", save="outputs", contiguous=True)
+@op("softmax", save="outputs", layout="contiguous")
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _softmax(xp, x, *, dim):
     return _softmax_of(xp, x, dim)
@@ -76,7 +76,7 @@ def _softmax_of(xp, x, dim, peak=None):
     return e
 
 
-@op("safe_softmax", save="outputs", contiguous=True)
+@op("safe_softmax", save="outputs", layout="contiguous")
 @in_float32
 def _safe_softmax_op(xp, x, *, dim):
     """softmax, but 0 on a row whose every value is -inf (NaN in softmax): torch's
@@ -120,7 +120,7 @@ def _softmax_grad(xp, y, dy, *, dim):
     return g
 
 
-@op("log_softmax", save="outputs", contiguous=True)
+@op("log_softmax", save="outputs", layout="contiguous")
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _log_softmax(xp, x, *, dim):
     shifted = x - row_max(xp, x, dim)

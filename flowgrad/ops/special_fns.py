@@ -99,7 +99,7 @@ def _polygamma_reflected(xp, x, n):
     return xp.where((r == 0) | xp.isinf(x), (-1) ** (n + 1) * xp.inf, out)
 
 
-@op("polygamma", jvp="diagonal", save="inputs", elementwise=True)
+@op("polygamma", jvp="diagonal", save="inputs", layout="elementwise")
 def _polygamma(xp, x, *, n):
     if n == 0:
         return scipy_call(xp, "psi", x)
@@ -166,12 +166,12 @@ def _not_implemented(what):
                               f"pass that argument as a tensor that does not require grad")
 
 
-@op("igamma", save="inputs", elementwise=True)
+@op("igamma", save="inputs", layout="elementwise")
 def _igamma(xp, a, x):
     return scipy_call(xp, "gammainc", a, x)
 
 
-@op("igammac", save="inputs", elementwise=True)
+@op("igammac", save="inputs", layout="elementwise")
 def _igammac(xp, a, x):
     return scipy_call(xp, "gammaincc", a, x)
 
@@ -325,7 +325,7 @@ _log_ndtr = unary("log_ndtr", _log_ndtr_kernel, d_of_xy=_log_ndtr_derivative)
 
 
 # ---- modified Bessel functions of the first kind (torch.i0, torch.special.i0e/i1/i1e) --------
-_i0 = unary("i0", _scipy("i0"), d_of_x=lambda x: _i1(x), elementwise=True)
+_i0 = unary("i0", _scipy("i0"), d_of_x=lambda x: _i1(x), layout="elementwise")
 
 
 # For |x| >= _IE_LARGE the e-scaled derivatives i0e' = i1e - sgn(x) i0e and
@@ -416,7 +416,7 @@ def i0(input):
 
 
 # ---- xlog1py, zeta, sinc, entr ---------------------------------------------------------------
-@op("xlog1py", jvp="diagonal", save="inputs", elementwise=True)
+@op("xlog1py", jvp="diagonal", save="inputs", layout="elementwise")
 def _xlog1py(xp, x, y):
     if x.dtype in HALF:  # torch's x * log1p(y) in x's dtype: log1p rounded, then the product
         with xp.errstate(divide="ignore", invalid="ignore"):
@@ -435,7 +435,7 @@ def xlog1py_backward(ctx, dy):
     return dx, (_grad_mul(dy, x / (y + 1.0)) if need[1] else None)
 
 
-@op("zeta", save="inputs", elementwise=True)
+@op("zeta", save="inputs", layout="elementwise")
 def _zeta(xp, x, q):
     return scipy_call(xp, "zeta", x, q)
 

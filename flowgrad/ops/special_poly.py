@@ -54,7 +54,7 @@ def _register(name, first, step, shifted):
         # on the way to a finite p_n (H_42(5.68) = -5.6e37 was -inf)
         wide = x.astype(xp.float64) if x.dtype == xp.float32 else x
         return _evaluate(xp, 2 * wide - 1 if shifted else wide, n, first, step).astype(x.dtype)
-    return op(name, differentiable=False, elementwise=True)(kernel)
+    return op(name, differentiable=False, layout="elementwise")(kernel)
 
 
 POLYNOMIAL_OPS = {name: _register(name, *rule, False) for name, rule in _FAMILIES.items()}

@@ -135,7 +135,7 @@ def _centered(x, axes):
 
 
 # ---- var / std -------------------------------------------------------------------------------
-@op("var", save="inputs", contiguous=True, complex=True)
+@op("var", save="inputs", layout="contiguous", complex=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _var(xp, x, *, axes, keepdim, correction, whole=False):
     return _moment(xp, x, xp.var, axes, keepdim, correction)  # N <= correction: inf/nan
@@ -158,7 +158,7 @@ def var_backward(ctx, dy):
                                                                    else math.inf)
 
 
-@op("std", save="inputs outputs", contiguous=True, complex=True)
+@op("std", save="inputs outputs", layout="contiguous", complex=True)
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _std(xp, x, *, axes, keepdim, correction, whole=False):
     return _moment(xp, x, xp.std, axes, keepdim, correction)
