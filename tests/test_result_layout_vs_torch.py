@@ -1,6 +1,6 @@
 """The memory layout of an elementwise result of several strided tensors is torch's: torch's
 TensorIterator takes the dim order of the first operand that decides it, NumPy's ufuncs let
-the C order win where operands disagree (flowgrad/ops/result_layout.py). The layout decides
+the C order win where operands disagree (flowgrad/ops/layout.py). The layout decides
 what a later flatten()/reshape() shares with the result and whether view() raises, so a
 different one is a different value after an in-place write (program_fuzz seed 6003237).
 """

@@ -1,10 +1,13 @@
-"""torch's `preserve_format`: the memory layout of a new tensor made like another (clone,
-the `*_like` factories, flip). A dense input's strides are kept; any other
-input's dims keep their order by stride, packed densely, a broadcast (stride 0) dim staying
-where row-major order puts it. NumPy's `empty_like` orders by stride too but puts stride-0
-dims innermost, so this is computed here. The layout matters beyond `stride()`: whether a
-later `view` works, and whether `reshape` returns a view (shared by later in-place writes) or
-a copy.
+"""Memory layouts as torch chooses them, where NumPy chooses otherwise: `preserve_format`, the
+layout of a new tensor made like another (clone, the `*_like` factories, flip); the layout of
+an elementwise result of several tensors (`torch_layout`, the registry's
+layout="elementwise"); LAPACK results' column-major matrices (`column_major`).
+
+preserve_format keeps a dense input's strides; any other input's dims keep their order by
+stride, packed densely, a broadcast (stride 0) dim staying where row-major order puts it.
+NumPy's `empty_like` orders by stride too but puts stride-0 dims innermost, so this is
+computed here. The layout matters beyond `stride()`: whether a later `view` works, and
+whether `reshape` returns a view (shared by later in-place writes) or a copy.
 
 >>> import numpy as np
 >>> from flowgrad.ops.layout import empty_preserving
@@ -13,30 +16,58 @@ a copy.
 >>> rows = np.broadcast_to(np.zeros(3), (2, 3))            # strides (0, 8)
 >>> empty_preserving(np, rows).strides, np.empty_like(rows).strides
 ((24, 8), (8, 16))
+
+NumPy's ufuncs order a result's dims by all operands' strides at once, and when operands
+disagree the C order wins; torch's iterator takes the order of the first operand that decides
+it. So `x.t() - y` (y contiguous) is column-major in torch and row-major in NumPy:
+
+>>> a, b = np.ones((4, 3)).T, np.ones((3, 4))
+>>> torch_layout(np, a + b, (a, b)).strides  # a's column-major order, as torch's
+(8, 24)
 """
 from __future__ import annotations
 
 import numpy as np
 
 
+def _should_swap(d0, d1, shape, strides):
+    """torch's reorder_dimensions comparison: 1 when dim d0 should move slower than d1, -1
+    when it should stay faster, 0 when no operand decides (broadcast or equal strides)."""
+    for st in strides:
+        s0, s1 = st[d0], st[d1]
+        if s0 == 0 or s1 == 0:
+            continue
+        if s0 < s1:
+            return -1
+        if s0 > s1:
+            return 1
+        if shape[d0] > shape[d1]:
+            return 1
+    return 0
+
+
+def _fastest_first(shape, strides):
+    """The dims of the result, fastest-moving first: an insertion sort from the C order that
+    moves a dim only where some operand's strides say so (torch's reorder_dimensions)."""
+    ndim = len(shape)
+    perm = list(range(ndim - 1, -1, -1))
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            decision = _should_swap(perm[dim0], perm[dim1], shape, strides)
+            if decision > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif decision < 0:
+                break
+    return perm
+
+
 def dense_order(shape, strides):
     """The dims of an array from innermost to outermost, as torch's `infer_dense_strides` (and
     TensorIterator) sort them: by stride, a larger size outer on a tie, stride-0 dims left in
     row-major place."""
-    perm = list(range(len(shape) - 1, -1, -1))
-    for i in range(1, len(perm)):
-        dim1 = i
-        for dim0 in range(i - 1, -1, -1):
-            a, b = perm[dim0], perm[dim1]
-            s0, s1 = abs(strides[a]), abs(strides[b])
-            if s0 == 0 or s1 == 0:
-                continue  # ambiguous: look further
-            if s0 < s1:
-                break
-            if s0 > s1 or shape[a] > shape[b]:
-                perm[dim0], perm[dim1] = b, a
-                dim1 = dim0
-    return perm
+    return _fastest_first(shape, [tuple(abs(s) for s in strides)])
 
 
 def row_major(a):
@@ -93,3 +124,48 @@ def copy_preserving(xp, x):
     out = empty_preserving(xp, x)
     xp.copyto(out, x)
     return out
+
+
+def _broadcast_strides(array, shape):
+    """`array`'s strides against the result's `shape`: 0 where it is broadcast."""
+    lead = len(shape) - array.ndim
+    return (0,) * lead + tuple(0 if n == 1 and shape[lead + i] != 1 else s
+                               for i, (n, s) in enumerate(zip(array.shape, array.strides)))
+
+
+def torch_layout(xp, out, arrays):
+    """`out`, an elementwise result of `arrays`, in the layout torch's iterator gives it: the
+    array itself when its dims already lie in that order (densely), else a copy that does."""
+    shape = out.shape
+    if len(shape) < 2 or out.size == 0:
+        return out
+    operands = [a for a in arrays if a.ndim]
+    if all(a.shape == shape for a in operands) and all(a.flags.c_contiguous for a in operands):
+        perm = list(range(len(shape) - 1, -1, -1))  # torch's fast setup: all contiguous
+    else:
+        perm = _fastest_first(shape, [_broadcast_strides(a, shape) for a in operands])
+    expected = out.itemsize
+    for dim in perm:
+        if shape[dim] != 1 and out.strides[dim] != expected:
+            break
+        expected *= shape[dim]
+    else:
+        return out
+    order = perm[::-1]
+    dense = xp.empty([shape[d] for d in order], out.dtype)
+    result = dense.transpose([order.index(d) for d in range(len(shape))])
+    result[...] = out
+    return result
+
+
+def column_major(xp, a):
+    """`a` with its last two dims column-major and any batch dims outermost (torch's layout of
+    a LAPACK result); arrays of fewer than 2 dims, and those already so, as they are.
+
+    >>> import numpy as np
+    >>> column_major(np, np.ones((2, 3, 4))).strides
+    (96, 8, 24)
+    """
+    if getattr(a, "ndim", 0) < 2 or a.swapaxes(-1, -2).flags.c_contiguous:
+        return a
+    return xp.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)

@@ -25,7 +25,7 @@ import types
 from ..autograd import interpreter as _interpreter
 from ..autograd.node import NodeName
 from .kernel_wrappers import wrapped
-from .result_layout import column_major, torch_layout
+from .layout import column_major, torch_layout
 
 REGISTRY: dict[str, Op] = {}
 _SAVE = {None: 0, "inputs": 1, "outputs": 2, "inputs outputs": 3, "all": 3, "attrs": 4}
@@ -147,7 +147,7 @@ def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=Fal
     "contiguous" makes them C-ordered, as torch allocates a reduction's, a scan's or softmax's
     (NumPy keeps a strided input's layout there); "elementwise" (an elementwise op of several
     tensors, or a one-input kernel that is not one NumPy ufunc) lays a result of strided
-    inputs out as torch's iterator does (ops/result_layout.py); "column_major" gives the
+    inputs out as torch's iterator does (ops/layout.py); "column_major" gives the
     matrices (last two dims) of a LAPACK-backed op's outputs column-major, as torch's."""
     def register(kernel):
         return Op(name, kernel, save, n_out, differentiable, is_view, complex, jvp, grad_reads,
@@ -168,7 +168,7 @@ def _c_contiguous_output(kernel):
 
 def _torch_layout_output(kernel):
     """`kernel`, its result laid out as torch's iterator lays out an elementwise result where
-    some input is not C-contiguous (ops/result_layout.py); with the kernel's parameters."""
+    some input is not C-contiguous (ops/layout.py); with the kernel's parameters."""
     return wrapped(kernel, "    _out = kernel({call})\n"
                            "    if {all_c}:\n"
                            "        return _out\n"
