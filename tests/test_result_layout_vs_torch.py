@@ -227,3 +227,20 @@ def test_reshape_of_a_q_factor_is_a_copy_as_torch():
         q.mul_(0)
         return flat
     assert flow.allclose(run(flow), flow.tensor(run(torch).numpy()))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: x.double(memory_format=m.contiguous_format),
+    lambda m, x: x.half(memory_format=m.contiguous_format),
+    lambda m, x: x.float(memory_format=m.contiguous_format),
+    lambda m, x: x.to(m.float32, memory_format=m.contiguous_format),
+    lambda m, x: x.to(m.float64, memory_format=m.preserve_format),
+])
+def test_conversions_honour_memory_format_as_torch(call):
+    """x.double(memory_format=contiguous_format) is a contiguous copy in torch (flowgrad's
+    casters dropped the argument); x.to(its own dtype, memory_format=contiguous_format) is x
+    itself, its suggested format being that one (flowgrad copied)."""
+    x, fx = (m.arange(6.0).reshape(2, 3).t() for m in (torch, flow))
+    expected, actual = call(torch, x), call(flow, fx)
+    assert _order(actual) == _order(expected)
+    assert (actual is fx) == (expected is x)

@@ -13,7 +13,7 @@ from .. import dtypes as _dt
 from .._warn import warn_once
 from ..device import resolve_device, to_device
 from ..tensor import Tensor, tensor_method
-from ..typed_tensors import as_tensor_dtype, preserve_format, type_name
+from ..typed_tensors import as_tensor_dtype, preserve_format, recorded_memory_format, type_name
 from .layout import empty_preserving, row_major
 from .registry import op
 
@@ -116,11 +116,13 @@ def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False,
         out = input.clone()
     if memory_format is None or memory_format is preserve_format:
         return out
+    if out is input and recorded_memory_format(input) is memory_format:
+        return input  # (torch's: the tensor itself where its suggested format is the one asked)
     return out.contiguous(memory_format)
 
 
 def _caster(d):
-    return lambda self, memory_format=None: to(self, d)
+    return lambda self, memory_format=None: to(self, d, memory_format=memory_format)
 
 
 for _name, _d in (("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16),
