@@ -244,3 +244,15 @@ def test_conversions_honour_memory_format_as_torch(call):
     expected, actual = call(torch, x), call(flow, fx)
     assert _order(actual) == _order(expected)
     assert (actual is fx) == (expected is x)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.topk(x, 2, dim=1).indices, lambda m, x: m.kthvalue(x, 2, dim=1).indices,
+])
+def test_selection_indices_are_their_own_tensors_as_torch(call):
+    """topk's and kthvalue's indices were a narrowed view of a full argsort: not dense, so
+    view() raised where torch's (C-ordered) indices allow it."""
+    expected = call(torch, LAYOUTS["p234a"](torch, torch.float64))
+    actual = call(flow, LAYOUTS["p234a"](flow, flow.float64))
+    assert _order(actual) == _order(expected)
+    assert actual.view(-1).tolist() == expected.view(-1).tolist()

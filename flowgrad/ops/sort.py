@@ -101,7 +101,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
                            f"with size {size}")
     if nd == 0:
         return of_zero_dim("topk", input)
-    idx = _argsort(input, dim=d, descending=largest).narrow(d, 0, k)
+    # (the indices a C-ordered tensor of their own, as torch's: not a narrowed view)
+    idx = _argsort(input, dim=d, descending=largest).narrow(d, 0, k).contiguous()
     return values_indices("topk", gather(input, d, idx), idx)
 
 
@@ -119,7 +120,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     if input._data.dtype.kind == "b":
         raise NotImplementedError(f'"kthvalue_cpu" not implemented for \'Bool\' (input of '
                                   f"shape {tuple(input.shape)}); convert with .int() first")
-    idx = _argsort(input, dim=d, descending=False).narrow(d, k - 1, 1)
+    idx = _argsort(input, dim=d, descending=False).narrow(d, k - 1, 1).contiguous()
     values = gather(input, d, idx)
     if not keepdim:
         values, idx = values.squeeze(d), idx.squeeze(d)
