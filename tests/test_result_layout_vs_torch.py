@@ -152,6 +152,7 @@ ONE_TENSOR_OPS = {  # kernels that are not one NumPy ufunc, and torch's C-ordere
     "logsigmoid": lambda m, x: m.nn.functional.logsigmoid(x),
     "rrelu_eval": lambda m, x: m.nn.functional.rrelu(x, training=False),
     "clone": lambda m, x: x.clone(), "zeros_like": lambda m, x: m.zeros_like(x),
+    "repeat": lambda m, x: x.repeat(1, 1, 1)[0], "tile": lambda m, x: x.tile(1, 1),
 }
 
 
@@ -256,3 +257,13 @@ def test_selection_indices_are_their_own_tensors_as_torch(call):
     actual = call(flow, LAYOUTS["p234a"](flow, flow.float64))
     assert _order(actual) == _order(expected)
     assert actual.view(-1).tolist() == expected.view(-1).tolist()
+
+
+def test_tile_method_takes_sizes_as_arguments_as_torch():
+    """torch's x.tile(1, 2) takes the sizes as arguments (its function takes a sequence);
+    flowgrad's method raised TypeError."""
+    for m in (torch, flow):
+        x = m.arange(6.0).reshape(2, 3)
+        assert tuple(x.tile(1, 2).shape) == tuple(x.tile((1, 2)).shape) == (2, 6)
+        with pytest.raises(TypeError):
+            m.tile(x, 1, 2)

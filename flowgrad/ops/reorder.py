@@ -151,7 +151,7 @@ def rot90(input, k=1, dims=(0, 1)):
 
 
 # ---- repeat / tile ------------------------------------------------------------------------------
-@op("repeat", jvp="linear")
+@op("repeat", jvp="linear", layout="contiguous")  # (np.tile keeps a layout torch does not)
 def _repeat(xp, x, *, reps):
     lead = len(reps) - x.ndim
     return xp.tile(x.reshape((1,) * lead + x.shape), reps)
@@ -191,7 +191,6 @@ def repeat(input, *sizes, repeats=None):
     return _repeat(input, reps=sizes)
 
 
-@tensor_method()
 def tile(input, dims):
     """repeat, with `dims` padded with leading 1s when shorter than input.ndim.
 
@@ -203,6 +202,12 @@ def tile(input, dims):
     dims = int_args(dims, "tile", "dims", 2)
     dims = (1,) * (input._data.ndim - len(dims)) + dims
     return repeat(input, dims)
+
+
+@tensor_method("tile")
+def _tile_method(self, *dims):
+    """`x.tile(2, 2)` or `x.tile((2, 2))`: torch's method takes both (its function a sequence)."""
+    return tile(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
 
 
 def _check_repeats_dtype(counts):
