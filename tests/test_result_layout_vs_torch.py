@@ -267,3 +267,11 @@ def test_tile_method_takes_sizes_as_arguments_as_torch():
         assert tuple(x.tile(1, 2).shape) == tuple(x.tile((1, 2)).shape) == (2, 6)
         with pytest.raises(TypeError):
             m.tile(x, 1, 2)
+
+
+def test_eval_batch_norm_of_a_strided_input_is_c_ordered_as_torch():
+    def run(m):
+        x = LAYOUTS["p234a"](m, m.float64)
+        return m.nn.functional.batch_norm(x, m.zeros(3, dtype=m.float64),
+                                          m.ones(3, dtype=m.float64))
+    assert _order(run(flow)) == _order(run(torch))

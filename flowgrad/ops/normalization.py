@@ -566,7 +566,8 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         y = y * w.to(xc.dtype)
     if b is not None:
         y = y + b.to(xc.dtype)
-    return y.to(x.dtype) if half else y
+    # (C-ordered as torch's output, whatever the layout of a strided input)
+    return (y.to(x.dtype) if half else y).contiguous()
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
