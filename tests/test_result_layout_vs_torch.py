@@ -153,6 +153,7 @@ ONE_TENSOR_OPS = {  # kernels that are not one NumPy ufunc, and torch's C-ordere
     "rrelu_eval": lambda m, x: m.nn.functional.rrelu(x, training=False),
     "clone": lambda m, x: x.clone(), "zeros_like": lambda m, x: m.zeros_like(x),
     "repeat": lambda m, x: x.repeat(1, 1, 1)[0], "tile": lambda m, x: x.tile(1, 1),
+    "narrow_copy": lambda m, x: x.narrow_copy(1, 0, 2),
 }
 
 

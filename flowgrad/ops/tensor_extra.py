@@ -29,6 +29,7 @@ from ..errors import tensor_operand
 from ..func.batched import every_example
 from ..storage import UntypedStorage
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from ..typed_tensors import contiguous_format
 from .creation import multinomial, tensor, zeros
 from .elementwise import _inplace_binary, where
 from .linalg import _coefficient, _scaled_add, addbmm, addmm, addmv, baddbmm, outer
@@ -80,7 +81,7 @@ def narrow_copy(input, dim, start, length):
     if isinstance(dim, int) and dim >= max(input._data.ndim, 1):
         raise RuntimeError(f"narrow_copy(): Expected dim < {input._data.ndim} (the input's "
                            f"shape is {tuple(input.shape)}), got dim {dim}")
-    return input.narrow(dim, start, length).clone()
+    return input.narrow(dim, start, length).clone(memory_format=contiguous_format)  # (as torch)
 
 
 def _dim_order(self, *, ambiguity_check=False):
