@@ -47,6 +47,7 @@ OPS = {
     "div_floor": lambda m, a, b: m.div(a, b, rounding_mode="floor"),
     "where": lambda m, a, b: m.where(b > 5, a, b), "clamp": lambda m, a, b: m.clamp(a, min=b),
     "addcmul": lambda m, a, b: m.addcmul(a, b, b), "lerp": lambda m, a, b: m.lerp(a, b, 0.3),
+    "lerp_tensor": lambda m, a, b: m.lerp(a, b, b / 30),
     "gcd": lambda m, a, b: m.gcd(a.long(), b.long()), "igamma": lambda m, a, b: m.igamma(a, b),
     "complex": lambda m, a, b: m.complex(a, b), "mixed_dtypes": lambda m, a, b: a.float() + b,
     "xlog1py": lambda m, a, b: m.special.xlog1py(a, b),
@@ -276,3 +277,16 @@ def test_eval_batch_norm_of_a_strided_input_is_c_ordered_as_torch():
         return m.nn.functional.batch_norm(x, m.zeros(3, dtype=m.float64),
                                           m.ones(3, dtype=m.float64))
     assert _order(run(flow)) == _order(run(torch))
+
+
+def test_lerp_with_a_tensor_weight_is_torchs_node_and_gradients():
+    """lerp's tensor-weight form is one node (LerpBackward1), its gradients torch's formulas:
+    (1 - w) dy, w dy, (end - input) dy, where a composite's where/add chain rounded them
+    otherwise."""
+    def run(m):
+        a, b = (m.linspace(-1, 1, 7, dtype=m.float32).requires_grad_() for _ in range(2))
+        w = m.linspace(-0.9, 1.3, 7, dtype=m.float32).requires_grad_()
+        out = m.lerp(a, b * 3, w)
+        out.backward(m.linspace(0.1, 0.7, 7, dtype=m.float32))
+        return out.grad_fn.name(), [t.grad.tolist() for t in (a, b, w)]
+    assert run(flow) == run(torch)

@@ -40,6 +40,7 @@ from ..random import resolve
 from ..tensor import Tensor, tensor_method
 from .broadcasting import broadcast_shapes
 from .compare import promoted
+from .complex import conj
 from .creation import _normal, _uniform
 from .division import _check_int_zero, _div_rounded, _refuse_bool, _rounded_div
 from .elementwise import (
@@ -223,7 +224,23 @@ arctan2 = atan2
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2, "c": 3}
 
 
-# ---- lerp, addcmul, addcdiv (composed: their rules come from mul and add) ----------------
+# ---- lerp, addcmul, addcdiv (composed, but for lerp's tensor weight) ---------------------
+# torch's kernel: a weight under 0.5 in magnitude goes from input, another from end (lerp(a,
+# b, 1) is b itself); an op of its own, so its result is laid out as torch's iterator lays out
+# its three operands, and its gradients are torch's formulas
+@op("lerp", save="inputs", complex=True, grad_reads=((2,), (2,), (0, 1)), layout="elementwise")
+def _lerp(xp, a, b, w):
+    return xp.where(xp.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+
+
+@_lerp.grad
+def lerp_backward(ctx, dy):
+    a, b, w = ctx.inputs
+    need = ctx.needs_input_grad
+    return (dy * conj(1 - w) if need[0] else None, dy * conj(w) if need[1] else None,
+            dy * conj(b - a) if need[2] else None)
+
+
 @tensor_method()
 def lerp(input, end, weight):
     """input + weight * (end - input); weight a number or a tensor. As torch, a weight of
@@ -263,8 +280,7 @@ def lerp(input, end, weight):
         weight = weight.float() if isinstance(weight, Tensor) else weight
         return lerp(input.float(), end.float(), weight).to(input.dtype)
     if isinstance(weight, Tensor):
-        return where(weight.abs() < 0.5, input + weight * (end - input),
-                     end - (end - input) * (1 - weight))
+        return _lerp(input, end, weight)
     # (a number weight scales unsaved: torch's lerp keeps it as a Scalar)
     if abs(weight) < 0.5:
         return input + scale(end - input, value=weight)

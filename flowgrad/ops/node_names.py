@@ -84,6 +84,7 @@ _torch_nodes.NAMES.update({
     "scale": "MulBackward0",
     "scalar_div": "DivBackward0", "div_rounded": "DivBackward2",
     "pow": "PowBackward1", "scalar_pow": "PowBackward0", "scalar_rpow": "PowBackward2",
+    "lerp": "LerpBackward1",
     "sum": _overload("SumBackward0", "SumBackward1"),
     "mean": _overload("MeanBackward0", "MeanBackward1"),
     "prod": _overload("ProdBackward0", "ProdBackward1"),
