@@ -235,6 +235,19 @@ g.detach_()
 g.mul_(2)
 out += [G, G._version]
 """,
+    # a tensor that retains its grad, reached by grad(is_grads_batched=True): its batched
+    # gradient was copied into an unbatched tensor, which vmap refused (autograd_api_fuzz
+    # 7000051); torch's .grad is then its batched gradient (per-example shape, no storage)
+    "batched_grad_into_a_tensor_that_retains_its_grad": """
+x = torch.tensor([[1.0, 0.8, 0.3], [0.3, 1.0, 1.3]], dtype=torch.float64, requires_grad=True)
+out = []
+for y in (x * 2, x[None], x.t(), x[:, 1:]):
+    y.retain_grad()
+    z = y.sin()
+    G = torch.stack([torch.ones_like(z), torch.full_like(z, -1.0)])
+    out += [torch.autograd.grad(z, [x], grad_outputs=G, is_grads_batched=True)[0],
+            y.grad is None, tuple(y.grad.shape), y.grad.requires_grad]
+""",
 }
 
 

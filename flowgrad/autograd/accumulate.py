@@ -106,6 +106,8 @@ def _relaid(g, variable):
     like = data if variable is None else variable._data
     if data.strides == like.strides and variable is not None or data.size == 0:
         return None
+    if hasattr(g, "_phys"):  # a batched g (grad(is_grads_batched=True) into a retain_grad
+        return g.clone()  # tensor): its copy, batched too; torch's .grad is its BatchedTensor
     if variable is not None and dense(like):
         if all(s == t or n == 1 and s != 0
                for s, t, n in zip(data.strides, like.strides, data.shape)):
