@@ -248,6 +248,22 @@ for y in (x * 2, x[None], x.t(), x[:, 1:]):
     out += [torch.autograd.grad(z, [x], grad_outputs=G, is_grads_batched=True)[0],
             y.grad is None, tuple(y.grad.shape), y.grad.requires_grad]
 """,
+    # a node's post-hooks see its grad_inputs summed to each input's shape (torch's engine
+    # validates them first): x - y0d's hook saw y0d's gradient with the broadcast shape (3,)
+    # (autograd_api_fuzz 7002073)
+    "node_hooks_see_grad_inputs_fitted_to_the_inputs": """
+x = torch.tensor([0.6, 0.1, 0.3], dtype=torch.float64, requires_grad=True)
+y = torch.tensor(0.02, dtype=torch.float64, requires_grad=True)
+r = torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64, requires_grad=True)
+out = []
+for t in (x - y, x * y, x + r, torch.where(x > 0.2, y, r), x.expand(2, 3) / y):
+    seen = []
+    t.grad_fn.register_hook(lambda gi, go: seen.append(gi))
+    t.grad_fn.register_hook(lambda gi, go: tuple(None if g is None else g * 2 for g in gi))
+    t.exp().sum().backward()
+    out += [[(tuple(g.shape), g) for g in seen[0] if g is not None], x.grad, y.grad, r.grad]
+    x.grad = y.grad = r.grad = None
+""",
 }
 
 

@@ -378,6 +378,9 @@ def _fit_grad(g, shape, dtype, node):
     return g
 
 
+_node_hooks.fit_grad = _fit_grad  # (the grad_inputs a node's post-hooks see)
+
+
 def _edge_meta(edge, what):
     """The AutogradMeta a GradientEdge's gradient is summed into (its node's output)."""
     node, nr = edge

@@ -61,7 +61,7 @@ class HookedNode(FunctionNode):
         if hooks is not None and hooks.post:
             if type(in_grads) is not tuple:
                 in_grads = tuple(in_grads) if isinstance(in_grads, list) else (in_grads,)
-            in_grads = _needed_only(self, in_grads)
+            in_grads = _fitted(self, _needed_only(self, in_grads))
             edges = torch_edges(self)
             seen = in_grads if edges is None else _on_edges(in_grads, edges)
             for hook in tuple(hooks.post):
@@ -88,6 +88,20 @@ def _needed_only(node, in_grads):
         return in_grads
     return tuple(None if n is None or targets is not None and n not in deps and m not in targets
                  else g for g, n, m in zip(in_grads, node.next_nodes, node.input_metas))
+
+
+def _fitted(node, in_grads):
+    """The grad_inputs a node's post-hooks see, each summed to its input's shape and cast to
+    its dtype (`engine._fit_grad`): torch's engine validates a node's outputs before its
+    post-hooks run, so `(x - y0d).grad_fn`'s hook sees y0d's gradient 0-d, not broadcast."""
+    if len(in_grads) != len(node.input_infos):
+        return in_grads  # (a rule that returned too few or many: the engine says so)
+    return tuple(g if g is None or type(g) is SPARSE[0] or (
+        g._data.shape == info[0] and g._data.dtype == info[1])
+        else fit_grad(g, info[0], info[1], node) for g, info in zip(in_grads, node.input_infos))
+
+
+fit_grad = None  # engine._fit_grad, bound there (it imports this module)
 
 
 def torch_edges(node):
