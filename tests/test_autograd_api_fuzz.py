@@ -264,6 +264,20 @@ for t in (x - y, x * y, x + r, torch.where(x > 0.2, y, r), x.expand(2, 3) / y):
     out += [[(tuple(g.shape), g) for g in seen[0] if g is not None], x.grad, y.grad, r.grad]
     x.grad = y.grad = r.grad = None
 """,
+    # a view taken under no_grad of a tensor that requires grad requires grad, and so do the
+    # results of ops on it; once its .grad was set, they did not (the meta made to hold the
+    # .grad said requires_grad=False, and ops read that) (autograd_api_fuzz 7004927)
+    "ops_on_a_no_grad_view_whose_grad_was_set_require_grad": """
+x = torch.nn.Parameter(torch.tensor([0.1, 0.4], dtype=torch.float64))
+with torch.no_grad():
+    v, w = x[0], x[1:]
+v.grad = torch.ones_like(v)
+w.grad = torch.ones_like(w)
+t, u = v * v, (w * 3).sum()
+u.backward()
+out = [v.requires_grad, v.is_leaf, t.requires_grad, t.grad_fn is None, u.requires_grad,
+       v.grad, w.grad, x.grad]
+""",
 }
 
 

@@ -50,9 +50,10 @@ def _needs_record(inputs) -> bool:
             if view.version != t._counter.value:
                 sync_view(t)  # its base was written in place since its grad_fn was set
                 m = t._meta
-            elif m is None and view.base.requires_grad:
-                needs = True  # a view with no history of a base that requires grad: torch's
-                continue      # output requires grad, the gradient to this input goes nowhere
+            elif (m is None or not m.requires_grad) and view.base.requires_grad:
+                needs = True  # a view with no history of a base that requires grad (a meta
+                continue  # of its own only holds its .grad): torch's output requires grad,
+                # the gradient to this input goes nowhere
         if m is not None and m.requires_grad:
             needs = True
     return needs
