@@ -220,6 +220,11 @@ class _Gen:
             a = self.pick(lambda u: u.requires_grad) if self.rng.random() < 0.9 else self.pick()
             fn = self.rng.choice(TENSOR_HOOKS)
             code = f"H['{k}'] = {a}.register_hook({fn.format(k=k)})"
+            if a is not None and self.ns[a]._backward_hooks is None:
+                # torch's register_hook reads grad_fn just after it makes _backward_hooks, which
+                # crashes torch 2.13 on a view whose base was written under no_grad (seeds
+                # 7000798, 7002944); read it first, as register_hook would, and nothing else
+                code = f"{a}.grad_fn; {code}"
         elif r < 0.75:
             a = self.pick(lambda u: u.grad_fn is not None) if self.rng.random() < 0.9 \
                 else self.pick()
