@@ -438,11 +438,18 @@ class Tensor:
         >>> x.sum().backward(); x.grad
         tensor([2., 2.])
         """
+        m = self._meta
+        if m is not None and m.hooks is not None and not m.requires_grad and self.requires_grad:
+            return ListHandle([], hook)  # a later hook of a no_grad view (below): torch's
+            # register_hook reads grad_fn only at a tensor's first, so a stale one passes
         self._sync()
         m = self._meta
         if m is None or not m.requires_grad:
             if self.requires_grad:  # a no_grad view of a tensor requiring grad: a leaf that
-                return ListHandle([], hook)  # no gradient ever reaches, as torch's
+                if m is None:  # no gradient ever reaches, as torch's
+                    m = self._meta = AutogradMeta(False, True)
+                m.hooks = []  # (stays empty: marks that it had one)
+                return ListHandle([], hook)
             raise RuntimeError(
                 "cannot register a hook on a tensor that doesn't require gradient")
         if m.hooks is None:

@@ -278,6 +278,30 @@ u.backward()
 out = [v.requires_grad, v.is_leaf, t.requires_grad, t.grad_fn is None, u.requires_grad,
        v.grad, w.grad, x.grad]
 """,
+    # torch's register_hook reads grad_fn only at a tensor's first hook: a later one on a view
+    # made under inference_mode / no_grad whose base was written since runs, where flowgrad's
+    # read the stale view's history and raised (autograd_api_fuzz 7004902)
+    "later_hooks_of_a_stale_no_grad_view": """
+x = torch.tensor([[0.7, 0.9, 0.6], [1.6, 1.4, 0.8]], dtype=torch.float64, requires_grad=True)
+with torch.inference_mode():
+    v = x[0]
+with torch.no_grad():
+    w = x[1]
+hv, hw = v.register_hook(lambda g: g), w.register_hook(lambda g: g)
+with torch.no_grad():
+    v[None].mul_(2)
+    w.add_(1)
+v.register_hook(lambda g: g * 2)
+w.register_hook(lambda g: g * 2)
+out = [v.requires_grad, w.requires_grad, x]
+y = torch.tensor([1.0, 2.0], requires_grad=True)
+y.register_hook(lambda g: g)
+y.requires_grad_(False)
+try:
+    y.register_hook(lambda g: g)
+except RuntimeError:
+    out.append("refused")
+""",
 }
 
 
