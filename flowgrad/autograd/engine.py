@@ -243,7 +243,8 @@ class GraphTask:
         return True
 
     def _take_grad(self, meta, info, node=None):
-        """The summed grad of one tensor, after its hooks; feeds retain_grad and targets.
+        """The summed grad of one tensor, after its hooks; feeds retain_grad and targets (an
+        autograd.grad input whose node runs on is captured before its hooks, as torch's).
 
         An output that received nothing gets zeros of its recorded shape, unless its node
         asks for None instead (a custom Function after ctx.set_materialize_grads(False)).
@@ -255,12 +256,14 @@ class GraphTask:
             if materialize is not None and not materialize(node):
                 return None
             g = _interpreter.Tensor._zeros(*info)
+        if node is not None and meta in self.targets:
+            # the node runs on (it leads to another input): torch's engine captures the
+            # gradient before the tensor's hooks, which it runs only as the node runs
+            self.captured[meta] = g
         if meta.hooks:
             g = _run_hooks(meta.hooks, g)
         if meta.retain_grad:
             _accumulate(meta, g)
-        if meta in self.targets:
-            self.captured[meta] = g
         return g
 
     def collect(self, meta):
