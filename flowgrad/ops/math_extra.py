@@ -241,6 +241,10 @@ def _logaddexp(input, other, real_op):
                                   f"'{_dt.from_numpy_dtype(a._data.dtype).name}': {name} of "
                                   f"integer or bool tensors; convert one with .float() first")
     if a.is_complex():
+        if real_op is _logaddexp2_real:  # (torch has a complex kernel for logaddexp only)
+            raise NotImplementedError(f"\"logaddexp2_cpu\" not implemented for "
+                                      f"'{_dt.from_numpy_dtype(a._data.dtype).name}': "
+                                      f"logaddexp2 of complex tensors; logaddexp has one")
         return _complex_logaddexp(a, b)
     return real_op(a, b)
 
