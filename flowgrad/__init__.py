@@ -82,6 +82,7 @@ from .compiler import compile  # torch.compile's name
 from .device import device
 from .dtypes import *  # noqa: F401,F403
 from .dtypes import can_cast, dtype, get_default_dtype, promote_types, set_default_dtype
+from .ops import linalg_func as _linalg_func
 from .ops import out_arg as _out_arg
 from .ops.activation import *  # noqa: F401,F403
 from .ops.compare import isin  # noqa: F401 - the other comparisons come with elementwise
@@ -292,13 +293,14 @@ _out_arg.accept_out(  # (the torch.* functions above and these: every one torch 
                 "log_softmax", "index_add", "index_copy", "scatter", "scatter_add", "take",
                 "scatter_reduce", "index_reduce", "slice_scatter"),
     exact=("scatter_reduce", "index_reduce", "slice_scatter", "chain_matmul", "lu_solve",
-           "multinomial", "matrix_power", "nonzero", "polar",
+           "multinomial", "nonzero", "polar",
            "complex", "isin", "narrow_copy", "ormqr", "clamp_min", "clamp_max", "softmax",
            "log_softmax", "index_add", "index_copy", "scatter", "scatter_add", "take"),
     compute_in_out=("range",), castable_outs=("geqrf",), nondiff_first=("lu_unpack",),
     column_major={"qr": (0, 1), "svd": (0,), "geqrf": (0,), "triangular_solve": (0, 1),
                   "lu_solve": (0,), "ormqr": (0,)},
     exact_scalar=("clamp_min", "clamp_max"),
+    out_rules={"matrix_power": _linalg_func.power_out_rules},
     no_overlap=("take",), partial_overlap=("clamp_min", "clamp_max", "kron"),
     untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("median", "nanmedian"),
     out_no_derivative=_OUT_NO_DERIVATIVE,
@@ -312,10 +314,11 @@ _out_arg.accept_out(
                    "lu_factor", "lu_factor_ex", "qr", "slogdet", "solve_ex", "svd", "lstsq"),
     # torch's linalg kernels take an `out` of the result's own dtype, except these, which
     # cast into a wider one (cond, pinv, matrix_rank, ...)
-    exact=("cholesky", "cross", "det", "eigvalsh", "inv", "matmul", "matrix_norm",
-           "matrix_power", "multi_dot", "norm", "solve", "solve_triangular", "svdvals", "vecdot",
+    exact=("cholesky", "cross", "det", "eigvalsh", "inv", "matmul", "matrix_norm", "multi_dot",
+           "norm", "solve", "solve_triangular", "svdvals", "vecdot",
            "vector_norm", "ldl_solve", "lu_solve"),
     castable_outs=("eig", "lstsq"), nondiff_first=("lu",), no_overlap=("cross",),
+    out_rules={"matrix_power": _linalg_func.power_out_rules},
     # (torch's LAPACK-backed kernels resize an out to column-major matrices)
     column_major={**dict.fromkeys(("inv", "solve", "cholesky", "solve_triangular", "lu_solve",
                                    "householder_product", "ldl_solve", "lu_factor",

@@ -399,6 +399,35 @@ def test_composite_out_forms_record_as_torch(name, dtype):
     assert got[1] == got[0]
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, -1])
+@pytest.mark.parametrize("out_dtype", ["float32", "complex128", "int64", "float64"])
+@pytest.mark.parametrize("fn", ["matrix_power", "linalg.matrix_power"])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_matrix_power_out_for_n_0_and_1_is_a_copy(n, out_dtype, fn, requires_grad):
+    # torch's matrix_power(A, 0 or 1, out=) copies the identity (or A) into out: it casts
+    # safely into another dtype and, for n = 1, gives out A's history; flowgrad took only an
+    # out of the result's dtype and refused an A requiring grad (out_arg_fuzz seed 7000461)
+    def run(m, _):
+        a = m.tensor([[1.0, 2.0], [3.0, 4.5]], dtype=m.float64, requires_grad=requires_grad)
+        out = m.empty(0, dtype=getattr(m, out_dtype))
+        f = m.linalg.matrix_power if fn.startswith("linalg") else m.matrix_power
+        r = f(a, n, out=out)
+        grad = m.autograd.grad(r, a, m.ones_like(r))[0].numpy() if r.requires_grad else None
+        return r is out, r.detach().numpy(), r.dtype == getattr(m, out_dtype), grad
+    both = fuzz_common.run_both(run, None)
+    assert isinstance(both, tuple) or both is None, both
+    if both is None:  # (both refuse: an integer out, or n not 0 or 1 with another dtype)
+        assert out_dtype == "int64" or n not in (0, 1) and out_dtype != "float64" or \
+            requires_grad and n not in (0, 1)
+    else:
+        (t_same, t_val, t_dt, t_grad), (f_same, f_val, f_dt, f_grad) = both
+        assert (f_same, f_dt) == (t_same, t_dt)
+        np.testing.assert_allclose(f_val, t_val, rtol=1e-6)
+        assert (f_grad is None) == (t_grad is None)
+        if t_grad is not None:
+            np.testing.assert_allclose(f_grad, t_grad)
+
+
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 def test_logaddexp2_of_complex_is_refused(dtype):
     # torch has a complex kernel for logaddexp only; flowgrad's logaddexp2 of complex tensors

@@ -119,6 +119,21 @@ def matrix_power(A, n):
     return result
 
 
+def power_out_rules(args, kwargs):
+    """(exact dtype, tracked, arguments) of matrix_power's out= form (see out_arg.with_out),
+    as torch's linalg_matrix_power_out: for n = 1 it is out.copy_(A), which casts safely
+    (float64 into float32 or complex128, not into an integer) and gives `out` A's history;
+    for n = 0 out.copy_(the identity), alike but with no history (A detached: the identity
+    does not depend on it); for other n its matmul (or inv) into `out`, which takes only the
+    result's dtype and refuses an input that requires grad."""
+    n = args[1] if len(args) > 1 else kwargs.get("n")
+    if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n in (0, 1):
+        if n == 0 and args and isinstance(args[0], Tensor):
+            args = (args[0].detach(), *args[1:])
+        return False, "out", args
+    return True, "all", args
+
+
 @tensor_method("matrix_exp")
 def torch_matrix_exp(input):
     """torch.matrix_exp: linalg.matrix_exp."""

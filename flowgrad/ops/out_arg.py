@@ -260,7 +260,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                partial_overlap=(), silent_resize=(), exact_scalar=(), list_outs=(),
                exact_real=(), exact_float_int=(), dtype_is_out=(), exact_weight=(),
                column_major=None, float_kernel=(), silent_zero_dim=(),
-               partial_overlap_first=(), out_no_derivative=None):
+               partial_overlap_first=(), out_no_derivative=None, out_rules=None):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
@@ -295,7 +295,10 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     floating input into an integer or bool `out`, without dtype=, is torch's
     NotImplementedError; with dtype= torch converts the input first). Those in
     `silent_zero_dim` resize their outs without the deprecation warning for a 0-d input (mode:
-    torch's copies it into outs it resizes itself)."""
+    torch's copies it into outs it resizes itself). `out_rules` maps names whose rules depend
+    on the call to a function of (args, kwargs) giving `with_out`'s `exact_dtype` and
+    `tracked` for it and the arguments to call with (matrix_power: torch's kernel for most n,
+    a copy of A or of the identity for n = 1 or 0)."""
     import functools
     import inspect
 
@@ -323,6 +326,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _cm=(column_major or {}).get(name, ()), _float=name in float_kernel,
                  _quiet0=name in silent_zero_dim,
                  _nd=(out_no_derivative or {}).get(name), _public=[],
+                 _rules=(out_rules or {}).get(name),
                  **kwargs):
             if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
                 handled = EVERY_CALL[0](_public[0], args,
@@ -368,9 +372,12 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                      or _fi and _float_int(args)
                      or _weight and _dimensioned((*args[2:3], kwargs.get("weight")))) and not (
                 _scalar and any(isinstance(a, Tensor) for a in (*args[1:], *kwargs.values())))
+            tracked = _tracked
+            if _rules is not None:
+                exact, tracked, args = _rules(args, kwargs)
             try:
                 return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name,
-                                exact_dtype=exact, no_overlap=_apart, tracked=_tracked,
+                                exact_dtype=exact, no_overlap=_apart, tracked=tracked,
                                 warn_resize=_loud, column_major=0 in _cm, no_derivative=_nd)
             except AttributeError as error:  # (a number where a tensor goes, as without out=)
                 reraise_typed(_name, _fn, args, kwargs, error)
