@@ -45,6 +45,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
     target = None if dtype is None else _dt.as_dtype(dtype)
     if isinstance(obj, Tensor):
         if requires_grad is None and obj.requires_grad:
+            requires_grad = True  # (so an integer dtype= refuses it, as torch's)
             warn_once("asarray: unspecified requires_grad now defaults to "
                       "obj.requires_grad instead of False. Pass requires_grad=False explicitly "
                       "to get the old behavior and silence this warning.")
