@@ -438,3 +438,15 @@ def test_logaddexp2_of_complex_is_refused(dtype):
     assert verdict is None, verdict
     with pytest.raises(NotImplementedError):
         flow.tensor(x).logaddexp2(flow.tensor([1.0, 2.0]))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.deg2rad(x), lambda m, x: m.rad2deg(x), lambda m, x: x.deg2rad_(),
+    lambda m, x: x.rad2deg_(), lambda m, x: m.deg2rad(x, out=m.empty(2, dtype=x.dtype))])
+def test_deg2rad_and_rad2deg_refuse_complex(call):
+    # torch has no complex deg2rad/rad2deg (RuntimeError); flowgrad scaled both parts
+    # (out_arg_fuzz seed 7001004)
+    verdict = fuzz_common.run_both(lambda m, _: call(m, m.tensor([1 + 2j, 3j])), None)
+    assert verdict is None, verdict
+    with pytest.raises(RuntimeError, match="not supported for complex"):
+        call(flow, flow.tensor([1 + 2j, 3j], dtype=flow.complex64))

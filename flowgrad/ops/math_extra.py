@@ -70,6 +70,7 @@ def deg2rad(input):
     >>> flow.deg2rad(flow.tensor([180.0]))
     tensor([3.1416])
     """
+    _refuse_complex(input, "deg2rad")
     return _float_of(input) * (math.pi / 180.0)
 
 
@@ -81,7 +82,14 @@ def rad2deg(input):
     >>> flow.rad2deg(flow.tensor([3.1415927]))
     tensor([180.])
     """
+    _refuse_complex(input, "rad2deg")
     return _float_of(input) * (180.0 / math.pi)
+
+
+def _refuse_complex(input, name):
+    """torch's deg2rad/rad2deg refuse a complex tensor (no complex angle in degrees)."""
+    if isinstance(input, Tensor) and input.is_complex():
+        raise RuntimeError(f"{name} is not supported for complex tensors.")
 
 
 # ---- sign-bit functions ----------------------------------------------------------------------
