@@ -195,12 +195,19 @@ def _padding_idx(padding_idx, n, name):
 
 @op("embedding_renorm_rows", n_out=2, differentiable=False)
 def _embedding_renorm_rows(xp, w, idx, *, max_norm, norm_type):
-    """The looked-up rows whose norm exceeds max_norm, and those rows rescaled to it."""
+    """The looked-up rows whose norm exceeds max_norm, and those rows rescaled to it, as
+    torch's embedding_renorm_: each row's norm in the weight's dtype (half precision computed
+    in float32, rounded), the scale max_norm / (norm + 1e-7) in double, and the row
+    multiplied by that scale rounded to the dtype it computes in (float64 throughout gave
+    rows 1 ulp off torch's in float32, enough to flip a later max)."""
     rows = xp.unique(idx.reshape(-1))
-    norms = xp.linalg.norm(w[rows].astype(xp.float64), ord=norm_type, axis=1)
+    wide = (xp.float32, xp.float64, xp.complex64, xp.complex128)  # (half: float32, as torch)
+    acc = w.dtype if w.dtype in wide else xp.dtype(xp.float32)
+    norms = xp.linalg.norm(w[rows].astype(acc), ord=norm_type, axis=1)
+    norms = norms.astype(w.dtype).astype(xp.float64)  # (torch's norm tensor, read as double)
     big = rows[norms > max_norm]
-    scale = max_norm / (norms[norms > max_norm] + 1e-7)
-    return big, (w[big] * scale[:, None]).astype(w.dtype)
+    scale = (max_norm / (norms[norms > max_norm] + 1e-7)).astype(acc)
+    return big, (w[big].astype(acc) * scale[:, None]).astype(w.dtype)
 
 
 def _renorm_rows(weight, input, max_norm, norm_type):
