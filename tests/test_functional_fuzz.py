@@ -363,3 +363,19 @@ def test_embedding_bag_max_after_max_norm_picks_torch_row():
     (t_out, t_grad), (f_out, f_grad) = fuzz_common.run_both(run, None)
     np.testing.assert_array_equal(f_out, t_out)
     np.testing.assert_array_equal(f_grad, t_grad)
+
+
+@pytest.mark.parametrize("p", [-1.0, -0.5, float("inf"), float("-inf"), 2.0, 0.0])
+def test_normalize_along_an_empty_dim_with_no_identity_raises(p):
+    # torch's normalize takes linalg.vector_norm, which refuses a negative or infinite p over
+    # an empty dim (RuntimeError); flowgrad returned the empty input for p < 0 and raised
+    # NumPy's ValueError for +-inf (functional_fuzz seed 7001955)
+    verdict = fuzz_common.run_both(
+        lambda m, _: m.nn.functional.normalize(m.zeros(2, 0, 3, dtype=m.float64), p=p, dim=1)
+        .numpy(), None)
+    assert not isinstance(verdict, str), verdict
+    if verdict is not None:
+        assert verdict[1].shape == verdict[0].shape == (2, 0, 3)
+    else:
+        with pytest.raises(RuntimeError):
+            flow.nn.functional.normalize(flow.zeros(2, 0, 3), p=p, dim=-2)

@@ -157,5 +157,10 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     if x._data.ndim == 0:  # a scalar is its own dim 0 (or -1), as torch's
         _wrap_dim(dim, 1, "normalize")
         return normalize(x.reshape(1), p, 0, eps).reshape(())
+    d = _wrap_dim(dim, x._data.ndim, "normalize")
+    if (p < 0 or p == math.inf) and x._data.shape[d] == 0:  # (min/max: no identity, as torch's)
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on the dimension {d} "
+                           f"because this dimension is empty and the operation does not have an "
+                           f"identity; normalize along a non-empty dim")
     denom = dist_norm(x, p, dim, keepdim=True).clamp(min=eps)
     return x / denom
