@@ -379,3 +379,38 @@ def test_normalize_along_an_empty_dim_with_no_identity_raises(p):
     else:
         with pytest.raises(RuntimeError):
             flow.nn.functional.normalize(flow.zeros(2, 0, 3), p=p, dim=-2)
+
+
+@pytest.mark.parametrize("fn", ["batch_norm", "batch_norm_eval", "instance_norm",
+                                "instance_norm_eval", "module"])
+@pytest.mark.parametrize("which", ["running_mean", "running_var"])
+@pytest.mark.parametrize("grad_on", [True, False])
+def test_running_statistics_that_require_grad_are_refused(fn, which, grad_on):
+    # torch's native_batch_norm has no derivative for running_mean/var: one requiring grad
+    # is a RuntimeError in grad mode; flowgrad ran (and updated it) (module_api_fuzz seed
+    # 7001105: a BatchNorm1d whose running_mean became a Parameter)
+    def run(m, _):
+        x = m.tensor(np.linspace(-1, 2, 24).reshape(2, 3, 4))
+        stats = {"running_mean": m.zeros(3, dtype=m.float64),
+                 "running_var": m.ones(3, dtype=m.float64)}
+        stats[which].requires_grad_()
+        F = m.nn.functional
+        with m.set_grad_enabled(grad_on):
+            if fn == "module":
+                bn = m.nn.BatchNorm1d(3).double()
+                setattr(bn, which, m.nn.Parameter(stats[which]))
+                y = bn(x)
+            elif fn.startswith("batch_norm"):
+                y = F.batch_norm(x, stats["running_mean"], stats["running_var"],
+                                 training=fn == "batch_norm")
+            else:
+                y = F.instance_norm(x, stats["running_mean"], stats["running_var"],
+                                    use_input_stats=fn == "instance_norm")
+        return [y.detach().numpy(), stats[which].detach().numpy()]
+    both = fuzz_common.run_both(run, None)
+    assert not isinstance(both, str), both
+    if both is None:
+        assert grad_on
+    else:
+        for want, got in zip(*both):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

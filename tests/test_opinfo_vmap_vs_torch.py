@@ -22,10 +22,6 @@ import flowgrad as flow  # noqa: E402
 
 _BESSEL = ("torch's float32-accurate approximation (as in test_opinfo_vs_torch's KNOWN); "
            "flowgrad's Cephes agrees with mpmath")
-_RUNNING_STATS = (r"not differentiable with respect to argument 'running_mean'",
-                  "the gradient in running_mean/var: torch refuses it (with or without "
-                  "vmap), flowgrad gives its gradient (zero in training mode)")
-
 _AS_STRIDED = (r"values differ|out of bounds for storage",
                "NOT FIXED: with the batch dim not outermost in memory "
                "(in_dims=-1 or 1) torch's as_strided reads each example's physical storage "
@@ -42,9 +38,6 @@ KNOWN: dict[str, tuple[str, str]] = {
     "special.bessel_j1": (r"output: values differ", _BESSEL),
     "special.bessel_y0": (r"output: values differ", _BESSEL),
     "special.bessel_y1": (r"output: values differ", _BESSEL),
-    "native_batch_norm": _RUNNING_STATS,
-    "nn.functional.batch_norm": _RUNNING_STATS,
-    "nn.functional.instance_norm": _RUNNING_STATS,
     "as_strided_scatter": (r"grad\[0\]: values differ",
                            "torch 2.13's input gradient is the complement of the right one (as "
                            "in test_opinfo_vs_torch's KNOWN): flowgrad's 0 where src lands"),

@@ -516,6 +516,18 @@ def _check_momentum(name, momentum):
                         f"average, is theirs, not the function's)")
 
 
+def _refuse_differentiable_stats(running_mean, running_var):
+    """torch's native_batch_norm has no derivative for its running statistics: one that
+    requires grad while grad mode is on is refused, in training and in eval (instance_norm's
+    too, which runs it)."""
+    if grad_mode.is_grad_enabled():
+        for t, what in ((running_mean, "running_mean"), (running_var, "running_var")):
+            if isinstance(t, Tensor) and t.requires_grad:
+                raise RuntimeError(f"The function 'native_batch_norm' is not differentiable "
+                                   f"with respect to argument '{what}'. This input cannot have "
+                                   f"requires_grad True; pass it detached")
+
+
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
     x = _as_float(input, "batch_norm")
     check_norm_params("batch_norm", x, weight=weight, bias=bias, running_mean=running_mean,
@@ -536,6 +548,7 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
             raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                              f"training, got input size {tuple(x.shape)}")
         _check_momentum("batch_norm", momentum)  # (after that check, as torch's)
+        _refuse_differentiable_stats(running_mean, running_var)
         if count == 0:  # an empty batch: an empty output, the running statistics untouched
             y = x * 1.0 if w is None else x * w  # (torch's; weight and bias get zero grads)
             return y if b is None else y + b
@@ -553,6 +566,7 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         return _affine_normalize(x, axes, eps, w, b,
                                  stats if _per_channel(x._data, axes) else None)
     _check_momentum("batch_norm", momentum)
+    _refuse_differentiable_stats(running_mean, running_var)
     if running_mean is None or running_var is None:
         raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
                            "evaluation mode (training=False)")
@@ -601,6 +615,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         raise ValueError(f"instance_norm: expected more than 1 spatial element when "
                          f"training, got input of shape {tuple(x.shape)}")
     _check_momentum("instance_norm", momentum)  # (after that check, as torch's)
+    _refuse_differentiable_stats(running_mean, running_var)
     c = x._data.shape[1]
     bshape = (1, c) + (1,) * (x._data.ndim - 2)
     w = _param(weight, (c,), bshape, "instance_norm", "weight")
