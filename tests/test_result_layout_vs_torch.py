@@ -290,3 +290,27 @@ def test_lerp_with_a_tensor_weight_is_torchs_node_and_gradients():
         out.backward(m.linspace(0.1, 0.7, 7, dtype=m.float32))
         return out.grad_fn.name(), [t.grad.tolist() for t in (a, b, w)]
     assert run(flow) == run(torch)
+
+
+WRITE_INTO_CLONE = {  # torch writes into a clone of input (preserve_format): input's layout
+    "index_put": lambda m, x: x.index_put((m.tensor([0, 1]),), m.tensor(-1.0, dtype=x.dtype)),
+    "put": lambda m, x: x.put(m.tensor([0, 5]), m.tensor([-1.0, -2.0], dtype=x.dtype)),
+    "select_scatter": lambda m, x: m.select_scatter(x, -x.select(1, 1), 1, 1),
+    "slice_scatter": lambda m, x: m.slice_scatter(x, -x[:, ::2], 1, 0, None, 2),
+    "diagonal_scatter": lambda m, x: m.diagonal_scatter(x, -x.diagonal(), 0),
+}
+
+
+@pytest.mark.parametrize("name", WRITE_INTO_CLONE)
+def test_write_into_a_clone_keeps_the_input_layout_as_torch(name):
+    """torch's out-of-place index_put, put and *_scatter are laid out as a transposed or
+    permuted input; flowgrad's composites (where of a C-ordered mask) came out C-ordered, so a
+    later view() raised or flatten() shared memory differently."""
+    fn, found = WRITE_INTO_CLONE[name], []
+    for layout in ("t34", "p234a", "p234b"):
+        expected = fn(torch, LAYOUTS[layout](torch, torch.float64))
+        actual = fn(flow, LAYOUTS[layout](flow, flow.float64))
+        assert actual.tolist() == expected.tolist()
+        if _order(actual) != _order(expected):
+            found.append(f"{layout}: torch {expected.stride()}, flowgrad {actual.stride()}")
+    assert not found, "\n".join(found)

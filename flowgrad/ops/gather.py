@@ -36,6 +36,7 @@ from .index import (
     refuse_overlapping_value,
     write_elements,
 )
+from .layout import empty_preserving
 from .registry import op
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_reduce",
@@ -100,11 +101,25 @@ def _flat_count(xp, flat, *weights, shape):
 
 
 @op("flat_mask", differentiable=False)
-def _flat_mask(xp, flat, *, shape):
-    """True at the positions of `shape` that flat names."""
+def _flat_mask(xp, flat, *like, shape):
+    """True at the positions of `shape` that flat names; laid out as torch's clone of `like`
+    where one is given (preserve_format: see _written_into)."""
     mask = xp.zeros(shape, bool)
     mask.reshape(-1)[flat.reshape(-1)] = True
+    if like:
+        out = empty_preserving(xp, like[0], bool)
+        out[...] = mask
+        return out
     return mask
+
+
+def _written_into(input, flat, written):
+    """input with `written` (a tensor of input's shape) at the positions flat names, laid out
+    as torch's out-of-place writes lay it out (a clone of input, preserve_format, written
+    into): where takes the layout of its mask, made so where input is not C-contiguous."""
+    shape = input._data.shape
+    like = () if input._data.flags.c_contiguous else (input,)
+    return where(_flat_mask(flat, *like, shape=shape), written, input)
 
 
 @op("flat_nonzero", differentiable=False)
@@ -539,7 +554,7 @@ def index_put(input, indices, values, accumulate=False):
     written = _put_flat(values, flat, shape=input._data.shape, accumulate=accumulate)
     if accumulate:
         return input + written
-    return where(_flat_mask(flat, shape=input._data.shape), written, input)
+    return _written_into(input, flat, written)
 
 
 def _put_args(input, indices, values):
@@ -643,8 +658,7 @@ def put(input, index, source, accumulate=False):
     src = source.reshape(-1)
     if accumulate:
         return input + _put_flat(src, flat, shape=shape, accumulate=True)
-    written = _put_flat(src, flat, shape=shape, accumulate=False)
-    return where(_flat_mask(flat, shape=shape), written, input)
+    return _written_into(input, flat, _put_flat(src, flat, shape=shape, accumulate=False))
 
 
 # ---- in-place variants ------------------------------------------------------------------

@@ -32,6 +32,7 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import contiguous_format
 from .creation import multinomial, tensor, zeros
 from .elementwise import _inplace_binary, where
+from .gather import _index_dim, _put_flat, _written_into
 from .linalg import _coefficient, _scaled_add, addbmm, addmm, addmv, baddbmm, outer
 from .no_derivative import without_derivative
 from .norm import vector_norm
@@ -243,15 +244,11 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     n = max(min(rows - r0, cols - c0), 0)
     rest = [k for k in range(nd) if k not in (d1, d2)]
     src = _check_src(src, [input.shape[k] for k in rest] + [n], "diagonal_scatter", input)
-    # (rest..., rows * cols): the diagonal is every (cols + 1)-th element from r0 * cols + c0
-    moved = input.permute(*rest, d1, d2)
-    flat = moved.reshape(*moved.shape[:-2], rows * cols)
-    where_ = _positions([(k + r0) * cols + k + c0 for k in range(n)])
-    out = flat.index_copy(flat.dim() - 1, where_, src).reshape(moved.shape)
-    inverse = [0] * nd
-    for i, k in enumerate(rest + [d1, d2]):
-        inverse[k] = i
-    return out.permute(*inverse)
+    # the diagonal's flat positions in input (in src's shape), written as index_put writes
+    flat = Tensor._wrap(np.arange(input.numel(), dtype=np.int64).reshape(
+        tuple(input.shape)).diagonal(offset, d1, d2).copy())
+    return _written_into(input, flat, _put_flat(src, flat, shape=tuple(input.shape),
+                                                accumulate=False))
 
 
 @tensor_method()
@@ -269,7 +266,7 @@ def select_scatter(input, src, dim, index):
         raise IndexError(f"select_scatter(): index {index} out of range for tensor of size "
                          f"{list(input.shape)} at dimension {d}")
     src = _check_src(src, input.shape[:d] + input.shape[d + 1:], "select_scatter", input)
-    return input.index_copy(d, _positions([index % n]), src.unsqueeze(d))
+    return _copied_at(input, d, [index % n], src.unsqueeze(d))
 
 
 @tensor_method()
@@ -284,7 +281,14 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     picked = range(input.shape[d])[slice(start, end, step)]
     src = _check_src(src, input.shape[:d] + (len(picked),) + input.shape[d + 1:],
                      "slice_scatter", input)
-    return input.index_copy(d, _positions(list(picked)), src)
+    return _copied_at(input, d, list(picked), src)
+
+
+def _copied_at(input, d, positions, src):
+    """input.index_copy(d, positions, src), laid out as torch's (input's layout kept)."""
+    flat = _index_dim(input, d, _positions(positions), "index_copy", src)
+    return _written_into(input, flat, _put_flat(src, flat, shape=tuple(input.shape),
+                                                accumulate=False))
 
 
 def block_diag(*tensors):
