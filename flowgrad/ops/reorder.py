@@ -205,8 +205,11 @@ def tile(input, dims):
 
 
 @tensor_method("tile")
-def _tile_method(self, *dims):
-    """`x.tile(2, 2)` or `x.tile((2, 2))`: torch's method takes both (its function a sequence)."""
+def _tile_method(self, *dims, **keywords):
+    """`x.tile(2, 2)`, `x.tile((2, 2))` or `x.tile(dims=(2, 2))`: torch's method takes each
+    (its function a sequence)."""
+    if keywords:
+        return tile(self, *dims, **keywords)
     return tile(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
 
 

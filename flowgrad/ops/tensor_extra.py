@@ -245,7 +245,8 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     rest = [k for k in range(nd) if k not in (d1, d2)]
     src = _check_src(src, [input.shape[k] for k in rest] + [n], "diagonal_scatter", input)
     # the diagonal's flat positions in input (in src's shape), written as index_put writes
-    flat = Tensor._wrap(np.arange(input.numel(), dtype=np.int64).reshape(
+    xp = array_module(input._data)
+    flat = Tensor._wrap(xp.arange(input.numel(), dtype=xp.int64).reshape(
         tuple(input.shape)).diagonal(offset, d1, d2).copy())
     return _written_into(input, flat, _put_flat(src, flat, shape=tuple(input.shape),
                                                 accumulate=False))
