@@ -2,7 +2,8 @@
 `def run(xp, *arrays, **attrs)` repacks the keyword attributes into a new dict on every call
 (~0.3 us in CPython 3.11, more than many small kernels take); a wrapper generated with the
 kernel's exact parameters passes them on as they came. Used for the half-precision-in-float32
-kernels (halfprec.in_float32) and the C-ordered outputs (registry's `layout="contiguous"`).
+kernels (halfprec.in_float32) and the registry's output layouts (`layout=`: "contiguous",
+"elementwise", "column_major").
 
 >>> import numpy as np
 >>> def kernel(xp, x, *, scale):
