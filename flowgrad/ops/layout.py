@@ -111,10 +111,15 @@ def empty_preserving(xp, like, dtype=None):
             tuple(st // like.itemsize * item for st in like.strides))
     if like.ndim < 2 or like.flags.c_contiguous:
         return xp.empty(like.shape, dtype)
-    perm = dense_order(like.shape, like.strides)  # innermost first
-    outer_first = perm[::-1]
-    block = xp.empty([like.shape[d] for d in outer_first], dtype)
-    return block.transpose([outer_first.index(d) for d in range(like.ndim)])
+    return _empty_in_order(xp, like.shape, dtype, dense_order(like.shape, like.strides))
+
+
+def _empty_in_order(xp, shape, dtype, fastest_first):
+    """An uninitialised array of `shape` packed densely with its dims in memory in the order
+    `fastest_first` gives (innermost first)."""
+    outer_first = fastest_first[::-1]
+    block = xp.empty([shape[d] for d in outer_first], dtype)
+    return block.transpose([outer_first.index(d) for d in range(len(shape))])
 
 
 def copy_preserving(xp, x):
@@ -135,15 +140,12 @@ def _broadcast_strides(array, shape):
 
 def torch_layout(xp, out, arrays):
     """`out`, an elementwise result of `arrays`, in the layout torch's iterator gives it: the
-    array itself when its dims already lie in that order (densely), else a copy that does."""
+    array itself when its dims already lie in that order (densely), else a copy that does.
+    (Called where some operand is not C-contiguous: with all of them so, the order is C's.)"""
     shape = out.shape
     if len(shape) < 2 or out.size == 0:
         return out
-    operands = [a for a in arrays if a.ndim]
-    if all(a.shape == shape for a in operands) and all(a.flags.c_contiguous for a in operands):
-        perm = list(range(len(shape) - 1, -1, -1))  # torch's fast setup: all contiguous
-    else:
-        perm = _fastest_first(shape, [_broadcast_strides(a, shape) for a in operands])
+    perm = _fastest_first(shape, [_broadcast_strides(a, shape) for a in arrays if a.ndim])
     expected = out.itemsize
     for dim in perm:
         if shape[dim] != 1 and out.strides[dim] != expected:
@@ -151,9 +153,7 @@ def torch_layout(xp, out, arrays):
         expected *= shape[dim]
     else:
         return out
-    order = perm[::-1]
-    dense = xp.empty([shape[d] for d in order], out.dtype)
-    result = dense.transpose([order.index(d) for d in range(len(shape))])
+    result = _empty_in_order(xp, shape, out.dtype, perm)
     result[...] = out
     return result
 
