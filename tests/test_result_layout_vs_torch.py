@@ -210,6 +210,16 @@ LINALG = {  # torch's LAPACK-backed results are column-major in their last two d
     "cholesky_inverse": lambda m: m.cholesky_inverse(m.linalg.cholesky(_spd(m))),
     "geqrf": lambda m: m.geqrf(_spd(m)),
     "ldl_factor": lambda m: m.linalg.ldl_factor(_spd(m)),
+    # batched: the vectors beside the matrices (singular values, eigenvalues, pivots, tau,
+    # info) are C-ordered, as torch's: only outputs with the input's dims are matrices
+    "svd_batched": lambda m: m.linalg.svd(_spd(m).expand(3, 4, 4)[:, :, :3]),
+    "eigh_batched": lambda m: m.linalg.eigh(_spd(m).expand(3, 4, 4)),
+    "eig_batched": lambda m: m.linalg.eig(_spd(m).expand(3, 4, 4)),
+    "lu_factor_batched": lambda m: m.linalg.lu_factor_ex(_spd(m).expand(3, 4, 4)),
+    "geqrf_batched": lambda m: m.geqrf(_spd(m).expand(3, 4, 4)),
+    "ldl_factor_batched": lambda m: m.linalg.ldl_factor_ex(_spd(m).expand(3, 4, 4)),
+    "solve_ex_batched": lambda m: m.linalg.solve_ex(_spd(m).expand(3, 4, 4),
+                                                    m.ones(3, 4, 2, dtype=m.float64)),
 }
 
 

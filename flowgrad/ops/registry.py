@@ -148,7 +148,8 @@ def op(name, save=None, n_out=1, differentiable=True, is_view=False, complex=Fal
     (NumPy keeps a strided input's layout there); "elementwise" (an elementwise op of several
     tensors, or a one-input kernel that is not one NumPy ufunc) lays a result of strided
     inputs out as torch's iterator does (ops/layout.py); "column_major" gives the
-    matrices (last two dims) of a LAPACK-backed op's outputs column-major, as torch's."""
+    matrices (last two dims; outputs with as many dims as the first input) of a LAPACK-backed
+    op's outputs column-major, as torch's."""
     def register(kernel):
         return Op(name, kernel, save, n_out, differentiable, is_view, complex, jvp, grad_reads,
                   create_graph_reads, layout)
@@ -179,12 +180,16 @@ def _torch_layout_output(kernel):
 
 
 def _column_major_output(kernel):
-    """`kernel`, each output of 2 or more dims with its last two dims column-major (batch
-    dims outermost), as torch's LAPACK-backed results; with the kernel's parameters."""
+    """`kernel`, each matrix output (2 or more dims, and as many as the first input: not
+    svd's singular values, eigenvalues, pivots, tau, info, nor a solve's vectors) with its
+    last two dims column-major (batch dims outermost), as torch's LAPACK-backed results;
+    with the kernel's parameters."""
     return wrapped(kernel, "    _out = kernel({call})\n"
+                           "    _ndim = max(2, {arrays}[0].ndim)\n"
                            "    if type(_out) is tuple:\n"
-                           "        return tuple(column_major(xp, o) for o in _out)\n"
-                           "    return column_major(xp, _out)\n",
+                           "        return tuple(column_major(xp, o) if o.ndim >= _ndim else o\n"
+                           "                     for o in _out)\n"
+                           "    return column_major(xp, _out) if _out.ndim >= _ndim else _out\n",
                    column_major=column_major)
 
 
