@@ -155,6 +155,12 @@ ONE_TENSOR_OPS = {  # kernels that are not one NumPy ufunc, and torch's C-ordere
     "clone": lambda m, x: x.clone(), "zeros_like": lambda m, x: m.zeros_like(x),
     "repeat": lambda m, x: x.repeat(1, 1, 1)[0], "tile": lambda m, x: x.tile(1, 1),
     "narrow_copy": lambda m, x: x.narrow_copy(1, 0, 2),
+    "rot90_k0": lambda m, x: m.rot90(x, 4, [0, 1]), "angle_complex": lambda m, x: m.angle(
+        x * (1 + 1j) if m is torch else x * (1 + 1j)),
+    "dropout": lambda m, x: m.nn.functional.dropout(x, 0.5),
+    "alpha_dropout": lambda m, x: m.nn.functional.alpha_dropout(x, 0.5, training=True),
+    "nonzero": lambda m, x: m.nonzero(x > 3), "argwhere": lambda m, x: m.argwhere(x > 3),
+    "nonzero_column": lambda m, x: m.nonzero(x > 3, as_tuple=True)[1],
 }
 
 
@@ -167,6 +173,16 @@ def test_one_tensor_result_is_laid_out_as_torch(name):
         if _order(actual) != _order(expected):
             found.append(f"{layout}: torch {expected.stride()}, flowgrad {actual.stride()}")
     assert not found, "\n".join(found)
+
+
+def test_view_of_nonzero_raises_as_torch():
+    """torch's nonzero is (n, ndim) with strides (1, n): view(-1) raises there (flowgrad's
+    C-ordered result viewed), and each as_tuple column is contiguous."""
+    for m in (torch, flow):
+        found = m.nonzero(m.tensor([[0.0, 1.0], [2.0, 3.0]]))
+        with pytest.raises(RuntimeError, match="view"):
+            found.view(-1)
+        assert found.reshape(-1).tolist() == [0, 1, 1, 0, 1, 1]
 
 
 def test_conj_physical_of_a_real_tensor_is_the_tensor_itself():
@@ -248,6 +264,8 @@ def test_reshape_of_a_q_factor_is_a_copy_as_torch():
     lambda m, x: x.float(memory_format=m.contiguous_format),
     lambda m, x: x.to(m.float32, memory_format=m.contiguous_format),
     lambda m, x: x.to(m.float64, memory_format=m.preserve_format),
+    lambda m, x: x.cdouble(memory_format=m.contiguous_format),
+    lambda m, x: x.cfloat(memory_format=m.contiguous_format),
 ])
 def test_conversions_honour_memory_format_as_torch(call):
     """x.double(memory_format=contiguous_format) is a contiguous copy in torch (flowgrad's

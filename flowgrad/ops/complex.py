@@ -260,8 +260,8 @@ def view_as_complex(input):
 # ---- angle and sgn -------------------------------------------------------------------------------
 @op("angle", save="inputs", complex=True)
 def _angle(xp, x):
-    if x.dtype.kind == "c":
-        return xp.angle(x)
+    if x.dtype.kind == "c":  # (C-ordered, as torch's complex kernel; a real x keeps its order)
+        return xp.ascontiguousarray(xp.angle(x))
     # torch: 0 for x >= 0 (+inf too), pi for x < 0, nan kept
     r = xp.where(x < 0, xp.asarray(xp.pi, x.dtype), xp.zeros((), x.dtype))
     return xp.where(xp.isnan(x), x, r)
@@ -341,8 +341,10 @@ Tensor.mH = property(lambda self: conj(self) if matrix_dims(self, "mH") else adj
                      doc="The conjugate transpose of the last two dims.")
 Tensor.H = property(lambda self: conj(self) if matrix_dims(self, "H", batches=False) else
                     conj(self).T, doc="The conjugate transpose of a matrix.")
-Tensor.cfloat = lambda self, memory_format=None: self.to(_dt.complex64)
-Tensor.cdouble = lambda self, memory_format=None: self.to(_dt.complex128)
+Tensor.cfloat = lambda self, memory_format=None: self.to(_dt.complex64,
+                                                         memory_format=memory_format)
+Tensor.cdouble = lambda self, memory_format=None: self.to(_dt.complex128,
+                                                          memory_format=memory_format)
 
 # Ops of other families audited for complex inputs: their rules are linear in dy with real
 # coefficients (moving, selecting, summing, casting), so torch's convention needs no conj.

@@ -660,7 +660,9 @@ def select(input, dim, index):
 
 @op("nonzero", differentiable=False)
 def _nonzero(xp, x):
-    return xp.stack(xp.nonzero(x), axis=-1) if x.ndim else xp.zeros((int(x != 0), 0), xp.int64)
+    # (n, ndim) with strides (1, n), as torch's: its columns (as_tuple) are contiguous, and
+    # view(-1) of the matrix raises there too
+    return xp.stack(xp.nonzero(x)).T if x.ndim else xp.zeros((int(x != 0), 0), xp.int64)
 
 
 @tensor_method()

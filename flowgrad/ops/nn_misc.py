@@ -393,7 +393,7 @@ def _check_p(p, name):
 _ALPHA = 1.7580993408473766  # torch's alpha dropout keeps the SELU fixed point: mean 0, var 1
 
 
-@op("dropout", jvp="diagonal", n_out=1)
+@op("dropout", jvp="diagonal", n_out=1, layout="elementwise")
 def _dropout(xp, x, *, p, feature_dims, alpha, generator):
     """x times a Bernoulli(1 - p) keep-mask drawn from `generator` (a flowgrad Generator), per
     element, or per (sample, channel) for feature dropout (`feature_dims` set), scaled by

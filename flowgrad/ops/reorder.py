@@ -13,6 +13,7 @@ from ..autograd.interpreter import check_read
 from ..device import array_module
 from ..errors import INT_INDEX_DTYPES, int_arg, int_args
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from ..typed_tensors import contiguous_format
 from .index import index_select
 from .layout import empty_preserving
 from .registry import op
@@ -147,7 +148,7 @@ def rot90(input, k=1, dims=(0, 1)):
         return flip(input, (a, b))
     if k == 3:
         return flip(input, a).transpose(a, b)
-    return input.clone()
+    return input.clone(memory_format=contiguous_format)  # (C-ordered, as torch's)
 
 
 # ---- repeat / tile ------------------------------------------------------------------------------
