@@ -95,3 +95,19 @@ def _non_tensor_output(m, extra, out_dims):
 @pytest.mark.parametrize("extra", [None, 3, "text"])
 def test_vmap_hands_back_a_non_tensor_output_only_with_out_dims_none(extra, out_dims):
     assert _non_tensor_output(flow, extra, out_dims) == _non_tensor_output(torch, extra, out_dims)
+
+
+def _out_dims_outcome(m, fn, out_dims):
+    try:
+        return tuple(m.func.vmap(fn, out_dims=out_dims)(m.ones(2, 3, 4)).shape)
+    except (IndexError, ValueError) as error:
+        return type(error)
+
+
+@pytest.mark.parametrize("out_dims", [None, -3, -2, 0, 1, 2])
+@pytest.mark.parametrize("fn", [lambda x: x.sum(0), lambda x: x.sum()])
+def test_vmap_out_dims_are_checked_against_the_result_as_torch(fn, out_dims):
+    """out_dims past a per-example result's dims raise torch's IndexError (flowgrad took
+    them modulo the dims: out_dims=1 of a 0-d result stacked at 0); None for a batched
+    result raises its ValueError (flowgrad: a TypeError from `None % n`)."""
+    assert _out_dims_outcome(flow, fn, out_dims) == _out_dims_outcome(torch, fn, out_dims)

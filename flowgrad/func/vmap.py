@@ -435,7 +435,13 @@ def _unwrap_tree(out, level, out_dims, name):
                 return x
             raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type "
                              f"{type(x)}. Did you mean to set out_dims= to None for output?")
+        if d is not None and not -x.dim() - 1 <= d <= x.dim():  # (the result's dims: as torch's)
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-x.dim() - 1}, {x.dim()}], but got {d})")
         if batched_at(x, level):
+            if d is None:
+                raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor "
+                                 f"when out_dim is None")
             return x._phys if d % x._phys.dim() == 0 else x._phys.movedim(0, d)
         if d is None:
             return x
