@@ -161,6 +161,9 @@ ONE_TENSOR_OPS = {  # kernels that are not one NumPy ufunc, and torch's C-ordere
     "alpha_dropout": lambda m, x: m.nn.functional.alpha_dropout(x, 0.5, training=True),
     "nonzero": lambda m, x: m.nonzero(x > 3), "argwhere": lambda m, x: m.argwhere(x > 3),
     "nonzero_column": lambda m, x: m.nonzero(x > 3, as_tuple=True)[1],
+    # sort's results are made like the input (flowgrad's were argsort + gather: C-ordered)
+    "sort_values": lambda m, x: m.sort(x, 1)[0], "sort_indices": lambda m, x: m.sort(x, 0)[1],
+    "argsort": lambda m, x: m.argsort(x, 1, descending=True), "msort": lambda m, x: m.msort(x),
 }
 
 

@@ -18,7 +18,7 @@ from ..autograd.interpreter import check_read
 from ..device import array_module
 from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
-from .gather import gather
+from .gather import _dim_flat, _put_flat, gather
 from .halfprec import HALF, in_float32
 from .no_derivative import without_derivative
 from .registry import op
@@ -28,7 +28,9 @@ __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "searchsort
            "bucketize"]
 
 
-@op("argsort", differentiable=False)
+# (laid out as the input, as torch's sort, whose results are made like a clone of it: a
+# transposed input's are transposed; topk and kthvalue take theirs C-ordered)
+@op("argsort", differentiable=False, layout="elementwise")
 @in_float32  # (ml_dtypes' bfloat16 sort leaves NaN where it is: float32 orders it)
 def _argsort(xp, a, *, dim, descending):
     """Stable argsort (int64); descending keeps ties in their original order, as torch's."""
@@ -37,6 +39,20 @@ def _argsort(xp, a, *, dim, descending):
     n = a.shape[dim]
     rev = xp.argsort(xp.flip(a, dim), axis=dim, kind="stable")
     return xp.flip(n - 1 - rev, dim).astype(xp.int64)
+
+
+@op("sort_values", save="inputs[1]", jvp="linear", layout="elementwise")
+def _sort_values(xp, x, order, *, dim):
+    """x's values along `dim` in the order of `order` (argsort's indices, which are laid out
+    as x): a gather whose result keeps x's layout, as torch's sort values."""
+    return xp.take_along_axis(x, order, axis=dim)
+
+
+@_sort_values.grad
+def sort_values_backward(ctx, dy):
+    shape = ctx.input_shapes[0]
+    flat = _dim_flat(ctx.inputs[1], shape=shape, dim=ctx.dim)
+    return _put_flat(dy, flat, shape=shape, accumulate=True), None
 
 
 def refuse_complex_order(input, name):
@@ -61,7 +77,7 @@ def sort(input, dim=-1, descending=False, stable=False):
         return of_zero_dim("sort", input)
     d = _wrap_dim(dim, input._data.ndim, "sort")
     idx = _argsort(input, dim=d, descending=descending)
-    return values_indices("sort", gather(input, d, idx), idx)
+    return values_indices("sort", _sort_values(input, idx, dim=d), idx)
 
 
 @tensor_method()
