@@ -164,7 +164,18 @@ ONE_TENSOR_OPS = {  # kernels that are not one NumPy ufunc, and torch's C-ordere
     # sort's results are made like the input (flowgrad's were argsort + gather: C-ordered)
     "sort_values": lambda m, x: m.sort(x, 1)[0], "sort_indices": lambda m, x: m.sort(x, 0)[1],
     "argsort": lambda m, x: m.argsort(x, 1, descending=True), "msort": lambda m, x: m.msort(x),
+    # index_fill writes into a clone of input (its layout), index_add into a contiguous one
+    "index_fill": lambda m, x: x.index_fill(1, m.tensor([0, 2]), -1.0),
+    "index_add": lambda m, x: x.index_add(1, m.tensor([0, 2]), m.ones(x.shape[0], 2,
+                                                                   *x.shape[2:]).double()),
+    "masked_fill": lambda m, x: x.masked_fill(x > 3, -1.0),
+    "addr": lambda m, x: _addr(m, x[..., 0] if x.dim() > 2 else x),
 }
+
+
+def _addr(m, x):
+    return m.addr(x, m.arange(x.shape[0], dtype=m.float64), m.arange(x.shape[1], dtype=m.float64),
+                  beta=0.5)
 
 
 @pytest.mark.parametrize("name", ONE_TENSOR_OPS)

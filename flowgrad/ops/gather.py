@@ -29,9 +29,9 @@ from .elementwise import where
 from .halfprec import HALF, in_float32
 from .index import (
     ARRAY,
+    _fill_value,
     _index,
     _masked_fill_,
-    masked_fill,
     parse_index,
     refuse_overlapping_value,
     write_elements,
@@ -500,7 +500,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     else:  # torch's Scalar conversion of alpha to the input's dtype (256 does not fit int8)
         alpha = checked_number("index_add", alpha, input._data.dtype, "alpha")
         src = source if alpha == 1 else source * alpha
-    return input + _put_flat(src, flat, shape=input._data.shape, accumulate=True)
+    # (the sums first: C-ordered as torch's, whatever input's layout)
+    return _put_flat(src, flat, shape=input._data.shape, accumulate=True) + input
 
 
 @tensor_method()
@@ -543,7 +544,10 @@ def index_fill(input, dim, index, value):
     flat = _index_dim(input, dim, index, "index_fill", allow_negative=True)
     if not isinstance(value, Tensor):  # (checked here, so the error names index_fill)
         fill_scalar("index_fill", value, input._data.dtype)
-    return masked_fill(input, _flat_mask(flat, shape=input._data.shape), value)
+    # (laid out as input, as torch's clone of it written into: not masked_fill's C order)
+    like = () if input._data.flags.c_contiguous else (input,)
+    mask = _flat_mask(flat, *like, shape=input._data.shape)
+    return _fill_value(input, mask, value).where(mask, input)
 
 
 @tensor_method()

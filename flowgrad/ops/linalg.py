@@ -280,7 +280,8 @@ def _narrow(out, low):
     return out if low is None else out.to(low)
 
 
-def _scaled_add(input, prod, beta, alpha, name, refuse_float=False, blas_alpha=False):
+def _scaled_add(input, prod, beta, alpha, name, refuse_float=False, blas_alpha=False,
+                input_first=False):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): input must be a Tensor, got {type(input).__name__}")
     try:
@@ -304,7 +305,10 @@ def _scaled_add(input, prod, beta, alpha, name, refuse_float=False, blas_alpha=F
             # nan of input out of the values)
             out = out + where(input.new_zeros((), dtype=_dt.bool), input, 0)
         return out
-    return prod + (input if beta == 1 else input * beta)
+    scaled = input if beta == 1 else input * beta
+    # (the first operand decides a strided result's layout: the product's for a GEMM, which
+    # writes into C-ordered memory; input's for addr, an elementwise kernel in torch)
+    return scaled + prod if input_first else prod + scaled
 
 
 @tensor_method()

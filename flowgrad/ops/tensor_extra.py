@@ -185,7 +185,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
         shape = np.broadcast_shapes(tuple(input.shape), tuple(prod.shape))
         out = (prod if alpha else prod & False).expand(shape)
         return out | input if beta else out
-    return _scaled_add(input, prod, beta, alpha, "addr", refuse_float=True)
+    return _scaled_add(input, prod, beta, alpha, "addr", refuse_float=True, input_first=True)
 
 
 _aminmax_type = return_types.aminmax
