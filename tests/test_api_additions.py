@@ -75,6 +75,21 @@ def test_asarray_of_a_tensor_keeps_its_history_as_torch():
     _same(*results)
 
 
+def test_asarray_of_a_leaf_without_requires_grad_is_the_leaf_with_its_flag_off_as_torch():
+    """torch 2.13 returns a leaf that requires grad itself and turns its flag off (so a later
+    loss through the leaf gives it no gradient); flowgrad returned a detached alias and left
+    the leaf requiring grad. A non-leaf gives a detached alias in both."""
+    outcomes = []
+    for m in (flow, torch):
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        a = m.asarray(x, requires_grad=False)
+        h = x * 2
+        b = m.asarray(h, requires_grad=False)
+        outcomes.append((a is x, x.requires_grad, b is h, b.requires_grad, h.requires_grad,
+                         b._base is None))
+    assert outcomes[0] == outcomes[1]
+
+
 # ---- frombuffer ------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype,count,offset", [("float32", -1, 0), ("float32", 1, 4),
                                                 ("uint8", 5, 2), ("int16", -1, 2),

@@ -59,6 +59,8 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
         if copy is True and out is obj:
             out = obj.clone()
         if requires_grad is False and out.requires_grad:
+            if out is obj and obj.is_leaf:  # torch 2.13 hands back the leaf itself, flag off
+                return obj.requires_grad_(False)
             return out.detach()
         return out._set_requires_grad(True) if requires_grad and not out.requires_grad else out
     if isinstance(obj, np.ndarray) or type(obj) in ARRAY_MODULES:
