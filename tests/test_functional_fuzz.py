@@ -353,6 +353,20 @@ def test_embedding_max_norm_rescales_float32_rows_as_torch(norm_type):
     np.testing.assert_array_equal(got[1], got[0])
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_embedding_max_norm_rescales_half_rows_as_torch(dtype):
+    # torch's `row *= scale` rounds the double scale to the row's half dtype first (a wrapped
+    # number takes the tensor's dtype), then multiplies in float32: flowgrad's float32 scale
+    # left ~90% of renormalised rows 1 ulp off. One-column rows: exact norms, exact compare.
+    w = np.random.default_rng(1).standard_normal((64, 1)).astype(np.float32) * 3
+    got = []
+    for m in (torch, flow):
+        t = m.tensor(w).to(getattr(m, dtype))
+        m.nn.functional.embedding(m.arange(64), t, max_norm=0.7)
+        got.append(t.float().numpy())
+    np.testing.assert_array_equal(got[1], got[0])
+
+
 def test_embedding_bag_max_after_max_norm_picks_torch_row():
     def run(m, _):
         w = m.tensor([[-3.1899252], [-2.4676123], [-1.2090263], [0.21731365]],

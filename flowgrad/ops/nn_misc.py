@@ -206,7 +206,9 @@ def _embedding_renorm_rows(xp, w, idx, *, max_norm, norm_type):
     norms = xp.linalg.norm(w[rows].astype(acc), ord=norm_type, axis=1)
     norms = norms.astype(w.dtype).astype(xp.float64)  # (torch's norm tensor, read as double)
     big = rows[norms > max_norm]
-    scale = (max_norm / (norms[norms > max_norm] + 1e-7)).astype(acc)
+    # (row *= scale: the double scale becomes the row's dtype first, as a wrapped number of
+    # torch's does, then multiplies in float32 for half precision: rounded twice)
+    scale = (max_norm / (norms[norms > max_norm] + 1e-7)).astype(w.dtype).astype(acc)
     return big, (w[big].astype(acc) * scale[:, None]).astype(w.dtype)
 
 
