@@ -281,3 +281,28 @@ def test_matrix_rank_with_a_tolerance_per_batch(kwargs, hermitian):
     assert ranks[1] == ranks[0]
     empty = [m.linalg.matrix_rank(m.zeros(2, 0, 0), rtol=m.ones(2)).shape for m in (torch, flow)]
     assert tuple(empty[1]) == tuple(empty[0])
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(rtol=np.array([0.5, 1e-3])), dict(atol=np.array([0.0, 0.7])),
+    dict(atol=np.array([[0.1], [0.9]])), dict(rtol=np.array(0.2)),
+])
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_pinv_with_a_tolerance_per_batch(kwargs, hermitian):
+    """torch's pinv broadcasts tolerance tensors against A's batch dims (a value and a
+    gradient per batch); flowgrad raised NotImplementedError for several values and read a
+    0-d one as a float (under vmap: float() of a batched tensor)."""
+    a = _rand((2, 4, 4), np.float64)
+    a = a + np.swapaxes(a, -1, -2) if hermitian else a
+    results = []
+    for m in (torch, flow):
+        x = m.tensor(a, requires_grad=True)
+        kw = {k: m.tensor(v) for k, v in kwargs.items()}
+        p = m.linalg.pinv(x, hermitian=hermitian, **kw)
+        (g,) = m.autograd.grad((p * p).sum(), x)
+        results.append((p.detach().numpy(), g.numpy()))
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    for m in (torch, flow):
+        with pytest.raises(RuntimeError, match="not differentiable with respect to argument"):
+            m.linalg.pinv(m.tensor(a), rtol=m.tensor(0.1, dtype=m.float64, requires_grad=True))

@@ -21,7 +21,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes as _dt
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..device import array_module
 from ..errors import LinAlgError
 from ..func.batched import every_example
@@ -327,7 +327,12 @@ def _tolerances(A, atol, rtol, name):
 
 
 @op("linalg_pinv", save="inputs outputs", complex=True)
-def _pinv(xp, A, *, atol, rtol, hermitian):
+def _pinv(xp, A, *tolerances, atol, rtol, hermitian):
+    """tolerances: (atol, rtol) as float64 arrays broadcasting against A's batch dims, when
+    given as tensors of several values (inputs: a compiled plan reads each call's)."""
+    if tolerances:
+        atol, rtol = tolerances
+
     def adj(X):  # the conjugate transpose (the transpose, a view, for real X)
         X = xp.swapaxes(X, -1, -2)
         return xp.conj(X) if X.dtype.kind == "c" else X
@@ -346,16 +351,18 @@ def _pinv(xp, A, *, atol, rtol, hermitian):
 @_pinv.grad
 def linalg_pinv_backward(ctx, g):
     # torch's pinv_backward: exact where the rank is locally constant
-    (A,), P = ctx.inputs, ctx.out
+    A, P = ctx.inputs[0], ctx.out
     m, n = A.shape[-2:]
     Ph, gh = adjoint(P), adjoint(g)
     if m <= n:
         K = gh @ P
         KPh = K @ Ph
-        return -adjoint(P @ K) + KPh - (A @ P) @ KPh + (Ph @ P) @ (gh - K @ A)
-    K = P @ gh
-    PhK = Ph @ K
-    return -adjoint(K @ P) + (gh - A @ K) @ P @ Ph + PhK - PhK @ P @ A
+        gA = -adjoint(P @ K) + KPh - (A @ P) @ KPh + (Ph @ P) @ (gh - K @ A)
+    else:
+        K = P @ gh
+        PhK = Ph @ K
+        gA = -adjoint(K @ P) + (gh - A @ K) @ P @ Ph + PhK - PhK @ P @ A
+    return gA if len(ctx.input_shapes) == 1 else (gA, None, None)
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False):
@@ -368,6 +375,18 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
             [0., 0.]])
     """
     _matrix(A, "linalg.pinv")
+    for t, what in ((atol, "atol"), (rtol, "rtol")):
+        if isinstance(t, Tensor) and t.requires_grad and is_grad_enabled():
+            raise RuntimeError(f"The function 'linalg_pinv' is not differentiable with respect "
+                               f"to argument '{what}'. This input cannot have requires_grad "
+                               f"True; pass it detached")
+    if A._data.size == 0:  # (torch's early return: the tolerances are not read)
+        atol = rtol = None
+    if isinstance(atol, Tensor) or isinstance(rtol, Tensor):  # (per batch, as matrix_rank)
+        atol, rtol = _tolerance_tensors(A, atol, rtol)
+        return _lapack(lambda: _pinv(A, atol, rtol, atol=0.0, rtol=0.0,
+                                     hermitian=bool(hermitian)),
+                       "linalg.pinv", "the SVD did not converge")
     atol, rtol = _tolerances(A, atol, rtol, "linalg.pinv")
     return _lapack(lambda: _pinv(A, atol=atol, rtol=rtol, hermitian=bool(hermitian)),
                    "linalg.pinv", "the SVD did not converge")
@@ -400,9 +419,9 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
         return (S > tol_).sum(-1)
 
 
-def _matrix_rank_per_batch(A, atol, rtol, hermitian):
-    """matrix_rank with tolerance tensors, broadcast against A's batch dims as torch's (in
-    float64; an unset rtol is 0 where atol > 0, else eps * max(m, n))."""
+def _tolerance_tensors(A, atol, rtol):
+    """atol and rtol as float64 tensors, broadcasting against A's batch dims as torch's; an
+    unset rtol is 0 where atol > 0, else eps * max(m, n)."""
     with no_grad():
         atol = _tensor(0.0 if atol is None else atol, dtype=_dt.float64) \
             if not isinstance(atol, Tensor) else atol.to(_dt.float64)
@@ -411,6 +430,14 @@ def _matrix_rank_per_batch(A, atol, rtol, hermitian):
             rtol = where(atol > 0, 0.0, eps)
         elif not isinstance(rtol, Tensor):
             rtol = _tensor(rtol, dtype=_dt.float64)
+        return atol, rtol.to(_dt.float64)
+
+
+def _matrix_rank_per_batch(A, atol, rtol, hermitian):
+    """matrix_rank with tolerance tensors, broadcast against A's batch dims as torch's (in
+    float64; an unset rtol is 0 where atol > 0, else eps * max(m, n))."""
+    with no_grad():
+        atol, rtol = _tolerance_tensors(A, atol, rtol)
         S = eigvalsh(A).abs() if hermitian else svdvals(A)
         if S.shape[-1] == 0:
             batch = np.broadcast_shapes(S.shape[:-1], atol.shape, rtol.shape)
