@@ -66,8 +66,6 @@ KNOWN_SLOW: dict[str, tuple[str, str]] = {
     "index_fill": (r"output: values differ", "a torch bug: an unbatched 0-d self filled with a "
                    "batched 0-d value gives every example the last value (torch [3, 3, 3] for "
                    "values [1, 2, 3], its loop [1, 2, 3], as flowgrad)"),
-    "view_copy": (r"view size is not compatible", "NOT FIXED: flowgrad's view_copy views the "
-                  "example, which in_dims=1 leaves non-contiguous; torch's copies"),
     "linalg.pinv": (r"output: shape torch \([\d, ]*\), flowgrad \(3, ",
                     "a torch bug: pinv of an empty A with a batched rtol alone gives a result "
                     "whose batch is lost (shape (0, 0) from vmap; `* rtol` then fails to "
