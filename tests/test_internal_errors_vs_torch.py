@@ -64,6 +64,8 @@ def _outcome(call):
         frames = traceback.extract_tb(error.__traceback__)
         where = frames[-1].filename if frames else ""
         outside = "/numpy/" in where or ("site-packages" in where and "flowgrad" not in where)
+        if type(error) is flow.linalg.LinAlgError:  # torch.linalg.LinAlgError's counterpart
+            return "_LinAlgError", outside  # (torch's class is torch._C._LinAlgError)
         return type(error).__name__, outside
 
 
