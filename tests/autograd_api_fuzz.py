@@ -111,7 +111,9 @@ def _snap(v):
     if isinstance(v, (tuple, list)):
         return tuple(_snap(x) for x in v)
     if hasattr(v, "detach") and hasattr(v, "shape"):
-        return ("T", tuple(v.shape), bool(v.requires_grad), v.detach().numpy().copy())
+        # (force: torch hands some hooks an efficient ZeroTensor, which numpy() refuses)
+        return ("T", tuple(v.shape), bool(v.requires_grad),
+                v.detach().numpy(force=True).copy())
     if type(v).__name__ == "Size":
         return tuple(v)
     return repr(v)
