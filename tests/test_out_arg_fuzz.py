@@ -269,6 +269,26 @@ def test_nansum_of_floats_refuses_an_integer_or_bool_out():
     assert verdicts[1] == verdicts[0]
 
 
+def test_nansum_and_nanmean_of_an_empty_float_into_a_nonfloat_out():
+    # an empty input runs no kernel: torch's nansum fills out with 0 and its nanmean reaches
+    # the division (RuntimeError); a non-empty one into nanmean's integer out is nansum's
+    # NotImplementedError; flowgrad refused the empty nansum, and gave nanmean's other class
+    # (out_arg_fuzz seed 8001802)
+    verdicts = []
+    for m in (torch, flow):
+        row = []
+        for shape in ((0,), (0, 2), (2, 0), (3,)):
+            x = m.ones(shape, dtype=m.float64)
+            for fn in (m.nansum, m.nanmean):
+                for d in (m.bool, m.int64):
+                    try:
+                        row.append(fn(x, 0, out=m.empty(0, dtype=d)).tolist())
+                    except (NotImplementedError, RuntimeError) as e:
+                        row.append(type(e).__name__)
+        verdicts.append(row)
+    assert verdicts[1] == verdicts[0]
+
+
 def _outcomes(m, calls):
     row = []
     for call in calls:

@@ -244,12 +244,13 @@ def _dimensioned(args):
     return any(isinstance(a, Tensor) and a.ndim for a in args)
 
 
-def _refuse_nonfloat_out(name, args, out):
-    """torch's floating-only kernel run in an integer or bool out's dtype."""
+def _refuse_nonfloat_out(name, kernel, args, out):
+    """torch's floating-only kernel (`kernel`) run in an integer or bool out's dtype; an empty
+    input runs no kernel (torch fills out with the reduction's identity)."""
     if args and isinstance(args[0], Tensor) and args[0].is_floating_point() and not (
-            out.is_floating_point() or out.is_complex()):
+            out.is_floating_point() or out.is_complex()) and args[0]._data.size:
         raise NotImplementedError(
-            f'{name}(): "{name}_cpu" not implemented for '
+            f'{name}(): "{kernel}_cpu" not implemented for '
             f"'{TORCH_SCALAR_NAMES[out._data.dtype.name]}' (a {args[0].dtype} input into an "
             f"out of dtype {out.dtype}); pass dtype={out.dtype} to convert the input first, "
             f"or a floating out")
@@ -259,7 +260,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                nondiff_first=(), untracked=(), out_tracked=(), dim_required=(),
                partial_overlap=(), silent_resize=(), exact_scalar=(), list_outs=(),
                exact_real=(), exact_float_int=(), dtype_is_out=(), exact_weight=(),
-               column_major=None, float_kernel=(), silent_zero_dim=(),
+               column_major=None, float_kernel=None, silent_zero_dim=(),
                partial_overlap_first=(), out_no_derivative=None, out_rules=None):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
@@ -291,9 +292,10 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     ...); those in
     `exact_float_int` only for a floating input and an integer tensor second argument (ldexp:
     torch's kernel then; its composite input * 2 ** other casts into any `out`). Those in
-    `float_kernel` compute in out's dtype with a kernel for floating dtypes only (nansum: a
-    floating input into an integer or bool `out`, without dtype=, is torch's
-    NotImplementedError; with dtype= torch converts the input first). Those in
+    `float_kernel` (a dict: name -> torch's kernel) compute in out's dtype with a kernel
+    for floating dtypes only (nansum: a non-empty floating input into an integer or bool
+    `out`, without dtype=, is torch's NotImplementedError; with dtype= torch converts the
+    input first; nanmean: its nansum kernel). Those in
     `silent_zero_dim` resize their outs without the deprecation warning for a 0-d input (mode:
     torch's copies it into outs it resizes itself). `out_rules` maps names whose rules depend
     on the call to a function of (args, kwargs) giving `with_out`'s `exact_dtype` and
@@ -323,7 +325,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _scalar=name in exact_scalar, _none=name in list_outs,
                  _real=name in exact_real, _fi=name in exact_float_int,
                  _dtype_out=name in dtype_is_out, _weight=name in exact_weight,
-                 _cm=(column_major or {}).get(name, ()), _float=name in float_kernel,
+                 _cm=(column_major or {}).get(name, ()), _float=(float_kernel or {}).get(name),
                  _quiet0=name in silent_zero_dim,
                  _nd=(out_no_derivative or {}).get(name), _public=[],
                  _rules=(out_rules or {}).get(name),
@@ -349,7 +351,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
             if (_in_out or _dtype_out) and isinstance(out, Tensor):
                 if kwargs.get("dtype") is None:
                     if _float:
-                        _refuse_nonfloat_out(_name, args, out)
+                        _refuse_nonfloat_out(_name, _float, args, out)
                     if _in_out:
                         kwargs["dtype"] = out.dtype
                 elif kwargs["dtype"] != out.dtype:
