@@ -82,6 +82,7 @@ from .compiler import compile  # torch.compile's name
 from .device import device
 from .dtypes import *  # noqa: F401,F403
 from .dtypes import can_cast, dtype, get_default_dtype, promote_types, set_default_dtype
+from .ops import lapack_outs as _lapack_outs
 from .ops import linalg_func as _linalg_func
 from .ops import out_arg as _out_arg
 from .ops.activation import *  # noqa: F401,F403
@@ -277,6 +278,7 @@ _out_arg.accept_out(
     float_kernel={"nansum": "nansum", "nanmean": "nansum"},
     silent_zero_dim=("mode",),
     column_major=dict.fromkeys(("inverse", "cholesky_inverse"), (0,)),
+    copies_input=_lapack_outs.LAPACK_COPIES,
     no_overlap=("kthvalue", "gather", "index_select", "masked_select", "take_along_dim",
                 "cross"),
     partial_overlap=_ELEMENTWISE_OUT | {"outer"},
@@ -302,6 +304,7 @@ _out_arg.accept_out(  # (the torch.* functions above and these: every one torch 
                   "lu_solve": (0,), "ormqr": (0,)},
     exact_scalar=("clamp_min", "clamp_max"),
     out_rules={"matrix_power": _linalg_func.power_out_rules},
+    copies_input=_lapack_outs.LAPACK_COPIES,
     no_overlap=("take",), partial_overlap=("clamp_min", "clamp_max", "kron"),
     untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("median", "nanmedian"),
     out_no_derivative=_OUT_NO_DERIVATIVE,
@@ -326,6 +329,7 @@ _out_arg.accept_out(
                                    "lu_factor_ex", "inv_ex", "cholesky_ex", "solve_ex",
                                    "ldl_factor", "ldl_factor_ex", "lstsq"), (0,)),
                   "eigh": (1,), "eig": (1,), "qr": (0, 1), "svd": (0, 2)},
+    copies_input=_lapack_outs.LINALG_COPIES, copies_transposed=_lapack_outs.TRANSPOSED_TOO,
     out_tracked=("matrix_rank", "cond", "eigvals", "matrix_norm", "norm", "tensorinv",
                  "tensorsolve", "ldl_solve", "ldl_factor", "ldl_factor_ex"))
 # the *_copy functions: out of the result's dtype; torch's check sees only `out`

@@ -39,6 +39,7 @@ from ..errors import (
     tensor_like_call,
 )
 from ..tensor import Tensor
+from .lapack_outs import refuse_copy_overlap
 from .no_derivative import refuse_forward, without_derivative
 
 
@@ -261,7 +262,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                partial_overlap=(), silent_resize=(), exact_scalar=(), list_outs=(),
                exact_real=(), exact_float_int=(), dtype_is_out=(), exact_weight=(),
                column_major=None, float_kernel=None, silent_zero_dim=(),
-               partial_overlap_first=(), out_no_derivative=None, out_rules=None):
+               partial_overlap_first=(), out_no_derivative=None, out_rules=None,
+               copies_input=None, copies_transposed=()):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
@@ -300,7 +302,10 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     torch's copies it into outs it resizes itself). `out_rules` maps names whose rules depend
     on the call to a function of (args, kwargs) giving `with_out`'s `exact_dtype` and
     `tracked` for it and the arguments to call with (matrix_power: torch's kernel for most n,
-    a copy of A or of the identity for n = 1 or 0)."""
+    a copy of A or of the identity for n = 1 or 0). `copies_input` maps names to a function
+    of (args, kwargs) giving the (out position, argument position) pairs whose input torch's
+    LAPACK-backed kernel copies into an out already in its layout (see lapack_outs; those in
+    `copies_transposed` also into one of row-major matrices)."""
     import functools
     import inspect
 
@@ -329,6 +334,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _quiet0=name in silent_zero_dim,
                  _nd=(out_no_derivative or {}).get(name), _public=[],
                  _rules=(out_rules or {}).get(name),
+                 _copies=(copies_input or {}).get(name), _tr=name in copies_transposed,
                  **kwargs):
             if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
                 handled = EVERY_CALL[0](_public[0], args,
@@ -358,6 +364,9 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                     raise RuntimeError(f"{_name}(): dtype {kwargs['dtype']} does not match the "
                                        f"dtype of the out parameter ({out.dtype}); pass one "
                                        f"of them")
+            if _copies is not None:
+                refuse_copy_overlap(_name, _copies(args, kwargs), args,
+                                    out if isinstance(out, (tuple, list)) else (out,), _tr)
             if _none:
                 if not isinstance(out, (tuple, list)):
                     raise TypeError(f"{_name}(): argument 'out' must be a list of Tensors, not "
