@@ -94,6 +94,31 @@ def test_ormqr_matches_geqrf_q():
     np.testing.assert_allclose(out.numpy(), Q.conj().T @ c, atol=1e-12)
 
 
+def test_ormqr_checks_its_arguments_as_torch():
+    # torch refuses a tau not exactly min(other's rows (cols if right), input's cols) long,
+    # batch dims that differ (no broadcasting) and mixed dtypes; flowgrad applied fewer
+    # reflectors, broadcast or promoted, and gave a value (found beside out_arg_fuzz's
+    # seed 8000073)
+    f = np.float64
+    cases = [((3, 3), (1,), (3, 3), True, f), ((4, 2), (1,), (3, 4), False, f),
+             ((3, 3), (3,), (4, 3), True, f), ((2, 3, 3), (3,), (2, 3, 3), True, f),
+             ((2, 3, 3), (1, 3), (2, 3, 3), True, f), ((1, 3, 3), (1, 3), (2, 3, 3), True, f),
+             ((2, 3, 3), (2, 3), (3, 3), True, f), ((3, 3), (3,), (3, 3), True, np.float32),
+             ((4, 2), (2,), (4, 1), True, f), ((2, 4), (2,), (3, 2), False, f)]
+    verdicts = []
+    for m in (torch, flow):
+        row = []
+        for a, tau, c, left, tau_dtype in cases:
+            try:
+                m.ormqr(m.tensor(_rand(a, f)), m.tensor(_rand(tau, tau_dtype, seed=2)),
+                        m.tensor(_rand(c, f, seed=3)), left)
+                row.append("ran")
+            except RuntimeError:
+                row.append("refused")
+        verdicts.append(row)
+    assert verdicts[1] == verdicts[0]
+
+
 # ---- det / slogdet / logdet on 0 x 0 matrices: zero gradients --------------------------------
 @pytest.mark.parametrize("shape", [(0, 0), (0, 0, 0), (3, 0, 0)])
 @pytest.mark.parametrize("name", ["det", "slogdet", "logdet"])

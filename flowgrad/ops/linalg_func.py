@@ -403,7 +403,41 @@ def ormqr(input, input2, input3, left=True, transpose=False):
         if isinstance(t, Tensor) and t._data.ndim < 2:
             raise RuntimeError(f"torch.ormqr: {arg} must have at least 2 dimensions (got shape "
                                f"{tuple(t.shape)})")
+    if all(isinstance(t, Tensor) for t in (input, input2, input3)):
+        _check_ormqr(input, input2, input3, left)
     return _apply_reflectors(input, input2, input3, left, transpose)
+
+
+def _check_ormqr(input, tau, other, left):
+    """torch.ormqr's argument checks: its reflectors must fill tau exactly, with no
+    broadcasting of the batch dims and one dtype (else its kernel refuses)."""
+    side = -2 if left else -1
+    if tau.ndim < 1 or tau.shape[-1] != min(other.shape[side], input.shape[-1]):
+        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to min(other.shape[{side}], "
+                           f"input.shape[-1]) (got tau {tuple(tau.shape)}, other "
+                           f"{tuple(other.shape)}, input {tuple(input.shape)})")
+    if other.shape[side] != input.shape[-2]:
+        raise RuntimeError(f"torch.ormqr: other.shape[{side}] must be equal to input.shape[-2] "
+                           f"(got other {tuple(other.shape)}, input {tuple(input.shape)})")
+    if tau.ndim != input.ndim - 1:
+        raise RuntimeError(f"torch.ormqr: Expected tau to have one dimension less than input, "
+                           f"but got tau.ndim equal to {tau.ndim} and input.ndim is equal to "
+                           f"{input.ndim}")
+    if other.ndim != input.ndim:
+        raise RuntimeError(f"torch.ormqr: Expected other to have the same number of dimensions "
+                           f"as input, but got other.ndim equal to {other.ndim} and input.ndim "
+                           f"is equal to {input.ndim}")
+    batch = tuple(input.shape[:-2])
+    for name, t in (("tau", tau), ("other", other)):
+        got = tuple(t.shape[:input.ndim - 2])
+        if got != batch:
+            raise RuntimeError(f"torch.ormqr: Expected batch dimensions of {name} to be equal "
+                               f"to input.shape[:-2] {list(batch)}, but got {list(got)}")
+    for name, t in (("tau", tau), ("other", other)):
+        if t.dtype != input.dtype:
+            raise RuntimeError(f"torch.ormqr: Expected input and {name} to have the same dtype, "
+                               f"but input has dtype {input.dtype} and {name} has dtype "
+                               f"{t.dtype}")
 
 
 @op("geqrf", n_out=2, differentiable=False, complex=True, layout="column_major")
