@@ -387,10 +387,13 @@ def _verdict(prog, want, torch_error, got, error):
     if sorted(got) != sorted(want):
         return f"results {sorted(got)}, torch {sorted(want)}"
     if prog.dropout:  # each array as whether it equals the program run without checkpoint
-        plain_want, _ = _outcome(prog, torch, checkpointed=False)
-        plain_got, _ = _outcome(prog, flow, checkpointed=False)
-        if plain_want is None or plain_got is None:
-            return "the plain run raised"
+        plain_want, plain_torch_error = _outcome(prog, torch, checkpointed=False)
+        plain_got, plain_error = _outcome(prog, flow, checkpointed=False)
+        if (plain_want is None) != (plain_got is None) or plain_want is None and \
+                type(plain_error) is not type(plain_torch_error):
+            return (f"the plain run: torch {plain_torch_error!r}, flowgrad {plain_error!r}")
+        if plain_want is None:  # both refuse it (no input requires grad without checkpoint):
+            plain_want = plain_got = {}  # the arrays are compared by presence alone
         for k in want:
             if isinstance(want[k], np.ndarray):
                 want[k] = _same(want[k], plain_want.get(k))
