@@ -338,6 +338,27 @@ def test_lapack_outs_in_their_layout_refuse_a_partly_overlapping_input():
     assert verdicts[1] == verdicts[0]
 
 
+def test_vecdot_of_two_vectors_is_their_vdot():
+    # torch's linalg.vecdot of two 1-D tensors is vdot: sizes that differ raise (no
+    # broadcasting) and dim is not read; flowgrad broadcast (3,) with (1,) and gave a value
+    # (out_arg_fuzz seed 8005948)
+    verdicts = []
+    for m in (torch, flow):
+        row = []
+        for dt in (m.float64, m.complex128):
+            a, b = m.ones(3, dtype=dt), m.full((1,), 2.0, dtype=dt)
+            for call in (lambda: m.linalg.vecdot(a, b), lambda: m.linalg.vecdot(b, a, dim=0),
+                         lambda: m.linalg.vecdot(a, b, out=m.empty((), dtype=dt)),
+                         lambda: m.linalg.vecdot(a, a, dim=5), lambda: m.dot(a, b),
+                         lambda: m.linalg.vecdot(m.ones(2, 3, dtype=dt), b)):
+                try:
+                    row.append(call().tolist())
+                except (RuntimeError, IndexError) as e:
+                    row.append(type(e).__name__)
+        verdicts.append(row)
+    assert verdicts[1] == verdicts[0]
+
+
 def _outcomes(m, calls):
     row = []
     for call in calls:

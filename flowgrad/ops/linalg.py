@@ -226,6 +226,11 @@ def dot(input, tensor):
     """
     _ndim_check(input, 1, "dot", "self")
     _ndim_check(tensor, 1, "dot", "tensor")
+    if input.shape[0] != tensor.shape[0]:
+        raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
+                           f"and src [{tensor.shape[0]}] to have the same number of elements, "
+                           f"but got {input.shape[0]} and {tensor.shape[0]} elements "
+                           f"respectively")
     return matmul(input, tensor)
 
 

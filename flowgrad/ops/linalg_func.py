@@ -270,7 +270,8 @@ def torch_vander(x, N=None, increasing=False):
 
 
 def vecdot(x, y, *, dim=-1):
-    """Dot products along `dim` (broadcasting): sum(conj(x) * y, dim), as torch's.
+    """Dot products along `dim` (broadcasting): sum(conj(x) * y, dim), as torch's; two 1-D
+    tensors: their vdot (of equal sizes, whatever `dim`).
 
     >>> import flowgrad as flow
     >>> flow.linalg.vecdot(flow.tensor([[1.0, 2.0], [3.0, 4.0]]), flow.tensor([1.0, 1.0]))
@@ -282,6 +283,8 @@ def vecdot(x, y, *, dim=-1):
     if not (x.is_floating_point() or x.is_complex()):
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as "
                            f"input. Got {x.dtype}")
+    if x.ndim == 1 and y.ndim == 1:  # torch's vdot then: no broadcasting, dim unread
+        return vdot(x, y)
     return (x.conj() * y).sum(dim)  # conj of a real tensor is the tensor itself
 
 
