@@ -634,7 +634,10 @@ def cat(tensors, dim=0, *, out=None):
     tensor([[1, 2, 3, 4]])
     """
     if out is not None:
-        return with_out(cat, out, (tensors,), "cat", cast_error=TypeError, no_overlap=True,
+        # (torch returns before its overlap check when every tensor is a 1-D empty one, its
+        # legacy skip: cat([e], out=e) runs)
+        apart = not all(isinstance(x, Tensor) and x.shape == (0,) for x in tensors)
+        return with_out(cat, out, (tensors,), "cat", cast_error=TypeError, no_overlap=apart,
                         dim=dim)
     tensors = _promote_all(tensors, "cat")
     if any(x._data.ndim == 0 for x in tensors):
@@ -678,8 +681,11 @@ def stack(tensors, dim=0, *, out=None):
             [2, 4]])
     """
     if out is not None:
-        return with_out(stack, out, (tensors,), "stack", cast_error=TypeError, no_overlap=True,
-                        dim=dim)
+        # (torch's cat sees the tensors unsqueezed, never `out` itself: an empty one shares
+        # no memory with it)
+        apart = not any(x is out and not x.numel() for x in tensors)
+        return with_out(stack, out, (tensors,), "stack", cast_error=TypeError,
+                        no_overlap=apart, dim=dim)
     tensors = _promote_all(tensors, "stack")
     shp = tensors[0]._data.shape
     d = _wrap_dim(dim, len(shp) + 1, "stack")  # (first, as torch's: an IndexError)

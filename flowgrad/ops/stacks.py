@@ -8,7 +8,6 @@ tensor([[1, 2],
 from __future__ import annotations
 
 from ..tensor import Tensor
-from .out_arg import with_out
 from .shape import cat, not_a_sequence
 
 __all__ = ["hstack", "vstack", "row_stack", "dstack", "column_stack", "atleast_1d",
@@ -55,19 +54,13 @@ def hstack(tensors, *, out=None):
     >>> flow.hstack([flow.tensor([1, 2]), flow.tensor([3])])
     tensor([1, 2, 3])
     """
-    if out is not None:
-        return with_out(hstack, out, (tensors,), "hstack", cast_error=TypeError,
-                        no_overlap=True)
     ts = atleast_1d(_seq(tensors, "hstack"))
-    return cat(ts, 0 if ts[0]._data.ndim == 1 else 1)
+    return cat(ts, 0 if ts[0]._data.ndim == 1 else 1, out=out)
 
 
 def vstack(tensors, *, out=None):
     """cat of the tensors as rows (1-D tensors become (1, n))."""
-    if out is not None:
-        return with_out(vstack, out, (tensors,), "vstack", cast_error=TypeError,
-                        no_overlap=True)
-    return cat(atleast_2d(_seq(tensors, "vstack")), 0)
+    return cat(atleast_2d(_seq(tensors, "vstack")), 0, out=out)
 
 
 row_stack = vstack
@@ -75,17 +68,11 @@ row_stack = vstack
 
 def dstack(tensors, *, out=None):
     """cat along dim 2 of the tensors made at least 3-D."""
-    if out is not None:
-        return with_out(dstack, out, (tensors,), "dstack", cast_error=TypeError,
-                        no_overlap=True)
-    return cat(atleast_3d(_seq(tensors, "dstack")), 2)
+    return cat(atleast_3d(_seq(tensors, "dstack")), 2, out=out)
 
 
 def column_stack(tensors, *, out=None):
     """The tensors as columns (0-D/1-D become (n, 1)), joined along dim 1."""
-    if out is not None:
-        return with_out(column_stack, out, (tensors,), "column_stack", cast_error=TypeError,
-                        no_overlap=True)
     ts = [t_.reshape(t_._data.size, 1) if t_._data.ndim <= 1 else t_
           for t_ in _seq(tensors, "column_stack")]
-    return cat(ts, 1)
+    return cat(ts, 1, out=out)
