@@ -276,7 +276,7 @@ _out_arg.accept_out(
                     "randperm"),
     dtype_is_out=("mean", "nanmean"), exact_weight=("lerp",),
     float_kernel={"nansum": "nansum", "nanmean": "nansum"},
-    silent_zero_dim=("mode",),
+    silent_zero_dim=("mode",), keepdim_outs=("kthvalue",),
     column_major=dict.fromkeys(("inverse", "cholesky_inverse"), (0,)),
     copies_input=_lapack_outs.LAPACK_COPIES,
     no_overlap=("kthvalue", "gather", "index_select", "masked_select", "take_along_dim",

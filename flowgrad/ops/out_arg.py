@@ -204,7 +204,8 @@ def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=
     positions of results that are not differentiable
     (lu's permutation), whose `out` may require grad; `tracked` as `with_out`'s;
     `column_major`: positions of results whose `out` is resized to column-major matrices;
-    `warn_resize=False`: the outs resized without torch's deprecation warning.
+    `warn_resize=False`: the outs resized without torch's deprecation warning (a tuple: per
+    out).
 
     >>> import flowgrad as flow
     >>> values, indices = flow.empty(0), flow.empty(0, dtype=flow.int64)
@@ -229,7 +230,8 @@ def with_outs(fn, outs, inputs, name, no_overlap=False, castable=False, nondiff=
                 castable and can_cast_array(result._data.dtype, out._data.dtype)):
             raise RuntimeError(f"{name}(): Expected out tensor to have dtype {result.dtype}, "
                                f"but got {out.dtype} instead")
-    written = [write_out(result, out, name, warn_resize, column_major=i in column_major)
+    written = [write_out(result, out, name, warn_resize if isinstance(warn_resize, bool)
+                         else warn_resize[i], column_major=i in column_major)
                for i, (result, out) in enumerate(zip(results, outs))]
     return type(results)(*written) if hasattr(results, "_fields") else tuple(written)
 
@@ -243,6 +245,21 @@ def _float_int(args):
 def _dimensioned(args):
     """Whether one of `args` is a tensor with dims."""
     return any(isinstance(a, Tensor) and a.ndim for a in args)
+
+
+def _keepdim_shape(args, kwargs):
+    """kthvalue(input, k, dim=-1, keepdim=False)'s result shape with keepdim=True, where
+    keepdim is False (else None)."""
+    x = args[0] if args else kwargs.get("input")
+    dim = args[2] if len(args) > 2 else kwargs.get("dim", -1)
+    keepdim = args[3] if len(args) > 3 else kwargs.get("keepdim", False)
+    if keepdim or not isinstance(x, Tensor) or not isinstance(dim, int) or \
+            not -max(x.ndim, 1) <= dim < max(x.ndim, 1):
+        return None
+    shape = list(x.shape)
+    if shape:
+        shape[dim] = 1
+    return tuple(shape)
 
 
 def _refuse_nonfloat_out(name, kernel, args, out):
@@ -263,7 +280,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                exact_real=(), exact_float_int=(), dtype_is_out=(), exact_weight=(),
                column_major=None, float_kernel=None, silent_zero_dim=(),
                partial_overlap_first=(), out_no_derivative=None, out_rules=None,
-               copies_input=None, copies_transposed=()):
+               copies_input=None, copies_transposed=(), keepdim_outs=()):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
@@ -305,7 +322,9 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     a copy of A or of the identity for n = 1 or 0). `copies_input` maps names to a function
     of (args, kwargs) giving the (out position, argument position) pairs whose input torch's
     LAPACK-backed kernel copies into an out already in its layout (see lapack_outs; those in
-    `copies_transposed` also into one of row-major matrices)."""
+    `copies_transposed` also into one of row-major matrices). Those in `keepdim_outs`
+    (kthvalue) resize an out of the keepdim=True shape without the warning (torch's kernel
+    writes it as it is, then squeezes the dim)."""
     import functools
     import inspect
 
@@ -335,6 +354,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _nd=(out_no_derivative or {}).get(name), _public=[],
                  _rules=(out_rules or {}).get(name),
                  _copies=(copies_input or {}).get(name), _tr=name in copies_transposed,
+                 _kept=name in keepdim_outs,
                  **kwargs):
             if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
                 handled = EVERY_CALL[0](_public[0], args,
@@ -376,8 +396,11 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                 return None
             if isinstance(out, (tuple, list)):  # max(x, 1, out=(values, indices)), sort, ...
                 quiet = _quiet0 and args and isinstance(args[0], Tensor) and not args[0].ndim
+                kept = _kept and _keepdim_shape(args, kwargs)
+                warn = not quiet if not kept else tuple(
+                    not (isinstance(o, Tensor) and tuple(o.shape) == kept) for o in out)
                 return with_outs(lambda *a: _fn(*a, **kwargs), out, args, _name, _apart,
-                                 _cast, _nondiff, _tracked, _cm, warn_resize=not quiet)
+                                 _cast, _nondiff, _tracked, _cm, warn_resize=warn)
             exact = (_exact or _real and not (args and isinstance(args[0], Tensor)
                                               and args[0].is_complex())
                      or _fi and _float_int(args)
