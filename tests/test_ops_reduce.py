@@ -274,3 +274,19 @@ def test_reductions_scans_and_products_of_a_strided_input_are_contiguous(name):
         y.view(-1)  # raises where the output is not contiguous
     assert got[1][:2] == got[0][:2]
     np.testing.assert_allclose(got[1][2], got[0][2], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["prod", "median", "nanmedian"])
+def test_keepdim_true_without_a_dim_is_refused_as_torch(name):
+    # torch's reduction of all elements of prod/median/nanmedian takes no keepdim (and dim=None
+    # is no int): a TypeError; flowgrad's median ignored keepdim (a 0-d result where the call
+    # asked for kept dims) and its prod kept them (found beside out_arg_fuzz seed 8007337)
+    for m in (torch, flow):
+        x = m.tensor([[1.0, 2.0], [3.0, 4.0]])
+        for call in (lambda: getattr(m, name)(x, None, True),
+                     lambda: getattr(m, name)(x, keepdim=True),
+                     lambda: getattr(x, name)(keepdim=True)):
+            with pytest.raises(TypeError):
+                call()
+    values = flow.median(flow.tensor([[1.0, 2.0], [3.0, 4.0]]), 1, True).values
+    assert tuple(values.shape) == (2, 1)  # (an int dim keeps it)

@@ -36,6 +36,14 @@ __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmi
 
 
 
+def keepdim_needs_dim(dim, keepdim, name):
+    """torch's TypeError for keepdim=True without an int dim, in an op whose reduction of all
+    elements takes no keepdim (prod, median: a 0-d result, not the kept dims)."""
+    if keepdim and dim is None:
+        raise TypeError(f"{name}(): keepdim needs an int dim (torch's {name} of all elements "
+                        f"takes no keepdim); pass dim=, or reshape the result")
+
+
 def normalize_dims(dim, ndim, op_name):
     """dim (None, int or sequence) -> sorted tuple of non-negative axes."""
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
@@ -432,6 +440,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dim is not None and isinstance(dim, (tuple, list)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}; "
                         f"reduce one dim at a time")
+    keepdim_needs_dim(dim, keepdim, "prod")
     return _prod(x, axes=normalize_dims(dim, x._data.ndim, "prod"), keepdim=keepdim,
                  whole=dim is None)
 

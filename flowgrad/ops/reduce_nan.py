@@ -23,7 +23,7 @@ from .elementwise import exp, log, where
 from .elementwise_more import lerp
 from .gather import gather
 from .halfprec import in_float32
-from .reduce import float_input
+from .reduce import float_input, keepdim_needs_dim
 from .registry import op
 from .reorder import flip
 from .scan import of_zero_dim, zero_dim_of_result
@@ -110,6 +110,7 @@ def nanmedian(input, dim=None, keepdim=False):
     >>> flow.nanmedian(flow.tensor([3.0, float("nan"), 1.0, 2.0]))
     tensor(2.)
     """
+    keepdim_needs_dim(dim, keepdim, "nanmedian")
     check_kernel_dtype(input, "median_cpu" if dim is None else "median_out", "fViu")
     if dim is None:
         if input._data.size == 0:
