@@ -281,7 +281,8 @@ _out_arg.accept_out(
     copies_input=_lapack_outs.LAPACK_COPIES,
     no_overlap=("kthvalue", "gather", "index_select", "masked_select", "take_along_dim",
                 "cross"),
-    partial_overlap=_ELEMENTWISE_OUT | {"outer"},
+    # (and the reductions whose kernels check their outs: max/min/aminmax/mode(dim), norm)
+    partial_overlap=_ELEMENTWISE_OUT | {"outer", "max", "min", "aminmax", "mode", "norm"},
     partial_overlap_first=("addmm", "addmv", "addbmm", "baddbmm", "addr"),
     untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("sum", "prod"),
     out_no_derivative=_OUT_NO_DERIVATIVE,
@@ -305,7 +306,8 @@ _out_arg.accept_out(  # (the torch.* functions above and these: every one torch 
     exact_scalar=("clamp_min", "clamp_max"),
     out_rules={"matrix_power": _linalg_func.power_out_rules},
     copies_input=_lapack_outs.LAPACK_COPIES,
-    no_overlap=("take",), partial_overlap=("clamp_min", "clamp_max", "kron"),
+    no_overlap=("take",),
+    partial_overlap=("clamp_min", "clamp_max", "kron", "median", "nanmedian"),
     untracked=_UNTRACKED, out_tracked=_OUT_TRACKED, dim_required=("median", "nanmedian"),
     out_no_derivative=_OUT_NO_DERIVATIVE,
     silent_resize=("range", "multinomial", "narrow_copy"))
@@ -322,6 +324,7 @@ _out_arg.accept_out(
            "norm", "solve", "solve_triangular", "svdvals", "vecdot",
            "vector_norm", "ldl_solve", "lu_solve"),
     castable_outs=("eig", "lstsq"), nondiff_first=("lu",), no_overlap=("cross",),
+    partial_overlap=("vector_norm",),
     out_rules={"matrix_power": _linalg_func.power_out_rules},
     # (torch's LAPACK-backed kernels resize an out to column-major matrices)
     column_major={**dict.fromkeys(("inv", "solve", "cholesky", "solve_triangular", "lu_solve",

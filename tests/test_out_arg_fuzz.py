@@ -404,6 +404,41 @@ def test_kthvalue_takes_outs_of_the_keepdim_shape_without_a_resize_warning():
     assert verdicts[1] == verdicts[0]
 
 
+def test_reductions_whose_kernels_check_outs_refuse_a_partly_overlapping_one():
+    # torch's max/min/aminmax/median/nanmedian/mode(dim), norm and linalg.vector_norm refuse
+    # an out sharing part of the input (one that is the input, or none of it, runs); amax,
+    # sum, mean, ... write wherever out is; flowgrad wrote (out_arg_fuzz seed 8015859:
+    # aminmax of (3, 1, 1) with keepdim into an out one element past the input)
+    calls = {
+        "aminmax": lambda m, a, o: m.aminmax(a, dim=-1, keepdim=True, out=(o, m.empty(0))),
+        "max": lambda m, a, o: m.max(a, -1, True, out=(o, m.empty(0, dtype=m.int64))),
+        "min": lambda m, a, o: m.min(a, -1, True, out=(o, m.empty(0, dtype=m.int64))),
+        "median": lambda m, a, o: m.median(a, -1, True, out=(o, m.empty(0, dtype=m.int64))),
+        "nanmedian": lambda m, a, o: m.nanmedian(a, -1, True,
+                                                 out=(o, m.empty(0, dtype=m.int64))),
+        "mode": lambda m, a, o: m.mode(a, -1, True, out=(o, m.empty(0, dtype=m.int64))),
+        "norm": lambda m, a, o: m.norm(a, 2, -1, True, out=o),
+        "vector_norm": lambda m, a, o: m.linalg.vector_norm(a, 2, -1, True, out=o),
+        "amax": lambda m, a, o: m.amax(a, -1, True, out=o),
+        "sum": lambda m, a, o: m.sum(a, -1, True, out=o),
+    }
+    verdicts = []
+    for m in (torch, flow):
+        row = []
+        for name, call in calls.items():
+            for where in ("partial", "same", "apart"):
+                buf = m.tensor([0.5, 1.5, -0.3, 0.5])
+                a = buf[:-1].view(3, 1, 1)
+                o = {"partial": buf[1:].view(3, 1, 1), "same": a, "apart": m.empty(3, 1, 1)}
+                try:
+                    call(m, a, o[where])
+                    row.append((name, where, "ran"))
+                except RuntimeError:
+                    row.append((name, where, "refused"))
+        verdicts.append(row)
+    assert verdicts[1] == verdicts[0]
+
+
 def _outcomes(m, calls):
     row = []
     for call in calls:
