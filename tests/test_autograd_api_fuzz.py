@@ -8,7 +8,10 @@ from __future__ import annotations
 import autograd_api_fuzz as af
 import fuzz_common
 import pytest
+import torch
 from test_torch_function_vs_torch import assert_snippet_matches_torch
+
+import flowgrad as flow
 
 FAST_SEEDS = range(150)
 SLOW_SEEDS = range(150, 2000)
@@ -324,3 +327,23 @@ def test_grad_of_an_input_whose_node_runs_on_is_taken_before_its_hooks():
         both = m.autograd.grad((w * w).sum(), [w, x])
         return [t.tolist() for t in (*alone, *both)]
     assert run(flowgrad) == run(torch)
+
+
+def test_the_gradient_through_a_none_index_is_a_view_of_the_grad_output():
+    # torch's x[None] is an unsqueeze (x[...] an alias): its gradient is a view of the grad
+    # output, so an in-place write to autograd.grad's result shows in grad_outputs and in an
+    # input's gradient that is grad_outputs itself; flowgrad's getitem gradient was a new
+    # tensor (autograd_api_fuzz seed 8006939)
+    got = []
+    for m in (torch, flow):
+        row = []
+        for index in (None, (Ellipsis, None), (slice(None), None), Ellipsis, 0, slice(1, None)):
+            x = m.tensor([0.1, 0.2], dtype=m.float64, requires_grad=True)
+            v = x[index]
+            go = m.full_like(v, 2.0)
+            r = m.autograd.grad(v, [x, v], grad_outputs=go, create_graph=True)
+            with m.no_grad():
+                r[0].mul_(2)
+            row.append((go.flatten().tolist(), r[1].flatten().tolist()))
+        got.append(row)
+    assert got[1] == got[0]

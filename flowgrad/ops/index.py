@@ -188,9 +188,17 @@ def _getitem(xp, x, *, index):
     return out
 
 
+_WHOLE = (None, Ellipsis, slice(None))
+
+
 @_getitem.grad
 def getitem_backward(ctx, dy):
-    return _getitem_backward(dy, shape=ctx.input_shapes[0], index=ctx.index)
+    index, shape = ctx.index, ctx.input_shapes[0]
+    if index in _WHOLE or type(index) is tuple and all(i in _WHOLE for i in index):
+        # every element, new size-1 dims at most (x[None], x[..., None]): torch's unsqueeze
+        # and alias, whose gradient is a view of dy (a write to autograd.grad's result shows)
+        return dy.reshape(shape)
+    return _getitem_backward(dy, shape=shape, index=index)
 
 
 @op("getitem_backward", jvp="linear")
