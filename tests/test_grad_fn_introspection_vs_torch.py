@@ -24,7 +24,8 @@ def _inputs(mod):
 
 
 SAME = [
-    "x.sort(1)[0]", "x.msort()", "x + y", "x + 2", "2 + x", "x - y", "x * y", "x * 2", "2 * x", "x * c", "c * x",
+    "x.sort(1)[0]", "x.msort()",
+    "x + y", "x + 2", "2 + x", "x - y", "x * y", "x * 2", "2 * x", "x * c", "c * x",
     "x / y", "x / 2", "x ** 2", "x ** y", "2 ** x", "-x", "x.pow(3)", "x.square()",
     "x.exp()", "x.log()", "x.sin()", "x.cos()", "x.sqrt()", "x.rsqrt()", "x.abs()",
     "x.relu()", "x.sigmoid()", "x.tanh()", "x.log1p()", "x.expm1()", "x.exp2()",
