@@ -234,3 +234,20 @@ def test_spherical_bessel_j0_and_airy_ai_at_the_ends():
         got = getattr(flow.special, name)(flow.tensor(x, dtype=flow.float64)).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-12, equal_nan=True,
                                    err_msg=name)
+
+
+def test_zeta_past_q_1e8_keeps_the_asymptotic_series_third_term():
+    # SciPy's two-term series for q > 1e8 was 20 ulps off at x = 35.5 (special_fuzz seed
+    # 8002528); q - 1 stays on SciPy's Euler-Maclaurin sum, equal to torch's
+    x = np.array([35.52888987034044, 38.0, 2.0, 35.52888987034044])
+    q = np.array([168832019.05364525, 1.5e8, 1e9, 9.9e7])
+    want = [2.381969716830818e-286, 8.249388262797746e-305, 1.0000000005e-09,
+            2.4066358532028876e-278]  # (mpmath's)
+    got = flow.special.zeta(flow.tensor(x), flow.tensor(q)).numpy()
+    _close(got, np.array(want), rtol=4e-16, atol=0)
+    assert flow.special.zeta(flow.tensor([INF]), flow.tensor([1e9])).item() == 0.0
+    # polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x), SciPy's the same series (9e-15 at n = 36)
+    got = [flow.special.polygamma(n, flow.tensor([v], dtype=flow.float64)).item()
+           for n, v in ((36, 1.1e8), (20, 1.5e8))]
+    _close(np.array(got), np.array([-3.3426896274094875e-250, -3.6582170458637565e-147]),
+           rtol=4e-16, atol=0)

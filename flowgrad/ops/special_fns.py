@@ -108,6 +108,10 @@ def _polygamma(xp, x, *, n):
                      xp.where(neg, xp.ones((), x.dtype), x))
     if neg.any():
         out[neg] = _polygamma_reflected(xp, x[neg], n).astype(out.dtype)
+    if 2 <= n <= 40 and out.dtype == xp.float64 and (x > _ZETA_ASYMPTOTIC).any():
+        # SciPy's (-1)^(n+1) n! zeta(n + 1, x) lacks _zeta_third_term (< float32's ulp)
+        out = out + (-1) ** (n + 1) * math.factorial(n) * _zeta_third_term(
+            xp, xp.full((), n + 1.0), x)
     if n == 1:  # nan at -inf, as torch: trigamma swings between ~pi^2 and its poles there
         out = xp.where(x == -xp.inf, xp.full((), xp.nan, out.dtype), out)
     # n >= 2 at +inf: +-0, the limit ((-1)^(n+1) (n-1)! / x^n); torch's nan there is its
@@ -435,9 +439,27 @@ def xlog1py_backward(ctx, dy):
     return dx, (_grad_mul(dy, x / (y + 1.0)) if need[1] else None)
 
 
+# SciPy's zeta for q > 1e8 keeps two terms of the asymptotic series (DLMF 25.11.43), off by
+# x(x - 1) / (12 q^2) of the value (20 ulps at x = 35.5, q = 1.7e8); its third term,
+# x q^(-x-1) / 12, gives torch's values (the fourth is below an ulp there)
+_ZETA_ASYMPTOTIC = 1e8
+
+
+def _zeta_third_term(xp, x, q):
+    """float64 x q^(-x-1) / 12 where q > 1e8 (and x is finite), else 0."""
+    x64, q64 = x.astype(xp.float64, copy=False), q.astype(xp.float64, copy=False)
+    with xp.errstate(all="ignore"):
+        return xp.where((q64 > _ZETA_ASYMPTOTIC) & (x64 < xp.inf),
+                        x64 * q64 ** (-x64 - 1.0) / 12.0, 0.0)
+
+
 @op("zeta", save="inputs", layout="elementwise")
 def _zeta(xp, x, q):
-    return scipy_call(xp, "zeta", x, q)
+    if not (q > _ZETA_ASYMPTOTIC).any():
+        return scipy_call(xp, "zeta", x, q)
+    x64 = x.astype(xp.float64, copy=False)
+    return (scipy_call(xp, "zeta", x64, q) + _zeta_third_term(xp, x64, q)).astype(
+        x.dtype, copy=False)
 
 
 @_zeta.grad
