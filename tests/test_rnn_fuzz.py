@@ -87,6 +87,19 @@ def test_lstm_cell_state_that_is_not_a_pair_is_refused_as_torch(hx):
     _same_outcome(lambda m: m.nn.LSTMCell(3, 4)(m.zeros(5, 3), hx(m)))
 
 
+@pytest.mark.parametrize("shape,hx", [
+    ((3,), lambda m: m.zeros(1)), ((3,), lambda m: m.zeros(())),
+    ((3,), lambda m: (m.zeros(()),)), ((1, 3), lambda m: m.zeros(4)),
+    ((1, 3), lambda m: (m.zeros(()),)), ((1, 3), lambda m: (m.zeros(4), m.zeros(()))),
+], ids=["unbatched_1d_tensor", "0d_tensor", "unbatched_0d_entry", "batched_1d_tensor",
+        "batched_0d_entry", "batched_0d_second"])
+def test_lstm_cell_checks_each_state_entrys_dims_first_as_torch(shape, hx):
+    """torch iterates hx checking each entry is 1-D or 2-D before anything else (ValueError;
+    a 0-d tensor: TypeError); flowgrad asked for a pair first (IndexError, TypeError,
+    RuntimeError: rnn_fuzz seed 8001621)."""
+    _same_outcome(lambda m: m.nn.LSTMCell(3, 4)(m.zeros(shape), hx(m)))
+
+
 @pytest.mark.parametrize("lengths,enforce_sorted", [
     ([[3, 2]], True), ([[3, 2]], False), ("tensor2d", False), ("tensor2d", True)])
 def test_pack_padded_sequence_lengths_not_1d(lengths, enforce_sorted):

@@ -489,10 +489,13 @@ class RNNCellBase(Module):
             s += f", nonlinearity={nl}"
         return s
 
-    def _prep(self, input, hx):
+    def _check_input_dim(self, input):
         if input.dim() not in (1, 2):
             raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got "
                              f"{input.dim()}D instead")
+
+    def _prep(self, input, hx):
+        self._check_input_dim(input)
         batched = input.dim() == 2
         if not batched:
             input = input.unsqueeze(0)
@@ -571,6 +574,13 @@ class LSTMCell(RNNCellBase):
             x, h, batched = self._prep(input, None)
             c = h
         else:
+            self._check_input_dim(input)
+            # torch's first check of hx: each entry's dims, iterating whatever hx is (a
+            # tensor's rows; a 0-d tensor's TypeError), before it asks for a pair
+            for k, value in enumerate(hx):
+                if value.dim() not in (1, 2):
+                    raise ValueError(f"LSTMCell: Expected hx[{k}] to be 1D or 2D, got "
+                                     f"{value.dim()}D instead")
             if input.dim() == 2:  # (torch's makes a pair of an unbatched step's states)
                 _two_states(hx, "LSTMCell")
             h, c = _lstm_states(hx, "LSTMCell")
