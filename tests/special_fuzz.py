@@ -225,8 +225,9 @@ POS = W(sign=False)
 
 def _torch_returns(dist):
     """`dist` with its non-integer x in (-2^53, -1e6) scaled by 1e-10: torch's polygamma(n >= 2,
-    x), polygamma1's derivative, sums ~|x| terms there (2 s at -1e8; at -2.7e14 it does not
-    return: seed 8002885). The same draws, so other cases are unchanged."""
+    x), polygamma1's derivative and digamma's second, sums ~|x| terms there (2 s at -1e8; at
+    -2.7e14 it does not return: seeds 8002885, 8004843). The same draws, so other cases are
+    unchanged."""
     def draw(rng, dtype, n):
         x = dist(rng, dtype, n)
         slow = (x < -1e6) & (x > -2.0 ** 53) & (x != np.round(x))
@@ -321,7 +322,8 @@ FUNCS = {
                              grad=0),
     "airy_ai": F(sp("airy_ai"), [mix(U(-40, 110), W(hi=3))], mp.airyai, ulps=16, atol=16,
                  grad=0, why="oscillates for x < 0 with envelope |x|^-1/4"),
-    "digamma": F(top("digamma"), [mix(ANY, U(-20, 20), N(-3, -2, -1, 0, 1.4616321449683622))],
+    "digamma": F(top("digamma"), [mix(_torch_returns(ANY), U(-20, 20),
+                                      N(-3, -2, -1, 0, 1.4616321449683622))],
                  _digamma, ulps=8, atol=0, grad=2, deriv=_gamma_deriv(1),
                  why="near its zero at 1.4616 and near poles the condition is large: "
                      "mpmath decides"),
