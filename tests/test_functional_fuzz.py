@@ -436,3 +436,13 @@ def test_running_statistics_that_require_grad_are_refused(fn, which, grad_on):
     else:
         for want, got in zip(*both):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("num_classes", [0, -2])
+def test_one_hot_of_an_empty_input_with_no_classes_raises_as_torch(num_classes):
+    # only num_classes=-1 raised; 0 or below gave a (..., 0) result (functional_fuzz seed
+    # 8005604); a positive count of an empty input runs in both
+    for m in (torch, flow):
+        with pytest.raises(RuntimeError, match="(?i)can not infer total number of classes"):
+            m.nn.functional.one_hot(m.zeros(3, 2, 0, dtype=m.int64), num_classes=num_classes)
+        assert tuple(m.nn.functional.one_hot(m.zeros(0, dtype=m.int64), 3).shape) == (0, 3)

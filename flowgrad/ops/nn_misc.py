@@ -548,6 +548,9 @@ def one_hot(input, num_classes=-1):
             raise RuntimeError("one_hot: can not infer total number of classes from empty "
                                "tensor; pass num_classes")
         num_classes = max(int(idx.max()), -1) + 1
+    elif num_classes < 1 and idx.size == 0:  # torch's check of an empty input (its shape)
+        raise RuntimeError(f"one_hot: can not infer total number of classes from empty "
+                           f"tensor (num_classes={num_classes}); pass num_classes >= 1")
     return _one_hot(input, num_classes=num_classes)
 
 
