@@ -182,11 +182,14 @@ def _xlogy(xp, x, y):
 
 @_xlogy.grad
 def xlogy_backward(ctx, dy):
-    x, y = ctx.inputs
+    # half precision in float32, rounded once: float16's x / y overflowed where torch's
+    # dy * x / y does not (x = 0.37, y = 2.6e-6)
+    low, (x, y, dy) = upcast(*ctx.inputs, dy)
     need = ctx.needs_input_grad
     # log(y), also at x == 0 (x log y is x-linear); 0 only where x == 0 and y <= 0, as torch
     dx = _grad_mul(dy, where((x == 0) & (y <= 0), 0.0, log(y))) if need[0] else None
-    return dx, (_grad_mul(dy, x / y) if need[1] else None)  # nan at x == y == 0, as torch
+    dy_ = _grad_mul(dy, x / y) if need[1] else None  # nan at x == y == 0, as torch
+    return tuple(r if r is None or low is None else r.to(low) for r in (dx, dy_))
 
 
 def _float_pair(a, b, name):
