@@ -217,3 +217,18 @@ def test_xlogy_gradient_of_a_tiny_other_is_finite_in_float16():
     y = flow.tensor([2.623e-6], dtype=flow.float16, requires_grad=True)
     (gy,) = flow.autograd.grad((flow.xlogy(x, y) * -0.027).sum(), [y])
     assert gy.dtype == flow.float16 and abs(gy.item() + 3825) < 4
+
+
+def test_silu_and_mish_gradients_in_float16_use_float32_sigmoid_and_tanh():
+    # the forward's sigmoid, saved rounded to float16, is subnormal at x = -12.74 (2% off),
+    # and so was the gradient (seed 8004644): the true one, with float16 x and dy
+    x = flow.tensor([-12.74], dtype=flow.float16, requires_grad=True)
+    (g,) = flow.autograd.grad(flow.nn.functional.silu(x).sum(), [x])
+    xd = float(x.item())
+    s = 1 / (1 + math.exp(-xd))
+    assert abs(g.item() - s * (1 + xd * (1 - s))) <= 6e-8  # one float16 subnormal step
+    # mish the same: float16's t = tanh(softplus(5)) is 1, so its 1 - t^2 was 0
+    x = flow.tensor([5.0], dtype=flow.float16, requires_grad=True)
+    (g,) = flow.autograd.grad(flow.nn.functional.mish(x).sum(), [x])
+    t, s = math.tanh(math.log1p(math.exp(5.0))), 1 / (1 + math.exp(-5.0))
+    assert abs(g.item() - (t + 5.0 * s * (1 - t * t))) <= 4.9e-4  # one float16 step

@@ -415,7 +415,10 @@ def _silu(xp, x):
 
 @_silu.grad
 def silu_backward(ctx, dy):
-    return _silu_grad(ctx.inputs[0], ctx.aux[0], dy)
+    x, s = ctx.inputs[0], ctx.aux[0]
+    if x.dtype.np in HALF:  # torch's sigmoid in float32: float16's s (2.9e-6 at -12.7) is
+        s = sigmoid(x.float())  # subnormal, 2% off, and so was the gradient
+    return _silu_grad(x, s, dy)
 
 
 @op("silu_grad", jvp="diagonal", save="inputs")
@@ -468,7 +471,10 @@ def _mish(xp, x):
 
 @_mish.grad
 def mish_backward(ctx, dy):
-    return _mish_grad(ctx.inputs[0], ctx.aux[0], dy)
+    x, t = ctx.inputs[0], ctx.aux[0]
+    if x.dtype.np in HALF:  # torch's t in float32, as silu's sigmoid: float16's 1 - t^2
+        t = tanh(softplus(x.float()))  # is 0 from x = 4 on (a float32 t's is not)
+    return _mish_grad(x, t, dy)
 
 
 @op("mish_grad", jvp="diagonal", save="inputs")
