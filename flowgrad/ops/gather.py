@@ -113,13 +113,18 @@ def _flat_mask(xp, flat, *like, shape):
     return mask
 
 
+def _mask_laid_out_as(input, flat):
+    """The mask of the positions flat names in input's shape, laid out as torch's clone of
+    input (preserve_format) where input is not C-contiguous: a where over it takes its
+    layout, as torch's out-of-place writes into a clone of input do."""
+    like = () if input._data.flags.c_contiguous else (input,)
+    return _flat_mask(flat, *like, shape=input._data.shape)
+
+
 def _written_into(input, flat, written):
     """input with `written` (a tensor of input's shape) at the positions flat names, laid out
-    as torch's out-of-place writes lay it out (a clone of input, preserve_format, written
-    into): where takes the layout of its mask, made so where input is not C-contiguous."""
-    shape = input._data.shape
-    like = () if input._data.flags.c_contiguous else (input,)
-    return where(_flat_mask(flat, *like, shape=shape), written, input)
+    as torch's out-of-place writes lay it out (a clone of input written into)."""
+    return where(_mask_laid_out_as(input, flat), written, input)
 
 
 @op("flat_nonzero", differentiable=False)
@@ -545,8 +550,7 @@ def index_fill(input, dim, index, value):
     if not isinstance(value, Tensor):  # (checked here, so the error names index_fill)
         fill_scalar("index_fill", value, input._data.dtype)
     # (laid out as input, as torch's clone of it written into: not masked_fill's C order)
-    like = () if input._data.flags.c_contiguous else (input,)
-    mask = _flat_mask(flat, *like, shape=input._data.shape)
+    mask = _mask_laid_out_as(input, flat)
     return _fill_value(input, mask, value).where(mask, input)
 
 

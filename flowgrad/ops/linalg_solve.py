@@ -382,13 +382,12 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
                                f"True; pass it detached")
     if A._data.size == 0:  # (torch's early return: the tolerances are not read)
         atol = rtol = None
-    if isinstance(atol, Tensor) or isinstance(rtol, Tensor):  # (per batch, as matrix_rank)
-        atol, rtol = _tolerance_tensors(A, atol, rtol)
-        return _lapack(lambda: _pinv(A, atol, rtol, atol=0.0, rtol=0.0,
-                                     hermitian=bool(hermitian)),
-                       "linalg.pinv", "the SVD did not converge")
-    atol, rtol = _tolerances(A, atol, rtol, "linalg.pinv")
-    return _lapack(lambda: _pinv(A, atol=atol, rtol=rtol, hermitian=bool(hermitian)),
+    tensors = ()  # tolerance tensors: kernel inputs, per batch (as matrix_rank's)
+    if isinstance(atol, Tensor) or isinstance(rtol, Tensor):
+        tensors, atol, rtol = _tolerance_tensors(A, atol, rtol), 0.0, 0.0
+    else:
+        atol, rtol = _tolerances(A, atol, rtol, "linalg.pinv")
+    return _lapack(lambda: _pinv(A, *tensors, atol=atol, rtol=rtol, hermitian=bool(hermitian)),
                    "linalg.pinv", "the SVD did not converge")
 
 
