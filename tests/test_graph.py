@@ -72,6 +72,37 @@ def test_eval_graph_with_nested_outputs_none_input_and_keywords():
         assert got["pair"][1].tolist() == want.argmax(-1).tolist()
 
 
+def test_build_arguments_bound_by_name_for_every_kind_of_build():
+    import functools
+
+    class Plain(flow.nn.Graph):
+        def build(self, x, mask):
+            return x * mask
+
+    class Static(flow.nn.Graph):
+        @staticmethod
+        def build(x, mask):  # no self: two arguments, not one
+            return x * mask
+
+    def logged(build):
+        @functools.wraps(build)
+        def run(self, *args, **kwargs):
+            return build(self, *args, **kwargs)
+        return run
+
+    class Wrapped(flow.nn.Graph):
+        @logged
+        def build(self, x, mask):
+            return x * mask
+
+    x, m = flow.tensor([1.0, 2.0]), flow.tensor([3.0, 4.0])
+    for make in (Plain, Static, Wrapped):
+        graph = make()
+        assert graph(x, m).tolist() == [3.0, 8.0]
+        assert graph(x, mask=m * 2).tolist() == [6.0, 16.0]  # the same plan, by position
+        assert graph(mask=m, x=x * 3).tolist() == [9.0, 24.0]
+
+
 def test_eager_writes_to_parameters_are_seen_and_graph_steps_are_visible():
     model = flow.nn.Linear(3, 1)
     graph = flow.nn.Graph.trace(model)

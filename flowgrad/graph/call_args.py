@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 
 from ..return_types import sequence_of
 from ..tensor import Tensor
 
+_AS_GIVEN = -2  # build takes *args or **kwargs: calls are never rebound
 _PLAIN_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
@@ -19,6 +21,12 @@ def bound_to_build(graph, args, kwargs):
     the plan had a tensor, refused), while `graph(x, m)` and `graph(x, mask=m)` are one call.
     A build taking *args or **kwargs, or arguments build would refuse, are left as given."""
     cls = type(graph)
+    arity = cls.__dict__.get("_build_arity")
+    if arity is None:
+        arity = _plain_arity(graph.build)
+        type.__setattr__(cls, "_build_arity", arity)
+    if arity == _AS_GIVEN or not kwargs and len(args) == arity:
+        return args, kwargs
     signature = cls.__dict__.get("_build_signature")
     if signature is None:
         try:
@@ -29,11 +37,7 @@ def bound_to_build(graph, args, kwargs):
         if any(k not in _PLAIN_KINDS + (inspect.Parameter.KEYWORD_ONLY,) for k in kinds):
             signature = False
         type.__setattr__(cls, "_build_signature", signature)
-        # every parameter given by position, none keyword-only: bound as it is (the usual
-        # call; binding it costs several microseconds a call)
-        type.__setattr__(cls, "_build_arity", len(kinds) if signature and all(
-            k in _PLAIN_KINDS for k in kinds) else -1)
-    if not signature or not kwargs and len(args) == cls.__dict__["_build_arity"]:
+    if not signature:
         return args, kwargs
     try:
         bound = signature.bind(*args, **kwargs)
@@ -41,6 +45,25 @@ def bound_to_build(graph, args, kwargs):
         return args, kwargs
     bound.apply_defaults()
     return bound.args, bound.kwargs
+
+
+def _plain_arity(build):
+    """How many arguments `build` (a bound method of a plain function) takes when all its
+    parameters are plain positional ones without defaults; `_AS_GIVEN` when it takes *args or
+    **kwargs (a call is never rebound); else -1 (inspect.signature decides). Read off the
+    code object: the usual first call then needs no inspect.signature (tens of microseconds)."""
+    build = getattr(build, "__func__", None) if type(build) is _METHOD else None
+    code = getattr(build, "__code__", None)
+    if code is None or type(build) is not _FUNCTION or hasattr(build, "__wrapped__"):
+        return -1
+    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return _AS_GIVEN
+    if build.__defaults__ or code.co_kwonlyargcount:
+        return -1
+    return code.co_argcount - 1
+
+
+_FUNCTION, _METHOD = type(_plain_arity), types.MethodType
 
 
 def flatten_inputs(args, kwargs):
