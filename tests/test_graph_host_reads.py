@@ -7,7 +7,9 @@ histogram, bincount, allclose's bool, repeat_interleave's and tensor_split's ten
 inside build, as does copying a traced tensor (tensor(x), full_like(x, x.sum())) or handing it
 to NumPy (np.asarray(x), np.sqrt(x)), deepcopy, pickling, save or a DLPack export.
 Named-tuple results (sort, topk, linalg's) came back from a graph as a TypeError. Each case
-is compiled once and called on two different inputs, against eager."""
+is compiled once and called on two different inputs, against eager. Sizes that depend on
+values (x[mask], nonzero) are followed by the plan, except where an op took one as an
+attribute (chunk's bounds, a reshape, a *_like constant): the plan then checks the size."""
 from __future__ import annotations
 
 import copy
@@ -19,6 +21,7 @@ import pytest
 
 import flowgrad as flow
 import flowgrad.nn.functional as F
+from flowgrad.graph.graph import StalePlanError
 
 T = flow.tensor
 I2 = [[1.0, 2.0], [3.0, 5.0]]
@@ -246,3 +249,69 @@ def test_value_dependent_sizes_counted_by_ops_are_recomputed():
     graph = flow.nn.Graph.trace(count)
     for x in (T([1.0, 2.0, 0.0, -1.0]), T([3.0, -2.0, -1.0, -1.0])):
         assert graph(x).item() == count(x).item()
+
+
+TAKES_A_VALUE_SIZE = [
+    lambda x: x[x > 0].chunk(2)[0].sum(),  # split bounds from the traced size: silently wrong
+    lambda x: x[x > 0].unsqueeze(1).expand(-1, 2).sum(),
+    lambda x: flow.ones_like(x[x > 0]).sum(),  # a constant of the traced size: silently wrong
+    lambda x: flow.full_like(x[x > 0], 2.0).sum(),
+    lambda x: flow.rand_like(x[x > 0]).mul(0).add(1).sum(),
+    lambda x: x.index_select(0, flow.nonzero(x > 0).squeeze(1)).sum(),
+]
+
+
+@pytest.mark.parametrize("fn", TAKES_A_VALUE_SIZE,
+                         ids=["chunk", "expand", "ones_like", "full_like", "rand_like", "nonzero"])
+def test_an_op_taking_a_value_dependent_size_guards_the_plan(fn):
+    """An op taking a mask selection's size as an attribute (a view, split, expand, a factory
+    shaped like it) kept the traced size: the next call with another count computed with it
+    (wrong sums, no error) or failed in a kernel. The plan now checks the size: the same count
+    runs, another raises StalePlanError naming both lines, and flow.compile traces anew."""
+    graph, compiled = flow.nn.Graph.trace(fn), flow.compile(fn)
+    three, same, four = T([1.0, 2.0, -3.0, 4.0]), T([5.0, -1.0, 6.0, 7.0]), T([1.0, 2.0, 3.0, 4.0])
+    for x in (three, same):
+        assert graph(x).item() == fn(x).item()
+    with pytest.raises(StalePlanError, match=r"depends on values.*it was \(3.*is \(4"):
+        graph(four)
+    for x in (three, four, same, four):
+        assert compiled(x).item() == fn(x).item()
+
+
+def test_a_training_step_through_a_value_dependent_size_refuses_another_and_keeps_state():
+    """The gradient of a sum over p[mask] expands to the traced count: a training graph with
+    another count now raises before the update (the parameter and momentum as they were);
+    masking with where instead follows any count."""
+    for masked, follows in ((lambda p, m: (p[m] ** 2).sum(), False),
+                            (lambda p, m: flow.where(m, p, 0.0).pow(2).sum(), True)):
+        p = flow.nn.Parameter(flow.tensor([1.0, -2.0, 3.0, 4.0]))
+        twin = flow.nn.Parameter(p.detach().clone())
+        opt, eager_opt = (flow.optim.SGD([w], lr=0.1, momentum=0.9) for w in (p, twin))
+
+        class Step(flow.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.holder = flow.nn.Module()
+                self.holder.p = p
+                self.add_optimizer(opt)
+
+            def build(self, m):
+                loss = masked(p, m)
+                loss.backward()
+                return loss
+
+        step = Step()
+        for i, m in enumerate((T([True, False, True, True]), T([True, True, True, True]))):
+            if i and not follows:
+                before, momentum = p.detach().clone(), opt.state[p]["momentum_buffer"].clone()
+                with pytest.raises(StalePlanError, match="depends on values"):
+                    step(m)
+                assert p.tolist() == before.tolist()
+                assert opt.state[p]["momentum_buffer"].tolist() == momentum.tolist()
+                break
+            eager_opt.zero_grad()
+            want = masked(twin, m)
+            want.backward()
+            eager_opt.step()
+            assert step(m).item() == want.item()
+            np.testing.assert_allclose(p.detach().numpy(), twin.detach().numpy(), rtol=1e-6)

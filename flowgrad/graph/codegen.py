@@ -6,8 +6,6 @@ bound once with functools.partial), and a fused chain its ufunc calls written in
 takes the array module `xp` of the inputs' device, so another device needs no change here.
 
 >>> import numpy as np
-
-from ..device import ARRAY_MODULES
 >>> import flowgrad as flow
 >>> from flowgrad.graph.tracer import Tracer
 >>> from flowgrad.autograd.interpreter import using_interpreter
@@ -31,7 +29,7 @@ import numpy as np
 from ..autograd.inplace import bump_version
 from ..device import ARRAY_MODULES
 from .fusion import FusedOp
-from .ir import CONST, INPUT, NODE, STATE
+from .ir import CONST, INPUT, NODE, STATE, StalePlanError
 
 
 class Plan:
@@ -48,7 +46,7 @@ class Plan:
             return self.function(xp, arrays)
         except Exception as error:
             node = self._failed_node(error)
-            if node is None:
+            if node is None or isinstance(error, StalePlanError):  # (a guard's: it names both)
                 raise
             from .tracer import user_line
 

@@ -49,15 +49,8 @@ from .call_args import (
     micro_batches,
     signature_key,
 )
-from .ir import INPUT, NODE, STATE
+from .ir import INPUT, NODE, STATE, StalePlanError
 from .tracer import Tracer, user_line
-
-
-class StalePlanError(RuntimeError):
-    """The model changed after the graph compiled (a parameter replaced, a setting, a hook, a
-    dtype, requires_grad, the optimizer's groups): its plan no longer computes what build would.
-    `flow.compile` catches it and traces anew (torch.compile's recompilation); a graph
-    raises it, naming the change."""
 
 
 def _same_array(now, seen):

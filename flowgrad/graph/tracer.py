@@ -12,10 +12,6 @@ through this same tracer, so the backward ops join the Program as ordinary nodes
 """
 from __future__ import annotations
 
-import linecache
-import os
-import sys
-
 import numpy as np
 
 from ..autograd import engine, grad_mode
@@ -23,60 +19,11 @@ from ..autograd.interpreter import eager_call
 from ..autograd.node import FunctionNode
 from ..errors import freed_graph_error
 from ..ops.registry import Op
-from ..overrides import _disabled_torch_function_impl
 from ..tensor import Tensor
-from . import checkpointing
+from . import checkpointing, value_shapes
 from .ir import CONST, INPUT, NODE, STATE, Node, Program, Value
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-# file name -> whether it is flowgrad's (a str caches its hash; a code object hashes its
-# bytecode on every lookup)
-_INSIDE = {}
-
-
-def user_site(skip=0):
-    """Where the innermost frame outside flowgrad (the user's line in build) is, as cheaply as
-    it can be kept: (its code object, its last instruction's offset), or None. `user_line`
-    and `user_frame` turn it into a line (a line-table lookup, made only for a message).
-    `skip` frames above the caller are known to be flowgrad's (not looked at)."""
-    frame = sys._getframe(1 + skip)
-    while frame is not None:
-        code = frame.f_code
-        filename = code.co_filename
-        inside = _INSIDE.get(filename)
-        if inside is None:
-            inside = _INSIDE[filename] = filename.startswith(_PACKAGE)
-        if not inside:
-            return code, frame.f_lasti
-        frame = frame.f_back
-    return None
-
-
-def user_frame(skip=0):
-    """(file, line) of the innermost frame outside flowgrad: the user's line in build. `skip`
-    frames above the caller are known to be flowgrad's (not looked at)."""
-    return _file_line(user_site(1 + skip))
-
-
-def _file_line(site):
-    """(file, line) of a `user_site`, as the frame's f_lineno said then."""
-    if site is None:
-        return "?", 0
-    code, lasti = site
-    for start, end, line in code.co_lines():
-        if start <= lasti < end:
-            return code.co_filename, line or 0
-    return code.co_filename, 0
-
-
-def user_line(where=None):
-    """'file:line: code' of the user's line: of `where` (a `user_site`), else of the innermost
-    frame outside flowgrad now."""
-    filename, lineno = _file_line(where) if where is not None else user_frame()
-    return f"{filename}:{lineno}: {linecache.getline(filename, lineno).strip()}"
-
+from .sites import _PACKAGE, user_frame, user_line, user_site  # noqa: F401 (users import them)
+from .value_shapes import VALUE_SHAPED, ValueShaped
 
 # op -> how many frames above the tracer's `user_site` are flowgrad's for certain: 3 for
 # flowgrad's own ops, which only flowgrad code calls (no public name is an op:
@@ -89,59 +36,6 @@ def _caller_skip(op):
     module = getattr(op.kernel, "__module__", None) or ""
     skip = _CALLER_SKIP[op] = 3 if module.startswith("flowgrad.") else 2
     return skip
-
-
-# ops whose output's size depends on the input's values (a boolean mask's selection, the
-# non-zero positions): a plan recomputes the values, so a size read while tracing is stale
-_VALUE_SHAPED = frozenset(("nonzero", "flat_nonzero", "index"))  # (index: by a bool mask)
-
-
-class ValueShaped(Tensor):
-    """A traced tensor whose size depends on values (and what is computed from it, unless
-    0-d): user code reading its size inside build raises, as the plan would keep the first
-    call's size. flowgrad's own code reads it freely (its kernels see each run's arrays)."""
-
-    __slots__ = ()
-    __torch_function__ = _disabled_torch_function_impl
-
-    @property
-    def shape(self):
-        _refuse_size_read(self)
-        return Tensor.shape.fget(self)
-
-    def size(self, dim=None):
-        _refuse_size_read(self)
-        return Tensor.size(self, dim)
-
-    def numel(self):
-        _refuse_size_read(self)
-        return Tensor.numel(self)
-
-    def __len__(self):
-        _refuse_size_read(self)
-        return Tensor.__len__(self)
-
-    def _reduce(self):  # (copied and pickled as a plain tensor)
-        return Tensor._wrap(self._data)._reduce()
-
-
-def _mark_value_shaped(outs):
-    for t in outs:
-        if t.__class__ is Tensor and t._data.ndim:
-            t.__class__ = ValueShaped
-
-
-def _refuse_size_read(tensor):
-    filename = sys._getframe(2).f_code.co_filename
-    inside = _INSIDE.get(filename)
-    if inside is None:
-        inside = _INSIDE[filename] = filename.startswith(_PACKAGE)
-    if not inside:
-        raise RuntimeError(
-            f"nn.Graph: the size of a tensor (shape {tuple(tensor._data.shape)} this call) "
-            f"depends on values (a boolean mask's selection, nonzero), and build() reads it at "
-            f"{user_line()}: the compiled plan would keep this call's size. Count with tensor "
-            f"ops instead (mask.sum() for the number of selected elements)")
 
 
 class Tracer:
@@ -160,6 +54,8 @@ class Tracer:
         self.eager_grads = {}  # parameter -> its eager .grad, while build sees the traced one
         self.leaf_eager_grads = {}  # another leaf's meta -> its .grad before build, likewise
         self.value_shaped = False  # whether some traced tensor's size depends on values
+        self.sizes_from_values = False  # the autograd pass: the rule running now is of a node
+        #                                 with such an input (its shapes depend on values)
         self.phase = "forward"
         self.where = None      # set by the autograd pass: the user_site of its ops
 
@@ -241,11 +137,8 @@ class Tracer:
             self.function_of[node] = function
             if function.aux:
                 outs = outs + tuple(function.aux)
-        if op.name in _VALUE_SHAPED and (op.name != "index" or any(
-                t._data.dtype == np.bool_ for t in inputs[1:])) or self.value_shaped and any(
-                t.__class__ is ValueShaped for t in inputs):
-            _mark_value_shaped(outs)
-            self.value_shaped = True
+        if self.value_shaped or op.name in VALUE_SHAPED:
+            value_shapes.follow(self, op, inputs, attrs, outs, node)
         if len(values) > n_values:  # ops ran inside this one (a saved-tensor pack hook)
             return self._record_around(node, outs, n_values, result)
         # each output a new Value, remembered as `_remember` does (inline: once per op)
@@ -403,6 +296,12 @@ class Tracer:
         if self.leaf_eager_grads:
             self._leaf_results()
         self.restore_grads()
+        if self.program.sized_by_values:
+            value_shapes.guard_sizes(self.program)
+
+    def sized_like(self, tensor, op_name):
+        """A factory (zeros_like, rand_like, ...) is making a tensor of `tensor`'s size."""
+        value_shapes.sized_like(self.program, tensor, op_name)
 
     def _leaf_results(self):
         """The gradients a graph input or a captured eager tensor holds at the end of build:
@@ -689,6 +588,10 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None, retain_graph=
                 tracer.where = outer if own or own is None and _own_rule(function) else None
                 if function.released and function.saved_something:
                     raise freed_graph_error(function)
+                if tracer.value_shaped:
+                    tensor_of = tracer.tensor_of
+                    tracer.sizes_from_values = any(
+                        tensor_of.get(v.id).__class__ is ValueShaped for v in node.inputs)
                 in_grads = function.backward_fn(out_grads)
                 if release:
                     function.released = True
@@ -723,7 +626,7 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None, retain_graph=
                     if tracer.stale or id(g._data) not in value_of:
                         tracer.value(g)
     finally:
-        tracer.phase, tracer.where = phase, where
+        tracer.phase, tracer.where, tracer.sizes_from_values = phase, where, False
     return grads
 
 

@@ -39,6 +39,7 @@ from .creation import (
     _size_arg,
     check_hints,
     empty_like,
+    sized_like,
     zeros_like,
 )
 from .out_arg import with_out
@@ -316,6 +317,7 @@ def _sample_like(name, factory, input, dtype, generator, device, requires_grad, 
     expect_tensor(name, input)
     dev = _device_like(input, device, name)
     d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
+    sized_like(input, name)
     return _preserving(factory(size=tuple(input.shape), dtype=d, generator=generator, device=dev,
                                requires_grad=requires_grad), input, options)
 
@@ -331,6 +333,7 @@ def randint_like(input, low=0, high=None, dtype=None, generator=None, device=Non
     check_hints("randint_like", options)
     if high is None:
         low, high = 0, low
+    sized_like(input, "randint_like")
     return _preserving(randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
                                generator=generator,
                                device=_device_like(input, device, "randint_like"),
