@@ -315,3 +315,42 @@ def test_a_training_step_through_a_value_dependent_size_refuses_another_and_keep
             eager_opt.step()
             assert step(m).item() == want.item()
             np.testing.assert_allclose(p.detach().numpy(), twin.detach().numpy(), rtol=1e-6)
+
+
+def test_a_training_step_over_selected_rows_follows_every_count():
+    """The gradients of a scale and a bias applied to x[mask] rows sum back to the parameters'
+    own shapes: no size of the selection is kept, so the plan follows any count (a guard there
+    would refuse a step that computes right)."""
+    rng = np.random.default_rng(0)
+    models = [flow.nn.Linear(3, 2) for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    scales = [flow.nn.Parameter(flow.tensor([0.5])) for _ in range(2)]
+    opts = [flow.optim.SGD([*m.parameters(), s], lr=0.1) for m, s in zip(models, scales)]
+
+    def loss_of(model, scale, x, m, y):
+        return F.cross_entropy(model(x[m]) * scale, y[m])
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model, self.scale = models[0], flow.nn.Module()
+            self.scale.s = scales[0]
+            self.add_optimizer(opts[0])
+
+        def build(self, x, m, y):
+            loss = loss_of(models[0], scales[0], x, m, y)
+            loss.backward()
+            return loss
+
+    step = Step()
+    for mask in ([1, 0, 1, 1, 0, 1], [1, 1, 1, 1, 0, 1], [0, 0, 1, 1, 0, 0]):
+        x, y = T(rng.standard_normal((6, 3)).astype(np.float32)), T(rng.integers(0, 2, 6))
+        m = T(np.array(mask, bool))
+        got = step(x, m, y)
+        opts[1].zero_grad()
+        want = loss_of(models[1], scales[1], x, m, y)
+        want.backward()
+        opts[1].step()
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+    for a, b in zip([*models[0].parameters(), scales[0]], [*models[1].parameters(), scales[1]]):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5)

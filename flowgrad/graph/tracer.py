@@ -54,8 +54,8 @@ class Tracer:
         self.eager_grads = {}  # parameter -> its eager .grad, while build sees the traced one
         self.leaf_eager_grads = {}  # another leaf's meta -> its .grad before build, likewise
         self.value_shaped = False  # whether some traced tensor's size depends on values
-        self.sizes_from_values = False  # the autograd pass: the rule running now is of a node
-        #                                 with such an input (its shapes depend on values)
+        self.sizes_from_values = ()  # the autograd pass: the traced shapes of the inputs
+        #                              of the node whose rule runs now that have such sizes
         self.phase = "forward"
         self.where = None      # set by the autograd pass: the user_site of its ops
 
@@ -590,8 +590,9 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None, retain_graph=
                     raise freed_graph_error(function)
                 if tracer.value_shaped:
                     tensor_of = tracer.tensor_of
-                    tracer.sizes_from_values = any(
-                        tensor_of.get(v.id).__class__ is ValueShaped for v in node.inputs)
+                    tracer.sizes_from_values = {
+                        v.shape for v in node.inputs
+                        if tensor_of.get(v.id).__class__ is ValueShaped}
                 in_grads = function.backward_fn(out_grads)
                 if release:
                     function.released = True
@@ -626,7 +627,7 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None, retain_graph=
                     if tracer.stale or id(g._data) not in value_of:
                         tracer.value(g)
     finally:
-        tracer.phase, tracer.where, tracer.sizes_from_values = phase, where, False
+        tracer.phase, tracer.where, tracer.sizes_from_values = phase, where, ()
     return grads
 
 

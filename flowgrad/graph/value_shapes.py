@@ -64,7 +64,7 @@ def _mark_value_shaped(outs):
 
 class SizeGuard:
     """The op of a guard node: its inputs, a value-dependent size's arrays, must have their
-    traced shapes, or the plan is stale (`Tracer._guard_value_sizes`)."""
+    traced shapes, or the plan is stale (`guard_sizes`)."""
 
     n_out = 0
     effect = True  # dead-code elimination keeps it
@@ -114,8 +114,8 @@ def follow(tracer, op, inputs, attrs, outs, node):
     """Sizes that depend on values: the outputs of a VALUE_SHAPED op, and of any op reading
     one, are ValueShaped. An op taking one of those sizes as an attribute (SIZE_ATTRS) keeps
     the traced size: it is remembered in `sized_by_values` (while the autograd pass runs a
-    rule, `tracer.sizes_from_values` says whether the node it differentiates read one: the
-    rule's shapes are its inputs')."""
+    rule: an op of it whose output is shaped as a value-dependent input of the node
+    differentiated, whose traced shapes `tracer.sizes_from_values` holds)."""
     program = tracer.program
     if op.name in VALUE_SHAPED and (op.name != "index" or any(
             t._data.dtype == np.bool_ for t in inputs[1:])):
@@ -126,9 +126,17 @@ def follow(tracer, op, inputs, attrs, outs, node):
     from_values = any(t.__class__ is ValueShaped for t in inputs)
     if from_values:
         _mark_value_shaped(outs)
-    if attrs and not SIZE_ATTRS.isdisjoint(attrs) and (
-            tracer.sizes_from_values if tracer.phase == "backward" else from_values):
+    if attrs and not SIZE_ATTRS.isdisjoint(attrs) and (from_values if tracer.phase != "backward"
+                                                      else _shaped_like_one(tracer, outs)):
         program.sized_by_values.append(node)
+
+
+def _shaped_like_one(tracer, outs):
+    """While a rule runs: whether an op of it makes an array shaped as one of the
+    value-dependent inputs of the node differentiated (a gradient for it, its shape taken as
+    an attribute); a gradient for a parameter it read (sum_to a bias's shape) is not."""
+    shapes = tracer.sizes_from_values
+    return bool(shapes) and any(t._data.shape in shapes for t in outs)
 
 
 def sized_like(program, tensor, op_name):
