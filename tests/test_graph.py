@@ -643,3 +643,40 @@ def test_ops_called_as_methods_and_operators_name_their_user_line():
     lines = {n.op.name: user_line(n.where).split("# ")[-1] for n in program.nodes}
     assert lines["isnan"] == "isnan line" and lines["logical_not"] == "logical_not line" and \
         lines["bitwise_not"] == lines["isfinite"] == "isfinite line", lines
+
+
+def test_sequence_lengths_as_a_list_input_pack_inside_build():
+    """pack_padded_sequence reads its lengths on the host, so a lengths tensor inside build is
+    refused (a read); a Python list of them is an argument of build, part of the compiled
+    signature as values: the same lengths run the plan, others raise OneFlow's static-input
+    error, or compile a plan of their own with dynamic shapes."""
+    rnn, twin = flow.nn.GRU(3, 4, batch_first=True), flow.nn.GRU(3, 4, batch_first=True)
+    twin.load_state_dict(rnn.state_dict())
+
+    def loss_of(model, x, lengths):
+        packed = flow.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True,
+                                                        enforce_sorted=False)
+        return model(packed)[1].pow(2).sum()
+
+    def make(dynamic):
+        class Step(flow.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.rnn = twin
+
+            def build(self, x, lengths):
+                return loss_of(twin, x, lengths)
+        return flow.nn.Graph.with_dynamic_input_shape(4)(Step)() if dynamic else Step()
+
+    x = flow.tensor(np.random.default_rng(0).standard_normal((3, 5, 3)).astype(np.float32))
+    static, dynamic = make(False), make(True)
+    lengths = [5, 2, 4]
+    assert static(x, lengths).item() == pytest.approx(loss_of(rnn, x, lengths).item(), rel=1e-6)
+    lengths[0] = 3  # the caller's list changed: the signature kept the traced values
+    with pytest.raises(RuntimeError, match=r"ONLY accepts static inputs.*\('list', \(5, 2, 4\)"):
+        static(x, lengths)
+    for lengths in ([5, 2, 4], (1, 5, 3), [5, 2, 4]):
+        assert dynamic(x, lengths).item() == pytest.approx(loss_of(rnn, x, lengths).item(),
+                                                           rel=1e-6)
+    with pytest.raises(TypeError, match="lists or tuples of scalars"):
+        static(x, [flow.ones(1)])

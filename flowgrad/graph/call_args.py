@@ -66,12 +66,19 @@ def _plain_arity(build):
 _FUNCTION, _METHOD = type(_plain_arity), types.MethodType
 
 
+_SCALARS = (int, float, bool, str)
+
+
 def flatten_inputs(args, kwargs):
+    """The call's inputs in order (keywords by name). Tensors are the plan's inputs; None,
+    Python scalars and flat lists or tuples of them (sequence lengths) are build's arguments,
+    part of the compiled signature as values."""
     flat = list(args) + [kwargs[k] for k in sorted(kwargs)]
     for i, a in enumerate(flat):
-        if not (a is None or isinstance(a, (Tensor, int, float, bool, str))):
+        if not (a is None or isinstance(a, (Tensor,) + _SCALARS) or isinstance(
+                a, (list, tuple)) and all(isinstance(v, _SCALARS) for v in a)):
             raise TypeError(f"nn.Graph: input {i} is a {type(a).__name__}; a graph takes "
-                            f"tensors, None and Python scalars")
+                            f"tensors, None, Python scalars and lists or tuples of scalars")
     return flat
 
 
@@ -155,7 +162,10 @@ def signature_key(signature):
 
 
 def input_signature(flat):
-    return [(tuple(t.shape), t.dtype) if isinstance(t, Tensor) else t for t in flat]
+    """Each input's meta: a tensor's shape and dtype; any other input's value (a list as a
+    tuple tagged with its type: a later change to the caller's list is not the signature's)."""
+    return [(tuple(t.shape), t.dtype) if isinstance(t, Tensor) else
+            (type(t).__name__, tuple(t)) if isinstance(t, (list, tuple)) else t for t in flat]
 
 
 def check_signature(expected, actual):
