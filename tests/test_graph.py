@@ -680,3 +680,48 @@ def test_sequence_lengths_as_a_list_input_pack_inside_build():
                                                            rel=1e-6)
     with pytest.raises(TypeError, match="lists or tuples of scalars"):
         static(x, [flow.ones(1)])
+
+
+def test_a_buffer_assigned_anew_inside_build_is_written_back_each_call():
+    """self.avg = self.avg * 0.9 + ... rebinds the buffer eagerly on every call; the plan read
+    the buffer it traced and never saw the new tensor, so later calls computed with the
+    first call's average (no error). It is a write-back of the plan now; a parameter rebound,
+    or a buffer given another shape, is refused with the remedy."""
+    class Running(flow.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("avg", flow.zeros(3))
+            self.lin = flow.nn.Linear(3, 3)
+
+        def forward(self, x):
+            self.avg = self.avg * 0.9 + 0.1 * x.mean(0).detach()
+            return self.lin(x - self.avg).sum()
+
+    eager, traced = Running(), Running()
+    traced.load_state_dict(eager.state_dict())
+    graph = flow.nn.Graph.trace(traced)
+    avg = traced.avg
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = flow.tensor(rng.standard_normal((4, 3)).astype(np.float32))
+        assert graph(x).item() == pytest.approx(eager(x).item(), rel=1e-6)
+        np.testing.assert_allclose(traced.avg.numpy(), eager.avg.numpy(), rtol=1e-6)
+    assert traced.avg is avg  # the traced buffer holds the values
+
+    class Reshaped(Running):
+        def forward(self, x):
+            self.avg = x.mean(1)  # (4,), not (3,)
+            return self.avg.sum()
+
+    class Doubled(Running):
+        def forward(self, x):
+            self.lin.weight = flow.nn.Parameter(self.lin.weight.detach() * 2)
+            return self.lin(x).sum()
+
+    for make, match in ((Reshaped, r"Tensor \(4,\) to Reshaped\.avg.*copy_"),
+                        (Doubled, r"Parameter \(3, 3\) to Linear\.weight \(a Parameter")):
+        module = make()
+        avg, weight = module.avg, module.lin.weight
+        with pytest.raises(NotImplementedError, match=match):
+            flow.nn.Graph.trace(module)(flow.ones(4, 3))
+        assert module.avg is avg and module.lin.weight is weight  # put back as they were

@@ -34,7 +34,6 @@ from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import bump_version
 from ..autograd.interpreter import using_interpreter
 from ..device import ARRAY_MODULES, HOST_XP, array_module
-from ..nn import module_hooks as _global_hooks
 from ..nn.module import Module
 from ..nn.parameter import is_lazy
 from ..optim.optimizer import Optimizer
@@ -50,6 +49,18 @@ from .call_args import (
     signature_key,
 )
 from .ir import INPUT, NODE, STATE, StalePlanError
+from .plan_checks import (
+    _GONE,
+    _bindings,
+    _group_settings,
+    _hooks,
+    _rebound,
+    _refuse_group_writes,
+    _refuse_setting_writes,
+    _settings,
+    _state_meta,
+    _trainable,
+)
 from .tracer import Tracer, user_line
 
 
@@ -311,12 +322,18 @@ class Graph:
                 out = self.build(*args, **kwargs)
                 _refuse_setting_writes(self, settings_before)
                 _refuse_group_writes(self, groups_before)
+                rebound = _rebound(self, tracer.rebinds.values())
             except BaseException:
                 tracer.restore_grads()  # a failed build leaves the eager .grad as it was
                 raise
             finally:
                 reads = self.__dict__.pop("_reads")
         tracer.finish()
+        for store, name, old, new in rebound:  # self.avg = self.avg * 0.9 + ...: a write-back
+            tracer.program.writebacks[old] = tracer.value(new)
+            store[name] = old
+            old._data[...] = new._data  # (the first call's value, as eagerly)
+            bump_version(old)
         program = tracer.program
         leaves, rebuild = flatten_outputs(out)
         program.outputs = [tracer.value(t) for t in leaves]
@@ -600,134 +617,6 @@ def _check_inputs_requiring_grad(name, flat, traced):
             f"{'did not' if flat[i].requires_grad else 'did'} when the graph compiled; "
             f"its plan computes the gradients of the inputs that required grad then. Pass "
             f"inputs with the traced requires_grad, or build a new graph")
-
-
-_GONE = object()
-_PLAIN = (bool, int, float, str, type(None))
-
-
-def _settings(graph, reads):
-    """(object, its path, attribute, value) of every plain setting of the graph's modules
-    (`training`, a dropout's p, a norm's eps and momentum...) and of the graph itself that
-    build read (`reads`: a number such as self.scale): a plan computes with the values they
-    had when it was traced."""
-    found = [(graph, "self", name, value) for name, value in vars(graph).items()
-             if (reads is None or name in reads) and _plain(name, value)]
-    for top, module in graph._modules.items():
-        for path, sub in module.named_modules(prefix=top):
-            found += [(sub, path, name, value) for name, value in vars(sub).items()
-                      if name == "training" or _plain(name, value)]
-    return found
-
-
-def _refuse_setting_writes(graph, before):
-    """build() changed a plain attribute of the graph or a module (`self.steps += 1`): a
-    Python side effect the plan cannot repeat, so later calls would silently skip it. The
-    attributes are put back as they were (the failed trace leaves no trace)."""
-    for obj, path, name, value in before:
-        now = obj.__dict__.get(name, _GONE)
-        if now is not value and now != value:
-            for o, _, n, v in before:
-                o.__dict__[n] = v
-            where = "the graph" if obj is graph else f"module {path!r} ({type(obj).__name__})"
-            raise NotImplementedError(
-                f"nn.Graph {graph._name}: build() changed {where}'s attribute {name} from "
-                f"{value!r} to {now!r} at trace time, a Python side effect its compiled plan "
-                f"cannot repeat on later calls. Keep such state in a tensor updated with ops "
-                f"(a buffer: self.register_buffer('{name}', flow.zeros(())) and "
-                f"self.{name}.add_(1)), or change it outside build")
-
-
-def _group_settings(graph):
-    """(param group, a copy of its plain options) for every group of the graph's optimizers."""
-    return [(group, {k: v for k, v in group.items() if _plain(k, v)})
-            for optimizer, _ in graph._optimizers for group in optimizer.param_groups]
-
-
-def _refuse_group_writes(graph, before):
-    """build() changed an optimizer's option (`param_groups[0]['lr'] *= 0.5`): done once, at
-    trace time, where eagerly every step would do it; put back, then refused."""
-    for group, options in before:
-        now = {k: v for k, v in group.items() if _plain(k, v)}
-        changed = [k for k in set(now) | set(options) if now.get(k, _GONE) is not
-                   options.get(k, _GONE) and now.get(k, _GONE) != options.get(k, _GONE)]
-        if changed:
-            name = changed[0]
-            for g, o in before:
-                g.update(o)
-                for k in [k for k in g if _plain(k, g[k]) and k not in o]:
-                    del g[k]
-            raise NotImplementedError(
-                f"nn.Graph {graph._name}: build() changed an optimizer's param group option "
-                f"{name!r} from {options.get(name)!r} to {now.get(name)!r} at trace time, a "
-                f"Python side effect its compiled plan cannot repeat on later calls. Change "
-                f"it outside build, between calls (the plan reads the groups' options at "
-                f"every call), or with an lr scheduler given to add_optimizer")
-
-
-def _plain(name, value):
-    return not name.startswith("_") and (isinstance(value, _PLAIN) or isinstance(
-        value, tuple) and all(isinstance(v, _PLAIN) for v in value))
-
-
-def _bindings(graph):
-    """(store, path, name, object) for every submodule, parameter and buffer under the
-    graph's modules: a plan holds the objects it traced, so replacing one (module.weight =
-    Parameter(...)) must be refused, not ignored."""
-    found = []
-    for top, module in graph._modules.items():
-        found.append((graph._modules, "self", top, module))
-        for path, sub in module.named_modules(prefix=top):
-            for kind in ("_modules", "_parameters", "_buffers"):
-                store = sub.__dict__[kind]
-                found += [(store, path, name, value) for name, value in store.items()]
-    return found
-
-
-def _hooks(graph, state):
-    """(hook store, its hooks) for every module hook dict under the graph's modules and every
-    tensor hook list of its state (their metas' lists, made on first registration, are
-    watched through the meta): a plan runs the hooks it traced, so registering or removing
-    one afterwards must be refused, not ignored."""
-    found = [(store, tuple(store)) for store in (  # the global module hooks too
-        _global_hooks.FORWARD_PRE, _global_hooks.FORWARD, _global_hooks.BACKWARD_PRE,
-        _global_hooks.BACKWARD)]
-    for module in graph._modules.values():
-        for sub in module.modules():
-            for name in ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks",
-                         "_backward_hooks"):
-                store = sub.__dict__[name]
-                found.append((store, tuple(store)))
-    for t in state:
-        meta = t._meta
-        if meta is not None:
-            found.append((_TensorHooks(meta), tuple(_TensorHooks(meta))))
-    return found
-
-
-class _TensorHooks:
-    """A meta's tensor and post-accumulate-grad hooks, iterated as one (lists made lazily)."""
-
-    __slots__ = ("meta",)
-
-    def __init__(self, meta):
-        self.meta = meta
-
-    def __iter__(self):
-        meta = self.meta
-        yield from meta.hooks or ()
-        yield from meta.post_accumulate_hooks or ()
-
-
-def _state_meta(state):
-    """(shape, dtype) of each state tensor's array: a plan is compiled for them."""
-    return [(t._data.shape, t._data.dtype) for t in state]
-
-
-def _trainable(state):
-    """(the state tensors, which of them require grad): a plan is compiled for one such set."""
-    state = tuple(state)
-    return state, tuple(t.requires_grad for t in state)
 
 
 def _traced_summary(name, program, seconds):

@@ -54,6 +54,7 @@ class Tracer:
         self.eager_grads = {}  # parameter -> its eager .grad, while build sees the traced one
         self.leaf_eager_grads = {}  # another leaf's meta -> its .grad before build, likewise
         self.value_shaped = False  # whether some traced tensor's size depends on values
+        self.rebinds = {}      # (id(store), name) -> a parameter or buffer build assigned anew
         self.sizes_from_values = ()  # the autograd pass: the traced shapes of the inputs
         #                              of the node whose rule runs now that have such sizes
         self.phase = "forward"
@@ -298,6 +299,11 @@ class Tracer:
         self.restore_grads()
         if self.program.sized_by_values:
             value_shapes.guard_sizes(self.program)
+
+    def rebinding(self, store, path, name):
+        """A module's parameter or buffer is about to be assigned anew inside build
+        (`self.avg = ...`): its store, path and the tensor it held, once per name."""
+        self.rebinds.setdefault((id(store), name), (store, path, name, store.get(name)))
 
     def sized_like(self, tensor, op_name):
         """A factory (zeros_like, rand_like, ...) is making a tensor of `tensor`'s size."""

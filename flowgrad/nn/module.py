@@ -20,6 +20,7 @@ from collections import OrderedDict
 
 from .. import dtypes as _dt
 from .._warn import warn
+from ..autograd import interpreter as _interpreter
 from ..autograd.inplace import bump_version
 from ..device import device, resolve_device, to_device
 from ..hook_handles import RemovableHandle
@@ -54,6 +55,15 @@ def _children_first(module, seen):
             if child is not None:
                 yield from _children_first(child, seen)
         yield module
+
+
+def _note_rebinding(module, kind, name):
+    """A parameter or buffer is about to be assigned anew: nn.Graph's tracer, when it runs
+    build, hears of it (its plan reads the tensors it traced)."""
+    if _interpreter.current is not _interpreter.AutogradInterpreter:
+        note = getattr(_interpreter.current, "rebinding", None)
+        if note is not None:
+            note(module.__dict__[kind], f"{type(module).__name__}.{name}", name)
 
 
 def _type_name(value):
@@ -164,11 +174,14 @@ class Module(StateDict):
             for store in (d, self._buffers, self._modules):
                 store.pop(name, None)
             self._non_persistent_buffers_set.discard(name)
+            if name in params:
+                _note_rebinding(self, "_parameters", name)
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
                                 f"(flowgrad.nn.Parameter or None expected)")
+            _note_rebinding(self, "_parameters", name)
             self.register_parameter(name, value)
         elif isinstance(value, Module):
             if params is None:
@@ -195,6 +208,7 @@ class Module(StateDict):
                 raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
                                 f"(flowgrad Tensor or None expected)")
             value = _global.registered(_global.BUFFER_REGISTRATION, self, name, value)
+            _note_rebinding(self, "_buffers", name)
             self._buffers[name] = value
         else:
             object.__setattr__(self, name, value)

@@ -1,0 +1,164 @@
+"""What a compiled plan assumes about the graph's modules and optimizers, and what build may
+not change while it is traced: the plain settings of modules and of the graph (`training`, a
+dropout's p), the param groups' options, the tensors bound as parameters and buffers, the
+hooks, and the state's shapes and dtypes. `Graph` snapshots them when it compiles and checks
+them on every call (a change raises StalePlanError); a buffer that build assigns anew is a
+write-back of the plan (`_rebound`)."""
+from __future__ import annotations
+
+from ..nn import module_hooks as _global_hooks
+from ..nn.parameter import Parameter
+from ..tensor import Tensor
+
+_GONE = object()
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _settings(graph, reads):
+    """(object, its path, attribute, value) of every plain setting of the graph's modules
+    (`training`, a dropout's p, a norm's eps and momentum...) and of the graph itself that
+    build read (`reads`: a number such as self.scale): a plan computes with the values they
+    had when it was traced."""
+    found = [(graph, "self", name, value) for name, value in vars(graph).items()
+             if (reads is None or name in reads) and _plain(name, value)]
+    for top, module in graph._modules.items():
+        for path, sub in module.named_modules(prefix=top):
+            found += [(sub, path, name, value) for name, value in vars(sub).items()
+                      if name == "training" or _plain(name, value)]
+    return found
+
+
+def _refuse_setting_writes(graph, before):
+    """build() changed a plain attribute of the graph or a module (`self.steps += 1`): a
+    Python side effect the plan cannot repeat, so later calls would silently skip it. The
+    attributes are put back as they were (the failed trace leaves no trace)."""
+    for obj, path, name, value in before:
+        now = obj.__dict__.get(name, _GONE)
+        if now is not value and now != value:
+            for o, _, n, v in before:
+                o.__dict__[n] = v
+            where = "the graph" if obj is graph else f"module {path!r} ({type(obj).__name__})"
+            raise NotImplementedError(
+                f"nn.Graph {graph._name}: build() changed {where}'s attribute {name} from "
+                f"{value!r} to {now!r} at trace time, a Python side effect its compiled plan "
+                f"cannot repeat on later calls. Keep such state in a tensor updated with ops "
+                f"(a buffer: self.register_buffer('{name}', flow.zeros(())) and "
+                f"self.{name}.add_(1)), or change it outside build")
+
+
+def _rebound(graph, rebinds):
+    """The buffers build assigned a new tensor to (`self.avg = self.avg * 0.9 + x.mean()`,
+    where eagerly each call rebinds it; `rebinds`: (store, path, name, tensor before), from
+    the tracer): (store, name, traced buffer, new tensor), for the plan to write the new
+    values into the traced buffer it reads. A parameter rebound, or a buffer given another
+    shape or dtype or None, is refused (all put back as they were)."""
+    rebinds, rebound = list(rebinds), []
+    for store, path, name, old in rebinds:
+        new = store.get(name)
+        if new is old:
+            continue
+        if isinstance(old, Tensor) and not isinstance(old, Parameter) and isinstance(
+                new, Tensor) and (new.shape, new.dtype) == (old.shape, old.dtype):
+            rebound.append((store, name, old, new))
+            continue
+        for s, _, n, o in rebinds:
+            s[n] = o
+        raise NotImplementedError(
+            f"nn.Graph {graph._name}: build() assigned {type(new).__name__} "
+            f"{tuple(getattr(new, 'shape', ()))} to {path} (a {type(old).__name__} of shape "
+            f"{tuple(getattr(old, 'shape', ()))} when traced); a compiled plan keeps the "
+            f"tensors it traced. Write new values into it in place (with flow.no_grad(): "
+            f"self.{name}.copy_(new)), or change it outside build")
+    return rebound
+
+
+def _group_settings(graph):
+    """(param group, a copy of its plain options) for every group of the graph's optimizers."""
+    return [(group, {k: v for k, v in group.items() if _plain(k, v)})
+            for optimizer, _ in graph._optimizers for group in optimizer.param_groups]
+
+
+def _refuse_group_writes(graph, before):
+    """build() changed an optimizer's option (`param_groups[0]['lr'] *= 0.5`): done once, at
+    trace time, where eagerly every step would do it; put back, then refused."""
+    for group, options in before:
+        now = {k: v for k, v in group.items() if _plain(k, v)}
+        changed = [k for k in set(now) | set(options) if now.get(k, _GONE) is not
+                   options.get(k, _GONE) and now.get(k, _GONE) != options.get(k, _GONE)]
+        if changed:
+            name = changed[0]
+            for g, o in before:
+                g.update(o)
+                for k in [k for k in g if _plain(k, g[k]) and k not in o]:
+                    del g[k]
+            raise NotImplementedError(
+                f"nn.Graph {graph._name}: build() changed an optimizer's param group option "
+                f"{name!r} from {options.get(name)!r} to {now.get(name)!r} at trace time, a "
+                f"Python side effect its compiled plan cannot repeat on later calls. Change "
+                f"it outside build, between calls (the plan reads the groups' options at "
+                f"every call), or with an lr scheduler given to add_optimizer")
+
+
+def _plain(name, value):
+    return not name.startswith("_") and (isinstance(value, _PLAIN) or isinstance(
+        value, tuple) and all(isinstance(v, _PLAIN) for v in value))
+
+
+def _bindings(graph):
+    """(store, path, name, object) for every submodule, parameter and buffer under the
+    graph's modules: a plan holds the objects it traced, so replacing one (module.weight =
+    Parameter(...)) must be refused, not ignored."""
+    found = []
+    for top, module in graph._modules.items():
+        found.append((graph._modules, "self", top, module))
+        for path, sub in module.named_modules(prefix=top):
+            for kind in ("_modules", "_parameters", "_buffers"):
+                store = sub.__dict__[kind]
+                found += [(store, path, name, value) for name, value in store.items()]
+    return found
+
+
+def _hooks(graph, state):
+    """(hook store, its hooks) for every module hook dict under the graph's modules and every
+    tensor hook list of its state (their metas' lists, made on first registration, are
+    watched through the meta): a plan runs the hooks it traced, so registering or removing
+    one afterwards must be refused, not ignored."""
+    found = [(store, tuple(store)) for store in (  # the global module hooks too
+        _global_hooks.FORWARD_PRE, _global_hooks.FORWARD, _global_hooks.BACKWARD_PRE,
+        _global_hooks.BACKWARD)]
+    for module in graph._modules.values():
+        for sub in module.modules():
+            for name in ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks",
+                         "_backward_hooks"):
+                store = sub.__dict__[name]
+                found.append((store, tuple(store)))
+    for t in state:
+        meta = t._meta
+        if meta is not None:
+            found.append((_TensorHooks(meta), tuple(_TensorHooks(meta))))
+    return found
+
+
+class _TensorHooks:
+    """A meta's tensor and post-accumulate-grad hooks, iterated as one (lists made lazily)."""
+
+    __slots__ = ("meta",)
+
+    def __init__(self, meta):
+        self.meta = meta
+
+    def __iter__(self):
+        meta = self.meta
+        yield from meta.hooks or ()
+        yield from meta.post_accumulate_hooks or ()
+
+
+def _state_meta(state):
+    """(shape, dtype) of each state tensor's array: a plan is compiled for them."""
+    return [(t._data.shape, t._data.dtype) for t in state]
+
+
+def _trainable(state):
+    """(the state tensors, which of them require grad): a plan is compiled for one such set."""
+    state = tuple(state)
+    return state, tuple(t.requires_grad for t in state)
