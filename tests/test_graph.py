@@ -683,10 +683,11 @@ def test_sequence_lengths_as_a_list_input_pack_inside_build():
 
 
 def test_a_buffer_assigned_anew_inside_build_is_written_back_each_call():
-    """self.avg = self.avg * 0.9 + ... rebinds the buffer eagerly on every call; the plan read
-    the buffer it traced and never saw the new tensor, so later calls computed with the
-    first call's average (no error). It is a write-back of the plan now; a parameter rebound,
-    or a buffer given another shape, is refused with the remedy."""
+    """self.avg = self.avg * 0.9 + ... rebinds the buffer eagerly on every call (as
+    self.hidden = h.detach() a plain tensor attribute); the plan read the tensor it traced and
+    never saw the new one, so later calls computed with the first call's values (no error).
+    It is a write-back of the plan now; a parameter rebound, or a buffer given another shape,
+    is refused with the remedy."""
     class Running(flow.nn.Module):
         def __init__(self):
             super().__init__()
@@ -697,16 +698,28 @@ def test_a_buffer_assigned_anew_inside_build_is_written_back_each_call():
             self.avg = self.avg * 0.9 + 0.1 * x.mean(0).detach()
             return self.lin(x - self.avg).sum()
 
-    eager, traced = Running(), Running()
-    traced.load_state_dict(eager.state_dict())
-    graph = flow.nn.Graph.trace(traced)
-    avg = traced.avg
-    rng = np.random.default_rng(0)
-    for _ in range(3):
-        x = flow.tensor(rng.standard_normal((4, 3)).astype(np.float32))
-        assert graph(x).item() == pytest.approx(eager(x).item(), rel=1e-6)
-        np.testing.assert_allclose(traced.avg.numpy(), eager.avg.numpy(), rtol=1e-6)
-    assert traced.avg is avg  # the traced buffer holds the values
+    class Carried(flow.nn.Module):  # truncated BPTT: a plain tensor attribute carried over
+        def __init__(self):
+            super().__init__()
+            self.rnn = flow.nn.RNN(3, 4, batch_first=True)
+            self.avg = flow.zeros(1, 4, 4)
+
+        def forward(self, x):
+            out, h = self.rnn(x.unsqueeze(1).expand(-1, 2, -1), self.avg)
+            self.avg = h.detach()
+            return out.pow(2).sum()
+
+    for make in (Running, Carried):
+        eager, traced = make(), make()
+        traced.load_state_dict(eager.state_dict())
+        graph = flow.nn.Graph.trace(traced)
+        avg = traced.avg
+        rng = np.random.default_rng(0)
+        for _ in range(3):
+            x = flow.tensor(rng.standard_normal((4, 3)).astype(np.float32))
+            assert graph(x).item() == pytest.approx(eager(x).item(), rel=1e-6)
+            np.testing.assert_allclose(traced.avg.numpy(), eager.avg.numpy(), rtol=1e-6)
+        assert traced.avg is avg  # the traced tensor holds the values
 
     class Reshaped(Running):
         def forward(self, x):

@@ -47,11 +47,12 @@ def _refuse_setting_writes(graph, before):
 
 
 def _rebound(graph, rebinds):
-    """The buffers build assigned a new tensor to (`self.avg = self.avg * 0.9 + x.mean()`,
-    where eagerly each call rebinds it; `rebinds`: (store, path, name, tensor before), from
-    the tracer): (store, name, traced buffer, new tensor), for the plan to write the new
-    values into the traced buffer it reads. A parameter rebound, or a buffer given another
-    shape or dtype or None, is refused (all put back as they were)."""
+    """The buffers and plain tensor attributes build assigned a new tensor to (`self.avg =
+    self.avg * 0.9 + x.mean()`, `self.hidden = h.detach()`, where eagerly each call rebinds
+    them; `rebinds`: (store, path, name, tensor before), from the tracer): (store, name,
+    traced tensor, new tensor), for the plan to write the new values into the traced tensor
+    it reads. A parameter rebound, or a tensor given another shape or dtype or None, is
+    refused (all put back as they were)."""
     rebinds, rebound = list(rebinds), []
     for store, path, name, old in rebinds:
         new = store.get(name)

@@ -301,8 +301,9 @@ class Tracer:
             value_shapes.guard_sizes(self.program)
 
     def rebinding(self, store, path, name):
-        """A module's parameter or buffer is about to be assigned anew inside build
-        (`self.avg = ...`): its store, path and the tensor it held, once per name."""
+        """A module's parameter, buffer or tensor attribute is about to be assigned anew
+        inside build (`self.avg = ...`): its store, path and the tensor it held, once per
+        name."""
         self.rebinds.setdefault((id(store), name), (store, path, name, store.get(name)))
 
     def sized_like(self, tensor, op_name):

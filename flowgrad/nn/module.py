@@ -58,12 +58,14 @@ def _children_first(module, seen):
 
 
 def _note_rebinding(module, kind, name):
-    """A parameter or buffer is about to be assigned anew: nn.Graph's tracer, when it runs
-    build, hears of it (its plan reads the tensors it traced)."""
+    """A parameter, buffer (`kind`: its store's name) or plain tensor attribute (None) is
+    about to be assigned anew: nn.Graph's tracer, when it runs build, hears of it (its plan
+    reads the tensors it traced)."""
     if _interpreter.current is not _interpreter.AutogradInterpreter:
         note = getattr(_interpreter.current, "rebinding", None)
         if note is not None:
-            note(module.__dict__[kind], f"{type(module).__name__}.{name}", name)
+            note(module.__dict__[kind] if kind else module.__dict__,
+                 f"{type(module).__name__}.{name}", name)
 
 
 def _type_name(value):
@@ -211,6 +213,8 @@ class Module(StateDict):
             _note_rebinding(self, "_buffers", name)
             self._buffers[name] = value
         else:
+            if isinstance(d.get(name), Tensor):  # (a plain tensor attribute: self.hidden = h)
+                _note_rebinding(self, None, name)
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name):
