@@ -164,3 +164,21 @@ def test_interpolate_float32_within_float32_rounding_of_torch(mode, align_corner
                                              align_corners=align_corners, **kw).numpy()
         assert got.shape == want.shape
         assert np.abs(got - want).max() <= 2e-6 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("call", [
+    lambda F, t: F.grid_sample(t.ones(1, 1, 2, 2), t.zeros(1, 1, 1, 2)),
+    lambda F, t: F.affine_grid(t.eye(2, 3).unsqueeze(0), (1, 1, 2, 2)),
+], ids=["grid_sample", "affine_grid"])
+def test_align_corners_left_out_warns_as_torch(call):
+    """torch warns that the default changed (align_corners=False since 1.3) when it is left out,
+    and not when it is given."""
+    import warnings
+
+    import torch
+
+    for F, t in ((Fn, flow), (torch.nn.functional, torch)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call(F, t)
+        assert [str(w.message)[:39] for w in caught] == ["Default grid_sample and affine_grid beh"]

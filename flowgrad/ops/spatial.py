@@ -511,6 +511,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        _warn_align_corners()
     nd = input._data.ndim - 2
     if nd not in (2, 3) or grid._data.ndim != nd + 2:
         raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with the same "
@@ -587,9 +589,18 @@ def _base_coords(steps, align_corners):
     return r if align_corners else r * (steps - 1) / steps
 
 
+def _warn_align_corners():
+    """torch's warning when align_corners is left out (its default changed in torch 1.3)."""
+    warn("Default grid_sample and affine_grid behavior has changed to align_corners=False "
+         "since 1.3.0. Please specify align_corners=True if the old behavior is desired. See "
+         "the documentation of grid_sample for details.")
+
+
 def affine_grid(theta, size, align_corners=None):
     """Sampling grid (N, H, W, 2) for grid_sample from affine matrices theta (N, 2, 3);
     or (N, D, H, W, 3) from (N, 3, 4) for a 5-D size."""
+    if align_corners is None:
+        _warn_align_corners()
     size = tuple(int(s) for s in size)
     if len(size) not in (4, 5):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
