@@ -13,7 +13,7 @@ INPUT, STATE, CONST, NODE = "input", "state", "const", "node"
 
 class StalePlanError(RuntimeError):
     """The model changed after the graph compiled (a parameter replaced, a setting, a hook, a
-    dtype, requires_grad, the optimizer's groups), or a size its plan took from values did:
+    dtype, requires_grad, the optimizer's groups), or a size that depends on values did:
     the plan no longer computes what build would. `flow.compile` catches it and traces anew
     (torch.compile's recompilation); a graph raises it, naming the change."""
 
@@ -78,7 +78,6 @@ class Program:
         self.differentiated = False  # build ran an autograd pass (backward, autograd.grad)
         self.inputs_requiring_grad = ()  # the positions of the inputs that did when traced
         self.value_roots = []  # nodes whose output size depends on values (nonzero, x[mask])
-        self.sized_by_values = []  # nodes with a size attribute computed from such a size
 
     def new_value(self, kind, array, source=None):
         value = Value(len(self.values), kind, array.shape, array.dtype, source)

@@ -23,7 +23,7 @@ from ..tensor import Tensor
 from . import checkpointing, value_shapes
 from .ir import CONST, INPUT, NODE, STATE, Node, Program, Value
 from .sites import _PACKAGE, user_frame, user_line, user_site  # noqa: F401 (users import them)
-from .value_shapes import VALUE_SHAPED, ValueShaped
+from .value_shapes import VALUE_SHAPED
 
 # op -> how many frames above the tracer's `user_site` are flowgrad's for certain: 3 for
 # flowgrad's own ops, which only flowgrad code calls (no public name is an op:
@@ -55,8 +55,6 @@ class Tracer:
         self.leaf_eager_grads = {}  # another leaf's meta -> its .grad before build, likewise
         self.value_shaped = False  # whether some traced tensor's size depends on values
         self.rebinds = {}      # (id(store), name) -> a parameter or buffer build assigned anew
-        self.sizes_from_values = ()  # the autograd pass: the traced shapes of the inputs
-        #                              of the node whose rule runs now that have such sizes
         self.phase = "forward"
         self.where = None      # set by the autograd pass: the user_site of its ops
 
@@ -139,7 +137,7 @@ class Tracer:
             if function.aux:
                 outs = outs + tuple(function.aux)
         if self.value_shaped or op.name in VALUE_SHAPED:
-            value_shapes.follow(self, op, inputs, attrs, outs, node)
+            value_shapes.follow(self, op, inputs, outs, node)
         if len(values) > n_values:  # ops ran inside this one (a saved-tensor pack hook)
             return self._record_around(node, outs, n_values, result)
         # each output a new Value, remembered as `_remember` does (inline: once per op)
@@ -297,7 +295,7 @@ class Tracer:
         if self.leaf_eager_grads:
             self._leaf_results()
         self.restore_grads()
-        if self.program.sized_by_values:
+        if self.program.value_roots:
             value_shapes.guard_sizes(self.program)
 
     def rebinding(self, store, path, name):
@@ -305,10 +303,6 @@ class Tracer:
         inside build (`self.avg = ...`): its store, path and the tensor it held, once per
         name."""
         self.rebinds.setdefault((id(store), name), (store, path, name, store.get(name)))
-
-    def sized_like(self, tensor, op_name):
-        """A factory (zeros_like, rand_like, ...) is making a tensor of `tensor`'s size."""
-        value_shapes.sized_like(self.program, tensor, op_name)
 
     def _leaf_results(self):
         """The gradients a graph input or a captured eager tensor holds at the end of build:
@@ -595,11 +589,6 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None, retain_graph=
                 tracer.where = outer if own or own is None and _own_rule(function) else None
                 if function.released and function.saved_something:
                     raise freed_graph_error(function)
-                if tracer.value_shaped:
-                    tensor_of = tracer.tensor_of
-                    tracer.sizes_from_values = {
-                        v.shape for v in node.inputs
-                        if tensor_of.get(v.id).__class__ is ValueShaped}
                 in_grads = function.backward_fn(out_grads)
                 if release:
                     function.released = True
@@ -634,7 +623,7 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None, retain_graph=
                     if tracer.stale or id(g._data) not in value_of:
                         tracer.value(g)
     finally:
-        tracer.phase, tracer.where, tracer.sizes_from_values = phase, where, ()
+        tracer.phase, tracer.where = phase, where
     return grads
 
 

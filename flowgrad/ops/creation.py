@@ -580,19 +580,9 @@ def _keeps_layout(source, options):
     return (fmt is None or fmt is preserve_format) and not row_major(data)
 
 
-def sized_like(x, op_name):
-    """A factory is making a tensor of x's size: nn.Graph's tracer hears of it (x's size may
-    depend on values: the plan would keep the traced one)."""
-    if _interpreter.current is not _interpreter.AutogradInterpreter:
-        note = getattr(_interpreter.current, "sized_like", None)
-        if note is not None:
-            note(x, op_name)
-
-
-def _filled_like(dev, x, np_dtype, fill, options, op_name):
+def _filled_like(dev, x, np_dtype, fill, options):
     """An array of x's shape filled with `fill`, laid out as torch's `*_like` lay it out: as
     x (preserve_format, the default), else row-major (a format asked for is recorded)."""
-    sized_like(x, op_name)
     data = x._data
     if _keeps_layout(x, options):
         out = empty_preserving(dev.xp, data, np_dtype)
@@ -622,7 +612,7 @@ def zeros_like(x, dtype=None, device=None, requires_grad=False, **options):
     """
     check_hints("zeros_like", options)
     dev = _device_like(x, device, "zeros_like")
-    return _laid_out(_finish(_filled_like(dev, x, _like(x, dtype).np, 0, options, "zeros_like"),
+    return _laid_out(_finish(_filled_like(dev, x, _like(x, dtype).np, 0, options),
                              requires_grad, dev), x, options)
 
 
@@ -630,7 +620,7 @@ def ones_like(x, dtype=None, device=None, requires_grad=False, **options):
     """Ones with the shape of `x` and its dtype unless `dtype` is given."""
     check_hints("ones_like", options)
     dev = _device_like(x, device, "ones_like")
-    return _laid_out(_finish(_filled_like(dev, x, _like(x, dtype).np, 1, options, "ones_like"),
+    return _laid_out(_finish(_filled_like(dev, x, _like(x, dtype).np, 1, options),
                              requires_grad, dev), x, options)
 
 
@@ -654,8 +644,8 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **opt
         fill_value = fill_value.item()
     d = _like(x, dtype).np
     fill_value = _bool_fill(fill_scalar("full_like", fill_value, d), d)
-    return _laid_out(_finish(_filled_like(dev, x, d, fill_value, options, "full_like"),
-                             requires_grad, dev), x, options)
+    return _laid_out(_finish(_filled_like(dev, x, d, fill_value, options), requires_grad, dev),
+                     x, options)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False, **options):

@@ -39,7 +39,6 @@ from .creation import (
     _size_arg,
     check_hints,
     empty_like,
-    sized_like,
     zeros_like,
 )
 from .out_arg import with_out
@@ -317,7 +316,6 @@ def _sample_like(name, factory, input, dtype, generator, device, requires_grad, 
     expect_tensor(name, input)
     dev = _device_like(input, device, name)
     d = _dt.as_dtype(dtype) if dtype is not None else input.dtype
-    sized_like(input, name)
     return _preserving(factory(size=tuple(input.shape), dtype=d, generator=generator, device=dev,
                                requires_grad=requires_grad), input, options)
 
@@ -333,7 +331,6 @@ def randint_like(input, low=0, high=None, dtype=None, generator=None, device=Non
     check_hints("randint_like", options)
     if high is None:
         low, high = 0, low
-    sized_like(input, "randint_like")
     return _preserving(randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
                                generator=generator,
                                device=_device_like(input, device, "randint_like"),
