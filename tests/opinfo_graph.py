@@ -16,7 +16,11 @@ order, which keeps index tensors valid), and checked:
 - `captured`: only the sample's input is a graph input; the other tensors are free variables
   of `build`, written in place between the calls: the second call reads the new values;
 - `compile`: `flow.compile(fn, fullgraph=True)` of the op on leaves that require grad: its
-  outputs and, through `backward()` outside, the gradients as eager's, on both data.
+  outputs and, through `backward()` outside, the gradients as eager's, on both data;
+- `masked`: the input selected by a boolean mask inside build (x[mask]: a size that depends on
+  values), with another count on the 2nd call: eager's values, then StalePlanError (a plan's
+  sizes are static: flowgrad's code turned the traced size into shapes and numbers, which
+  gave wrong results with no error).
 
 Every call (eager and compiled) starts from the same seed, so random ops compare by value: a
 plan draws the numbers eager draws. (`compare`'s messages say "torch" for eager, "flowgrad" for
@@ -52,8 +56,9 @@ from opinfo_vs_torch import (
 )
 
 import flowgrad as flow
+from flowgrad.graph.graph import StalePlanError
 
-KINDS = ("graph", "grad", "captured", "compile")
+KINDS = ("graph", "grad", "captured", "compile", "masked")
 DTYPES = (torch.float64, torch.int64, torch.bool)
 
 
@@ -290,11 +295,41 @@ def check_compile(case):
     return None
 
 
+def check_masked(case):
+    """The sample's input selected along dim 0 by a boolean mask inside build (a size that
+    depends on values), all rows but the last on the 1st call and all on the 2nd: the plan
+    computes eager's values on the 1st call and on the 2nd raises StalePlanError (its sizes
+    are static), never another value."""
+    if not (isinstance(case.spec[0], _Slot) and case.spec[0].i == 0) or \
+            case.tensors[0].ndim == 0 or case.tensors[0].shape[0] < 2:
+        return None
+    rows = case.tensors[0].shape[0]
+
+    def call(mask, *tensors):
+        return case.call((tensors[0][mask],) + tuple(tensors[1:]))
+
+    graph = flow.nn.Graph.trace(call)
+    for second in (False, True):
+        where = "masked " + ("2nd call" if second else "1st call")
+        data, mask = case.data(second), flow.tensor([True] * (rows - 1) + [second])
+        e_out, e_error = _attempt(call, mask, *copies(data))
+        g_out, g_error = _attempt(graph, mask, *copies(data))
+        if second and e_error is None and isinstance(g_error, StalePlanError):
+            return None
+        message = _raise_message(where, e_error, g_error)
+        if message or e_error is not None:
+            return message
+        message = compare(to_numpy(e_out), to_numpy(g_out), where + " output", case.values)
+        if message:
+            return message
+    return f"{where}: the plan ran with another count than the traced one"
+
+
 LIMIT = None  # the most samples per dtype (`--samples=n`); None: all
 
 
 CHECKS = {"graph": check_forward, "grad": check_grad, "captured": check_captured,
-          "compile": check_compile}
+          "compile": check_compile, "masked": check_masked}
 
 
 def probe(info, dtypes=DTYPES, kinds=KINDS, first_only=False):
