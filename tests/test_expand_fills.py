@@ -130,7 +130,8 @@ def _setitem_of_an_expand_by_its_own_elements(m, value_kind, requires_grad):
     a = x * 1.0 if requires_grad else x.clone()
     e = a.expand(2, 3)
     value = {"itself": a, "a row": a[0], "a reshape": a.reshape(1), "0-d": a[0, 0],
-             "an expand": a.expand(1, 2), "another tensor": m.ones(1, 1, dtype=m.float64)}[
+             "an expand": a.expand(1, 2), "another tensor": m.ones(1, 1, dtype=m.float64),
+             "the region": e[0:1, :2], "a view of the region": e[:1, 0:2].view(1, 2)}[
         value_kind]
     try:
         e[0:1, :2] = value
@@ -148,12 +149,36 @@ def _setitem_of_an_expand_by_its_own_elements(m, value_kind, requires_grad):
 
 @pytest.mark.parametrize("requires_grad", [False, True])
 @pytest.mark.parametrize("value_kind", ["itself", "a row", "a reshape", "0-d", "an expand",
-                                        "another tensor"])
+                                        "another tensor", "the region",
+                                        "a view of the region"])
 def test_setitem_of_an_expand_by_its_own_elements_as_torch(value_kind, requires_grad):
     # vmap_fuzz jvp_of_jvp 813: flowgrad refused `t10[None, 1, ::2, -2, :3] = t7` for
-    # t10 = t7.expand(..), which torch computes
+    # t10 = t7.expand(..), which torch computes; program_fuzz 9000085: and a value of the
+    # region's very elements in its own shape (`e[0:] = e[:]`)
     assert _setitem_of_an_expand_by_its_own_elements(flow, value_kind, requires_grad) == \
         _setitem_of_an_expand_by_its_own_elements(torch, value_kind, requires_grad)
+
+
+def _copy_of_an_expands_elements_with_other_strides(m, code):
+    a = m.tensor([[0.3]], dtype=m.float64)
+    e = a.expand(2, 3)
+    try:
+        eval(code, {"a": a, "e": e})
+    except RuntimeError as error:
+        assert "single memory location" in str(error)
+        return RuntimeError
+    return a.tolist()
+
+
+@pytest.mark.parametrize("code", ["e[0:1, :2].copy_(a.expand(1, 2))",
+                                  "a.expand(1, 2).copy_(e[0:1, :2])",
+                                  "e[0:1, :2].copy_(e[1:2, 1:])"])
+def test_a_copy_into_an_expand_of_its_elements_with_other_strides_raises_as_torch(code):
+    """torch's copy_ returns early only where every stride agrees, a size-1 dim's too
+    (a.expand(1, 2) has strides (1, 0), e[0:1, :2] (0, 0)); otherwise its loop refuses the
+    expand written. flowgrad's early return ignored size-1 dims, and wrote."""
+    assert _copy_of_an_expands_elements_with_other_strides(flow, code) == \
+        _copy_of_an_expands_elements_with_other_strides(torch, code)
 
 
 def _alias_of_an_expand_copied_from_itself(m, through_op, row):

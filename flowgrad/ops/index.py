@@ -378,15 +378,19 @@ def setitem(x, index, value):
         # an expand: torch refuses a slice assignment only where the written region overlaps
         # itself (index tensors go through index_put_, which writes anyway), and, unrecorded,
         # the value broadcast to it is not its very elements (`e[0, :2] = t` for
-        # e = t.expand(..): torch's copy_ of the same data, which writes nothing; a 0-d value
-        # is torch's fill_, which refuses)
+        # e = t.expand(..): torch's copy_ of the same data, which writes nothing where the
+        # strides agree, size-1 dims' too; a 0-d value is torch's fill_, which refuses)
         try:
             region = data[spec]
-            if 0 < value._data.ndim and value._data.shape != region.shape and \
-                    _same_elements_broadcast(
+            if 0 < value._data.ndim and _same_elements_broadcast(
                     memory_of(value), region) and not (grad_mode.is_grad_enabled() and (
                     value.requires_grad or x.requires_grad)):
-                _getitem(x, index=spec).copy_(value.expand(region.shape))
+                if value._data.shape != region.shape:  # (torch's copy_to: leading 1s
+                    shape = tuple(value.shape)   # dropped, then expanded: stride 0)
+                    while shape and shape[0] == 1:
+                        shape = shape[1:]
+                    value = value.reshape(shape).expand(region.shape)
+                _getitem(x, index=spec).copy_(value)
                 return
             writable(region, "copy_")
         except IndexError:
