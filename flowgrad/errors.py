@@ -252,7 +252,8 @@ STRICT_BOOLS = frozenset((
 # strict also where flowgrad's default is None (torch's `bool?`) or there is none (a required
 # argument): whether None passes (only a bool, or None, does)
 _STRICT_WITHOUT_BOOL_DEFAULT = {"unbiased": False, "upper": False, "onesided": True,
-                                "return_complex": True, "align_corners": True}
+                                "return_complex": True, "align_corners": True,
+                                "keepdim": False}  # (None: not given, in max, prod, median)
 # where torch is lenient after all (Python-level code that tests the value for truth)
 _LENIENT = frozenset((
     ("pca_lowrank", "center"), ("gaussian_nll_loss", "full"), ("stft", "center"),

@@ -112,7 +112,9 @@ def _bool_params(fn):
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return []
-    return [p.name for p in params if p.default.__class__ is bool or p.name == "unbiased"]
+    # (keepdim=None where not given: max, prod, median, whose keepdim needs a dim)
+    return [p.name for p in params if p.default.__class__ is bool or p.name == "unbiased"
+            or p.name == "keepdim" and p.default is None]
 
 
 def _torch_has(tfn, arg):

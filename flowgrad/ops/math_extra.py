@@ -87,8 +87,12 @@ def rad2deg(input):
 
 
 def _refuse_complex(input, name):
-    """torch's deg2rad/rad2deg refuse a complex tensor (no complex angle in degrees)."""
+    """torch's deg2rad/rad2deg refuse a complex tensor (no complex angle in degrees), and
+    isposinf/isneginf (no order of complex numbers, so no sign of their infinity)."""
     if isinstance(input, Tensor) and input.is_complex():
+        if name.startswith("is"):
+            raise RuntimeError(f"{name} does not support complex inputs (input of dtype "
+                               f"{input.dtype}); test .real and .imag, or use isinf")
         raise RuntimeError(f"{name} is not supported for complex tensors.")
 
 
@@ -454,6 +458,7 @@ def isposinf(input):
     >>> flow.isposinf(flow.tensor([float("inf"), -float("inf"), 1.0]))
     tensor([ True, False, False])
     """
+    _refuse_complex(input, "isposinf")
     return eq(input, math.inf)
 
 
@@ -465,6 +470,7 @@ def isneginf(input):
     >>> flow.isneginf(flow.tensor([float("inf"), -float("inf"), 1.0]))
     tensor([False,  True, False])
     """
+    _refuse_complex(input, "isneginf")
     return eq(input, -math.inf)
 
 

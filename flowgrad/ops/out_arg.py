@@ -263,15 +263,20 @@ def _keepdim_shape(args, kwargs):
 
 
 def _refuse_nonfloat_out(name, kernel, args, out):
-    """torch's floating-only kernel (`kernel`) run in an integer or bool out's dtype; an empty
-    input runs no kernel (torch fills out with the reduction's identity)."""
-    if args and isinstance(args[0], Tensor) and args[0].is_floating_point() and not (
-            out.is_floating_point() or out.is_complex()) and args[0]._data.size:
-        raise NotImplementedError(
-            f'{name}(): "{kernel}_cpu" not implemented for '
-            f"'{TORCH_SCALAR_NAMES[out._data.dtype.name]}' (a {args[0].dtype} input into an "
-            f"out of dtype {out.dtype}); pass dtype={out.dtype} to convert the input first, "
-            f"or a floating out")
+    """torch's real-floating-only kernel (`kernel`) run in an integer, bool or complex out's
+    dtype; an empty input runs no kernel (torch fills out with the reduction's identity, in
+    out's dtype: True is returned then, for the caller to compute in it)."""
+    if not (args and isinstance(args[0], Tensor) and args[0].is_floating_point()) or \
+            out.is_floating_point():
+        return False
+    if not args[0]._data.size:
+        return out.is_complex()  # (nanmean's 0 / 0 is then complex nan+nanj, as torch's)
+    fix = "convert the result of a floating out" if out.is_complex() else \
+        f"pass dtype={out.dtype} to convert the input first, or a floating out"
+    raise NotImplementedError(
+        f'{name}(): "{kernel}_cpu" not implemented for '
+        f"'{TORCH_SCALAR_NAMES[out._data.dtype.name]}' (a {args[0].dtype} input into an "
+        f"out of dtype {out.dtype}); {fix}")
 
 
 def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), castable_outs=(),
@@ -376,8 +381,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                                 f"of the reduction over all elements); pass dim=")
             if (_in_out or _dtype_out) and isinstance(out, Tensor):
                 if kwargs.get("dtype") is None:
-                    if _float:
-                        _refuse_nonfloat_out(_name, _float, args, out)
+                    if _float and _refuse_nonfloat_out(_name, _float, args, out):
+                        kwargs["dtype"] = out.dtype
                     if _in_out:
                         kwargs["dtype"] = out.dtype
                 elif kwargs["dtype"] != out.dtype:

@@ -37,11 +37,13 @@ __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmi
 
 
 def keepdim_needs_dim(dim, keepdim, name):
-    """torch's TypeError for keepdim=True without an int dim, in an op whose reduction of all
-    elements takes no keepdim (prod, median: a 0-d result, not the kept dims)."""
-    if keepdim and dim is None:
+    """torch's TypeError for a keepdim given (True or False; None where not given) without an
+    int dim, in an op whose reduction of all elements takes no keepdim (prod, median: a 0-d
+    result, not the kept dims). Returns keepdim as a bool."""
+    if keepdim is not None and dim is None:
         raise TypeError(f"{name}(): keepdim needs an int dim (torch's {name} of all elements "
                         f"takes no keepdim); pass dim=, or reshape the result")
+    return bool(keepdim)
 
 
 def normalize_dims(dim, ndim, op_name):
@@ -268,6 +270,9 @@ _min_dim.grad(_index_grad)
 
 
 def _max_min(input, dim, keepdim, other, name):
+    # (torch's overloads: keepdim only with an int dim; max(x) and max(x, y) keep none)
+    keepdim = keepdim_needs_dim(None if isinstance(dim, Tensor) or other is not None else dim,
+                                keepdim, name)
     if isinstance(dim, Tensor):
         return (maximum if name == "max" else minimum)(input, dim)
     if other is not None:
@@ -287,7 +292,7 @@ def _max_min(input, dim, keepdim, other, name):
 
 
 @tensor_method()
-def max(input, dim=None, keepdim=False, *, other=None):
+def max(input, dim=None, keepdim=None, *, other=None):
     """max(x): the largest element; max(x, dim): (values, indices); max(x, y): maximum.
 
     >>> import flowgrad as flow
@@ -302,7 +307,7 @@ def max(input, dim=None, keepdim=False, *, other=None):
 
 
 @tensor_method()
-def min(input, dim=None, keepdim=False, *, other=None):
+def min(input, dim=None, keepdim=None, *, other=None):
     """min(x): the smallest element; min(x, dim): (values, indices); min(x, y): minimum.
 
     >>> import flowgrad as flow
@@ -426,7 +431,7 @@ def _prod_of_others(x, axes):
 
 
 @tensor_method()
-def prod(input, dim=None, keepdim=False, *, dtype=None):
+def prod(input, dim=None, keepdim=None, *, dtype=None):
     """Product over `dim` (one int, or None for all); zeros get torch's gradient.
 
     >>> import flowgrad as flow
@@ -440,7 +445,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dim is not None and isinstance(dim, (tuple, list)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}; "
                         f"reduce one dim at a time")
-    keepdim_needs_dim(dim, keepdim, "prod")
+    keepdim = keepdim_needs_dim(dim, keepdim, "prod")
     return _prod(x, axes=normalize_dims(dim, x._data.ndim, "prod"), keepdim=keepdim,
                  whole=dim is None)
 

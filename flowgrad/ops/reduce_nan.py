@@ -48,7 +48,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     if input._data.dtype.kind == "c":
         raise RuntimeError(f"nansum on CPU does not support complex inputs (input of shape "
                            f"{tuple(input.shape)}); sum .real and .imag separately")
-    if dtype is not None and input._data.dtype.kind in "fV" and _dt.as_dtype(dtype).is_complex:
+    if dtype is not None and input._data.dtype.kind in "fV" and _dt.as_dtype(dtype).is_complex \
+            and input._data.size:  # (an empty input runs no kernel: torch's zeros)
         raise NotImplementedError(f"nansum(): not implemented for a complex dtype ({dtype}) of a "
                                   f"floating input, as torch's \"nansum_cpu\"; convert the "
                                   f"sum afterwards")
@@ -102,7 +103,7 @@ def nanmedian_all_backward(ctx, dy):
 
 
 @tensor_method()
-def nanmedian(input, dim=None, keepdim=False):
+def nanmedian(input, dim=None, keepdim=None):
     """The lower median of the non-NaN elements (NaN if all are NaN); with `dim`,
     (values, indices) as torch.
 
@@ -110,7 +111,7 @@ def nanmedian(input, dim=None, keepdim=False):
     >>> flow.nanmedian(flow.tensor([3.0, float("nan"), 1.0, 2.0]))
     tensor(2.)
     """
-    keepdim_needs_dim(dim, keepdim, "nanmedian")
+    keepdim = keepdim_needs_dim(dim, keepdim, "nanmedian")
     check_kernel_dtype(input, "median_cpu" if dim is None else "median_out", "fViu")
     if dim is None:
         if input._data.size == 0:

@@ -297,14 +297,14 @@ _median_dim.grad(_index_grad)
 
 
 @tensor_method()
-def median(input, dim=None, keepdim=False):
+def median(input, dim=None, keepdim=None):
     """median(x): the lower median of all elements; median(x, dim): (values, indices).
 
     >>> import flowgrad as flow
     >>> flow.median(flow.tensor([3.0, 1.0, 4.0, 2.0]))
     tensor(2.)
     """
-    keepdim_needs_dim(dim, keepdim, "median")
+    keepdim = keepdim_needs_dim(dim, keepdim, "median")
     check_kernel_dtype(input, "median_cpu" if dim is None else "median_out", "fViu")
     if input._data.size == 0 and dim is None and input.is_floating_point():
         return input.sum() + math.nan  # as torch: nan, with a history (its gradient: empty)
