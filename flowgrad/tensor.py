@@ -469,10 +469,7 @@ class Tensor:
                 "cannot register a hook on a tensor that doesn't require gradient")
         if m.post_accumulate_hooks is None:
             m.post_accumulate_hooks = []
-        import weakref
-
-        ref = weakref.ref(self)
-        return ListHandle(m.post_accumulate_hooks, lambda: hook(ref()))
+        return ListHandle(m.post_accumulate_hooks, hook)  # (called with the leaf)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor into the leaves' `.grad`.

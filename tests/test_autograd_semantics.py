@@ -383,6 +383,32 @@ def test_post_accumulate_grad_hook_must_return_none():
     same(scenario)
 
 
+def _post_accumulate_hooks_returning(m, first, second):
+    seen = []
+    x = m.tensor([1.0, 2.0], dtype=m.float64, requires_grad=True)
+    for code in (first, second):
+        x.register_post_accumulate_grad_hook(eval(f"lambda p: {code}", {"seen": seen}))
+    try:
+        (x * 2).sum().backward()
+        error = None
+    except (RuntimeError, TypeError) as e:
+        error = type(e)
+    return error, seen
+
+
+@pytest.mark.parametrize("first,second", [
+    ("p.grad", "5"), ("seen.append(1) or p.grad", "seen.append(p.is_leaf) or 5"),
+    ("seen.append(1) or p.grad", "seen.append(type(p).__name__)"), ("p", "seen.append(2)"),
+    ("p[0]", "seen.append(2)"), ("p.float()", "seen.append(2)")])
+def test_post_accumulate_grad_hooks_chain_their_returns_as_torch(first, second):
+    # torch calls every hook, each with what the one before returned in the leaf's place
+    # (a tensor of its dtype and shape), and refuses a returned tensor only after the last
+    # (TypeError for a non-tensor, at once). flowgrad refused the first tensor returned, so a
+    # later hook's 5 was a RuntimeError, not torch's TypeError (autograd_api_fuzz 9002204)
+    assert _post_accumulate_hooks_returning(flow, first, second) == \
+        _post_accumulate_hooks_returning(torch, first, second)
+
+
 def test_post_accumulate_grad_hook_rejects_non_leaf():
     same(lambda m: raises(lambda: (leaf(m) * 2).register_post_accumulate_grad_hook(print)))
     with pytest.raises(RuntimeError, match="non-leaf"):

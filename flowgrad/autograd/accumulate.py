@@ -33,15 +33,31 @@ def acc_grad_for_leaf(meta, variable):
     if meta.requires_grad:  # (not after requires_grad_(False) since the graph was recorded;
         _accumulate(meta, g, owned=True, variable=variable)  # its post hooks run, as torch's)
     if meta.post_accumulate_hooks:
-        for hook in meta.post_accumulate_hooks:
-            result = hook()
-            if result is not None and not isinstance(result, _interpreter.Tensor):
-                raise TypeError(f"expected Variable, but hook returned "
-                                f"'{type(result).__name__}' (a post accumulate grad hook)")
-            if result is not None:
-                raise RuntimeError(
-                    "Tensor post accumulate grad hooks should return None; modify "
-                    "tensor.grad in place instead of returning a value")
+        _run_post_accumulate_hooks(meta.post_accumulate_hooks, variable)
+
+
+def _run_post_accumulate_hooks(hooks, arg):
+    """torch's: each hook is called with the leaf, or with what an earlier one returned in its
+    place (a tensor of its dtype and shape, checked as it returns); all run, then a returned
+    tensor other than the argument is refused (a non-tensor at once)."""
+    replaced = False
+    for hook in hooks:
+        result = hook(arg)
+        if result is None or result is arg:
+            continue
+        if not isinstance(result, _interpreter.Tensor):
+            raise TypeError(f"expected Variable, but hook returned "
+                            f"'{type(result).__name__}' (a post accumulate grad hook)")
+        if arg is not None and (result.dtype != arg.dtype or result.shape != arg.shape):
+            raise RuntimeError(
+                f"hook '{getattr(hook, '__name__', 'hook')}' has changed the "
+                f"{'type' if result.dtype != arg.dtype else 'size'} of value (was "
+                f"{arg.dtype} {tuple(arg.shape)} got {result.dtype} {tuple(result.shape)})")
+        arg, replaced = result, True
+    if replaced:
+        raise RuntimeError(
+            "Tensor post accumulate grad hooks should return None; modify "
+            "tensor.grad in place instead of returning a value")
 
 
 def _run_hooks(hooks, g):

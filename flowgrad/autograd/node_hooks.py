@@ -253,7 +253,7 @@ def _register_on_leaf(node, hook, pre):
     def remember(grad):
         seen[:] = [grad]
 
-    def after():
+    def after(_leaf):
         if seen:
             hook((), (seen.pop(),))
 
