@@ -262,6 +262,18 @@ def _keepdim_shape(args, kwargs):
     return tuple(shape)
 
 
+def _computes_in_out(name, args, out):
+    """Whether mean/nanmean of args compute in out's dtype: a floating or complex out, as
+    torch's kernels sum into out and divide there; not mean of a real input into a half out,
+    which torch sums in float32 and rounds once, as a cast of flowgrad's result does (nor of
+    integers: refused)."""
+    x = args[0] if args else None
+    if not (isinstance(x, Tensor) and (x.is_floating_point() or x.is_complex())
+            and (out.is_floating_point() or out.is_complex())):
+        return False
+    return not (name == "mean" and out._data.dtype.itemsize <= 2 and x.is_floating_point())
+
+
 def _refuse_nonfloat_out(name, kernel, args, out):
     """torch's real-floating-only kernel (`kernel`) run in an integer, bool or complex out's
     dtype; an empty input runs no kernel (torch fills out with the reduction's identity, in
@@ -307,8 +319,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     those in `exact_real` only for a real input (abs: torch computes a complex input's real
     result apart and casts it into `out`); those in `list_outs` write a list of results into
     a list `out` and return None, as torch's split_with_sizes_copy and unbind_copy; those in
-    `dtype_is_out` refuse a `dtype=` other than out's dtype (mean: torch's kernel computes in
-    that dtype into out, without computing in out's dtype when dtype= is absent); those in
+    `dtype_is_out` refuse a `dtype=` other than out's dtype and compute in a floating or
+    complex out's dtype (mean: torch's kernel sums into out and divides there); those in
     `exact_weight` only when their weight (third argument) is a tensor with dims (lerp: torch's
     structured kernel then; a number or a 0-d weight casts into any `out`); `column_major`
     maps names to the positions of their results whose `out`, when resized, becomes a batch of
@@ -383,7 +395,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                 if kwargs.get("dtype") is None:
                     if _float and _refuse_nonfloat_out(_name, _float, args, out):
                         kwargs["dtype"] = out.dtype
-                    if _in_out:
+                    if _in_out or _dtype_out and _computes_in_out(_name, args, out):
                         kwargs["dtype"] = out.dtype
                 elif kwargs["dtype"] != out.dtype:
                     raise RuntimeError(f"{_name}(): dtype {kwargs['dtype']} does not match the "
