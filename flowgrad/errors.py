@@ -522,6 +522,13 @@ def fill_scalar(op_name, value, np_dtype, float_overflow=True, arg="value"):
     return number
 
 
+def fill_checks_overflow(np_dtype, numel):
+    """Whether torch's fill_ (full, full_like, new_full, nn.init.constant_) refuses a number
+    beyond the dtype's range: not into one element of float16 or bfloat16, which its
+    scalar_fill converts unchecked (inf); into more it raises."""
+    return not (numel == 1 and np_dtype.itemsize == 2 and np_dtype.kind in "fV")
+
+
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from .._warn import warn
 from ..autograd.inplace import bump_version, check_capture
 from ..autograd.interpreter import check_host_draw
-from ..errors import check_std, check_uniform_bounds, fill_scalar
+from ..errors import check_std, check_uniform_bounds, fill_checks_overflow, fill_scalar
 from ..meta import MetaArray
 from ..random import numpy_generator as _numpy_generator
 from ..tensor import Tensor
@@ -216,7 +216,8 @@ def constant_(tensor, val):
     """Fill with the value `val` (checked as fill_ checks it: nan, inf or a number out of an
     integer dtype's range raise rather than wrap around)."""
     if not isinstance(val, Tensor):
-        val = fill_scalar("nn.init.constant_", val, tensor._data.dtype)
+        val = fill_scalar("nn.init.constant_", val, tensor._data.dtype,
+                          fill_checks_overflow(tensor._data.dtype, tensor._data.size))
     return _write(tensor, val, "constant_")
 
 

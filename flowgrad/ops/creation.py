@@ -23,7 +23,7 @@ from .._warn import called_by_user, warn
 from ..autograd import inference
 from ..autograd import interpreter as _interpreter
 from ..device import ARRAY_MODULES, CPU, DEFAULT_DEVICE, device_of, resolve_device, to_device
-from ..errors import check_number, fill_scalar
+from ..errors import check_number, fill_checks_overflow, fill_scalar
 from ..tensor import Size, Tensor, bind_late
 from ..typed_tensors import preserve_format, record_memory_format, recorded_memory_format
 from .layout import empty_preserving, row_major
@@ -550,7 +550,8 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, **optio
         raise TypeError(f"full(): argument 'size' must be a tuple of ints, not "
                         f"{type(size).__name__} ({size!r}); pass ({size!r},) for a 1-D tensor")
     shape, d = _size((size,), "full"), _dt.as_dtype(dtype).np
-    fill_value = _bool_fill(fill_scalar("full", fill_value, d), d)
+    fill_value = _bool_fill(fill_scalar("full", fill_value, d, fill_checks_overflow(
+        d, math.prod(shape))), d)
     if isinstance(fill_value, builtins.int) and abs(fill_value) >= 2 ** 63:
         fill_value = float(fill_value)  # (a uint64 into a float dtype: bfloat16 refuses the int)
     return _finish(_alloc("full", shape, d, lambda: dev.xp.full(shape, fill_value, d)),
@@ -643,7 +644,8 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **opt
     if isinstance(fill_value, Tensor):  # torch's Scalar: a one-element tensor's value
         fill_value = fill_value.item()
     d = _like(x, dtype).np
-    fill_value = _bool_fill(fill_scalar("full_like", fill_value, d), d)
+    fill_value = _bool_fill(fill_scalar("full_like", fill_value, d, fill_checks_overflow(
+        d, x._data.size)), d)
     return _laid_out(_finish(_filled_like(dev, x, d, fill_value, options), requires_grad, dev),
                      x, options)
 

@@ -33,6 +33,7 @@ from ..errors import (
     check_std,
     check_uniform_bounds,
     checked_number,
+    fill_checks_overflow,
     fill_scalar,
     tensor_operand,
 )
@@ -570,7 +571,9 @@ def _value_tensor(target, value, name):
         raise TypeError(f"{name}: expected a number or a 0-dim tensor as the value, got "
                         f"{type(value).__name__}")
     dtype = target._data.dtype
-    return Tensor._wrap(array_module(target._data).asarray(fill_scalar(name, value, dtype), dtype))
+    value = fill_scalar(name, value, dtype, name == "copy_" or fill_checks_overflow(
+        dtype, target._data.size))
+    return Tensor._wrap(array_module(target._data).asarray(value, dtype))
 
 
 def _fill_value(target, value, name):
