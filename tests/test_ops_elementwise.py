@@ -598,3 +598,20 @@ def test_relu_grad_on_large_arrays_is_torchs_select(dtype, special):
     got = REGISTRY["relu_grad"].kernel(np, y, dy)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)  # (nan where nan; -0.0 equals 0.0)
+
+
+@pytest.mark.parametrize("code", ["x.pow(b)", "(x * 1).pow_(b)", "x ** b[0]", "x.pow(b * 2)"])
+def test_pow_by_a_bool_exponent_has_torchs_backward(code):
+    # torch's pow derivative computes exponent - 1, which a bool exponent refuses: the forward
+    # runs, its backward raises. flowgrad promoted the exponent and gave a gradient
+    # (out_arg_fuzz seed 9013959: pow_ of a non-leaf by a bool tensor)
+    def run(m):
+        x = m.tensor([1.5, 2.0, 3.0], dtype=m.float64, requires_grad=True)
+        b = m.tensor([True, False, True])
+        y = eval(code, {"x": x, "b": b})
+        try:
+            y.sum().backward()
+        except RuntimeError:
+            return y.tolist(), RuntimeError
+        return y.tolist(), x.grad.tolist()
+    assert run(flow) == run(torch)

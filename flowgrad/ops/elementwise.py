@@ -54,6 +54,7 @@ from .compare import (  # noqa: F401 - comparisons, re-exported; their module si
 from .complex import conj, real_sign, sgn
 from .division import _refuse_bool, _rounded_div
 from .halfprec import HALF, half_by_one_element, in_float32
+from .no_derivative import without_derivative
 from .out_arg import with_out
 from .registry import op
 from .rules import _grad_div, _grad_mul, _zero_grad, step, unary
@@ -668,6 +669,10 @@ def pow(input, exponent, *, out=None):
     else:
         a, b = _promote_pair(input, exponent, "pow")
     _refuse_bool(a, "pow", b)
+    if exponent.__class__ is Tensor and exponent._data.dtype.kind == "b" and \
+            a.requires_grad:  # (torch's derivative computes exponent - 1: its backward raises)
+        return without_derivative([_pow(a.detach(), b)], [a], "pow (a bool exponent: torch's "
+                                  "derivative subtracts 1 from it)", "RuntimeError")[0]
     return _pow(a, b)
 
 
