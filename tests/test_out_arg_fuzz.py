@@ -659,11 +659,14 @@ def test_nan_reductions_into_a_complex_out_as_torch(fn, size):
     "x.max(keepdim=False)", "m.min(x, keepdim=True)", "m.max(x, x, keepdim=True)",
     "m.max(x, other=x, keepdim=False)", "x.prod(keepdim=False)",
     "m.median(x, keepdim=False)", "x.nanmedian(keepdim=False)", "m.max(x, 0, keepdim=True)",
-    "x.min(0)", "x.prod(1, keepdim=True)", "m.median(x, 0)", "x.max()"])
+    "x.min(0)", "x.prod(1, keepdim=True)", "m.median(x, 0)", "x.max()",
+    "x.sum(keepdim=True)", "m.mean(x, keepdim=False)", "x.sum(dtype=m.float64, keepdim=True)",
+    "m.sum(x, None, True)", "x.mean(dim=None, keepdim=True)", "x.sum()", "x.mean(1, True)"])
 def test_keepdim_without_a_dim_is_a_type_error_as_torch(code):
-    # torch's max/min/prod/median/nanmedian take keepdim only with an int dim (their reduction
-    # of all elements has no keepdim overload): keepdim=False raised no TypeError in
-    # flowgrad, nor did max/min's keepdim=True (out_arg_fuzz seed 9000689)
+    # torch's max/min/prod/median/nanmedian take keepdim only with an int dim, sum and mean
+    # with a dim given (None too): their reduction of all elements has no keepdim overload.
+    # keepdim=False raised no TypeError in flowgrad, nor did max/min/sum/mean's keepdim=True
+    # (out_arg_fuzz seed 9000689)
     def run(m, _):
         x = m.tensor([[1.5, 2.0], [0.5, 3.0]])
         r = eval(code, {"m": m, "x": x})

@@ -46,6 +46,30 @@ def keepdim_needs_dim(dim, keepdim, name):
     return bool(keepdim)
 
 
+class _AllDims:
+    """The default dim of sum and mean: not given (torch's overload without a dim, which
+    takes no keepdim; dim=None given takes one)."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "None"
+
+
+ALL_DIMS = _AllDims()
+
+
+def dims_given(dim, keepdim, name):
+    """(dim, keepdim) of sum or mean as a dim (None for all) and a bool: torch's TypeError for
+    a keepdim given without a dim."""
+    if dim is ALL_DIMS:
+        if keepdim is not None:
+            raise TypeError(f"{name}() received an invalid combination of arguments: keepdim "
+                            f"without dim (torch's {name} of all elements takes no keepdim); "
+                            f"pass dim=None too")
+        return None, False
+    return dim, bool(keepdim)
+
+
 def normalize_dims(dim, ndim, op_name):
     """dim (None, int or sequence) -> sorted tuple of non-negative axes."""
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
@@ -125,7 +149,7 @@ def _sum_dtype(x, dtype):
 
 
 @tensor_method()
-def sum(input, dim=None, keepdim=False, *, dtype=None):
+def sum(input, dim=ALL_DIMS, keepdim=None, *, dtype=None):
     """Sum over `dim` (an int, a tuple, or None for all).
 
     >>> import flowgrad as flow
@@ -142,6 +166,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
         x = _sum_dtype(input, dtype)
     except AttributeError:
         not_a_tensor("sum", input)
+    dim, keepdim = dims_given(dim, keepdim, "sum")
     axes = normalize_dims(dim, x._data.ndim, "sum")
     if x._data.dtype.kind == "b":  # a sum in bool (dtype=bool, out= a bool tensor): torch's
         return _any(x, axes=axes, keepdim=keepdim)  # True + True is True: any
@@ -149,13 +174,14 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
 
 @tensor_method()
-def mean(input, dim=None, keepdim=False, *, dtype=None):
+def mean(input, dim=ALL_DIMS, keepdim=None, *, dtype=None):
     """Mean over `dim`; floating inputs only, as torch.
 
     >>> import flowgrad as flow
     >>> flow.tensor([[1.0, 2.0], [3.0, 4.0]]).mean(dim=1)
     tensor([1.5000, 3.5000])
     """
+    dim, keepdim = dims_given(dim, keepdim, "mean")
     x = input.to(dtype) if dtype is not None else input
     try:
         kind = x._data.dtype.kind
