@@ -276,7 +276,7 @@ _out_arg.accept_out(
                     "randperm"),
     dtype_is_out=("mean", "nanmean"), exact_weight=("lerp",),
     float_kernel={"nansum": "nansum", "nanmean": "nansum"},
-    silent_zero_dim=("mode",), keepdim_outs=("kthvalue",),
+    silent_zero_dim=("mode",), keepdim_outs=("kthvalue",), real_kernel=("std", "var"),
     column_major=dict.fromkeys(("inverse", "cholesky_inverse"), (0,)),
     copies_input=_lapack_outs.LAPACK_COPIES,
     no_overlap=("kthvalue", "gather", "index_select", "masked_select", "take_along_dim",
@@ -346,7 +346,9 @@ _out_arg.accept_out(globals(), (*_COPY_OUT, "split_with_sizes_copy", "unbind_cop
 _out_arg.accept_out(vars(special), [n for n in special.__all__ if n not in (
     "softmax", "log_softmax")], exact=("round",), out_tracked=("ndtr",), untracked=[
         # (torch has no derivatives of these)
-        n for n in special.__all__ if "bessel" in n or "polynomial" in n or n == "airy_ai"])
+        n for n in special.__all__ if "bessel" in n or "polynomial" in n or n == "airy_ai"],
+    # (its elementwise kernels refuse an out sharing part of an input, as torch's)
+    partial_overlap=set(special.__all__) - {"logsumexp", "multigammaln", "ndtr"})
 ops.torch_spellings.accept_numpy_spellings(  # x.sum(axis=0, keepdims=True), as torch
     globals(), Tensor, skip={path for paths in amp.policy.COMPOSITES.values()
                              for path in paths.split()})

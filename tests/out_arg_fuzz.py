@@ -521,8 +521,6 @@ KNOWN = {
                     "first)"),
     3695: "torch's diff along an empty dim into an out raises IndexError (narrow past the end); "
           "the same call without out= returns the empty result",
-    1969: "torch's std computes in out's dtype and has no complex kernel: a float std into a "
-          "complex out raises NotImplementedError",
 }
 # flowgrad's differences left open: seed -> what
 # (4173, logsumexp of integers into a complex128 out, left NumPy's float32 exp(-1) 0.7 ulp

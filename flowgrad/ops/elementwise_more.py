@@ -767,6 +767,18 @@ for _name, _fn in (("floor_divide_", lambda input, other: _floor_divide(input, o
                    ("bitwise_right_shift_", bitwise_right_shift), ("pow_", pow)):
     setattr(Tensor, _name, (_checked_inplace if _name in _CHECKED else _inplace_binary)(
         _name, _fn))
+_nan_to_num_in_place = Tensor.nan_to_num_
+
+
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    """nan_to_num in place; of an integer or bool tensor torch's copy of it into itself,
+    which writes nothing (an expand's shared elements too)."""
+    if self._data.dtype.kind not in "fVc":
+        return self.copy_(self)
+    return _nan_to_num_in_place(self, nan, posinf, neginf)
+
+
+Tensor.nan_to_num_ = nan_to_num_
 Tensor.__iand__, Tensor.__ior__ = Tensor.bitwise_and_, Tensor.bitwise_or_
 Tensor.__ixor__ = Tensor.bitwise_xor_
 Tensor.__ifloordiv__, Tensor.__imod__ = Tensor.floor_divide_, Tensor.remainder_

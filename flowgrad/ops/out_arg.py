@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 
 import numpy as np
 
@@ -274,6 +275,25 @@ def _computes_in_out(name, args, out):
     return not (name == "mean" and out._data.dtype.itemsize <= 2 and x.is_floating_point())
 
 
+def _refuse_complex_out(name, args, kwargs, out):
+    """torch's std/var kernel of a result of several elements, real only: a non-empty real
+    floating input into a complex out is its NotImplementedError (a one-element result is
+    another kernel's, which computes)."""
+    x = args[0] if args else None
+    dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+    if not (isinstance(x, Tensor) and x.is_floating_point() and out.is_complex() and
+            x._data.size) or dim is None or dim.__class__ is bool:
+        return
+    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+    dims = {int(d) % x._data.ndim for d in dims} if x._data.ndim and dims else set(
+        range(x._data.ndim))
+    if math.prod(n for i, n in enumerate(x._data.shape) if i not in dims) > 1:
+        raise NotImplementedError(
+            f'{name}(): "std_cpu" not implemented for '
+            f"'{TORCH_SCALAR_NAMES[out._data.dtype.name]}' (a {x.dtype} input into an out of "
+            f"dtype {out.dtype}); convert the result of a floating out")
+
+
 def _refuse_nonfloat_out(name, kernel, args, out):
     """torch's real-floating-only kernel (`kernel`) run in an integer, bool or complex out's
     dtype; an empty input runs no kernel (torch fills out with the reduction's identity, in
@@ -297,7 +317,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                exact_real=(), exact_float_int=(), dtype_is_out=(), exact_weight=(),
                column_major=None, float_kernel=None, silent_zero_dim=(),
                partial_overlap_first=(), out_no_derivative=None, out_rules=None,
-               copies_input=None, copies_transposed=(), keepdim_outs=()):
+               copies_input=None, copies_transposed=(), keepdim_outs=(), real_kernel=()):
     """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
     it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
@@ -341,7 +361,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     LAPACK-backed kernel copies into an out already in its layout (see lapack_outs; those in
     `copies_transposed` also into one of row-major matrices). Those in `keepdim_outs`
     (kthvalue) resize an out of the keepdim=True shape without the warning (torch's kernel
-    writes it as it is, then squeezes the dim)."""
+    writes it as it is, then squeezes the dim). Those in `real_kernel` (std, var) refuse a
+    complex out of a real input reduced over a dim (torch's std_cpu kernel)."""
     import functools
     import inspect
 
@@ -371,7 +392,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _nd=(out_no_derivative or {}).get(name), _public=[],
                  _rules=(out_rules or {}).get(name),
                  _copies=(copies_input or {}).get(name), _tr=name in copies_transposed,
-                 _kept=name in keepdim_outs,
+                 _kept=name in keepdim_outs, _real_k=name in real_kernel,
                  **kwargs):
             if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
                 handled = EVERY_CALL[0](_public[0], args,
@@ -391,6 +412,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
             if _dim and len(args) < 2 and "dim" not in kwargs:
                 raise TypeError(f"{_name}(): out= needs a dim, as torch's (it has no out= form "
                                 f"of the reduction over all elements); pass dim=")
+            if _real_k and isinstance(out, Tensor):
+                _refuse_complex_out(_name, args, kwargs, out)
             if (_in_out or _dtype_out) and isinstance(out, Tensor):
                 if kwargs.get("dtype") is None:
                     if _float and _refuse_nonfloat_out(_name, _float, args, out):
