@@ -751,3 +751,17 @@ def test_std_var_of_real_input_into_a_complex_out_as_torch(call):
     if "x, 1" in call:
         with pytest.raises(NotImplementedError, match="std_cpu"):
             run(flow, None)
+
+
+@pytest.mark.parametrize("dtypes", [("float32", "float64"), ("float32", "float16"),
+                                    ("float16", "float32"), ("float32", "complex64")])
+def test_lerp_of_three_0d_tensors_promotes_as_torch(dtypes):
+    # three 0-d operands promote alike: lerp(float32, float32, float64 weight) is float64
+    # in torch (a weight with dims is refused; a 0-d one beside operands with dims does not
+    # promote). flowgrad gave float32 (out_arg_fuzz 9016544)
+    def run(m, _):
+        a, w = getattr(m, dtypes[0]), getattr(m, dtypes[1])
+        r = m.lerp(m.tensor(1.0, dtype=a), m.tensor(2.0, dtype=a), m.tensor(0.3, dtype=w))
+        return str(r.dtype).split(".")[-1], r.item()
+    want, got = fuzz_common.run_both(run, None)
+    assert got == want

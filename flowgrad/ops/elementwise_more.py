@@ -256,11 +256,13 @@ def lerp(input, end, weight):
     tensor([ 2.5000, 12.5000])
     """
     if isinstance(weight, Tensor) and weight._data.ndim == 0 and isinstance(end, Tensor) and \
-            end._data.dtype == input._data.dtype and \
-            _KIND_RANK[weight._data.dtype.kind] > _KIND_RANK[input._data.dtype.kind]:
-        # a 0-d weight of a higher category (float for integers, complex for reals) promotes
-        # the operands, as torch's type promotion (cast to input's dtype, a complex weight
-        # lost its imaginary part; integers were refused)
+            end._data.dtype == input._data.dtype and (
+            _KIND_RANK[weight._data.dtype.kind] > _KIND_RANK[input._data.dtype.kind]
+            or not input._data.ndim and not end._data.ndim):
+        # a 0-d weight of a higher category (float for integers, complex for reals), or of a
+        # wider dtype where all three are 0-d, promotes the operands, as torch's type
+        # promotion (cast to input's dtype, a complex weight lost its imaginary part;
+        # integers were refused; three 0-d float32/float32/float64 gave float32)
         common = _dt.result_type(input, end, weight)
         input, end, weight = input.to(common), end.to(common), weight.to(common)
     if isinstance(weight, Tensor) and weight._data.ndim == 0 and \
