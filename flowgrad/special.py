@@ -18,6 +18,7 @@ from .ops.elementwise import sigmoid as expit
 from .ops.elementwise_more import xlogy
 from .ops.math import erf, erfc, erfinv, exp2, expm1, log1p, logit, round
 from .ops.reduce import logsumexp
+from .ops.softmax import int_dim
 from .ops.special_fns import digamma, i0, polygamma, sinc, xlog1py, zeta
 from .ops.special_fns import igamma as gammainc
 from .ops.special_fns import igammac as gammaincc
@@ -49,7 +50,7 @@ def softmax(input, dim, *, dtype=None):
     >>> flow.special.softmax(flow.tensor([0.0, 0.0]), 0)
     tensor([0.5000, 0.5000])
     """
-    return _softmax(input, dim, dtype=dtype)
+    return _softmax(input, int_dim(dim, "special_softmax"), dtype=dtype)
 
 
 def log_softmax(input, dim, *, dtype=None):
@@ -59,7 +60,7 @@ def log_softmax(input, dim, *, dtype=None):
     >>> flow.special.log_softmax(flow.tensor([0.0, 0.0]), 0)
     tensor([-0.6931, -0.6931])
     """
-    return _log_softmax(input, dim, dtype=dtype)
+    return _log_softmax(input, int_dim(dim, "special_log_softmax"), dtype=dtype)
 
 
 def _unary(name, op, doc):

@@ -1,6 +1,7 @@
 """Reductions, statistics and scans against torch (forward and backward) and by float64
 finite differences to second order. One line per case."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -290,3 +291,38 @@ def test_keepdim_true_without_a_dim_is_refused_as_torch(name):
                 call()
     values = flow.median(flow.tensor([[1.0, 2.0], [3.0, 4.0]]), 1, True).values
     assert tuple(values.shape) == (2, 1)  # (an int dim keeps it)
+
+
+# torch's overloads of all elements take no keepdim, and the dim overloads of prod, max, min,
+# median, nanmedian, logsumexp and the softmaxes take no None (F.softmax alone picks a dim)
+DIM_CALLS = [
+    lambda m, x: m.sum(x, keepdim=True), lambda m, x: x.mean(keepdim=True),
+    lambda m, x: m.sum(x, dtype=m.float64, keepdim=True), lambda m, x: m.sum(x, None, True),
+    lambda m, x: x.mean(None, True), lambda m, x: m.prod(x, None),
+    lambda m, x: x.prod(keepdim=True), lambda m, x: m.max(x, keepdim=True),
+    lambda m, x: x.min(None), lambda m, x: m.max(x, dim=None), lambda m, x: x.median(None),
+    lambda m, x: m.nanmedian(x, dim=None), lambda m, x: m.median(x, keepdim=True),
+    lambda m, x: m.logsumexp(x, None), lambda m, x: x.logsumexp(dim=None, keepdim=True),
+    lambda m, x: m.logsumexp(x, ()), lambda m, x: m.logsumexp(x, [], keepdim=True),
+    lambda m, x: m.logsumexp(x[:0], ()), lambda m, x: m.softmax(x, None),
+    lambda m, x: x.log_softmax(None), lambda m, x: m.special.softmax(x, None),
+    lambda m, x: m.nn.functional.softmax(x, None), lambda m, x: m.sum(x, ()),
+]
+
+
+@pytest.mark.parametrize("k", range(len(DIM_CALLS)))
+def test_dim_none_and_keepdim_without_dim_as_torch(k):
+    outcomes = []
+    for m in (torch, flow):
+        x = m.tensor([[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]])
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # (F.softmax's implicit-dim warning)
+                outcomes.append(np.asarray(DIM_CALLS[k](m, x).detach().numpy()))
+        except (TypeError, RuntimeError) as error:
+            outcomes.append(type(error))
+    if isinstance(outcomes[0], type):
+        assert outcomes[1] is outcomes[0]
+    else:
+        assert outcomes[1].shape == outcomes[0].shape
+        np.testing.assert_allclose(outcomes[1], outcomes[0], rtol=1e-6)

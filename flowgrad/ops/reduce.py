@@ -36,37 +36,33 @@ __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmi
 
 
 
-def keepdim_needs_dim(dim, keepdim, name):
-    """torch's TypeError for a keepdim given (True or False; None where not given) without an
-    int dim, in an op whose reduction of all elements takes no keepdim (prod, median: a 0-d
-    result, not the kept dims). Returns keepdim as a bool."""
-    if keepdim is not None and dim is None:
-        raise TypeError(f"{name}(): keepdim needs an int dim (torch's {name} of all elements "
-                        f"takes no keepdim); pass dim=, or reshape the result")
-    return bool(keepdim)
-
-
-class _AllDims:
-    """The default dim of sum and mean: not given (torch's overload without a dim, which
-    takes no keepdim; dim=None given takes one)."""
+class _NoDim:
+    """The default of `dim` where torch's reduction has an overload without dim, which takes
+    no keepdim: sum, mean, prod, max, min, median, nanmedian (`NO_DIM`)."""
     __slots__ = ()
 
     def __repr__(self):
         return "None"
 
 
-ALL_DIMS = _AllDims()
+NO_DIM = _NoDim()
 
 
-def dims_given(dim, keepdim, name):
-    """(dim, keepdim) of sum or mean as a dim (None for all) and a bool: torch's TypeError for
-    a keepdim given without a dim."""
-    if dim is ALL_DIMS:
+def dim_or_all(dim, keepdim, name, none_is_all=False):
+    """(dim as the op reads it, None for every element; keepdim as a bool), with torch's
+    TypeErrors: keepdim given (True or False; None: not given) without a dim (the overload of
+    all elements takes none: sum(x, keepdim=True) is one, sum(x, None, True) is not), and an
+    explicit dim=None where torch's dim overload takes an int only (prod, max, min, median,
+    nanmedian; `none_is_all`: sum and mean take None)."""
+    if dim is NO_DIM:
         if keepdim is not None:
-            raise TypeError(f"{name}() received an invalid combination of arguments: keepdim "
-                            f"without dim (torch's {name} of all elements takes no keepdim); "
-                            f"pass dim=None too")
+            raise TypeError(f"{name}(): keepdim needs a dim (torch's {name} of all elements "
+                            f"takes no keepdim); pass dim=" +
+                            ("None for all dims" if none_is_all else ", or reshape the result"))
         return None, False
+    if dim is None and not none_is_all:
+        raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType; leave dim out "
+                        f"to reduce over every element")
     return dim, bool(keepdim)
 
 
@@ -149,8 +145,8 @@ def _sum_dtype(x, dtype):
 
 
 @tensor_method()
-def sum(input, dim=ALL_DIMS, keepdim=None, *, dtype=None):
-    """Sum over `dim` (an int, a tuple, or None for all).
+def sum(input, dim=NO_DIM, keepdim=None, *, dtype=None):
+    """Sum over `dim` (an int, a tuple, or None or left out for all; keepdim needs a dim).
 
     >>> import flowgrad as flow
     >>> x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
@@ -166,7 +162,7 @@ def sum(input, dim=ALL_DIMS, keepdim=None, *, dtype=None):
         x = _sum_dtype(input, dtype)
     except AttributeError:
         not_a_tensor("sum", input)
-    dim, keepdim = dims_given(dim, keepdim, "sum")
+    dim, keepdim = dim_or_all(dim, keepdim, "sum", True)
     axes = normalize_dims(dim, x._data.ndim, "sum")
     if x._data.dtype.kind == "b":  # a sum in bool (dtype=bool, out= a bool tensor): torch's
         return _any(x, axes=axes, keepdim=keepdim)  # True + True is True: any
@@ -174,14 +170,14 @@ def sum(input, dim=ALL_DIMS, keepdim=None, *, dtype=None):
 
 
 @tensor_method()
-def mean(input, dim=ALL_DIMS, keepdim=None, *, dtype=None):
+def mean(input, dim=NO_DIM, keepdim=None, *, dtype=None):
     """Mean over `dim`; floating inputs only, as torch.
 
     >>> import flowgrad as flow
     >>> flow.tensor([[1.0, 2.0], [3.0, 4.0]]).mean(dim=1)
     tensor([1.5000, 3.5000])
     """
-    dim, keepdim = dims_given(dim, keepdim, "mean")
+    dim, keepdim = dim_or_all(dim, keepdim, "mean", True)
     x = input.to(dtype) if dtype is not None else input
     try:
         kind = x._data.dtype.kind
@@ -297,12 +293,12 @@ _min_dim.grad(_index_grad)
 
 def _max_min(input, dim, keepdim, other, name):
     # (torch's overloads: keepdim only with an int dim; max(x) and max(x, y) keep none)
-    keepdim = keepdim_needs_dim(None if isinstance(dim, Tensor) or other is not None else dim,
-                                keepdim, name)
-    if isinstance(dim, Tensor):
-        return (maximum if name == "max" else minimum)(input, dim)
-    if other is not None:
-        return (maximum if name == "max" else minimum)(input, other)
+    if isinstance(dim, Tensor) or other is not None:
+        if keepdim is not None:
+            raise TypeError(f"{name}(): keepdim needs an int dim (torch's {name} of two tensors "
+                            f"takes no keepdim)")
+        return (maximum if name == "max" else minimum)(input, dim if other is None else other)
+    dim, keepdim = dim_or_all(dim, keepdim, name)
     if dim is None:
         axes = tuple(range(input._data.ndim))
         _check_nonempty(input, axes, name, whole=True)
@@ -318,7 +314,7 @@ def _max_min(input, dim, keepdim, other, name):
 
 
 @tensor_method()
-def max(input, dim=None, keepdim=None, *, other=None):
+def max(input, dim=NO_DIM, keepdim=None, *, other=None):
     """max(x): the largest element; max(x, dim): (values, indices); max(x, y): maximum.
 
     >>> import flowgrad as flow
@@ -333,7 +329,7 @@ def max(input, dim=None, keepdim=None, *, other=None):
 
 
 @tensor_method()
-def min(input, dim=None, keepdim=None, *, other=None):
+def min(input, dim=NO_DIM, keepdim=None, *, other=None):
     """min(x): the smallest element; min(x, dim): (values, indices); min(x, y): minimum.
 
     >>> import flowgrad as flow
@@ -457,8 +453,8 @@ def _prod_of_others(x, axes):
 
 
 @tensor_method()
-def prod(input, dim=None, keepdim=None, *, dtype=None):
-    """Product over `dim` (one int, or None for all); zeros get torch's gradient.
+def prod(input, dim=NO_DIM, keepdim=None, *, dtype=None):
+    """Product over `dim` (one int, or left out for all); zeros get torch's gradient.
 
     >>> import flowgrad as flow
     >>> flow.prod(flow.tensor([[1.0, 2.0], [3.0, 4.0]]), dim=1)
@@ -468,10 +464,10 @@ def prod(input, dim=None, keepdim=None, *, dtype=None):
         x = _sum_dtype(input, dtype)
     except AttributeError:
         not_a_tensor("prod", input)
-    if dim is not None and isinstance(dim, (tuple, list)):
+    if isinstance(dim, (tuple, list)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}; "
                         f"reduce one dim at a time")
-    keepdim = keepdim_needs_dim(dim, keepdim, "prod")
+    dim, keepdim = dim_or_all(dim, keepdim, "prod")
     return _prod(x, axes=normalize_dims(dim, x._data.ndim, "prod"), keepdim=keepdim,
                  whole=dim is None)
 
@@ -528,8 +524,22 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
         return with_out(lambda t: _logsumexp_into(t, dim, keepdim, out.dtype), out, (input,),
                         "logsumexp")
     x = float_input(input, "logsumexp", complex_ok=True)
-    axes = normalize_dims(dim, x._data.ndim, "logsumexp")
-    return _logsumexp(x, axes=axes, keepdim=keepdim)
+    return _logsumexp(x, axes=_logsumexp_axes(x, dim, keepdim), keepdim=keepdim)
+
+
+def _logsumexp_axes(x, dim, keepdim):
+    """logsumexp's axes, with torch's errors: dim=None (a TypeError: torch's dim is a list of
+    ints), and dim=() without keepdim on a non-empty tensor with dims (torch's composite adds
+    the kept-dims maxima to the squeezed sum: a RuntimeError)."""
+    if dim is None:
+        raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType; "
+                        "pass every dim, tuple(range(x.ndim)), to reduce them all")
+    if isinstance(dim, (tuple, list)) and not dim and not keepdim and x._data.size \
+            and x._data.ndim:
+        raise RuntimeError(f"logsumexp(): output with shape [] doesn't match the broadcast "
+                           f"shape {[1] * x._data.ndim} (dim=() reduces every dim of shape "
+                           f"{tuple(x.shape)}, as torch); pass the dims or keepdim=True")
+    return normalize_dims(dim, x._data.ndim, "logsumexp")
 
 
 def _logsumexp_into(input, dim, keepdim, dtype):
@@ -538,7 +548,7 @@ def _logsumexp_into(input, dim, keepdim, dtype):
     takes the log there (logsumexp of int64 into complex128: exp in float32, the rest in
     double; the float32 result cast would be 1e-7 off it)."""
     x = float_input(input, "logsumexp", complex_ok=True)
-    axes = normalize_dims(dim, x._data.ndim, "logsumexp")
+    axes = _logsumexp_axes(x, dim, keepdim)
     if dtype == x.dtype or x.is_complex() or not (dtype.is_floating_point or dtype.is_complex):
         return _logsumexp(x, axes=axes, keepdim=keepdim)
     top = x.amax(axes, keepdim=True) if x.numel() else x.sum(axes, keepdim=True) - math.inf

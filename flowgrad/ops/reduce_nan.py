@@ -23,7 +23,7 @@ from .elementwise import exp, log, where
 from .elementwise_more import lerp
 from .gather import gather
 from .halfprec import in_float32
-from .reduce import float_input, keepdim_needs_dim
+from .reduce import NO_DIM, dim_or_all, float_input
 from .registry import op
 from .reorder import flip
 from .scan import of_zero_dim, zero_dim_of_result
@@ -103,7 +103,7 @@ def nanmedian_all_backward(ctx, dy):
 
 
 @tensor_method()
-def nanmedian(input, dim=None, keepdim=None):
+def nanmedian(input, dim=NO_DIM, keepdim=None):
     """The lower median of the non-NaN elements (NaN if all are NaN); with `dim`,
     (values, indices) as torch.
 
@@ -111,7 +111,7 @@ def nanmedian(input, dim=None, keepdim=None):
     >>> flow.nanmedian(flow.tensor([3.0, float("nan"), 1.0, 2.0]))
     tensor(2.)
     """
-    keepdim = keepdim_needs_dim(dim, keepdim, "nanmedian")
+    dim, keepdim = dim_or_all(dim, keepdim, "nanmedian")
     check_kernel_dtype(input, "median_cpu" if dim is None else "median_out", "fViu")
     if dim is None:
         if input._data.size == 0:

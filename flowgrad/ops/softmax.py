@@ -138,6 +138,16 @@ def log_softmax_backward(ctx, dy):
     return dy - y.exp() * dy.sum(ctx.dim, keepdim=True)
 
 
+def int_dim(dim, name):
+    """`dim` of torch.softmax, Tensor.softmax, special.softmax and _safe_softmax (and their
+    log_softmax): torch's parser takes an int only, where F.softmax picks an implicit dim for
+    None."""
+    if dim is None:
+        raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType; pass the dim "
+                        f"(only F.{name} picks one for None)")
+    return dim
+
+
 def _softmax_dim(input, dim, dtype, name, stacklevel):
     if dtype is not None:
         if isinstance(dtype, int):  # F.softmax(x, dim, _stacklevel, dtype): torch's order
@@ -178,7 +188,7 @@ def _safe_softmax(input, dim, dtype=None):
     tensor([[0.5000, 0.5000],
             [0.0000, 0.0000]])
     """
-    input, d = _softmax_dim(input, dim, dtype, "_safe_softmax", 3)
+    input, d = _softmax_dim(input, int_dim(dim, "_safe_softmax"), dtype, "_safe_softmax", 3)
     return _safe_softmax_op(input, dim=d)
 
 

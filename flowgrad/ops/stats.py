@@ -27,7 +27,7 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
 from .halfprec import in_float32
 from .no_derivative import without_derivative
-from .reduce import expand_reduced, keepdim_needs_dim, keepdim_shape, normalize_dims
+from .reduce import NO_DIM, dim_or_all, expand_reduced, keepdim_shape, normalize_dims
 from .registry import op
 from .scan import index_output_grad, of_zero_dim, with_rule_indices
 from .summation import add_reduce
@@ -297,14 +297,14 @@ _median_dim.grad(_index_grad)
 
 
 @tensor_method()
-def median(input, dim=None, keepdim=None):
+def median(input, dim=NO_DIM, keepdim=None):
     """median(x): the lower median of all elements; median(x, dim): (values, indices).
 
     >>> import flowgrad as flow
     >>> flow.median(flow.tensor([3.0, 1.0, 4.0, 2.0]))
     tensor(2.)
     """
-    keepdim = keepdim_needs_dim(dim, keepdim, "median")
+    dim, keepdim = dim_or_all(dim, keepdim, "median")
     check_kernel_dtype(input, "median_cpu" if dim is None else "median_out", "fViu")
     if input._data.size == 0 and dim is None and input.is_floating_point():
         return input.sum() + math.nan  # as torch: nan, with a history (its gradient: empty)

@@ -17,12 +17,14 @@ import inspect
 from .. import dtypes as _dt
 from .. import linalg as _linalg
 from .._warn import warn
+from ..tensor import tensor_method
 from . import nn_misc as _nn_misc
 from . import normalization as _norm
+from . import softmax as _softmax
 
 __all__ = ["dropout", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "group_norm",
            "det", "logdet", "slogdet", "inverse", "result_type", "nuclear_norm", "cholesky",
-           "cond", "while_loop"]
+           "cond", "while_loop", "softmax", "log_softmax"]
 
 
 def dropout(input, p, train):
@@ -58,6 +60,24 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     """torch.group_norm: F.group_norm; `cudnn_enabled` is accepted and has no effect."""
     return _norm.group_norm(input, num_groups, weight, bias, eps)
+
+
+@tensor_method()
+def softmax(input, dim, dtype=None):
+    """torch.softmax and Tensor.softmax: F.softmax, with the int dim torch's parser requires
+    (F.softmax alone picks an implicit dim for None, with a warning).
+
+    >>> import flowgrad as flow
+    >>> flow.tensor([0.0, 0.0]).softmax(0)
+    tensor([0.5000, 0.5000])
+    """
+    return _softmax.softmax(input, _softmax.int_dim(dim, "softmax"), dtype)
+
+
+@tensor_method()
+def log_softmax(input, dim, dtype=None):
+    """torch.log_softmax and Tensor.log_softmax: F.log_softmax with an int dim."""
+    return _softmax.log_softmax(input, _softmax.int_dim(dim, "log_softmax"), dtype)
 
 
 def det(input):
