@@ -146,7 +146,7 @@ def _mul_dense(s, d):
     """sparse * dense (a number, or broadcasting to the sparse tensor's shape): sparse, the
     values times the dense entries at the indices."""
     if not isinstance(d, Tensor) or d.ndim == 0:
-        return s._with_values(s._vals * d)
+        return _no_entries_if_empty(s, s._vals * d)
     try:
         shape = np.broadcast_shapes(tuple(d.shape), s._size)
     except ValueError:
@@ -155,7 +155,16 @@ def _mul_dense(s, d):
         raise RuntimeError(f"mul: the dense operand of shape {tuple(d.shape)} does not "
                            f"broadcast to the sparse operand's size {s._size}")
     at = d.expand(s._size)[tuple(s._idx[k] for k in range(s.sparse_dim()))]
-    return s._with_values(s._vals * at)
+    return _no_entries_if_empty(s, s._vals * at)
+
+
+def _no_entries_if_empty(s, values):
+    """s's entries with `values`; none, coalesced, when s has no elements (torch's sparse-dense
+    intersection returns no entries for a sparse operand of numel 0, such as one narrowed to
+    length 0 along a dense dim, whatever its nnz)."""
+    if 0 in s._size and s._nnz():
+        return SparseTensor(s._idx[:, :0], values[:0], s._size, coalesced=True)
+    return SparseTensor(s._idx, values, s._size, s._coalesced)
 
 
 # ---- softmax over the specified entries -----------------------------------------------------
@@ -191,8 +200,8 @@ def _softmax(input, dim, dtype, log):
         # NotImplementedError; an empty tensor it returns)
         raise NotImplementedError(f"{name}: not implemented for {vals.dtype} values; pass "
                                   f"dtype= a floating point type, or convert with .to()")
-    if 0 in s._size:
-        return SparseTensor(s._idx, vals, s._size, coalesced=True)
+    if 0 in s._size:  # (no entries, as torch's, whatever the nnz of a dense dim of size 0)
+        return SparseTensor(s._idx[:, :0], vals[:0], s._size, coalesced=True)
     ns = s.sparse_dim()
     if dim >= ns:  # a dense dim: each entry's own values
         d = 1 + dim - ns
