@@ -161,3 +161,16 @@ def test_log_ndtr_gradient_near_float32_max_does_not_overflow():
     t = flow.tensor([-3.0182215194615804e38, -1e4], requires_grad=True)
     flow.special.log_ndtr(t).sum().backward()
     assert np.allclose(t.grad.numpy(), [3.0182215194615804e38, 1e4], rtol=1e-6)
+
+
+def test_float32_expm1_is_rounded_once_and_its_gradient_keeps_torchs_precision():
+    # special_fuzz seed 9401684: NumPy's float32 expm1(-7.9122) was an ulp off torch's
+    # correctly rounded -0.9996338, and the gradient y + 1 kept that ulp of 1 (1.6e-4 off)
+    x = np.float32(-7.912229061126709)
+    want = mp.expm1(mp.mpf(float(x)))
+    t = flow.tensor([x], requires_grad=True)
+    y = t.expm1()
+    y.backward(flow.ones(1))
+    assert y.item() == float(np.float32(want))
+    assert t.grad.item() == torch.tensor([x]).expm1().item() + 1
+    assert abs(t.grad.item() - float(mp.exp(mp.mpf(float(x))))) < 3e-8
