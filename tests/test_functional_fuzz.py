@@ -259,6 +259,34 @@ def test_linear_takes_a_0d_bias_of_another_dtype_where_torch_adds_it(shape, bias
     _assert_same(program)
 
 
+@pytest.mark.parametrize("case", [
+    ((2, 1, 2, 3), True, (2,), "float16"), ((2, 2, 3), False, (2,), "float16"),
+    ((2, 2, 3), True, (2,), "float32"), ((2, 2, 3), True, (2,), "complex64"),
+    ((2, 3, 3), False, (6, 1), "float64"), ((2, 3, 3), True, (6, 1), "float64"),
+    ((1, 3, 3), False, (3, 1), "float64"), ((2, 2, 3), False, (2, 1), "float64"),
+    ((3,), False, (1, 2), "float64"), ((3,), False, (2, 1), "float64"),
+    ((2, 2, 3), False, (1, 1, 2), "float64"), ((2, 2, 3), True, (1, 1, 2), "float64"),
+    ((2, 2, 3), True, (1, 1, 2, 2), "float64")])
+def test_linear_takes_its_bias_by_torchs_path(case):
+    # torch adds the bias by addmm (one dtype; broadcast to (rows, out_features) of the
+    # flattened input) for a 2-D or contiguous input with a contiguous bias of one dim
+    # (squeezed), else in place after matmul (cast into the result; not grown): a float16
+    # bias of a non-contiguous float64 input ran there and raised in flowgrad (functional_fuzz
+    # seed 9402536), a (6, 1) row bias of a contiguous (2, 3, 3) input ran, a (2, 1) one of a
+    # (2, 2, 3) input raised in torch and broadcast in flowgrad
+    shape, strided, bias_shape, bias_dtype = case
+
+    def program(m):
+        x = m.tensor(np.arange(math.prod(shape) * 2.0).reshape(shape + (2,)))[..., 0]
+        x = x if strided else x.contiguous()
+        w = m.tensor(np.arange(6.0).reshape(2, 3) - 2)
+        b = m.tensor(np.arange(1.0, 1 + math.prod(bias_shape)).reshape(bias_shape),
+                     dtype=getattr(m, bias_dtype), requires_grad=True)
+        out = m.nn.functional.linear(x, w, b)
+        return [out.detach(), m.autograd.grad((out * out).sum(), b)[0]]
+    _assert_same(program)
+
+
 @pytest.mark.parametrize("bias_shape", [(), (1,), (1, 5), (2, 5), (5,)])
 def test_bilinear_checks_the_bias_first_size_as_torch(bias_shape):
     # torch wants bias.size(0) == out_features (a 0-d bias: IndexError), then broadcasts;

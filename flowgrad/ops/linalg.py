@@ -467,6 +467,41 @@ def _kind_rank(t):
     return {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2, "c": 3}[t._data.dtype.kind]
 
 
+def _bias_as_torch_adds_it(input, weight, bias):
+    """linear's bias where it is not one of out_features in the weight's dtype, as torch's
+    path takes it: addmm (one dtype, the weight as mat2, the bias broadcast to the (rows,
+    out_features) of the input's rows) for a 2-D input, or a contiguous one with a contiguous
+    bias of one dim (squeezed); else matmul, the bias then added in place (cast into the
+    result's dtype as an in-place add casts: float16 into float64; broadcast to the result's
+    shape, which it may not grow)."""
+    xs, ws, b = tuple(input.shape), tuple(weight.shape), bias._data
+    addmm = len(xs) == 2 or input.is_contiguous() and bias.is_contiguous() and (
+        b.ndim == 1 or sum(n != 1 for n in b.shape) == 1)
+    if len(ws) == 1 and addmm:
+        raise RuntimeError("linear: mat2 must be a matrix, got 1-D tensor: a 1-D weight "
+                           "with a bias needs a 2-D weight (weight.unsqueeze(0))")
+    out = xs[:-1] + ws[:1]
+    rows = (math.prod(xs[:-1]),) + ws[:1]  # addmm's result
+    target = rows if addmm else out
+    try:
+        fits = np.broadcast_shapes(b.shape, target) == target
+    except ValueError:
+        fits = False
+    if not fits:
+        where = ("rows of the input by out_features (torch adds it by addmm here)" if addmm
+                 else "result, which an in-place add may not grow")
+        raise RuntimeError(f"linear: bias of shape {b.shape} does not broadcast to {target}, "
+                           f"the {where}; pass a bias of shape {ws[:1] if ws[1:] else ()}")
+    if b.dtype != weight._data.dtype:
+        if not addmm and _kind_rank(bias) <= _kind_rank(weight):
+            bias = bias.to(weight.dtype)
+        else:
+            check_same_dtype("linear", weight, bias=bias)
+    if addmm and b.ndim == 2 and (b.shape[0] != 1 or len(xs) == 1):
+        bias = bias.expand(*rows).reshape(out)  # (a bias per row of the flattened input)
+    return bias
+
+
 def linear(input, weight, bias=None):
     """F.linear: input @ weight.T + bias, with weight of shape (out_features, in_features).
 
@@ -499,17 +534,8 @@ def linear(input, weight, bias=None):
         raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
     if bias is None:
         return _linear(input, weight)
-    if wd.ndim == 1 and (len(xs) == 2 or bias._data.ndim == 1 and input.is_contiguous()):
-        # (torch takes addmm there, whose mat2 is the weight; a scalar bias goes by matmul)
-        raise RuntimeError("linear: mat2 must be a matrix, got 1-D tensor: a 1-D weight "
-                           "with a bias needs a 2-D weight (weight.unsqueeze(0))")
-    if bias._data.dtype != wd.dtype:
-        if bias._data.ndim == 0 and len(xs) != 2 and _kind_rank(bias) <= _kind_rank(weight):
-            # torch adds a 0-d bias to a matmul's result in place except for a 2-D input
-            # (addmm, which insists on one dtype): the bias is cast as a number would be
-            bias = bias.to(weight.dtype)
-        else:
-            check_same_dtype("linear", weight, bias=bias)
+    if wd.ndim == 1 or bias._data.dtype != wd.dtype or bias._data.shape != wd.shape[:1]:
+        bias = _bias_as_torch_adds_it(input, weight, bias)
     y = _linear(input, weight, bias)
     if y._grad_fn is not None:
         _drop_unneeded_saves(y)
