@@ -281,7 +281,9 @@ FUNCS = {
                    "derivative sqrt(2 pi) exp(y^2 / 2) multiplies y's error by y^2 ~ -2 log p "
                    "(seed 5012693: 140 ulps at p = 1e-81, torch's 120)"),
     "log_ndtr": F(sp("log_ndtr"), [mix(ANY, U(-40, 10))],
-                  lambda x: mp.log(mp.ncdf(x)), ulps=8,
+                  # (log1p of the upper tail for x > 0: at 40 digits ncdf(14.8) is 1 and the
+                  # log of it 0, where log_ndtr is -6.65e-50)
+                  lambda x: mp.log1p(-mp.ncdf(-x)) if x > 0 else mp.log(mp.ncdf(x)), ulps=8,
                   deriv=lambda order, x: None if order > 1 else mp.npdf(x) / mp.ncdf(x)
                   if x > -1e6 else -x - 1 / x,  # (mpmath's ncdf underflows to 0 out there)
                   why="as erfc"),

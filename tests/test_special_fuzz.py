@@ -174,3 +174,11 @@ def test_float32_expm1_is_rounded_once_and_its_gradient_keeps_torchs_precision()
     assert y.item() == float(np.float32(want))
     assert t.grad.item() == torch.tensor([x]).expm1().item() + 1
     assert abs(t.grad.item() - float(mp.exp(mp.mpf(float(x))))) < 3e-8
+
+
+def test_the_log_ndtr_reference_keeps_the_upper_tail():
+    # special_fuzz seed 9407384: mpmath's log(ncdf(14.8)) at 40 digits was 0, so flowgrad's
+    # -6.652098695809248e-50 (1 ulp off) was flagged against torch's (9 ulps off)
+    x = 14.806472153846109
+    assert sf.FUNCS["log_ndtr"].ref(mp.mpf(x)) < 0
+    assert sf.check(9407384) is None
