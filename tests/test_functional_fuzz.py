@@ -287,6 +287,24 @@ def test_linear_takes_its_bias_by_torchs_path(case):
     _assert_same(program)
 
 
+@pytest.mark.parametrize("fn", ["embedding", "embedding_bag"])
+@pytest.mark.parametrize("padding_idx, index", [(-2, -1), (1, 0), (1, 3), (-1, 2)])
+def test_embedding_checks_padding_idx_before_the_indices_as_torch(fn, padding_idx, index):
+    # torch checks padding_idx first (F.embedding's AssertionError, embedding_bag's
+    # RuntimeError), then the indices; flowgrad checked the indices first (functional_fuzz
+    # seed 9409176: an IndexError for torch's AssertionError), and embedding_bag's padding_idx
+    # raised AssertionError
+    outcomes = []
+    for m in (torch, flow):
+        try:
+            out = getattr(m.nn.functional, fn)(m.tensor([[index]]), m.ones(1, 2),
+                                               padding_idx=padding_idx)
+            outcomes.append(out.detach().numpy().tolist())
+        except (AssertionError, RuntimeError, IndexError) as error:
+            outcomes.append(type(error))
+    assert outcomes[1] == outcomes[0]
+
+
 @pytest.mark.parametrize("bias_shape", [(), (1,), (1, 5), (2, 5), (5,)])
 def test_bilinear_checks_the_bias_first_size_as_torch(bias_shape):
     # torch wants bias.size(0) == out_features (a 0-d bias: IndexError), then broadcasts;

@@ -237,7 +237,7 @@ BAD = [
      RuntimeError, "embedding: expected indices of dtype int64 or int32"),
     ("embedding_padding", lambda: F(flow).embedding(flow.tensor([1]), flow.ones(3, 2),
                                                     padding_idx=3),
-     AssertionError, "padding_idx must be within num_embeddings"),
+     AssertionError, "padding_idx must be within the number of embeddings"),
     ("embedding_bag_mode", lambda: F(flow).embedding_bag(flow.tensor([[1]]), flow.ones(3, 2),
                                                          mode="avg"),
      ValueError, "mode has to be one of sum, mean or max"),

@@ -187,9 +187,10 @@ def _indices(input, name, dtypes=("int64", "int32")):
 def _padding_idx(padding_idx, n, name):
     if padding_idx is None:
         return None
-    if not -n <= padding_idx < n:
-        raise AssertionError(f"{name}: padding_idx must be within num_embeddings ({n}), got "
-                             f"{padding_idx}")
+    if not -n <= padding_idx < n:  # (F.embedding's assert; embedding_bag's kernel check)
+        raise (RuntimeError if name == "embedding_bag" else AssertionError)(
+            f"{name}: padding_idx must be within the number of embeddings, {-n} through "
+            f"{n - 1}, but got {padding_idx}")
     return padding_idx + n if padding_idx < 0 else padding_idx
 
 
@@ -245,12 +246,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         raise RuntimeError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), "
                            f"got shape {tuple(weight.shape)}")
     n = weight._data.shape[0]
+    pad = _padding_idx(padding_idx, n, "embedding")  # (torch's Python check: first)
     if idx.size and (idx.min() < 0 or idx.max() >= n):  # torch: negatives do not wrap
         bad = idx[(idx < 0) | (idx >= n)][0]
         raise IndexError(f"embedding: index out of range in self: index {int(bad)} is out of "
                          f"range for weight with {n} rows (shape {tuple(weight.shape)}); "
                          f"indices must be in [0, {n - 1}]")
-    pad = _padding_idx(padding_idx, n, "embedding")
     if max_norm is not None:
         _renorm_rows(weight, input, max_norm, norm_type)
     # (sparse: a sparse weight gradient from the eager engine; inside func transforms the
@@ -334,11 +335,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError(f"embedding_bag: input has to be 1D or 2D Tensor, but got Tensor of "
                          f"dimension {idx.ndim}")
     n = weight._data.shape[0]
+    pad = _padding_idx(padding_idx, n, "embedding_bag")  # (torch's Python check: first)
     if idx.size and (idx.min() < 0 or idx.max() >= n):  # torch's bag kernel: RuntimeError
         at = int(xp.flatnonzero((idx.reshape(-1) < 0) | (idx.reshape(-1) >= n))[0])
         raise RuntimeError(f"Index {at} of input takes value {int(idx.reshape(-1)[at])} which "
                            f"is not in the valid range [0, {n})")
-    pad = _padding_idx(padding_idx, n, "embedding_bag")
     emb = embedding(flat, weight, padding_idx=pad, max_norm=max_norm, norm_type=norm_type,
                     scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
     if idx.size == 0:
