@@ -57,11 +57,21 @@ def _moment(xp, x, fn, axes, keepdim, correction):
             return fn(x, axis=axes, ddof=correction, keepdims=keepdim)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            if x.dtype.kind == "c":  # torch's var(real) + var(imag): a constant part's 0/0
-                v = sum(xp.var(p, axis=axes, ddof=correction, keepdims=keepdim)  # is nan
-                        for p in (x.real, x.imag))
-                return xp.sqrt(v) if fn is xp.std else v
-            return fn(x, axis=axes, ddof=correction, keepdims=keepdim)
+            # float32 (complex64) in double, as torch's sums: the squares of values below
+            # 1e-19 underflowed, a sum of 0 over no degrees of freedom nan for torch's inf
+            wide = {"f": xp.float64, "F": xp.complex128}.get(x.dtype.char)
+            y = _no_dof_moment(xp, x if wide is None else x.astype(wide), fn, axes, keepdim,
+                               correction)
+            return y if wide is None else y.astype(xp.float32)
+
+
+def _no_dof_moment(xp, x, fn, axes, keepdim, correction):
+    """var / std where N <= correction: inf, or nan for a sum of squares of 0."""
+    if x.dtype.kind == "c":  # torch's var(real) + var(imag): a constant part's 0/0 is nan
+        v = sum(xp.var(p, axis=axes, ddof=correction, keepdims=keepdim)
+                for p in (x.real, x.imag))
+        return xp.sqrt(v) if fn is xp.std else v
+    return fn(x, axis=axes, ddof=correction, keepdims=keepdim)
 
 
 def _float32_moment(xp, x, fn, axes, keepdim, correction):
