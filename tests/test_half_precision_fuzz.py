@@ -24,20 +24,14 @@ KNOWN = {
                         "the other",
 }
 # flowgrad's differences not fixed, by (dtype, seed), each with its reason
-OPEN = {
-    ("bfloat16", 2832): "cdist (mm form) of rows that are all one value in bfloat16: the true "
-                        "distances are 0; flowgrad's |a|^2 + |b|^2 - 2 a.b in float32 leaves "
-                        "float32 cancellation noise (1e-7 of |a|^2, ~0.5 here) that the "
-                        "rounding keeps; torch's same form in bfloat16 steps happens to land "
-                        "below 0 and clamps to exactly 0. Its half-precision mm form would "
-                        "overflow float16 at |x| > 256",
-}
+OPEN = {}
 # cases whose verdict turns on rounding noise that differs between machines: neither checked
 # to agree nor to differ
 NOISE = {
-    ("float16", 2832): "the same cdist case in float16: torch's and flowgrad's distances over a "
-                       "true 0 are both cancellation noise, and which is nearer 0 depends on the "
-                       "machine's BLAS (differs on one 2-core EPYC, agrees on another)",
+    ("float16", 2832): "cdist (mm form) of rows that are all one value: torch's and flowgrad's "
+                       "distances over a true 0 are both cancellation noise, and which is nearer "
+                       "0 depends on the machine's BLAS (differs on one 2-core EPYC, agrees on "
+                       "another)",
 }
 
 

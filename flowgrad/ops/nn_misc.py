@@ -42,6 +42,7 @@ from .normalization import dist_norm
 from .reduce import float_input
 from .registry import op
 from .rules import all_finite
+from .shape import cat
 
 __all__ = ["embedding", "embedding_bag", "dropout", "dropout1d", "dropout2d", "dropout3d",
            "alpha_dropout", "feature_alpha_dropout", "one_hot", "cosine_similarity",
@@ -659,9 +660,15 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         compute_mode == modes[0] and (rows1 > 25 or rows2 > 25)))
     if use_mm:  # (half precision too, as torch's, in float32 rounded once: x * x overflowed)
         low, (a, b) = upcast(a, b)
-        sq = (a * a).sum(-1, keepdim=True) + (b * b).sum(-1).unsqueeze(-2) \
-            - 2 * (a @ b.transpose(-1, -2))
-        d = sq.clamp(min=1e-30).sqrt()
+        # torch's _euclidean_dist: one product of [-2 a, |a|^2, 1] and [b, 1, |b|^2], each
+        # distance one dot product (adding the norms after a @ b.T rounded twice more: its
+        # float32 gradients of close points 10 times torch's error, functional_fuzz seed
+        # 9406826); sqrt of the product clamped at 0, a zero distance's gradient 0
+        na, nb = (a * a).sum(-1, keepdim=True), (b * b).sum(-1, keepdim=True)
+        sq = cat([a * -2, na, na.new_ones(na.shape)], -1) @ \
+            cat([b, nb.new_ones(nb.shape), nb], -1).transpose(-1, -2)
+        pos = sq > 0
+        d = where(pos, where(pos, sq, 1.0).sqrt(), 0.0)
         return d if low is None else d.to(low)
     # torch's CPU kernel: float32 and float64 only, as pdist (half precision: the mm form only)
     check_kernel_dtype(x1, "cdist", kinds="fc" if x1._data.dtype.itemsize >= 4 else "")
