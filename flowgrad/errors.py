@@ -519,6 +519,8 @@ def fill_scalar(op_name, value, np_dtype, float_overflow=True, arg="value"):
         raise RuntimeError(f"{op_name}(): {arg} {value!r} cannot be converted to type "
                            f"{np_dtype.name} without overflow; convert the tensor to a dtype "
                            f"that holds it first")
+    if kind not in "iu" and type(number) is int and abs(number) >= 2 ** 63:
+        return float(number)  # (a uint64: ml_dtypes' bfloat16 refuses an int beyond int64)
     return number
 
 

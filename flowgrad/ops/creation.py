@@ -552,8 +552,6 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, **optio
     shape, d = _size((size,), "full"), _dt.as_dtype(dtype).np
     fill_value = _bool_fill(fill_scalar("full", fill_value, d, fill_checks_overflow(
         d, math.prod(shape))), d)
-    if isinstance(fill_value, builtins.int) and abs(fill_value) >= 2 ** 63:
-        fill_value = float(fill_value)  # (a uint64 into a float dtype: bfloat16 refuses the int)
     return _finish(_alloc("full", shape, d, lambda: dev.xp.full(shape, fill_value, d)),
                    requires_grad, dev)
 
