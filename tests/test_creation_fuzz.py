@@ -350,9 +350,12 @@ def test_asarray_of_a_tensor_requiring_grad_into_another_dtype(kw):
     lambda m: m.full_like(m.tensor([1.0]), 2 ** 63, dtype=m.bfloat16),
     lambda m: m.ones(2, dtype=m.bfloat16).fill_(2 ** 63),
     lambda m: m.ones(2, dtype=m.bfloat16).new_full((2,), 2 ** 64 - 1),
-    lambda m: m.ones(2, dtype=m.bfloat16).masked_fill(m.tensor([True, False]), 2 ** 63)])
+    lambda m: m.ones(2, dtype=m.bfloat16).masked_fill(m.tensor([True, False]), 2 ** 63),
+    lambda m: m.tensor([[2 ** 63, 1.5]], dtype=m.bfloat16),
+    lambda m: m.tensor([2 ** 64 - 1, -3], dtype=m.bfloat16)])
 def test_a_uint64_int_fills_bfloat16_as_torch(make):
     # creation_fuzz seed 9414379: ml_dtypes' bfloat16 refuses a Python int beyond int64
-    # (TypeError 'expected number, got int'); full() converted it, full_like and fill_ not
+    # (TypeError 'expected number, got int'); full() converted it, full_like, fill_ and
+    # tensor() not
     got, want = _same_outcome(make, numpy=False)
     assert got.dtype == flow.bfloat16 and got.float().tolist() == want.float().tolist()

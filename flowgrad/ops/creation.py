@@ -202,6 +202,11 @@ def as_array(data, dtype=None):
     try:
         with np.errstate(over="ignore"):  # (a float beyond float16/32 is inf, as in torch)
             return np.array(data, dtype=dtype.np)
+    except TypeError:
+        if dtype.np.kind != "V":
+            raise
+        # (ml_dtypes' bfloat16 refuses a Python int beyond int64, a uint64: by float64)
+        return np.array(data, dtype=np.float64).astype(dtype.np)
     except OverflowError as error:  # torch's uint8 takes -255..-1 modulo 256; the rest raise
         if dtype.np == np.uint8:
             wide = np.array(data, dtype=np.int64)
