@@ -104,6 +104,37 @@ def test_repeat_interleave_refuses_a_wrong_output_size(call):
         call(flow)
 
 
+def _dim_order(t):
+    """The strides of the dims of size > 1: what a later view()/flatten() depends on."""
+    return tuple(s for s, n in zip(t.stride(), t.shape) if n != 1)
+
+
+def _quantiles(m):
+    x = m.arange(15.0, dtype=m.float64).reshape(5, 3).mT.requires_grad_()  # column-major
+    q = m.tensor([0.25, 0.5, 0.9], dtype=m.float64)
+    outs = (m.quantile(x, q, dim=0), m.nanquantile(x, q, dim=-1, keepdim=True),
+            m.quantile(x.detach().contiguous(), q, dim=1, interpolation="lower"),
+            m.quantile(x, 0.3, dim=0, keepdim=True))
+    return outs + m.autograd.grad(sum((o * o).sum() for o in outs[:2]), [x])
+
+
+# name: build(m) -> tensors, each compared in values and dim order (strides of dims > 1)
+DIM_ORDER_CASES = {
+    # torch gathers the quantiles into a new last dim and moves it first: stride 1 there
+    # whatever the input's layout; flowgrad stacked them in a new first dim (C order)
+    "quantile": _quantiles,
+}
+
+
+@pytest.mark.parametrize("name", DIM_ORDER_CASES)
+def test_result_dim_order_as_torch(name):
+    """Results laid out in memory as torch's (found by `opinfo_layouts.py --strides=all`):
+    the layout decides whether a later view() works and what flatten() shares."""
+    for t, f in zip(*_both(DIM_ORDER_CASES[name])):
+        _close(t, f)
+        assert _dim_order(f) == _dim_order(t), (name, t.stride(), f.stride())
+
+
 # ---- the sweep ----------------------------------------------------------------------------
 # (output strides are not checked here: `opinfo_layouts.py --strides` reports them)
 _EXP = r"^\[\w+ expanded\]"

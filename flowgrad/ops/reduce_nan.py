@@ -27,7 +27,6 @@ from .reduce import NO_DIM, dim_or_all, float_input
 from .registry import op
 from .reorder import flip
 from .scan import of_zero_dim, zero_dim_of_result
-from .shape import stack
 from .sort import sort
 
 __all__ = ["nansum", "nanmean", "nanmedian", "quantile", "nanquantile", "logcumsumexp"]
@@ -162,10 +161,13 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     if x._data.ndim == 0:
         x, d = x.reshape(1), 0
     values, _, count = _nan_last_sorted(x, d)
+    # as torch's: the reduced dim last, the quantiles gathered into a new last dim (so a
+    # result of several q is laid out with them innermost), then moved to the front
+    values, count = values.movedim(d, -1), count.movedim(d, -1)
     # the ranks come from ops on the count (no NumPy on values), so that under vmap each
     # example gets its own; computed in the input's dtype, as torch's
     last = x._data.shape[d] - 1
-    qs = qt.to(x.dtype).reshape(-1, *(1,) * x._data.ndim)  # q is an op input: it may batch
+    qs = qt.to(x.dtype).reshape(-1)  # q is an op input: it may batch
     if ignore_nan:  # ranks among the non-NaN values; an all-NaN row takes rank 0 (a NaN)
         ranks = qs * (count - 1).clamp(min=0).to(x.dtype)
     else:  # a NaN anywhere makes the row's result NaN: point at the last (NaN)
@@ -177,27 +179,21 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     elif interpolation == "nearest":
         ranks = ranks.round()  # half to even, as torch
     below = ranks.floor()
-    above = ranks.ceil().clamp(max=last).long()
-    weight = ranks * 0.0 + 0.5 if interpolation == "midpoint" else ranks - below
-    below = below.long()
-    outs = []
-    for j in range(qs.shape[0]):
-        lo = gather(values, d, below[j])
-        if interpolation in ("lower", "higher", "nearest"):  # the value itself, as torch
-            outs.append(lo)
-            continue
+    out = gather(values, -1, below.long())
+    if interpolation not in ("lower", "higher", "nearest"):  # else the value itself, as torch
         # torch's lerp: its two formulas keep an infinite end exact where lo + w * (hi - lo)
         # is nan, and give nan for inf - inf as torch
-        hi = gather(values, d, above[j])
-        outs.append(lerp(lo, hi, weight[j].expand(lo.shape)))
-    out = stack(outs, 0)
+        hi = gather(values, -1, ranks.ceil().clamp(max=last).long())
+        weight = ranks * 0.0 + 0.5 if interpolation == "midpoint" else ranks - below
+        out = lerp(out, hi, weight)
+    out = out.movedim(-1, 0)
     if input._data.ndim == 0:  # a 0-d input keeps no reduced dim, keepdim or not (torch)
         out = out.reshape(-1)
     elif dim is None:
         out = out.reshape(qs.shape[0], *([1] * input._data.ndim)) if keepdim \
             else out.reshape(-1)
-    elif not keepdim:
-        out = out.squeeze(d + 1)
+    elif keepdim:
+        out = out.unsqueeze(d + 1)
     return out[0] if qt.dim() == 0 else out
 
 
