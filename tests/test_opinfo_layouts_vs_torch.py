@@ -118,11 +118,21 @@ def _quantiles(m):
     return outs + m.autograd.grad(sum((o * o).sum() for o in outs[:2]), [x])
 
 
+
+def _unique_consecutive(m):
+    y = (m.arange(24.0, dtype=m.float64) % 7 % 3).reshape(2, 3, 4)
+    y = y[[0, 0, 1]][:, [0, 1, 1, 2]][:, :, [0, 1, 2, 2, 3]]  # runs along every dim
+    x = y.permute(2, 0, 1).contiguous().permute(1, 2, 0)  # strides (4, 1, 12)
+    return tuple(m.unique_consecutive(t, dim=d) for t in (x, x.contiguous()) for d in range(3))
+
 # name: build(m) -> tensors, each compared in values and dim order (strides of dims > 1)
 DIM_ORDER_CASES = {
     # torch gathers the quantiles into a new last dim and moves it first: stride 1 there
     # whatever the input's layout; flowgrad stacked them in a new first dim (C order)
     "quantile": _quantiles,
+    # torch's unique_dim: the kept slices C-ordered with `dim` first, then moved back (as
+    # torch.unique(dim=)); flowgrad's was C order
+    "unique_consecutive": _unique_consecutive,
 }
 
 

@@ -401,9 +401,11 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         moved = xp.moveaxis(a, d, 0).reshape(a.shape[d], rest)
         starts = xp.ones(a.shape[d], bool)
         starts[1:] = (moved[1:] != moved[:-1]).any(axis=1)
-        values = xp.compress(starts, a, axis=d)
+        # laid out as torch's: the slices kept, C-ordered with `dim` first, moved back
+        kept = xp.ascontiguousarray(xp.compress(starts, xp.moveaxis(a, d, 0), axis=0))
+        values = xp.moveaxis(kept, 0, d)
         inv_shape = (a.shape[d],)
-    out = [Tensor._wrap(xp.ascontiguousarray(values))]
+    out = [Tensor._wrap(values)]
     if return_inverse:
         out.append(Tensor._wrap((xp.cumsum(starts) - 1).astype(np.int64).reshape(inv_shape)))
     if return_counts:
