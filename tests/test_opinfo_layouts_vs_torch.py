@@ -125,6 +125,15 @@ def _unique_consecutive(m):
     x = y.permute(2, 0, 1).contiguous().permute(1, 2, 0)  # strides (4, 1, 12)
     return tuple(m.unique_consecutive(t, dim=d) for t in (x, x.contiguous()) for d in range(3))
 
+
+def _advanced_index(m):
+    x = m.arange(60.0, dtype=m.float64).reshape(3, 4, 5).requires_grad_()
+    t = x.detach().permute(2, 0, 1).contiguous().permute(1, 2, 0).requires_grad_()
+    i, j = m.tensor([0, 2]), m.tensor([[0, 1], [2, 2], [1, 0]]).mT  # j: strides (1, 2)
+    outs = (x[:, :, i], x[:, i], x[i, :, i], x[None, :, j], t[:, i], t[..., i], t[i[:, None], 1:, j],
+            t[:, [True, False, True, True]], x[:, :, i].view(-1))
+    return outs + m.autograd.grad(sum((o * o).sum() for o in outs), [x, t])
+
 # name: build(m) -> tensors, each compared in values and dim order (strides of dims > 1)
 DIM_ORDER_CASES = {
     # torch gathers the quantiles into a new last dim and moves it first: stride 1 there
@@ -133,6 +142,10 @@ DIM_ORDER_CASES = {
     # torch's unique_dim: the kept slices C-ordered with `dim` first, then moved back (as
     # torch.unique(dim=)); flowgrad's was C order
     "unique_consecutive": _unique_consecutive,
+    # torch's index iterator orders the dims x keeps by x's strides and the indexed ones by
+    # the index tensors' (C order for a row-major x); NumPy put the indexed dims outermost,
+    # so `x[:, :, i].view(-1)` raised
+    "advanced_index": _advanced_index,
 }
 
 

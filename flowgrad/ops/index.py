@@ -47,6 +47,7 @@ from ..autograd.views import writable_alias
 from ..device import ARRAY_MODULES, array_module, new_array
 from ..errors import INT_INDEX_DTYPES, check_number, checked_value_tensor, fill_scalar, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from .layout import index_layout, row_major
 from .registry import op
 
 __all__ = ["narrow", "select", "nonzero", "index_select", "masked_fill", "argwhere"]
@@ -216,7 +217,12 @@ def getitem_backward_backward(ctx, ddx):
 # saves the index arrays: a second backward raises, as torch's
 @op("index", jvp="linear", save=_save_from(1))
 def _index(xp, x, *arrays, spec):
-    return x[build_index(xp, spec, arrays, x.shape)]
+    out = x[build_index(xp, spec, arrays, x.shape)]
+    if out.ndim < 2 or out.flags.c_contiguous and row_major(x) and all(
+            row_major(a) for a in arrays):
+        return out  # (NumPy's C order is torch's: x[t] of a row-major x mostly)
+    it = iter(arrays)
+    return index_layout(xp, out, x, tuple(next(it) if s is ARRAY else s for s in spec))
 
 
 @_index.grad

@@ -1,7 +1,8 @@
 """Memory layouts as torch chooses them, where NumPy chooses otherwise: `preserve_format`, the
 layout of a new tensor made like another (clone, the `*_like` factories, flip); the layout of
 an elementwise result of several tensors (`torch_layout`, the registry's
-layout="elementwise"); LAPACK results' column-major matrices (`column_major`).
+layout="elementwise"); LAPACK results' column-major matrices (`column_major`); an
+advanced index's result (`index_layout`).
 
 preserve_format keeps a dense input's strides; any other input's dims keep their order by
 stride, packed densely, a broadcast (stride 0) dim staying where row-major order puts it.
@@ -169,3 +170,121 @@ def column_major(xp, a):
     if getattr(a, "ndim", 0) < 2 or a.swapaxes(-1, -2).flags.c_contiguous:
         return a
     return xp.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)
+
+
+def _view_strides(shape, strides, new_shape):
+    """The strides torch's view/reshape gives `new_shape` (`shape` with size-1 dims added:
+    always a view), torch's computeStride: a size-1 dim's stride matters to the iterator."""
+    if not shape:
+        return (1,) * len(new_shape)
+    new = [0] * len(new_shape)
+    view_d, base, numel, view_numel = len(new_shape) - 1, strides[-1], 1, 1
+    for d in range(len(shape) - 1, -1, -1):
+        numel *= shape[d]
+        if d == 0 or shape[d - 1] != 1 and strides[d - 1] != numel * base:
+            while view_d >= 0 and (view_numel < numel or new_shape[view_d] == 1):
+                new[view_d] = view_numel * base
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if d > 0:
+                base, numel, view_numel = strides[d - 1], 1, 1
+    return tuple(new)
+
+
+def _expand_strides(shape, strides, target):
+    """The strides of torch's expand of (shape, strides) to `target` (inferExpandGeometry:
+    an expanded dim's stride 0, a new leading dim's the next dim's extent)."""
+    out = [0] * len(target)
+    lead = len(target) - len(shape)
+    for i in range(len(target) - 1, -1, -1):
+        d = i - lead
+        size = shape[d] if d >= 0 else 1
+        out[i] = 0 if size != target[i] else strides[d] if d >= 0 else (
+            target[i + 1] * out[i + 1] if i + 1 < len(target) else 1)
+    return tuple(out)
+
+
+def _advanced_parts(xp, x, index):
+    """torch's reading of an advanced `index` (index arrays in place) of `x`: (the shape and
+    strides of the view its basic part makes, applied first as torch's applySlicing does
+    (a new dim's stride is the next dim's extent, as unsqueeze's), the positions of the
+    indexed dims in that view, each index tensor's (shape, strides)); a bool mask is its
+    nonzero()'s columns (1-d), a bool (or 0-d mask) a new dim indexed by a 1-element mask."""
+    used = sum(1 if not hasattr(i, "ndim") else i.ndim if i.dtype == xp.bool_ else 1
+               for i in index if not (i is None or i is Ellipsis or type(i) is bool))
+    shape, strides = list(x.shape), [abs(s) for s in x.strides]
+    positions, tensors = [], []
+    dim = 0  # the dims of the view so far
+    for item in index:
+        if hasattr(item, "ndim") and not (item.dtype == xp.bool_ and item.ndim == 0):
+            dims = item.ndim if item.dtype == xp.bool_ else 1
+            if item.dtype == xp.bool_:
+                tensors.extend([((int(xp.count_nonzero(item)),), (8,))] * dims)
+            else:
+                tensors.append((item.shape, item.strides))
+            positions.extend(range(dim, dim + dims))
+            dim += dims
+        elif item is None or hasattr(item, "ndim") or type(item) is bool:
+            if item is not None:
+                positions.append(dim)
+                tensors.append(((1 if item else 0,), (8,)))
+            shape.insert(dim, 1)
+            strides.insert(dim, shape[dim + 1] * strides[dim] if dim < len(strides) else 1)
+            dim += 1
+        elif item is Ellipsis:
+            dim += x.ndim - used
+        elif type(item) is slice:
+            start, stop, step = item.indices(shape[dim])
+            shape[dim] = len(range(start, stop, step))
+            strides[dim] *= step
+            dim += 1
+        else:  # an int: torch's select, applied first
+            del shape[dim], strides[dim]
+    return shape, strides, positions, tensors
+
+
+def index_layout(xp, out, x, index):
+    """`out` = x[index] (an advanced index, index arrays in place) laid out as torch's index
+    iterator lays it out (torch's AdvancedIndex: x after the index's basic part, the
+    indexed dims first when they are not adjacent, restrided with stride 0 there, and the
+    index tensors broadcast and reshaped to the result's dims: the iterator orders the
+    result's dims by those operands' strides); C order where x and the index arrays are
+    row-major. NumPy puts the indexed dims outermost (`x[:, [0, 3]]` of a row-major x), so
+    a later view() of it raised where torch's works. `out` itself where it already lies
+    so, else a copy that does."""
+    if out.ndim < 2 or out.size == 0:
+        return out
+    if row_major(x) and all(row_major(i) for i in index if hasattr(i, "ndim")):
+        return out if row_major(out) else xp.ascontiguousarray(out)
+    shape, strides, positions, tensors = _advanced_parts(xp, x, index)
+    first = positions[0]
+    if positions != list(range(first, first + len(positions))):  # torch's transposeToFront
+        order = positions + [d for d in range(len(shape)) if d not in positions]
+        shape, strides, first = [shape[d] for d in order], [strides[d] for d in order], 0
+    indexed = tensors[0][0]
+    if any(s != indexed for s, _ in tensors):
+        indexed = np.broadcast_shapes(*(s for s, _ in tensors))
+    after = first + len(positions)
+    full = tuple(shape[:first]) + indexed + tuple(shape[after:])
+    if full != out.shape:  # (not torch's reading: NumPy's layout stays)
+        return out
+    operands = [tuple(strides[:first]) + (0,) * len(indexed) + tuple(strides[after:])]
+    for s, st in tensors:
+        st = tuple(abs(t) for t in st)
+        if s != indexed:
+            st = _expand_strides(s, st, indexed)
+        padded = (1,) * first + indexed + (1,) * (len(shape) - after)
+        st = _view_strides(indexed, st, padded)
+        operands.append(tuple(0 if n == 1 and m != 1 else t
+                              for n, m, t in zip(padded, full, st)))
+    perm = _fastest_first(full, operands)
+    expected = out.itemsize
+    for dim in perm:
+        if full[dim] != 1 and out.strides[dim] != expected:
+            break
+        expected *= full[dim]
+    else:
+        return out
+    result = _empty_in_order(xp, full, out.dtype, perm)
+    result[...] = out
+    return result
