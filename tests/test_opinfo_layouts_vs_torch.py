@@ -130,8 +130,8 @@ def _advanced_index(m):
     x = m.arange(60.0, dtype=m.float64).reshape(3, 4, 5).requires_grad_()
     t = x.detach().permute(2, 0, 1).contiguous().permute(1, 2, 0).requires_grad_()
     i, j = m.tensor([0, 2]), m.tensor([[0, 1], [2, 2], [1, 0]]).mT  # j: strides (1, 2)
-    outs = (x[:, :, i], x[:, i], x[i, :, i], x[None, :, j], t[:, i], t[..., i], t[i[:, None], 1:, j],
-            t[:, [True, False, True, True]], x[:, :, i].view(-1))
+    outs = (x[:, :, i], x[:, i], x[i, :, i], x[None, :, j], t[:, i], t[..., i],
+            t[i[:, None], 1:, j], t[:, [True, False, True, True]], x[:, :, i].view(-1))
     return outs + m.autograd.grad(sum((o * o).sum() for o in outs), [x, t])
 
 # name: build(m) -> tensors, each compared in values and dim order (strides of dims > 1)
@@ -157,6 +157,46 @@ def test_result_dim_order_as_torch(name):
         _close(t, f)
         assert _dim_order(f) == _dim_order(t), (name, t.stride(), f.stride())
 
+
+
+NEW_MEMORY_CASES = {  # name: (make the input from module m, the op)
+    "pixel_shuffle_1": (lambda m: m.arange(36.0).reshape(1, 9, 2, 2).mT,
+                        lambda m, x: m.nn.functional.pixel_shuffle(x, 1)),
+    "pixel_unshuffle_1": (lambda m: m.arange(36.0).reshape(1, 9, 2, 2),
+                          lambda m, x: m.nn.functional.pixel_unshuffle(x, 1)),
+    "pixel_shuffle_1x1": (lambda m: m.arange(8.0).reshape(2, 4, 1, 1),
+                          lambda m, x: m.nn.functional.pixel_shuffle(x, 2)),
+    "channel_shuffle_1": (lambda m: m.arange(36.0).reshape(1, 9, 2, 2).mT,
+                          lambda m, x: m.channel_shuffle(x, 1)),
+    "channel_shuffle_expanded": (lambda m: m.arange(4.0).reshape(1, 1, 2, 2).expand(1, 4, 2, 2),
+                                 lambda m, x: m.channel_shuffle(x, 2)),
+    "unfold_1x1": (lambda m: m.arange(36.0).reshape(1, 9, 2, 2),
+                   lambda m, x: m.nn.functional.unfold(x, 1)),
+    "matrix_power_1": (lambda m: m.arange(4.0).reshape(2, 2).mT,
+                       lambda m, x: m.linalg.matrix_power(x, 1)),
+    "matrix_power_0": (lambda m: m.arange(8.0).reshape(2, 2, 2).mT,
+                       lambda m, x: m.linalg.matrix_power(x, 0)),
+}
+
+
+@pytest.mark.parametrize("name", NEW_MEMORY_CASES)
+def test_result_is_new_memory_laid_out_as_torch(name):
+    """Ops torch computes into a new tensor: flowgrad composed them of views (reshape,
+    permute) or a kernel whose copy NumPy skipped, so with a trivial factor (1), a 1 x 1
+    kernel, n = 1 or an expanded input the result was the input's own memory (a write to it
+    changed the input: a wrong value with no error) in the input's layout."""
+    make, fn = NEW_MEMORY_CASES[name]
+    results = []
+    for m in (torch, flow):
+        x = make(m)
+        before = x.clone()
+        y = fn(m, x)
+        results.append((y.clone(), _dim_order(y)))
+        y.add_(1)
+        assert m.equal(x, before), (name, m.__name__)
+    (t, t_order), (f, f_order) = results
+    _close(t, f)
+    assert f_order == t_order, (name, t_order, f_order)
 
 # ---- the sweep ----------------------------------------------------------------------------
 # (output strides are not checked here: `opinfo_layouts.py --strides` reports them)

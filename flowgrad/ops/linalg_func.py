@@ -22,6 +22,7 @@ from .. import dtypes as _dt
 from .._warn import warn, warn_once
 from ..errors import check_same_dtype, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from ..typed_tensors import contiguous_format
 from .complex import adjoint
 from .creation import ones_like, zeros_like
 from .diag import tril
@@ -105,10 +106,14 @@ def matrix_power(A, n):
         raise RuntimeError(f"linalg.matrix_power: expected a tensor of square matrices, got "
                            f"shape {tuple(getattr(A, 'shape', ()))}")
     n = int_arg(n, "matrix_power", "n", 2)
-    if n == 0:  # the identity, in A's graph with gradient zero (A * 0 would be nan at inf)
-        return where(ones_like(A, dtype=_dt.bool), _eye(A.shape[-1], A), A)
-    if n < 0:
+    if n == 0:  # the identity, in A's graph with gradient zero (A * 0 would be nan at inf),
+        # row-major as torch's (a bool condition of A's layout would give A's)
+        return where(ones_like(A, dtype=_dt.bool, memory_format=contiguous_format),
+                     _eye(A.shape[-1], A), A)
+    if n < 0:  # (A^-1 is inv's result, column-major, as torch's)
         A, n = inv(A), -n
+    elif n == 1:  # a new row-major matrix (torch's clone), not A itself
+        return A.clone(memory_format=contiguous_format)
     result, base = None, A
     while n:
         if n & 1:

@@ -19,6 +19,7 @@ import math
 from .._warn import warn
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..errors import check_kernel_dtype, int_arg
+from ..typed_tensors import contiguous_format
 from . import loss_ctc as _loss_ctc
 from . import loss_more as _loss_more
 from . import nn_misc as _nn_misc
@@ -81,7 +82,10 @@ def channel_shuffle(input, groups):
         raise RuntimeError(f"channel_shuffle: number of channels ({c}) must be divisible by "
                            f"groups ({groups}), and groups must be positive")
     rest = tuple(input.shape[2:])
-    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
+    # in new row-major memory, as torch allocates it: never a view of the input (groups=1,
+    # or an expanded input, gave one)
+    shuffled = input.reshape(n, groups, c // groups, *rest).transpose(1, 2)
+    return shuffled.clone(memory_format=contiguous_format).view(n, c, *rest)
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):

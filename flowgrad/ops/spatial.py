@@ -24,6 +24,7 @@ from ..device import new_array
 from ..dtypes import float64, uint8
 from ..errors import check_kernel_dtype
 from ..tensor import Tensor
+from ..typed_tensors import contiguous_format
 from .conv import col2im, ntuple, out_size, pad_array, windows
 from .elementwise import where
 from .halfprec import opmath
@@ -45,9 +46,9 @@ def _unfold(xp, x, *, ksize, stride, padding, dilation):
                 zip(x.shape[2:], ksize, stride, padding, dilation))
     win = windows(xp, pad_array(xp, x, padding), ksize, stride, dilation, out)
     perm = (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
-    # math.prod(out), not -1: an empty batch has no elements to infer it from
-    return xp.ascontiguousarray(win.transpose(perm)).reshape(n, c * math.prod(ksize),
-                                                               math.prod(out))
+    # math.prod(out), not -1: an empty batch has no elements to infer it from; a copy even
+    # where the windows lie in x's order (a 1 x 1 kernel): the result is x's memory else
+    return win.transpose(perm).copy().reshape(n, c * math.prod(ksize), math.prod(out))
 
 
 @op("fold", jvp="linear", complex=True)  # (its rule moves dy, real weights)
@@ -150,6 +151,13 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 # ---- pixel shuffle -------------------------------------------------------------------------
+def _fresh(shuffled):
+    """The shuffled elements in new row-major memory, as torch allocates pixel_(un)shuffle's
+    result: never a view of the input (a factor of 1, or sizes that leave the reshape a
+    view, gave one: a write to the result changed the input), nor in the input's layout."""
+    return shuffled.clone(memory_format=contiguous_format)
+
+
 def pixel_shuffle(input, upscale_factor):
     """(*, C * r**2, H, W) -> (*, C, H * r, W * r): channels become sub-pixel positions."""
     r = int(upscale_factor)
@@ -166,7 +174,7 @@ def pixel_shuffle(input, upscale_factor):
     nl = len(lead)
     y = input.reshape(*lead, c // (r * r), r, r, h, w)
     perm = tuple(range(nl)) + tuple(nl + i for i in (0, 3, 1, 4, 2))
-    return y.permute(*perm).reshape(*lead, c // (r * r), h * r, w * r)
+    return _fresh(y.permute(*perm)).view(*lead, c // (r * r), h * r, w * r)
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -186,7 +194,7 @@ def pixel_unshuffle(input, downscale_factor):
     nl = len(lead)
     y = input.reshape(*lead, c, h // r, r, w // r, r)
     perm = tuple(range(nl)) + tuple(nl + i for i in (0, 2, 4, 1, 3))
-    return y.permute(*perm).reshape(*lead, c * r * r, h // r, w // r)
+    return _fresh(y.permute(*perm)).view(*lead, c * r * r, h // r, w // r)
 
 
 # ---- interpolate: one (out, in) matrix per spatial dim -----------------------------------------
