@@ -134,6 +134,16 @@ def _advanced_index(m):
             t[i[:, None], 1:, j], t[:, [True, False, True, True]], x[:, :, i].view(-1))
     return outs + m.autograd.grad(sum((o * o).sum() for o in outs), [x, t])
 
+
+def _solve_vectors(m):
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(3, 2, 5, 5, dtype=torch.float64, generator=g) + 5 * torch.eye(5)
+    b = torch.randn(3, 2, 5, dtype=torch.float64, generator=g)
+    A, B = (m.tensor(t.numpy()).requires_grad_() for t in (a, b))
+    b1 = m.tensor(b[0, 0].numpy()).requires_grad_()
+    outs = (m.linalg.solve(A, B), m.linalg.solve(A[0], b1), m.linalg.solve_ex(A, B)[0])
+    return outs + m.autograd.grad(sum((o * o).sum() for o in outs), [A, B, b1])
+
 # name: build(m) -> tensors, each compared in values and dim order (strides of dims > 1)
 DIM_ORDER_CASES = {
     # torch gathers the quantiles into a new last dim and moves it first: stride 1 there
@@ -146,6 +156,9 @@ DIM_ORDER_CASES = {
     # the index tensors' (C order for a row-major x); NumPy put the indexed dims outermost,
     # so `x[:, :, i].view(-1)` raised
     "advanced_index": _advanced_index,
+    # a batch of vectors B: torch lays the (..., n) result out as a column-major matrix of
+    # its last two dims (strides (1, 2) for (2, 5)); flowgrad squeezed a (..., n, 1) column
+    "solve_vectors": _solve_vectors,
 }
 
 

@@ -31,6 +31,7 @@ from .diag import diagonal as _diagonal
 from .diag import tril
 from .elementwise import where
 from .halfprec import HALF
+from .layout import column_major
 from .linalg import matmul
 from .norm import vector_norm
 from .registry import op
@@ -315,15 +316,23 @@ def inv(A):
 # B's gradient reads A, A's reads A and X: B itself is never read
 @op("linalg_solve", save="inputs outputs", complex=True, grad_reads=((0,), (0,)),
     layout="column_major")
-def _solve(xp, A, B):
+def _solve(xp, A, B, *, vector=False):
+    if vector:  # B a (batch of) vector(s): torch lays the (..., n) result out as a matrix of
+        # its last two dims, column-major (a batch's vectors interleaved)
+        return column_major(xp, xp.linalg.solve(A, B[..., None])[..., 0])
     return xp.linalg.solve(A, B)
 
 
 @_solve.grad
 def linalg_solve_backward(ctx, dX):
     (A, _), X = ctx.inputs, ctx.out
-    dB = _solve(adjoint(A), dX)
-    return (-(dB @ adjoint(X)) if ctx.needs_input_grad[0] else None), dB
+    vector = getattr(ctx, "vector", False)
+    dB = _solve(adjoint(A), dX, vector=True) if vector else _solve(adjoint(A), dX)
+    if not ctx.needs_input_grad[0]:
+        return None, dB
+    if vector:
+        return -(dB.unsqueeze(-1) @ adjoint(X.unsqueeze(-1))), dB
+    return -(dB @ adjoint(X)), dB
 
 
 def solve(A, B, *, left=True):
@@ -340,7 +349,9 @@ def solve(A, B, *, left=True):
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                            f"XA = B ({n}x{n} and {n}x1): with left=False, B must be a "
                            f"matrix (..., k, {n}); for one row, pass B.unsqueeze(-2)")
-    return solve_matrices(A, B.unsqueeze(-1), name="linalg.solve").squeeze(-1)
+    _check_rows(A, B.unsqueeze(-1), "linalg.solve")
+    return _lapack(lambda: _solve(A, B, vector=True), "linalg.solve",
+                   "the input matrix is singular")
 
 
 def solve_matrices(A, B, *, left=True, name="linalg.solve"):
@@ -349,11 +360,15 @@ def solve_matrices(A, B, *, left=True, name="linalg.solve"):
     _same_dtype(A, B, name)
     if not left:
         return solve_matrices(A.mT, B.mT, name=name).mT
+    _check_rows(A, B, name)
+    return _lapack(lambda: _solve(A, B), name, "the input matrix is singular")
+
+
+def _check_rows(A, B, name):
     if B._data.ndim < 2 or B._data.shape[-2] != A._data.shape[-1]:
         raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation "
                            f"AX = B ({'x'.join(map(str, A.shape))} and "
                            f"{'x'.join(map(str, B.shape))})")
-    return _lapack(lambda: _solve(A, B), name, "the input matrix is singular")
 
 
 def _same_dtype(A, B, name):
