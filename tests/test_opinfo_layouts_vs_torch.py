@@ -115,7 +115,7 @@ def _quantiles(m):
     outs = (m.quantile(x, q, dim=0), m.nanquantile(x, q, dim=-1, keepdim=True),
             m.quantile(x.detach().contiguous(), q, dim=1, interpolation="lower"),
             m.quantile(x, 0.3, dim=0, keepdim=True))
-    return outs + m.autograd.grad(sum((o * o).sum() for o in outs[:2]), [x])
+    return outs, m.autograd.grad(sum((o * o).sum() for o in outs[:2]), [x])
 
 
 
@@ -123,7 +123,7 @@ def _unique_consecutive(m):
     y = (m.arange(24.0, dtype=m.float64) % 7 % 3).reshape(2, 3, 4)
     y = y[[0, 0, 1]][:, [0, 1, 1, 2]][:, :, [0, 1, 2, 2, 3]]  # runs along every dim
     x = y.permute(2, 0, 1).contiguous().permute(1, 2, 0)  # strides (4, 1, 12)
-    return tuple(m.unique_consecutive(t, dim=d) for t in (x, x.contiguous()) for d in range(3))
+    return tuple(m.unique_consecutive(t, dim=d) for t in (x, x.contiguous()) for d in range(3)), ()
 
 
 def _advanced_index(m):
@@ -132,7 +132,7 @@ def _advanced_index(m):
     i, j = m.tensor([0, 2]), m.tensor([[0, 1], [2, 2], [1, 0]]).mT  # j: strides (1, 2)
     outs = (x[:, :, i], x[:, i], x[i, :, i], x[None, :, j], t[:, i], t[..., i],
             t[i[:, None], 1:, j], t[:, [True, False, True, True]], x[:, :, i].view(-1))
-    return outs + m.autograd.grad(sum((o * o).sum() for o in outs), [x, t])
+    return outs, m.autograd.grad(sum((o * o).sum() for o in outs), [x, t])
 
 
 def _solve_vectors(m):
@@ -142,9 +142,31 @@ def _solve_vectors(m):
     A, B = (m.tensor(t.numpy()).requires_grad_() for t in (a, b))
     b1 = m.tensor(b[0, 0].numpy()).requires_grad_()
     outs = (m.linalg.solve(A, B), m.linalg.solve(A[0], b1), m.linalg.solve_ex(A, B)[0])
-    return outs + m.autograd.grad(sum((o * o).sum() for o in outs), [A, B, b1])
+    return outs, m.autograd.grad(sum((o * o).sum() for o in outs), [A, B, b1])
 
-# name: build(m) -> tensors, each compared in values and dim order (strides of dims > 1)
+
+def _lapack_composites(m):
+    g = torch.Generator().manual_seed(1)
+    a, c, s = (torch.randn(*shape, dtype=torch.float64, generator=g)
+               for shape in ((5, 3), (5, 4), (4, 4)))
+    spd = s @ s.mT + torch.eye(4)
+    C, S = (m.tensor(t.numpy()).requires_grad_() for t in (c, spd))
+    qa, tau = (t.requires_grad_() for t in m.geqrf(m.tensor(a.numpy())))
+    LU, piv = m.linalg.lu_factor(S)
+    LD, lpiv = m.linalg.ldl_factor(S.detach())
+    outs = (m.linalg.householder_product(qa, tau), m.ormqr(qa, tau, C),
+            m.ormqr(qa, tau, C.mT, left=False, transpose=True),
+            m.linalg.lu_solve(LU, piv, C[:4], adjoint=True),
+            m.linalg.lu_solve(LU, piv, C[:4].mT, left=False, adjoint=True),
+            m.linalg.cholesky(S, upper=True), m.linalg.cholesky(S.to(m.complex128), upper=True),
+            m.linalg.solve_triangular(S.triu(), C[:4].mT, upper=True, left=False),
+            *m.triangular_solve(C[:4], S.tril(), upper=False),
+            m.linalg.ldl_solve(LD, lpiv, C[:4].detach()))
+    return outs, m.autograd.grad(sum((o.abs() ** 2).sum() for o in outs[:-1]),
+                                 [qa, tau, C, S])
+
+# name: build(m) -> (outputs, gradients): the outputs compared in values and dim order
+# (strides of dims > 1), the gradients in values
 DIM_ORDER_CASES = {
     # torch gathers the quantiles into a new last dim and moves it first: stride 1 there
     # whatever the input's layout; flowgrad stacked them in a new first dim (C order)
@@ -159,6 +181,9 @@ DIM_ORDER_CASES = {
     # a batch of vectors B: torch lays the (..., n) result out as a column-major matrix of
     # its last two dims (strides (1, 2) for (2, 5)); flowgrad squeezed a (..., n, 1) column
     "solve_vectors": _solve_vectors,
+    # LAPACK-backed results flowgrad composes of other ops (torch's are column-major; lu_solve
+    # with left=False row-major): they were in the order of their last matmul or adjoint
+    "lapack_composites": _lapack_composites,
 }
 
 
@@ -166,9 +191,12 @@ DIM_ORDER_CASES = {
 def test_result_dim_order_as_torch(name):
     """Results laid out in memory as torch's (found by `opinfo_layouts.py --strides=all`):
     the layout decides whether a later view() works and what flatten() shares."""
-    for t, f in zip(*_both(DIM_ORDER_CASES[name])):
+    (t_outs, t_grads), (f_outs, f_grads) = _both(DIM_ORDER_CASES[name])
+    for t, f in zip(t_grads, f_grads):
         _close(t, f)
-        assert _dim_order(f) == _dim_order(t), (name, t.stride(), f.stride())
+    for i, (t, f) in enumerate(zip(t_outs, f_outs)):
+        _close(t, f)
+        assert _dim_order(f) == _dim_order(t), (name, i, t.stride(), f.stride())
 
 
 

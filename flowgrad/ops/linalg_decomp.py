@@ -419,7 +419,18 @@ def cholesky(A, *, upper=False):
     # torch factors the triangle it is told to: upper=True reads A's upper one (A^H's lower)
     L = _lapack(lambda: _cholesky(_upper_triangle(A) if upper else A), "linalg.cholesky",
                 "the input is not positive-definite")
-    return adjoint(L) if upper else L
+    return column_major_result(adjoint(L)) if upper else L
+
+
+def column_major_result(X):
+    """X as (a batch of) column-major matrices, copied where it is not: torch's layout of a
+    LAPACK-backed result that flowgrad composes of other ops (cholesky's upper factor,
+    householder_product, ormqr, lu_solve, solve_triangular), which the registry's
+    layout="column_major" gives the results of single kernels."""
+    data = X._data
+    if data.ndim < 2 or data.swapaxes(-1, -2).flags.c_contiguous:
+        return X
+    return X.mT.contiguous().mT
 
 
 @op("linalg_qr", n_out=2, save="outputs", complex=True, layout="column_major")

@@ -28,7 +28,17 @@ from .creation import ones_like, zeros_like
 from .diag import tril
 from .elementwise import where
 from .linalg import dot, matmul, outer
-from .linalg_decomp import _eye, _matrix, _square, inv, matrix_norm, qr, svd, svdvals
+from .linalg_decomp import (
+    _eye,
+    _matrix,
+    _square,
+    column_major_result,
+    inv,
+    matrix_norm,
+    qr,
+    svd,
+    svdvals,
+)
 from .linalg_solve import LU_FACTOR, inv_ex, lu_factor_ex, lu_solve
 from .linalg_solve import solve_triangular as _solve_triangular
 from .no_derivative import without_derivative
@@ -393,8 +403,8 @@ def householder_product(A, tau):
     eye = _eye(m, A, n).expand(*A._data.shape[:-2], m, n)
     if tau._data.shape[-1] == 0:  # no reflectors: Q = I, still a function of A (as torch's,
         # with a zero gradient): `where` on an all-false mask links it without reading A
-        return where(zeros_like(A, dtype=_dt.bool), A, eye)
-    return _apply_reflectors(A, tau, eye, True, False)
+        return column_major_result(where(zeros_like(A, dtype=_dt.bool), A, eye))
+    return column_major_result(_apply_reflectors(A, tau, eye, True, False))
 
 
 @tensor_method()
@@ -413,7 +423,7 @@ def ormqr(input, input2, input3, left=True, transpose=False):
                                f"{tuple(t.shape)})")
     if all(isinstance(t, Tensor) for t in (input, input2, input3)):
         _check_ormqr(input, input2, input3, left)
-    return _apply_reflectors(input, input2, input3, left, transpose)
+    return column_major_result(_apply_reflectors(input, input2, input3, left, transpose))
 
 
 def _check_ormqr(input, tau, other, left):
@@ -508,4 +518,4 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False)
     `transpose`)."""
     T = A.mT if transpose else A
     X = _solve_triangular(T, input, upper=upper != transpose, unitriangular=unitriangular)
-    return TRIANGULAR(X, A.clone())
+    return TRIANGULAR(X, column_major_result(A.clone()))  # (torch's clone is column-major)

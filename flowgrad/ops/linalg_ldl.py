@@ -178,7 +178,7 @@ def _ldl_factor(xp, A, *, hermitian):
     return xp.tril(a).reshape(A.shape), piv.reshape(A.shape[:-1]), info.reshape(A.shape[:-2])
 
 
-@op("linalg_ldl_solve", differentiable=False, complex=True)
+@op("linalg_ldl_solve", differentiable=False, complex=True, layout="column_major")
 def _ldl_solve(xp, LD, pivots, B, *, hermitian):
     n = LD.shape[-1]
     herm = hermitian and LD.dtype.kind == "c"

@@ -37,6 +37,7 @@ from .linalg_decomp import (
     _matrix,
     _square,
     cholesky,
+    column_major_result,
     eigvalsh,
     inv,
     solve,
@@ -79,7 +80,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     T = triu(A) if upper else tril(A)
     if unitriangular:
         T = _unit_diag(T)
-    return solve_matrices(T, B, left=left, name="linalg.solve_triangular")
+    X = solve_matrices(T, B, left=left, name="linalg.solve_triangular")
+    return X if left else column_major_result(X)  # (column-major either way, as torch's)
 
 
 # ---- LU --------------------------------------------------------------------------------------
@@ -219,13 +221,15 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     def tri(T, X, upper, left, unit=False):
         return solve_triangular(T, X, upper=upper, left=left, unitriangular=unit)
 
+    # laid out as torch's: column-major for left, row-major for right
     if left and not adjoint:  # U^-1 L^-1 P^T B
         return tri(U, tri(L, P.mT @ B, False, True, True), True, True)
     if left:  # P L^-H U^-H B
-        return P @ tri(L.mH, tri(U.mH, B, False, True), True, True, True)
+        return column_major_result(P @ tri(L.mH, tri(U.mH, B, False, True), True, True, True))
     if not adjoint:  # B U^-1 L^-1 P^T
         return tri(L, tri(U, B, True, False), False, False, True) @ P.mT
-    return tri(U.mH, tri(L.mH, B @ P, True, False, True), False, False)  # B P L^-H U^-H
+    # B P L^-H U^-H
+    return tri(U.mH, tri(L.mH, B @ P, True, False, True), False, False).contiguous()
 
 
 # ---- the _ex forms: failure goes to info ------------------------------------------------------
