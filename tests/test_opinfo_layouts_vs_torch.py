@@ -165,6 +165,17 @@ def _lapack_composites(m):
     return outs, m.autograd.grad(sum((o.abs() ** 2).sum() for o in outs[:-1]),
                                  [qa, tau, C, S])
 
+
+def _lstsq(m):
+    g = torch.Generator().manual_seed(2)
+    a, b = (torch.randn(*shape, dtype=torch.float64, generator=g)
+            for shape in ((2, 5, 3), (2, 5, 4)))
+    A, B = (m.tensor(t.numpy()).requires_grad_() for t in (a, b))
+    outs = tuple(m.linalg.lstsq(*args, driver=driver).solution for args, driver in (
+        ((A, B), "gelsd"), ((A[0], B[0]), "gels"), ((A.mT, B[:, :3]), "gelsy"),
+        ((A[:, :3], B[:, :3]), None)))
+    return outs, m.autograd.grad(sum((o * o).sum() for o in outs), [A, B])
+
 # name: build(m) -> (outputs, gradients): the outputs compared in values and dim order
 # (strides of dims > 1), the gradients in values
 DIM_ORDER_CASES = {
@@ -184,6 +195,9 @@ DIM_ORDER_CASES = {
     # LAPACK-backed results flowgrad composes of other ops (torch's are column-major; lu_solve
     # with left=False row-major): they were in the order of their last matmul or adjoint
     "lapack_composites": _lapack_composites,
+    # lstsq's solution: the first n rows of a column-major (..., max(m, n), k) buffer (strides
+    # (1, 5) for a (5, 3) A), as torch's; it was C order
+    "lstsq": _lstsq,
 }
 
 

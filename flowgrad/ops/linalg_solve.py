@@ -44,6 +44,7 @@ from .linalg_decomp import (
     solve_matrices,
     svdvals,
 )
+from .pad import _pad_constant
 from .registry import op
 from .shape import cat
 
@@ -481,6 +482,11 @@ def lstsq(A, B, rcond=None, *, driver=None):
     m, n = A._data.shape[-2:]
     rtol = rcond if rcond is not None and rcond > 0 else np.finfo(A._data.dtype).eps * max(m, n)
     X = pinv(A, rtol=rtol) @ Bm
+    if m > n:  # torch's solution: the first n rows of a column-major (..., m, k) buffer
+        pads = ((0, 0),) * (X._data.ndim - 2) + ((0, m - n), (0, 0))
+        X = column_major_result(_pad_constant(X, pads=pads, value=0))[..., :n, :]
+    else:
+        X = column_major_result(X)
     empty = Tensor._wrap(xp.empty((0,), A._data.real.dtype))  # real for complex A, as torch's
     rank = empty.long() if driver == "gels" else matrix_rank(A, rtol=rtol)
     svals = svdvals(A.detach()) if driver in ("gelsd", "gelss") else empty
