@@ -176,6 +176,20 @@ def _lstsq(m):
         ((A[:, :3], B[:, :3]), None)))
     return outs, m.autograd.grad(sum((o * o).sum() for o in outs), [A, B])
 
+
+def _ffts(m):
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(5, 6, 7, dtype=torch.float64, generator=g)
+    x = m.tensor(a.numpy()).mT.contiguous().mT.requires_grad_()  # strides (42, 1, 6)
+    z = m.complex(x, x.flip(0))
+    f = m.fft
+    outs = (f.fft(x, dim=1), f.fft(x, n=10, dim=1), f.ifft(x, dim=0), f.rfft(x, dim=0),
+            f.fft2(z, dim=(0, 2)), f.rfftn(x, dim=(1, 0, 2)), f.irfft(z, dim=1),
+            f.irfftn(z, s=(3, 10), dim=(1, 2)), f.hfftn(z), f.ihfftn(x), f.ihfft2(x),
+            m.stft(x[0, 0], 4, hop_length=1, center=False, return_complex=True,
+                   window=m.ones(4, dtype=m.float64)))
+    return outs, m.autograd.grad(sum((o.abs() ** 2).sum() for o in outs), [x])
+
 # name: build(m) -> (outputs, gradients): the outputs compared in values and dim order
 # (strides of dims > 1), the gradients in values
 DIM_ORDER_CASES = {
@@ -198,6 +212,9 @@ DIM_ORDER_CASES = {
     # lstsq's solution: the first n rows of a column-major (..., max(m, n), k) buffer (strides
     # (1, 5) for a (5, 3) A), as torch's; it was C order
     "lstsq": _lstsq,
+    # torch's CPU FFT (_exec_fft): the dims not transformed outermost by the input's strides,
+    # the transformed ones innermost (fft over dim 1: stride 1 there); NumPy's are C order
+    "fft": _ffts,
 }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from .complex import conj, real
+from .layout import in_order
 from .registry import op
 from .shape import cat
 
@@ -29,11 +30,34 @@ def _complex_of(xp, x, like):
     return x.astype(want, copy=False)
 
 
+def _by_stride(strides, dims):
+    """`dims` by the input's strides, largest first (torch's _sort_dims; stable on ties)."""
+    return sorted(dims, key=lambda d: -abs(strides[d]))
+
+
+def _exec_layout(xp, out, strides, dims):
+    """`out` laid out as torch's CPU _exec_fft lays out a transform over `dims` (in this
+    order) of an input with `strides`: the other dims outermost, by the input's strides
+    (largest first), then `dims`, in C order among them all. (NumPy's result is C-ordered;
+    torch's puts a transformed dim innermost: fft over dim 0 has stride 1 there.)"""
+    batch = _by_stride(strides, [d for d in range(out.ndim) if d not in dims])
+    return in_order(xp, out, (batch + list(dims))[::-1])
+
+
+def _dense_strides(shape, fastest_first):
+    strides, step = [0] * len(shape), 1
+    for d in fastest_first:
+        strides[d] = step
+        step *= shape[d]
+    return strides
+
+
 # ---- the three transforms -----------------------------------------------------------------------
 @op("fft_c2c", complex=True)
 def _c2c(xp, x, *, dims, norm, forward):
     f = xp.fft.fftn if forward else xp.fft.ifftn
-    return _complex_of(xp, f(x, axes=dims, norm=norm), x)
+    out = _complex_of(xp, f(x, axes=dims, norm=norm), x)
+    return _exec_layout(xp, out, x.strides, _by_stride(x.strides, dims))
 
 
 @_c2c.grad
@@ -42,8 +66,13 @@ def fft_c2c_backward(ctx, dy):
 
 
 @op("fft_r2c", complex=True)
-def _r2c(xp, x, *, dims, norm):
-    return _complex_of(xp, xp.fft.rfftn(x, axes=dims, norm=norm), x)
+def _r2c(xp, x, *, dims, norm, ihfft=False):
+    out = _complex_of(xp, xp.fft.rfftn(x, axes=dims, norm=norm), x)
+    if ihfft and len(dims) > 1:  # torch's ihfftn: a 1-d r2c, then a c2c over the other dims
+        batch = _by_stride(x.strides, [d for d in range(x.ndim) if d != dims[-1]])
+        strides = _dense_strides(out.shape, (batch + [dims[-1]])[::-1])
+        return _exec_layout(xp, out, strides, _by_stride(strides, dims[:-1]))
+    return _exec_layout(xp, out, x.strides, _by_stride(x.strides, dims[:-1]) + [dims[-1]])
 
 
 @_r2c.grad
@@ -60,7 +89,13 @@ def fft_r2c_backward(ctx, dy):
 def _c2r(xp, x, *, dims, norm, n):
     s = [x.shape[d] for d in dims[:-1]] + [n]
     y = xp.fft.irfftn(x, s=s, axes=dims, norm=norm)
-    return y.astype(xp.float32 if x.dtype == xp.complex64 else xp.float64, copy=False)
+    y = y.astype(xp.float32 if x.dtype == xp.complex64 else xp.float64, copy=False)
+    strides = x.strides
+    if len(dims) > 1:  # torch's: a c2c over the other dims first, then a 1-d c2r
+        inner = _by_stride(strides, dims[:-1])
+        batch = _by_stride(strides, [d for d in range(x.ndim) if d not in inner])
+        strides = _dense_strides(x.shape, (batch + inner)[::-1])
+    return _exec_layout(xp, y, strides, [dims[-1]])
 
 
 @_c2r.grad
@@ -182,7 +217,7 @@ def r2c(x, s, dim, norm, forward, name):
         x = _resize(x, d, n)
     if forward:
         return _r2c(x, dims=tuple(dims), norm=norm)
-    return conj(_r2c(x, dims=tuple(dims), norm=_SWAP[norm]))
+    return conj(_r2c(x, dims=tuple(dims), norm=_SWAP[norm], ihfft=True))
 
 
 def c2r(x, s, dim, norm, forward, name):

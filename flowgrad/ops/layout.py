@@ -146,15 +146,21 @@ def torch_layout(xp, out, arrays):
     shape = out.shape
     if len(shape) < 2 or out.size == 0:
         return out
-    perm = _fastest_first(shape, [_broadcast_strides(a, shape) for a in arrays if a.ndim])
-    expected = out.itemsize
-    for dim in perm:
+    return in_order(xp, out, _fastest_first(shape, [_broadcast_strides(a, shape)
+                                                    for a in arrays if a.ndim]))
+
+
+def in_order(xp, out, fastest_first):
+    """`out` packed densely with its dims in memory in the order `fastest_first` (innermost
+    first): itself where it already lies so (its size-1 dims anywhere), else a copy."""
+    shape, expected = out.shape, out.itemsize
+    for dim in fastest_first:
         if shape[dim] != 1 and out.strides[dim] != expected:
             break
         expected *= shape[dim]
     else:
         return out
-    result = _empty_in_order(xp, shape, out.dtype, perm)
+    result = _empty_in_order(xp, shape, out.dtype, fastest_first)
     result[...] = out
     return result
 
@@ -277,14 +283,4 @@ def index_layout(xp, out, x, index):
         st = _view_strides(indexed, st, padded)
         operands.append(tuple(0 if n == 1 and m != 1 else t
                               for n, m, t in zip(padded, full, st)))
-    perm = _fastest_first(full, operands)
-    expected = out.itemsize
-    for dim in perm:
-        if full[dim] != 1 and out.strides[dim] != expected:
-            break
-        expected *= full[dim]
-    else:
-        return out
-    result = _empty_in_order(xp, full, out.dtype, perm)
-    result[...] = out
-    return result
+    return in_order(xp, out, _fastest_first(full, operands))
