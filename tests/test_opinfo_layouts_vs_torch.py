@@ -190,6 +190,15 @@ def _ffts(m):
                    window=m.ones(4, dtype=m.float64)))
     return outs, m.autograd.grad(sum((o.abs() ** 2).sum() for o in outs), [x])
 
+
+def _lu_unpack(m):
+    g = torch.Generator().manual_seed(4)
+    a = torch.randn(3, 6, 5, dtype=torch.float64, generator=g)
+    A = m.tensor(a.numpy()).requires_grad_()
+    LU, piv = m.linalg.lu_factor(A)
+    outs = (*m.lu_unpack(LU, piv), *m.linalg.lu(A))
+    return outs, m.autograd.grad(sum((o * o).sum() for o in outs), [A])
+
 # name: build(m) -> (outputs, gradients): the outputs compared in values and dim order
 # (strides of dims > 1), the gradients in values
 DIM_ORDER_CASES = {
@@ -215,6 +224,9 @@ DIM_ORDER_CASES = {
     # torch's CPU FFT (_exec_fft): the dims not transformed outermost by the input's strides,
     # the transformed ones innermost (fft over dim 1: stride 1 there); NumPy's are C order
     "fft": _ffts,
+    # a tall A's U: a new (k, n) matrix in torch, a view of triu(LU)'s first k rows in
+    # flowgrad (batch stride 30 where torch's is 25: not contiguous)
+    "lu_unpack": _lu_unpack,
 }
 
 

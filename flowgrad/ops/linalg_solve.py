@@ -115,7 +115,7 @@ def _unpack(LU, pivots):
     m, n = LU.shape[-2:]
     k = min(m, n)
     L = tril(LU, -1)[..., :, :k] + _eye(m, LU, k)
-    U = triu(LU)[..., :k, :]
+    U = triu(LU[..., :k, :])  # (a new row-major U, as torch's: not a view of triu(LU)'s rows)
     P = _permutation(pivots, LU)
     return P, L, U
 
