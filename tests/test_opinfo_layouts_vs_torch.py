@@ -199,6 +199,12 @@ def _lu_unpack(m):
     outs = (*m.lu_unpack(LU, piv), *m.linalg.lu(A))
     return outs, m.autograd.grad(sum((o * o).sum() for o in outs), [A])
 
+
+def _unravel_index(m):
+    i = m.arange(6).reshape(2, 3)
+    return tuple(c for x in (i, i.mT.contiguous().mT, m.arange(3).expand(2, 3))
+                 for c in m.unravel_index(x, (4, 5))), ()
+
 # name: build(m) -> (outputs, gradients): the outputs compared in values and dim order
 # (strides of dims > 1), the gradients in values
 DIM_ORDER_CASES = {
@@ -227,6 +233,10 @@ DIM_ORDER_CASES = {
     # a tall A's U: a new (k, n) matrix in torch, a view of triu(LU)'s first k rows in
     # flowgrad (batch stride 30 where torch's is 25: not contiguous)
     "lu_unpack": _lu_unpack,
+    # torch's coordinates are views of one (..., len(shape)) tensor laid out as the indices,
+    # the coordinates innermost (strides (6, 2) for (2, 3) indices); flowgrad's were separate
+    # tensors in the indices' layout
+    "unravel_index": _unravel_index,
 }
 
 

@@ -378,11 +378,12 @@ def unravel_index(indices, shape):
     if not every_example((indices >= -total) & (indices < total), guard=True):
         raise ValueError(f"unravel_index: index out of bounds for shape {shape}")
     flat = where(indices < 0, indices + total, indices)
-    out = []
-    for k, s in enumerate(shape):
-        stride = math.prod(shape[k + 1:])
-        out.append((flat // stride) % s if s else flat * 0)
-    return tuple(out)
+    # as torch's: the coordinates are views of one (..., len(shape)) tensor, laid out as the
+    # indices with the coordinates innermost (the layout of one elementwise op of
+    # flat[..., None] and the 1-d strides; a 0-size dim leaves no index to divide)
+    strides = flat.new_tensor([math.prod(shape[k + 1:]) or 1 for k in range(len(shape))])
+    sizes = flat.new_tensor([s or 1 for s in shape])
+    return tuple((flat.unsqueeze(-1) // strides % sizes).unbind(-1))
 
 
 @op("bincount", differentiable=False)
