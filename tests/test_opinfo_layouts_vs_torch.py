@@ -205,6 +205,14 @@ def _unravel_index(m):
     return tuple(c for x in (i, i.mT.contiguous().mT, m.arange(3).expand(2, 3))
                  for c in m.unravel_index(x, (4, 5))), ()
 
+
+def _segment_offsets(m):
+    data = m.arange(30.0, dtype=m.float64).reshape(5, 6).requires_grad_()
+    offsets = m.tensor([[0, 2, 2, 5, 6]] * 5)
+    outs = (m.segment_reduce(data, "sum", offsets=offsets, axis=1),
+            m.segment_reduce(data, "max", offsets=offsets, axis=1, initial=1))
+    return outs, m.autograd.grad(sum((o * o).sum() for o in outs), [data])
+
 # name: build(m) -> (outputs, gradients): the outputs compared in values and dim order
 # (strides of dims > 1), the gradients in values
 DIM_ORDER_CASES = {
@@ -237,6 +245,9 @@ DIM_ORDER_CASES = {
     # the coordinates innermost (strides (6, 2) for (2, 3) indices); flowgrad's were separate
     # tensors in the indices' layout
     "unravel_index": _unravel_index,
+    # segment_reduce with offsets: a new (5, 4) result in torch, rows of a (5, 5) one (strides
+    # (5, 1)) in flowgrad
+    "segment_reduce_offsets": _segment_offsets,
 }
 
 

@@ -176,7 +176,10 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
                            f"of data along axis {axis}")
     out = _segment_reduce_op(data, lengths, reduce=reduce, axis=axis,
                              initial=None if initial is None else float(initial))
-    return out.narrow(axis, 1, out.shape[axis] - 1) if given is offsets else out
+    if given is not offsets:
+        return out
+    # a new row-major result, as torch's (the narrowed rows of a larger one had gaps)
+    return out.narrow(axis, 1, out.shape[axis] - 1).contiguous()
 
 
 _segment_reduce = segment_reduce
