@@ -213,6 +213,19 @@ def _segment_offsets(m):
             m.segment_reduce(data, "max", offsets=offsets, axis=1, initial=1))
     return outs, m.autograd.grad(sum((o * o).sum() for o in outs), [data])
 
+
+def _weighted_losses(m):
+    g = torch.Generator().manual_seed(5)
+    x = m.tensor(torch.randn(4, 2, 3, dtype=torch.float64, generator=g).numpy())
+    x.requires_grad_()
+    t = m.tensor([[0, 1, 0], [1, 1, 0], [0, 0, 1], [1, 0, 1]]).mT.contiguous().mT
+    w = m.tensor([1.0, 2.0], dtype=m.float64)
+    F = m.nn.functional
+    outs = (F.cross_entropy(x, t, weight=w, reduction="none"),
+            F.nll_loss(x, t, weight=w, reduction="none"),
+            F.cross_entropy(x, t, ignore_index=1, reduction="none"))
+    return outs, m.autograd.grad(sum((o * o).sum() for o in outs), [x])
+
 # name: build(m) -> (outputs, gradients): the outputs compared in values and dim order
 # (strides of dims > 1), the gradients in values
 DIM_ORDER_CASES = {
@@ -248,6 +261,9 @@ DIM_ORDER_CASES = {
     # segment_reduce with offsets: a new (5, 4) result in torch, rows of a (5, 5) one (strides
     # (5, 1)) in flowgrad
     "segment_reduce_offsets": _segment_offsets,
+    # cross_entropy/nll_loss with class weights or ignore_index, reduction='none': torch's
+    # kernels allocate a row-major loss; flowgrad's followed a strided target's layout
+    "weighted_losses": _weighted_losses,
 }
 
 

@@ -134,8 +134,9 @@ def _check_targets(target, ignore_index, n_classes, name, shape=None):
 
 def _reduce_picked(xp, picked, w, reduction):
     loss = -w * picked
-    if reduction == "none":
-        return loss
+    if reduction == "none":  # row-major, as torch's kernels allocate it (the class weights
+        # gathered by a strided target would lay it out as the target)
+        return loss if loss.flags.c_contiguous else xp.ascontiguousarray(loss)
     if reduction == "sum":
         return xp.add.reduce(loss, axis=None)
     return xp.add.reduce(loss, axis=None) / xp.add.reduce(w, axis=None)  # all ignored: nan
