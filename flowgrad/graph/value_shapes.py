@@ -22,14 +22,12 @@ from .sites import _INSIDE, _PACKAGE, user_line
 # ops whose output's size depends on the input's values (a boolean mask's selection, the
 # non-zero positions): a plan recomputes the values, so a size read while tracing is stale
 VALUE_SHAPED = frozenset(("nonzero", "flat_nonzero", "index"))  # (index: by a bool mask)
-# kernel attributes that are sizes: computed from a ValueShaped tensor's size, they are stale
-SIZE_ATTRS = frozenset(("shape", "out_shape", "size", "bounds", "region", "length"))
 
 
 class ValueShaped(Tensor):
     """A traced tensor whose size depends on values (and what is computed from it, unless
     0-d): user code reading its size inside build raises, as the plan would keep the first
-    call's size. flowgrad's own code reads it freely (its kernels see each run's arrays)."""
+    call's size. flowgrad's own code reads it (the plan checks the size: `guard_sizes`)."""
 
     __slots__ = ()
     __torch_function__ = _disabled_torch_function_impl
