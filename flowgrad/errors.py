@@ -253,7 +253,7 @@ STRICT_BOOLS = frozenset((
 # argument): whether None passes (only a bool, or None, does)
 _STRICT_WITHOUT_BOOL_DEFAULT = {"unbiased": False, "upper": False, "onesided": True,
                                 "return_complex": True, "align_corners": True,
-                                "keepdim": False}  # (None: not given, in max, prod, median)
+                                "keepdim": False}  # (None: not given, in sum, max, median...)
 # where torch is lenient after all (Python-level code that tests the value for truth)
 _LENIENT = frozenset((
     ("pca_lowrank", "center"), ("gaussian_nll_loss", "full"), ("stft", "center"),

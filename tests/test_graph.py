@@ -402,7 +402,7 @@ def test_each_recorded_op_names_the_user_line_that_made_it():
     """Forward ops name their build line; the ops a registered rule records, the backward()
     line (found once per autograd pass); a custom Function's own lines name themselves."""
     from flowgrad.graph.passes import trace
-    from flowgrad.graph.tracer import user_line
+    from flowgrad.graph.sites import user_line
 
     def step(x):
         loss = _Triple.apply(x).tanh().sum()  # forward line
@@ -420,7 +420,7 @@ def test_each_recorded_op_names_the_user_line_that_made_it():
 
 def _probe():
     """A user_site of the caller, and the (file, line) its frame's f_lineno says now."""
-    from flowgrad.graph.tracer import user_site
+    from flowgrad.graph.sites import user_site
 
     caller = sys._getframe(1)
     return user_site(1), (caller.f_code.co_filename, caller.f_lineno)
@@ -430,7 +430,7 @@ def test_a_user_site_names_the_line_the_frame_was_at():
     """The recorded site (code object, instruction offset) is turned into a line only for a
     message: the line it gives is the one f_lineno gave at the call, on a call spanning
     lines and in a loop too."""
-    from flowgrad.graph.tracer import user_line
+    from flowgrad.graph.sites import user_line
 
     probes = [_probe(),
               (0, _probe(
@@ -632,7 +632,7 @@ def test_no_public_name_is_a_raw_op():
 
 def test_ops_called_as_methods_and_operators_name_their_user_line():
     from flowgrad.graph.passes import trace
-    from flowgrad.graph.tracer import user_line
+    from flowgrad.graph.sites import user_line
 
     def step(x):
         bad = x.isnan()  # isnan line

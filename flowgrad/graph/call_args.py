@@ -52,18 +52,15 @@ def _plain_arity(build):
     parameters are plain positional ones without defaults; `_AS_GIVEN` when it takes *args or
     **kwargs (a call is never rebound); else -1 (inspect.signature decides). Read off the
     code object: the usual first call then needs no inspect.signature (tens of microseconds)."""
-    build = getattr(build, "__func__", None) if type(build) is _METHOD else None
+    build = getattr(build, "__func__", None) if type(build) is types.MethodType else None
     code = getattr(build, "__code__", None)
-    if code is None or type(build) is not _FUNCTION or hasattr(build, "__wrapped__"):
+    if code is None or type(build) is not types.FunctionType or hasattr(build, "__wrapped__"):
         return -1
     if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         return _AS_GIVEN
     if build.__defaults__ or code.co_kwonlyargcount:
         return -1
     return code.co_argcount - 1
-
-
-_FUNCTION, _METHOD = type(_plain_arity), types.MethodType
 
 
 _SCALARS = (int, float, bool, str)

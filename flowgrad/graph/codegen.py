@@ -30,6 +30,7 @@ from ..autograd.inplace import bump_version
 from ..device import ARRAY_MODULES
 from .fusion import FusedOp
 from .ir import CONST, INPUT, NODE, STATE, StalePlanError
+from .sites import user_line
 
 
 class Plan:
@@ -46,10 +47,8 @@ class Plan:
             return self.function(xp, arrays)
         except Exception as error:
             node = self._failed_node(error)
-            if node is None or isinstance(error, StalePlanError):  # (a guard's: it names both)
+            if node is None or isinstance(error, StalePlanError):  # (a size guard names its line)
                 raise
-            from .tracer import user_line
-
             where = user_line(node.where) if node.where else "an unknown line"
             raise type(error)(f"nn.Graph: op {node.op.name} failed while running the compiled "
                               f"plan: {error}. It was created at {where}") from error

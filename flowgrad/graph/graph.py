@@ -61,7 +61,8 @@ from .plan_checks import (
     _state_meta,
     _trainable,
 )
-from .tracer import Tracer, user_line
+from .sites import user_line
+from .tracer import Tracer
 
 
 def _same_array(now, seen):

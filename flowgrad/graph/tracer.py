@@ -22,7 +22,7 @@ from ..ops.registry import Op
 from ..tensor import Tensor
 from . import checkpointing, value_shapes
 from .ir import CONST, INPUT, NODE, STATE, Node, Program, Value
-from .sites import _PACKAGE, user_frame, user_line, user_site  # noqa: F401 (users import them)
+from .sites import _PACKAGE, user_line, user_site
 from .value_shapes import VALUE_SHAPED
 
 # op -> how many frames above the tracer's `user_site` are flowgrad's for certain: 3 for
