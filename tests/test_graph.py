@@ -738,3 +738,55 @@ def test_a_buffer_assigned_anew_inside_build_is_written_back_each_call():
         with pytest.raises(NotImplementedError, match=match):
             flow.nn.Graph.trace(module)(flow.ones(4, 3))
         assert module.avg is avg and module.lin.weight is weight  # put back as they were
+
+    class Failing(Running):  # build raises after the assignment: the module as it was
+        def forward(self, x):
+            self.avg = self.avg * 0.9
+            self.fresh = self.avg * 2  # (an attribute the module did not have)
+            return self.lin(x).sum(dim=5)
+
+    module = Failing()
+    avg = module.avg
+    with pytest.raises(IndexError):
+        flow.nn.Graph.trace(module)(flow.ones(4, 3))
+    assert module.avg is avg and not hasattr(module, "fresh")
+
+
+def test_a_tensor_attribute_build_sets_follows_every_call():
+    """self.last_attn = attn.detach() (an attribute that held None, or none at all, or a buffer
+    registered as None): the module kept the first call's tensor on every later call of the
+    plan, with no error (a logged attention map or statistic stuck at its first value). Each
+    call binds the plan's result now, a new tensor as eagerly (one kept from an earlier call
+    keeps its values), shared with an output as eagerly when it is one."""
+    class Logged(flow.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = flow.nn.Linear(3, 3)
+            self.last = None
+            self.register_buffer("peak", None)
+
+        def forward(self, x):
+            y = self.lin(x).relu()
+            self.last = y.detach()
+            self.stat = y.mean()  # (never set in __init__; with its history, eagerly)
+            self.peak = y.amax(0).detach()
+            return y, self.last.sum()
+
+    eager, traced = Logged(), Logged()
+    traced.load_state_dict(eager.state_dict())
+    graph = flow.nn.Graph.trace(traced)
+    rng = np.random.default_rng(0)
+    kept = []
+    for _ in range(3):
+        x = flow.tensor(rng.standard_normal((4, 3)).astype(np.float32))
+        y, total = graph(x)
+        y_eager, total_eager = eager(x)
+        assert total.item() == pytest.approx(total_eager.item(), rel=1e-6)
+        for name in ("last", "stat", "peak"):
+            np.testing.assert_allclose(getattr(traced, name).numpy(),
+                                       getattr(eager, name).detach().numpy(), rtol=1e-6)
+        assert not traced.stat.requires_grad
+        kept.append((traced.last, y_eager.detach().numpy().copy()))
+    for last, expected in kept:  # three tensors, each with its call's values
+        np.testing.assert_allclose(last.numpy(), expected, rtol=1e-6)
+    assert traced.last.data_ptr() == y.data_ptr()  # y.detach() shares y's memory, as eagerly

@@ -60,6 +60,7 @@ from .plan_checks import (
     _settings,
     _state_meta,
     _trainable,
+    put_back,
 )
 from .sites import user_line
 from .tracer import Tracer
@@ -323,9 +324,10 @@ class Graph:
                 out = self.build(*args, **kwargs)
                 _refuse_setting_writes(self, settings_before)
                 _refuse_group_writes(self, groups_before)
-                rebound = _rebound(self, tracer.rebinds.values())
+                rebound, bound = _rebound(self, tracer.rebinds.values())
             except BaseException:
                 tracer.restore_grads()  # a failed build leaves the eager .grad as it was
+                put_back(tracer.rebinds.values())  # and the modules' tensors
                 raise
             finally:
                 reads = self.__dict__.pop("_reads")
@@ -337,9 +339,13 @@ class Graph:
             bump_version(old)
         program = tracer.program
         leaves, rebuild = flatten_outputs(out)
-        program.outputs = [tracer.value(t) for t in leaves]
+        # a tensor attribute build set (`self.last = attn.detach()`): a result of the plan,
+        # after the outputs, bound to the attribute after each call as eagerly each call binds
+        program.outputs = [tracer.value(t) for t in leaves] + [
+            tracer.value(new) for _, _, new in bound]
+        program.attribute_sets = [(store, name) for store, name, _ in bound]
         first = [tracer.tensor_of[v.id] for v in program.results()]
-        n = len(program.outputs)
+        n, n_leaves = len(program.outputs), len(leaves)
         grads = {p: g._data for p, g in zip(program.grads, first[n:n + len(program.grads)])}
         leaf_grads = list(zip(program.leaf_grads, first[len(first) - len(program.leaf_grads):]))
         eager_update = optimizer_pass.plan_updates(
@@ -365,7 +371,8 @@ class Graph:
         self._log(2, plan.source)
         compiled = (program, plan, rebuild, input_signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers), _trainable(state),
-                    _settings(self, reads), _bindings(self), _hooks(self, state),
+                    _settings(self, reads), _bindings(self, program.attribute_sets),
+                    _hooks(self, state),
                     _state_meta(state))
         object.__setattr__(self, "_compiled", compiled)
         _add_leaf_grads(flat, [(key, g._data) for key, g in leaf_grads])
@@ -373,7 +380,10 @@ class Graph:
             if len(self._plans) >= self._dynamic_size:
                 self._plans.pop(next(iter(self._plans)))  # the oldest signature goes
             self._plans[signature_key(compiled[3])] = compiled
-        return rebuild([t.detach() for t in first[:n]]), (grads, None)
+        for (store, name), t in zip(program.attribute_sets, first[n_leaves:n]):
+            if t.requires_grad:  # (the trace's history: the later calls' tensors have none)
+                store[name] = t.detach()
+        return rebuild([t.detach() for t in first[:n_leaves]]), (grads, None)
 
     def _run(self, flat):
         (program, plan, rebuild, signature, eager_update, layout, trainable,
@@ -464,10 +474,14 @@ class Graph:
             bump_version(flat[position])
         n = len(program.outputs)
         outs = [Tensor._wrap(a) for a in results[:n]]
+        n_leaves = n - len(program.attribute_sets)
+        for (store, name), t in zip(program.attribute_sets, outs[n_leaves:]):
+            store[name] = t
         if program.leaf_grads:
             _add_leaf_grads(flat, zip(program.leaf_grads,
                                       results[len(results) - len(program.leaf_grads):]))
-        return rebuild(outs), (dict(zip(program.grads, results[n:])), eager_update)
+        return rebuild(outs[:n_leaves]), (dict(zip(program.grads, results[n:])),
+                                          eager_update)
 
     def _update(self, grads):
         """The optimizer part of a training step after the plan ran: set the gradients, clip,

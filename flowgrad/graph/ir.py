@@ -73,6 +73,7 @@ class Program:
         self.input_writes = {}  # graph input's position -> the Value written into it in place
         self.leaf_values = {}  # value id -> the parameter's STATE Value it was written into
         self.read_guards = []  # (captured tensor, its values build read): the plan assumes them
+        self.attribute_sets = []  # (store, name) bound to each of the last outputs per call
         self.leaf_grads = {}  # graph input's position, or a captured tensor -> the Value of its
         #                       gradient (a leaf that requires grad): added into its .grad
         self.differentiated = False  # build ran an autograd pass (backward, autograd.grad)

@@ -47,30 +47,45 @@ def _refuse_setting_writes(graph, before):
 
 
 def _rebound(graph, rebinds):
-    """The buffers and plain tensor attributes build assigned a new tensor to (`self.avg =
-    self.avg * 0.9 + x.mean()`, `self.hidden = h.detach()`, where eagerly each call rebinds
-    them; `rebinds`: (store, path, name, tensor before), from the tracer): (store, name,
-    traced tensor, new tensor), for the plan to write the new values into the traced tensor
-    it reads. A parameter rebound, or a tensor given another shape or dtype or None, is
-    refused (all put back as they were)."""
-    rebinds, rebound = list(rebinds), []
-    for store, path, name, old in rebinds:
+    """The buffers and tensor attributes build assigned a new tensor to (`self.avg =
+    self.avg * 0.9 + x.mean()`, `self.last = attn.detach()`, where eagerly each call rebinds
+    them; `rebinds`: (store, path, name, tensor before, held), from the tracer), as two lists:
+    (store, name, traced tensor, new tensor) where a tensor was there before, for the plan to
+    write the new values into the tensor it read (one of the same shape and dtype); (store,
+    name, new tensor) where none was (None, or no such attribute), for each call to bind the
+    plan's result anew. A parameter rebound, or a tensor given another shape or dtype or
+    None, is refused (all put back as they were)."""
+    rebinds, written, bound = list(rebinds), [], []
+    for store, path, name, old, _ in rebinds:
         new = store.get(name)
         if new is old:
             continue
-        if isinstance(old, Tensor) and not isinstance(old, Parameter) and isinstance(
-                new, Tensor) and (new.shape, new.dtype) == (old.shape, old.dtype):
-            rebound.append((store, name, old, new))
-            continue
-        for s, _, n, o in rebinds:
-            s[n] = o
+        if isinstance(new, Tensor) and not isinstance(new, Parameter):
+            if not isinstance(old, Tensor):
+                bound.append((store, name, new))
+                continue
+            if not isinstance(old, Parameter) and (new.shape, new.dtype) == (old.shape,
+                                                                                old.dtype):
+                written.append((store, name, old, new))
+                continue
+        put_back(rebinds)
         raise NotImplementedError(
             f"nn.Graph {graph._name}: build() assigned {type(new).__name__} "
             f"{tuple(getattr(new, 'shape', ()))} to {path} (a {type(old).__name__} of shape "
             f"{tuple(getattr(old, 'shape', ()))} when traced); a compiled plan keeps the "
             f"tensors it traced. Write new values into it in place (with flow.no_grad(): "
             f"self.{name}.copy_(new)), or change it outside build")
-    return rebound
+    return written, bound
+
+
+def put_back(rebinds):
+    """Undo build's assignments (`rebinds` as `_rebound` takes them): a refused or failed
+    trace leaves the modules holding the tensors they held before the call."""
+    for store, _, name, old, held in rebinds:
+        if held:
+            store[name] = old
+        else:
+            store.pop(name, None)
 
 
 def _group_settings(graph):
@@ -105,17 +120,20 @@ def _plain(name, value):
         value, tuple) and all(isinstance(v, _PLAIN) for v in value))
 
 
-def _bindings(graph):
+def _bindings(graph, bound=()):
     """(store, path, name, object) for every submodule, parameter and buffer under the
     graph's modules: a plan holds the objects it traced, so replacing one (module.weight =
-    Parameter(...)) must be refused, not ignored."""
+    Parameter(...)) must be refused, not ignored. `bound`: (store, name) pairs each call of
+    the plan binds anew (a buffer that held None before build assigned it)."""
+    skip = {(id(store), name) for store, name in bound}
     found = []
     for top, module in graph._modules.items():
         found.append((graph._modules, "self", top, module))
         for path, sub in module.named_modules(prefix=top):
             for kind in ("_modules", "_parameters", "_buffers"):
                 store = sub.__dict__[kind]
-                found += [(store, path, name, value) for name, value in store.items()]
+                found += [(store, path, name, value) for name, value in store.items()
+                          if (id(store), name) not in skip]
     return found
 
 

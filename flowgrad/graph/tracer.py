@@ -302,7 +302,8 @@ class Tracer:
         """A module's parameter, buffer or tensor attribute is about to be assigned anew
         inside build (`self.avg = ...`): its store, path and the tensor it held, once per
         name."""
-        self.rebinds.setdefault((id(store), name), (store, path, name, store.get(name)))
+        self.rebinds.setdefault((id(store), name),
+                                (store, path, name, store.get(name), name in store))
 
     def _leaf_results(self):
         """The gradients a graph input or a captured eager tensor holds at the end of build:

@@ -213,8 +213,8 @@ class Module(StateDict):
             _note_rebinding(self, "_buffers", name)
             self._buffers[name] = value
         else:
-            if isinstance(d.get(name), Tensor):  # (a plain tensor attribute: self.hidden = h)
-                _note_rebinding(self, None, name)
+            if isinstance(value, Tensor) or isinstance(d.get(name), Tensor):  # (a plain
+                _note_rebinding(self, None, name)  # tensor attribute: self.hidden = h)
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name):
