@@ -1,5 +1,6 @@
 """nn.Graph (lazy mode) against eager flowgrad: a different batch on every call, the same
 losses, parameters and optimizer state; and the errors of OneFlow's contract."""
+import random
 import sys
 
 import numpy as np
@@ -472,6 +473,33 @@ def test_an_unused_random_draw_still_advances_the_generator():
         flow.rand(3)
         want.append((x + flow.rand(2)).tolist())
     assert got == want
+
+
+@pytest.mark.parametrize("draw", [lambda: random.random(), lambda: np.random.rand(),
+                                  lambda: np.random.beta(0.4, 0.4)])
+def test_a_python_or_numpy_global_draw_inside_build_is_refused(draw):
+    """random.random() or np.random's global stream inside build (a mixup's lambda, a
+    scheduled-sampling coin): drawn once at trace time, the plan reused the number on every
+    call with no error. Refused now, both streams put back; flow.compile runs such a function
+    eagerly, with eager's numbers."""
+    lin = flow.nn.Linear(3, 3)
+
+    def step(x):
+        return (lin(x) * draw()).sum()
+
+    random.seed(1)
+    np.random.seed(1)
+    states = random.getstate(), np.random.get_state()[1].copy()
+    with pytest.raises(RuntimeError, match="drew numbers from .*flow.rand"):
+        flow.nn.Graph.trace(step)(flow.ones(2, 3))
+    assert random.getstate() == states[0]
+    assert (np.random.get_state()[1] == states[1]).all()
+    compiled = flow.compile(step)
+    with pytest.warns(UserWarning, match="running .* eagerly"):
+        got = [compiled(flow.ones(2, 3)).item() for _ in range(3)]
+    random.seed(1)
+    np.random.seed(1)
+    assert got == [step(flow.ones(2, 3)).item() for _ in range(3)]
 
 
 def test_debug_logs_the_trace_and_each_pass_by_level(capsys):

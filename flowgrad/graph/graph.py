@@ -60,7 +60,9 @@ from .plan_checks import (
     _settings,
     _state_meta,
     _trainable,
+    host_random_states,
     put_back,
+    refuse_host_draws,
 )
 from .sites import user_line
 from .tracer import Tracer
@@ -320,8 +322,10 @@ class Graph:
             self.__dict__["_reads"] = set()
             settings_before = _settings(self, None)
             groups_before = _group_settings(self)
+            draws_before = host_random_states()
             try:
                 out = self.build(*args, **kwargs)
+                refuse_host_draws(self, draws_before)
                 _refuse_setting_writes(self, settings_before)
                 _refuse_group_writes(self, groups_before)
                 rebound, bound = _rebound(self, tracer.rebinds.values())

@@ -6,6 +6,10 @@ them on every call (a change raises StalePlanError); a buffer that build assigns
 write-back of the plan (`_rebound`)."""
 from __future__ import annotations
 
+import random
+
+import numpy as np
+
 from ..nn import module_hooks as _global_hooks
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
@@ -86,6 +90,30 @@ def put_back(rebinds):
             store[name] = old
         else:
             store.pop(name, None)
+
+
+def host_random_states():
+    """The states of Python's `random` and NumPy's global `np.random` streams."""
+    return random.getstate(), np.random.get_state()
+
+
+def refuse_host_draws(graph, before):
+    """build() drew from Python's `random` or NumPy's global stream (`random.random()`,
+    `np.random.rand()`, a mixup's Beta draw): once, at trace time, where eagerly every call
+    draws anew; the plan would reuse the numbers. Both streams put back, then refused."""
+    (py_state, np_state), (py_now, np_now) = before, host_random_states()
+    if py_now == py_state and np_now[2] == np_state[2] and np.array_equal(np_now[1],
+                                                                          np_state[1]):
+        return
+    random.setstate(py_state)
+    np.random.set_state(np_state)
+    which = "Python's random module" if py_now != py_state else "NumPy's global np.random"
+    raise RuntimeError(
+        f"nn.Graph {graph._name}: build() drew numbers from {which} while it was traced, once: "
+        f"the compiled plan would reuse them on every call, where eagerly each call draws "
+        f"anew. Draw inside build with flowgrad's random ops (flow.rand, flow.randn, "
+        f"flow.randint, flow.distributions' rsample/sample), which a plan draws anew each "
+        f"call, or draw outside build and pass the number to the graph as an argument")
 
 
 def _group_settings(graph):
