@@ -358,3 +358,55 @@ def test_a_training_step_over_selected_rows_runs_while_the_count_stays():
         for a, b in zip([*models[0].parameters(), scales[0]],
                         [*models[1].parameters(), scales[1]]):
             np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5)
+
+
+def test_distribution_validation_inside_build_is_checked_by_the_plan_each_call():
+    """A distribution validates its arguments and log_prob's value with bool(ok.all()):
+    inside build that was a host read, refused, so every VAE or policy loss with a
+    distribution (validation is on by default, as torch's) failed to compile. The check is a
+    node of the plan now: values of each call, eager's numbers, eager's ValueError on bad ones
+    (before any state is written)."""
+    import flowgrad.distributions as D
+
+    flow.manual_seed(0)
+    models = [flow.nn.Linear(3, 4) for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    opts = [flow.optim.SGD(m.parameters(), lr=0.1) for m in models]
+
+    def loss_of(model, x, scale, k):
+        out = model(x)
+        normal = D.Normal(out[:, :2], scale)
+        prior = D.Normal(flow.zeros(2), flow.ones(2))  # (constants made in build)
+        categorical = D.Categorical(logits=out[:, 2:])
+        return -(normal.log_prob(x[:, :2]).sum() + prior.log_prob(out[:, :2]).sum()
+                 + categorical.log_prob(k).sum())
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = models[0]
+            self.add_optimizer(opts[0])
+
+        def build(self, x, scale, k):
+            loss = loss_of(self.model, x, scale, k)
+            loss.backward()
+            return loss
+
+    step = Step()
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = T(rng.standard_normal((5, 3)).astype(np.float32))
+        scale = T(rng.uniform(0.5, 2, (5, 2)).astype(np.float32))
+        k = T(rng.integers(0, 2, 5))
+        got = step(x, scale, k)
+        opts[1].zero_grad()
+        want = loss_of(models[1], x, scale, k)
+        want.backward()
+        opts[1].step()
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+    weight = models[0].weight.detach().numpy().copy()
+    with pytest.raises(ValueError, match=r"parameter scale .* GreaterThan.*this call's values"):
+        step(x, -scale, k)
+    with pytest.raises(ValueError, match=r"value argument .* support"):
+        step(x, scale, k + 5)
+    np.testing.assert_array_equal(models[0].weight.detach().numpy(), weight)

@@ -14,6 +14,7 @@ import math
 
 import flowgrad as flow
 
+from ..autograd import interpreter as _interpreter
 from ..tensor import Tensor
 from ..torch_format import loadable
 from . import constraints
@@ -97,12 +98,10 @@ class Distribution:
                         getattr(type(self), param, None), lazy_property):
                     continue  # the other parametrisation was given (probs vs logits)
                 value = getattr(self, param)
-                ok = constraint.check(value)
-                if not bool(ok.all()):
-                    raise ValueError(
-                        f"Expected parameter {param} ({type(value).__name__} of shape "
-                        f"{tuple(value.shape)}) of distribution {self!r} to satisfy the "
-                        f"constraint {constraint!r}, but found invalid values:\n{value}")
+                _require(constraint.check(value), value, (
+                    f"Expected parameter {param} ({type(value).__name__} of shape "
+                    f"{tuple(value.shape)}) of distribution {self!r} to satisfy the "
+                    f"constraint {constraint!r}, but found invalid values"))
 
     @property
     def _validate_args(self):
@@ -215,12 +214,10 @@ class Distribution:
         support = self.support
         if support is None or constraints.is_dependent(support):
             return
-        ok = support.check(value)
-        if not bool(ok.all()):
-            raise ValueError(f"Expected value argument ({type(value).__name__} of shape "
-                             f"{tuple(value.shape)}) to be within the support ({support!r}) "
-                             f"of the distribution {self!r}, but found invalid values:\n"
-                             f"{value}")
+        _require(support.check(value), value, (
+            f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) "
+            f"to be within the support ({support!r}) of the distribution {self!r}, but found "
+            f"invalid values"))
 
     def __repr__(self):
         parts = []
@@ -228,6 +225,16 @@ class Distribution:
             v = self.__dict__[k]
             parts.append(f"{k}: {v if v.numel() == 1 else v.size()}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _require(ok, value, message):
+    """Raise ValueError(message, with `value`) unless `ok` is all true; inside nn.Graph's
+    build, the plan checks it on every call (the interpreter's `value_check`)."""
+    check = getattr(_interpreter.current, "value_check", None)
+    if check is not None and check(ok, message):
+        return
+    if not bool(ok.all()):
+        raise ValueError(f"{message}:\n{value}")
 
 
 LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))

@@ -20,7 +20,7 @@ from ..autograd.node import FunctionNode
 from ..errors import freed_graph_error
 from ..ops.registry import Op
 from ..tensor import Tensor
-from . import checkpointing, value_shapes
+from . import checkpointing, value_checks, value_shapes
 from .ir import CONST, INPUT, NODE, STATE, Node, Program, Value
 from .sites import _PACKAGE, user_line, user_site
 from .value_shapes import VALUE_SHAPED
@@ -193,6 +193,12 @@ class Tracer:
             f"its value, which the compiled plan cannot do: at {user_line()}. Keep the "
             f"computation in tensor ops (flow.where instead of `if`), or pass the value to the "
             f"graph as a Python argument")
+
+    def value_check(self, ok, message, error=ValueError):
+        """`if not ok.all(): raise error(message)` on a value the plan computes: checked now
+        and by the plan on every call (`value_checks`); False for a constant, which the
+        caller checks as eagerly."""
+        return value_checks.record(self, ok, message, error)
 
     def varies(self, tensor):
         """Whether the plan recomputes `tensor` per run (not a constant): `varies_per_run`."""
