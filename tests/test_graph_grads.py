@@ -101,17 +101,6 @@ def test_eager_grad_is_back_after_build():
     np.testing.assert_allclose(grads[-1].numpy(), [2.0, 2.0])  # this call's, not summed
 
 
-@pytest.mark.parametrize("call", ["clip_grad_norm_", "get_total_norm"])
-def test_array_level_gradient_helpers_are_refused_inside_build(call):
-    def norm(model, x):
-        sum_backward(model, x)
-        if call == "get_total_norm":
-            return flow.nn.utils.get_total_norm([p.grad for p in model.parameters()])
-        return flow.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    with pytest.raises(RuntimeError, match=f"{call} inside build.* clip_grad_max_norm"):
-        graph_of(_model(), norm)(flow.ones(2, 4))
-
-
 @pytest.mark.parametrize("change", ["freeze", "unfreeze"])
 def test_changing_requires_grad_after_compiling_raises(change):
     model = _model()

@@ -164,28 +164,6 @@ def test_attention_masks_are_inputs_of_the_plan():
                                    rtol=1e-5, atol=1e-6)
 
 
-def test_clip_grad_norm_inside_build_raises_with_the_param_group_remedy():
-    """Inside build the parameters have no .grad yet (backward is a compiler pass), so
-    clip_grad_norm_ there clipped nothing, silently."""
-    model = flow.nn.Linear(2, 1)
-    opt = flow.optim.SGD(model.parameters(), lr=0.1)
-
-    class Step(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(opt)
-
-        def build(self, x):
-            loss = self.model(x).sum()
-            loss.backward()
-            flow.nn.utils.clip_grad_norm_(self.model.parameters(), 0.5)
-            return loss
-
-    with pytest.raises(RuntimeError, match="clip_grad_max_norm"):
-        Step()(flow.ones(1, 2))
-
-
 def _stepping(holder, step):
     """A graph whose state is `holder`'s parameters and whose build is `step(input)`."""
     class Step(flow.nn.Graph):

@@ -449,6 +449,51 @@ def test_clip_grad_value_inside_build_clamps_each_calls_gradients():
                     [(x * 3, y) for x, y in _batches()])
 
 
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+def test_clip_grad_norm_inside_build_clips_each_calls_gradients(norm_type):
+    """The torch loop's clip between backward and step (clip_grad_norm_, or get_total_norm
+    then clip_grads_with_norm_) was refused inside build (computed on arrays); it is ops on
+    the traced gradients now, which the plan runs on each call's before the update."""
+    def step(model, x, y):
+        loss = _cross_entropy(model, x, y)
+        total = flow.nn.utils.clip_grad_norm_(model.parameters(), 0.05, norm_type)
+        return loss + 0 * total  # (the norm is a result too: each call's)
+
+    def step_in_two(model, x, y):
+        loss = _cross_entropy(model, x, y)
+        grads = [p.grad for p in model.parameters()]
+        total = flow.nn.utils.get_total_norm(grads, norm_type)
+        flow.nn.utils.clip_grads_with_norm_(model.parameters(), 0.05, total)
+        return loss
+
+    def make():
+        return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    for fn in (step, step_in_two):
+        _train_as_eager(make, fn, lambda m: flow.optim.SGD(m.parameters(), lr=0.1,
+                                                            momentum=0.9),
+                        [(x * 3, y) for x, y in _batches()])
+
+
+def test_clip_grad_norm_error_if_nonfinite_is_checked_by_the_plan():
+    model = nn.Linear(2, 1)
+    weight = model.weight.detach().numpy().copy()
+
+    def step(model, x):
+        loss = model(x).sum()
+        loss.backward()
+        return flow.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+
+    graph = graph_of(model, step, flow.optim.SGD(model.parameters(), lr=0.1))
+    # dw = x = (1, 1), db = 1: the total 2-norm is sqrt(3), clipped to 1
+    np.testing.assert_allclose(graph(flow.ones(1, 2)).item(), 3 ** 0.5, rtol=1e-6)
+    np.testing.assert_allclose(model.weight.detach().numpy(), weight - 0.1 / 3 ** 0.5,
+                               rtol=1e-6)
+    weight = model.weight.detach().numpy().copy()
+    with pytest.raises(RuntimeError, match="total norm of order 2.0 .* non-finite"):
+        graph(flow.tensor([[float("inf"), 1.0]]))
+    np.testing.assert_array_equal(model.weight.detach().numpy(), weight)  # no update
+
+
 class _Optional(flow.nn.Graph):
     def __init__(self, model):
         super().__init__()

@@ -21,7 +21,10 @@ from ...autograd import interpreter as _interpreter
 from ...autograd.grad_mode import no_grad
 from ...autograd.inplace import bump_version
 from ...device import array_module
+from ...dtypes import from_numpy_dtype
 from ...errors import fill_scalar
+from ...ops.norm import vector_norm
+from ...ops.shape import stack
 from ...tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
@@ -34,19 +37,7 @@ def _tensors(tensors):
     return list(tensors)
 
 
-def _refuse_in_graph(name):
-    if _interpreter.tracing_a_plan():  # inside nn.Graph's build
-        raise RuntimeError(
-            f"nn.Graph: {name} inside build() computes on the gradients' arrays, which a "
-            f"compiled plan cannot replay (it would keep the first call's numbers). Give the "
-            f"optimizer's param group the option clip_grad_max_norm (and "
-            f"clip_grad_norm_type), OneFlow's way: "
-            f"optimizer.param_groups[0]['clip_grad_max_norm'] = 1.0; or compute the norm "
-            f"with tensor ops (p.grad.norm())")
-
-
-def _grads(parameters, name):
-    _refuse_in_graph(name)
+def _grads(parameters):
     return [p.grad for p in _tensors(parameters) if p.grad is not None]
 
 
@@ -82,7 +73,6 @@ def _vector_norm(a, p):
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The norm of the norms of `tensors` (as if they were one concatenated vector); a 0-d
     tensor. Raises on a non-finite norm when `error_if_nonfinite`."""
-    _refuse_in_graph("get_total_norm")
     tensors = _tensors(tensors)
     for i, t in enumerate(tensors):
         if t is None:  # (torch's type: the first one's .device fails, a later one its check)
@@ -92,6 +82,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if not tensors:
         return Tensor._zeros((), np.float32)
+    if _interpreter.tracing_a_plan():  # inside nn.Graph's build: ops, which the plan runs
+        return _traced_total_norm(tensors, norm_type, error_if_nonfinite)
     norms = [_vector_norm(t._data, norm_type) for t in tensors]
     # the norm of a complex tensor is real: the total takes the real dtypes' promotion
     dtype = np.result_type(*[t._data.dtype for t in tensors])
@@ -100,22 +92,56 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     xp = array_module(tensors[0]._data)
     total = _vector_norm(xp.asarray(norms, dtype=dtype), norm_type)
     if error_if_nonfinite and not np.isfinite(total):
-        raise RuntimeError(
-            f"The total norm of order {norm_type} for gradients from `parameters` is "
-            "non-finite, so it cannot be clipped. To disable this error and scale the "
-            "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+        raise RuntimeError(_NONFINITE.format(norm_type))
     return Tensor._wrap(xp.asarray(total, dtype=dtype))
+
+
+_NONFINITE = ("The total norm of order {} for gradients from `parameters` is non-finite, so it "
+              "cannot be clipped. To disable this error and scale the gradients by the "
+              "non-finite norm anyway, set `error_if_nonfinite=False`")
+
+
+def _norm_op(t, p):
+    """`_vector_norm` with ops (half precision accumulated in float32, as there)."""
+    if _half(t._data.dtype):
+        return vector_norm(t.float(), p).to(t.dtype)
+    return vector_norm(t, p)
+
+
+def _traced_total_norm(tensors, norm_type, error_if_nonfinite):
+    """get_total_norm as ops, for nn.Graph's plan to compute on each call's gradients."""
+    dtype = np.result_type(*[t._data.dtype for t in tensors])
+    if dtype.kind == "c":
+        dtype = np.finfo(dtype).dtype
+    dtype = from_numpy_dtype(dtype)
+    with no_grad():
+        norms = stack([_norm_op(t, norm_type).to(dtype) for t in tensors])
+        total = _norm_op(norms, norm_type)
+        if error_if_nonfinite:
+            _interpreter.current.value_check(total.isfinite(), _NONFINITE.format(norm_type),
+                                             RuntimeError)
+    return total
 
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     """Scale the gradients by min(1, max_norm / (total_norm + 1e-6)), in place."""
-    grads = _grads(parameters, "clip_grads_with_norm_")
+    grads = _grads(parameters)
     if not grads:
         return
     if not isinstance(total_norm, Tensor):  # (torch's clamp of the coefficient refuses it)
         raise TypeError(f"clip_grads_with_norm_: total_norm must be a tensor (what "
                         f"get_total_norm returns), got {type(total_norm).__name__}; pass "
                         f"flowgrad.tensor(total_norm)")
+    if _interpreter.tracing_a_plan():  # inside nn.Graph's build: in-place ops on the traced
+        # gradients, which the plan runs on each call's before the update
+        with no_grad():
+            coef = (max_norm / (total_norm + 1e-6)).clamp(max=1.0)
+            for g in grads:
+                if _half(g._data.dtype):
+                    g.copy_((g.float() * coef.float()).to(g.dtype))
+                else:
+                    g.mul_(coef.to(g.dtype))
+        return
     xp = array_module(grads[0]._data)
     total = xp.asarray(total_norm._data)
     coef = xp.minimum(xp.asarray(max_norm, total.dtype) / (total + total.dtype.type(1e-6)), 1.0)
@@ -145,7 +171,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     tensor([0.6000, 0.8000])
     """
     parameters = _tensors(parameters)
-    grads = _grads(parameters, "clip_grad_norm_")
+    grads = _grads(parameters)
     total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(parameters, max_norm, total, foreach)
     return total
@@ -170,7 +196,7 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
                 if p.grad is not None:
                     p.grad.clamp_(-clip_value, clip_value)
         return
-    grads = list(_grads(parameters, "clip_grad_value_"))
+    grads = _grads(parameters)
     if any(g.is_complex() for g in grads):  # (NumPy would clip the real parts, silently)
         raise NotImplementedError("clamp is not supported for complex types")
     for g in grads:  # (as clamp_: a bound out of a grad's dtype raises, checked before any)
