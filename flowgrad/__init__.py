@@ -6,6 +6,7 @@
 >>> x.grad
 tensor([0., 1.])
 """
+import math as _math
 import warnings as _warnings
 
 from . import (
@@ -193,6 +194,8 @@ from .typed_tensors import *  # noqa: F401,F403 - FloatTensor..., channels_last.
 from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401 - torch.* has both
 
 __version__ = "0.1.0"
+inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
+newaxis = None  # torch's constants (torch.inf, torch.pi, x[:, torch.newaxis])
 
 # autograd's tools (functional, gradcheck) are built on the ops and func layers: loaded last
 autograd._load_tools()

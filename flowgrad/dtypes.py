@@ -25,7 +25,7 @@ TORCH_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half"
 
 __all__ = [
     "dtype", "float16", "half", "float32", "float", "float64", "double", "bfloat16",
-    "int8", "int16", "int32", "int", "int64", "long", "uint8", "bool",
+    "int8", "int16", "short", "int32", "int", "int64", "long", "uint8", "bool",
     "complex64", "cfloat", "complex128", "cdouble",
     "promote_types", "result_type", "get_default_dtype", "set_default_dtype", "finfo", "iinfo",
     "is_floating_point",
@@ -78,6 +78,7 @@ float64 = dtype("float64", np.float64, 2)
 complex64 = dtype("complex64", np.complex64, 3)
 complex128 = dtype("complex128", np.complex128, 3)
 half, float, double, int, long = float16, float32, float64, int32, int64  # noqa: A001
+short = int16
 cfloat, cdouble = complex64, complex128
 
 _ALL = [bool, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128]

@@ -241,6 +241,15 @@ def test_dtype_aliases():
     f = flow.zeros(2, dtype=float), flow.ones(2).to(complex), flow.arange(3, dtype=float)
     assert [str(a.dtype).split(".")[1] for a in f] == [str(a.dtype).split(".")[1] for a in t]
     assert flow.dtypes.as_dtype(int) is flow.int64 and flow.dtypes.as_dtype(bool) is flow.bool
+    assert flow.short is flow.int16 and flow.ones(2).short().dtype is flow.short
+
+
+def test_module_constants_are_torchs():
+    # programs write torch.inf, torch.pi, x[:, torch.newaxis]: a missing name is an error
+    for name in ("inf", "nan", "pi", "e", "newaxis"):
+        ours, theirs = getattr(flow, name), getattr(torch, name)
+        assert (ours is None and theirs is None) or repr(ours) == repr(theirs)
+    assert flow.ones(2, 3)[:, flow.newaxis].shape == (2, 1, 3)
 
 
 def test_unknown_dtype_errors():
