@@ -141,6 +141,7 @@ from .ops.pool import (  # noqa: F401 - the pools torch.* has too
     max_pool2d,
     max_pool3d,
 )
+from .ops.quantize import *  # noqa: F401,F403
 from .ops.reduce import *  # noqa: F401,F403
 from .ops.reduce_nan import *  # noqa: F401,F403
 from .ops.reorder import *  # noqa: F401,F403
