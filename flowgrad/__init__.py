@@ -193,8 +193,8 @@ from .threads import (
 )
 from .typed_tensors import *  # noqa: F401,F403 - FloatTensor..., channels_last...
 from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401 - torch.* has both
+from .version import __version__  # torch.version is a module too (torch.version.cuda)
 
-__version__ = "0.1.0"
 inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
 newaxis = None  # torch's constants (torch.inf, torch.pi, x[:, torch.newaxis])
 

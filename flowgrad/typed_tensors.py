@@ -16,6 +16,7 @@ for a tensor converted with `t.contiguous(memory_format=flow.channels_last)`.
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 
 from . import dtypes as _dt
@@ -25,7 +26,7 @@ from .tensor import Tensor, bind_late
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
            "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
            "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
-           "preserve_format"]
+           "preserve_format", "set_default_tensor_type"]
 
 _CLASS_NAMES = {name: f"{torch_name}Tensor" for name, torch_name in _dt.TORCH_SCALAR_NAMES.items()
                 if not name.startswith("complex")}
@@ -80,6 +81,29 @@ def as_tensor_dtype(spec):
         if short in _BY_CLASS_NAME:
             return _BY_CLASS_NAME[short]
     return _dt.as_dtype(spec)
+
+
+def set_default_tensor_type(t):
+    """torch's deprecated `set_default_tensor_type(flow.DoubleTensor)` (or a name such as
+    'torch.DoubleTensor'): sets the default dtype; floating types only, as torch."""
+    warnings.warn("set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "set_default_dtype() and set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    if isinstance(t, str):
+        if t.rsplit(".", 1)[-1] not in _BY_CLASS_NAME:
+            raise AttributeError(f"set_default_tensor_type: no tensor type named {t!r} (use "
+                                 f"a name such as 'torch.DoubleTensor')")
+        dtype = as_tensor_dtype(t)
+    elif isinstance(t, _TypedTensorMeta):
+        dtype = t.dtype
+    else:
+        raise TypeError(f"invalid type object: only floating-point types are supported as "
+                        f"the default type (got {t!r}; pass flowgrad.DoubleTensor or use "
+                        f"set_default_dtype)")
+    if not dtype.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type (got "
+                        f"{type_name(dtype)})")
+    _dt.set_default_dtype(dtype)
 
 
 class memory_format:  # noqa: N801 - torch's name

@@ -218,6 +218,23 @@ def test_set_default_dtype_rejects_integers():
     assert flow.get_default_dtype() is flow.float32
 
 
+def test_set_default_tensor_type_as_torch():
+    # old scripts start with torch.set_default_tensor_type(torch.DoubleTensor)
+    try:
+        with pytest.warns(UserWarning, match="deprecated"):
+            flow.set_default_tensor_type(flow.DoubleTensor)
+        assert flow.zeros(1).dtype is flow.float64
+        with pytest.warns(UserWarning):
+            flow.set_default_tensor_type("torch.FloatTensor")
+        assert flow.get_default_dtype() is flow.float32
+        for bad in (flow.LongTensor, "torch.IntTensor", flow.float64):
+            with pytest.warns(UserWarning), pytest.raises(TypeError, match="floating-point"):
+                flow.set_default_tensor_type(bad)
+    finally:
+        flow.set_default_dtype(flow.float32)
+    assert flow.version.cuda is None and flow.version.__version__ == flow.__version__
+
+
 # ---- dtype objects -------------------------------------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
 def test_dtype_properties(name):
