@@ -259,6 +259,25 @@ def test_new_tensor_of_a_tensor_warns_as_torch(data):
     assert got.requires_grad is want.requires_grad is False
 
 
+@pytest.mark.parametrize("call", [
+    lambda m, x: x.new(2, 3).shape, lambda m, x: x.new(m.Size([2, 1])).shape,
+    lambda m, x: x.new().shape, lambda m, x: x.new([1, 2]), lambda m, x: x.new((2, 3)),
+    lambda m, x: x.new(np.array([1, 2])), lambda m, x: x.long().new([1.7]),
+    lambda m, x: x.new(m.ones(2, dtype=m.float64)), lambda m, x: x.new(m.ones(2)),
+    lambda m, x: x.new(2.5), lambda m, x: x.new([1], [2])])
+def test_legacy_new_as_torch(call):
+    # x.new(...), torch's legacy constructor of older code, raised AttributeError
+    got = []
+    for m in (torch, flow):
+        try:
+            r = call(m, m.tensor([1.5, 2.0], dtype=m.float64))
+        except TypeError:
+            r = TypeError
+        got.append(r if r is TypeError or isinstance(r, tuple) else
+                   (str(r.dtype).split(".")[1], r.numpy().tolist()))
+    assert got[1] == got[0]
+
+
 def _first_warnings(m, call):
     """The warnings of `call(m)`, flowgrad's once-a-process ones forgotten first (torch's are
     given once a process too: this compares what flowgrad gives the first time)."""

@@ -23,8 +23,8 @@ from .._warn import warn, warn_once
 from ..autograd.inplace import run_inplace
 from ..device import ARRAY_MODULES, CPU, DEFAULT_DEVICE, array_module, device_of, resolve_device
 from ..device import device as _device_class
-from ..tensor import Tensor
-from .creation import FACTORY_HINTS, _finish, _size, as_tensor, check_hints, tensor
+from ..tensor import Size, Tensor
+from .creation import FACTORY_HINTS, _finish, _size, as_tensor, check_hints, empty, tensor
 from .elementwise_more import _fill_value, _filled
 
 __all__ = ["asarray", "frombuffer", "from_file", "empty_strided", "empty_permuted", "range", "fill",
@@ -341,3 +341,32 @@ def _refuse_grad(t, name):
 
 Tensor.apply_, Tensor.map_, Tensor.map2_ = _apply, _map, _map2
 Tensor.new_empty_strided = _new_empty_strided
+
+
+def new(self, *args, device=None):
+    """torch's legacy `x.new(...)`, common in older code (`h = w.new(b, n).zero_()`):
+    sizes (or a Size) give an uninitialised tensor of x's dtype, a list/tuple/array of data a
+    tensor of x's dtype, a tensor of x's dtype an alias of it, nothing an empty tensor."""
+    dev = self.device if device is None else device
+    if not args:
+        return empty(0, dtype=self.dtype, device=dev)
+    first = args[0]
+    if len(args) == 1 and isinstance(first, Tensor):
+        if first.dtype != self.dtype:
+            raise TypeError(f"new(): expected a tensor of dtype {self.dtype}, got {first.dtype} "
+                            f"(convert it with .to({self.dtype}))")
+        return first.view_as(first)
+    if len(args) == 1 and isinstance(first, Size):
+        return empty(*first, dtype=self.dtype, device=dev)
+    if len(args) == 1 and isinstance(first, (list, tuple, np.ndarray)):
+        return tensor(first, dtype=self.dtype, device=dev)
+    if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
+        return empty(*args, dtype=self.dtype, device=dev)
+    if len(args) == 1:
+        raise TypeError(f"new(): data must be a sequence (got {type(first).__name__})")
+    raise TypeError(f"new() received an invalid combination of arguments - got "
+                    f"({', '.join(type(a).__name__ for a in args)}): pass sizes as ints, or "
+                    f"one sequence of data")
+
+
+Tensor.new = new
