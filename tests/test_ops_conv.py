@@ -285,3 +285,25 @@ def test_shifted_gemm_input_gradient_as_torch(dtype, xs, ws, padding):
         np.testing.assert_array_equal(taken, conv._conv_transpose.kernel(np, z, w_inf, **kw))
     finally:
         conv._shifted_ok = conv_ok
+
+
+@pytest.mark.parametrize("name,xs,ws,kw", [
+    ("conv1d", (2, 4, 9), (6, 2, 3), dict(stride=2, padding=1, groups=2)),
+    ("conv2d", (2, 4, 7, 6), (6, 4, 3, 2), dict(stride=(2, 1), padding=(1, 0), dilation=(1, 2))),
+    ("conv3d", (1, 2, 5, 4, 4), (3, 2, 2, 2, 2), dict(padding=1))])
+def test_nn_grad_conv_input_and_weight_as_torch(name, xs, ws, kw):
+    # torch.nn.grad (F.grad), which fused conv custom Functions call, was missing; values and
+    # their own gradients (w.r.t. grad_output, weight and input) as torch's
+    rng = np.random.default_rng(0)
+    xn, wn = rng.standard_normal(xs), rng.standard_normal(ws)
+    res = []
+    for m in (torch, flow):
+        x, w = m.tensor(xn, requires_grad=True), m.tensor(wn, requires_grad=True)
+        out_shape = tuple(getattr(F(m), name)(x, w, **kw).shape)
+        go = m.tensor(np.random.default_rng(1).standard_normal(out_shape), requires_grad=True)
+        gi = getattr(m.nn.grad, name + "_input")(x.shape, w, go, **kw)
+        gw = getattr(F(m).grad, name + "_weight")(x, w.shape, go, **kw)
+        (gi.pow(2).sum() + gw.pow(2).sum()).backward()
+        res.append([t.detach().numpy() for t in (gi, gw, go.grad, w.grad, x.grad)])
+    for ours, theirs in zip(res[1], res[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)

@@ -14,7 +14,8 @@ MultivariateNormal, Swin window attention, QAT fake quantization, PPO with GAE, 
 PGD/FGSM/TRADES adversarial training, style transfer on the input image, an EmbeddingBag
 recommender with BPR, a sparse autoencoder, WaveNet, AveragedModel EMA/SWA, Sinkhorn OT, a deep
 equilibrium layer, optimizer-in-backward hooks, forward-mode AD, saved-tensor hooks, survival
-models and count GLMs. Weights and data come from NumPy."""
+models, count GLMs, and a fused conv + batch-norm custom Function on torch.nn.grad. Weights
+and data come from NumPy."""
 import pytest
 from test_torch_programs import assert_matches_torch
 
@@ -1981,6 +1982,59 @@ losses += [float(b.log_prob(torch.tensor([2.0, 5.0, 9.0])).sum()), float(b.mean.
 losses.append(loss.item())
 '''
 
+FUSED_CONV_BN = '''
+class FusedConvBN(torch.autograd.Function):  # saves only X and the weight, as the recipe
+    @staticmethod
+    def forward(ctx, X, weight, eps=1e-3):
+        ctx.save_for_backward(X, weight)
+        ctx.eps = eps
+        Y = F.conv2d(X, weight, padding=1)
+        mean = Y.mean((0, 2, 3), keepdim=True)
+        var = Y.var((0, 2, 3), unbiased=False, keepdim=True)
+        return (Y - mean) / torch.sqrt(var + eps)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        X, weight = ctx.saved_tensors
+        Y = F.conv2d(X, weight, padding=1)  # recomputed
+        n = Y.numel() / Y.shape[1]
+        mean = Y.mean((0, 2, 3), keepdim=True)
+        invstd = 1 / torch.sqrt(Y.var((0, 2, 3), unbiased=False, keepdim=True) + ctx.eps)
+        xhat = (Y - mean) * invstd
+        gY = invstd / n * (n * grad_out - grad_out.sum((0, 2, 3), keepdim=True)
+                           - xhat * (grad_out * xhat).sum((0, 2, 3), keepdim=True))
+        gX = torch.nn.grad.conv2d_input(X.shape, weight, gY, padding=1)
+        gW = F.grad.conv2d_weight(X, weight.shape, gY, padding=1)
+        return gX, gW, None
+
+rng = np.random.default_rng(187)
+w1 = nn.Parameter(torch.tensor(rng.standard_normal((4, 2, 3, 3)) * 0.3))
+w2 = nn.Parameter(torch.tensor(rng.standard_normal((4, 4, 3, 3)) * 0.3))
+head = init(nn.Linear(4, 3), seed=188)
+opt = torch.optim.SGD([w1, w2, *head.parameters()], lr=0.1, momentum=0.9)
+x = torch.tensor(rng.standard_normal((6, 2, 6, 6)))
+y = torch.tensor(rng.integers(0, 3, 6))
+ref_bn = nn.BatchNorm2d(4, eps=1e-3, affine=False)
+for step in range(6):
+    h = F.relu(FusedConvBN.apply(x, w1))
+    h = F.relu(FusedConvBN.apply(h, w2))
+    loss = F.cross_entropy(head(h.mean((2, 3))), y)
+    # the unfused layers give the same loss and gradients
+    r = F.relu(ref_bn(F.conv2d(x, w1, padding=1)))
+    r = F.relu(ref_bn(F.conv2d(r, w2, padding=1)))
+    ref = F.cross_entropy(head(r.mean((2, 3))), y)
+    g_ref = torch.autograd.grad(ref, [w1, w2])
+    opt.zero_grad()
+    loss.backward()
+    same = max((a - b).abs().max() for a, b in zip(g_ref, (w1.grad, w2.grad))) < 1e-10
+    opt.step()
+    losses.extend([loss.item(), float(same)])
+Xc = torch.tensor(rng.standard_normal((2, 2, 4, 4)), requires_grad=True)
+Wc = torch.tensor(rng.standard_normal((3, 2, 3, 3)), requires_grad=True)
+losses.append(float(torch.autograd.gradcheck(FusedConvBN.apply, (Xc, Wc))))
+losses.append(loss.item())
+'''
+
 
 PROGRAMS = {name.lower(): source for name, source in [
     ("DDPM", DDPM),
@@ -2019,6 +2073,7 @@ PROGRAMS = {name.lower(): source for name, source in [
     ("SAVED_HOOKS", SAVED_HOOKS),
     ("SURVIVAL", SURVIVAL),
     ("COUNT_GLM", COUNT_GLM),
+    ("FUSED_CONV_BN", FUSED_CONV_BN),
 ]}
 
 # programs whose last logged figure is not below their first (they log several losses of

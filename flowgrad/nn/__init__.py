@@ -1,5 +1,5 @@
 """flowgrad.nn: modules, parameters, initialisation and the functional API."""
-from . import attention, common_types, functional, init, parallel, utils
+from . import attention, common_types, functional, grad, init, parallel, utils
 from .module import Module
 from .modules import *  # noqa: F401,F403
 from .parallel import DataParallel  # torch.nn has it too

@@ -27,3 +27,4 @@ from ..ops.pad import *  # noqa: F401,F403
 from ..ops.pool import *  # noqa: F401,F403
 from ..ops.pool_more import *  # noqa: F401,F403
 from ..ops.spatial import *  # noqa: F401,F403
+from . import grad  # noqa: F401 - F.grad is torch.nn.grad
