@@ -14,8 +14,9 @@ MultivariateNormal, Swin window attention, QAT fake quantization, PPO with GAE, 
 PGD/FGSM/TRADES adversarial training, style transfer on the input image, an EmbeddingBag
 recommender with BPR, a sparse autoencoder, WaveNet, AveragedModel EMA/SWA, Sinkhorn OT, a deep
 equilibrium layer, optimizer-in-backward hooks, forward-mode AD, saved-tensor hooks, survival
-models, count GLMs, and a fused conv + batch-norm custom Function on torch.nn.grad. Weights
-and data come from NumPy."""
+models, count GLMs, a fused conv + batch-norm custom Function on torch.nn.grad, user-written
+optimizers and schedulers (Lion, LRScheduler subclasses, Muon), and the empirical NTK by
+torch.func with meta-device init and assign-loading. Weights and data come from NumPy."""
 import pytest
 from test_torch_programs import assert_matches_torch
 
@@ -2035,6 +2036,173 @@ losses.append(float(torch.autograd.gradcheck(FusedConvBN.apply, (Xc, Wc))))
 losses.append(loss.item())
 '''
 
+CUSTOM_OPTIM = '''
+import math
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LRScheduler, _LRScheduler
+
+class Lion(Optimizer):
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0):
+        if not 0.0 <= lr:
+            raise ValueError("Invalid learning rate: {}".format(lr))
+        defaults = dict(lr=lr, betas=betas, weight_decay=weight_decay)
+        super().__init__(params, defaults)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                p.data.mul_(1 - group["lr"] * group["weight_decay"])
+                grad = p.grad
+                state = self.state[p]
+                if len(state) == 0:
+                    state["exp_avg"] = torch.zeros_like(p)
+                exp_avg = state["exp_avg"]
+                beta1, beta2 = group["betas"]
+                update = exp_avg * beta1 + grad * (1 - beta1)
+                p.add_(update.sign_(), alpha=-group["lr"])
+                exp_avg.mul_(beta2).add_(grad, alpha=1 - beta2)
+        return loss
+
+class WarmupCosine(LRScheduler):
+    def __init__(self, optimizer, warmup, total, last_epoch=-1):
+        self.warmup, self.total = warmup, total
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        s = self.last_epoch
+        if s < self.warmup:
+            return [b * (s + 1) / self.warmup for b in self.base_lrs]
+        p = (s - self.warmup) / max(1, self.total - self.warmup)
+        return [b * 0.5 * (1 + math.cos(math.pi * p)) for b in self.base_lrs]
+
+class OldStyle(_LRScheduler):
+    def get_lr(self):
+        return [b * 0.9 ** self.last_epoch for b in self.base_lrs]
+
+rng = np.random.default_rng(189)
+model = init(nn.Sequential(nn.Linear(4, 8), nn.RMSNorm(8), nn.SiLU(), nn.Linear(8, 1)), seed=190)
+X, Y = torch.tensor(rng.standard_normal((16, 4))), torch.tensor(rng.standard_normal((16, 1)))
+opt = Lion(model.parameters(), lr=3e-3, weight_decay=0.1)
+sched = WarmupCosine(opt, 2, 8)
+for step in range(6):
+    loss = F.mse_loss(model(X), Y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    sched.step()
+    losses += [loss.item(), sched.get_last_lr()[0]]
+sd = opt.state_dict()
+losses.append(float(sum(v["exp_avg"].sum() for v in sd["state"].values())))
+model2 = init(nn.Sequential(nn.Linear(4, 8), nn.SiLU(), nn.Linear(8, 1)), seed=191)
+opt2 = torch.optim.Adam(model2.parameters(), lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True)
+s2 = OldStyle(opt2)
+for step in range(4):
+    loss = F.mse_loss(model2(X), Y)
+    opt2.zero_grad(); loss.backward(); opt2.step(); s2.step()
+    losses += [loss.item(), opt2.param_groups[0]["lr"]]
+from torch.nn.utils.rnn import pad_sequence
+seqs = [torch.arange(n, dtype=torch.float64) + 1 for n in (3, 1, 4)]
+losses += pad_sequence(seqs, batch_first=True, padding_side="left").flatten().tolist()
+model2.set_submodule("1", nn.Tanh())
+losses.append(float(model2(X).sum()))
+losses.append(float(F.rms_norm(X, (4,), eps=1e-5).sum()))
+muon = torch.optim.Muon([p for p in model2.parameters() if p.ndim == 2], lr=0.02)
+for step in range(3):
+    loss = F.mse_loss(model2(X), Y)
+    muon.zero_grad(); loss.backward(); muon.step()
+    losses.append(loss.item())
+losses.append(F.mse_loss(model(X), Y).item())  # the Lion-trained model's
+'''
+
+NTK_META = '''  # the torch.func tutorials' empirical NTK two ways; meta-device init
+from torch.func import functional_call, vmap, jacrev, jacfwd, hessian, grad, vjp, jvp
+rng = np.random.default_rng(192)
+net = init(nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2)), seed=193)
+params = {k: v.detach() for k, v in net.named_parameters()}
+def fnet_single(params, x):
+    return functional_call(net, params, (x.unsqueeze(0),)).squeeze(0)
+x1 = torch.tensor(rng.standard_normal((4, 3))); x2 = torch.tensor(rng.standard_normal((3, 3)))
+def empirical_ntk_jacobian_contraction(fnet_single, params, x1, x2):
+    jac1 = vmap(jacrev(fnet_single), (None, 0))(params, x1)
+    jac1 = jac1.values()
+    jac1 = [j.flatten(2) for j in jac1]
+    jac2 = vmap(jacrev(fnet_single), (None, 0))(params, x2)
+    jac2 = [j.flatten(2) for j in jac2.values()]
+    result = torch.stack([torch.einsum('Naf,Mbf->NMab', j1, j2) for j1, j2 in zip(jac1, jac2)])
+    return result.sum(0)
+ntk = empirical_ntk_jacobian_contraction(fnet_single, params, x1, x2)
+losses += ntk.flatten().tolist()
+def empirical_ntk_ntk_vps(func, params, x1, x2, compute='full'):
+    def get_ntk(x1, x2):
+        def func_x1(params):
+            return func(params, x1)
+        def func_x2(params):
+            return func(params, x2)
+        output, vjp_fn = vjp(func_x1, params)
+        def get_ntk_slice(vec):
+            vjps = vjp_fn(vec)
+            _, jvps = jvp(func_x2, (params,), vjps)
+            return jvps
+        basis = torch.eye(output.numel(), dtype=output.dtype, device=output.device)
+        return vmap(get_ntk_slice)(basis)
+    result = vmap(vmap(get_ntk, (None, 0)), (0, None))(x1, x2)
+    return result
+ntk2 = empirical_ntk_ntk_vps(fnet_single, params, x1, x2)
+losses.append(float((ntk2 - ntk).abs().max() < 1e-10))
+H = jacfwd(jacrev(lambda x: fnet_single(params, x).sum()))(x1[0])
+H2 = hessian(lambda x: fnet_single(params, x).sum())(x1[0])
+losses += H.flatten().tolist() + [float((H - H2).abs().max())]
+J = vmap(jacrev(fnet_single, argnums=1), in_dims=(None, 0), chunk_size=2)(params, x1)
+losses += J.flatten().tolist()
+# custom Function with setup_context usable by torch.func
+class MySin(torch.autograd.Function):
+    generate_vmap_rule = True
+    @staticmethod
+    def forward(x):
+        return torch.sin(x)
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.save_for_forward(inputs[0])
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * torch.cos(x)
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return t * torch.cos(x)
+xs = torch.tensor(rng.standard_normal(5))
+losses += vmap(grad(lambda x: MySin.apply(x) ** 2))(xs).tolist()
+losses += jacfwd(lambda x: MySin.apply(x))(xs).diagonal().tolist()
+# meta-device init, then assign-load
+with torch.device("meta"):
+    big = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+assert big[0].weight.is_meta
+donor = init(nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)), seed=194)
+sd = {k: v.detach().clone() for k, v in donor.state_dict().items()}
+big.load_state_dict(sd, assign=True)
+losses.append(float(big(x1).sum()))
+m2 = nn.Linear(3, 2, device="meta").to_empty(device="cpu")
+with torch.no_grad():
+    m2.weight.fill_(0.5); m2.bias.zero_()
+losses.append(float(m2(x1).sum()))
+m3 = torch.nn.utils.skip_init(nn.Linear, 3, 2)
+losses.append(float(m3.weight.shape[0]))
+msgs = []
+net.register_load_state_dict_post_hook(lambda mod, keys: msgs.append(len(keys.missing_keys)))
+net.register_state_dict_pre_hook(lambda mod, prefix, keep_vars: msgs.append(prefix))
+net.load_state_dict({k: v for k, v in net.state_dict().items() if "0." in k}, strict=False)
+losses.append(float(msgs[-1]))
+'''
+
 
 PROGRAMS = {name.lower(): source for name, source in [
     ("DDPM", DDPM),
@@ -2074,11 +2242,13 @@ PROGRAMS = {name.lower(): source for name, source in [
     ("SURVIVAL", SURVIVAL),
     ("COUNT_GLM", COUNT_GLM),
     ("FUSED_CONV_BN", FUSED_CONV_BN),
+    ("CUSTOM_OPTIM", CUSTOM_OPTIM),
+    ("NTK_META", NTK_META),
 ]}
 
 # programs whose last logged figure is not below their first (they log several losses of
 # different scales, or train on freshly augmented views each step)
-NOT_TRAINING = {"bayes_vi", "count_glm", "simclr", "style", "survival"}
+NOT_TRAINING = {"bayes_vi", "count_glm", "ntk_meta", "simclr", "style", "survival"}
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
