@@ -2248,7 +2248,9 @@ PROGRAMS = {name.lower(): source for name, source in [
 
 # programs whose last logged figure is not below their first (they log several losses of
 # different scales, or train on freshly augmented views each step)
-NOT_TRAINING = {"bayes_vi", "count_glm", "ntk_meta", "simclr", "style", "survival"}
+# (ppo logs its first policy loss, rounding noise around 0 whose sign depends on torch's
+# threads, and a clip fraction last: no ordering to assert)
+NOT_TRAINING = {"bayes_vi", "count_glm", "ntk_meta", "ppo", "simclr", "style", "survival"}
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
