@@ -2,6 +2,7 @@
 losses, parameters and optimizer state; and the errors of OneFlow's contract."""
 import random
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -473,6 +474,37 @@ def test_an_unused_random_draw_still_advances_the_generator():
         flow.rand(3)
         want.append((x + flow.rand(2)).tolist())
     assert got == want
+
+
+def test_tensors_build_stores_outside_the_graph_are_warned_about():
+    """A forward hook's activations[name] = out.detach(), a list appended inside build: the
+    plan runs build once, so they kept the first call's values on every later call, with no
+    word. A warning names them and the remedy; a graph keeping nothing gets none."""
+    model = flow.nn.Sequential(flow.nn.Linear(4, 4), flow.nn.ReLU(), flow.nn.Linear(4, 2))
+    activations, history = {}, []
+    handle = model[0].register_forward_hook(
+        lambda module, args, out: activations.__setitem__("lin", out.detach()))
+
+    def step(x):
+        loss = model(x).sum()
+        history.append(loss.detach() * 2)
+        return loss
+
+    with pytest.warns(UserWarning, match=r"still held outside .*\(2: .*\(3, 4\) from linear"
+                                         r".*first call's values.*Return them from build"):
+        flow.nn.Graph.trace(step)(flow.ones(3, 4))
+    handle.remove()
+    opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    train = graph_of(model, lambda m, x: _backward(m(x).sum()), opt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):
+            train(flow.ones(3, 4))
+
+
+def _backward(loss):
+    loss.backward()
+    return loss
 
 
 @pytest.mark.parametrize("draw", [lambda: random.random(), lambda: np.random.rand(),

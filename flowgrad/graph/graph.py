@@ -48,6 +48,7 @@ from .call_args import (
     micro_batches,
     signature_key,
 )
+from .escapes import escape_watch, warn_escaped
 from .ir import INPUT, NODE, STATE, StalePlanError
 from .plan_checks import (
     _GONE,
@@ -293,10 +294,12 @@ class Graph:
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            return self._trace_and_generate(args, kwargs, flat)
+            result = self._trace_and_generate(args, kwargs, flat)
         finally:
             if was_enabled:
                 gc.enable()
+        warn_escaped(self, self.__dict__.pop("_escape_watch"), result, flat)
+        return result
 
     def _trace_and_generate(self, args, kwargs, flat):
         started = time.perf_counter()
@@ -336,6 +339,7 @@ class Graph:
             finally:
                 reads = self.__dict__.pop("_reads")
         tracer.finish()
+        self.__dict__["_escape_watch"] = escape_watch(tracer)
         for store, name, old, new in rebound:  # self.avg = self.avg * 0.9 + ...: a write-back
             tracer.program.writebacks[old] = tracer.value(new)
             store[name] = old

@@ -1,0 +1,80 @@
+"""Tensors build computed and kept somewhere the plan cannot reach: a forward hook's
+`activations[name] = out.detach()`, `self.history.append(loss.detach())`, a global. Eagerly
+each call stores new values there; a plan runs build once, so what was stored keeps the first
+call's values. After the trace, an array of a traced value still alive once the trace's own
+objects are gone, and not handed out (an output, a gradient, an attribute the plan binds), is
+such a tensor: warned about, with the remedy (return it from build)."""
+from __future__ import annotations
+
+import gc
+import weakref
+
+from .._warn import warn
+from ..tensor import Tensor
+from .ir import CONST, NODE, STATE
+
+
+def escape_watch(tracer):
+    """Weak references to the arrays of the values the trace computed, with their Values."""
+    value_of = tracer.value_of
+    watch = []
+    for key, array in tracer.arrays.items():
+        value = value_of.get(key)
+        if value is not None and value.kind == NODE:
+            watch.append((weakref.ref(array), value))
+    return watch
+
+
+def _held_by_the_model(graph, result, flat):
+    """Ids of the arrays the first call hands out (outputs, gradients) and those the graph's
+    modules and optimizers hold (state, attributes the plan binds, optimizer state), with
+    the arrays they are views of."""
+    (out, (grads, _)) = result
+    program = graph._compiled[0]
+    tensors = [out, list(flat), [v.source for v in program.values if v.kind in (CONST, STATE)],
+               [store.get(name) for store, name in program.attribute_sets],
+               list(program.writebacks)]
+    for module in graph._modules.values():
+        for sub in module.modules():
+            tensors.append(list(vars(sub).values()))
+            tensors += [list(sub._parameters.values()), list(sub._buffers.values())]
+    for optimizer, _ in graph._optimizers:
+        tensors.append(list(optimizer.state.values()))
+    arrays = list(grads.values())
+    stack = tensors
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Tensor):
+            arrays.append(item._data)
+            if item.grad is not None:
+                arrays.append(item.grad._data)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    ids = set()
+    for array in arrays:
+        while array is not None:
+            ids.add(id(array))
+            array = getattr(array, "base", None)
+    return ids
+
+
+def warn_escaped(graph, watch, result, flat):
+    """Warn when an array `watch` names is alive and neither handed out nor the model's."""
+    alive = [(ref(), value) for ref, value in watch]
+    alive = [(a, v) for a, v in alive if a is not None]
+    if not alive:
+        return
+    held = _held_by_the_model(graph, result, flat)
+    kept = [(weakref.ref(a), v) for a, v in alive if id(a) not in held]
+    del alive
+    if kept:  # (rare: only then the cycle collector's time, for what only a cycle held)
+        gc.collect()
+        kept = [v for ref, v in kept if ref() is not None]
+    if kept:
+        shapes = ", ".join(f"{tuple(v.shape)} from {v.source.op.name}" for v in kept[:4])
+        warn(f"nn.Graph {graph._name}: build() computed tensors that are still held outside the "
+             f"graph's outputs ({len(kept)}: {shapes}): stored in a list, dict, global or by "
+             f"a hook. Its compiled plan does not store them again: later calls leave the "
+             f"first call's values there. Return them from build instead")
