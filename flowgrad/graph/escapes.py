@@ -25,13 +25,11 @@ def escape_watch(tracer):
     return watch
 
 
-def _held_by_the_model(graph, result, flat):
-    """Ids of the arrays the first call hands out (outputs, gradients) and those the graph's
-    modules and optimizers hold (state, attributes the plan binds, optimizer state), with
-    the arrays they are views of."""
-    (out, (grads, _)) = result
+def _held_by_the_model(graph, flat):
+    """Tensors the graph's modules and optimizers hold (state, attributes the plan binds,
+    optimizer state), its inputs and the tensors its plan captured."""
     program = graph._compiled[0]
-    tensors = [out, list(flat), [v.source for v in program.values if v.kind in (CONST, STATE)],
+    tensors = [list(flat), [v.source for v in program.values if v.kind in (CONST, STATE)],
                [store.get(name) for store, name in program.attribute_sets],
                list(program.writebacks)]
     for module in graph._modules.values():
@@ -40,8 +38,13 @@ def _held_by_the_model(graph, result, flat):
             tensors += [list(sub._parameters.values()), list(sub._buffers.values())]
     for optimizer, _ in graph._optimizers:
         tensors.append(list(optimizer.state.values()))
-    arrays = list(grads.values())
-    stack = tensors
+    return tensors
+
+
+def _array_ids(items, arrays=()):
+    """Ids of `arrays` and of the arrays of the tensors (and their .grad) in `items` (nested
+    lists, tuples, dicts), with the arrays they are views of."""
+    arrays, stack = list(arrays), list(items)
     while stack:
         item = stack.pop()
         if isinstance(item, Tensor):
@@ -66,8 +69,13 @@ def warn_escaped(graph, watch, result, flat):
     alive = [(a, v) for a, v in alive if a is not None]
     if not alive:
         return
-    held = _held_by_the_model(graph, result, flat)
-    kept = [(weakref.ref(a), v) for a, v in alive if id(a) not in held]
+    out, (grads, _) = result
+    handed = _array_ids([out], grads.values())  # (the first call's outputs and gradients)
+    alive = [(a, v) for a, v in alive if id(a) not in handed]
+    if alive:
+        held = _array_ids(_held_by_the_model(graph, flat))
+        alive = [(a, v) for a, v in alive if id(a) not in held]
+    kept = [(weakref.ref(a), v) for a, v in alive]
     del alive
     if kept:  # (rare: only then the cycle collector's time, for what only a cycle held)
         gc.collect()
