@@ -6,7 +6,9 @@ objects are gone, and not handed out (an output, a gradient, an attribute the pl
 such a tensor: warned about, with the remedy (return it from build)."""
 from __future__ import annotations
 
+import functools
 import gc
+import operator
 import weakref
 
 from .._warn import warn
@@ -15,14 +17,13 @@ from .ir import CONST, NODE, STATE
 
 
 def escape_watch(tracer):
-    """Weak references to the arrays of the values the trace computed, with their Values."""
-    value_of = tracer.value_of
-    watch = []
-    for key, array in tracer.arrays.items():
-        value = value_of.get(key)
-        if value is not None and value.kind == NODE:
-            watch.append((weakref.ref(array), value))
-    return watch
+    """Weak references to the arrays the trace saw, and the map from an array's id to its
+    Value (made by C-level loops: this runs on every first call)."""
+    return list(map(weakref.ref, tracer.arrays.values())), tracer.value_of
+
+
+_ALIVE = functools.partial(operator.is_not, None)
+_DEREFERENCE = operator.methodcaller("__call__")
 
 
 def _held_by_the_model(graph, flat):
@@ -64,14 +65,16 @@ def _array_ids(items, arrays=()):
 
 
 def warn_escaped(graph, watch, result, flat):
-    """Warn when an array `watch` names is alive and neither handed out nor the model's."""
-    alive = [(ref(), value) for ref, value in watch]
-    alive = [(a, v) for a, v in alive if a is not None]
+    """Warn when an array of a traced value `watch` names is alive and neither handed out
+    nor the model's."""
+    refs, value_of = watch
+    alive = list(filter(_ALIVE, map(_DEREFERENCE, refs)))
     if not alive:
         return
     out, (grads, _) = result
     handed = _array_ids([out], grads.values())  # (the first call's outputs and gradients)
-    alive = [(a, v) for a, v in alive if id(a) not in handed]
+    alive = [(a, value_of.get(id(a))) for a in alive if id(a) not in handed]
+    alive = [(a, v) for a, v in alive if v is not None and v.kind == NODE]
     if alive:
         held = _array_ids(_held_by_the_model(graph, flat))
         alive = [(a, v) for a, v in alive if id(a) not in held]
