@@ -6,10 +6,11 @@ objects are gone, and not handed out (an output, a gradient, an attribute the pl
 such a tensor: warned about, with the remedy (return it from build)."""
 from __future__ import annotations
 
-import functools
 import gc
 import operator
-import weakref
+import sys
+
+import numpy as np
 
 from .._warn import warn
 from ..tensor import Tensor
@@ -17,13 +18,27 @@ from .ir import CONST, NODE, STATE
 
 
 def escape_watch(tracer):
-    """Weak references to the arrays the trace saw, and the map from an array's id to its
-    Value (made by C-level loops: this runs on every first call)."""
-    return list(map(weakref.ref, tracer.arrays.values())), tracer.value_of
+    """The arrays the trace saw (a list: one reference each, counted later) and the map from
+    an array's id to its Value."""
+    return list(tracer.arrays.values()), tracer.value_of
 
 
-_ALIVE = functools.partial(operator.is_not, None)
-_DEREFERENCE = operator.methodcaller("__call__")
+def _referenced_elsewhere(arrays):
+    """The arrays something besides `arrays`, the count's argument and views among `arrays`
+    (their .base) refers to, by C-level loops: this runs on every first call, over every
+    traced array."""
+    n = len(arrays)
+    counts = np.fromiter(map(sys.getrefcount, arrays), np.intp, n)
+    ids = np.fromiter(map(id, arrays), np.uintp, n)
+    bases = np.fromiter(map(id, map(_BASE, arrays)), np.uintp, n)
+    order = np.argsort(ids)
+    at = np.searchsorted(ids[order], bases).clip(max=n - 1)
+    found = ids[order][at] == bases
+    np.add.at(counts, order[at[found]], -1)
+    return [arrays[i] for i in np.flatnonzero(counts > 2)]
+
+
+_BASE = operator.attrgetter("base")
 
 
 def _held_by_the_model(graph, flat):
@@ -67,8 +82,8 @@ def _array_ids(items, arrays=()):
 def warn_escaped(graph, watch, result, flat):
     """Warn when an array of a traced value `watch` names is alive and neither handed out
     nor the model's."""
-    refs, value_of = watch
-    alive = list(filter(_ALIVE, map(_DEREFERENCE, refs)))
+    arrays, value_of = watch
+    alive = _referenced_elsewhere(arrays)
     if not alive:
         return
     out, (grads, _) = result
@@ -78,11 +93,14 @@ def warn_escaped(graph, watch, result, flat):
     if alive:
         held = _array_ids(_held_by_the_model(graph, flat))
         alive = [(a, v) for a, v in alive if id(a) not in held]
-    kept = [(weakref.ref(a), v) for a, v in alive]
+    if not alive:
+        return
+    # (rare: only then the cycle collector's time, for what only a cycle held; counted again
+    # with `arrays` the one other holder)
+    suspects = {id(a): v for a, v in alive}
     del alive
-    if kept:  # (rare: only then the cycle collector's time, for what only a cycle held)
-        gc.collect()
-        kept = [v for ref, v in kept if ref() is not None]
+    gc.collect()
+    kept = [suspects[id(a)] for a in _referenced_elsewhere(arrays) if id(a) in suspects]
     if kept:
         shapes = ", ".join(f"{tuple(v.shape)} from {v.source.op.name}" for v in kept[:4])
         warn(f"nn.Graph {graph._name}: build() computed tensors that are still held outside the "
