@@ -21,6 +21,7 @@ import functools
 from ._warn import warn
 from .autograd import grad_mode
 from .autograd.function import Function
+from .graph.call_args import captured_by
 from .nn.module import Module
 from .tensor import Tensor
 
@@ -101,7 +102,10 @@ def _grad_fn():
 
 
 def _params(model):
-    return [p for p in model.parameters() if p.requires_grad]
+    """The tensors a compiled call's gradients are taken for besides its inputs: the model's
+    parameters, and for a function the tensors requiring grad it captured."""
+    return [p for p in model.parameters() if p.requires_grad] + [
+        t for t in getattr(model, "captured_tensors", ()) if t.requires_grad]
 
 
 class _CompiledCall(Function):
@@ -151,6 +155,8 @@ class OptimizedModule(Module):
             self._fall_back("only positional tensor arguments are compiled")
         if self._eager_reason is not None:
             return model(*args, **kwargs)
+        if type(model) is _FunctionModule and model.recapture():  # a closure or global
+            self._graphs.clear()                                  # now holds another one
         try:
             if grad_mode.is_grad_enabled() and (
                     any(a.requires_grad for a in args) or _params(model)):
@@ -265,9 +271,32 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
 
 
 class _FunctionModule(Module):
+    """A function as the model of compiled graphs. The modules it reaches through its
+    closure, globals, defaults or bound self (directly, or in a list, tuple or dict) are its
+    submodules, so a compiled call's gradients reach their parameters and a change to them
+    (a setting, a replaced parameter) traces anew, as for a compiled module; the tensors
+    requiring grad it reaches get their gradients too."""
+
     def __init__(self, fn):
         super().__init__()
         object.__setattr__(self, "fn", fn)
+        object.__setattr__(self, "captured", ())
+        self.recapture()
+
+    def recapture(self):
+        """Find what the function reaches now; True when that changed since the last look."""
+        found = tuple(captured_by(self.fn))
+        if len(found) == len(self.captured) and all(
+                a is b for a, b in zip(found, self.captured)):
+            return False
+        object.__setattr__(self, "captured", found)
+        self._modules.clear()
+        for i, module in enumerate(m for m in found if isinstance(m, Module)):
+            self._modules[f"captured_{i}"] = module
+        object.__setattr__(self, "captured_tensors",
+                           [t for t in found if isinstance(t, Tensor)])
+        return True
 
     def forward(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
+

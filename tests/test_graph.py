@@ -10,6 +10,7 @@ from graph_helpers import graph_of, steps_match_eager, train_graph
 
 import flowgrad as flow
 import flowgrad.nn.functional as F
+from flowgrad.graph.ir import StalePlanError
 
 
 def _mlp(seed=0):
@@ -476,6 +477,34 @@ def test_an_unused_random_draw_still_advances_the_generator():
     assert got == want
 
 
+def test_graph_trace_watches_the_modules_its_function_reaches():
+    """Graph.trace(fn) with fn closing over a module (or Graph.trace(module)): the module was
+    not the graph's, so a setting changed after compiling (p, a mask set from None), or a
+    plain tensor attribute replaced (also in a graph's own module), kept the traced plan's
+    numbers with no error. They raise StalePlanError now, as for a graph's own modules."""
+    class Scaled(flow.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale, self.mask, self.p = flow.tensor(2.0), None, 0.5
+
+        def forward(self, x):
+            y = x * self.scale * self.p
+            return (y if self.mask is None else y * self.mask).sum()
+
+    changes = {"p": lambda m: setattr(m, "p", 0.25),
+               "mask": lambda m: setattr(m, "mask", flow.zeros(3)),
+               "scale": lambda m: setattr(m, "scale", flow.tensor(3.0))}
+    for name, change in changes.items():
+        for wrap in (lambda m: flow.nn.Graph.trace(lambda x: m(x) + 1),
+                     flow.nn.Graph.trace, lambda m: graph_of(m, lambda m, x: m(x))):
+            module = Scaled()
+            graph = wrap(module)
+            assert graph(flow.ones(3)).item() in (3.0, 4.0)
+            change(module)
+            with pytest.raises(StalePlanError, match=name):
+                graph(flow.ones(3))
+
+
 def test_tensors_build_stores_outside_the_graph_are_warned_about():
     """A forward hook's activations[name] = out.detach(), a list appended inside build: the
     plan runs build once, so they kept the first call's values on every later call, with no
@@ -832,9 +861,14 @@ def test_a_tensor_attribute_build_sets_follows_every_call():
             self.peak = y.amax(0).detach()
             return y, self.last.sum()
 
+    for wrap in (flow.nn.Graph.trace, lambda m: graph_of(m, lambda m, x: m(x))):
+        _attributes_follow_each_call(Logged, wrap)
+
+
+def _attributes_follow_each_call(Logged, wrap):
     eager, traced = Logged(), Logged()
     traced.load_state_dict(eager.state_dict())
-    graph = flow.nn.Graph.trace(traced)
+    graph = wrap(traced)
     rng = np.random.default_rng(0)
     kept = []
     for _ in range(3):

@@ -257,3 +257,40 @@ def test_compile_functions_and_decorator_form():
     xt, wt = torch.from_numpy(x.numpy()), torch.from_numpy(w.detach().numpy()).requires_grad_()
     (xt @ wt).tanh().sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+_CAPTURED = flow.nn.Linear(3, 2)  # (a global the compiled function below names)
+
+
+def test_compile_of_a_function_follows_the_modules_and_tensors_it_captures():
+    """flow.compile(fn) where fn reaches modules through its closure or globals (as torch
+    users write loss functions): the compiled output required no grad (backward raised where
+    eagerly the parameters got gradients) and a module changed after compiling (a dropout's
+    p, a replaced parameter) kept its traced plan with no error. They are the compiled
+    model's submodules now: gradients, and a trace anew on a change, as torch.compile."""
+    drop = flow.nn.Dropout(0.0)
+    w = flow.randn(2, requires_grad=True)
+
+    def loss(x):
+        return (drop(_CAPTURED(x)) * w).sum()
+
+    compiled = flow.compile(loss)
+    x = flow.randn(4, 3)
+    for change in (None, "p", "weight", "global"):
+        if change == "p":
+            drop.p = 1.0
+        elif change == "weight":
+            _CAPTURED.weight = flow.nn.Parameter(flow.ones(2, 3))
+        elif change == "global":
+            globals()["_CAPTURED"] = flow.nn.Linear(3, 2)
+        grads = []
+        for fn in (loss, compiled):
+            _CAPTURED.zero_grad()
+            w.grad = None
+            out = fn(x)
+            out.backward()
+            grads.append((out.item(), _CAPTURED.weight.grad.numpy().copy(), w.grad.numpy()))
+        (a, ga, gwa), (b, gb, gwb) = grads
+        assert a == pytest.approx(b, rel=1e-6, abs=1e-7), change
+        np.testing.assert_allclose(gb, ga, rtol=1e-6, atol=1e-7, err_msg=change)
+        np.testing.assert_allclose(gwb, gwa, rtol=1e-6, atol=1e-7, err_msg=change)

@@ -7,6 +7,7 @@ import functools
 import inspect
 import types
 
+from ..nn.module import Module
 from ..return_types import sequence_of
 from ..tensor import Tensor
 
@@ -176,3 +177,42 @@ def check_signature(expected, actual):
     if len(expected) != len(actual):
         raise RuntimeError(f"nn.Graph: called with {len(actual)} inputs, compiled for "
                            f"{len(expected)}")
+
+
+def captured_by(fn):
+    """The modules and tensors `fn` refers to: its bound self, closure cells, defaults and the
+    globals its code (and its nested functions' code) names; a list, tuple or dict among them
+    is looked into, once."""
+    if isinstance(fn, Module):
+        return [fn]
+    values = []
+    owner = getattr(fn, "__self__", None)
+    if owner is not None:
+        values.append(owner)
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:  # (a callable object: what it holds)
+        values += list(vars(fn).values()) if hasattr(fn, "__dict__") else []
+    else:
+        for cell in fn.__closure__ or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:  # (a cell not yet filled)
+                pass
+        values += list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values())
+        names, codes = set(), [code]
+        while codes:
+            c = codes.pop()
+            names.update(c.co_names)
+            codes += [k for k in c.co_consts if hasattr(k, "co_names")]
+        module_globals = fn.__globals__
+        values += [module_globals[n] for n in sorted(names) if n in module_globals]
+    found, seen = [], set()
+    for value in values:
+        items = list(value.values()) if isinstance(value, dict) else \
+            list(value) if isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            if isinstance(item, (Module, Tensor)) and id(item) not in seen:
+                seen.add(id(item))
+                found.append(item)
+    return found

@@ -41,6 +41,7 @@ from ..tensor import Tensor
 from . import checkpointing, codegen, optimizer_pass, passes
 from .call_args import (
     bound_to_build,
+    captured_by,
     check_signature,
     flatten_inputs,
     flatten_outputs,
@@ -272,7 +273,12 @@ class Graph:
                 return function(*args, **kwargs)
 
         Traced.__name__ = Traced.__qualname__ = f"Traced_{getattr(function, '__name__', 'fn')}"
-        return Traced()
+        traced = Traced()
+        # the modules the function reaches are the graph's, as if assigned in __init__: a
+        # change to one after compiling (a setting, a replaced parameter) is then refused
+        for i, module in enumerate(m for m in captured_by(function) if isinstance(m, Module)):
+            setattr(traced, f"captured_{i}", module)
+        return traced
 
     def _state(self):
         """The modules' parameters and buffers, then any other parameter an optimizer of the
@@ -417,9 +423,10 @@ class Graph:
             if store.get(name, _GONE) is not held:
                 raise StalePlanError(
                     f"nn.Graph {self._name}: {path}.{name} was replaced after the graph "
-                    f"compiled (a new Parameter, buffer or submodule assigned); its plan keeps "
-                    f"computing with the one it traced. Write new values into the existing "
-                    f"tensor (with flow.no_grad(): p.copy_(new)), or build a new graph")
+                    f"compiled (a new Parameter, buffer, submodule or tensor attribute "
+                    f"assigned); its plan keeps computing with the one it traced. Write new "
+                    f"values into the existing tensor (with flow.no_grad(): p.copy_(new)), or "
+                    f"build a new graph")
         for module, path, name, value in settings:
             now = module.__dict__.get(name, _GONE)
             if now is not value and now != value:

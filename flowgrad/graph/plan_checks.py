@@ -39,6 +39,8 @@ def _refuse_setting_writes(graph, before):
     attributes are put back as they were (the failed trace leaves no trace)."""
     for obj, path, name, value in before:
         now = obj.__dict__.get(name, _GONE)
+        if value is None and isinstance(now, Tensor):
+            continue  # (self.last = attn.detach(): bound by the plan each call, `_rebound`)
         if now is not value and now != value:
             for o, _, n, v in before:
                 o.__dict__[n] = v
@@ -164,9 +166,10 @@ def _plain(name, value):
 
 
 def _bindings(graph, bound=()):
-    """(store, path, name, object) for every submodule, parameter and buffer under the
-    graph's modules: a plan holds the objects it traced, so replacing one (module.weight =
-    Parameter(...)) must be refused, not ignored. `bound`: (store, name) pairs each call of
+    """(store, path, name, object) for every submodule, parameter, buffer and plain tensor
+    attribute under the graph's modules: a plan holds the objects it traced, so replacing
+    one (module.weight = Parameter(...), module.scale = flow.tensor(3.0)) must be refused,
+    not ignored. `bound`: (store, name) pairs each call of
     the plan binds anew (a buffer that held None before build assigned it)."""
     skip = {(id(store), name) for store, name in bound}
     found = []
@@ -177,6 +180,9 @@ def _bindings(graph, bound=()):
                 store = sub.__dict__[kind]
                 found += [(store, path, name, value) for name, value in store.items()
                           if (id(store), name) not in skip]
+            store = sub.__dict__  # plain tensor attributes (self.scale = flow.tensor(2.0))
+            found += [(store, path, name, value) for name, value in store.items()
+                      if isinstance(value, Tensor) and (id(store), name) not in skip]
     return found
 
 
