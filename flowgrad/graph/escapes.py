@@ -6,6 +6,7 @@ objects are gone, and not handed out (an output, a gradient, an attribute the pl
 such a tensor: warned about, with the remedy (return it from build)."""
 from __future__ import annotations
 
+import collections
 import gc
 import operator
 import sys
@@ -23,19 +24,17 @@ def escape_watch(tracer):
     return list(tracer.arrays.values()), tracer.value_of
 
 
-def _referenced_elsewhere(arrays):
+def _referenced_elsewhere(arrays, skip=frozenset()):
     """The arrays something besides `arrays`, the count's argument and views among `arrays`
-    (their .base) refers to, by C-level loops: this runs on every first call, over every
-    traced array."""
-    n = len(arrays)
-    counts = np.fromiter(map(sys.getrefcount, arrays), np.intp, n)
-    ids = np.fromiter(map(id, arrays), np.uintp, n)
-    bases = np.fromiter(map(id, map(_BASE, arrays)), np.uintp, n)
-    order = np.argsort(ids)
-    at = np.searchsorted(ids[order], bases).clip(max=n - 1)
-    found = ids[order][at] == bases
-    np.add.at(counts, order[at[found]], -1)
-    return [arrays[i] for i in np.flatnonzero(counts > 2)]
+    (their .base) refers to, leaving out those whose id is in `skip`. The count is C-level
+    (this runs on every first call, over every traced array); the views are looked at only
+    when some array is referenced elsewhere."""
+    counts = np.fromiter(map(sys.getrefcount, arrays), np.intp, len(arrays))
+    suspects = [i for i in np.flatnonzero(counts > 2).tolist() if id(arrays[i]) not in skip]
+    if not suspects:
+        return []
+    views = collections.Counter(map(id, map(_BASE, arrays)))
+    return [arrays[i] for i in suspects if counts[i] - views[id(arrays[i])] > 2]
 
 
 _BASE = operator.attrgetter("base")
@@ -83,12 +82,9 @@ def warn_escaped(graph, watch, result, flat):
     """Warn when an array of a traced value `watch` names is alive and neither handed out
     nor the model's."""
     arrays, value_of = watch
-    alive = _referenced_elsewhere(arrays)
-    if not alive:
-        return
     out, (grads, _) = result
     handed = _array_ids([out], grads.values())  # (the first call's outputs and gradients)
-    alive = [(a, value_of.get(id(a))) for a in alive if id(a) not in handed]
+    alive = [(a, value_of.get(id(a))) for a in _referenced_elsewhere(arrays, handed)]
     alive = [(a, v) for a, v in alive if v is not None and v.kind == NODE]
     if alive:
         held = _array_ids(_held_by_the_model(graph, flat))
