@@ -24,10 +24,14 @@ tensor([[0.0000, 0.0000, 1.0000],
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import dtypes
 from .device import array_module
+from .ops.creation import zeros
+from .ops.shape import cat
 from .sparse import SparseTensor
 from .tensor import Tensor
 
@@ -67,12 +71,12 @@ def binary(name, a, b, alpha=1):
     """add/sub/mul/div(a, b) with a sparse operand (add/sub: `a + alpha * b`)."""
     sa, sb = type(a) is SparseTensor, type(b) is SparseTensor
     if name in ("add", "sub"):
+        if sa and sb:
+            return _add_sparse(a, b, -alpha if name == "sub" else alpha)
         if alpha != 1:
             b = b * alpha
         if name == "sub":
             b = -b
-        if sa and sb:
-            return _add_sparse(a, b)
         if sa or not isinstance(a, Tensor):  # (a number is a dense operand to torch)
             raise RuntimeError(f"{name}(sparse, dense) is not supported. Use {name}(dense, "
                                f"sparse) instead (a dense result), or {name}(sparse, "
@@ -101,16 +105,17 @@ def _same_size(a, b, name):
 
 
 def _promoted(a, b):
-    from .dtypes import promote_types
-
-    dtype = promote_types(a.dtype, b.dtype)
+    dtype = dtypes.promote_types(a.dtype, b.dtype)
     return (a if a.dtype == dtype else a.to(dtype)), (b if b.dtype == dtype else b.to(dtype))
 
 
-def _add_sparse(a, b):
-    """Both sets of entries; coalesced when both operands are (as torch's)."""
-    from .ops.shape import cat
-
+def _add_sparse(a, b, alpha=1):
+    """a + alpha * b, as torch's add_out_sparse_cpu: an operand with no entries gives the
+    other (its coalesced flag kept); contiguous values are merged entry by entry in one walk
+    over both (equal indices met side by side summed into one, so an uncoalesced result keeps
+    the duplicates the walk does not meet together), flagged coalesced when both operands
+    were; non-contiguous values are concatenated (coalesced only when the entries outnumber
+    the elements)."""
     _same_size(a, b, "add")
     a, b = _promoted(a, b)
     if a.dtype == dtypes.bool and b._nnz():  # (torch has no bool cadd_sparse; with no
@@ -118,8 +123,35 @@ def _add_sparse(a, b):
         kind = NotImplementedError if a._nnz() else RuntimeError
         raise kind("add: sparse + sparse is not implemented for bool values; convert both "
                    "with .to() (an integer type) first")
-    out = SparseTensor(cat([a._idx, b._idx], 1), cat([a._vals, b._vals], 0), a._size)
-    return out.coalesce() if a._coalesced and b._coalesced else out
+    bv = b._vals if alpha == 1 else b._vals * alpha
+    if not (a._nnz() and b._nnz()):  # (cat: the result depends on both, as torch's)
+        keep = a if b._nnz() == 0 else b
+        return SparseTensor(keep._idx, cat([a._vals, bv], 0), a._size, keep._coalesced)
+    if not (a._vals.is_contiguous() and b._vals.is_contiguous()):
+        out = SparseTensor(cat([a._idx, b._idx], 1), cat([a._vals, bv], 0), a._size)
+        return out.coalesce() if out._nnz() > math.prod(a._size) else out
+    coalesced = a._coalesced and b._coalesced
+    if coalesced:  # (the walk over sorted unique entries: their union)
+        out = SparseTensor(cat([a._idx, b._idx], 1), cat([a._vals, bv], 0), a._size)
+        return out.coalesce()
+    la, lb = a._linear_index()._data.tolist(), b._linear_index()._data.tolist()
+    pa, pb, i, j, n = [], [], 0, 0, 0
+    while i < len(la) or j < len(lb):
+        take_a = j >= len(lb) or (i < len(la) and la[i] <= lb[j])
+        take_b = i >= len(la) or (j < len(lb) and lb[j] <= la[i])
+        if take_a:
+            pa.append(n)
+            i += 1
+        if take_b:
+            pb.append(n)
+            j += 1
+        n += 1
+    pa = Tensor._wrap(np.asarray(pa, dtype=np.int64))
+    pb = Tensor._wrap(np.asarray(pb, dtype=np.int64))
+    idx = zeros((a.sparse_dim(), n), dtype=a._idx.dtype).index_copy(1, pb, b._idx) \
+        .index_copy(1, pa, a._idx)
+    vals = zeros((n,) + tuple(a._vals.shape[1:]), dtype=a._vals.dtype, device=a._vals.device)
+    return SparseTensor(idx, vals.index_add(0, pa, a._vals).index_add(0, pb, bv), a._size)
 
 
 def _mul_sparse(a, b):
@@ -209,8 +241,6 @@ def _softmax(input, dim, dtype, log):
         return SparseTensor(s._idx, out, s._size, coalesced=True)
     group = _group_of(s, dim)  # entries that share every index but dim's
     n_groups = int(group._data.max()) + 1 if group._data.size else 0
-    from .ops.creation import zeros
-
     shape = (n_groups,) + tuple(vals.shape[1:])
     top = zeros(shape, dtype=vals.dtype).index_reduce(0, group, vals.detach(), "amax",
                                                       include_self=False)
@@ -264,8 +294,9 @@ def select(s, dim, index):
 
 
 def index_select(s, dim, index):
-    """The slices at `index` (a 1-D int64 tensor) of `dim`, in its order (repeats repeat):
-    sparse, uncoalesced as torch's."""
+    """The slices at `index` (a 1-D int64 tensor) of `dim` (repeats repeat): sparse,
+    uncoalesced as torch's, its entries in the order of torch's loop for small sizes (by
+    position in `index`, or by entry when there are fewer entries than positions)."""
     dim = _dim(s, dim, "index_select")
     if not isinstance(index, Tensor) or index.ndim > 1 or index.dtype.is_floating_point:
         raise RuntimeError("index_select(): expected a 1-D integer index tensor")
@@ -278,7 +309,11 @@ def index_select(s, dim, index):
         raise IndexError(f"index_select(): index out of range for dimension {dim} of size "
                          f"{size}: {wanted.tolist()}")
     xp = array_module(s._idx._data)
-    position, entry = xp.nonzero(wanted[:, None] == s._idx._data[dim][None, :])
+    row = s._idx._data[dim]
+    if row.size < wanted.size:  # (torch's loop for small sizes: the shorter one outside)
+        entry, position = xp.nonzero(row[:, None] == wanted[None, :])
+    else:
+        position, entry = xp.nonzero(wanted[:, None] == row[None, :])
     entry_t = Tensor._wrap(entry.astype(np.int64))
     idx = s._idx._data[:, entry].copy()
     idx[dim] = position

@@ -81,8 +81,9 @@ def narrow_copy(s, dim, start, length):
     ns = s.sparse_dim()
     out_size = s._size[:dim] + (length,) + s._size[dim + 1:]
     if dim >= ns:
-        return SparseTensor(s._idx, s._vals.narrow(1 + dim - ns, start, length), out_size,
-                            s._coalesced)
+        # (a copy: contiguous values, as torch's, which sparse + sparse reads)
+        return SparseTensor(s._idx, s._vals.narrow(1 + dim - ns, start, length).contiguous(),
+                            out_size, s._coalesced)
     xp = array_module(s._idx._data)
     row = s._idx._data[dim]
     keep = Tensor._wrap(xp.flatnonzero((row >= start) & (row < start + length)))
