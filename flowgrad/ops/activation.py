@@ -114,8 +114,9 @@ def _leaky_relu(xp, x, *, slope):
 @_leaky_relu.grad
 def leaky_relu_backward(ctx, dy):
     x = ctx.inputs[0]
-    w = (x > 0).to(dy.dtype) * (1 - ctx.slope) + ctx.slope
-    return tied(dy * w, x)
+    # torch's x > 0 ? grad : grad * slope (half precision: the product in float32, the slope
+    # unrounded; a slope mask (x > 0) * (1 - slope) + slope rounded both, even where x > 0)
+    return tied(where(x > 0, dy, dy * ctx.slope), x)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):

@@ -129,9 +129,12 @@ def _div(xp, a, b):
 @_div.grad
 def div_backward(ctx, dy):
     a, b = ctx.inputs
-    b = conj(b)
-    da = _grad_div(dy, b)
-    return da, (-_grad_div(da * conj(a), b) if ctx.needs_input_grad[1] else None)
+    da = _grad_div(dy, conj(b))
+    if not ctx.needs_input_grad[1]:
+        return da, None
+    # torch's -grad * ((a / b) / b): its roundings (half precision: a cancelling sum of the
+    # two gradients, softsign's, was 10x torch's error with -(grad / b) * a / b)
+    return da, -_grad_mul(dy, conj(_div(_div(a, b), b)))
 
 
 @op("pow", jvp="diagonal", save="inputs outputs", complex=True, layout="elementwise")

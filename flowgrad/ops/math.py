@@ -17,7 +17,7 @@ import math
 from ..errors import check_kernel_dtype, checked_number
 from ..tensor import Tensor, tensor_method
 from . import special
-from .elementwise import _float_of, _inplace_binary, exp, sqrt, where
+from .elementwise import _float_of, _inplace_binary, exp, reciprocal, rsqrt, sqrt, where
 from .halfprec import HALF, in_float32
 from .registry import op
 from .rules import step, unary
@@ -55,44 +55,47 @@ _log1p = unary("log1p", lambda xp, x: xp.log1p(x), d_of_x=lambda x: x + 1.0, div
 
 # ---- trigonometric -------------------------------------------------------------------------
 _tan = unary("tan", lambda xp, x: xp.tan(x), d_of_y=lambda y: y * y + 1.0, complex=True)
-_asin = unary("asin", lambda xp, x: xp.arcsin(x), d_of_x=lambda x: sqrt(1.0 - x * x),
-              divide=True, masked=True, complex=True)
-_acos = unary("acos", lambda xp, x: xp.arccos(x), d_of_x=lambda x: sqrt(1.0 - x * x),
-              divide=True, masked=True, scale=-1.0, complex=True)
+# (the slopes as torch's rules write them, so half precision rounds where torch's does:
+# grad * rsqrt(1 - x^2), not grad / sqrt(1 - x^2))
+_asin = unary("asin", lambda xp, x: xp.arcsin(x), d_of_x=lambda x: rsqrt(1.0 - x * x),
+              masked=True, complex=True)
+_acos = unary("acos", lambda xp, x: xp.arccos(x), d_of_x=lambda x: rsqrt(1.0 - x * x),
+              masked=True, scale=-1.0, complex=True)
 _atan = unary("atan", lambda xp, x: xp.arctan(x), d_of_x=lambda x: x * x + 1.0, divide=True,
               complex=True)
 
 # ---- hyperbolic ------------------------------------------------------------------------------
 _sinh = unary("sinh", lambda xp, x: xp.sinh(x), d_of_x=lambda x: cosh(x), complex=True)
 _cosh = unary("cosh", lambda xp, x: xp.cosh(x), d_of_x=lambda x: sinh(x), complex=True)
-_asinh = unary("asinh", lambda xp, x: xp.arcsinh(x), d_of_x=lambda x: sqrt(x * x + 1.0),
-               divide=True, complex=True)
+_asinh = unary("asinh", lambda xp, x: xp.arcsinh(x), d_of_x=lambda x: rsqrt(x * x + 1.0),
+               complex=True)
 # for complex x the principal branch's derivative, 1 / (sqrt(x - 1) sqrt(x + 1)): it differs
 # in sign from 1 / sqrt(x^2 - 1) over half the plane; for real x torch's 1 / sqrt(x^2 - 1),
 # finite where acosh itself is nan (x < -1)
 _acosh = unary("acosh", lambda xp, x: xp.arccosh(x),
-               d_of_x=lambda x: sqrt(x - 1.0) * sqrt(x + 1.0) if x.is_complex() else
-               sqrt(x * x - 1.0), divide=True, masked=True, complex=True)
+               d_of_x=lambda x: reciprocal(sqrt(x - 1.0) * sqrt(x + 1.0)) if x.is_complex()
+               else rsqrt(x * x - 1.0), masked=True, complex=True)
 _atanh = unary("atanh", lambda xp, x: xp.arctanh(x), d_of_x=lambda x: 1.0 - x * x,
                divide=True, masked=True, complex=True)
 
 # ---- error function ------------------------------------------------------------------------
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_erf = unary("erf", lambda xp, x: special.erf(xp, x), d_of_x=lambda x: exp(x * x * -1.0),
-             scale=_TWO_OVER_SQRT_PI, layout="elementwise")
-_erfc = unary("erfc", lambda xp, x: special.erfc(xp, x), d_of_x=lambda x: exp(x * x * -1.0),
-              scale=-_TWO_OVER_SQRT_PI, layout="elementwise")
+# (torch's order: the constant times exp(-x^2) first, then times grad)
+_erf = unary("erf", lambda xp, x: special.erf(xp, x),
+             d_of_x=lambda x: exp(x * x * -1.0) * _TWO_OVER_SQRT_PI, layout="elementwise")
+_erfc = unary("erfc", lambda xp, x: special.erfc(xp, x),
+              d_of_x=lambda x: exp(x * x * -1.0) * -_TWO_OVER_SQRT_PI, layout="elementwise")
 
 
 def _erfinv_slope(x):
     """exp(erfinv(x)^2), from the input with erfinv recomputed (as torch's rule): a write to
     the output leaves the backward valid."""
     y = _erfinv(x)
-    return exp(y * y)
+    return exp(y * y) * (math.sqrt(math.pi) / 2.0)
 
 
 _erfinv = unary("erfinv", lambda xp, x: special.erfinv(xp, x), d_of_x=_erfinv_slope,
-                scale=math.sqrt(math.pi) / 2.0, layout="elementwise")
+                layout="elementwise")
 
 # ---- rounding: step functions, zero gradient (as torch) --------------------------------------
 _floor = step("floor", lambda xp, x: xp.floor(x))
