@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from . import dtypes
-from .device import array_module
+from .device import array_module, new_array
 from .ops.creation import zeros
 from .ops.shape import cat
 from .sparse import SparseTensor
@@ -146,10 +146,10 @@ def _add_sparse(a, b, alpha=1):
             pb.append(n)
             j += 1
         n += 1
-    pa = Tensor._wrap(np.asarray(pa, dtype=np.int64))
-    pb = Tensor._wrap(np.asarray(pb, dtype=np.int64))
-    idx = zeros((a.sparse_dim(), n), dtype=a._idx.dtype).index_copy(1, pb, b._idx) \
-        .index_copy(1, pa, a._idx)
+    pa = Tensor._wrap(new_array(a._idx._data, pa, np.int64))
+    pb = Tensor._wrap(new_array(a._idx._data, pb, np.int64))
+    idx = zeros((a.sparse_dim(), n), dtype=a._idx.dtype, device=a._idx.device) \
+        .index_copy(1, pb, b._idx).index_copy(1, pa, a._idx)
     vals = zeros((n,) + tuple(a._vals.shape[1:]), dtype=a._vals.dtype, device=a._vals.device)
     return SparseTensor(idx, vals.index_add(0, pa, a._vals).index_add(0, pb, bv), a._size)
 
