@@ -512,9 +512,13 @@ def fill_scalar(op_name, value, np_dtype, float_overflow=True, arg="value"):
             number = None
         elif kind == "u" and number < 0:  # (an int wraps; a negative float overflows)
             number = int(number) % (info.max + 1) if isinstance(number, int) else None
-    elif number is not None and float_overflow and not isinstance(number, bool):
-        if abs(number) > _float_max(np_dtype) and abs(number) != math.inf:
+    elif number is not None and not isinstance(number, bool) and \
+            math.inf != abs(number) > _float_max(np_dtype):
+        if float_overflow:
             number = None
+        else:  # rounded here, unchecked as torch's (inf), so NumPy's fill does not warn
+            with np.errstate(over="ignore"):
+                number = float(np.asarray(number, np.float64).astype(np_dtype))
     if number is None:
         raise RuntimeError(f"{op_name}(): {arg} {value!r} cannot be converted to type "
                            f"{np_dtype.name} without overflow; convert the tensor to a dtype "

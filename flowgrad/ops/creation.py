@@ -26,6 +26,7 @@ from ..device import ARRAY_MODULES, CPU, DEFAULT_DEVICE, device_of, resolve_devi
 from ..errors import check_number, fill_checks_overflow, fill_scalar
 from ..tensor import Size, Tensor, bind_late
 from ..typed_tensors import preserve_format, record_memory_format, recorded_memory_format
+from .creation_nest import torch_reading
 from .layout import empty_preserving, row_major
 
 __all__ = [
@@ -182,6 +183,24 @@ def as_array(data, dtype=None):
             info = np.iinfo(d.np)
             _check_fits(data, data, d, info, -info.max if d.np == np.uint8 else info.min)
         return _cast_array(np.asarray(data), d)
+    try:
+        return _from_nest(data, dtype)
+    except (ValueError, TypeError, RuntimeError) as error:
+        if not isinstance(data, (list, tuple)):
+            raise
+        try:  # (the error path only: torch's reading of a ragged nest, in its order)
+            d = dtype or _dtype_of(*_scan(data))
+        except Exception:  # noqa: BLE001 (no dtype: the nest's own error stands)
+            raise error from None
+        return torch_reading(data, d, dtype is None, error, _check_leaf)
+
+
+def _check_leaf(x, dtype):
+    if dtype.category == 1:
+        _check_range(x, [], dtype)
+
+
+def _from_nest(data, dtype):
     examples, arrays = _scan(data)
     inferred = _dtype_of(examples, arrays)  # raises for leaves that are no numbers (None, str)
     dtype = dtype or inferred
@@ -316,15 +335,19 @@ def _check_real(data, arrays, dtype):
     """Complex numbers in a list going into a real dtype, as torch: a complex tensor with an
     imaginary part raises, and so does a Python complex number; NumPy's complex scalars and
     arrays keep their real part with the warning."""
-    for a in arrays:
-        if isinstance(a, Tensor) and a._data.dtype.kind == "c" and np.any(a._data.imag != 0):
-            raise RuntimeError(f"tensor(): a complex tensor ({a.item()}) cannot be converted "
+    examples = _scan(data)[0]
+    stack = [data]  # the first refused in the nest's order, as torch stores them
+    while (arrays or complex in examples) and stack:
+        x = stack.pop()
+        if isinstance(x, _SEQ):
+            stack.extend(reversed(x))
+        elif isinstance(x, Tensor) and x._data.dtype.kind == "c" and np.any(x._data.imag != 0):
+            raise RuntimeError(f"tensor(): a complex tensor ({x.item()}) cannot be converted "
                                f"to type {dtype.name} without overflow; pass a complex dtype "
                                f"or take .real first")
-    examples = _scan(data)[0]
-    if complex in examples:
-        raise TypeError(f"tensor(): a Python complex number ({examples[complex]!r}) cannot be "
-                        f"converted to type {dtype.name}; pass a complex dtype or real numbers")
+        elif type(x) is complex:
+            raise TypeError(f"tensor(): a Python complex number ({x!r}) cannot be converted "
+                            f"to type {dtype.name}; pass a complex dtype or real numbers")
     if arrays or any(issubclass(t, np.complexfloating) for t in examples):
         warn("Casting complex values to real discards the imaginary part",
              UserWarning, stacklevel=4)

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..device import resolve_device
-from ..errors import fill_scalar
+from ..errors import fill_checks_overflow, fill_scalar
 from ..tensor import Tensor
 from .creation import (
     FACTORY_HINTS,
@@ -225,11 +225,13 @@ def _refuse_bool(op_name, d):
                                   f"make an integer or floating range and convert it")
 
 
-def _bound_as(op_name, value, d):
+def _bound_as(op_name, value, d, checked=True):
     """A bound converted to dtype `d`'s values as torch's Scalar.to<T>(): checked as a fill
     (`fill_scalar`: a value the dtype cannot hold raises; uint8 takes the ints -255..-1
-    modulo 256), then an integer dtype truncates and a floating one rounds to its precision."""
-    value = fill_scalar(op_name, value, d.np)
+    modulo 256), then an integer dtype truncates and a floating one rounds to its precision.
+    `checked=False`: a float beyond a floating dtype's range is inf (torch's one-element
+    fill of float16/bfloat16)."""
+    value = fill_scalar(op_name, value, d.np, checked)
     if d.category == 0:
         return bool(value)
     if d.category == 1:
@@ -245,9 +247,9 @@ def _linspace(start, end, n, d):
     dtype, the integer i included (c10::Half's arithmetic)."""
     if n == 0:
         return np.zeros(0, d.np)
+    if n == 1:  # (torch converts only start then, a half one unchecked as its full)
+        return np.full(1, _bound_as("linspace", start, d, fill_checks_overflow(d.np, 1)), d.np)
     first = _bound_as("linspace", start, d)
-    if n == 1:  # (torch converts only start then)
-        return np.full(1, first, d.np)
     _refuse_bool("linspace", d)
     last = _bound_as("linspace", end, d)
     i = np.arange(n)
