@@ -273,3 +273,19 @@ def test_half_precision_gradient_rules_round_as_torchs(name, dtype):
         seen.append([g.float().numpy() for g in gs])
     for got, want in zip(seen[1], seen[0]):
         np.testing.assert_array_equal(got, want)
+
+
+def test_division_gradient_keeps_a_nan_numerator_where_the_upstream_is_zero():
+    # the denominator's gradient -dy * ((a / b) / b) is 0 where dy is 0 (a where's branch not
+    # taken, b = 0: flowgrad's masked rules) but nan where a is nan, as before torch's formula
+    # came in (corrcoef of a constant row: c / std is nan, clamp's gradient 0 there; bfloat16
+    # half_precision_fuzz seeds 10101135, 10101258 gave 0 where torch's is nan)
+    case = _case("bfloat16", "corrcoef", [((2, 5), "offset", dict(c=4.263025243190154,
+                                                                  s=0.00281239911304751))],
+                 10101258, correction=1)
+    verdict = pf.check(None, case, hf.ULPS)
+    assert verdict is None, f"{case.describe()}\n{verdict}"
+    a = flow.tensor([math.nan, 1.0, 1.0], requires_grad=True)
+    b = flow.tensor([2.0, 0.0, 2.0], requires_grad=True)
+    flow.where(flow.tensor([False, False, True]), a / b, 0.0).sum().backward()
+    np.testing.assert_array_equal(b.grad.numpy(), [math.nan, 0.0, -0.25])

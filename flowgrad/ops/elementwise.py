@@ -57,7 +57,7 @@ from .halfprec import HALF, half_by_one_element, in_float32
 from .no_derivative import without_derivative
 from .out_arg import with_out
 from .registry import op
-from .rules import _grad_div, _grad_mul, _zero_grad, step, unary
+from .rules import _div_other_grad, _grad_div, _grad_mul, _zero_grad, step, unary
 
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow", "neg",
@@ -132,9 +132,9 @@ def div_backward(ctx, dy):
     da = _grad_div(dy, conj(b))
     if not ctx.needs_input_grad[1]:
         return da, None
-    # torch's -grad * ((a / b) / b): its roundings (half precision: a cancelling sum of the
-    # two gradients, softsign's, was 10x torch's error with -(grad / b) * a / b)
-    return da, -_grad_mul(dy, conj(_div(_div(a, b), b)))
+    if a.is_complex() or b.is_complex():
+        return da, -_grad_div(da * conj(a), conj(b))
+    return da, _div_other_grad(dy, a, b)
 
 
 @op("pow", jvp="diagonal", save="inputs outputs", complex=True, layout="elementwise")

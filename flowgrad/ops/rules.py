@@ -117,6 +117,29 @@ def grad_div_backward(ctx, g):
     return gd, (-_grad_div(_grad_div(_grad_mul(dy, g), d), d) if need[1] else None)
 
 
+# torch's gradient of a / b for b, -grad * ((a / b) / b), with its roundings (half precision
+# rounds each step as torch's ops do: a cancelling sum of the two gradients, softsign's, was
+# 10x torch's error with -(grad / b) * a / b); exactly 0 where dy is 0 unless a is inf or nan
+# (a where's branch not taken stays 0 where b is 0, a nan from a / b still reaches the input)
+@op("div_other_grad", jvp="diagonal", save="inputs")
+def _div_other_grad(xp, dy, a, b):
+    r = -(dy * ((a / b) / b))
+    zero = dy == 0
+    if zero.any():
+        r = xp.where(zero & xp.isfinite(a), xp.zeros((), r.dtype), r)
+    return r
+
+
+@_div_other_grad.grad
+def div_other_grad_backward(ctx, g):  # of -dy a / b^2
+    dy, a, b = ctx.inputs
+    need = ctx.needs_input_grad
+    return (_div_other_grad(g, a, b) if need[0] else None,
+            -_grad_div(_grad_div(_grad_mul(g, dy), b), b) if need[1] else None,
+            _grad_div(_grad_div(_grad_div(_grad_mul(g, dy * a), b), b), b) * 2.0
+            if need[2] else None)
+
+
 # ---- piecewise-linear rules under create_graph ------------------------------------------------
 @op("tie", is_view=True)
 def _tie(xp, g, x):
