@@ -176,6 +176,16 @@ class _Outer:
         return xp.matmul(self.left[:r], self.right, out=self.out[:r])
 
 
+def _sum_squares(xp, y, ones):
+    """Each row's sum of squares by a BLAS gemv of the squares: its blocked float32 sums are
+    within a few ulps, as torch's cascaded moments (einsum's one running float32 sum was
+    2.9e-6 off over 1000 values: layer_norm's output 36x torch's error, precision_fuzz seeds
+    9402986, 9405512). As fast as the einsum on (2048, 128) float32, 8% faster on longer
+    rows (the temporary of squares was thought to cost more: it does not)."""
+    sq = xp.multiply(y, y)
+    return xp.matmul(sq, ones)
+
+
 def _rows_forward(xp, x, k, w, b, eps):
     """Normalise the rows of x viewed as (m, n): row sums by BLAS gemv (several times faster
     than NumPy's reduction along a short last axis), two passes for the variance as before,
@@ -189,9 +199,7 @@ def _rows_forward(xp, x, k, w, b, eps):
     mean = xp.matmul(x2, ones)
     mean /= n
     y = xp.subtract(x2, mean[:, None])
-    # the sums of squares in one pass, with no (m, n) temporary: 34 us against 81 for a
-    # product and a gemv on (2048, 128) float32 (a relative error of 1.5e-7 against 1e-7)
-    rstd = xp.einsum("ij,ij->i", y, y)
+    rstd = _sum_squares(xp, y, ones)
     rstd /= n
     if x.dtype != xp.float64 and not xp.all(mean * mean <= rstd):  # (rstd: the variance)
         # the residual mean r: x - mean is exact near the mean, so y - r are the deviations
@@ -204,7 +212,7 @@ def _rows_forward(xp, x, k, w, b, eps):
         mean = mean.astype(xp.float64) + r
         if not xp.all(r * r <= rstd * (_EPS32 / 2) ** 2):
             y -= r[:, None]
-            rstd = xp.einsum("ij,ij->i", y, y)
+            rstd = _sum_squares(xp, y, ones)
             rstd /= n
     rstd += eps
     xp.sqrt(rstd, out=rstd)
