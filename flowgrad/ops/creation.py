@@ -179,6 +179,8 @@ def as_array(data, dtype=None):
         return _cast_array(data, dtype)
     if np.isscalar(data) and isinstance(data, np.generic):
         d = dtype or _dt.from_numpy_dtype(data.dtype)
+        if d.category < 2:
+            _check_index_leaves({type(data): data}, (), d)
         if d.category == 1:  # checked as a nest's numbers are (np.float64(-1.0) wrapped to 255)
             info = np.iinfo(d.np)
             _check_fits(data, data, d, info, -info.max if d.np == np.uint8 else info.min)
@@ -195,8 +197,30 @@ def as_array(data, dtype=None):
         return torch_reading(data, d, dtype is None, error, _check_leaf)
 
 
+def _check_index_leaves(examples, arrays, dtype):
+    """torch stores numbers into an integer or bool dtype through __index__ (a Python float,
+    and NumPy's float64, its subclass, by value; bool takes complex128, a Python complex, by
+    its truth): NumPy's other float and complex scalars, a NumPy bool into an integer dtype
+    and a 0-d float or complex tensor are refused (TypeError), where NumPy converts them."""
+    for t, x in examples.items():
+        if (issubclass(t, (np.floating, np.complexfloating)) and t is not np.float64 and
+                not (t is np.complex128 and dtype.category == 0)) or \
+                (t is np.bool_ and dtype.category == 1):
+            raise TypeError(f"tensor(): '{type(x).__module__}.{t.__name__}' object cannot be "
+                            f"interpreted as an integer (torch reads NumPy scalars into "
+                            f"{dtype.name} by __index__); convert it with int() or float() "
+                            f"first")
+    for a in arrays:
+        if isinstance(a, Tensor) and a._data.ndim == 0 and a._data.dtype.kind in "fcV":
+            raise TypeError(f"tensor(): only integer tensors of a single element can be "
+                            f"converted to an index: a 0-d {a.dtype.name} tensor in a list "
+                            f"going to {dtype.name}; convert it with .item() or .to() first")
+
+
 def _check_leaf(x, dtype):
-    if dtype.category == 1:
+    if dtype.category < 2:
+        _check_index_leaves({type(x): x}, [x], dtype)
+    if dtype.category == 1 and not isinstance(x, Tensor):
         _check_range(x, [], dtype)
 
 
@@ -204,6 +228,8 @@ def _from_nest(data, dtype):
     examples, arrays = _scan(data)
     inferred = _dtype_of(examples, arrays)  # raises for leaves that are no numbers (None, str)
     dtype = dtype or inferred
+    if dtype.category < 2:
+        _check_index_leaves(examples, arrays, dtype)
     if inferred.category == 3 and dtype.category in (1, 2):  # (bool takes the truth value)
         _check_real(data, arrays, dtype)
     if hasattr(data, "__array__") and not isinstance(data, _SEQ):
