@@ -31,8 +31,6 @@ import numpy as np
 from . import dtypes
 from .device import array_module, new_array
 from .ops.creation import zeros
-from .ops.halfprec import in_float32
-from .ops.registry import op
 from .ops.shape import cat
 from .sparse import SparseTensor
 from .tensor import Tensor
@@ -58,50 +56,6 @@ def _on_values(name):
     apply.__name__ = apply.__qualname__ = name
     apply.__doc__ = f"Tensor.{name} of the values (0 stays 0: the result is sparse)."
     return apply
-
-
-# torch's sparse gradient of a step function (floor, sign, ...) or of entries an op dropped
-# has no entries, so the backward of an earlier x / 0 or x * inf leaves it alone (0 at the
-# leaf); flowgrad's values gradient is zeros there, which 0 / 0 made nan: the sparse forms'
-# products and quotients give exactly 0 where the gradient is 0
-@op("sparse_values_scale", jvp="linear", save="attrs")
-@in_float32  # (half precision: in float32, the number unrounded, as torch's)
-def _values_scale(xp, x, *, value, divide):
-    return x / value if divide else x * value
-
-
-@_values_scale.grad
-def values_scale_backward(ctx, dy):
-    g = dy / ctx.value if ctx.divide else dy * ctx.value
-    return g.masked_fill(dy == 0, 0.0)
-
-
-@op("sparse_values_product", jvp="multilinear", save="inputs")
-def _values_product(xp, a, b):
-    return a * b
-
-
-@_values_product.grad
-def values_product_backward(ctx, dy):
-    a, b = ctx.inputs
-    need, zero = ctx.needs_input_grad, dy == 0
-    return ((dy * b).masked_fill(zero, 0.0) if need[0] else None,
-            (dy * a).masked_fill(zero, 0.0) if need[1] else None)
-
-
-def _scaled(values, number, divide=False):
-    """values * number (values / number): the masked op for float values and a real number,
-    else the ordinary arithmetic (promotion, complex numbers)."""
-    if values.dtype.is_floating_point and type(number) in (int, float):
-        return _values_scale(values, value=number, divide=divide)
-    return values / number if divide else values * number
-
-
-def _product(values, other):
-    if values.dtype.is_floating_point and other.dtype == values.dtype and \
-            tuple(other.shape) == tuple(values.shape):
-        return _values_product(values, other)
-    return values * other
 
 
 def pow(self, exponent):
@@ -133,8 +87,7 @@ def binary(name, a, b, alpha=1):
             return _mul_sparse(a, b)
         return _mul_dense(a, b) if sa else _mul_dense(b, a)
     if name == "div" and sa and not sb and (not isinstance(b, Tensor) or b.ndim == 0):
-        return a._with_values(a._vals / b if isinstance(b, Tensor) else
-                              _scaled(a._vals, b, divide=True))
+        return a._with_values(a._vals / b)
     shape = tuple(b.shape) if isinstance(b, (Tensor, SparseTensor)) else type(b).__name__
     raise RuntimeError(f"{name}: sparse division requires a scalar or zero-dim dense tensor "
                        f"divisor (got {shape}); divide the values, or call .to_dense() first"
@@ -225,8 +178,7 @@ def _mul_dense(s, d):
     """sparse * dense (a number, or broadcasting to the sparse tensor's shape): sparse, the
     values times the dense entries at the indices."""
     if not isinstance(d, Tensor) or d.ndim == 0:
-        return _no_entries_if_empty(s, s._vals * d if isinstance(d, Tensor) else
-                                    _scaled(s._vals, d))
+        return _no_entries_if_empty(s, s._vals * d)
     try:
         shape = np.broadcast_shapes(tuple(d.shape), s._size)
     except ValueError:
@@ -235,7 +187,7 @@ def _mul_dense(s, d):
         raise RuntimeError(f"mul: the dense operand of shape {tuple(d.shape)} does not "
                            f"broadcast to the sparse operand's size {s._size}")
     at = d.expand(s._size)[tuple(s._idx[k] for k in range(s.sparse_dim()))]
-    return _no_entries_if_empty(s, _product(s._vals, at))
+    return _no_entries_if_empty(s, s._vals * at)
 
 
 def _no_entries_if_empty(s, values):
