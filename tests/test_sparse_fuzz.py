@@ -23,12 +23,16 @@ warnings.filterwarnings("ignore", message="Sparse (invariant|CSR)")
 #   of its ops' results are not), so indices()/values() of one run where torch's raise
 # - sparse.mm etc. of a bool tensor with no entries is not drawn (torch returns a float
 #   result without checking the dtypes)
-# - a gradient that is 0 by a product (x / 0 then * 0) has entries in torch, so 0 / 0 makes
-#   it nan there; flowgrad's sparse products and quotients give exactly 0 where the gradient
-#   is 0, as torch's gradients with no entries (a step function's, a dropped entry's) are
-_ZERO_BY_PRODUCT = ("x / 0 then x * 0: torch's gradient of the product has entries (0), and "
-                    "0 / 0 is nan; flowgrad's is 0 (test_gradient_without_entries_...)")
-KNOWN = dict.fromkeys([10102167, 10103229], _ZERO_BY_PRODUCT)
+# - torch's sparse gradient of a step function (floor, sign, trunc) or of entries an op
+#   dropped (mul_sparse with no common entries, index_select) has no entries, so an earlier
+#   x / 0 or x * inf leaves it alone (0 at the leaf); flowgrad's values gradient is zeros
+#   there, and 0 / 0 makes it nan. A gradient that is 0 by computation (x / 0 then * 0, or
+#   log1p's 1 / inf) has entries in torch, and its 0 / 0 is nan as flowgrad's: masking the
+#   quotient's zeros traded one class for the other (3 seeds in 8000 against 2), and hid
+#   torch's nans, so flowgrad keeps the visible nan
+_NO_ENTRIES = ("x / 0, then a step function or an op that drops entries: torch's gradient "
+               "has no entries (0 at the leaf), flowgrad's zeros meet 0 / 0 (nan)")
+KNOWN = dict.fromkeys([10100066, 10104128], _NO_ENTRIES)
 
 
 def test_known_seeds_still_differ():
