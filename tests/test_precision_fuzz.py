@@ -53,10 +53,6 @@ OPEN = {
              "cancels 60x; the three float32 sums (x1 x2, x1 x1, x2 x2) are each within 6e-8 "
              "in both frameworks (pairwise and cascade: the same accuracy, no formula "
              "differs), torch's roundings happen to cancel (4.6e-7, flowgrad 7.5e-6)",
-    10101785: "corrcoef of one row is c / c, whose true gradient is 0: torch's div rule "
-              "dy / c - dy (1 / c) (flowgrad's now too) cancels only when the two roundings "
-              "agree; torch's cov rounds c (0.0333133228) where they do, flowgrad's "
-              "(0.0333133191, its sum in another order) where they don't (1.7e-7 of dy)",
     5000651: "batch_norm's weight gradient sum(dy xc) over 16384 values per channel (sum |terms| "
              "/ |sum| = 190): flowgrad sums each row by a float32 gemv (the channel's rows in "
              "float64), torch accumulates in double; 7e-9 of sum |terms| (11 ulps of the "

@@ -23,6 +23,7 @@ from ..autograd import grad_mode
 from ..device import constant
 from .complex import conj
 from .creation import zeros_like
+from .halfprec import HALF
 from .registry import op
 
 # ---- masked gradient products ----------------------------------------------------------------
@@ -117,17 +118,27 @@ def grad_div_backward(ctx, g):
     return gd, (-_grad_div(_grad_div(_grad_mul(dy, g), d), d) if need[1] else None)
 
 
-# torch's gradient of a / b for b, -grad * ((a / b) / b), with its roundings (half precision
-# rounds each step as torch's ops do: a cancelling sum of the two gradients, softsign's, was
-# 10x torch's error with -(grad / b) * a / b); exactly 0 where dy is 0 unless a is inf or nan
-# (a where's branch not taken stays 0 where b is 0, a nan from a / b still reaches the input)
+# the gradient of a / b for b. Half precision: torch's -grad * ((a / b) / b), each step
+# rounded as torch's ops round it (a cancelling sum of the two gradients, softsign's, was 10x
+# torch's error with -(grad / b) * a / b). float32/64: -((grad / b) * a) / b, whose x / x
+# gradients cancel exactly where torch's cancel only when two roundings agree (corrcoef of
+# one row is c / c: noise of 1e-7 where the truth is 0). Exactly 0 where dy is 0 unless a is
+# inf or nan (a where's branch not taken stays 0 where b is 0, a nan of a / b still reaches
+# the input)
 @op("div_other_grad", jvp="diagonal", save="inputs")
 def _div_other_grad(xp, dy, a, b):
-    r = -(dy * ((a / b) / b))
-    zero = dy == 0
-    if zero.any():
-        r = xp.where(zero & xp.isfinite(a), xp.zeros((), r.dtype), r)
-    return r
+    if dy.dtype in HALF:
+        r = -(dy * ((a / b) / b))
+        return xp.where((dy == 0) & xp.isfinite(a), xp.zeros((), r.dtype), r) \
+            if has_nan(xp, r) else r
+    t = dy / b  # (only a nan can need the masks: 0 / 0, 0 * inf; one BLAS dot finds it)
+    if has_nan(xp, t):
+        t = xp.where(dy == 0, xp.zeros((), t.dtype), t)
+    t = t * a
+    r = t / b
+    if has_nan(xp, r):
+        r = xp.where(t == 0, xp.zeros((), r.dtype), r)
+    return -r
 
 
 @_div_other_grad.grad
