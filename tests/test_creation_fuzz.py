@@ -413,3 +413,14 @@ def test_numpy_scalars_and_0d_tensors_into_integer_dtypes_as_torch(leaf, dtype, 
     seen = _same_outcome(make)
     if seen is not None:
         np.testing.assert_array_equal(*seen)
+
+
+@pytest.mark.parametrize("args, dtype", [((0, 2 ** 70), None), ((0, 2 ** 70), "complex64"),
+                                         ((2 ** 64,), "float32"), ((0, 10, 2 ** 65), None),
+                                         ((-2 ** 63 - 1, 0), "bool")])
+def test_arange_of_an_int_beyond_64_bits_is_overflow_error_first(args, dtype):
+    # torch's Scalar refuses it while parsing the arguments (OverflowError), before the dtype
+    # or the range is looked at; flowgrad raised NotImplementedError for the dtype or
+    # RuntimeError for the range
+    _same_outcome(lambda m: m.arange(*args, dtype=None if dtype is None else
+                                     getattr(m, dtype)))

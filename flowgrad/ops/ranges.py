@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..device import resolve_device
-from ..errors import fill_checks_overflow, fill_scalar
+from ..errors import check_int64, fill_checks_overflow, fill_scalar
 from ..tensor import Tensor
 from .creation import (
     FACTORY_HINTS,
@@ -57,6 +57,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         if not isinstance(v, (numbers.Number, np.generic)):
             raise TypeError(f"arange(): argument '{arg}' must be a number, not "
                             f"{type(v).__name__} ({v!r})")
+        check_int64("arange", v, arg)  # (torch's Scalar: before the dtype and the range)
     if dtype is not None:  # (torch refuses a bool/complex dtype before it reads the range)
         dtype = _dt.as_dtype(dtype)
         _check_range_dtype(dtype)
