@@ -360,6 +360,7 @@ RAGGED = [
     ([[300, 2], [3], 4j], "int8"), ([[1, 2], [300], 4j], "int8"),
     ([[1, 2], (3, 4, 5)], "bool"), ([np.float16(1.0), []], "float16"),
     ([1j, "tensor"], "float32"), (["tensor", 1j], "float32"),
+    ([np.complex128(1.5), "tensor"], "float32"),  # (NumPy's complex: its real part; 10113143)
 ]
 
 

@@ -70,7 +70,7 @@ def _store(obj, sizes, dim, dtype, check_leaf, error):
             raise TypeError(f"tensor(): expected a number at dim {dim} of a nest of shape "
                             f"{sizes} (read from its first elements), got a "
                             f"{type(obj).__name__}: the nest is ragged")
-        if isinstance(obj, complex) and dtype.category != 3:
+        if type(obj) is complex and dtype.category != 3:  # (NumPy's complex: by value)
             raise TypeError(f"tensor(): a Python complex number ({obj!r}) cannot be converted "
                             f"to type {dtype.name}; pass a complex dtype or real numbers")
         if isinstance(obj, Tensor) and obj.is_complex() and dtype.category != 3:
