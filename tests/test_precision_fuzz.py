@@ -53,6 +53,11 @@ OPEN = {
              "cancels 60x; the three float32 sums (x1 x2, x1 x1, x2 x2) are each within 6e-8 "
              "in both frameworks (pairwise and cascade: the same accuracy, no formula "
              "differs), torch's roundings happen to cancel (4.6e-7, flowgrad 7.5e-6)",
+    10106826: "softmin of rows of 2 with y = (0.0064, 0.9936): the gradient y (dy - sum(dy y)) "
+              "cancels 100x in dy - s; flowgrad rounds each product dy y then their sum (s "
+              "0.6 ulp off), torch's kernel a fused multiply-add (0.05 ulp): 7e-5 against "
+              "2e-6 relative; the same formula, float64 row sums would double softmax's "
+              "backward",
     5000651: "batch_norm's weight gradient sum(dy xc) over 16384 values per channel (sum |terms| "
              "/ |sum| = 190): flowgrad sums each row by a float32 gemv (the channel's rows in "
              "float64), torch accumulates in double; 7e-9 of sum |terms| (11 ulps of the "
