@@ -53,6 +53,12 @@ OPEN = {
              "cancels 60x; the three float32 sums (x1 x2, x1 x1, x2 x2) are each within 6e-8 "
              "in both frameworks (pairwise and cascade: the same accuracy, no formula "
              "differs), torch's roundings happen to cancel (4.6e-7, flowgrad 7.5e-6)",
+    10104845: "softmax of a row of 1000 logits of spread 32 (as 7429): one peak near 1, the "
+              "row sum by float32 BLAS gemv absorbs the small exps' low bits; the gradient "
+              "needs 1 - y at the peak (7.9e-6 against torch's 1.3e-7)",
+    10104996: "triplet_margin_loss(p=1, swap) of 300-wide rows of spread 140 (as 3158): each "
+              "distance within an ulp of the truth, and d(a, p) - d(a, n) + margin cancels "
+              "them 10x (7.6e-6 against 6.6e-7); no formula differs",
     10106826: "softmin of rows of 2 with y = (0.0064, 0.9936): the gradient y (dy - sum(dy y)) "
               "cancels 100x in dy - s; flowgrad rounds each product dy y then their sum (s "
               "0.6 ulp off), torch's kernel a fused multiply-add (0.05 ulp): 7e-5 against "
