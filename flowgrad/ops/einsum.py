@@ -201,7 +201,24 @@ def einsum(equation, *operands):
                     "einsum(): a contraction of bool operands is not implemented (as torch's "
                     "\"bmm\" for Bool); convert them with .int() or .float() first")
             ops = (ops[0].long(),)  # one operand: torch's sum, which counts in int64
+    if len(ops) == 1 and set(eq.split("->")[0]) == set(eq.split("->")[1]):
+        return _relabelled(ops[0], *eq.split("->"))
     return _einsum(*ops, eq=eq)
+
+
+def _relabelled(t, sub, out):
+    """`t` (subscripts `sub`) as `out` when no letter is summed: a view, as torch's einsum
+    gives (diagonals of repeated letters, each moved last as torch's diagonal moves it, then a
+    permute), so a write to it reaches `t`."""
+    letters = list(sub)
+    for c in sub:
+        while letters.count(c) > 1:
+            p = letters.index(c)
+            q = letters.index(c, p + 1)
+            t = t.diagonal(0, p, q)
+            del letters[q], letters[p]
+            letters.append(c)
+    return t.permute([letters.index(c) for c in out])
 
 
 def _from_sublists(args):
