@@ -44,7 +44,7 @@ from .printing import is_parameter, meta_repr, prefix_of, tensor_repr
 
 # Bound at import (`bind_late`) by the modules above this one, which import it:
 as_array = None  # by flowgrad.ops.creation: a fresh array from data, torch's dtype inference
-recorded_memory_format = None  # by flowgrad.typed_tensors, where memory formats live
+is_contiguous_as = None  # by flowgrad.typed_tensors, where memory formats live
 
 
 def bind_late(**functions):
@@ -228,8 +228,8 @@ class Tensor:
                 "contiguous_format", "channels_last", "channels_last_3d", "preserve_format"):
             raise TypeError(f"is_contiguous(): argument 'memory_format' must be "
                             f"flowgrad.memory_format, not {type(memory_format).__name__}")
-        if memory_format is not None and memory_format.name != "contiguous_format":
-            return recorded_memory_format(self) is memory_format  # channels_last: as recorded
+        if memory_format is not None and memory_format.name.startswith("channels_last"):
+            return is_contiguous_as(self, memory_format)
         return self._data.flags.c_contiguous
 
     def stride(self, dim=None):

@@ -3,9 +3,9 @@ memory formats (`flow.channels_last`, ...).
 
 A typed class constructs a tensor of its dtype from data or sizes, and `isinstance(t,
 flow.FloatTensor)` is True exactly when `t.dtype` is float32, as torch's. The memory formats
-are accepted where torch takes them; flowgrad's arrays stay row-major (NCHW), and the format
-asked for is recorded, so `t.is_contiguous(memory_format=flow.channels_last)` answers True
-for a tensor converted with `t.contiguous(memory_format=flow.channels_last)`.
+lay a tensor's memory out as torch's (`t.contiguous(memory_format=flow.channels_last)`: the
+channels innermost, strides (H * W * C, 1, W * C, C)); is_contiguous(memory_format=) reads the
+strides, as torch's (ops/layout.py).
 
 >>> import flowgrad as flow
 >>> x = flow.FloatTensor([1, 2])
@@ -17,9 +17,9 @@ for a tensor converted with `t.contiguous(memory_format=flow.channels_last)`.
 from __future__ import annotations
 
 import warnings
-import weakref
 
 from . import dtypes as _dt
+from .ops.layout import format_contiguous
 from .overrides import _disabled_torch_function_impl
 from .tensor import Tensor, bind_late
 
@@ -107,8 +107,8 @@ def set_default_tensor_type(t):
 
 
 class memory_format:  # noqa: N801 - torch's name
-    """A memory layout torch can give a tensor; recorded by flowgrad (arrays stay
-    row-major)."""
+    """A memory layout torch can give a tensor (channels_last: the channels' dim innermost in
+    memory)."""
 
     __slots__ = ("name",)
 
@@ -128,33 +128,30 @@ channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
 _FORMATS = {f.name: f for f in (contiguous_format, channels_last, channels_last_3d,
                                 preserve_format)}
-_recorded = {}  # id(tensor) -> (weakref, memory_format)
-
-
 def _format_by_name(name):
     return _FORMATS[name]
 
 
-def record_memory_format(tensor, fmt):
-    """Remember `fmt` as the layout `tensor` was asked to have (None or preserve: keep)."""
+def format_rank(fmt, ndim, op_name="contiguous"):
+    """The rank `fmt` lays out: 4 for channels_last, 5 for channels_last_3d, 0 for
+    contiguous_format, None for preserve_format (or None: not given); a format for a tensor of
+    another rank raises, as torch."""
     if fmt is None or fmt is preserve_format:
-        return tensor
+        return None
     if not isinstance(fmt, memory_format):
-        raise TypeError(f"memory_format must be a flowgrad.memory_format such as "
+        raise TypeError(f"{op_name}(): memory_format must be a flowgrad.memory_format such as "
                         f"flowgrad.channels_last, got {fmt!r}")
-    if fmt is channels_last and tensor.ndim != 4 or fmt is channels_last_3d and \
-            tensor.ndim != 5:
-        raise RuntimeError(f"required rank {4 if fmt is channels_last else 5} tensor to use "
-                           f"{fmt.name} format")
-    key = id(tensor)
-    _recorded[key] = (weakref.ref(tensor, lambda _, key=key: _recorded.pop(key, None)), fmt)
-    return tensor
+    rank = 4 if fmt is channels_last else 5 if fmt is channels_last_3d else 0
+    if rank and ndim != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format ({op_name} of "
+                           f"a {ndim}-d tensor)")
+    return rank
 
 
-def recorded_memory_format(tensor):
-    """The format recorded for `tensor` (contiguous_format when none was asked for)."""
-    entry = _recorded.get(id(tensor))
-    return entry[1] if entry is not None and entry[0]() is tensor else contiguous_format
+def _is_contiguous_as(tensor, fmt):
+    """Tensor.is_contiguous(memory_format=fmt) for channels_last(_3d), as torch computes it
+    from the strides."""
+    return format_contiguous(tensor._data, 4 if fmt is channels_last else 5)
 
 
-bind_late(recorded_memory_format=recorded_memory_format)  # Tensor.is_contiguous calls it
+bind_late(is_contiguous_as=_is_contiguous_as)  # Tensor.is_contiguous calls it

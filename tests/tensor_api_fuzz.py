@@ -17,10 +17,10 @@ of their data_ptr), which tensor its _base is, _is_view, dtype, layout, device, 
 is_leaf; and its values and the first tensor's. A step torch refuses, flowgrad must refuse
 with the same exception class (the program goes on from the tensor before it).
 
-Not drawn, each listed in KNOWN in tests/test_tensor_api_fuzz.py: channels_last (a tag in
-flowgrad, the strides stay row-major); set_/resize_ that would grow a storage other tensors
-see (NumPy memory does not grow in place); steps that read the storage around a zero-element
-tensor (NumPy keeps no place for one); writes through overlapping elements (add_). Not
+Not drawn, each listed in KNOWN in tests/test_tensor_api_fuzz.py: set_/resize_ that would
+grow a storage other tensors see (NumPy memory does not grow in place); steps that read the
+storage around a zero-element tensor (NumPy keeps no place for one); writes through
+overlapping elements (add_). Not
 compared: the strides of size-1 dims
 (NumPy's own after unsqueeze), the _base of views after a set_ of a view (torch keeps a stale
 one), values once a storage grew (torch's new bytes are uninitialised).
@@ -81,6 +81,11 @@ def _dim(r, t, extra=0):
         return n + 1
     return r.randrange(-n, n)
 
+
+
+def _formats(ndim):
+    """The channels_last formats drawn for a tensor of `ndim` dims (the wrong rank raises)."""
+    return ["channels_last"] if ndim == 4 else ["channels_last_3d"] if ndim == 5 else []
 
 def _shape_like(r, numel_hint):
     return r.choice([(numel_hint,), (1, numel_hint), (2, 2), (3,), (0,), (), (2, 3), (7,)])
@@ -226,9 +231,9 @@ def _draw_kind(r, t):
     if kind == "resize_as_":
         return kind, _shape_like(r, r.randint(0, max(t.numel() + 2, 1)))
     if kind == "clone":
-        return kind, r.choice([None, "preserve_format", "contiguous_format"])
+        return kind, r.choice([None, "preserve_format", "contiguous_format"] + _formats(d))
     if kind == "contiguous":
-        return kind, r.choice([None, "contiguous_format", "preserve_format"])
+        return kind, r.choice([None, "contiguous_format", "preserve_format"] + _formats(d))
     if kind == "to":
         return kind, r.choice([str(t.dtype).split(".")[1], "float64", "int32"]), \
             r.random() < 0.3, r.random() < 0.3
@@ -238,7 +243,7 @@ def _draw_kind(r, t):
         size = tuple(r.randint(0, 3) for _ in range(r.randint(0, 3)))
         return kind, size, tuple(r.randint(0, 4) for _ in size)
     if kind == "empty_like":
-        return kind, r.choice([None, "preserve_format", "contiguous_format"])
+        return kind, r.choice([None, "preserve_format", "contiguous_format"] + _formats(d))
     if kind == "write":
         return kind, r.choice(["add_", "fill_", "zero_"])
     return (kind,)
@@ -407,6 +412,8 @@ def _record(m, t, pool, set_views=()):
         "storage_offset": t.storage_offset(),
         "is_contiguous": t.is_contiguous(),
         "is_contiguous(contiguous_format)": t.is_contiguous(memory_format=m.contiguous_format),
+        "is_contiguous(channels_last)": t.is_contiguous(memory_format=m.channels_last),
+        "is_contiguous(channels_last_3d)": t.is_contiguous(memory_format=m.channels_last_3d),
         "dim_order": _safe(lambda: tuple(t.dim_order())) if 1 not in t.shape else None,
         "element_size": t.element_size(), "itemsize": t.itemsize, "nbytes": t.nbytes,
         "storage nbytes": storage.nbytes(),
@@ -421,7 +428,8 @@ def _record(m, t, pool, set_views=()):
     }
     if not t.numel():  # (NumPy keeps no strides nor place for no elements: KNOWN)
         for k in ("stride", "dim_order", "storage_offset", "storage nbytes",
-                  "shares the first storage"):
+                  "shares the first storage", "is_contiguous(channels_last)",
+                  "is_contiguous(channels_last_3d)"):
             del rec[k]
     if set_views:  # (torch keeps a view's old _base after set_, and its views: KNOWN)
         del rec["_base"], rec["_is_view"]

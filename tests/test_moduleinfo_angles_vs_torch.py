@@ -28,21 +28,9 @@ import flowgrad as flow  # noqa: E402
 
 DB = moduleinfo_angles.module_db()
 
-_LAYOUT = ("memory formats are recorded on the tensors a user converts (`x.contiguous("
-           "memory_format=...)`, `module.to(memory_format=...)`); an op's output does not "
-           "inherit its input's or weight's, as torch's TensorIterator, convolutions, "
-           "pooling, batch norm and padding make theirs: flowgrad's outputs answer "
-           "is_contiguous() True and is_contiguous(memory_format=channels_last) False (the "
-           "values and gradients are torch's)")
-_LAYOUT_NAMES = (
-    "nn.AdaptiveAvgPool2d", "nn.AdaptiveMaxPool2d", "nn.BatchNorm2d", "nn.BatchNorm3d",
-    "nn.Conv2d", "nn.ConvTranspose2d", "nn.LazyConv2d", "nn.LazyConvTranspose2d", "nn.LPPool2d",
-    "nn.MaxPool3d", "nn.Hardshrink", "nn.Tanh", "nn.Tanhshrink", "nn.Threshold",
-    "nn.ReflectionPad3d", "nn.ReplicationPad3d", "nn.ZeroPad3d", "nn.ConstantPad3d")
 _NO_DOUBLE = ("torch 2.13 has no derivative of {} (its second derivative raises); "
               "flowgrad's backward is made of differentiable ops")
 KNOWN: dict[str, tuple[str, str]] = {
-    **{name: (r"^memformat/\w+ layout \(", _LAYOUT) for name in _LAYOUT_NAMES},
     "nn.MultiLabelMarginLoss": (r"^gradgrad/\w+ gradgrad raise: torch RuntimeError",
                                 _NO_DOUBLE.format("multilabel_margin_loss_backward")),
     "nn.MultiMarginLoss": (r"^gradgrad/\w+ gradgrad raise: torch RuntimeError",
@@ -54,14 +42,7 @@ KNOWN: dict[str, tuple[str, str]] = {
                     "nn.TransformerDecoderLayer", "nn.Transformer")},
 }
 # more ModuleInputs (slow; stale entries are not checked there)
-_LAYOUT_ALL = (
-    "nn.AdaptiveAvgPool3d", "nn.AvgPool2d", "nn.Conv3d", "nn.ELU", "nn.LazyConv3d",
-    "nn.MaxPool2d", "nn.MSELoss", "nn.PoissonNLLLoss", "nn.GroupNorm", "nn.Hardswish",
-    "nn.LocalResponseNorm", "nn.RMSNorm", "nn.ReLU", "nn.ReLU6", "nn.PReLU", "nn.Sigmoid",
-    "nn.ReflectionPad2d", "nn.ReplicationPad2d", "nn.ZeroPad2d", "nn.CircularPad2d",
-    "nn.CircularPad3d", "nn.ConstantPad2d")
 KNOWN_ALL: dict[str, tuple[str, str]] = {
-    **{name: (r"^memformat/\w+ layout \(", _LAYOUT) for name in _LAYOUT_ALL},
     "nn.CrossEntropyLoss": (r"^gradgrad/\w+ gradgrad cotangent 0: values differ .* torch nan",
                             "every target ignored with reduction='mean': the first gradient "
                             "is exactly 0 for any cotangent, so its derivative by the "

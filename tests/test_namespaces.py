@@ -151,11 +151,12 @@ def test_tensor_type_conversions():
         x.type("torch.cuda.FloatTensor")
 
 
-def test_memory_formats_are_accepted_and_recorded():
+def test_memory_formats_lay_the_memory_out():
     x = flow.ones(2, 3, 4, 5)
     assert not x.is_contiguous(memory_format=flow.channels_last)
     y = x.contiguous(memory_format=flow.channels_last)
-    assert y.is_contiguous(memory_format=flow.channels_last) and y.is_contiguous()
+    assert y.is_contiguous(memory_format=flow.channels_last) and not y.is_contiguous()
+    assert y.stride() == (60, 1, 15, 3)
     z = x.to(memory_format=flow.channels_last)
     assert z.is_contiguous(memory_format=flow.channels_last)
     assert x.is_contiguous(memory_format=flow.contiguous_format)

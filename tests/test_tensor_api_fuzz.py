@@ -18,7 +18,6 @@ import flowgrad as flow
 # what flowgrad does not do as torch, with the reason (the fuzz does not draw these, or does
 # not compare them; each has a case below that shows the difference)
 KNOWN = {
-    "channels_last": "a recorded tag in flowgrad: the strides stay row-major (NumPy arrays)",
     "storage growth": "torch's set_/resize_ grow a storage under every tensor over it; "
                       "NumPy memory cannot grow in place (a view refuses, a tensor moves)",
     "zero-element strides": "NumPy keeps no strides nor storage place for an array with no "
@@ -268,14 +267,6 @@ def test_resize_grows_a_tensor_at_an_offset_as_torch():
 
 
 # ---- KNOWN -----------------------------------------------------------------------------------
-def test_known_channels_last_is_a_tag():
-    t = torch.ones(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
-    f = flow.ones(2, 3, 4, 5).contiguous(memory_format=flow.channels_last)
-    assert t.is_contiguous(memory_format=torch.channels_last)
-    assert f.is_contiguous(memory_format=flow.channels_last)
-    assert t.stride() == (60, 1, 15, 3) and f.stride() == (60, 20, 5, 1)  # KNOWN
-
-
 def test_known_storage_growth():
     x = torch.arange(4.0)
     v = x[2:]

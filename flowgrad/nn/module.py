@@ -22,10 +22,12 @@ from .. import dtypes as _dt
 from .._warn import warn
 from ..autograd import interpreter as _interpreter
 from ..autograd.inplace import bump_version
-from ..device import device, resolve_device, to_device
+from ..device import array_module, device, resolve_device, to_device
 from ..hook_handles import RemovableHandle
+from ..ops.layout import in_format
 from ..tensor import Tensor
 from ..torch_format import loadable
+from ..typed_tensors import format_rank
 from . import backward_hooks as _backward_hooks
 from . import module_hooks as _global
 from .module_state import StateDict
@@ -493,7 +495,7 @@ class Module(StateDict):
         dev = kwargs.pop("device", None)
         dev = None if dev is None else resolve_device(dev, "Module.to")
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        fmt = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
@@ -509,6 +511,8 @@ class Module(StateDict):
                     pass
         if dev is not None:
             self._apply(lambda a: to_device(a, dev))
+        if fmt is not None:  # torch's: 4-d and 5-d parameters and buffers take the format
+            self._apply(lambda a: _in_memory_format(a, fmt))
         if dtype is None:
             return self
         dtype = _dt.as_dtype(dtype)
@@ -699,3 +703,13 @@ class Module(StateDict):
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+def _in_memory_format(a, fmt):
+    """Array `a` (a parameter's or buffer's) as Module.to(memory_format=fmt) leaves it:
+    a 4-d or 5-d one laid out in that format (a wrong rank raises, as torch), others as
+    they are."""
+    if a.ndim not in (4, 5):
+        return a
+    rank = format_rank(fmt, a.ndim, "Module.to")
+    return a if rank is None else in_format(array_module(a), a, rank)

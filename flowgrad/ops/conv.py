@@ -24,6 +24,7 @@ from .. import blas
 from ..tensor import Tensor
 from .complex import conj
 from .halfprec import in_float32
+from .layout import in_format, suggested_format
 from .normalization import _channel_row, _rows_of
 from .pad import _pad_constant
 from .registry import op
@@ -289,8 +290,24 @@ def _conv_transpose_band(xp, z, w, padding, size, t):
 @in_float32
 def _conv(xp, x, w, *bias, stride, padding, dilation, groups, out_shape=None):
     """im2col (or banded) GEMM; `bias` (optional, (O,)) is added to each output channel."""
-    return _conv_arrays(xp, x, w, bias[0] if bias else None, stride, padding, dilation, groups,
-                        out_shape)
+    y, cols = _conv_arrays(xp, x, w, bias[0] if bias else None, stride, padding, dilation,
+                           groups, out_shape)
+    rank = _result_format(x, w)
+    return (in_format(xp, y, rank) if rank else y), cols
+
+
+def _result_format(x, w):
+    """The memory format of torch's CPU convolution result (a rank of ops/layout.py): 4-d,
+    channels_last where the input's or the weight's strides suggest it; 5-d, channels_last_3d
+    so for oneDNN's dtypes (torch's float64 and complex128 3-d kernels are row-major); else
+    C order (0)."""
+    if x.ndim not in (4, 5) or x.flags.c_contiguous and w.flags.c_contiguous:
+        return 0
+    rank = suggested_format(x) or suggested_format(w)
+    return 0 if rank == 5 and x.dtype in _ROW_MAJOR_3D else rank
+
+
+_ROW_MAJOR_3D = (np.dtype(np.float64), np.dtype(np.complex128))
 
 
 def _conv_arrays(xp, x, w, bias, stride, padding, dilation, groups, out_shape):
@@ -328,6 +345,12 @@ def _conv_arrays(xp, x, w, bias, stride, padding, dilation, groups, out_shape):
 @op("conv_transpose", jvp="multilinear", save="inputs", complex=True)
 @in_float32
 def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
+    y = _conv_transpose_arrays(xp, z, w, stride, padding, dilation, groups, size)
+    rank = _result_format(z, w)
+    return in_format(xp, y, rank) if rank else y
+
+
+def _conv_transpose_arrays(xp, z, w, stride, padding, dilation, groups, size):
     n, o = z.shape[:2]
     ksize, sp = w.shape[2:], z.shape[2:]
     nd = len(ksize)
@@ -363,6 +386,7 @@ def _conv_transpose(xp, z, w, *, stride, padding, dilation, groups, size):
     cols = xp.moveaxis(cols, 1 + nd, 1)  # (C, N, *k, *sp) view
     buf = col2im(xp, cols, size, ksize, stride, padding, dilation)  # (C, N, *size)
     return xp.ascontiguousarray(xp.moveaxis(buf, 0, 1))
+
 
 
 def _shifted_ok(z, w, stride, padding, dilation, groups, size):

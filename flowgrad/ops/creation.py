@@ -22,12 +22,20 @@ from .. import dtypes as _dt
 from .._warn import called_by_user, warn
 from ..autograd import inference
 from ..autograd import interpreter as _interpreter
-from ..device import ARRAY_MODULES, CPU, DEFAULT_DEVICE, device_of, resolve_device, to_device
+from ..device import (
+    ARRAY_MODULES,
+    CPU,
+    DEFAULT_DEVICE,
+    array_module,
+    device_of,
+    resolve_device,
+    to_device,
+)
 from ..errors import check_number, fill_checks_overflow, fill_scalar
 from ..tensor import Size, Tensor, bind_late
-from ..typed_tensors import preserve_format, record_memory_format, recorded_memory_format
+from ..typed_tensors import format_rank, preserve_format
 from .creation_nest import torch_reading
-from .layout import empty_preserving, row_major
+from .layout import empty_preserving, in_format, row_major
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
@@ -611,13 +619,13 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, **optio
 
 
 def _laid_out(out, source, options):
-    """`out` with the memory format `options` ask for recorded (flowgrad's arrays stay
-    row-major; typed_tensors.py); preserve_format, the default, keeps `source`'s. A format for
-    the wrong rank raises, as torch."""
-    fmt = options.get("memory_format")
-    if fmt is None or fmt is preserve_format:
-        fmt = None if source is None else recorded_memory_format(source)
-    return record_memory_format(out, fmt)
+    """`out`, a fresh tensor, in the memory format `options` ask for (channels_last: NHWC;
+    ops/layout.py); preserve_format, the default, leaves `source`'s layout (made by the
+    caller). A format for the wrong rank raises, as torch."""
+    rank = format_rank(options.get("memory_format"), out.ndim, "empty")
+    if rank:
+        out._data = in_format(array_module(out._data), out._data, rank)
+    return out
 
 
 def _bool_fill(value, np_dtype):
@@ -628,14 +636,14 @@ def _bool_fill(value, np_dtype):
 def _keeps_layout(source, options):
     """Whether a tensor made like `source` (`*_like`) takes a layout other than row-major:
     preserve_format (the default) asked for, and source's array not row-major
-    (ops/layout.py); a format asked for is recorded on a row-major array instead."""
+    (ops/layout.py); a format asked for is given by _laid_out."""
     fmt, data = options.get("memory_format"), source._data
     return (fmt is None or fmt is preserve_format) and not row_major(data)
 
 
 def _filled_like(dev, x, np_dtype, fill, options):
     """An array of x's shape filled with `fill`, laid out as torch's `*_like` lay it out: as
-    x (preserve_format, the default), else row-major (a format asked for is recorded)."""
+    x (preserve_format, the default), else row-major (a format asked for: _laid_out)."""
     data = x._data
     if _keeps_layout(x, options):
         out = empty_preserving(dev.xp, data, np_dtype)

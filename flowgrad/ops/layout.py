@@ -112,10 +112,10 @@ def empty_preserving(xp, like, dtype=None):
             tuple(st // like.itemsize * item for st in like.strides))
     if like.ndim < 2 or like.flags.c_contiguous:
         return xp.empty(like.shape, dtype)
-    return _empty_in_order(xp, like.shape, dtype, dense_order(like.shape, like.strides))
+    return empty_in_order(xp, like.shape, dtype, dense_order(like.shape, like.strides))
 
 
-def _empty_in_order(xp, shape, dtype, fastest_first):
+def empty_in_order(xp, shape, dtype, fastest_first):
     """An uninitialised array of `shape` packed densely with its dims in memory in the order
     `fastest_first` gives (innermost first)."""
     outer_first = fastest_first[::-1]
@@ -153,16 +153,22 @@ def torch_layout(xp, out, arrays):
 def in_order(xp, out, fastest_first):
     """`out` packed densely with its dims in memory in the order `fastest_first` (innermost
     first): itself where it already lies so (its size-1 dims anywhere), else a copy."""
-    shape, expected = out.shape, out.itemsize
-    for dim in fastest_first:
-        if shape[dim] != 1 and out.strides[dim] != expected:
-            break
-        expected *= shape[dim]
-    else:
+    if lies_in_order(out, fastest_first):
         return out
-    result = _empty_in_order(xp, shape, out.dtype, fastest_first)
+    result = empty_in_order(xp, out.shape, out.dtype, fastest_first)
     result[...] = out
     return result
+
+
+def lies_in_order(a, fastest_first):
+    """Whether array `a` is packed densely with its dims in memory in the order
+    `fastest_first` (its size-1 dims anywhere)."""
+    shape, expected = a.shape, a.itemsize
+    for dim in fastest_first:
+        if shape[dim] != 1 and a.strides[dim] != expected:
+            return False
+        expected *= shape[dim]
+    return True
 
 
 def column_major(xp, a):
@@ -284,3 +290,96 @@ def index_layout(xp, out, x, index):
         operands.append(tuple(0 if n == 1 and m != 1 else t
                               for n, m, t in zip(padded, full, st)))
     return in_order(xp, out, _fastest_first(full, operands))
+
+
+# ---- channels_last ---------------------------------------------------------------------------
+# torch's channels_last (4 dims) and channels_last_3d (5 dims): the dims fastest-moving first
+CHANNELS_LAST = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}
+
+
+def format_contiguous(a, ndim):
+    """torch's is_contiguous(memory_format=channels_last) (ndim 4; channels_last_3d: 5): the
+    dims of size other than 1 packed densely, channels fastest, then W, H(, D), N."""
+    if a.ndim != ndim:
+        return False
+    expected = a.itemsize
+    for d in CHANNELS_LAST[ndim]:
+        n = a.shape[d]
+        if n != 1:
+            if a.strides[d] != expected:
+                return False
+            expected *= n
+    return True
+
+
+def _channels_last_strides(shape, strides):
+    """torch's is_channels_last_strides_2d/3d: (shape, strides) ordered as channels_last's
+    (4 dims) or channels_last_3d's (5), densely or not."""
+    order = CHANNELS_LAST.get(len(shape))
+    if order is None or strides[1] == 0:
+        return False
+    low = 0
+    for d in order:
+        if shape[d] == 0 or strides[d] < low or d == 0 and low == strides[1]:
+            return False
+        low = strides[d] * shape[d] if shape[d] > 1 else strides[d]
+    return True
+
+
+def suggested_format(a):
+    """torch's suggest_memory_format: 4 (channels_last) or 5 (channels_last_3d) where `a`'s
+    strides are ordered as that format's, else 0 (contiguous)."""
+    if a.ndim not in CHANNELS_LAST or a.flags.c_contiguous and 1 not in a.shape:
+        return 0
+    return a.ndim if _channels_last_strides(a.shape, a.strides) else 0
+
+
+def suggested_order(a, pooled_1d=False):
+    """The dims, fastest first, of a result that torch's kernels (convolution, pooling,
+    batch_norm, interpolate, padding) lay out in the format `a`'s strides suggest:
+    channels_last's (1, 3, 2, 0), channels_last_3d's (1, 4, 3, 2, 0), or None (C order).
+    pooled_1d: a 3-d `a` as torch's 1-d pooling sees it, unsqueezed to (N, C, 1, L), whose
+    channels_last order is (1, 2, 0) once squeezed."""
+    if pooled_1d and a.ndim == 3:
+        if a.flags.c_contiguous and 1 not in a.shape:
+            return None
+        shape, strides = a.shape, a.strides
+        return (1, 2, 0) if _channels_last_strides(
+            shape[:2] + (1,) + shape[2:], strides[:2] + (shape[2] * strides[2],) + strides[2:]) \
+            else None
+    rank = suggested_format(a)
+    return CHANNELS_LAST[rank] if rank else None
+
+
+def format_strides(shape, ndim):
+    """The element strides of a dense `shape` in channels_last (ndim 4) / channels_last_3d
+    (5), as torch's get_channels_last_strides."""
+    stride, step = [0] * len(shape), 1
+    for d in CHANNELS_LAST[ndim]:
+        stride[d] = step
+        step *= max(shape[d], 1)
+    return stride
+
+
+def empty_in_format(xp, shape, dtype, ndim):
+    """An uninitialised array of `shape` in channels_last (ndim 4) / channels_last_3d (5)
+    order, or C order (ndim 0)."""
+    if not ndim:
+        return xp.empty(shape, dtype)
+    return empty_in_order(xp, tuple(shape), dtype, CHANNELS_LAST[ndim])
+
+
+def in_format(xp, out, ndim):
+    """`out` laid out in channels_last (ndim 4), channels_last_3d (5) or C order (0): itself
+    where it already lies so, else a copy that does."""
+    if not ndim or out.ndim != ndim:
+        return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
+    return in_order(xp, out, CHANNELS_LAST[ndim])
+
+
+def in_suggested_order(xp, out, order):
+    """`out` densely in `order` (dims fastest first: suggested_order's), or in C order where
+    `order` is None; itself where it already lies so."""
+    if order is None or out.ndim != len(order):
+        return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
+    return in_order(xp, out, order)

@@ -27,12 +27,14 @@ from . import normalization as _norm
 from . import pool as _pool
 from . import sampling as _sampling
 from .elementwise import where
+from .layout import suggested_order
 from .linalg import bilinear  # noqa: F401 - torch.bilinear has F's signature
 from .no_derivative import without_derivative
 from .normalization import dist_norm
 from .odds import triu_indices
 from .registry import op
 from .segment import _segment_reduce, segment_reduce  # noqa: F401 - torch.* names
+from .shape import relaid
 from .spatial import grid_sample, interpolate
 
 __all__ = ["pdist", "channel_shuffle", "bilinear", "batch_norm", "instance_norm", "embedding",
@@ -85,7 +87,8 @@ def channel_shuffle(input, groups):
     # in new row-major memory, as torch allocates it: never a view of the input (groups=1,
     # or an expanded input, gave one)
     shuffled = input.reshape(n, groups, c // groups, *rest).transpose(1, 2)
-    return shuffled.clone(memory_format=contiguous_format).view(n, c, *rest)
+    return relaid(shuffled.clone(memory_format=contiguous_format).view(n, c, *rest),
+                  suggested_order(input._data))  # (or channels_last, as torch's kernel)
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):

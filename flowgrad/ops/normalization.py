@@ -22,11 +22,13 @@ from ..autograd import grad_mode
 from ..errors import check_norm_params
 from ..tensor import Tensor
 from .halfprec import HALF, in_float32
+from .layout import in_suggested_order, suggested_order
 
 # (re-exported: the functional forms of this family)
 from .normalize import _as_float, dist_norm, local_response_norm, normalize  # noqa: F401
 from .reduce import mean_array
 from .registry import op
+from .shape import relaid
 from .special import chunk_elements
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
@@ -310,8 +312,17 @@ def _float32(xp, a):
 
 # the rule reads x and the weight (input 1), never the bias nor the statistics: only those
 # two are saved, as torch's batch/group norm, so a bias written in place stays legal
-@op("norm_affine", save="inputs[0, 1]", layout="contiguous")
-def _norm_affine(xp, x, *wb_stats, axes, eps, has_w, has_b, has_stats=False):
+@op("norm_affine", save="inputs[0, 1]")
+def _norm_affine(xp, x, *wb_stats, axes, eps, has_w, has_b, has_stats=False, order=None):
+    # C order, as torch allocates them; batch norm's y in `order` where given (channels_last:
+    # layout.suggested_order)
+    y, mean, rstd = _norm_affine_arrays(xp, x, *wb_stats, axes=axes, eps=eps, has_w=has_w,
+                                        has_b=has_b, has_stats=has_stats)
+    return (in_suggested_order(xp, y, order), xp.ascontiguousarray(mean),
+            xp.ascontiguousarray(rstd))
+
+
+def _norm_affine_arrays(xp, x, *wb_stats, axes, eps, has_w, has_b, has_stats):
     if x.dtype in HALF:
         # normalised in float32 with the weight and bias as given (the input's dtype or
         # float32: torch's mixed precision) and rounded once; the statistics the rule reads
@@ -461,12 +472,12 @@ def _param(t, size, shape, name, what):
     return t.reshape(shape) if tuple(shape) != tuple(size) else t
 
 
-def _affine_normalize(x, axes, eps, w, b, stats=None):
+def _affine_normalize(x, axes, eps, w, b, stats=None, order=None):
     wb = tuple(t for t in (w, b) if t is not None)
     if any(t._data.dtype != x._data.dtype for t in wb) and x._data.dtype not in HALF:
         wb = tuple(t.to(x.dtype) for t in wb)  # (float32 ones beside a half input stay)
     return _norm_affine(x, *wb, *(stats or ()), axes=axes, eps=float(eps), has_w=w is not None,
-                        has_b=b is not None, has_stats=stats is not None)
+                        has_b=b is not None, has_stats=stats is not None, order=order)
 
 
 # ---- batch_norm and instance_norm ---------------------------------------------------------
@@ -572,7 +583,8 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         if running_var is not None:
             _update_running(running_var, stats[1], momentum, count / (count - 1))
         return _affine_normalize(x, axes, eps, w, b,
-                                 stats if _per_channel(x._data, axes) else None)
+                                 stats if _per_channel(x._data, axes) else None,
+                                 order=suggested_order(x._data))
     _check_momentum("batch_norm", momentum)
     _refuse_differentiable_stats(running_mean, running_var)
     if running_mean is None or running_var is None:
@@ -588,8 +600,9 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         y = y * w.to(xc.dtype)
     if b is not None:
         y = y + b.to(xc.dtype)
-    # (C-ordered as torch's output, whatever the layout of a strided input)
-    return (y.to(x.dtype) if half else y).contiguous()
+    # (C-ordered as torch's output, whatever the layout of a strided input, or channels_last
+    # where its strides suggest it)
+    return relaid((y.to(x.dtype) if half else y).contiguous(), suggested_order(x._data))
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
@@ -710,7 +723,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         y = y * w.to(x.dtype)
     if b is not None:
         y = y + b.to(x.dtype)
-    return y
+    return relaid(y, suggested_order(x._data))  # (torch's: channels_last stays)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):

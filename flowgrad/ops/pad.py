@@ -18,16 +18,20 @@ import numpy as np
 from .. import dtypes as _dt
 from ..device import new_array
 from ..tensor import Tensor
+from .layout import in_suggested_order, suggested_order
 from .registry import op
+from .shape import relaid
 
 __all__ = ["pad"]
 
 _MODES = ("constant", "reflect", "replicate", "circular")
 
 
-@op("pad_constant", layout="contiguous")
-def _pad_constant(xp, x, *, pads, value):
-    return xp.pad(x, pads, mode="constant", constant_values=value)
+@op("pad_constant")
+def _pad_constant(xp, x, *, pads, value, order=None):
+    # C order, as torch allocates it, or the channels_last `order` the input suggests
+    return in_suggested_order(xp, xp.pad(x, pads, mode="constant", constant_values=value),
+                              order)
 
 
 @_pad_constant.grad
@@ -103,6 +107,7 @@ def padded(input, pad, mode, value, complex_value=False):
     k = len(pad) // 2
     pairs = [(0, 0)] * (nd - k) + [(pad[2 * i], pad[2 * i + 1]) for i in range(k)][::-1]
     shape = input._data.shape
+    order = suggested_order(input._data)  # (torch's kernels keep channels_last)
     if mode == "constant":
         for d, ((lo, hi), n) in enumerate(zip(pairs, shape)):
             if lo < -n or n + min(lo, 0) + min(hi, 0) < 0:
@@ -115,7 +120,8 @@ def padded(input, pad, mode, value, complex_value=False):
         if not any(lo or hi for lo, hi in pairs):
             return input.clone()  # a new tensor, as torch's: never the input itself
         _check_value_fits(input, value)  # (only a fill checks it, as torch's)
-        return _pad_constant(input, pads=tuple(pairs), value=0 if value is None else value)
+        return _pad_constant(input, pads=tuple(pairs), value=0 if value is None else value,
+                             order=order)
     if mode != "circular" and 0 in shape[max(nd - k - 1, 0):]:
         raise RuntimeError(f"pad(): {mode} padding needs non-empty dimensions (apart from the "
                            f"batch), got input {list(shape)}")
@@ -127,8 +133,8 @@ def padded(input, pad, mode, value, complex_value=False):
     if not any(lo or hi for lo, hi in pairs):
         return input.clone()
     if mode == "replicate" or mode == "reflect" and k <= 2:
-        return _pad_indexed_float32(input, pairs, mode)
-    return _pad_indexed(input, pairs, mode)
+        return relaid(_pad_indexed_float32(input, pairs, mode), order)
+    return relaid(_pad_indexed(input, pairs, mode), order if mode == "reflect" else None)
 
 
 def _pad_indexed_float32(input, pairs, mode):

@@ -19,15 +19,18 @@ import math
 
 import numpy as np
 
+from ..autograd.grad_mode import is_grad_enabled
 from ..device import new_array
 from ..errors import check_kernel_dtype
 from ..tensor import Tensor
 from .activation import relu
 from .conv import col2im, ntuple, pad_array, tap_slices, windows
 from .halfprec import HALF, in_float32
+from .layout import in_suggested_order, suggested_order
 from .registry import op
 from .rules import has_nan, tied_to_input
 from .scan import with_rule_indices
+from .shape import relaid
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
@@ -122,8 +125,11 @@ def _first_inside_tap(xp, size, out, ksize, stride, padding, dilation):
 # create_graph (rules.tied_to_input), so a second differentiation w.r.t. the input gives
 # zeros; a plain backward does not read it
 @op("max_pool", n_out=2, save="inputs", create_graph_reads=(0,))
-def _max_pool(xp, x, *, ksize, stride, padding, dilation, out_shape, return_indices=False):
+def _max_pool(xp, x, *, ksize, stride, padding, dilation, out_shape, return_indices=False,
+              order=None):
     vals, idx = _max_pool_arrays(xp, x, ksize, stride, padding, dilation, out_shape)
+    if order is not None:  # (torch's channels_last result: layout.suggested_order)
+        vals, idx = in_suggested_order(xp, vals, order), in_suggested_order(xp, idx, order)
     return with_rule_indices(vals, idx, return_indices)
 
 
@@ -281,6 +287,16 @@ def _pool_args(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name):
     return ksize, stride, padding, dilation, out
 
 
+def _pool_order(input, nd, as_2d=True):
+    """The dims, fastest first, of the channels_last result torch's CPU pooling gives a
+    batched `input` whose strides suggest that format (layout.suggested_order; 1-d pooling
+    runs the 2-d kernel on (N, C, 1, L) where `as_2d`; 3-d average and adaptive pooling have
+    no such kernel: pass as_2d=False for them), else None (C order)."""
+    if not as_2d or not isinstance(input, Tensor) or input.ndim != nd + 2:
+        return None
+    return suggested_order(input._data, pooled_1d=nd == 1)
+
+
 def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd):
     name = f"max_pool{nd}d"
     # torch's max_pool1d without indices runs its own kernel, float only; the others take ints
@@ -288,8 +304,12 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
     x, batched = _pool_input(input, nd, name, kernel, ints=kernel != "max_pool1d_impl")
     ksize, stride, padding, dilation, out = _pool_args(x, kernel_size, stride, padding,
                                                        dilation, ceil_mode, nd, name)
+    # torch's max_pool1d runs its own (row-major) kernel unless indices or a gradient are
+    # wanted: then the 2-d one on (N, C, 1, L)
+    order = _pool_order(input, nd, nd > 1 or return_indices or (
+        input.requires_grad and is_grad_enabled()))
     y, idx = _max_pool(x, ksize=ksize, stride=stride, padding=padding, dilation=dilation,
-                       out_shape=out, return_indices=return_indices)
+                       out_shape=out, return_indices=return_indices, order=order)
     if not batched:
         y, idx = y.squeeze(0), idx.squeeze(0)
     return (y, idx) if return_indices else y
@@ -401,7 +421,8 @@ def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pa
     else:
         div = _avg_divisor(size, out, ksize, stride, padding, count_include_pad)
         y = y * Tensor._wrap(new_array(x._data, 1.0 / div, x._data.dtype))
-    return (y if batched else y.squeeze(0)).contiguous()  # (torch's output is contiguous)
+    # (torch's result: contiguous, or channels_last where the input suggests it)
+    return relaid((y if batched else y.squeeze(0)).contiguous(), _pool_order(input, nd, nd < 3))
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -499,7 +520,7 @@ def _adaptive_avg(input, output_size, nd):
         m = ((cols >= start[:, None]) & (cols < end[:, None])) / (end - start)[:, None]
         mats.append(Tensor._wrap(new_array(x._data, m, x._data.dtype)))
     y = _along(x, mats)
-    return y if batched else y.squeeze(0)
+    return relaid(y if batched else y.squeeze(0), _pool_order(input, nd, nd < 3))
 
 
 def adaptive_avg_pool1d(input, output_size):
@@ -523,8 +544,11 @@ def adaptive_avg_pool3d(input, output_size):
 
 
 @op("adaptive_max_pool", n_out=2, save="inputs", create_graph_reads=(0,))
-def _adaptive_max_pool(xp, x, *, out_shape, return_indices=False):
-    return with_rule_indices(*_adaptive_max_arrays(xp, x, out_shape), return_indices)
+def _adaptive_max_pool(xp, x, *, out_shape, return_indices=False, order=None):
+    vals, idx = _adaptive_max_arrays(xp, x, out_shape)
+    if order is not None:  # (torch's channels_last result: layout.suggested_order)
+        vals, idx = in_suggested_order(xp, vals, order), in_suggested_order(xp, idx, order)
+    return with_rule_indices(vals, idx, return_indices)
 
 
 def _adaptive_max_arrays(xp, x, out_shape):
@@ -566,7 +590,8 @@ def _adaptive_max(input, output_size, return_indices, nd):
     x, batched, out = _adaptive_args(input, output_size, nd, name)
     if any(o == 0 for o in out):
         raise RuntimeError(f"{name}(): output_size must be positive, got {out}")
-    y, idx = _adaptive_max_pool(x, out_shape=out, return_indices=return_indices)
+    y, idx = _adaptive_max_pool(x, out_shape=out, return_indices=return_indices,
+                                order=_pool_order(input, nd, nd < 3))
     if not batched:
         y, idx = y.squeeze(0), idx.squeeze(0)
     return (y, idx) if return_indices else y

@@ -311,7 +311,7 @@ def randn_like(input, dtype=None, generator=None, device=None, requires_grad=Fal
 
 def _sample_like(name, factory, input, dtype, generator, device, requires_grad, options):
     """rand_like's and randn_like's body: `factory` shaped like `input`, in its dtype, on its
-    device and in its recorded memory format unless given."""
+    device and in its memory layout unless given."""
     check_hints(name, options)
     expect_tensor(name, input)
     dev = _device_like(input, device, name)
@@ -339,7 +339,7 @@ def randint_like(input, low=0, high=None, dtype=None, generator=None, device=Non
 
 def _preserving(sample, input, options):
     """A fresh `sample` laid out as torch's `*_like` lay it out: as `input` (preserve_format,
-    the default; ops/layout.py), else row-major with the format recorded. The numbers are
+    the default; ops/layout.py), else in the format asked for (channels_last: NHWC). The numbers are
     the sample's, element for element; only their places in memory change."""
     if _keeps_layout(input, options):
         out = empty_like(input, dtype=sample.dtype, device=sample.device)

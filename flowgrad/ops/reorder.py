@@ -15,7 +15,7 @@ from ..errors import INT_INDEX_DTYPES, int_arg, int_args
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import contiguous_format
 from .index import index_select
-from .layout import empty_preserving
+from .layout import empty_preserving, in_suggested_order, suggested_order
 from .registry import op
 
 __all__ = ["flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat_interleave"]
@@ -91,14 +91,15 @@ def flipud(input):
     return flip(input, 0)
 
 
-@op("roll", jvp="linear", layout="contiguous")
-def _roll(xp, x, *, shifts, dims):
-    return xp.roll(x, shifts, dims)
+@op("roll", jvp="linear")
+def _roll(xp, x, *, shifts, dims, order=None):
+    # C order, as torch's, or the channels_last `order` x's strides suggest
+    return in_suggested_order(xp, xp.roll(x, shifts, dims), order)
 
 
 @_roll.grad
 def roll_backward(ctx, dy):
-    return _roll(dy, shifts=tuple(-s for s in ctx.shifts), dims=ctx.dims)
+    return _roll(dy, shifts=tuple(-s for s in ctx.shifts), dims=ctx.dims, order=ctx.order)
 
 
 @tensor_method()
@@ -125,7 +126,8 @@ def roll(input, shifts, dims=None):
         raise IndexError(f"roll(): Dimension specified as {dims[0]} but tensor has no "
                          f"dimensions; pass dims=None to roll a 0-d tensor")
     dims = tuple(_wrap_dim(d, nd, "roll") for d in dims)
-    return _roll(input, shifts=tuple(int(s) for s in shifts), dims=dims)
+    return _roll(input, shifts=tuple(int(s) for s in shifts), dims=dims,
+                 order=suggested_order(input._data))
 
 
 @tensor_method()

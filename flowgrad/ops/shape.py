@@ -23,13 +23,9 @@ from ..device import broadcast_view
 from ..errors import SparseOperandError, expect_tensor, int_args, matrix_dims
 from ..meta import MetaArray
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
-from ..typed_tensors import (
-    contiguous_format,
-    preserve_format,
-    record_memory_format,
-    recorded_memory_format,
-)
-from .layout import copy_preserving
+from ..typed_tensors import format_rank, preserve_format
+from . import layout as _layout
+from .layout import CHANNELS_LAST, copy_preserving, lies_in_order
 from .out_arg import with_out
 from .registry import op
 from .summation import add_reduce
@@ -501,8 +497,14 @@ def unsqueeze(input, dim):
 
 # ---- copies and casts ------------------------------------------------------------------------
 @op("clone", jvp="linear")
-def _clone(xp, x, *, keep_layout=False):
-    return copy_preserving(xp, x) if keep_layout else x.copy()  # (else row-major)
+def _clone(xp, x, *, keep_layout=False, order=None):
+    if keep_layout:
+        return copy_preserving(xp, x)
+    if order is not None:  # dense, its dims in this order, fastest first (channels_last's)
+        out = _layout.empty_in_order(xp, x.shape, x.dtype, order)
+        xp.copyto(out, x)
+        return out
+    return x.copy()  # (row-major)
 
 
 @_clone.grad
@@ -512,7 +514,8 @@ def clone_backward(ctx, dy):
 
 @tensor_method()
 def clone(input, *, memory_format=None):
-    """A copy with its own storage; gradients flow back to the original.
+    """A copy with its own storage; gradients flow back to the original. Laid out as torch's
+    (preserve_format, the default: as the input, ops/layout.py; channels_last: NHWC).
 
     >>> import flowgrad as flow
     >>> x = flow.tensor([1.0, 2.0], requires_grad=True)
@@ -520,16 +523,20 @@ def clone(input, *, memory_format=None):
     >>> y
     tensor([1., 2.], grad_fn=<CloneBackward0>)
     """
-    # torch's default, preserve_format, keeps the input's layout (its strides when dense) and
-    # its recorded format; another format is recorded, as contiguous's (the array row-major)
-    if memory_format is None or memory_format is preserve_format:
-        out = _clone(input, keep_layout=True)
-        memory_format = recorded_memory_format(input)
-    else:
-        out = _clone(input)
-    if memory_format is not contiguous_format:
-        record_memory_format(out, memory_format)
-    return out
+    if memory_format is None:
+        return _clone(input, keep_layout=True)
+    rank = format_rank(memory_format, input.ndim, "clone")
+    return _clone(input, keep_layout=True) if rank is None else _clone(
+        input, order=CHANNELS_LAST.get(rank))
+
+
+def relaid(y, order):
+    """`y`, a result of a composed op, laid out densely in `order` (dims fastest first, as
+    layout.suggested_order gives torch's kernels' formats) where it is not, through a copy
+    autograd records (None: `y` itself)."""
+    if order is None or lies_in_order(y._data, order):
+        return y
+    return _clone(y, order=order)
 
 
 @tensor_method()
@@ -564,17 +571,18 @@ Tensor.__pos__ = positive
 
 @tensor_method()
 def contiguous(input, memory_format=None):
-    """`input` itself if C-contiguous, else a contiguous copy (the arrays stay row-major; a
-    memory_format is recorded: flowgrad/typed_tensors.py). preserve_format is refused for a
-    tensor that is not contiguous, as torch's."""
+    """`input` itself if contiguous in `memory_format` (C order by default; channels_last:
+    NHWC), else a copy that is. preserve_format is refused for a tensor that is not
+    contiguous, as torch's."""
     if memory_format is preserve_format and not input._data.flags.c_contiguous:
         raise RuntimeError(f"preserve memory format is unsupported by the contiguous operator "
                            f"(a tensor of shape {tuple(input.shape)} and stride "
                            f"{input.stride()}); use contiguous() or clone()")
-    out = input if input._data.flags.c_contiguous else _clone(input)
-    if memory_format is not None:
-        record_memory_format(out, memory_format)
-    return out
+    rank = format_rank(memory_format, input.ndim) if memory_format is not None else 0
+    if not rank:
+        return input if input._data.flags.c_contiguous else _clone(input)
+    return input if _layout.format_contiguous(input._data, rank) else _clone(
+        input, order=CHANNELS_LAST[rank])
 
 
 # ---- joining ------------------------------------------------------------------------------
@@ -582,7 +590,13 @@ def contiguous(input, memory_format=None):
 def _cat(xp, *xs, dim):
     shape = list(xs[0].shape)
     shape[dim] = sum(x.shape[dim] for x in xs)
-    out = xp.empty(shape, xs[0].dtype)  # C order whatever the inputs' layout, as torch's
+    # C order whatever the inputs' layout, as torch's, unless all suggest one channels_last
+    # format (torch's cat_compute_output_memory_format)
+    rank = _layout.suggested_format(xs[0]) if len(shape) in CHANNELS_LAST else 0
+    if rank and any(_layout.suggested_format(x) != rank for x in xs[1:]):
+        rank = 0
+    out = _layout.empty_in_format(xp, shape, xs[0].dtype, rank) if rank else \
+        xp.empty(shape, xs[0].dtype)
     return xp.concatenate(xs, axis=dim, out=out)
 
 

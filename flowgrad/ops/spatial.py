@@ -28,10 +28,12 @@ from ..typed_tensors import contiguous_format
 from .conv import col2im, ntuple, out_size, pad_array, windows
 from .elementwise import where
 from .halfprec import opmath
+from .layout import suggested_order
 from .pool import _adaptive_avg, _along
 from .pool_more import antialias_matrix
 from .ranges import arange, fma64
 from .registry import op
+from .shape import relaid
 
 __all__ = ["unfold", "fold", "pixel_shuffle", "pixel_unshuffle", "interpolate", "upsample",
            "grid_sample", "affine_grid"]
@@ -174,7 +176,8 @@ def pixel_shuffle(input, upscale_factor):
     nl = len(lead)
     y = input.reshape(*lead, c // (r * r), r, r, h, w)
     perm = tuple(range(nl)) + tuple(nl + i for i in (0, 3, 1, 4, 2))
-    return _fresh(y.permute(*perm)).view(*lead, c // (r * r), h * r, w * r)
+    return relaid(_fresh(y.permute(*perm)).view(*lead, c // (r * r), h * r, w * r),
+                  suggested_order(input._data))  # (torch's channels_last kernel)
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -194,7 +197,8 @@ def pixel_unshuffle(input, downscale_factor):
     nl = len(lead)
     y = input.reshape(*lead, c, h // r, r, w // r, r)
     perm = tuple(range(nl)) + tuple(nl + i for i in (0, 2, 4, 1, 3))
-    return _fresh(y.permute(*perm)).view(*lead, c * r * r, h // r, w // r)
+    return relaid(_fresh(y.permute(*perm)).view(*lead, c * r * r, h // r, w // r),
+                  suggested_order(input._data))
 
 
 # ---- interpolate: one (out, in) matrix per spatial dim -----------------------------------------
@@ -450,7 +454,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     mats = [Tensor._wrap(new_array(input._data, _dim_matrix(n, o, mode, bool(align_corners), s,
                                                             antialias, nd, real),
                                    input._data.dtype)) for n, o, s in zip(spatial, out, scales)]
-    return _along(input, mats)
+    # torch's 2-d and 3-d kernels keep a channels_last input's format (the 1-d ones do not)
+    return relaid(_along(input, mats), suggested_order(input._data) if nd > 1 else None)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

@@ -29,10 +29,11 @@ from ..errors import tensor_operand
 from ..func.batched import every_example
 from ..storage import UntypedStorage
 from ..tensor import Tensor, _wrap_dim, tensor_method
-from ..typed_tensors import contiguous_format
+from ..typed_tensors import contiguous_format, format_rank
 from .creation import multinomial, tensor, zeros
 from .elementwise import _inplace_binary, where
 from .gather import _index_dim, _put_flat, _written_into
+from .layout import format_contiguous, format_strides
 from .linalg import _coefficient, _scaled_add, addbmm, addmm, addmv, baddbmm, outer
 from .no_derivative import without_derivative
 from .norm import vector_norm
@@ -619,8 +620,12 @@ def _resize_(self, *sizes, size=None, memory_format=None):
                 flat = grown
             bump_version(self)
             self._data = flat[:n].reshape(shape)
-    if memory_format is not None:
-        self.contiguous(memory_format)  # (records the format on self: contiguous already)
+    rank = format_rank(memory_format, self.ndim, "resize_")
+    if rank and not format_contiguous(self._data, rank):  # torch's empty_tensor_restride
+        new = _over_storage(memory_owner(self._data), self._data.dtype, self.storage_offset(),
+                            shape, format_strides(shape, rank), "resize_")
+        bump_version(self)
+        self._data = new
     return self
 
 

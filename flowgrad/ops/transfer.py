@@ -13,8 +13,8 @@ from .. import dtypes as _dt
 from .._warn import warn_once
 from ..device import resolve_device, to_device
 from ..tensor import Tensor, tensor_method
-from ..typed_tensors import as_tensor_dtype, preserve_format, recorded_memory_format, type_name
-from .layout import empty_preserving, row_major
+from ..typed_tensors import as_tensor_dtype, format_rank, type_name
+from .layout import empty_in_format, empty_preserving, row_major, suggested_format
 from .registry import op
 
 
@@ -46,7 +46,7 @@ def move(input, device, op_name="to"):
 
 
 @op("cast", jvp="linear")
-def _cast(xp, x, *, dtype):
+def _cast(xp, x, *, dtype, rank=None):
     # torch casts inf, nan and out-of-range values without a word, and warns (once) that a
     # complex cast to a real dtype drops the imaginary part, where NumPy gives its own
     # RuntimeWarning and ComplexWarning
@@ -55,9 +55,12 @@ def _cast(xp, x, *, dtype):
         warn_once("Casting complex values to real discards the imaginary part")
         x = x.real
     with xp.errstate(over="ignore", invalid="ignore"):
-        if row_major(like):
+        if rank is not None:  # a memory format asked for (0: C order; 4, 5: channels_last)
+            out = empty_in_format(xp, like.shape, dtype, rank)
+        elif row_major(like):
             return x.astype(dtype)
-        out = empty_preserving(xp, like, dtype)  # (torch's preserve_format layout)
+        else:
+            out = empty_preserving(xp, like, dtype)  # (torch's preserve_format layout)
         xp.copyto(out, x, casting="unsafe")
         return out
 
@@ -100,25 +103,31 @@ def to(input, *args, dtype=None, device=None, copy=False, non_blocking=False,
        memory_format=None, **_):
     """Convert dtype (`x.to(flow.float64)`, `x.to(other)`) and move to a device (the CPU or
     a registered one); torch's positional forms (`x.to("cpu", flow.float64, False, True)`)
-    too. A memory_format is recorded (see contiguous); copy=True always copies.
+    too. A memory_format lays the result out so (channels_last: NHWC), a copy unless the
+    input's strides suggest that format already (torch's); copy=True always copies.
 
     >>> import flowgrad as flow
     >>> flow.ones(2).to("cpu", flow.float64, False, True)
     tensor([1., 1.], dtype=flowgrad.float64)
     """
     dtype, device, copy = _to_args(args, dtype, device, non_blocking, copy)
+    rank = None if memory_format is None else format_rank(memory_format, input.ndim, "to")
+    np_dtype = None if dtype is None else _dt.as_dtype(dtype).np
+    if np_dtype == input._data.dtype:
+        np_dtype = None
+    if rank is not None and not copy and np_dtype is None and \
+            suggested_format(input._data) == rank:
+        rank = None  # (torch's to_will_alias: the input itself where it suggests that format)
     out = input
-    if dtype is not None and _dt.as_dtype(dtype).np != input._data.dtype:
-        out = _cast(input, dtype=_dt.as_dtype(dtype).np)
+    if rank is not None:  # one copy (torch's _to_copy) in the layout asked
+        out = _cast(input, dtype=input._data.dtype if np_dtype is None else np_dtype, rank=rank)
+    elif np_dtype is not None:
+        out = _cast(input, dtype=np_dtype)
     if device is not None:
         out = move(out, device)
     if copy and out is input:
         out = input.clone()
-    if memory_format is None or memory_format is preserve_format:
-        return out
-    if out is input and recorded_memory_format(input) is memory_format:
-        return input  # (torch's: the tensor itself where its suggested format is the one asked)
-    return out.contiguous(memory_format)
+    return out
 
 
 def _caster(d):

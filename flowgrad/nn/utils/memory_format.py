@@ -1,8 +1,7 @@
 """Convolution weights in a given memory format, as torch.nn.utils.memory_format.
 
-flowgrad's arrays stay row-major; the format is recorded on each weight, so
-`conv.weight.is_contiguous(memory_format=flow.channels_last)` answers as in torch, and the
-values (and every result computed from them) are unchanged.
+Each weight's data is replaced by a copy laid out in that format (channels_last: NHWC), as
+torch's; the values (and every result computed from them) are unchanged.
 
 >>> import flowgrad as flow
 >>> m = convert_conv2d_weight_memory_format(flow.nn.Conv2d(2, 3, 2), flow.channels_last)
@@ -10,8 +9,6 @@ values (and every result computed from them) are unchanged.
 True
 """
 from __future__ import annotations
-
-from ...typed_tensors import record_memory_format
 
 __all__ = ["convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]
 
@@ -21,7 +18,7 @@ def _convert(module, memory_format, kinds):
 
     classes = tuple(getattr(conv, k) for k in kinds)
     if isinstance(module, classes):
-        record_memory_format(module.weight, memory_format)
+        module.weight.data = module.weight.detach().clone(memory_format=memory_format)
     for child in module.children():
         _convert(child, memory_format, kinds)
     return module
