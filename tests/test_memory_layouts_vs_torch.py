@@ -155,6 +155,13 @@ CASES = {
     "interpolate_1d": lambda m: (x := _t1(m), m.nn.functional.interpolate(x, scale_factor=2)),
     "roll_of_cl": lambda m: (x := _cl(m, 2, 3, 4, 5), m.roll(x, 1, 2)),
     "roll_flat_of_cl": lambda m: (x := _cl(m, 2, 3, 4, 5), m.roll(x, 1)),
+    # fft/ifft of a real input: torch's two-sided r2c on the input as it is, its broadcast
+    # (stride-0) dims ordered by stride (flowgrad's complex cast packed them densely), ties
+    # as torch's std::partition leaves them; a padded n: constant_pad_nd's layout
+    "fft_of_expanded": lambda m: (x := _x(m, 1, 4, 5).expand(3, 4, 5), m.fft.fft(x)),
+    "ifft_of_expanded": lambda m: (x := _x(m, 2, 1, 1, 1).expand(2, 4, 4, 2), m.fft.ifft(
+        x, n=2, dim=1)),
+    "rfft_padded_of_cl": lambda m: (x := _cl(m, 2, 3, 4, 5), m.fft.rfft(x, n=6, dim=1)),
 }
 
 

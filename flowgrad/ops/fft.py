@@ -18,6 +18,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor
 from .complex import conj, real
 from .layout import in_order
+from .pad import pad
 from .registry import op
 from .shape import cat
 
@@ -40,8 +41,26 @@ def _exec_layout(xp, out, strides, dims):
     order) of an input with `strides`: the other dims outermost, by the input's strides
     (largest first), then `dims`, in C order among them all. (NumPy's result is C-ordered;
     torch's puts a transformed dim innermost: fft over dim 0 has stride 1 there.)"""
-    batch = _by_stride(strides, [d for d in range(out.ndim) if d not in dims])
+    batch = _by_stride(strides, _batch_dims(out.ndim, dims))
     return in_order(xp, out, (batch + list(dims))[::-1])
+
+
+def _batch_dims(ndim, dims):
+    """The dims not in `dims`, in the order torch's std::partition leaves them (libstdc++'s:
+    from both ends, swapping), which decides the order of equal strides (broadcast dims)."""
+    perm, first, last = list(range(ndim)), 0, ndim
+    while True:
+        while first != last and perm[first] not in dims:
+            first += 1
+        if first == last:
+            return perm[:first]
+        last -= 1
+        while first != last and perm[last] in dims:
+            last -= 1
+        if first == last:
+            return perm[:first]
+        perm[first], perm[last] = perm[last], perm[first]
+        first += 1
 
 
 def _dense_strides(shape, fastest_first):
@@ -54,10 +73,12 @@ def _dense_strides(shape, fastest_first):
 
 # ---- the three transforms -----------------------------------------------------------------------
 @op("fft_c2c", complex=True)
-def _c2c(xp, x, *, dims, norm, forward):
+def _c2c(xp, x, *, dims, norm, forward, strides=None):
+    # `strides`: those of the real input x was cast from, when they differ (below)
     f = xp.fft.fftn if forward else xp.fft.ifftn
     out = _complex_of(xp, f(x, axes=dims, norm=norm), x)
-    return _exec_layout(xp, out, x.strides, _by_stride(x.strides, dims))
+    strides = x.strides if strides is None else strides
+    return _exec_layout(xp, out, strides, _by_stride(strides, dims))
 
 
 @_c2c.grad
@@ -69,7 +90,7 @@ def fft_c2c_backward(ctx, dy):
 def _r2c(xp, x, *, dims, norm, ihfft=False):
     out = _complex_of(xp, xp.fft.rfftn(x, axes=dims, norm=norm), x)
     if ihfft and len(dims) > 1:  # torch's ihfftn: a 1-d r2c, then a c2c over the other dims
-        batch = _by_stride(x.strides, [d for d in range(x.ndim) if d != dims[-1]])
+        batch = _by_stride(x.strides, _batch_dims(x.ndim, (dims[-1],)))
         strides = _dense_strides(out.shape, (batch + [dims[-1]])[::-1])
         return _exec_layout(xp, out, strides, _by_stride(strides, dims[:-1]))
     return _exec_layout(xp, out, x.strides, _by_stride(x.strides, dims[:-1]) + [dims[-1]])
@@ -93,7 +114,7 @@ def _c2r(xp, x, *, dims, norm, n):
     strides = x.strides
     if len(dims) > 1:  # torch's: a c2c over the other dims first, then a 1-d c2r
         inner = _by_stride(strides, dims[:-1])
-        batch = _by_stride(strides, [d for d in range(x.ndim) if d not in inner])
+        batch = _by_stride(strides, _batch_dims(x.ndim, inner))
         strides = _dense_strides(x.shape, (batch + inner)[::-1])
     return _exec_layout(xp, y, strides, [dims[-1]])
 
@@ -129,9 +150,8 @@ def _resize(x, dim, n):
         return x
     if n < size:
         return x.narrow(dim, 0, n)
-    shape = list(x.shape)
-    shape[dim] = n - size
-    return cat([x, x.new_zeros(shape)], dim)
+    # torch's constant_pad_nd: C order, or channels_last where x's strides suggest it
+    return pad(x, (0, 0) * (x.ndim - 1 - dim % x.ndim) + (0, n - size))
 
 
 def _wrap(dim, ndim, name):
@@ -200,11 +220,20 @@ def _real_input(x, name):
 def c2c(x, s, dim, norm, forward, name):
     dims, sizes = _dims_sizes(x, s, dim, name)
     norm = _norm(norm, name)
+    x = _float_input(x)
+    # torch's fft/ifft of a real input run its r2c (two-sided) on the input as it is, a
+    # broadcast (stride-0) batch dim ordered by its stride, where the complex cast fftn makes
+    # packs it densely
+    strides = x._data.strides if name in ("fft_fft", "fft_ifft") and \
+        x._data.dtype.kind != "c" and 0 in x._data.strides and \
+        all(n <= x._data.shape[d] for d, n in zip(dims, sizes)) else None  # (not padded)
     x = _as_complex(x)
     for d, n in zip(dims, sizes):
         x = _resize(x, d, n)
     if not dims:
         return x.clone()
+    if strides is not None and x._data.ndim > 1:
+        return _c2c(x, dims=tuple(dims), norm=norm, forward=forward, strides=strides)
     return _c2c(x, dims=tuple(dims), norm=norm, forward=forward)
 
 
