@@ -6,8 +6,10 @@ Layouts (LAYOUTS): torch's own `sample.noncontiguous()` (each tensor a stride-2 
 a nan-padded buffer); `transposed` (ndim >= 2: `t.mT.contiguous().mT`, column-major
 strides); `sliced` (`big[..., 1::2]`: a stride-2 last dim at storage offset 1); `expanded`
 (the first dim of size > 1 a stride-0 `expand` of the first row: the values change to that
-row repeated, the same in both libraries). A flowgrad tensor is built on a copy of the torch
-tensor's storage with `as_strided`, so both see the same strides; a tensor whose strides
+row repeated, the same in both libraries); opt-in (`--layout=channels_last`, not in the
+default LAYOUTS): `channels_last` (4-d and 5-d tensors NHWC / NDHWC). A flowgrad tensor is
+built on a copy of the torch tensor's storage with `as_strided`, so both see the same
+strides; a tensor whose strides
 flowgrad does not keep is a finding of its own ("layout: ..."). Outputs, dtypes, shapes and
 gradients are compared as opinfo_vs_torch.run_sample does; for elementwise ops
 (ELEMENTWISE) the output's strides too, which torch keeps from the input.
@@ -85,6 +87,9 @@ def relayout(t, layout):
             return _leaf(data, t)
         d = dims[0]
         return _leaf(data.narrow(d, 0, 1).clone().expand(t.shape), t)
+    if layout == "channels_last":  # (4-d and 5-d tensors; others as they are)
+        fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(t.ndim)
+        return _leaf(data if fmt is None else data.contiguous(memory_format=fmt), t)
     raise ValueError(layout)
 
 

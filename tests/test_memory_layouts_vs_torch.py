@@ -51,6 +51,11 @@ def _resized(m):
     return x, x.resize_(2, 3, 4, 5, memory_format=m.channels_last)
 
 
+def _unpooled(m):
+    y, i = m.nn.functional.max_pool2d(_cl(m, 2, 3, 4, 6), 2, return_indices=True)
+    return y, m.nn.functional.max_unpool2d(y, i, 2)
+
+
 def _module_to(m):
     conv = m.nn.Conv2d(3, 2, 2).double().to(memory_format=m.channels_last)
     with m.no_grad():
@@ -153,6 +158,10 @@ CASES = {
     "lp_pool1d": lambda m: (x := _t1(m), m.nn.functional.lp_pool1d(x, 2, 2)),
     "conv1d": lambda m: (x := _t1(m), m.nn.functional.conv1d(x, _w(m, 4, 3, 2))),
     "interpolate_1d": lambda m: (x := _t1(m), m.nn.functional.interpolate(x, scale_factor=2)),
+    "max_unpool2d_of_cl": _unpooled,
+    "conv_transpose3d_int64_of_cl3d": lambda m: (x := _cl(m, 2, 2, 2, 3, 2).long(), m.nn.
+                                                 functional.conv_transpose3d(x, m.ones(
+                                                     2, 2, 2, 2, 2, dtype=m.int64))),
     "roll_of_cl": lambda m: (x := _cl(m, 2, 3, 4, 5), m.roll(x, 1, 2)),
     "roll_flat_of_cl": lambda m: (x := _cl(m, 2, 3, 4, 5), m.roll(x, 1)),
     # fft/ifft of a real input: torch's two-sided r2c on the input as it is, its broadcast
@@ -193,3 +202,21 @@ def _einsum_view_grads(m):
 def test_einsum_view_gradients_as_torch():
     for w, g in zip(_einsum_view_grads(torch), _einsum_view_grads(flow)):
         np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=1e-12)
+
+
+def test_roll_gradients_as_torch():
+    """roll over the flattened tensor and over dims of a channels_last one: the gradient is
+    the opposite roll (flowgrad's rule read an attribute only the dims path set)."""
+    def grads(m):
+        x = _cl(m, 2, 3, 4, 5).requires_grad_()
+        w = _x(m, 2, 3, 4, 5)
+        ((m.roll(x, 7) + m.roll(x, (1, 2), (1, 3))) * w).sum().backward()
+        return x.grad
+    np.testing.assert_array_equal(grads(flow).numpy(), grads(torch).numpy())
+
+
+def test_unbatched_max_pool3d_of_channels_last_raises_as_torch():
+    """A (C, D, H, W) input laid out as channels_last: torch's max_pool3d refuses it."""
+    for m in (torch, flow):
+        with pytest.raises(RuntimeError, match="Unsupported memory format"):
+            m.nn.functional.max_pool3d(_cl(m, 2, 3, 4, 4), 2)

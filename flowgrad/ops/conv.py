@@ -299,15 +299,12 @@ def _conv(xp, x, w, *bias, stride, padding, dilation, groups, out_shape=None):
 def _result_format(x, w):
     """The memory format of torch's CPU convolution result (a rank of ops/layout.py): 4-d,
     channels_last where the input's or the weight's strides suggest it; 5-d, channels_last_3d
-    so for oneDNN's dtypes (torch's float64 and complex128 3-d kernels are row-major); else
-    C order (0)."""
+    so for oneDNN's float32 (a half input computes in it here; torch's other 3-d kernels are
+    row-major); else C order (0)."""
     if x.ndim not in (4, 5) or x.flags.c_contiguous and w.flags.c_contiguous:
         return 0
     rank = suggested_format(x) or suggested_format(w)
-    return 0 if rank == 5 and x.dtype in _ROW_MAJOR_3D else rank
-
-
-_ROW_MAJOR_3D = (np.dtype(np.float64), np.dtype(np.complex128))
+    return 0 if rank == 5 and x.dtype != np.float32 else rank
 
 
 def _conv_arrays(xp, x, w, bias, stride, padding, dilation, groups, out_shape):

@@ -26,7 +26,7 @@ from ..tensor import Tensor
 from .activation import relu
 from .conv import col2im, ntuple, pad_array, tap_slices, windows
 from .halfprec import HALF, in_float32
-from .layout import in_suggested_order, suggested_order
+from .layout import in_suggested_order, suggested_format, suggested_order
 from .registry import op
 from .rules import has_nan, tied_to_input
 from .scan import with_rule_indices
@@ -302,6 +302,11 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
     # torch's max_pool1d without indices runs its own kernel, float only; the others take ints
     kernel = "max_pool1d_impl" if nd == 1 and not return_indices else f"max_pool{max(nd, 2)}d"
     x, batched = _pool_input(input, nd, name, kernel, ints=kernel != "max_pool1d_impl")
+    if nd == 3 and not batched and suggested_format(input._data) == 4:
+        raise RuntimeError(f"max_pool3d: Unsupported memory format. Supports only "
+                           f"ChannelsLast3d, Contiguous (an unbatched {tuple(input.shape)} "
+                           f"input laid out as channels_last, as torch); pass "
+                           f"input.contiguous()")
     ksize, stride, padding, dilation, out = _pool_args(x, kernel_size, stride, padding,
                                                        dilation, ceil_mode, nd, name)
     # torch's max_pool1d runs its own (row-major) kernel unless indices or a gradient are

@@ -25,7 +25,8 @@ from ..tensor import Tensor
 from .conv import ntuple
 from .creation import arange, full, rand
 from .gather import gather
-from .shape import cat
+from .layout import suggested_order
+from .shape import cat, relaid
 
 __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "fractional_max_pool2d",
            "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
@@ -71,6 +72,8 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     zeros = Tensor._wrap(xp.zeros((n, c, size), x._data.dtype))
     y = zeros.scatter(2, idx.reshape(n, c, flat.shape[2]), x.reshape(n, c, flat.shape[2]))
     y = y.reshape(n, c, *out)
+    if nd == 2 and batched:  # (torch's 2-d kernel keeps a channels_last input's format)
+        return relaid(y, suggested_order(input._data))
     return y if batched else y.squeeze(0)
 
 

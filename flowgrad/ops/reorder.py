@@ -99,7 +99,8 @@ def _roll(xp, x, *, shifts, dims, order=None):
 
 @_roll.grad
 def roll_backward(ctx, dy):
-    return _roll(dy, shifts=tuple(-s for s in ctx.shifts), dims=ctx.dims, order=ctx.order)
+    return _roll(dy, shifts=tuple(-s for s in ctx.shifts), dims=ctx.dims,
+                 order=getattr(ctx, "order", None))
 
 
 @tensor_method()
