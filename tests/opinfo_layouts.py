@@ -7,7 +7,8 @@ a nan-padded buffer); `transposed` (ndim >= 2: `t.mT.contiguous().mT`, column-ma
 strides); `sliced` (`big[..., 1::2]`: a stride-2 last dim at storage offset 1); `expanded`
 (the first dim of size > 1 a stride-0 `expand` of the first row: the values change to that
 row repeated, the same in both libraries); opt-in (`--layout=channels_last`, not in the
-default LAYOUTS): `channels_last` (4-d and 5-d tensors NHWC / NDHWC). A flowgrad tensor is
+default LAYOUTS): `channels_last` (4-d and 5-d tensors NHWC / NDHWC), `permuted` (3 dims or
+more, all reversed in memory: strides increasing). A flowgrad tensor is
 built on a copy of the torch tensor's storage with `as_strided`, so both see the same
 strides; a tensor whose strides
 flowgrad does not keep is a finding of its own ("layout: ..."). Outputs, dtypes, shapes and
@@ -87,6 +88,11 @@ def relayout(t, layout):
             return _leaf(data, t)
         d = dims[0]
         return _leaf(data.narrow(d, 0, 1).clone().expand(t.shape), t)
+    if layout == "permuted":  # (3 dims or more: every dim's order reversed in memory)
+        if t.ndim < 3:
+            return _leaf(data, t)
+        rev = tuple(range(t.ndim))[::-1]
+        return _leaf(data.permute(rev).contiguous().permute(rev), t)
     if layout == "channels_last":  # (4-d and 5-d tensors; others as they are)
         fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(t.ndim)
         return _leaf(data if fmt is None else data.contiguous(memory_format=fmt), t)

@@ -162,6 +162,12 @@ CASES = {
     "conv_transpose3d_int64_of_cl3d": lambda m: (x := _cl(m, 2, 2, 2, 3, 2).long(), m.nn.
                                                  functional.conv_transpose3d(x, m.ones(
                                                      2, 2, 2, 2, 2, dtype=m.int64))),
+    # found by opinfo_layouts.py --layout=permuted (every dim reversed in memory): torch's
+    # results are C-ordered (a reduction's, a contiguous clone), flowgrad's kept the input's
+    "sum_to_size_of_permuted": lambda m: (x := _x(m, 5, 4, 3).permute(2, 1, 0), x.sum_to_size(
+        3, 1, 5)),
+    "expand_copy_of_permuted": lambda m: (x := _x(m, 5, 1, 3).permute(2, 1, 0), m.expand_copy(
+        x, (3, 4, 5))),
     "roll_of_cl": lambda m: (x := _cl(m, 2, 3, 4, 5), m.roll(x, 1, 2)),
     "roll_flat_of_cl": lambda m: (x := _cl(m, 2, 3, 4, 5), m.roll(x, 1)),
     # fft/ifft of a real input: torch's two-sided r2c on the input as it is, its broadcast

@@ -23,7 +23,7 @@ from ..device import broadcast_view
 from ..errors import SparseOperandError, expect_tensor, int_args, matrix_dims
 from ..meta import MetaArray
 from ..tensor import Size, Tensor, _wrap_dim, tensor_method
-from ..typed_tensors import format_rank, preserve_format
+from ..typed_tensors import contiguous_format, format_rank, preserve_format
 from . import layout as _layout
 from .layout import CHANNELS_LAST, copy_preserving, lies_in_order
 from .out_arg import with_out
@@ -450,7 +450,7 @@ def expand_copy(input, *sizes, size=None, implicit=False):
     tensor([[1, 2],
             [1, 2]])
     """
-    return expand(input, *sizes, size=size).clone()
+    return expand(input, *sizes, size=size).clone(memory_format=contiguous_format)  # (torch's)
 
 
 @tensor_method()

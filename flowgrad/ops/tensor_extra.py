@@ -38,7 +38,7 @@ from .linalg import _coefficient, _scaled_add, addbmm, addmm, addmv, baddbmm, ou
 from .no_derivative import without_derivative
 from .norm import vector_norm
 from .pad import pad
-from .reduce import amax, amin, sum_to
+from .reduce import amax, amin
 from .registry import op
 from .scan import cumprod, cumsum
 from .shape import cat
@@ -353,7 +353,10 @@ def sum_to_size(self, *sizes, size=None):
     # even of a 0-d tensor)
     if not (self.is_floating_point() or self.is_complex()):
         self = self.to(_dt.int64)
-    return sum_to(self, size)
+    lead = self.ndim - len(size)  # (a sum with keepdim, C-ordered as torch's reduction)
+    out = self.sum(tuple(range(lead)) + tuple(lead + i for i, n in enumerate(size) if n == 1 and
+                                              self.shape[lead + i] != 1), keepdim=True)
+    return out.reshape(size) if lead else out
 
 
 Tensor.sum_to_size = sum_to_size
