@@ -686,10 +686,19 @@ class Tensor:
         return rebuild(*args)
 
     def _reduce(self):
-        state = attributes_of(self)
-        if type(self) is Tensor and state is None:
-            return _rebuild, (self._data, self.requires_grad)
-        return _rebuild, (self._data, self.requires_grad, type(self), state or {})
+        state, data, order = attributes_of(self), self._data, None
+        if type(data) is np.ndarray and data.ndim > 2 and not data.flags.c_contiguous and \
+                not data.flags.f_contiguous:
+            # NumPy pickles an array neither C- nor F-ordered in C order: a dense one goes
+            # in its memory order, put back on load, so channels_last or a permute stays
+            # laid out as torch's pickled storage and strides keep it
+            order = sorted(range(data.ndim), key=lambda d: -abs(data.strides[d]))
+            data = data.transpose(order)
+            if not data.flags.c_contiguous:
+                data, order = self._data, None
+        if type(self) is Tensor and state is None and order is None:
+            return _rebuild, (data, self.requires_grad)
+        return _rebuild, (data, self.requires_grad, type(self), state or {}, order)
 
 
 _interpreter.bind_tensor_class(Tensor)
@@ -701,9 +710,12 @@ def attributes_of(t):
     return dict(t.__dict__) or None
 
 
-def _rebuild(data, requires_grad, cls=None, state=None):
+def _rebuild(data, requires_grad, cls=None, state=None, order=None):
     """A pickled tensor: a subclass's keeps its type (an alias, its __new__ not run) and a
-    tensor's own attributes come back, as torch's `_rebuild_from_type_v2`."""
+    tensor's own attributes come back, as torch's `_rebuild_from_type_v2`; `order`: the
+    dims `data` holds, outermost first (Tensor._reduce)."""
+    if order is not None:
+        data = data.transpose(np.argsort(order))
     t = Tensor._wrap(data)._set_requires_grad(requires_grad)
     if cls is not None and cls is not Tensor:
         t = t.as_subclass(cls)

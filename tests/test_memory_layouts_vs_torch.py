@@ -5,6 +5,7 @@ allows, so a different layout is a different value). One table line a case."""
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -168,6 +169,10 @@ CASES = {
         3, 1, 5)),
     "expand_copy_of_permuted": lambda m: (x := _x(m, 5, 1, 3).permute(2, 1, 0), m.expand_copy(
         x, (3, 4, 5))),
+    # pickle: torch's storage and strides keep the layout; NumPy pickled it in C order
+    "pickled_cl": lambda m: (x := _cl(m, 2, 3, 4, 5), pickle.loads(pickle.dumps(x))),
+    "pickled_permuted": lambda m: (x := _x(m, 2, 3, 4).permute(2, 0, 1), pickle.loads(
+        pickle.dumps(x))),
     "roll_of_cl": lambda m: (x := _cl(m, 2, 3, 4, 5), m.roll(x, 1, 2)),
     "roll_flat_of_cl": lambda m: (x := _cl(m, 2, 3, 4, 5), m.roll(x, 1)),
     # fft/ifft of a real input: torch's two-sided r2c on the input as it is, its broadcast
