@@ -2,7 +2,9 @@
 layout of a new tensor made like another (clone, the `*_like` factories, flip); the layout of
 an elementwise result of several tensors (`torch_layout`, the registry's
 layout="elementwise"); LAPACK results' column-major matrices (`column_major`); an
-advanced index's result (`index_layout`).
+advanced index's result (`index_layout`); channels_last (NHWC) and channels_last_3d, the
+formats torch's convolution, pooling, normalization and padding kernels keep
+(`suggested_order`, torch's suggest_memory_format).
 
 preserve_format keeps a dense input's strides; any other input's dims keep their order by
 stride, packed densely, a broadcast (stride 0) dim staying where row-major order puts it.
