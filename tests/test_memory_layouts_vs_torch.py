@@ -143,6 +143,9 @@ CASES = {
         x, (1, 1, 1, 1), mode="reflect")),
     "cat_of_cl": lambda m: (x := _cl(m, 2, 3, 4, 5), m.cat([x, x], 1)),
     "cat_of_cl_and_c": lambda m: (x := _cl(m, 2, 3, 4, 5), m.cat([x, x.contiguous()], 1)),
+    "stack_of_cl": lambda m: (x := _cl(m, 2, 3, 4, 5), m.stack([x, x * 2], 1)[:, 1]),
+    "stack_of_cl_and_c": lambda m: (x := _cl(m, 2, 3, 4, 5), m.stack([x, x.contiguous()])[1]),
+    "stack_last_of_cl": lambda m: (x := _cl(m, 2, 3, 4, 5), m.stack([x, x * 2], 4)[..., 1]),
     "channel_shuffle_of_cl": lambda m: (x := _cl(m, 2, 4, 4, 5), m.nn.functional.
                                         channel_shuffle(x, 2)),
     "pixel_shuffle_of_cl": lambda m: (x := _cl(m, 2, 8, 3, 2), m.nn.functional.pixel_shuffle(

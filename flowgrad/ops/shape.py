@@ -707,6 +707,10 @@ def stack(tensors, dim=0, *, out=None):
         if x._data.shape != shp:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{tuple(shp)} at entry 0 and {tuple(x.shape)} at entry {i}")
+    if d == len(shp):  # (torch's: C-ordered, whatever size-1 strides NumPy gives the dim)
+        return cat([unsqueeze(x, d) for x in tensors], d).contiguous()
+    if _layout.suggested_format(tensors[0]._data):  # (channels_last kept: torch's cat, a view)
+        return cat(tensors, d).view(*shp[:d], len(tensors), *shp[d:])
     return cat([unsqueeze(x, d) for x in tensors], d)
 
 
