@@ -24,13 +24,13 @@ def escape_watch(tracer):
     return list(tracer.arrays.values()), tracer.value_of
 
 
-def _referenced_elsewhere(arrays, skip=frozenset()):
+def _referenced_elsewhere(arrays, keep=lambda array: True):
     """The arrays something besides `arrays`, the count's argument and views among `arrays`
-    (their .base) refers to, leaving out those whose id is in `skip`. The count is C-level
-    (this runs on every first call, over every traced array); the views are looked at only
-    when some array is referenced elsewhere."""
+    (their .base) refers to, of those `keep` accepts. The count is C-level (this runs on
+    every first call, over every traced array); the views are looked at only when some
+    accepted array is referenced elsewhere."""
     counts = np.fromiter(map(sys.getrefcount, arrays), np.intp, len(arrays))
-    suspects = [i for i in np.flatnonzero(counts > 2).tolist() if id(arrays[i]) not in skip]
+    suspects = [i for i in np.flatnonzero(counts > 2).tolist() if keep(arrays[i])]
     if not suspects:
         return []
     views = collections.Counter(map(id, map(_BASE, arrays)))
@@ -84,8 +84,12 @@ def warn_escaped(graph, watch, result, flat):
     arrays, value_of = watch
     out, (grads, _) = result
     handed = _array_ids([out], grads.values())  # (the first call's outputs and gradients)
-    alive = [(a, value_of.get(id(a))) for a in _referenced_elsewhere(arrays, handed)]
-    alive = [(a, v) for a, v in alive if v is not None and v.kind == NODE]
+
+    def computed(array):  # (by the trace, not handed out)
+        value = value_of.get(id(array))
+        return value is not None and value.kind == NODE and id(array) not in handed
+
+    alive = [(a, value_of[id(a)]) for a in _referenced_elsewhere(arrays, computed)]
     if alive:
         held = _array_ids(_held_by_the_model(graph, flat))
         alive = [(a, v) for a, v in alive if id(a) not in held]
@@ -96,7 +100,7 @@ def warn_escaped(graph, watch, result, flat):
     suspects = {id(a): v for a, v in alive}
     del alive
     gc.collect()
-    kept = [suspects[id(a)] for a in _referenced_elsewhere(arrays) if id(a) in suspects]
+    kept = [suspects[id(a)] for a in _referenced_elsewhere(arrays, lambda a: id(a) in suspects)]
     if kept:
         shapes = ", ".join(f"{tuple(v.shape)} from {v.source.op.name}" for v in kept[:4])
         warn(f"nn.Graph {graph._name}: build() computed tensors that are still held outside the "
