@@ -680,7 +680,11 @@ def check_norm_params(op_name, input, **params):
 
 def check_probabilities(probs, name):
     """Raise, as torch, unless every element of the tensor `probs` lies in [0, 1]."""
-    data = probs._data
+    check_probability_values(probs._data, name)
+
+
+def check_probability_values(data, name):
+    """`check_probabilities` on an array (inside a kernel: array methods only)."""
     if data.size and not ((data >= 0) & (data <= 1)).all():  # nan fails too
         raise RuntimeError(f"{name}: expected every probability in [0, 1], got a value outside "
                            f"(or nan) in a tensor of shape {tuple(data.shape)}")

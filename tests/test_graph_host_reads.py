@@ -388,3 +388,28 @@ def test_distribution_validation_inside_build_is_checked_by_the_plan_each_call()
     with pytest.raises(ValueError, match=r"value argument .* support"):
         step(x, scale, k + 5)
     np.testing.assert_array_equal(models[0].weight.detach().numpy(), weight)
+
+
+@pytest.mark.parametrize("name, fn, good, bad", [
+    ("binary_cross_entropy", lambda x, t: F.binary_cross_entropy(x, t),
+     (T([0.2, 0.9]), T([0.0, 1.0])), (T([0.2, 1.5]), T([0.0, 1.0]))),
+    ("bernoulli", lambda p, _: flow.bernoulli(p), (T([0.2, 0.9]), None),
+     (T([0.2, -0.5]), None)),
+    ("multinomial", lambda p, _: flow.multinomial(p, 1), (T([[0.2, 0.8]]), None),
+     (T([[0.2, float("nan")]]), None)),
+    ("normal", lambda m, s: flow.normal(m, s), (T([0.0, 1.0]), T([1.0, 2.0])),
+     (T([0.0, 1.0]), T([1.0, -2.0]))),
+    ("poisson", lambda r, _: flow.poisson(r), (T([1.0, 2.0]), None), (T([1.0, -2.0]), None)),
+], ids=["binary_cross_entropy", "bernoulli", "multinomial", "normal", "poisson"])
+def test_value_checks_run_on_every_call_of_a_plan(name, fn, good, bad):
+    """binary_cross_entropy's [0, 1] range, the samplers' probabilities, normal's std and
+    poisson's rates were checked on arrays outside the kernel: once, on the trace's data, so
+    a plan ran later calls' invalid values into nans or draws with no error (or NumPy's
+    ValueError). The kernels check them now (eager's error)."""
+    graph = flow.nn.Graph.trace(fn)
+    graph(*good)
+    message = r"between 0 and 1|in \[0, 1\]|probability tensor|std >= 0|Poisson rate"
+    with pytest.raises(RuntimeError, match=f"op {name} failed.*({message})"):
+        graph(*bad)
+    with pytest.raises(RuntimeError, match=message):
+        fn(*bad)

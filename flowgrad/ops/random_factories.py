@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..device import CPU, HOST_XP, resolve_device, to_device
-from ..errors import check_probabilities, check_std, expect_tensor
+from ..errors import check_probability_values, check_std, expect_tensor
 from ..meta import meta_array
 from ..random import (
     numpy_generator,
@@ -132,11 +132,15 @@ def _normal(xp, *tensors, mean, std, shape, dtype, generator):
     given = iter(tensors)
     m = next(given) if mean is None else mean
     s = next(given) if std is None else std
+    if std is None:  # (a tensor's: checked in the kernel, so a plan checks each call's)
+        check_std(s, "normal")
     return (m + s * xp.asarray(numpy_generator(generator).standard_normal(shape))).astype(dtype)
 
 
 @op("bernoulli")
 def _bernoulli(xp, x, *, p, generator):
+    if p is None:  # (in the kernel: a compiled plan checks each call's probabilities)
+        check_probability_values(x, "bernoulli")
     probs = x if p is None else xp.full(x.shape, p, x.dtype)
     draws = xp.asarray(numpy_generator(generator).random(probs.shape))  # the host's stream
     return (draws < probs).astype(probs.dtype)
@@ -155,8 +159,9 @@ def zero_gradients(ctx, dy):
 
 @op("multinomial", differentiable=False)
 def _multinomial(xp, x, *, num_samples, replacement, generator):
-    gen = numpy_generator(generator)
     p = x.astype(xp.float64)
+    _check_prob_values(xp, p, num_samples, replacement)
+    gen = numpy_generator(generator)
     rows = p.reshape(-1, p.shape[-1])
     if replacement and num_samples > 1 and x.dtype.name in ("float32", "float64") \
             and xp is HOST_XP:  # torch's draws from its stream, row after row
@@ -406,7 +411,7 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
     dev = resolve_device(device, "normal")
     m = mean._data if isinstance(mean, Tensor) else mean
     s = std._data if isinstance(std, Tensor) else std
-    check_std(s, "normal")
+    check_std(s, "normal")  # (first, as torch's; a tensor's again in the kernel, for a plan)
     shapes = [np.shape(m), np.shape(s)]
     if out is not None and isinstance(mean, Tensor) and not isinstance(std, Tensor):
         shapes[1] = tuple(out.shape)  # (torch's out= form broadcasts the mean to out)
@@ -492,7 +497,6 @@ def bernoulli(input, p=None, *, generator=None, out=None):
                         (input,), "bernoulli", warn_resize=False)
     if p is None:
         check_probability_dtype(input, "bernoulli")
-        check_probabilities(input, "bernoulli")
         return _bernoulli(input, p=None, generator=resolve(generator))
     if input.is_complex():
         raise NotImplementedError(f"bernoulli(): no draws into a complex tensor (torch's "
@@ -531,8 +535,13 @@ def _check_probs(input, num_samples):
     if n <= 0:
         raise RuntimeError(f"multinomial(): cannot sample n_sample <= 0 samples (num_samples="
                            f"{n})")
-    p = input._data.astype(np.float64)
-    if p.size and not (p.min() >= 0 and np.isfinite(p.max())):  # NaN fails both
+    return n
+
+
+def _check_prob_values(xp, p, num_samples, replacement):
+    """multinomial's checks of the values (in the kernel: a compiled plan checks each call's)
+    and, after them as torch's, of the count drawn without replacement."""
+    if p.size and not (p.min() >= 0 and xp.isfinite(p.max())):  # NaN fails both
         raise RuntimeError(f"multinomial(): probability tensor contains either `inf`, `nan` "
                            f"or element < 0 (input of shape {tuple(p.shape)}); pass finite, "
                            f"non-negative weights")
@@ -540,7 +549,9 @@ def _check_probs(input, num_samples):
         raise RuntimeError(f"multinomial(): invalid multinomial distribution (sum of "
                            f"probabilities <= 0) in input of shape {tuple(p.shape)}; every "
                            f"row needs a positive weight")
-    return p
+    if not replacement and num_samples > p.shape[-1]:
+        raise RuntimeError(f"multinomial(): cannot sample n_sample={num_samples} > "
+                           f"prob_dist.size(-1)={p.shape[-1]} samples without replacement")
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
@@ -551,9 +562,6 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     >>> flow.multinomial(flow.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
     tensor([1, 1])
     """
-    p = _check_probs(input, num_samples)
-    if not replacement and num_samples > p.shape[-1]:
-        raise RuntimeError(f"multinomial(): cannot sample n_sample={num_samples} > "
-                           f"prob_dist.size(-1)={p.shape[-1]} samples without replacement")
-    return _multinomial(input, num_samples=int(num_samples), replacement=bool(replacement),
+    n = _check_probs(input, num_samples)
+    return _multinomial(input, num_samples=n, replacement=bool(replacement),
                         generator=resolve(generator))

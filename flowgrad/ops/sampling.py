@@ -59,6 +59,10 @@ _NORMAL_FROM = 1e18
 
 @op("poisson")
 def _poisson(xp, rate, *, generator):
+    if rate.size and not (rate >= 0).all():  # (nan fails too; in the kernel: a plan checks
+        # each call's rates)
+        raise RuntimeError(f"invalid Poisson rate, expected rate to be non-negative (rates "
+                           f"of shape {tuple(rate.shape)} hold a negative or nan value)")
     gen = numpy_generator(generator)
     lam = rate.astype(xp.float64)
     huge = lam >= _NORMAL_FROM
@@ -98,9 +102,6 @@ def poisson(input, generator=None):
     if kind not in "fV":
         raise NotImplementedError(f"poisson: not implemented for dtype {input.dtype.name}; the "
                                   f"rates must be a floating point tensor (.float())")
-    if input._data.size and not (input._data >= 0).all():  # nan fails too
-        raise RuntimeError(f"invalid Poisson rate, expected rate to be non-negative (rates of "
-                           f"shape {tuple(input.shape)} hold a negative or nan value)")
     return _poisson(input, generator=resolve(generator))
 
 
