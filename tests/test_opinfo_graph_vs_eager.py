@@ -46,10 +46,6 @@ KNOWN: dict[str, tuple[str, str]] = {
        for name in ("nonzero", "argwhere")},
     "to_sparse": (r"build\(\) returned a SparseTensor",
                   "a graph returns dense tensors (sparse tensors are eager only)"),
-    "nn.functional.embedding_bag": (
-        r"2nd call raise: eager ValueError\('embedding_bag: offsets\[0\] has to be 0",
-        "the 2nd call's reversed offsets are invalid: eager checks their values in Python, "
-        "the plan (traced once, valid offsets) does not read values (as OneFlow's lazy mode)"),
 }
 
 DB = op_db()

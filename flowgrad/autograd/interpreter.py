@@ -234,6 +234,18 @@ def check_read(tensor, what):
         _refuse_meta_read(tensor, what)
 
 
+def require(ok, message, error=ValueError, shown=None):
+    """`if not ok.all(): raise error(message)` for a check on values (a boolean tensor `ok`
+    computed with ops); eagerly the message ends with `shown` (the values, formatted only on
+    failure). Inside nn.Graph's build the plan checks it on every call (the tracer's
+    `value_check`, which leaves a constant's to this eager check)."""
+    check = getattr(current, "value_check", None)
+    if check is not None and check(ok, message, error):
+        return
+    if not bool(ok.all()):
+        raise error(message if shown is None else f"{message}:\n{shown}")
+
+
 # what reads no value of a meta tensor: its shape and dtype are all it has, and these keep them
 _META_READS_NOTHING = frozenset(("printing", "pickling", "copy.deepcopy()"))
 

@@ -14,7 +14,7 @@ import math
 
 import flowgrad as flow
 
-from ..autograd import interpreter as _interpreter
+from ..autograd.interpreter import require
 from ..tensor import Tensor
 from ..torch_format import loadable
 from . import constraints
@@ -98,10 +98,10 @@ class Distribution:
                         getattr(type(self), param, None), lazy_property):
                     continue  # the other parametrisation was given (probs vs logits)
                 value = getattr(self, param)
-                _require(constraint.check(value), value, (
+                require(constraint.check(value), (
                     f"Expected parameter {param} ({type(value).__name__} of shape "
                     f"{tuple(value.shape)}) of distribution {self!r} to satisfy the "
-                    f"constraint {constraint!r}, but found invalid values"))
+                    f"constraint {constraint!r}, but found invalid values"), shown=value)
 
     @property
     def _validate_args(self):
@@ -214,10 +214,10 @@ class Distribution:
         support = self.support
         if support is None or constraints.is_dependent(support):
             return
-        _require(support.check(value), value, (
+        require(support.check(value), (
             f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) "
             f"to be within the support ({support!r}) of the distribution {self!r}, but found "
-            f"invalid values"))
+            f"invalid values"), shown=value)
 
     def __repr__(self):
         parts = []
@@ -225,16 +225,6 @@ class Distribution:
             v = self.__dict__[k]
             parts.append(f"{k}: {v if v.numel() == 1 else v.size()}")
         return f"{type(self).__name__}({', '.join(parts)})"
-
-
-def _require(ok, value, message):
-    """Raise ValueError(message, with `value`) unless `ok` is all true; inside nn.Graph's
-    build, the plan checks it on every call (the interpreter's `value_check`)."""
-    check = getattr(_interpreter.current, "value_check", None)
-    if check is not None and check(ok, message):
-        return
-    if not bool(ok.all()):
-        raise ValueError(f"{message}:\n{value}")
 
 
 LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))

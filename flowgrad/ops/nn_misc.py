@@ -23,7 +23,7 @@ from .. import dtypes as _dt
 from .._warn import warn
 from ..autograd import grad_mode, levels
 from ..autograd.inplace import run_inplace
-from ..autograd.interpreter import check_read, varies_per_run
+from ..autograd.interpreter import check_read, require, varies_per_run
 from ..device import array_module
 from ..errors import (
     INT_INDEX_DTYPES,
@@ -315,6 +315,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("embedding_bag: offsets has to be a 1D Tensor but got None")
         if offsets._data.ndim != 1:
             raise ValueError("offsets has to be a 1D Tensor")
+        if varies_per_run(offsets) and offsets._data.size:  # inside build: the plan checks
+            _require_offsets(offsets, idx.shape[0])          # each call's offsets
         first = xp.asarray(offsets._data).reshape(-1)[:1]
         if first.size == 0 or first[0] != 0:
             raise ValueError(f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence "
@@ -365,6 +367,18 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if mode == "sum":
         return total
     return total / mask.sum(1, keepdim=True).clamp(min=1).to(weight.dtype)
+
+
+def _require_offsets(offsets, length):
+    """embedding_bag's checks of its offsets' values, with ops: a compiled plan checks each
+    call's (the checks below, on arrays, see the trace's only)."""
+    off = offsets.reshape(-1)
+    require(off[:1] == 0, "embedding_bag: offsets[0] has to be 0, i.e., the first sequence in "
+                          "the mini-batch has to start from position 0")
+    require(off[-1:] <= length, f"embedding_bag: offsets[-1] can not be greater than input's "
+                                f"length {length}", RuntimeError)
+    require(off[1:] >= off[:-1], "embedding_bag: offsets must be non-decreasing (each bag's "
+                                 "start in input)", RuntimeError)
 
 
 @op("embedding_bag_layout", n_out=2, differentiable=False)
