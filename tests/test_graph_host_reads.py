@@ -413,3 +413,24 @@ def test_value_checks_run_on_every_call_of_a_plan(name, fn, good, bad):
         graph(*bad)
     with pytest.raises(RuntimeError, match=message):
         fn(*bad)
+
+
+@pytest.mark.parametrize("name, fn, bad", [
+    ("gather", lambda x, i: x.gather(1, i), T([[0], [-1]])),
+    ("scatter", lambda x, i: flow.zeros(2, 3).scatter(1, i, x[:, :1]), T([[0], [3]])),
+    ("take", lambda x, i: x.take(i.reshape(-1)), T([[0], [-7]])),
+    ("index_add", lambda x, i: flow.zeros(3, 3).index_add(0, i.reshape(-1), x[:2]),
+     T([[0], [3]])),
+], ids=["gather", "scatter", "take", "index_add"])
+def test_index_ranges_are_checked_on_every_call_of_a_plan(name, fn, bad):
+    """gather/scatter/take/index_add checked their index's range on its array, once, at trace
+    time: a plan wrapped a later call's -1 to the last position of gather (torch raises) or
+    failed inside NumPy with a ValueError. The flat-position kernel checks it now."""
+    x = T([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    graph = flow.nn.Graph.trace(fn)
+    graph(x, T([[0], [2]]))
+    with pytest.raises((RuntimeError, IndexError), match=f"{name}\\(\\): index -?[0-9]+ is out "
+                                                          f"of bounds") as plan_error:
+        graph(x, bad)
+    with pytest.raises(plan_error.type, match="out of bounds"):
+        fn(x, bad)

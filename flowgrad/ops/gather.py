@@ -22,6 +22,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..autograd.inplace import check_inplace, expanded_view, run_inplace, warn_expanded_write
+from ..autograd.interpreter import varies_per_run
 from ..device import array_module
 from ..errors import INT_INDEX_DTYPES, check_same_dtype, checked_number, fill_scalar
 from ..tensor import Tensor, _wrap_dim, tensor_method
@@ -77,9 +78,13 @@ def put_flat_backward(ctx, ddx):
 
 # ---- index bookkeeping, as ops (no gradient) so a trace replays it on new indices ------------
 @op("dim_flat", differentiable=False)
-def _dim_flat(xp, idx, *, shape, dim, out_shape=None):
+def _dim_flat(xp, idx, *, shape, dim, out_shape=None, check=None):
     """Flat positions in `shape` of the coordinates (grid..., idx along dim, grid...) over
-    `out_shape` (default: idx's shape; idx broadcasts to it); negative indices wrap."""
+    `out_shape` (default: idx's shape; idx broadcasts to it); negative indices wrap. `check`
+    (name, negative indices allowed, error class): the range checked here too, where a
+    compiled plan computes the index (`_plan_check`)."""
+    if check is not None:
+        _check_range(idx, shape[dim], check[0], dim, check[1], check[2])
     idx = xp.where(idx < 0, idx + shape[dim], idx).astype(xp.int64, copy=False)
     if len(shape) == 1:
         return idx if out_shape is None else xp.broadcast_to(idx, out_shape)
@@ -159,6 +164,12 @@ def _long(index):
     return index if index._data.dtype == np.int64 else index.to(_dt.int64)
 
 
+def _plan_check(index, name, allow_negative=False, error=IndexError):
+    """`_dim_flat`'s check: the range of an index a plan computes anew each call (eagerly and
+    for a constant index, `_check_range` on its array is enough)."""
+    return (name, allow_negative, error) if varies_per_run(index) else None
+
+
 def _check_range(idx, size, name, dim, allow_negative=False, error=IndexError):
     lo = -size if allow_negative else 0
     if idx.size and (idx.min() < lo or idx.max() >= size):
@@ -196,7 +207,8 @@ def _gather_flat(input, dim, index, name, src=None, allow_negative=False):
     t = _long(index)
     if idx.ndim == 0 or not shape:
         t = t.reshape(-1)
-    flat = _dim_flat(t, shape=ishape, dim=d)
+    flat = _dim_flat(t, shape=ishape, dim=d,
+                     check=_plan_check(index, name, allow_negative, RuntimeError))
     return d, flat.reshape(idx.shape) if tuple(flat.shape) != idx.shape else flat
 
 
@@ -275,7 +287,8 @@ def take(input, index):
     """Elements of the flattened input at `index` (negative indices count from the end)."""
     idx = _as_index(index, "take")
     _check_range(idx, input._data.size, "take", 0, allow_negative=True)
-    return _take_flat(input, _dim_flat(_long(index), shape=(input._data.size,), dim=0))
+    return _take_flat(input, _dim_flat(_long(index), shape=(input._data.size,), dim=0,
+                                       check=_plan_check(index, "take", True)))
 
 
 # ---- scatter family ----------------------------------------------------------------------------
@@ -483,7 +496,8 @@ def _index_dim(input, dim, index, name, source=None, allow_negative=False, error
                            f"the expected shape {want} (self {tuple(shape)} with dim {d} "
                            f"replaced by the index length {idx.size})")
     t = _long(index).reshape((1,) * d + (-1,) + (1,) * (len(ishape) - d - 1))
-    return _dim_flat(t, shape=ishape, dim=d, out_shape=want)
+    return _dim_flat(t, shape=ishape, dim=d, out_shape=want,
+                     check=_plan_check(index, name, allow_negative, error))
 
 
 @tensor_method()
@@ -662,7 +676,8 @@ def put(input, index, source, accumulate=False):
         raise RuntimeError(f"put(): expected source to have as many elements as index "
                            f"({idx.size}), got source of shape {tuple(source.shape)}")
     shape = input._data.shape
-    flat = _dim_flat(_long(index).reshape(-1), shape=(input._data.size,), dim=0)
+    flat = _dim_flat(_long(index).reshape(-1), shape=(input._data.size,), dim=0,
+                     check=_plan_check(index, "put", True))
     src = source.reshape(-1)
     if accumulate:
         return input + _put_flat(src, flat, shape=shape, accumulate=True)
