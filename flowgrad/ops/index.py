@@ -723,6 +723,10 @@ def index_select(input, dim, index):
         raise IndexError(f"index_select(): index out of range in self: index {bad} for dim {d} "
                          f"of size {size} (input shape {tuple(input.shape)}); indices must be "
                          f"in [0, {size - 1}]")
+    if _interpreter.varies_per_run(index):  # (a plan's index: checked on each call's)
+        _interpreter.require((index >= 0) & (index < size), f"index_select(): index out of "
+                             f"range in self for dim {d} of size {size}; indices must be in "
+                             f"[0, {size - 1}]", IndexError)
     if input._data.ndim == 0:  # torch: one index (which must be 0) picks the scalar itself
         if idx.size != 1:
             raise IndexError(f"index_select(): Index to scalar can have only 1 value, got "
