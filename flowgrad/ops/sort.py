@@ -33,7 +33,9 @@ __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "searchsort
 @op("argsort", differentiable=False, layout="elementwise")
 @in_float32  # (ml_dtypes' bfloat16 sort leaves NaN where it is: float32 orders it)
 def _argsort(xp, a, *, dim, descending):
-    """Stable argsort (int64); descending keeps ties in their original order, as torch's."""
+    """Stable argsort (int64): ties keep their original order, descending too, as torch's
+    sort(stable=True) and its default sort up to 16 elements (above that torch's default
+    is unstable: tied indices come in another order, which is not matched)."""
     if not descending:
         return xp.argsort(a, axis=dim, kind="stable").astype(xp.int64)
     n = a.shape[dim]
