@@ -20,10 +20,8 @@ with the same exception class (the program goes on from the tensor before it).
 Not drawn, each listed in KNOWN in tests/test_tensor_api_fuzz.py: set_/resize_ that would
 grow a storage other tensors see (NumPy memory does not grow in place); steps that read the
 storage around a zero-element tensor (NumPy keeps no place for one); writes through
-overlapping elements (add_). Not
-compared: the strides of size-1 dims
-(NumPy's own after unsqueeze), the _base of views after a set_ of a view (torch keeps a stale
-one), values once a storage grew (torch's new bytes are uninitialised).
+overlapping elements (add_). Not compared: the _base of views after a set_ of a view (torch
+keeps a stale one), values once a storage grew (torch's new bytes are uninitialised).
 
     .venv/bin/python tests/tensor_api_fuzz.py --seeds 0:500      # summary
     .venv/bin/python tests/tensor_api_fuzz.py --show 17          # one program and its verdict
@@ -138,8 +136,6 @@ def _draw_step(r, t, pool):
     kind = step[0]
     if kind in READS_STORAGE and t.numel() == 0:
         return ("contiguous", None)
-    if kind == "view_dtype" and t.dim() and t.shape[-1] == 1:
-        return kind, SAME_SIZE[t.element_size()][0]  # (a size-1 dim's stride: KNOWN)
     if kind == "set_" and t.grad_fn is not None:
         return ("detach",)  # (flowgrad refuses set_ of a tensor with history: KNOWN)
     if kind == "set_":
@@ -407,14 +403,13 @@ def _record(m, t, pool, set_views=()):
     base = t._base
     rec = {
         "shape": tuple(t.shape), "size": tuple(t.size()), "dim": t.dim(), "numel": t.numel(),
-        # (a size-1 dim's stride: NumPy's own after unsqueeze/view, see KNOWN)
-        "stride": tuple(st for n, st in zip(t.shape, t.stride()) if n != 1),
+        "stride": tuple(t.stride()),
         "storage_offset": t.storage_offset(),
         "is_contiguous": t.is_contiguous(),
         "is_contiguous(contiguous_format)": t.is_contiguous(memory_format=m.contiguous_format),
         "is_contiguous(channels_last)": t.is_contiguous(memory_format=m.channels_last),
         "is_contiguous(channels_last_3d)": t.is_contiguous(memory_format=m.channels_last_3d),
-        "dim_order": _safe(lambda: tuple(t.dim_order())) if 1 not in t.shape else None,
+        "dim_order": _safe(lambda: tuple(t.dim_order())),
         "element_size": t.element_size(), "itemsize": t.itemsize, "nbytes": t.nbytes,
         "storage nbytes": storage.nbytes(),
         "shares the first storage": shares,

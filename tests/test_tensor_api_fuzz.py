@@ -22,8 +22,6 @@ KNOWN = {
                       "NumPy memory cannot grow in place (a view refuses, a tensor moves)",
     "zero-element strides": "NumPy keeps no strides nor storage place for an array with no "
                             "elements (stride(), storage_offset() of an empty view)",
-    "size-1 dim strides": "unsqueeze/view go through NumPy's reshape, whose stride for a new "
-                          "size-1 dim is its own (torch: size*stride of the next dim)",
     "stale _base after set_": "torch keeps a view's _base after set_ gives it other memory; "
                               "flowgrad's tensor is no longer a view",
     "set_ onto a grad source": "torch's set_(source that requires grad) makes a tensor that "
@@ -37,11 +35,6 @@ KNOWN = {
 # seeds whose first difference is outside the draw's reach to avoid, with the reason
 # (the draw leaves out the writes KNOWN lists: overlapping add_)
 KNOWN_SEEDS = {
-    **dict.fromkeys((3972, 6524, 11104, 12802, 17624, 18633), (
-        "the preserve_format strides of a non-dense tensor with stride-0 and size-1 dims: "
-        "torch's insertion sort leaves them in an order flowgrad's layout.py does not follow")),
-    4266: "size-1 dim strides (KNOWN): expand's stride-0 size-1 dims, then empty_like sorts by "
-          "them",
     5248: "zero-element strides (KNOWN): a zero-size set_ window keeps no storage offset, which "
           "a later set_ onto it counts from",
 }
@@ -123,6 +116,59 @@ def test_copies_keep_torchs_preserved_strides(make):
                 x.clone().stride(), x.to(m.float64, copy=True).tolist()]
     want, got = _both(f)
     assert got == want
+
+
+# size-1 dims get torch's strides from every view op (NumPy's own: 0 for a new axis, the
+# extent after them for a reshape), so later copies, empty_like and dim_order follow torch's
+# (tensor_api_fuzz 9006443: unsqueeze_ then empty_like gave strides (6, 12, 3, 1))
+@pytest.mark.parametrize("make", [
+    lambda m: m.ones(3, 4).t().unsqueeze(-1),                        # (1, 4, 1), not (1, 4, 4)
+    lambda m: m.ones(3, 4).t().unsqueeze(1),
+    lambda m: m.ones(3, 4).t().view(4, 3, 1),                        # computeStride: (1, 4, 4)
+    lambda m: m.ones(3, 4).t().reshape(1, 4, 1, 3),
+    lambda m: m.ones(2, 1, 1, 3).transpose(1, 3).squeeze(1),         # the rest keep theirs
+    lambda m: m.ones(2, 1, 1, 3).transpose(1, 3).squeeze((1, 2)),
+    lambda m: m.ones(3, 1).t().expand(1, 1, 3),                      # a new leading 1
+    lambda m: m.ones(3, 1).t()[1:2].expand(2, -1, 3),
+    lambda m: m.ones(4)[None, ::2, None],                            # None: unsqueeze's
+    lambda m: m.ones(2, 3).t()[..., None, 1:],
+    lambda m: m.ones(1, 1).diagonal().flatten(),
+    lambda m: m.arange(6.0).view(2, 3)[1::2].contiguous().unsqueeze(0),
+    lambda m: m.ones(2, 3, 4).transpose(0, 1).unsqueeze_(2).clone(),
+    lambda m: m.empty_like(m.ones(3, 1).unfold(0, 2, 1).unsqueeze_(-1).transpose(0, -2)
+                           .unsqueeze_(1).clone().expand(2, 3, 1, -1, 3)),
+])
+def test_size_one_dims_get_torchs_strides(make):
+    want, got = _both(lambda m: (make(m).stride(), make(m).dim_order()))
+    assert got == want
+
+
+def test_dim_order_of_a_both_contiguous_and_channels_last_tensor():
+    # a 4-d tensor whose size-1 dims make it contiguous and channels-last by strides: torch
+    # sorts its dims (flowgrad's (1, 0, 2, 3)-like orders came from NumPy's size-1 strides)
+    want, got = _both(lambda m: [m.ones(3, 2, 1, 2).unsqueeze(-5).transpose_(-5, -4)
+                                 .dim_order(), m.ones(2, 1, 1, 3).dim_order(),
+                                 m.ones(2, 3, 1, 1).permute(0, 2, 3, 1).dim_order()])
+    assert got == want
+
+
+def test_view_dtype_of_a_size_one_last_dim_with_another_stride_raises():
+    for m in (torch, flow):
+        with pytest.raises(RuntimeError, match="stride"):
+            m.zeros(1, 4, dtype=m.float16).t().view(m.uint8)
+
+
+def test_a_size_one_view_with_other_strides_partially_overlaps():
+    # torch's overlap check compares every stride: t[::2] of a 1-element t is a partial
+    # overlap of t (program_fuzz 9005945: flowgrad added in place)
+    for m in (torch, flow):
+        for write in (lambda t: t[::2].add_(t), lambda t: t.copy_(t[::3])):
+            x = m.arange(4.0)
+            with pytest.raises(RuntimeError, match="memory location"):
+                write(x.narrow(0, 2, 1))
+    x = flow.arange(4.0)
+    x[:1].add_(x[:1])
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 def test_as_strided_in_place_keeps_base_none():
@@ -284,11 +330,6 @@ def test_known_zero_element_strides():
     assert torch.arange(6.0)[4:4].storage_offset() == 4
     assert flow.arange(6.0)[4:4].storage_offset() == 0  # KNOWN
     assert np.zeros((2, 0, 3)).strides == (0, 0, 0)  # (NumPy's own)
-
-
-def test_known_size_one_dim_strides():
-    assert torch.ones(3, 4).t().unsqueeze(-1).stride() == (1, 4, 1)
-    assert flow.ones(3, 4).t().unsqueeze(-1).stride() == (1, 4, 4)  # KNOWN
 
 
 @pytest.mark.parametrize("make", [

@@ -145,11 +145,13 @@ def write_into(dst, src):
     return True
 
 
-def same_elements(a, b):
+def same_elements(a, b, strict=False):
     """Whether arrays a and b are views of the very same elements in the same order: same
-    shape, same first element, same strides (a size-1 dim's stride is moot)."""
+    shape, same first element, same strides (a size-1 dim's stride is moot, unless `strict`:
+    torch's overlap checks and copy_'s early return compare every stride)."""
     return (a.shape == b.shape
-            and all(n < 2 or s == t for n, s, t in zip(a.shape, a.strides, b.strides))
+            and (a.strides == b.strides if strict else
+                 all(n < 2 or s == t for n, s, t in zip(a.shape, a.strides, b.strides)))
             and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
 
 
@@ -164,7 +166,7 @@ def _check_no_partial_overlap(name, data, other, target, operand):
             return
     except np.exceptions.TooHardError:
         pass  # undecided: refuse, as the safe answer
-    if same_elements(other, data):
+    if same_elements(other, data, strict=True):
         return  # `x.add_(x[:])` is fine: each element is read where it is written
     batched = data.ndim > target.ndim
     aligned = _aligned(other, operand, data, target)
@@ -254,7 +256,7 @@ def overlap_status(a, b):
         return "no"
     if not (dense(a) and dense(b)):
         return "too hard"
-    return "full" if same_elements(a, b) else "partial"
+    return "full" if same_elements(a, b, strict=True) else "partial"
 
 
 def leave_moved_base(name, view):

@@ -49,6 +49,7 @@ from ..errors import INT_INDEX_DTYPES, check_number, checked_value_tensor, fill_
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .layout import index_layout, row_major
 from .registry import op
+from .view_geometry import index_strides, restride
 
 __all__ = ["narrow", "select", "nonzero", "index_select", "masked_fill", "argwhere"]
 
@@ -183,9 +184,18 @@ def _show(index):
 # basic indices only: a view, replayable from its attributes
 @op("getitem", jvp="linear", is_view=True)
 def _getitem(xp, x, *, index):
+    return basic_view(xp, x, index)
+
+
+def basic_view(xp, x, index):
+    """The view x[index] of a basic index, with torch's strides."""
     out = x[index]
     if type(out) is not xp.ndarray:  # ints all the way down: a 0-d view, not a scalar copy
         out = x[(*index, Ellipsis) if type(index) is tuple else (index, Ellipsis)]
+    elif (index is None or type(index) is tuple and None in index) and out.size:
+        # (NumPy's new axis has stride 0: torch's unsqueeze stride)
+        out = restride(xp, out, index_strides(x.shape, x.strides, index if type(index) is
+                                              tuple else (index,), x.itemsize))
     return out
 
 
@@ -387,7 +397,7 @@ def setitem(x, index, value):
         # e = t.expand(..): torch's copy_ of the same data, which writes nothing where the
         # strides agree, size-1 dims' too; a 0-d value is torch's fill_, which refuses)
         try:
-            region = data[spec]
+            region = basic_view(xp, data, spec)
             if 0 < value._data.ndim and _same_elements_broadcast(
                     memory_of(value), region) and not (grad_mode.is_grad_enabled() and (
                     value.requires_grad or x.requires_grad)):
@@ -452,10 +462,11 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
         return False  # (vmap's batched tensors: their checks are the batching rules')
     try:
         if not advanced:
-            region = data[spec]
+            region = basic_view(array_module(data), data, spec)
             if values.ndim and value is not x and values.size == region.size and \
                     np.broadcast_shapes(values.shape, region.shape) == region.shape and \
-                    overlap_status(region, np.broadcast_to(values, region.shape)) == "partial":
+                    overlap_status(region, values if values.shape == region.shape else
+                                   np.broadcast_to(values, region.shape)) == "partial":
                 # (torch's check alone: it expands a smaller value, stride 0, not dense, which
                 # it lets be, as a strided pair; leading 1s it adds are the same elements)
                 raise overlap_error("copy_", value.shape, region.shape)

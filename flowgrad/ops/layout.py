@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .view_geometry import expand_strides, view_strides
+
 
 def _should_swap(d0, d1, shape, strides):
     """torch's reorder_dimensions comparison: 1 when dim d0 should move slower than d1, -1
@@ -186,38 +188,6 @@ def column_major(xp, a):
     return xp.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)
 
 
-def _view_strides(shape, strides, new_shape):
-    """The strides torch's view/reshape gives `new_shape` (`shape` with size-1 dims added:
-    always a view), torch's computeStride: a size-1 dim's stride matters to the iterator."""
-    if not shape:
-        return (1,) * len(new_shape)
-    new = [0] * len(new_shape)
-    view_d, base, numel, view_numel = len(new_shape) - 1, strides[-1], 1, 1
-    for d in range(len(shape) - 1, -1, -1):
-        numel *= shape[d]
-        if d == 0 or shape[d - 1] != 1 and strides[d - 1] != numel * base:
-            while view_d >= 0 and (view_numel < numel or new_shape[view_d] == 1):
-                new[view_d] = view_numel * base
-                view_numel *= new_shape[view_d]
-                view_d -= 1
-            if d > 0:
-                base, numel, view_numel = strides[d - 1], 1, 1
-    return tuple(new)
-
-
-def _expand_strides(shape, strides, target):
-    """The strides of torch's expand of (shape, strides) to `target` (inferExpandGeometry:
-    an expanded dim's stride 0, a new leading dim's the next dim's extent)."""
-    out = [0] * len(target)
-    lead = len(target) - len(shape)
-    for i in range(len(target) - 1, -1, -1):
-        d = i - lead
-        size = shape[d] if d >= 0 else 1
-        out[i] = 0 if size != target[i] else strides[d] if d >= 0 else (
-            target[i + 1] * out[i + 1] if i + 1 < len(target) else 1)
-    return tuple(out)
-
-
 def _advanced_parts(xp, x, index):
     """torch's reading of an advanced `index` (index arrays in place) of `x`: (the shape and
     strides of the view its basic part makes, applied first as torch's applySlicing does
@@ -286,9 +256,9 @@ def index_layout(xp, out, x, index):
     for s, st in tensors:
         st = tuple(abs(t) for t in st)
         if s != indexed:
-            st = _expand_strides(s, st, indexed)
+            st = expand_strides(s, st, indexed)
         padded = (1,) * first + indexed + (1,) * (len(shape) - after)
-        st = _view_strides(indexed, st, padded)
+        st = view_strides(indexed, st, padded, 1)
         operands.append(tuple(0 if n == 1 and m != 1 else t
                               for n, m, t in zip(padded, full, st)))
     return in_order(xp, out, _fastest_first(full, operands))

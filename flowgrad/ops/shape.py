@@ -30,6 +30,7 @@ from .out_arg import with_out
 from .registry import op
 from .summation import add_reduce
 from .transfer import to  # noqa: F401 (x.to, the casts: ops/transfer.py)
+from .view_geometry import expand_strides, restride, unsqueeze_strides, view_strides
 
 __all__ = ["reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "cat",
            "concat", "concatenate", "stack", "clone", "broadcast_to", "swapaxes", "swapdims",
@@ -73,8 +74,26 @@ def _infer_shape(shape, numel, op_name, in_shape):
 
 # ---- reshape / view --------------------------------------------------------------------
 @op("reshape", jvp="linear", is_view=True)
-def _reshape(xp, x, *, shape):
-    return x.reshape(shape)
+def _reshape(xp, x, *, shape, squeeze=None, unsqueeze=None):
+    """x in `shape`; a view with torch's strides for size-1 dims: view's (computeStride), or
+    squeeze's (the dims `squeeze` dropped) or unsqueeze's (a new dim at `unsqueeze`), those
+    two where x's shape still fits them (a graph may have merged reshapes)."""
+    y = x.reshape(shape)
+    if 1 not in shape or not y.size:
+        return y  # (NumPy's strides are torch's)
+    shp, st = x.shape, x.strides
+    if unsqueeze is not None and shp[:unsqueeze] + (1,) + shp[unsqueeze:] == shape:
+        strides = unsqueeze_strides(shp, st, unsqueeze, x.itemsize)
+    elif squeeze is not None and all(shp[a] == 1 for a in squeeze) and len(shp) - len(
+            squeeze) == len(shape):
+        strides = tuple(s for a, s in enumerate(st) if a not in squeeze)
+    else:
+        strides = view_strides(shp, st, shape, x.itemsize)
+        if strides is None:  # torch copies (NumPy may view: a stride-0 dim of size 1)
+            return y if y.base is None else y.copy()
+    if y.base is None and type(x) is np.ndarray:  # NumPy copied where torch views
+        y = x
+    return restride(xp, y, strides)
 
 
 @_reshape.grad
@@ -164,8 +183,7 @@ def _view_as_dtype(input, dtype):
         what = f"to view {input.dtype} as {dtype} (different element sizes)"
         if data.ndim == 0:
             raise RuntimeError(f"view(dtype): self.dim() cannot be 0 {what}")
-        # (a size-1 dim's stride is NumPy's own, but a broadcast one's 0 is torch's too)
-        if data.strides[-1] != old and (data.shape[-1] != 1 or data.strides[-1] == 0):
+        if data.strides[-1] != old:  # (a size-1 last dim's too, as torch's)
             raise RuntimeError(f"view(dtype): self.stride(-1) must be 1 {what}, but got "
                                f"{data.strides[-1] // old}")
         if (data.shape[-1] * old) % new:
@@ -370,7 +388,10 @@ _engine.sum_to = sum_to  # the engine un-broadcasts gradients with it
 # ---- expand / squeeze ---------------------------------------------------------------------
 @op("expand", jvp="linear", is_view=True)
 def _expand(xp, x, *, shape):
-    return broadcast_view(x, shape)
+    y = broadcast_view(x, shape)
+    if 1 in shape and y.size:  # (NumPy's stride for a size-1 dim may be 0: torch's there)
+        return restride(xp, y, expand_strides(x.shape, x.strides, shape, x.itemsize))
+    return y
 
 
 @_expand.grad
@@ -477,7 +498,10 @@ def squeeze(input, dim=None):
             axes.add(a)
         axes = axes if shp else set()
         new = tuple(s for i, s in enumerate(shp) if not (i in axes and s == 1))
-    return _reshape(input, shape=new)
+    if 1 not in new:
+        return _reshape(input, shape=new)
+    return _reshape(input, shape=new, squeeze=tuple(  # (the rest keep their strides)
+        i for i, s in enumerate(shp) if s == 1 and (dim is None or i in axes)))
 
 
 @tensor_method()
@@ -492,7 +516,7 @@ def unsqueeze(input, dim):
     nd = input._data.ndim + 1
     d = _wrap_dim(dim, nd, "unsqueeze")
     shp = input._data.shape
-    return _reshape(input, shape=shp[:d] + (1,) + shp[d:])
+    return _reshape(input, shape=shp[:d] + (1,) + shp[d:], unsqueeze=d)
 
 
 # ---- copies and casts ------------------------------------------------------------------------

@@ -97,8 +97,14 @@ def _dim_order(self, *, ambiguity_check=False):
     (1, 2, 0)
     """
     strides, shape = self.stride(), tuple(self.shape)
-    if self._data.flags.c_contiguous:
+    contiguous = self._data.flags.c_contiguous
+    # (torch's shortcut: channels-last strides, a 4-d tensor's with size-1 dims may be both,
+    # and then neither decides)
+    last = _channels_last_strides(shape, strides)
+    if contiguous and not last:
         return tuple(range(len(shape)))
+    if last and not contiguous:
+        return (0, 2, 3, 1)
 
     def outer(a, b):  # 1: dim a lies outside dim b; -1: inside; 0: no telling
         if strides[a] == 0 or strides[b] == 0:
@@ -121,6 +127,20 @@ def _dim_order(self, *, ambiguity_check=False):
 
 
 Tensor.dim_order = _dim_order
+
+
+def _channels_last_strides(shape, strides):
+    """Whether a 4-d tensor's strides are channels-last contiguous ones, as torch's
+    is_channels_last_contiguous_2d reads them (size-1 dims skipped)."""
+    if len(shape) != 4:
+        return False
+    expected = 1
+    for d in (1, 3, 2, 0):
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
 
 
 @tensor_method()
