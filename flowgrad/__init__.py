@@ -100,6 +100,7 @@ from .ops.elementwise_more import *  # noqa: F401,F403
 from .ops.foreach import *  # noqa: F401,F403 - torch._foreach_*
 from .ops.gather import *  # noqa: F401,F403
 from .ops.index import *  # noqa: F401,F403
+from .ops.index_functions import *  # noqa: F401,F403
 from .ops.index_static import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from .ops.linalg_func import (  # noqa: F401 - torch.* spellings of linalg functions

@@ -9,7 +9,10 @@ overlap, and its gradient recorded.
 from __future__ import annotations
 
 import pytest
+import torch
 from vs_torch import assert_program_as_torch
+
+import flowgrad
 
 
 def _fill_alias(m):
@@ -79,3 +82,36 @@ PROGRAMS = {
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_aliased_operand_of_an_inplace_write_as_torch(name):
     assert_program_as_torch(name, PROGRAMS[name])
+
+
+# setitem whose value does not fit the selection, or is the tensor itself under an index
+# list: torch's RuntimeError (NumPy's was a ValueError, and `t[[]] = t` of an empty t ran)
+_SETITEM_VALUES = {
+    "list_self": lambda m, t: t.__setitem__([], t),
+    "list_self_empty": lambda m, t: (lambda e: e.__setitem__([], e))(m.zeros(0)),
+    "list_mismatch": lambda m, t: t.__setitem__([0, 1], m.ones(1, 1, 5)),
+    "empty_list_mismatch": lambda m, t: t.__setitem__([], m.ones(5)),
+    "empty_list_more_dims": lambda m, t: t.__setitem__([], m.ones(2, 0)),
+    "mask_mismatch": lambda m, t: t.__setitem__(m.tensor([True, False, True]), m.ones(3)),
+    "slice_mismatch": lambda m, t: t.__setitem__(slice(0, 2), m.ones(1, 5)),
+    "slice_more_dims": lambda m, t: t.__setitem__(slice(0, 2), m.ones(3, 1)),
+    "int_mismatch": lambda m, t: t.__setitem__(0, m.ones(2)),
+    "none_mismatch": lambda m, t: t.__setitem__((None, slice(0, 2)), m.ones(2, 2)),
+    "list_fits": lambda m, t: t.__setitem__([0, 1], m.ones(1, 1, 2)),
+}
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("case", sorted(_SETITEM_VALUES))
+def test_setitem_value_refusals_as_torch(case, grad):
+    outcome = []
+    for m in (torch, flowgrad):
+        t = m.arange(3.0)
+        if grad:
+            t = t.requires_grad_().clone()
+        try:
+            _SETITEM_VALUES[case](m, t)
+            outcome.append(t.tolist())
+        except Exception as e:  # noqa: BLE001 (the class is what is compared)
+            outcome.append(type(e).__name__)
+    assert outcome[1] == outcome[0]

@@ -14,6 +14,7 @@ from . import (  # noqa: F401 - imported to register their ops
     fft,
     gather,
     index,
+    index_functions,
     jvp_rules,
     linalg,
     linalg_decomp,

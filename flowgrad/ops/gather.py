@@ -28,15 +28,8 @@ from ..errors import INT_INDEX_DTYPES, check_same_dtype, checked_number, fill_sc
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
 from .halfprec import HALF, in_float32
-from .index import (
-    ARRAY,
-    _fill_value,
-    _index,
-    _masked_fill_,
-    parse_index,
-    refuse_overlapping_value,
-    write_elements,
-)
+from .index import ARRAY, _index, parse_index, refuse_overlapping_value, write_elements
+from .index_functions import _fill_value, _masked_fill_
 from .layout import empty_preserving
 from .registry import op
 

@@ -1,5 +1,6 @@
 """Indexing: `x[index]` and `x[index] = value` with every NumPy/torch index form (ints,
-slices, None, Ellipsis, index tensors, bool masks), narrow, nonzero.
+slices, None, Ellipsis, index tensors, bool masks), narrow, select (index_select, nonzero and
+masked_fill: ops/index_functions.py).
 
 Basic indexing returns a view (shared storage and version counter); advanced indexing a
 copy. Both have the same gradient: the output grad scattered back (summed on repeats).
@@ -34,7 +35,6 @@ from ..autograd.inplace import (
     memory_of,
     overlap_error,
     overlap_status,
-    run_inplace,
     same_elements,
     self_overlapping,
     warn_expanded_write,
@@ -45,13 +45,13 @@ from ..autograd.levels import writing_out
 from ..autograd.meta import BEFORE_WRITE
 from ..autograd.views import writable_alias
 from ..device import ARRAY_MODULES, array_module, new_array
-from ..errors import INT_INDEX_DTYPES, check_number, checked_value_tensor, fill_scalar, int_arg
+from ..errors import INT_INDEX_DTYPES, fill_scalar, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .layout import index_layout, row_major
 from .registry import op
 from .view_geometry import index_strides, restride
 
-__all__ = ["narrow", "select", "nonzero", "index_select", "masked_fill", "argwhere"]
+__all__ = ["narrow", "select"]
 
 
 class _ArrayPlace:
@@ -367,7 +367,11 @@ def setitem(x, index, value):
                                f"{value.dtype.name} for the source; convert the value with "
                                f".to({x.dtype.name})")
         value = value.to(x.dtype)
+    if not advanced:  # (torch's copy_to expands the value before copy_'s overlap check)
+        refuse_unbroadcastable_value(x._data, spec, arrays, advanced, value)
     refuse_overlapping_value(x, spec, arrays, advanced, value)
+    if advanced:  # (index_put_'s overlap check comes first)
+        refuse_unbroadcastable_value(x._data, spec, arrays, advanced, value)
     data = x._data
     if value._data.ndim and value._data.shape[0] == 1 and not advanced:
         # torch drops a value's leading 1s; NumPy broadcasts them away except into fewer
@@ -448,6 +452,43 @@ def setitem(x, index, value):
     bump_version(x)
 
 
+def refuse_unbroadcastable_value(data, spec, arrays, advanced, value):
+    """torch's RuntimeError for a value that does not broadcast to what the index selects
+    (its leading 1s dropped first, as torch's setitem does); NumPy's was a ValueError, or no
+    error at all into an empty region."""
+    shape = value._data.shape
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    if not shape:
+        return
+    try:
+        if advanced:  # (the selection's shape, read from a zero-stride stand-in of data)
+            xp = array_module(data)
+            stand_in = xp.broadcast_to(xp.zeros((), xp.int8), data.shape)
+            region = stand_in[build_index(xp, spec, [a._data for a in arrays], data.shape)]
+        else:
+            region = data[spec]
+    except (IndexError, ValueError):
+        return  # (the write reports it, with the shapes)
+    target = getattr(region, "shape", ())
+    if len(shape) <= len(target) and all(
+            n == 1 or n == t for n, t in zip(reversed(shape), reversed(target))):
+        return
+    if advanced:
+        raise RuntimeError(f"setitem: shape mismatch: value tensor of shape {list(shape)} cannot "
+                           f"be broadcast to indexing result of shape {list(target)}")
+    if len(shape) > len(target):
+        raise RuntimeError(f"setitem: expand({list(shape)}, size={list(target)}): the number "
+                           f"of sizes provided ({len(target)}) must be greater or equal to the "
+                           f"number of dimensions in the tensor ({len(shape)})")
+    lead = len(target) - len(shape)
+    dim = max(i for i in range(len(shape)) if shape[i] != 1 and shape[i] != target[lead + i])
+    raise RuntimeError(f"setitem: The expanded size of the tensor ({target[lead + dim]}) must "
+                       f"match the existing size ({shape[dim]}) at non-singleton dimension "
+                       f"{lead + dim}.  Target sizes: {list(target)}.  Tensor sizes: "
+                       f"{list(shape)}")
+
+
 def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False):
     """torch's checks on `x[index] = value` where value shares x's memory. A basic index is
     x[index].copy_(value) (a 0-d value its fill_, read first): refused where both are dense
@@ -457,6 +498,12 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
     is one value under one boolean mask (its masked_fill_, which reads the value first: True
     is returned then, for the caller to read it first)."""
     data, values = memory_of(x), memory_of(value)
+    if advanced and value is x and not (accumulate or value._data.size == 1 and len(
+            arrays) == 1 and arrays[0]._data.dtype == np.bool_) and not _selects_a_view(
+            data, spec, arrays):
+        # (torch's index_put_ into x itself refuses x as its value, an empty x too)
+        raise RuntimeError(f"index_put_: unsupported operation: the value is the tensor it "
+                           f"is written into (shape {tuple(x.shape)}); clone() the value first")
     if data is not x._data or values is not value._data or \
             not np.may_share_memory(data, values):
         return False  # (vmap's batched tensors: their checks are the batching rules')
@@ -685,124 +732,3 @@ def select(input, dim, index):
         raise IndexError(f"select(): index {index} out of range for tensor of size "
                          f"{tuple(input.shape)} at dimension {d}")
     return _getitem(input, index=(slice(None),) * d + (index % size,))
-
-
-@op("nonzero", differentiable=False)
-def _nonzero(xp, x):
-    # (n, ndim) with strides (1, n), as torch's: its columns (as_tuple) are contiguous, and
-    # view(-1) of the matrix raises there too
-    return xp.stack(xp.nonzero(x)).T if x.ndim else xp.zeros((int(x != 0), 0), xp.int64)
-
-
-@tensor_method()
-def nonzero(input, *, as_tuple=False):
-    """Indices of non-zero elements: (n, ndim) int64, or a tuple of index vectors.
-
-    >>> import flowgrad as flow
-    >>> flow.nonzero(flow.tensor([[0, 1], [2, 0]]))
-    tensor([[0, 1],
-            [1, 0]])
-    """
-    if as_tuple and input._data.ndim == 0:  # (NumPy has no 0-d nonzero: as a 1-element one)
-        return (_nonzero(input.reshape(1)).to(_dt.int64)[:, 0],)  # (a column: per run)
-    if as_tuple:  # the op's columns (a plan computes them per run)
-        found = _nonzero(input).to(_dt.int64)
-        return tuple(found[:, k] for k in range(input._data.ndim))
-    return _nonzero(input).to(_dt.int64)
-
-
-@tensor_method()
-def index_select(input, dim, index):
-    """Entries of `input` along `dim` at the positions in the 1-D `index`.
-
-    >>> import flowgrad as flow
-    >>> flow.index_select(flow.arange(6).reshape(3, 2), 0, flow.tensor([2, 0]))
-    tensor([[4, 5],
-            [0, 1]])
-    """
-    d = _wrap_dim(dim, input._data.ndim, "index_select")
-    if not isinstance(index, Tensor) or index._data.dtype not in INT_INDEX_DTYPES:
-        got = index.dtype if isinstance(index, Tensor) else type(index).__name__
-        raise RuntimeError(f"index_select(): Expected dtype int32 or int64 for index, got "
-                           f"{got}")
-    if index._data.ndim > 1:
-        raise IndexError(f"index_select(): Index is supposed to be a vector, got shape "
-                         f"{tuple(index.shape)}")
-    idx, size = index._data, input._data.shape[d] if input._data.ndim else 1
-    if idx.size and (idx.min() < 0 or idx.max() >= size):  # no wrapping of -1, as torch
-        bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
-        raise IndexError(f"index_select(): index out of range in self: index {bad} for dim {d} "
-                         f"of size {size} (input shape {tuple(input.shape)}); indices must be "
-                         f"in [0, {size - 1}]")
-    if _interpreter.varies_per_run(index):  # (a plan's index: checked on each call's)
-        _interpreter.require((index >= 0) & (index < size), f"index_select(): index out of "
-                             f"range in self for dim {d} of size {size}; indices must be in "
-                             f"[0, {size - 1}]", IndexError)
-    if input._data.ndim == 0:  # torch: one index (which must be 0) picks the scalar itself
-        if idx.size != 1:
-            raise IndexError(f"index_select(): Index to scalar can have only 1 value, got "
-                             f"{idx.size} value(s)")
-        return input.clone()
-    if idx.ndim == 0:  # a 0-d index selects as a 1-element one (torch keeps the dim)
-        index = index.reshape(1)
-    # contiguous, as torch allocates index_select's output (an index keeps a strided layout)
-    return getitem(input, (slice(None),) * d + (index,)).contiguous()
-
-
-@tensor_method()
-def masked_fill(input, mask, value):
-    """`value` where mask is True, input elsewhere (mask broadcasts).
-
-    >>> import flowgrad as flow
-    >>> x = flow.tensor([1.0, -2.0, 3.0])
-    >>> x.masked_fill(x < 0, 0.0)
-    tensor([1., 0., 3.])
-    """
-    value = _fill_value(input, mask, value)
-    # (Tensor.where: elementwise.py builds on this module); contiguous, as torch's clone first
-    return value.where(mask, input).contiguous()
-
-
-def _fill_value(input, mask, value):
-    """masked_fill's value as a 0-d tensor of input's dtype, the mask and value checked."""
-    xp = array_module(input._data)
-    if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
-        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
-                           f"{got}; use mask.bool()")
-    if isinstance(value, Tensor):
-        if value._data.ndim:
-            raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but "
-                               f"got tensor with {value._data.ndim} dimension(s)")
-        value = checked_value_tensor("masked_fill", value, input).to(input.dtype)
-    else:
-        check_number("masked_fill", value)
-        value = Tensor._wrap(xp.asarray(fill_scalar("masked_fill", value, input._data.dtype),
-                                        input._data.dtype))
-    return value
-
-
-@tensor_method()
-def argwhere(input):
-    """Indices of the non-zero elements, (n, ndim) int64 (nonzero's matrix form)."""
-    return nonzero(input)
-
-
-def _masked_fill_(self, mask, value, name="masked_fill_"):
-    """masked_fill in place; `name`, the op it writes for (index_fill_ of an expand too)."""
-    if (grad_mode.is_grad_enabled() and self_overlapping(self._data) and isinstance(mask, Tensor)
-            and (self.requires_grad or isinstance(value, Tensor) and value.requires_grad)):
-        check_inplace(name, self)
-        setitem(self, mask.expand(self._data.shape), value)  # element by element of the base
-        return self
-    warn_expanded_write(self._data, name, "tensor[mask] = scalar")
-    if _interpreter.current is not _interpreter.AutogradInterpreter and expanded_view(self):
-        # an expand, under an interpreter (a forward-AD level's tangent, vmap's examples): a
-        # mask that differs between elements sharing a location still writes it once
-        value = _fill_value(self, mask, value)
-        write_elements(self, (ARRAY,), (mask.expand(self._data.shape),), value, name=name)
-        return self
-    return run_inplace(name, masked_fill, self, mask, value)
-
-
-Tensor.masked_fill_ = _masked_fill_

@@ -25,7 +25,8 @@ from ..errors import expect_tensor, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .creation import FACTORY_HINTS, check_hints
 from .elementwise import scale
-from .index import index_select, narrow
+from .index import narrow
+from .index_functions import index_select
 from .no_derivative import without_derivative
 from .registry import op
 from .shape import cat, meshgrid, stack

@@ -14,7 +14,7 @@ from ..device import array_module
 from ..errors import INT_INDEX_DTYPES, int_arg, int_args
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import contiguous_format
-from .index import index_select
+from .index_functions import index_select
 from .layout import empty_preserving, in_suggested_order, suggested_order
 from .registry import op
 

@@ -20,7 +20,7 @@ from .broadcasting import broadcast_shapes
 from .compare import _promote_pair, clamp_mask, promoted, tie_weights
 from .elementwise import _F64, _binary
 from .halfprec import HALF
-from .index import nonzero
+from .index_functions import nonzero
 from .out_arg import with_out
 from .registry import op
 from .rules import _grad_mul

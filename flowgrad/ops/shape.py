@@ -91,7 +91,7 @@ def _reshape(xp, x, *, shape, squeeze=None, unsqueeze=None):
         strides = view_strides(shp, st, shape, x.itemsize)
         if strides is None:  # torch copies (NumPy may view: a stride-0 dim of size 1)
             return y if y.base is None else y.copy()
-    if y.base is None and type(x) is np.ndarray:  # NumPy copied where torch views
+    if y.base is None and type(x) is xp.ndarray:  # NumPy copied where torch views
         y = x
     return restride(xp, y, strides)
 

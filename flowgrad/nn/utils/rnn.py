@@ -23,7 +23,7 @@ import numpy as np
 
 from ... import dtypes
 from ...ops.creation import full, tensor
-from ...ops.index import index_select
+from ...ops.index_functions import index_select
 from ...ops.shape import cat, stack
 from ...tensor import Tensor
 from ...torch_format import loadable
