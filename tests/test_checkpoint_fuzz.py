@@ -116,3 +116,12 @@ def _hooked_events(m):
 
 def test_saved_arguments_are_unpacked_before_the_recompute_context_is_entered():
     assert _hooked_events(flow) == _hooked_events(torch)
+
+
+def test_a_gradient_that_cancels_to_zero_is_measured_at_its_siblings_scale():
+    # seed 9002778: bn.bias's double-backward gradient is 0 by cancellation of terms of the
+    # other gradients' size (4e6): flowgrad's 1.5e-10 and torch's -1.3e-10 are both roundings
+    assert cf._kin_scale(".grad b", np.array([1e-10]), {".grad w": np.array([4e6]),
+                                                          ".grad b": np.array([1e-10])}) == 4e6
+    assert cf._kin_scale(".grad b", np.array([1e-3]), {".grad w": np.array([4e6])}) == 1.0
+    assert cf.check(9002778) is None
