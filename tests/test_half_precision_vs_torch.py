@@ -365,3 +365,33 @@ def test_native_norm_statistics_dtype_as_torch(dtype, params):
     for (ours, a), (theirs, b) in zip(*results):
         assert ours == theirs
         np.testing.assert_allclose(a, b, rtol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("src", ["float64", "float32", "int64", "bfloat16", "float16"])
+def test_mean_into_a_half_dtype_sums_in_float32_as_torch(src, dtype):
+    # torch's CPU mean(dtype=half) sums x cast to float32, then rounds: flowgrad cast x to the
+    # half dtype first (70000 became inf in float16, 70144 in bfloat16); the gradient stays
+    # dy / n in the half dtype, then x's
+    def f(m):
+        x = m.tensor([1.0, 70000.0, 2.0, 3.0, 4.0, 5.0, 6.0], dtype=getattr(m, src))
+        out = [x.mean(dtype=getattr(m, dtype)).item(),
+               x.reshape(7, 1).mean(0, dtype=getattr(m, dtype)).tolist()]
+        if src != "int64":
+            x.requires_grad_()
+            (x.mean(dtype=getattr(m, dtype)) * 3).backward()
+            out.append(x.grad.tolist())
+        return out
+    assert f(flow) == f(torch)
+
+
+def test_complex_cumprod_starts_from_one_as_torch():
+    # torch's running product is 1 * x[0] first: (inf + 0j) becomes inf + nanj (and the rest
+    # follows); NumPy's accumulate took x[0] as it is
+    def f(m):
+        x = m.tensor([complex(float("inf"), 0), 2, 3], dtype=m.complex64)
+        return [str(v) for v in x.cumprod(0).tolist() +
+                m.tensor([float("inf"), 2.0]).cumprod(0, dtype=m.complex64).tolist()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert f(flow) == f(torch)

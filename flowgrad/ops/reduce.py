@@ -108,7 +108,9 @@ def sum_backward(ctx, dy):
 
 
 @op("mean", jvp="linear", layout="contiguous")
-def _mean(xp, x, *, axes, keepdim):
+def _mean(xp, x, *, axes, keepdim, dtype=None):
+    if dtype is not None:  # a half result of another dtype: summed in float32, as torch's CPU
+        return mean_array(xp, x.astype(xp.float32), axes, keepdim).astype(dtype)
     return mean_array(xp, x, axes, keepdim)
 
 
@@ -133,7 +135,10 @@ def mean_backward(ctx, dy):
     count = math.prod(shape[a] for a in ctx.axes)
     # divided after the expand, as torch's (sum_backward / numel): the gradient is then a
     # dense tensor, which an in-place write to autograd.grad's result may change
-    return expand_reduced(dy, shape, ctx.axes) / count
+    dx = expand_reduced(dy, shape, ctx.axes) / count
+    if ctx.attrs.get("dtype") is not None:  # (in dy's half dtype, then x's, as torch's)
+        return dx.to(_dt.from_numpy_dtype(ctx.input_infos[0][1]))
+    return dx
 
 
 def _sum_dtype(x, dtype):
@@ -178,6 +183,14 @@ def mean(input, dim=NO_DIM, keepdim=None, *, dtype=None):
     tensor([1.5000, 3.5000])
     """
     dim, keepdim = dim_or_all(dim, keepdim, "mean", True)
+    if dtype is not None:
+        dtype = _dt.as_dtype(dtype)
+        if dtype in (_dt.float16, _dt.bfloat16) and isinstance(input, Tensor) and \
+                input.dtype != dtype and input._data.dtype.kind in "fVbiu":
+            # torch's CPU mean into a half dtype sums x cast to float32, not to the half
+            # dtype (70000 in a float64 x stays finite)
+            return _mean(input, axes=normalize_dims(dim, input._data.ndim, "mean"),
+                         keepdim=keepdim, dtype=dtype.np)
     x = input.to(dtype) if dtype is not None else input
     try:
         kind = x._data.dtype.kind

@@ -187,6 +187,10 @@ def cumsum(input, dim, *, dtype=None):
 @op("cumprod", save="inputs outputs", complex=True, layout="contiguous")
 def _cumprod(xp, x, *, dim):
     scan = xp.multiply.accumulate if x.dtype.kind in "fV" else xp.cumprod
+    if x.dtype.kind == "c" and x.shape[dim]:
+        # torch's running product starts at 1: 1 * (inf + 0j) is inf + nanj
+        x = x.copy()
+        x[(slice(None),) * dim + (slice(0, 1),)] *= 1
     return _accumulate(xp, scan, x, dim)
 
 
