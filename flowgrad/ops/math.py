@@ -199,11 +199,25 @@ def logit(input, eps=None):
     >>> flow.logit(flow.tensor([0.5]))
     tensor([0.])
     """
+    eps = _logit_args(input, eps)
     p = _float_of(input)
     if eps is not None and eps != eps:  # (torch clamps nothing for a nan eps)
         eps = None
     checked_number("logit", eps, p._data.dtype, "eps")  # (torch casts it: 1e300 raises)
     return _logit_bounded(p, None if eps is None else _logit_bounds(p._data.dtype, eps))
+
+
+def _logit_args(input, eps=None):
+    """eps as torch's argument parser reads it (before out='s checks: `parse_args`): a
+    number or None, or a 0-d tensor that needs no grad; else its TypeError."""
+    if isinstance(eps, Tensor):
+        if eps._data.ndim or eps.requires_grad:
+            raise TypeError("logit(): argument 'eps' (position 2) must be float, not Tensor")
+        return eps.item()
+    return eps
+
+
+logit.parse_args = _logit_args
 
 
 def _logit_bounds(dtype, eps):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from ..errors import (
     sparse_form,
     tensor_like_call,
 )
+from ..random import default_generator
 from ..tensor import Tensor
 from .lapack_outs import refuse_copy_overlap
 from .no_derivative import refuse_forward, without_derivative
@@ -311,6 +313,27 @@ def _refuse_nonfloat_out(name, kernel, args, out):
         f"out of dtype {out.dtype}); {fix}")
 
 
+def parser_error(name, fn, args, kwargs, out):
+    """The TypeError torch's argument parser raises for a call whose out= checks refused it
+    before `fn` ran (torch parses first): the one `fn` raises for these arguments (a tensor
+    where an int goes), or for a single out tensor where fn returns a tuple; None when fn
+    takes them. fn runs without recording, its random draws undone (an error path only)."""
+    state = default_generator.get_state()
+    try:
+        with no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = fn(*args, **kwargs)
+    except TypeError as error:
+        return error
+    except Exception:  # noqa: BLE001 (any other refusal: the out check's error stands)
+        return None
+    finally:
+        default_generator.set_state(state)
+    if isinstance(result, tuple) and isinstance(out, Tensor):
+        return TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not Tensor")
+    return None
+
+
 def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), castable_outs=(),
                nondiff_first=(), untracked=(), out_tracked=(), dim_required=(),
                partial_overlap=(), silent_resize=(), exact_scalar=(), list_outs=(),
@@ -362,7 +385,11 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     `copies_transposed` also into one of row-major matrices). Those in `keepdim_outs`
     (kthvalue) resize an out of the keepdim=True shape without the warning (torch's kernel
     writes it as it is, then squeezes the dim). Those in `real_kernel` (std, var) refuse a
-    complex out of a real input reduced over a dim (torch's std_cpu kernel)."""
+    complex out of a real input reduced over a dim (torch's std_cpu kernel). The arguments are
+    bound to the function's signature before any check of `out`, and a function's
+    `parse_args` (a function of its arguments raising torch's parser's TypeError) is called,
+    as torch's argument parser comes first (a wrong count or type is a TypeError, not an
+    overlap's RuntimeError)."""
     import functools
     import inspect
 
@@ -372,10 +399,11 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
         if fn is None:
             continue
         try:
-            if "out" in inspect.signature(fn).parameters:
+            signature = inspect.signature(fn)
+            if "out" in signature.parameters:
                 continue
         except (TypeError, ValueError):  # (an op object: no signature of its own)
-            pass
+            signature = None
 
         def call(*args, out=None, _fn=fn, _name=name, _exact=name in exact,
                  _in_out=name in compute_in_out,
@@ -393,7 +421,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _rules=(out_rules or {}).get(name),
                  _copies=(copies_input or {}).get(name), _tr=name in copies_transposed,
                  _kept=name in keepdim_outs, _real_k=name in real_kernel,
-                 **kwargs):
+                 _signature=signature, _parse=getattr(fn, "parse_args", None), **kwargs):
             if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
                 handled = EVERY_CALL[0](_public[0], args,
                                         kwargs if out is None else {**kwargs, "out": out})
@@ -409,52 +437,72 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                     reraise_typed(_name, _fn, args, kwargs, error)
                 except SparseOperandError as error:  # a sparse operand: its sparse form
                     return sparse_form(_name, args, kwargs, error)
-            if _dim and len(args) < 2 and "dim" not in kwargs:
-                raise TypeError(f"{_name}(): out= needs a dim, as torch's (it has no out= form "
-                                f"of the reduction over all elements); pass dim=")
-            if _real_k and isinstance(out, Tensor):
-                _refuse_complex_out(_name, args, kwargs, out)
-            if (_in_out or _dtype_out) and isinstance(out, Tensor):
-                if kwargs.get("dtype") is None:
-                    if _float and _refuse_nonfloat_out(_name, _float, args, out):
-                        kwargs["dtype"] = out.dtype
-                    if _in_out or _dtype_out and _computes_in_out(_name, args, out):
-                        kwargs["dtype"] = out.dtype
-                elif kwargs["dtype"] != out.dtype:
-                    raise RuntimeError(f"{_name}(): dtype {kwargs['dtype']} does not match the "
-                                       f"dtype of the out parameter ({out.dtype}); pass one "
-                                       f"of them")
-            if _copies is not None:
-                refuse_copy_overlap(_name, _copies(args, kwargs), args,
-                                    out if isinstance(out, (tuple, list)) else (out,), _tr)
-            if _none:
-                if not isinstance(out, (tuple, list)):
-                    raise TypeError(f"{_name}(): argument 'out' must be a list of Tensors, not "
-                                    f"{type(out).__name__}")
-                with_outs(lambda *a: tuple(_fn(*a, **kwargs)), tuple(out), args, _name,
-                          tracked=_tracked)
-                return None
-            if isinstance(out, (tuple, list)):  # max(x, 1, out=(values, indices)), sort, ...
-                quiet = _quiet0 and args and isinstance(args[0], Tensor) and not args[0].ndim
-                kept = _kept and _keepdim_shape(args, kwargs)
-                warn = not quiet if not kept else tuple(
-                    not (isinstance(o, Tensor) and tuple(o.shape) == kept) for o in out)
-                return with_outs(lambda *a: _fn(*a, **kwargs), out, args, _name, _apart,
-                                 _cast, _nondiff, _tracked, _cm, warn_resize=warn)
-            exact = (_exact or _real and not (args and isinstance(args[0], Tensor)
-                                              and args[0].is_complex())
-                     or _fi and _float_int(args)
-                     or _weight and _dimensioned((*args[2:3], kwargs.get("weight")))) and not (
-                _scalar and any(isinstance(a, Tensor) for a in (*args[1:], *kwargs.values())))
-            tracked = _tracked
-            if _rules is not None:
-                exact, tracked, args = _rules(args, kwargs)
+            ran, given = [], dict(kwargs)
+
+            def run(*a):
+                ran.append(True)
+                return _fn(*a, **kwargs)
             try:
-                return with_out(lambda *a: _fn(*a, **kwargs), out, args, _name,
-                                exact_dtype=exact, no_overlap=_apart, tracked=tracked,
-                                warn_resize=_loud, column_major=0 in _cm, no_derivative=_nd)
-            except AttributeError as error:  # (a number where a tensor goes, as without out=)
-                reraise_typed(_name, _fn, args, kwargs, error)
+                if _signature is not None:  # (arguments first, as torch's parser)
+                    try:
+                        _signature.bind(*args, **kwargs)
+                    except TypeError as error:
+                        raise TypeError(f"{_name}(): {error}") from None
+                    if _parse is not None:  # (their types: see parse_args)
+                        _parse(*args, **kwargs)
+                if _dim and len(args) < 2 and "dim" not in kwargs:
+                    raise TypeError(f"{_name}(): out= needs a dim, as torch's (it has no out= form "
+                                    f"of the reduction over all elements); pass dim=")
+                if _real_k and isinstance(out, Tensor):
+                    _refuse_complex_out(_name, args, kwargs, out)
+                if (_in_out or _dtype_out) and isinstance(out, Tensor):
+                    if kwargs.get("dtype") is None:
+                        if _float and _refuse_nonfloat_out(_name, _float, args, out):
+                            kwargs["dtype"] = out.dtype
+                        if _in_out or _dtype_out and _computes_in_out(_name, args, out):
+                            kwargs["dtype"] = out.dtype
+                    elif kwargs["dtype"] != out.dtype:
+                        raise RuntimeError(f"{_name}(): dtype {kwargs['dtype']} does not match the "
+                                           f"dtype of the out parameter ({out.dtype}); pass one "
+                                           f"of them")
+                if _copies is not None:
+                    refuse_copy_overlap(_name, _copies(args, kwargs), args,
+                                        out if isinstance(out, (tuple, list)) else (out,), _tr)
+                if _none:
+                    if not isinstance(out, (tuple, list)):
+                        raise TypeError(f"{_name}(): argument 'out' must be a list of Tensors, not "
+                                        f"{type(out).__name__}")
+                    with_outs(lambda *a: tuple(run(*a)), tuple(out), args, _name,
+                              tracked=_tracked)
+                    return None
+                if isinstance(out, (tuple, list)):  # max(x, 1, out=(values, indices)), sort, ...
+                    quiet = _quiet0 and args and isinstance(args[0], Tensor) and not args[0].ndim
+                    kept = _kept and _keepdim_shape(args, kwargs)
+                    warn = not quiet if not kept else tuple(
+                        not (isinstance(o, Tensor) and tuple(o.shape) == kept) for o in out)
+                    return with_outs(run, out, args, _name, _apart,
+                                     _cast, _nondiff, _tracked, _cm, warn_resize=warn)
+                exact = (_exact or _real and not (args and isinstance(args[0], Tensor)
+                                                  and args[0].is_complex())
+                         or _fi and _float_int(args)
+                         or _weight and _dimensioned((*args[2:3], kwargs.get("weight")))) and not (
+                    _scalar and any(isinstance(a, Tensor) for a in (*args[1:], *kwargs.values())))
+                tracked = _tracked
+                if _rules is not None:
+                    exact, tracked, args = _rules(args, kwargs)
+                try:
+                    return with_out(run, out, args, _name,
+                                    exact_dtype=exact, no_overlap=_apart, tracked=tracked,
+                                    warn_resize=_loud, column_major=0 in _cm, no_derivative=_nd)
+                except AttributeError as error:  # (a number where a tensor goes, as without out=)
+                    reraise_typed(_name, _fn, args, kwargs, error)
+            except (RuntimeError, IndexError, ValueError):
+                # (an out check refused the call before the function ran: torch parses
+                # the arguments first, so a TypeError of theirs comes first)
+                parsed = None if ran else parser_error(_name, _fn, args, given, out)
+                if parsed is None:
+                    raise
+                raise parsed from None
         namespace[name] = functools.wraps(fn)(call)
         call.__kwdefaults__["_public"].append(call)  # (the function overrides are told of)
         call._public = call.__kwdefaults__["_public"]

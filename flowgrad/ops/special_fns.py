@@ -16,7 +16,7 @@ import functools
 import math
 
 from ..dtypes import complex128, float64
-from ..errors import tensor_operand
+from ..errors import int_arg, tensor_operand
 from ..tensor import Tensor, tensor_method
 from .creation import arange
 from .elementwise import (
@@ -227,9 +227,24 @@ def polygamma(n, input):
     >>> flow.polygamma(1, flow.tensor([1.0]))
     tensor([1.6449])
     """
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+    n = _polygamma_args(n, input)
+    if n < 0:
         raise RuntimeError(f"polygamma(n, x): n must be a non-negative integer, got {n!r}")
     return _polygamma(_float_of(input), n=n)
+
+
+def _polygamma_args(n, input):
+    """n as torch's argument parser reads it (before out='s checks: `parse_args`): an int,
+    else its TypeError (a float, a tensor of more elements)."""
+    return int_arg(n, "polygamma", "n", 1)
+
+
+def _mvlgamma_args(input, p):
+    """p as torch's argument parser reads it (see _polygamma_args)."""
+    return int_arg(p, "mvlgamma", "p", 2)
+
+
+polygamma.parse_args = _polygamma_args
 
 
 @tensor_method()
@@ -243,13 +258,17 @@ def mvlgamma(input, p):
     >>> flow.mvlgamma(flow.tensor([2.5]), p=2)
     tensor([0.8570])
     """
+    p = _mvlgamma_args(input, p)
     x = _float_of(input)
-    if not isinstance(p, int) or p < 1:
+    if p < 1:
         raise RuntimeError(f"mvlgamma: p has to be greater than or equal to 1, got {p!r}")
     # torch's steps -(p-1)/2, ..., -1/2, +0 (not -0: at x = -0 the last term is lgamma(+0),
     # whose gradient is digamma(+0) = -inf), summed in torch's order
     steps = arange(-(p - 1) / 2, 0.5, 0.5, dtype=x.dtype)
     return lgamma(x.unsqueeze(-1) + steps).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+
+
+mvlgamma.parse_args = _mvlgamma_args
 
 
 @tensor_method()
