@@ -194,8 +194,10 @@ def basic_view(xp, x, index):
         out = x[(*index, Ellipsis) if type(index) is tuple else (index, Ellipsis)]
     elif (index is None or type(index) is tuple and None in index) and out.size:
         # (NumPy's new axis has stride 0: torch's unsqueeze stride)
-        out = restride(xp, out, index_strides(x.shape, x.strides, index if type(index) is
-                                              tuple else (index,), x.itemsize))
+        if out.size == x.size and 1 not in x.shape and x.flags.c_contiguous:
+            return x.reshape(out.shape)  # (new dims of a row-major x, all of it: row-major)
+        out = restride(xp, out, index_strides(
+            x.shape, x.strides, index if type(index) is tuple else (index,), x.itemsize))
     return out
 
 

@@ -79,8 +79,8 @@ def _reshape(xp, x, *, shape, squeeze=None, unsqueeze=None):
     squeeze's (the dims `squeeze` dropped) or unsqueeze's (a new dim at `unsqueeze`), those
     two where x's shape still fits them (a graph may have merged reshapes)."""
     y = x.reshape(shape)
-    if 1 not in shape or not y.size:
-        return y  # (NumPy's strides are torch's)
+    if 1 not in shape or not y.size or 1 not in x.shape and x.flags.c_contiguous:
+        return y  # (NumPy's strides are torch's: a row-major x's reshape is row-major)
     shp, st = x.shape, x.strides
     if unsqueeze is not None and shp[:unsqueeze] + (1,) + shp[unsqueeze:] == shape:
         strides = unsqueeze_strides(shp, st, unsqueeze, x.itemsize)

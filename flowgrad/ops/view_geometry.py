@@ -89,5 +89,7 @@ def restride(xp, view, strides):
     agree. A meta array keeps its own."""
     if view.strides == strides or type(view) is not np.ndarray:
         return view
-    return xp.lib.stride_tricks.as_strided(view, view.shape, strides,
-                                           writeable=view.flags.writeable)
+    flags = view.flags
+    if flags.c_contiguous or flags.f_contiguous:  # (a buffer from its first element: fast)
+        return np.ndarray(view.shape, view.dtype, view, 0, strides)
+    return xp.lib.stride_tricks.as_strided(view, view.shape, strides, writeable=flags.writeable)
