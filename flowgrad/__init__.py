@@ -84,6 +84,7 @@ from .device import device
 from .dtypes import *  # noqa: F401,F403
 from .dtypes import can_cast, dtype, get_default_dtype, promote_types, set_default_dtype
 from .ops import lapack_outs as _lapack_outs
+from .ops import linalg as _linalg_ops
 from .ops import linalg_func as _linalg_func
 from .ops import out_arg as _out_arg
 from .ops.activation import *  # noqa: F401,F403
@@ -282,6 +283,7 @@ _out_arg.accept_out(
     dtype_is_out=("mean", "nanmean"), exact_weight=("lerp",),
     float_kernel={"nansum": "nansum", "nanmean": "nansum"},
     silent_zero_dim=("mode",), keepdim_outs=("kthvalue",), real_kernel=("std", "var"),
+    out_rules={"matmul": _linalg_ops.matmul_out_rules},
     column_major=dict.fromkeys(("inverse", "cholesky_inverse"), (0,)),
     copies_input=_lapack_outs.LAPACK_COPIES,
     no_overlap=("kthvalue", "gather", "index_select", "masked_select", "take_along_dim",
@@ -330,7 +332,8 @@ _out_arg.accept_out(
            "vector_norm", "ldl_solve", "lu_solve"),
     castable_outs=("eig", "lstsq"), nondiff_first=("lu",), no_overlap=("cross",),
     partial_overlap=("vector_norm",),
-    out_rules={"matrix_power": _linalg_func.power_out_rules},
+    out_rules={"matrix_power": _linalg_func.power_out_rules,
+               "matmul": _linalg_ops.matmul_out_rules},
     # (torch's LAPACK-backed kernels resize an out to column-major matrices)
     column_major={**dict.fromkeys(("inv", "solve", "cholesky", "solve_triangular", "lu_solve",
                                    "householder_product", "ldl_solve", "lu_factor",

@@ -508,17 +508,9 @@ def _apply_inplace(m, name, x, others, kw):
 
 
 # torch's own results that are wrong (or undefined) for the case: seed -> why
-_NONDIFF = ("torch lets a non-differentiable in-place op (logical_not_/and_/or_) write a "
-            "leaf that requires grad and keeps the tensor's old history, so the gradient is "
-            "that of the overwritten values; flowgrad refuses the leaf and gives zero")
 KNOWN = {
-    **dict.fromkeys([999, 1279, 1335, 1741, 2274, 2316, 2376, 2641, 2959, 3010, 3387, 3488,
-                     3714, 4734, 5287, 5479, 5489, 5564], _NONDIFF),
     **dict.fromkeys([975, 5893], "torch's matmul of a batch by a vector into a transposed out "
                     "folds the batch wrongly and raises a size mismatch"),
-    **dict.fromkeys([1041, 4875], "torch's matmul of a vector by a matrix warns of a resize "
-                    "for an out of the right shape (it resizes out to its own 2-D intermediate "
-                    "first)"),
     3695: "torch's diff along an empty dim into an out raises IndexError (narrow past the end); "
           "the same call without out= returns the empty result",
 }

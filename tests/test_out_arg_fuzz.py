@@ -765,3 +765,31 @@ def test_lerp_of_three_0d_tensors_promotes_as_torch(dtypes):
         return str(r.dtype).split(".")[-1], r.item()
     want, got = fuzz_common.run_both(run, None)
     assert got == want
+
+
+@pytest.mark.parametrize("name", ["logical_not_", "logical_and_", "logical_or_", "logical_xor_"])
+@pytest.mark.parametrize("target", ["leaf", "view"])
+def test_logical_writes_run_on_a_leaf_that_requires_grad(name, target):
+    # torch does not differentiate them: a leaf (or a view of one) that requires grad takes
+    # the write and stays a leaf (seeds 10000014, 10000029: flowgrad refused it as a leaf's)
+    def run(m):
+        a = m.tensor([0.5, -1.0, 0.0], dtype=m.float64, requires_grad=True)
+        x = a if target == "leaf" else a[:2]
+        args = () if name == "logical_not_" else (m.tensor(1.0, dtype=m.float64),)
+        getattr(x, name)(*args)
+        (a * 3).sum().backward()
+        return a.tolist(), a.is_leaf, a.requires_grad, a.grad.tolist()
+    assert run(flow) == run(torch)
+
+
+@pytest.mark.parametrize("shape", [(1, 2), (2,), (5,)])
+def test_matmul_of_a_vector_by_a_matrix_resizes_out_as_torch(shape):
+    # torch writes the mm of the (1, n) row into out, then squeezes it: an out of (1, m) is
+    # no resize (no warning), one of (m,) is (seed 10000222: flowgrad's warnings the reverse)
+    def run(m):
+        out = m.zeros(shape, dtype=m.float64)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            m.matmul(m.arange(3.0, dtype=m.float64), m.ones(3, 2, dtype=m.float64), out=out)
+        return tuple(out.shape), out.tolist(), len(caught)
+    assert run(flow) == run(torch)

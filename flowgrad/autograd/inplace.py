@@ -195,6 +195,11 @@ def overlap_error(name, operand_shape, target_shape):
         f"refer to a single memory location; clone() the input before the operation")
 
 
+# in-place ops whose result torch does not differentiate: they run on a leaf that requires
+# grad (and a view of one), which keeps its history (none: it stays a leaf)
+NOT_DIFFERENTIABLE_WRITES = frozenset(("logical_not_", "logical_and_", "logical_or_",
+                                       "logical_xor_"))
+
 # in-place ops that read a 0-d value tensor once, as a number, before writing (torch: .item())
 READS_VALUE_FIRST = frozenset(("fill_", "masked_fill_", "index_fill_"))
 
@@ -298,6 +303,8 @@ def inplace_update(name, target, compute, args_need_grad=False):
         base = view.base if view is not None else None
         base_needs = base is not None and base.requires_grad
         recording = (meta is not None and meta.requires_grad) or base_needs or args_need_grad
+        if recording and name in NOT_DIFFERENTIABLE_WRITES:
+            recording = False  # (a leaf that requires grad stays one, as torch's)
         if recording and view is not None:
             leave_moved_base(name, target)
             view = target._view

@@ -341,54 +341,53 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                column_major=None, float_kernel=None, silent_zero_dim=(),
                partial_overlap_first=(), out_no_derivative=None, out_rules=None,
                copies_input=None, copies_transposed=(), keepdim_outs=(), real_kernel=()):
-    """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where
-    it has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
+    """Give each function `namespace[name]` torch's keyword `out=` (through `with_out`) where it
+    has none yet; returns the names it wrapped. Names in `exact` take only an `out` of the
     result's own dtype (torch's structured kernels); those in `compute_in_out` compute in
-    `out`'s dtype (torch's reductions: `sum(x, out=int64 tensor)`); those in `no_overlap`
-    refuse an `out` sharing memory with an input, those in `partial_overlap` one sharing only
-    some of an input's memory (torch's elementwise kernels), those in `partial_overlap_first`
-    one sharing only some of the first input's (addmm's self). `out_no_derivative` maps
-    names in `out_tracked` to torch's name of the op their out= form records without a
-    derivative (`with_out`'s `no_derivative`). For functions of several results
-    (a tuple of outs): `castable_outs` cast each result into its `out` where that is safe (otherwise
-    only the result's dtype), `nondiff_first` have a first result that is not differentiable
-    (its `out` may require grad). torch's autograd check on out= skips the arguments of the
-    functions in `untracked` (never differentiated) and the inputs of those in `out_tracked`
-    (see `with_out`); those in `dim_required` have no out= form reducing over all
-    elements (torch.sum(x, out=o) is a TypeError); those in `silent_resize` resize an `out` of
-    another shape without torch's deprecation warning (its factories, narrow_copy, addbmm);
-    those in `exact_scalar` take only an `out` of the result's dtype when their other
-    arguments are numbers, any it casts to when one is a tensor (clamp_min's two overloads);
-    those in `exact_real` only for a real input (abs: torch computes a complex input's real
-    result apart and casts it into `out`); those in `list_outs` write a list of results into
-    a list `out` and return None, as torch's split_with_sizes_copy and unbind_copy; those in
-    `dtype_is_out` refuse a `dtype=` other than out's dtype and compute in a floating or
-    complex out's dtype (mean: torch's kernel sums into out and divides there); those in
-    `exact_weight` only when their weight (third argument) is a tensor with dims (lerp: torch's
-    structured kernel then; a number or a 0-d weight casts into any `out`); `column_major`
-    maps names to the positions of their results whose `out`, when resized, becomes a batch of
-    column-major matrices (torch's LAPACK-backed kernels: linalg.inv, solve, qr's Q and R,
-    ...); those in
-    `exact_float_int` only for a floating input and an integer tensor second argument (ldexp:
-    torch's kernel then; its composite input * 2 ** other casts into any `out`). Those in
-    `float_kernel` (a dict: name -> torch's kernel) compute in out's dtype with a kernel
-    for floating dtypes only (nansum: a non-empty floating input into an integer or bool
-    `out`, without dtype=, is torch's NotImplementedError; with dtype= torch converts the
-    input first; nanmean: its nansum kernel). Those in
-    `silent_zero_dim` resize their outs without the deprecation warning for a 0-d input (mode:
-    torch's copies it into outs it resizes itself). `out_rules` maps names whose rules depend
-    on the call to a function of (args, kwargs) giving `with_out`'s `exact_dtype` and
-    `tracked` for it and the arguments to call with (matrix_power: torch's kernel for most n,
-    a copy of A or of the identity for n = 1 or 0). `copies_input` maps names to a function
-    of (args, kwargs) giving the (out position, argument position) pairs whose input torch's
-    LAPACK-backed kernel copies into an out already in its layout (see lapack_outs; those in
-    `copies_transposed` also into one of row-major matrices). Those in `keepdim_outs`
-    (kthvalue) resize an out of the keepdim=True shape without the warning (torch's kernel
-    writes it as it is, then squeezes the dim). Those in `real_kernel` (std, var) refuse a
-    complex out of a real input reduced over a dim (torch's std_cpu kernel). The arguments are
-    bound to the function's signature before any check of `out`, and a function's
-    `parse_args` (a function of its arguments raising torch's parser's TypeError) is called,
-    as torch's argument parser comes first (a wrong count or type is a TypeError, not an
+    `out`'s dtype (torch's reductions: `sum(x, out=int64 tensor)`); those in `no_overlap` refuse
+    an `out` sharing memory with an input, those in `partial_overlap` one sharing only some of
+    an input's memory (torch's elementwise kernels), those in `partial_overlap_first` one
+    sharing only some of the first input's (addmm's self). `out_no_derivative` maps names in
+    `out_tracked` to torch's name of the op their out= form records without a derivative
+    (`with_out`'s `no_derivative`). For functions of several results (a tuple of outs):
+    `castable_outs` cast each result into its `out` where that is safe (otherwise only the
+    result's dtype), `nondiff_first` have a first result that is not differentiable (its `out`
+    may require grad). torch's autograd check on out= skips the arguments of the functions in
+    `untracked` (never differentiated) and the inputs of those in `out_tracked` (see
+    `with_out`); those in `dim_required` have no out= form reducing over all elements
+    (torch.sum(x, out=o) is a TypeError); those in `silent_resize` resize an `out` of another
+    shape without torch's deprecation warning (its factories, narrow_copy, addbmm); those in
+    `exact_scalar` take only an `out` of the result's dtype when their other arguments are
+    numbers, any it casts to when one is a tensor (clamp_min's two overloads); those in
+    `exact_real` only for a real input (abs: torch computes a complex input's real result apart
+    and casts it into `out`); those in `list_outs` write a list of results into a list `out` and
+    return None, as torch's split_with_sizes_copy and unbind_copy; those in `dtype_is_out`
+    refuse a `dtype=` other than out's dtype and compute in a floating or complex out's dtype
+    (mean: torch's kernel sums into out and divides there); those in `exact_weight` only when
+    their weight (third argument) is a tensor with dims (lerp: torch's structured kernel then; a
+    number or a 0-d weight casts into any `out`); `column_major` maps names to the positions of
+    their results whose `out`, when resized, becomes a batch of column-major matrices (torch's
+    LAPACK-backed kernels: linalg.inv, solve, qr's Q and R, ...); those in `exact_float_int`
+    only for a floating input and an integer tensor second argument (ldexp: torch's kernel then;
+    its composite input * 2 ** other casts into any `out`). Those in `float_kernel` (a dict:
+    name -> torch's kernel) compute in out's dtype with a kernel for floating dtypes only
+    (nansum: a non-empty floating input into an integer or bool `out`, without dtype=, is
+    torch's NotImplementedError; with dtype= torch converts the input first; nanmean: its nansum
+    kernel). Those in `silent_zero_dim` resize their outs without the deprecation warning for a
+    0-d input (mode: torch's copies it into outs it resizes itself). `out_rules` maps names
+    whose rules depend on the call to a function of (args, kwargs) giving `with_out`'s
+    `exact_dtype` and `tracked` for it and the arguments to call with (matrix_power: torch's
+    kernel for most n, a copy of A or of the identity for n = 1 or 0), and optionally a function
+    applied to the written `out` (matmul of a vector by a matrix: squeezed, as torch's).
+    `copies_input` maps names to a function of (args, kwargs) giving the (out position, argument
+    position) pairs whose input torch's LAPACK-backed kernel copies into an out already in its
+    layout (see lapack_outs; those in `copies_transposed` also into one of row-major matrices).
+    Those in `keepdim_outs` (kthvalue) resize an out of the keepdim=True shape without the
+    warning (torch's kernel writes it as it is, then squeezes the dim). Those in `real_kernel`
+    (std, var) refuse a complex out of a real input reduced over a dim (torch's std_cpu kernel).
+    The arguments are bound to the function's signature before any check of `out`, and a
+    function's `parse_args` (a function of its arguments raising torch's parser's TypeError) is
+    called, as torch's argument parser comes first (a wrong count or type is a TypeError, not an
     overlap's RuntimeError)."""
     import functools
     import inspect
@@ -488,12 +487,15 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                          or _weight and _dimensioned((*args[2:3], kwargs.get("weight")))) and not (
                     _scalar and any(isinstance(a, Tensor) for a in (*args[1:], *kwargs.values())))
                 tracked = _tracked
+                after = ()
                 if _rules is not None:
-                    exact, tracked, args = _rules(args, kwargs)
+                    exact, tracked, args, *after = _rules(args, kwargs)
                 try:
-                    return with_out(run, out, args, _name,
-                                    exact_dtype=exact, no_overlap=_apart, tracked=tracked,
-                                    warn_resize=_loud, column_major=0 in _cm, no_derivative=_nd)
+                    written = with_out(run, out, args, _name,
+                                       exact_dtype=exact, no_overlap=_apart, tracked=tracked,
+                                       warn_resize=_loud, column_major=0 in _cm,
+                                       no_derivative=_nd)
+                    return after[0](written) if after else written
                 except AttributeError as error:  # (a number where a tensor goes, as without out=)
                     reraise_typed(_name, _fn, args, kwargs, error)
             except (RuntimeError, IndexError, ValueError):
