@@ -302,6 +302,23 @@ try:
 except RuntimeError:
     out.append("refused")
 """,
+    # a batched .grad that grad(is_grads_batched=True) left in a tensor retaining its grad
+    # stays batched when a later backward adds to it (torch's sum is batched: reading it
+    # raises); flowgrad's sum read the placeholder's zeros (autograd_api_fuzz 10000512)
+    "a_later_backward_into_a_batched_grad_keeps_it_batched": """
+x = torch.tensor([1.78, -0.614], dtype=torch.float64, requires_grad=True)
+t = x * 1
+t.retain_grad()
+u = t * 1
+G = torch.stack([torch.ones_like(u), -torch.ones_like(u)])
+torch.autograd.grad(u, [t, u], grad_outputs=G, is_grads_batched=True)
+t.sin().sum().backward()
+out = [x.grad, tuple(t.grad.shape)]
+try:
+    t.grad.tolist()
+except RuntimeError:
+    out.append("unreadable")
+""",
 }
 
 

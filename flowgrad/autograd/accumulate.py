@@ -90,6 +90,9 @@ def _accumulate(meta, g, owned=False, variable=None):
             meta.acc_grad = g.clone()
         else:
             meta.acc_grad = g.detach().clone()
+    elif hasattr(acc, "_phys") and not hasattr(g, "_phys"):
+        return  # a batched .grad left by grad(is_grads_batched=True) stays one (torch's sum
+        # with it is batched too: reading it raises)
     elif grad_mode.is_grad_enabled():  # the sum laid out as .grad was (torch's iterator)
         total = acc + g  # (out of place, as torch's: a .grad of another shape broadcasts)
         relaid = _relaid(total, acc) if total._data.shape == acc._data.shape else None
