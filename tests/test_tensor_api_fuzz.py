@@ -381,3 +381,15 @@ def test_known_stale_base_after_set():
     fv = fx[1:]
     fv.set_(flow.zeros(2))
     assert fv._base is None  # KNOWN
+
+
+def test_setitem_into_a_new_dim_region_from_its_own_elements_runs():
+    # x[0, None] = x.view(-1): torch expands the value with a leading 1 of stride 3 (not
+    # NumPy's 0), the region's own strides: the same elements, no partial overlap
+    # (program_fuzz 10002059, once overlap checks compared every stride)
+    def f(m):
+        x = m.tensor([[-1.81, -1.65, 1.27]], dtype=m.float64)
+        x[0, None] = x.view(-1).neg_()
+        return x.tolist()
+    want, got = _both(f)
+    assert got == want

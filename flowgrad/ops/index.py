@@ -49,7 +49,7 @@ from ..errors import INT_INDEX_DTYPES, fill_scalar, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .layout import index_layout, row_major
 from .registry import op
-from .view_geometry import index_strides, restride
+from .view_geometry import expanded, index_strides, restride
 
 __all__ = ["narrow", "select"]
 
@@ -514,8 +514,8 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
             region = basic_view(array_module(data), data, spec)
             if values.ndim and value is not x and values.size == region.size and \
                     np.broadcast_shapes(values.shape, region.shape) == region.shape and \
-                    overlap_status(region, values if values.shape == region.shape else
-                                   np.broadcast_to(values, region.shape)) == "partial":
+                    overlap_status(region, expanded(array_module(values), values,
+                                                    region.shape)) == "partial":
                 # (torch's check alone: it expands a smaller value, stride 0, not dense, which
                 # it lets be, as a strided pair; leading 1s it adds are the same elements)
                 raise overlap_error("copy_", value.shape, region.shape)

@@ -84,6 +84,15 @@ def index_strides(shape, strides, index, itemsize):
     return tuple(strides)
 
 
+def expanded(xp, array, shape):
+    """`array` broadcast to `shape` with torch's expand strides (a new leading size-1 dim's
+    is the next dim's extent, where NumPy's broadcast_to gives 0)."""
+    if array.shape == tuple(shape):
+        return array
+    view = xp.broadcast_to(array, shape)
+    return restride(xp, view, expand_strides(array.shape, array.strides, shape, array.itemsize))
+
+
 def restride(xp, view, strides):
     """`view` with `strides` (differing from its own in size-1 dims only): itself when they
     agree. A meta array keeps its own."""
