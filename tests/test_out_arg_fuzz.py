@@ -793,3 +793,30 @@ def test_matmul_of_a_vector_by_a_matrix_resizes_out_as_torch(shape):
             m.matmul(m.arange(3.0, dtype=m.float64), m.ones(3, 2, dtype=m.float64), out=out)
         return tuple(out.shape), out.tolist(), len(caught)
     assert run(flow) == run(torch)
+
+
+def test_matrix_power_one_into_an_out_sharing_part_of_a_refuses():
+    # n = 1 is torch's out.copy_(A), whose overlap check refuses an out sharing part of A
+    # (out_arg_fuzz 10003021: flowgrad wrote it); A itself as out is the same elements
+    def run(m, lo):
+        base = m.arange(16.0, dtype=m.float64)
+        try:
+            m.linalg.matrix_power(base[:8].view(2, 2, 2), 1, out=base[lo:lo + 8].view(2, 2, 2))
+        except RuntimeError:
+            return "refused"
+        return base.tolist()
+    for lo in (0, 4, 8):
+        assert run(flow, lo) == run(torch, lo)
+
+
+@pytest.mark.parametrize("shape", [(0,), (2, 0), (2,)])
+def test_cummax_of_complex_runs_only_without_elements(shape):
+    # torch's cummax/cummin kernel runs for no element and refuses complex otherwise with
+    # NotImplementedError (out_arg_fuzz 10001183: flowgrad's RuntimeError for an empty one)
+    def run(m):
+        try:
+            values, indices = m.cummax(m.zeros(shape, dtype=m.complex128), -1)
+        except NotImplementedError:
+            return "NotImplementedError"
+        return tuple(values.shape), str(values.dtype)[-10:], str(indices.dtype)[-5:]
+    assert run(flow) == run(torch)

@@ -123,7 +123,7 @@ def _check_matmul(a, b, name):
 
 
 @tensor_method()
-def matmul_out_rules(args, kwargs):
+def matmul_out_rules(args, kwargs, out):
     """(exact dtype, tracked, arguments, then) of matmul's out= form (see out_arg.accept_out):
     torch's matmul of a vector by a matrix writes the mm of the (1, n) row into `out`, then
     squeezes out's first dim (an out of shape (1, m) is resized without the deprecation

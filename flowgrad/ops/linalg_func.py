@@ -42,6 +42,7 @@ from .linalg_decomp import (
 from .linalg_solve import LU_FACTOR, inv_ex, lu_factor_ex, lu_solve
 from .linalg_solve import solve_triangular as _solve_triangular
 from .no_derivative import without_derivative
+from .out_arg import check_out_partial_overlap
 from .registry import op
 from .shape import broadcast_tensors, cat, not_a_sequence, stack
 
@@ -134,7 +135,7 @@ def matrix_power(A, n):
     return result
 
 
-def power_out_rules(args, kwargs):
+def power_out_rules(args, kwargs, out):
     """(exact dtype, tracked, arguments) of matrix_power's out= form (see out_arg.with_out),
     as torch's linalg_matrix_power_out: for n = 1 it is out.copy_(A), which casts safely
     (float64 into float32 or complex128, not into an integer) and gives `out` A's history;
@@ -143,6 +144,8 @@ def power_out_rules(args, kwargs):
     result's dtype and refuses an input that requires grad."""
     n = args[1] if len(args) > 1 else kwargs.get("n")
     if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n in (0, 1):
+        if n == 1 and args and isinstance(out, Tensor):  # (copy_'s check: an out sharing
+            check_out_partial_overlap(out, args[:1], "linalg.matrix_power")  # part of A)
         if n == 0 and args and isinstance(args[0], Tensor):
             args = (args[0].detach(), *args[1:])
         return False, "out", args

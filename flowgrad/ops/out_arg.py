@@ -489,7 +489,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                 tracked = _tracked
                 after = ()
                 if _rules is not None:
-                    exact, tracked, args, *after = _rules(args, kwargs)
+                    exact, tracked, args, *after = _rules(args, kwargs, out)
                 try:
                     written = with_out(run, out, args, _name,
                                        exact_dtype=exact, no_overlap=_apart, tracked=tracked,

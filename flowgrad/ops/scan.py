@@ -290,6 +290,13 @@ def _cum_extremum(input, dim, fn, name):
     d = _wrap_dim(dim, input._data.ndim, name)
     if input._data.ndim == 0:
         return of_zero_dim(name, input)
+    if input._data.dtype.kind == "c":  # (torch's kernel runs for no element, as its loop)
+        if input._data.size == 0:
+            return values_indices(name, input.detach().clone(), input.new_empty(
+                input.shape, dtype=_dt.int64))
+        raise NotImplementedError(f'"{name}_cpu" not implemented for '
+                                  f"'{_dt.TORCH_SCALAR_NAMES[input._data.dtype.name]}'; apply "
+                                  f"it to .real, .imag or .abs()")
     return values_indices(name, *fn(input, dim=d))
 
 
