@@ -123,17 +123,6 @@ def _check_matmul(a, b, name):
 
 
 @tensor_method()
-def matmul_out_rules(args, kwargs, out):
-    """(exact dtype, tracked, arguments, then) of matmul's out= form (see out_arg.accept_out):
-    torch's matmul of a vector by a matrix writes the mm of the (1, n) row into `out`, then
-    squeezes out's first dim (an out of shape (1, m) is resized without the deprecation
-    warning, one of shape (m,) with it)."""
-    if len(args) == 2 and isinstance(args[0], Tensor) and isinstance(args[1], Tensor) and \
-            args[0].ndim == 1 and args[1].ndim == 2:
-        return True, "all", (args[0].unsqueeze(0), args[1]), lambda out: out.squeeze_(0)
-    return True, "all", args
-
-
 def matmul(input, other):
     """Matrix product with NumPy/torch broadcasting rules.
 
@@ -153,6 +142,17 @@ def matmul(input, other):
             return _sparse_mm(input, other)
     a, b = _check_matmul(input, other, "matmul")
     return _matmul(a, b)
+
+
+def matmul_out_rules(args, kwargs, out):
+    """(exact dtype, tracked, arguments, then) of matmul's out= form (see out_arg.accept_out):
+    torch's matmul of a vector by a matrix writes the mm of the (1, n) row into `out`, then
+    squeezes out's first dim (an out of shape (1, m) is resized without the deprecation
+    warning, one of shape (m,) with it)."""
+    if len(args) == 2 and isinstance(args[0], Tensor) and isinstance(args[1], Tensor) and \
+            args[0].ndim == 1 and args[1].ndim == 2:
+        return True, "all", (args[0].unsqueeze(0), args[1]), lambda out: out.squeeze_(0)
+    return True, "all", args
 
 
 def _is_sparse(x):
