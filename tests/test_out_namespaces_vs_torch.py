@@ -4,6 +4,8 @@ each dtype and shape, `out` returned, resized and written with torch's values an
 function of several results takes a tuple of outs. Before, all of these raised TypeError."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -363,3 +365,59 @@ def test_arguments_are_parsed_before_out_is_checked(case):
             return type(e).__name__
         return "ran"
     assert kind(flow) == kind(torch)
+
+
+# found by tests/out_arg_fuzz.py (seeds named in each)
+@pytest.mark.parametrize("name", ["logical_not_", "logical_and_", "logical_or_", "logical_xor_"])
+@pytest.mark.parametrize("target", ["leaf", "view"])
+def test_logical_writes_run_on_a_leaf_that_requires_grad(name, target):
+    # torch does not differentiate them: a leaf (or a view of one) that requires grad takes
+    # the write and stays a leaf (seeds 10000014, 10000029: flowgrad refused it as a leaf's)
+    def run(m):
+        a = m.tensor([0.5, -1.0, 0.0], dtype=m.float64, requires_grad=True)
+        x = a if target == "leaf" else a[:2]
+        args = () if name == "logical_not_" else (m.tensor(1.0, dtype=m.float64),)
+        getattr(x, name)(*args)
+        (a * 3).sum().backward()
+        return a.tolist(), a.is_leaf, a.requires_grad, a.grad.tolist()
+    assert run(flow) == run(torch)
+
+
+@pytest.mark.parametrize("shape", [(1, 2), (2,), (5,)])
+def test_matmul_of_a_vector_by_a_matrix_resizes_out_as_torch(shape):
+    # torch writes the mm of the (1, n) row into out, then squeezes it: an out of (1, m) is
+    # no resize (no warning), one of (m,) is (seed 10000222: flowgrad's warnings the reverse)
+    def run(m):
+        out = m.zeros(shape, dtype=m.float64)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            m.matmul(m.arange(3.0, dtype=m.float64), m.ones(3, 2, dtype=m.float64), out=out)
+        return tuple(out.shape), out.tolist(), len(caught)
+    assert run(flow) == run(torch)
+
+
+def test_matrix_power_one_into_an_out_sharing_part_of_a_refuses():
+    # n = 1 is torch's out.copy_(A), whose overlap check refuses an out sharing part of A
+    # (out_arg_fuzz 10003021: flowgrad wrote it); A itself as out is the same elements
+    def run(m, lo):
+        base = m.arange(16.0, dtype=m.float64)
+        try:
+            m.linalg.matrix_power(base[:8].view(2, 2, 2), 1, out=base[lo:lo + 8].view(2, 2, 2))
+        except RuntimeError:
+            return "refused"
+        return base.tolist()
+    for lo in (0, 4, 8):
+        assert run(flow, lo) == run(torch, lo)
+
+
+@pytest.mark.parametrize("shape", [(0,), (2, 0), (2,)])
+def test_cummax_of_complex_runs_only_without_elements(shape):
+    # torch's cummax/cummin kernel runs for no element and refuses complex otherwise with
+    # NotImplementedError (out_arg_fuzz 10001183: flowgrad's RuntimeError for an empty one)
+    def run(m):
+        try:
+            values, indices = m.cummax(m.zeros(shape, dtype=m.complex128), -1)
+        except NotImplementedError:
+            return "NotImplementedError"
+        return tuple(values.shape), str(values.dtype)[-10:], str(indices.dtype)[-5:]
+    assert run(flow) == run(torch)

@@ -75,6 +75,34 @@ def dense_order(shape, strides):
     return _fastest_first(shape, [tuple(abs(s) for s in strides)])
 
 
+def dim_order(shape, strides, contiguous):
+    """torch's Tensor.dim_order() of a tensor of `shape` and `strides` (in elements;
+    `contiguous`: row-major but for size-1 dims): the dims in order for a contiguous tensor,
+    (0, 2, 3, 1) for a 4-d channels-last one (a tensor both, through its size-1 dims, is
+    sorted), else sorted by stride from the innermost dim outwards, a zero stride deciding
+    nothing and equal strides going by size."""
+    last = _channels_last_strides(shape, strides)
+    if contiguous and not last:
+        return tuple(range(len(shape)))
+    if last and not contiguous:
+        return (0, 2, 3, 1)
+    return tuple(reversed(_fastest_first(shape, [strides])))
+
+
+def _channels_last_strides(shape, strides):
+    """Whether a 4-d tensor's strides are channels-last contiguous ones, as torch's
+    is_channels_last_contiguous_2d reads them (size-1 dims skipped)."""
+    if len(shape) != 4:
+        return False
+    expected = 1
+    for d in (1, 3, 2, 0):
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
 def row_major(a):
     """Whether array `a`'s strides are the row-major ones exactly (NumPy's c_contiguous also
     holds for any stride of a size-1 dim, which torch's preserve_format keeps)."""

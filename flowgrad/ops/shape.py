@@ -30,7 +30,7 @@ from .out_arg import with_out
 from .registry import op
 from .summation import add_reduce
 from .transfer import to  # noqa: F401 (x.to, the casts: ops/transfer.py)
-from .view_geometry import expand_strides, restride, unsqueeze_strides, view_strides
+from .view_geometry import expand_strides, reshape_view, restride
 
 __all__ = ["reshape", "transpose", "permute", "squeeze", "unsqueeze", "flatten", "cat",
            "concat", "concatenate", "stack", "clone", "broadcast_to", "swapaxes", "swapdims",
@@ -75,25 +75,8 @@ def _infer_shape(shape, numel, op_name, in_shape):
 # ---- reshape / view --------------------------------------------------------------------
 @op("reshape", jvp="linear", is_view=True)
 def _reshape(xp, x, *, shape, squeeze=None, unsqueeze=None):
-    """x in `shape`; a view with torch's strides for size-1 dims: view's (computeStride), or
-    squeeze's (the dims `squeeze` dropped) or unsqueeze's (a new dim at `unsqueeze`), those
-    two where x's shape still fits them (a graph may have merged reshapes)."""
-    y = x.reshape(shape)
-    if 1 not in shape or not y.size or 1 not in x.shape and x.flags.c_contiguous:
-        return y  # (NumPy's strides are torch's: a row-major x's reshape is row-major)
-    shp, st = x.shape, x.strides
-    if unsqueeze is not None and shp[:unsqueeze] + (1,) + shp[unsqueeze:] == shape:
-        strides = unsqueeze_strides(shp, st, unsqueeze, x.itemsize)
-    elif squeeze is not None and all(shp[a] == 1 for a in squeeze) and len(shp) - len(
-            squeeze) == len(shape):
-        strides = tuple(s for a, s in enumerate(st) if a not in squeeze)
-    else:
-        strides = view_strides(shp, st, shape, x.itemsize)
-        if strides is None:  # torch copies (NumPy may view: a stride-0 dim of size 1)
-            return y if y.base is None else y.copy()
-    if y.base is None and type(x) is xp.ndarray:  # NumPy copied where torch views
-        y = x
-    return restride(xp, y, strides)
+    """x in `shape`, a view with torch's strides for size-1 dims (view_geometry)."""
+    return reshape_view(xp, x, shape, squeeze, unsqueeze)
 
 
 @_reshape.grad

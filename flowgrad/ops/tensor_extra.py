@@ -33,7 +33,7 @@ from ..typed_tensors import contiguous_format, format_rank
 from .creation import multinomial, tensor, zeros
 from .elementwise import _inplace_binary, where
 from .gather import _index_dim, _put_flat, _written_into
-from .layout import format_contiguous, format_strides
+from .layout import dim_order, format_contiguous, format_strides
 from .linalg import _coefficient, _scaled_add, addbmm, addmm, addmv, baddbmm, outer
 from .no_derivative import without_derivative
 from .norm import vector_norm
@@ -87,60 +87,17 @@ def narrow_copy(input, dim, start, length):
 
 
 def _dim_order(self, *, ambiguity_check=False):
-    """The dims from outermost to innermost in memory, as torch's Tensor.dim_order(): in
-    order for a contiguous tensor, else an insertion sort from the innermost dim outwards by
-    stride, where a zero stride compares as neither (an expanded dim keeps its place) and
-    equal strides go by size.
+    """The dims from outermost to innermost in memory, as torch's Tensor.dim_order() (see
+    layout.dim_order).
 
     >>> import flowgrad as flow
     >>> flow.ones(2, 3, 4).permute(2, 0, 1).dim_order()
     (1, 2, 0)
     """
-    strides, shape = self.stride(), tuple(self.shape)
-    contiguous = self._data.flags.c_contiguous
-    # (torch's shortcut: channels-last strides, a 4-d tensor's with size-1 dims may be both,
-    # and then neither decides)
-    last = _channels_last_strides(shape, strides)
-    if contiguous and not last:
-        return tuple(range(len(shape)))
-    if last and not contiguous:
-        return (0, 2, 3, 1)
-
-    def outer(a, b):  # 1: dim a lies outside dim b; -1: inside; 0: no telling
-        if strides[a] == 0 or strides[b] == 0:
-            return 0
-        if strides[a] != strides[b]:
-            return 1 if strides[a] > strides[b] else -1
-        return 1 if shape[a] > shape[b] else 0
-
-    order = list(reversed(range(len(strides))))  # innermost first while sorting
-    for i in range(1, len(order)):
-        moving = i
-        for j in reversed(range(i)):
-            verdict = outer(order[j], order[moving])
-            if verdict > 0:
-                order[j], order[moving] = order[moving], order[j]
-                moving = j
-            elif verdict < 0:
-                break
-    return tuple(reversed(order))
+    return dim_order(tuple(self.shape), self.stride(), self._data.flags.c_contiguous)
 
 
 Tensor.dim_order = _dim_order
-
-
-def _channels_last_strides(shape, strides):
-    """Whether a 4-d tensor's strides are channels-last contiguous ones, as torch's
-    is_channels_last_contiguous_2d reads them (size-1 dims skipped)."""
-    if len(shape) != 4:
-        return False
-    expected = 1
-    for d in (1, 3, 2, 0):
-        if shape[d] != 1:
-            if strides[d] != expected:
-                return False
-            expected *= shape[d]
-    return True
 
 
 @tensor_method()
