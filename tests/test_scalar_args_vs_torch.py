@@ -266,3 +266,32 @@ def test_a_fill_of_one_half_element_beyond_its_range_is_inf_as_torch(dtype, code
     # flowgrad raised for one element too (random_api_fuzz seed 9007419: constant_)
     assert _fill_one_or_more(flow, dtype, code, shape) == \
         _fill_one_or_more(torch, dtype, code, shape)
+
+
+# a tensor of several elements where torch's parser takes an int or a float: its TypeError,
+# checked before the op's own checks (flowgrad compared the tensor with a number, or checked
+# the input's shape first: RuntimeError "Boolean value of Tensor ... is ambiguous")
+_PARSED_SCALARS = {
+    "diff n": lambda m, x: m.diff(x, x.clone()),
+    "histc bins": lambda m, x: m.histc(x, x.clone()),
+    "kthvalue k": lambda m, x: m.kthvalue(x, x.clone()),
+    "topk k": lambda m, x: m.topk(x, x.clone()),
+    "matrix_power n": lambda m, x: m.matrix_power(x, x.clone()),
+    "take_along_dim dim": lambda m, x: m.take_along_dim(x, x.long(), x.clone()),
+    "tril diagonal of 1-d": lambda m, x: m.tril(x, x.clone()),
+    "triu diagonal of 1-d": lambda m, x: m.triu(x, x.clone()),
+    "diagonal offset": lambda m, x: m.diagonal_copy(x, x.clone()),
+    "nan_to_num nan": lambda m, x: m.nan_to_num(x, x.clone()),
+    "nan_to_num 0-d nan": lambda m, x: m.nan_to_num(x, m.tensor(2.0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_PARSED_SCALARS))
+def test_a_tensor_for_a_number_argument_is_a_type_error(case):
+    def kind(m):
+        try:
+            _PARSED_SCALARS[case](m, m.arange(1.0, 5.0) / 7)
+        except Exception as e:  # noqa: BLE001 (the class is what is compared)
+            return type(e).__name__
+        return "ran"
+    assert kind(flow) == kind(torch)

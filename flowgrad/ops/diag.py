@@ -56,8 +56,9 @@ def tril(input, diagonal=0):
             [1., 1., 0.],
             [1., 1., 1.]])
     """
+    diagonal = int_arg(diagonal, "tril", "diagonal", 2)  # (parsed first, as torch's)
     _check_2d(input, "tril")
-    return _tril(input, diagonal=int_arg(diagonal, "tril", "diagonal", 2))
+    return _tril(input, diagonal=diagonal)
 
 
 @tensor_method()
@@ -70,8 +71,9 @@ def triu(input, diagonal=0):
             [0., 0., 1.],
             [0., 0., 0.]])
     """
+    diagonal = int_arg(diagonal, "triu", "diagonal", 2)  # (parsed first, as torch's)
     _check_2d(input, "triu")
-    return _triu(input, diagonal=int_arg(diagonal, "triu", "diagonal", 2))
+    return _triu(input, diagonal=diagonal)
 
 
 # ---- diagonal / diag_embed --------------------------------------------------------------------
@@ -118,6 +120,7 @@ def diag_embed_backward(ctx, ddx):
 @tensor_method()
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal of dims (dim1, dim2) as the last dim; a view sharing storage."""
+    offset = int_arg(offset, "diagonal", "offset", 2)  # (parsed first, as torch's)
     nd = input._data.ndim
     # torch wraps the dims first (an IndexError out of range); fewer than 2 dims then fail
     d1, d2 = _wrap_dim(dim1, nd, "diagonal"), _wrap_dim(dim2, nd, "diagonal")
@@ -126,7 +129,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     if nd < 2:
         raise RuntimeError(f"diagonal(): input must have at least 2 dimensions, got shape "
                            f"{tuple(input.shape)}")
-    return _diagonal(input, offset=int_arg(offset, "diagonal", "offset", 2), dim1=d1, dim2=d2)
+    return _diagonal(input, offset=offset, dim1=d1, dim2=d2)
 
 
 @tensor_method()

@@ -445,6 +445,10 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     >>> flow.nan_to_num(flow.tensor([float("nan"), float("inf"), -1.0]), posinf=100.0)
     tensor([  0., 100.,  -1.])
     """
+    for i, (arg, v) in enumerate((("nan", nan), ("posinf", posinf), ("neginf", neginf))):
+        if isinstance(v, Tensor) and (v._data.ndim or v.requires_grad):  # (torch's parser)
+            raise TypeError(f"nan_to_num(): argument '{arg}' (position {i + 2}) must be "
+                            f"float, not Tensor")
     if input._data.dtype.kind not in "fVc":
         return input.clone()
     # torch takes them as doubles (2**200 is a number like any other; NumPy's bfloat16 would

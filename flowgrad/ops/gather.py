@@ -24,7 +24,7 @@ from ..autograd import grad_mode
 from ..autograd.inplace import check_inplace, expanded_view, run_inplace, warn_expanded_write
 from ..autograd.interpreter import varies_per_run
 from ..device import array_module
-from ..errors import INT_INDEX_DTYPES, check_same_dtype, checked_number, fill_scalar
+from ..errors import INT_INDEX_DTYPES, check_same_dtype, checked_number, fill_scalar, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
 from .halfprec import HALF, in_float32
@@ -259,6 +259,7 @@ def take_along_dim(input, indices, dim=None):
     """
     if dim is None:  # torch's: a gather from the flattened input
         return gather(input.reshape(-1), 0, indices.reshape(-1))
+    dim = int_arg(dim, "take_along_dim", "dim", 3)  # (parsed first, as torch's)
     _as_index(indices, "take_along_dim", "indices")
     d = _wrap_dim(dim, input._data.ndim, "take_along_dim")
     ishape, jshape = list(input.shape), list(indices.shape)

@@ -113,10 +113,10 @@ def matrix_power(A, n):
     tensor([[1., 3.],
             [0., 1.]])
     """
+    n = int_arg(n, "matrix_power", "n", 2)  # (parsed first, as torch's)
     if not isinstance(A, Tensor) or A._data.ndim < 2 or A._data.shape[-1] != A._data.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: expected a tensor of square matrices, got "
                            f"shape {tuple(getattr(A, 'shape', ()))}")
-    n = int_arg(n, "matrix_power", "n", 2)
     if n == 0:  # the identity, in A's graph with gradient zero (A * 0 would be nan at inf),
         # row-major as torch's (a bool condition of A's layout would give A's)
         return where(ones_like(A, dtype=_dt.bool, memory_format=contiguous_format),

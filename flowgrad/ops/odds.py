@@ -64,6 +64,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     >>> flow.diff(flow.tensor([1, 4, 9, 16]), n=2)
     tensor([2, 2])
     """
+    n = int_arg(n, "diff", "n", 2)  # (parsed first, as torch's: a tensor is a TypeError)
     if input._data.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
@@ -328,10 +329,11 @@ def histc(input, bins=100, min=0, max=0):
     >>> flow.histc(flow.tensor([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
     tensor([0., 2., 1., 0.])
     """
+    bins = int_arg(bins, "histc", "bins", 2)  # (parsed first, as torch's)
     _float_input(input, "histc")
     if bins <= 0:
         raise RuntimeError(f"histc: bins must be > 0, but got {bins}")
-    return _histc(input, bins=int_arg(bins, "histc", "bins", 2), lo=float(min), hi=float(max))
+    return _histc(input, bins=bins, lo=float(min), hi=float(max))
 
 
 @op("histc", differentiable=False)  # an op: a graph compiles it rather than freezing it

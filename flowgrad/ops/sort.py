@@ -16,6 +16,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.interpreter import check_read
 from ..device import array_module
+from ..errors import int_arg
 from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .gather import _dim_flat, _put_flat, gather
@@ -107,6 +108,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     >>> flow.topk(flow.tensor([1.0, 4.0, 2.0, 3.0]), 2).indices
     tensor([1, 3])
     """
+    k = int_arg(k, "topk", "k", 2)  # (parsed first, as torch's: a tensor is a TypeError)
     nd = input._data.ndim
     refuse_complex_order(input, "topk")
     if input._data.dtype.kind == "b":
@@ -127,6 +129,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 @tensor_method()
 def kthvalue(input, k, dim=-1, keepdim=False):
     """The k-th smallest entry along `dim` (k counts from 1), with its index."""
+    k = int_arg(k, "kthvalue", "k", 2)  # (parsed first, as torch's: a tensor is a TypeError)
     nd = input._data.ndim
     d = _wrap_dim(dim, nd, "kthvalue")
     size = input._data.shape[d] if nd else 1
