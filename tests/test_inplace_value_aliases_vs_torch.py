@@ -115,3 +115,16 @@ def test_setitem_value_refusals_as_torch(case, grad):
         except Exception as e:  # noqa: BLE001 (the class is what is compared)
             outcome.append(type(e).__name__)
     assert outcome[1] == outcome[0]
+
+
+def test_an_index_write_into_an_expand_from_its_own_elements_is_refused():
+    # e[[1, 1]] = (a view of e's row): torch's index_put_ reads the value through elements it
+    # has already written (the expand aliases them), a result of its loop order (forward_fuzz
+    # 10004888: torch [1.59, 1.59], flowgrad's read-first [-0.36, -0.36]); refused, as the
+    # other order-dependent overlaps
+    x = flowgrad.tensor([[0.11, 1.47], [1.2, -0.67], [1.59, -0.36]], dtype=flowgrad.float64)
+    e = x[2:].expand(3, 2)
+    with pytest.raises(RuntimeError, match="shares memory"):
+        e[[1, 1]] = e[:1].t().detach()
+    e[[1, 1]] = flowgrad.tensor([[5.0], [6.0]], dtype=flowgrad.float64)  # (apart: written)
+    assert x[2].tolist() == [6.0, 6.0]

@@ -528,7 +528,11 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
     if not accumulate and value._data.size == 1 and len(arrays) == 1 and \
             arrays[0]._data.dtype == np.bool_:
         return True
-    if overlap_status(sliced, values) in ("partial", "full"):
+    status = overlap_status(sliced, values)
+    if status in ("partial", "full") or status == "too hard" and self_overlapping(sliced) and \
+            np.shares_memory(sliced, values):
+        # (into an expand, torch's loop reads a value it has already written through the
+        # aliased elements: its result is its loop order's; refused as a partial overlap)
         raise RuntimeError(
             f"index_put_: unsupported operation: the value (shape {tuple(value.shape)}) "
             f"shares memory with the tensor it is written into (shape {tuple(x.shape)}); "
