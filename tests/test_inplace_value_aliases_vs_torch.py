@@ -89,6 +89,11 @@ def test_aliased_operand_of_an_inplace_write_as_torch(name):
 _SETITEM_VALUES = {
     "list_self": lambda m, t: t.__setitem__([], t),
     "list_self_empty": lambda m, t: (lambda e: e.__setitem__([], e))(m.zeros(0)),
+    # (a leading 1: torch's setitem passes a view of the value without it, another tensor,
+    # which shares no element of an empty x: program_fuzz 101486 runs)
+    "list_self_empty_leading_one": lambda m, t: (lambda e: e.__setitem__([0, 0], e))(
+        m.zeros(1, 0)),
+    "list_self_empty_two_rows": lambda m, t: (lambda e: e.__setitem__([0], e))(m.zeros(2, 0)),
     "list_mismatch": lambda m, t: t.__setitem__([0, 1], m.ones(1, 1, 5)),
     "empty_list_mismatch": lambda m, t: t.__setitem__([], m.ones(5)),
     "empty_list_more_dims": lambda m, t: t.__setitem__([], m.ones(2, 0)),

@@ -502,8 +502,9 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
     data, values = memory_of(x), memory_of(value)
     if advanced and value is x and not (accumulate or value._data.size == 1 and len(
             arrays) == 1 and arrays[0]._data.dtype == np.bool_) and not _selects_a_view(
-            data, spec, arrays):
-        # (torch's index_put_ into x itself refuses x as its value, an empty x too)
+            data, spec, arrays) and not (data.ndim and data.shape[0] == 1):
+        # (torch's index_put_ into x itself refuses x as its value, an empty x too; with a
+        # leading 1, torch's setitem passes a view of x without it: another tensor)
         raise RuntimeError(f"index_put_: unsupported operation: the value is the tensor it "
                            f"is written into (shape {tuple(x.shape)}); clone() the value first")
     if data is not x._data or values is not value._data or \
