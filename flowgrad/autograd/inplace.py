@@ -220,14 +220,14 @@ def _shared_in_place(other, data, limit=1 << 22):
         other = np.broadcast_to(other, data.shape)
     except ValueError:
         return False
-    ours, theirs = _addresses(data), _addresses(other)
+    ours, theirs = addresses(data), addresses(other)
     if ((theirs - ours.flat[0]) % data.itemsize).any():
         return False  # (a location straddling two of data's elements)
     shared = np.isin(theirs, ours)
     return bool(np.array_equal(theirs[shared], ours[shared]))
 
 
-def _addresses(a):
+def addresses(a):
     """The byte address of each element of the array a, in a's shape."""
     address = np.full(a.shape, a.__array_interface__["data"][0], np.int64)
     for dim, (n, stride) in enumerate(zip(a.shape, a.strides)):

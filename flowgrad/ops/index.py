@@ -26,6 +26,7 @@ from .._warn import warn
 from ..autograd import grad_mode
 from ..autograd import interpreter as _interpreter
 from ..autograd.inplace import (
+    addresses,
     bump_version,
     check_capture,
     check_inplace,
@@ -531,14 +532,30 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
         return True
     status = overlap_status(sliced, values)
     if status in ("partial", "full") or status == "too hard" and self_overlapping(sliced) and \
-            np.shares_memory(sliced, values):
-        # (into an expand, torch's loop reads a value it has already written through the
+            np.shares_memory(sliced, values) and _reads_what_it_wrote(data, spec, arrays,
+                                                                      values):
+        # (into an expand, torch's loop may read a value it has already written through the
         # aliased elements: its result is its loop order's; refused as a partial overlap)
         raise RuntimeError(
             f"index_put_: unsupported operation: the value (shape {tuple(value.shape)}) "
             f"shares memory with the tensor it is written into (shape {tuple(x.shape)}); "
             f"clone() the value first")
     return False
+
+
+def _reads_what_it_wrote(data, spec, arrays, values, limit=1 << 20):
+    """Whether an index write of `values` into `data` writes some location with another
+    location's value and reads that location as a value too (the result then depends on the
+    order of the writes); a location written with its own value only is read unchanged."""
+    try:
+        written = addresses(data)[build_index(np, spec, [a._data for a in arrays], data.shape)]
+        if written.size > limit:
+            return True
+        read = np.broadcast_to(addresses(values), written.shape)
+    except (IndexError, ValueError):
+        return True
+    moved = written[written != read]
+    return bool(np.isin(moved, read).any())
 
 
 def _same_elements_broadcast(values, region):
