@@ -64,15 +64,12 @@ KNOWN_DIFFERENCES = {
     **dict.fromkeys([1000689, 1000811, 1001266, 1001925, 1002192, 1003034],
                     _OVERLAP),
     **dict.fromkeys([1001712, 1005461], _TORCH_REFUSES),
-    1004521: _DATA,
     **dict.fromkeys([1003752, 1004234, 1005117], "as 104419: torch's broadcast matmul saves "
                     "reshaped copies"),
     # the mixed-dtype programs: the families above, met again
     **dict.fromkeys([2000899, 2001230, 2004000, 2004320, 2004564, 2004723, 2005468],
                     _OVERLAP),
     **dict.fromkeys([2000601, 2000985], _TORCH_REFUSES),
-    **dict.fromkeys([2003382], _TORCH_REFUSES + " (an advanced-"
-                    "index write of a tensor into itself; torch's index_put_ checks overlap)"),
     **dict.fromkeys([2001817, 2003066], "as 102894: a copy whose source overlaps its "
                     "destination"),
     **dict.fromkeys([2000169, 2005838], "as 104419: torch's broadcast matmul saves reshaped "
@@ -89,8 +86,6 @@ KNOWN_DIFFERENCES = {
                     "backward refuses a write to it, flowgrad's gives the gradient"),
     **dict.fromkeys([3001543, 3002077, 3003169], _OVERLAP),
     **dict.fromkeys([3000518, 3000950, 3001609, 3004326, 3004738], _TORCH_REFUSES),
-    **dict.fromkeys([3003870], _TORCH_REFUSES + " (a write of a tensor into "
-                    "itself: torch checks overlap where flowgrad reads the whole source first)"),
     3003045: "hooks registered after an in-place layout change (t_, unsqueeze_) on a tensor "
              "with hooks from before: torch adds them to the hooks of the value before the "
              "change (one Python dict, registered on the old node); flowgrad's see the new one",
