@@ -35,11 +35,9 @@ _LAYOUT = ("view() of the sum of a transposed and a plain tensor: torch's result
 # agree since flowgrad refuses an example's expand written, as torch's vmap)
 KNOWN_DIFFERENCES = {}
 SLOW_KNOWN = {
-    1248: _TORCH_REFUSES_SOURCE,
-    **dict.fromkeys([947, 1214, 1329, 1372, 1376, 1392, 1472, 1487, 1550, 1648, 1746, 1752,
-                     1780, 1812, 1953, 2131, 2333, 2340, 2359], _OVERLAP),
+    **dict.fromkeys([1214, 1372, 1392, 1550, 1648, 1746, 1812, 1953, 2333, 2340, 2359],
+                    _OVERLAP),
     1267: _SOURCE_OVERLAP,
-    505: _LAYOUT,
 }
 
 
