@@ -72,12 +72,16 @@ def _contains_itself(data):
     return False
 
 
+class _NestingError(ValueError):
+    """Data that contains itself or nests too deep: no shape for torch's reading to take."""
+
+
 def _nesting_error(data):
     if _contains_itself(data):
-        return ValueError("flow.tensor(): the data contains itself (a list or tuple nested "
+        return _NestingError("flow.tensor(): the data contains itself (a list or tuple nested "
                           "inside itself), so it has no finite shape; pass nested lists of "
                           "numbers")
-    return ValueError(f"flow.tensor(): the data is nested more than {_MAX_DIMS} lists/tuples "
+    return _NestingError(f"flow.tensor(): the data is nested more than {_MAX_DIMS} lists/tuples "
                       f"deep, but a tensor has at most {_MAX_DIMS} dims")
 
 
@@ -196,7 +200,7 @@ def as_array(data, dtype=None):
     try:
         return _from_nest(data, dtype)
     except (ValueError, TypeError, RuntimeError) as error:
-        if not isinstance(data, (list, tuple)):
+        if not isinstance(data, (list, tuple)) or isinstance(error, _NestingError):
             raise
         try:  # (the error path only: torch's reading of a ragged nest, in its order)
             d = dtype or _dtype_of(*_scan(data))

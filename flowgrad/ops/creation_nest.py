@@ -27,12 +27,19 @@ _LISTS = (list, tuple)
 def _plain(data):
     """(whether `data` nests only lists, tuples and numbers (Python's, NumPy's, 0-d tensors):
     torch reads those one value at a time, wider tensors and arrays inside take other paths;
-    whether a list in it is empty)."""
-    stack, empty = [data], False
+    whether a list in it is empty). A nest deeper than 64 (or containing itself) is not:
+    flowgrad's own error stands for it. Each list is looked into once (a list repeated in the
+    nest, `[[1.0] * 100] * 100`, is one list)."""
+    stack, empty, seen = [(data, 0)], False, set()
     while stack:
-        x = stack.pop()
+        x, depth = stack.pop()
         if isinstance(x, _LISTS):
-            stack.extend(x)
+            if depth > _MAX_DEPTH:
+                return False, empty
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            stack.extend((item, depth + 1) for item in x)
             empty = empty or not x
         elif not isinstance(x, (numbers.Number, np.generic)) and not (
                 isinstance(x, Tensor) and x.ndim == 0):
@@ -60,11 +67,16 @@ def torch_reading(data, dtype, inferred, error, check_leaf):
         x = x[0]
     if math.prod(sizes) == 0:
         return np.empty(sizes, dtype.np)
-    _store(data, sizes, 0, dtype, check_leaf, error)
+    _store(data, sizes, 0, dtype, check_leaf, error, set())
     raise error
 
 
-def _store(obj, sizes, dim, dtype, check_leaf, error):
+_MAX_DEPTH = 64  # (creation's limit on nesting)
+
+
+def _store(obj, sizes, dim, dtype, check_leaf, error, stored):
+    """Store `obj` at `dim` as torch would, raising its first refusal; `stored`: the ids of
+    lists already stored without one (a repeated list at the same dim is read once)."""
     if dim == len(sizes):
         if isinstance(obj, _LISTS):
             raise TypeError(f"tensor(): expected a number at dim {dim} of a nest of shape "
@@ -83,5 +95,8 @@ def _store(obj, sizes, dim, dtype, check_leaf, error):
     if len(obj) != sizes[dim]:
         raise ValueError(f"tensor(): expected sequence of length {sizes[dim]} at dim {dim} "
                          f"(got {len(obj)}): the nest is ragged")
+    if (id(obj), dim) in stored:
+        return
     for item in obj:
-        _store(item, sizes, dim + 1, dtype, check_leaf, error)
+        _store(item, sizes, dim + 1, dtype, check_leaf, error, stored)
+    stored.add((id(obj), dim))

@@ -31,7 +31,7 @@ def _grid(xp, x, scale, zero_point, qmin, qmax):
     wide = xp.promote_types(x.dtype, xp.float32)
     inv = (xp.asarray(1, xp.float32) / xp.asarray(scale, xp.float32)).astype(wide)
     zp = xp.asarray(zero_point)
-    if zp.dtype.kind == "f":  # float zero points are added before rounding
+    if zp.dtype.kind in "fV":  # float zero points (bfloat16: V) are added before rounding
         q = xp.rint(x.astype(wide) * inv + zp.astype(wide))
     else:
         q = xp.rint(x.astype(wide) * inv) + zp.astype(wide)
