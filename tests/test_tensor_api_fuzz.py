@@ -37,6 +37,10 @@ KNOWN = {
 KNOWN_SEEDS = {
     5248: "zero-element strides (KNOWN): a zero-size set_ window keeps no storage offset, which "
           "a later set_ onto it counts from",
+    1169: "empty_like(channels_last) of a (1, 1, 2, 2)-like tensor reached through size-1 "
+          "views: its size-1 channel dim's stride is 4 where torch's get_channels_last_strides "
+          "gives 1 (found merging the size-1 stride and channels_last branches; strides only, "
+          "values agree)",
 }
 
 

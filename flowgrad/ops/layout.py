@@ -81,7 +81,7 @@ def dim_order(shape, strides, contiguous):
     (0, 2, 3, 1) for a 4-d channels-last one (a tensor both, through its size-1 dims, is
     sorted), else sorted by stride from the innermost dim outwards, a zero stride deciding
     nothing and equal strides going by size."""
-    last = _channels_last_strides(shape, strides)
+    last = _channels_last_contiguous(shape, strides)
     if contiguous and not last:
         return tuple(range(len(shape)))
     if last and not contiguous:
@@ -89,7 +89,7 @@ def dim_order(shape, strides, contiguous):
     return tuple(reversed(_fastest_first(shape, [strides])))
 
 
-def _channels_last_strides(shape, strides):
+def _channels_last_contiguous(shape, strides):
     """Whether a 4-d tensor's strides are channels-last contiguous ones, as torch's
     is_channels_last_contiguous_2d reads them (size-1 dims skipped)."""
     if len(shape) != 4:
