@@ -3,7 +3,9 @@ not change while it is traced: the plain settings of modules and of the graph (`
 dropout's p), the param groups' options, the tensors bound as parameters and buffers, the
 hooks, and the state's shapes and dtypes. `Graph` snapshots them when it compiles and checks
 them on every call (a change raises StalePlanError); a buffer that build assigns anew is a
-write-back of the plan (`_rebound`)."""
+write-back of the plan (`_rebound`), a tensor attribute it sets is bound to the plan's result
+after each call, and a draw from Python's or NumPy's global random stream is refused
+(`refuse_host_draws`)."""
 from __future__ import annotations
 
 import ctypes
