@@ -200,13 +200,8 @@ def captured_by(fn):
             except ValueError:  # (a cell not yet filled)
                 pass
         values += list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values())
-        names, codes = set(), [code]
-        while codes:
-            c = codes.pop()
-            names.update(c.co_names)
-            codes += [k for k in c.co_consts if hasattr(k, "co_names")]
         module_globals = fn.__globals__
-        values += [module_globals[n] for n in sorted(names) if n in module_globals]
+        values += [module_globals[n] for n in _names_in(code) if n in module_globals]
     found, seen = [], set()
     for value in values:
         items = list(value.values()) if isinstance(value, dict) else \
@@ -216,3 +211,15 @@ def captured_by(fn):
                 seen.add(id(item))
                 found.append(item)
     return found
+
+
+@functools.lru_cache(maxsize=256)
+def _names_in(code):
+    """The global names `code` and its nested functions' code refer to, sorted: the same on
+    every call of a compiled function (`captured_by` runs per call), so found once."""
+    names, codes = set(), [code]
+    while codes:
+        c = codes.pop()
+        names.update(c.co_names)
+        codes += [k for k in c.co_consts if hasattr(k, "co_names")]
+    return tuple(sorted(names))
