@@ -86,8 +86,8 @@ def test_checkpointed_mlp_matches_plain_graph_and_eager():
 def _made_by(node, name):
     """Ids of the values `node` hands out that an op `name` made (inside a fused chain too)."""
     if isinstance(node.op, FusedOp):
-        return ({m.outputs[0].id for m, _ in node.op.chain if m.op.name == name}
-                & {v.id for v in node.outputs})
+        op = node.op  # (its outputs: the chain's exported steps, in order)
+        return {v.id for v, k in zip(node.outputs, op.exports) if op.ops[k].name == name}
     return {node.outputs[0].id} if node.op.name == name else set()
 
 

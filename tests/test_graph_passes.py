@@ -1,6 +1,7 @@
 """The nn.Graph compiler's passes (flowgrad/graph/passes.py, fusion.py): each rewrites what it
 should, leaves what it must not, and changes no bit of any result; a training step compiled
 with the whole pipeline gives eager's losses."""
+import gc
 import types
 
 import graph_helpers
@@ -363,6 +364,46 @@ def test_a_loops_handed_out_values_stay_in_its_list_and_are_freed_one_by_one():
     assert fusion._column(["v1", "v2"]) == "(v1, v2,)"
 
 
+def test_a_compiled_graph_keeps_only_the_nodes_of_its_plan():
+    """After codegen the traced nodes a fused chain or a pass replaced are gone (a value and
+    its node refer to each other: freed then, not left for the cycle collector to walk), and
+    the plan still runs: each later call gives eager's numbers."""
+    def chain(lin, x):
+        y = lin(x)
+        for _ in range(10):
+            y = flow.relu(flow.tanh(y * 1.5 + 0.5))
+        return y.sum()
+
+    class Chain(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.lin = flow.nn.Linear(8, 8)
+
+        def build(self, x):
+            return chain(self.lin, x)
+
+    graph = Chain()
+    x = flow.tensor(_DATA[:16].reshape(2, 8))
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        before = sum(type(o) is Node for o in gc.get_objects())
+        graph(x)
+        program = graph._compiled[0]
+        after = sum(type(o) is Node for o in gc.get_objects())
+    finally:
+        if was_enabled:
+            gc.enable()
+    assert after - before == len(program.nodes) < 10, (before, after, program)
+    assert any(v is None for v in program.values)
+    for _ in range(2):
+        x = x * 0.5
+        with flow.no_grad():
+            want = chain(graph.lin, x).numpy()
+        np.testing.assert_allclose(graph(x).numpy(), want, rtol=1e-6)
+
+
 @pytest.mark.parametrize("size", [10, fusion.WHERE_SIZE + 10])
 def test_a_masked_chain_in_a_loop_reruns_exactly_on_nan(size):
     """relu_grad as a float mask (on more than WHERE_SIZE values) turns an inf gradient at
@@ -502,7 +543,7 @@ def test_elementwise_chain_training_fuses_and_matches_eager_bitwise():
     fused = [n for n in _names(program) if n.startswith("fused[")]
     # the forward is one chain handing out the saved outputs, the backward another
     assert len(fused) == 2, _names(program)
-    assert [len(n.op.chain) for n in program.nodes if n.op.name in fused][0] == 24
+    assert [len(n.op.ops) for n in program.nodes if n.op.name in fused][0] == 24
 
 
 def test_a_binary_op_joins_one_fusion_chain_only():

@@ -44,7 +44,8 @@ def _held_by_the_model(graph, flat):
     """Tensors the graph's modules and optimizers hold (state, attributes the plan binds,
     optimizer state), its inputs and the tensors its plan captured."""
     program = graph._compiled[0]
-    tensors = [list(flat), [v.source for v in program.values if v.kind in (CONST, STATE)],
+    tensors = [list(flat), [v.source for v in program.values
+                            if v is not None and v.kind in (CONST, STATE)],
                [store.get(name) for store, name in program.attribute_sets],
                list(program.writebacks)]
     for module in graph._modules.values():

@@ -95,19 +95,31 @@ def _step_name(node):
     return name
 
 
+_OP, _INPUTS, _ATTRS, _NAME = (operator.attrgetter(name)
+                               for name in ("op", "inputs", "attrs", "name"))
+
+
 class FusedOp:
     """The op of a fused node. `inline(args, outs, prefix, ...)` gives its source lines over the
     given variable names and the constants they read; `kernel` is the same code as a
     function, for a plan that calls it and for tests."""
 
     def __init__(self, chain, exports, into_input=False):
-        self.chain = chain        # [(node, index of the input the chain runs through)]
+        # per step, in parallel lists (not the traced nodes: a compiled plan keeps its fused
+        # ops, and the cycle collector walks whatever they hold): its op, the input the chain
+        # runs through, how many inputs it has and its attributes
+        nodes, positions = zip(*chain)
+        self.ops = list(map(_OP, nodes))
+        self.positions = list(positions)
+        self.arities = list(map(len, map(_INPUTS, nodes)))
+        self.step_attrs = list(map(_ATTRS, nodes))
+        self.dtype = np.dtype(chain[-1][0].outputs[0].dtype)
         self.exports = exports    # chain positions whose value is an output, the last included
         self.into_input = into_input  # the first step writes into the chain's input array
-        names = [n.op.name for n, _ in chain]
+        names = list(map(_NAME, self.ops))
         # the STEPS entry of each step (every step has the chain's shape: one size check)
-        self.steps = names if math.prod(chain[0][0].outputs[0].shape) > WHERE_SIZE else [
-            SMALL_STEPS.get(name, name) for name in names]
+        self.steps = names if math.prod(chain[0][0].outputs[0].shape) > WHERE_SIZE else \
+            list(map(SMALL_STEPS.get, names, names))
         self.masked = any(STEPS[name][2] for name in set(self.steps))
         if len(names) > 6:
             names = [f"{len(names)} ops: {names[0]}", names[1], "...", names[-1]]
@@ -136,7 +148,7 @@ class FusedOp:
 
     @property
     def n_in(self):
-        return 1 + sum(len(n.inputs) - 1 for n, _ in self.chain)
+        return 1 + sum(self.arities) - len(self.arities)
 
     def __repr__(self):
         return f"<fused op {self.name}>"
@@ -151,7 +163,7 @@ class FusedOp:
         hands out are collected in a list; with `share` they stay there (the plan reads
         them as items: no line naming each of them), else they are unpacked into `outs`."""
         consts = {} if consts is None else consts
-        dtype = np.dtype(self.chain[-1][0].outputs[0].dtype)
+        dtype = self.dtype
         # memo: (type, repr) of a Python number -> its constant's name; seen: id of a number
         # object -> (it, its name), the same float object of a loop's every step looked up
         # without a repr
@@ -177,24 +189,29 @@ class FusedOp:
             memo[type(value), repr(value)] = name
             return name
 
-        steps, fresh, arg, exports = [], not self.into_input, 1, set(self.exports)
-        sigs, kinds = [], {}  # each step's shape (see _repeats), numbered
-        for (node, pos), name in zip(self.chain, self.steps):
-            n_other = len(node.inputs) - 1
-            c = node.attrs.get("value")
-            if c is not None:  # (const(), inline: once per step)
-                hit = seen.get(id(c))
-                c = hit[1] if hit is not None and hit[0] is c else const(c)
-            export = len(steps) in exports
-            steps.append((name, pos, args[arg:arg + n_other] if n_other else (), c, fresh,
-                          export))
-            key = (name, pos, n_other, c is None, fresh, export)
-            sig = kinds.get(key)
-            if sig is None:
-                sig = kinds[key] = len(kinds)
-            sigs.append(sig)
-            arg += n_other
-            fresh = export
+        # per step (in C-level loops: this runs for every step of every chain on each first
+        # call): its STEPS entry, chain input, other inputs' names, constant's name, whether
+        # it starts a fresh array, whether it hands its array out
+        n = len(self.steps)
+        export = [False] * n
+        for k in self.exports:
+            export[k] = True
+        fresh = [not self.into_input] + export[:-1]
+        # (where each step's other inputs end among the chain's inputs: 1 + the sum of the
+        # steps' other inputs so far)
+        ends = list(map(operator.sub, itertools.accumulate(self.arities, initial=1),
+                        range(n + 1)))
+        others = list(map(args.__getitem__, map(slice, ends, ends[1:])))
+        values = list(map(_VALUE_ATTR, self.step_attrs))
+        names = dict(zip(map(id, values), values))  # (one number object: a loop's steps)
+        names = {key: None if c is None else const(c) for key, c in names.items()}
+        values = list(map(names.__getitem__, map(id, values)))
+        steps = list(zip(self.steps, self.positions, others, values, fresh, export))
+        # each step's shape (see _repeats), numbered
+        keys = list(zip(self.steps, self.positions, self.arities,
+                        map(operator.is_, values, itertools.repeat(None)), fresh, export))
+        kinds = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+        sigs = list(map(kinds.__getitem__, keys))
         # temporary -> how many steps use it: made up front when two or more do
         uses = dict.fromkeys(TEMPS, 0)
         for name in set(self.steps):
@@ -252,15 +269,16 @@ class FusedOp:
     def exact(self, xp, *args):
         """The chain with each node's own kernel (the path eager takes)."""
         x, arg, outs = args[0], 1, []
-        for k, (node, pos) in enumerate(self.chain):
+        for k, (op, pos, arity, attrs) in enumerate(zip(self.ops, self.positions, self.arities,
+                                                        self.step_attrs)):
             inputs = []
-            for i in range(len(node.inputs)):
+            for i in range(arity):
                 if i == pos:
                     inputs.append(x)
                 else:
                     inputs.append(args[arg])
                     arg += 1
-            x = node.op.kernel(xp, *inputs, **node.attrs)
+            x = op.kernel(xp, *inputs, **attrs)
             if k in self.exports:
                 outs.append(x)
         return tuple(outs)
@@ -283,15 +301,17 @@ class _Loop:
         for j in range(period):
             at = steps[j::period]
             names = []
-            for slot in range(len(at[0][2]) + 1):  # the other inputs, then the constant
-                column = [s[2][slot] if slot < len(s[2]) else s[3] for s in at]
+            n_other = len(at[0][2])  # (every repeat's step has the same: its shape does)
+            for slot in range(n_other + 1):  # the other inputs, then the constant
+                column = list(map(operator.itemgetter(slot), map(_OTHER_INPUTS, at))) \
+                    if slot < n_other else list(map(_CONSTANT, at))
                 if len(set(column)) == 1:
                     names.append(column[0])
                 else:
                     names.append(f"{prefix}l{len(varying)}")
                     varying.append(column)
             body_args.append(names)
-        n_out = [s[5] for s in steps].count(True)
+        n_out = list(map(_HANDED_OUT, steps)).count(True)
         lines.append(f"{chain} = {x}")
         if n_out:
             lines.append(f"{self.hand_out} = []")
@@ -322,6 +342,11 @@ class _Loop:
             lines.append(f"{outs[out]} = {chain}")
             return outs[out], out
         return chain, out
+
+
+_VALUE_ATTR = operator.methodcaller("get", "value")  # a step's constant, or None
+# a step's (see FusedOp.inline) other inputs, constant, and whether it hands its array out
+_OTHER_INPUTS, _CONSTANT, _HANDED_OUT = map(operator.itemgetter, (2, 3, 5))
 
 
 def _local_ref(expression):

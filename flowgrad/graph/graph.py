@@ -301,10 +301,12 @@ class Graph:
         gc.disable()
         try:
             result = self._trace_and_generate(args, kwargs, flat)
+            # (before the collector is back: what only the trace held is gone by then)
+            warn_escaped(self, self.__dict__.pop("_escape_watch"), result, flat)
+            self._compiled[0].compact()
         finally:
             if was_enabled:
                 gc.enable()
-        warn_escaped(self, self.__dict__.pop("_escape_watch"), result, flat)
         return result
 
     def _trace_and_generate(self, args, kwargs, flat):

@@ -64,7 +64,8 @@ class Program:
     """A traced job: its values, its nodes in execution order, and what it returns."""
 
     def __init__(self):
-        self.values = []    # every Value, at the position that is its id (passes rely on it)
+        self.values = []    # every Value, at the position that is its id (passes rely on it;
+        #                     after codegen, None where no node or result names it: `compact`)
         self.nodes = []
         self.inputs = []    # Values of the graph's tensor arguments, by position
         self.outputs = []   # Values the step returns (its flattened result)
@@ -85,8 +86,23 @@ class Program:
         self.values.append(value)
         return value
 
+    def compact(self):
+        """After codegen: forget the values no node and no result names any longer (computed
+        inside a fused chain, or by nodes a pass removed), and with them the traced nodes
+        that made them. A compiled graph keeps its program (its repr, the nodes errors name),
+        and the cycle collector would walk thousands of objects it holds for nothing."""
+        used = {v.id for node in self.nodes for v in node.inputs}
+        used.update(v.id for node in self.nodes for v in node.outputs)
+        used.update(v.id for v in self.results())
+        values = self.values
+        for i in set(range(len(values))).difference(used):
+            v = values[i]
+            if v is not None and v.kind == NODE:
+                values[i] = v.source = None  # (a value and its node refer to each other: freed
+                #                                 now, not left to the collector)
+
     def state_values(self, kind):
-        return [v for v in self.values if v.kind == kind]
+        return [v for v in self.values if v is not None and v.kind == kind]
 
     def results(self):
         """Every Value the plan must produce: the outputs, the parameters' gradients, the
