@@ -189,29 +189,25 @@ class FusedOp:
             memo[type(value), repr(value)] = name
             return name
 
-        # per step (in C-level loops: this runs for every step of every chain on each first
-        # call): its STEPS entry, chain input, other inputs' names, constant's name, whether
-        # it starts a fresh array, whether it hands its array out
-        n = len(self.steps)
-        export = [False] * n
-        for k in self.exports:
-            export[k] = True
-        fresh = [not self.into_input] + export[:-1]
-        # (where each step's other inputs end among the chain's inputs: 1 + the sum of the
-        # steps' other inputs so far)
-        ends = list(map(operator.sub, itertools.accumulate(self.arities, initial=1),
-                        range(n + 1)))
-        others = list(map(args.__getitem__, map(slice, ends, ends[1:])))
-        values = list(map(_VALUE_ATTR, self.step_attrs))
-        names = dict(zip(map(id, values), values))  # (one number object: a loop's steps)
-        names = {key: None if c is None else const(c) for key, c in names.items()}
-        values = list(map(names.__getitem__, map(id, values)))
-        steps = list(zip(self.steps, self.positions, others, values, fresh, export))
-        # each step's shape (see _repeats), numbered
-        keys = list(zip(self.steps, self.positions, self.arities,
-                        map(operator.is_, values, itertools.repeat(None)), fresh, export))
-        kinds = {key: i for i, key in enumerate(dict.fromkeys(keys))}
-        sigs = list(map(kinds.__getitem__, keys))
+        steps, fresh, arg, exports = [], not self.into_input, 1, set(self.exports)
+        sigs, kinds = [], {}  # each step's shape (see _repeats), numbered
+        for name, pos, arity, attrs in zip(self.steps, self.positions, self.arities,
+                                           self.step_attrs):
+            n_other = arity - 1
+            c = attrs.get("value")
+            if c is not None:  # (const(), inline: once per step)
+                hit = seen.get(id(c))
+                c = hit[1] if hit is not None and hit[0] is c else const(c)
+            export = len(steps) in exports
+            steps.append((name, pos, args[arg:arg + n_other] if n_other else (), c, fresh,
+                          export))
+            key = (name, pos, n_other, c is None, fresh, export)
+            sig = kinds.get(key)
+            if sig is None:
+                sig = kinds[key] = len(kinds)
+            sigs.append(sig)
+            arg += n_other
+            fresh = export
         # temporary -> how many steps use it: made up front when two or more do
         uses = dict.fromkeys(TEMPS, 0)
         for name in set(self.steps):
@@ -344,7 +340,6 @@ class _Loop:
         return chain, out
 
 
-_VALUE_ATTR = operator.methodcaller("get", "value")  # a step's constant, or None
 # a step's (see FusedOp.inline) other inputs, constant, and whether it hands its array out
 _OTHER_INPUTS, _CONSTANT, _HANDED_OUT = map(operator.itemgetter, (2, 3, 5))
 
