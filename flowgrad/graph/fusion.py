@@ -473,10 +473,16 @@ def fuse_elementwise(program):
     readers = _readers(program)
     kinds = _step_positions(nodes)  # by node index, as `taken`
     taken, new_at = bytearray(n_nodes), {}
-    for start, node in enumerate(nodes):
-        pos = kinds[start]
-        if pos is False or taken[start]:
-            continue
+    # free[i]: node i can still be a step (fusable, in no chain yet); one more 0 at the end
+    # (the index of the results' reads): the next chain's start is a C-level search
+    free = bytearray(map(operator.is_not, kinds, itertools.repeat(False)))
+    free.append(0)
+    start = -1
+    while True:
+        start = free.find(1, start + 1)
+        if start < 0:
+            break
+        node, pos = nodes[start], kinds[start]
         if pos is True:  # a binary first step runs through the operand it may write into
             pos = 1 if (not _writable_input(node, 0, readers, program)
                         and _writable_input(node, 1, readers, program)) else 0
@@ -487,7 +493,7 @@ def fuse_elementwise(program):
             reads = readers.get(out.id, ())
             if len(reads) == 1:  # (most steps: the one reader, as _next_step, inline)
                 j = reads[0]
-                at_j = kinds[j] if j < n_nodes and not taken[j] else False
+                at_j = kinds[j] if free[j] else False
                 if at_j is not False:
                     step = nodes[j]
                     if at_j is True:  # (read once: exactly one input is `out`)
@@ -501,7 +507,7 @@ def fuse_elementwise(program):
                 at.append(j)
                 out = step.outputs[0]
                 continue
-            nxt = _next_step(nodes, reads, out, taken, kinds)
+            nxt = _next_step(nodes, reads, out, free, kinds)
             if nxt is not None:
                 j = nxt[0]
                 first = first_outside
@@ -534,7 +540,7 @@ def fuse_elementwise(program):
         for v in outputs:
             v.source = fused
         for i in at:
-            taken[i] = 1
+            taken[i], free[i] = 1, 0
         new_at[at[-1]] = fused
     if new_at:
         nodes = list(nodes)
@@ -544,20 +550,18 @@ def fuse_elementwise(program):
     return program
 
 
-def _next_step(nodes, reader_indices, out, taken, kinds):
+def _next_step(nodes, reader_indices, out, free, kinds):
     """(index, node, chain input) of the one node that can continue the chain through `out`:
     a fusable reader that reads it once (and so has its dtype), not already in a chain (a
-    binary op joins one chain only: the chain of its other operand may have it)."""
+    binary op joins one chain only: the chain of its other operand may have it). `free[i]`:
+    whether node i is fusable and in no chain (0 at the results' index, after the nodes)."""
     found = None
     if len(reader_indices) != 1 and len(set(reader_indices)) != len(reader_indices):
         reader_indices = [i for i in set(reader_indices) if reader_indices.count(i) == 1]
-    n_nodes = len(nodes)
     for i in reader_indices:
-        if i >= n_nodes:
+        if not free[i]:
             continue
         pos = kinds[i]
-        if pos is False or taken[i]:
-            continue
         node = nodes[i]
         if pos is True:  # either input: the one `out` is (read once, so one)
             pos = next(k for k, v in enumerate(node.inputs) if v.id == out.id)

@@ -608,8 +608,9 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None, retain_graph=
                     reached.add(value.id)
                     if g is None:
                         continue
-                    if getattr(g, "is_sparse", False):  # (Embedding(sparse=True)'s weight
-                        # gradient: dense in a plan, whose update ops read arrays)
+                    if g.__class__ is not Tensor and getattr(g, "is_sparse", False):
+                        # (a sparse Embedding's weight gradient: dense in a plan, whose
+                        # update ops read arrays)
                         g = g.to_dense()
                     data = g._data
                     if data.shape != info[0] or data.dtype is not info[1] and \
