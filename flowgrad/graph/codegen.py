@@ -151,7 +151,7 @@ def generate(program):
                 lines.append(f"    v{value.id} = r[{k}] if r[{k}].__class__ is ND else "
                              f"AS(xp, r[{k}])")
         _free(lines, dead_after.get(i), ref, alive)
-    state_ids = {id(v.source) for v in program.values if v.kind == STATE} \
+    state_ids = {id(v.source) for v in program.states} \
         if program.writebacks else ()
     for i, (tensor, value) in enumerate(program.writebacks.items()):
         scope[f"w{i}"], scope["BUMP"] = tensor, bump_version

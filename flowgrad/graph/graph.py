@@ -371,7 +371,7 @@ class Graph:
         self._log(2, lambda: f"  traced program:\n{program!r}")
         # an input the plan writes into: whether a write through a reshape of it reached it
         # depended on its layout (a view, or a copy): later calls must have the same
-        reshaped = _reshaped_inputs(program)
+        reshaped = _reshaped_inputs(program) if program.input_writes else ()
         program.input_layouts = {i: _layout(flat[i]) for i in program.input_writes
                                  if i in reshaped}
         program.switches = {name: bool(args[0]) if args else True

@@ -36,7 +36,9 @@ class Value:
 
 class Node:
     """One op call: `outputs = op.kernel(xp, *inputs, **attrs)`; `outputs` lists every array
-    the kernel returns (aux arrays included, as backward rules may read them)."""
+    the kernel returns (aux arrays included, as backward rules may read them). (`Tracer.apply`
+    makes its nodes without a call to __init__, setting each slot itself: a new slot goes
+    there too; so does `Value`'s.)"""
 
     __slots__ = ("op", "inputs", "attrs", "outputs", "n_results", "phase", "where")
 
@@ -67,6 +69,7 @@ class Program:
         self.values = []    # every Value, at the position that is its id (passes rely on it;
         #                     after codegen, None where no node or result names it: `compact`)
         self.nodes = []
+        self.states = []    # the STATE Values (module state, the optimizers' parameters)
         self.inputs = []    # Values of the graph's tensor arguments, by position
         self.outputs = []   # Values the step returns (its flattened result)
         self.grads = {}     # parameter tensor -> the Value of its gradient
@@ -84,6 +87,8 @@ class Program:
     def new_value(self, kind, array, source=None):
         value = Value(len(self.values), kind, array.shape, array.dtype, source)
         self.values.append(value)
+        if kind == STATE:
+            self.states.append(value)
         return value
 
     def compact(self):

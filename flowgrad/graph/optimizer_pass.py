@@ -32,7 +32,7 @@ from ..optim import optimizer as _optimizer
 from ..optim._foreach import SMALL, bump
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
-from .ir import STATE, Node
+from .ir import Node
 
 
 class UpdateOp:
@@ -120,7 +120,7 @@ def place_updates(program):
     updates = getattr(program, "updates", ())
     if not updates:
         return program
-    state_of = {id(v.source): v.id for v in program.values if v.kind == STATE}
+    state_of = {id(v.source): v.id for v in program.states}
     position = _last_use(program)
     after = {}  # node index -> update nodes to insert after it (-1: before every node)
     for update in updates:

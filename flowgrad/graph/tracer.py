@@ -32,6 +32,9 @@ from .value_shapes import VALUE_SHAPED
 _CALLER_SKIP = {}
 
 
+_new = object.__new__
+
+
 def _caller_skip(op):
     module = getattr(op.kernel, "__module__", None) or ""
     skip = _CALLER_SKIP[op] = 3 if module.startswith("flowgrad.") else 2
@@ -113,8 +116,11 @@ class Tracer:
         values = self.program.values
         n_values = len(values)
         result = eager_call(op, *inputs, **attrs)
-        # (attrs: the entry's own keyword dict, made for this call: kept, not copied)
-        node = Node(op, in_values, attrs, [], self.phase)
+        # a Node made as Node.__init__ makes it, its slots set here (no call per op); attrs:
+        # the entry's own keyword dict, made for this call: kept, not copied
+        node = _new(Node)
+        node.op, node.inputs, node.attrs, node.outputs, node.phase = \
+            op, in_values, attrs, [], self.phase
         # (this frame and its caller, the interpreter's entry or a wrapping interpreter, are
         # flowgrad's, and so is the caller of one of flowgrad's ops: the walk starts above them)
         node.where = self.where or user_site(_CALLER_SKIP.get(op) or _caller_skip(op))
@@ -145,7 +151,9 @@ class Tracer:
         for tensor in outs:
             data = tensor._data
             vid = len(values)
-            value = Value(vid, NODE, data.shape, data.dtype, node)
+            value = _new(Value)  # (as Value.__init__ makes it)
+            value.id, value.kind, value.shape, value.dtype, value.source = \
+                vid, NODE, data.shape, data.dtype, node
             values.append(value)
             outputs.append(value)
             value_of[id(data)] = value
@@ -410,8 +418,8 @@ class Tracer:
         seeds = [g for _, _, g in engine._roots_and_seeds(tensors, grad_tensors, create_graph)]
         leaves = {}
         autograd_pass(self, list(tensors), seeds, create_graph, leaves, retain_graph)
-        for value in self.program.values:
-            if value.kind == STATE and value.source.requires_grad:
+        for value in self.program.states:
+            if value.source.requires_grad:
                 reached = leaves.pop(value.source._meta, None)
                 if reached is not None:
                     g = self._leaf_hooked(reached[0], value.source, create_graph)
