@@ -210,6 +210,9 @@ def fold_constants(program):
     1
     """
     frozen = set(frozen_values(program))
+    if not frozen and all(node.inputs for node in program.nodes):
+        program.frozen = frozen  # (nothing can fold: only a node without inputs could)
+        return program
     results = _results_and_their_bases(program)
     kept = []
     for node in program.nodes:
