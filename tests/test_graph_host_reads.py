@@ -436,3 +436,37 @@ def test_index_ranges_are_checked_on_every_call_of_a_plan(name, fn, bad):
         graph(x, bad)
     with pytest.raises(plan_error.type, match="out of (bounds|range)"):
         fn(x, bad)
+
+
+@pytest.mark.parametrize("fn, good, bad, error, message", [
+    (lambda b: T([4, 6]) // b, T([2, 3]), T([2, 0]), RuntimeError, "ZeroDivisionError: div"),
+    (lambda b: flow.remainder(T([4, 6]), b), T([2, 3]), T([0, 3]), RuntimeError,
+     "ZeroDivisionError: remainder"),
+    (lambda b: flow.fmod(T([4, 6]), b), T([2, 3]), T([0, 3]), RuntimeError,
+     "ZeroDivisionError: fmod"),
+    (lambda v: F.gaussian_nll_loss(T([1.0, 2.0]), T([1.5, 2.0]), v), T([1.0, 2.0]),
+     T([-1.0, 2.0]), ValueError, "var has negative"),
+    (lambda w: flow.cov(flow.arange(6.0).reshape(2, 3), fweights=w), T([1, 2, 1]),
+     T([1, -2, 1]), RuntimeError, "fweights cannot be negative"),
+    (lambda w: flow.cov(flow.arange(6.0).reshape(2, 3), aweights=w), T([1.0, 2.0, 1.0]),
+     T([0.0, 0.0, 0.0]), RuntimeError, "weights sum to zero"),
+    (lambda n: flow.segment_reduce(T([1.0, 2.0, 3.0]), "sum", lengths=n), T([1, 2]), T([1, 1]),
+     RuntimeError, "Expected all rows of lengths"),
+    (lambda o: flow.segment_reduce(T([1.0, 2.0, 3.0]), "sum", offsets=o), T([0, 1, 3]),
+     T([0, 2, 1]), RuntimeError, "offsets must be non-decreasing"),
+    (lambda q: flow.quantile(T([1.0, 2.0, 3.0]), q), T([0.5]), T([1.0001]), RuntimeError,
+     r"q values must be in the range \[0, 1\]"),
+], ids=["floor_divide", "remainder", "fmod", "gaussian_nll_loss", "cov_fweights",
+        "cov_weight_sum", "segment_lengths", "segment_offsets", "quantile"])
+def test_input_value_guards_are_checked_on_every_call_of_a_plan(fn, good, bad, error, message):
+    """Integer division's zero divisor, gaussian_nll_loss's var, cov's weights and
+    segment_reduce's lengths/offsets and quantile's q were checked on the trace's arrays only
+    (every_example's guard): a plan divided a later call's integers by zero into 0 and ran
+    negative variances and weights (and a q of 1.0001) into numbers with no error. They are
+    check nodes of the plan now."""
+    graph = flow.nn.Graph.trace(fn)
+    np.testing.assert_allclose(graph(good).numpy(), fn(good).numpy())
+    with pytest.raises(error, match=f"{message}.*checked by the compiled plan"):
+        graph(bad)
+    with pytest.raises(error, match=message):
+        fn(bad)

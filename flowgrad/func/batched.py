@@ -200,12 +200,12 @@ def batched_at(t, level):
     return type(t) is BatchedTensor and t._level is level
 
 
-def every_example(condition, *, guard=False):
+def every_example(condition):
     """bool(condition.all()) over every example of every vmap level `condition` is batched
-    at: for a function's check of its input values or a choice of its output's shape, which
-    torch's batching rules make once on the whole batch (outside vmap: bool(condition.all())).
-    A shape choice reads the value as bool() does (a graph trace refuses to freeze it); a
-    `guard` (a check that raises on bad input) is only checked, at trace time under a trace.
+    at: for a choice of a function's output's shape from its input values, which torch's
+    batching rules make once on the whole batch (outside vmap: bool(condition.all())). It
+    reads the value as bool() does (a graph trace refuses to freeze it); a check that raises
+    on bad input is `check_every_example`.
 
     >>> import flowgrad as flow
     >>> from flowgrad.func import vmap
@@ -214,4 +214,17 @@ def every_example(condition, *, guard=False):
     """
     while type(condition) is BatchedTensor:
         condition = condition._phys
-    return bool(condition._data.all()) if guard else bool(condition.all())
+    return bool(condition.all())
+
+
+def check_every_example(condition, message, error=RuntimeError):
+    """`if not every_example(condition): raise error(message)` for a check of a function's
+    input values: inside nn.Graph's build a check node the plan makes on every call's values
+    (a check read on the trace's arrays alone let later calls' bad values through)."""
+    while type(condition) is BatchedTensor:
+        condition = condition._phys
+    check = getattr(_interpreter.current, "value_check", None)
+    if check is not None and check(condition, message, error):
+        return
+    if not condition._data.all():  # (the array: a meta tensor's, or a constant inside build)
+        raise error(message)

@@ -7,7 +7,7 @@ import builtins
 import numpy as np
 
 from .. import dtypes as _dt
-from ..func.batched import every_example
+from ..func.batched import check_every_example
 from ..tensor import Tensor
 from .broadcasting import broadcast_shapes
 from .compare import _promote_pair
@@ -19,14 +19,14 @@ from .rules import _zero_grad
 def _check_int_zero(a, b, name):
     """Integer division by a zero raises, as torch's, once an element is divided (an empty
     result divides none; shapes that do not broadcast are the op's own error)."""
-    # (every example's values: under vmap `_data` is a placeholder)
-    if b._data.dtype.kind in "iub" and not every_example(b != 0, guard=True):
-        try:
-            empty = 0 in np.broadcast_shapes(a._data.shape, b._data.shape)
-        except ValueError:
+    if b._data.dtype.kind not in "iub":
+        return
+    try:
+        if 0 in np.broadcast_shapes(a._data.shape, b._data.shape):
             return
-        if not empty:
-            raise RuntimeError(f"ZeroDivisionError: {name} of integer tensors by zero")
+    except ValueError:
+        return
+    check_every_example(b != 0, f"ZeroDivisionError: {name} of integer tensors by zero")
 
 
 @op("div_rounded", jvp="diagonal", layout="elementwise")

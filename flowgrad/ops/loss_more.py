@@ -17,7 +17,7 @@ import numpy as np
 from .._warn import warn
 from ..device import array_module
 from ..errors import check_kernel_dtype, check_same_dtype, expect_tensor
-from ..func.batched import every_example
+from ..func.batched import check_every_example
 from ..tensor import Tensor
 from .activation import softplus
 from .elementwise import minimum, where
@@ -247,8 +247,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     x = _float_input(input, "gaussian_nll_loss")
     if not isinstance(var, Tensor):
         var = Tensor._wrap(xp.full(tuple(x.shape), float(var), x._data.dtype))
-    if not every_example(var >= 0, guard=True):  # (under vmap `_data` is a placeholder)
-        raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+    check_every_example(var >= 0, "gaussian_nll_loss: var has negative entry/entries",
+                        ValueError)
     xs, vs = tuple(x.shape), tuple(var.shape)
     if vs != xs:
         if xs[:-1] == vs:  # one variance per sample (homoscedastic)

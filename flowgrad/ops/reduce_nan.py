@@ -16,7 +16,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..device import array_module
 from ..errors import check_kernel_dtype
-from ..func.batched import every_example
+from ..func.batched import check_every_example
 from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import exp, log, where
@@ -149,8 +149,8 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     qt = Tensor._wrap(xp.asarray(q, dtype=np.float64)) if scalar_q else q
     if qt.dim() > 1:
         raise RuntimeError(f"{name}() q must be a scalar or 1D tensor, got {qt.dim()}D")
-    if not every_example((qt >= 0) & (qt <= 1), guard=True):  # under vmap: every example's
-        raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+    check_every_example((qt >= 0) & (qt <= 1),
+                        f"{name}() q values must be in the range [0, 1]")
     if not scalar_q and q._data.dtype != input._data.dtype:
         raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor, got "
                            f"{q.dtype} and {input.dtype}")

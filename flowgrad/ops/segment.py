@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ..func.batched import every_example
+from ..func.batched import check_every_example
 from .creation import zeros_like
 from .elementwise import where
 from .gather import gather
@@ -156,24 +156,20 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
         if given.shape[-1] == 0:
             raise RuntimeError("segment_reduce(): offsets must hold at least one value (the "
                                "start of the first segment)")
-        if not every_example(given[..., 1:] >= given[..., :-1], guard=True):
-            raise RuntimeError("segment_reduce(): offsets must be non-decreasing (segment "
-                               "lengths >= 0)")
-        if not every_example((given >= 0) & (given <= n), guard=True):
-            raise RuntimeError(f"segment_reduce(): offsets must lie in [0, {n}] (the size of "
-                               f"data along axis {axis})")
+        check_every_example(given[..., 1:] >= given[..., :-1], "segment_reduce(): offsets "
+                            "must be non-decreasing (segment lengths >= 0)")
+        check_every_example((given >= 0) & (given <= n), f"segment_reduce(): offsets must "
+                            f"lie in [0, {n}] (the size of data along axis {axis})")
         # the positions before offsets[0] belong to no segment: a leading one, dropped after
         # (by ops: offsets that are an input of nn.Graph are traced)
         lengths = cat([offsets[..., :1], offsets[..., 1:] - offsets[..., :-1]], -1)
-    if not every_example(lengths >= 0, guard=True):
-        raise RuntimeError("lengths contains negative value!")
+    check_every_example(lengths >= 0, "lengths contains negative value!")
     totals = lengths.sum(-1)
-    if not unsafe and offsets is None and not every_example(totals == n, guard=True):
-        raise RuntimeError("segment_reduce(): Expected all rows of lengths along axis to sum to "
-                           "data.size(lengths.dim()-1) when !unsafe.")
-    if not every_example(totals <= n, guard=True):
-        raise RuntimeError(f"segment_reduce(): the lengths sum to more than the {n} elements "
-                           f"of data along axis {axis}")
+    if not unsafe and offsets is None:
+        check_every_example(totals == n, "segment_reduce(): Expected all rows of lengths "
+                            "along axis to sum to data.size(lengths.dim()-1) when !unsafe.")
+    check_every_example(totals <= n, f"segment_reduce(): the lengths sum to more than the {n} "
+                        f"elements of data along axis {axis}")
     out = _segment_reduce_op(data, lengths, reduce=reduce, axis=axis,
                              initial=None if initial is None else float(initial))
     if given is not offsets:

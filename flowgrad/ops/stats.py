@@ -21,7 +21,7 @@ from .. import return_types
 from .._warn import called_by_user, warn
 from ..dtypes import TORCH_SCALAR_NAMES, complex128, float64, promote_types
 from ..errors import check_kernel_dtype
-from ..func.batched import every_example
+from ..func.batched import check_every_example
 from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from .elementwise import where
@@ -643,8 +643,7 @@ def _check_cov_weights(weights, name, n):
         kind = "integral" if integral else "floating point"
         raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
                            f"{weights.dtype.name} dtype")
-    if not every_example(weights >= 0, guard=True):  # (under vmap `_data` is a placeholder)
-        raise RuntimeError(f"cov(): {name} cannot be negative")
+    check_every_example(weights >= 0, f"cov(): {name} cannot be negative")
 
 
 @tensor_method()
@@ -678,8 +677,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         avg = x.mean(1)
     else:
         w_sum = w.sum()
-        if not every_example(w_sum != 0, guard=True):
-            raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+        check_every_example(w_sum != 0, "cov(): weights sum to zero, can't be normalized")
         # one observation is its own mean: x * w / w_sum rounds off it, and a dof <= 0
         # (norm 0) then made that rounding an inf where torch's 0 / 0 is nan
         avg = x.squeeze(1).to(promote_types(x.dtype, w.dtype)) if n == 1 else \

@@ -26,7 +26,7 @@ from ..autograd.inplace import bump_version, change_layout, check_capture
 from ..autograd.views import shown_base
 from ..device import STORAGES, array_module, memory_owner, new_array
 from ..errors import tensor_operand
-from ..func.batched import every_example
+from ..func.batched import check_every_example, every_example
 from ..storage import UntypedStorage
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import contiguous_format, format_rank
@@ -356,8 +356,8 @@ def unravel_index(indices, shape):
         raise ValueError("unravel_index: 'shape' cannot have negative values, but got "
                          f"{shape}")
     total = math.prod(shape)
-    if not every_example((indices >= -total) & (indices < total), guard=True):
-        raise ValueError(f"unravel_index: index out of bounds for shape {shape}")
+    check_every_example((indices >= -total) & (indices < total),
+                        f"unravel_index: index out of bounds for shape {shape}", ValueError)
     flat = where(indices < 0, indices + total, indices)
     # as torch's: the coordinates are views of one (..., len(shape)) tensor, laid out as the
     # indices with the coordinates innermost (the layout of one elementwise op of
