@@ -262,6 +262,11 @@ VALUES = [
     ("detach_grad", lambda m, x: m.detach(x.requires_grad_()).requires_grad, np.ones(2)),
     ("typename", lambda m, x: (m.typename(x).split(".")[-1], m.typename(3),
                                m.typename(x.double()).split(".")[-1]), np.ones(2, np.float32)),
+    # torch checks no range: an index outside the shape wraps modulo it (flowgrad raised a
+    # ValueError), and int32 indices give int64 coordinates (flowgrad kept int32)
+    ("unravel_index_outside", lambda m, i: [(c.tolist(), str(c.dtype).split(".")[-1]) for c in
+                                            m.unravel_index(i, (2, 3))],
+     np.array([6, -7, -13, 100, 5], np.int32)),
 ]
 
 
@@ -300,6 +305,8 @@ ERRORS = [
                                                  m.ones(2)).sum().backward(), RuntimeError,
      "heaviside"),
     ("contains_type", lambda m: "a" in m.ones(2), RuntimeError, "__contains__ only supports"),
+    ("unravel_index_zero_size", lambda m: m.unravel_index(m.tensor([0]), (2, 0)), RuntimeError,
+     "ZeroDivisionError"),
 ]
 
 

@@ -26,7 +26,7 @@ from ..autograd.inplace import bump_version, change_layout, check_capture
 from ..autograd.views import shown_base
 from ..device import STORAGES, array_module, memory_owner, new_array
 from ..errors import tensor_operand
-from ..func.batched import check_every_example, every_example
+from ..func.batched import every_example
 from ..storage import UntypedStorage
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import contiguous_format, format_rank
@@ -355,15 +355,14 @@ def unravel_index(indices, shape):
     if any(s < 0 for s in shape):
         raise ValueError("unravel_index: 'shape' cannot have negative values, but got "
                          f"{shape}")
-    total = math.prod(shape)
-    check_every_example((indices >= -total) & (indices < total),
-                        f"unravel_index: index out of bounds for shape {shape}", ValueError)
-    flat = where(indices < 0, indices + total, indices)
     # as torch's: the coordinates are views of one (..., len(shape)) tensor, laid out as the
-    # indices with the coordinates innermost (the layout of one elementwise op of
-    # flat[..., None] and the 1-d strides; a 0-size dim leaves no index to divide)
-    strides = flat.new_tensor([math.prod(shape[k + 1:]) or 1 for k in range(len(shape))])
-    sizes = flat.new_tensor([s or 1 for s in shape])
+    # indices with the coordinates innermost (one elementwise op of indices[..., None] and
+    # the 1-d strides); torch checks no range: an index outside wraps modulo the shape, and a
+    # 0-size dim is an integer division by zero; int64 divisors, so the result is int64
+    flat = indices
+    strides = flat.new_tensor([math.prod(shape[k + 1:]) for k in range(len(shape))],
+                              dtype=_dt.int64)
+    sizes = flat.new_tensor(list(shape), dtype=_dt.int64)
     return tuple((flat.unsqueeze(-1) // strides % sizes).unbind(-1))
 
 
