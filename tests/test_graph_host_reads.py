@@ -470,3 +470,41 @@ def test_input_value_guards_are_checked_on_every_call_of_a_plan(fn, good, bad, e
         graph(bad)
     with pytest.raises(error, match=message):
         fn(bad)
+
+
+EYE, ZERO, NEG = T([[1.0, 0.0], [0.0, 2.0]]), T([[0.0, 0.0], [0.0, 0.0]]), T([[-1.0, 0.0],
+                                                                             [0.0, 1.0]])
+
+
+@pytest.mark.parametrize("fn, bad, error, message", [
+    (lambda a: flow.linalg.lu_factor(a)[0], ZERO, RuntimeError, "lu_factor: .*U.* is zero"),
+    (lambda a: flow.linalg.lu_factor_ex(a, check_errors=True)[0], ZERO, RuntimeError,
+     "lu_factor_ex: .*U.* is zero"),
+    (lambda a: flow.linalg.inv_ex(a, check_errors=True)[0], ZERO, flow.linalg.LinAlgError,
+     "inv_ex: the factorization could not be completed"),
+    (lambda a: flow.linalg.solve_ex(a, T([1.0, 1.0]), check_errors=True)[0], ZERO,
+     flow.linalg.LinAlgError, "solve_ex: the factorization could not be completed"),
+    (lambda a: flow.linalg.cholesky_ex(a, check_errors=True)[0], NEG, flow.linalg.LinAlgError,
+     "cholesky_ex: the factorization could not be completed"),
+    (lambda a: flow.linalg.ldl_factor_ex(a, check_errors=True)[0], ZERO, RuntimeError,
+     "ldl_factor_ex: .*D is singular"),
+    (lambda a: flow.linalg.inv_ex(a)[0], ZERO, None, None),  # NaN for a failed matrix
+    (lambda a: flow.linalg.cholesky_ex(a)[0], NEG, None, None),
+], ids=["lu_factor", "lu_factor_ex", "inv_ex", "solve_ex", "cholesky_ex", "ldl_factor_ex",
+        "inv_ex_nan", "cholesky_ex_nan"])
+def test_factorization_failures_are_checked_on_every_call_of_a_plan(fn, bad, error, message):
+    """lu_factor and the check_errors of lu_factor_ex/inv_ex/solve_ex/cholesky_ex/
+    ldl_factor_ex read info's array, and the _ex forms chose on it whether to put NaN in a
+    failed matrix's result: once, at trace time, so a plan traced on an invertible matrix gave
+    a later singular (or indefinite) one's numbers with no error. They are check nodes (and
+    the NaN's where, always) of the plan now."""
+    graph = flow.nn.Graph.trace(fn)
+    np.testing.assert_allclose(graph(EYE).numpy(), fn(EYE).numpy())
+    if error is None:
+        np.testing.assert_array_equal(graph(bad).numpy(), fn(bad).numpy())
+        assert np.isnan(graph(bad).numpy()).all()
+        return
+    with pytest.raises(error, match=f"{message}.*checked by the compiled plan"):
+        graph(bad)
+    with pytest.raises(error, match=message):
+        fn(bad)

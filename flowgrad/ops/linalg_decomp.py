@@ -19,7 +19,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..autograd.interpreter import varies_per_run
+from ..autograd.interpreter import require, varies_per_run
 from ..device import array_module
 from ..dtypes import TORCH_SCALAR_NAMES
 from ..errors import LinAlgError
@@ -52,6 +52,16 @@ def _square(A, name):
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                            f"{A._data.shape[-2]} by {A._data.shape[-1]} matrices")
     return A
+
+
+def check_info(info, error, message, eager):
+    """Raise `error(eager())` (a message with info's values) where a factorization's `info` is
+    non-zero; for an info a compiled plan computes anew, a check node of the plan on every
+    call's info, raising `error(message)` (read here, it would be the trace's only)."""
+    if varies_per_run(info):
+        require(info == 0, message, error)
+    elif info._data.any():
+        raise error(eager())
 
 
 def _matrix(A, name, low_ok=False):

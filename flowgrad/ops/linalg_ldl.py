@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
-from .linalg_decomp import _matrix, _square
+from .linalg_decomp import _matrix, _square, check_info
 from .no_derivative import without_derivative
 from .registry import op
 
@@ -202,9 +202,9 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
     LD, pivots, info = _ldl_factor(A, hermitian=bool(hermitian))
     # (LD requires grad where A does and refuses a backward, as torch's)
     LD = without_derivative([LD], [A], "linalg_ldl_factor_ex", "RuntimeError")[0]
-    if check_errors and info._data.any():
-        raise RuntimeError(f"linalg.ldl_factor_ex: the factorization could not be completed: "
-                           f"D is singular (info = {info.tolist()})")
+    if check_errors:
+        message = "linalg.ldl_factor_ex: the factorization could not be completed: D is singular"
+        check_info(info, RuntimeError, message, lambda: f"{message} (info = {info.tolist()})")
     return LDL_EX(LD, pivots, info)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..autograd.interpreter import varies_per_run
 from ..device import array_module
 from ..errors import LinAlgError
 from ..func.batched import every_example
@@ -36,6 +37,7 @@ from .linalg_decomp import (
     _lapack,
     _matrix,
     _square,
+    check_info,
     cholesky,
     column_major_result,
     eigvalsh,
@@ -157,10 +159,18 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
     _matrix(A, "linalg.lu_factor_ex")
     _check_pivot(pivot, "linalg.lu_factor_ex")
     LU, pivots, info = _lu_factor(A)
-    if check_errors and info._data.any():
-        raise RuntimeError(f"linalg.lu_factor_ex: U[{int(info._data.max())}, "
-                           f"{int(info._data.max())}] is zero (the matrix is singular)")
+    if check_errors:
+        _check_lu_info(info, "linalg.lu_factor_ex")
     return LU_FACTOR_EX(LU, pivots, info)
+
+
+def _check_lu_info(info, name):
+    """torch's error for a zero pivot U[i, i] (i: info's largest, 1-based as torch's)."""
+    rest = ("is zero and using it on lu_solve would result in a division by zero. If you still "
+            "want to perform the factorization, consider calling linalg.lu(A, pivot) or "
+            "linalg.lu_factor_ex(A, pivot)")
+    check_info(info, RuntimeError, f"{name}: a U[i,i] {rest}",
+               lambda: f"{name}: U[{int(info._data.max())},{int(info._data.max())}] {rest}")
 
 
 def lu_factor(A, *, pivot=True):
@@ -169,12 +179,7 @@ def lu_factor(A, *, pivot=True):
     _matrix(A, "linalg.lu_factor")
     _check_pivot(pivot, "linalg.lu_factor")
     LU, pivots, info = _lu_factor(A)
-    if info._data.any():
-        i = int(info._data.max())
-        raise RuntimeError(f"linalg.lu_factor: U[{i},{i}] is zero and using it on lu_solve "
-                           f"would result in a division by zero. If you still want to perform "
-                           f"the factorization, consider calling linalg.lu(A, pivot) or "
-                           f"linalg.lu_factor_ex(A, pivot)")
+    _check_lu_info(info, "linalg.lu_factor")
     return LU_FACTOR(LU, pivots)
 
 
@@ -237,11 +242,12 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
 def _ex(result, info, name, check_errors):
     """Replace the results of failed matrices by NaN (torch leaves LAPACK's partial results
     there; flowgrad does not promise them)."""
-    if not info._data.any():
-        return result
     if check_errors:
-        raise LinAlgError(f"{name}: the factorization could not be completed (info = "
-                           f"{info.tolist()})")
+        message = f"{name}: the factorization could not be completed"
+        check_info(info, LinAlgError, message, lambda: f"{message} (info = {info.tolist()})")
+        return result
+    if not (varies_per_run(info) or info._data.any()):  # (a plan's: every call's info)
+        return result
     bad = info != 0
     while bad.ndim < result.ndim:
         bad = bad.unsqueeze(-1)
