@@ -508,3 +508,35 @@ def test_factorization_failures_are_checked_on_every_call_of_a_plan(fn, bad, err
         graph(bad)
     with pytest.raises(error, match=message):
         fn(bad)
+
+
+W4 = flow.arange(8.0).reshape(4, 2)
+
+
+@pytest.mark.parametrize("fn, good, bad, error, message", [
+    (lambda i: F.embedding_bag(i, W4, T([0])), T([0, 1]), T([0, 4]), RuntimeError,
+     r"valid range \[0, 4\)"),
+    (lambda i: F.embedding(i, W4), T([0, 1]), T([0, 4]), IndexError,
+     "embedding: index out of range in self"),
+    (lambda i: F.embedding(i, W4.clone(), max_norm=1.0), T([0, 1]), T([0, 4]), IndexError,
+     "embedding: index out of range in self"),
+    (lambda t: F.multi_margin_loss(flow.arange(6.0).reshape(2, 3), t), T([0, 1]), T([0, 3]),
+     RuntimeError, "multi_margin_loss: target out of range"),
+    (lambda t: F.multilabel_margin_loss(flow.arange(6.0).reshape(2, 3), t),
+     T([[0, -1, 0], [1, 2, -1]]), T([[0, 3, 0], [1, 2, -1]]), RuntimeError,
+     "multilabel_margin_loss: target is out of range"),
+    (lambda i: F.max_unpool1d(T([[[5.0]]]), i, 2), T([[[0]]]), T([[[2]]]), RuntimeError,
+     "max_unpool1d: found an invalid max index"),
+], ids=["embedding_bag", "embedding", "embedding_max_norm", "multi_margin_loss",
+        "multilabel_margin_loss", "max_unpool1d"])
+def test_a_plans_range_errors_are_the_ops_own(fn, good, bad, error, message):
+    """A plan caught these out-of-range indices only in a later kernel: embedding_bag's as an
+    IndexError (eager and torch: RuntimeError), the others with another op's message (gather,
+    one_hot, scatter, NumPy's indexing). The plan checks them as the op's own now."""
+    graph = flow.nn.Graph.trace(fn)
+    graph(good)
+    with pytest.raises(error, match=message) as caught:
+        graph(bad)
+    assert caught.type is error
+    with pytest.raises(error, match=message):
+        fn(bad)

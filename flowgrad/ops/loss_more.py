@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from .._warn import warn
+from ..autograd.interpreter import require, varies_per_run
 from ..device import array_module
 from ..errors import check_kernel_dtype, check_same_dtype, expect_tensor
 from ..func.batched import check_every_example
@@ -424,6 +425,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if t.size and (t.min() < 0 or t.max() >= c):
         raise RuntimeError(f"multi_margin_loss: target out of range: class indices must lie "
                            f"in [0, {c}), got {t.tolist() if t.size < 10 else t.dtype}")
+    if varies_per_run(target) and t.size:  # (a plan's: its error, on each call's target)
+        require((target >= 0) & (target < c), f"multi_margin_loss: target out of range: class "
+                                              f"indices must lie in [0, {c})", RuntimeError)
     target_shape = tuple(target.shape)
     target = target.reshape(n, 1)  # (ops on the target: a graph compiles them)
     picked = x2.gather(1, target)
@@ -511,6 +515,9 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         raise RuntimeError(f"multilabel_margin_loss: target is out of range: class indices "
                            f"must lie in [0, {c}) or be -1 (padding), got "
                            f"{int(check.min())}..{int(check.max())}")
+    if varies_per_run(target) and check.size:  # (a plan's: its error, on each call's target)
+        require((target >= -1) & (target < c), f"multilabel_margin_loss: target is out of "
+                f"range: class indices must lie in [0, {c}) or be -1 (padding)", RuntimeError)
     # the targets of a row are the indices before its first -1 (ops on the target, so a
     # traced graph reads each call's)
     t = target.reshape(n, c).long()

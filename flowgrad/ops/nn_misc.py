@@ -52,12 +52,17 @@ __all__ = ["embedding", "embedding_bag", "dropout", "dropout1d", "dropout2d", "d
 # ---- embedding -----------------------------------------------------------------------------------
 @op("embedding", jvp="linear", save="inputs[1]")
 def _embedding(xp, weight, indices, *, padding_idx, scale_grad_by_freq, sparse=False):
-    # the wrapper's range check, again here: a compiled plan runs the kernel alone, and a
-    # negative index would wrap around instead of raising
-    if indices.size and indices.min() < 0:
-        raise IndexError(f"embedding: index out of range in self: index {int(indices.min())} "
-                         f"is out of range for weight with {weight.shape[0]} rows")
+    _check_rows(indices, weight.shape[0])
     return weight[indices]
+
+
+def _check_rows(indices, n):
+    """The wrapper's range check, again in the kernels: a compiled plan runs them alone (a
+    negative index would wrap around, one past the end fail with NumPy's message)."""
+    if indices.size and (indices.min() < 0 or indices.max() >= n):
+        bad = indices[(indices < 0) | (indices >= n)][0]
+        raise IndexError(f"embedding: index out of range in self: index {int(bad)} is out of "
+                         f"range for weight with {n} rows")
 
 
 @_embedding.grad
@@ -202,6 +207,7 @@ def _embedding_renorm_rows(xp, w, idx, *, max_norm, norm_type):
     in float32, rounded), the scale max_norm / (norm + 1e-7) in double, and the row
     multiplied by that scale rounded to the dtype it computes in (float64 throughout gave
     rows 1 ulp off torch's in float32, enough to flip a later max)."""
+    _check_rows(idx, w.shape[0])
     rows = xp.unique(idx.reshape(-1))
     wide = (xp.float32, xp.float64, xp.complex64, xp.complex128)  # (half: float32, as torch)
     acc = w.dtype if w.dtype in wide else xp.dtype(xp.float32)
@@ -343,6 +349,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         at = int(xp.flatnonzero((idx.reshape(-1) < 0) | (idx.reshape(-1) >= n))[0])
         raise RuntimeError(f"Index {at} of input takes value {int(idx.reshape(-1)[at])} which "
                            f"is not in the valid range [0, {n})")
+    if varies_per_run(input) and idx.size:  # (a plan's: checked on each call's, as RuntimeError)
+        require((input >= 0) & (input < n), f"embedding_bag: an index of input is not in the "
+                                            f"valid range [0, {n})", RuntimeError)
     emb = embedding(flat, weight, padding_idx=pad, max_norm=max_norm, norm_type=norm_type,
                     scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
     if idx.size == 0:

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.interpreter import require, varies_per_run
 from ..device import array_module
 from ..errors import check_kernel_dtype
 from ..tensor import Tensor
@@ -69,6 +70,9 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     if flat.size and (flat.min() < 0 or flat.max() >= size):
         raise RuntimeError(f"{name}: found an invalid max index {int(flat.max())} (output "
                            f"volumes are of size {'x'.join(map(str, out))})")
+    if varies_per_run(idx) and flat.size:  # (a plan's: its error, on each call's indices)
+        require((idx >= 0) & (idx < size), f"{name}: found an invalid max index (output "
+                f"volumes are of size {'x'.join(map(str, out))})", RuntimeError)
     zeros = Tensor._wrap(xp.zeros((n, c, size), x._data.dtype))
     y = zeros.scatter(2, idx.reshape(n, c, flat.shape[2]), x.reshape(n, c, flat.shape[2]))
     y = y.reshape(n, c, *out)
