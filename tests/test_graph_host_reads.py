@@ -540,3 +540,25 @@ def test_a_plans_range_errors_are_the_ops_own(fn, good, bad, error, message):
     assert caught.type is error
     with pytest.raises(error, match=message):
         fn(bad)
+
+
+@pytest.mark.parametrize("fn, bad", [
+    (lambda a: flow.linalg.inv(a), ZERO),
+    (lambda a: flow.linalg.solve(a, T([1.0, 1.0])), ZERO),
+    (lambda a: flow.linalg.cholesky(a), NEG),
+    (lambda a: flow.linalg.svdvals(a), T([[float("nan"), 0.0], [0.0, 1.0]])),
+    (lambda a: flow.linalg.pinv(a), T([[float("nan"), 0.0], [0.0, 1.0]])),
+    (lambda a: flow.linalg.eigvals(a), T([[float("nan"), 0.0], [0.0, 1.0]])),
+], ids=["inv", "solve", "cholesky", "svdvals", "pinv", "eigvals"])
+def test_a_plans_lapack_failures_raise_torchs_error_class(fn, bad):
+    """The wrappers turned NumPy's LinAlgError (a ValueError) into torch's LinAlgError (a
+    RuntimeError) around the op call, at trace time only: a plan raised NumPy's, which
+    `except torch.linalg.LinAlgError` / `except RuntimeError` does not catch. The kernels
+    raise torch's class (eig's: RuntimeError) themselves now."""
+    graph = flow.nn.Graph.trace(fn)
+    graph(EYE)
+    with pytest.raises(RuntimeError, match="compiled plan") as caught:
+        graph(bad)
+    assert not isinstance(caught.value, ValueError)
+    with pytest.raises(type(caught.value)):
+        fn(bad)

@@ -95,6 +95,7 @@ def test_factorization_failures_raise_torch_linalg_error():
     # raised AttributeError under flowgrad. lu_factor_ex/ldl_factor_ex's check_errors raise
     # a plain RuntimeError in torch, and so in flowgrad
     sing, npd = np.zeros((2, 2)), np.array([[1.0, 2.0], [2.0, 1.0]])
+    nan = np.array([[np.nan, 1.0], [1.0, 1.0]])
 
     def outcomes(m):
         calls = [lambda: m.linalg.cholesky(m.tensor(npd)), lambda: m.linalg.inv(m.tensor(sing)),
@@ -103,6 +104,11 @@ def test_factorization_failures_raise_torch_linalg_error():
                  lambda: m.linalg.cholesky_ex(m.tensor(npd), check_errors=True),
                  lambda: m.linalg.lu_factor_ex(m.tensor(sing), check_errors=True),
                  lambda: m.linalg.ldl_factor_ex(m.tensor(sing), check_errors=True)]
+        # an SVD of a nan: flowgrad's svdvals, matrix_rank, the 2-norm and cond raised NumPy's
+        # LinAlgError (a ValueError)
+        calls += [lambda f=f: f(m.tensor(nan)) for f in (
+            m.linalg.svdvals, m.linalg.matrix_rank, lambda a: m.linalg.matrix_norm(a, 2),
+            m.linalg.cond, m.linalg.svd, m.linalg.pinv)]
         out = []
         for call in calls:
             try:

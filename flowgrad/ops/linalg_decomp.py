@@ -80,12 +80,26 @@ def _matrix(A, name, low_ok=False):
 
 
 def _lapack(fn, name, what="the input is singular"):
-    """Run a NumPy LAPACK call, turning NumPy's LinAlgError into torch's."""
+    """Run a NumPy LAPACK call, turning NumPy's LinAlgError (or a kernel's `lapack_error`)
+    into torch's, worded with the function's `name`."""
     try:
         return fn()
-    except np.linalg.LinAlgError as e:
+    except (np.linalg.LinAlgError, LinAlgError) as e:
+        detail = getattr(e, "detail", None) if isinstance(e, LinAlgError) else e
+        if detail is None:
+            raise
         raise LinAlgError(f"{name}: The factorization could not be completed because {what} "
-                           f"({e})") from None
+                           f"({detail})") from None
+
+
+def lapack_error(e, op_name, what, error=LinAlgError):
+    """torch's error class for NumPy's LinAlgError `e` inside a kernel, which a compiled plan
+    runs alone (NumPy's is a ValueError); `detail` (NumPy's words) lets `_lapack` word it as
+    the function's eager error."""
+    failure = error(f"{op_name}: The factorization could not be completed because {what} "
+                    f"({e})")
+    failure.detail = str(e)
+    return failure
 
 
 def _diag_embed(v):
@@ -308,7 +322,10 @@ def logdet(A):
 
 @op("linalg_inv", save="outputs", complex=True, layout="column_major")
 def _inv(xp, A):
-    return xp.linalg.inv(A)
+    try:
+        return xp.linalg.inv(A)
+    except xp.linalg.LinAlgError as e:
+        raise lapack_error(e, "linalg_inv", "the input matrix is singular") from None
 
 
 @_inv.grad
@@ -327,10 +344,13 @@ def inv(A):
 @op("linalg_solve", save="inputs outputs", complex=True, grad_reads=((0,), (0,)),
     layout="column_major")
 def _solve(xp, A, B, *, vector=False):
-    if vector:  # B a (batch of) vector(s): torch lays the (..., n) result out as a matrix of
-        # its last two dims, column-major (a batch's vectors interleaved)
-        return column_major(xp, xp.linalg.solve(A, B[..., None])[..., 0])
-    return xp.linalg.solve(A, B)
+    try:
+        if vector:  # B a (batch of) vector(s): torch lays the (..., n) result out as a matrix
+            # of its last two dims, column-major (a batch's vectors interleaved)
+            return column_major(xp, xp.linalg.solve(A, B[..., None])[..., 0])
+        return xp.linalg.solve(A, B)
+    except xp.linalg.LinAlgError as e:
+        raise lapack_error(e, "linalg_solve", "the input matrix is singular") from None
 
 
 @_solve.grad
@@ -392,9 +412,13 @@ def _same_dtype(A, B, name):
 # ---- cholesky / qr ---------------------------------------------------------------------------
 @op("linalg_cholesky", save="outputs", complex=True, layout="column_major")
 def _cholesky(xp, A):
-    L = xp.linalg.cholesky(A)
+    what = "the input is not positive-definite"
+    try:
+        L = xp.linalg.cholesky(A)
+    except xp.linalg.LinAlgError as e:
+        raise lapack_error(e, "linalg_cholesky", what) from None
     if xp.isnan(L).any():  # (a nan pivot, which NumPy's potrf lets through and torch's refuses)
-        raise xp.linalg.LinAlgError("a pivot is nan")
+        raise lapack_error("a pivot is nan", "linalg_cholesky", what)
     return L
 
 
@@ -505,7 +529,10 @@ def qr(A, mode="reduced"):
 # ---- svd / eigh ------------------------------------------------------------------------------
 @op("linalg_svd", n_out=3, save="outputs", complex=True, layout="column_major")
 def _svd(xp, A, *, full_matrices):
-    U, S, Vh = xp.linalg.svd(A, full_matrices=full_matrices)
+    try:
+        U, S, Vh = xp.linalg.svd(A, full_matrices=full_matrices)
+    except xp.linalg.LinAlgError as e:
+        raise lapack_error(e, "linalg_svd", "the SVD did not converge") from None
     return U, S, Vh
 
 
@@ -573,7 +600,11 @@ def svdvals(A):
 
 @op("linalg_eigh", n_out=2, save="outputs", complex=True, layout="column_major")
 def _eigh(xp, A, *, UPLO):
-    w, V = xp.linalg.eigh(A, UPLO=UPLO)
+    try:
+        w, V = xp.linalg.eigh(A, UPLO=UPLO)
+    except xp.linalg.LinAlgError as e:
+        raise lapack_error(e, "linalg_eigh", "the eigenvalue algorithm did not converge") \
+            from None
     return w, V
 
 

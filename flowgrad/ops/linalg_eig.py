@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from .complex import adjoint, conj, imag, real
@@ -36,7 +34,10 @@ EIG = namedtuple("EIG", ["eigenvalues", "eigenvectors"])
 
 @op("linalg_eig", n_out=2, save="outputs", complex=True, layout="column_major")
 def _eig(xp, A):
-    L, V = xp.linalg.eig(A)
+    try:
+        L, V = xp.linalg.eig(A)
+    except xp.linalg.LinAlgError as e:  # (torch's RuntimeError here too: a plan runs it alone)
+        raise _eig_error(e, "linalg_eig") from None
     # NumPy returns real arrays when every eigenvalue is real; torch's are always complex
     ct = xp.complex128 if A.dtype in (xp.float64, xp.complex128) else xp.complex64
     return L.astype(ct, copy=False), V.astype(ct, copy=False)
@@ -78,10 +79,19 @@ def _checked(A, name):
     _dt.complex_in_use()  # the results are complex: arm the complex checks of other ops
     try:
         return _eig(A)
-    except np.linalg.LinAlgError as e:
-        what = ("input tensor should not contain infs or NaNs (clean it with nan_to_num)"
-                if "NaN" in str(e) else f"the eigenvalue algorithm did not converge ({e})")
-        raise RuntimeError(f"{name}: {what}") from None
+    except RuntimeError as e:
+        if getattr(e, "detail", None) is None:
+            raise
+        raise _eig_error(e.detail, name) from None
+
+
+def _eig_error(e, name):
+    """torch's error for NumPy's LinAlgError `e` of geev, named `name`."""
+    what = ("input tensor should not contain infs or NaNs (clean it with nan_to_num)"
+            if "NaN" in str(e) else f"the eigenvalue algorithm did not converge ({e})")
+    error = RuntimeError(f"{name}: {what}")
+    error.detail = e
+    return error
 
 
 def eig(A):

@@ -42,6 +42,7 @@ from .linalg_decomp import (
     column_major_result,
     eigvalsh,
     inv,
+    lapack_error,
     solve,
     solve_matrices,
     svdvals,
@@ -348,12 +349,17 @@ def _pinv(xp, A, *tolerances, atol, rtol, hermitian):
         X = xp.swapaxes(X, -1, -2)
         return xp.conj(X) if X.dtype.kind == "c" else X
 
+    try:
+        if hermitian:
+            w, V = xp.linalg.eigh(A)
+        else:
+            U, S, Vh = xp.linalg.svd(A, full_matrices=False)
+    except xp.linalg.LinAlgError as e:
+        raise lapack_error(e, "linalg_pinv", "the SVD did not converge") from None
     if hermitian:
-        w, V = xp.linalg.eigh(A)
         tol = xp.maximum(atol, rtol * xp.abs(w).max(-1, initial=0))[..., None]
         winv = xp.where(xp.abs(w) > tol, 1 / xp.where(w == 0, 1, w), 0)
         return (V * winv[..., None, :]) @ adj(V)
-    U, S, Vh = xp.linalg.svd(A, full_matrices=False)
     tol = xp.maximum(atol, rtol * S.max(-1, initial=0))[..., None]
     sinv = xp.where(S > tol, 1 / xp.where(S == 0, 1, S), 0)
     return adj(Vh) @ (sinv[..., :, None] * adj(U))
