@@ -97,6 +97,9 @@ REFUSED = [
     ("repeat_interleave repeats", lambda r: flow.repeat_interleave(flow.ones(2), r), T([1, 2])),
     ("repeat_interleave counts", lambda r: flow.repeat_interleave(r), T([1, 2])),
     ("tensor_split indices", lambda i: flow.tensor_split(flow.ones(4), i)[0], T([1, 3])),
+    # (narrow read a 0-d start/length tensor's array: a plan sliced the trace's place)
+    ("narrow tensor start", lambda s: flow.arange(6.0).narrow(0, s, 2) * 1, T(3)),
+    ("narrow_copy tensor length", lambda n: flow.arange(6.0).narrow_copy(0, 1, n), T([2])),
     ("np.asarray of a traced tensor", lambda x: x + float(np.asarray(x).sum()), T([0.0, 1.0])),
     ("a NumPy ufunc of a traced tensor", lambda x: x * np.sqrt(x).sum().item(), T([0.0, 1.0])),
     ("deepcopy", lambda x: copy.deepcopy(x) * 2, T([0.0, 1.0])),

@@ -709,6 +709,7 @@ def _narrow_arg(value, arg):
     if isinstance(value, Tensor):
         if value._data.ndim or value._data.dtype.kind not in "iu":
             raise RuntimeError(f"{arg} must be an 0-dim integral Tensor.")
+        _interpreter.check_read(value, f"narrow's {arg}")  # (a plan would keep the trace's)
         return int(value._data)
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise TypeError(f"narrow(): argument '{arg}' must be int, not {type(value).__name__}")

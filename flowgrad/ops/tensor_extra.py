@@ -76,14 +76,22 @@ def narrow_copy(input, dim, start, length):
     """
     # torch reads its start and length as ints: a one-element integer tensor of any rank is
     # one (narrow itself takes only a 0-d one)
-    start, length = (int(v._data.reshape(())) if isinstance(v, Tensor) and v._data.size == 1
-                     and v._data.dtype.kind in "iu" else v for v in (start, length))
+    start, length = (_read_int(v, f"narrow_copy's {arg}") if isinstance(v, Tensor) and
+                     v._data.size == 1 and v._data.dtype.kind in "iu" else v
+                     for v, arg in ((start, "start"), (length, "length")))
     # torch's own check of a dim past the last (a negative one out of range is narrow's
     # IndexError)
     if isinstance(dim, int) and dim >= max(input._data.ndim, 1):
         raise RuntimeError(f"narrow_copy(): Expected dim < {input._data.ndim} (the input's "
                            f"shape is {tuple(input.shape)}), got dim {dim}")
     return input.narrow(dim, start, length).clone(memory_format=contiguous_format)  # (as torch)
+
+
+def _read_int(value, what):
+    """A one-element integer tensor's value as an int: refused inside nn.Graph's build, whose
+    plan would keep the trace's."""
+    _interpreter.check_read(value, what)
+    return int(value._data.reshape(()))
 
 
 def _dim_order(self, *, ambiguity_check=False):
