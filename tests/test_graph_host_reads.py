@@ -565,3 +565,18 @@ def test_a_plans_lapack_failures_raise_torchs_error_class(fn, bad):
     assert not isinstance(caught.value, ValueError)
     with pytest.raises(type(caught.value)):
         fn(bad)
+
+
+def test_binomial_runs_in_a_plan_and_checks_each_calls_counts():
+    """binomial checked an infinite count with bool(), which nn.Graph refuses inside build:
+    a plan of it could not be made at all. It is a check node of the plan now."""
+    def fn(count, prob):
+        return flow.binomial(count, prob)
+    graph = flow.nn.Graph.trace(fn)
+    for count, prob in ((T([3.0, 5.0]), T([0.5, 0.5])), (T([30.0, 50.0]), T([0.2, 0.9]))):
+        flow.manual_seed(1)
+        got = graph(count, prob)
+        flow.manual_seed(1)
+        np.testing.assert_array_equal(got.numpy(), fn(count, prob).numpy())
+    with pytest.raises(RuntimeError, match="infinite count.*checked by the compiled plan"):
+        graph(T([float("inf"), 5.0]), T([0.5, 0.5]))

@@ -19,6 +19,7 @@ import math
 from .._warn import warn
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..errors import check_kernel_dtype, int_arg
+from ..func.batched import check_every_example
 from ..typed_tensors import contiguous_format
 from . import loss_ctc as _loss_ctc
 from . import loss_more as _loss_more
@@ -381,9 +382,8 @@ def binomial(count, prob, generator=None):
         bad = prob.isnan() | count.isnan()
         n = where(count > 0, count, 0.0).floor()
         p = where(bad, 0.0, prob).clamp(0.0, 1.0)
-        if bool((n.isinf() & (p > 0)).any()):
-            raise RuntimeError("binomial: an infinite count with a positive probability has "
-                               "no finite draw")
+        check_every_example(~(n.isinf() & (p > 0)), "binomial: an infinite count with a "
+                            "positive probability has no finite draw")
         draws = where(bad, math.nan, _sampling.binomial(where(n.isinf(), 0.0, n), p, generator))
     return without_derivative([draws], (count, prob), "binomial", error="RuntimeError")[0]
 
