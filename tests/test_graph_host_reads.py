@@ -580,3 +580,13 @@ def test_binomial_runs_in_a_plan_and_checks_each_calls_counts():
         np.testing.assert_array_equal(got.numpy(), fn(count, prob).numpy())
     with pytest.raises(RuntimeError, match="infinite count.*checked by the compiled plan"):
         graph(T([float("inf"), 5.0]), T([0.5, 0.5]))
+
+
+def test_lu_solve_checks_each_calls_pivots_in_a_plan():
+    """lu_solve's pivots' range is checked in the permutation kernel (it was not checked at
+    all: 0 and -1 wrapped to row swaps), so a plan checks each call's."""
+    LU = T([[2.0, 1.0], [0.5, 3.0]])
+    graph = flow.nn.Graph.trace(lambda p: flow.linalg.lu_solve(LU, p, T([[1.0], [1.0]])))
+    graph(T([2, 2], dtype=flow.int32))
+    with pytest.raises(RuntimeError, match="lu_solve must all be greater or equal to 1"):
+        graph(T([0, 2], dtype=flow.int32))

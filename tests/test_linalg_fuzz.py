@@ -121,3 +121,25 @@ def test_factorization_failures_raise_torch_linalg_error():
         return out
     assert issubclass(flow.linalg.LinAlgError, RuntimeError)
     assert outcomes(flow) == outcomes(torch)
+
+
+@pytest.mark.parametrize("pivots", [[1, 2], [2, 2], [3, 2], [0, 2], [-1, 2], [2, 5]])
+def test_lu_unpack_and_lu_solve_check_the_pivots_range_as_torch(pivots):
+    # flowgrad applied pivots 0 and -1 as row swaps (wrapping) with no error, and failed past
+    # the end with NumPy's IndexError; torch raises its RuntimeError for either (lu_unpack
+    # only when it unpacks them)
+    LU = np.array([[2.0, 1.0], [0.5, 3.0]])
+
+    def outcomes(m):
+        piv = m.tensor(pivots, dtype=m.int32)
+        calls = [lambda: m.lu_unpack(m.tensor(LU), piv)[0],
+                 lambda: m.lu_unpack(m.tensor(LU), piv, unpack_pivots=False)[1],
+                 lambda: m.linalg.lu_solve(m.tensor(LU), piv, m.ones(2, 1, dtype=m.float64))]
+        out = []
+        for call in calls:
+            try:
+                out.append(np.round(call().numpy(), 6).tolist())
+            except RuntimeError as e:
+                out.append(str(e))
+        return out
+    assert outcomes(flow) == outcomes(torch)

@@ -95,10 +95,13 @@ def _lu_factor(xp, A):
 
 
 @op("linalg_lu_permutation", differentiable=False, complex=True, layout="contiguous")
-def _permutation(xp, pivots, LU):
+def _permutation(xp, pivots, LU, *, check=None):
     """P with A = P L U from getrf's row swaps: apply the swaps to the rows of I, transposed.
-    (LU only gives the size and dtype.)"""
+    (LU only gives the size and dtype.) `check`: the function whose range check of pivots
+    given by the user this is (in the kernel: a compiled plan checks each call's)."""
     m, dtype = LU.shape[-2], LU.dtype
+    if check is not None and pivots.size:
+        _check_pivot_range(pivots, m, check)
     batch, k = pivots.shape[:-1], pivots.shape[-1]
     size = math.prod(batch)  # (not -1 in reshape: m or k may be 0)
     perm = xp.broadcast_to(xp.arange(m), batch + (m,)).reshape(size, m).copy()
@@ -113,14 +116,28 @@ def _permutation(xp, pivots, LU):
     return xp.swapaxes(eye[perm], -1, -2).reshape(batch + (m, m))
 
 
-def _unpack(LU, pivots):
-    """P, L (unit lower, m x k), U (upper, k x n) from the packed LU."""
+def _check_pivot_range(piv, m, name):
+    """torch's errors for pivots outside [1, m] (lu_unpack's one, lu_solve's two)."""
+    low, high = piv.min() < 1, piv.max() > m
+    if not (low or high):
+        return
+    again = "Did you properly pass the result of lu_factor?"
+    if name == "lu_unpack":
+        raise RuntimeError(f"pivots passed to lu_unpack must be between 1 and LU.size(-2) "
+                           f"inclusive.{again}")
+    raise RuntimeError(f"Pivots given to lu_solve must all be "
+                       f"{'greater or equal to 1' if low else 'smaller or equal to LU.size(-2)'}"
+                       f". {again}")
+
+
+def _unpack(LU, pivots, check=None, P=True):
+    """P, L (unit lower, m x k), U (upper, k x n) from the packed LU (`P` False: None for
+    it); `check`: the function that checks the pivots' range (the user's pivots)."""
     m, n = LU.shape[-2:]
     k = min(m, n)
     L = tril(LU, -1)[..., :, :k] + _eye(m, LU, k)
     U = triu(LU[..., :k, :])  # (a new row-major U, as torch's: not a view of triu(LU)'s rows)
-    P = _permutation(pivots, LU)
-    return P, L, U
+    return _permutation(pivots, LU, check=check) if P else None, L, U
 
 
 @_lu_factor.grad
@@ -196,7 +213,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     """torch.lu_unpack: (P, L, U) from the packed LU and its pivots."""
     _check_pivots(LU_pivots, "torch.lu_unpack", "LU_pivots")
     xp = array_module(LU_data._data)
-    P, L, U = _unpack(LU_data, LU_pivots)
+    P, L, U = _unpack(LU_data, LU_pivots, "lu_unpack", P=unpack_pivots)
     empty = Tensor._wrap(xp.empty((0,), LU_data._data.dtype))
     return PLU(P if unpack_pivots else empty, L if unpack_data else empty,
                U if unpack_data else empty)
@@ -223,7 +240,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     _square(LU, "linalg.lu_solve")
     _matrix(B, "linalg.lu_solve")
     _check_pivots(pivots, "linalg.lu_solve")
-    P, L, U = _unpack(LU, pivots)
+    P, L, U = _unpack(LU, pivots, "lu_solve")
 
     def tri(T, X, upper, left, unit=False):
         return solve_triangular(T, X, upper=upper, left=left, unitriangular=unit)
