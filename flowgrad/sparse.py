@@ -24,6 +24,7 @@ import numpy as np
 from .autograd import accumulate as _accumulate
 from .autograd import engine as _engine
 from .autograd.function import Function
+from .autograd.interpreter import check_read
 from .device import array_module
 from .errors import SparseOperandError
 from .tensor import Tensor
@@ -464,6 +465,7 @@ def _to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=
                            f"sparse_bsc), got blocksize {blocksize} with layout {layout}")
     if dense_dim is not None:
         sparse_dim = self.ndim - int(dense_dim)
+    check_read(self, "to_sparse()")  # (which entries are stored is the values': no plan repeats it)
     if self.ndim == 0 and sparse_dim is None:  # torch: no sparse dims, one entry if non-zero
         nnz = int(bool(self._data != 0))
         idx = Tensor._wrap(array_module(self._data).zeros((0, nnz), dtype=np.int64))

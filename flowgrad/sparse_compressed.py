@@ -21,6 +21,7 @@ import numpy as np
 
 from . import sparse as _coo
 from .autograd.function import Function
+from .autograd.interpreter import check_read
 from .autograd.torch_nodes import torch_name
 from .device import new_array, to_host
 from .sparse import SparseMetadata, SparseTensor, _dense_only, layout, sparse_coo, strided
@@ -427,6 +428,7 @@ def _from_entries(coords, vals, size, nbatch, lay, blocksize, name):
 
 def _dense_to(x, lay, blocksize, dense_dim, name):
     """Dense -> compressed (see _dense_to_parts), remembering x for torch.mm's gradient."""
+    check_read(x, f"{name}()")  # (which entries are stored is the values': no plan repeats it)
     out = _dense_to_parts(x, lay, blocksize, dense_dim, name)
     if x.requires_grad and not out.dense_dim() and out.dim() == 2:
         out._src = x

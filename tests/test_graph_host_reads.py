@@ -100,6 +100,9 @@ REFUSED = [
     # (narrow read a 0-d start/length tensor's array: a plan sliced the trace's place)
     ("narrow tensor start", lambda s: flow.arange(6.0).narrow(0, s, 2) * 1, T(3)),
     ("narrow_copy tensor length", lambda n: flow.arange(6.0).narrow_copy(0, 1, n), T([2])),
+    # (a sparse tensor's entries are the non-zeros: a plan kept the trace's indices and count)
+    ("to_sparse", lambda x: x.to_sparse().values() * 2, T([0.0, 1.0, 1.0])),
+    ("to_sparse_csr", lambda x: x.reshape(1, 3).to_sparse_csr().values() * 2, T([0.0, 1.0, 1.0])),
     ("np.asarray of a traced tensor", lambda x: x + float(np.asarray(x).sum()), T([0.0, 1.0])),
     ("a NumPy ufunc of a traced tensor", lambda x: x * np.sqrt(x).sum().item(), T([0.0, 1.0])),
     ("deepcopy", lambda x: copy.deepcopy(x) * 2, T([0.0, 1.0])),
