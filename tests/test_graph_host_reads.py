@@ -593,3 +593,25 @@ def test_lu_solve_checks_each_calls_pivots_in_a_plan():
     graph(T([2, 2], dtype=flow.int32))
     with pytest.raises(RuntimeError, match="lu_solve must all be greater or equal to 1"):
         graph(T([0, 2], dtype=flow.int32))
+
+
+@pytest.mark.parametrize("batched", [True, False], ids=["concatenated", "unbatched"])
+def test_ctc_target_lengths_must_match_the_targets_on_every_call_of_a_plan(batched):
+    """ctc_loss checked that 1-D concatenated targets hold sum(target_lengths) labels (an
+    unbatched target exactly its length) on the trace's lengths only: a plan ran a later
+    call's lengths that do not add up into a loss with no error."""
+    lp = flow.arange(60.0).reshape(5, 2, 6).log_softmax(2)
+    if batched:
+        def fn(n):
+            return F.ctc_loss(lp, T([1, 2, 3]), T([5, 5]), n, reduction="none")
+        good, bad = T([2, 1]), T([1, 1])
+    else:
+        def fn(n):
+            return F.ctc_loss(lp[:, 0], T([1, 2]), T([5]), n)
+        good, bad = T([2]), T([1])
+    graph = flow.nn.Graph.trace(fn)
+    np.testing.assert_allclose(graph(good).numpy(), fn(good).numpy(), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="ctc_loss: .*target.*checked by the compiled plan"):
+        graph(bad)
+    with pytest.raises(RuntimeError, match="ctc_loss: "):
+        fn(bad)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..autograd.interpreter import varies_per_run
+from ..autograd.interpreter import require, varies_per_run
 from ..device import array_module
 from ..tensor import Tensor
 from .elementwise import where
@@ -216,6 +216,12 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     tg = np.asarray(targets._data if isinstance(targets, Tensor) else targets, np.int64)
     tg_len_t = _as_input(target_lengths, tg_len)
     concatenated = tg.ndim == 1 and batched and tg.shape[0] > 0
+    if varies_per_run(tg_len_t) and (concatenated or not batched):  # (a plan's lengths: the
+        # checks below see the trace's only)
+        require(tg_len_t.sum() == tg.size, f"ctc_loss: the targets' {tg.size} labels must be "
+                f"sum(target_lengths)" if batched else f"ctc_loss: expected the unbatched "
+                f"targets to have size target_lengths at dimension 0, but got size {tg.size}",
+                RuntimeError)
     if not batched:
         if tg.size != tg_len[0]:  # (an unbatched target is exactly its length, as torch's)
             raise RuntimeError(f"ctc_loss: expected the unbatched targets to have size "
