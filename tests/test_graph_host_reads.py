@@ -615,3 +615,22 @@ def test_ctc_target_lengths_must_match_the_targets_on_every_call_of_a_plan(batch
         graph(bad)
     with pytest.raises(RuntimeError, match="ctc_loss: "):
         fn(bad)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda v: flow.zeros(3, dtype=flow.int8).masked_fill(T([True, False, True]), v),
+    lambda v: flow.zeros(3, dtype=flow.int8).index_fill(0, T([1]), v),
+    lambda v: flow.zeros(3).masked_fill(T([True, False, True]), v),
+], ids=["masked_fill", "index_fill", "masked_fill_float32"])
+def test_a_fill_values_range_is_checked_on_every_call_of_a_plan(fn):
+    """masked_fill/index_fill checked that a 0-d value tensor fits the input's dtype on the
+    trace's value only: a plan wrapped a later call's 300 into int8's 44 (and a float64 1e300
+    into float32's inf) with no error, where eager and torch raise."""
+    small, big = (T(5), T(300)) if fn(T(5)).dtype == flow.int8 else (T(5.0, dtype=flow.float64),
+                                                                       T(1e300, dtype=flow.float64))
+    graph = flow.nn.Graph.trace(fn)
+    np.testing.assert_array_equal(graph(small).numpy(), fn(small).numpy())
+    with pytest.raises(RuntimeError, match="cannot be converted to type"):
+        graph(big)
+    with pytest.raises(RuntimeError, match="cannot be converted to type"):
+        fn(big)

@@ -115,12 +115,28 @@ def _fill_value(input, mask, value):
         if value._data.ndim:
             raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value._data.ndim} dimension(s)")
-        value = checked_value_tensor("masked_fill", value, input).to(input.dtype)
+        value = checked_value_tensor("masked_fill", value, input)
+        if _interpreter.varies_per_run(value) and input._data.dtype.kind != "b":
+            value = _value_fits(value, op_name="masked_fill", dtype=input._data.dtype)
+        value = value.to(input.dtype)
     else:
         check_number("masked_fill", value)
         value = Tensor._wrap(xp.asarray(fill_scalar("masked_fill", value, input._data.dtype),
                                         input._data.dtype))
     return value
+
+
+@op("value_fits", jvp="linear")
+def _value_fits(xp, value, *, op_name, dtype):
+    """A 0-d value tensor that a compiled plan reads anew each call, checked to fit `dtype` as
+    `checked_value_tensor` checks it eagerly (in the kernel: each call's value)."""
+    fill_scalar(op_name, value.item(), dtype)
+    return value.copy()
+
+
+@_value_fits.grad
+def value_fits_backward(ctx, dy):
+    return dy
 
 
 @tensor_method()
