@@ -13,6 +13,7 @@ import builtins
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.interpreter import check_read
 from ..autograd.meta import counter_of
 from ..device import array_module
 from ..errors import check_int64, tensor_operand
@@ -227,9 +228,12 @@ def equal(input, other) -> bool:
         if t._data.__class__ is MetaArray:  # (no elements to compare, as torch's meta)
             raise NotImplementedError("equal: a meta tensor has no values to compare (torch's "
                                       "aten::equal has no meta kernel either)")
+    if input.shape != other.shape:
+        return False
+    for t in (input, other):  # (a Python bool of the values: no plan repeats it)
+        check_read(t, "equal()")
     # array_equal, not `==`: a vmap placeholder refuses NumPy functions (torch refuses too)
-    return input.shape == other.shape and bool(
-        array_module(input._data).array_equal(input._data, other._data))
+    return bool(array_module(input._data).array_equal(input._data, other._data))
 
 
 def isclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
