@@ -15,6 +15,7 @@ import ctypes
 import numpy as np
 
 from .autograd.inplace import memory_of
+from .autograd.interpreter import check_read
 from .device import device_of, memory_owner
 from .tensor import tensor_method
 
@@ -26,10 +27,10 @@ _byte_bounds = np.lib.array_utils.byte_bounds
 class UntypedStorage:
     """The memory under a tensor, in bytes (torch.UntypedStorage's reading methods)."""
 
-    __slots__ = ("_root",)
+    __slots__ = ("_root", "_tensor")
 
-    def __init__(self, root):
-        self._root = root
+    def __init__(self, root, tensor=None):
+        self._root, self._tensor = root, tensor  # (the tensor it was taken from)
 
     def data_ptr(self):
         return _byte_bounds(self._root)[0]
@@ -50,6 +51,8 @@ class UntypedStorage:
 
     def _bytes(self):
         """A copy of the bytes, in memory order."""
+        if self._tensor is not None:  # (the values: inside nn.Graph's build, refused)
+            check_read(self._tensor, "untyped_storage()'s bytes")
         buffer = (ctypes.c_ubyte * self.nbytes()).from_address(self.data_ptr())
         return np.frombuffer(buffer, np.uint8).copy()
 
@@ -76,4 +79,4 @@ class UntypedStorage:
 def untyped_storage(self):
     """The storage of this tensor's elements (see `UntypedStorage`): views of one tensor have
     the same one, at the same `data_ptr()`."""
-    return UntypedStorage(memory_owner(memory_of(self)))
+    return UntypedStorage(memory_owner(memory_of(self)), self)
