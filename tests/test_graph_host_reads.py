@@ -498,8 +498,10 @@ EYE, ZERO, NEG = T([[1.0, 0.0], [0.0, 2.0]]), T([[0.0, 0.0], [0.0, 0.0]]), T([[-
      "ldl_factor_ex: .*D is singular"),
     (lambda a: flow.linalg.inv_ex(a)[0], ZERO, None, None),  # NaN for a failed matrix
     (lambda a: flow.linalg.cholesky_ex(a)[0], NEG, None, None),
+    (lambda a: flow.cholesky_inverse(a), ZERO, flow.linalg.LinAlgError,
+     "cholesky_inverse: .*diagonal element .*zero"),
 ], ids=["lu_factor", "lu_factor_ex", "inv_ex", "solve_ex", "cholesky_ex", "ldl_factor_ex",
-        "inv_ex_nan", "cholesky_ex_nan"])
+        "inv_ex_nan", "cholesky_ex_nan", "cholesky_inverse"])
 def test_factorization_failures_are_checked_on_every_call_of_a_plan(fn, bad, error, message):
     """lu_factor and the check_errors of lu_factor_ex/inv_ex/solve_ex/cholesky_ex/
     ldl_factor_ex read info's array, and the _ex forms chose on it whether to put NaN in a

@@ -143,3 +143,37 @@ def test_lu_unpack_and_lu_solve_check_the_pivots_range_as_torch(pivots):
                 out.append(str(e))
         return out
     assert outcomes(flow) == outcomes(torch)
+
+
+def test_singular_triangular_solves_give_torchs_inf_and_nan():
+    # flowgrad solved triangular systems with LAPACK's general solve, which refuses a zero on
+    # the diagonal (LinAlgError); torch's trsm substitutes row after row into inf and nan
+    # (solve_triangular, triangular_solve, cholesky_solve, lu_solve), and only
+    # cholesky_inverse refuses the factor
+    rng = np.random.default_rng(7)
+    A = np.triu(rng.standard_normal((3, 4, 4)).round(1))
+    A[0, 1, 1] = A[1, 3, 3] = A[2, 0, 0] = 0.0
+    B = rng.standard_normal((3, 4, 2)).round(1)
+    B[1, 3] = 0.0  # (0 / 0: nan)
+
+    def outcomes(m):
+        a, b = m.tensor(A), m.tensor(B)
+        calls = [lambda: m.linalg.solve_triangular(a, b, upper=True),
+                 lambda: m.linalg.solve_triangular(a.mT, b, upper=False),
+                 lambda: m.linalg.solve_triangular(a, b.mT, upper=True, left=False),
+                 lambda: m.cholesky_solve(b, a, upper=True),
+                 lambda: m.linalg.lu_solve(a, m.arange(1, 5, dtype=m.int32).expand(3, 4), b),
+                 lambda: m.cholesky_inverse(a[1], upper=True)]
+        out = []
+        for call in calls:
+            try:
+                x = call().numpy()
+                out.append((np.isnan(x).tolist(), np.sign(np.nan_to_num(x)).tolist(),
+                            np.isinf(x).tolist(),
+                            np.round(np.nan_to_num(x, posinf=0, neginf=0), 6).tolist()))
+            except RuntimeError as e:
+                out.append(str(e))
+        return out
+    ours, theirs = outcomes(flow), outcomes(torch)
+    assert ours[:5] == theirs[:5]
+    assert "cholesky_inverse: The diagonal element 4 is zero" in ours[5] == theirs[5]

@@ -343,7 +343,9 @@ def inv(A):
 # B's gradient reads A, A's reads A and X: B itself is never read
 @op("linalg_solve", save="inputs outputs", complex=True, grad_reads=((0,), (0,)),
     layout="column_major")
-def _solve(xp, A, B, *, vector=False):
+def _solve(xp, A, B, *, vector=False, triangular=None):
+    if triangular is not None and (xp.diagonal(A, axis1=-2, axis2=-1) == 0).any():
+        return _substitute(xp, A, B, triangular == "upper")
     try:
         if vector:  # B a (batch of) vector(s): torch lays the (..., n) result out as a matrix
             # of its last two dims, column-major (a batch's vectors interleaved)
@@ -353,11 +355,33 @@ def _solve(xp, A, B, *, vector=False):
         raise lapack_error(e, "linalg_solve", "the input matrix is singular") from None
 
 
+def _substitute(xp, A, B, upper):
+    """X with A X = B for a triangular A with a zero on its diagonal (`upper`: A's upper
+    triangle), by substitution row after row, as torch's trsm: inf and nan where it divides by
+    that zero, where LAPACK's general solve refuses the singular matrix."""
+    n = A.shape[-1]
+    X = xp.zeros(xp.broadcast_shapes(A.shape[:-2], B.shape[:-2]) + B.shape[-2:],
+                 xp.result_type(A, B))
+    A, B = xp.broadcast_to(A, X.shape[:-2] + (n, n)), xp.broadcast_to(B, X.shape)
+    with xp.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in (range(n - 1, -1, -1) if upper else range(n)):
+            row = B[..., i, :]
+            for j in (range(i + 1, n) if upper else range(i)):
+                row = row - A[..., i, j, None] * X[..., j, :]
+            X[..., i, :] = row / A[..., i, i, None]
+    return X
+
+
+_FLIPPED = {"upper": "lower", "lower": "upper", None: None}
+
+
 @_solve.grad
 def linalg_solve_backward(ctx, dX):
     (A, _), X = ctx.inputs, ctx.out
     vector = getattr(ctx, "vector", False)
-    dB = _solve(adjoint(A), dX, vector=True) if vector else _solve(adjoint(A), dX)
+    triangular = _FLIPPED[getattr(ctx, "triangular", None)]  # (A^H: the other triangle)
+    dB = _solve(adjoint(A), dX, vector=True) if vector else _solve(adjoint(A), dX,
+                                                                   triangular=triangular)
     if not ctx.needs_input_grad[0]:
         return None, dB
     if vector:
@@ -384,14 +408,16 @@ def solve(A, B, *, left=True):
                    "the input matrix is singular")
 
 
-def solve_matrices(A, B, *, left=True, name="linalg.solve"):
+def solve_matrices(A, B, *, left=True, name="linalg.solve", triangular=None):
     """`solve` with B always a (batch of) matrix (..., n, k), batch dims broadcast: what
-    solve_triangular, cholesky_solve and lu_solve take (never read as vectors)."""
+    solve_triangular, cholesky_solve and lu_solve take (never read as vectors). `triangular`
+    ("upper" or "lower": A is that triangle) solves a singular A as torch's trsm does."""
     _same_dtype(A, B, name)
     if not left:
-        return solve_matrices(A.mT, B.mT, name=name).mT
+        return solve_matrices(A.mT, B.mT, name=name, triangular=_FLIPPED[triangular]).mT
     _check_rows(A, B, name)
-    return _lapack(lambda: _solve(A, B), name, "the input matrix is singular")
+    return _lapack(lambda: _solve(A, B, triangular=triangular), name,
+                   "the input matrix is singular")
 
 
 def _check_rows(A, B, name):

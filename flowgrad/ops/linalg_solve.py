@@ -84,7 +84,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     T = triu(A) if upper else tril(A)
     if unitriangular:
         T = _unit_diag(T)
-    X = solve_matrices(T, B, left=left, name="linalg.solve_triangular")
+    X = solve_matrices(T, B, left=left, name="linalg.solve_triangular",
+                       triangular="upper" if upper else "lower")
     return X if left else column_major_result(X)  # (column-major either way, as torch's)
 
 
@@ -338,7 +339,23 @@ def cholesky_inverse(input, upper=False):
     if input._data.ndim < 2:
         raise RuntimeError(f"cholesky_inverse: The input tensor A must have at least 2 "
                            f"dimensions (got shape {tuple(input.shape)})")
+    # a zero on the factor's diagonal: torch's potri refuses it (its triangular solves,
+    # which cholesky_solve keeps, give inf and nan)
+    zero = input.diagonal(dim1=-2, dim2=-1) == 0
+    check_info(zero.long().sum(-1), LinAlgError, "cholesky_inverse: a diagonal element is "
+               "zero, the inversion could not be completed because the input matrix is "
+               "singular", lambda: _zero_diagonal(zero._data))
     return cholesky_solve(_eye(input.shape[-1], input).expand(input.shape), input, upper)
+
+
+def _zero_diagonal(zero):
+    """cholesky_inverse's eager message: the first matrix (and its 1-based diagonal element)
+    with a zero, as torch's."""
+    rows = zero.reshape(-1, zero.shape[-1])
+    b = int(rows.any(-1).argmax())
+    batch = f"(Batch element {b}): " if zero.ndim > 1 else ""
+    return (f"cholesky_inverse: {batch}The diagonal element {int(rows[b].argmax()) + 1} is "
+            f"zero, the inversion could not be completed because the input matrix is singular.")
 
 
 # ---- pseudo-inverse, least squares, rank ----------------------------------------------------
