@@ -24,7 +24,7 @@ import numpy as np
 from .autograd import accumulate as _accumulate
 from .autograd import engine as _engine
 from .autograd.function import Function
-from .autograd.interpreter import check_read
+from .autograd.interpreter import check_read, require, varies_per_run
 from .device import array_module
 from .errors import SparseOperandError
 from .tensor import Tensor
@@ -196,8 +196,9 @@ class SparseTensor(SparseMetadata):
         """(sorted unique indices, each entry's position among them, each one's first entry)."""
         xp = array_module(self._vals._data)
         sizes = self._size[:self.sparse_dim()]
-        uniq, first, inverse = xp.unique(self._linear_index()._data, return_index=True,
-                                         return_inverse=True)
+        linear = self._linear_index()
+        check_read(linear, "a sparse tensor's coalescing")  # (how many entries stay: values')
+        uniq, first, inverse = xp.unique(linear._data, return_index=True, return_inverse=True)
         idx = xp.stack(xp.unravel_index(uniq, sizes)) if sizes else xp.zeros((0, len(uniq)))
         return (Tensor._wrap(idx.astype(np.int64).reshape(len(sizes), len(uniq))),
                 Tensor._wrap(inverse.reshape(-1).astype(np.int64)), first.astype(np.int64))
@@ -439,6 +440,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     idx = idx.long()
     dense = tuple(vals._data.shape[1:])
     if size is None:
+        check_read(idx, "sparse_coo_tensor() without a size")  # (the size: the indices' max)
         top = idx._data.max(1) + 1 if nnz else np.zeros(nsparse, np.int64)
         size = tuple(int(t) for t in top) + dense
     size = tuple(int(s) for s in size)
@@ -448,6 +450,10 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     if nnz and ((idx._data < 0).any() or (idx._data.max(1) >= np.array(size[:nsparse])).any()):
         raise RuntimeError(f"sparse_coo_tensor: indices out of bounds for size {size} (max "
                            f"per dim {idx._data.max(1).tolist()}, min {int(idx._data.min())})")
+    if nnz and varies_per_run(idx):  # (a plan's indices: checked on each call's)
+        bound = idx.new_tensor(size[:nsparse]).unsqueeze(1)
+        require((idx >= 0) & (idx < bound), f"sparse_coo_tensor: indices out of bounds for "
+                                            f"size {size}", RuntimeError)
     if requires_grad:
         vals = vals.detach()._set_requires_grad(True)
     return SparseTensor(idx, vals, size, coalesced=bool(is_coalesced))

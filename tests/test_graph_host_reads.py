@@ -105,6 +105,10 @@ REFUSED = [
     # (a sparse tensor's entries are the non-zeros: a plan kept the trace's indices and count)
     ("to_sparse", lambda x: x.to_sparse().values() * 2, T([0.0, 1.0, 1.0])),
     ("to_sparse_csr", lambda x: x.reshape(1, 3).to_sparse_csr().values() * 2, T([0.0, 1.0, 1.0])),
+    ("sparse coalesce", lambda i: flow.sparse_coo_tensor(i, T([1.0, 2.0]), (3,)).coalesce()
+     .values() * 2, T([[0, 1]])),
+    ("sparse_coo_tensor size", lambda i: flow.sparse_coo_tensor(i, T([1.0, 2.0])).to_dense() * 2,
+     T([[0, 1]])),
     ("np.asarray of a traced tensor", lambda x: x + float(np.asarray(x).sum()), T([0.0, 1.0])),
     ("a NumPy ufunc of a traced tensor", lambda x: x * np.sqrt(x).sum().item(), T([0.0, 1.0])),
     ("deepcopy", lambda x: copy.deepcopy(x) * 2, T([0.0, 1.0])),
@@ -638,3 +642,17 @@ def test_a_fill_values_range_is_checked_on_every_call_of_a_plan(fn):
         graph(big)
     with pytest.raises(RuntimeError, match="cannot be converted to type"):
         fn(big)
+
+
+def test_sparse_coo_tensor_checks_each_calls_indices_in_a_plan():
+    """sparse_coo_tensor checked its indices against the size on the trace's only: a plan
+    failed on a later call's in index_add (an IndexError, index_add's message) where eager
+    raises sparse_coo_tensor's RuntimeError."""
+    def fn(i):
+        return flow.sparse_coo_tensor(i, T([1.0, 2.0]), (3,)).to_dense() * 2
+    graph = flow.nn.Graph.trace(fn)
+    graph(T([[0, 1]]))
+    for bad in (T([[0, 3]]), T([[0, -1]])):
+        with pytest.raises(RuntimeError, match="sparse_coo_tensor: indices out of bounds") as e:
+            graph(bad)
+        assert e.type is not IndexError
