@@ -74,7 +74,9 @@ class _RaiseInBackward(Function):
 
 
 def _int_array(t):
-    """Index data on the host: the index bookkeeping (sorting, counting, checks) runs there."""
+    """Index data on the host: the index bookkeeping (sorting, counting, checks) runs there
+    (inside nn.Graph's build refused for indices the plan computes: it would keep the trace's)."""
+    check_read(t, "a sparse compressed tensor's indices")
     return to_host(t._data)
 
 

@@ -109,6 +109,8 @@ REFUSED = [
      .values() * 2, T([[0, 1]])),
     ("sparse_coo_tensor size", lambda i: flow.sparse_coo_tensor(i, T([1.0, 2.0])).to_dense() * 2,
      T([[0, 1]])),
+    ("sparse_csr_tensor indices", lambda c: flow.sparse_csr_tensor(
+        c, T([0, 1]), T([1.0, 2.0]), (2, 2)).to_dense() * 2, T([0, 1, 2])),
     ("np.asarray of a traced tensor", lambda x: x + float(np.asarray(x).sum()), T([0.0, 1.0])),
     ("a NumPy ufunc of a traced tensor", lambda x: x * np.sqrt(x).sum().item(), T([0.0, 1.0])),
     ("deepcopy", lambda x: copy.deepcopy(x) * 2, T([0.0, 1.0])),
