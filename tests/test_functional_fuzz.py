@@ -70,9 +70,6 @@ KNOWN = {
     "were contiguous: a wrong input gradient (w.contiguous() gives flowgrad's)":
         lambda c: c["fn"] == "batch_norm" and c["kwargs"]["weight"] is not None and
         c["kwargs"]["weight"]["nc"] and _shape(c)[1] > 1 and len(_shape(c)) > 1,
-    "torch 2.13's float64 hardsigmoid backward multiplies by float32(1/6) (1e-8 off); "
-    "flowgrad by 1/6":
-        lambda c: c["fn"] == "hardsigmoid" and c["dtype"] == "float64",
 }
 
 

@@ -257,3 +257,16 @@ def test_row_max_equals_numpys_max_with_nan_and_inf_rows(shape, dtype):
         got = row_max(np, view, view.ndim - 1)
         assert got.dtype == x.dtype and got.shape == expected.shape
         np.testing.assert_array_equal(got, view.max(axis=-1, keepdims=True, initial=-np.inf))
+
+
+def test_hardsigmoid_bits_match_torch_in_float64():
+    """torch's kernel divides (x + 3) by 6 (x * (1 / 6) is 1 ulp off at x = 2) and its backward
+    multiplies by the float literal 1.0f / 6.0f even in float64 (0.1666666716337204)."""
+    xs = [-4.0, -3.0, -1.0, 0.0, 2.0, 2.999, 3.0, 5.0]
+    x = flow.tensor(xs, dtype=flow.float64, requires_grad=True)
+    t = torch.tensor(xs, dtype=torch.float64, requires_grad=True)
+    y, yt = FF.hardsigmoid(x), torch.nn.functional.hardsigmoid(t)
+    y.sum().backward()
+    yt.sum().backward()
+    np.testing.assert_array_equal(y.detach().numpy(), yt.detach().numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())

@@ -18,7 +18,6 @@ KNOWN = {
                            "is 5e-10 off and finite at the poles"),
     ("unary", "logit"): ("outside [0, 1] torch's gradient is nan; flowgrad's log rule masks "
                          "the invalid branch"),
-    ("unary", "F.hardsigmoid"): "float64: torch's slope is 1/6 rounded to float32",
     ("unary", "F.gelu"): "float32 gelu(inf): torch's vectorised kernel gives nan, flowgrad inf",
     ("unary", "special.ndtri"): "float32 gradient at 1e-30: 8e-6 apart",
     ("unary", "special.log_ndtr"): ("the gradient phi/Phi for x << 0: flowgrad's 2 / erfcx(-x / "

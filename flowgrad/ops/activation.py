@@ -240,6 +240,22 @@ def relu6(input, inplace=False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+# torch's hardsigmoid_backward multiplies by the float literal 1.0f / 6.0f in every dtype: in
+# float64 its gradient is 0.1666666716337204, not 1 / 6
+_ONE_SIXTH_F32 = float(np.float32(1.0 / 6.0))
+
+
+@op("hardsigmoid", jvp="diagonal", save="inputs")
+def _hardsigmoid(xp, x):
+    return xp.clip(x + 3, 0, 6) / 6  # divided, as torch's kernel (not times 1 / 6: 1 ulp off)
+
+
+@_hardsigmoid.grad
+def hardsigmoid_backward(ctx, dy):
+    x = ctx.inputs[0]
+    return where((x > -3) & (x < 3), dy * _ONE_SIXTH_F32, 0.0)
+
+
 def hardsigmoid(input, inplace=False):
     """relu6(x + 3) / 6: a piecewise-linear sigmoid."""
     _check_kernel_dtype(input, "hardsigmoid_cpu")
@@ -247,7 +263,7 @@ def hardsigmoid(input, inplace=False):
         return run_inplace("hardsigmoid_", hardsigmoid, input)
     if input._data.dtype in HALF:  # in float32, rounded once, as torch (x + 3 would round)
         return hardsigmoid(input.float()).to(input.dtype)
-    return _hardtanh(input + 3.0, lo=0.0, hi=6.0) * (1.0 / 6.0)
+    return _hardsigmoid(input)
 
 
 @op("hardswish", jvp="diagonal", save="inputs")
