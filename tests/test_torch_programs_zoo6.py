@@ -8,9 +8,12 @@ conjugate-gradient step, SAM with Lookahead, MoCo's queue, DINO's multi-crop tea
 sparsemax, a pointer-generator, a Fourier neural operator, SincNet, a Hamiltonian network,
 nn.MultiheadAttention's rarer options, the rarer losses, sparse embeddings with SparseAdam,
 nn.Transformer translation, optimizer checkpoint/resume, STFT/matrix_exp/Cholesky layers,
-mobile conv blocks, double backpropagation, Grad-CAM and integrated gradients, and
-domain-adversarial training with a gradient-reversal Function. Weights and data come from
-NumPy."""
+mobile conv blocks, double backpropagation, Grad-CAM and integrated gradients,
+domain-adversarial training with a gradient-reversal Function, a training script's incidental
+calls (device selection, cudnn flags, disabled GradScaler/autocast, DataLoader, BytesIO
+checkpoints), Hessian-free optimisation by autograd.functional.hvp, the RNN variants
+(bidirectional packed LSTM, ReLU RNN, pack_sequence GRU, zoneout LSTMCell), and ULMFiT's
+gradual unfreezing with discriminative learning rates. Weights and data come from NumPy."""
 import pytest
 from test_torch_programs import assert_matches_torch
 
@@ -1564,6 +1567,257 @@ losses.append(F.cross_entropy(label_clf(feat(xs)), ys).item())
 '''
 
 
+# the incidental calls of a real training script: seeding, cudnn flags, device selection,
+# DataLoader over Concat/Subset datasets, a disabled GradScaler and autocast, anomaly mode,
+# record_function, ReduceLROnPlateau on a validation loss, checkpointing through BytesIO
+BOILERPLATE = '''
+import io
+import random
+import torch.backends.cudnn as cudnn
+from torch.utils.data import DataLoader, TensorDataset, Subset, ConcatDataset
+
+random.seed(0)
+torch.manual_seed(0)
+np.random.seed(0)
+cudnn.benchmark = True
+cudnn.deterministic = True
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.set_float32_matmul_precision("high")
+torch.use_deterministic_algorithms(True, warn_only=True)
+torch.set_num_threads(1)
+device = torch.device("cuda" if torch.cuda.is_available() else
+                      "mps" if torch.backends.mps.is_available() else "cpu")
+use_amp = device.type == "cuda"
+
+rng = np.random.default_rng(423)
+X = torch.from_numpy(rng.standard_normal((20, 5)))
+Y = torch.as_tensor(rng.integers(0, 3, 20))
+ds = ConcatDataset([TensorDataset(X[:12], Y[:12]), Subset(TensorDataset(X, Y), range(12, 20))])
+loader = DataLoader(ds, batch_size=6, shuffle=False, drop_last=False, num_workers=0,
+                    pin_memory=torch.cuda.is_available())
+
+model = init(nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Dropout(0.0), nn.Linear(16, 3)),
+             seed=424).to(device)
+criterion = nn.CrossEntropyLoss(label_smoothing=0.05).to(device)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, "min", factor=0.5, patience=0)
+with torch.autograd.set_detect_anomaly(False):
+    for epoch in range(3):
+        model.train()
+        running = 0.0
+        for i, (xb, yb) in enumerate(loader):
+            xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast(device_type=device.type, enabled=use_amp):
+                with torch.autograd.profiler.record_function("forward"):
+                    out = model(xb)
+                loss = criterion(out, yb)
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            total = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=5.0,
+                                                   error_if_nonfinite=True)
+            scaler.step(optimizer)
+            scaler.update()
+            running += loss.item() * xb.size(0)
+            losses.append(loss.detach().cpu().item())
+        epoch_loss = running / len(loader.dataset)
+        model.eval()
+        with torch.inference_mode():
+            val = criterion(model(X.to(device)), Y.to(device)).item()
+            acc = (model(X).argmax(dim=1) == Y).float().mean().item()
+        scheduler.step(val)
+        losses += [epoch_loss, val, acc, optimizer.param_groups[0]["lr"], float(total)]
+buf = io.BytesIO()
+torch.save({"epoch": epoch, "model_state_dict": model.state_dict(),
+            "optimizer_state_dict": optimizer.state_dict(), "loss": val}, buf)
+buf.seek(0)
+checkpoint = torch.load(buf, map_location="cpu", weights_only=True)
+model.load_state_dict(checkpoint["model_state_dict"])
+optimizer.load_state_dict(checkpoint["optimizer_state_dict"])
+state = torch.get_rng_state()
+torch.set_rng_state(state)
+preds = model(X).softmax(-1).detach().cpu().numpy()
+losses += preds[:2].ravel().tolist()
+losses.append(float(checkpoint["epoch"]))
+losses.append(criterion(model(X), Y).item())
+'''
+
+
+# Hessian-free optimisation: conjugate gradient on Gauss-Newton-free Hessian-vector products
+# from torch.autograd.functional.hvp with Tikhonov damping adapted by the reduction ratio,
+# checked against the full hessian and vhp/jacobian of the same loss
+HESSIAN_FREE = '''
+from torch.autograd.functional import hessian, hvp, jacobian, vhp
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
+from torch.func import functional_call
+
+net = init(nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)), seed=429, scale=0.5)
+names = [n for n, _ in net.named_parameters()]
+shapes = [p.shape for p in net.parameters()]
+rng = np.random.default_rng(430)
+X = torch.tensor(rng.standard_normal((16, 3)))
+Y = torch.sin(X[:, :1]) + X[:, 1:2] * X[:, 2:]
+
+def unflatten(theta):
+    out, i = {}, 0
+    for n, s in zip(names, shapes):
+        k = int(np.prod(s))
+        out[n] = theta[i:i + k].view(s)
+        i += k
+    return out
+
+def loss_of(theta):
+    return F.mse_loss(functional_call(net, unflatten(theta), (X,)), Y)
+
+theta = parameters_to_vector(net.parameters()).detach()
+damping = 1.0
+for it in range(5):
+    f0 = loss_of(theta)
+    g = jacobian(loss_of, theta)
+    x = torch.zeros_like(theta)
+    r = -g.clone()
+    p = r.clone()
+    for _ in range(6):
+        Ap = hvp(loss_of, theta, p)[1] + damping * p
+        alpha = (r @ r) / (p @ Ap)
+        x = x + alpha * p
+        r_new = r - alpha * Ap
+        p = r_new + (r_new @ r_new) / (r @ r) * p
+        r = r_new
+    pred = g @ x + 0.5 * x @ (hvp(loss_of, theta, x)[1])
+    f1 = loss_of(theta + x)
+    rho = (f1 - f0) / pred
+    if rho > 0.75:
+        damping *= 2 / 3
+    elif rho < 0.25:
+        damping *= 1.5
+    if f1 < f0:
+        theta = theta + x
+    losses += [f0.item(), float(rho), damping]
+H = hessian(loss_of, theta)
+v = torch.tensor(rng.standard_normal(theta.shape))
+losses.append(float((H @ v - hvp(loss_of, theta, v)[1]).abs().max() < 1e-10))
+losses.append(float((v @ H - vhp(loss_of, theta, v)[1]).abs().max() < 1e-10))
+losses += torch.linalg.eigvalsh(H)[-3:].tolist()
+vector_to_parameters(theta, net.parameters())
+losses.append(F.mse_loss(net(X), Y).item())
+'''
+
+# the recurrent variants of speech and tagging code: a 2-layer bidirectional LSTM over a
+# packed, unsorted batch (total_length), a ReLU RNN given h0, a GRU over pack_sequence and
+# unpack_sequence, and an LSTMCell loop with zoneout masks given up front
+RNN_VARIANTS = '''
+from torch.nn.utils.rnn import (pack_padded_sequence, pad_packed_sequence, pack_sequence,
+                                unpack_sequence, pad_sequence)
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+        self.rnn = nn.RNN(8, 4, nonlinearity="relu")
+        self.gru = nn.GRU(3, 5)
+        self.cell = nn.LSTMCell(4 + 5, 6)
+        self.out = nn.Linear(6, 3)
+
+    def forward(self, x, lengths, h0, zone):
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, (hn, cn) = self.lstm(packed)
+        out, out_len = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+        r, _ = self.rnn(out.transpose(0, 1), h0)
+        seqs = [x[i, :int(lengths[i])] for i in range(len(lengths))]
+        g_out, g_h = self.gru(pack_sequence(seqs, enforce_sorted=False))
+        g_last = torch.stack([s[-1] for s in unpack_sequence(g_out)])
+        h = torch.zeros(x.shape[0], 6)
+        c = torch.zeros(x.shape[0], 6)
+        logits = []
+        for t in range(x.shape[1]):
+            h_new, c_new = self.cell(torch.cat([r[t], g_last], 1), (h, c))
+            h = zone[t] * h + (1 - zone[t]) * h_new
+            c = zone[t] * c + (1 - zone[t]) * c_new
+            logits.append(self.out(h))
+        return torch.stack(logits, 1), hn, out_len
+
+model = init(Tagger(), seed=431, scale=0.4)
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+rng = np.random.default_rng(432)
+lengths = torch.tensor([4, 6, 3])
+x = torch.tensor(rng.standard_normal((3, 6, 3)))
+mask = torch.arange(6)[None, :] < lengths[:, None]
+x = x * mask.unsqueeze(-1)
+tags = torch.tensor(rng.integers(0, 3, (3, 6))).masked_fill(~mask, -100)
+h0 = torch.tensor(rng.standard_normal((1, 3, 4))) * 0.1
+for step in range(6):
+    zone = torch.tensor((rng.random((6, 3, 1)) < 0.1).astype(np.float64))
+    logits, hn, out_len = model(x, lengths, h0, zone)
+    loss = F.cross_entropy(logits.reshape(-1, 3), tags.reshape(-1), ignore_index=-100)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses += [loss.item(), float(model.lstm.weight_hh_l1_reverse.grad.norm())]
+losses += hn[:, 0].flatten().tolist() + out_len.tolist()
+padded = pad_sequence([torch.ones(2), torch.ones(4)], padding_value=-1.0)
+losses += padded.flatten().tolist()
+losses.append(loss.item())
+'''
+
+# ULMFiT-style fine-tuning of a pretrained classifier: freezing by requires_grad_, gradual
+# unfreezing, discriminative per-layer learning rates in param groups, slanted triangular LR
+# by LambdaLR, module-API surgery (ModuleDict, ParameterList, a new head, named_children)
+ULMFIT = '''
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleDict({"emb": nn.Embedding(8, 6),
+                                     "l1": nn.GRU(6, 6, batch_first=True),
+                                     "l2": nn.GRU(6, 6, batch_first=True)})
+        self.scales = nn.ParameterList([nn.Parameter(torch.ones(6)) for _ in range(2)])
+
+    def forward(self, idx):
+        h = self.layers["emb"](idx)
+        h = self.layers["l1"](h)[0] * self.scales[0]
+        h = self.layers["l2"](h)[0] * self.scales[1]
+        return torch.cat([h[:, -1], h.max(1)[0], h.mean(1)], 1)
+
+enc = init(Encoder(), seed=433, scale=0.4)
+head = init(nn.Sequential(nn.BatchNorm1d(18), nn.Linear(18, 8), nn.ReLU(), nn.Linear(8, 2)),
+            seed=434, scale=0.3)
+model = nn.Sequential()
+model.add_module("encoder", enc)
+model.add_module("head", head)
+groups = [list(enc.layers["emb"].parameters()), list(enc.layers["l1"].parameters()),
+          list(enc.layers["l2"].parameters()) + list(enc.scales.parameters()),
+          list(head.parameters())]
+base_lr, decay = 1e-2, 2.6
+opt = torch.optim.Adam([{"params": g, "lr": base_lr / decay ** (3 - i)}
+                        for i, g in enumerate(groups)], betas=(0.8, 0.99))
+total, cut = 9, 3
+stlr = lambda t: (t + 1) / cut if t < cut else max(0.1, 1 - (t - cut) / (total - cut))
+sched = torch.optim.lr_scheduler.LambdaLR(opt, [stlr] * 4)
+for p in enc.parameters():
+    p.requires_grad_(False)
+rng = np.random.default_rng(435)
+idx = torch.tensor(rng.integers(0, 8, (8, 5)))
+y = (idx[:, 0] > 3).long()
+for step in range(total):
+    if step in (3, 5, 7):  # gradual unfreezing, last layer group first
+        for p in groups[3 - (step - 1) // 2]:
+            p.requires_grad_(True)
+    loss = F.cross_entropy(model(idx), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    sched.step()
+    losses += [loss.item(), sum(p.requires_grad for p in model.parameters()),
+               opt.param_groups[1]["lr"]]
+losses.append(float(len([n for n, _ in model.named_children()])))
+losses.append(enc.scales[1].sum().item())
+with torch.no_grad():
+    losses += head[0].running_mean[:4].tolist()
+    losses.append(F.cross_entropy(model(idx), y).item())
+'''
+
+
 PROGRAMS = {name.lower(): source for name, source in [
     ("SEG_DICE", SEG_DICE),
     ("ALIBI_SDPA", ALIBI_SDPA),
@@ -1592,6 +1846,10 @@ PROGRAMS = {name.lower(): source for name, source in [
     ("DOUBLE_BACKPROP", DOUBLE_BACKPROP),
     ("GRADCAM_IG", GRADCAM_IG),
     ("DANN", DANN),
+    ("BOILERPLATE", BOILERPLATE),
+    ("HESSIAN_FREE", HESSIAN_FREE),
+    ("RNN_VARIANTS", RNN_VARIANTS),
+    ("ULMFIT", ULMFIT),
 ]}
 
 # programs whose last logged figure is not below their first: MoCo's loss rises as real keys
