@@ -240,3 +240,16 @@ def torch_multinomial_with_replacement(weights, size, generator=None):
     raw = resolve(generator).mt.random_raw(2 * size).reshape(size, 2)
     bits = ((raw[:, 0] << np.uint64(32)) | raw[:, 1]) & np.uint64((1 << 53) - 1)
     return np.searchsorted(cum, bits.astype(np.float64) * 2.0 ** -53, side="left").tolist()
+
+
+def torch_multinomial_by_exponentials(rows, size, generator=None):
+    """`torch.multinomial(rows, size, replacement=False, generator=generator).tolist()` for
+    2-d float32/float64 `rows` (torch's path for one draw with replacement too): q ~ Exp(1)
+    for every weight, in row-major order, as -log1p(-u) of a 53-bit double u from two 32-bit
+    draws, rounded to the weights' dtype; then the `size` largest rows / q of each row."""
+    n = rows.size
+    raw = resolve(generator).mt.random_raw(2 * n).reshape(n, 2)
+    bits = ((raw[:, 0] << np.uint64(32)) | raw[:, 1]) & np.uint64((1 << 53) - 1)
+    q = -np.log1p(-(bits.astype(np.float64) * 2.0 ** -53))
+    keys = rows / q.astype(rows.dtype).reshape(rows.shape)
+    return np.argsort(-keys, axis=1, kind="stable")[:, :size].tolist()

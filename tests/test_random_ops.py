@@ -188,7 +188,7 @@ EXPECTED = {
     ],
     'multinomial': [
         ('int64', (3,), [
-            0, 1, 3
+            2, 1, 3  # torch's (weights over Exp(1) draws from torch's MT19937 stream)
         ]),
     ],
     'multinomial_replacement': [
@@ -495,3 +495,29 @@ def test_random_ops_are_not_differentiable_but_dropout_and_rrelu_are():
     x = flow.rand(50, requires_grad=True)
     assert flow.bernoulli(x).requires_grad is True
     assert F.dropout(x, 0.5).grad_fn.name() == "MulBackward0"  # (torch's CPU dropout: a product)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("shape", "n", "replacement"), [
+    ((8,), 3, False), ((8,), 8, False), ((8,), 1, False), ((8,), 1, True), ((3, 5), 2, False),
+    ((2, 6), 1, True)])
+def test_multinomial_without_replacement_and_one_draw_give_torchs_indices(dtype, shape, n,
+                                                                          replacement):
+    """torch draws these from its CPU stream as q ~ Exp(1) per weight (-log1p(-u), u a 53-bit
+    double) and takes the n largest weights / q: flowgrad gives its indices and leaves the
+    stream where torch's is (flowgrad's Gumbel draws from its own stream gave others)."""
+    import torch
+
+    w = np.random.default_rng(5).random(shape) ** 2
+    got, want = [], []
+    for m, out in ((flow, got), (torch, want)):
+        m.manual_seed(436)
+        out.append(m.multinomial(m.tensor(w, dtype=getattr(m, dtype)), n, replacement).tolist())
+        g = m.Generator().manual_seed(7)
+        out.append(m.multinomial(m.tensor(w, dtype=getattr(m, dtype)), n, replacement,
+                                 generator=g).tolist())
+        out.append(m.randperm(6).tolist())
+        m.manual_seed(3)
+        out.append(list(m.utils.data.WeightedRandomSampler(w.ravel()[:5].tolist(), 4,
+                                                           replacement=False)))
+    assert got == want

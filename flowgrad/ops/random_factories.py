@@ -23,6 +23,7 @@ from ..meta import meta_array
 from ..random import (
     numpy_generator,
     resolve,
+    torch_multinomial_by_exponentials,
     torch_multinomial_with_replacement,
     torch_randperm,
 )
@@ -163,10 +164,14 @@ def _multinomial(xp, x, *, num_samples, replacement, generator):
     _check_prob_values(xp, p, num_samples, replacement)
     gen = numpy_generator(generator)
     rows = p.reshape(-1, p.shape[-1])
-    if replacement and num_samples > 1 and x.dtype.name in ("float32", "float64") \
-            and xp is HOST_XP:  # torch's draws from its stream, row after row
+    torch_stream = x.dtype.name in ("float32", "float64") and xp is HOST_XP
+    if replacement and num_samples > 1 and torch_stream:  # torch's draws, row after row
         out = xp.asarray([torch_multinomial_with_replacement(r, num_samples, generator)
                           for r in x.reshape(-1, x.shape[-1])], dtype=xp.int64)
+    elif torch_stream:  # without replacement, or one draw: torch's exponentials from its stream
+        out = xp.asarray(torch_multinomial_by_exponentials(x.reshape(-1, x.shape[-1]),
+                                                           num_samples, generator),
+                         dtype=xp.int64).reshape(-1, num_samples)
     elif replacement:
         cdf = xp.cumsum(rows, axis=1)
         cdf /= cdf[:, -1:]

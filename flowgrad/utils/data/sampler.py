@@ -12,8 +12,8 @@ import numpy as np
 from ...random import (
     Generator,
     default_generator,
-    resolve,
     torch_int64,
+    torch_multinomial_by_exponentials,
     torch_multinomial_with_replacement,
     torch_randint,
     torch_randperm,
@@ -149,17 +149,11 @@ class WeightedRandomSampler(Sampler):
         if self.replacement and self.num_samples > 1:  # torch's draws (its stream, not fresh)
             yield from torch_multinomial_with_replacement(w, self.num_samples, self.generator)
             return
-        rng = resolve(self.generator).np  # (torch's exponential draws here are not reproduced)
-        if self.replacement:
-            yield from rng.choice(w.size, 1, p=w / w.sum()).tolist()
-            return
-        # without replacement: the nonzero weights' indices in a weighted order, then (as
-        # torch, once those run out) the zero weights' ones
-        nonzero = np.flatnonzero(w)
-        first = rng.choice(nonzero, min(self.num_samples, nonzero.size), replace=False,
-                           p=w[nonzero] / w.sum())
-        rest = rng.permutation(np.flatnonzero(w == 0))[:self.num_samples - first.size]
-        yield from first.tolist() + rest.tolist()
+        # without replacement, or one draw: torch's exponential draws (weights over Exp(1)
+        # samples, the largest first); zero weights come last, in index order where torch's
+        # topk leaves their order unspecified
+        yield from torch_multinomial_by_exponentials(w[None], self.num_samples,
+                                                     self.generator)[0]
 
     def __len__(self):
         return self.num_samples
