@@ -13,7 +13,10 @@ domain-adversarial training with a gradient-reversal Function, a training script
 calls (device selection, cudnn flags, disabled GradScaler/autocast, DataLoader, BytesIO
 checkpoints), Hessian-free optimisation by autograd.functional.hvp, the RNN variants
 (bidirectional packed LSTM, ReLU RNN, pack_sequence GRU, zoneout LSTMCell), and ULMFiT's
-gradual unfreezing with discriminative learning rates. Weights and data come from NumPy."""
+gradual unfreezing with discriminative learning rates, and data pipelines whose orders come
+from torch's generator (random_split, shuffled DataLoaders, WeightedRandomSampler with and
+without replacement, which flowgrad draws from torch's CPU stream). Weights and data come
+from NumPy."""
 import pytest
 from test_torch_programs import assert_matches_torch
 
@@ -1818,6 +1821,62 @@ with torch.no_grad():
 '''
 
 
+# data pipelines drawing their orders from torch's generator (flowgrad draws permutations
+# from torch's CPU stream): random_split, shuffled DataLoaders with a seeded Generator,
+# WeightedRandomSampler for class imbalance, SubsetRandomSampler, a BatchSampler, a
+# worker_init_fn-free collate that pads variable-length items
+SHUFFLED_LOADER = '''
+from torch.utils.data import (BatchSampler, DataLoader, RandomSampler, SubsetRandomSampler,
+                              TensorDataset, WeightedRandomSampler, random_split)
+
+rng = np.random.default_rng(437)
+X = torch.tensor(rng.standard_normal((30, 4)))
+Y = torch.tensor(rng.choice(3, 30, p=[0.7, 0.2, 0.1]))
+X = X + Y[:, None].double()
+full = TensorDataset(X, Y)
+train_ds, val_ds = random_split(full, [0.8, 0.2], generator=torch.Generator().manual_seed(42))
+losses += [float(i) for i in train_ds.indices[:6]]
+counts = torch.bincount(Y[train_ds.indices], minlength=3).double()
+weights = (1.0 / counts)[Y[train_ds.indices]]
+sampler = WeightedRandomSampler(weights, num_samples=len(train_ds), replacement=True)
+no_repeat = WeightedRandomSampler(weights, num_samples=8, replacement=False)
+loader = DataLoader(train_ds, batch_size=8, sampler=sampler)
+g = torch.Generator()
+g.manual_seed(7)
+shuffled = DataLoader(train_ds, batch_size=8, shuffle=True, generator=g, drop_last=True)
+model = init(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)), seed=438)
+# seeded after the modules are built: their default init draws from torch's generator in
+# torch, from flowgrad's own stream (NumPy's PCG64) in flowgrad, so a global draw after a
+# module's construction would differ (see flowgrad/random.py)
+torch.manual_seed(436)
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+for epoch in range(2):
+    for xb, yb in loader:
+        loss = F.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses += [loss.item(), float(yb.sum())]
+    for xb, yb in shuffled:
+        loss = F.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+losses += list(SubsetRandomSampler(list(range(10, 20))))
+losses += list(no_repeat)
+losses += torch.multinomial(torch.tensor([0.2, 0.5, 0.3]), 1).tolist()
+losses += sum(BatchSampler(RandomSampler(range(7)), batch_size=3, drop_last=False), [])
+losses += list(RandomSampler(range(5), replacement=True, num_samples=6))
+losses += torch.randperm(6).tolist()
+with torch.no_grad():
+    xv = torch.stack([x for x, _ in val_ds])
+    yv = torch.stack([y for _, y in val_ds])
+    losses.append(F.cross_entropy(model(xv), yv).item())
+    losses.append(F.cross_entropy(model(X), Y).item())
+'''
+
+
 PROGRAMS = {name.lower(): source for name, source in [
     ("SEG_DICE", SEG_DICE),
     ("ALIBI_SDPA", ALIBI_SDPA),
@@ -1850,6 +1909,7 @@ PROGRAMS = {name.lower(): source for name, source in [
     ("HESSIAN_FREE", HESSIAN_FREE),
     ("RNN_VARIANTS", RNN_VARIANTS),
     ("ULMFIT", ULMFIT),
+    ("SHUFFLED_LOADER", SHUFFLED_LOADER),
 ]}
 
 # programs whose last logged figure is not below their first: MoCo's loss rises as real keys
