@@ -15,8 +15,9 @@ checkpoints), Hessian-free optimisation by autograd.functional.hvp, the RNN vari
 (bidirectional packed LSTM, ReLU RNN, pack_sequence GRU, zoneout LSTMCell), and ULMFiT's
 gradual unfreezing with discriminative learning rates, and data pipelines whose orders come
 from torch's generator (random_split, shuffled DataLoaders, WeightedRandomSampler with and
-without replacement, which flowgrad draws from torch's CPU stream). Weights and data come
-from NumPy."""
+without replacement, which flowgrad draws from torch's CPU stream), a GCN on a sparse
+adjacency with learnable edge weights, and REINFORCE with actions from Categorical.sample()
+(torch's stream too). Weights and data come from NumPy."""
 import pytest
 from test_torch_programs import assert_matches_torch
 
@@ -1877,6 +1878,92 @@ with torch.no_grad():
 '''
 
 
+# a GCN on a sparse normalised adjacency (torch.sparse_coo_tensor, coalesce, torch.sparse.sum
+# for degrees, torch.sparse.mm) with learnable edge weights differentiated through the sparse
+# values, and batched Jacobians by autograd.grad(is_grads_batched=True)
+GCN_SPARSE = '''
+rng = np.random.default_rng(439)
+n, e = 8, 14
+src = torch.tensor(rng.integers(0, n, e))
+dst = torch.tensor(rng.integers(0, n, e))
+loops = torch.arange(n)
+index = torch.stack([torch.cat([src, dst, loops]), torch.cat([dst, src, loops])])
+edge_logit = nn.Parameter(torch.zeros(index.shape[1]))
+x = torch.tensor(rng.standard_normal((n, 3)))
+y = torch.tensor(rng.integers(0, 2, n))
+
+class GCN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2 = nn.Linear(3, 6), nn.Linear(6, 2)
+
+    def forward(self, x, adj):
+        return self.l2(torch.sparse.mm(adj, F.relu(self.l1(torch.sparse.mm(adj, x)))))
+
+def norm_adj(weights):
+    adj = torch.sparse_coo_tensor(index, weights, (n, n)).coalesce()
+    deg = torch.sparse.sum(adj, dim=1).to_dense()
+    dinv = deg.pow(-0.5)
+    i, v = adj.indices(), adj.values()
+    return torch.sparse_coo_tensor(i, dinv[i[0]] * v * dinv[i[1]], (n, n))
+
+model = init(GCN(), seed=440, scale=0.4)
+opt = torch.optim.Adam([*model.parameters(), edge_logit], lr=2e-2)
+for step in range(6):
+    adj = norm_adj(torch.sigmoid(edge_logit) + 0.5)
+    out = model(x, adj)
+    loss = F.cross_entropy(out, y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses += [loss.item(), float(edge_logit.grad.abs().sum())]
+dense = norm_adj(torch.sigmoid(edge_logit).detach() + 0.5).to_dense()
+losses += dense.sum(1).tolist()
+losses.append(float((model(x, dense.to_sparse()) - model(x, dense)).abs().max() < 1e-12))
+xi = x[:2].clone().requires_grad_(True)
+outs = model.l2(F.relu(model.l1(xi)))
+basis = torch.eye(2).unsqueeze(1).expand(2, 2, 2)
+jac, = torch.autograd.grad(outs, xi, basis, is_grads_batched=True)
+losses += jac.flatten().tolist()
+losses.append(loss.item())
+'''
+
+
+# REINFORCE on a bandit-like chain with actions drawn by Categorical.sample() from torch's
+# generator (flowgrad draws one-sample multinomials from torch's CPU stream), a moving
+# baseline, entropy bonus, and Gumbel-max argmax checks by OneHotCategorical.sample()
+REINFORCE_SAMPLED = '''
+from torch.distributions import Categorical, OneHotCategorical
+
+policy = init(nn.Sequential(nn.Linear(3, 12), nn.Tanh(), nn.Linear(12, 4)), seed=441, scale=0.5)
+opt = torch.optim.Adam(policy.parameters(), lr=3e-2)
+# seeded after the modules are built (their default init draws from torch's generator in
+# torch, from flowgrad's own stream in flowgrad)
+torch.manual_seed(442)
+rng = np.random.default_rng(443)
+payout = np.array([[0.1, 0.9, 0.2, 0.4], [0.8, 0.1, 0.3, 0.2], [0.2, 0.2, 0.9, 0.1]])
+baseline = 0.0
+for episode in range(8):
+    states = rng.integers(0, 3, 6)
+    obs = F.one_hot(torch.tensor(states), 3).double()
+    dist = Categorical(logits=policy(obs))
+    actions = torch.stack([Categorical(logits=l).sample() for l in dist.logits])
+    rewards = torch.tensor(payout[states, actions.numpy()])
+    adv = rewards - baseline
+    loss = -(dist.log_prob(actions) * adv).mean() - 0.01 * dist.entropy().mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    baseline = 0.9 * baseline + 0.1 * rewards.mean().item()
+    losses += [-rewards.mean().item()] + actions.tolist()
+with torch.no_grad():
+    probs = policy(torch.eye(3)).softmax(-1)
+    losses += OneHotCategorical(probs=probs).sample().argmax(-1).tolist()
+    losses += Categorical(probs=probs).sample((2,)).flatten().tolist()
+    losses.append(-(probs * torch.tensor(payout)).sum(-1).mean().item())
+'''
+
+
 PROGRAMS = {name.lower(): source for name, source in [
     ("SEG_DICE", SEG_DICE),
     ("ALIBI_SDPA", ALIBI_SDPA),
@@ -1910,6 +1997,8 @@ PROGRAMS = {name.lower(): source for name, source in [
     ("RNN_VARIANTS", RNN_VARIANTS),
     ("ULMFIT", ULMFIT),
     ("SHUFFLED_LOADER", SHUFFLED_LOADER),
+    ("GCN_SPARSE", GCN_SPARSE),
+    ("REINFORCE_SAMPLED", REINFORCE_SAMPLED),
 ]}
 
 # programs whose last logged figure is not below their first: MoCo's loss rises as real keys
