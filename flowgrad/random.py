@@ -242,14 +242,20 @@ def torch_multinomial_with_replacement(weights, size, generator=None):
     return np.searchsorted(cum, bits.astype(np.float64) * 2.0 ** -53, side="left").tolist()
 
 
-def torch_multinomial_by_exponentials(rows, size, generator=None):
-    """`torch.multinomial(rows, size, replacement=False, generator=generator).tolist()` for
-    2-d float32/float64 `rows` (torch's path for one draw with replacement too): q ~ Exp(1)
-    for every weight, in row-major order, as -log1p(-u) of a 53-bit double u from two 32-bit
-    draws, rounded to the weights' dtype; then the `size` largest rows / q of each row."""
+def torch_multinomial_by_exponentials(weights, size, generator=None):
+    """`torch.multinomial(weights, size, replacement=False, generator=generator).tolist()`
+    for 1-d or 2-d float32/float64 `weights` (torch's path for one draw with replacement too),
+    as rows: q ~ Exp(1) for every weight, as -log1p(-u) of a 53-bit double u from two 32-bit
+    draws, rounded to the weights' dtype; then the `size` largest weights / q of each row.
+    torch's q is empty_like(weights): its draws fill a transposed (column-major) input's
+    columns first, in memory order."""
+    rows = weights.reshape(1, -1) if weights.ndim == 1 else weights
     n = rows.size
     raw = resolve(generator).mt.random_raw(2 * n).reshape(n, 2)
     bits = ((raw[:, 0] << np.uint64(32)) | raw[:, 1]) & np.uint64((1 << 53) - 1)
-    q = -np.log1p(-(bits.astype(np.float64) * 2.0 ** -53))
-    keys = rows / q.astype(rows.dtype).reshape(rows.shape)
+    q = (-np.log1p(-(bits.astype(np.float64) * 2.0 ** -53))).astype(rows.dtype)
+    s0, s1 = rows.strides
+    if 0 < s0 < s1 and min(rows.shape) > 1:  # (a stride of 0 keeps the row-major order)
+        q = q.reshape(rows.shape[::-1]).T
+    keys = rows / q.reshape(rows.shape)
     return np.argsort(-keys, axis=1, kind="stable")[:, :size].tolist()

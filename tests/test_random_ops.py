@@ -521,3 +521,18 @@ def test_multinomial_without_replacement_and_one_draw_give_torchs_indices(dtype,
         out.append(list(m.utils.data.WeightedRandomSampler(w.ravel()[:5].tolist(), 4,
                                                            replacement=False)))
     assert got == want
+
+
+def test_multinomial_fills_a_transposed_inputs_draws_in_memory_order_as_torch():
+    """torch's Exp(1) draws go into empty_like(weights): for a transposed (column-major)
+    input they fill its columns first; a slice or an expand keeps the row-major order."""
+    import torch
+
+    w = np.random.default_rng(0).random((5, 3))
+    got, want = [], []
+    for m, out in ((flow, got), (torch, want)):
+        for make in (lambda: m.tensor(w).T, lambda: m.tensor(w)[:, ::2].T,
+                     lambda: m.tensor(w[0]).expand(4, 3), lambda: m.tensor(w)[::2]):
+            m.manual_seed(1)
+            out.append(m.multinomial(make(), 2).tolist())
+    assert got == want

@@ -169,9 +169,8 @@ def _multinomial(xp, x, *, num_samples, replacement, generator):
         out = xp.asarray([torch_multinomial_with_replacement(r, num_samples, generator)
                           for r in x.reshape(-1, x.shape[-1])], dtype=xp.int64)
     elif torch_stream:  # without replacement, or one draw: torch's exponentials from its stream
-        out = xp.asarray(torch_multinomial_by_exponentials(x.reshape(-1, x.shape[-1]),
-                                                           num_samples, generator),
-                         dtype=xp.int64).reshape(-1, num_samples)
+        out = xp.asarray(torch_multinomial_by_exponentials(x, num_samples, generator),
+                         dtype=xp.int64)
     elif replacement:
         cdf = xp.cumsum(rows, axis=1)
         cdf /= cdf[:, -1:]
