@@ -145,7 +145,9 @@ def _draw_step(r, t, pool):
             step = (kind, how, offset, size, stride)
         source = t if how == "self_window" else pool[0]
         strides = stride if stride is not None else \
+            tuple(t.stride()) if tuple(size) == tuple(t.shape) else \
             tuple(int(np.prod(size[i + 1:], dtype=np.int64)) for i in range(len(size)))
+        # (torch's set_ with no stride keeps the tensor's own when the size is its own)
         start = offset + (source.storage_offset() if how == "window" else 0)  # (torch's)
         if how in ("storage", "window", "self_window") and \
                 not _fits(_extent(start, size, strides), t, source):

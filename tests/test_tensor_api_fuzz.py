@@ -258,6 +258,19 @@ def test_set_window_counts_from_the_source_offset_and_keeps_same_size_strides():
     assert got == want
 
 
+def test_set_reads_an_empty_stride_as_none_given():
+    # torch's set_(storage, offset, size, ()): no stride (contiguous, or this tensor's own
+    # strides for its own sizes); flowgrad refused it as one stride short per size
+    def f(m):
+        t = m.arange(12.0).view(3, 4).t()
+        t.set_(t.untyped_storage(), 0, (4, 3), ())
+        u = m.arange(12.0).view(3, 4)
+        u.set_(u.untyped_storage(), 1, (2, 2), [])
+        return [t.stride(), t.tolist(), u.stride(), u.tolist()]
+    want, got = _both(f)
+    assert got == want
+
+
 def test_set_zero_size_window_and_overlapping_window():
     def f(m):
         e = m.zeros(1, dtype=m.int16).set_(m.zeros(1, dtype=m.int16).untyped_storage(), 3,

@@ -751,6 +751,8 @@ def _set_(self, source=None, storage_offset=None, size=None, stride=None):
             if type(root) is not np.ndarray:
                 raise NotImplementedError(f"set_: a storage offset, size or stride on "
                                           f"{source.device}")
+            if stride is not None and not len(stride):
+                stride = None  # (torch reads an empty stride as none given)
             if stride is None and tuple(int(n) for n in size) == tuple(self.shape):
                 stride = self.stride()  # (torch's: the same sizes keep this tensor's strides)
             if isinstance(source, Tensor):  # (torch's offset counts from the source's own)
