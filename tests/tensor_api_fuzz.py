@@ -136,6 +136,8 @@ def _draw_step(r, t, pool):
     kind = step[0]
     if kind in READS_STORAGE and t.numel() == 0:
         return ("contiguous", None)
+    if kind == "contiguous" and t.numel() == 0 and str(step[1]).startswith("channels_last"):
+        return ("contiguous", None)  # (whether it is self reads the strides KNOWN lacks)
     if kind == "set_" and t.grad_fn is not None:
         return ("detach",)  # (flowgrad refuses set_ of a tensor with history: KNOWN)
     if kind == "set_":

@@ -37,10 +37,6 @@ KNOWN = {
 KNOWN_SEEDS = {
     5248: "zero-element strides (KNOWN): a zero-size set_ window keeps no storage offset, which "
           "a later set_ onto it counts from",
-    1169: "empty_like(channels_last) of a (1, 1, 2, 2)-like tensor reached through size-1 "
-          "views: its size-1 channel dim's stride is 4 where torch's get_channels_last_strides "
-          "gives 1 (found merging the size-1 stride and channels_last branches; strides only, "
-          "values agree)",
 }
 
 
@@ -267,6 +263,26 @@ def test_set_reads_an_empty_stride_as_none_given():
         u = m.arange(12.0).view(3, 4)
         u.set_(u.untyped_storage(), 1, (2, 2), [])
         return [t.stride(), t.tolist(), u.stride(), u.tolist()]
+    want, got = _both(f)
+    assert got == want
+
+
+def test_new_channels_last_tensors_take_torch_strides_for_size_1_dims():
+    # a new tensor in a format asked for has get_channels_last_strides' strides, a size-1
+    # dim's too (the channel's is 1); flowgrad kept a row-major array whose size-1 dims lay
+    # anywhere (contiguous(channels_last) may keep them: torch's does too)
+    def f(m):
+        out = []
+        for shape, fmt in [((2, 1, 3, 2), m.channels_last), ((2, 3, 1, 1), m.channels_last),
+                           ((2, 1, 1, 3, 2), m.channels_last_3d)]:
+            x = m.zeros(shape)
+            out += [m.empty_like(x, memory_format=fmt).stride(),
+                    m.ones_like(x, memory_format=fmt).stride(),
+                    m.full_like(x, 2.0, memory_format=fmt).stride(),
+                    m.rand_like(x, memory_format=fmt).stride(),
+                    m.empty(shape, memory_format=fmt).stride(),
+                    x.contiguous(memory_format=fmt).stride()]
+        return out
     want, got = _both(f)
     assert got == want
 

@@ -35,7 +35,7 @@ from ..errors import check_number, fill_checks_overflow, fill_scalar
 from ..tensor import Size, Tensor, bind_late
 from ..typed_tensors import format_rank, preserve_format
 from .creation_nest import torch_reading
-from .layout import empty_preserving, in_format, row_major
+from .layout import empty_preserving, fresh_in_format, row_major
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
@@ -628,7 +628,7 @@ def _laid_out(out, source, options):
     caller). A format for the wrong rank raises, as torch."""
     rank = format_rank(options.get("memory_format"), out.ndim, "empty")
     if rank:
-        out._data = in_format(array_module(out._data), out._data, rank)
+        out._data = fresh_in_format(array_module(out._data), out._data, rank)
     return out
 
 

@@ -377,6 +377,18 @@ def in_format(xp, out, ndim):
     return in_order(xp, out, CHANNELS_LAST[ndim])
 
 
+def fresh_in_format(xp, out, ndim):
+    """`out`, a fresh array, with the strides torch gives a new tensor in channels_last (ndim
+    4) / channels_last_3d (5): get_channels_last_strides', a size-1 dim's too (in_format keeps
+    an array whose size-1 dims lie anywhere, as torch's contiguous() does)."""
+    if not out.size or out.strides == tuple(s * out.itemsize
+                                            for s in format_strides(out.shape, ndim)):
+        return out
+    result = empty_in_format(xp, out.shape, out.dtype, ndim)
+    result[...] = out
+    return result
+
+
 def in_suggested_order(xp, out, order):
     """`out` densely in `order` (dims fastest first: suggested_order's), or in C order where
     `order` is None; itself where it already lies so."""
