@@ -206,3 +206,17 @@ def test_vector_norms_of_complex_tensors_match_torch(name):
 def test_det_of_complex_matches_numpy():
     z = np.array([[1 + 1j, 2j], [1, 0.5j]])
     np.testing.assert_allclose(flow.linalg.det(flow.tensor(z)).numpy(), np.linalg.det(z))
+
+
+def test_pow_of_a_zero_complex_base_is_torchs():
+    # torch's complex pow is exp(b * log(a)): at a == 0, nan for a 0 exponent, inf+nanj for a
+    # negative real part, -0j for a positive one; NumPy's power gave 1, nan and 0 there
+    # (out_arg_fuzz 10757795: a bool base to complex exponents)
+    b = np.array([-0.5 + 1j, -2 + 0j, 0.5 + 1j, 0j, 1j, 2 + 0j])
+    want = torch.pow(torch.zeros(6, dtype=torch.complex128), torch.tensor(b))
+    got = flow.pow(flow.zeros(6, dtype=flow.complex128), flow.tensor(b))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert np.signbit(got.numpy().imag).tolist() == np.signbit(want.numpy().imag).tolist()
+    want = torch.tensor([False, True]) ** torch.tensor([-0.5 + 1j])
+    got = flow.tensor([False, True]) ** flow.tensor([-0.5 + 1j])
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -362,3 +362,16 @@ def mark_complex_ops():
     """Called by flowgrad.ops once every family is registered."""
     for name in _LINEAR_IN_DY:
         REGISTRY[name].complex = True
+
+
+def complex_power(xp, a, b):
+    """a ** b of complex arrays as torch's kernel computes it where a is 0: exp(b * log(a)),
+    C99's cexp of the plain product with log(0) = -inf (0 ** 0j is nan, 0 ** (-2 + 0j)
+    inf+nanj, 0 ** (2 + 0j) 0-0j); NumPy's power gives 1, nan and 0 there. Elsewhere NumPy's
+    power (exact for integer exponents)."""
+    r = a ** b
+    zero = a == 0
+    if zero.any():
+        with xp.errstate(all="ignore"):
+            r = xp.where(zero, xp.exp(b * xp.log(a)), r)
+    return r

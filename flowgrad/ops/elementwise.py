@@ -51,7 +51,7 @@ from .compare import (  # noqa: F401 - comparisons, re-exported; their module si
     ne,
     tie_weights,
 )
-from .complex import conj, real_sign, sgn
+from .complex import complex_power, conj, real_sign, sgn
 from .division import _refuse_bool, _rounded_div
 from .halfprec import HALF, half_by_one_element, in_float32
 from .no_derivative import without_derivative
@@ -259,7 +259,7 @@ def _rounded_power(xp, a, b):
     if a.dtype.char == "f" and getattr(b, "dtype", a.dtype).char == "f":
         return (a.astype(xp.float64) ** (b.astype(xp.float64) if hasattr(b, "dtype") else b)
                 ).astype(xp.float32)
-    return a ** b
+    return complex_power(xp, a, b) if a.dtype.kind == "c" else a ** b
 
 
 @op("scalar_pow", jvp="diagonal", save="inputs", complex=True, layout="elementwise")
