@@ -331,3 +331,24 @@ def test_half_by_one_element_tensor_input_gradient():
 @pytest.mark.parametrize("name", HALF_DIVISION)
 def test_half_precision_rounded_division_as_torch(name):
     _same(name, HALF_DIVISION[name])
+
+
+def test_clamp_with_a_nan_bound_never_converts_the_other():
+    # torch's clamp(min, max) with a nan bound fills nan: the other bound is not converted to
+    # the result's dtype (1e300 into float16 raised here; promotion_fuzz 10735235)
+    import torch
+
+    import flowgrad as flow
+
+    def run(m):
+        h = m.ones(2, dtype=m.float16)
+        return [m.clamp(h, float("nan"), 1e300), m.clamp(h, -1e300, float("nan")),
+                m.clamp(h, m.tensor(float("nan"), dtype=m.bfloat16), 1e300),
+                m.clamp(m.ones(2, dtype=m.int32), float("nan"), 1e300),
+                h.clone().clamp_(float("nan"), 1e300)]
+    want, got = run(torch), run(flow)
+    assert [(str(t.dtype), str(t.tolist())) for t in want] == \
+        [(str(f.dtype).replace("flowgrad", "torch"), str(f.tolist())) for f in got]
+    for m in (torch, flow):  # (without a nan, the overflow is still refused)
+        with pytest.raises(RuntimeError, match="without overflow"):
+            m.clamp(m.ones(2, dtype=m.float16), 0.0, 1e300)

@@ -193,6 +193,9 @@ def clamp(input, min=None, max=None, *, out=None):
         # torch's; a floating tensor's complex bound is converted to double: RuntimeError)
         raise NotImplementedError(f"clamp is not supported for complex types (got {d} from "
                                   f"{input.dtype} and the bounds); clamp .real or .abs()")
+    if min is not None and max is not None and any(
+            isinstance(v, float) and v != v for v in (min, max)):
+        min = max = float("nan")  # (torch fills nan: the other bound is never converted)
     # the bounds convert to the result's dtype as torch's Scalar does: out of its range
     # raises, and uint8 takes -255..-1 modulo 256 (clamp(min=-1) of uint8 gives 255s)
     min, max = checked_number("clamp", min, d.np, "min"), checked_number("clamp", max, d.np, "max")
