@@ -505,6 +505,69 @@ def test_graph_trace_watches_the_modules_its_function_reaches():
                 graph(flow.ones(3))
 
 
+_SCALE = 2.0  # a global the functions below read (changed by the test, then put back)
+_MASK = flow.ones(3)
+
+
+class _Settings:
+    """A config object whose attribute a traced function reads."""
+
+
+def test_globals_and_closure_variables_the_trace_read_are_watched():
+    """A compiled function or a module's forward reading a Python number from a global, a
+    closure variable or a config object's attribute (a temperature, a schedule's factor), or
+    a tensor bound to a global name: the plan froze what it traced, so after the user changed
+    it every call gave the traced numbers with no error. flow.compile traces anew (as
+    torch.compile recompiles), and a graph raises StalePlanError naming the variable."""
+    global _SCALE, _MASK
+    cfg = _Settings()
+    offset = 0.5
+
+    def fn(x):
+        return (x * _SCALE * _MASK / cfg.temperature + offset).sum()
+
+    def set_offset(value):
+        nonlocal offset
+        offset = value
+
+    class Scaled(flow.nn.Module):
+        def forward(self, x):
+            return (x * _SCALE).sum()
+
+    def set_scale(value):
+        global _SCALE
+        _SCALE = value
+
+    def set_mask(value):
+        global _MASK
+        _MASK = flow.full((3,), value)
+
+    changes = {"_SCALE": set_scale, "offset": set_offset, "_MASK": set_mask,
+               "temperature": lambda value: setattr(cfg, "temperature", value)}
+    x = flow.tensor([1.0, 2.0, 3.0])
+    try:
+        for name, change in changes.items():
+            for value in (3.0, 0.25):
+                for make in (flow.compile, flow.nn.Graph.trace):
+                    _SCALE, _MASK, cfg.temperature, offset = 2.0, flow.ones(3), 1.0, 0.5
+                    compiled = make(fn)
+                    assert compiled(x).item() == fn(x).item() == 13.5
+                    change(value)
+                    if make is flow.compile:
+                        assert compiled(x).item() == fn(x).item() != 13.5
+                        continue
+                    with pytest.raises(StalePlanError, match=name):
+                        compiled(x)
+        _SCALE = 2.0
+        graph = graph_of(Scaled(), lambda m, x: m(x))
+        assert graph(x).item() == 12.0
+        _SCALE = 3.0
+        with pytest.raises(StalePlanError, match="global _SCALE"):
+            graph(x)
+    finally:
+        _SCALE, _MASK = 2.0, flow.ones(3)
+
+
 def test_tensors_build_stores_outside_the_graph_are_warned_about():
     """A forward hook's activations[name] = out.detach(), a list appended inside build: the
     plan runs build once, so they kept the first call's values on every later call, with no

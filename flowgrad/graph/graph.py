@@ -56,6 +56,7 @@ from .plan_checks import (
     _bindings,
     _group_settings,
     _hooks,
+    _module_settings,
     _rebound,
     _refuse_group_writes,
     _refuse_setting_writes,
@@ -66,6 +67,7 @@ from .plan_checks import (
     put_back,
     refuse_host_draws,
 )
+from .python_reads import is_python_read, python_reads
 from .sites import user_line
 from .tracer import Tracer
 
@@ -385,9 +387,13 @@ class Graph:
         self._log(0, lambda: f"  codegen: {plan.source.count(chr(10)) + 1} lines in "
                              f"{generated * 1e3:.1f} ms")
         self._log(2, plan.source)
+        # the globals and closure variables the traced code read: a plan keeps their values
+        read_settings, read_bindings = python_reads(
+            self, [s for m in self._modules.values() for s in m.modules()], _module_settings)
         compiled = (program, plan, rebuild, input_signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers), _trainable(state),
-                    _settings(self, reads), _bindings(self, program.attribute_sets),
+                    _settings(self, reads) + read_settings,
+                    _bindings(self, program.attribute_sets) + read_bindings,
                     _hooks(self, state),
                     _state_meta(state))
         object.__setattr__(self, "_compiled", compiled)
@@ -423,6 +429,9 @@ class Graph:
                     f"compute with tensor ops, or build a new graph")
         for store, path, name, held in bindings:
             if store.get(name, _GONE) is not held:
+                if is_python_read(path):
+                    raise StalePlanError(_python_read_changed(self._name, path, held,
+                                                              store.get(name, _GONE)))
                 raise StalePlanError(
                     f"nn.Graph {self._name}: {path}.{name} was replaced after the graph "
                     f"compiled (a new Parameter, buffer, submodule or tensor attribute "
@@ -432,6 +441,8 @@ class Graph:
         for module, path, name, value in settings:
             now = module.__dict__.get(name, _GONE)
             if now is not value and now != value:
+                if not isinstance(module, (Graph, Module)):
+                    raise StalePlanError(_python_read_changed(self._name, path, value, now))
                 where = "the graph" if module is self else \
                     f"module {path!r} ({type(module).__name__})"
                 raise StalePlanError(
@@ -613,6 +624,17 @@ def _refuse_rng_change(what):
         f"generator on every call, where the eager code would restart its stream. Seed "
         f"outside build (flow.manual_seed before calling the graph), or pass the random "
         f"values in as an input")
+
+
+def _python_read_changed(name, path, value, now):
+    def show(v):
+        return "(none)" if v is _GONE else f"{type(v).__name__} at {id(v):#x}" if isinstance(
+            v, (Tensor, Module)) else repr(v)
+    return (f"nn.Graph {name}: the traced code read {path}, which was {show(value)} when the "
+            f"graph compiled and is {show(now)} now; its compiled plan keeps computing with "
+            f"the traced value (a Python value read while tracing is frozen into the plan). "
+            f"Pass the value to the graph as an argument (a tensor, or a Python number its "
+            f"plans are keyed by), keep it in a buffer updated in place, or build a new graph")
 
 
 def _add_leaf_grads(flat, leaf_grads):

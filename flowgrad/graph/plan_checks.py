@@ -18,7 +18,7 @@ from ..nn.parameter import Parameter
 from ..tensor import Tensor
 
 _GONE = object()
-_PLAIN = (bool, int, float, str, type(None))
+_PLAIN = (bool, int, float, complex, str, type(None), np.generic)
 
 
 def _settings(graph, reads):
@@ -30,9 +30,13 @@ def _settings(graph, reads):
              if (reads is None or name in reads) and _plain(name, value)]
     for top, module in graph._modules.items():
         for path, sub in module.named_modules(prefix=top):
-            found += [(sub, path, name, value) for name, value in vars(sub).items()
-                      if name == "training" or _plain(name, value)]
+            found += _module_settings(sub, path)
     return found
+
+
+def _module_settings(module, path):
+    return [(module, path, name, value) for name, value in vars(module).items()
+            if name == "training" or _plain(name, value)]
 
 
 def _refuse_setting_writes(graph, before):

@@ -1,0 +1,171 @@
+"""The Python values a compiled plan froze from outside the graph's modules: the globals and
+closure variables that build, the methods of the user's module classes and the functions they
+call read (a temperature, a loss weight, a schedule's factor in a global; a tensor or module
+bound to a name). The plan computed with the values they had when it was traced; eagerly each
+call reads them anew (torch.compile guards them and recompiles). `python_reads` lists them
+after the trace in the forms `Graph._run` checks on every call: settings (compared by value)
+and bindings (compared by identity), so a change raises StalePlanError (and flow.compile
+traces anew) instead of giving the traced numbers.
+"""
+from __future__ import annotations
+
+import dis
+import functools
+import os
+import sys
+import sysconfig
+import types
+
+import numpy as np
+
+from ..nn.module import Module
+from ..tensor import Tensor
+from .sites import _PACKAGE
+
+_SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
+_LIBRARIES = tuple(os.path.realpath(p) for p in {
+    sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+    sysconfig.get_paths()["platlib"]})
+_DEPTH = 4  # functions calling functions: how deep the walk follows them
+
+
+class _Scope:
+    """A function's globals seen as an object's attributes (`__dict__`), as settings are."""
+
+    def __init__(self, namespace):
+        self.__dict__ = namespace
+
+
+class _Cell:
+    """A closure variable seen as an attribute (`__dict__`, `get`), as settings are."""
+
+    __slots__ = ("_cell",)
+
+    def __init__(self, cell, name):
+        self._cell = (cell, name)
+
+    @property
+    def __dict__(self):
+        cell, name = self._cell
+        try:
+            return {name: cell.cell_contents}
+        except ValueError:  # (emptied: del of the variable)
+            return {}
+
+    def get(self, name, default=None):
+        return self.__dict__.get(name, default)
+
+
+def is_python_read(path):
+    """Whether a binding's `path` is one `python_reads` made (a global or closure variable)."""
+    return path.startswith(("global ", "closure variable "))
+
+
+def _plain_value(value):
+    return isinstance(value, _SCALARS) or type(value) is tuple and all(
+        _plain_value(v) for v in value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _global_names(code):
+    """The global names `code` and the code nested in it (comprehensions, lambdas) load."""
+    names, codes = set(), [code]
+    while codes:
+        c = codes.pop()
+        names.update(i.argval for i in dis.get_instructions(c)
+                     if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
+        codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    return tuple(sorted(names))
+
+
+def _users(code):
+    """Whether `code` is the user's (not flowgrad's, the standard library's or a package's)."""
+    filename = code.co_filename
+    return not filename.startswith(_PACKAGE) and not filename.startswith("<frozen") and \
+        not os.path.realpath(filename).startswith(_LIBRARIES)
+
+
+def _user_object(value):
+    """An instance of a user class holding settings (a config object: cfg.temperature)."""
+    kind = type(value)
+    if not isinstance(getattr(value, "__dict__", None), dict) or isinstance(
+            value, (Module, Tensor, type, types.ModuleType, types.FunctionType,
+                    types.MethodType, functools.partial)):
+        return False
+    if kind.__module__ == "__main__":
+        return True
+    filename = getattr(sys.modules.get(kind.__module__), "__file__", None)
+    return filename is not None and _users_file(filename)
+
+
+def _users_file(filename):
+    return not filename.startswith(_PACKAGE) and not os.path.realpath(filename).startswith(
+        _LIBRARIES)
+
+
+def _methods(cls, stop):
+    """The functions the user's classes in `cls`'s MRO define (flowgrad's are not looked at)."""
+    return [f for c in cls.__mro__ if not c.__module__.startswith("flowgrad") and c not in stop
+            for f in vars(c).values() if isinstance(f, types.FunctionType)]
+
+
+def python_reads(graph, modules, settings_of):
+    """(settings, bindings) for the Python values the traced code read outside `modules`
+    (the graph's modules and their submodules): plain values and the plain attributes of
+    user objects by value, tensors and modules by identity. A module reached that way has its
+    settings watched too (`settings_of`), and its methods walked."""
+    roots = [type(graph).build] + _methods(type(graph), (object,))
+    inside = {id(m) for m in modules}
+    settings, bindings, seen = [], [], set()
+    for module in modules:
+        roots += _methods(type(module), (object,))
+        for name, value in vars(module).items():
+            if isinstance(value, types.FunctionType):
+                roots.append(value)
+            elif not name.startswith("_") and _user_object(value):  # (self.cfg.temperature)
+                settings += [(value, f"attribute {name} of a {type(module).__name__}: "
+                              f"{name}.{k}", k, v) for k, v in vars(value).items()
+                             if not k.startswith("_") and _plain_value(v)]
+    todo = [(f, 0) for f in roots]
+    while todo:
+        fn, depth = todo.pop()
+        code = getattr(fn, "__code__", None)
+        if code is None or id(code) in seen or depth > _DEPTH:
+            continue
+        seen.add(id(code))
+        users = _users(code)
+        found = []
+        if users:
+            scope = _Scope(fn.__globals__)
+            module_name = fn.__globals__.get("__name__", "?")
+            found += [(scope, f"global {n} of {module_name}", n, fn.__globals__[n])
+                      for n in _global_names(code) if n in fn.__globals__]
+        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            if users or isinstance(value, types.FunctionType):
+                found.append((_Cell(cell, name), f"closure variable {name} of "
+                              f"{fn.__qualname__}", name, value))
+        for store, path, name, value in found:
+            if isinstance(value, types.FunctionType):
+                todo.append((value, depth + 1))
+            elif _plain_value(value):
+                settings.append((store, path, name, value))
+            elif isinstance(value, (Tensor, Module)):
+                if id(value) in inside:
+                    continue
+                bindings.append((store.__dict__ if type(store) is _Scope else store, path,
+                                 name, value))
+                if isinstance(value, Tensor):
+                    continue
+                for sub in value.modules():
+                    if id(sub) not in inside:
+                        inside.add(id(sub))
+                        settings += settings_of(sub, f"{path}")
+                        todo += [(f, depth + 1) for f in _methods(type(sub), (object,))]
+            elif _user_object(value):
+                settings += [(value, f"{path}.{k}", k, v) for k, v in vars(value).items()
+                             if not k.startswith("_") and _plain_value(v)]
+    return settings, bindings
