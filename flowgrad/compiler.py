@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import functools
 
+from . import dtypes as _dtypes
 from ._warn import warn
+from .amp.autocast_mode import autocast
 from .autograd import grad_mode
 from .autograd.function import Function
 from .graph.call_args import captured_by
+from .graph.plan_checks import ambient
 from .nn.module import Module
 from .tensor import Tensor
 
@@ -119,12 +122,14 @@ class _CompiledCall(Function):
         ctx.owner, ctx.inputs = owner, [x.detach() for x in inputs]
         ctx.needs = tuple(x.requires_grad for x in inputs)
         ctx.rng = get_rng_state()
+        ctx.ambient = ambient(False)[:2]  # (the backward recomputes the forward under it)
         outs, ctx.rebuild = owner._run_forward(inputs)
         return tuple(outs)
 
     @staticmethod
     def backward(ctx, *out_grads):
-        grads = ctx.owner._run_backward(ctx.inputs, ctx.needs, ctx.rng, out_grads)
+        grads = ctx.owner._run_backward(ctx.inputs, ctx.needs, ctx.rng, ctx.ambient,
+                                        out_grads)
         it = iter(grads)
         return (None, None, *[next(it) if need else None for need in ctx.needs],
                 *it)
@@ -207,12 +212,14 @@ class OptimizedModule(Module):
 
         Forward, _ = _graphs()
         model = self._orig_mod
-        out = self._call_graph(("forward", model.training), lambda: Forward(model), inputs)
+        # (a plan per default dtype and autocast region too, as torch.compile guards them)
+        out = self._call_graph(("forward", model.training, ambient(False)[:2]),
+                               lambda: Forward(model), inputs)
         outs, rebuild = flatten_outputs(out)
         object.__setattr__(self, "_rebuild", rebuild)
         return outs, rebuild
 
-    def _run_backward(self, inputs, needs, rng, out_grads):
+    def _run_backward(self, inputs, needs, rng, state, out_grads):
         from .random import get_rng_state, set_rng_state
 
         _, Backward = _graphs()
@@ -220,16 +227,20 @@ class OptimizedModule(Module):
         # the recomputed forward must neither draw other random numbers nor update
         # buffers (BatchNorm's running stats) a second time
         buffers = [(b, b._data.copy()) for b in model.buffers()]
-        now = get_rng_state()
+        now, default = get_rng_state(), _dtypes.get_default_dtype()
         set_rng_state(rng)
+        # and in the forward's default dtype and autocast region (the backward usually runs
+        # outside it): its casts are the forward's, and its gradients eager's
+        _dtypes.set_default_dtype(state[0])
         try:
             inputs = [x.detach()._set_requires_grad(need) for x, need in zip(inputs, needs)]
-            with grad_mode.no_grad():
-                return self._call_graph(("backward", model.training, needs),
+            with grad_mode.no_grad(), autocast("cpu", state[1], state[1] is not None):
+                return self._call_graph(("backward", model.training, needs, state),
                                         lambda: Backward(model, needs),
                                         [*inputs, *out_grads])
         finally:
             set_rng_state(now)
+            _dtypes.set_default_dtype(default)
             for b, saved in buffers:
                 b._data[...] = saved
 

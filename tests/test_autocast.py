@@ -364,6 +364,32 @@ def test_graph_enable_amp_matches_eager_autocast():
                                    atol=1e-6)
 
 
+def test_a_graph_traced_inside_an_autocast_region_casts_the_weights_itself():
+    """A graph with enable_amp compiled inside an autocast region in which the model had run
+    eagerly: the trace found the region's cached bfloat16 casts of the weights and froze them
+    into the plan, so in later regions, after the weights were updated, the plan kept
+    computing with the first call's weights, with no error. A trace has a cast cache of its
+    own."""
+    lin = flow.nn.Linear(3, 3)
+
+    class Eval(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.lin = lin
+            self.config.enable_amp(True, dtype=flow.bfloat16)
+
+        def build(self, x):
+            return self.lin(x)
+
+    graph, x = Eval(), flow.ones(2, 3)
+    for _ in range(3):
+        with flow.autocast("cpu"):
+            want = lin(x).tolist()
+            assert graph(x).tolist() == want
+        with flow.no_grad():
+            lin.weight.mul_(2)
+
+
 def _digits():
     from sklearn.datasets import load_digits
 

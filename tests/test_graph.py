@@ -568,6 +568,52 @@ def test_globals_and_closure_variables_the_trace_read_are_watched():
         _SCALE, _MASK = 2.0, flow.ones(3)
 
 
+def test_the_default_dtype_and_an_autocast_region_a_plan_was_traced_in_are_kept():
+    """A graph or compiled model called under another default dtype (set_default_dtype), or
+    inside an autocast region (or outside the one it was traced in): the plan kept the traced
+    dtypes and casts, so the numbers were float32 where eager's were float64 or bfloat16, with
+    no error, and flow.compile's backward (run outside the region) recomputed the forward
+    without its casts: other gradients. A graph now traces under the region it is called in
+    and raises StalePlanError in another state; flow.compile keeps a plan per state."""
+    flow.manual_seed(0)
+    model = flow.nn.Sequential(flow.nn.Linear(4, 4), flow.nn.Tanh(), flow.nn.Linear(4, 2))
+    x = flow.randn(3, 4)
+
+    def shift(x):
+        return model(x) + flow.arange(2) / 3
+
+    def run(fn, amp, dtype=flow.float32):
+        model.zero_grad()
+        flow.set_default_dtype(dtype)
+        try:
+            with flow.autocast("cpu", enabled=amp):
+                out = fn(x)
+        finally:
+            flow.set_default_dtype(flow.float32)
+        out.float().pow(2).sum().backward()
+        return out.dtype, out.detach().float().tolist(), [p.grad.tolist() for p in
+                                                          model.parameters()]
+
+    compiled = flow.compile(shift)
+    for amp, dtype in [(False, flow.float32), (True, flow.float32), (False, flow.float64),
+                       (True, flow.float32), (False, flow.float32)]:
+        assert run(compiled, amp, dtype) == run(shift, amp, dtype)
+    graph = flow.nn.Graph.trace(shift)
+    with flow.no_grad():
+        with flow.autocast("cpu"):
+            assert graph(x).tolist() == shift(x).tolist() != model(x).float().tolist()
+        with pytest.raises(StalePlanError, match=r"under autocast \(flowgrad.bfloat16\) and is "
+                                                 r"called outside autocast"):
+            graph(x)
+        flow.set_default_dtype(flow.float64)
+        try:
+            with flow.autocast("cpu"), pytest.raises(StalePlanError,
+                                                     match="default dtype was flowgrad.float32"):
+                graph(x)
+        finally:
+            flow.set_default_dtype(flow.float32)
+
+
 def test_tensors_build_stores_outside_the_graph_are_warned_about():
     """A forward hook's activations[name] = out.detach(), a list appended inside build: the
     plan runs build once, so they kept the first call's values on every later call, with no

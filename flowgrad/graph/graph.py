@@ -22,13 +22,17 @@ plan; later calls run the plan without running `build` again.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import inspect
 import time
 
+from .. import dtypes as _dtypes
 from .. import random as _random
 from ..amp.autocast_mode import autocast
+from ..amp.autocast_mode import state as _amp_state
 from ..autograd import engine
+from ..autograd import interpreter as _interpreter
 from ..autograd import profiling as _profiling
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import bump_version
@@ -63,6 +67,7 @@ from .plan_checks import (
     _settings,
     _state_meta,
     _trainable,
+    ambient,
     host_random_states,
     put_back,
     refuse_host_draws,
@@ -319,7 +324,13 @@ class Graph:
                 f"nn.Graph {self._name}: a module has uninitialized parameters (a lazy module: "
                 f"LazyLinear, LazyConv2d, ...); run the model once eagerly on a batch before "
                 f"the graph's first call, so their shapes are known")
+        # the default dtype and an autocast region the graph is called in (unless
+        # config.enable_amp decides): traced under them, as eagerly, and checked each call
+        now = ambient(self.config.amp)
+        amp, amp_dtype = (True, now[1]) if now[1] is not None else (self.config.amp,
+                                                                    self.config.amp_dtype)
         tracer = Tracer()
+        tracer.program.ambient = now
         for t in state:
             tracer.bind(t, STATE, t)
         for i, t in enumerate(flat):
@@ -327,9 +338,11 @@ class Graph:
                 tracer.program.inputs.append(tracer.bind(t, INPUT, i))
         tracer.program.inputs_requiring_grad = _requiring_grad(flat)
         # the weight-cast cache on, as eager autocast has it: a weight used twice is cast once,
-        # and its gradients summed in the lower precision, the numbers eager gets
-        with using_interpreter(tracer), autocast("cpu", self.config.amp_dtype, self.config.amp,
-                                                 cache_enabled=True), checkpointing.tracking(
+        # and its gradients summed in the lower precision, the numbers eager gets (a cache of
+        # the trace's own: an enclosing region's casts, made eagerly, would be frozen into the
+        # plan, and the trace's would stay in the region's)
+        with using_interpreter(tracer), _cast_cache_apart(), autocast(
+                "cpu", amp_dtype, amp, cache_enabled=True), checkpointing.tracking(
                 tracer.program, checkpointing.checkpointed_modules(self)), \
                 _random.refusing_state_changes(_refuse_rng_change):
             self.__dict__["_reads"] = set()
@@ -411,6 +424,10 @@ class Graph:
         (program, plan, rebuild, signature, eager_update, layout, trainable,
          settings, bindings, hooks, state_meta) = self._compiled
         check_signature(signature, input_signature(flat))
+        traced = program.ambient
+        if _dtypes._default_float[0] is not traced[0] or type(
+                _interpreter.current) is not traced[2]:
+            _check_ambient(self, traced)
         for i, layout in program.input_layouts.items():
             if _layout(flat[i]) != layout:
                 raise RuntimeError(
@@ -624,6 +641,35 @@ def _refuse_rng_change(what):
         f"generator on every call, where the eager code would restart its stream. Seed "
         f"outside build (flow.manual_seed before calling the graph), or pass the random "
         f"values in as an input")
+
+
+@contextlib.contextmanager
+def _cast_cache_apart():
+    held = _amp_state.cache
+    _amp_state.cache = {}
+    try:
+        yield
+    finally:
+        _amp_state.cache = held
+
+
+def _check_ambient(graph, traced):
+    """A call under another default dtype, or inside or outside an autocast region unlike the
+    traced call: the plan holds the traced dtypes and casts (eagerly, each call makes its
+    constants in the default dtype, and autocast casts)."""
+    now = ambient(graph.config.amp)
+    if now[:2] == traced[:2]:
+        return
+    what = (f"the default dtype was {traced[0]} when the graph compiled and is {now[0]} "
+            f"now" if now[0] != traced[0] else
+            f"it was traced {'outside autocast' if traced[1] is None else 'under autocast'}"
+            f"{'' if traced[1] is None else f' ({traced[1]})'} and is called "
+            f"{'outside autocast' if now[1] is None else f'under autocast ({now[1]})'} now")
+    raise StalePlanError(
+        f"nn.Graph {graph._name}: {what}; its plan keeps the traced "
+        f"dtypes and casts. Call it in the state it was traced in (or set "
+        f"graph.config.enable_amp, which holds whatever region it is called in), or build a "
+        f"new graph for the other state")
 
 
 def _python_read_changed(name, path, value, now):

@@ -13,12 +13,27 @@ import random
 
 import numpy as np
 
+from .. import dtypes as _dtypes
+from ..amp import autocast_mode as _amp
+from ..autograd import interpreter as _interpreter
 from ..nn import module_hooks as _global_hooks
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
 
 _GONE = object()
 _PLAIN = (bool, int, float, complex, str, type(None), np.generic)
+
+
+def ambient(amp_configured):
+    """The global state a plan's numbers depend on outside the graph: the default float dtype
+    (the dtype of a Python float or a float factory in build) and the lower-precision dtype
+    of the enabled CPU autocast region the graph is called in (None outside one, or when the
+    graph's own config.enable_amp decides), and the interpreter current then (a cheap first
+    look for `Graph._run`: the same one and the same default dtype, the same state)."""
+    current = _interpreter.current
+    return (_dtypes._default_float[0], None if amp_configured or type(
+        current) is not _amp.AutocastInterpreter or not _amp.state.enabled["cpu"] else
+        _amp.state.dtype["cpu"], type(current))
 
 
 def _settings(graph, reads):
