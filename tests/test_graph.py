@@ -515,10 +515,11 @@ class _Settings:
 
 def test_globals_and_closure_variables_the_trace_read_are_watched():
     """A compiled function or a module's forward reading a Python number from a global, a
-    closure variable or a config object's attribute (a temperature, a schedule's factor), or
-    a tensor bound to a global name: the plan froze what it traced, so after the user changed
-    it every call gave the traced numbers with no error. flow.compile traces anew (as
-    torch.compile recompiles), and a graph raises StalePlanError naming the variable."""
+    closure variable, a config object's or a module class's attribute (a temperature, a
+    schedule's factor), or a tensor bound to a global name: the plan froze what it traced,
+    so after the user changed it every call gave the traced numbers with no error.
+    flow.compile traces anew (as torch.compile recompiles), and a graph raises
+    StalePlanError naming the variable."""
     global _SCALE, _MASK
     cfg = _Settings()
     offset = 0.5
@@ -563,6 +564,18 @@ def test_globals_and_closure_variables_the_trace_read_are_watched():
         assert graph(x).item() == 12.0
         _SCALE = 3.0
         with pytest.raises(StalePlanError, match="global _SCALE"):
+            graph(x)
+
+        class Tempered(flow.nn.Module):
+            temperature = 2.0  # (a class attribute, read as self.temperature)
+
+            def forward(self, x):
+                return (x / self.temperature).sum()
+
+        graph = graph_of(Tempered(), lambda m, x: m(x))
+        assert graph(x).item() == 3.0
+        Tempered.temperature = 3.0
+        with pytest.raises(StalePlanError, match="class attribute temperature of"):
             graph(x)
     finally:
         _SCALE, _MASK = 2.0, flow.ones(3)

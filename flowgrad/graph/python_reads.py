@@ -106,7 +106,8 @@ def _users_file(filename):
 def _methods(cls, stop):
     """The functions the user's classes in `cls`'s MRO define (flowgrad's are not looked at)."""
     return [f for c in cls.__mro__ if not c.__module__.startswith("flowgrad") and c not in stop
-            for f in vars(c).values() if isinstance(f, types.FunctionType)]
+            for f in vars(c).values() if isinstance(f, types.FunctionType) and
+            f.__name__ != "__init__"]  # (not run by a call: what it reads is not traced)
 
 
 def python_reads(graph, modules, settings_of):
@@ -116,7 +117,7 @@ def python_reads(graph, modules, settings_of):
     settings watched too (`settings_of`), and its methods walked."""
     roots = [type(graph).build] + _methods(type(graph), (object,))
     inside = {id(m) for m in modules}
-    settings, bindings, seen = [], [], set()
+    settings, bindings, seen, codes = [], [], set(), []
     for module in modules:
         roots += _methods(type(module), (object,))
         for name, value in vars(module).items():
@@ -134,6 +135,8 @@ def python_reads(graph, modules, settings_of):
             continue
         seen.add(id(code))
         users = _users(code)
+        if users:
+            codes.append(code)
         found = []
         if users:
             scope = _Scope(fn.__globals__)
@@ -168,4 +171,27 @@ def python_reads(graph, modules, settings_of):
             elif _user_object(value):
                 settings += [(value, f"{path}.{k}", k, v) for k, v in vars(value).items()
                              if not k.startswith("_") and _plain_value(v)]
+    # the user's classes' plain attributes that the code walked names (class Net: scale = 2.0,
+    # read as self.scale)
+    classes, named = {}, set()
+    for cls in [type(graph)] + [type(m) for m in modules]:
+        classes.update((id(c), c) for c in cls.__mro__ if not c.__module__.startswith(
+            "flowgrad") and c is not object)
+    for code in codes:
+        named.update(_names(code))
+    for cls in classes.values():
+        settings += [(cls, f"class attribute {name} of {cls.__qualname__}", name, value)
+                     for name, value in vars(cls).items()
+                     if name in named and not name.startswith("_") and _plain_value(value)]
     return settings, bindings
+
+
+@functools.lru_cache(maxsize=1024)
+def _names(code):
+    """The names (attributes, globals) `code` and the code nested in it refer to."""
+    names, codes = set(), [code]
+    while codes:
+        c = codes.pop()
+        names.update(c.co_names)
+        codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    return frozenset(names)
