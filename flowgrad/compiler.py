@@ -16,6 +16,7 @@ flowgrad.Size([1, 3])
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 
 from . import dtypes as _dtypes
@@ -123,13 +124,19 @@ class _CompiledCall(Function):
         ctx.needs = tuple(x.requires_grad for x in inputs)
         ctx.rng = get_rng_state()
         ctx.ambient = ambient(False)[:2]  # (the backward recomputes the forward under it)
+        ctx.save_for_backward(*inputs)  # (for a backward that is differentiated)
         outs, ctx.rebuild = owner._run_forward(inputs)
         return tuple(outs)
 
     @staticmethod
     def backward(ctx, *out_grads):
-        grads = ctx.owner._run_backward(ctx.inputs, ctx.needs, ctx.rng, ctx.ambient,
-                                        out_grads)
+        if grad_mode.is_grad_enabled():  # create_graph=True (a gradient penalty): the plans'
+            # gradients have no graph of their own, which the next backward would miss
+            grads = ctx.owner._eager_backward(ctx.saved_tensors, ctx.needs, ctx.rng,
+                                              ctx.ambient, out_grads)
+        else:
+            grads = ctx.owner._run_backward(ctx.inputs, ctx.needs, ctx.rng, ctx.ambient,
+                                            out_grads)
         it = iter(grads)
         return (None, None, *[next(it) if need else None for need in ctx.needs],
                 *it)
@@ -220,29 +227,55 @@ class OptimizedModule(Module):
         return outs, rebuild
 
     def _run_backward(self, inputs, needs, rng, state, out_grads):
-        from .random import get_rng_state, set_rng_state
-
         _, Backward = _graphs()
         model = self._orig_mod
-        # the recomputed forward must neither draw other random numbers nor update
-        # buffers (BatchNorm's running stats) a second time
-        buffers = [(b, b._data.copy()) for b in model.buffers()]
-        now, default = get_rng_state(), _dtypes.get_default_dtype()
-        set_rng_state(rng)
-        # and in the forward's default dtype and autocast region (the backward usually runs
-        # outside it): its casts are the forward's, and its gradients eager's
-        _dtypes.set_default_dtype(state[0])
-        try:
+        # the recomputed forward must neither draw other random numbers nor update buffers
+        # (BatchNorm's running stats) a second time, and runs in the forward's default dtype
+        # and autocast region (the backward usually runs outside it): its casts are the
+        # forward's, and its gradients eager's
+        with _recomputing(model, rng, state), grad_mode.no_grad():
             inputs = [x.detach()._set_requires_grad(need) for x, need in zip(inputs, needs)]
-            with grad_mode.no_grad(), autocast("cpu", state[1], state[1] is not None):
-                return self._call_graph(("backward", model.training, needs, state),
-                                        lambda: Backward(model, needs),
-                                        [*inputs, *out_grads])
-        finally:
-            set_rng_state(now)
-            _dtypes.set_default_dtype(default)
-            for b, saved in buffers:
-                b._data[...] = saved
+            return self._call_graph(("backward", model.training, needs, state),
+                                    lambda: Backward(model, needs), [*inputs, *out_grads])
+
+    def _eager_backward(self, inputs, needs, rng, state, out_grads):
+        """The gradients of a backward that is itself differentiated (create_graph=True): the
+        forward recomputed eagerly, as the forward ran, and differentiated with
+        create_graph, so the next backward reaches the inputs and parameters through them."""
+        from .autograd import grad
+        from .graph.call_args import flatten_outputs
+
+        model = self._orig_mod
+        with _recomputing(model, rng, state):
+            outs = flatten_outputs(model(*inputs))[0]
+        wrt = [x for x, need in zip(inputs, needs) if need] + _params(model)
+        pairs = [(o, g) for o, g in zip(outs, out_grads) if o.requires_grad]
+        if not pairs:
+            return [None] * len(wrt)
+        return list(grad([o for o, _ in pairs], wrt, [g for _, g in pairs], create_graph=True,
+                         allow_unused=True))
+
+
+def _recomputing(model, rng, state):
+    """Run the block in the forward's random state, default dtype and autocast region, and
+    put back the generator, the default dtype and the model's buffers after it."""
+    from .random import get_rng_state, set_rng_state
+
+    buffers = [(b, b._data.copy()) for b in model.buffers()]
+    now, default = get_rng_state(), _dtypes.get_default_dtype()
+    set_rng_state(rng)
+    _dtypes.set_default_dtype(state[0])
+    try:
+        with autocast("cpu", state[1], state[1] is not None):
+            yield
+    finally:
+        set_rng_state(now)
+        _dtypes.set_default_dtype(default)
+        for b, saved in buffers:
+            b._data[...] = saved
+
+
+_recomputing = contextlib.contextmanager(_recomputing)
 
 
 class _TraceFailure(Exception):

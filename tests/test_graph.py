@@ -627,6 +627,32 @@ def test_the_default_dtype_and_an_autocast_region_a_plan_was_traced_in_are_kept(
             flow.set_default_dtype(flow.float32)
 
 
+def test_a_compiled_models_backward_with_create_graph_is_differentiated():
+    """A gradient penalty through flow.compile (autograd.grad(out, x, create_graph=True),
+    then a loss of that gradient): the compiled backward's gradients had no graph, so the
+    penalty's part of the parameters' and the input's gradients was missing, with no error
+    (torch.compile raises). The backward is recomputed eagerly when it is differentiated."""
+    flow.manual_seed(0)
+    model = flow.nn.Sequential(flow.nn.Linear(3, 4), flow.nn.Tanh(), flow.nn.Dropout(0.3),
+                               flow.nn.Linear(4, 1))
+    compiled = flow.compile(model)
+    x = flow.randn(5, 3)
+
+    def step(fn):
+        model.zero_grad()
+        xi = x.clone().requires_grad_(True)
+        flow.manual_seed(1)
+        out = fn(xi)
+        g, = flow.autograd.grad(out.sum(), xi, create_graph=True)
+        (out.mean() + (g.norm(dim=1) - 1).pow(2).mean()).backward()
+        return [t.tolist() for t in [xi.grad] + [p.grad for p in model.parameters()]]
+
+    for _ in range(2):
+        got, want = step(compiled), step(model)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
 def test_tensors_build_stores_outside_the_graph_are_warned_about():
     """A forward hook's activations[name] = out.detach(), a list appended inside build: the
     plan runs build once, so they kept the first call's values on every later call, with no
