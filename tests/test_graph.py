@@ -507,6 +507,7 @@ def test_graph_trace_watches_the_modules_its_function_reaches():
 
 _SCALE = 2.0  # a global the functions below read (changed by the test, then put back)
 _MASK = flow.ones(3)
+_WEIGHTS = [1.0, 1.0, 1.0]
 
 
 class _Settings:
@@ -516,16 +517,16 @@ class _Settings:
 def test_globals_and_closure_variables_the_trace_read_are_watched():
     """A compiled function or a module's forward reading a Python number from a global, a
     closure variable, a config object's or a module class's attribute (a temperature, a
-    schedule's factor), or a tensor bound to a global name: the plan froze what it traced,
-    so after the user changed it every call gave the traced numbers with no error.
-    flow.compile traces anew (as torch.compile recompiles), and a graph raises
-    StalePlanError naming the variable."""
+    schedule's factor), a list of numbers changed in place, or a tensor bound to a global
+    name: the plan froze what it traced, so after the user changed it every call gave the
+    traced numbers with no error. flow.compile traces anew (as torch.compile recompiles),
+    and a graph raises StalePlanError naming the variable."""
     global _SCALE, _MASK
     cfg = _Settings()
     offset = 0.5
 
     def fn(x):
-        return (x * _SCALE * _MASK / cfg.temperature + offset).sum()
+        return (x * _SCALE * _MASK * flow.tensor(_WEIGHTS) / cfg.temperature + offset).sum()
 
     def set_offset(value):
         nonlocal offset
@@ -544,13 +545,15 @@ def test_globals_and_closure_variables_the_trace_read_are_watched():
         _MASK = flow.full((3,), value)
 
     changes = {"_SCALE": set_scale, "offset": set_offset, "_MASK": set_mask,
-               "temperature": lambda value: setattr(cfg, "temperature", value)}
+               "temperature": lambda value: setattr(cfg, "temperature", value),
+               "_WEIGHTS": lambda value: _WEIGHTS.__setitem__(0, value)}  # (in place)
     x = flow.tensor([1.0, 2.0, 3.0])
     try:
         for name, change in changes.items():
             for value in (3.0, 0.25):
                 for make in (flow.compile, flow.nn.Graph.trace):
                     _SCALE, _MASK, cfg.temperature, offset = 2.0, flow.ones(3), 1.0, 0.5
+                    _WEIGHTS[0] = 1.0
                     compiled = make(fn)
                     assert compiled(x).item() == fn(x).item() == 13.5
                     change(value)
@@ -578,7 +581,7 @@ def test_globals_and_closure_variables_the_trace_read_are_watched():
         with pytest.raises(StalePlanError, match="class attribute temperature of"):
             graph(x)
     finally:
-        _SCALE, _MASK = 2.0, flow.ones(3)
+        _SCALE, _MASK, _WEIGHTS[0] = 2.0, flow.ones(3), 1.0
 
 
 def test_the_default_dtype_and_an_autocast_region_a_plan_was_traced_in_are_kept():

@@ -156,6 +156,8 @@ def python_reads(graph, modules, settings_of):
                 todo.append((value, depth + 1))
             elif _plain_value(value):
                 settings.append((store, path, name, value))
+            elif _plain_container(value):  # (CFG["temperature"], WEIGHTS = [1.0, 2.0])
+                settings.append((store, path, name, _snapshot(value)))
             elif isinstance(value, (Tensor, Module)):
                 if id(value) in inside:
                     continue
@@ -183,7 +185,28 @@ def python_reads(graph, modules, settings_of):
         settings += [(cls, f"class attribute {name} of {cls.__qualname__}", name, value)
                      for name, value in vars(cls).items()
                      if name in named and not name.startswith("_") and _plain_value(value)]
+    for module in modules:  # a module's list or dict of numbers (self.class_weights)
+        settings += [(module, f"a {type(module).__name__}", name, _snapshot(value))
+                     for name, value in vars(module).items()
+                     if name in named and not name.startswith("_") and _plain_container(value)]
     return settings, bindings
+
+
+def _plain_container(value):
+    """A short list or dict of plain values: compared by its contents on each call (a copy
+    taken after the trace), as a change in place keeps its identity."""
+    kind = type(value)
+    if kind is list:
+        return len(value) <= _LONGEST and all(_plain_value(v) for v in value)
+    return kind is dict and len(value) <= _LONGEST and all(
+        _plain_value(k) and _plain_value(v) for k, v in value.items())
+
+
+def _snapshot(value):
+    return list(value) if type(value) is list else dict(value)
+
+
+_LONGEST = 64  # (a longer container is no setting: it is not compared on every call)
 
 
 @functools.lru_cache(maxsize=1024)
