@@ -80,9 +80,7 @@ def _global_names(code):
 
 def _users(code):
     """Whether `code` is the user's (not flowgrad's, the standard library's or a package's)."""
-    filename = code.co_filename
-    return not filename.startswith(_PACKAGE) and not filename.startswith("<frozen") and \
-        not os.path.realpath(filename).startswith(_LIBRARIES)
+    return _users_file(code.co_filename)
 
 
 def _user_object(value):
@@ -98,16 +96,19 @@ def _user_object(value):
     return filename is not None and _users_file(filename)
 
 
+@functools.lru_cache(maxsize=1024)
 def _users_file(filename):
-    return not filename.startswith(_PACKAGE) and not os.path.realpath(filename).startswith(
-        _LIBRARIES)
+    return not filename.startswith((_PACKAGE, "<frozen")) and not os.path.realpath(
+        filename).startswith(_LIBRARIES)
 
 
-def _methods(cls, stop):
-    """The functions the user's classes in `cls`'s MRO define (flowgrad's are not looked at)."""
-    return [f for c in cls.__mro__ if not c.__module__.startswith("flowgrad") and c not in stop
-            for f in vars(c).values() if isinstance(f, types.FunctionType) and
-            f.__name__ != "__init__"]  # (not run by a call: what it reads is not traced)
+@functools.lru_cache(maxsize=1024)
+def _methods(cls):
+    """The functions the user's classes in `cls`'s MRO define (flowgrad's are not looked at;
+    nor __init__: not run by a call, what it reads is not traced)."""
+    return tuple(f for c in cls.__mro__ if not c.__module__.startswith("flowgrad") and
+                 c is not object for f in vars(c).values()
+                 if isinstance(f, types.FunctionType) and f.__name__ != "__init__")
 
 
 def python_reads(graph, modules, settings_of):
@@ -115,15 +116,20 @@ def python_reads(graph, modules, settings_of):
     (the graph's modules and their submodules): plain values and the plain attributes of
     user objects by value, tensors and modules by identity. A module reached that way has its
     settings watched too (`settings_of`), and its methods walked."""
-    roots = [type(graph).build] + _methods(type(graph), (object,))
+    roots = [type(graph).build, *_methods(type(graph))]
     inside = {id(m) for m in modules}
-    settings, bindings, seen, codes = [], [], set(), []
+    settings, bindings, seen, codes, lists = [], [], set(), [], []
+    for cls in {type(m) for m in modules}:
+        roots += _methods(cls)
     for module in modules:
-        roots += _methods(type(module), (object,))
         for name, value in vars(module).items():
+            if name[0] == "_" or type(value) in _SKIPPED:  # (most: a setting, _parameters)
+                continue
             if isinstance(value, types.FunctionType):
                 roots.append(value)
-            elif not name.startswith("_") and _user_object(value):  # (self.cfg.temperature)
+            elif _plain_container(value):  # (self.class_weights: if the code names it)
+                lists.append((module, name, value))
+            elif _user_object(value):  # (self.cfg.temperature)
                 settings += [(value, f"attribute {name} of a {type(module).__name__}: "
                               f"{name}.{k}", k, v) for k, v in vars(value).items()
                              if not k.startswith("_") and _plain_value(v)]
@@ -169,14 +175,14 @@ def python_reads(graph, modules, settings_of):
                     if id(sub) not in inside:
                         inside.add(id(sub))
                         settings += settings_of(sub, f"{path}")
-                        todo += [(f, depth + 1) for f in _methods(type(sub), (object,))]
+                        todo += [(f, depth + 1) for f in _methods(type(sub))]
             elif _user_object(value):
                 settings += [(value, f"{path}.{k}", k, v) for k, v in vars(value).items()
                              if not k.startswith("_") and _plain_value(v)]
     # the user's classes' plain attributes that the code walked names (class Net: scale = 2.0,
     # read as self.scale)
     classes, named = {}, set()
-    for cls in [type(graph)] + [type(m) for m in modules]:
+    for cls in {type(graph), *map(type, modules)}:
         classes.update((id(c), c) for c in cls.__mro__ if not c.__module__.startswith(
             "flowgrad") and c is not object)
     for code in codes:
@@ -185,11 +191,12 @@ def python_reads(graph, modules, settings_of):
         settings += [(cls, f"class attribute {name} of {cls.__qualname__}", name, value)
                      for name, value in vars(cls).items()
                      if name in named and not name.startswith("_") and _plain_value(value)]
-    for module in modules:  # a module's list or dict of numbers (self.class_weights)
-        settings += [(module, f"a {type(module).__name__}", name, _snapshot(value))
-                     for name, value in vars(module).items()
-                     if name in named and not name.startswith("_") and _plain_container(value)]
+    settings += [(module, f"a {type(module).__name__}", name, _snapshot(value))
+                 for module, name, value in lists if name in named]
     return settings, bindings
+
+
+_SKIPPED = frozenset((bool, int, float, str, type(None), tuple, Tensor))
 
 
 def _plain_container(value):
