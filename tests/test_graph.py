@@ -518,9 +518,9 @@ def test_globals_and_closure_variables_the_trace_read_are_watched():
     """A compiled function or a module's forward reading a Python number from a global, a
     closure variable, a config object's or a module class's attribute (a temperature, a
     schedule's factor), a list of numbers changed in place, or a tensor bound to a global
-    name: the plan froze what it traced, so after the user changed it every call gave the
-    traced numbers with no error. flow.compile traces anew (as torch.compile recompiles),
-    and a graph raises StalePlanError naming the variable."""
+    name (in a hook's function too): the plan froze what it traced, so after the user
+    changed it every call gave the traced numbers with no error. flow.compile traces anew
+    (as torch.compile recompiles), and a graph raises StalePlanError naming the variable."""
     global _SCALE, _MASK
     cfg = _Settings()
     offset = 0.5
@@ -579,6 +579,14 @@ def test_globals_and_closure_variables_the_trace_read_are_watched():
         assert graph(x).item() == 3.0
         Tempered.temperature = 3.0
         with pytest.raises(StalePlanError, match="class attribute temperature of"):
+            graph(x)
+        hooked = flow.nn.Identity()  # (a hook's function reads it)
+        hooked.register_forward_hook(lambda module, args, out: out * _SCALE)
+        _SCALE = 2.0
+        graph = graph_of(hooked, lambda m, x: m(x).sum())
+        assert graph(x).item() == 12.0
+        _SCALE = 3.0
+        with pytest.raises(StalePlanError, match="global _SCALE"):
             graph(x)
     finally:
         _SCALE, _MASK, _WEIGHTS[0] = 2.0, flow.ones(3), 1.0

@@ -402,7 +402,8 @@ class Graph:
         self._log(2, plan.source)
         # the globals and closure variables the traced code read: a plan keeps their values
         read_settings, read_bindings = python_reads(
-            self, [s for m in self._modules.values() for s in m.modules()], _module_settings)
+            self, [s for m in self._modules.values() for s in m.modules()], _module_settings,
+            state)
         compiled = (program, plan, rebuild, input_signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers), _trainable(state),
                     _settings(self, reads) + read_settings,

@@ -18,6 +18,7 @@ import types
 
 import numpy as np
 
+from ..nn import module_hooks as _global_hooks
 from ..nn.module import Module
 from ..tensor import Tensor
 from .sites import _PACKAGE
@@ -111,12 +112,13 @@ def _methods(cls):
                  if isinstance(f, types.FunctionType) and f.__name__ != "__init__")
 
 
-def python_reads(graph, modules, settings_of):
+def python_reads(graph, modules, settings_of, state=()):
     """(settings, bindings) for the Python values the traced code read outside `modules`
     (the graph's modules and their submodules): plain values and the plain attributes of
     user objects by value, tensors and modules by identity. A module reached that way has its
-    settings watched too (`settings_of`), and its methods walked."""
-    roots = [type(graph).build, *_methods(type(graph))]
+    settings watched too (`settings_of`), and its methods walked; so are the hooks of the
+    modules and of the `state` tensors."""
+    roots = [type(graph).build, *_methods(type(graph)), *_hook_functions(modules, state)]
     inside = {id(m) for m in modules}
     settings, bindings, seen, codes, lists = [], [], set(), [], []
     for cls in {type(m) for m in modules}:
@@ -214,6 +216,23 @@ def _snapshot(value):
 
 
 _LONGEST = 64  # (a longer container is no setting: it is not compared on every call)
+
+
+def _hook_functions(modules, state):
+    """The functions of the module hooks (the modules' and the global ones) and of the state
+    tensors' hooks: build runs them too."""
+    found = [*_global_hooks.FORWARD_PRE.values(), *_global_hooks.FORWARD.values(),
+             *_global_hooks.BACKWARD_PRE.values(), *_global_hooks.BACKWARD.values()]
+    for module in modules:
+        own = module.__dict__
+        for name in ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks",
+                     "_backward_hooks"):
+            found += own[name].values()
+    for t in state:
+        meta = t._meta
+        if meta is not None:
+            found += [*(meta.hooks or ()), *(meta.post_accumulate_hooks or ())]
+    return [getattr(f, "__func__", f) for f in found]
 
 
 @functools.lru_cache(maxsize=1024)
