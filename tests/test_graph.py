@@ -588,6 +588,23 @@ def test_globals_and_closure_variables_the_trace_read_are_watched():
         _SCALE = 3.0
         with pytest.raises(StalePlanError, match="global _SCALE"):
             graph(x)
+
+        class Weighted(flow.nn.Graph):  # (the graph's own config object and list)
+            def __init__(self):
+                super().__init__()
+                self.cfg, self.weights = _Settings(), [1.0, 2.0, 3.0]
+                self.cfg.temperature = 2.0
+
+            def build(self, x):
+                return (x * flow.tensor(self.weights) / self.cfg.temperature).sum()
+
+        for change, name in [(lambda g: setattr(g.cfg, "temperature", 1.0), "temperature"),
+                             (lambda g: g.weights.__setitem__(0, 0.0), "weights")]:
+            graph = Weighted()
+            assert graph(x).item() == 7.0
+            change(graph)
+            with pytest.raises(StalePlanError, match=name):
+                graph(x)
     finally:
         _SCALE, _MASK, _WEIGHTS[0] = 2.0, flow.ones(3), 1.0
 

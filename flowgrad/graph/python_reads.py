@@ -123,7 +123,7 @@ def python_reads(graph, modules, settings_of, state=()):
     settings, bindings, seen, codes, lists = [], [], set(), [], []
     for cls in {type(m) for m in modules}:
         roots += _methods(cls)
-    for module in modules:
+    for module in (graph, *modules):  # (the graph's own: self.cfg, self.weights in build)
         for name, value in vars(module).items():
             if name[0] == "_" or type(value) in _SKIPPED:  # (most: a setting, _parameters)
                 continue
