@@ -605,6 +605,16 @@ def test_globals_and_closure_variables_the_trace_read_are_watched():
             change(graph)
             with pytest.raises(StalePlanError, match=name):
                 graph(x)
+        # a NumPy array's values copied at trace time (flow.tensor(array)); one read by
+        # reference (from_numpy shares its memory) is each call's already
+        array = np.ones(3, np.float32)
+        copied = flow.nn.Graph.trace(lambda x: (x * flow.tensor(array)).sum())
+        shared = flow.nn.Graph.trace(lambda x: (x * flow.from_numpy(array)).sum())
+        assert copied(x).item() == shared(x).item() == 6.0
+        array[0] = 3.0
+        assert shared(x).item() == 8.0
+        with pytest.raises(StalePlanError, match="NumPy array"):
+            copied(x)
     finally:
         _SCALE, _MASK, _WEIGHTS[0] = 2.0, flow.ones(3), 1.0
 

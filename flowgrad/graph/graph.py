@@ -72,7 +72,7 @@ from .plan_checks import (
     put_back,
     refuse_host_draws,
 )
-from .python_reads import is_python_read, python_reads
+from .python_reads import copied_arrays, is_python_read, python_reads
 from .sites import user_line
 from .tracer import Tracer
 
@@ -401,9 +401,10 @@ class Graph:
                              f"{generated * 1e3:.1f} ms")
         self._log(2, plan.source)
         # the globals and closure variables the traced code read: a plan keeps their values
-        read_settings, read_bindings = python_reads(
+        read_settings, read_bindings, arrays = python_reads(
             self, [s for m in self._modules.values() for s in m.modules()], _module_settings,
             state)
+        program.read_guards += copied_arrays(arrays, program)  # (flow.tensor(WEIGHTS))
         compiled = (program, plan, rebuild, input_signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers), _trainable(state),
                     _settings(self, reads) + read_settings,
@@ -441,8 +442,9 @@ class Graph:
             if not _same_array(tensor._data, seen):
                 raise StalePlanError(
                     f"nn.Graph {self._name}: build() read the values of a captured tensor "
-                    f"(shape {tuple(seen.shape)}: item(), tolist(), an op taking its values as "
-                    f"sizes or indices) and they changed since the graph compiled; its plan "
+                    f"or NumPy array (shape {tuple(seen.shape)}: item(), tolist(), an op "
+                    f"taking its values as sizes or indices, flow.tensor(array), array[i]) and "
+                    f"they changed since the graph compiled; its plan "
                     f"keeps the values it read. Pass the tensor to the graph as an input and "
                     f"compute with tensor ops, or build a new graph")
         for store, path, name, held in bindings:

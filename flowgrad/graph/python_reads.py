@@ -21,6 +21,7 @@ import numpy as np
 from ..nn import module_hooks as _global_hooks
 from ..nn.module import Module
 from ..tensor import Tensor
+from .ir import CONST
 from .sites import _PACKAGE
 
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
@@ -113,14 +114,15 @@ def _methods(cls):
 
 
 def python_reads(graph, modules, settings_of, state=()):
-    """(settings, bindings) for the Python values the traced code read outside `modules`
-    (the graph's modules and their submodules): plain values and the plain attributes of
-    user objects by value, tensors and modules by identity. A module reached that way has its
-    settings watched too (`settings_of`), and its methods walked; so are the hooks of the
-    modules and of the `state` tensors."""
+    """(settings, bindings, arrays) for the Python values the traced code read outside
+    `modules` (the graph's modules and their submodules): plain values and the plain
+    attributes of user objects by value, tensors, modules and NumPy arrays by identity, and a
+    small NumPy array's values too (arrays: (it as a tensor, its values), read guards). A
+    module reached that way has its settings watched too (`settings_of`), and its methods
+    walked; so are the hooks of the modules and of the `state` tensors."""
     roots = [type(graph).build, *_methods(type(graph)), *_hook_functions(modules, state)]
     inside = {id(m) for m in modules}
-    settings, bindings, seen, codes, lists = [], [], set(), [], []
+    settings, bindings, seen, codes, lists, arrays = [], [], set(), [], [], []
     for cls in {type(m) for m in modules}:
         roots += _methods(cls)
     for module in (graph, *modules):  # (the graph's own: self.cfg, self.weights in build)
@@ -129,8 +131,8 @@ def python_reads(graph, modules, settings_of, state=()):
                 continue
             if isinstance(value, types.FunctionType):
                 roots.append(value)
-            elif _plain_container(value):  # (self.class_weights: if the code names it)
-                lists.append((module, name, value))
+            elif _plain_container(value) or isinstance(value, np.ndarray):  # (if the code
+                lists.append((module, name, value))                          # names it)
             elif _user_object(value):  # (self.cfg.temperature)
                 settings += [(value, f"attribute {name} of a {type(module).__name__}: "
                               f"{name}.{k}", k, v) for k, v in vars(value).items()
@@ -166,6 +168,11 @@ def python_reads(graph, modules, settings_of, state=()):
                 settings.append((store, path, name, value))
             elif _plain_container(value):  # (CFG["temperature"], WEIGHTS = [1.0, 2.0])
                 settings.append((store, path, name, _snapshot(value)))
+            elif isinstance(value, np.ndarray):  # (flow.tensor(WEIGHTS), WEIGHTS[0])
+                bindings.append((store.__dict__ if type(store) is _Scope else store, path,
+                                 name, value))
+                if value.size <= _LARGEST:
+                    arrays.append((Tensor._wrap(value), value.copy()))
             elif isinstance(value, (Tensor, Module)):
                 if id(value) in inside:
                     continue
@@ -193,9 +200,17 @@ def python_reads(graph, modules, settings_of, state=()):
         settings += [(cls, f"class attribute {name} of {cls.__qualname__}", name, value)
                      for name, value in vars(cls).items()
                      if name in named and not name.startswith("_") and _plain_value(value)]
-    settings += [(module, f"a {type(module).__name__}", name, _snapshot(value))
-                 for module, name, value in lists if name in named]
-    return settings, bindings
+    for module, name, value in lists:
+        if name not in named:
+            continue
+        if not isinstance(value, np.ndarray):
+            settings.append((module, f"a {type(module).__name__}", name, _snapshot(value)))
+            continue
+        bindings.append((module.__dict__, f"attribute {name} of a {type(module).__name__}",
+                         name, value))
+        if value.size <= _LARGEST:
+            arrays.append((Tensor._wrap(value), value.copy()))
+    return settings, bindings, arrays
 
 
 _SKIPPED = frozenset((bool, int, float, str, type(None), tuple, Tensor))
@@ -216,6 +231,7 @@ def _snapshot(value):
 
 
 _LONGEST = 64  # (a longer container is no setting: it is not compared on every call)
+_LARGEST = 4096  # (nor are the values of a larger NumPy array: only its identity)
 
 
 def _hook_functions(modules, state):
@@ -244,3 +260,14 @@ def _names(code):
         names.update(c.co_names)
         codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
     return frozenset(names)
+
+
+def copied_arrays(arrays, program):
+    """The `arrays` whose values the plan copied (flow.tensor(WEIGHTS), WEIGHTS[0]), not
+    those it reads by reference (flow.from_numpy(BUFFER): a captured tensor sharing the
+    array's memory sees each call's values, as eagerly)."""
+    frozen = getattr(program, "frozen", ())
+    shared = [v.source._data for v in program.values if v.kind == CONST and
+              v.id not in frozen and type(v.source._data) is np.ndarray]
+    return [(t, seen) for t, seen in arrays
+            if not any(np.may_share_memory(t._data, a) for a in shared)]
