@@ -9,6 +9,7 @@ traces anew) instead of giving the traced numbers.
 """
 from __future__ import annotations
 
+import argparse
 import dis
 import functools
 import os
@@ -92,10 +93,13 @@ def _user_object(value):
             value, (Module, Tensor, type, types.ModuleType, types.FunctionType,
                     types.MethodType, functools.partial)):
         return False
-    if kind.__module__ == "__main__":
+    if kind.__module__ == "__main__" or kind in _CONFIGS:
         return True
     filename = getattr(sys.modules.get(kind.__module__), "__file__", None)
     return filename is not None and _users_file(filename)
+
+
+_CONFIGS = (argparse.Namespace, types.SimpleNamespace)  # (args.temperature)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -186,8 +190,8 @@ def python_reads(graph, modules, settings_of, state=()):
                         settings += settings_of(sub, f"{path}")
                         todo += [(f, depth + 1) for f in _methods(type(sub))]
             elif _user_object(value):
-                settings += [(value, f"{path}.{k}", k, v) for k, v in vars(value).items()
-                             if not k.startswith("_") and _plain_value(v)]
+                settings += [(value, f"{path}: {name}.{k}", k, v) for k, v in
+                             vars(value).items() if not k.startswith("_") and _plain_value(v)]
     # the user's classes' plain attributes that the code walked names (class Net: scale = 2.0,
     # read as self.scale)
     classes, named = {}, set()
