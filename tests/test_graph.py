@@ -691,6 +691,40 @@ def test_a_compiled_models_backward_with_create_graph_is_differentiated():
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
 
 
+def test_a_failed_trace_leaves_the_state_and_the_generator_as_they_were():
+    """A build that fails after in-place writes and random draws (a value read after a
+    BatchNorm): the trace's writes and draws had run eagerly and stayed, so flow.compile's
+    eager fallback updated the running stats a second time and drew other numbers than
+    eager, with no error. A failed trace puts the written arrays and the generator back."""
+    class Checked(flow.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = flow.nn.BatchNorm1d(2)
+            self.register_buffer("calls", flow.zeros(()))
+
+        def forward(self, x):
+            self.calls += 1
+            y = self.bn(x) + flow.randn(2)
+            return y * 2 if y.sum().item() > 100 else y  # (a read: the trace fails)
+
+    x = flow.randn(4, 2)
+    results = []
+    for wrap in (lambda m: m, flow.compile):
+        flow.manual_seed(0)
+        model = Checked()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = wrap(model)(x)
+        results.append([out.tolist(), model.calls.item(), model.bn.running_mean.tolist(),
+                        flow.rand(1).item()])
+    assert results[0] == results[1]
+    state = [t.clone() for t in (model.calls, model.bn.running_mean)]
+    with pytest.raises(RuntimeError, match="reads its value"):
+        flow.nn.Graph.trace(model)(x)
+    assert [t.tolist() for t in (model.calls, model.bn.running_mean)] == [
+        t.tolist() for t in state]
+
+
 def test_tensors_build_stores_outside_the_graph_are_warned_about():
     """A forward hook's activations[name] = out.detach(), a list appended inside build: the
     plan runs build once, so they kept the first call's values on every later call, with no

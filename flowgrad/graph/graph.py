@@ -337,30 +337,13 @@ class Graph:
             if isinstance(t, Tensor):
                 tracer.program.inputs.append(tracer.bind(t, INPUT, i))
         tracer.program.inputs_requiring_grad = _requiring_grad(flat)
-        # the weight-cast cache on, as eager autocast has it: a weight used twice is cast once,
-        # and its gradients summed in the lower precision, the numbers eager gets (a cache of
-        # the trace's own: an enclosing region's casts, made eagerly, would be frozen into the
-        # plan, and the trace's would stay in the region's)
-        with using_interpreter(tracer), _cast_cache_apart(), autocast(
-                "cpu", amp_dtype, amp, cache_enabled=True), checkpointing.tracking(
-                tracer.program, checkpointing.checkpointed_modules(self)), \
-                _random.refusing_state_changes(_refuse_rng_change):
-            self.__dict__["_reads"] = set()
-            settings_before = _settings(self, None)
-            groups_before = _group_settings(self)
-            draws_before = host_random_states()
-            try:
-                out = self.build(*args, **kwargs)
-                refuse_host_draws(self, draws_before)
-                _refuse_setting_writes(self, settings_before)
-                _refuse_group_writes(self, groups_before)
-                rebound, bound = _rebound(self, tracer.rebinds.values())
-            except BaseException:
-                tracer.restore_grads()  # a failed build leaves the eager .grad as it was
-                put_back(tracer.rebinds.values())  # and the modules' tensors
-                raise
-            finally:
-                reads = self.__dict__.pop("_reads")
+        rng_before = _random.get_rng_state()  # (a failed trace puts it back, and the writes)
+        try:
+            out, rebound, bound, reads = self._traced_build(tracer, args, kwargs, amp, amp_dtype)
+        except BaseException:
+            tracer.restore_writes()
+            _random.set_rng_state(rng_before)
+            raise
         tracer.finish()
         self.__dict__["_escape_watch"] = escape_watch(tracer)
         for store, name, old, new in rebound:  # self.avg = self.avg * 0.9 + ...: a write-back
@@ -421,6 +404,35 @@ class Graph:
             if t.requires_grad:  # (the trace's history: the later calls' tensors have none)
                 store[name] = t.detach()
         return rebuild([t.detach() for t in first[:n_leaves]]), (grads, None)
+
+    def _traced_build(self, tracer, args, kwargs, amp, amp_dtype):
+        """Run build under the tracer: (its result, the buffers it assigned anew as two lists
+        (`_rebound`), the graph attributes it read)."""
+        # the weight-cast cache on, as eager autocast has it: a weight used twice is cast once,
+        # and its gradients summed in the lower precision, the numbers eager gets (a cache of
+        # the trace's own: an enclosing region's casts, made eagerly, would be frozen into the
+        # plan, and the trace's would stay in the region's)
+        with using_interpreter(tracer), _cast_cache_apart(), autocast(
+                "cpu", amp_dtype, amp, cache_enabled=True), checkpointing.tracking(
+                tracer.program, checkpointing.checkpointed_modules(self)), \
+                _random.refusing_state_changes(_refuse_rng_change):
+            self.__dict__["_reads"] = set()
+            settings_before = _settings(self, None)
+            groups_before = _group_settings(self)
+            draws_before = host_random_states()
+            try:
+                out = self.build(*args, **kwargs)
+                refuse_host_draws(self, draws_before)
+                _refuse_setting_writes(self, settings_before)
+                _refuse_group_writes(self, groups_before)
+                rebound, bound = _rebound(self, tracer.rebinds.values())
+            except BaseException:
+                tracer.restore_grads()  # a failed build leaves the eager .grad as it was
+                put_back(tracer.rebinds.values())  # and the modules' tensors
+                raise
+            finally:
+                reads = self.__dict__.pop("_reads")
+        return out, rebound, bound, reads
 
     def _run(self, flat):
         (program, plan, rebuild, signature, eager_update, layout, trainable,

@@ -59,6 +59,7 @@ class Tracer:
         self.value_shaped = False  # whether some traced tensor's size depends on values
         self.rebinds = {}      # (id(store), name) -> a parameter or buffer build assigned anew
         self.phase = "forward"
+        self.backups = {}      # id(array) -> (array, its values before build first wrote it)
         self.where = None      # set by the autograd pass: the user_site of its ops
 
     # ---- values ------------------------------------------------------------------------------
@@ -229,6 +230,29 @@ class Tracer:
         for key, array in self.arrays.items():
             if key not in self.stale and np.may_share_memory(array, data):
                 self.stale[key] = self.value_of.get(key)
+
+    def writing(self, target, result):
+        """About to write into `target`'s storage in place: the array of a graph input,
+        parameter, buffer or captured tensor (or a view of one) keeps its values before
+        build's first write to it, for a failed trace to put back (`restore_writes`): the
+        trace's writes ran eagerly, and flow.compile then runs the call eagerly again (a
+        BatchNorm's running stats were updated twice)."""
+        data = target._data
+        if id(data) in self.backups:
+            return
+        value = self.value_of.get(id(data))
+        if value is None or value.kind == NODE:
+            base = data.base
+            value = None if base is None else self.value_of.get(id(base))
+            if value is None or value.kind == NODE:
+                return
+        self.backups[id(data)] = (data, data.copy())
+
+    def restore_writes(self):
+        """Put back the values build's in-place writes changed (`writing`), latest first."""
+        for data, before in reversed(list(self.backups.values())):
+            data[...] = before
+        self.backups = {}
 
     def written(self, target, result):
         """An in-place op left `result`'s value in `target` (its storage now holds it); a write
