@@ -658,3 +658,19 @@ def test_sparse_coo_tensor_checks_each_calls_indices_in_a_plan():
         with pytest.raises(RuntimeError, match="sparse_coo_tensor: indices out of bounds") as e:
             graph(bad)
         assert e.type is not IndexError
+
+
+def test_a_view_of_an_input_is_checked_against_each_calls_layout():
+    """x.view(-1) on a graph input traced contiguous: a later call's transposed input raised
+    in eager (no view of that layout), while the plan's reshape copied it with no error. The
+    plan checks each call's input now."""
+    graph = flow.nn.Graph.trace(lambda x: x.view(-1) * 2)
+    x = flow.arange(6.0).reshape(2, 3)
+    for _ in range(2):
+        assert graph(x).tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    transposed = flow.arange(6.0).reshape(3, 2).t()
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        transposed.view(-1)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        graph(transposed)
+    assert graph(transposed.contiguous()).tolist() == (transposed.reshape(-1) * 2).tolist()

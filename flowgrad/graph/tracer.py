@@ -214,6 +214,11 @@ class Tracer:
         value = self.value_of.get(id(tensor._data))
         return value is not None and value.kind != CONST
 
+    def is_input(self, tensor):
+        """Whether `tensor` is a graph input itself (whose layout each call may change)."""
+        value = self.value_of.get(id(tensor._data))
+        return value is not None and value.kind == INPUT
+
     def host_draw(self, what):
         """Random numbers drawn outside an op while build runs would be frozen into the plan:
         refuse, naming the line."""

@@ -17,6 +17,7 @@ from .. import dtypes as _dt
 from .._warn import warn_once
 from ..autograd import engine as _engine
 from ..autograd import inplace as _inplace
+from ..autograd import interpreter as _interpreter
 from ..autograd.inplace import assign
 from ..autograd.views import replay_view
 from ..device import broadcast_view
@@ -148,7 +149,21 @@ def view(input, *shape, size=None, dtype=None):
         raise RuntimeError(
             f"view size is not compatible with input tensor's size and stride (input shape "
             f"{tuple(input.shape)}, requested {shape}); use .reshape(...) instead")
+    current = _interpreter.current
+    if current is not _interpreter.AutogradInterpreter and getattr(
+            current, "is_input", lambda t: False)(input):  # a graph input's layout may
+        # change between calls, and the plan's reshape would copy where eager's view raises
+        _interpreter.require(_viewable(input, shape=shape), f"view size is not compatible "
+                             f"with input tensor's size and stride (input shape "
+                             f"{tuple(input.shape)}, requested {shape}); use .reshape(...) "
+                             f"instead", RuntimeError)
     return y
+
+
+@op("viewable", differentiable=False)
+def _viewable(xp, x, *, shape):
+    """Whether x (of any layout) can be viewed with `shape` without a copy."""
+    return xp.asarray(x.size == 0 or bool(xp.shares_memory(x.reshape(shape), x)))
 
 
 @op("view_dtype", differentiable=False, is_view=True)
