@@ -27,7 +27,6 @@ import gc
 import inspect
 import time
 
-from .. import dtypes as _dtypes
 from .. import random as _random
 from ..amp.autocast_mode import autocast
 from ..amp.autocast_mode import state as _amp_state
@@ -38,6 +37,7 @@ from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import bump_version
 from ..autograd.interpreter import using_interpreter
 from ..device import ARRAY_MODULES, HOST_XP, array_module
+from ..dtypes import _default_float
 from ..nn.module import Module
 from ..nn.parameter import is_lazy
 from ..optim.optimizer import Optimizer
@@ -439,8 +439,7 @@ class Graph:
          settings, bindings, hooks, state_meta) = self._compiled
         check_signature(signature, input_signature(flat))
         traced = program.ambient
-        if _dtypes._default_float[0] is not traced[0] or type(
-                _interpreter.current) is not traced[2]:
+        if _default_float[0] is not traced[0] or type(_interpreter.current) is not traced[2]:
             _check_ambient(self, traced)
         for i, layout in program.input_layouts.items():
             if _layout(flat[i]) != layout:
