@@ -575,3 +575,30 @@ def test_gradient_accumulation_gives_an_input_its_gradient():
             for p in eager.parameters():
                 p -= 0.1 * p.grad
                 p.grad = None
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("vmap", lambda a: flow.func.vmap(lambda u: u * 2 + u.sin())(a)),
+    ("jacrev", lambda a: flow.func.jacrev(lambda u: u.sin())(a)),
+    ("vmap of grad", lambda a: flow.func.vmap(flow.func.grad(lambda u: (u ** 3).sum()))(
+        a[None] * flow.arange(1.0, 4.0)[:, None])),
+], ids=["vmap", "jacrev", "vmap_grad"])
+def test_function_transforms_inside_build_are_replayed(name, fn):
+    """vmap inside build (jacrev, per-example gradients): its batching rules ran their ops
+    on the physical tensors eagerly, past the tracer (which had no apply_full), so the plan
+    held no node for them and returned the first call's values on every call, with no
+    error. They are recorded now."""
+    graph = flow.nn.Graph.trace(fn)
+    for a in ([1.0, 2.0], [3.0, -4.0], [0.5, 0.25]):
+        x = flow.tensor(a)
+        np.testing.assert_allclose(graph(x).numpy(), fn(x).numpy(), rtol=1e-6)
+
+
+def test_a_value_check_under_vmap_inside_build_is_made_by_the_plan():
+    """A check of input values under vmap (an integer division by zero) was made once at
+    trace time: the vmap level handed it to no tracer. It reaches the plan now."""
+    graph = flow.nn.Graph.trace(lambda a, b: flow.func.vmap(lambda u, v: u // v)(a, b))
+    assert graph(flow.tensor([4, 5]), flow.tensor([2, 1])).tolist() == [2, 5]
+    assert graph(flow.tensor([6, 6]), flow.tensor([3, 2])).tolist() == [2, 3]
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        graph(flow.tensor([4, 5]), flow.tensor([0, 1]))

@@ -221,6 +221,15 @@ class VmapLevel:
     def read(self, tensor, what):
         delegate(self.inner, "read", tensor, what)
 
+    def value_check(self, ok, message, error=ValueError):
+        """A check of values (`interpreter.require`): the inner interpreter's, on the physical
+        tensor (every example's values): inside nn.Graph's build the plan checks each call's
+        (checked once at trace time, a later call's bad values passed); False where none
+        records it (the caller checks it eagerly)."""
+        while type(ok) is BatchedTensor:
+            ok = ok._phys
+        return bool(delegate(self.inner, "value_check", ok, message, error))
+
     def varies(self, tensor):
         return delegate(self.inner, "varies", tensor)
 

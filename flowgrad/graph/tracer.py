@@ -163,6 +163,18 @@ class Tracer:
         self.program.nodes.append(node)
         return result
 
+    def apply_full(self, op, inputs, attrs):
+        """`apply` for a function transform's level (a vmap's batching rules run their ops on
+        the physical tensors through the interpreter below them): (outputs, the aux tensors
+        the op's eager node keeps). Without it the levels ran their ops eagerly, unrecorded,
+        and the plan kept the first call's values (vmap, jacrev inside build)."""
+        nodes = self.program.nodes
+        result = self.apply(op, inputs, attrs)
+        outs = result if type(result) is tuple else (result,)
+        node = next((n for n in reversed(nodes) if n.op is op), None)
+        function = self.function_of.get(node) if node is not None else None
+        return outs, tuple(function.aux) if function is not None and function.aux else ()
+
     def _record_around(self, node, outs, n_values, result):
         """Record `node` when ops ran while it did: a saved_tensors_hooks pack hook called on
         its outputs (saved before the op returned) made them constants, frozen at their traced
