@@ -602,3 +602,23 @@ def test_a_value_check_under_vmap_inside_build_is_made_by_the_plan():
     assert graph(flow.tensor([6, 6]), flow.tensor([3, 2])).tolist() == [2, 3]
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         graph(flow.tensor([4, 5]), flow.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: flow.func.hessian(lambda u: (u ** 3).sum())(a),
+    lambda a: flow.func.grad(lambda v: flow.func.grad(lambda u: (u ** 3).sum())(v).sum())(a),
+    lambda a: flow.func.jvp(flow.func.grad(lambda u: (u ** 3).sum()), (a,), (a * 0 + 1,))[1],
+], ids=["hessian", "grad_of_grad", "jvp_of_grad"])
+def test_a_transform_of_a_gradient_inside_build_is_refused(fn):
+    """hessian, grad of grad, jvp of grad inside build: the traced gradient did not carry
+    the transforms' levels, so the graph gave zeros or the first call's values with no
+    error. Refused inside build; flow.compile runs such a function eagerly."""
+    x = flow.tensor([1.0, 2.0])
+    with pytest.raises(NotImplementedError, match="differentiating a gradient"):
+        flow.nn.Graph.trace(fn)(x)
+    compiled = flow.compile(fn)
+    with pytest.warns(UserWarning, match="eagerly"):
+        compiled(x)
+    for a in ([3.0, 4.0], [-1.0, 0.5]):
+        x = flow.tensor(a)
+        np.testing.assert_allclose(compiled(x).numpy(), fn(x).numpy(), rtol=1e-6)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from ..autograd import engine, forward_ad, grad_mode, levels
+from ..autograd import interpreter as _interpreter
 from ..autograd.function import FORWARD_AD_OFF
 from ..autograd.levels import (
     ReverseLevel,
@@ -121,10 +122,12 @@ def _grad_of(outputs, inputs, cotangents, keep, level):
         raise RuntimeError(
             f"grad: input {detached[0]} (shape {tuple(inputs[detached[0]].shape)}) does not "
             f"require grad: the function detach_()ed it; use detach() instead")
+    create_graph = keep or bool(forward_ad.active_levels())
+    if create_graph and _inside_a_trace():
+        _refuse_traced_second_order()
     with computing(level):
         grads = engine.grad(outputs, inputs, cotangents, retain_graph=True,
-                            create_graph=keep or bool(forward_ad.active_levels()),
-                            allow_unused=True)
+                            create_graph=create_graph, allow_unused=True)
     result = []
     for g, x in zip(grads, inputs):
         if g is None:  # torch's zeros_like (x * 0 would be nan where x is inf)
@@ -132,6 +135,29 @@ def _grad_of(outputs, inputs, cotangents, keep, level):
                 Tensor._zeros(x._data.shape, x._data.dtype, x)
         result.append(g if keep else _detached(g))
     return result
+
+
+def _inside_a_trace():
+    """Whether nn.Graph's tracer is under the current interpreter (the transforms' levels
+    wrap it: each level's `inner` is the one below)."""
+    interp = _interpreter.current
+    while interp is not None and interp is not _interpreter.AutogradInterpreter:
+        if hasattr(interp, "program") and hasattr(interp, "value_of"):
+            return True
+        interp = getattr(interp, "inner", None)
+    return False
+
+
+def _refuse_traced_second_order():
+    """A gradient a transform differentiates again (grad of grad, jvp or jacfwd of grad,
+    hessian) inside nn.Graph's build: the traced gradient does not carry the transforms'
+    levels, and the result was wrong (zeros, or the first call's values) with no error."""
+    raise NotImplementedError(
+        "nn.Graph: a function transform differentiating a gradient (grad of grad, jvp or "
+        "jacfwd of grad, hessian) inside build() is not supported: the traced gradient does "
+        "not carry the transform's levels, and its result would be wrong. Compute it outside "
+        "build, or with flow.autograd.grad(..., create_graph=True) inside build "
+        "(flow.compile runs such a function eagerly)")
 
 
 def grad_and_value(func, argnums=0, has_aux=False):
