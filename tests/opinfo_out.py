@@ -47,9 +47,12 @@ from opinfo_vs_torch import (
     resolve,
     shard_of,
     to_numpy,
+    torch_test_internals,
 )
-from torch.testing._internal import common_utils
-from torch.testing._internal.opinfo.core import BinaryUfuncInfo, UnaryUfuncInfo
+
+with torch_test_internals():  # (its import freezes torch.backends' flags: put back)
+    from torch.testing._internal import common_utils
+    from torch.testing._internal.opinfo.core import BinaryUfuncInfo, UnaryUfuncInfo
 
 import flowgrad as flow
 

@@ -2,6 +2,7 @@
 freed by reference counting when the last reference goes, not kept (activations, gradients,
 saved tensors) until the cycle collector runs. One row per call; each runs once to warm up
 (first-time caches), then again with the collector off, and the collector must find nothing."""
+import collections
 import gc
 
 import numpy as np
@@ -166,11 +167,16 @@ def test_leaves_no_reference_cycle(name):
     for _ in range(2):  # (a call's own cycles come back every call; the collector also counts
         gc.collect()    # what another thread left meanwhile, once: seen under xdist)
         gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)  # (what was collected: named when the test fails)
         try:
             call()
             found.append(gc.collect())
+            kinds = collections.Counter(type(o).__qualname__ for o in gc.garbage)
         finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
             gc.enable()
         if found[-1] == 0:
             break
-    assert found[-1] == 0, f"{name}: {found} objects in reference cycles, call after call"
+    assert found[-1] == 0, (f"{name}: {found} objects in reference cycles, call after call: "
+                            f"{kinds.most_common(12)}")

@@ -21,6 +21,7 @@ import sys
 import traceback
 
 from .._warn import warn
+from ..device import array_module
 from .graph import node_metadata
 
 enabled = False      # read by interpreter.add_node and GraphTask.apply
@@ -158,10 +159,10 @@ def warn_forward_traceback(node):
 def check_results(node, in_grads):
     """Raise when one of a node's gradients holds NaN (torch's check and message; an inf
     passes, as torch's)."""
-    import numpy as np
-
     grads = in_grads if isinstance(in_grads, (tuple, list)) else (in_grads,)
     for i, g in enumerate(grads):
-        if g is not None and g._data.dtype.kind in "fcV" and np.isnan(g._data).any():
+        data = None if g is None else g._data
+        if data is not None and data.dtype.kind in "fcV" and array_module(data).isnan(
+                data).any():
             raise RuntimeError(f"Function '{node.name}' returned nan values in its {i}th "
                                f"output.")
