@@ -270,6 +270,8 @@ def copied_arrays(arrays, program):
     """The `arrays` whose values the plan copied (flow.tensor(WEIGHTS), WEIGHTS[0]), not
     those it reads by reference (flow.from_numpy(BUFFER): a captured tensor sharing the
     array's memory sees each call's values, as eagerly)."""
+    if not arrays:
+        return []
     frozen = getattr(program, "frozen", ())
     shared = [v.source._data for v in program.values if v.kind == CONST and
               v.id not in frozen and type(v.source._data) is np.ndarray]

@@ -50,6 +50,7 @@ from . import (  # noqa: F401 - imported to register their ops
     stats,
     strided,
     transfer,
+    view_scatter,
 )
 from .registry import REGISTRY, Op, op
 
