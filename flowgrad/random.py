@@ -147,6 +147,20 @@ def get_rng_state():
     return default_generator.get_state()
 
 
+def _snapshot():
+    """The global generator's state as its two bit generators hold it (no serialising: an
+    nn.Graph takes one on every first call, to put back after a failed trace by `_restore`)."""
+    return default_generator, default_generator.np.bit_generator.state, \
+        default_generator.mt.state
+
+
+def _restore(taken):
+    """Put the generator of a `_snapshot` back in the state it had then."""
+    generator, np_state, mt_state = taken
+    generator.np.bit_generator.state = np_state
+    generator.mt.state = mt_state
+
+
 def set_rng_state(new_state):
     """Restore the global generator to a state from get_rng_state."""
     default_generator.set_state(new_state)

@@ -337,12 +337,12 @@ class Graph:
             if isinstance(t, Tensor):
                 tracer.program.inputs.append(tracer.bind(t, INPUT, i))
         tracer.program.inputs_requiring_grad = _requiring_grad(flat)
-        rng_before = _random.get_rng_state()  # (a failed trace puts it back, and the writes)
+        rng_before = _random._snapshot()  # (a failed trace puts it back, and the writes)
         try:
             out, rebound, bound, reads = self._traced_build(tracer, args, kwargs, amp, amp_dtype)
         except BaseException:
             tracer.restore_writes()
-            _random.set_rng_state(rng_before)
+            _random._restore(rng_before)
             raise
         tracer.finish()
         self.__dict__["_escape_watch"] = escape_watch(tracer)
