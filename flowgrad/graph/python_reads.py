@@ -16,6 +16,7 @@ import os
 import sys
 import sysconfig
 import types
+import weakref
 
 import numpy as np
 
@@ -108,13 +109,26 @@ def _users_file(filename):
         filename).startswith(_LIBRARIES)
 
 
-@functools.lru_cache(maxsize=1024)
 def _methods(cls):
     """The functions the user's classes in `cls`'s MRO define (flowgrad's are not looked at;
     nor __init__: not run by a call, what it reads is not traced)."""
-    return tuple(f for c in cls.__mro__ if not c.__module__.startswith("flowgrad") and
-                 c is not object for f in vars(c).values()
-                 if isinstance(f, types.FunctionType) and f.__name__ != "__init__")
+    where = _METHODS.get(cls)
+    if where is None:  # (found once per class: where in its MRO, by name)
+        where = _METHODS[cls] = tuple(
+            (i, name) for i, c in enumerate(cls.__mro__)
+            if not c.__module__.startswith("flowgrad") and c is not object
+            for name, f in vars(c).items()
+            if isinstance(f, types.FunctionType) and f.__name__ != "__init__")
+    mro = cls.__mro__
+    found = (vars(mro[i]).get(name) for i, name in where)
+    return tuple(f for f in found if isinstance(f, types.FunctionType))  # (one deleted since)
+
+
+# class -> [(position in its MRO, name)] of `_methods`: weak, and without the functions (a
+# method using super() holds its class), so a class no graph uses any more is not kept
+# alive here with whatever its methods' closures hold (an lru_cache kept 1024 of them, and
+# each one it evicted became garbage for the cycle collector inside a later first call)
+_METHODS = weakref.WeakKeyDictionary()
 
 
 def python_reads(graph, modules, settings_of, state=()):
