@@ -23,7 +23,7 @@ from .autograd import interpreter as _interpreter
 from .autograd import levels as _levels
 from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.inference import check_requires_grad
-from .autograd.meta import AutogradMeta, VersionCounter, counter_of
+from .autograd.meta import AutogradMeta, HooksElsewhere, VersionCounter, counter_of
 from .autograd.torch_nodes import named as _named
 from .autograd.views import moved_from_base, shown_base, sync_view
 from .device import (
@@ -390,7 +390,8 @@ class Tensor:
         if m is None:
             return None
         g = m.acc_grad
-        if g is None and self._grad_fn is not None and not m.retain_grad and called_by_user():
+        if g is None and self._grad_fn is not None and m.retain_grad is False and \
+                called_by_user():
             warn(_NON_LEAF_GRAD)
         return g
 
@@ -417,7 +418,7 @@ class Tensor:
             raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
         # as torch's: a leaf, or a tensor already retaining, returns at once; otherwise
         # grad_fn is read, which regenerates a stale view (a multi-output one raises)
-        if self._grad_fn is None or self._meta.retain_grad:
+        if self._grad_fn is None or self._meta.retain_grad is not False:
             return
         self._sync()
         if self._grad_fn is not None:  # (a stale view keeps the flag for its next history)
@@ -426,7 +427,7 @@ class Tensor:
     @property
     def retains_grad(self):
         m = self._meta
-        return m is not None and m.retain_grad
+        return m is not None and m.retain_grad is not False
 
     def register_hook(self, hook):
         """Call `hook(grad)` with this tensor's summed gradient during backward; a return
@@ -452,9 +453,12 @@ class Tensor:
                 return ListHandle([], hook)
             raise RuntimeError(
                 "cannot register a hook on a tensor that doesn't require gradient")
-        if m.hooks is None:
-            m.hooks = []
-        return ListHandle(m.hooks, hook)
+        hooks = m.hooks
+        if hooks is None:
+            hooks = m.hooks = []
+        elif type(hooks) is HooksElsewhere:  # (after an in-place layout change)
+            hooks = hooks.hooks
+        return ListHandle(hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
         """On a leaf: call `hook(tensor)` after its `.grad` has been accumulated."""

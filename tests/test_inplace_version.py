@@ -197,6 +197,57 @@ def test_retained_grad_accumulates_across_an_inplace_write(who, where):
     same(scenario)
 
 
+# an in-place view op (t_, unsqueeze_, as_strided_, ...) changes a tensor's layout, but torch
+# leaves its retains_grad hook, and the hooks dict, on the old grad_fn: `.grad` is the
+# gradient of the value before the change, in its shape and order; a hook registered later
+# joins the old ones, if any (found by tests/program_fuzz.py, seeds 10600388, 3003045)
+LAYOUT_CHANGES = {
+    "t_": lambda h: h.t_(),
+    "unsqueeze_": lambda h: h.unsqueeze_(0),
+    "squeeze_": lambda h: h.unsqueeze_(0).squeeze_(0),  # (two changes in a row)
+    "transpose_": lambda h: h.transpose_(0, 1),
+    "swapaxes_": lambda h: h.swapaxes_(1, 0),
+    "as_strided_": lambda h: h.as_strided_((2, 2), (1, 3), 1),
+}
+
+
+@pytest.mark.parametrize("case", ["plain", "view", "twice", "retain_again", "grad_first",
+                                  "of_a_view", "hook_after"])
+@pytest.mark.parametrize("op", sorted(LAYOUT_CHANGES))
+def test_retained_grad_is_the_value_before_an_inplace_layout_change(op, case):
+    def scenario(m):
+        a = m.tensor(np.arange(9.0).reshape(3, 3) / 7, dtype=m.float64, requires_grad=True)
+        root = a * 2
+        h = root[1:].t() if case == "of_a_view" else root
+        seen = []
+        if case == "hook_after":
+            h.register_hook(lambda g: seen.append(tuple(g.shape)))
+        h.retain_grad()
+        before = h.grad if case == "grad_first" else None
+        LAYOUT_CHANGES[op](h)
+        if case == "retain_again":
+            h.retain_grad()
+        if case == "hook_after":
+            h.register_hook(lambda g: seen.append(tuple(g.shape)))
+        loss = (h * h.detach().cos()).sum()
+        if case == "view":
+            loss = loss + h.flatten()[:3].sum()
+        loss.backward(retain_graph=True)
+        if case == "twice":
+            loss.backward()
+        return h.grad, a.grad, h.retains_grad, before, seen
+    same(scenario)
+
+
+def test_retained_grad_after_a_layout_change_then_a_write_raises():
+    def scenario(m):
+        h = leaf(m) * 2
+        h.retain_grad()
+        h.unsqueeze_(0)
+        return raises(lambda: h.mul_(2)) is RuntimeError  # (torch: an internal assert)
+    assert same(scenario)
+
+
 def test_retain_grad_after_the_write_sees_only_the_new_version():
     def scenario(m):
         a = leaf(m)

@@ -86,9 +86,6 @@ KNOWN_DIFFERENCES = {
                     "backward refuses a write to it, flowgrad's gives the gradient"),
     **dict.fromkeys([3001543, 3002077, 3003169], _OVERLAP),
     **dict.fromkeys([3000518, 3000950, 3001609, 3004326, 3004738], _TORCH_REFUSES),
-    3003045: "hooks registered after an in-place layout change (t_, unsqueeze_) on a tensor "
-             "with hooks from before: torch adds them to the hooks of the value before the "
-             "change (one Python dict, registered on the old node); flowgrad's see the new one",
     3004303: "masked_scatter_ with too short a source raises in both; torch's kernel has written "
              "the first element by then, flowgrad checks first and writes nothing",
     # the sweep's seeds (5000000-5002999): the families above, met again, and three more

@@ -12,6 +12,7 @@ from . import grad_mode
 from . import interpreter as _interpreter
 from . import node_hooks as _node_hooks
 from .inplace import dense, writable
+from .meta import retained_into
 
 SparseTensor = None  # bound by flowgrad.sparse (which imports this layer)
 
@@ -67,6 +68,16 @@ def _run_hooks(hooks, g):
         if result is not None:
             g = _node_hooks.checked_result(hook, g, result)
     return g
+
+
+def _retain(meta, g):
+    """retain_grad: g, the gradient `meta` received, into the `.grad` of its tensor (that
+    tensor's newer meta after an in-place layout change: `meta.RetainedFor`)."""
+    if meta.retain_grad is not True:
+        meta = retained_into(meta)
+        if meta is None:
+            return
+    _accumulate(meta, g)
 
 
 def _accumulate(meta, g, owned=False, variable=None):

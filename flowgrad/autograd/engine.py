@@ -21,7 +21,13 @@ from . import interpreter as _interpreter
 from . import levels as _levels
 from . import node_hooks as _node_hooks
 from . import profiling as _profiling
-from .accumulate import _accumulate, _c_ordered, _run_hooks, acc_grad_for_leaf
+from .accumulate import (
+    _accumulate,  # noqa: F401 (graph.tracer's retain_grad reads it here)
+    _c_ordered,
+    _retain,
+    _run_hooks,
+    acc_grad_for_leaf,
+)
 from .graph import _TASKS, GradientEdge
 from .meta import input_meta as _input_meta
 from .node import AccumulateGrad, FunctionNode
@@ -263,7 +269,7 @@ class GraphTask:
         if meta.hooks:
             g = _run_hooks(meta.hooks, g)
         if meta.retain_grad:
-            _accumulate(meta, g)
+            _retain(meta, g)
         return g
 
     def collect(self, meta):
@@ -278,7 +284,7 @@ class GraphTask:
         if meta.hooks:
             g = _run_hooks(meta.hooks, g)
         if meta.retain_grad:
-            _accumulate(meta, g)
+            _retain(meta, g)
         return g
 
     def clear(self):

@@ -27,7 +27,14 @@ from . import levels as _levels
 from .inference import check_write
 from .interpreter import STAMP, AutogradInterpreter
 from .levels import TRANSFORM_INPUTS, refuse_captured_write
-from .meta import BEFORE_WRITE, VersionCounter, carry_over, counter_of, leave_leaf
+from .meta import (
+    BEFORE_WRITE,
+    VersionCounter,
+    carry_over,
+    carry_over_layout,
+    counter_of,
+    leave_leaf,
+)
 from .views import (
     moved_from_base,
     regenerate,
@@ -496,19 +503,23 @@ def change_layout(name, target, view_of):
     else:  # (views made before describe the old layout: `views.sync_view` relocates them)
         target._layout_epoch = target._counter.value
     if recording:
-        _take_history(target, result)
+        _take_history(target, result, layout=True)
         if target._view is not None:
             target._view.version = target._counter.value
     tell_written(target, result)  # (a tracer: target now holds result's value)
     return target
 
 
-def _take_history(target, result):
+def _take_history(target, result, layout=False):
     """target (written in place) takes result's history: its grad_fn and a fresh meta, which
-    keeps what belongs to the tensor (`carry_over`)."""
+    keeps what belongs to the tensor (`carry_over`; `layout`: an in-place view op changed
+    target's layout, `carry_over_layout`)."""
     old = target._meta
     leave_leaf(old)
-    carry_over(old, result._meta)
+    if layout:
+        carry_over_layout(old, result._meta, target)
+    else:
+        carry_over(old, result._meta)
     target._meta, target._grad_fn = result._meta, result._grad_fn
 
 

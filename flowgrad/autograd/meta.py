@@ -46,6 +46,63 @@ class AutogradMeta:
         return node
 
 
+class _RetainedElsewhere:
+    """The `retain_grad` of a tensor's meta after an in-place view op (t_, unsqueeze_,
+    as_strided_, ...) changed the layout of a tensor that retains its grad: the tensor still
+    retains (`retains_grad`, and retain_grad() returns at once), but its `.grad` is the
+    gradient of its value before the change, which the older meta retains
+    (`RetainedFor`), as torch leaves its retains_grad hook on the old grad_fn. Falsy: the
+    engine does not retain at this meta."""
+
+    __slots__ = ()
+
+    def __bool__(self):
+        return False
+
+    def __repr__(self):
+        return "RETAINED_ELSEWHERE"
+
+
+RETAINED_ELSEWHERE = _RetainedElsewhere()
+
+
+class RetainedFor:
+    """The `retain_grad` of a meta whose gradient is the `.grad` of a tensor (held weakly)
+    that has a newer meta since an in-place layout change: the engine accumulates into
+    that tensor's meta, which `.grad` reads (`retained_into`)."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = weakref.ref(tensor)
+
+
+class HooksElsewhere:
+    """The `hooks` of a tensor's meta after an in-place view op (t_, unsqueeze_, ...) changed
+    the layout of a tensor that had hooks: torch's tensor keeps its one dict of hooks,
+    registered on the old grad_fn, so a hook registered later runs there, on the gradient of
+    the value before the change (`Tensor.register_hook` appends to `hooks`). Falsy: none
+    run at this meta."""
+
+    __slots__ = ("hooks",)
+
+    def __init__(self, hooks):
+        self.hooks = hooks
+
+    def __bool__(self):
+        return False
+
+
+def retained_into(meta):
+    """The meta whose `.grad` takes the gradient of `meta`, which retains: meta itself, or
+    the current meta of the tensor it retains for (None when that tensor is gone)."""
+    retain = meta.retain_grad
+    if retain is True:
+        return meta
+    tensor = retain.tensor()
+    return None if tensor is None else tensor._meta
+
+
 def carry_over(old, new):
     """A tensor's history replaced (an in-place write to it, its view or its base; a view
     regenerated after its base's write) keeps what belongs to the tensor, not to the history,
@@ -54,8 +111,33 @@ def carry_over(old, new):
     this tensor's."""
     if old is None or new is None or old is new or old.is_leaf:
         return
+    if old.retain_grad is RETAINED_ELSEWHERE:
+        raise RuntimeError(
+            "an in-place write to a tensor that retains its grad (retain_grad()) after an "
+            "in-place view op (t_, squeeze_, unsqueeze_, transpose_, as_strided_, ...) "
+            "changed its layout is not supported (torch's autograd fails an internal assert "
+            "here); change the layout out of place (h = h.t()) or write a clone()")
     if old.retain_grad:
         new.retain_grad, old.retain_grad = True, False
+    if new.acc_grad is None:
+        new.acc_grad, old.acc_grad = old.acc_grad, None
+
+
+def carry_over_layout(old, new, tensor):
+    """carry_over for an in-place view op that changed `tensor`'s layout (t_, unsqueeze_,
+    as_strided_, ...): the `.grad` retained so far moves to the new meta, but the retaining
+    stays with the old history, as torch's (its retains_grad hook stays on the old
+    grad_fn): `.grad` is then the gradient of the value before the change, in its shape."""
+    if old is None or new is None or old is new or old.is_leaf:
+        return
+    retain = old.retain_grad
+    if retain is True:
+        old.retain_grad, new.retain_grad = RetainedFor(tensor), RETAINED_ELSEWHERE
+    elif retain is RETAINED_ELSEWHERE:  # (a second change: the first history still retains)
+        old.retain_grad, new.retain_grad = False, RETAINED_ELSEWHERE
+    hooks = old.hooks
+    if hooks is not None:
+        new.hooks = hooks if type(hooks) is HooksElsewhere else HooksElsewhere(hooks)
     if new.acc_grad is None:
         new.acc_grad, old.acc_grad = old.acc_grad, None
 

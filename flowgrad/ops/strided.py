@@ -25,7 +25,7 @@ import numpy as np
 from ..autograd import grad_mode
 from ..autograd import views as _views
 from ..autograd.inplace import bump_version, check_inplace
-from ..autograd.meta import carry_over
+from ..autograd.meta import carry_over_layout
 from ..autograd.views import ViewInfo, mark_view
 from ..device import STORAGES, memory_owner
 from ..tensor import Tensor, tensor_method
@@ -353,7 +353,7 @@ def _as_strided_(self, size, stride, storage_offset=None):
     else:
         base = info.base
     if self._meta is not None and new._meta is not None:
-        carry_over(self._meta, new._meta)
+        carry_over_layout(self._meta, new._meta, self)
     self._data, self._meta, self._grad_fn = new._data, new._meta, new._grad_fn
     bump_version(self)
     creation = info.creation
