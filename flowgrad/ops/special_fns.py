@@ -141,6 +141,52 @@ def _lgamma_zeros(xp, x):
     return xp.where(x > 1.5, acc + xp.log1p(e), acc)
 
 
+# lgamma's zeros below -2 as double-doubles (hi, lo; mpmath), two in each (-n - 1, -n) to
+# n = 7; further ones lie within 2.5e-5 of the poles
+_NEG_ZEROS = (
+    (-2.4570247382208006, -3.7075610815513266e-17), (-2.7476826467274127, 9.055340329338315e-17),
+    (-3.14358088834998, -2.1818179852331714e-16), (-3.955294284858598, -1.999428391746348e-17),
+    (-4.039361839740537, 2.1143995503980602e-16), (-4.991544640560048, 1.5174411760571722e-16),
+    (-5.0082181683225935, -4.3926353491015815e-17), (-5.998607480080875, -3.311862478893795e-16),
+    (-6.001385294453155, 6.415847287933042e-17), (-6.999801507890638, 1.0550130037400023e-17),
+    (-7.000198333407325, 2.504354173632409e-16), (-7.999975197095821, -5.261737128572354e-17))
+
+
+@functools.cache
+def _lgamma_neg_zero_series(i):
+    """(hi, radius, window, coefficients) of lgamma(hi + d) = sum_k b_k d^k about the hi of
+    zero i: b_0 = lgamma(hi) ~ -lo psi(hi) - lo^2 psi'(hi) / 2, b_k = polygamma(k - 1, hi) / k!
+    scaled by radius^k (radius = |hi - nearest integer|, so the terms stay in range); for
+    |d| < window radius, wider (more terms) where the pole is far enough for polygamma to
+    stay finite."""
+    import numpy as np
+    hi, lo = _NEG_ZEROS[i]
+    radius = math.fabs(hi - math.floor(hi + 0.5))
+    window, terms = (0.6, 75) if radius > 0.01 else (0.35, 40)
+    at = np.array([hi])
+    psi = float(_polygamma_reflected(np, at, 0)[0])  # (SciPy's psi: 3e-12 off at -7.99998)
+    coefs = [-lo * psi - lo * lo / 2 * float(_polygamma_reflected(np, at, 1)[0]), psi * radius]
+    coefs += [float(_polygamma_reflected(np, at, k - 1)[0]) * radius ** k / math.factorial(k)
+              for k in range(2, terms + 1)]
+    return hi, radius, window, tuple(coefs)
+
+
+def _lgamma_negative_zeros(xp, x, out):
+    """out with lgamma near its zeros below -2 by Taylor series about each (|d| < 0.35 to 0.6
+    of the distance to the pole): gammaln's reflection there cancels terms ~lgamma(1 - x), 40 ulps
+    at -2.735 (C's lgamma, torch's, keeps relative precision)."""
+    for i in range(len(_NEG_ZEROS)):
+        hi, radius, window, coefs = _lgamma_neg_zero_series(i)
+        near = xp.abs(x - hi) < window * radius
+        if near.any():
+            t = (xp.where(near, x, hi).astype(xp.float64) - hi) / radius  # x - hi exact
+            acc = xp.full_like(t, coefs[-1])
+            for c in coefs[-2:0:-1]:
+                acc = acc * t + c
+            out = xp.where(near, (acc * t + coefs[0]).astype(out.dtype), out)
+    return out
+
+
 def _lgamma_kernel(xp, x):
     """log|Gamma(x)|: SciPy's gammaln, but +inf at -inf (C99's lgamma, as torch; gammaln
     gives -inf), -log|x| for |x| < 1e-30, where gammaln's 1/x overflows (inf at 1e-320;
@@ -150,6 +196,8 @@ def _lgamma_kernel(xp, x):
     near = (xp.abs(x - 1.0) < 0.2) | (xp.abs(x - 2.0) < 0.2)
     if near.any():
         out = xp.where(near, _lgamma_zeros(xp, xp.where(near, x, 1.0)).astype(out.dtype), out)
+    if ((x < -2.0) & (x > -8.0)).any():
+        out = _lgamma_negative_zeros(xp, x, out)
     with xp.errstate(all="ignore"):
         tiny = -xp.log(xp.abs(x)).astype(out.dtype, copy=False)
     out = xp.where(xp.abs(x) < 1e-30, tiny, out)
