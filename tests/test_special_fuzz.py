@@ -72,6 +72,15 @@ def test_lgamma_near_its_negative_zeros_keeps_its_relative_precision(x):
     assert _ulps(got, mp.log(abs(mp.gamma(mp.mpf(x)))), np.float64) <= 8
 
 
+@pytest.mark.parametrize("x", [-0.9999999, -2.9999, -7.999975197095821, -19.99999,
+                               -6.664501014896938])
+def test_digamma_near_negative_poles_keeps_the_phase(x):
+    # SciPy's psi (as torch's digamma) reflected with pi x rounded: 3e6 ulps at -0.9999999
+    for fn in (flow.digamma, lambda t: flow.polygamma(0, t)):
+        got = fn(flow.tensor([x], dtype=flow.float64)).item()
+        assert _ulps(got, mp.digamma(mp.mpf(x)), np.float64) <= 8
+
+
 def test_lgamma_is_plus_zero_at_one_and_two():
     for dtype in (flow.float64, flow.float32):
         out = flow.lgamma(flow.tensor([1.0, 2.0], dtype=dtype)).numpy()

@@ -102,7 +102,7 @@ def _polygamma_reflected(xp, x, n):
 @op("polygamma", jvp="diagonal", save="inputs", layout="elementwise")
 def _polygamma(xp, x, *, n):
     if n == 0:
-        return scipy_call(xp, "psi", x)
+        return _digamma_kernel(xp, x)
     neg = x < 0
     out = scipy_call(xp, "polygamma", xp.full(x.shape, n, dtype=x.dtype),
                      xp.where(neg, xp.ones((), x.dtype), x))
@@ -204,7 +204,18 @@ def _lgamma_kernel(xp, x):
     return xp.where(x == -xp.inf, xp.full((), xp.inf, out.dtype), out)
 
 
-_digamma = unary("digamma", _scipy("psi"), d_of_x=lambda x: _polygamma(x, n=1))
+def _digamma_kernel(xp, x):
+    """SciPy's psi, but below -1/4 (off the poles) flowgrad's reflection with the exact phase:
+    psi's (and torch's) lose it near the poles (3e6 ulps at -0.9999999, 6e4 at -19.99999)."""
+    out = scipy_call(xp, "psi", x)
+    neg = (x < -0.25) & (x != xp.floor(x))  # (the pole at 0: -1/x, as SciPy's)
+    if neg.any():
+        out = xp.where(neg, _polygamma_reflected(xp, xp.where(neg, x, -0.5), 0).astype(
+            out.dtype), out)
+    return out
+
+
+_digamma = unary("digamma", _digamma_kernel, d_of_x=lambda x: _polygamma(x, n=1))
 _lgamma = unary("lgamma", _lgamma_kernel, d_of_x=_digamma)
 
 
