@@ -232,8 +232,8 @@ def _check_index_leaves(examples, arrays, dtype):
 def _check_leaf(x, dtype):
     if dtype.category < 2:
         _check_index_leaves({type(x): x}, [x], dtype)
-    if dtype.category == 1 and not isinstance(x, Tensor):
-        _check_range(x, [], dtype)
+    if dtype.category == 1:  # (a 0-d tensor's value too: int32 2**31 - 1 into int8)
+        _check_range(*(([], [x]) if isinstance(x, Tensor) else (x, [])), dtype)
 
 
 def _from_nest(data, dtype):
