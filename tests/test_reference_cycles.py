@@ -4,6 +4,7 @@ saved tensors) until the cycle collector runs. One row per call; each runs once 
 (first-time caches), then again with the collector off, and the collector must find nothing."""
 import collections
 import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -180,3 +181,26 @@ def test_leaves_no_reference_cycle(name):
             break
     assert found[-1] == 0, (f"{name}: {found} objects in reference cycles, call after call: "
                             f"{kinds.most_common(12)}")
+
+
+def test_a_graph_class_no_longer_used_is_not_kept_alive_by_its_compile():
+    """A graph's first call looks at its class's methods (python_reads): the lookup is cached
+    per class without holding the class, so a class nothing uses any more is freed with what
+    its methods' closures hold (an lru_cache kept the last 1024 alive)."""
+    def compiled_class():
+        lin = flow.nn.Linear(2, 2)
+
+        class Step(flow.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.lin = lin
+
+            def build(self, x):
+                return self.lin(x).sum()
+
+        Step()(flow.ones(1, 2))
+        return weakref.ref(Step), weakref.ref(lin)
+
+    classes, modules = compiled_class()
+    gc.collect()
+    assert classes() is None and modules() is None

@@ -22,7 +22,7 @@ from . import levels as _levels
 from . import node_hooks as _node_hooks
 from . import profiling as _profiling
 from .accumulate import (
-    _accumulate,  # noqa: F401 (graph.tracer's retain_grad reads it here)
+    _accumulate,  # noqa: F401 (graph.graph adds leaf gradients through it)
     _c_ordered,
     _retain,
     _run_hooks,

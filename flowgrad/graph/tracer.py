@@ -639,7 +639,7 @@ def autograd_pass(tracer, roots, seeds, create_graph, leaves=None, retain_graph=
                         if tracer.stale or id(g._data) not in value_of:
                             tracer.value(g)
                     if meta is not None and meta.retain_grad and out_grads[k] is not None:
-                        engine._accumulate(meta, out_grads[k])  # h.retain_grad() in build
+                        engine._retain(meta, out_grads[k])  # h.retain_grad() in build
                 own = (_OWN_RULE.get(function.op) if type(function).behaviour is FunctionNode
                        else False)
                 tracer.where = outer if own or own is None and _own_rule(function) else None
