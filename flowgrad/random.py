@@ -8,6 +8,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import ctypes
 
 import numpy as np
 
@@ -149,16 +150,24 @@ def get_rng_state():
 
 def _snapshot():
     """The global generator's state as its two bit generators hold it (no serialising: an
-    nn.Graph takes one on every first call, to put back after a failed trace by `_restore`)."""
-    return default_generator, default_generator.np.bit_generator.state, \
-        default_generator.mt.state
+    nn.Graph takes one on every first call, to put back after a failed trace by `_restore`).
+    The MT19937's is the bytes of its C struct (key[624], pos), read through its address: its
+    `state` property fills a 624-number array one item at a time (~0.5M instructions)."""
+    generator = default_generator
+    mt = generator.mt
+    return (generator, generator.np, generator.np.bit_generator.state, mt,
+            ctypes.string_at(mt.ctypes.state_address, _MT19937_SIZE))
 
 
 def _restore(taken):
     """Put the generator of a `_snapshot` back in the state it had then."""
-    generator, np_state, mt_state = taken
-    generator.np.bit_generator.state = np_state
-    generator.mt.state = mt_state
+    generator, np_generator, np_state, mt, mt_bytes = taken
+    generator.np, generator.mt = np_generator, mt
+    np_generator.bit_generator.state = np_state
+    ctypes.memmove(mt.ctypes.state_address, mt_bytes, _MT19937_SIZE)
+
+
+_MT19937_SIZE = 624 * 4 + 4  # (NumPy's mt19937_state: uint32 key[624], int pos)
 
 
 def set_rng_state(new_state):
