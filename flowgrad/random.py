@@ -150,13 +150,10 @@ def get_rng_state():
 
 def _snapshot():
     """The global generator's state as its two bit generators hold it (no serialising: an
-    nn.Graph takes one on every first call, to put back after a failed trace by `_restore`).
-    The MT19937's is the bytes of its C struct (key[624], pos), read through its address: its
-    `state` property fills a 624-number array one item at a time (~0.5M instructions)."""
+    nn.Graph takes one on every first call, to put back after a failed trace by `_restore`)."""
     generator = default_generator
     mt = generator.mt
-    return (generator, generator.np, generator.np.bit_generator.state, mt,
-            ctypes.string_at(mt.ctypes.state_address, _MT19937_SIZE))
+    return generator, generator.np, generator.np.bit_generator.state, mt, _mt19937_bytes(mt)
 
 
 def _restore(taken):
@@ -164,10 +161,22 @@ def _restore(taken):
     generator, np_generator, np_state, mt, mt_bytes = taken
     generator.np, generator.mt = np_generator, mt
     np_generator.bit_generator.state = np_state
-    ctypes.memmove(mt.ctypes.state_address, mt_bytes, _MT19937_SIZE)
+    _put_mt19937_bytes(mt, mt_bytes)
 
 
-_MT19937_SIZE = 624 * 4 + 4  # (NumPy's mt19937_state: uint32 key[624], int pos)
+def _mt19937_bytes(bits):
+    """The state of a NumPy MT19937 bit generator as the bytes of its C struct (uint32
+    key[624], int pos), read through its address: its `state` property fills a 624-number
+    array item by item (~0.5M instructions), too slow for every nn.Graph first call."""
+    return ctypes.string_at(bits.ctypes.state_address, _MT19937_SIZE)
+
+
+def _put_mt19937_bytes(bits, state):
+    """Write back a state `_mt19937_bytes` read."""
+    ctypes.memmove(bits.ctypes.state_address, state, _MT19937_SIZE)
+
+
+_MT19937_SIZE = 624 * 4 + 4  # (NumPy's mt19937_state)
 
 
 def set_rng_state(new_state):

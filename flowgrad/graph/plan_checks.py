@@ -8,7 +8,6 @@ after each call, and a draw from Python's or NumPy's global random stream is ref
 (`refuse_host_draws`)."""
 from __future__ import annotations
 
-import ctypes
 import random
 
 import numpy as np
@@ -18,6 +17,7 @@ from ..amp import autocast_mode as _amp
 from ..autograd import interpreter as _interpreter
 from ..nn import module_hooks as _global_hooks
 from ..nn.parameter import Parameter
+from ..random import _mt19937_bytes, _put_mt19937_bytes
 from ..tensor import Tensor
 
 _GONE = object()
@@ -119,16 +119,13 @@ def put_back(rebinds):
 def host_random_states():
     """The states of Python's `random` and NumPy's global `np.random` streams. NumPy's is the
     bytes of its bit generator's C struct (MT19937: key[624], pos), read and written back
-    through its address: its get_state() copies the key into a dict, ~0.1 ms on every first
-    call."""
-    return random.getstate(), ctypes.string_at(_numpy_state_address(), _MT19937_SIZE)
+    through its address (`random._mt19937_bytes`): its get_state() copies the key into a
+    dict, ~0.1 ms on every first call."""
+    return random.getstate(), _mt19937_bytes(_numpy_bits())
 
 
-def _numpy_state_address():
-    return np.random.mtrand._rand._bit_generator.ctypes.state_address
-
-
-_MT19937_SIZE = 624 * 4 + 4
+def _numpy_bits():
+    return np.random.mtrand._rand._bit_generator
 
 
 def refuse_host_draws(graph, before):
@@ -144,7 +141,7 @@ def refuse_host_draws(graph, before):
     if not py_drew and np_now == np_state:
         return
     random.setstate(py_state)
-    ctypes.memmove(_numpy_state_address(), np_state, _MT19937_SIZE)
+    _put_mt19937_bytes(_numpy_bits(), np_state)
     which = "Python's random module" if py_drew else "NumPy's global np.random"
     raise RuntimeError(
         f"nn.Graph {graph._name}: build() drew numbers from {which} while it was traced, once: "
