@@ -253,6 +253,7 @@ BOUNDARY = {
     "tensor.py": "the tensor's own conversions to host values (numpy(), __array__, item)",
     "ops/creation.py": "host data (lists, NumPy arrays) and host-drawn samples become tensors",
     "ops/random_factories.py": "host-drawn samples become tensors (split from creation.py)",
+    "ops/tensor_data.py": "host data (lists, NumPy arrays) read into arrays (from creation.py)",
     "printing.py": "formats values on the host",
     "serialization.py": "files hold host bytes",
     "torch_format.py": "files hold host bytes",

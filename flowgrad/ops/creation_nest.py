@@ -1,5 +1,5 @@
 """torch.tensor's reading of a nest of Python numbers whose structure is ragged, for the
-error path of `creation.as_array`: torch takes the shape from the first element at each
+error path of `tensor_data.as_array`: torch takes the shape from the first element at each
 level, then stores the values in order, so the first thing it meets that does not fit is what
 it refuses, with its exception class: a number where a list belongs (TypeError, "not a
 sequence"), a list where a number belongs (TypeError), a list of another length (ValueError),

@@ -97,3 +97,20 @@ def half_by_one_element(a, b):
     return da is not None and db is not None and da.dtype in HALF and db.size == 1 and \
         db.dtype != da.dtype and not getattr(b, "is_sparse", False) and \
         not b.requires_grad and _dt.result_type(a, b).np == da.dtype
+
+
+# Elementwise ops with a Python scalar (elementwise.py, powers.py): torch rounds the scalar to a
+# half-precision tensor's dtype for some ops and computes in float32 for others.
+def same_dtype(x, r):
+    """r in x's dtype: ml_dtypes computes `bfloat16 array * Python float` in float32."""
+    return r if r.dtype is x.dtype else r.astype(x.dtype)
+
+
+def in_float32_with(xp, ufunc, x, value):
+    """ufunc(x, value) of a half-precision x in float32, the scalar unrounded, rounded once."""
+    return ufunc(x.astype(xp.float32), xp.float32(value)).astype(x.dtype)
+
+
+def rounded_to(x, value):
+    """A real scalar rounded to half-precision x's dtype (as a Python float)."""
+    return float(x.dtype.type(value)) if not isinstance(value, complex) else value
