@@ -118,10 +118,11 @@ def _overlaps(t):
 
 def _grows_alone(t, pool):
     """Whether torch tensor `t` may grow its storage in resize_ as flowgrad grows it (a new
-    array): not a view, at the start of its storage, contiguous, and the first tensor itself
-    or not over its storage (no other tensor compared sees the storage)."""
-    return not t._is_view() and t.storage_offset() == 0 and t.is_contiguous() and (
-        t is pool[0] or t.untyped_storage().data_ptr() != pool[0].untyped_storage().data_ptr())
+    array): not a view, at the start of its storage, contiguous, and no other tensor made so
+    far over its storage (flowgrad refuses to grow memory other tensors share: KNOWN)."""
+    ptr = t.untyped_storage().data_ptr()
+    return not t._is_view() and t.storage_offset() == 0 and t.is_contiguous() and all(
+        o is t or o.untyped_storage().data_ptr() != ptr for o in pool)
 
 
 # steps that read a storage around the tensor: not drawn for a zero-element one (NumPy keeps

@@ -327,6 +327,7 @@ def test_resize_():
         assert x.resize_(2, 2) is x
         assert x.tolist() == [[0.0, 1.0], [2.0, 3.0]]
         assert x.data_ptr() == first.data_ptr()  # the same storage
+        del first  # (growing memory a view shares: see the test below)
         x.resize_([4, 4])
         assert tuple(x.shape) == (4, 4) and x[0].tolist() == [0.0, 1.0, 2.0, 3.0]
         assert tuple(lib.tensor(3.0).resize_([1, 1, 1]).shape) == (1, 1, 1)
@@ -354,6 +355,37 @@ def test_resize_of_a_view_within_its_storage_as_torch_and_growing_one_refused():
         assert view.resize_(4) is view  # the same shape: nothing to do
     with pytest.raises(NotImplementedError, match="view"):  # (torch grows the storage)
         flow.arange(6.0)[2:].resize_(5)
+
+
+@pytest.mark.parametrize("alias", ["view", "detach", "numpy"])
+def test_growing_memory_other_tensors_share_is_refused_not_split(alias):
+    # torch grows the storage under every tensor over it; flowgrad's grown copy left the
+    # view, the detached alias or the NumPy array on the old memory: later writes through
+    # one were silently not seen by the other
+    x = flow.zeros(3, 4)
+    other = {"view": lambda: x[1], "detach": x.detach, "numpy": x.numpy}[alias]()
+    with pytest.raises(NotImplementedError, match=r"resize_: growing a tensor \(shape "
+                                                  r"\(3, 4\) to \(4, 4\)\) whose memory"):
+        x.resize_(4, 4)
+    with pytest.raises(NotImplementedError, match=r"add: growing"):
+        flow.add(flow.ones(4, 4), 1, out=x)
+    assert tuple(x.shape) == (3, 4) and x._version == 0 and other is not None
+    x[1] = 5.0
+    assert float(x.sum()) == 20.0
+    del other
+    x.resize_(4, 4)  # (nothing else over it: grown, the old values first)
+    assert x[1].tolist() == [5.0] * 4 and x[3].tolist() == [0.0] * 4
+
+
+def test_an_out_resized_within_its_memory_is_seen_by_its_views_as_torch():
+    # (atomicity_fuzz seed 635: out= of fewer elements got a new array, so a view of out
+    # kept the old values where torch's shows the result)
+    for lib in (torch, flow):
+        g = lib.zeros(3, 4)
+        column = g.t()[0]
+        with pytest.warns(UserWarning, match="was resized"):
+            lib.stack([lib.ones(2, 4)], -2, out=g)
+        assert tuple(g.shape) == (2, 1, 4) and column.tolist() == [1.0, 1.0, 0.0]
 
 
 def test_gradient_spacing_none_and_repeated_dims():

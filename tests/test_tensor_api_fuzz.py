@@ -19,7 +19,8 @@ import flowgrad as flow
 # not compare them; each has a case below that shows the difference)
 KNOWN = {
     "storage growth": "torch's set_/resize_ grow a storage under every tensor over it; "
-                      "NumPy memory cannot grow in place (a view refuses, a tensor moves)",
+                      "NumPy memory cannot grow in place (a view refuses, and so does a "
+                      "tensor whose memory other tensors or arrays share; one alone moves)",
     "zero-element strides": "NumPy keeps no strides nor storage place for an array with no "
                             "elements (stride(), storage_offset() of an empty view)",
     "stale _base after set_": "torch keeps a view's _base after set_ gives it other memory; "

@@ -526,8 +526,6 @@ def is_signed(input):
 
 for _name, _fn in (("absolute_", abs_of_real), ("deg2rad_", deg2rad), ("rad2deg_", rad2deg),
                    ("copysign_", copysign), ("ldexp_", ldexp), ("nextafter_", nextafter),
-                   ("heaviside_", heaviside), ("gcd_", gcd), ("lcm_", lcm),
-                   ("greater_", gt), ("greater_equal_", ge), ("less_", lt),
-                   ("less_equal_", le), ("not_equal_", ne)):
+                   ("heaviside_", heaviside), ("gcd_", gcd), ("lcm_", lcm)):
     setattr(Tensor, _name, _inplace_binary(_name, _fn))
 Tensor.float_power_ = _float_power_

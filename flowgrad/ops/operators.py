@@ -131,14 +131,19 @@ Tensor.__xor__ = logical_xor
 
 def _compared_in_place(compare):
     """x.eq_(y) and its kin: the comparison as x's new values, differentiable with a zero
-    gradient where x requires grad (torch's derivative of eq_ is zeros; keeping x's history
-    passed the gradient of the values the comparison overwrote)."""
+    gradient where x or y requires grad (torch's derivative of eq_ is zeros for both; keeping
+    x's history passed the gradient of the values the comparison overwrote, and a float x
+    compared with a y that requires grad did not require grad, where torch's does)."""
     def method(src, *args, **kwargs):
         result = compare(src, *args, **kwargs)
-        if not src.requires_grad:
+        other = args[0] if args else kwargs.get("other")
+        other_tracked = isinstance(other, Tensor) and other.requires_grad and \
+            src._data.dtype.kind in "fcV"
+        if not (src.requires_grad or other_tracked):
             return result
         everywhere = result.logical_or(result.logical_not())
-        return where(everywhere, result.to(src.dtype), src)
+        kept = src + (other * 0).to(src.dtype) if other_tracked else src  # (never selected)
+        return where(everywhere, result.to(src.dtype), kept)
     return method
 
 
@@ -151,6 +156,9 @@ for _name, _fn in (("add_", add), ("sub_", sub), ("mul_", mul), ("div_", div), (
                    ("eq_", _compared_in_place(eq)), ("ne_", _compared_in_place(ne)),
                    ("lt_", _compared_in_place(lt)), ("le_", _compared_in_place(le)),
                    ("gt_", _compared_in_place(gt)), ("ge_", _compared_in_place(ge)),
+                   ("greater_", _compared_in_place(gt)), ("greater_equal_", _compared_in_place(ge)),
+                   ("less_", _compared_in_place(lt)), ("less_equal_", _compared_in_place(le)),
+                   ("not_equal_", _compared_in_place(ne)),
                    ("logical_not_", logical_not), ("logical_and_", logical_and),
                    ("logical_or_", logical_or), ("logical_xor_", logical_xor)):
     setattr(Tensor, _name, _inplace_binary(_name, _fn))

@@ -23,7 +23,6 @@ import numpy as np
 from .._warn import warn
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import (
-    bump_version,
     expand_write_error,
     memory_of,
     overlap_error,
@@ -44,6 +43,7 @@ from ..random import default_generator
 from ..tensor import Tensor
 from .lapack_outs import refuse_copy_overlap
 from .no_derivative import refuse_forward, without_derivative
+from .resize_storage import resize_storage
 
 
 def check_out(out, inputs, name, nondiff=False):
@@ -109,12 +109,10 @@ def write_out(result, out, name, warn_resize=True, column_major=False, recheck=N
                 _swap_last_dims(out)
             if recheck is not None:  # (the view now covers other memory: torch checks it)
                 recheck(out)
-        elif swapped:
-            out._data = np.empty(swapped, out._data.dtype).swapaxes(-1, -2)
-            bump_version(out)
-        else:
-            out._data = np.empty(shape, out._data.dtype)
-            bump_version(out)
+        else:  # (in its own memory where that holds enough: its views see the result)
+            resize_storage(out, swapped or shape, name)
+            if swapped:
+                _swap_last_dims(out)
     with (contextlib.nullcontext() if recorded else no_grad()), writing_out():
         out.copy_(result)  # (into a captured tensor too, as torch.func's)
     return out

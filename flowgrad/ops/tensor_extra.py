@@ -23,7 +23,6 @@ from ..autograd import interpreter as _interpreter
 from ..autograd.forward_ad import active_levels
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import bump_version, change_layout, check_capture
-from ..autograd.views import shown_base
 from ..device import STORAGES, array_module, memory_owner, new_array
 from ..errors import tensor_operand
 from ..func.batched import every_example
@@ -40,6 +39,7 @@ from .norm import vector_norm
 from .pad import pad
 from .reduce import amax, amin
 from .registry import op
+from .resize_storage import over_storage, resize_storage
 from .scan import cumprod, cumsum
 from .shape import cat
 from .split import split
@@ -572,44 +572,10 @@ def _resize_(self, *sizes, size=None, memory_format=None):
                 f"inside build() is not supported; resize a .contiguous() copy")
         return change_layout("resize_", self, lambda t: _resized(t, shape))
     if shape != tuple(self.shape):
-        n = math.prod(shape)
-        root = memory_owner(self._data)
-        if type(root) is np.ndarray and (root.flags.c_contiguous or root.flags.f_contiguous) \
-                and (self.storage_offset() + n) * self._data.itemsize <= root.nbytes:
-            # torch's: contiguous strides from the same storage offset, the storage kept (a
-            # view stays one, and writes still reach every tensor over it)
-            new = _over_storage(root, self._data.dtype, self.storage_offset(), shape, None,
-                                "resize_")
-            STORAGES[id(root)] = root  # (its tensors report torch's storage offsets)
-            bump_version(self)
-            self._data = new
-        elif type(root) is np.ndarray and (root.flags.c_contiguous or root.flags.f_contiguous) \
-                and (self._view is None or shown_base(self) is None):
-            # torch's: a larger storage, the old bytes first, the tensor contiguous at its
-            # offset (here a new array: tensors over the old storage keep it, KNOWN)
-            item, offset = self._data.itemsize, self.storage_offset()
-            grown = np.zeros((offset + n) * item, np.uint8)
-            grown[:root.nbytes] = root.ravel(order="K").view(np.uint8)
-            STORAGES[id(grown)] = grown
-            bump_version(self)
-            self._data = grown.view(self._data.dtype)[offset:offset + n].reshape(shape)
-            self._view = None  # (as_strided_'s hidden base: its storage is no longer this one)
-        elif self._view is not None:
-            raise NotImplementedError(
-                f"resize_: growing a view of another tensor (shape {tuple(self.shape)} to "
-                f"{shape}) past its storage is not supported (torch grows the storage under "
-                f"every tensor over it); resize its base, or a .clone()")
-        else:
-            flat = self._data.ravel(order="K")  # (storage order)
-            if n > flat.size:
-                grown = array_module(flat).zeros((n,), flat.dtype)
-                grown[:flat.size] = flat
-                flat = grown
-            bump_version(self)
-            self._data = flat[:n].reshape(shape)
+        resize_storage(self, shape, "resize_")
     rank = format_rank(memory_format, self.ndim, "resize_")
     if rank and not format_contiguous(self._data, rank):  # torch's empty_tensor_restride
-        new = _over_storage(memory_owner(self._data), self._data.dtype, self.storage_offset(),
+        new = over_storage(memory_owner(self._data), self._data.dtype, self.storage_offset(),
                             shape, format_strides(shape, rank), "resize_")
         bump_version(self)
         self._data = new
@@ -667,44 +633,6 @@ Tensor.resize_, Tensor.resize_as_, Tensor.resize_as = _resize_, resize_as_, _res
 
 
 # ---- set_ ----------------------------------------------------------------------------------
-def _over_storage(root, dtype, storage_offset, size, stride, what):
-    """An array of `dtype` over the memory of array `root` (a storage) from element
-    `storage_offset`: `size` and `stride` (contiguous by default), or the rest of it."""
-    nbytes = root.nbytes
-    if not (root.flags.c_contiguous or root.flags.f_contiguous):
-        raise NotImplementedError(f"{what}: the storage array has gaps (strides "
-                                  f"{root.strides}); set_ onto the tensor itself")
-    memory = root.ravel(order="K").view(np.uint8)  # (its bytes in memory order: a view)
-    offset = 0 if storage_offset is None else int(storage_offset)
-    item = np.dtype(dtype).itemsize
-    if size is None:
-        size = (max(0, nbytes // item - offset),)
-    size = tuple(int(n) for n in size)
-    if stride is None:
-        stride, step = [], 1
-        for n in reversed(size):
-            stride.insert(0, step)
-            step *= max(n, 1)
-    stride = tuple(int(n) for n in stride)
-    if offset < 0 or len(stride) != len(size) or any(n < 0 for n in size):
-        raise RuntimeError(f"{what}: storage offset {offset}, size {list(size)} and stride "
-                           f"{list(stride)} do not make a tensor (non-negative offset and "
-                           f"sizes, one stride per size)")
-    extent = 0 if 0 in size else offset + 1 + sum((n - 1) * st for n, st in zip(size, stride))
-    if extent * item > nbytes:
-        raise RuntimeError(
-            f"{what}: a tensor of size {list(size)} and stride {list(stride)} at storage "
-            f"offset {offset} needs {extent * item} bytes, its storage has {nbytes} (torch "
-            f"grows the storage; flowgrad does not: set_ onto a larger tensor)")
-    if extent == 0:  # (no elements: NumPy keeps no place for them, see storage_offset)
-        return memory[:0].view(dtype).reshape(size)
-    new = np.ndarray(size, dtype, buffer=memory, offset=offset * item,
-                     strides=tuple(st * item for st in stride))
-    if any(n > 1 and st == 0 for n, st in zip(size, stride)):
-        new.flags.writeable = False  # (torch refuses writes to overlapping elements, as expand)
-    return new
-
-
 def _set_(self, source=None, storage_offset=None, size=None, stride=None):
     """Make this tensor look at `source`'s elements, in place, as torch's set_: another
     tensor's (its storage, offset, size and stride; or a storage offset, size and stride of
@@ -757,7 +685,7 @@ def _set_(self, source=None, storage_offset=None, size=None, stride=None):
                 stride = self.stride()  # (torch's: the same sizes keep this tensor's strides)
             if isinstance(source, Tensor):  # (torch's offset counts from the source's own)
                 storage_offset = int(storage_offset) + source.storage_offset()  # (as a count)
-            new = _over_storage(root, self._data.dtype, storage_offset, size, stride, "set_")
+            new = over_storage(root, self._data.dtype, storage_offset, size, stride, "set_")
         if type(root) is np.ndarray:
             STORAGES[id(root)] = root  # (its tensors report torch's storage offsets)
     else:
