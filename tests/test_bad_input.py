@@ -313,3 +313,20 @@ def test_tensor_of_other_objects_still_raises_type_error():
     with pytest.raises(ValueError, match="expected sequence of length 2 at dim 1"):
         flow.tensor([[1, 2], [3]])  # (torch's reading of a ragged nest, and its message)
 
+
+
+@pytest.mark.parametrize("name", ["index_copy_", "index_add_", "index_reduce_", "index_copy"])
+@pytest.mark.parametrize("shape,dim,index", [((3, 4), 1, [0, 1]), ((3, 4), 0, [1]),
+                                             ((4,), 0, [0, 2]), ((4,), 0, [1]), ((), 0, [0])])
+def test_a_0d_source_of_index_writes_as_torch(name, shape, dim, index):
+    # flowgrad broadcast a 0-d source over the selected slices; torch takes one only into a
+    # vector at one index (index_copy) or a 0-d tensor (atomicity_fuzz seed 4415)
+    outcome = []
+    for m in (torch, flow):
+        extra = ("prod",) if name == "index_reduce_" else ()
+        try:
+            got = getattr(m.zeros(shape), name)(dim, m.tensor(index), m.tensor(5.0), *extra)
+            outcome.append(got.tolist())
+        except Exception as e:  # noqa: BLE001 (the class is what is compared)
+            outcome.append(type(e).__name__)
+    assert outcome[1] == outcome[0]

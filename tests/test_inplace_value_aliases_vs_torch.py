@@ -133,3 +133,51 @@ def test_an_index_write_into_an_expand_from_its_own_elements_is_refused():
         e[[1, 1]] = e[:1].t().detach()
     e[[1, 1]] = flowgrad.tensor([[5.0], [6.0]], dtype=flowgrad.float64)  # (apart: written)
     assert x[2].tolist() == [6.0, 6.0]
+
+
+# torch's index and scatter metas (assert_no_overlap) refuse an index or a source sharing any
+# memory with the written tensor, the very same elements too; flowgrad computed them from a
+# snapshot (atomicity_fuzz 1847: `b.scatter_reduce_(1, c, b, 'amax')`)
+_SHARED_OPERANDS = {
+    "index_add_self": lambda m, g: g.index_add_(0, m.tensor([0, 1, 2]), g),
+    "index_copy_row": lambda m, g: g.index_copy_(0, m.tensor([0]), g[1:2]),
+    "index_reduce_self": lambda m, g: g.index_reduce_(0, m.tensor([0, 1, 2]), g, "prod"),
+    "scatter_self": lambda m, g: g.scatter_(1, m.zeros(3, 4, dtype=m.int64), g),
+    "scatter_add_row": lambda m, g: g.scatter_add_(1, m.zeros(1, 4, dtype=m.int64), g[1:2]),
+    "scatter_reduce_self": lambda m, g: g.scatter_reduce_(1, m.zeros(3, 4, dtype=m.int64), g,
+                                                          "amax"),
+    "scatter_index_self": lambda m, g: (lambda i: i.scatter_(0, i, 5))(
+        m.zeros(3, 4, dtype=m.int64)),
+    "scatter_apart": lambda m, g: g[0].scatter_(0, m.tensor([1]), g[2, :1]),  # (runs)
+    # (atomicity_fuzz 6752, 7384: an index that is the written tensor itself)
+    "put_index_self": lambda m, g: (lambda c: c.put_(c, m.tensor([5, 6, 7])))(
+        m.tensor([0, 1, 2])),
+    "put_source_self": lambda m, g: (lambda c: c.put_(m.tensor([2, 1, 0]), c))(
+        m.tensor([0, 1, 2])),
+    "index_fill_index_self": lambda m, g: (lambda c: c.index_fill_(0, c, 2))(
+        m.tensor([0, 1, 2])),
+    "index_fill_value_element": lambda m, g: g.index_fill_(0, m.tensor([0]), g[1, 1]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SHARED_OPERANDS))
+def test_index_and_scatter_writes_refuse_operands_sharing_memory_as_torch(case):
+    outcome = []
+    for m in (torch, flowgrad):
+        g = m.arange(12.0).reshape(3, 4)
+        try:
+            outcome.append(_SHARED_OPERANDS[case](m, g).tolist())
+        except Exception as e:  # noqa: BLE001 (the class is what is compared)
+            outcome.append(type(e).__name__)
+    assert outcome[1] == outcome[0]
+
+
+def test_masked_scatter_from_its_own_memory_is_refused():
+    # torch's masked_scatter_ reads the source while writing (torch: rows of [0, 1, 2, 3]
+    # where the snapshot gives [4, 5, 6, 7] in the last row): refused, as order-dependent
+    g = flowgrad.arange(12.0).reshape(3, 4)
+    with pytest.raises(NotImplementedError, match="masked_scatter_: the source"):
+        g.masked_scatter_(g > 3, g)
+    assert g.tolist() == flowgrad.arange(12.0).reshape(3, 4).tolist()
+    g.masked_scatter_(g > 3, g.clone())
+    assert g[2].tolist() == [4.0, 5.0, 6.0, 7.0]

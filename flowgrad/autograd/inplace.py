@@ -193,6 +193,18 @@ def _check_no_partial_overlap(name, data, other, target, operand):
     raise overlap_error(name, other.shape, data.shape)
 
 
+def check_no_overlap(name, target, operands):
+    """torch's assert_no_overlap for the index and scatter writes (index_add_, scatter_, ...):
+    an operand sharing memory with `target`, the very same elements included, is refused
+    where torch can tell (both dense: `overlap_status`); where it cannot ("too hard"), both
+    run, torch's loop reading and this kernel computing out of place."""
+    memory = memory_of(target)
+    for operand in operands:
+        if isinstance(operand, _interpreter.Tensor) and \
+                overlap_status(memory_of(operand), memory) in ("partial", "full"):
+            raise overlap_error(name, operand.shape, target.shape)
+
+
 def overlap_error(name, operand_shape, target_shape):
     """The RuntimeError for a write (op `name`) whose operand shares part of the memory it
     writes, as torch's assert_no_partial_overlap words it."""

@@ -21,7 +21,14 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd import grad_mode
-from ..autograd.inplace import check_inplace, expanded_view, run_inplace, warn_expanded_write
+from ..autograd.inplace import (
+    check_inplace,
+    check_no_overlap,
+    expanded_view,
+    memory_of,
+    run_inplace,
+    warn_expanded_write,
+)
 from ..autograd.interpreter import varies_per_run
 from ..device import array_module
 from ..errors import INT_INDEX_DTYPES, check_same_dtype, checked_number, fill_scalar, int_arg
@@ -485,6 +492,8 @@ def _index_dim(input, dim, index, name, source=None, allow_negative=False, error
     idx = _check_range(idx, size, name, d, allow_negative, error)
     ishape = shape if shape else (1,)
     want = ishape[:d] + (idx.size,) + ishape[d + 1:]
+    if source is not None and not source._data.ndim and shape:
+        _refuse_scalar_source(name, d, idx.size, len(shape))
     if source is not None and source._data.ndim and tuple(source.shape) != want:
         raise RuntimeError(f"{name}(): source of shape {tuple(source.shape)} does not match "
                            f"the expected shape {want} (self {tuple(shape)} with dim {d} "
@@ -492,6 +501,29 @@ def _index_dim(input, dim, index, name, source=None, allow_negative=False, error
     t = _long(index).reshape((1,) * d + (-1,) + (1,) * (len(ishape) - d - 1))
     return _dim_flat(t, shape=ishape, dim=d, out_shape=want,
                      check=_plan_check(index, name, allow_negative, error))
+
+
+def _refuse_scalar_source(name, d, n_index, ndim):
+    """torch's refusals of a 0-d source into a tensor with dims (only index_copy of a vector
+    at one index takes one; flowgrad broadcast it)."""
+    if name == "index_copy":
+        if n_index != 1:
+            raise IndexError(f"index_copy_(): When source is scalar, index should have one "
+                             f"element (got {n_index}); pass a source of the selected shape")
+        if ndim > 1:
+            raise RuntimeError("index_copy_(): Source/destination tensor must have same slice "
+                               "shapes: a 0-d source into a tensor of several dims; pass a "
+                               "source of the selected shape")
+        return
+    if d > 0:
+        raise RuntimeError(f"{name}_(): Indexing dim {d} is out of bounds of the source tensor "
+                           f"with dim 0; pass a source of the selected shape")
+    if n_index != 1:
+        raise IndexError(f"{name}_(): Dimension specified as 0 but the source tensor has no "
+                         f"dimensions; pass a source of the selected shape")
+    raise RuntimeError(f"{name}_(): source tensor shape must match self tensor shape, "
+                       f"excluding the specified dimension: a 0-d source; pass a source of "
+                       f"the selected shape")
 
 
 @tensor_method()
@@ -532,7 +564,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
         raise RuntimeError(f"index_reduce(): Expected reduce argument to be one of prod, mean, "
                            f"amax or amin, got {reduce}.")
     _check_dtype(input, source, "index_reduce")
-    if source._data.ndim != input._data.ndim:
+    if source._data.ndim and source._data.ndim != input._data.ndim:  # (0-d: _index_dim's)
         raise RuntimeError(f"index_reduce(): source tensor shape must match self tensor shape, "
                            f"excluding the specified dimension. Got self.shape = "
                            f"{list(input.shape)} source.shape = {list(source.shape)}")
@@ -679,11 +711,32 @@ def put(input, index, source, accumulate=False):
 
 
 # ---- in-place variants ------------------------------------------------------------------
+# (torch's index and scatter metas and put_ refuse an index or source sharing any memory
+# with self; masked_scatter_ reads its source as it writes, index_put_ has its own checks)
+_NO_OVERLAP = frozenset(("scatter_", "scatter_add_", "scatter_reduce_", "index_add_",
+                         "index_copy_", "index_reduce_", "put_"))
+
+
 def _inplace(name, fn):
     def method(self, *args, **kwargs):
+        if name in _NO_OVERLAP:
+            check_no_overlap(name, self, (*args, *kwargs.values()))
+        elif name == "masked_scatter_":
+            _refuse_source_in_self(self, *args, **kwargs)
         return run_inplace(name, fn, self, *args, **kwargs)
     method.__name__ = name
     return method
+
+
+def _refuse_source_in_self(self, mask=None, source=None):
+    """torch's masked_scatter_ reads its source while it writes: a source sharing memory with
+    self gives the values of its loop's order (elements it wrote, read again), which this
+    out-of-place kernel does not reproduce; refused instead of giving other values."""
+    if isinstance(source, Tensor) and np.shares_memory(memory_of(source), memory_of(self)):
+        raise NotImplementedError(
+            f"masked_scatter_: the source (shape {tuple(source.shape)}) shares memory with "
+            f"the tensor written (shape {tuple(self.shape)}): torch's result then depends on "
+            f"the order of its writes; pass source.clone()")
 
 
 def _index_put_(self, indices, values, accumulate=False):
@@ -710,6 +763,7 @@ def _index_fill_(self, dim, index, value):
             fill_scalar("index_fill", value, self._data.dtype)
         mask = _flat_mask(flat, shape=self._data.shape if self._data.shape else (1,))
         return _masked_fill_(self, mask.reshape(tuple(self.shape)), value, name="index_fill_")
+    check_no_overlap("index_fill_", self, (index,))  # (a 0-d value is read first: allowed)
     return run_inplace("index_fill_", index_fill, self, dim, index, value)
 
 
