@@ -330,3 +330,52 @@ def test_a_0d_source_of_index_writes_as_torch(name, shape, dim, index):
         except Exception as e:  # noqa: BLE001 (the class is what is compared)
             outcome.append(type(e).__name__)
     assert outcome[1] == outcome[0]
+
+
+def _refused_changes_nothing(make):
+    """make() -> (tensors to watch, the call that must raise): the call raises and every
+    watched tensor keeps its values."""
+    watched, call = make()
+    before = [t.detach().clone() for t in watched]
+    with pytest.raises((RuntimeError, ValueError, TypeError)):
+        call()
+    for t, b in zip(watched, before):
+        assert t.shape == b.shape and bool((t.detach() == b).all()), (t, b)
+
+
+def _bn_with_bad_bias():
+    bn = flow.nn.BatchNorm1d(3)
+    bn.bias = flow.nn.Parameter(flow.zeros(4))
+    return [bn.running_mean, bn.running_var, bn.num_batches_tracked], \
+        lambda: bn(flow.ones(4, 3) * flow.arange(3.0))
+
+
+def _two_groups(second_lr, grad_shape):
+    a, b = flow.nn.Parameter(flow.ones(3)), flow.nn.Parameter(flow.ones(3))
+    opt = flow.optim.Adam([{"params": [a]}, {"params": [b], "lr": second_lr}], lr=0.1)
+    a.grad, b.grad = flow.ones(3), flow.ones(3)
+    b.grad.data = flow.ones(grad_shape)
+    return [a, b], opt.step
+
+
+@pytest.mark.parametrize("case", ["batch_norm_module", "optimizer_lr_tensor",
+                                  "optimizer_grad_shape", "foreach_add_", "foreach_lerp_",
+                                  "foreach_copy_"])
+def test_a_refused_call_leaves_modules_parameters_and_lists_as_they_were(case):
+    # flowgrad (as torch) counted the batch in num_batches_tracked before F.batch_norm refused
+    # the bias; updated the first group's parameters before the second group's lr (a tensor of
+    # two values) or gradient (another shape: NumPy's ValueError) was refused; and wrote the
+    # foreach lists' first tensors before one whose operand does not fit
+    xs = [flow.ones(2), flow.ones(3)]
+    make = {
+        "batch_norm_module": _bn_with_bad_bias,
+        "optimizer_lr_tensor": lambda: _two_groups(flow.tensor([0.1, 0.2]), (3,)),
+        "optimizer_grad_shape": lambda: _two_groups(0.1, (4,)),
+        "foreach_add_": lambda: (xs, lambda: flow._foreach_add_(xs, [flow.ones(2),
+                                                                   flow.ones(4)])),
+        "foreach_lerp_": lambda: (xs, lambda: flow._foreach_lerp_(xs, [flow.ones(2),
+                                                                     flow.ones(4)], 0.5)),
+        "foreach_copy_": lambda: (xs, lambda: flow._foreach_copy_(xs, [flow.zeros(2),
+                                                                     flow.zeros(2)])),
+    }[case]
+    _refused_changes_nothing(make)

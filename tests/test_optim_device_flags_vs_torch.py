@@ -60,8 +60,9 @@ def test_device_flags_on_cpu(name, kwargs):
 
 
 def _two_groups(m):
-    """A plain group is updated before a capturable group raises; a capturable step
-    without gradients runs."""
+    """A capturable group with a gradient raises (torch's plain group before it is updated
+    first; flowgrad checks every group before updating any); a capturable step without
+    gradients runs."""
     a = m.nn.Parameter(m.tensor(W0.copy()))
     b = m.nn.Parameter(m.tensor(W0.copy()))
     c = m.nn.Parameter(m.tensor(W0.copy()))
@@ -69,20 +70,24 @@ def _two_groups(m):
                         {"params": [b]}], lr=0.1)
     (a.sum() + b.sum()).backward()
     opt.step()  # c has no gradient: nothing to check
+    first = a.detach().numpy().copy()
     c.grad = m.ones_like(c)
     try:
         opt.step()
         raised = None
     except AssertionError:
         raised = "AssertionError"
-    return raised, [p.detach().numpy().copy() for p in (a, b, c)], len(opt.state)
+    return raised, [first] + [p.detach().numpy().copy() for p in (a, b, c)], len(opt.state)
 
 
 def test_capturable_group_among_plain_groups():
     expected, got = _two_groups(torch), _two_groups(flow)
     assert got[0] == expected[0] and got[2] == expected[2]
-    for e, g in zip(expected[1], got[1]):
+    first, a, b, c = got[1]
+    for e, g in zip((expected[1][0], expected[1][2], expected[1][3]), (first, b, c)):
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    # (torch's a took the refused step's update too; flowgrad's is as the refusal left it)
+    assert not np.allclose(expected[1][1], first) and np.array_equal(a, first)
 
 
 HALF_CASES = [(n, dt, kw) for n in ("Adam", "AdamW") for dt in ("float16", "bfloat16")

@@ -71,6 +71,22 @@ def _per_tensor(name, tensors, other, scalar_tensor_ok, what="other"):
     return [other] * n
 
 
+def _check_fits(name, tensors, *operand_lists):
+    """Before an in-place foreach op writes anything: each tensor operand broadcasts to its
+    tensor's shape (torch writes the tensors before the one that does not fit; flowgrad
+    refuses with every tensor as it was)."""
+    for operands in operand_lists:
+        for i, (t, o) in enumerate(zip(tensors, operands)):
+            if isinstance(o, Tensor) and not _broadcasts_to(tuple(o.shape), tuple(t.shape)):
+                raise RuntimeError(f"{name}: the operand of shape {tuple(o.shape)} for tensor "
+                                   f"{i} (shape {tuple(t.shape)}) does not broadcast to its "
+                                   f"shape; nothing was written")
+
+
+def _broadcasts_to(src, dst):
+    return len(src) <= len(dst) and all(a in (1, b) for a, b in zip(src[::-1], dst[::-1]))
+
+
 def _unary(op):
     def out_of_place(self):
         return tuple(getattr(t, op)() for t in _tensors(f"_foreach_{op}", self))
@@ -103,6 +119,7 @@ def _binary(op, takes_alpha):
     def in_place(self, other, *, alpha=1):
         others = _per_tensor(name + "_", _tensors(name + "_", self), other,
                              op in ("add", "sub", "mul", "div"))
+        _check_fits(name + "_", self, others)
         for t, o in zip(self, others):
             if op in ("maximum", "minimum"):  # (no Tensor.maximum_)
                 t.copy_(apply(t, o, alpha))
@@ -137,6 +154,7 @@ def _pointwise(op):
         _tensors(name + "_", self)
         t1, t2 = (_per_tensor(name, self, _tensors(name, t, w), False)
                   for t, w in ((tensor1, "tensor1"), (tensor2, "tensor2")))
+        _check_fits(name + "_", self, t1, t2)
         for t, a, b, v in zip(self, t1, t2, _per_tensor(name, self, value, "values")):
             getattr(t, op + "_")(a, b, value=v)
         return self
@@ -154,7 +172,9 @@ def _foreach_lerp(self, tensors1, weight):
 def _foreach_lerp_(self, tensors1, weight):
     ends = _per_tensor("_foreach_lerp_", _tensors("_foreach_lerp_", self),
                        _tensors("_foreach_lerp_", tensors1, "tensors1"), False)
-    for t, e, w in zip(self, ends, _per_tensor("_foreach_lerp_", self, weight, False)):
+    weights = _per_tensor("_foreach_lerp_", self, weight, False)
+    _check_fits("_foreach_lerp_", self, ends, weights)
+    for t, e, w in zip(self, ends, weights):
         t.lerp_(e, w)
     return self
 
@@ -192,8 +212,10 @@ def _foreach_clone(self, *, memory_format=None):
 
 
 def _foreach_copy_(self, src, non_blocking=False):
-    for t, s in zip(self, _per_tensor("_foreach_copy_", _tensors("_foreach_copy_", self),
-                                      _tensors("_foreach_copy_", src, "src"), False)):
+    sources = _per_tensor("_foreach_copy_", _tensors("_foreach_copy_", self),
+                          _tensors("_foreach_copy_", src, "src"), False)
+    _check_fits("_foreach_copy_", self, sources)
+    for t, s in zip(self, sources):
         t.copy_(s)
     return self
 

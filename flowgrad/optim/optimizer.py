@@ -270,11 +270,15 @@ class Optimizer:
                 loss = closure()
         # torch's: grad mode follows the optimizer's differentiable flag
         with enable_grad() if self.defaults.get("differentiable") else no_grad():
-            for group in self.param_groups:
-                if group.get("differentiable"):
+            # every group checked before any parameter is updated: a refused group (a tensor
+            # lr of several values, a gradient of another shape) leaves all as they were
+            ready = [None if group.get("differentiable") else self._prepared(group)
+                     for group in self.param_groups]
+            for group, prepared in zip(self.param_groups, ready):
+                if prepared is None:
                     self._step_differentiable(group)
                 else:
-                    self._step_params(group)
+                    self._step_prepared(prepared)
         return loss
 
     # True where torch's foreach step runs differentiable (SGD's foreach ops record autograd;
@@ -323,7 +327,10 @@ class Optimizer:
     def _step_params(self, group):
         """Update the group's parameters that have a gradient (also what nn.Graph's update
         nodes run, on a group holding the parameters of one node)."""
-        group = self._prepared(group)
+        self._step_prepared(self._prepared(group))
+
+    def _step_prepared(self, group):
+        """`_step_params` of a group `_prepared` made."""
         if group.get("foreach") is not False and self._batched(group):
             self._step_group(group)
             return
@@ -340,11 +347,22 @@ class Optimizer:
         if group.get("fused"):
             check_fused_params(group)
         self._check_group(group)
+        sparse = False
         for p in group["params"]:
             m = p._meta
-            if m is not None and type(m.acc_grad) is SparseTensor:
-                self._check_sparse(group)  # (before anything is updated)
-                break
+            g = m.acc_grad if m is not None else None
+            if g is None:
+                continue
+            if type(g) is SparseTensor:
+                sparse = True
+            elif g._data.shape != p._data.shape and getattr(p, "_phys", None) is None:
+                raise RuntimeError(
+                    f"{type(self).__name__}.step: a parameter of shape {tuple(p.shape)} has a "
+                    f"gradient of shape {tuple(g.shape)} (a .grad or .grad.data assigned "
+                    f"another shape); give it a gradient of the parameter's shape (nothing "
+                    f"was updated)")
+        if sparse:
+            self._check_sparse(group)  # (before anything is updated)
         if group.get("capturable") and not group.get("fused"):
             self._refuse_capturable(group)
         return group

@@ -109,7 +109,9 @@ class _BatchNorm(_NormBase):
     def forward(self, input):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+        counted = self.training and self.track_running_stats and \
+            self.num_batches_tracked is not None
+        if counted:
             with no_grad():  # a counter: no autograd, but an op (a traced graph repeats it)
                 self.num_batches_tracked.add_(1)
             if self.momentum is None:  # cumulative moving average, 1 / batches seen: an op,
@@ -120,9 +122,20 @@ class _BatchNorm(_NormBase):
         bn_training = True if self.training else \
             self.running_mean is None and self.running_var is None
         use_stats = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if use_stats else None,
-                            self.running_var if use_stats else None, self.weight, self.bias,
-                            bn_training, factor, self.eps)
+        stats_version = self.running_mean._version if self.running_mean is not None else None
+        try:
+            return F.batch_norm(input, self.running_mean if use_stats else None,
+                                self.running_var if use_stats else None, self.weight,
+                                self.bias, bn_training, factor, self.eps)
+        except Exception:
+            # refused before the statistics were updated (a bias of another size, one value
+            # per channel): the count back as it was. (Counted first, as torch's: a
+            # checkpoint's recomputation, stopped once its tensors are saved, counts again.)
+            if counted and (stats_version is None or
+                            self.running_mean._version == stats_version):
+                with no_grad():
+                    self.num_batches_tracked.sub_(1)
+            raise
 
 
 class BatchNorm1d(_BatchNorm):
