@@ -182,3 +182,25 @@ def test_align_corners_left_out_warns_as_torch(call):
             warnings.simplefilter("always")
             call(F, t)
         assert [str(w.message)[:39] for w in caught] == ["Default grid_sample and affine_grid beh"]
+
+
+def _sizes(m):
+    return [m.tensor(3), m.tensor([3]), [m.tensor(3), 5], m.tensor([3, 5]), m.tensor(3.0),
+            [m.tensor(3.0), 5], [3.0, 5], True, m.tensor(True), [m.tensor([3, 4]), 5]]
+
+
+@pytest.mark.parametrize("i", range(10))
+def test_interpolate_size_read_as_torch_reads_it(i):
+    """torch takes a one-element integer tensor as an int size (alone or in a list) and refuses
+    floats, bools and longer tensors; flowgrad iterated a 0-d tensor (TypeError) and took a
+    2-element tensor, a float list or True as sizes."""
+    import torch
+    x = np.arange(16.0).reshape(1, 1, 4, 4)
+    try:
+        want = tuple(torch.nn.functional.interpolate(torch.tensor(x), size=_sizes(torch)[i]).shape)
+    except (TypeError, RuntimeError) as e:
+        with pytest.raises(type(e)):
+            flow.nn.functional.interpolate(flow.tensor(x), size=_sizes(flow)[i])
+    else:
+        assert tuple(flow.nn.functional.interpolate(flow.tensor(x), size=_sizes(flow)[i]).shape) \
+            == want

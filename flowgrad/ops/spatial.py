@@ -380,6 +380,40 @@ def _interpolate_uint8(input, out, mode, align_corners, scales, antialias):
     return _resize_uint8(input, *mats, dims=tuple(dims), precisions=tuple(precisions))
 
 
+def _size_int(o, listed):
+    """One output size as torch reads it: an int, a NumPy integer or a one-element integer
+    tensor (a list's items must not be floating; a bool tensor is no int)."""
+    if isinstance(o, Tensor):
+        kind = o._data.dtype.kind
+        if listed and kind in "fV":
+            raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, int] "
+                            f"or Tuple[int, int, int], but got size with types {[type(o)]}")
+        if o.numel() == 1 and kind == "b":
+            raise RuntimeError("interpolate: a bool tensor is not an integer size "
+                               "(Expected scalar.isIntegral(false) to be true)")
+        if o.numel() == 1 and kind in "iu":
+            return int(o.item())
+    elif isinstance(o, (int, np.integer)) and not isinstance(o, (bool, np.bool_)):
+        return int(o)
+    elif listed and not isinstance(o, (int, np.integer)):
+        raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                        f"Tuple[int, int, int], but got size with types {[type(o)]}")
+    what = (f"a {o.dtype} tensor of shape {tuple(o.shape)}" if isinstance(o, Tensor)
+            else type(o).__name__)
+    raise TypeError(f"interpolate(): size must be an int, a tuple of ints or one-element "
+                    f"integer tensors, but got {what}")
+
+
+def _scale_float(s):
+    """One scale factor as torch reads it: a Python or NumPy number (tensors are refused)."""
+    if isinstance(s, (int, float, np.integer, np.floating)):
+        return s
+    what = (f"a {s.dtype} tensor of shape {tuple(s.shape)}" if isinstance(s, Tensor)
+            else type(s).__name__)
+    raise TypeError(f"interpolate(): scale_factor must be a float or a tuple of floats, but "
+                    f"got {what}")
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize by nearest, (bi/tri)linear, bicubic or area interpolation, as torch's.
@@ -414,23 +448,24 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
     scales = (None,) * nd
     if size is not None:
-        out = (size,) * nd if isinstance(size, (int, np.integer)) else tuple(size)
+        out = tuple(size) if isinstance(size, (list, tuple)) else (size,) * nd
         if len(out) != nd:
             raise ValueError(f"Input and output must have the same number of spatial "
                              f"dimensions, but got input with spatial dimensions of "
                              f"{list(spatial)} and output size of {list(out)}. Please provide "
                              f"input tensor in (N, C, d1, d2, ...,dK) format and output size in "
                              f"(o1, o2, ...,oK) format.")
-        out = tuple(int(o) for o in out)
+        out = tuple(_size_int(o, isinstance(size, (list, tuple))) for o in out)
     else:
-        sf = (scale_factor,) * nd if isinstance(scale_factor, (int, float)) \
-            else tuple(scale_factor)
+        sf = tuple(scale_factor) if isinstance(scale_factor, (list, tuple)) \
+            else (scale_factor,) * nd
         if len(sf) != nd:
             raise ValueError(f"Input and scale_factor must have the same number of spatial "
                              f"dimensions, but got input with spatial dimensions of "
                              f"{list(spatial)} and scale_factor of shape {list(sf)}. Please "
                              f"provide input tensor in (N, C, d1, d2, ...,dK) format and "
                              f"scale_factor in (s1, s2, ...,sK) format.")
+        sf = tuple(_scale_float(s) for s in sf)
         out = tuple(int(math.floor(float(n) * float(s))) for n, s in zip(spatial, sf))
         if not recompute_scale_factor:
             scales = tuple(float(s) for s in sf)
