@@ -415,8 +415,9 @@ def _public_caller():
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
                       requires_grad=False, check_invariants=None, is_coalesced=None):
     """A sparse COO tensor from `indices` (sparse_dim, nnz) and `values` (nnz, *dense).
-    `size` defaults to the smallest that holds the indices. With requires_grad the values
-    become a leaf that accumulates the gradient (`S.grad` is sparse with the same indices).
+    `size` defaults to the smallest that holds the indices, which are always checked against it
+    (torch checks only with check_invariants=True). With requires_grad the values become a leaf
+    that accumulates the gradient (`S.grad` is sparse with the same indices).
 
     >>> import flowgrad as flow
     >>> flow.sparse_coo_tensor([[0, 2]], [1.0, 5.0], (4,)).to_dense()
@@ -448,8 +449,14 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
         raise RuntimeError(f"sparse_coo_tensor: size {size} does not match {nsparse} sparse "
                            f"dims and values' dense shape {dense}")
     if nnz and ((idx._data < 0).any() or (idx._data.max(1) >= np.array(size[:nsparse])).any()):
-        raise RuntimeError(f"sparse_coo_tensor: indices out of bounds for size {size} (max "
-                           f"per dim {idx._data.max(1).tolist()}, min {int(idx._data.min())})")
+        # torch builds these unchecked unless check_invariants=True (its uses are then
+        # undefined); flowgrad always checks, with the words of torch's check
+        d = int(np.flatnonzero((idx._data < 0).any(1) | (idx._data.max(1) >= size[:nsparse]))[0])
+        low, high = int(idx._data[d].min()), int(idx._data[d].max())
+        what = (f"found negative index {low} for dim {d}" if low < 0 else
+                f"size is inconsistent with indices: for dim {d}, size is {size[d]} but found "
+                f"index {high}")
+        raise RuntimeError(f"sparse_coo_tensor: indices out of bounds for size {size}: {what}")
     if nnz and varies_per_run(idx):  # (a plan's indices: checked on each call's)
         bound = idx.new_tensor(size[:nsparse]).unsqueeze(1)
         require((idx >= 0) & (idx < bound), f"sparse_coo_tensor: indices out of bounds for "

@@ -162,6 +162,11 @@ ERRORS = [
      RuntimeError, r"sparse.mm: expected both operands to have the same dtype"),
     ("indices_bounds", lambda s: flow.sparse_coo_tensor([[0, 5]], [1.0, 2.0], (3,)),
      RuntimeError, r"sparse_coo_tensor: indices out of bounds for size \(3,\)"),
+    # (torch's check_invariants=True words: the dim and the bad index)
+    ("indices_bounds_dim", lambda s: flow.sparse_coo_tensor([[0, 1], [2, 4]], [1.0, 2.0], (3, 3)),
+     RuntimeError, r"for dim 1, size is 3 but found index 4"),
+    ("indices_negative", lambda s: flow.sparse_coo_tensor([[0, -1]], [1.0, 2.0]),
+     RuntimeError, r"found negative index -1 for dim 0"),
     ("values_count", lambda s: flow.sparse_coo_tensor([[0, 1]], [1.0], (3,)), RuntimeError,
      r"indices have 2 entries but values have shape \(1,\)"),
     ("indices_ndim", lambda s: flow.sparse_coo_tensor([0, 1], [1.0, 2.0], (3,)), RuntimeError,
