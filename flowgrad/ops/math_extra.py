@@ -41,6 +41,7 @@ from .elementwise import (
 from .halfprec import in_float32
 from .math import log1p
 from .no_derivative import refuse_forward_rule
+from .out_arg import warn_resized
 from .registry import op
 
 __all__ = ["absolute", "deg2rad", "rad2deg", "copysign", "signbit", "float_power", "frexp",
@@ -206,6 +207,17 @@ def ldexp(input, other):
     >>> flow.ldexp(flow.tensor([1.0, 3.0]), flow.tensor([2, -1]))
     tensor([4.0000, 1.5000])
     """
+    result = _ldexp(input, other)
+    if isinstance(other, Tensor) and other._data.dtype.kind in "iu" and \
+            input._data.dtype.kind in "fV" and tuple(result.shape) != tuple(input.shape) and \
+            input.numel():
+        # torch's kernel writes into an empty_like(input), resized (with its deprecation
+        # warning) to the broadcast shape
+        warn_resized(input.shape, result.shape)
+    return result
+
+
+def _ldexp(input, other):
     if isinstance(other, Tensor) and other._data.dtype.kind == "b" and \
             input._data.dtype.kind in "fV":  # (torch's kernel: a floating input's exponent)
         raise NotImplementedError('"ldexp_cpu_exp" not implemented for \'Bool\'; convert the '
@@ -218,6 +230,9 @@ def ldexp(input, other):
     if not isinstance(other, Tensor):
         return _float_of(input) * pow(2.0, other)
     return input * _pow2(input, other)
+
+
+ldexp.out_form = _ldexp
 
 
 def _pow2(input, other):

@@ -33,6 +33,7 @@ from .linalg import bilinear  # noqa: F401 - torch.bilinear has F's signature
 from .no_derivative import without_derivative
 from .normalization import dist_norm
 from .odds import triu_indices
+from .out_arg import warn_resized
 from .registry import op
 from .segment import _segment_reduce, segment_reduce  # noqa: F401 - torch.* names
 from .shape import relaid
@@ -385,6 +386,8 @@ def binomial(count, prob, generator=None):
         check_every_example(~(n.isinf() & (p > 0)), "binomial: an infinite count with a "
                             "positive probability has no finite draw")
         draws = where(bad, math.nan, _sampling.binomial(where(n.isinf(), 0.0, n), p, generator))
+    if tuple(draws.shape) != tuple(count.shape) and count.numel():
+        warn_resized(count.shape, draws.shape)  # (torch's kernel: an empty_like(count) resized)
     return without_derivative([draws], (count, prob), "binomial", error="RuntimeError")[0]
 
 

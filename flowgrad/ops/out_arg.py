@@ -80,6 +80,15 @@ def check_out_partial_overlap(out, inputs, name):
             raise overlap_error(f"{name}()", t.shape, out.shape)
 
 
+def warn_resized(had, shape, stacklevel=4):
+    """torch's resize_output deprecation warning, for an out of shape `had` resized."""
+    warn(f"An output with one or more elements was resized since it had shape {list(had)}, "
+         f"which does not match the required output shape {list(shape)}. This behavior is "
+         f"deprecated, and in a future PyTorch release outputs will not be resized unless they "
+         f"have zero elements. You can explicitly reuse an out tensor t by resizing it, "
+         f"inplace, to zero elements with t.resize_(0).", UserWarning, stacklevel=stacklevel)
+
+
 def write_out(result, out, name, warn_resize=True, column_major=False, recheck=None,
               recorded=False):
     """Copy `result` into `out` (resized to its shape as torch's resize_output) and return
@@ -90,13 +99,7 @@ def write_out(result, out, name, warn_resize=True, column_major=False, recheck=N
     shape = tuple(result.shape)
     if tuple(out.shape) != shape:
         if out.numel() and warn_resize:
-            warn(
-                f"An output with one or more elements was resized since it had shape "
-                f"{list(out.shape)}, which does not match the required output shape "
-                f"{list(shape)}. This behavior is deprecated, and in a future PyTorch release "
-                f"outputs will not be resized unless they have zero elements. You can "
-                f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
-                f"with t.resize_(0).", UserWarning, stacklevel=4)
+            warn_resized(out.shape, shape, stacklevel=5)
         swapped = (*shape[:-2], shape[-1], shape[-2]) if column_major and len(shape) >= 2 \
             else None
         if out._view is not None:
@@ -372,7 +375,9 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
     (nansum: a non-empty floating input into an integer or bool `out`, without dtype=, is
     torch's NotImplementedError; with dtype= torch converts the input first; nanmean: its nansum
     kernel). Those in `silent_zero_dim` resize their outs without the deprecation warning for a
-    0-d input (mode: torch's copies it into outs it resizes itself). `out_rules` maps names
+    0-d input (mode: torch's copies it into outs it resizes itself). A function's `out_form`
+    attribute, where it has one, is what its out= form runs (ldexp's, without the resize
+    warning torch's ldexp gives when it writes into an empty_like(input)). `out_rules` maps names
     whose rules depend on the call to a function of (args, kwargs) giving `with_out`'s
     `exact_dtype` and `tracked` for it and the arguments to call with (matrix_power: torch's
     kernel for most n, a copy of A or of the identity for n = 1 or 0), and optionally a function
@@ -418,7 +423,8 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                  _rules=(out_rules or {}).get(name),
                  _copies=(copies_input or {}).get(name), _tr=name in copies_transposed,
                  _kept=name in keepdim_outs, _real_k=name in real_kernel,
-                 _signature=signature, _parse=getattr(fn, "parse_args", None), **kwargs):
+                 _signature=signature, _parse=getattr(fn, "parse_args", None),
+                 _out_fn=getattr(fn, "out_form", fn), **kwargs):
             if EVERY_CALL:  # (the __torch_function__ protocol, as errors.guarded's)
                 handled = EVERY_CALL[0](_public[0], args,
                                         kwargs if out is None else {**kwargs, "out": out})
@@ -438,7 +444,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
 
             def run(*a):
                 ran.append(True)
-                return _fn(*a, **kwargs)
+                return _out_fn(*a, **kwargs)
             try:
                 if _signature is not None:  # (arguments first, as torch's parser)
                     try:
