@@ -559,14 +559,20 @@ def _logsumexp_into(input, dim, keepdim, dtype):
     """logsumexp for an out of `dtype`: where that is another floating or complex dtype than
     a real input's, torch's out= form sums the exponentials into out, in its dtype, and
     takes the log there (logsumexp of int64 into complex128: exp in float32, the rest in
-    double; the float32 result cast would be 1e-7 off it)."""
+    double; the float32 result cast would be 1e-7 off it). A complex input into a real out:
+    the sum of the terms' real parts, in out's dtype, then its log (torch's sum_out into out:
+    a negative sum gives nan)."""
     x = float_input(input, "logsumexp", complex_ok=True)
     axes = _logsumexp_axes(x, dim, keepdim)
-    if dtype == x.dtype or x.is_complex() or not (dtype.is_floating_point or dtype.is_complex):
+    if dtype == x.dtype or not (dtype.is_floating_point or dtype.is_complex):
         return _logsumexp(x, axes=axes, keepdim=keepdim)
-    top = x.amax(axes, keepdim=True) if x.numel() else x.sum(axes, keepdim=True) - math.inf
+    re = x.real if x.is_complex() else x  # (torch shifts a complex x by its real parts' max)
+    top = re.amax(axes, keepdim=True) if x.numel() else re.sum(axes, keepdim=True) - math.inf
     top = where(top.abs() == math.inf, 0.0, top)  # (all -inf, or an inf: shifted by 0)
-    total = (x - top).exp().sum(axes, keepdim=keepdim, dtype=dtype)
+    e = (x - top).exp()
+    if x.is_complex() and not dtype.is_complex:  # (each term cast, as torch's sum kernel: its
+        e = e.to(dtype)  # cast warns)
+    total = e.sum(axes, keepdim=keepdim, dtype=dtype)
     return total.log() + (top if keepdim else top.squeeze(axes))
 
 
