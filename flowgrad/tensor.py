@@ -22,8 +22,8 @@ from .autograd import grad_mode as _grad_mode
 from .autograd import interpreter as _interpreter
 from .autograd import levels as _levels
 from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
-from .autograd.inference import check_requires_grad
-from .autograd.meta import AutogradMeta, HooksElsewhere, VersionCounter, counter_of
+from .autograd.inference import alias_counter, check_requires_grad, data_alias, tracks_no_versions
+from .autograd.meta import AutogradMeta, HooksElsewhere, VersionCounter
 from .autograd.torch_nodes import named as _named
 from .autograd.views import moved_from_base, shown_base, sync_view
 from .device import (
@@ -498,7 +498,7 @@ class Tensor:
         if _FORWARD_LEVELS:  # forward AD keys tangents by array: a new one has none (torch's)
             data = data.view()
         t = Tensor._wrap(data)
-        t._counter = counter_of(self)
+        t._counter = alias_counter(self)
         view = self._view
         if view is not None and type(data) is np.ndarray:
             # the detached tensor keeps the view's storage and offset (as_strided reads it)
@@ -553,7 +553,7 @@ class Tensor:
             return _levels.data_of(self)
         if _FORWARD_LEVELS:  # forward AD keys tangents by array: a new one has none (torch's)
             return Tensor._wrap(self._data.view())
-        return Tensor._wrap(self._data)
+        return data_alias(self, Tensor._wrap(self._data))
 
     @data.setter
     def data(self, value):
@@ -568,7 +568,8 @@ class Tensor:
         """torch's `x._version`: how many in-place writes this tensor's storage has had (an
         int, shared by its views). The counter object itself is `_counter`."""
         counter = self._counter
-        if counter is not None and counter.__class__ is not VersionCounter:
+        if counter is not None and counter.__class__ is not VersionCounter and \
+                tracks_no_versions(self):
             raise RuntimeError("Inference tensors do not track version counter.")
         return 0 if counter is None else counter.value
 

@@ -18,9 +18,6 @@ SLOW_SEEDS = range(150, 2000)
 # seed -> why flowgrad differs from torch there, deliberately (870, a post-accumulate-grad
 # hook returning a value, agrees now)
 KNOWN = {}
-# (past the ranges: 10552161, t.detach() of an inference tensor outside inference mode: torch's
-# is an inference tensor with a version counter of its own (_version reads 0, writes run);
-# flowgrad's shares the inference counter, so _version raises and writes are refused. Open)
 
 
 @pytest.mark.filterwarnings("ignore")
@@ -320,6 +317,30 @@ try:
     t.grad.tolist()
 except RuntimeError:
     out.append("unreadable")
+""",
+    # detach() and .data of an inference tensor outside inference mode: torch's are inference
+    # tensors with a version counter of their own (_version reads, writes run and count), whose
+    # views track no versions; flowgrad's shared the inference counter (_version raised, writes
+    # were refused: autograd_api_fuzz 10552161) and .data was no inference tensor
+    "detach_of_an_inference_tensor_counts_versions": """
+x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+with torch.inference_mode():
+    t = x + 1
+d = t.detach()
+out = [d.is_inference(), d._version, d.add_(1), d._version, t, d.detach()._version]
+out += [t.data.is_inference(), t.data._version, d.view(2).is_inference()]
+for f in (lambda: d.view(2)._version, lambda: d[0].add_(1), lambda: t._version,
+          lambda: t.add_(1), lambda: d.requires_grad_()):
+    try:
+        out.append(f())
+    except RuntimeError:
+        out.append("refused")
+with torch.inference_mode():
+    out.append(t.detach().add_(1))
+    try:
+        out.append(t.detach()._version)
+    except RuntimeError:
+        out.append("refused")
 """,
 }
 

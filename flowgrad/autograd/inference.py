@@ -57,6 +57,40 @@ INFERENCE_COUNTER = InferenceCounter()
 _new = object.__new__
 
 
+class DetachedCounter(VersionCounter):
+    """The counter of detach() or .data of an inference tensor outside inference mode:
+    torch gives that alias a version counter of its own, so it counts writes and may be
+    written, yet it is still an inference tensor (its views are not: they track no versions
+    and refuse writes outside inference mode, as inference tensors)."""
+
+    __slots__ = ()
+
+
+def alias_counter(t):
+    """The version counter of detach()'s alias of `t`: t's own (made now if t has none), or
+    for an inference tensor a new DetachedCounter (INFERENCE_COUNTER in inference mode)."""
+    counter = t._counter
+    if counter is None:
+        counter = t._counter = VersionCounter()
+    elif counter.__class__ is not VersionCounter:
+        return INFERENCE_COUNTER if state.enabled else DetachedCounter()
+    return counter
+
+
+def data_alias(t, alias):
+    """`alias` (t.data) made an inference tensor where t is one, as torch's."""
+    counter = t._counter
+    if counter is not None and counter.__class__ is not VersionCounter:
+        alias._counter = INFERENCE_COUNTER if state.enabled else DetachedCounter()
+    return alias
+
+
+def tracks_no_versions(t):
+    """Whether `t` (with a counter that is not a plain VersionCounter) is an inference tensor
+    without versions: made in inference mode, or a view of a DetachedCounter's tensor."""
+    return t._counter is INFERENCE_COUNTER or t._view is not None
+
+
 def is_inference_mode_enabled() -> bool:
     """Whether this thread is inside `inference_mode()`."""
     return state.enabled
@@ -127,8 +161,9 @@ def leave(previous):
 
 
 def check_write(tensor):
-    """An in-place write to an inference tensor: only inside inference mode (torch's)."""
-    if not state.enabled:
+    """An in-place write to an inference tensor: only inside inference mode (torch's), or
+    to a detached alias of one (a DetachedCounter's, not through its views)."""
+    if not state.enabled and tracks_no_versions(tensor):
         raise RuntimeError(
             f"Inplace update to inference tensor (shape {tuple(tensor.shape)}) outside "
             f"InferenceMode is not allowed. You can make a clone to get a normal tensor before "
