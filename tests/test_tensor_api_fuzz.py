@@ -427,3 +427,17 @@ def test_setitem_into_a_new_dim_region_from_its_own_elements_runs():
         return x.tolist()
     want, got = _both(f)
     assert got == want
+
+
+@pytest.mark.parametrize("copy", ["clone", "contiguous", "flip", "expand"])
+def test_copies_of_a_bool_view_of_bytes_write_zero_or_one(copy):
+    """torch's copies write each bool as 0 or 1: a bool view of uint8 2 copies as 1, seen
+    through a later view of the bytes; NumPy's copy kept the 2 (tensor_api_fuzz 10633580)."""
+    import torch
+
+    def run(m):
+        b = m.tensor([0, 1, 2, 255, 4, 0], dtype=m.uint8).view(m.bool)
+        y = {"clone": lambda: b.clone(), "contiguous": lambda: b[::2].contiguous(),
+             "flip": lambda: b.flip(0), "expand": lambda: b[2:3].expand(3).contiguous()}[copy]()
+        return y.view(m.uint8).tolist()
+    assert run(flow) == run(torch)

@@ -164,6 +164,14 @@ def copy_preserving(xp, x):
     return out
 
 
+def bool_bytes(xp, out):
+    """`out` (a copy just made) with each bool written as 0 or 1, as torch's copy loops
+    write them: a bool view of bytes 2 copies as 1, where NumPy's copy keeps the 2."""
+    if out.dtype.kind == "b":
+        xp.not_equal(out.view(xp.uint8), 0, out=out)
+    return out
+
+
 def _broadcast_strides(array, shape):
     """`array`'s strides against the result's `shape`: 0 where it is broadcast."""
     lead = len(shape) - array.ndim

@@ -15,7 +15,7 @@ from ..errors import INT_INDEX_DTYPES, int_arg, int_args
 from ..tensor import Tensor, _wrap_dim, tensor_method
 from ..typed_tensors import contiguous_format
 from .index_functions import index_select
-from .layout import empty_preserving, in_suggested_order, suggested_order
+from .layout import bool_bytes, empty_preserving, in_suggested_order, suggested_order
 from .registry import op
 
 __all__ = ["flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat_interleave"]
@@ -37,7 +37,7 @@ def _dims(dims, nd, name):
 def _flip(xp, x, *, dims):
     out = empty_preserving(xp, x)  # torch's flip returns a copy (not a view) laid out as x
     xp.copyto(out, xp.flip(x, dims))
-    return out
+    return bool_bytes(xp, out)
 
 
 @_flip.grad

@@ -518,12 +518,13 @@ def unsqueeze(input, dim):
 @op("clone", jvp="linear")
 def _clone(xp, x, *, keep_layout=False, order=None):
     if keep_layout:
-        return copy_preserving(xp, x)
-    if order is not None:  # dense, its dims in this order, fastest first (channels_last's)
+        out = copy_preserving(xp, x)
+    elif order is not None:  # dense, its dims in this order, fastest first (channels_last's)
         out = _layout.empty_in_order(xp, x.shape, x.dtype, order)
         xp.copyto(out, x)
-        return out
-    return x.copy()  # (row-major)
+    else:
+        out = x.copy()  # (row-major)
+    return _layout.bool_bytes(xp, out)
 
 
 @_clone.grad
