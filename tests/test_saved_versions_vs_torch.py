@@ -233,3 +233,47 @@ def test_a_quotient_reads_what_torch_saved_after_a_data_write(quotient, create_g
     np.testing.assert_allclose(_quotient_after_a_data_write(flow, quotient, create_graph),
                                _quotient_after_a_data_write(torch, quotient, create_graph),
                                rtol=1e-12)
+
+
+def _idx(m):
+    return m.tensor([[0, 2], [1, 0]])
+
+
+# torch's nodes for these save self (for its sizes, or unread): a write to it after the op fails
+# the backward; flowgrad's kept the index alone (or read the input only under create_graph)
+SAVES_ITS_INPUT = {
+    "gather": lambda m, t: t.gather(1, _idx(m)),
+    "take_along_dim": lambda m, t: m.take_along_dim(t, _idx(m), 1),
+    "take": lambda m, t: t.take(m.tensor([0, 3])),
+    "masked_select": lambda m, t: t.masked_select(t.detach() > 0),
+    "cummax": lambda m, t: t.cummax(1)[0],
+    "cummin": lambda m, t: t.cummin(1)[0],
+    "max_pool1d": lambda m, t: m.nn.functional.max_pool1d(t[None], 2),
+    "adaptive_max_pool1d": lambda m, t: m.nn.functional.adaptive_max_pool1d(t[None], 2),
+    "avg_pool1d": lambda m, t: m.nn.functional.avg_pool1d(t[None], 2),
+    "reflect_pad": lambda m, t: m.nn.functional.pad(t, (2, 1), mode="reflect"),
+    "replicate_pad": lambda m, t: m.nn.functional.pad(t[None], (1, 1, 2, 0), mode="replicate"),
+    "circular_pad": lambda m, t: m.nn.functional.pad(t[None], (1, 2), mode="circular"),
+    # (and these save the indices alone, in both)
+    "topk": lambda m, t: t.topk(2, 1)[0],
+    "sort": lambda m, t: t.sort(1)[0],
+    "index_select": lambda m, t: t.index_select(1, m.tensor([0, 2])),
+}
+
+
+@pytest.mark.parametrize("name", list(SAVES_ITS_INPUT))
+def test_a_write_to_an_input_torch_saves_for_its_sizes(name):
+    raised = []
+    for m in (torch, flow):
+        x = m.tensor([[0.5, -1.0, 2.0, 0.1], [1.5, 0.3, -0.7, 0.9]], dtype=m.float64,
+                     requires_grad=True)
+        t = x * 1
+        y = SAVES_ITS_INPUT[name](m, t)
+        t.add_(1.0)
+        try:
+            y.sum().backward()
+            raised.append(False)
+        except RuntimeError as e:
+            assert "modified by an inplace operation" in str(e).replace("in-place", "inplace")
+            raised.append(True)
+    assert raised[1] == raised[0]

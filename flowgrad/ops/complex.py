@@ -351,6 +351,7 @@ Tensor.cdouble = lambda self, memory_format=None: self.to(_dt.complex128,
 _LINEAR_IN_DY = (
     "reshape", "view_dtype", "permute", "expand", "clone", "cast", "cat", "view_scatter",
     "split", "getitem", "getitem_backward", "index", "index_backward", "setitem", "take_flat",
+    "gather_flat",
     "put_flat", "dim_flat", "flat_mask", "flat_nonzero", "flat_count", "flip", "roll",
     "repeat", "tril", "triu", "diagonal", "diag_embed", "fill", "pad_constant", "sum_to", "sum",
     "mean", "cumsum", "eq", "ne", "isnan", "isinf", "isfinite", "logical_not", "nonzero",

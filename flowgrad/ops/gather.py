@@ -57,6 +57,17 @@ def take_flat_backward(ctx, dy):
     return _put_flat(dy, flat, shape=ctx.input_shapes[0], accumulate=True), None
 
 
+# gather, take_along_dim, take and masked_select: torch's nodes save self (for its sizes), so
+# a write to it after the op fails their backward; take_flat (sort's and topk's values, whose
+# nodes save the indices only) lets it run
+@op("gather_flat", jvp="linear", save="inputs")
+def _gather_kept(xp, x, flat):
+    return xp.take(x, flat)
+
+
+_gather_kept.grad(take_flat_backward)
+
+
 @op("put_flat", jvp="linear", save="inputs[1]")
 def _put_flat(xp, v, flat, *, shape, accumulate):
     vals = xp.broadcast_to(v, flat.shape).reshape(-1)
@@ -251,6 +262,13 @@ def gather(input, dim, index, *, sparse_grad=False):
             [4, 3]])
     """
     _, flat = _gather_flat(input, dim, index, "gather")
+    return _gather_kept(input, flat)
+
+
+def gather_values(input, dim, index):
+    """gather whose node keeps the index alone (sort's and topk's values: torch's nodes
+    save the indices, not self)."""
+    _, flat = _gather_flat(input, dim, index, "gather")
     return _take_flat(input, flat)
 
 
@@ -280,7 +298,7 @@ def take_along_dim(input, indices, dim=None):
     # torch wraps negative indices here (gather itself refuses them)
     _, flat = _gather_flat(x, d, indices.expand(b[:d] + (indices.shape[d],) + b[d + 1:]),
                            "take_along_dim", allow_negative=True)
-    return _take_flat(x, flat)
+    return _gather_kept(x, flat)
 
 
 @tensor_method()
@@ -288,8 +306,8 @@ def take(input, index):
     """Elements of the flattened input at `index` (negative indices count from the end)."""
     idx = _as_index(index, "take")
     _check_range(idx, input._data.size, "take", 0, allow_negative=True)
-    return _take_flat(input, _dim_flat(_long(index), shape=(input._data.size,), dim=0,
-                                       check=_plan_check(index, "take", True)))
+    return _gather_kept(input, _dim_flat(_long(index), shape=(input._data.size,), dim=0,
+                                         check=_plan_check(index, "take", True)))
 
 
 # ---- scatter family ----------------------------------------------------------------------------
@@ -658,7 +676,7 @@ def masked_select(input, mask):
     flat = _flat_nonzero(mask, shape=shape)
     if input._data.shape != shape:
         input = input.expand(shape)
-    return _take_flat(input, flat)
+    return _gather_kept(input, flat)
 
 
 @tensor_method()

@@ -96,7 +96,7 @@ _torch_nodes.NAMES.update({
     "vector_norm": "LinalgVectorNormBackward0",
     "matmul": _matmul, "linear": _linear,
     "reshape": "ViewBackward0", "permute": "PermuteBackward0", "getitem": _getitem,
-    "index": "IndexBackward0", "take_flat": "GatherBackward0",
+    "index": "IndexBackward0", "take_flat": "GatherBackward0", "gather_flat": "GatherBackward0",
     "sort_values": "SortBackward0", "where": "WhereBackward0",
     "setitem": "CopySlices", "view_scatter": "CopySlices", "cast": "ToCopyBackward0",
     "cat": "CatBackward0", "dropout": "MulBackward0", "to_device": "ToCopyBackward0",
@@ -123,7 +123,7 @@ _torch_nodes.NAMES.update({
 # torch's node keeps an edge for a scalar operand ((None, 0)) and none for an index input
 _torch_nodes.EDGES.update({
     "scalar_add": (0, None), "scalar_mul": (0, None), "scalar_div": (0, None), "scale": (0, None),
-    "where": (1, 2), "index": (0,), "take_flat": (0,), "sort_values": (0,),
+    "where": (1, 2), "index": (0,), "take_flat": (0,), "gather_flat": (0,), "sort_values": (0,),
     "cross_entropy": (0,),
     **dict.fromkeys(  # (torch's: grad_output, then x or y)
         ("sigmoid_grad", "tanh_grad", "relu_grad", "gelu_grad", "elu_grad"), (1, 0)),

@@ -18,6 +18,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..device import new_array
 from ..tensor import Tensor
+from .gather import _gather_kept
 from .layout import in_suggested_order, suggested_order
 from .registry import op
 from .shape import relaid
@@ -184,5 +185,16 @@ def _pad_indexed(input, pairs, mode):
         # outer-product index over the trailing dims: one gather for all of them
         j = d - first
         pos = pos.reshape((1,) * j + (-1,) + (1,) * (m - j - 1))
-        sel.append(Tensor._wrap(new_array(input._data, pos)))
-    return input[tuple(sel)].contiguous()  # (NumPy's gather lays it out otherwise)
+        sel.append(pos)
+    if mode == "circular":  # (torch's is a composite of slices: it saves no input)
+        return input[tuple(Tensor._wrap(new_array(input._data, p)) if not isinstance(p, slice)
+                           else p for p in sel)].contiguous()  # (NumPy's gather: C order)
+    # torch's reflection and replication pads save their input: one flat gather that keeps it
+    # (a write to it after the pad fails the backward, as torch's)
+    lead = math.prod(shape[:first])
+    flat = np.zeros((1,) * m, np.int64)
+    for d, pos in zip(range(first, nd), sel[first:]):
+        flat = flat * shape[d] + pos
+    flat = np.arange(lead).reshape((lead,) + (1,) * m) * math.prod(shape[first:]) + flat
+    flat = Tensor._wrap(new_array(input._data, flat.reshape(shape[:first] + flat.shape[1:])))
+    return _gather_kept(input, flat)

@@ -123,8 +123,9 @@ def _first_inside_tap(xp, size, out, ksize, stride, padding, dilation):
 
 # the max pools save their input, as torch's: their rule ties the gradient to it under
 # create_graph (rules.tied_to_input), so a second differentiation w.r.t. the input gives
-# zeros; a plain backward does not read it
-@op("max_pool", n_out=2, save="inputs", create_graph_reads=(0,))
+# zeros; a plain backward does not read it, but checks it (torch's backward refuses an input
+# written in place since)
+@op("max_pool", n_out=2, save="inputs")
 def _max_pool(xp, x, *, ksize, stride, padding, dilation, out_shape, return_indices=False,
               order=None):
     vals, idx = _max_pool_arrays(xp, x, ksize, stride, padding, dilation, out_shape)
@@ -359,8 +360,8 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 
 # ---- average pooling: window sum / divisor -------------------------------------------------
-# (its input saved and tied to under create_graph only, as the max pools')
-@op("window_sum", jvp="linear", save="inputs", create_graph_reads=(0,))
+# (its input saved, as the max pools', and tied to under create_graph only)
+@op("window_sum", jvp="linear", save="inputs")
 @in_float32  # a half-precision input accumulates in float32, as torch
 def _window_sum(xp, x, *, ksize, stride, padding, out_shape):
     out = out_shape
@@ -548,7 +549,7 @@ def adaptive_avg_pool3d(input, output_size):
     return _adaptive_avg(input, output_size, 3)
 
 
-@op("adaptive_max_pool", n_out=2, save="inputs", create_graph_reads=(0,))
+@op("adaptive_max_pool", n_out=2, save="inputs")
 def _adaptive_max_pool(xp, x, *, out_shape, return_indices=False, order=None):
     vals, idx = _adaptive_max_arrays(xp, x, out_shape)
     if order is not None:  # (torch's channels_last result: layout.suggested_order)

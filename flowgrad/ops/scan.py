@@ -269,12 +269,13 @@ def _running_extremum(xp, x, dim, ufunc):
     return values, xp.maximum.accumulate(hit, axis=dim).astype(xp.int64)
 
 
-@op("cummax", n_out=2, layout="contiguous")
+# (their input saved, unread: torch's nodes save self, so a write to it fails the backward)
+@op("cummax", n_out=2, save="inputs", layout="contiguous")
 def _cummax(xp, x, *, dim):
     return with_rule_indices(*_running_extremum(xp, x, dim, xp.maximum))
 
 
-@op("cummin", n_out=2, layout="contiguous")
+@op("cummin", n_out=2, save="inputs", layout="contiguous")
 def _cummin(xp, x, *, dim):
     return with_rule_indices(*_running_extremum(xp, x, dim, xp.minimum))
 

@@ -19,7 +19,7 @@ from ..device import array_module
 from ..errors import int_arg
 from ..return_types import values_indices
 from ..tensor import Tensor, _wrap_dim, tensor_method
-from .gather import _dim_flat, _put_flat, gather
+from .gather import _dim_flat, _put_flat, gather_values
 from .halfprec import HALF, in_float32
 from .no_derivative import without_derivative
 from .registry import op
@@ -123,7 +123,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
         return of_zero_dim("topk", input)
     # (the indices a C-ordered tensor of their own, as torch's: not a narrowed view)
     idx = _argsort(input, dim=d, descending=largest).narrow(d, 0, k).contiguous()
-    return values_indices("topk", gather(input, d, idx), idx)
+    return values_indices("topk", gather_values(input, d, idx), idx)
 
 
 @tensor_method()
@@ -142,7 +142,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
         raise NotImplementedError(f'"kthvalue_cpu" not implemented for \'Bool\' (input of '
                                   f"shape {tuple(input.shape)}); convert with .int() first")
     idx = _argsort(input, dim=d, descending=False).narrow(d, k - 1, 1).contiguous()
-    values = gather(input, d, idx)
+    values = gather_values(input, d, idx)
     if not keepdim:
         values, idx = values.squeeze(d), idx.squeeze(d)
     return values_indices("kthvalue", values, idx)
@@ -262,7 +262,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same "
                                f"size, but got boundary tensor {list(sorted_sequence.shape)} "
                                f"and got sorter tensor {list(sorter.shape)}")
-        sorted_sequence = gather(sorted_sequence, -1, sorter)
+        sorted_sequence = gather_values(sorted_sequence, -1, sorter)
     # compared in torch's result type, as its comparison ops do: int32 boundaries past 2^24
     # against float32 values round, and a number below an unsigned dtype wraps (-2 -> 254)
     common = _dt.result_type(sorted_sequence, input)
