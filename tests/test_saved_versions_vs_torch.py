@@ -9,8 +9,10 @@ autograd graph does not see the write), under each pattern of which inputs requi
   output);
 - when flowgrad does not raise, its gradients equal torch's without the write: an op never reads
   a written-to tensor unchecked.
-flowgrad may accept a write that torch refuses: it saves less than torch for some ops (pooling
-keeps indices, not the input) and the gradient it gives is still the right one.
+flowgrad may accept a write that torch refuses: it saves less than torch for some ops (adaptive
+average pools, some losses, threshold) and the gradient it gives is still the right one; the
+ops that save their input for its sizes, as torch's (gather, take, masked_select, cummax, the
+max and average pools, reflection and replication pads), refuse it as torch.
 """
 from __future__ import annotations
 
