@@ -279,3 +279,19 @@ def test_a_write_to_an_input_torch_saves_for_its_sizes(name):
             assert "modified by an inplace operation" in str(e).replace("in-place", "inplace")
             raised.append(True)
     assert raised[1] == raised[0]
+
+
+def test_sgn_of_a_real_input_saves_it_and_its_gradient_is_zero():
+    # torch's SgnBackward0 saves the input even for a real one (sign's node saves nothing):
+    # a write to it fails the backward; the gradient is a zero tensor, 0 at nan too
+    got = []
+    for m in (torch, flow):
+        x = m.tensor([1.0, -2.0, 0.0, float("nan")], dtype=m.float64, requires_grad=True)
+        t = x * 1
+        y = t.sgn()
+        t.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an"):
+            y.sum().backward()
+        x.sgn().sum().backward()
+        got.append(((x.grad + 0).tolist(), type(x.sgn().grad_fn).__name__))
+    assert got[1] == got[0]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 
 from .. import dtypes as _dt
+from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.inplace import run_inplace
 from ..errors import check_same_dtype, expect_tensor, matrix_dims
 from ..tensor import Tensor, tensor_method
@@ -311,6 +312,8 @@ def _sgn(xp, x):
 @_sgn.grad
 def sgn_backward(ctx, dy):
     (z,), s = ctx.inputs, ctx.out
+    if not z.is_complex():  # (torch's: a zero tensor, without history, nan inputs too)
+        return zeros_like(dy)
     a = z.abs()
     # (dy - s Re(conj(s) dy)) / |z|: only the tangential part of dy moves z / |z|
     g = (dy - s * real(conj(s) * dy)) / a.masked_fill(a == 0, 1.0)
@@ -324,8 +327,10 @@ def sgn(input):
     >>> flow.sgn(flow.tensor([3 + 4j, 0j]))
     tensor([0.6000+0.8000j, 0.0000+0.0000j])
     """
-    if input._data.dtype.kind != "c":
+    if input._data.dtype.kind != "c" and not (input.requires_grad and is_grad_enabled()):
         return input.sign()  # (a Tensor method: elementwise.py builds on this module)
+    # (a real input that records: torch's SgnBackward0 saves it, so a write to it after the
+    # op fails the backward, where sign's node saves nothing; its gradient is 0 in both)
     return _sgn(input)
 
 
