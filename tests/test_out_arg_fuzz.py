@@ -784,34 +784,3 @@ def test_lerp_of_three_0d_tensors_promotes_as_torch(dtypes):
         return str(r.dtype).split(".")[-1], r.item()
     want, got = fuzz_common.run_both(run, None)
     assert got == want
-
-
-@pytest.mark.parametrize("seed", [10546541, 10758561])
-def test_ldexp_of_a_smaller_float_input_and_integer_exponent_warns_as_torch(seed):
-    # torch's kernel writes into an empty_like(input) that it resizes (with its deprecation
-    # warning) to the broadcast shape, without out= and not with an out that fits
-    assert of.check(seed) is None
-
-
-def test_binomial_of_a_smaller_count_warns_as_torch():
-    warned = []
-    for m in (torch, flow):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            m.binomial(m.full((3,), 5.0, dtype=m.float64), m.full((2, 1), 0.5, dtype=m.float64))
-        warned.append(sum("was resized" in str(w.message) for w in caught))
-    assert warned == [1, 1]
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float16", "complex64"])
-def test_complex_logsumexp_into_an_out_of_another_dtype_as_torch(dtype):
-    # torch sums the shifted exponentials into out (a real out: their real parts, in its
-    # dtype) and takes the log there; flowgrad refused a real out (seed 10766327)
-    x = np.array([[0.3 + 2.0j, -1.0 + 0.5j, 0.2 - 1.0j], [1.0 + 3.0j, 0.0 + 0.0j, -2.0 + 1.0j]])
-    got = []
-    for m in (torch, flow):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            got.append(m.logsumexp(m.tensor(x), 1, out=m.empty(2, dtype=getattr(m, dtype))).numpy())
-    np.testing.assert_allclose(got[1], got[0], rtol=1e-3, equal_nan=True)
-    assert got[1].dtype == got[0].dtype
