@@ -270,3 +270,23 @@ def test_hardsigmoid_bits_match_torch_in_float64():
     yt.sum().backward()
     np.testing.assert_array_equal(y.detach().numpy(), yt.detach().numpy())
     np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+def test_threshold_compares_as_torch_and_saves_its_input(dtype):
+    """torch's threshold compares half precision in float32 with the threshold unrounded (a
+    float16 0.30005 stays above 0.3: flowgrad's where compared in float16 and gave the value),
+    and its node, ThresholdBackward0, saves the input: a write to it fails the backward."""
+    got = []
+    for m in (torch, flow):
+        x = m.tensor([1.0, -2.0, 0.30000001, 0.3, float("nan"), float("inf")],
+                     dtype=getattr(m, dtype), requires_grad=True)
+        y = m.nn.functional.threshold(x, 0.3, -7.5)
+        (y * m.arange(6, dtype=y.dtype)).sum().backward()
+        t = x * 1
+        z = m.nn.functional.threshold(t, 0.3, 0.0)
+        t.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an"):
+            z.sum().backward()
+        got.append((y.float().tolist(), x.grad.float().tolist(), type(y.grad_fn).__name__))
+    assert str(got[1]) == str(got[0])

@@ -120,13 +120,13 @@ SECOND = {
     "avg_pool2d": lambda m, x: m.nn.functional.avg_pool2d(x.reshape(1, 1, 3, 4), 2, 1, 1),
     "max_pool_net": lambda m, x: m.nn.functional.max_pool1d(
         (x @ m.ones(4, 4, dtype=m.float64)).unsqueeze(0), 2),
+    "threshold": lambda m, x: m.nn.functional.threshold(x, 0.1, 0.0),  # (its own op now)
 }
-# flowgrad's rules here read no saved input to tie to (adaptive average pools, pads,
-# threshold and prelu are compositions): a second differentiation w.r.t. x raises
+# flowgrad's rules here read no saved input to tie to (adaptive average pools, pads and
+# prelu are compositions): a second differentiation w.r.t. x raises
 # "not used" where torch's gives zeros. Kept as known differences.
 KNOWN_SECOND = {
     "adaptive_avg_pool1d": lambda m, x: m.nn.functional.adaptive_avg_pool1d(x.unsqueeze(0), 3),
-    "threshold": lambda m, x: m.nn.functional.threshold(x, 0.1, 0.0),
     "reflect_pad": lambda m, x: m.nn.functional.pad(x.unsqueeze(0), (1, 1), mode="reflect"),
     "prelu": lambda m, x: m.nn.functional.prelu(x, m.tensor([0.25], dtype=m.float64)),
 }

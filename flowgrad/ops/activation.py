@@ -28,7 +28,7 @@ from ..errors import check_kernel_dtype as _check_kernel_dtype
 from ..errors import check_same_dtype, checked_number, fill_scalar
 from ..random import numpy_generator, resolve
 from ..tensor import Tensor, _wrap_dim, tensor_method
-from .activation_rules import _elu_grad, _shrink, check_silu_input
+from .activation_rules import _elu_grad, _shrink, _threshold_kept, check_silu_input
 from .elementwise import sigmoid, tanh, where
 from .gelu import _gelu, _gelu_grad, gelu  # noqa: F401 (re-exported: its own file)
 from .halfprec import HALF, in_float32, opmath, upcast
@@ -575,6 +575,8 @@ def _threshold(input, th, value):
     checked_number("threshold", value, dt, "value")
     if dt.kind in "iu" and not isinstance(value, Tensor):
         value = input.new_full((), value)  # torch casts value to the input's integer dtype
+    if dt.kind in "fV" and isinstance(value, (int, float)) and isinstance(th, (int, float)):
+        return _threshold_kept(input, th=float(th), value=float(value))
     return where(~(input <= th), input, value)  # nan stays nan, as torch
 
 

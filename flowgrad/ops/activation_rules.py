@@ -53,6 +53,21 @@ def shrink_backward(ctx, dy):
     return tied(where((x > ctx.lambd) | (x < -ctx.lambd), dy, 0.0), x)
 
 
+# F.threshold of a floating input: torch's node (ThresholdBackward0) saves the input, so a write
+# to it after the op fails the backward (a where of a comparison saves the mask alone)
+@op("threshold", jvp="diagonal", save="inputs")
+@in_float32  # half precision: compared in float32 (the threshold unrounded), as torch
+def _threshold_kept(xp, x, *, th, value):
+    return xp.where(x <= th, constant(xp, value, x.dtype), x)  # (a nan x stays)
+
+
+@_threshold_kept.grad
+def threshold_backward(ctx, dy):
+    x = ctx.inputs[0]  # torch's threshold_backward: dy where x > th (and at a nan x), else 0,
+    wide = x.float() if x.element_size() == 2 else x  # compared in float32 for half precision
+    return tied(where(wide <= ctx.th, 0.0, dy), x)
+
+
 def check_silu_input(input):
     """Refuse what torch's silu refuses: ints and bools (no kernel), and a complex input that
     would record a gradient (torch computes complex silu forward only: its derivative formula

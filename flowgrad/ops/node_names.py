@@ -102,6 +102,7 @@ _torch_nodes.NAMES.update({
     "cat": "CatBackward0", "dropout": "MulBackward0", "to_device": "ToCopyBackward0",
     "split": "SplitBackward0", "clamp": "ClampBackward1", "clamp_tensor": "ClampBackward0",
     "conv": "ConvolutionBackward0", "pad_constant": "ConstantPadNdBackward0",
+    "threshold": "ThresholdBackward0",
     "max_pool": _pool("MaxPool"), "adaptive_max_pool": _pool("AdaptiveMaxPool"),
     "cross_entropy": "NllLossBackward0", "logsigmoid": "LogSigmoidBackward0",
     "shrink": _shrink, "elu": _elu, "norm_affine": _norm,
