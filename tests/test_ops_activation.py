@@ -290,3 +290,23 @@ def test_threshold_compares_as_torch_and_saves_its_input(dtype):
             z.sum().backward()
         got.append((y.float().tolist(), x.grad.float().tolist(), type(y.grad_fn).__name__))
     assert str(got[1]) == str(got[0])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["hardshrink", "clamp", "hardtanh"])
+def test_half_precision_bounds_compare_as_torch(name, dtype):
+    """Inputs next to a bound: hardshrink's and clamp's backward compare in the input's dtype
+    with the bound rounded to it (float16 0.30005 is not above 0.3), as torch's kernels;
+    flowgrad's hardshrink compared in float32 (kept 0.30005) and bfloat16 clamp's mask used
+    the unrounded bound (a zero gradient)."""
+    fns = {"hardshrink": lambda m, x: m.nn.functional.hardshrink(x, 0.3),
+           "clamp": lambda m, x: x.clamp(-0.3, 0.3),
+           "hardtanh": lambda m, x: m.nn.functional.hardtanh(x, -0.3, 0.3)}
+    got = []
+    for m in (torch, flow):
+        x = m.tensor([0.30000001, 0.3, 0.2998, 0.3002, -0.3, -0.30000001, 0.0],
+                     dtype=getattr(m, dtype), requires_grad=True)
+        y = fns[name](m, x)
+        (y * m.arange(7, dtype=y.dtype)).sum().backward()
+        got.append((y.float().tolist(), x.grad.float().tolist()))
+    assert got[1] == got[0]

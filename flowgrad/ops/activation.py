@@ -31,7 +31,7 @@ from ..tensor import Tensor, _wrap_dim, tensor_method
 from .activation_rules import _elu_grad, _shrink, _threshold_kept, check_silu_input
 from .elementwise import sigmoid, tanh, where
 from .gelu import _gelu, _gelu_grad, gelu  # noqa: F401 (re-exported: its own file)
-from .halfprec import HALF, in_float32, opmath, upcast
+from .halfprec import HALF, in_float32, opmath, rounded_to, upcast
 from .registry import op
 from .rules import _SMALL, masked_product, tied, unary
 from .softmax import (  # noqa: F401 - re-exported: the softmax family has its own file
@@ -541,6 +541,8 @@ def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
     _check_kernel_dtype(input, "hardshrink_cpu")
     checked_number("hardshrink", lambd, input._data.dtype, "lambd")  # (torch casts it)
+    if input._data.dtype in HALF:  # torch's kernel compares in the input's dtype: lambd
+        lambd = rounded_to(input._data, lambd)  # rounded there (0.3 is float16 0.30005)
     return _shrink(input, lambd=lambd, soft=False)  # (nan stays nan; its gradient is 0)
 
 

@@ -276,6 +276,9 @@ def _check_close(name, input, other, rtol, atol):
 @op("clamp_mask", differentiable=False)
 def clamp_mask(xp, x, *, min, max):
     """Where clamp(x, min, max) passes x through (its gradient flows): a bool mask."""
+    if x.dtype.kind == "V":  # bfloat16: torch compares in it, the bounds rounded (as NumPy's
+        # float16 does), where ml_dtypes compares in float32 with them unrounded
+        min, max = (None if v is None else x.dtype.type(v) for v in (min, max))
     return (((x >= min) if min is not None else True)
             & ((x <= max) if max is not None else True))
 
