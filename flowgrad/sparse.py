@@ -27,13 +27,14 @@ from .autograd.function import Function
 from .autograd.interpreter import check_read, require, varies_per_run
 from .device import array_module
 from .errors import SparseOperandError
+from .sparse_checks import check_sparse_tensor_invariants  # noqa: F401 - torch.sparse's
 from .tensor import Tensor
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 _HELPERS = (__file__, os.path.join(_PACKAGE, "errors.py"))  # not an op a user called
 
 __all__ = ["SparseTensor", "sparse_coo_tensor", "mm", "sum", "addmm", "sampled_addmm", "strided",
-           "sparse_coo", "layout", "softmax", "log_softmax"]
+           "sparse_coo", "layout", "softmax", "log_softmax", "check_sparse_tensor_invariants"]
 
 
 class layout:

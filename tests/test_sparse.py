@@ -180,3 +180,23 @@ def test_bad_input(case):
     s = flow.sparse_coo_tensor(IDX, np.arange(1.0, 6.0, dtype=np.float32), (3, 4))
     with pytest.raises(exc, match=match):
         fn(s)
+
+
+def test_check_sparse_tensor_invariants_keeps_torchs_switch():
+    """torch.sparse.check_sparse_tensor_invariants (context manager, decorator, enable/disable/
+    is_enabled) was missing; flowgrad's constructors check always, the switch keeps the flag."""
+    import torch
+
+    def run(m):
+        c = m.sparse.check_sparse_tensor_invariants
+        seen = [c.is_enabled()]
+        with c():
+            seen.append(c.is_enabled())
+            with pytest.raises(RuntimeError, match="for dim 0, size is 3 but found index 5"):
+                m.sparse_coo_tensor(m.tensor([[0, 5]]), m.tensor([1.0, 2.0]), (3,))
+        seen.append(c(False)(c.is_enabled)())
+        c.enable()
+        seen.append(c.is_enabled())
+        c.disable()
+        return seen + [c.is_enabled()]
+    assert run(flow) == run(torch)
