@@ -452,7 +452,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     if nnz and ((idx._data < 0).any() or (idx._data.max(1) >= np.array(size[:nsparse])).any()):
         # torch builds these unchecked unless check_invariants=True (its uses are then
         # undefined); flowgrad always checks, with the words of torch's check
-        d = int(np.flatnonzero((idx._data < 0).any(1) | (idx._data.max(1) >= size[:nsparse]))[0])
+        d = int(((idx._data < 0).any(1) | (idx._data.max(1) >= size[:nsparse])).nonzero()[0][0])
         low, high = int(idx._data[d].min()), int(idx._data[d].max())
         what = (f"found negative index {low} for dim {d}" if low < 0 else
                 f"size is inconsistent with indices: for dim {d}, size is {size[d]} but found "
