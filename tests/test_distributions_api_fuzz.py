@@ -173,3 +173,22 @@ def test_low_rank_normal_of_a_factor_cholesky_refuses_as_torch(seed):
     # raises torch.linalg.LinAlgError; flowgrad's gave nans (5020237), and the harness named
     # torch's class RuntimeError once flowgrad raised its own LinAlgError (5050218, 5050443)
     assert daf.check(seed) is None, daf.generate(seed)
+
+
+def test_gumbel_cdf_and_icdf_go_through_torchs_uniform_base():
+    # torch's Gumbel is a TransformedDistribution of Uniform(tiny, 1 - eps): its cdf validates
+    # the inverted value there (nan, +-inf, and tails beyond the base raise ValueError) and its
+    # icdf maps 0 and 1 into it (finite); flowgrad's closed forms ran on nan (seed 11039147)
+    # and gave icdf(0) = -inf, icdf(1) = inf
+    got = []
+    for m in (torch, flow):
+        D = m.distributions
+        loc = m.tensor([0.3, 0.3], dtype=m.float64)
+        scale = m.tensor([1.7, 1.7], dtype=m.float64)
+        d = D.Gumbel(loc, scale, validate_args=True)
+        for bad in (float("nan"), 80.0):
+            with pytest.raises(ValueError, match="support"):
+                d.cdf(m.tensor([0.5, bad], dtype=m.float64))
+        p = m.tensor([0.0, 1.0], dtype=m.float64)
+        got.append((d.icdf(p).tolist(), d.cdf(m.tensor([-6.0, 0.5], dtype=m.float64)).tolist()))
+    assert got[1] == got[0]

@@ -14,7 +14,7 @@ import math
 import flowgrad as flow
 
 from . import constraints
-from .continuous import Gamma, Normal, _LocScale, _noise
+from .continuous import Gamma, Normal, Uniform, _LocScale, _noise
 from .discrete import _ProbsOrLogits
 from .distribution import Distribution, broadcast_all
 
@@ -115,11 +115,21 @@ class Gumbel(_LocScale):
         z = (self.loc - value) / self.scale
         return (z - z.exp()) - self.scale.log()
 
+    def _base(self):
+        # torch's Gumbel is a TransformedDistribution of this Uniform: its cdf validates the
+        # inverted value there (nan, +-inf, tails beyond [tiny, 1 - eps] raise) and clamps
+        info = flow.finfo(self.loc.dtype)
+        return Uniform(flow.full_like(self.loc, info.tiny), flow.full_like(self.loc, 1 - info.eps),
+                       validate_args=self._validate_args)
+
     def cdf(self, value):
-        return flow.exp(-flow.exp(-(value - self.loc) / self.scale))
+        u = flow.exp(-flow.exp(-(value - self.loc) / self.scale))
+        # torch's _monotonize_cdf: its transforms' sign is a tensor, so it always rounds here
+        return (self._base().cdf(u) - 0.5) + 0.5
 
     def icdf(self, value):
-        return self.loc - self.scale * flow.log(-flow.log(value))
+        u = self._base().icdf((value - 0.5) + 0.5)
+        return self.loc - self.scale * flow.log(-flow.log(u))
 
     def entropy(self):
         return self.scale.log() + (1 + _EULER_GAMMA)
