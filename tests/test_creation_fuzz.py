@@ -429,3 +429,20 @@ def test_arange_of_an_int_beyond_64_bits_is_overflow_error_first(args, dtype):
     # RuntimeError for the range
     _same_outcome(lambda m: m.arange(*args, dtype=None if dtype is None else
                                      getattr(m, dtype)))
+
+
+def test_casts_into_a_narrower_dtype_are_silent_as_torch():
+    # tensor() of a nest holding an int beyond int64 goes to bfloat16 through float64, a cast
+    # NumPy warned of ('overflow encountered in cast', creation_fuzz 11035842); copy_ and
+    # fill_ with a tensor cast by NumPy's astype too (RuntimeWarning for inf/nan/out of
+    # range, ComplexWarning for complex) where torch writes without a word
+    got = []
+    for m in (torch, flow):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            big = m.tensor([1e300, float("nan")], dtype=m.float64)
+            got.append([m.tensor([1e300, -2 ** 63 - 1], dtype=m.bfloat16).tolist(),
+                        m.zeros(2, dtype=m.float16).copy_(big).tolist(),
+                        m.zeros(2, dtype=m.bfloat16).fill_(big[0]).tolist(),
+                        m.zeros(2, dtype=m.int32).copy_(big).dtype == m.int32])
+    assert str(got[1]) == str(got[0])

@@ -64,13 +64,13 @@ from .halfprec import HALF, opmath, upcast
 from .no_derivative import without_derivative
 from .registry import op
 from .rules import _grad_mul, unary
+from .transfer import cast_values
 
 __all__ = [
     "floor_divide", "remainder", "fmod", "atan2", "arctan2", "hypot", "xlogy", "lerp",
     "addcmul", "addcdiv", "fmax", "fmin", "nan_to_num", "clamp_min", "clamp_max",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
-    "bitwise_right_shift",
-]
+    "bitwise_right_shift"]
 
 
 # ---- rounded division, remainder, fmod ------------------------------------------------------
@@ -556,7 +556,7 @@ for _alias, _fn in (("arctan2", atan2), ("true_divide", div)):
 # ---- in-place writers: fill_, zero_, copy_, uniform_, normal_ ----------------------------
 @op("fill", jvp="linear")
 def _fill(xp, x, value):
-    return xp.broadcast_to(value, x.shape).astype(x.dtype)
+    return cast_values(xp, xp.broadcast_to(value, x.shape), x.dtype)
 
 
 @_fill.grad

@@ -240,7 +240,8 @@ def _from_nest(data, dtype):
         if dtype.np.kind != "V":
             raise
         # (ml_dtypes' bfloat16 refuses a Python int beyond int64, a uint64: by float64)
-        return np.array(data, dtype=np.float64).astype(dtype.np)
+        with np.errstate(over="ignore"):
+            return np.array(data, dtype=np.float64).astype(dtype.np)
     except OverflowError as error:  # torch's uint8 takes -255..-1 modulo 256; the rest raise
         if dtype.np == np.uint8:
             wide = np.array(data, dtype=np.int64)

@@ -45,15 +45,31 @@ def move(input, device, op_name="to"):
     return _to_device(input, target=target, source=source)
 
 
-@op("cast", jvp="linear")
-def _cast(xp, x, *, dtype, rank=None):
-    # torch casts inf, nan and out-of-range values without a word, and warns (once) that a
-    # complex cast to a real dtype drops the imaginary part, where NumPy gives its own
-    # RuntimeWarning and ComplexWarning
-    like = x
+def _real_if_cast_drops(xp, x, dtype):
+    # torch warns (once) that a complex cast to a real dtype drops the imaginary part, where
+    # NumPy gives its own ComplexWarning
     if x.dtype.kind == "c" and xp.dtype(dtype).kind not in "cb":
         warn_once("Casting complex values to real discards the imaginary part")
-        x = x.real
+        return x.real
+    return x
+
+
+def cast_values(xp, x, dtype):
+    """The array x as `dtype`, cast as torch casts (copy_, fill_ with a tensor): inf, nan and
+    out-of-range values without a word (NumPy's RuntimeWarning), a complex one's real part
+    with torch's warning."""
+    if x.dtype == dtype:  # (the usual copy_: nothing to quiet)
+        return x.astype(dtype)
+    x = _real_if_cast_drops(xp, x, dtype)
+    with xp.errstate(over="ignore", invalid="ignore"):
+        return x.astype(dtype)
+
+
+@op("cast", jvp="linear")
+def _cast(xp, x, *, dtype, rank=None):
+    # (torch casts inf, nan and out-of-range values without a word: NumPy would warn)
+    like = x
+    x = _real_if_cast_drops(xp, x, dtype)
     with xp.errstate(over="ignore", invalid="ignore"):
         if rank is not None:  # a memory format asked for (0: C order; 4, 5: channels_last)
             out = empty_in_format(xp, like.shape, dtype, rank)
