@@ -345,7 +345,30 @@ def check(seed):
     want, got = [w for w in want if not isinstance(w, list)], [g for g in got
                                                               if not isinstance(g, list)]
     names = [f"result {i}" for i in range(len(got))]
-    return fuzz_common.first_difference(list(zip(names, got, want)), TOL[c.spec["dtype"]])
+    verdict = fuzz_common.first_difference(list(zip(names, got, want)), TOL[c.spec["dtype"]])
+    if verdict is not None and c.spec["dtype"] == "float32" and _closer_than_torch(seed, got, want):
+        return None
+    return verdict
+
+
+def _closer_than_torch(seed, got, want):
+    """Whether flowgrad's float32 results are within 2x torch's float32 error of torch's
+    float64 run of the same case: a float32 stack over two features (LayerNorm of near-equal
+    values) amplifies roundings past TOL in either (seed 11005673: flowgrad's error 2e-5,
+    torch's 2.6e-4)."""
+    c = Case(seed)
+    c.spec["dtype"] = "float64"
+    try:
+        exact = [w for w in run(torch, c) if not isinstance(w, list)]
+    except Exception:  # noqa: BLE001 (no float64 reference: the verdict stands)
+        return False
+    for g, w, e in zip(got, want, exact):
+        if g is None or w is None or e is None:
+            continue
+        g, w, e = (np.nan_to_num(np.asarray(v, np.float64)) for v in (g, w, e))
+        if np.abs(g - e).max(initial=0) > 2 * np.abs(w - e).max(initial=0) + 1e-7:
+            return False
+    return True
 
 
 def main():
