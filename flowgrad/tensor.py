@@ -21,6 +21,7 @@ from .autograd import engine
 from .autograd import grad_mode as _grad_mode
 from .autograd import interpreter as _interpreter
 from .autograd import levels as _levels
+from .autograd.accumulate import check_assigned_grad
 from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.inference import alias_counter, check_requires_grad, data_alias, tracks_no_versions
 from .autograd.meta import AutogradMeta, HooksElsewhere, VersionCounter
@@ -402,10 +403,7 @@ class Tensor:
             # Embedding(sparse=True) makes)
             if not sparse and not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad must be a Tensor or None, got {type(value)}")
-            if tuple(value.shape) != self._data.shape:
-                raise RuntimeError(
-                    f"assigned grad has shape {tuple(value.shape)} but the tensor has shape "
-                    f"{tuple(self.shape)}; they must match")
+            check_assigned_grad(self, value)
         if self._meta is None:
             if value is None:
                 return

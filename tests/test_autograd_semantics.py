@@ -246,6 +246,23 @@ def test_grad_set_wrong_shape_raises():
     assert x.grad is None
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "complex128"])
+def test_grad_set_wrong_dtype_raises(dtype):
+    """torch's setter refuses a gradient of another dtype (here onto float64 leaves, a
+    parameter and a retained non-leaf); flowgrad took it, and the optimizer stepped with it."""
+    for m in (flow, torch):
+        targets = [leaf(m), m.nn.Parameter(m.ones(3, dtype=m.float64))]
+        y = leaf(m) * 2
+        y.retain_grad()
+        for t in targets + [y]:
+            with pytest.raises(RuntimeError, match="dtype"):
+                t.grad = m.ones(3, dtype=getattr(m, dtype))
+            assert t.grad is None
+    x = leaf(flow)
+    x.grad = flow.ones(3, dtype=flow.float64)  # the tensor's own dtype is taken
+    assert x.grad.dtype == flow.float64
+
+
 def test_non_leaf_grad_none_unless_retained():
     def scenario(m):
         x = leaf(m)

@@ -17,6 +17,20 @@ from .meta import retained_into
 SparseTensor = None  # bound by flowgrad.sparse (which imports this layer)
 
 
+def check_assigned_grad(tensor, value):
+    """`tensor.grad = value` takes a gradient of the tensor's own shape and dtype, as torch's
+    setter does: a gradient of another dtype would reach the optimizer's step unconverted."""
+    if tuple(value.shape) != tuple(tensor.shape):
+        raise RuntimeError(
+            f"assigned grad has shape {tuple(value.shape)} but the tensor has shape "
+            f"{tuple(tensor.shape)}; they must match")
+    if value.dtype != tensor.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient of dtype {value.dtype} to a tensor of dtype "
+            f"{tensor.dtype} (shape {tuple(tensor.shape)}): the gradient must match the "
+            f"tensor's dtype; assign value.to({tensor.dtype}) instead")
+
+
 def acc_grad_for_leaf(meta, variable):
     """A leaf's accumulate_grad step: hooks, then acc_grad += current_grad, then
     post-accumulate hooks. `variable`: the leaf (None when it is gone)."""
