@@ -340,8 +340,11 @@ for _fn in (conj, conj_physical, is_complex, is_conj, is_neg, isreal, angle, sgn
 Tensor.__complex__ = lambda self: builtins.complex(self._one_value("complex()"))
 Tensor.conj_physical_ = lambda self: run_inplace("conj_physical_", conj_physical, self)
 Tensor.sgn_ = lambda self: run_inplace("sgn_", sgn, self)
-Tensor.real = property(real, doc="The real part (a view for complex tensors).")
-Tensor.imag = property(imag, doc="The imaginary part, a view (complex tensors only).")
+# `x.real = v` writes v into the view, broadcast and recorded as copy_ is (torch's setters)
+Tensor.real = property(real, lambda self, value: real(self).copy_(value),
+                       doc="The real part (a view for complex tensors); settable.")
+Tensor.imag = property(imag, lambda self, value: imag(self).copy_(value),
+                       doc="The imaginary part, a view (complex tensors only); settable.")
 Tensor.mH = property(lambda self: conj(self) if matrix_dims(self, "mH") else adjoint(self),
                      doc="The conjugate transpose of the last two dims.")
 Tensor.H = property(lambda self: conj(self) if matrix_dims(self, "H", batches=False) else
