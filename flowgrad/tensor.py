@@ -21,7 +21,7 @@ from .autograd import engine
 from .autograd import grad_mode as _grad_mode
 from .autograd import interpreter as _interpreter
 from .autograd import levels as _levels
-from .autograd.accumulate import check_assigned_grad
+from .autograd.accumulate import check_assigned_data, check_assigned_grad
 from .autograd.forward_ad import _LEVELS as _FORWARD_LEVELS
 from .autograd.inference import alias_counter, check_requires_grad, data_alias, tracks_no_versions
 from .autograd.meta import AutogradMeta, HooksElsewhere, VersionCounter
@@ -555,7 +555,8 @@ class Tensor:
 
     @data.setter
     def data(self, value):
-        data = value._data if isinstance(value, Tensor) else np.asarray(value)
+        check_assigned_data(self, value, isinstance(value, Tensor))
+        data = value._data
         hook = getattr(_interpreter.current, "data_set", None)  # nn.Graph's tracer keeps it
         if hook is not None:
             hook(self, data)

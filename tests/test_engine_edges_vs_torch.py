@@ -3,6 +3,7 @@ same outcome (the exception's class, or the same values and requires_grad flags)
 per case; `x(m)` is a fresh leaf [1., 2.] of framework m."""
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -63,6 +64,16 @@ CASES = {
     "grad_of_another_shape_in_place": lambda m: _regrad(m, (3, 1), (1, 3), False),
     "grad_of_a_broadcasting_shape_in_place": lambda m: _regrad(m, (3, 3), (1, 3), False),
     "grad_of_another_shape_out_of_place": lambda m: _regrad(m, (3, 1), (1, 3), True),
+    # `.data =` takes tensors alone, and no integer one under a leaf that requires grad
+    # (flowgrad took an array, a list, a number, None and int64 data)
+    "data_set_to_an_array": lambda m: setattr(m.ones(2), "data", np.ones(2)),
+    "data_set_to_a_list": lambda m: setattr(m.ones(2), "data", [1.0, 2.0]),
+    "data_set_to_a_number": lambda m: setattr(m.ones(2), "data", 3.0),
+    "data_set_to_none": lambda m: setattr(m.ones(2), "data", None),
+    "data_set_to_int_under_requires_grad": lambda m: setattr(
+        x(m), "data", m.ones(3, dtype=m.int64)),
+    "data_set_to_int_without_requires_grad": lambda m: (lambda a: (
+        setattr(a, "data", m.arange(3)), a)[1])(m.ones(2)),
 }
 
 

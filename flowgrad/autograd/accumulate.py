@@ -31,6 +31,18 @@ def check_assigned_grad(tensor, value):
             f"tensor's dtype; assign value.to({tensor.dtype}) instead")
 
 
+def check_assigned_data(tensor, value, is_tensor):
+    """`tensor.data = value` takes a tensor (torch's setter refuses arrays, numbers, None), of
+    a floating or complex dtype while `tensor` requires grad."""
+    if not is_tensor:
+        raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}; "
+                        f"wrap it as flowgrad.tensor(value)")
+    if tensor.requires_grad and value._data.dtype.kind not in "fc":
+        raise RuntimeError(f"data set to a tensor that requires gradients must be floating "
+                           f"point or complex dtype, got {value.dtype}; call "
+                           f"requires_grad_(False) first or assign a float tensor")
+
+
 def acc_grad_for_leaf(meta, variable):
     """A leaf's accumulate_grad step: hooks, then acc_grad += current_grad, then
     post-accumulate hooks. `variable`: the leaf (None when it is gone)."""
