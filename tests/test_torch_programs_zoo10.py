@@ -6,8 +6,9 @@ DARTS' bilevel architecture search with the finite-difference second-order term,
 LSTM optimizer meta-trained through an unrolled create_graph inner loop, K-FAC
 preconditioning from forward-pre and full-backward module hooks, FFJORD's continuous flow with
 Hutchinson's trace estimator, an attentive neural process, MADE/MAF with masked linears and
-sequential inversion, and a VAE-GAN with three optimizers and detached branches. Weights, data
-and noise come from NumPy."""
+sequential inversion, a VAE-GAN with three optimizers and detached branches, and holographic
+phase retrieval writing spectra through `z.real = ...` / `z.imag = ...` (which flowgrad lacked).
+Weights, data and noise come from NumPy."""
 import pytest
 from test_torch_programs import assert_matches_torch
 
@@ -492,6 +493,44 @@ for step in range(6):
 losses.append(kl.item() + feat_rec.item())
 '''
 
+# computer-generated holography: Gerchberg-Saxton iterations under no_grad that impose the
+# measured amplitude by writing the spectrum's real and imaginary parts (z.real = ..., z.imag =
+# ...), then a phase mask refined by Adam through fft2 on the intensity error, the mask reset
+# through .data once (wrapped into [-pi, pi))
+HOLOGRAPHY = '''
+import math
+
+rng = np.random.default_rng(1019)
+target = torch.zeros(8, 8)
+target[2:6, 3:5] = 1.0
+target[1, 1:7] = 0.6
+amp = target.sqrt()
+with torch.no_grad():
+    field = torch.exp(1j * torch.tensor(rng.uniform(-math.pi, math.pi, (8, 8))))
+    for it in range(4):
+        spec = torch.fft.fft2(field)
+        ph = spec.angle()
+        spec.real = amp * torch.cos(ph)
+        spec.imag = amp * torch.sin(ph)
+        back = torch.fft.ifft2(spec)
+        field = back / back.abs().clamp(min=1e-12)
+        losses.append(float((torch.fft.fft2(field).abs() ** 2 / 64 - target).square().mean()))
+phase = nn.Parameter(field.angle().clone())
+scale = nn.Parameter(torch.tensor(1.0))
+opt = torch.optim.Adam([phase, scale], lr=0.05)
+for step in range(6):
+    out = torch.fft.fft2(torch.polar(torch.ones_like(phase), phase), norm="ortho")
+    inten = out.abs() ** 2
+    loss = F.mse_loss(scale * inten, target)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if step == 2:
+        phase.data = torch.remainder(phase.data + math.pi, 2 * math.pi) - math.pi
+    losses += [loss.item(), float(phase.grad.norm()), float(scale.grad)]
+losses += [float(phase.abs().max() <= math.pi + 0.5), loss.item()]
+'''
+
 PROGRAMS = {name.lower(): source for name, source in [
     ("CONTRACTIVE_AE", CONTRACTIVE_AE),
     ("DARTS", DARTS),
@@ -501,6 +540,7 @@ PROGRAMS = {name.lower(): source for name, source in [
     ("NEURAL_PROCESS", NEURAL_PROCESS),
     ("MAF", MAF),
     ("VAE_GAN", VAE_GAN),
+    ("HOLOGRAPHY", HOLOGRAPHY),
 ]}
 
 # programs whose last logged figure is not below their first (a meta-loss on a fresh quadratic,
