@@ -357,9 +357,7 @@ _out_arg.accept_out(vars(special), [n for n in special.__all__ if n not in (
         n for n in special.__all__ if "bessel" in n or "polynomial" in n or n == "airy_ai"],
     # (its elementwise kernels refuse an out sharing part of an input, as torch's)
     partial_overlap=set(special.__all__) - {"logsumexp", "multigammaln", "ndtr"})
-ops.torch_spellings.accept_numpy_spellings(  # x.sum(axis=0, keepdims=True), as torch
-    globals(), Tensor, skip={path for paths in amp.policy.COMPOSITES.values()
-                             for path in paths.split()})
+ops.torch_spellings.accept_numpy_spellings(globals(), Tensor)  # x.sum(axis=0, keepdims=True)
 
 
 def is_tensor(obj) -> bool:

@@ -430,3 +430,18 @@ def test_digits_cnn_bfloat16_autocast_accuracy():
 
 def test_top_level_grad_scaler_is_amps():
     assert (flow.GradScaler is flow.amp.GradScaler) == (torch.GradScaler is torch.amp.GradScaler)
+
+
+def test_numpy_spellings_of_composites_under_and_after_autocast():
+    """cat/stack/prod/quantile take axis=/keepdims= as torch's do, inside autocast (which
+    casts them by its policy) and after it installed its wrappers: the install replaced a
+    method's inner function and dropped the spelling (x.prod(axis=0) raised TypeError)."""
+    def run(m):
+        a = m.ones(2, 2)
+        b = m.ones(2, 2, dtype=m.bfloat16)
+        with m.autocast("cpu"):
+            inside = [m.cat([a, b], axis=0), m.stack([a, b], axis=1), a.prod(axis=0),
+                      b.prod(axis=0, keepdims=True), a.quantile(0.5, axis=0)]
+        after = [a.prod(axis=1, keepdims=True), a.quantile(0.5, axis=1), a.sum(axis=0)]
+        return [(str(t.dtype).split(".")[-1], t.float().tolist()) for t in inside + after]
+    assert run(flow) == run(torch)

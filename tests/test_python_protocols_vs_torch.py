@@ -63,6 +63,17 @@ ROWS = [
                                             m.sum(x, axis=1, keepdims=True).tolist()])(
         m.tensor([[1.0, 2.0, 3.0], [4.0, 0.5, 6.0]]))),
     ("axis and dim both", lambda m: m.ones(2, 2).sum(axis=0, dim=0)),
+    # ... autocast's composites too (cat, stack, prod, quantile: they were left unwrapped) and
+    # trapezoid; torch.norm is Python and refuses them (flowgrad took them)
+    ("axis keepdims composites", lambda m: (lambda x: [
+        m.cat([x, x], axis=1).tolist(), m.stack([x, x], axis=2).tolist(),
+        x.prod(axis=1, keepdims=True).tolist(), m.prod(x, axis=0).tolist(),
+        x.quantile(0.5, axis=1, keepdims=True).tolist(), m.nanquantile(x, 0.25, axis=0).tolist(),
+        m.concat([x, x], axis=0).shape[0], m.trapezoid(x, axis=1).tolist(),
+        m.cumulative_trapezoid(x, axis=1).tolist()])(
+        m.tensor([[1.0, 2.0, 3.0], [4.0, 0.5, 6.0]]))),
+    ("norm axis", lambda m: m.norm(m.ones(2, 2), axis=0)),
+    ("norm method keepdims", lambda m: m.ones(2, 2).norm(dim=0, keepdims=True)),
     # `_base`: what a view is a view of (its root), None for other tensors (was missing)
     ("_base", lambda m: [(lambda x: (x.view(2, 2)._base is x, x[1:].view(3)[0]._base is x,
                                      x._base, (x * 2)._base, x.clone()._base))(m.ones(4)),

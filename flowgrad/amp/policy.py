@@ -196,7 +196,9 @@ def install_composites(wrap):
         while f is not None:
             hit = wrapped.get(id(f))
             if hit is not None and hit[0] is f:
-                setattr(Tensor, name, hit[1] if f is value else guarded(hit[1], name, method=True))
+                new = hit[1] if f is value else guarded(hit[1], name, method=True)
+                respell = getattr(value, "_respell", None)  # (x.prod(axis=0) keeps working)
+                setattr(Tensor, name, new if f is value or respell is None else respell(new))
                 break
             f = f.__dict__.get("__wrapped__") if hasattr(f, "__dict__") else None
     _installed.append(True)

@@ -176,9 +176,10 @@ NUMPY_SPELLED = (
     "min", "amax", "amin", "aminmax", "argmax", "argmin", "all", "any", "count_nonzero",
     "logsumexp", "median", "nanmedian", "mode", "kthvalue", "quantile", "nanquantile", "cumsum",
     "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort", "topk", "cat", "concat",
-    "concatenate", "stack", "squeeze", "unsqueeze", "diff", "norm", "softmax", "log_softmax",
+    "concatenate", "stack", "squeeze", "unsqueeze", "diff", "softmax", "log_softmax",
     "unbind", "chunk", "narrow", "select", "index_select", "gather", "take_along_dim",
-    "repeat_interleave", "tensor_split", "cross", "flatten", "unflatten")
+    "repeat_interleave", "tensor_split", "cross", "flatten", "unflatten", "trapezoid",
+    "cumulative_trapezoid")  # (not norm: torch.norm is Python, which refuses axis=)
 _ALIASES = (("axis", "dim"), ("keepdims", "keepdim"))
 
 
@@ -199,13 +200,14 @@ def numpy_spelled(fn):
                         raise TypeError(f"{fn.__name__}() got both '{alias}' and '{name}'")
                     kwargs[name] = kwargs.pop(alias)
         return fn(*args, **kwargs)
+    call._respell = numpy_spelled  # (autocast's install rewraps a method's inner function)
     return call
 
 
 def accept_numpy_spellings(namespace, cls, skip=()):
     """Wrap `namespace[name]` and `cls.name` for each name in NUMPY_SPELLED that takes `dim`
-    (and no `axis` of its own) with `numpy_spelled`, except the names in `skip` (autocast's
-    composite functions: its policy finds them by identity, in both places)."""
+    (and no `axis` of its own) with `numpy_spelled`, except the names in `skip`. (autocast's
+    composites, cat/stack/prod/quantile, are wrapped too: its install follows __wrapped__.)"""
     for get, put in ((namespace.get, namespace.__setitem__),
                      (lambda n: cls.__dict__.get(n), lambda n, f: setattr(cls, n, f))):
         for name in NUMPY_SPELLED:
