@@ -72,6 +72,13 @@ ROWS = [
         m.concat([x, x], axis=0).shape[0], m.trapezoid(x, axis=1).tolist(),
         m.cumulative_trapezoid(x, axis=1).tolist()])(
         m.tensor([[1.0, 2.0, 3.0], [4.0, 0.5, 6.0]]))),
+    ("axis others", lambda m: (lambda x: [
+        [t.tolist() for t in m.gradient(x, axis=1)], m.trapz(x, axis=1).tolist(),
+        [t.tolist() for t in m.unsafe_chunk(x, 3, axis=1)],
+        [t.tolist() for t in x.unsafe_split(1, axis=0)], m.slice_copy(x, axis=1).tolist(),
+        m.squeeze_copy(x[:1], axis=0).tolist(), m.unsqueeze_copy(x, axis=1).shape,
+        [t.tolist() for t in m.unbind_copy(x, axis=1)]])(
+        m.tensor([[1.0, 2.0, 3.0], [4.0, 0.5, 6.0]]))),
     ("norm axis", lambda m: m.norm(m.ones(2, 2), axis=0)),
     ("norm method keepdims", lambda m: m.ones(2, 2).norm(dim=0, keepdims=True)),
     # `_base`: what a view is a view of (its root), None for other tensors (was missing)

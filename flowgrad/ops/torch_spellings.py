@@ -179,7 +179,10 @@ NUMPY_SPELLED = (
     "concatenate", "stack", "squeeze", "unsqueeze", "diff", "softmax", "log_softmax",
     "unbind", "chunk", "narrow", "select", "index_select", "gather", "take_along_dim",
     "repeat_interleave", "tensor_split", "cross", "flatten", "unflatten", "trapezoid",
-    "cumulative_trapezoid")  # (not norm: torch.norm is Python, which refuses axis=)
+    "cumulative_trapezoid", "trapz", "gradient", "unsafe_chunk", "unsafe_split", "slice_copy",
+    "squeeze_copy", "unsqueeze_copy", "unbind_copy")
+# (not norm: torch.norm is Python, which refuses axis=; nor Tensor.size/stride, which torch's
+# parser lets take axis= too, kept unwrapped as the hottest methods)
 _ALIASES = (("axis", "dim"), ("keepdims", "keepdim"))
 
 
