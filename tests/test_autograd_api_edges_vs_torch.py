@@ -288,6 +288,21 @@ except TypeError:
 """,
 })
 
+# program_fuzz seed 11401350: a `.grad` set by hand on a tensor that then gets a history from
+# an in-place write (itself or through a view) stays its `.grad` (torch keeps it on the
+# TensorImpl): a later retained gradient adds to it
+CASES["grad_set_by_hand_survives_an_in_place_write"] = """
+w = torch.tensor([2.0, 3.0], dtype=torch.float64, requires_grad=True)
+out = []
+for through_view in (False, True):
+    x = torch.tensor([1.0, -1.0], dtype=torch.float64)
+    x.grad = torch.ones_like(x) * 0.5
+    (x[:1] if through_view else x).mul_(w[:1] if through_view else w)
+    out.append(x.grad.clone())
+    (x * 3.0).sum().backward(inputs=[x])
+    out += [x.grad, x.retains_grad]
+"""
+
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", list(CASES))

@@ -108,8 +108,13 @@ def carry_over(old, new):
     regenerated after its base's write) keeps what belongs to the tensor, not to the history,
     as torch keeps it on the TensorImpl: retain_grad() and the `.grad` retained so far. The
     old history's node no longer retains: the gradient of the value before the write is not
-    this tensor's."""
-    if old is None or new is None or old is new or old.is_leaf:
+    this tensor's. A leaf keeps its `.grad` (one set by hand on a tensor that then got a
+    history from an in-place write: torch's stays on the TensorImpl)."""
+    if old is None or new is None or old is new:
+        return
+    if old.is_leaf:
+        if new.acc_grad is None:
+            new.acc_grad, old.acc_grad = old.acc_grad, None
         return
     if old.retain_grad is RETAINED_ELSEWHERE:
         raise RuntimeError(
@@ -129,6 +134,7 @@ def carry_over_layout(old, new, tensor):
     stays with the old history, as torch's (its retains_grad hook stays on the old
     grad_fn): `.grad` is then the gradient of the value before the change, in its shape."""
     if old is None or new is None or old is new or old.is_leaf:
+        carry_over(old, new)  # (a leaf: its .grad alone)
         return
     retain = old.retain_grad
     if retain is True:
