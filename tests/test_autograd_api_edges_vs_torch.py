@@ -303,6 +303,26 @@ for through_view in (False, True):
     out += [x.grad, x.retains_grad]
 """
 
+# program_fuzz seed 11401152: autograd.grad of an input no gradient reaches, made by a node the
+# output reaches (an unbind sibling), runs (and without retain_graph frees) every node on the
+# way to that node, as torch's engine, whose target is the edge (node, output number): hooks
+# on the way run, and a second backward through them raises
+CASES["grad_of_an_unreached_sibling_runs_the_nodes_on_the_way"] = """
+seen = []
+for retain in (True, False):
+    x = torch.tensor([[0.9, 1.7], [-0.8, 0.5]], dtype=torch.float64, requires_grad=True)
+    a, b = x.unbind(0)
+    y = a.norm()
+    y.register_hook(lambda g: seen.append(float(g)))
+    z = y.sin() * y
+    out = [torch.autograd.grad(z, [b], allow_unused=True, retain_graph=retain), list(seen)]
+    try:
+        z.backward()
+        out.append(x.grad)
+    except RuntimeError as e:
+        out.append("second time" in str(e))
+"""
+
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", list(CASES))

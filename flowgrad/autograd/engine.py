@@ -125,8 +125,13 @@ class GraphTask:
         # backward(inputs=...) runs a non-leaf target's own node too, as torch's (its saved
         # tensors are read, its hooks run, its gradients go nowhere); autograd.grad does not
         runs_target = self.save_grad_for_leaf
+        # torch's target is an edge (its node, an output number): every node reaching the
+        # node that made a target runs (and is freed), also when its gradient goes to another
+        # output of that node (an unbind sibling) and none reaches the target
+        producers = {n for n in order if not target_metas.isdisjoint(n.output_metas)}
         for node in reversed(order):  # producers first, so `needed` of next nodes is known
-            if ((node not in stopped and not target_metas.isdisjoint(node.input_metas))
+            if ((node not in stopped and (not target_metas.isdisjoint(node.input_metas)
+                                          or not producers.isdisjoint(node.next_nodes)))
                     or not needed.isdisjoint(nexts(node))
                     or (type(node) is AccumulateGrad and node.output_metas[0] in targets)
                     or runs_target and not target_metas.isdisjoint(node.output_metas)):
