@@ -323,6 +323,30 @@ for retain in (True, False):
         out.append("second time" in str(e))
 """
 
+# program_fuzz seed 11401422: a reentrant checkpoint's inner backward is a run of its own: a
+# leaf the function closes over gets the inner gradient alone (its hook is called with it, not
+# with what the outer run has summed so far), and a non-leaf's node the inner run frees
+# raises when the outer run gets to it
+CASES["reentrant_checkpoint_inner_run_keeps_its_own_gradients"] = """
+from torch.utils.checkpoint import checkpoint
+x = torch.tensor([-1.36, 1.51, 1.42], dtype=torch.float64, requires_grad=True)
+seen = []
+x.register_hook(lambda g: (seen.append(g.clone()), g.clamp(-0.5, 0.5))[1])
+y = checkpoint(lambda u: u.tanh() * x, x, use_reentrant=True)
+(y.sum() + (x.sin() * 2.0).sum()).backward()
+out = [x.grad, seen]
+w = torch.tensor([0.3, -0.7], dtype=torch.float64, requires_grad=True)
+v = w.exp()
+seen2 = []
+v.register_hook(lambda g: seen2.append(g.clone()))
+z = checkpoint(lambda u: u.sin() * v, w, use_reentrant=True)
+try:
+    (z.sum() + (v * 3.0).sum()).backward()
+except RuntimeError as e:
+    out.append("second time" in str(e))
+out += [seen2, w.grad]
+"""
+
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", list(CASES))

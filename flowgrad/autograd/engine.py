@@ -19,6 +19,7 @@ from . import anomaly as _anomaly
 from . import grad_mode
 from . import interpreter as _interpreter
 from . import levels as _levels
+from . import nested as _nested
 from . import node_hooks as _node_hooks
 from . import profiling as _profiling
 from .accumulate import (
@@ -510,6 +511,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, 
     roots = _roots_and_seeds(outputs, grad_outputs, create_graph)
     task = GraphTask([r[0] for r in roots], retain_graph, save_grad_for_leaf, targets)
     task.compute_dependencies(create_graph)  # may raise: nothing has been touched yet
+    pending = _nested.set_aside(_TASKS[-1]) if _TASKS else None
     _TASKS.append(task)
     state = grad_mode._state  # (set_grad_enabled's with-block, inline: once per backward)
     prev, state.enabled = state.enabled, bool(create_graph)
@@ -532,6 +534,8 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, save_grad_for_leaf, 
     finally:
         state.enabled = prev
         overrides._STATE.all_off = protocol
+        if pending is not None:
+            _nested.put_back(*pending)
     return task
 
 
