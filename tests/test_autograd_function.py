@@ -446,3 +446,23 @@ def test_a_write_into_a_tensor_without_history_beside_a_live_function_view():
     z.sum().backward()
     assert z.tolist() == [0.0, 2.0, 3.0] and w.grad.tolist() == [0.0, 1.0, 1.0]
     assert kept.grad_fn is not None
+
+
+def test_an_input_view_whose_base_was_written_since_is_regenerated_first():
+    # program_fuzz seed 11401484: apply recorded a stale view's old grad_fn (a view of y taken
+    # before y.mul_(w)): x's gradient missed the write, w got none, where torch's apply reads
+    # each input's grad_fn first (regenerating the view); a multi-output view (chunk) whose
+    # sibling was written raises there, as torch's
+    def scenario(m):
+        Cube = fns(m)["Cube"]
+        x, w = leaf(m, [1.92, 1.0, 0.69]), leaf(m, [2.0, 3.0, 4.0])
+        y = x * 1.0
+        v = y[:2]
+        y.mul_(w)
+        Cube.apply(v).sum().backward()
+        a, b = leaf(m, [1.0, 2.0, 3.0, 4.0]).chunk(2)
+        with m.no_grad():
+            b.mul_(2.0)
+        return x.grad, w.grad, raises(lambda: Cube.apply(a))
+
+    same(scenario)

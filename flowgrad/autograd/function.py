@@ -242,6 +242,9 @@ class Function:
         tensors = [args[i] for i in positions]
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         record = grad_mode.is_grad_enabled() and any(t.requires_grad for t in tensors)
+        if record:  # torch reads each input's grad_fn before forward: a view whose base was
+            for t in tensors:  # written since regenerates (a multi-output one raises)
+                t._sync()
         run = getattr(transform, "function_forward", None)  # (vmap: its batching rule)
         FORWARD_AD_OFF[0] += 1
         try:
