@@ -347,6 +347,19 @@ except RuntimeError as e:
 out += [seen2, w.grad]
 """
 
+# program_fuzz seed 11402744: an output of a multi-output node (an unbind/iteration sibling)
+# that no gradient reached has no gradient, though the node runs (its rule gets zeros for it):
+# autograd.grad gives None for it and retain_grad leaves its .grad None, as torch's
+CASES["unreached_sibling_of_a_run_node_has_no_gradient"] = """
+x = torch.tensor([[1., 2.], [3., 4.]], dtype=torch.float64, requires_grad=True)
+a, b = x.unbind(0)
+out = [torch.autograd.grad((a * a).sum(), [b, x], allow_unused=True, retain_graph=True)]
+c, d = x.unsqueeze(1)
+d.retain_grad()
+(c.tanh() * c).sum().backward(inputs=[b, x])
+out += [b.grad, d.grad, x.grad]
+"""
+
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", list(CASES))

@@ -263,6 +263,7 @@ class GraphTask:
         """
         g = meta.current_grad
         meta.current_grad = None
+        reached = g is not None
         if g is None:
             materialize = getattr(node.op, "materialize_grads", None) if node else None
             if materialize is not None and not materialize(node):
@@ -270,12 +271,14 @@ class GraphTask:
             g = _interpreter.Tensor._zeros(*info)
         if node is not None and meta in self.targets:
             # the node runs on (it leads to another input): torch's engine captures the
-            # gradient before the tensor's hooks, which it runs only as the node runs
-            self.captured[meta] = g
+            # gradient before the tensor's hooks, which it runs only as the node runs; one
+            # nothing reached (an unbind sibling of a used output) is None, not the zeros
+            # the node's rule gets
+            self.captured[meta] = g if reached or meta in self.fed_zero else None
         if meta.hooks:
             g = _run_hooks(meta.hooks, g)
-        if meta.retain_grad:
-            _retain(meta, g)
+        if meta.retain_grad and (reached or meta in self.fed_zero):  # (torch's retain_grad
+            _retain(meta, g)                                        # skips an undefined one)
         return g
 
     def collect(self, meta):
