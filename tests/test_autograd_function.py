@@ -466,3 +466,50 @@ def test_an_input_view_whose_base_was_written_since_is_regenerated_first():
         return x.grad, w.grad, raises(lambda: Cube.apply(a))
 
     same(scenario)
+
+
+def test_outputs_unrecorded_and_written_inputs_as_torch():
+    # program_fuzz seeds 11402354, 11403930, 11403940: not recorded (no_grad), an input
+    # returned comes back as a detached alias (it came back itself, requiring grad); a
+    # retaining non-leaf written by forward (mark_dirty) keeps retain_grad, its .grad reset
+    # (flowgrad lost retain_grad); a multi-output view written by forward raises
+    def scenario(m):
+        F = m.autograd.Function
+
+        class Double_(F):
+            @staticmethod
+            def forward(ctx, x):
+                x.mul_(2.0)
+                ctx.mark_dirty(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2.0
+
+        class Same(F):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        x = leaf(m, [[-0.64, 1.24], [1.52, 1.04]])
+        p = m.ones(2)
+        with m.no_grad():
+            t, s, q = Double_.apply(x), Same.apply(x), Same.apply(p)
+        out = [t is x, t.requires_grad, s is x, s.requires_grad, q is p, q._is_view()]
+        t.add_(1.0)
+        w = leaf(m, [[0.28, -0.16, 1.05]])
+        u = w.flip(0)
+        u.retain_grad()
+        (u * 2).sum().backward(retain_graph=True)
+        v = Double_.apply(u)
+        out.append(u.grad)
+        v.sin().sum().backward()
+        a, b = w.exp().unbind(1)[:2]
+        return out + [x, u.grad, w.grad, raises(lambda: Double_.apply(b))]
+
+    same(scenario)

@@ -27,7 +27,9 @@ from . import levels as _levels
 from . import saved_hooks as _saved_hooks
 from .inplace import CUSTOM_FUNCTION_VIEWS
 from .interpreter import add_node
+from .meta import carry_over
 from .node import NodeName, SavedTensor
+from .views import view_error
 
 # tensor type -> the SavedTensor class its saved outputs take (flowgrad.func.vmap registers
 # BatchedTensor's: a saved output's own data is a placeholder, its examples live elsewhere)
@@ -266,9 +268,13 @@ class Function:
         for o in dirty:  # (torch's mark_dirty counts a write of its own)
             _inplace.bump_version(o)
         if not record:
-            return outputs
+            if not any(o is t for o in outs for t in tensors):
+                return outputs
+            outs = tuple(_unrecorded(o, ctx, tensors) for o in outs)
+            return outs[0] if single else outs
         for o in dirty:
             _check_dirty(cls, o, len(outs))
+        written = [(o, o._meta) for o in dirty]  # (their metas: what carries over)
         # an output that is an input returned as-is (not modified) becomes a new tensor
         # sharing its storage, as torch returns a view: the input keeps its own history
         as_is = [k for k, o in enumerate(outs) if isinstance(o, Tensor)
@@ -281,6 +287,9 @@ class Function:
             attrs["out_slots"] = (len(outs), [k for k, o in enumerate(outs)
                                               if isinstance(o, Tensor)])
         node = add_node(cls._op, tensors, tensor_outs, attrs, ())
+        for o, old in written:  # retain_grad stays, as an op's in-place write keeps it;
+            carry_over(old, o._meta)  # the .grad retained so far does not (torch's Function
+            o._meta.acc_grad = None   # resets it: the new history's gradient alone)
         for o in dirty:
             if o._view is not None and o._grad_fn is node:
                 _rebase_base(o)
@@ -331,10 +340,26 @@ def _as_output(o, ctx):
     return d
 
 
+def _unrecorded(o, ctx, tensors):
+    """An output of a Function not recorded (grad mode off, or no input requiring grad), as
+    torch's: an input returned (written or not) that requires grad comes back as a detached
+    alias, not itself; one that does not, unwritten, as a view of itself."""
+    if not any(o is t for t in tensors):
+        return o
+    if o.requires_grad:
+        return o.detach()
+    if id(o) in ctx.dirty:
+        return o
+    with grad_mode.no_grad():
+        return o.view(o.shape)
+
+
 def _check_dirty(cls, o, n_outs):
     """torch's checks of an input forward wrote in place (mark_dirty), whose history would
     be rebased onto the Function's node."""
     view = o._view
+    if view is not None and view.creation:  # (a multi-output view, one made under no_grad)
+        raise view_error(o, view.creation, "is being modified inplace")
     if view is None and o.requires_grad and o._grad_fn is None:
         raise RuntimeError(
             f"{cls.__name__}: a leaf tensor that requires grad (shape {tuple(o.shape)}) was "
