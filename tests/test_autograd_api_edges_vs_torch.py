@@ -345,6 +345,14 @@ try:
 except RuntimeError as e:
     out.append("second time" in str(e))
 out += [seen2, w.grad]
+# (seed 11405795: a node that saved no tensor, only its recorded shape: sort of a 0-d tensor)
+s = torch.tensor(-1.2, dtype=torch.float64, requires_grad=True)
+t = s.sort(0, descending=True)[0]
+try:
+    checkpoint(lambda u: u.sin() * t, t, use_reentrant=True).sin().backward()
+    out.append(s.grad)
+except RuntimeError as e:
+    out.append("second time" in str(e))
 """
 
 # program_fuzz seed 11402744: an output of a multi-output node (an unbind/iteration sibling)

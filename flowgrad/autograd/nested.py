@@ -8,24 +8,22 @@ from __future__ import annotations
 from ..errors import freed_graph_error
 
 
-class _Freed:
-    """What a node of the outer run that the inner run freed (retain_graph=False) holds in
-    place of its saved tensors: reading them raises torch's error for a second backward,
-    when the outer run gets to the node (not a TypeError from a rule reading None)."""
+class _FreedOp:
+    """The op of a node of the outer run that the inner run freed (retain_graph=False): its
+    rule raises torch's error for a second backward when the outer run gets to the node
+    (the outer run checked its nodes before it began, when this one still held its saved
+    tensors). Anything else is the op's."""
 
-    __slots__ = ("node",)
+    __slots__ = ("op",)
 
-    def __init__(self, node):
-        self.node = node
-
-    def __getitem__(self, i):
-        raise freed_graph_error(self.node)
-
-    def __iter__(self):
-        raise freed_graph_error(self.node)
+    def __init__(self, op):
+        self.op = op
 
     def __getattr__(self, name):
-        raise freed_graph_error(self.node)
+        return getattr(self.op, name)
+
+    def backward(self, node, *grads):
+        raise freed_graph_error(node)
 
 
 def set_aside(outer):
@@ -39,8 +37,7 @@ def set_aside(outer):
                 pending.append((meta, meta.current_grad))
                 meta.current_grad = None
         if not getattr(node, "released", True) and getattr(node, "saved_something", False):
-            holding.append((node, node._inputs is not None, node._outputs is not None,
-                            node.aux is not None))
+            holding.append(node)
     for meta in outer.targets:
         if meta.current_grad is not None:
             pending.append((meta, meta.current_grad))
@@ -50,15 +47,9 @@ def set_aside(outer):
 
 def put_back(pending, holding):
     """The outer run's gradients back in their metas (what the inner run left there was its
-    own, and goes); the saved tensors the inner run freed raise when read."""
+    own, and goes); a node the inner run freed raises when the outer run gets to it."""
     for meta, g in pending:
         meta.current_grad = g
-    for node, inputs, outputs, aux in holding:
+    for node in holding:
         if node.released:
-            freed = _Freed(node)
-            if inputs:
-                node._inputs = freed
-            if outputs:
-                node._outputs = freed
-            if aux:
-                node.aux = freed
+            node.op = _FreedOp(node.op)
