@@ -1,5 +1,7 @@
 """Differential fuzzing of whole autograd PROGRAMS: flowgrad against torch, in float64
-(and, from MIXED_SEEDS on, float32 and float64 mixed).
+(and, from MIXED_SEEDS on, float32 and float64 mixed; from AUTOGRAD_SEEDS on, also autograd's
+own features: grad modes, inference_mode, hook handles, post-accumulate hooks, backward's
+inputs= and gradient=, allow_unused, checkpoint, custom Functions: `program_steps2.py`).
 
 A program is generated once, from a seed, as a list of `Step`s over a small pool of named
 tensors: leaves, results of ops, views (slicing, select, unbind, expand, iteration, ...),
@@ -44,6 +46,7 @@ from program_steps import (
     b_storage,
     b_view,
 )
+from program_steps2 import PRELUDE, b_backward2, b_hook2, b_leafgrad, b_mode
 
 import flowgrad as flow
 
@@ -70,9 +73,11 @@ class Program:
     steps: list
     coef: dict = field(default_factory=dict)   # name -> loss coefficient
     loss_skip: frozenset = frozenset()          # names left out of the final loss
+    prelude: str = ""                           # run first by both (custom Functions)
 
     def source(self, final=(), mark=None, note=""):
-        lines = [HEADER]
+        uses = any(".apply(" in s.code for s in self.steps)
+        lines = [HEADER] + self.prelude.splitlines() * uses
         for i, s in enumerate(self.steps):
             lines.append(s.code + (f"  # <-- {note}" if i == mark else ""))
         lines += [c + (f"  # <-- {note}" if mark == "final" and c.startswith("loss.")
@@ -95,6 +100,13 @@ def _exec(code, ns):
     return None
 
 
+def _namespace(module, prelude):
+    ns = {"m": module}
+    if prelude:
+        exec(prelude, ns)
+    return ns
+
+
 def _reset_modes():
     torch.set_grad_enabled(True)
     flow.set_grad_enabled(True)
@@ -113,7 +125,8 @@ class _Gen:
         self.steps: list[Step] = []
         self.names: list[str] = []
         self.made_by: dict[str, str] = {}
-        self.ns = {"m": torch}
+        self.prelude = PRELUDE if seed >= AUTOGRAD_SEEDS else ""
+        self.ns = _namespace(torch, self.prelude)
         self.count = 0
         self.stopped = False
 
@@ -179,7 +192,7 @@ class _Gen:
 
     # committing a step
     def _replay(self):
-        self.ns = {"m": torch}
+        self.ns = _namespace(torch, self.prelude)
         _reset_modes()
         for s in self.steps:
             _exec(s.code, self.ns)
@@ -252,6 +265,14 @@ MIXED_SEEDS = 2_000_000
 # t_, squeeze_ (a tensor's shape changed in place), index_copy_, scatter_, masked_scatter_, ...
 MORE_SEEDS = 3_000_000
 MORE_BUILDERS = STORAGE_BUILDERS + [(14, b_op_more), (16, b_inplace_more)]
+# seeds from AUTOGRAD_SEEDS on (float64) also draw autograd's own features (program_steps2):
+# grad-mode regions and switches, inference_mode, requires_grad toggles, .grad reset and
+# written, .data replaced, hook handles removed, post-accumulate hooks, backward(inputs=,
+# gradient=), autograd.grad(allow_unused=), autograd.backward, losses backwarded later,
+# checkpoint, and the custom Functions of program_steps2.PRELUDE, which both runs define first
+AUTOGRAD_SEEDS = 11_400_000
+AUTOGRAD_BUILDERS = MORE_BUILDERS + [(10, b_mode), (10, b_leafgrad), (8, b_hook2),
+                                     (14, b_backward2)]
 
 
 def grow(g, builders, first_grad):
@@ -274,13 +295,14 @@ def generate(seed):
     """The program of `seed`: a deterministic function of the seed (and torch's behaviour)."""
     g = _Gen(seed)
     _reset_modes()
-    builders = MORE_BUILDERS if seed >= MORE_SEEDS else \
+    builders = AUTOGRAD_BUILDERS if seed >= AUTOGRAD_SEEDS else \
+        MORE_BUILDERS if seed >= MORE_SEEDS else \
         STORAGE_BUILDERS if seed >= STORAGE_SEEDS else BUILDERS
     grow(g, builders, first_grad=True)
     names = [n for s in g.steps for n in s.outs]
     coef = {n: round(g.rng.uniform(-1.5, 1.5), 2) or 0.5 for n in names}
     _reset_modes()
-    return Program(seed, g.steps, coef)
+    return Program(seed, g.steps, coef, prelude=g.prelude)
 
 
 # ---- running both frameworks in lockstep ----------------------------------------------------
@@ -423,7 +445,7 @@ def _loss_ill_conditioned(program, names, nt):
 def execute(program, upto=None):
     """Run `program.steps[:upto]` in both frameworks; the first difference, if any."""
     steps = program.steps if upto is None else program.steps[:upto]
-    nt, nf = {"m": torch}, {"m": flow}
+    nt, nf = _namespace(torch, program.prelude), _namespace(flow, program.prelude)
     names: list[str] = []
     _reset_modes()
     global _FLOAT32_SEEN

@@ -283,7 +283,10 @@ def b_storage(g):
         # grad (torch replays a view's history at its new place), and a leaf that requires
         # grad keeps its place in the graphs built before (torch's leaves a graph built
         # before: autograd.grad calls the leaf unused there)
-        a = g.pick([n for n in names if g.peek(f"not {n}.requires_grad and not {n}._is_view()")
+        # (nor an inference tensor: torch's set_ swaps its storage, then refuses the write
+        # outside inference_mode; flowgrad refuses first. None before AUTOGRAD_SEEDS)
+        a = g.pick([n for n in names if g.peek(f"not {n}.requires_grad and not {n}._is_view()"
+                                               f" and not {n}.is_inference()")
                     and not g.where(n).startswith("base")])
         b = g.pick([n for n in names if n != a])
         return None not in (a, b) and g.commit(f"storage:set_@{g.where(a)}",
