@@ -368,6 +368,22 @@ d.retain_grad()
 out += [b.grad, d.grad, x.grad]
 """
 
+# program_fuzz seed 11409717: autograd.grad of one output of a node that does not run (an
+# iteration/unbind sibling of a used output): torch's engine calls that node's tensor
+# pre-hooks for every output, so a sibling's retain_grad and hooks see its gradient; and a
+# hook of an output no gradient reached, in a node that runs, is called with None
+CASES["capturing_node_runs_its_outputs_hooks_and_unreached_hooks_see_none"] = """
+x = torch.tensor([[1.72], [-0.88], [-1.91]], dtype=torch.float64, requires_grad=True)
+a, b, c = x
+b.retain_grad()
+seen = []
+a.register_hook(lambda g: seen.append(None if g is None else g.clone()))
+out = [torch.autograd.grad((b.tanh() * b + a).sum(), [c], allow_unused=True,
+                           retain_graph=True), b.grad, list(seen)]
+(b.sin() * 1.12).sum().backward()
+out += [b.grad, x.grad, seen]
+"""
+
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", list(CASES))

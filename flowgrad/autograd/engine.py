@@ -44,7 +44,7 @@ class GraphTask:
     """
 
     __slots__ = ("roots", "dependencies", "retain_graph", "save_grad_for_leaf", "targets",
-                 "captured", "stopped", "fed_zero")
+                 "captured", "stopped", "fed_zero", "captures")
 
     def __init__(self, roots, retain_graph, save_grad_for_leaf, targets=None):
         self.roots = list(dict.fromkeys(roots))
@@ -55,6 +55,7 @@ class GraphTask:
         self.dependencies = None
         self.stopped = ()
         self.fed_zero = set()  # tensors an op's rule gave None: a zero gradient, as torch's
+        self.captures = ()  # autograd.grad: the nodes that made a target and do not run
 
     def compute_dependencies(self, create_graph=False):
         """Count, for every reachable node, the edges that point at it (iterative DFS).
@@ -142,6 +143,9 @@ class GraphTask:
             for nxt in nexts(node):
                 if nxt in pruned:
                     pruned[nxt] += 1
+        # (torch's engine calls such a node's tensor pre-hooks, retain_grad's too, for every
+        # output, then captures: its outputs' metas take their gradients: `run_captures`)
+        self.captures = {n for n in producers if n not in pruned}
         return pruned
 
     def apply(self):
@@ -212,7 +216,8 @@ class GraphTask:
             # a rule of one input returned the grad itself (most ops): no tuple, no zip
             meta = metas[0]
             if meta is not None and not (
-                    targets and node.next_nodes[0] not in deps and meta not in targets):
+                    targets and node.next_nodes[0] not in deps and meta not in targets
+                    and node.next_nodes[0] not in self.captures):
                 data, info = in_grads._data, node.input_infos[0]  # (_add_grad, inline)
                 if data.dtype is not info[1] or data.shape != info[0]:
                     in_grads = _fit_grad(in_grads, info[0], info[1], node)
@@ -228,7 +233,8 @@ class GraphTask:
                     f"{len(metas)} inputs; return one gradient (or None) per input")
             for meta, nxt, g, info in zip(metas, node.next_nodes, in_grads, node.input_infos):
                 if meta is None or g is None or (
-                        targets and nxt not in deps and meta not in targets):
+                        targets and nxt not in deps and meta not in targets
+                        and nxt not in self.captures):
                     if g is None and meta is not None and \
                             getattr(node.op, "materialize_grads", None) is None:
                         self.fed_zero.add(meta)  # (not a custom Function's None)
@@ -275,11 +281,23 @@ class GraphTask:
             # nothing reached (an unbind sibling of a used output) is None, not the zeros
             # the node's rule gets
             self.captured[meta] = g if reached or meta in self.fed_zero else None
+        if not (reached or meta in self.fed_zero):  # torch's hooks see the undefined gradient
+            _node_hooks.none_to_hooks((meta,))     # (None); its retain_grad skips it
+            return g
         if meta.hooks:
             g = _run_hooks(meta.hooks, g)
-        if meta.retain_grad and (reached or meta in self.fed_zero):  # (torch's retain_grad
-            _retain(meta, g)                                        # skips an undefined one)
+        if meta.retain_grad:
+            _retain(meta, g)
         return g
+
+    def run_captures(self):
+        """The outputs of a node that made an autograd.grad target and does not run, other
+        than the targets: their gradients go through their hooks and retain_grad, then go,
+        as torch's engine calls the tensor pre-hooks of a capturing node it does not run."""
+        for node in self.captures:
+            for meta in node.output_metas:
+                if meta not in self.targets and meta.current_grad is not None:
+                    self._take_grad(meta, None)
 
     def collect(self, meta):
         """The gradient a target received (None when nothing reached it), after its hooks;
@@ -672,6 +690,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     state = grad_mode._state  # (hooks and retain_grad of the targets run in the run's mode)
     prev, state.enabled = state.enabled, bool(create_graph)
     try:  # (once per target: an input passed twice gets its gradient twice, as torch's)
+        task.run_captures()
         collected = {m: _c_ordered(task.collect(m)) for m in targets}
     except BaseException:
         task.clear()  # (a hook raised: the other inputs' grads are not left for a next run)
