@@ -75,3 +75,15 @@ def test_views_of_inference_tensors_skip_view_tracking():
     assert untracked._view is None and untracked._counter is INFERENCE_COUNTER
     assert normal_view._view is not None and not normal_view.is_inference()
     assert normal_view._counter is base._counter
+
+
+@pytest.mark.parametrize("m", [flow, torch], ids=["flowgrad", "torch"])
+def test_views_of_an_inference_tensor_made_outside_are_not_tracked(m):
+    # program_fuzz seed 11409578: a view of an inference tensor made outside inference_mode
+    # (iteration, select, split, t) was a tracked view, so detach_() on it raised; torch
+    # tracks none: it is no view, and detach_() works
+    with m.inference_mode():
+        a = m.ones(2, 3)
+    for v in (list(a)[1], a.unbind(0)[1], a[1], a.split(1)[1], a.t()):
+        assert not v._is_view() and v.is_inference()
+        v.detach_()

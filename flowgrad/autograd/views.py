@@ -81,6 +81,8 @@ def mark_view(src, view, op, attrs, index):
     if counter is None:
         counter = src._counter = VersionCounter()
     view._counter = counter
+    if counter.__class__ is not VersionCounter:  # an inference tensor's (made outside
+        return  # inference_mode): no view tracking, as torch's (detach_ works on it)
     creation = DEFAULT if _state.enabled else NO_GRAD
     if op.n_out is None:  # split/unbind/chunk: one node for several views
         creation |= MULTI_OUTPUT
