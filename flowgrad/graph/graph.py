@@ -55,6 +55,7 @@ from .call_args import (
 )
 from .escapes import escape_watch, warn_escaped
 from .ir import INPUT, NODE, STATE, StalePlanError
+from .layout_reads import exact_layout, layout_changed, watching_layout_reads
 from .plan_checks import (
     _GONE,
     _bindings,
@@ -338,8 +339,11 @@ class Graph:
                 tracer.program.inputs.append(tracer.bind(t, INPUT, i))
         tracer.program.inputs_requiring_grad = _requiring_grad(flat)
         rng_before = _random._snapshot()  # (a failed trace puts it back, and the writes)
+        layout_read = []
         try:
-            out, rebound, bound, reads = self._traced_build(tracer, args, kwargs, amp, amp_dtype)
+            with watching_layout_reads(tracer, layout_read):
+                out, rebound, bound, reads = self._traced_build(tracer, args, kwargs, amp,
+                                                                amp_dtype)
         except BaseException:
             tracer.restore_writes()
             _random._restore(rng_before)
@@ -370,8 +374,11 @@ class Graph:
         # an input the plan writes into: whether a write through a reshape of it reached it
         # depended on its layout (a view, or a copy): later calls must have the same
         reshaped = _reshaped_inputs(program) if program.input_writes else ()
-        program.input_layouts = {i: _layout(flat[i]) for i in program.input_writes
+        program.input_layouts = {i: (_layout, _layout(flat[i])) for i in program.input_writes
                                  if i in reshaped}
+        if layout_read:  # (build branched on a layout: every input's is watched, exactly)
+            program.input_layouts.update((i, (exact_layout, exact_layout(t))) for i, t in
+                                         enumerate(flat) if isinstance(t, Tensor))
         program.switches = {name: bool(args[0]) if args else True
                             for name, (args, _) in self.config.switches.items()}
         passes.optimize(program, log=(lambda m: self._log(0, "  " + m))
@@ -441,8 +448,10 @@ class Graph:
         traced = program.ambient
         if _default_float[0] is not traced[0] or type(_interpreter.current) is not traced[2]:
             _check_ambient(self, traced)
-        for i, layout in program.input_layouts.items():
-            if _layout(flat[i]) != layout:
+        for i, (how, layout) in program.input_layouts.items():
+            if how(flat[i]) != layout:
+                if how is exact_layout:
+                    raise StalePlanError(layout_changed(self._name, flat, i, layout))
                 raise RuntimeError(
                     f"nn.Graph {self._name}: input {i} has strides {flat[i].stride()}, and "
                     f"build() wrote into the input traced with strides {layout}: whether a "
