@@ -674,3 +674,17 @@ def test_a_view_of_an_input_is_checked_against_each_calls_layout():
     with pytest.raises(RuntimeError, match="view size is not compatible"):
         graph(transposed)
     assert graph(transposed.contiguous()).tolist() == (transposed.reshape(-1) * 2).tolist()
+
+
+def test_a_write_through_a_reshape_of_an_input_runs_on_later_calls():
+    """The input-layout check's loop variable shadowed the optimizers' param layout of the
+    plan: every call after the first of a build writing into an input through a reshape
+    raised 'an optimizer's param groups changed'."""
+    def write(x):
+        x.reshape(-1).add_(1)
+        return x * 2
+
+    graph = flow.nn.Graph.trace(write)
+    for _ in range(3):
+        x, want = flow.ones(2, 3), flow.ones(2, 3)
+        assert graph(x).tolist() == write(want).tolist() and x.tolist() == want.tolist()

@@ -448,13 +448,13 @@ class Graph:
         traced = program.ambient
         if _default_float[0] is not traced[0] or type(_interpreter.current) is not traced[2]:
             _check_ambient(self, traced)
-        for i, (how, layout) in program.input_layouts.items():
-            if how(flat[i]) != layout:
+        for i, (how, traced_layout) in program.input_layouts.items():  # (not `layout`: the
+            if how(flat[i]) != traced_layout:                           # param layout's)
                 if how is exact_layout:
-                    raise StalePlanError(layout_changed(self._name, flat, i, layout))
+                    raise StalePlanError(layout_changed(self._name, flat, i, traced_layout))
                 raise RuntimeError(
                     f"nn.Graph {self._name}: input {i} has strides {flat[i].stride()}, and "
-                    f"build() wrote into the input traced with strides {layout}: whether a "
+                    f"build() wrote into the input traced with strides {traced_layout}: whether a "
                     f"write through a view or reshape of it reaches the input depends on its "
                     f"layout, and the plan keeps the traced one. Pass inputs of one layout "
                     f"(x.contiguous()), or write into a clone inside build")
