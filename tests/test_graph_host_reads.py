@@ -688,3 +688,23 @@ def test_a_write_through_a_reshape_of_an_input_runs_on_later_calls():
     for _ in range(3):
         x, want = flow.ones(2, 3), flow.ones(2, 3)
         assert graph(x).tolist() == write(want).tolist() and x.tolist() == want.tolist()
+
+
+def test_contiguous_of_an_input_is_made_on_each_call_of_a_plan():
+    """x.contiguous() of an input traced contiguous returned the input itself: the plan's
+    view(-1) of it then refused a later transposed input, which eagerly is copied first. A
+    write through it still reaches the input, as eagerly."""
+    graph = flow.nn.Graph.trace(lambda x: x.contiguous().view(-1) * 2)
+    graph(flow.ones(2, 3))
+    transposed = flow.arange(6.0).reshape(3, 2).t()
+    assert graph(transposed).tolist() == (transposed.contiguous().view(-1) * 2).tolist()
+
+    def write(x):
+        y = x.contiguous()
+        y.add_(1)
+        return y * 2
+
+    graph = flow.nn.Graph.trace(write)
+    for _ in range(2):
+        x = flow.ones(2, 3)
+        assert graph(x).tolist() == [[4.0] * 3] * 2 and x.tolist() == [[2.0] * 3] * 2

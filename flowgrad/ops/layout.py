@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd import interpreter as _interpreter
 from .view_geometry import expand_strides, view_strides
 
 
@@ -403,3 +404,23 @@ def in_suggested_order(xp, out, order):
     if order is None or out.ndim != len(order):
         return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
     return in_order(xp, out, order)
+
+
+def c_contiguous(input, reshape, clone):
+    """contiguous(): a C-ordered `clone` of a tensor that is not, else itself; of a graph input
+    while a plan is traced, a `reshape` op to one dim and back, which each call makes a view
+    of the input (writes through it reach the input, as eagerly) where its layout lets it,
+    and a C-ordered copy where a later call's input is not contiguous (returning the input
+    froze the traced layout: a view() of it then refused a transposed input that eagerly is
+    copied first)."""
+    if not input._data.flags.c_contiguous:
+        return clone(input)
+    current = _interpreter.current
+    if current is _interpreter.AutogradInterpreter or not getattr(
+            current, "is_input", _no_input)(input):
+        return input
+    return reshape(reshape(input, shape=(input._data.size,)), shape=input._data.shape)
+
+
+def _no_input(_):
+    return False

@@ -600,7 +600,7 @@ def contiguous(input, memory_format=None):
                            f"{input.stride()}); use contiguous() or clone()")
     rank = format_rank(memory_format, input.ndim) if memory_format is not None else 0
     if not rank:
-        return input if input._data.flags.c_contiguous else _clone(input)
+        return _layout.c_contiguous(input, _reshape, _clone)
     return input if _layout.format_contiguous(input._data, rank) else _clone(
         input, order=CHANNELS_LAST[rank])
 
