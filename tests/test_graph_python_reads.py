@@ -43,3 +43,32 @@ def test_flowgrads_own_layout_reads_add_no_check():
     graph = flow.nn.Graph.trace(lambda x: x.reshape(-1) * 2)
     graph(flow.ones(2, 3))
     assert graph(flow.arange(6.0).reshape(3, 2).t()).tolist() == [0, 4, 8, 2, 6, 10]
+
+
+_LINEAR = flow.nn.Linear(2, 1)
+OPTIMIZER = flow.optim.SGD(_LINEAR.parameters(), lr=0.5)
+SCHEDULER = flow.optim.lr_scheduler.StepLR(OPTIMIZER, step_size=1, gamma=0.5)
+
+
+def _scaled_by_lr(x):
+    return _LINEAR(x) * OPTIMIZER.param_groups[0]["lr"]
+
+
+def _scaled_by_last_lr(x):
+    return _LINEAR(x) * SCHEDULER.get_last_lr()[0]
+
+
+@pytest.mark.parametrize("fn", [_scaled_by_lr, _scaled_by_last_lr])
+def test_an_optimizers_rate_read_through_a_global_is_watched(fn):
+    """OPTIMIZER.param_groups[0]['lr'] (or a scheduler's last rate) read in build through a
+    global optimizer not registered with add_optimizer: the plan kept the traced rate after
+    the user or a scheduler changed it."""
+    x = flow.ones(1, 2)
+    graph, compiled = flow.nn.Graph.trace(fn), flow.compile(fn)
+    assert graph(x).item() == compiled(x).item() == fn(x).item()
+    SCHEDULER.step()
+    with pytest.raises(StalePlanError, match="param_groups|last_lr"):
+        graph(x)
+    assert compiled(x).item() == fn(x).item()
+    OPTIMIZER.param_groups[0]["lr"] = 0.25
+    assert compiled(x).item() == fn(x).item()

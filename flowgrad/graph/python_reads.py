@@ -22,6 +22,8 @@ import numpy as np
 
 from ..nn import module_hooks as _global_hooks
 from ..nn.module import Module
+from ..optim.lr_scheduler import LRScheduler
+from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from .ir import CONST
 from .sites import _PACKAGE
@@ -140,6 +142,9 @@ def python_reads(graph, modules, settings_of, state=()):
     walked; so are the hooks of the modules and of the `state` tensors."""
     roots = [type(graph).build, *_methods(type(graph)), *_hook_functions(modules, state)]
     inside = {id(m) for m in modules}
+    # (add_optimizer's: the plan reads their options each call; build names them to test
+    # `opt is not None`)
+    registered = {id(s) for pair in graph._optimizers for s in pair if s is not None}
     settings, bindings, seen, codes, lists, arrays = [], [], set(), [], [], []
     for cls in {type(m) for m in modules}:
         roots += _methods(cls)
@@ -151,6 +156,9 @@ def python_reads(graph, modules, settings_of, state=()):
                 roots.append(value)
             elif _plain_container(value) or isinstance(value, np.ndarray):  # (if the code
                 lists.append((module, name, value))                          # names it)
+            elif isinstance(value, _STEPPERS) and id(value) not in registered:  # (self.opt)
+                settings += _stepper_settings(value, f"attribute {name} of a "
+                                                     f"{type(module).__name__}")
             elif _user_object(value):  # (self.cfg.temperature)
                 settings += [(value, f"attribute {name} of a {type(module).__name__}: "
                               f"{name}.{k}", k, v) for k, v in vars(value).items()
@@ -203,6 +211,8 @@ def python_reads(graph, modules, settings_of, state=()):
                         inside.add(id(sub))
                         settings += settings_of(sub, f"{path}")
                         todo += [(f, depth + 1) for f in _methods(type(sub))]
+            elif isinstance(value, _STEPPERS) and id(value) not in registered:
+                settings += _stepper_settings(value, path)
             elif _user_object(value):
                 settings += [(value, f"{path}: {name}.{k}", k, v) for k, v in
                              vars(value).items() if not k.startswith("_") and _plain_value(v)]
@@ -229,6 +239,26 @@ def python_reads(graph, modules, settings_of, state=()):
         if value.size <= _LARGEST:
             arrays.append((Tensor._wrap(value), value.copy()))
     return settings, bindings, arrays
+
+
+_STEPPERS = (Optimizer, LRScheduler)
+
+
+def _stepper_settings(value, path):
+    """An optimizer or lr scheduler the traced code reached (OPT.param_groups[0]['lr'],
+    SCHED.get_last_lr()[0] in build, where eagerly each call reads the rate a scheduler or
+    the user set since): its param groups' plain options, and a scheduler's epoch and last
+    rates, compared on each call as settings are."""
+    found = []
+    if isinstance(value, LRScheduler):
+        found += [(value, f"{path}: {name}", name, _snapshot(v) if type(v) is list else v)
+                  for name, v in vars(value).items() if name in ("last_epoch", "_last_lr")]
+        value = getattr(value, "optimizer", None)
+    if isinstance(value, Optimizer):
+        found += [(_Scope(group), f"{path}: param_groups[{i}][{k!r}]", k, v)
+                  for i, group in enumerate(value.param_groups) for k, v in group.items()
+                  if type(k) is str and _plain_value(v)]
+    return found
 
 
 _SKIPPED = frozenset((bool, int, float, str, type(None), tuple, Tensor))
