@@ -5,6 +5,7 @@ that would change what build computed raises StalePlanError in nn.Graph, and flo
 traces anew (its numbers are eager's)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import flowgrad as flow
@@ -72,3 +73,42 @@ def test_an_optimizers_rate_read_through_a_global_is_watched(fn):
     assert compiled(x).item() == fn(x).item()
     OPTIMIZER.param_groups[0]["lr"] = 0.25
     assert compiled(x).item() == fn(x).item()
+
+
+TABLE = [1.0] * 100
+BIG = np.ones(5000)
+
+
+def _from_table(x):
+    return x * TABLE[3]
+
+
+def _from_array_item(x):
+    return x * float(BIG[3])
+
+
+def _from_array_copy(x):
+    return x * flow.tensor(BIG).sum()
+
+
+@pytest.mark.parametrize("fn", [_from_table, _from_array_item, _from_array_copy])
+def test_a_change_in_place_to_a_long_list_or_a_big_array_is_seen(fn):
+    """A list longer than 64 or a NumPy array over 4096 elements that build read was watched
+    by identity only: a change to an element in place gave the traced numbers."""
+    x = flow.ones(2)
+    graph, compiled = flow.nn.Graph.trace(fn), flow.compile(fn)
+    assert graph(x).tolist() == compiled(x).tolist() == fn(x).tolist()
+    TABLE[3], BIG[3] = 2.0, 2.0
+    try:
+        with pytest.raises(StalePlanError, match="TABLE|values of a captured"):
+            graph(x)
+        assert compiled(x).tolist() == fn(x).tolist()
+    finally:
+        TABLE[3], BIG[3] = 1.0, 1.0
+    shared = flow.nn.Graph.trace(lambda x: x * flow.from_numpy(BIG).sum())
+    shared(x)
+    BIG[0] = 3.0  # (read by reference: each call's values, as eagerly)
+    try:
+        assert shared(x).tolist() == [5002.0, 5002.0]
+    finally:
+        BIG[0] = 1.0

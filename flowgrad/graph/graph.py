@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import inspect
+import reprlib
 import time
 
 from .. import random as _random
@@ -72,15 +73,11 @@ from .plan_checks import (
     host_random_states,
     put_back,
     refuse_host_draws,
+    same_array,
 )
 from .python_reads import copied_arrays, is_python_read, python_reads
 from .sites import user_line
 from .tracer import Tracer
-
-
-def _same_array(now, seen):
-    return now.shape == seen.shape and now.dtype == seen.dtype and bool(
-        array_module(now).array_equal(now, seen, equal_nan=now.dtype.kind in "fcV"))
 
 
 class GraphConfig:
@@ -459,7 +456,7 @@ class Graph:
                     f"layout, and the plan keeps the traced one. Pass inputs of one layout "
                     f"(x.contiguous()), or write into a clone inside build")
         for tensor, seen in program.read_guards:
-            if not _same_array(tensor._data, seen):
+            if not same_array(tensor._data, seen):
                 raise StalePlanError(
                     f"nn.Graph {self._name}: build() read the values of a captured tensor "
                     f"or NumPy array (shape {tuple(seen.shape)}: item(), tolist(), an op "
@@ -698,7 +695,7 @@ def _check_ambient(graph, traced):
 def _python_read_changed(name, path, value, now):
     def show(v):
         return "(none)" if v is _GONE else f"{type(v).__name__} at {id(v):#x}" if isinstance(
-            v, (Tensor, Module)) else repr(v)
+            v, (Tensor, Module)) else reprlib.repr(v)
     return (f"nn.Graph {name}: the traced code read {path}, which was {show(value)} when the "
             f"graph compiled and is {show(now)} now; its compiled plan keeps computing with "
             f"the traced value (a Python value read while tracing is frozen into the plan). "

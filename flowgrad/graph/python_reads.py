@@ -137,7 +137,7 @@ def python_reads(graph, modules, settings_of, state=()):
     """(settings, bindings, arrays) for the Python values the traced code read outside
     `modules` (the graph's modules and their submodules): plain values and the plain
     attributes of user objects by value, tensors, modules and NumPy arrays by identity, and a
-    small NumPy array's values too (arrays: (it as a tensor, its values), read guards). A
+    NumPy array's values too (arrays: (it as a tensor, its values), read guards). A
     module reached that way has its settings watched too (`settings_of`), and its methods
     walked; so are the hooks of the modules and of the `state` tensors."""
     roots = [type(graph).build, *_methods(type(graph)), *_hook_functions(modules, state)]
@@ -197,8 +197,7 @@ def python_reads(graph, modules, settings_of, state=()):
             elif isinstance(value, np.ndarray):  # (flow.tensor(WEIGHTS), WEIGHTS[0])
                 bindings.append((store.__dict__ if type(store) is _Scope else store, path,
                                  name, value))
-                if value.size <= _LARGEST:
-                    arrays.append((Tensor._wrap(value), value.copy()))
+                arrays.append((Tensor._wrap(value), value.copy()))
             elif isinstance(value, (Tensor, Module)):
                 if id(value) in inside:
                     continue
@@ -236,8 +235,7 @@ def python_reads(graph, modules, settings_of, state=()):
             continue
         bindings.append((module.__dict__, f"attribute {name} of a {type(module).__name__}",
                          name, value))
-        if value.size <= _LARGEST:
-            arrays.append((Tensor._wrap(value), value.copy()))
+        arrays.append((Tensor._wrap(value), value.copy()))
     return settings, bindings, arrays
 
 
@@ -265,21 +263,20 @@ _SKIPPED = frozenset((bool, int, float, str, type(None), tuple, Tensor))
 
 
 def _plain_container(value):
-    """A short list or dict of plain values: compared by its contents on each call (a copy
-    taken after the trace), as a change in place keeps its identity."""
+    """A list or dict of plain values: compared by its contents on each call (a copy taken
+    after the trace), as a change in place keeps its identity. A long one too (a table
+    build indexes): the comparison is C's, ~1 ns an element, and a change to an element the
+    plan read, unseen, gave the traced numbers."""
     kind = type(value)
     if kind is list:
-        return len(value) <= _LONGEST and all(_plain_value(v) for v in value)
-    return kind is dict and len(value) <= _LONGEST and all(
-        _plain_value(k) and _plain_value(v) for k, v in value.items())
+        return all(_plain_value(v) for v in value)
+    return kind is dict and all(_plain_value(k) and _plain_value(v) for k, v in value.items())
 
 
 def _snapshot(value):
     return list(value) if type(value) is list else dict(value)
 
 
-_LONGEST = 64  # (a longer container is no setting: it is not compared on every call)
-_LARGEST = 4096  # (nor are the values of a larger NumPy array: only its identity)
 
 
 def _hook_functions(modules, state):
