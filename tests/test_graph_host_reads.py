@@ -708,3 +708,22 @@ def test_contiguous_of_an_input_is_made_on_each_call_of_a_plan():
     for _ in range(2):
         x = flow.ones(2, 3)
         assert graph(x).tolist() == [[4.0] * 3] * 2 and x.tolist() == [[2.0] * 3] * 2
+
+
+def test_masked_scatter_runs_for_any_count_of_true_in_a_plan():
+    """masked_scatter's result has the input's size whatever the mask holds, but it was made
+    through the positions of the True elements (value-shaped): a later call whose mask held
+    another count of them raised StalePlanError. Too short a source raises as eagerly."""
+    def fn(x, mask, source):
+        out = x.masked_scatter(mask, source) * flow.arange(1.0, 10.0).reshape(3, 3)
+        out.sum().backward()
+        return out
+
+    graph, x = flow.nn.Graph.trace(fn), flow.zeros(3, 3)
+    for mask in (T([True, False, True]), T([False, True, False]), T([False] * 3)):
+        source, eager_source = flow.arange(6.0, requires_grad=True), flow.arange(
+            6.0, requires_grad=True)
+        assert graph(x, mask, source).tolist() == fn(x, mask, eager_source).tolist()
+        assert source.grad.tolist() == eager_source.grad.tolist()
+    with pytest.raises(RuntimeError, match="Number of elements of source < number of ones"):
+        graph(x, T([True, True, True]), flow.arange(6.0, requires_grad=True))

@@ -39,6 +39,7 @@ from .index import ARRAY, _index, parse_index, refuse_overlapping_value, write_e
 from .index_functions import _fill_value, _masked_fill_
 from .layout import empty_preserving
 from .registry import op
+from .shape import cat
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_reduce",
            "index_copy", "index_fill", "index_put", "take", "take_along_dim", "masked_select",
@@ -141,6 +142,19 @@ def _written_into(input, flat, written):
     """input with `written` (a tensor of input's shape) at the positions flat names, laid out
     as torch's out-of-place writes lay it out (a clone of input written into)."""
     return where(_mask_laid_out_as(input, flat), written, input)
+
+
+@op("masked_positions", differentiable=False)
+def _masked_positions(xp, mask, *, shape, n):
+    """masked_scatter's source index at each position of `shape`: the count of True in the
+    mask (broadcast to `shape`) before it, in C order (0 where the mask is False), after
+    checking that the n source elements are enough."""
+    count = xp.cumsum(xp.broadcast_to(mask, shape).reshape(-1), dtype=xp.int64)
+    k = int(count[-1]) if count.size else 0
+    if k > n:
+        raise RuntimeError(f"masked_scatter(): Number of elements of source < number of ones "
+                           f"in mask ({n} < {k})")
+    return xp.maximum(count - 1, 0).reshape(shape)
 
 
 @op("flat_nonzero", differentiable=False)
@@ -691,13 +705,12 @@ def masked_scatter(input, mask, source):
     if shape != input._data.shape:
         input = input.expand(shape)
     _check_dtype(input, source, "masked_scatter")
-    flat = _flat_nonzero(mask, shape=shape)
-    k = flat._data.size
-    if k > source._data.size:
-        raise RuntimeError(f"masked_scatter(): Number of elements of source < number of ones "
-                           f"in mask ({source._data.size} < {k})")
-    vals = source.reshape(-1)[:k]  # the leading k elements, in order
-    written = _put_flat(vals, flat, shape=shape, accumulate=False)
+    # each position's source element: its size is the input's whatever the mask's count, so
+    # a plan runs it for any mask (the positions of the True ones would be value-shaped)
+    # (an empty source: the mask must be all False, and input's own elements are taken)
+    src = source.reshape(-1) if source._data.size else cat([source.reshape(-1),
+                                                            input.reshape(-1)])
+    written = _take_flat(src, _masked_positions(mask, shape=shape, n=source._data.size))
     # (C-ordered as torch's, which writes into a contiguous clone of input)
     return where(mask if tuple(mask.shape) == shape else mask.expand(shape), written,
                  input).contiguous()
