@@ -727,3 +727,24 @@ def test_masked_scatter_runs_for_any_count_of_true_in_a_plan():
         assert source.grad.tolist() == eager_source.grad.tolist()
     with pytest.raises(RuntimeError, match="Number of elements of source < number of ones"):
         graph(x, T([True, True, True]), flow.arange(6.0, requires_grad=True))
+
+
+@pytest.mark.parametrize("driver", ["gels", "gelsd"])
+def test_lstsq_residuals_of_a_tall_matrix_inside_build(driver):
+    """lstsq of a tall matrix with a driver that returns residuals (only at full rank: their
+    size depends on A's values) was refused inside build (bool() of the rank test); a plan
+    computes them, checking each call's size."""
+    def fn(a, b):
+        return tuple(flow.linalg.lstsq(a, b, driver=driver))[:2]
+
+    graph, b = flow.nn.Graph.trace(fn), T([[1.0], [2.0], [4.0]], dtype=flow.float64)
+    for a in ([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[1.0, 2.0], [0.0, 1.0], [3.0, 1.0]]):
+        a = T(a, dtype=flow.float64)
+        for got, want in zip(graph(a, b), fn(a, b)):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+    with pytest.raises(StalePlanError, match="depends on values"):
+        graph(T([[1.0, 2.0], [1.0, 2.0], [2.0, 4.0]], dtype=flow.float64), b)
+    compiled = flow.compile(fn)
+    for a in ([[1.0, 2.0], [0.0, 1.0], [3.0, 1.0]], [[1.0, 2.0], [1.0, 2.0], [2.0, 4.0]]):
+        a = T(a, dtype=flow.float64)
+        assert [tuple(t.shape) for t in compiled(a, b)] == [tuple(t.shape) for t in fn(a, b)]

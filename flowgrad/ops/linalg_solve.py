@@ -538,10 +538,15 @@ def lstsq(A, B, rcond=None, *, driver=None):
     svals = svdvals(A.detach()) if driver in ("gelsd", "gelss") else empty
     residuals = real(X.reshape(-1)[:0])  # empty, differentiable as torch's, and real
     # full rank everywhere: under vmap, over the whole batch, as torch's batching rule
-    if m > n and driver != "gelsy" and driver is not None and every_example(matrix_rank(A) == n):
+    if m > n and driver != "gelsy" and driver is not None and (
+            varies_per_run(A) or every_example(matrix_rank(A) == n)):
         r = A @ X - Bm
         r = r.abs() if r.is_complex() else r  # complex: |r|^2, real as torch's
         residuals = (r ** 2).sum(-2)  # (..., 1) for a vector B too, as torch's
+        if varies_per_run(A):  # (a plan: whether A has full rank is each call's, and so is
+            # the residuals' size: selected by it, a size the plan checks on every call)
+            kept = residuals.reshape(-1)[(matrix_rank(A) == n).all().expand(residuals.numel())]
+            residuals = kept.reshape(residuals.shape) if kept.numel() else kept
     return LSTSQ(X.squeeze(-1) if vector else X, residuals, rank, svals)
 
 
