@@ -5,6 +5,8 @@ that would change what build computed raises StalePlanError in nn.Graph, and flo
 traces anew (its numbers are eager's)."""
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -112,3 +114,41 @@ def test_a_change_in_place_to_a_long_list_or_a_big_array_is_seen(fn):
         assert shared(x).tolist() == [5002.0, 5002.0]
     finally:
         BIG[0] = 1.0
+
+
+LOOKUP = [[1.0, 2.0], [3.0, 4.0]]
+CONFIG = {"weights": [1.0, 2.0], "array": np.ones(3)}
+
+
+def _from_nested_list(x):
+    return x * LOOKUP[0][1]
+
+
+def _from_dict_of_list(x):
+    return x * CONFIG["weights"][1]
+
+
+def _from_dict_of_array(x):
+    return x * float(CONFIG["array"][1])
+
+
+@pytest.mark.parametrize("fn, change", [
+    (_from_nested_list, lambda: LOOKUP[0].__setitem__(1, 5.0)),
+    (_from_dict_of_list, lambda: CONFIG["weights"].__setitem__(1, 5.0)),
+    (_from_dict_of_array, lambda: CONFIG["array"].__setitem__(1, 5.0)),
+    (_from_dict_of_array, lambda: CONFIG.__setitem__("array", np.full(3, 5.0)))])
+def test_nested_containers_build_reads_are_watched(fn, change):
+    """A list of lists, or a dict holding a list or a NumPy array, was not watched at all: a
+    change to an element the plan read gave the traced numbers."""
+    held = (copy.deepcopy(LOOKUP), copy.deepcopy(CONFIG))
+    x = flow.ones(2)
+    graph, compiled = flow.nn.Graph.trace(fn), flow.compile(fn)
+    assert graph(x).tolist() == compiled(x).tolist() == fn(x).tolist()
+    change()
+    try:
+        with pytest.raises(StalePlanError):
+            graph(x)
+        assert compiled(x).tolist() == fn(x).tolist() == [5.0, 5.0]
+    finally:
+        LOOKUP[:] = held[0]
+        CONFIG.update(held[1])

@@ -194,6 +194,8 @@ def python_reads(graph, modules, settings_of, state=()):
                 settings.append((store, path, name, value))
             elif _plain_container(value):  # (CFG["temperature"], WEIGHTS = [1.0, 2.0])
                 settings.append((store, path, name, _snapshot(value)))
+            elif type(value) is dict:  # (CFG["weights"][0] of a NumPy array, CFG["scale"])
+                _dict_items(value, path, settings, bindings, arrays)
             elif isinstance(value, np.ndarray):  # (flow.tensor(WEIGHTS), WEIGHTS[0])
                 bindings.append((store.__dict__ if type(store) is _Scope else store, path,
                                  name, value))
@@ -262,19 +264,50 @@ def _stepper_settings(value, path):
 _SKIPPED = frozenset((bool, int, float, str, type(None), tuple, Tensor))
 
 
-def _plain_container(value):
-    """A list or dict of plain values: compared by its contents on each call (a copy taken
-    after the trace), as a change in place keeps its identity. A long one too (a table
-    build indexes): the comparison is C's, ~1 ns an element, and a change to an element the
-    plan read, unseen, gave the traced numbers."""
+def _plain_container(value, depth=0):
+    """A list or dict (or a tuple holding them) of plain values or such containers, nested
+    (a lookup table TABLE[i][j]): compared by its contents on each call (a deep copy taken
+    after the trace), as a change in place keeps its identity. A long one too: the
+    comparison is C's, ~1 ns an element, and a change to an element the plan read, unseen,
+    gave the traced numbers."""
     kind = type(value)
-    if kind is list:
-        return all(_plain_value(v) for v in value)
-    return kind is dict and all(_plain_value(k) and _plain_value(v) for k, v in value.items())
+    if depth > _NESTING or kind not in (list, dict, tuple):
+        return False
+    items = value.items() if kind is dict else ((None, v) for v in value)
+    return all(_plain_value(k) and (_plain_value(v) or _plain_container(v, depth + 1))
+               for k, v in items)
 
 
 def _snapshot(value):
-    return list(value) if type(value) is list else dict(value)
+    """A copy of a plain container, its nested lists and dicts copied too (not deepcopy's
+    memo: a long table is copied at C's speed)."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _snapshot(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return kind(_snapshot(v) for v in value) if any(
+            type(v) in _NESTED for v in value) else kind(value)
+    return value
+
+
+_NESTED = (list, dict, tuple)
+
+
+_NESTING = 8  # (deeper, or a container holding itself: not compared)
+
+
+def _dict_items(value, path, settings, bindings, arrays):
+    """The items of a dict the traced code read that is not all plain: a NumPy array or a
+    tensor by identity (and the array's values), a plain value or container by value."""
+    scope = _Scope(value)
+    for key, item in value.items():
+        where = f"{path}[{key!r}]"
+        if isinstance(item, (np.ndarray, Tensor)):
+            bindings.append((value, where, key, item))
+            if isinstance(item, np.ndarray):
+                arrays.append((Tensor._wrap(item), item.copy()))
+        elif _plain_value(item) or _plain_container(item):
+            settings.append((scope, where, key, _snapshot(item)))
 
 
 
