@@ -1,10 +1,11 @@
 """Layout reads in build: user code branching on a traced tensor's `is_contiguous()`,
-`stride()` or `storage_offset()` (`x * x.stride(0)`, `if x.is_contiguous(): ...`). The plan
-keeps the branch taken and the numbers read at trace time, where eagerly each call reads its
-inputs' layouts anew; so while build is traced these methods note a read by the user's code
-of a tensor the plan recomputes, and the plan then checks every input's strides and storage
-offset on each call (`Graph._run`: another layout raises StalePlanError, and flow.compile
-traces anew). flowgrad's own reads are not noted: its ops replay the layout they see.
+`stride()`, `storage_offset()` or `dim_order()` (`x * x.stride(0)`, `if x.is_contiguous():`).
+The plan keeps the branch taken and the numbers read at trace time, where eagerly each call
+reads its inputs' layouts anew; so while build is traced these methods note a read by the
+user's code of a tensor the plan recomputes, and the plan then checks every input's strides
+and storage offset on each call (`Graph._run`: another layout raises StalePlanError, and
+flow.compile traces anew). flowgrad's own reads are not noted: its ops replay the layout
+they see.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import sys
 from ..tensor import Tensor
 from .sites import _INSIDE, _PACKAGE
 
-_READERS = ("stride", "is_contiguous", "storage_offset")
+_READERS = ("stride", "is_contiguous", "storage_offset", "dim_order")
 
 
 def exact_layout(tensor):
