@@ -5,7 +5,10 @@ that would change what build computed raises StalePlanError in nn.Graph, and flo
 traces anew (its numbers are eager's)."""
 from __future__ import annotations
 
+import collections
 import copy
+import functools
+import types
 
 import numpy as np
 import pytest
@@ -152,3 +155,51 @@ def test_nested_containers_build_reads_are_watched(fn, change):
     finally:
         LOOKUP[:] = held[0]
         CONFIG.update(held[1])
+
+
+DIST = flow.distributions.Normal(flow.tensor(0.0), flow.tensor(1.0))
+SCALE_BY = functools.partial(flow.mul, other=2.0)
+ORDERED = collections.OrderedDict(a=2.0)
+NAMESPACE = types.SimpleNamespace(inner=types.SimpleNamespace(s=2.0))
+
+
+def _from_distribution(x):
+    return DIST.log_prob(x)
+
+
+def _from_partial(x):
+    return SCALE_BY(x)
+
+
+def _from_ordered_dict(x):
+    return x * ORDERED["a"]
+
+
+def _from_nested_namespace(x):
+    return x * NAMESPACE.inner.s
+
+
+@pytest.mark.parametrize("fn, change", [
+    (_from_distribution, lambda: globals().__setitem__(
+        "DIST", flow.distributions.Normal(flow.tensor(1.0), flow.tensor(1.0)))),
+    (_from_partial, lambda: globals().__setitem__(
+        "SCALE_BY", functools.partial(flow.mul, other=3.0))),
+    (_from_ordered_dict, lambda: ORDERED.__setitem__("a", 3.0)),
+    (_from_nested_namespace, lambda: setattr(NAMESPACE.inner, "s", 3.0))])
+def test_other_objects_build_reads_are_watched(fn, change):
+    """A global bound to another kind of object (a distribution, a partial) was not watched
+    even by identity, nor a dict subclass's items or a config object's nested attributes:
+    rebinding or changing them gave the traced numbers."""
+    held = (DIST, SCALE_BY, dict(ORDERED), NAMESPACE.inner.s)
+    x = flow.ones(2)
+    graph, compiled = flow.nn.Graph.trace(fn), flow.compile(fn)
+    assert graph(x).tolist() == compiled(x).tolist() == fn(x).tolist()
+    change()
+    try:
+        with pytest.raises(StalePlanError):
+            graph(x)
+        assert compiled(x).tolist() == fn(x).tolist()
+    finally:
+        globals().update(DIST=held[0], SCALE_BY=held[1])
+        ORDERED.update(held[2])
+        NAMESPACE.inner.s = held[3]

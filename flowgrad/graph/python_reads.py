@@ -160,9 +160,8 @@ def python_reads(graph, modules, settings_of, state=()):
                 settings += _stepper_settings(value, f"attribute {name} of a "
                                                      f"{type(module).__name__}")
             elif _user_object(value):  # (self.cfg.temperature)
-                settings += [(value, f"attribute {name} of a {type(module).__name__}: "
-                              f"{name}.{k}", k, v) for k, v in vars(value).items()
-                             if not k.startswith("_") and _plain_value(v)]
+                settings += _object_settings(
+                    value, f"attribute {name} of a {type(module).__name__}: {name}")
     todo = [(f, 0) for f in roots]
     while todo:
         fn, depth = todo.pop()
@@ -194,7 +193,7 @@ def python_reads(graph, modules, settings_of, state=()):
                 settings.append((store, path, name, value))
             elif _plain_container(value):  # (CFG["temperature"], WEIGHTS = [1.0, 2.0])
                 settings.append((store, path, name, _snapshot(value)))
-            elif type(value) is dict:  # (CFG["weights"][0] of a NumPy array, CFG["scale"])
+            elif isinstance(value, dict):  # (CFG["weights"][0] of a NumPy array, CFG["scale"])
                 _dict_items(value, path, settings, bindings, arrays)
             elif isinstance(value, np.ndarray):  # (flow.tensor(WEIGHTS), WEIGHTS[0])
                 bindings.append((store.__dict__ if type(store) is _Scope else store, path,
@@ -215,8 +214,12 @@ def python_reads(graph, modules, settings_of, state=()):
             elif isinstance(value, _STEPPERS) and id(value) not in registered:
                 settings += _stepper_settings(value, path)
             elif _user_object(value):
-                settings += [(value, f"{path}: {name}.{k}", k, v) for k, v in
-                             vars(value).items() if not k.startswith("_") and _plain_value(v)]
+                settings += _object_settings(value, f"{path}: {name}")
+            if users and (isinstance(value, types.FunctionType) or not isinstance(
+                    value, _SETTINGS)):
+                # (rebound: DIST = Normal(...), P = partial(...), ACT = flow.tanh)
+                bindings.append((store.__dict__ if type(store) is _Scope else store, path,
+                                 name, value))
     # the user's classes' plain attributes that the code walked names (class Net: scale = 2.0,
     # read as self.scale)
     classes, named = {}, set()
@@ -242,6 +245,24 @@ def python_reads(graph, modules, settings_of, state=()):
 
 
 _STEPPERS = (Optimizer, LRScheduler)
+# (what the walk compares by value, or binds itself, or what is no value of the code's)
+_SETTINGS = (*_SCALARS, tuple, list, dict, np.ndarray, Tensor, Module, type, types.ModuleType,
+             types.BuiltinFunctionType, types.FunctionType)
+
+
+def _object_settings(value, path, depth=0):
+    """The plain attributes (values, containers) of a user object the code reached
+    (cfg.temperature, cfg.weights), and of the user objects it holds (cfg.inner.scale)."""
+    found = []
+    for k, v in vars(value).items():
+        if k.startswith("_"):
+            continue
+        if _plain_value(v) or _plain_container(v):
+            found.append((value, f"{path}.{k}", k, _snapshot(v)))
+        elif depth < _NESTING and _user_object(v):
+            found += [(value, f"{path}.{k}", k, v)] + _object_settings(v, f"{path}.{k}",
+                                                                      depth + 1)
+    return found
 
 
 def _stepper_settings(value, path):
@@ -271,9 +292,11 @@ def _plain_container(value, depth=0):
     comparison is C's, ~1 ns an element, and a change to an element the plan read, unseen,
     gave the traced numbers."""
     kind = type(value)
-    if depth > _NESTING or kind not in (list, dict, tuple):
+    if depth > _NESTING or kind is not list and kind is not tuple and not isinstance(
+            value, dict):  # (an OrderedDict, a defaultdict too)
         return False
-    items = value.items() if kind is dict else ((None, v) for v in value)
+    items = value.items() if kind is not list and kind is not tuple else (
+        (None, v) for v in value)
     return all(_plain_value(k) and (_plain_value(v) or _plain_container(v, depth + 1))
                for k, v in items)
 
@@ -282,15 +305,15 @@ def _snapshot(value):
     """A copy of a plain container, its nested lists and dicts copied too (not deepcopy's
     memo: a long table is copied at C's speed)."""
     kind = type(value)
-    if kind is dict:
+    if isinstance(value, dict):
         return {k: _snapshot(v) for k, v in value.items()}
     if kind is list or kind is tuple:
         return kind(_snapshot(v) for v in value) if any(
-            type(v) in _NESTED for v in value) else kind(value)
+            type(v) in _NESTED or isinstance(v, dict) for v in value) else kind(value)
     return value
 
 
-_NESTED = (list, dict, tuple)
+_NESTED = (list, tuple)
 
 
 _NESTING = 8  # (deeper, or a container holding itself: not compared)
