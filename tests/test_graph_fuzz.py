@@ -141,3 +141,17 @@ def test_autograd_grad_reaches_a_parameter_read_before_its_in_place_write():
 
     want = [2 * 0.5 + 1, 2 * -1.0 + 1]  # the leaf's gradient from both reads
     assert _Step(step, holder)().tolist() == want
+
+
+def test_an_in_place_write_of_another_dtype_keeps_the_targets_in_a_plan():
+    """Seed 11205141: t6.clone().mul_(t8.sigmoid()) with t6 float32 and t8 float64 came
+    back float64 from the plan (the trace recorded the float64 product as the tensor's new
+    value, without the cast back the write into float32 storage makes); a half tensor's
+    add_ of a float64 one kept float64 values too."""
+    b = flow.rand(3, dtype=flow.float64)
+    for fn in (lambda a: a.clone().mul_(b.sigmoid()), lambda a: a.clone().addcmul_(b, b),
+               lambda a: a.half().clone().add_(b).float()):
+        graph, a = flow.nn.Graph.trace(fn), flow.rand(4, 3)
+        graph(a)
+        got, want = graph(a), fn(a)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()

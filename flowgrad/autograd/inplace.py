@@ -658,6 +658,9 @@ def write_inplace(target, result, name):
     _check_writable(target, data, name)
     current = _interpreter.current
     if current is not AutogradInterpreter:  # (vmap refuses a batched result into an
+        if data.dtype != target._data.dtype:  # (the storage keeps its dtype: a tracer's plan
+            result = result.to(target.dtype)  # holds the cast the write makes, x.mul_(f64))
+            data = result._data
         _tell(current, "writing", target, result)  # unbatched tensor: before the write)
     if data is not target._data:
         assign(target._data, data, name)
