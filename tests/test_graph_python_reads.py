@@ -203,3 +203,37 @@ def test_other_objects_build_reads_are_watched(fn, change):
         globals().update(DIST=held[0], SCALE_BY=held[1])
         ORDERED.update(held[2])
         NAMESPACE.inner.s = held[3]
+
+
+def test_a_registered_optimizers_option_read_in_build_is_watched():
+    """build reading the lr of the graph's own optimizer (add_optimizer) kept the traced one
+    after its scheduler changed it; a build that only names the optimizer runs on."""
+    linear = flow.nn.Linear(2, 1)
+    opt = flow.optim.SGD(linear.parameters(), lr=0.5)
+    sched = flow.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+
+    class Step(flow.nn.Graph):
+        reads = True
+
+        def __init__(self):
+            super().__init__()
+            self.linear = linear
+            self.add_optimizer(opt, lr_sch=sched)
+
+        def build(self, x):
+            scale = opt.param_groups[0]["lr"] if self.reads else float(opt is not None)
+            loss = (self.linear(x) * scale).sum()
+            loss.backward()
+            return loss
+
+    x = flow.ones(1, 2)
+    step = Step()
+    step(x)
+    with pytest.raises(StalePlanError, match=r"param_groups\[0\]\['lr'\]"):
+        step(x)
+    assert opt.param_groups[0]["lr"] == 0.25
+    Step.reads = False
+    step = Step()
+    for _ in range(3):
+        step(x)
+    assert opt.param_groups[0]["lr"] == 0.25 / 8

@@ -55,6 +55,7 @@ from .call_args import (
     signature_key,
 )
 from .escapes import escape_watch, warn_escaped
+from .group_reads import noting_group_reads
 from .ir import INPUT, NODE, STATE, StalePlanError
 from .layout_reads import exact_layout, layout_changed, watching_layout_reads
 from .plan_checks import (
@@ -336,9 +337,10 @@ class Graph:
                 tracer.program.inputs.append(tracer.bind(t, INPUT, i))
         tracer.program.inputs_requiring_grad = _requiring_grad(flat)
         rng_before = _random._snapshot()  # (a failed trace puts it back, and the writes)
-        layout_read = []
+        layout_read, group_read = [], []
         try:
-            with watching_layout_reads(tracer, layout_read):
+            with watching_layout_reads(tracer, layout_read), noting_group_reads(
+                    [opt for opt, _ in self._optimizers], group_read):
                 out, rebound, bound, reads = self._traced_build(tracer, args, kwargs, amp,
                                                                 amp_dtype)
         except BaseException:
@@ -394,7 +396,7 @@ class Graph:
         program.read_guards += copied_arrays(arrays, program)  # (flow.tensor(WEIGHTS))
         compiled = (program, plan, rebuild, input_signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers), _trainable(state),
-                    _settings(self, reads) + read_settings,
+                    _settings(self, reads) + read_settings + group_read,
                     _bindings(self, program.attribute_sets) + read_bindings,
                     _hooks(self, state),
                     _state_meta(state))
