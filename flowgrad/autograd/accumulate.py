@@ -37,7 +37,7 @@ def check_assigned_data(tensor, value, is_tensor):
     if not is_tensor:
         raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}; "
                         f"wrap it as flowgrad.tensor(value)")
-    if tensor.requires_grad and value._data.dtype.kind not in "fc":
+    if tensor.requires_grad and value._data.dtype.kind not in "fcV":  # (V: bfloat16)
         raise RuntimeError(f"data set to a tensor that requires gradients must be floating "
                            f"point or complex dtype, got {value.dtype}; call "
                            f"requires_grad_(False) first or assign a float tensor")

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..device import memory_owner
 from . import grad_mode
+from . import inference as _inference  # (at call time: inference imports this module)
 from . import meta as _meta
 from .meta import VersionCounter, carry_over, leave_leaf
 
@@ -82,7 +83,10 @@ def mark_view(src, view, op, attrs, index):
         counter = src._counter = VersionCounter()
     view._counter = counter
     if counter.__class__ is not VersionCounter:  # an inference tensor's (made outside
-        return  # inference_mode): no view tracking, as torch's (detach_ works on it)
+        # inference_mode): no view tracking, as torch's (detach_ works on it), and, as a
+        # view of one, no versions (its _version and writes refused outside the mode)
+        view._counter = _inference.INFERENCE_COUNTER
+        return
     creation = DEFAULT if _state.enabled else NO_GRAD
     if op.n_out is None:  # split/unbind/chunk: one node for several views
         creation |= MULTI_OUTPUT
