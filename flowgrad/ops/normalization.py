@@ -30,6 +30,7 @@ from .reduce import mean_array
 from .registry import op
 from .shape import relaid
 from .special import chunk_elements
+from .summation import row_sums
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
            "local_response_norm", "normalize"]
@@ -178,14 +179,15 @@ class _Outer:
         return xp.matmul(self.left[:r], self.right, out=self.out[:r])
 
 
-def _sum_squares(xp, y, ones):
-    """Each row's sum of squares by a BLAS gemv of the squares: its blocked float32 sums are
-    within a few ulps, as torch's cascaded moments (einsum's one running float32 sum was
-    2.9e-6 off over 1000 values: layer_norm's output 36x torch's error, precision_fuzz seeds
-    9402986, 9405512). As fast as the einsum on (2048, 128) float32, 8% faster on longer
-    rows (the temporary of squares was thought to cost more: it does not)."""
+def _sum_squares(xp, y):
+    """Each row's sum of squares by BLAS gemvs of the squares (`row_sums`, blocks of 128
+    columns): within a few ulps, as torch's cascaded moments (einsum's one running float32 sum
+    was 2.9e-6 off over 1000 values: layer_norm's output 36x torch's error, precision_fuzz
+    seeds 9402986, 9405512; one gemv along a row of 4096, 9e-6: seed 11126793). As fast as
+    the einsum on (2048, 128) float32, 8% faster on longer rows (the temporary of squares was
+    thought to cost more: it does not)."""
     sq = xp.multiply(y, y)
-    return xp.matmul(sq, ones)
+    return row_sums(xp, sq)
 
 
 def _rows_forward(xp, x, k, w, b, eps):
@@ -198,10 +200,10 @@ def _rows_forward(xp, x, k, w, b, eps):
     m = x.size // n
     x2 = x.reshape(m, n)
     ones = xp.ones(n, x.dtype)
-    mean = xp.matmul(x2, ones)
+    mean = row_sums(xp, x2)
     mean /= n
     y = xp.subtract(x2, mean[:, None])
-    rstd = _sum_squares(xp, y, ones)
+    rstd = _sum_squares(xp, y)
     rstd /= n
     if x.dtype != xp.float64 and not xp.all(mean * mean <= rstd):  # (rstd: the variance)
         # the residual mean r: x - mean is exact near the mean, so y - r are the deviations
@@ -209,12 +211,12 @@ def _rows_forward(xp, x, k, w, b, eps):
         # it; y alone carried the mean's rounding (see `_deviations`). Taken off the rows
         # only where it moves them by more than half an ulp of their spread. Rows whose
         # mean is within their spread of 0 (most: activations about 0) skip all of it
-        r = xp.matmul(y, ones)
+        r = row_sums(xp, y)
         r /= n
         mean = mean.astype(xp.float64) + r
         if not xp.all(r * r <= rstd * (_EPS32 / 2) ** 2):
             y -= r[:, None]
-            rstd = _sum_squares(xp, y, ones)
+            rstd = _sum_squares(xp, y)
             rstd /= n
     rstd += eps
     xp.sqrt(rstd, out=rstd)
@@ -277,7 +279,7 @@ def _rows_backward(xp, x, mean, rstd, dy, w, k, need_w, need_b):
         r = rs[r0:r1]
         b = xp.matmul(p, w2) * r * r / -n  # (-ds rstd^2 / n, left to right: no underflow)
         xp.multiply(dy2[r0:r1], outer(xp, r), out=g)
-        c = xp.matmul(g, ones) / -n  # (a row of one value: c = -g exactly)
+        c = row_sums(xp, g) / -n  # (a row of one value: c = -g exactly)
         rb = r * b
         if xp.all(xp.isfinite(rb) & ((xp.abs(rb) >= tiny) | (b == 0))):
             q *= rb[:, None]

@@ -106,3 +106,31 @@ def leading_sum_add(x, lead, y, alpha):
     if not 0 < rows <= _CASCADE_ROWS or not x.flags.c_contiguous or x.dtype.char not in "fd":
         return False
     return column_sums_add(x.reshape(rows, x.size // rows), y, alpha)
+
+
+_ROW_BLOCK = 128  # a row's values summed by one gemv at most this many at a time
+
+
+def row_sums(xp, a):
+    """The sums of the rows of a float (m, n) array in blocks of at most _ROW_BLOCK values
+    (one gemv with the blocks as rows), the rows' block sums then added by a second gemv: one
+    gemv along a whole row keeps a running float32 sum per lane, where a few large terms
+    absorb thousands of small ones, each rounded the same way (a layer norm's squares, twenty
+    near 1e36 beside 4000 near 1e31 in a row of 4096: 9e-6 off, precision_fuzz seed
+    11126793; blocked 6e-8, as NumPy's pairwise sum), for 1.4-1.7x one gemv's time (NumPy's
+    sum: 2-3x). Rows of at most two blocks are one gemv, as before."""
+    m, n = a.shape
+    if a.dtype != xp.float32 or n <= 2 * _ROW_BLOCK:
+        return xp.matmul(a, xp.ones(n, a.dtype))
+    size = next((b for b in range(_ROW_BLOCK, _ROW_BLOCK // 4, -1) if n % b == 0), None)
+    if size is not None and a.flags.c_contiguous:  # the blocks are rows of one matrix
+        parts = xp.matmul(a.reshape(-1, size), xp.ones(size, a.dtype)).reshape(m, -1)
+        return xp.matmul(parts, xp.ones(n // size, a.dtype))
+    k, tail = divmod(n, _ROW_BLOCK)
+    full = n - tail
+    parts = xp.matmul(a[:, :full].reshape(m, k, _ROW_BLOCK).transpose(1, 0, 2),
+                      xp.ones(_ROW_BLOCK, a.dtype))
+    total = xp.matmul(xp.ones(k, a.dtype), parts)
+    if tail:
+        total += xp.matmul(a[:, full:], xp.ones(tail, a.dtype))
+    return total
