@@ -49,6 +49,14 @@ PROGRAMS = {
         (slice(None), slice(0, 2)), x[1]), shape=(2, 1, 2)),
     "setitem_whole_reversed": _written(lambda m, x: x.__setitem__(Ellipsis, x.flip(0))),
     "setitem_zero_dim_grad": _with_grad(lambda m, x: x.__setitem__(slice(0, 3), x[1])),
+    # x itself into a region of its very elements whose size-1 dim has another stride
+    # (program_fuzz seed 11138235): torch's copy_ compares every stride, a partial overlap
+    "setitem_itself_size_one_stride": _written(lambda m, x: x.__setitem__(
+        (slice(0, None), slice(None, None, 2)), x), shape=(3, 1)),
+    "setitem_itself_unsqueezed_stride": _written(lambda m, x: x.__setitem__(
+        (None, slice(None), slice(None, None, 3)), x), shape=(3, 1)),
+    "setitem_itself_same_strides": _written(lambda m, x: x.__setitem__(
+        (slice(None), slice(0, 1)), x), shape=(3, 1)),
     # x[advanced] = value: index_put_
     "setitem_list_itself": _written(lambda m, x: x.__setitem__([0, 0, 1, 2, 3, 4], x)),
     "setitem_list_element": _written(lambda m, x: x.__setitem__([2], x[2])),

@@ -514,7 +514,7 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
     try:
         if not advanced:
             region = basic_view(array_module(data), data, spec)
-            if values.ndim and value is not x and values.size == region.size and \
+            if values.ndim and values.size == region.size and \
                     np.broadcast_shapes(values.shape, region.shape) == region.shape and \
                     overlap_status(region, expanded(array_module(values), values,
                                                     region.shape)) == "partial":
