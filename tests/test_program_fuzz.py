@@ -106,9 +106,6 @@ KNOWN_DIFFERENCES = {
              "branch a where does not take gets an exact 0 gradient, its convention)",
     # the programs with autograd's own features (AUTOGRAD_SEEDS): the families above again,
     # and three more
-    **dict.fromkeys([11400089, 11400137, 11400194, 11400641, 11401532, 11401726, 11402347,
-                     11402772, 11404861, 11405657], "as 3000084: torch saves a tensor "
-                    "flowgrad's rule does not read (gather's and masked_select's input)"),
     **dict.fromkeys([11400111, 11401031, 11405296], _OVERLAP),
     11403145: "as 5002044: topk of tied values (after x.data.zero_())",
     11404671: "as 3004303: masked_scatter_ with too short a source",
