@@ -162,17 +162,24 @@ def same_elements(a, b, strict=False):
             and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
 
 
+def shares_elements(a, b):
+    """Whether arrays a and b have an element in common: their bounds overlap and so do their
+    elements (interleaved columns of one matrix do not), decided within a bounded effort
+    (undecided counts as shared, the safe answer for a refusal)."""
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return np.shares_memory(a, b, max_work=10_000)
+    except np.exceptions.TooHardError:
+        return True
+
+
 def _check_no_partial_overlap(name, data, other, target, operand):
     """torch refuses an in-place op whose operand shares some, but not all, of the written
     memory (`x[1:].add_(x[:-1])`): the result would depend on the order of the writes.
     `data` and `other` hold the elements of `target` and `operand` (`memory_of`)."""
-    if other is data or not np.may_share_memory(other, data):
+    if other is data or not shares_elements(other, data):
         return
-    try:  # bounds overlap; do elements? (interleaved columns of one matrix don't)
-        if not np.shares_memory(other, data, max_work=10_000):
-            return
-    except np.exceptions.TooHardError:
-        pass  # undecided: refuse, as the safe answer
     if same_elements(other, data, strict=True):
         return  # `x.add_(x[:])` is fine: each element is read where it is written
     batched = data.ndim > target.ndim

@@ -10,14 +10,13 @@ tensor([1., 0., 1.])
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd.inplace import (
     check_inplace,
     check_no_overlap,
     expanded_view,
     memory_of,
     run_inplace,
+    shares_elements,
     warn_expanded_write,
 )
 from ..errors import fill_scalar
@@ -61,7 +60,7 @@ def _refuse_source_in_self(self, mask=None, source=None):
     """torch's masked_scatter_ reads its source while it writes: a source sharing memory with
     self gives the values of its loop's order (elements it wrote, read again), which this
     out-of-place kernel does not reproduce; refused instead of giving other values."""
-    if isinstance(source, Tensor) and np.shares_memory(memory_of(source), memory_of(self)):
+    if isinstance(source, Tensor) and shares_elements(memory_of(source), memory_of(self)):
         raise NotImplementedError(
             f"masked_scatter_: the source (shape {tuple(source.shape)}) shares memory with "
             f"the tensor written (shape {tuple(self.shape)}): torch's result then depends on "

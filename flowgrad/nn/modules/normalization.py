@@ -122,7 +122,8 @@ class _BatchNorm(_NormBase):
         bn_training = True if self.training else \
             self.running_mean is None and self.running_var is None
         use_stats = not self.training or self.track_running_stats
-        stats_version = self.running_mean._version if self.running_mean is not None else None
+        stats_version = self.running_mean._version if counted and \
+            self.running_mean is not None else None
         try:
             return F.batch_norm(input, self.running_mean if use_stats else None,
                                 self.running_var if use_stats else None, self.weight,
