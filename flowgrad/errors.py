@@ -10,6 +10,8 @@ import types
 
 import numpy as np
 
+from .argument_errors import retold
+from .argument_errors import type_name as _type_name
 from .dtypes import TORCH_SCALAR_NAMES, finfo, from_numpy_dtype, to_real
 
 # the index dtypes most of torch's indexing ops take (some take int64 alone)
@@ -143,11 +145,6 @@ def not_a_tensor(op_name, value, arg="input"):
         raise  # noqa: PLE0704 - the AttributeError being handled had another cause
     raise TypeError(f"{op_name}(): argument '{arg}' (position 1) must be Tensor, not "
                     f"{type(value).__name__}; wrap data with flowgrad.tensor(...)") from None
-
-
-def _type_name(value) -> str:
-    cls = type(value)
-    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
 
 
 def argument_type_error(name, fn, args, kwargs, error):
@@ -333,11 +330,19 @@ def guarded(fn, name, method=False):
             if handled is not NOT_HANDLED:
                 return handled
             reraise_typed(name, fn, args, kwargs, error)
-        except TypeError:
+        except TypeError as error:
             handled = tensor_like_call(public[0], args, kwargs)
             if handled is NOT_HANDLED:
-                raise
+                told = retold(name, method, args, kwargs, error)
+                if told is None:
+                    raise
+                raise told from None
             return handled
+        except ValueError as error:
+            told = retold(name, method, args, kwargs, error)
+            if told is None:
+                raise
+            raise told from None
         except SparseOperandError as error:
             return sparse_form(name, args, kwargs, error)
     public.append(call)
@@ -391,11 +396,19 @@ def _bools_checking(fn, name, strict, method, guard):
             if guard:
                 reraise_typed(name, fn, args, kwargs, error)
             raise
-        except TypeError:
+        except TypeError as error:
             handled = tensor_like_call(public[0], args, kwargs)
             if handled is NOT_HANDLED:
-                raise
+                told = retold(name, method, args, kwargs, error)
+                if told is None:
+                    raise
+                raise told from None
             return handled
+        except ValueError as error:
+            told = retold(name, method, args, kwargs, error)
+            if told is None:
+                raise
+            raise told from None
         except SparseOperandError as error:
             return sparse_form(name, args, kwargs, error)
     public.append(checked)

@@ -48,6 +48,11 @@ def _python_names(fn, method):
 _SCRIPT_ONLY = {"bool", "int", "float", "complex", "functional"}
 
 
+# overloads torch binds for its functions only: the Tensor methods refuse their keywords
+# (`x.mm(y, out_dtype=...)` is a TypeError in torch; test_function_only_overloads shows it)
+_FUNCTION_ONLY = {("mm", "dtype"), ("bmm", "dtype"), ("addmm", "dtype"), ("baddbmm", "dtype")}
+
+
 def _schema_names(name, method):
     """Keyword names of the aten::name overloads Python binds; None without a schema."""
     schemas = torch._C._jit_get_schemas_for_operator(f"aten::{name}")
@@ -62,6 +67,8 @@ def _schema_names(name, method):
             continue  # named-tensor overloads, TorchScript's scalar forms
         if overload.endswith("out"):
             continue  # out= variants (normal.out has a `self` the function lacks)
+        if method and (name, overload) in _FUNCTION_ONLY:
+            continue
         if not any("Tensor" in t for t in types) and not any(a.name == "device" for a in args):
             continue  # TorchScript's int/float/str overloads
         if args and types[0].startswith("List[") and args[0].name in ("a", "self"):
@@ -314,3 +321,19 @@ def test_accelerator_error_classes_and_distributed_flag(module):
         raise module.OutOfMemoryError("x")
     except RuntimeError as error:
         assert str(error) == "x"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, _ in _FUNCTION_ONLY))
+def test_function_only_overloads(name):
+    """torch's methods refuse these overloads' out_dtype, positional or keyword, and so do
+    flowgrad's (its in-place forms once read a third operand as the dtype)."""
+    for lib in (torch, flow):
+        a = lib.ones(2, 2, 2) if name in ("bmm", "baddbmm") else lib.ones(2, 2)
+        args = (a,) if name in ("mm", "bmm") else (a, a)
+        for call in (lambda: getattr(a, name)(*args, out_dtype=lib.float32),
+                     lambda: getattr(a, name)(*args, lib.float32)):
+            with pytest.raises(TypeError):
+                call()
+        if name in ("addmm", "baddbmm"):
+            with pytest.raises(TypeError, match=f"{name}_"):
+                getattr(a, name + "_")(a, a, a)

@@ -112,7 +112,7 @@ def _compare(name, fn):
             # latter to float16, and uint8 vs -3 wraps -3 to 253 as torch's cast does
             input, other = _promote_pair(input, other, name)
         return k(input, other)
-    compare.__name__ = name
+    compare.__name__ = compare.__qualname__ = name
     return compare
 
 

@@ -504,7 +504,7 @@ def _bitwise(name, fn, shift=False):
                 f"\"{'l' if 'left' in name else 'r'}shift_cpu\" not implemented for 'Bool': "
                 f"{name} of two bool operands; convert one with .long() first")
         return k(a, b)
-    public.__name__ = name
+    public.__name__ = public.__qualname__ = name
     public.__doc__ = f"Elementwise {name.replace('_', ' ')} of integer or bool tensors."
     return tensor_method()(public)
 

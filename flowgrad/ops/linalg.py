@@ -182,7 +182,6 @@ def _out_dtype(tensors, out_dtype):
     return tuple(t if t.dtype is d else t.to(d) for t in tensors)
 
 
-@tensor_method()
 def mm(input, mat2, out_dtype=None):
     """2-D matrix product; with `out_dtype`, computed and returned in that dtype.
 
@@ -201,7 +200,6 @@ def mm(input, mat2, out_dtype=None):
     return matmul(input, mat2)
 
 
-@tensor_method()
 def bmm(input, mat2, out_dtype=None):
     """Batched 3-D matrix product (no broadcasting); `out_dtype` as in mm.
 
@@ -327,7 +325,6 @@ def _scaled_add(input, prod, beta, alpha, name, refuse_float=False, blas_alpha=F
     return scaled + prod if input_first else prod + scaled
 
 
-@tensor_method()
 def addmm(input, mat1, mat2, out_dtype=None, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2), in `out_dtype` when given.
 
@@ -364,7 +361,6 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
     return _narrow(_scaled_add(input, mv(mat, vec), beta, alpha, "addmv", blas_alpha=True), low)
 
 
-@tensor_method()
 def baddbmm(input, batch1, batch2, out_dtype=None, *, beta=1, alpha=1):
     """beta * input + alpha * bmm(batch1, batch2), in `out_dtype` when given."""
     if out_dtype is not None:
@@ -373,6 +369,31 @@ def baddbmm(input, batch1, batch2, out_dtype=None, *, beta=1, alpha=1):
     low, (input, batch1, batch2) = _wide(input, batch1, batch2)
     return _narrow(_scaled_add(input, bmm(batch1, batch2), beta, alpha, "baddbmm"), low)
 
+
+
+# torch's methods take no out_dtype, only its functions do (`x.addmm_(a, b, c)` is refused, not
+# c read as a dtype)
+def _mm_method(self, mat2):
+    return mm(self, mat2)
+
+
+def _bmm_method(self, mat2):
+    return bmm(self, mat2)
+
+
+def _addmm_method(self, mat1, mat2, *, beta=1, alpha=1):
+    return addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def _baddbmm_method(self, batch1, batch2, *, beta=1, alpha=1):
+    return baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+for _fn, _method in ((mm, _mm_method), (bmm, _bmm_method), (addmm, _addmm_method),
+                     (baddbmm, _baddbmm_method)):
+    _method.__name__ = _method.__qualname__ = _fn.__name__
+    _method.__doc__ = _fn.__doc__
+    setattr(Tensor, _fn.__name__, _method)
 
 @tensor_method()
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):

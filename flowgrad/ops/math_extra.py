@@ -16,6 +16,7 @@ import math
 
 from .. import dtypes as _dt
 from .. import return_types
+from ..argument_errors import type_name
 from ..device import constant
 from ..errors import expect_tensor, tensor_operand
 from ..tensor import Tensor, tensor_method
@@ -396,10 +397,12 @@ def heaviside(input, values):
     >>> flow.heaviside(flow.tensor([-1.0, 0.0, 2.0]), flow.tensor([0.5]))
     tensor([0.0000, 0.5000, 1.0000])
     """
-    if not isinstance(values, Tensor) or input.dtype is not values.dtype:
+    if not isinstance(values, Tensor):
+        raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not "
+                        f"{type_name(values)}; wrap a number with flowgrad.tensor(...)")
+    if input.dtype is not values.dtype:
         raise RuntimeError(f"heaviside is not yet implemented for tensors with different "
-                           f"dtypes ({input.dtype.name} and "
-                           f"{getattr(values, 'dtype', type(values)).__str__()}); convert "
+                           f"dtypes ({input.dtype.name} and {values.dtype.name}); convert "
                            f"values to the input's dtype")
     return _heaviside(input, values)
 

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from ..argument_errors import float_arg
 from ..autograd.inplace import check_inplace
 from ..dtypes import finfo
 from ..errors import check_probabilities
@@ -73,6 +74,7 @@ def _check_float(self, name, distribution):
 
 def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with samples of the exponential distribution of rate `lambd`."""
+    lambd = float_arg(lambd, "exponential_", "lambd", 1)
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     if not self.numel():  # (torch's kernel, which checks the dtype, runs on no elements)
@@ -85,6 +87,8 @@ def exponential_(self, lambd=1.0, *, generator=None):
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     """Fill with samples of the Cauchy distribution (median, scale `sigma`)."""
+    median = float_arg(median, "cauchy_", "median", 1)
+    sigma = float_arg(sigma, "cauchy_", "sigma", 2)
     _check_float(self, "cauchy_", "Cauchy")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
@@ -94,6 +98,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill with exp(N(mean, std**2)) samples."""
+    mean, std = float_arg(mean, "log_normal_", "mean", 1), float_arg(std, "log_normal_", "std", 2)
     if not std > 0:  # (first, as torch's; its kernel checks the dtype, on elements only)
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     kinds = _FLOAT if self.numel() else _ANY + "c"
@@ -104,6 +109,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
 
 def geometric_(self, p, *, generator=None):
     """Fill with the number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
+    p = float_arg(p, "geometric_", "p", 1)
     if not 0 < p < 1:  # (first, as torch's; its kernel checks the dtype, on elements only)
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     kinds = _FLOAT + _INTEGER if self.numel() else _ANY + "c"  # (torch's kernel checks the

@@ -33,7 +33,7 @@ from .creation import multinomial, tensor, zeros
 from .elementwise import _inplace_binary, where
 from .gather import _index_dim, _put_flat, _written_into
 from .layout import dim_order, format_contiguous, format_strides
-from .linalg import _coefficient, _scaled_add, addbmm, addmm, addmv, baddbmm, outer
+from .linalg import _addmm_method, _baddbmm_method, _coefficient, _scaled_add, addbmm, addmv, outer
 from .no_derivative import without_derivative
 from .norm import vector_norm
 from .pad import pad
@@ -488,8 +488,8 @@ def _scan_in_place(scan):
     return run
 
 
-for _name, _fn in (("addmm_", addmm), ("addmv_", addmv), ("addbmm_", addbmm),
-                   ("baddbmm_", baddbmm), ("addr_", addr), ("renorm_", renorm),
+for _name, _fn in (("addmm_", _addmm_method), ("addmv_", addmv), ("addbmm_", addbmm),
+                   ("baddbmm_", _baddbmm_method), ("addr_", addr), ("renorm_", renorm),
                    ("cumsum_", _scan_in_place(cumsum)), ("cumprod_", _scan_in_place(cumprod))):
     setattr(Tensor, _name, _inplace_binary(_name, _fn))
 

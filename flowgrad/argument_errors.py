@@ -1,0 +1,82 @@
+"""Argument errors told as torch's argument parser tells them: naming the function the user
+called and the types of what it was given, not the inner function or conversion that refused.
+
+`errors.guarded` (the wrapper of every public function and Tensor method) hands its failed
+calls' TypeErrors and ValueErrors to `retold`: a call that did not bind (`x.eq_(y, 0, 2)`,
+which reached an inner `compare(input, other)`) or a tensor of several elements where a
+number belongs (`x.uniform_(y)`, `x.cumsum_(y)`) then names `eq_` / `uniform_` and the
+argument types; any other error passes unchanged.
+"""
+from __future__ import annotations
+
+import numbers
+import re
+
+# Python's own messages for a call that does not bind to the function's parameters
+_UNBOUND = re.compile(r"([\w.<>]+)\(\) (takes |missing \d+ required|got an unexpected keyword"
+                      r"|got multiple values|got some positional-only)")
+# Tensor.__index__ / __float__ of a tensor with several elements (torch's texts)
+_NOT_A_NUMBER = ("only integer tensors of a single element can be converted to an index",
+                 "only one element tensors can be converted to Python scalars")
+_INVALID = "() received an invalid combination of arguments - got ("
+
+
+def type_name(value) -> str:
+    """The name torch's messages give a value's type: 'int', 'Tensor', 'numpy.ndarray'."""
+    cls = type(value)
+    if hasattr(value, "_data"):
+        return cls.__name__
+    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
+
+
+def retold(name, method, args, kwargs, error):
+    """`error` (a TypeError or ValueError that public function `name` raised on `args`,
+    `kwargs`; `method`: args[0] is self) as the TypeError torch's parser raises, when it came
+    from binding the arguments to an inner function or from a tensor where a number belongs;
+    None when it had another cause (or already names `name`), or when an argument is a
+    callable (the refusal may be the user's function's own).
+
+    >>> retold("eq_", True, (0, 1, 2, 3), {}, TypeError("compare() takes 2 positional "
+    ...        "arguments but 4 were given"))
+    TypeError('eq_() received an invalid combination of arguments - got (int, int, int): \
+compare() takes 2 positional arguments but 4 were given')
+    """
+    told = getattr(error, "_untold", None)  # (an inner public function's retelling)
+    text = told if told is not None else str(error)
+    found = _UNBOUND.match(text)
+    if found:
+        if found.group(1).rsplit(".", 1)[-1] == name:
+            return None
+    elif not text.startswith(_NOT_A_NUMBER):
+        return None
+    values = args[1:] if method else args
+    if any(callable(v) and not hasattr(v, "_data") and not isinstance(v, type)
+           for v in (*values, *kwargs.values())):
+        return None
+    if found and "<" in found.group(1):  # (an anonymous inner function: say whose it is)
+        text = name + text[len(found.group(1)):]
+    got = [type_name(v) for v in values] + [f"{k}={type_name(v)}" for k, v in kwargs.items()]
+    new = TypeError(f"{name}{_INVALID}{', '.join(got)}): {text}")
+    new._untold = text
+    return new
+
+
+def float_arg(value, op_name, arg, position):
+    """`value` as a float, or torch's TypeError where its parser refuses it for a `float`
+    argument: None, a string, a complex, a tensor of other than one element in zero dims.
+
+    >>> float_arg(2, "exponential_", "lambd", 1)
+    2.0
+    >>> float_arg(None, "exponential_", "lambd", 1)
+    Traceback (most recent call last):
+    ...
+    TypeError: exponential_(): argument 'lambd' (position 1) must be float, not NoneType
+    """
+    if value.__class__ is float:
+        return value
+    data = getattr(value, "_data", None)
+    if isinstance(value, numbers.Real) if data is None else \
+            data.ndim == 0 and data.dtype.kind in "biuf":
+        return float(value)
+    raise TypeError(f"{op_name}(): argument '{arg}' (position {position}) must be float, not "
+                    f"{type_name(value)}")
