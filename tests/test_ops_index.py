@@ -257,6 +257,8 @@ ERRORS = [
      RuntimeError, "Expected self.dtype to be equal to src.dtype"),
     ("scatter_src_small", lambda x: x.scatter(1, flow.tensor([[0, 1]]), flow.ones(1, 1)),
      RuntimeError, "smaller than src"),
+    ("scatter_src_dims", lambda x: x[0].scatter_add(0, _i(1), flow.ones(3, 4)), RuntimeError,
+     "same number of dimensions as src"),
     ("scatter_reduce_mode", lambda x: x.scatter_reduce(1, flow.tensor([[0]]), flow.ones(1, 1),
                                                        "max"), RuntimeError, "reduce argument"),
     ("scatter_mode", lambda x: x.scatter(1, flow.tensor([[0]]), flow.ones(1, 1), reduce="max"),

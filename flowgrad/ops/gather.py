@@ -209,6 +209,9 @@ def _gather_flat(input, dim, index, name, src=None, allow_negative=False):
     if idx.ndim != len(shape) and not (idx.ndim <= 1 and len(shape) <= 1):
         raise RuntimeError(f"{name}(): Index tensor must have the same number of dimensions as "
                            f"input tensor (index {tuple(idx.shape)}, input {tuple(shape)})")
+    if src is not None and max(src.ndim, 1) != max(idx.ndim, 1):
+        raise RuntimeError(f"{name}(): Index tensor must have the same number of dimensions as "
+                           f"src tensor (index {tuple(idx.shape)}, src {tuple(src.shape)})")
     ishape = shape if shape else (1,)
     idx_n = idx.reshape(-1) if idx.ndim == 0 or not shape else idx  # 0-d acts as 1-d
     for k in range(nd):

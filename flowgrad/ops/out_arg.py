@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from .._warn import warn
+from ..argument_errors import retold
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import (
     expand_write_error,
@@ -438,6 +439,11 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                     if handled is not NOT_HANDLED:
                         return handled
                     reraise_typed(_name, _fn, args, kwargs, error)
+                except (TypeError, ValueError) as error:  # (as errors.guarded's)
+                    told = retold(_name, False, args, kwargs, error)
+                    if told is None:
+                        raise
+                    raise told from None
                 except SparseOperandError as error:  # a sparse operand: its sparse form
                     return sparse_form(_name, args, kwargs, error)
             ran, given = [], dict(kwargs)
@@ -509,6 +515,11 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                 if parsed is None:
                     raise
                 raise parsed from None
+            except TypeError as error:
+                told = retold(_name, False, args, {**given, "out": out}, error)
+                if told is None:
+                    raise
+                raise told from None
         namespace[name] = functools.wraps(fn)(call)
         call.__kwdefaults__["_public"].append(call)  # (the function overrides are told of)
         call._public = call.__kwdefaults__["_public"]
