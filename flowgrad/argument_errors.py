@@ -5,12 +5,17 @@ called and the types of what it was given, not the inner function or conversion 
 calls' TypeErrors and ValueErrors to `retold`: a call that did not bind (`x.eq_(y, 0, 2)`,
 which reached an inner `compare(input, other)`) or a tensor of several elements where a
 number belongs (`x.uniform_(y)`, `x.cumsum_(y)`) then names `eq_` / `uniform_` and the
-argument types; any other error passes unchanged.
+argument types; any other error passes unchanged. Before that, `deprecated_form` tries the
+signatures torch's parser still takes but no longer documents, as torch does when the current
+one does not bind: the positional scale factors of old optimizers' code
+(`p.data.add_(-lr, grad)`, `exp_avg_sq.addcmul_(1 - beta2, grad, grad)`,
+`torch.addmm(beta, input, mat1, mat2)`).
 """
 from __future__ import annotations
 
 import numbers
 import re
+import warnings
 
 # Python's own messages for a call that does not bind to the function's parameters
 _UNBOUND = re.compile(r"([\w.<>]+)\(\) (takes |missing \d+ required|got an unexpected keyword"
@@ -80,3 +85,69 @@ def float_arg(value, op_name, arg, position):
         return float(value)
     raise TypeError(f"{op_name}(): argument '{arg}' (position {position}) must be float, not "
                     f"{type_name(value)}")
+
+
+def _number(value):
+    """A scale factor torch's `Number` arguments take: a Python or NumPy number, or a tensor
+    of one element in zero dims."""
+    data = getattr(value, "_data", None)
+    return isinstance(value, numbers.Number) if data is None else data.ndim == 0
+
+
+def _tensor(value):
+    return getattr(value, "_data", None) is not None
+
+
+_FIRST = {"add": "alpha", "sub": "alpha", "addcmul": "value", "addcdiv": "value"}
+_PRODUCTS = {"addmm": 2, "addmv": 2, "addr": 2, "baddbmm": 2, "addbmm": 2}
+_WARNED = set()
+
+
+def deprecated_form(name, method, args, kwargs):
+    """(args, kwargs) in the current signature of public function `name` for a call in one of
+    torch's deprecated (or positional-scale) signatures, else None: `add(alpha, other)` and
+    sub's; `add(other, alpha)` of two numbers; `addcmul(value, tensor1, tensor2)` and
+    addcdiv's; `addmm(beta, [alpha,] mat1, mat2)` of the methods and `addmm(beta, input,
+    [alpha,] mat1, mat2)` of the functions, and so for addmv, addr, baddbmm and addbmm.
+
+    >>> deprecated_form("sub_", True, ("self", 2, 3), {})
+    (('self', 2), {'alpha': 3})
+    """
+    base = name[:-1] if name.endswith("_") else name
+    if base in _FIRST:
+        key, rest = _FIRST[base], args[1:]
+        if key in kwargs or len(rest) != (2 if base in ("add", "sub") else 3):
+            return None
+        if _number(rest[0]) and all(_tensor(r) for r in rest[1:]):
+            _warn(base, f"{base}(Number {key}, {', '.join(['Tensor'] * (len(rest) - 1))})")
+            return (args[0], *rest[1:]), {**kwargs, key: rest[0]}
+        if base in ("add", "sub") and isinstance(rest[0], numbers.Number) and \
+                isinstance(rest[1], numbers.Number):  # (the Scalar overload: alpha second)
+            return (args[0], rest[0]), {**kwargs, "alpha": rest[1]}
+        return None
+    if base not in _PRODUCTS or "beta" in kwargs or "alpha" in kwargs:
+        return None
+    if not method:  # torch.addmm(beta, input, [alpha,] mat1, mat2)
+        if len(args) < 4 or not _number(args[0]):
+            return None
+        args = (args[1], args[0], *args[2:])
+    rest = args[1:]
+    scales = len(rest) - _PRODUCTS[base]
+    if scales not in (1, 2) or not all(_number(r) for r in rest[:scales]) or \
+            not all(_tensor(r) for r in rest[scales:]):
+        return None
+    _warn(base, f"{base}(Number beta, {'Number alpha, ' * (scales - 1)}Tensor, Tensor)")
+    moved = dict(kwargs, beta=rest[0])
+    if scales == 2:
+        moved["alpha"] = rest[1]
+    return (args[0], *rest[scales:]), moved
+
+
+def _warn(base, signature):
+    if base not in _WARNED:  # (once, as torch's TORCH_WARN_ONCE)
+        _WARNED.add(base)
+        keywords = {"add": "alpha=", "sub": "alpha=", "addcmul": "value=",
+                    "addcdiv": "value="}.get(base, "beta=, alpha=")
+        warnings.warn(f"This overload of {base} is deprecated:\n\t{signature}\nConsider "
+                      f"passing the scale factors as keywords ({keywords}) instead",
+                      UserWarning, stacklevel=4)

@@ -1,6 +1,9 @@
 """Arguments refused as torch refuses them: the same exception class, and a message that
 starts with the function the user called (not an inner function's name or a NumPy
 conversion's words), followed by the argument types where the call did not bind."""
+import contextlib
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -87,3 +90,83 @@ def test_float_arguments_take_what_torch_takes(value):
         x = m.ones(4).exponential_(v)
         results.append(x.shape)
     assert results[0] == tuple(results[1])
+
+
+# torch's deprecated signatures its parser still takes (old optimizers' code): values and
+# gradients as torch's
+DEPRECATED = [
+    "x.add(2, y)", "x.add(2, 3)", "x.sub(2, y)", "m.sub(x, 2, y)", "m.sub(x, 2, 3)",
+    "m.add(x, 2, 3)", "m.add(x, 2, y)", "x.add(m.tensor(2.0), y)", "m.rsub(x, 2, 3)",
+    "x.addcdiv(0.5, y, x + 2)", "m.addcdiv(x, 0.5, y, x + 2)", "m.addcmul(x, 2, y, y)",
+    "x.clone().addcmul_(0.5, y, y)", "x.clone().add_(-0.1, y)", "x.clone().sub_(2, -1)",
+    "x.clone().addcdiv_(2, y, x + 1)",
+    "v.addmv(2, M, x)", "v.addmv(2, 3, M, x)", "M.addr(2, v, x)", "M.addr(2, 3, v, x)",
+    "B.baddbmm(2, B, B)", "B.baddbmm(2, 3, B, B)", "M.addbmm(2, B, B)", "M.addbmm(2, 3, B, B)",
+    "m.addmm(2, M, M, M)", "m.addmm(2, M, 3, M, M)", "M.clone().addmm_(2, M, M)",
+    "m.addmv(2, v, M, x)", "m.baddbmm(2, B, 3, B, B)", "M.clone().addr_(2, 3, v, x)",
+    "m.add(x.detach(), 2, y.detach(), out=m.empty(3))",
+    "m.addmm(2, M.detach(), M.detach(), M.detach(), out=m.empty(3, 3))",
+]
+
+
+def _deprecated_namespace(m):
+    x = m.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    y = m.tensor([0.25, 3.0, -1.0], requires_grad=True)
+    v = m.tensor([2.0, 1.0, -1.0], requires_grad=True)
+    M = m.tensor([[1.0, 2.0, 0.0], [0.5, -1.0, 2.0], [3.0, 0.0, 1.0]], requires_grad=True)
+    B = (M * 0.5).expand(2, 3, 3) + 0.0
+    return {"m": m, "x": x, "y": y, "v": v, "M": M, "B": B}
+
+
+@pytest.mark.parametrize("call", DEPRECATED)
+def test_deprecated_signatures_as_torch(call):
+    results = []
+    for m in (torch, flow):
+        ns = _deprecated_namespace(m)
+        with _quiet():
+            out = eval(call, ns)  # noqa: S307 - the table's own calls
+        leaves = [ns[k] for k in ("x", "y", "v", "M")]
+        grads = [None] * 4
+        if out.requires_grad:
+            grads = m.autograd.grad(out.sum(), leaves, allow_unused=True)
+        results.append([out.detach().numpy()] + [None if g is None else g.numpy()
+                                                 for g in grads])
+    for want, got in zip(*results):
+        assert (want is None) == (got is None)
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@contextlib.contextmanager
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def test_an_old_style_optimizer_step_runs_as_in_torch():
+    """Adam as code written for torch 0.4 has it: positional scale factors everywhere."""
+    finals = []
+    for m in (torch, flow):
+        m.manual_seed(0)
+        w = m.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+        exp_avg, exp_avg_sq = m.zeros(2, 2), m.zeros(2, 2)
+        for step in range(1, 4):
+            loss = ((w @ m.tensor([1.0, 2.0])) ** 2).sum()
+            w.grad = None
+            loss.backward()
+            grad = w.grad.data
+            with _quiet():
+                exp_avg.mul_(0.9).add_(1 - 0.9, grad)
+                exp_avg_sq.mul_(0.999).addcmul_(1 - 0.999, grad, grad)
+                denom = exp_avg_sq.sqrt().add_(1e-8)
+                w.data.addcdiv_(-0.01 / (1 - 0.9 ** step), exp_avg, denom)
+        finals.append(w.detach().numpy())
+    np.testing.assert_allclose(finals[1], finals[0], rtol=1e-6)
+
+
+def test_deprecated_signatures_warn_as_torch():
+    from flowgrad import argument_errors
+    argument_errors._WARNED.discard("addcmul")
+    with pytest.warns(UserWarning, match="This overload of addcmul is deprecated"):
+        flow.ones(2).addcmul(0.5, flow.ones(2), flow.ones(2))

@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 
 from .._warn import warn
-from ..argument_errors import retold
+from ..argument_errors import deprecated_form, retold
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import (
     expand_write_error,
@@ -440,6 +440,10 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                         return handled
                     reraise_typed(_name, _fn, args, kwargs, error)
                 except (TypeError, ValueError) as error:  # (as errors.guarded's)
+                    moved = deprecated_form(_name, False, args, kwargs) \
+                        if isinstance(error, TypeError) else None
+                    if moved is not None:
+                        return _fn(*moved[0], **moved[1])
                     told = retold(_name, False, args, kwargs, error)
                     if told is None:
                         raise
@@ -516,6 +520,9 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                     raise
                 raise parsed from None
             except TypeError as error:
+                moved = deprecated_form(_name, False, args, given)
+                if moved is not None:
+                    return _public[0](*moved[0], out=out, **moved[1])
                 told = retold(_name, False, args, {**given, "out": out}, error)
                 if told is None:
                     raise
