@@ -91,14 +91,16 @@ def _number(value):
     """A scale factor torch's `Number` arguments take: a Python or NumPy number, or a tensor
     of one element in zero dims."""
     data = getattr(value, "_data", None)
-    return isinstance(value, numbers.Number) if data is None else data.ndim == 0
+    return isinstance(value, numbers.Number) if data is None else \
+        data.ndim == 0 and not value.requires_grad
 
 
 def _tensor(value):
     return getattr(value, "_data", None) is not None
 
 
-_FIRST = {"add": "alpha", "sub": "alpha", "addcmul": "value", "addcdiv": "value"}
+_FIRST = {"add": "alpha", "sub": "alpha", "subtract": "alpha", "addcmul": "value",
+          "addcdiv": "value"}
 _PRODUCTS = {"addmm": 2, "addmv": 2, "addr": 2, "baddbmm": 2, "addbmm": 2}
 _WARNED = set()
 
@@ -106,24 +108,27 @@ _WARNED = set()
 def deprecated_form(name, method, args, kwargs):
     """(args, kwargs) in the current signature of public function `name` for a call in one of
     torch's deprecated (or positional-scale) signatures, else None: `add(alpha, other)` and
-    sub's; `add(other, alpha)` of two numbers; `addcmul(value, tensor1, tensor2)` and
+    sub's (also of two numbers); `subtract(other, alpha)` of two numbers (its Scalar
+    overload); `addcmul(value, tensor1, tensor2)` and
     addcdiv's; `addmm(beta, [alpha,] mat1, mat2)` of the methods and `addmm(beta, input,
     [alpha,] mat1, mat2)` of the functions, and so for addmv, addr, baddbmm and addbmm.
 
     >>> deprecated_form("sub_", True, ("self", 2, 3), {})
-    (('self', 2), {'alpha': 3})
+    (('self', 3), {'alpha': 2})
     """
     base = name[:-1] if name.endswith("_") else name
     if base in _FIRST:
         key, rest = _FIRST[base], args[1:]
-        if key in kwargs or len(rest) != (2 if base in ("add", "sub") else 3):
+        if key in kwargs or len(rest) != (3 if key == "value" else 2):
             return None
+        if base == "subtract":  # (no deprecated overload: the Scalar one, alpha second)
+            return ((args[0], rest[0]), {**kwargs, key: rest[1]}) if _number(rest[0]) and \
+                _number(rest[1]) else None
         if _number(rest[0]) and all(_tensor(r) for r in rest[1:]):
             _warn(base, f"{base}(Number {key}, {', '.join(['Tensor'] * (len(rest) - 1))})")
             return (args[0], *rest[1:]), {**kwargs, key: rest[0]}
-        if base in ("add", "sub") and isinstance(rest[0], numbers.Number) and \
-                isinstance(rest[1], numbers.Number):  # (the Scalar overload: alpha second)
-            return (args[0], rest[0]), {**kwargs, "alpha": rest[1]}
+        if key == "alpha" and _number(rest[0]) and _number(rest[1]):  # (a number other)
+            return (args[0], rest[1]), {**kwargs, key: rest[0]}
         return None
     if base not in _PRODUCTS or "beta" in kwargs or "alpha" in kwargs:
         return None

@@ -99,7 +99,9 @@ DEPRECATED = [
     "m.add(x, 2, 3)", "m.add(x, 2, y)", "x.add(m.tensor(2.0), y)", "m.rsub(x, 2, 3)",
     "x.addcdiv(0.5, y, x + 2)", "m.addcdiv(x, 0.5, y, x + 2)", "m.addcmul(x, 2, y, y)",
     "x.clone().addcmul_(0.5, y, y)", "x.clone().add_(-0.1, y)", "x.clone().sub_(2, -1)",
-    "x.clone().addcdiv_(2, y, x + 1)",
+    "x.clone().addcdiv_(2, y, x + 1)", "xi.add(2, False)", "xi.subtract(0.5, 2)",
+    "xi.sub(2, 0.5)", "x.subtract(m.tensor(2.0), 3)", "x.clone().subtract_(2, 2)",
+    "x.add(2, m.ones(3, 3))",
     "v.addmv(2, M, x)", "v.addmv(2, 3, M, x)", "M.addr(2, v, x)", "M.addr(2, 3, v, x)",
     "B.baddbmm(2, B, B)", "B.baddbmm(2, 3, B, B)", "M.addbmm(2, B, B)", "M.addbmm(2, 3, B, B)",
     "m.addmm(2, M, M, M)", "m.addmm(2, M, 3, M, M)", "M.clone().addmm_(2, M, M)",
@@ -115,7 +117,7 @@ def _deprecated_namespace(m):
     v = m.tensor([2.0, 1.0, -1.0], requires_grad=True)
     M = m.tensor([[1.0, 2.0, 0.0], [0.5, -1.0, 2.0], [3.0, 0.0, 1.0]], requires_grad=True)
     B = (M * 0.5).expand(2, 3, 3) + 0.0
-    return {"m": m, "x": x, "y": y, "v": v, "M": M, "B": B}
+    return {"m": m, "x": x, "y": y, "v": v, "M": M, "B": B, "xi": m.tensor([1, -2, 3])}
 
 
 @pytest.mark.parametrize("call", DEPRECATED)
