@@ -44,6 +44,12 @@ REFUSED = [
     ("x.heaviside(-1)", "heaviside"),
     ("m.heaviside(x, 1.0)", "heaviside"),
     ("s.addmm_(s, s, s)", "addmm_"),
+    ("x.neg().relu(1)", "relu"),  # (Tensor.relu took F.relu's `inplace`: x.relu(1) wrote x)
+    ("x.relu(True)", "relu"),
+    ("m.relu(x, True)", "relu"),
+    ("m.selu(x, True)", "selu"),
+    ("m.celu(x, 1.0, True)", "celu"),
+    ("m.threshold(x, 0.5, 2.0, True)", "threshold"),
     ("b.baddbmm_(b, b, -2)", "baddbmm_"),
 ]
 

@@ -89,7 +89,6 @@ def relu_grad_backward(ctx, ddx):
     return None, _relu_grad(y, ddx)  # piecewise linear: no gradient through the mask
 
 
-@tensor_method()
 def relu(input, inplace=False):
     """max(x, 0).
 

@@ -18,13 +18,15 @@ from .. import dtypes as _dt
 from .. import linalg as _linalg
 from .._warn import warn
 from ..tensor import tensor_method
+from . import activation as _act
 from . import nn_misc as _nn_misc
 from . import normalization as _norm
 from . import softmax as _softmax
 
 __all__ = ["dropout", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "group_norm",
            "det", "logdet", "slogdet", "inverse", "result_type", "nuclear_norm", "cholesky",
-           "cond", "while_loop", "softmax", "log_softmax"]
+           "cond", "while_loop", "softmax", "log_softmax", "relu", "selu", "celu", "threshold",
+           "rrelu"]
 
 
 def dropout(input, p, train):
@@ -60,6 +62,41 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     """torch.group_norm: F.group_norm; `cudnn_enabled` is accepted and has no effect."""
     return _norm.group_norm(input, num_groups, weight, bias, eps)
+
+
+# torch.relu and its kin take no `inplace` (F.relu does): `x.relu(True)` and
+# `torch.selu(x, True)` are refused, not run in place; torch.rrelu's fifth is the generator
+@tensor_method()
+def relu(input):
+    """torch.relu and Tensor.relu: max(x, 0) (F.relu without its `inplace`).
+
+    >>> import flowgrad as flow
+    >>> flow.tensor([-1.0, 2.0]).relu()
+    tensor([0., 2.])
+    """
+    if input._data.dtype.kind == "b":  # (F.relu's body: no extra call on this hot path)
+        _act._no_bool(input, "relu")
+    return _act._relu(input)
+
+
+def selu(input):
+    """torch.selu: F.selu without its `inplace`."""
+    return _act.selu(input)
+
+
+def celu(input, alpha=1.0):
+    """torch.celu: F.celu without its `inplace`."""
+    return _act.celu(input, alpha)
+
+
+def threshold(input, threshold, value):
+    """torch.threshold: F.threshold without its `inplace`."""
+    return _act.threshold(input, threshold, value)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """torch.rrelu: F.rrelu without its `inplace` (the generator comes fifth)."""
+    return _act.rrelu(input, lower, upper, training, generator=generator)
 
 
 @tensor_method()
