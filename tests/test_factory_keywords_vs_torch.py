@@ -65,3 +65,23 @@ def test_clone_records_memory_format_and_tensor_flags():
         assert not last.clone(memory_format=T.contiguous_format).is_contiguous(
             memory_format=T.channels_last)
         assert x.is_shared() is False and x.is_quantized is False
+
+
+@pytest.mark.parametrize("name", LIKE)
+def test_like_factories_take_input_by_keyword(name):
+    """torch.zeros_like(input=x): flowgrad's parameter was named x, so the keyword failed."""
+    shapes = []
+    for T in (torch, flow):
+        x = T.ones(2, 3)
+        extra = {"fill_value": 2.0} if name == "full_like" else \
+            {"high": 3} if name == "randint_like" else {}
+        shapes.append(tuple(getattr(T, name)(input=x, **extra).shape))
+    assert shapes[0] == shapes[1] == (2, 3)
+
+
+def test_conv_modules_take_device_and_dtype_positionally():
+    """torch's Conv2d takes device and dtype tenth and eleventh; flowgrad's took an
+    output_padding (the transposed modules') there."""
+    for T in (torch, flow):
+        conv = T.nn.Conv2d(1, 2, 3, 1, 0, 1, 1, True, "zeros", "cpu", T.float64)
+        assert conv.weight.dtype == T.float64

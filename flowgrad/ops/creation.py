@@ -317,8 +317,8 @@ def _device_like(x, device, op_name):
     return x.device if device is None else resolve_device(device, op_name)
 
 
-def zeros_like(x, dtype=None, device=None, requires_grad=False, **options):
-    """Zeros with the shape of `x` and its dtype unless `dtype` is given.
+def zeros_like(input, dtype=None, device=None, requires_grad=False, **options):
+    """Zeros with the shape of `input` and its dtype unless `dtype` is given.
 
     >>> import flowgrad as flow
     >>> flow.zeros_like(flow.tensor([[1, 2], [3, 4]]))
@@ -326,42 +326,43 @@ def zeros_like(x, dtype=None, device=None, requires_grad=False, **options):
             [0, 0]])
     """
     check_hints("zeros_like", options)
-    dev = _device_like(x, device, "zeros_like")
-    return _laid_out(_finish(_filled_like(dev, x, _like(x, dtype).np, 0, options),
-                             requires_grad, dev), x, options)
+    dev = _device_like(input, device, "zeros_like")
+    return _laid_out(_finish(_filled_like(dev, input, _like(input, dtype).np, 0, options),
+                             requires_grad, dev), input, options)
 
 
-def ones_like(x, dtype=None, device=None, requires_grad=False, **options):
-    """Ones with the shape of `x` and its dtype unless `dtype` is given."""
+def ones_like(input, dtype=None, device=None, requires_grad=False, **options):
+    """Ones with the shape of `input` and its dtype unless `dtype` is given."""
     check_hints("ones_like", options)
-    dev = _device_like(x, device, "ones_like")
-    return _laid_out(_finish(_filled_like(dev, x, _like(x, dtype).np, 1, options),
-                             requires_grad, dev), x, options)
+    dev = _device_like(input, device, "ones_like")
+    return _laid_out(_finish(_filled_like(dev, input, _like(input, dtype).np, 1, options),
+                             requires_grad, dev), input, options)
 
 
-def empty_like(x, dtype=None, device=None, requires_grad=False, **options):
-    """An uninitialised tensor shaped like `x`; flowgrad fills it with zeros."""
+def empty_like(input, dtype=None, device=None, requires_grad=False, **options):
+    """An uninitialised tensor shaped like `input`; flowgrad fills it with zeros."""
     check_hints("empty_like", options)
-    return zeros_like(x, dtype, device, requires_grad=requires_grad, **options)
+    return zeros_like(input, dtype, device, requires_grad=requires_grad, **options)
 
 
-def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, **options):
-    """A tensor shaped like `x` filled with `fill_value`, in x's dtype unless `dtype` is given.
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, **options):
+    """A tensor shaped like `input` filled with `fill_value`, in its dtype unless `dtype` is
+    given.
 
     >>> import flowgrad as flow
     >>> flow.full_like(flow.ones(3), 2.5)
     tensor([2.5000, 2.5000, 2.5000])
     """
     check_hints("full_like", options)
-    dev = _device_like(x, device, "full_like")
+    dev = _device_like(input, device, "full_like")
     check_number("full_like", fill_value, "fill_value")
     if isinstance(fill_value, Tensor):  # torch's Scalar: a one-element tensor's value
         fill_value = fill_value.item()
-    d = _like(x, dtype).np
+    d = _like(input, dtype).np
     fill_value = _bool_fill(fill_scalar("full_like", fill_value, d, fill_checks_overflow(
-        d, x._data.size)), d)
-    return _laid_out(_finish(_filled_like(dev, x, d, fill_value, options), requires_grad, dev),
-                     x, options)
+        d, input._data.size)), d)
+    return _laid_out(_finish(_filled_like(dev, input, d, fill_value, options), requires_grad, dev),
+                     input, options)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False, **options):

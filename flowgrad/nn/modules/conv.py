@@ -24,8 +24,10 @@ class _ConvNd(Module):
     _transposed = False
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, padding_mode="zeros", output_padding=0,
-                 device=None, dtype=None):
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None, *, output_padding=0):
+        # (output_padding, the transposed subclasses', is keyword-only: torch's Conv2d takes
+        # device and dtype tenth and eleventh)
         super().__init__()
         tup = {1: _single, 2: _pair, 3: _triple}[self._n]
         name = type(self).__name__
@@ -169,7 +171,8 @@ class _ConvTransposeNd(_ConvNd):
             raise ValueError(f'Only "zeros" padding mode is supported for '
                              f"{type(self).__name__}")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, output_padding, device, dtype)
+                         groups, bias, padding_mode, device, dtype,
+                         output_padding=output_padding)
 
     def _output_padding(self, input, output_size):
         if output_size is None:
