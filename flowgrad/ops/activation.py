@@ -591,6 +591,7 @@ def threshold_(input, threshold, value):
 def prelu(input, weight):
     """max(0, x) + weight * min(0, x), weight per channel (dim 1) or a single one."""
     check_same_dtype("prelu", input, weight=weight)
+    _check_kernel_dtype(input, "prelu_cpu", "fVc")  # (torch's kernel: no integer dtypes)
     if weight._data.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
                            f"ndim = {weight._data.ndim} (shape {tuple(weight._data.shape)})")

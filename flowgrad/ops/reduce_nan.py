@@ -120,9 +120,9 @@ def nanmedian(input, dim=NO_DIM, keepdim=None):
                              f"shape {tuple(input.shape)} and integer dtype {input.dtype} (torch "
                              f"returns an uninitialised value); convert it to a float first")
         return _nanmedian_all(input)
+    d = _wrap_dim(dim, input._data.ndim, "nanmedian")  # (a 0-d input's dims: -1 and 0)
     if input._data.ndim == 0:
         return of_zero_dim("nanmedian", input)
-    d = _wrap_dim(dim, input._data.ndim, "nanmedian")
     if input._data.shape[d] == 0:
         raise IndexError(f"nanmedian(): expected reduction dim {d} to have non-zero size; "
                          f"input has shape {tuple(input.shape)}")

@@ -71,7 +71,8 @@ def flip(input, *args, dims=None):
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
     nd = input._data.ndim
-    d = _dims(dims, nd, "flip") if nd else ()
+    d = _dims(dims, nd, "flip")
+    d = d if nd else ()  # (a 0-d input: its dims -1 and 0 checked, nothing to reverse)
     return _flip(input, dims=d)
 
 

@@ -452,7 +452,7 @@ def broadcast_to(input, size):
     tensor([[1, 2],
             [1, 2]])
     """
-    return expand(input, tuple(size))
+    return expand(input, tuple(size) if isinstance(size, (tuple, list)) else (size,))
 
 
 tensor_method("broadcast_to")(broadcast_to)

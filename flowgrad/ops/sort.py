@@ -76,9 +76,9 @@ def sort(input, dim=-1, descending=False, stable=False):
     (tensor([[1., 2., 3.]]), tensor([[1, 2, 0]]))
     """
     refuse_complex_order(input, "sort")
+    d = _wrap_dim(dim, input._data.ndim, "sort")  # (a 0-d input's dims: -1 and 0)
     if input._data.ndim == 0:
         return of_zero_dim("sort", input)
-    d = _wrap_dim(dim, input._data.ndim, "sort")
     idx = _argsort(input, dim=d, descending=descending)
     return values_indices("sort", _sort_values(input, idx, dim=d), idx)
 

@@ -299,8 +299,14 @@ def _polygamma_args(n, input):
 
 
 def _mvlgamma_args(input, p):
-    """p as torch's argument parser reads it (see _polygamma_args)."""
-    return int_arg(p, "mvlgamma", "p", 2)
+    """p as torch's argument parser reads it (see _polygamma_args); a bool input refused as
+    torch's mvlgamma refuses it."""
+    p = int_arg(p, "mvlgamma", "p", 2)
+    data = getattr(input, "_data", None)
+    if data is not None and data.dtype.kind == "b":
+        raise RuntimeError("mvlgamma: The input tensor may not be a boolean tensor; convert it "
+                           "with .float() first")
+    return p
 
 
 polygamma.parse_args = _polygamma_args

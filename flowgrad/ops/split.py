@@ -202,27 +202,33 @@ def _split_by(input, s, dim, name, need):
 
 
 @tensor_method()
-def hsplit(input, sections=None, *, indices=None):
+def hsplit(input, sections=None, *more, indices=None):
     """split along dim 1 (dim 0 for 1-D input) into `sections` equal parts or at indices.
     torch's keywords: `sections=` (an int) or `indices=` (a list)."""
+    if more:  # x.hsplit(1, 2): torch's int[] indices given as several ints
+        sections = [sections, *more]
     if sections is None or indices is not None:
         sections = _one_of("hsplit", {"sections": sections, "indices": indices})
     return _split_by(input, sections, 1 if input._data.ndim > 1 else 0, "hsplit", 1)
 
 
 @tensor_method()
-def vsplit(input, sections=None, *, indices=None):
+def vsplit(input, sections=None, *more, indices=None):
     """split along dim 0 of a >= 2-D input into `sections` equal parts or at the given indices.
     torch's keywords: `sections=` (an int) or `indices=` (a list)."""
+    if more:  # x.vsplit(1, 2): torch's int[] indices given as several ints
+        sections = [sections, *more]
     if sections is None or indices is not None:
         sections = _one_of("vsplit", {"sections": sections, "indices": indices})
     return _split_by(input, sections, 0, "vsplit", 2)
 
 
 @tensor_method()
-def dsplit(input, sections=None, *, indices=None):
+def dsplit(input, sections=None, *more, indices=None):
     """split along dim 2 of a >= 3-D input into `sections` equal parts or at the given indices.
     torch's keywords: `sections=` (an int) or `indices=` (a list)."""
+    if more:  # x.dsplit(1, 2): torch's int[] indices given as several ints
+        sections = [sections, *more]
     if sections is None or indices is not None:
         sections = _one_of("dsplit", {"sections": sections, "indices": indices})
     return _split_by(input, sections, 2, "dsplit", 3)
