@@ -216,7 +216,9 @@ def test_activation_and_writer_keywords_work_when_called():
         kw = f(x, dim=0, _stacklevel=5)
         assert kw.tolist() == f(x, 0).tolist()
         assert f(x, 0, 3, flow.float64).dtype is flow.float64  # torch's positional order
-        assert f(x, 0, flow.float64).dtype is flow.float64  # flowgrad's (torch.softmax's)
+        # (the third is _stacklevel, as torch's F.softmax reads it: a dtype there is ignored)
+        want = getattr(torch.nn.functional, f.__name__)(torch.tensor([-1.0]), 0, torch.float64)
+        assert f(x, 0, flow.float64).dtype is flow.float32 and want.dtype is torch.float32
     draws = [flow.rrelu(flow.full((4,), -1.0), 0.1, 0.3, True,
                         generator=flow.Generator().manual_seed(3)).tolist() for _ in range(2)]
     assert draws[0] == draws[1] and len(set(draws[0])) == 4

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._warn import warn
 from ..autograd import grad_mode
-from ..dtypes import bfloat16, float16, result_type
+from ..dtypes import bfloat16, float16, promote_types
 from ..errors import check_kernel_dtype, check_same_dtype
 from ..tensor import Tensor
 from .activation import _row_sums, log_softmax, row_max, softmax
@@ -448,14 +448,16 @@ def cross_entropy_soft(input, target, weight, ignore_index, reduction, label_smo
 
 
 # ---- regression losses -----------------------------------------------------------------------
-def _promoted(input, target, kernel):
+def _promoted(input, target, kernel=None):
     """input and target in their promoted dtype, which `kernel` (floating only) computes in,
     as torch's TensorIterator kernels (mse, smooth_l1) do: an int64 or bool operand beside a
-    float one works, two integer ones raise."""
+    float one works, two integer ones raise. The two promote as tensors with dims, a 0-d one
+    too: torch broadcasts them first (a float32 input and a 0-d float64 target: float64)."""
     if isinstance(input, Tensor) and isinstance(target, Tensor) and input.dtype != target.dtype:
-        dtype = result_type(input, target)
+        dtype = promote_types(input.dtype, target.dtype)
         input, target = input.to(dtype), target.to(dtype)
-    check_kernel_dtype(input, kernel)
+    if kernel is not None:
+        check_kernel_dtype(input, kernel)
     return input, target
 
 
@@ -517,7 +519,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     >>> F.l1_loss(flow.tensor([1.0, 2.0]), flow.tensor([0.0, 4.0]))
     tensor(1.5000)
     """
-    d = _pair(input, target, "l1_loss", reduction).abs()
+    d = _pair(*_promoted(input, target), "l1_loss", reduction).abs()
     return _weighted(d, weight, input, reduction, "l1_loss", True)
 
 

@@ -621,6 +621,10 @@ def _float_pair(x1, x2, name, complex_ok=False):
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along dim (broadcasting)."""
     a, b = _promote_pair(x1, x2, "cosine_similarity")
+    if isinstance(x1, Tensor) and isinstance(x2, Tensor) and x1.dtype != x2.dtype:
+        # (torch expands both first: a 0-d operand promotes as one with dims)
+        common = _dt.promote_types(x1.dtype, x2.dtype)
+        a, b = x1.to(common), x2.to(common)
     if a._data.dtype.kind in "iub":  # torch's check, before any cast
         raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet "
                            f"common dtype is {a.dtype}; convert the inputs with .float()")
@@ -646,6 +650,9 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     if x1.dtype == x2.dtype and x1._data.dtype.kind == "b":  # (torch's x1 - x2 refuses them)
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
+    if "b" in (x1._data.dtype.kind, x2._data.dtype.kind):
+        raise RuntimeError("pairwise_distance: Subtraction, the `-` operator, with a bool tensor "
+                           "is not supported; convert it with .float() first")
     a, b = _float_pair(x1, x2, "pairwise_distance", complex_ok=True)
     diff = a - b + eps
     if diff._data.ndim == 0:

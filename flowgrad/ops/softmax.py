@@ -148,14 +148,11 @@ def int_dim(dim, name):
     return dim
 
 
-def _softmax_dim(input, dim, dtype, name, stacklevel):
-    if dtype is not None:
-        if isinstance(dtype, int):  # F.softmax(x, dim, _stacklevel, dtype): torch's order
-            dtype = stacklevel if not isinstance(stacklevel, int) else None
-        if dtype is not None:
-            input = input.to(dtype)
-    if name == "softmin" and input._data.dtype.kind == "b":
+def _softmax_dim(input, dim, dtype, name):
+    if name == "softmin" and input._data.dtype.kind == "b":  # (before dtype=, as torch's)
         -input  # noqa: B018 - raises torch's error for negating a bool tensor
+    if dtype is not None:
+        input = input.to(dtype)
     _check_kernel_dtype(input, ("log_softmax" if name == "log_softmax" else "softmax")
                      + "_lastdim_kernel_impl")
     if dim is None:
@@ -166,7 +163,7 @@ def _softmax_dim(input, dim, dtype, name, stacklevel):
 
 
 @tensor_method()
-def softmax(input, dim=None, dtype=None, _stacklevel=3):
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum(exp(x)) along dim, computed stably. `_stacklevel` (torch's F.softmax)
     is accepted and ignored.
 
@@ -175,7 +172,7 @@ def softmax(input, dim=None, dtype=None, _stacklevel=3):
     >>> F.softmax(flow.tensor([[1.0, 2.0, 3.0]]), dim=1)
     tensor([[0.0900, 0.2447, 0.6652]])
     """
-    input, d = _softmax_dim(input, dim, dtype, "softmax", _stacklevel)
+    input, d = _softmax_dim(input, dim, dtype, "softmax")
     return _softmax(input, dim=d)
 
 
@@ -188,12 +185,12 @@ def _safe_softmax(input, dim, dtype=None):
     tensor([[0.5000, 0.5000],
             [0.0000, 0.0000]])
     """
-    input, d = _softmax_dim(input, int_dim(dim, "_safe_softmax"), dtype, "_safe_softmax", 3)
+    input, d = _softmax_dim(input, int_dim(dim, "_safe_softmax"), dtype, "_safe_softmax")
     return _safe_softmax_op(input, dim=d)
 
 
 @tensor_method()
-def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """log(softmax(x)) along dim, stable for large |x|. `_stacklevel` is accepted and
     ignored, as torch's F.log_softmax.
 
@@ -202,11 +199,11 @@ def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
     >>> F.log_softmax(flow.tensor([1.0, 2.0, 3.0]), dim=0)
     tensor([-2.4076, -1.4076, -0.4076])
     """
-    input, d = _softmax_dim(input, dim, dtype, "log_softmax", _stacklevel)
+    input, d = _softmax_dim(input, dim, dtype, "log_softmax")
     return _log_softmax(input, dim=d)
 
 
-def softmin(input, dim=None, dtype=None, _stacklevel=3):
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """softmax(-x) along dim (`_stacklevel` accepted and ignored, as torch)."""
-    input, d = _softmax_dim(input, dim, dtype, "softmin", _stacklevel)
+    input, d = _softmax_dim(input, dim, dtype, "softmin")
     return _softmax(-input, dim=d)

@@ -108,13 +108,13 @@ def softmax(input, dim, dtype=None):
     >>> flow.tensor([0.0, 0.0]).softmax(0)
     tensor([0.5000, 0.5000])
     """
-    return _softmax.softmax(input, _softmax.int_dim(dim, "softmax"), dtype)
+    return _softmax.softmax(input, _softmax.int_dim(dim, "softmax"), dtype=dtype)
 
 
 @tensor_method()
 def log_softmax(input, dim, dtype=None):
     """torch.log_softmax and Tensor.log_softmax: F.log_softmax with an int dim."""
-    return _softmax.log_softmax(input, _softmax.int_dim(dim, "log_softmax"), dtype)
+    return _softmax.log_softmax(input, _softmax.int_dim(dim, "log_softmax"), dtype=dtype)
 
 
 def det(input):
