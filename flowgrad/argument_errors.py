@@ -87,6 +87,23 @@ def float_arg(value, op_name, arg, position):
                     f"{type_name(value)}")
 
 
+def number_arg(value, op_name, arg, position):
+    """`value` for one of torch's `Number` (Scalar) arguments: a 0-d tensor as its Python
+    number, a number as it is; a tensor with dims (or a None, a string) is torch's TypeError.
+
+    >>> number_arg(0.5, "threshold", "value", 3)
+    0.5
+    """
+    data = getattr(value, "_data", None)
+    if data is None:
+        if isinstance(value, numbers.Number):
+            return value
+    elif data.ndim == 0:
+        return value.item()
+    raise TypeError(f"{op_name}(): argument '{arg}' (position {position}) must be Number, not "
+                    f"{type_name(value)}")
+
+
 def _number(value):
     """A scale factor torch's `Number` arguments take: a Python or NumPy number, or a tensor
     of one element in zero dims."""

@@ -13,6 +13,10 @@ it writes self (`x.relu(1)` ran F.relu's inplace=1: found). Where only flowgrad 
 verdict names the call unless KNOWN lists the pattern. Random methods, methods taking
 callables or hooks, and storage/device plumbing are not drawn (see SKIP).
 
+From seed 100,000 (FUNCTION_SEEDS) a third of the calls are methods, a third torch.*
+functions and a third F.* functions of the tensor drawn first (SKIP_FUNCTIONS: global
+state, random draws, factories, I/O, transforms and functions of several tensors).
+
     .venv/bin/python tests/call_fuzz.py --seeds 0:500      # summary
     .venv/bin/python tests/call_fuzz.py --show 17          # one call and its verdict
 """
@@ -50,15 +54,55 @@ def _methods():
 
 
 METHODS = _methods()
+# the torch.* and F.* functions, from seed FUNCTION_SEEDS on (older seeds keep their calls):
+# those of a tensor first argument, less global state, random draws, I/O and transforms
+SKIP_FUNCTIONS = re.compile(
+    r"^(_|set_|get_|manual_seed|seed|initial_seed|use_|are_|is_|fork_rng|save|load|compile|"
+    r"jit|vmap|func|autograd|cuda|mps|xpu|cpu|device|Generator|from_|frombuffer|as_strided|"
+    r"empty|rand|normal|poisson|bernoulli|multinomial|dropout|alpha_dropout|"
+    r"feature_alpha_dropout|rrelu|gumbel|binomial|sym_|typename|compiled_with|"
+    r"can_cast|promote_types|result_type|cond|while_loop|vmap|export|library|"
+    r"no_grad|enable_grad|inference_mode|chunk$|split$|unbind|meshgrid|broadcast_tensors|"
+    r"atleast|block_diag|cartesian_prod|einsum|stft|istft|lobpcg|pca_lowrank|svd_lowrank|"
+    r"lu_unpack|unique|nonzero_static|ctc_loss|embedding_bag|fold|unfold|grid_sample|"
+    r"affine_grid|interpolate|upsample|pad|scaled_dot|multi_head|fractional|lp_pool|"
+    r"max_unpool|adaptive_max|conv|batch_norm|instance_norm|group_norm|layer_norm|rms_norm|"
+    r"local_response|embedding|one_hot|gumbel|sparse|nested|quantize|fake_quantize|q_|"
+    r"histogram|bincount|searchsorted|bucketize|tensordot|kron|tril_indices|triu_indices|"
+    r"arange|range|linspace|logspace|eye|full|zeros|ones|tensor|as_tensor|asarray|"
+    r"scalar_tensor|complex|polar|view_as_complex|window|hann|hamming|blackman|bartlett|"
+    r"kaiser|pdist|cdist|triplet|cosine_embedding|margin_ranking|hinge_embedding|"
+    r"multilabel|multi_margin|ctc|nll_loss2d|channel_shuffle|pixel_|native_|stack|"
+    r"cat|concat|hstack|vstack|dstack|column_stack|row_stack|where|numel|clear_|"
+    r"allclose|isclose|equal|resize)")
+
+
+def _functions(space, ours):
+    return sorted(n for n in dir(space) if not SKIP_FUNCTIONS.match(n)
+                  and callable(getattr(space, n)) and not isinstance(getattr(space, n), type)
+                  and callable(getattr(ours, n, None)))
+
+
+FUNCTIONS = {"torch": _functions(torch, flow),
+             "F": _functions(torch.nn.functional, flow.nn.functional)}
+FUNCTION_SEEDS = 100_000
 # differences kept: reason -> a pattern of the verdicts it covers (a seed showing each is in
 # tests/test_call_fuzz.py)
 KNOWN = {
     "polygamma at a pole: torch's series gives a large finite number, flowgrad the +inf "
-    "the function has there": r"^differ: .*(inf|e\+(1[4-9]|[2-9]\d))",
+    "the function has there": r"^Tensor\.polygamma_?: differ: .*(inf|e\+(1[4-9]|[2-9]\d))",
     "a bool inside an int list (x.repeat(3, True)): torch's parser takes it as 0 or 1":
-        r"must be tuple of ints, not bool",
+        r"must be tuple of ints, not bool|must be ints or one tuple of ints, got \(.*(True|Fa)",
+    "trapezoid/cumulative_trapezoid with x of more dims than y: flowgrad broadcasts the "
+    "spacing, torch's shape check refuses (no number differs where both run)":
+        r"^torch\.(trapz|trapezoid|cumulative_trapezoid): only torch raised RuntimeError: "
+        r"The size of tensor a",
+    "gaussian_nll_loss of an integer input: torch computes in the variance's dtype, "
+    "flowgrad asks for a floating input": r"gaussian_nll_loss: expected a floating point input",
     "squeeze_(d0, d1) with several ints: torch's parser reads them oddly (an int result)":
-        r"^only flowgrad raised TypeError: squeeze_?\(\)",
+        r"^Tensor\.squeeze_?: only flowgrad raised TypeError: squeeze_?\(\)",
+    "adaptive_avg_pool of an integer tensor to an empty output: torch returns before its "
+    "dtype check": r"^F\.adaptive_avg_pool\dd: only flowgrad raised NotImplementedError",
 }
 # ops whose indices of tied values torch leaves unspecified: their values alone are compared
 TIED_INDICES = {"topk"}
@@ -81,15 +125,18 @@ def _operand(rng):
 
 
 def generate(seed):
+    """(name, self or first argument, other arguments, keywords, space): space "Tensor" (a
+    method), "torch" or "F" (a function of the first argument)."""
     rng = random.Random(seed)
-    name = rng.choice(METHODS)
+    space = "Tensor" if seed < FUNCTION_SEEDS else rng.choice(["Tensor", "torch", "F"])
+    name = rng.choice(METHODS if space == "Tensor" else FUNCTIONS[space])
     self_spec = ("t", rng.choice(SHAPES), rng.choice(DTYPES))
     args = [_operand(rng) for _ in range(rng.choice([0, 1, 1, 2, 2, 3]))]
     kwargs = {}
     if rng.random() < 0.25:
         kwargs[rng.choice(["dim", "keepdim", "dtype", "alpha", "value", "out_dtype"])] = \
             rng.choice([0, 1, True, "float64"])
-    return name, self_spec, args, kwargs
+    return name, self_spec, args, kwargs, space
 
 
 def _value(m, spec, k):
@@ -112,15 +159,18 @@ def _describe(spec):
 
 
 def source(seed):
-    name, self_spec, args, kwargs = generate(seed)
+    name, self_spec, args, kwargs, space = generate(seed)
     parts = [_describe(a) for a in args] + [f"{k}={_describe(v)}" for k, v in kwargs.items()]
-    return f"{_describe(self_spec)}.{name}({', '.join(parts)})"
+    if space == "Tensor":
+        return f"{_describe(self_spec)}.{name}({', '.join(parts)})"
+    where = "m" if space == "torch" else "m.nn.functional"
+    return f"{where}.{name}({', '.join([_describe(self_spec)] + parts)})"
 
 
 def _call(m, seed, written=None):
     """The call's result; `written` (a list) gets True when it changed a tensor it was given
     other than an in-place method's self."""
-    name, self_spec, args, kwargs = generate(seed)
+    name, self_spec, args, kwargs, space = generate(seed)
     x = _value(m, self_spec, 0)
     a = [_value(m, s, i + 1) for i, s in enumerate(args)]
     kw = {k: _value(m, v, 9) for k, v in kwargs.items()}
@@ -129,7 +179,9 @@ def _call(m, seed, written=None):
         given.append(x)
     before = [t.clone() for t in given]
     try:
-        return getattr(x, name)(*a, **kw)
+        if space == "Tensor":
+            return getattr(x, name)(*a, **kw)
+        return getattr(m if space == "torch" else m.nn.functional, name)(x, *a, **kw)
     finally:
         if written is not None:
             written.append(any(not m.equal(t, b) for t, b in zip(given, before)))
@@ -192,6 +244,8 @@ def check(seed):
         verdict = f"differ: torch {str(want)[:200]}, flowgrad {str(got)[:200]}"
     else:
         return None
+    name, space = generate(seed)[0], generate(seed)[4]
+    verdict = f"{space}.{name}: {verdict}"
     if any(re.search(p, verdict) for p in KNOWN.values()):
         return None
     return verdict

@@ -22,6 +22,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes as _dt
+from ..argument_errors import number_arg
 from ..autograd.inplace import run_inplace
 from ..device import constant, undispatched
 from ..errors import check_kernel_dtype as _check_kernel_dtype
@@ -126,6 +127,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     tensor([-0.2000,  3.0000])
     """
     _check_kernel_dtype(input, "leaky_relu_cpu")
+    negative_slope = number_arg(negative_slope, "leaky_relu", "negative_slope", 2)
     if isinstance(negative_slope, complex):  # torch casts it to input's dtype
         negative_slope = fill_scalar("leaky_relu", negative_slope, input._data.dtype)
     else:  # read in the float torch computes in: 1e300 does not fit a float32 kernel
@@ -562,9 +564,14 @@ def softshrink(input, lambd=0.5):
 def threshold(input, threshold, value, inplace=False):
     """x where x > threshold, else value."""
     _check_kernel_dtype(input, "threshold_cpu", "fViu")
+    threshold = number_arg(threshold, "threshold", "threshold", 2)
+    value = number_arg(value, "threshold", "value", 3)
     if inplace:
         return run_inplace("threshold_", lambda x: _threshold(x, threshold, value), input)
     return _threshold(input, threshold, value)
+
+
+_thresholded = threshold  # (threshold_'s parameter of that name hides the function)
 
 
 def _threshold(input, th, value):
@@ -583,8 +590,7 @@ def _threshold(input, th, value):
 
 def threshold_(input, threshold, value):
     """threshold, in place."""
-    th = threshold
-    return run_inplace("threshold_", lambda x: _threshold(x, th, value), input)
+    return _thresholded(input, threshold, value, True)
 
 
 @tensor_method()

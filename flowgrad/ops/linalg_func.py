@@ -244,10 +244,11 @@ def chain_matmul(*matrices):
     warn_once("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
               "release. Use torch.linalg.multi_dot instead, which accepts a list of two or more "
               "tensors rather than multiple parameters.")
+    for i, t in enumerate(matrices):  # (multi_dot takes vectors at the ends: chain_matmul not)
+        if isinstance(t, Tensor) and t._data.ndim != 2:
+            raise RuntimeError(f"chain_matmul(): Tensor {i} must be 2-D, got "
+                               f"{t._data.ndim}-D")
     if len(matrices) == 1 and isinstance(matrices[0], Tensor):
-        if matrices[0]._data.ndim != 2:
-            raise RuntimeError(f"chain_matmul(): Tensor 0 must be 2-D, got "
-                               f"{matrices[0]._data.ndim}-D")
         return matrices[0].clone()
     return multi_dot(matrices)
 
@@ -403,6 +404,9 @@ def householder_product(A, tau):
         raise RuntimeError(f"linalg.householder_product: expected input (..., m, n) with "
                            f"m >= n and tau (..., k) with k <= n and the same batch dims, got "
                            f"{tuple(A.shape)} and {tuple(tau.shape)}")
+    if tau.dtype != A.dtype:
+        raise RuntimeError(f"linalg.householder_product: tau dtype {tau.dtype} does not match "
+                           f"input dtype {A.dtype}; convert tau with .to()")
     eye = _eye(m, A, n).expand(*A._data.shape[:-2], m, n)
     if tau._data.shape[-1] == 0:  # no reflectors: Q = I, still a function of A (as torch's,
         # with a zero gradient): `where` on an all-false mask links it without reading A

@@ -174,6 +174,9 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     """
     if edge_order not in (1, 2):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    if input._data.dtype.kind == "b":  # (torch's differences of bools refuse)
+        raise RuntimeError("gradient: Subtraction, the `-` operator, with two bool tensors is "
+                           "not supported; convert the input with .float() first")
     if spacing is None:  # (torch's default when spelt out: unit spacing)
         spacing = 1
     elif isinstance(spacing, Tensor) and spacing._data.ndim == 0:  # torch's Scalar form
