@@ -66,6 +66,21 @@ compare() takes 2 positional arguments but 4 were given')
     return new
 
 
+def refused_call(fn, name, method, args, kwargs, error):
+    """What a call of public function `name` (`fn`, the function it wraps) that raised `error`,
+    a TypeError or ValueError, comes to: `fn` in the current signature for a call in one of
+    torch's deprecated ones (`deprecated_form`), else the refusal as torch's parser tells it
+    (`retold`), else `error` itself."""
+    if isinstance(error, TypeError):
+        moved = deprecated_form(name, method, args, kwargs)
+        if moved is not None:
+            return fn(*moved[0], **moved[1])
+    told = retold(name, method, args, kwargs, error)
+    if told is None:
+        raise error
+    raise told from None
+
+
 def float_arg(value, op_name, arg, position):
     """`value` as a float, or torch's TypeError where its parser refuses it for a `float`
     argument: None, a string, a complex, a tensor of other than one element in zero dims.

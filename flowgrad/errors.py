@@ -10,7 +10,7 @@ import types
 
 import numpy as np
 
-from .argument_errors import deprecated_form, retold
+from .argument_errors import refused_call
 from .argument_errors import type_name as _type_name
 from .dtypes import TORCH_SCALAR_NAMES, finfo, from_numpy_dtype, to_real
 
@@ -333,19 +333,10 @@ def guarded(fn, name, method=False):
         except TypeError as error:
             handled = tensor_like_call(public[0], args, kwargs)
             if handled is NOT_HANDLED:
-                moved = deprecated_form(name, method, args, kwargs)
-                if moved is not None:
-                    return fn(*moved[0], **moved[1])
-                told = retold(name, method, args, kwargs, error)
-                if told is None:
-                    raise
-                raise told from None
+                return refused_call(fn, name, method, args, kwargs, error)
             return handled
         except ValueError as error:
-            told = retold(name, method, args, kwargs, error)
-            if told is None:
-                raise
-            raise told from None
+            return refused_call(fn, name, method, args, kwargs, error)
         except SparseOperandError as error:
             return sparse_form(name, args, kwargs, error)
     public.append(call)
@@ -402,19 +393,10 @@ def _bools_checking(fn, name, strict, method, guard):
         except TypeError as error:
             handled = tensor_like_call(public[0], args, kwargs)
             if handled is NOT_HANDLED:
-                moved = deprecated_form(name, method, args, kwargs)
-                if moved is not None:
-                    return fn(*moved[0], **moved[1])
-                told = retold(name, method, args, kwargs, error)
-                if told is None:
-                    raise
-                raise told from None
+                return refused_call(fn, name, method, args, kwargs, error)
             return handled
         except ValueError as error:
-            told = retold(name, method, args, kwargs, error)
-            if told is None:
-                raise
-            raise told from None
+            return refused_call(fn, name, method, args, kwargs, error)
         except SparseOperandError as error:
             return sparse_form(name, args, kwargs, error)
     public.append(checked)

@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 
 from .._warn import warn
-from ..argument_errors import deprecated_form, retold
+from ..argument_errors import deprecated_form, refused_call, retold
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import (
     expand_write_error,
@@ -440,14 +440,7 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                         return handled
                     reraise_typed(_name, _fn, args, kwargs, error)
                 except (TypeError, ValueError) as error:  # (as errors.guarded's)
-                    moved = deprecated_form(_name, False, args, kwargs) \
-                        if isinstance(error, TypeError) else None
-                    if moved is not None:
-                        return _fn(*moved[0], **moved[1])
-                    told = retold(_name, False, args, kwargs, error)
-                    if told is None:
-                        raise
-                    raise told from None
+                    return refused_call(_fn, _name, False, args, kwargs, error)
                 except SparseOperandError as error:  # a sparse operand: its sparse form
                     return sparse_form(_name, args, kwargs, error)
             ran, given = [], dict(kwargs)
