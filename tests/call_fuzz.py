@@ -101,6 +101,10 @@ KNOWN = {
     "flowgrad asks for a floating input": r"gaussian_nll_loss: expected a floating point input",
     "squeeze_(d0, d1) with several ints: torch's parser reads them oddly (an int result)":
         r"^Tensor\.squeeze_?: only flowgrad raised TypeError: squeeze_?\(\)",
+    "max(d, keepdim) with d a 0-d integer tensor: flowgrad takes the tensor for max's "
+    "other operand": r"^Tensor\.max: only flowgrad raised TypeError: max\(\): keepdim needs",
+    "gaussian_nll_loss with an integer var of other shape: torch's cast check refuses":
+        r"^F\.gaussian_nll_loss: only torch raised RuntimeError: result type",
     "adaptive_avg_pool of an integer tensor to an empty output: torch returns before its "
     "dtype check": r"^F\.adaptive_avg_pool\dd: only flowgrad raised NotImplementedError",
 }

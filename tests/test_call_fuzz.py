@@ -13,7 +13,8 @@ import pytest
 # a seed showing each difference call_fuzz.KNOWN keeps on purpose
 KNOWN_EXAMPLES = {26043: "polygamma at a pole", 9713: "a bool inside an int list",
                   10064: "squeeze_(d0, d1)", 102724: "adaptive_avg_pool of an integer",
-                  129057: "trapezoid/cumulative_trapezoid", 137155: "gaussian_nll_loss"}
+                  129057: "trapezoid/cumulative_trapezoid", 137155: "gaussian_nll_loss of",
+                  88522: "max(d, keepdim)", 177852: "gaussian_nll_loss with"}
 
 
 @pytest.mark.parametrize("block", range(4))
@@ -93,7 +94,15 @@ FOUND = ["m.tensor(2.0).sort(1)", "m.tensor(2.0).argsort(-2)", "m.tensor(2.0).fl
          "m.chain_matmul(m.ones(3), m.ones(3))",
          "m.linalg.householder_product(m.eye(3, dtype=m.float64), m.ones(2, dtype=m.int64))",
          "m.gradient(m.ones(3, 4, dtype=m.bool))",
-         "m.nn.functional.l1_loss(m.ones(3, 4, dtype=m.bool), m.ones(4))"]
+         "m.nn.functional.l1_loss(m.ones(3, 4, dtype=m.bool), m.ones(4))",
+         # an integer input reads the threshold in its dtype, truncated (-1.5 is -1)
+         "m.nn.functional.threshold(m.tensor([-2, -1, 0, 1, 3]), -1.5, 9)",
+         "m.nn.functional.threshold(m.tensor([-2, -1, 0, 1, 3]), 1.7, 9)",
+         "m.kl_div(m.ones(2, 3) * 0.3, m.ones(2, 3) * 0.5, 3)",
+         "m.nuclear_norm(m.eye(2), True)", "m.ones(3, 4).count_nonzero(0, 1)",
+         "m.ones(()).broadcast_to(2, 3)",
+         "m.nn.functional.cosine_similarity(m.ones(3), m.ones(3), 0, -1)",
+         "m.broadcast_shapes(m.ones(3), 2)"]
 
 
 @pytest.mark.parametrize("call", FOUND)

@@ -17,6 +17,7 @@ tensor([0., 1.])
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -580,6 +581,8 @@ def _threshold(input, th, value):
     dt = input._data.dtype  # torch reads the threshold in the float it computes in (or the
     # integer dtype: nan raises) and casts value to the input's dtype (70000 into half raises)
     checked_number("threshold", th, dt if dt.kind in "iu" else opmath(dt), "threshold")
+    if dt.kind in "iu" and isinstance(th, float):  # (torch's cast: -1.5 is -1)
+        th = math.trunc(th)
     checked_number("threshold", value, dt, "value")
     if dt.kind in "iu" and not isinstance(value, Tensor):
         value = input.new_full((), value)  # torch casts value to the input's integer dtype

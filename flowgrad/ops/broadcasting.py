@@ -20,6 +20,9 @@ __all__ = ["broadcast_shapes", "broadcast_tensors", "meshgrid"]
 
 def broadcast_shapes(*shapes):
     """The shape all `shapes` broadcast to."""
+    if any(hasattr(s, "_data") for s in shapes):
+        raise RuntimeError("broadcast_shapes: Input shapes should be of type ints, a tuple of "
+                           "ints, or a list of ints, got a tensor; pass its .shape")
     shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
     try:
         return Size(np.broadcast_shapes(*shapes))

@@ -144,10 +144,10 @@ _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 def _reduction(value, name):
     if isinstance(value, str):
         return value
-    if value not in _REDUCTIONS:
-        raise ValueError(f"torch.{name}: reduction must be 0 (none), 1 (mean) or 2 (sum), got "
-                         f"{value!r}")
-    return _REDUCTIONS[value]
+    if not isinstance(value, int):
+        raise TypeError(f"torch.{name}: reduction must be an int: 0 (none), 1 (mean) or 2 "
+                        f"(sum), got {value!r}")
+    return _REDUCTIONS.get(value, "none")  # (torch's apply_loss_reduction: any other int)
 
 
 def kl_div(input, target, reduction=0, *, log_target=False):

@@ -620,6 +620,8 @@ def _float_pair(x1, x2, name, complex_ok=False):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along dim (broadcasting)."""
+    if isinstance(eps, (int, float)) and eps < 0:
+        raise RuntimeError(f"cosine_similarity: eps must be non-negative, got: {eps}")
     a, b = _promote_pair(x1, x2, "cosine_similarity")
     if isinstance(x1, Tensor) and isinstance(x2, Tensor) and x1.dtype != x2.dtype:
         # (torch expands both first: a 0-d operand promotes as one with dims)

@@ -628,6 +628,9 @@ def _bool_axes(dim, input, name):
 
 
 @tensor_method()
-def count_nonzero(input, dim=None):
-    """Number of non-zero elements over `dim` (int64)."""
+def count_nonzero(input, dim=None, *dims):
+    """Number of non-zero elements over `dim` (int64); several dims as one tuple or as ints
+    (x.count_nonzero(0, 1), torch's int[] dim)."""
+    if dims:
+        dim = (dim, *dims)
     return _count_nonzero(input, axes=normalize_dims(dim, input._data.ndim, "count_nonzero"))

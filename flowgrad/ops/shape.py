@@ -444,7 +444,7 @@ def expand_as(input, other):
     return expand(input, other.shape)
 
 
-def broadcast_to(input, size):
+def broadcast_to(input, size, *sizes):
     """expand to `size` (a torch function name).
 
     >>> import flowgrad as flow
@@ -452,6 +452,8 @@ def broadcast_to(input, size):
     tensor([[1, 2],
             [1, 2]])
     """
+    if sizes:  # (x.broadcast_to(2, 3): torch's int[] size as ints)
+        size = (size, *sizes)
     return expand(input, tuple(size) if isinstance(size, (tuple, list)) else (size,))
 
 

@@ -154,7 +154,10 @@ def result_type(tensor, other):
 
 def nuclear_norm(input, dim=None, keepdim=False):
     """torch.nuclear_norm (deprecated there): the sum of singular values over `dim` (the last
-    two dims when None), as linalg.matrix_norm(input, 'nuc', dim, keepdim)."""
+    two dims when None), as linalg.matrix_norm(input, 'nuc', dim, keepdim); a bool second
+    argument is keepdim (torch's nuclear_norm(input, keepdim) overload)."""
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim
     return _linalg.matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else dim,
                                keepdim=keepdim)
 
