@@ -96,7 +96,7 @@ def float_arg(value, op_name, arg, position):
         return value
     data = getattr(value, "_data", None)
     if isinstance(value, numbers.Real) if data is None else \
-            data.ndim == 0 and data.dtype.kind in "biuf":
+            data.ndim == 0 and data.dtype.kind in "biufV":
         return float(value)
     raise TypeError(f"{op_name}(): argument '{arg}' (position {position}) must be float, not "
                     f"{type_name(value)}")
