@@ -63,11 +63,11 @@ def describe(x) -> str:
 def saved_tensor_error(node, saved):
     """The RuntimeError for a saved tensor modified in place after it was saved for backward."""
     data = saved.tensor._data if saved.tensor is not None else saved.data
-    what = "output" if saved.is_output else "input"
+    what, by = "output" if saved.is_output else "input", getattr(node, "torch_node", node.name)
     return RuntimeError(
         f"one of the tensors needed for gradient computation has been modified by an "
         f"in-place operation: {what} Tensor(shape={tuple(data.shape)}, dtype={data.dtype}) "
-        f"saved by {node.name} for backward was saved at version {saved.version} and is now "
+        f"saved by {by} for backward was saved at version {saved.version} and is now "
         f"at version {saved.counter.value}. Use the out-of-place op (e.g. `x = x * 2` "
         f"instead of `x.mul_(2)`), or clone() the tensor before modifying it.")
 

@@ -73,7 +73,9 @@ DIFFERENT = {
     "F.linear(x, w)": ("MmBackward0", ["AccumulateGrad", "AccumulateGrad"]),  # (x, T(w))
     "F.linear(x, w, bias)": ("AddmmBackward0", ["AccumulateGrad", "AccumulateGrad",
                                                 "AccumulateGrad"]),  # torch: (bias, x, T(w))
-    "F.mse_loss(x, y)": ("MeanBackward0", ["MulBackward0"]),  # torch: MseLossBackward0
+    # torch's node and name, saving x and y; its first edge leads into flowgrad's composite
+    "F.mse_loss(x, y)": ("MseLossBackward0", ["MeanBackward0", "AccumulateGrad",
+                                              "AccumulateGrad"]),  # torch: (x, y) only
     "F.cross_entropy(x, torch.tensor([0, 1]))": ("NllLossBackward0", ["AccumulateGrad"]),
     "x.exp().mul_(2)": ("MulBackward0", ["CloneBackward0", None]),  # torch: (ExpBackward0)
     "x.mean((0, 1))": ("MeanBackward0", ["AccumulateGrad"]),  # torch: MeanBackward1

@@ -9,10 +9,13 @@ autograd graph does not see the write), under each pattern of which inputs requi
   output);
 - when flowgrad does not raise, its gradients equal torch's without the write: an op never reads
   a written-to tensor unchecked.
-flowgrad may accept a write that torch refuses: it saves less than torch for some ops (adaptive
-average pools, some losses, threshold) and the gradient it gives is still the right one; the
-ops that save their input for its sizes, as torch's (gather, take, masked_select, cummax, the
-max and average pools, reflection and replication pads), refuse it as torch.
+flowgrad may accept a write that torch refuses: it saves less than torch for some ops
+(threshold) and the gradient it gives is still the right one; the ops that save their input
+for its sizes, as torch's (gather, take, masked_select, cummax, the max and average pools,
+reflection and replication pads), refuse it as torch, and so do the composites whose torch
+node is one that saves its inputs (mse/smooth_l1/huber/soft_margin losses, the adaptive
+average pools and area interpolation, grid_sample, cdist, pdist, dist, nansum, nanmean:
+ops/kept.py).
 """
 from __future__ import annotations
 
@@ -295,3 +298,53 @@ def test_sgn_of_a_real_input_saves_it_and_its_gradient_is_zero():
         x.sgn().sum().backward()
         got.append(((x.grad + 0).tolist(), type(x.sgn().grad_fn).__name__))
     assert got[1] == got[0]
+
+
+_F = "m.nn.functional."
+KEPT_COMPOSITES = {  # expression of (m, x, t) -> which tensors torch's node checks
+    "mse_loss": (_F + "mse_loss(x, t)", "x t"),
+    "mse_loss_none": (_F + "mse_loss(x, t, reduction='none')", "x t"),
+    "smooth_l1_loss": (_F + "smooth_l1_loss(x, t)", "x t"),
+    "huber_loss": (_F + "huber_loss(x, t, delta=0.5)", "x t"),
+    "soft_margin_loss": (_F + "soft_margin_loss(x, t.detach())", "x t"),
+    "adaptive_avg_pool1d": (_F + "adaptive_avg_pool1d(x[0], 2)", "x"),
+    "adaptive_avg_pool2d": (_F + "adaptive_avg_pool2d(x[None], (2, 3))", "x"),
+    "adaptive_avg_pool3d": (_F + "adaptive_avg_pool3d(x[None, None], (1, 2, 3))", "x"),
+    "interpolate_area": (_F + "interpolate(x, size=3, mode='area')", "x"),
+    "grid_sample": (_F + "grid_sample(x[None], t[None, :, :, :2], align_corners=False)", "x t"),
+    "cdist": ("m.cdist(x, t)", "x t y"),
+    "pdist": (_F + "pdist(x[0])", "x y"),
+    "dist": ("m.dist(x, t)", "x t y"),
+    "nansum": ("m.nansum(x, 1)", "x"),
+    "nanmean": ("m.nanmean(x)", "x"),
+}
+
+
+def _write_then_backward(m, expr, written):
+    rng = np.random.default_rng(3)
+    x = m.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
+    t = m.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
+    y = eval(expr, {"m": m, "x": x, "t": t})
+    with m.no_grad():
+        {"x": x, "t": t, "y": y}[written].mul_(0.75)
+    try:
+        y.sum().backward()
+    except RuntimeError as e:
+        assert "modified by an in" in str(e)
+        return "raised"
+    return x.grad.numpy()
+
+
+@pytest.mark.parametrize("name", sorted(KEPT_COMPOSITES))
+def test_composite_whose_torch_node_saves_its_inputs_checks_them(name):
+    """A write to the input (target, grid, result) after one of these ops fails the backward
+    as torch's (flowgrad's composite saved none of them: it ran, and gave the gradient at the
+    forward's values)."""
+    expr, checked = KEPT_COMPOSITES[name]
+    for written in "xty":
+        ours, theirs = (_write_then_backward(m, expr, written) for m in (flow, torch))
+        assert isinstance(theirs, str) == (written in checked), (written, "torch")
+        if isinstance(theirs, str):
+            assert isinstance(ours, str), f"{name}: a write to {written} ran"
+        else:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)

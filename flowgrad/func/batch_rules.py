@@ -143,6 +143,11 @@ def _reshape(level, op, phys, flags, attrs):
     return _call(level, op, phys, dict(attrs, shape=(phys[0].shape[0],) + tuple(attrs["shape"])))
 
 
+def _first_input(level, op, phys, flags, attrs):
+    """The kept ops (ops/kept.py): their result is a copy of their first input."""
+    return _call(level, op, [_expand_batch(level, phys[0], flags[0])] + list(phys[1:]), attrs)
+
+
 def _expand(level, op, phys, flags, attrs):
     shape = tuple(attrs["shape"])
     return _call(level, op, [_pad(phys[0], len(shape))], dict(attrs, shape=(level.size,) + shape))
@@ -337,6 +342,7 @@ def _build():
         "matmul": _matmul, "linear": _linear, "linear_wgrad": _linear_wgrad,
         "einsum": _einsum, "embedding": _embedding, "cross_entropy": _class_loss,
         "nll_loss": _class_loss, "cross_entropy_grad": _cross_entropy_grad,
+        **dict.fromkeys(("kept1", "kept2", "kept1_result", "kept2_result"), _first_input),
     })
     return rules
 

@@ -23,6 +23,7 @@ from ..tensor import Tensor
 from .activation import _row_sums, log_softmax, row_max, softmax
 from .elementwise import where
 from .halfprec import HALF, in_float32
+from .kept import kept
 from .registry import op
 from .rules import step
 
@@ -505,9 +506,11 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     tensor(2.5000)
     """
     # complex: torch refuses (d * d is no squared modulus)
-    input, target = _promoted(input, target, "mse_cpu")
-    d = _pair(input, target, "mse_loss", reduction)
-    return _weighted(d * d, weight, input, reduction, "mse_loss", True)
+    x, t = _promoted(input, target, "mse_cpu")
+    d = _pair(x, t, "mse_loss", reduction)
+    if weight is not None:  # (torch's weighted form is a composite: it saves no input)
+        return _weighted(d * d, weight, x, reduction, "mse_loss", True)
+    return kept(reduce_loss(d * d, reduction), input, target, node="MseLossBackward0")
 
 
 @legacy_reduction
@@ -541,11 +544,12 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     x, t, beta, low = _opmath(input, target, beta, (bfloat16,))
     d = _pair(x, t, "smooth_l1_loss", reduction)
     a = d.abs()
-    if beta == 0:
+    if beta == 0:  # (torch's l1_loss: a composite)
         return reduce_loss(_rounded(a, low), reduction)
     small = a < beta
-    return reduce_loss(_rounded(where(small, 0.5 * a * a / beta, a - 0.5 * beta), low),
+    loss = reduce_loss(_rounded(where(small, 0.5 * a * a / beta, a - 0.5 * beta), low),
                        reduction)
+    return kept(loss, input, target, node="SmoothL1LossBackward0")
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -564,6 +568,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         raise RuntimeError(f"huber_loss: result type {target.dtype} can't be cast to the "
                            f"desired output type {input.dtype} (the input's)")
     check_kernel_dtype(input, "huber_cpu")
+    given = target
     if isinstance(target, Tensor) and isinstance(input, Tensor) and target.dtype != input.dtype:
         target = target.to(input.dtype)  # torch's kernel computes in the input's dtype
     x, t, delta, low = _opmath(input, target, delta, (float16,))
@@ -571,4 +576,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     a = d.abs()
     small = a < delta
     loss = _rounded(where(small, d * d * 0.5, (a - 0.5 * delta) * delta), low)
+    if weight is None:
+        return kept(reduce_loss(loss, reduction), input, given, node="HuberLossBackward0")
+    # (torch's weighted huber: its unweighted loss, 'none', keeps the inputs)
+    loss = kept(loss, input, given, node="HuberLossBackward0")
     return _weighted(loss, weight, input, reduction, "huber_loss", False)

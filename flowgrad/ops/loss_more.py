@@ -23,6 +23,7 @@ from ..tensor import Tensor
 from .activation import softplus
 from .elementwise import minimum, where
 from .halfprec import upcast
+from .kept import kept
 from .loss import _float_input, check_no_grad_arg, check_reduction, legacy_reduction, reduce_loss
 from .nn_misc import one_hot, pairwise_distance
 from .registry import op
@@ -460,7 +461,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     _broadcastable(target, input.shape, "soft_margin_loss", "target")
     t = target.to(input.dtype) if target._data.dtype != input._data.dtype else target
     check_no_grad_arg(target, "soft_margin_loss", "target")  # (torch has no target rule)
-    return reduce_loss(softplus(-t * input), reduction)
+    return kept(reduce_loss(softplus(-t * input), reduction), input, target,
+                node="SoftMarginLossBackward0")
 
 
 @legacy_reduction

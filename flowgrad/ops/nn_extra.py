@@ -28,6 +28,7 @@ from . import normalization as _norm
 from . import pool as _pool
 from . import sampling as _sampling
 from .elementwise import where
+from .kept import kept
 from .layout import suggested_order
 from .linalg import bilinear  # noqa: F401 - torch.bilinear has F's signature
 from .no_derivative import without_derivative
@@ -68,7 +69,11 @@ def pdist(input, p=2):
     n = input.shape[0]
     i, j = triu_indices(n, n, 1)
     # differences of distinct rows only: no zero distance to differentiate the norm at
-    return dist_norm(input[i] - input[j], p, -1, every_tie=True)
+    d = dist_norm(input[i] - input[j], p, -1, every_tie=True)
+    # torch's node saves input.contiguous() and the result (a strided input's copy: unseen)
+    if not input.is_contiguous():
+        return d
+    return kept(d, input, node="PdistBackward0", result=True)
 
 
 def channel_shuffle(input, groups):

@@ -38,6 +38,7 @@ from ..tensor import Tensor, _wrap_dim
 from .activation import softmax
 from .elementwise import _promote_pair, where
 from .halfprec import upcast
+from .kept import kept
 from .normalization import dist_norm
 from .reduce import float_input
 from .registry import op
@@ -666,8 +667,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """p-norm distances between each row of x1 (B, P, M) and each row of x2 (B, R, M).
 
     For p=2 with more than 25 rows on a side, uses ||a||^2 + ||b||^2 - 2 a.b (matmul) as
-    torch does by default; otherwise the direct differences.
-    """
+    torch does by default; otherwise the direct differences (a node saving x1, x2, result)."""
     if x1._data.ndim < 2 or x2._data.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: "
                            f"{x1._data.ndim}D, X2 got: {x2._data.ndim}D")
@@ -707,7 +707,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     diff = a.unsqueeze(-2) - b.unsqueeze(-3)
     if p == math.inf:  # torch's kernel: agg = max(agg, |d|) from 0, which passes over a nan
         diff = where(diff.isnan(), 0.0, diff)
-    return dist_norm(diff, p, -1, every_tie=True)
+    return kept(dist_norm(diff, p, -1, every_tie=True), x1, x2, node="CdistBackward0", result=True)
 
 
 # ---- control dependencies (OneFlow's nn.functional.depend) ----------------------------------

@@ -26,6 +26,7 @@ from ..tensor import Tensor
 from .activation import relu
 from .conv import col2im, ntuple, pad_array, tap_slices, windows
 from .halfprec import HALF, in_float32
+from .kept import kept
 from .layout import in_suggested_order, suggested_format, suggested_order
 from .registry import op
 from .rules import has_nan, tied_to_input
@@ -507,18 +508,26 @@ def _along(x, mats):
 
 
 def _adaptive_avg(input, output_size, nd):
-    name = f"adaptive_avg_pool{nd}d"
     # (integers would truncate the window weights 1/k to 0: torch refuses them too)
     check_kernel_dtype(input, "adaptive_avg_pool3d_cpu" if nd == 3 else "adaptive_avg_pool2d")
-    if input._data.dtype in HALF:  # summed in float32, rounded once, as torch's
-        return _adaptive_avg(input.float(), output_size, nd).to(input.dtype)
     ones = output_size == 1 or isinstance(output_size, (tuple, list)) and \
         len(output_size) == nd and all(o == 1 for o in output_size)
     if nd > 1 and ones and isinstance(input, Tensor) and input._data.ndim >= nd and \
             input._data.ndim not in (nd + 1, nd + 2):
         # torch's adaptive_avg_pool2d/3d to size 1: a mean over the last nd dims, any rank
+        if input._data.dtype in HALF:  # (in float32, rounded once)
+            return input.float().mean(tuple(range(-nd, 0)), keepdim=True).to(input.dtype)
         return input.mean(tuple(range(-nd, 0)), keepdim=True)
-    x, batched, out = _adaptive_args(input, output_size, nd, name)
+    if input._data.dtype in HALF:  # summed in float32, rounded once, as torch's
+        y = _adaptive_avg_values(input.float(), output_size, nd).to(input.dtype)
+    else:
+        y = _adaptive_avg_values(input, output_size, nd)
+    # torch's node saves the input, but for an output of size 1 (1-d too): a mean there
+    return y if ones else kept(y, input, node=f"AdaptiveAvgPool{max(nd, 2)}DBackward0")
+
+
+def _adaptive_avg_values(input, output_size, nd):
+    x, batched, out = _adaptive_args(input, output_size, nd, f"adaptive_avg_pool{nd}d")
     mats = []
     for n, o in zip(x.shape[2:], out):
         start, end = _adaptive_bounds(n, o)

@@ -23,6 +23,7 @@ from .elementwise import exp, log, where
 from .elementwise_more import lerp
 from .gather import gather
 from .halfprec import in_float32
+from .kept import kept
 from .reduce import NO_DIM, dim_or_all, float_input
 from .registry import op
 from .reorder import flip
@@ -52,7 +53,10 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
         raise NotImplementedError(f"nansum(): not implemented for a complex dtype ({dtype}) of a "
                                   f"floating input, as torch's \"nansum_cpu\"; convert the "
                                   f"sum afterwards")
-    return _zero_nans(input).sum(dim, keepdim, dtype=dtype)
+    if input._data.dtype.kind not in "fV":
+        return input.sum(dim, keepdim, dtype=dtype)
+    # torch's node saves the input (a write to it after the op fails the backward)
+    return kept(_zero_nans(input).sum(dim, keepdim, dtype=dtype), input, node="NansumBackward0")
 
 
 @tensor_method()

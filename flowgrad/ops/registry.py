@@ -51,6 +51,8 @@ def _saved_inputs(save, grad_reads=None):
         # those inputs, and the node counts as having saved something even when it keeps
         # none of them (a second backward through it raises, as torch's CopySlices does)
         return 1 | 4, _saved_inputs(save[:-len(" attrs")])[1]
+    if save is not None and save.startswith("inputs[") and save.endswith("] outputs"):
+        return 1 | 2, _saved_inputs(save[:-len(" outputs")])[1]  # those inputs, and outputs
     if save == "inputs for others":
         return 1, "others"
     if save is None or not save.startswith("inputs["):

@@ -28,6 +28,7 @@ from ..typed_tensors import contiguous_format
 from .conv import col2im, ntuple, out_size, pad_array, windows
 from .elementwise import where
 from .halfprec import opmath
+from .kept import kept
 from .layout import suggested_order
 from .pool import _adaptive_avg, _along
 from .pool_more import antialias_matrix
@@ -611,13 +612,13 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         for j in range(4):
             for i in range(4):
                 out = out + tap((pos[0][j], pos[1][i])) * (ws[0][j] * ws[1][i])
-        return out.contiguous()  # (the taps are channels-last; torch's output is not)
+        return _sampled(out, input, grid)  # (the taps are channels-last; torch's is not)
     coords = [_pad_coord(c, s, padding_mode, align_corners) for c, s in zip(coords, sizes)]
     if mode == "nearest":
         # round half to even, as torch's nearbyint; torch gives grid a zero gradient here
         out = tap([c.detach().round().long() for c in coords])
         # (zeros laid out as grid, as torch's: a dense gradient, not an expanded zero)
-        return (out + ((grid * 0.0).sum() if grid.requires_grad else 0.0)).contiguous()
+        return _sampled(out + ((grid * 0.0).sum() if grid.requires_grad else 0.0), input, grid)
     low = [c.detach().floor() for c in coords]
     frac = [(c - lo).unsqueeze(1) for c, lo in zip(coords, low)]
     low = [lo.long() for lo in low]
@@ -627,7 +628,14 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         for up, f in zip(corner, frac):
             w = w * (f if up else 1 - f)
         out = out + tap([lo + up for lo, up in zip(low, corner)]) * w
-    return out.contiguous()
+    return _sampled(out, input, grid)
+
+
+def _sampled(out, input, grid):
+    """grid_sample's result, C-contiguous, through a node that saves input and grid as
+    torch's GridSampler node (a write to either after the op fails the backward)."""
+    y = kept(out, input, grid, node=f"GridSampler{grid._data.ndim - 2}DBackward0", order="C")
+    return out.contiguous() if y is out else y
 
 
 def _base_coords(steps, align_corners):

@@ -32,6 +32,7 @@ from ..typed_tensors import contiguous_format, format_rank
 from .creation import multinomial, tensor, zeros
 from .elementwise import _inplace_binary, where
 from .gather import _index_dim, _put_flat, _written_into
+from .kept import kept
 from .layout import dim_order, format_contiguous, format_strides
 from .linalg import _addmm_method, _baddbmm_method, _coefficient, _scaled_add, addbmm, addmv, outer
 from .no_derivative import without_derivative
@@ -117,7 +118,7 @@ def dist(input, other, p=2):
     >>> flow.dist(flow.tensor([1.0, 1.0]), flow.tensor([2.0, 3.0]), p=1)
     tensor(3.)
     """
-    return vector_norm(input - other, p)
+    return kept(vector_norm(input - other, p), input, other, node="DistBackward0", result=True)
 
 
 @tensor_method()
