@@ -269,3 +269,26 @@ def test_embedding_bag_scales_gradients_by_frequency(mode, two_d):
     with pytest.raises(ValueError, match="max mode"):  # as torch's
         flow.nn.functional.embedding_bag(flow.tensor(idx), wf, None if two_d else
                                          flow.tensor([0, 3]), mode="max", scale_grad_by_freq=True)
+
+
+@pytest.mark.parametrize("expr", ["m.kron(t, t.detach())", "m.kron(t.detach(), t)",
+                                  "m.kron(t, u)", "m.kron(t[0], u)"])
+def test_kron_operands_written_after_the_product_as_torch(expr):
+    """torch's kron takes _unsafe_view's of its operands (no views to autograd): a write to
+    one after the product is legal and the backward reads the written values, and the result
+    is no view; flowgrad's saved the operands and raised at the backward."""
+    results = []
+    for m in (flow, torch):
+        t = m.tensor([[0.5, -1.5, 2.0], [1.0, 0.25, -0.75]], dtype=m.float64, requires_grad=True)
+        u = m.tensor([[2.0, -1.0, 0.5], [1.5, 3.0, -2.0]], dtype=m.float64, requires_grad=True)
+        r = eval(expr)
+        with m.no_grad():
+            t.mul_(2.0)
+            u.add_(1.0)
+        (r * r).sum().backward()
+        results.append([r.detach().numpy(), t.grad.numpy(), r._is_view(),
+                        None if u.grad is None else u.grad.numpy()])
+    for ours, theirs in zip(*results):
+        assert (ours is None) == (theirs is None)
+        if ours is not None:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-12)

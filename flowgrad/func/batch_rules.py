@@ -336,7 +336,8 @@ def _build():
     rules.update({
         "flip": _dims_rule("dims"), "roll": _dims_rule("dims", all_if_none=False),
         "diagonal": _dims_rule("dim1", "dim2"), "norm_affine": _dims_rule("axes"),
-        "pad_constant": _pad_constant, "reshape": _reshape, "expand": _expand,
+        "pad_constant": _pad_constant, "reshape": _reshape, "unsafe_view": _reshape,
+        "expand": _expand,
         "sum_to": _sum_to, "permute": _permute, "fill": _fill,
         "cat": _cat, "getitem": _getitem, "conv": _conv, "conv_transpose": _conv,
         "matmul": _matmul, "linear": _linear, "linear_wgrad": _linear_wgrad,

@@ -38,6 +38,20 @@ __all__ = ["kron", "diff", "cartesian_prod", "combinations", "trapezoid", "trapz
            "triu_indices", "gradient"]
 
 
+@op("unsafe_view", jvp="linear", complex=True)
+def _unsafe_view(xp, x, *, shape):
+    # torch's _unsafe_view, which its kron takes of its operands (and of the product): the
+    # same memory (a copy only where NumPy can't view it), yet no view to autograd, with a
+    # version counter of its own; so a write to an operand after kron is legal and its
+    # product's backward reads the written values, as torch's
+    return x.reshape(shape)
+
+
+@_unsafe_view.grad
+def unsafe_view_backward(ctx, dy):
+    return dy.reshape(ctx.input_shapes[0])
+
+
 @tensor_method()
 def kron(input, other):
     """The Kronecker product: block (i, j) of the result is input[i, j] * other.
@@ -47,13 +61,12 @@ def kron(input, other):
     tensor([ 1., 10.,  2., 20.])
     """
     nd = max(input._data.ndim, other._data.ndim)
-    a = input.reshape((1,) * (nd - input._data.ndim) + tuple(input.shape))
-    b = other.reshape((1,) * (nd - other._data.ndim) + tuple(other.shape))
+    a = (1,) * (nd - input._data.ndim) + input._data.shape
+    b = (1,) * (nd - other._data.ndim) + other._data.shape
     # interleave: a's dims at even positions, b's at odd ones, then merge each pair
-    a_shape = [s for n in a.shape for s in (n, 1)]
-    b_shape = [s for n in b.shape for s in (1, n)]
-    out = a.reshape(a_shape) * b.reshape(b_shape)
-    return out.reshape([m * n for m, n in zip(a.shape, b.shape)])
+    out = _unsafe_view(input, shape=tuple(s for n in a for s in (n, 1))) * \
+        _unsafe_view(other, shape=tuple(s for n in b for s in (1, n)))
+    return _unsafe_view(out, shape=tuple(m * n for m, n in zip(a, b)))
 
 
 @tensor_method()
