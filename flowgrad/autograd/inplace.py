@@ -197,7 +197,12 @@ def _check_no_partial_overlap(name, data, other, target, operand):
         # shared at one position alone (t[1].add_(t.t()[1]) shares t[1, 1]) is read where it
         # is written, so no loop order matters: the out-of-place result is torch's
         return
-    raise overlap_error(name, other.shape, data.shape)
+    if self_overlapping(data) or dense(other) and dense(data):  # (torch refuses these)
+        raise overlap_error(name, other.shape, data.shape)
+    raise NotImplementedError(  # (torch's "too hard": it runs, in its loop's order)
+        f"{name}: the operand (shape {tuple(other.shape)}) shares elements with the tensor "
+        f"written (shape {tuple(data.shape)}), both strided: torch runs this, but its values "
+        f"then depend on the order of its writes; clone() the operand first")
 
 
 def check_no_overlap(name, target, operands):

@@ -10,7 +10,11 @@ tensor([1., 0., 1.])
 """
 from __future__ import annotations
 
+import numpy as np
+
+from ..autograd.grad_mode import no_grad
 from ..autograd.inplace import (
+    addresses,
     check_inplace,
     check_no_overlap,
     expanded_view,
@@ -19,8 +23,10 @@ from ..autograd.inplace import (
     shares_elements,
     warn_expanded_write,
 )
+from ..dtypes import float64
 from ..errors import fill_scalar
 from ..tensor import Tensor
+from .creation import full
 from .gather import (
     _flat_mask,
     _index_dim,
@@ -49,22 +55,50 @@ def _inplace(name, fn):
     def method(self, *args, **kwargs):
         if name in _NO_OVERLAP:
             check_no_overlap(name, self, (*args, *kwargs.values()))
-        elif name == "masked_scatter_":
-            _refuse_source_in_self(self, *args, **kwargs)
+        # (the index, or put_'s, and masked_scatter_'s mask, come first: the rest are read)
+        first = 1 if name in ("put_", "masked_scatter_") else 2
+        args = tuple(_source_apart(name, fn, self, a, args, kwargs) if i >= first else a
+                     for i, a in enumerate(args))
+        kwargs = {k: _source_apart(name, fn, self, a, args, kwargs) for k, a in kwargs.items()}
         return run_inplace(name, fn, self, *args, **kwargs)
     method.__name__ = name
     return method
 
 
-def _refuse_source_in_self(self, mask=None, source=None):
-    """torch's masked_scatter_ reads its source while it writes: a source sharing memory with
-    self gives the values of its loop's order (elements it wrote, read again), which this
-    out-of-place kernel does not reproduce; refused instead of giving other values."""
-    if isinstance(source, Tensor) and shares_elements(memory_of(source), memory_of(self)):
-        raise NotImplementedError(
-            f"masked_scatter_: the source (shape {tuple(source.shape)}) shares memory with "
-            f"the tensor written (shape {tuple(self.shape)}): torch's result then depends on "
-            f"the order of its writes; pass source.clone()")
+def _source_apart(name, fn, self, source, args, kwargs):
+    """`source` as the out-of-place kernel may read it: itself, or where it shares memory with
+    self (torch's overlap checks let a strided pair run, `g.scatter_add_(1, i, g[:, 4:])`) a
+    clone when none of the elements it reads is written: torch's loop reads them unwritten,
+    as the kernel does. Where one is, torch's values depend on the order of its writes (and
+    on its vector width): refused, as this kernel does not reproduce them."""
+    if not isinstance(source, Tensor) or not shares_elements(memory_of(source),
+                                                             memory_of(self)):
+        return source
+    data, read = memory_of(self), memory_of(source)
+    if data is self._data and read is source._data and data.itemsize == read.itemsize:
+        if name.startswith("scatter"):  # (its kernel reads src where the index reaches)
+            index = args[1] if len(args) > 1 else kwargs.get("index")
+            read = read[tuple(slice(0, n) for n in index.shape)]
+        written = addresses(data)[_written(fn, self, source, args, kwargs)]
+        if not np.isin(addresses(read), written).any():
+            return source.clone()
+    raise NotImplementedError(
+        f"{name}: the source (shape {tuple(source.shape)}) shares memory with the tensor "
+        f"written (shape {tuple(self.shape)}), and some of the elements it reads are written: "
+        f"torch runs this, but its result then depends on the order of its writes; pass "
+        f"source.clone()")
+
+
+def _written(fn, self, source, args, kwargs):
+    """Which elements of self the op writes (a bool array of self's shape): the op run on
+    markers, self 0.5 and the source 2 (-2 for amin), under no_grad."""
+    amin = "amin" in args or kwargs.get("reduce") == "amin"
+    marker = full(tuple(source.shape), -2.0 if amin else 2.0, dtype=float64)
+    swap = lambda a: marker if a is source else a  # noqa: E731
+    kwargs = {k: 1 if k == "alpha" else swap(a) for k, a in kwargs.items()}
+    with no_grad():
+        out = fn(full(tuple(self.shape), 0.5, dtype=float64), *map(swap, args), **kwargs)
+    return out._data != 0.5
 
 
 def _index_put_(self, indices, values, accumulate=False):

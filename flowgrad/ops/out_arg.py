@@ -18,17 +18,18 @@ import functools
 import math
 import warnings
 
-import numpy as np
-
 from .._warn import warn
 from ..argument_errors import deprecated_form, refused_call, retold
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import (
+    _shared_in_place,
     expand_write_error,
     memory_of,
     overlap_error,
     overlap_status,
+    same_elements,
     self_overlapping,
+    shares_elements,
 )
 from ..autograd.levels import writing_out
 from ..dtypes import TORCH_SCALAR_NAMES, can_cast_array
@@ -62,13 +63,44 @@ def check_out(out, inputs, name, nondiff=False):
 
 def check_no_overlap(out, inputs, name):
     """torch's assert_no_overlap for out=: no input may be `out` or overlap its memory span
-    (a bounds test, as torch's)."""
+    where both are dense (a bounds test, as torch's). Where either is strided torch runs (its
+    "too hard"), reading the input as it writes: an input sharing no element with out (the
+    interleaved columns of one matrix) runs; one that shares some is refused, as torch's
+    values then depend on the order of its writes, which the result computed first and
+    copied into out does not reproduce."""
     for t in inputs:
-        if isinstance(t, Tensor) and (t is out or np.may_share_memory(t._data, out._data)):
+        if not isinstance(t, Tensor):
+            continue
+        status = "full" if t is out else overlap_status(memory_of(t), memory_of(out))
+        if status in ("partial", "full"):
             raise RuntimeError(f"{name}(): unsupported operation: some elements of the input "
                                f"tensor and the written-to tensor refer to a single memory "
                                f"location. Please clone() the tensor before performing the "
                                f"operation.")
+        if status == "too hard" and shares_elements(memory_of(t), memory_of(out)):
+            raise NotImplementedError(
+                f"{name}(): the input (shape {tuple(t.shape)}) shares elements with out "
+                f"(shape {tuple(out.shape)}), both strided: torch runs this, but its values "
+                f"then depend on the order of its writes; pass a clone() of the input")
+
+
+def refuse_order_dependent(out, inputs, name, elementwise):
+    """Refuse an out= whose memory shares elements with an input where torch's overlap checks
+    let it run (a strided pair): torch's elementwise loop then reads elements it already
+    wrote, in its order, which the result computed first and copied into out does not
+    reproduce. Shared elements at the same position are fine for an `elementwise` op (each
+    is read where it is written)."""
+    data = memory_of(out)
+    for t in inputs:
+        if not isinstance(t, Tensor) or t is out or not shares_elements(memory_of(t), data):
+            continue
+        other = memory_of(t)
+        if same_elements(other, data) or elementwise and _shared_in_place(other, data):
+            continue
+        raise NotImplementedError(
+            f"{name}(): the input (shape {tuple(t.shape)}) shares elements with out (shape "
+            f"{tuple(out.shape)}): torch runs this, but its values then depend on the order "
+            f"of its writes; pass a clone() of the input")
 
 
 def check_out_partial_overlap(out, inputs, name):
@@ -163,6 +195,8 @@ def with_out(fn, out, inputs, name, exact_dtype=False, cast_error=RuntimeError,
         check_out_partial_overlap(out, (*tensors, *kwargs.values()), name)
     elif no_overlap and no_overlap != "first":  # ("first": once the result's shape is known)
         check_no_overlap(out, tensors, name)
+    if no_overlap == "partial":  # (torch's elementwise loop writes out as it reads)
+        refuse_order_dependent(out, (*tensors, *kwargs.values()), name, True)
     result = fn(*inputs, **kwargs)
     if isinstance(result, tuple):  # (torch's overloads: a tuple of outs or none)
         raise TypeError(f"{name}(): out= takes a tuple of {len(result)} tensors here (one per "
