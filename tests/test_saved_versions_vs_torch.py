@@ -322,6 +322,9 @@ KEPT_COMPOSITES = {  # expression of (m, x, t) -> which tensors torch's node che
     "dist": ("m.dist(x, t)", "x t y"),
     "nansum": ("m.nansum(x, 1)", "x"),
     "nanmean": ("m.nanmean(x)", "x"),
+    "fft_of_real": ("m.fft.fft(x).real", "x"),  # (torch's r2c, two-sided: FftR2CBackward0)
+    "ifft_of_real": ("m.fft.ifft(x, n=3).imag", "x"),
+    "rfft": ("m.fft.rfft2(x).real", "x"),
 }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from .complex import conj, real
+from .kept import kept
 from .layout import in_order
 from .pad import pad
 from .registry import op
@@ -86,7 +87,9 @@ def fft_c2c_backward(ctx, dy):
     return _c2c(dy, dims=ctx.dims, norm=_SWAP[ctx.norm], forward=not ctx.forward)
 
 
-@op("fft_r2c", complex=True)
+# (its input saved, unread: torch's FftR2CBackward0 keeps self, so a write to it after the
+# transform fails the backward)
+@op("fft_r2c", complex=True, save="inputs")
 def _r2c(xp, x, *, dims, norm, ihfft=False):
     out = _complex_of(xp, xp.fft.rfftn(x, axes=dims, norm=norm), x)
     if ihfft and len(dims) > 1:  # torch's ihfftn: a 1-d r2c, then a c2c over the other dims
@@ -227,14 +230,20 @@ def c2c(x, s, dim, norm, forward, name):
     strides = x._data.strides if name in ("fft_fft", "fft_ifft") and \
         x._data.dtype.kind != "c" and 0 in x._data.strides and \
         all(n <= x._data.shape[d] for d, n in zip(dims, sizes)) else None  # (not padded)
+    real = x if name in ("fft_fft", "fft_ifft") and x._data.dtype.kind != "c" and \
+        all(n <= x._data.shape[d] for d, n in zip(dims, sizes)) else None
     x = _as_complex(x)
     for d, n in zip(dims, sizes):
         x = _resize(x, d, n)
     if not dims:
         return x.clone()
     if strides is not None and x._data.ndim > 1:
-        return _c2c(x, dims=tuple(dims), norm=norm, forward=forward, strides=strides)
-    return _c2c(x, dims=tuple(dims), norm=norm, forward=forward)
+        out = _c2c(x, dims=tuple(dims), norm=norm, forward=forward, strides=strides)
+    else:
+        out = _c2c(x, dims=tuple(dims), norm=norm, forward=forward)
+    # torch's r2c node of a real input (not padded: a copy) keeps it: a write to it after the
+    # transform fails the backward
+    return out if real is None else kept(out, real, node="FftR2CBackward0")
 
 
 def r2c(x, s, dim, norm, forward, name):
