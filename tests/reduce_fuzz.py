@@ -207,10 +207,12 @@ def check(seed, case=None):
     if len(outs_g) != len(outs_t):
         return f"{len(outs_g)} outputs, torch {len(outs_t)}"
     # a tie's index (and the gradient routed by it) is the implementation's choice
-    # (sort without stable=True, median, mode, kthvalue, topk, max/min, quantile: torch
-    # documents none of them for ties); compare those only where the values define them, and
-    # the gradient each tie group receives where they do not
+    # (sort without stable=True, max/min, quantile: torch documents none of them for ties);
+    # compare those only where the values define them, and the gradient each tie group
+    # receives where they do not. kthvalue, topk (sorted), mode and median/nanmedian follow
+    # torch's kernels step for step (ops/select_ties.py): compared always
     tie_free = _indices_defined(case) or case["kwargs"].get("stable") or \
+        case["name"] in ("kthvalue", "topk", "median", "nanmedian", "mode") or \
         case["name"] in ("sum", "mean", "nansum", "nanmean", "var", "std", "var_mean",
                          "norm", "logsumexp", "cumsum", "cumprod", "logcumsumexp", "prod",
                          "count_nonzero", "all", "any", "unique", "unique_consecutive")

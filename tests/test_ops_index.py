@@ -319,3 +319,29 @@ def test_failing_inplace_writes_nothing(method):
     with pytest.raises((RuntimeError, IndexError)):
         getattr(x, method)(*args)
     np.testing.assert_array_equal(x.numpy(), before)
+
+
+def test_tied_values_report_torchs_indices_in_topk_kthvalue_median_and_mode():
+    """torch's selection kernels (nth_element/sort/partial_sort for topk, quick-select for
+    kthvalue, position order for median(dim), std::sort of pairs for mode) pick among equal
+    values by their own steps: the stable order gave other indices, so the values' gradients
+    went to other elements (and mode of a row with a NaN another value)."""
+    rng = np.random.default_rng(0)
+    for trial in range(16):
+        n = int(rng.integers(2, 50))
+        a = rng.integers(0, 3, (3, n)).astype(np.float64)
+        if trial % 4 == 0:
+            a[rng.random(a.shape) < 0.1] = np.nan
+        k = int(rng.integers(1, n + 1))
+        x, t = flow.tensor(a), torch.tensor(a)
+        for fn in (lambda m: m.topk(k, 1).indices, lambda m: m.topk(min(k, 2), 1).indices,
+                   lambda m: m.topk(k, 1, largest=False, sorted=False).indices,
+                   lambda m: m.kthvalue(k, 1).indices, lambda m: m.median(1).indices,
+                   lambda m: m.nanmedian(1).indices, lambda m: m.mode(1).indices,
+                   lambda m: m.mode(1).values.nan_to_num(7.0)):
+            assert fn(x).tolist() == fn(t).tolist(), (a.tolist(), k)
+    x = flow.tensor([-3.0, 0.0, 6.0, 6.0, 1.0], requires_grad=True)
+    t = torch.tensor([-3.0, 0.0, 6.0, 6.0, 1.0], requires_grad=True)
+    for m, v in ((flow, x), (torch, t)):
+        (v.topk(3).values * m.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert x.grad.tolist() == t.grad.tolist()

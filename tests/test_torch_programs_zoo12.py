@@ -405,8 +405,9 @@ losses.insert(0, 9.0)
 
 # gradients at kinks and ties, where a script's loss sits on a boundary: relu/relu6/hardtanh/
 # clamp at their edges, the shrinks at lambda, amax/max/median over tied values (split evenly,
-# or to the one index picked), maximum of equal operands, norms and distances at zero,
-# quantiles between tied values; each value and weighted input gradient logged
+# or to the one index picked), topk of two equal maxima (torch's kernel reports the later one
+# first), maximum of equal operands, norms and distances at zero, quantiles between tied
+# values; each value and weighted input gradient logged
 BOUNDARY_GRADS = '''
 x = torch.tensor([-3.0, -1.0, 0.0, 0.0, 1.0, 3.0, 6.0, 6.0, 0.5, -0.5], requires_grad=True)
 fns = [F.relu, F.relu6, lambda v: F.hardtanh(v, -1.0, 1.0), lambda v: v.clamp(-1.0, 1.0),
@@ -422,7 +423,8 @@ fns = [F.relu, F.relu6, lambda v: F.hardtanh(v, -1.0, 1.0), lambda v: v.clamp(-1
        lambda v: torch.cdist(v.view(5, 2), v.view(5, 2)), lambda v: F.pdist(v.view(5, 2)),
        lambda v: v.view(5, 2).norm(dim=1, p=float("inf")), lambda v: v.view(5, 2).norm(dim=1, p=1),
        lambda v: v.quantile(torch.tensor([0.25, 0.7]), interpolation="midpoint"),
-       lambda v: v.mode().values.expand(1), lambda v: v.prod().expand(1), lambda v: v.cumprod(0),
+       lambda v: v.mode().values.expand(1), lambda v: v.topk(4).values,
+       lambda v: v.prod().expand(1), lambda v: v.cumprod(0),
        lambda v: torch.std(v.view(2, 5)[:, 2:4], dim=1), lambda v: v.view(2, 5).logsumexp(1),
        lambda v: torch.special.entr(v), lambda v: torch.xlogy(v.abs(), v.abs())]
 for f in fns:

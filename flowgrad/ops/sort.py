@@ -24,6 +24,7 @@ from .halfprec import HALF, in_float32
 from .no_derivative import without_derivative
 from .registry import op
 from .scan import of_zero_dim
+from .select_ties import torch_tie_order
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "searchsorted",
            "bucketize"]
@@ -123,6 +124,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
         return of_zero_dim("topk", input)
     # (the indices a C-ordered tensor of their own, as torch's: not a narrowed view)
     idx = _argsort(input, dim=d, descending=largest).narrow(d, 0, k).contiguous()
+    idx = torch_tie_order(input, idx, dim=d, k=k, largest=largest, sorted=sorted, kth=False)
     return values_indices("topk", gather_values(input, d, idx), idx)
 
 
@@ -142,6 +144,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
         raise NotImplementedError(f'"kthvalue_cpu" not implemented for \'Bool\' (input of '
                                   f"shape {tuple(input.shape)}); convert with .int() first")
     idx = _argsort(input, dim=d, descending=False).narrow(d, k - 1, 1).contiguous()
+    idx = torch_tie_order(input, idx, dim=d, k=k, largest=False, sorted=True, kth=True)
     values = gather_values(input, d, idx)
     if not keepdim:
         values, idx = values.squeeze(d), idx.squeeze(d)

@@ -30,6 +30,7 @@ from .no_derivative import without_derivative
 from .reduce import NO_DIM, dim_or_all, expand_reduced, keepdim_shape, normalize_dims
 from .registry import op
 from .scan import index_output_grad, of_zero_dim, with_rule_indices
+from .select_ties import mode_row
 from .summation import add_reduce
 
 __all__ = ["var", "std", "var_mean", "std_mean", "median", "mode", "histogramdd", "cov",
@@ -279,9 +280,15 @@ def median_backward(ctx, dy):
 
 
 def _select_kth(xp, x, dim, keepdim, kth_of):
-    idx = xp.take_along_axis(xp.argpartition(x, kth_of(x.shape[dim]), axis=dim),
-                             xp.full(keepdim_shape(x.shape, (dim,)), kth_of(x.shape[dim])), dim)
-    vals = xp.take_along_axis(x, idx, dim)
+    """The kth_of(n)-th smallest along dim and its index: torch's median kernel orders ties
+    by position (nth_element on (value, index)), so the index is that of the value's
+    (k - #smaller + 1)-th occurrence, not the one a partition leaves there."""
+    k = kth_of(x.shape[dim])
+    vals = xp.take_along_axis(xp.partition(x, k, axis=dim),
+                              xp.full(keepdim_shape(x.shape, (dim,)), k), dim)
+    same = x == vals
+    nth = k - (x < vals).sum(axis=dim, keepdims=True) + 1
+    idx = xp.argmax(same & (xp.cumsum(same, axis=dim) == nth), axis=dim, keepdims=True)
     return (vals, idx) if keepdim else (vals.squeeze(dim), idx.squeeze(dim))
 
 
@@ -347,8 +354,15 @@ def _mode(xp, x, *, dim, keepdim):
     r = xp.arange(rows.shape[0])
     # torch reports the last position holding that value: the end of its (stable) run
     last = best + counts[r, best] - 1
-    vals = s[r, best].reshape(lead)
-    idx = order[r, last].astype(xp.int64).reshape(lead)
+    vals, idx = s[r, best], order[r, last].astype(xp.int64)
+    # where torch's sort is not the stable one (above 16 values, a repeated mode) or a NaN
+    # breaks its ordering, its own steps decide
+    redo = counts[r, best] > 1 if n > 16 else xp.zeros(rows.shape[0], bool)
+    if rows.dtype.kind in "fc":
+        redo |= xp.isnan(rows).any(1)
+    for i in xp.flatnonzero(redo).tolist():
+        vals[i], idx[i] = mode_row(rows[i].tolist())
+    vals, idx = vals.reshape(lead), idx.reshape(lead)
     if keepdim:
         vals, idx = xp.expand_dims(vals, dim), xp.expand_dims(idx, dim)
     return with_rule_indices(vals, idx)
