@@ -176,6 +176,11 @@ def _indices_defined(case):
 # reductions that route each output's gradient to one element (or to a tie group): among
 # tied elements which one receives it is the sort's choice (torch's CPU sort is not stable
 # for every size), but what the whole group receives is defined
+# ops whose tie indices are torch's (first index for max/min/argmax/argmin, cummax/cummin's
+# last; topk (sorted), kthvalue, mode and median/nanmedian by their kernels' steps:
+# ops/select_ties.py)
+_TIES_EXACT = ("kthvalue", "topk", "median", "nanmedian", "mode", "max", "min", "argmax",
+               "argmin", "cummax", "cummin")
 _ROUTED = {"max", "min", "median", "nanmedian", "mode", "kthvalue", "topk", "sort",
            "quantile", "nanquantile"}
 
@@ -207,12 +212,11 @@ def check(seed, case=None):
     if len(outs_g) != len(outs_t):
         return f"{len(outs_g)} outputs, torch {len(outs_t)}"
     # a tie's index (and the gradient routed by it) is the implementation's choice
-    # (sort without stable=True, max/min, quantile: torch documents none of them for ties);
-    # compare those only where the values define them, and the gradient each tie group
-    # receives where they do not. kthvalue, topk (sorted), mode and median/nanmedian follow
-    # torch's kernels step for step (ops/select_ties.py): compared always
+    # (sort without stable=True, quantile: torch documents none of them for ties); compare
+    # those only where the values define them, and the gradient each tie group receives where
+    # they do not. _TIES_EXACT's ops give torch's indices with ties too: compared always
     tie_free = _indices_defined(case) or case["kwargs"].get("stable") or \
-        case["name"] in ("kthvalue", "topk", "median", "nanmedian", "mode") or \
+        case["name"] in _TIES_EXACT or \
         case["name"] in ("sum", "mean", "nansum", "nanmean", "var", "std", "var_mean",
                          "norm", "logsumexp", "cumsum", "cumprod", "logcumsumexp", "prod",
                          "count_nonzero", "all", "any", "unique", "unique_consecutive")
