@@ -30,7 +30,7 @@ from .no_derivative import without_derivative
 from .reduce import NO_DIM, dim_or_all, expand_reduced, keepdim_shape, normalize_dims
 from .registry import op
 from .scan import index_output_grad, of_zero_dim, with_rule_indices
-from .select_ties import mode_row
+from .select_ties import mode_row, within_budget
 from .summation import add_reduce
 
 __all__ = ["var", "std", "var_mean", "std_mean", "median", "mode", "histogramdd", "cov",
@@ -360,7 +360,8 @@ def _mode(xp, x, *, dim, keepdim):
     redo = counts[r, best] > 1 if n > 16 else xp.zeros(rows.shape[0], bool)
     if rows.dtype.kind in "fc":
         redo |= xp.isnan(rows).any(1)
-    for i in xp.flatnonzero(redo).tolist():
+    redo = xp.flatnonzero(redo)
+    for i in redo.tolist() if within_budget(redo.size, n) else ():
         vals[i], idx[i] = mode_row(rows[i].tolist())
     vals, idx = vals.reshape(lead), idx.reshape(lead)
     if keepdim:
