@@ -117,7 +117,12 @@ KNOWN = {
     "(torch writes it, with a NotImplemented grad_fn)":
         r"only flowgrad raised RuntimeError: floor_divide\(\): functions with out=",
     "index_put_ of a value sharing the written elements where torch cannot tell (not dense): "
-    "refused": r"only flowgrad raised RuntimeError: index_put_: unsupported operation",
+    "refused": r"only flowgrad raised (RuntimeError|NotImplementedError): index_put_: "
+               r"(unsupported operation|the operand)",
+    "an out= sharing elements with an input off their positions: refused (torch runs it, "
+    "its values then those of its loop order and vector width)":
+        r"only flowgrad raised NotImplementedError: \w+\(\): the input .* shares elements with "
+        r"out",
     "an out= that is also the input (topk(c, out=(i, c))): torch resizes the out before it "
     "reads the input": r"m\.(topk|sort|kthvalue|cummax|cummin|mode|median|max|min)\(.*"
                        r"differs",

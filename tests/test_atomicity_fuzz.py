@@ -17,7 +17,8 @@ import flowgrad as flow
 # a seed showing each difference atomicity_fuzz.KNOWN keeps on purpose
 KNOWN_EXAMPLES = {294: "index_put_ of a value", 456: "set_ of a tensor",
                   614: "an out= that requires grad", 1133: "masked_scatter_",
-                  1237: "an out= that is also the input", 5501: "growing a view"}
+                  1237: "an out= that is also the input", 5501: "growing a view",
+                  720: "an out= sharing elements"}
 
 
 @pytest.mark.parametrize("block", range(4))

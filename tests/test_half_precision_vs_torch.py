@@ -281,6 +281,7 @@ _FLOAT_KIND_CHECKS = {
     "ops/linalg_decomp.py": ["kind not in \"fc\""],  # half linalg: refused clearly
     "ops/normalization.py": ["kind == \"f\" and x.dtype.itemsize >= 4"],  # float32 fast paths
     "ops/sort.py": ["kind not in \"fc\""],  # inside in_float32: never sees bfloat16
+    "ops/select_ties.py": ["kind in \"fc\""],  # inside in_float32: never sees bfloat16
     "ops/stats.py": ["kind in \"fc\"",  # inside in_float32: never sees bfloat16
                      "(kind != \"f\" or size < 4) or kind not in \"fV\""],  # histogramdd
     # without a range: torch's min/max has float/double kernels only, bfloat16 refused as there
