@@ -23,7 +23,7 @@ from .registry import op
 __all__ = ["kept"]
 
 
-def _copy(xp, y, *inputs, torch_node, order="K"):
+def _copy(xp, y, *saved, torch_node, order="K"):
     # a copy, not y itself: a node inside the composite may have saved y as its output, and
     # a write into the result must not reach it unseen
     return y.copy(order=order)
