@@ -263,3 +263,31 @@ def _element_write(m, mode, code):
                                   "e[:] = y", "e[None, 1] = y * 1"])
 def test_element_of_an_expand_written_with_its_own_value_as_torch(mode, code):
     assert _element_write(flow, mode, code) == _element_write(torch, mode, code)
+
+
+def _recorded_copy_of_an_expands_own_elements(m, code):
+    """A recorded write of an expand's own elements (t4 = x * 2 of shape (1,), e = its
+    expand): torch's copy_ writes nothing but records a CopySlices over t4, whose backward
+    refuses the shared elements; flowgrad's setitem refused the write itself, and its copy_
+    recorded nothing, so its backward gave a gradient."""
+    x = m.tensor([0.5], dtype=m.float64, requires_grad=True)
+    t4 = x * 2.0
+    e = t4.expand(3, 2)
+    try:
+        exec(code, {"t4": t4, "e": e})
+    except RuntimeError:
+        return "the write raised"
+    try:
+        (e.sin() * 0.3).sum().backward()
+    except RuntimeError as error:
+        assert "more than one element" in str(error)
+        return e.tolist(), "the backward raised"
+    return e.tolist(), x.grad.tolist()
+
+
+@pytest.mark.parametrize("code", ["e[-3] = t4", "e[0] = t4.expand(2)", "e[:1] = t4",
+                                  "e[-3].copy_(t4.expand(2))"])
+def test_a_recorded_copy_of_an_expands_own_elements_raises_in_backward_as_torch(code):
+    # (program_fuzz 11406689: `t6[-3] = t4` for t6 = t4.expand_as(x2) raised in flowgrad)
+    assert _recorded_copy_of_an_expands_own_elements(flow, code) == \
+        _recorded_copy_of_an_expands_own_elements(torch, code)

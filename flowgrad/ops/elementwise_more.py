@@ -635,11 +635,10 @@ def copy_(self, other=None, non_blocking=False, *, src=None):
         # captured tensor: torch checks the target first
         check_inplace("copy_", self)
         bump_version(self)
-        if self._view is None and is_grad_enabled() and (self.requires_grad or
-                                                          src.requires_grad):
-            # an alias of an expand (a root: `x.expand(..).data`) copied from its own
-            # elements: torch records the copy, so self then leads to src (a view of one is
-            # refused above); the values stay as they are
+        if is_grad_enabled() and (self.requires_grad or src.requires_grad):
+            # an expand (or an alias of one: `x.expand(..).data`) copied from its own
+            # elements: torch records the copy (through a view, a CopySlices whose backward
+            # refuses the shared elements, as rebase's); the values stay as they are
             rebase(self, lambda t: _filled(t, src))
         tell_written(self, src)
         return self

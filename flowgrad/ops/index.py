@@ -399,15 +399,13 @@ def setitem(x, index, value):
         warn_expanded_write(data, "index_put_", "tensor[indices] = tensor")
     elif not data.flags.writeable:
         # an expand: torch refuses a slice assignment only where the written region overlaps
-        # itself (index tensors go through index_put_, which writes anyway), and, unrecorded,
-        # the value broadcast to it is not its very elements (`e[0, :2] = t` for
-        # e = t.expand(..): torch's copy_ of the same data, which writes nothing where the
-        # strides agree, size-1 dims' too; a 0-d value is torch's fill_, which refuses)
+        # itself (index tensors go through index_put_, which writes anyway), and the value
+        # broadcast to it is not its very elements (`e[0, :2] = t` for e = t.expand(..):
+        # torch's copy_ of the same data, which writes nothing where the strides agree,
+        # size-1 dims' too, recorded as copy_'s; a 0-d value is torch's fill_, which refuses)
         try:
             region = basic_view(xp, data, spec)
-            if 0 < value._data.ndim and _same_elements_broadcast(
-                    memory_of(value), region) and not (grad_mode.is_grad_enabled() and (
-                    value.requires_grad or x.requires_grad)):
+            if 0 < value._data.ndim and _same_elements_broadcast(memory_of(value), region):
                 if value._data.shape != region.shape:  # (torch's copy_to: leading 1s
                     shape = tuple(value.shape)   # dropped, then expanded: stride 0)
                     while shape and shape[0] == 1:
