@@ -284,3 +284,30 @@ def test_a_shifted_operand_is_a_partial_overlap_as_torch(transform):
     for m in (flow, torch):
         error = _shaped_operand_outcome(m, shifted, transform)
         assert isinstance(error, RuntimeError) and "memory" in str(error), (m, error)
+
+
+def _whole_slice_augmented_then_backward_twice(m, shape, index):
+    """`t[index] += v` where the index covers all of t: torch's slice is t itself, so the
+    write is t.copy_(t's own alias), a copy node that saves nothing. backward(inputs=[t])
+    runs that node alone (retain_graph=False), and a second backward through it runs."""
+    x = m.tensor([0.5, -1.0, 2.0, 0.25, 1.5, -0.75][:max(1, int(np.prod(shape)))],
+                 dtype=m.float64).reshape(shape).requires_grad_()
+    t = x * 2.0
+    exec(f"t[{index}] += -0.5", {"t": t})
+    (t.sin() * 0.5).sum().backward(inputs=[t])
+    first = t.grad.tolist()
+    try:
+        (t.sin() * 0.3).sum().backward()
+    except RuntimeError as error:
+        assert "second time" in str(error)
+        return first, "raised"
+    return first, x.grad.tolist()
+
+
+@pytest.mark.parametrize("shape, index", [((), "()"), ((), "..."), ((3,), "..."),
+                                          ((3,), ":"), ((2, 3), ":"), ((3,), "1:")])
+def test_a_write_of_a_whole_slice_by_its_own_alias_is_a_copy_as_torch(shape, index):
+    # (program_fuzz 11501006: `t3[()] += -0.5` of a 0-d t3, backward(inputs=[t3]) and a later
+    # backward: flowgrad's setitem node, freed, refused the second)
+    assert _whole_slice_augmented_then_backward_twice(flow, shape, index) == \
+        _whole_slice_augmented_then_backward_twice(torch, shape, index)

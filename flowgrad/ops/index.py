@@ -387,12 +387,12 @@ def setitem(x, index, value):
         shape = value._data.shape
         if extra > 0 and all(n == 1 for n in shape[:extra]):
             value = value.reshape(shape[extra:])
-    if not advanced and _is_whole(data, spec) and (value is x or value._data.ndim <= data.ndim
-                                                   and not np.may_share_memory(
-                                                       memory_of(value), memory_of(x))):
+    if not advanced and _is_whole(data, spec) and (
+            same_elements(memory_of(value), memory_of(x), True) or value._data.ndim <= data.ndim
+            and not np.may_share_memory(memory_of(value), memory_of(x))):
         # torch's slice covering all of x is x itself: x.copy_(value), no view of x written
-        # (so no CopySlices node: a second backward through it runs, as torch's); a value
-        # aliasing x other than x itself takes the path below, which reads it before writing
+        # (so no CopySlices node: a second backward through it runs, as torch's; `x[()] += v`
+        # too); a value aliasing x otherwise takes the path below, which reads it first
         x.copy_(value)
         return
     if advanced:  # index_put_: torch warns where the expanded elements share memory
