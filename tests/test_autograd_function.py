@@ -239,6 +239,18 @@ def test_mark_dirty_on_leaf_that_requires_grad_raises():
         fns(flow)["DoubleInPlace"].apply(leaf(flow))
 
 
+def test_mark_dirty_on_a_view_of_a_leaf_that_stopped_requiring_grad_raises():
+    # (program_fuzz 11501611: v = x[:, None], then x.requires_grad = False: v still requires
+    # grad and is a view of a leaf to torch's check, as to mul_'s; flowgrad's Function wrote)
+    def scenario(m):
+        x = leaf(m)
+        v = x[:, None]
+        x.requires_grad = False
+        return raises(lambda: fns(m)["DoubleInPlace"].apply(v))
+    same(scenario)
+    assert scenario(flow) is not None
+
+
 def test_mark_dirty_bumps_version():
     def scenario(m):
         a = leaf(m)

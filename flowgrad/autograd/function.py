@@ -366,7 +366,7 @@ def _check_dirty(cls, o, n_outs):
             f"modified in place by forward (mark_dirty); clone() it before passing it in")
     if view is None or not (o.requires_grad or view.base.requires_grad):
         return
-    if view.base.requires_grad and view.base._grad_fn is None:
+    if view.base._grad_fn is None:  # (the base may since have stopped requiring grad)
         raise RuntimeError(
             f"{cls.__name__}: a view of a leaf tensor that requires grad (base shape "
             f"{tuple(view.base.shape)}, view shape {tuple(o.shape)}) was modified in place by "
