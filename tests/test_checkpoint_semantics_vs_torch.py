@@ -315,3 +315,40 @@ def test_helpers_as_torch():
             warnings.simplefilter("error")
             mod.check_backward_validity((m.ones(1, requires_grad=True), 2))
     assert cp.CheckpointFunction.apply(flow.sin, True, flow.zeros(1, requires_grad=True)) == 0
+
+
+def _reentrant_over_a_no_grad_view(m, custom):
+    """The checkpoint's only input is a view made under no_grad of t = x * x (it requires
+    grad, yet has no history): torch still runs the Function's backward, whose inner
+    backward reaches t, which the function closes over. flowgrad skipped the node's rule
+    (no input had a history), and x got no gradient."""
+    x = m.tensor([[-0.17, -1.01], [0.55, 0.28]], dtype=m.float64, requires_grad=True)
+    t = x * x
+    with m.no_grad():
+        v = t.expand_as(t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if custom:
+            calls = []
+
+            class Spy(m.autograd.Function):
+                @staticmethod
+                def forward(ctx, u):
+                    return u * 2.0
+
+                @staticmethod
+                def backward(ctx, g):
+                    calls.append(g.tolist())
+                    return g * 2.0
+            Spy.apply(v).sum().backward()
+            return calls
+        y = m.utils.checkpoint.checkpoint(lambda u: u.sin() * t, v, use_reentrant=True)
+    y.sum().backward(retain_graph=True)
+    return x.grad.tolist()
+
+
+@pytest.mark.parametrize("custom", [False, True])
+def test_a_function_over_inputs_with_no_history_runs_its_backward_as_torch(custom):
+    # (program_fuzz 11508900)
+    assert _reentrant_over_a_no_grad_view(flow, custom) == \
+        _reentrant_over_a_no_grad_view(torch, custom)

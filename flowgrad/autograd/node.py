@@ -195,8 +195,10 @@ class FunctionNode(Node):
 
     def backward_fn(self, out_grads):
         """Run the op's gradient rule: incoming output grads -> grads of the inputs (None for
-        each when no input carries a history: see InertNode)."""
-        if not any(self.next_nodes):
+        each when no input carries a history: see InertNode). A custom Function's backward
+        runs all the same, as torch's, for what else it does (a reentrant checkpoint's inner
+        backward reaches the tensors its function closes over)."""
+        if not any(self.next_nodes) and hasattr(self.op, "name"):
             return (None,) * len(self.input_metas)
         return self.op.backward(self, *out_grads)
 
