@@ -8,6 +8,8 @@ overlap, and its gradient recorded.
 """
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from vs_torch import assert_program_as_torch
@@ -133,6 +135,20 @@ def test_an_index_write_into_an_expand_from_its_own_elements_is_refused():
         e[[1, 1]] = e[:1].t().detach()
     e[[1, 1]] = flowgrad.tensor([[5.0], [6.0]], dtype=flowgrad.float64)  # (apart: written)
     assert x[2].tolist() == [6.0, 6.0]
+
+
+def test_a_strided_index_write_from_an_alias_of_itself_is_refused():
+    # t[[1, 0]] = copy.copy(t) for a strided column t of x (program_fuzz 11524371): torch's
+    # index_put_ (too hard to check: strided) writes t[1] then reads t[0]... through the
+    # alias after writing, a result of its loop order (torch [1.15, 1.15], flowgrad's
+    # read-first the swap); refused, as into an expand. Elements not read back still write
+    x = flowgrad.tensor([[1.78, 0.22, 1.15], [-0.72, -0.23, -1.49]], dtype=flowgrad.float64)
+    t = x.narrow(1, 2, 1)
+    with pytest.raises(RuntimeError, match="shares memory"):
+        t[[1, 0]] = copy.copy(t)
+    t[[0, 1]] = copy.copy(t) * 2  # (a value apart) and each location its own value: no order
+    t[[0, 1]] = copy.copy(t)
+    assert x[:, 2].tolist() == [2.3, -2.98]
 
 
 # torch's index and scatter metas (assert_no_overlap) refuse an index or a source sharing any

@@ -529,11 +529,12 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
             arrays[0]._data.dtype == np.bool_:
         return True
     status = overlap_status(sliced, values)
-    if status in ("partial", "full") or status == "too hard" and self_overlapping(sliced) and \
+    if status in ("partial", "full") or status == "too hard" and \
             np.shares_memory(sliced, values) and _reads_what_it_wrote(data, spec, arrays,
                                                                       values):
-        # (into an expand, torch's loop may read a value it has already written through the
-        # aliased elements: its result is its loop order's; refused as a partial overlap)
+        # (strided, or into an expand, torch's loop may read a value it has already written
+        # (through aliased elements): its result is its loop order's; refused as a partial
+        # overlap)
         raise RuntimeError(
             f"index_put_: unsupported operation: the value (shape {tuple(value.shape)}) "
             f"shares memory with the tensor it is written into (shape {tuple(x.shape)}); "
