@@ -1,7 +1,9 @@
 """Differential fuzzing of whole autograd PROGRAMS: flowgrad against torch, in float64
 (and, from MIXED_SEEDS on, float32 and float64 mixed; from AUTOGRAD_SEEDS on, also autograd's
 own features: grad modes, inference_mode, hook handles, post-accumulate hooks, backward's
-inputs= and gradient=, allow_unused, checkpoint, custom Functions: `program_steps2.py`).
+inputs= and gradient=, allow_unused, checkpoint, custom Functions: `program_steps2.py`; from
+AUTOGRAD3_SEEDS on, also views of views written in place under a hook on their base, graphs
+freed by autograd.grad then asked again, create_graph through in-place writes).
 
 A program is generated once, from a seed, as a list of `Step`s over a small pool of named
 tensors: leaves, results of ops, views (slicing, select, unbind, expand, iteration, ...),
@@ -46,7 +48,7 @@ from program_steps import (
     b_storage,
     b_view,
 )
-from program_steps2 import PRELUDE, b_backward2, b_hook2, b_leafgrad, b_mode
+from program_steps2 import PRELUDE, b_autograd3, b_backward2, b_hook2, b_leafgrad, b_mode
 
 import flowgrad as flow
 
@@ -273,6 +275,11 @@ MORE_BUILDERS = STORAGE_BUILDERS + [(14, b_op_more), (16, b_inplace_more)]
 AUTOGRAD_SEEDS = 11_400_000
 AUTOGRAD_BUILDERS = MORE_BUILDERS + [(10, b_mode), (10, b_leafgrad), (8, b_hook2),
                                      (14, b_backward2)]
+# seeds from AUTOGRAD3_SEEDS on also draw program_steps2.b_autograd3: a view of a view written
+# in place under a hook or retain_grad on its base, a graph freed by autograd.grad
+# (retain_graph=False) then asked again, and create_graph=True through an in-place write
+AUTOGRAD3_SEEDS = 11_550_000
+AUTOGRAD3_BUILDERS = AUTOGRAD_BUILDERS + [(8, b_autograd3)]
 
 
 def grow(g, builders, first_grad):
@@ -295,7 +302,8 @@ def generate(seed):
     """The program of `seed`: a deterministic function of the seed (and torch's behaviour)."""
     g = _Gen(seed)
     _reset_modes()
-    builders = AUTOGRAD_BUILDERS if seed >= AUTOGRAD_SEEDS else \
+    builders = AUTOGRAD3_BUILDERS if seed >= AUTOGRAD3_SEEDS else \
+        AUTOGRAD_BUILDERS if seed >= AUTOGRAD_SEEDS else \
         MORE_BUILDERS if seed >= MORE_SEEDS else \
         STORAGE_BUILDERS if seed >= STORAGE_SEEDS else BUILDERS
     grow(g, builders, first_grad=True)

@@ -17,6 +17,11 @@
   non-differentiable second output, an in-place one with mark_dirty), which both runs define
   before the first step.
 
+From program_fuzz.AUTOGRAD3_SEEDS on, `b_autograd3` also draws a view of a view written in
+place while a hook or retain_grad on its base waits, a second autograd.grad through a graph
+part a first one freed (refused where a node there saved a tensor), and create_graph=True
+through an in-place write (the final backward then differentiates that gradient).
+
 Left out of the draw, as differences judged and kept: `x.data = y` with y of another shape
 while a graph recorded x (torch checks each gradient against the shape recorded when the
 node or the leaf's AccumulateGrad consuming it was made: it sums to that shape or refuses;
@@ -246,3 +251,46 @@ def b_backward2(g):
     return g.commit("autograd.grad:allow_unused", f"{', '.join(outs)}, = m.autograd.grad(("
                     f"{a}.tanh() * {a}).sum(), [{', '.join(xs)}], allow_unused=True, "
                     f"retain_graph={retain}{mat}{create})", outs)
+
+
+def b_autograd3(g):
+    """From program_fuzz.AUTOGRAD3_SEEDS on: a view of a view written in place while a hook
+    on the base (or a retained grad) waits for the gradient; a graph freed by a first
+    backward (retain_graph=False) and then used again by autograd.grad; a gradient taken
+    with create_graph=True through an in-place write, kept for the final (double) backward."""
+    rng = g.rng
+    op = rng.choice(["view_view_hook", "view_view_hook", "freed_second", "create_inplace",
+                     "create_inplace"])
+    rg = [n for n in g.tensors(grad=True) if not g.ns[n]._is_view()]
+    a = g.pick(rg)
+    if a is None:
+        return False
+    t, u = g.fresh(), g.fresh()
+    if op == "view_view_hook":
+        sh = g.shape(a)
+        inner = g.index(sh) if sh else "[...]"
+        outer = rng.choice(["[...]", ".unsqueeze(0)", ".view(-1)", ".t()" if len(sh) <= 2
+                            else ".transpose(0, 1)", "[None]"])
+        w = rng.choice(["mul_(2.0)", "add_(0.5)", "sin_()", "zero_()"])
+        body = rng.choice(["g * 2.0", "g.mul_(0.5)", "None", "g + 1.0"])
+        h = g.fresh("h")
+        hook = rng.random() < 0.6
+        hold = f"{h} = {t}.register_hook(lambda g: {body})" if hook else f"{t}.retain_grad()"
+        src = f"{a}.clone()" if g.ns[a].is_leaf else f"{a} * 1.0"
+        return g.commit(f"autograd3:view_view_hook@{g.where(a)}",
+                        f"{t} = {src}; {hold}; {u} = {t}{inner}{outer}; {u}.{w}",
+                        (t, u, h) if hook else (t, u))
+    if op == "freed_second":
+        # a second gradient through the part both losses share: torch refuses it where a
+        # node there saved a tensor (exp), runs it where none did (neg, add, mul by a number)
+        f = rng.choice(["exp()", "neg()", "add(1.0)", "mul(2.0)", "sin()", "view(-1)",
+                        "sum()", "clone()"])
+        # (not a bare sum: torch's gradient through it is an expand of the seed, a view)
+        second = rng.choice([f"({t} * 3.0).sum()", f"{t}.sin().sum()", f"({t} * {t}).sum()"])
+        return g.commit(f"autograd3:freed_second:{f.partition('(')[0]}",
+                        f"{t} = {a}.{f}; m.autograd.grad(({t} * 2.0).sum(), [{a}], "
+                        f"retain_graph=False); {u}, = m.autograd.grad({second}, [{a}])", (t, u))
+    w = rng.choice([f"mul_({a})", "sin_()", "exp_()", f"addcmul_({a}, {a})", "pow_(2.0)"])
+    return g.commit("autograd3:create_inplace", f"{t} = {a}.clone(); {t}.{w}; "
+                    f"{u}, = m.autograd.grad(({t} * {t}).sum(), [{a}], create_graph=True)",
+                    (t, u))
