@@ -393,7 +393,12 @@ def _step(m, ctx, kind, args):
     if kind == "forward":
         x = m.tensor(np.random.default_rng(args[0]).standard_normal((4, F)),
                      dtype=ctx.dtype(m), requires_grad=True)
-        out = root(x=x) if args[2] else root(x)
+        counts = _batch_counts(root) if m is torch else []
+        try:
+            out = root(x=x) if args[2] else root(x)
+        except Exception:
+            _uncount(counts)  # KNOWN["refused forward"]: torch's BatchNorm has counted
+            raise
         if args[1] and out.requires_grad:
             up = np.random.default_rng(args[0] + 1).standard_normal(tuple(out.shape))
             (out * m.tensor(up, dtype=out.dtype)).sum().backward()
@@ -402,6 +407,28 @@ def _step(m, ctx, kind, args):
         return repr(_resolve(root, args[0])).replace(m.__name__ + ".", "")
     mod = _resolve(root, args[0])
     return sorted(n for n in set(dir(mod)) - set(dir(type(mod))) if not n.startswith("_"))
+
+
+def _batch_counts(root):
+    """Every BatchNorm's count of batches and its running mean's version (or None)."""
+    out = []
+    for mod in root.modules():
+        n = getattr(mod, "num_batches_tracked", None)
+        if isinstance(n, torch.Tensor):
+            mean = getattr(mod, "running_mean", None)
+            out.append((mod, int(n), mean._version if isinstance(mean, torch.Tensor) else None))
+    return out
+
+
+def _uncount(counts):
+    """Take back the count of a batch whose batch_norm refused before touching its running
+    statistics (a forward that raised), as flowgrad's BatchNorm does."""
+    for mod, n, version in counts:
+        mean = getattr(mod, "running_mean", None)
+        now = mean._version if isinstance(mean, torch.Tensor) else None
+        if int(mod.num_batches_tracked) == n + 1 and now == version:
+            with torch.no_grad():
+                mod.num_batches_tracked.sub_(1)
 
 
 def _load(m, ctx, target, how, strict, assign, seed):

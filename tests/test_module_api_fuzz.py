@@ -24,6 +24,10 @@ KNOWN = {
     "load post-hooks see old values": "for the same reason flowgrad's load post-hooks (and "
                                       "set_extra_state) run before any value is copied; "
                                       "torch's after each module's own copy",
+    "refused forward": "a forward that raises leaves flowgrad's BatchNorm count as it was when "
+                       "batch_norm refused before touching the running statistics (a "
+                       "running_mean of another shape, a deleted weight); torch has counted "
+                       "the batch already (seeds 11500367, 11500391)",
     "arrays in a state dict": "flowgrad's load_state_dict takes NumPy arrays and torch "
                               "tensors as values (an extension); torch refuses non-tensors",
 }
