@@ -410,23 +410,29 @@ def _step(m, ctx, kind, args):
 
 
 def _batch_counts(root):
-    """Every BatchNorm's count of batches and its running mean's version (or None)."""
+    """Every BatchNorm's count of batches and its running mean's values (or None)."""
     out = []
     for mod in root.modules():
         n = getattr(mod, "num_batches_tracked", None)
         if isinstance(n, torch.Tensor):
             mean = getattr(mod, "running_mean", None)
-            out.append((mod, int(n), mean._version if isinstance(mean, torch.Tensor) else None))
+            out.append((mod, int(n), _values(mean)))
     return out
+
+
+def _values(t):
+    return t.detach().numpy().copy() if isinstance(t, torch.Tensor) else None
 
 
 def _uncount(counts):
     """Take back the count of a batch whose batch_norm refused before touching its running
-    statistics (a forward that raised), as flowgrad's BatchNorm does."""
-    for mod, n, version in counts:
-        mean = getattr(mod, "running_mean", None)
-        now = mean._version if isinstance(mean, torch.Tensor) else None
-        if int(mod.num_batches_tracked) == n + 1 and now == version:
+    statistics (a forward that raised), as flowgrad's BatchNorm does (torch's batch_norm
+    updates them with no new version: their values tell)."""
+    for mod, n, mean in counts:
+        now = _values(getattr(mod, "running_mean", None))
+        same = now is None and mean is None or now is not None and mean is not None and \
+            now.shape == mean.shape and np.array_equal(now, mean, equal_nan=True)
+        if int(mod.num_batches_tracked) == n + 1 and same:
             with torch.no_grad():
                 mod.num_batches_tracked.sub_(1)
 
