@@ -38,6 +38,7 @@ from ..autograd.inplace import (
     overlap_status,
     same_elements,
     self_overlapping,
+    shares_elements,
     warn_expanded_write,
     writable,
 )
@@ -387,25 +388,27 @@ def setitem(x, index, value):
         shape = value._data.shape
         if extra > 0 and all(n == 1 for n in shape[:extra]):
             value = value.reshape(shape[extra:])
-    if not advanced and _is_whole(data, spec) and (
-            same_elements(memory_of(value), memory_of(x), True) or value._data.ndim <= data.ndim
-            and not np.may_share_memory(memory_of(value), memory_of(x))):
+    if not advanced and _is_whole(data, spec) and (value is x or value._data.ndim <= data.ndim
+                                                   and not np.may_share_memory(
+                                                       memory_of(value), memory_of(x))):
         # torch's slice covering all of x is x itself: x.copy_(value), no view of x written
-        # (so no CopySlices node: a second backward through it runs, as torch's; `x[()] += v`
-        # too); a value aliasing x otherwise takes the path below, which reads it first
+        # (so no CopySlices node: a second backward through it runs, as torch's); a value
+        # aliasing x other than x itself takes the path below, which reads it before writing
         x.copy_(value)
         return
     if advanced:  # index_put_: torch warns where the expanded elements share memory
         warn_expanded_write(data, "index_put_", "tensor[indices] = tensor")
     elif not data.flags.writeable:
         # an expand: torch refuses a slice assignment only where the written region overlaps
-        # itself (index tensors go through index_put_, which writes anyway), and the value
-        # broadcast to it is not its very elements (`e[0, :2] = t` for e = t.expand(..):
-        # torch's copy_ of the same data, which writes nothing where the strides agree,
-        # size-1 dims' too, recorded as copy_'s; a 0-d value is torch's fill_, which refuses)
+        # itself (index tensors go through index_put_, which writes anyway), and, unrecorded,
+        # the value broadcast to it is not its very elements (`e[0, :2] = t` for
+        # e = t.expand(..): torch's copy_ of the same data, which writes nothing where the
+        # strides agree, size-1 dims' too; a 0-d value is torch's fill_, which refuses)
         try:
             region = basic_view(xp, data, spec)
-            if 0 < value._data.ndim and _same_elements_broadcast(memory_of(value), region):
+            if 0 < value._data.ndim and _same_elements_broadcast(
+                    memory_of(value), region) and not (grad_mode.is_grad_enabled() and (
+                    value.requires_grad or x.requires_grad)):
                 if value._data.shape != region.shape:  # (torch's copy_to: leading 1s
                     shape = tuple(value.shape)   # dropped, then expanded: stride 0)
                     while shape and shape[0] == 1:
@@ -529,12 +532,12 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
             arrays[0]._data.dtype == np.bool_:
         return True
     status = overlap_status(sliced, values)
-    if status in ("partial", "full") or status == "too hard" and \
-            np.shares_memory(sliced, values) and _reads_what_it_wrote(data, spec, arrays,
-                                                                      values):
-        # (strided, or into an expand, torch's loop may read a value it has already written
-        # (through aliased elements): its result is its loop order's; refused as a partial
-        # overlap)
+    if status in ("partial", "full") or status == "too hard" and shares_elements(
+            sliced, values) and _reads_what_it_wrote(data, spec, arrays, values, not
+                                                        self_overlapping(sliced), accumulate):
+        # (torch's loop may read a value it has already written (into an expand, through the
+        # aliased elements; or dense pairs it cannot compare, `t[0][[1, 2]] = t[0, :2]` of a
+        # transposed t): its result is its loop order's; refused as a partial overlap)
         raise RuntimeError(
             f"index_put_: unsupported operation: the value (shape {tuple(value.shape)}) "
             f"shares memory with the tensor it is written into (shape {tuple(x.shape)}); "
@@ -542,19 +545,29 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
     return False
 
 
-def _reads_what_it_wrote(data, spec, arrays, values, limit=1 << 20):
+def _reads_what_it_wrote(data, spec, arrays, values, ordered=False, accumulate=False,
+                         limit=1 << 20):
     """Whether an index write of `values` into `data` writes some location with another
     location's value and reads that location as a value too (the result then depends on the
-    order of the writes); a location written with its own value only is read unchanged."""
+    order of the writes); a location written with its own value only is read unchanged
+    (not one accumulated into). `ordered`: only a read after such a write, in torch's
+    (row-major) order of the writes."""
     try:
         written = addresses(data)[build_index(np, spec, [a._data for a in arrays], data.shape)]
         if written.size > limit:
             return True
-        read = np.broadcast_to(addresses(values), written.shape)
+        read = np.broadcast_to(addresses(values), written.shape).ravel()
     except (IndexError, ValueError):
         return True
-    moved = written[written != read]
-    return bool(np.isin(moved, read).any())
+    written = written.ravel()
+    moved = np.flatnonzero((written != read) | accumulate)
+    if not ordered:
+        return bool(np.isin(written[moved], read).any())
+    locs, first = np.unique(written[moved], return_index=True)
+    if not locs.size:
+        return False
+    at = np.searchsorted(locs, read).clip(max=locs.size - 1)
+    return bool(((locs[at] == read) & (moved[first][at] < np.arange(read.size))).any())
 
 
 def _same_elements_broadcast(values, region):
