@@ -124,3 +124,13 @@ def test_setitem_of_a_value_read_after_the_loop_wrote_it_is_refused():
             program(flow, rows, idx, src)
     for idx, src in (([0, 1], slice(1, 3)), ([1, 1], slice(1, 3))):
         assert program(flow, 0, idx, (0, src)) == program(torch, 0, idx, (0, src))
+    # (a value read after its write but written over again, a value of leading 1s: run)
+    for rows, cols, src in (([0, 0, 0], [1, 0, 0], (0, slice(0, 3))),
+                            ([1, 0, 2], [0, 0, 0], (slice(1, 2), slice(1, 2)))):
+        got = []
+        for m in (torch, flow):
+            x = m.arange(12.0, dtype=m.float64).reshape(3, 4)
+            t = x.t()[:3]
+            t[m.tensor(rows), m.tensor(cols)] = t[src]
+            got.append(x.flatten().tolist())
+        assert got[1] == got[0]

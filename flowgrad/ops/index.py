@@ -556,7 +556,10 @@ def _reads_what_it_wrote(data, spec, arrays, values, ordered=False, accumulate=F
         written = addresses(data)[build_index(np, spec, [a._data for a in arrays], data.shape)]
         if written.size > limit:
             return True
-        read = np.broadcast_to(addresses(values), written.shape).ravel()
+        read = addresses(values)
+        while read.ndim > written.ndim and read.shape[0] == 1:  # (torch's setitem drops them)
+            read = read[0]
+        read = np.broadcast_to(read, written.shape).ravel()
     except (IndexError, ValueError):
         return True
     written = written.ravel()
@@ -567,7 +570,15 @@ def _reads_what_it_wrote(data, spec, arrays, values, ordered=False, accumulate=F
     if not locs.size:
         return False
     at = np.searchsorted(locs, read).clip(max=locs.size - 1)
-    return bool(((locs[at] == read) & (moved[first][at] < np.arange(read.size))).any())
+    if not ((locs[at] == read) & (moved[first][at] < np.arange(read.size))).any():
+        return False
+    if accumulate or read.size > 1 << 14:
+        return True
+    # a read after the write: does it reach the result (a repeated index may write over it)?
+    held, last = {}, {}
+    for w, r in zip(written.tolist(), read.tolist()):
+        held[w], last[w] = held.get(r, r), r
+    return held != last
 
 
 def _same_elements_broadcast(values, region):
