@@ -415,8 +415,8 @@ def _batch_counts(root):
     for mod in root.modules():
         n = getattr(mod, "num_batches_tracked", None)
         if isinstance(n, torch.Tensor):
-            mean = getattr(mod, "running_mean", None)
-            out.append((mod, int(n), _values(mean)))
+            if hasattr(mod, "running_mean"):  # (deleted: raised outside batch_norm, counted)
+                out.append((mod, int(n), _values(mod.running_mean)))
     return out
 
 
