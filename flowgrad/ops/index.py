@@ -49,6 +49,7 @@ from ..autograd.views import writable_alias
 from ..device import ARRAY_MODULES, array_module, new_array
 from ..errors import INT_INDEX_DTYPES, fill_scalar, int_arg
 from ..tensor import Tensor, _wrap_dim, tensor_method
+from .index_order import reads_what_it_wrote
 from .layout import index_layout, row_major
 from .registry import op
 from .view_geometry import expanded, index_strides, restride
@@ -547,38 +548,14 @@ def refuse_overlapping_value(x, spec, arrays, advanced, value, accumulate=False)
 
 def _reads_what_it_wrote(data, spec, arrays, values, ordered=False, accumulate=False,
                          limit=1 << 20):
-    """Whether an index write of `values` into `data` writes some location with another
-    location's value and reads that location as a value too (the result then depends on the
-    order of the writes); a location written with its own value only is read unchanged
-    (not one accumulated into). `ordered`: only a read after such a write, in torch's
-    (row-major) order of the writes."""
+    """index_order.reads_what_it_wrote of an index write of `values` into `data`."""
     try:
         written = addresses(data)[build_index(np, spec, [a._data for a in arrays], data.shape)]
         if written.size > limit:
             return True
-        read = addresses(values)
-        while read.ndim > written.ndim and read.shape[0] == 1:  # (torch's setitem drops them)
-            read = read[0]
-        read = np.broadcast_to(read, written.shape).ravel()
+        return reads_what_it_wrote(written, addresses(values), ordered, accumulate)
     except (IndexError, ValueError):
         return True
-    written = written.ravel()
-    moved = np.flatnonzero((written != read) | accumulate)
-    if not ordered:
-        return bool(np.isin(written[moved], read).any())
-    locs, first = np.unique(written[moved], return_index=True)
-    if not locs.size:
-        return False
-    at = np.searchsorted(locs, read).clip(max=locs.size - 1)
-    if not ((locs[at] == read) & (moved[first][at] < np.arange(read.size))).any():
-        return False
-    if accumulate or read.size > 1 << 14:
-        return True
-    # a read after the write: does it reach the result (a repeated index may write over it)?
-    held, last = {}, {}
-    for w, r in zip(written.tolist(), read.tolist()):
-        held[w], last[w] = held.get(r, r), r
-    return held != last
 
 
 def _same_elements_broadcast(values, region):
