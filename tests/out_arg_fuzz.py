@@ -514,8 +514,6 @@ def _apply_inplace(m, name, x, others, kw):
 KNOWN = {
     **dict.fromkeys([975, 5893], "torch's matmul of a batch by a vector into a transposed out "
                     "folds the batch wrongly and raises a size mismatch"),
-    3695: "torch's diff along an empty dim into an out raises IndexError (narrow past the end); "
-          "the same call without out= returns the empty result",
 }
 # flowgrad's differences left open: seed -> what
 # (4173, logsumexp of integers into a complex128 out, left NumPy's float32 exp(-1) 0.7 ulp

@@ -292,3 +292,20 @@ def test_kron_operands_written_after_the_product_as_torch(expr):
         assert (ours is None) == (theirs is None)
         if ours is not None:
             np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape, dim, n, prepend", [((0,), 0, 1, None), ((0, 3), 0, 2, None),
+                                                    ((2, 0), 1, 1, (2, 0))])
+def test_diff_out_of_an_empty_dim_raises_as_torch(shape, dim, n, prepend):
+    # torch's out= form narrows the differenced dim from 1 (IndexError at length 0); the form
+    # without out= returns the empty input (out_arg_fuzz 11604574, and 3695, KNOWN before)
+    for m in (torch, flow):
+        x = m.zeros(shape, dtype=m.float64)
+        pre = None if prepend is None else m.zeros(prepend, dtype=m.float64)
+        assert m.diff(x, n, dim, prepend=pre).shape == x.shape
+        with pytest.raises(IndexError, match="start out of range"):
+            m.diff(x, n, dim, prepend=pre, out=m.empty(0, dtype=m.float64))
+    # a dim of length 1 narrows to nothing (no raise); n = 0 copies
+    assert flow.diff(flow.zeros(1), n=5, out=flow.empty(0)).shape == (0,)
+    assert flow.diff(flow.zeros(0), n=0, out=flow.empty(0)).shape == (0,)
+    assert flow.diff(flow.zeros(0), n=2, prepend=flow.zeros(1), out=flow.empty(0)).shape == (0,)

@@ -107,6 +107,23 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
+def _diff_out(input, n=1, dim=-1, prepend=None, append=None):
+    """diff's out= form: torch's diff_out_helper narrows from 1 along the differenced dim, so
+    a dim of length 0 (prepend and append included) raises there for n >= 1, where the form
+    without out= returns the empty input."""
+    result = diff(input, n, dim, prepend, append)  # (its checks first, as torch's)
+    d = _wrap_dim(dim, input._data.ndim, "diff")
+    length = sum(t._data.shape[d] for t in (prepend, input, append) if t is not None)
+    if length == 0 and int(n) >= 1:
+        raise IndexError(f"diff(): start out of range (expected to be in range of [0, 0], but "
+                         f"got 1): with out=, torch narrows dim {d} of length 0 from 1 "
+                         f"(without out= the result is empty); drop out= for an empty input")
+    return result
+
+
+diff.out_form = _diff_out
+
+
 def cartesian_prod(*tensors):
     """All combinations of one element from each 1-D tensor, one per row.
 
