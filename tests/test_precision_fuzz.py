@@ -79,6 +79,22 @@ OPEN = {
               "p0) cancels 44x; NumPy's float32 exp(-0.0225) is 0.95 ulp off (torch's 0.05), "
               "so the gradient is 4e-6 off (torch 7e-8): as 5000494, float32 exp in float64 "
               "would slow every exp",
+    # fresh seeds (session s78h4's sweep of 11601000:11605000)
+    11601734: "cosine_embedding_loss of rows of 5 near-equal values (-0.145 +- 0.013): 1 - cos "
+              "= 0.003 cancels 34x; flowgrad's float32 sum of the 5 products x1 x2 (NumPy's, "
+              "in sequence) is 1 ulp off, torch's exact (2.1e-5 against 1.2e-6); no formula "
+              "differs (as 9416555)",
+    11602092: "instance_norm's bias gradient sum(dy) of 300 float32 values summing to 0.86 "
+              "(sum |terms| / |sum| = 277): NumPy's pairwise float32 sum is 1.6e-6 off, torch "
+              "accumulates in double (as 5000651)",
+    11603908: "cosine_embedding_loss of rows of 4096 magnitudes up to 2.6e19: the products x1 "
+              "x2 include -2.3e38 and -1.2e38, and NumPy's float32 sum (pairwise, or in "
+              "sequence) overflows to -inf where torch's order stays at -1.55e38; the norms' "
+              "sums are inf in both, so cos is nan (torch -0: a loss of 1, the truth 1.0076). "
+              "Float64 accumulation would slow every float32 sum",
+    11604077: "tanh(5.59) in float32: NumPy's float32 tanh is 0.9 ulp off (torch's 0.1), and "
+              "the gradient 1 - y^2 cancels 3.6e4x (1.9e-3 against 2.3e-4 relative): as "
+              "5000494's exp, float32 tanh in float64 would slow every tanh",
 }
 
 
