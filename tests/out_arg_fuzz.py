@@ -514,6 +514,9 @@ def _apply_inplace(m, name, x, others, kw):
 KNOWN = {
     **dict.fromkeys([975, 5893], "torch's matmul of a batch by a vector into a transposed out "
                     "folds the batch wrongly and raises a size mismatch"),
+    11606866: "torch's cat along dim 1 of one (1, 1) tensor into a (1, 1) view of stride (3, 2) "
+              "(hstack's) writes nothing: out keeps its old values (cat along dim 0, or of "
+              "(2, 2) into such a view, writes); flowgrad writes the result",
 }
 # flowgrad's differences left open: seed -> what
 # (4173, logsumexp of integers into a complex128 out, left NumPy's float32 exp(-1) 0.7 ulp
