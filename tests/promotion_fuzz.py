@@ -349,10 +349,11 @@ def _tolerance(case, dtype):
     """(ulps, reason) the case's float result may be off by; 0 for bit for bit."""
     if case.name in ("pow", "ldexp") and dtype.startswith("complex"):
         return ULPS["complex pow"]
+    if dtype.startswith("complex"):  # (a complex quotient's roundings on top of the op's:
+        # addcdiv's 2 ulps then 2.07, seed 11609112)
+        return max(ULPS.get(case.name, (0, "")), ULPS["complex"])
     if case.name in ULPS:
         return ULPS[case.name]
-    if dtype.startswith("complex"):
-        return ULPS["complex"]
     if case.name in ("div", "true_divide") and dtype in ("float16", "bfloat16"):
         return ULPS["div_scalar_half"]
     return 0, ""
