@@ -401,6 +401,11 @@ def run(case):
             case, SAVERS["torch legacy" if saver == "torch legacy" else "torch"],
             case.build(torch), tmp))
         want = (None, exc) if exc else _outcome(lambda: _load(torch, case, torch_file()))
+        if not exc and case.load_kw.get("map_location") == "meta":
+            # torch's values from this very file (a legacy file orders its storages by their
+            # addresses, so a second save may put a flipped byte in another tensor)
+            plain = {k: v for k, v in case.load_kw.items() if k != "map_location"}
+            case.plain = _outcome(lambda: torch.load(torch_file(), **plain))
         if saver.startswith("torch"):
             if exc:
                 return want, want
@@ -438,8 +443,7 @@ def check(seed):
         return None
     if case.load_kw.get("map_location") == "meta" and case.way.endswith("flow"):
         # KNOWN["map_location meta"]
-        case.load_kw.pop("map_location")
-        want = run(case)[0][0]
+        want = case.plain[0]
     return difference(want, got, offsets=case.way != "flow->flow")
 
 
