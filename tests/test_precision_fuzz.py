@@ -95,6 +95,14 @@ OPEN = {
     11604077: "tanh(5.59) in float32: NumPy's float32 tanh is 0.9 ulp off (torch's 0.1), and "
               "the gradient 1 - y^2 cancels 3.6e4x (1.9e-3 against 2.3e-4 relative): as "
               "5000494's exp, float32 tanh in float64 would slow every tanh",
+    11605611: "tanh's gradient at y = -0.9906: dy (1 - y y) cancels 50x; torch's vectorized "
+              "kernel contracts 1 - y y into one fused multiply-add (one rounding), flowgrad "
+              "rounds y y first (1.4e-6 against 6e-8). (1 - y)(1 + y) is exact there but "
+              "costs tanh's backward a fourth ufunc: left open",
+    11607716: "corrcoef of rows of 2 values near 1.9e5: r is +-1 exactly, so the true gradient "
+              "is 0 and is measured against TINY (no kin); flowgrad's float32 r is 1 ulp "
+              "below 1 and its gradient one rounding (1e-9) of terms ~1/spread (0.017), "
+              "where torch's cancel to exactly 0",
 }
 
 
