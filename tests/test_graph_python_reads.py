@@ -1,8 +1,8 @@
 """What a compiled plan froze from Python while build was traced, checked on each call against
-eager: layout reads (is_contiguous, stride, storage_offset of an input), long lists and big
-NumPy arrays build reads, an optimizer's param group options read through a global. A call
-that would change what build computed raises StalePlanError in nn.Graph, and flow.compile
-traces anew (its numbers are eager's)."""
+eager: layout reads (is_contiguous, stride, storage_offset, data_ptr of an input, a parameter or
+a buffer), long lists and big NumPy arrays build reads, an optimizer's param group options
+read through a global. A call that would change what build computed raises StalePlanError in
+nn.Graph, and flow.compile traces anew (its numbers are eager's)."""
 from __future__ import annotations
 
 import collections
@@ -49,6 +49,49 @@ def test_flowgrads_own_layout_reads_add_no_check():
     graph = flow.nn.Graph.trace(lambda x: x.reshape(-1) * 2)
     graph(flow.ones(2, 3))
     assert graph(flow.arange(6.0).reshape(3, 2).t()).tolist() == [0, 4, 8, 2, 6, 10]
+
+
+class _ByStateLayout(flow.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = flow.nn.Parameter(flow.arange(9.0).reshape(3, 3))
+        self.register_buffer("table", flow.arange(9.0).reshape(3, 3))
+
+    def forward(self, x):
+        scale = 2.0 if self.weight.is_contiguous() else 3.0
+        return (x @ self.weight) * scale + self.table.storage_offset()
+
+
+@pytest.mark.parametrize("change", [
+    lambda m: setattr(m.weight, "data", m.weight.data.t()),
+    lambda m: setattr(m.table, "data", flow.arange(10.0)[1:].reshape(3, 3))])
+def test_build_reading_a_parameters_or_buffers_layout_is_checked_on_each_call(change):
+    """build branching on a parameter's is_contiguous() or a buffer's storage_offset(): after
+    `weight.data = weight.data.t()` (or a buffer's data at an offset) the plan took the
+    traced branch and gave its numbers silently."""
+    model, x = _ByStateLayout(), flow.ones(2, 3)
+    graph, compiled = flow.nn.Graph.trace(lambda x: model(x)), flow.compile(model)
+    assert graph(x).tolist() == compiled(x).tolist() == model(x).tolist()
+    change(model)
+    with pytest.raises(StalePlanError, match="parameter or buffer of shape"):
+        graph(x)
+    assert compiled(x).tolist() == model(x).tolist()
+
+
+def _by_address(q, k):
+    return q * 2 if q.data_ptr() == k.data_ptr() else q + k
+
+
+def test_build_reading_data_ptr_is_checked_on_each_call():
+    """`q.data_ptr() == k.data_ptr()` (a self-attention shortcut) was not watched at all: a
+    later call with other tensors took the traced branch."""
+    a, b = flow.ones(3), flow.full((3,), 5.0)
+    graph, compiled = flow.nn.Graph.trace(_by_address), flow.compile(_by_address)
+    assert graph(a, a).tolist() == [2.0] * 3
+    with pytest.raises(StalePlanError, match="address"):
+        graph(a, b)
+    for q, k in ((a, a), (a, b), (b, b)):
+        assert compiled(q, k).tolist() == _by_address(q, k).tolist()
 
 
 _LINEAR = flow.nn.Linear(2, 1)

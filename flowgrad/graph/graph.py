@@ -57,7 +57,7 @@ from .call_args import (
 from .escapes import escape_watch, warn_escaped
 from .group_reads import noting_group_reads
 from .ir import INPUT, NODE, STATE, StalePlanError
-from .layout_reads import exact_layout, layout_changed, watching_layout_reads
+from .layout_reads import check_layouts, layout_watches, watching_layout_reads
 from .plan_checks import (
     _GONE,
     _bindings,
@@ -375,9 +375,8 @@ class Graph:
         reshaped = _reshaped_inputs(program) if program.input_writes else ()
         program.input_layouts = {i: (_layout, _layout(flat[i])) for i in program.input_writes
                                  if i in reshaped}
-        if layout_read:  # (build branched on a layout: every input's is watched, exactly)
-            program.input_layouts.update((i, (exact_layout, exact_layout(t))) for i, t in
-                                         enumerate(flat) if isinstance(t, Tensor))
+        if layout_read:  # (build branched on a layout: inputs', state's watched exactly)
+            program.input_layouts.update(layout_watches(layout_read, flat, state))
         program.switches = {name: bool(args[0]) if args else True
                             for name, (args, _) in self.config.switches.items()}
         passes.optimize(program, log=(lambda m: self._log(0, "  " + m))
@@ -447,16 +446,8 @@ class Graph:
         traced = program.ambient
         if _default_float[0] is not traced[0] or type(_interpreter.current) is not traced[2]:
             _check_ambient(self, traced)
-        for i, (how, traced_layout) in program.input_layouts.items():  # (not `layout`: the
-            if how(flat[i]) != traced_layout:                           # param layout's)
-                if how is exact_layout:
-                    raise StalePlanError(layout_changed(self._name, flat, i, traced_layout))
-                raise RuntimeError(
-                    f"nn.Graph {self._name}: input {i} has strides {flat[i].stride()}, and "
-                    f"build() wrote into the input traced with strides {traced_layout}: whether a "
-                    f"write through a view or reshape of it reaches the input depends on its "
-                    f"layout, and the plan keeps the traced one. Pass inputs of one layout "
-                    f"(x.contiguous()), or write into a clone inside build")
+        if program.input_layouts:  # (not `layout`: the param layout's)
+            check_layouts(self._name, program.input_layouts, flat)
         for tensor, seen in program.read_guards:
             if not same_array(tensor._data, seen):
                 raise StalePlanError(

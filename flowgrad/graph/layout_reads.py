@@ -1,11 +1,13 @@
 """Layout reads in build: user code branching on a traced tensor's `is_contiguous()`,
-`stride()`, `storage_offset()` or `dim_order()` (`x * x.stride(0)`, `if x.is_contiguous():`).
-The plan keeps the branch taken and the numbers read at trace time, where eagerly each call
-reads its inputs' layouts anew; so while build is traced these methods note a read by the
-user's code of a tensor the plan recomputes, and the plan then checks every input's strides
-and storage offset on each call (`Graph._run`: another layout raises StalePlanError, and
-flow.compile traces anew). flowgrad's own reads are not noted: its ops replay the layout
-they see.
+`stride()`, `storage_offset()`, `dim_order()` or `data_ptr()` (`x * x.stride(0)`, `if
+x.is_contiguous():`, `if self.weight.is_contiguous():`). The plan keeps the branch taken and
+the numbers read at trace time, where eagerly each call reads the layouts anew; so while
+build is traced these methods note a read by the user's code of a tensor the plan
+recomputes, and the plan then checks the strides and storage offset (and, after a
+data_ptr(), the address) on each call (`check_layouts`: another one raises StalePlanError,
+and flow.compile traces anew): of the parameters and buffers build read them of when it read
+only those, else of every input and every parameter and buffer (a read of a view or a result
+depends on theirs). flowgrad's own reads are not noted: its ops replay the layout they see.
 """
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ import contextlib
 import sys
 
 from ..tensor import Tensor
+from .ir import STATE, StalePlanError
 from .sites import _INSIDE, _PACKAGE
 
-_READERS = ("stride", "is_contiguous", "storage_offset", "dim_order")
+_READERS = ("stride", "is_contiguous", "storage_offset", "dim_order", "data_ptr",
+            "const_data_ptr")
 
 
 def exact_layout(tensor):
@@ -23,22 +27,29 @@ def exact_layout(tensor):
     return tensor.stride(), tensor.storage_offset()
 
 
+def exact_place(tensor):
+    """Its layout and its first element's address (build read a data_ptr())."""
+    return tensor.stride(), tensor.storage_offset(), tensor.data_ptr()
+
+
 @contextlib.contextmanager
 def watching_layout_reads(tracer, found):
     """Patch the layout readers for the duration of build's trace; each read by the user's
     code of a tensor that varies per run (an input, state, or what is computed from them)
-    appends the method's name to `found`."""
+    appends (the method's name, the tensor if it is a parameter or buffer itself, else None)
+    to `found`."""
     originals = {name: Tensor.__dict__[name] for name in _READERS}
 
     def watched(name, method):
         def read(self, *args, **kwargs):
-            if not found:
-                filename = sys._getframe(1).f_code.co_filename
-                inside = _INSIDE.get(filename)
-                if inside is None:
-                    inside = _INSIDE[filename] = filename.startswith(_PACKAGE)
-                if not inside and tracer.varies(self):
-                    found.append(name)
+            filename = sys._getframe(1).f_code.co_filename
+            inside = _INSIDE.get(filename)
+            if inside is None:
+                inside = _INSIDE[filename] = filename.startswith(_PACKAGE)
+            if not inside:
+                value = tracer.value_of.get(id(self._data))
+                if value is not None and tracer.varies(self):
+                    found.append((name, self if value.kind == STATE else None))
             return method(self, *args, **kwargs)
         read.__name__, read.__doc__ = method.__name__, method.__doc__
         return read
@@ -52,12 +63,49 @@ def watching_layout_reads(tracer, found):
             setattr(Tensor, name, method)
 
 
-def layout_changed(graph_name, flat, i, traced):
-    strides, offset = exact_layout(flat[i])
-    return (f"nn.Graph {graph_name}: build() read a layout (is_contiguous(), stride() or "
-            f"storage_offset()) while it was traced, when input {i} had strides {traced[0]} "
-            f"and storage offset {traced[1]}; it has strides {strides} and storage offset "
-            f"{offset} this call. The plan keeps what build computed from the traced layout "
-            f"(a branch taken, a number read). Pass inputs of one layout (x.contiguous()), "
-            f"keep build's code independent of layouts, or use flow.compile, which traces anew "
-            f"for another layout")
+def layout_watches(found, flat, state):
+    """The entries `check_layouts` checks after build's layout reads `found`: input position
+    -> (how, traced layout); ("state", j) -> (how, traced layout, the tensor, its array)."""
+    how = exact_place if any(name.endswith("data_ptr") for name, _ in found) else exact_layout
+    read = {id(t) for _, t in found if t is not None}
+    everything = any(t is None for _, t in found)  # (an input, a view, a result: all
+    #                                                 inputs' and state's)
+    watches = {i: (how, how(t)) for i, t in enumerate(flat)
+               if everything and isinstance(t, Tensor)}
+    watches.update((("state", j), (how, how(t), t, t._data)) for j, t in enumerate(state)
+                   if everything or id(t) in read)
+    return watches
+
+
+def check_layouts(graph_name, layouts, flat):
+    """Raise where an input's or a watched parameter's layout is not the traced one."""
+    for key, (how, traced, *held) in layouts.items():
+        if held and held[0]._data is held[1]:
+            continue  # (the same array: the same layout and address)
+        tensor = held[0] if held else flat[key]
+        now = how(tensor)
+        if now == traced:
+            continue
+        if how is exact_layout or how is exact_place:
+            what = f"input {key}" if held == [] else (f"a parameter or buffer of shape "
+                                                       f"{tuple(tensor.shape)}")
+            raise StalePlanError(_layout_changed(graph_name, what, traced, now))
+        raise RuntimeError(
+            f"nn.Graph {graph_name}: input {key} has strides {tensor.stride()}, and "
+            f"build() wrote into the input traced with strides {traced}: whether a write "
+            f"through a view or reshape of it reaches the input depends on its layout, and "
+            f"the plan keeps the traced one. Pass inputs of one layout (x.contiguous()), or "
+            f"write into a clone inside build")
+
+
+def _layout_changed(graph_name, what, traced, now):
+    address = (f" and address {traced[2]:#x}", f" and address {now[2]:#x}") if len(
+        traced) > 2 else ("", "")
+    return (f"nn.Graph {graph_name}: build() read a layout (is_contiguous(), stride(), "
+            f"storage_offset() or data_ptr()) while it was traced, when {what} had strides "
+            f"{traced[0]}, storage offset {traced[1]}{address[0]}; it has strides {now[0]}, "
+            f"storage offset {now[1]}{address[1]} this call. The plan keeps what build "
+            f"computed from the traced layout (a branch taken, a number read). Pass inputs "
+            f"of one layout (x.contiguous()), keep parameters contiguous (p.data = "
+            f"w.contiguous()), keep build's code independent of layouts, or use flow.compile, "
+            f"which traces anew for another layout")
