@@ -280,3 +280,43 @@ def test_a_registered_optimizers_option_read_in_build_is_watched():
     for _ in range(3):
         step(x)
     assert opt.param_groups[0]["lr"] == 0.25 / 8
+
+
+class _Agent(flow.nn.Module):
+    """An RL agent's module holding its own optimizer and scheduler (as attributes)."""
+    reads_rate = False
+
+    def __init__(self):
+        super().__init__()
+        self.net = flow.nn.Linear(3, 2)
+        self.opt = flow.optim.Adam(self.parameters(), lr=0.1)
+        self.sched = flow.optim.lr_scheduler.StepLR(self.opt, 1, gamma=0.5)
+
+    def forward(self, x):
+        out = self.net(x).tanh()
+        return out * self.sched.get_last_lr()[0] if self.reads_rate else out
+
+
+@pytest.mark.parametrize("reads_rate", [False, True])
+def test_an_optimizer_a_module_holds_is_watched_only_where_build_reads_it(reads_rate):
+    """A module holding its optimizer and scheduler had every option of the groups and the
+    scheduler's rates watched though forward never read them: each sched.step() between
+    calls made nn.Graph raise StalePlanError (and flow.compile trace anew). What build does
+    read (the scheduler's last rate) is still watched."""
+    agent, x = _Agent(), flow.ones(4, 3)
+    agent.reads_rate = reads_rate
+    graph, compiled = flow.nn.Graph.trace(lambda x: agent(x)), flow.compile(agent)
+    for step in range(3):
+        assert compiled(x).tolist() == agent(x).tolist()
+        if not step:
+            first = next(iter(compiled._graphs.values()))
+        if reads_rate and agent.sched.last_epoch:
+            with pytest.raises(StalePlanError, match=r"StepLR\.(_last_lr|last_epoch)"):
+                graph(x)
+        else:
+            assert graph(x).tolist() == agent(x).tolist()
+        agent(x).sum().backward()
+        agent.opt.step()
+        agent.opt.zero_grad()
+        agent.sched.step()
+    assert (next(iter(compiled._graphs.values())) is first) is not reads_rate  # (traced anew)

@@ -55,7 +55,7 @@ from .call_args import (
     signature_key,
 )
 from .escapes import escape_watch, warn_escaped
-from .group_reads import noting_group_reads
+from .group_reads import noting_group_reads, watched_exactly
 from .ir import INPUT, NODE, STATE, StalePlanError
 from .layout_reads import check_layouts, layout_watches, watching_layout_reads
 from .plan_checks import (
@@ -391,7 +391,7 @@ class Graph:
         # the globals and closure variables the traced code read: a plan keeps their values
         read_settings, read_bindings, arrays = python_reads(
             self, [s for m in self._modules.values() for s in m.modules()], _module_settings,
-            state)
+            state, watched_exactly)
         program.read_guards += copied_arrays(arrays, program)  # (flow.tensor(WEIGHTS))
         compiled = (program, plan, rebuild, input_signature(flat), eager_update,
                     optimizer_pass.param_layout(self._optimizers), _trainable(state),

@@ -133,13 +133,14 @@ def _methods(cls):
 _METHODS = weakref.WeakKeyDictionary()
 
 
-def python_reads(graph, modules, settings_of, state=()):
+def python_reads(graph, modules, settings_of, state=(), watched=lambda stepper: False):
     """(settings, bindings, arrays) for the Python values the traced code read outside
     `modules` (the graph's modules and their submodules): plain values and the plain
     attributes of user objects by value, tensors, modules and NumPy arrays by identity, and a
     NumPy array's values too (arrays: (it as a tensor, its values), read guards). A
     module reached that way has its settings watched too (`settings_of`), and its methods
-    walked; so are the hooks of the modules and of the `state` tensors."""
+    walked; so are the hooks of the modules and of the `state` tensors. An optimizer or
+    scheduler `watched` says the trace noted the reads of is left to those notes."""
     roots = [type(graph).build, *_methods(type(graph)), *_hook_functions(modules, state)]
     inside = {id(m) for m in modules}
     # (add_optimizer's: the plan reads their options each call; build names them to test
@@ -158,7 +159,7 @@ def python_reads(graph, modules, settings_of, state=()):
                 lists.append((module, name, value))                          # names it)
             elif isinstance(value, _STEPPERS) and id(value) not in registered:  # (self.opt)
                 settings += _stepper_settings(value, f"attribute {name} of a "
-                                                     f"{type(module).__name__}")
+                                                     f"{type(module).__name__}", watched)
             elif _user_object(value):  # (self.cfg.temperature)
                 settings += _object_settings(
                     value, f"attribute {name} of a {type(module).__name__}: {name}")
@@ -212,7 +213,7 @@ def python_reads(graph, modules, settings_of, state=()):
                         settings += settings_of(sub, f"{path}")
                         todo += [(f, depth + 1) for f in _methods(type(sub))]
             elif isinstance(value, _STEPPERS) and id(value) not in registered:
-                settings += _stepper_settings(value, path)
+                settings += _stepper_settings(value, path, watched)
             elif _user_object(value):
                 settings += _object_settings(value, f"{path}: {name}")
             if users and (isinstance(value, types.FunctionType) or not isinstance(
@@ -265,12 +266,15 @@ def _object_settings(value, path, depth=0):
     return found
 
 
-def _stepper_settings(value, path):
+def _stepper_settings(value, path, watched):
     """An optimizer or lr scheduler the traced code reached (OPT.param_groups[0]['lr'],
     SCHED.get_last_lr()[0] in build, where eagerly each call reads the rate a scheduler or
     the user set since): its param groups' plain options, and a scheduler's epoch and last
-    rates, compared on each call as settings are."""
+    rates, compared on each call as settings are; none for one whose reads the trace noted
+    (`watched`: group_reads.watched_exactly)."""
     found = []
+    if watched(value):
+        return found
     if isinstance(value, LRScheduler):
         found += [(value, f"{path}: {name}", name, _snapshot(v) if type(v) is list else v)
                   for name, v in vars(value).items() if name in ("last_epoch", "_last_lr")]

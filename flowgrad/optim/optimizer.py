@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import functools
 import itertools
+import weakref
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from typing import Any, TypeAlias
@@ -77,6 +78,8 @@ def _as_state_tensor(value, like=None):
 
 
 _GLOBAL_STEP_PRE_HOOKS = OrderedDict()
+# the optimizers alive: nn.Graph notes which of their options build reads (graph.group_reads)
+LIVE = weakref.WeakSet()
 _GLOBAL_STEP_POST_HOOKS = OrderedDict()
 
 
@@ -144,6 +147,7 @@ class Optimizer:
             cls.step = _hooked_step(step)  # its step hooks run as the base class's do
 
     def __init__(self, params, defaults):
+        LIVE.add(self)
         self.defaults = defaults
         self._step_pre_hooks = OrderedDict()
         self._step_post_hooks = OrderedDict()
