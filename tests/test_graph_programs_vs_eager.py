@@ -12,6 +12,7 @@ from graph_helpers import graph_of
 import flowgrad as flow
 import flowgrad.nn.functional as F
 from flowgrad import nn
+from flowgrad.graph.graph import StalePlanError
 from flowgrad.utils.checkpoint import checkpoint, checkpoint_sequential
 
 
@@ -622,3 +623,44 @@ def test_a_transform_of_a_gradient_inside_build_is_refused(fn):
     for a in ([3.0, 4.0], [-1.0, 0.5]):
         x = flow.tensor(a)
         np.testing.assert_allclose(compiled(x).numpy(), fn(x).numpy(), rtol=1e-6)
+
+
+def _add_twice(x, y):
+    return x * 2 + y
+
+
+def _write_second(x, y):
+    y.mul_(3)
+    return x + 1
+
+
+@pytest.mark.parametrize("fn", [_add_twice, _write_second])
+def test_inputs_aliased_unlike_the_traced_call_are_not_given_the_traced_plan(fn):
+    """One tensor passed twice at the trace is one value of the plan, which then read one
+    position for both: a later call with two tensors gave b * 2 + b for a * 2 + b; and a plan
+    writing into an input traced unaliased ran with aliased inputs. The same for an input
+    that was a parameter when traced."""
+    def pair(same):
+        a = flow.ones(3)
+        return (a, a) if same else (a, flow.full((3,), 5.0))
+
+    for traced_same in (True, False):
+        graph, compiled = flow.nn.Graph.trace(fn), flow.compile(fn)
+        graph(*pair(traced_same))
+        compiled(*pair(traced_same))
+        if traced_same or fn is _write_second:  # (else: two reads, right either way)
+            with pytest.raises(StalePlanError, match="shared memory"):
+                graph(*pair(not traced_same))
+        for same in (not traced_same, traced_same, not traced_same):
+            assert compiled(*pair(same)).tolist() == fn(*pair(same)).tolist()
+    flow.manual_seed(0)
+    mha = nn.MultiheadAttention(4, 2, batch_first=True)
+    q, k, v = flow.randn(3, 2, 3, 4).unbind(0)
+    self_attention = flow.compile(mha)
+    assert self_attention(q, q, q)[0].tolist() == mha(q, q, q)[0].tolist()
+    assert self_attention(q, k, v)[0].tolist() == mha(q, k, v)[0].tolist()
+    linear = nn.Linear(3, 3)
+    with_weight = flow.compile(lambda x: linear(x) + x)
+    with_weight(linear.weight)
+    x = flow.ones(3, 3)
+    assert with_weight(x).tolist() == (linear(x) + x).tolist()

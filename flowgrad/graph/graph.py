@@ -57,7 +57,7 @@ from .call_args import (
 from .escapes import escape_watch, warn_escaped
 from .group_reads import noting_group_reads, watched_exactly
 from .ir import INPUT, NODE, STATE, StalePlanError
-from .layout_reads import check_layouts, layout_watches, watching_layout_reads
+from .layout_reads import alias_watch, check_layouts, layout_watches, watching_layout_reads
 from .plan_checks import (
     _GONE,
     _bindings,
@@ -375,6 +375,7 @@ class Graph:
         reshaped = _reshaped_inputs(program) if program.input_writes else ()
         program.input_layouts = {i: (_layout, _layout(flat[i])) for i in program.input_writes
                                  if i in reshaped}
+        program.input_layouts.update(alias_watch(flat, state, program.input_writes))
         if layout_read:  # (build branched on a layout: inputs', state's watched exactly)
             program.input_layouts.update(layout_watches(layout_read, flat, state))
         program.switches = {name: bool(args[0]) if args else True

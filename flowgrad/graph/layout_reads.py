@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
+from ..autograd.inplace import shares_elements
 from ..tensor import Tensor
 from .ir import STATE, StalePlanError
 from .sites import _INSIDE, _PACKAGE
@@ -77,9 +78,39 @@ def layout_watches(found, flat, state):
     return watches
 
 
+def alias_watch(flat, state, writes):
+    """The entry `check_layouts` checks when the traced inputs were one tensor twice (`f(x,
+    x)`: the trace binds both positions to one value, and the plan reads one of them for
+    both) or a parameter or buffer, or when the plan writes into an input (`writes`) and
+    another input shares memory with it or might on another call: the plan is compiled for
+    the traced aliasing, so each call's must be the same."""
+    traced = _aliasing(flat, state, bool(writes))
+    if not traced and not writes:
+        return {}
+    return {"aliasing": (_aliasing, traced, state, bool(writes))}
+
+
+def _aliasing(flat, state, overlapping):
+    """(i, j, whether they are one array) for each two inputs that are one array (or share
+    an element: `overlapping`), and (i, ("state", j), True) for an input that is the array of
+    state tensor j."""
+    arrays = [(i, t._data) for i, t in enumerate(flat) if isinstance(t, Tensor)]
+    found = [(i, j, a is b) for n, (i, a) in enumerate(arrays) for j, b in arrays[n + 1:]
+             if a is b or overlapping and shares_elements(a, b)]
+    held = {id(t._data): j for j, t in enumerate(state)}
+    return tuple(found + [(i, ("state", held[id(a)]), True) for i, a in arrays
+                          if id(a) in held])
+
+
 def check_layouts(graph_name, layouts, flat):
-    """Raise where an input's or a watched parameter's layout is not the traced one."""
+    """Raise where an input's or a watched parameter's layout is not the traced one, or the
+    inputs' aliasing is not the traced one."""
     for key, (how, traced, *held) in layouts.items():
+        if key == "aliasing":
+            now = how(flat, *held)
+            if now != traced:
+                raise StalePlanError(_aliasing_changed(graph_name, traced, now))
+            continue
         if held and held[0]._data is held[1]:
             continue  # (the same array: the same layout and address)
         tensor = held[0] if held else flat[key]
@@ -109,3 +140,16 @@ def _layout_changed(graph_name, what, traced, now):
             f"of one layout (x.contiguous()), keep parameters contiguous (p.data = "
             f"w.contiguous()), keep build's code independent of layouts, or use flow.compile, "
             f"which traces anew for another layout")
+
+
+def _aliasing_changed(graph_name, traced, now):
+    def show(pairs):
+        return ", ".join(f"input {i} {'is' if same else 'overlaps'} "
+                         f"{'input ' if type(j) is int else 'state tensor '}"
+                         f"{j if type(j) is int else j[1]}" for i, j, same in pairs) or "none"
+    return (f"nn.Graph {graph_name}: the inputs shared memory when the graph was traced "
+            f"({show(traced)}) unlike this call ({show(now)}): the plan was compiled for the "
+            f"traced aliasing (one tensor passed twice is one value of the plan; a write into "
+            f"an input reaches the inputs sharing its memory), and would give other numbers "
+            f"than eager. Pass the inputs aliased as when traced (x.clone() for a distinct "
+            f"one), or use flow.compile, which traces anew")
