@@ -320,3 +320,23 @@ def test_an_optimizer_a_module_holds_is_watched_only_where_build_reads_it(reads_
         agent.opt.zero_grad()
         agent.sched.step()
     assert (next(iter(compiled._graphs.values())) is first) is not reads_rate  # (traced anew)
+
+
+def test_a_rate_read_in_build_is_watched_across_load_state_dict():
+    """Optimizer.load_state_dict puts new group dicts in: the plan watched the traced dict,
+    so the loaded rate was never seen and the traced one was used silently."""
+    linear = flow.nn.Linear(2, 1)
+    opt = flow.optim.SGD(linear.parameters(), lr=0.5)
+
+    def scaled(x):
+        return linear(x) * opt.param_groups[0]["lr"]
+
+    x = flow.ones(1, 2)
+    graph, compiled = flow.nn.Graph.trace(scaled), flow.compile(scaled)
+    assert graph(x).item() == compiled(x).item() == scaled(x).item()
+    state = opt.state_dict()
+    state["param_groups"][0]["lr"] = 0.125
+    opt.load_state_dict(state)
+    with pytest.raises(StalePlanError, match=r"param_groups\[0\]\['lr'\]"):
+        graph(x)
+    assert compiled(x).item() == scaled(x).item()

@@ -15,7 +15,7 @@ import sys
 
 from ..optim.lr_scheduler import LRScheduler
 from ..optim.optimizer import LIVE
-from .python_reads import _plain_value, _Scope, _snapshot
+from .python_reads import _Group, _plain_value, _snapshot
 from .sites import _INSIDE, _PACKAGE
 
 
@@ -109,7 +109,8 @@ def noting_group_reads(optimizers, found):
                 group.clear()
                 group.update(dict.items(noting))
             name = type(optimizer).__name__
-            found += [(_Scope(group), f"{name}.param_groups[{i}][{key!r}]", key, group[key])
+            found += [(_Group(optimizer, i), f"{name}.param_groups[{i}][{key!r}]", key,
+                       group[key])
                       for key in sorted(noting.read, key=str)
                       if key in group and _plain_value(group[key])]
         for scheduler in schedulers.values():

@@ -62,6 +62,22 @@ class _Cell:
         return self.__dict__.get(name, default)
 
 
+class _Group:
+    """An optimizer's param group i seen as an object's attributes (`__dict__`), as settings
+    are: the group the optimizer holds at each call (load_state_dict puts new dicts in)."""
+
+    __slots__ = ("_at",)
+
+    def __init__(self, optimizer, i):
+        self._at = (optimizer, i)
+
+    @property
+    def __dict__(self):
+        optimizer, i = self._at
+        groups = optimizer.param_groups
+        return groups[i] if i < len(groups) else {}
+
+
 def is_python_read(path):
     """Whether a binding's `path` is one `python_reads` made (a global or closure variable)."""
     return path.startswith(("global ", "closure variable "))
@@ -280,7 +296,7 @@ def _stepper_settings(value, path, watched):
                   for name, v in vars(value).items() if name in ("last_epoch", "_last_lr")]
         value = getattr(value, "optimizer", None)
     if isinstance(value, Optimizer):
-        found += [(_Scope(group), f"{path}: param_groups[{i}][{k!r}]", k, v)
+        found += [(_Group(value, i), f"{path}: param_groups[{i}][{k!r}]", k, v)
                   for i, group in enumerate(value.param_groups) for k, v in group.items()
                   if type(k) is str and _plain_value(v)]
     return found
