@@ -340,3 +340,46 @@ def test_a_rate_read_in_build_is_watched_across_load_state_dict():
     with pytest.raises(StalePlanError, match=r"param_groups\[0\]\['lr'\]"):
         graph(x)
     assert compiled(x).item() == scaled(x).item()
+
+
+class _Decoder(flow.nn.Module):
+    """A decoder step reading a cache dict and a memory list of tensors."""
+
+    def __init__(self, writes=False):
+        super().__init__()
+        self.cache, self.memory = {"k": flow.zeros(2)}, [flow.zeros(2)]
+        self.writes = writes
+
+    def forward(self, x):
+        out = x + self.cache["k"] + self.memory[-1]
+        if self.writes:
+            self.cache["k"] = out.detach()
+        return out
+
+
+@pytest.mark.parametrize("change", [
+    lambda m: m.cache.__setitem__("k", flow.full((2,), 5.0)),
+    lambda m: m.memory.append(flow.full((2,), 5.0))])
+def test_a_container_of_tensors_build_reads_is_watched(change):
+    """A module's dict or list attribute holding tensors (a cache, a memory) was not watched:
+    storing another tensor in it between calls gave the traced one's numbers."""
+    model, x = _Decoder(), flow.ones(2)
+    graph, compiled = flow.nn.Graph.trace(lambda x: model(x)), flow.compile(model)
+    assert graph(x).tolist() == compiled(x).tolist() == model(x).tolist()
+    change(model)
+    with pytest.raises(StalePlanError, match="cache|memory"):
+        graph(x)
+    assert compiled(x).tolist() == model(x).tolist()
+
+
+def test_build_changing_a_container_attribute_is_refused():
+    """`self.cache["k"] = out.detach()` in build changed the cache once, at the trace: later
+    calls gave the first call's numbers and left the cache as it was."""
+    model, eager, x = _Decoder(writes=True), _Decoder(writes=True), flow.ones(2)
+    held = model.cache["k"]
+    with pytest.raises(NotImplementedError, match="dict attribute cache"):
+        flow.nn.Graph.trace(lambda x: model(x))(x)
+    assert model.cache["k"] is held
+    compiled = flow.compile(model)  # (runs eagerly)
+    for _ in range(3):
+        assert compiled(x).tolist() == eager(x).tolist()

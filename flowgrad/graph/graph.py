@@ -54,6 +54,7 @@ from .call_args import (
     micro_batches,
     signature_key,
 )
+from .container_writes import contents, refuse_container_writes
 from .escapes import escape_watch, warn_escaped
 from .group_reads import noting_group_reads, watched_exactly
 from .ir import INPUT, NODE, STATE, StalePlanError
@@ -424,12 +425,14 @@ class Graph:
                 _random.refusing_state_changes(_refuse_rng_change):
             self.__dict__["_reads"] = set()
             settings_before = _settings(self, None)
+            containers_before = contents(self)
             groups_before = _group_settings(self)
             draws_before = host_random_states()
             try:
                 out = self.build(*args, **kwargs)
                 refuse_host_draws(self, draws_before)
                 _refuse_setting_writes(self, settings_before)
+                refuse_container_writes(self, containers_before)
                 _refuse_group_writes(self, groups_before)
                 rebound, bound = _rebound(self, tracer.rebinds.values())
             except BaseException:

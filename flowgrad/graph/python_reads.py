@@ -171,8 +171,9 @@ def python_reads(graph, modules, settings_of, state=(), watched=lambda stepper: 
                 continue
             if isinstance(value, types.FunctionType):
                 roots.append(value)
-            elif _plain_container(value) or isinstance(value, np.ndarray):  # (if the code
-                lists.append((module, name, value))                          # names it)
+            elif _plain_container(value) or isinstance(value, np.ndarray) or \
+                    _tensor_container(value):  # (if the code names it: self.cache["k"])
+                lists.append((module, name, value))
             elif isinstance(value, _STEPPERS) and id(value) not in registered:  # (self.opt)
                 settings += _stepper_settings(value, f"attribute {name} of a "
                                                      f"{type(module).__name__}", watched)
@@ -210,6 +211,8 @@ def python_reads(graph, modules, settings_of, state=(), watched=lambda stepper: 
                 settings.append((store, path, name, value))
             elif _plain_container(value):  # (CFG["temperature"], WEIGHTS = [1.0, 2.0])
                 settings.append((store, path, name, _snapshot(value)))
+            elif _tensor_container(value):  # (CACHE["k"], MEMORY[-1]: tensors by identity)
+                settings.append((_Contents(store, name), path, name, _form(value)))
             elif isinstance(value, dict):  # (CFG["weights"][0] of a NumPy array, CFG["scale"])
                 _dict_items(value, path, settings, bindings, arrays)
             elif isinstance(value, np.ndarray):  # (flow.tensor(WEIGHTS), WEIGHTS[0])
@@ -251,6 +254,10 @@ def python_reads(graph, modules, settings_of, state=(), watched=lambda stepper: 
                      if name in named and not name.startswith("_") and _plain_value(value)]
     for module, name, value in lists:
         if name not in named:
+            continue
+        if _tensor_container(value):
+            settings.append((_Contents(module, name), f"attribute {name} of a "
+                             f"{type(module).__name__}", name, _form(value)))
             continue
         if not isinstance(value, np.ndarray):
             settings.append((module, f"a {type(module).__name__}", name, _snapshot(value)))
@@ -334,6 +341,67 @@ def _snapshot(value):
 
 
 _NESTED = (list, tuple)
+
+
+def _tensor_container(value, depth=0):
+    """A list, tuple or dict holding tensors (and plain values, or such containers): a cache
+    (self.cache["k"]), a memory (self.mem[-1]) the user changes between calls."""
+    kind = type(value)
+    if depth > _NESTING or kind is not list and kind is not tuple and not isinstance(
+            value, dict):
+        return False
+    tensors = False
+    for v in value.values() if isinstance(value, dict) else value:
+        if isinstance(v, Tensor) or _tensor_container(v, depth + 1):
+            tensors = True
+        elif not (_plain_value(v) or _plain_container(v)):
+            return False
+    return tensors
+
+
+def _form(value, depth=0):
+    """A tensor container as compared on each call: tensors by identity (`_Same`), plain
+    values by value, the containers' kinds, lengths and keys."""
+    if isinstance(value, Tensor) or depth > _NESTING:
+        return _Same(value)
+    if isinstance(value, dict):
+        return (type(value), tuple((k, _form(v, depth + 1)) for k, v in value.items()))
+    if type(value) in _NESTED:
+        return (type(value), tuple(_form(v, depth + 1) for v in value))
+    return _snapshot(value) if _plain_container(value) else value
+
+
+class _Same:
+    """An object compared by identity (holding it: its id is not reused)."""
+
+    __slots__ = ("held",)
+
+    def __init__(self, held):
+        self.held = held
+
+    def __eq__(self, other):
+        return type(other) is _Same and other.held is self.held
+
+    def __hash__(self):
+        return id(self.held)
+
+    def __repr__(self):
+        return f"{type(self.held).__name__} at {id(self.held):#x}"
+
+
+class _Contents:
+    """A tensor container bound to a name, seen as an attribute holding its `_form`."""
+
+    __slots__ = ("_of",)
+
+    def __init__(self, store, name):
+        self._of = (store, name)
+
+    @property
+    def __dict__(self):
+        store, name = self._of
+        found = store.__dict__
+        return {name: _form(found[name])} if name in found else {}
 
 
 _NESTING = 8  # (deeper, or a container holding itself: not compared)

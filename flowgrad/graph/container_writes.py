@@ -1,0 +1,95 @@
+"""Python containers build changes: a module's or the graph's list or dict attribute that
+build appends to or stores into (`self.cache["k"] = k.detach()` of a decoder's cache,
+`self.outputs.append(h)`, a counter in a dict) changes once, while build is traced, where
+eagerly every call changes it; the plan would run on without repeating it. `contents` takes
+the containers' items before the trace, `refuse_container_writes` compares them after it by
+identity (a container nested in one, two levels down, too) and refuses a change, putting the
+items back.
+"""
+from __future__ import annotations
+
+from ..nn.module import Module
+
+_DEPTH = 2  # (self.cache["layer0"]["k"]: containers nested this deep are compared too)
+
+
+def contents(graph):
+    """(object, its path, attribute, container, its items) for each list or dict attribute
+    of the graph and of the user's modules (not a Module's own: its hooks and stores)."""
+    found = [(graph, "the graph", name, value, _items(value))
+             for name, value in vars(graph).items()
+             if not name.startswith("_") and _container(value)]
+    for top, module in graph._modules.items():
+        for path, sub in module.named_modules(prefix=top):
+            if type(sub).__module__.startswith("flowgrad"):
+                continue  # (flowgrad's modules keep no such state; their caches are theirs)
+            found += [(sub, f"module {path!r} ({type(sub).__name__})", name, value,
+                       _items(value)) for name, value in vars(sub).items()
+                      if name not in _internal() and "hook" not in name and _container(value)]
+    return found
+
+
+def refuse_container_writes(graph, before):
+    """Raise (the items put back) where build changed a container `contents` took."""
+    for obj, where, name, value, items in before:
+        if _items(value) == items:
+            continue
+        for _, _, _, v, held in before:
+            _put_back(v, held)
+        raise NotImplementedError(
+            f"nn.Graph {graph._name}: build() changed {where}'s {type(value).__name__} "
+            f"attribute {name} (an item stored, appended or removed) at trace time, a Python "
+            f"side effect its compiled plan cannot repeat on later calls (eagerly each call "
+            f"changes it). Keep such state in a buffer updated in place (a cache: "
+            f"self.register_buffer('{name}_k', flow.zeros(shape)) and .copy_(new)), return "
+            f"it from build and store it outside, or change the {type(value).__name__} "
+            f"outside build")
+
+
+def _container(value):
+    return type(value) is list or isinstance(value, dict)
+
+
+class _Held:
+    """An item compared by identity."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, item):
+        self.item = item
+
+    def __eq__(self, other):
+        return type(other) is _Held and other.item is self.item
+
+
+def _items(value, depth=0):
+    """(keys, items) of a list or dict: nested ones as their own `_items`, others `_Held`."""
+    pairs = value.items() if isinstance(value, dict) else enumerate(value)
+    return [(k, (v, _items(v, depth + 1)) if depth < _DEPTH and _container(v) else _Held(v))
+            for k, v in pairs]
+
+
+def _put_back(value, items):
+    """Give a container (and those nested in it) the items `_items` took."""
+    kept = []
+    for k, item in items:
+        if type(item) is tuple:
+            _put_back(*item)
+            kept.append((k, item[0]))
+        else:
+            kept.append((k, item.item))
+    if isinstance(value, dict):
+        value.clear()
+        value.update(kept)
+    else:
+        value[:] = [v for _, v in kept]
+
+
+_INTERNAL = []
+
+
+def _internal():
+    """The attributes every Module has (its parameters, buffers, hooks): flowgrad's."""
+    if not _INTERNAL:
+        _INTERNAL.append(frozenset(vars(Module())))
+    return _INTERNAL[0]
