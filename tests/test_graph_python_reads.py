@@ -383,3 +383,37 @@ def test_build_changing_a_container_attribute_is_refused():
     compiled = flow.compile(model)  # (runs eagerly)
     for _ in range(3):
         assert compiled(x).tolist() == eager(x).tolist()
+
+
+_LEAF = flow.ones(2, requires_grad=True)
+_HELD = flow.nn.Linear(2, 2)
+
+
+def _by_requires_grad(x):
+    return x * 2 if x.requires_grad else x * 3
+
+
+def _by_grad_fn(x):
+    return x * 2 if x.grad_fn is None else x * 3
+
+
+def _by_grad(x):
+    return _HELD(x) * (2 if _HELD.weight.grad is None else 3)
+
+
+@pytest.mark.parametrize("fn, calls", [
+    (_by_requires_grad, [lambda: flow.ones(1, 2), lambda: flow.ones(1, 2).requires_grad_()]),
+    (_by_grad_fn, [lambda: _LEAF, lambda: _LEAF * 1]),
+    (_by_grad, [lambda: flow.ones(1, 2), lambda: flow.ones(1, 2)])])
+def test_build_reading_autograd_state_is_checked_on_each_call(fn, calls):
+    """A branch of build on an input's requires_grad or grad_fn, or on a parameter's .grad
+    (`p.grad is None`): a later call with another state took the traced branch silently."""
+    _HELD.weight.grad = None
+    graph, compiled = flow.nn.Graph.trace(fn), flow.compile(fn)
+    first, second = calls
+    assert graph(first()).tolist() == compiled(first()).tolist() == fn(first()).tolist()
+    _HELD.weight.grad = flow.zeros(2, 2)
+    with pytest.raises(StalePlanError, match="requires_grad|grad"):
+        graph(second())
+    assert compiled(second()).tolist() == fn(second()).tolist()
+    _HELD.weight.grad = None

@@ -377,7 +377,7 @@ class Graph:
         program.input_layouts = {i: (_layout, _layout(flat[i])) for i in program.input_writes
                                  if i in reshaped}
         program.input_layouts.update(alias_watch(flat, state, program.input_writes))
-        if layout_read:  # (build branched on a layout: inputs', state's watched exactly)
+        if layout_read:  # (build branched on a layout or autograd state: watched exactly)
             program.input_layouts.update(layout_watches(layout_read, flat, state))
         program.switches = {name: bool(args[0]) if args else True
                             for name, (args, _) in self.config.switches.items()}

@@ -16,7 +16,8 @@ import sys
 
 from ..autograd.inplace import shares_elements
 from ..tensor import Tensor
-from .ir import STATE, StalePlanError
+from .ir import CONST, STATE, StalePlanError
+from .python_reads import _Same
 from .sites import _INSIDE, _PACKAGE
 
 _READERS = ("stride", "is_contiguous", "storage_offset", "dim_order", "data_ptr",
@@ -43,11 +44,7 @@ def watching_layout_reads(tracer, found):
 
     def watched(name, method):
         def read(self, *args, **kwargs):
-            filename = sys._getframe(1).f_code.co_filename
-            inside = _INSIDE.get(filename)
-            if inside is None:
-                inside = _INSIDE[filename] = filename.startswith(_PACKAGE)
-            if not inside:
+            if not _inside(sys._getframe(1)):
                 value = tracer.value_of.get(id(self._data))
                 if value is not None and tracer.varies(self):
                     found.append((name, self if value.kind == STATE else None))
@@ -55,24 +52,58 @@ def watching_layout_reads(tracer, found):
         read.__name__, read.__doc__ = method.__name__, method.__doc__
         return read
 
+    properties = {name: Tensor.__dict__[name] for name in _AUTOGRAD_READERS}
+
+    def noted(name, prop):
+        def read(self):
+            got = prop.fget(self)
+            if not _inside(sys._getframe(1)):
+                value = tracer.value_of.get(id(self._data))
+                if name == "grad":  # (one from before the trace: a gradient build made
+                    made = got is not None and tracer.varies(got)  # is the plan's)
+                    if not made:
+                        found.append((name, (self, got)))
+                elif value is not None and value.kind != CONST:
+                    found.append((name, self if value.kind == STATE else None))
+            return got
+        return property(read, prop.fset, None, prop.__doc__)
+
     for name, method in originals.items():
         setattr(Tensor, name, watched(name, method))
+    for name, prop in properties.items():
+        setattr(Tensor, name, noted(name, prop))
     try:
         yield
     finally:
-        for name, method in originals.items():
+        for name, method in {**originals, **properties}.items():
             setattr(Tensor, name, method)
+
+
+# autograd state the user's code reads in build (`if x.requires_grad:`, `p.grad is None`)
+_AUTOGRAD_READERS = ("requires_grad", "is_leaf", "grad_fn", "grad")
+
+
+def _inside(frame):
+    filename = frame.f_code.co_filename
+    inside = _INSIDE.get(filename)
+    if inside is None:
+        inside = _INSIDE[filename] = filename.startswith(_PACKAGE)
+    return inside
 
 
 def layout_watches(found, flat, state):
     """The entries `check_layouts` checks after build's layout reads `found`: input position
     -> (how, traced layout); ("state", j) -> (how, traced layout, the tensor, its array)."""
+    watches = _autograd_watches(found, flat)
+    found = [(name, t) for name, t in found if name not in _AUTOGRAD_READERS]
+    if not found:
+        return watches
     how = exact_place if any(name.endswith("data_ptr") for name, _ in found) else exact_layout
     read = {id(t) for _, t in found if t is not None}
     everything = any(t is None for _, t in found)  # (an input, a view, a result: all
     #                                                 inputs' and state's)
-    watches = {i: (how, how(t)) for i, t in enumerate(flat)
-               if everything and isinstance(t, Tensor)}
+    watches.update((i, (how, how(t))) for i, t in enumerate(flat)
+                   if everything and isinstance(t, Tensor))
     watches.update((("state", j), (how, how(t), t, t._data)) for j, t in enumerate(state)
                    if everything or id(t) in read)
     return watches
@@ -102,14 +133,42 @@ def _aliasing(flat, state, overlapping):
                           if id(a) in held])
 
 
+def _autograd_watches(found, flat):
+    """The entries for build's reads of autograd state: every input's requires_grad and
+    leafness after a read of an input's or a result's (requires_grad, is_leaf, grad_fn: the
+    plan keeps the branch taken); the .grad, by identity, of each parameter, captured tensor
+    or input whose .grad was read (`p.grad is None`, a value of it)."""
+    watches = {}
+    if any(name != "grad" and t is None for name, t in found):
+        watches["autograd"] = (_autograd_state, _autograd_state(flat))
+    grads, traced, seen = [], [], set()
+    for name, read in found:
+        if name == "grad" and id(read[0]) not in seen:
+            t, got = read
+            seen.add(id(t))
+            grads.append(next((i for i, f in enumerate(flat) if f is t), t))
+            traced.append(_Same(got))  # (as read: before build's backward, if any)
+    if grads:
+        watches["grads"] = (_grads, tuple(traced), grads)
+    return watches
+
+
+def _autograd_state(flat):
+    return tuple((t.requires_grad, t.grad_fn is None) for t in flat if isinstance(t, Tensor))
+
+
+def _grads(flat, tensors):
+    return tuple(_Same((flat[t] if type(t) is int else t).grad) for t in tensors)
+
+
 def check_layouts(graph_name, layouts, flat):
     """Raise where an input's or a watched parameter's layout is not the traced one, or the
     inputs' aliasing is not the traced one."""
     for key, (how, traced, *held) in layouts.items():
-        if key == "aliasing":
+        if type(key) is str:  # (reads of the call's inputs: aliasing, autograd state)
             now = how(flat, *held)
             if now != traced:
-                raise StalePlanError(_aliasing_changed(graph_name, traced, now))
+                raise StalePlanError(_CHANGED[key](graph_name, traced, now))
             continue
         if held and held[0]._data is held[1]:
             continue  # (the same array: the same layout and address)
@@ -153,3 +212,21 @@ def _aliasing_changed(graph_name, traced, now):
             f"an input reaches the inputs sharing its memory), and would give other numbers "
             f"than eager. Pass the inputs aliased as when traced (x.clone() for a distinct "
             f"one), or use flow.compile, which traces anew")
+
+
+def _autograd_changed(graph_name, traced, now):
+    return (f"nn.Graph {graph_name}: build() read an input's requires_grad, is_leaf or "
+            f"grad_fn while it was traced, when the inputs had (requires_grad, is a leaf) "
+            f"{traced}; they have {now} this call. The plan keeps the branch build took. "
+            f"Pass inputs as when traced, or use flow.compile, which traces anew")
+
+
+def _grads_changed(graph_name, traced, now):
+    return (f"nn.Graph {graph_name}: build() read a tensor's .grad while it was traced (its "
+            f"gradient then: {traced}); it is another one this call ({now}): the plan keeps "
+            f"the traced one (a branch on `p.grad is None`, or its values). Pass the gradient "
+            f"to the graph as an input, or use flow.compile, which traces anew")
+
+
+_CHANGED = {"aliasing": _aliasing_changed, "autograd": _autograd_changed,
+            "grads": _grads_changed}
