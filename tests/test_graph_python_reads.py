@@ -417,3 +417,23 @@ def test_build_reading_autograd_state_is_checked_on_each_call(fn, calls):
         graph(second())
     assert compiled(second()).tolist() == fn(second()).tolist()
     _HELD.weight.grad = None
+
+
+class _MaskMemo(flow.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.masks = {}
+
+    def forward(self, x):
+        n = x.shape[0]
+        if n not in self.masks:  # (a memo of constants: eagerly the same values each call)
+            self.masks[n] = flow.triu(flow.ones(n, n), 1).bool()
+        return x.masked_fill(self.masks[n], 0.0)
+
+
+def test_build_filling_a_memo_of_constants_is_not_refused():
+    model, x = _MaskMemo(), flow.ones(3, 3)
+    graph = flow.nn.Graph.trace(lambda x: model(x))
+    for _ in range(2):
+        assert graph(x).tolist() == _MaskMemo()(x).tolist()
+    assert list(model.masks) == [3]

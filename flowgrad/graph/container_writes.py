@@ -9,6 +9,9 @@ items back.
 from __future__ import annotations
 
 from ..nn.module import Module
+from ..tensor import Tensor
+from .ir import CONST, NODE
+from .passes import is_random
 
 _DEPTH = 2  # (self.cache["layer0"]["k"]: containers nested this deep are compared too)
 
@@ -29,10 +32,13 @@ def contents(graph):
     return found
 
 
-def refuse_container_writes(graph, before):
-    """Raise (the items put back) where build changed a container `contents` took."""
+def refuse_container_writes(graph, before, tracer):
+    """Raise (the items put back) where build changed a container `contents` took, unless
+    it only added keys holding constants (a memo: self.masks[n] = flow.triu(...), which
+    eagerly the next call reads back the same)."""
     for obj, where, name, value, items in before:
-        if _items(value) == items:
+        now = _items(value)
+        if now == items or isinstance(value, dict) and _memo_fill(items, now, tracer):
             continue
         for _, _, _, v, held in before:
             _put_back(v, held)
@@ -44,6 +50,36 @@ def refuse_container_writes(graph, before):
             f"self.register_buffer('{name}_k', flow.zeros(shape)) and .copy_(new)), return "
             f"it from build and store it outside, or change the {type(value).__name__} "
             f"outside build")
+
+
+def _memo_fill(items, now, tracer):
+    """Whether `now` is `items` with keys added whose values are constants of the trace
+    (tensors it does not recompute per call, or containers of them)."""
+    held = dict(items)
+    if len(now) <= len(held) or any(
+            k in held and held[k] != item for k, item in now):
+        return False
+    return all(_constant(item, tracer) for k, item in now if k not in held)
+
+
+def _constant(item, tracer):
+    if type(item) is tuple:  # (a nested container: its items)
+        return all(_constant(v, tracer) for _, v in item[1])
+    tensor = item.item
+    if not isinstance(tensor, Tensor):
+        return False
+    value = tracer.value_of.get(id(tensor._data))
+    todo, seen = [value] if value is not None else [], set()
+    while todo:  # (made of constants only: no input, state or random draw upstream)
+        value = todo.pop()
+        if value.kind == CONST or value.id in seen:
+            continue
+        seen.add(value.id)
+        node = value.source
+        if value.kind != NODE or is_random(node):
+            return False
+        todo += node.inputs
+    return True
 
 
 def _container(value):

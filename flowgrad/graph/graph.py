@@ -432,7 +432,7 @@ class Graph:
                 out = self.build(*args, **kwargs)
                 refuse_host_draws(self, draws_before)
                 _refuse_setting_writes(self, settings_before)
-                refuse_container_writes(self, containers_before)
+                refuse_container_writes(self, containers_before, tracer)
                 _refuse_group_writes(self, groups_before)
                 rebound, bound = _rebound(self, tracer.rebinds.values())
             except BaseException:
