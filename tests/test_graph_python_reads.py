@@ -437,3 +437,29 @@ def test_build_filling_a_memo_of_constants_is_not_refused():
     for _ in range(2):
         assert graph(x).tolist() == _MaskMemo()(x).tolist()
     assert list(model.masks) == [3]
+
+
+class _ReshapedWrite(flow.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", flow.zeros(2, 2))
+
+    def forward(self, x):
+        with flow.no_grad():
+            self.count.reshape(-1).add_(1)  # (a view of a contiguous buffer, else a copy)
+        return x + self.count
+
+
+def test_a_write_through_a_reshape_of_a_buffer_of_another_layout_is_refused():
+    """The plan traced `buf.reshape(-1).add_(1)` on a contiguous buffer (a view: the write
+    reaches it); after `buf.data = buf.data.t()` eagerly the reshape copies and the write is
+    lost, but the plan went on writing into the buffer."""
+    model, eager, x = _ReshapedWrite(), _ReshapedWrite(), flow.ones(2, 2)
+    graph, compiled = flow.nn.Graph.trace(lambda x: model(x)), flow.compile(eager)
+    graph(x), compiled(x)
+    for m in (model, eager):
+        m.count.data = m.count.data.t()
+    with pytest.raises(StalePlanError, match="through a reshape"):
+        graph(x)
+    assert compiled(x).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    assert eager.count.tolist() == [[1.0, 1.0], [1.0, 1.0]]

@@ -58,7 +58,14 @@ from .container_writes import contents, refuse_container_writes
 from .escapes import escape_watch, warn_escaped
 from .group_reads import noting_group_reads, watched_exactly
 from .ir import INPUT, NODE, STATE, StalePlanError
-from .layout_reads import alias_watch, check_layouts, layout_watches, watching_layout_reads
+from .layout_reads import (
+    alias_watch,
+    check_layouts,
+    layout_watches,
+    watching_layout_reads,
+    written_state_watch,
+)
+from .layout_reads import layout as _layout
 from .plan_checks import (
     _GONE,
     _bindings,
@@ -377,6 +384,7 @@ class Graph:
         program.input_layouts = {i: (_layout, _layout(flat[i])) for i in program.input_writes
                                  if i in reshaped}
         program.input_layouts.update(alias_watch(flat, state, program.input_writes))
+        program.input_layouts.update(written_state_watch(program, state))
         if layout_read:  # (build branched on a layout or autograd state: watched exactly)
             program.input_layouts.update(layout_watches(layout_read, flat, state))
         program.switches = {name: bool(args[0]) if args else True
@@ -755,9 +763,3 @@ def _reshaped_inputs(program):
                     found.add(position)
                 origin.update((out.id, position) for out in node.outputs)
     return found
-
-
-def _layout(tensor):
-    """A tensor's strides in elements, 0 for a dim of size 1 (any stride does there)."""
-    return tuple(0 if n == 1 else st for n, st in zip(tensor.shape, tensor.stride()))
-

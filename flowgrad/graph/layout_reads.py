@@ -161,6 +161,31 @@ def _grads(flat, tensors):
     return tuple(_Same((flat[t] if type(t) is int else t).grad) for t in tensors)
 
 
+def layout(tensor):
+    """A tensor's strides in elements, 0 for a dim of size 1 (any stride does there)."""
+    return tuple(0 if n == 1 else st for n, st in zip(tensor.shape, tensor.stride()))
+
+
+def written_state_watch(program, state):
+    """The entries for the parameters and buffers build wrote into through a reshape of them
+    (`self.buf.reshape(-1).add_(1)`): a view of a contiguous one, a copy of another (eagerly
+    the write then misses it), so each call's layout must be the traced one."""
+    if not program.writebacks:
+        return {}
+    written = {id(t) for t in program.writebacks}
+    origin = {v.id: v.source for v in program.states if id(v.source) in written}
+    reshaped = set()
+    for node in program.nodes:  # (value id -> the state tensor it views)
+        if getattr(node.op, "is_view", False) and node.inputs:
+            t = origin.get(node.inputs[0].id)
+            if t is not None:
+                if getattr(node.op, "name", None) == "reshape":
+                    reshaped.add(id(t))
+                origin.update((out.id, t) for out in node.outputs)
+    return {("state", j): (layout, layout(t), t, t._data) for j, t in enumerate(state)
+            if id(t) in reshaped}
+
+
 def check_layouts(graph_name, layouts, flat):
     """Raise where an input's or a watched parameter's layout is not the traced one, or the
     inputs' aliasing is not the traced one."""
@@ -180,6 +205,13 @@ def check_layouts(graph_name, layouts, flat):
             what = f"input {key}" if held == [] else (f"a parameter or buffer of shape "
                                                        f"{tuple(tensor.shape)}")
             raise StalePlanError(_layout_changed(graph_name, what, traced, now))
+        if held:
+            raise StalePlanError(
+                f"nn.Graph {graph_name}: a parameter or buffer of shape "
+                f"{tuple(tensor.shape)} has strides {tensor.stride()}, and build() wrote into "
+                f"it through a reshape when it had strides {traced}: a view of it then, a copy "
+                f"now (eagerly the write would not reach it). Keep it contiguous (p.data = "
+                f"w.contiguous()), write into it directly, or build a new graph")
         raise RuntimeError(
             f"nn.Graph {graph_name}: input {key} has strides {tensor.stride()}, and "
             f"build() wrote into the input traced with strides {traced}: whether a write "
