@@ -1,13 +1,15 @@
 """Layout reads in build: user code branching on a traced tensor's `is_contiguous()`,
-`stride()`, `storage_offset()`, `dim_order()` or `data_ptr()` (`x * x.stride(0)`, `if
-x.is_contiguous():`, `if self.weight.is_contiguous():`). The plan keeps the branch taken and
-the numbers read at trace time, where eagerly each call reads the layouts anew; so while
-build is traced these methods note a read by the user's code of a tensor the plan
-recomputes, and the plan then checks the strides and storage offset (and, after a
-data_ptr(), the address) on each call (`check_layouts`: another one raises StalePlanError,
-and flow.compile traces anew): of the parameters and buffers build read them of when it read
-only those, else of every input and every parameter and buffer (a read of a view or a result
-depends on theirs). flowgrad's own reads are not noted: its ops replay the layout they see.
+`stride()`, `storage_offset()`, `dim_order()` or address (`data_ptr()`, `untyped_storage()`,
+`is_set_to()`): `x * x.stride(0)`, `if x.is_contiguous():`, `if self.weight.is_contiguous():`.
+The plan keeps the branch taken and the numbers read at trace time, where eagerly each call
+reads the layouts anew; so while build is traced these methods note a read by the user's
+code of a tensor the plan recomputes, and the plan then checks the strides and storage
+offset (and, after an address read, the address) on each call (`check_layouts`: another one
+raises StalePlanError, and flow.compile traces anew): of the parameters and buffers build
+read them of when it read only those, else of every input and every parameter and buffer (a
+read of a view or a result depends on theirs). flowgrad's own reads are not noted: its ops
+replay the layout they see. Reads of autograd state (an input's requires_grad, a .grad) and
+the inputs' aliasing are checked here the same way.
 """
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from .python_reads import _Same
 from .sites import _INSIDE, _PACKAGE
 
 _READERS = ("stride", "is_contiguous", "storage_offset", "dim_order", "data_ptr",
-            "const_data_ptr")
+            "const_data_ptr", "untyped_storage", "is_set_to")
+_ADDRESS = ("data_ptr", "const_data_ptr", "untyped_storage", "is_set_to")  # (its address)
 
 
 def exact_layout(tensor):
@@ -98,7 +101,7 @@ def layout_watches(found, flat, state):
     found = [(name, t) for name, t in found if name not in _AUTOGRAD_READERS]
     if not found:
         return watches
-    how = exact_place if any(name.endswith("data_ptr") for name, _ in found) else exact_layout
+    how = exact_place if any(name in _ADDRESS for name, _ in found) else exact_layout
     read = {id(t) for _, t in found if t is not None}
     everything = any(t is None for _, t in found)  # (an input, a view, a result: all
     #                                                 inputs' and state's)
