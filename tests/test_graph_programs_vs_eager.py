@@ -664,3 +664,26 @@ def test_inputs_aliased_unlike_the_traced_call_are_not_given_the_traced_plan(fn)
     with_weight(linear.weight)
     x = flow.ones(3, 3)
     assert with_weight(x).tolist() == (linear(x) + x).tolist()
+
+
+def test_a_training_graph_called_under_no_grad_raises_as_its_eager_step():
+    """A training graph (backward in build, an optimizer) compiled with grad, then called
+    under no_grad (an eval loop by mistake): eagerly the backward raises; the plan trained on
+    the batch silently."""
+    model = nn.Linear(3, 2)
+    graph = graph_of(model, _summed, flow.optim.SGD(model.parameters(), lr=0.1))
+    x = flow.ones(2, 3)
+    graph(x)
+    held = model.weight.clone()
+    for mode in (flow.no_grad, flow.inference_mode):
+        with mode(), pytest.raises(RuntimeError, match="does not require grad"):
+            graph(x)
+    assert model.weight.tolist() == held.tolist()
+    graph(x)  # (with grad: trains on)
+    assert model.weight.tolist() != held.tolist()
+
+
+def _summed(model, x):
+    loss = model(x).sum()
+    loss.backward()
+    return loss

@@ -34,6 +34,7 @@ from ..amp.autocast_mode import state as _amp_state
 from ..autograd import engine
 from ..autograd import interpreter as _interpreter
 from ..autograd import profiling as _profiling
+from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import bump_version
 from ..autograd.interpreter import using_interpreter
@@ -75,6 +76,7 @@ from .plan_checks import (
     _rebound,
     _refuse_group_writes,
     _refuse_setting_writes,
+    _refuse_without_grad,
     _settings,
     _state_meta,
     _trainable,
@@ -227,6 +229,8 @@ class Graph:
         flat = flatten_inputs(args, kwargs)
         if not self._optimizers:
             self._plans_of_grad_mode()
+        elif not _grad_state.enabled and self._compiled is not None:
+            _refuse_without_grad(self)
         if self._compiled is None:
             return self._profiled_compile(args, kwargs, flat)
         signature = input_signature(flat)

@@ -262,3 +262,14 @@ def same_array(now, seen):
 
 
 _BITS = {1: "u1", 2: "u2", 4: "u4", 8: "u8"}
+
+
+def _refuse_without_grad(graph):
+    """A training graph called under no_grad: eagerly its backward raises; the plan would
+    train on (an eval loop calling the training graph by mistake)."""
+    if graph._compiled[0].differentiated:
+        raise RuntimeError(
+            f"nn.Graph {graph._name}: called under no_grad (or inference_mode), and its build "
+            f"calls backward: element 0 of tensors does not require grad and does not have a "
+            f"grad_fn, as the eager step raises. Call the training graph with grad enabled, "
+            f"and use a graph without an optimizer for evaluation")
