@@ -468,3 +468,37 @@ def test_a_write_through_a_reshape_of_a_buffer_of_another_layout_is_refused():
         graph(x)
     assert compiled(x).tolist() == [[2.0, 2.0], [2.0, 2.0]]
     assert eager.count.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+CALLS = 0
+SEEN_SIZES = []
+
+
+def _counting(x):
+    global CALLS
+    CALLS += 1
+    return x * 2
+
+
+def _logging_sizes(x):
+    SEEN_SIZES.append(x.shape[0])
+    return x * 2
+
+
+@pytest.mark.parametrize("fn", [_counting, _logging_sizes])
+def test_build_changing_a_plain_global_is_refused_and_undone(fn):
+    """`global CALLS; CALLS += 1` or `SEEN_SIZES.append(n)` in build ran once, at the trace:
+    later calls left them as they were, silently. Refused (put back); flow.compile runs the
+    function eagerly, each call changing them as eagerly."""
+    x = flow.ones(2)
+    with pytest.raises(NotImplementedError, match="CALLS|SEEN_SIZES"):
+        flow.nn.Graph.trace(fn)(x)
+    assert CALLS == 0 and SEEN_SIZES == []
+    compiled = flow.compile(fn)
+    try:
+        for _ in range(3):
+            assert compiled(x).tolist() == [2.0, 2.0]
+        assert CALLS + len(SEEN_SIZES) == 3
+    finally:
+        globals()["CALLS"] = 0
+        SEEN_SIZES.clear()

@@ -8,17 +8,43 @@ items back.
 """
 from __future__ import annotations
 
+import reprlib
+
 from ..nn.module import Module
 from ..tensor import Tensor
+from .group_reads import watched_exactly
 from .ir import CONST, NODE
 from .passes import is_random
+from .plan_checks import _GONE, _module_settings
+from .python_reads import (
+    _plain_container,
+    _plain_value,
+    _Scope,
+    _snapshot,
+    is_python_read,
+    python_reads,
+)
 
 _DEPTH = 2  # (self.cache["layer0"]["k"]: containers nested this deep are compared too)
 
 
 def contents(graph):
     """(object, its path, attribute, container, its items) for each list or dict attribute
-    of the graph and of the user's modules (not a Module's own: its hooks and stores)."""
+    of the graph and of the user's modules (not a Module's own: its hooks and stores); and
+    the plain globals and closure variables build's code reads (`python_reads`'s walk: a
+    counter, a list of numbers), to refuse a change build makes to them."""
+    return _attribute_contents(graph), _plain_reads(graph)
+
+
+def _plain_reads(graph):
+    modules = [s for m in graph._modules.values() for s in m.modules()]
+    settings = python_reads(graph, modules, _module_settings, graph._state(),
+                            watched_exactly)[0]
+    return [(store, path, name, value) for store, path, name, value in settings
+            if is_python_read(path) and (_plain_value(value) or _plain_container(value))]
+
+
+def _attribute_contents(graph):
     found = [(graph, "the graph", name, value, _items(value))
              for name, value in vars(graph).items()
              if not name.startswith("_") and _container(value)]
@@ -35,7 +61,30 @@ def contents(graph):
 def refuse_container_writes(graph, before, tracer):
     """Raise (the items put back) where build changed a container `contents` took, unless
     it only added keys holding constants (a memo: self.masks[n] = flow.triu(...), which
-    eagerly the next call reads back the same)."""
+    eagerly the next call reads back the same), or a plain global or closure variable."""
+    before, plain = before
+    changed = [(store, path, name, value, store.__dict__.get(name, _GONE))
+               for store, path, name, value in plain]
+    # (a tensor stored there is an escape: warned about, `escapes.warn_escaped`)
+    changed = [c for c in changed if c[4] is not c[3] and c[4] != c[3] and (
+        _plain_value(c[4]) or _plain_container(c[4]))]
+    shown = [(path, reprlib.repr(value), reprlib.repr(now)) for _, path, _, value, now in changed]
+    for store, _, name, value, now in changed:  # (put back: the failed trace leaves none)
+        if type(now) is type(value) and type(value) is list:
+            now[:] = _snapshot(value)
+        elif type(now) is type(value) and type(value) is dict:
+            now.clear()
+            now.update(_snapshot(value))
+        elif type(store) is _Scope:
+            store.__dict__[name] = value
+    if changed:
+        path, value, now = shown[0]
+        raise NotImplementedError(
+            f"nn.Graph {graph._name}: build() changed {path} from {value} to "
+            f"{now} at trace time, a Python side effect its compiled plan "
+            f"cannot repeat on later calls (eagerly each call changes it). Keep such state in "
+            f"a tensor (a buffer updated in place), return it from build, or change it "
+            f"outside build")
     for obj, where, name, value, items in before:
         now = _items(value)
         if now == items or isinstance(value, dict) and _memo_fill(items, now, tracer):
