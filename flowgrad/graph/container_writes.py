@@ -4,7 +4,8 @@ build appends to or stores into (`self.cache["k"] = k.detach()` of a decoder's c
 eagerly every call changes it; the plan would run on without repeating it. `contents` takes
 the containers' items before the trace, `refuse_container_writes` compares them after it by
 identity (a container nested in one, two levels down, too) and refuses a change, putting the
-items back.
+items back. The same for the plain globals and closure variables build reads (`global CALLS;
+CALLS += 1`, `SIZES.append(n)`), compared by value.
 """
 from __future__ import annotations
 
@@ -79,6 +80,8 @@ def refuse_container_writes(graph, before, tracer):
             store.__dict__[name] = value
     if changed:
         path, value, now = shown[0]
+        for _, _, _, v, held in before:
+            _put_back(v, held)
         raise NotImplementedError(
             f"nn.Graph {graph._name}: build() changed {path} from {value} to "
             f"{now} at trace time, a Python side effect its compiled plan "
