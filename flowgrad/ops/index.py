@@ -389,27 +389,25 @@ def setitem(x, index, value):
         shape = value._data.shape
         if extra > 0 and all(n == 1 for n in shape[:extra]):
             value = value.reshape(shape[extra:])
-    if not advanced and _is_whole(data, spec) and (value is x or value._data.ndim <= data.ndim
-                                                   and not np.may_share_memory(
-                                                       memory_of(value), memory_of(x))):
+    if not advanced and _is_whole(data, spec) and (
+            same_elements(memory_of(value), memory_of(x), True) or value._data.ndim <= data.ndim
+            and not np.may_share_memory(memory_of(value), memory_of(x))):
         # torch's slice covering all of x is x itself: x.copy_(value), no view of x written
-        # (so no CopySlices node: a second backward through it runs, as torch's); a value
-        # aliasing x other than x itself takes the path below, which reads it before writing
+        # (so no CopySlices node: a second backward through it runs, as torch's; `x[()] += v`
+        # too); a value aliasing x otherwise takes the path below, which reads it first
         x.copy_(value)
         return
     if advanced:  # index_put_: torch warns where the expanded elements share memory
         warn_expanded_write(data, "index_put_", "tensor[indices] = tensor")
     elif not data.flags.writeable:
         # an expand: torch refuses a slice assignment only where the written region overlaps
-        # itself (index tensors go through index_put_, which writes anyway), and, unrecorded,
-        # the value broadcast to it is not its very elements (`e[0, :2] = t` for
-        # e = t.expand(..): torch's copy_ of the same data, which writes nothing where the
-        # strides agree, size-1 dims' too; a 0-d value is torch's fill_, which refuses)
+        # itself (index tensors go through index_put_, which writes anyway), and the value
+        # broadcast to it is not its very elements (`e[0, :2] = t` for e = t.expand(..):
+        # torch's copy_ of the same data, which writes nothing where the strides agree,
+        # size-1 dims' too, recorded as copy_'s; a 0-d value is torch's fill_, which refuses)
         try:
             region = basic_view(xp, data, spec)
-            if 0 < value._data.ndim and _same_elements_broadcast(
-                    memory_of(value), region) and not (grad_mode.is_grad_enabled() and (
-                    value.requires_grad or x.requires_grad)):
+            if 0 < value._data.ndim and _same_elements_broadcast(memory_of(value), region):
                 if value._data.shape != region.shape:  # (torch's copy_to: leading 1s
                     shape = tuple(value.shape)   # dropped, then expanded: stride 0)
                     while shape and shape[0] == 1:
