@@ -16,7 +16,7 @@ import sys
 from ..optim.lr_scheduler import LRScheduler
 from ..optim.optimizer import LIVE
 from .python_reads import _Group, _plain_value, _snapshot
-from .sites import _INSIDE, _PACKAGE
+from .sites import inside as _inside
 
 
 class _NotingGroup(dict):
@@ -54,13 +54,6 @@ class _NotingGroup(dict):
         return dict(dict.items(self))
 
 
-def _inside(frame):
-    """Whether `frame` runs flowgrad's code (not the user's)."""
-    filename = frame.f_code.co_filename
-    inside = _INSIDE.get(filename)
-    if inside is None:
-        inside = _INSIDE[filename] = filename.startswith(_PACKAGE)
-    return inside
 
 
 def watched_exactly(stepper):

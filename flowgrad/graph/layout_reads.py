@@ -20,7 +20,7 @@ from ..autograd.inplace import shares_elements
 from ..tensor import Tensor
 from .ir import CONST, STATE, StalePlanError
 from .python_reads import _Same
-from .sites import _INSIDE, _PACKAGE
+from .sites import inside as _inside
 
 _READERS = ("stride", "is_contiguous", "storage_offset", "dim_order", "data_ptr",
             "const_data_ptr", "untyped_storage", "is_set_to")
@@ -84,14 +84,6 @@ def watching_layout_reads(tracer, found):
 
 # autograd state the user's code reads in build (`if x.requires_grad:`, `p.grad is None`)
 _AUTOGRAD_READERS = ("requires_grad", "is_leaf", "grad_fn", "grad")
-
-
-def _inside(frame):
-    filename = frame.f_code.co_filename
-    inside = _INSIDE.get(filename)
-    if inside is None:
-        inside = _INSIDE[filename] = filename.startswith(_PACKAGE)
-    return inside
 
 
 def layout_watches(found, flat, state):

@@ -33,6 +33,15 @@ def user_site(skip=0):
     return None
 
 
+def inside(frame):
+    """Whether `frame` runs flowgrad's code (not the user's)."""
+    filename = frame.f_code.co_filename
+    known = _INSIDE.get(filename)
+    if known is None:
+        known = _INSIDE[filename] = filename.startswith(_PACKAGE)
+    return known
+
+
 def user_frame(skip=0):
     """(file, line) of the innermost frame outside flowgrad: the user's line in build. `skip`
     frames above the caller are known to be flowgrad's (not looked at)."""
