@@ -522,8 +522,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     >>> F.l1_loss(flow.tensor([1.0, 2.0]), flow.tensor([0.0, 4.0]))
     tensor(1.5000)
     """
-    if "b" not in (getattr(input, "dtype", None) and input._data.dtype.kind,
-                   getattr(target, "dtype", None) and target._data.dtype.kind):
+    if "b" not in {t._data.dtype.kind for t in (input, target) if isinstance(t, Tensor)}:
         input, target = _promoted(input, target)  # (a bool one: the difference refuses)
     d = _pair(input, target, "l1_loss", reduction).abs()
     return _weighted(d, weight, input, reduction, "l1_loss", True)

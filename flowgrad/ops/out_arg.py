@@ -19,7 +19,7 @@ import math
 import warnings
 
 from .._warn import warn
-from ..argument_errors import deprecated_form, refused_call, retold
+from ..argument_errors import refused_call
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.inplace import (
     _shared_in_place,
@@ -546,14 +546,9 @@ def accept_out(namespace, names, exact=(), compute_in_out=(), no_overlap=(), cas
                 if parsed is None:
                     raise
                 raise parsed from None
-            except TypeError as error:
-                moved = deprecated_form(_name, False, args, given)
-                if moved is not None:
-                    return _public[0](*moved[0], out=out, **moved[1])
-                told = retold(_name, False, args, {**given, "out": out}, error)
-                if told is None:
-                    raise
-                raise told from None
+            except TypeError as error:  # (out= travels with the keywords: the public call)
+                return refused_call(_public[0], _name, False, args, {**given, "out": out},
+                                    error)
         namespace[name] = functools.wraps(fn)(call)
         call.__kwdefaults__["_public"].append(call)  # (the function overrides are told of)
         call._public = call.__kwdefaults__["_public"]
